@@ -1,0 +1,213 @@
+/**
+ * The store contract: what the runtime and the drain need from a durable
+ * store. Two adapters implement it (`SqliteCheckpointer`,
+ * `PostgresCheckpointer`); one conformance suite (test/store/suite.ts) holds
+ * both to every guarantee below.
+ *
+ * Glossary
+ * - execution: one run, keyed by `executionId`; its rows are ordered by `seq`
+ *   (0, 1, 2… assigned inside the write transaction; never by a clock).
+ * - checkpoint: one boundary row (see shared/rows.ts).
+ * - pause: an `interrupted` checkpoint plus the execution's one pending row.
+ * - outbox: one event per change that must reach the plane, appended in the
+ *   same transaction as the change; `synced` once acked or quarantined.
+ */
+import type { Json } from '../shared/json.js';
+import type { State } from '../shared/codec.js';
+import type {
+  Checkpoint,
+  IdempotencyEntry,
+  OutboxEvent,
+  OutboxKind,
+  PendingInterrupt,
+  Status,
+  Step,
+} from '../shared/rows.js';
+
+/** What a writer supplies for a checkpoint; the store assigns `seq`, `writerId` and encodes `state`. */
+export interface CheckpointInput {
+  /** UUIDv7; minted by the store when absent. Reusing one is an error. */
+  id?: string;
+  executionId: string;
+  nodeId: string;
+  turn: number;
+  step: Step;
+  status: Status;
+  agentPath: string;
+  parentId?: string | null;
+  /** The full logical state at this boundary; the store encodes it (full or delta). */
+  state: State;
+  nodeInput?: Json | null;
+  nodeOutput?: Json | null;
+  interruptReason?: string | null;
+  interruptContext?: Json | null;
+  createdAt?: string;
+}
+
+export interface ListOptions {
+  /** Only rows with seq > afterSeq (ascending cursor). */
+  afterSeq?: number;
+  /** Only rows with seq < beforeSeq (descending cursor). */
+  beforeSeq?: number;
+  /** Page size; absent means every matching row. */
+  limit?: number;
+  order?: 'asc' | 'desc';
+}
+
+export type ExecutionState = 'running' | 'paused' | 'completed' | 'failed';
+
+export interface ExecutionSummary {
+  executionId: string;
+  /** `running` means no marker and no pause: still running, or crashed. */
+  state: ExecutionState;
+  rowCount: number;
+  lastSeq: number;
+  lastNodeId: string;
+  lastStep: Step;
+  lastStatus: Status;
+  updatedAt: string;
+}
+
+export type IdempotentLookup = { hit: true; result: Json | null } | { hit: false };
+
+export interface PruneOptions {
+  /** Finished runs whose end marker is older than this are deleted. */
+  olderThan: Date;
+  /** Also prune runs with events not yet acked by the plane (default: keep them). */
+  includeUnsynced?: boolean;
+}
+
+export interface PruneResult {
+  executions: number;
+  checkpoints: number;
+  idempotency: number;
+  /** Finished runs kept because some of their events have not reached the plane. */
+  keptUnsynced: number;
+}
+
+export interface DeleteResult {
+  checkpoints: number;
+  pending: number;
+  idempotency: number;
+}
+
+/** One event waiting in the outbox. */
+export interface OutboxEntry {
+  /** The event's dedupe id (a checkpoint event carries the checkpoint id). */
+  id: string;
+  kind: OutboxKind;
+  executionId: string;
+  bytes: number;
+  createdAt: string;
+  /** The event to send, or null when `problem` says why it cannot be built. */
+  event: OutboxEvent | null;
+  problem?: string;
+}
+
+export interface OutboxStats {
+  pendingCount: number;
+  pendingBytes: number;
+  oldestPendingAt: string | null;
+  oldestPendingAgeMs: number | null;
+  quarantinedCount: number;
+  lastQuarantineReason: string | null;
+}
+
+export interface QuarantinedEntry {
+  id: string;
+  kind: OutboxKind;
+  executionId: string;
+  reason: string;
+  createdAt: string;
+}
+
+/** Everything a machine needs to continue a run: what restore writes. */
+export interface RestoreBundle {
+  checkpoints: Checkpoint[];
+  pending: PendingInterrupt | null;
+  idempotency: IdempotencyEntry[];
+}
+
+export interface ImportResult {
+  inserted: number;
+  skipped: number;
+  /** (executionId, seq) already held by a different local row: kept local, reported. */
+  conflicts: string[];
+  pendingImported: boolean;
+  idempotencyInserted: number;
+}
+
+export interface ClaimResult {
+  pending: PendingInterrupt;
+  /** The checkpoint written in the same transaction as the claim, if one was given. */
+  checkpoint: Checkpoint | null;
+}
+
+/** The durable store contract. All methods are async; every write is one transaction. */
+export interface Checkpointer {
+  /** The store's stable writer id (persisted on first setup unless given). */
+  readonly writerId: string;
+  /** Create or migrate the schema. Idempotent; safe when several processes run it at once. */
+  setup(): Promise<void>;
+  /**
+   * Write a checkpoint with the next `seq` of its execution, and its outbox
+   * event, in one transaction. A reused id throws `DuplicateIdError` and leaves
+   * the stored row unchanged; an invalid row throws `InvalidRowError` and writes nothing.
+   */
+  put(input: CheckpointInput): Promise<Checkpoint>;
+  /**
+   * Write an `interrupted` checkpoint and the execution's pending row (and both
+   * outbox events) in one transaction: both or neither. A second open pause
+   * for the same execution throws `PauseExistsError` on every backend.
+   */
+  recordInterrupt(
+    input: CheckpointInput,
+    pause: { reason: string; context: Json | null },
+  ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }>;
+  /**
+   * Atomically take the execution's pending row. Under any race (threads,
+   * processes, machines sharing the store) exactly one caller gets it; the
+   * rest get null. `next`, when given, is written in the same transaction, so
+   * a claimed resume is never lost to a crash.
+   */
+  claimInterrupt(executionId: string, options?: { next?: CheckpointInput }): Promise<ClaimResult | null>;
+  getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null>;
+  /** Open pauses ordered by executionId; page with `afterExecutionId`. */
+  listPendingInterrupts(options?: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]>;
+  /** The row with the highest seq, or null. */
+  latest(executionId: string): Promise<Checkpoint | null>;
+  getById(id: string): Promise<Checkpoint | null>;
+  /** Rows of one execution ordered by seq, with cursors; no fixed limit. */
+  list(executionId: string, options?: ListOptions): Promise<Checkpoint[]>;
+  /** The full state of a row, decoded from its snapshot chain. */
+  readState(row: Checkpoint): Promise<State>;
+  /** Executions ordered by id; page with `afterExecutionId`. */
+  listExecutions(options?: { afterExecutionId?: string; limit?: number }): Promise<ExecutionSummary[]>;
+  /** A stored `null` is a hit. */
+  getIdempotent(executionId: string, key: string): Promise<IdempotentLookup>;
+  /** Insert if absent; the first stored result wins and is returned. */
+  putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry>;
+  listIdempotent(executionId: string): Promise<IdempotencyEntry[]>;
+  /** Delete every row of one execution (and queue the deletion for the plane). */
+  deleteExecution(executionId: string): Promise<DeleteResult>;
+  /**
+   * Delete finished runs (completed or failed marker) older than the cutoff.
+   * Never a paused run's rows, pending row or idempotency entries; never a
+   * run without a marker.
+   */
+  prune(options: PruneOptions): Promise<PruneResult>;
+
+  /** Oldest unsynced outbox events, bounded by count and bytes (at least one if any wait). */
+  fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<OutboxEntry[]>;
+  /** Apply the plane's answers in one transaction: acked ids synced, refused ids quarantined. */
+  applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void>;
+  markSynced(ids: string[]): Promise<void>;
+  markQuarantined(reasons: Record<string, string>): Promise<void>;
+  outboxStats(): Promise<OutboxStats>;
+  listQuarantined(options?: { afterId?: string; limit?: number }): Promise<QuarantinedEntry[]>;
+  /** Insert-if-missing, marked synced (never re-queued); never overwrites a local row. */
+  importRows(bundle: RestoreBundle): Promise<ImportResult>;
+  /** Called after every committed write that queued an outbox event. */
+  onWrite(listener: () => void): () => void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,607 @@
+/**
+ * Postgres adapter of the store contract (postgres.js). Many processes and
+ * machines may share one database. Seq is assigned under the execution row's
+ * lock; a claim is `DELETE … RETURNING` at READ COMMITTED, so exactly one of
+ * any number of concurrent claimers gets the row.
+ */
+import postgres from 'postgres';
+import { uuidv7 } from '../../shared/ids.js';
+import type { Json } from '../../shared/json.js';
+import { chainBase, decodeChain, type CodecCursor, type State } from '../../shared/codec.js';
+import {
+  Checkpoint as CheckpointSchema,
+  IdempotencyEntry as IdempotencySchema,
+  PendingInterrupt as PendingSchema,
+  type Checkpoint,
+  type IdempotencyEntry,
+  type OutboxEvent,
+  type OutboxKind,
+  type PendingInterrupt,
+} from '../../shared/rows.js';
+import type {
+  CheckpointInput,
+  Checkpointer,
+  ClaimResult,
+  DeleteResult,
+  ExecutionSummary,
+  IdempotentLookup,
+  ImportResult,
+  ListOptions,
+  OutboxEntry,
+  OutboxStats,
+  PruneOptions,
+  PruneResult,
+  QuarantinedEntry,
+  RestoreBundle,
+} from '../checkpointer.js';
+import { DuplicateIdError, PauseExistsError } from '../errors.js';
+import { noFaults, type FaultHook } from '../faults.js';
+import {
+  buildRow,
+  canonicalTime,
+  checkBundleRows,
+  checkIdempotencyKey,
+  checkInput,
+  checkJson,
+  CursorCache,
+  idempotencyFromColumns,
+  pendingFor,
+  pendingFromColumns,
+  rowFromColumns,
+  WriteSignal,
+  type CheckpointColumns,
+  type IdempotencyColumns,
+  type PendingColumns,
+  type RowText,
+} from '../store/rows.js';
+import { summaryState } from '../store/summary.js';
+import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
+import { POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
+
+type Sql = postgres.Sql<Record<string, never>>;
+type Tx = postgres.TransactionSql<Record<string, never>>;
+
+export interface PostgresCheckpointerOptions {
+  /** Connection string; or pass `sql`. */
+  url?: string;
+  /** An existing postgres.js client (not closed by `close()`). */
+  sql?: postgres.Sql<any>;
+  /** Schema holding the tables. Default `waymark`. */
+  schema?: string;
+  /** Pool size when the adapter makes its own client. Default 10. */
+  max?: number;
+  writerId?: string;
+  outbox?: boolean;
+  faults?: FaultHook;
+}
+
+const PRUNE_CHUNK = 500;
+
+function pgCode(e: unknown): string | undefined {
+  return (e as { code?: string })?.code;
+}
+
+function constraintOf(e: unknown): string | undefined {
+  return (e as { constraint_name?: string })?.constraint_name;
+}
+
+export class PostgresCheckpointer implements Checkpointer {
+  private readonly sql: Sql;
+  private readonly ownsSql: boolean;
+  readonly schema: string;
+  private readonly outbox: boolean;
+  private readonly fault: FaultHook;
+  private readonly cursors = new CursorCache();
+  private readonly signal = new WriteSignal();
+  private readonly givenWriterId?: string;
+  private resolvedWriterId: string | null = null;
+  private ready: Promise<void> | null = null;
+  private closed = false;
+  private readonly t: Record<'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox', postgres.Helper<string>>;
+
+  constructor(options: PostgresCheckpointerOptions) {
+    if (!options.sql && !options.url) throw new Error('PostgresCheckpointer needs `url` or `sql`');
+    this.ownsSql = !options.sql;
+    this.sql = (options.sql ??
+      postgres(options.url!, { max: options.max ?? 10, onnotice: () => {} })) as unknown as Sql;
+    this.schema = options.schema ?? 'waymark';
+    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name: ${this.schema}`);
+    this.outbox = options.outbox ?? true;
+    this.fault = options.faults ?? noFaults;
+    this.givenWriterId = options.writerId;
+    const id = (name: string) => this.sql(`${this.schema}.${name}`);
+    this.t = {
+      meta: id('waymark_meta'),
+      executions: id('executions'),
+      checkpoints: id('checkpoints'),
+      pending: id('pending_interrupts'),
+      idempotency: id('idempotency'),
+      outbox: id('outbox'),
+    };
+  }
+
+  get writerId(): string {
+    if (this.resolvedWriterId === null) {
+      if (this.givenWriterId) return this.givenWriterId;
+      throw new Error('PostgresCheckpointer: call setup() before reading writerId');
+    }
+    return this.resolvedWriterId;
+  }
+
+  /** Create or migrate the schema under an advisory lock: safe for concurrent callers. */
+  setup(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('PostgresCheckpointer is closed'));
+    if (!this.ready) {
+      this.ready = this.migrate().catch((e) => {
+        this.ready = null;
+        throw e;
+      });
+    }
+    return this.ready;
+  }
+
+  private async migrate(): Promise<void> {
+    const schemaId = this.sql(this.schema);
+    await this.sql.begin(async (tx: Tx) => {
+      await tx`SELECT pg_advisory_xact_lock(hashtext(${'waymark.client:' + this.schema}))`;
+      await tx`CREATE SCHEMA IF NOT EXISTS ${schemaId}`;
+      await tx`CREATE TABLE IF NOT EXISTS ${this.sql(`${this.schema}.waymark_migrations`)} (
+        version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`;
+      const [{ v }] = await tx<{ v: number | null }[]>`
+        SELECT max(version) AS v FROM ${this.sql(`${this.schema}.waymark_migrations`)}`;
+      for (let i = v ?? 0; i < POSTGRES_MIGRATIONS.length; i++) {
+        await tx.unsafe(POSTGRES_MIGRATIONS[i].replaceAll('S.', `"${this.schema}".`));
+        await tx`INSERT INTO ${this.sql(`${this.schema}.waymark_migrations`)} (version) VALUES (${i + 1})`;
+      }
+      const id = this.givenWriterId ?? `pg-${uuidv7()}`;
+      await tx`INSERT INTO ${this.t.meta} (key, value) VALUES ('writer_id', ${id}) ON CONFLICT (key) DO NOTHING`;
+      const [row] = await tx<{ value: string }[]>`SELECT value FROM ${this.t.meta} WHERE key = 'writer_id'`;
+      this.resolvedWriterId = this.givenWriterId ?? row.value;
+    });
+  }
+
+  private async begin<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    await this.setup();
+    return (await this.sql.begin(fn)) as T;
+  }
+
+  private async q(): Promise<Sql> {
+    await this.setup();
+    return this.sql;
+  }
+
+  private queueEvent(tx: Tx, id: string, kind: OutboxKind, executionId: string, payload: string | null, bytes: number) {
+    if (!this.outbox) return null;
+    return tx`INSERT INTO ${this.t.outbox} (id, kind, execution_id, payload, bytes, created_at)
+              VALUES (${id}, ${kind}, ${executionId}, ${payload}, ${bytes}, ${canonicalTime()})`;
+  }
+
+  private async cursorAt(tx: Tx, executionId: string, seq: number, id: string): Promise<CodecCursor> {
+    const cached = this.cursors.get(executionId, seq, id);
+    if (cached) return cached;
+    const [lastCols] = await tx<CheckpointColumns[]>`
+      SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId} AND seq = ${seq}`;
+    const last = rowFromColumns(lastCols);
+    const rows = await tx<CheckpointColumns[]>`
+      SELECT * FROM ${this.t.checkpoints}
+      WHERE execution_id = ${executionId} AND seq >= ${chainBase(last)} AND seq <= ${seq} ORDER BY seq`;
+    return decodeChain(rows.map(rowFromColumns)).cursor;
+  }
+
+  /** Write one checkpoint inside the caller's transaction, under the execution row's lock. */
+  private async writeCheckpoint(tx: Tx, input: CheckpointInput): Promise<RowText> {
+    const [ex] = await tx<{ next_seq: number; last_id: string }[]>`
+      INSERT INTO ${this.t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
+      VALUES (${input.executionId}, 0, '', '', '', '', '')
+      ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id
+      RETURNING next_seq, last_id`;
+    const seq = ex.next_seq;
+    const prev = seq > 0 ? await this.cursorAt(tx, input.executionId, seq - 1, ex.last_id) : null;
+    const rt = buildRow(input, seq, prev, this.writerId);
+    const r = rt.row;
+    try {
+      await Promise.all([
+        tx`INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
+             state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
+           VALUES (${r.id}, ${r.executionId}, ${seq}, ${r.nodeId}, ${r.turn}, ${r.step}, ${r.status}, ${r.agentPath},
+             ${r.parentId}, ${rt.stateText}, ${rt.nodeInput}, ${rt.nodeOutput}, ${r.interruptReason},
+             ${rt.interruptContext}, ${r.createdAt}, ${r.writerId})`,
+        tx`UPDATE ${this.t.executions} SET next_seq = ${seq + 1}, last_id = ${r.id}, last_node_id = ${r.nodeId},
+             last_step = ${r.step}, last_status = ${r.status}, updated_at = ${r.createdAt}
+           WHERE execution_id = ${r.executionId}`,
+        this.queueEvent(tx, r.id, 'checkpoint', r.executionId, null, rt.bytes),
+      ]);
+    } catch (e) {
+      if (pgCode(e) === SQLSTATE.uniqueViolation && constraintOf(e) === 'checkpoints_pkey') {
+        throw new DuplicateIdError(r.id);
+      }
+      throw e;
+    }
+    return rt;
+  }
+
+  private committed(rt: RowText | null): void {
+    if (rt) this.cursors.set(rt.row.executionId, rt.cursor);
+    if (this.outbox) this.signal.emit();
+  }
+
+  async put(input: CheckpointInput): Promise<Checkpoint> {
+    checkInput(input);
+    let rt: RowText;
+    try {
+      rt = await this.begin((tx) => this.writeCheckpoint(tx, input));
+    } catch (e) {
+      this.cursors.drop(input.executionId);
+      throw e;
+    }
+    this.committed(rt);
+    this.fault('store.put.afterCommit');
+    return rt.row;
+  }
+
+  async recordInterrupt(
+    input: CheckpointInput,
+    pause: { reason: string; context: Json | null },
+  ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
+    checkInput(input);
+    let out: { rt: RowText; pending: PendingInterrupt };
+    try {
+      out = await this.begin(async (tx) => {
+        const rt = await this.writeCheckpoint(tx, input);
+        const pending = pendingFor(rt.row, pause.reason, pause.context);
+        this.fault('store.recordInterrupt.betweenRows');
+        try {
+          await tx`INSERT INTO ${this.t.pending} (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
+            VALUES (${pending.executionId}, ${pending.checkpointId}, ${pending.nodeId}, ${pending.reason},
+              ${pending.context === null ? null : JSON.stringify(pending.context)}, ${pending.agentPath}, ${pending.createdAt})`;
+        } catch (e) {
+          if (pgCode(e) === SQLSTATE.uniqueViolation) throw new PauseExistsError(pending.executionId);
+          throw e;
+        }
+        const event: OutboxEvent = { kind: 'interrupt_opened', id: uuidv7(), row: pending };
+        const text = JSON.stringify(event);
+        await this.queueEvent(tx, event.id, 'interrupt_opened', pending.executionId, text, text.length);
+        return { rt, pending };
+      });
+    } catch (e) {
+      this.cursors.drop(input.executionId);
+      throw e;
+    }
+    this.committed(out.rt);
+    this.fault('store.recordInterrupt.afterCommit');
+    return { checkpoint: out.rt.row, pending: out.pending };
+  }
+
+  async claimInterrupt(executionId: string, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
+    if (options?.next) checkInput(options.next);
+    let out: { pending: PendingInterrupt; rt: RowText | null } | null;
+    try {
+      out = await this.begin(async (tx) => {
+        const [row] = await tx<PendingColumns[]>`
+          DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
+        if (!row) return null;
+        const pending = pendingFromColumns(row);
+        const event: OutboxEvent = {
+          kind: 'interrupt_claimed',
+          id: uuidv7(),
+          executionId,
+          checkpointId: pending.checkpointId,
+          writerId: this.writerId,
+          claimedAt: canonicalTime(),
+        };
+        const text = JSON.stringify(event);
+        await this.queueEvent(tx, event.id, 'interrupt_claimed', executionId, text, text.length);
+        const rt = options?.next ? await this.writeCheckpoint(tx, options.next) : null;
+        return { pending, rt };
+      });
+    } catch (e) {
+      this.cursors.drop(executionId);
+      throw e;
+    }
+    if (!out) return null;
+    this.committed(out.rt);
+    this.fault('store.claim.afterCommit');
+    return { pending: out.pending, checkpoint: out.rt?.row ?? null };
+  }
+
+  async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
+    const sql = await this.q();
+    const [row] = await sql<PendingColumns[]>`SELECT * FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
+    return row ? pendingFromColumns(row) : null;
+  }
+
+  async listPendingInterrupts(options: { afterExecutionId?: string; limit?: number } = {}): Promise<PendingInterrupt[]> {
+    const sql = await this.q();
+    const rows = await sql<PendingColumns[]>`
+      SELECT * FROM ${this.t.pending} WHERE execution_id > ${options.afterExecutionId ?? ''}
+      ORDER BY execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
+    return rows.map(pendingFromColumns);
+  }
+
+  async latest(executionId: string): Promise<Checkpoint | null> {
+    const sql = await this.q();
+    const [row] = await sql<CheckpointColumns[]>`
+      SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId} ORDER BY seq DESC LIMIT 1`;
+    return row ? rowFromColumns(row) : null;
+  }
+
+  async getById(id: string): Promise<Checkpoint | null> {
+    const sql = await this.q();
+    const [row] = await sql<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${id}`;
+    return row ? rowFromColumns(row) : null;
+  }
+
+  async list(executionId: string, options: ListOptions = {}): Promise<Checkpoint[]> {
+    const sql = await this.q();
+    const rows = await sql<CheckpointColumns[]>`
+      SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}
+      ${options.afterSeq !== undefined ? sql`AND seq > ${options.afterSeq}` : sql``}
+      ${options.beforeSeq !== undefined ? sql`AND seq < ${options.beforeSeq}` : sql``}
+      ORDER BY seq ${options.order === 'desc' ? sql`DESC` : sql`ASC`}
+      ${options.limit !== undefined ? sql`LIMIT ${options.limit}` : sql``}`;
+    return rows.map(rowFromColumns);
+  }
+
+  async readState(row: Checkpoint): Promise<State> {
+    const sql = await this.q();
+    const rows = await sql<CheckpointColumns[]>`
+      SELECT * FROM ${this.t.checkpoints}
+      WHERE execution_id = ${row.executionId} AND seq >= ${chainBase(row)} AND seq <= ${row.seq} ORDER BY seq`;
+    return decodeChain(rows.map(rowFromColumns)).state;
+  }
+
+  async listExecutions(options: { afterExecutionId?: string; limit?: number } = {}): Promise<ExecutionSummary[]> {
+    const sql = await this.q();
+    const rows = await sql<ExecRow[]>`
+      SELECT e.*, p.execution_id IS NOT NULL AS paused FROM ${this.t.executions} e
+      LEFT JOIN ${this.t.pending} p ON p.execution_id = e.execution_id
+      WHERE e.execution_id > ${options.afterExecutionId ?? ''}
+      ORDER BY e.execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
+    return rows.map((r) => ({
+      executionId: r.execution_id,
+      state: summaryState(r.last_step, r.last_status, Boolean(r.paused)),
+      rowCount: Number(r.next_seq),
+      lastSeq: Number(r.next_seq) - 1,
+      lastNodeId: r.last_node_id,
+      lastStep: r.last_step as ExecutionSummary['lastStep'],
+      lastStatus: r.last_status as ExecutionSummary['lastStatus'],
+      updatedAt: r.updated_at,
+    }));
+  }
+
+  async getIdempotent(executionId: string, key: string): Promise<IdempotentLookup> {
+    const sql = await this.q();
+    const [row] = await sql<IdempotencyColumns[]>`
+      SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
+    return row ? { hit: true, result: idempotencyFromColumns(row).result } : { hit: false };
+  }
+
+  async putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry> {
+    checkIdempotencyKey(executionId, key);
+    checkJson('idempotent result', result);
+    const entry = await this.begin(async (tx) => {
+      const createdAt = canonicalTime();
+      const text = result === null ? null : JSON.stringify(result);
+      const inserted = await tx<IdempotencyColumns[]>`
+        INSERT INTO ${this.t.idempotency} (execution_id, key, result, created_at)
+        VALUES (${executionId}, ${key}, ${text}, ${createdAt})
+        ON CONFLICT (execution_id, key) DO NOTHING RETURNING *`;
+      if (inserted.length === 1) {
+        const e: IdempotencyEntry = { executionId, key, result, createdAt };
+        const event: OutboxEvent = { kind: 'idempotency', id: uuidv7(), row: e };
+        const t = JSON.stringify(event);
+        await this.queueEvent(tx, event.id, 'idempotency', executionId, t, t.length);
+        return e;
+      }
+      const [row] = await tx<IdempotencyColumns[]>`
+        SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
+      return idempotencyFromColumns(row);
+    });
+    this.committed(null);
+    this.fault('store.idempotency.afterCommit');
+    return entry;
+  }
+
+  async listIdempotent(executionId: string): Promise<IdempotencyEntry[]> {
+    const sql = await this.q();
+    const rows = await sql<IdempotencyColumns[]>`
+      SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} ORDER BY created_at, key`;
+    return rows.map(idempotencyFromColumns);
+  }
+
+  async deleteExecution(executionId: string): Promise<DeleteResult> {
+    const out = await this.begin(async (tx) => {
+      const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}`;
+      const p = await tx`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
+      const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${executionId}`;
+      const e = await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${executionId}`;
+      await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${executionId} AND NOT synced`;
+      if (e.count || c.count || i.count) {
+        const event: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId, deletedAt: canonicalTime() };
+        const t = JSON.stringify(event);
+        await this.queueEvent(tx, event.id, 'execution_deleted', executionId, t, t.length);
+      }
+      return { checkpoints: c.count, pending: p.count, idempotency: i.count };
+    });
+    this.cursors.drop(executionId);
+    this.committed(null);
+    return out;
+  }
+
+  async prune(options: PruneOptions): Promise<PruneResult> {
+    const cutoff = canonicalTime(options.olderThan);
+    const result: PruneResult = { executions: 0, checkpoints: 0, idempotency: 0, keptUnsynced: 0 };
+    let after = '';
+    for (;;) {
+      const done = await this.begin(async (tx) => {
+        const batch = await tx<{ execution_id: string; unsynced: boolean }[]>`
+          SELECT e.execution_id,
+                 EXISTS (SELECT 1 FROM ${this.t.outbox} o WHERE o.execution_id = e.execution_id AND NOT o.synced) AS unsynced
+          FROM ${this.t.executions} e
+          WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed') AND e.updated_at < ${cutoff}
+            AND NOT EXISTS (SELECT 1 FROM ${this.t.pending} p WHERE p.execution_id = e.execution_id)
+            AND e.execution_id > ${after}
+          ORDER BY e.execution_id COLLATE "C" LIMIT ${PRUNE_CHUNK}
+          FOR UPDATE OF e`;
+        for (const b of batch) {
+          after = b.execution_id;
+          if (b.unsynced && !options.includeUnsynced) {
+            result.keptUnsynced++;
+            continue;
+          }
+          const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${b.execution_id}`;
+          const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${b.execution_id}`;
+          await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${b.execution_id}`;
+          await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${b.execution_id}`;
+          this.cursors.drop(b.execution_id);
+          result.checkpoints += c.count;
+          result.idempotency += i.count;
+          result.executions++;
+        }
+        return batch.length < PRUNE_CHUNK;
+      });
+      if (done) break;
+    }
+    return result;
+  }
+
+  async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<OutboxEntry[]> {
+    const sql = await this.q();
+    const rows = await sql<OutboxJoinRow[]>`
+      SELECT o.seq AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id,
+             o.payload AS o_payload, o.bytes AS o_bytes, o.created_at AS o_created_at, c.*
+      FROM ${this.t.outbox} o LEFT JOIN ${this.t.checkpoints} c ON o.kind = 'checkpoint' AND c.id = o.id
+      WHERE NOT o.synced ORDER BY o.seq LIMIT ${Math.max(1, options.limit)}`;
+    return takeByBytes(rows.map(entryFromJoin), options.maxBytes);
+  }
+
+  async applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void> {
+    const synced = results.synced ?? [];
+    const q = Object.entries(results.quarantined ?? {});
+    if (!synced.length && !q.length) return;
+    await this.begin(async (tx) => {
+      if (synced.length) await tx`UPDATE ${this.t.outbox} SET synced = true WHERE id = ANY(${synced}) AND NOT synced`;
+      for (const [id, reason] of q) {
+        await tx`UPDATE ${this.t.outbox} SET synced = true, sync_error = ${reason} WHERE id = ${id} AND NOT synced`;
+      }
+    });
+  }
+
+  markSynced(ids: string[]): Promise<void> {
+    return this.applyResults({ synced: ids });
+  }
+
+  markQuarantined(reasons: Record<string, string>): Promise<void> {
+    return this.applyResults({ quarantined: reasons });
+  }
+
+  async outboxStats(): Promise<OutboxStats> {
+    const sql = await this.q();
+    const [p] = await sql<{ n: string; bytes: string; oldest: string | null }[]>`
+      SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest
+      FROM ${this.t.outbox} WHERE NOT synced`;
+    const [q] = await sql<{ n: string }[]>`SELECT count(*) AS n FROM ${this.t.outbox} WHERE sync_error IS NOT NULL`;
+    const [last] = await sql<{ sync_error: string }[]>`
+      SELECT sync_error FROM ${this.t.outbox} WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`;
+    return {
+      pendingCount: Number(p.n),
+      pendingBytes: Number(p.bytes),
+      oldestPendingAt: p.oldest,
+      oldestPendingAgeMs: p.oldest ? Math.max(0, Date.now() - Date.parse(p.oldest)) : null,
+      quarantinedCount: Number(q.n),
+      lastQuarantineReason: last?.sync_error ?? null,
+    };
+  }
+
+  async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<QuarantinedEntry[]> {
+    const sql = await this.q();
+    let after = '0';
+    if (options.afterId) {
+      const [r] = await sql<{ seq: string }[]>`SELECT seq FROM ${this.t.outbox} WHERE id = ${options.afterId}`;
+      after = r?.seq ?? '0';
+    }
+    const rows = await sql<{ id: string; kind: OutboxKind; execution_id: string; sync_error: string; created_at: string }[]>`
+      SELECT id, kind, execution_id, sync_error, created_at FROM ${this.t.outbox}
+      WHERE sync_error IS NOT NULL AND seq > ${after} ORDER BY seq
+      ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
+    return rows.map((r) => ({ id: r.id, kind: r.kind, executionId: r.execution_id, reason: r.sync_error, createdAt: r.created_at }));
+  }
+
+  async importRows(bundle: RestoreBundle): Promise<ImportResult> {
+    const checkpoints = checkBundleRows(CheckpointSchema, bundle.checkpoints, 'checkpoint');
+    const pending = bundle.pending ? checkBundleRows(PendingSchema, [bundle.pending], 'pending interrupt')[0] : null;
+    const idem = checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry');
+    return this.begin(async (tx) => {
+      const res: ImportResult = { inserted: 0, skipped: 0, conflicts: [], pendingImported: false, idempotencyInserted: 0 };
+      const executionIds = [...new Set(checkpoints.map((c) => c.executionId))].sort();
+      for (const e of executionIds) {
+        await tx`INSERT INTO ${this.t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
+          VALUES (${e}, 0, '', '', '', '', '') ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id`;
+      }
+      for (const c of [...checkpoints].sort((a, b) => a.seq - b.seq)) {
+        const [byId] = await tx`SELECT 1 FROM ${this.t.checkpoints} WHERE id = ${c.id}`;
+        if (byId) {
+          res.skipped++;
+          continue;
+        }
+        const [bySeq] = await tx`SELECT 1 FROM ${this.t.checkpoints} WHERE execution_id = ${c.executionId} AND seq = ${c.seq}`;
+        if (bySeq) {
+          res.conflicts.push(`${c.executionId}#${c.seq}`);
+          continue;
+        }
+        await tx`INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
+            state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
+          VALUES (${c.id}, ${c.executionId}, ${c.seq}, ${c.nodeId}, ${c.turn}, ${c.step}, ${c.status}, ${c.agentPath},
+            ${c.parentId}, ${JSON.stringify(c.state)}, ${c.nodeInput === null ? null : JSON.stringify(c.nodeInput)},
+            ${c.nodeOutput === null ? null : JSON.stringify(c.nodeOutput)}, ${c.interruptReason},
+            ${c.interruptContext === null ? null : JSON.stringify(c.interruptContext)}, ${c.createdAt}, ${c.writerId})`;
+        await tx`UPDATE ${this.t.executions} SET next_seq = ${c.seq + 1}, last_id = ${c.id}, last_node_id = ${c.nodeId},
+            last_step = ${c.step}, last_status = ${c.status}, updated_at = ${c.createdAt}
+          WHERE execution_id = ${c.executionId} AND next_seq <= ${c.seq}`;
+        this.cursors.drop(c.executionId);
+        res.inserted++;
+      }
+      // an execution row left as a placeholder (every row was a conflict) must not stay empty
+      await tx`DELETE FROM ${this.t.executions} WHERE last_id = '' AND execution_id = ANY(${executionIds})`;
+      if (pending) {
+        const [latest] = await tx<{ id: string }[]>`
+          SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${pending.executionId} ORDER BY seq DESC LIMIT 1`;
+        if (latest?.id === pending.checkpointId) {
+          const ins = await tx`INSERT INTO ${this.t.pending} (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
+            VALUES (${pending.executionId}, ${pending.checkpointId}, ${pending.nodeId}, ${pending.reason},
+              ${pending.context === null ? null : JSON.stringify(pending.context)}, ${pending.agentPath}, ${pending.createdAt})
+            ON CONFLICT (execution_id) DO NOTHING`;
+          res.pendingImported = ins.count === 1;
+        }
+      }
+      for (const e of idem) {
+        const ins = await tx`INSERT INTO ${this.t.idempotency} (execution_id, key, result, created_at)
+          VALUES (${e.executionId}, ${e.key}, ${e.result === null ? null : JSON.stringify(e.result)}, ${e.createdAt})
+          ON CONFLICT (execution_id, key) DO NOTHING`;
+        res.idempotencyInserted += ins.count;
+      }
+      return res;
+    });
+  }
+
+  onWrite(listener: () => void): () => void {
+    return this.signal.on(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsSql) await this.sql.end({ timeout: 5 });
+  }
+}
+
+interface ExecRow {
+  execution_id: string;
+  next_seq: number;
+  last_id: string;
+  last_node_id: string;
+  last_step: string;
+  last_status: string;
+  updated_at: string;
+  paused: boolean;
+}

@@ -1,0 +1,1 @@
+export { PostgresCheckpointer, type PostgresCheckpointerOptions } from './checkpointer.js';

@@ -1,0 +1,1 @@
+export { SqliteCheckpointer, type SqliteCheckpointerOptions, type SqliteSynchronous } from './checkpointer.js';

@@ -1,0 +1,293 @@
+/**
+ * Backend-neutral pieces of the store: input validation, row building and
+ * decoding of stored rows. Both adapters use these so they cannot drift.
+ */
+import { z } from 'zod';
+import { LIMITS } from '../../shared/limits.js';
+import { uuidv7 } from '../../shared/ids.js';
+import { jsonProblem, type Json } from '../../shared/json.js';
+import { encodeState, type CodecCursor, type Encoded } from '../../shared/codec.js';
+import {
+  AgentPath,
+  Checkpoint,
+  ExecutionId,
+  IsoTime,
+  NodeId,
+  Status,
+  Step,
+  Uuidv7,
+  type EncodedState,
+  type IdempotencyEntry,
+  type PendingInterrupt,
+} from '../../shared/rows.js';
+import type { CheckpointInput } from '../checkpointer.js';
+import { CorruptRowError, InvalidRowError } from '../errors.js';
+
+const InputShape = z.object({
+  id: Uuidv7.optional(),
+  executionId: ExecutionId,
+  nodeId: NodeId,
+  turn: z.number().int().nonnegative(),
+  step: Step,
+  status: Status,
+  agentPath: AgentPath,
+  parentId: Uuidv7.nullable().optional(),
+  state: z.record(z.string(), z.unknown()),
+  nodeInput: z.unknown().optional(),
+  nodeOutput: z.unknown().optional(),
+  interruptReason: z.string().max(LIMITS.reasonLength).nullable().optional(),
+  interruptContext: z.unknown().optional(),
+  createdAt: IsoTime.optional(),
+});
+
+function fail(message: string, details?: Record<string, unknown>): never {
+  throw new InvalidRowError(message, details);
+}
+
+/** Validate a checkpoint input before any transaction starts. Throws `InvalidRowError`. */
+export function checkInput(input: CheckpointInput): void {
+  const r = InputShape.safeParse(input);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    fail(`invalid checkpoint: ${issue.path.join('.') || '(root)'}: ${issue.message}`, {
+      path: issue.path.map(String),
+    });
+  }
+  for (const k of ['state', 'nodeInput', 'nodeOutput', 'interruptContext'] as const) {
+    const v = input[k];
+    if (v === undefined || v === null) continue;
+    const p = jsonProblem(v);
+    if (p) fail(`invalid checkpoint: ${k}: ${p}`, { path: [k] });
+  }
+}
+
+export function checkJson(what: string, v: unknown): void {
+  const p = jsonProblem(v);
+  if (p) fail(`invalid ${what}: ${p}`);
+}
+
+/** Serialized columns of a checkpoint, ready for either backend. */
+export interface RowText {
+  row: Checkpoint;
+  stateText: string;
+  nodeInput: string | null;
+  nodeOutput: string | null;
+  interruptContext: string | null;
+  bytes: number;
+  cursor: CodecCursor;
+}
+
+const jsonOrNull = (v: Json | null | undefined): string | null =>
+  v === undefined || v === null ? null : JSON.stringify(v);
+
+/** Encode and assemble the row that `input` becomes at `seq`. Throws if the row is too large. */
+export function buildRow(input: CheckpointInput, seq: number, prev: CodecCursor | null, writerId: string): RowText {
+  const id = input.id ?? uuidv7();
+  const enc: Encoded = encodeState(prev, input.state, id, seq);
+  const row: Checkpoint = {
+    id,
+    executionId: input.executionId,
+    seq,
+    nodeId: input.nodeId,
+    turn: input.turn,
+    step: input.step,
+    status: input.status,
+    agentPath: input.agentPath,
+    parentId: input.parentId ?? null,
+    state: enc.encoded,
+    nodeInput: input.nodeInput ?? null,
+    nodeOutput: input.nodeOutput ?? null,
+    interruptReason: input.interruptReason ?? null,
+    interruptContext: input.interruptContext ?? null,
+    createdAt: canonicalTime(input.createdAt),
+    writerId,
+  };
+  const nodeInput = jsonOrNull(row.nodeInput);
+  const nodeOutput = jsonOrNull(row.nodeOutput);
+  const interruptContext = jsonOrNull(row.interruptContext);
+  const bytes =
+    enc.text.length +
+    (nodeInput?.length ?? 0) +
+    (nodeOutput?.length ?? 0) +
+    (interruptContext?.length ?? 0) +
+    row.nodeId.length +
+    row.agentPath.length +
+    (row.interruptReason?.length ?? 0) +
+    320;
+  if (bytes > LIMITS.rowBytes) {
+    fail(`checkpoint ${id} is ${bytes} bytes, over the ${LIMITS.rowBytes}-byte row limit`, { bytes });
+  }
+  return { row, stateText: enc.text, nodeInput, nodeOutput, interruptContext, bytes, cursor: enc.cursor };
+}
+
+export function canonicalTime(t?: string | Date): string {
+  return (t === undefined ? new Date() : new Date(t)).toISOString();
+}
+
+/** Columns as both backends store them. */
+export interface CheckpointColumns {
+  id: string;
+  execution_id: string;
+  seq: number | string;
+  node_id: string;
+  turn: number;
+  step: string;
+  status: string;
+  agent_path: string;
+  parent_id: string | null;
+  state: string;
+  node_input: string | null;
+  node_output: string | null;
+  interrupt_reason: string | null;
+  interrupt_context: string | null;
+  created_at: string;
+  writer_id: string;
+}
+
+function parseColumn(rowId: string, column: string, text: string | null): Json | null {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text) as Json;
+  } catch (e) {
+    throw new CorruptRowError(rowId, `column ${column} is not JSON`, e);
+  }
+}
+
+/** Map stored columns to a row; a corrupt row is reported with its id, never skipped. */
+export function rowFromColumns(c: CheckpointColumns): Checkpoint {
+  const state = parseColumn(c.id, 'state', c.state) as EncodedState | null;
+  if (
+    !state ||
+    typeof state !== 'object' ||
+    state.v !== 1 ||
+    (state.kind !== 'full' && state.kind !== 'delta')
+  ) {
+    throw new CorruptRowError(c.id, 'column state is not a tagged snapshot');
+  }
+  return {
+    id: c.id,
+    executionId: c.execution_id,
+    seq: Number(c.seq),
+    nodeId: c.node_id,
+    turn: Number(c.turn),
+    step: c.step as Checkpoint['step'],
+    status: c.status as Checkpoint['status'],
+    agentPath: c.agent_path,
+    parentId: c.parent_id,
+    state,
+    nodeInput: parseColumn(c.id, 'node_input', c.node_input),
+    nodeOutput: parseColumn(c.id, 'node_output', c.node_output),
+    interruptReason: c.interrupt_reason,
+    interruptContext: parseColumn(c.id, 'interrupt_context', c.interrupt_context),
+    createdAt: c.created_at,
+    writerId: c.writer_id,
+  };
+}
+
+export interface PendingColumns {
+  execution_id: string;
+  checkpoint_id: string;
+  node_id: string;
+  reason: string;
+  context: string | null;
+  agent_path: string;
+  created_at: string;
+}
+
+export function pendingFromColumns(c: PendingColumns): PendingInterrupt {
+  return {
+    executionId: c.execution_id,
+    checkpointId: c.checkpoint_id,
+    nodeId: c.node_id,
+    reason: c.reason,
+    context: parseColumn(c.checkpoint_id, 'context', c.context),
+    agentPath: c.agent_path,
+    createdAt: c.created_at,
+  };
+}
+
+export function pendingFor(row: Checkpoint, reason: string, context: Json | null): PendingInterrupt {
+  if (!reason || reason.length > LIMITS.reasonLength) fail('invalid pause: reason must be 1..2048 characters');
+  if (row.status !== 'interrupted') fail('invalid pause: the checkpoint of a pause must have status interrupted');
+  checkJson('pause context', context);
+  return {
+    executionId: row.executionId,
+    checkpointId: row.id,
+    nodeId: row.nodeId,
+    reason,
+    context,
+    agentPath: row.agentPath,
+    createdAt: row.createdAt,
+  };
+}
+
+export interface IdempotencyColumns {
+  execution_id: string;
+  key: string;
+  result: string | null;
+  created_at: string;
+}
+
+export function idempotencyFromColumns(c: IdempotencyColumns): IdempotencyEntry {
+  return {
+    executionId: c.execution_id,
+    key: c.key,
+    result: parseColumn(`${c.execution_id}/${c.key}`, 'result', c.result),
+    createdAt: c.created_at,
+  };
+}
+
+export function checkIdempotencyKey(executionId: string, key: string): void {
+  if (!ExecutionId.safeParse(executionId).success) fail('invalid idempotency entry: executionId');
+  if (typeof key !== 'string' || key.length === 0 || key.length > LIMITS.idempotencyKeyLength) {
+    fail(`invalid idempotency entry: key must be 1..${LIMITS.idempotencyKeyLength} characters`);
+  }
+}
+
+/** Validate a restore bundle with the wire schemas before anything is written. */
+export function checkBundleRows<T>(schema: z.ZodType<T>, rows: unknown[], what: string): T[] {
+  return rows.map((r, i) => {
+    const p = schema.safeParse(r);
+    if (!p.success) fail(`invalid ${what} #${i} in restore bundle: ${p.error.issues[0].message}`);
+    return p.data;
+  });
+}
+
+/** Per-store cache of the newest row's codec cursor per execution (bounded LRU). */
+export class CursorCache {
+  private readonly map = new Map<string, CodecCursor>();
+  constructor(private readonly max = 512) {}
+  get(executionId: string, seq: number, id: string | null): CodecCursor | null {
+    const c = this.map.get(executionId);
+    if (!c || c.seq !== seq || c.id !== id) return null;
+    this.map.delete(executionId);
+    this.map.set(executionId, c);
+    return c;
+  }
+  set(executionId: string, cursor: CodecCursor): void {
+    this.map.delete(executionId);
+    this.map.set(executionId, cursor);
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
+  }
+  drop(executionId: string): void {
+    this.map.delete(executionId);
+  }
+}
+
+/** Listeners kicked after a committed write (the drain subscribes here). */
+export class WriteSignal {
+  private readonly listeners = new Set<() => void>();
+  on(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+  emit(): void {
+    for (const fn of this.listeners) {
+      try {
+        fn();
+      } catch {
+        // a listener's failure never fails the write that already committed
+      }
+    }
+  }
+}

@@ -1,0 +1,213 @@
+/**
+ * The snapshot codec: how a run's state is stored in each checkpoint without
+ * growing the store quadratically.
+ *
+ * Glossary
+ * - state: the run's state at a boundary, a JSON object; its `messages` array
+ *   is append-mostly, every other key is a small field.
+ * - full: `{v:1, kind:"full", state}`, the whole state.
+ * - delta: `{v:1, kind:"delta", base, prev, keep, append, set, unset}`: the
+ *   state of row `prev` (seq - 1 of the same execution) with its first `keep`
+ *   messages, then `append`, with fields `set` and `unset`. `base` is the seq
+ *   of the full snapshot the chain starts from, so a reader fetches rows
+ *   base..seq in one range scan and never guesses.
+ *
+ * Policy: a chain is cut with a full snapshot when replaying it would cost more
+ * than CODEC.fullReplayRatio times the size of the full state, or after
+ * CODEC.maxChainRows rows. For append-only histories the replay cost equals the
+ * state size, so bytes grow linearly with run length.
+ */
+import { CODEC } from './limits.js';
+import { stableStringify, type Json } from './json.js';
+import type { EncodedState } from './rows.js';
+import { WaymarkError, ErrorCode } from './errors.js';
+
+export type State = { [key: string]: Json };
+
+/** What a writer remembers about the newest row of an execution to encode the next one. */
+export interface CodecCursor {
+  readonly id: string;
+  readonly seq: number;
+  readonly base: number;
+  readonly chainRows: number;
+  readonly chainBytes: number;
+  readonly messagesBytes: number;
+  readonly messages: readonly Json[];
+  /** whether the state has a `messages` key at all */
+  readonly hasMessages: boolean;
+  readonly fields: string;
+  readonly fieldMap: Readonly<Record<string, string>>;
+}
+
+export interface Encoded {
+  encoded: EncodedState;
+  /** JSON text of `encoded`, to store as is. */
+  text: string;
+  cursor: CodecCursor;
+}
+
+function splitState(state: State): { messages: Json[]; fieldMap: Record<string, string> } {
+  const messages = Array.isArray(state.messages) ? (state.messages as Json[]) : [];
+  const fieldMap: Record<string, string> = {};
+  for (const k of Object.keys(state)) {
+    if (k === 'messages' || state[k] === undefined) continue;
+    fieldMap[k] = stableStringify(state[k]);
+  }
+  return { messages, fieldMap };
+}
+
+function fieldsText(fieldMap: Record<string, string>): string {
+  return Object.keys(fieldMap)
+    .sort()
+    .map((k) => `${k}=${fieldMap[k]}`)
+    .join('\u0000');
+}
+
+function jsonLength(values: readonly Json[]): number {
+  let n = 2;
+  for (const v of values) n += JSON.stringify(v).length + 1;
+  return n;
+}
+
+function sameMessage(a: Json, b: Json): boolean {
+  return a === b || stableStringify(a) === stableStringify(b);
+}
+
+/**
+ * Encode `next`, the state of row (`id`, `seq`), after `prev` (the cursor of
+ * row seq - 1 of the same execution, or null for its first row). Returns the
+ * encoding, its text and the cursor for the row after.
+ */
+export function encodeState(prev: CodecCursor | null, next: State, id: string, seq: number): Encoded {
+  const { messages, fieldMap } = splitState(next);
+  const fields = fieldsText(fieldMap);
+  const hasMessages = Array.isArray(next.messages);
+  if (prev && prev.seq === seq - 1 && prev.hasMessages === hasMessages && prev.chainRows + 1 < CODEC.maxChainRows) {
+    const limit = Math.min(prev.messages.length, messages.length);
+    let keep = 0;
+    while (keep < limit && sameMessage(prev.messages[keep], messages[keep])) keep++;
+    const append = messages.slice(keep);
+    const set: Record<string, Json> = {};
+    const unset: string[] = [];
+    for (const k of Object.keys(fieldMap)) if (prev.fieldMap[k] !== fieldMap[k]) set[k] = next[k];
+    for (const k of Object.keys(prev.fieldMap)) if (!(k in fieldMap)) unset.push(k);
+    const encoded: EncodedState = { v: 1, kind: 'delta', base: prev.base, prev: prev.id, keep, append, set, unset };
+    const text = JSON.stringify(encoded);
+    const appendBytes = append.length ? jsonLength(append) - 2 : 0;
+    const messagesBytes =
+      keep === prev.messages.length ? prev.messagesBytes + appendBytes : jsonLength(messages);
+    const fullBytes = messagesBytes + fields.length + 32;
+    const chainBytes = prev.chainBytes + text.length;
+    if (chainBytes <= CODEC.fullReplayRatio * fullBytes) {
+      return {
+        encoded,
+        text,
+        cursor: {
+          id,
+          seq,
+          base: prev.base,
+          chainRows: prev.chainRows + 1,
+          chainBytes,
+          messagesBytes,
+          messages: messages.slice(),
+          hasMessages,
+          fields,
+          fieldMap,
+        },
+      };
+    }
+  }
+  const encoded: EncodedState = { v: 1, kind: 'full', state: next };
+  const text = JSON.stringify(encoded);
+  return {
+    encoded,
+    text,
+    cursor: {
+      id,
+      seq,
+      base: seq,
+      chainRows: 1,
+      chainBytes: text.length,
+      messagesBytes: jsonLength(messages),
+      messages: messages.slice(),
+      hasMessages,
+      fields,
+      fieldMap,
+    },
+  };
+}
+
+export interface ChainRow {
+  id: string;
+  seq: number;
+  state: EncodedState;
+}
+
+/**
+ * Rebuild the state of the last row of `rows` (ascending by seq, starting at
+ * a full snapshot). Also returns the cursor to encode the row after it.
+ * A broken chain (a gap, a wrong `prev`) is reported, never papered over.
+ */
+export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: CodecCursor } {
+  if (rows.length === 0) throw new WaymarkError(ErrorCode.CORRUPT_ROW, 'empty snapshot chain');
+  const first = rows[0];
+  if (first.state.kind !== 'full') {
+    throw new WaymarkError(ErrorCode.CORRUPT_ROW, `row ${first.id}: snapshot chain does not start at a full snapshot`, {
+      details: { rowId: first.id, seq: first.seq },
+    });
+  }
+  let state: State = first.state.state as State;
+  let hasMessages = Array.isArray(state.messages);
+  let messages: Json[] = hasMessages ? (state.messages as Json[]) : [];
+  let chainBytes = JSON.stringify(first.state).length;
+  let fieldState: Record<string, Json> = {};
+  for (const k of Object.keys(state)) if (k !== 'messages') fieldState[k] = state[k];
+  for (let i = 1; i < rows.length; i++) {
+    const r = rows[i];
+    const prevRow = rows[i - 1];
+    const enc = r.state;
+    if (enc.kind === 'full') {
+      state = enc.state as State;
+      hasMessages = Array.isArray(state.messages);
+      messages = hasMessages ? (state.messages as Json[]) : [];
+      fieldState = {};
+      for (const k of Object.keys(state)) if (k !== 'messages') fieldState[k] = state[k];
+      chainBytes = JSON.stringify(enc).length;
+      continue;
+    }
+    if (enc.prev !== prevRow.id || r.seq !== prevRow.seq + 1 || enc.keep > messages.length) {
+      throw new WaymarkError(ErrorCode.CORRUPT_ROW, `row ${r.id}: snapshot delta does not follow row ${prevRow.id}`, {
+        details: { rowId: r.id, seq: r.seq },
+      });
+    }
+    messages = enc.keep === messages.length ? messages.concat(enc.append) : messages.slice(0, enc.keep).concat(enc.append);
+    fieldState = { ...fieldState, ...enc.set };
+    for (const k of enc.unset) delete fieldState[k];
+    chainBytes += JSON.stringify(enc).length;
+  }
+  const last = rows[rows.length - 1];
+  const out: State = hasMessages ? { ...fieldState, messages } : { ...fieldState };
+  const { fieldMap } = splitState(out);
+  const fields = fieldsText(fieldMap);
+  const base = last.state.kind === 'full' ? last.seq : last.state.base;
+  return {
+    state: out,
+    cursor: {
+      id: last.id,
+      seq: last.seq,
+      base,
+      chainRows: last.seq - base + 1,
+      chainBytes,
+      messagesBytes: jsonLength(messages),
+      messages,
+      hasMessages,
+      fields,
+      fieldMap,
+    },
+  };
+}
+
+/** The seq of the full snapshot a row's chain starts from. */
+export function chainBase(row: { seq: number; state: EncodedState }): number {
+  return row.state.kind === 'full' ? row.seq : row.state.base;
+}

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+
+/**
+ * Stable error codes. Errors that cross a process, a checkpoint or the wire
+ * lose their class; classify them by `code`, never by message text.
+ */
+export const ErrorCode = {
+  ALREADY_RESUMED: 'ALREADY_RESUMED',
+  CHECKPOINT_ERROR: 'CHECKPOINT_ERROR',
+  IDEMPOTENCY_ERROR: 'IDEMPOTENCY_ERROR',
+  INVALID_ROW: 'INVALID_ROW',
+  DUPLICATE_ID: 'DUPLICATE_ID',
+  PAUSE_EXISTS: 'PAUSE_EXISTS',
+  CORRUPT_ROW: 'CORRUPT_ROW',
+  RESUME_REQUIRED: 'RESUME_REQUIRED',
+  EXECUTION_EXISTS: 'EXECUTION_EXISTS',
+  EXECUTION_NOT_FOUND: 'EXECUTION_NOT_FOUND',
+  TOOL_NOT_FOUND: 'TOOL_NOT_FOUND',
+  MAX_TURNS: 'MAX_TURNS',
+  MODEL_ERROR: 'MODEL_ERROR',
+  STORE_CLOSED: 'STORE_CLOSED',
+  NOT_ON_PLANE: 'NOT_ON_PLANE',
+  PLANE_ERROR: 'PLANE_ERROR',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Base of every waymark error: a stable `code`, a message, an optional cause. */
+export class WaymarkError extends Error {
+  readonly code: string;
+  readonly details?: Record<string, unknown>;
+  constructor(code: string, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
+    this.name = 'WaymarkError';
+    this.code = code;
+    if (options?.details) this.details = options.details;
+  }
+}
+
+/** True when `e` carries the given waymark code (works across realms and processes). */
+export function hasCode(e: unknown, code: string): boolean {
+  return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === code;
+}
+
+/** The JSON error body every HTTP endpoint answers with. */
+export const ErrorBody = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  }),
+});
+export type ErrorBody = z.infer<typeof ErrorBody>;

@@ -1,0 +1,85 @@
+import { LIMITS } from './limits.js';
+
+/** A JSON value: what every stored and transmitted payload must be. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/**
+ * Why `value` is not plain JSON (null when it is). Rejects non-finite numbers,
+ * undefined, functions, symbols, bigints, class instances (Date, Map…),
+ * cycles and nesting deeper than `maxDepth`.
+ */
+export function jsonProblem(value: unknown, maxDepth: number = LIMITS.jsonDepth): string | null {
+  const seen = new Set<object>();
+  const walk = (v: unknown, depth: number, path: string): string | null => {
+    if (v === null) return null;
+    switch (typeof v) {
+      case 'string':
+      case 'boolean':
+        return null;
+      case 'number':
+        return Number.isFinite(v) ? null : `${path}: ${v} is not a finite number`;
+      case 'object':
+        break;
+      default:
+        return `${path}: a ${typeof v} is not JSON`;
+    }
+    if (depth >= maxDepth) return `${path}: nested deeper than ${maxDepth}`;
+    const o = v as object;
+    if (seen.has(o)) return `${path}: circular reference`;
+    seen.add(o);
+    try {
+      if (Array.isArray(o)) {
+        for (let i = 0; i < o.length; i++) {
+          const p = walk(o[i], depth + 1, `${path}[${i}]`);
+          if (p) return p;
+        }
+        return null;
+      }
+      const proto = Object.getPrototypeOf(o);
+      if (proto !== Object.prototype && proto !== null) {
+        return `${path}: a ${o.constructor?.name ?? 'class'} instance is not plain JSON`;
+      }
+      for (const k of Object.keys(o)) {
+        const p = walk((o as Record<string, unknown>)[k], depth + 1, `${path}.${k}`);
+        if (p) return p;
+      }
+      return null;
+    } finally {
+      seen.delete(o);
+    }
+  };
+  return walk(value, 0, '$');
+}
+
+/**
+ * JSON with object keys sorted at every level: the same value always gives
+ * the same text. Used for idempotency keys and payload comparison.
+ */
+export function stableStringify(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(v: unknown): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map(sortKeys);
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v as object).sort()) {
+    const x = (v as Record<string, unknown>)[k];
+    if (x !== undefined) out[k] = sortKeys(x);
+  }
+  return out;
+}
+
+/** UTF-8 byte length of a string. */
+export function utf8Bytes(s: string): number {
+  return Buffer.byteLength(s, 'utf8');
+}
+
+/** Deep-freeze a JSON value so nobody mutates a checkpointed message. */
+export function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const k of Object.keys(v as object)) deepFreeze((v as Record<string, unknown>)[k]);
+  }
+  return v;
+}

@@ -1,0 +1,34 @@
+/**
+ * Size limits shared by the client and the plane. Both sides check the same
+ * numbers, so a row the store accepts is a row the plane accepts.
+ */
+export const LIMITS = Object.freeze({
+  /** Longest `executionId`, in characters. */
+  executionIdLength: 200,
+  /** Longest `nodeId`, `agentPath`, `writerId`, idempotency key. */
+  nodeIdLength: 512,
+  agentPathLength: 1024,
+  writerIdLength: 200,
+  idempotencyKeyLength: 512,
+  /** Longest interrupt reason / error reason text. */
+  reasonLength: 2048,
+  /** Deepest nesting accepted in any JSON value (state, context, results). */
+  jsonDepth: 64,
+  /** Largest single row, measured as UTF-8 bytes of its JSON. */
+  rowBytes: 1024 * 1024,
+  /** Largest ingest batch, by count and by decompressed bytes. */
+  batchRows: 1000,
+  batchBytes: 8 * 1024 * 1024,
+  /** How much of a refused payload the plane keeps in quarantine. */
+  quarantinePayloadBytes: 16 * 1024,
+});
+
+/**
+ * Snapshot codec policy. A delta chain is cut with a full snapshot when
+ * replaying it would cost more than `fullReplayRatio` times the full state, or
+ * after `maxChainRows` rows, whichever comes first.
+ */
+export const CODEC = Object.freeze({
+  maxChainRows: 1024,
+  fullReplayRatio: 2,
+});

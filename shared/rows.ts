@@ -1,0 +1,135 @@
+import { z } from 'zod';
+import { LIMITS } from './limits.js';
+import { UUIDV7_RE } from './ids.js';
+import { jsonProblem, type Json } from './json.js';
+
+/** Any JSON value, depth-limited, plain objects only. */
+export const JsonValue = z.custom<Json>((v) => jsonProblem(v) === null, {
+  error: (issue) => `not plain JSON: ${jsonProblem(issue.input) ?? 'invalid'}`,
+});
+
+export const Uuidv7 = z.string().regex(UUIDV7_RE, 'must be a lowercase UUIDv7');
+
+/** Printable, no control characters: ids end up in URLs, logs and the UI. */
+const printable = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters');
+
+export const ExecutionId = printable(LIMITS.executionIdLength);
+export const WriterId = printable(LIMITS.writerIdLength);
+export const NodeId = printable(LIMITS.nodeIdLength);
+export const AgentPath = printable(LIMITS.agentPathLength);
+export const IsoTime = z.iso.datetime();
+
+export const Step = z.enum(['llm_call', 'tool_call', 'hitl_pause', 'run_end', 'fork_origin']);
+export type Step = z.infer<typeof Step>;
+export const Status = z.enum(['completed', 'interrupted', 'failed']);
+export type Status = z.infer<typeof Status>;
+
+/** The tagged snapshot encoding (see codec.ts). */
+export const EncodedFull = z.object({
+  v: z.literal(1),
+  kind: z.literal('full'),
+  state: z.record(z.string(), JsonValue),
+});
+export const EncodedDelta = z.object({
+  v: z.literal(1),
+  kind: z.literal('delta'),
+  /** seq of the full snapshot this chain starts from */
+  base: z.number().int().nonnegative(),
+  /** id of the row this delta applies to (seq - 1 of the same execution) */
+  prev: Uuidv7,
+  /** messages kept from the previous state */
+  keep: z.number().int().nonnegative(),
+  append: z.array(JsonValue),
+  set: z.record(z.string(), JsonValue),
+  unset: z.array(z.string()),
+});
+export const EncodedState = z.discriminatedUnion('kind', [EncodedFull, EncodedDelta]);
+export type EncodedState = z.infer<typeof EncodedState>;
+
+/** One boundary of a run. `seq` is the order of truth; `createdAt` is informational. */
+export const Checkpoint = z
+  .object({
+    id: Uuidv7,
+    executionId: ExecutionId,
+    seq: z.number().int().nonnegative(),
+    nodeId: NodeId,
+    turn: z.number().int().nonnegative(),
+    step: Step,
+    status: Status,
+    agentPath: AgentPath,
+    parentId: Uuidv7.nullable(),
+    state: EncodedState,
+    nodeInput: JsonValue.nullable(),
+    nodeOutput: JsonValue.nullable(),
+    interruptReason: z.string().max(LIMITS.reasonLength).nullable(),
+    interruptContext: JsonValue.nullable(),
+    createdAt: IsoTime,
+    writerId: WriterId,
+  })
+  .strict();
+export type Checkpoint = z.infer<typeof Checkpoint>;
+
+/** The one open pause of a run, read by approvers. */
+export const PendingInterrupt = z
+  .object({
+    executionId: ExecutionId,
+    checkpointId: Uuidv7,
+    nodeId: NodeId,
+    reason: z.string().min(1).max(LIMITS.reasonLength),
+    context: JsonValue.nullable(),
+    agentPath: AgentPath,
+    createdAt: IsoTime,
+  })
+  .strict();
+export type PendingInterrupt = z.infer<typeof PendingInterrupt>;
+
+/** A cached side-effect result, unique by (executionId, key). */
+export const IdempotencyEntry = z
+  .object({
+    executionId: ExecutionId,
+    key: z.string().min(1).max(LIMITS.idempotencyKeyLength),
+    result: JsonValue.nullable(),
+    createdAt: IsoTime,
+  })
+  .strict();
+export type IdempotencyEntry = z.infer<typeof IdempotencyEntry>;
+
+/**
+ * What leaves a store for the plane. Every change that must reach the plane is
+ * one event, appended to the outbox in the same transaction as the change.
+ * `id` is the dedupe key: a checkpoint event's id is the checkpoint's id.
+ */
+export const CheckpointEvent = z.object({ kind: z.literal('checkpoint'), id: Uuidv7, row: Checkpoint }).strict();
+export const InterruptOpenedEvent = z
+  .object({ kind: z.literal('interrupt_opened'), id: Uuidv7, row: PendingInterrupt })
+  .strict();
+export const InterruptClaimedEvent = z
+  .object({
+    kind: z.literal('interrupt_claimed'),
+    id: Uuidv7,
+    executionId: ExecutionId,
+    checkpointId: Uuidv7,
+    writerId: WriterId,
+    claimedAt: IsoTime,
+  })
+  .strict();
+export const IdempotencyEvent = z
+  .object({ kind: z.literal('idempotency'), id: Uuidv7, row: IdempotencyEntry })
+  .strict();
+export const ExecutionDeletedEvent = z
+  .object({ kind: z.literal('execution_deleted'), id: Uuidv7, executionId: ExecutionId, deletedAt: IsoTime })
+  .strict();
+export const OutboxEvent = z.discriminatedUnion('kind', [
+  CheckpointEvent,
+  InterruptOpenedEvent,
+  InterruptClaimedEvent,
+  IdempotencyEvent,
+  ExecutionDeletedEvent,
+]);
+export type OutboxEvent = z.infer<typeof OutboxEvent>;
+export type OutboxKind = OutboxEvent['kind'];

@@ -1,0 +1,36 @@
+import { afterAll, beforeAll, describe } from 'vitest';
+import postgres from 'postgres';
+import { PostgresCheckpointer } from '../../client/postgres/index.js';
+import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
+import { runStoreSuite } from './suite.js';
+
+const ready = await pgReady('store contract: postgres');
+
+describe.skipIf(!ready)('postgres adapter', () => {
+  let db: TestDatabase;
+  let raw: postgres.Sql;
+  let n = 0;
+  beforeAll(async () => {
+    db = await createTestDatabase('waymark_store');
+    raw = postgres(db.url, { max: 2, onnotice: () => {} });
+  });
+  afterAll(async () => {
+    await raw?.end({ timeout: 2 });
+    await db?.drop();
+  });
+
+  runStoreSuite({
+    name: 'postgres',
+    async make({ faults }) {
+      const schema = `s${++n}`;
+      const store = new PostgresCheckpointer({ url: db.url, schema, max: 4, faults });
+      return {
+        store,
+        async corrupt(rowId, column, text) {
+          await raw.unsafe(`UPDATE "${schema}".checkpoints SET ${column} = $1 WHERE id = $2`, [text, rowId]);
+        },
+        close: () => store.close(),
+      };
+    },
+  });
+});

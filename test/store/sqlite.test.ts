@@ -1,0 +1,22 @@
+import { afterAll } from 'vitest';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { scratchDir } from '../helpers/tmp.js';
+import { runStoreSuite } from './suite.js';
+
+const tmp = scratchDir('waymark-sqlite-suite-');
+afterAll(() => tmp.cleanup());
+let n = 0;
+
+runStoreSuite({
+  name: 'sqlite',
+  async make({ faults }) {
+    const store = new SqliteCheckpointer({ path: tmp.file(`s${++n}.db`), faults });
+    return {
+      store,
+      async corrupt(rowId, column, text) {
+        store.connection.prepare(`UPDATE checkpoints SET ${column} = ? WHERE id = ?`).run(text, rowId);
+      },
+      close: () => store.close(),
+    };
+  },
+});

@@ -1,0 +1,428 @@
+/**
+ * The store contract's conformance suite. Every adapter runs exactly these
+ * tests; a skip must name its reason.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Checkpointer, CheckpointInput } from '../../client/checkpointer.js';
+import type { FaultHook } from '../../client/faults.js';
+import { uuidv7 } from '../../shared/ids.js';
+import type { State } from '../../shared/codec.js';
+import { hasCode } from '../../shared/errors.js';
+
+export interface StoreHarness {
+  store: Checkpointer;
+  /** Overwrite one column of a stored checkpoint with raw text (simulated corruption). */
+  corrupt(rowId: string, column: 'state' | 'node_input', text: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface StoreSuiteOptions {
+  name: string;
+  make(options: { faults?: FaultHook }): Promise<StoreHarness>;
+  skip?: { test: string; reason: string }[];
+}
+
+let n = 0;
+const exec = () => `exec-${Date.now().toString(36)}-${++n}`;
+
+function input(executionId: string, over: Partial<CheckpointInput> = {}): CheckpointInput {
+  return {
+    executionId,
+    nodeId: 'turn:0',
+    turn: 0,
+    step: 'llm_call',
+    status: 'completed',
+    agentPath: 'agent:test',
+    state: { messages: [{ role: 'user', content: 'hi' }], turn: 0 },
+    ...over,
+  };
+}
+
+const marker = (executionId: string, status: 'completed' | 'failed', createdAt?: string) =>
+  input(executionId, { nodeId: 'run_end', step: 'run_end', status, createdAt });
+
+const pauseRow = (executionId: string) =>
+  input(executionId, { nodeId: 'turn:0/tool:refund', step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:test/tool:refund' });
+
+async function expectCode(p: Promise<unknown>, code: string): Promise<void> {
+  let err: unknown;
+  try {
+    await p;
+  } catch (e) {
+    err = e;
+  }
+  expect(err, `expected an error with code ${code}`).toBeDefined();
+  expect(hasCode(err, code), `expected code ${code}, got ${(err as { code?: string }).code}: ${(err as Error).message}`).toBe(true);
+}
+
+export function runStoreSuite(options: StoreSuiteOptions): void {
+  const skipped = new Map((options.skip ?? []).map((s) => [s.test, s.reason]));
+  const test = (name: string, fn: () => Promise<void>) => {
+    const reason = skipped.get(name);
+    if (reason) it.skip(`${name} — skipped: ${reason}`, fn);
+    else it(name, fn);
+  };
+
+  describe(`store contract: ${options.name}`, () => {
+    let h: StoreHarness;
+    let store: Checkpointer;
+    let faultPoint: string | null = null;
+    const faults: FaultHook = (p) => {
+      if (p === faultPoint) throw new Error(`injected fault at ${p}`);
+    };
+
+    beforeEach(async () => {
+      faultPoint = null;
+      h = await options.make({ faults });
+      store = h.store;
+      await store.setup();
+    });
+    afterEach(async () => {
+      await h.close();
+    });
+
+    test('setup is idempotent', async () => {
+      await store.setup();
+      await store.setup();
+      expect(store.writerId).toMatch(/\S/);
+    });
+
+    test('put assigns seq 0,1,2… per execution and latest/getById/list read them back', async () => {
+      const a = exec();
+      const b = exec();
+      const r0 = await store.put(input(a));
+      const r1 = await store.put(input(a, { nodeId: 'turn:0/tool:x', step: 'tool_call', nodeInput: { x: 1 } }));
+      const b0 = await store.put(input(b));
+      expect([r0.seq, r1.seq, b0.seq]).toEqual([0, 1, 0]);
+      expect(r1.writerId).toBe(store.writerId);
+      expect((await store.latest(a))?.id).toBe(r1.id);
+      expect(await store.getById(r1.id)).toEqual(r1);
+      expect((await store.list(a)).map((r) => r.id)).toEqual([r0.id, r1.id]);
+      expect(await store.latest('nope')).toBeNull();
+      expect(await store.getById(uuidv7())).toBeNull();
+    });
+
+    test('list pages by seq with cursors over 1,200 rows, both directions, no fixed limit', async () => {
+      const a = exec();
+      const ids: string[] = [];
+      for (let i = 0; i < 1200; i++) {
+        ids.push((await store.put(input(a, { turn: i, nodeId: `turn:${i}`, state: { turn: i } }))).id);
+      }
+      expect((await store.list(a)).length).toBe(1200);
+      const seen: string[] = [];
+      let after = -1;
+      for (;;) {
+        const page = await store.list(a, { afterSeq: after, limit: 250 });
+        if (!page.length) break;
+        seen.push(...page.map((r) => r.id));
+        after = page[page.length - 1].seq;
+      }
+      expect(seen).toEqual(ids);
+      const back: number[] = [];
+      let before: number | undefined = undefined;
+      for (;;) {
+        const page = await store.list(a, { beforeSeq: before, limit: 500, order: 'desc' });
+        if (!page.length) break;
+        back.push(...page.map((r) => r.seq));
+        before = page[page.length - 1].seq;
+      }
+      expect(back).toEqual([...Array(1200).keys()].reverse());
+    });
+
+    test('reusing an id fails with DUPLICATE_ID and leaves the stored row and seq unchanged', async () => {
+      const a = exec();
+      const first = await store.put(input(a, { nodeInput: { v: 1 } }));
+      await expectCode(store.put(input(a, { id: first.id, nodeInput: { v: 2 } })), 'DUPLICATE_ID');
+      await expectCode(store.put(input(exec(), { id: first.id })), 'DUPLICATE_ID');
+      expect(await store.getById(first.id)).toEqual(first);
+      const next = await store.put(input(a));
+      expect(next.seq).toBe(1);
+    });
+
+    test('readState rebuilds the full state of every row through its snapshot chain', async () => {
+      const a = exec();
+      const states: State[] = [];
+      let messages: State['messages'] & unknown[] = [];
+      const rows = [];
+      for (let i = 0; i < 60; i++) {
+        messages = i % 17 === 16 ? messages.slice(0, 3) : [...messages, { role: 'assistant', content: `m${i}` }];
+        const s: State = { messages, turn: i, ...(i % 5 ? { toolName: `t${i}` } : {}) };
+        states.push(s);
+        rows.push(await store.put(input(a, { turn: i, nodeId: `turn:${i}`, state: s })));
+      }
+      expect(rows[0].state.kind).toBe('full');
+      expect(rows.some((r) => r.state.kind === 'delta')).toBe(true);
+      for (let i = 0; i < rows.length; i += 7) expect(await store.readState(rows[i])).toEqual(states[i]);
+      expect(await store.readState(rows[59])).toEqual(states[59]);
+    });
+
+    test('recordInterrupt writes the checkpoint and the pending row together', async () => {
+      const a = exec();
+      await store.put(input(a));
+      const { checkpoint, pending } = await store.recordInterrupt(pauseRow(a), {
+        reason: 'manager_approval',
+        context: { order: '1042', amount: 50000 },
+      });
+      expect(checkpoint.status).toBe('interrupted');
+      expect(pending).toMatchObject({ executionId: a, checkpointId: checkpoint.id, reason: 'manager_approval' });
+      expect(await store.getPendingInterrupt(a)).toEqual(pending);
+      expect((await store.latest(a))?.id).toBe(checkpoint.id);
+    });
+
+    test('recordInterrupt writes neither row when it fails between them', async () => {
+      const a = exec();
+      const first = await store.put(input(a));
+      faultPoint = 'store.recordInterrupt.betweenRows';
+      await expect(store.recordInterrupt(pauseRow(a), { reason: 'r', context: null })).rejects.toThrow(/injected fault/);
+      faultPoint = null;
+      expect(await store.getPendingInterrupt(a)).toBeNull();
+      expect((await store.latest(a))?.id).toBe(first.id);
+      expect((await store.list(a)).length).toBe(1);
+      const stats = await store.outboxStats();
+      expect(stats.pendingCount).toBe(1);
+      // the execution stays writable with a gap-free seq
+      expect((await store.put(input(a))).seq).toBe(1);
+    });
+
+    test('a second open pause fails with PAUSE_EXISTS and writes nothing', async () => {
+      const a = exec();
+      await store.recordInterrupt(pauseRow(a), { reason: 'first', context: null });
+      const before = await store.list(a);
+      await expectCode(store.recordInterrupt(pauseRow(a), { reason: 'second', context: null }), 'PAUSE_EXISTS');
+      expect(await store.list(a)).toEqual(before);
+      expect((await store.getPendingInterrupt(a))?.reason).toBe('first');
+    });
+
+    test('claimInterrupt returns the pending row once, then null; `next` commits with the claim', async () => {
+      const a = exec();
+      const { pending } = await store.recordInterrupt(pauseRow(a), { reason: 'r', context: { k: 1 } });
+      const next = input(a, { nodeId: 'turn:0/tool:refund', step: 'tool_call', state: { messages: [], resumes: [true] } });
+      const claim = await store.claimInterrupt(a, { next });
+      expect(claim?.pending).toEqual(pending);
+      expect(claim?.checkpoint?.seq).toBe(1);
+      expect(await store.claimInterrupt(a)).toBeNull();
+      expect(await store.getPendingInterrupt(a)).toBeNull();
+      expect(await store.claimInterrupt(exec())).toBeNull();
+    });
+
+    test('listPendingInterrupts pages by execution id', async () => {
+      const ids = ['p-a', 'p-b', 'p-c', 'p-d', 'p-e'].map((x) => `${x}-${exec()}`);
+      for (const id of ids) await store.recordInterrupt(pauseRow(id), { reason: 'r', context: null });
+      const p1 = await store.listPendingInterrupts({ limit: 2 });
+      const p2 = await store.listPendingInterrupts({ afterExecutionId: p1[1].executionId, limit: 2 });
+      const p3 = await store.listPendingInterrupts({ afterExecutionId: p2[1].executionId, limit: 2 });
+      expect([...p1, ...p2, ...p3].map((p) => p.executionId)).toEqual([...ids].sort());
+    });
+
+    test('idempotency entries round-trip, a stored null is a hit, the first result wins', async () => {
+      const a = exec();
+      expect(await store.getIdempotent(a, 'k')).toEqual({ hit: false });
+      await store.putIdempotent(a, 'k', null);
+      expect(await store.getIdempotent(a, 'k')).toEqual({ hit: true, result: null });
+      await store.putIdempotent(a, 'obj', { charge: 'ch_1', amount: 20 });
+      const again = await store.putIdempotent(a, 'obj', { charge: 'ch_2' });
+      expect(again.result).toEqual({ charge: 'ch_1', amount: 20 });
+      expect(await store.getIdempotent(a, 'obj')).toEqual({ hit: true, result: { charge: 'ch_1', amount: 20 } });
+      expect(await store.getIdempotent(exec(), 'obj')).toEqual({ hit: false });
+      expect((await store.listIdempotent(a)).map((e) => e.key).sort()).toEqual(['k', 'obj']);
+    });
+
+    test('prune deletes old finished runs and never a paused or unfinished run', async () => {
+      const old = new Date(Date.now() - 3600_000).toISOString();
+      const done = exec();
+      const failed = exec();
+      const paused = exec();
+      const running = exec();
+      const recent = exec();
+      for (const e of [done, failed, paused, running, recent]) {
+        await store.put(input(e, { createdAt: old }));
+        await store.putIdempotent(e, 'charge', { ok: true });
+      }
+      await store.put(marker(done, 'completed', old));
+      await store.put(marker(failed, 'failed', old));
+      await store.recordInterrupt({ ...pauseRow(paused), createdAt: old }, { reason: 'r', context: null });
+      await store.put(marker(recent, 'completed'));
+
+      const kept = await store.prune({ olderThan: new Date(Date.now() - 60_000) });
+      expect(kept).toMatchObject({ executions: 0, keptUnsynced: 2 });
+
+      const synced = (await store.fetchUnsynced({ limit: 10_000, maxBytes: 1e9 })).map((e) => e.id);
+      await store.markSynced(synced);
+      const res = await store.prune({ olderThan: new Date(Date.now() - 60_000) });
+      expect(res).toEqual({ executions: 2, checkpoints: 4, idempotency: 2, keptUnsynced: 0 });
+      expect(await store.list(done)).toEqual([]);
+      expect(await store.list(failed)).toEqual([]);
+      expect((await store.list(paused)).length).toBe(2);
+      expect(await store.getPendingInterrupt(paused)).not.toBeNull();
+      expect(await store.getIdempotent(paused, 'charge')).toEqual({ hit: true, result: { ok: true } });
+      expect((await store.list(running)).length).toBe(1);
+      expect(await store.getIdempotent(running, 'charge')).toMatchObject({ hit: true });
+      expect((await store.list(recent)).length).toBe(2);
+    });
+
+    test('prune with includeUnsynced also drops finished runs the plane has not acked', async () => {
+      const old = new Date(Date.now() - 3600_000).toISOString();
+      const done = exec();
+      await store.put(input(done, { createdAt: old }));
+      await store.put(marker(done, 'completed', old));
+      const res = await store.prune({ olderThan: new Date(), includeUnsynced: true });
+      expect(res.executions).toBe(1);
+      expect((await store.outboxStats()).pendingCount).toBe(0);
+    });
+
+    test('deleteExecution touches only its execution and queues the deletion', async () => {
+      const a = exec();
+      const b = exec();
+      await store.put(input(a));
+      await store.recordInterrupt(pauseRow(a), { reason: 'r', context: null });
+      await store.putIdempotent(a, 'k', 1);
+      await store.put(input(b));
+      await store.putIdempotent(b, 'k', 2);
+      const res = await store.deleteExecution(a);
+      expect(res).toEqual({ checkpoints: 2, pending: 1, idempotency: 1 });
+      expect(await store.list(a)).toEqual([]);
+      expect(await store.getPendingInterrupt(a)).toBeNull();
+      expect((await store.list(b)).length).toBe(1);
+      expect(await store.getIdempotent(b, 'k')).toEqual({ hit: true, result: 2 });
+      const kinds = (await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => `${e.kind}:${e.executionId === a ? 'a' : 'b'}`);
+      expect(kinds).toEqual(['checkpoint:b', 'idempotency:b', 'execution_deleted:a']);
+      expect((await store.put(input(a))).seq).toBe(0);
+    });
+
+    test('every change queues one outbox event, in order, until synced or quarantined', async () => {
+      const a = exec();
+      const c0 = await store.put(input(a));
+      const { checkpoint: p } = await store.recordInterrupt(pauseRow(a), { reason: 'r', context: null });
+      await store.claimInterrupt(a);
+      await store.putIdempotent(a, 'k', 'v');
+      await store.putIdempotent(a, 'k', 'ignored');
+      const entries = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
+      expect(entries.map((e) => e.kind)).toEqual([
+        'checkpoint',
+        'checkpoint',
+        'interrupt_opened',
+        'interrupt_claimed',
+        'idempotency',
+      ]);
+      expect(entries[0].id).toBe(c0.id);
+      expect(entries[0].event).toMatchObject({ kind: 'checkpoint', row: c0 });
+      expect(entries[1].event).toMatchObject({ kind: 'checkpoint', row: p });
+      expect(entries[3].event).toMatchObject({ kind: 'interrupt_claimed', checkpointId: p.id, writerId: store.writerId });
+      const stats = await store.outboxStats();
+      expect(stats.pendingCount).toBe(5);
+      expect(stats.pendingBytes).toBeGreaterThan(0);
+      expect(stats.oldestPendingAt).not.toBeNull();
+
+      expect((await store.fetchUnsynced({ limit: 2, maxBytes: 1e9 })).length).toBe(2);
+      expect((await store.fetchUnsynced({ limit: 100, maxBytes: 1 })).length).toBe(1);
+
+      await store.applyResults({ synced: [entries[0].id, entries[1].id], quarantined: { [entries[2].id]: 'too odd' } });
+      const left = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
+      expect(left.map((e) => e.kind)).toEqual(['interrupt_claimed', 'idempotency']);
+      const after = await store.outboxStats();
+      expect(after).toMatchObject({ pendingCount: 2, quarantinedCount: 1, lastQuarantineReason: 'too odd' });
+      const q = await store.listQuarantined();
+      expect(q).toEqual([expect.objectContaining({ id: entries[2].id, reason: 'too odd', kind: 'interrupt_opened' })]);
+      await store.markSynced(left.map((e) => e.id));
+      expect((await store.outboxStats()).pendingCount).toBe(0);
+    });
+
+    test('importRows inserts missing rows as synced, never overwrites, and skips a stale pause', async () => {
+      const src = exec();
+      const rows = [
+        await store.put(input(src)),
+        await store.put(input(src, { nodeId: 'turn:0/tool:x', step: 'tool_call', state: { messages: [], t: 1 } })),
+      ];
+      const { checkpoint: paused, pending } = await store.recordInterrupt(pauseRow(src), { reason: 'r', context: { a: 1 } });
+      await store.putIdempotent(src, 'charge', { id: 'ch_1' });
+      const bundle = {
+        checkpoints: [...rows, paused],
+        pending,
+        idempotency: await store.listIdempotent(src),
+      };
+      // a second store imports it
+      const other = await options.make({});
+      try {
+        await other.store.setup();
+        const res = await other.store.importRows(bundle);
+        expect(res).toMatchObject({ inserted: 3, skipped: 0, conflicts: [], pendingImported: true, idempotencyInserted: 1 });
+        expect(await other.store.list(src)).toEqual(bundle.checkpoints);
+        expect(await other.store.getPendingInterrupt(src)).toEqual(pending);
+        expect(await other.store.getIdempotent(src, 'charge')).toEqual({ hit: true, result: { id: 'ch_1' } });
+        expect(await other.store.readState(paused)).toEqual(await store.readState(paused));
+        expect((await other.store.outboxStats()).pendingCount).toBe(0);
+        // re-import is a no-op
+        const again = await other.store.importRows(bundle);
+        expect(again).toMatchObject({ inserted: 0, skipped: 3, pendingImported: false, idempotencyInserted: 0 });
+        // the run continues with the next seq, and a claimed pause is not brought back
+        await other.store.claimInterrupt(src);
+        const cont = await other.store.put(input(src, { nodeId: 'turn:1', turn: 1 }));
+        expect(cont.seq).toBe(3);
+        expect((await other.store.importRows(bundle)).pendingImported).toBe(false);
+        expect(await other.store.getPendingInterrupt(src)).toBeNull();
+        // a different row at a taken seq is a conflict, and the local row stays
+        const clash = { ...rows[0], id: uuidv7(), seq: 3 };
+        const res3 = await other.store.importRows({ checkpoints: [clash], pending: null, idempotency: [] });
+        expect(res3.conflicts).toEqual([`${src}#3`]);
+        expect((await other.store.latest(src))?.id).toBe(cont.id);
+      } finally {
+        await other.close();
+      }
+    });
+
+    test('an invalid row is refused with INVALID_ROW and nothing is written', async () => {
+      const a = exec();
+      await expectCode(store.put(input(a, { step: 'bogus' as never })), 'INVALID_ROW');
+      await expectCode(store.put(input(a, { executionId: '' })), 'INVALID_ROW');
+      await expectCode(store.put(input(a, { executionId: 'x\u0000y' })), 'INVALID_ROW');
+      await expectCode(store.put(input(a, { state: { when: new Date() as never } })), 'INVALID_ROW');
+      await expectCode(store.put(input(a, { nodeInput: { n: Number.NaN } })), 'INVALID_ROW');
+      await expectCode(store.put(input(a, { id: 'not-a-uuid' })), 'INVALID_ROW');
+      await expectCode(store.put(input(a, { state: { blob: 'x'.repeat(1_100_000) } })), 'INVALID_ROW');
+      let deep: unknown = 1;
+      for (let i = 0; i < 100; i++) deep = [deep];
+      await expectCode(store.put(input(a, { nodeInput: deep as never })), 'INVALID_ROW');
+      await expectCode(store.putIdempotent(a, 'k', (() => 1) as never), 'INVALID_ROW');
+      await expectCode(
+        store.importRows({ checkpoints: [{ id: 'x' } as never], pending: null, idempotency: [] }),
+        'INVALID_ROW',
+      );
+      expect(await store.list(a)).toEqual([]);
+      expect((await store.outboxStats()).pendingCount).toBe(0);
+      expect((await store.put(input(a))).seq).toBe(0);
+    });
+
+    test('a corrupted stored row is reported with its id, never skipped', async () => {
+      const a = exec();
+      const r0 = await store.put(input(a));
+      const r1 = await store.put(input(a, { nodeId: 'turn:1', turn: 1 }));
+      await h.corrupt(r1.id, 'node_input', '{not json');
+      const err = await store.latest(a).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(hasCode(err, 'CORRUPT_ROW')).toBe(true);
+      expect((err as Error).message).toContain(r1.id);
+      await expect(store.list(a)).rejects.toMatchObject({ code: 'CORRUPT_ROW' });
+      await h.corrupt(r0.id, 'state', '{"v":1,"kind":"mystery"}');
+      await expect(store.getById(r0.id)).rejects.toMatchObject({ code: 'CORRUPT_ROW', details: { rowId: r0.id } });
+      const entries = await store.fetchUnsynced({ limit: 10, maxBytes: 1e9 });
+      expect(entries[0]).toMatchObject({ id: r0.id, event: null });
+      expect(entries[0].problem).toContain(r0.id);
+    });
+
+    test('listExecutions reports running, paused, completed and failed runs', async () => {
+      const ids = { running: `a-${exec()}`, paused: `b-${exec()}`, completed: `c-${exec()}`, failed: `d-${exec()}` };
+      await store.put(input(ids.running));
+      await store.recordInterrupt(pauseRow(ids.paused), { reason: 'r', context: null });
+      await store.put(input(ids.completed));
+      await store.put(marker(ids.completed, 'completed'));
+      await store.put(marker(ids.failed, 'failed'));
+      const all = await store.listExecutions();
+      const byId = Object.fromEntries(all.map((e) => [e.executionId, e.state]));
+      expect(byId).toEqual({ [ids.running]: 'running', [ids.paused]: 'paused', [ids.completed]: 'completed', [ids.failed]: 'failed' });
+      const page = await store.listExecutions({ afterExecutionId: ids.paused, limit: 1 });
+      expect(page.map((e) => e.executionId)).toEqual([ids.completed]);
+    });
+  });
+}
