@@ -18,7 +18,7 @@
  * state size, so bytes grow linearly with run length.
  */
 import { CODEC } from './limits.js';
-import { stableStringify, type Json } from './json.js';
+import { setOwn, stableStringify, type Json } from './json.js';
 import type { EncodedState } from './rows.js';
 import { WaymarkError, ErrorCode } from './errors.js';
 
@@ -51,7 +51,7 @@ function splitState(state: State): { messages: Json[]; fieldMap: Record<string, 
   const fieldMap: Record<string, string> = {};
   for (const k of Object.keys(state)) {
     if (k === 'messages' || state[k] === undefined) continue;
-    fieldMap[k] = stableStringify(state[k]);
+    setOwn(fieldMap, k, stableStringify(state[k]));
   }
   return { messages, fieldMap };
 }
@@ -69,8 +69,14 @@ function jsonLength(values: readonly Json[]): number {
   return n;
 }
 
+/**
+ * Messages passed by reference (the runtime freezes and reuses them) compare
+ * in O(1); fresh objects fall back to comparing their canonical JSON.
+ */
 function sameMessage(a: Json, b: Json): boolean {
-  return a === b || stableStringify(a) === stableStringify(b);
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  return JSON.stringify(a) === JSON.stringify(b) || stableStringify(a) === stableStringify(b);
 }
 
 /**
@@ -89,8 +95,8 @@ export function encodeState(prev: CodecCursor | null, next: State, id: string, s
     const append = messages.slice(keep);
     const set: Record<string, Json> = {};
     const unset: string[] = [];
-    for (const k of Object.keys(fieldMap)) if (prev.fieldMap[k] !== fieldMap[k]) set[k] = next[k];
-    for (const k of Object.keys(prev.fieldMap)) if (!(k in fieldMap)) unset.push(k);
+    for (const k of Object.keys(fieldMap)) if (!Object.hasOwn(prev.fieldMap, k) || prev.fieldMap[k] !== fieldMap[k]) setOwn(set, k, next[k]);
+    for (const k of Object.keys(prev.fieldMap)) if (!Object.hasOwn(fieldMap, k)) unset.push(k);
     const encoded: EncodedState = { v: 1, kind: 'delta', base: prev.base, prev: prev.id, keep, append, set, unset };
     const text = JSON.stringify(encoded);
     const appendBytes = append.length ? jsonLength(append) - 2 : 0;
@@ -161,7 +167,7 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
   let messages: Json[] = hasMessages ? (state.messages as Json[]) : [];
   let chainBytes = JSON.stringify(first.state).length;
   let fieldState: Record<string, Json> = {};
-  for (const k of Object.keys(state)) if (k !== 'messages') fieldState[k] = state[k];
+  for (const k of Object.keys(state)) if (k !== 'messages') setOwn(fieldState, k, state[k]);
   for (let i = 1; i < rows.length; i++) {
     const r = rows[i];
     const prevRow = rows[i - 1];
@@ -171,7 +177,7 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
       hasMessages = Array.isArray(state.messages);
       messages = hasMessages ? (state.messages as Json[]) : [];
       fieldState = {};
-      for (const k of Object.keys(state)) if (k !== 'messages') fieldState[k] = state[k];
+      for (const k of Object.keys(state)) if (k !== 'messages') setOwn(fieldState, k, state[k]);
       chainBytes = JSON.stringify(enc).length;
       continue;
     }
@@ -181,7 +187,8 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
       });
     }
     messages = enc.keep === messages.length ? messages.concat(enc.append) : messages.slice(0, enc.keep).concat(enc.append);
-    fieldState = { ...fieldState, ...enc.set };
+    fieldState = { ...fieldState };
+    for (const k of Object.keys(enc.set)) setOwn(fieldState, k, enc.set[k]);
     for (const k of enc.unset) delete fieldState[k];
     chainBytes += JSON.stringify(enc).length;
   }

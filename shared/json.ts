@@ -65,9 +65,17 @@ function sortKeys(v: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(v as object).sort()) {
     const x = (v as Record<string, unknown>)[k];
-    if (x !== undefined) out[k] = sortKeys(x);
+    if (x !== undefined) setOwn(out, k, sortKeys(x));
   }
   return out;
+}
+
+/**
+ * Set an own, enumerable property, even for keys such as `__proto__` that a
+ * plain assignment would turn into a prototype change.
+ */
+export function setOwn<T>(o: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** UTF-8 byte length of a string. */

@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresCheckpointer } from '../../client/postgres/index.js';
+import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
+
+const ready = await pgReady('postgres claim race');
+
+describe.skipIf(!ready)('postgres across real connections', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase('waymark_race');
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('16 connections race for one pause, 200 rounds: exactly one winner every round', async () => {
+    const writer = new PostgresCheckpointer({ url: db.url, max: 1 });
+    await writer.setup();
+    const racers = Array.from({ length: 16 }, () => new PostgresCheckpointer({ url: db.url, max: 1 }));
+    await Promise.all(racers.map((r) => r.setup()));
+    try {
+      const winners: number[] = [];
+      for (let round = 0; round < 200; round++) {
+        const executionId = `race-${round}`;
+        await writer.recordInterrupt(
+          { executionId, nodeId: 'turn:0/tool:refund', turn: 0, step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:race/tool:refund', state: { messages: [] } },
+          { reason: 'approval', context: null },
+        );
+        const results = await Promise.all(racers.map((r) => r.claimInterrupt(executionId)));
+        winners.push(results.filter((r) => r !== null).length);
+      }
+      expect(winners.filter((w) => w !== 1)).toEqual([]);
+    } finally {
+      await Promise.all([writer, ...racers].map((r) => r.close()));
+    }
+  });
+
+  it('concurrent writers on one execution get a gap-free seq; setup races are safe', async () => {
+    const stores = Array.from({ length: 6 }, () => new PostgresCheckpointer({ url: db.url, schema: 'concurrent', max: 2 }));
+    await Promise.all(stores.map((s) => s.setup()));
+    try {
+      await Promise.all(
+        stores.map(async (s, w) => {
+          for (let i = 0; i < 50; i++) {
+            await s.put({ executionId: 'shared', nodeId: `turn:${i}`, turn: i, step: 'llm_call', status: 'completed', agentPath: `agent:w${w}`, state: { messages: [{ w, i }] } });
+          }
+        }),
+      );
+      const rows = await stores[0].list('shared');
+      expect(rows.map((r) => r.seq)).toEqual([...Array(300).keys()]);
+      for (const r of rows.filter((_, i) => i % 37 === 0)) expect(await stores[0].readState(r)).toHaveProperty('messages');
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+});
