@@ -6,3 +6,6 @@ export { uuidv7 } from '../shared/ids.js';
 export type { Json } from '../shared/json.js';
 export type { State } from '../shared/codec.js';
 export type { Checkpoint, PendingInterrupt, IdempotencyEntry, OutboxEvent } from '../shared/rows.js';
+export * from './runtime/index.js';
+export type { Model, ModelReply, ModelRequest, Message, ToolCall, ToolSpec } from './models/model.js';
+export { ScriptedModel, type ScriptRule, type ScriptContext, type ScriptReply } from './models/scripted.js';

@@ -1,0 +1,50 @@
+import type { Model, ModelReply, ModelRequest, ToolCall } from './model.js';
+
+export interface ScriptContext extends ModelRequest {
+  /** Number of assistant messages so far: the turn being answered. */
+  turn: number;
+  /** Content of the last user message. */
+  lastUser: string;
+  /** The tool results since the last assistant message. */
+  toolResults: { name: string; content: string }[];
+}
+
+export interface ScriptReply {
+  content?: string | null;
+  /** Tool calls; ids default to `call_<turn>_<i>`. */
+  toolCalls?: (Omit<ToolCall, 'id'> & { id?: string })[];
+}
+
+export type ScriptRule = (ctx: ScriptContext) => ScriptReply;
+
+/**
+ * A deterministic offline model for tests and examples: a rule over the
+ * conversation decides each reply. Counts its calls.
+ */
+export class ScriptedModel implements Model {
+  readonly name = 'scripted';
+  calls = 0;
+  constructor(private readonly rule: ScriptRule) {}
+
+  async generate(request: ModelRequest): Promise<ModelReply> {
+    this.calls++;
+    const msgs = request.messages;
+    const turn = msgs.filter((m) => m.role === 'assistant').length;
+    let lastUser = '';
+    for (const m of msgs) if (m.role === 'user') lastUser = m.content;
+    const toolResults: { name: string; content: string }[] = [];
+    for (let i = msgs.length - 1; i >= 0 && msgs[i].role === 'tool'; i--) {
+      const m = msgs[i] as { name: string; content: string };
+      toolResults.unshift({ name: m.name, content: m.content });
+    }
+    const r = this.rule({ ...request, turn, lastUser, toolResults });
+    return {
+      content: r.content ?? null,
+      toolCalls: (r.toolCalls ?? []).map((c, i) => ({
+        id: c.id ?? `call_${turn}_${i}`,
+        name: c.name,
+        arguments: c.arguments,
+      })),
+    };
+  }
+}

@@ -1,0 +1,537 @@
+/**
+ * The agent loop and its re-entry rules.
+ *
+ * Rows a run writes (one execution id, ordered by seq):
+ *   turn:N              llm_call   before the N-th model call
+ *   turn:N/tool:NAME    tool_call  before a tool runs, its arguments in nodeInput
+ *   turn:N/tool:NAME    hitl_pause when that tool pauses (+ the pending row, one transaction)
+ *   run_end             run_end    written by the outermost runner: completed | failed
+ *   fork_origin         fork_origin first row of a forked execution
+ *
+ * Re-entry at the newest row of the agent's own path:
+ *   llm_call    → the model is called again with the saved history; no tool re-runs
+ *   tool_call   → the tool runs again with its saved arguments (and answers in scope);
+ *                 the model is not called; siblings after it are answered "not run"
+ *   hitl_pause  → claim the pause (writing a tool_call row with the answer, atomically), then as tool_call
+ *   run_end     → completed: AlreadyResumed; failed: stepped over
+ */
+import { z } from 'zod';
+import { uuidv7 } from '../../shared/ids.js';
+import { deepFreeze, type Json } from '../../shared/json.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import type { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
+import type { State } from '../../shared/codec.js';
+import type { Checkpointer, CheckpointInput } from '../checkpointer.js';
+import { AlreadyResumed, CheckpointError, ResumeRequired } from '../errors.js';
+import { noFaults, type FaultHook } from '../faults.js';
+import type { Message, Model, ToolCall } from '../models/model.js';
+import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
+import { Resume } from './interrupt.js';
+import { toolSpec, type Tool } from './tool.js';
+
+export interface AgentOptions {
+  name: string;
+  model: Model;
+  tools?: Tool[];
+  /** Required for a top-level agent; a worker used through `asTool` uses its supervisor's store. */
+  checkpointer?: Checkpointer;
+  system?: string;
+  /** Node kind in agent paths: `agent` (default) or `supervisor`. */
+  kind?: 'agent' | 'supervisor';
+  /** Model calls allowed per run before it fails with MAX_TURNS. Default 32. */
+  maxTurns?: number;
+  faults?: FaultHook;
+}
+
+export interface RunResult {
+  status: 'completed' | 'paused' | 'failed';
+  executionId: string;
+  output?: string;
+  pendingInterrupt?: PendingInterrupt;
+  error?: { code: string; message: string };
+}
+
+/** A claim hook: lets a connected store win the pause at the plane before the local claim. */
+export type ClaimGuard = (pending: { executionId: string; checkpointId: string }) => Promise<void>;
+
+interface RunState extends State {
+  messages: Message[] & Json[];
+  turn: number;
+}
+
+interface Level {
+  executionId: string;
+  store: Checkpointer;
+  path: string;
+  /** Rows of this level come after this seq (its parent's tool row), -1 at the top. */
+  afterSeq: number;
+}
+
+type Entry =
+  | { kind: 'model'; write: boolean }
+  | { kind: 'tool'; index: number; row: Checkpoint | null; resumes: Json[]; single: boolean };
+
+/** Propagates a recorded pause to the outermost runner. */
+class PauseOutcome extends Error {
+  constructor(readonly pending: PendingInterrupt) {
+    super('paused');
+  }
+}
+
+const NOT_RUN = '[no result: the run was interrupted before this tool ran; it was not run on resume]';
+
+function freeze<T>(m: T): T {
+  return deepFreeze(m);
+}
+
+export class Agent {
+  readonly name: string;
+  readonly kind: 'agent' | 'supervisor';
+  private readonly model: Model;
+  private readonly tools = new Map<string, Tool>();
+  /** Worker agents by the tool name that delegates to them, and by agent name (paths use the latter). */
+  private readonly workersByTool = new Map<string, Agent>();
+  private readonly workers = new Map<string, Agent>();
+  private readonly store?: Checkpointer;
+  private readonly system?: string;
+  private readonly maxTurns: number;
+  private readonly fault: FaultHook;
+  /** Set by a connected replica: called before a local claim. */
+  claimGuard?: ClaimGuard;
+
+  constructor(options: AgentOptions) {
+    this.name = options.name;
+    this.kind = options.kind ?? 'agent';
+    this.model = options.model;
+    this.store = options.checkpointer;
+    this.system = options.system;
+    this.maxTurns = options.maxTurns ?? 32;
+    this.fault = options.faults ?? noFaults;
+    for (const t of options.tools ?? []) {
+      if (this.tools.has(t.name)) throw new Error(`duplicate tool name '${t.name}'`);
+      this.tools.set(t.name, t);
+      const w = (t.delegate as Agent | undefined) ?? undefined;
+      if (w) {
+        this.workersByTool.set(t.name, w);
+        this.workers.set(w.name, w);
+      }
+    }
+  }
+
+  /** This agent's path at the top of a run. */
+  get path(): string {
+    return `${this.kind}:${this.name}`;
+  }
+
+  /** Expose this agent as a tool a supervisor can delegate to; its rows nest under the supervisor's path. */
+  asTool(options: { name?: string; description?: string } = {}): Tool {
+    const name = options.name ?? this.name;
+    return Object.freeze({
+      name,
+      description: options.description ?? `Delegate a task to the ${this.name} agent.`,
+      parameters: z.object({ task: z.string() }),
+      execute: () => {
+        throw new Error('a delegating tool runs through its supervisor');
+      },
+      delegate: this,
+    });
+  }
+
+  private requireStore(): Checkpointer {
+    if (!this.store) throw new CheckpointError(`agent '${this.name}' has no checkpointer`);
+    return this.store;
+  }
+
+  /** Start a run. The returned status is completed, paused (awaiting a Resume) or failed. */
+  async run(input: string, options: { executionId?: string } = {}): Promise<RunResult> {
+    const store = this.requireStore();
+    await store.setup();
+    const executionId = options.executionId ?? uuidv7();
+    if (await store.latest(executionId)) {
+      throw new CheckpointError(`execution '${executionId}' already has rows; resume or fork it instead`, {
+        code: ErrorCode.EXECUTION_EXISTS,
+        details: { executionId },
+      });
+    }
+    const level = this.topLevel(executionId, store);
+    return this.outer(level, () => this.loop(level, this.initialState(input), { kind: 'model', write: true }));
+  }
+
+  /**
+   * Continue a run from its newest row. A paused run needs `resume`; the pause
+   * is claimed atomically, so of many concurrent resumers exactly one runs.
+   */
+  async resume(executionId: string, resume?: Resume | { approved: boolean; metadata?: Record<string, Json> }): Promise<RunResult> {
+    const store = this.requireStore();
+    await store.setup();
+    const latest = await store.latest(executionId);
+    if (!latest) {
+      throw new CheckpointError(`execution '${executionId}' has no rows in this store`, {
+        code: ErrorCode.EXECUTION_NOT_FOUND,
+        details: { executionId },
+      });
+    }
+    if (latest.step === 'run_end' && latest.status === 'completed') {
+      throw new AlreadyResumed(`execution '${executionId}' already finished (completed); there is nothing to resume`, {
+        executionId,
+      });
+    }
+    const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
+    if (latest.status === 'interrupted') {
+      if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
+      this.resolveTool(latest.agentPath);
+      const paused = (await store.readState(latest)) as RunState;
+      const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
+      if (this.claimGuard) await this.claimGuard({ executionId, checkpointId: latest.id });
+      const claimed = await store.claimInterrupt(executionId, {
+        next: {
+          executionId,
+          nodeId: latest.nodeId,
+          turn: latest.turn,
+          step: 'tool_call',
+          status: 'completed',
+          agentPath: latest.agentPath,
+          parentId: latest.id,
+          state: { ...paused, resumes: [...prior, answer] },
+          nodeInput: latest.nodeInput,
+        },
+      });
+      if (!claimed) {
+        throw new AlreadyResumed(
+          `execution '${executionId}' has no pending interrupt to claim: another resumer took it`,
+          { executionId },
+        );
+      }
+    } else if (answer !== undefined) {
+      throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
+    }
+    const level = this.topLevel(executionId, store);
+    const own = await this.latestOwn(level);
+    if (!own) throw new CheckpointError(`execution '${executionId}' has no row of ${this.path} to resume from`);
+    if (own.step === 'tool_call') this.resolveTool(own.agentPath);
+    return this.outer(level, () => this.reenter(level, own));
+  }
+
+  /**
+   * Branch a run under a new execution id from one of its steps (default: the
+   * newest step). The original's rows are untouched. A fork from the run-end
+   * marker is refused: it is not a step. `input` adds a user message at a turn boundary.
+   */
+  async fork(executionId: string, options: { checkpointId?: string; input?: string } = {}): Promise<RunResult> {
+    const store = this.requireStore();
+    await store.setup();
+    const level = this.topLevel(executionId, store);
+    let src: Checkpoint | null;
+    if (options.checkpointId) {
+      src = await store.getById(options.checkpointId);
+      if (!src || src.executionId !== executionId) {
+        throw new CheckpointError(`checkpoint '${options.checkpointId}' is not a row of execution '${executionId}'`);
+      }
+      if (src.step === 'run_end') {
+        throw new CheckpointError(
+          `checkpoint '${src.id}' of execution '${executionId}' is the run-end marker, not a step; fork from a step`,
+          { details: { checkpointId: src.id } },
+        );
+      }
+      if (!this.isOwn(level, src.agentPath)) {
+        throw new CheckpointError(`checkpoint '${src.id}' belongs to ${src.agentPath}; fork from a row of ${this.path}`);
+      }
+    } else {
+      src = await this.latestOwn(level);
+      if (!src) throw new CheckpointError(`execution '${executionId}' has no step to fork from`);
+    }
+    const srcStep = src.step === 'fork_origin' ? ((src.nodeInput as { step: string }).step as Checkpoint['step']) : src.step;
+    let state = (await store.readState(src)) as RunState;
+    if (options.input !== undefined) {
+      if (srcStep !== 'llm_call') throw new CheckpointError('fork input can only be added at a turn boundary (an llm_call row)');
+      state = { ...state, messages: [...state.messages, freeze({ role: 'user' as const, content: options.input })] };
+    }
+    if (srcStep === 'hitl_pause') {
+      const { resumes: _drop, ...rest } = state;
+      state = { ...rest, resumes: Array.isArray(_drop) ? _drop : [] } as RunState;
+    }
+    const newId = uuidv7();
+    const origin = await store.put({
+      executionId: newId,
+      nodeId: 'fork_origin',
+      turn: src.turn,
+      step: 'fork_origin',
+      status: 'completed',
+      agentPath: this.path,
+      parentId: src.id,
+      state,
+      nodeInput: { executionId, checkpointId: src.id, nodeId: src.nodeId, step: srcStep },
+    });
+    const forked = this.topLevel(newId, store);
+    return this.outer(forked, () => this.reenter(forked, origin));
+  }
+
+  // ── the loop ──────────────────────────────────────────────────────────
+
+  private topLevel(executionId: string, store: Checkpointer): Level {
+    return { executionId, store, path: this.path, afterSeq: -1 };
+  }
+
+  private initialState(input: string): RunState {
+    const messages: Message[] = [];
+    if (this.system) messages.push(freeze({ role: 'system', content: this.system }));
+    messages.push(freeze({ role: 'user', content: input }));
+    return { messages: messages as RunState['messages'], turn: 0 };
+  }
+
+  /** The outermost runner: writes the run-end marker, never for a pause. */
+  private async outer(level: Level, body: () => Promise<{ output: string; state: RunState }>): Promise<RunResult> {
+    const ctx: RunContext = { executionId: level.executionId, store: level.store, agentPath: level.path, tool: null };
+    return withRun(ctx, async () => {
+      let done: { output: string; state: RunState };
+      try {
+        done = await body();
+      } catch (e) {
+        if (e instanceof PauseOutcome) {
+          return { status: 'paused', executionId: level.executionId, pendingInterrupt: e.pending };
+        }
+        const error = { code: (e as { code?: string }).code ?? 'RUN_FAILED', message: (e as Error).message ?? String(e) };
+        const last = await level.store.latest(level.executionId).catch(() => null);
+        const state = last ? await level.store.readState(last).catch(() => ({})) : {};
+        try {
+          await level.store.put({
+            executionId: level.executionId,
+            nodeId: 'run_end',
+            turn: last?.turn ?? 0,
+            step: 'run_end',
+            status: 'failed',
+            agentPath: level.path,
+            parentId: last?.id ?? null,
+            state,
+            nodeOutput: { error },
+          });
+        } catch {
+          // the store itself failed: no marker, the run stays resumable from its newest row
+          throw e;
+        }
+        return { status: 'failed', executionId: level.executionId, error };
+      }
+      await level.store.put({
+        executionId: level.executionId,
+        nodeId: 'run_end',
+        turn: done.state.turn,
+        step: 'run_end',
+        status: 'completed',
+        agentPath: level.path,
+        state: done.state,
+        nodeOutput: done.output,
+      });
+      this.fault('runtime.afterRunEnd');
+      return { status: 'completed', executionId: level.executionId, output: done.output };
+    });
+  }
+
+  private checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status'>): Promise<Checkpoint> {
+    return level.store.put({ ...input, executionId: level.executionId, status: 'completed' });
+  }
+
+  private async loop(level: Level, start: RunState, first: Entry): Promise<{ output: string; state: RunState }> {
+    let state = start;
+    let entry = first;
+    for (;;) {
+      if (entry.kind === 'model') {
+        if (state.turn >= this.maxTurns) {
+          throw new WaymarkError(ErrorCode.MAX_TURNS, `agent '${this.name}' reached ${this.maxTurns} turns`);
+        }
+        if (entry.write) {
+          await this.checkpoint(level, { nodeId: `turn:${state.turn}`, turn: state.turn, step: 'llm_call', agentPath: level.path, state });
+        }
+        this.fault('runtime.beforeModel');
+        const reply = await this.model.generate({ messages: state.messages, tools: [...this.tools.values()].map(toolSpec) });
+        const assistant = freeze({
+          role: 'assistant' as const,
+          content: reply.content,
+          ...(reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {}),
+        });
+        state = { messages: [...state.messages, assistant] as RunState['messages'], turn: state.turn };
+        if (!reply.toolCalls.length) return { output: reply.content ?? '', state };
+        entry = { kind: 'tool', index: 0, row: null, resumes: [], single: false };
+        continue;
+      }
+      const calls = lastToolCalls(state.messages);
+      for (let i = entry.index; i < calls.length; i++) {
+        const call = calls[i];
+        const isEntry = i === entry.index;
+        const resumes = isEntry ? entry.resumes : [];
+        const toolState: RunState = {
+          messages: state.messages,
+          turn: state.turn,
+          toolName: call.name,
+          toolCallId: call.id,
+          ...(resumes.length ? { resumes } : {}),
+        };
+        const agentPath = `${level.path}/tool:${call.name}`;
+        const row =
+          isEntry && entry.row
+            ? entry.row
+            : await this.checkpoint(level, {
+                nodeId: `turn:${state.turn}/tool:${call.name}`,
+                turn: state.turn,
+                step: 'tool_call',
+                agentPath,
+                state: toolState,
+                nodeInput: call.arguments,
+              });
+        this.fault('runtime.beforeTool');
+        const content = await this.invoke(level, call, toolState, row, resumes);
+        this.fault('runtime.afterTool');
+        const result = freeze({ role: 'tool' as const, toolCallId: call.id, name: call.name, content });
+        state = { messages: [...state.messages, result] as RunState['messages'], turn: state.turn };
+        if (isEntry && entry.single) {
+          const rest = calls.slice(i + 1).map((c) => freeze({ role: 'tool' as const, toolCallId: c.id, name: c.name, content: NOT_RUN }));
+          state = { messages: [...state.messages, ...rest] as RunState['messages'], turn: state.turn };
+          break;
+        }
+      }
+      state = { messages: state.messages, turn: state.turn + 1 };
+      entry = { kind: 'model', write: true };
+    }
+  }
+
+  /** Run one tool call; a thrown error is a tool result, a pause is recorded and propagated. */
+  private async invoke(level: Level, call: ToolCall, toolState: RunState, row: Checkpoint, resumes: Json[]): Promise<string> {
+    const t = this.tools.get(call.name);
+    if (!t) return `Tool '${call.name}' does not exist. Available: ${[...this.tools.keys()].join(', ') || 'none'}.`;
+    const parsed = t.parameters.safeParse(call.arguments);
+    if (!parsed.success) {
+      return `Tool '${call.name}' got invalid arguments: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`;
+    }
+    const scope: ToolScope = { toolName: call.name, resumes, interrupts: 0, pause: null };
+    const parent = currentRun();
+    const ctx: RunContext = {
+      executionId: level.executionId,
+      store: level.store,
+      agentPath: `${level.path}/tool:${call.name}`,
+      tool: scope,
+    };
+    let result: unknown;
+    try {
+      const worker = this.workersByTool.get(call.name);
+      if (worker) {
+        result = await withRun({ ...(parent ?? ctx), tool: null }, () =>
+          worker.runNested(level, row, (parsed.data as { task: string }).task),
+        );
+      } else {
+        result = await withRun(ctx, async () => t.execute(parsed.data));
+      }
+    } catch (e) {
+      if (e instanceof PauseOutcome) throw e;
+      if (!scope.pause) return `Tool '${call.name}' failed: ${(e as Error)?.message ?? String(e)}`;
+    }
+    if (scope.pause) {
+      const { checkpoint: _c, pending } = await level.store.recordInterrupt(
+        {
+          executionId: level.executionId,
+          nodeId: `turn:${toolState.turn}/tool:${call.name}`,
+          turn: toolState.turn,
+          step: 'hitl_pause',
+          status: 'interrupted',
+          agentPath: `${level.path}/tool:${call.name}`,
+          parentId: row.id,
+          state: { ...toolState, resumes: resumes.slice(0, scope.pause.index) },
+          nodeInput: call.arguments,
+          interruptReason: scope.pause.reason,
+          interruptContext: scope.pause.context,
+        },
+        { reason: scope.pause.reason, context: scope.pause.context },
+      );
+      throw new PauseOutcome(pending);
+    }
+    if (typeof result === 'string') return result;
+    return JSON.stringify(result === undefined ? null : result);
+  }
+
+  /** Run this agent as a worker under `parent`'s tool row; picks up its own rows if it ran before. */
+  private async runNested(parent: Level, parentRow: Checkpoint, task: string): Promise<string> {
+    const level: Level = {
+      executionId: parent.executionId,
+      store: parent.store,
+      path: `${parent.path}/agent:${this.name}`,
+      afterSeq: parentRow.seq,
+    };
+    const own = await this.latestOwn(level);
+    const done = own ? await this.reenter(level, own) : await this.loop(level, this.initialState(task), { kind: 'model', write: true });
+    return done.output;
+  }
+
+  private async reenter(level: Level, row: Checkpoint): Promise<{ output: string; state: RunState }> {
+    const state = (await level.store.readState(row)) as RunState;
+    const step = row.step === 'fork_origin' ? (row.nodeInput as { step: Checkpoint['step'] }).step : row.step;
+    if (step === 'llm_call') return this.loop(level, stripTool(state), { kind: 'model', write: false });
+    if (step === 'tool_call' || (step === 'hitl_pause' && row.step === 'fork_origin')) {
+      const calls = lastToolCalls(state.messages);
+      const index = calls.findIndex((c) => c.id === state.toolCallId);
+      if (index < 0) throw new CheckpointError(`row ${row.id} names tool call '${String(state.toolCallId)}' that its history does not hold`);
+      const resumes = Array.isArray(state.resumes) ? (state.resumes as Json[]) : [];
+      return this.loop(level, stripTool(state), {
+        kind: 'tool',
+        index,
+        row: row.step === 'fork_origin' ? row : row,
+        resumes,
+        single: true,
+      });
+    }
+    if (step === 'hitl_pause') {
+      throw new ResumeRequired(level.executionId, row.interruptReason ?? 'paused');
+    }
+    throw new CheckpointError(`cannot re-enter at row ${row.id} (${row.step})`);
+  }
+
+  private isOwn(level: Level, agentPath: string): boolean {
+    if (agentPath === level.path) return true;
+    const prefix = `${level.path}/tool:`;
+    return agentPath.startsWith(prefix) && !agentPath.slice(prefix.length).includes('/');
+  }
+
+  /** Newest row of this level's own path (markers skipped), walking back page by page. */
+  private async latestOwn(level: Level): Promise<Checkpoint | null> {
+    let before: number | undefined;
+    for (;;) {
+      const page = await level.store.list(level.executionId, { order: 'desc', beforeSeq: before, limit: 64 });
+      if (!page.length) return null;
+      for (const r of page) {
+        if (r.seq <= level.afterSeq) return null;
+        if (r.step !== 'run_end' && this.isOwn(level, r.agentPath)) return r;
+      }
+      before = page[page.length - 1].seq;
+    }
+  }
+
+  /** Walk an agent path (`agent:A/agent:W/tool:T`) through this agent's workers; throws naming a missing tool. */
+  private resolveTool(agentPath: string): void {
+    const parts = agentPath.split('/');
+    if (parts[0] !== this.path) {
+      throw new CheckpointError(`row belongs to '${parts[0]}', not to ${this.path}`);
+    }
+    let agent: Agent = this;
+    for (const part of parts.slice(1)) {
+      const [kind, name] = [part.slice(0, part.indexOf(':')), part.slice(part.indexOf(':') + 1)];
+      if (kind === 'agent') {
+        const w = agent.workers.get(name);
+        if (!w) throw new CheckpointError(`the paused run needs worker agent '${name}', which agent '${agent.name}' does not have`, { details: { tool: name } });
+        agent = w;
+      } else if (kind === 'tool') {
+        if (!agent.tools.has(name)) {
+          throw new CheckpointError(`the run needs tool '${name}', which agent '${agent.name}' does not have`, { details: { tool: name } });
+        }
+      }
+    }
+  }
+}
+
+function lastToolCalls(messages: readonly Message[]): ToolCall[] {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.role === 'assistant') return m.toolCalls ?? [];
+  }
+  return [];
+}
+
+function stripTool(state: RunState): RunState {
+  return { messages: state.messages, turn: state.turn };
+}

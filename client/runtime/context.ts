@@ -1,0 +1,36 @@
+/**
+ * The run context, carried by AsyncLocalStorage: which execution a piece of
+ * code runs in, which store holds it, where in the agent topology it is, and
+ * the answers in scope for the tool invocation being run. Nothing is
+ * process-global: two runs in one process never see each other's context.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Json } from '../../shared/json.js';
+import type { Checkpointer } from '../checkpointer.js';
+
+export interface ToolScope {
+  toolName: string;
+  /** Answers to this invocation's interrupts, in order (one per earlier pause). */
+  resumes: Json[];
+  /** How many interrupt() calls this invocation has made so far. */
+  interrupts: number;
+  /** Set when interrupt() asked to pause (even if the tool swallowed the signal). */
+  pause: { reason: string; context: Json | null; index: number } | null;
+}
+
+export interface RunContext {
+  executionId: string;
+  store: Checkpointer;
+  agentPath: string;
+  tool: ToolScope | null;
+}
+
+const storage = new AsyncLocalStorage<RunContext>();
+
+export function currentRun(): RunContext | undefined {
+  return storage.getStore();
+}
+
+export function withRun<T>(ctx: RunContext, fn: () => Promise<T>): Promise<T> {
+  return storage.run(ctx, fn);
+}

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { WaymarkError } from '../../shared/errors.js';
+import { jsonProblem, type Json } from '../../shared/json.js';
+import { JsonValue } from '../../shared/rows.js';
+import { currentRun } from './context.js';
+
+const ResumeShape = z
+  .object({
+    approved: z.boolean(),
+    metadata: z.record(z.string(), JsonValue).default({}),
+  })
+  .strict();
+
+/**
+ * A human's answer to a pause. Carries `approved` and `metadata` (any JSON);
+ * unknown fields are refused loudly rather than dropped.
+ */
+export class Resume {
+  readonly approved: boolean;
+  readonly metadata: Record<string, Json>;
+  constructor(value: { approved: boolean; metadata?: Record<string, Json> }) {
+    const r = ResumeShape.safeParse(value);
+    if (!r.success) {
+      throw new WaymarkError('INVALID_RESUME', `invalid Resume: ${r.error.issues[0].path.join('.')}: ${r.error.issues[0].message}`);
+    }
+    this.approved = r.data.approved;
+    this.metadata = r.data.metadata;
+  }
+  toJSON(): Json {
+    return { approved: this.approved, metadata: this.metadata };
+  }
+  static from(v: Json): Resume {
+    return new Resume(v as { approved: boolean; metadata?: Record<string, Json> });
+  }
+}
+
+/** Thrown by `interrupt()` on its first pass; the runtime turns it into a recorded pause. */
+export class InterruptSignal extends WaymarkError {
+  constructor(
+    readonly reason: string,
+    readonly context: Json | null,
+    readonly index: number,
+  ) {
+    super('INTERRUPT_SIGNAL', `paused: ${reason}`);
+    this.name = 'InterruptSignal';
+  }
+}
+
+/**
+ * Pause the running tool for a human. On the first pass this records the
+ * pause (with `context` frozen as JSON now) and the run returns `paused`; when
+ * the run is resumed the tool runs again and this call returns the `Resume`.
+ * Each call in one tool invocation is its own pause, answered in order.
+ */
+export function interrupt(reason: string, context: Json | null = null): Resume {
+  const run = currentRun();
+  if (!run?.tool) {
+    throw new WaymarkError('NOT_IN_TOOL', 'interrupt() must be called inside a tool of a durable run');
+  }
+  const scope = run.tool;
+  const index = scope.interrupts++;
+  if (index < scope.resumes.length) return Resume.from(scope.resumes[index]);
+  const problem = jsonProblem(context);
+  if (problem) throw new WaymarkError('INVALID_ROW', `interrupt context is not JSON: ${problem}`);
+  const frozen = context === null ? null : (JSON.parse(JSON.stringify(context)) as Json);
+  scope.pause ??= { reason, context: frozen, index };
+  throw new InterruptSignal(reason, frozen, index);
+}

@@ -1,0 +1,344 @@
+/**
+ * The runtime's behaviour, run on every store backend. Crash cases with real
+ * killed processes are in crash.test.ts.
+ */
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  Agent,
+  AlreadyResumed,
+  idempotent,
+  interrupt,
+  Resume,
+  ScriptedModel,
+  tool,
+  type Checkpointer,
+} from '../../client/index.js';
+import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+export interface RuntimeSuiteOptions {
+  name: string;
+  make(): Promise<{ store: Checkpointer; close(): Promise<void> }>;
+}
+
+const rowsOf = async (store: Checkpointer, id: string) =>
+  (await store.list(id)).map((r) => `${r.nodeId} ${r.step} ${r.status}`);
+
+export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
+  describe(`runtime: ${options.name}`, () => {
+    const tmp = scratchDir('waymark-runtime-');
+    let store: Checkpointer;
+    let close: () => Promise<void>;
+    let ledger: Ledger;
+    let n = 0;
+    beforeEach(async () => {
+      ({ store, close } = await options.make());
+      await store.setup();
+      ledger = new Ledger(tmp.file(`ledger-${++n}.jsonl`));
+    });
+    afterEach(async () => close());
+    afterAll(() => tmp.cleanup());
+
+    it('a completed run writes turn, tool, turn and a completed marker', async () => {
+      const { agent } = refundAgent({ store, ledger });
+      const r = await agent.run(refundRequest('1042', 20), { executionId: `small-${n}` });
+      expect(r).toMatchObject({ status: 'completed', output: 'Refund for order 1042 is on its way.' });
+      expect(await rowsOf(store, r.executionId)).toEqual([
+        'turn:0 llm_call completed',
+        'turn:0/tool:refund tool_call completed',
+        'turn:1 llm_call completed',
+        'run_end run_end completed',
+      ]);
+      const tr = (await store.list(r.executionId))[1];
+      expect(tr.agentPath).toBe('agent:refund-bot/tool:refund');
+      expect(tr.nodeInput).toEqual({ order: '1042', amount: 20 });
+      expect(ledger.charges().length).toBe(1);
+    });
+
+    it('a paused run writes the interrupted row and the pending row, and no marker', async () => {
+      const { agent } = refundAgent({ store, ledger });
+      const r = await agent.run(refundRequest('1042', 50000), { executionId: `large-${n}` });
+      expect(r.status).toBe('paused');
+      expect(r.pendingInterrupt).toMatchObject({
+        reason: 'manager_approval',
+        nodeId: 'turn:0/tool:refund',
+        agentPath: 'agent:refund-bot/tool:refund',
+        context: { order: '1042', amount: 50000, balance: 100 },
+      });
+      expect(await rowsOf(store, r.executionId)).toEqual([
+        'turn:0 llm_call completed',
+        'turn:0/tool:refund tool_call completed',
+        'turn:0/tool:refund hitl_pause interrupted',
+      ]);
+      expect(await store.getPendingInterrupt(r.executionId)).toEqual(r.pendingInterrupt);
+      expect(ledger.charges()).toEqual([]);
+    });
+
+    it('resume claims the pause, re-runs the tool with the answer and finishes; a second resume is refused', async () => {
+      const { agent, model } = refundAgent({ store, ledger });
+      const id = `resume-${n}`;
+      await agent.run(refundRequest('1042', 50000), { executionId: id });
+      const r = await agent.resume(id, new Resume({ approved: true, metadata: { approver: 'alice' } }));
+      expect(r).toMatchObject({ status: 'completed', output: 'Refund for order 1042 is on its way.' });
+      expect(model.calls).toBe(2);
+      expect(ledger.charges()).toEqual([expect.objectContaining({ order: '1042', amount: 50000 })]);
+      await expect(agent.resume(id, { approved: true })).rejects.toBeInstanceOf(AlreadyResumed);
+      await expect(agent.resume(id)).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+      expect(await store.getPendingInterrupt(id)).toBeNull();
+    });
+
+    it('a paused run needs a Resume; an answer to a run that is not paused is refused', async () => {
+      const { agent } = refundAgent({ store, ledger });
+      const id = `need-${n}`;
+      await agent.run(refundRequest('1', 5000), { executionId: id });
+      await expect(agent.resume(id)).rejects.toMatchObject({ code: 'RESUME_REQUIRED' });
+      expect(await store.getPendingInterrupt(id)).not.toBeNull();
+      expect(() => new Resume({ approved: true, data: 1 } as never)).toThrow(/invalid Resume/);
+      const done = await agent.run(refundRequest('2', 5), { executionId: `${id}-b` });
+      await expect(agent.resume(done.executionId, { approved: true })).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+    });
+
+    it('five concurrent resumers: exactly one runs the tool, four get AlreadyResumed', async () => {
+      const id = `five-${n}`;
+      await refundAgent({ store, ledger }).agent.run(refundRequest('1042', 50000), { executionId: id });
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 5 }, () => refundAgent({ store, ledger }).agent.resume(id, { approved: true })),
+      );
+      const ok = outcomes.filter((o) => o.status === 'fulfilled');
+      const refused = outcomes.filter((o) => o.status === 'rejected' && (o.reason as { code?: string }).code === 'ALREADY_RESUMED');
+      expect(ok.length).toBe(1);
+      expect(refused.length).toBe(4);
+      expect(ledger.charges().length).toBe(1);
+    });
+
+    it('the approver context is frozen at the pause', async () => {
+      const world = { balance: 100 };
+      const t = tool({
+        name: 'refund',
+        description: '',
+        parameters: z.object({}),
+        execute: () => {
+          const ctx = { balance: world.balance, items: [1, 2] };
+          const d = interrupt('approval', ctx);
+          return d.approved;
+        },
+      });
+      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'refund', arguments: {} }] } : { content: 'ok' }));
+      const agent = new Agent({ name: 'a', model, tools: [t], checkpointer: store });
+      const id = `frozen-${n}`;
+      await agent.run('go', { executionId: id });
+      world.balance = 0;
+      const paused = (await store.list(id)).at(-1)!;
+      expect(paused.interruptContext).toEqual({ balance: 100, items: [1, 2] });
+      expect((await store.getPendingInterrupt(id))?.context).toEqual({ balance: 100, items: [1, 2] });
+      await agent.resume(id, { approved: true });
+    });
+
+    it('each interrupt() in one tool invocation is its own pause, answered in order', async () => {
+      const { agent } = refundAgent({ store, ledger, twoApprovals: true });
+      const id = `two-${n}`;
+      const first = await agent.run(refundRequest('7', 9000), { executionId: id });
+      expect(first.pendingInterrupt?.reason).toBe('manager_approval');
+      const second = await agent.resume(id, { approved: true, metadata: { approver: 'alice' } });
+      expect(second.status).toBe('paused');
+      expect(second.pendingInterrupt).toMatchObject({ reason: 'finance_approval', context: { firstApprover: 'alice' } });
+      expect(ledger.charges()).toEqual([]);
+      const done = await agent.resume(id, { approved: true, metadata: { approver: 'bob' } });
+      expect(done.status).toBe('completed');
+      expect(ledger.charges().length).toBe(1);
+    });
+
+    it('a sibling tool call that never ran is answered "not run" and never fired', async () => {
+      const { agent, model } = refundAgent({ store, ledger, withNotify: true });
+      const id = `sib-${n}`;
+      const p = await agent.run(refundRequest('1042', 50000), { executionId: id });
+      expect(p.status).toBe('paused');
+      let seen: string[] = [];
+      const spy = model.generate.bind(model);
+      model.generate = async (req) => {
+        seen = req.messages.filter((m) => m.role === 'tool').map((m) => (m as { content: string }).content);
+        return spy(req);
+      };
+      const r = await agent.resume(id, { approved: true });
+      expect(r.status).toBe('completed');
+      expect(ledger.entries().filter((e) => e.kind === 'notify')).toEqual([]);
+      expect(seen[0]).toContain('"approved":true');
+      expect(seen[1]).toMatch(/not run on resume/);
+    });
+
+    it('a tool error is a tool result, not a failed run; invalid arguments too', async () => {
+      const boom = tool({ name: 'boom', description: '', parameters: z.object({ n: z.number() }), execute: () => { throw new Error('kaput'); } });
+      const model = new ScriptedModel(({ turn, toolResults }) =>
+        turn === 0
+          ? { toolCalls: [{ name: 'boom', arguments: { n: 1 } }, { name: 'boom', arguments: { n: 'x' } }, { name: 'ghost', arguments: {} }] }
+          : { content: toolResults.map((t) => t.content).join(' | ') },
+      );
+      const agent = new Agent({ name: 'a', model, tools: [boom], checkpointer: store });
+      const r = await agent.run('go');
+      expect(r.status).toBe('completed');
+      expect(r.output).toMatch(/Tool 'boom' failed: kaput \| Tool 'boom' got invalid arguments: n: .* \| Tool 'ghost' does not exist/);
+    });
+
+    it('plain side effects fire again on resume; idempotent ones once, per run, and null is a hit', async () => {
+      const plain = refundAgent({ store, ledger, idempotentCharge: false }).agent;
+      await plain.run(refundRequest('1042', 5000), { executionId: `plain-${n}` });
+      // the charge happens before the pause in this variant: charge first, then ask
+      let fired = 0;
+      let nullFired = 0;
+      const chargeCard = idempotent(async function chargeCard(order: string) {
+        fired++;
+        return { order };
+      });
+      const lookup = idempotent(async function lookup() {
+        nullFired++;
+        return null;
+      });
+      const t = tool({
+        name: 'refund',
+        description: '',
+        parameters: z.object({ order: z.string() }),
+        execute: async ({ order }) => {
+          await chargeCard(order);
+          await lookup();
+          const d = interrupt('approval', { order });
+          return d.approved;
+        },
+      });
+      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'refund', arguments: { order: '1042' } }] } : { content: 'done' }));
+      const agent = new Agent({ name: 'a', model, tools: [t], checkpointer: store });
+      const id = `idem-${n}`;
+      await agent.run('go', { executionId: id });
+      await agent.resume(id, { approved: true });
+      expect(fired).toBe(1);
+      expect(nullFired).toBe(1);
+      expect((await store.listIdempotent(id)).map((e) => e.result)).toContainEqual(null);
+      await agent.run('go', { executionId: `${id}-new` });
+      expect(fired).toBe(2);
+      await chargeCard('outside');
+      await chargeCard('outside');
+      expect(fired).toBe(4);
+    });
+
+    it('an idempotent result that is not JSON is refused, and the model is told', async () => {
+      const opaque = idempotent(async function opaque() {
+        return new Map([[1, 2]]);
+      });
+      const badArgs = idempotent(async function badArgs(_x: unknown) {
+        return 1;
+      });
+      const t = tool({
+        name: 't',
+        description: '',
+        parameters: z.object({ which: z.string() }),
+        execute: async ({ which }) => (which === 'result' ? opaque() : badArgs(() => 1)),
+      });
+      const model = new ScriptedModel(({ turn, toolResults }) =>
+        turn === 0
+          ? { toolCalls: [{ name: 't', arguments: { which: 'result' } }, { name: 't', arguments: { which: 'args' } }] }
+          : { content: toolResults.map((r) => r.content).join('\n') },
+      );
+      const r = await new Agent({ name: 'a', model, tools: [t], checkpointer: store }).run('go');
+      expect(r.output).toMatch(/returned a value that cannot be stored as JSON/);
+      expect(r.output).toMatch(/no stable JSON form/);
+      const anon = idempotent(async () => 1);
+      const t2 = tool({ name: 't2', description: '', parameters: z.object({}), execute: () => anon() });
+      const m2 = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 't2', arguments: {} }] } : { content: toolResults[0].content }));
+      expect((await new Agent({ name: 'b', model: m2, tools: [t2], checkpointer: store }).run('go')).output).toMatch(/needs a `key`/);
+    });
+
+    it('a completed marker refuses resume; a failed marker is stepped over without re-running the tool', async () => {
+      let fail = true;
+      const base = refundAgent({ store, ledger }).model;
+      const flaky = new ScriptedModel((ctx) => {
+        if (ctx.turn === 1 && fail) {
+          fail = false;
+          throw new Error('provider returned 503');
+        }
+        return (base as unknown as { rule: (c: typeof ctx) => ReturnType<ConstructorParameters<typeof ScriptedModel>[0]> }).rule(ctx);
+      });
+      const { agent } = refundAgent({ store, ledger, model: flaky });
+      const id = `fail-${n}`;
+      const r = await agent.run(refundRequest('1042', 20), { executionId: id });
+      expect(r).toMatchObject({ status: 'failed', error: { message: 'provider returned 503' } });
+      expect((await store.latest(id))).toMatchObject({ step: 'run_end', status: 'failed' });
+      const again = await agent.resume(id);
+      expect(again).toMatchObject({ status: 'completed', output: 'Refund for order 1042 is on its way.' });
+      expect(ledger.charges().length).toBe(1);
+      await expect(agent.resume(id)).rejects.toMatchObject({ code: 'ALREADY_RESUMED', message: expect.stringMatching(/already finished/) });
+    });
+
+    it('fork branches a run under a new id, leaves the original untouched, refuses the marker', async () => {
+      const { agent } = refundAgent({ store, ledger });
+      const id = `fork-${n}`;
+      await agent.run(refundRequest('1042', 20), { executionId: id });
+      const before = await store.list(id);
+      const f = await agent.fork(id);
+      expect(f.status).toBe('completed');
+      expect(f.executionId).not.toBe(id);
+      expect(await store.list(id)).toEqual(before);
+      const forkRows = await store.list(f.executionId);
+      expect(forkRows[0]).toMatchObject({ step: 'fork_origin', parentId: before[2].id });
+      await expect(agent.fork(id, { checkpointId: before[3].id })).rejects.toMatchObject({ code: 'CHECKPOINT_ERROR', message: expect.stringMatching(/run-end marker/) });
+      const withInput = await agent.fork(id, { checkpointId: before[0].id, input: 'also refund order 7 amount 5' });
+      expect(withInput.status).toBe('completed');
+      expect(ledger.charges().length).toBe(2);
+    });
+
+    it('a missing tool is named by CheckpointError and the pause is not consumed', async () => {
+      const id = `missing-${n}`;
+      await refundAgent({ store, ledger }).agent.run(refundRequest('1', 5000), { executionId: id });
+      const { agent: lacking } = refundAgent({ store, ledger, withoutRefundTool: true });
+      await expect(lacking.resume(id, { approved: true })).rejects.toMatchObject({ code: 'CHECKPOINT_ERROR', message: expect.stringMatching(/tool 'refund'/) });
+      expect(await store.getPendingInterrupt(id)).not.toBeNull();
+      expect((await refundAgent({ store, ledger }).agent.resume(id, { approved: true })).status).toBe('completed');
+    });
+
+    it('a 2,000-row run pauses at its end and resumes correctly (no fixed scan limits)', async () => {
+      const step = tool({
+        name: 'step',
+        description: '',
+        parameters: z.object({ i: z.number() }),
+        execute: ({ i }) => (i === 999 ? interrupt('last', { i }).approved : i),
+      });
+      const model = new ScriptedModel(({ turn }) => (turn < 1000 ? { toolCalls: [{ name: 'step', arguments: { i: turn } }] } : { content: `done after ${turn}` }));
+      const agent = new Agent({ name: 'long', model, tools: [step], checkpointer: store, maxTurns: 2000 });
+      const id = `long-${n}`;
+      const p = await agent.run('go', { executionId: id });
+      expect(p.status).toBe('paused');
+      expect((await store.list(id)).length).toBe(2001);
+      const r = await agent.resume(id, { approved: true });
+      expect(r).toMatchObject({ status: 'completed', output: 'done after 1000' });
+      expect(model.calls).toBe(1001);
+    });
+
+    it('a supervisor delegates to a worker: paths nest, one execution holds it all, resume goes through it', async () => {
+      const { agent: worker, model: workerModel } = refundAgent({ store, ledger });
+      const supervisorModel = new ScriptedModel(({ turn, toolResults }) =>
+        turn === 0
+          ? { toolCalls: [{ name: 'refunds', arguments: { task: refundRequest('77', 9000) } }] }
+          : { content: `supervisor: ${toolResults[0].content}` },
+      );
+      const sup = new Agent({ name: 'desk', kind: 'supervisor', model: supervisorModel, tools: [worker.asTool({ name: 'refunds' })], checkpointer: store });
+      const id = `nested-${n}`;
+      const p = await sup.run('handle refunds', { executionId: id });
+      expect(p.status).toBe('paused');
+      expect(p.pendingInterrupt?.agentPath).toBe('supervisor:desk/agent:refund-bot/tool:refund');
+      const paths = (await store.list(id)).map((r) => r.agentPath);
+      expect(paths).toEqual([
+        'supervisor:desk',
+        'supervisor:desk/tool:refunds',
+        'supervisor:desk/agent:refund-bot',
+        'supervisor:desk/agent:refund-bot/tool:refund',
+        'supervisor:desk/agent:refund-bot/tool:refund',
+      ]);
+      const workerCalls = workerModel.calls;
+      const r = await sup.resume(id, { approved: true });
+      expect(r).toMatchObject({ status: 'completed', output: 'supervisor: Refund for order 77 is on its way.' });
+      expect(workerModel.calls).toBe(workerCalls + 1);
+      expect(supervisorModel.calls).toBe(2);
+      expect(ledger.charges().length).toBe(1);
+      expect((await store.list(id)).at(-1)).toMatchObject({ step: 'run_end', agentPath: 'supervisor:desk' });
+    });
+  });
+}
