@@ -9,7 +9,7 @@ import { Ledger, refundAgent } from '../../examples/agents/refund.js';
 import { runTs } from '../helpers/child.js';
 import { scratchDir } from '../helpers/tmp.js';
 
-const CHILD = fileURLToPath(new URL('./crash-child.ts', import.meta.url));
+const CHILD = fileURLToPath(new URL('../../examples/agents/refund-child.ts', import.meta.url));
 
 export interface CrashSuiteOptions {
   name: string;

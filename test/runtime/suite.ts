@@ -171,7 +171,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const boom = tool({ name: 'boom', description: '', parameters: z.object({ n: z.number() }), execute: () => { throw new Error('kaput'); } });
       const model = new ScriptedModel(({ turn, toolResults }) =>
         turn === 0
-          ? { toolCalls: [{ name: 'boom', arguments: { n: 1 } }, { name: 'boom', arguments: { n: 'x' } }, { name: 'ghost', arguments: {} }] }
+          ? { toolCalls: [{ name: 'boom', arguments: { n: 1 } }, { name: 'boom', arguments: { n: 'x' } }, { name: 'ghost', arguments: {} as Record<string, number> }] }
           : { content: toolResults.map((t) => t.content).join(' | ') },
       );
       const agent = new Agent({ name: 'a', model, tools: [boom], checkpointer: store });
