@@ -1,0 +1,38 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const DIR = join(ROOT, 'test-output', `readme-${process.pid}`);
+
+/** The README's quick start, run exactly as written, in three separate processes. */
+describe('README quick start works when pasted', () => {
+  beforeAll(() => {
+    // the package imports itself by name ('waymark'), which resolves to dist/
+    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')]);
+    mkdirSync(DIR, { recursive: true });
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const block = /```ts\n\/\/ quickstart: refund\.ts\n([\s\S]*?)```/.exec(readme);
+    if (!block) throw new Error('quick start block not found in README.md');
+    writeFileSync(join(DIR, 'refund.ts'), block[1]);
+  });
+  afterAll(() => rmSync(DIR, { recursive: true, force: true }));
+
+  const run = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'refund.ts', ...args], { cwd: DIR, encoding: 'utf8' });
+
+  it('pauses, resumes in another process with one charge, then refuses a second resume', () => {
+    const a = run('start');
+    expect(a.status, a.stderr).toBe(0);
+    expect(a.stdout).toMatch(/^paused \{ order: '1042', amount: 5000 \}/);
+    const b = run('approve');
+    expect(b.status, b.stderr).toBe(0);
+    expect(b.stdout).toBe('charging 5000 for order 1042\ncompleted Refund for order 1042 is on its way.\n');
+    const c = run('approve');
+    expect(c.status).not.toBe(0);
+    expect(c.stderr).toMatch(/AlreadyResumed|already finished/);
+    const inspect = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'inspect', '--db', 'runs.db', 'refund-1042'], { cwd: DIR, encoding: 'utf8' });
+    expect(inspect.stdout).toMatch(/run_end\s+run_end\s+completed/);
+  });
+});
