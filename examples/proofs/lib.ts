@@ -14,7 +14,7 @@ import { Ledger } from '../agents/refund.js';
 import { openStore } from '../agents/store-from-spec.js';
 
 export const backend = process.env.WAYMARK_PROOF_BACKEND === 'postgres' ? 'postgres' : 'sqlite';
-const pgUrl = process.env.WAYMARK_PROOF_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const pgUrl = process.env.WAYMARK_PROOF_PG_URL ?? process.env.WAYMARK_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const CHILD = fileURLToPath(new URL('../agents/refund-child.ts', import.meta.url));
 
 export interface ProofEnv {
