@@ -53,7 +53,8 @@ export function checkInput(input: CheckpointInput): void {
       path: issue.path.map(String),
     });
   }
-  for (const k of ['state', 'nodeInput', 'nodeOutput', 'interruptContext'] as const) {
+  // the state is checked by buildRow, on the parts the codec writes (a delta's new messages and fields)
+  for (const k of ['nodeInput', 'nodeOutput', 'interruptContext'] as const) {
     const v = input[k];
     if (v === undefined || v === null) continue;
     const p = jsonProblem(v);
@@ -84,6 +85,10 @@ const jsonOrNull = (v: Json | null | undefined): string | null =>
 export function buildRow(input: CheckpointInput, seq: number, prev: CodecCursor | null, writerId: string): RowText {
   const id = input.id ?? uuidv7();
   const enc: Encoded = encodeState(prev, input.state, id, seq);
+  // earlier messages were checked when first written; only what this row adds needs checking
+  const fresh = enc.encoded.kind === 'full' ? enc.encoded.state : { append: enc.encoded.append, set: enc.encoded.set };
+  const problem = jsonProblem(fresh, LIMITS.jsonDepth + 2);
+  if (problem) fail(`invalid checkpoint: state: ${problem.replace(/^\$(\.state|\.append|\.set)?/, '$')}`, { path: ['state'] });
   const row: Checkpoint = {
     id,
     executionId: input.executionId,
