@@ -4,3 +4,4 @@ export * from './json.js';
 export * from './errors.js';
 export * from './rows.js';
 export * from './codec.js';
+export * from './protocol.js';

@@ -4,9 +4,12 @@ import { UUIDV7_RE } from './ids.js';
 import { jsonProblem, type Json } from './json.js';
 
 /** Any JSON value, depth-limited, plain objects only. */
-export const JsonValue = z.custom<Json>((v) => jsonProblem(v) === null, {
-  error: (issue) => `not plain JSON: ${jsonProblem(issue.input) ?? 'invalid'}`,
-});
+export const JsonValue = z
+  .custom<Json>((v) => jsonProblem(v) === null, {
+    error: (issue) => `not plain JSON: ${jsonProblem(issue.input) ?? 'invalid'}`,
+  })
+  // for OpenAPI documents: any JSON value
+  .meta({ type: ['object', 'array', 'string', 'number', 'boolean', 'null'], description: 'any JSON value' } as Record<string, unknown>);
 
 export const Uuidv7 = z.string().regex(UUIDV7_RE, 'must be a lowercase UUIDv7');
 

@@ -1,0 +1,355 @@
+/**
+ * The plane's HTTP app (Hono + @hono/zod-openapi). It stores and serves rows;
+ * it never runs a step and never resolves a pause.
+ */
+import { OpenAPIHono, createRoute } from '@hono/zod-openapi';
+import type { Context, MiddlewareHandler } from 'hono';
+import { requestId } from 'hono/request-id';
+import pino, { type Logger } from 'pino';
+import { z } from 'zod';
+import { count } from 'drizzle-orm';
+import { LIMITS } from '../shared/limits.js';
+import {
+  ClaimConflictView,
+  ClaimRequest,
+  ClaimResponse,
+  ExecutionView,
+  IngestRequest,
+  IngestResponse,
+  Page,
+  QuarantineView,
+  RestorePage,
+  WriterView,
+} from '../shared/protocol.js';
+import { ErrorBody } from '../shared/errors.js';
+import { Checkpoint, ExecutionId, PendingInterrupt } from '../shared/rows.js';
+import { authenticate, bearer, type Principal, type Scope } from './auth.js';
+import { BodyError, readJsonBody } from './body.js';
+import type { PlaneDatabase } from './db/open.js';
+import { isUnavailable } from './db/errors.js';
+import { quarantine } from './db/schema.js';
+import { ingestBatch } from './ingest.js';
+import { planeMetrics, type PlaneMetrics } from './metrics.js';
+import {
+  claimPause,
+  CursorError,
+  getExecution,
+  listClaimConflicts,
+  listExecutions,
+  listQuarantine,
+  listRows,
+  listWriters,
+  pauseState,
+  restorePage,
+} from './read.js';
+
+export interface PlaneAppOptions {
+  database: PlaneDatabase;
+  logger?: Logger;
+  maxInflightIngest?: number;
+  /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
+  faults?: (point: string) => void | Promise<void>;
+}
+
+export type PlaneEnv = { Variables: { principal: Principal; log: Logger; requestId: string } };
+
+const errorJson = (c: Context, status: number, code: string, message: string, headers?: Record<string, string>) => {
+  for (const [k, v] of Object.entries(headers ?? {})) c.header(k, v);
+  return c.json({ error: { code, message } }, status as 400);
+};
+
+export function createPlaneApp(o: PlaneAppOptions) {
+  const db = o.database.db;
+  const log = o.logger ?? pino({ level: 'silent' });
+  const metrics: PlaneMetrics = planeMetrics();
+  const faults = o.faults ?? (() => {});
+  const maxInflight = o.maxInflightIngest ?? 16;
+  let inflight = 0;
+
+  const app = new OpenAPIHono<PlaneEnv>({
+    defaultHook: (result, c) => {
+      if (!result.success) {
+        const i = result.error.issues[0];
+        return errorJson(c, 400, 'INVALID_REQUEST', `${i.path.join('.') || '(request)'}: ${i.message}`);
+      }
+    },
+  });
+
+  app.use('*', requestId());
+  app.use('*', async (c, next) => {
+    const started = performance.now();
+    c.set('log', log.child({ reqId: c.get('requestId') }));
+    await next();
+    const route = c.req.routePath ?? 'unmatched';
+    metrics.requests.inc({ method: c.req.method, route, status: String(c.res.status) });
+    c.get('log').debug({ method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
+  });
+
+  const requireScope =
+    (scope: Scope): MiddlewareHandler<PlaneEnv> =>
+    async (c, next) => {
+      const p = await authenticate(db, bearer(c.req.header('authorization')));
+      if (!p) return errorJson(c, 401, 'UNAUTHORIZED', 'a valid API key is required (Authorization: Bearer wm_…)');
+      if (!p.scopes.includes(scope) && !p.scopes.includes('admin')) return errorJson(c, 403, 'FORBIDDEN', `this key lacks the '${scope}' scope`);
+      c.set('principal', p);
+      await next();
+    };
+
+  app.onError((e, c) => {
+    if (e instanceof BodyError) return errorJson(c, e.status, e.code, e.message);
+    if (e instanceof CursorError) return errorJson(c, 400, e.code, e.message);
+    if (isUnavailable(e)) {
+      c.get('log')?.warn({ err: e }, 'database unavailable');
+      return errorJson(c, 503, 'UNAVAILABLE', 'the plane cannot reach its database; retry later', { 'Retry-After': '2' });
+    }
+    c.get('log')?.error({ err: e }, 'unhandled error');
+    return errorJson(c, 500, 'INTERNAL', 'internal error');
+  });
+  app.notFound((c) => errorJson(c, 404, 'NOT_FOUND', `no route ${c.req.method} ${c.req.path}`));
+
+  const security = [{ bearer: [] as string[] }];
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+  const errors = {
+    400: { description: 'bad request', content: { 'application/json': { schema: ErrorBody } } },
+    401: { description: 'no or bad key', content: { 'application/json': { schema: ErrorBody } } },
+    403: { description: 'wrong scope', content: { 'application/json': { schema: ErrorBody } } },
+    503: { description: 'database unavailable', content: { 'application/json': { schema: ErrorBody } } },
+  };
+  const limitQ = z.coerce.number().int().min(1).max(1000).default(100);
+
+  app.get('/healthz', (c) => c.json({ ok: true }));
+  app.get('/readyz', async (c) => {
+    try {
+      await o.database.ping();
+      return c.json({ ok: true, database: o.database.kind, migrations: 'applied' });
+    } catch (e) {
+      return errorJson(c, 503, 'NOT_READY', `database not reachable: ${(e as Error).message}`, { 'Retry-After': '2' });
+    }
+  });
+  app.get('/metrics', requireScope('admin'), async (c) => {
+    const [{ n }] = await db.select({ n: count() }).from(quarantine);
+    metrics.quarantineRows.set(Number(n));
+    c.header('content-type', metrics.registry.contentType);
+    return c.body(await metrics.registry.metrics());
+  });
+
+  // ── ingest ───────────────────────────────────────────────────────────
+  app.openAPIRegistry.registerPath({
+    method: 'post',
+    path: '/v1/ingest',
+    summary: 'Store a batch of outbox events; one result per row, answered after COMMIT',
+    security,
+    request: { body: { content: { 'application/json': { schema: IngestRequest } }, description: 'JSON, optionally gzip (Content-Encoding: gzip)' } },
+    responses: {
+      200: { description: 'per-row results', content: { 'application/json': { schema: IngestResponse } } },
+      ...errors,
+      413: { description: 'too large (after decompression)', content: { 'application/json': { schema: ErrorBody } } },
+      415: { description: 'not JSON / unknown encoding', content: { 'application/json': { schema: ErrorBody } } },
+      429: { description: 'too many concurrent batches (Retry-After)', content: { 'application/json': { schema: ErrorBody } } },
+    },
+  });
+  app.post('/v1/ingest', requireScope('ingest'), async (c) => {
+    const body = await readJsonBody(c.req.raw, LIMITS.batchBytes);
+    const env = IngestRequest.safeParse(body);
+    if (!env.success) {
+      const i = env.error.issues[0];
+      const code = i.path[0] === 'protocol' ? 'PROTOCOL' : 'INVALID_ENVELOPE';
+      return errorJson(c, 400, code, `${i.path.join('.') || '(body)'}: ${i.message}`);
+    }
+    if (env.data.rows.length > LIMITS.batchRows) {
+      return errorJson(c, 413, 'TOO_MANY_ROWS', `a batch holds at most ${LIMITS.batchRows} rows`);
+    }
+    if (inflight >= maxInflight) return errorJson(c, 429, 'BUSY', 'too many concurrent batches', { 'Retry-After': '1' });
+    inflight++;
+    const t0 = performance.now();
+    try {
+      const p = c.get('principal');
+      const out = await ingestBatch(db, p.projectId, env.data.writerId, env.data.backlog, env.data.rows);
+      metrics.ingestRows.inc({ result: 'accepted' }, out.accepted);
+      metrics.ingestRows.inc({ result: 'duplicate' }, out.duplicate);
+      metrics.ingestRows.inc({ result: 'rejected' }, out.rejected);
+      await faults('plane.ingest.afterCommit');
+      return c.json(out, 200);
+    } finally {
+      inflight--;
+      metrics.ingestSeconds.observe((performance.now() - t0) / 1000);
+    }
+  });
+
+  // ── read side ────────────────────────────────────────────────────────
+  const IdParam = z.object({ id: ExecutionId });
+  const notFound = (c: Context, id: string) => errorJson(c, 404, 'EXECUTION_NOT_FOUND', `execution '${id}' is not on this plane`);
+
+  app.use('/v1/executions', requireScope('read'));
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/executions',
+      summary: 'Executions, newest update first, cursor paged',
+      security,
+      request: {
+        query: z.object({
+          status: z.enum(['running', 'paused', 'completed', 'failed']).optional(),
+          writer: z.string().max(LIMITS.writerIdLength).optional(),
+          updatedSince: z.iso.datetime().optional(),
+          q: z.string().max(LIMITS.executionIdLength).optional(),
+          cursor: z.string().max(1000).optional(),
+          limit: limitQ,
+        }),
+      },
+      responses: { 200: { description: 'a page', content: { 'application/json': { schema: Page(ExecutionView) } } }, ...errors },
+    }),
+    async (c) => c.json(await listExecutions(db, c.get('principal').projectId, c.req.valid('query')), 200),
+  );
+
+  app.use('/v1/executions/:id', async (c, next) => (c.req.method === 'GET' ? requireScope('read')(c, next) : next()));
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/executions/{id}',
+      summary: 'One execution with its pause and claim conflicts',
+      security,
+      request: { params: IdParam },
+      responses: {
+        200: {
+          description: 'the execution',
+          content: {
+            'application/json': {
+              schema: z.object({
+                execution: ExecutionView,
+                pause: z.object({ pending: PendingInterrupt, state: z.string(), claimedBy: z.string().nullable(), claimedAt: z.string().nullable() }).nullable(),
+                conflicts: z.array(ClaimConflictView),
+              }),
+            },
+          },
+        },
+        404: { description: 'unknown execution', content: { 'application/json': { schema: ErrorBody } } },
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const projectId = c.get('principal').projectId;
+      const execution = await getExecution(db, projectId, id);
+      if (!execution) return notFound(c, id);
+      return c.json({ execution, pause: await pauseState(db, projectId, id), conflicts: await listClaimConflicts(db, projectId, id) }, 200);
+    },
+  );
+
+  app.use('/v1/executions/:id/rows', requireScope('read'));
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/executions/{id}/rows',
+      summary: "An execution's rows by seq, cursor paged",
+      security,
+      request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: limitQ }) },
+      responses: {
+        200: { description: 'a page', content: { 'application/json': { schema: Page(Checkpoint) } } },
+        404: { description: 'unknown execution', content: { 'application/json': { schema: ErrorBody } } },
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const projectId = c.get('principal').projectId;
+      if (!(await getExecution(db, projectId, id))) return notFound(c, id);
+      return c.json(await listRows(db, projectId, id, c.req.valid('query')), 200);
+    },
+  );
+
+  app.use('/v1/executions/:id/restore', requireScope('read'));
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/executions/{id}/restore',
+      summary: 'Everything a new machine needs to resume: rows (paged), the open pause, idempotency entries (first page)',
+      security,
+      request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: z.coerce.number().int().min(1).max(1000).default(500) }) },
+      responses: {
+        200: { description: 'a page of the bundle', content: { 'application/json': { schema: RestorePage } } },
+        404: { description: 'unknown execution', content: { 'application/json': { schema: ErrorBody } } },
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const projectId = c.get('principal').projectId;
+      if (!(await getExecution(db, projectId, id))) return notFound(c, id);
+      return c.json(await restorePage(db, projectId, id, c.req.valid('query')), 200);
+    },
+  );
+
+  app.use('/v1/executions/:id/claim', requireScope('ingest'));
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/executions/{id}/claim',
+      summary: 'Claim a pause for one writer before resuming it; exactly one writer wins',
+      security,
+      request: { params: IdParam, body: { content: { 'application/json': { schema: ClaimRequest } } } },
+      responses: {
+        200: { description: 'this writer holds the claim', content: { 'application/json': { schema: ClaimResponse } } },
+        404: { description: 'the pause is not on the plane', content: { 'application/json': { schema: ErrorBody } } },
+        409: { description: 'another writer holds it', content: { 'application/json': { schema: ErrorBody } } },
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const r = await claimPause(db, c.get('principal').projectId, id, body.checkpointId, body.writerId);
+      await faults('plane.claim.afterCommit');
+      if ('notFound' in r) return errorJson(c, 404, 'PAUSE_NOT_FOUND', `pause ${body.checkpointId} of execution '${id}' is not on this plane (sync it first)`);
+      if (!r.won) {
+        c.header('x-waymark-claimed-by', r.writerId);
+        return c.json(
+          { error: { code: 'ALREADY_CLAIMED', message: `pause ${body.checkpointId} was claimed by writer '${r.writerId}'`, details: { writerId: r.writerId, claimedAt: r.claimedAt } } },
+          409,
+        );
+      }
+      return c.json({ executionId: id, checkpointId: body.checkpointId, writerId: r.writerId, claimedAt: r.claimedAt }, 200);
+    },
+  );
+
+  app.use('/v1/quarantine', requireScope('read'));
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/quarantine',
+      summary: 'Rows the plane refused, oldest first',
+      security,
+      request: { query: z.object({ executionId: ExecutionId.optional(), cursor: z.string().max(200).optional(), limit: limitQ }) },
+      responses: { 200: { description: 'a page', content: { 'application/json': { schema: Page(QuarantineView) } } }, ...errors },
+    }),
+    async (c) => c.json(await listQuarantine(db, c.get('principal').projectId, c.req.valid('query')), 200),
+  );
+
+  app.use('/v1/writers', requireScope('read'));
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/writers',
+      summary: "Each writer's last contact, rows acked and reported backlog",
+      security,
+      responses: { 200: { description: 'writers', content: { 'application/json': { schema: z.object({ items: z.array(WriterView) }) } } }, ...errors },
+    }),
+    async (c) => c.json({ items: await listWriters(db, c.get('principal').projectId) }, 200),
+  );
+
+  app.use('/v1/conflicts', requireScope('read'));
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/conflicts',
+      summary: 'Pauses claimed by more than one writer (the later claims arrived offline)',
+      security,
+      responses: { 200: { description: 'conflicts', content: { 'application/json': { schema: z.object({ items: z.array(ClaimConflictView) }) } } }, ...errors },
+    }),
+    async (c) => c.json({ items: await listClaimConflicts(db, c.get('principal').projectId) }, 200),
+  );
+
+  app.doc31('/openapi.json', { openapi: '3.1.0', info: { title: 'waymark plane', version: '1' } });
+
+  return { app, metrics, requireScope };
+}

@@ -1,0 +1,47 @@
+/**
+ * The plane's configuration: read from the environment here and nowhere else,
+ * validated once, frozen.
+ */
+import { z } from 'zod';
+
+const Env = z.object({
+  WAYMARK_DATABASE_URL: z.string().url().optional(),
+  WAYMARK_PLANE_DIR: z.string().default('.waymark/plane'),
+  WAYMARK_HOST: z.string().default('127.0.0.1'),
+  WAYMARK_PORT: z.coerce.number().int().min(0).max(65535).default(4600),
+  WAYMARK_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  WAYMARK_MAX_INFLIGHT_INGEST: z.coerce.number().int().positive().default(16),
+  WAYMARK_DEV: z.enum(['0', '1', 'true', 'false']).optional(),
+});
+
+export interface PlaneConfig {
+  /** Postgres URL; absent means embedded PGlite in `dataDir`. */
+  databaseUrl?: string;
+  dataDir: string;
+  host: string;
+  port: number;
+  logLevel: z.infer<typeof Env>['WAYMARK_LOG_LEVEL'];
+  /** Concurrent ingest requests before the plane answers 429. */
+  maxInflightIngest: number;
+  /** Inspector without login (only honoured when bound to loopback). */
+  dev: boolean;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<PlaneConfig> = {}): Readonly<PlaneConfig> {
+  const r = Env.safeParse(env);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    throw new Error(`invalid plane configuration: ${i.path.join('.')}: ${i.message}`);
+  }
+  const e = r.data;
+  return Object.freeze({
+    databaseUrl: e.WAYMARK_DATABASE_URL,
+    dataDir: e.WAYMARK_PLANE_DIR,
+    host: e.WAYMARK_HOST,
+    port: e.WAYMARK_PORT,
+    logLevel: e.WAYMARK_LOG_LEVEL,
+    maxInflightIngest: e.WAYMARK_MAX_INFLIGHT_INGEST,
+    dev: e.WAYMARK_DEV === '1' || e.WAYMARK_DEV === 'true',
+    ...overrides,
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * Open the plane's database: real Postgres (postgres.js) when a URL is given,
+ * else embedded PGlite in a data folder (or in memory). Same schema, same
+ * drizzle-kit migrations, applied at start-up under an advisory lock so
+ * several plane processes may start at once.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import * as schema from './schema.js';
+
+export type PlaneDb = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+export interface PlaneDatabase {
+  db: PlaneDb;
+  kind: 'postgres' | 'pglite';
+  /** Throws when the database cannot answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  databaseUrl?: string;
+  /** PGlite data folder; `memory://` for an in-memory database. */
+  dataDir?: string;
+  /** A PGlite data dump (from `dumpDataDir`) to start from. */
+  loadDataDir?: Blob | File;
+  /** Pool size for Postgres. */
+  max?: number;
+}
+
+function migrationsFolder(): string {
+  for (const rel of ['../../drizzle', '../../../drizzle']) {
+    const p = fileURLToPath(new URL(rel, import.meta.url));
+    if (existsSync(`${p}/meta/_journal.json`)) return p;
+  }
+  throw new Error('drizzle migrations folder not found');
+}
+
+const LOCK = 'waymark.plane.migrate';
+
+export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> {
+  const folder = migrationsFolder();
+  if (o.databaseUrl) {
+    const postgres = (await import('postgres')).default;
+    const { drizzle } = await import('drizzle-orm/postgres-js');
+    const { migrate } = await import('drizzle-orm/postgres-js/migrator');
+    // one connection holds the session advisory lock for the whole migration
+    const lockConn = postgres(o.databaseUrl, { max: 1, onnotice: () => {} });
+    try {
+      await lockConn`SELECT pg_advisory_lock(hashtext(${LOCK}))`;
+      await migrate(drizzle(lockConn, { casing: 'snake_case' }), { migrationsFolder: folder });
+      await lockConn`SELECT pg_advisory_unlock(hashtext(${LOCK}))`;
+    } finally {
+      await lockConn.end({ timeout: 2 });
+    }
+    const client = postgres(o.databaseUrl, { max: o.max ?? 10, onnotice: () => {} });
+    const db = drizzle(client, { schema, casing: 'snake_case' }) as unknown as PlaneDb;
+    return {
+      db,
+      kind: 'postgres',
+      ping: async () => {
+        await db.execute(sql`SELECT 1`);
+      },
+      close: () => client.end({ timeout: 5 }),
+    };
+  }
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { drizzle } = await import('drizzle-orm/pglite');
+  const { migrate } = await import('drizzle-orm/pglite/migrator');
+  const dir = o.dataDir ?? 'memory://';
+  if (!dir.startsWith('memory://')) mkdirSync(dir, { recursive: true });
+  const client = new PGlite(dir, o.loadDataDir ? { loadDataDir: o.loadDataDir } : {});
+  await client.waitReady;
+  const db = drizzle(client, { schema, casing: 'snake_case' });
+  await migrate(db, { migrationsFolder: folder });
+  return {
+    db: db as unknown as PlaneDb,
+    kind: 'pglite',
+    ping: async () => {
+      await client.query('SELECT 1');
+    },
+    close: () => client.close(),
+  };
+}

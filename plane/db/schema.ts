@@ -1,0 +1,204 @@
+/**
+ * The plane's database (drizzle, Postgres; PGlite in embedded mode). Every
+ * table is keyed by project: no query reads across projects.
+ */
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+const now = () => timestamp({ withTimezone: true, mode: 'date' }).notNull().defaultNow();
+
+export const projects = pgTable('projects', {
+  id: text().primaryKey(),
+  name: text().notNull().unique(),
+  createdAt: now(),
+});
+
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    /** The public part of the key (`wm_<id>_<secret>`). */
+    id: text().primaryKey(),
+    projectId: text()
+      .notNull()
+      .references(() => projects.id),
+    name: text().notNull(),
+    /** sha256 of the secret, hex. The secret itself is never stored. */
+    hash: text().notNull(),
+    scopes: text().array().notNull(),
+    createdAt: now(),
+    revokedAt: timestamp({ withTimezone: true, mode: 'date' }),
+  },
+  (t) => [index('api_keys_project').on(t.projectId)],
+);
+
+export const writers = pgTable(
+  'writers',
+  {
+    projectId: text().notNull(),
+    writerId: text().notNull(),
+    firstSeen: now(),
+    lastSeen: now(),
+    rowsAcked: bigint({ mode: 'number' }).notNull().default(0),
+    rowsRejected: bigint({ mode: 'number' }).notNull().default(0),
+    backlogRows: bigint({ mode: 'number' }),
+    backlogBytes: bigint({ mode: 'number' }),
+    oldestPendingAt: text(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.writerId] })],
+);
+
+export const executions = pgTable(
+  'executions',
+  {
+    projectId: text().notNull(),
+    executionId: text().notNull(),
+    /** running | paused | completed | failed */
+    status: text().notNull(),
+    rowCount: integer().notNull().default(0),
+    lastSeq: integer().notNull().default(-1),
+    lastNodeId: text(),
+    lastStep: text(),
+    lastStatus: text(),
+    writerId: text(),
+    createdAt: now(),
+    updatedAt: now(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.executionId] }),
+    index('executions_recent').on(t.projectId, t.updatedAt.desc(), t.executionId.desc()),
+    index('executions_status_recent').on(t.projectId, t.status, t.updatedAt.desc(), t.executionId.desc()),
+  ],
+);
+
+export const checkpoints = pgTable(
+  'checkpoints',
+  {
+    projectId: text().notNull(),
+    id: text().notNull(),
+    executionId: text().notNull(),
+    seq: integer().notNull(),
+    nodeId: text().notNull(),
+    step: text().notNull(),
+    status: text().notNull(),
+    agentPath: text().notNull(),
+    writerId: text().notNull(),
+    createdAt: text().notNull(),
+    /** The wire row exactly as validated. */
+    row: jsonb().notNull(),
+    /** sha256 of the row's canonical JSON: same id + other hash = conflict. */
+    hash: text().notNull(),
+    receivedAt: now(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.id] }),
+    uniqueIndex('checkpoints_execution_seq').on(t.projectId, t.executionId, t.seq),
+  ],
+);
+
+/** Non-checkpoint events (pause opened/claimed, idempotency, deletion), for dedupe by id. */
+export const events = pgTable(
+  'events',
+  {
+    projectId: text().notNull(),
+    id: text().notNull(),
+    kind: text().notNull(),
+    executionId: text().notNull(),
+    writerId: text().notNull(),
+    hash: text().notNull(),
+    receivedAt: now(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.id] }), index('events_execution').on(t.projectId, t.executionId)],
+);
+
+export const pendingInterrupts = pgTable(
+  'pending_interrupts',
+  {
+    projectId: text().notNull(),
+    executionId: text().notNull(),
+    checkpointId: text().notNull(),
+    /** The wire PendingInterrupt. */
+    row: jsonb().notNull(),
+    /** open | claimed */
+    state: text().notNull(),
+    claimedBy: text(),
+    claimedAt: timestamp({ withTimezone: true, mode: 'date' }),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.executionId] })],
+);
+
+/** One row per claimed pause: the primary key makes exactly one writer win. */
+export const claims = pgTable(
+  'claims',
+  {
+    projectId: text().notNull(),
+    checkpointId: text().notNull(),
+    executionId: text().notNull(),
+    writerId: text().notNull(),
+    /** api (claimed before resuming) | ingest (claimed offline, reported later) */
+    source: text().notNull(),
+    claimedAt: now(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.checkpointId] })],
+);
+
+export const claimConflicts = pgTable(
+  'claim_conflicts',
+  {
+    id: bigserial({ mode: 'number' }).primaryKey(),
+    projectId: text().notNull(),
+    executionId: text().notNull(),
+    checkpointId: text().notNull(),
+    winnerWriterId: text().notNull(),
+    loserWriterId: text().notNull(),
+    source: text().notNull(),
+    at: now(),
+  },
+  (t) => [index('claim_conflicts_execution').on(t.projectId, t.executionId)],
+);
+
+export const idempotency = pgTable(
+  'idempotency',
+  {
+    projectId: text().notNull(),
+    executionId: text().notNull(),
+    key: text().notNull(),
+    row: jsonb().notNull(),
+    hash: text().notNull(),
+    writerId: text().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.executionId, t.key] })],
+);
+
+export const quarantine = pgTable(
+  'quarantine',
+  {
+    id: bigserial({ mode: 'number' }).primaryKey(),
+    projectId: text().notNull(),
+    writerId: text().notNull(),
+    rowId: text(),
+    kind: text(),
+    executionId: text(),
+    code: text().notNull(),
+    reason: text().notNull(),
+    /** The refused payload, truncated to LIMITS.quarantinePayloadBytes. */
+    payload: text().notNull(),
+    truncated: boolean().notNull().default(false),
+    receivedAt: now(),
+  },
+  (t) => [
+    index('quarantine_project').on(t.projectId, t.id),
+    index('quarantine_execution').on(t.projectId, t.executionId).where(sql`execution_id IS NOT NULL`),
+  ],
+);

@@ -1,0 +1,360 @@
+/**
+ * Ingest: validate each row with the wire schemas, dedupe by id, store in one
+ * transaction, and answer per row. A refused row is quarantined (writer,
+ * reason, bounded payload) and never reaches the rows tables.
+ */
+import { createHash } from 'node:crypto';
+import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
+import { LIMITS } from '../shared/limits.js';
+import { stableStringify } from '../shared/json.js';
+import { OutboxEvent, type Checkpoint } from '../shared/rows.js';
+import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
+import type { PlaneDb } from './db/open.js';
+import {
+  checkpoints,
+  claimConflicts,
+  claims,
+  events,
+  executions,
+  idempotency,
+  pendingInterrupts,
+  quarantine,
+  writers,
+} from './db/schema.js';
+
+type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
+
+interface Item {
+  index: number;
+  id: string | null;
+  raw: unknown;
+  text: string;
+  event?: OutboxEvent;
+  hash?: string;
+  executionId?: string | null;
+  result?: RowResult;
+}
+
+const hashOf = (v: unknown) => createHash('sha256').update(stableStringify(v)).digest('hex');
+
+function idOf(raw: unknown): string | null {
+  const id = (raw as { id?: unknown } | null)?.id;
+  return typeof id === 'string' ? id.slice(0, 64) : null;
+}
+
+function executionOf(e: OutboxEvent): string {
+  return 'row' in e ? e.row.executionId : e.executionId;
+}
+
+function reject(item: Item, code: RejectCode, reason: string): void {
+  item.result = { id: item.id, status: 'rejected', code, reason: reason.slice(0, LIMITS.reasonLength) };
+}
+
+/** Parse and pre-check every row outside the transaction. */
+function prepare(rows: unknown[]): Item[] {
+  const firstById = new Map<string, Item>();
+  return rows.map((raw, index) => {
+    let text: string;
+    try {
+      text = JSON.stringify(raw) ?? 'null';
+    } catch {
+      text = String(raw);
+    }
+    const item: Item = { index, id: idOf(raw), raw, text };
+    if (Buffer.byteLength(text) > LIMITS.rowBytes) {
+      reject(item, 'too_large', `row is ${Buffer.byteLength(text)} bytes, over the ${LIMITS.rowBytes}-byte limit`);
+      return item;
+    }
+    const p = OutboxEvent.safeParse(raw);
+    if (!p.success) {
+      const i = p.error.issues[0];
+      reject(item, 'invalid', `${i.path.join('.') || '(row)'}: ${i.message}`);
+      return item;
+    }
+    const e = p.data;
+    if (e.kind === 'checkpoint' && e.id !== e.row.id) {
+      reject(item, 'invalid', 'id: a checkpoint event carries its checkpoint id');
+      return item;
+    }
+    item.event = e;
+    item.hash = hashOf(e);
+    item.executionId = executionOf(e);
+    const first = firstById.get(e.id);
+    if (first) {
+      if (first.hash === item.hash) item.result = { id: item.id, status: 'duplicate' };
+      else reject(item, 'conflict', `id ${e.id} appears twice in this batch with different payloads`);
+      return item;
+    }
+    firstById.set(e.id, item);
+    return item;
+  });
+}
+
+export interface IngestOutcome {
+  results: RowResult[];
+  accepted: number;
+  duplicate: number;
+  rejected: number;
+}
+
+export async function ingestBatch(
+  db: PlaneDb,
+  projectId: string,
+  writerId: string,
+  backlog: Backlog | undefined,
+  rows: unknown[],
+): Promise<IngestOutcome> {
+  const items = prepare(rows);
+  await db.transaction(async (tx) => {
+    const touched = new Set<string>();
+    await storeCheckpoints(tx, projectId, writerId, items, touched);
+    for (const item of items) {
+      if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
+      await storeEvent(tx, projectId, writerId, item, touched);
+    }
+    for (const executionId of touched) await refreshExecution(tx, projectId, executionId, writerId);
+    const refused = items.filter((i) => i.result?.status === 'rejected');
+    if (refused.length) {
+      await tx.insert(quarantine).values(
+        refused.map((i) => {
+          const r = i.result as Extract<RowResult, { status: 'rejected' }>;
+          const truncated = i.text.length > LIMITS.quarantinePayloadBytes;
+          return {
+            projectId,
+            writerId,
+            rowId: i.id,
+            kind: typeof (i.raw as { kind?: unknown })?.kind === 'string' ? String((i.raw as { kind: string }).kind).slice(0, 64) : null,
+            executionId: i.executionId ?? executionGuess(i.raw),
+            code: r.code,
+            reason: r.reason,
+            payload: i.text.slice(0, LIMITS.quarantinePayloadBytes),
+            truncated,
+          };
+        }),
+      );
+    }
+    const acked = items.filter((i) => i.result?.status !== 'rejected').length;
+    await tx
+      .insert(writers)
+      .values({
+        projectId,
+        writerId,
+        rowsAcked: acked,
+        rowsRejected: refused.length,
+        backlogRows: backlog?.rows ?? null,
+        backlogBytes: backlog?.bytes ?? null,
+        oldestPendingAt: backlog?.oldestPendingAt ?? null,
+      })
+      .onConflictDoUpdate({
+        target: [writers.projectId, writers.writerId],
+        set: {
+          lastSeen: sql`now()`,
+          rowsAcked: sql`${writers.rowsAcked} + ${acked}`,
+          rowsRejected: sql`${writers.rowsRejected} + ${refused.length}`,
+          ...(backlog
+            ? { backlogRows: backlog.rows, backlogBytes: backlog.bytes, oldestPendingAt: backlog.oldestPendingAt }
+            : {}),
+        },
+      });
+  });
+  const results = items.map((i) => i.result ?? { id: i.id, status: 'accepted' as const });
+  return {
+    results,
+    accepted: results.filter((r) => r.status === 'accepted').length,
+    duplicate: results.filter((r) => r.status === 'duplicate').length,
+    rejected: results.filter((r) => r.status === 'rejected').length,
+  };
+}
+
+function executionGuess(raw: unknown): string | null {
+  const r = raw as { executionId?: unknown; row?: { executionId?: unknown } } | null;
+  const v = r?.row?.executionId ?? r?.executionId;
+  return typeof v === 'string' ? v.slice(0, LIMITS.executionIdLength) : null;
+}
+
+async function storeCheckpoints(tx: Tx, projectId: string, writerId: string, items: Item[], touched: Set<string>) {
+  const todo = items.filter((i) => !i.result && i.event?.kind === 'checkpoint');
+  if (!todo.length) return;
+  const inserted = new Set<string>();
+  for (let i = 0; i < todo.length; i += 500) {
+    const chunk = todo.slice(i, i + 500);
+    const got = await tx
+      .insert(checkpoints)
+      .values(
+        chunk.map((it) => {
+          const row = (it.event as { row: Checkpoint }).row;
+          return {
+            projectId,
+            id: row.id,
+            executionId: row.executionId,
+            seq: row.seq,
+            nodeId: row.nodeId,
+            step: row.step,
+            status: row.status,
+            agentPath: row.agentPath,
+            writerId: row.writerId,
+            createdAt: row.createdAt,
+            row,
+            hash: it.hash!,
+          };
+        }),
+      )
+      .onConflictDoNothing()
+      .returning({ id: checkpoints.id });
+    for (const g of got) inserted.add(g.id);
+  }
+  const missed = todo.filter((it) => !inserted.has(it.event!.id));
+  const existing = new Map<string, string>();
+  for (let i = 0; i < missed.length; i += 500) {
+    const ids = missed.slice(i, i + 500).map((m) => m.event!.id);
+    const rows = await tx
+      .select({ id: checkpoints.id, hash: checkpoints.hash })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.projectId, projectId), inArray(checkpoints.id, ids)));
+    for (const r of rows) existing.set(r.id, r.hash);
+  }
+  for (const it of todo) {
+    const id = it.event!.id;
+    if (inserted.has(id)) {
+      touched.add(it.executionId!);
+      continue;
+    }
+    const h = existing.get(id);
+    if (h === it.hash) it.result = { id, status: 'duplicate' };
+    else if (h !== undefined) reject(it, 'conflict', `checkpoint ${id} already stored with a different payload`);
+    else {
+      const row = (it.event as { row: Checkpoint }).row;
+      reject(it, 'seq_conflict', `execution ${row.executionId} already has a different row at seq ${row.seq}`);
+    }
+  }
+  void writerId;
+}
+
+async function recordEvent(tx: Tx, projectId: string, writerId: string, item: Item): Promise<boolean> {
+  const e = item.event!;
+  const got = await tx
+    .insert(events)
+    .values({ projectId, id: e.id, kind: e.kind, executionId: item.executionId!, writerId, hash: item.hash! })
+    .onConflictDoNothing()
+    .returning({ id: events.id });
+  if (got.length) return true;
+  const [prev] = await tx
+    .select({ hash: events.hash })
+    .from(events)
+    .where(and(eq(events.projectId, projectId), eq(events.id, e.id)));
+  if (prev?.hash === item.hash) item.result = { id: e.id, status: 'duplicate' };
+  else reject(item, 'conflict', `event ${e.id} already stored with a different payload`);
+  return false;
+}
+
+async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Item, touched: Set<string>) {
+  const e = item.event!;
+  if (e.kind === 'idempotency') {
+    const [prev] = await tx
+      .select({ hash: idempotency.hash })
+      .from(idempotency)
+      .where(and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, e.row.executionId), eq(idempotency.key, e.row.key)));
+    const entryHash = hashOf(e.row.result);
+    if (prev && prev.hash !== entryHash) {
+      reject(item, 'conflict', `idempotency key '${e.row.key}' already holds a different result`);
+      return;
+    }
+    if (!(await recordEvent(tx, projectId, writerId, item))) return;
+    if (!prev) await tx.insert(idempotency).values({ projectId, executionId: e.row.executionId, key: e.row.key, row: e.row, hash: entryHash, writerId }).onConflictDoNothing();
+    return;
+  }
+  if (!(await recordEvent(tx, projectId, writerId, item))) return;
+  touched.add(item.executionId!);
+  if (e.kind === 'interrupt_opened') {
+    const [claimed] = await tx
+      .select({ writerId: claims.writerId, at: claims.claimedAt })
+      .from(claims)
+      .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.row.checkpointId)));
+    const values = {
+      projectId,
+      executionId: e.row.executionId,
+      checkpointId: e.row.checkpointId,
+      row: e.row,
+      state: claimed ? 'claimed' : 'open',
+      claimedBy: claimed?.writerId ?? null,
+      claimedAt: claimed?.at ?? null,
+    };
+    await tx
+      .insert(pendingInterrupts)
+      .values(values)
+      .onConflictDoUpdate({ target: [pendingInterrupts.projectId, pendingInterrupts.executionId], set: values });
+  } else if (e.kind === 'interrupt_claimed') {
+    const won = await tx
+      .insert(claims)
+      .values({ projectId, checkpointId: e.checkpointId, executionId: e.executionId, writerId: e.writerId, source: 'ingest', claimedAt: new Date(e.claimedAt) })
+      .onConflictDoNothing()
+      .returning({ writerId: claims.writerId });
+    let winner = e.writerId;
+    if (!won.length) {
+      const [c] = await tx
+        .select({ writerId: claims.writerId })
+        .from(claims)
+        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
+      winner = c.writerId;
+      if (winner !== e.writerId) {
+        await tx.insert(claimConflicts).values({
+          projectId,
+          executionId: e.executionId,
+          checkpointId: e.checkpointId,
+          winnerWriterId: winner,
+          loserWriterId: e.writerId,
+          source: 'ingest',
+        });
+      }
+    }
+    await tx
+      .update(pendingInterrupts)
+      .set({ state: 'claimed', claimedBy: winner, claimedAt: new Date(e.claimedAt) })
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
+  } else if (e.kind === 'execution_deleted') {
+    const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) =>
+      and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
+    await tx.delete(checkpoints).where(where(checkpoints));
+    await tx.delete(pendingInterrupts).where(where(pendingInterrupts));
+    await tx.delete(idempotency).where(where(idempotency));
+    await tx.delete(executions).where(where(executions));
+    touched.delete(e.executionId);
+  }
+}
+
+/** Recompute an execution's summary from its newest row and its pause. */
+export async function refreshExecution(tx: Tx, projectId: string, executionId: string, writerId: string | null) {
+  const [last] = await tx
+    .select({ seq: checkpoints.seq, nodeId: checkpoints.nodeId, step: checkpoints.step, status: checkpoints.status, writerId: checkpoints.writerId })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId)))
+    .orderBy(desc(checkpoints.seq))
+    .limit(1);
+  if (!last) return;
+  const [{ n }] = await tx
+    .select({ n: count() })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId)));
+  const [pending] = await tx
+    .select({ state: pendingInterrupts.state, checkpointId: pendingInterrupts.checkpointId })
+    .from(pendingInterrupts)
+    .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
+  const paused = pending?.state === 'open' && last.status === 'interrupted';
+  const status = paused ? 'paused' : last.step === 'run_end' ? (last.status === 'failed' ? 'failed' : 'completed') : 'running';
+  const values = {
+    projectId,
+    executionId,
+    status,
+    rowCount: Number(n),
+    lastSeq: last.seq,
+    lastNodeId: last.nodeId,
+    lastStep: last.step,
+    lastStatus: last.status,
+    writerId: last.writerId ?? writerId,
+    updatedAt: new Date(),
+  };
+  await tx
+    .insert(executions)
+    .values(values)
+    .onConflictDoUpdate({ target: [executions.projectId, executions.executionId], set: values });
+}

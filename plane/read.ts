@@ -1,0 +1,229 @@
+/** Read side of the plane: listings, rows, restore, quarantine, writers, claims. Every query is project-scoped. */
+import { and, asc, desc, eq, gt, lt, or, sql } from 'drizzle-orm';
+import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
+import type { PlaneDb } from './db/open.js';
+import { checkpoints, claimConflicts, claims, executions, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
+import { refreshExecution } from './ingest.js';
+
+export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+export function decodeCursor<T>(c: string | undefined, check: (v: unknown) => v is T): T | undefined {
+  if (!c) return undefined;
+  try {
+    const v = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as unknown;
+    if (check(v)) return v;
+  } catch {
+    /* fall through */
+  }
+  throw new CursorError();
+}
+export class CursorError extends Error {
+  readonly code = 'BAD_CURSOR';
+  constructor() {
+    super('cursor is not one this plane issued');
+  }
+}
+
+const isExecCursor = (v: unknown): v is [string, string] =>
+  Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0]));
+const isSeqCursor = (v: unknown): v is number => Number.isInteger(v);
+const isIdCursor = (v: unknown): v is number => Number.isInteger(v);
+
+export interface ExecutionFilter {
+  status?: string;
+  writer?: string;
+  updatedSince?: string;
+  q?: string;
+  cursor?: string;
+  limit: number;
+}
+
+export async function listExecutions(db: PlaneDb, projectId: string, f: ExecutionFilter) {
+  const cur = decodeCursor(f.cursor, isExecCursor);
+  const conds = [eq(executions.projectId, projectId)];
+  if (f.status) conds.push(eq(executions.status, f.status));
+  if (f.writer) conds.push(eq(executions.writerId, f.writer));
+  if (f.updatedSince) conds.push(sql`${executions.updatedAt} >= ${new Date(f.updatedSince).toISOString()}::timestamptz`);
+  if (f.q) conds.push(sql`${executions.executionId} LIKE ${`${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`);
+  if (cur) {
+    const at = sql`${cur[0]}::timestamptz`;
+    conds.push(or(sql`${executions.updatedAt} < ${at}`, and(sql`${executions.updatedAt} = ${at}`, lt(executions.executionId, cur[1])))!);
+  }
+  const rows = await db
+    .select()
+    .from(executions)
+    .where(and(...conds))
+    .orderBy(desc(executions.updatedAt), desc(executions.executionId))
+    .limit(f.limit + 1);
+  const page = rows.slice(0, f.limit);
+  const last = page[page.length - 1];
+  return {
+    items: page.map(executionView),
+    nextCursor: rows.length > f.limit && last ? encodeCursor([last.updatedAt.toISOString(), last.executionId]) : null,
+  };
+}
+
+export function executionView(e: typeof executions.$inferSelect) {
+  return {
+    executionId: e.executionId,
+    status: e.status as 'running' | 'paused' | 'completed' | 'failed',
+    rowCount: e.rowCount,
+    lastSeq: e.lastSeq,
+    lastNodeId: e.lastNodeId,
+    lastStep: e.lastStep,
+    writerId: e.writerId,
+    createdAt: e.createdAt.toISOString(),
+    updatedAt: e.updatedAt.toISOString(),
+  };
+}
+
+export async function getExecution(db: PlaneDb, projectId: string, executionId: string) {
+  const [e] = await db
+    .select()
+    .from(executions)
+    .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
+  return e ? executionView(e) : null;
+}
+
+export async function listRows(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
+  const after = decodeCursor(o.cursor, isSeqCursor) ?? -1;
+  const rows = await db
+    .select({ seq: checkpoints.seq, row: checkpoints.row })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), gt(checkpoints.seq, after)))
+    .orderBy(asc(checkpoints.seq))
+    .limit(o.limit + 1);
+  const page = rows.slice(0, o.limit);
+  return {
+    items: page.map((r) => r.row as Checkpoint),
+    nextCursor: rows.length > o.limit ? encodeCursor(page[page.length - 1].seq) : null,
+  };
+}
+
+export async function openPause(db: PlaneDb, projectId: string, executionId: string): Promise<PendingInterrupt | null> {
+  const [p] = await db
+    .select()
+    .from(pendingInterrupts)
+    .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
+  return p && p.state === 'open' ? (p.row as PendingInterrupt) : null;
+}
+
+export async function pauseState(db: PlaneDb, projectId: string, executionId: string) {
+  const [p] = await db
+    .select()
+    .from(pendingInterrupts)
+    .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
+  return p ? { pending: p.row as PendingInterrupt, state: p.state, claimedBy: p.claimedBy, claimedAt: p.claimedAt?.toISOString() ?? null } : null;
+}
+
+export async function listIdempotency(db: PlaneDb, projectId: string, executionId: string): Promise<IdempotencyEntry[]> {
+  const rows = await db
+    .select({ row: idempotency.row })
+    .from(idempotency)
+    .where(and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, executionId)))
+    .orderBy(asc(idempotency.key));
+  return rows.map((r) => r.row as IdempotencyEntry);
+}
+
+export async function restorePage(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
+  const page = await listRows(db, projectId, executionId, o);
+  const first = !o.cursor;
+  const exec = first ? await getExecution(db, projectId, executionId) : null;
+  return {
+    executionId,
+    totalRows: exec?.rowCount ?? -1,
+    rows: page.items,
+    nextCursor: page.nextCursor,
+    pending: first ? await openPause(db, projectId, executionId) : null,
+    idempotency: first ? await listIdempotency(db, projectId, executionId) : [],
+  };
+}
+
+export async function listClaimConflicts(db: PlaneDb, projectId: string, executionId?: string) {
+  const rows = await db
+    .select()
+    .from(claimConflicts)
+    .where(and(eq(claimConflicts.projectId, projectId), executionId ? eq(claimConflicts.executionId, executionId) : undefined))
+    .orderBy(asc(claimConflicts.id));
+  return rows.map((c) => ({
+    executionId: c.executionId,
+    checkpointId: c.checkpointId,
+    winnerWriterId: c.winnerWriterId,
+    loserWriterId: c.loserWriterId,
+    source: c.source,
+    at: c.at.toISOString(),
+  }));
+}
+
+export async function listQuarantine(db: PlaneDb, projectId: string, o: { cursor?: string; limit: number; executionId?: string }) {
+  const after = decodeCursor(o.cursor, isIdCursor) ?? 0;
+  const rows = await db
+    .select()
+    .from(quarantine)
+    .where(and(eq(quarantine.projectId, projectId), gt(quarantine.id, after), o.executionId ? eq(quarantine.executionId, o.executionId) : undefined))
+    .orderBy(asc(quarantine.id))
+    .limit(o.limit + 1);
+  const page = rows.slice(0, o.limit);
+  return {
+    items: page.map((q) => ({
+      id: q.id,
+      writerId: q.writerId,
+      rowId: q.rowId,
+      kind: q.kind,
+      executionId: q.executionId,
+      code: q.code,
+      reason: q.reason,
+      payload: q.payload,
+      truncated: q.truncated,
+      receivedAt: q.receivedAt.toISOString(),
+    })),
+    nextCursor: rows.length > o.limit ? encodeCursor(page[page.length - 1].id) : null,
+  };
+}
+
+export async function listWriters(db: PlaneDb, projectId: string) {
+  const rows = await db.select().from(writers).where(eq(writers.projectId, projectId)).orderBy(desc(writers.lastSeen));
+  return rows.map((w) => ({
+    writerId: w.writerId,
+    firstSeen: w.firstSeen.toISOString(),
+    lastSeen: w.lastSeen.toISOString(),
+    rowsAcked: w.rowsAcked,
+    rowsRejected: w.rowsRejected,
+    backlogRows: w.backlogRows,
+    backlogBytes: w.backlogBytes,
+    oldestPendingAt: w.oldestPendingAt,
+  }));
+}
+
+/**
+ * Claim a pause for one writer. The claims table's primary key makes exactly
+ * one writer win across any number of plane processes; a repeat by the
+ * winner is answered as a win (idempotent).
+ */
+export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
+  return db.transaction(async (tx) => {
+    const [known] = await tx
+      .select({ id: checkpoints.id })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, checkpointId), eq(checkpoints.executionId, executionId)));
+    if (!known) return { won: false as const, notFound: true as const, writerId: '', claimedAt: '' };
+    const won = await tx
+      .insert(claims)
+      .values({ projectId, checkpointId, executionId, writerId, source: 'api' })
+      .onConflictDoNothing()
+      .returning();
+    if (won.length) {
+      await tx
+        .update(pendingInterrupts)
+        .set({ state: 'claimed', claimedBy: writerId, claimedAt: won[0].claimedAt })
+        .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, checkpointId)));
+      await refreshExecution(tx, projectId, executionId, null);
+      return { won: true as const, writerId, claimedAt: won[0].claimedAt.toISOString() };
+    }
+    const [c] = await tx
+      .select()
+      .from(claims)
+      .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
+    if (c.executionId !== executionId) return { won: false as const, mismatch: true as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
+    return { won: c.writerId === writerId, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
+  });
+}

@@ -1,0 +1,118 @@
+/**
+ * The HTTP protocol between a store's drain and the plane. Rows inside an
+ * ingest body are validated one by one (a bad row is refused, not the batch),
+ * so the envelope types them as unknown.
+ */
+import { z } from 'zod';
+import { Checkpoint, ExecutionId, IdempotencyEntry, IsoTime, PendingInterrupt, Uuidv7, WriterId } from './rows.js';
+
+export const PROTOCOL_VERSION = 1;
+
+export const Backlog = z
+  .object({
+    rows: z.number().int().nonnegative(),
+    bytes: z.number().int().nonnegative(),
+    oldestPendingAt: IsoTime.nullable(),
+  })
+  .strict();
+export type Backlog = z.infer<typeof Backlog>;
+
+export const IngestRequest = z
+  .object({
+    protocol: z.literal(PROTOCOL_VERSION),
+    writerId: WriterId,
+    /** What the writer still holds after this batch (shown per writer on the plane). */
+    backlog: Backlog.optional(),
+    rows: z.array(z.unknown()).min(1),
+  })
+  .strict();
+export type IngestRequest = z.infer<typeof IngestRequest>;
+
+/** Why a row was refused. Payload reasons are quarantined on both sides. */
+export const RejectCode = z.enum(['invalid', 'too_large', 'conflict', 'seq_conflict']);
+export type RejectCode = z.infer<typeof RejectCode>;
+
+export const RowResult = z.discriminatedUnion('status', [
+  z.object({ id: z.string().nullable(), status: z.literal('accepted') }),
+  z.object({ id: z.string().nullable(), status: z.literal('duplicate') }),
+  z.object({ id: z.string().nullable(), status: z.literal('rejected'), code: RejectCode, reason: z.string() }),
+]);
+export type RowResult = z.infer<typeof RowResult>;
+
+export const IngestResponse = z.object({
+  results: z.array(RowResult),
+  accepted: z.number().int(),
+  duplicate: z.number().int(),
+  rejected: z.number().int(),
+});
+export type IngestResponse = z.infer<typeof IngestResponse>;
+
+export const ClaimRequest = z.object({ checkpointId: Uuidv7, writerId: WriterId }).strict();
+export type ClaimRequest = z.infer<typeof ClaimRequest>;
+export const ClaimResponse = z.object({
+  executionId: ExecutionId,
+  checkpointId: Uuidv7,
+  writerId: WriterId,
+  claimedAt: IsoTime,
+});
+export type ClaimResponse = z.infer<typeof ClaimResponse>;
+
+export const ExecutionStatus = z.enum(['running', 'paused', 'completed', 'failed']);
+export const ExecutionView = z.object({
+  executionId: ExecutionId,
+  status: ExecutionStatus,
+  rowCount: z.number().int(),
+  lastSeq: z.number().int(),
+  lastNodeId: z.string().nullable(),
+  lastStep: z.string().nullable(),
+  writerId: z.string().nullable(),
+  createdAt: IsoTime,
+  updatedAt: IsoTime,
+});
+export type ExecutionView = z.infer<typeof ExecutionView>;
+
+export const Page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+
+export const ClaimConflictView = z.object({
+  executionId: ExecutionId,
+  checkpointId: z.string(),
+  winnerWriterId: z.string(),
+  loserWriterId: z.string(),
+  source: z.string(),
+  at: IsoTime,
+});
+
+/** One page of a restore: rows by seq; the pause and idempotency entries come with the first page. */
+export const RestorePage = z.object({
+  executionId: ExecutionId,
+  totalRows: z.number().int(),
+  rows: z.array(Checkpoint),
+  nextCursor: z.string().nullable(),
+  pending: PendingInterrupt.nullable(),
+  idempotency: z.array(IdempotencyEntry),
+});
+export type RestorePage = z.infer<typeof RestorePage>;
+
+export const QuarantineView = z.object({
+  id: z.number().int(),
+  writerId: z.string(),
+  rowId: z.string().nullable(),
+  kind: z.string().nullable(),
+  executionId: z.string().nullable(),
+  code: z.string(),
+  reason: z.string(),
+  payload: z.string(),
+  truncated: z.boolean(),
+  receivedAt: IsoTime,
+});
+
+export const WriterView = z.object({
+  writerId: z.string(),
+  firstSeen: IsoTime,
+  lastSeen: IsoTime,
+  rowsAcked: z.number().int(),
+  rowsRejected: z.number().int(),
+  backlogRows: z.number().int().nullable(),
+  backlogBytes: z.number().int().nullable(),
+  oldestPendingAt: z.string().nullable(),
+});
