@@ -37,9 +37,14 @@ interface Item {
 
 const hashOf = (v: unknown) => createHash('sha256').update(stableStringify(v)).digest('hex');
 
+/** Text taken from a refused payload for the quarantine record: Postgres text cannot hold NUL. */
+function clean(s: string, max: number): string {
+  return s.slice(0, max).replace(/\u0000/g, '\uFFFD');
+}
+
 function idOf(raw: unknown): string | null {
   const id = (raw as { id?: unknown } | null)?.id;
-  return typeof id === 'string' ? id.slice(0, 64) : null;
+  return typeof id === 'string' ? clean(id, 64) : null;
 }
 
 function executionOf(e: OutboxEvent): string {
@@ -47,7 +52,7 @@ function executionOf(e: OutboxEvent): string {
 }
 
 function reject(item: Item, code: RejectCode, reason: string): void {
-  item.result = { id: item.id, status: 'rejected', code, reason: reason.slice(0, LIMITS.reasonLength) };
+  item.result = { id: item.id, status: 'rejected', code, reason: clean(reason, LIMITS.reasonLength) };
 }
 
 /** Parse and pre-check every row outside the transaction. */
@@ -123,11 +128,11 @@ export async function ingestBatch(
             projectId,
             writerId,
             rowId: i.id,
-            kind: typeof (i.raw as { kind?: unknown })?.kind === 'string' ? String((i.raw as { kind: string }).kind).slice(0, 64) : null,
+            kind: typeof (i.raw as { kind?: unknown })?.kind === 'string' ? clean((i.raw as { kind: string }).kind, 64) : null,
             executionId: i.executionId ?? executionGuess(i.raw),
             code: r.code,
             reason: r.reason,
-            payload: i.text.slice(0, LIMITS.quarantinePayloadBytes),
+            payload: clean(i.text, LIMITS.quarantinePayloadBytes),
             truncated,
           };
         }),
@@ -169,7 +174,7 @@ export async function ingestBatch(
 function executionGuess(raw: unknown): string | null {
   const r = raw as { executionId?: unknown; row?: { executionId?: unknown } } | null;
   const v = r?.row?.executionId ?? r?.executionId;
-  return typeof v === 'string' ? v.slice(0, LIMITS.executionIdLength) : null;
+  return typeof v === 'string' ? clean(v, LIMITS.executionIdLength) : null;
 }
 
 async function storeCheckpoints(tx: Tx, projectId: string, writerId: string, items: Item[], touched: Set<string>) {

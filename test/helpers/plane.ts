@@ -1,0 +1,87 @@
+/**
+ * Real planes for tests: over HTTP on 127.0.0.1 (port 0), on PGlite started
+ * from a migrated dump (fast), or on a real Postgres database.
+ */
+import { gzipSync } from 'node:zlib';
+import pino from 'pino';
+import { createKey, openPlaneDatabase, startPlane, type PlaneDatabase, type Scope } from '../../plane/index.js';
+import { loadConfig } from '../../plane/config.js';
+import type { PlaneAppOptions } from '../../plane/app.js';
+
+let template: Promise<Blob> | null = null;
+
+/** A migrated PGlite data dir, made once per worker process. */
+function pgliteTemplate(): Promise<Blob> {
+  template ??= (async () => {
+    const d = await openPlaneDatabase({ dataDir: 'memory://' });
+    const { PGlite } = await import('@electric-sql/pglite');
+    void PGlite;
+    const client = (d.db as unknown as { $client: { dumpDataDir(c?: string): Promise<Blob> } }).$client;
+    const blob = await client.dumpDataDir('none');
+    await d.close();
+    return blob;
+  })();
+  return template;
+}
+
+export async function openTestPlaneDatabase(kind: 'pglite' | { url: string }): Promise<PlaneDatabase> {
+  if (kind === 'pglite') return openPlaneDatabase({ dataDir: 'memory://', loadDataDir: await pgliteTemplate() });
+  return openPlaneDatabase({ databaseUrl: kind.url, max: 8 });
+}
+
+export interface TestPlane {
+  url: string;
+  database: PlaneDatabase;
+  key(project: string, scopes: Scope[]): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startTestPlane(kind: 'pglite' | { url: string }, o: { faults?: PlaneAppOptions['faults']; maxInflightIngest?: number } = {}): Promise<TestPlane> {
+  const database = await openTestPlaneDatabase(kind);
+  const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', maxInflightIngest: o.maxInflightIngest ?? 16 }), {
+    database,
+    logger: pino({ level: 'silent' }),
+    faults: o.faults,
+  });
+  return {
+    url: plane.url,
+    database,
+    key: async (project, scopes) => (await createKey(database.db, { project, scopes })).key,
+    async close() {
+      await plane.close();
+      await database.close();
+    },
+  };
+}
+
+export interface Call {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/** One HTTP call with a JSON (optionally gzip) body. */
+export async function call(
+  url: string,
+  o: { method?: string; key?: string; json?: unknown; raw?: string | Buffer; gzip?: boolean; headers?: Record<string, string> } = {},
+): Promise<Call> {
+  const headers: Record<string, string> = { ...(o.key ? { authorization: `Bearer ${o.key}` } : {}), ...o.headers };
+  let body: Buffer | string | undefined;
+  if (o.json !== undefined || o.raw !== undefined) {
+    body = o.raw ?? JSON.stringify(o.json);
+    headers['content-type'] ??= 'application/json';
+    if (o.gzip) {
+      body = gzipSync(body);
+      headers['content-encoding'] = 'gzip';
+    }
+  }
+  const res = await fetch(url, { method: o.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, headers: res.headers, body: parsed };
+}

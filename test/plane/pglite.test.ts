@@ -1,0 +1,3 @@
+import { runPlaneSuite } from './suite.js';
+
+runPlaneSuite('pglite', () => 'pglite');

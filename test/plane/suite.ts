@@ -1,0 +1,242 @@
+/** The plane over real HTTP, run on PGlite and on real Postgres. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gzipSync } from 'node:zlib';
+import { uuidv7 } from '../../shared/ids.js';
+import { LIMITS } from '../../shared/limits.js';
+import type { OutboxEvent } from '../../shared/rows.js';
+import { revokeKey } from '../../plane/auth.js';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { eventsOf, pause, step } from '../helpers/rows.js';
+
+export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string }) {
+  describe(`plane over HTTP: ${name}`, () => {
+    let plane: TestPlane;
+    let admin: string;
+    let ingestKey: string;
+    let readKey: string;
+    let otherProject: string;
+    const ingest = (rows: unknown[], o: { key?: string; writerId?: string; gzip?: boolean; backlog?: unknown } = {}) =>
+      call(`${plane.url}/v1/ingest`, { key: o.key ?? ingestKey, gzip: o.gzip, json: { protocol: 1, writerId: o.writerId ?? 'w1', rows, ...(o.backlog ? { backlog: o.backlog } : {}) } });
+    const get = (path: string, key = readKey) => call(`${plane.url}${path}`, { key });
+
+    beforeAll(async () => {
+      plane = await startTestPlane(kind());
+      admin = await plane.key('alpha', ['admin']);
+      ingestKey = await plane.key('alpha', ['ingest']);
+      readKey = await plane.key('alpha', ['read']);
+      otherProject = await plane.key('beta', ['ingest', 'read']);
+    });
+    afterAll(async () => plane?.close());
+
+    it('serves health, readiness and an OpenAPI document without a key; metrics need admin', async () => {
+      expect((await call(`${plane.url}/healthz`)).body).toEqual({ ok: true });
+      expect((await call(`${plane.url}/readyz`)).body).toMatchObject({ ok: true, migrations: 'applied' });
+      const doc = await call(`${plane.url}/openapi.json`);
+      expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/v1/ingest', '/v1/executions/{id}/restore', '/v1/executions/{id}/claim']));
+      expect((await call(`${plane.url}/metrics`)).status).toBe(401);
+      expect((await call(`${plane.url}/metrics`, { key: readKey })).status).toBe(403);
+      const m = await call(`${plane.url}/metrics`, { key: admin });
+      expect(m.status).toBe(200);
+      expect(m.body).toMatch(/waymark_http_requests_total/);
+      expect(m.body).toMatch(/waymark_quarantine_rows/);
+    });
+
+    it('refuses no key, a malformed or unknown key, a revoked key (401) and a wrong scope (403)', async () => {
+      const rows = await eventsOf(async (s) => void (await s.put(step('auth-1', 0))));
+      expect((await call(`${plane.url}/v1/executions`)).status).toBe(401);
+      expect((await get('/v1/executions', 'wm_nope')).status).toBe(401);
+      expect((await get('/v1/executions', `wm_${'0'.repeat(16)}_${'A'.repeat(43)}`)).status).toBe(401);
+      const tmp = await plane.key('alpha', ['read']);
+      expect((await get('/v1/executions', tmp)).status).toBe(200);
+      await revokeKey(plane.database.db, tmp.split('_')[1]);
+      expect((await get('/v1/executions', tmp)).status).toBe(401);
+      expect((await ingest(rows, { key: readKey })).status).toBe(403);
+      expect((await get('/v1/executions', ingestKey)).status).toBe(403);
+      const body = (await call(`${plane.url}/v1/executions`)).body;
+      expect(body).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
+    });
+
+    it('accepts rows after commit, answers duplicates, and refuses a changed payload as a conflict', async () => {
+      const rows = await eventsOf(async (s) => {
+        await s.put(step('ing-1', 0));
+        await s.put(step('ing-1', 1));
+      });
+      const a = await ingest(rows, { backlog: { rows: 5, bytes: 1234, oldestPendingAt: new Date().toISOString() } });
+      expect(a.status).toBe(200);
+      expect(a.body).toMatchObject({ accepted: 2, duplicate: 0, rejected: 0 });
+      expect(a.body.results.map((r: { id: string }) => r.id)).toEqual(rows.map((r) => r.id));
+      const again = await ingest(rows, { gzip: true });
+      expect(again.body).toMatchObject({ accepted: 0, duplicate: 2, rejected: 0 });
+      const changed = structuredClone(rows[1]) as Extract<OutboxEvent, { kind: 'checkpoint' }>;
+      changed.row.nodeId = 'turn:99';
+      const c = await ingest([changed]);
+      expect(c.body.results[0]).toMatchObject({ status: 'rejected', code: 'conflict' });
+      const other = structuredClone(rows[1]) as Extract<OutboxEvent, { kind: 'checkpoint' }>;
+      other.id = other.row.id = uuidv7();
+      const sc = await ingest([other]);
+      expect(sc.body.results[0]).toMatchObject({ status: 'rejected', code: 'seq_conflict' });
+      const stored = await get('/v1/executions/ing-1/rows');
+      expect(stored.body.items).toEqual(rows.map((r) => (r as { row: unknown }).row));
+      const q = await get('/v1/quarantine?executionId=ing-1');
+      expect(q.body.items.map((i: { code: string }) => i.code)).toEqual(['conflict', 'seq_conflict']);
+      expect(q.body.items[0]).toMatchObject({ writerId: 'w1', rowId: rows[1].id, executionId: 'ing-1' });
+      expect(JSON.parse(q.body.items[0].payload).row.nodeId).toBe('turn:99');
+      const w = await get('/v1/writers');
+      expect(w.body.items.find((x: { writerId: string }) => x.writerId === 'w1')).toMatchObject({ backlogRows: 5, backlogBytes: 1234 });
+    });
+
+    it('refuses bad rows one by one, quarantines them with a reason, stores none of them, never answers 5xx', async () => {
+      const [good] = await eventsOf(async (s) => void (await s.put(step('bad-1', 0))));
+      const bad: unknown[] = [
+        { kind: 'checkpoint', id: 'x' },
+        { kind: 'nope', id: uuidv7() },
+        JSON.parse(`{"kind":"checkpoint","id":"${good.id}","row":{"__proto__":{"polluted":true}}}`),
+        { ...(good as object), row: { ...(good as { row: object }).row, seq: -1 } },
+        { ...(good as object), row: { ...(good as { row: object }).row, nodeInput: 'x'.repeat(LIMITS.rowBytes) } },
+        (() => {
+          let deep: unknown = 1;
+          for (let i = 0; i < 200; i++) deep = { d: deep };
+          return { ...(good as object), row: { ...(good as { row: object }).row, nodeInput: deep } };
+        })(),
+        { ...(good as object), row: { ...(good as { row: object }).row, executionId: 'e\u0000vil' } },
+        null,
+        42,
+      ];
+      const r = await ingest([...bad, good, good]);
+      expect(r.status).toBe(200);
+      const codes = r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status);
+      expect(codes).toEqual(['invalid', 'invalid', 'invalid', 'invalid', 'too_large', 'invalid', 'invalid', 'invalid', 'invalid', 'accepted', 'duplicate']);
+      expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+      const rows = await get('/v1/executions/bad-1/rows');
+      expect(rows.body.items).toEqual([(good as { row: unknown }).row]);
+      const q = await get('/v1/quarantine?limit=1000');
+      const big = q.body.items.find((i: { code: string }) => i.code === 'too_large');
+      expect(big.truncated).toBe(true);
+      expect(big.payload.length).toBe(LIMITS.quarantinePayloadBytes);
+      for (const i of q.body.items) expect(i.reason.length).toBeGreaterThan(3);
+    });
+
+    it('answers whole-request errors with the documented status', async () => {
+      const [good] = await eventsOf(async (s) => void (await s.put(step('env-1', 0))));
+      const u = `${plane.url}/v1/ingest`;
+      expect((await call(u, { key: ingestKey, raw: '{"protocol":1,' })).status).toBe(400);
+      expect((await call(u, { key: ingestKey, json: { writerId: 'w', rows: [good] } })).body.error.code).toBe('PROTOCOL');
+      expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: [] } })).status).toBe(400);
+      expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: [good], extra: 1 } })).status).toBe(400);
+      expect((await call(u, { key: ingestKey, raw: JSON.stringify({ protocol: 1, writerId: 'w', rows: [good] }), headers: { 'content-type': 'text/plain' } })).status).toBe(415);
+      expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: [good] }, headers: { 'content-encoding': 'br' } })).status).toBe(415);
+      expect((await call(u, { key: ingestKey, raw: 'x'.repeat(LIMITS.batchBytes + 10) })).status).toBe(413);
+      expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: Array(LIMITS.batchRows + 1).fill(good) } })).status).toBe(413);
+      const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
+      expect(bomb.length).toBeLessThan(LIMITS.batchBytes);
+      const b = await call(u, { key: ingestKey, raw: bomb, headers: { 'content-encoding': 'gzip' } });
+      expect(b.status).toBe(413);
+      const gz = gzipSync(JSON.stringify({ protocol: 1, writerId: 'w', rows: [good] }));
+      expect((await call(u, { key: ingestKey, raw: gz.subarray(0, gz.length - 8), headers: { 'content-encoding': 'gzip' } })).status).toBe(400);
+      expect((await call(u, { key: ingestKey, raw: gz, headers: { 'content-encoding': 'gzip' } })).status).toBe(200);
+    });
+
+    it('lists executions with filters and cursors; pages 1,200 rows; 404 for unknown, empty page for past-the-end', async () => {
+      const rows = await eventsOf(async (s) => {
+        for (let i = 0; i < 1200; i++) await s.put(step('big-1', i, { state: { turn: i } }));
+        await s.recordInterrupt(pause('paused-1'), { reason: 'approval', context: { amount: 5 } });
+        await s.put(step('done-1', 0));
+        await s.put({ ...step('done-1', 1), nodeId: 'run_end', step: 'run_end' });
+      });
+      for (let i = 0; i < rows.length; i += 500) expect((await ingest(rows.slice(i, i + 500))).body.rejected).toBe(0);
+      const seen: number[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { body: { items: { seq: number }[]; nextCursor: string | null } } = await get(`/v1/executions/big-1/rows?limit=250${cursor ? `&cursor=${cursor}` : ''}`);
+        seen.push(...page.body.items.map((r) => r.seq));
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      expect(seen).toEqual([...Array(1200).keys()]);
+      expect((await get('/v1/executions/nope/rows')).status).toBe(404);
+      expect((await get('/v1/executions/nope')).status).toBe(404);
+      expect((await get('/v1/executions/nope/restore')).status).toBe(404);
+      const past = await get(`/v1/executions/done-1/rows?cursor=${Buffer.from('5').toString('base64url')}`);
+      expect(past).toMatchObject({ status: 200, body: { items: [], nextCursor: null } });
+      expect((await get('/v1/executions/done-1/rows?cursor=garbage')).status).toBe(400);
+      const paused = await get('/v1/executions?status=paused');
+      expect(paused.body.items.map((e: { executionId: string }) => e.executionId)).toEqual(['paused-1']);
+      expect((await get('/v1/executions?status=completed')).body.items.map((e: { executionId: string }) => e.executionId)).toContain('done-1');
+      const all: string[] = [];
+      cursor = null;
+      do {
+        const page: { body: { items: { executionId: string }[]; nextCursor: string | null } } = await get(`/v1/executions?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        all.push(...page.body.items.map((e) => e.executionId));
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      expect(new Set(all).size).toBe(all.length);
+      expect(all).toEqual(expect.arrayContaining(['big-1', 'paused-1', 'done-1']));
+      expect((await get('/v1/executions?writer=nobody')).body.items).toEqual([]);
+      expect((await get(`/v1/executions?updatedSince=${new Date(Date.now() + 3600_000).toISOString()}`)).body.items).toEqual([]);
+      expect((await get('/v1/executions?q=big')).body.items.map((e: { executionId: string }) => e.executionId)).toEqual(['big-1']);
+      expect((await get('/v1/executions?status=bogus')).status).toBe(400);
+    });
+
+    it('restore serves every row, the open pause and the idempotency entries', async () => {
+      const rows = await eventsOf(async (s) => {
+        await s.put(step('rest-1', 0));
+        await s.putIdempotent('rest-1', 'charge:1042', { chargeId: 'ch_1' });
+        await s.putIdempotent('rest-1', 'lookup', null);
+        await s.recordInterrupt(pause('rest-1'), { reason: 'approval', context: { amount: 5000 } });
+      });
+      await ingest(rows);
+      const r = await get('/v1/executions/rest-1/restore?limit=1');
+      expect(r.body).toMatchObject({ totalRows: 2, pending: { reason: 'approval', context: { amount: 5000 } } });
+      expect(r.body.rows.length).toBe(1);
+      expect(r.body.idempotency.map((e: { key: string; result: unknown }) => [e.key, e.result])).toEqual([['charge:1042', { chargeId: 'ch_1' }], ['lookup', null]]);
+      const r2 = await get(`/v1/executions/rest-1/restore?limit=1&cursor=${r.body.nextCursor}`);
+      expect(r2.body.rows[0].step).toBe('hitl_pause');
+      expect(r2.body.nextCursor).toBeNull();
+    });
+
+    it('one writer wins a claim; another gets 409 naming the winner; an offline claim is flagged as a conflict', async () => {
+      let checkpointId = '';
+      const rows = await eventsOf(async (s) => {
+        checkpointId = (await s.recordInterrupt(pause('claim-1'), { reason: 'r', context: null })).checkpoint.id;
+      });
+      await ingest(rows);
+      const claimUrl = `${plane.url}/v1/executions/claim-1/claim`;
+      const a = await call(claimUrl, { key: ingestKey, json: { checkpointId, writerId: 'laptop-a' } });
+      expect(a.status).toBe(200);
+      const b = await call(claimUrl, { key: ingestKey, json: { checkpointId, writerId: 'laptop-b' } });
+      expect(b.status).toBe(409);
+      expect(b.body.error).toMatchObject({ code: 'ALREADY_CLAIMED', details: { writerId: 'laptop-a' } });
+      expect((await call(claimUrl, { key: ingestKey, json: { checkpointId, writerId: 'laptop-a' } })).status).toBe(200);
+      expect((await call(claimUrl, { key: ingestKey, json: { checkpointId: uuidv7(), writerId: 'laptop-a' } })).status).toBe(404);
+      expect((await get('/v1/executions/claim-1/restore')).body.pending).toBeNull();
+      const offline: OutboxEvent = { kind: 'interrupt_claimed', id: uuidv7(), executionId: 'claim-1', checkpointId, writerId: 'laptop-b', claimedAt: new Date().toISOString() };
+      expect((await ingest([offline], { writerId: 'laptop-b' })).body.accepted).toBe(1);
+      const conflicts = await get('/v1/conflicts');
+      expect(conflicts.body.items).toEqual([expect.objectContaining({ executionId: 'claim-1', winnerWriterId: 'laptop-a', loserWriterId: 'laptop-b', source: 'ingest' })]);
+      expect((await get('/v1/executions/claim-1')).body).toMatchObject({ pause: { state: 'claimed', claimedBy: 'laptop-a' }, conflicts: [expect.objectContaining({ loserWriterId: 'laptop-b' })] });
+    });
+
+    it("a valid key of another project reads and writes nothing of this project's", async () => {
+      const rows = await eventsOf(async (s) => {
+        await s.put(step('secret-1', 0));
+        await s.recordInterrupt(pause('secret-1', 1), { reason: 'r', context: { card: '4242' } });
+      });
+      await ingest(rows);
+      const cp = (rows.find((r) => r.kind === 'checkpoint' && r.row.step === 'hitl_pause') as { id: string }).id;
+      const b = (path: string) => call(`${plane.url}${path}`, { key: otherProject });
+      expect((await b('/v1/executions')).body.items.map((e: { executionId: string }) => e.executionId)).not.toContain('secret-1');
+      for (const p of ['/v1/executions/secret-1', '/v1/executions/secret-1/rows', '/v1/executions/secret-1/restore']) {
+        expect((await b(p)).status).toBe(404);
+      }
+      expect((await b('/v1/quarantine')).body.items).toEqual([]);
+      expect((await b('/v1/writers')).body.items).toEqual([]);
+      expect((await b('/v1/conflicts')).body.items).toEqual([]);
+      expect((await call(`${plane.url}/v1/executions/secret-1/claim`, { key: otherProject, json: { checkpointId: cp, writerId: 'intruder' } })).status).toBe(404);
+      // the same ids ingested under project beta land in beta only
+      const r = await call(`${plane.url}/v1/ingest`, { key: otherProject, json: { protocol: 1, writerId: 'intruder', rows } });
+      expect(r.body.accepted).toBe(rows.length);
+      const mine = await get('/v1/executions/secret-1');
+      expect(mine.body.pause).toMatchObject({ state: 'open', claimedBy: null });
+      expect((await get('/v1/writers')).body.items.map((w: { writerId: string }) => w.writerId)).not.toContain('intruder');
+    });
+  });
+}
