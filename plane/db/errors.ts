@@ -11,6 +11,10 @@ const RETRYABLE_SQLSTATE: Record<string, string> = {
   '08006': 'connection_failure',
   '08001': 'sqlclient_unable_to_establish_sqlconnection',
   '08004': 'sqlserver_rejected_establishment_of_sqlconnection',
+  // the database is gone or refuses us: an operator problem, answered as "retry later", never a 500
+  '3D000': 'invalid_catalog_name',
+  '28000': 'invalid_authorization_specification',
+  '28P01': 'invalid_password',
 };
 
 const RETRYABLE_CLIENT_CODES = new Set([

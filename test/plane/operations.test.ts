@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
+import { createKey } from '../../plane/auth.js';
+import { openPlaneDatabase } from '../../plane/db/open.js';
+import { forkTs, nextMessage } from '../helpers/child.js';
+import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
+import { call, startTestPlane } from '../helpers/plane.js';
+import { eventsOf, pause, step } from '../helpers/rows.js';
+
+const CHILD = fileURLToPath(new URL('./plane-child.ts', import.meta.url));
+const pg = await pgReady('two plane processes on one postgres');
+
+describe('plane back-pressure and outages', () => {
+  it('answers 429 with Retry-After when too many batches are in flight', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const plane = await startTestPlane('pglite', { maxInflightIngest: 1, faults: (p) => (p === 'plane.ingest.afterCommit' ? gate : undefined) });
+    try {
+      const key = await plane.key('p', ['ingest']);
+      const rows = await eventsOf(async (s) => void (await s.put(step('busy', 0))));
+      const first = call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } });
+      await new Promise((r) => setTimeout(r, 200));
+      const second = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } });
+      expect(second.status).toBe(429);
+      expect(second.headers.get('retry-after')).toBe('1');
+      release();
+      expect((await first).status).toBe(200);
+    } finally {
+      release();
+      await plane.close();
+    }
+  });
+
+  it.skipIf(!pg)('answers 503 with Retry-After while it cannot reach its database, and readyz says so', async () => {
+    const db = await createTestDatabase('waymark_outage');
+    const plane = await startTestPlane({ url: db.url });
+    try {
+      const key = await plane.key('p', ['ingest', 'read']);
+      const rows = await eventsOf(async (s) => void (await s.put(step('o', 0))));
+      await db.drop();
+      const r = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } });
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toBe('2');
+      const ready = await call(`${plane.url}/readyz`);
+      expect(ready.status).toBe(503);
+      void key;
+    } finally {
+      await plane.close().catch(() => {});
+    }
+  });
+});
+
+describe.skipIf(!pg)('two plane processes on one Postgres', () => {
+  let db: TestDatabase;
+  let kids: ChildProcess[] = [];
+  let urls: string[] = [];
+  let key = '';
+  beforeAll(async () => {
+    db = await createTestDatabase('waymark_two_planes');
+    kids = [forkTs(CHILD, [db.url]), forkTs(CHILD, [db.url])];
+    urls = (await Promise.all(kids.map((k) => nextMessage<{ type: string; url: string }>(k, (m) => m.type === 'ready')))).map((m) => m.url);
+    const d = await openPlaneDatabase({ databaseUrl: db.url, max: 1 });
+    key = (await createKey(d.db, { project: 'fleet', scopes: ['ingest', 'read'] })).key;
+    await d.close();
+  });
+  afterAll(async () => {
+    await Promise.all(kids.map((k) => new Promise<void>((r) => (k.exitCode !== null ? r() : (k.once('exit', () => r()), k.send({ type: 'exit' }))))));
+    await db?.drop();
+  });
+
+  it('the same batch posted to both at once is stored once', async () => {
+    const rows = await eventsOf(async (s) => {
+      for (let i = 0; i < 300; i++) await s.put(step('shared', i));
+    });
+    const body = { protocol: 1, writerId: 'w', rows };
+    const [a, b] = await Promise.all(urls.map((u) => call(`${u}/v1/ingest`, { key, json: body })));
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.body.accepted + b.body.accepted).toBe(300);
+    expect(a.body.duplicate + b.body.duplicate).toBe(300);
+    const page = await call(`${urls[0]}/v1/executions/shared/rows?limit=1000`, { key });
+    expect(page.body.items.map((r: { seq: number }) => r.seq)).toEqual([...Array(300).keys()]);
+  });
+
+  it('16 concurrent claims across both planes: exactly one winner, 15 × 409 naming it', async () => {
+    let checkpointId = '';
+    const rows = await eventsOf(async (s) => {
+      checkpointId = (await s.recordInterrupt(pause('contested'), { reason: 'r', context: null })).checkpoint.id;
+    });
+    await call(`${urls[0]}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } });
+    const results = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => call(`${urls[i % 2]}/v1/executions/contested/claim`, { key, json: { checkpointId, writerId: `writer-${i}` } })),
+    );
+    const winners = results.filter((r) => r.status === 200);
+    expect(winners.length).toBe(1);
+    const losers = results.filter((r) => r.status === 409);
+    expect(losers.length).toBe(15);
+    for (const l of losers) expect(l.body.error.details.writerId).toBe(winners[0].body.writerId);
+  });
+});
