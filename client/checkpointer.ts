@@ -143,8 +143,13 @@ export interface ClaimResult {
   checkpoint: Checkpoint | null;
 }
 
+/** Called before a local claim of a pause; throws to refuse it (set by a connected replica). */
+export type ClaimGuard = (pause: { executionId: string; checkpointId: string }) => Promise<void>;
+
 /** The durable store contract. All methods are async; every write is one transaction. */
 export interface Checkpointer {
+  /** Installed by `connectPlane`: claim the pause at the plane before claiming it here. */
+  claimGuard?: ClaimGuard;
   /** The store's stable writer id (persisted on first setup unless given). */
   readonly writerId: string;
   /** Create or migrate the schema. Idempotent; safe when several processes run it at once. */

@@ -10,3 +10,4 @@ export * from './runtime/index.js';
 export type { Model, ModelReply, ModelRequest, Message, ToolCall, ToolSpec } from './models/model.js';
 export { ScriptedModel, type ScriptRule, type ScriptContext, type ScriptReply } from './models/scripted.js';
 export { OpenAIChatModel, ModelError, parseReply, type OpenAIChatOptions } from './models/openai.js';
+export * from './replica/index.js';

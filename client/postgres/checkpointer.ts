@@ -21,6 +21,7 @@ import {
 import type {
   CheckpointInput,
   Checkpointer,
+  ClaimGuard,
   ClaimResult,
   DeleteResult,
   ExecutionSummary,
@@ -86,6 +87,7 @@ function constraintOf(e: unknown): string | undefined {
 }
 
 export class PostgresCheckpointer implements Checkpointer {
+  claimGuard?: ClaimGuard;
   private readonly sql: Sql;
   private readonly ownsSql: boolean;
   readonly schema: string;

@@ -21,7 +21,7 @@ import { deepFreeze, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
 import type { State } from '../../shared/codec.js';
-import type { Checkpointer, CheckpointInput } from '../checkpointer.js';
+import type { Checkpointer, CheckpointInput, ClaimGuard } from '../checkpointer.js';
 import { AlreadyResumed, CheckpointError, ResumeRequired } from '../errors.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import type { Message, Model, ToolCall } from '../models/model.js';
@@ -51,8 +51,6 @@ export interface RunResult {
   error?: { code: string; message: string };
 }
 
-/** A claim hook: lets a connected store win the pause at the plane before the local claim. */
-export type ClaimGuard = (pending: { executionId: string; checkpointId: string }) => Promise<void>;
 
 interface RunState extends State {
   messages: Message[] & Json[];
@@ -96,7 +94,7 @@ export class Agent {
   private readonly system?: string;
   private readonly maxTurns: number;
   private readonly fault: FaultHook;
-  /** Set by a connected replica: called before a local claim. */
+  /** Called before a local claim (overrides the store's guard installed by connectPlane). */
   claimGuard?: ClaimGuard;
 
   constructor(options: AgentOptions) {
@@ -182,7 +180,8 @@ export class Agent {
       this.resolveTool(latest.agentPath);
       const paused = (await store.readState(latest)) as RunState;
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
-      if (this.claimGuard) await this.claimGuard({ executionId, checkpointId: latest.id });
+      const guard = this.claimGuard ?? store.claimGuard;
+      if (guard) await guard({ executionId, checkpointId: latest.id });
       const claimed = await store.claimInterrupt(executionId, {
         next: {
           executionId,

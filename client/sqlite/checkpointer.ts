@@ -25,6 +25,7 @@ import {
 import type {
   CheckpointInput,
   Checkpointer,
+  ClaimGuard,
   ClaimResult,
   DeleteResult,
   ExecutionSummary,
@@ -84,6 +85,7 @@ const PRUNE_CHUNK = 500;
 export class SqliteCheckpointer implements Checkpointer {
   readonly writerId: string;
   readonly path: string;
+  claimGuard?: ClaimGuard;
   private readonly db: Database.Database;
   private readonly cursors = new CursorCache();
   private readonly signal = new WriteSignal();

@@ -1,0 +1,71 @@
+/** The drain's HTTP client: undici keep-alive Pool, or an injected Dispatcher (tests). */
+import { gzipSync } from 'node:zlib';
+import { Pool, type Dispatcher } from 'undici';
+
+export interface PlaneResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+export class PlaneHttp {
+  private readonly origin: string;
+  private readonly basePath: string;
+  private readonly dispatcher: Dispatcher;
+  private readonly owned: boolean;
+  constructor(url: string, options: { dispatcher?: Dispatcher; connections?: number } = {}) {
+    const u = new URL(url);
+    this.origin = u.origin;
+    this.basePath = u.pathname.replace(/\/$/, '');
+    this.owned = !options.dispatcher;
+    this.dispatcher = options.dispatcher ?? new Pool(this.origin, { connections: options.connections ?? 2, keepAliveTimeout: 10_000 });
+  }
+
+  async request(
+    method: 'GET' | 'POST',
+    path: string,
+    o: { apiKey: string; json?: unknown; timeoutMs: number; gzipOver?: number },
+  ): Promise<PlaneResponse> {
+    const headers: Record<string, string> = { authorization: `Bearer ${o.apiKey}`, accept: 'application/json' };
+    let body: Buffer | undefined;
+    if (o.json !== undefined) {
+      body = Buffer.from(JSON.stringify(o.json));
+      headers['content-type'] = 'application/json';
+      if (body.length > (o.gzipOver ?? 16 * 1024)) {
+        body = gzipSync(body);
+        headers['content-encoding'] = 'gzip';
+      }
+    }
+    const res = await this.dispatcher.request({
+      origin: this.origin,
+      path: `${this.basePath}${path}`,
+      method,
+      headers,
+      body,
+      headersTimeout: o.timeoutMs,
+      bodyTimeout: o.timeoutMs,
+    });
+    const text = await res.body.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      /* keep the text */
+    }
+    return { status: res.statusCode, headers: res.headers, body: parsed };
+  }
+
+  async close(): Promise<void> {
+    if (this.owned) await this.dispatcher.close();
+  }
+}
+
+/** Retry-After in ms (seconds or HTTP date), or null. */
+export function retryAfter(h: string | string[] | undefined): number | null {
+  const v = Array.isArray(h) ? h[0] : h;
+  if (!v) return null;
+  const s = Number(v);
+  if (Number.isFinite(s)) return Math.max(0, s * 1000);
+  const at = Date.parse(v);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : null;
+}

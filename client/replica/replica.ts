@@ -1,0 +1,362 @@
+/**
+ * The outbox drain: replicates a store's outbox to a plane.
+ *
+ * States
+ *   idle        nothing in flight; a write (debounced), the poll timer or flush() starts a round
+ *   draining    a round is sending batches, oldest first, until the outbox is empty
+ *   backoff     the last round failed (5xx, 429, timeout, reset); a timer retries on its own
+ *               (429/503: at least Retry-After; otherwise exponential backoff with full jitter)
+ *   auth_failed the plane refused the key (401/403); nothing is quarantined; setApiKey() resumes
+ *   stopped     stop() was called; timers cleared, sockets closed
+ *
+ * Per-row answers are applied in one local transaction: accepted and
+ * duplicate rows are synced; rejected rows are quarantined with the plane's
+ * reason. 413 halves the batch (a single row still too large is quarantined);
+ * 400 bisects down to the single rows the plane refuses. A kick that arrives
+ * while a round is in flight starts another round after it, so the last row of
+ * a run is never left behind. Rows wait with no age or count bound.
+ */
+import { EventEmitter } from 'node:events';
+import type { Dispatcher } from 'undici';
+import { LIMITS } from '../../shared/limits.js';
+import { IngestResponse, PROTOCOL_VERSION } from '../../shared/protocol.js';
+import { uuidv7 } from '../../shared/ids.js';
+import type { Checkpointer, OutboxEntry } from '../checkpointer.js';
+import { noFaults, type FaultHook } from '../faults.js';
+import { PlaneHttp, retryAfter } from './http.js';
+
+export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
+
+export interface ReplicaOptions {
+  url: string;
+  apiKey: string;
+  /** Reported to the plane; defaults to the store's writer id. */
+  writerId?: string;
+  dispatcher?: Dispatcher;
+  batchRows?: number;
+  batchBytes?: number;
+  /** Debounce after a write. Default 50 ms. */
+  debounceMs?: number;
+  /** Idle poll for rows written by other processes sharing the store. Default 5 s; 0 disables. */
+  pollMs?: number;
+  /** Per request. Default 30 s. */
+  timeoutMs?: number;
+  backoffBaseMs?: number;
+  backoffCapMs?: number;
+  faults?: FaultHook;
+}
+
+export interface ReplicaStatus {
+  state: DrainState;
+  pendingRows: number;
+  pendingBytes: number;
+  oldestPendingAgeMs: number | null;
+  quarantinedCount: number;
+  lastQuarantineReason: string | null;
+  lastAckAt: string | null;
+  lastError: string | null;
+  consecutiveFailures: number;
+  nextAttemptAt: string | null;
+  rowsSynced: number;
+}
+
+class HttpFailure extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly retryAfterMs: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export class Replica extends EventEmitter {
+  readonly writerId: string;
+  private apiKey: string;
+  private readonly http: PlaneHttp;
+  private readonly o: Required<Omit<ReplicaOptions, 'dispatcher' | 'writerId' | 'faults' | 'apiKey' | 'url'>>;
+  private readonly fault: FaultHook;
+  private state: DrainState = 'idle';
+  private kicked = false;
+  private round: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private nextAttemptAt: number | null = null;
+  private failures = 0;
+  private lastError: string | null = null;
+  private lastAckAt: string | null = null;
+  private rowsSynced = 0;
+  private maxRows: number;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    readonly store: Checkpointer,
+    options: ReplicaOptions,
+  ) {
+    super();
+    this.apiKey = options.apiKey;
+    this.writerId = options.writerId ?? store.writerId;
+    this.http = new PlaneHttp(options.url, { dispatcher: options.dispatcher });
+    this.o = {
+      batchRows: Math.min(options.batchRows ?? 500, LIMITS.batchRows),
+      batchBytes: Math.min(options.batchBytes ?? 4 * 1024 * 1024, LIMITS.batchBytes),
+      debounceMs: options.debounceMs ?? 50,
+      pollMs: options.pollMs ?? 5000,
+      timeoutMs: options.timeoutMs ?? 30_000,
+      backoffBaseMs: options.backoffBaseMs ?? 250,
+      backoffCapMs: options.backoffCapMs ?? 30_000,
+    };
+    this.maxRows = this.o.batchRows;
+    this.fault = options.faults ?? noFaults;
+    this.unsubscribe = store.onWrite(() => this.kick());
+    if (this.o.pollMs > 0) {
+      this.pollTimer = setInterval(() => {
+        if (this.state === 'idle') this.kick(0);
+      }, this.o.pollMs);
+      this.pollTimer.unref();
+    }
+    this.kick(0);
+  }
+
+  private setState(s: DrainState): void {
+    if (this.state === s) return;
+    this.state = s;
+    this.emit('state', s);
+  }
+
+  /** Ask for a round soon (debounced). Safe to call any time. */
+  kick(delayMs = this.o.debounceMs): void {
+    if (this.state === 'stopped' || this.state === 'auth_failed') return;
+    this.kicked = true;
+    if (this.round || this.state === 'backoff') return;
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.startRound();
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private startRound(): void {
+    if (this.round || this.state === 'stopped' || this.state === 'auth_failed') return;
+    this.kicked = false;
+    this.nextAttemptAt = null;
+    this.setState('draining');
+    this.round = this.drain()
+      .then((outcome) => {
+        this.round = null;
+        if (this.state === 'stopped') return;
+        if (outcome.kind === 'done') {
+          this.failures = 0;
+          this.setState('idle');
+          this.emit('drained');
+          if (this.kicked) this.kick(0);
+        } else if (outcome.kind === 'auth') {
+          this.setState('auth_failed');
+        } else {
+          this.failures++;
+          const jitter = Math.random() * Math.min(this.o.backoffCapMs, this.o.backoffBaseMs * 2 ** Math.min(this.failures - 1, 20));
+          const wait = Math.max(outcome.retryAfterMs ?? 0, jitter);
+          this.nextAttemptAt = Date.now() + wait;
+          this.setState('backoff');
+          this.timer = setTimeout(() => {
+            this.timer = null;
+            this.startRound();
+          }, wait);
+          this.timer.unref();
+        }
+        this.emit('round', outcome);
+      })
+      .catch((e: unknown) => {
+        // a local store failure: report it and retry on the backoff schedule
+        this.round = null;
+        this.lastError = `local store: ${(e as Error).message}`;
+        this.failures++;
+        this.setState('backoff');
+        this.timer = setTimeout(() => {
+          this.timer = null;
+          this.startRound();
+        }, Math.min(this.o.backoffCapMs, this.o.backoffBaseMs * 2 ** Math.min(this.failures, 20)));
+        this.timer.unref();
+      });
+  }
+
+  private async drain(): Promise<{ kind: 'done' } | { kind: 'auth' } | { kind: 'retry'; retryAfterMs: number | null }> {
+    for (;;) {
+      if (this.state === 'stopped') return { kind: 'done' };
+      const batch = await this.store.fetchUnsynced({ limit: this.maxRows, maxBytes: this.o.batchBytes });
+      this.fault('drain.afterFetch');
+      if (!batch.length) return { kind: 'done' };
+      const broken = batch.filter((e) => !e.event);
+      if (broken.length) {
+        await this.store.applyResults({ quarantined: Object.fromEntries(broken.map((e) => [e.id, `local: ${e.problem}`])) });
+      }
+      const sendable = batch.filter((e) => e.event);
+      if (!sendable.length) continue;
+      try {
+        await this.sendBisecting(sendable);
+        this.maxRows = Math.min(this.o.batchRows, this.maxRows * 2);
+      } catch (e) {
+        if (!(e instanceof HttpFailure)) {
+          this.lastError = `network: ${(e as Error).message}`;
+          return { kind: 'retry', retryAfterMs: null };
+        }
+        this.lastError = `${e.status}: ${e.message}`;
+        if (e.status === 401 || e.status === 403) return { kind: 'auth' };
+        if (e.status === 413) {
+          if (sendable.length > 1) {
+            this.maxRows = Math.max(1, Math.floor(sendable.length / 2));
+            continue;
+          }
+          await this.store.applyResults({ quarantined: { [sendable[0].id]: `plane: 413 ${e.message}` } });
+          continue;
+        }
+        return { kind: 'retry', retryAfterMs: e.retryAfterMs };
+      }
+    }
+  }
+
+  /** Send a batch; on 400, split it until the single refused rows are found and quarantined. */
+  private async sendBisecting(entries: OutboxEntry[]): Promise<void> {
+    try {
+      await this.send(entries);
+    } catch (e) {
+      if (!(e instanceof HttpFailure) || e.status !== 400) throw e;
+      if (entries.length === 1) {
+        await this.store.applyResults({ quarantined: { [entries[0].id]: `plane: 400 ${e.message}` } });
+        this.emit('quarantined', { ids: [entries[0].id], reason: e.message });
+        return;
+      }
+      const mid = Math.ceil(entries.length / 2);
+      await this.sendBisecting(entries.slice(0, mid));
+      await this.sendBisecting(entries.slice(mid));
+    }
+  }
+
+  private async send(entries: OutboxEntry[]): Promise<void> {
+    const stats = await this.store.outboxStats();
+    const body = {
+      protocol: PROTOCOL_VERSION,
+      writerId: this.writerId,
+      backlog: {
+        rows: Math.max(0, stats.pendingCount - entries.length),
+        bytes: Math.max(0, stats.pendingBytes - entries.reduce((n, e) => n + e.bytes, 0)),
+        oldestPendingAt: stats.oldestPendingAt,
+      },
+      rows: entries.map((e) => e.event),
+    };
+    const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs });
+    this.fault('drain.afterResponse');
+    if (res.status !== 200) {
+      const msg = (res.body as { error?: { message?: string } })?.error?.message ?? `HTTP ${res.status}`;
+      throw new HttpFailure(res.status, msg, retryAfter(res.headers['retry-after']));
+    }
+    const parsed = IngestResponse.safeParse(res.body);
+    if (!parsed.success || parsed.data.results.length !== entries.length) {
+      throw new HttpFailure(502, 'the plane answered 200 with a malformed body');
+    }
+    const synced: string[] = [];
+    const quarantined: Record<string, string> = {};
+    parsed.data.results.forEach((r, i) => {
+      if (r.status === 'rejected') quarantined[entries[i].id] = `plane: ${r.code}: ${r.reason}`;
+      else synced.push(entries[i].id);
+    });
+    await this.store.applyResults({ synced, quarantined });
+    this.fault('drain.afterApply');
+    this.rowsSynced += synced.length;
+    this.lastAckAt = new Date().toISOString();
+    this.emit('ack', { synced: synced.length, quarantined: Object.keys(quarantined).length });
+    if (Object.keys(quarantined).length) this.emit('quarantined', { ids: Object.keys(quarantined), reason: Object.values(quarantined)[0] });
+  }
+
+  /** Replace the key; a drain stopped in auth_failed starts again. */
+  setApiKey(apiKey: string): void {
+    this.apiKey = apiKey;
+    if (this.state === 'auth_failed') {
+      this.setState('idle');
+      this.kick(0);
+    }
+  }
+
+  async status(): Promise<ReplicaStatus> {
+    const s = await this.store.outboxStats();
+    return {
+      state: this.state,
+      pendingRows: s.pendingCount,
+      pendingBytes: s.pendingBytes,
+      oldestPendingAgeMs: s.oldestPendingAgeMs,
+      quarantinedCount: s.quarantinedCount,
+      lastQuarantineReason: s.lastQuarantineReason,
+      lastAckAt: this.lastAckAt,
+      lastError: this.lastError,
+      consecutiveFailures: this.failures,
+      nextAttemptAt: this.nextAttemptAt ? new Date(this.nextAttemptAt).toISOString() : null,
+      rowsSynced: this.rowsSynced,
+    };
+  }
+
+  /**
+   * Drain now and wait until nothing is pending, or the timeout passes.
+   * Resolves with the status either way (check `pendingRows`).
+   */
+  async flush(options: { timeoutMs?: number } = {}): Promise<ReplicaStatus> {
+    const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+    for (;;) {
+      if (this.state === 'stopped' || this.state === 'auth_failed') return this.status();
+      const s = await this.store.outboxStats();
+      if (s.pendingCount === 0 && !this.round) return this.status();
+      if (Date.now() >= deadline) return this.status();
+      if (this.state === 'idle' && !this.round) {
+        if (this.timer) clearTimeout(this.timer);
+        this.timer = null;
+        this.startRound();
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, Math.max(1, Math.min(100, deadline - Date.now())));
+        t.unref();
+        const self = this;
+        function done() {
+          clearTimeout(t);
+          self.off('round', done);
+          resolve();
+        }
+        this.once('round', done);
+      });
+    }
+  }
+
+  /** Stop: no more rounds; waits for the one in flight; closes sockets. Idempotent. */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.setState('stopped');
+    this.unsubscribe();
+    if (this.timer) clearTimeout(this.timer);
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.timer = null;
+    this.pollTimer = null;
+    await this.round?.catch(() => {});
+    await this.http.close();
+    this.removeAllListeners();
+  }
+
+  /** Claim a pause at the plane (see connectPlane's claim guard). */
+  async claimAtPlane(executionId: string, checkpointId: string): Promise<{ won: boolean; writerId?: string; offline?: string }> {
+    try {
+      const res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
+        apiKey: this.apiKey,
+        json: { checkpointId, writerId: this.writerId },
+        timeoutMs: this.o.timeoutMs,
+      });
+      if (res.status === 200) return { won: true };
+      if (res.status === 409) {
+        const d = (res.body as { error?: { details?: { writerId?: string } } })?.error?.details;
+        return { won: false, writerId: d?.writerId ?? 'another writer' };
+      }
+      return { won: true, offline: `plane answered ${res.status}` };
+    } catch (e) {
+      return { won: true, offline: (e as Error).message };
+    }
+  }
+}
+
+export const newWriterId = () => `writer-${uuidv7()}`;

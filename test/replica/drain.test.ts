@@ -1,0 +1,219 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createHook } from 'node:async_hooks';
+import { connectPlane, type Replica } from '../../client/index.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { FaultProxy, type Fault } from '../helpers/fault-proxy.js';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { step } from '../helpers/rows.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const tmp = scratchDir('waymark-drain-');
+let plane: TestPlane;
+let key = '';
+let readKey = '';
+beforeAll(async () => {
+  plane = await startTestPlane('pglite');
+  key = await plane.key('drain', ['ingest']);
+  readKey = await plane.key('drain', ['read']);
+});
+afterAll(async () => {
+  await plane?.close();
+  tmp.cleanup();
+});
+
+let n = 0;
+async function planeRowIds(executionId: string): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const r = await call(`${plane.url}/v1/executions/${executionId}/rows?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { key: readKey });
+    if (r.status === 404) return ids;
+    ids.push(...r.body.items.map((x: { id: string }) => x.id));
+    cursor = r.body.nextCursor;
+  } while (cursor);
+  return ids;
+}
+
+async function until(cond: () => Promise<boolean> | boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('the outbox drain against a real plane', () => {
+  let store: SqliteCheckpointer;
+  let proxy: FaultProxy;
+  let replica: Replica | null = null;
+  let exec = '';
+  beforeEach(async () => {
+    store = new SqliteCheckpointer({ path: tmp.file(`d${++n}.db`), synchronous: 'NORMAL' });
+    proxy = await new FaultProxy(plane.url).start();
+    exec = `drain-${n}`;
+  });
+  afterEach(async () => {
+    await replica?.stop();
+    replica = null;
+    await proxy.close();
+    await store.close();
+  });
+  const connect = (o: Partial<Parameters<typeof connectPlane>[1]> = {}) =>
+    (replica = connectPlane(store, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 5, backoffBaseMs: 20, backoffCapMs: 200, timeoutMs: 2000, ...o }));
+  const write = async (count: number, from = 0) => {
+    const ids: string[] = [];
+    for (let i = from; i < from + count; i++) ids.push((await store.put(step(exec, i))).id);
+    return ids;
+  };
+
+  it('disconnected, rows wait and nothing leaves; connected, they drain once', async () => {
+    const ids = await write(5);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(proxy.seen.length).toBe(0);
+    expect((await store.outboxStats()).pendingCount).toBe(5);
+    const r = connect();
+    const s = await r.flush({ timeoutMs: 10_000 });
+    expect(s).toMatchObject({ state: 'idle', pendingRows: 0, quarantinedCount: 0, lastError: null, rowsSynced: 5 });
+    expect(s.lastAckAt).not.toBeNull();
+    expect(await planeRowIds(exec)).toEqual(ids);
+  });
+
+  it('a write kicks the drain (no poll); a kick during a round is not lost; the last row is never left behind', async () => {
+    const r = connect();
+    proxy.rule = ({ path }) => (path === '/v1/ingest' && proxy.seen.length === 0 ? 'trickle' : undefined);
+    const first = await write(3);
+    await until(() => proxy.seen.length >= 1);
+    const more = await write(2, 3);
+    await until(async () => (await store.outboxStats()).pendingCount === 0);
+    expect(await planeRowIds(exec)).toEqual([...first, ...more]);
+    expect((await r.status()).state).toBe('idle');
+  });
+
+  const faults: [string, Fault[], RegExp | null][] = [
+    ['connection reset', ['reset', 'reset'], /network/],
+    ['500', [{ status: 500 }, { status: 502 }], /^50\d/],
+    ['hang past the timeout', ['hang'], /network|timeout/i],
+    ['response lost after the plane committed', ['drop-after-commit'], /network/],
+    ['truncated response', ['truncate'], /network|terminated|closed|abort|other side/i],
+    ['slow trickle', ['trickle'], null],
+  ];
+  for (const [name, queue, err] of faults) {
+    it(`converges after ${name}: every row on the plane exactly once`, async () => {
+      const ids = await write(20);
+      proxy.queue = [...queue];
+      const r = connect({ timeoutMs: 500 });
+      let sawBackoff = false;
+      r.on('state', (s) => (sawBackoff ||= s === 'backoff'));
+      const s = await r.flush({ timeoutMs: 15_000 });
+      expect(s.pendingRows).toBe(0);
+      expect(await planeRowIds(exec)).toEqual(ids);
+      if (err) {
+        expect(sawBackoff).toBe(true);
+        expect(s.lastError ?? '').toMatch(err);
+      }
+      const w = (await call(`${plane.url}/v1/writers`, { key: readKey })).body.items;
+      expect(w.find((x: { writerId: string }) => x.writerId === store.writerId)).toBeDefined();
+    });
+  }
+
+  it('waits at least Retry-After on 429 and 503', async () => {
+    await write(3);
+    proxy.queue = [{ status: 429, retryAfter: '1' }, { status: 503, retryAfter: '1' }];
+    const r = connect();
+    const t0 = Date.now();
+    const s = await r.flush({ timeoutMs: 10_000 });
+    expect(s.pendingRows).toBe(0);
+    const times = proxy.seen.map((x) => x.at);
+    expect(times[1] - times[0]).toBeGreaterThanOrEqual(950);
+    expect(times[2] - times[1]).toBeGreaterThanOrEqual(950);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1900);
+  });
+
+  it('401/403 stop the drain in auth_failed, quarantine nothing, and resume when the key is replaced', async () => {
+    const ids = await write(4);
+    const r = connect({ apiKey: 'wm_bad' });
+    await until(async () => (await r.status()).state === 'auth_failed');
+    const s = await r.status();
+    expect(s).toMatchObject({ state: 'auth_failed', pendingRows: 4, quarantinedCount: 0 });
+    expect(s.lastError).toMatch(/^401/);
+    const before = proxy.seen.length;
+    await write(1, 4);
+    await new Promise((res) => setTimeout(res, 100));
+    expect(proxy.seen.length).toBe(before);
+    r.setApiKey(readKey);
+    await until(async () => (await r.status()).state === 'auth_failed' && proxy.seen.length > before);
+    expect((await r.status()).lastError).toMatch(/^403/);
+    r.setApiKey(key);
+    expect((await r.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    expect((await planeRowIds(exec)).length).toBe(ids.length + 1);
+  });
+
+  it('413 halves the batch; a single row still too large is quarantined', async () => {
+    const ids = await write(16);
+    const big = ids[5];
+    proxy.rule = ({ path, ids: sent }) => (path === '/v1/ingest' && (sent.length > 4 || sent.includes(big)) ? { status: 413 } : undefined);
+    const r = connect();
+    const s = await r.flush({ timeoutMs: 10_000 });
+    expect(s).toMatchObject({ pendingRows: 0, quarantinedCount: 1 });
+    expect(s.lastQuarantineReason).toMatch(/413/);
+    expect(await planeRowIds(exec)).toEqual(ids.filter((i) => i !== big));
+    expect((await store.listQuarantined()).map((q) => q.id)).toEqual([big]);
+  });
+
+  it('400 bisects the batch and quarantines only the refused rows', async () => {
+    const ids = await write(32);
+    const poison = new Set([ids[3], ids[20]]);
+    proxy.rule = ({ path, ids: sent }) => (path === '/v1/ingest' && sent.some((i) => poison.has(i)) ? { status: 400, message: 'refused by test' } : undefined);
+    const r = connect();
+    const s = await r.flush({ timeoutMs: 10_000 });
+    expect(s).toMatchObject({ pendingRows: 0, quarantinedCount: 2 });
+    expect((await store.listQuarantined()).map((q) => q.id).sort()).toEqual([...poison].sort());
+    expect((await store.listQuarantined())[0].reason).toMatch(/400 refused by test/);
+    expect(await planeRowIds(exec)).toEqual(ids.filter((i) => !poison.has(i)));
+  });
+
+  it('a poison row among 10,000: 9,999 synced, 1 quarantined with the plane reason, the drain never stalls', async () => {
+    const ids = await write(10_000);
+    const victim = (await store.fetchUnsynced({ limit: 10_000, maxBytes: 1e12 })).find((e) => e.id === ids[4321])!;
+    const forged = structuredClone(victim.event!) as { row: { nodeId: string } };
+    forged.row.nodeId = 'forged';
+    expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'forger', rows: [forged] } })).body.accepted).toBe(1);
+    const r = connect();
+    const s = await r.flush({ timeoutMs: 60_000 });
+    expect(s).toMatchObject({ pendingRows: 0, quarantinedCount: 1 });
+    expect(s.lastQuarantineReason).toMatch(/plane: conflict/);
+    const onPlane = await planeRowIds(exec);
+    expect(onPlane.length).toBe(10_000);
+    expect(new Set(onPlane).size).toBe(10_000);
+    expect((await store.listQuarantined()).map((q) => q.id)).toEqual([ids[4321]]);
+  }, 120_000);
+
+  it('stop() leaves no timers or sockets behind', async () => {
+    // every Timeout and TCP handle created while the replica lives must be gone after stop()
+    const live = new Map<number, string>();
+    const hook = createHook({
+      init(id, type) {
+        if (type === 'Timeout' || type === 'TCPWRAP') live.set(id, type);
+      },
+      destroy(id) {
+        live.delete(id);
+      },
+    }).enable();
+    try {
+      await write(3);
+      proxy.rule = () => ({ status: 500 });
+      const r = connect({ pollMs: 1000, backoffBaseMs: 5000, backoffCapMs: 5000 });
+      await until(async () => (await r.status()).state === 'backoff');
+      expect([...live.values()]).toEqual(expect.arrayContaining(['Timeout', 'TCPWRAP']));
+      await r.stop();
+      replica = null;
+      await until(() => [...live.values()].filter((t) => t === 'TCPWRAP').length === 0 && [...live.values()].filter((t) => t === 'Timeout').length <= 1, 3000).catch(() => {});
+      // the only Timeout allowed is `until`'s own sleep
+      expect([...live.values()].filter((t) => t === 'TCPWRAP')).toEqual([]);
+      expect([...live.values()].filter((t) => t === 'Timeout').length).toBeLessThanOrEqual(1);
+      expect((await r.status()).state).toBe('stopped');
+    } finally {
+      hook.disable();
+    }
+  });
+});
