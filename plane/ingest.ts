@@ -4,7 +4,7 @@
  * reason, bounded payload) and never reaches the rows tables.
  */
 import { createHash } from 'node:crypto';
-import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
 import { stableStringify } from '../shared/json.js';
 import { OutboxEvent, type Checkpoint } from '../shared/rows.js';
@@ -117,7 +117,7 @@ export async function ingestBatch(
       if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
       await storeEvent(tx, projectId, writerId, item, touched);
     }
-    for (const executionId of touched) await refreshExecution(tx, projectId, executionId, writerId);
+    await refreshExecutions(tx, projectId, [...touched]);
     const refused = items.filter((i) => i.result?.status === 'rejected');
     if (refused.length) {
       await tx.insert(quarantine).values(
@@ -327,39 +327,32 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
   }
 }
 
-/** Recompute an execution's summary from its newest row and its pause. */
-export async function refreshExecution(tx: Tx, projectId: string, executionId: string, writerId: string | null) {
-  const [last] = await tx
-    .select({ seq: checkpoints.seq, nodeId: checkpoints.nodeId, step: checkpoints.step, status: checkpoints.status, writerId: checkpoints.writerId })
-    .from(checkpoints)
-    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId)))
-    .orderBy(desc(checkpoints.seq))
-    .limit(1);
-  if (!last) return;
-  const [{ n }] = await tx
-    .select({ n: count() })
-    .from(checkpoints)
-    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId)));
-  const [pending] = await tx
-    .select({ state: pendingInterrupts.state, checkpointId: pendingInterrupts.checkpointId })
-    .from(pendingInterrupts)
-    .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
-  const paused = pending?.state === 'open' && last.status === 'interrupted';
-  const status = paused ? 'paused' : last.step === 'run_end' ? (last.status === 'failed' ? 'failed' : 'completed') : 'running';
-  const values = {
-    projectId,
-    executionId,
-    status,
-    rowCount: Number(n),
-    lastSeq: last.seq,
-    lastNodeId: last.nodeId,
-    lastStep: last.step,
-    lastStatus: last.status,
-    writerId: last.writerId ?? writerId,
-    updatedAt: new Date(),
-  };
-  await tx
-    .insert(executions)
-    .values(values)
-    .onConflictDoUpdate({ target: [executions.projectId, executions.executionId], set: values });
+/**
+ * Recompute the summaries of the given executions from their newest row and
+ * their pause, in one statement.
+ */
+export async function refreshExecutions(tx: Tx, projectId: string, executionIds: string[]): Promise<void> {
+  if (!executionIds.length) return;
+  const ids = sql.join(executionIds.map((id) => sql`${id}`), sql`, `);
+  await tx.execute(sql`
+    INSERT INTO executions (project_id, execution_id, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, created_at, updated_at)
+    SELECT l.project_id, l.execution_id,
+      CASE WHEN p.state = 'open' AND l.status = 'interrupted' THEN 'paused'
+           WHEN l.step = 'run_end' THEN CASE WHEN l.status = 'failed' THEN 'failed' ELSE 'completed' END
+           ELSE 'running' END,
+      n.cnt, l.seq, l.node_id, l.step, l.status, l.writer_id, now(), date_trunc('milliseconds', now())
+    FROM (
+      SELECT DISTINCT ON (execution_id) project_id, execution_id, seq, node_id, step, status, writer_id
+      FROM checkpoints WHERE project_id = ${projectId} AND execution_id IN (${ids})
+      ORDER BY execution_id, seq DESC
+    ) l
+    JOIN (
+      SELECT execution_id, count(*)::int AS cnt FROM checkpoints
+      WHERE project_id = ${projectId} AND execution_id IN (${ids}) GROUP BY execution_id
+    ) n ON n.execution_id = l.execution_id
+    LEFT JOIN pending_interrupts p ON p.project_id = l.project_id AND p.execution_id = l.execution_id
+    ON CONFLICT (project_id, execution_id) DO UPDATE SET
+      status = excluded.status, row_count = excluded.row_count, last_seq = excluded.last_seq,
+      last_node_id = excluded.last_node_id, last_step = excluded.last_step, last_status = excluded.last_status,
+      writer_id = excluded.writer_id, updated_at = excluded.updated_at`);
 }

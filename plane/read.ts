@@ -3,7 +3,7 @@ import { and, asc, desc, eq, gt, lt, or, sql } from 'drizzle-orm';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claimConflicts, claims, executions, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
-import { refreshExecution } from './ingest.js';
+import { refreshExecutions } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 export function decodeCursor<T>(c: string | undefined, check: (v: unknown) => v is T): T | undefined {
@@ -216,7 +216,7 @@ export async function claimPause(db: PlaneDb, projectId: string, executionId: st
         .update(pendingInterrupts)
         .set({ state: 'claimed', claimedBy: writerId, claimedAt: won[0].claimedAt })
         .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, checkpointId)));
-      await refreshExecution(tx, projectId, executionId, null);
+      await refreshExecutions(tx, projectId, [executionId]);
       return { won: true as const, writerId, claimedAt: won[0].claimedAt.toISOString() };
     }
     const [c] = await tx
