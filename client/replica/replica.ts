@@ -312,8 +312,8 @@ export class Replica extends EventEmitter {
         this.startRound();
       }
       await new Promise<void>((resolve) => {
+        // not unref'd: the caller is awaiting this, so it must keep the process alive
         const t = setTimeout(done, Math.max(1, Math.min(100, deadline - Date.now())));
-        t.unref();
         const self = this;
         function done() {
           clearTimeout(t);

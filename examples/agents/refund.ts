@@ -44,6 +44,8 @@ export interface RefundAgentOptions {
   threshold?: number;
   /** Ask for approval twice (two interrupts in one tool invocation). */
   twoApprovals?: boolean;
+  /** Charge first, then ask for approval (a side effect that precedes the pause). */
+  chargeBeforeApproval?: boolean;
   /** Leave the refund tool out (to show a missing tool is named). */
   withoutRefundTool?: boolean;
   faults?: FaultHook;
@@ -81,6 +83,11 @@ export function refundAgent(o: RefundAgentOptions): { agent: Agent; model: Scrip
     description: 'Refund an order',
     parameters: z.object({ order: z.string(), amount: z.number() }),
     execute: async ({ order, amount }) => {
+      if (o.chargeBeforeApproval) {
+        const receipt = await charge(order, amount);
+        const decision = amount > threshold ? interrupt('manager_approval', { order, amount, balance: 100 }) : null;
+        return { approved: decision?.approved ?? true, receipt };
+      }
       if (amount > threshold) {
         const decision = interrupt('manager_approval', { order, amount, balance: 100 });
         if (!decision.approved) return { approved: false };

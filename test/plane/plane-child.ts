@@ -1,15 +1,25 @@
-/** A plane in its own process: prints its URL, serves until killed. argv: databaseUrl */
+/**
+ * A plane in its own process: prints its URL, serves until told to exit.
+ * argv: a Postgres URL, or `pglite:<dir>`. Mints keys over IPC (PGlite is
+ * single-process: nothing else may open its folder while it runs).
+ */
 import pino from 'pino';
+import { createKey, type Scope } from '../../plane/auth.js';
 import { loadConfig } from '../../plane/config.js';
 import { startPlane } from '../../plane/server.js';
 
-const plane = await startPlane(loadConfig({}, { databaseUrl: process.argv[2], host: '127.0.0.1', port: 0, dataDir: '.waymark-test' }), {
+const target = process.argv[2];
+const where = target.startsWith('pglite:') ? { dataDir: target.slice('pglite:'.length) } : { databaseUrl: target, dataDir: '.waymark-test' };
+const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, ...where }), {
   logger: pino({ level: 'silent' }),
 });
-process.send?.({ type: 'ready', url: plane.url });
-process.on('message', async (m: { type: string }) => {
-  if (m.type === 'exit') {
+process.on('message', async (m: { type: string; project?: string; scopes?: Scope[] }) => {
+  if (m.type === 'key') {
+    const k = await createKey(plane.database.db, { project: m.project!, scopes: m.scopes! });
+    process.send?.({ type: 'key', key: k.key });
+  } else if (m.type === 'exit') {
     await plane.close();
     process.exit(0);
   }
 });
+process.send?.({ type: 'ready', url: plane.url });

@@ -217,3 +217,15 @@ describe('the outbox drain against a real plane', () => {
     }
   });
 });
+
+describe('regression: flush() with an unreachable plane exited the process (code 13)', () => {
+  it('an awaited flush keeps the process alive until its timeout, then resolves with the backlog', async () => {
+    const { runTs } = await import('../helpers/child.js');
+    const { fileURLToPath } = await import('node:url');
+    const r = await runTs(fileURLToPath(new URL('./flush-alive-child.ts', import.meta.url)));
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout.trim());
+    expect(out).toMatchObject({ done: true, pendingRows: 1 });
+    expect(out.lastError).toMatch(/network/);
+  });
+});
