@@ -212,6 +212,9 @@ export interface Checkpointer {
   listQuarantined(options?: { afterId?: string; limit?: number }): Promise<QuarantinedEntry[]>;
   /** Insert-if-missing, marked synced (never re-queued); never overwrites a local row. */
   importRows(bundle: RestoreBundle): Promise<ImportResult>;
+  /** Small persistent notes kept with the store (the drain records its last error and ack here). */
+  getMeta(key: string): Promise<string | null>;
+  setMeta(key: string, value: string): Promise<void>;
   /** Called after every committed write that queued an outbox event. */
   onWrite(listener: () => void): () => void;
   close(): Promise<void>;

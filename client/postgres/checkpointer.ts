@@ -586,6 +586,18 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
+  async getMeta(key: string): Promise<string | null> {
+    const sql = await this.q();
+    const [row] = await sql<{ value: string }[]>`SELECT value FROM ${this.t.meta} WHERE key = ${`note:${key}`}`;
+    return row?.value ?? null;
+  }
+
+  async setMeta(key: string, value: string): Promise<void> {
+    const sql = await this.q();
+    await sql`INSERT INTO ${this.t.meta} (key, value) VALUES (${`note:${key}`}, ${value})
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+  }
+
   onWrite(listener: () => void): () => void {
     return this.signal.on(listener);
   }

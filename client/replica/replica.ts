@@ -122,6 +122,19 @@ export class Replica extends EventEmitter {
     if (this.state === s) return;
     this.state = s;
     this.emit('state', s);
+    if (s !== 'stopped') void this.note();
+  }
+
+  /** Keep the drain's last outcome in the store, for `waymark sync status` in another process. */
+  private async note(): Promise<void> {
+    try {
+      await this.store.setMeta(
+        'drain',
+        JSON.stringify({ state: this.state, lastError: this.lastError, lastAckAt: this.lastAckAt, at: new Date().toISOString() }),
+      );
+    } catch {
+      // the note is informational; the store may be closing
+    }
   }
 
   /** Ask for a round soon (debounced). Safe to call any time. */

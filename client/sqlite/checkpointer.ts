@@ -656,6 +656,19 @@ export class SqliteCheckpointer implements Checkpointer {
     return out;
   }
 
+  async getMeta(key: string): Promise<string | null> {
+    this.assertOpen();
+    const row = this.db.prepare(`SELECT value FROM waymark_meta WHERE key = ?`).get(`note:${key}`) as { value: string } | undefined;
+    return row?.value ?? null;
+  }
+
+  async setMeta(key: string, value: string): Promise<void> {
+    this.assertOpen();
+    this.db
+      .prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
+      .run(`note:${key}`, value);
+  }
+
   onWrite(listener: () => void): () => void {
     return this.signal.on(listener);
   }

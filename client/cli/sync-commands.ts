@@ -1,0 +1,80 @@
+/** `waymark sync status|now`, `waymark restore`, `waymark quarantine`: the replication side of the CLI. */
+import type { Checkpointer } from '../checkpointer.js';
+import { connectPlane } from '../replica/connect.js';
+import { restoreFromPlane } from '../replica/restore.js';
+import { table } from './store-commands.js';
+
+type Out = (line: string) => void;
+
+/** A progress bar on a terminal, plain lines elsewhere (logs, CI). */
+export function progress(label: string, write: (s: string) => void = (s) => process.stderr.write(s), tty = Boolean(process.stderr.isTTY)) {
+  let printed = 0;
+  return {
+    update(done: number, total: number) {
+      const pct = total > 0 ? Math.min(100, Math.floor((done / total) * 100)) : 100;
+      if (tty) {
+        const width = 30;
+        const fill = Math.round((pct / 100) * width);
+        write(`\r${label} [${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ${String(pct).padStart(3)}% ${done}/${total}`);
+      } else if (pct >= printed + 10 || (done === total && printed < 100)) {
+        write(`${label}: ${done}/${total} (${pct}%)\n`);
+        printed = pct;
+      }
+    },
+    done() {
+      if (tty) write('\n');
+    },
+  };
+}
+
+export async function syncStatus(store: Checkpointer, out: Out): Promise<void> {
+  const s = await store.outboxStats();
+  const note = await store.getMeta('drain');
+  const d = note ? (JSON.parse(note) as { state: string; lastError: string | null; lastAckAt: string | null; at: string }) : null;
+  out(`writer:        ${store.writerId}`);
+  out(`backlog:       ${s.pendingCount} rows, ${s.pendingBytes} bytes${s.oldestPendingAgeMs !== null ? `, oldest waiting ${Math.round(s.oldestPendingAgeMs / 1000)} s` : ''}`);
+  out(`quarantined:   ${s.quarantinedCount}${s.lastQuarantineReason ? ` (last: ${s.lastQuarantineReason})` : ''}`);
+  out(`last drain:    ${d ? `${d.state} at ${d.at}` : 'never connected'}`);
+  out(`last ack:      ${d?.lastAckAt ?? 'none'}`);
+  out(`last error:    ${d?.lastError ?? 'none'}`);
+}
+
+export async function syncNow(store: Checkpointer, o: { url: string; apiKey: string; timeoutMs: number }, out: Out, bar = progress('sync')): Promise<boolean> {
+  const start = (await store.outboxStats()).pendingCount;
+  const replica = connectPlane(store, { url: o.url, apiKey: o.apiKey, pollMs: 0 });
+  replica.on('ack', () => {
+    void store.outboxStats().then((s) => bar.update(start - Math.min(start, s.pendingCount), start));
+  });
+  try {
+    const s = await replica.flush({ timeoutMs: o.timeoutMs });
+    bar.update(start - Math.min(start, s.pendingRows), start);
+    bar.done();
+    out(`synced ${s.rowsSynced} rows; ${s.pendingRows} waiting; ${s.quarantinedCount} quarantined; state ${s.state}${s.lastError ? `; last error: ${s.lastError}` : ''}`);
+    return s.pendingRows === 0;
+  } finally {
+    await replica.stop();
+  }
+}
+
+export async function restoreCommand(store: Checkpointer, executionId: string, o: { url: string; apiKey: string }, out: Out, bar = progress('restore')): Promise<void> {
+  const r = await restoreFromPlane(store, executionId, { url: o.url, apiKey: o.apiKey, onProgress: (p) => bar.update(p.rows, p.totalRows) });
+  bar.done();
+  out(
+    `restored ${executionId}: ${r.inserted} rows written, ${r.skipped} already here${r.conflicts.length ? `, ${r.conflicts.length} conflicting (kept local: ${r.conflicts.join(', ')})` : ''}; ` +
+      `pause ${r.pendingImported ? 'restored' : 'none'}; ${r.idempotencyInserted} idempotency entries`,
+  );
+}
+
+export async function quarantineList(store: Checkpointer, out: Out): Promise<number> {
+  const rows: string[][] = [['ID', 'KIND', 'EXECUTION', 'WHEN', 'REASON']];
+  let after: string | undefined;
+  for (;;) {
+    const page = await store.listQuarantined({ afterId: after, limit: 500 });
+    if (!page.length) break;
+    for (const q of page) rows.push([q.id, q.kind, q.executionId, q.createdAt, q.reason]);
+    after = page[page.length - 1].id;
+  }
+  if (rows.length === 1) out('nothing quarantined');
+  else table(rows, out);
+  return rows.length - 1;
+}

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../client/cli/main.js';
+import { progress } from '../../client/cli/sync-commands.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { pause, step } from '../helpers/rows.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const tmp = scratchDir('waymark-cli-sync-');
+let plane: TestPlane;
+let key = '';
+beforeAll(async () => {
+  plane = await startTestPlane('pglite');
+  key = await plane.key('cli', ['ingest', 'read']);
+});
+afterAll(async () => {
+  await plane?.close();
+  tmp.cleanup();
+});
+
+async function cli(args: string[]) {
+  const lines: string[] = [];
+  const code = await main(args, (l) => lines.push(l));
+  return { code, text: lines.join('\n') };
+}
+
+describe('waymark sync / restore / quarantine', () => {
+  it('shows the backlog, drains it with progress, restores a run elsewhere, lists quarantine', async () => {
+    const db = tmp.file('a.db');
+    const store = new SqliteCheckpointer({ path: db });
+    for (let i = 0; i < 30; i++) await store.put(step('cli-run', i));
+    await store.recordInterrupt(pause('cli-run', 30), { reason: 'approval', context: { amount: 9 } });
+    await store.putIdempotent('cli-run', 'charge', { ok: true });
+    await store.close();
+
+    const before = await cli(['sync', 'status', '--db', db]);
+    expect(before.text).toMatch(/backlog:\s+33 rows/);
+    expect(before.text).toMatch(/last drain:\s+never connected/);
+
+    expect((await cli(['sync', 'now', '--db', db])).code).toBe(2);
+    const now = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key]);
+    expect(now.code, now.text).toBe(0);
+    expect(now.text).toMatch(/synced 33 rows; 0 waiting; 0 quarantined/);
+
+    const after = await cli(['sync', 'status', '--db', db]);
+    expect(after.text).toMatch(/backlog:\s+0 rows/);
+    expect(after.text).toMatch(/last ack:\s+\d{4}-/);
+    expect(after.text).toMatch(/last error:\s+none/);
+
+    const other = tmp.file('b.db');
+    const r = await cli(['restore', 'cli-run', '--db', other, '--plane', plane.url, '--key', key]);
+    expect(r.code, r.text).toBe(0);
+    expect(r.text).toMatch(/restored cli-run: 31 rows written, 0 already here; pause restored; 1 idempotency entries/);
+    const ins = await cli(['inspect', '--db', other, 'cli-run']);
+    expect(ins.text).toMatch(/pending interrupt: approval/);
+    await expect(cli(['restore', 'nope', '--db', other, '--plane', plane.url, '--key', key])).rejects.toMatchObject({ code: 'NOT_ON_PLANE' });
+
+    expect((await cli(['quarantine', '--db', db])).text).toBe('nothing quarantined');
+    const s2 = new SqliteCheckpointer({ path: db });
+    const e = await s2.put(step('cli-q', 0));
+    await s2.markQuarantined({ [e.id]: 'plane: conflict: test' });
+    await s2.close();
+    expect((await cli(['quarantine', '--db', db])).text).toMatch(new RegExp(`${e.id}\\s+checkpoint\\s+cli-q\\s+\\S+\\s+plane: conflict: test`));
+  });
+
+  it('draws a progress bar on a terminal and plain lines elsewhere', () => {
+    let s = '';
+    const bar = progress('restore', (x) => (s += x), true);
+    bar.update(5, 10);
+    bar.update(10, 10);
+    bar.done();
+    expect(s).toContain('\rrestore [###############...............]  50% 5/10');
+    expect(s).toContain('100% 10/10\n');
+    let plain = '';
+    const p = progress('sync', (x) => (plain += x), false);
+    for (let i = 1; i <= 100; i++) p.update(i, 100);
+    expect(plain.split('\n').filter(Boolean).length).toBe(10);
+  });
+});
