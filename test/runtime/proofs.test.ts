@@ -18,12 +18,12 @@ function runProofs(backend: string): { status: number | null; out: string } {
 describe('the boundary proofs run green', () => {
   it('on sqlite', () => {
     const r = runProofs('sqlite');
-    expect(r.out).toMatch(/5 passed, 0 failed/);
+    expect(r.out).toMatch(/6 passed, 0 failed/);
     expect(r.status, r.out).toBe(0);
   }, 240_000);
   it.skipIf(!pg)('on postgres', () => {
     const r = runProofs('postgres');
-    expect(r.out).toMatch(/5 passed, 0 failed/);
+    expect(r.out).toMatch(/6 passed, 0 failed/);
     expect(r.status, r.out).toBe(0);
   }, 240_000);
 });
