@@ -6,11 +6,11 @@
  */
 import postgres from 'postgres';
 import pino from 'pino';
-import { PGlite } from '@electric-sql/pglite';
 import { createKey, openPlaneDatabase, startPlane } from '../plane/index.js';
 import { loadConfig } from '../plane/config.js';
 import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import type { OutboxEvent } from '../shared/rows.js';
+import { rawPglite, rawPostgres } from './lib/raw-insert.js';
 
 const N = Number(process.argv[2] ?? 20000);
 const which = process.argv[3] ?? 'both';
@@ -55,46 +55,6 @@ async function viaPlane(events: OutboxEvent[], databaseUrl?: string): Promise<nu
   return rate;
 }
 
-const DDL = `CREATE TABLE raw_rows (project_id text, id text, execution_id text, seq int, node_id text, step text, status text, agent_path text, writer_id text, created_at text, row jsonb, hash text, PRIMARY KEY (project_id, id))`;
-const cols = (e: OutboxEvent) => {
-  const r = (e as Extract<OutboxEvent, { kind: 'checkpoint' }>).row;
-  return { project_id: 'bench', id: r.id, execution_id: r.executionId, seq: r.seq, node_id: r.nodeId, step: r.step, status: r.status, agent_path: r.agentPath, writer_id: r.writerId, created_at: r.createdAt, row: JSON.stringify(r), hash: 'x' };
-};
-
-async function rawPostgres(events: OutboxEvent[]): Promise<number> {
-  const sql = postgres(PG, { max: 1, onnotice: () => {} });
-  await sql`DROP TABLE IF EXISTS raw_rows`;
-  await sql.unsafe(DDL);
-  const t0 = performance.now();
-  for (let i = 0; i < events.length; i += BATCH) {
-    const rows = events.slice(i, i + BATCH).map(cols);
-    await sql`INSERT INTO raw_rows ${sql(rows)}`;
-  }
-  const rate = events.length / ((performance.now() - t0) / 1000);
-  await sql`DROP TABLE raw_rows`;
-  await sql.end();
-  return rate;
-}
-
-async function rawPglite(events: OutboxEvent[]): Promise<number> {
-  const db = new PGlite();
-  await db.exec(DDL);
-  const t0 = performance.now();
-  for (let i = 0; i < events.length; i += BATCH) {
-    const rows = events.slice(i, i + BATCH).map(cols);
-    const keys = Object.keys(rows[0]);
-    const params: unknown[] = [];
-    const tuples = rows.map((r) => `(${keys.map((k) => {
-      params.push((r as Record<string, unknown>)[k]);
-      return `$${params.length}`;
-    }).join(',')})`);
-    await db.query(`INSERT INTO raw_rows (${keys.join(',')}) VALUES ${tuples.join(',')}`, params);
-  }
-  const rate = events.length / ((performance.now() - t0) / 1000);
-  await db.close();
-  return rate;
-}
-
 const events = await makeEvents();
 const out: Record<string, number> = {};
 if (which !== 'pglite') {
@@ -103,13 +63,13 @@ if (which !== 'pglite') {
   await sql.unsafe(`CREATE DATABASE ${name}`);
   const url = new URL(PG);
   url.pathname = `/${name}`;
-  out['raw postgres insert'] = await rawPostgres(events);
+  out['raw postgres insert'] = await rawPostgres(PG, events, BATCH);
   out['plane ingest (postgres)'] = await viaPlane(events, url.toString());
   await sql.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
   await sql.end();
 }
 if (which !== 'postgres') {
-  out['raw pglite insert'] = await rawPglite(events);
+  out['raw pglite insert'] = await rawPglite(events, BATCH);
   out['plane ingest (pglite)'] = await viaPlane(events);
 }
 for (const [k, v] of Object.entries(out)) console.log(`${k.padEnd(26)} ${Math.round(v).toString().padStart(7)} rows/s`);
