@@ -171,6 +171,11 @@ export async function ingestBatch(
   };
 }
 
+/** Result rows of `execute()`: postgres.js returns an array, PGlite an object with `rows`. */
+function rowsOf<T>(r: unknown): T[] {
+  return (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
+}
+
 function executionGuess(raw: unknown): string | null {
   const r = raw as { executionId?: unknown; row?: { executionId?: unknown } } | null;
   const v = r?.row?.executionId ?? r?.executionId;
@@ -181,32 +186,33 @@ async function storeCheckpoints(tx: Tx, projectId: string, writerId: string, ite
   const todo = items.filter((i) => !i.result && i.event?.kind === 'checkpoint');
   if (!todo.length) return;
   const inserted = new Set<string>();
+  // the hot path: one jsonb parameter expanded by jsonb_to_recordset, not one bind per value
   for (let i = 0; i < todo.length; i += 500) {
-    const chunk = todo.slice(i, i + 500);
-    const got = await tx
-      .insert(checkpoints)
-      .values(
-        chunk.map((it) => {
-          const row = (it.event as { row: Checkpoint }).row;
-          return {
-            projectId,
-            id: row.id,
-            executionId: row.executionId,
-            seq: row.seq,
-            nodeId: row.nodeId,
-            step: row.step,
-            status: row.status,
-            agentPath: row.agentPath,
-            writerId: row.writerId,
-            createdAt: row.createdAt,
-            row,
-            hash: it.hash!,
-          };
-        }),
-      )
-      .onConflictDoNothing()
-      .returning({ id: checkpoints.id });
-    for (const g of got) inserted.add(g.id);
+    const chunk = todo.slice(i, i + 500).map((it) => {
+      const row = (it.event as { row: Checkpoint }).row;
+      return {
+        id: row.id,
+        execution_id: row.executionId,
+        seq: row.seq,
+        node_id: row.nodeId,
+        step: row.step,
+        status: row.status,
+        agent_path: row.agentPath,
+        writer_id: row.writerId,
+        created_at: row.createdAt,
+        row,
+        hash: it.hash!,
+      };
+    });
+    const got = await tx.execute(sql`
+      INSERT INTO checkpoints (project_id, id, execution_id, seq, node_id, step, status, agent_path, writer_id, created_at, row, hash)
+      SELECT ${projectId}, r.id, r.execution_id, r.seq, r.node_id, r.step, r.status, r.agent_path, r.writer_id, r.created_at, r.row, r.hash
+      FROM jsonb_to_recordset(${JSON.stringify(chunk)}::jsonb) AS r(
+        id text, execution_id text, seq int, node_id text, step text, status text, agent_path text,
+        writer_id text, created_at text, row jsonb, hash text)
+      ON CONFLICT DO NOTHING
+      RETURNING id`);
+    for (const g of rowsOf<{ id: string }>(got)) inserted.add(g.id);
   }
   const missed = todo.filter((it) => !inserted.has(it.event!.id));
   const existing = new Map<string, string>();
