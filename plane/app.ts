@@ -30,6 +30,7 @@ import { isUnavailable } from './db/errors.js';
 import { quarantine } from './db/schema.js';
 import { ingestBatch } from './ingest.js';
 import { planeMetrics, type PlaneMetrics } from './metrics.js';
+import { mountInspector } from './ui/routes.js';
 import {
   claimPause,
   CursorError,
@@ -47,6 +48,8 @@ export interface PlaneAppOptions {
   database: PlaneDatabase;
   logger?: Logger;
   maxInflightIngest?: number;
+  /** Inspector without login (honoured only when the plane binds to loopback). */
+  dev?: boolean;
   /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
   faults?: (point: string) => void | Promise<void>;
 }
@@ -106,6 +109,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
     return errorJson(c, 500, 'INTERNAL', 'internal error');
   });
   app.notFound((c) => errorJson(c, 404, 'NOT_FOUND', `no route ${c.req.method} ${c.req.path}`));
+
 
   const security = [{ bearer: [] as string[] }];
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
@@ -350,6 +354,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   );
 
   app.doc31('/openapi.json', { openapi: '3.1.0', info: { title: 'waymark plane', version: '1' } });
+  mountInspector(app, db, { dev: o.dev });
 
   return { app, metrics, requireScope };
 }

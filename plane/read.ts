@@ -1,5 +1,6 @@
 /** Read side of the plane: listings, rows, restore, quarantine, writers, claims. Every query is project-scoped. */
-import { and, asc, desc, eq, gt, lt, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, lt, lte, or, sql } from 'drizzle-orm';
+import { chainBase, decodeChain } from '../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claimConflicts, claims, executions, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
@@ -37,7 +38,12 @@ export interface ExecutionFilter {
   limit: number;
 }
 
-export async function listExecutions(db: PlaneDb, projectId: string, f: ExecutionFilter) {
+/**
+ * The run list query. Its ORDER BY matches the `executions_recent` and
+ * `executions_status_recent` indexes exactly (DESC NULLS LAST), so a page is
+ * an index range scan, never a sort of the project's runs.
+ */
+export function executionsQuery(db: PlaneDb, projectId: string, f: ExecutionFilter) {
   const cur = decodeCursor(f.cursor, isExecCursor);
   const conds = [eq(executions.projectId, projectId)];
   if (f.status) conds.push(eq(executions.status, f.status));
@@ -48,12 +54,16 @@ export async function listExecutions(db: PlaneDb, projectId: string, f: Executio
     const at = sql`${cur[0]}::timestamptz`;
     conds.push(or(sql`${executions.updatedAt} < ${at}`, and(sql`${executions.updatedAt} = ${at}`, lt(executions.executionId, cur[1])))!);
   }
-  const rows = await db
+  return db
     .select()
     .from(executions)
     .where(and(...conds))
-    .orderBy(desc(executions.updatedAt), desc(executions.executionId))
+    .orderBy(sql`${executions.updatedAt} DESC NULLS LAST`, sql`${executions.executionId} DESC NULLS LAST`)
     .limit(f.limit + 1);
+}
+
+export async function listExecutions(db: PlaneDb, projectId: string, f: ExecutionFilter) {
+  const rows = await executionsQuery(db, projectId, f);
   const page = rows.slice(0, f.limit);
   const last = page[page.length - 1];
   return {
@@ -226,4 +236,20 @@ export async function claimPause(db: PlaneDb, projectId: string, executionId: st
     if (c.executionId !== executionId) return { won: false as const, mismatch: true as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
     return { won: c.writerId === writerId, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
   });
+}
+
+/** The decoded state of one row: its snapshot chain, base to row, through the shared codec. */
+export async function stateAt(db: PlaneDb, projectId: string, executionId: string, seq: number) {
+  const [target] = await db
+    .select({ row: checkpoints.row })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, seq)));
+  if (!target) return null;
+  const row = target.row as Checkpoint;
+  const chain = await db
+    .select({ row: checkpoints.row })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), gte(checkpoints.seq, chainBase(row)), lte(checkpoints.seq, seq)))
+    .orderBy(asc(checkpoints.seq));
+  return decodeChain(chain.map((c) => c.row as Checkpoint)).state;
 }

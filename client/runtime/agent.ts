@@ -432,7 +432,7 @@ export class Agent {
           status: 'interrupted',
           agentPath: `${level.path}/tool:${call.name}`,
           parentId: row.id,
-          state: { ...toolState, resumes: resumes.slice(0, scope.pause.index) },
+          state: scope.pause.index > 0 ? { ...toolState, resumes: resumes.slice(0, scope.pause.index) } : stripResumes(toolState),
           nodeInput: call.arguments,
           interruptReason: scope.pause.reason,
           interruptContext: scope.pause.context,
@@ -529,6 +529,11 @@ function lastToolCalls(messages: readonly Message[]): ToolCall[] {
     if (m.role === 'assistant') return m.toolCalls ?? [];
   }
   return [];
+}
+
+function stripResumes(state: RunState): RunState {
+  const { resumes: _r, ...rest } = state;
+  return rest as RunState;
 }
 
 function stripTool(state: RunState): RunState {

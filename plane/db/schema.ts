@@ -202,3 +202,19 @@ export const quarantine = pgTable(
     index('quarantine_execution').on(t.projectId, t.executionId).where(sql`execution_id IS NOT NULL`),
   ],
 );
+
+/** Inspector sessions: an API key with read scope exchanged for an HttpOnly cookie; the token is stored hashed. */
+export const sessions = pgTable(
+  'sessions',
+  {
+    /** sha256 of the cookie token, hex. */
+    hash: text().primaryKey(),
+    keyId: text()
+      .notNull()
+      .references(() => apiKeys.id),
+    projectId: text().notNull(),
+    createdAt: now(),
+    expiresAt: timestamp({ withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [index('sessions_expiry').on(t.expiresAt)],
+);

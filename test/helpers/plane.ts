@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * Real planes for tests: over HTTP on 127.0.0.1 (port 0), on PGlite started
  * from a migrated dump (fast), or on a real Postgres database.
@@ -75,7 +76,7 @@ export async function call(
       headers['content-encoding'] = 'gzip';
     }
   }
-  const res = await fetch(url, { method: o.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body });
+  const res = await fetch(url, { method: o.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body: body as BodyInit | undefined });
   const text = await res.text();
   let parsed: unknown = text;
   try {

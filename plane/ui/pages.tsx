@@ -1,0 +1,429 @@
+/** @jsxImportSource hono/jsx */
+/** The inspector's pages. Server-rendered; hono/jsx escapes every interpolated value. */
+import type { Child, FC } from 'hono/jsx';
+import type { Json } from '../../shared/json.js';
+import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import type { StateDiff } from './diff.js';
+
+export const Layout: FC<{ title: string; nav?: boolean; children?: Child }> = ({ title, nav = true, children }) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <title>{`${title} · waymark`}</title>
+      <link rel="stylesheet" href="/ui/style.css" />
+    </head>
+    <body>
+      <header>
+        <span class="brand">waymark</span>
+        {nav && (
+          <nav aria-label="main">
+            <a href="/">Runs</a>
+            <a href="/quarantine">Quarantine</a>
+            <a href="/writers">Writers</a>
+          </nav>
+        )}
+        {nav && (
+          <form method="post" action="/logout">
+            <button type="submit" class="link">Log out</button>
+          </form>
+        )}
+      </header>
+      <main>{children}</main>
+    </body>
+  </html>
+);
+
+const Badge: FC<{ status: string }> = ({ status }) => <span class={`badge s-${status}`}>{status}</span>;
+const json = (v: Json | unknown) => JSON.stringify(v, null, 2);
+const ago = (iso: string | null) => {
+  if (!iso) return 'never';
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return s < 90 ? `${s}s ago` : s < 5400 ? `${Math.round(s / 60)}m ago` : s < 129600 ? `${Math.round(s / 3600)}h ago` : `${Math.round(s / 86400)}d ago`;
+};
+
+export const LoginPage: FC<{ error?: string; next: string }> = ({ error, next }) => (
+  <Layout title="Log in" nav={false}>
+    <div class="login">
+      <h1>Log in to the inspector</h1>
+      <p class="muted">Paste an API key with the <code>read</code> scope. It is exchanged for a session cookie and not kept in the page.</p>
+      {error && <p class="error" role="alert">{error}</p>}
+      <form method="post" action="/login">
+        <input type="hidden" name="next" value={next} />
+        <label>
+          API key
+          <input type="password" name="key" autocomplete="off" required autofocus />
+        </label>
+        <button type="submit">Log in</button>
+      </form>
+    </div>
+  </Layout>
+);
+
+export interface RunItem {
+  executionId: string;
+  status: string;
+  rowCount: number;
+  lastNodeId: string | null;
+  writerId: string | null;
+  updatedAt: string;
+}
+
+export const RunsPage: FC<{ items: RunItem[]; next: string | null; filters: { status?: string; writer?: string; q?: string }; query: (cursor: string | null) => string }> = ({
+  items,
+  next,
+  filters,
+  query,
+}) => (
+  <Layout title="Runs">
+    <h1>Runs</h1>
+    <form class="filters" method="get" action="/" role="search">
+      <label>
+        Execution id
+        <input type="search" name="q" value={filters.q ?? ''} placeholder="starts with…" />
+      </label>
+      <label>
+        Status
+        <select name="status">
+          {['', 'running', 'paused', 'completed', 'failed'].map((s) => (
+            <option value={s} selected={(filters.status ?? '') === s}>
+              {s || 'any'}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Writer
+        <input type="text" name="writer" value={filters.writer ?? ''} />
+      </label>
+      <button type="submit">Filter</button>
+    </form>
+    <p class="muted">"running" means no end marker yet: still running, or crashed without a marker.</p>
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th>Execution</th>
+            <th>Status</th>
+            <th>Writer</th>
+            <th>Last update</th>
+            <th>Rows</th>
+            <th>Last node</th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((r) => (
+            <tr>
+              <td class="mono">
+                <a href={`/runs/${encodeURIComponent(r.executionId)}`}>{r.executionId}</a>
+              </td>
+              <td>
+                <Badge status={r.status} />
+              </td>
+              <td class="mono">{r.writerId ?? ''}</td>
+              <td title={r.updatedAt}>{ago(r.updatedAt)}</td>
+              <td>{r.rowCount}</td>
+              <td class="mono">{r.lastNodeId ?? ''}</td>
+            </tr>
+          ))}
+          {items.length === 0 && (
+            <tr>
+              <td colspan={6} class="muted">
+                No runs match.
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+    </div>
+    <div class="pager">
+      <a href={query(null)}>First page</a>
+      {next && (
+        <a href={query(next)} rel="next">
+          Next page →
+        </a>
+      )}
+    </div>
+  </Layout>
+);
+
+export interface RunPageProps {
+  execution: { executionId: string; status: string; rowCount: number; writerId: string | null; updatedAt: string };
+  rows: Checkpoint[];
+  next: string | null;
+  pageQuery: (cursor: string | null) => string;
+  pause: { pending: PendingInterrupt; state: string; claimedBy: string | null; claimedAt: string | null } | null;
+  idempotency: IdempotencyEntry[];
+  conflicts: { checkpointId: string; winnerWriterId: string; loserWriterId: string; source: string; at: string }[];
+  quarantined: { id: number; code: string; reason: string; writerId: string; receivedAt: string; rowId: string | null }[];
+  diff: { a: number; b: number; result: StateDiff | null; error?: string };
+  /** The decoded state of row `diff.b`. */
+  state: Record<string, Json> | null;
+}
+
+export const RunPage: FC<RunPageProps> = (p) => {
+  const id = p.execution.executionId;
+  return (
+    <Layout title={id}>
+      <h1>
+        Run <span class="mono">{id}</span> <Badge status={p.execution.status} />
+      </h1>
+      <p class="muted">
+        {p.execution.rowCount} rows · last writer <span class="mono">{p.execution.writerId ?? '—'}</span> · updated {ago(p.execution.updatedAt)}
+      </p>
+
+      {p.pause && (
+        <section aria-labelledby="pause-h" class="card">
+          <h2 id="pause-h">
+            Pause: {p.pause.pending.reason} <Badge status={p.pause.state === 'open' ? 'paused' : 'completed'} />
+          </h2>
+          <p class="muted">
+            at <span class="mono">{p.pause.pending.nodeId}</span> ({p.pause.pending.agentPath})
+            {p.pause.claimedBy && (
+              <>
+                {' '}
+                · claimed by <span class="mono">{p.pause.claimedBy}</span>
+              </>
+            )}
+          </p>
+          <p>Context frozen at the pause:</p>
+          <pre>{json(p.pause.pending.context)}</pre>
+        </section>
+      )}
+
+      {p.conflicts.length > 0 && (
+        <section aria-labelledby="conflicts-h">
+          <h2 id="conflicts-h" class="error">
+            Claim conflicts
+          </h2>
+          <ul>
+            {p.conflicts.map((c) => (
+              <li>
+                pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>, also claimed by{' '}
+                <span class="mono">{c.loserWriterId}</span> ({c.source}, {ago(c.at)})
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+
+      <section aria-labelledby="timeline-h">
+        <h2 id="timeline-h">Timeline</h2>
+        <ol class="timeline">
+          {p.rows.map((r) => (
+            <li class={`st-${r.status}`} id={`seq-${r.seq}`}>
+              <div class="row-head">
+                <strong>#{r.seq}</strong>
+                <span class="mono">{r.nodeId}</span>
+                <span>{r.step}</span>
+                <Badge status={r.status} />
+              </div>
+              <div class="row-meta">
+                <span class="mono">{r.agentPath}</span>
+                <span class="mono">{r.writerId}</span>
+                <span title={r.createdAt}>{r.createdAt}</span>
+                {r.seq > 0 && <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>diff with previous</a>}
+              </div>
+              {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
+            </li>
+          ))}
+        </ol>
+        <div class="pager">
+          <a href={p.pageQuery(null)}>First rows</a>
+          {p.next && <a href={p.pageQuery(p.next)}>Next rows →</a>}
+        </div>
+      </section>
+
+      <section aria-labelledby="diff-h">
+        <h2 id="diff-h">State diff</h2>
+        <form class="filters" method="get" action={`/runs/${encodeURIComponent(id)}`}>
+          <label>
+            From seq
+            <input type="number" name="a" min="0" value={String(p.diff.a)} />
+          </label>
+          <label>
+            To seq
+            <input type="number" name="b" min="0" value={String(p.diff.b)} />
+          </label>
+          <button type="submit">Show diff</button>
+        </form>
+        {p.diff.error && <p class="error">{p.diff.error}</p>}
+        {p.diff.result && (
+          <div class="diff" data-testid="diff">
+            <p>
+              {p.diff.result.common} messages in common; {p.diff.result.added.length} added
+              {p.diff.result.removed.length > 0 && `, ${p.diff.result.removed.length} removed`}; {p.diff.result.changed.length} fields changed.
+            </p>
+            {p.diff.result.added.map((m) => (
+              <pre class="added">{json(m)}</pre>
+            ))}
+            {p.diff.result.removed.map((m) => (
+              <pre class="removed">{json(m)}</pre>
+            ))}
+            {p.diff.result.changed.length > 0 && (
+              <div class="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th>Field</th>
+                      <th>Before</th>
+                      <th>After</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {p.diff.result.changed.map((c) => (
+                      <tr>
+                        <td class="mono">{c.field}</td>
+                        <td class="mono">{c.before === undefined ? '(absent)' : JSON.stringify(c.before)}</td>
+                        <td class="mono">{c.after === undefined ? '(absent)' : JSON.stringify(c.after)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+          </div>
+        )}
+      </section>
+
+      {p.state && (
+        <section aria-labelledby="state-h">
+          <h2 id="state-h">State at #{p.diff.b}</h2>
+          <details open={Array.isArray(p.state.messages) && p.state.messages.length <= 12}>
+            <summary>{Array.isArray(p.state.messages) ? `${p.state.messages.length} messages` : 'no messages'}</summary>
+            {(Array.isArray(p.state.messages) ? (p.state.messages as Json[]) : []).map((m) => (
+              <pre>{json(m)}</pre>
+            ))}
+          </details>
+          <pre>{json(Object.fromEntries(Object.entries(p.state).filter(([k]) => k !== 'messages')))}</pre>
+        </section>
+      )}
+
+      <section aria-labelledby="idem-h">
+        <h2 id="idem-h">Idempotency entries</h2>
+        {p.idempotency.length === 0 ? (
+          <p class="muted">None.</p>
+        ) : (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th>Key</th>
+                  <th>Result</th>
+                  <th>When</th>
+                </tr>
+              </thead>
+              <tbody>
+                {p.idempotency.map((e) => (
+                  <tr>
+                    <td class="mono">{e.key}</td>
+                    <td class="mono">{JSON.stringify(e.result)}</td>
+                    <td>{e.createdAt}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+
+      <section aria-labelledby="q-h">
+        <h2 id="q-h">Quarantined rows of this run</h2>
+        {p.quarantined.length === 0 ? (
+          <p class="muted">None.</p>
+        ) : (
+          <ul>
+            {p.quarantined.map((q) => (
+              <li>
+                <a href={`/quarantine#q-${q.id}`}>#{q.id}</a> {q.code}: {q.reason} <span class="muted">({q.writerId}, {ago(q.receivedAt)})</span>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+    </Layout>
+  );
+};
+
+export const QuarantinePage: FC<{
+  items: { id: number; writerId: string; rowId: string | null; kind: string | null; executionId: string | null; code: string; reason: string; payload: string; truncated: boolean; receivedAt: string }[];
+  next: string | null;
+}> = ({ items, next }) => (
+  <Layout title="Quarantine">
+    <h1>Quarantine</h1>
+    <p class="muted">Rows the plane refused. They never reached the rows tables; the payload is kept up to 16 KiB.</p>
+    {items.length === 0 && <p>Nothing quarantined.</p>}
+    {items.map((q) => (
+      <article class="card" id={`q-${q.id}`}>
+        <div class="row-head">
+          <strong>#{q.id}</strong>
+          <span class="badge s-failed">{q.code}</span>
+          <span>{q.reason}</span>
+        </div>
+        <div class="row-meta">
+          <span>
+            writer <span class="mono">{q.writerId}</span>
+          </span>
+          {q.executionId && (
+            <span>
+              run <a href={`/runs/${encodeURIComponent(q.executionId)}`}>{q.executionId}</a>
+            </span>
+          )}
+          {q.kind && <span>kind {q.kind}</span>}
+          <span title={q.receivedAt}>{ago(q.receivedAt)}</span>
+        </div>
+        <details>
+          <summary>Payload{q.truncated ? ' (truncated)' : ''}</summary>
+          <pre>{q.payload.slice(0, 4096)}</pre>
+        </details>
+      </article>
+    ))}
+    {next && (
+      <div class="pager">
+        <a href={`/quarantine?cursor=${encodeURIComponent(next)}`}>Next →</a>
+      </div>
+    )}
+  </Layout>
+);
+
+export const WritersPage: FC<{
+  items: { writerId: string; firstSeen: string; lastSeen: string; rowsAcked: number; rowsRejected: number; backlogRows: number | null; backlogBytes: number | null; oldestPendingAt: string | null }[];
+}> = ({ items }) => (
+  <Layout title="Writers">
+    <h1>Writers</h1>
+    <p class="muted">Each machine or worker that replicates to this project, with the backlog it reported in its last batch.</p>
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th>Writer</th>
+            <th>Last contact</th>
+            <th>Rows acked</th>
+            <th>Refused</th>
+            <th>Backlog</th>
+            <th>Behind by</th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((w) => (
+            <tr>
+              <td class="mono">{w.writerId}</td>
+              <td title={w.lastSeen}>{ago(w.lastSeen)}</td>
+              <td>{w.rowsAcked}</td>
+              <td>{w.rowsRejected}</td>
+              <td data-testid="backlog">{w.backlogRows === null ? 'not reported' : `${w.backlogRows} rows (${w.backlogBytes ?? 0} bytes)`}</td>
+              <td>{w.oldestPendingAt ? `oldest row waiting since ${ago(w.oldestPendingAt)}` : w.backlogRows ? '—' : 'up to date'}</td>
+            </tr>
+          ))}
+          {items.length === 0 && (
+            <tr>
+              <td colspan={6} class="muted">
+                No writer has reported yet.
+              </td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+    </div>
+  </Layout>
+);

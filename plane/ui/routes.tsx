@@ -1,0 +1,146 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * The inspector, mounted on the plane app at `/`. Login exchanges a read key
+ * for an HttpOnly SameSite=Strict session cookie; `dev` (loopback only) skips
+ * login and shows the first project. No scripts: the CSP allows none.
+ */
+import type { Context, MiddlewareHandler } from 'hono';
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { secureHeaders } from 'hono/secure-headers';
+import { asc } from 'drizzle-orm';
+import { authenticate, type Principal } from '../auth.js';
+import type { PlaneDb } from '../db/open.js';
+import { projects } from '../db/schema.js';
+import type { PlaneEnv } from '../app.js';
+import { CursorError, getExecution, listClaimConflicts, listExecutions, listIdempotency, listQuarantine, listRows, listWriters, pauseState, stateAt } from '../read.js';
+import { diffStates } from './diff.js';
+import { LoginPage, QuarantinePage, RunPage, RunsPage, WritersPage } from './pages.js';
+import { createSession, endSession, SESSION_COOKIE, sessionPrincipal } from './session.js';
+import { STYLE } from './style.js';
+
+export interface InspectorOptions {
+  /** Skip login and show the first project (only honoured when the plane binds to loopback). */
+  dev?: boolean;
+}
+
+const safeNext = (n: unknown) => (typeof n === 'string' && n.startsWith('/') && !n.startsWith('//') && !n.startsWith('/\\') ? n : '/');
+
+export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: InspectorOptions = {}): void {
+  const headers = secureHeaders({
+    contentSecurityPolicy: {
+      defaultSrc: ["'none'"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+      baseUri: ["'none'"],
+    },
+    referrerPolicy: 'no-referrer',
+  });
+  for (const path of ['/', '/login', '/logout', '/runs/*', '/quarantine', '/writers', '/ui/*']) app.use(path, headers);
+
+  app.get('/ui/style.css', (c) => {
+    c.header('content-type', 'text/css; charset=utf-8');
+    c.header('cache-control', 'public, max-age=300');
+    return c.body(STYLE);
+  });
+
+  const viewer: MiddlewareHandler<PlaneEnv> = async (c, next) => {
+    let p: Principal | null = null;
+    if (o.dev) {
+      const [first] = await db.select({ id: projects.id }).from(projects).orderBy(asc(projects.createdAt)).limit(1);
+      if (first) p = { projectId: first.id, keyId: 'dev', scopes: ['read'] };
+    } else {
+      p = await sessionPrincipal(db, getCookie(c, SESSION_COOKIE));
+    }
+    if (!p) return c.redirect(`/login?next=${encodeURIComponent(c.req.path + (new URL(c.req.url).search || ''))}`, 303);
+    c.set('principal', p);
+    await next();
+  };
+
+  app.get('/login', (c) => c.html(<LoginPage next={safeNext(c.req.query('next'))} />));
+  app.post('/login', async (c) => {
+    const form = await c.req.parseBody();
+    const next = safeNext(form.next);
+    const p = await authenticate(db, typeof form.key === 'string' ? form.key.trim() : undefined);
+    if (!p || !(p.scopes.includes('read') || p.scopes.includes('admin'))) {
+      return c.html(<LoginPage next={next} error="That key is not valid for reading (it needs the read scope)." />, 401);
+    }
+    const s = await createSession(db, p);
+    setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Strict', path: '/', maxAge: s.maxAgeSec, secure: new URL(c.req.url).protocol === 'https:' });
+    return c.redirect(next, 303);
+  });
+  app.post('/logout', async (c) => {
+    await endSession(db, getCookie(c, SESSION_COOKIE));
+    deleteCookie(c, SESSION_COOKIE, { path: '/' });
+    return c.redirect('/login', 303);
+  });
+
+  const handleCursor = async (c: Context, fn: () => Promise<Response>) => {
+    try {
+      return await fn();
+    } catch (e) {
+      if (e instanceof CursorError) return c.text('bad cursor', 400);
+      throw e;
+    }
+  };
+
+  app.get('/', viewer, (c) =>
+    handleCursor(c, async () => {
+      const q = c.req.query();
+      const filters = { status: ['running', 'paused', 'completed', 'failed'].includes(q.status ?? '') ? q.status : undefined, writer: q.writer || undefined, q: q.q || undefined };
+      const page = await listExecutions(db, c.get('principal').projectId, { ...filters, cursor: q.cursor || undefined, limit: 50 });
+      const query = (cursor: string | null) => {
+        const u = new URLSearchParams(Object.entries({ ...filters, ...(cursor ? { cursor } : {}) }).filter(([, v]) => v) as [string, string][]);
+        return `/?${u}`;
+      };
+      return c.html(<RunsPage items={page.items} next={page.nextCursor} filters={filters} query={query} />);
+    }),
+  );
+
+  app.get('/runs/:id', viewer, (c) =>
+    handleCursor(c, async () => {
+      const projectId = c.get('principal').projectId;
+      const id = c.req.param('id');
+      const execution = await getExecution(db, projectId, id);
+      if (!execution) return c.html(<p>Unknown run.</p>, 404);
+      const cursor = c.req.query('cursor') || undefined;
+      const rows = await listRows(db, projectId, id, { cursor, limit: 200 });
+      const last = execution.lastSeq;
+      const num = (v: string | undefined, d: number) => (v !== undefined && /^\d+$/.test(v) ? Number(v) : d);
+      const b = num(c.req.query('b'), last);
+      const a = num(c.req.query('a'), Math.max(0, b - 1));
+      let result = null;
+      let error: string | undefined;
+      const [sa, sb] = await Promise.all([stateAt(db, projectId, id, a), stateAt(db, projectId, id, b)]);
+      if (sa && sb) result = diffStates(sa, sb);
+      else error = `seq ${!sa ? a : b} is not a row of this run`;
+      const pageQuery = (cur: string | null) => `/runs/${encodeURIComponent(id)}${cur ? `?cursor=${encodeURIComponent(cur)}` : ''}`;
+      const quarantined = (await listQuarantine(db, projectId, { executionId: id, limit: 100 })).items;
+      return c.html(
+        <RunPage
+          execution={execution}
+          rows={rows.items}
+          next={rows.nextCursor}
+          pageQuery={pageQuery}
+          pause={await pauseState(db, projectId, id)}
+          idempotency={await listIdempotency(db, projectId, id)}
+          conflicts={await listClaimConflicts(db, projectId, id)}
+          quarantined={quarantined}
+          diff={{ a, b, result, error }}
+          state={sb}
+        />,
+      );
+    }),
+  );
+
+  app.get('/quarantine', viewer, (c) =>
+    handleCursor(c, async () => {
+      const page = await listQuarantine(db, c.get('principal').projectId, { cursor: c.req.query('cursor') || undefined, limit: 50 });
+      return c.html(<QuarantinePage items={page.items} next={page.nextCursor} />);
+    }),
+  );
+
+  app.get('/writers', viewer, async (c) => c.html(<WritersPage items={await listWriters(db, c.get('principal').projectId)} />));
+}

@@ -1,0 +1,43 @@
+/** The inspector's stylesheet, served from /ui/style.css (no inline styles: the CSP forbids them). */
+export const STYLE = `
+:root { --fg:#1b1f24; --muted:#59636e; --line:#d1d9e0; --bg:#fff; --soft:#f6f8fa; --accent:#0550ae; --ok:#1a7f37; --warn:#9a6700; --bad:#cf222e; --pause:#8250df; }
+* { box-sizing: border-box; }
+body { margin:0; font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif; color:var(--fg); background:var(--bg); }
+header { display:flex; flex-wrap:wrap; gap:.5rem 1.5rem; align-items:center; padding:.6rem 1rem; border-bottom:1px solid var(--line); background:var(--soft); }
+header .brand { font-weight:700; }
+header nav { display:flex; flex-wrap:wrap; gap:1rem; }
+header form { margin-left:auto; }
+main { padding:1rem; max-width:1200px; margin:0 auto; }
+a { color:var(--accent); }
+a:focus, button:focus, input:focus, select:focus { outline:3px solid #0969da66; outline-offset:2px; }
+h1 { font-size:1.3rem; margin:.2rem 0 1rem; word-break:break-all; }
+h2 { font-size:1.05rem; margin:1.5rem 0 .5rem; }
+.table-wrap { overflow-x:auto; border:1px solid var(--line); border-radius:6px; }
+table { border-collapse:collapse; width:100%; }
+th, td { text-align:left; padding:.4rem .6rem; border-bottom:1px solid var(--line); vertical-align:top; }
+th { background:var(--soft); font-weight:600; white-space:nowrap; }
+td.mono, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; word-break:break-all; }
+.badge { display:inline-block; padding:0 .45rem; border-radius:1rem; font-size:12px; font-weight:600; border:1px solid currentColor; white-space:nowrap; }
+.s-completed { color:var(--ok); } .s-failed { color:var(--bad); } .s-paused, .s-interrupted { color:var(--pause); } .s-running { color:var(--warn); }
+form.filters { display:flex; flex-wrap:wrap; gap:.5rem; align-items:end; margin-bottom:1rem; }
+label { display:flex; flex-direction:column; font-size:12px; color:var(--muted); gap:.15rem; }
+input, select, button { font:inherit; padding:.3rem .5rem; border:1px solid var(--line); border-radius:6px; background:#fff; color:var(--fg); }
+button { background:var(--accent); color:#fff; border-color:var(--accent); cursor:pointer; }
+button.link { background:none; color:var(--accent); border:none; padding:0; text-decoration:underline; }
+.pager { display:flex; gap:1rem; margin-top:.75rem; }
+ol.timeline { list-style:none; margin:0; padding:0 0 0 1.1rem; border-left:2px solid var(--line); }
+ol.timeline li { position:relative; padding:.35rem 0 .35rem .6rem; }
+ol.timeline li::before { content:""; position:absolute; left:-1.55rem; top:.75rem; width:.7rem; height:.7rem; border-radius:50%; background:var(--line); border:2px solid var(--bg); }
+ol.timeline li.st-completed::before { background:var(--ok); } ol.timeline li.st-interrupted::before { background:var(--pause); } ol.timeline li.st-failed::before { background:var(--bad); }
+.row-head { display:flex; flex-wrap:wrap; gap:.3rem .8rem; align-items:baseline; }
+.row-meta { color:var(--muted); font-size:12px; display:flex; flex-wrap:wrap; gap:.2rem .8rem; }
+pre { background:var(--soft); border:1px solid var(--line); border-radius:6px; padding:.6rem; overflow:auto; max-height:24rem; white-space:pre-wrap; word-break:break-word; font-size:12.5px; }
+.card { border:1px solid var(--line); border-radius:6px; padding:.75rem; margin:.5rem 0; }
+.muted { color:var(--muted); }
+.added { border-left:3px solid var(--ok); padding-left:.5rem; } .removed { border-left:3px solid var(--bad); padding-left:.5rem; }
+.grid2 { display:grid; grid-template-columns:repeat(auto-fit,minmax(280px,1fr)); gap:1rem; }
+.error { color:var(--bad); }
+.login { max-width:420px; margin:10vh auto; }
+.login form { display:flex; flex-direction:column; gap:.75rem; }
+@media (max-width: 640px) { main { padding:.6rem; } th, td { padding:.3rem .4rem; } }
+`;

@@ -1,0 +1,155 @@
+/// <reference lib="dom" />
+/**
+ * The inspector in a real browser (Debian chromium, headless, via
+ * playwright-core) against a real plane seeded by real client runs.
+ * Screenshots go to test-output/ui-screenshots/.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { connectPlane } from '../../client/index.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+export const SHOTS = join(fileURLToPath(new URL('../..', import.meta.url)), 'test-output', 'ui-screenshots');
+const XSS = `<script>window.__xss=1</script> "><img src=x onerror="window.__xss=2">`;
+
+export async function launch(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: process.env.WAYMARK_CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+}
+
+describe('the inspector in headless chromium', () => {
+  const tmp = scratchDir('waymark-ui-');
+  let plane: TestPlane;
+  let browser: Browser;
+  let page: Page;
+  let readKey = '';
+  let pausedId = '';
+  const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    console.log(`[ui] screenshots in ${SHOTS}`);
+    plane = await startTestPlane('pglite');
+    const ingestKey = await plane.key('acme', ['ingest']);
+    readKey = await plane.key('acme', ['read']);
+    // a real client: one completed run and one paused run whose input carries markup
+    const store = new SqliteCheckpointer({ path: tmp.file('laptop.db') });
+    const replica = connectPlane(store, { url: plane.url, apiKey: ingestKey, pollMs: 0 });
+    const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file('l.jsonl')) });
+    await agent.run(refundRequest('7', 20), { executionId: 'refund-small' });
+    pausedId = (await agent.run(`${refundRequest('1042', 50000)} ${XSS}`, { executionId: 'refund-large' })).executionId;
+    await replica.flush({ timeoutMs: 10_000 });
+    // a forged copy of a synced row: the plane refuses it and quarantines it
+    const [latest] = await store.list('refund-small', { order: 'desc', limit: 1 });
+    await call(`${plane.url}/v1/ingest`, {
+      key: ingestKey,
+      json: { protocol: 1, writerId: 'laptop-b', backlog: { rows: 42, bytes: 4096, oldestPendingAt: new Date(Date.now() - 600_000).toISOString() }, rows: [{ kind: 'checkpoint', id: latest.id, row: { ...latest, nodeId: `forged ${XSS}` } }] },
+    });
+    await replica.stop();
+    await store.close();
+    browser = await launch();
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 860 } })).newPage();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await plane?.close();
+    tmp.cleanup();
+  });
+
+  it('asks for a key, then sets an HttpOnly SameSite=Strict session cookie', async () => {
+    await page.goto(`${plane.url}/`);
+    expect(new URL(page.url()).pathname).toBe('/login');
+    await shot('01-login');
+    await page.fill('input[name=key]', 'wm_wrong');
+    await page.click('button[type=submit]');
+    await expect.poll(() => page.textContent('[role=alert]')).toMatch(/not valid/);
+    await page.fill('input[name=key]', readKey);
+    await page.click('button[type=submit]');
+    await page.waitForURL(`${plane.url}/`);
+    const [cookie] = await page.context().cookies();
+    expect(cookie).toMatchObject({ name: 'wm_session', httpOnly: true, sameSite: 'Strict' });
+    expect(await page.content()).not.toContain(readKey);
+  });
+
+  it('lists runs with their status and finds one by id', async () => {
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(2);
+    expect(await page.textContent('body')).toMatch(/refund-large\s*paused/);
+    expect(await page.textContent('body')).toMatch(/refund-small\s*completed/);
+    await shot('02-runs');
+    await page.fill('input[name=q]', 'refund-l');
+    await page.click('form.filters button');
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
+  });
+
+  it('opens a paused run: timeline, frozen context, idempotency; diffs two rows', async () => {
+    await page.click(`a[href="/runs/${pausedId}"]`);
+    await page.waitForURL(`${plane.url}/runs/${pausedId}`);
+    const body = (await page.textContent('body'))!;
+    expect(body).toMatch(/Pause: manager_approval/);
+    expect(body).toContain('"amount": 50000');
+    expect(await page.locator('ol.timeline li').count()).toBe(3);
+    await shot('03-run-paused');
+    await page.fill('input[name=a]', '0');
+    await page.fill('input[name=b]', '1');
+    await page.click('#diff-h + form button');
+    await page.waitForURL(/a=0&b=1/);
+    const diff = (await page.textContent('[data-testid=diff]'))!;
+    expect(diff).toMatch(/1 messages in common; 1 added; 2 fields changed/);
+    expect(diff).toContain('"name": "refund"');
+    expect(diff).toMatch(/toolCallId/);
+    await shot('04-run-diff');
+  });
+
+  it('renders markup from rows as inert text', async () => {
+    expect(await page.textContent('body')).toContain('<script>window.__xss=1</script>');
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    expect(await page.locator('img').count()).toBe(0);
+    expect(await page.locator('script').count()).toBe(0);
+    const csp = (await page.request.get(`${plane.url}/`)).headers()['content-security-policy'];
+    expect(csp).toMatch(/default-src 'none'/);
+  });
+
+  it('shows the quarantine entry and a writer backlog', async () => {
+    await page.goto(`${plane.url}/quarantine`);
+    const q = (await page.textContent('main'))!;
+    expect(q).toMatch(/conflict/);
+    expect(q).toMatch(/laptop-b/);
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    await shot('05-quarantine');
+    await page.goto(`${plane.url}/writers`);
+    expect(await page.textContent('tr:has-text("laptop-b") [data-testid=backlog]')).toBe('42 rows (4096 bytes)');
+    expect(await page.textContent('tr:has-text("laptop-b")')).toMatch(/oldest row waiting since 10m ago/);
+    await shot('06-writers');
+  });
+
+  it('fits a narrow window and is keyboard reachable', async () => {
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.goto(`${plane.url}/runs/${pausedId}`);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(1);
+    await shot('07-run-narrow');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Runs');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${plane.url}/`);
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it('logs out, and the old session no longer opens a page', async () => {
+    const [cookie] = await page.context().cookies();
+    await page.click('text=Log out');
+    await page.waitForURL(/\/login/);
+    const again = await fetch(`${plane.url}/`, { headers: { cookie: `wm_session=${cookie.value}` }, redirect: 'manual' });
+    expect(again.status).toBe(303);
+    expect(again.headers.get('location')).toMatch(/^\/login/);
+  });
+});
