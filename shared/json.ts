@@ -14,6 +14,7 @@ export function jsonProblem(value: unknown, maxDepth: number = LIMITS.jsonDepth)
     if (v === null) return null;
     switch (typeof v) {
       case 'string':
+        return textProblem(v, path);
       case 'boolean':
         return null;
       case 'number':
@@ -40,6 +41,8 @@ export function jsonProblem(value: unknown, maxDepth: number = LIMITS.jsonDepth)
         return `${path}: a ${o.constructor?.name ?? 'class'} instance is not plain JSON`;
       }
       for (const k of Object.keys(o)) {
+        const kp = textProblem(k, `${path} (key)`);
+        if (kp) return kp;
         const p = walk((o as Record<string, unknown>)[k], depth + 1, `${path}.${k}`);
         if (p) return p;
       }
@@ -49,6 +52,22 @@ export function jsonProblem(value: unknown, maxDepth: number = LIMITS.jsonDepth)
     }
   };
   return walk(value, 0, '$');
+}
+
+/**
+ * Text every backend can store: well-formed Unicode (no lone surrogates) and no
+ * U+0000. Postgres jsonb and text refuse both, so a row carrying either would
+ * be stored locally and then refused by the plane forever.
+ */
+export function textProblem(s: string, path = '$'): string | null {
+  if (!s.isWellFormed()) return `${path}: a string holds a lone surrogate (not well-formed Unicode)`;
+  if (s.includes('\u0000')) return `${path}: a string holds U+0000`;
+  return null;
+}
+
+/** Replace what `textProblem` refuses with U+FFFD, for text the runtime does not control (model and tool output). */
+export function storableText(s: string): string {
+  return s.toWellFormed().replace(/\u0000/g, '\uFFFD');
 }
 
 /**

@@ -10,6 +10,8 @@ export const LIMITS = Object.freeze({
   agentPathLength: 1024,
   writerIdLength: 200,
   idempotencyKeyLength: 512,
+  /** Largest seq and turn: the int4 both databases store. */
+  maxSeq: 2_147_483_647,
   /** Longest interrupt reason / error reason text. */
   reasonLength: 2048,
   /** Deepest nesting accepted in any JSON value (state, context, results). */

@@ -10,8 +10,8 @@ export const PROTOCOL_VERSION = 1;
 
 export const Backlog = z
   .object({
-    rows: z.number().int().nonnegative(),
-    bytes: z.number().int().nonnegative(),
+    rows: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+    bytes: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
     oldestPendingAt: IsoTime.nullable(),
   })
   .strict();

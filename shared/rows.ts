@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { LIMITS } from './limits.js';
 import { UUIDV7_RE } from './ids.js';
-import { jsonProblem, type Json } from './json.js';
+import { jsonProblem, textProblem, type Json } from './json.js';
 
 /** Any JSON value, depth-limited, plain objects only. */
 export const JsonValue = z
@@ -19,7 +19,11 @@ const printable = (max: number) =>
     .string()
     .min(1)
     .max(max)
-    .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters');
+    .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters')
+    .refine((v) => v.isWellFormed(), 'must be well-formed Unicode');
+
+/** Free text (reasons): any characters a database can store. */
+const storable = (max: number) => z.string().max(max).refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000');
 
 export const ExecutionId = printable(LIMITS.executionIdLength);
 export const WriterId = printable(LIMITS.writerIdLength);
@@ -42,11 +46,11 @@ export const EncodedDelta = z.object({
   v: z.literal(1),
   kind: z.literal('delta'),
   /** seq of the full snapshot this chain starts from */
-  base: z.number().int().nonnegative(),
+  base: z.number().int().nonnegative().max(LIMITS.maxSeq),
   /** id of the row this delta applies to (seq - 1 of the same execution) */
   prev: Uuidv7,
   /** messages kept from the previous state */
-  keep: z.number().int().nonnegative(),
+  keep: z.number().int().nonnegative().max(LIMITS.maxSeq),
   append: z.array(JsonValue),
   set: z.record(z.string(), JsonValue),
   unset: z.array(z.string()),
@@ -59,9 +63,9 @@ export const Checkpoint = z
   .object({
     id: Uuidv7,
     executionId: ExecutionId,
-    seq: z.number().int().nonnegative(),
+    seq: z.number().int().nonnegative().max(LIMITS.maxSeq),
     nodeId: NodeId,
-    turn: z.number().int().nonnegative(),
+    turn: z.number().int().nonnegative().max(LIMITS.maxSeq),
     step: Step,
     status: Status,
     agentPath: AgentPath,
@@ -69,7 +73,7 @@ export const Checkpoint = z
     state: EncodedState,
     nodeInput: JsonValue.nullable(),
     nodeOutput: JsonValue.nullable(),
-    interruptReason: z.string().max(LIMITS.reasonLength).nullable(),
+    interruptReason: storable(LIMITS.reasonLength).nullable(),
     interruptContext: JsonValue.nullable(),
     createdAt: IsoTime,
     writerId: WriterId,
@@ -83,7 +87,7 @@ export const PendingInterrupt = z
     executionId: ExecutionId,
     checkpointId: Uuidv7,
     nodeId: NodeId,
-    reason: z.string().min(1).max(LIMITS.reasonLength),
+    reason: storable(LIMITS.reasonLength).min(1),
     context: JsonValue.nullable(),
     agentPath: AgentPath,
     createdAt: IsoTime,
@@ -95,7 +99,7 @@ export type PendingInterrupt = z.infer<typeof PendingInterrupt>;
 export const IdempotencyEntry = z
   .object({
     executionId: ExecutionId,
-    key: z.string().min(1).max(LIMITS.idempotencyKeyLength),
+    key: storable(LIMITS.idempotencyKeyLength).min(1),
     result: JsonValue.nullable(),
     createdAt: IsoTime,
   })

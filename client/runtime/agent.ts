@@ -17,7 +17,7 @@
  */
 import { z } from 'zod';
 import { uuidv7 } from '../../shared/ids.js';
-import { deepFreeze, type Json } from '../../shared/json.js';
+import { deepFreeze, storableText, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
 import type { State } from '../../shared/codec.js';
@@ -344,7 +344,7 @@ export class Agent {
         const reply = await this.model.generate({ messages: state.messages, tools: [...this.tools.values()].map(toolSpec) });
         const assistant = freeze({
           role: 'assistant' as const,
-          content: reply.content,
+          content: reply.content === null ? null : storableText(reply.content),
           ...(reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {}),
         });
         state = { messages: [...state.messages, assistant] as RunState['messages'], turn: state.turn };
@@ -379,7 +379,7 @@ export class Agent {
         this.fault('runtime.beforeTool');
         const content = await this.invoke(level, call, toolState, row, resumes);
         this.fault('runtime.afterTool');
-        const result = freeze({ role: 'tool' as const, toolCallId: call.id, name: call.name, content });
+        const result = freeze({ role: 'tool' as const, toolCallId: call.id, name: call.name, content: storableText(content) });
         state = { messages: [...state.messages, result] as RunState['messages'], turn: state.turn };
         if (isEntry && entry.single) {
           const rest = calls.slice(i + 1).map((c) => freeze({ role: 'tool' as const, toolCallId: c.id, name: c.name, content: NOT_RUN }));

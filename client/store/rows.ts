@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { LIMITS } from '../../shared/limits.js';
 import { uuidv7 } from '../../shared/ids.js';
-import { jsonProblem, type Json } from '../../shared/json.js';
+import { jsonProblem, textProblem, type Json } from '../../shared/json.js';
 import { encodeState, type CodecCursor, type Encoded } from '../../shared/codec.js';
 import {
   AgentPath,
@@ -27,7 +27,7 @@ const InputShape = z.object({
   id: Uuidv7.optional(),
   executionId: ExecutionId,
   nodeId: NodeId,
-  turn: z.number().int().nonnegative(),
+  turn: z.number().int().nonnegative().max(LIMITS.maxSeq),
   step: Step,
   status: Status,
   agentPath: AgentPath,
@@ -35,7 +35,12 @@ const InputShape = z.object({
   state: z.record(z.string(), z.unknown()),
   nodeInput: z.unknown().optional(),
   nodeOutput: z.unknown().optional(),
-  interruptReason: z.string().max(LIMITS.reasonLength).nullable().optional(),
+  interruptReason: z
+    .string()
+    .max(LIMITS.reasonLength)
+    .refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000')
+    .nullable()
+    .optional(),
   interruptContext: z.unknown().optional(),
   createdAt: IsoTime.optional(),
 });
@@ -85,10 +90,18 @@ const jsonOrNull = (v: Json | null | undefined): string | null =>
 export function buildRow(input: CheckpointInput, seq: number, prev: CodecCursor | null, writerId: string): RowText {
   const id = input.id ?? uuidv7();
   const enc: Encoded = encodeState(prev, input.state, id, seq);
-  // earlier messages were checked when first written; only what this row adds needs checking
-  const fresh = enc.encoded.kind === 'full' ? enc.encoded.state : { append: enc.encoded.append, set: enc.encoded.set };
-  const problem = jsonProblem(fresh, LIMITS.jsonDepth + 2);
-  if (problem) fail(`invalid checkpoint: state: ${problem.replace(/^\$(\.state|\.append|\.set)?/, '$')}`, { path: ['state'] });
+  // earlier messages were checked when first written; only what this row adds needs checking,
+  // value by value exactly as the wire schema checks it (so the plane accepts what the store accepts)
+  const fresh: [string, unknown][] =
+    enc.encoded.kind === 'full'
+      ? Object.entries(enc.encoded.state)
+      : [...enc.encoded.append.map((m, i) => [`append[${i}]`, m] as [string, unknown]), ...Object.entries(enc.encoded.set)];
+  for (const [where, value] of fresh) {
+    const keyProblem = textProblem(where);
+    if (keyProblem) fail(`invalid checkpoint: state: ${keyProblem}`, { path: ['state'] });
+    const problem = jsonProblem(value);
+    if (problem) fail(`invalid checkpoint: state.${where}: ${problem.replace(/^\$/, '')}`, { path: ['state'] });
+  }
   const row: Checkpoint = {
     id,
     executionId: input.executionId,
@@ -213,6 +226,8 @@ export function pendingFromColumns(c: PendingColumns): PendingInterrupt {
 
 export function pendingFor(row: Checkpoint, reason: string, context: Json | null): PendingInterrupt {
   if (!reason || reason.length > LIMITS.reasonLength) fail('invalid pause: reason must be 1..2048 characters');
+  const tp = textProblem(reason, 'reason');
+  if (tp) fail(`invalid pause: ${tp}`);
   if (row.status !== 'interrupted') fail('invalid pause: the checkpoint of a pause must have status interrupted');
   checkJson('pause context', context);
   return {
@@ -247,6 +262,8 @@ export function checkIdempotencyKey(executionId: string, key: string): void {
   if (typeof key !== 'string' || key.length === 0 || key.length > LIMITS.idempotencyKeyLength) {
     fail(`invalid idempotency entry: key must be 1..${LIMITS.idempotencyKeyLength} characters`);
   }
+  const tp = textProblem(key, 'key');
+  if (tp) fail(`invalid idempotency entry: ${tp}`);
 }
 
 /** Validate a restore bundle with the wire schemas before anything is written. */
