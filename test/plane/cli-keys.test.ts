@@ -1,0 +1,65 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { planeMain } from '../../plane/cli.js';
+import { authenticate } from '../../plane/auth.js';
+import { openPlaneDatabase } from '../../plane/db/open.js';
+import { loadConfig } from '../../plane/config.js';
+import { startPlane } from '../../plane/server.js';
+import { call } from '../helpers/plane.js';
+import { scratchDir } from '../helpers/tmp.js';
+import { statSync, readFileSync } from 'node:fs';
+import pino from 'pino';
+
+const tmp = scratchDir('waymark-keys-');
+afterAll(() => tmp.cleanup());
+
+async function run(args: string[]) {
+  const lines: string[] = [];
+  const code = await planeMain(args, (l) => lines.push(l));
+  return { code, text: lines.join('\n') };
+}
+
+describe('waymark plane keys and first start', () => {
+  it('creates (shown once), lists and revokes keys; stores only a hash', async () => {
+    const dir = tmp.file('plane-a');
+    const created = await run(['keys', 'create', '--project', 'acme', '--scopes', 'ingest,read', '--name', 'laptop', '--data-dir', dir]);
+    expect(created.code).toBe(0);
+    const key = created.text.split('\n').pop()!;
+    expect(key).toMatch(/^wm_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
+    const id = key.split('_')[1];
+    expect((await run(['keys', 'create', '--project', 'acme', '--scopes', 'root', '--data-dir', dir])).code).toBe(2);
+    const list = await run(['keys', 'list', '--data-dir', dir]);
+    expect(list.text).toMatch(new RegExp(`${id}\\s+acme\\s+ingest,read\\s+laptop\\s+active`));
+    expect(list.text).not.toContain(key.split('_')[2]);
+    const db = await openPlaneDatabase({ dataDir: dir });
+    expect(await authenticate(db.db, key)).toMatchObject({ scopes: ['ingest', 'read'] });
+    const dump = JSON.stringify(await db.db.query.apiKeys.findMany());
+    expect(dump).not.toContain(key.split('_')[2]);
+    await db.close();
+    expect((await run(['keys', 'revoke', id, '--data-dir', dir])).text).toBe(`revoked ${id}`);
+    expect((await run(['keys', 'revoke', id, '--data-dir', dir])).code).toBe(1);
+    const db2 = await openPlaneDatabase({ dataDir: dir });
+    expect(await authenticate(db2.db, key)).toBeNull();
+    await db2.close();
+  });
+
+  it('on first start writes one admin key to a 0600 file; dev mode skips login only on loopback', async () => {
+    const dir = tmp.file('plane-b');
+    const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir, dev: true }), { logger: pino({ level: 'silent' }) });
+    try {
+      expect(plane.adminKeyFile).toBe(`${dir}/admin-key`);
+      expect(statSync(plane.adminKeyFile!).mode & 0o777).toBe(0o600);
+      const key = readFileSync(plane.adminKeyFile!, 'utf8').trim();
+      expect((await call(`${plane.url}/v1/executions`, { key })).status).toBe(200);
+      const page = await fetch(`${plane.url}/`, { redirect: 'manual' });
+      expect(page.status).toBe(200);
+      expect(await page.text()).toMatch(/<h1>Runs<\/h1>/);
+    } finally {
+      await plane.close();
+    }
+    const again = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir }), { logger: pino({ level: 'silent' }) });
+    expect(again.adminKeyFile).toBeNull();
+    expect((await fetch(`${again.url}/`, { redirect: 'manual' })).status).toBe(303);
+    await again.close();
+    await expect(startPlane(loadConfig({}, { host: '0.0.0.0', port: 0, dataDir: dir, dev: true }), { logger: pino({ level: 'silent' }) })).rejects.toThrow(/only allowed when the plane binds to 127.0.0.1/);
+  });
+});
