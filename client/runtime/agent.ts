@@ -214,9 +214,10 @@ export class Agent {
   /**
    * Branch a run under a new execution id from one of its steps (default: the
    * newest step). The original's rows are untouched. A fork from the run-end
-   * marker is refused: it is not a step. `input` adds a user message at a turn boundary.
+   * marker is refused: it is not a step. `input` adds a user message at a turn boundary;
+   * `executionId` names the fork (default: a new UUIDv7).
    */
-  async fork(executionId: string, options: { checkpointId?: string; input?: string } = {}): Promise<RunResult> {
+  async fork(executionId: string, options: { checkpointId?: string; input?: string; executionId?: string } = {}): Promise<RunResult> {
     const store = this.requireStore();
     await store.setup();
     const level = this.topLevel(executionId, store);
@@ -249,7 +250,10 @@ export class Agent {
       const { resumes: _drop, ...rest } = state;
       state = { ...rest, resumes: Array.isArray(_drop) ? _drop : [] } as RunState;
     }
-    const newId = uuidv7();
+    const newId = options.executionId ?? uuidv7();
+    if (await store.latest(newId)) {
+      throw new CheckpointError(`execution '${newId}' already has rows; choose another id for the fork`, { code: ErrorCode.EXECUTION_EXISTS });
+    }
     const origin = await store.put({
       executionId: newId,
       nodeId: 'fork_origin',

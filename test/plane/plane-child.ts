@@ -4,14 +4,19 @@
  * single-process: nothing else may open its folder while it runs).
  */
 import pino from 'pino';
+import { killAt } from '../../client/faults.js';
 import { createKey, type Scope } from '../../plane/auth.js';
 import { loadConfig } from '../../plane/config.js';
 import { startPlane } from '../../plane/server.js';
 
 const target = process.argv[2];
 const where = target.startsWith('pglite:') ? { dataDir: target.slice('pglite:'.length) } : { databaseUrl: target, dataDir: '.waymark-test' };
-const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, ...where }), {
+// WAYMARK_PLANE_FAULT=point:hits SIGKILLs this plane at a named fault point; WAYMARK_PLANE_PORT keeps its port across restarts
+const fault = process.env.WAYMARK_PLANE_FAULT;
+const hook = fault ? killAt(fault.split(':')[0], { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
+const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: Number(process.env.WAYMARK_PLANE_PORT ?? 0), ...where }), {
   logger: pino({ level: 'silent' }),
+  faults: hook,
 });
 process.on('message', async (m: { type: string; project?: string; scopes?: Scope[] }) => {
   if (m.type === 'key') {

@@ -1,0 +1,23 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { CLIENT_POINTS, PLANE_POINTS, runCampaign } from './campaign.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const SEED = Number(process.env.WAYMARK_CAMPAIGN_SEED ?? Date.now() % 100_000);
+const TRIALS = Number(process.env.WAYMARK_CAMPAIGN_TRIALS ?? 30);
+const tmp = scratchDir('waymark-campaign-');
+afterAll(() => tmp.cleanup());
+
+describe(`kill campaign: ${TRIALS} trials, seed ${SEED} (replay: WAYMARK_CAMPAIGN_SEED=${SEED})`, () => {
+  it('every run completes, the plane holds every row once, every charge happens once, nothing is lost', async () => {
+    const summary = await runCampaign({
+      trials: TRIALS,
+      seed: SEED,
+      dir: tmp.dir,
+      onTrial: (r) => console.log(`[campaign] ${r.trial} ${r.target} ${r.point}:${r.hits} ${r.killed ? 'killed' : 'not reached'}${r.violations.length ? ` VIOLATIONS: ${r.violations.join('; ')}` : ''}`),
+    });
+    console.log(`[campaign] seed ${SEED}: ${summary.trials} trials, kills ${JSON.stringify(summary.kills)}`);
+    expect(summary.violations).toEqual([]);
+    // every fault point was exercised and most trials really killed something
+    expect(Object.keys(summary.kills).length).toBeGreaterThanOrEqual(Math.min(TRIALS, CLIENT_POINTS.length + PLANE_POINTS.length) - 3);
+  }, 1_200_000);
+});

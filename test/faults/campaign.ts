@@ -1,0 +1,200 @@
+/**
+ * The kill campaign. Each trial runs a client workload (pauses, approvals,
+ * idempotent charges counted in a ledger file the runs cannot roll back, a
+ * fork, a connected drain) in a real process, SIGKILLs the client or the
+ * plane at a named commit-boundary fault point, restarts what died, recovers
+ * every run, drains to zero, and checks the invariants.
+ */
+import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { Ledger } from '../../examples/agents/refund.js';
+import { forkTs, nextMessage, runTs } from '../helpers/child.js';
+
+const PLANE = fileURLToPath(new URL('../plane/plane-child.ts', import.meta.url));
+const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
+
+/** Client fault points and how many hits a trial may wait for before the kill. */
+export const CLIENT_POINTS: [string, number][] = [
+  ['store.put.afterCommit', 14],
+  ['store.recordInterrupt.afterCommit', 2],
+  ['store.claim.afterCommit', 2],
+  ['store.idempotency.afterCommit', 3],
+  ['runtime.beforeModel', 7],
+  ['runtime.beforeTool', 3],
+  ['runtime.afterTool', 3],
+  ['runtime.afterRunEnd', 4],
+  ['drain.afterFetch', 3],
+  ['drain.afterResponse', 3],
+  ['drain.afterApply', 3],
+];
+export const PLANE_POINTS: [string, number][] = [
+  ['plane.ingest.afterCommit', 3],
+  ['plane.claim.afterCommit', 2],
+];
+
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A plane in its own process on a fixed port; restartable with or without a fault. */
+export class PlaneProcess {
+  child: ChildProcess | null = null;
+  port = 0;
+  url = '';
+  deaths = 0;
+  constructor(private readonly dir: string) {}
+  async start(fault?: string): Promise<void> {
+    const child = forkTs(PLANE, [`pglite:${this.dir}`], {
+      ...(fault ? { WAYMARK_PLANE_FAULT: fault } : {}),
+      WAYMARK_PLANE_PORT: String(this.port),
+    });
+    this.child = child;
+    child.on('exit', (_code, signal) => {
+      if (signal === 'SIGKILL' && this.child === child) this.deaths++;
+    });
+    const ready = await nextMessage<{ type: string; url: string }>(child, (m) => m.type === 'ready');
+    this.url = ready.url;
+    this.port = Number(new URL(ready.url).port);
+  }
+  async key(): Promise<string> {
+    const answer = nextMessage<{ type: string; key: string }>(this.child!, (m) => m.type === 'key');
+    this.child!.send({ type: 'key', project: 'campaign', scopes: ['ingest', 'read'] });
+    return (await answer).key;
+  }
+  alive(): boolean {
+    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
+  }
+  async stop(): Promise<void> {
+    const c = this.child;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    await new Promise<void>((r) => {
+      c.once('exit', () => r());
+      c.send({ type: 'exit' });
+    });
+  }
+}
+
+export interface TrialResult {
+  trial: string;
+  target: 'client' | 'plane';
+  point: string;
+  hits: number;
+  killed: boolean;
+  violations: string[];
+}
+
+async function planeRows(url: string, key: string, executionId: string): Promise<string[] | null> {
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const res = await fetch(`${url}/v1/executions/${encodeURIComponent(executionId)}/rows?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { headers: { authorization: `Bearer ${key}` } });
+    if (res.status === 404) return null;
+    const body = (await res.json()) as { items: { id: string }[]; nextCursor: string | null };
+    ids.push(...body.items.map((r) => r.id));
+    cursor = body.nextCursor;
+  } while (cursor);
+  return ids;
+}
+
+export async function runTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; target: 'client' | 'plane'; point: string; hits: number }): Promise<TrialResult> {
+  const db = `${o.dir}/${o.trial}.db`;
+  const ledger = new Ledger(`${o.dir}/${o.trial}.ledger`);
+  const violations: string[] = [];
+  let killed = false;
+  if (o.target === 'plane') {
+    await o.plane.stop();
+    await o.plane.start(`${o.point}:${o.hits}`);
+  }
+  const args = (mode: string) => [mode, db, o.plane.url, o.key, o.trial, ledger.path];
+  // restart the plane as soon as it dies, so the worker's drain can finish
+  let watching = true;
+  const watcher = (async () => {
+    while (watching) {
+      if (!o.plane.alive()) {
+        killed = true;
+        await o.plane.start();
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  const work = await runTs(WORKER, args('work'), o.target === 'client' ? { WAYMARK_FAULT: `${o.point}:${o.hits}` } : {});
+  if (work.signal === 'SIGKILL') killed = true;
+  else if (work.code !== 0) violations.push(`worker failed: ${work.stderr.slice(-400)}`);
+  watching = false;
+  await watcher;
+  if (!o.plane.alive()) await o.plane.start();
+  const rec = await runTs(WORKER, args('recover'));
+  if (rec.code !== 0) violations.push(`recovery failed: ${rec.stderr.slice(-400)}`);
+
+  const store = new SqliteCheckpointer({ path: db });
+  try {
+    const runs = ['small', 'before', 'after', 'fork'].map((s) => `${o.trial}-${s}`);
+    for (const id of runs) {
+      const latest = await store.latest(id);
+      if (!(latest?.step === 'run_end' && latest.status === 'completed')) violations.push(`${id} did not complete (latest: ${latest?.nodeId} ${latest?.status})`);
+      if (await store.getPendingInterrupt(id)) violations.push(`${id} still has a pending pause`);
+      const local = (await store.list(id)).map((r) => r.id);
+      const remote = await planeRows(o.plane.url, o.key, id);
+      if (!remote) violations.push(`${id} is not on the plane`);
+      else {
+        if (remote.length !== new Set(remote).size) violations.push(`${id}: duplicate rows on the plane`);
+        const a = [...local].sort().join();
+        const b = [...remote].sort().join();
+        if (a !== b) violations.push(`${id}: plane rows (${remote.length}) != store rows (${local.length})`);
+      }
+    }
+    const charges = ledger.charges();
+    for (const s of ['small', 'before', 'after']) {
+      const n = charges.filter((c) => c.order === `${o.trial}-${s}`).length;
+      if (n !== 1) violations.push(`${o.trial}-${s} charged ${n} times`);
+    }
+    if (charges.length !== 3) violations.push(`${charges.length} charges in total, expected 3`);
+    const stats = await store.outboxStats();
+    if (stats.pendingCount !== 0) violations.push(`${stats.pendingCount} outbox rows never drained`);
+    if (stats.quarantinedCount !== 0) violations.push(`${stats.quarantinedCount} rows quarantined: ${stats.lastQuarantineReason}`);
+    const integrity = store.integrityCheck();
+    if (integrity !== 'ok') violations.push(`integrity_check: ${integrity}`);
+  } finally {
+    await store.close();
+  }
+  return { trial: o.trial, target: o.target, point: o.point, hits: o.hits, killed, violations };
+}
+
+export interface CampaignSummary {
+  seed: number;
+  trials: number;
+  kills: Record<string, number>;
+  violations: { trial: string; point: string; hits: number; violations: string[] }[];
+}
+
+export async function runCampaign(o: { trials: number; seed: number; dir: string; onTrial?: (r: TrialResult) => void }): Promise<CampaignSummary> {
+  const random = rng(o.seed);
+  const plane = new PlaneProcess(`${o.dir}/plane`);
+  await plane.start();
+  const key = await plane.key();
+  const summary: CampaignSummary = { seed: o.seed, trials: 0, kills: {}, violations: [] };
+  try {
+    const all = [...CLIENT_POINTS.map((p) => ['client', ...p] as const), ...PLANE_POINTS.map((p) => ['plane', ...p] as const)];
+    for (let i = 0; i < o.trials; i++) {
+      // cycle through every point, hit counts drawn from the seed
+      const [target, point, maxHits] = all[i % all.length];
+      const hits = 1 + Math.floor(random() * maxHits);
+      const r = await runTrial({ plane, key, dir: o.dir, trial: `t${o.seed}-${i}`, target, point, hits });
+      summary.trials++;
+      if (r.killed) summary.kills[point] = (summary.kills[point] ?? 0) + 1;
+      if (r.violations.length) summary.violations.push({ trial: r.trial, point, hits, violations: r.violations });
+      o.onTrial?.(r);
+    }
+  } finally {
+    await plane.stop();
+  }
+  return summary;
+}

@@ -1,0 +1,53 @@
+/**
+ * One client process of the kill campaign: its own SQLite store, connected to
+ * the plane, running (or recovering) a small workload. WAYMARK_FAULT=point:hits
+ * SIGKILLs it at a named fault point.
+ *
+ *   tsx worker.ts <work|recover> <db> <planeUrl> <apiKey> <trial> <ledger>
+ */
+import { connectPlane, killAt, type FaultHook } from '../../client/index.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { Ledger, refundAgent } from '../../examples/agents/refund.js';
+
+const [mode, db, url, apiKey, trial, ledgerPath] = process.argv.slice(2);
+const fault = process.env.WAYMARK_FAULT;
+const faults: FaultHook | undefined = fault ? killAt(fault.split(':')[0], { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
+const store = new SqliteCheckpointer({ path: db, faults });
+const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, backoffBaseMs: 50, backoffCapMs: 500, timeoutMs: 3000, claimFlushMs: 2000, faults });
+const ledger = new Ledger(ledgerPath);
+
+/** The workload: a small refund, two that pause (charge before / after approval), and a fork. */
+export const RUNS = [
+  { id: `${trial}-small`, order: `${trial}-small`, amount: 20, before: false },
+  { id: `${trial}-before`, order: `${trial}-before`, amount: 5000, before: true },
+  { id: `${trial}-after`, order: `${trial}-after`, amount: 5000, before: false },
+];
+const FORK = `${trial}-fork`;
+const agentFor = (before: boolean) => refundAgent({ store, ledger, chargeBeforeApproval: before, faults }).agent;
+const approve = { approved: true, metadata: { approver: 'campaign' } };
+
+async function drive(run: (typeof RUNS)[number]): Promise<void> {
+  const agent = agentFor(run.before);
+  const latest = await store.latest(run.id);
+  let r;
+  if (!latest) r = await agent.run(`Refund order ${run.order} amount ${run.amount}`, { executionId: run.id });
+  else if (latest.step === 'run_end' && latest.status === 'completed') return;
+  else if (latest.status === 'interrupted') r = await agent.resume(run.id, approve);
+  else r = await agent.resume(run.id);
+  if (r.status === 'paused') r = await agent.resume(run.id, approve);
+  if (r.status !== 'completed') throw new Error(`${run.id} ended ${r.status}: ${JSON.stringify(r.error)}`);
+}
+
+async function driveFork(): Promise<void> {
+  const agent = agentFor(false);
+  const latest = await store.latest(FORK);
+  if (!latest) await agent.fork(RUNS[0].id, { executionId: FORK });
+  else if (!(latest.step === 'run_end' && latest.status === 'completed')) await agent.resume(FORK);
+}
+
+for (const run of RUNS) await drive(run);
+await driveFork();
+const s = await replica.flush({ timeoutMs: mode === 'recover' ? 60_000 : 20_000 });
+await replica.stop();
+await store.close();
+process.stdout.write(JSON.stringify({ pendingRows: s.pendingRows, quarantined: s.quarantinedCount, lastError: s.lastError }) + '\n');
