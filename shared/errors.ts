@@ -21,6 +21,7 @@ export const ErrorCode = {
   STORE_CLOSED: 'STORE_CLOSED',
   NOT_ON_PLANE: 'NOT_ON_PLANE',
   PLANE_ERROR: 'PLANE_ERROR',
+  STORE_FAILED: 'STORE_FAILED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -57,7 +57,7 @@ import {
 } from '../store/rows.js';
 import { summaryState } from '../store/summary.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
-import { POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
+import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
 
 type Sql = postgres.Sql<Record<string, never>>;
 type Tx = postgres.TransactionSql<Record<string, never>>;
@@ -105,7 +105,9 @@ export class PostgresCheckpointer implements Checkpointer {
     if (!options.sql && !options.url) throw new Error('PostgresCheckpointer needs `url` or `sql`');
     this.ownsSql = !options.sql;
     this.sql = (options.sql ??
-      postgres(options.url!, { max: options.max ?? 10, onnotice: () => {} })) as unknown as Sql;
+      // fetch_types off: postgres.js 3.4.9 leaks an unhandled rejection (which exits Node) when a
+      // backend dies during its startup type query (porsager/postgres#1192, #1223); we send no array params
+      postgres(options.url!, { max: options.max ?? 10, onnotice: () => {}, fetch_types: false })) as unknown as Sql;
     this.schema = options.schema ?? 'waymark';
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name: ${this.schema}`);
     this.outbox = options.outbox ?? true;
@@ -167,9 +169,56 @@ export class PostgresCheckpointer implements Checkpointer {
     return (await this.sql.begin(fn)) as T;
   }
 
+  /**
+   * Run a write transaction, trying again (up to 3 times) when the connection
+   * was lost under it. Every write is identifiable, so before trying again
+   * `landed` asks whether the lost attempt committed after all (a checkpoint
+   * with our pre-minted id exists, …) and returns its result if so. Without
+   * `landed`, only writes that are idempotent by construction are retried.
+   */
+  private async write<T>(fn: (tx: Tx) => Promise<T>, landed?: () => Promise<T | null>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.begin(fn);
+      } catch (e) {
+        const lost = isTransient(e);
+        if (attempt > 1 && landed && e instanceof DuplicateIdError) {
+          const r = await landed();
+          if (r) return r;
+        }
+        if (!lost || attempt >= 3) throw e;
+        if (landed) {
+          const r = await landed().catch(() => null);
+          if (r) return r;
+        }
+      }
+    }
+  }
+
+  /** The stored row with this id if it is the one `input` describes (a lost attempt that committed). */
+  private async landedRow(id: string, input: CheckpointInput): Promise<Checkpoint | null> {
+    const row = await this.getById(id);
+    return row && row.executionId === input.executionId && row.nodeId === input.nodeId && row.step === input.step ? row : null;
+  }
+
   private async q(): Promise<Sql> {
     await this.setup();
     return this.sql;
+  }
+
+  /**
+   * Run a read, trying again (up to 3 times) when the connection was lost under
+   * it: a terminated backend surfaces on the next query of its pooled
+   * connection. Writes are never retried here: their commit may have landed.
+   */
+  private async read<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn(await this.q());
+      } catch (e) {
+        if (attempt >= 3 || !isTransient(e)) throw e;
+      }
+    }
   }
 
   private queueEvent(tx: Tx, id: string, kind: OutboxKind, executionId: string, payload: string | null, bytes: number) {
@@ -229,16 +278,27 @@ export class PostgresCheckpointer implements Checkpointer {
 
   async put(input: CheckpointInput): Promise<Checkpoint> {
     checkInput(input);
-    let rt: RowText;
+    const minted = { ...input, id: input.id ?? uuidv7() };
+    let row: Checkpoint;
     try {
-      rt = await this.begin((tx) => this.writeCheckpoint(tx, input));
+      const out = await this.write<RowText | Checkpoint>(
+        (tx) => this.writeCheckpoint(tx, minted),
+        () => this.landedRow(minted.id, minted),
+      );
+      if ('cursor' in out) {
+        this.committed(out);
+        row = out.row;
+      } else {
+        this.cursors.drop(input.executionId);
+        this.committed(null);
+        row = out;
+      }
     } catch (e) {
       this.cursors.drop(input.executionId);
       throw e;
     }
-    this.committed(rt);
     this.fault('store.put.afterCommit');
-    return rt.row;
+    return row;
   }
 
   async recordInterrupt(
@@ -246,9 +306,15 @@ export class PostgresCheckpointer implements Checkpointer {
     pause: { reason: string; context: Json | null },
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
     checkInput(input);
-    let out: { rt: RowText; pending: PendingInterrupt };
+    input = { ...input, id: input.id ?? uuidv7() };
+    const landed = async () => {
+      const row = await this.landedRow(input.id!, input);
+      const pending = row ? await this.getPendingInterrupt(row.executionId) : null;
+      return row && pending?.checkpointId === row.id ? { rt: { row } as RowText, pending, landed: true } : null;
+    };
+    let out: { rt: RowText; pending: PendingInterrupt; landed?: boolean };
     try {
-      out = await this.begin(async (tx) => {
+      out = await this.write(async (tx) => {
         const rt = await this.writeCheckpoint(tx, input);
         const pending = pendingFor(rt.row, pause.reason, pause.context);
         this.fault('store.recordInterrupt.betweenRows');
@@ -264,21 +330,33 @@ export class PostgresCheckpointer implements Checkpointer {
         const text = JSON.stringify(event);
         await this.queueEvent(tx, event.id, 'interrupt_opened', pending.executionId, text, text.length);
         return { rt, pending };
-      });
+      }, landed);
     } catch (e) {
       this.cursors.drop(input.executionId);
       throw e;
     }
-    this.committed(out.rt);
+    if (out.landed) {
+      this.cursors.drop(input.executionId);
+      this.committed(null);
+    } else this.committed(out.rt);
     this.fault('store.recordInterrupt.afterCommit');
     return { checkpoint: out.rt.row, pending: out.pending };
   }
 
   async claimInterrupt(executionId: string, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
-    if (options?.next) checkInput(options.next);
-    let out: { pending: PendingInterrupt; rt: RowText | null } | null;
+    const next = options?.next ? { ...options.next, id: options.next.id ?? uuidv7() } : undefined;
+    if (next) checkInput(next);
+    const before = next ? await this.getPendingInterrupt(executionId) : null;
+    // with a `next` row, a lost attempt that committed is recognisable by that row's id
+    const landed = next
+      ? async () => {
+          const row = await this.landedRow(next.id, next);
+          return row && before ? { pending: before, rt: { row } as RowText, landed: true } : null;
+        }
+      : undefined;
+    let out: { pending: PendingInterrupt; rt: RowText | null; landed?: boolean } | null;
     try {
-      out = await this.begin(async (tx) => {
+      out = await this.write(async (tx) => {
         const [row] = await tx<PendingColumns[]>`
           DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
         if (!row) return null;
@@ -293,95 +371,115 @@ export class PostgresCheckpointer implements Checkpointer {
         };
         const text = JSON.stringify(event);
         await this.queueEvent(tx, event.id, 'interrupt_claimed', executionId, text, text.length);
-        const rt = options?.next ? await this.writeCheckpoint(tx, options.next) : null;
+        const rt = next ? await this.writeCheckpoint(tx, next) : null;
         return { pending, rt };
-      });
+      }, landed as (() => Promise<{ pending: PendingInterrupt; rt: RowText | null; landed?: boolean } | null>) | undefined);
     } catch (e) {
       this.cursors.drop(executionId);
       throw e;
     }
     if (!out) return null;
-    this.committed(out.rt);
+    if (out.landed) {
+      this.cursors.drop(executionId);
+      this.committed(null);
+    } else this.committed(out.rt);
     this.fault('store.claim.afterCommit');
     return { pending: out.pending, checkpoint: out.rt?.row ?? null };
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
-    const sql = await this.q();
-    const [row] = await sql<PendingColumns[]>`SELECT * FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
-    return row ? pendingFromColumns(row) : null;
+    return this.read(async (sql) => {
+      const [row] = await sql<PendingColumns[]>`SELECT * FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
+      return row ? pendingFromColumns(row) : null;
+    });
   }
+
 
   async listPendingInterrupts(options: { afterExecutionId?: string; limit?: number } = {}): Promise<PendingInterrupt[]> {
-    const sql = await this.q();
-    const rows = await sql<PendingColumns[]>`
-      SELECT * FROM ${this.t.pending} WHERE execution_id > ${options.afterExecutionId ?? ''}
-      ORDER BY execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-    return rows.map(pendingFromColumns);
+    return this.read(async (sql) => {
+      const rows = await sql<PendingColumns[]>`
+        SELECT * FROM ${this.t.pending} WHERE execution_id > ${options.afterExecutionId ?? ''}
+        ORDER BY execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
+      return rows.map(pendingFromColumns);
+    });
   }
+
 
   async latest(executionId: string): Promise<Checkpoint | null> {
-    const sql = await this.q();
-    const [row] = await sql<CheckpointColumns[]>`
-      SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId} ORDER BY seq DESC LIMIT 1`;
-    return row ? rowFromColumns(row) : null;
+    return this.read(async (sql) => {
+      const [row] = await sql<CheckpointColumns[]>`
+        SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId} ORDER BY seq DESC LIMIT 1`;
+      return row ? rowFromColumns(row) : null;
+    });
   }
+
 
   async getById(id: string): Promise<Checkpoint | null> {
-    const sql = await this.q();
-    const [row] = await sql<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${id}`;
-    return row ? rowFromColumns(row) : null;
+    return this.read(async (sql) => {
+      const [row] = await sql<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${id}`;
+      return row ? rowFromColumns(row) : null;
+    });
   }
+
 
   async list(executionId: string, options: ListOptions = {}): Promise<Checkpoint[]> {
-    const sql = await this.q();
-    const rows = await sql<CheckpointColumns[]>`
-      SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}
-      ${options.afterSeq !== undefined ? sql`AND seq > ${options.afterSeq}` : sql``}
-      ${options.beforeSeq !== undefined ? sql`AND seq < ${options.beforeSeq}` : sql``}
-      ORDER BY seq ${options.order === 'desc' ? sql`DESC` : sql`ASC`}
-      ${options.limit !== undefined ? sql`LIMIT ${options.limit}` : sql``}`;
-    return rows.map(rowFromColumns);
+    return this.read(async (sql) => {
+      const rows = await sql<CheckpointColumns[]>`
+        SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}
+        ${options.afterSeq !== undefined ? sql`AND seq > ${options.afterSeq}` : sql``}
+        ${options.beforeSeq !== undefined ? sql`AND seq < ${options.beforeSeq}` : sql``}
+        ORDER BY seq ${options.order === 'desc' ? sql`DESC` : sql`ASC`}
+        ${options.limit !== undefined ? sql`LIMIT ${options.limit}` : sql``}`;
+      return rows.map(rowFromColumns);
+    });
   }
+
 
   async readState(row: Checkpoint): Promise<State> {
-    const sql = await this.q();
-    const rows = await sql<CheckpointColumns[]>`
-      SELECT * FROM ${this.t.checkpoints}
-      WHERE execution_id = ${row.executionId} AND seq >= ${chainBase(row)} AND seq <= ${row.seq} ORDER BY seq`;
-    return decodeChain(rows.map(rowFromColumns)).state;
+    return this.read(async (sql) => {
+      const rows = await sql<CheckpointColumns[]>`
+        SELECT * FROM ${this.t.checkpoints}
+        WHERE execution_id = ${row.executionId} AND seq >= ${chainBase(row)} AND seq <= ${row.seq} ORDER BY seq`;
+      return decodeChain(rows.map(rowFromColumns)).state;
+    });
   }
+
 
   async listExecutions(options: { afterExecutionId?: string; limit?: number } = {}): Promise<ExecutionSummary[]> {
-    const sql = await this.q();
-    const rows = await sql<ExecRow[]>`
-      SELECT e.*, p.execution_id IS NOT NULL AS paused FROM ${this.t.executions} e
-      LEFT JOIN ${this.t.pending} p ON p.execution_id = e.execution_id
-      WHERE e.execution_id > ${options.afterExecutionId ?? ''}
-      ORDER BY e.execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-    return rows.map((r) => ({
-      executionId: r.execution_id,
-      state: summaryState(r.last_step, r.last_status, Boolean(r.paused)),
-      rowCount: Number(r.next_seq),
-      lastSeq: Number(r.next_seq) - 1,
-      lastNodeId: r.last_node_id,
-      lastStep: r.last_step as ExecutionSummary['lastStep'],
-      lastStatus: r.last_status as ExecutionSummary['lastStatus'],
-      updatedAt: r.updated_at,
-    }));
+    return this.read(async (sql) => {
+      const rows = await sql<ExecRow[]>`
+        SELECT e.*, p.execution_id IS NOT NULL AS paused FROM ${this.t.executions} e
+        LEFT JOIN ${this.t.pending} p ON p.execution_id = e.execution_id
+        WHERE e.execution_id > ${options.afterExecutionId ?? ''}
+        ORDER BY e.execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
+      return rows.map((r) => ({
+        executionId: r.execution_id,
+        state: summaryState(r.last_step, r.last_status, Boolean(r.paused)),
+        rowCount: Number(r.next_seq),
+        lastSeq: Number(r.next_seq) - 1,
+        lastNodeId: r.last_node_id,
+        lastStep: r.last_step as ExecutionSummary['lastStep'],
+        lastStatus: r.last_status as ExecutionSummary['lastStatus'],
+        updatedAt: r.updated_at,
+      }));
+    });
   }
 
+
   async getIdempotent(executionId: string, key: string): Promise<IdempotentLookup> {
-    const sql = await this.q();
-    const [row] = await sql<IdempotencyColumns[]>`
-      SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
-    return row ? { hit: true, result: idempotencyFromColumns(row).result } : { hit: false };
+    return this.read(async (sql) => {
+      const [row] = await sql<IdempotencyColumns[]>`
+        SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
+      return row ? { hit: true, result: idempotencyFromColumns(row).result } : { hit: false };
+    });
   }
+
 
   async putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry> {
     checkIdempotencyKey(executionId, key);
     checkJson('idempotent result', result);
-    const entry = await this.begin(async (tx) => {
+    // INSERT … ON CONFLICT DO NOTHING: a retry after a lost commit finds the stored entry
+    const entry = await this.write(async (tx) => {
       const createdAt = canonicalTime();
       const text = result === null ? null : JSON.stringify(result);
       const inserted = await tx<IdempotencyColumns[]>`
@@ -405,11 +503,13 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async listIdempotent(executionId: string): Promise<IdempotencyEntry[]> {
-    const sql = await this.q();
-    const rows = await sql<IdempotencyColumns[]>`
-      SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} ORDER BY created_at, key`;
-    return rows.map(idempotencyFromColumns);
+    return this.read(async (sql) => {
+      const rows = await sql<IdempotencyColumns[]>`
+        SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} ORDER BY created_at, key`;
+      return rows.map(idempotencyFromColumns);
+    });
   }
+
 
   async deleteExecution(executionId: string): Promise<DeleteResult> {
     const out = await this.begin(async (tx) => {
@@ -468,21 +568,26 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<OutboxEntry[]> {
-    const sql = await this.q();
-    const rows = await sql<OutboxJoinRow[]>`
-      SELECT o.seq AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id,
-             o.payload AS o_payload, o.bytes AS o_bytes, o.created_at AS o_created_at, c.*
-      FROM ${this.t.outbox} o LEFT JOIN ${this.t.checkpoints} c ON o.kind = 'checkpoint' AND c.id = o.id
-      WHERE NOT o.synced ORDER BY o.seq LIMIT ${Math.max(1, options.limit)}`;
-    return takeByBytes(rows.map(entryFromJoin), options.maxBytes);
+    return this.read(async (sql) => {
+      const rows = await sql<OutboxJoinRow[]>`
+        SELECT o.seq AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id,
+               o.payload AS o_payload, o.bytes AS o_bytes, o.created_at AS o_created_at, c.*
+        FROM ${this.t.outbox} o LEFT JOIN ${this.t.checkpoints} c ON o.kind = 'checkpoint' AND c.id = o.id
+        WHERE NOT o.synced ORDER BY o.seq LIMIT ${Math.max(1, options.limit)}`;
+      return takeByBytes(rows.map(entryFromJoin), options.maxBytes);
+    });
   }
+
 
   async applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void> {
     const synced = results.synced ?? [];
     const q = Object.entries(results.quarantined ?? {});
     if (!synced.length && !q.length) return;
-    await this.begin(async (tx) => {
-      if (synced.length) await tx`UPDATE ${this.t.outbox} SET synced = true WHERE id = ANY(${synced}) AND NOT synced`;
+    await this.write(async (tx) => {
+      if (synced.length) {
+        await tx`UPDATE ${this.t.outbox} SET synced = true
+          WHERE id IN (SELECT jsonb_array_elements_text((${JSON.stringify(synced)}::text)::jsonb)) AND NOT synced`;
+      }
       for (const [id, reason] of q) {
         await tx`UPDATE ${this.t.outbox} SET synced = true, sync_error = ${reason} WHERE id = ${id} AND NOT synced`;
       }
@@ -498,42 +603,46 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async outboxStats(): Promise<OutboxStats> {
-    const sql = await this.q();
-    const [p] = await sql<{ n: string; bytes: string; oldest: string | null }[]>`
-      SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest
-      FROM ${this.t.outbox} WHERE NOT synced`;
-    const [q] = await sql<{ n: string }[]>`SELECT count(*) AS n FROM ${this.t.outbox} WHERE sync_error IS NOT NULL`;
-    const [last] = await sql<{ sync_error: string }[]>`
-      SELECT sync_error FROM ${this.t.outbox} WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`;
-    return {
-      pendingCount: Number(p.n),
-      pendingBytes: Number(p.bytes),
-      oldestPendingAt: p.oldest,
-      oldestPendingAgeMs: p.oldest ? Math.max(0, Date.now() - Date.parse(p.oldest)) : null,
-      quarantinedCount: Number(q.n),
-      lastQuarantineReason: last?.sync_error ?? null,
-    };
+    return this.read(async (sql) => {
+      const [p] = await sql<{ n: string; bytes: string; oldest: string | null }[]>`
+        SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest
+        FROM ${this.t.outbox} WHERE NOT synced`;
+      const [q] = await sql<{ n: string }[]>`SELECT count(*) AS n FROM ${this.t.outbox} WHERE sync_error IS NOT NULL`;
+      const [last] = await sql<{ sync_error: string }[]>`
+        SELECT sync_error FROM ${this.t.outbox} WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`;
+      return {
+        pendingCount: Number(p.n),
+        pendingBytes: Number(p.bytes),
+        oldestPendingAt: p.oldest,
+        oldestPendingAgeMs: p.oldest ? Math.max(0, Date.now() - Date.parse(p.oldest)) : null,
+        quarantinedCount: Number(q.n),
+        lastQuarantineReason: last?.sync_error ?? null,
+      };
+    });
   }
 
+
   async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<QuarantinedEntry[]> {
-    const sql = await this.q();
-    let after = '0';
-    if (options.afterId) {
-      const [r] = await sql<{ seq: string }[]>`SELECT seq FROM ${this.t.outbox} WHERE id = ${options.afterId}`;
-      after = r?.seq ?? '0';
-    }
-    const rows = await sql<{ id: string; kind: OutboxKind; execution_id: string; sync_error: string; created_at: string }[]>`
-      SELECT id, kind, execution_id, sync_error, created_at FROM ${this.t.outbox}
-      WHERE sync_error IS NOT NULL AND seq > ${after} ORDER BY seq
-      ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-    return rows.map((r) => ({ id: r.id, kind: r.kind, executionId: r.execution_id, reason: r.sync_error, createdAt: r.created_at }));
+    return this.read(async (sql) => {
+      let after = '0';
+      if (options.afterId) {
+        const [r] = await sql<{ seq: string }[]>`SELECT seq FROM ${this.t.outbox} WHERE id = ${options.afterId}`;
+        after = r?.seq ?? '0';
+      }
+      const rows = await sql<{ id: string; kind: OutboxKind; execution_id: string; sync_error: string; created_at: string }[]>`
+        SELECT id, kind, execution_id, sync_error, created_at FROM ${this.t.outbox}
+        WHERE sync_error IS NOT NULL AND seq > ${after} ORDER BY seq
+        ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
+      return rows.map((r) => ({ id: r.id, kind: r.kind, executionId: r.execution_id, reason: r.sync_error, createdAt: r.created_at }));
+    });
   }
+
 
   async importRows(bundle: RestoreBundle): Promise<ImportResult> {
     const checkpoints = checkBundleRows(CheckpointSchema, bundle.checkpoints, 'checkpoint');
     const pending = bundle.pending ? checkBundleRows(PendingSchema, [bundle.pending], 'pending interrupt')[0] : null;
     const idem = checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry');
-    return this.begin(async (tx) => {
+    return this.write(async (tx) => {
       const res: ImportResult = { inserted: 0, skipped: 0, conflicts: [], pendingImported: false, idempotencyInserted: 0 };
       const executionIds = [...new Set(checkpoints.map((c) => c.executionId))].sort();
       for (const e of executionIds) {
@@ -564,7 +673,8 @@ export class PostgresCheckpointer implements Checkpointer {
         res.inserted++;
       }
       // an execution row left as a placeholder (every row was a conflict) must not stay empty
-      await tx`DELETE FROM ${this.t.executions} WHERE last_id = '' AND execution_id = ANY(${executionIds})`;
+      await tx`DELETE FROM ${this.t.executions}
+        WHERE last_id = '' AND execution_id IN (SELECT jsonb_array_elements_text((${JSON.stringify(executionIds)}::text)::jsonb))`;
       if (pending) {
         const [latest] = await tx<{ id: string }[]>`
           SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${pending.executionId} ORDER BY seq DESC LIMIT 1`;
@@ -587,10 +697,12 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async getMeta(key: string): Promise<string | null> {
-    const sql = await this.q();
-    const [row] = await sql<{ value: string }[]>`SELECT value FROM ${this.t.meta} WHERE key = ${`note:${key}`}`;
-    return row?.value ?? null;
+    return this.read(async (sql) => {
+      const [row] = await sql<{ value: string }[]>`SELECT value FROM ${this.t.meta} WHERE key = ${`note:${key}`}`;
+      return row?.value ?? null;
+    });
   }
+
 
   async setMeta(key: string, value: string): Promise<void> {
     const sql = await this.q();

@@ -424,6 +424,8 @@ export class Agent {
       }
     } catch (e) {
       if (e instanceof PauseOutcome) throw e;
+      // the store failed under the tool: escape the run rather than let the model retry a side effect
+      if ((e as { code?: string })?.code === 'STORE_FAILED') throw e;
       if (!scope.pause) return `Tool '${call.name}' failed: ${(e as Error)?.message ?? String(e)}`;
     }
     if (scope.pause) {

@@ -1,4 +1,5 @@
 import { stableStringify, jsonProblem, type Json } from '../../shared/json.js';
+import { WaymarkError } from '../../shared/errors.js';
 import { IdempotencyError } from '../errors.js';
 import { currentRun } from './context.js';
 
@@ -30,7 +31,12 @@ export function idempotent<A extends unknown[], R>(
       if (problem) throw new IdempotencyError(`idempotent function '${name}' has arguments with no stable JSON form: ${problem}`);
       key = `${name}:${stableStringify(args)}`;
     }
-    const hit = await run.store.getIdempotent(run.executionId, key);
+    let hit;
+    try {
+      hit = await run.store.getIdempotent(run.executionId, key);
+    } catch (e) {
+      throw storeFailed(`could not read the idempotency cache for '${key}'`, e);
+    }
     if (hit.hit) return hit.result as R;
     const result = await fn(...args);
     const value = result === undefined ? null : (result as unknown);
@@ -38,7 +44,20 @@ export function idempotent<A extends unknown[], R>(
     if (problem) {
       throw new IdempotencyError(`idempotent function '${name || key}' returned a value that cannot be stored as JSON: ${problem}`);
     }
-    const stored = await run.store.putIdempotent(run.executionId, key, value as Json);
-    return stored.result as R;
+    try {
+      const stored = await run.store.putIdempotent(run.executionId, key, value as Json);
+      return stored.result as R;
+    } catch (e) {
+      throw storeFailed(`the side effect '${name || key}' ran but its result could not be recorded`, e);
+    }
   };
+}
+
+/**
+ * A store failure inside a tool is not a tool result: if the model were told
+ * "the tool failed" it could call it again and repeat the side effect. It
+ * escapes the run instead (see Agent.invoke), which stays resumable.
+ */
+function storeFailed(message: string, cause: unknown): WaymarkError {
+  return new WaymarkError('STORE_FAILED', `${message}: ${(cause as Error)?.message ?? cause}`, { cause });
 }

@@ -47,7 +47,8 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
     const { drizzle } = await import('drizzle-orm/postgres-js');
     const { migrate } = await import('drizzle-orm/postgres-js/migrator');
     // one connection holds the session advisory lock for the whole migration
-    const lockConn = postgres(o.databaseUrl, { max: 1, onnotice: () => {} });
+    // fetch_types off everywhere: see client/postgres/checkpointer.ts (postgres.js unhandled rejection on a dying backend)
+    const lockConn = postgres(o.databaseUrl, { max: 1, onnotice: () => {}, fetch_types: false });
     try {
       await lockConn`SELECT pg_advisory_lock(hashtext(${LOCK}))`;
       await migrate(drizzle(lockConn, { casing: 'snake_case' }), { migrationsFolder: folder });
@@ -55,7 +56,7 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
     } finally {
       await lockConn.end({ timeout: 2 });
     }
-    const client = postgres(o.databaseUrl, { max: o.max ?? 10, onnotice: () => {} });
+    const client = postgres(o.databaseUrl, { max: o.max ?? 10, onnotice: () => {}, fetch_types: false });
     const db = drizzle(client, { schema, casing: 'snake_case' }) as unknown as PlaneDb;
     return {
       db,

@@ -50,9 +50,10 @@ export class PlaneProcess {
   port = 0;
   url = '';
   deaths = 0;
+  /** `dir` is a PGlite folder, or a `postgres://` URL. */
   constructor(private readonly dir: string) {}
   async start(fault?: string): Promise<void> {
-    const child = forkTs(PLANE, [`pglite:${this.dir}`], {
+    const child = forkTs(PLANE, [this.dir.startsWith('postgres') ? this.dir : `pglite:${this.dir}`], {
       ...(fault ? { WAYMARK_PLANE_FAULT: fault } : {}),
       WAYMARK_PLANE_PORT: String(this.port),
     });
