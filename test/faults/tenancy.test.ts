@@ -1,0 +1,133 @@
+/**
+ * Tenancy and auth, for every endpoint and every UI page: no key, a revoked
+ * key, a wrong-scope key and a valid key of another project are refused, and
+ * nothing of the project is read or written.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { revokeKey } from '../../plane/auth.js';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { eventsOf, pause, step } from '../helpers/rows.js';
+
+describe('tenancy and auth across every endpoint and page', () => {
+  let plane: TestPlane;
+  const keys: Record<string, string> = {};
+  let checkpointId = '';
+  let secrets: string[] = [];
+  let snapshot = '';
+
+  const counts = async () => {
+    const r = (await plane.database.db.execute(sql`
+      SELECT (SELECT count(*) FROM checkpoints) AS c, (SELECT count(*) FROM events) AS e, (SELECT count(*) FROM claims) AS cl,
+             (SELECT count(*) FROM quarantine) AS q, (SELECT count(*) FROM writers) AS w, (SELECT count(*) FROM idempotency) AS i,
+             (SELECT string_agg(state || coalesce(claimed_by, ''), ',') FROM pending_interrupts) AS p`)) as unknown as { rows?: unknown[] };
+    return JSON.stringify(Array.isArray(r) ? r : r.rows);
+  };
+
+  beforeAll(async () => {
+    plane = await startTestPlane('pglite');
+    keys.owner = await plane.key('victim', ['ingest', 'read']);
+    keys.ingestOnly = await plane.key('victim', ['ingest']);
+    keys.readOnly = await plane.key('victim', ['read']);
+    keys.revoked = await plane.key('victim', ['ingest', 'read', 'admin']);
+    await revokeKey(plane.database.db, keys.revoked.slice(3, 19));
+    keys.other = await plane.key('attacker', ['ingest', 'read']);
+    keys.otherAdmin = await plane.key('attacker', ['admin']);
+    const rows = await eventsOf(async (s) => {
+      await s.put(step('victim-run', 0, { nodeInput: { card: '4242-SECRET' } }));
+      await s.putIdempotent('victim-run', 'charge', { chargeId: 'ch_SECRET' });
+      checkpointId = (await s.recordInterrupt(pause('victim-run', 1), { reason: 'approve', context: { ssn: 'SECRET-SSN' } })).checkpoint.id;
+    }, 'victim-laptop');
+    const r = await call(`${plane.url}/v1/ingest`, { key: keys.owner, json: { protocol: 1, writerId: 'victim-laptop', rows: [...rows, { kind: 'bogus', id: 'x', secret: 'SECRET-Q' }] } });
+    expect(r.body.accepted).toBe(rows.length);
+    secrets = ['victim-run', '4242-SECRET', 'ch_SECRET', 'SECRET-SSN', 'SECRET-Q', 'victim-laptop', checkpointId];
+    snapshot = await counts();
+  });
+  afterAll(async () => plane?.close());
+
+  const endpoints = () => [
+    { name: 'POST /v1/ingest', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'intruder', rows: [{ kind: 'interrupt_claimed', id: '01a2368f-0000-7000-8000-000000000000', executionId: 'victim-run', checkpointId, writerId: 'intruder', claimedAt: new Date().toISOString() }] } }) },
+    { name: 'GET /v1/executions', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions`, { key }) },
+    { name: 'GET /v1/executions/:id', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run`, { key }) },
+    { name: 'GET /v1/executions/:id/rows', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/rows`, { key }) },
+    { name: 'GET /v1/executions/:id/restore', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/restore`, { key }) },
+    { name: 'POST /v1/executions/:id/claim', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim`, { key, json: { checkpointId, writerId: 'intruder' } }) },
+    { name: 'GET /v1/quarantine', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/quarantine`, { key }) },
+    { name: 'GET /v1/writers', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/writers`, { key }) },
+    { name: 'GET /v1/conflicts', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/conflicts`, { key }) },
+    { name: 'GET /metrics', scope: 'admin', req: (key?: string) => call(`${plane.url}/metrics`, { key }) },
+  ];
+
+  it('lists every documented endpoint in this matrix', async () => {
+    const doc = (await call(`${plane.url}/openapi.json`)).body as { paths: Record<string, Record<string, unknown>> };
+    const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p.replace(/\{(\w+)\}/g, ':$1')}`));
+    const covered = endpoints().map((e) => e.name);
+    for (const d of documented) expect(covered).toContain(d);
+  });
+
+  it('no key, a malformed key and a revoked key get 401; a wrong scope gets 403', async () => {
+    for (const e of endpoints()) {
+      for (const key of [undefined, 'Bearer nonsense', keys.revoked]) {
+        const r = await e.req(key);
+        expect(r.status, `${e.name} with ${key ? 'a bad key' : 'no key'}`).toBe(401);
+      }
+      const wrong = e.scope === 'ingest' ? keys.readOnly : e.scope === 'read' ? keys.ingestOnly : keys.owner;
+      expect((await e.req(wrong)).status, `${e.name} with the wrong scope`).toBe(403);
+    }
+    expect(await counts()).toBe(snapshot);
+  });
+
+  it("another project's valid key reads nothing of this project and changes nothing", async () => {
+    for (const e of endpoints()) {
+      const r = await e.req(e.scope === 'admin' ? keys.otherAdmin : keys.other);
+      const text = JSON.stringify(r.body);
+      // the id the attacker itself asked for may be echoed in a 404; nothing else of the victim may appear
+      const asked = e.name.includes(':id') ? ['victim-run', checkpointId] : [];
+      if (e.name !== 'GET /metrics') for (const s of secrets.filter((x) => !asked.includes(x))) expect(text, `${e.name} leaked ${s}`).not.toContain(s);
+      if (e.name.includes(':id')) expect(r.status, e.name).toBe(404);
+    }
+    // the claim the intruder's ingest carried landed (if at all) in the attacker's project, not the victim's
+    expect(await counts()).not.toBe('');
+    const mine = await call(`${plane.url}/v1/executions/victim-run`, { key: keys.owner });
+    expect(mine.body.pause).toMatchObject({ state: 'open', claimedBy: null });
+    expect(mine.body.conflicts).toEqual([]);
+    const w = await call(`${plane.url}/v1/writers`, { key: keys.owner });
+    expect(w.body.items.map((x: { writerId: string }) => x.writerId)).toEqual(['victim-laptop']);
+  });
+
+  it('every UI page redirects to login without a session, and a session of another project sees none of this one', async () => {
+    const pages = ['/', '/runs/victim-run', '/quarantine', '/writers', `/?q=victim`];
+    for (const p of pages) {
+      const res = await fetch(`${plane.url}${p}`, { redirect: 'manual' });
+      expect(res.status, p).toBe(303);
+      expect(res.headers.get('location')).toMatch(/^\/login/);
+      const forged = await fetch(`${plane.url}${p}`, { redirect: 'manual', headers: { cookie: 'wm_session=forged-token' } });
+      expect(forged.status, p).toBe(303);
+    }
+    for (const bad of [keys.revoked, keys.ingestOnly]) {
+      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: bad, next: '/' }) });
+      expect(login.status).toBe(401);
+      expect(login.headers.get('set-cookie')).toBeNull();
+    }
+    const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: keys.other, next: '//evil.example/' }) });
+    expect(login.status).toBe(303);
+    expect(login.headers.get('location')).toBe('/');
+    const cookie = login.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/HttpOnly/i);
+    expect(cookie).toMatch(/SameSite=Strict/i);
+    const session = cookie.split(';')[0];
+    for (const p of pages) {
+      const res = await fetch(`${plane.url}${p}`, { redirect: 'manual', headers: { cookie: session } });
+      const html = await res.text();
+      for (const s of secrets.filter((x) => !p.includes(x))) expect(html, `${p} leaked ${s}`).not.toContain(s);
+    }
+    expect((await fetch(`${plane.url}/runs/victim-run`, { headers: { cookie: session } })).status).toBe(404);
+  });
+
+  it('keys are stored hashed: no column holds a secret', async () => {
+    const r = (await plane.database.db.execute(sql`SELECT * FROM api_keys`)) as unknown as { rows?: unknown[] };
+    const dump = JSON.stringify(Array.isArray(r) ? r : r.rows);
+    // a key is wm_<16 hex id>_<43-char secret>; only the id may be stored
+    for (const k of Object.values(keys)) expect(dump).not.toContain(k.slice(20));
+  });
+});
