@@ -1,0 +1,76 @@
+/**
+ * Peak client RSS while draining a large backlog (default 1,000,000 rows) to a
+ * plane in another process. The backlog is written straight into the store's
+ * tables in large transactions (this measures the drain, not put()).
+ *
+ *   npx tsx bench/drain-rss.ts [rows=1000000]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir, cpus } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connectPlane } from '../client/index.js';
+import { SqliteCheckpointer } from '../client/sqlite/index.js';
+import { uuidv7 } from '../shared/ids.js';
+
+const N = Number(process.argv[2] ?? 1_000_000);
+const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-rss-'));
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+const store = new SqliteCheckpointer({ path: join(dir, 'backlog.db'), synchronous: 'OFF' as never });
+const db = store.connection;
+const insC = db.prepare(`INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id, state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
+  VALUES (?, ?, ?, ?, ?, 'llm_call', 'completed', 'agent:b', NULL, ?, NULL, NULL, NULL, NULL, ?, ?)`);
+const insO = db.prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, ?, ?)`);
+const insE = db.prepare(`INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, ?, ?, ?, 'llm_call', 'completed', ?)
+  ON CONFLICT (execution_id) DO UPDATE SET next_seq = excluded.next_seq, last_id = excluded.last_id, last_node_id = excluded.last_node_id`);
+const PER_RUN = 1000;
+const now = new Date().toISOString();
+for (let i = 0; i < N; i += 10_000) {
+  db.transaction(() => {
+    for (let j = i; j < Math.min(N, i + 10_000); j++) {
+      const id = uuidv7();
+      const e = `run-${Math.floor(j / PER_RUN)}`;
+      const seq = j % PER_RUN;
+      const state = JSON.stringify({ v: 1, kind: 'full', state: { turn: seq, note: 'x'.repeat(100) } });
+      insC.run(id, e, seq, `turn:${seq}`, seq, state, now, store.writerId);
+      insO.run(id, e, state.length + 300, now);
+      insE.run(e, seq + 1, id, `turn:${seq}`, now);
+    }
+  })();
+}
+
+const planeDir = join(dir, 'plane');
+const plane = spawn(process.execPath, [join(root, 'bin/waymark.mjs'), 'plane', '--data-dir', planeDir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const url = await new Promise<string>((resolve) => {
+  plane.stdout!.on('data', (d: Buffer) => {
+    const m = /listening on (http:\/\/\S+)/.exec(d.toString());
+    if (m) resolve(m[1]);
+  });
+});
+const key = readFileSync(join(planeDir, 'admin-key'), 'utf8').trim();
+
+const base = process.memoryUsage().rss;
+let peak = base;
+const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+const t0 = performance.now();
+const replica = connectPlane(store, { url, apiKey: key, pollMs: 0 });
+let last = 0;
+replica.on('ack', () => {
+  if (performance.now() - last > 10_000) {
+    last = performance.now();
+    void store.outboxStats().then((s) => console.error(`  drain: ${N - s.pendingCount}/${N}`));
+  }
+});
+const s = await replica.flush({ timeoutMs: 3_600_000 });
+const secs = (performance.now() - t0) / 1000;
+clearInterval(sampler);
+await replica.stop();
+await store.close();
+plane.kill('SIGTERM');
+rmSync(dir, { recursive: true, force: true });
+if (s.pendingRows !== 0) throw new Error(`drain incomplete: ${JSON.stringify(s)}`);
+const mb = (b: number) => (b / 1024 / 1024).toFixed(0);
+console.log(`drain of a ${N}-row backlog to a plane (PGlite, own process): ${Math.round(N / secs)} rows/s; client RSS at start ${mb(base)} MB, peak ${mb(peak)} MB`);
+console.log(JSON.stringify({ bench: 'drain-rss', rows: N, rowsPerSec: N / secs, rssStartMb: base / 1048576, rssPeakMb: peak / 1048576, cores: cpus().length, date: new Date().toISOString() }));

@@ -1,0 +1,63 @@
+/**
+ * The peer: LangGraph JS (StateGraph over MessagesAnnotation, an agent node and
+ * a tools node, `durability: "sync"`), loaded from bench/peers/langgraph so
+ * waymark itself never depends on it.
+ */
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const PEER = fileURLToPath(new URL('../peers/langgraph/package.json', import.meta.url));
+
+export function peerInstalled(): boolean {
+  return existsSync(fileURLToPath(new URL('../peers/langgraph/node_modules/@langchain/langgraph/package.json', import.meta.url)));
+}
+
+export function peerVersion(): string {
+  return createRequire(PEER)('@langchain/langgraph/package.json').version;
+}
+
+/** Build the workload graph: T turns, each an AI message of P bytes with one tool call, then a P-byte tool result. */
+export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: () => void) {
+  const req = createRequire(PEER);
+  const { StateGraph, MessagesAnnotation, START, END } = req('@langchain/langgraph');
+  const { AIMessage, ToolMessage } = req('@langchain/core/messages');
+  return new StateGraph(MessagesAnnotation)
+    .addNode('agent', (state: { messages: { _getType(): string }[] }) => {
+      onTurn?.();
+      const turn = state.messages.filter((m) => m._getType() === 'ai').length;
+      return {
+        messages: [
+          turn < T
+            ? new AIMessage({ content: 'a'.repeat(P), tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }] })
+            : new AIMessage({ content: 'done' }),
+        ],
+      };
+    })
+    .addNode('tools', (state: { messages: { tool_calls?: { id: string }[] }[] }) => {
+      const last = state.messages[state.messages.length - 1];
+      return { messages: [new ToolMessage({ content: 'r'.repeat(P), tool_call_id: last.tool_calls![0].id })] };
+    })
+    .addEdge(START, 'agent')
+    .addConditionalEdges('agent', (s: { messages: { tool_calls?: unknown[] }[] }) => (s.messages[s.messages.length - 1].tool_calls?.length ? 'tools' : END))
+    .addEdge('tools', 'agent')
+    .compile({ checkpointer });
+}
+
+export async function peerRun(graph: any, threadId: string, T: number): Promise<void> {
+  const req = createRequire(PEER);
+  const { HumanMessage } = req('@langchain/core/messages');
+  await graph.invoke({ messages: [new HumanMessage('go')] }, { configurable: { thread_id: threadId }, recursionLimit: 2 * T + 10, durability: 'sync' });
+}
+
+export function peerSqliteSaver(path: string): any {
+  const { SqliteSaver } = createRequire(PEER)('@langchain/langgraph-checkpoint-sqlite');
+  return SqliteSaver.fromConnString(path);
+}
+
+export async function peerPostgresSaver(url: string, schema: string): Promise<any> {
+  const { PostgresSaver } = createRequire(PEER)('@langchain/langgraph-checkpoint-postgres');
+  const saver = PostgresSaver.fromConnString(url, { schema });
+  await saver.setup();
+  return saver;
+}

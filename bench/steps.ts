@@ -1,0 +1,156 @@
+/**
+ * Durable agent steps/s: R runs of T turns (a P-byte model step with one tool
+ * call + a P-byte tool step, a checkpoint before each), waymark vs LangGraph
+ * JS vs the raw single-row commit rate, in one run. Also storage growth.
+ *
+ *   npx tsx bench/steps.ts [steps|storage] [sqlite|postgres|both] [reps=3]
+ */
+import Database from 'better-sqlite3';
+import postgres from 'postgres';
+import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
+import { tmpdir, cpus } from 'node:os';
+import { join } from 'node:path';
+import { SqliteCheckpointer } from '../client/sqlite/index.js';
+import { PostgresCheckpointer } from '../client/postgres/index.js';
+import { ourAgent, median, spread } from './lib/workload.js';
+import { peerGraph, peerInstalled, peerPostgresSaver, peerRun, peerSqliteSaver, peerVersion } from './lib/langgraph.js';
+
+const what = process.argv[2] ?? 'steps';
+const backends = (process.argv[3] ?? 'both') === 'both' ? ['sqlite', 'postgres'] : [process.argv[3]];
+const REPS = Number(process.argv[4] ?? 3);
+const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const P = 200;
+/** WAYMARK_BENCH_SMOKE=1: tiny sizes, for the smoke test in npm test (correctness, not timing). */
+const SMOKE = process.env.WAYMARK_BENCH_SMOKE === '1';
+const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-steps-'));
+let n = 0;
+const emit = (m: Record<string, unknown>) => console.log(JSON.stringify({ ...m, cores: cpus().length, node: process.version, peer: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }));
+
+async function ours(backend: string, R: number, T: number): Promise<number> {
+  const store = backend === 'sqlite' ? new SqliteCheckpointer({ path: join(dir, `o${++n}.db`) }) : new PostgresCheckpointer({ url: PG, schema: `bench_o${process.pid}_${++n}`, max: 2 });
+  await store.setup();
+  const t0 = performance.now();
+  for (let r = 0; r < R; r++) {
+    const res = await ourAgent(store, T, P).run('go', { executionId: `run-${r}` });
+    if (res.status !== 'completed') throw new Error(res.status);
+  }
+  const rate = (R * T * 2) / ((performance.now() - t0) / 1000);
+  await store.close();
+  if (backend === 'postgres') await dropSchema(`bench_o${process.pid}_${n}`);
+  return rate;
+}
+
+async function peer(backend: string, R: number, T: number): Promise<number> {
+  const schema = `bench_p${process.pid}_${++n}`;
+  const saver = backend === 'sqlite' ? peerSqliteSaver(join(dir, `p${n}.db`)) : await peerPostgresSaver(PG, schema);
+  const t0 = performance.now();
+  for (let r = 0; r < R; r++) await peerRun(peerGraph(saver, T, P), `run-${r}`, T);
+  const rate = (R * T * 2) / ((performance.now() - t0) / 1000);
+  if (backend === 'postgres') {
+    await saver.end?.();
+    await dropSchema(schema);
+  }
+  return rate;
+}
+
+/** Single-row insert transactions of a row of the same size, same durability setting. */
+async function raw(backend: string, rows: number): Promise<number> {
+  const body = 'x'.repeat(P + 400);
+  if (backend === 'sqlite') {
+    const db = new Database(join(dir, `raw${++n}.db`));
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, e TEXT, seq INTEGER, body TEXT)');
+    const ins = db.prepare('INSERT INTO t (e, seq, body) VALUES (?, ?, ?)');
+    const t0 = performance.now();
+    for (let i = 0; i < rows; i++) db.transaction(() => ins.run('e', i, body))();
+    const rate = rows / ((performance.now() - t0) / 1000);
+    db.close();
+    return rate;
+  }
+  const sql = postgres(PG, { max: 1, onnotice: () => {} });
+  const table = `bench_raw_${process.pid}`;
+  await sql.unsafe(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, e text, seq int, body text)`);
+  const t0 = performance.now();
+  for (let i = 0; i < rows; i++) await sql.begin((tx) => tx.unsafe(`INSERT INTO ${table} (e, seq, body) VALUES ('e', $1, $2)`, [i, body]));
+  const rate = rows / ((performance.now() - t0) / 1000);
+  await sql.unsafe(`DROP TABLE ${table}`);
+  await sql.end();
+  return rate;
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  const sql = postgres(PG, { max: 1, onnotice: () => {} });
+  await sql.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await sql.end();
+}
+
+function fileBytes(path: string): number {
+  const db = new Database(path);
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  return statSync(path).size + (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
+}
+
+if (what === 'steps') {
+  console.log(`durable agent steps/s (P=${P} bytes, ${REPS} reps, median [spread])`);
+  for (const backend of backends) {
+    for (const [R, T] of SMOKE ? [[2, 3]] : [
+      [50, 20],
+      [5, 200],
+    ]) {
+      const o: number[] = [];
+      const p: number[] = [];
+      const r: number[] = [];
+      for (let i = 0; i < REPS; i++) {
+        o.push(await ours(backend, R, T));
+        if (peerInstalled()) p.push(await peer(backend, R, T));
+        r.push(await raw(backend, Math.min(2000, R * T * 2)));
+      }
+      const line = { bench: 'steps', backend, R, T, P, ours: median(o), oursSpread: spread(o), peer: p.length ? median(p) : null, peerSpread: spread(p), raw: median(r), vsPeer: p.length ? median(o) / median(p) : null, ofRaw: median(o) / median(r) };
+      console.log(`${backend.padEnd(9)} R=${R} T=${T}: waymark ${Math.round(line.ours)} [${Math.round(line.oursSpread)}] · LangGraph ${line.peer ? Math.round(line.peer) : 'n/a'} [${Math.round(line.peerSpread)}] · raw ${Math.round(line.raw)} steps/s → ${line.vsPeer ? line.vsPeer.toFixed(1) + '× LangGraph, ' : ''}${(line.ofRaw * 100).toFixed(0)}% of raw`);
+      emit(line);
+    }
+  }
+}
+
+if (what === 'storage') {
+  console.log(`storage per run on SQLite (bytes, file + WAL after checkpoint), P=${P}`);
+  const sizes: Record<string, Record<number, number>> = { waymark: {}, langgraph: {} };
+  const turnTimes: Record<string, number[]> = { waymark: [], langgraph: [] };
+  const empty = (() => {
+    const s = new SqliteCheckpointer({ path: join(dir, 'empty.db') });
+    void s.close();
+    return fileBytes(join(dir, 'empty.db'));
+  })();
+  const TS = SMOKE ? [10, 20, 50, 400] : [10, 20, 50, 100, 200, 400];
+  for (const T of TS) {
+    const path = join(dir, `s-ours-${T}.db`);
+    const store = new SqliteCheckpointer({ path });
+    const times: number[] = [];
+    await ourAgent(store, T, P, () => times.push(performance.now())).run('go', { executionId: 'one' });
+    await store.close();
+    sizes.waymark[T] = fileBytes(path) - empty;
+    if (T === 400) turnTimes.waymark = times;
+    if (peerInstalled() && !SMOKE) {
+      const ppath = join(dir, `s-peer-${T}.db`);
+      const saver = peerSqliteSaver(ppath);
+      const ptimes: number[] = [];
+      await peerRun(peerGraph(saver, T, P, () => ptimes.push(performance.now())), 'one', T);
+      sizes.langgraph[T] = fileBytes(ppath);
+      if (T === 400) turnTimes.langgraph = ptimes;
+    }
+  }
+  for (const who of Object.keys(sizes)) {
+    const s = sizes[who];
+    if (!s[400]) continue;
+    const exponent = Math.log(s[400] / s[50]) / Math.log(8);
+    const d = turnTimes[who].slice(1).map((t, i) => t - turnTimes[who][i]);
+    const tenth = Math.floor(d.length / 10);
+    const first = median(d.slice(0, tenth));
+    const last = median(d.slice(-tenth));
+    console.log(`${who.padEnd(10)} ${TS.map((T) => `T=${T}: ${(s[T] / 1024).toFixed(0)} KiB`).join(' · ')} · exponent(50→400) ${exponent.toFixed(2)} · turn time last/first 10% ${(last / first).toFixed(2)}×`);
+    emit({ bench: 'storage', who, P, bytes: s, exponent, turnMsFirst10: first, turnMsLast10: last });
+  }
+}
+rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,50 @@
+/**
+ * Every benchmark, at tiny sizes, so none of them can rot. Correctness only:
+ * each must run to the end and print its JSON line; no timing is asserted.
+ */
+import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { pgReady } from './helpers/pg.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const pg = await pgReady('benchmark smoke on postgres');
+
+function bench(file: string, ...args: string[]): Record<string, unknown>[] {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', `bench/${file}`, ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, WAYMARK_BENCH_SMOKE: '1' },
+    timeout: 240_000,
+  });
+  expect(r.status, `${file}: ${r.stderr.slice(-800)}`).toBe(0);
+  return r.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe('benchmark smoke runs', () => {
+  it('steps: waymark (and the peer when installed) on SQLite', () => {
+    const [line] = bench('steps.ts', 'steps', 'sqlite', '1');
+    expect(line).toMatchObject({ bench: 'steps', backend: 'sqlite', R: 2, T: 3 });
+    expect(line.ours as number).toBeGreaterThan(0);
+  });
+  it.skipIf(!pg)('steps on Postgres', () => {
+    expect(bench('steps.ts', 'steps', 'postgres', '1')[0]).toMatchObject({ bench: 'steps', backend: 'postgres' });
+  });
+  it('storage growth', () => {
+    const [ours] = bench('steps.ts', 'storage');
+    expect(ours).toMatchObject({ bench: 'storage', who: 'waymark' });
+    expect(ours.exponent as number).toBeLessThan(1.3);
+  });
+  it('resume cost, put, ingest, drain and drain RSS', () => {
+    expect(bench('resume-cost.ts', '5', '1', 'sqlite')[0]).toMatchObject({ bench: 'resume', turns: 5 });
+    expect(bench('ingest.ts', '300', 'pglite')[0]).toMatchObject({ bench: 'ingest', rows: 300 });
+    expect(bench('drain.ts', '300', 'pglite')[0]).toMatchObject({ bench: 'drain', rows: 300 });
+    expect(bench('drain-rss.ts', '3000')[0]).toMatchObject({ bench: 'drain-rss', rows: 3000 });
+  }, 300_000);
+  it.skipIf(!pg)('put beside the raw commit rate', () => {
+    expect(bench('store-put.ts', '50')[0]).toMatchObject({ bench: 'store-put', rows: 50 });
+  });
+});
