@@ -27,6 +27,7 @@ if (names.some((n) => !BENCHES[n])) {
   process.exit(2);
 }
 const sections: string[] = [];
+const lines: Record<string, any>[] = [];
 const started = Date.now();
 for (const n of names) {
   const [file, ...args] = BENCHES[n];
@@ -41,13 +42,43 @@ for (const n of names) {
   }
   const human = r.stdout.split('\n').filter((l) => l && !l.startsWith('{'));
   const json = r.stdout.split('\n').filter((l) => l.startsWith('{'));
+  for (const j of json) lines.push(JSON.parse(j));
   sections.push(`### ${n}\n\n\`${cmd}\` (${Math.round((Date.now() - t0) / 1000)} s)\n\n\`\`\`\n${human.join('\n')}\n\`\`\`\n\n<details><summary>JSON lines</summary>\n\n\`\`\`\n${json.join('\n')}\n\`\`\`\n</details>\n`);
 }
 if (name === 'all') {
   const when = new Date().toISOString();
   writeFileSync(
     `${here}RESULTS.md`,
-    `# Benchmark results\n\n\`npm run bench -- all\` on ${when} (Node ${process.version}, ${cpus().length} cores, a shared and noisy machine: ratios within one run are what count; ${Math.round((Date.now() - started) / 1000)} s in all).\n\nTARGETS\n\n${sections.join('\n')}`,
+    `# Benchmark results\n\n\`npm run bench -- all\` on ${when} (Node ${process.version}, ${cpus().length} cores, a shared and noisy machine: ratios within one run are what count; ${Math.round((Date.now() - started) / 1000)} s in all).\n\n## Where we stand against the targets\n\n${targets(lines)}\n\n## Runs\n\n${sections.join('\n')}`,
   );
   console.log(`\nwrote bench/RESULTS.md (${Math.round((Date.now() - started) / 1000)} s)`);
+}
+
+/** The targets of the benchmark issue, each with what this run measured. */
+function targets(ls: Record<string, any>[]): string {
+  const rows: [string, string, boolean | null][] = [];
+  const f = (x: number | null | undefined, d = 1) => (x === null || x === undefined ? 'n/a' : x.toFixed(d));
+  for (const l of ls.filter((x) => x.bench === 'steps')) {
+    const want = l.backend === 'sqlite' ? 5 : 3;
+    rows.push([`steps/s ${l.backend} R=${l.R} T=${l.T}: ≥ ${want}× LangGraph JS`, `${f(l.vsPeer)}× (${Math.round(l.ours)} vs ${l.peer ? Math.round(l.peer) : 'n/a'})`, l.vsPeer === null ? null : l.vsPeer >= want]);
+    if (l.backend === 'sqlite') rows.push([`steps/s sqlite R=${l.R} T=${l.T}: ≥ 80% of the raw commit rate`, `${f(l.ofRaw * 100, 0)}% (${Math.round(l.ours)} vs ${Math.round(l.raw)})`, l.ofRaw >= 0.8]);
+  }
+  const st = ls.find((x) => x.bench === 'storage' && x.who === 'waymark');
+  if (st) {
+    rows.push(['storage of a 200-turn run (P=200): ≤ 400 KiB', `${f(st.bytes[200] / 1024, 0)} KiB`, st.bytes[200] <= 400 * 1024]);
+    rows.push(['storage growth exponent T=50→400: ≤ 1.15', f(st.exponent, 2), st.exponent <= 1.15]);
+    rows.push(['time per turn, last 10% vs first 10% of 400 turns: ≤ 1.3×', `${f(st.turnMsLast10 / st.turnMsFirst10, 2)}×`, st.turnMsLast10 / st.turnMsFirst10 <= 1.3]);
+  }
+  const peerSt = ls.find((x) => x.bench === 'storage' && x.who === 'langgraph');
+  if (peerSt && st) rows.push(['(peer) LangGraph JS storage of the same 200-turn run', `${f(peerSt.bytes[200] / 1024, 0)} KiB, exponent ${f(peerSt.exponent, 2)}`, null]);
+  const rs = ls.find((x) => x.bench === 'resume' && x.backend === 'sqlite' && x.turns === 200);
+  if (rs) rows.push(['resume call of a 200-turn run in a fresh process (SQLite): ≤ 15 ms', `${f(rs.resumeMs)} ms (open ${f(rs.openMs)} ms)`, rs.resumeMs <= 15]);
+  const dr = ls.find((x) => x.bench === 'drain');
+  if (dr?.['raw postgres insert']) {
+    const r = dr['drain to plane (postgres)'] / dr['raw postgres insert'];
+    rows.push(['drain to a plane on Postgres: ≥ 50% of the raw insert rate', `${f(r * 100, 0)}% (${Math.round(dr['drain to plane (postgres)'])} vs ${Math.round(dr['raw postgres insert'])} rows/s)`, r >= 0.5]);
+  }
+  const rss = ls.find((x) => x.bench === 'drain-rss');
+  if (rss) rows.push([`client RSS while draining a ${rss.rows}-row backlog: ≤ 250 MB`, `${f(rss.rssPeakMb, 0)} MB peak`, rss.rssPeakMb <= 250]);
+  return ['| target | measured | met |', '|---|---|---|', ...rows.map(([t, m, ok]) => `| ${t} | ${m} | ${ok === null ? '' : ok ? 'yes' : '**no**'} |`)].join('\n');
 }

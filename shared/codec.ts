@@ -218,3 +218,11 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
 export function chainBase(row: { seq: number; state: EncodedState }): number {
   return row.state.kind === 'full' ? row.seq : row.state.base;
 }
+
+/** The full state a cursor stands for (the state of row `cursor.seq`). */
+export function stateOfCursor(c: CodecCursor): State {
+  const out: State = {};
+  for (const k of Object.keys(c.fieldMap)) setOwn(out, k, JSON.parse(c.fieldMap[k]) as Json);
+  if (c.hasMessages) out.messages = c.messages.slice();
+  return out;
+}

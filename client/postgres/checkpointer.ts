@@ -7,7 +7,7 @@
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
-import { chainBase, decodeChain, type CodecCursor, type State } from '../../shared/codec.js';
+import { chainBase, decodeChain, stateOfCursor, type CodecCursor, type State } from '../../shared/codec.js';
 import {
   Checkpoint as CheckpointSchema,
   IdempotencyEntry as IdempotencySchema,
@@ -436,11 +436,15 @@ export class PostgresCheckpointer implements Checkpointer {
 
 
   async readState(row: Checkpoint): Promise<State> {
+    const cached = this.cursors.peek(row.executionId, row.seq, row.id);
+    if (cached) return stateOfCursor(cached);
     return this.read(async (sql) => {
       const rows = await sql<CheckpointColumns[]>`
         SELECT * FROM ${this.t.checkpoints}
         WHERE execution_id = ${row.executionId} AND seq >= ${chainBase(row)} AND seq <= ${row.seq} ORDER BY seq`;
-      return decodeChain(rows.map(rowFromColumns)).state;
+      const { state, cursor } = decodeChain(rows.map(rowFromColumns));
+      this.cursors.offer(row.executionId, cursor);
+      return state;
     });
   }
 

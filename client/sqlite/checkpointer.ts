@@ -11,7 +11,7 @@
 import Database from 'better-sqlite3';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
-import { decodeChain, chainBase, type CodecCursor, type State } from '../../shared/codec.js';
+import { decodeChain, chainBase, stateOfCursor, type CodecCursor, type State } from '../../shared/codec.js';
 import {
   Checkpoint as CheckpointSchema,
   IdempotencyEntry as IdempotencySchema,
@@ -389,10 +389,14 @@ export class SqliteCheckpointer implements Checkpointer {
 
   async readState(row: Checkpoint): Promise<State> {
     this.assertOpen();
+    const cached = this.cursors.peek(row.executionId, row.seq, row.id);
+    if (cached) return stateOfCursor(cached);
     const rows = (this.st.range.all(row.executionId, chainBase(row), row.seq) as CheckpointColumns[]).map(
       rowFromColumns,
     );
-    return decodeChain(rows).state;
+    const { state, cursor } = decodeChain(rows);
+    this.cursors.offer(row.executionId, cursor);
+    return state;
   }
 
   async listExecutions(options: { afterExecutionId?: string; limit?: number } = {}): Promise<ExecutionSummary[]> {

@@ -294,6 +294,16 @@ export class CursorCache {
   drop(executionId: string): void {
     this.map.delete(executionId);
   }
+  /** The cursor of exactly this row, if cached (no LRU touch). */
+  peek(executionId: string, seq: number, id: string): CodecCursor | null {
+    const c = this.map.get(executionId);
+    return c && c.seq === seq && c.id === id ? c : null;
+  }
+  /** Remember a decoded cursor unless a newer row of the execution is already cached. */
+  offer(executionId: string, cursor: CodecCursor): void {
+    const c = this.map.get(executionId);
+    if (!c || c.seq < cursor.seq) this.set(executionId, cursor);
+  }
 }
 
 /** Listeners kicked after a committed write (the drain subscribes here). */
