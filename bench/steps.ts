@@ -24,7 +24,7 @@ const P = 200;
 const SMOKE = process.env.WAYMARK_BENCH_SMOKE === '1';
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-steps-'));
 let n = 0;
-const emit = (m: Record<string, unknown>) => console.log(JSON.stringify({ ...m, cores: cpus().length, node: process.version, peer: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }));
+const emit = (m: Record<string, unknown>) => console.log(JSON.stringify({ ...m, cores: cpus().length, node: process.version, peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }));
 
 async function ours(backend: string, R: number, T: number): Promise<number> {
   const store = backend === 'sqlite' ? new SqliteCheckpointer({ path: join(dir, `o${++n}.db`) }) : new PostgresCheckpointer({ url: PG, schema: `bench_o${process.pid}_${++n}`, max: 2 });
