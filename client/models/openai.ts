@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import type { Message, Model, ModelReply, ModelRequest } from './model.js';
+import { retryAfter } from '../replica/http.js';
 
 export interface OpenAIChatOptions {
   /** e.g. `https://api.example.com/v1` (the path `/chat/completions` is appended). */
@@ -87,15 +88,6 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     }, { once: true });
   });
 
-/** Seconds or an HTTP date, as in Retry-After; null when absent or unreadable. */
-export function retryAfterMs(value: string | string[] | undefined): number | null {
-  const v = Array.isArray(value) ? value[0] : value;
-  if (!v) return null;
-  const secs = Number(v);
-  if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
-  const at = Date.parse(v);
-  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : null;
-}
 
 export class OpenAIChatModel implements Model {
   readonly name: string;
@@ -151,7 +143,7 @@ export class OpenAIChatModel implements Model {
       }
       if (res.statusCode === 429 || res.statusCode >= 500) {
         const err = new ModelError(`model endpoint answered ${res.statusCode}`, res.statusCode);
-        (err as unknown as { retryAfter?: number }).retryAfter = retryAfterMs(res.headers['retry-after']) ?? 0;
+        (err as unknown as { retryAfter?: number }).retryAfter = retryAfter(res.headers['retry-after']) ?? 0;
         lastError = err;
         continue;
       }

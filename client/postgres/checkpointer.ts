@@ -55,7 +55,7 @@ import {
   type PendingColumns,
   type RowText,
 } from '../store/rows.js';
-import { summaryState } from '../store/summary.js';
+import { summaryFromRow, type ExecRow } from '../store/summary.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
 
@@ -456,16 +456,7 @@ export class PostgresCheckpointer implements Checkpointer {
         LEFT JOIN ${this.t.pending} p ON p.execution_id = e.execution_id
         WHERE e.execution_id > ${options.afterExecutionId ?? ''}
         ORDER BY e.execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map((r) => ({
-        executionId: r.execution_id,
-        state: summaryState(r.last_step, r.last_status, Boolean(r.paused)),
-        rowCount: Number(r.next_seq),
-        lastSeq: Number(r.next_seq) - 1,
-        lastNodeId: r.last_node_id,
-        lastStep: r.last_step as ExecutionSummary['lastStep'],
-        lastStatus: r.last_status as ExecutionSummary['lastStatus'],
-        updatedAt: r.updated_at,
-      }));
+      return rows.map(summaryFromRow);
     });
   }
 
@@ -725,13 +716,3 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 }
 
-interface ExecRow {
-  execution_id: string;
-  next_seq: number;
-  last_id: string;
-  last_node_id: string;
-  last_step: string;
-  last_status: string;
-  updated_at: string;
-  paused: boolean;
-}

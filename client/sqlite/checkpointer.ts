@@ -59,7 +59,7 @@ import {
   type PendingColumns,
   type RowText,
 } from '../store/rows.js';
-import { summaryState } from '../store/summary.js';
+import { summaryFromRow, type ExecRow } from '../store/summary.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
@@ -694,27 +694,4 @@ export class SqliteCheckpointer implements Checkpointer {
   }
 }
 
-interface ExecRow {
-  execution_id: string;
-  next_seq: number;
-  last_id: string;
-  last_node_id: string;
-  last_step: string;
-  last_status: string;
-  updated_at: string;
-  paused: number | boolean;
-}
-
-function summaryFromRow(r: ExecRow): ExecutionSummary {
-  return {
-    executionId: r.execution_id,
-    state: summaryState(r.last_step, r.last_status, Boolean(r.paused)),
-    rowCount: Number(r.next_seq),
-    lastSeq: Number(r.next_seq) - 1,
-    lastNodeId: r.last_node_id,
-    lastStep: r.last_step as ExecutionSummary['lastStep'],
-    lastStatus: r.last_status as ExecutionSummary['lastStatus'],
-    updatedAt: r.updated_at,
-  };
-}
 

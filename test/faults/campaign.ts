@@ -52,7 +52,27 @@ export class PlaneProcess {
   deaths = 0;
   /** `dir` is a PGlite folder, or a `postgres://` URL. */
   constructor(private readonly dir: string) {}
+  /**
+   * Start (or restart on the same port). The port is fixed below the kernel's
+   * ephemeral range: a restart must not find its port handed to another test's
+   * port-0 listener while this plane was down (a client would then talk to the
+   * wrong plane).
+   */
   async start(fault?: string): Promise<void> {
+    if (this.port === 0) {
+      for (let attempt = 0; ; attempt++) {
+        this.port = 20_000 + Math.floor(Math.random() * 12_000);
+        try {
+          return await this.spawn(fault);
+        } catch (e) {
+          if (attempt >= 5) throw e;
+        }
+      }
+    }
+    return this.spawn(fault);
+  }
+
+  private async spawn(fault?: string): Promise<void> {
     const child = forkTs(PLANE, [this.dir.startsWith('postgres') ? this.dir : `pglite:${this.dir}`], {
       ...(fault ? { WAYMARK_PLANE_FAULT: fault } : {}),
       WAYMARK_PLANE_PORT: String(this.port),
