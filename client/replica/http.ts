@@ -58,6 +58,11 @@ export class PlaneHttp {
   async close(): Promise<void> {
     if (this.owned) await this.dispatcher.close();
   }
+
+  /** True once an owned pool is closed (an injected dispatcher is the caller's to close). */
+  get closed(): boolean {
+    return !this.owned || (this.dispatcher as unknown as { closed?: boolean }).closed === true;
+  }
 }
 
 /** Retry-After in ms (seconds or HTTP date), or null. */

@@ -352,6 +352,11 @@ export class Replica extends EventEmitter {
     this.removeAllListeners();
   }
 
+  /** What this replica still holds open (all false after stop()). */
+  get handles(): { retryTimer: boolean; pollTimer: boolean; roundInFlight: boolean; socketsOpen: boolean } {
+    return { retryTimer: this.timer !== null, pollTimer: this.pollTimer !== null, roundInFlight: this.round !== null, socketsOpen: !this.http.closed };
+  }
+
   /** Claim a pause at the plane (see connectPlane's claim guard). */
   async claimAtPlane(executionId: string, checkpointId: string): Promise<{ won: boolean; writerId?: string; offline?: string }> {
     try {

@@ -29,7 +29,7 @@ export class FaultProxy {
   rule: ((req: { path: string; ids: string[] }) => Fault | undefined) | null = null;
   seen: SeenRequest[] = [];
   private server: Server | null = null;
-  private sockets = new Set<Socket>();
+  readonly sockets = new Set<Socket>();
   constructor(private readonly target: string) {}
 
   async start(): Promise<this> {
