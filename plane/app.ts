@@ -279,8 +279,9 @@ export function createPlaneApp(o: PlaneAppOptions) {
     async (c) => {
       const { id } = c.req.valid('param');
       const projectId = c.get('principal').projectId;
-      if (!(await getExecution(db, projectId, id))) return notFound(c, id);
-      return c.json(await restorePage(db, projectId, id, c.req.valid('query')), 200);
+      const execution = await getExecution(db, projectId, id);
+      if (!execution) return notFound(c, id);
+      return c.json(await restorePage(db, projectId, id, execution.rowCount, c.req.valid('query')), 200);
     },
   );
 

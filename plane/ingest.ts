@@ -112,7 +112,7 @@ export async function ingestBatch(
   const items = prepare(rows);
   await db.transaction(async (tx) => {
     const touched = new Set<string>();
-    await storeCheckpoints(tx, projectId, writerId, items, touched);
+    await storeCheckpoints(tx, projectId, items, touched);
     for (const item of items) {
       if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
       await storeEvent(tx, projectId, writerId, item, touched);
@@ -182,7 +182,7 @@ function executionGuess(raw: unknown): string | null {
   return typeof v === 'string' ? clean(v, LIMITS.executionIdLength) : null;
 }
 
-async function storeCheckpoints(tx: Tx, projectId: string, writerId: string, items: Item[], touched: Set<string>) {
+async function storeCheckpoints(tx: Tx, projectId: string, items: Item[], touched: Set<string>) {
   const todo = items.filter((i) => !i.result && i.event?.kind === 'checkpoint');
   if (!todo.length) return;
   const inserted = new Set<string>();
@@ -238,7 +238,6 @@ async function storeCheckpoints(tx: Tx, projectId: string, writerId: string, ite
       reject(it, 'seq_conflict', `execution ${row.executionId} already has a different row at seq ${row.seq}`);
     }
   }
-  void writerId;
 }
 
 async function recordEvent(tx: Tx, projectId: string, writerId: string, item: Item): Promise<boolean> {

@@ -134,13 +134,13 @@ export async function listIdempotency(db: PlaneDb, projectId: string, executionI
   return rows.map((r) => r.row as IdempotencyEntry);
 }
 
-export async function restorePage(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
+/** One page of a restore; `rowCount` comes from the execution the caller already looked up. */
+export async function restorePage(db: PlaneDb, projectId: string, executionId: string, rowCount: number, o: { cursor?: string; limit: number }) {
   const page = await listRows(db, projectId, executionId, o);
   const first = !o.cursor;
-  const exec = first ? await getExecution(db, projectId, executionId) : null;
   return {
     executionId,
-    totalRows: exec?.rowCount ?? -1,
+    totalRows: rowCount,
     rows: page.items,
     nextCursor: page.nextCursor,
     pending: first ? await openPause(db, projectId, executionId) : null,

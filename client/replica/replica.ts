@@ -170,13 +170,7 @@ export class Replica extends EventEmitter {
           this.failures++;
           const jitter = Math.random() * Math.min(this.o.backoffCapMs, this.o.backoffBaseMs * 2 ** Math.min(this.failures - 1, 20));
           const wait = Math.max(outcome.retryAfterMs ?? 0, jitter);
-          this.nextAttemptAt = Date.now() + wait;
-          this.setState('backoff');
-          this.timer = setTimeout(() => {
-            this.timer = null;
-            this.startRound();
-          }, wait);
-          this.timer.unref();
+          this.scheduleRetry(wait);
         }
         this.emit('round', outcome);
       })
@@ -185,13 +179,19 @@ export class Replica extends EventEmitter {
         this.round = null;
         this.lastError = `local store: ${(e as Error).message}`;
         this.failures++;
-        this.setState('backoff');
-        this.timer = setTimeout(() => {
-          this.timer = null;
-          this.startRound();
-        }, Math.min(this.o.backoffCapMs, this.o.backoffBaseMs * 2 ** Math.min(this.failures, 20)));
-        this.timer.unref();
+        this.scheduleRetry(Math.min(this.o.backoffCapMs, this.o.backoffBaseMs * 2 ** Math.min(this.failures, 20)));
       });
+  }
+
+  /** Enter backoff and start the next round on its own after `wait` ms. */
+  private scheduleRetry(wait: number): void {
+    this.nextAttemptAt = Date.now() + wait;
+    this.setState('backoff');
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.startRound();
+    }, wait);
+    this.timer.unref();
   }
 
   private async drain(): Promise<{ kind: 'done' } | { kind: 'auth' } | { kind: 'retry'; retryAfterMs: number | null }> {

@@ -476,7 +476,7 @@ export class Agent {
       return this.loop(level, stripTool(state), {
         kind: 'tool',
         index,
-        row: row.step === 'fork_origin' ? row : row,
+        row,
         resumes,
         single: true,
       });

@@ -15,8 +15,6 @@ let template: Promise<Blob> | null = null;
 function pgliteTemplate(): Promise<Blob> {
   template ??= (async () => {
     const d = await openPlaneDatabase({ dataDir: 'memory://' });
-    const { PGlite } = await import('@electric-sql/pglite');
-    void PGlite;
     const client = (d.db as unknown as { $client: { dumpDataDir(c?: string): Promise<Blob> } }).$client;
     const blob = await client.dumpDataDir('none');
     await d.close();
