@@ -1,8 +1,10 @@
 /**
  * Plane ingest over loopback HTTP with 500-row batches, next to the raw
- * multi-row insert of the same rows into the same database, in one run.
+ * multi-row insert of the same rows into the same database, in one run; then
+ * 1, 8 and 32 concurrent writers (each its own writer id and runs) posting
+ * 500-row batches: rows/s, p50/p99 request latency, errors (must be 0).
  *
- *   npx tsx bench/ingest.ts [rows=20000] [pglite|postgres|both]
+ *   npx tsx bench/ingest.ts [rows=20000] [pglite|postgres|both] [writers=1,8,32]
  */
 import postgres from 'postgres';
 import pino from 'pino';
@@ -11,9 +13,11 @@ import { loadConfig } from '../plane/config.js';
 import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import type { OutboxEvent } from '../shared/rows.js';
 import { rawPglite, rawPostgres } from './lib/raw-insert.js';
+import { median } from './lib/workload.js';
 
 const N = Number(process.argv[2] ?? 20000);
 const which = process.argv[3] ?? 'both';
+const WRITERS = (process.argv[4] ?? '1,8,32').split(',').map(Number);
 const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const BATCH = 500;
 
@@ -35,44 +39,85 @@ async function makeEvents(): Promise<OutboxEvent[]> {
   return out;
 }
 
-async function viaPlane(events: OutboxEvent[], databaseUrl?: string): Promise<number> {
+interface Level {
+  writers: number;
+  rowsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  errors: number;
+}
+
+/**
+ * Post every batch through a fresh plane with `writers` concurrent writers.
+ * Batch i goes to writer i % writers; a run's 100 rows sit inside one batch, so
+ * each run has exactly one writer, as on real machines.
+ */
+async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: string): Promise<Level> {
   const database = await openPlaneDatabase(databaseUrl ? { databaseUrl } : { dataDir: 'memory://' });
   const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), { database, logger: pino({ level: 'silent' }) });
   const { key } = await createKey(database.db, { project: 'bench', scopes: ['ingest'] });
+  const latencies: number[] = [];
+  let errors = 0;
+  const writer = async (w: number) => {
+    for (let i = w * BATCH; i < events.length; i += writers * BATCH) {
+      const rows = events.slice(i, i + BATCH);
+      const t = performance.now();
+      try {
+        const res = await fetch(`${plane.url}/v1/ingest`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify({ protocol: 1, writerId: `bench-${w}`, rows }),
+        });
+        const body = (await res.json()) as { accepted: number };
+        if (res.status !== 200 || body.accepted !== rows.length) errors++;
+      } catch {
+        errors++;
+      }
+      latencies.push(performance.now() - t);
+    }
+  };
   const t0 = performance.now();
-  for (let i = 0; i < events.length; i += BATCH) {
-    const res = await fetch(`${plane.url}/v1/ingest`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ protocol: 1, writerId: 'bench', rows: events.slice(i, i + BATCH) }),
-    });
-    const body = (await res.json()) as { accepted: number };
-    if (res.status !== 200 || body.accepted !== Math.min(BATCH, events.length - i)) throw new Error(`ingest failed: ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
-  }
-  const rate = events.length / ((performance.now() - t0) / 1000);
+  await Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
+  const rowsPerSec = events.length / ((performance.now() - t0) / 1000);
   await plane.close();
   await database.close();
-  return rate;
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { writers, rowsPerSec, p50Ms: median(latencies), p99Ms: sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)], requests: latencies.length, errors };
+}
+
+/** A fresh database on the Postgres server for one measurement; dropped after. */
+async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
+  const sql = postgres(PG, { max: 1, onnotice: () => {} });
+  const name = `waymark_bench_ingest_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  await sql.unsafe(`CREATE DATABASE ${name}`);
+  try {
+    const url = new URL(PG);
+    url.pathname = `/${name}`;
+    return await fn(url.toString());
+  } finally {
+    await sql.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
+    await sql.end();
+  }
 }
 
 const events = await makeEvents();
-const out: Record<string, number> = {};
-if (which !== 'pglite') {
-  const sql = postgres(PG, { max: 1, onnotice: () => {} });
-  const name = `waymark_bench_ingest_${process.pid}`;
-  await sql.unsafe(`CREATE DATABASE ${name}`);
-  const url = new URL(PG);
-  url.pathname = `/${name}`;
-  out['raw postgres insert'] = await rawPostgres(PG, events, BATCH);
-  out['plane ingest (postgres)'] = await viaPlane(events, url.toString());
-  await sql.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
-  await sql.end();
+const targets = which === 'both' ? ['postgres', 'pglite'] : [which];
+console.log(`plane ingest, ${N} rows in ${BATCH}-row batches over loopback; concurrent writers: ${WRITERS.join(', ')}`);
+let failed = 0;
+for (const target of targets) {
+  const raw = target === 'postgres' ? await rawPostgres(PG, events, BATCH) : await rawPglite(events, BATCH);
+  console.log(`${target.padEnd(9)} raw multi-row insert ${Math.round(raw).toString().padStart(7)} rows/s`);
+  for (const writers of WRITERS) {
+    const l = target === 'postgres' ? await withDatabase((url) => viaPlane(events, writers, url)) : await viaPlane(events, writers);
+    failed += l.errors;
+    console.log(
+      `${target.padEnd(9)} ${String(writers).padStart(2)} writer(s)       ${Math.round(l.rowsPerSec).toString().padStart(7)} rows/s (${(l.rowsPerSec / raw).toFixed(2)} of raw) · p50 ${l.p50Ms.toFixed(0)} ms · p99 ${l.p99Ms.toFixed(0)} ms · ${l.requests} requests · ${l.errors} errors`,
+    );
+    console.log(JSON.stringify({ bench: 'ingest', target, rows: N, batch: BATCH, raw, ...l, ofRaw: l.rowsPerSec / raw, date: new Date().toISOString() }));
+  }
 }
-if (which !== 'postgres') {
-  out['raw pglite insert'] = await rawPglite(events, BATCH);
-  out['plane ingest (pglite)'] = await viaPlane(events);
+if (failed) {
+  console.error(`${failed} ingest request(s) failed`);
+  process.exitCode = 1;
 }
-for (const [k, v] of Object.entries(out)) console.log(`${k.padEnd(26)} ${Math.round(v).toString().padStart(7)} rows/s`);
-if (out['raw postgres insert']) console.log(`postgres: plane ingest is ${(out['plane ingest (postgres)'] / out['raw postgres insert']).toFixed(2)} of the raw insert rate`);
-if (out['raw pglite insert']) console.log(`pglite: plane ingest is ${(out['plane ingest (pglite)'] / out['raw pglite insert']).toFixed(2)} of the raw insert rate`);
-console.log(JSON.stringify({ bench: 'ingest', rows: N, batch: BATCH, ...out, date: new Date().toISOString() }));

@@ -1,7 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 let lastMs = 0;
 let counter = 0;
+
+/** Random bytes drawn 4 KiB at a time: one syscall per 256 ids instead of one per id. */
+const POOL = Buffer.alloc(4096);
+let poolAt = POOL.length;
 
 /**
  * Mint a UUIDv7 (RFC 9562): 48-bit Unix ms, version 7, then a 12-bit
@@ -21,7 +25,11 @@ export function uuidv7(now: number = Date.now()): string {
     lastMs = now;
     counter = 0;
   }
-  const b = randomBytes(16);
+  if (poolAt + 16 > POOL.length) {
+    randomFillSync(POOL);
+    poolAt = 0;
+  }
+  const b = Buffer.from(POOL.subarray(poolAt, (poolAt += 16)));
   b[0] = (now / 2 ** 40) & 0xff;
   b[1] = (now / 2 ** 32) & 0xff;
   b[2] = (now >>> 24) & 0xff;

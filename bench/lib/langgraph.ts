@@ -18,9 +18,9 @@ export function peerVersion(): string {
 }
 
 /** Build the workload graph: T turns, each an AI message of P bytes with one tool call, then a P-byte tool result. */
-export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: () => void) {
+export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: () => void, pauseAtLastTool = false) {
   const req = createRequire(PEER);
-  const { StateGraph, MessagesAnnotation, START, END } = req('@langchain/langgraph');
+  const { StateGraph, MessagesAnnotation, START, END, interrupt } = req('@langchain/langgraph');
   const { AIMessage, ToolMessage } = req('@langchain/core/messages');
   return new StateGraph(MessagesAnnotation)
     .addNode('agent', (state: { messages: { _getType(): string }[] }) => {
@@ -36,7 +36,10 @@ export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: 
     })
     .addNode('tools', (state: { messages: { tool_calls?: { id: string }[] }[] }) => {
       const last = state.messages[state.messages.length - 1];
-      return { messages: [new ToolMessage({ content: 'r'.repeat(P), tool_call_id: last.tool_calls![0].id })] };
+      const call = last.tool_calls![0] as { id: string; args?: { t: number } };
+      // The same pause as waymark's resume benchmark: the last tool asks a human.
+      const content = pauseAtLastTool && call.args?.t === T - 1 ? String(interrupt({ reason: 'last', i: call.args.t }).approved) : 'r'.repeat(P);
+      return { messages: [new ToolMessage({ content, tool_call_id: call.id })] };
     })
     .addEdge(START, 'agent')
     .addConditionalEdges('agent', (s: { messages: { tool_calls?: unknown[] }[] }) => (s.messages[s.messages.length - 1].tool_calls?.length ? 'tools' : END))
@@ -48,6 +51,18 @@ export async function peerRun(graph: any, threadId: string, T: number): Promise<
   const req = createRequire(PEER);
   const { HumanMessage } = req('@langchain/core/messages');
   await graph.invoke({ messages: [new HumanMessage('go')] }, { configurable: { thread_id: threadId }, recursionLimit: 2 * T + 10, durability: 'sync' });
+}
+
+/** Answer the pause of a graph built with `pauseAtLastTool`; returns the final message count. */
+export async function peerResume(graph: any, threadId: string, T: number, answer: unknown): Promise<number> {
+  const { Command } = createRequire(PEER)('@langchain/langgraph');
+  const out = await graph.invoke(new Command({ resume: answer }), { configurable: { thread_id: threadId }, recursionLimit: 2 * T + 10, durability: 'sync' });
+  return out.messages.length;
+}
+
+/** The peer's analogue of reading a run's latest row: the thread's latest checkpoint tuple. */
+export async function peerLatest(saver: any, threadId: string): Promise<unknown> {
+  return saver.getTuple({ configurable: { thread_id: threadId } });
 }
 
 export function peerSqliteSaver(path: string): any {

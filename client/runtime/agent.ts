@@ -24,7 +24,7 @@ import type { State } from '../../shared/codec.js';
 import type { Checkpointer, CheckpointInput, ClaimGuard } from '../checkpointer.js';
 import { AlreadyResumed, CheckpointError, ResumeRequired } from '../errors.js';
 import { noFaults, type FaultHook } from '../faults.js';
-import type { Message, Model, ToolCall } from '../models/model.js';
+import type { Message, Model, ToolCall, ToolSpec } from '../models/model.js';
 import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
 import { Resume } from './interrupt.js';
 import { toolSpec, type Tool } from './tool.js';
@@ -114,6 +114,12 @@ export class Agent {
         this.workers.set(w.name, w);
       }
     }
+  }
+
+  private specs?: readonly ToolSpec[];
+  /** What the model is told about the tools (built once). */
+  private toolSpecs(): readonly ToolSpec[] {
+    return (this.specs ??= Object.freeze([...this.tools.values()].map(toolSpec)));
   }
 
   /** This agent's path at the top of a run. */
@@ -345,7 +351,7 @@ export class Agent {
           await this.checkpoint(level, { nodeId: `turn:${state.turn}`, turn: state.turn, step: 'llm_call', agentPath: level.path, state });
         }
         this.fault('runtime.beforeModel');
-        const reply = await this.model.generate({ messages: state.messages, tools: [...this.tools.values()].map(toolSpec) });
+        const reply = await this.model.generate({ messages: state.messages, tools: this.toolSpecs() });
         const assistant = freeze({
           role: 'assistant' as const,
           content: reply.content === null ? null : storableText(reply.content),

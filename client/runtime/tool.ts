@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Json } from '../../shared/json.js';
+import { deepFreeze, type Json } from '../../shared/json.js';
 import type { ToolSpec } from '../models/model.js';
 
 /** A tool the model may call; its arguments are validated with `parameters` before it runs. */
@@ -30,10 +30,18 @@ export function tool<P extends z.ZodType>(def: {
   return Object.freeze({ ...def });
 }
 
+const specs = new WeakMap<Tool, ToolSpec>();
+
+/** The definition a model sees; computed once per tool (tools are frozen). */
 export function toolSpec(t: Tool): ToolSpec {
-  return {
-    name: t.name,
-    description: t.description,
-    parameters: z.toJSONSchema(t.parameters, { unrepresentable: 'any' }) as Json,
-  };
+  let spec = specs.get(t);
+  if (!spec) {
+    spec = deepFreeze({
+      name: t.name,
+      description: t.description,
+      parameters: z.toJSONSchema(t.parameters, { unrepresentable: 'any' }) as Json,
+    });
+    specs.set(t, spec);
+  }
+  return spec;
 }

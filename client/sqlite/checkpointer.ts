@@ -188,6 +188,17 @@ export class SqliteCheckpointer implements Checkpointer {
     this.st.insertOutbox.run(id, kind, executionId, payload, bytes, canonicalTime());
   }
 
+  /**
+   * Delete an execution's outbox events (only the unsent ones with `pendingOnly`),
+   * before its checkpoints: checkpoint events are found through the checkpoints'
+   * index, the other kinds through their own partial index.
+   */
+  private dropOutbox(executionId: string, pendingOnly: boolean): void {
+    const only = pendingOnly ? 'AND synced = 0' : '';
+    this.db.prepare(`DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) ${only}`).run(executionId);
+    this.db.prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint' ${only}`).run(executionId);
+  }
+
   /** The codec cursor of row `seq` of an execution, from the cache or decoded from its chain. */
   private cursorAt(executionId: string, seq: number, id: string): CodecCursor {
     const cached = this.cursors.get(executionId, seq, id);
@@ -453,12 +464,12 @@ export class SqliteCheckpointer implements Checkpointer {
     this.assertOpen();
     const out = this.db
       .transaction(() => {
+        // events never sent are moot once the execution is gone; the deletion itself is sent
+        this.dropOutbox(executionId, true);
         const checkpoints = this.db.prepare(`DELETE FROM checkpoints WHERE execution_id = ?`).run(executionId).changes;
         const pending = this.db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ?`).run(executionId).changes;
         const idempotency = this.db.prepare(`DELETE FROM idempotency WHERE execution_id = ?`).run(executionId).changes;
         const had = this.db.prepare(`DELETE FROM executions WHERE execution_id = ?`).run(executionId).changes;
-        // events never sent are moot once the execution is gone; the deletion itself is sent
-        this.db.prepare(`DELETE FROM outbox WHERE execution_id = ? AND synced = 0`).run(executionId);
         if (had || checkpoints || idempotency) {
           const event: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId, deletedAt: canonicalTime() };
           const t = JSON.stringify(event);
@@ -478,7 +489,8 @@ export class SqliteCheckpointer implements Checkpointer {
     const result: PruneResult = { executions: 0, checkpoints: 0, idempotency: 0, keptUnsynced: 0 };
     const pick = this.db.prepare(
       `SELECT e.execution_id,
-              EXISTS (SELECT 1 FROM outbox o WHERE o.execution_id = e.execution_id AND o.synced = 0) AS unsynced
+              (EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 0 WHERE c.execution_id = e.execution_id)
+               OR EXISTS (SELECT 1 FROM outbox o WHERE o.execution_id = e.execution_id AND o.kind <> 'checkpoint' AND o.synced = 0)) AS unsynced
        FROM executions e
        WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed') AND e.updated_at < ?
          AND NOT EXISTS (SELECT 1 FROM pending_interrupts p WHERE p.execution_id = e.execution_id)
@@ -496,10 +508,10 @@ export class SqliteCheckpointer implements Checkpointer {
               result.keptUnsynced++;
               continue;
             }
+            this.dropOutbox(b.execution_id, false);
             result.checkpoints += this.db.prepare(`DELETE FROM checkpoints WHERE execution_id = ?`).run(b.execution_id).changes;
             result.idempotency += this.db.prepare(`DELETE FROM idempotency WHERE execution_id = ?`).run(b.execution_id).changes;
             this.db.prepare(`DELETE FROM executions WHERE execution_id = ?`).run(b.execution_id);
-            this.db.prepare(`DELETE FROM outbox WHERE execution_id = ?`).run(b.execution_id);
             this.cursors.drop(b.execution_id);
             result.executions++;
           }

@@ -65,4 +65,33 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   CREATE INDEX outbox_execution ON outbox (execution_id, synced);
   CREATE INDEX executions_finished ON executions (last_step, updated_at);
   `,
+  /* 2 */ `
+  -- Fewer B-trees touched per write (10.7 pages per checkpoint commit before, measured):
+  -- no AUTOINCREMENT (its sqlite_sequence row was one more page per commit; seq only
+  -- orders pending rows, and a new row still sorts after every row present);
+  -- events of an execution are found through the checkpoints' own index for
+  -- checkpoint events, so only the other (rare) kinds are indexed by execution;
+  -- the prune index holds finished runs only, so an ordinary put does not touch it.
+  CREATE TABLE outbox_v2 (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    execution_id TEXT NOT NULL,
+    payload TEXT,
+    bytes INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    synced INTEGER NOT NULL DEFAULT 0,
+    sync_error TEXT
+  );
+  INSERT INTO outbox_v2 (seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error)
+    SELECT seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error FROM outbox;
+  DROP TABLE outbox;
+  ALTER TABLE outbox_v2 RENAME TO outbox;
+  DELETE FROM sqlite_sequence WHERE name = 'outbox';
+  CREATE INDEX outbox_unsynced ON outbox (seq) WHERE synced = 0;
+  CREATE INDEX outbox_quarantined ON outbox (seq) WHERE sync_error IS NOT NULL;
+  CREATE INDEX outbox_other_by_execution ON outbox (execution_id, synced) WHERE kind <> 'checkpoint';
+  DROP INDEX executions_finished;
+  CREATE INDEX executions_finished ON executions (updated_at) WHERE last_step = 'run_end';
+  `,
 ];
