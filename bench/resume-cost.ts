@@ -43,7 +43,7 @@ async function peerSaver(spec: string): Promise<any> {
   return peerPostgresSaver(url, schema);
 }
 
-if (process.argv[2] === '--child') {
+if (process.argv[1]?.endsWith('resume-cost.ts') && process.argv[2] === '--child') {
   const [who, spec, id, turns] = process.argv.slice(3);
   const T = Number(turns);
   if (who === 'waymark') {
@@ -70,7 +70,7 @@ if (process.argv[2] === '--child') {
     console.log(JSON.stringify({ openMs: t1 - t0, resumeMs: t2 - t1 }));
     await saver.end?.();
   }
-} else {
+} else if (process.argv[1]?.endsWith('resume-cost.ts')) {
   const turns = Number(process.argv[2] ?? 200);
   const reps = Number(process.argv[3] ?? 7);
   const backend = process.argv[4] ?? 'sqlite';

@@ -3,6 +3,10 @@
  * call + a P-byte tool step, a checkpoint before each), waymark vs LangGraph
  * JS vs the raw single-row commit rate, in one run. Also storage growth.
  *
+ * On SQLite each is measured at both durability settings: FULL (fsync per
+ * commit, survives power loss; waymark's default) and NORMAL (survives a
+ * process crash; LangGraph's saver's default, by better-sqlite3's WAL default).
+ *
  *   npx tsx bench/steps.ts [steps|storage] [sqlite|postgres|both] [reps=3]
  */
 import Database from 'better-sqlite3';
@@ -26,8 +30,10 @@ const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-steps-'));
 let n = 0;
 const emit = (m: Record<string, unknown>) => console.log(JSON.stringify({ ...m, cores: cpus().length, node: process.version, peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }));
 
-async function ours(backend: string, R: number, T: number): Promise<number> {
-  const store = backend === 'sqlite' ? new SqliteCheckpointer({ path: join(dir, `o${++n}.db`) }) : new PostgresCheckpointer({ url: PG, schema: `bench_o${process.pid}_${++n}`, max: 2 });
+type Sync = 'FULL' | 'NORMAL';
+
+async function ours(backend: string, R: number, T: number, synchronous: Sync = 'FULL'): Promise<number> {
+  const store = backend === 'sqlite' ? new SqliteCheckpointer({ path: join(dir, `o${++n}.db`), synchronous }) : new PostgresCheckpointer({ url: PG, schema: `bench_o${process.pid}_${++n}`, max: 2 });
   await store.setup();
   const t0 = performance.now();
   for (let r = 0; r < R; r++) {
@@ -40,9 +46,10 @@ async function ours(backend: string, R: number, T: number): Promise<number> {
   return rate;
 }
 
-async function peer(backend: string, R: number, T: number): Promise<number> {
+/** The peer as it ships (`synchronous` unset) or at waymark's FULL. */
+async function peer(backend: string, R: number, T: number, synchronous?: 'FULL'): Promise<number> {
   const schema = `bench_p${process.pid}_${++n}`;
-  const saver = backend === 'sqlite' ? peerSqliteSaver(join(dir, `p${n}.db`)) : await peerPostgresSaver(PG, schema);
+  const saver = backend === 'sqlite' ? peerSqliteSaver(join(dir, `p${n}.db`), synchronous) : await peerPostgresSaver(PG, schema);
   const t0 = performance.now();
   for (let r = 0; r < R; r++) await peerRun(peerGraph(saver, T, P), `run-${r}`, T);
   const rate = (R * T * 2) / ((performance.now() - t0) / 1000);
@@ -54,12 +61,12 @@ async function peer(backend: string, R: number, T: number): Promise<number> {
 }
 
 /** Single-row insert transactions of a row of the same size, same durability setting. */
-async function raw(backend: string, rows: number): Promise<number> {
+async function raw(backend: string, rows: number, synchronous: Sync = 'FULL'): Promise<number> {
   const body = 'x'.repeat(P + 400);
   if (backend === 'sqlite') {
     const db = new Database(join(dir, `raw${++n}.db`));
     db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
+    db.pragma(`synchronous = ${synchronous}`);
     db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, e TEXT, seq INTEGER, body TEXT)');
     const ins = db.prepare('INSERT INTO t (e, seq, body) VALUES (?, ?, ?)');
     const t0 = performance.now();
@@ -94,21 +101,48 @@ function fileBytes(path: string): number {
 
 if (what === 'steps') {
   console.log(`durable agent steps/s (P=${P} bytes, ${REPS} reps, median [spread])`);
+  const r0 = (x: number | null) => (x === null ? 'n/a' : String(Math.round(x)));
   for (const backend of backends) {
+    const sqlite = backend === 'sqlite';
     for (const [R, T] of SMOKE ? [[2, 3]] : [
       [50, 20],
       [5, 200],
     ]) {
-      const o: number[] = [];
-      const p: number[] = [];
-      const r: number[] = [];
+      const m: Record<string, number[]> = { ours: [], oursNormal: [], peer: [], peerFull: [], raw: [], rawNormal: [] };
+      // one small untimed run each first, so neither side is measured while its code is still cold
+      await ours(backend, 2, 5);
+      if (peerInstalled()) await peer(backend, 2, 5);
       for (let i = 0; i < REPS; i++) {
-        o.push(await ours(backend, R, T));
-        if (peerInstalled()) p.push(await peer(backend, R, T));
-        r.push(await raw(backend, Math.min(2000, R * T * 2)));
+        // interleaved, so a slow patch of the shared disk hits every column alike
+        m.ours.push(await ours(backend, R, T));
+        if (peerInstalled()) m.peer.push(await peer(backend, R, T));
+        m.raw.push(await raw(backend, Math.min(2000, R * T * 2)));
+        if (!sqlite) continue;
+        m.oursNormal.push(await ours(backend, R, T, 'NORMAL'));
+        if (peerInstalled()) m.peerFull.push(await peer(backend, R, T, 'FULL'));
+        m.rawNormal.push(await raw(backend, Math.min(4000, R * T * 2), 'NORMAL'));
       }
-      const line = { bench: 'steps', backend, R, T, P, ours: median(o), oursSpread: spread(o), peer: p.length ? median(p) : null, peerSpread: spread(p), raw: median(r), vsPeer: p.length ? median(o) / median(p) : null, ofRaw: median(o) / median(r) };
-      console.log(`${backend.padEnd(9)} R=${R} T=${T}: waymark ${Math.round(line.ours)} [${Math.round(line.oursSpread)}] · LangGraph ${line.peer ? Math.round(line.peer) : 'n/a'} [${Math.round(line.peerSpread)}] · raw ${Math.round(line.raw)} steps/s → ${line.vsPeer ? line.vsPeer.toFixed(1) + '× LangGraph, ' : ''}${(line.ofRaw * 100).toFixed(0)}% of raw`);
+      const med = (k: string) => (m[k].length ? median(m[k]) : null);
+      const ratio = (a: number | null, b: number | null) => (a !== null && b !== null ? a / b : null);
+      const line = {
+        bench: 'steps', backend, R, T, P,
+        ours: med('ours')!, oursSpread: spread(m.ours), peer: med('peer'), peerSpread: spread(m.peer), raw: med('raw')!,
+        vsPeer: ratio(med('ours'), med('peer')), ofRaw: ratio(med('ours'), med('raw'))!,
+        ...(sqlite
+          ? {
+              oursNormal: med('oursNormal'), peerFull: med('peerFull'), rawNormal: med('rawNormal'),
+              vsPeerFull: ratio(med('ours'), med('peerFull')), vsPeerNormal: ratio(med('oursNormal'), med('peer')), ofRawNormal: ratio(med('oursNormal'), med('rawNormal')),
+            }
+          : {}),
+      };
+      const x = (v: number | null | undefined) => (v === null || v === undefined ? 'n/a' : `${v.toFixed(1)}×`);
+      const pct = (v: number | null | undefined) => (v === null || v === undefined ? 'n/a' : `${(v * 100).toFixed(0)}%`);
+      if (sqlite) {
+        console.log(`sqlite    R=${R} T=${T}: waymark FULL ${r0(line.ours)} [${r0(line.oursSpread)}] · LangGraph as shipped (NORMAL) ${r0(line.peer)} [${r0(line.peerSpread)}] · raw FULL ${r0(line.raw)} → ${x(line.vsPeer)} LangGraph, ${pct(line.ofRaw)} of raw`);
+        console.log(`          same durability: FULL waymark ${r0(line.ours)} vs LangGraph ${r0(line.peerFull ?? null)} → ${x(line.vsPeerFull)} · NORMAL waymark ${r0(line.oursNormal ?? null)} vs LangGraph ${r0(line.peer)} → ${x(line.vsPeerNormal)}, ${pct(line.ofRawNormal)} of raw NORMAL ${r0(line.rawNormal ?? null)}`);
+      } else {
+        console.log(`postgres  R=${R} T=${T}: waymark ${r0(line.ours)} [${r0(line.oursSpread)}] · LangGraph ${r0(line.peer)} [${r0(line.peerSpread)}] · raw ${r0(line.raw)} steps/s → ${x(line.vsPeer)} LangGraph, ${pct(line.ofRaw)} of raw`);
+      }
       emit(line);
     }
   }

@@ -147,6 +147,8 @@ export interface ChainRow {
   id: string;
   seq: number;
   state: EncodedState;
+  /** Length of the stored JSON text of `state`, when the reader has it (saves re-serializing). */
+  bytes?: number;
 }
 
 /**
@@ -164,8 +166,9 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
   }
   let state: State = first.state.state as State;
   let hasMessages = Array.isArray(state.messages);
-  let messages: Json[] = hasMessages ? (state.messages as Json[]) : [];
-  let chainBytes = JSON.stringify(first.state).length;
+  // one array, appended in place: replaying n rows costs O(n), not O(n²) copies
+  let messages: Json[] = hasMessages ? (state.messages as Json[]).slice() : [];
+  let chainBytes = first.bytes ?? JSON.stringify(first.state).length;
   let fieldState: Record<string, Json> = {};
   for (const k of Object.keys(state)) if (k !== 'messages') setOwn(fieldState, k, state[k]);
   for (let i = 1; i < rows.length; i++) {
@@ -175,10 +178,10 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
     if (enc.kind === 'full') {
       state = enc.state as State;
       hasMessages = Array.isArray(state.messages);
-      messages = hasMessages ? (state.messages as Json[]) : [];
+      messages = hasMessages ? (state.messages as Json[]).slice() : [];
       fieldState = {};
       for (const k of Object.keys(state)) if (k !== 'messages') setOwn(fieldState, k, state[k]);
-      chainBytes = JSON.stringify(enc).length;
+      chainBytes = r.bytes ?? JSON.stringify(enc).length;
       continue;
     }
     if (enc.prev !== prevRow.id || r.seq !== prevRow.seq + 1 || enc.keep > messages.length) {
@@ -186,11 +189,11 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
         details: { rowId: r.id, seq: r.seq },
       });
     }
-    messages = enc.keep === messages.length ? messages.concat(enc.append) : messages.slice(0, enc.keep).concat(enc.append);
-    fieldState = { ...fieldState };
+    messages.length = enc.keep;
+    for (const m of enc.append) messages.push(m);
     for (const k of Object.keys(enc.set)) setOwn(fieldState, k, enc.set[k]);
     for (const k of enc.unset) delete fieldState[k];
-    chainBytes += JSON.stringify(enc).length;
+    chainBytes += r.bytes ?? JSON.stringify(enc).length;
   }
   const last = rows[rows.length - 1];
   const out: State = hasMessages ? { ...fieldState, messages } : { ...fieldState };

@@ -502,8 +502,9 @@ export class Agent {
   /** Newest row of this level's own path (markers skipped), walking back page by page. */
   private async latestOwn(level: Level): Promise<Checkpoint | null> {
     let before: number | undefined;
-    for (;;) {
-      const page = await level.store.list(level.executionId, { order: 'desc', beforeSeq: before, limit: 64 });
+    // the newest row is nearly always the agent's own: read one row first, then pages growing 4× (to 256)
+    for (let limit = 1; ; limit = Math.min(256, limit * 4)) {
+      const page = await level.store.list(level.executionId, { order: 'desc', beforeSeq: before, limit });
       if (!page.length) return null;
       for (const r of page) {
         if (r.seq <= level.afterSeq) return null;

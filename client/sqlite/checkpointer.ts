@@ -11,7 +11,7 @@
 import Database from 'better-sqlite3';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
-import { decodeChain, chainBase, stateOfCursor, type CodecCursor, type State } from '../../shared/codec.js';
+import { decodeChain, chainBase, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
 import {
   Checkpoint as CheckpointSchema,
   IdempotencyEntry as IdempotencySchema,
@@ -48,12 +48,14 @@ import {
   checkIdempotencyKey,
   checkInput,
   checkJson,
+  chainRowFromColumns,
   CursorCache,
   idempotencyFromColumns,
   pendingFor,
   pendingFromColumns,
   rowFromColumns,
   WriteSignal,
+  type ChainColumns,
   type CheckpointColumns,
   type IdempotencyColumns,
   type PendingColumns,
@@ -157,7 +159,7 @@ export class SqliteCheckpointer implements Checkpointer {
       getById: db.prepare(`SELECT * FROM checkpoints WHERE id = ?`),
       getBySeq: db.prepare(`SELECT * FROM checkpoints WHERE execution_id = ? AND seq = ?`),
       latest: db.prepare(`SELECT * FROM checkpoints WHERE execution_id = ? ORDER BY seq DESC LIMIT 1`),
-      range: db.prepare(`SELECT * FROM checkpoints WHERE execution_id = ? AND seq >= ? AND seq <= ? ORDER BY seq`),
+      chain: db.prepare(`SELECT id, seq, state FROM checkpoints WHERE execution_id = ? AND seq >= ? AND seq <= ? ORDER BY seq`),
       insertPending: db.prepare(
         `INSERT INTO pending_interrupts (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
          VALUES (@execution_id, @checkpoint_id, @node_id, @reason, @context, @agent_path, @created_at)`,
@@ -203,10 +205,13 @@ export class SqliteCheckpointer implements Checkpointer {
   private cursorAt(executionId: string, seq: number, id: string): CodecCursor {
     const cached = this.cursors.get(executionId, seq, id);
     if (cached) return cached;
-    const row = this.st.getBySeq.get(executionId, seq) as CheckpointColumns;
-    const last = rowFromColumns(row);
-    const rows = (this.st.range.all(executionId, chainBase(last), seq) as CheckpointColumns[]).map(rowFromColumns);
-    return decodeChain(rows).cursor;
+    const [last] = this.chain(executionId, seq, seq);
+    return decodeChain(this.chain(executionId, chainBase(last), seq)).cursor;
+  }
+
+  /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
+  private chain(executionId: string, base: number, seq: number): ChainRow[] {
+    return (this.st.chain.all(executionId, base, seq) as ChainColumns[]).map(chainRowFromColumns);
   }
 
   /** Write one checkpoint inside the caller's IMMEDIATE transaction. */
@@ -402,10 +407,7 @@ export class SqliteCheckpointer implements Checkpointer {
     this.assertOpen();
     const cached = this.cursors.peek(row.executionId, row.seq, row.id);
     if (cached) return stateOfCursor(cached);
-    const rows = (this.st.range.all(row.executionId, chainBase(row), row.seq) as CheckpointColumns[]).map(
-      rowFromColumns,
-    );
-    const { state, cursor } = decodeChain(rows);
+    const { state, cursor } = decodeChain(this.chain(row.executionId, chainBase(row), row.seq));
     this.cursors.offer(row.executionId, cursor);
     return state;
   }

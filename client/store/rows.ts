@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { LIMITS } from '../../shared/limits.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { jsonProblem, textProblem, type Json } from '../../shared/json.js';
-import { encodeState, type CodecCursor, type Encoded } from '../../shared/codec.js';
+import { encodeState, type ChainRow, type CodecCursor, type Encoded } from '../../shared/codec.js';
 import {
   AgentPath,
   Checkpoint,
@@ -171,17 +171,29 @@ function parseColumn(rowId: string, column: string, text: string | null): Json |
   }
 }
 
+function parseState(id: string, text: string): EncodedState {
+  const state = parseColumn(id, 'state', text) as EncodedState | null;
+  if (!state || typeof state !== 'object' || state.v !== 1 || (state.kind !== 'full' && state.kind !== 'delta')) {
+    throw new CorruptRowError(id, 'column state is not a tagged snapshot');
+  }
+  return state;
+}
+
+/** The columns a snapshot chain is decoded from. */
+export interface ChainColumns {
+  id: string;
+  seq: number | string;
+  state: string;
+}
+
+/** A chain row from its three columns: only the state is parsed, and its text length kept. */
+export function chainRowFromColumns(c: ChainColumns): ChainRow {
+  return { id: c.id, seq: Number(c.seq), state: parseState(c.id, c.state), bytes: c.state.length };
+}
+
 /** Map stored columns to a row; a corrupt row is reported with its id, never skipped. */
 export function rowFromColumns(c: CheckpointColumns): Checkpoint {
-  const state = parseColumn(c.id, 'state', c.state) as EncodedState | null;
-  if (
-    !state ||
-    typeof state !== 'object' ||
-    state.v !== 1 ||
-    (state.kind !== 'full' && state.kind !== 'delta')
-  ) {
-    throw new CorruptRowError(c.id, 'column state is not a tagged snapshot');
-  }
+  const state = parseState(c.id, c.state);
   return {
     id: c.id,
     executionId: c.execution_id,
