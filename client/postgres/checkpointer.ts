@@ -276,9 +276,75 @@ export class PostgresCheckpointer implements Checkpointer {
     if (this.outbox) this.signal.emit();
   }
 
+  /**
+   * One round trip instead of four (BEGIN, lock, writes, COMMIT) when this
+   * store wrote the execution's newest row itself: the row is built from the
+   * cached cursor and written by one statement that advances the execution
+   * only if it is still at that row (compare-and-set under the row lock), and
+   * inserts the checkpoint and its outbox event only then. Returns null when
+   * another writer got there first; the caller takes the locked path.
+   */
+  private async putOnCursor(input: CheckpointInput & { id: string }, prev: CodecCursor): Promise<RowText | null> {
+    const seq = prev.seq + 1;
+    const rt = buildRow(input, seq, prev, this.writerId);
+    const r = rt.row;
+    const sql = await this.q();
+    try {
+      const done = await sql<{ n: number }[]>`
+        WITH ex AS (
+          UPDATE ${this.t.executions} SET next_seq = ${seq + 1}, last_id = ${r.id}, last_node_id = ${r.nodeId},
+            last_step = ${r.step}, last_status = ${r.status}, updated_at = ${r.createdAt}
+          WHERE execution_id = ${r.executionId} AND next_seq = ${seq} AND last_id = ${prev.id}
+          RETURNING 1
+        ), c AS (
+          INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
+            state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
+          SELECT ${r.id}, ${r.executionId}, ${seq}, ${r.nodeId}, ${r.turn}, ${r.step}, ${r.status}, ${r.agentPath},
+            ${r.parentId}, ${rt.stateText}, ${rt.nodeInput}, ${rt.nodeOutput}, ${r.interruptReason},
+            ${rt.interruptContext}, ${r.createdAt}, ${r.writerId}
+          FROM ex
+          RETURNING id
+        )${
+          this.outbox
+            ? sql`, o AS (
+          INSERT INTO ${this.t.outbox} (id, kind, execution_id, payload, bytes, created_at)
+          SELECT id, 'checkpoint', ${r.executionId}, NULL, ${rt.bytes}, ${canonicalTime()} FROM c
+          RETURNING 1
+        )`
+            : sql``
+        }
+        SELECT count(*)::int AS n FROM c`;
+      return done[0].n === 1 ? rt : null;
+    } catch (e) {
+      if (pgCode(e) === SQLSTATE.uniqueViolation && constraintOf(e) === 'checkpoints_pkey') throw new DuplicateIdError(r.id);
+      throw e;
+    }
+  }
+
   async put(input: CheckpointInput): Promise<Checkpoint> {
     checkInput(input);
     const minted = { ...input, id: input.id ?? uuidv7() };
+    const cursor = this.cursors.newest(input.executionId);
+    if (cursor) {
+      try {
+        const rt = await this.putOnCursor(minted, cursor);
+        if (rt) {
+          this.committed(rt);
+          this.fault('store.put.afterCommit');
+          return rt.row;
+        }
+      } catch (e) {
+        this.cursors.drop(input.executionId);
+        if (!isTransient(e)) throw e;
+        // the statement may have committed before the connection was lost
+        const row = await this.landedRow(minted.id, minted).catch(() => null);
+        if (row) {
+          this.committed(null);
+          this.fault('store.put.afterCommit');
+          return row;
+        }
+      }
+    }
     let row: Checkpoint;
     try {
       const out = await this.write<RowText | Checkpoint>(

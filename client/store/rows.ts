@@ -306,6 +306,10 @@ export class CursorCache {
   drop(executionId: string): void {
     this.map.delete(executionId);
   }
+  /** The cached cursor of an execution's newest row written or read here, whatever its seq. */
+  newest(executionId: string): CodecCursor | null {
+    return this.map.get(executionId) ?? null;
+  }
   /** The cursor of exactly this row, if cached (no LRU touch). */
   peek(executionId: string, seq: number, id: string): CodecCursor | null {
     const c = this.map.get(executionId);

@@ -29,6 +29,11 @@ describe.skipIf(!ready)('postgres adapter', () => {
         async corrupt(rowId, column, text) {
           await raw.unsafe(`UPDATE "${schema}".checkpoints SET ${column} = $1 WHERE id = $2`, [text, rowId]);
         },
+        async reopen() {
+          const other = new PostgresCheckpointer({ url: db.url, schema, max: 2 });
+          await other.setup();
+          return other;
+        },
         close: () => store.close(),
       };
     },

@@ -10,12 +10,14 @@ let n = 0;
 runStoreSuite({
   name: 'sqlite',
   async make({ faults }) {
-    const store = new SqliteCheckpointer({ path: tmp.file(`s${++n}.db`), faults });
+    const path = tmp.file(`s${++n}.db`);
+    const store = new SqliteCheckpointer({ path, faults });
     return {
       store,
       async corrupt(rowId, column, text) {
         store.connection.prepare(`UPDATE checkpoints SET ${column} = ? WHERE id = ?`).run(text, rowId);
       },
+      reopen: async () => new SqliteCheckpointer({ path }),
       close: () => store.close(),
     };
   },

@@ -13,6 +13,8 @@ export interface StoreHarness {
   store: Checkpointer;
   /** Overwrite one column of a stored checkpoint with raw text (simulated corruption). */
   corrupt(rowId: string, column: 'state' | 'node_input', text: string): Promise<void>;
+  /** A second, independent handle on the same stored data (another process would open the same). */
+  reopen(): Promise<Checkpointer>;
   close(): Promise<void>;
 }
 
@@ -154,6 +156,34 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(rows.some((r) => r.state.kind === 'delta')).toBe(true);
       for (let i = 0; i < rows.length; i += 7) expect(await store.readState(rows[i])).toEqual(states[i]);
       expect(await store.readState(rows[59])).toEqual(states[59]);
+    });
+
+    test('two handles taking turns on one execution: each writes after the other, never on a stale row', async () => {
+      // each handle caches the newest row it wrote; the other handle's write makes that cache stale
+      const other = await h.reopen();
+      try {
+        const a = exec();
+        const states: State[] = [];
+        const rows = [];
+        let messages: State['messages'] & unknown[] = [];
+        for (let i = 0; i < 24; i++) {
+          messages = [...messages, { role: 'assistant', content: `m${i}` }];
+          const s: State = { messages, turn: i };
+          states.push(s);
+          // two writes by one handle (the second on its own cached row), then two by the other
+          const by = Math.floor(i / 2) % 2 === 0 ? store : other;
+          rows.push(await by.put(input(a, { turn: i, nodeId: `turn:${i}`, state: s })));
+        }
+        expect(rows.map((r) => r.seq)).toEqual(rows.map((_, i) => i));
+        for (const r of rows) if (r.state.kind === 'delta') expect(r.state.prev).toBe(rows[r.seq - 1].id);
+        for (const [i, r] of rows.entries()) {
+          expect(await store.readState(r)).toEqual(states[i]);
+          expect(await other.readState(r)).toEqual(states[i]);
+        }
+        expect((await store.list(a)).map((r) => r.id)).toEqual(rows.map((r) => r.id));
+      } finally {
+        await other.close();
+      }
     });
 
     test('recordInterrupt writes the checkpoint and the pending row together', async () => {
