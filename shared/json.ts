@@ -75,18 +75,39 @@ export function storableText(s: string): string {
  * the same text. Used for idempotency keys and payload comparison.
  */
 export function stableStringify(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
+  return write(value) as string;
 }
 
-function sortKeys(v: unknown): unknown {
-  if (v === null || typeof v !== 'object') return v;
-  if (Array.isArray(v)) return v.map(sortKeys);
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(v as object).sort()) {
-    const x = (v as Record<string, unknown>)[k];
-    if (x !== undefined) setOwn(out, k, sortKeys(x));
+/** Canonical array-index keys, which JavaScript objects enumerate first, in numeric order. */
+const INDEX_KEY = /^(?:0|[1-9][0-9]*)$/;
+const isIndexKey = (k: string) => INDEX_KEY.test(k) && Number(k) < 4294967295;
+
+/**
+ * Written directly, without building a sorted copy. The text is exactly what
+ * `JSON.stringify` gives for a copy with keys inserted in sorted order (which
+ * idempotency keys stored by earlier versions depend on): such a copy still
+ * enumerates array-index keys first, numerically, so this does too.
+ */
+function write(v: unknown): string | undefined {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v);
+  if (Array.isArray(v)) {
+    let s = '[';
+    for (let i = 0; i < v.length; i++) s += (i ? ',' : '') + (write(v[i]) ?? 'null');
+    return s + ']';
   }
-  return out;
+  const keys = Object.keys(v).sort();
+  let ordered = keys;
+  if (keys.some(isIndexKey)) {
+    const index = keys.filter(isIndexKey).sort((a, b) => Number(a) - Number(b));
+    ordered = [...index, ...keys.filter((k) => !isIndexKey(k))];
+  }
+  let s = '{';
+  for (const k of ordered) {
+    const x = write((v as Record<string, unknown>)[k]);
+    if (x === undefined) continue;
+    s += (s.length > 1 ? ',' : '') + JSON.stringify(k) + ':' + x;
+  }
+  return s + '}';
 }
 
 /**
