@@ -149,43 +149,86 @@ if (what === 'steps') {
   }
 }
 
-if (what === 'storage') {
-  console.log(`storage per run on SQLite (bytes, file + WAL after checkpoint), P=${P}`);
-  const sizes: Record<string, Record<number, number>> = { waymark: {}, langgraph: {} };
-  const turnTimes: Record<string, number[]> = { waymark: [], langgraph: [] };
-  const empty = (() => {
-    const s = new SqliteCheckpointer({ path: join(dir, 'empty.db') });
-    void s.close();
-    return fileBytes(join(dir, 'empty.db'));
-  })();
-  const TS = SMOKE ? [10, 20, 50, 400] : [10, 20, 50, 100, 200, 400];
-  for (const T of TS) {
-    const path = join(dir, `s-ours-${T}.db`);
-    const store = new SqliteCheckpointer({ path });
-    const times: number[] = [];
-    await ourAgent(store, T, P, () => times.push(performance.now())).run('go', { executionId: 'one' });
-    await store.close();
-    sizes.waymark[T] = fileBytes(path) - empty;
-    if (T === 400) turnTimes.waymark = times;
-    if (peerInstalled() && !SMOKE) {
-      const ppath = join(dir, `s-peer-${T}.db`);
-      const saver = peerSqliteSaver(ppath);
-      const ptimes: number[] = [];
-      await peerRun(peerGraph(saver, T, P, () => ptimes.push(performance.now())), 'one', T);
-      sizes.langgraph[T] = fileBytes(ppath);
-      if (T === 400) turnTimes.langgraph = ptimes;
+/** Bytes of every table (with its indexes and TOAST) in a Postgres schema. */
+async function schemaBytes(schema: string): Promise<number> {
+  const sql = postgres(PG, { max: 1, onnotice: () => {} });
+  const [{ b }] = await sql<{ b: string }[]>`
+    SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS b
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = ${schema} AND c.relkind IN ('r', 'p')`;
+  await sql.end();
+  return Number(b);
+}
+
+/** One run of T turns in a fresh store; its bytes beyond an empty store of the same kind, and turn times. */
+async function storedRun(who: 'waymark' | 'langgraph', backend: string, T: number): Promise<{ bytes: number; times: number[] }> {
+  const times: number[] = [];
+  const tick = () => times.push(performance.now());
+  const key = `s-${who}-${T}-${++n}`;
+  if (backend === 'sqlite') {
+    const path = join(dir, `${key}.db`);
+    const emptyPath = join(dir, `${key}-empty.db`);
+    if (who === 'waymark') {
+      await new SqliteCheckpointer({ path: emptyPath }).close();
+      const store = new SqliteCheckpointer({ path });
+      await ourAgent(store, T, P, tick).run('go', { executionId: 'one' });
+      await store.close();
+    } else {
+      const empty = peerSqliteSaver(emptyPath);
+      await empty.getTuple({ configurable: { thread_id: 'none' } });
+      empty.db.close();
+      const saver = peerSqliteSaver(path);
+      await peerRun(peerGraph(saver, T, P, tick), 'one', T);
+      saver.db.close();
     }
+    return { bytes: fileBytes(path) - fileBytes(emptyPath), times };
   }
-  for (const who of Object.keys(sizes)) {
-    const s = sizes[who];
-    if (!s[400]) continue;
-    const exponent = Math.log(s[400] / s[50]) / Math.log(8);
-    const d = turnTimes[who].slice(1).map((t, i) => t - turnTimes[who][i]);
-    const tenth = Math.floor(d.length / 10);
-    const first = median(d.slice(0, tenth));
-    const last = median(d.slice(-tenth));
-    console.log(`${who.padEnd(10)} ${TS.map((T) => `T=${T}: ${(s[T] / 1024).toFixed(0)} KiB`).join(' · ')} · exponent(50→400) ${exponent.toFixed(2)} · turn time last/first 10% ${(last / first).toFixed(2)}×`);
-    emit({ bench: 'storage', who, P, bytes: s, exponent, turnMsFirst10: first, turnMsLast10: last });
+  const schema = `bench_${key.replaceAll('-', '_')}_${process.pid}`;
+  const emptySchema = `${schema}_empty`;
+  if (who === 'waymark') {
+    for (const [sch, run] of [[emptySchema, false], [schema, true]] as const) {
+      const store = new PostgresCheckpointer({ url: PG, schema: sch, max: 2 });
+      await store.setup();
+      if (run) await ourAgent(store, T, P, tick).run('go', { executionId: 'one' });
+      await store.close();
+    }
+  } else {
+    (await peerPostgresSaver(PG, emptySchema)).end();
+    const saver = await peerPostgresSaver(PG, schema);
+    await peerRun(peerGraph(saver, T, P, tick), 'one', T);
+    await saver.end();
+  }
+  const bytes = (await schemaBytes(schema)) - (await schemaBytes(emptySchema));
+  await dropSchema(schema);
+  await dropSchema(emptySchema);
+  return { bytes, times };
+}
+
+if (what === 'storage') {
+  const TS = SMOKE ? [10, 20, 50, 400] : [10, 20, 50, 100, 200, 400];
+  for (const backend of backends) {
+    console.log(
+      backend === 'sqlite'
+        ? `storage per run on SQLite (bytes beyond an empty store: file + WAL after checkpoint), P=${P}`
+        : `storage per run on Postgres (bytes beyond an empty schema: pg_total_relation_size of every table, indexes and TOAST included), P=${P}`,
+    );
+    for (const who of ['waymark', 'langgraph'] as const) {
+      if (who === 'langgraph' && (!peerInstalled() || SMOKE)) continue;
+      const sizes: Record<number, number> = {};
+      let turnTimes: number[] = [];
+      for (const T of TS) {
+        const r = await storedRun(who, backend, T);
+        sizes[T] = r.bytes;
+        if (T === 400) turnTimes = r.times;
+      }
+      const exponent = Math.log(sizes[400] / sizes[50]) / Math.log(8);
+      const d = turnTimes.slice(1).map((t, i) => t - turnTimes[i]);
+      const tenth = Math.floor(d.length / 10);
+      const first = median(d.slice(0, tenth));
+      const last = median(d.slice(-tenth));
+      console.log(`${who.padEnd(10)} ${TS.map((T) => `T=${T}: ${(sizes[T] / 1024).toFixed(0)} KiB`).join(' · ')} · exponent(50→400) ${exponent.toFixed(2)} · turn time last/first 10% ${(last / first).toFixed(2)}×`);
+      emit({ bench: 'storage', backend, who, P, bytes: sizes, exponent, turnMsFirst10: first, turnMsLast10: last });
+    }
   }
 }
 rmSync(dir, { recursive: true, force: true });

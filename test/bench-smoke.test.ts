@@ -34,13 +34,22 @@ describe('benchmark smoke runs', () => {
     expect(bench('steps.ts', 'steps', 'postgres', '1')[0]).toMatchObject({ bench: 'steps', backend: 'postgres' });
   });
   it('storage growth', () => {
-    const [ours] = bench('steps.ts', 'storage');
-    expect(ours).toMatchObject({ bench: 'storage', who: 'waymark' });
+    const [ours] = bench('steps.ts', 'storage', 'sqlite');
+    expect(ours).toMatchObject({ bench: 'storage', backend: 'sqlite', who: 'waymark' });
     expect(ours.exponent as number).toBeLessThan(1.3);
+  });
+  it.skipIf(!pg)('storage growth on Postgres', () => {
+    const [ours] = bench('steps.ts', 'storage', 'postgres');
+    expect(ours).toMatchObject({ bench: 'storage', backend: 'postgres', who: 'waymark' });
+    expect((ours.bytes as Record<string, number>)['400']).toBeGreaterThan((ours.bytes as Record<string, number>)['50']);
   });
   it('resume cost, put, ingest, drain and drain RSS', () => {
     expect(bench('resume-cost.ts', '5', '1', 'sqlite')[0]).toMatchObject({ bench: 'resume', turns: 5 });
-    expect(bench('ingest.ts', '300', 'pglite')[0]).toMatchObject({ bench: 'ingest', rows: 300 });
+    const ingest = bench('ingest.ts', '1000', 'pglite', '1,2');
+    expect(ingest.map((l) => [l.writers, l.errors])).toEqual([
+      [1, 0],
+      [2, 0],
+    ]);
     expect(bench('drain.ts', '300', 'pglite')[0]).toMatchObject({ bench: 'drain', rows: 300 });
     expect(bench('drain-rss.ts', '3000')[0]).toMatchObject({ bench: 'drain-rss', rows: 3000 });
   }, 300_000);

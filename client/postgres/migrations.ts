@@ -66,6 +66,14 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   CREATE INDEX outbox_execution ON S.outbox (execution_id, synced);
   CREATE INDEX executions_finished ON S.executions (last_step, updated_at);
   `,
+  /* 2 */ `
+  -- Every put updates its execution's row; an index on columns that change
+  -- (last_step, updated_at) made each update a non-HOT one, so the row's index
+  -- entries piled up within a run and a put's time grew with the run's length
+  -- (5× from the first to the last tenth of a 400-turn run, measured). Prune
+  -- walks executions by primary key and never used this index.
+  DROP INDEX S.executions_finished;
+  `,
 ];
 
 /** SQLSTATE codes the adapter decides on. */

@@ -1,0 +1,48 @@
+/**
+ * A Postgres store created at schema version 1 upgrades in place on setup():
+ * migration 2 drops the index that made every put a non-HOT update, and the
+ * rows written before go on being read and extended.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import postgres from 'postgres';
+import { PostgresCheckpointer } from '../../client/postgres/index.js';
+import { POSTGRES_MIGRATIONS } from '../../client/postgres/migrations.js';
+import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
+
+const ready = await pgReady('store migration: postgres');
+
+describe.skipIf(!ready)('postgres schema migration 1 → 2', () => {
+  let db: TestDatabase;
+  let raw: postgres.Sql;
+  beforeAll(async () => {
+    db = await createTestDatabase('waymark_pg_migrate');
+    raw = postgres(db.url, { max: 1, onnotice: () => {} });
+  });
+  afterAll(async () => {
+    await raw?.end({ timeout: 2 });
+    await db?.drop();
+  });
+
+  test('a version-1 schema upgrades on setup and its runs continue', async () => {
+    // lay the schema out exactly as version 1 left it
+    await raw.unsafe(`CREATE SCHEMA v1`);
+    await raw.unsafe(`CREATE TABLE v1.waymark_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    await raw.unsafe(POSTGRES_MIGRATIONS[0].replaceAll('S.', '"v1".'));
+    await raw.unsafe(`INSERT INTO v1.waymark_migrations (version) VALUES (1)`);
+    const indexes = async () => (await raw`SELECT indexname FROM pg_indexes WHERE schemaname = 'v1' ORDER BY indexname`).map((r) => r.indexname as string);
+    expect(await indexes()).toContain('executions_finished');
+    const old = new PostgresCheckpointer({ url: db.url, schema: 'v1', max: 2 });
+    // a store of this version writes through the migrated schema; this first put runs setup()
+    const state = { messages: [{ role: 'user', content: 'hi' }] };
+    const first = await old.put({ executionId: 'e', nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:m', state });
+    expect((await raw`SELECT max(version) AS v FROM v1.waymark_migrations`)[0].v).toBe(POSTGRES_MIGRATIONS.length);
+    expect(await indexes()).not.toContain('executions_finished');
+    await old.close();
+    const store = new PostgresCheckpointer({ url: db.url, schema: 'v1', max: 2 });
+    const next = await store.put({ executionId: 'e', nodeId: 'turn:1', turn: 1, step: 'llm_call', status: 'completed', agentPath: 'agent:m', state: { messages: [...state.messages, { role: 'assistant', content: 'yo' }] } });
+    expect(next.seq).toBe(1);
+    expect(await store.readState(first)).toEqual(state);
+    expect((await store.readState(next)).messages).toHaveLength(2);
+    await store.close();
+  });
+});
