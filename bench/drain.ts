@@ -12,6 +12,7 @@ import pino from 'pino';
 import { connectPlane } from '../client/index.js';
 import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import { createKey, openPlaneDatabase, startPlane } from '../plane/index.js';
+import { ingestBatch } from '../plane/ingest.js';
 import { loadConfig } from '../plane/config.js';
 import type { OutboxEvent } from '../shared/rows.js';
 import { rawPglite, rawPostgres } from './lib/raw-insert.js';
@@ -51,10 +52,26 @@ async function drain(store: SqliteCheckpointer, databaseUrl?: string): Promise<{
   return { rowsPerSec: N / secs, bytesPerSec: pendingBytes / secs };
 }
 
+/** The plane's ingest transaction on its own: validation, hashing, the inserts, in 500-row batches. */
+async function ingestAlone(rows: OutboxEvent[], databaseUrl: string): Promise<number> {
+  const database = await openPlaneDatabase({ databaseUrl });
+  const { projectId } = await createKey(database.db, { project: 'bench', scopes: ['ingest'] });
+  const wire = rows.map((e) => JSON.parse(JSON.stringify(e)) as unknown);
+  const t0 = performance.now();
+  for (let i = 0; i < wire.length; i += 500) {
+    const r = await ingestBatch(database.db, projectId, 'bench', undefined, wire.slice(i, i + 500));
+    if (r.accepted !== Math.min(500, wire.length - i)) throw new Error(`ingestBatch accepted ${r.accepted}`);
+  }
+  const rate = wire.length / ((performance.now() - t0) / 1000);
+  await database.close();
+  return rate;
+}
+
 const out: Record<string, number> = {};
 if (which !== 'pglite') {
   const store = await backlog(join(dir, 'pg.db'));
-  out['raw postgres insert'] = await rawPostgres(PG, await events(store), 500);
+  const rows = await events(store);
+  out['raw postgres insert'] = await rawPostgres(PG, rows, 500);
   const admin = postgres(PG, { max: 1, onnotice: () => {} });
   const name = `waymark_bench_drain_${process.pid}`;
   await admin.unsafe(`CREATE DATABASE ${name}`);
@@ -63,6 +80,10 @@ if (which !== 'pglite') {
   const d = await drain(store, url.toString());
   out['drain to plane (postgres)'] = d.rowsPerSec;
   out['drain bytes/s (postgres)'] = d.bytesPerSec;
+  await admin.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
+  // where the time goes: the plane's own ingest of the same batches, no HTTP, no client (a fresh database)
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  out['plane ingestBatch alone (postgres)'] = await ingestAlone(rows, url.toString());
   await admin.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
   await admin.end();
   await store.close();
@@ -77,6 +98,9 @@ if (which !== 'postgres') {
 }
 rmSync(dir, { recursive: true, force: true });
 for (const [k, v] of Object.entries(out)) console.log(`${k.padEnd(28)} ${Math.round(v).toString().padStart(9)}${k.includes('bytes') ? ' B/s' : ' rows/s'}`);
-if (out['raw postgres insert']) console.log(`postgres: drain is ${(out['drain to plane (postgres)'] / out['raw postgres insert']).toFixed(2)} of the raw insert rate`);
+if (out['raw postgres insert']) {
+  console.log(`postgres: drain is ${(out['drain to plane (postgres)'] / out['raw postgres insert']).toFixed(2)} of the raw insert rate`);
+  console.log(`postgres: the plane's ingest alone (no HTTP, no client) is ${(out['plane ingestBatch alone (postgres)'] / out['raw postgres insert']).toFixed(2)} of it`);
+}
 if (out['raw pglite insert']) console.log(`pglite: drain is ${(out['drain to plane (pglite)'] / out['raw pglite insert']).toFixed(2)} of the raw insert rate`);
 console.log(JSON.stringify({ bench: 'drain', rows: N, ...out, date: new Date().toISOString() }));
