@@ -45,6 +45,9 @@ interface Level {
   p50Ms: number;
   p99Ms: number;
   requests: number;
+  /** Answers of 429/503 (back-pressure), each retried after its Retry-After. */
+  shed: number;
+  /** Batches that failed for good. */
   errors: number;
 }
 
@@ -59,20 +62,35 @@ async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: st
   const { key } = await createKey(database.db, { project: 'bench', scopes: ['ingest'] });
   const latencies: number[] = [];
   let errors = 0;
+  let shed = 0;
+  const seen = new Map<string, number>();
+  const failed = (what: string) => {
+    errors++;
+    seen.set(what, (seen.get(what) ?? 0) + 1);
+  };
   const writer = async (w: number) => {
     for (let i = w * BATCH; i < events.length; i += writers * BATCH) {
       const rows = events.slice(i, i + BATCH);
       const t = performance.now();
-      try {
-        const res = await fetch(`${plane.url}/v1/ingest`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-          body: JSON.stringify({ protocol: 1, writerId: `bench-${w}`, rows }),
-        });
-        const body = (await res.json()) as { accepted: number };
-        if (res.status !== 200 || body.accepted !== rows.length) errors++;
-      } catch {
-        errors++;
+      // as the drain does: a 429/503 is back-pressure, retried after its Retry-After (counted as shed)
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const res = await fetch(`${plane.url}/v1/ingest`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+            body: JSON.stringify({ protocol: 1, writerId: `bench-${w}`, rows }),
+          });
+          const body = (await res.json()) as { accepted: number; error?: { code?: string; message?: string } };
+          if ((res.status === 429 || res.status === 503) && attempt < 10) {
+            shed++;
+            await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
+            continue;
+          }
+          if (res.status !== 200 || body.accepted !== rows.length) failed(`${res.status} ${body.error?.code ?? ''} ${body.error?.message ?? JSON.stringify(body).slice(0, 120)}`);
+        } catch (e) {
+          failed(`fetch: ${(e as Error).message}`);
+        }
+        break;
       }
       latencies.push(performance.now() - t);
     }
@@ -82,8 +100,9 @@ async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: st
   const rowsPerSec = events.length / ((performance.now() - t0) / 1000);
   await plane.close();
   await database.close();
+  for (const [what, n] of seen) console.error(`  ${n}× ${what}`);
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { writers, rowsPerSec, p50Ms: median(latencies), p99Ms: sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)], requests: latencies.length, errors };
+  return { writers, rowsPerSec, p50Ms: median(latencies), p99Ms: sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)], requests: latencies.length, shed, errors };
 }
 
 /** A fresh database on the Postgres server for one measurement; dropped after. */
@@ -112,7 +131,7 @@ for (const target of targets) {
     const l = target === 'postgres' ? await withDatabase((url) => viaPlane(events, writers, url)) : await viaPlane(events, writers);
     failed += l.errors;
     console.log(
-      `${target.padEnd(9)} ${String(writers).padStart(2)} writer(s)       ${Math.round(l.rowsPerSec).toString().padStart(7)} rows/s (${(l.rowsPerSec / raw).toFixed(2)} of raw) · p50 ${l.p50Ms.toFixed(0)} ms · p99 ${l.p99Ms.toFixed(0)} ms · ${l.requests} requests · ${l.errors} errors`,
+      `${target.padEnd(9)} ${String(writers).padStart(2)} writer(s)       ${Math.round(l.rowsPerSec).toString().padStart(7)} rows/s (${(l.rowsPerSec / raw).toFixed(2)} of raw) · p50 ${l.p50Ms.toFixed(0)} ms · p99 ${l.p99Ms.toFixed(0)} ms · ${l.requests} batches · ${l.shed} shed (429/503, retried) · ${l.errors} errors`,
     );
     console.log(JSON.stringify({ bench: 'ingest', target, rows: N, batch: BATCH, raw, ...l, ofRaw: l.rowsPerSec / raw, date: new Date().toISOString() }));
   }

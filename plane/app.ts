@@ -29,6 +29,7 @@ import type { PlaneDatabase } from './db/open.js';
 import { isUnavailable } from './db/errors.js';
 import { quarantine } from './db/schema.js';
 import { ingestBatch } from './ingest.js';
+import { AdmissionGate } from './gate.js';
 import { planeMetrics, type PlaneMetrics } from './metrics.js';
 import { mountInspector } from './ui/routes.js';
 import {
@@ -48,6 +49,10 @@ export interface PlaneAppOptions {
   database: PlaneDatabase;
   logger?: Logger;
   maxInflightIngest?: number;
+  /** Batches that may wait for a slot (default 64); more are refused with 429. */
+  maxQueuedIngest?: number;
+  /** How long a batch may wait for a slot (default 10 s) before it is refused with 429. */
+  ingestQueueWaitMs?: number;
   /** Inspector without login (honoured only when the plane binds to loopback). */
   dev?: boolean;
   /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
@@ -66,8 +71,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   const log = o.logger ?? pino({ level: 'silent' });
   const metrics: PlaneMetrics = planeMetrics();
   const faults = o.faults ?? (() => {});
-  const maxInflight = o.maxInflightIngest ?? 16;
-  let inflight = 0;
+  const gate = new AdmissionGate(o.maxInflightIngest ?? 16, o.maxQueuedIngest ?? 64, o.ingestQueueWaitMs ?? 10_000);
 
   const app = new OpenAPIHono<PlaneEnv>({
     defaultHook: (result, c) => {
@@ -153,20 +157,21 @@ export function createPlaneApp(o: PlaneAppOptions) {
     },
   });
   app.post('/v1/ingest', requireScope('ingest'), async (c) => {
-    const body = await readJsonBody(c.req.raw, LIMITS.batchBytes);
-    const env = IngestRequest.safeParse(body);
-    if (!env.success) {
-      const i = env.error.issues[0];
-      const code = i.path[0] === 'protocol' ? 'PROTOCOL' : 'INVALID_ENVELOPE';
-      return errorJson(c, 400, code, `${i.path.join('.') || '(body)'}: ${i.message}`);
-    }
-    if (env.data.rows.length > LIMITS.batchRows) {
-      return errorJson(c, 413, 'TOO_MANY_ROWS', `a batch holds at most ${LIMITS.batchRows} rows`);
-    }
-    if (inflight >= maxInflight) return errorJson(c, 429, 'BUSY', 'too many concurrent batches', { 'Retry-After': '1' });
-    inflight++;
+    // admitted before the body is read: a waiting batch is still in the socket, not in memory
+    const release = await gate.enter();
+    if (!release) return errorJson(c, 429, 'BUSY', 'too many concurrent batches', { 'Retry-After': '1' });
     const t0 = performance.now();
     try {
+      const body = await readJsonBody(c.req.raw, LIMITS.batchBytes);
+      const env = IngestRequest.safeParse(body);
+      if (!env.success) {
+        const i = env.error.issues[0];
+        const code = i.path[0] === 'protocol' ? 'PROTOCOL' : 'INVALID_ENVELOPE';
+        return errorJson(c, 400, code, `${i.path.join('.') || '(body)'}: ${i.message}`);
+      }
+      if (env.data.rows.length > LIMITS.batchRows) {
+        return errorJson(c, 413, 'TOO_MANY_ROWS', `a batch holds at most ${LIMITS.batchRows} rows`);
+      }
       const p = c.get('principal');
       const out = await ingestBatch(db, p.projectId, env.data.writerId, env.data.backlog, env.data.rows);
       metrics.ingestRows.inc({ result: 'accepted' }, out.accepted);
@@ -175,7 +180,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       await faults('plane.ingest.afterCommit');
       return c.json(out, 200);
     } finally {
-      inflight--;
+      release();
       metrics.ingestSeconds.observe((performance.now() - t0) / 1000);
     }
   });

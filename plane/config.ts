@@ -11,6 +11,8 @@ const Env = z.object({
   WAYMARK_PORT: z.coerce.number().int().min(0).max(65535).default(4600),
   WAYMARK_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WAYMARK_MAX_INFLIGHT_INGEST: z.coerce.number().int().positive().default(16),
+  WAYMARK_MAX_QUEUED_INGEST: z.coerce.number().int().nonnegative().default(64),
+  WAYMARK_INGEST_QUEUE_WAIT_MS: z.coerce.number().int().positive().default(10_000),
   WAYMARK_DEV: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
@@ -23,6 +25,8 @@ export interface PlaneConfig {
   logLevel: z.infer<typeof Env>['WAYMARK_LOG_LEVEL'];
   /** Concurrent ingest requests before the plane answers 429. */
   maxInflightIngest: number;
+  maxQueuedIngest: number;
+  ingestQueueWaitMs: number;
   /** Inspector without login (only honoured when bound to loopback). */
   dev: boolean;
 }
@@ -41,6 +45,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     port: e.WAYMARK_PORT,
     logLevel: e.WAYMARK_LOG_LEVEL,
     maxInflightIngest: e.WAYMARK_MAX_INFLIGHT_INGEST,
+    maxQueuedIngest: e.WAYMARK_MAX_QUEUED_INGEST,
+    ingestQueueWaitMs: e.WAYMARK_INGEST_QUEUE_WAIT_MS,
     dev: e.WAYMARK_DEV === '1' || e.WAYMARK_DEV === 'true',
     ...overrides,
   });

@@ -12,20 +12,38 @@ const CHILD = fileURLToPath(new URL('./plane-child.ts', import.meta.url));
 const pg = await pgReady('two plane processes on one postgres');
 
 describe('plane back-pressure and outages', () => {
-  it('answers 429 with Retry-After when too many batches are in flight', async () => {
+  it('queues a burst of batches and refuses (429, Retry-After) only past the queue or its wait', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const plane = await startTestPlane('pglite', { maxInflightIngest: 1, faults: (p) => (p === 'plane.ingest.afterCommit' ? gate : undefined) });
+    // one batch at a time, one may wait up to 1.5 s
+    const plane = await startTestPlane('pglite', {
+      maxInflightIngest: 1,
+      maxQueuedIngest: 1,
+      ingestQueueWaitMs: 1500,
+      faults: (p) => (p === 'plane.ingest.afterCommit' ? gate : undefined),
+    });
     try {
       const key = await plane.key('p', ['ingest']);
-      const rows = await eventsOf(async (s) => void (await s.put(step('busy', 0))));
-      const first = call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } });
+      const batch = async (id: string) => ({ protocol: 1, writerId: 'w', rows: await eventsOf(async (s) => void (await s.put(step(id, 0)))) });
+      const first = call(`${plane.url}/v1/ingest`, { key, json: await batch('a') });
       await new Promise((r) => setTimeout(r, 200));
-      const second = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } });
-      expect(second.status).toBe(429);
-      expect(second.headers.get('retry-after')).toBe('1');
+      const t0 = Date.now();
+      const second = call(`${plane.url}/v1/ingest`, { key, json: await batch('b') }); // waits its turn
+      await new Promise((r) => setTimeout(r, 200));
+      const third = await call(`${plane.url}/v1/ingest`, { key, json: await batch('c') }); // the queue is full
+      expect(third.status).toBe(429);
+      expect(third.headers.get('retry-after')).toBe('1');
+      // the waiting batch gives up after its wait while the first still holds the slot
+      expect((await second).status).toBe(429);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(1400);
+      // a batch that waits while the slot frees is admitted, and nothing was lost
+      const fourth = call(`${plane.url}/v1/ingest`, { key, json: await batch('d') });
+      await new Promise((r) => setTimeout(r, 200));
       release();
       expect((await first).status).toBe(200);
+      const fourthRes = await fourth;
+      expect(fourthRes.status).toBe(200);
+      expect((fourthRes.body as { accepted: number }).accepted).toBe(1);
     } finally {
       release();
       await plane.close();

@@ -1,0 +1,57 @@
+/**
+ * Admission for ingest batches. Up to `active` run at once (the database pool
+ * is the real limit); up to `queued` more wait their turn, first come first
+ * served, for at most `waitMs`. Beyond that the plane refuses (429 with
+ * Retry-After) instead of holding ever more requests: a short burst of writers
+ * is absorbed, sustained overload is shed and retried by the clients.
+ */
+export class AdmissionGate {
+  private running = 0;
+  private readonly waiting: { grant(): void }[] = [];
+
+  constructor(
+    private readonly active: number,
+    private readonly queued: number,
+    private readonly waitMs: number,
+  ) {}
+
+  /** A release function once admitted, or null when refused (queue full, or waited `waitMs`). */
+  enter(): Promise<(() => void) | null> {
+    if (this.running < this.active) {
+      this.running++;
+      return Promise.resolve(this.releaser());
+    }
+    if (this.waiting.length >= this.queued) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const waiter = {
+        grant: () => {
+          clearTimeout(timer);
+          resolve(this.releaser());
+        },
+      };
+      const timer = setTimeout(() => {
+        const i = this.waiting.indexOf(waiter);
+        if (i >= 0) this.waiting.splice(i, 1);
+        resolve(null);
+      }, this.waitMs);
+      this.waiting.push(waiter);
+    });
+  }
+
+  /** Batches running and waiting now. */
+  get depth(): { running: number; waiting: number } {
+    return { running: this.running, waiting: this.waiting.length };
+  }
+
+  /** Hands the slot straight to the next waiter, if any; idempotent. */
+  private releaser(): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiting.shift();
+      if (next) next.grant();
+      else this.running--;
+    };
+  }
+}
