@@ -351,7 +351,14 @@ export class Agent {
           await this.checkpoint(level, { nodeId: `turn:${state.turn}`, turn: state.turn, step: 'llm_call', agentPath: level.path, state });
         }
         this.fault('runtime.beforeModel');
-        const reply = await this.model.generate({ messages: state.messages, tools: this.toolSpecs() });
+        // the tool definitions are built on first read: a model that never reads them (scripted) never pays for it
+        const agent = this;
+        const reply = await this.model.generate({
+          messages: state.messages,
+          get tools() {
+            return agent.toolSpecs();
+          },
+        });
         const assistant = freeze({
           role: 'assistant' as const,
           content: reply.content === null ? null : storableText(reply.content),
