@@ -74,6 +74,7 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
   out(`waymark plane listening on ${plane.url} (database: ${plane.database.kind}${plane.database.kind === 'pglite' ? ` at ${config.dataDir}` : ''})`);
   out(`inspector: ${plane.url}/   openapi: ${plane.url}/openapi.json`);
   if (plane.adminKeyFile) out(`first start: created project 'local' and an admin key, written to ${plane.adminKeyFile} (mode 0600)`);
+  else if (plane.adminKey) out(`in-memory database: created project 'local' and an admin key, shown this once and written nowhere: ${plane.adminKey}`);
   else out(`admin key: created on first start (see ${config.databaseUrl ? '.waymark' : config.dataDir}/admin-key), or make one with 'waymark plane keys create'`);
   const stop = async () => {
     await plane.close();

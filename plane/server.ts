@@ -21,11 +21,16 @@ export interface RunningPlane {
   close(): Promise<void>;
 }
 
-/** On an empty database: a `local` project and one admin key, written to a 0600 file. */
-export async function bootstrap(database: PlaneDatabase, dir: string): Promise<{ key: string; file: string } | null> {
+/**
+ * On an empty database: a `local` project and one admin key, written to a 0600
+ * file in `dir`. An in-memory database (`memory://`) has no directory: its key
+ * is returned only (it dies with the process anyway).
+ */
+export async function bootstrap(database: PlaneDatabase, dir: string): Promise<{ key: string; file: string | null } | null> {
   const [{ n }] = await database.db.select({ n: count() }).from(projects);
   if (Number(n) > 0) return null;
   const { key } = await createKey(database.db, { project: 'local', name: 'bootstrap admin', scopes: ['admin'] });
+  if (dir.startsWith('memory://')) return { key, file: null };
   mkdirSync(dir, { recursive: true });
   const file = join(dir, 'admin-key');
   writeFileSync(file, `${key}\n`, { mode: 0o600 });

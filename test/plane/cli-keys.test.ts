@@ -6,7 +6,8 @@ import { loadConfig } from '../../plane/config.js';
 import { startPlane } from '../../plane/server.js';
 import { call } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
-import { statSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import pino from 'pino';
 
 const tmp = scratchDir('waymark-keys-');
@@ -61,5 +62,19 @@ describe('waymark plane keys and first start', () => {
     expect((await fetch(`${again.url}/`, { redirect: 'manual' })).status).toBe(303);
     await again.close();
     await expect(startPlane(loadConfig({}, { host: '0.0.0.0', port: 0, dataDir: dir, dev: true }), { logger: pino({ level: 'silent' }) })).rejects.toThrow(/only allowed when the plane binds to 127.0.0.1/);
+  });
+
+  it('an in-memory plane returns its admin key and writes no file (it once wrote ./memory:/admin-key)', async () => {
+    const stray = join(process.cwd(), 'memory:');
+    rmSync(stray, { recursive: true, force: true });
+    const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), { logger: pino({ level: 'silent' }) });
+    try {
+      expect(plane.adminKeyFile).toBeNull();
+      expect(plane.adminKey).toMatch(/^wm_/);
+      expect((await call(`${plane.url}/v1/executions`, { key: plane.adminKey! })).status).toBe(200);
+      expect(existsSync(stray)).toBe(false);
+    } finally {
+      await plane.close();
+    }
   });
 });
