@@ -101,7 +101,7 @@ function fileBytes(path: string): number {
 }
 
 if (what === 'steps') {
-  console.log(`durable agent steps/s (P=${P} bytes, ${REPS} reps, median [spread])`);
+  console.log(`durable agent steps/s (P=${P} bytes, ${REPS} reps interleaved, median [spread]; ratios are medians of per-rep ratios)`);
   const r0 = (x: number | null) => (x === null ? 'n/a' : String(Math.round(x)));
   for (const backend of backends) {
     const sqlite = backend === 'sqlite';
@@ -124,22 +124,25 @@ if (what === 'steps') {
         m.rawNormal.push(await raw(backend, Math.min(4000, R * T * 2), 'NORMAL'));
       }
       const med = (k: string) => (m[k].length ? median(m[k]) : null);
-      const ratio = (a: number | null, b: number | null) => (a !== null && b !== null ? a / b : null);
+      // a ratio is the median of the per-repetition ratios: each pair was measured minutes apart at most,
+      // so a slow patch of the shared disk moves both sides of a pair instead of one side of the medians
+      const ratio = (a: string, b: string) => (m[a].length && m[a].length === m[b].length ? median(m[a].map((x, i) => x / m[b][i])) : null);
       const line = {
         bench: 'steps', backend, R, T, P,
         ours: med('ours')!, oursSpread: spread(m.ours), peer: med('peer'), peerSpread: spread(m.peer), raw: med('raw')!,
-        vsPeer: ratio(med('ours'), med('peer')), ofRaw: ratio(med('ours'), med('raw'))!,
+        rawSpread: spread(m.raw),
+        vsPeer: ratio('ours', 'peer'), ofRaw: ratio('ours', 'raw')!,
         ...(sqlite
           ? {
               oursNormal: med('oursNormal'), peerFull: med('peerFull'), rawNormal: med('rawNormal'),
-              vsPeerFull: ratio(med('ours'), med('peerFull')), vsPeerNormal: ratio(med('oursNormal'), med('peer')), ofRawNormal: ratio(med('oursNormal'), med('rawNormal')),
+              vsPeerFull: ratio('ours', 'peerFull'), vsPeerNormal: ratio('oursNormal', 'peer'), ofRawNormal: ratio('oursNormal', 'rawNormal'),
             }
           : {}),
       };
       const x = (v: number | null | undefined) => (v === null || v === undefined ? 'n/a' : `${v.toFixed(1)}×`);
       const pct = (v: number | null | undefined) => (v === null || v === undefined ? 'n/a' : `${(v * 100).toFixed(0)}%`);
       if (sqlite) {
-        console.log(`sqlite    R=${R} T=${T}: waymark FULL ${r0(line.ours)} [${r0(line.oursSpread)}] · LangGraph as shipped (NORMAL) ${r0(line.peer)} [${r0(line.peerSpread)}] · raw FULL ${r0(line.raw)} → ${x(line.vsPeer)} LangGraph, ${pct(line.ofRaw)} of raw`);
+        console.log(`sqlite    R=${R} T=${T}: waymark FULL ${r0(line.ours)} [${r0(line.oursSpread)}] · LangGraph as shipped (NORMAL) ${r0(line.peer)} [${r0(line.peerSpread)}] · raw FULL ${r0(line.raw)} [${r0(line.rawSpread)}] → ${x(line.vsPeer)} LangGraph, ${pct(line.ofRaw)} of raw`);
         console.log(`          same durability: FULL waymark ${r0(line.ours)} vs LangGraph ${r0(line.peerFull ?? null)} → ${x(line.vsPeerFull)} · NORMAL waymark ${r0(line.oursNormal ?? null)} vs LangGraph ${r0(line.peer)} → ${x(line.vsPeerNormal)}, ${pct(line.ofRawNormal)} of raw NORMAL ${r0(line.rawNormal ?? null)}`);
       } else {
         console.log(`postgres  R=${R} T=${T}: waymark ${r0(line.ours)} [${r0(line.oursSpread)}] · LangGraph ${r0(line.peer)} [${r0(line.peerSpread)}] · raw ${r0(line.raw)} steps/s → ${x(line.vsPeer)} LangGraph, ${pct(line.ofRaw)} of raw`);
