@@ -1,0 +1,83 @@
+/**
+ * What a SQLite FULL commit costs, apart from the agent loop: (1) a one-row
+ * commit by its size, (2) the statements of one waymark checkpoint (execution
+ * row, checkpoint, outbox entry, on the current schema) beside a raw one-row
+ * insert of the same size. Repetitions interleaved; medians.
+ *
+ *   npx tsx bench/commit-cost.ts [commits=2000] [reps=3]
+ */
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SQLITE_MIGRATIONS } from '../client/sqlite/migrations.js';
+import { median } from './lib/workload.js';
+
+const N = Number(process.argv[2] ?? 2000);
+const REPS = Number(process.argv[3] ?? 3);
+const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-commit-'));
+let k = 0;
+
+function open(): Database.Database {
+  const db = new Database(join(dir, `${++k}.db`));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  return db;
+}
+
+/** µs per commit of `each(i)` in its own IMMEDIATE transaction. */
+function time(db: Database.Database, each: (i: number) => void): number {
+  const tx = db.transaction(each);
+  const t0 = performance.now();
+  for (let i = 0; i < N; i++) tx.immediate(i);
+  const us = ((performance.now() - t0) / N) * 1000;
+  db.close();
+  return us;
+}
+
+function rawRow(bytes: number): number {
+  const db = open();
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
+  const ins = db.prepare('INSERT INTO t (body) VALUES (?)');
+  const body = 'x'.repeat(bytes);
+  return time(db, () => ins.run(body));
+}
+
+const state = JSON.stringify({ v: 1, kind: 'delta', append: ['x'.repeat(450)] });
+function waymarkStatements(): number {
+  const db = open();
+  for (const m of SQLITE_MIGRATIONS) db.exec(m);
+  const getExec = db.prepare('SELECT next_seq, last_id FROM executions WHERE execution_id = ?');
+  const upsert = db.prepare(
+    `INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, ?, ?, 'n', 'llm_call', 'completed', ?)
+     ON CONFLICT (execution_id) DO UPDATE SET next_seq = excluded.next_seq, last_id = excluded.last_id, updated_at = excluded.updated_at WHERE excluded.next_seq > executions.next_seq`,
+  );
+  const insert = db.prepare(
+    `INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, state, created_at, writer_id) VALUES (?, ?, ?, 'turn:1', 1, 'llm_call', 'completed', 'agent:x', ?, ?, 'w')`,
+  );
+  const queue = db.prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, 700, ?)`);
+  return time(db, (i) => {
+    const e = `run-${Math.floor(i / 400)}`;
+    const id = `0190${String(i).padStart(12, '0')}-aaaa-7bbb-8ccc-dddddddddddd`;
+    const at = new Date(1e12 + i).toISOString();
+    getExec.get(e);
+    insert.run(id, e, i % 400, state, at);
+    upsert.run(e, (i % 400) + 1, id, at);
+    queue.run(id, e, at);
+  });
+}
+
+const sizes = [500, 4000, 12000, 28000];
+const bySize: Record<number, number[]> = Object.fromEntries(sizes.map((s) => [s, []]));
+const ours: number[] = [];
+const raw: number[] = [];
+for (let r = 0; r < REPS; r++) {
+  for (const s of sizes) bySize[s].push(rawRow(s));
+  ours.push(waymarkStatements());
+  raw.push(rawRow(state.length + 200));
+}
+rmSync(dir, { recursive: true, force: true });
+console.log(`SQLite FULL, ${N} commits × ${REPS} reps (median µs per commit)`);
+console.log(`one-row commit by size: ${sizes.map((s) => `${s} B ${median(bySize[s]).toFixed(0)}`).join(' · ')}`);
+console.log(`waymark checkpoint statements ${median(ours).toFixed(0)} µs vs raw one-row insert ${median(raw).toFixed(0)} µs → ${((median(raw) / median(ours)) * 100).toFixed(0)}% of the raw rate`);
+console.log(JSON.stringify({ bench: 'commit-cost', commits: N, reps: REPS, usBySize: Object.fromEntries(sizes.map((s) => [s, median(bySize[s])])), oursUs: median(ours), rawUs: median(raw), date: new Date().toISOString() }));
