@@ -52,6 +52,8 @@ describe('benchmark smoke runs', () => {
     ]);
     expect(bench('drain.ts', '300', 'pglite')[0]).toMatchObject({ bench: 'drain', rows: 300 });
     expect(bench('drain-rss.ts', '3000')[0]).toMatchObject({ bench: 'drain-rss', rows: 3000 });
+    expect(bench('wal-pages.ts', '10')[0]).toMatchObject({ bench: 'wal-pages', turns: 10 });
+    expect(bench('commit-cost.ts', '20', '1')[0]).toMatchObject({ bench: 'commit-cost', commits: 20 });
   }, 300_000);
   it.skipIf(!pg)('put beside the raw commit rate', () => {
     expect(bench('store-put.ts', '50')[0]).toMatchObject({ bench: 'store-put', rows: 50 });
