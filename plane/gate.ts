@@ -38,11 +38,6 @@ export class AdmissionGate {
     });
   }
 
-  /** Batches running and waiting now. */
-  get depth(): { running: number; waiting: number } {
-    return { running: this.running, waiting: this.waiting.length };
-  }
-
   /** Hands the slot straight to the next waiter, if any; idempotent. */
   private releaser(): () => void {
     let released = false;

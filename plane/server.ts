@@ -7,7 +7,7 @@ import pino, { type Logger } from 'pino';
 import { count } from 'drizzle-orm';
 import { createKey } from './auth.js';
 import type { PlaneConfig } from './config.js';
-import { openPlaneDatabase, type PlaneDatabase } from './db/open.js';
+import { isInMemory, openPlaneDatabase, type PlaneDatabase } from './db/open.js';
 import { projects } from './db/schema.js';
 import { createPlaneApp, type PlaneAppOptions } from './app.js';
 
@@ -30,7 +30,7 @@ export async function bootstrap(database: PlaneDatabase, dir: string): Promise<{
   const [{ n }] = await database.db.select({ n: count() }).from(projects);
   if (Number(n) > 0) return null;
   const { key } = await createKey(database.db, { project: 'local', name: 'bootstrap admin', scopes: ['admin'] });
-  if (dir.startsWith('memory://')) return { key, file: null };
+  if (isInMemory(dir)) return { key, file: null };
   mkdirSync(dir, { recursive: true });
   const file = join(dir, 'admin-key');
   writeFileSync(file, `${key}\n`, { mode: 0o600 });

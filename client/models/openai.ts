@@ -88,7 +88,6 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     }, { once: true });
   });
 
-
 export class OpenAIChatModel implements Model {
   readonly name: string;
   constructor(private readonly o: OpenAIChatOptions) {

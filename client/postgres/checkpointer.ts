@@ -7,7 +7,7 @@
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
-import { chainBase, decodeChain, stateOfCursor, type CodecCursor, type State } from '../../shared/codec.js';
+import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
 import {
   Checkpoint as CheckpointSchema,
   IdempotencyEntry as IdempotencySchema,
@@ -44,12 +44,14 @@ import {
   checkIdempotencyKey,
   checkInput,
   checkJson,
+  chainRowFromColumns,
   CursorCache,
   idempotencyFromColumns,
   pendingFor,
   pendingFromColumns,
   rowFromColumns,
   WriteSignal,
+  type ChainColumns,
   type CheckpointColumns,
   type IdempotencyColumns,
   type PendingColumns,
@@ -221,6 +223,14 @@ export class PostgresCheckpointer implements Checkpointer {
     }
   }
 
+  /**
+   * `(SELECT …)` over a list of strings sent as one text parameter: with
+   * fetch_types off, postgres.js cannot send array parameters.
+   */
+  private textList(sql: Sql | Tx, values: string[]) {
+    return sql`(SELECT jsonb_array_elements_text((${JSON.stringify(values)}::text)::jsonb))`;
+  }
+
   private queueEvent(tx: Tx, id: string, kind: OutboxKind, executionId: string, payload: string | null, bytes: number) {
     if (!this.outbox) return null;
     return tx`INSERT INTO ${this.t.outbox} (id, kind, execution_id, payload, bytes, created_at)
@@ -230,13 +240,16 @@ export class PostgresCheckpointer implements Checkpointer {
   private async cursorAt(tx: Tx, executionId: string, seq: number, id: string): Promise<CodecCursor> {
     const cached = this.cursors.get(executionId, seq, id);
     if (cached) return cached;
-    const [lastCols] = await tx<CheckpointColumns[]>`
-      SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId} AND seq = ${seq}`;
-    const last = rowFromColumns(lastCols);
-    const rows = await tx<CheckpointColumns[]>`
-      SELECT * FROM ${this.t.checkpoints}
-      WHERE execution_id = ${executionId} AND seq >= ${chainBase(last)} AND seq <= ${seq} ORDER BY seq`;
-    return decodeChain(rows.map(rowFromColumns)).cursor;
+    const [last] = await this.chain(tx, executionId, seq, seq);
+    return decodeChain(await this.chain(tx, executionId, chainBase(last), seq)).cursor;
+  }
+
+  /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
+  private async chain(sql: Sql | Tx, executionId: string, base: number, seq: number): Promise<ChainRow[]> {
+    const rows = await sql<ChainColumns[]>`
+      SELECT id, seq, state FROM ${this.t.checkpoints}
+      WHERE execution_id = ${executionId} AND seq >= ${base} AND seq <= ${seq} ORDER BY seq`;
+    return rows.map(chainRowFromColumns);
   }
 
   /** Write one checkpoint inside the caller's transaction, under the execution row's lock. */
@@ -460,7 +473,6 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-
   async listPendingInterrupts(options: { afterExecutionId?: string; limit?: number } = {}): Promise<PendingInterrupt[]> {
     return this.read(async (sql) => {
       const rows = await sql<PendingColumns[]>`
@@ -470,7 +482,6 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-
   async latest(executionId: string): Promise<Checkpoint | null> {
     return this.read(async (sql) => {
       const [row] = await sql<CheckpointColumns[]>`
@@ -479,14 +490,12 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-
   async getById(id: string): Promise<Checkpoint | null> {
     return this.read(async (sql) => {
       const [row] = await sql<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${id}`;
       return row ? rowFromColumns(row) : null;
     });
   }
-
 
   async list(executionId: string, options: ListOptions = {}): Promise<Checkpoint[]> {
     return this.read(async (sql) => {
@@ -500,20 +509,15 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-
   async readState(row: Checkpoint): Promise<State> {
     const cached = this.cursors.peek(row.executionId, row.seq, row.id);
     if (cached) return stateOfCursor(cached);
     return this.read(async (sql) => {
-      const rows = await sql<CheckpointColumns[]>`
-        SELECT * FROM ${this.t.checkpoints}
-        WHERE execution_id = ${row.executionId} AND seq >= ${chainBase(row)} AND seq <= ${row.seq} ORDER BY seq`;
-      const { state, cursor } = decodeChain(rows.map(rowFromColumns));
+      const { state, cursor } = decodeChain(await this.chain(sql, row.executionId, chainBase(row), row.seq));
       this.cursors.offer(row.executionId, cursor);
       return state;
     });
   }
-
 
   async listExecutions(options: { afterExecutionId?: string; limit?: number } = {}): Promise<ExecutionSummary[]> {
     return this.read(async (sql) => {
@@ -526,7 +530,6 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-
   async getIdempotent(executionId: string, key: string): Promise<IdempotentLookup> {
     return this.read(async (sql) => {
       const [row] = await sql<IdempotencyColumns[]>`
@@ -534,7 +537,6 @@ export class PostgresCheckpointer implements Checkpointer {
       return row ? { hit: true, result: idempotencyFromColumns(row).result } : { hit: false };
     });
   }
-
 
   async putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry> {
     checkIdempotencyKey(executionId, key);
@@ -570,7 +572,6 @@ export class PostgresCheckpointer implements Checkpointer {
       return rows.map(idempotencyFromColumns);
     });
   }
-
 
   async deleteExecution(executionId: string): Promise<DeleteResult> {
     const out = await this.begin(async (tx) => {
@@ -639,7 +640,6 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-
   async applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void> {
     const synced = results.synced ?? [];
     const q = Object.entries(results.quarantined ?? {});
@@ -647,7 +647,7 @@ export class PostgresCheckpointer implements Checkpointer {
     await this.write(async (tx) => {
       if (synced.length) {
         await tx`UPDATE ${this.t.outbox} SET synced = true
-          WHERE id IN (SELECT jsonb_array_elements_text((${JSON.stringify(synced)}::text)::jsonb)) AND NOT synced`;
+          WHERE id IN ${this.textList(tx, synced)} AND NOT synced`;
       }
       for (const [id, reason] of q) {
         await tx`UPDATE ${this.t.outbox} SET synced = true, sync_error = ${reason} WHERE id = ${id} AND NOT synced`;
@@ -682,7 +682,6 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-
   async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<QuarantinedEntry[]> {
     return this.read(async (sql) => {
       let after = '0';
@@ -697,7 +696,6 @@ export class PostgresCheckpointer implements Checkpointer {
       return rows.map((r) => ({ id: r.id, kind: r.kind, executionId: r.execution_id, reason: r.sync_error, createdAt: r.created_at }));
     });
   }
-
 
   async importRows(bundle: RestoreBundle): Promise<ImportResult> {
     const checkpoints = checkBundleRows(CheckpointSchema, bundle.checkpoints, 'checkpoint');
@@ -735,7 +733,7 @@ export class PostgresCheckpointer implements Checkpointer {
       }
       // an execution row left as a placeholder (every row was a conflict) must not stay empty
       await tx`DELETE FROM ${this.t.executions}
-        WHERE last_id = '' AND execution_id IN (SELECT jsonb_array_elements_text((${JSON.stringify(executionIds)}::text)::jsonb))`;
+        WHERE last_id = '' AND execution_id IN ${this.textList(tx, executionIds)}`;
       if (pending) {
         const [latest] = await tx<{ id: string }[]>`
           SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${pending.executionId} ORDER BY seq DESC LIMIT 1`;
@@ -764,7 +762,6 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-
   async setMeta(key: string, value: string): Promise<void> {
     const sql = await this.q();
     await sql`INSERT INTO ${this.t.meta} (key, value) VALUES (${`note:${key}`}, ${value})
@@ -781,4 +778,3 @@ export class PostgresCheckpointer implements Checkpointer {
     if (this.ownsSql) await this.sql.end({ timeout: 5 });
   }
 }
-

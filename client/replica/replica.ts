@@ -253,24 +253,25 @@ export class Replica extends EventEmitter {
    */
   private backlogCount: { at: number; stats: OutboxStats; answeredRows: number; answeredBytes: number } | null = null;
 
-  private async backlog(entries: OutboxEntry[]): Promise<{ rows: number; bytes: number; oldestPendingAt: string | null }> {
+  private async backlog(rows: number, bytes: number): Promise<{ rows: number; bytes: number; oldestPendingAt: string | null }> {
     const now = Date.now();
     if (!this.backlogCount || now - this.backlogCount.at >= 1000) {
       this.backlogCount = { at: now, stats: await this.store.outboxStats(), answeredRows: 0, answeredBytes: 0 };
     }
     const c = this.backlogCount;
     return {
-      rows: Math.max(0, c.stats.pendingCount - c.answeredRows - entries.length),
-      bytes: Math.max(0, c.stats.pendingBytes - c.answeredBytes - entries.reduce((n, e) => n + e.bytes, 0)),
+      rows: Math.max(0, c.stats.pendingCount - c.answeredRows - rows),
+      bytes: Math.max(0, c.stats.pendingBytes - c.answeredBytes - bytes),
       oldestPendingAt: c.stats.oldestPendingAt,
     };
   }
 
   private async send(entries: OutboxEntry[]): Promise<void> {
+    const bytes = entries.reduce((n, e) => n + e.bytes, 0);
     const body = {
       protocol: PROTOCOL_VERSION,
       writerId: this.writerId,
-      backlog: await this.backlog(entries),
+      backlog: await this.backlog(entries.length, bytes),
       rows: entries.map((e) => e.event),
     };
     const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs });
@@ -292,7 +293,7 @@ export class Replica extends EventEmitter {
     await this.store.applyResults({ synced, quarantined });
     if (this.backlogCount) {
       this.backlogCount.answeredRows += entries.length;
-      this.backlogCount.answeredBytes += entries.reduce((n, e) => n + e.bytes, 0);
+      this.backlogCount.answeredBytes += bytes;
     }
     this.fault('drain.afterApply');
     this.rowsSynced += synced.length;

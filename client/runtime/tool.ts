@@ -30,18 +30,11 @@ export function tool<P extends z.ZodType>(def: {
   return Object.freeze({ ...def });
 }
 
-const specs = new WeakMap<Tool, ToolSpec>();
-
-/** The definition a model sees; computed once per tool (tools are frozen). */
+/** The definition a model sees (the agent builds it once, on the model's first read). */
 export function toolSpec(t: Tool): ToolSpec {
-  let spec = specs.get(t);
-  if (!spec) {
-    spec = deepFreeze({
-      name: t.name,
-      description: t.description,
-      parameters: z.toJSONSchema(t.parameters, { unrepresentable: 'any' }) as Json,
-    });
-    specs.set(t, spec);
-  }
-  return spec;
+  return deepFreeze({
+    name: t.name,
+    description: t.description,
+    parameters: z.toJSONSchema(t.parameters, { unrepresentable: 'any' }) as Json,
+  });
 }

@@ -707,5 +707,3 @@ export class SqliteCheckpointer implements Checkpointer {
     this.db.close();
   }
 }
-
-

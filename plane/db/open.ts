@@ -71,7 +71,7 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
   const { drizzle } = await import('drizzle-orm/pglite');
   const { migrate } = await import('drizzle-orm/pglite/migrator');
   const dir = o.dataDir ?? 'memory://';
-  if (!dir.startsWith('memory://')) mkdirSync(dir, { recursive: true });
+  if (!isInMemory(dir)) mkdirSync(dir, { recursive: true });
   const client = new PGlite(dir, o.loadDataDir ? { loadDataDir: o.loadDataDir } : {});
   await client.waitReady;
   const db = drizzle(client, { schema, casing: 'snake_case' });
@@ -84,4 +84,9 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
     },
     close: () => client.close(),
   };
+}
+
+/** A PGlite data folder that is no folder: the database lives in memory and dies with the process. */
+export function isInMemory(dataDir: string): boolean {
+  return dataDir.startsWith('memory://');
 }
