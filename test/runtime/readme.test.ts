@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,8 +10,7 @@ const DIR = join(ROOT, 'test-output', `readme-${process.pid}`);
 /** The README's quick start, run exactly as written, in three separate processes. */
 describe('README quick start works when pasted', () => {
   beforeAll(() => {
-    // the package imports itself by name ('waymark'), which resolves to dist/
-    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')]);
+    // the package imports itself by name ('waymark'), which resolves to dist/ (built by test/global-setup.ts)
     mkdirSync(DIR, { recursive: true });
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const block = /```ts\n\/\/ quickstart: refund\.ts\n([\s\S]*?)```/.exec(readme);
