@@ -76,6 +76,16 @@ class PauseOutcome extends Error {
   }
 }
 
+/**
+ * Errors that mean the run's record could not be kept: a store failure under a
+ * tool, a side effect whose result could not be recorded. They are thrown from
+ * run/resume with no failed marker (the run stays resumable from its newest
+ * row), and never shown to the model as a tool result it could answer by
+ * calling the tool again.
+ */
+const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED]);
+const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
+
 const NOT_RUN = '[no result: the run was interrupted before this tool ran; it was not run on resume]';
 
 function freeze<T>(m: T): T {
@@ -299,6 +309,7 @@ export class Agent {
         if (e instanceof PauseOutcome) {
           return { status: 'paused', executionId: level.executionId, pendingInterrupt: e.pending };
         }
+        if (escapes(e)) throw e;
         const error = { code: (e as { code?: string }).code ?? 'RUN_FAILED', message: (e as Error).message ?? String(e) };
         const last = await level.store.latest(level.executionId).catch(() => null);
         const state = last ? await level.store.readState(last).catch(() => ({})) : {};
@@ -417,7 +428,7 @@ export class Agent {
     if (!parsed.success) {
       return `Tool '${call.name}' got invalid arguments: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`;
     }
-    const scope: ToolScope = { toolName: call.name, resumes, interrupts: 0, pause: null };
+    const scope: ToolScope = { toolName: call.name, resumes, interrupts: 0, pause: null, escaped: null };
     const parent = currentRun();
     const ctx: RunContext = {
       executionId: level.executionId,
@@ -437,10 +448,12 @@ export class Agent {
       }
     } catch (e) {
       if (e instanceof PauseOutcome) throw e;
-      // the store failed under the tool: escape the run rather than let the model retry a side effect
-      if ((e as { code?: string })?.code === 'STORE_FAILED') throw e;
+      if (escapes(e)) throw e;
+      if (scope.escaped) throw scope.escaped;
       if (!scope.pause) return `Tool '${call.name}' failed: ${(e as Error)?.message ?? String(e)}`;
     }
+    // a tool that caught the escape cannot turn it into a result the model might retry
+    if (scope.escaped) throw scope.escaped;
     if (scope.pause) {
       const { checkpoint: _c, pending } = await level.store.recordInterrupt(
         {
