@@ -86,6 +86,20 @@ class PauseOutcome extends Error {
 const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED]);
 const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
 
+/**
+ * The store operations of the loop itself. A store refusing what it was given
+ * (a WaymarkError: INVALID_ROW, CORRUPT_ROW…) is a run failure like any other;
+ * the store failing (a driver or I/O error) is STORE_FAILED, which escapes.
+ */
+async function kept<T>(op: Promise<T>): Promise<T> {
+  try {
+    return await op;
+  } catch (e) {
+    if (e instanceof WaymarkError) throw e;
+    throw new WaymarkError(ErrorCode.STORE_FAILED, `the store failed: ${(e as Error)?.message ?? e}`, { cause: e });
+  }
+}
+
 const NOT_RUN = '[no result: the run was interrupted before this tool ran; it was not run on resume]';
 
 function freeze<T>(m: T): T {
@@ -347,7 +361,7 @@ export class Agent {
   }
 
   private checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status'>): Promise<Checkpoint> {
-    return level.store.put({ ...input, executionId: level.executionId, status: 'completed' });
+    return kept(level.store.put({ ...input, executionId: level.executionId, status: 'completed' }));
   }
 
   private async loop(level: Level, start: RunState, first: Entry): Promise<{ output: string; state: RunState }> {
@@ -455,7 +469,7 @@ export class Agent {
     // a tool that caught the escape cannot turn it into a result the model might retry
     if (scope.escaped) throw scope.escaped;
     if (scope.pause) {
-      const { checkpoint: _c, pending } = await level.store.recordInterrupt(
+      const { checkpoint: _c, pending } = await kept(level.store.recordInterrupt(
         {
           executionId: level.executionId,
           nodeId: `turn:${toolState.turn}/tool:${call.name}`,
@@ -470,7 +484,7 @@ export class Agent {
           interruptContext: scope.pause.context,
         },
         { reason: scope.pause.reason, context: scope.pause.context },
-      );
+      ));
       throw new PauseOutcome(pending);
     }
     if (typeof result === 'string') return result;
@@ -491,7 +505,7 @@ export class Agent {
   }
 
   private async reenter(level: Level, row: Checkpoint): Promise<{ output: string; state: RunState }> {
-    const state = (await level.store.readState(row)) as RunState;
+    const state = (await kept(level.store.readState(row))) as RunState;
     const step = row.step === 'fork_origin' ? (row.nodeInput as { step: Checkpoint['step'] }).step : row.step;
     if (step === 'llm_call') return this.loop(level, stripTool(state), { kind: 'model', write: false });
     if (step === 'tool_call' || (step === 'hitl_pause' && row.step === 'fork_origin')) {
@@ -524,7 +538,7 @@ export class Agent {
     let before: number | undefined;
     // the newest row is nearly always the agent's own: read one row first, then pages growing 4× (to 256)
     for (let limit = 1; ; limit = Math.min(256, limit * 4)) {
-      const page = await level.store.list(level.executionId, { order: 'desc', beforeSeq: before, limit });
+      const page = await kept(level.store.list(level.executionId, { order: 'desc', beforeSeq: before, limit }));
       if (!page.length) return null;
       for (const r of page) {
         if (r.seq <= level.afterSeq) return null;

@@ -345,6 +345,28 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       }
     });
 
+    it('a store failure in the loop\'s own write writes no failed marker: it is thrown from run and the run resumes (issue 12 item 8)', async () => {
+      let puts = 0;
+      const faulty = await options.make({
+        faults: (point) => {
+          if (point === 'store.put.afterCommit' && ++puts === 2) throw new Error('connection lost after commit');
+        },
+      });
+      try {
+        let ran = 0;
+        const t = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => `ran ${++ran}` });
+        const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content }));
+        const agent = new Agent({ name: 'own', model, tools: [t], checkpointer: faulty.store });
+        const id = `own-write-${n}`;
+        await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'STORE_FAILED' });
+        expect(await rowsOf(faulty.store, id)).toEqual(['turn:0 llm_call completed', 'turn:0/tool:act tool_call completed']);
+        expect(ran).toBe(0);
+        expect(await agent.resume(id)).toMatchObject({ status: 'completed', output: 'ran 1' });
+      } finally {
+        await faulty.close();
+      }
+    });
+
     it('explicit idempotency keys are checked before fn runs (issue 12 item 7)', async () => {
       let ran = 0;
       const effect = async function effect() {
