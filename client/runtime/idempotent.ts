@@ -52,7 +52,9 @@ const DIGEST_LENGTH = 64;
 /**
  * Wrap a side effect so it runs at most once per run. Inside a run the result
  * is recorded by (executionId, key): a hit (a stored null included) returns it
- * without running `fn`. Outside a run, `fn` is simply called.
+ * without running `fn`. Every call inside a run resolves to the recorded JSON
+ * form (a `Date` field comes back as its string, whatever `R` says). Outside a
+ * run, `fn` is simply called.
  */
 export function idempotent<A extends unknown[], R>(
   fn: (...args: A) => R | Promise<R>,
