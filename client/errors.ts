@@ -16,11 +16,42 @@ export class CheckpointError extends WaymarkError {
   }
 }
 
-/** An idempotent call could not be cached (non-JSON result or arguments). */
+/** An idempotent call could not be keyed (arguments with no stable JSON form); `fn` did not run. */
 export class IdempotencyError extends WaymarkError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ErrorCode.IDEMPOTENCY_ERROR, message, options);
     this.name = 'IdempotencyError';
+  }
+}
+
+/** An idempotency key cannot be stored (1..512 characters of well-formed text); checked before the side effect runs. */
+export class InvalidIdempotencyKey extends WaymarkError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(ErrorCode.INVALID_IDEMPOTENCY_KEY, message, { details });
+    this.name = 'InvalidIdempotencyKey';
+  }
+}
+
+/** `idempotent()` was given a function with a generic name and no `key`: its default key could collide. */
+export class IdempotencyKeyRequired extends WaymarkError {
+  constructor(name: string) {
+    super(
+      ErrorCode.IDEMPOTENCY_KEY_REQUIRED,
+      `idempotent() of a function named '${name}' needs a \`key\`: that name could belong to many functions, whose default keys would collide`,
+      { details: { name } },
+    );
+    this.name = 'IdempotencyKeyRequired';
+  }
+}
+
+/**
+ * A side effect ran but its result could not be recorded (no JSON form: a
+ * BigInt, a cycle). Not a tool result: it escapes the run, which stays resumable.
+ */
+export class EffectNotRecorded extends WaymarkError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super(ErrorCode.EFFECT_NOT_RECORDED, message, options);
+    this.name = 'EffectNotRecorded';
   }
 }
 

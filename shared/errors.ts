@@ -8,6 +8,12 @@ export const ErrorCode = {
   ALREADY_RESUMED: 'ALREADY_RESUMED',
   CHECKPOINT_ERROR: 'CHECKPOINT_ERROR',
   IDEMPOTENCY_ERROR: 'IDEMPOTENCY_ERROR',
+  /** An idempotency key that cannot be stored (empty, too long, not well-formed text); `fn` did not run. */
+  INVALID_IDEMPOTENCY_KEY: 'INVALID_IDEMPOTENCY_KEY',
+  /** `idempotent()` of a function whose name cannot tell it apart (anonymous, `bound …`) was given no `key`. */
+  IDEMPOTENCY_KEY_REQUIRED: 'IDEMPOTENCY_KEY_REQUIRED',
+  /** An idempotent side effect ran but its result has no JSON form to record: the run is stopped, not failed. */
+  EFFECT_NOT_RECORDED: 'EFFECT_NOT_RECORDED',
   INVALID_ROW: 'INVALID_ROW',
   DUPLICATE_ID: 'DUPLICATE_ID',
   PAUSE_EXISTS: 'PAUSE_EXISTS',

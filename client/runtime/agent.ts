@@ -76,6 +76,30 @@ class PauseOutcome extends Error {
   }
 }
 
+/**
+ * Errors that mean the run's record could not be kept: a store failure under a
+ * tool, a side effect whose result could not be recorded. They are thrown from
+ * run/resume with no failed marker (the run stays resumable from its newest
+ * row), and never shown to the model as a tool result it could answer by
+ * calling the tool again.
+ */
+const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED]);
+const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
+
+/**
+ * The store operations of the loop itself. A store refusing what it was given
+ * (a WaymarkError: INVALID_ROW, CORRUPT_ROW…) is a run failure like any other;
+ * the store failing (a driver or I/O error) is STORE_FAILED, which escapes.
+ */
+async function kept<T>(op: Promise<T>): Promise<T> {
+  try {
+    return await op;
+  } catch (e) {
+    if (e instanceof WaymarkError) throw e;
+    throw new WaymarkError(ErrorCode.STORE_FAILED, `the store failed: ${(e as Error)?.message ?? e}`, { cause: e });
+  }
+}
+
 const NOT_RUN = '[no result: the run was interrupted before this tool ran; it was not run on resume]';
 
 function freeze<T>(m: T): T {
@@ -299,6 +323,7 @@ export class Agent {
         if (e instanceof PauseOutcome) {
           return { status: 'paused', executionId: level.executionId, pendingInterrupt: e.pending };
         }
+        if (escapes(e)) throw e;
         const error = { code: (e as { code?: string }).code ?? 'RUN_FAILED', message: (e as Error).message ?? String(e) };
         const last = await level.store.latest(level.executionId).catch(() => null);
         const state = last ? await level.store.readState(last).catch(() => ({})) : {};
@@ -336,7 +361,7 @@ export class Agent {
   }
 
   private checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status'>): Promise<Checkpoint> {
-    return level.store.put({ ...input, executionId: level.executionId, status: 'completed' });
+    return kept(level.store.put({ ...input, executionId: level.executionId, status: 'completed' }));
   }
 
   private async loop(level: Level, start: RunState, first: Entry): Promise<{ output: string; state: RunState }> {
@@ -417,7 +442,7 @@ export class Agent {
     if (!parsed.success) {
       return `Tool '${call.name}' got invalid arguments: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`;
     }
-    const scope: ToolScope = { toolName: call.name, resumes, interrupts: 0, pause: null };
+    const scope: ToolScope = { toolName: call.name, resumes, interrupts: 0, pause: null, escaped: null };
     const parent = currentRun();
     const ctx: RunContext = {
       executionId: level.executionId,
@@ -437,12 +462,14 @@ export class Agent {
       }
     } catch (e) {
       if (e instanceof PauseOutcome) throw e;
-      // the store failed under the tool: escape the run rather than let the model retry a side effect
-      if ((e as { code?: string })?.code === 'STORE_FAILED') throw e;
+      if (escapes(e)) throw e;
+      if (scope.escaped) throw scope.escaped;
       if (!scope.pause) return `Tool '${call.name}' failed: ${(e as Error)?.message ?? String(e)}`;
     }
+    // a tool that caught the escape cannot turn it into a result the model might retry
+    if (scope.escaped) throw scope.escaped;
     if (scope.pause) {
-      const { checkpoint: _c, pending } = await level.store.recordInterrupt(
+      const { checkpoint: _c, pending } = await kept(level.store.recordInterrupt(
         {
           executionId: level.executionId,
           nodeId: `turn:${toolState.turn}/tool:${call.name}`,
@@ -457,7 +484,7 @@ export class Agent {
           interruptContext: scope.pause.context,
         },
         { reason: scope.pause.reason, context: scope.pause.context },
-      );
+      ));
       throw new PauseOutcome(pending);
     }
     if (typeof result === 'string') return result;
@@ -478,7 +505,7 @@ export class Agent {
   }
 
   private async reenter(level: Level, row: Checkpoint): Promise<{ output: string; state: RunState }> {
-    const state = (await level.store.readState(row)) as RunState;
+    const state = (await kept(level.store.readState(row))) as RunState;
     const step = row.step === 'fork_origin' ? (row.nodeInput as { step: Checkpoint['step'] }).step : row.step;
     if (step === 'llm_call') return this.loop(level, stripTool(state), { kind: 'model', write: false });
     if (step === 'tool_call' || (step === 'hitl_pause' && row.step === 'fork_origin')) {
@@ -511,7 +538,7 @@ export class Agent {
     let before: number | undefined;
     // the newest row is nearly always the agent's own: read one row first, then pages growing 4× (to 256)
     for (let limit = 1; ; limit = Math.min(256, limit * 4)) {
-      const page = await level.store.list(level.executionId, { order: 'desc', beforeSeq: before, limit });
+      const page = await kept(level.store.list(level.executionId, { order: 'desc', beforeSeq: before, limit }));
       if (!page.length) return null;
       for (const r of page) {
         if (r.seq <= level.afterSeq) return null;

@@ -16,6 +16,8 @@ export interface ToolScope {
   interrupts: number;
   /** Set when interrupt() asked to pause (even if the tool swallowed the signal). */
   pause: { reason: string; context: Json | null; index: number } | null;
+  /** Set when an idempotent side effect could not be kept on record (even if the tool caught the error). */
+  escaped: Error | null;
 }
 
 export interface RunContext {

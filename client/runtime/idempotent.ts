@@ -1,56 +1,167 @@
-import { stableStringify, jsonProblem, type Json } from '../../shared/json.js';
-import { WaymarkError } from '../../shared/errors.js';
-import { IdempotencyError } from '../errors.js';
-import { currentRun } from './context.js';
+/**
+ * `idempotent`: a side effect that runs once per (execution, key).
+ *
+ * Keys. An explicit `key` (a string, or a function of the arguments) is used
+ * as given. The default key is `name:` followed by the sha256 (hex) of the
+ * stable JSON of the arguments: fixed length, whatever the arguments. Every
+ * key is checked (1..512 characters of well-formed text) before `fn` runs, so
+ * a key the store would refuse never costs a side effect. A function whose
+ * name could belong to many functions (empty, `anonymous`, `default`,
+ * `bound …`) needs an explicit key, refused when `idempotent()` is called.
+ * Earlier versions used `name:` + the stable JSON itself as the default key;
+ * a store may still hold entries under it, so that key is looked up as well.
+ *
+ * Results. Once `fn` has run, nothing may invite a repeat. Its result is
+ * recorded in its JSON form (what `JSON.stringify` gives: undefined fields
+ * dropped, a Date as its string, `toJSON` honoured), and that form is what
+ * every call returns, the first included, so a replay sees what the first pass
+ * saw. A result with no JSON form at all (a BigInt, a cycle) is
+ * EFFECT_NOT_RECORDED, and a store failure is STORE_FAILED: both escape the
+ * run (see Agent), never a tool failure the model could answer by calling the
+ * tool again.
+ *
+ * Concurrency. Calls with the same key in flight at once, in one store and
+ * execution, share one promise: one effect.
+ */
+import { createHash } from 'node:crypto';
+import { stableStringify, jsonProblem, textProblem, type Json } from '../../shared/json.js';
+import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
+import { LIMITS } from '../../shared/limits.js';
+import type { Checkpointer, IdempotentLookup } from '../checkpointer.js';
+import { EffectNotRecorded, IdempotencyError, IdempotencyKeyRequired, InvalidIdempotencyKey } from '../errors.js';
+import { currentRun, type RunContext } from './context.js';
 
 export interface IdempotentOptions<A extends unknown[]> {
-  /** A fixed key, or one computed from the arguments. Default: function name + stable JSON of the arguments. */
+  /**
+   * A fixed key, or one computed from the arguments (1..512 characters).
+   * Default: `name:` + sha256 hex of the stable JSON of the arguments.
+   */
   key?: string | ((...args: A) => string);
 }
 
+/** The key of one call, and the pre-digest default key an older version may have stored. */
+interface CallKey {
+  key: string;
+  legacy?: string;
+}
+
+/** Names that say nothing about which function they belong to. */
+const GENERIC_NAME = /^(?:|anonymous|default|bound .*)$/s;
+const DIGEST_LENGTH = 64;
+
 /**
  * Wrap a side effect so it runs at most once per run. Inside a run the result
- * is cached by (executionId, key): a hit (a stored null included) returns it
- * without running `fn`. Results must be JSON (refused with IdempotencyError
- * otherwise). Outside a run, `fn` is simply called.
+ * is recorded by (executionId, key): a hit (a stored null included) returns it
+ * without running `fn`. Every call inside a run resolves to the recorded JSON
+ * form (a `Date` field comes back as its string, whatever `R` says). Outside a
+ * run, `fn` is simply called.
  */
 export function idempotent<A extends unknown[], R>(
   fn: (...args: A) => R | Promise<R>,
   options: IdempotentOptions<A> = {},
 ): (...args: A) => Promise<R> {
-  const name = fn.name;
+  const keyOf = keyFunction<A>(fn.name, options.key);
+  const what = (key: string) => fn.name || key;
   return async (...args: A): Promise<R> => {
     const run = currentRun();
     if (!run) return await fn(...args);
-    let key: string;
-    if (typeof options.key === 'string') key = options.key;
-    else if (typeof options.key === 'function') key = options.key(...args);
-    else {
-      if (!name) throw new IdempotencyError('idempotent() of an anonymous function needs a `key`');
-      const problem = jsonProblem(args);
-      if (problem) throw new IdempotencyError(`idempotent function '${name}' has arguments with no stable JSON form: ${problem}`);
-      key = `${name}:${stableStringify(args)}`;
-    }
-    let hit;
+    const call = keyOf(args);
     try {
-      hit = await run.store.getIdempotent(run.executionId, key);
+      return (await shared(run, call.key, () => once(run, call, what(call.key), () => fn(...args)))) as R;
     } catch (e) {
-      throw storeFailed(`could not read the idempotency cache for '${key}'`, e);
-    }
-    if (hit.hit) return hit.result as R;
-    const result = await fn(...args);
-    const value = result === undefined ? null : (result as unknown);
-    const problem = jsonProblem(value);
-    if (problem) {
-      throw new IdempotencyError(`idempotent function '${name || key}' returned a value that cannot be stored as JSON: ${problem}`);
-    }
-    try {
-      const stored = await run.store.putIdempotent(run.executionId, key, value as Json);
-      return stored.result as R;
-    } catch (e) {
-      throw storeFailed(`the side effect '${name || key}' ran but its result could not be recorded`, e);
+      if (run.tool && (hasCode(e, ErrorCode.STORE_FAILED) || hasCode(e, ErrorCode.EFFECT_NOT_RECORDED))) run.tool.escaped ??= e as Error;
+      throw e;
     }
   };
+}
+
+/** Resolve the key option once: a fixed key is checked now, a generic name refused now. */
+function keyFunction<A extends unknown[]>(name: string, key: IdempotentOptions<A>['key']): (args: A) => CallKey {
+  if (typeof key === 'string') {
+    checkKey(key, 'the `key` option');
+    return () => ({ key });
+  }
+  if (typeof key === 'function') {
+    return (args) => {
+      const k = key(...args);
+      checkKey(k, `the \`key\` function of '${name || 'idempotent'}'`);
+      return { key: k };
+    };
+  }
+  if (GENERIC_NAME.test(name)) throw new IdempotencyKeyRequired(name);
+  checkKey(`${name}:${'0'.repeat(DIGEST_LENGTH)}`, `the default key of '${name}' (its name)`);
+  return (args) => {
+    const problem = jsonProblem(args);
+    if (problem) throw new IdempotencyError(`idempotent function '${name}' has arguments with no stable JSON form: ${problem}`);
+    const text = stableStringify(args);
+    const legacy = `${name}:${text}`;
+    return { key: `${name}:${createHash('sha256').update(text).digest('hex')}`, ...(keyProblem(legacy) ? {} : { legacy }) };
+  };
+}
+
+function keyProblem(key: unknown): string | null {
+  if (typeof key !== 'string') return `a ${typeof key}, not a string`;
+  if (key.length === 0 || key.length > LIMITS.idempotencyKeyLength) {
+    return `${key.length} characters, outside 1..${LIMITS.idempotencyKeyLength}`;
+  }
+  return textProblem(key, 'key');
+}
+
+function checkKey(key: unknown, what: string): asserts key is string {
+  const problem = keyProblem(key);
+  if (problem) throw new InvalidIdempotencyKey(`${what} is not a usable idempotency key: ${problem}`, { problem });
+}
+
+/** In-flight calls per store, by (executionId, key): the store object scopes them, nothing is process-global. */
+const inflight = new WeakMap<Checkpointer, Map<string, Promise<unknown>>>();
+
+function shared(run: RunContext, key: string, body: () => Promise<unknown>): Promise<unknown> {
+  let calls = inflight.get(run.store);
+  if (!calls) inflight.set(run.store, (calls = new Map()));
+  const id = JSON.stringify([run.executionId, key]);
+  const pending = calls.get(id);
+  if (pending) return pending;
+  const p = body().finally(() => calls.delete(id));
+  calls.set(id, p);
+  return p;
+}
+
+async function once(run: RunContext, call: CallKey, what: string, fn: () => unknown): Promise<Json | null> {
+  const hit = await lookup(run, call);
+  if (hit.hit) return hit.result;
+  const value = jsonForm(await fn(), what);
+  try {
+    return (await run.store.putIdempotent(run.executionId, call.key, value)).result;
+  } catch (e) {
+    if (hasCode(e, ErrorCode.INVALID_ROW)) {
+      throw new EffectNotRecorded(`the side effect '${what}' ran but the store refused its result: ${(e as Error).message}`, { cause: e });
+    }
+    throw storeFailed(`the side effect '${what}' ran but its result could not be recorded`, e);
+  }
+}
+
+async function lookup(run: RunContext, call: CallKey): Promise<IdempotentLookup> {
+  try {
+    const hit = await run.store.getIdempotent(run.executionId, call.key);
+    if (hit.hit || !call.legacy) return hit;
+    return await run.store.getIdempotent(run.executionId, call.legacy);
+  } catch (e) {
+    throw storeFailed(`could not read the idempotency cache for '${call.key}'`, e);
+  }
+}
+
+/** The result as JSON.stringify sees it, parsed back; undefined (or a function) is null. */
+function jsonForm(result: unknown, what: string): Json | null {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(result);
+  } catch (e) {
+    throw new EffectNotRecorded(`the side effect '${what}' ran but its result has no JSON form: ${(e as Error)?.message ?? e}`, { cause: e });
+  }
+  const value = text === undefined ? null : (JSON.parse(text) as Json);
+  const problem = jsonProblem(value);
+  if (problem) throw new EffectNotRecorded(`the side effect '${what}' ran but its result cannot be stored: ${problem}`);
+  return value;
 }
 
 /**
@@ -59,5 +170,5 @@ export function idempotent<A extends unknown[], R>(
  * escapes the run instead (see Agent.invoke), which stays resumable.
  */
 function storeFailed(message: string, cause: unknown): WaymarkError {
-  return new WaymarkError('STORE_FAILED', `${message}: ${(cause as Error)?.message ?? cause}`, { cause });
+  return new WaymarkError(ErrorCode.STORE_FAILED, `${message}: ${(cause as Error)?.message ?? cause}`, { cause });
 }

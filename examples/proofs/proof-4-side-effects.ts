@@ -76,15 +76,30 @@ try {
   await a2.resume('null-hit', { approved: true });
   proof.check(nulls === 1, `a function returning null ran once across the resume (${nulls})`);
 
-  proof.section('a value that cannot be stored is refused');
+  proof.section('once the effect ran, its result is recorded as JSON would write it');
+  let opaqueRuns = 0;
   const opaque = idempotent(async function opaque() {
-    return new Set([1]);
+    opaqueRuns++;
+    return { receiptUrl: undefined, at: new Date(0), ids: new Set([1]) };
   });
   const t2 = tool({ name: 'opaque', description: '', parameters: z.object({}), execute: () => opaque() });
   const m2 = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'opaque', arguments: {} }] } : { content: toolResults[0].content }));
   const r2 = await new Agent({ name: 'o', model: m2, tools: [t2], checkpointer: env.store }).run('go');
   proof.say(`the model was told: ${JSON.stringify(r2.output)}`);
-  proof.check(/cannot be stored as JSON/.test(r2.output ?? ''), 'IdempotencyError, surfaced as the tool result');
+  proof.check(r2.output === '{"at":"1970-01-01T00:00:00.000Z","ids":{}}' && opaqueRuns === 1, 'undefined dropped, Date as text, Set as {}: recorded, never a failure the model could retry');
+
+  proof.section('a result with no JSON form stops the run instead');
+  const bigint = idempotent(async function bigint() {
+    return 10n;
+  });
+  const t3 = tool({ name: 'bigint', description: '', parameters: z.object({}), execute: () => bigint() });
+  const m3 = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'bigint', arguments: {} }] } : { content: 'never' }));
+  const code = await new Agent({ name: 'b', model: m3, tools: [t3], checkpointer: env.store })
+    .run('go', { executionId: 'bigint' })
+    .then(() => 'no error', (e: { code?: string }) => e.code);
+  const last = await env.store.latest('bigint');
+  proof.say(`run() threw ${code}; newest row: ${last?.step} (no failed marker); model calls: ${m3.calls}`);
+  proof.check(code === 'EFFECT_NOT_RECORDED' && last?.step === 'tool_call' && m3.calls === 1, 'EFFECT_NOT_RECORDED escapes run(); the run stays resumable and the model is not told');
   const entries = await env.store.listIdempotent('side-true');
   proof.check(entries.length === 1, 'the cache entry is a row of the run (and replicates with it)');
 } finally {

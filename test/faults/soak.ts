@@ -71,12 +71,13 @@ await plane.close();
 
 // 3 · fuzz at large counts (the same properties as npm test)
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const fuzz = spawnSync(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', 'test/faults/fuzz.test.ts'], {
+const fuzz = spawnSync(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', 'test/faults/fuzz.test.ts', 'test/faults/fuzz-idempotent.test.ts'], {
   cwd: root,
   env: { ...process.env, WAYMARK_FUZZ_RUNS: String(fuzzRuns), WAYMARK_FUZZ_SEED: String(seed) },
   encoding: 'utf8',
 });
 const fuzzLine = /\[fuzz\] seed \d+: (\d+) bodies, (\d+) rows refused/.exec(fuzz.stdout);
+const idemLine = /\[fuzz-idempotent\] seed \d+: (\{.*\})/.exec(fuzz.stdout);
 if (fuzz.status !== 0) violations.push(`fuzz failed (seed ${seed}): ${fuzz.stdout.split('\n').filter((l) => /×|Counterexample|Error/.test(l)).slice(0, 5).join(' | ')}`);
 rmSync(dir, { recursive: true, force: true });
 
@@ -89,6 +90,8 @@ for (const [k, n] of Object.entries(faultsByKind).sort()) row(`  faults injected
 row('ingest bodies fuzzed', fuzzLine?.[1] ?? 'failed');
 row('  rows refused (quarantined with a reason)', fuzzLine?.[2] ?? 'failed');
 row('store inputs fuzzed', fuzzRuns);
+if (!idemLine) row('idempotent calls fuzzed', 'failed');
+for (const [k, n] of Object.entries(idemLine ? (JSON.parse(idemLine[1]) as Record<string, number>) : {})) row(`idempotent calls fuzzed: ${k}`, n);
 row('invariant violations', violations.length);
 console.log(`\nseed ${seed} · ${new Date().toISOString()} · ${Math.round((Date.now() - started) / 1000)} s`);
 for (const v of violations) console.log(`VIOLATION ${v}`);

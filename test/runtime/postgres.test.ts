@@ -14,8 +14,8 @@ describe.skipIf(!ready)('runtime on postgres', () => {
   afterAll(async () => db?.drop());
   runRuntimeSuite({
     name: 'postgres',
-    async make() {
-      const store = new PostgresCheckpointer({ url: db.url, schema: `rt${++n}`, max: 6 });
+    async make(options) {
+      const store = new PostgresCheckpointer({ url: db.url, schema: `rt${++n}`, max: 6, faults: options?.faults });
       return { store, close: () => store.close() };
     },
   });

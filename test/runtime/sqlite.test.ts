@@ -6,8 +6,8 @@ const tmp = scratchDir('waymark-rt-sqlite-');
 let n = 0;
 runRuntimeSuite({
   name: 'sqlite',
-  async make() {
-    const store = new SqliteCheckpointer({ path: tmp.file(`rt${++n}.db`) });
+  async make(options) {
+    const store = new SqliteCheckpointer({ path: tmp.file(`rt${++n}.db`), faults: options?.faults });
     return { store, close: () => store.close() };
   },
 });

@@ -13,13 +13,16 @@ import {
   ScriptedModel,
   tool,
   type Checkpointer,
+  type FaultHook,
 } from '../../client/index.js';
+import { stableStringify } from '../../shared/json.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 export interface RuntimeSuiteOptions {
   name: string;
-  make(): Promise<{ store: Checkpointer; close(): Promise<void> }>;
+  /** A fresh store; `faults` is passed to the store's constructor (named fault points). */
+  make(options?: { faults?: FaultHook }): Promise<{ store: Checkpointer; close(): Promise<void> }>;
 }
 
 const rowsOf = async (store: Checkpointer, id: string) =>
@@ -220,31 +223,238 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(fired).toBe(4);
     });
 
-    it('an idempotent result that is not JSON is refused, and the model is told', async () => {
-      const opaque = idempotent(async function opaque() {
-        return new Map([[1, 2]]);
-      });
-      const badArgs = idempotent(async function badArgs(_x: unknown) {
-        return 1;
-      });
+    /** One tool `act` that calls `body` then pauses `pauses` times; the model retries a failed tool up to 3 times. */
+    const pausingAgent = (name: string, body: (args: { text: string }) => Promise<unknown>, pauses = 1) => {
       const t = tool({
-        name: 't',
+        name: 'act',
         description: '',
-        parameters: z.object({ which: z.string() }),
-        execute: async ({ which }) => (which === 'result' ? opaque() : badArgs(() => 1)),
+        parameters: z.object({ text: z.string() }),
+        execute: async (args) => {
+          const out = await body(args);
+          for (let i = 0; i < pauses; i++) interrupt(`confirm-${i}`, null);
+          return out;
+        },
       });
       const model = new ScriptedModel(({ turn, toolResults }) =>
-        turn === 0
-          ? { toolCalls: [{ name: 't', arguments: { which: 'result' } }, { name: 't', arguments: { which: 'args' } }] }
+        turn < 3 && (turn === 0 || /failed/.test(toolResults[0]?.content ?? ''))
+          ? { toolCalls: [{ name: 'act', arguments: { text: 'x'.repeat(600) } }] }
           : { content: toolResults.map((r) => r.content).join('\n') },
       );
+      return { agent: new Agent({ name, model, tools: [t], checkpointer: store }), model };
+    };
+
+    it('idempotent records a result that is not plain JSON in its JSON form once fn ran, and never invites a repeat (issue 12 item 6)', async () => {
+      class Receipt {
+        constructor(readonly url: string) {}
+        toJSON() {
+          return { receipt: this.url };
+        }
+      }
+      let charged = 0;
+      const seen: unknown[] = [];
+      const charge = idempotent(async function charge(_text: string) {
+        charged++;
+        return { chargeId: 'ch_1', receiptUrl: undefined, at: new Date(0), sdk: new Receipt('r/1'), tags: new Map([[1, 2]]), n: NaN };
+      });
+      const { agent, model } = pausingAgent('rec', async ({ text }) => {
+        const r = await charge(text);
+        seen.push(r);
+        return r;
+      });
+      const id = `json-form-${n}`;
+      expect((await agent.run('go', { executionId: id })).status).toBe('paused');
+      const r = await agent.resume(id, { approved: true });
+      expect(r.status).toBe('completed');
+      expect(charged).toBe(1);
+      expect(model.calls).toBe(2);
+      const form = { chargeId: 'ch_1', at: '1970-01-01T00:00:00.000Z', sdk: { receipt: 'r/1' }, tags: {}, n: null };
+      expect(seen).toEqual([form, form]);
+      expect(JSON.parse(r.output!)).toEqual(form);
+      expect((await store.listIdempotent(id)).map((e) => e.result)).toEqual([form]);
+    });
+
+    it('an idempotent result with no JSON form escapes the run as EFFECT_NOT_RECORDED: no failed marker, the model is not told (issue 12 items 6, 8)', async () => {
+      for (const [which, make] of [
+        ['bigint', () => ({ amount: 10n })],
+        ['cycle', () => {
+          const o: Record<string, unknown> = {};
+          o.self = o;
+          return o;
+        }],
+      ] as const) {
+        let ran = 0;
+        const effect = idempotent(async function effect(_text: string) {
+          ran++;
+          return make();
+        });
+        // a tool that catches the error cannot turn it into a result either
+        const { agent, model } = pausingAgent(`nr-${which}`, async ({ text }) => effect(text).catch((e: Error) => `failed: ${e.message}`));
+        const id = `not-recorded-${which}-${n}`;
+        await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'EFFECT_NOT_RECORDED' });
+        expect(ran).toBe(1);
+        expect(model.calls).toBe(1);
+        expect(await store.latest(id)).toMatchObject({ step: 'tool_call', status: 'completed' });
+        expect(await store.listIdempotent(id)).toEqual([]);
+      }
+    });
+
+    it('idempotent arguments with no stable JSON form are refused before fn runs, as a tool result', async () => {
+      let ran = 0;
+      const badArgs = idempotent(async function badArgs(_x: unknown) {
+        ran++;
+        return 1;
+      });
+      const t = tool({ name: 't', description: '', parameters: z.object({}), execute: async () => badArgs(() => 1) });
+      const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 't', arguments: {} }] } : { content: toolResults[0].content }));
       const r = await new Agent({ name: 'a', model, tools: [t], checkpointer: store }).run('go');
-      expect(r.output).toMatch(/returned a value that cannot be stored as JSON/);
       expect(r.output).toMatch(/no stable JSON form/);
-      const anon = idempotent(async () => 1);
-      const t2 = tool({ name: 't2', description: '', parameters: z.object({}), execute: () => anon() });
-      const m2 = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 't2', arguments: {} }] } : { content: toolResults[0].content }));
-      expect((await new Agent({ name: 'b', model: m2, tools: [t2], checkpointer: store }).run('go')).output).toMatch(/needs a `key`/);
+      expect(ran).toBe(0);
+    });
+
+    it('a store failure under a tool writes no failed marker: it is thrown from run and the run resumes without repeating the effect (issue 12 item 8)', async () => {
+      let armed = true;
+      const faulty = await options.make({
+        faults: (point) => {
+          if (point === 'store.idempotency.afterCommit' && armed) {
+            armed = false;
+            throw new Error('connection lost after commit');
+          }
+        },
+      });
+      try {
+        let sent = 0;
+        const send = idempotent(async function send(_text: string) {
+          sent++;
+          return { sent };
+        });
+        const t = tool({ name: 'act', description: '', parameters: z.object({ text: z.string() }), execute: async ({ text }) => send(text) });
+        const model = new ScriptedModel(({ turn, toolResults }) =>
+          turn === 0 || /failed/.test(toolResults[0]?.content ?? '') ? { toolCalls: [{ name: 'act', arguments: { text: 'hi' } }] } : { content: toolResults[0].content },
+        );
+        const agent = new Agent({ name: 'sf', model, tools: [t], checkpointer: faulty.store });
+        const id = `store-failed-${n}`;
+        await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'STORE_FAILED' });
+        expect(await faulty.store.latest(id)).toMatchObject({ step: 'tool_call', status: 'completed' });
+        expect(model.calls).toBe(1);
+        const r = await agent.resume(id);
+        expect(r).toMatchObject({ status: 'completed', output: '{"sent":1}' });
+        expect(sent).toBe(1);
+        expect((await faulty.store.list(id)).filter((row) => row.step === 'run_end').map((row) => row.status)).toEqual(['completed']);
+      } finally {
+        await faulty.close();
+      }
+    });
+
+    it('a store failure in the loop\'s own write writes no failed marker: it is thrown from run and the run resumes (issue 12 item 8)', async () => {
+      let puts = 0;
+      const faulty = await options.make({
+        faults: (point) => {
+          if (point === 'store.put.afterCommit' && ++puts === 2) throw new Error('connection lost after commit');
+        },
+      });
+      try {
+        let ran = 0;
+        const t = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => `ran ${++ran}` });
+        const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content }));
+        const agent = new Agent({ name: 'own', model, tools: [t], checkpointer: faulty.store });
+        const id = `own-write-${n}`;
+        await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'STORE_FAILED' });
+        expect(await rowsOf(faulty.store, id)).toEqual(['turn:0 llm_call completed', 'turn:0/tool:act tool_call completed']);
+        expect(ran).toBe(0);
+        expect(await agent.resume(id)).toMatchObject({ status: 'completed', output: 'ran 1' });
+      } finally {
+        await faulty.close();
+      }
+    });
+
+    it('explicit idempotency keys are checked before fn runs (issue 12 item 7)', async () => {
+      let ran = 0;
+      const effect = async function effect() {
+        ran++;
+        return 1;
+      };
+      expect(() => idempotent(effect, { key: 'k'.repeat(513) })).toThrow(expect.objectContaining({ code: 'INVALID_IDEMPOTENCY_KEY' }));
+      expect(() => idempotent(effect, { key: '' })).toThrow(expect.objectContaining({ code: 'INVALID_IDEMPOTENCY_KEY' }));
+      expect(() => idempotent(effect, { key: 'a\u0000b' })).toThrow(expect.objectContaining({ code: 'INVALID_IDEMPOTENCY_KEY' }));
+      const long = idempotent(async (text: string) => effect(), { key: (text) => `mail:${text}` });
+      const { agent } = pausingAgent('keys', async ({ text }) => long(text).catch((e: { code: string }) => e.code));
+      const id = `explicit-key-${n}`;
+      expect((await agent.run('go', { executionId: id })).status).toBe('paused');
+      const r = await agent.resume(id, { approved: true });
+      expect(r.output).toBe('INVALID_IDEMPOTENCY_KEY');
+      expect(ran).toBe(0);
+    });
+
+    it('the default idempotency key is fixed-length: arguments over 512 characters run the effect once across resumes (issue 12 item 7)', async () => {
+      let mails = 0;
+      const sendEmail = idempotent(async function sendEmail(body: string) {
+        mails++;
+        return { id: `m${mails}` };
+      });
+      const { agent } = pausingAgent('mail', async ({ text }) => sendEmail(text.repeat(10)), 3);
+      const id = `long-key-${n}`;
+      expect((await agent.run('go', { executionId: id })).status).toBe('paused');
+      for (let i = 0; i < 2; i++) expect((await agent.resume(id, { approved: true })).status).toBe('paused');
+      expect((await agent.resume(id, { approved: true })).output).toBe('{"id":"m1"}');
+      expect(mails).toBe(1);
+      const [entry] = await store.listIdempotent(id);
+      expect(entry.key).toMatch(/^sendEmail:[0-9a-f]{64}$/);
+    });
+
+    it('an entry under the pre-digest default key (an older version) is a hit: an upgrade does not repeat the effect (issue 12 item 7)', async () => {
+      let ran = 0;
+      const notify = idempotent(async function notify(who: string, n: number) {
+        ran++;
+        return `fresh ${who} ${n}`;
+      });
+      const id = `legacy-key-${n}`;
+      await store.putIdempotent(id, `notify:${stableStringify(['oncall', 2])}`, 'sent before the upgrade');
+      const t = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => notify('oncall', 2) });
+      const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content }));
+      const r = await new Agent({ name: 'up', model, tools: [t], checkpointer: store }).run('go', { executionId: id });
+      expect(r.output).toBe('sent before the upgrade');
+      expect(ran).toBe(0);
+    });
+
+    it('two calls with the same idempotency key in flight at once share one effect (issue 12 item 9)', async () => {
+      const fired: string[] = [];
+      const notify = idempotent(async function notify(who: string) {
+        fired.push(who);
+        await new Promise((r) => setTimeout(r, 50));
+        return { paged: who, at: fired.length };
+      });
+      let results: unknown[] = [];
+      const t = tool({
+        name: 'act',
+        description: '',
+        parameters: z.object({}),
+        execute: async () => {
+          results = await Promise.all([notify('oncall'), notify('oncall'), notify('backup')]);
+          return 'ok';
+        },
+      });
+      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: 'done' }));
+      const id = `inflight-${n}`;
+      await new Agent({ name: 'in', model, tools: [t], checkpointer: store }).run('go', { executionId: id });
+      expect(fired.sort()).toEqual(['backup', 'oncall']);
+      expect(results[0]).toEqual(results[1]);
+      expect((await store.listIdempotent(id)).length).toBe(2);
+    });
+
+    it('a function with a generic name needs an explicit idempotency key, refused at definition (issue 12 item 10)', async () => {
+      const email = { sent: 0, async send(_to: string) { return `email-${++this.sent}`; } };
+      const sms = { sent: 0, async send(_to: string) { return `sms-${++this.sent}`; } };
+      const required = expect.objectContaining({ code: 'IDEMPOTENCY_KEY_REQUIRED' });
+      expect(() => idempotent(email.send.bind(email))).toThrow(required);
+      expect(() => idempotent(async () => 1)).toThrow(required);
+      expect(() => idempotent(new Function('return 1') as () => number)).toThrow(required);
+      expect(() => idempotent(Object.defineProperty(async () => 1, 'name', { value: 'default' }))).toThrow(required);
+      const sendEmail = idempotent(email.send.bind(email), { key: (to) => `email:${to}` });
+      const sendSms = idempotent(sms.send.bind(sms), { key: (to) => `sms:${to}` });
+      const t = tool({ name: 'act', description: '', parameters: z.object({}), execute: async () => [await sendEmail('ann'), await sendSms('ann')].join(' ') });
+      const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content }));
+      const r = await new Agent({ name: 'gen', model, tools: [t], checkpointer: store }).run('go');
+      expect(r.output).toBe('email-1 sms-1');
     });
 
     it('a completed marker refuses resume; a failed marker is stepped over without re-running the tool', async () => {
