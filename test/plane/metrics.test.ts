@@ -83,9 +83,11 @@ describe('operator metrics listener', () => {
         expect(m.status).toBe(200);
         expect(m.body).toMatch(/waymark_quarantine_rows 0/);
       } finally {
-        const exited = new Promise((r) => child.once('exit', r));
-        if (child.exitCode === null) child.kill('SIGTERM');
-        await exited;
+        if (child.exitCode === null) {
+          const exited = new Promise((r) => child.once('exit', r));
+          child.kill('SIGTERM');
+          await exited;
+        }
       }
     },
     90_000,
