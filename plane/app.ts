@@ -7,7 +7,6 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { requestId } from 'hono/request-id';
 import pino, { type Logger } from 'pino';
 import { z } from 'zod';
-import { count } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
 import {
   ClaimConflictView,
@@ -24,10 +23,9 @@ import {
 import { ErrorBody } from '../shared/errors.js';
 import { Checkpoint, ExecutionId, PendingInterrupt } from '../shared/rows.js';
 import { authenticate, bearer, type Principal, type Scope } from './auth.js';
-import { BodyError, readJsonBody } from './body.js';
+import { BodyError, ClientAborted, readJsonBody } from './body.js';
 import type { PlaneDatabase } from './db/open.js';
 import { isUnavailable } from './db/errors.js';
-import { quarantine } from './db/schema.js';
 import { ingestBatch } from './ingest.js';
 import { AdmissionGate } from './gate.js';
 import { planeMetrics, type PlaneMetrics } from './metrics.js';
@@ -53,6 +51,10 @@ export interface PlaneAppOptions {
   maxQueuedIngest?: number;
   /** How long a batch may wait for a slot (default 10 s) before it is refused with 429. */
   ingestQueueWaitMs?: number;
+  /** How long a request body may go without a byte (default 10 s) before 408 BODY_TIMEOUT. */
+  bodyIdleMs?: number;
+  /** How long a whole request body may take (default 120 s) before 408 BODY_TIMEOUT. */
+  bodyTotalMs?: number;
   /** Inspector without login (honoured only when the plane binds to loopback). */
   dev?: boolean;
   /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
@@ -72,6 +74,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   const metrics: PlaneMetrics = planeMetrics();
   const faults = o.faults ?? (() => {});
   const gate = new AdmissionGate(o.maxInflightIngest ?? 16, o.maxQueuedIngest ?? 64, o.ingestQueueWaitMs ?? 10_000);
+  const bodyDeadline = { idleMs: o.bodyIdleMs ?? 10_000, totalMs: o.bodyTotalMs ?? 120_000 };
 
   const app = new OpenAPIHono<PlaneEnv>({
     defaultHook: (result, c) => {
@@ -103,7 +106,12 @@ export function createPlaneApp(o: PlaneAppOptions) {
     };
 
   app.onError((e, c) => {
-    if (e instanceof BodyError) return errorJson(c, e.status, e.code, e.message);
+    // a timed-out body is still in the socket: answer, then close the connection rather than drain it
+    if (e instanceof BodyError) return errorJson(c, e.status, e.code, e.message, e.status === 408 ? { Connection: 'close' } : undefined);
+    if (e instanceof ClientAborted) {
+      c.get('log')?.info({ cause: (e.cause as Error)?.message }, 'client aborted');
+      return errorJson(c, 499, 'CLIENT_ABORTED', e.message);
+    }
     if (e instanceof CursorError) return errorJson(c, 400, e.code, e.message);
     if (isUnavailable(e)) {
       c.get('log')?.warn({ err: e }, 'database unavailable');
@@ -134,12 +142,8 @@ export function createPlaneApp(o: PlaneAppOptions) {
       return errorJson(c, 503, 'NOT_READY', `database not reachable: ${(e as Error).message}`, { 'Retry-After': '2' });
     }
   });
-  app.get('/metrics', requireScope('admin'), async (c) => {
-    const [{ n }] = await db.select({ n: count() }).from(quarantine);
-    metrics.quarantineRows.set(Number(n));
-    c.header('content-type', metrics.registry.contentType);
-    return c.body(await metrics.registry.metrics());
-  });
+  // no /metrics here: operator metrics span every project, so they are served on their own
+  // listener (metricsApp), never to a project's key
 
   // ── ingest ───────────────────────────────────────────────────────────
   app.openAPIRegistry.registerPath({
@@ -157,12 +161,13 @@ export function createPlaneApp(o: PlaneAppOptions) {
     },
   });
   app.post('/v1/ingest', requireScope('ingest'), async (c) => {
-    // admitted before the body is read: a waiting batch is still in the socket, not in memory
+    // the body is read before admission, within its deadline: a slot is held only by a batch that
+    // has fully arrived, so uploads that stall or trickle cannot take the slots from everyone else
+    const body = await readJsonBody(c.req.raw, LIMITS.batchBytes, bodyDeadline);
     const release = await gate.enter();
     if (!release) return errorJson(c, 429, 'BUSY', 'too many concurrent batches', { 'Retry-After': '1' });
     const t0 = performance.now();
     try {
-      const body = await readJsonBody(c.req.raw, LIMITS.batchBytes);
       const env = IngestRequest.safeParse(body);
       if (!env.success) {
         const i = env.error.issues[0];

@@ -1,23 +1,59 @@
 /**
- * Read a request body within a byte limit, inflating gzip with the same limit
- * on the output: a gzip bomb is refused once it passes the limit, without
- * inflating the rest.
+ * Read a request body within a byte limit and a deadline, inflating gzip with
+ * the same limit on the output: a gzip bomb is refused once it passes the
+ * limit, without inflating the rest.
+ *
+ * The deadline has two parts: `idleMs` without a byte (a stalled upload) and
+ * `totalMs` for the whole body (a trickle). Either answers 408 BODY_TIMEOUT
+ * and closes the connection. A client that hangs up mid-body is not an error
+ * of the plane: it surfaces as `ClientAborted`, logged as such.
  */
 import { createGunzip } from 'node:zlib';
 
 export class BodyError extends Error {
-  constructor(readonly status: 400 | 413 | 415, readonly code: string, message: string) {
+  constructor(readonly status: 400 | 408 | 413 | 415, readonly code: string, message: string) {
     super(message);
   }
 }
 
-async function readCapped(stream: ReadableStream<Uint8Array> | null, limit: number): Promise<Buffer> {
+/** The client closed the connection before its body arrived (ECONNRESET, "aborted"). */
+export class ClientAborted extends Error {
+  constructor(cause: unknown) {
+    super('the client closed the connection before its request body arrived', { cause });
+  }
+}
+
+/** How long a body may take: without a byte, and in all. */
+export interface BodyDeadline {
+  idleMs: number;
+  totalMs: number;
+}
+
+/** The next chunk, or BODY_TIMEOUT once `ms` pass first; a failed read is the client hanging up. */
+async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string) {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new BodyError(408, 'BODY_TIMEOUT', what)), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([reader.read().catch((e: unknown) => Promise.reject(new ClientAborted(e))), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function readCapped(stream: ReadableStream<Uint8Array> | null, limit: number, deadline: BodyDeadline): Promise<Buffer> {
   if (!stream) return Buffer.alloc(0);
   const chunks: Buffer[] = [];
   let n = 0;
   const reader = stream.getReader();
+  const end = performance.now() + deadline.totalMs;
   for (;;) {
-    const { done, value } = await reader.read();
+    const left = end - performance.now();
+    const { done, value } =
+      left < deadline.idleMs
+        ? await nextChunk(reader, left, `request body not complete within ${deadline.totalMs} ms`)
+        : await nextChunk(reader, deadline.idleMs, `no request body bytes for ${deadline.idleMs} ms`);
     if (done) break;
     n += value.byteLength;
     if (n > limit) {
@@ -57,14 +93,14 @@ function gunzipCapped(buf: Buffer, limit: number): Promise<Buffer> {
 }
 
 /** The decoded JSON body of a request, or a BodyError with the status to answer. */
-export async function readJsonBody(req: Request, limit: number): Promise<unknown> {
+export async function readJsonBody(req: Request, limit: number, deadline: BodyDeadline): Promise<unknown> {
   const type = (req.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
   if (type !== 'application/json') throw new BodyError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send application/json');
   const encoding = (req.headers.get('content-encoding') ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity' && encoding !== 'gzip') throw new BodyError(415, 'UNSUPPORTED_ENCODING', 'content-encoding must be gzip or identity');
   const declared = Number(req.headers.get('content-length') ?? NaN);
   if (Number.isFinite(declared) && declared > limit) throw new BodyError(413, 'TOO_LARGE', `request body is over ${limit} bytes`);
-  let buf = await readCapped(req.body, limit);
+  let buf = await readCapped(req.body, limit, deadline);
   if (encoding === 'gzip') buf = await gunzipCapped(buf, limit);
   try {
     return JSON.parse(buf.toString('utf8'));

@@ -1,7 +1,7 @@
 /**
  * `waymark plane …`
  *
- *   waymark plane [--database-url URL] [--data-dir DIR] [--host H] [--port N]
+ *   waymark plane [--database-url URL] [--data-dir DIR] [--host H] [--port N] [--metrics-port N]
  *   waymark plane keys create --project NAME --scopes ingest,read[,admin] [--name N]
  *   waymark plane keys list
  *   waymark plane keys revoke KEY_ID
@@ -20,6 +20,7 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
       'data-dir': { type: 'string' },
       host: { type: 'string' },
       port: { type: 'string' },
+      'metrics-port': { type: 'string' },
       project: { type: 'string' },
       scopes: { type: 'string' },
       name: { type: 'string' },
@@ -32,6 +33,7 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
     ...(values.host ? { host: values.host } : {}),
     ...(values.port ? { port: Number(values.port) } : {}),
+    ...(values['metrics-port'] ? { metricsPort: port('--metrics-port', values['metrics-port']) } : {}),
     ...(values.dev ? { dev: true } : {}),
   });
   if (positionals[0] === 'keys') {
@@ -73,6 +75,7 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
   const plane = await startPlane(config);
   out(`waymark plane listening on ${plane.url} (database: ${plane.database.kind}${plane.database.kind === 'pglite' ? ` at ${config.dataDir}` : ''})`);
   out(`inspector: ${plane.url}/   openapi: ${plane.url}/openapi.json`);
+  if (plane.metricsUrl) out(`operator metrics: ${plane.metricsUrl}/metrics (not served on the main listener)`);
   if (plane.adminKeyFile) out(`first start: created project 'local' and an admin key, written to ${plane.adminKeyFile} (mode 0600)`);
   else if (plane.adminKey) out(`in-memory database: created project 'local' and an admin key, shown this once and written nowhere: ${plane.adminKey}`);
   else out(`admin key: created on first start (see ${config.databaseUrl ? '.waymark' : config.dataDir}/admin-key), or make one with 'waymark plane keys create'`);
@@ -83,4 +86,11 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   return new Promise<number>(() => {});
+}
+
+/** A TCP port from a flag, or an error naming the flag (the environment's ports are checked in config.ts). */
+function port(flag: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${flag} must be a port number 0..65535, got '${v}'`);
+  return n;
 }

@@ -13,6 +13,11 @@ const Env = z.object({
   WAYMARK_MAX_INFLIGHT_INGEST: z.coerce.number().int().positive().default(16),
   WAYMARK_MAX_QUEUED_INGEST: z.coerce.number().int().nonnegative().default(64),
   WAYMARK_INGEST_QUEUE_WAIT_MS: z.coerce.number().int().positive().default(10_000),
+  WAYMARK_BODY_IDLE_MS: z.coerce.number().int().positive().default(10_000),
+  WAYMARK_BODY_TOTAL_MS: z.coerce.number().int().positive().default(120_000),
+  WAYMARK_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  WAYMARK_METRICS_HOST: z.string().default('127.0.0.1'),
+  WAYMARK_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WAYMARK_DEV: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
@@ -27,6 +32,15 @@ export interface PlaneConfig {
   maxInflightIngest: number;
   maxQueuedIngest: number;
   ingestQueueWaitMs: number;
+  /** A request body without a byte for this long is answered 408 and its connection closed. */
+  bodyIdleMs: number;
+  /** A request body not complete after this long is answered 408 and its connection closed. */
+  bodyTotalMs: number;
+  /** Request headers must arrive within this (the server closes the connection otherwise). */
+  headersTimeoutMs: number;
+  /** Operator metrics listener (Prometheus `/metrics`); absent means not served. Never on the main listener. */
+  metricsHost: string;
+  metricsPort?: number;
   /** Inspector without login (only honoured when bound to loopback). */
   dev: boolean;
 }
@@ -47,6 +61,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxInflightIngest: e.WAYMARK_MAX_INFLIGHT_INGEST,
     maxQueuedIngest: e.WAYMARK_MAX_QUEUED_INGEST,
     ingestQueueWaitMs: e.WAYMARK_INGEST_QUEUE_WAIT_MS,
+    bodyIdleMs: e.WAYMARK_BODY_IDLE_MS,
+    bodyTotalMs: e.WAYMARK_BODY_TOTAL_MS,
+    headersTimeoutMs: e.WAYMARK_HEADERS_TIMEOUT_MS,
+    metricsHost: e.WAYMARK_METRICS_HOST,
+    metricsPort: e.WAYMARK_METRICS_PORT,
     dev: e.WAYMARK_DEV === '1' || e.WAYMARK_DEV === 'true',
     ...overrides,
   });

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
-import { stableStringify } from '../shared/json.js';
+import { stableStringify, utf8Bytes } from '../shared/json.js';
 import { OutboxEvent, type Checkpoint } from '../shared/rows.js';
 import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
 import type { PlaneDb } from './db/open.js';
@@ -66,8 +66,10 @@ function prepare(rows: unknown[]): Item[] {
       text = String(raw);
     }
     const item: Item = { index, id: idOf(raw), raw, text };
-    if (Buffer.byteLength(text) > LIMITS.rowBytes) {
-      reject(item, 'too_large', `row is ${Buffer.byteLength(text)} bytes, over the ${LIMITS.rowBytes}-byte limit`);
+    // the client's measure exactly (eventBytes): a row its store accepted is never too large here
+    const bytes = utf8Bytes(text);
+    if (bytes > LIMITS.rowBytes) {
+      reject(item, 'too_large', `row is ${bytes} bytes, over the ${LIMITS.rowBytes}-byte limit`);
       return item;
     }
     const p = OutboxEvent.safeParse(raw);

@@ -1,5 +1,16 @@
-/** Prometheus metrics, one registry per plane app (no process-global registry). */
+/**
+ * Prometheus metrics, one registry per plane app (no process-global registry).
+ *
+ * These are operator metrics: process-wide counters that include every
+ * project's rows and quarantine. They are served by `metricsApp` on a listener
+ * of their own (WAYMARK_METRICS_PORT, loopback by default), never on the main
+ * listener where project keys authenticate.
+ */
+import { Hono } from 'hono';
+import { count } from 'drizzle-orm';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PlaneDb } from './db/open.js';
+import { quarantine } from './db/schema.js';
 
 export function planeMetrics() {
   const registry = new Registry();
@@ -17,3 +28,15 @@ export function planeMetrics() {
   };
 }
 export type PlaneMetrics = ReturnType<typeof planeMetrics>;
+
+/** The operator listener's app: `GET /metrics` and nothing else. Whoever reaches the port is the operator. */
+export function metricsApp(db: PlaneDb, metrics: PlaneMetrics): Hono {
+  const app = new Hono();
+  app.get('/metrics', async (c) => {
+    const [{ n }] = await db.select({ n: count() }).from(quarantine);
+    metrics.quarantineRows.set(Number(n));
+    c.header('content-type', metrics.registry.contentType);
+    return c.body(await metrics.registry.metrics());
+  });
+  return app;
+}

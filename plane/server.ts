@@ -1,7 +1,13 @@
-/** Start the plane: open its database, make sure a first admin key exists, serve HTTP. */
+/**
+ * Start the plane: open its database, make sure a first admin key exists,
+ * serve HTTP. The main listener bounds how long a request may take to arrive
+ * (headers, then body: see body.ts); operator metrics get a listener of
+ * their own when a metrics port is configured.
+ */
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
+import type { ServerOptions } from 'node:http';
 import { serve, type ServerType } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
 import { count } from 'drizzle-orm';
@@ -10,10 +16,13 @@ import type { PlaneConfig } from './config.js';
 import { isInMemory, openPlaneDatabase, type PlaneDatabase } from './db/open.js';
 import { projects } from './db/schema.js';
 import { createPlaneApp, type PlaneAppOptions } from './app.js';
+import { metricsApp } from './metrics.js';
 
 export interface RunningPlane {
   url: string;
   port: number;
+  /** Where operator metrics are served (`${metricsUrl}/metrics`), or null when no metrics port is set. */
+  metricsUrl: string | null;
   database: PlaneDatabase;
   /** Set on the first start of an empty database: where the admin key was written. */
   adminKeyFile: string | null;
@@ -49,24 +58,53 @@ export async function startPlane(
   const boot = await bootstrap(database, config.databaseUrl ? '.waymark' : config.dataDir);
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
   if (config.dev && !loopback) throw new Error('--dev (no login) is only allowed when the plane binds to 127.0.0.1');
-  const { app } = createPlaneApp({ database, logger, maxInflightIngest: config.maxInflightIngest, maxQueuedIngest: config.maxQueuedIngest, ingestQueueWaitMs: config.ingestQueueWaitMs, faults: options.faults, dev: config.dev && loopback });
-  const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
+  const { app, metrics } = createPlaneApp({
+    database,
+    logger,
+    maxInflightIngest: config.maxInflightIngest,
+    maxQueuedIngest: config.maxQueuedIngest,
+    ingestQueueWaitMs: config.ingestQueueWaitMs,
+    bodyIdleMs: config.bodyIdleMs,
+    bodyTotalMs: config.bodyTotalMs,
+    faults: options.faults,
+    dev: config.dev && loopback,
   });
+  // Node's own limits back the body deadline up for every route (a form post, a claim): headers
+  // within headersTimeoutMs, the whole request a little after the body deadline would have fired
+  const server = await listen(app.fetch, config.host, config.port, {
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.headersTimeoutMs + config.bodyTotalMs + 1000,
+    connectionsCheckingInterval: Math.min(1000, config.bodyIdleMs),
+  });
+  const metricsServer =
+    config.metricsPort === undefined ? null : await listen(metricsApp(database.db, metrics).fetch, config.metricsHost, config.metricsPort, {});
   const port = (server.address() as AddressInfo).port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const url = urlOf(config.host, port);
   return {
     url,
     port,
+    metricsUrl: metricsServer ? urlOf(config.metricsHost, (metricsServer.address() as AddressInfo).port) : null,
     database,
     adminKeyFile: boot?.file ?? null,
     adminKey: boot?.key ?? null,
     async close() {
-      await new Promise<void>((resolve) => {
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-        server.close(() => resolve());
-      });
+      await Promise.all([server, metricsServer].map((s) => s && shut(s)));
       if (!options.database) await database.close();
     },
   };
+}
+
+const urlOf = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+function listen(fetch: (req: Request) => Response | Promise<Response>, hostname: string, port: number, serverOptions: ServerOptions): Promise<ServerType> {
+  return new Promise((resolve) => {
+    const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s));
+  });
+}
+
+function shut(server: ServerType): Promise<void> {
+  return new Promise<void>((resolve) => {
+    (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+    server.close(() => resolve());
+  });
 }

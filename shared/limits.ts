@@ -2,6 +2,8 @@
  * Size limits shared by the client and the plane. Both sides check the same
  * numbers, so a row the store accepts is a row the plane accepts.
  */
+import { utf8Bytes } from './json.js';
+
 export const LIMITS = Object.freeze({
   /** Longest `executionId`, in characters. */
   executionIdLength: 200,
@@ -16,7 +18,7 @@ export const LIMITS = Object.freeze({
   reasonLength: 2048,
   /** Deepest nesting accepted in any JSON value (state, context, results). */
   jsonDepth: 64,
-  /** Largest single row, measured as UTF-8 bytes of its JSON. */
+  /** Largest single row: `eventBytes` of the outbox event that carries it. */
   rowBytes: 1024 * 1024,
   /** Largest ingest batch, by count and by decompressed bytes. */
   batchRows: 1000,
@@ -34,3 +36,13 @@ export const CODEC = Object.freeze({
   maxChainRows: 1024,
   fullReplayRatio: 2,
 });
+
+/**
+ * The one size measure of rows, on the client and on the plane: UTF-8 bytes
+ * (`utf8Bytes`) of the event's JSON text exactly as sent. A JavaScript
+ * string's `length` counts UTF-16 units, which undercounts CJK text three
+ * times and emoji twice, so it is never used for a size.
+ */
+export function eventBytes(event: unknown): number {
+  return utf8Bytes(JSON.stringify(event) ?? 'null');
+}

@@ -6,6 +6,7 @@
  */
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
+import { utf8Bytes } from '../../shared/json.js';
 import type { Json } from '../../shared/json.js';
 import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
 import {
@@ -407,7 +408,7 @@ export class PostgresCheckpointer implements Checkpointer {
         }
         const event: OutboxEvent = { kind: 'interrupt_opened', id: uuidv7(), row: pending };
         const text = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'interrupt_opened', pending.executionId, text, text.length);
+        await this.queueEvent(tx, event.id, 'interrupt_opened', pending.executionId, text, utf8Bytes(text));
         return { rt, pending };
       }, landed);
     } catch (e) {
@@ -449,7 +450,7 @@ export class PostgresCheckpointer implements Checkpointer {
           claimedAt: canonicalTime(),
         };
         const text = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'interrupt_claimed', executionId, text, text.length);
+        await this.queueEvent(tx, event.id, 'interrupt_claimed', executionId, text, utf8Bytes(text));
         const rt = next ? await this.writeCheckpoint(tx, next) : null;
         return { pending, rt };
       }, landed as (() => Promise<{ pending: PendingInterrupt; rt: RowText | null; landed?: boolean } | null>) | undefined);
@@ -553,7 +554,7 @@ export class PostgresCheckpointer implements Checkpointer {
         const e: IdempotencyEntry = { executionId, key, result, createdAt };
         const event: OutboxEvent = { kind: 'idempotency', id: uuidv7(), row: e };
         const t = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'idempotency', executionId, t, t.length);
+        await this.queueEvent(tx, event.id, 'idempotency', executionId, t, utf8Bytes(t));
         return e;
       }
       const [row] = await tx<IdempotencyColumns[]>`
@@ -583,7 +584,7 @@ export class PostgresCheckpointer implements Checkpointer {
       if (e.count || c.count || i.count) {
         const event: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId, deletedAt: canonicalTime() };
         const t = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'execution_deleted', executionId, t, t.length);
+        await this.queueEvent(tx, event.id, 'execution_deleted', executionId, t, utf8Bytes(t));
       }
       return { checkpoints: c.count, pending: p.count, idempotency: i.count };
     });

@@ -10,6 +10,7 @@
  */
 import Database from 'better-sqlite3';
 import { uuidv7 } from '../../shared/ids.js';
+import { utf8Bytes } from '../../shared/json.js';
 import type { Json } from '../../shared/json.js';
 import { decodeChain, chainBase, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
 import {
@@ -308,7 +309,7 @@ export class SqliteCheckpointer implements Checkpointer {
           }
           const event: OutboxEvent = { kind: 'interrupt_opened', id: uuidv7(), row: pending };
           const text = JSON.stringify(event);
-          this.queue(event.id, 'interrupt_opened', pending.executionId, text, text.length);
+          this.queue(event.id, 'interrupt_opened', pending.executionId, text, utf8Bytes(text));
           return { rt, pending };
         })
         .immediate();
@@ -340,7 +341,7 @@ export class SqliteCheckpointer implements Checkpointer {
             claimedAt: canonicalTime(),
           };
           const text = JSON.stringify(event);
-          this.queue(event.id, 'interrupt_claimed', executionId, text, text.length);
+          this.queue(event.id, 'interrupt_claimed', executionId, text, utf8Bytes(text));
           const rt = options?.next ? this.writeCheckpoint(options.next) : null;
           return { pending, rt };
         })
@@ -443,7 +444,7 @@ export class SqliteCheckpointer implements Checkpointer {
           const e: IdempotencyEntry = { executionId, key, result, createdAt };
           const event: OutboxEvent = { kind: 'idempotency', id: uuidv7(), row: e };
           const t = JSON.stringify(event);
-          this.queue(event.id, 'idempotency', executionId, t, t.length);
+          this.queue(event.id, 'idempotency', executionId, t, utf8Bytes(t));
           return e;
         }
         return idempotencyFromColumns(this.st.getIdem.get(executionId, key) as IdempotencyColumns);
@@ -475,7 +476,7 @@ export class SqliteCheckpointer implements Checkpointer {
         if (had || checkpoints || idempotency) {
           const event: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId, deletedAt: canonicalTime() };
           const t = JSON.stringify(event);
-          this.queue(event.id, 'execution_deleted', executionId, t, t.length);
+          this.queue(event.id, 'execution_deleted', executionId, t, utf8Bytes(t));
         }
         return { checkpoints, pending, idempotency };
       })

@@ -3,9 +3,9 @@
  * decoding of stored rows. Both adapters use these so they cannot drift.
  */
 import { z } from 'zod';
-import { LIMITS } from '../../shared/limits.js';
+import { LIMITS, eventBytes } from '../../shared/limits.js';
 import { uuidv7 } from '../../shared/ids.js';
-import { jsonProblem, textProblem, type Json } from '../../shared/json.js';
+import { jsonProblem, textProblem, utf8Bytes, type Json } from '../../shared/json.js';
 import { encodeState, type ChainRow, type CodecCursor, type Encoded } from '../../shared/codec.js';
 import {
   AgentPath,
@@ -123,19 +123,22 @@ export function buildRow(input: CheckpointInput, seq: number, prev: CodecCursor 
   const nodeInput = jsonOrNull(row.nodeInput);
   const nodeOutput = jsonOrNull(row.nodeOutput);
   const interruptContext = jsonOrNull(row.interruptContext);
-  const bytes =
-    enc.text.length +
-    (nodeInput?.length ?? 0) +
-    (nodeOutput?.length ?? 0) +
-    (interruptContext?.length ?? 0) +
-    row.nodeId.length +
-    row.agentPath.length +
-    (row.interruptReason?.length ?? 0) +
-    320;
+  const bytes = checkpointEventBytes(row, [enc.text, nodeInput, nodeOutput, interruptContext]);
   if (bytes > LIMITS.rowBytes) {
-    fail(`checkpoint ${id} is ${bytes} bytes, over the ${LIMITS.rowBytes}-byte row limit`, { bytes });
+    fail(`checkpoint ${id} is ${bytes} bytes (UTF-8, as sent), over the ${LIMITS.rowBytes}-byte row limit`, { bytes });
   }
   return { row, stateText: enc.text, nodeInput, nodeOutput, interruptContext, bytes, cursor: enc.cursor };
+}
+
+/**
+ * `eventBytes` of the checkpoint event the drain sends for `row` (`{kind, id,
+ * row}`), from the column texts already serialized: the small fields are
+ * serialized with the four large ones as `null` (4 bytes each), and each
+ * large one's text takes its place. Exact, without a second pass over the state.
+ */
+function checkpointEventBytes(row: Checkpoint, texts: (string | null)[]): number {
+  const skeleton = { kind: 'checkpoint', id: row.id, row: { ...row, state: null, nodeInput: null, nodeOutput: null, interruptContext: null } };
+  return texts.reduce((n, t) => n + (t === null ? 0 : utf8Bytes(t) - 4), eventBytes(skeleton));
 }
 
 export function canonicalTime(t?: string | Date): string {

@@ -55,7 +55,6 @@ describe('tenancy and auth across every endpoint and page', () => {
     { name: 'GET /v1/quarantine', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/quarantine`, { key }) },
     { name: 'GET /v1/writers', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/writers`, { key }) },
     { name: 'GET /v1/conflicts', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/conflicts`, { key }) },
-    { name: 'GET /metrics', scope: 'admin', req: (key?: string) => call(`${plane.url}/metrics`, { key }) },
   ];
 
   it('lists every documented endpoint in this matrix', async () => {
@@ -71,19 +70,23 @@ describe('tenancy and auth across every endpoint and page', () => {
         const r = await e.req(key);
         expect(r.status, `${e.name} with ${key ? 'a bad key' : 'no key'}`).toBe(401);
       }
-      const wrong = e.scope === 'ingest' ? keys.readOnly : e.scope === 'read' ? keys.ingestOnly : keys.owner;
+      const wrong = e.scope === 'ingest' ? keys.readOnly : keys.ingestOnly;
       expect((await e.req(wrong)).status, `${e.name} with the wrong scope`).toBe(403);
     }
     expect(await counts()).toBe(snapshot);
   });
 
+  it('operator metrics (every project\'s counters) are not on this listener for any key, admin included', async () => {
+    for (const key of [undefined, keys.owner, keys.otherAdmin, keys.other]) expect((await call(`${plane.url}/metrics`, { key })).status).toBe(404);
+  });
+
   it("another project's valid key reads nothing of this project and changes nothing", async () => {
     for (const e of endpoints()) {
-      const r = await e.req(e.scope === 'admin' ? keys.otherAdmin : keys.other);
+      const r = await e.req(keys.other);
       const text = JSON.stringify(r.body);
       // the id the attacker itself asked for may be echoed in a 404; nothing else of the victim may appear
       const asked = e.name.includes(':id') ? ['victim-run', checkpointId] : [];
-      if (e.name !== 'GET /metrics') for (const s of secrets.filter((x) => !asked.includes(x))) expect(text, `${e.name} leaked ${s}`).not.toContain(s);
+      for (const s of secrets.filter((x) => !asked.includes(x))) expect(text, `${e.name} leaked ${s}`).not.toContain(s);
       if (e.name.includes(':id')) expect(r.status, e.name).toBe(404);
     }
     // the claim the intruder's ingest carried landed (if at all) in the attacker's project, not the victim's

@@ -8,6 +8,7 @@ import type { FaultHook } from '../../client/faults.js';
 import { uuidv7 } from '../../shared/ids.js';
 import type { State } from '../../shared/codec.js';
 import { hasCode } from '../../shared/errors.js';
+import { eventBytes, LIMITS } from '../../shared/limits.js';
 
 export interface StoreHarness {
   store: Checkpointer;
@@ -420,6 +421,44 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.list(a)).toEqual([]);
       expect((await store.outboxStats()).pendingCount).toBe(0);
       expect((await store.put(input(a))).seq).toBe(0);
+    });
+
+    test('row size defect: a multibyte row is measured in UTF-8 bytes of the event as sent (one byte under and at the limit stored, one byte over refused)', async () => {
+      const base = exec();
+      const ids = { probe: `${base}-p`, under: `${base}-u`, at: `${base}-a`, over: `${base}-o` };
+      // `n` UTF-8 bytes of emoji (4 bytes, 2 UTF-16 units) and CJK (3 bytes, 1 unit), ASCII for the remainder
+      const fill = (n: number) => {
+        const emoji = '\u{1F600}'.repeat(1000);
+        const cjk = '\u6F22'.repeat(Math.floor((n - 4000) / 3));
+        return emoji + cjk + 'x'.repeat(n - 4000 - 3 * cjk.length);
+      };
+      const row = (executionId: string, nodeOutput: string) => input(executionId, { state: {}, nodeOutput });
+      const sent = async (id: string) => {
+        const entry = (await store.fetchUnsynced({ limit: 1000, maxBytes: 1e9 })).find((e) => e.id === id)!;
+        expect(entry.bytes).toBe(eventBytes(entry.event));
+        return entry.bytes;
+      };
+      const room = LIMITS.rowBytes - (await sent((await store.put(row(ids.probe, ''))).id));
+      expect(await sent((await store.put(row(ids.under, fill(room - 1)))).id)).toBe(LIMITS.rowBytes - 1);
+      expect(await sent((await store.put(row(ids.at, fill(room)))).id)).toBe(LIMITS.rowBytes);
+      await expectCode(store.put(row(ids.over, fill(room + 1))), 'INVALID_ROW');
+      expect(await store.list(ids.over)).toEqual([]);
+      expect((await store.getById((await store.latest(ids.at))!.id))?.nodeOutput).toBe(fill(room));
+    });
+
+    test('outbox byte counts are UTF-8 bytes of each event as sent, for every kind', async () => {
+      const a = exec();
+      await store.put(input(a, { nodeInput: '\u6F22\u5B57 \u{1F600}' }));
+      await store.recordInterrupt(pauseRow(a), { reason: '\u627F\u8A8D\u{1F64F}', context: { note: '\u{1F4B8}' } });
+      await store.claimInterrupt(a);
+      await store.putIdempotent(a, '\u9375', '\u7D50\u679C\u{1F389}');
+      const gone = `${a}-\u6D88`;
+      await store.put(input(gone));
+      await store.deleteExecution(gone);
+      const entries = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
+      expect(entries.map((e) => e.kind)).toEqual(['checkpoint', 'checkpoint', 'interrupt_opened', 'interrupt_claimed', 'idempotency', 'execution_deleted']);
+      for (const e of entries) expect(e.bytes, e.kind).toBe(eventBytes(e.event));
+      expect((await store.outboxStats()).pendingBytes).toBe(entries.reduce((n, e) => n + eventBytes(e.event), 0));
     });
 
     test('a corrupted stored row is reported with its id, never skipped', async () => {
