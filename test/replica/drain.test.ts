@@ -159,16 +159,62 @@ describe('the outbox drain against a real plane', () => {
     expect((await store.listQuarantined()).map((q) => q.id)).toEqual([big]);
   });
 
-  it('400 bisects the batch and quarantines only the refused rows', async () => {
-    const ids = await write(32);
-    const poison = new Set([ids[3], ids[20]]);
-    proxy.rule = ({ path, ids: sent }) => (path === '/v1/ingest' && sent.some((i) => poison.has(i)) ? { status: 400, message: 'refused by test' } : undefined);
+  it('regression: a request-level 400 (a proxy speaking another protocol) quarantined the whole outbox', async () => {
+    const ids = await write(20);
+    const nginx = '<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body>nginx</body></html>';
+    proxy.rule = ({ path }) => (path === '/v1/ingest' ? { status: 400, html: nginx } : undefined);
     const r = connect();
+    await until(async () => proxy.seen.length >= 3 && (await r.status()).state === 'backoff');
+    const s = await r.status();
+    expect(s).toMatchObject({ pendingRows: 20, quarantinedCount: 0 });
+    expect(s.lastError).toMatch(/^400/);
+    expect(s.lastErrorAt).not.toBeNull();
+    expect(await store.listQuarantined()).toEqual([]);
+    proxy.rule = null;
+    const healed = await r.flush({ timeoutMs: 10_000 });
+    expect(healed).toMatchObject({ pendingRows: 0, quarantinedCount: 0, sent: 20 });
+    expect(healed.lastSuccessAt! >= healed.lastErrorAt!).toBe(true);
+    expect(await planeRowIds(exec)).toEqual(ids);
+  });
+
+  it("per-row refusals in a 200 are what is quarantined, with the plane's reason", async () => {
+    const ids = await write(4);
+    const victim = (await store.fetchUnsynced({ limit: 10, maxBytes: 1e12 })).find((e) => e.id === ids[2])!;
+    const forged = structuredClone(victim.event!) as { row: { nodeId: string } };
+    forged.row.nodeId = 'forged';
+    expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'forger', rows: [forged] } })).body.accepted).toBe(1);
+    const s = await connect().flush({ timeoutMs: 10_000 });
+    expect(s).toMatchObject({ pendingRows: 0, quarantinedCount: 1 });
+    expect((await store.listQuarantined()).map((q) => q.id)).toEqual([ids[2]]);
+    expect(s.lastQuarantineReason).toMatch(/plane: conflict/);
+  });
+
+  it('regression: a state listener that throws stopped the drain for good', async () => {
+    const ids = await write(5);
+    proxy.queue = [{ status: 500 }, 'reset'];
+    const r = connect();
+    const isolated: string[] = [];
+    r.on('listener_error', ({ event }: { event: string }) => isolated.push(event));
+    r.on('state', (state: string) => {
+      throw new Error(`listener broke on ${state}`);
+    });
+    // no flush(): the drain's own retry timer must carry the rows through
+    await until(async () => (await store.outboxStats()).pendingCount === 0);
+    expect(await planeRowIds(exec)).toEqual(ids);
+    expect(isolated).toContain('state');
+    expect((await r.status()).state).toBe('idle');
+  });
+
+  it('errors carry their time; a successful round records lastSuccessAt after them', async () => {
+    await write(3);
+    proxy.queue = ['reset'];
+    const r = connect();
+    await until(() => proxy.seen.length >= 1);
     const s = await r.flush({ timeoutMs: 10_000 });
-    expect(s).toMatchObject({ pendingRows: 0, quarantinedCount: 2 });
-    expect((await store.listQuarantined()).map((q) => q.id).sort()).toEqual([...poison].sort());
-    expect((await store.listQuarantined())[0].reason).toMatch(/400 refused by test/);
-    expect(await planeRowIds(exec)).toEqual(ids.filter((i) => !poison.has(i)));
+    expect(s.pendingRows).toBe(0);
+    expect(s.lastError).toMatch(/network/);
+    expect(Date.parse(s.lastErrorAt!)).toBeGreaterThan(0);
+    expect(Date.parse(s.lastSuccessAt!)).toBeGreaterThanOrEqual(Date.parse(s.lastErrorAt!));
   });
 
   it('a poison row among 10,000: 9,999 synced, 1 quarantined with the plane reason, the drain never stalls', async () => {
