@@ -2,7 +2,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { connectPlane, type Replica } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { FaultProxy, type Fault } from '../helpers/fault-proxy.js';
-import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import pino from 'pino';
+import { createKey, startPlane } from '../../plane/index.js';
+import { loadConfig } from '../../plane/config.js';
+import { call, openTestPlaneDatabase, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { step } from '../helpers/rows.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -246,6 +249,61 @@ describe('the outbox drain against a real plane', () => {
     // the plane side sees every connection from this replica closed
     await until(() => proxy.sockets.size === 0, 5000);
     expect((await r.status()).state).toBe('stopped');
+  });
+});
+
+describe('regression: flush() during a backoff did not send though the plane was back', () => {
+  it('a real plane goes down and comes back: flush() ends the backoff at once, drains, and says what it did', async () => {
+    const database = await openTestPlaneDatabase('pglite');
+    const config = (port: number) => loadConfig({}, { host: '127.0.0.1', port, dataDir: 'memory://' });
+    const logger = pino({ level: 'silent' });
+    let running = await startPlane(config(0), { database, logger });
+    const apiKey = (await createKey(database.db, { project: 'flush', scopes: ['ingest'] })).key;
+    const store = new SqliteCheckpointer({ path: tmp.file('flush-backoff.db') });
+    const r = connectPlane(store, { url: running.url, apiKey, pollMs: 0, debounceMs: 5, backoffBaseMs: 30_000, backoffCapMs: 30_000, timeoutMs: 2000 });
+    try {
+      await running.close();
+      for (let i = 0; i < 40; i++) await store.put(step('flush-backoff', i));
+      // a backoff with seconds still to run (full jitter may pick a short one: then it retries, fails, and picks again)
+      await until(async () => {
+        const s = await r.status();
+        return s.state === 'backoff' && Date.parse(s.nextAttemptAt!) - Date.now() > 6000;
+      }, 90_000);
+      for (let i = 40; i < 50; i++) await store.put(step('flush-backoff', i));
+      expect((await r.status()).state).toBe('backoff');
+      running = await startPlane(config(running.port), { database, logger });
+      const t0 = Date.now();
+      const f = await r.flush({ timeoutMs: 5000 });
+      expect(f).toMatchObject({ state: 'idle', pendingRows: 0, sent: 50 });
+      expect(f.rounds).toBeGreaterThanOrEqual(1);
+      expect(Date.now() - t0).toBeLessThan(4000);
+      expect(Date.parse(f.lastSuccessAt!)).toBeGreaterThan(Date.parse(f.lastErrorAt!));
+    } finally {
+      await r.stop();
+      await store.close();
+      await running.close();
+      await database.close();
+    }
+  }, 120_000);
+
+  it('flush() in auth_failed or stopped returns at once without a request', async () => {
+    const store = new SqliteCheckpointer({ path: ':memory:' });
+    await store.put(step('flush-stopped', 0));
+    const proxy = await new FaultProxy(plane.url).start();
+    const r = connectPlane(store, { url: proxy.url, apiKey: 'wm_revoked', pollMs: 0, debounceMs: 5, timeoutMs: 2000 });
+    try {
+      await until(async () => (await r.status()).state === 'auth_failed');
+      const seen = proxy.seen.length;
+      const t0 = Date.now();
+      const f = await r.flush({ timeoutMs: 5000 });
+      expect(f).toMatchObject({ state: 'auth_failed', sent: 0, rounds: 0, pendingRows: 1 });
+      expect(Date.now() - t0).toBeLessThan(1000);
+      expect(proxy.seen.length).toBe(seen);
+    } finally {
+      await r.stop();
+      await proxy.close();
+      await store.close();
+    }
   });
 });
 
