@@ -32,7 +32,8 @@ import { IngestResponse, PROTOCOL_VERSION } from '../../shared/protocol.js';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Checkpointer, OutboxEntry, OutboxStats } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
-import { PlaneHttp, retryAfter } from './http.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { PlaneHttp, retryAfter, type PlaneResponse } from './http.js';
 
 export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
 
@@ -431,24 +432,57 @@ export class Replica extends EventEmitter {
     return { retryTimer: this.timer !== null, pollTimer: this.pollTimer !== null, roundInFlight: this.round !== null, socketsOpen: !this.http.closed };
   }
 
-  /** Claim a pause at the plane (see connectPlane's claim guard). */
-  async claimAtPlane(executionId: string, checkpointId: string): Promise<{ won: boolean; writerId?: string; offline?: string }> {
+  /**
+   * Claim a pause at the plane (see connectPlane's claim guard). Only a
+   * network error, a timeout or 502/503/504 (a proxy with no plane behind it)
+   * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
+   * up and said no (a revoked key, a missing scope, the pause not there).
+   */
+  async claimAtPlane(executionId: string, checkpointId: string): Promise<PlaneClaim> {
+    let res: PlaneResponse;
     try {
-      const res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
+      res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
         apiKey: this.apiKey,
         json: { checkpointId, writerId: this.writerId },
         timeoutMs: this.o.timeoutMs,
       });
-      if (res.status === 200) return { won: true };
-      if (res.status === 409) {
-        const d = (res.body as { error?: { details?: { writerId?: string } } })?.error?.details;
-        return { won: false, writerId: d?.writerId ?? 'another writer' };
-      }
-      return { won: true, offline: `plane answered ${res.status}` };
     } catch (e) {
-      return { won: true, offline: (e as Error).message };
+      return { outcome: 'offline', reason: (e as Error).message };
     }
+    if (res.status === 200) return { outcome: 'won' };
+    const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string } } } | null)?.error;
+    if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer' };
+    if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
+    return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}` };
+  }
+
+  /**
+   * Give back a plane claim this writer holds but never applied locally (it
+   * crashed or gave up between the plane claim and the local one), so another
+   * writer may claim the pause. True when a claim was released.
+   */
+  async releaseClaim(executionId: string, checkpointId: string): Promise<boolean> {
+    const res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim/release`, {
+      apiKey: this.apiKey,
+      json: { checkpointId, writerId: this.writerId },
+      timeoutMs: this.o.timeoutMs,
+    });
+    if (res.status === 200) return (res.body as { released: boolean }).released;
+    const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+    throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused to release the claim of pause ${checkpointId}: ${res.status} ${error?.message ?? ''}`.trim(), {
+      details: { executionId, checkpointId, status: res.status, planeCode: error?.code ?? null },
+    });
   }
 }
+
+/** What the plane said to a claim. */
+export type PlaneClaim =
+  | { outcome: 'won' }
+  | { outcome: 'lost'; writerId: string }
+  | { outcome: 'offline'; reason: string }
+  | { outcome: 'refused'; status: number; code: string | null; message: string };
+
+/** Answers that mean "no plane behind this address right now", not a refusal by the plane. */
+const OFFLINE_STATUSES = new Set([502, 503, 504]);
 
 export const newWriterId = () => `writer-${uuidv7()}`;
