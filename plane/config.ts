@@ -13,6 +13,7 @@ const Env = z.object({
   WAYMARK_MAX_INFLIGHT_INGEST: z.coerce.number().int().positive().default(16),
   WAYMARK_MAX_QUEUED_INGEST: z.coerce.number().int().nonnegative().default(64),
   WAYMARK_INGEST_QUEUE_WAIT_MS: z.coerce.number().int().positive().default(10_000),
+  WAYMARK_CLAIM_RELEASE_AFTER_MS: z.coerce.number().int().nonnegative().default(3_600_000),
   WAYMARK_DEV: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
@@ -27,6 +28,8 @@ export interface PlaneConfig {
   maxInflightIngest: number;
   maxQueuedIngest: number;
   ingestQueueWaitMs: number;
+  /** A claim held but never applied by its holder may be taken over after this long; 0: never. */
+  claimReleaseAfterMs: number;
   /** Inspector without login (only honoured when bound to loopback). */
   dev: boolean;
 }
@@ -47,6 +50,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxInflightIngest: e.WAYMARK_MAX_INFLIGHT_INGEST,
     maxQueuedIngest: e.WAYMARK_MAX_QUEUED_INGEST,
     ingestQueueWaitMs: e.WAYMARK_INGEST_QUEUE_WAIT_MS,
+    claimReleaseAfterMs: e.WAYMARK_CLAIM_RELEASE_AFTER_MS,
     dev: e.WAYMARK_DEV === '1' || e.WAYMARK_DEV === 'true',
     ...overrides,
   });

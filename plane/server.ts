@@ -49,7 +49,7 @@ export async function startPlane(
   const boot = await bootstrap(database, config.databaseUrl ? '.waymark' : config.dataDir);
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
   if (config.dev && !loopback) throw new Error('--dev (no login) is only allowed when the plane binds to 127.0.0.1');
-  const { app } = createPlaneApp({ database, logger, maxInflightIngest: config.maxInflightIngest, maxQueuedIngest: config.maxQueuedIngest, ingestQueueWaitMs: config.ingestQueueWaitMs, faults: options.faults, dev: config.dev && loopback });
+  const { app } = createPlaneApp({ database, logger, maxInflightIngest: config.maxInflightIngest, maxQueuedIngest: config.maxQueuedIngest, ingestQueueWaitMs: config.ingestQueueWaitMs, claimReleaseAfterMs: config.claimReleaseAfterMs, faults: options.faults, dev: config.dev && loopback });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
   });
