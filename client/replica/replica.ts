@@ -321,7 +321,7 @@ export class Replica extends EventEmitter {
     const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs });
     this.fault('drain.afterResponse');
     if (res.status !== 200) {
-      const msg = (res.body as { error?: { message?: string } })?.error?.message ?? `HTTP ${res.status}`;
+      const msg = (res.body as { error?: { message?: string } } | null)?.error?.message ?? foreignBody(res.status, res.body);
       throw new HttpFailure(res.status, msg, retryAfter(res.headers['retry-after']));
     }
     const parsed = IngestResponse.safeParse(res.body);
@@ -473,6 +473,12 @@ export class Replica extends EventEmitter {
       details: { executionId, checkpointId, status: res.status, planeCode: error?.code ?? null },
     });
   }
+}
+
+/** An answer that is not the plane's JSON error (a proxy's page): its status and the start of its text, to say who answered. */
+function foreignBody(status: number, body: unknown): string {
+  const text = typeof body === 'string' ? body.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 120) : '';
+  return text ? `HTTP ${status} (not from the plane: "${text}")` : `HTTP ${status}`;
 }
 
 /** What the plane said to a claim. */

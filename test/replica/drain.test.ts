@@ -170,7 +170,7 @@ describe('the outbox drain against a real plane', () => {
     await until(async () => proxy.seen.length >= 3 && (await r.status()).state === 'backoff');
     const s = await r.status();
     expect(s).toMatchObject({ pendingRows: 20, quarantinedCount: 0 });
-    expect(s.lastError).toMatch(/^400/);
+    expect(s.lastError).toMatch(/^400: HTTP 400 \(not from the plane: "400 The plain HTTP request was sent to HTTPS port nginx"\)/);
     expect(s.lastErrorAt).not.toBeNull();
     expect(await store.listQuarantined()).toEqual([]);
     proxy.rule = null;
