@@ -98,3 +98,15 @@ export class ResumeRequired extends WaymarkError {
     this.name = 'ResumeRequired';
   }
 }
+
+/**
+ * The plane is up and refused the claim of a pause (a revoked or wrong key, a
+ * missing scope, the pause not on the plane, a request-level 400): the resume
+ * is refused, since resuming locally would turn off the fleet-wide claim.
+ */
+export class ClaimRefused extends WaymarkError {
+  constructor(message: string, details: { executionId: string; checkpointId: string; status: number; planeCode: string | null }) {
+    super(ErrorCode.CLAIM_REFUSED, message, { details });
+    this.name = 'ClaimRefused';
+  }
+}

@@ -34,6 +34,7 @@ import {
   claimPause,
   CursorError,
   getExecution,
+  releaseClaim,
   listClaimConflicts,
   listExecutions,
   listQuarantine,
@@ -57,6 +58,12 @@ export interface PlaneAppOptions {
   bodyTotalMs?: number;
   /** Inspector without login (honoured only when the plane binds to loopback). */
   dev?: boolean;
+  /**
+   * A claim held (claimed at the plane, the holder's local claim never
+   * reported) for longer than this may be taken over by another writer.
+   * 0: never. Default 1 hour.
+   */
+  claimReleaseAfterMs?: number;
   /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
   faults?: (point: string) => void | Promise<void>;
 }
@@ -73,6 +80,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   const log = o.logger ?? pino({ level: 'silent' });
   const metrics: PlaneMetrics = planeMetrics();
   const faults = o.faults ?? (() => {});
+  const claimReleaseAfterMs = o.claimReleaseAfterMs ?? 3_600_000;
   const gate = new AdmissionGate(o.maxInflightIngest ?? 16, o.maxQueuedIngest ?? 64, o.ingestQueueWaitMs ?? 10_000);
   const bodyDeadline = { idleMs: o.bodyIdleMs ?? 10_000, totalMs: o.bodyTotalMs ?? 120_000 };
 
@@ -231,7 +239,17 @@ export function createPlaneApp(o: PlaneAppOptions) {
             'application/json': {
               schema: z.object({
                 execution: ExecutionView,
-                pause: z.object({ pending: PendingInterrupt, state: z.string(), claimedBy: z.string().nullable(), claimedAt: z.string().nullable() }).nullable(),
+                pause: z
+                  .object({
+                    pending: PendingInterrupt,
+                    state: z.string(),
+                    claimedBy: z.string().nullable(),
+                    claimedAt: z.string().nullable(),
+                    claim: z
+                      .object({ writerId: z.string(), source: z.string(), claimedAt: z.string(), appliedAt: z.string().nullable(), state: z.enum(['held', 'applied']) })
+                      .nullable(),
+                  })
+                  .nullable(),
                 conflicts: z.array(ClaimConflictView),
               }),
             },
@@ -313,8 +331,11 @@ export function createPlaneApp(o: PlaneAppOptions) {
     async (c) => {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
-      const r = await claimPause(db, c.get('principal').projectId, id, body.checkpointId, body.writerId);
+      const r = await claimPause(db, c.get('principal').projectId, id, body.checkpointId, body.writerId, claimReleaseAfterMs);
       await faults('plane.claim.afterCommit');
+      if ('takenFrom' in r && r.takenFrom) {
+        c.get('log').warn({ executionId: id, checkpointId: body.checkpointId, from: r.takenFrom, to: body.writerId }, 'a held claim past its release delay was taken over');
+      }
       if ('notFound' in r) return errorJson(c, 404, 'PAUSE_NOT_FOUND', `pause ${body.checkpointId} of execution '${id}' is not on this plane (sync it first)`);
       if (!r.won) {
         c.header('x-waymark-claimed-by', r.writerId);
@@ -324,6 +345,30 @@ export function createPlaneApp(o: PlaneAppOptions) {
         );
       }
       return c.json({ executionId: id, checkpointId: body.checkpointId, writerId: r.writerId, claimedAt: r.claimedAt }, 200);
+    },
+  );
+
+  app.use('/v1/executions/:id/claim/release', requireScope('ingest'));
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/executions/{id}/claim/release',
+      summary: 'Give back a claim this writer holds but never applied locally (it crashed or gave up before resuming); the pause is open again',
+      security,
+      request: { params: IdParam, body: { content: { 'application/json': { schema: ClaimRequest } } } },
+      responses: {
+        200: { description: 'released, or there was no claim', content: { 'application/json': { schema: z.object({ released: z.boolean() }) } } },
+        409: { description: 'another writer holds it, or its holder already applied it', content: { 'application/json': { schema: ErrorBody } } },
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const r = await releaseClaim(db, c.get('principal').projectId, id, body.checkpointId, body.writerId);
+      if ('heldBy' in r) return errorJson(c, 409, 'ALREADY_CLAIMED', `pause ${body.checkpointId} is held by writer '${r.heldBy}', not '${body.writerId}'`);
+      if ('appliedAt' in r) return errorJson(c, 409, 'CLAIM_APPLIED', `pause ${body.checkpointId} was claimed and resumed by its holder at ${r.appliedAt}; an applied claim is final`);
+      return c.json({ released: r.released }, 200);
     },
   );
 

@@ -18,6 +18,7 @@ const Env = z.object({
   WAYMARK_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
   WAYMARK_METRICS_HOST: z.string().default('127.0.0.1'),
   WAYMARK_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  WAYMARK_CLAIM_RELEASE_AFTER_MS: z.coerce.number().int().nonnegative().default(3_600_000),
   WAYMARK_DEV: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
@@ -41,6 +42,8 @@ export interface PlaneConfig {
   /** Operator metrics listener (Prometheus `/metrics`); absent means not served. Never on the main listener. */
   metricsHost: string;
   metricsPort?: number;
+  /** A claim held but never applied by its holder may be taken over after this long; 0: never. */
+  claimReleaseAfterMs: number;
   /** Inspector without login (only honoured when bound to loopback). */
   dev: boolean;
 }
@@ -66,6 +69,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     headersTimeoutMs: e.WAYMARK_HEADERS_TIMEOUT_MS,
     metricsHost: e.WAYMARK_METRICS_HOST,
     metricsPort: e.WAYMARK_METRICS_PORT,
+    claimReleaseAfterMs: e.WAYMARK_CLAIM_RELEASE_AFTER_MS,
     dev: e.WAYMARK_DEV === '1' || e.WAYMARK_DEV === 'true',
     ...overrides,
   });

@@ -296,18 +296,25 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
       .values(values)
       .onConflictDoUpdate({ target: [pendingInterrupts.projectId, pendingInterrupts.executionId], set: values });
   } else if (e.kind === 'interrupt_claimed') {
+    // the event is the writer's local claim itself: applied from the start, or applying the claim it held
     const won = await tx
       .insert(claims)
-      .values({ projectId, checkpointId: e.checkpointId, executionId: e.executionId, writerId: e.writerId, source: 'ingest', claimedAt: new Date(e.claimedAt) })
+      .values({ projectId, checkpointId: e.checkpointId, executionId: e.executionId, writerId: e.writerId, source: 'ingest', claimedAt: new Date(e.claimedAt), appliedAt: new Date(e.claimedAt) })
       .onConflictDoNothing()
       .returning({ writerId: claims.writerId });
     let winner = e.writerId;
     if (!won.length) {
       const [c] = await tx
-        .select({ writerId: claims.writerId })
+        .select({ writerId: claims.writerId, appliedAt: claims.appliedAt })
         .from(claims)
         .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
       winner = c.writerId;
+      if (winner === e.writerId && !c.appliedAt) {
+        await tx
+          .update(claims)
+          .set({ appliedAt: new Date(e.claimedAt) })
+          .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
+      }
       if (winner !== e.writerId) {
         await tx.insert(claimConflicts).values({
           projectId,

@@ -1,5 +1,5 @@
 /** Read side of the plane: listings, rows, restore, quarantine, writers, claims. Every query is project-scoped. */
-import { and, asc, desc, eq, gt, gte, lt, lte, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
@@ -122,7 +122,19 @@ export async function pauseState(db: PlaneDb, projectId: string, executionId: st
     .select()
     .from(pendingInterrupts)
     .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
-  return p ? { pending: p.row as PendingInterrupt, state: p.state, claimedBy: p.claimedBy, claimedAt: p.claimedAt?.toISOString() ?? null } : null;
+  if (!p) return null;
+  const [c] = await db
+    .select()
+    .from(claims)
+    .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, p.checkpointId)));
+  return {
+    pending: p.row as PendingInterrupt,
+    state: p.state,
+    claimedBy: p.claimedBy,
+    claimedAt: p.claimedAt?.toISOString() ?? null,
+    /** held: claimed at the plane, the holder's local claim not yet reported; applied: reported (final). */
+    claim: c ? { writerId: c.writerId, source: c.source, claimedAt: c.claimedAt.toISOString(), appliedAt: c.appliedAt?.toISOString() ?? null, state: c.appliedAt ? ('applied' as const) : ('held' as const) } : null,
+  };
 }
 
 export async function listIdempotency(db: PlaneDb, projectId: string, executionId: string): Promise<IdempotencyEntry[]> {
@@ -207,9 +219,12 @@ export async function listWriters(db: PlaneDb, projectId: string) {
 /**
  * Claim a pause for one writer. The claims table's primary key makes exactly
  * one writer win across any number of plane processes; a repeat by the
- * winner is answered as a win (idempotent).
+ * winner is answered as a win (idempotent: a holder that crashed between the
+ * plane claim and its local one completes it by resuming again). A claim
+ * still only held (its holder's local claim never reported) and older than
+ * `releaseAfterMs` (0: never) is taken over by the next writer that asks.
  */
-export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
+export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs = 0) {
   return db.transaction(async (tx) => {
     const [known] = await tx
       .select({ id: checkpoints.id })
@@ -221,20 +236,69 @@ export async function claimPause(db: PlaneDb, projectId: string, executionId: st
       .values({ projectId, checkpointId, executionId, writerId, source: 'api' })
       .onConflictDoNothing()
       .returning();
-    if (won.length) {
-      await tx
-        .update(pendingInterrupts)
-        .set({ state: 'claimed', claimedBy: writerId, claimedAt: won[0].claimedAt })
-        .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, checkpointId)));
-      await refreshExecutions(tx, projectId, [executionId]);
-      return { won: true as const, writerId, claimedAt: won[0].claimedAt.toISOString() };
+    const [c] = won.length
+      ? won
+      : await tx
+          .select()
+          .from(claims)
+          .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
+    if (c.executionId !== executionId) return { won: false as const, mismatch: true as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
+    let takenFrom: string | null = null;
+    if (!won.length && c.writerId !== writerId) {
+      const taken = releaseAfterMs > 0 ? await takeOverStale(tx, projectId, checkpointId, writerId, releaseAfterMs) : null;
+      if (!taken) return { won: false as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
+      takenFrom = c.writerId;
+      won.push(taken);
     }
+    if (!won.length) return { won: true as const, writerId, claimedAt: c.claimedAt.toISOString(), takenFrom };
+    await tx
+      .update(pendingInterrupts)
+      .set({ state: 'claimed', claimedBy: writerId, claimedAt: won[0].claimedAt })
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, checkpointId)));
+    await refreshExecutions(tx, projectId, [executionId]);
+    return { won: true as const, writerId, claimedAt: won[0].claimedAt.toISOString(), takenFrom };
+  });
+}
+
+type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
+
+/** Move a held (never applied) claim older than `releaseAfterMs` to `writerId`; null when it is not stale. */
+async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, writerId: string, releaseAfterMs: number) {
+  const [taken] = await tx
+    .update(claims)
+    .set({ writerId, source: 'api', claimedAt: sql`now()` })
+    .where(
+      and(
+        eq(claims.projectId, projectId),
+        eq(claims.checkpointId, checkpointId),
+        isNull(claims.appliedAt),
+        lt(claims.claimedAt, sql`now() - make_interval(secs => ${releaseAfterMs / 1000})`),
+      ),
+    )
+    .returning();
+  return taken ?? null;
+}
+
+/**
+ * Give back a held claim: only its holder may, and only while its local claim
+ * was never reported (an applied claim is final). The pause is open again.
+ */
+export async function releaseClaim(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
+  return db.transaction(async (tx) => {
     const [c] = await tx
       .select()
       .from(claims)
-      .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
-    if (c.executionId !== executionId) return { won: false as const, mismatch: true as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
-    return { won: c.writerId === writerId, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
+      .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId), eq(claims.executionId, executionId)));
+    if (!c) return { released: false as const };
+    if (c.writerId !== writerId) return { released: false as const, heldBy: c.writerId };
+    if (c.appliedAt) return { released: false as const, appliedAt: c.appliedAt.toISOString() };
+    await tx.delete(claims).where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
+    await tx
+      .update(pendingInterrupts)
+      .set({ state: 'open', claimedBy: null, claimedAt: null })
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, checkpointId)));
+    await refreshExecutions(tx, projectId, [executionId]);
+    return { released: true as const };
   });
 }
 

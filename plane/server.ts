@@ -66,6 +66,7 @@ export async function startPlane(
     ingestQueueWaitMs: config.ingestQueueWaitMs,
     bodyIdleMs: config.bodyIdleMs,
     bodyTotalMs: config.bodyTotalMs,
+    claimReleaseAfterMs: config.claimReleaseAfterMs,
     faults: options.faults,
     dev: config.dev && loopback,
   });

@@ -28,6 +28,7 @@ export const ErrorCode = {
   NOT_ON_PLANE: 'NOT_ON_PLANE',
   PLANE_ERROR: 'PLANE_ERROR',
   STORE_FAILED: 'STORE_FAILED',
+  CLAIM_REFUSED: 'CLAIM_REFUSED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -27,16 +27,43 @@ export function progress(label: string, write: (s: string) => void = (s) => proc
   };
 }
 
+/** An ISO time as local wall-clock time with its UTC offset ("2026-03-01 14:05:09 +01:00"). */
+export function localTime(iso: string): string {
+  const d = new Date(iso);
+  const p = (n: number) => String(n).padStart(2, '0');
+  const off = -d.getTimezoneOffset();
+  const sign = off >= 0 ? '+' : '-';
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())} ${sign}${p(Math.floor(Math.abs(off) / 60))}:${p(Math.abs(off) % 60)}`;
+}
+
+interface DrainNote {
+  state: string;
+  lastError: string | null;
+  lastErrorAt?: string | null;
+  lastSuccessAt?: string | null;
+  lastAckAt: string | null;
+  at: string;
+}
+
+/** The last error, said as current only when no successful round came after it. */
+export function describeLastError(d: DrainNote | null): string {
+  if (!d?.lastError) return 'none';
+  const when = d.lastErrorAt ? ` at ${localTime(d.lastErrorAt)}` : '';
+  const cleared = d.lastSuccessAt && (!d.lastErrorAt || d.lastSuccessAt >= d.lastErrorAt);
+  return cleared ? `none since the last success (earlier: ${d.lastError}${when})` : `${d.lastError}${when}`;
+}
+
 export async function syncStatus(store: Checkpointer, out: Out): Promise<void> {
   const s = await store.outboxStats();
   const note = await store.getMeta('drain');
-  const d = note ? (JSON.parse(note) as { state: string; lastError: string | null; lastAckAt: string | null; at: string }) : null;
+  const d = note ? (JSON.parse(note) as DrainNote) : null;
   out(`writer:        ${store.writerId}`);
   out(`backlog:       ${s.pendingCount} rows, ${s.pendingBytes} bytes${s.oldestPendingAgeMs !== null ? `, oldest waiting ${Math.round(s.oldestPendingAgeMs / 1000)} s` : ''}`);
   out(`quarantined:   ${s.quarantinedCount}${s.lastQuarantineReason ? ` (last: ${s.lastQuarantineReason})` : ''}`);
-  out(`last drain:    ${d ? `${d.state} at ${d.at}` : 'never connected'}`);
-  out(`last ack:      ${d?.lastAckAt ?? 'none'}`);
-  out(`last error:    ${d?.lastError ?? 'none'}`);
+  out(`last drain:    ${d ? `${d.state} at ${localTime(d.at)}` : 'never connected'}`);
+  out(`last success:  ${d?.lastSuccessAt ? `${localTime(d.lastSuccessAt)} (outbox emptied)` : 'none'}`);
+  out(`last ack:      ${d?.lastAckAt ? localTime(d.lastAckAt) : 'none'}`);
+  out(`last error:    ${describeLastError(d)}`);
 }
 
 export async function syncNow(store: Checkpointer, o: { url: string; apiKey: string; timeoutMs: number }, out: Out, bar = progress('sync')): Promise<boolean> {
@@ -49,7 +76,7 @@ export async function syncNow(store: Checkpointer, o: { url: string; apiKey: str
     const s = await replica.flush({ timeoutMs: o.timeoutMs });
     bar.update(start - Math.min(start, s.pendingRows), start);
     bar.done();
-    out(`synced ${s.rowsSynced} rows; ${s.pendingRows} waiting; ${s.quarantinedCount} quarantined; state ${s.state}${s.lastError ? `; last error: ${s.lastError}` : ''}`);
+    out(`synced ${s.rowsSynced} rows; ${s.pendingRows} waiting; ${s.quarantinedCount} quarantined; state ${s.state}${s.lastError ? `; last error: ${describeLastError({ ...s, at: '' })}` : ''}`);
     return s.pendingRows === 0;
   } finally {
     await replica.stop();

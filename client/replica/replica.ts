@@ -4,17 +4,26 @@
  * States
  *   idle        nothing in flight; a write (debounced), the poll timer or flush() starts a round
  *   draining    a round is sending batches, oldest first, until the outbox is empty
- *   backoff     the last round failed (5xx, 429, timeout, reset); a timer retries on its own
- *               (429/503: at least Retry-After; otherwise exponential backoff with full jitter)
+ *   backoff     the last round failed (5xx, 429, timeout, reset, or a request-level refusal
+ *               such as 400 or 404); a timer retries on its own (429/503: at least
+ *               Retry-After; otherwise exponential backoff with full jitter); flush() ends it
  *   auth_failed the plane refused the key (401/403); nothing is quarantined; setApiKey() resumes
  *   stopped     stop() was called; timers cleared, sockets closed
  *
- * Per-row answers are applied in one local transaction: accepted and
- * duplicate rows are synced; rejected rows are quarantined with the plane's
- * reason. 413 halves the batch (a single row still too large is quarantined);
- * 400 bisects down to the single rows the plane refuses. A kick that arrives
- * while a round is in flight starts another round after it, so the last row of
- * a run is never left behind. Rows wait with no age or count bound.
+ * Only the plane's per-row answers (inside a 200) quarantine anything: they
+ * are applied in one local transaction, accepted and duplicate rows synced,
+ * rejected rows quarantined with the plane's reason. The plane never refuses
+ * one row with a 4xx: a 400 is about the request (protocol, envelope, a proxy
+ * speaking another protocol), so it fails the batch and the rows wait. 413
+ * halves the batch (a single row still too large is quarantined). A kick that
+ * arrives while a round is in flight starts another round after it, so the
+ * last row of a run is never left behind. Rows wait with no age or count bound.
+ *
+ * Every outcome carries its time: `lastErrorAt`, and `lastSuccessAt` when a
+ * round ends with the outbox empty; an error older than the last success is
+ * history, not the current state. Listeners are isolated: one that throws is
+ * reported as `listener_error` and never stops the drain (the retry timer is
+ * armed before `state` is emitted).
  */
 import { EventEmitter } from 'node:events';
 import type { Dispatcher } from 'undici';
@@ -23,7 +32,8 @@ import { IngestResponse, PROTOCOL_VERSION } from '../../shared/protocol.js';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Checkpointer, OutboxEntry, OutboxStats } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
-import { PlaneHttp, retryAfter } from './http.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { PlaneHttp, retryAfter, type PlaneResponse } from './http.js';
 
 export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
 
@@ -55,9 +65,21 @@ export interface ReplicaStatus {
   lastQuarantineReason: string | null;
   lastAckAt: string | null;
   lastError: string | null;
+  /** When `lastError` happened. */
+  lastErrorAt: string | null;
+  /** When a round last ended with the outbox empty; an error before it is no longer current. */
+  lastSuccessAt: string | null;
   consecutiveFailures: number;
   nextAttemptAt: string | null;
   rowsSynced: number;
+}
+
+/** What one flush() did, with the status at its end. */
+export interface FlushResult extends ReplicaStatus {
+  /** Rows the plane accepted during this flush. */
+  sent: number;
+  /** Rounds that ended during this flush. */
+  rounds: number;
 }
 
 class HttpFailure extends Error {
@@ -84,6 +106,8 @@ export class Replica extends EventEmitter {
   private nextAttemptAt: number | null = null;
   private failures = 0;
   private lastError: string | null = null;
+  private lastErrorAt: string | null = null;
+  private lastSuccessAt: string | null = null;
   private lastAckAt: string | null = null;
   private rowsSynced = 0;
   private maxRows: number;
@@ -130,11 +154,39 @@ export class Replica extends EventEmitter {
     try {
       await this.store.setMeta(
         'drain',
-        JSON.stringify({ state: this.state, lastError: this.lastError, lastAckAt: this.lastAckAt, at: new Date().toISOString() }),
+        JSON.stringify({
+          state: this.state,
+          lastError: this.lastError,
+          lastErrorAt: this.lastErrorAt,
+          lastSuccessAt: this.lastSuccessAt,
+          lastAckAt: this.lastAckAt,
+          at: new Date().toISOString(),
+        }),
       );
     } catch {
       // the note is informational; the store may be closing
     }
+  }
+
+  /**
+   * Listeners are isolated: each runs in turn and one that throws is reported
+   * as `listener_error` ({ event, error }) instead of unwinding into the drain.
+   */
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    const listeners = this.rawListeners(event) as ((...a: unknown[]) => unknown)[];
+    for (const listener of listeners) {
+      try {
+        listener.apply(this, args);
+      } catch (error) {
+        if (event !== 'listener_error') this.emit('listener_error', { event, error });
+      }
+    }
+    return listeners.length > 0;
+  }
+
+  private fail(message: string): void {
+    this.lastError = message;
+    this.lastErrorAt = new Date().toISOString();
   }
 
   /** Ask for a round soon (debounced). Safe to call any time. */
@@ -161,6 +213,7 @@ export class Replica extends EventEmitter {
         if (this.state === 'stopped') return;
         if (outcome.kind === 'done') {
           this.failures = 0;
+          this.lastSuccessAt = new Date().toISOString();
           this.setState('idle');
           this.emit('drained');
           if (this.kicked) this.kick(0);
@@ -177,21 +230,29 @@ export class Replica extends EventEmitter {
       .catch((e: unknown) => {
         // a local store failure: report it and retry on the backoff schedule
         this.round = null;
-        this.lastError = `local store: ${(e as Error).message}`;
+        this.fail(`local store: ${(e as Error).message}`);
         this.failures++;
         this.scheduleRetry(Math.min(this.o.backoffCapMs, this.o.backoffBaseMs * 2 ** Math.min(this.failures, 20)));
       });
   }
 
-  /** Enter backoff and start the next round on its own after `wait` ms. */
+  /** Enter backoff and start the next round on its own after `wait` ms (armed before anyone is told). */
   private scheduleRetry(wait: number): void {
     this.nextAttemptAt = Date.now() + wait;
-    this.setState('backoff');
     this.timer = setTimeout(() => {
       this.timer = null;
       this.startRound();
     }, wait);
     this.timer.unref();
+    this.setState('backoff');
+  }
+
+  /** Start a round now unless one is in flight: ends a backoff or a debounce. */
+  private startNow(): void {
+    if (this.round || this.state === 'stopped' || this.state === 'auth_failed') return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.startRound();
   }
 
   private async drain(): Promise<{ kind: 'done' } | { kind: 'auth' } | { kind: 'retry'; retryAfterMs: number | null }> {
@@ -207,14 +268,14 @@ export class Replica extends EventEmitter {
       const sendable = batch.filter((e) => e.event);
       if (!sendable.length) continue;
       try {
-        await this.sendBisecting(sendable);
+        await this.send(sendable);
         this.maxRows = Math.min(this.o.batchRows, this.maxRows * 2);
       } catch (e) {
         if (!(e instanceof HttpFailure)) {
-          this.lastError = `network: ${(e as Error).message}`;
+          this.fail(`network: ${(e as Error).message}`);
           return { kind: 'retry', retryAfterMs: null };
         }
-        this.lastError = `${e.status}: ${e.message}`;
+        this.fail(`${e.status}: ${e.message}`);
         if (e.status === 401 || e.status === 403) return { kind: 'auth' };
         if (e.status === 413) {
           if (sendable.length > 1) {
@@ -226,23 +287,6 @@ export class Replica extends EventEmitter {
         }
         return { kind: 'retry', retryAfterMs: e.retryAfterMs };
       }
-    }
-  }
-
-  /** Send a batch; on 400, split it until the single refused rows are found and quarantined. */
-  private async sendBisecting(entries: OutboxEntry[]): Promise<void> {
-    try {
-      await this.send(entries);
-    } catch (e) {
-      if (!(e instanceof HttpFailure) || e.status !== 400) throw e;
-      if (entries.length === 1) {
-        await this.store.applyResults({ quarantined: { [entries[0].id]: `plane: 400 ${e.message}` } });
-        this.emit('quarantined', { ids: [entries[0].id], reason: e.message });
-        return;
-      }
-      const mid = Math.ceil(entries.length / 2);
-      await this.sendBisecting(entries.slice(0, mid));
-      await this.sendBisecting(entries.slice(mid));
     }
   }
 
@@ -277,7 +321,7 @@ export class Replica extends EventEmitter {
     const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs });
     this.fault('drain.afterResponse');
     if (res.status !== 200) {
-      const msg = (res.body as { error?: { message?: string } })?.error?.message ?? `HTTP ${res.status}`;
+      const msg = (res.body as { error?: { message?: string } } | null)?.error?.message ?? foreignBody(res.status, res.body);
       throw new HttpFailure(res.status, msg, retryAfter(res.headers['retry-after']));
     }
     const parsed = IngestResponse.safeParse(res.body);
@@ -322,6 +366,8 @@ export class Replica extends EventEmitter {
       lastQuarantineReason: s.lastQuarantineReason,
       lastAckAt: this.lastAckAt,
       lastError: this.lastError,
+      lastErrorAt: this.lastErrorAt,
+      lastSuccessAt: this.lastSuccessAt,
       consecutiveFailures: this.failures,
       nextAttemptAt: this.nextAttemptAt ? new Date(this.nextAttemptAt).toISOString() : null,
       rowsSynced: this.rowsSynced,
@@ -329,33 +375,42 @@ export class Replica extends EventEmitter {
   }
 
   /**
-   * Drain now and wait until nothing is pending, or the timeout passes.
-   * Resolves with the status either way (check `pendingRows`).
+   * Drain now and wait until nothing is pending, or the timeout passes. Tries
+   * at once whatever the state (a backoff ends; a round in flight is awaited),
+   * except `auth_failed` and `stopped`, which return at once. After a failed
+   * attempt it follows the backoff schedule until the deadline. Resolves with
+   * what it did (`sent`, `rounds`) and the status either way (check `pendingRows`).
    */
-  async flush(options: { timeoutMs?: number } = {}): Promise<ReplicaStatus> {
+  async flush(options: { timeoutMs?: number } = {}): Promise<FlushResult> {
     const deadline = Date.now() + (options.timeoutMs ?? 10_000);
-    for (;;) {
-      if (this.state === 'stopped' || this.state === 'auth_failed') return this.status();
-      const s = await this.store.outboxStats();
-      if (s.pendingCount === 0 && !this.round) return this.status();
-      if (Date.now() >= deadline) return this.status();
-      if (this.state === 'idle' && !this.round) {
-        if (this.timer) clearTimeout(this.timer);
-        this.timer = null;
-        this.startRound();
+    const syncedBefore = this.rowsSynced;
+    let rounds = 0;
+    const counted = () => rounds++;
+    this.on('round', counted);
+    try {
+      this.startNow();
+      for (;;) {
+        if (this.state === 'stopped' || this.state === 'auth_failed') break;
+        const s = await this.store.outboxStats();
+        if (s.pendingCount === 0 && !this.round) break;
+        if (Date.now() >= deadline) break;
+        if (this.state === 'idle') this.startNow();
+        await new Promise<void>((resolve) => {
+          // not unref'd: the caller is awaiting this, so it must keep the process alive
+          const t = setTimeout(done, Math.max(1, Math.min(100, deadline - Date.now())));
+          const self = this;
+          function done() {
+            clearTimeout(t);
+            self.off('round', done);
+            resolve();
+          }
+          this.once('round', done);
+        });
       }
-      await new Promise<void>((resolve) => {
-        // not unref'd: the caller is awaiting this, so it must keep the process alive
-        const t = setTimeout(done, Math.max(1, Math.min(100, deadline - Date.now())));
-        const self = this;
-        function done() {
-          clearTimeout(t);
-          self.off('round', done);
-          resolve();
-        }
-        this.once('round', done);
-      });
+    } finally {
+      this.off('round', counted);
     }
+    return { ...(await this.status()), sent: this.rowsSynced - syncedBefore, rounds };
   }
 
   /** Stop: no more rounds; waits for the one in flight; closes sockets. Idempotent. */
@@ -377,24 +432,63 @@ export class Replica extends EventEmitter {
     return { retryTimer: this.timer !== null, pollTimer: this.pollTimer !== null, roundInFlight: this.round !== null, socketsOpen: !this.http.closed };
   }
 
-  /** Claim a pause at the plane (see connectPlane's claim guard). */
-  async claimAtPlane(executionId: string, checkpointId: string): Promise<{ won: boolean; writerId?: string; offline?: string }> {
+  /**
+   * Claim a pause at the plane (see connectPlane's claim guard). Only a
+   * network error, a timeout or 502/503/504 (a proxy with no plane behind it)
+   * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
+   * up and said no (a revoked key, a missing scope, the pause not there).
+   */
+  async claimAtPlane(executionId: string, checkpointId: string): Promise<PlaneClaim> {
+    let res: PlaneResponse;
     try {
-      const res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
+      res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
         apiKey: this.apiKey,
         json: { checkpointId, writerId: this.writerId },
         timeoutMs: this.o.timeoutMs,
       });
-      if (res.status === 200) return { won: true };
-      if (res.status === 409) {
-        const d = (res.body as { error?: { details?: { writerId?: string } } })?.error?.details;
-        return { won: false, writerId: d?.writerId ?? 'another writer' };
-      }
-      return { won: true, offline: `plane answered ${res.status}` };
     } catch (e) {
-      return { won: true, offline: (e as Error).message };
+      return { outcome: 'offline', reason: (e as Error).message };
     }
+    if (res.status === 200) return { outcome: 'won' };
+    const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string } } } | null)?.error;
+    if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer' };
+    if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
+    return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}` };
+  }
+
+  /**
+   * Give back a plane claim this writer holds but never applied locally (it
+   * crashed or gave up between the plane claim and the local one), so another
+   * writer may claim the pause. True when a claim was released.
+   */
+  async releaseClaim(executionId: string, checkpointId: string): Promise<boolean> {
+    const res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim/release`, {
+      apiKey: this.apiKey,
+      json: { checkpointId, writerId: this.writerId },
+      timeoutMs: this.o.timeoutMs,
+    });
+    if (res.status === 200) return (res.body as { released: boolean }).released;
+    const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+    throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused to release the claim of pause ${checkpointId}: ${res.status} ${error?.message ?? ''}`.trim(), {
+      details: { executionId, checkpointId, status: res.status, planeCode: error?.code ?? null },
+    });
   }
 }
+
+/** An answer that is not the plane's JSON error (a proxy's page): its status and the start of its text, to say who answered. */
+function foreignBody(status: number, body: unknown): string {
+  const text = typeof body === 'string' ? body.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 120) : '';
+  return text ? `HTTP ${status} (not from the plane: "${text}")` : `HTTP ${status}`;
+}
+
+/** What the plane said to a claim. */
+export type PlaneClaim =
+  | { outcome: 'won' }
+  | { outcome: 'lost'; writerId: string }
+  | { outcome: 'offline'; reason: string }
+  | { outcome: 'refused'; status: number; code: string | null; message: string };
+
+/** Answers that mean "no plane behind this address right now", not a refusal by the plane. */
+const OFFLINE_STATUSES = new Set([502, 503, 504]);
 
 export const newWriterId = () => `writer-${uuidv7()}`;

@@ -138,7 +138,14 @@ export const pendingInterrupts = pgTable(
   (t) => [primaryKey({ columns: [t.projectId, t.executionId] })],
 );
 
-/** One row per claimed pause: the primary key makes exactly one writer win. */
+/**
+ * One row per claimed pause: the primary key makes exactly one writer win.
+ * A claim is `held` until the holder's own `interrupt_claimed` event arrives
+ * (its local claim applied), then `applied`. A held claim can be released by
+ * its holder, or taken over by another writer once it is older than the
+ * plane's claim release delay: a holder that crashed between the two claims
+ * does not keep the pause forever.
+ */
 export const claims = pgTable(
   'claims',
   {
@@ -149,6 +156,8 @@ export const claims = pgTable(
     /** api (claimed before resuming) | ingest (claimed offline, reported later) */
     source: text().notNull(),
     claimedAt: now(),
+    /** When the holder's local claim was reported (its interrupt_claimed event); null while only held. */
+    appliedAt: timestamp({ withTimezone: true, mode: 'date' }),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.checkpointId] })],
 );

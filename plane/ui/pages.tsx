@@ -152,7 +152,13 @@ export interface RunPageProps {
   rows: Checkpoint[];
   next: string | null;
   pageQuery: (cursor: string | null) => string;
-  pause: { pending: PendingInterrupt; state: string; claimedBy: string | null; claimedAt: string | null } | null;
+  pause: {
+    pending: PendingInterrupt;
+    state: string;
+    claimedBy: string | null;
+    claimedAt: string | null;
+    claim: { state: 'held' | 'applied'; claimedAt: string } | null;
+  } | null;
   idempotency: IdempotencyEntry[];
   conflicts: { checkpointId: string; winnerWriterId: string; loserWriterId: string; source: string; at: string }[];
   quarantined: { id: number; code: string; reason: string; writerId: string; receivedAt: string; rowId: string | null }[];
@@ -183,6 +189,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
               <>
                 {' '}
                 · claimed by <span class="mono">{p.pause.claimedBy}</span>
+                {p.pause.claim?.state === 'held' && <> (held since {ago(p.pause.claim.claimedAt)}: its holder has not reported resuming yet)</>}
               </>
             )}
           </p>

@@ -2,14 +2,16 @@
  * The kill campaign. Each trial runs a client workload (pauses, approvals,
  * idempotent charges counted in a ledger file the runs cannot roll back, a
  * fork, a connected drain) in a real process, SIGKILLs the client or the
- * plane at a named commit-boundary fault point, restarts what died, recovers
- * every run, drains to zero, and checks the invariants.
+ * plane at a named commit-boundary fault point (or puts a proxy answering
+ * request-level 400s in the way), restarts what died, recovers every run,
+ * drains to zero, and checks the invariants.
  */
 import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger } from '../../examples/agents/refund.js';
 import { forkTs, nextMessage, runTs } from '../helpers/child.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
 
 const PLANE = fileURLToPath(new URL('../plane/plane-child.ts', import.meta.url));
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
@@ -27,7 +29,16 @@ export const CLIENT_POINTS: [string, number][] = [
   ['drain.afterFetch', 3],
   ['drain.afterResponse', 3],
   ['drain.afterApply', 3],
+  ['claim.afterPlaneClaim', 2],
 ];
+/**
+ * Shapes without a kill: the worker's path to the plane answers every request
+ * with a request-level 400 (nginx's "plain HTTP request was sent to HTTPS
+ * port") while it works, then heals. Claims are refused (CLAIM_REFUSED),
+ * nothing is quarantined, recovery through the healed path finishes every run.
+ */
+export const PROXY_POINTS: [string, number][] = [['proxy.requestLevel400', 1]];
+const NGINX_400 = '<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body><center>nginx</center></body></html>';
 export const PLANE_POINTS: [string, number][] = [
   ['plane.ingest.afterCommit', 3],
   ['plane.claim.afterCommit', 2],
@@ -103,9 +114,11 @@ export class PlaneProcess {
   }
 }
 
+export type Target = 'client' | 'plane' | 'proxy';
+
 export interface TrialResult {
   trial: string;
-  target: 'client' | 'plane';
+  target: Target;
   point: string;
   hits: number;
   killed: boolean;
@@ -125,7 +138,7 @@ async function planeRows(url: string, key: string, executionId: string): Promise
   return ids;
 }
 
-export async function runTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; target: 'client' | 'plane'; point: string; hits: number }): Promise<TrialResult> {
+export async function runTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; target: Target; point: string; hits: number }): Promise<TrialResult> {
   const db = `${o.dir}/${o.trial}.db`;
   const ledger = new Ledger(`${o.dir}/${o.trial}.ledger`);
   const violations: string[] = [];
@@ -134,7 +147,9 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
     await o.plane.stop();
     await o.plane.start(`${o.point}:${o.hits}`);
   }
-  const args = (mode: string) => [mode, db, o.plane.url, o.key, o.trial, ledger.path];
+  const proxy = o.target === 'proxy' ? await new FaultProxy(o.plane.url).start() : null;
+  if (proxy) proxy.rule = () => ({ status: 400, html: NGINX_400 });
+  const args = (mode: string) => [mode, db, proxy?.url ?? o.plane.url, o.key, o.trial, ledger.path];
   // restart the plane as soon as it dies, so the worker's drain can finish
   let watching = true;
   const watcher = (async () => {
@@ -148,11 +163,17 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
   })();
   const work = await runTs(WORKER, args('work'), o.target === 'client' ? { WAYMARK_FAULT: `${o.point}:${o.hits}` } : {});
   if (work.signal === 'SIGKILL') killed = true;
-  else if (work.code !== 0) violations.push(`worker failed: ${work.stderr.slice(-400)}`);
+  else if (proxy) {
+    // the first resume asks the plane for the claim and is refused: nothing may run without it
+    killed = proxy.seen.length > 0;
+    if (work.code === 0 || !work.stderr.includes('CLAIM_REFUSED')) violations.push(`worker behind a 400 proxy was not refused its claim (code ${work.code}): ${work.stderr.slice(-400)}`);
+  } else if (work.code !== 0) violations.push(`worker failed: ${work.stderr.slice(-400)}`);
   watching = false;
   await watcher;
   if (!o.plane.alive()) await o.plane.start();
+  if (proxy) proxy.rule = null;
   const rec = await runTs(WORKER, args('recover'));
+  await proxy?.close();
   if (rec.code !== 0) violations.push(`recovery failed: ${rec.stderr.slice(-400)}`);
 
   const store = new SqliteCheckpointer({ path: db });
@@ -203,7 +224,11 @@ export async function runCampaign(o: { trials: number; seed: number; dir: string
   const key = await plane.key();
   const summary: CampaignSummary = { seed: o.seed, trials: 0, kills: {}, violations: [] };
   try {
-    const all = [...CLIENT_POINTS.map((p) => ['client', ...p] as const), ...PLANE_POINTS.map((p) => ['plane', ...p] as const)];
+    const all = [
+      ...CLIENT_POINTS.map((p) => ['client', ...p] as const),
+      ...PLANE_POINTS.map((p) => ['plane', ...p] as const),
+      ...PROXY_POINTS.map((p) => ['proxy', ...p] as const),
+    ];
     for (let i = 0; i < o.trials; i++) {
       // cycle through every point, hit counts drawn from the seed
       const [target, point, maxHits] = all[i % all.length];

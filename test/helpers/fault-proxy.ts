@@ -13,7 +13,7 @@ export type Fault =
   | 'drop-after-commit'
   | 'truncate'
   | 'trickle'
-  | { status: number; retryAfter?: string; message?: string };
+  | { status: number; retryAfter?: string; message?: string; html?: string };
 
 export interface SeenRequest {
   path: string;
@@ -61,6 +61,12 @@ export class FaultProxy {
       return;
     }
     if (fault === 'hang') return;
+    if (typeof fault === 'object' && fault.html !== undefined) {
+      // what a proxy in front of the plane answers itself (nginx, a load balancer): HTML, not the plane's JSON
+      res.writeHead(fault.status, { 'content-type': 'text/html' });
+      res.end(fault.html);
+      return;
+    }
     if (typeof fault === 'object') {
       res.writeHead(fault.status, {
         'content-type': 'application/json',

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../client/cli/main.js';
-import { progress } from '../../client/cli/sync-commands.js';
+import { localTime, progress } from '../../client/cli/sync-commands.js';
+import { connectPlane } from '../../client/replica/connect.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { pause, step } from '../helpers/rows.js';
@@ -61,6 +63,41 @@ describe('waymark sync / restore / quarantine', () => {
     await s2.markQuarantined({ [e.id]: 'plane: conflict: test' });
     await s2.close();
     expect((await cli(['quarantine', '--db', db])).text).toMatch(new RegExp(`${e.id}\\s+checkpoint\\s+cli-q\\s+\\S+\\s+plane: conflict: test`));
+  });
+
+  it('regression: sync status showed a cleared error as current, with no time', async () => {
+    const db = tmp.file('stale-error.db');
+    const store = new SqliteCheckpointer({ path: db });
+    for (let i = 0; i < 3; i++) await store.put(step('stale-error', i));
+    const proxy = await new FaultProxy(plane.url).start();
+    proxy.queue = ['reset'];
+    const r = connectPlane(store, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 5, backoffBaseMs: 20, backoffCapMs: 200, timeoutMs: 2000 });
+    await new Promise<void>((res) => r.once('round', () => res()));
+    // the drain's note is written as its state changes, without blocking the drain: wait for it to land
+    let during = await cli(['sync', 'status', '--db', db]);
+    for (let i = 0; i < 100 && !/last error:\s+network/.test(during.text); i++) {
+      await new Promise((res) => setTimeout(res, 50));
+      during = await cli(['sync', 'status', '--db', db]);
+    }
+    expect(during.text).toMatch(/last error:\s+network: .* at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d$/m);
+    expect(during.text).toMatch(/last success:\s+none/);
+    const s = await r.flush({ timeoutMs: 10_000 });
+    expect(s.pendingRows).toBe(0);
+    await r.stop();
+    await proxy.close();
+    await store.close();
+    const after = await cli(['sync', 'status', '--db', db]);
+    expect(after.text).toMatch(/backlog:\s+0 rows/);
+    expect(after.text).toContain(`last success:  ${localTime(s.lastSuccessAt!)} (outbox emptied)`);
+    expect(after.text).toMatch(/last error:\s+none since the last success \(earlier: network: .* at \d{4}-/);
+  });
+
+  it('local times carry their offset', () => {
+    const iso = '2026-03-01T12:00:00.000Z';
+    const shown = localTime(iso);
+    expect(shown).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d$/);
+    const [d, t, off] = shown.split(' ');
+    expect(Date.parse(`${d}T${t}${off}`)).toBe(Date.parse(iso));
   });
 
   it('draws a progress bar on a terminal and plain lines elsewhere', () => {

@@ -2,7 +2,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { connectPlane, type Replica } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { FaultProxy, type Fault } from '../helpers/fault-proxy.js';
-import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import pino from 'pino';
+import { createKey, startPlane } from '../../plane/index.js';
+import { loadConfig } from '../../plane/config.js';
+import { call, openTestPlaneDatabase, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { step } from '../helpers/rows.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -159,16 +162,62 @@ describe('the outbox drain against a real plane', () => {
     expect((await store.listQuarantined()).map((q) => q.id)).toEqual([big]);
   });
 
-  it('400 bisects the batch and quarantines only the refused rows', async () => {
-    const ids = await write(32);
-    const poison = new Set([ids[3], ids[20]]);
-    proxy.rule = ({ path, ids: sent }) => (path === '/v1/ingest' && sent.some((i) => poison.has(i)) ? { status: 400, message: 'refused by test' } : undefined);
+  it('regression: a request-level 400 (a proxy speaking another protocol) quarantined the whole outbox', async () => {
+    const ids = await write(20);
+    const nginx = '<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body>nginx</body></html>';
+    proxy.rule = ({ path }) => (path === '/v1/ingest' ? { status: 400, html: nginx } : undefined);
     const r = connect();
+    await until(async () => proxy.seen.length >= 3 && (await r.status()).state === 'backoff');
+    const s = await r.status();
+    expect(s).toMatchObject({ pendingRows: 20, quarantinedCount: 0 });
+    expect(s.lastError).toMatch(/^400: HTTP 400 \(not from the plane: "400 The plain HTTP request was sent to HTTPS port nginx"\)/);
+    expect(s.lastErrorAt).not.toBeNull();
+    expect(await store.listQuarantined()).toEqual([]);
+    proxy.rule = null;
+    const healed = await r.flush({ timeoutMs: 10_000 });
+    expect(healed).toMatchObject({ pendingRows: 0, quarantinedCount: 0, sent: 20 });
+    expect(healed.lastSuccessAt! >= healed.lastErrorAt!).toBe(true);
+    expect(await planeRowIds(exec)).toEqual(ids);
+  });
+
+  it("per-row refusals in a 200 are what is quarantined, with the plane's reason", async () => {
+    const ids = await write(4);
+    const victim = (await store.fetchUnsynced({ limit: 10, maxBytes: 1e12 })).find((e) => e.id === ids[2])!;
+    const forged = structuredClone(victim.event!) as { row: { nodeId: string } };
+    forged.row.nodeId = 'forged';
+    expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'forger', rows: [forged] } })).body.accepted).toBe(1);
+    const s = await connect().flush({ timeoutMs: 10_000 });
+    expect(s).toMatchObject({ pendingRows: 0, quarantinedCount: 1 });
+    expect((await store.listQuarantined()).map((q) => q.id)).toEqual([ids[2]]);
+    expect(s.lastQuarantineReason).toMatch(/plane: conflict/);
+  });
+
+  it('regression: a state listener that throws stopped the drain for good', async () => {
+    const ids = await write(5);
+    proxy.queue = [{ status: 500 }, 'reset'];
+    const r = connect();
+    const isolated: string[] = [];
+    r.on('listener_error', ({ event }: { event: string }) => isolated.push(event));
+    r.on('state', (state: string) => {
+      throw new Error(`listener broke on ${state}`);
+    });
+    // no flush(): the drain's own retry timer must carry the rows through
+    await until(async () => (await store.outboxStats()).pendingCount === 0);
+    expect(await planeRowIds(exec)).toEqual(ids);
+    expect(isolated).toContain('state');
+    expect((await r.status()).state).toBe('idle');
+  });
+
+  it('errors carry their time; a successful round records lastSuccessAt after them', async () => {
+    await write(3);
+    proxy.queue = ['reset'];
+    const r = connect();
+    await until(() => proxy.seen.length >= 1);
     const s = await r.flush({ timeoutMs: 10_000 });
-    expect(s).toMatchObject({ pendingRows: 0, quarantinedCount: 2 });
-    expect((await store.listQuarantined()).map((q) => q.id).sort()).toEqual([...poison].sort());
-    expect((await store.listQuarantined())[0].reason).toMatch(/400 refused by test/);
-    expect(await planeRowIds(exec)).toEqual(ids.filter((i) => !poison.has(i)));
+    expect(s.pendingRows).toBe(0);
+    expect(s.lastError).toMatch(/network/);
+    expect(Date.parse(s.lastErrorAt!)).toBeGreaterThan(0);
+    expect(Date.parse(s.lastSuccessAt!)).toBeGreaterThanOrEqual(Date.parse(s.lastErrorAt!));
   });
 
   it('a poison row among 10,000: 9,999 synced, 1 quarantined with the plane reason, the drain never stalls', async () => {
@@ -200,6 +249,61 @@ describe('the outbox drain against a real plane', () => {
     // the plane side sees every connection from this replica closed
     await until(() => proxy.sockets.size === 0, 5000);
     expect((await r.status()).state).toBe('stopped');
+  });
+});
+
+describe('regression: flush() during a backoff did not send though the plane was back', () => {
+  it('a real plane goes down and comes back: flush() ends the backoff at once, drains, and says what it did', async () => {
+    const database = await openTestPlaneDatabase('pglite');
+    const config = (port: number) => loadConfig({}, { host: '127.0.0.1', port, dataDir: 'memory://' });
+    const logger = pino({ level: 'silent' });
+    let running = await startPlane(config(0), { database, logger });
+    const apiKey = (await createKey(database.db, { project: 'flush', scopes: ['ingest'] })).key;
+    const store = new SqliteCheckpointer({ path: tmp.file('flush-backoff.db') });
+    const r = connectPlane(store, { url: running.url, apiKey, pollMs: 0, debounceMs: 5, backoffBaseMs: 30_000, backoffCapMs: 30_000, timeoutMs: 2000 });
+    try {
+      await running.close();
+      for (let i = 0; i < 40; i++) await store.put(step('flush-backoff', i));
+      // a backoff with seconds still to run (full jitter may pick a short one: then it retries, fails, and picks again)
+      await until(async () => {
+        const s = await r.status();
+        return s.state === 'backoff' && Date.parse(s.nextAttemptAt!) - Date.now() > 6000;
+      }, 90_000);
+      for (let i = 40; i < 50; i++) await store.put(step('flush-backoff', i));
+      expect((await r.status()).state).toBe('backoff');
+      running = await startPlane(config(running.port), { database, logger });
+      const t0 = Date.now();
+      const f = await r.flush({ timeoutMs: 5000 });
+      expect(f).toMatchObject({ state: 'idle', pendingRows: 0, sent: 50 });
+      expect(f.rounds).toBeGreaterThanOrEqual(1);
+      expect(Date.now() - t0).toBeLessThan(4000);
+      expect(Date.parse(f.lastSuccessAt!)).toBeGreaterThan(Date.parse(f.lastErrorAt!));
+    } finally {
+      await r.stop();
+      await store.close();
+      await running.close();
+      await database.close();
+    }
+  }, 120_000);
+
+  it('flush() in auth_failed or stopped returns at once without a request', async () => {
+    const store = new SqliteCheckpointer({ path: ':memory:' });
+    await store.put(step('flush-stopped', 0));
+    const proxy = await new FaultProxy(plane.url).start();
+    const r = connectPlane(store, { url: proxy.url, apiKey: 'wm_revoked', pollMs: 0, debounceMs: 5, timeoutMs: 2000 });
+    try {
+      await until(async () => (await r.status()).state === 'auth_failed');
+      const seen = proxy.seen.length;
+      const t0 = Date.now();
+      const f = await r.flush({ timeoutMs: 5000 });
+      expect(f).toMatchObject({ state: 'auth_failed', sent: 0, rounds: 0, pendingRows: 1 });
+      expect(Date.now() - t0).toBeLessThan(1000);
+      expect(proxy.seen.length).toBe(seen);
+    } finally {
+      await r.stop();
+      await proxy.close();
+      await store.close();
+    }
   });
 });
 
