@@ -358,6 +358,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       request: { params: IdParam, body: { content: { 'application/json': { schema: ClaimRequest } } } },
       responses: {
         200: { description: 'released, or there was no claim', content: { 'application/json': { schema: z.object({ released: z.boolean() }) } } },
+        404: { description: 'the pause is not on the plane', content: { 'application/json': { schema: ErrorBody } } },
         409: { description: 'another writer holds it, or its holder already applied it', content: { 'application/json': { schema: ErrorBody } } },
         ...errors,
       },
@@ -366,6 +367,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
       const r = await releaseClaim(db, c.get('principal').projectId, id, body.checkpointId, body.writerId);
+      if ('notFound' in r) return errorJson(c, 404, 'PAUSE_NOT_FOUND', `pause ${body.checkpointId} of execution '${id}' is not on this plane`);
       if ('heldBy' in r) return errorJson(c, 409, 'ALREADY_CLAIMED', `pause ${body.checkpointId} is held by writer '${r.heldBy}', not '${body.writerId}'`);
       if ('appliedAt' in r) return errorJson(c, 409, 'CLAIM_APPLIED', `pause ${body.checkpointId} was claimed and resumed by its holder at ${r.appliedAt}; an applied claim is final`);
       return c.json({ released: r.released }, 200);

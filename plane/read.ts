@@ -285,6 +285,11 @@ async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, wr
  */
 export async function releaseClaim(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
   return db.transaction(async (tx) => {
+    const [pause] = await tx
+      .select({ checkpointId: pendingInterrupts.checkpointId })
+      .from(pendingInterrupts)
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId), eq(pendingInterrupts.checkpointId, checkpointId)));
+    if (!pause) return { released: false as const, notFound: true as const };
     const [c] = await tx
       .select()
       .from(claims)
