@@ -18,6 +18,7 @@ import { diffStates } from './diff.js';
 import { LoginPage, QuarantinePage, RunPage, RunsPage, WritersPage } from './pages.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal } from './session.js';
 import { STYLE } from './style.js';
+import { mountKeysPage } from './keys.js';
 
 export interface InspectorOptions {
   /** Skip login and show the first project (only honoured when the plane binds to loopback). */
@@ -38,7 +39,7 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
     },
     referrerPolicy: 'no-referrer',
   });
-  for (const path of ['/', '/login', '/logout', '/runs/*', '/quarantine', '/writers', '/ui/*']) app.use(path, headers);
+  for (const path of ['/', '/login', '/logout', '/runs/*', '/quarantine', '/writers', '/keys', '/keys/*', '/ui/*']) app.use(path, headers);
 
   app.get('/ui/style.css', (c) => {
     c.header('content-type', 'text/css; charset=utf-8');
@@ -143,4 +144,5 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
   );
 
   app.get('/writers', viewer, async (c) => c.html(<WritersPage items={await listWriters(db, c.get('principal').projectId)} />));
+  mountKeysPage(app, db, viewer);
 }
