@@ -93,8 +93,12 @@ export class DataDirLocked extends WaymarkError {
   }
 }
 
-/** Take the data dir's lock for this process, or throw DataDirLocked naming the live holder. */
-export function lockDataDir(dirIn: string, command: string): DataDirLock {
+/**
+ * Take the data dir's lock for this process, or throw DataDirLocked naming the
+ * live holder. `faults.beforeBreak` (tests) runs between finding a stale lock
+ * and breaking it: the window in which another starter may take it.
+ */
+export function lockDataDir(dirIn: string, command: string, faults: { beforeBreak?: () => void } = {}): DataDirLock {
   const dir = resolve(dirIn);
   const file = join(dir, LOCK_FILE);
   const info: LockInfo = { pid: process.pid, url: null, command, since: new Date().toISOString() };
@@ -115,6 +119,7 @@ export function lockDataDir(dirIn: string, command: string): DataDirLock {
     }
     const held = readLock(file);
     if (held && pidAlive(held.pid)) throw new DataDirLocked(dir, held);
+    faults.beforeBreak?.();
     breakStale(dir, file, held);
     Atomics.wait(pause, 0, 0, 5); // another starter may be breaking it: let it finish
   }
