@@ -39,9 +39,14 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
       plane: { type: 'string' },
       key: { type: 'string' },
       dev: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
   });
+  if (values.help || positionals[0] === 'help') {
+    out(USAGE);
+    return 0;
+  }
   const config = loadConfig(process.env, {
     ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
