@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { lockDataDir, lockHolder } from '../../plane/db/lock.js';
+import { lockDataDir, lockHolder, procIdentity } from '../../plane/db/lock.js';
 import { forkTs, nextMessage } from '../helpers/child.js';
 import { waymarkAsync } from '../helpers/plane-process.js';
 import { scratchDir } from '../helpers/tmp.js';
@@ -62,6 +62,18 @@ describe('the data dir lock', () => {
     const r = await race(dir, 8, { WAYMARK_LOCK_BREAK_DELAY_MS: '300' });
     expect(r.locked).toBe(1);
     expect(r.refused.every((x) => x.code === 'DATA_DIR_LOCKED' && x.pid === 0)).toBe(true);
+  });
+
+  it.skipIf(procIdentity(process.pid) === null)('a lock whose pid was reused by another process (a restarted container\'s pid 1) is stale: the new process takes it', async () => {
+    const dir = tmp.file('reused');
+    mkdirSync(dir, { recursive: true });
+    // the pid is alive (this very process), but the lock was written by an earlier process with that pid
+    const [boot] = procIdentity(process.pid)!.split(':');
+    writeFileSync(join(dir, 'plane.lock'), JSON.stringify({ pid: process.pid, proc: `${boot}:1`, url: 'http://127.0.0.1:1', command: 'waymark plane', since: '2026-01-01T00:00:00.000Z' }));
+    expect(lockHolder(dir)).toBeNull();
+    const lock = lockDataDir(dir, 'test');
+    expect(lockHolder(dir)).toMatchObject({ pid: process.pid, proc: procIdentity(process.pid), command: 'test' });
+    lock.release();
   });
 
   it('a plane does not start on a data dir a command holds: DATA_DIR_LOCKED names the command and its pid', async () => {
