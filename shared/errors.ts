@@ -29,6 +29,8 @@ export const ErrorCode = {
   PLANE_ERROR: 'PLANE_ERROR',
   STORE_FAILED: 'STORE_FAILED',
   CLAIM_REFUSED: 'CLAIM_REFUSED',
+  /** A Resume value that is not `{ approved: boolean, metadata?: {…JSON} }`; every problem is named in `details.problems`. */
+  INVALID_RESUME: 'INVALID_RESUME',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -1,8 +1,10 @@
 /** `waymark sync status|now`, `waymark restore`, `waymark quarantine`: the replication side of the CLI. */
-import type { Checkpointer } from '../checkpointer.js';
+import type { Checkpointer, QuarantinedEntry } from '../checkpointer.js';
 import { connectPlane } from '../replica/connect.js';
 import { restoreFromPlane } from '../replica/restore.js';
-import { table } from './store-commands.js';
+import { localTime, table } from './format.js';
+
+export { localTime };
 
 type Out = (line: string) => void;
 
@@ -27,14 +29,6 @@ export function progress(label: string, write: (s: string) => void = (s) => proc
   };
 }
 
-/** An ISO time as local wall-clock time with its UTC offset ("2026-03-01 14:05:09 +01:00"). */
-export function localTime(iso: string): string {
-  const d = new Date(iso);
-  const p = (n: number) => String(n).padStart(2, '0');
-  const off = -d.getTimezoneOffset();
-  const sign = off >= 0 ? '+' : '-';
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())} ${sign}${p(Math.floor(Math.abs(off) / 60))}:${p(Math.abs(off) % 60)}`;
-}
 
 interface DrainNote {
   state: string;
@@ -53,10 +47,14 @@ export function describeLastError(d: DrainNote | null): string {
   return cleared ? `none since the last success (earlier: ${d.lastError}${when})` : `${d.lastError}${when}`;
 }
 
-export async function syncStatus(store: Checkpointer, out: Out): Promise<void> {
+export async function syncStatus(store: Checkpointer, out: Out, o: { json?: boolean } = {}): Promise<void> {
   const s = await store.outboxStats();
   const note = await store.getMeta('drain');
   const d = note ? (JSON.parse(note) as DrainNote) : null;
+  if (o.json) {
+    out(JSON.stringify({ writerId: store.writerId, outbox: s, drain: d }, null, 2));
+    return;
+  }
   out(`writer:        ${store.writerId}`);
   out(`backlog:       ${s.pendingCount} rows, ${s.pendingBytes} bytes${s.oldestPendingAgeMs !== null ? `, oldest waiting ${Math.round(s.oldestPendingAgeMs / 1000)} s` : ''}`);
   out(`quarantined:   ${s.quarantinedCount}${s.lastQuarantineReason ? ` (last: ${s.lastQuarantineReason})` : ''}`);
@@ -92,16 +90,19 @@ export async function restoreCommand(store: Checkpointer, executionId: string, o
   );
 }
 
-export async function quarantineList(store: Checkpointer, out: Out): Promise<number> {
+export async function quarantineList(store: Checkpointer, out: Out, o: { json?: boolean } = {}): Promise<number> {
   const rows: string[][] = [['ID', 'KIND', 'EXECUTION', 'WHEN', 'REASON']];
+  const all: QuarantinedEntry[] = [];
   let after: string | undefined;
   for (;;) {
     const page = await store.listQuarantined({ afterId: after, limit: 500 });
     if (!page.length) break;
-    for (const q of page) rows.push([q.id, q.kind, q.executionId, q.createdAt, q.reason]);
+    for (const q of page) rows.push([q.id, q.kind, q.executionId, localTime(q.createdAt), q.reason]);
+    if (o.json) all.push(...page);
     after = page[page.length - 1].id;
   }
-  if (rows.length === 1) out('nothing quarantined');
+  if (o.json) out(JSON.stringify(all, null, 2));
+  else if (rows.length === 1) out('nothing quarantined');
   else table(rows, out);
   return rows.length - 1;
 }

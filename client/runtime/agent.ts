@@ -194,7 +194,8 @@ export class Agent {
     await store.setup();
     const latest = await store.latest(executionId);
     if (!latest) {
-      throw new CheckpointError(`execution '${executionId}' has no rows in this store`, {
+      const hint = store.claimGuard ? '; restoreFromPlane(store, id, …) brings a run this store has never seen' : '';
+      throw new CheckpointError(`execution '${executionId}' has no rows in this store${hint}`, {
         code: ErrorCode.EXECUTION_NOT_FOUND,
         details: { executionId },
       });

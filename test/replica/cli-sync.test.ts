@@ -62,7 +62,13 @@ describe('waymark sync / restore / quarantine', () => {
     const e = await s2.put(step('cli-q', 0));
     await s2.markQuarantined({ [e.id]: 'plane: conflict: test' });
     await s2.close();
-    expect((await cli(['quarantine', '--db', db])).text).toMatch(new RegExp(`${e.id}\\s+checkpoint\\s+cli-q\\s+\\S+\\s+plane: conflict: test`));
+    // the time is local wall-clock time with its offset
+    expect((await cli(['quarantine', '--db', db])).text).toMatch(new RegExp(`${e.id}\\s+checkpoint\\s+cli-q\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d\\d:\\d\\d\\s+plane: conflict: test`));
+    const q = JSON.parse((await cli(['quarantine', '--db', db, '--json'])).text) as { id: string; reason: string }[];
+    expect(q.map((x) => [x.id, x.reason])).toEqual([[e.id, 'plane: conflict: test']]);
+    const st = JSON.parse((await cli(['sync', 'status', '--db', db, '--json'])).text) as { writerId: string; outbox: { quarantinedCount: number } };
+    expect(st.outbox.quarantinedCount).toBe(1);
+    expect(typeof st.writerId).toBe('string');
   });
 
   it('regression: sync status showed a cleared error as current, with no time', async () => {
