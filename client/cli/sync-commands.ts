@@ -64,17 +64,43 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
   out(`last error:    ${describeLastError(d)}`);
 }
 
+/**
+ * `waymark sync now`: always contacts the plane first (GET /v1/whoami) and says
+ * what it found, then drains with progress, printing each retry with its reason.
+ * True when nothing is left to send.
+ */
 export async function syncNow(store: Checkpointer, o: { url: string; apiKey: string; timeoutMs: number }, out: Out, bar = progress('sync')): Promise<boolean> {
   const start = (await store.outboxStats()).pendingCount;
   const replica = connectPlane(store, { url: o.url, apiKey: o.apiKey, pollMs: 0 });
-  replica.on('ack', () => {
-    void store.outboxStats().then((s) => bar.update(start - Math.min(start, s.pendingCount), start));
-  });
   try {
+    const ping = await replica.ping();
+    if (ping.ok) out(`plane ${o.url}: reachable in ${ping.latencyMs} ms; project ${ping.project}; key ${ping.keyId} (${ping.scopes.join(',')})`);
+    else out(`plane ${o.url}: ${ping.status === 401 || ping.status === 403 ? 'refused the key' : 'not usable'}: ${ping.reason}`);
+    if (ping.ok && start > 0 && !ping.scopes.some((sc: string) => sc === 'ingest' || sc === 'admin')) {
+      out(`this key lacks the 'ingest' scope: the ${start} waiting rows cannot be sent`);
+      return false;
+    }
+    if (!ping.ok && (ping.status === 401 || ping.status === 403)) return false;
+    if (start === 0) {
+      out('synced 0 rows: the outbox is empty');
+      return ping.ok;
+    }
+    let retries = 0;
+    replica.on('ack', () => {
+      void store.outboxStats().then((s) => bar.update(start - Math.min(start, s.pendingCount), start));
+    });
+    replica.on('state', (state: string) => {
+      if (state !== 'backoff') return;
+      retries++;
+      void replica.status().then((s) => {
+        const wait = s.nextAttemptAt ? `in ${Math.max(0, (Date.parse(s.nextAttemptAt) - Date.now()) / 1000).toFixed(1)} s` : 'soon';
+        out(`retry ${retries} ${wait}: ${s.lastError ?? 'unknown error'}`);
+      });
+    });
     const s = await replica.flush({ timeoutMs: o.timeoutMs });
     bar.update(start - Math.min(start, s.pendingRows), start);
     bar.done();
-    out(`synced ${s.rowsSynced} rows; ${s.pendingRows} waiting; ${s.quarantinedCount} quarantined; state ${s.state}${s.lastError ? `; last error: ${describeLastError({ ...s, at: '' })}` : ''}`);
+    out(`synced ${s.sent} rows; ${s.pendingRows} waiting; ${s.quarantinedCount} quarantined; state ${s.state}${s.lastError ? `; last error: ${describeLastError({ ...s, at: '' })}` : ''}`);
     return s.pendingRows === 0;
   } finally {
     await replica.stop();
