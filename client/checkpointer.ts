@@ -143,6 +143,12 @@ export interface ClaimResult {
   checkpoint: Checkpoint | null;
 }
 
+/** Names one pause: its execution and the id of its `interrupted` checkpoint. */
+export interface PauseRef {
+  executionId: string;
+  checkpointId: string;
+}
+
 /** Called before a local claim of a pause; throws to refuse it (set by a connected replica). */
 export type ClaimGuard = (pause: { executionId: string; checkpointId: string }) => Promise<void>;
 
@@ -170,12 +176,15 @@ export interface Checkpointer {
     pause: { reason: string; context: Json | null },
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }>;
   /**
-   * Atomically take the execution's pending row. Under any race (threads,
-   * processes, machines sharing the store) exactly one caller gets it; the
-   * rest get null. `next`, when given, is written in the same transaction, so
-   * a claimed resume is never lost to a crash.
+   * Atomically take one named pause: the execution's pending row, only while
+   * it is still the pause of checkpoint `pause.checkpointId` (the one the
+   * caller read). Under any race (threads, processes, machines sharing the
+   * store) exactly one caller gets it; the rest get null. A caller that read
+   * an older pause gets null even when a later pause is open: a stale resumer
+   * never takes (or answers) a pause it was not shown. `next`, when given, is
+   * written in the same transaction, so a claimed resume is never lost to a crash.
    */
-  claimInterrupt(executionId: string, options?: { next?: CheckpointInput }): Promise<ClaimResult | null>;
+  claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput }): Promise<ClaimResult | null>;
   getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null>;
   /** Open pauses ordered by executionId; page with `afterExecutionId`. */
   listPendingInterrupts(options?: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]>;

@@ -31,6 +31,7 @@ import type {
   ListOptions,
   OutboxEntry,
   OutboxStats,
+  PauseRef,
   PruneOptions,
   PruneResult,
   QuarantinedEntry,
@@ -423,10 +424,12 @@ export class PostgresCheckpointer implements Checkpointer {
     return { checkpoint: out.rt.row, pending: out.pending };
   }
 
-  async claimInterrupt(executionId: string, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
+  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
+    const { executionId, checkpointId } = pause;
     const next = options?.next ? { ...options.next, id: options.next.id ?? uuidv7() } : undefined;
     if (next) checkInput(next);
-    const before = next ? await this.getPendingInterrupt(executionId) : null;
+    const open = next ? await this.getPendingInterrupt(executionId) : null;
+    const before = open?.checkpointId === checkpointId ? open : null;
     // with a `next` row, a lost attempt that committed is recognisable by that row's id
     const landed = next
       ? async () => {
@@ -438,7 +441,7 @@ export class PostgresCheckpointer implements Checkpointer {
     try {
       out = await this.write(async (tx) => {
         const [row] = await tx<PendingColumns[]>`
-          DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
+          DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} AND checkpoint_id = ${checkpointId} RETURNING *`;
         if (!row) return null;
         const pending = pendingFromColumns(row);
         const event: OutboxEvent = {

@@ -213,7 +213,8 @@ export class Agent {
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
       const guard = this.claimGuard ?? store.claimGuard;
       if (guard) await guard({ executionId, checkpointId: latest.id });
-      const claimed = await store.claimInterrupt(executionId, {
+      // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
+      const claimed = await store.claimInterrupt({ executionId, checkpointId: latest.id }, {
         next: {
           executionId,
           nodeId: latest.nodeId,
@@ -228,8 +229,8 @@ export class Agent {
       });
       if (!claimed) {
         throw new AlreadyResumed(
-          `execution '${executionId}' has no pending interrupt to claim: another resumer took it`,
-          { executionId },
+          `execution '${executionId}': the pause at checkpoint ${latest.id} is no longer open: another resumer answered it`,
+          { executionId, checkpointId: latest.id },
         );
       }
     } else if (answer !== undefined) {

@@ -35,6 +35,7 @@ import type {
   ListOptions,
   OutboxEntry,
   OutboxStats,
+  PauseRef,
   PruneOptions,
   PruneResult,
   QuarantinedEntry,
@@ -165,7 +166,7 @@ export class SqliteCheckpointer implements Checkpointer {
         `INSERT INTO pending_interrupts (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
          VALUES (@execution_id, @checkpoint_id, @node_id, @reason, @context, @agent_path, @created_at)`,
       ),
-      claimPending: db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ? RETURNING *`),
+      claimPending: db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ? AND checkpoint_id = ? RETURNING *`),
       getPending: db.prepare(`SELECT * FROM pending_interrupts WHERE execution_id = ?`),
       getIdem: db.prepare(`SELECT * FROM idempotency WHERE execution_id = ? AND key = ?`),
       insertIdem: db.prepare(
@@ -322,14 +323,15 @@ export class SqliteCheckpointer implements Checkpointer {
     return { checkpoint: out.rt.row, pending: out.pending };
   }
 
-  async claimInterrupt(executionId: string, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
+  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
     this.assertOpen();
+    const { executionId, checkpointId } = pause;
     if (options?.next) checkInput(options.next);
     let out: { pending: PendingInterrupt; rt: RowText | null } | null;
     try {
       out = this.db
         .transaction(() => {
-          const row = this.st.claimPending.get(executionId) as PendingColumns | undefined;
+          const row = this.st.claimPending.get(executionId, checkpointId) as PendingColumns | undefined;
           if (!row) return null;
           const pending = pendingFromColumns(row);
           const event: OutboxEvent = {

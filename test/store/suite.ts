@@ -228,12 +228,40 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const a = exec();
       const { pending } = await store.recordInterrupt(pauseRow(a), { reason: 'r', context: { k: 1 } });
       const next = input(a, { nodeId: 'turn:0/tool:refund', step: 'tool_call', state: { messages: [], resumes: [true] } });
-      const claim = await store.claimInterrupt(a, { next });
+      const claim = await store.claimInterrupt(pending, { next });
       expect(claim?.pending).toEqual(pending);
       expect(claim?.checkpoint?.seq).toBe(1);
-      expect(await store.claimInterrupt(a)).toBeNull();
+      expect(await store.claimInterrupt(pending)).toBeNull();
       expect(await store.getPendingInterrupt(a)).toBeNull();
-      expect(await store.claimInterrupt(exec())).toBeNull();
+      expect(await store.claimInterrupt({ executionId: exec(), checkpointId: pending.checkpointId })).toBeNull();
+    });
+
+    test('stale resumer defect: a claim of a pause that was answered meanwhile returns null and leaves the later pause open', async () => {
+      const a = exec();
+      const { pending: p1 } = await store.recordInterrupt(pauseRow(a), { reason: 'deploy to prod?', context: null });
+      // resumer B answers P1 (on another handle) and the run reaches P2
+      const other = await h.reopen();
+      try {
+        const b = await other.claimInterrupt(p1, {
+          next: input(a, { nodeId: 'turn:0/tool:refund', step: 'tool_call', state: { messages: [], resumes: [true] } }),
+        });
+        expect(b?.pending.checkpointId).toBe(p1.checkpointId);
+        const { pending: p2 } = await other.recordInterrupt(pauseRow(a), { reason: 'drop the database?', context: null });
+        const before = await store.list(a);
+        const outbox = (await store.outboxStats()).pendingCount;
+        // resumer A read P1 before all that; its claim names P1 and must not take P2
+        const stale = await store.claimInterrupt(p1, {
+          next: input(a, { nodeId: 'turn:0/tool:refund', step: 'tool_call', state: { messages: [], resumes: [false] } }),
+        });
+        expect(stale).toBeNull();
+        expect(await store.getPendingInterrupt(a)).toEqual(p2);
+        expect(await store.list(a)).toEqual(before);
+        expect((await store.outboxStats()).pendingCount).toBe(outbox);
+        // P2 is still claimable by its own name
+        expect((await store.claimInterrupt(p2))?.pending).toEqual(p2);
+      } finally {
+        await other.close();
+      }
     });
 
     test('listPendingInterrupts pages by execution id', async () => {
@@ -323,8 +351,8 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     test('every change queues one outbox event, in order, until synced or quarantined', async () => {
       const a = exec();
       const c0 = await store.put(input(a));
-      const { checkpoint: p } = await store.recordInterrupt(pauseRow(a), { reason: 'r', context: null });
-      await store.claimInterrupt(a);
+      const { checkpoint: p, pending: open } = await store.recordInterrupt(pauseRow(a), { reason: 'r', context: null });
+      await store.claimInterrupt(open);
       await store.putIdempotent(a, 'k', 'v');
       await store.putIdempotent(a, 'k', 'ignored');
       const entries = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
@@ -386,7 +414,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         const again = await other.store.importRows(bundle);
         expect(again).toMatchObject({ inserted: 0, skipped: 3, pendingImported: false, idempotencyInserted: 0 });
         // the run continues with the next seq, and a claimed pause is not brought back
-        await other.store.claimInterrupt(src);
+        await other.store.claimInterrupt(pending);
         const cont = await other.store.put(input(src, { nodeId: 'turn:1', turn: 1 }));
         expect(cont.seq).toBe(3);
         expect((await other.store.importRows(bundle)).pendingImported).toBe(false);
@@ -449,8 +477,8 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     test('outbox byte counts are UTF-8 bytes of each event as sent, for every kind', async () => {
       const a = exec();
       await store.put(input(a, { nodeInput: '\u6F22\u5B57 \u{1F600}' }));
-      await store.recordInterrupt(pauseRow(a), { reason: '\u627F\u8A8D\u{1F64F}', context: { note: '\u{1F4B8}' } });
-      await store.claimInterrupt(a);
+      const { pending } = await store.recordInterrupt(pauseRow(a), { reason: '\u627F\u8A8D\u{1F64F}', context: { note: '\u{1F4B8}' } });
+      await store.claimInterrupt(pending);
       await store.putIdempotent(a, '\u9375', '\u7D50\u679C\u{1F389}');
       const gone = `${a}-\u6D88`;
       await store.put(input(gone));
