@@ -77,6 +77,8 @@ export const ExecutionView = z.object({
   writerId: z.string().nullable(),
   createdAt: IsoTime,
   updatedAt: IsoTime,
+  /** Why a failed run failed (from its run-end marker); null otherwise. */
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
 });
 export type ExecutionView = z.infer<typeof ExecutionView>;
 

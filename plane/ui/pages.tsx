@@ -34,7 +34,7 @@ export const Layout: FC<{ title: string; nav?: boolean; children?: Child }> = ({
   </html>
 );
 
-const Badge: FC<{ status: string }> = ({ status }) => <span class={`badge s-${status}`}>{status}</span>;
+const Badge: FC<{ status: string }> = ({ status }) => <span class={`badge s-${status.replace(/\s+/g, '-')}`}>{status}</span>;
 const json = (v: Json | unknown) => JSON.stringify(v, null, 2);
 const ago = (iso: string | null) => {
   if (!iso) return 'never';
@@ -67,6 +67,7 @@ export interface RunItem {
   lastNodeId: string | null;
   writerId: string | null;
   updatedAt: string;
+  error: { code: string; message: string } | null;
 }
 
 export const RunsPage: FC<{ items: RunItem[]; next: string | null; filters: { status?: string; writer?: string; q?: string }; query: (cursor: string | null) => string }> = ({
@@ -119,6 +120,11 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; filters: { st
               </td>
               <td>
                 <Badge status={r.status} />
+                {r.error && (
+                  <div class="why error" title={r.error.message}>
+                    {r.error.code}: {clip(r.error.message, 80)}
+                  </div>
+                )}
               </td>
               <td class="mono">{r.writerId ?? ''}</td>
               <td title={r.updatedAt}>{ago(r.updatedAt)}</td>
@@ -147,8 +153,24 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; filters: { st
   </Layout>
 );
 
+/**
+ * What a row's badge may claim. A model-call or tool row is written *before* the
+ * call, so its stored status says the boundary was recorded, not that the call
+ * worked: the outcome is what came next (a later row: done; the failed run-end
+ * marker right after it: failed; nothing after it: in progress or crashed).
+ */
+export function rowOutcome(r: Checkpoint, next: Checkpoint | undefined, execution: { status: string; lastSeq: number }): string {
+  if (r.step === 'run_end' || r.step === 'hitl_pause') return r.status;
+  const failedNext = next ? next.step === 'run_end' && next.status === 'failed' : r.seq + 1 === execution.lastSeq && execution.status === 'failed';
+  if (failedNext) return 'failed';
+  if (r.seq < execution.lastSeq) return 'done';
+  return execution.status === 'running' ? 'in progress' : r.status;
+}
+
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 export interface RunPageProps {
-  execution: { executionId: string; status: string; rowCount: number; writerId: string | null; updatedAt: string };
+  execution: { executionId: string; status: string; rowCount: number; lastSeq: number; writerId: string | null; updatedAt: string; error: { code: string; message: string } | null };
   rows: Checkpoint[];
   next: string | null;
   pageQuery: (cursor: string | null) => string;
@@ -177,6 +199,15 @@ export const RunPage: FC<RunPageProps> = (p) => {
       <p class="muted">
         {p.execution.rowCount} rows · last writer <span class="mono">{p.execution.writerId ?? '—'}</span> · updated {ago(p.execution.updatedAt)}
       </p>
+
+      {p.execution.error && (
+        <section aria-labelledby="failed-h" class="card failed">
+          <h2 id="failed-h" class="error">
+            Failed: {p.execution.error.code}
+          </h2>
+          <pre>{p.execution.error.message}</pre>
+        </section>
+      )}
 
       {p.pause && (
         <section aria-labelledby="pause-h" class="card">
@@ -217,13 +248,15 @@ export const RunPage: FC<RunPageProps> = (p) => {
       <section aria-labelledby="timeline-h">
         <h2 id="timeline-h">Timeline</h2>
         <ol class="timeline">
-          {p.rows.map((r) => (
-            <li class={`st-${r.status}`} id={`seq-${r.seq}`}>
+          {p.rows.map((r, i) => {
+            const outcome = rowOutcome(r, p.rows[i + 1], p.execution);
+            return (
+            <li class={`st-${outcome.replace(/\s+/g, '-')}`} id={`seq-${r.seq}`}>
               <div class="row-head">
                 <strong>#{r.seq}</strong>
                 <span class="mono">{r.nodeId}</span>
                 <span>{r.step}</span>
-                <Badge status={r.status} />
+                <Badge status={outcome} />
               </div>
               <div class="row-meta">
                 <span class="mono">{r.agentPath}</span>
@@ -232,8 +265,14 @@ export const RunPage: FC<RunPageProps> = (p) => {
                 {r.seq > 0 && <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>diff with previous</a>}
               </div>
               {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
+              {outcome === 'failed' && r.step !== 'run_end' && p.execution.error && (
+                <div class="error">
+                  {r.step === 'llm_call' ? 'the model call' : r.step === 'tool_call' ? 'this step' : 'the next step'} failed: {p.execution.error.code}
+                </div>
+              )}
             </li>
-          ))}
+            );
+          })}
         </ol>
         <div class="pager">
           <a href={p.pageQuery(null)}>First rows</a>

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { connectPlane } from '../../client/index.js';
+import { Agent, ScriptedModel, connectPlane } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
@@ -46,6 +46,16 @@ describe('the inspector in headless chromium', () => {
     const replica = connectPlane(store, { url: plane.url, apiKey: ingestKey, pollMs: 0 });
     const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file('l.jsonl')) });
     await agent.run(refundRequest('7', 20), { executionId: 'refund-small' });
+    // a run whose model call threw: it must say why on the list and the run page, and its model-call row must not say "completed"
+    const broken = new Agent({
+      name: 'broken-bot',
+      model: new ScriptedModel(() => {
+        throw new Error('upstream model returned 500');
+      }),
+      tools: [],
+      checkpointer: store,
+    });
+    expect((await broken.run('hello', { executionId: 'broken-run' })).status).toBe('failed');
     pausedId = (await agent.run(`${refundRequest('1042', 50000)} ${XSS}`, { executionId: 'refund-large' })).executionId;
     await replica.flush({ timeoutMs: 10_000 });
     // a forged copy of a synced row: the plane refuses it and quarantines it
@@ -81,13 +91,30 @@ describe('the inspector in headless chromium', () => {
   });
 
   it('lists runs with their status and finds one by id', async () => {
-    await expect.poll(() => page.locator('tbody tr').count()).toBe(2);
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(3);
     expect(await page.textContent('body')).toMatch(/refund-large\s*paused/);
     expect(await page.textContent('body')).toMatch(/refund-small\s*completed/);
     await shot('02-runs');
     await page.fill('input[name=q]', 'refund-l');
     await page.click('form.filters button');
     await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
+  });
+
+  it('regression: a failed run never said why, and the row of the model call that threw said "completed"', async () => {
+    await page.goto(`${plane.url}/?status=failed`);
+    const list = (await page.textContent('tbody'))!;
+    expect(list).toMatch(/broken-run\s*failed/);
+    expect(list).toContain('upstream model returned 500');
+    await page.click('a[href="/runs/broken-run"]');
+    await page.waitForURL(`${plane.url}/runs/broken-run`);
+    expect(await page.textContent('#failed-h')).toMatch(/Failed: \w+/);
+    expect(await page.textContent('section.failed pre')).toContain('upstream model returned 500');
+    const modelRow = page.locator('ol.timeline li', { hasText: 'llm_call' }).first();
+    expect(await modelRow.locator('.badge').textContent()).toBe('failed');
+    expect(await modelRow.textContent()).toMatch(/the model call failed/);
+    expect(await page.locator('ol.timeline li', { hasText: 'llm_call' }).locator('.badge', { hasText: 'completed' }).count()).toBe(0);
+    await shot('02b-run-failed');
+    await page.goto(`${plane.url}/`);
   });
 
   it('opens a paused run: timeline, frozen context, idempotency; diffs two rows', async () => {
