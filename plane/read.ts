@@ -344,3 +344,31 @@ export async function stateAt(db: PlaneDb, projectId: string, executionId: strin
     .orderBy(asc(checkpoints.seq));
   return decodeChain(chain.map((c) => c.row as Checkpoint)).state;
 }
+
+/**
+ * Fork links of a run: the run it was forked from (its seq-0 fork_origin row
+ * names it) and the runs forked from it (their fork_origin rows name this one).
+ */
+export async function forkLinks(db: PlaneDb, projectId: string, executionId: string) {
+  const [origin] = await db
+    .select({ row: checkpoints.row })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, 0), eq(checkpoints.step, 'fork_origin')));
+  const from = origin ? ((origin.row as Checkpoint).nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null) : null;
+  const forks = await db
+    .select({ executionId: checkpoints.executionId, checkpointId: sql<string>`${checkpoints.row}->'nodeInput'->>'checkpointId'` })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        eq(checkpoints.seq, 0),
+        eq(checkpoints.step, 'fork_origin'),
+        sql`${checkpoints.row}->'nodeInput'->>'executionId' = ${executionId}`,
+      ),
+    )
+    .orderBy(asc(checkpoints.executionId));
+  return {
+    forkOf: from?.executionId && from.checkpointId ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' } : null,
+    forks,
+  };
+}

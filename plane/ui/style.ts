@@ -40,5 +40,14 @@ pre { background:var(--soft); border:1px solid var(--line); border-radius:6px; p
 .error { color:var(--bad); }
 .login { max-width:420px; margin:10vh auto; }
 .login form { display:flex; flex-direction:column; gap:.75rem; }
-@media (max-width: 640px) { main { padding:.6rem; } th, td { padding:.3rem .4rem; } }
+ol.conversation { list-style:none; margin:.5rem 0; padding:0; display:flex; flex-direction:column; gap:.5rem; }
+.msg { border:1px solid var(--line); border-radius:6px; padding:.5rem .6rem; }
+.msg-role { font-size:12px; font-weight:600; text-transform:uppercase; letter-spacing:.03em; color:var(--muted); margin-bottom:.25rem; }
+.msg-user { border-left:3px solid var(--accent); } .msg-assistant { border-left:3px solid var(--ok); } .msg-tool { border-left:3px solid var(--warn); background:var(--soft); } .msg-system { border-left:3px solid var(--muted); }
+.msg pre { margin:.25rem 0; } .msg-text { background:none; border:none; padding:0; font:inherit; white-space:pre-wrap; }
+.tool-call { margin-top:.25rem; } details.raw summary { font-size:12px; color:var(--muted); cursor:pointer; }
+.fork { margin:.25rem 0; }
+.live { margin:.25rem 0 .75rem; font-size:12px; }
+ol.timeline li.depth-1 { margin-left:1.2rem; } ol.timeline li.depth-2 { margin-left:2.4rem; } ol.timeline li.depth-3, ol.timeline li.depth-4, ol.timeline li.depth-5, ol.timeline li.depth-6 { margin-left:3.6rem; }
+@media (max-width: 640px) { main { padding:.6rem; } th, td { padding:.3rem .4rem; } .wide-only { display:none; } ol.timeline li[class*="depth-"] { margin-left:.6rem; } }
 `;

@@ -46,6 +46,7 @@ describe('the inspector in headless chromium', () => {
     const replica = connectPlane(store, { url: plane.url, apiKey: ingestKey, pollMs: 0 });
     const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file('l.jsonl')) });
     await agent.run(refundRequest('7', 20), { executionId: 'refund-small' });
+    await agent.fork('refund-small', { executionId: 'refund-small-fork' });
     // a run whose model call threw: it must say why on the list and the run page, and its model-call row must not say "completed"
     const broken = new Agent({
       name: 'broken-bot',
@@ -91,7 +92,7 @@ describe('the inspector in headless chromium', () => {
   });
 
   it('lists runs with their status and finds one by id', async () => {
-    await expect.poll(() => page.locator('tbody tr').count()).toBe(3);
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(4);
     expect(await page.textContent('body')).toMatch(/refund-large\s*paused/);
     expect(await page.textContent('body')).toMatch(/refund-small\s*completed/);
     await shot('02-runs');
@@ -140,9 +141,12 @@ describe('the inspector in headless chromium', () => {
     expect(await page.textContent('body')).toContain('<script>window.__xss=1</script>');
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
     expect(await page.locator('img').count()).toBe(0);
-    expect(await page.locator('script').count()).toBe(0);
+    // the one script is our own static file; the CSP allows no other (no inline script)
+    expect(await page.locator('script').count()).toBe(1);
+    expect(await page.locator('script[src="/ui/local-time.js"]').count()).toBe(1);
     const csp = (await page.request.get(`${plane.url}/`)).headers()['content-security-policy'];
     expect(csp).toMatch(/default-src 'none'/);
+    expect(csp).toMatch(/script-src 'self'(;|$)/);
   });
 
   it('shows the quarantine entry and a writer backlog', async () => {
@@ -169,6 +173,47 @@ describe('the inspector in headless chromium', () => {
     await page.keyboard.press('Enter');
     await page.waitForURL(`${plane.url}/`);
     await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it('reads as a person reads: local times (UTC on hover), a conversation, fork links, opt-in refresh, a styled 404, no "First page" on the first page', async () => {
+    const tz = await browser.newContext({ viewport: { width: 1280, height: 860 }, timezoneId: 'Asia/Kolkata' });
+    await tz.addCookies(await page.context().cookies());
+    const p2 = await tz.newPage();
+    await p2.goto(`${plane.url}/`);
+    expect(await p2.locator('text=First page').count()).toBe(0);
+    const started = p2.locator('tbody tr:has-text("refund-small-fork") time').first();
+    expect(await started.textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+05:30$/);
+    expect(await started.getAttribute('title')).toMatch(/ UTC$/);
+    // refresh is off by default and a person can turn it on
+    expect(await p2.locator('meta[http-equiv=refresh]').count()).toBe(0);
+    await p2.click('text=Refresh every 5 s');
+    await p2.waitForURL(/live=1/);
+    expect(await p2.locator('meta[http-equiv=refresh]').getAttribute('content')).toBe('5');
+    // a fork links to its origin, and the origin to its forks
+    await p2.goto(`${plane.url}/runs/refund-small-fork`);
+    expect(await p2.textContent('p.fork')).toMatch(/Forked from refund-small at its llm_call row/);
+    await p2.click('p.fork a');
+    await p2.waitForURL(/\/runs\/refund-small#row-/);
+    expect(await p2.textContent('main')).toMatch(/Forks of this run:\s*refund-small-fork/);
+    // the state reads as a conversation: roles, the tool call with its arguments, the tool result pretty-printed
+    const convo = p2.locator('ol.conversation');
+    expect(await convo.locator('.msg-role').allTextContents()).toEqual(expect.arrayContaining(['user', 'assistant']));
+    expect(await convo.locator('.tool-call').first().textContent()).toMatch(/calls refund[\s\S]*"order": "7"/);
+    expect(await convo.locator('.msg-tool .msg-text').first().textContent()).toMatch(/^\{\n {2}"approved": true,\n/);
+    expect(await p2.locator('h3', { hasText: 'Other state fields' }).count()).toBe(1);
+    await p2.screenshot({ path: join(SHOTS, '08-run-conversation.png'), fullPage: true });
+    // rows show the time since the previous row
+    expect(await p2.locator('ol.timeline li').nth(1).textContent()).toMatch(/\+\d+(\.\d)? (ms|s)/);
+    const missing = await p2.goto(`${plane.url}/runs/no-such-run`);
+    expect(missing!.status()).toBe(404);
+    expect(await p2.locator('header .brand').count()).toBe(1);
+    expect(await p2.textContent('main')).toMatch(/No run 'no-such-run' in this project/);
+    // on a phone the run list fits: no sideways scroll, long writer ids hidden or shortened
+    await p2.setViewportSize({ width: 390, height: 800 });
+    await p2.goto(`${plane.url}/`);
+    expect(await p2.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(1);
+    await p2.screenshot({ path: join(SHOTS, '09-runs-narrow.png'), fullPage: true });
+    await tz.close();
   });
 
   it('logs out, and the old session no longer opens a page', async () => {
