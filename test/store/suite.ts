@@ -404,7 +404,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       try {
         await other.store.setup();
         const res = await other.store.importRows(bundle);
-        expect(res).toMatchObject({ inserted: 3, skipped: 0, conflicts: [], pendingImported: true, idempotencyInserted: 1 });
+        expect(res).toMatchObject({ inserted: 3, skipped: 0, diverged: [], withheld: 0, pendingImported: true, stalePendingRemoved: [], idempotencyInserted: 1 });
         expect(await other.store.list(src)).toEqual(bundle.checkpoints);
         expect(await other.store.getPendingInterrupt(src)).toEqual(pending);
         expect(await other.store.getIdempotent(src, 'charge')).toEqual({ hit: true, result: { id: 'ch_1' } });
@@ -419,10 +419,10 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         expect(cont.seq).toBe(3);
         expect((await other.store.importRows(bundle)).pendingImported).toBe(false);
         expect(await other.store.getPendingInterrupt(src)).toBeNull();
-        // a different row at a taken seq is a conflict, and the local row stays
+        // a different row at a taken seq diverges, and the local row stays
         const clash = { ...rows[0], id: uuidv7(), seq: 3 };
         const res3 = await other.store.importRows({ checkpoints: [clash], pending: null, idempotency: [] });
-        expect(res3.conflicts).toEqual([`${src}#3`]);
+        expect(res3.diverged).toEqual([{ executionId: src, seq: 3, reason: 'seq_taken', localId: cont.id, incomingId: clash.id }]);
         expect((await other.store.latest(src))?.id).toBe(cont.id);
       } finally {
         await other.close();
