@@ -114,10 +114,16 @@ export async function ingestBatch(
   const items = prepare(rows);
   await db.transaction(async (tx) => {
     const touched = new Set<string>();
-    await storeCheckpoints(tx, projectId, items, touched);
-    for (const item of items) {
-      if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
-      await storeEvent(tx, projectId, writerId, item, touched);
+    // A batch is applied in its order: a deletion applies after every earlier row of the batch and
+    // before every later one (a run deleted and started again under the same id is the new run).
+    // Between deletions, checkpoints go in one set-based insert (the hot path), then the other events.
+    for (const segment of segmentsOf(items)) {
+      await storeCheckpoints(tx, projectId, segment.rows, touched);
+      for (const item of segment.rows) {
+        if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
+        await storeEvent(tx, projectId, writerId, item, touched);
+      }
+      if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched);
     }
     await refreshExecutions(tx, projectId, [...touched]);
     const refused = items.filter((i) => i.result?.status === 'rejected');
@@ -171,6 +177,23 @@ export async function ingestBatch(
     duplicate: results.filter((r) => r.status === 'duplicate').length,
     rejected: results.filter((r) => r.status === 'rejected').length,
   };
+}
+
+/**
+ * Split a batch at its deletions: each segment is the rows before a deletion
+ * (in order), then that deletion. A batch without deletions is one segment.
+ */
+function segmentsOf(items: Item[]): { rows: Item[]; deletion: Item | null }[] {
+  const out: { rows: Item[]; deletion: Item | null }[] = [];
+  let rows: Item[] = [];
+  for (const item of items) {
+    if (!item.result && item.event?.kind === 'execution_deleted') {
+      out.push({ rows, deletion: item });
+      rows = [];
+    } else rows.push(item);
+  }
+  out.push({ rows, deletion: null });
+  return out;
 }
 
 /** Result rows of `execute()`: postgres.js returns an array, PGlite an object with `rows`. */

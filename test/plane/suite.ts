@@ -6,7 +6,7 @@ import { eventBytes, LIMITS } from '../../shared/limits.js';
 import type { OutboxEvent } from '../../shared/rows.js';
 import { revokeKey } from '../../plane/auth.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
-import { eventsOf, pause, step } from '../helpers/rows.js';
+import { eventsOf, pause, step, takeEvents } from '../helpers/rows.js';
 
 export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string }) {
   describe(`plane over HTTP: ${name}`, () => {
@@ -209,6 +209,40 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const r2 = await get(`/v1/executions/rest-1/restore?limit=1&cursor=${r.body.nextCursor}`);
       expect(r2.body.rows[0].step).toBe('hitl_pause');
       expect(r2.body.nextCursor).toBeNull();
+    });
+
+    it('ingest order defect: execution_deleted then the rows of a run started again under the same id, in one batch, leaves the new run', async () => {
+      const run = (id: string) => async (s: Parameters<Parameters<typeof eventsOf>[0]>[0]) => {
+        await s.put(step(id, 0));
+        await s.put(step(id, 1, { nodeOutput: 'new run' }));
+        await s.recordInterrupt(pause(id, 1), { reason: 'approval', context: { run: 'new' } });
+      };
+      for (const [id, oldInSameBatch] of [['again-1', false], ['again-2', true]] as const) {
+        let old: OutboxEvent[] = [];
+        const later = await eventsOf(async (s) => {
+          for (let i = 0; i < 3; i++) await s.put(step(id, i, { nodeOutput: 'old run' }));
+          old = await takeEvents(s);
+          await s.deleteExecution(id);
+          await run(id)(s);
+        });
+        expect(later[0].kind).toBe('execution_deleted');
+        const batch = oldInSameBatch ? [...old, ...later] : later;
+        if (!oldInSameBatch) expect((await ingest(old)).body.accepted).toBe(old.length);
+        const r = await ingest(batch);
+        expect(r.body, JSON.stringify(r.body.results)).toMatchObject({ accepted: batch.length, rejected: 0 });
+        const newRows = later.filter((e) => e.kind === 'checkpoint').map((e) => (e as { row: unknown }).row);
+        expect((await get(`/v1/executions/${id}/rows`)).body.items).toEqual(newRows);
+        expect((await get(`/v1/executions/${id}`)).body.execution).toMatchObject({ status: 'paused', rowCount: 3, lastSeq: 2 });
+        const restore = await get(`/v1/executions/${id}/restore`);
+        expect(restore.body).toMatchObject({ totalRows: 3, pending: { context: { run: 'new' } } });
+        expect(restore.body.rows).toEqual(newRows);
+        expect((await get(`/v1/quarantine?executionId=${id}`)).body.items).toEqual([]);
+        if (oldInSameBatch) continue;
+        // a retry of the batch a client sends (its answer was lost) changes nothing; a client never sends a
+        // deleted run's rows after the deletion (deleteExecution drops them from its outbox)
+        expect((await ingest(batch)).body).toMatchObject({ accepted: 0, duplicate: batch.length, rejected: 0 });
+        expect((await get(`/v1/executions/${id}/rows`)).body.items).toEqual(newRows);
+      }
     });
 
     it('one writer wins a claim; another gets 409 naming the winner; an offline claim is flagged as a conflict', async () => {
