@@ -29,6 +29,10 @@ export const ErrorCode = {
   PLANE_ERROR: 'PLANE_ERROR',
   STORE_FAILED: 'STORE_FAILED',
   CLAIM_REFUSED: 'CLAIM_REFUSED',
+  /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
+  RUN_INCOMPLETE: 'RUN_INCOMPLETE',
+  /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */
+  RESTORE_UNVERIFIED: 'RESTORE_UNVERIFIED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
