@@ -3,7 +3,7 @@ import { and, asc, desc, eq, gt, gte, isNull, lt, lte, or, sql } from 'drizzle-o
 import { chainBase, decodeChain } from '../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claimConflicts, claims, executions, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
+import { checkpoints, claimConflicts, claims, executions, holes, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
 import { refreshExecutions } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -82,6 +82,8 @@ export function executionView(e: typeof executions.$inferSelect) {
     lastNodeId: e.lastNodeId,
     lastStep: e.lastStep,
     writerId: e.writerId,
+    complete: e.holeCount === 0,
+    holeCount: e.holeCount,
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),
   };
@@ -114,6 +116,21 @@ async function endErrors(db: PlaneDb, projectId: string, page: (typeof execution
 export interface RunError {
   code: string;
   message: string;
+}
+
+/** The holes of one execution by seq (every one: an execution has at most one per refused row). */
+export async function listHoles(db: PlaneDb, projectId: string, executionId: string) {
+  const rows = await db
+    .select()
+    .from(holes)
+    .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId)))
+    .orderBy(asc(holes.seq));
+  return rows.map((h) => ({ seq: h.seq, code: h.code, reason: h.reason, writerId: h.writerId, rowId: h.rowId, at: h.at.toISOString() }));
+}
+
+/** One line naming each hole and why, for errors and pages. */
+export function describeHoles(list: { seq: number; code: string; reason: string }[]): string {
+  return list.map((h) => `seq ${h.seq} (${h.code}: ${h.reason})`).join('; ');
 }
 
 export async function listRows(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
@@ -226,7 +243,16 @@ export async function listQuarantine(db: PlaneDb, projectId: string, o: { cursor
 
 export async function listWriters(db: PlaneDb, projectId: string) {
   const rows = await db.select().from(writers).where(eq(writers.projectId, projectId)).orderBy(desc(writers.lastSeen));
+  // runs whose copy here is incomplete because this writer's row was refused (what its machine should know)
+  const gaps = await db
+    .selectDistinct({ writerId: holes.writerId, executionId: holes.executionId })
+    .from(holes)
+    .where(eq(holes.projectId, projectId))
+    .orderBy(asc(holes.writerId), asc(holes.executionId));
+  const incomplete = new Map<string, string[]>();
+  for (const g of gaps) incomplete.set(g.writerId, [...(incomplete.get(g.writerId) ?? []), g.executionId]);
   return rows.map((w) => ({
+    incompleteRuns: incomplete.get(w.writerId) ?? [],
     writerId: w.writerId,
     firstSeen: w.firstSeen.toISOString(),
     lastSeen: w.lastSeen.toISOString(),

@@ -31,6 +31,10 @@ export const ErrorCode = {
   CLAIM_REFUSED: 'CLAIM_REFUSED',
   /** A Resume value that is not `{ approved: boolean, metadata?: {…JSON} }`; every problem is named in `details.problems`. */
   INVALID_RESUME: 'INVALID_RESUME',
+  /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
+  RUN_INCOMPLETE: 'RUN_INCOMPLETE',
+  /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */
+  RESTORE_UNVERIFIED: 'RESTORE_UNVERIFIED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -124,7 +124,16 @@ export interface RunItem {
   createdAt: string;
   updatedAt: string;
   error: { code: string; message: string } | null;
+  complete: boolean;
+  holeCount: number;
 }
+
+/** Said wherever a run is shown whose copy on the plane has holes. */
+const Incomplete: FC<{ holeCount: number }> = ({ holeCount }) => (
+  <span class="badge s-failed" data-testid="incomplete" title={`${holeCount} row(s) of this run were refused by the plane: its copy here is incomplete`}>
+    incomplete
+  </span>
+);
 
 export interface RunsFilters {
   status?: string;
@@ -202,7 +211,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
                 </a>
               </td>
               <td>
-                <Badge status={r.status} />
+                <Badge status={r.status} /> {!r.complete && <Incomplete holeCount={r.holeCount} />}
                 {r.error && (
                   <div class="why error" title={r.error.message}>
                     {r.error.code}: {clip(r.error.message, 80)}
@@ -313,7 +322,8 @@ export const Conversation: FC<{ messages: Json[] }> = ({ messages }) => (
 const depth = (agentPath: string) => Math.min(6, agentPath.split('/').length - 1);
 
 export interface RunPageProps {
-  execution: { executionId: string; status: string; rowCount: number; lastSeq: number; writerId: string | null; updatedAt: string; error: { code: string; message: string } | null };
+  execution: { executionId: string; status: string; rowCount: number; lastSeq: number; writerId: string | null; updatedAt: string; error: { code: string; message: string } | null; complete: boolean; holeCount: number };
+  holes: { seq: number; code: string; reason: string; writerId: string; at: string }[];
   rows: Checkpoint[];
   next: string | null;
   pageQuery: (cursor: string | null) => string;
@@ -344,7 +354,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
   return (
     <Layout title={id} refresh={p.live ? 5 : undefined}>
       <h1>
-        Run <span class="mono">{id}</span> <Badge status={p.execution.status} />
+        Run <span class="mono">{id}</span> <Badge status={p.execution.status} /> {!p.execution.complete && <Incomplete holeCount={p.execution.holeCount} />}
       </h1>
       <p class="muted">
         {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated <Time iso={p.execution.updatedAt} relative />
@@ -373,6 +383,25 @@ export const RunPage: FC<RunPageProps> = (p) => {
             Failed: {p.execution.error.code}
           </h2>
           <pre>{p.execution.error.message}</pre>
+        </section>
+      )}
+
+      {p.holes.length > 0 && (
+        <section aria-labelledby="holes-h" class="card" data-testid="holes">
+          <h2 id="holes-h" class="error">
+            Incomplete: the plane refused {p.holes.length === 1 ? 'a row' : `${p.holes.length} rows`} of this run
+          </h2>
+          <p>
+            The rows after a refused one are deltas on a row this plane does not hold, so their state cannot be shown from here and the run cannot
+            be restored from this plane. The writer keeps the whole run locally.
+          </p>
+          <ul>
+            {p.holes.map((h) => (
+              <li>
+                seq {h.seq}: <span class="mono">{h.code}</span> — {h.reason} (from <span class="mono">{h.writerId}</span>, {ago(h.at)})
+              </li>
+            ))}
+          </ul>
         </section>
       )}
 
@@ -607,7 +636,17 @@ export const QuarantinePage: FC<{
 );
 
 export const WritersPage: FC<{
-  items: { writerId: string; firstSeen: string; lastSeen: string; rowsAcked: number; rowsRejected: number; backlogRows: number | null; backlogBytes: number | null; oldestPendingAt: string | null }[];
+  items: {
+    writerId: string;
+    firstSeen: string;
+    lastSeen: string;
+    rowsAcked: number;
+    rowsRejected: number;
+    backlogRows: number | null;
+    backlogBytes: number | null;
+    oldestPendingAt: string | null;
+    incompleteRuns: string[];
+  }[];
 }> = ({ items }) => (
   <Layout title="Writers">
     <h1>Writers</h1>
@@ -622,6 +661,7 @@ export const WritersPage: FC<{
             <th>Refused</th>
             <th>Backlog</th>
             <th>Behind by</th>
+            <th>Runs incomplete here</th>
           </tr>
         </thead>
         <tbody>
@@ -637,11 +677,23 @@ export const WritersPage: FC<{
               <td>{w.rowsRejected}</td>
               <td data-testid="backlog">{w.backlogRows === null ? 'not reported' : `${w.backlogRows} rows (${w.backlogBytes ?? 0} bytes)`}</td>
               <td>{w.oldestPendingAt ? `oldest row waiting since ${ago(w.oldestPendingAt)}` : w.backlogRows ? '—' : 'up to date'}</td>
+              <td data-testid="incomplete-runs">
+                {w.incompleteRuns.length === 0
+                  ? 'none'
+                  : w.incompleteRuns.map((id, i) => (
+                      <>
+                        {i > 0 && ', '}
+                        <a class="mono" href={`/runs/${encodeURIComponent(id)}`}>
+                          {id}
+                        </a>
+                      </>
+                    ))}
+              </td>
             </tr>
           ))}
           {items.length === 0 && (
             <tr>
-              <td colspan={6} class="muted">
+              <td colspan={7} class="muted">
                 No writer has reported yet.
               </td>
             </tr>

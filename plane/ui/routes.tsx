@@ -14,7 +14,8 @@ import { authenticate, type Principal } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { projects } from '../db/schema.js';
 import type { PlaneEnv } from '../app.js';
-import { CursorError, forkLinks, getExecution, listClaimConflicts, listExecutions, listIdempotency, listQuarantine, listRows, listWriters, pauseState, stateAt } from '../read.js';
+import { CursorError, describeHoles, forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listIdempotency, listQuarantine, listRows, listWriters, pauseState, stateAt } from '../read.js';
+import { ErrorCode, hasCode } from '../../shared/errors.js';
 import { diffStates } from './diff.js';
 import { LoginPage, NotFoundPage, QuarantinePage, RunPage, RunsPage, SINCE_WINDOWS, WritersPage, type RunsFilters } from './pages.js';
 import { LOCAL_TIME_JS } from './local-time.js';
@@ -129,14 +130,27 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
       const a = num(c.req.query('a'), Math.max(0, b - 1));
       let result = null;
       let error: string | undefined;
-      const [sa, sb] = await Promise.all([stateAt(db, projectId, id, a), stateAt(db, projectId, id, b)]);
+      const holes = await listHoles(db, projectId, id);
+      // a stored run is always shown: a row whose chain does not decode here (a hole before it) is named, never a 500
+      const decoded = async (seq: number) => {
+        try {
+          return await stateAt(db, projectId, id, seq);
+        } catch (e) {
+          if (!hasCode(e, ErrorCode.CORRUPT_ROW)) throw e;
+          error ??= `seq ${seq} cannot be decoded from this plane's copy${holes.length ? ` (incomplete: ${describeHoles(holes)})` : ''}: ${(e as Error).message}`;
+          return undefined;
+        }
+      };
+      const sa = await decoded(a);
+      const sb = await decoded(b);
       if (sa && sb) result = diffStates(sa, sb);
-      else error = `seq ${!sa ? a : b} is not a row of this run`;
+      else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
       const pageQuery = (cur: string | null) => `/runs/${encodeURIComponent(id)}${cur ? `?cursor=${encodeURIComponent(cur)}` : ''}`;
       const quarantined = (await listQuarantine(db, projectId, { executionId: id, limit: 100 })).items;
       return c.html(
         <RunPage
           execution={execution}
+          holes={holes}
           rows={rows.items}
           next={rows.nextCursor}
           pageQuery={pageQuery}
@@ -145,7 +159,7 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
           conflicts={await listClaimConflicts(db, projectId, id)}
           quarantined={quarantined}
           diff={{ a, b, result, error }}
-          state={sb}
+          state={sb ?? null}
           live={c.req.query('live') === '1'}
           paged={cursor !== undefined}
           {...await forkLinks(db, projectId, id)}
