@@ -32,6 +32,7 @@ import { ingestBatch } from './ingest.js';
 import { AdmissionGate } from './gate.js';
 import { planeMetrics, type PlaneMetrics } from './metrics.js';
 import { mountInspector } from './ui/routes.js';
+import { mountAdmin } from './admin.js';
 import {
   claimPause,
   CursorError,
@@ -91,8 +92,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   const app = new OpenAPIHono<PlaneEnv>({
     defaultHook: (result, c) => {
       if (!result.success) {
-        const i = result.error.issues[0];
-        return errorJson(c, 400, 'INVALID_REQUEST', `${i.path.join('.') || '(request)'}: ${i.message}`);
+        return errorJson(c, 400, 'INVALID_REQUEST', result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
       }
     },
   });
@@ -442,6 +442,8 @@ export function createPlaneApp(o: PlaneAppOptions) {
     }),
     async (c) => c.json({ items: await listClaimConflicts(db, c.get('principal').projectId) }, 200),
   );
+
+  mountAdmin(app, db, { requireScope, security, errors });
 
   app.doc31('/openapi.json', { openapi: '3.1.0', info: { title: 'waymark plane', version: '1' } });
   mountInspector(app, db, { dev: o.dev });
