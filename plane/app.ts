@@ -323,7 +323,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
         const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;
         return c.json({ error: { code: 'RUN_INCOMPLETE', message, details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } } }, 409);
       }
-      return c.json(await restorePage(db, projectId, id, execution.rowCount, c.req.valid('query')), 200);
+      return c.json(await restorePage(db, projectId, id, c.req.valid('query')), 200);
     },
   );
 

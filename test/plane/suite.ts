@@ -312,6 +312,26 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes').incompleteRuns).toEqual([]);
     });
 
+    it('restore pages defect: pages are bounded by the seq the first page fixed, whatever is ingested meanwhile; the pause comes with that bound', async () => {
+      let first: OutboxEvent[] = [];
+      const later = await eventsOf(async (s) => {
+        for (let i = 0; i < 3; i++) await s.put(step('snap-1', i));
+        await s.recordInterrupt(pause('snap-1', 3), { reason: 'approval', context: { n: 1 } });
+        first = await takeEvents(s);
+        await s.claimInterrupt('snap-1', { next: step('snap-1', 4) });
+        await s.put(step('snap-1', 5));
+      });
+      expect((await ingest(first)).body.rejected).toBe(0);
+      const p1 = await get('/v1/executions/snap-1/restore?limit=2');
+      expect(p1.body).toMatchObject({ upTo: 3, totalRows: 4, pending: { context: { n: 1 } } });
+      expect((await ingest(later)).body.rejected).toBe(0);
+      const p2 = await get(`/v1/executions/snap-1/restore?limit=2&cursor=${p1.body.nextCursor}`);
+      expect(p2.body).toMatchObject({ upTo: 3, totalRows: 4, nextCursor: null, pending: null, idempotency: [] });
+      expect([...p1.body.rows, ...p2.body.rows].map((r: { seq: number }) => r.seq)).toEqual([0, 1, 2, 3]);
+      expect((await get('/v1/executions/snap-1/restore')).body).toMatchObject({ upTo: 5, totalRows: 6, pending: null });
+      expect((await get('/v1/executions/snap-1/restore?cursor=garbage')).status).toBe(400);
+    });
+
     it('one writer wins a claim; another gets 409 naming the winner; an offline claim is flagged as a conflict', async () => {
       let checkpointId = '';
       const rows = await eventsOf(async (s) => {
