@@ -317,9 +317,10 @@ export function createPlaneApp(o: PlaneAppOptions) {
       const { id } = c.req.valid('param');
       const projectId = c.get('principal').projectId;
       const execution = await getExecution(db, projectId, id);
-      if (!execution) return notFound(c, id);
-      if (!execution.complete) {
-        const list = await listHoles(db, projectId, id);
+      // a run whose every row was refused has holes but no summary: still incomplete, not unknown
+      const list = !execution || !execution.complete ? await listHoles(db, projectId, id) : [];
+      if (!execution && !list.length) return notFound(c, id);
+      if (list.length) {
         const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;
         return c.json({ error: { code: 'RUN_INCOMPLETE', message, details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } } }, 409);
       }

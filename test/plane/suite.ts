@@ -283,6 +283,12 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       forged.row.nodeId = 'forged';
       expect((await ingest([forged])).body.results[0]).toMatchObject({ code: 'conflict' });
       expect((await get('/v1/executions/hole-2')).body.execution.holeCount).toBe(2);
+      // every row refused: no summary to show, but restore still says why rather than 404
+      const [only] = await eventsOf(async (s) => void (await s.put(step('hole-3', 0))));
+      (only as Extract<OutboxEvent, { kind: 'checkpoint' }>).row.nodeOutput = 'x'.repeat(LIMITS.rowBytes);
+      expect((await ingest([only])).body.results[0]).toMatchObject({ code: 'too_large' });
+      expect((await get('/v1/executions/hole-3')).status).toBe(404);
+      expect((await get('/v1/executions/hole-3/restore')).body.error).toMatchObject({ code: 'RUN_INCOMPLETE', details: { missingSeqs: [0] } });
 
       // the inspector shows it, plain HTTP with a real session: never a 500
       const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: readKey, next: '/' }) });
