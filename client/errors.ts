@@ -110,3 +110,11 @@ export class ClaimRefused extends WaymarkError {
     this.name = 'ClaimRefused';
   }
 }
+
+/** A Resume value of the wrong shape; nothing was claimed. Names every problem. */
+export class InvalidResume extends WaymarkError {
+  constructor(readonly problems: string[]) {
+    super(ErrorCode.INVALID_RESUME, `invalid Resume (expected { approved: boolean, metadata?: object }): ${problems.join('; ')}`, { details: { problems } });
+    this.name = 'InvalidResume';
+  }
+}

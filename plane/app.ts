@@ -19,11 +19,12 @@ import {
   Page,
   QuarantineView,
   RestorePage,
+  WhoAmI,
   WriterView,
 } from '../shared/protocol.js';
 import { ErrorBody } from '../shared/errors.js';
 import { Checkpoint, ExecutionId, PendingInterrupt } from '../shared/rows.js';
-import { authenticate, bearer, type Principal, type Scope } from './auth.js';
+import { authenticate, bearer, projectName, type Principal, type Scope } from './auth.js';
 import { BodyError, ClientAborted, readJsonBody } from './body.js';
 import type { PlaneDatabase } from './db/open.js';
 import { isUnavailable } from './db/errors.js';
@@ -31,6 +32,7 @@ import { ingestBatch } from './ingest.js';
 import { AdmissionGate } from './gate.js';
 import { planeMetrics, type PlaneMetrics } from './metrics.js';
 import { mountInspector } from './ui/routes.js';
+import { mountAdmin } from './admin.js';
 import {
   claimPause,
   CursorError,
@@ -90,8 +92,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   const app = new OpenAPIHono<PlaneEnv>({
     defaultHook: (result, c) => {
       if (!result.success) {
-        const i = result.error.issues[0];
-        return errorJson(c, 400, 'INVALID_REQUEST', `${i.path.join('.') || '(request)'}: ${i.message}`);
+        return errorJson(c, 400, 'INVALID_REQUEST', result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
       }
     },
   });
@@ -106,12 +107,13 @@ export function createPlaneApp(o: PlaneAppOptions) {
     c.get('log').debug({ method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
   });
 
+  /** A valid key, with `scope` (or admin) when one is named. */
   const requireScope =
-    (scope: Scope): MiddlewareHandler<PlaneEnv> =>
+    (scope: Scope | null): MiddlewareHandler<PlaneEnv> =>
     async (c, next) => {
       const p = await authenticate(db, bearer(c.req.header('authorization')));
       if (!p) return errorJson(c, 401, 'UNAUTHORIZED', 'a valid API key is required (Authorization: Bearer wm_…)');
-      if (!p.scopes.includes(scope) && !p.scopes.includes('admin')) return errorJson(c, 403, 'FORBIDDEN', `this key lacks the '${scope}' scope`);
+      if (scope && !p.scopes.includes(scope) && !p.scopes.includes('admin')) return errorJson(c, 403, 'FORBIDDEN', `this key lacks the '${scope}' scope`);
       c.set('principal', p);
       await next();
     };
@@ -155,6 +157,22 @@ export function createPlaneApp(o: PlaneAppOptions) {
   });
   // no /metrics here: operator metrics span every project, so they are served on their own
   // listener (metricsApp), never to a project's key
+
+  // ── who am I ─────────────────────────────────────────────────────────
+  app.use('/v1/whoami', requireScope(null));
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/whoami',
+      summary: "The presented key's project and scopes: a cheap authenticated call that checks a connection (any scope)",
+      security,
+      responses: { 200: { description: 'the key', content: { 'application/json': { schema: WhoAmI } } }, ...errors },
+    }),
+    async (c) => {
+      const p = c.get('principal');
+      return c.json({ project: (await projectName(db, p.projectId)) ?? p.projectId, keyId: p.keyId, scopes: p.scopes, serverTime: new Date().toISOString() }, 200);
+    },
+  );
 
   // ── ingest ───────────────────────────────────────────────────────────
   app.openAPIRegistry.registerPath({
@@ -425,6 +443,8 @@ export function createPlaneApp(o: PlaneAppOptions) {
     }),
     async (c) => c.json({ items: await listClaimConflicts(db, c.get('principal').projectId) }, 200),
   );
+
+  mountAdmin(app, db, { requireScope, security, errors });
 
   app.doc31('/openapi.json', { openapi: '3.1.0', info: { title: 'waymark plane', version: '1' } });
   mountInspector(app, db, { dev: o.dev });

@@ -57,6 +57,15 @@ export const ClaimResponse = z.object({
 });
 export type ClaimResponse = z.infer<typeof ClaimResponse>;
 
+/** GET /v1/whoami: what the presented key is (a cheap authenticated call to check a connection). */
+export const WhoAmI = z.object({
+  project: z.string(),
+  keyId: z.string(),
+  scopes: z.array(z.string()),
+  serverTime: IsoTime,
+});
+export type WhoAmI = z.infer<typeof WhoAmI>;
+
 export const ExecutionStatus = z.enum(['running', 'paused', 'completed', 'failed']);
 export const ExecutionView = z.object({
   executionId: ExecutionId,
@@ -71,6 +80,8 @@ export const ExecutionView = z.object({
   holeCount: z.number().int(),
   createdAt: IsoTime,
   updatedAt: IsoTime,
+  /** Why a failed run failed (from its run-end marker); null otherwise. */
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
 });
 export type ExecutionView = z.infer<typeof ExecutionView>;
 

@@ -194,7 +194,8 @@ export class Agent {
     await store.setup();
     const latest = await store.latest(executionId);
     if (!latest) {
-      throw new CheckpointError(`execution '${executionId}' has no rows in this store`, {
+      const hint = store.claimGuard ? '; restoreFromPlane(store, id, …) brings a run this store has never seen' : '';
+      throw new CheckpointError(`execution '${executionId}' has no rows in this store${hint}`, {
         code: ErrorCode.EXECUTION_NOT_FOUND,
         details: { executionId },
       });
@@ -212,7 +213,8 @@ export class Agent {
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
       const guard = this.claimGuard ?? store.claimGuard;
       if (guard) await guard({ executionId, checkpointId: latest.id });
-      const claimed = await store.claimInterrupt(executionId, {
+      // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
+      const claimed = await store.claimInterrupt({ executionId, checkpointId: latest.id }, {
         next: {
           executionId,
           nodeId: latest.nodeId,
@@ -227,8 +229,8 @@ export class Agent {
       });
       if (!claimed) {
         throw new AlreadyResumed(
-          `execution '${executionId}' has no pending interrupt to claim: another resumer took it`,
-          { executionId },
+          `execution '${executionId}': the pause at checkpoint ${latest.id} is no longer open: another resumer answered it`,
+          { executionId, checkpointId: latest.id },
         );
       }
     } else if (answer !== undefined) {

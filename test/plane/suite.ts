@@ -322,9 +322,9 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       let first: OutboxEvent[] = [];
       const later = await eventsOf(async (s) => {
         for (let i = 0; i < 3; i++) await s.put(step('snap-1', i));
-        await s.recordInterrupt(pause('snap-1', 3), { reason: 'approval', context: { n: 1 } });
+        const { checkpoint } = await s.recordInterrupt(pause('snap-1', 3), { reason: 'approval', context: { n: 1 } });
         first = await takeEvents(s);
-        await s.claimInterrupt('snap-1', { next: step('snap-1', 4) });
+        await s.claimInterrupt({ executionId: 'snap-1', checkpointId: checkpoint.id }, { next: step('snap-1', 4) });
         await s.put(step('snap-1', 5));
       });
       expect((await ingest(first)).body.rejected).toBe(0);

@@ -65,7 +65,7 @@ describe('restore from the plane', () => {
     expect((await get(`/v1/executions/${exec}`)).body.execution).toMatchObject({ status: 'paused', rowCount: 3 });
 
     const restored = await restoreFromPlane(other, exec, { url: plane.url, apiKey: key });
-    expect(restored).toMatchObject({ inserted: 3, conflicts: [], pendingImported: true, totalRows: 3 });
+    expect(restored).toMatchObject({ inserted: 3, diverged: [], withheld: 0, pendingImported: true, totalRows: 3 });
     expect((await other.getPendingInterrupt(exec))?.context).toEqual({ run: 'new' });
     expect(await other.readState((await other.latest(exec))!)).toEqual(await store.readState((await store.latest(exec))!));
   });
@@ -95,7 +95,7 @@ describe('restore from the plane', () => {
       },
     });
     expect(pages).toBe(3);
-    expect(restored).toMatchObject({ inserted: 6, conflicts: [], pendingImported: false, totalRows: 6 });
+    expect(restored).toMatchObject({ inserted: 6, diverged: [], withheld: 0, pendingImported: false, totalRows: 6 });
     expect((await other.list(exec)).map((x) => x.seq)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(await other.getPendingInterrupt(exec)).toBeNull();
     expect(await other.readState((await other.latest(exec))!)).toEqual(await store.readState((await store.list(exec))[5]));
