@@ -22,7 +22,7 @@ import {
   WhoAmI,
   WriterView,
 } from '../shared/protocol.js';
-import { ErrorBody } from '../shared/errors.js';
+import { ErrorBody, ErrorCode } from '../shared/errors.js';
 import { Checkpoint, ExecutionId, PendingInterrupt } from '../shared/rows.js';
 import { authenticate, bearer, projectName, type Principal, type Scope } from './auth.js';
 import { BodyError, ClientAborted, readJsonBody } from './body.js';
@@ -340,7 +340,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       if (!execution && !list.length) return notFound(c, id);
       if (list.length) {
         const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;
-        return c.json({ error: { code: 'RUN_INCOMPLETE', message, details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } } }, 409);
+        return c.json({ error: { code: ErrorCode.RUN_INCOMPLETE, message, details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } } }, 409);
       }
       return c.json(await restorePage(db, projectId, id, c.req.valid('query')), 200);
     },

@@ -123,6 +123,9 @@ describe('restore from the plane', () => {
     expect(e!.message).toContain('seq 0 (seq_conflict: execution');
     expect(await other.list(exec)).toEqual([]);
     expect(await other.listExecutions()).toEqual([]);
+    // `waymark restore` says the same, and writes nothing
+    const cliErr = await errorOf(main(['restore', exec, '--db', tmp.file(`c${n}.db`), '--plane', plane.url, '--key', key], () => {}));
+    expect(cliErr).toMatchObject({ code: 'RUN_INCOMPLETE', details: { missingSeqs: [0, 1, 2] } });
 
     // the writing machine: `waymark sync status` names the run whose copy on the plane is incomplete
     await r.stop();
