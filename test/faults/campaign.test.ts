@@ -23,7 +23,7 @@ describe(`kill campaign: ${TRIALS} trials, seed ${SEED} (replay: WAYMARK_CAMPAIG
 });
 
 describe('campaign shapes from issue 12, one trial each', () => {
-  it('request-level 400s from a proxy; a kill between the plane claim and the local claim', async () => {
+  it('request-level 400s from a proxy; a kill between the plane claim and the local claim; delete-and-restart under one id while connected, killed after the plane committed its batch and in the new run', async () => {
     const plane = new PlaneProcess(tmp.file('shapes-plane'));
     await plane.start();
     try {
@@ -31,6 +31,9 @@ describe('campaign shapes from issue 12, one trial each', () => {
       const shapes = [
         { target: 'proxy', point: 'proxy.requestLevel400', hits: 1 },
         { target: 'client', point: 'claim.afterPlaneClaim', hits: 1 },
+        // counted from the deletion: the batch carrying it (and the new run's first rows) committed, its answer never applied
+        { target: 'client', point: 'drain.afterResponse', hits: 1, faultFrom: 'again' },
+        { target: 'client', point: 'store.put.afterCommit', hits: 2, faultFrom: 'again' },
       ] as const;
       for (const [i, s] of shapes.entries()) {
         const r = await runTrial({ plane, key, dir: tmp.dir, trial: `shape-${i}`, ...s });

@@ -1,7 +1,7 @@
 /**
  * The kill campaign. Each trial runs a client workload (pauses, approvals,
  * idempotent charges counted in a ledger file the runs cannot roll back, a
- * fork, a connected drain) in a real process, SIGKILLs the client or the
+ * fork, a run deleted and started again under one id, a connected drain) in a real process, SIGKILLs the client or the
  * plane at a named commit-boundary fault point (or puts a proxy answering
  * request-level 400s in the way), restarts what died, recovers every run,
  * drains to zero, and checks the invariants.
@@ -138,7 +138,7 @@ async function planeRows(url: string, key: string, executionId: string): Promise
   return ids;
 }
 
-export async function runTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; target: Target; point: string; hits: number }): Promise<TrialResult> {
+export async function runTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; target: Target; point: string; hits: number; faultFrom?: 'again' }): Promise<TrialResult> {
   const db = `${o.dir}/${o.trial}.db`;
   const ledger = new Ledger(`${o.dir}/${o.trial}.ledger`);
   const violations: string[] = [];
@@ -161,7 +161,7 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
-  const work = await runTs(WORKER, args('work'), o.target === 'client' ? { WAYMARK_FAULT: `${o.point}:${o.hits}` } : {});
+  const work = await runTs(WORKER, args('work'), o.target === 'client' ? { WAYMARK_FAULT: `${o.point}:${o.hits}`, ...(o.faultFrom ? { WAYMARK_FAULT_FROM: o.faultFrom } : {}) } : {});
   if (work.signal === 'SIGKILL') killed = true;
   else if (proxy) {
     // the first resume asks the plane for the claim and is refused: nothing may run without it
@@ -178,7 +178,7 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
 
   const store = new SqliteCheckpointer({ path: db });
   try {
-    const runs = ['small', 'before', 'after', 'fork'].map((s) => `${o.trial}-${s}`);
+    const runs = ['small', 'before', 'after', 'fork', 'again'].map((s) => `${o.trial}-${s}`);
     for (const id of runs) {
       const latest = await store.latest(id);
       if (!(latest?.step === 'run_end' && latest.status === 'completed')) violations.push(`${id} did not complete (latest: ${latest?.nodeId} ${latest?.status})`);
@@ -191,14 +191,23 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
         const a = [...local].sort().join();
         const b = [...remote].sort().join();
         if (a !== b) violations.push(`${id}: plane rows (${remote.length}) != store rows (${local.length})`);
+        const summary = (await (await fetch(`${o.plane.url}/v1/executions/${encodeURIComponent(id)}`, { headers: { authorization: `Bearer ${o.key}` } })).json()) as {
+          execution: { complete: boolean };
+          holes: unknown[];
+        };
+        if (!summary.execution.complete) violations.push(`${id} is incomplete on the plane: ${JSON.stringify(summary.holes)}`);
       }
     }
     const charges = ledger.charges();
-    for (const s of ['small', 'before', 'after']) {
+    // the run deleted and started again under one id: its first order charged once, its second once
+    const orders = ['small', 'before', 'after', 'again1', 'again2'];
+    for (const s of orders) {
       const n = charges.filter((c) => c.order === `${o.trial}-${s}`).length;
       if (n !== 1) violations.push(`${o.trial}-${s} charged ${n} times`);
     }
-    if (charges.length !== 3) violations.push(`${charges.length} charges in total, expected 3`);
+    if (charges.length !== orders.length) violations.push(`${charges.length} charges in total, expected ${orders.length}`);
+    const again = await store.list(`${o.trial}-again`, { limit: 1 });
+    if (!again[0] || !JSON.stringify(await store.readState(again[0])).includes(`${o.trial}-again2`)) violations.push(`${o.trial}-again is not the run started again`);
     const stats = await store.outboxStats();
     if (stats.pendingCount !== 0) violations.push(`${stats.pendingCount} outbox rows never drained`);
     if (stats.quarantinedCount !== 0) violations.push(`${stats.quarantinedCount} rows quarantined: ${stats.lastQuarantineReason}`);
