@@ -26,6 +26,7 @@ import { CorruptRowError, InvalidRowError } from '../errors.js';
 const InputShape = z.object({
   id: Uuidv7.optional(),
   executionId: ExecutionId,
+  prevId: Uuidv7.nullable().optional(),
   nodeId: NodeId,
   turn: z.number().int().nonnegative().max(LIMITS.maxSeq),
   step: Step,
