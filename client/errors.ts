@@ -95,14 +95,6 @@ export class ExecutionGoneError extends WaymarkError {
   }
 }
 
-/** A fresh run's first write (`prevId: null`) found the execution already has rows. Nothing was written. */
-export function executionExists(executionId: string): CheckpointError {
-  return new CheckpointError(`execution '${executionId}' already has rows; this write expected a fresh run`, {
-    code: ErrorCode.EXECUTION_EXISTS,
-    details: { executionId },
-  });
-}
-
 /** A stored row could not be read back (bad JSON, broken snapshot chain). */
 export class CorruptRowError extends WaymarkError {
   constructor(rowId: string, problem: string, cause?: unknown) {

@@ -41,7 +41,7 @@ import type {
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
-import { DuplicateIdError, ExecutionGoneError, executionExists, PauseExistsError } from '../errors.js';
+import { DuplicateIdError, ExecutionGoneError, PauseExistsError } from '../errors.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
   buildRow,
@@ -51,6 +51,7 @@ import {
   checkInput,
   checkJson,
   chainRowFromColumns,
+  executionExists,
   CursorCache,
   idempotencyFromColumns,
   pendingFor,
