@@ -13,6 +13,7 @@
  *   same transaction as the change; `synced` once acked or quarantined.
  */
 import type { Json } from '../shared/json.js';
+import type { DivergedExecution } from './store/import.js';
 import type { State } from '../shared/codec.js';
 import type {
   Checkpoint,
@@ -29,6 +30,15 @@ export interface CheckpointInput {
   /** UUIDv7; minted by the store when absent. Reusing one is an error. */
   id?: string;
   executionId: string;
+  /**
+   * The id of a row of this execution that this write follows (the newest row
+   * the writer knows of), or null for the first row of a fresh run. When
+   * given, the write is refused if that row is gone (`ExecutionGoneError`,
+   * EXECUTION_GONE: the execution was deleted or pruned meanwhile) or, for
+   * null, if the execution already has rows (EXECUTION_EXISTS). Absent: no
+   * check. Not stored.
+   */
+  prevId?: string | null;
   nodeId: string;
   turn: number;
   step: Step;
@@ -130,10 +140,19 @@ export interface RestoreBundle {
 
 export interface ImportResult {
   inserted: number;
+  /** Rows already here (same id at the same execution and seq). */
   skipped: number;
-  /** (executionId, seq) already held by a different local row: kept local, reported. */
-  conflicts: string[];
+  /**
+   * Executions whose history here differs from the bundle's: the import of
+   * each stopped at its first row that does not extend the local history
+   * (see client/store/import.ts). Local rows are kept; nothing is grafted.
+   */
+  diverged: DivergedExecution[];
+  /** Bundle rows of diverged executions that were not written. */
+  withheld: number;
   pendingImported: boolean;
+  /** Local pending rows removed because their checkpoint was no longer the execution's newest row. */
+  stalePendingRemoved: { executionId: string; checkpointId: string }[];
   idempotencyInserted: number;
 }
 
@@ -141,6 +160,12 @@ export interface ClaimResult {
   pending: PendingInterrupt;
   /** The checkpoint written in the same transaction as the claim, if one was given. */
   checkpoint: Checkpoint | null;
+}
+
+/** Names one pause: its execution and the id of its `interrupted` checkpoint. */
+export interface PauseRef {
+  executionId: string;
+  checkpointId: string;
 }
 
 /** Called before a local claim of a pause; throws to refuse it (set by a connected replica). */
@@ -157,7 +182,9 @@ export interface Checkpointer {
   /**
    * Write a checkpoint with the next `seq` of its execution, and its outbox
    * event, in one transaction. A reused id throws `DuplicateIdError` and leaves
-   * the stored row unchanged; an invalid row throws `InvalidRowError` and writes nothing.
+   * the stored row unchanged; an invalid row throws `InvalidRowError` and writes nothing;
+   * a `prevId` that is gone throws `ExecutionGoneError` and writes nothing (so a
+   * run going on while its execution is deleted never starts it again at seq 0).
    */
   put(input: CheckpointInput): Promise<Checkpoint>;
   /**
@@ -170,12 +197,15 @@ export interface Checkpointer {
     pause: { reason: string; context: Json | null },
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }>;
   /**
-   * Atomically take the execution's pending row. Under any race (threads,
-   * processes, machines sharing the store) exactly one caller gets it; the
-   * rest get null. `next`, when given, is written in the same transaction, so
-   * a claimed resume is never lost to a crash.
+   * Atomically take one named pause: the execution's pending row, only while
+   * it is still the pause of checkpoint `pause.checkpointId` (the one the
+   * caller read). Under any race (threads, processes, machines sharing the
+   * store) exactly one caller gets it; the rest get null. A caller that read
+   * an older pause gets null even when a later pause is open: a stale resumer
+   * never takes (or answers) a pause it was not shown. `next`, when given, is
+   * written in the same transaction, so a claimed resume is never lost to a crash.
    */
-  claimInterrupt(executionId: string, options?: { next?: CheckpointInput }): Promise<ClaimResult | null>;
+  claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput }): Promise<ClaimResult | null>;
   getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null>;
   /** Open pauses ordered by executionId; page with `afterExecutionId`. */
   listPendingInterrupts(options?: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]>;
@@ -210,7 +240,15 @@ export interface Checkpointer {
   markQuarantined(reasons: Record<string, string>): Promise<void>;
   outboxStats(): Promise<OutboxStats>;
   listQuarantined(options?: { afterId?: string; limit?: number }): Promise<QuarantinedEntry[]>;
-  /** Insert-if-missing, marked synced (never re-queued); never overwrites a local row. */
+  /**
+   * Write a restore bundle in one transaction, marked synced (never
+   * re-queued). Inserts only rows that extend the local history; an execution
+   * whose local history differs is reported in `diverged` and keeps its local
+   * rows. A local pending row whose checkpoint is no longer the newest row is
+   * removed (reported, nothing queued); the bundle's pause is written only if
+   * its checkpoint is the newest row and no pause is open. Idempotency entries
+   * are inserted if missing (an effect that ran on either branch stays recorded).
+   */
   importRows(bundle: RestoreBundle): Promise<ImportResult>;
   /** Small persistent notes kept with the store (the drain records its last error and ack here). */
   getMeta(key: string): Promise<string | null>;

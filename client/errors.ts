@@ -79,6 +79,22 @@ export class PauseExistsError extends WaymarkError {
   }
 }
 
+/**
+ * A write named the row it follows (`prevId`) and the execution no longer
+ * holds it: the execution was deleted or pruned while the run was going.
+ * Nothing was written; the run is not started again at seq 0.
+ */
+export class ExecutionGoneError extends WaymarkError {
+  constructor(executionId: string, prevId: string) {
+    super(
+      ErrorCode.EXECUTION_GONE,
+      `execution '${executionId}' no longer holds row ${prevId}, which this write follows: it was deleted or pruned meanwhile; nothing was written`,
+      { details: { executionId, prevId } },
+    );
+    this.name = 'ExecutionGoneError';
+  }
+}
+
 /** A stored row could not be read back (bad JSON, broken snapshot chain). */
 export class CorruptRowError extends WaymarkError {
   constructor(rowId: string, problem: string, cause?: unknown) {
@@ -108,5 +124,13 @@ export class ClaimRefused extends WaymarkError {
   constructor(message: string, details: { executionId: string; checkpointId: string; status: number; planeCode: string | null }) {
     super(ErrorCode.CLAIM_REFUSED, message, { details });
     this.name = 'ClaimRefused';
+  }
+}
+
+/** A Resume value of the wrong shape; nothing was claimed. Names every problem. */
+export class InvalidResume extends WaymarkError {
+  constructor(readonly problems: string[]) {
+    super(ErrorCode.INVALID_RESUME, `invalid Resume (expected { approved: boolean, metadata?: object }): ${problems.join('; ')}`, { details: { problems } });
+    this.name = 'InvalidResume';
   }
 }

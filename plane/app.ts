@@ -13,16 +13,18 @@ import {
   ClaimRequest,
   ClaimResponse,
   ExecutionView,
+  HoleView,
   IngestRequest,
   IngestResponse,
   Page,
   QuarantineView,
   RestorePage,
+  WhoAmI,
   WriterView,
 } from '../shared/protocol.js';
-import { ErrorBody } from '../shared/errors.js';
+import { ErrorBody, ErrorCode } from '../shared/errors.js';
 import { Checkpoint, ExecutionId, PendingInterrupt } from '../shared/rows.js';
-import { authenticate, bearer, type Principal, type Scope } from './auth.js';
+import { authenticate, bearer, projectName, type Principal, type Scope } from './auth.js';
 import { BodyError, ClientAborted, readJsonBody } from './body.js';
 import type { PlaneDatabase } from './db/open.js';
 import { isUnavailable } from './db/errors.js';
@@ -34,7 +36,9 @@ import { mountAdmin } from './admin.js';
 import {
   claimPause,
   CursorError,
+  describeHoles,
   getExecution,
+  listHoles,
   releaseClaim,
   listClaimConflicts,
   listExecutions,
@@ -103,12 +107,13 @@ export function createPlaneApp(o: PlaneAppOptions) {
     c.get('log').debug({ method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
   });
 
+  /** A valid key, with `scope` (or admin) when one is named. */
   const requireScope =
-    (scope: Scope): MiddlewareHandler<PlaneEnv> =>
+    (scope: Scope | null): MiddlewareHandler<PlaneEnv> =>
     async (c, next) => {
       const p = await authenticate(db, bearer(c.req.header('authorization')));
       if (!p) return errorJson(c, 401, 'UNAUTHORIZED', 'a valid API key is required (Authorization: Bearer wm_…)');
-      if (!p.scopes.includes(scope) && !p.scopes.includes('admin')) return errorJson(c, 403, 'FORBIDDEN', `this key lacks the '${scope}' scope`);
+      if (scope && !p.scopes.includes(scope) && !p.scopes.includes('admin')) return errorJson(c, 403, 'FORBIDDEN', `this key lacks the '${scope}' scope`);
       c.set('principal', p);
       await next();
     };
@@ -152,6 +157,22 @@ export function createPlaneApp(o: PlaneAppOptions) {
   });
   // no /metrics here: operator metrics span every project, so they are served on their own
   // listener (metricsApp), never to a project's key
+
+  // ── who am I ─────────────────────────────────────────────────────────
+  app.use('/v1/whoami', requireScope(null));
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/whoami',
+      summary: "The presented key's project and scopes: a cheap authenticated call that checks a connection (any scope)",
+      security,
+      responses: { 200: { description: 'the key', content: { 'application/json': { schema: WhoAmI } } }, ...errors },
+    }),
+    async (c) => {
+      const p = c.get('principal');
+      return c.json({ project: (await projectName(db, p.projectId)) ?? p.projectId, keyId: p.keyId, scopes: p.scopes, serverTime: new Date().toISOString() }, 200);
+    },
+  );
 
   // ── ingest ───────────────────────────────────────────────────────────
   app.openAPIRegistry.registerPath({
@@ -251,6 +272,8 @@ export function createPlaneApp(o: PlaneAppOptions) {
                   })
                   .nullable(),
                 conflicts: z.array(ClaimConflictView),
+                /** Seqs whose rows the plane refused, and why (empty when `execution.complete`). */
+                holes: z.array(HoleView),
               }),
             },
           },
@@ -264,7 +287,10 @@ export function createPlaneApp(o: PlaneAppOptions) {
       const projectId = c.get('principal').projectId;
       const execution = await getExecution(db, projectId, id);
       if (!execution) return notFound(c, id);
-      return c.json({ execution, pause: await pauseState(db, projectId, id), conflicts: await listClaimConflicts(db, projectId, id) }, 200);
+      return c.json(
+        { execution, pause: await pauseState(db, projectId, id), conflicts: await listClaimConflicts(db, projectId, id), holes: await listHoles(db, projectId, id) },
+        200,
+      );
     },
   );
 
@@ -301,6 +327,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       responses: {
         200: { description: 'a page of the bundle', content: { 'application/json': { schema: RestorePage } } },
         404: { description: 'unknown execution', content: { 'application/json': { schema: ErrorBody } } },
+        409: { description: 'RUN_INCOMPLETE: the plane refused a row of this run; `details.holes` names each seq and why', content: { 'application/json': { schema: ErrorBody } } },
         ...errors,
       },
     }),
@@ -308,8 +335,14 @@ export function createPlaneApp(o: PlaneAppOptions) {
       const { id } = c.req.valid('param');
       const projectId = c.get('principal').projectId;
       const execution = await getExecution(db, projectId, id);
-      if (!execution) return notFound(c, id);
-      return c.json(await restorePage(db, projectId, id, execution.rowCount, c.req.valid('query')), 200);
+      // a run whose every row was refused has holes but no summary: still incomplete, not unknown
+      const list = !execution || !execution.complete ? await listHoles(db, projectId, id) : [];
+      if (!execution && !list.length) return notFound(c, id);
+      if (list.length) {
+        const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;
+        return c.json({ error: { code: ErrorCode.RUN_INCOMPLETE, message, details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } } }, 409);
+      }
+      return c.json(await restorePage(db, projectId, id, c.req.valid('query')), 200);
     },
   );
 

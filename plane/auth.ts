@@ -161,3 +161,9 @@ export function bearer(header: string | undefined): string | undefined {
   const m = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
   return m?.[1];
 }
+
+/** A project's name by id (null when it no longer exists). */
+export async function projectName(db: PlaneDb, projectId: string): Promise<string | null> {
+  const [p] = await db.select({ name: projects.name }).from(projects).where(eq(projects.id, projectId));
+  return p?.name ?? null;
+}

@@ -21,6 +21,8 @@ export const ErrorCode = {
   RESUME_REQUIRED: 'RESUME_REQUIRED',
   EXECUTION_EXISTS: 'EXECUTION_EXISTS',
   EXECUTION_NOT_FOUND: 'EXECUTION_NOT_FOUND',
+  /** A write named the row it follows (`prevId`) and that row is gone: the execution was deleted or pruned meanwhile. Nothing was written. */
+  EXECUTION_GONE: 'EXECUTION_GONE',
   TOOL_NOT_FOUND: 'TOOL_NOT_FOUND',
   MAX_TURNS: 'MAX_TURNS',
   MODEL_ERROR: 'MODEL_ERROR',
@@ -29,6 +31,12 @@ export const ErrorCode = {
   PLANE_ERROR: 'PLANE_ERROR',
   STORE_FAILED: 'STORE_FAILED',
   CLAIM_REFUSED: 'CLAIM_REFUSED',
+  /** A Resume value that is not `{ approved: boolean, metadata?: {…JSON} }`; every problem is named in `details.problems`. */
+  INVALID_RESUME: 'INVALID_RESUME',
+  /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
+  RUN_INCOMPLETE: 'RUN_INCOMPLETE',
+  /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */
+  RESTORE_UNVERIFIED: 'RESTORE_UNVERIFIED',
   /** A key asked for a project the plane does not have (or the caller may not see); the known ones are listed. */
   UNKNOWN_PROJECT: 'UNKNOWN_PROJECT',
   /** `waymark plane projects create` of a name that exists. */

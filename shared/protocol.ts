@@ -57,6 +57,15 @@ export const ClaimResponse = z.object({
 });
 export type ClaimResponse = z.infer<typeof ClaimResponse>;
 
+/** GET /v1/whoami: what the presented key is (a cheap authenticated call to check a connection). */
+export const WhoAmI = z.object({
+  project: z.string(),
+  keyId: z.string(),
+  scopes: z.array(z.string()),
+  serverTime: IsoTime,
+});
+export type WhoAmI = z.infer<typeof WhoAmI>;
+
 export const ExecutionStatus = z.enum(['running', 'paused', 'completed', 'failed']);
 export const ExecutionView = z.object({
   executionId: ExecutionId,
@@ -66,10 +75,26 @@ export const ExecutionView = z.object({
   lastNodeId: z.string().nullable(),
   lastStep: z.string().nullable(),
   writerId: z.string().nullable(),
+  /** False when the plane refused a row of this execution: its copy has holes (see `HoleView`). */
+  complete: z.boolean(),
+  holeCount: z.number().int(),
   createdAt: IsoTime,
   updatedAt: IsoTime,
+  /** Why a failed run failed (from its run-end marker); null otherwise. */
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
 });
 export type ExecutionView = z.infer<typeof ExecutionView>;
+
+/** A seq of an execution whose row the plane refused, and why: the rows after it cannot be decoded from the plane's copy. */
+export const HoleView = z.object({
+  seq: z.number().int(),
+  code: z.string(),
+  reason: z.string(),
+  writerId: z.string(),
+  rowId: z.string().nullable(),
+  at: IsoTime,
+});
+export type HoleView = z.infer<typeof HoleView>;
 
 export const Page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 
@@ -82,10 +107,13 @@ export const ClaimConflictView = z.object({
   at: IsoTime,
 });
 
-/** One page of a restore: rows by seq; the pause and idempotency entries come with the first page. */
+/** One page of a restore: rows by seq up to `upTo`; the pause and idempotency entries come with the first page, read with `upTo`. */
 export const RestorePage = z.object({
   executionId: ExecutionId,
+  /** Rows of the snapshot: seq 0..upTo on a complete run. */
   totalRows: z.number().int(),
+  /** The snapshot's newest seq, fixed by the first page: no page serves a row beyond it (-1: no rows). */
+  upTo: z.number().int(),
   rows: z.array(Checkpoint),
   nextCursor: z.string().nullable(),
   pending: PendingInterrupt.nullable(),
@@ -115,4 +143,6 @@ export const WriterView = z.object({
   backlogRows: z.number().int().nullable(),
   backlogBytes: z.number().int().nullable(),
   oldestPendingAt: z.string().nullable(),
+  /** Executions whose copy on the plane is incomplete because a row of this writer was refused. */
+  incompleteRuns: z.array(z.string()),
 });

@@ -1,27 +1,164 @@
 /**
- * The `waymark` command line.
+ * The `waymark` command line (client side; `waymark plane …` is plane/cli.ts).
  *
- *   waymark runs --db PATH|URL [--schema S]
- *   waymark inspect --db PATH|URL [--schema S] [EXECUTION_ID]
- *   waymark sync status --db PATH
- *   waymark sync now --db PATH --plane URL [--key K] [--timeout SECONDS]
- *   waymark restore EXECUTION_ID --db PATH --plane URL [--key K]
- *   waymark quarantine --db PATH
+ * Each command is one entry of COMMANDS: its arguments, options and help. The
+ * arguments are checked (every problem named, near misses suggested) before a
+ * database is opened; `--help` works on every command.
  * The key may come from WAYMARK_API_KEY.
  */
-import { parseArgs } from 'node:util';
 import { openCliStore } from './open.js';
-import { inspectRun, listRuns } from './store-commands.js';
+import { packageVersion, parseCommand, suggest, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
+import { inspectRun, listRuns, parseSince, type RunFilter } from './store-commands.js';
 import { quarantineList, restoreCommand, syncNow, syncStatus } from './sync-commands.js';
+import type { ExecutionState } from '../checkpointer.js';
 
-const USAGE = `usage:
-  waymark runs --db PATH|URL [--schema S]             list executions and their state
-  waymark inspect --db PATH|URL [--schema S] [ID]     a run's rows, pending interrupt, idempotency entries
-  waymark sync status --db PATH                       backlog, quarantine, last ack and last error
-  waymark sync now --db PATH --plane URL [--key K]    drain the backlog now, with progress
-  waymark restore ID --db PATH --plane URL [--key K]  pull a run from the plane, with progress
-  waymark quarantine --db PATH                        rows refused, with reasons
-  (the key may come from WAYMARK_API_KEY)`;
+type Out = (line: string) => void;
+
+const STATES: readonly ExecutionState[] = ['running', 'paused', 'completed', 'failed'];
+const db: Record<string, OptionSpec> = {
+  db: { type: 'string', help: 'the store: a SQLite file or a postgres:// URL (required)' },
+  schema: { type: 'string', help: 'Postgres schema of the store (default: public)' },
+};
+const plane: Record<string, OptionSpec> = {
+  plane: { type: 'string', help: 'the plane URL, e.g. http://127.0.0.1:4600 (required)' },
+  key: { type: 'string', help: 'an API key of the plane (default: $WAYMARK_API_KEY)' },
+};
+const json: Record<string, OptionSpec> = { json: { type: 'boolean', help: 'print JSON (one document) for scripts' } };
+
+interface Command extends CommandSpec {
+  needsPlane?: boolean;
+  /** Extra checks of the parsed arguments; every problem is reported at once. */
+  check?: (p: Parsed) => string[];
+  run: (p: Parsed, out: Out) => Promise<number>;
+}
+
+const COMMANDS: Command[] = [
+  {
+    name: 'runs',
+    summary: 'List the runs in a store with their state, newest row and, for failed runs, why.',
+    options: {
+      ...db,
+      state: { type: 'string', help: 'only runs in this state', choices: STATES },
+      since: { type: 'string', help: 'only runs updated since: an ISO time or an age such as 30m, 2h, 7d' },
+      limit: { type: 'string', help: 'at most this many runs (default: all, paged)' },
+      ...json,
+    },
+    check: (p) => [
+      ...(p.values.since !== undefined && parseSince(String(p.values.since)) === null ? [`option '--since' must be an ISO time or an age like 30m, 2h, 7d (got '${p.values.since}')`] : []),
+      ...(p.values.limit !== undefined && !/^[1-9]\d*$/.test(String(p.values.limit)) ? [`option '--limit' must be a positive integer (got '${p.values.limit}')`] : []),
+    ],
+    run: (p, out) =>
+      withStore(p, async (store) => {
+        const filter: RunFilter = {
+          state: p.values.state as ExecutionState | undefined,
+          since: p.values.since !== undefined ? parseSince(String(p.values.since))! : undefined,
+          limit: p.values.limit !== undefined ? Number(p.values.limit) : undefined,
+        };
+        await listRuns(store, out, { ...filter, json: p.values.json === true });
+        return 0;
+      }),
+  },
+  {
+    name: 'inspect',
+    args: ['EXECUTION_ID?'],
+    summary: "A run's rows, how it ended (and why, if it failed), its pauses with the answers given, and its idempotency entries. Without an id: the run list.",
+    options: { ...db, ...json },
+    run: (p, out) =>
+      withStore(p, async (store) => {
+        if (!p.positionals[0]) {
+          await listRuns(store, out, { json: p.values.json === true });
+          return 0;
+        }
+        return (await inspectRun(store, p.positionals[0], out, { json: p.values.json === true })) ? 0 : 1;
+      }),
+  },
+  {
+    name: 'sync status',
+    summary: "The store's outbox: backlog, quarantine, last ack, last success and last error (with local times).",
+    options: { ...db, ...json },
+    run: (p, out) =>
+      withStore(p, async (store) => {
+        await syncStatus(store, out, { json: p.values.json === true });
+        return 0;
+      }),
+  },
+  {
+    name: 'sync now',
+    summary: 'Drain the backlog to the plane now, with progress; exits 1 if rows are left.',
+    needsPlane: true,
+    options: { ...db, ...plane, timeout: { type: 'string', help: 'give up after this many seconds (default: 60)' } },
+    check: (p) => (p.values.timeout !== undefined && !(Number(p.values.timeout) > 0) ? [`option '--timeout' must be a positive number of seconds (got '${p.values.timeout}')`] : []),
+    run: (p, out) =>
+      withStore(p, async (store) =>
+        (await syncNow(store, { url: String(p.values.plane), apiKey: apiKey(p)!, timeoutMs: Number(p.values.timeout ?? 60) * 1000 }, out)) ? 0 : 1,
+      ),
+  },
+  {
+    name: 'restore',
+    args: ['EXECUTION_ID'],
+    summary: 'Pull a run from the plane into this store (created if missing), with progress.',
+    needsPlane: true,
+    options: { ...db, ...plane },
+    run: async (p, out) => {
+      const store = await openOrCreate(String(p.values.db), p.values.schema as string | undefined);
+      try {
+        await restoreCommand(store, p.positionals[0], { url: String(p.values.plane), apiKey: apiKey(p)! }, out);
+        return 0;
+      } finally {
+        await store.close();
+      }
+    },
+  },
+  {
+    name: 'quarantine',
+    summary: 'Rows the plane refused, with the reasons.',
+    options: { ...db, ...json },
+    run: (p, out) =>
+      withStore(p, async (store) => {
+        await quarantineList(store, out, { json: p.values.json === true });
+        return 0;
+      }),
+  },
+];
+
+/** Listed in the top-level help; run by plane/cli.ts (which loads the plane only when asked). */
+const PLANE_COMMANDS: [string, string][] = [
+  ['plane', 'start the plane (embedded PGlite, or --database-url for Postgres)'],
+  ['plane keys create|list|revoke', 'manage API keys (through the running plane)'],
+  ['plane projects create|list', 'manage projects'],
+];
+
+function topLevelUsage(): string {
+  const rows: [string, string][] = [
+    ...COMMANDS.map((c): [string, string] => [`${c.name}${(c.args ?? []).map((a) => (a.endsWith('?') ? ` [${a.slice(0, -1)}]` : ` ${a}`)).join('')}`, c.summary.split('. ')[0].replace(/\.$/, '')]),
+    ...PLANE_COMMANDS,
+  ];
+  const width = Math.max(...rows.map(([n]) => n.length));
+  return [
+    `waymark ${packageVersion()}: durable, portable agent runs`,
+    '',
+    'usage: waymark COMMAND [options]',
+    '',
+    'commands:',
+    ...rows.map(([n, s]) => `  ${n.padEnd(width)}  ${s}`),
+    '',
+    "'waymark COMMAND --help' shows a command's options; the plane key may come from WAYMARK_API_KEY.",
+    "'waymark --version' prints the version.",
+  ].join('\n');
+}
+
+function apiKey(p: Parsed): string | undefined {
+  return (p.values.key as string | undefined) ?? process.env.WAYMARK_API_KEY;
+}
+
+async function withStore(p: Parsed, body: (store: Awaited<ReturnType<typeof openCliStore>>) => Promise<number>): Promise<number> {
+  const store = await openCliStore(String(p.values.db), p.values.schema as string | undefined);
+  try {
+    return await body(store);
+  } finally {
+    await store.close();
+  }
+}
 
 /** Restore may target a store that does not exist yet (a machine that never ran the run). */
 async function openOrCreate(db: string, schema?: string) {
@@ -30,67 +167,67 @@ async function openOrCreate(db: string, schema?: string) {
   return new SqliteCheckpointer({ path: db });
 }
 
-export async function main(argv: string[], out: (l: string) => void = console.log): Promise<number> {
-  const [command, ...rest] = argv;
-  if (!command || command === '--help' || command === 'help') {
-    out(USAGE);
-    return command ? 0 : 2;
+/** Which command `argv` names, and how many words its name took. */
+function findCommand(argv: string[]): { command: Command; rest: string[] } | { problem: string } {
+  const [first, second] = argv;
+  const two = COMMANDS.find((c) => c.name === `${first} ${second}`);
+  if (two) return { command: two, rest: argv.slice(2) };
+  const one = COMMANDS.find((c) => c.name === first);
+  if (one) return { command: one, rest: argv.slice(1) };
+  const groups = COMMANDS.filter((c) => c.name.startsWith(`${first} `));
+  if (groups.length) {
+    const subs = groups.map((c) => c.name.split(' ')[1]);
+    if (second === undefined || second.startsWith('-')) return { problem: `'${first}' needs a subcommand: ${subs.join(' or ')}` };
+    const near = suggest(second, subs);
+    return { problem: `unknown subcommand '${first} ${second}'${near ? ` (did you mean '${first} ${near}'?)` : ''}; known: ${subs.join(', ')}` };
   }
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: { db: { type: 'string' }, schema: { type: 'string' }, plane: { type: 'string' }, key: { type: 'string' }, timeout: { type: 'string' } },
-    allowPositionals: true,
-  });
-  if (command === 'runs' || command === 'inspect') {
-    if (!values.db) {
-      out(`--db is required\n${USAGE}`);
-      return 2;
-    }
-    const store = await openCliStore(values.db, values.schema);
-    try {
-      if (command === 'runs' || !positionals[0]) {
-        await listRuns(store, out);
-        return 0;
-      }
-      return (await inspectRun(store, positionals[0], out)) ? 0 : 1;
-    } finally {
-      await store.close();
-    }
+  const names = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0])), 'plane'];
+  const near = suggest(first, names);
+  return { problem: `unknown command '${first}'${near ? ` (did you mean '${near}'?)` : ''}` };
+}
+
+export async function main(argv: string[], out: Out = console.log, err: Out = console.error): Promise<number> {
+  const [first] = argv;
+  if (first === undefined) {
+    err(topLevelUsage());
+    return 2;
   }
-  if (command === 'sync' || command === 'restore' || command === 'quarantine') {
-    if (!values.db) {
-      out(`--db is required\n${USAGE}`);
-      return 2;
-    }
-    const apiKey = values.key ?? process.env.WAYMARK_API_KEY;
-    const needsPlane = command === 'restore' || (command === 'sync' && positionals[0] === 'now');
-    if (needsPlane && (!values.plane || !apiKey)) {
-      out(`--plane and --key (or WAYMARK_API_KEY) are required\n${USAGE}`);
-      return 2;
-    }
-    if (command === 'restore' && !positionals[0]) {
-      out(`restore needs an execution id\n${USAGE}`);
-      return 2;
-    }
-    const store = command === 'restore' ? await openOrCreate(values.db, values.schema) : await openCliStore(values.db, values.schema);
-    try {
-      if (command === 'quarantine') {
-        await quarantineList(store, out);
-        return 0;
-      }
-      if (command === 'restore') {
-        await restoreCommand(store, positionals[0], { url: values.plane!, apiKey: apiKey! }, out);
-        return 0;
-      }
-      if (positionals[0] === 'now') {
-        return (await syncNow(store, { url: values.plane!, apiKey: apiKey!, timeoutMs: Number(values.timeout ?? 60) * 1000 }, out)) ? 0 : 1;
-      }
-      await syncStatus(store, out);
+  if (first === '--help' || first === '-h' || first === 'help') {
+    out(topLevelUsage());
+    return 0;
+  }
+  if (first === '--version' || first === '-V' || first === 'version') {
+    out(packageVersion());
+    return 0;
+  }
+  const found = findCommand(argv);
+  if ('problem' in found) {
+    if (argv.includes('--help') || argv.includes('-h')) {
+      out(topLevelUsage());
       return 0;
-    } finally {
-      await store.close();
     }
+    err(`waymark: ${found.problem}\n'waymark --help' lists the commands.`);
+    return 2;
   }
-  out(`unknown command '${command}'\n${USAGE}`);
-  return 2;
+  const { command, rest } = found;
+  const parsed = parseCommand(command, rest);
+  if (parsed === null) {
+    out(usageOf(command));
+    return 0;
+  }
+  try {
+    const problems = [
+      ...parsed.problems,
+      ...(parsed.values.db === undefined ? ['option --db is required'] : []),
+      ...(command.needsPlane && parsed.values.plane === undefined ? ['option --plane is required'] : []),
+      ...(command.needsPlane && !apiKey(parsed) ? ['a key is required: --key or WAYMARK_API_KEY'] : []),
+      ...(command.check?.(parsed) ?? []),
+    ];
+    if (problems.length) throw new UsageError(problems, usageOf(command));
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    err(`waymark ${command.name}: ${e.problems.length === 1 ? e.problems[0] : `${e.problems.length} problems:\n${e.problems.map((p) => `  - ${p}`).join('\n')}`}\n\n${e.usage}`);
+    return 2;
+  }
+  return command.run(parsed, out);
 }

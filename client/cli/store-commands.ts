@@ -1,5 +1,7 @@
-/** `waymark runs` and `waymark inspect`: read a local store and print it. */
-import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
+/** `waymark runs` and `waymark inspect`: read a local store and print it, as a table or as JSON. */
+import type { Checkpoint, Json } from '../../shared/index.js';
+import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
+import { localTime, table } from './format.js';
 
 type Out = (line: string) => void;
 
@@ -10,47 +12,141 @@ const STATE_LABEL: Record<ExecutionSummary['state'], string> = {
   failed: 'failed',
 };
 
-export function table(rows: string[][], out: Out): void {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  for (const r of rows) out(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd());
+export interface RunFilter {
+  state?: ExecutionState;
+  /** only runs whose newest row is at or after this time */
+  since?: Date;
+  limit?: number;
 }
 
-export async function listRuns(store: Checkpointer, out: Out): Promise<number> {
-  const rows: string[][] = [['EXECUTION', 'STATE', 'ROWS', 'LAST NODE', 'UPDATED']];
+/** `--since`: an ISO time, or an age such as 90s, 30m, 2h, 7d. Null when it is neither. */
+export function parseSince(text: string, now = Date.now()): Date | null {
+  const age = /^(\d+)(s|m|h|d)$/.exec(text);
+  if (age) return new Date(now - Number(age[1]) * { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3 }[age[2] as 's']);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(text)) return null;
+  const d = new Date(text);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+/** Why a run failed, from its run-end marker (`nodeOutput.error`). */
+export interface RunError {
+  code: string;
+  message: string;
+}
+
+function errorOf(end: Checkpoint | null): RunError | null {
+  if (!end || end.step !== 'run_end' || end.status !== 'failed') return null;
+  const e = (end.nodeOutput as { error?: Partial<RunError> } | null)?.error;
+  return { code: String(e?.code ?? 'RUN_FAILED'), message: String(e?.message ?? 'no reason recorded') };
+}
+
+/** Every run matching `filter`, paged through the store in execution-id order (no fixed limit). */
+async function matchingRuns(store: Checkpointer, filter: RunFilter): Promise<(ExecutionSummary & { error: RunError | null })[]> {
+  const found: (ExecutionSummary & { error: RunError | null })[] = [];
   let after: string | undefined;
-  let count = 0;
   for (;;) {
     const page = await store.listExecutions({ afterExecutionId: after, limit: 500 });
-    if (!page.length) break;
-    for (const e of page) rows.push([e.executionId, STATE_LABEL[e.state], String(e.rowCount), e.lastNodeId, e.updatedAt]);
-    count += page.length;
+    if (!page.length) return found;
+    for (const e of page) {
+      if (filter.state && e.state !== filter.state) continue;
+      if (filter.since && new Date(e.updatedAt) < filter.since) continue;
+      found.push({ ...e, error: e.state === 'failed' ? errorOf(await store.latest(e.executionId)) : null });
+      if (filter.limit !== undefined && found.length >= filter.limit) return found;
+    }
     after = page[page.length - 1].executionId;
   }
-  if (count === 0) out('no runs in this store');
-  else table(rows, out);
-  return count;
 }
 
-export async function inspectRun(store: Checkpointer, executionId: string, out: Out): Promise<boolean> {
-  const rows: string[][] = [['SEQ', 'NODE', 'STEP', 'STATUS', 'AGENT PATH', 'TIME']];
-  let after = -1;
-  for (;;) {
+export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { json?: boolean } = {}): Promise<number> {
+  const runs = await matchingRuns(store, o);
+  if (o.json) {
+    out(JSON.stringify(runs, null, 2));
+    return runs.length;
+  }
+  if (runs.length === 0) {
+    out(o.state || o.since ? 'no runs match' : 'no runs in this store');
+    return 0;
+  }
+  const rows: string[][] = [['EXECUTION', 'STATE', 'ROWS', 'LAST NODE', 'UPDATED', 'ERROR']];
+  for (const e of runs) rows.push([e.executionId, STATE_LABEL[e.state], String(e.rowCount), e.lastNodeId, localTime(e.updatedAt), e.error ? `${e.error.code}: ${e.error.message}` : '']);
+  table(rows, out);
+  return runs.length;
+}
+
+/** A pause of the run and, when it was answered, the Resume value it was answered with. */
+interface PauseView {
+  seq: number;
+  checkpointId: string;
+  nodeId: string;
+  reason: string | null;
+  context: Json | null;
+  state: 'open' | 'answered' | 'closed';
+  answer: Json | null;
+}
+
+export async function inspectRun(store: Checkpointer, executionId: string, out: Out, o: { json?: boolean } = {}): Promise<boolean> {
+  const rows: Checkpoint[] = [];
+  for (let after = -1; ; ) {
     const page = await store.list(executionId, { afterSeq: after, limit: 500 });
     if (!page.length) break;
-    for (const r of page) rows.push([String(r.seq), r.nodeId, r.step, r.status, r.agentPath, r.createdAt]);
+    rows.push(...page);
     after = page[page.length - 1].seq;
   }
-  if (rows.length === 1) {
-    out(`execution ${executionId}: no rows in this store`);
+  if (rows.length === 0) {
+    if (o.json) out(JSON.stringify({ executionId, found: false }));
+    else out(`execution ${executionId}: no rows in this store`);
     return false;
   }
-  out(`execution ${executionId}`);
-  table(rows, out);
   const pending = await store.getPendingInterrupt(executionId);
-  out('');
-  out(pending ? `pending interrupt: ${pending.reason} at ${pending.nodeId} (${pending.agentPath})\n  context: ${JSON.stringify(pending.context)}` : 'pending interrupt: none');
   const idem = await store.listIdempotent(executionId);
+  const pauses = await pausesOf(store, rows, pending?.checkpointId ?? null);
+  const last = rows[rows.length - 1];
+  const end = last.step === 'run_end' ? { status: last.status, error: errorOf(last) } : null;
+
+  if (o.json) {
+    out(JSON.stringify({ executionId, found: true, end, rows, pauses, pending, idempotency: idem }, null, 2));
+    return true;
+  }
+  out(`execution ${executionId}`);
+  table(
+    [['SEQ', 'NODE', 'STEP', 'STATUS', 'AGENT PATH', 'TIME'], ...rows.map((r) => [String(r.seq), r.nodeId, r.step, r.status, r.agentPath, localTime(r.createdAt)])],
+    out,
+  );
+  out('');
+  out(end ? `ended: ${end.status}${end.error ? `: ${end.error.code}: ${end.error.message}` : ''}` : pending ? 'ended: no (paused)' : 'ended: no (running, or crashed: no run-end marker)');
+  for (const p of pauses) {
+    const said = p.state === 'answered' ? `answered with ${JSON.stringify(p.answer)}` : p.state === 'open' ? 'open' : 'closed without an answer in this store';
+    out(`pause at seq ${p.seq} (${p.nodeId}): ${p.reason ?? ''}: ${said}`);
+  }
+  out(pending ? `pending interrupt: ${pending.reason} at ${pending.nodeId} (${pending.agentPath})\n  context: ${JSON.stringify(pending.context)}` : 'pending interrupt: none');
   out(`idempotency entries: ${idem.length}`);
   for (const e of idem) out(`  ${e.key} → ${JSON.stringify(e.result)}`);
   return true;
+}
+
+/**
+ * Each pause row with its answer: a claim writes the pause's tool row again with
+ * the answer appended to `resumes`, as a child of the pause row (agent.ts).
+ */
+async function pausesOf(store: Checkpointer, rows: Checkpoint[], openId: string | null): Promise<PauseView[]> {
+  const views: PauseView[] = [];
+  for (const r of rows) {
+    if (r.step !== 'hitl_pause') continue;
+    const claim = rows.find((c) => c.parentId === r.id && c.seq > r.seq && c.step === 'tool_call');
+    let answer: Json | null = null;
+    if (claim) {
+      const resumes = (await store.readState(claim)).resumes;
+      answer = Array.isArray(resumes) && resumes.length ? (resumes[resumes.length - 1] as Json) : null;
+    }
+    views.push({
+      seq: r.seq,
+      checkpointId: r.id,
+      nodeId: r.nodeId,
+      reason: r.interruptReason,
+      context: r.interruptContext,
+      state: r.id === openId ? 'open' : claim ? 'answered' : 'closed',
+      answer,
+    });
+  }
+  return views;
 }

@@ -1,8 +1,11 @@
 /** `waymark sync status|now`, `waymark restore`, `waymark quarantine`: the replication side of the CLI. */
-import type { Checkpointer } from '../checkpointer.js';
+import type { Checkpointer, QuarantinedEntry } from '../checkpointer.js';
 import { connectPlane } from '../replica/connect.js';
 import { restoreFromPlane } from '../replica/restore.js';
-import { table } from './store-commands.js';
+import type { DivergenceReason } from '../store/import.js';
+import { localTime, table } from './format.js';
+
+export { localTime };
 
 type Out = (line: string) => void;
 
@@ -27,14 +30,6 @@ export function progress(label: string, write: (s: string) => void = (s) => proc
   };
 }
 
-/** An ISO time as local wall-clock time with its UTC offset ("2026-03-01 14:05:09 +01:00"). */
-export function localTime(iso: string): string {
-  const d = new Date(iso);
-  const p = (n: number) => String(n).padStart(2, '0');
-  const off = -d.getTimezoneOffset();
-  const sign = off >= 0 ? '+' : '-';
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())} ${sign}${p(Math.floor(Math.abs(off) / 60))}:${p(Math.abs(off) % 60)}`;
-}
 
 interface DrainNote {
   state: string;
@@ -53,10 +48,14 @@ export function describeLastError(d: DrainNote | null): string {
   return cleared ? `none since the last success (earlier: ${d.lastError}${when})` : `${d.lastError}${when}`;
 }
 
-export async function syncStatus(store: Checkpointer, out: Out): Promise<void> {
+export async function syncStatus(store: Checkpointer, out: Out, o: { json?: boolean } = {}): Promise<void> {
   const s = await store.outboxStats();
   const note = await store.getMeta('drain');
   const d = note ? (JSON.parse(note) as DrainNote) : null;
+  if (o.json) {
+    out(JSON.stringify({ writerId: store.writerId, outbox: s, drain: d }, null, 2));
+    return;
+  }
   out(`writer:        ${store.writerId}`);
   out(`backlog:       ${s.pendingCount} rows, ${s.pendingBytes} bytes${s.oldestPendingAgeMs !== null ? `, oldest waiting ${Math.round(s.oldestPendingAgeMs / 1000)} s` : ''}`);
   out(`quarantined:   ${s.quarantinedCount}${s.lastQuarantineReason ? ` (last: ${s.lastQuarantineReason})` : ''}`);
@@ -64,44 +63,114 @@ export async function syncStatus(store: Checkpointer, out: Out): Promise<void> {
   out(`last success:  ${d?.lastSuccessAt ? `${localTime(d.lastSuccessAt)} (outbox emptied)` : 'none'}`);
   out(`last ack:      ${d?.lastAckAt ? localTime(d.lastAckAt) : 'none'}`);
   out(`last error:    ${describeLastError(d)}`);
+  const incomplete = await incompleteOnPlane(store);
+  out(
+    `plane copy:    ${
+      incomplete.size === 0
+        ? 'complete (no row refused)'
+        : `INCOMPLETE for ${incomplete.size} run(s): ${[...incomplete].map(([id, n]) => `${id} (${n} row${n === 1 ? '' : 's'} refused)`).join(', ')}; ` +
+          'the plane cannot restore them elsewhere; they keep running here (see `waymark quarantine list`)'
+    }`,
+  );
 }
 
+/**
+ * Executions with a checkpoint the plane refused (quarantined here): the
+ * plane's copy of each has a hole and is marked incomplete there. Every
+ * quarantined row is read, page by page.
+ */
+export async function incompleteOnPlane(store: Checkpointer): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  let after: string | undefined;
+  for (;;) {
+    const page = await store.listQuarantined({ afterId: after, limit: 500 });
+    if (!page.length) return out;
+    for (const q of page) if (q.kind === 'checkpoint') out.set(q.executionId, (out.get(q.executionId) ?? 0) + 1);
+    after = page[page.length - 1].id;
+  }
+}
+
+/**
+ * `waymark sync now`: always contacts the plane first (GET /v1/whoami) and says
+ * what it found, then drains with progress, printing each retry with its reason.
+ * True when nothing is left to send.
+ */
 export async function syncNow(store: Checkpointer, o: { url: string; apiKey: string; timeoutMs: number }, out: Out, bar = progress('sync')): Promise<boolean> {
   const start = (await store.outboxStats()).pendingCount;
   const replica = connectPlane(store, { url: o.url, apiKey: o.apiKey, pollMs: 0 });
-  replica.on('ack', () => {
-    void store.outboxStats().then((s) => bar.update(start - Math.min(start, s.pendingCount), start));
-  });
   try {
+    const ping = await replica.ping();
+    if (ping.ok) out(`plane ${o.url}: reachable in ${ping.latencyMs} ms; project ${ping.project}; key ${ping.keyId} (${ping.scopes.join(',')})`);
+    else out(`plane ${o.url}: ${ping.status === 401 || ping.status === 403 ? 'refused the key' : 'not usable'}: ${ping.reason}`);
+    if (ping.ok && start > 0 && !ping.scopes.some((sc: string) => sc === 'ingest' || sc === 'admin')) {
+      out(`this key lacks the 'ingest' scope: the ${start} waiting rows cannot be sent`);
+      return false;
+    }
+    if (!ping.ok && (ping.status === 401 || ping.status === 403)) return false;
+    if (start === 0) {
+      out('synced 0 rows: the outbox is empty');
+      return ping.ok;
+    }
+    let retries = 0;
+    replica.on('ack', () => {
+      void store.outboxStats().then((s) => bar.update(start - Math.min(start, s.pendingCount), start));
+    });
+    replica.on('state', (state: string) => {
+      if (state !== 'backoff') return;
+      retries++;
+      void replica.status().then((s) => {
+        const wait = s.nextAttemptAt ? `in ${Math.max(0, (Date.parse(s.nextAttemptAt) - Date.now()) / 1000).toFixed(1)} s` : 'soon';
+        out(`retry ${retries} ${wait}: ${s.lastError ?? 'unknown error'}`);
+      });
+    });
     const s = await replica.flush({ timeoutMs: o.timeoutMs });
     bar.update(start - Math.min(start, s.pendingRows), start);
     bar.done();
-    out(`synced ${s.rowsSynced} rows; ${s.pendingRows} waiting; ${s.quarantinedCount} quarantined; state ${s.state}${s.lastError ? `; last error: ${describeLastError({ ...s, at: '' })}` : ''}`);
+    out(`synced ${s.sent} rows; ${s.pendingRows} waiting; ${s.quarantinedCount} quarantined; state ${s.state}${s.lastError ? `; last error: ${describeLastError({ ...s, at: '' })}` : ''}`);
     return s.pendingRows === 0;
   } finally {
     await replica.stop();
   }
 }
 
+const DIVERGED_WHY: Record<DivergenceReason, string> = {
+  seq_taken: 'a different row is stored here at that seq',
+  predecessor_differs: 'the row before it here is not the one it follows',
+  no_predecessor: 'the row it follows is missing',
+  id_taken: 'its id is stored here at another place',
+};
+
 export async function restoreCommand(store: Checkpointer, executionId: string, o: { url: string; apiKey: string }, out: Out, bar = progress('restore')): Promise<void> {
   const r = await restoreFromPlane(store, executionId, { url: o.url, apiKey: o.apiKey, onProgress: (p) => bar.update(p.rows, p.totalRows) });
   bar.done();
   out(
-    `restored ${executionId}: ${r.inserted} rows written, ${r.skipped} already here${r.conflicts.length ? `, ${r.conflicts.length} conflicting (kept local: ${r.conflicts.join(', ')})` : ''}; ` +
+    `restored ${executionId}: ${r.inserted} rows written, ${r.skipped} already here; ` +
       `pause ${r.pendingImported ? 'restored' : 'none'}; ${r.idempotencyInserted} idempotency entries`,
   );
+  for (const d of r.diverged) {
+    out(
+      `DIVERGED ${d.executionId} at seq ${d.seq} (${DIVERGED_WHY[d.reason]}): this store kept its own rows; ` +
+        `${r.withheld} rows from the plane were not written. Fork the run to keep both branches, or delete it here and restore again to take the plane's.`,
+    );
+  }
+  for (const p of r.stalePendingRemoved) {
+    out(`STALE PAUSE removed: ${p.executionId} paused at checkpoint ${p.checkpointId}, which is no longer its newest row`);
+  }
 }
 
-export async function quarantineList(store: Checkpointer, out: Out): Promise<number> {
+export async function quarantineList(store: Checkpointer, out: Out, o: { json?: boolean } = {}): Promise<number> {
   const rows: string[][] = [['ID', 'KIND', 'EXECUTION', 'WHEN', 'REASON']];
+  const all: QuarantinedEntry[] = [];
   let after: string | undefined;
   for (;;) {
     const page = await store.listQuarantined({ afterId: after, limit: 500 });
     if (!page.length) break;
-    for (const q of page) rows.push([q.id, q.kind, q.executionId, q.createdAt, q.reason]);
+    for (const q of page) rows.push([q.id, q.kind, q.executionId, localTime(q.createdAt), q.reason]);
+    if (o.json) all.push(...page);
     after = page[page.length - 1].id;
   }
-  if (rows.length === 1) out('nothing quarantined');
+  if (o.json) out(JSON.stringify(all, null, 2));
+  else if (rows.length === 1) out('nothing quarantined');
   else table(rows, out);
   return rows.length - 1;
 }

@@ -7,6 +7,7 @@
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
 import { utf8Bytes } from '../../shared/json.js';
+import { ErrorCode, hasCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
 import {
@@ -31,12 +32,13 @@ import type {
   ListOptions,
   OutboxEntry,
   OutboxStats,
+  PauseRef,
   PruneOptions,
   PruneResult,
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
-import { DuplicateIdError, PauseExistsError } from '../errors.js';
+import { DuplicateIdError, ExecutionGoneError, PauseExistsError } from '../errors.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
   buildRow,
@@ -46,6 +48,7 @@ import {
   checkInput,
   checkJson,
   chainRowFromColumns,
+  executionExists,
   CursorCache,
   idempotencyFromColumns,
   pendingFor,
@@ -59,6 +62,7 @@ import {
   type RowText,
 } from '../store/rows.js';
 import { summaryFromRow, type ExecRow } from '../store/summary.js';
+import { planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
 
@@ -185,7 +189,8 @@ export class PostgresCheckpointer implements Checkpointer {
         return await this.begin(fn);
       } catch (e) {
         const lost = isTransient(e);
-        if (attempt > 1 && landed && e instanceof DuplicateIdError) {
+        // a lost attempt that committed makes the retry see its own row: a duplicate id, or rows in a "fresh" run
+        if (attempt > 1 && landed && (e instanceof DuplicateIdError || hasCode(e, ErrorCode.EXECUTION_EXISTS))) {
           const r = await landed();
           if (r) return r;
         }
@@ -260,6 +265,7 @@ export class PostgresCheckpointer implements Checkpointer {
       VALUES (${input.executionId}, 0, '', '', '', '', '')
       ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id
       RETURNING next_seq, last_id`;
+    await this.checkPrev(tx, input, ex);
     const seq = ex.next_seq;
     const prev = seq > 0 ? await this.cursorAt(tx, input.executionId, seq - 1, ex.last_id) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
@@ -283,6 +289,19 @@ export class PostgresCheckpointer implements Checkpointer {
       throw e;
     }
     return rt;
+  }
+
+  /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows); under the execution row's lock. */
+  private async checkPrev(tx: Tx, input: CheckpointInput, ex: { next_seq: number; last_id: string }): Promise<void> {
+    if (input.prevId === undefined) return;
+    const has = Number(ex.next_seq) > 0;
+    if (input.prevId === null) {
+      if (has) throw executionExists(input.executionId);
+      return;
+    }
+    if (has && ex.last_id === input.prevId) return;
+    const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId}`;
+    if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
   }
 
   private committed(rt: RowText | null): void {
@@ -309,6 +328,11 @@ export class PostgresCheckpointer implements Checkpointer {
           UPDATE ${this.t.executions} SET next_seq = ${seq + 1}, last_id = ${r.id}, last_node_id = ${r.nodeId},
             last_step = ${r.step}, last_status = ${r.status}, updated_at = ${r.createdAt}
           WHERE execution_id = ${r.executionId} AND next_seq = ${seq} AND last_id = ${prev.id}
+          ${
+            typeof input.prevId === 'string' && input.prevId !== prev.id
+              ? sql`AND EXISTS (SELECT 1 FROM ${this.t.checkpoints} WHERE id = ${input.prevId} AND execution_id = ${r.executionId})`
+              : sql``
+          }
           RETURNING 1
         ), c AS (
           INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
@@ -338,7 +362,8 @@ export class PostgresCheckpointer implements Checkpointer {
   async put(input: CheckpointInput): Promise<Checkpoint> {
     checkInput(input);
     const minted = { ...input, id: input.id ?? uuidv7() };
-    const cursor = this.cursors.newest(input.executionId);
+    // a fresh run's first write (prevId null) takes the locked path, which refuses an execution that has rows
+    const cursor = input.prevId === null ? null : this.cursors.newest(input.executionId);
     if (cursor) {
       try {
         const rt = await this.putOnCursor(minted, cursor);
@@ -423,10 +448,12 @@ export class PostgresCheckpointer implements Checkpointer {
     return { checkpoint: out.rt.row, pending: out.pending };
   }
 
-  async claimInterrupt(executionId: string, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
+  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
+    const { executionId, checkpointId } = pause;
     const next = options?.next ? { ...options.next, id: options.next.id ?? uuidv7() } : undefined;
     if (next) checkInput(next);
-    const before = next ? await this.getPendingInterrupt(executionId) : null;
+    const open = next ? await this.getPendingInterrupt(executionId) : null;
+    const before = open?.checkpointId === checkpointId ? open : null;
     // with a `next` row, a lost attempt that committed is recognisable by that row's id
     const landed = next
       ? async () => {
@@ -438,7 +465,7 @@ export class PostgresCheckpointer implements Checkpointer {
     try {
       out = await this.write(async (tx) => {
         const [row] = await tx<PendingColumns[]>`
-          DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
+          DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} AND checkpoint_id = ${checkpointId} RETURNING *`;
         if (!row) return null;
         const pending = pendingFromColumns(row);
         const event: OutboxEvent = {
@@ -576,10 +603,12 @@ export class PostgresCheckpointer implements Checkpointer {
 
   async deleteExecution(executionId: string): Promise<DeleteResult> {
     const out = await this.begin(async (tx) => {
+      // the execution row first: a writer holds its lock while it checks `prevId` and inserts, so a
+      // put either commits before this deletion (and its row is deleted) or runs after it (and is refused)
+      const e = await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${executionId}`;
       const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}`;
       const p = await tx`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
       const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${executionId}`;
-      const e = await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${executionId}`;
       await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${executionId} AND NOT synced`;
       if (e.count || c.count || i.count) {
         const event: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId, deletedAt: canonicalTime() };
@@ -703,23 +732,50 @@ export class PostgresCheckpointer implements Checkpointer {
     const pending = bundle.pending ? checkBundleRows(PendingSchema, [bundle.pending], 'pending interrupt')[0] : null;
     const idem = checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry');
     return this.write(async (tx) => {
-      const res: ImportResult = { inserted: 0, skipped: 0, conflicts: [], pendingImported: false, idempotencyInserted: 0 };
       const executionIds = [...new Set(checkpoints.map((c) => c.executionId))].sort();
+      // lock each execution (a placeholder row when new) so no writer moves it while the plan is made and written
       for (const e of executionIds) {
         await tx`INSERT INTO ${this.t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
           VALUES (${e}, 0, '', '', '', '', '') ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id`;
       }
-      for (const c of [...checkpoints].sort((a, b) => a.seq - b.seq)) {
-        const [byId] = await tx`SELECT 1 FROM ${this.t.checkpoints} WHERE id = ${c.id}`;
-        if (byId) {
-          res.skipped++;
-          continue;
+      // the local rows the plan can ask about: the bundle's seq range (and the row before it) per execution, and the bundle's ids
+      const range = new Map<string, { lo: number; hi: number }>();
+      for (const c of checkpoints) {
+        const r = range.get(c.executionId);
+        if (!r) range.set(c.executionId, { lo: c.seq, hi: c.seq });
+        else {
+          r.lo = Math.min(r.lo, c.seq);
+          r.hi = Math.max(r.hi, c.seq);
         }
-        const [bySeq] = await tx`SELECT 1 FROM ${this.t.checkpoints} WHERE execution_id = ${c.executionId} AND seq = ${c.seq}`;
-        if (bySeq) {
-          res.conflicts.push(`${c.executionId}#${c.seq}`);
-          continue;
-        }
+      }
+      const at = new Map<string, string>();
+      for (const e of executionIds) {
+        const { lo: first, hi } = range.get(e)!;
+        const lo = Math.max(0, first - 1);
+        const local = await tx<{ id: string; seq: string | number }[]>`
+          SELECT id, seq FROM ${this.t.checkpoints} WHERE execution_id = ${e} AND seq >= ${lo} AND seq <= ${hi}`;
+        for (const r of local) at.set(`${e}\u0000${Number(r.seq)}`, r.id);
+      }
+      const found = new Map<string, { executionId: string; seq: number }>();
+      if (checkpoints.length) {
+        const rows = await tx<{ id: string; execution_id: string; seq: string | number }[]>`
+          SELECT id, execution_id, seq FROM ${this.t.checkpoints} WHERE id IN ${this.textList(tx, checkpoints.map((c) => c.id))}`;
+        for (const r of rows) found.set(r.id, { executionId: r.execution_id, seq: Number(r.seq) });
+      }
+      const plan = planImport(checkpoints, {
+        idAt: (e, seq) => at.get(`${e}\u0000${seq}`) ?? null,
+        find: (id) => found.get(id) ?? null,
+      });
+      const res: ImportResult = {
+        inserted: 0,
+        skipped: plan.skipped,
+        diverged: plan.diverged,
+        withheld: plan.withheld,
+        pendingImported: false,
+        stalePendingRemoved: [],
+        idempotencyInserted: 0,
+      };
+      for (const c of plan.insert) {
         await tx`INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
             state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
           VALUES (${c.id}, ${c.executionId}, ${c.seq}, ${c.nodeId}, ${c.turn}, ${c.step}, ${c.status}, ${c.agentPath},
@@ -732,9 +788,24 @@ export class PostgresCheckpointer implements Checkpointer {
         this.cursors.drop(c.executionId);
         res.inserted++;
       }
-      // an execution row left as a placeholder (every row was a conflict) must not stay empty
-      await tx`DELETE FROM ${this.t.executions}
-        WHERE last_id = '' AND execution_id IN ${this.textList(tx, executionIds)}`;
+      // an execution row left as a placeholder (nothing written) must not stay empty
+      if (executionIds.length) {
+        await tx`DELETE FROM ${this.t.executions}
+          WHERE last_id = '' AND execution_id IN ${this.textList(tx, executionIds)}`;
+      }
+      const touched = [...new Set([...executionIds, ...(pending ? [pending.executionId] : [])])].sort();
+      for (const e of touched) {
+        // a pause is open only while its checkpoint is the newest row: one that is not is stale
+        const [open] = await tx<{ checkpoint_id: string }[]>`
+          SELECT checkpoint_id FROM ${this.t.pending} WHERE execution_id = ${e} FOR UPDATE`;
+        if (!open) continue;
+        const [latest] = await tx<{ id: string }[]>`
+          SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${e} ORDER BY seq DESC LIMIT 1`;
+        if (open.checkpoint_id !== latest?.id) {
+          await tx`DELETE FROM ${this.t.pending} WHERE execution_id = ${e} AND checkpoint_id = ${open.checkpoint_id}`;
+          res.stalePendingRemoved.push({ executionId: e, checkpointId: open.checkpoint_id });
+        }
+      }
       if (pending) {
         const [latest] = await tx<{ id: string }[]>`
           SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${pending.executionId} ORDER BY seq DESC LIMIT 1`;

@@ -28,7 +28,7 @@
 import { EventEmitter } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { LIMITS } from '../../shared/limits.js';
-import { IngestResponse, PROTOCOL_VERSION } from '../../shared/protocol.js';
+import { IngestResponse, PROTOCOL_VERSION, WhoAmI } from '../../shared/protocol.js';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Checkpointer, OutboxEntry, OutboxStats } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
@@ -457,6 +457,26 @@ export class Replica extends EventEmitter {
   }
 
   /**
+   * Check the connection with one cheap authenticated call (GET /v1/whoami):
+   * whether the plane answers, and what the key is there. Never throws.
+   */
+  async ping(): Promise<PlanePing> {
+    const started = performance.now();
+    let res: PlaneResponse;
+    try {
+      res = await this.http.request('GET', '/v1/whoami', { apiKey: this.apiKey, timeoutMs: this.o.timeoutMs });
+    } catch (e) {
+      return { ok: false, status: null, reason: `network: ${(e as Error).message}` };
+    }
+    const ms = Math.round(performance.now() - started);
+    const parsed = WhoAmI.safeParse(res.body);
+    if (res.status === 200 && parsed.success) return { ok: true, ...parsed.data, latencyMs: ms };
+    const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+    const reason = error?.message ? `${res.status} ${error.code ?? ''}: ${error.message}` : foreignBody(res.status, res.body);
+    return { ok: false, status: res.status, reason };
+  }
+
+  /**
    * Give back a plane claim this writer holds but never applied locally (it
    * crashed or gave up between the plane claim and the local one), so another
    * writer may claim the pause. True when a claim was released.
@@ -480,6 +500,11 @@ function foreignBody(status: number, body: unknown): string {
   const text = typeof body === 'string' ? body.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 120) : '';
   return text ? `HTTP ${status} (not from the plane: "${text}")` : `HTTP ${status}`;
 }
+
+/** What a ping found: the key's project and scopes, or why the plane could not be used. */
+export type PlanePing =
+  | ({ ok: true; latencyMs: number } & WhoAmI)
+  | { ok: false; status: number | null; reason: string };
 
 /** What the plane said to a claim. */
 export type PlaneClaim =

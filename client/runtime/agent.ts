@@ -63,6 +63,13 @@ interface Level {
   path: string;
   /** Rows of this level come after this seq (its parent's tool row), -1 at the top. */
   afterSeq: number;
+  /**
+   * The newest row of the execution this level knows of (null before a fresh
+   * run's first row): each write names it, so a write into an execution
+   * deleted or pruned meanwhile is refused (EXECUTION_GONE) instead of
+   * starting it again at seq 0.
+   */
+  prevId: string | null;
 }
 
 type Entry =
@@ -83,7 +90,7 @@ class PauseOutcome extends Error {
  * row), and never shown to the model as a tool result it could answer by
  * calling the tool again.
  */
-const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED]);
+const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED, ErrorCode.EXECUTION_GONE]);
 const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
 
 /**
@@ -181,7 +188,7 @@ export class Agent {
         details: { executionId },
       });
     }
-    const level = this.topLevel(executionId, store);
+    const level = this.topLevel(executionId, store, null);
     return this.outer(level, () => this.loop(level, this.initialState(input), { kind: 'model', write: true }));
   }
 
@@ -194,7 +201,8 @@ export class Agent {
     await store.setup();
     const latest = await store.latest(executionId);
     if (!latest) {
-      throw new CheckpointError(`execution '${executionId}' has no rows in this store`, {
+      const hint = store.claimGuard ? '; restoreFromPlane(store, id, …) brings a run this store has never seen' : '';
+      throw new CheckpointError(`execution '${executionId}' has no rows in this store${hint}`, {
         code: ErrorCode.EXECUTION_NOT_FOUND,
         details: { executionId },
       });
@@ -205,6 +213,7 @@ export class Agent {
       });
     }
     const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
+    let newest = latest.id;
     if (latest.status === 'interrupted') {
       if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
       this.resolveTool(latest.agentPath);
@@ -212,9 +221,11 @@ export class Agent {
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
       const guard = this.claimGuard ?? store.claimGuard;
       if (guard) await guard({ executionId, checkpointId: latest.id });
-      const claimed = await store.claimInterrupt(executionId, {
+      // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
+      const claimed = await store.claimInterrupt({ executionId, checkpointId: latest.id }, {
         next: {
           executionId,
+          prevId: latest.id,
           nodeId: latest.nodeId,
           turn: latest.turn,
           step: 'tool_call',
@@ -227,14 +238,15 @@ export class Agent {
       });
       if (!claimed) {
         throw new AlreadyResumed(
-          `execution '${executionId}' has no pending interrupt to claim: another resumer took it`,
-          { executionId },
+          `execution '${executionId}': the pause at checkpoint ${latest.id} is no longer open: another resumer answered it`,
+          { executionId, checkpointId: latest.id },
         );
       }
+      newest = claimed.checkpoint?.id ?? newest;
     } else if (answer !== undefined) {
       throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
     }
-    const level = this.topLevel(executionId, store);
+    const level = this.topLevel(executionId, store, newest);
     const own = await this.latestOwn(level);
     if (!own) throw new CheckpointError(`execution '${executionId}' has no row of ${this.path} to resume from`);
     if (own.step === 'tool_call') this.resolveTool(own.agentPath);
@@ -250,7 +262,7 @@ export class Agent {
   async fork(executionId: string, options: { checkpointId?: string; input?: string; executionId?: string } = {}): Promise<RunResult> {
     const store = this.requireStore();
     await store.setup();
-    const level = this.topLevel(executionId, store);
+    const level = this.topLevel(executionId, store, null);
     let src: Checkpoint | null;
     if (options.checkpointId) {
       src = await store.getById(options.checkpointId);
@@ -286,6 +298,7 @@ export class Agent {
     }
     const origin = await store.put({
       executionId: newId,
+      prevId: null,
       nodeId: 'fork_origin',
       turn: src.turn,
       step: 'fork_origin',
@@ -295,14 +308,14 @@ export class Agent {
       state,
       nodeInput: { executionId, checkpointId: src.id, nodeId: src.nodeId, step: srcStep },
     });
-    const forked = this.topLevel(newId, store);
+    const forked = this.topLevel(newId, store, origin.id);
     return this.outer(forked, () => this.reenter(forked, origin));
   }
 
   // ── the loop ──────────────────────────────────────────────────────────
 
-  private topLevel(executionId: string, store: Checkpointer): Level {
-    return { executionId, store, path: this.path, afterSeq: -1 };
+  private topLevel(executionId: string, store: Checkpointer, prevId: string | null): Level {
+    return { executionId, store, path: this.path, afterSeq: -1, prevId };
   }
 
   private initialState(input: string): RunState {
@@ -330,6 +343,7 @@ export class Agent {
         try {
           await level.store.put({
             executionId: level.executionId,
+            prevId: level.prevId,
             nodeId: 'run_end',
             turn: last?.turn ?? 0,
             step: 'run_end',
@@ -340,13 +354,14 @@ export class Agent {
             nodeOutput: { error },
           });
         } catch {
-          // the store itself failed: no marker, the run stays resumable from its newest row
+          // the store itself failed (or the execution is gone): no marker, the run stays resumable from its newest row
           throw e;
         }
         return { status: 'failed', executionId: level.executionId, error };
       }
       await level.store.put({
         executionId: level.executionId,
+        prevId: level.prevId,
         nodeId: 'run_end',
         turn: done.state.turn,
         step: 'run_end',
@@ -360,8 +375,10 @@ export class Agent {
     });
   }
 
-  private checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status'>): Promise<Checkpoint> {
-    return kept(level.store.put({ ...input, executionId: level.executionId, status: 'completed' }));
+  private async checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status' | 'prevId'>): Promise<Checkpoint> {
+    const row = await kept(level.store.put({ ...input, executionId: level.executionId, prevId: level.prevId, status: 'completed' }));
+    level.prevId = row.id;
+    return row;
   }
 
   private async loop(level: Level, start: RunState, first: Entry): Promise<{ output: string; state: RunState }> {
@@ -472,6 +489,7 @@ export class Agent {
       const { checkpoint: _c, pending } = await kept(level.store.recordInterrupt(
         {
           executionId: level.executionId,
+          prevId: level.prevId,
           nodeId: `turn:${toolState.turn}/tool:${call.name}`,
           turn: toolState.turn,
           step: 'hitl_pause',
@@ -498,8 +516,10 @@ export class Agent {
       store: parent.store,
       path: `${parent.path}/agent:${this.name}`,
       afterSeq: parentRow.seq,
+      prevId: parentRow.id,
     };
     const own = await this.latestOwn(level);
+    if (own) level.prevId = own.id;
     const done = own ? await this.reenter(level, own) : await this.loop(level, this.initialState(task), { kind: 'model', write: true });
     return done.output;
   }

@@ -3,6 +3,7 @@ import { WaymarkError } from '../../shared/errors.js';
 import { jsonProblem, type Json } from '../../shared/json.js';
 import { JsonValue } from '../../shared/rows.js';
 import { currentRun } from './context.js';
+import { InvalidResume } from '../errors.js';
 
 const ResumeShape = z
   .object({
@@ -21,7 +22,11 @@ export class Resume {
   constructor(value: { approved: boolean; metadata?: Record<string, Json> }) {
     const r = ResumeShape.safeParse(value);
     if (!r.success) {
-      throw new WaymarkError('INVALID_RESUME', `invalid Resume: ${r.error.issues[0].path.join('.')}: ${r.error.issues[0].message}`);
+      throw new InvalidResume(
+        r.error.issues.flatMap((i) =>
+          i.code === 'unrecognized_keys' ? i.keys.map((k) => `unknown field '${k}'`) : [`${i.path.length ? i.path.join('.') : 'the value'}: ${i.message}`],
+        ),
+      );
     }
     this.approved = r.data.approved;
     this.metadata = r.data.metadata;

@@ -35,12 +35,13 @@ import type {
   ListOptions,
   OutboxEntry,
   OutboxStats,
+  PauseRef,
   PruneOptions,
   PruneResult,
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
-import { DuplicateIdError, PauseExistsError } from '../errors.js';
+import { DuplicateIdError, ExecutionGoneError, PauseExistsError } from '../errors.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
   buildRow,
@@ -50,6 +51,7 @@ import {
   checkInput,
   checkJson,
   chainRowFromColumns,
+  executionExists,
   CursorCache,
   idempotencyFromColumns,
   pendingFor,
@@ -63,6 +65,7 @@ import {
   type RowText,
 } from '../store/rows.js';
 import { summaryFromRow, type ExecRow } from '../store/summary.js';
+import { planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
@@ -165,7 +168,7 @@ export class SqliteCheckpointer implements Checkpointer {
         `INSERT INTO pending_interrupts (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
          VALUES (@execution_id, @checkpoint_id, @node_id, @reason, @context, @agent_path, @created_at)`,
       ),
-      claimPending: db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ? RETURNING *`),
+      claimPending: db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ? AND checkpoint_id = ? RETURNING *`),
       getPending: db.prepare(`SELECT * FROM pending_interrupts WHERE execution_id = ?`),
       getIdem: db.prepare(`SELECT * FROM idempotency WHERE execution_id = ? AND key = ?`),
       insertIdem: db.prepare(
@@ -218,6 +221,7 @@ export class SqliteCheckpointer implements Checkpointer {
   /** Write one checkpoint inside the caller's IMMEDIATE transaction. */
   private writeCheckpoint(input: CheckpointInput): RowText {
     const ex = this.st.getExec.get(input.executionId) as { next_seq: number; last_id: string } | undefined;
+    this.checkPrev(input, ex ?? null);
     const seq = ex ? ex.next_seq : 0;
     const prev = ex && seq > 0 ? this.cursorAt(input.executionId, seq - 1, ex.last_id) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
@@ -256,6 +260,19 @@ export class SqliteCheckpointer implements Checkpointer {
     });
     this.queue(r.id, 'checkpoint', r.executionId, null, rt.bytes);
     return rt;
+  }
+
+  /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows). */
+  private checkPrev(input: CheckpointInput, ex: { next_seq: number; last_id: string } | null): void {
+    if (input.prevId === undefined) return;
+    const has = ex !== null && ex.next_seq > 0;
+    if (input.prevId === null) {
+      if (has) throw executionExists(input.executionId);
+      return;
+    }
+    if (has && ex.last_id === input.prevId) return;
+    const row = this.st.getById.get(input.prevId) as { execution_id: string } | undefined;
+    if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
   }
 
   private committed(rt: RowText | null): void {
@@ -322,14 +339,15 @@ export class SqliteCheckpointer implements Checkpointer {
     return { checkpoint: out.rt.row, pending: out.pending };
   }
 
-  async claimInterrupt(executionId: string, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
+  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
     this.assertOpen();
+    const { executionId, checkpointId } = pause;
     if (options?.next) checkInput(options.next);
     let out: { pending: PendingInterrupt; rt: RowText | null } | null;
     try {
       out = this.db
         .transaction(() => {
-          const row = this.st.claimPending.get(executionId) as PendingColumns | undefined;
+          const row = this.st.claimPending.get(executionId, checkpointId) as PendingColumns | undefined;
           if (!row) return null;
           const pending = pendingFromColumns(row);
           const event: OutboxEvent = {
@@ -609,16 +627,23 @@ export class SqliteCheckpointer implements Checkpointer {
     const idem = checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry');
     const out = this.db
       .transaction(() => {
-        const res: ImportResult = { inserted: 0, skipped: 0, conflicts: [], pendingImported: false, idempotencyInserted: 0 };
-        for (const c of [...checkpoints].sort((a, b) => a.seq - b.seq)) {
-          if (this.st.getById.get(c.id)) {
-            res.skipped++;
-            continue;
-          }
-          if (this.st.getBySeq.get(c.executionId, c.seq)) {
-            res.conflicts.push(`${c.executionId}#${c.seq}`);
-            continue;
-          }
+        const plan = planImport(checkpoints, {
+          idAt: (e, seq) => (this.st.getBySeq.get(e, seq) as { id: string } | undefined)?.id ?? null,
+          find: (id) => {
+            const r = this.st.getById.get(id) as CheckpointColumns | undefined;
+            return r ? { executionId: r.execution_id, seq: Number(r.seq) } : null;
+          },
+        });
+        const res: ImportResult = {
+          inserted: 0,
+          skipped: plan.skipped,
+          diverged: plan.diverged,
+          withheld: plan.withheld,
+          pendingImported: false,
+          stalePendingRemoved: [],
+          idempotencyInserted: 0,
+        };
+        for (const c of plan.insert) {
           this.st.insertCheckpoint.run({
             id: c.id,
             execution_id: c.executionId,
@@ -649,8 +674,18 @@ export class SqliteCheckpointer implements Checkpointer {
           this.cursors.drop(c.executionId);
           res.inserted++;
         }
+        const executions = new Set(checkpoints.map((c) => c.executionId));
+        if (pending) executions.add(pending.executionId);
+        for (const e of [...executions].sort()) {
+          // a pause is open only while its checkpoint is the newest row: one that is not is stale
+          const open = this.st.getPending.get(e) as PendingColumns | undefined;
+          const latest = this.st.latest.get(e) as CheckpointColumns | undefined;
+          if (open && open.checkpoint_id !== latest?.id) {
+            this.db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ?`).run(e);
+            res.stalePendingRemoved.push({ executionId: e, checkpointId: open.checkpoint_id });
+          }
+        }
         if (pending) {
-          // a pause is restored only while its checkpoint is still the newest row here
           const latest = this.st.latest.get(pending.executionId) as CheckpointColumns | undefined;
           if (latest?.id === pending.checkpointId && !this.st.getPending.get(pending.executionId)) {
             this.st.insertPending.run({

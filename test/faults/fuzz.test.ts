@@ -71,9 +71,9 @@ describe(`fuzzed ingest bodies (seed ${SEED}, ${RUNS} × 4 generators)`, () => {
     key = (await createKey(database.db, { createProject: true, project: 'fuzz', scopes: ['ingest'] })).key;
     valid = await eventsOf(async (s) => {
       for (let i = 0; i < 6; i++) await s.put(step('fuzz-run', i, { nodeInput: { i } }));
-      await s.recordInterrupt(pause('fuzz-run', 6), { reason: 'r', context: { a: 1 } });
+      const { pending } = await s.recordInterrupt(pause('fuzz-run', 6), { reason: 'r', context: { a: 1 } });
       await s.putIdempotent('fuzz-run', 'k', { v: 1 });
-      await s.claimInterrupt('fuzz-run');
+      await s.claimInterrupt(pending);
     });
   });
   afterAll(async () => {

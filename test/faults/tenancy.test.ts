@@ -54,6 +54,7 @@ describe('tenancy and auth across every endpoint and page', () => {
     { name: 'GET /v1/executions/:id/restore', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/restore`, { key }) },
     { name: 'POST /v1/executions/:id/claim', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim`, { key, json: { checkpointId, writerId: 'intruder' } }) },
     { name: 'POST /v1/executions/:id/claim/release', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim/release`, { key, json: { checkpointId, writerId: 'intruder' } }) },
+    { name: 'GET /v1/whoami', scope: null, req: (key?: string) => call(`${plane.url}/v1/whoami`, { key }) },
     { name: 'GET /v1/quarantine', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/quarantine`, { key }) },
     { name: 'GET /v1/writers', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/writers`, { key }) },
     { name: 'GET /v1/conflicts', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/conflicts`, { key }) },
@@ -76,6 +77,11 @@ describe('tenancy and auth across every endpoint and page', () => {
       for (const key of [undefined, 'Bearer nonsense', keys.revoked]) {
         const r = await e.req(key);
         expect(r.status, `${e.name} with ${key ? 'a bad key' : 'no key'}`).toBe(401);
+      }
+      if (e.scope === null) {
+        // any valid key may ask what it is, and learns only that
+        expect((await e.req(keys.readOnly)).body).toMatchObject({ project: 'victim', scopes: ['read'] });
+        continue;
       }
       const wrong = e.scope === 'ingest' ? keys.readOnly : keys.ingestOnly;
       expect((await e.req(wrong)).status, `${e.name} with the wrong scope`).toBe(403);

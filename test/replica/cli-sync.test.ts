@@ -20,6 +20,16 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
+/** A port nothing listens on (bound, then released). */
+async function closedPort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  const srv = createServer();
+  await new Promise<void>((res) => srv.listen(0, '127.0.0.1', () => res()));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((res) => srv.close(() => res()));
+  return port;
+}
+
 async function cli(args: string[]) {
   const lines: string[] = [];
   const code = await main(args, (l) => lines.push(l));
@@ -62,7 +72,13 @@ describe('waymark sync / restore / quarantine', () => {
     const e = await s2.put(step('cli-q', 0));
     await s2.markQuarantined({ [e.id]: 'plane: conflict: test' });
     await s2.close();
-    expect((await cli(['quarantine', '--db', db])).text).toMatch(new RegExp(`${e.id}\\s+checkpoint\\s+cli-q\\s+\\S+\\s+plane: conflict: test`));
+    // the time is local wall-clock time with its offset
+    expect((await cli(['quarantine', '--db', db])).text).toMatch(new RegExp(`${e.id}\\s+checkpoint\\s+cli-q\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d\\d:\\d\\d\\s+plane: conflict: test`));
+    const q = JSON.parse((await cli(['quarantine', '--db', db, '--json'])).text) as { id: string; reason: string }[];
+    expect(q.map((x) => [x.id, x.reason])).toEqual([[e.id, 'plane: conflict: test']]);
+    const st = JSON.parse((await cli(['sync', 'status', '--db', db, '--json'])).text) as { writerId: string; outbox: { quarantinedCount: number } };
+    expect(st.outbox.quarantinedCount).toBe(1);
+    expect(typeof st.writerId).toBe('string');
   });
 
   it('regression: sync status showed a cleared error as current, with no time', async () => {
@@ -90,6 +106,39 @@ describe('waymark sync / restore / quarantine', () => {
     expect(after.text).toMatch(/backlog:\s+0 rows/);
     expect(after.text).toContain(`last success:  ${localTime(s.lastSuccessAt!)} (outbox emptied)`);
     expect(after.text).toMatch(/last error:\s+none since the last success \(earlier: network: .* at \d{4}-/);
+  });
+
+  it('regression: sync now with an empty backlog exited 0 without contacting the plane; with the plane down it printed nothing for a minute', async () => {
+    const db = tmp.file('empty.db');
+    const store = new SqliteCheckpointer({ path: db });
+    await store.setup();
+    await store.close();
+    const ok = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key]);
+    expect(ok.code, ok.text).toBe(0);
+    expect(ok.text).toMatch(/plane http:\/\/127\.0\.0\.1:\d+: reachable in \d+ ms; project cli; key \S+ \(ingest,read\)\nsynced 0 rows: the outbox is empty/);
+    const badKey = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', 'wm_nope_nope']);
+    expect(badKey.code).toBe(1);
+    expect(badKey.text).toMatch(/refused the key: 401 UNAUTHORIZED/);
+    const readOnly = await plane.key('cli', ['read']);
+    const down = `http://127.0.0.1:${await closedPort()}`;
+    const off = await cli(['sync', 'now', '--db', db, '--plane', down, '--key', key]);
+    expect(off.code).toBe(1);
+    expect(off.text).toMatch(/not usable: network: .*ECONNREFUSED/);
+
+    // with a backlog and the plane down: each retry is printed with its reason, and the command gives up at --timeout
+    const s2 = new SqliteCheckpointer({ path: db });
+    await s2.put(step('waiting-run', 0));
+    await s2.close();
+    const t0 = Date.now();
+    const waiting = await cli(['sync', 'now', '--db', db, '--plane', down, '--key', key, '--timeout', '2']);
+    expect(waiting.code).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(waiting.text).toMatch(/^retry 1 (in \d+\.\d s|soon): network: .*ECONNREFUSED/m);
+    expect(waiting.text).toMatch(/synced 0 rows; 1 waiting/);
+    // a key without the ingest scope is named as the reason, before any row is sent
+    const noIngest = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', readOnly]);
+    expect(noIngest.code).toBe(1);
+    expect(noIngest.text).toMatch(/lacks the 'ingest' scope: the 1 waiting rows cannot be sent/);
   });
 
   it('local times carry their offset', () => {

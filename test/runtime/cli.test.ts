@@ -1,4 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Agent, ScriptedModel } from '../../client/index.js';
 import { main } from '../../client/cli/main.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
@@ -41,5 +44,84 @@ describe('waymark CLI on a SQLite store', () => {
     expect((await cli(['inspect', '--db', db, 'nope'])).code).toBe(1);
     expect((await cli(['runs'])).code).toBe(2);
     await expect(cli(['runs', '--db', tmp.file('missing.db')])).rejects.toThrow(/no store/);
+  });
+
+  it('runs filters by state, time and count; inspect says why a run failed and what each pause was answered with; --json for scripts', async () => {
+    const db = tmp.file('filters.db');
+    const store = new SqliteCheckpointer({ path: db });
+    const ledger = new Ledger(tmp.file('l2.jsonl'));
+    const { agent } = refundAgent({ store, ledger });
+    await agent.run(refundRequest('1', 20), { executionId: 'r-done' });
+    await agent.run(refundRequest('2', 5000), { executionId: 'r-paused' });
+    await agent.run(refundRequest('3', 7000), { executionId: 'r-answered' });
+    await agent.resume('r-answered', { approved: true, metadata: { approver: 'alice' } });
+    const failing = new Agent({ name: 'looper', model: new ScriptedModel(() => ({ toolCalls: [{ name: 'nothing', arguments: {} }] })), tools: [], checkpointer: store, maxTurns: 2 });
+    const failed = await failing.run('go', { executionId: 'r-failed' });
+    expect(failed.status).toBe('failed');
+    await store.close();
+
+    const onlyFailed = await cli(['runs', '--db', db, '--state', 'failed']);
+    expect(onlyFailed.code).toBe(0);
+    expect(onlyFailed.text).toMatch(/r-failed\s+failed.*MAX_TURNS/);
+    expect(onlyFailed.text).not.toMatch(/r-done|r-paused|r-answered/);
+    const asJson = JSON.parse((await cli(['runs', '--db', db, '--json'])).text) as { executionId: string; state: string; error: { code: string } | null }[];
+    expect(asJson.map((r) => [r.executionId, r.state])).toEqual([['r-answered', 'completed'], ['r-done', 'completed'], ['r-failed', 'failed'], ['r-paused', 'paused']]);
+    expect(asJson.find((r) => r.executionId === 'r-failed')!.error!.code).toBe('MAX_TURNS');
+    expect(JSON.parse((await cli(['runs', '--db', db, '--json', '--limit', '2'])).text)).toHaveLength(2);
+    expect((await cli(['runs', '--db', db, '--since', '2099-01-01'])).text).toBe('no runs match');
+    expect(JSON.parse((await cli(['runs', '--db', db, '--json', '--since', '1h'])).text)).toHaveLength(4);
+
+    const why = await cli(['inspect', '--db', db, 'r-failed']);
+    expect(why.text).toMatch(/ended: failed: MAX_TURNS: /);
+    const answered = await cli(['inspect', '--db', db, 'r-answered']);
+    expect(answered.text).toMatch(/pause at seq \d+ \(turn:0\/tool:refund\): manager_approval: answered with \{"approved":true,"metadata":\{"approver":"alice"\}\}/);
+    expect(answered.text).toMatch(/ended: completed/);
+    const open = JSON.parse((await cli(['inspect', '--db', db, 'r-paused', '--json'])).text) as { end: unknown; pauses: { state: string }[]; pending: { reason: string } };
+    expect(open.end).toBeNull();
+    expect(open.pauses.map((p) => p.state)).toEqual(['open']);
+    expect(open.pending.reason).toBe('manager_approval');
+  });
+});
+
+/** The installed binary, as a user runs it (dist/ is built by test/global-setup.ts). */
+describe('waymark CLI arguments, through the real binary', () => {
+  const BIN = fileURLToPath(new URL('../../bin/waymark.mjs', import.meta.url));
+  const waymark = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, WAYMARK_API_KEY: '' } });
+
+  it('--help on every command and subcommand prints its usage; top-level help lists every command; --version prints the version', () => {
+    const top = waymark('--help');
+    expect(top.status).toBe(0);
+    for (const c of ['runs', 'inspect', 'sync status', 'sync now', 'restore', 'quarantine', 'plane', 'plane keys']) expect(top.stdout).toContain(`  ${c}`);
+    for (const c of [['runs'], ['inspect'], ['sync', 'status'], ['sync', 'now'], ['restore'], ['quarantine']]) {
+      for (const flag of ['--help', '-h']) {
+        const r = waymark(...c, flag);
+        expect(r.status, `${c.join(' ')} ${flag}: ${r.stderr}`).toBe(0);
+        expect(r.stdout).toMatch(new RegExp(`^usage: waymark ${c.join(' ')}`));
+        expect(r.stdout).toContain('--db');
+      }
+    }
+    const v = waymark('--version');
+    expect(v.status).toBe(0);
+    expect(v.stdout.trim()).toBe(JSON.parse(spawnSync('node', ['-p', 'JSON.stringify(require("./package.json").version)'], { encoding: 'utf8', cwd: fileURLToPath(new URL('../..', import.meta.url)) }).stdout));
+  });
+
+  it('bad arguments: every problem named at once, near misses suggested, exit 2, and no database opened or created', () => {
+    const db = tmp.file('never-created.db');
+    const r = waymark('runs', '--dbb', db, '--state', 'wat', '--limit', '0', 'extra');
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain("unknown option '--dbb' (did you mean '--db'?)");
+    expect(r.stderr).toContain("option '--state' must be one of running, paused, completed, failed (got 'wat')");
+    expect(r.stderr).toContain("option '--limit' must be a positive integer (got '0')");
+    expect(r.stderr).toContain("unexpected argument 'extra'");
+    expect(r.stderr).toContain('option --db is required');
+    expect(r.stderr).not.toContain(`unexpected argument '${db}'`);
+    expect(waymark('runz').stderr).toContain("unknown command 'runz' (did you mean 'runs'?)");
+    expect(waymark('sync', 'nwo').stderr).toContain("did you mean 'sync now'?");
+    expect(waymark('sync').stderr).toContain("'sync' needs a subcommand: status or now");
+    const restore = waymark('restore', '--db', db);
+    expect(restore.status).toBe(2);
+    for (const p of ['missing argument EXECUTION_ID', 'option --plane is required', 'a key is required: --key or WAYMARK_API_KEY']) expect(restore.stderr).toContain(p);
+    expect(waymark('runs', '--db', db, '--json=yes').stderr).toContain("option '--json' takes no value");
+    expect(spawnSync('ls', [db]).status).not.toBe(0);
   });
 });

@@ -29,9 +29,16 @@ describe('README quick start works when pasted', () => {
     expect(b.status, b.stderr).toBe(0);
     expect(b.stdout).toBe('charging 5000 for order 1042\ncompleted Refund for order 1042 is on its way.\n');
     const c = run('approve');
-    expect(c.status).not.toBe(0);
-    expect(c.stderr).toMatch(/AlreadyResumed|already finished/);
-    const inspect = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'inspect', '--db', 'runs.db', 'refund-1042'], { cwd: DIR, encoding: 'utf8' });
+    // the third approve is handled as the README shows: no uncaught exception, no stack trace
+    expect(c.status, c.stderr).toBe(0);
+    expect(c.stderr).toBe('');
+    expect(c.stdout).toMatch(/^already resumed: execution 'refund-1042' already finished/);
+    const waymark = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), ...args], { cwd: DIR, encoding: 'utf8' });
+    const inspect = waymark('inspect', '--db', 'runs.db', 'refund-1042');
     expect(inspect.stdout).toMatch(/run_end\s+run_end\s+completed/);
+    expect(inspect.stdout).toMatch(/manager_approval: answered with \{"approved":true,"metadata":\{"approver":"alice"\}\}/);
+    const paused = waymark('runs', '--db', 'runs.db', '--state', 'paused');
+    expect(paused.status).toBe(0);
+    expect(paused.stdout).toBe('no runs match\n');
   });
 });

@@ -9,6 +9,7 @@ import {
   AlreadyResumed,
   idempotent,
   interrupt,
+  InvalidResume,
   Resume,
   ScriptedModel,
   tool,
@@ -98,6 +99,22 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       await expect(agent.resume(id)).rejects.toMatchObject({ code: 'RESUME_REQUIRED' });
       expect(await store.getPendingInterrupt(id)).not.toBeNull();
       expect(() => new Resume({ approved: true, data: 1 } as never)).toThrow(/invalid Resume/);
+      // a bad answer names every problem (and their paths), with a stable code; the pause stays open
+      const bad = (await agent.resume(id, { approved: 'yes', metadata: { a: 1n }, data: 1, extra: 2 } as never).catch((e) => e)) as InvalidResume;
+      expect(bad).toBeInstanceOf(InvalidResume);
+      expect(bad.code).toBe('INVALID_RESUME');
+      expect(bad.problems).toEqual(expect.arrayContaining(["unknown field 'data'", "unknown field 'extra'", expect.stringMatching(/^approved: /), expect.stringMatching(/^metadata\.a: /)]));
+      expect(bad.message).not.toMatch(/: : /);
+      expect(await store.getPendingInterrupt(id)).not.toBeNull();
+      await expect(agent.resume(`${id}-never-ran`)).rejects.toMatchObject({ code: 'EXECUTION_NOT_FOUND', message: expect.stringContaining('no rows in this store') });
+      // on a store connected to a plane the error says how to bring a run this store never saw
+      expect((await agent.resume(`${id}-never-ran`).catch((e: Error) => e.message)) as string).not.toContain('restoreFromPlane');
+      store.claimGuard = async () => {};
+      try {
+        await expect(agent.resume(`${id}-never-ran`)).rejects.toThrow(/restoreFromPlane/);
+      } finally {
+        delete store.claimGuard;
+      }
       const done = await agent.run(refundRequest('2', 5), { executionId: `${id}-b` });
       await expect(agent.resume(done.executionId, { approved: true })).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
     });

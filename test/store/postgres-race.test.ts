@@ -22,11 +22,11 @@ describe.skipIf(!ready)('postgres across real connections', () => {
       const winners: number[] = [];
       for (let round = 0; round < 200; round++) {
         const executionId = `race-${round}`;
-        await writer.recordInterrupt(
+        const { pending } = await writer.recordInterrupt(
           { executionId, nodeId: 'turn:0/tool:refund', turn: 0, step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:race/tool:refund', state: { messages: [] } },
           { reason: 'approval', context: null },
         );
-        const results = await Promise.all(racers.map((r) => r.claimInterrupt(executionId)));
+        const results = await Promise.all(racers.map((r) => r.claimInterrupt(pending)));
         winners.push(results.filter((r) => r !== null).length);
       }
       expect(winners.filter((w) => w !== 1)).toEqual([]);

@@ -4,10 +4,10 @@ import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 const store = new SqliteCheckpointer({ path: process.argv[2] });
 const send = (m: unknown) => process.send?.(m);
 
-process.on('message', async (m: { type: string; executionId?: string; round?: number; count?: number; executions?: string[] }) => {
+process.on('message', async (m: { type: string; executionId?: string; checkpointId?: string; round?: number; count?: number; executions?: string[] }) => {
   try {
     if (m.type === 'claim') {
-      const r = await store.claimInterrupt(m.executionId!);
+      const r = await store.claimInterrupt({ executionId: m.executionId!, checkpointId: m.checkpointId! });
       send({ type: 'claimed', round: m.round, won: r !== null, pid: process.pid });
     } else if (m.type === 'write') {
       const ids: string[] = [];

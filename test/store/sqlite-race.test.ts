@@ -37,7 +37,7 @@ describe('sqlite across real processes', () => {
       const winnersPerRound: number[] = [];
       for (let round = 0; round < 200; round++) {
         const executionId = `race-${round}`;
-        await store.recordInterrupt(
+        const { pending } = await store.recordInterrupt(
           {
             executionId,
             nodeId: 'turn:0/tool:refund',
@@ -50,7 +50,7 @@ describe('sqlite across real processes', () => {
           { reason: 'approval', context: { round } },
         );
         const answers = kids.map((k) => nextMessage<{ type: string; round: number; won: boolean }>(k, (m) => m.type === 'claimed' && m.round === round));
-        for (const k of kids) k.send({ type: 'claim', executionId, round });
+        for (const k of kids) k.send({ type: 'claim', executionId, checkpointId: pending.checkpointId, round });
         const results = await Promise.all(answers);
         winnersPerRound.push(results.filter((r) => r.won).length);
       }

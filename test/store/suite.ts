@@ -159,6 +159,87 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.readState(rows[59])).toEqual(states[59]);
     });
 
+    test('codec defect: a message edited in place between two puts is stored as it was at each put, on every handle', async () => {
+      const a = exec();
+      const msg: { role: string; content: string } = { role: 'user', content: 'deploy to staging' };
+      const big = { role: 'system', content: 'policy '.repeat(200) };
+      const r0 = await store.put(input(a, { state: { messages: [big, msg], turn: 0 } }));
+      // the caller edits its own object after the put: row 0 must not change
+      msg.content = 'deploy to prod';
+      expect(((await store.readState(r0)).messages as { content: string }[])[1].content).toBe('deploy to staging');
+      const r1 = await store.put(input(a, { turn: 1, state: { messages: [big, msg], turn: 1 } }));
+      const other = await h.reopen();
+      try {
+        for (const reader of [store, other]) {
+          expect(((await reader.readState(r0)).messages as { content: string }[])[1].content).toBe('deploy to staging');
+          expect(((await reader.readState(r1)).messages as { content: string }[])[1].content).toBe('deploy to prod');
+        }
+        // an edit after the last put changes nothing either, for the writer's next row
+        msg.content = 'edited again, never put';
+        const r2 = await store.put(input(a, { turn: 2, state: { messages: [big, { role: 'user', content: 'deploy to prod' }], turn: 2 } }));
+        for (const reader of [store, other]) {
+          expect(((await reader.readState(r2)).messages as { content: string }[])[1].content).toBe('deploy to prod');
+        }
+      } finally {
+        await other.close();
+      }
+    });
+
+    test('codec defect: readState returns frozen state that no reader can change for another', async () => {
+      const a = exec();
+      const r0 = await store.put(input(a, { state: { messages: [{ role: 'user', content: 'hi' }], turn: 0, note: { k: 1 } } }));
+      const other = await h.reopen();
+      try {
+        for (const reader of [store, other]) {
+          const s = await reader.readState(r0);
+          expect(Object.isFrozen(s)).toBe(true);
+          expect(Object.isFrozen(s.messages)).toBe(true);
+          expect(Object.isFrozen((s.messages as object[])[0])).toBe(true);
+          expect(Object.isFrozen(s.note)).toBe(true);
+          expect(() => (s.messages as unknown[]).push({ role: 'user', content: 'x' })).toThrow(TypeError);
+          expect(() => {
+            ((s.messages as { content: string }[])[0]).content = 'changed';
+          }).toThrow(TypeError);
+          expect(await reader.readState(r0)).toEqual({ messages: [{ role: 'user', content: 'hi' }], turn: 0, note: { k: 1 } });
+        }
+        // the next put (on the cached cursor) still encodes against what was stored
+        const r1 = await store.put(input(a, { turn: 1, state: { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }], turn: 1 } }));
+        expect(await other.readState(r1)).toEqual({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }], turn: 1 });
+      } finally {
+        await other.close();
+      }
+    });
+
+    test('codec defect: a non-array `messages` key is an ordinary field, kept on decode (full rows and deltas)', async () => {
+      const a = exec();
+      const states: State[] = [
+        { messages: 'not a list', turn: 0 },
+        { messages: { summary: 'compacted' }, turn: 1 },
+        { messages: [{ role: 'user', content: 'now a list' }], turn: 2 },
+        { messages: null, turn: 3 },
+        { messages: 7, turn: 4, extra: true },
+      ];
+      const rows = [];
+      for (const [i, s] of states.entries()) rows.push(await store.put(input(a, { turn: i, state: s })));
+      const other = await h.reopen();
+      try {
+        for (const [i, r] of rows.entries()) {
+          expect(await store.readState(r)).toEqual(states[i]);
+          expect(await other.readState(r)).toEqual(states[i]);
+        }
+        // a delta chain where `messages` stays a field
+        const b = exec();
+        const chain: State[] = [];
+        for (let i = 0; i < 6; i++) chain.push({ messages: { summary: `part ${i}`, long: 'x'.repeat(400) }, turn: i, big: 'y'.repeat(2000) });
+        const brows = [];
+        for (const [i, s] of chain.entries()) brows.push(await store.put(input(b, { turn: i, state: s })));
+        expect(brows.some((r) => r.state.kind === 'delta')).toBe(true);
+        for (const [i, r] of brows.entries()) expect(await other.readState(r)).toEqual(chain[i]);
+      } finally {
+        await other.close();
+      }
+    });
+
     test('two handles taking turns on one execution: each writes after the other, never on a stale row', async () => {
       // each handle caches the newest row it wrote; the other handle's write makes that cache stale
       const other = await h.reopen();
@@ -228,12 +309,40 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const a = exec();
       const { pending } = await store.recordInterrupt(pauseRow(a), { reason: 'r', context: { k: 1 } });
       const next = input(a, { nodeId: 'turn:0/tool:refund', step: 'tool_call', state: { messages: [], resumes: [true] } });
-      const claim = await store.claimInterrupt(a, { next });
+      const claim = await store.claimInterrupt(pending, { next });
       expect(claim?.pending).toEqual(pending);
       expect(claim?.checkpoint?.seq).toBe(1);
-      expect(await store.claimInterrupt(a)).toBeNull();
+      expect(await store.claimInterrupt(pending)).toBeNull();
       expect(await store.getPendingInterrupt(a)).toBeNull();
-      expect(await store.claimInterrupt(exec())).toBeNull();
+      expect(await store.claimInterrupt({ executionId: exec(), checkpointId: pending.checkpointId })).toBeNull();
+    });
+
+    test('stale resumer defect: a claim of a pause that was answered meanwhile returns null and leaves the later pause open', async () => {
+      const a = exec();
+      const { pending: p1 } = await store.recordInterrupt(pauseRow(a), { reason: 'deploy to prod?', context: null });
+      // resumer B answers P1 (on another handle) and the run reaches P2
+      const other = await h.reopen();
+      try {
+        const b = await other.claimInterrupt(p1, {
+          next: input(a, { nodeId: 'turn:0/tool:refund', step: 'tool_call', state: { messages: [], resumes: [true] } }),
+        });
+        expect(b?.pending.checkpointId).toBe(p1.checkpointId);
+        const { pending: p2 } = await other.recordInterrupt(pauseRow(a), { reason: 'drop the database?', context: null });
+        const before = await store.list(a);
+        const outbox = (await store.outboxStats()).pendingCount;
+        // resumer A read P1 before all that; its claim names P1 and must not take P2
+        const stale = await store.claimInterrupt(p1, {
+          next: input(a, { nodeId: 'turn:0/tool:refund', step: 'tool_call', state: { messages: [], resumes: [false] } }),
+        });
+        expect(stale).toBeNull();
+        expect(await store.getPendingInterrupt(a)).toEqual(p2);
+        expect(await store.list(a)).toEqual(before);
+        expect((await store.outboxStats()).pendingCount).toBe(outbox);
+        // P2 is still claimable by its own name
+        expect((await store.claimInterrupt(p2))?.pending).toEqual(p2);
+      } finally {
+        await other.close();
+      }
     });
 
     test('listPendingInterrupts pages by execution id', async () => {
@@ -320,11 +429,63 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect((await store.put(input(a))).seq).toBe(0);
     });
 
+    test('a write into a deleted execution defect: a put naming a row that another handle deleted is refused with EXECUTION_GONE, never started again at seq 0', async () => {
+      const a = exec();
+      const r0 = await store.put(input(a, { prevId: null }));
+      const r1 = await store.put(input(a, { prevId: r0.id, turn: 1 }));
+      const other = await h.reopen();
+      try {
+        await other.deleteExecution(a);
+      } finally {
+        await other.close();
+      }
+      const outbox = (await store.outboxStats()).pendingCount;
+      // the writer's cached cursor still names r1: the write must not follow it into an empty execution
+      await expectCode(store.put(input(a, { prevId: r1.id, turn: 2 })), 'EXECUTION_GONE');
+      await expectCode(store.recordInterrupt({ ...pauseRow(a), prevId: r1.id }, { reason: 'r', context: null }), 'EXECUTION_GONE');
+      expect(await store.list(a)).toEqual([]);
+      expect(await store.getPendingInterrupt(a)).toBeNull();
+      expect((await store.listExecutions()).map((e) => e.executionId)).not.toContain(a);
+      expect((await store.outboxStats()).pendingCount).toBe(outbox);
+      // a fresh run under the same id is still allowed, and says so
+      expect((await store.put(input(a, { prevId: null }))).seq).toBe(0);
+    });
+
+    test('a write into a pruned execution defect: a put naming the pruned run-end marker is refused with EXECUTION_GONE', async () => {
+      const a = exec();
+      const r0 = await store.put(input(a));
+      const end = await store.put({ ...marker(a, 'failed', '2020-01-01T00:00:00.000Z'), prevId: r0.id });
+      expect((await store.prune({ olderThan: new Date('2021-01-01T00:00:00.000Z'), includeUnsynced: true })).executions).toBe(1);
+      await expectCode(store.put(input(a, { prevId: end.id, turn: 1 })), 'EXECUTION_GONE');
+      expect(await store.list(a)).toEqual([]);
+    });
+
+    test('prevId: null refuses an execution that has rows (EXECUTION_EXISTS); an older row that still exists, on any handle, is accepted; another execution\'s row is gone', async () => {
+      const a = exec();
+      const r0 = await store.put(input(a));
+      const r1 = await store.put(input(a, { turn: 1 }));
+      await expectCode(store.put(input(a, { prevId: null })), 'EXECUTION_EXISTS');
+      expect((await store.list(a)).length).toBe(2);
+      // a supervisor names its own tool row while a worker wrote after it: still there, so accepted
+      expect((await store.put(input(a, { prevId: r0.id, turn: 2 }))).seq).toBe(2);
+      const other = await h.reopen();
+      try {
+        expect((await other.put(input(a, { prevId: r1.id, turn: 3 }))).seq).toBe(3);
+        expect((await store.put(input(a, { prevId: r1.id, turn: 4 }))).seq).toBe(4);
+        const b = exec();
+        const b0 = await other.put(input(b));
+        await expectCode(store.put(input(a, { prevId: b0.id, turn: 5 })), 'EXECUTION_GONE');
+        expect((await store.list(a)).length).toBe(5);
+      } finally {
+        await other.close();
+      }
+    });
+
     test('every change queues one outbox event, in order, until synced or quarantined', async () => {
       const a = exec();
       const c0 = await store.put(input(a));
-      const { checkpoint: p } = await store.recordInterrupt(pauseRow(a), { reason: 'r', context: null });
-      await store.claimInterrupt(a);
+      const { checkpoint: p, pending: open } = await store.recordInterrupt(pauseRow(a), { reason: 'r', context: null });
+      await store.claimInterrupt(open);
       await store.putIdempotent(a, 'k', 'v');
       await store.putIdempotent(a, 'k', 'ignored');
       const entries = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
@@ -376,7 +537,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       try {
         await other.store.setup();
         const res = await other.store.importRows(bundle);
-        expect(res).toMatchObject({ inserted: 3, skipped: 0, conflicts: [], pendingImported: true, idempotencyInserted: 1 });
+        expect(res).toMatchObject({ inserted: 3, skipped: 0, diverged: [], withheld: 0, pendingImported: true, stalePendingRemoved: [], idempotencyInserted: 1 });
         expect(await other.store.list(src)).toEqual(bundle.checkpoints);
         expect(await other.store.getPendingInterrupt(src)).toEqual(pending);
         expect(await other.store.getIdempotent(src, 'charge')).toEqual({ hit: true, result: { id: 'ch_1' } });
@@ -386,15 +547,15 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         const again = await other.store.importRows(bundle);
         expect(again).toMatchObject({ inserted: 0, skipped: 3, pendingImported: false, idempotencyInserted: 0 });
         // the run continues with the next seq, and a claimed pause is not brought back
-        await other.store.claimInterrupt(src);
+        await other.store.claimInterrupt(pending);
         const cont = await other.store.put(input(src, { nodeId: 'turn:1', turn: 1 }));
         expect(cont.seq).toBe(3);
         expect((await other.store.importRows(bundle)).pendingImported).toBe(false);
         expect(await other.store.getPendingInterrupt(src)).toBeNull();
-        // a different row at a taken seq is a conflict, and the local row stays
+        // a different row at a taken seq diverges, and the local row stays
         const clash = { ...rows[0], id: uuidv7(), seq: 3 };
         const res3 = await other.store.importRows({ checkpoints: [clash], pending: null, idempotency: [] });
-        expect(res3.conflicts).toEqual([`${src}#3`]);
+        expect(res3.diverged).toEqual([{ executionId: src, seq: 3, reason: 'seq_taken', localId: cont.id, incomingId: clash.id }]);
         expect((await other.store.latest(src))?.id).toBe(cont.id);
       } finally {
         await other.close();
@@ -449,8 +610,8 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     test('outbox byte counts are UTF-8 bytes of each event as sent, for every kind', async () => {
       const a = exec();
       await store.put(input(a, { nodeInput: '\u6F22\u5B57 \u{1F600}' }));
-      await store.recordInterrupt(pauseRow(a), { reason: '\u627F\u8A8D\u{1F64F}', context: { note: '\u{1F4B8}' } });
-      await store.claimInterrupt(a);
+      const { pending } = await store.recordInterrupt(pauseRow(a), { reason: '\u627F\u8A8D\u{1F64F}', context: { note: '\u{1F4B8}' } });
+      await store.claimInterrupt(pending);
       await store.putIdempotent(a, '\u9375', '\u7D50\u679C\u{1F389}');
       const gone = `${a}-\u6D88`;
       await store.put(input(gone));

@@ -1,0 +1,129 @@
+/**
+ * Argument checking shared by every `waymark` command: one table of commands,
+ * `--help` on each, and every problem in the arguments named at once (with a
+ * suggestion for a near miss) before anything opens a database.
+ *
+ * node:util's parseArgs does the tokenizing; it stops at the first unknown
+ * option in strict mode, so this reads its tokens non-strictly and collects the
+ * problems itself.
+ */
+import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
+
+export type OptionSpec = { type: 'string' | 'boolean'; short?: string; help: string; choices?: readonly string[] };
+
+export interface CommandSpec {
+  /** e.g. 'sync now' */
+  name: string;
+  /** the positional arguments, in order; a trailing '?' marks one optional */
+  args?: string[];
+  summary: string;
+  options: Record<string, OptionSpec>;
+}
+
+export interface Parsed {
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+export class UsageError extends Error {
+  readonly code = 'USAGE';
+  constructor(readonly problems: string[], readonly usage: string) {
+    super(problems.join('\n'));
+  }
+}
+
+const HELP: OptionSpec = { type: 'boolean', short: 'h', help: 'show this help' };
+
+/** Edit distance with transpositions, for "did you mean": small inputs only (command and option names). */
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++) {
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      // a swap of two neighbours ("nwo" for "now") is one typo
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.length][b.length];
+}
+
+/** The closest of `known` to `word`, when it is close enough to be a typo. */
+export function suggest(word: string, known: string[]): string | null {
+  let best: string | null = null;
+  let bestD = Infinity;
+  for (const k of known) {
+    const dist = k.startsWith(word) || word.startsWith(k) ? 1 : distance(word, k);
+    if (dist < bestD) [best, bestD] = [k, dist];
+  }
+  return best !== null && bestD <= Math.max(1, Math.floor(best.length / 3)) ? best : null;
+}
+
+export function usageOf(spec: CommandSpec, prefix = 'waymark'): string {
+  const args = (spec.args ?? []).map((a) => (a.endsWith('?') ? `[${a.slice(0, -1)}]` : a)).join(' ');
+  const lines = [`usage: ${prefix} ${spec.name}${args ? ` ${args}` : ''} [options]`, '', spec.summary, '', 'options:'];
+  const opts = { ...spec.options, help: HELP };
+  const width = Math.max(...Object.entries(opts).map(([k, o]) => optionLabel(k, o).length));
+  for (const [k, o] of Object.entries(opts)) lines.push(`  ${optionLabel(k, o).padEnd(width)}  ${o.help}`);
+  return lines.join('\n');
+}
+
+function optionLabel(name: string, o: OptionSpec): string {
+  const value = o.type === 'string' ? (o.choices ? ` ${o.choices.join('|')}` : ` ${name.toUpperCase()}`) : '';
+  return `${o.short ? `-${o.short}, ` : ''}--${name}${value}`;
+}
+
+/**
+ * Parse `argv` (what follows the command name) against `spec`. Returns null
+ * when `--help` was asked for; otherwise the values and every problem found.
+ */
+export function parseCommand(spec: CommandSpec, argv: string[]): (Parsed & { problems: string[] }) | null {
+  const options: Record<string, OptionSpec> = { ...spec.options, help: HELP };
+  const { values, positionals, tokens } = parseArgs({
+    args: argv,
+    options: Object.fromEntries(Object.entries(options).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}) }])),
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  if (values.help === true) return null;
+  const problems: string[] = [];
+  const known = Object.keys(options);
+  // the value after an unknown option ('--dbb x') is that option's, not a stray argument
+  const swallowed = new Set<number>();
+  for (const [i, t] of tokens.entries()) {
+    if (t.kind !== 'option') continue;
+    const option = options[t.name];
+    if (!option) {
+      const near = suggest(t.name, known);
+      problems.push(`unknown option '${t.rawName}'${near ? ` (did you mean '--${near}'?)` : ''}`);
+      const next = tokens[i + 1];
+      if (t.value === undefined && next?.kind === 'positional') swallowed.add(next.index);
+    } else if (option.type === 'string' && (t.value === undefined || t.value === '')) {
+      problems.push(`option '--${t.name}' needs a value`);
+    } else if (option.type === 'boolean' && t.value !== undefined) {
+      problems.push(`option '--${t.name}' takes no value`);
+    } else if (option.choices && typeof t.value === 'string' && !option.choices.includes(t.value)) {
+      problems.push(`option '--${t.name}' must be one of ${option.choices.join(', ')} (got '${t.value}')`);
+    }
+  }
+  const given = tokens.filter((t) => t.kind === 'positional' && !swallowed.has(t.index)).map((t) => (t as { value: string }).value);
+  const args = spec.args ?? [];
+  const required = args.filter((a) => !a.endsWith('?')).length;
+  for (const a of args.slice(given.length, required)) problems.push(`missing argument ${a}`);
+  for (const p of given.slice(args.length)) problems.push(`unexpected argument '${p}'`);
+  return { values: values as Parsed['values'], positionals: given, problems };
+}
+
+/** waymark's own version, from the package.json above this file (source or dist). */
+export function packageVersion(): string {
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'waymark' && pkg.version) return pkg.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return 'unknown';
+}
