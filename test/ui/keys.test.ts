@@ -107,4 +107,18 @@ describe('the Keys page', () => {
     expect((await call(`${plane.url}/v1/executions`, { key: keys.read })).status).toBe(200);
     expect((await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body.items.filter((k: { revokedAt: string | null }) => !k.revokedAt)).toHaveLength(2);
   });
+
+  it('an operator session (the bootstrap key) sees every project and makes a key in another project from the page', async () => {
+    const operator = await plane.key('ops', ['admin', 'operator']);
+    const cookie = await session(plane.url, operator);
+    const html = await (await fetch(`${plane.url}/keys`, { headers: { cookie } })).text();
+    for (const k of [keys.admin, keys.rival]) expect(html).toContain(k.slice(3, 19));
+    expect(html).toMatch(/<option value="rival">rival<\/option>/);
+    const body = new URLSearchParams({ csrf: csrfIn(html), project: 'rival', name: 'from operator', scopes: 'read' });
+    const made = await fetch(`${plane.url}/keys`, { method: 'POST', redirect: 'manual', headers: { cookie }, body });
+    expect(made.status).toBe(201);
+    const secret = /data-testid="secret">([^<]+)</.exec(await made.text())![1].trim();
+    const mine = await call(`${plane.url}/v1/admin/keys`, { key: keys.rivalAdmin });
+    expect(mine.body.items.find((k: { id: string }) => k.id === secret.slice(3, 19))).toMatchObject({ project: 'rival', name: 'from operator', scopes: ['read'] });
+  });
 });
