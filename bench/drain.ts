@@ -39,7 +39,7 @@ async function events(store: SqliteCheckpointer): Promise<OutboxEvent[]> {
 async function drain(store: SqliteCheckpointer, databaseUrl?: string): Promise<{ rowsPerSec: number; bytesPerSec: number }> {
   const database = await openPlaneDatabase(databaseUrl ? { databaseUrl } : { dataDir: 'memory://' });
   const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir }), { database, logger: pino({ level: 'silent' }) });
-  const { key } = await createKey(database.db, { project: 'bench', scopes: ['ingest'] });
+  const { key } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
   const { pendingBytes } = await store.outboxStats();
   const t0 = performance.now();
   const replica = connectPlane(store, { url: plane.url, apiKey: key, pollMs: 0 });
@@ -55,7 +55,7 @@ async function drain(store: SqliteCheckpointer, databaseUrl?: string): Promise<{
 /** The plane's ingest transaction on its own: validation, hashing, the inserts, in 500-row batches. */
 async function ingestAlone(rows: OutboxEvent[], databaseUrl: string): Promise<number> {
   const database = await openPlaneDatabase({ databaseUrl });
-  const { projectId } = await createKey(database.db, { project: 'bench', scopes: ['ingest'] });
+  const { projectId } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
   const wire = rows.map((e) => JSON.parse(JSON.stringify(e)) as unknown);
   const t0 = performance.now();
   for (let i = 0; i < wire.length; i += 500) {

@@ -59,7 +59,7 @@ interface Level {
 async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: string): Promise<Level> {
   const database = await openPlaneDatabase(databaseUrl ? { databaseUrl } : { dataDir: 'memory://' });
   const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), { database, logger: pino({ level: 'silent' }) });
-  const { key } = await createKey(database.db, { project: 'bench', scopes: ['ingest'] });
+  const { key } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
   const latencies: number[] = [];
   let errors = 0;
   let shed = 0;

@@ -20,6 +20,7 @@
  *   Expiry is judged by the store's clock (the database server's for Postgres).
  */
 import type { Json } from '../shared/json.js';
+import type { DivergedExecution } from './store/import.js';
 import type { State } from '../shared/codec.js';
 import type {
   Checkpoint,
@@ -176,10 +177,19 @@ export interface RestoreBundle {
 
 export interface ImportResult {
   inserted: number;
+  /** Rows already here (same id at the same execution and seq). */
   skipped: number;
-  /** (executionId, seq) already held by a different local row: kept local, reported. */
-  conflicts: string[];
+  /**
+   * Executions whose history here differs from the bundle's: the import of
+   * each stopped at its first row that does not extend the local history
+   * (see client/store/import.ts). Local rows are kept; nothing is grafted.
+   */
+  diverged: DivergedExecution[];
+  /** Bundle rows of diverged executions that were not written. */
+  withheld: number;
   pendingImported: boolean;
+  /** Local pending rows removed because their checkpoint was no longer the execution's newest row. */
+  stalePendingRemoved: { executionId: string; checkpointId: string }[];
   idempotencyInserted: number;
 }
 
@@ -284,7 +294,15 @@ export interface Checkpointer {
   markQuarantined(reasons: Record<string, string>): Promise<void>;
   outboxStats(): Promise<OutboxStats>;
   listQuarantined(options?: { afterId?: string; limit?: number }): Promise<QuarantinedEntry[]>;
-  /** Insert-if-missing, marked synced (never re-queued); never overwrites a local row. */
+  /**
+   * Write a restore bundle in one transaction, marked synced (never
+   * re-queued). Inserts only rows that extend the local history; an execution
+   * whose local history differs is reported in `diverged` and keeps its local
+   * rows. A local pending row whose checkpoint is no longer the newest row is
+   * removed (reported, nothing queued); the bundle's pause is written only if
+   * its checkpoint is the newest row and no pause is open. Idempotency entries
+   * are inserted if missing (an effect that ran on either branch stays recorded).
+   */
   importRows(bundle: RestoreBundle): Promise<ImportResult>;
   /** Small persistent notes kept with the store (the drain records its last error and ack here). */
   getMeta(key: string): Promise<string | null>;

@@ -13,6 +13,7 @@ import {
   ClaimRequest,
   ClaimResponse,
   ExecutionView,
+  HoleView,
   IngestRequest,
   IngestResponse,
   Page,
@@ -31,10 +32,13 @@ import { ingestBatch } from './ingest.js';
 import { AdmissionGate } from './gate.js';
 import { planeMetrics, type PlaneMetrics } from './metrics.js';
 import { mountInspector } from './ui/routes.js';
+import { mountAdmin } from './admin.js';
 import {
   claimPause,
   CursorError,
+  describeHoles,
   getExecution,
+  listHoles,
   releaseClaim,
   listClaimConflicts,
   listExecutions,
@@ -88,8 +92,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   const app = new OpenAPIHono<PlaneEnv>({
     defaultHook: (result, c) => {
       if (!result.success) {
-        const i = result.error.issues[0];
-        return errorJson(c, 400, 'INVALID_REQUEST', `${i.path.join('.') || '(request)'}: ${i.message}`);
+        return errorJson(c, 400, 'INVALID_REQUEST', result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
       }
     },
   });
@@ -269,6 +272,8 @@ export function createPlaneApp(o: PlaneAppOptions) {
                   })
                   .nullable(),
                 conflicts: z.array(ClaimConflictView),
+                /** Seqs whose rows the plane refused, and why (empty when `execution.complete`). */
+                holes: z.array(HoleView),
               }),
             },
           },
@@ -282,7 +287,10 @@ export function createPlaneApp(o: PlaneAppOptions) {
       const projectId = c.get('principal').projectId;
       const execution = await getExecution(db, projectId, id);
       if (!execution) return notFound(c, id);
-      return c.json({ execution, pause: await pauseState(db, projectId, id), conflicts: await listClaimConflicts(db, projectId, id) }, 200);
+      return c.json(
+        { execution, pause: await pauseState(db, projectId, id), conflicts: await listClaimConflicts(db, projectId, id), holes: await listHoles(db, projectId, id) },
+        200,
+      );
     },
   );
 
@@ -319,6 +327,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       responses: {
         200: { description: 'a page of the bundle', content: { 'application/json': { schema: RestorePage } } },
         404: { description: 'unknown execution', content: { 'application/json': { schema: ErrorBody } } },
+        409: { description: 'RUN_INCOMPLETE: the plane refused a row of this run; `details.holes` names each seq and why', content: { 'application/json': { schema: ErrorBody } } },
         ...errors,
       },
     }),
@@ -327,6 +336,11 @@ export function createPlaneApp(o: PlaneAppOptions) {
       const projectId = c.get('principal').projectId;
       const execution = await getExecution(db, projectId, id);
       if (!execution) return notFound(c, id);
+      if (!execution.complete) {
+        const list = await listHoles(db, projectId, id);
+        const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;
+        return c.json({ error: { code: 'RUN_INCOMPLETE', message, details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } } }, 409);
+      }
       return c.json(await restorePage(db, projectId, id, execution.rowCount, c.req.valid('query')), 200);
     },
   );
@@ -428,6 +442,8 @@ export function createPlaneApp(o: PlaneAppOptions) {
     }),
     async (c) => c.json({ items: await listClaimConflicts(db, c.get('principal').projectId) }, 200),
   );
+
+  mountAdmin(app, db, { requireScope, security, errors });
 
   app.doc31('/openapi.json', { openapi: '3.1.0', info: { title: 'waymark plane', version: '1' } });
   mountInspector(app, db, { dev: o.dev });

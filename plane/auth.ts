@@ -2,13 +2,23 @@
  * Projects and API keys. A key is `wm_<id>_<secret>`: the id is stored, the
  * secret only as a sha256 hash, compared in constant time. Every request is
  * scoped to its key's project.
+ *
+ * Scopes: `ingest`, `read`, `admin` (everything in the key's own project,
+ * its keys included) and `operator` (projects and keys of every project; the
+ * bootstrap key made on a plane's first start has it). A project exists only
+ * when created explicitly (`createProject`): a key for an unknown name is an
+ * UNKNOWN_PROJECT error listing the known ones, so a typo never makes a tenant.
+ *
+ * No cache: every request reads its key's row, so a revocation is refused by
+ * every plane process on the database from its next request on.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull, type SQL } from 'drizzle-orm';
+import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import type { PlaneDb } from './db/open.js';
 import { apiKeys, projects } from './db/schema.js';
 
-export const SCOPES = ['ingest', 'read', 'admin'] as const;
+export const SCOPES = ['ingest', 'read', 'admin', 'operator'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export interface Principal {
@@ -22,36 +32,82 @@ const DUMMY_HASH = createHash('sha256').update('waymark-dummy').digest();
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 
-export async function findOrCreateProject(db: PlaneDb, name: string): Promise<string> {
-  const [found] = await db.select({ id: projects.id }).from(projects).where(eq(projects.name, name));
-  if (found) return found.id;
-  const id = `prj_${randomBytes(8).toString('hex')}`;
-  await db.insert(projects).values({ id, name }).onConflictDoNothing();
-  const [row] = await db.select({ id: projects.id }).from(projects).where(eq(projects.name, name));
-  return row.id;
+const PROJECT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+/** Project names: 1-63 of letters, digits, `.`, `_`, `-`, starting with a letter or digit. */
+export function checkProjectName(name: string): string | null {
+  return PROJECT_NAME.test(name) ? null : `project name '${name}' must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`;
 }
 
-/** Create a key; the returned `key` is the only time the secret exists in the clear. */
+export class UnknownProject extends WaymarkError {
+  constructor(name: string, known: string[]) {
+    super(ErrorCode.UNKNOWN_PROJECT, `no project '${name}'; known: ${known.length ? known.join(', ') : '(none)'}; create it with 'waymark plane projects create ${name}'`, {
+      details: { project: name, known },
+    });
+    this.name = 'UnknownProject';
+  }
+}
+
+export async function listProjects(db: PlaneDb, only?: string): Promise<{ id: string; name: string; createdAt: Date }[]> {
+  return db
+    .select({ id: projects.id, name: projects.name, createdAt: projects.createdAt })
+    .from(projects)
+    .where(only ? eq(projects.id, only) : undefined)
+    .orderBy(projects.name);
+}
+
+/** Create a project by name; PROJECT_EXISTS if it is there already. */
+export async function createProject(db: PlaneDb, name: string): Promise<{ id: string; name: string }> {
+  const bad = checkProjectName(name);
+  if (bad) throw new WaymarkError('INVALID_REQUEST', bad);
+  const id = `prj_${randomBytes(8).toString('hex')}`;
+  const r = await db.insert(projects).values({ id, name }).onConflictDoNothing().returning({ id: projects.id });
+  if (!r.length) throw new WaymarkError(ErrorCode.PROJECT_EXISTS, `project '${name}' exists already`, { details: { project: name } });
+  return { id, name };
+}
+
+/**
+ * The id of a project by name. `visibleTo` limits what the caller may see (a
+ * project admin sees its own project only): a name outside it is unknown, and
+ * the error lists only what the caller may see.
+ */
+export async function projectId(db: PlaneDb, name: string, visibleTo?: string): Promise<string> {
+  const [found] = await db.select({ id: projects.id }).from(projects).where(eq(projects.name, name));
+  if (found && (!visibleTo || found.id === visibleTo)) return found.id;
+  throw new UnknownProject(name, (await listProjects(db, visibleTo)).map((p) => p.name));
+}
+
+/**
+ * Create a key; the returned `key` is the only time the secret exists in the
+ * clear. The project must exist (UNKNOWN_PROJECT otherwise), unless
+ * `createProject` says to make it (tests, benches, the first start).
+ */
 export async function createKey(
   db: PlaneDb,
-  o: { project: string; name?: string; scopes: Scope[] },
+  o: { project: string; name?: string; scopes: Scope[]; createProject?: boolean; visibleTo?: string },
 ): Promise<{ key: string; id: string; projectId: string; scopes: Scope[] }> {
-  for (const s of o.scopes) if (!SCOPES.includes(s)) throw new Error(`unknown scope '${s}'`);
-  if (!o.scopes.length) throw new Error('a key needs at least one scope');
-  const projectId = await findOrCreateProject(db, o.project);
+  const bad = o.scopes.filter((s) => !SCOPES.includes(s));
+  if (bad.length) throw new WaymarkError('INVALID_REQUEST', `unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
+  if (!o.scopes.length) throw new WaymarkError('INVALID_REQUEST', 'a key needs at least one scope');
+  if (o.createProject) {
+    const [found] = await db.select({ id: projects.id }).from(projects).where(eq(projects.name, o.project));
+    if (!found) await db.insert(projects).values({ id: `prj_${randomBytes(8).toString('hex')}`, name: o.project }).onConflictDoNothing();
+  }
+  const projectId_ = await projectId(db, o.project, o.visibleTo);
   const id = randomBytes(8).toString('hex');
   const secret = randomBytes(32).toString('base64url');
   await db.insert(apiKeys).values({
     id,
-    projectId,
+    projectId: projectId_,
     name: o.name ?? 'key',
     hash: sha256(secret).toString('hex'),
     scopes: [...new Set(o.scopes)],
   });
-  return { key: `wm_${id}_${secret}`, id, projectId, scopes: o.scopes };
+  return { key: `wm_${id}_${secret}`, id, projectId: projectId_, scopes: o.scopes };
 }
 
-export async function listKeys(db: PlaneDb) {
+/** Keys (never their secrets), oldest first; of one project when `projectId` is given. */
+export async function listKeys(db: PlaneDb, projectId?: string) {
   return db
     .select({
       id: apiKeys.id,
@@ -63,16 +119,27 @@ export async function listKeys(db: PlaneDb) {
     })
     .from(apiKeys)
     .innerJoin(projects, eq(projects.id, apiKeys.projectId))
-    .orderBy(apiKeys.createdAt);
+    .where(projectId ? eq(apiKeys.projectId, projectId) : undefined)
+    .orderBy(apiKeys.createdAt, apiKeys.id);
 }
 
-export async function revokeKey(db: PlaneDb, id: string): Promise<boolean> {
+/** Revoke an active key (of one project when `projectId` is given); false when there is no such active key. */
+export async function revokeKey(db: PlaneDb, id: string, projectId?: string): Promise<boolean> {
+  const where: SQL[] = [eq(apiKeys.id, id), isNull(apiKeys.revokedAt)];
+  if (projectId) where.push(eq(apiKeys.projectId, projectId));
   const r = await db
     .update(apiKeys)
     .set({ revokedAt: new Date() })
-    .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+    .where(and(...where))
     .returning({ id: apiKeys.id });
   return r.length === 1;
+}
+
+/** A key's state for one caller: missing (or in another project), revoked, or active. */
+export async function keyState(db: PlaneDb, id: string, projectId?: string): Promise<'missing' | 'revoked' | 'active'> {
+  const [row] = await db.select({ projectId: apiKeys.projectId, revokedAt: apiKeys.revokedAt }).from(apiKeys).where(eq(apiKeys.id, id));
+  if (!row || (projectId && row.projectId !== projectId)) return 'missing';
+  return row.revokedAt ? 'revoked' : 'active';
 }
 
 /** The principal a bearer key stands for, or null (unknown, malformed, revoked or wrong secret). */

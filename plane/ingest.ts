@@ -16,6 +16,7 @@ import {
   claims,
   events,
   executions,
+  holes,
   idempotency,
   pendingInterrupts,
   quarantine,
@@ -114,10 +115,17 @@ export async function ingestBatch(
   const items = prepare(rows);
   await db.transaction(async (tx) => {
     const touched = new Set<string>();
-    await storeCheckpoints(tx, projectId, items, touched);
-    for (const item of items) {
-      if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
-      await storeEvent(tx, projectId, writerId, item, touched);
+    // A batch is applied in its order: a deletion applies after every earlier row of the batch and
+    // before every later one (a run deleted and started again under the same id is the new run).
+    // Between deletions, checkpoints go in one set-based insert (the hot path), then the other events.
+    for (const segment of segmentsOf(items)) {
+      await storeCheckpoints(tx, projectId, segment.rows, touched);
+      for (const item of segment.rows) {
+        if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
+        await storeEvent(tx, projectId, writerId, item, touched);
+      }
+      await recordHoles(tx, projectId, writerId, segment.rows, touched);
+      if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched);
     }
     await refreshExecutions(tx, projectId, [...touched]);
     const refused = items.filter((i) => i.result?.status === 'rejected');
@@ -171,6 +179,52 @@ export async function ingestBatch(
     duplicate: results.filter((r) => r.status === 'duplicate').length,
     rejected: results.filter((r) => r.status === 'rejected').length,
   };
+}
+
+/**
+ * Split a batch at its deletions: each segment is the rows before a deletion
+ * (in order), then that deletion. A batch without deletions is one segment.
+ */
+function segmentsOf(items: Item[]): { rows: Item[]; deletion: Item | null }[] {
+  const out: { rows: Item[]; deletion: Item | null }[] = [];
+  let rows: Item[] = [];
+  for (const item of items) {
+    if (!item.result && item.event?.kind === 'execution_deleted') {
+      out.push({ rows, deletion: item });
+      rows = [];
+    } else rows.push(item);
+  }
+  out.push({ rows, deletion: null });
+  return out;
+}
+
+/** The execution and seq a refused row names, when it names both well enough to be a hole. */
+function holeOf(item: Item): { executionId: string; seq: number } | null {
+  const raw = item.raw as { kind?: unknown; row?: { executionId?: unknown; seq?: unknown } } | null;
+  if (raw?.kind !== 'checkpoint' || typeof raw.row !== 'object' || raw.row === null) return null;
+  const { executionId, seq } = raw.row;
+  if (typeof executionId !== 'string' || !executionId || executionId.length > LIMITS.executionIdLength || executionId.includes('\u0000')) return null;
+  if (!Number.isSafeInteger(seq) || (seq as number) < 0 || (seq as number) > 2 ** 31 - 1) return null;
+  return { executionId, seq: seq as number };
+}
+
+/**
+ * A refused checkpoint (too large, invalid, or another row already at its
+ * seq) leaves a hole in its execution: the rows after it are
+ * deltas on a row the plane does not hold. Recorded in the same transaction
+ * as the refusal (first reason at a seq wins); the execution's summary counts it.
+ */
+async function recordHoles(tx: Tx, projectId: string, writerId: string, items: Item[], touched: Set<string>) {
+  const values = [];
+  for (const item of items) {
+    // `conflict`: this id is already stored (the plane's chain holds that very row), so nothing is missing
+    if (item.result?.status !== 'rejected' || item.result.code === 'conflict') continue;
+    const at = holeOf(item);
+    if (!at) continue;
+    values.push({ projectId, ...at, code: item.result.code, reason: item.result.reason, writerId, rowId: item.id });
+    touched.add(at.executionId);
+  }
+  for (let i = 0; i < values.length; i += 500) await tx.insert(holes).values(values.slice(i, i + 500)).onConflictDoNothing();
 }
 
 /** Result rows of `execute()`: postgres.js returns an array, PGlite an object with `rows`. */
@@ -336,6 +390,7 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
     await tx.delete(checkpoints).where(where(checkpoints));
     await tx.delete(pendingInterrupts).where(where(pendingInterrupts));
     await tx.delete(idempotency).where(where(idempotency));
+    await tx.delete(holes).where(where(holes));
     await tx.delete(executions).where(where(executions));
     touched.delete(e.executionId);
   }
@@ -349,12 +404,14 @@ export async function refreshExecutions(tx: Tx, projectId: string, executionIds:
   if (!executionIds.length) return;
   const ids = sql.join(executionIds.map((id) => sql`${id}`), sql`, `);
   await tx.execute(sql`
-    INSERT INTO executions (project_id, execution_id, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, created_at, updated_at)
+    INSERT INTO executions (project_id, execution_id, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, hole_count, created_at, updated_at)
     SELECT l.project_id, l.execution_id,
       CASE WHEN p.state = 'open' AND l.status = 'interrupted' THEN 'paused'
            WHEN l.step = 'run_end' THEN CASE WHEN l.status = 'failed' THEN 'failed' ELSE 'completed' END
            ELSE 'running' END,
-      n.cnt, l.seq, l.node_id, l.step, l.status, l.writer_id, now(), date_trunc('milliseconds', now())
+      n.cnt, l.seq, l.node_id, l.step, l.status, l.writer_id,
+      (SELECT count(*)::int FROM holes h WHERE h.project_id = l.project_id AND h.execution_id = l.execution_id),
+      now(), date_trunc('milliseconds', now())
     FROM (
       SELECT DISTINCT ON (execution_id) project_id, execution_id, seq, node_id, step, status, writer_id
       FROM checkpoints WHERE project_id = ${projectId} AND execution_id IN (${ids})
@@ -368,5 +425,5 @@ export async function refreshExecutions(tx: Tx, projectId: string, executionIds:
     ON CONFLICT (project_id, execution_id) DO UPDATE SET
       status = excluded.status, row_count = excluded.row_count, last_seq = excluded.last_seq,
       last_node_id = excluded.last_node_id, last_step = excluded.last_step, last_status = excluded.last_status,
-      writer_id = excluded.writer_id, updated_at = excluded.updated_at`);
+      writer_id = excluded.writer_id, hole_count = excluded.hole_count, updated_at = excluded.updated_at`);
 }

@@ -3,7 +3,7 @@ import { and, asc, desc, eq, gt, gte, isNull, lt, lte, or, sql } from 'drizzle-o
 import { chainBase, decodeChain } from '../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claimConflicts, claims, executions, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
+import { checkpoints, claimConflicts, claims, executions, holes, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
 import { refreshExecutions } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -66,8 +66,9 @@ export async function listExecutions(db: PlaneDb, projectId: string, f: Executio
   const rows = await executionsQuery(db, projectId, f);
   const page = rows.slice(0, f.limit);
   const last = page[page.length - 1];
+  const errors = await endErrors(db, projectId, page);
   return {
-    items: page.map(executionView),
+    items: page.map((e) => ({ ...executionView(e), error: errors.get(e.executionId) ?? null })),
     nextCursor: rows.length > f.limit && last ? encodeCursor([last.updatedAt.toISOString(), last.executionId]) : null,
   };
 }
@@ -81,6 +82,8 @@ export function executionView(e: typeof executions.$inferSelect) {
     lastNodeId: e.lastNodeId,
     lastStep: e.lastStep,
     writerId: e.writerId,
+    complete: e.holeCount === 0,
+    holeCount: e.holeCount,
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),
   };
@@ -91,7 +94,43 @@ export async function getExecution(db: PlaneDb, projectId: string, executionId: 
     .select()
     .from(executions)
     .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
-  return e ? executionView(e) : null;
+  return e ? { ...executionView(e), error: (await endErrors(db, projectId, [e])).get(executionId) ?? null } : null;
+}
+
+/** Why each failed run of `page` failed: the error its run-end marker carries (`nodeOutput.error`). */
+async function endErrors(db: PlaneDb, projectId: string, page: (typeof executions.$inferSelect)[]): Promise<Map<string, RunError>> {
+  const failed = page.filter((e) => e.status === 'failed');
+  if (!failed.length) return new Map();
+  const ends = await db
+    .select({ executionId: checkpoints.executionId, row: checkpoints.row })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), or(...failed.map((e) => and(eq(checkpoints.executionId, e.executionId), eq(checkpoints.seq, e.lastSeq))))));
+  return new Map(
+    ends.map((r) => {
+      const e = ((r.row as Checkpoint).nodeOutput as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+      return [r.executionId, { code: String(e?.code ?? 'RUN_FAILED'), message: String(e?.message ?? 'no reason recorded') }];
+    }),
+  );
+}
+
+export interface RunError {
+  code: string;
+  message: string;
+}
+
+/** The holes of one execution by seq (every one: an execution has at most one per refused row). */
+export async function listHoles(db: PlaneDb, projectId: string, executionId: string) {
+  const rows = await db
+    .select()
+    .from(holes)
+    .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId)))
+    .orderBy(asc(holes.seq));
+  return rows.map((h) => ({ seq: h.seq, code: h.code, reason: h.reason, writerId: h.writerId, rowId: h.rowId, at: h.at.toISOString() }));
+}
+
+/** One line naming each hole and why, for errors and pages. */
+export function describeHoles(list: { seq: number; code: string; reason: string }[]): string {
+  return list.map((h) => `seq ${h.seq} (${h.code}: ${h.reason})`).join('; ');
 }
 
 export async function listRows(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
@@ -204,7 +243,16 @@ export async function listQuarantine(db: PlaneDb, projectId: string, o: { cursor
 
 export async function listWriters(db: PlaneDb, projectId: string) {
   const rows = await db.select().from(writers).where(eq(writers.projectId, projectId)).orderBy(desc(writers.lastSeen));
+  // runs whose copy here is incomplete because this writer's row was refused (what its machine should know)
+  const gaps = await db
+    .selectDistinct({ writerId: holes.writerId, executionId: holes.executionId })
+    .from(holes)
+    .where(eq(holes.projectId, projectId))
+    .orderBy(asc(holes.writerId), asc(holes.executionId));
+  const incomplete = new Map<string, string[]>();
+  for (const g of gaps) incomplete.set(g.writerId, [...(incomplete.get(g.writerId) ?? []), g.executionId]);
   return rows.map((w) => ({
+    incompleteRuns: incomplete.get(w.writerId) ?? [],
     writerId: w.writerId,
     firstSeen: w.firstSeen.toISOString(),
     lastSeen: w.lastSeen.toISOString(),
@@ -321,4 +369,32 @@ export async function stateAt(db: PlaneDb, projectId: string, executionId: strin
     .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), gte(checkpoints.seq, chainBase(row)), lte(checkpoints.seq, seq)))
     .orderBy(asc(checkpoints.seq));
   return decodeChain(chain.map((c) => c.row as Checkpoint)).state;
+}
+
+/**
+ * Fork links of a run: the run it was forked from (its seq-0 fork_origin row
+ * names it) and the runs forked from it (their fork_origin rows name this one).
+ */
+export async function forkLinks(db: PlaneDb, projectId: string, executionId: string) {
+  const [origin] = await db
+    .select({ row: checkpoints.row })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, 0), eq(checkpoints.step, 'fork_origin')));
+  const from = origin ? ((origin.row as Checkpoint).nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null) : null;
+  const forks = await db
+    .select({ executionId: checkpoints.executionId, checkpointId: sql<string>`${checkpoints.row}->'nodeInput'->>'checkpointId'` })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        eq(checkpoints.seq, 0),
+        eq(checkpoints.step, 'fork_origin'),
+        sql`${checkpoints.row}->'nodeInput'->>'executionId' = ${executionId}`,
+      ),
+    )
+    .orderBy(asc(checkpoints.executionId));
+  return {
+    forkOf: from?.executionId && from.checkpointId ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' } : null,
+    forks,
+  };
 }

@@ -5,13 +5,13 @@
  * their own when a metrics port is configured.
  */
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { ServerOptions } from 'node:http';
 import { serve, type ServerType } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
 import { count } from 'drizzle-orm';
-import { createKey } from './auth.js';
+import { createKey, createProject } from './auth.js';
 import type { PlaneConfig } from './config.js';
 import { isInMemory, openPlaneDatabase, type PlaneDatabase } from './db/open.js';
 import { projects } from './db/schema.js';
@@ -30,18 +30,26 @@ export interface RunningPlane {
   close(): Promise<void>;
 }
 
+/** Where a plane keeps its admin key, on both backends: `<data dir>/admin-key`, as an absolute path. */
+export function adminKeyPath(dataDir: string): string {
+  return join(resolve(dataDir), 'admin-key');
+}
+
 /**
- * On an empty database: a `local` project and one admin key, written to a 0600
- * file in `dir`. An in-memory database (`memory://`) has no directory: its key
- * is returned only (it dies with the process anyway).
+ * On an empty database: a `local` project and one admin key (scopes admin and
+ * operator: it manages every project), written to a 0600 file `admin-key` in
+ * the plane's data dir, whichever the backend (never relative to the working
+ * directory of whoever started it). An in-memory data dir (`memory://`) has no
+ * directory: its key is returned only (it dies with the process anyway).
  */
 export async function bootstrap(database: PlaneDatabase, dir: string): Promise<{ key: string; file: string | null } | null> {
   const [{ n }] = await database.db.select({ n: count() }).from(projects);
   if (Number(n) > 0) return null;
-  const { key } = await createKey(database.db, { project: 'local', name: 'bootstrap admin', scopes: ['admin'] });
+  await createProject(database.db, 'local');
+  const { key } = await createKey(database.db, { project: 'local', name: 'bootstrap admin', scopes: ['admin', 'operator'] });
   if (isInMemory(dir)) return { key, file: null };
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'admin-key');
+  mkdirSync(resolve(dir), { recursive: true });
+  const file = adminKeyPath(dir);
   writeFileSync(file, `${key}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
   return { key, file };
@@ -51,11 +59,24 @@ export async function startPlane(
   config: Readonly<PlaneConfig>,
   options: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] } = {},
 ): Promise<RunningPlane> {
-  const logger = options.logger ?? pino({ level: config.logLevel });
   const database =
     options.database ??
-    (await openPlaneDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir }));
-  const boot = await bootstrap(database, config.databaseUrl ? '.waymark' : config.dataDir);
+    (await openPlaneDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: 'waymark plane' }));
+  try {
+    return await serveOn(config, database, options);
+  } catch (e) {
+    if (!options.database) await database.close();
+    throw e;
+  }
+}
+
+async function serveOn(
+  config: Readonly<PlaneConfig>,
+  database: PlaneDatabase,
+  options: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] },
+): Promise<RunningPlane> {
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const boot = await bootstrap(database, config.dataDir);
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
   if (config.dev && !loopback) throw new Error('--dev (no login) is only allowed when the plane binds to 127.0.0.1');
   const { app, metrics } = createPlaneApp({
@@ -81,6 +102,8 @@ export async function startPlane(
     config.metricsPort === undefined ? null : await listen(metricsApp(database.db, metrics).fetch, config.metricsHost, config.metricsPort, {});
   const port = (server.address() as AddressInfo).port;
   const url = urlOf(config.host, port);
+  // `waymark plane keys …` finds the running plane here and goes through it
+  database.lock?.setUrl(url);
   return {
     url,
     port,

@@ -4,7 +4,8 @@
  *
  * Glossary
  * - state: the run's state at a boundary, a JSON object; its `messages` array
- *   is append-mostly, every other key is a small field.
+ *   is append-mostly, every other key is a small field (so is `messages` when
+ *   it is not an array).
  * - full: `{v:1, kind:"full", state}`, the whole state.
  * - delta: `{v:1, kind:"delta", base, prev, keep, append, set, unset}`: the
  *   state of row `prev` (seq - 1 of the same execution) with its first `keep`
@@ -18,7 +19,7 @@
  * state size, so bytes grow linearly with run length.
  */
 import { CODEC } from './limits.js';
-import { setOwn, stableStringify, type Json } from './json.js';
+import { deepFreeze, setOwn, stableStringify, type Json } from './json.js';
 import type { EncodedState } from './rows.js';
 import { WaymarkError, ErrorCode } from './errors.js';
 
@@ -47,10 +48,12 @@ export interface Encoded {
 }
 
 function splitState(state: State): { messages: Json[]; fieldMap: Record<string, string> } {
-  const messages = Array.isArray(state.messages) ? (state.messages as Json[]) : [];
+  const hasMessages = Array.isArray(state.messages);
+  const messages = hasMessages ? (state.messages as Json[]) : [];
   const fieldMap: Record<string, string> = {};
   for (const k of Object.keys(state)) {
-    if (k === 'messages' || state[k] === undefined) continue;
+    // only an array `messages` is the message list; any other value under that key is an ordinary field
+    if ((k === 'messages' && hasMessages) || state[k] === undefined) continue;
     setOwn(fieldMap, k, stableStringify(state[k]));
   }
   return { messages, fieldMap };
@@ -67,6 +70,26 @@ function jsonLength(values: readonly Json[]): number {
   let n = 2;
   for (const v of values) n += JSON.stringify(v).length + 1;
   return n;
+}
+
+/** A plain JSON value that nothing can change: frozen all the way down (what the runtime passes). */
+function isDeepFrozen(v: unknown): boolean {
+  if (v === null || typeof v !== 'object') return true;
+  if (!Object.isFrozen(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) return false;
+  for (const k of Object.keys(v)) if (!isDeepFrozen((v as Record<string, unknown>)[k])) return false;
+  return true;
+}
+
+/**
+ * The cursor's own copy of a message: the caller's object only when nothing
+ * can change it, else a frozen copy of its JSON form (what is stored). A
+ * cursor never holds an object its caller may edit in place, so the next put
+ * compares against what was stored, and a reader never sees a later edit.
+ */
+function own(m: Json): Json {
+  return isDeepFrozen(m) ? m : deepFreeze(JSON.parse(JSON.stringify(m) ?? 'null') as Json);
 }
 
 /**
@@ -115,7 +138,7 @@ export function encodeState(prev: CodecCursor | null, next: State, id: string, s
           chainRows: prev.chainRows + 1,
           chainBytes,
           messagesBytes,
-          messages: messages.slice(),
+          messages: Object.freeze([...prev.messages.slice(0, keep), ...append.map(own)]),
           hasMessages,
           fields,
           fieldMap,
@@ -135,7 +158,7 @@ export function encodeState(prev: CodecCursor | null, next: State, id: string, s
       chainRows: 1,
       chainBytes: text.length,
       messagesBytes: jsonLength(messages),
-      messages: messages.slice(),
+      messages: Object.freeze(messages.map(own)),
       hasMessages,
       fields,
       fieldMap,
@@ -170,7 +193,7 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
   let messages: Json[] = hasMessages ? (state.messages as Json[]).slice() : [];
   let chainBytes = first.bytes ?? JSON.stringify(first.state).length;
   let fieldState: Record<string, Json> = {};
-  for (const k of Object.keys(state)) if (k !== 'messages') setOwn(fieldState, k, state[k]);
+  for (const k of Object.keys(state)) if (k !== 'messages' || !hasMessages) setOwn(fieldState, k, state[k]);
   for (let i = 1; i < rows.length; i++) {
     const r = rows[i];
     const prevRow = rows[i - 1];
@@ -180,7 +203,7 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
       hasMessages = Array.isArray(state.messages);
       messages = hasMessages ? (state.messages as Json[]).slice() : [];
       fieldState = {};
-      for (const k of Object.keys(state)) if (k !== 'messages') setOwn(fieldState, k, state[k]);
+      for (const k of Object.keys(state)) if (k !== 'messages' || !hasMessages) setOwn(fieldState, k, state[k]);
       chainBytes = r.bytes ?? JSON.stringify(enc).length;
       continue;
     }
@@ -196,7 +219,8 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
     chainBytes += r.bytes ?? JSON.stringify(enc).length;
   }
   const last = rows[rows.length - 1];
-  const out: State = hasMessages ? { ...fieldState, messages } : { ...fieldState };
+  // frozen: the cursor (cached by a store) shares these objects with the state handed to readers
+  const out: State = deepFreeze(hasMessages ? { ...fieldState, messages } : { ...fieldState });
   const { fieldMap } = splitState(out);
   const fields = fieldsText(fieldMap);
   const base = last.state.kind === 'full' ? last.seq : last.state.base;
@@ -222,10 +246,14 @@ export function chainBase(row: { seq: number; state: EncodedState }): number {
   return row.state.kind === 'full' ? row.seq : row.state.base;
 }
 
-/** The full state a cursor stands for (the state of row `cursor.seq`). */
+/**
+ * The full state a cursor stands for (the state of row `cursor.seq`), frozen
+ * all the way down: its messages are the cursor's own (never a caller's
+ * editable object), so no reader can change what another reads.
+ */
 export function stateOfCursor(c: CodecCursor): State {
   const out: State = {};
   for (const k of Object.keys(c.fieldMap)) setOwn(out, k, JSON.parse(c.fieldMap[k]) as Json);
   if (c.hasMessages) out.messages = c.messages.slice();
-  return out;
+  return deepFreeze(out);
 }

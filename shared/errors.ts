@@ -37,6 +37,20 @@ export const ErrorCode = {
   INVALID_LEASE: 'INVALID_LEASE',
   /** The run is held by a live lease of another runner (details: holder, expiresAt). */
   RUN_IN_PROGRESS: 'RUN_IN_PROGRESS',
+  /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
+  RUN_INCOMPLETE: 'RUN_INCOMPLETE',
+  /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */
+  RESTORE_UNVERIFIED: 'RESTORE_UNVERIFIED',
+  /** A key asked for a project the plane does not have (or the caller may not see); the known ones are listed. */
+  UNKNOWN_PROJECT: 'UNKNOWN_PROJECT',
+  /** `waymark plane projects create` of a name that exists. */
+  PROJECT_EXISTS: 'PROJECT_EXISTS',
+  /** No key with that id in the caller's project. */
+  KEY_NOT_FOUND: 'KEY_NOT_FOUND',
+  /** The key was revoked already. */
+  KEY_REVOKED: 'KEY_REVOKED',
+  /** Another live process (named: pid, url) holds the plane's data dir; PGlite is one process's database. */
+  DATA_DIR_LOCKED: 'DATA_DIR_LOCKED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -75,10 +75,26 @@ export const ExecutionView = z.object({
   lastNodeId: z.string().nullable(),
   lastStep: z.string().nullable(),
   writerId: z.string().nullable(),
+  /** False when the plane refused a row of this execution: its copy has holes (see `HoleView`). */
+  complete: z.boolean(),
+  holeCount: z.number().int(),
   createdAt: IsoTime,
   updatedAt: IsoTime,
+  /** Why a failed run failed (from its run-end marker); null otherwise. */
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
 });
 export type ExecutionView = z.infer<typeof ExecutionView>;
+
+/** A seq of an execution whose row the plane refused, and why: the rows after it cannot be decoded from the plane's copy. */
+export const HoleView = z.object({
+  seq: z.number().int(),
+  code: z.string(),
+  reason: z.string(),
+  writerId: z.string(),
+  rowId: z.string().nullable(),
+  at: IsoTime,
+});
+export type HoleView = z.infer<typeof HoleView>;
 
 export const Page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 
@@ -124,4 +140,6 @@ export const WriterView = z.object({
   backlogRows: z.number().int().nullable(),
   backlogBytes: z.number().int().nullable(),
   oldestPendingAt: z.string().nullable(),
+  /** Executions whose copy on the plane is incomplete because a row of this writer was refused. */
+  incompleteRuns: z.array(z.string()),
 });

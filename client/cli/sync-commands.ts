@@ -2,6 +2,7 @@
 import type { Checkpointer, QuarantinedEntry } from '../checkpointer.js';
 import { connectPlane } from '../replica/connect.js';
 import { restoreFromPlane } from '../replica/restore.js';
+import type { DivergenceReason } from '../store/import.js';
 import { localTime, table } from './format.js';
 
 export { localTime };
@@ -107,13 +108,29 @@ export async function syncNow(store: Checkpointer, o: { url: string; apiKey: str
   }
 }
 
+const DIVERGED_WHY: Record<DivergenceReason, string> = {
+  seq_taken: 'a different row is stored here at that seq',
+  predecessor_differs: 'the row before it here is not the one it follows',
+  no_predecessor: 'the row it follows is missing',
+  id_taken: 'its id is stored here at another place',
+};
+
 export async function restoreCommand(store: Checkpointer, executionId: string, o: { url: string; apiKey: string }, out: Out, bar = progress('restore')): Promise<void> {
   const r = await restoreFromPlane(store, executionId, { url: o.url, apiKey: o.apiKey, onProgress: (p) => bar.update(p.rows, p.totalRows) });
   bar.done();
   out(
-    `restored ${executionId}: ${r.inserted} rows written, ${r.skipped} already here${r.conflicts.length ? `, ${r.conflicts.length} conflicting (kept local: ${r.conflicts.join(', ')})` : ''}; ` +
+    `restored ${executionId}: ${r.inserted} rows written, ${r.skipped} already here; ` +
       `pause ${r.pendingImported ? 'restored' : 'none'}; ${r.idempotencyInserted} idempotency entries`,
   );
+  for (const d of r.diverged) {
+    out(
+      `DIVERGED ${d.executionId} at seq ${d.seq} (${DIVERGED_WHY[d.reason]}): this store kept its own rows; ` +
+        `${r.withheld} rows from the plane were not written. Fork the run to keep both branches, or delete it here and restore again to take the plane's.`,
+    );
+  }
+  for (const p of r.stalePendingRemoved) {
+    out(`STALE PAUSE removed: ${p.executionId} paused at checkpoint ${p.checkpointId}, which is no longer its newest row`);
+  }
 }
 
 export async function quarantineList(store: Checkpointer, out: Out, o: { json?: boolean } = {}): Promise<number> {

@@ -66,6 +66,7 @@ import {
   type RowText,
 } from '../store/rows.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
+import { planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
 
@@ -820,23 +821,50 @@ export class PostgresCheckpointer implements Checkpointer {
     const pending = bundle.pending ? checkBundleRows(PendingSchema, [bundle.pending], 'pending interrupt')[0] : null;
     const idem = checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry');
     return this.write(async (tx) => {
-      const res: ImportResult = { inserted: 0, skipped: 0, conflicts: [], pendingImported: false, idempotencyInserted: 0 };
       const executionIds = [...new Set(checkpoints.map((c) => c.executionId))].sort();
+      // lock each execution (a placeholder row when new) so no writer moves it while the plan is made and written
       for (const e of executionIds) {
         await tx`INSERT INTO ${this.t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
           VALUES (${e}, 0, '', '', '', '', '') ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id`;
       }
-      for (const c of [...checkpoints].sort((a, b) => a.seq - b.seq)) {
-        const [byId] = await tx`SELECT 1 FROM ${this.t.checkpoints} WHERE id = ${c.id}`;
-        if (byId) {
-          res.skipped++;
-          continue;
+      // the local rows the plan can ask about: the bundle's seq range (and the row before it) per execution, and the bundle's ids
+      const range = new Map<string, { lo: number; hi: number }>();
+      for (const c of checkpoints) {
+        const r = range.get(c.executionId);
+        if (!r) range.set(c.executionId, { lo: c.seq, hi: c.seq });
+        else {
+          r.lo = Math.min(r.lo, c.seq);
+          r.hi = Math.max(r.hi, c.seq);
         }
-        const [bySeq] = await tx`SELECT 1 FROM ${this.t.checkpoints} WHERE execution_id = ${c.executionId} AND seq = ${c.seq}`;
-        if (bySeq) {
-          res.conflicts.push(`${c.executionId}#${c.seq}`);
-          continue;
-        }
+      }
+      const at = new Map<string, string>();
+      for (const e of executionIds) {
+        const { lo: first, hi } = range.get(e)!;
+        const lo = Math.max(0, first - 1);
+        const local = await tx<{ id: string; seq: string | number }[]>`
+          SELECT id, seq FROM ${this.t.checkpoints} WHERE execution_id = ${e} AND seq >= ${lo} AND seq <= ${hi}`;
+        for (const r of local) at.set(`${e}\u0000${Number(r.seq)}`, r.id);
+      }
+      const found = new Map<string, { executionId: string; seq: number }>();
+      if (checkpoints.length) {
+        const rows = await tx<{ id: string; execution_id: string; seq: string | number }[]>`
+          SELECT id, execution_id, seq FROM ${this.t.checkpoints} WHERE id IN ${this.textList(tx, checkpoints.map((c) => c.id))}`;
+        for (const r of rows) found.set(r.id, { executionId: r.execution_id, seq: Number(r.seq) });
+      }
+      const plan = planImport(checkpoints, {
+        idAt: (e, seq) => at.get(`${e}\u0000${seq}`) ?? null,
+        find: (id) => found.get(id) ?? null,
+      });
+      const res: ImportResult = {
+        inserted: 0,
+        skipped: plan.skipped,
+        diverged: plan.diverged,
+        withheld: plan.withheld,
+        pendingImported: false,
+        stalePendingRemoved: [],
+        idempotencyInserted: 0,
+      };
+      for (const c of plan.insert) {
         await tx`INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
             state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
           VALUES (${c.id}, ${c.executionId}, ${c.seq}, ${c.nodeId}, ${c.turn}, ${c.step}, ${c.status}, ${c.agentPath},
@@ -849,9 +877,24 @@ export class PostgresCheckpointer implements Checkpointer {
         this.cursors.drop(c.executionId);
         res.inserted++;
       }
-      // an execution row left as a placeholder (every row was a conflict) must not stay empty
-      await tx`DELETE FROM ${this.t.executions}
-        WHERE last_id = '' AND execution_id IN ${this.textList(tx, executionIds)}`;
+      // an execution row left as a placeholder (nothing written) must not stay empty
+      if (executionIds.length) {
+        await tx`DELETE FROM ${this.t.executions}
+          WHERE last_id = '' AND execution_id IN ${this.textList(tx, executionIds)}`;
+      }
+      const touched = [...new Set([...executionIds, ...(pending ? [pending.executionId] : [])])].sort();
+      for (const e of touched) {
+        // a pause is open only while its checkpoint is the newest row: one that is not is stale
+        const [open] = await tx<{ checkpoint_id: string }[]>`
+          SELECT checkpoint_id FROM ${this.t.pending} WHERE execution_id = ${e} FOR UPDATE`;
+        if (!open) continue;
+        const [latest] = await tx<{ id: string }[]>`
+          SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${e} ORDER BY seq DESC LIMIT 1`;
+        if (open.checkpoint_id !== latest?.id) {
+          await tx`DELETE FROM ${this.t.pending} WHERE execution_id = ${e} AND checkpoint_id = ${open.checkpoint_id}`;
+          res.stalePendingRemoved.push({ executionId: e, checkpointId: open.checkpoint_id });
+        }
+      }
       if (pending) {
         const [latest] = await tx<{ id: string }[]>`
           SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${pending.executionId} ORDER BY seq DESC LIMIT 1`;

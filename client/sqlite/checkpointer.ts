@@ -70,6 +70,7 @@ import {
   type RowText,
 } from '../store/rows.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
+import { planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
@@ -697,16 +698,23 @@ export class SqliteCheckpointer implements Checkpointer {
     const idem = checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry');
     const out = this.db
       .transaction(() => {
-        const res: ImportResult = { inserted: 0, skipped: 0, conflicts: [], pendingImported: false, idempotencyInserted: 0 };
-        for (const c of [...checkpoints].sort((a, b) => a.seq - b.seq)) {
-          if (this.st.getById.get(c.id)) {
-            res.skipped++;
-            continue;
-          }
-          if (this.st.getBySeq.get(c.executionId, c.seq)) {
-            res.conflicts.push(`${c.executionId}#${c.seq}`);
-            continue;
-          }
+        const plan = planImport(checkpoints, {
+          idAt: (e, seq) => (this.st.getBySeq.get(e, seq) as { id: string } | undefined)?.id ?? null,
+          find: (id) => {
+            const r = this.st.getById.get(id) as CheckpointColumns | undefined;
+            return r ? { executionId: r.execution_id, seq: Number(r.seq) } : null;
+          },
+        });
+        const res: ImportResult = {
+          inserted: 0,
+          skipped: plan.skipped,
+          diverged: plan.diverged,
+          withheld: plan.withheld,
+          pendingImported: false,
+          stalePendingRemoved: [],
+          idempotencyInserted: 0,
+        };
+        for (const c of plan.insert) {
           this.st.insertCheckpoint.run({
             id: c.id,
             execution_id: c.executionId,
@@ -737,8 +745,18 @@ export class SqliteCheckpointer implements Checkpointer {
           this.cursors.drop(c.executionId);
           res.inserted++;
         }
+        const executions = new Set(checkpoints.map((c) => c.executionId));
+        if (pending) executions.add(pending.executionId);
+        for (const e of [...executions].sort()) {
+          // a pause is open only while its checkpoint is the newest row: one that is not is stale
+          const open = this.st.getPending.get(e) as PendingColumns | undefined;
+          const latest = this.st.latest.get(e) as CheckpointColumns | undefined;
+          if (open && open.checkpoint_id !== latest?.id) {
+            this.db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ?`).run(e);
+            res.stalePendingRemoved.push({ executionId: e, checkpointId: open.checkpoint_id });
+          }
+        }
         if (pending) {
-          // a pause is restored only while its checkpoint is still the newest row here
           const latest = this.st.latest.get(pending.executionId) as CheckpointColumns | undefined;
           if (latest?.id === pending.checkpointId && !this.st.getPending.get(pending.executionId)) {
             this.st.insertPending.run({

@@ -15,7 +15,7 @@ const env = await proofEnv('fleet');
 const dir = mkdtempSync(join(tmpdir(), 'waymark-proof-fleet-'));
 const database = await openPlaneDatabase({ dataDir: 'memory://' });
 const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir }), { database, logger: pino({ level: 'silent' }) });
-const { key } = await createKey(database.db, { project: 'fleet', scopes: ['ingest', 'read'] });
+const { key } = await createKey(database.db, { createProject: true, project: 'fleet', scopes: ['ingest', 'read'] });
 const get = async (path: string) => (await fetch(`${plane.url}${path}`, { headers: { authorization: `Bearer ${key}` } })).json() as Promise<any>;
 try {
   proof.section(`${backend}: pause, race, claim`);

@@ -9,12 +9,15 @@ import { fileURLToPath } from 'node:url';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import * as schema from './schema.js';
+import { lockDataDir, type DataDirLock } from './lock.js';
 
 export type PlaneDb = PgDatabase<PgQueryResultHKT, typeof schema>;
 
 export interface PlaneDatabase {
   db: PlaneDb;
   kind: 'postgres' | 'pglite';
+  /** The data dir lock this process holds (PGlite in a folder), else null. */
+  lock: DataDirLock | null;
   /** Throws when the database cannot answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -28,6 +31,8 @@ export interface OpenOptions {
   loadDataDir?: Blob | File;
   /** Pool size for Postgres. */
   max?: number;
+  /** What this process is, written to the PGlite data dir's lock file for whoever finds it held. */
+  command?: string;
 }
 
 function migrationsFolder(): string {
@@ -61,6 +66,7 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
     return {
       db,
       kind: 'postgres',
+      lock: null,
       ping: async () => {
         await db.execute(sql`SELECT 1`);
       },
@@ -71,19 +77,36 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
   const { drizzle } = await import('drizzle-orm/pglite');
   const { migrate } = await import('drizzle-orm/pglite/migrator');
   const dir = o.dataDir ?? 'memory://';
-  if (!isInMemory(dir)) mkdirSync(dir, { recursive: true });
-  const client = new PGlite(dir, o.loadDataDir ? { loadDataDir: o.loadDataDir } : {});
-  await client.waitReady;
-  const db = drizzle(client, { schema, casing: 'snake_case' });
-  await migrate(db, { migrationsFolder: folder });
-  return {
-    db: db as unknown as PlaneDb,
-    kind: 'pglite',
-    ping: async () => {
-      await client.query('SELECT 1');
-    },
-    close: () => client.close(),
-  };
+  let lock: DataDirLock | null = null;
+  if (!isInMemory(dir)) {
+    mkdirSync(dir, { recursive: true });
+    // PGlite is one process's database: nothing else may open this folder while we have it
+    lock = lockDataDir(dir, o.command ?? `waymark plane (pid ${process.pid})`);
+  }
+  try {
+    const client = new PGlite(dir, o.loadDataDir ? { loadDataDir: o.loadDataDir } : {});
+    await client.waitReady;
+    const db = drizzle(client, { schema, casing: 'snake_case' });
+    await migrate(db, { migrationsFolder: folder });
+    return {
+      db: db as unknown as PlaneDb,
+      kind: 'pglite',
+      lock,
+      ping: async () => {
+        await client.query('SELECT 1');
+      },
+      close: async () => {
+        try {
+          await client.close();
+        } finally {
+          lock?.release();
+        }
+      },
+    };
+  } catch (e) {
+    lock?.release();
+    throw e;
+  }
 }
 
 /** A PGlite data folder that is no folder: the database lives in memory and dies with the process. */

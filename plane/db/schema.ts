@@ -72,6 +72,8 @@ export const executions = pgTable(
     lastStep: text(),
     lastStatus: text(),
     writerId: text(),
+    /** Rows of this execution the plane refused (see `holes`): more than 0 means its copy is incomplete. */
+    holeCount: integer().notNull().default(0),
     createdAt: now(),
     updatedAt: now(),
   },
@@ -210,6 +212,28 @@ export const quarantine = pgTable(
     index('quarantine_project').on(t.projectId, t.id),
     index('quarantine_execution').on(t.projectId, t.executionId).where(sql`execution_id IS NOT NULL`),
   ],
+);
+
+/**
+ * A seq of an execution whose row the plane refused (too large, invalid, a
+ * seq or id conflict): the rows after it are deltas on a row the plane does
+ * not hold, so the plane's copy of that execution is incomplete. The first
+ * refusal at a seq is kept; a deletion of the execution removes its holes.
+ */
+export const holes = pgTable(
+  'holes',
+  {
+    projectId: text().notNull(),
+    executionId: text().notNull(),
+    seq: integer().notNull(),
+    /** The refusal code (`too_large`, `invalid`, `seq_conflict`, `conflict`). */
+    code: text().notNull(),
+    reason: text().notNull(),
+    writerId: text().notNull(),
+    rowId: text(),
+    at: now(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.executionId, t.seq] })],
 );
 
 /** Inspector sessions: an API key with read scope exchanged for an HttpOnly cookie; the token is stored hashed. */

@@ -5,13 +5,16 @@ import type { Json } from '../../shared/json.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { StateDiff } from './diff.js';
 
-export const Layout: FC<{ title: string; nav?: boolean; children?: Child }> = ({ title, nav = true, children }) => (
+/** `refresh`: reload every so many seconds (a person turns it on with `?live=1`; no script needed). */
+export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; children?: Child }> = ({ title, nav = true, refresh, children }) => (
   <html lang="en">
     <head>
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
+      {refresh ? <meta http-equiv="refresh" content={String(refresh)} /> : null}
       <title>{`${title} · waymark`}</title>
       <link rel="stylesheet" href="/ui/style.css" />
+      <script src="/ui/local-time.js" defer></script>
     </head>
     <body>
       <header>
@@ -34,13 +37,65 @@ export const Layout: FC<{ title: string; nav?: boolean; children?: Child }> = ({
   </html>
 );
 
-const Badge: FC<{ status: string }> = ({ status }) => <span class={`badge s-${status}`}>{status}</span>;
+const Badge: FC<{ status: string }> = ({ status }) => <span class={`badge s-${status.replace(/\s+/g, '-')}`}>{status}</span>;
 const json = (v: Json | unknown) => JSON.stringify(v, null, 2);
 const ago = (iso: string | null) => {
   if (!iso) return 'never';
   const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
   return s < 90 ? `${s}s ago` : s < 5400 ? `${Math.round(s / 60)}m ago` : s < 129600 ? `${Math.round(s / 3600)}h ago` : `${Math.round(s / 86400)}d ago`;
 };
+
+/**
+ * A time as UTC text (what a page without scripts shows), marked for
+ * /ui/local-time.js to rewrite in the reader's zone; UTC stays on hover.
+ */
+export const Time: FC<{ iso: string | null; relative?: boolean }> = ({ iso, relative }) => {
+  if (!iso) return <span>never</span>;
+  const utc = `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+  return (
+    <time datetime={iso} title={utc} data-local={relative ? 'relative' : 'absolute'}>
+      {relative ? ago(iso) : utc}
+    </time>
+  );
+};
+
+/** Milliseconds as a person reads a duration. */
+export const duration = (ms: number) =>
+  ms < 1000 ? `${Math.max(0, Math.round(ms))} ms` : ms < 90_000 ? `${(ms / 1000).toFixed(1)} s` : ms < 5_400_000 ? `${Math.round(ms / 60_000)} min` : `${(ms / 3_600_000).toFixed(1)} h`;
+
+/** A long id shortened for narrow cells, the full value on hover and for copying. */
+export const ShortId: FC<{ id: string | null; max?: number }> = ({ id, max = 24 }) => {
+  if (!id) return <span class="muted">—</span>;
+  if (id.length <= max) return <span class="mono">{id}</span>;
+  return (
+    <span class="mono" title={id}>
+      {`${id.slice(0, max - 9)}…${id.slice(-8)}`}
+    </span>
+  );
+};
+
+/** A link that turns automatic refresh on or off for the page it is on. */
+const LiveToggle: FC<{ href: (live: boolean) => string; live: boolean }> = ({ href, live }) => (
+  <p class="live muted">
+    {live ? (
+      <>
+        Refreshing every 5 s · <a href={href(false)}>stop</a>
+      </>
+    ) : (
+      <a href={href(true)}>Refresh every 5 s</a>
+    )}
+  </p>
+);
+
+export const NotFoundPage: FC<{ what: string }> = ({ what }) => (
+  <Layout title="Not found">
+    <h1>Not found</h1>
+    <p>{what}</p>
+    <p>
+      <a href="/">Back to the runs</a>
+    </p>
+  </Layout>
+);
 
 export const LoginPage: FC<{ error?: string; next: string }> = ({ error, next }) => (
   <Layout title="Log in" nav={false}>
@@ -66,16 +121,39 @@ export interface RunItem {
   rowCount: number;
   lastNodeId: string | null;
   writerId: string | null;
+  createdAt: string;
   updatedAt: string;
+  error: { code: string; message: string } | null;
+  complete: boolean;
+  holeCount: number;
 }
 
-export const RunsPage: FC<{ items: RunItem[]; next: string | null; filters: { status?: string; writer?: string; q?: string }; query: (cursor: string | null) => string }> = ({
+/** Said wherever a run is shown whose copy on the plane has holes. */
+const Incomplete: FC<{ holeCount: number }> = ({ holeCount }) => (
+  <span class="badge s-failed" data-testid="incomplete" title={`${holeCount} row(s) of this run were refused by the plane: its copy here is incomplete`}>
+    incomplete
+  </span>
+);
+
+export interface RunsFilters {
+  status?: string;
+  writer?: string;
+  q?: string;
+  /** only runs updated within this window: '1h', '24h', '7d' */
+  since?: string;
+}
+
+export const SINCE_WINDOWS: Record<string, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
+
+export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolean; live: boolean; filters: RunsFilters; query: (cursor: string | null, live?: boolean) => string }> = ({
   items,
   next,
+  first,
+  live,
   filters,
   query,
 }) => (
-  <Layout title="Runs">
+  <Layout title="Runs" refresh={live ? 5 : undefined}>
     <h1>Runs</h1>
     <form class="filters" method="get" action="/" role="search">
       <label>
@@ -93,42 +171,70 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; filters: { st
         </select>
       </label>
       <label>
+        Updated
+        <select name="since">
+          {['', ...Object.keys(SINCE_WINDOWS)].map((s) => (
+            <option value={s} selected={(filters.since ?? '') === s}>
+              {s ? `in the last ${s}` : 'any time'}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
         Writer
         <input type="text" name="writer" value={filters.writer ?? ''} />
       </label>
       <button type="submit">Filter</button>
     </form>
+    <LiveToggle live={live} href={(on) => query(null, on)} />
     <p class="muted">"running" means no end marker yet: still running, or crashed without a marker.</p>
     <div class="table-wrap">
-      <table>
+      <table class="runs">
         <thead>
           <tr>
             <th>Execution</th>
             <th>Status</th>
-            <th>Writer</th>
+            <th class="wide-only">Writer</th>
+            <th class="wide-only">Started</th>
+            <th class="wide-only">Duration</th>
             <th>Last update</th>
-            <th>Rows</th>
-            <th>Last node</th>
+            <th class="wide-only">Rows</th>
+            <th class="wide-only">Last node</th>
           </tr>
         </thead>
         <tbody>
           {items.map((r) => (
             <tr>
               <td class="mono">
-                <a href={`/runs/${encodeURIComponent(r.executionId)}`}>{r.executionId}</a>
+                <a href={`/runs/${encodeURIComponent(r.executionId)}`} title={r.executionId}>
+                  {r.executionId.length > 40 ? `${r.executionId.slice(0, 31)}…${r.executionId.slice(-8)}` : r.executionId}
+                </a>
               </td>
               <td>
-                <Badge status={r.status} />
+                <Badge status={r.status} /> {!r.complete && <Incomplete holeCount={r.holeCount} />}
+                {r.error && (
+                  <div class="why error" title={r.error.message}>
+                    {r.error.code}: {clip(r.error.message, 80)}
+                  </div>
+                )}
               </td>
-              <td class="mono">{r.writerId ?? ''}</td>
-              <td title={r.updatedAt}>{ago(r.updatedAt)}</td>
-              <td>{r.rowCount}</td>
-              <td class="mono">{r.lastNodeId ?? ''}</td>
+              <td class="wide-only">
+                <ShortId id={r.writerId} />
+              </td>
+              <td class="wide-only">
+                <Time iso={r.createdAt} />
+              </td>
+              <td class="wide-only">{duration(Date.parse(r.updatedAt) - Date.parse(r.createdAt))}</td>
+              <td>
+                <Time iso={r.updatedAt} relative />
+              </td>
+              <td class="wide-only">{r.rowCount}</td>
+              <td class="mono wide-only">{r.lastNodeId ?? ''}</td>
             </tr>
           ))}
           {items.length === 0 && (
             <tr>
-              <td colspan={6} class="muted">
+              <td colspan={8} class="muted">
                 No runs match.
               </td>
             </tr>
@@ -137,9 +243,9 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; filters: { st
       </table>
     </div>
     <div class="pager">
-      <a href={query(null)}>First page</a>
+      {!first && <a href={query(null, live)}>First page</a>}
       {next && (
-        <a href={query(next)} rel="next">
+        <a href={query(next, live)} rel="next">
           Next page →
         </a>
       )}
@@ -147,8 +253,77 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; filters: { st
   </Layout>
 );
 
+/**
+ * What a row's badge may claim. A model-call or tool row is written *before* the
+ * call, so its stored status says the boundary was recorded, not that the call
+ * worked: the outcome is what came next (a later row: done; the failed run-end
+ * marker right after it: failed; nothing after it: in progress or crashed).
+ */
+export function rowOutcome(r: Checkpoint, next: Checkpoint | undefined, execution: { status: string; lastSeq: number }): string {
+  if (r.step === 'run_end' || r.step === 'hitl_pause') return r.status;
+  const failedNext = next ? next.step === 'run_end' && next.status === 'failed' : r.seq + 1 === execution.lastSeq && execution.status === 'failed';
+  if (failedNext) return 'failed';
+  if (r.seq < execution.lastSeq) return 'done';
+  return execution.status === 'running' ? 'in progress' : r.status;
+}
+
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/** Text that is JSON shown pretty; anything else as it is. */
+const prettyText = (text: string) => {
+  const t = text.trim();
+  if (t.startsWith('{') || t.startsWith('[')) {
+    try {
+      return json(JSON.parse(t));
+    } catch {
+      // not JSON after all
+    }
+  }
+  return text;
+};
+
+/** A run's messages as a conversation: who said what, tool calls with their arguments, tool results. Raw JSON one click away. */
+export const Conversation: FC<{ messages: Json[] }> = ({ messages }) => (
+  <ol class="conversation">
+    {messages.map((raw, i) => {
+      const m = (raw ?? {}) as { role?: string; content?: unknown; toolCalls?: { id?: string; name?: string; arguments?: Json }[]; name?: string; toolCallId?: string };
+      const role = typeof m.role === 'string' ? m.role : 'message';
+      return (
+        <li class={`msg msg-${role.replace(/[^a-z]/g, '')}`} id={`msg-${i}`}>
+          <div class="msg-role">
+            {role === 'tool' ? (
+              <>
+                tool result <span class="mono">{m.name ?? ''}</span>
+              </>
+            ) : (
+              role
+            )}
+          </div>
+          {typeof m.content === 'string' && m.content !== '' && <pre class="msg-text">{role === 'tool' ? prettyText(m.content) : m.content}</pre>}
+          {m.content !== undefined && m.content !== null && typeof m.content !== 'string' && <pre class="msg-text">{json(m.content)}</pre>}
+          {Array.isArray(m.toolCalls) &&
+            m.toolCalls.map((c) => (
+              <div class="tool-call">
+                calls <strong class="mono">{c.name ?? '?'}</strong>
+                <pre>{typeof c.arguments === 'string' ? prettyText(c.arguments) : json(c.arguments ?? null)}</pre>
+              </div>
+            ))}
+          <details class="raw">
+            <summary>raw</summary>
+            <pre>{json(raw)}</pre>
+          </details>
+        </li>
+      );
+    })}
+  </ol>
+);
+
+/** How deep an agent path is nested (a supervisor's worker is one level in). */
+const depth = (agentPath: string) => Math.min(6, agentPath.split('/').length - 1);
+
 export interface RunPageProps {
-  execution: { executionId: string; status: string; rowCount: number; writerId: string | null; updatedAt: string };
+  execution: { executionId: string; status: string; rowCount: number; lastSeq: number; writerId: string | null; updatedAt: string; error: { code: string; message: string } | null; complete: boolean; holeCount: number };
+  holes: { seq: number; code: string; reason: string; writerId: string; at: string }[];
   rows: Checkpoint[];
   next: string | null;
   pageQuery: (cursor: string | null) => string;
@@ -165,18 +340,70 @@ export interface RunPageProps {
   diff: { a: number; b: number; result: StateDiff | null; error?: string };
   /** The decoded state of row `diff.b`. */
   state: Record<string, Json> | null;
+  live: boolean;
+  /** a cursor is in the URL: this is not the first page of rows */
+  paged: boolean;
+  /** the run this one was forked from (its fork_origin row) */
+  forkOf: { executionId: string; checkpointId: string; step: string } | null;
+  /** runs forked from this one */
+  forks: { executionId: string; checkpointId: string }[];
 }
 
 export const RunPage: FC<RunPageProps> = (p) => {
   const id = p.execution.executionId;
   return (
-    <Layout title={id}>
+    <Layout title={id} refresh={p.live ? 5 : undefined}>
       <h1>
-        Run <span class="mono">{id}</span> <Badge status={p.execution.status} />
+        Run <span class="mono">{id}</span> <Badge status={p.execution.status} /> {!p.execution.complete && <Incomplete holeCount={p.execution.holeCount} />}
       </h1>
       <p class="muted">
-        {p.execution.rowCount} rows · last writer <span class="mono">{p.execution.writerId ?? '—'}</span> · updated {ago(p.execution.updatedAt)}
+        {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated <Time iso={p.execution.updatedAt} relative />
       </p>
+      <LiveToggle live={p.live} href={(on) => `/runs/${encodeURIComponent(id)}${on ? '?live=1' : ''}`} />
+      {p.forkOf && (
+        <p class="fork">
+          Forked from <a href={`/runs/${encodeURIComponent(p.forkOf.executionId)}#row-${p.forkOf.checkpointId}`}>{p.forkOf.executionId}</a> at its {p.forkOf.step} row
+        </p>
+      )}
+      {p.forks.length > 0 && (
+        <p class="fork">
+          Forks of this run:{' '}
+          {p.forks.map((f, i) => (
+            <>
+              {i > 0 && ', '}
+              <a href={`/runs/${encodeURIComponent(f.executionId)}`}>{f.executionId}</a>
+            </>
+          ))}
+        </p>
+      )}
+
+      {p.execution.error && (
+        <section aria-labelledby="failed-h" class="card failed">
+          <h2 id="failed-h" class="error">
+            Failed: {p.execution.error.code}
+          </h2>
+          <pre>{p.execution.error.message}</pre>
+        </section>
+      )}
+
+      {p.holes.length > 0 && (
+        <section aria-labelledby="holes-h" class="card" data-testid="holes">
+          <h2 id="holes-h" class="error">
+            Incomplete: the plane refused {p.holes.length === 1 ? 'a row' : `${p.holes.length} rows`} of this run
+          </h2>
+          <p>
+            The rows after a refused one are deltas on a row this plane does not hold, so their state cannot be shown from here and the run cannot
+            be restored from this plane. The writer keeps the whole run locally.
+          </p>
+          <ul>
+            {p.holes.map((h) => (
+              <li>
+                seq {h.seq}: <span class="mono">{h.code}</span> — {h.reason} (from <span class="mono">{h.writerId}</span>, {ago(h.at)})
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
 
       {p.pause && (
         <section aria-labelledby="pause-h" class="card">
@@ -217,26 +444,36 @@ export const RunPage: FC<RunPageProps> = (p) => {
       <section aria-labelledby="timeline-h">
         <h2 id="timeline-h">Timeline</h2>
         <ol class="timeline">
-          {p.rows.map((r) => (
-            <li class={`st-${r.status}`} id={`seq-${r.seq}`}>
+          {p.rows.map((r, i) => {
+            const outcome = rowOutcome(r, p.rows[i + 1], p.execution);
+            return (
+            <li class={`st-${outcome.replace(/\s+/g, '-')} depth-${depth(r.agentPath)}`} id={`seq-${r.seq}`}>
+              <span id={`row-${r.id}`} />
               <div class="row-head">
                 <strong>#{r.seq}</strong>
                 <span class="mono">{r.nodeId}</span>
                 <span>{r.step}</span>
-                <Badge status={r.status} />
+                <Badge status={outcome} />
               </div>
               <div class="row-meta">
                 <span class="mono">{r.agentPath}</span>
-                <span class="mono">{r.writerId}</span>
-                <span title={r.createdAt}>{r.createdAt}</span>
+                <ShortId id={r.writerId} />
+                <Time iso={r.createdAt} />
+                {i > 0 && <span title="time since the previous row (informational: order is by seq)">+{duration(Date.parse(r.createdAt) - Date.parse(p.rows[i - 1].createdAt))}</span>}
                 {r.seq > 0 && <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>diff with previous</a>}
               </div>
               {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
+              {outcome === 'failed' && r.step !== 'run_end' && p.execution.error && (
+                <div class="error">
+                  {r.step === 'llm_call' ? 'the model call' : r.step === 'tool_call' ? 'this step' : 'the next step'} failed: {p.execution.error.code}
+                </div>
+              )}
             </li>
-          ))}
+            );
+          })}
         </ol>
         <div class="pager">
-          <a href={p.pageQuery(null)}>First rows</a>
+          {p.paged && <a href={p.pageQuery(null)}>First rows</a>}
           {p.next && <a href={p.pageQuery(p.next)}>Next rows →</a>}
         </div>
       </section>
@@ -296,13 +533,16 @@ export const RunPage: FC<RunPageProps> = (p) => {
       {p.state && (
         <section aria-labelledby="state-h">
           <h2 id="state-h">State at #{p.diff.b}</h2>
-          <details open={Array.isArray(p.state.messages) && p.state.messages.length <= 12}>
-            <summary>{Array.isArray(p.state.messages) ? `${p.state.messages.length} messages` : 'no messages'}</summary>
-            {(Array.isArray(p.state.messages) ? (p.state.messages as Json[]) : []).map((m) => (
-              <pre>{json(m)}</pre>
-            ))}
+          <details open={Array.isArray(p.state.messages) && p.state.messages.length <= 40}>
+            <summary>{Array.isArray(p.state.messages) ? `Conversation: ${p.state.messages.length} messages` : 'no messages'}</summary>
+            <Conversation messages={Array.isArray(p.state.messages) ? (p.state.messages as Json[]) : []} />
           </details>
-          <pre>{json(Object.fromEntries(Object.entries(p.state).filter(([k]) => k !== 'messages')))}</pre>
+          {Object.keys(p.state).some((k) => k !== 'messages') && (
+            <>
+              <h3>Other state fields</h3>
+              <pre>{json(Object.fromEntries(Object.entries(p.state).filter(([k]) => k !== 'messages')))}</pre>
+            </>
+          )}
         </section>
       )}
 
@@ -325,7 +565,9 @@ export const RunPage: FC<RunPageProps> = (p) => {
                   <tr>
                     <td class="mono">{e.key}</td>
                     <td class="mono">{JSON.stringify(e.result)}</td>
-                    <td>{e.createdAt}</td>
+                    <td>
+                      <Time iso={e.createdAt} />
+                    </td>
                   </tr>
                 ))}
               </tbody>
@@ -394,7 +636,17 @@ export const QuarantinePage: FC<{
 );
 
 export const WritersPage: FC<{
-  items: { writerId: string; firstSeen: string; lastSeen: string; rowsAcked: number; rowsRejected: number; backlogRows: number | null; backlogBytes: number | null; oldestPendingAt: string | null }[];
+  items: {
+    writerId: string;
+    firstSeen: string;
+    lastSeen: string;
+    rowsAcked: number;
+    rowsRejected: number;
+    backlogRows: number | null;
+    backlogBytes: number | null;
+    oldestPendingAt: string | null;
+    incompleteRuns: string[];
+  }[];
 }> = ({ items }) => (
   <Layout title="Writers">
     <h1>Writers</h1>
@@ -409,22 +661,39 @@ export const WritersPage: FC<{
             <th>Refused</th>
             <th>Backlog</th>
             <th>Behind by</th>
+            <th>Runs incomplete here</th>
           </tr>
         </thead>
         <tbody>
           {items.map((w) => (
             <tr>
-              <td class="mono">{w.writerId}</td>
-              <td title={w.lastSeen}>{ago(w.lastSeen)}</td>
+              <td>
+                <ShortId id={w.writerId} />
+              </td>
+              <td>
+                <Time iso={w.lastSeen} relative />
+              </td>
               <td>{w.rowsAcked}</td>
               <td>{w.rowsRejected}</td>
               <td data-testid="backlog">{w.backlogRows === null ? 'not reported' : `${w.backlogRows} rows (${w.backlogBytes ?? 0} bytes)`}</td>
               <td>{w.oldestPendingAt ? `oldest row waiting since ${ago(w.oldestPendingAt)}` : w.backlogRows ? '—' : 'up to date'}</td>
+              <td data-testid="incomplete-runs">
+                {w.incompleteRuns.length === 0
+                  ? 'none'
+                  : w.incompleteRuns.map((id, i) => (
+                      <>
+                        {i > 0 && ', '}
+                        <a class="mono" href={`/runs/${encodeURIComponent(id)}`}>
+                          {id}
+                        </a>
+                      </>
+                    ))}
+              </td>
             </tr>
           ))}
           {items.length === 0 && (
             <tr>
-              <td colspan={6} class="muted">
+              <td colspan={7} class="muted">
                 No writer has reported yet.
               </td>
             </tr>

@@ -2,7 +2,8 @@
 /**
  * The inspector, mounted on the plane app at `/`. Login exchanges a read key
  * for an HttpOnly SameSite=Strict session cookie; `dev` (loopback only) skips
- * login and shows the first project. No scripts: the CSP allows none.
+ * login and shows the first project. One static script (local times, /ui/local-time.js);
+ * the CSP allows no inline script, and every page works without it.
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { OpenAPIHono } from '@hono/zod-openapi';
@@ -13,9 +14,11 @@ import { authenticate, type Principal } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { projects } from '../db/schema.js';
 import type { PlaneEnv } from '../app.js';
-import { CursorError, getExecution, listClaimConflicts, listExecutions, listIdempotency, listQuarantine, listRows, listWriters, pauseState, stateAt } from '../read.js';
+import { CursorError, describeHoles, forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listIdempotency, listQuarantine, listRows, listWriters, pauseState, stateAt } from '../read.js';
+import { ErrorCode, hasCode } from '../../shared/errors.js';
 import { diffStates } from './diff.js';
-import { LoginPage, QuarantinePage, RunPage, RunsPage, WritersPage } from './pages.js';
+import { LoginPage, NotFoundPage, QuarantinePage, RunPage, RunsPage, SINCE_WINDOWS, WritersPage, type RunsFilters } from './pages.js';
+import { LOCAL_TIME_JS } from './local-time.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal } from './session.js';
 import { STYLE } from './style.js';
 
@@ -31,6 +34,8 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
     contentSecurityPolicy: {
       defaultSrc: ["'none'"],
       styleSrc: ["'self'"],
+      // one static script of our own (local times); no inline scripts
+      scriptSrc: ["'self'"],
       imgSrc: ["'self'"],
       formAction: ["'self'"],
       frameAncestors: ["'none'"],
@@ -40,6 +45,11 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
   });
   for (const path of ['/', '/login', '/logout', '/runs/*', '/quarantine', '/writers', '/ui/*']) app.use(path, headers);
 
+  app.get('/ui/local-time.js', (c) => {
+    c.header('content-type', 'text/javascript; charset=utf-8');
+    c.header('cache-control', 'public, max-age=300');
+    return c.body(LOCAL_TIME_JS);
+  });
   app.get('/ui/style.css', (c) => {
     c.header('content-type', 'text/css; charset=utf-8');
     c.header('cache-control', 'public, max-age=300');
@@ -89,13 +99,20 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
   app.get('/', viewer, (c) =>
     handleCursor(c, async () => {
       const q = c.req.query();
-      const filters = { status: ['running', 'paused', 'completed', 'failed'].includes(q.status ?? '') ? q.status : undefined, writer: q.writer || undefined, q: q.q || undefined };
-      const page = await listExecutions(db, c.get('principal').projectId, { ...filters, cursor: q.cursor || undefined, limit: 50 });
-      const query = (cursor: string | null) => {
-        const u = new URLSearchParams(Object.entries({ ...filters, ...(cursor ? { cursor } : {}) }).filter(([, v]) => v) as [string, string][]);
+      const filters: RunsFilters = {
+        status: ['running', 'paused', 'completed', 'failed'].includes(q.status ?? '') ? q.status : undefined,
+        writer: q.writer || undefined,
+        q: q.q || undefined,
+        since: q.since && q.since in SINCE_WINDOWS ? q.since : undefined,
+      };
+      const live = q.live === '1';
+      const updatedSince = filters.since ? new Date(Date.now() - SINCE_WINDOWS[filters.since]).toISOString() : undefined;
+      const page = await listExecutions(db, c.get('principal').projectId, { status: filters.status, writer: filters.writer, q: filters.q, updatedSince, cursor: q.cursor || undefined, limit: 50 });
+      const query = (cursor: string | null, on = live) => {
+        const u = new URLSearchParams(Object.entries({ ...filters, ...(cursor ? { cursor } : {}), ...(on ? { live: '1' } : {}) }).filter(([, v]) => v) as [string, string][]);
         return `/?${u}`;
       };
-      return c.html(<RunsPage items={page.items} next={page.nextCursor} filters={filters} query={query} />);
+      return c.html(<RunsPage items={page.items} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />);
     }),
   );
 
@@ -104,7 +121,7 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
       const projectId = c.get('principal').projectId;
       const id = c.req.param('id');
       const execution = await getExecution(db, projectId, id);
-      if (!execution) return c.html(<p>Unknown run.</p>, 404);
+      if (!execution) return c.html(<NotFoundPage what={`No run '${id}' in this project (it may not have synced yet, or it was deleted).`} />, 404);
       const cursor = c.req.query('cursor') || undefined;
       const rows = await listRows(db, projectId, id, { cursor, limit: 200 });
       const last = execution.lastSeq;
@@ -113,14 +130,27 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
       const a = num(c.req.query('a'), Math.max(0, b - 1));
       let result = null;
       let error: string | undefined;
-      const [sa, sb] = await Promise.all([stateAt(db, projectId, id, a), stateAt(db, projectId, id, b)]);
+      const holes = await listHoles(db, projectId, id);
+      // a stored run is always shown: a row whose chain does not decode here (a hole before it) is named, never a 500
+      const decoded = async (seq: number) => {
+        try {
+          return await stateAt(db, projectId, id, seq);
+        } catch (e) {
+          if (!hasCode(e, ErrorCode.CORRUPT_ROW)) throw e;
+          error ??= `seq ${seq} cannot be decoded from this plane's copy${holes.length ? ` (incomplete: ${describeHoles(holes)})` : ''}: ${(e as Error).message}`;
+          return undefined;
+        }
+      };
+      const sa = await decoded(a);
+      const sb = await decoded(b);
       if (sa && sb) result = diffStates(sa, sb);
-      else error = `seq ${!sa ? a : b} is not a row of this run`;
+      else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
       const pageQuery = (cur: string | null) => `/runs/${encodeURIComponent(id)}${cur ? `?cursor=${encodeURIComponent(cur)}` : ''}`;
       const quarantined = (await listQuarantine(db, projectId, { executionId: id, limit: 100 })).items;
       return c.html(
         <RunPage
           execution={execution}
+          holes={holes}
           rows={rows.items}
           next={rows.nextCursor}
           pageQuery={pageQuery}
@@ -129,7 +159,10 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
           conflicts={await listClaimConflicts(db, projectId, id)}
           quarantined={quarantined}
           diff={{ a, b, result, error }}
-          state={sb}
+          state={sb ?? null}
+          live={c.req.query('live') === '1'}
+          paged={cursor !== undefined}
+          {...await forkLinks(db, projectId, id)}
         />,
       );
     }),

@@ -68,7 +68,7 @@ describe(`fuzzed ingest bodies (seed ${SEED}, ${RUNS} × 4 generators)`, () => {
   beforeAll(async () => {
     database = await openTestPlaneDatabase('pglite');
     app = createPlaneApp({ database }).app;
-    key = (await createKey(database.db, { project: 'fuzz', scopes: ['ingest'] })).key;
+    key = (await createKey(database.db, { createProject: true, project: 'fuzz', scopes: ['ingest'] })).key;
     valid = await eventsOf(async (s) => {
       for (let i = 0; i < 6; i++) await s.put(step('fuzz-run', i, { nodeInput: { i } }));
       const { pending } = await s.recordInterrupt(pause('fuzz-run', 6), { reason: 'r', context: { a: 1 } });

@@ -20,7 +20,8 @@ describe('tenancy and auth across every endpoint and page', () => {
     const r = (await plane.database.db.execute(sql`
       SELECT (SELECT count(*) FROM checkpoints) AS c, (SELECT count(*) FROM events) AS e, (SELECT count(*) FROM claims) AS cl,
              (SELECT count(*) FROM quarantine) AS q, (SELECT count(*) FROM writers) AS w, (SELECT count(*) FROM idempotency) AS i,
-             (SELECT string_agg(state || coalesce(claimed_by, ''), ',') FROM pending_interrupts) AS p`)) as unknown as { rows?: unknown[] };
+             (SELECT string_agg(state || coalesce(claimed_by, ''), ',') FROM pending_interrupts) AS p,
+             (SELECT count(*) FROM projects) AS pr, (SELECT count(*) FROM api_keys) AS k, (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS ka`)) as unknown as { rows?: unknown[] };
     return JSON.stringify(Array.isArray(r) ? r : r.rows);
   };
 
@@ -57,6 +58,11 @@ describe('tenancy and auth across every endpoint and page', () => {
     { name: 'GET /v1/quarantine', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/quarantine`, { key }) },
     { name: 'GET /v1/writers', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/writers`, { key }) },
     { name: 'GET /v1/conflicts', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/conflicts`, { key }) },
+    { name: 'GET /v1/admin/projects', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/projects`, { key }) },
+    { name: 'POST /v1/admin/projects', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/projects`, { key, json: { name: 'intruder-project' } }) },
+    { name: 'GET /v1/admin/keys', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/keys`, { key }) },
+    { name: 'POST /v1/admin/keys', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/keys`, { key, json: { project: 'victim', scopes: ['read'] } }) },
+    { name: 'POST /v1/admin/keys/:id/revoke', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/keys/${keys.owner.slice(3, 19)}/revoke`, { key, method: 'POST' }) },
   ];
 
   it('lists every documented endpoint in this matrix', async () => {
@@ -94,7 +100,7 @@ describe('tenancy and auth across every endpoint and page', () => {
       // the id the attacker itself asked for may be echoed in a 404; nothing else of the victim may appear
       const asked = e.name.includes(':id') ? ['victim-run', checkpointId] : [];
       for (const s of secrets.filter((x) => !asked.includes(x))) expect(text, `${e.name} leaked ${s}`).not.toContain(s);
-      if (e.name.includes(':id')) expect(r.status, e.name).toBe(404);
+      if (e.name.includes(':id')) expect(r.status, e.name).toBe(e.scope === 'admin' ? 403 : 404);
     }
     // the claim the intruder's ingest carried landed (if at all) in the attacker's project, not the victim's
     expect(await counts()).not.toBe('');
@@ -103,6 +109,28 @@ describe('tenancy and auth across every endpoint and page', () => {
     expect(mine.body.conflicts).toEqual([]);
     const w = await call(`${plane.url}/v1/writers`, { key: keys.owner });
     expect(w.body.items.map((x: { writerId: string }) => x.writerId)).toEqual(['victim-laptop']);
+  });
+
+  it("another project's admin key sees no project, key or secret of this one, and can neither create a key in it nor revoke one of its keys", async () => {
+    const before = await counts();
+    const projects = await call(`${plane.url}/v1/admin/projects`, { key: keys.otherAdmin });
+    expect(projects.body.items.map((p: { name: string }) => p.name)).toEqual(['attacker']);
+    const list = await call(`${plane.url}/v1/admin/keys`, { key: keys.otherAdmin });
+    expect(list.status).toBe(200);
+    expect(new Set(list.body.items.map((k: { project: string }) => k.project))).toEqual(new Set(['attacker']));
+    for (const k of [keys.owner, keys.ingestOnly, keys.readOnly, keys.revoked]) expect(JSON.stringify(list.body)).not.toContain(k.slice(3, 19));
+    const create = await call(`${plane.url}/v1/admin/keys`, { key: keys.otherAdmin, json: { project: 'victim', scopes: ['read'] } });
+    expect(create.status).toBe(404);
+    expect(create.body.error).toMatchObject({ code: 'UNKNOWN_PROJECT', details: { known: ['attacker'] } });
+    const revoke = await call(`${plane.url}/v1/admin/keys/${keys.owner.slice(3, 19)}/revoke`, { key: keys.otherAdmin, method: 'POST' });
+    expect(revoke.status).toBe(404);
+    expect(revoke.body.error.code).toBe('KEY_NOT_FOUND');
+    const project = await call(`${plane.url}/v1/admin/projects`, { key: keys.otherAdmin, json: { name: 'victim2' } });
+    expect(project.status).toBe(403);
+    const operatorGrant = await call(`${plane.url}/v1/admin/keys`, { key: keys.otherAdmin, json: { scopes: ['operator'] } });
+    expect(operatorGrant.status).toBe(403);
+    expect(await counts()).toBe(before);
+    expect((await call(`${plane.url}/v1/executions`, { key: keys.owner })).status).toBe(200);
   });
 
   it('every UI page redirects to login without a session, and a session of another project sees none of this one', async () => {

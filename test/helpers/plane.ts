@@ -48,7 +48,7 @@ export async function startTestPlane(
   return {
     url: plane.url,
     database,
-    key: async (project, scopes) => (await createKey(database.db, { project, scopes })).key,
+    key: async (project, scopes) => (await createKey(database.db, { createProject: true, project, scopes })).key,
     async close() {
       await plane.close();
       await database.close();

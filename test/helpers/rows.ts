@@ -6,17 +6,22 @@ export async function eventsOf(build: (store: SqliteCheckpointer) => Promise<voi
   const store = new SqliteCheckpointer({ path: ':memory:', writerId });
   try {
     await build(store);
-    const out: OutboxEvent[] = [];
-    for (;;) {
-      const page = await store.fetchUnsynced({ limit: 1000, maxBytes: 1e9 });
-      if (!page.length) break;
-      out.push(...page.map((e) => e.event!));
-      await store.markSynced(page.map((e) => e.id));
-    }
-    return out;
+    return await takeEvents(store);
   } finally {
     await store.close();
   }
+}
+
+/** Every event the store has not sent yet, in outbox order, marked sent (what a drain would carry). */
+export async function takeEvents(store: SqliteCheckpointer): Promise<OutboxEvent[]> {
+  const out: OutboxEvent[] = [];
+  for (;;) {
+    const page = await store.fetchUnsynced({ limit: 1000, maxBytes: 1e9 });
+    if (!page.length) break;
+    out.push(...page.map((e) => e.event!));
+    await store.markSynced(page.map((e) => e.id));
+  }
+  return out;
 }
 
 export const step = (executionId: string, i: number, extra: Record<string, unknown> = {}) => ({

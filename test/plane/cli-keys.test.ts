@@ -22,6 +22,7 @@ async function run(args: string[]) {
 describe('waymark plane keys and first start', () => {
   it('creates (shown once), lists and revokes keys; stores only a hash', async () => {
     const dir = tmp.file('plane-a');
+    expect((await run(['projects', 'create', 'acme', '--data-dir', dir])).text).toMatch(/^project acme created \(prj_[0-9a-f]{16}\)$/);
     const created = await run(['keys', 'create', '--project', 'acme', '--scopes', 'ingest,read', '--name', 'laptop', '--data-dir', dir]);
     expect(created.code).toBe(0);
     const key = created.text.split('\n').pop()!;
@@ -37,17 +38,36 @@ describe('waymark plane keys and first start', () => {
     expect(dump).not.toContain(key.slice(20));
     await db.close();
     expect((await run(['keys', 'revoke', id, '--data-dir', dir])).text).toBe(`revoked ${id}`);
-    expect((await run(['keys', 'revoke', id, '--data-dir', dir])).code).toBe(1);
+    const again = await run(['keys', 'revoke', id, '--data-dir', dir]);
+    expect(again.code).toBe(1);
+    expect(again.text).toMatch(/KEY_REVOKED/);
     const db2 = await openPlaneDatabase({ dataDir: dir });
     expect(await authenticate(db2.db, key)).toBeNull();
     await db2.close();
+  });
+
+  it('typo tenant defect: a key for an unknown project is UNKNOWN_PROJECT listing the known ones, and creates nothing', async () => {
+    const dir = tmp.file('plane-typo');
+    expect((await run(['projects', 'create', 'acme', '--data-dir', dir])).code).toBe(0);
+    expect((await run(['projects', 'create', 'zeta', '--data-dir', dir])).code).toBe(0);
+    const typo = await run(['keys', 'create', '--project', 'acmee', '--scopes', 'ingest', '--data-dir', dir]);
+    expect(typo.code).toBe(1);
+    expect(typo.text).toMatch(/UNKNOWN_PROJECT: no project 'acmee'; known: acme, zeta; create it with 'waymark plane projects create acmee'/);
+    expect((await run(['projects', 'list', '--data-dir', dir])).text.split('\n').map((l) => l.split(/\s+/)[1])).toEqual(['acme', 'zeta']);
+    expect((await run(['keys', 'list', '--data-dir', dir])).text).toBe('');
+    const dup = await run(['projects', 'create', 'acme', '--data-dir', dir]);
+    expect(dup.code).toBe(1);
+    expect(dup.text).toMatch(/PROJECT_EXISTS/);
+    const bad = await run(['projects', 'create', 'no spaces/here', '--data-dir', dir]);
+    expect(bad.code).toBe(1);
+    expect(bad.text).toMatch(/INVALID_REQUEST: project name 'no spaces\/here' must be/);
   });
 
   it('on first start writes one admin key to a 0600 file; dev mode skips login only on loopback', async () => {
     const dir = tmp.file('plane-b');
     const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir, dev: true }), { logger: pino({ level: 'silent' }) });
     try {
-      expect(plane.adminKeyFile).toBe(`${dir}/admin-key`);
+      expect(plane.adminKeyFile).toBe(join(dir, 'admin-key'));
       expect(statSync(plane.adminKeyFile!).mode & 0o777).toBe(0o600);
       const key = readFileSync(plane.adminKeyFile!, 'utf8').trim();
       expect((await call(`${plane.url}/v1/executions`, { key })).status).toBe(200);

@@ -32,8 +32,8 @@ describe('operator metrics listener', () => {
     'metrics cross-tenant defect: a project admin key gets 404 for /metrics on the main listener; the metrics listener serves every project\'s counters',
     async () => {
       const { plane, db } = await start({ WAYMARK_METRICS_PORT: '0' });
-      const alphaAdmin = (await createKey(db, { project: 'alpha', scopes: ['admin'] })).key;
-      const betaIngest = (await createKey(db, { project: 'beta', scopes: ['ingest'] })).key;
+      const alphaAdmin = (await createKey(db, { createProject: true, project: 'alpha', scopes: ['admin'] })).key;
+      const betaIngest = (await createKey(db, { createProject: true, project: 'beta', scopes: ['ingest'] })).key;
       const rows = await eventsOf(async (s) => void (await s.put(step('beta-run', 0))));
       expect((await call(`${plane.url}/v1/ingest`, { key: betaIngest, json: { protocol: 1, writerId: 'w', rows } })).status).toBe(200);
 

@@ -79,7 +79,7 @@ describe.skipIf(!pg)('two plane processes on one Postgres', () => {
     kids = [forkTs(CHILD, [db.url]), forkTs(CHILD, [db.url])];
     urls = (await Promise.all(kids.map((k) => nextMessage<{ type: string; url: string }>(k, (m) => m.type === 'ready')))).map((m) => m.url);
     const d = await openPlaneDatabase({ databaseUrl: db.url, max: 1 });
-    key = (await createKey(d.db, { project: 'fleet', scopes: ['ingest', 'read'] })).key;
+    key = (await createKey(d.db, { createProject: true, project: 'fleet', scopes: ['ingest', 'read'] })).key;
     await d.close();
   });
   afterAll(async () => {

@@ -20,7 +20,7 @@ const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: Number(
 });
 process.on('message', async (m: { type: string; project?: string; scopes?: Scope[] }) => {
   if (m.type === 'key') {
-    const k = await createKey(plane.database.db, { project: m.project!, scopes: m.scopes! });
+    const k = await createKey(plane.database.db, { createProject: true, project: m.project!, scopes: m.scopes! });
     process.send?.({ type: 'key', key: k.key });
   } else if (m.type === 'exit') {
     await plane.close();

@@ -63,8 +63,8 @@ describe('slow and vanishing request bodies', () => {
     async () => {
       const idleMs = 3000;
       const { plane, db } = await start({ maxInflightIngest: 16, maxQueuedIngest: 64, ingestQueueWaitMs: 10_000, bodyIdleMs: idleMs });
-      const hostile = (await createKey(db, { project: 'p', scopes: ['ingest'] })).key;
-      const key = (await createKey(db, { project: 'p', scopes: ['ingest', 'read'] })).key;
+      const hostile = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
+      const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest', 'read'] })).key;
       const rows = await eventsOf(async (s) => void (await s.put(step('after-stall', 0))), 'w-good');
 
       const stalled = await Promise.all(Array.from({ length: 32 }, () => stall(plane.port, hostile)));
@@ -96,7 +96,7 @@ describe('slow and vanishing request bodies', () => {
     'a trickling body is cut at the total deadline with 408, however often bytes arrive',
     async () => {
       const { plane, db } = await start({ bodyIdleMs: 1000, bodyTotalMs: 2000 });
-      const key = (await createKey(db, { project: 'p', scopes: ['ingest'] })).key;
+      const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
       const s = await stall(plane.port, key);
       sockets.push(s.socket);
       const drip = setInterval(() => s.socket.writable && s.socket.write(' '), 200);
@@ -118,7 +118,7 @@ describe('slow and vanishing request bodies', () => {
       const lines: { level: number; msg: string }[] = [];
       const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
       const { plane, db } = await start({}, logger);
-      const key = (await createKey(db, { project: 'p', scopes: ['ingest'] })).key;
+      const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
       const s = await stall(plane.port, key);
       await new Promise((r) => setTimeout(r, 300));
       s.socket.destroy();

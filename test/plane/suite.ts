@@ -6,7 +6,7 @@ import { eventBytes, LIMITS } from '../../shared/limits.js';
 import type { OutboxEvent } from '../../shared/rows.js';
 import { revokeKey } from '../../plane/auth.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
-import { eventsOf, pause, step } from '../helpers/rows.js';
+import { eventsOf, pause, step, takeEvents } from '../helpers/rows.js';
 
 export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string }) {
   describe(`plane over HTTP: ${name}`, () => {
@@ -209,6 +209,107 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const r2 = await get(`/v1/executions/rest-1/restore?limit=1&cursor=${r.body.nextCursor}`);
       expect(r2.body.rows[0].step).toBe('hitl_pause');
       expect(r2.body.nextCursor).toBeNull();
+    });
+
+    it('ingest order defect: execution_deleted then the rows of a run started again under the same id, in one batch, leaves the new run', async () => {
+      const run = (id: string) => async (s: Parameters<Parameters<typeof eventsOf>[0]>[0]) => {
+        await s.put(step(id, 0));
+        await s.put(step(id, 1, { nodeOutput: 'new run' }));
+        await s.recordInterrupt(pause(id, 1), { reason: 'approval', context: { run: 'new' } });
+      };
+      for (const [id, oldInSameBatch] of [['again-1', false], ['again-2', true]] as const) {
+        let old: OutboxEvent[] = [];
+        const later = await eventsOf(async (s) => {
+          for (let i = 0; i < 3; i++) await s.put(step(id, i, { nodeOutput: 'old run' }));
+          old = await takeEvents(s);
+          await s.deleteExecution(id);
+          await run(id)(s);
+        });
+        expect(later[0].kind).toBe('execution_deleted');
+        const batch = oldInSameBatch ? [...old, ...later] : later;
+        if (!oldInSameBatch) expect((await ingest(old)).body.accepted).toBe(old.length);
+        const r = await ingest(batch);
+        expect(r.body, JSON.stringify(r.body.results)).toMatchObject({ accepted: batch.length, rejected: 0 });
+        const newRows = later.filter((e) => e.kind === 'checkpoint').map((e) => (e as { row: unknown }).row);
+        expect((await get(`/v1/executions/${id}/rows`)).body.items).toEqual(newRows);
+        expect((await get(`/v1/executions/${id}`)).body.execution).toMatchObject({ status: 'paused', rowCount: 3, lastSeq: 2 });
+        const restore = await get(`/v1/executions/${id}/restore`);
+        expect(restore.body).toMatchObject({ totalRows: 3, pending: { context: { run: 'new' } } });
+        expect(restore.body.rows).toEqual(newRows);
+        expect((await get(`/v1/quarantine?executionId=${id}`)).body.items).toEqual([]);
+        if (oldInSameBatch) continue;
+        // a retry of the batch a client sends (its answer was lost) changes nothing; a client never sends a
+        // deleted run's rows after the deletion (deleteExecution drops them from its outbox)
+        expect((await ingest(batch)).body).toMatchObject({ accepted: 0, duplicate: batch.length, rejected: 0 });
+        expect((await get(`/v1/executions/${id}/rows`)).body.items).toEqual(newRows);
+      }
+    });
+
+    it('broken chain defect: a refused row leaves a hole; the plane says the run is incomplete everywhere, refuses its restore with 409 naming the seq, and its pages never answer 500', async () => {
+      // growing messages: rows 1.. are deltas on the row before, so a missing row breaks the chain after it
+      const grown = (id: string, i: number) => step(id, i, { state: { messages: Array.from({ length: i + 1 }, (_, k) => ({ role: 'user', content: `m${k}` })) } });
+      const rows = await eventsOf(async (s) => {
+        for (let i = 0; i < 4; i++) await s.put(grown('hole-1', i));
+      });
+      expect((rows[2] as Extract<OutboxEvent, { kind: 'checkpoint' }>).row.state).toMatchObject({ kind: 'delta', prev: rows[1].id });
+      const big = structuredClone(rows[1]) as Extract<OutboxEvent, { kind: 'checkpoint' }>;
+      big.row.nodeOutput = 'x'.repeat(LIMITS.rowBytes);
+      const r = await ingest([rows[0], big, rows[2], rows[3]], { writerId: 'w-holes' });
+      expect(r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual(['accepted', 'too_large', 'accepted', 'accepted']);
+      const e = await get('/v1/executions/hole-1');
+      expect(e.body.execution).toMatchObject({ complete: false, holeCount: 1, rowCount: 3 });
+      expect(e.body.holes).toEqual([expect.objectContaining({ seq: 1, code: 'too_large', writerId: 'w-holes', rowId: big.id })]);
+      expect(e.body.holes[0].reason).toContain('bytes');
+      const listed = (await get('/v1/executions?q=hole-')).body.items;
+      expect(listed).toEqual([expect.objectContaining({ executionId: 'hole-1', complete: false, holeCount: 1 })]);
+      for (const path of ['/v1/executions/hole-1/restore', `/v1/executions/hole-1/restore?cursor=${Buffer.from('[0,3]').toString('base64url')}`]) {
+        const restore = await get(path);
+        expect(restore.status).toBe(409);
+        expect(restore.body.error).toMatchObject({ code: 'RUN_INCOMPLETE', details: { executionId: 'hole-1', missingSeqs: [1] } });
+        expect(restore.body.error.message).toMatch(/seq 1 \(too_large: row is \d+ bytes/);
+      }
+      expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes')).toMatchObject({ incompleteRuns: ['hole-1'] });
+      // a seq conflict (another row already at that seq) is a hole too; a re-sent copy of a stored id is not
+      const other = await eventsOf(async (s) => {
+        for (let i = 0; i < 2; i++) await s.put(step('hole-2', i, { nodeOutput: 'theirs' }));
+      });
+      const mine = await eventsOf(async (s) => {
+        for (let i = 0; i < 3; i++) await s.put(step('hole-2', i));
+      });
+      await ingest(other);
+      expect((await ingest(mine)).body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual(['seq_conflict', 'seq_conflict', 'accepted']);
+      expect((await get('/v1/executions/hole-2')).body.holes.map((h: { seq: number; code: string }) => [h.seq, h.code])).toEqual([[0, 'seq_conflict'], [1, 'seq_conflict']]);
+      const forged = structuredClone(other[1]) as Extract<OutboxEvent, { kind: 'checkpoint' }>;
+      forged.row.nodeId = 'forged';
+      expect((await ingest([forged])).body.results[0]).toMatchObject({ code: 'conflict' });
+      expect((await get('/v1/executions/hole-2')).body.execution.holeCount).toBe(2);
+
+      // the inspector shows it, plain HTTP with a real session: never a 500
+      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: readKey, next: '/' }) });
+      const cookie = login.headers.get('set-cookie')!.split(';')[0];
+      const page = async (path: string) => {
+        const res = await fetch(`${plane.url}${path}`, { headers: { cookie } });
+        return { status: res.status, text: await res.text() };
+      };
+      for (const path of ['/runs/hole-1', '/runs/hole-1?a=0&b=2', '/runs/hole-1?a=2&b=3', '/runs/hole-2']) {
+        const p = await page(path);
+        expect(p.status, path).toBe(200);
+        expect(p.text).toContain('data-testid="incomplete"');
+        expect(p.text).toContain('data-testid="holes"');
+      }
+      const runPage = (await page('/runs/hole-1')).text;
+      expect(runPage).toContain('seq 1: <span class="mono">too_large</span>');
+      expect(runPage).toContain('seq 2 cannot be decoded from this plane&#39;s copy (incomplete: seq 1 (too_large');
+      expect((await page('/?q=hole-1')).text).toContain('data-testid="incomplete"');
+      expect((await page('/writers')).text).toMatch(/data-testid="incomplete-runs"><a class="mono" href="\/runs\/hole-1">hole-1<\/a>/);
+
+      // a deletion takes the holes with it: the run started again is whole
+      const del: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId: 'hole-1', deletedAt: new Date().toISOString() };
+      const again = await eventsOf(async (s) => void (await s.put(step('hole-1', 0))));
+      expect((await ingest([del, ...again], { writerId: 'w-holes' })).body.rejected).toBe(0);
+      expect((await get('/v1/executions/hole-1')).body).toMatchObject({ execution: { complete: true, holeCount: 0 }, holes: [] });
+      expect((await get('/v1/executions/hole-1/restore')).status).toBe(200);
+      expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes').incompleteRuns).toEqual([]);
     });
 
     it('one writer wins a claim; another gets 409 naming the winner; an offline claim is flagged as a conflict', async () => {

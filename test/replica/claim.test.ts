@@ -49,7 +49,7 @@ async function pausedMachine(o: Partial<ConnectOptions> & { proxy?: FaultProxy; 
 
 describe('regression: the claim guard treated a refusal by the plane as a win', () => {
   it('a revoked key: the resume is refused with CLAIM_REFUSED, the pause stays open, nothing is charged', async () => {
-    const k = await createKey(plane.database.db, { project: 'claims', scopes: ['ingest'] });
+    const k = await createKey(plane.database.db, { createProject: true, project: 'claims', scopes: ['ingest'] });
     const m = await pausedMachine({ apiKey: k.key });
     expect((await m.replica.status()).pendingRows).toBe(0);
     await revokeKey(plane.database.db, k.id);

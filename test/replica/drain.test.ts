@@ -258,7 +258,7 @@ describe('regression: flush() during a backoff did not send though the plane was
     const config = (port: number) => loadConfig({}, { host: '127.0.0.1', port, dataDir: 'memory://' });
     const logger = pino({ level: 'silent' });
     let running = await startPlane(config(0), { database, logger });
-    const apiKey = (await createKey(database.db, { project: 'flush', scopes: ['ingest'] })).key;
+    const apiKey = (await createKey(database.db, { createProject: true, project: 'flush', scopes: ['ingest'] })).key;
     const store = new SqliteCheckpointer({ path: tmp.file('flush-backoff.db') });
     const r = connectPlane(store, { url: running.url, apiKey, pollMs: 0, debounceMs: 5, backoffBaseMs: 30_000, backoffCapMs: 30_000, timeoutMs: 2000 });
     try {

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { connectPlane } from '../../client/index.js';
+import { Agent, ScriptedModel, connectPlane } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
@@ -46,6 +46,17 @@ describe('the inspector in headless chromium', () => {
     const replica = connectPlane(store, { url: plane.url, apiKey: ingestKey, pollMs: 0 });
     const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file('l.jsonl')) });
     await agent.run(refundRequest('7', 20), { executionId: 'refund-small' });
+    await agent.fork('refund-small', { executionId: 'refund-small-fork' });
+    // a run whose model call threw: it must say why on the list and the run page, and its model-call row must not say "completed"
+    const broken = new Agent({
+      name: 'broken-bot',
+      model: new ScriptedModel(() => {
+        throw new Error('upstream model returned 500');
+      }),
+      tools: [],
+      checkpointer: store,
+    });
+    expect((await broken.run('hello', { executionId: 'broken-run' })).status).toBe('failed');
     pausedId = (await agent.run(`${refundRequest('1042', 50000)} ${XSS}`, { executionId: 'refund-large' })).executionId;
     await replica.flush({ timeoutMs: 10_000 });
     // a forged copy of a synced row: the plane refuses it and quarantines it
@@ -81,13 +92,30 @@ describe('the inspector in headless chromium', () => {
   });
 
   it('lists runs with their status and finds one by id', async () => {
-    await expect.poll(() => page.locator('tbody tr').count()).toBe(2);
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(4);
     expect(await page.textContent('body')).toMatch(/refund-large\s*paused/);
     expect(await page.textContent('body')).toMatch(/refund-small\s*completed/);
     await shot('02-runs');
     await page.fill('input[name=q]', 'refund-l');
     await page.click('form.filters button');
     await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
+  });
+
+  it('regression: a failed run never said why, and the row of the model call that threw said "completed"', async () => {
+    await page.goto(`${plane.url}/?status=failed`);
+    const list = (await page.textContent('tbody'))!;
+    expect(list).toMatch(/broken-run\s*failed/);
+    expect(list).toContain('upstream model returned 500');
+    await page.click('a[href="/runs/broken-run"]');
+    await page.waitForURL(`${plane.url}/runs/broken-run`);
+    expect(await page.textContent('#failed-h')).toMatch(/Failed: \w+/);
+    expect(await page.textContent('section.failed pre')).toContain('upstream model returned 500');
+    const modelRow = page.locator('ol.timeline li', { hasText: 'llm_call' }).first();
+    expect(await modelRow.locator('.badge').textContent()).toBe('failed');
+    expect(await modelRow.textContent()).toMatch(/the model call failed/);
+    expect(await page.locator('ol.timeline li', { hasText: 'llm_call' }).locator('.badge', { hasText: 'completed' }).count()).toBe(0);
+    await shot('02b-run-failed');
+    await page.goto(`${plane.url}/`);
   });
 
   it('opens a paused run: timeline, frozen context, idempotency; diffs two rows', async () => {
@@ -113,9 +141,12 @@ describe('the inspector in headless chromium', () => {
     expect(await page.textContent('body')).toContain('<script>window.__xss=1</script>');
     expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
     expect(await page.locator('img').count()).toBe(0);
-    expect(await page.locator('script').count()).toBe(0);
+    // the one script is our own static file; the CSP allows no other (no inline script)
+    expect(await page.locator('script').count()).toBe(1);
+    expect(await page.locator('script[src="/ui/local-time.js"]').count()).toBe(1);
     const csp = (await page.request.get(`${plane.url}/`)).headers()['content-security-policy'];
     expect(csp).toMatch(/default-src 'none'/);
+    expect(csp).toMatch(/script-src 'self'(;|$)/);
   });
 
   it('shows the quarantine entry and a writer backlog', async () => {
@@ -142,6 +173,47 @@ describe('the inspector in headless chromium', () => {
     await page.keyboard.press('Enter');
     await page.waitForURL(`${plane.url}/`);
     await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it('reads as a person reads: local times (UTC on hover), a conversation, fork links, opt-in refresh, a styled 404, no "First page" on the first page', async () => {
+    const tz = await browser.newContext({ viewport: { width: 1280, height: 860 }, timezoneId: 'Asia/Kolkata' });
+    await tz.addCookies(await page.context().cookies());
+    const p2 = await tz.newPage();
+    await p2.goto(`${plane.url}/`);
+    expect(await p2.locator('text=First page').count()).toBe(0);
+    const started = p2.locator('tbody tr:has-text("refund-small-fork") time').first();
+    expect(await started.textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+05:30$/);
+    expect(await started.getAttribute('title')).toMatch(/ UTC$/);
+    // refresh is off by default and a person can turn it on
+    expect(await p2.locator('meta[http-equiv=refresh]').count()).toBe(0);
+    await p2.click('text=Refresh every 5 s');
+    await p2.waitForURL(/live=1/);
+    expect(await p2.locator('meta[http-equiv=refresh]').getAttribute('content')).toBe('5');
+    // a fork links to its origin, and the origin to its forks
+    await p2.goto(`${plane.url}/runs/refund-small-fork`);
+    expect(await p2.textContent('p.fork')).toMatch(/Forked from refund-small at its llm_call row/);
+    await p2.click('p.fork a');
+    await p2.waitForURL(/\/runs\/refund-small#row-/);
+    expect(await p2.textContent('main')).toMatch(/Forks of this run:\s*refund-small-fork/);
+    // the state reads as a conversation: roles, the tool call with its arguments, the tool result pretty-printed
+    const convo = p2.locator('ol.conversation');
+    expect(await convo.locator('.msg-role').allTextContents()).toEqual(expect.arrayContaining(['user', 'assistant']));
+    expect(await convo.locator('.tool-call').first().textContent()).toMatch(/calls refund[\s\S]*"order": "7"/);
+    expect(await convo.locator('.msg-tool .msg-text').first().textContent()).toMatch(/^\{\n {2}"approved": true,\n/);
+    expect(await p2.locator('h3', { hasText: 'Other state fields' }).count()).toBe(1);
+    await p2.screenshot({ path: join(SHOTS, '08-run-conversation.png'), fullPage: true });
+    // rows show the time since the previous row
+    expect(await p2.locator('ol.timeline li').nth(1).textContent()).toMatch(/\+\d+(\.\d)? (ms|s)/);
+    const missing = await p2.goto(`${plane.url}/runs/no-such-run`);
+    expect(missing!.status()).toBe(404);
+    expect(await p2.locator('header .brand').count()).toBe(1);
+    expect(await p2.textContent('main')).toMatch(/No run 'no-such-run' in this project/);
+    // on a phone the run list fits: no sideways scroll, long writer ids hidden or shortened
+    await p2.setViewportSize({ width: 390, height: 800 });
+    await p2.goto(`${plane.url}/`);
+    expect(await p2.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(1);
+    await p2.screenshot({ path: join(SHOTS, '09-runs-narrow.png'), fullPage: true });
+    await tz.close();
   });
 
   it('logs out, and the old session no longer opens a page', async () => {

@@ -19,7 +19,7 @@ for (const kind of ['pglite', 'postgres'] as const) {
     beforeAll(async () => {
       if (kind === 'postgres') testDb = await createTestDatabase('waymark_scale');
       database = await openTestPlaneDatabase(kind === 'pglite' ? 'pglite' : { url: testDb!.url });
-      const k = await createKey(database.db, { project: 'big', scopes: ['read'] });
+      const k = await createKey(database.db, { createProject: true, project: 'big', scopes: ['read'] });
       key = k.key;
       projectId = k.projectId;
       await database.db.execute(sql`
@@ -29,7 +29,7 @@ for (const kind of ['pglite', 'postgres'] as const) {
                now(), date_trunc('milliseconds', now()) - (i || ' seconds')::interval
         FROM generate_series(1, 10000) AS i`);
       // other projects' runs share the table and must not leak in
-      const other = await createKey(database.db, { project: 'other', scopes: ['read'] });
+      const other = await createKey(database.db, { createProject: true, project: 'other', scopes: ['read'] });
       await database.db.execute(sql`
         INSERT INTO executions (project_id, execution_id, status, created_at, updated_at)
         SELECT ${other.projectId}, 'x-' || i, 'running', now(), now() FROM generate_series(1, 2000) AS i`);

@@ -1,0 +1,101 @@
+/**
+ * `waymark plane keys …` and `waymark plane projects …`: through the running
+ * plane whenever there is one, so a PGlite data dir is never opened by a
+ * second process (its writes would be lost, a revocation with them).
+ *
+ * Where the commands go:
+ * 1. `--plane URL`: that plane, with `--key` or the data dir's admin-key file.
+ * 2. PGlite, and a live plane holds the data dir: that plane (its URL is in
+ *    the lock file), with `--key` or the data dir's admin-key file.
+ *    Another command holds it: DATA_DIR_LOCKED, naming it.
+ * 3. Otherwise (no plane holds the PGlite dir, or Postgres, which many
+ *    processes share safely and whose planes read keys on every request):
+ *    the database directly, with the bootstrap key's powers.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { ErrorCode, WaymarkError } from '../shared/errors.js';
+import { admin } from './admin.js';
+import type { Principal, Scope } from './auth.js';
+import type { PlaneConfig } from './config.js';
+import { DataDirLocked, lockHolder } from './db/lock.js';
+import { openPlaneDatabase } from './db/open.js';
+import { adminKeyPath } from './server.js';
+
+type Project = { id: string; name: string; createdAt?: string };
+type Key = { id: string; name: string; project: string; scopes: string[]; createdAt: string; revokedAt: string | null };
+
+/** The admin operations, over HTTP or on the database. */
+interface AdminTarget {
+  /** How the commands reach the plane, for the user: `the plane at URL` or `the database …`. */
+  via: string;
+  projects(): Promise<Project[]>;
+  createProject(name: string): Promise<Project>;
+  keys(): Promise<Key[]>;
+  createKey(o: { project: string; name?: string; scopes: Scope[] }): Promise<Key & { key: string }>;
+  revoke(id: string): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+export async function adminTarget(config: Readonly<PlaneConfig>, o: { plane?: string; key?: string; command: string }): Promise<AdminTarget> {
+  const file = adminKeyPath(config.dataDir);
+  const keyFor = (url: string) => {
+    if (o.key) return o.key;
+    if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+    throw new WaymarkError('ADMIN_KEY_REQUIRED', `the plane at ${url} needs an admin key: pass --key wm_… (no admin-key file at ${file})`);
+  };
+  if (o.plane) return http(o.plane.replace(/\/+$/, ''), keyFor(o.plane));
+  if (!config.databaseUrl) {
+    const holder = lockHolder(config.dataDir);
+    if (holder?.url) return http(holder.url, keyFor(holder.url));
+    if (holder) throw new DataDirLocked(config.dataDir, holder);
+  }
+  const database = await openPlaneDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: o.command });
+  const db = database.db;
+  // no plane is serving this database for us to ask: act with the bootstrap key's powers, the same operations the endpoints run
+  const root: Principal = { projectId: '', keyId: '', scopes: ['admin', 'operator'] };
+  return {
+    via: config.databaseUrl ? 'the Postgres database directly' : `the data dir ${database.lock?.dir ?? config.dataDir} directly (no plane holds it)`,
+    projects: () => admin.projects(db, root),
+    createProject: (name) => admin.createProject(db, root, name),
+    keys: () => admin.keys(db, root),
+    createKey: (k) => admin.createKey(db, root, k),
+    revoke: (id) => admin.revoke(db, root, id),
+    close: () => database.close(),
+  };
+}
+
+function http(url: string, key: string): AdminTarget {
+  const req = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    let res: Response;
+    try {
+      res = await fetch(`${url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+      });
+    } catch (e) {
+      throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane at ${url}: ${(e as Error).message}`, { cause: e });
+    }
+    const text = await res.text();
+    let json: { error?: { code: string; message: string; details?: Record<string, unknown> } } & Record<string, unknown>;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane at ${url} answered ${res.status} with no JSON: ${text.slice(0, 200)}`);
+    }
+    if (!res.ok) {
+      const e = json.error ?? { code: ErrorCode.PLANE_ERROR, message: `HTTP ${res.status}` };
+      throw new WaymarkError(e.code, e.message, e.details ? { details: e.details } : undefined);
+    }
+    return json as T;
+  };
+  return {
+    via: `the plane at ${url}`,
+    projects: async () => (await req<{ items: Project[] }>('GET', '/v1/admin/projects')).items,
+    createProject: (name) => req('POST', '/v1/admin/projects', { name }),
+    keys: async () => (await req<{ items: Key[] }>('GET', '/v1/admin/keys')).items,
+    createKey: (k) => req('POST', '/v1/admin/keys', k),
+    revoke: (id) => req('POST', `/v1/admin/keys/${encodeURIComponent(id)}/revoke`),
+    close: async () => {},
+  };
+}

@@ -1,0 +1,171 @@
+/**
+ * One process per PGlite data dir. PGlite is an embedded database: two
+ * processes on one folder each keep their own view of it, lose each other's
+ * writes (a revocation came back after a restart) and can corrupt it. The
+ * process that opens the folder holds `<dir>/plane.lock` until it closes it;
+ * every other process that would open it gets DATA_DIR_LOCKED naming the
+ * holder (pid, url, command).
+ *
+ * Hand-written: STACK.md names no lock library, and the common one
+ * (proper-lockfile) decides staleness by mtime, which a busy plane would have
+ * to keep refreshing; here a lock is stale exactly when its pid is dead.
+ *
+ * - Taking it: the content is written to a private file first and hard-linked
+ *   to `plane.lock` (link fails if the name exists), so a lock is never seen
+ *   half-written.
+ * - A stale lock (its pid is gone: SIGKILL, power loss) is broken under a
+ *   second link-created file (`plane.lock.break`), re-read, and removed only
+ *   if it is still the same stale lock, so two starters cannot both break it
+ *   and both win.
+ */
+import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+
+export const LOCK_FILE = 'plane.lock';
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/** What a lock file says about its holder. */
+export interface LockInfo {
+  pid: number;
+  /** The holder's HTTP address when it is a serving plane, else null (a CLI command with the folder open). */
+  url: string | null;
+  /** What the holder runs (`waymark plane`, `waymark plane keys create` …). */
+  command: string;
+  since: string;
+}
+
+export interface DataDirLock {
+  readonly dir: string;
+  readonly file: string;
+  /** Record the URL the plane serves on (read by `waymark plane keys …` to go through it). */
+  setUrl(url: string): void;
+  release(): void;
+}
+
+/** True when a process with that pid exists (EPERM: it exists, owned by someone else). */
+export function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The holder named in a data dir's lock file, or null (no lock, unreadable, or its pid is gone). */
+export function lockHolder(dir: string): LockInfo | null {
+  const info = readLock(join(resolve(dir), LOCK_FILE));
+  return info && pidAlive(info.pid) ? info : null;
+}
+
+function readLock(file: string): LockInfo | null {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+  try {
+    const j = JSON.parse(text) as LockInfo;
+    return typeof j.pid === 'number' ? j : { pid: 0, url: null, command: 'unknown', since: '' };
+  } catch {
+    // written by link from a complete file, so never half-written; unparseable means not ours: stale
+    return { pid: 0, url: null, command: 'unknown', since: '' };
+  }
+}
+
+export class DataDirLocked extends WaymarkError {
+  readonly holder: LockInfo;
+  constructor(dir: string, holder: LockInfo) {
+    const who = holder.url ? `a plane serving ${holder.url}` : `'${holder.command}'`;
+    const todo = holder.url
+      ? `manage keys and projects through it ('waymark plane keys …' finds it by itself, or pass --plane ${holder.url}), or stop it first`
+      : 'wait for it to finish, or stop it';
+    super(ErrorCode.DATA_DIR_LOCKED, `the plane data dir ${dir} is in use by process ${holder.pid} (${who}, since ${holder.since}); one process per data dir: ${todo}`, {
+      details: { dir, pid: holder.pid, url: holder.url, command: holder.command },
+    });
+    this.name = 'DataDirLocked';
+    this.holder = holder;
+  }
+}
+
+/** Take the data dir's lock for this process, or throw DataDirLocked naming the live holder. */
+export function lockDataDir(dirIn: string, command: string): DataDirLock {
+  const dir = resolve(dirIn);
+  const file = join(dir, LOCK_FILE);
+  const info: LockInfo = { pid: process.pid, url: null, command, since: new Date().toISOString() };
+  const write = (i: LockInfo) => {
+    const tmp = join(dir, `${LOCK_FILE}.${process.pid}.${randomBytes(4).toString('hex')}`);
+    writeFileSync(tmp, `${JSON.stringify(i)}\n`, { mode: 0o600 });
+    return tmp;
+  };
+  for (;;) {
+    const tmp = write(info);
+    try {
+      linkSync(tmp, file);
+      unlinkSync(tmp);
+      break;
+    } catch (e) {
+      unlinkSync(tmp);
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const held = readLock(file);
+    if (held && pidAlive(held.pid)) throw new DataDirLocked(dir, held);
+    breakStale(dir, file, held);
+    Atomics.wait(pause, 0, 0, 5); // another starter may be breaking it: let it finish
+  }
+  let released = false;
+  return {
+    dir,
+    file,
+    setUrl(url: string) {
+      info.url = url;
+      const tmp = write(info);
+      renameSync(tmp, file);
+    },
+    release() {
+      if (released) return;
+      released = true;
+      const held = readLock(file);
+      if (held?.pid === process.pid && held.since === info.since) unlinkSync(file);
+    },
+  };
+}
+
+function breakStale(dir: string, file: string, seen: LockInfo | null): void {
+  const breaker = join(dir, `${LOCK_FILE}.break`);
+  const tmp = join(dir, `${LOCK_FILE}.break.${process.pid}.${randomBytes(4).toString('hex')}`);
+  writeFileSync(tmp, `${process.pid}\n`);
+  try {
+    linkSync(tmp, breaker);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    // someone else is breaking it; if that someone died mid-break, clear its marker
+    let pid = 0;
+    try {
+      pid = Number(readFileSync(breaker, 'utf8').trim());
+    } catch {
+      return; // it finished meanwhile
+    }
+    if (!pidAlive(pid)) {
+      try {
+        unlinkSync(breaker);
+      } catch {
+        /* another starter cleared it first */
+      }
+    }
+    return;
+  } finally {
+    unlinkSync(tmp);
+  }
+  try {
+    const now = readLock(file);
+    if (now && seen && now.pid === seen.pid && now.since === seen.since && !pidAlive(now.pid)) unlinkSync(file);
+  } finally {
+    unlinkSync(breaker);
+  }
+}

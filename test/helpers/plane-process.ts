@@ -1,0 +1,82 @@
+/**
+ * The real `bin/waymark.mjs` (dist/, built by test/global-setup.ts) as
+ * separate processes: a serving plane, and one-shot commands.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const BIN = join(ROOT, 'bin/waymark.mjs');
+
+export interface PlaneProcess {
+  child: ChildProcess;
+  url: string;
+  stdout(): string;
+  /** SIGTERM, wait for the exit. */
+  stop(): Promise<void>;
+  /** SIGKILL, wait for the exit. */
+  kill(): Promise<void>;
+}
+
+/** Start `waymark plane ARGS` and wait for it to say where it listens. */
+export async function startPlaneProcess(args: string[], o: { cwd?: string; env?: Record<string, string> } = {}): Promise<PlaneProcess> {
+  const child = spawn(process.execPath, [BIN, 'plane', '--port', '0', ...args], {
+    cwd: o.cwd ?? ROOT,
+    env: { ...process.env, WAYMARK_LOG_LEVEL: 'silent', ...o.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (err += d));
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = () => {
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      // the admin key line is the last of the start-up lines
+      if (m && /^(first start|admin key|in-memory database):/m.test(out)) {
+        child.stdout!.off('data', onData);
+        child.off('exit', onExit);
+        resolve(m[1]);
+      }
+    };
+    const onExit = (code: number | null) => reject(new Error(`plane exited (${code}) before listening: ${out}${err}`));
+    child.stdout!.on('data', onData);
+    child.once('exit', onExit);
+  });
+  const end = async (signal: NodeJS.Signals) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill(signal);
+    await exited;
+  };
+  return { child, url, stdout: () => out, stop: () => end('SIGTERM'), kill: () => end('SIGKILL') };
+}
+
+/** Run `waymark ARGS` to its end. */
+export function waymark(args: string[], o: { cwd?: string; env?: Record<string, string> } = {}) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, env: { ...process.env, ...o.env }, encoding: 'utf8' });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Async variant (the test process keeps serving its own timers while the command runs). */
+export async function waymarkAsync(args: string[], o: { cwd?: string; env?: Record<string, string> } = {}) {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+/** Poll `check` until it returns true; resolves with the ms it took, or throws after `deadlineMs`. */
+export async function pollUntil(check: () => Promise<boolean>, deadlineMs = 60_000, everyMs = 20): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    if (await check()) return performance.now() - t0;
+    if (performance.now() - t0 > deadlineMs) throw new Error(`condition not met within ${deadlineMs} ms`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

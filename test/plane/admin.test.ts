@@ -1,0 +1,77 @@
+/**
+ * The admin endpoints (projects and keys through the running plane), on
+ * PGlite and on Postgres. Cross-project access is in test/faults/tenancy.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
+
+const pg = await pgReady('admin endpoints on postgres');
+
+function adminSuite(kind: () => 'pglite' | { url: string }) {
+  let plane: TestPlane;
+  let operator = '';
+  let acmeAdmin = '';
+  beforeAll(async () => {
+    plane = await startTestPlane(kind());
+    operator = await plane.key('ops', ['admin', 'operator']);
+  });
+  afterAll(async () => plane?.close());
+
+  it('an operator creates a project; a project admin makes, lists and revokes keys of its own project; the secret is in the create answer only', async () => {
+    const p = await call(`${plane.url}/v1/admin/projects`, { key: operator, json: { name: 'acme' } });
+    expect(p.status).toBe(201);
+    expect(p.body).toMatchObject({ name: 'acme', id: expect.stringMatching(/^prj_/) });
+    expect((await call(`${plane.url}/v1/admin/projects`, { key: operator, json: { name: 'acme' } })).body.error.code).toBe('PROJECT_EXISTS');
+    const made = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'acme', name: 'acme admin', scopes: ['admin'] } });
+    expect(made.status).toBe(201);
+    acmeAdmin = made.body.key;
+    expect(acmeAdmin).toMatch(/^wm_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
+
+    // the project admin's key defaults to its own project
+    const laptop = await call(`${plane.url}/v1/admin/keys`, { key: acmeAdmin, json: { name: 'laptop', scopes: ['ingest', 'read'] } });
+    expect(laptop.status).toBe(201);
+    expect(laptop.body).toMatchObject({ project: 'acme', name: 'laptop', scopes: ['ingest', 'read'], revokedAt: null });
+    expect((await call(`${plane.url}/v1/executions`, { key: laptop.body.key })).status).toBe(200);
+
+    const list = await call(`${plane.url}/v1/admin/keys`, { key: acmeAdmin });
+    expect(list.body.items.map((k: { name: string }) => k.name)).toEqual(['acme admin', 'laptop']);
+    expect(JSON.stringify(list.body)).not.toContain(laptop.body.key.slice(20));
+    expect((await call(`${plane.url}/v1/admin/keys`, { key: operator })).body.items.map((k: { project: string }) => k.project).sort()).toEqual(['acme', 'acme', 'local', 'ops']);
+
+    const revoked = await call(`${plane.url}/v1/admin/keys/${laptop.body.id}/revoke`, { key: acmeAdmin, method: 'POST' });
+    expect(revoked).toMatchObject({ status: 200, body: { id: laptop.body.id, revoked: true } });
+    expect((await call(`${plane.url}/v1/executions`, { key: laptop.body.key })).status).toBe(401);
+    const twice = await call(`${plane.url}/v1/admin/keys/${laptop.body.id}/revoke`, { key: acmeAdmin, method: 'POST' });
+    expect(twice).toMatchObject({ status: 409, body: { error: { code: 'KEY_REVOKED' } } });
+    expect((await call(`${plane.url}/v1/admin/keys/ffffffffffffffff/revoke`, { key: acmeAdmin, method: 'POST' })).body.error.code).toBe('KEY_NOT_FOUND');
+  });
+
+  it('typo tenant defect (endpoint): a key for an unknown project is 404 UNKNOWN_PROJECT listing the known ones, and makes no project', async () => {
+    const r = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'acmee', scopes: ['read'] } });
+    expect(r.status).toBe(404);
+    expect(r.body.error).toMatchObject({ code: 'UNKNOWN_PROJECT', details: { project: 'acmee', known: ['acme', 'local', 'ops'] } });
+    expect((await call(`${plane.url}/v1/admin/projects`, { key: operator })).body.items.map((p: { name: string }) => p.name)).toEqual(['acme', 'local', 'ops']);
+  });
+
+  it('a bad request names every problem and changes nothing', async () => {
+    const r = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 7, scopes: ['root'] } });
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe('INVALID_REQUEST');
+    expect(r.body.error.message).toMatch(/project: .*; scopes\.0: /);
+    const bad = await call(`${plane.url}/v1/admin/projects`, { key: operator, json: { name: '../etc' } });
+    expect(bad).toMatchObject({ status: 400, body: { error: { code: 'INVALID_REQUEST' } } });
+    expect((await call(`${plane.url}/v1/admin/projects`, { key: operator })).body.items).toHaveLength(3);
+  });
+}
+
+describe('admin endpoints on pglite', () => adminSuite(() => 'pglite'));
+
+describe.skipIf(!pg)('admin endpoints on postgres', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase('waymark_admin');
+  });
+  afterAll(async () => db?.drop());
+  adminSuite(() => ({ url: db.url }));
+});

@@ -1,0 +1,103 @@
+/**
+ * The README's plane section, pasted as a new user would: start the plane
+ * (`npm start` is `node bin/waymark.mjs plane` once built), run the README's
+ * `npx waymark plane …` lines in another process while it runs, connect a
+ * client with the new key, revoke it. On PGlite (the default) and Postgres.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connectPlane } from '../../client/index.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { call } from '../helpers/plane.js';
+import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
+import { pollUntil, ROOT, startPlaneProcess, waymarkAsync, type PlaneProcess } from '../helpers/plane-process.js';
+import { step } from '../helpers/rows.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const tmp = scratchDir('waymark-readme-plane-');
+afterAll(() => tmp.cleanup());
+
+/** The shell block of README's "Connecting to a plane" section. */
+function readmeShell(): { start: string; commands: string[] } {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Connecting to a plane'));
+  const block = /```sh\n([\s\S]*?)```/.exec(section);
+  if (!block) throw new Error("no sh block in README's plane section");
+  const lines = block[1].split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l && !l.startsWith('#'));
+  return { start: lines[0], commands: lines.slice(1) };
+}
+
+function readmeFlow(name: string, env: () => Record<string, string>) {
+  let plane: PlaneProcess | null = null;
+  afterAll(async () => plane?.kill());
+
+  it(`README plane section on ${name}: start, create a key while the plane runs, connect a client, revoke the key`, async () => {
+    const { start, commands } = readmeShell();
+    expect(start).toBe('npm start');
+    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start).toBe('npm run build && node bin/waymark.mjs plane');
+    const cwd = tmp.file(name);
+    mkdirSync(cwd, { recursive: true });
+    // as `npm start` runs it, from the user's project directory; port 0 instead of 4600 so test files may run side by side
+    plane = await startPlaneProcess([], { cwd, env: { WAYMARK_PORT: '0', ...env() } });
+    expect(plane.stdout()).toContain(`written to ${join(cwd, '.waymark/plane/admin-key')} (mode 0600)`);
+
+    let key = '';
+    const outputs: string[] = [];
+    for (const line of commands) {
+      expect(line, 'README commands are `npx waymark …`').toMatch(/^npx waymark /);
+      const args = line.replace(/^npx waymark /, '').replace('KEY_ID', key.slice(3, 19)).split(/\s+/);
+      const r = await waymarkAsync(args, { cwd, env: env() });
+      expect(r.code, `${line}\n${r.stderr}`).toBe(0);
+      outputs.push(r.stdout);
+      if (args[1] === 'keys' && args[2] === 'create') {
+        key = r.stdout.trim().split('\n').pop()!;
+        // the running plane accepts the key at once; a client connects with it and syncs
+        expect((await call(`${plane.url}/v1/executions`, { key })).status).toBe(200);
+        const store = new SqliteCheckpointer({ path: join(cwd, 'runs.db') });
+        const replica = connectPlane(store, { url: plane.url, apiKey: key });
+        try {
+          await store.put(step('readme-run', 0));
+          const s = await replica.flush({ timeoutMs: 30_000 });
+          expect(s).toMatchObject({ pendingRows: 0, rowsSynced: 1, lastError: null });
+          expect((await call(`${plane.url}/v1/executions/readme-run`, { key })).body.execution).toMatchObject({ executionId: 'readme-run' });
+        } finally {
+          await replica.stop();
+          await store.close();
+        }
+      }
+      if (args[1] === 'keys' && args[2] === 'list') expect(r.stdout).toMatch(new RegExp(`${key.slice(3, 19)}\\s+local\\s+ingest,read\\s+key\\s+active`));
+      if (args[1] === 'keys' && args[2] === 'revoke') {
+        expect(r.stdout.trim()).toBe(`revoked ${key.slice(3, 19)}`);
+        const ms = await pollUntil(async () => (await call(`${plane!.url}/v1/executions`, { key })).status === 401, 1000);
+        expect(ms).toBeLessThan(1000);
+        // the client's next batch is refused too: its drain parks in auth_failed
+        const store = new SqliteCheckpointer({ path: join(cwd, 'runs.db') });
+        const replica = connectPlane(store, { url: plane.url, apiKey: key });
+        try {
+          await store.put(step('readme-run', 1));
+          await pollUntil(async () => (await replica.status()).state === 'auth_failed', 30_000);
+        } finally {
+          await replica.stop();
+          await store.close();
+        }
+      }
+    }
+    expect(outputs.join('')).toMatch(/project acme created/);
+    await plane.stop();
+  });
+}
+
+describe('README plane section on PGlite (the default)', () => {
+  readmeFlow('pglite', () => ({}));
+});
+
+const pg = await pgReady('README plane section on postgres');
+describe.skipIf(!pg)('README plane section on Postgres', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase('waymark_readme_plane');
+  });
+  afterAll(async () => db?.drop());
+  readmeFlow('postgres', () => ({ WAYMARK_DATABASE_URL: db.url }));
+});
