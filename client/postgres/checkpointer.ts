@@ -42,7 +42,7 @@ import type {
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
-import { DuplicateIdError, PauseExistsError, RunInProgress } from '../errors.js';
+import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
 import { checkLease, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
@@ -194,7 +194,9 @@ export class PostgresCheckpointer implements Checkpointer {
         return await this.begin(fn);
       } catch (e) {
         const lost = isTransient(e);
-        if (attempt > 1 && landed && e instanceof DuplicateIdError) {
+        // a retried write whose lost attempt committed meets its own row (DuplicateId) or, when that
+        // attempt released the lease (a marker, a pause), its own release (LeaseLost): it landed
+        if (attempt > 1 && landed && (e instanceof DuplicateIdError || e instanceof LeaseLost)) {
           const r = await landed();
           if (r) return r;
         }
