@@ -3,7 +3,7 @@
  *   run      … <id> <steps> [faultPoint hits]
  *   run-many … <prefix> <count> <steps> [faultPoint hits]   (runs <prefix>-0… at once)
  *   resume   … <id>
- *   recover  …
+ *   recover  … [faultPoint hits]
  * WAIT_GO=1: says {ready} over IPC and starts on the next message, so two
  * children start at once. STALL_UNTIL=<file>: the first tool call blocks the
  * event loop until the file exists. MODEL_DELAY_MS: a slow model. Prints one
@@ -14,7 +14,7 @@ import { openStore } from '../../examples/agents/store-from-spec.js';
 import { leaseAgent, leaseInput } from './lease-agent.js';
 
 const [mode, spec, calls, effects, leaseMs, ...rest] = process.argv.slice(2);
-const [point, hits] = mode === 'run' || mode === 'run-many' ? rest.slice(mode === 'run' ? 2 : 3) : [];
+const [point, hits] = mode === 'run' ? rest.slice(2) : mode === 'run-many' ? rest.slice(3) : mode === 'recover' ? rest : [];
 const faults = point ? killAt(point, { hits: Number(hits ?? 1) }) : undefined;
 const store = await openStore(spec, faults);
 await store.setup();
