@@ -194,9 +194,9 @@ export class PostgresCheckpointer implements Checkpointer {
         return await this.begin(fn);
       } catch (e) {
         const lost = isTransient(e);
-        // a retried write whose lost attempt committed meets its own row (DuplicateId) or, when that
-        // attempt released the lease (a marker, a pause), its own release (LeaseLost): it landed
-        if (attempt > 1 && landed && (e instanceof DuplicateIdError || e instanceof LeaseLost)) {
+        // a retried write whose lost attempt committed meets its own row (DuplicateId), its own
+        // release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress): it landed
+        if (attempt > 1 && landed && (e instanceof DuplicateIdError || e instanceof LeaseLost || e instanceof RunInProgress)) {
           const r = await landed();
           if (r) return r;
         }
@@ -347,7 +347,14 @@ export class PostgresCheckpointer implements Checkpointer {
 
   async acquireLease(executionId: string, request: LeaseRequest): Promise<Lease> {
     checkLease(executionId, request);
-    return this.begin((tx) => this.takeLease(tx, executionId, request));
+    // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
+    const landed = async (): Promise<Lease | null> => {
+      const l = await this.leaseInfo(await this.q(), executionId);
+      return l && l.holder === request.holder && l.expiresAt
+        ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: l.epoch, expiresAt: l.expiresAt }
+        : null;
+    };
+    return this.write((tx) => this.takeLease(tx, executionId, request), landed);
   }
 
   async renewLease(lease: Lease): Promise<Lease> {

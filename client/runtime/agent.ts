@@ -213,7 +213,7 @@ export class Agent {
   }
 
   private async acquire(store: Checkpointer, executionId: string): Promise<RunLease> {
-    const lease = await store.acquireLease(executionId, { holder: holderOf(store), ttlMs: this.leaseMs });
+    const lease = await kept(store.acquireLease(executionId, { holder: holderOf(store), ttlMs: this.leaseMs }));
     return new RunLease(store, lease);
   }
 

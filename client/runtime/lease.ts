@@ -8,13 +8,16 @@ import { uuidv7 } from '../../shared/ids.js';
 import { hasCode, ErrorCode } from '../../shared/errors.js';
 import type { Checkpointer, Lease } from '../checkpointer.js';
 
-/** This process's instance id: a lease holder is `<store writer id>#<instance>`. */
+/** This process's instance id: a lease holder is `<store writer id>#<instance>/<n>`. */
 export const PROCESS_INSTANCE = uuidv7();
 
 export const DEFAULT_LEASE_MS = 30_000;
 
+let acquisitions = 0;
+
+/** Unique per acquisition (`/<n>`), so a store can tell its own landed acquisition from another runner's. */
 export function holderOf(store: Checkpointer): string {
-  return `${store.writerId}#${PROCESS_INSTANCE}`;
+  return `${store.writerId}#${PROCESS_INSTANCE}/${++acquisitions}`;
 }
 
 export class RunLease {
