@@ -616,5 +616,28 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(await store.getLease(id)).toMatchObject({ holder: null, live: false });
       expect((await store.listExecutions({ state: 'running' })).map((e) => e.executionId)).toContain(id);
     });
+    it('a long tool keeps its lease: the unref\'d timer renews it while the tool runs, with no write in between', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const long = tool({ name: 'long', description: 'waits', parameters: z.object({}), execute: async () => (await gate, 'ok') });
+      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'long', arguments: {} }] } : { content: 'done' }));
+      const agent = new Agent({ name: 'long', model, tools: [long], checkpointer: store, leaseMs: 300 });
+      const id = `renew-${n}`;
+      const running = agent.run('go', { executionId: id });
+      // no write happens while the tool waits: every later expiry is the timer's renewal
+      const seen = new Set<string>();
+      const deadline = Date.now() + 60_000;
+      while (seen.size < 4) {
+        if (Date.now() > deadline) throw new Error(`the lease was renewed ${seen.size - 1} times in 60 s`);
+        const l = await store.getLease(id);
+        if (l?.holder && l.expiresAt && (await store.list(id)).some((r) => r.step === 'tool_call')) seen.add(l.expiresAt);
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      const info = await store.getLease(id);
+      expect(info).toMatchObject({ epoch: 1, holder: expect.stringContaining(store.writerId) });
+      release();
+      expect((await running).status).toBe('completed');
+      expect(await store.getLease(id)).toMatchObject({ holder: null, epoch: 1 });
+    });
   });
 }
