@@ -63,7 +63,7 @@ describe('restore from the plane', () => {
     expect((await get(`/v1/executions/${exec}`)).body.execution).toMatchObject({ status: 'paused', rowCount: 3 });
 
     const restored = await restoreFromPlane(other, exec, { url: plane.url, apiKey: key });
-    expect(restored).toMatchObject({ inserted: 3, conflicts: [], pendingImported: true, totalRows: 3 });
+    expect(restored).toMatchObject({ inserted: 3, diverged: [], pendingImported: true, totalRows: 3 });
     expect((await other.getPendingInterrupt(exec))?.context).toEqual({ run: 'new' });
     expect(await other.readState((await other.latest(exec))!)).toEqual(await store.readState((await store.latest(exec))!));
   });
