@@ -347,19 +347,23 @@ export class Agent {
       new CheckpointError(`execution '${newId}' already has rows; choose another id for the fork`, { code: ErrorCode.EXECUTION_EXISTS });
     if (await store.latest(newId)) throw exists();
     const lease = await this.acquire(store, newId);
+    const from = src;
     const origin = await this.holding(lease, async () => {
       if (await store.latest(newId)) throw exists();
-      return store.put({
-      executionId: newId,
-      nodeId: 'fork_origin',
-      turn: src.turn,
-      step: 'fork_origin',
-      status: 'completed',
-      agentPath: this.path,
-      parentId: src.id,
-      state,
-      nodeInput: { executionId, checkpointId: src!.id, nodeId: src!.nodeId, step: srcStep },
-    }, { lease: lease.lease });
+      return store.put(
+        {
+          executionId: newId,
+          nodeId: 'fork_origin',
+          turn: from.turn,
+          step: 'fork_origin',
+          status: 'completed',
+          agentPath: this.path,
+          parentId: from.id,
+          state,
+          nodeInput: { executionId, checkpointId: from.id, nodeId: from.nodeId, step: srcStep },
+        },
+        { lease: lease.lease },
+      );
     });
     const forked = this.topLevel(newId, store, lease);
     return this.outer(forked, () => this.reenter(forked, origin));
