@@ -37,6 +37,15 @@ export interface CheckpointInput {
   /** UUIDv7; minted by the store when absent. Reusing one is an error. */
   id?: string;
   executionId: string;
+  /**
+   * The id of a row of this execution that this write follows (the newest row
+   * the writer knows of), or null for the first row of a fresh run. When
+   * given, the write is refused if that row is gone (`ExecutionGoneError`,
+   * EXECUTION_GONE: the execution was deleted or pruned meanwhile) or, for
+   * null, if the execution already has rows (EXECUTION_EXISTS). Absent: no
+   * check. Not stored.
+   */
+  prevId?: string | null;
   nodeId: string;
   turn: number;
   step: Step;
@@ -221,7 +230,9 @@ export interface Checkpointer {
   /**
    * Write a checkpoint with the next `seq` of its execution, and its outbox
    * event, in one transaction. A reused id throws `DuplicateIdError` and leaves
-   * the stored row unchanged; an invalid row throws `InvalidRowError` and writes nothing.
+   * the stored row unchanged; an invalid row throws `InvalidRowError` and writes nothing;
+   * a `prevId` that is gone throws `ExecutionGoneError` and writes nothing (so a
+   * run going on while its execution is deleted never starts it again at seq 0).
    */
   put(input: CheckpointInput, options?: WriteOptions): Promise<Checkpoint>;
   /**

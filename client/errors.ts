@@ -79,6 +79,22 @@ export class PauseExistsError extends WaymarkError {
   }
 }
 
+/**
+ * A write named the row it follows (`prevId`) and the execution no longer
+ * holds it: the execution was deleted or pruned while the run was going.
+ * Nothing was written; the run is not started again at seq 0.
+ */
+export class ExecutionGoneError extends WaymarkError {
+  constructor(executionId: string, prevId: string) {
+    super(
+      ErrorCode.EXECUTION_GONE,
+      `execution '${executionId}' no longer holds row ${prevId}, which this write follows: it was deleted or pruned meanwhile; nothing was written`,
+      { details: { executionId, prevId } },
+    );
+    this.name = 'ExecutionGoneError';
+  }
+}
+
 /** A stored row could not be read back (bad JSON, broken snapshot chain). */
 export class CorruptRowError extends WaymarkError {
   constructor(rowId: string, problem: string, cause?: unknown) {

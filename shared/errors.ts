@@ -21,6 +21,8 @@ export const ErrorCode = {
   RESUME_REQUIRED: 'RESUME_REQUIRED',
   EXECUTION_EXISTS: 'EXECUTION_EXISTS',
   EXECUTION_NOT_FOUND: 'EXECUTION_NOT_FOUND',
+  /** A write named the row it follows (`prevId`) and that row is gone: the execution was deleted or pruned meanwhile. Nothing was written. */
+  EXECUTION_GONE: 'EXECUTION_GONE',
   TOOL_NOT_FOUND: 'TOOL_NOT_FOUND',
   MAX_TURNS: 'MAX_TURNS',
   MODEL_ERROR: 'MODEL_ERROR',

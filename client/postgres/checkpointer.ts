@@ -7,6 +7,7 @@
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
 import { utf8Bytes } from '../../shared/json.js';
+import { ErrorCode, hasCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
 import {
@@ -42,7 +43,7 @@ import type {
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
-import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
+import { DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
 import { checkLease, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
@@ -53,6 +54,7 @@ import {
   checkInput,
   checkJson,
   chainRowFromColumns,
+  executionExists,
   CursorCache,
   idempotencyFromColumns,
   pendingFor,
@@ -194,9 +196,13 @@ export class PostgresCheckpointer implements Checkpointer {
         return await this.begin(fn);
       } catch (e) {
         const lost = isTransient(e);
-        // a retried write whose lost attempt committed meets its own row (DuplicateId), its own
-        // release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress): it landed
-        if (attempt > 1 && landed && (e instanceof DuplicateIdError || e instanceof LeaseLost || e instanceof RunInProgress)) {
+        // a retried write whose lost attempt committed meets its own row (a duplicate id, rows in a
+        // "fresh" run), its own release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress)
+        if (
+          attempt > 1 &&
+          landed &&
+          (e instanceof DuplicateIdError || hasCode(e, ErrorCode.EXECUTION_EXISTS) || e instanceof LeaseLost || e instanceof RunInProgress)
+        ) {
           const r = await landed();
           if (r) return r;
         }
@@ -271,6 +277,7 @@ export class PostgresCheckpointer implements Checkpointer {
       VALUES (${input.executionId}, 0, '', '', '', '', '')
       ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id
       RETURNING next_seq, last_id`;
+    await this.checkPrev(tx, input, ex);
     const seq = ex.next_seq;
     const prev = seq > 0 ? await this.cursorAt(tx, input.executionId, seq - 1, ex.last_id) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
@@ -294,6 +301,19 @@ export class PostgresCheckpointer implements Checkpointer {
       throw e;
     }
     return rt;
+  }
+
+  /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows); under the execution row's lock. */
+  private async checkPrev(tx: Tx, input: CheckpointInput, ex: { next_seq: number; last_id: string }): Promise<void> {
+    if (input.prevId === undefined) return;
+    const has = Number(ex.next_seq) > 0;
+    if (input.prevId === null) {
+      if (has) throw executionExists(input.executionId);
+      return;
+    }
+    if (has && ex.last_id === input.prevId) return;
+    const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId}`;
+    if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
   }
 
   private committed(rt: RowText | null): void {
@@ -404,6 +424,11 @@ export class PostgresCheckpointer implements Checkpointer {
             last_step = ${r.step}, last_status = ${r.status}, updated_at = ${r.createdAt}
           WHERE execution_id = ${r.executionId} AND next_seq = ${seq} AND last_id = ${prev.id}
             ${lease ? sql`AND EXISTS (SELECT 1 FROM l)` : sql``}
+          ${
+            typeof input.prevId === 'string' && input.prevId !== prev.id
+              ? sql`AND EXISTS (SELECT 1 FROM ${this.t.checkpoints} WHERE id = ${input.prevId} AND execution_id = ${r.executionId})`
+              : sql``
+          }
           RETURNING 1
         ), c AS (
           INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
@@ -437,7 +462,8 @@ export class PostgresCheckpointer implements Checkpointer {
     // a run-end marker releases the lease: only on the locked path, where release and row are one decision
     const release = input.step === 'run_end';
     const minted = { ...input, id: input.id ?? uuidv7() };
-    const cursor = lease && release ? undefined : this.cursors.newest(input.executionId);
+    // a fresh run's first write (prevId null) takes the locked path, which refuses an execution that has rows
+    const cursor = input.prevId === null || (lease && release) ? null : this.cursors.newest(input.executionId);
     if (cursor) {
       try {
         const rt = await this.putOnCursor(minted, cursor, lease);
@@ -701,10 +727,12 @@ export class PostgresCheckpointer implements Checkpointer {
 
   async deleteExecution(executionId: string): Promise<DeleteResult> {
     const out = await this.begin(async (tx) => {
+      // the execution row first: a writer holds its lock while it checks `prevId` and inserts, so a
+      // put either commits before this deletion (and its row is deleted) or runs after it (and is refused)
+      const e = await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${executionId}`;
       const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}`;
       const p = await tx`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
       const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${executionId}`;
-      const e = await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${executionId}`;
       await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${executionId}`;
       await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${executionId} AND NOT synced`;
       if (e.count || c.count || i.count) {

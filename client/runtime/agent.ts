@@ -77,12 +77,19 @@ interface Level {
   path: string;
   /** Rows of this level come after this seq (its parent's tool row), -1 at the top. */
   afterSeq: number;
+  /**
+   * The newest row of the execution this level knows of (null before a fresh
+   * run's first row): each write names it, so a write into an execution
+   * deleted or pruned meanwhile is refused (EXECUTION_GONE) instead of
+   * starting it again at seq 0.
+   */
+  prevId: string | null;
   /** The runner's lease on the execution (shared by nested workers). */
   lease: RunLease;
 }
 
 /** Where a level's rows are: enough to read them, no lease needed. */
-type Place = Omit<Level, 'lease'>;
+type Place = Omit<Level, 'lease' | 'prevId'>;
 
 type Entry =
   | { kind: 'model'; write: boolean }
@@ -102,7 +109,7 @@ class PauseOutcome extends Error {
  * row), and never shown to the model as a tool result it could answer by
  * calling the tool again.
  */
-const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED, ErrorCode.LEASE_LOST]);
+const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED, ErrorCode.EXECUTION_GONE, ErrorCode.LEASE_LOST]);
 const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
 
 /**
@@ -207,7 +214,7 @@ export class Agent {
     const level = await this.holding(lease, async () => {
       // another runner may have started and finished it between the read above and the lease
       if (await store.latest(executionId)) throw exists();
-      return this.topLevel(executionId, store, lease);
+      return this.topLevel(executionId, store, null, lease);
     });
     return this.outer(level, () => this.loop(level, this.initialState(input), { kind: 'model', write: true }));
   }
@@ -248,6 +255,7 @@ export class Agent {
       });
     }
     const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
+    let newest = latest.id;
     let lease: RunLease;
     if (latest.status === 'interrupted') {
       if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
@@ -262,6 +270,7 @@ export class Agent {
         lease: { holder: holderOf(store), ttlMs: this.leaseMs },
         next: {
           executionId,
+          prevId: latest.id,
           nodeId: latest.nodeId,
           turn: latest.turn,
           step: 'tool_call',
@@ -278,6 +287,7 @@ export class Agent {
           { executionId, checkpointId: latest.id },
         );
       }
+      newest = claimed.checkpoint?.id ?? newest;
       lease = new RunLease(store, claimed.lease!);
     } else if (answer !== undefined) {
       throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
@@ -287,14 +297,15 @@ export class Agent {
     }
     const { level, own } = await this.holding(lease, async () => {
       if (answer === undefined) {
-        // what the run became while the lease was held by another: finished, or paused
+        // what the run became while the lease was held by another: finished, paused, or further along
         const now = await store.latest(executionId);
         if (now && now.step === 'run_end' && now.status === 'completed') {
           throw new AlreadyResumed(`execution '${executionId}' already finished (completed); there is nothing to resume`, { executionId });
         }
         if (now && now.status === 'interrupted') throw new ResumeRequired(executionId, now.interruptReason ?? 'paused');
+        if (now) newest = now.id;
       }
-      const level = this.topLevel(executionId, store, lease);
+      const level = this.topLevel(executionId, store, newest, lease);
       const own = await this.latestOwn(level);
       if (!own) throw new CheckpointError(`execution '${executionId}' has no row of ${this.path} to resume from`);
       if (own.step === 'tool_call') this.resolveTool(own.agentPath);
@@ -312,7 +323,7 @@ export class Agent {
   async fork(executionId: string, options: { checkpointId?: string; input?: string; executionId?: string } = {}): Promise<RunResult> {
     const store = this.requireStore();
     await store.setup();
-    const level = { executionId, store, path: this.path, afterSeq: -1 };
+    const level: Place = { executionId, store, path: this.path, afterSeq: -1 };
     let src: Checkpoint | null;
     if (options.checkpointId) {
       src = await store.getById(options.checkpointId);
@@ -353,6 +364,7 @@ export class Agent {
       return store.put(
         {
           executionId: newId,
+          prevId: null,
           nodeId: 'fork_origin',
           turn: from.turn,
           step: 'fork_origin',
@@ -365,14 +377,14 @@ export class Agent {
         { lease: lease.lease },
       );
     });
-    const forked = this.topLevel(newId, store, lease);
+    const forked = this.topLevel(newId, store, origin.id, lease);
     return this.outer(forked, () => this.reenter(forked, origin));
   }
 
   // ── the loop ──────────────────────────────────────────────────────────
 
-  private topLevel(executionId: string, store: Checkpointer, lease: RunLease): Level {
-    return { executionId, store, path: this.path, afterSeq: -1, lease };
+  private topLevel(executionId: string, store: Checkpointer, prevId: string | null, lease: RunLease): Level {
+    return { executionId, store, path: this.path, afterSeq: -1, prevId, lease };
   }
 
   private initialState(input: string): RunState {
@@ -411,6 +423,7 @@ export class Agent {
         try {
           await level.store.put({
             executionId: level.executionId,
+            prevId: level.prevId,
             nodeId: 'run_end',
             turn: last?.turn ?? 0,
             step: 'run_end',
@@ -422,13 +435,14 @@ export class Agent {
           }, { lease: lease.lease });
           lease.ended = true;
         } catch {
-          // the store itself failed: no marker, the run stays resumable from its newest row
+          // the store itself failed (or the execution is gone): no marker, the run stays resumable from its newest row
           throw e;
         }
         return { status: 'failed', executionId: level.executionId, error };
       }
       await level.store.put({
         executionId: level.executionId,
+        prevId: level.prevId,
         nodeId: 'run_end',
         turn: done.state.turn,
         step: 'run_end',
@@ -443,8 +457,12 @@ export class Agent {
     });
   }
 
-  private checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status'>): Promise<Checkpoint> {
-    return kept(level.store.put({ ...input, executionId: level.executionId, status: 'completed' }, { lease: level.lease.lease }));
+  private async checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status' | 'prevId'>): Promise<Checkpoint> {
+    const row = await kept(
+      level.store.put({ ...input, executionId: level.executionId, prevId: level.prevId, status: 'completed' }, { lease: level.lease.lease }),
+    );
+    level.prevId = row.id;
+    return row;
   }
 
   private async loop(level: Level, start: RunState, first: Entry): Promise<{ output: string; state: RunState }> {
@@ -558,6 +576,7 @@ export class Agent {
       const { checkpoint: _c, pending } = await kept(level.store.recordInterrupt(
         {
           executionId: level.executionId,
+          prevId: level.prevId,
           nodeId: `turn:${toolState.turn}/tool:${call.name}`,
           turn: toolState.turn,
           step: 'hitl_pause',
@@ -585,9 +604,11 @@ export class Agent {
       store: parent.store,
       path: `${parent.path}/agent:${this.name}`,
       afterSeq: parentRow.seq,
+      prevId: parentRow.id,
       lease: parent.lease,
     };
     const own = await this.latestOwn(level);
+    if (own) level.prevId = own.id;
     const done = own ? await this.reenter(level, own) : await this.loop(level, this.initialState(task), { kind: 'model', write: true });
     return done.output;
   }

@@ -46,7 +46,7 @@ import type {
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
-import { DuplicateIdError, PauseExistsError, RunInProgress } from '../errors.js';
+import { DuplicateIdError, ExecutionGoneError, PauseExistsError, RunInProgress } from '../errors.js';
 import { checkLease, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
@@ -57,6 +57,7 @@ import {
   checkInput,
   checkJson,
   chainRowFromColumns,
+  executionExists,
   CursorCache,
   idempotencyFromColumns,
   pendingFor,
@@ -233,6 +234,7 @@ export class SqliteCheckpointer implements Checkpointer {
   /** Write one checkpoint inside the caller's IMMEDIATE transaction. */
   private writeCheckpoint(input: CheckpointInput): RowText {
     const ex = this.st.getExec.get(input.executionId) as { next_seq: number; last_id: string } | undefined;
+    this.checkPrev(input, ex ?? null);
     const seq = ex ? ex.next_seq : 0;
     const prev = ex && seq > 0 ? this.cursorAt(input.executionId, seq - 1, ex.last_id) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
@@ -271,6 +273,19 @@ export class SqliteCheckpointer implements Checkpointer {
     });
     this.queue(r.id, 'checkpoint', r.executionId, null, rt.bytes);
     return rt;
+  }
+
+  /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows). */
+  private checkPrev(input: CheckpointInput, ex: { next_seq: number; last_id: string } | null): void {
+    if (input.prevId === undefined) return;
+    const has = ex !== null && ex.next_seq > 0;
+    if (input.prevId === null) {
+      if (has) throw executionExists(input.executionId);
+      return;
+    }
+    if (has && ex.last_id === input.prevId) return;
+    const row = this.st.getById.get(input.prevId) as { execution_id: string } | undefined;
+    if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
   }
 
   private committed(rt: RowText | null): void {
