@@ -39,7 +39,7 @@ import type { Checkpoint as Row, IdempotencyEntry } from '../../shared/rows.js';
 import type { State } from '../../shared/codec.js';
 import { DuplicateIdError } from '../errors.js';
 import { LIMITS } from '../../shared/limits.js';
-import { setOwn, type Json } from '../../shared/json.js';
+import { deepFreeze, setOwn, type Json } from '../../shared/json.js';
 import {
   AGENT_PATH,
   WRITE_KEY_PREFIX,
@@ -84,6 +84,7 @@ function isLangGraphRow(row: Row): boolean {
 export class WaymarkSaver extends BaseCheckpointSaver {
   readonly store: Checkpointer;
   private readonly pageSize: number;
+  private readonly messageCache = new WeakMap<object, { id: unknown; content: unknown; stored: Json }>();
 
   constructor(store: Checkpointer, options: WaymarkSaverOptions = {}) {
     super(options.serde);
@@ -275,7 +276,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       const value = values[channel];
       if (channel === 'messages' && Array.isArray(value)) {
         const list: Json[] = [];
-        for (const m of value) list.push((await storeValue(this.serde, m)) as unknown as Json);
+        for (const m of value) list.push(await this.storeMessage(m));
         state.messages = list;
       } else {
         setOwn(state, channelKey(channel), (await storeValue(this.serde, value)) as unknown as Json);
@@ -297,6 +298,22 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     state[HEAD] = plainJson('the checkpoint', head);
     state[SEEN] = plainJson('versions_seen', versions_seen ?? {});
     return state;
+  }
+
+  /**
+   * A message's stored form, serialized once: the graph hands the same message
+   * objects to every checkpoint, and the same (frozen) stored object lets the
+   * codec see an unchanged prefix without comparing text. A message whose id
+   * or content changed since is serialized again.
+   */
+  private async storeMessage(m: unknown): Promise<Json> {
+    if (typeof m !== 'object' || m === null) return (await storeValue(this.serde, m)) as unknown as Json;
+    const probe = m as { id?: unknown; content?: unknown };
+    const hit = this.messageCache.get(m);
+    if (hit && hit.id === probe.id && hit.content === probe.content) return hit.stored;
+    const stored = deepFreeze((await storeValue(this.serde, m)) as unknown as Json);
+    this.messageCache.set(m, { id: probe.id, content: probe.content, stored });
+    return stored;
   }
 
   private async metadataOf(row: Row): Promise<CheckpointMetadata> {

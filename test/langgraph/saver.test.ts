@@ -137,6 +137,23 @@ for (const backend of backends) {
       }
     });
 
+    it('a message edited in place after it was stored is stored again with its new content (the serialization cache checks id and content)', async () => {
+      const saver = await open();
+      try {
+        const m = new HumanMessage({ id: 'm1', content: 'first' });
+        const c1 = checkpoint({ messages: [m] });
+        const cfg1 = await saver.put({ configurable: { thread_id: 'edit' } }, c1, meta, { messages: 1 });
+        m.content = 'edited';
+        const c2 = { ...checkpoint({ messages: [m] }, 2) };
+        const cfg2 = await saver.put(cfg1, c2, meta, { messages: 2 });
+        const read = async (cfg: typeof cfg1) => ((await saver.getTuple(cfg))?.checkpoint.channel_values.messages as BaseMessage[]).map((x) => x.content);
+        expect(await read(cfg1)).toEqual(['first']);
+        expect(await read(cfg2)).toEqual(['edited']);
+      } finally {
+        await saver.store.close();
+      }
+    });
+
     it('values waymark cannot keep as JSON (bytes, U+0000, deep nesting) round-trip through the serializer bytes', async () => {
       const saver = await open();
       try {
