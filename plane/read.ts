@@ -2,6 +2,8 @@
 import { and, asc, desc, eq, gt, gte, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
+import type { Json } from '../shared/json.js';
+import { sumUsage, type UsageTotal } from '../shared/usage.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claimConflicts, claims, executions, holes, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
 import { refreshExecutions } from './ingest.js';
@@ -146,6 +148,33 @@ export async function listRows(db: PlaneDb, projectId: string, executionId: stri
     items: page.map((r) => r.row as Checkpoint),
     nextCursor: rows.length > o.limit ? encodeCursor(page[page.length - 1].seq) : null,
   };
+}
+
+/**
+ * The run's model usage: the sum of `nodeOutput.usage` over all its rows (see
+ * shared/usage.ts), read page by page so no run is too long to count.
+ */
+export async function runUsage(db: PlaneDb, projectId: string, executionId: string): Promise<UsageTotal> {
+  const outputs: { nodeOutput: Json | null }[] = [];
+  for (let after = -1; ; ) {
+    const page = await db
+      .select({ seq: checkpoints.seq, nodeOutput: sql<Json | null>`${checkpoints.row}->'nodeOutput'` })
+      .from(checkpoints)
+      .where(
+        and(
+          eq(checkpoints.projectId, projectId),
+          eq(checkpoints.executionId, executionId),
+          gt(checkpoints.seq, after),
+          sql`jsonb_typeof(${checkpoints.row}->'nodeOutput') = 'object'`,
+        ),
+      )
+      .orderBy(asc(checkpoints.seq))
+      .limit(1000);
+    for (const r of page) outputs.push({ nodeOutput: r.nodeOutput });
+    if (page.length < 1000) break;
+    after = page[page.length - 1].seq;
+  }
+  return sumUsage(outputs);
 }
 
 export async function openPause(db: PlaneDb, projectId: string, executionId: string): Promise<PendingInterrupt | null> {

@@ -3,6 +3,7 @@
 import type { Child, FC } from 'hono/jsx';
 import type { Json } from '../../shared/json.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import type { UsageTotal } from '../../shared/usage.js';
 import type { StateDiff } from './diff.js';
 
 /** `refresh`: reload every so many seconds (a person turns it on with `?live=1`; no script needed). */
@@ -348,6 +349,8 @@ export interface RunPageProps {
   forkOf: { executionId: string; checkpointId: string; step: string } | null;
   /** runs forked from this one */
   forks: { executionId: string; checkpointId: string }[];
+  /** model usage summed over all rows of the run */
+  usage?: UsageTotal;
 }
 
 export const RunPage: FC<RunPageProps> = (p) => {
@@ -360,6 +363,12 @@ export const RunPage: FC<RunPageProps> = (p) => {
       <p class="muted">
         {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated <Time iso={p.execution.updatedAt} relative />
       </p>
+      {p.usage && p.usage.calls > 0 && (
+        <p class="muted" data-testid="usage">
+          Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out · {p.usage.calls} model call{p.usage.calls === 1 ? '' : 's'} (
+          {Object.entries(p.usage.models).map(([m, n]) => `${m} ×${n}`).join(', ')})
+        </p>
+      )}
       <LiveToggle live={p.live} href={(on) => `/runs/${encodeURIComponent(id)}${on ? '?live=1' : ''}`} />
       {p.forkOf && (
         <p class="fork">
