@@ -667,7 +667,7 @@ export const WritersPage: FC<{
           <tr>
             <th>Writer</th>
             <th>Last contact</th>
-            <th>Rows acked</th>
+            <th>Rows stored</th>
             <th>Refused</th>
             <th>Backlog</th>
             <th>Behind by</th>
