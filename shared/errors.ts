@@ -53,6 +53,8 @@ export const ErrorCode = {
   KEY_REVOKED: 'KEY_REVOKED',
   /** Another live process (named: pid, url) holds the plane's data dir; PGlite is one process's database. */
   DATA_DIR_LOCKED: 'DATA_DIR_LOCKED',
+  /** A LangGraph config or checkpoint the waymark saver cannot map onto rows (missing thread_id, an id too long, a thread owned by another run); every problem is named in `details.problems`. */
+  INVALID_GRAPH_CONFIG: 'INVALID_GRAPH_CONFIG',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
