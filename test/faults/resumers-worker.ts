@@ -19,14 +19,14 @@
  */
 import { connectPlane, hasCode, killAt, type FaultHook } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { Ledger, refundAgent } from '../../examples/agents/refund.js';
+import { CHILD_LEASE_MS, Ledger, refundAgent, untilLeaseFree } from '../../examples/agents/refund.js';
 
 const [mode, db, url, apiKey, executionId, ledgerPath, tag] = process.argv.slice(2);
 const fault = process.env.WAYMARK_FAULT;
 const faults: FaultHook | undefined = fault ? killAt(fault.split(':')[0], { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
 const store = new SqliteCheckpointer({ path: db, faults });
 const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, backoffBaseMs: 50, backoffCapMs: 500, timeoutMs: 3000, claimFlushMs: 2000, faults });
-const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), twoApprovals: true, faults });
+const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), twoApprovals: true, faults, leaseMs: CHILD_LEASE_MS });
 // a slow claim guard (a flush and a plane round trip on a bad network: up to seconds in the field):
 // the window in which another resumer answers the pause this one read and the run reaches the next
 const planeGuard = store.claimGuard;
@@ -68,6 +68,8 @@ if (mode === 'start') {
   }
 } else if (mode === 'recover') {
   for (let i = 0; i < 4 && !(await done()); i++) {
+    // a resumer killed mid-step still holds the run until its lease (1 s) expires
+    await untilLeaseFree(store, executionId);
     const latest = await store.latest(executionId);
     await agent.resume(executionId, latest?.status === 'interrupted' ? answer() : undefined);
   }
