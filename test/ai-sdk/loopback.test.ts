@@ -99,6 +99,20 @@ describe('AI SDK provider and OpenAIChatModel against a loopback OpenAI-compatib
     expect(await m.generate({ messages: [{ role: 'user', content: '2+3?' }], tools: [] })).toMatchObject({ usage: { inputTokens: 50, cachedInputTokens: 32 }, finishReason: 'tool-calls' });
   });
 
+  it('OpenAIChatModel: a stream cut before any text is retried; one cut after text is a MODEL_ERROR, not retried', async () => {
+    let n = 0;
+    handler = () => (++n === 1 ? { content: 'never shown', cutAfter: 0 } : { content: 'whole answer', usage: { prompt: 3, completion: 2 } });
+    const m = new OpenAIChatModel({ baseUrl: server.url, model: 'cfg', backoffMs: 5, maxBackoffMs: 20 });
+    const deltas: string[] = [];
+    expect(await m.stream({ messages: [{ role: 'user', content: 'x' }], tools: [] }, (p) => deltas.push(p.delta))).toMatchObject({ content: 'whole answer' });
+    expect(deltas.join('')).toBe('whole answer');
+    expect(n).toBe(2);
+    n = 0;
+    handler = () => (n++, { content: 'half of it', cutAfter: 1 });
+    await expect(m.stream({ messages: [{ role: 'user', content: 'x' }], tools: [] }, () => {})).rejects.toMatchObject({ code: 'MODEL_ERROR' });
+    expect(n).toBe(1);
+  });
+
   it('a child SIGKILLed mid-stream: resume re-issues the model call, the charge is not repeated, each call that finished is counted once', async () => {
     handler = shopHandler;
     const db = tmp.file('crash.db');

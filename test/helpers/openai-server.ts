@@ -18,6 +18,8 @@ export interface FakeReply {
   headers?: Record<string, string>;
   /** Pieces the content is streamed in (default: one per word). */
   pieces?: string[];
+  /** Stream only this many content pieces, then drop the connection (no finish, no [DONE]). */
+  cutAfter?: number;
 }
 
 export type FakeHandler = (body: Record<string, unknown>, index: number) => FakeReply;
@@ -79,7 +81,14 @@ export async function startFakeOpenAI(handler: FakeHandler): Promise<FakeOpenAI>
         res.write(`data: ${JSON.stringify({ id: `chatcmpl-${index}`, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`);
       chunk({ role: 'assistant', content: '' });
       const pieces = r.pieces ?? (r.content ? r.content.split(/(?<= )/) : []);
-      for (const p of pieces) chunk({ content: p });
+      for (const [i, p] of pieces.entries()) {
+        if (r.cutAfter !== undefined && i >= r.cutAfter) {
+          // drop the connection once what was written has left this process
+          res.write('', () => res.socket?.destroy());
+          return;
+        }
+        chunk({ content: p });
+      }
       (toolCalls ?? []).forEach((c, i) => {
         chunk({ tool_calls: [{ index: i, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }] });
         const a = c.function.arguments;
