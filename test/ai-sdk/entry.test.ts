@@ -38,6 +38,12 @@ describe('the AI SDK is an optional peer', () => {
     expect([...g.packages].filter((p) => p === 'ai' || p.startsWith('@ai-sdk'))).toEqual([]);
   });
 
+  it('the package exports waymark/ai-sdk (built dist, by package name)', async () => {
+    const mod = (await import('waymark/ai-sdk')) as { fromAISDK?: unknown; AISDKModel?: unknown };
+    expect(typeof mod.fromAISDK).toBe('function');
+    expect(typeof mod.AISDKModel).toBe('function');
+  });
+
   it('waymark/ai-sdk imports only types from @ai-sdk/provider', () => {
     const g = runtimeGraph('client/ai-sdk/index.ts');
     expect([...g.packages].filter((p) => p === 'ai' || p.startsWith('@ai-sdk'))).toEqual([]);
