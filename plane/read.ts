@@ -164,6 +164,32 @@ export async function listRows(db: PlaneDb, projectId: string, executionId: stri
 }
 
 /**
+ * Model usage of each of these runs (a page of the run list): the rows that
+ * carry usage, read in one query and summed here.
+ */
+export async function usageByRun(db: PlaneDb, projectId: string, executionIds: string[]): Promise<Map<string, UsageTotal>> {
+  if (!executionIds.length) return new Map();
+  const rows = await db
+    .select({ executionId: checkpoints.executionId, nodeOutput: sql<Json | null>`${checkpoints.row}->'nodeOutput'` })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        inArray(checkpoints.executionId, executionIds),
+        sql`jsonb_typeof(${checkpoints.row}->'nodeOutput') = 'object'`,
+        sql`jsonb_typeof(${checkpoints.row}->'nodeOutput'->'usage') = 'array'`,
+      ),
+    );
+  const by = new Map<string, { nodeOutput: Json | null }[]>();
+  for (const r of rows) {
+    const list = by.get(r.executionId) ?? [];
+    list.push({ nodeOutput: r.nodeOutput });
+    by.set(r.executionId, list);
+  }
+  return new Map([...by].map(([id, list]) => [id, sumUsage(list)]));
+}
+
+/**
  * The run's model usage: the sum of `nodeOutput.usage` over all its rows (see
  * shared/usage.ts), read page by page so no run is too long to count.
  */
@@ -179,6 +205,7 @@ export async function runUsage(db: PlaneDb, projectId: string, executionId: stri
           eq(checkpoints.executionId, executionId),
           gt(checkpoints.seq, after),
           sql`jsonb_typeof(${checkpoints.row}->'nodeOutput') = 'object'`,
+          sql`jsonb_typeof(${checkpoints.row}->'nodeOutput'->'usage') = 'array'`,
         ),
       )
       .orderBy(asc(checkpoints.seq))

@@ -129,6 +129,8 @@ export interface RunItem {
   complete: boolean;
   holeCount: number;
   claimConflicts: number;
+  /** model usage summed over the run's rows (null: none reported) */
+  usage?: UsageTotal | null;
 }
 
 /** Said wherever a run is shown whose copy on the plane has holes. */
@@ -203,6 +205,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
             <th>Last update</th>
             <th class="wide-only">Rows</th>
             <th class="wide-only">Last node</th>
+            <th class="wide-only">Tokens</th>
           </tr>
         </thead>
         <tbody>
@@ -238,6 +241,9 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
               </td>
               <td class="wide-only">{r.rowCount}</td>
               <td class="mono wide-only">{r.lastNodeId ?? ''}</td>
+              <td class="wide-only" data-testid="tokens" title={r.usage ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls` : 'no model usage reported'}>
+                {r.usage ? `${r.usage.inputTokens} in / ${r.usage.outputTokens} out` : ''}
+              </td>
             </tr>
           ))}
           {items.length === 0 && (

@@ -96,7 +96,7 @@ describe('token usage per model call, per run, in inspect and on the plane', () 
     await store.close();
   });
 
-  it('inspect prints the run total (text and --json); the plane run page shows it after replication', async () => {
+  it('inspect prints the run total (text and --json); the plane run page and run list show it after replication', async () => {
     const store = new SqliteCheckpointer({ path: tmp.file('u.db') });
     const ingest = await plane.key('usage', ['ingest']);
     const read = await plane.key('usage', ['read']);
@@ -127,6 +127,9 @@ describe('token usage per model call, per run, in inspect and on the plane', () 
     const html = await page.text();
     expect(html).toContain('data-testid="usage"');
     expect(html.replace(/<!--.*?-->/g, '').replace(/\s+/g, ' ')).toMatch(/Tokens: 90 in \(6 cached\) · 9 out · 3 model calls \( ?meter-1 ×3\)/);
+    const list = await fetch(`${plane.url}/?q=usage-run`, { headers: { cookie } });
+    const listHtml = (await list.text()).replace(/<!--.*?-->/g, '');
+    expect(listHtml).toMatch(/data-testid="tokens"[^>]*>\s*90 in \/ 9 out\s*</);
     await store.close();
   });
 });
