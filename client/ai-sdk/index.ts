@@ -36,6 +36,7 @@ import type {
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
 import type { Json } from '../../shared/json.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { FinishReason, Message, Model, ModelReply, ModelRequest, ModelStreamPart, ModelUsage, ToolCall } from '../models/model.js';
 import { ModelError } from '../models/openai.js';
 import { retryAfter } from '../replica/http.js';
@@ -61,9 +62,12 @@ export class AISDKModel implements Model {
     readonly model: LanguageModelV3,
     private readonly o: AISDKModelOptions = {},
   ) {
-    if ((model as { specificationVersion?: string })?.specificationVersion !== 'v3') {
-      throw new TypeError(
-        `waymark/ai-sdk supports LanguageModelV3 (@ai-sdk/provider 3.x); this model has specificationVersion '${String((model as { specificationVersion?: string })?.specificationVersion)}'`,
+    const version = (model as { specificationVersion?: unknown } | null)?.specificationVersion;
+    if (version !== 'v3') {
+      throw new WaymarkError(
+        ErrorCode.UNSUPPORTED_MODEL,
+        `waymark/ai-sdk supports LanguageModelV3 (@ai-sdk/provider 3.x); this model has specificationVersion '${String(version)}'`,
+        { details: { specificationVersion: String(version) } },
       );
     }
     this.name = `${model.provider}:${model.modelId}`;

@@ -187,5 +187,11 @@ describe('waymark/ai-sdk over MockLanguageModelV3', () => {
 
   it('refuses a model of another spec version, naming it', () => {
     expect(() => fromAISDK({ specificationVersion: 'v2', provider: 'p', modelId: 'm' } as never)).toThrow(/LanguageModelV3.*'v2'/);
+    try {
+      fromAISDK({ specificationVersion: 'v2', provider: 'p', modelId: 'm' } as never);
+    } catch (e) {
+      expect(e).toMatchObject({ code: 'UNSUPPORTED_MODEL', details: { specificationVersion: 'v2' } });
+    }
+    expect.assertions(2);
   });
 });
