@@ -134,3 +134,27 @@ export class InvalidResume extends WaymarkError {
     this.name = 'InvalidResume';
   }
 }
+
+/** This runner's lease was taken by another runner (its own expired meanwhile); the write was refused, nothing written. */
+export class LeaseLost extends WaymarkError {
+  constructor(executionId: string, details: { epoch: number; holder: string; current: { holder: string | null; epoch: number; expiresAt: string | null } | null }) {
+    super(
+      ErrorCode.LEASE_LOST,
+      `execution ${executionId}: this runner's lease (epoch ${details.epoch}) was lost${details.current ? ` to ${details.current.holder ?? 'nobody (released)'} (epoch ${details.current.epoch})` : ''}; nothing was written`,
+      { details: { executionId, ...details } },
+    );
+    this.name = 'LeaseLost';
+  }
+}
+
+/** Another runner holds the run's lease and it has not expired: the run is not started a second time. */
+export class RunInProgress extends WaymarkError {
+  constructor(executionId: string, holder: string, expiresAt: string) {
+    super(
+      ErrorCode.RUN_IN_PROGRESS,
+      `execution ${executionId} is being run by ${holder} (lease until ${expiresAt}); it was not run a second time`,
+      { details: { executionId, holder, expiresAt } },
+    );
+    this.name = 'RunInProgress';
+  }
+}

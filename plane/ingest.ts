@@ -148,7 +148,8 @@ export async function ingestBatch(
         }),
       );
     }
-    const acked = items.filter((i) => i.result?.status !== 'rejected').length;
+    // rows stored by this batch: a redelivered row (duplicate) was counted when it was first stored
+    const acked = items.filter((i) => i.result === undefined || i.result.status === 'accepted').length;
     await tx
       .insert(writers)
       .values({
@@ -158,7 +159,7 @@ export async function ingestBatch(
         rowsRejected: refused.length,
         backlogRows: backlog?.rows ?? null,
         backlogBytes: backlog?.bytes ?? null,
-        oldestPendingAt: backlog?.oldestPendingAt ?? null,
+        oldestPendingAt: backlog?.rows ? backlog.oldestPendingAt : null,
       })
       .onConflictDoUpdate({
         target: [writers.projectId, writers.writerId],
@@ -167,7 +168,7 @@ export async function ingestBatch(
           rowsAcked: sql`${writers.rowsAcked} + ${acked}`,
           rowsRejected: sql`${writers.rowsRejected} + ${refused.length}`,
           ...(backlog
-            ? { backlogRows: backlog.rows, backlogBytes: backlog.bytes, oldestPendingAt: backlog.oldestPendingAt }
+            ? { backlogRows: backlog.rows, backlogBytes: backlog.bytes, oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null }
             : {}),
         },
       });

@@ -33,6 +33,12 @@ export const ErrorCode = {
   CLAIM_REFUSED: 'CLAIM_REFUSED',
   /** A Resume value that is not `{ approved: boolean, metadata?: {…JSON} }`; every problem is named in `details.problems`. */
   INVALID_RESUME: 'INVALID_RESUME',
+  /** A write or renewal by a runner whose lease another runner has taken; nothing was written. */
+  LEASE_LOST: 'LEASE_LOST',
+  /** A lease request with an empty holder, a ttl that is not a positive integer, or a lease of another execution. */
+  INVALID_LEASE: 'INVALID_LEASE',
+  /** The run is held by a live lease of another runner (details: holder, expiresAt). */
+  RUN_IN_PROGRESS: 'RUN_IN_PROGRESS',
   /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
   RUN_INCOMPLETE: 'RUN_INCOMPLETE',
   /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */
@@ -47,6 +53,8 @@ export const ErrorCode = {
   KEY_REVOKED: 'KEY_REVOKED',
   /** Another live process (named: pid, url) holds the plane's data dir; PGlite is one process's database. */
   DATA_DIR_LOCKED: 'DATA_DIR_LOCKED',
+  /** A LangGraph config or checkpoint the waymark saver cannot map onto rows (missing thread_id, an id too long, a thread owned by another run); every problem is named in `details.problems`. */
+  INVALID_GRAPH_CONFIG: 'INVALID_GRAPH_CONFIG',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

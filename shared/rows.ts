@@ -31,7 +31,8 @@ export const NodeId = printable(LIMITS.nodeIdLength);
 export const AgentPath = printable(LIMITS.agentPathLength);
 export const IsoTime = z.iso.datetime();
 
-export const Step = z.enum(['llm_call', 'tool_call', 'hitl_pause', 'run_end', 'fork_origin']);
+/** `graph_step`: one checkpoint written by a LangGraph graph through `waymark/langgraph` (see client/langgraph/). */
+export const Step = z.enum(['llm_call', 'tool_call', 'hitl_pause', 'run_end', 'fork_origin', 'graph_step']);
 export type Step = z.infer<typeof Step>;
 export const Status = z.enum(['completed', 'interrupted', 'failed']);
 export type Status = z.infer<typeof Status>;

@@ -24,6 +24,7 @@ export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; childr
             <a href="/">Runs</a>
             <a href="/quarantine">Quarantine</a>
             <a href="/writers">Writers</a>
+            <a href="/keys">Keys</a>
           </nav>
         )}
         {nav && (
@@ -657,7 +658,7 @@ export const WritersPage: FC<{
           <tr>
             <th>Writer</th>
             <th>Last contact</th>
-            <th>Rows acked</th>
+            <th>Rows stored</th>
             <th>Refused</th>
             <th>Backlog</th>
             <th>Behind by</th>

@@ -10,7 +10,7 @@
  */
 import { connectPlane, killAt, type FaultHook } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { Ledger, refundAgent } from '../../examples/agents/refund.js';
+import { CHILD_LEASE_MS, Ledger, refundAgent, untilLeaseFree } from '../../examples/agents/refund.js';
 
 const [mode, db, url, apiKey, trial, ledgerPath] = process.argv.slice(2);
 const fault = process.env.WAYMARK_FAULT;
@@ -29,11 +29,13 @@ export const RUNS = [
   { id: `${trial}-after`, order: `${trial}-after`, amount: 5000, before: false },
 ];
 const FORK = `${trial}-fork`;
-const agentFor = (before: boolean) => refundAgent({ store, ledger, chargeBeforeApproval: before, faults }).agent;
+const agentFor = (before: boolean) => refundAgent({ store, ledger, chargeBeforeApproval: before, faults, leaseMs: CHILD_LEASE_MS }).agent;
 const approve = { approved: true, metadata: { approver: 'campaign' } };
 
 async function drive(run: (typeof RUNS)[number]): Promise<void> {
   const agent = agentFor(run.before);
+  // a killed worker still holds its runs until their leases (1 s) expire
+  await untilLeaseFree(store, run.id);
   const latest = await store.latest(run.id);
   let r;
   if (!latest) r = await agent.run(`Refund order ${run.order} amount ${run.amount}`, { executionId: run.id });
@@ -46,6 +48,7 @@ async function drive(run: (typeof RUNS)[number]): Promise<void> {
 
 async function driveFork(): Promise<void> {
   const agent = agentFor(false);
+  await untilLeaseFree(store, FORK);
   const latest = await store.latest(FORK);
   if (!latest) await agent.fork(RUNS[0].id, { executionId: FORK });
   else if (!(latest.step === 'run_end' && latest.status === 'completed')) await agent.resume(FORK);

@@ -9,6 +9,7 @@ import { uuidv7 } from '../../shared/ids.js';
 import type { State } from '../../shared/codec.js';
 import { hasCode } from '../../shared/errors.js';
 import { eventBytes, LIMITS } from '../../shared/limits.js';
+import { runLeaseSuite } from './lease-suite.js';
 
 export interface StoreHarness {
   store: Checkpointer;
@@ -28,7 +29,7 @@ export interface StoreSuiteOptions {
 let n = 0;
 const exec = () => `exec-${Date.now().toString(36)}-${++n}`;
 
-function input(executionId: string, over: Partial<CheckpointInput> = {}): CheckpointInput {
+export function input(executionId: string, over: Partial<CheckpointInput> = {}): CheckpointInput {
   return {
     executionId,
     nodeId: 'turn:0',
@@ -41,13 +42,13 @@ function input(executionId: string, over: Partial<CheckpointInput> = {}): Checkp
   };
 }
 
-const marker = (executionId: string, status: 'completed' | 'failed', createdAt?: string) =>
+export const marker = (executionId: string, status: 'completed' | 'failed', createdAt?: string) =>
   input(executionId, { nodeId: 'run_end', step: 'run_end', status, createdAt });
 
-const pauseRow = (executionId: string) =>
+export const pauseRow = (executionId: string) =>
   input(executionId, { nodeId: 'turn:0/tool:refund', step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:test/tool:refund' });
 
-async function expectCode(p: Promise<unknown>, code: string): Promise<void> {
+export async function expectCode(p: Promise<unknown>, code: string): Promise<void> {
   let err: unknown;
   try {
     await p;
@@ -655,4 +656,5 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(page.map((e) => e.executionId)).toEqual([ids.completed]);
     });
   });
+  runLeaseSuite(options);
 }

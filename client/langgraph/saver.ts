@@ -1,0 +1,394 @@
+/**
+ * `WaymarkSaver`: a LangGraph checkpoint saver over any waymark store
+ * (`SqliteCheckpointer`, `PostgresCheckpointer`), built only on the public
+ * `Checkpointer` contract. Every checkpoint is one waymark row (and its outbox
+ * event), every pending write one idempotency entry (and its event), so a
+ * graph's thread reaches the plane, shows in the inspector and restores on
+ * another machine with `restoreFromPlane(store, threadId)`.
+ *
+ * Guarantees
+ * - `put` is one store transaction: the checkpoint row and its outbox event,
+ *   both or neither. A crash after it returns loses nothing.
+ * - `putWrites` stores each write once: a regular write (idx >= 0) keeps the
+ *   first value stored for (checkpoint, task, idx), as LangGraph's savers do;
+ *   a special write (error, interrupt, resume, scheduled; idx < 0) is replaced
+ *   by a later one (a new entry; the newest generation is read).
+ * - `getTuple`/`list` return pending writes in `writesSortKey` order.
+ * - Bytes grow linearly with the run for an append-only `messages` channel.
+ */
+import {
+  BaseCheckpointSaver,
+  TASKS,
+  WRITES_IDX_MAP,
+  compareWritesSortKeys,
+  getCheckpointId,
+  maxChannelVersion,
+  writesSortKey,
+  type ChannelVersions,
+  type Checkpoint as GraphCheckpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+} from '@langchain/langgraph-checkpoint';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import type { Checkpointer } from '../checkpointer.js';
+import type { Checkpoint as Row, IdempotencyEntry } from '../../shared/rows.js';
+import type { State } from '../../shared/codec.js';
+import { DuplicateIdError } from '../errors.js';
+import { LIMITS } from '../../shared/limits.js';
+import { deepFreeze, setOwn, type Json } from '../../shared/json.js';
+import {
+  AGENT_PATH,
+  WRITE_KEY_PREFIX,
+  agentPathOf,
+  executionIdOf,
+  invalid,
+  isRowRef,
+  loadValue,
+  plainJson,
+  rowIdOf,
+  storeValue,
+  type RowRef,
+  type StoredValue,
+} from './mapping.js';
+
+export interface WaymarkSaverOptions {
+  /** LangGraph's serializer; default its JsonPlusSerializer. */
+  serde?: SerializerProtocol;
+  /** Rows read per page when listing (a page size, not a limit on results). Default 100. */
+  pageSize?: number;
+}
+
+const STORED = 'lg:stored';
+const HEAD = 'lg:checkpoint';
+const SEEN = 'lg:seen';
+const channelKey = (c: string) => `c:${c}`;
+
+interface WriteRecord {
+  checkpoint_id: string;
+  task_id: string;
+  task_path: string;
+  channel: string;
+  idx: number;
+  gen: number;
+  value: StoredValue;
+}
+
+function isLangGraphRow(row: Row): boolean {
+  return (row.agentPath === AGENT_PATH || row.agentPath.startsWith(`${AGENT_PATH}/`)) && isRowRef(row.nodeInput);
+}
+
+export class WaymarkSaver extends BaseCheckpointSaver {
+  readonly store: Checkpointer;
+  private readonly pageSize: number;
+  private readonly messageCache = new WeakMap<object, { id: unknown; content: unknown; stored: Json }>();
+
+  constructor(store: Checkpointer, options: WaymarkSaverOptions = {}) {
+    super(options.serde);
+    this.store = store;
+    this.pageSize = options.pageSize ?? 100;
+  }
+
+  /** Create or migrate the store's schema (the store's own `setup`). */
+  async setup(): Promise<void> {
+    await this.store.setup();
+  }
+
+  // ---- reads ---------------------------------------------------------------
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const threadId = config.configurable?.thread_id as string | undefined;
+    if (threadId === undefined || threadId === null) return undefined;
+    const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
+    const executionId = executionIdOf(String(threadId), ns);
+    const checkpointId = getCheckpointId(config);
+    let row: Row | null;
+    if (checkpointId) {
+      row = await this.store.getById(rowIdOf(executionId, checkpointId));
+      if (row && row.executionId !== executionId) row = null;
+    } else {
+      row = await this.store.latest(executionId);
+    }
+    if (!row || !isLangGraphRow(row)) return undefined;
+    const ref = row.nodeInput as unknown as RowRef;
+    if (ref.thread_id !== String(threadId) || ref.checkpoint_ns !== ns) return undefined;
+    if (checkpointId && ref.checkpoint_id !== checkpointId) return undefined;
+    return this.tupleOf(row, await this.writesOf(executionId));
+  }
+
+  async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
+    const { before, filter } = options;
+    let limit = options.limit;
+    const threadId = config.configurable?.thread_id as string | undefined;
+    const ns = config.configurable?.checkpoint_ns as string | undefined;
+    const onlyId = config.configurable?.checkpoint_id as string | undefined;
+    const beforeId = before?.configurable?.checkpoint_id as string | undefined;
+    for await (const executionId of this.executionsOf(threadId === undefined ? undefined : String(threadId), ns)) {
+      let writes: Map<string, WriteRecord[]> | null = null;
+      let beforeSeq: number | undefined;
+      for (;;) {
+        const page = await this.store.list(executionId, { order: 'desc', limit: this.pageSize, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
+        for (const row of page) {
+          if (!isLangGraphRow(row)) continue;
+          const ref = row.nodeInput as unknown as RowRef;
+          if (threadId !== undefined && ref.thread_id !== String(threadId)) continue;
+          if (ns !== undefined && ref.checkpoint_ns !== ns) continue;
+          if (onlyId && ref.checkpoint_id !== onlyId) continue;
+          if (beforeId && !(ref.checkpoint_id < beforeId)) continue;
+          if (filter && Object.keys(filter).length) {
+            const metadata = (await this.metadataOf(row)) as Record<string, unknown>;
+            if (!Object.entries(filter).every(([k, v]) => metadata?.[k] === v)) continue;
+          }
+          if (limit !== undefined) {
+            if (limit <= 0) return;
+            limit--;
+          }
+          writes ??= await this.writesOf(executionId);
+          yield await this.tupleOf(row, writes);
+        }
+        if (page.length < this.pageSize) break;
+        beforeSeq = page[page.length - 1].seq;
+      }
+    }
+  }
+
+  // ---- writes --------------------------------------------------------------
+
+  async put(config: RunnableConfig, checkpoint: GraphCheckpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const problems: string[] = [];
+    if (!config.configurable) problems.push('config.configurable is missing');
+    const threadId = config.configurable?.thread_id;
+    if (threadId === undefined || threadId === null || threadId === '') problems.push('config.configurable.thread_id is missing');
+    if (typeof checkpoint?.id !== 'string' || checkpoint.id === '') problems.push('checkpoint.id is missing');
+    if (problems.length) throw invalid('cannot put a LangGraph checkpoint', problems);
+    const thread = String(threadId);
+    const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
+    const executionId = executionIdOf(thread, ns);
+    const parentCheckpointId = (config.configurable?.checkpoint_id as string | undefined) ?? null;
+    const id = rowIdOf(executionId, checkpoint.id);
+
+    // the thread's own rows only: a waymark run (or another thread) under this execution id is not overwritten
+    const latest = await this.store.latest(executionId);
+    if (latest) {
+      const ref = isLangGraphRow(latest) ? (latest.nodeInput as unknown as RowRef) : null;
+      if (!ref || ref.thread_id !== thread || ref.checkpoint_ns !== ns) {
+        throw invalid(`cannot put a LangGraph checkpoint`, [
+          `execution ${JSON.stringify(executionId)} already holds ${ref ? `thread ${JSON.stringify(ref.thread_id)} namespace ${JSON.stringify(ref.checkpoint_ns)}` : 'a run that is not a LangGraph thread'}`,
+        ]);
+      }
+    }
+
+    const parent = parentCheckpointId ? await this.store.getById(rowIdOf(executionId, parentCheckpointId)) : null;
+    const parentState = parent && parent.executionId === executionId ? await this.store.readState(parent) : null;
+    const state = await this.stateOf(checkpoint, newVersions, parentState);
+    const step = typeof metadata?.step === 'number' ? metadata.step : -1;
+    const ref: RowRef = { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id, parent_checkpoint_id: parentCheckpointId };
+    try {
+      await this.store.put({
+        id,
+        executionId,
+        nodeId: `langgraph:${typeof metadata?.source === 'string' ? metadata.source : 'checkpoint'}`,
+        turn: Math.min(Math.max(step + 1, 0), LIMITS.maxSeq),
+        step: 'graph_step',
+        status: 'completed',
+        agentPath: agentPathOf(ns),
+        parentId: parentCheckpointId ? rowIdOf(executionId, parentCheckpointId) : null,
+        state,
+        nodeInput: ref as unknown as Json,
+        nodeOutput: { metadata: await storeValue(this.serde, metadata ?? {}) } as unknown as Json,
+      });
+    } catch (e) {
+      if (!(e instanceof DuplicateIdError)) throw e;
+      // rows are immutable: putting the same checkpoint again is accepted only when it is the same checkpoint
+      const existing = await this.store.getById(id);
+      const same = existing && JSON.stringify(await this.store.readState(existing)) === JSON.stringify(state);
+      if (!same) throw invalid('cannot put a LangGraph checkpoint', [`checkpoint ${checkpoint.id} is already stored with other values; waymark rows are never rewritten`]);
+    }
+    return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+  }
+
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    const problems: string[] = [];
+    const threadId = config.configurable?.thread_id;
+    const checkpointId = config.configurable?.checkpoint_id as string | undefined;
+    if (threadId === undefined || threadId === null || threadId === '') problems.push('config.configurable.thread_id is missing');
+    if (!checkpointId) problems.push('config.configurable.checkpoint_id is missing');
+    if (typeof taskId !== 'string' || taskId === '') problems.push('taskId is missing');
+    if (problems.length) throw invalid('cannot put LangGraph writes', problems);
+    const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
+    const executionId = executionIdOf(String(threadId), ns);
+    for (let i = 0; i < writes.length; i++) {
+      const [channel, value] = writes[i];
+      const idx = WRITES_IDX_MAP[channel] ?? i;
+      let gen = 0;
+      if (idx < 0) {
+        // a special write replaces the last one: the next generation of its key
+        while ((await this.store.getIdempotent(executionId, writeKey(checkpointId!, taskId, idx, gen))).hit) gen++;
+      }
+      const key = writeKey(checkpointId!, taskId, idx, gen);
+      if (key.length > LIMITS.idempotencyKeyLength) throw invalid('cannot put LangGraph writes', [`task id ${JSON.stringify(taskId)} is too long for a waymark key`]);
+      const record: WriteRecord = { checkpoint_id: checkpointId!, task_id: taskId, task_path: taskPath ?? '', channel, idx, gen, value: await storeValue(this.serde, value) };
+      await this.store.putIdempotent(executionId, key, record as unknown as Json);
+    }
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    for await (const executionId of this.executionsOf(String(threadId), undefined)) await this.store.deleteExecution(executionId);
+  }
+
+  // ---- mapping -------------------------------------------------------------
+
+  /** Executions holding LangGraph rows of this thread and namespace (either may be absent: all). */
+  private async *executionsOf(threadId: string | undefined, ns: string | undefined): AsyncGenerator<string> {
+    if (threadId !== undefined && ns !== undefined) {
+      yield executionIdOf(threadId, ns);
+      return;
+    }
+    // ids are paged in the store's own order; which of them belong to the thread is read from their rows
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.store.listExecutions({ limit: this.pageSize, ...(after !== undefined ? { afterExecutionId: after } : {}) });
+      for (const e of page) {
+        if (threadId !== undefined && e.executionId !== threadId && !e.executionId.startsWith(`${threadId}|`)) continue;
+        const latest = await this.store.latest(e.executionId);
+        if (!latest || !isLangGraphRow(latest)) continue;
+        const ref = latest.nodeInput as unknown as RowRef;
+        if (threadId !== undefined && ref.thread_id !== threadId) continue;
+        if (ns !== undefined && ref.checkpoint_ns !== ns) continue;
+        yield e.executionId;
+      }
+      if (page.length < this.pageSize) return;
+      after = page[page.length - 1].executionId;
+    }
+  }
+
+  private async stateOf(checkpoint: GraphCheckpoint, newVersions: ChannelVersions, parentState: State | null): Promise<State> {
+    const state: State = {};
+    const stored: Record<string, Json> = {};
+    const versions = (checkpoint.channel_versions ?? {}) as Record<string, string | number>;
+    const values = (checkpoint.channel_values ?? {}) as Record<string, unknown>;
+    const parentStored = (parentState?.[STORED] ?? {}) as Record<string, Json>;
+    for (const channel of Object.keys(newVersions ?? {})) {
+      if (!Object.hasOwn(values, channel)) continue;
+      const value = values[channel];
+      if (channel === 'messages' && Array.isArray(value)) {
+        const list: Json[] = [];
+        for (const m of value) list.push(await this.storeMessage(m));
+        state.messages = list;
+      } else {
+        setOwn(state, channelKey(channel), (await storeValue(this.serde, value)) as unknown as Json);
+      }
+      setOwn(stored, channel, plainJson('a channel version', newVersions[channel]));
+    }
+    if (parentState) {
+      // carried over: a channel not written since the parent keeps the parent's value at the same version
+      for (const channel of Object.keys(versions)) {
+        if (Object.hasOwn(stored, channel) || !Object.hasOwn(parentStored, channel) || parentStored[channel] !== versions[channel]) continue;
+        if (channel === 'messages' && Array.isArray(parentState.messages) && !Object.hasOwn(parentState, channelKey(channel))) state.messages = parentState.messages;
+        else if (Object.hasOwn(parentState, channelKey(channel))) setOwn(state, channelKey(channel), parentState[channelKey(channel)]);
+        else continue;
+        setOwn(stored, channel, parentStored[channel]);
+      }
+    }
+    const { channel_values: _values, versions_seen, ...head } = checkpoint;
+    state[STORED] = stored;
+    state[HEAD] = plainJson('the checkpoint', head);
+    state[SEEN] = plainJson('versions_seen', versions_seen ?? {});
+    return state;
+  }
+
+  /**
+   * A message's stored form, serialized once: the graph hands the same message
+   * objects to every checkpoint, and the same (frozen) stored object lets the
+   * codec see an unchanged prefix without comparing text. A message whose id
+   * or content changed since is serialized again.
+   */
+  private async storeMessage(m: unknown): Promise<Json> {
+    if (typeof m !== 'object' || m === null) return (await storeValue(this.serde, m)) as unknown as Json;
+    const probe = m as { id?: unknown; content?: unknown };
+    const hit = this.messageCache.get(m);
+    if (hit && hit.id === probe.id && hit.content === probe.content) return hit.stored;
+    const stored = deepFreeze((await storeValue(this.serde, m)) as unknown as Json);
+    this.messageCache.set(m, { id: probe.id, content: probe.content, stored });
+    return stored;
+  }
+
+  private async metadataOf(row: Row): Promise<CheckpointMetadata> {
+    const out = row.nodeOutput as { metadata?: Json } | null;
+    return (out?.metadata ? await loadValue(this.serde, out.metadata) : {}) as CheckpointMetadata;
+  }
+
+  /** Pending writes of one execution, grouped by checkpoint id, newest generation of each key, in `writesSortKey` order. */
+  private async writesOf(executionId: string): Promise<Map<string, WriteRecord[]>> {
+    const entries: IdempotencyEntry[] = await this.store.listIdempotent(executionId);
+    const newest = new Map<string, WriteRecord>();
+    for (const e of entries) {
+      if (!e.key.startsWith(WRITE_KEY_PREFIX)) continue;
+      const r = e.result as unknown as WriteRecord;
+      const k = JSON.stringify([r.checkpoint_id, r.task_id, r.idx]);
+      const seen = newest.get(k);
+      if (!seen || seen.gen < r.gen) newest.set(k, r);
+    }
+    const byCheckpoint = new Map<string, WriteRecord[]>();
+    for (const r of newest.values()) {
+      const list = byCheckpoint.get(r.checkpoint_id) ?? [];
+      list.push(r);
+      byCheckpoint.set(r.checkpoint_id, list);
+    }
+    for (const list of byCheckpoint.values()) {
+      list.sort((a, b) => compareWritesSortKeys(writesSortKey(a.task_path, a.task_id, a.idx), writesSortKey(b.task_path, b.task_id, b.idx)));
+    }
+    return byCheckpoint;
+  }
+
+  private async tupleOf(row: Row, writes: Map<string, WriteRecord[]>): Promise<CheckpointTuple> {
+    const ref = row.nodeInput as unknown as RowRef;
+    const state = await this.store.readState(row);
+    const head = state[HEAD] as Record<string, Json>;
+    const versions = { ...((head.channel_versions ?? {}) as Record<string, string | number>) };
+    const stored = (state[STORED] ?? {}) as Record<string, Json>;
+    const channelValues: Record<string, unknown> = {};
+    for (const channel of Object.keys(versions)) {
+      if (!Object.hasOwn(stored, channel) || stored[channel] !== versions[channel]) continue;
+      if (channel === 'messages' && Array.isArray(state.messages) && !Object.hasOwn(state, channelKey(channel))) {
+        channelValues.messages = await Promise.all(state.messages.map((m) => loadValue(this.serde, m)));
+      } else if (Object.hasOwn(state, channelKey(channel))) {
+        setOwn(channelValues as Record<string, Json>, channel, (await loadValue(this.serde, state[channelKey(channel)])) as Json);
+      }
+    }
+    const checkpoint = {
+      ...(JSON.parse(JSON.stringify(head)) as object),
+      channel_values: channelValues,
+      channel_versions: versions,
+      versions_seen: JSON.parse(JSON.stringify(state[SEEN] ?? {})),
+    } as GraphCheckpoint;
+    const pendingWrites: CheckpointPendingWrite[] = await Promise.all(
+      (writes.get(ref.checkpoint_id) ?? []).map(async (w) => [w.task_id, w.channel, await loadValue(this.serde, w.value as unknown as Json)] as CheckpointPendingWrite),
+    );
+    if (checkpoint.v < 4 && ref.parent_checkpoint_id) {
+      // checkpoints before format 4 kept sends as writes of the parent: move them into the TASKS channel
+      const sends = await Promise.all(
+        (writes.get(ref.parent_checkpoint_id) ?? []).filter((w) => w.channel === TASKS).map((w) => loadValue(this.serde, w.value as unknown as Json)),
+      );
+      checkpoint.channel_values[TASKS] = sends;
+      checkpoint.channel_versions[TASKS] = Object.keys(checkpoint.channel_versions).length > 0 ? maxChannelVersion(...Object.values(checkpoint.channel_versions)) : this.getNextVersion(undefined);
+    }
+    const tuple: CheckpointTuple = {
+      config: { configurable: { thread_id: ref.thread_id, checkpoint_ns: ref.checkpoint_ns, checkpoint_id: ref.checkpoint_id } },
+      checkpoint,
+      metadata: await this.metadataOf(row),
+      pendingWrites,
+    };
+    if (ref.parent_checkpoint_id) {
+      tuple.parentConfig = { configurable: { thread_id: ref.thread_id, checkpoint_ns: ref.checkpoint_ns, checkpoint_id: ref.parent_checkpoint_id } };
+    }
+    return tuple;
+  }
+}
+
+function writeKey(checkpointId: string, taskId: string, idx: number, gen: number): string {
+  return `${WRITE_KEY_PREFIX}${JSON.stringify([checkpointId, taskId, idx, gen])}`;
+}
