@@ -20,7 +20,7 @@
  */
 import { connectPlane, killAt, restoreFromPlane, type FaultHook } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
+import { CHILD_LEASE_MS, Ledger, refundAgent, refundRequest, untilLeaseFree } from '../../examples/agents/refund.js';
 
 const [mode, db, url, apiKey, executionId, ledgerPath, approver] = process.argv.slice(2);
 const fault = process.env.WAYMARK_FAULT;
@@ -30,7 +30,7 @@ const out = (v: unknown) => process.stdout.write(JSON.stringify(v) + '\n');
 
 if (mode === 'start') {
   const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, timeoutMs: 3000 });
-  const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath) });
+  const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), leaseMs: CHILD_LEASE_MS });
   const r = await agent.run(refundRequest(executionId, 5000), { executionId });
   if (r.status !== 'paused') throw new Error(`expected a pause, got ${r.status}`);
   const s = await replica.flush({ timeoutMs: 30_000 });
@@ -44,7 +44,8 @@ if (mode === 'start') {
   const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, backoffBaseMs: 50, backoffCapMs: 500, timeoutMs: 1000, claimFlushMs: 500, faults });
   const offline: unknown[] = [];
   replica.on('claim_offline', (e) => offline.push(e));
-  const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), faults });
+  const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), faults, leaseMs: CHILD_LEASE_MS });
+  await untilLeaseFree(store, executionId);
   const r = await agent.resume(executionId, { approved: true, metadata: { approver } });
   await replica.stop();
   if (r.status !== 'completed') throw new Error(`${executionId} ended ${r.status}: ${JSON.stringify(r.error)}`);
