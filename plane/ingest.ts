@@ -303,7 +303,7 @@ async function recordEvent(tx: Tx, projectId: string, writerId: string, item: It
   const e = item.event!;
   const got = await tx
     .insert(events)
-    .values({ projectId, id: e.id, kind: e.kind, executionId: item.executionId!, writerId, hash: item.hash! })
+    .values({ projectId, id: e.id, kind: e.kind, executionId: item.executionId!, writerId, hash: item.hash!, key: e.kind === 'idempotency' ? e.row.key : null })
     .onConflictDoNothing()
     .returning({ id: events.id });
   if (got.length) return true;

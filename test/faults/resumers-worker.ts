@@ -69,7 +69,7 @@ if (mode === 'start') {
   }
 } else if (mode === 'recover') {
   for (let i = 0; i < 4 && !(await done()); i++) {
-    // a killed resumer holds the run until its lease expires
+    // a resumer killed mid-step still holds the run until its lease (1 s) expires
     await untilLeaseFree(store, executionId);
     const latest = await store.latest(executionId);
     await agent.resume(executionId, latest?.status === 'interrupted' ? answer() : undefined);

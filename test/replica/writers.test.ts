@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectPlane } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
-import { eventsOf, step } from '../helpers/rows.js';
+import { eventsOf, pause, step } from '../helpers/rows.js';
+import { uuidv7 } from '../../shared/ids.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-writers-');
@@ -23,6 +24,37 @@ afterAll(async () => {
 });
 
 const writer = async (id: string) => ((await call(`${plane.url}/v1/writers`, { key })).body.items as { writerId: string; rowsAcked: number; backlogRows: number | null; oldestPendingAt: string | null }[]).find((w) => w.writerId === id)!;
+
+describe('after an offline double claim', () => {
+  it('regression: the conflict was shown, but not that a card was charged twice: it names the side effects both writers recorded', async () => {
+    let checkpointId = '';
+    const a = await eventsOf(async (s) => {
+      await s.put(step('dbl', 0));
+      checkpointId = (await s.recordInterrupt(pause('dbl', 1), { reason: 'approve', context: null })).checkpoint.id;
+    }, 'machine-a');
+    expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'machine-a', rows: a } })).body.rejected).toBe(0);
+    // both machines, offline, claimed the pause and ran the tool, each with its own idempotency cache
+    const claimed = (writerId: string) => ({ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'dbl', checkpointId, writerId, claimedAt: new Date().toISOString() });
+    const effects = async (writerId: string, chargeId: string) =>
+      eventsOf(async (s) => {
+        await s.putIdempotent('dbl', 'charge:42', { chargeId });
+        await s.putIdempotent('dbl', 'email:receipt', { sent: true });
+        await s.putIdempotent('dbl', `audit:${writerId}`, null);
+      }, writerId);
+    const first = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'machine-a', rows: [claimed('machine-a'), ...(await effects('machine-a', 'ch_A'))] } });
+    expect(first.body.rejected).toBe(0);
+    const second = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'machine-b', rows: [claimed('machine-b'), ...(await effects('machine-b', 'ch_B'))] } });
+    // the other charge id is refused as a conflict; the same receipt e-mail result is accepted; both count
+    expect(second.body.rejected).toBe(1);
+    const conflicts = (await call(`${plane.url}/v1/conflicts`, { key })).body.items as { executionId: string; sideEffects: string[] }[];
+    expect(conflicts.filter((c) => c.executionId === 'dbl')).toEqual([expect.objectContaining({ winnerWriterId: 'machine-a', loserWriterId: 'machine-b', sideEffects: ['charge:42', 'email:receipt'] })]);
+    expect((await call(`${plane.url}/v1/executions/dbl`, { key })).body.conflicts[0].sideEffects).toEqual(['charge:42', 'email:receipt']);
+    // the run list marks the run
+    const listed = (await call(`${plane.url}/v1/executions`, { key })).body.items as { executionId: string; claimConflicts: number }[];
+    expect(listed.find((r) => r.executionId === 'dbl')?.claimConflicts).toBe(1);
+    expect(listed.filter((r) => r.executionId !== 'dbl').every((r) => r.claimConflicts === 0)).toBe(true);
+  });
+});
 
 describe('a writer on the plane', () => {
   it('regression: duplicate deliveries were counted as acked rows (1,540 for 800 distinct rows)', async () => {
