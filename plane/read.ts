@@ -6,7 +6,7 @@ import type { Json } from '../shared/json.js';
 import { sumUsage, type UsageTotal } from '../shared/usage.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
-import { refreshExecutions } from './ingest.js';
+import { holeIsGap, refreshExecutions } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 export function decodeCursor<T>(c: string | undefined, check: (v: unknown) => v is T): T | undefined {
@@ -133,12 +133,15 @@ export interface RunError {
   message: string;
 }
 
-/** The holes of one execution by seq (every one: an execution has at most one per refused row). */
+/**
+ * The holes of one execution by seq (an execution has at most one per refused
+ * row), leaving out the refused rows of another branch (see `holeIsGap`).
+ */
 export async function listHoles(db: PlaneDb, projectId: string, executionId: string) {
   const rows = await db
     .select()
     .from(holes)
-    .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId)))
+    .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId), holeIsGap))
     .orderBy(asc(holes.seq));
   return rows.map((h) => ({ seq: h.seq, code: h.code, reason: h.reason, writerId: h.writerId, rowId: h.rowId, at: h.at.toISOString() }));
 }
@@ -383,7 +386,7 @@ export async function listWriters(db: PlaneDb, projectId: string) {
   const gaps = await db
     .selectDistinct({ writerId: holes.writerId, executionId: holes.executionId })
     .from(holes)
-    .where(eq(holes.projectId, projectId))
+    .where(and(eq(holes.projectId, projectId), holeIsGap))
     .orderBy(asc(holes.writerId), asc(holes.executionId));
   const incomplete = new Map<string, string[]>();
   for (const g of gaps) incomplete.set(g.writerId, [...(incomplete.get(g.writerId) ?? []), g.executionId]);
