@@ -33,6 +33,11 @@ describe('benchmark smoke runs', () => {
   it.skipIf(!pg)('steps on Postgres', () => {
     expect(bench('steps.ts', 'steps', 'postgres', '1')[0]).toMatchObject({ bench: 'steps', backend: 'postgres' });
   });
+  it('langgraph: WaymarkSaver (and LangGraph\'s savers when installed) on one graph, SQLite', () => {
+    const lines = bench('langgraph-saver.ts', 'sqlite');
+    expect(lines.find((l) => l.who === 'waymark')).toMatchObject({ bench: 'langgraph-saver', backend: 'sqlite', T: 3 });
+    expect(lines.find((l) => l.who === 'waymark')!.bytes as number).toBeGreaterThan(0);
+  });
   it('storage growth', () => {
     const [ours] = bench('steps.ts', 'storage', 'sqlite');
     expect(ours).toMatchObject({ bench: 'storage', backend: 'sqlite', who: 'waymark' });

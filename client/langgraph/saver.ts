@@ -9,10 +9,11 @@
  * Guarantees
  * - `put` is one store transaction: the checkpoint row and its outbox event,
  *   both or neither. A crash after it returns loses nothing.
- * - `putWrites` stores each write once: a regular write (idx >= 0) keeps the
- *   first value stored for (checkpoint, task, idx), as LangGraph's savers do;
- *   a special write (error, interrupt, resume, scheduled; idx < 0) is replaced
- *   by a later one (a new entry; the newest generation is read).
+ * - `putWrites` is one store transaction per call (one idempotency entry, the
+ *   task's next generation on that checkpoint). A regular write (idx >= 0)
+ *   keeps the first value stored for (checkpoint, task, idx), as LangGraph's
+ *   savers do; a special write (error, interrupt, resume, scheduled; idx < 0)
+ *   is replaced by a later call's (the newest generation is read).
  * - `getTuple`/`list` return pending writes in `writesSortKey` order.
  * - Bytes grow linearly with the run for an append-only `messages` channel.
  */
@@ -39,7 +40,7 @@ import type { Checkpoint as Row, IdempotencyEntry } from '../../shared/rows.js';
 import type { State } from '../../shared/codec.js';
 import { DuplicateIdError } from '../errors.js';
 import { LIMITS } from '../../shared/limits.js';
-import { deepFreeze, setOwn, type Json } from '../../shared/json.js';
+import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
 import {
   AGENT_PATH,
   WRITE_KEY_PREFIX,
@@ -67,6 +68,17 @@ const HEAD = 'lg:checkpoint';
 const SEEN = 'lg:seen';
 const channelKey = (c: string) => `c:${c}`;
 
+/** One `putWrites` call, stored as one idempotency entry. */
+interface WriteBatch {
+  checkpoint_id: string;
+  task_id: string;
+  task_path: string;
+  /** The call's place among the task's calls on this checkpoint (0, 1, …). */
+  gen: number;
+  writes: { channel: string; idx: number; value: StoredValue }[];
+}
+
+/** One write as read back: its batch's fields and its own. */
 interface WriteRecord {
   checkpoint_id: string;
   task_id: string;
@@ -220,18 +232,27 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     if (problems.length) throw invalid('cannot put LangGraph writes', problems);
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
     const executionId = executionIdOf(String(threadId), ns);
+    if (writes.length === 0) return;
+    const batch: WriteBatch = {
+      checkpoint_id: checkpointId!,
+      task_id: taskId,
+      task_path: taskPath ?? '',
+      gen: 0,
+      writes: [],
+    };
     for (let i = 0; i < writes.length; i++) {
       const [channel, value] = writes[i];
-      const idx = WRITES_IDX_MAP[channel] ?? i;
-      let gen = 0;
-      if (idx < 0) {
-        // a special write replaces the last one: the next generation of its key
-        while ((await this.store.getIdempotent(executionId, writeKey(checkpointId!, taskId, idx, gen))).hit) gen++;
-      }
-      const key = writeKey(checkpointId!, taskId, idx, gen);
+      batch.writes.push({ channel, idx: WRITES_IDX_MAP[channel] ?? i, value: await storeValue(this.serde, value) });
+    }
+    // one entry (one commit) per call: the task's next free generation; a racing call that took it first moves us on
+    for (let gen = 0; ; gen++) {
+      const key = writeKey(checkpointId!, taskId, gen);
       if (key.length > LIMITS.idempotencyKeyLength) throw invalid('cannot put LangGraph writes', [`task id ${JSON.stringify(taskId)} is too long for a waymark key`]);
-      const record: WriteRecord = { checkpoint_id: checkpointId!, task_id: taskId, task_path: taskPath ?? '', channel, idx, gen, value: await storeValue(this.serde, value) };
-      await this.store.putIdempotent(executionId, key, record as unknown as Json);
+      if ((await this.store.getIdempotent(executionId, key)).hit) continue;
+      batch.gen = gen;
+      const mine = batch as unknown as Json;
+      const stored = await this.store.putIdempotent(executionId, key, mine);
+      if (stableStringify(stored.result) === stableStringify(mine)) return;
     }
   }
 
@@ -327,10 +348,14 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const newest = new Map<string, WriteRecord>();
     for (const e of entries) {
       if (!e.key.startsWith(WRITE_KEY_PREFIX)) continue;
-      const r = e.result as unknown as WriteRecord;
-      const k = JSON.stringify([r.checkpoint_id, r.task_id, r.idx]);
-      const seen = newest.get(k);
-      if (!seen || seen.gen < r.gen) newest.set(k, r);
+      const b = e.result as unknown as WriteBatch;
+      for (const w of b.writes) {
+        const r: WriteRecord = { checkpoint_id: b.checkpoint_id, task_id: b.task_id, task_path: b.task_path, gen: b.gen, ...w };
+        const k = JSON.stringify([r.checkpoint_id, r.task_id, r.idx]);
+        const seen = newest.get(k);
+        // a regular write keeps the first value stored (lowest generation); a special one the last
+        if (!seen || (r.idx < 0 ? seen.gen < r.gen : seen.gen > r.gen)) newest.set(k, r);
+      }
     }
     const byCheckpoint = new Map<string, WriteRecord[]>();
     for (const r of newest.values()) {
@@ -389,6 +414,6 @@ export class WaymarkSaver extends BaseCheckpointSaver {
   }
 }
 
-function writeKey(checkpointId: string, taskId: string, idx: number, gen: number): string {
-  return `${WRITE_KEY_PREFIX}${JSON.stringify([checkpointId, taskId, idx, gen])}`;
+function writeKey(checkpointId: string, taskId: string, gen: number): string {
+  return `${WRITE_KEY_PREFIX}${JSON.stringify([checkpointId, taskId, gen])}`;
 }

@@ -154,6 +154,26 @@ for (const backend of backends) {
       }
     });
 
+    it('concurrent putWrites calls for one task each commit their own entry; nothing is lost to the race, and the first stored keeps idx 0', async () => {
+      const saver = await open();
+      try {
+        const cfg = await saver.put({ configurable: { thread_id: 'race' } }, checkpoint({ a: 1 }), meta, { a: 1 });
+        await Promise.all(Array.from({ length: 6 }, (_, i) => saver.putWrites(cfg, [[RESUME, `answer ${i}`], ['a', `value ${i}`]], 'task-1')));
+        const entries = await saver.store.listIdempotent('race');
+        expect(entries).toHaveLength(6);
+        const gens = entries.map((e) => (e.result as { gen: number }).gen).sort();
+        expect(gens).toEqual([0, 1, 2, 3, 4, 5]);
+        const byGen = (g: number) => (entries.find((e) => (e.result as { gen: number }).gen === g)!.result as { writes: { value: { j: string } }[] }).writes;
+        const t = await saver.getTuple(cfg);
+        expect(t?.pendingWrites).toEqual([
+          ['task-1', RESUME, byGen(5)[0].value.j],
+          ['task-1', 'a', byGen(0)[1].value.j],
+        ]);
+      } finally {
+        await saver.store.close();
+      }
+    });
+
     it('values waymark cannot keep as JSON (bytes, U+0000, deep nesting) round-trip through the serializer bytes', async () => {
       const saver = await open();
       try {
