@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- <name>`: steps | storage | resume | resume-20 | resume-pg | put | ingest | drain | drain-rss | wal-pages | langgraph | all.
+ * `npm run bench -- <name>`: steps | storage | resume | resume-20 | resume-pg | put | ingest | drain | drain-rss | wal-pages | lease | langgraph | all.
  * Runs each benchmark in its own process, prints its table and JSON lines, and
  * with `all` writes bench/RESULTS.md (tables, the exact commands, the date).
  */
@@ -20,6 +20,7 @@ const BENCHES: Record<string, string[]> = {
   drain: ['drain.ts', '20000', 'both'],
   'drain-rss': ['drain-rss.ts', '1000000'],
   'wal-pages': ['wal-pages.ts', '200'],
+  lease: ['lease-cost.ts', 'both', '5'],
   langgraph: ['langgraph-saver.ts', 'both', '200', '3'],
 };
 const name = process.argv[2] ?? 'all';
@@ -100,6 +101,9 @@ function targets(ls: Record<string, any>[]): string {
       const r = dr['drain to plane (pglite)'] / dr['raw pglite insert'];
       rows.push(['(drain) to a plane on PGlite, share of the raw PGlite insert rate', `${f(r * 100, 0)}% (${r0(dr['drain to plane (pglite)'])} vs ${r0(dr['raw pglite insert'])} rows/s)`, null]);
     }
+  }
+  for (const lc of ls.filter((x) => x.bench === 'lease-cost')) {
+    rows.push([`(leases) durable steps/s with every write fenced vs unfenced, ${lc.backend}, R=${lc.R} T=${lc.T}`, `${f(lc.ratio, 2)}× (${r0(lc.leased)} vs ${r0(lc.unfenced)})`, null]);
   }
   const wal = ls.find((x) => x.bench === 'wal-pages');
   if (wal) rows.push([`(SQLite) WAL pages written per checkpoint commit, ${wal.turns}-turn run`, f(wal.framesPerCommit, 1), null]);

@@ -11,6 +11,13 @@
  * - pause: an `interrupted` checkpoint plus the execution's one pending row.
  * - outbox: one event per change that must reach the plane, appended in the
  *   same transaction as the change; `synced` once acked or quarantined.
+ * - lease: who may write an execution now. One row per execution: a holder
+ *   (writer id + per-process instance + nonce), an expiry and an epoch that
+ *   grows by one at every acquisition. A runner acquires it before its first
+ *   write; each of its writes names the lease and is fenced by it: the write
+ *   checks holder and epoch in its own transaction (and renews the expiry), so
+ *   a runner whose lease another runner took writes nothing (`LeaseLost`).
+ *   Expiry is judged by the store's clock (the database server's for Postgres).
  */
 import type { Json } from '../shared/json.js';
 import type { DivergedExecution } from './store/import.js';
@@ -30,6 +37,15 @@ export interface CheckpointInput {
   /** UUIDv7; minted by the store when absent. Reusing one is an error. */
   id?: string;
   executionId: string;
+  /**
+   * The id of a row of this execution that this write follows (the newest row
+   * the writer knows of), or null for the first row of a fresh run. When
+   * given, the write is refused if that row is gone (`ExecutionGoneError`,
+   * EXECUTION_GONE: the execution was deleted or pruned meanwhile) or, for
+   * null, if the execution already has rows (EXECUTION_EXISTS). Absent: no
+   * check. Not stored.
+   */
+  prevId?: string | null;
   nodeId: string;
   turn: number;
   step: Step;
@@ -57,6 +73,43 @@ export interface ListOptions {
 
 export type ExecutionState = 'running' | 'paused' | 'completed' | 'failed';
 
+/** Asks for an execution's lease: who, and for how long. */
+export interface LeaseRequest {
+  holder: string;
+  /** Milliseconds until the lease expires unless renewed (each fenced write renews it). */
+  ttlMs: number;
+}
+
+/** A held lease: what a runner passes to each write so the store can fence it. */
+export interface Lease extends LeaseRequest {
+  executionId: string;
+  /** Grows by one at every acquisition of this execution's lease. */
+  epoch: number;
+  /** When it expires unless renewed, by the store's clock (ISO 8601). */
+  expiresAt: string;
+}
+
+/** An execution's lease as stored: `holder` null once released. */
+export interface LeaseInfo {
+  executionId: string;
+  holder: string | null;
+  epoch: number;
+  expiresAt: string | null;
+  /** Held and not expired, by the store's clock at the time of the read. */
+  live: boolean;
+}
+
+/** Options of a fenced write. */
+export interface WriteOptions {
+  /**
+   * The writer's lease. The write commits only while the lease is still this
+   * one (same holder and epoch), renews it to `ttlMs` from now, and throws
+   * `LeaseLost` writing nothing otherwise. A run-end marker releases it in the
+   * same transaction. Absent: the write is not fenced.
+   */
+  lease?: Lease;
+}
+
 export interface ExecutionSummary {
   executionId: string;
   /** `running` means no marker and no pause: still running, or crashed. */
@@ -67,6 +120,8 @@ export interface ExecutionSummary {
   lastStep: Step;
   lastStatus: Status;
   updatedAt: string;
+  /** The execution's lease (null when none was ever taken). */
+  lease: LeaseInfo | null;
 }
 
 export type IdempotentLookup = { hit: true; result: Json | null } | { hit: false };
@@ -151,6 +206,8 @@ export interface ClaimResult {
   pending: PendingInterrupt;
   /** The checkpoint written in the same transaction as the claim, if one was given. */
   checkpoint: Checkpoint | null;
+  /** The lease acquired in the claim's transaction, when one was asked for. */
+  lease: Lease | null;
 }
 
 /** Names one pause: its execution and the id of its `interrupted` checkpoint. */
@@ -173,17 +230,21 @@ export interface Checkpointer {
   /**
    * Write a checkpoint with the next `seq` of its execution, and its outbox
    * event, in one transaction. A reused id throws `DuplicateIdError` and leaves
-   * the stored row unchanged; an invalid row throws `InvalidRowError` and writes nothing.
+   * the stored row unchanged; an invalid row throws `InvalidRowError` and writes nothing;
+   * a `prevId` that is gone throws `ExecutionGoneError` and writes nothing (so a
+   * run going on while its execution is deleted never starts it again at seq 0).
    */
-  put(input: CheckpointInput): Promise<Checkpoint>;
+  put(input: CheckpointInput, options?: WriteOptions): Promise<Checkpoint>;
   /**
    * Write an `interrupted` checkpoint and the execution's pending row (and both
    * outbox events) in one transaction: both or neither. A second open pause
    * for the same execution throws `PauseExistsError` on every backend.
+   * Fenced by `options.lease` like `put`; a recorded pause releases the lease.
    */
   recordInterrupt(
     input: CheckpointInput,
     pause: { reason: string; context: Json | null },
+    options?: WriteOptions,
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }>;
   /**
    * Atomically take one named pause: the execution's pending row, only while
@@ -193,8 +254,23 @@ export interface Checkpointer {
    * an older pause gets null even when a later pause is open: a stale resumer
    * never takes (or answers) a pause it was not shown. `next`, when given, is
    * written in the same transaction, so a claimed resume is never lost to a crash.
+   * `lease`, when given, is acquired in the same transaction (a `LeaseRequest`)
+   * or fenced (a held `Lease`): a live lease of another holder throws
+   * `RunInProgress`, a lost one `LeaseLost`; either way nothing is claimed.
    */
-  claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput }): Promise<ClaimResult | null>;
+  claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput; lease?: LeaseRequest | Lease }): Promise<ClaimResult | null>;
+  /**
+   * Take the execution's lease: free (never taken, released) or expired by the
+   * store's clock. The epoch grows by one. Throws `RunInProgress` (details:
+   * holder, expiresAt) when another acquisition holds it live, whoever holds
+   * it: one holder may run an execution only once at a time.
+   */
+  acquireLease(executionId: string, request: LeaseRequest): Promise<Lease>;
+  /** Extend a held lease to `ttlMs` from now; `LeaseLost` when another acquisition took it. */
+  renewLease(lease: Lease): Promise<Lease>;
+  /** Give a held lease up (holder cleared, epoch kept); a no-op when it was already lost. */
+  releaseLease(lease: Lease): Promise<void>;
+  getLease(executionId: string): Promise<LeaseInfo | null>;
   getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null>;
   /** Open pauses ordered by executionId; page with `afterExecutionId`. */
   listPendingInterrupts(options?: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]>;
@@ -205,8 +281,8 @@ export interface Checkpointer {
   list(executionId: string, options?: ListOptions): Promise<Checkpoint[]>;
   /** The full state of a row, decoded from its snapshot chain. */
   readState(row: Checkpoint): Promise<State>;
-  /** Executions ordered by id; page with `afterExecutionId`. */
-  listExecutions(options?: { afterExecutionId?: string; limit?: number }): Promise<ExecutionSummary[]>;
+  /** Executions ordered by id, each with its lease; page with `afterExecutionId`; `state` keeps only runs in that state. */
+  listExecutions(options?: { afterExecutionId?: string; limit?: number; state?: ExecutionState }): Promise<ExecutionSummary[]>;
   /** A stored `null` is a hit. */
   getIdempotent(executionId: string, key: string): Promise<IdempotentLookup>;
   /** Insert if absent; the first stored result wins and is returned. */

@@ -79,6 +79,22 @@ export class PauseExistsError extends WaymarkError {
   }
 }
 
+/**
+ * A write named the row it follows (`prevId`) and the execution no longer
+ * holds it: the execution was deleted or pruned while the run was going.
+ * Nothing was written; the run is not started again at seq 0.
+ */
+export class ExecutionGoneError extends WaymarkError {
+  constructor(executionId: string, prevId: string) {
+    super(
+      ErrorCode.EXECUTION_GONE,
+      `execution '${executionId}' no longer holds row ${prevId}, which this write follows: it was deleted or pruned meanwhile; nothing was written`,
+      { details: { executionId, prevId } },
+    );
+    this.name = 'ExecutionGoneError';
+  }
+}
+
 /** A stored row could not be read back (bad JSON, broken snapshot chain). */
 export class CorruptRowError extends WaymarkError {
   constructor(rowId: string, problem: string, cause?: unknown) {
@@ -116,5 +132,29 @@ export class InvalidResume extends WaymarkError {
   constructor(readonly problems: string[]) {
     super(ErrorCode.INVALID_RESUME, `invalid Resume (expected { approved: boolean, metadata?: object }): ${problems.join('; ')}`, { details: { problems } });
     this.name = 'InvalidResume';
+  }
+}
+
+/** This runner's lease was taken by another runner (its own expired meanwhile); the write was refused, nothing written. */
+export class LeaseLost extends WaymarkError {
+  constructor(executionId: string, details: { epoch: number; holder: string; current: { holder: string | null; epoch: number; expiresAt: string | null } | null }) {
+    super(
+      ErrorCode.LEASE_LOST,
+      `execution ${executionId}: this runner's lease (epoch ${details.epoch}) was lost${details.current ? ` to ${details.current.holder ?? 'nobody (released)'} (epoch ${details.current.epoch})` : ''}; nothing was written`,
+      { details: { executionId, ...details } },
+    );
+    this.name = 'LeaseLost';
+  }
+}
+
+/** Another runner holds the run's lease and it has not expired: the run is not started a second time. */
+export class RunInProgress extends WaymarkError {
+  constructor(executionId: string, holder: string, expiresAt: string) {
+    super(
+      ErrorCode.RUN_IN_PROGRESS,
+      `execution ${executionId} is being run by ${holder} (lease until ${expiresAt}); it was not run a second time`,
+      { details: { executionId, holder, expiresAt } },
+    );
+    this.name = 'RunInProgress';
   }
 }

@@ -1,4 +1,5 @@
 export type * from './checkpointer.js';
+export type { DivergedExecution, DivergenceReason } from './store/import.js';
 export * from './errors.js';
 export { killAt, noFaults, type FaultHook } from './faults.js';
 export { ErrorCode, WaymarkError, hasCode } from '../shared/errors.js';

@@ -22,7 +22,7 @@ import {
   WhoAmI,
   WriterView,
 } from '../shared/protocol.js';
-import { ErrorBody } from '../shared/errors.js';
+import { ErrorBody, ErrorCode } from '../shared/errors.js';
 import { Checkpoint, ExecutionId, PendingInterrupt } from '../shared/rows.js';
 import { authenticate, bearer, projectName, type Principal, type Scope } from './auth.js';
 import { BodyError, ClientAborted, readJsonBody } from './body.js';
@@ -335,13 +335,14 @@ export function createPlaneApp(o: PlaneAppOptions) {
       const { id } = c.req.valid('param');
       const projectId = c.get('principal').projectId;
       const execution = await getExecution(db, projectId, id);
-      if (!execution) return notFound(c, id);
-      if (!execution.complete) {
-        const list = await listHoles(db, projectId, id);
+      // a run whose every row was refused has holes but no summary: still incomplete, not unknown
+      const list = !execution || !execution.complete ? await listHoles(db, projectId, id) : [];
+      if (!execution && !list.length) return notFound(c, id);
+      if (list.length) {
         const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;
-        return c.json({ error: { code: 'RUN_INCOMPLETE', message, details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } } }, 409);
+        return c.json({ error: { code: ErrorCode.RUN_INCOMPLETE, message, details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } } }, 409);
       }
-      return c.json(await restorePage(db, projectId, id, execution.rowCount, c.req.valid('query')), 200);
+      return c.json(await restorePage(db, projectId, id, c.req.valid('query')), 200);
     },
   );
 

@@ -8,6 +8,7 @@
  *   waymark plane keys revoke KEY_ID
  *     (projects and keys: [--plane URL] [--key ADMIN_KEY]; see admin-cli.ts for where they go)
  */
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SCOPES, type Scope } from './auth.js';
 import { adminTarget } from './admin-cli.js';
@@ -39,9 +40,14 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
       plane: { type: 'string' },
       key: { type: 'string' },
       dev: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
   });
+  if (values.help || positionals[0] === 'help') {
+    out(USAGE);
+    return 0;
+  }
   const config = loadConfig(process.env, {
     ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
@@ -76,7 +82,13 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
   if (plane.metricsUrl) out(`operator metrics: ${plane.metricsUrl}/metrics (not served on the main listener)`);
   if (plane.adminKeyFile) out(`first start: created project 'local' and an admin key, written to ${plane.adminKeyFile} (mode 0600)`);
   else if (plane.adminKey) out(`in-memory database: created project 'local' and an admin key, shown this once and written nowhere: ${plane.adminKey}`);
-  else out(`admin key: ${adminKeyPath(config.dataDir)} (written on first start)`);
+  else if (existsSync(adminKeyPath(config.dataDir))) out(`admin key: ${adminKeyPath(config.dataDir)}`);
+  else {
+    out(
+      `admin key: none at ${adminKeyPath(config.dataDir)}: the database was set up by a plane with another data dir (its admin-key file has the key), ` +
+        `or make one there with 'waymark plane keys create --project local --scopes admin,operator' (without a plane on this data dir, or --plane URL --key KEY)`,
+    );
+  }
   const stop = async () => {
     await plane.close();
     process.exit(0);

@@ -185,18 +185,50 @@ export async function listIdempotency(db: PlaneDb, projectId: string, executionI
   return rows.map((r) => r.row as IdempotencyEntry);
 }
 
-/** One page of a restore; `rowCount` comes from the execution the caller already looked up. */
-export async function restorePage(db: PlaneDb, projectId: string, executionId: string, rowCount: number, o: { cursor?: string; limit: number }) {
-  const page = await listRows(db, projectId, executionId, o);
-  const first = !o.cursor;
-  return {
-    executionId,
-    totalRows: rowCount,
-    rows: page.items,
-    nextCursor: page.nextCursor,
-    pending: first ? await openPause(db, projectId, executionId) : null,
-    idempotency: first ? await listIdempotency(db, projectId, executionId) : [],
-  };
+const isRestoreCursor = (v: unknown): v is [number, number] =>
+  Array.isArray(v) && v.length === 2 && Number.isInteger(v[0]) && Number.isInteger(v[1]) && v[0] >= -1 && v[1] >= v[0];
+
+/**
+ * One page of a restore. A restore is a snapshot at a fixed `seq`: the first
+ * page reads, in one repeatable-read transaction, the newest seq (`upTo`), the
+ * open pause and the idempotency entries, and every later page carries `upTo`
+ * in its cursor and never serves a row beyond it. So the pause is the pause of
+ * row `upTo` (or none), whatever the source writes meanwhile; `totalRows` counts
+ * rows up to `upTo`.
+ */
+export async function restorePage(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
+  const cur = decodeCursor(o.cursor, isRestoreCursor);
+  return db.transaction(
+    async (tx) => {
+      const mine = and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId));
+      let after = -1;
+      let upTo: number;
+      if (cur) [after, upTo] = cur;
+      else {
+        const [m] = await tx.select({ upTo: sql<number | null>`max(${checkpoints.seq})` }).from(checkpoints).where(mine);
+        upTo = m?.upTo ?? -1;
+      }
+      const rows = await tx
+        .select({ seq: checkpoints.seq, row: checkpoints.row })
+        .from(checkpoints)
+        .where(and(mine, gt(checkpoints.seq, after), lte(checkpoints.seq, upTo)))
+        .orderBy(asc(checkpoints.seq))
+        .limit(o.limit + 1);
+      const page = rows.slice(0, o.limit);
+      const [n] = await tx.select({ n: sql<number>`count(*)::int` }).from(checkpoints).where(and(mine, lte(checkpoints.seq, upTo)));
+      const first = !cur;
+      return {
+        executionId,
+        totalRows: n.n,
+        upTo,
+        rows: page.map((r) => r.row as Checkpoint),
+        nextCursor: rows.length > o.limit ? encodeCursor([page[page.length - 1].seq, upTo]) : null,
+        pending: first ? await openPause(tx as unknown as PlaneDb, projectId, executionId) : null,
+        idempotency: first ? await listIdempotency(tx as unknown as PlaneDb, projectId, executionId) : [],
+      };
+    },
+    { isolationLevel: 'repeatable read', accessMode: 'read only' },
+  );
 }
 
 export async function listClaimConflicts(db: PlaneDb, projectId: string, executionId?: string) {

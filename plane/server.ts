@@ -12,6 +12,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
 import { count } from 'drizzle-orm';
 import { createKey, createProject } from './auth.js';
+import { ErrorCode, hasCode } from '../shared/errors.js';
 import type { PlaneConfig } from './config.js';
 import { isInMemory, openPlaneDatabase, type PlaneDatabase } from './db/open.js';
 import { projects } from './db/schema.js';
@@ -45,7 +46,13 @@ export function adminKeyPath(dataDir: string): string {
 export async function bootstrap(database: PlaneDatabase, dir: string): Promise<{ key: string; file: string | null } | null> {
   const [{ n }] = await database.db.select({ n: count() }).from(projects);
   if (Number(n) > 0) return null;
-  await createProject(database.db, 'local');
+  try {
+    await createProject(database.db, 'local');
+  } catch (e) {
+    // another plane on the same Postgres, started at the same moment, made it: its data dir has the key
+    if (hasCode(e, ErrorCode.PROJECT_EXISTS)) return null;
+    throw e;
+  }
   const { key } = await createKey(database.db, { project: 'local', name: 'bootstrap admin', scopes: ['admin', 'operator'] });
   if (isInMemory(dir)) return { key, file: null };
   mkdirSync(resolve(dir), { recursive: true });

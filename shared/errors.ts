@@ -21,6 +21,8 @@ export const ErrorCode = {
   RESUME_REQUIRED: 'RESUME_REQUIRED',
   EXECUTION_EXISTS: 'EXECUTION_EXISTS',
   EXECUTION_NOT_FOUND: 'EXECUTION_NOT_FOUND',
+  /** A write named the row it follows (`prevId`) and that row is gone: the execution was deleted or pruned meanwhile. Nothing was written. */
+  EXECUTION_GONE: 'EXECUTION_GONE',
   TOOL_NOT_FOUND: 'TOOL_NOT_FOUND',
   MAX_TURNS: 'MAX_TURNS',
   MODEL_ERROR: 'MODEL_ERROR',
@@ -31,6 +33,12 @@ export const ErrorCode = {
   CLAIM_REFUSED: 'CLAIM_REFUSED',
   /** A Resume value that is not `{ approved: boolean, metadata?: {…JSON} }`; every problem is named in `details.problems`. */
   INVALID_RESUME: 'INVALID_RESUME',
+  /** A write or renewal by a runner whose lease another runner has taken; nothing was written. */
+  LEASE_LOST: 'LEASE_LOST',
+  /** A lease request with an empty holder, a ttl that is not a positive integer, or a lease of another execution. */
+  INVALID_LEASE: 'INVALID_LEASE',
+  /** The run is held by a live lease of another runner (details: holder, expiresAt). */
+  RUN_IN_PROGRESS: 'RUN_IN_PROGRESS',
   /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
   RUN_INCOMPLETE: 'RUN_INCOMPLETE',
   /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */

@@ -107,10 +107,13 @@ export const ClaimConflictView = z.object({
   at: IsoTime,
 });
 
-/** One page of a restore: rows by seq; the pause and idempotency entries come with the first page. */
+/** One page of a restore: rows by seq up to `upTo`; the pause and idempotency entries come with the first page, read with `upTo`. */
 export const RestorePage = z.object({
   executionId: ExecutionId,
+  /** Rows of the snapshot: seq 0..upTo on a complete run. */
   totalRows: z.number().int(),
+  /** The snapshot's newest seq, fixed by the first page: no page serves a row beyond it (-1: no rows). */
+  upTo: z.number().int(),
   rows: z.array(Checkpoint),
   nextCursor: z.string().nullable(),
   pending: PendingInterrupt.nullable(),

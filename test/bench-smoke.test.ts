@@ -38,6 +38,11 @@ describe('benchmark smoke runs', () => {
     expect(lines.find((l) => l.who === 'waymark')).toMatchObject({ bench: 'langgraph-saver', backend: 'sqlite', T: 3 });
     expect(lines.find((l) => l.who === 'waymark')!.bytes as number).toBeGreaterThan(0);
   });
+  it('lease cost: unfenced vs leased writes on SQLite (and Postgres when up)', () => {
+    const lines = bench('lease-cost.ts', pg ? 'both' : 'sqlite');
+    expect(lines[0]).toMatchObject({ bench: 'lease-cost', backend: 'sqlite', R: 2, T: 3 });
+    for (const l of lines) expect((l.unfenced as number) > 0 && (l.leased as number) > 0).toBe(true);
+  });
   it('storage growth', () => {
     const [ours] = bench('steps.ts', 'storage', 'sqlite');
     expect(ours).toMatchObject({ bench: 'storage', backend: 'sqlite', who: 'waymark' });

@@ -45,10 +45,9 @@ async function matchingRuns(store: Checkpointer, filter: RunFilter): Promise<(Ex
   const found: (ExecutionSummary & { error: RunError | null })[] = [];
   let after: string | undefined;
   for (;;) {
-    const page = await store.listExecutions({ afterExecutionId: after, limit: 500 });
+    const page = await store.listExecutions({ afterExecutionId: after, limit: 500, state: filter.state });
     if (!page.length) return found;
     for (const e of page) {
-      if (filter.state && e.state !== filter.state) continue;
       if (filter.since && new Date(e.updatedAt) < filter.since) continue;
       found.push({ ...e, error: e.state === 'failed' ? errorOf(await store.latest(e.executionId)) : null });
       if (filter.limit !== undefined && found.length >= filter.limit) return found;
@@ -67,10 +66,25 @@ export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { j
     out(o.state || o.since ? 'no runs match' : 'no runs in this store');
     return 0;
   }
-  const rows: string[][] = [['EXECUTION', 'STATE', 'ROWS', 'LAST NODE', 'UPDATED', 'ERROR']];
-  for (const e of runs) rows.push([e.executionId, STATE_LABEL[e.state], String(e.rowCount), e.lastNodeId, localTime(e.updatedAt), e.error ? `${e.error.code}: ${e.error.message}` : '']);
+  const rows: string[][] = [['EXECUTION', 'STATE', 'ROWS', 'LAST NODE', 'UPDATED', 'LEASE', 'ERROR']];
+  for (const e of runs) {
+    rows.push([e.executionId, STATE_LABEL[e.state], String(e.rowCount), e.lastNodeId, localTime(e.updatedAt), leaseLabel(e), e.error ? `${e.error.code}: ${e.error.message}` : '']);
+  }
   table(rows, out);
   return runs.length;
+}
+
+/**
+ * What the lease says about a run without a marker: a live runner holds it,
+ * or nobody does (its runner died: STALE once the lease expired, or free) and
+ * `recoverRuns` would take it. Finished and paused runs hold no lease.
+ */
+export function leaseLabel(e: ExecutionSummary): string {
+  if (e.state !== 'running') return '';
+  const l = e.lease;
+  if (l?.live) return `held by ${l.holder} until ${localTime(l.expiresAt!)}`;
+  if (l?.holder) return `STALE: ${l.holder} expired ${localTime(l.expiresAt!)} (recoverable)`;
+  return 'free (recoverable)';
 }
 
 /** A pause of the run and, when it was answered, the Resume value it was answered with. */

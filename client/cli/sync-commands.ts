@@ -63,6 +63,31 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
   out(`last success:  ${d?.lastSuccessAt ? `${localTime(d.lastSuccessAt)} (outbox emptied)` : 'none'}`);
   out(`last ack:      ${d?.lastAckAt ? localTime(d.lastAckAt) : 'none'}`);
   out(`last error:    ${describeLastError(d)}`);
+  const incomplete = await incompleteOnPlane(store);
+  out(
+    `plane copy:    ${
+      incomplete.size === 0
+        ? 'complete (no row refused)'
+        : `INCOMPLETE for ${incomplete.size} run(s): ${[...incomplete].map(([id, n]) => `${id} (${n} row${n === 1 ? '' : 's'} refused)`).join(', ')}; ` +
+          'the plane cannot restore them elsewhere; they keep running here (see `waymark quarantine list`)'
+    }`,
+  );
+}
+
+/**
+ * Executions with a checkpoint the plane refused (quarantined here): the
+ * plane's copy of each has a hole and is marked incomplete there. Every
+ * quarantined row is read, page by page.
+ */
+export async function incompleteOnPlane(store: Checkpointer): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  let after: string | undefined;
+  for (;;) {
+    const page = await store.listQuarantined({ afterId: after, limit: 500 });
+    if (!page.length) return out;
+    for (const q of page) if (q.kind === 'checkpoint') out.set(q.executionId, (out.get(q.executionId) ?? 0) + 1);
+    after = page[page.length - 1].id;
+  }
 }
 
 /**

@@ -7,6 +7,7 @@
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
 import { utf8Bytes } from '../../shared/json.js';
+import { ErrorCode, hasCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
 import {
@@ -25,8 +26,13 @@ import type {
   ClaimGuard,
   ClaimResult,
   DeleteResult,
+  ExecutionState,
   ExecutionSummary,
   IdempotentLookup,
+  Lease,
+  LeaseInfo,
+  LeaseRequest,
+  WriteOptions,
   ImportResult,
   ListOptions,
   OutboxEntry,
@@ -37,7 +43,8 @@ import type {
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
-import { DuplicateIdError, PauseExistsError } from '../errors.js';
+import { DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
+import { checkLease, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
   buildRow,
@@ -47,6 +54,7 @@ import {
   checkInput,
   checkJson,
   chainRowFromColumns,
+  executionExists,
   CursorCache,
   idempotencyFromColumns,
   pendingFor,
@@ -59,7 +67,7 @@ import {
   type PendingColumns,
   type RowText,
 } from '../store/rows.js';
-import { summaryFromRow, type ExecRow } from '../store/summary.js';
+import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
@@ -104,7 +112,7 @@ export class PostgresCheckpointer implements Checkpointer {
   private resolvedWriterId: string | null = null;
   private ready: Promise<void> | null = null;
   private closed = false;
-  private readonly t: Record<'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox', postgres.Helper<string>>;
+  private readonly t: Record<'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox' | 'leases', postgres.Helper<string>>;
 
   constructor(options: PostgresCheckpointerOptions) {
     if (!options.sql && !options.url) throw new Error('PostgresCheckpointer needs `url` or `sql`');
@@ -126,6 +134,7 @@ export class PostgresCheckpointer implements Checkpointer {
       pending: id('pending_interrupts'),
       idempotency: id('idempotency'),
       outbox: id('outbox'),
+      leases: id('leases'),
     };
   }
 
@@ -187,7 +196,13 @@ export class PostgresCheckpointer implements Checkpointer {
         return await this.begin(fn);
       } catch (e) {
         const lost = isTransient(e);
-        if (attempt > 1 && landed && e instanceof DuplicateIdError) {
+        // a retried write whose lost attempt committed meets its own row (a duplicate id, rows in a
+        // "fresh" run), its own release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress)
+        if (
+          attempt > 1 &&
+          landed &&
+          (e instanceof DuplicateIdError || hasCode(e, ErrorCode.EXECUTION_EXISTS) || e instanceof LeaseLost || e instanceof RunInProgress)
+        ) {
           const r = await landed();
           if (r) return r;
         }
@@ -262,6 +277,7 @@ export class PostgresCheckpointer implements Checkpointer {
       VALUES (${input.executionId}, 0, '', '', '', '', '')
       ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id
       RETURNING next_seq, last_id`;
+    await this.checkPrev(tx, input, ex);
     const seq = ex.next_seq;
     const prev = seq > 0 ? await this.cursorAt(tx, input.executionId, seq - 1, ex.last_id) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
@@ -287,9 +303,95 @@ export class PostgresCheckpointer implements Checkpointer {
     return rt;
   }
 
+  /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows); under the execution row's lock. */
+  private async checkPrev(tx: Tx, input: CheckpointInput, ex: { next_seq: number; last_id: string }): Promise<void> {
+    if (input.prevId === undefined) return;
+    const has = Number(ex.next_seq) > 0;
+    if (input.prevId === null) {
+      if (has) throw executionExists(input.executionId);
+      return;
+    }
+    if (has && ex.last_id === input.prevId) return;
+    const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId}`;
+    if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
+  }
+
   private committed(rt: RowText | null): void {
     if (rt) this.cursors.set(rt.row.executionId, rt.cursor);
     if (this.outbox) this.signal.emit();
+  }
+
+  private async leaseInfo(sql: Sql | Tx, executionId: string): Promise<LeaseInfo | null> {
+    const [row] = await sql<(LeaseColumns & { now_ms: string })[]>`
+      SELECT *, (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms FROM ${this.t.leases}
+      WHERE execution_id = ${executionId}`;
+    return row ? leaseInfoOf(row, Number(row.now_ms)) : null;
+  }
+
+  /**
+   * Inside the caller's transaction: take the lease if free or expired (by the
+   * server's clock), else RunInProgress. The upsert locks the lease row and
+   * judges the newest version of it, so of concurrent takers one wins.
+   */
+  private async takeLease(tx: Tx, executionId: string, request: LeaseRequest): Promise<Lease> {
+    for (;;) {
+      const [won] = await tx<{ epoch: string; expires_at: string }[]>`
+        INSERT INTO ${this.t.leases} AS l (execution_id, holder, epoch, expires_at)
+        VALUES (${executionId}, ${request.holder}, 1, (extract(epoch from clock_timestamp()) * 1000)::bigint + ${request.ttlMs})
+        ON CONFLICT (execution_id) DO UPDATE SET holder = excluded.holder, epoch = l.epoch + 1, expires_at = excluded.expires_at
+        WHERE l.holder IS NULL OR l.expires_at <= (extract(epoch from clock_timestamp()) * 1000)::bigint
+        RETURNING epoch, expires_at`;
+      if (won) {
+        return { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: Number(won.epoch), expiresAt: isoOf(Number(won.expires_at)) };
+      }
+      const current = await this.leaseInfo(tx, executionId);
+      if (current?.live) throw new RunInProgress(executionId, current.holder!, current.expiresAt!);
+      // released or expired between the two statements: judge again
+    }
+  }
+
+  /** Inside the caller's transaction: the lease is still this one; renew (or release) it, else LeaseLost. */
+  private async fence(tx: Tx, lease: Lease, release: boolean): Promise<Lease> {
+    const [row] = release
+      ? await tx<{ expires_at: string }[]>`
+          UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0
+          WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
+          RETURNING (extract(epoch from clock_timestamp()) * 1000)::bigint AS expires_at`
+      : await tx<{ expires_at: string }[]>`
+          UPDATE ${this.t.leases} SET expires_at = (extract(epoch from clock_timestamp()) * 1000)::bigint + ${lease.ttlMs}
+          WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
+          RETURNING expires_at`;
+    if (!row) throw leaseLost(lease, await this.leaseInfo(tx, lease.executionId));
+    return { ...lease, expiresAt: isoOf(Number(row.expires_at)) };
+  }
+
+  async acquireLease(executionId: string, request: LeaseRequest): Promise<Lease> {
+    checkLease(executionId, request);
+    // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
+    const landed = async (): Promise<Lease | null> => {
+      const l = await this.leaseInfo(await this.q(), executionId);
+      return l && l.holder === request.holder && l.expiresAt
+        ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: l.epoch, expiresAt: l.expiresAt }
+        : null;
+    };
+    return this.write((tx) => this.takeLease(tx, executionId, request), landed);
+  }
+
+  async renewLease(lease: Lease): Promise<Lease> {
+    checkLease(lease?.executionId, lease);
+    return this.begin((tx) => this.fence(tx, lease, false));
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    checkLease(lease?.executionId, lease);
+    await this.begin(async (tx) => {
+      await tx`UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0
+        WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}`;
+    });
+  }
+
+  async getLease(executionId: string): Promise<LeaseInfo | null> {
+    return this.read((sql) => this.leaseInfo(sql, executionId));
   }
 
   /**
@@ -300,17 +402,33 @@ export class PostgresCheckpointer implements Checkpointer {
    * inserts the checkpoint and its outbox event only then. Returns null when
    * another writer got there first; the caller takes the locked path.
    */
-  private async putOnCursor(input: CheckpointInput & { id: string }, prev: CodecCursor): Promise<RowText | null> {
+  private async putOnCursor(input: CheckpointInput & { id: string }, prev: CodecCursor, lease?: Lease): Promise<RowText | null> {
     const seq = prev.seq + 1;
     const rt = buildRow(input, seq, prev, this.writerId);
     const r = rt.row;
     const sql = await this.q();
     try {
+      // fenced: the lease is renewed and the row written only while the lease is this one; a lost lease
+      // writes nothing here and the locked path names it (a renewal without the row, on a stale cursor, is harmless)
       const done = await sql<{ n: number }[]>`
-        WITH ex AS (
+        WITH ${
+          lease
+            ? sql`l AS (
+          UPDATE ${this.t.leases} SET expires_at = (extract(epoch from clock_timestamp()) * 1000)::bigint + ${lease.ttlMs}
+          WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
+          RETURNING 1
+        ), `
+            : sql``
+        }ex AS (
           UPDATE ${this.t.executions} SET next_seq = ${seq + 1}, last_id = ${r.id}, last_node_id = ${r.nodeId},
             last_step = ${r.step}, last_status = ${r.status}, updated_at = ${r.createdAt}
           WHERE execution_id = ${r.executionId} AND next_seq = ${seq} AND last_id = ${prev.id}
+            ${lease ? sql`AND EXISTS (SELECT 1 FROM l)` : sql``}
+          ${
+            typeof input.prevId === 'string' && input.prevId !== prev.id
+              ? sql`AND EXISTS (SELECT 1 FROM ${this.t.checkpoints} WHERE id = ${input.prevId} AND execution_id = ${r.executionId})`
+              : sql``
+          }
           RETURNING 1
         ), c AS (
           INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
@@ -337,13 +455,18 @@ export class PostgresCheckpointer implements Checkpointer {
     }
   }
 
-  async put(input: CheckpointInput): Promise<Checkpoint> {
+  async put(input: CheckpointInput, options: WriteOptions = {}): Promise<Checkpoint> {
     checkInput(input);
+    const lease = options.lease;
+    if (lease) checkLease(input.executionId, lease);
+    // a run-end marker releases the lease: only on the locked path, where release and row are one decision
+    const release = input.step === 'run_end';
     const minted = { ...input, id: input.id ?? uuidv7() };
-    const cursor = this.cursors.newest(input.executionId);
+    // a fresh run's first write (prevId null) takes the locked path, which refuses an execution that has rows
+    const cursor = input.prevId === null || (lease && release) ? null : this.cursors.newest(input.executionId);
     if (cursor) {
       try {
-        const rt = await this.putOnCursor(minted, cursor);
+        const rt = await this.putOnCursor(minted, cursor, lease);
         if (rt) {
           this.committed(rt);
           this.fault('store.put.afterCommit');
@@ -364,7 +487,10 @@ export class PostgresCheckpointer implements Checkpointer {
     let row: Checkpoint;
     try {
       const out = await this.write<RowText | Checkpoint>(
-        (tx) => this.writeCheckpoint(tx, minted),
+        async (tx) => {
+          if (lease) await this.fence(tx, lease, release);
+          return this.writeCheckpoint(tx, minted);
+        },
         () => this.landedRow(minted.id, minted),
       );
       if ('cursor' in out) {
@@ -386,8 +512,11 @@ export class PostgresCheckpointer implements Checkpointer {
   async recordInterrupt(
     input: CheckpointInput,
     pause: { reason: string; context: Json | null },
+    options: WriteOptions = {},
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
     checkInput(input);
+    const lease = options.lease;
+    if (lease) checkLease(input.executionId, lease);
     input = { ...input, id: input.id ?? uuidv7() };
     const landed = async () => {
       const row = await this.landedRow(input.id!, input);
@@ -397,6 +526,8 @@ export class PostgresCheckpointer implements Checkpointer {
     let out: { rt: RowText; pending: PendingInterrupt; landed?: boolean };
     try {
       out = await this.write(async (tx) => {
+        // a pause ends this runner's hold: the resumer that claims it takes the lease anew
+        if (lease) await this.fence(tx, lease, true);
         const rt = await this.writeCheckpoint(tx, input);
         const pending = pendingFor(rt.row, pause.reason, pause.context);
         this.fault('store.recordInterrupt.betweenRows');
@@ -425,26 +556,38 @@ export class PostgresCheckpointer implements Checkpointer {
     return { checkpoint: out.rt.row, pending: out.pending };
   }
 
-  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
+  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput; lease?: LeaseRequest | Lease }): Promise<ClaimResult | null> {
     const { executionId, checkpointId } = pause;
     const next = options?.next ? { ...options.next, id: options.next.id ?? uuidv7() } : undefined;
     if (next) checkInput(next);
+    const ask = options?.lease;
+    if (ask) checkLease(executionId, ask);
     const open = next ? await this.getPendingInterrupt(executionId) : null;
     const before = open?.checkpointId === checkpointId ? open : null;
     // with a `next` row, a lost attempt that committed is recognisable by that row's id
     const landed = next
       ? async () => {
           const row = await this.landedRow(next.id, next);
-          return row && before ? { pending: before, rt: { row } as RowText, landed: true } : null;
+          if (!row || !before) return null;
+          // the lost attempt took the lease with the claim: it is ours if its holder is still us
+          const held = ask ? await this.getLease(executionId) : null;
+          const lease: Lease | null =
+            held && ask && held.holder === ask.holder && held.expiresAt
+              ? { executionId, holder: ask.holder, ttlMs: ask.ttlMs, epoch: held.epoch, expiresAt: held.expiresAt }
+              : null;
+          if (ask && !lease) return null;
+          return { pending: before, rt: { row } as RowText, lease, landed: true };
         }
       : undefined;
-    let out: { pending: PendingInterrupt; rt: RowText | null; landed?: boolean } | null;
+    let out: { pending: PendingInterrupt; rt: RowText | null; lease: Lease | null; landed?: boolean } | null;
     try {
       out = await this.write(async (tx) => {
         const [row] = await tx<PendingColumns[]>`
           DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} AND checkpoint_id = ${checkpointId} RETURNING *`;
         if (!row) return null;
         const pending = pendingFromColumns(row);
+        // the claim and the lease are one decision: a refused lease rolls the claim back
+        const lease = ask ? (isHeld(ask) ? await this.fence(tx, ask, false) : await this.takeLease(tx, executionId, ask)) : null;
         const event: OutboxEvent = {
           kind: 'interrupt_claimed',
           id: uuidv7(),
@@ -456,8 +599,8 @@ export class PostgresCheckpointer implements Checkpointer {
         const text = JSON.stringify(event);
         await this.queueEvent(tx, event.id, 'interrupt_claimed', executionId, text, utf8Bytes(text));
         const rt = next ? await this.writeCheckpoint(tx, next) : null;
-        return { pending, rt };
-      }, landed as (() => Promise<{ pending: PendingInterrupt; rt: RowText | null; landed?: boolean } | null>) | undefined);
+        return { pending, rt, lease };
+      }, landed as (() => Promise<{ pending: PendingInterrupt; rt: RowText | null; lease: Lease | null; landed?: boolean } | null>) | undefined);
     } catch (e) {
       this.cursors.drop(executionId);
       throw e;
@@ -468,7 +611,7 @@ export class PostgresCheckpointer implements Checkpointer {
       this.committed(null);
     } else this.committed(out.rt);
     this.fault('store.claim.afterCommit');
-    return { pending: out.pending, checkpoint: out.rt?.row ?? null };
+    return { pending: out.pending, checkpoint: out.rt?.row ?? null, lease: out.lease };
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
@@ -524,14 +667,18 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-  async listExecutions(options: { afterExecutionId?: string; limit?: number } = {}): Promise<ExecutionSummary[]> {
+  async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: ExecutionState } = {}): Promise<ExecutionSummary[]> {
     return this.read(async (sql) => {
-      const rows = await sql<ExecRow[]>`
-        SELECT e.*, p.execution_id IS NOT NULL AS paused FROM ${this.t.executions} e
+      const rows = await sql<(ExecRow & { now_ms: string })[]>`
+        SELECT e.*, p.execution_id IS NOT NULL AS paused,
+               l.holder AS lease_holder, l.epoch AS lease_epoch, l.expires_at AS lease_expires_at,
+               (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms
+        FROM ${this.t.executions} e
         LEFT JOIN ${this.t.pending} p ON p.execution_id = e.execution_id
-        WHERE e.execution_id > ${options.afterExecutionId ?? ''}
+        LEFT JOIN ${this.t.leases} l ON l.execution_id = e.execution_id
+        WHERE e.execution_id > ${options.afterExecutionId ?? ''} ${options.state ? sql.unsafe(`AND ${stateCondition(options.state)}`) : sql``}
         ORDER BY e.execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map(summaryFromRow);
+      return rows.map((r) => summaryFromRow(r, Number(r.now_ms)));
     });
   }
 
@@ -580,10 +727,13 @@ export class PostgresCheckpointer implements Checkpointer {
 
   async deleteExecution(executionId: string): Promise<DeleteResult> {
     const out = await this.begin(async (tx) => {
+      // the execution row first: a writer holds its lock while it checks `prevId` and inserts, so a
+      // put either commits before this deletion (and its row is deleted) or runs after it (and is refused)
+      const e = await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${executionId}`;
       const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}`;
       const p = await tx`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
       const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${executionId}`;
-      const e = await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${executionId}`;
+      await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${executionId}`;
       await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${executionId} AND NOT synced`;
       if (e.count || c.count || i.count) {
         const event: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId, deletedAt: canonicalTime() };
@@ -621,6 +771,7 @@ export class PostgresCheckpointer implements Checkpointer {
           const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${b.execution_id}`;
           const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${b.execution_id}`;
           await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${b.execution_id}`;
+          await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${b.execution_id}`;
           await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${b.execution_id}`;
           this.cursors.drop(b.execution_id);
           result.checkpoints += c.count;

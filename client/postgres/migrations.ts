@@ -74,6 +74,18 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   -- walks executions by primary key and never used this index.
   DROP INDEX S.executions_finished;
   `,
+  /* 3 */ `
+  -- One lease per execution (issue 15): holder NULL once released; epoch grows
+  -- by one at every acquisition and is kept across releases, so a fenced write
+  -- of an older acquisition never matches again. expires_at: ms since the epoch,
+  -- by the database server's clock (one clock for every machine sharing it).
+  CREATE TABLE S.leases (
+    execution_id text PRIMARY KEY,
+    holder text,
+    epoch bigint NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  `,
 ];
 
 /** SQLSTATE codes the adapter decides on. */

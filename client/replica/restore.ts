@@ -1,9 +1,17 @@
 /**
  * Restore a run from the plane onto a machine that never ran it: the whole
- * bundle (rows paged by seq, the open pause, the idempotency entries), written
- * in one local transaction, marked synced, never overwriting a local row.
+ * bundle (rows paged by seq up to the `upTo` the first page fixed, the open
+ * pause and idempotency entries read with it), verified, then written in one
+ * local transaction, marked synced, never overwriting a local row.
+ *
+ * Verified before anything is written: seq continuous from 0 to `upTo`, every
+ * row of the execution asked for, the snapshot chain decodes, the pause (if
+ * any) is the newest row's. Otherwise `RESTORE_UNVERIFIED` naming each problem,
+ * and nothing is imported. A run the plane knows is incomplete is refused by
+ * the plane (`RUN_INCOMPLETE`, naming the missing seqs and why).
  */
 import type { Dispatcher } from 'undici';
+import { decodeChain } from '../../shared/codec.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { RestorePage } from '../../shared/protocol.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
@@ -16,7 +24,8 @@ export interface RestoreOptions {
   dispatcher?: Dispatcher;
   pageSize?: number;
   timeoutMs?: number;
-  onProgress?: (p: { rows: number; totalRows: number }) => void;
+  /** Called after each page; restore waits for a returned promise before it asks for the next page. */
+  onProgress?: (p: { rows: number; totalRows: number }) => unknown;
 }
 
 export async function restoreFromPlane(store: Checkpointer, executionId: string, o: RestoreOptions): Promise<ImportResult & { totalRows: number }> {
@@ -26,6 +35,7 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
     let pending: PendingInterrupt | null = null;
     let idempotency: IdempotencyEntry[] = [];
     let totalRows = 0;
+    let upTo = -1;
     let cursor: string | null = null;
     let first = true;
     do {
@@ -36,6 +46,10 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
       });
       if (res.status === 404) {
         throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `execution '${executionId}' is not on the plane at ${o.url}`, { details: { executionId } });
+      }
+      if (res.status === 409 && (res.body as { error?: { code?: string } })?.error?.code === ErrorCode.RUN_INCOMPLETE) {
+        const err = (res.body as { error: { message: string; details?: Record<string, unknown> } }).error;
+        throw new WaymarkError(ErrorCode.RUN_INCOMPLETE, err.message, { details: { executionId, ...err.details } });
       }
       if (res.status !== 200) {
         const msg = (res.body as { error?: { message?: string } })?.error?.message ?? '';
@@ -49,15 +63,64 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
         pending = page.data.pending;
         idempotency = page.data.idempotency;
         totalRows = page.data.totalRows;
+        upTo = page.data.upTo;
         first = false;
       }
       rows.push(...page.data.rows);
       cursor = page.data.nextCursor;
-      o.onProgress?.({ rows: rows.length, totalRows: Math.max(totalRows, rows.length) });
+      await o.onProgress?.({ rows: rows.length, totalRows: Math.max(totalRows, rows.length) });
     } while (cursor);
+    verifyBundle(executionId, upTo, rows, pending, idempotency);
     const result = await store.importRows({ checkpoints: rows, pending, idempotency });
     return { ...result, totalRows: rows.length };
   } finally {
     await http.close();
   }
+}
+
+/** The client's own check of a restore bundle before it writes anything; throws RESTORE_UNVERIFIED naming every problem. */
+export function verifyBundle(executionId: string, upTo: number, rows: Checkpoint[], pending: PendingInterrupt | null, idempotency: IdempotencyEntry[]): void {
+  const problems: string[] = [];
+  const missing: number[] = [];
+  const bySeq = new Map<number, Checkpoint>();
+  for (const r of rows) {
+    if (r.executionId !== executionId) problems.push(`row ${r.id} belongs to execution '${r.executionId}'`);
+    else if (r.seq > upTo) problems.push(`row ${r.id} at seq ${r.seq} is beyond the snapshot's seq ${upTo}`);
+    else if (bySeq.has(r.seq)) problems.push(`seq ${r.seq} was sent twice`);
+    else bySeq.set(r.seq, r);
+  }
+  for (let seq = 0; seq <= upTo; seq++) if (!bySeq.has(seq)) missing.push(seq);
+  if (missing.length) problems.push(`seq ${ranges(missing)} missing (the rows must run from 0 to ${upTo})`);
+  if (upTo < 0) problems.push('the plane sent no rows');
+  const chain = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+  if (!missing.length && chain.length) {
+    try {
+      decodeChain(chain);
+    } catch (e) {
+      problems.push(`the snapshot chain does not decode: ${(e as Error).message}`);
+    }
+  }
+  const newest = bySeq.get(upTo);
+  if (pending) {
+    if (pending.executionId !== executionId) problems.push(`the pause belongs to execution '${pending.executionId}'`);
+    else if (!newest || pending.checkpointId !== newest.id) problems.push(`the pause is for row ${pending.checkpointId}, not the newest row (seq ${upTo}${newest ? `, ${newest.id}` : ''})`);
+  }
+  for (const e of idempotency) if (e.executionId !== executionId) problems.push(`idempotency entry '${e.key}' belongs to execution '${e.executionId}'`);
+  if (problems.length) {
+    throw new WaymarkError(ErrorCode.RESTORE_UNVERIFIED, `restore of '${executionId}' was not verified, nothing was imported: ${problems.join('; ')}`, {
+      details: { executionId, upTo, missingSeqs: missing, problems },
+    });
+  }
+}
+
+/** 3,4,5,9 → "3–5, 9" */
+function ranges(seqs: number[]): string {
+  const out: string[] = [];
+  for (let i = 0; i < seqs.length; ) {
+    let j = i;
+    while (j + 1 < seqs.length && seqs[j + 1] === seqs[j] + 1) j++;
+    out.push(i === j ? `${seqs[i]}` : `${seqs[i]}–${seqs[j]}`);
+    i = j + 1;
+  }
+  return out.join(', ');
 }

@@ -14,6 +14,13 @@
  *                 the model is not called; siblings after it are answered "not run"
  *   hitl_pause  → claim the pause (writing a tool_call row with the answer, atomically), then as tool_call
  *   run_end     → completed: AlreadyResumed; failed: stepped over
+ *
+ * Leases: run, resume and fork acquire the execution's lease before their
+ * first write (a resume with a value acquires it in the claim's transaction);
+ * every write of the runner is fenced by it, so a runner whose lease another
+ * runner took over stops with LeaseLost having written nothing. A live lease
+ * of another runner refuses the run with RunInProgress. The marker and a
+ * pause release it; any other exit releases it explicitly.
  */
 import { z } from 'zod';
 import { uuidv7 } from '../../shared/ids.js';
@@ -23,6 +30,7 @@ import type { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
 import type { State } from '../../shared/codec.js';
 import type { Checkpointer, CheckpointInput, ClaimGuard } from '../checkpointer.js';
 import { AlreadyResumed, CheckpointError, ResumeRequired } from '../errors.js';
+import { DEFAULT_LEASE_MS, holderOf, RunLease } from './lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import type { Message, Model, ToolCall, ToolSpec } from '../models/model.js';
 import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
@@ -40,6 +48,12 @@ export interface AgentOptions {
   kind?: 'agent' | 'supervisor';
   /** Model calls allowed per run before it fails with MAX_TURNS. Default 32. */
   maxTurns?: number;
+  /**
+   * How long a run's lease lasts without renewal (ms; default 30 000). The
+   * runner renews it with each write and every third of it meanwhile; a run
+   * whose process died can be taken over once it expires.
+   */
+  leaseMs?: number;
   faults?: FaultHook;
 }
 
@@ -63,7 +77,19 @@ interface Level {
   path: string;
   /** Rows of this level come after this seq (its parent's tool row), -1 at the top. */
   afterSeq: number;
+  /**
+   * The newest row of the execution this level knows of (null before a fresh
+   * run's first row): each write names it, so a write into an execution
+   * deleted or pruned meanwhile is refused (EXECUTION_GONE) instead of
+   * starting it again at seq 0.
+   */
+  prevId: string | null;
+  /** The runner's lease on the execution (shared by nested workers). */
+  lease: RunLease;
 }
+
+/** Where a level's rows are: enough to read them, no lease needed. */
+type Place = Omit<Level, 'lease' | 'prevId'>;
 
 type Entry =
   | { kind: 'model'; write: boolean }
@@ -83,7 +109,7 @@ class PauseOutcome extends Error {
  * row), and never shown to the model as a tool result it could answer by
  * calling the tool again.
  */
-const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED]);
+const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED, ErrorCode.EXECUTION_GONE, ErrorCode.LEASE_LOST]);
 const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
 
 /**
@@ -117,6 +143,7 @@ export class Agent {
   private readonly store?: Checkpointer;
   private readonly system?: string;
   private readonly maxTurns: number;
+  readonly leaseMs: number;
   private readonly fault: FaultHook;
   /** Called before a local claim (overrides the store's guard installed by connectPlane). */
   claimGuard?: ClaimGuard;
@@ -128,6 +155,8 @@ export class Agent {
     this.store = options.checkpointer;
     this.system = options.system;
     this.maxTurns = options.maxTurns ?? 32;
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1) throw new Error(`leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
     this.fault = options.faults ?? noFaults;
     for (const t of options.tools ?? []) {
       if (this.tools.has(t.name)) throw new Error(`duplicate tool name '${t.name}'`);
@@ -175,14 +204,34 @@ export class Agent {
     const store = this.requireStore();
     await store.setup();
     const executionId = options.executionId ?? uuidv7();
-    if (await store.latest(executionId)) {
-      throw new CheckpointError(`execution '${executionId}' already has rows; resume or fork it instead`, {
+    const exists = () =>
+      new CheckpointError(`execution '${executionId}' already has rows; resume or fork it instead`, {
         code: ErrorCode.EXECUTION_EXISTS,
         details: { executionId },
       });
-    }
-    const level = this.topLevel(executionId, store);
+    if (await store.latest(executionId)) throw exists();
+    const lease = await this.acquire(store, executionId);
+    const level = await this.holding(lease, async () => {
+      // another runner may have started and finished it between the read above and the lease
+      if (await store.latest(executionId)) throw exists();
+      return this.topLevel(executionId, store, null, lease);
+    });
     return this.outer(level, () => this.loop(level, this.initialState(input), { kind: 'model', write: true }));
+  }
+
+  private async acquire(store: Checkpointer, executionId: string): Promise<RunLease> {
+    const lease = await kept(store.acquireLease(executionId, { holder: holderOf(store), ttlMs: this.leaseMs }));
+    return new RunLease(store, lease);
+  }
+
+  /** Run the checks between taking a lease and the run's loop; a refusal gives the lease back. */
+  private async holding<T>(lease: RunLease, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      await lease.stop();
+      throw e;
+    }
   }
 
   /**
@@ -206,6 +255,8 @@ export class Agent {
       });
     }
     const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
+    let newest = latest.id;
+    let lease: RunLease;
     if (latest.status === 'interrupted') {
       if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
       this.resolveTool(latest.agentPath);
@@ -215,8 +266,11 @@ export class Agent {
       if (guard) await guard({ executionId, checkpointId: latest.id });
       // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
       const claimed = await store.claimInterrupt({ executionId, checkpointId: latest.id }, {
+        // the claim winner takes the lease in the claim's transaction: a claimed resume is never left unowned
+        lease: { holder: holderOf(store), ttlMs: this.leaseMs },
         next: {
           executionId,
+          prevId: latest.id,
           nodeId: latest.nodeId,
           turn: latest.turn,
           step: 'tool_call',
@@ -233,13 +287,30 @@ export class Agent {
           { executionId, checkpointId: latest.id },
         );
       }
+      newest = claimed.checkpoint?.id ?? newest;
+      lease = new RunLease(store, claimed.lease!);
     } else if (answer !== undefined) {
       throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
+    } else {
+      // a live runner (or one dead less than a lease ago) refuses this with RunInProgress
+      lease = await this.acquire(store, executionId);
     }
-    const level = this.topLevel(executionId, store);
-    const own = await this.latestOwn(level);
-    if (!own) throw new CheckpointError(`execution '${executionId}' has no row of ${this.path} to resume from`);
-    if (own.step === 'tool_call') this.resolveTool(own.agentPath);
+    const { level, own } = await this.holding(lease, async () => {
+      if (answer === undefined) {
+        // what the run became while the lease was held by another: finished, paused, or further along
+        const now = await store.latest(executionId);
+        if (now && now.step === 'run_end' && now.status === 'completed') {
+          throw new AlreadyResumed(`execution '${executionId}' already finished (completed); there is nothing to resume`, { executionId });
+        }
+        if (now && now.status === 'interrupted') throw new ResumeRequired(executionId, now.interruptReason ?? 'paused');
+        if (now) newest = now.id;
+      }
+      const level = this.topLevel(executionId, store, newest, lease);
+      const own = await this.latestOwn(level);
+      if (!own) throw new CheckpointError(`execution '${executionId}' has no row of ${this.path} to resume from`);
+      if (own.step === 'tool_call') this.resolveTool(own.agentPath);
+      return { level, own };
+    });
     return this.outer(level, () => this.reenter(level, own));
   }
 
@@ -252,7 +323,7 @@ export class Agent {
   async fork(executionId: string, options: { checkpointId?: string; input?: string; executionId?: string } = {}): Promise<RunResult> {
     const store = this.requireStore();
     await store.setup();
-    const level = this.topLevel(executionId, store);
+    const level: Place = { executionId, store, path: this.path, afterSeq: -1 };
     let src: Checkpoint | null;
     if (options.checkpointId) {
       src = await store.getById(options.checkpointId);
@@ -283,28 +354,37 @@ export class Agent {
       state = { ...rest, resumes: Array.isArray(_drop) ? _drop : [] } as RunState;
     }
     const newId = options.executionId ?? uuidv7();
-    if (await store.latest(newId)) {
-      throw new CheckpointError(`execution '${newId}' already has rows; choose another id for the fork`, { code: ErrorCode.EXECUTION_EXISTS });
-    }
-    const origin = await store.put({
-      executionId: newId,
-      nodeId: 'fork_origin',
-      turn: src.turn,
-      step: 'fork_origin',
-      status: 'completed',
-      agentPath: this.path,
-      parentId: src.id,
-      state,
-      nodeInput: { executionId, checkpointId: src.id, nodeId: src.nodeId, step: srcStep },
+    const exists = () =>
+      new CheckpointError(`execution '${newId}' already has rows; choose another id for the fork`, { code: ErrorCode.EXECUTION_EXISTS });
+    if (await store.latest(newId)) throw exists();
+    const lease = await this.acquire(store, newId);
+    const from = src;
+    const origin = await this.holding(lease, async () => {
+      if (await store.latest(newId)) throw exists();
+      return store.put(
+        {
+          executionId: newId,
+          prevId: null,
+          nodeId: 'fork_origin',
+          turn: from.turn,
+          step: 'fork_origin',
+          status: 'completed',
+          agentPath: this.path,
+          parentId: from.id,
+          state,
+          nodeInput: { executionId, checkpointId: from.id, nodeId: from.nodeId, step: srcStep },
+        },
+        { lease: lease.lease },
+      );
     });
-    const forked = this.topLevel(newId, store);
+    const forked = this.topLevel(newId, store, origin.id, lease);
     return this.outer(forked, () => this.reenter(forked, origin));
   }
 
   // ── the loop ──────────────────────────────────────────────────────────
 
-  private topLevel(executionId: string, store: Checkpointer): Level {
-    return { executionId, store, path: this.path, afterSeq: -1 };
+  private topLevel(executionId: string, store: Checkpointer, prevId: string | null, lease: RunLease): Level {
+    return { executionId, store, path: this.path, afterSeq: -1, prevId, lease };
   }
 
   private initialState(input: string): RunState {
@@ -316,13 +396,24 @@ export class Agent {
 
   /** The outermost runner: writes the run-end marker, never for a pause. */
   private async outer(level: Level, body: () => Promise<{ output: string; state: RunState }>): Promise<RunResult> {
-    const ctx: RunContext = { executionId: level.executionId, store: level.store, agentPath: level.path, tool: null };
+    level.lease.start();
+    try {
+      return await this.outerHeld(level, body);
+    } finally {
+      await level.lease.stop();
+    }
+  }
+
+  private async outerHeld(level: Level, body: () => Promise<{ output: string; state: RunState }>): Promise<RunResult> {
+    const lease = level.lease;
+    const ctx: RunContext = { executionId: level.executionId, store: level.store, agentPath: level.path, tool: null, lease };
     return withRun(ctx, async () => {
       let done: { output: string; state: RunState };
       try {
         done = await body();
       } catch (e) {
         if (e instanceof PauseOutcome) {
+          lease.ended = true;
           return { status: 'paused', executionId: level.executionId, pendingInterrupt: e.pending };
         }
         if (escapes(e)) throw e;
@@ -332,6 +423,7 @@ export class Agent {
         try {
           await level.store.put({
             executionId: level.executionId,
+            prevId: level.prevId,
             nodeId: 'run_end',
             turn: last?.turn ?? 0,
             step: 'run_end',
@@ -340,15 +432,17 @@ export class Agent {
             parentId: last?.id ?? null,
             state,
             nodeOutput: { error },
-          });
+          }, { lease: lease.lease });
+          lease.ended = true;
         } catch {
-          // the store itself failed: no marker, the run stays resumable from its newest row
+          // the store itself failed (or the execution is gone): no marker, the run stays resumable from its newest row
           throw e;
         }
         return { status: 'failed', executionId: level.executionId, error };
       }
       await level.store.put({
         executionId: level.executionId,
+        prevId: level.prevId,
         nodeId: 'run_end',
         turn: done.state.turn,
         step: 'run_end',
@@ -356,14 +450,19 @@ export class Agent {
         agentPath: level.path,
         state: done.state,
         nodeOutput: done.output,
-      });
+      }, { lease: lease.lease });
+      lease.ended = true;
       this.fault('runtime.afterRunEnd');
       return { status: 'completed', executionId: level.executionId, output: done.output };
     });
   }
 
-  private checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status'>): Promise<Checkpoint> {
-    return kept(level.store.put({ ...input, executionId: level.executionId, status: 'completed' }));
+  private async checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status' | 'prevId'>): Promise<Checkpoint> {
+    const row = await kept(
+      level.store.put({ ...input, executionId: level.executionId, prevId: level.prevId, status: 'completed' }, { lease: level.lease.lease }),
+    );
+    level.prevId = row.id;
+    return row;
   }
 
   private async loop(level: Level, start: RunState, first: Entry): Promise<{ output: string; state: RunState }> {
@@ -378,6 +477,7 @@ export class Agent {
           await this.checkpoint(level, { nodeId: `turn:${state.turn}`, turn: state.turn, step: 'llm_call', agentPath: level.path, state });
         }
         this.fault('runtime.beforeModel');
+        level.lease.check();
         // the tool definitions are built on first read: a model that never reads them (scripted) never pays for it
         const agent = this;
         const reply = await this.model.generate({
@@ -421,6 +521,7 @@ export class Agent {
                 nodeInput: call.arguments,
               });
         this.fault('runtime.beforeTool');
+        level.lease.check();
         const content = await this.invoke(level, call, toolState, row, resumes);
         this.fault('runtime.afterTool');
         const result = freeze({ role: 'tool' as const, toolCallId: call.id, name: call.name, content: storableText(content) });
@@ -451,6 +552,7 @@ export class Agent {
       store: level.store,
       agentPath: `${level.path}/tool:${call.name}`,
       tool: scope,
+      lease: level.lease,
     };
     let result: unknown;
     try {
@@ -474,6 +576,7 @@ export class Agent {
       const { checkpoint: _c, pending } = await kept(level.store.recordInterrupt(
         {
           executionId: level.executionId,
+          prevId: level.prevId,
           nodeId: `turn:${toolState.turn}/tool:${call.name}`,
           turn: toolState.turn,
           step: 'hitl_pause',
@@ -486,6 +589,7 @@ export class Agent {
           interruptContext: scope.pause.context,
         },
         { reason: scope.pause.reason, context: scope.pause.context },
+        { lease: level.lease.lease },
       ));
       throw new PauseOutcome(pending);
     }
@@ -500,8 +604,11 @@ export class Agent {
       store: parent.store,
       path: `${parent.path}/agent:${this.name}`,
       afterSeq: parentRow.seq,
+      prevId: parentRow.id,
+      lease: parent.lease,
     };
     const own = await this.latestOwn(level);
+    if (own) level.prevId = own.id;
     const done = own ? await this.reenter(level, own) : await this.loop(level, this.initialState(task), { kind: 'model', write: true });
     return done.output;
   }
@@ -529,14 +636,14 @@ export class Agent {
     throw new CheckpointError(`cannot re-enter at row ${row.id} (${row.step})`);
   }
 
-  private isOwn(level: Level, agentPath: string): boolean {
+  private isOwn(level: Place, agentPath: string): boolean {
     if (agentPath === level.path) return true;
     const prefix = `${level.path}/tool:`;
     return agentPath.startsWith(prefix) && !agentPath.slice(prefix.length).includes('/');
   }
 
   /** Newest row of this level's own path (markers skipped), walking back page by page. */
-  private async latestOwn(level: Level): Promise<Checkpoint | null> {
+  private async latestOwn(level: Place): Promise<Checkpoint | null> {
     let before: number | undefined;
     // the newest row is nearly always the agent's own: read one row first, then pages growing 4× (to 256)
     for (let limit = 1; ; limit = Math.min(256, limit * 4)) {

@@ -25,6 +25,8 @@ export interface RunContext {
   store: Checkpointer;
   agentPath: string;
   tool: ToolScope | null;
+  /** The runner's lease: an idempotent side effect is not started once it is known lost. */
+  lease?: { check(): void };
 }
 
 const storage = new AsyncLocalStorage<RunContext>();

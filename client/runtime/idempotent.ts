@@ -69,7 +69,9 @@ export function idempotent<A extends unknown[], R>(
     try {
       return (await shared(run, call.key, () => once(run, call, what(call.key), () => fn(...args)))) as R;
     } catch (e) {
-      if (run.tool && (hasCode(e, ErrorCode.STORE_FAILED) || hasCode(e, ErrorCode.EFFECT_NOT_RECORDED))) run.tool.escaped ??= e as Error;
+      if (run.tool && (hasCode(e, ErrorCode.STORE_FAILED) || hasCode(e, ErrorCode.EFFECT_NOT_RECORDED) || hasCode(e, ErrorCode.LEASE_LOST))) {
+        run.tool.escaped ??= e as Error;
+      }
       throw e;
     }
   };
@@ -129,6 +131,8 @@ function shared(run: RunContext, key: string, body: () => Promise<unknown>): Pro
 async function once(run: RunContext, call: CallKey, what: string, fn: () => unknown): Promise<Json | null> {
   const hit = await lookup(run, call);
   if (hit.hit) return hit.result;
+  // another runner took this run over: the side effect is theirs to run
+  run.lease?.check();
   const value = jsonForm(await fn(), what);
   try {
     return (await run.store.putIdempotent(run.executionId, call.key, value)).result;

@@ -3,3 +3,4 @@ export { interrupt, Resume } from './interrupt.js';
 export { idempotent, type IdempotentOptions } from './idempotent.js';
 export { tool, type Tool } from './tool.js';
 export { currentRun } from './context.js';
+export { recoverRuns, type RecoverOptions, type RecoveryOutcome, type RecoveryReport } from './recover.js';

@@ -29,8 +29,13 @@ import type {
   ClaimGuard,
   ClaimResult,
   DeleteResult,
+  ExecutionState,
   ExecutionSummary,
   IdempotentLookup,
+  Lease,
+  LeaseInfo,
+  LeaseRequest,
+  WriteOptions,
   ImportResult,
   ListOptions,
   OutboxEntry,
@@ -41,7 +46,8 @@ import type {
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
-import { DuplicateIdError, PauseExistsError } from '../errors.js';
+import { DuplicateIdError, ExecutionGoneError, PauseExistsError, RunInProgress } from '../errors.js';
+import { checkLease, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
   buildRow,
@@ -51,6 +57,7 @@ import {
   checkInput,
   checkJson,
   chainRowFromColumns,
+  executionExists,
   CursorCache,
   idempotencyFromColumns,
   pendingFor,
@@ -63,7 +70,7 @@ import {
   type PendingColumns,
   type RowText,
 } from '../store/rows.js';
-import { summaryFromRow, type ExecRow } from '../store/summary.js';
+import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
@@ -176,6 +183,13 @@ export class SqliteCheckpointer implements Checkpointer {
       ),
       markSynced: db.prepare(`UPDATE outbox SET synced = 1 WHERE id = ? AND synced = 0`),
       markQuarantined: db.prepare(`UPDATE outbox SET synced = 1, sync_error = ? WHERE id = ? AND synced = 0`),
+      getLease: db.prepare(`SELECT * FROM leases WHERE execution_id = ?`),
+      upsertLease: db.prepare(
+        `INSERT INTO leases (execution_id, holder, epoch, expires_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (execution_id) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch, expires_at = excluded.expires_at`,
+      ),
+      renewLease: db.prepare(`UPDATE leases SET expires_at = ? WHERE execution_id = ? AND holder = ? AND epoch = ?`),
+      releaseLease: db.prepare(`UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ? AND holder = ? AND epoch = ?`),
     };
   }
 
@@ -220,6 +234,7 @@ export class SqliteCheckpointer implements Checkpointer {
   /** Write one checkpoint inside the caller's IMMEDIATE transaction. */
   private writeCheckpoint(input: CheckpointInput): RowText {
     const ex = this.st.getExec.get(input.executionId) as { next_seq: number; last_id: string } | undefined;
+    this.checkPrev(input, ex ?? null);
     const seq = ex ? ex.next_seq : 0;
     const prev = ex && seq > 0 ? this.cursorAt(input.executionId, seq - 1, ex.last_id) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
@@ -260,17 +275,87 @@ export class SqliteCheckpointer implements Checkpointer {
     return rt;
   }
 
+  /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows). */
+  private checkPrev(input: CheckpointInput, ex: { next_seq: number; last_id: string } | null): void {
+    if (input.prevId === undefined) return;
+    const has = ex !== null && ex.next_seq > 0;
+    if (input.prevId === null) {
+      if (has) throw executionExists(input.executionId);
+      return;
+    }
+    if (has && ex.last_id === input.prevId) return;
+    const row = this.st.getById.get(input.prevId) as { execution_id: string } | undefined;
+    if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
+  }
+
   private committed(rt: RowText | null): void {
     if (rt) this.cursors.set(rt.row.executionId, rt.cursor);
     if (this.outbox) this.signal.emit();
   }
 
-  async put(input: CheckpointInput): Promise<Checkpoint> {
+  private leaseInfo(executionId: string): LeaseInfo | null {
+    const row = this.st.getLease.get(executionId) as LeaseColumns | undefined;
+    return row ? leaseInfoOf(row, Date.now()) : null;
+  }
+
+  /** Inside the caller's IMMEDIATE transaction: take the lease if free or expired, else RunInProgress. */
+  private takeLease(executionId: string, request: LeaseRequest): Lease {
+    const now = Date.now();
+    const row = this.st.getLease.get(executionId) as LeaseColumns | undefined;
+    if (row && row.holder !== null && Number(row.expires_at) > now) {
+      throw new RunInProgress(executionId, row.holder, isoOf(Number(row.expires_at)));
+    }
+    const epoch = (row ? Number(row.epoch) : 0) + 1;
+    this.st.upsertLease.run(executionId, request.holder, epoch, now + request.ttlMs);
+    return { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch, expiresAt: isoOf(now + request.ttlMs) };
+  }
+
+  /** Inside the caller's IMMEDIATE transaction: the lease is still this one; renew (or release) it, else LeaseLost. */
+  private fence(lease: Lease, release: boolean): Lease {
+    const now = Date.now();
+    const info = release
+      ? this.st.releaseLease.run(lease.executionId, lease.holder, lease.epoch)
+      : this.st.renewLease.run(now + lease.ttlMs, lease.executionId, lease.holder, lease.epoch);
+    if (info.changes !== 1) throw leaseLost(lease, this.leaseInfo(lease.executionId));
+    return { ...lease, expiresAt: isoOf(release ? now : now + lease.ttlMs) };
+  }
+
+  async acquireLease(executionId: string, request: LeaseRequest): Promise<Lease> {
+    this.assertOpen();
+    checkLease(executionId, request);
+    return this.db.transaction(() => this.takeLease(executionId, request)).immediate();
+  }
+
+  async renewLease(lease: Lease): Promise<Lease> {
+    this.assertOpen();
+    checkLease(lease?.executionId, lease);
+    return this.db.transaction(() => this.fence(lease, false)).immediate();
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    this.assertOpen();
+    checkLease(lease?.executionId, lease);
+    this.st.releaseLease.run(lease.executionId, lease.holder, lease.epoch);
+  }
+
+  async getLease(executionId: string): Promise<LeaseInfo | null> {
+    this.assertOpen();
+    return this.leaseInfo(executionId);
+  }
+
+  async put(input: CheckpointInput, options: WriteOptions = {}): Promise<Checkpoint> {
     this.assertOpen();
     checkInput(input);
+    const lease = options.lease;
+    if (lease) checkLease(input.executionId, lease);
     let rt: RowText;
     try {
-      rt = this.db.transaction(() => this.writeCheckpoint(input)).immediate();
+      rt = this.db
+        .transaction(() => {
+          if (lease) this.fence(lease, input.step === 'run_end');
+          return this.writeCheckpoint(input);
+        })
+        .immediate();
     } catch (e) {
       this.cursors.drop(input.executionId);
       throw e;
@@ -283,13 +368,18 @@ export class SqliteCheckpointer implements Checkpointer {
   async recordInterrupt(
     input: CheckpointInput,
     pause: { reason: string; context: Json | null },
+    options: WriteOptions = {},
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
     this.assertOpen();
     checkInput(input);
+    const lease = options.lease;
+    if (lease) checkLease(input.executionId, lease);
     let out: { rt: RowText; pending: PendingInterrupt };
     try {
       out = this.db
         .transaction(() => {
+          // a pause ends this runner's hold: the resumer that claims it takes the lease anew
+          if (lease) this.fence(lease, true);
           const rt = this.writeCheckpoint(input);
           const pending = pendingFor(rt.row, pause.reason, pause.context);
           this.fault('store.recordInterrupt.betweenRows');
@@ -324,16 +414,20 @@ export class SqliteCheckpointer implements Checkpointer {
     return { checkpoint: out.rt.row, pending: out.pending };
   }
 
-  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput }): Promise<ClaimResult | null> {
+  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput; lease?: LeaseRequest | Lease }): Promise<ClaimResult | null> {
     this.assertOpen();
     const { executionId, checkpointId } = pause;
     if (options?.next) checkInput(options.next);
-    let out: { pending: PendingInterrupt; rt: RowText | null } | null;
+    const ask = options?.lease;
+    if (ask) checkLease(executionId, ask);
+    let out: { pending: PendingInterrupt; rt: RowText | null; lease: Lease | null } | null;
     try {
       out = this.db
         .transaction(() => {
           const row = this.st.claimPending.get(executionId, checkpointId) as PendingColumns | undefined;
           if (!row) return null;
+          // the claim and the lease are one decision: refused lease, nothing claimed (the transaction rolls back)
+          const lease = ask ? (isHeld(ask) ? this.fence(ask, false) : this.takeLease(executionId, ask)) : null;
           const pending = pendingFromColumns(row);
           const event: OutboxEvent = {
             kind: 'interrupt_claimed',
@@ -346,7 +440,7 @@ export class SqliteCheckpointer implements Checkpointer {
           const text = JSON.stringify(event);
           this.queue(event.id, 'interrupt_claimed', executionId, text, utf8Bytes(text));
           const rt = options?.next ? this.writeCheckpoint(options.next) : null;
-          return { pending, rt };
+          return { pending, rt, lease };
         })
         .immediate();
     } catch (e) {
@@ -356,7 +450,7 @@ export class SqliteCheckpointer implements Checkpointer {
     if (!out) return null;
     this.committed(out.rt);
     this.fault('store.claim.afterCommit');
-    return { pending: out.pending, checkpoint: out.rt?.row ?? null };
+    return { pending: out.pending, checkpoint: out.rt?.row ?? null, lease: out.lease };
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
@@ -416,16 +510,21 @@ export class SqliteCheckpointer implements Checkpointer {
     return state;
   }
 
-  async listExecutions(options: { afterExecutionId?: string; limit?: number } = {}): Promise<ExecutionSummary[]> {
+  async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: ExecutionState } = {}): Promise<ExecutionSummary[]> {
     this.assertOpen();
     const rows = this.db
       .prepare(
-        `SELECT e.*, p.execution_id IS NOT NULL AS paused FROM executions e
+        `SELECT e.*, p.execution_id IS NOT NULL AS paused,
+                l.holder AS lease_holder, l.epoch AS lease_epoch, l.expires_at AS lease_expires_at
+         FROM executions e
          LEFT JOIN pending_interrupts p ON p.execution_id = e.execution_id
-         WHERE e.execution_id > ? ORDER BY e.execution_id ${options.limit ? 'LIMIT ?' : ''}`,
+         LEFT JOIN leases l ON l.execution_id = e.execution_id
+         WHERE e.execution_id > ? ${options.state ? `AND ${stateCondition(options.state)}` : ''}
+         ORDER BY e.execution_id ${options.limit ? 'LIMIT ?' : ''}`,
       )
       .all(...[options.afterExecutionId ?? '', ...(options.limit ? [options.limit] : [])]) as ExecRow[];
-    return rows.map(summaryFromRow);
+    const now = Date.now();
+    return rows.map((r) => summaryFromRow(r, now));
   }
 
   async getIdempotent(executionId: string, key: string): Promise<IdempotentLookup> {
@@ -476,6 +575,7 @@ export class SqliteCheckpointer implements Checkpointer {
         const pending = this.db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ?`).run(executionId).changes;
         const idempotency = this.db.prepare(`DELETE FROM idempotency WHERE execution_id = ?`).run(executionId).changes;
         const had = this.db.prepare(`DELETE FROM executions WHERE execution_id = ?`).run(executionId).changes;
+        this.db.prepare(`DELETE FROM leases WHERE execution_id = ?`).run(executionId);
         if (had || checkpoints || idempotency) {
           const event: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId, deletedAt: canonicalTime() };
           const t = JSON.stringify(event);
@@ -518,6 +618,7 @@ export class SqliteCheckpointer implements Checkpointer {
             result.checkpoints += this.db.prepare(`DELETE FROM checkpoints WHERE execution_id = ?`).run(b.execution_id).changes;
             result.idempotency += this.db.prepare(`DELETE FROM idempotency WHERE execution_id = ?`).run(b.execution_id).changes;
             this.db.prepare(`DELETE FROM executions WHERE execution_id = ?`).run(b.execution_id);
+            this.db.prepare(`DELETE FROM leases WHERE execution_id = ?`).run(b.execution_id);
             this.cursors.drop(b.execution_id);
             result.executions++;
           }

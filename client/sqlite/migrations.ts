@@ -94,4 +94,15 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   DROP INDEX executions_finished;
   CREATE INDEX executions_finished ON executions (updated_at) WHERE last_step = 'run_end';
   `,
+  /* 3 */ `
+  -- One lease per execution (issue 15): holder NULL once released; epoch grows
+  -- by one at every acquisition and is kept across releases, so a fenced write
+  -- of an older acquisition never matches again. expires_at: ms since the epoch.
+  CREATE TABLE leases (
+    execution_id TEXT PRIMARY KEY,
+    holder TEXT,
+    epoch INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  `,
 ];

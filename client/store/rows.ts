@@ -21,11 +21,13 @@ import {
   type PendingInterrupt,
 } from '../../shared/rows.js';
 import type { CheckpointInput } from '../checkpointer.js';
-import { CorruptRowError, InvalidRowError } from '../errors.js';
+import { CheckpointError, CorruptRowError, InvalidRowError } from '../errors.js';
+import { ErrorCode } from '../../shared/errors.js';
 
 const InputShape = z.object({
   id: Uuidv7.optional(),
   executionId: ExecutionId,
+  prevId: Uuidv7.nullable().optional(),
   nodeId: NodeId,
   turn: z.number().int().nonnegative().max(LIMITS.maxSeq),
   step: Step,
@@ -65,6 +67,14 @@ export function checkInput(input: CheckpointInput): void {
     const p = jsonProblem(v);
     if (p) fail(`invalid checkpoint: ${k}: ${p}`, { path: [k] });
   }
+}
+
+/** A fresh run's first write (`prevId: null`) found the execution already has rows. Nothing was written. */
+export function executionExists(executionId: string): CheckpointError {
+  return new CheckpointError(`execution '${executionId}' already has rows; this write expected a fresh run`, {
+    code: ErrorCode.EXECUTION_EXISTS,
+    details: { executionId },
+  });
 }
 
 export function checkJson(what: string, v: unknown): void {

@@ -4,13 +4,13 @@
  * action: run | resume-approve | resume
  */
 import { killAt } from '../../client/index.js';
-import { Ledger, refundAgent, refundRequest } from './refund.js';
+import { CHILD_LEASE_MS, Ledger, refundAgent, refundRequest } from './refund.js';
 import { openStore } from './store-from-spec.js';
 
 const [spec, ledgerPath, executionId, action, amount, point, hits] = process.argv.slice(2);
 const faults = point ? killAt(point, { hits: Number(hits ?? 1) }) : undefined;
 const store = await openStore(spec, faults);
-const { agent, model } = refundAgent({ store, ledger: new Ledger(ledgerPath), withNotify: action === 'run-notify', faults });
+const { agent, model } = refundAgent({ store, ledger: new Ledger(ledgerPath), withNotify: action === 'run-notify', faults, leaseMs: CHILD_LEASE_MS });
 let result;
 let error: { code?: string; message: string } | undefined;
 try {

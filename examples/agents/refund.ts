@@ -50,6 +50,24 @@ export interface RefundAgentOptions {
   withoutRefundTool?: boolean;
   faults?: FaultHook;
   model?: ScriptedModel;
+  /** The run's lease (ms); processes that are killed on purpose use a short one so a resumer need not wait 30 s. */
+  leaseMs?: number;
+}
+
+/** The lease of the child processes the proofs and crash tests kill: a resumer waits this long at most. */
+export const CHILD_LEASE_MS = 1_000;
+
+/**
+ * Wait until no live runner holds the run (its lease released or expired, by
+ * the store's clock): after a runner was killed, `resume` is refused with
+ * RunInProgress until then.
+ */
+export async function untilLeaseFree(store: Checkpointer, executionId: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await store.getLease(executionId))?.live) {
+    if (Date.now() > deadline) throw new Error(`the lease of ${executionId} was still held after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
 
 /** The user message for a refund: "Refund order 1042 amount 50000". */
@@ -112,7 +130,7 @@ export function refundAgent(o: RefundAgentOptions): { agent: Agent; model: Scrip
   const model = o.model ?? refundModel({ withNotify: o.withNotify });
   const tools = [...(o.withoutRefundTool ? [] : [refund]), notify];
   return {
-    agent: new Agent({ name: 'refund-bot', model, tools, checkpointer: o.store, faults: o.faults }),
+    agent: new Agent({ name: 'refund-bot', model, tools, checkpointer: o.store, faults: o.faults, leaseMs: o.leaseMs }),
     model,
   };
 }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import type { Checkpointer } from '../../client/index.js';
-import { Ledger } from '../agents/refund.js';
+import { Ledger, untilLeaseFree } from '../agents/refund.js';
 import { openStore } from '../agents/store-from-spec.js';
 
 export const backend = process.env.WAYMARK_PROOF_BACKEND === 'postgres' ? 'postgres' : 'sqlite';
@@ -21,6 +21,7 @@ export interface ProofEnv {
   spec: string;
   store: Checkpointer;
   ledger(name: string): Ledger;
+  /** Run the refund agent in a child process; a killed child's lease (1 s) is waited out before this returns. */
   child(args: { executionId: string; action: string; amount?: number; ledger: Ledger; kill?: string; hits?: number }): Promise<ChildOutcome>;
   close(): Promise<void>;
 }
@@ -69,7 +70,10 @@ export async function proofEnv(name: string): Promise<ProofEnv> {
           } catch {
             out = null;
           }
-          resolve({ code, signal, pid: p.pid ?? 0, out, stderr });
+          const outcome = { code, signal, pid: p.pid ?? 0, out, stderr };
+          // a killed runner still holds the run until its lease expires: a resume before that is refused (RunInProgress)
+          if (signal === 'SIGKILL') untilLeaseFree(store, executionId).then(() => resolve(outcome), () => resolve(outcome));
+          else resolve(outcome);
         });
       }),
     async close() {

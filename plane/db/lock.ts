@@ -13,7 +13,9 @@
  * - Taking it: the content is written to a private file first and hard-linked
  *   to `plane.lock` (link fails if the name exists), so a lock is never seen
  *   half-written.
- * - A stale lock (its pid is gone: SIGKILL, power loss) is broken under a
+ * - A stale lock (its process is gone: SIGKILL, power loss; on Linux a pid
+ *   reused by another process, say a restarted container's pid 1, does not
+ *   count as the holder) is broken under a
  *   second link-created file (`plane.lock.break`), re-read, and removed only
  *   if it is still the same stale lock, so two starters cannot both break it
  *   and both win.
@@ -29,6 +31,12 @@ const pause = new Int32Array(new SharedArrayBuffer(4));
 /** What a lock file says about its holder. */
 export interface LockInfo {
   pid: number;
+  /**
+   * Which process that pid was (Linux: boot id and start time from /proc), so
+   * a pid reused after a restart (a container's pid 1) is not taken for the
+   * holder; null where /proc is not available (then the pid alone decides).
+   */
+  proc?: string | null;
   /** The holder's HTTP address when it is a serving plane, else null (a CLI command with the folder open). */
   url: string | null;
   /** What the holder runs (`waymark plane`, `waymark plane keys create` …). */
@@ -55,10 +63,31 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-/** The holder named in a data dir's lock file, or null (no lock, unreadable, or its pid is gone). */
+/** Linux: `<boot id>:<start time>` of a process, which no later process with the same pid shares; else null. */
+export function procIdentity(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // fields after the parenthesised command name start at field 3; starttime is field 22
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return start ? `${boot}:${start}` : null;
+  } catch {
+    return null;
+  }
+}
+
+/** True when the process a lock names still runs: its pid is alive and, where known, is the same process. */
+function holderAlive(info: LockInfo): boolean {
+  if (!pidAlive(info.pid)) return false;
+  if (!info.proc) return true;
+  const now = procIdentity(info.pid);
+  return now === null || now === info.proc;
+}
+
+/** The holder named in a data dir's lock file, or null (no lock, unreadable, or its process is gone). */
 export function lockHolder(dir: string): LockInfo | null {
   const info = readLock(join(resolve(dir), LOCK_FILE));
-  return info && pidAlive(info.pid) ? info : null;
+  return info && holderAlive(info) ? info : null;
 }
 
 function readLock(file: string): LockInfo | null {
@@ -93,11 +122,15 @@ export class DataDirLocked extends WaymarkError {
   }
 }
 
-/** Take the data dir's lock for this process, or throw DataDirLocked naming the live holder. */
-export function lockDataDir(dirIn: string, command: string): DataDirLock {
+/**
+ * Take the data dir's lock for this process, or throw DataDirLocked naming the
+ * live holder. `faults.beforeBreak` (tests) runs between finding a stale lock
+ * and breaking it: the window in which another starter may take it.
+ */
+export function lockDataDir(dirIn: string, command: string, faults: { beforeBreak?: () => void } = {}): DataDirLock {
   const dir = resolve(dirIn);
   const file = join(dir, LOCK_FILE);
-  const info: LockInfo = { pid: process.pid, url: null, command, since: new Date().toISOString() };
+  const info: LockInfo = { pid: process.pid, proc: procIdentity(process.pid), url: null, command, since: new Date().toISOString() };
   const write = (i: LockInfo) => {
     const tmp = join(dir, `${LOCK_FILE}.${process.pid}.${randomBytes(4).toString('hex')}`);
     writeFileSync(tmp, `${JSON.stringify(i)}\n`, { mode: 0o600 });
@@ -114,7 +147,8 @@ export function lockDataDir(dirIn: string, command: string): DataDirLock {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
     const held = readLock(file);
-    if (held && pidAlive(held.pid)) throw new DataDirLocked(dir, held);
+    if (held && holderAlive(held)) throw new DataDirLocked(dir, held);
+    faults.beforeBreak?.();
     breakStale(dir, file, held);
     Atomics.wait(pause, 0, 0, 5); // another starter may be breaking it: let it finish
   }
@@ -164,7 +198,7 @@ function breakStale(dir: string, file: string, seen: LockInfo | null): void {
   }
   try {
     const now = readLock(file);
-    if (now && seen && now.pid === seen.pid && now.since === seen.since && !pidAlive(now.pid)) unlinkSync(file);
+    if (now && seen && now.pid === seen.pid && now.since === seen.since && !holderAlive(now)) unlinkSync(file);
   } finally {
     unlinkSync(breaker);
   }

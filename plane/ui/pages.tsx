@@ -24,6 +24,7 @@ export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; childr
             <a href="/">Runs</a>
             <a href="/quarantine">Quarantine</a>
             <a href="/writers">Writers</a>
+            <a href="/keys">Keys</a>
           </nav>
         )}
         {nav && (

@@ -21,6 +21,7 @@ import { LoginPage, NotFoundPage, QuarantinePage, RunPage, RunsPage, SINCE_WINDO
 import { LOCAL_TIME_JS } from './local-time.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal } from './session.js';
 import { STYLE } from './style.js';
+import { mountKeysPage } from './keys.js';
 
 export interface InspectorOptions {
   /** Skip login and show the first project (only honoured when the plane binds to loopback). */
@@ -43,7 +44,7 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
     },
     referrerPolicy: 'no-referrer',
   });
-  for (const path of ['/', '/login', '/logout', '/runs/*', '/quarantine', '/writers', '/ui/*']) app.use(path, headers);
+  for (const path of ['/', '/login', '/logout', '/runs/*', '/quarantine', '/writers', '/keys', '/keys/*', '/ui/*']) app.use(path, headers);
 
   app.get('/ui/local-time.js', (c) => {
     c.header('content-type', 'text/javascript; charset=utf-8');
@@ -176,4 +177,5 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
   );
 
   app.get('/writers', viewer, async (c) => c.html(<WritersPage items={await listWriters(db, c.get('principal').projectId)} />));
+  mountKeysPage(app, db, viewer);
 }

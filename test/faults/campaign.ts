@@ -1,7 +1,7 @@
 /**
  * The kill campaign. Each trial runs a client workload (pauses, approvals,
  * idempotent charges counted in a ledger file the runs cannot roll back, a
- * fork, a connected drain) in a real process, SIGKILLs the client or the
+ * fork, a run deleted and started again under one id, a connected drain) in a real process, SIGKILLs the client or the
  * plane at a named commit-boundary fault point (or puts a proxy answering
  * request-level 400s in the way), restarts what died, recovers every run,
  * drains to zero, and checks the invariants.
@@ -15,6 +15,7 @@ import { FaultProxy } from '../helpers/fault-proxy.js';
 
 const PLANE = fileURLToPath(new URL('../plane/plane-child.ts', import.meta.url));
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
+const RESUMERS = fileURLToPath(new URL('./resumers-worker.ts', import.meta.url));
 
 /** Client fault points and how many hits a trial may wait for before the kill. */
 export const CLIENT_POINTS: [string, number][] = [
@@ -39,6 +40,14 @@ export const CLIENT_POINTS: [string, number][] = [
  */
 export const PROXY_POINTS: [string, number][] = [['proxy.requestLevel400', 1]];
 const NGINX_400 = '<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body><center>nginx</center></body></html>';
+/**
+ * Concurrent resumers of successive pauses (issue 12 item 1): three processes
+ * on one store (one writer id) and one plane answer a run's two pauses in
+ * turn; two of them are SIGKILLed at this point if they get there; recovery
+ * finishes the run. Each pause must be answered exactly once (a resumer that
+ * read an answered pause must not take the next one) and the charge made once.
+ */
+export const RESUMER_POINTS: [string, number][] = [['store.claim.afterCommit', 2]];
 export const PLANE_POINTS: [string, number][] = [
   ['plane.ingest.afterCommit', 3],
   ['plane.claim.afterCommit', 2],
@@ -114,7 +123,7 @@ export class PlaneProcess {
   }
 }
 
-export type Target = 'client' | 'plane' | 'proxy';
+export type Target = 'client' | 'plane' | 'proxy' | 'resumers';
 
 export interface TrialResult {
   trial: string;
@@ -138,7 +147,8 @@ async function planeRows(url: string, key: string, executionId: string): Promise
   return ids;
 }
 
-export async function runTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; target: Target; point: string; hits: number }): Promise<TrialResult> {
+export async function runTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; target: Target; point: string; hits: number; faultFrom?: 'again' }): Promise<TrialResult> {
+  if (o.target === 'resumers') return runResumersTrial(o);
   const db = `${o.dir}/${o.trial}.db`;
   const ledger = new Ledger(`${o.dir}/${o.trial}.ledger`);
   const violations: string[] = [];
@@ -161,7 +171,7 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
-  const work = await runTs(WORKER, args('work'), o.target === 'client' ? { WAYMARK_FAULT: `${o.point}:${o.hits}` } : {});
+  const work = await runTs(WORKER, args('work'), o.target === 'client' ? { WAYMARK_FAULT: `${o.point}:${o.hits}`, ...(o.faultFrom ? { WAYMARK_FAULT_FROM: o.faultFrom } : {}) } : {});
   if (work.signal === 'SIGKILL') killed = true;
   else if (proxy) {
     // the first resume asks the plane for the claim and is refused: nothing may run without it
@@ -178,7 +188,7 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
 
   const store = new SqliteCheckpointer({ path: db });
   try {
-    const runs = ['small', 'before', 'after', 'fork'].map((s) => `${o.trial}-${s}`);
+    const runs = ['small', 'before', 'after', 'fork', 'again'].map((s) => `${o.trial}-${s}`);
     for (const id of runs) {
       const latest = await store.latest(id);
       if (!(latest?.step === 'run_end' && latest.status === 'completed')) violations.push(`${id} did not complete (latest: ${latest?.nodeId} ${latest?.status})`);
@@ -191,14 +201,23 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
         const a = [...local].sort().join();
         const b = [...remote].sort().join();
         if (a !== b) violations.push(`${id}: plane rows (${remote.length}) != store rows (${local.length})`);
+        const summary = (await (await fetch(`${o.plane.url}/v1/executions/${encodeURIComponent(id)}`, { headers: { authorization: `Bearer ${o.key}` } })).json()) as {
+          execution: { complete: boolean };
+          holes: unknown[];
+        };
+        if (!summary.execution.complete) violations.push(`${id} is incomplete on the plane: ${JSON.stringify(summary.holes)}`);
       }
     }
     const charges = ledger.charges();
-    for (const s of ['small', 'before', 'after']) {
+    // the run deleted and started again under one id: its first order charged once, its second once
+    const orders = ['small', 'before', 'after', 'again1', 'again2'];
+    for (const s of orders) {
       const n = charges.filter((c) => c.order === `${o.trial}-${s}`).length;
       if (n !== 1) violations.push(`${o.trial}-${s} charged ${n} times`);
     }
-    if (charges.length !== 3) violations.push(`${charges.length} charges in total, expected 3`);
+    if (charges.length !== orders.length) violations.push(`${charges.length} charges in total, expected ${orders.length}`);
+    const again = await store.list(`${o.trial}-again`, { limit: 1 });
+    if (!again[0] || !JSON.stringify(await store.readState(again[0])).includes(`${o.trial}-again2`)) violations.push(`${o.trial}-again is not the run started again`);
     const stats = await store.outboxStats();
     if (stats.pendingCount !== 0) violations.push(`${stats.pendingCount} outbox rows never drained`);
     if (stats.quarantinedCount !== 0) violations.push(`${stats.quarantinedCount} rows quarantined: ${stats.lastQuarantineReason}`);
@@ -208,6 +227,65 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
     await store.close();
   }
   return { trial: o.trial, target: o.target, point: o.point, hits: o.hits, killed, violations };
+}
+
+/** Where the plane and the store disagree about an execution's rows, as violations. */
+async function compareWithPlane(store: SqliteCheckpointer, o: { plane: PlaneProcess; key: string }, id: string, violations: string[]): Promise<void> {
+  const local = (await store.list(id)).map((r) => r.id);
+  const remote = await planeRows(o.plane.url, o.key, id);
+  if (!remote) violations.push(`${id} is not on the plane`);
+  else {
+    if (remote.length !== new Set(remote).size) violations.push(`${id}: duplicate rows on the plane`);
+    if ([...local].sort().join() !== [...remote].sort().join()) violations.push(`${id}: plane rows (${remote.length}) != store rows (${local.length})`);
+  }
+}
+
+/** The "concurrent resumers of successive pauses" shape (see RESUMER_POINTS). */
+export async function runResumersTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; point: string; hits: number }): Promise<TrialResult> {
+  const db = `${o.dir}/${o.trial}.db`;
+  const ledger = new Ledger(`${o.dir}/${o.trial}.ledger`);
+  const id = `${o.trial}-resumers`;
+  const violations: string[] = [];
+  const args = (mode: string, tag?: string) => [mode, db, o.plane.url, o.key, id, ledger.path, ...(tag ? [tag] : [])];
+  const start = await runTs(RESUMERS, args('start'));
+  if (start.code !== 0) violations.push(`start failed: ${start.stderr.slice(-400)}`);
+  const fault = { WAYMARK_FAULT: `${o.point}:${o.hits}` };
+  // r1 and r2 carry the fault, r3 does not: whoever dies, someone is left to race for the next pause
+  const resumers = await Promise.all(['r1', 'r2', 'r3'].map((tag) => runTs(RESUMERS, args('resume', tag), tag === 'r3' ? {} : fault)));
+  const killed = resumers.some((r) => r.signal === 'SIGKILL');
+  for (const [i, r] of resumers.entries()) {
+    if (r.signal !== 'SIGKILL' && r.code !== 0) violations.push(`resumer r${i + 1} failed (code ${r.code}): ${r.stderr.slice(-400)}`);
+  }
+  const rec = await runTs(RESUMERS, args('recover'));
+  if (rec.code !== 0) violations.push(`recovery failed: ${rec.stderr.slice(-400)}`);
+  const store = new SqliteCheckpointer({ path: db });
+  try {
+    const rows = await store.list(id);
+    const latest = rows[rows.length - 1];
+    if (!(latest?.step === 'run_end' && latest.status === 'completed')) violations.push(`${id} did not complete (latest: ${latest?.nodeId} ${latest?.status})`);
+    if (await store.getPendingInterrupt(id)) violations.push(`${id} still has a pending pause`);
+    const pauses = rows.filter((r) => r.step === 'hitl_pause');
+    const reasons = pauses.map((p) => p.interruptReason).join(',');
+    if (reasons !== 'manager_approval,finance_approval') violations.push(`${id}: pauses ${reasons}, expected manager_approval then finance_approval`);
+    for (const p of pauses) {
+      // a claim writes the answered row with the pause as parent: two children means the pause was answered twice
+      const answers = rows.filter((r) => r.parentId === p.id);
+      if (answers.length !== 1 || answers[0].step !== 'tool_call') {
+        violations.push(`${id}: pause ${p.interruptReason} (seq ${p.seq}) answered ${answers.length} times`);
+      }
+    }
+    const charges = ledger.charges().filter((c) => c.order === id).length;
+    if (charges !== 1) violations.push(`${id} charged ${charges} times`);
+    await compareWithPlane(store, o, id, violations);
+    const stats = await store.outboxStats();
+    if (stats.pendingCount !== 0) violations.push(`${stats.pendingCount} outbox rows never drained`);
+    if (stats.quarantinedCount !== 0) violations.push(`${stats.quarantinedCount} rows quarantined: ${stats.lastQuarantineReason}`);
+    const integrity = store.integrityCheck();
+    if (integrity !== 'ok') violations.push(`integrity_check: ${integrity}`);
+  } finally {
+    await store.close();
+  }
+  return { trial: o.trial, target: 'resumers', point: o.point, hits: o.hits, killed, violations };
 }
 
 export interface CampaignSummary {
@@ -228,6 +306,7 @@ export async function runCampaign(o: { trials: number; seed: number; dir: string
       ...CLIENT_POINTS.map((p) => ['client', ...p] as const),
       ...PLANE_POINTS.map((p) => ['plane', ...p] as const),
       ...PROXY_POINTS.map((p) => ['proxy', ...p] as const),
+      ...RESUMER_POINTS.map((p) => ['resumers', ...p] as const),
     ];
     for (let i = 0; i < o.trials; i++) {
       // cycle through every point, hit counts drawn from the seed

@@ -6,6 +6,7 @@
  *   kill campaign   WAYMARK_SOAK_TRIALS (default 300) SIGKILLs of client or plane
  *   network faults  WAYMARK_SOAK_NET (default 60) drains through random proxy faults
  *   fuzz            WAYMARK_SOAK_FUZZ (default 4000) runs per fast-check property
+ *   recovery        WAYMARK_SOAK_RECOVERY (default 60) runs SIGKILLed in 4 starters, recovered by pairs of workers
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -18,11 +19,13 @@ import { FaultProxy, type Fault } from '../helpers/fault-proxy.js';
 import { call, startTestPlane } from '../helpers/plane.js';
 import { step } from '../helpers/rows.js';
 import { rng, runCampaign } from './campaign.js';
+import { runRecoverySoak } from './recovery-soak.js';
 
 const seed = Number(process.env.WAYMARK_SOAK_SEED ?? Date.now() % 1_000_000);
 const trials = Number(process.env.WAYMARK_SOAK_TRIALS ?? 300);
 const netTrials = Number(process.env.WAYMARK_SOAK_NET ?? 60);
 const fuzzRuns = Number(process.env.WAYMARK_SOAK_FUZZ ?? 4000);
+const recoveryRuns = Number(process.env.WAYMARK_SOAK_RECOVERY ?? 60);
 const started = Date.now();
 const dir = mkdtempSync(join(tmpdir(), 'waymark-soak-'));
 const violations: string[] = [];
@@ -79,6 +82,10 @@ const fuzz = spawnSync(process.execPath, [join(root, 'node_modules/vitest/vitest
 const fuzzLine = /\[fuzz\] seed \d+: (\d+) bodies, (\d+) rows refused/.exec(fuzz.stdout);
 const idemLine = /\[fuzz-idempotent\] seed \d+: (\{.*\})/.exec(fuzz.stdout);
 if (fuzz.status !== 0) violations.push(`fuzz failed (seed ${seed}): ${fuzz.stdout.split('\n').filter((l) => /×|Counterexample|Error/.test(l)).slice(0, 5).join(' | ')}`);
+
+// 4 · recovery: runs killed mid-flight, two recovery workers at once per round (one often killed too)
+const recovery = await runRecoverySoak({ runs: recoveryRuns, starters: 4, maxRounds: 12, seed, dir });
+for (const v of recovery.violations) violations.push(`recovery: ${v}`);
 rmSync(dir, { recursive: true, force: true });
 
 const row = (a: string, b: string | number) => console.log(`| ${a.padEnd(44)} | ${String(b).padStart(10)} |`);
@@ -92,6 +99,10 @@ row('  rows refused (quarantined with a reason)', fuzzLine?.[2] ?? 'failed');
 row('store inputs fuzzed', fuzzRuns);
 if (!idemLine) row('idempotent calls fuzzed', 'failed');
 for (const [k, n] of Object.entries(idemLine ? (JSON.parse(idemLine[1]) as Record<string, number>) : {})) row(`idempotent calls fuzzed: ${k}`, n);
+row('recovery: runs', recovery.runs);
+row('  rounds of two recovery workers', recovery.rounds);
+row('  processes SIGKILLed', recovery.kills);
+row('  runs recovered / held elsewhere', `${recovery.recovered} / ${recovery.heldElsewhere}`);
 row('invariant violations', violations.length);
 console.log(`\nseed ${seed} · ${new Date().toISOString()} · ${Math.round((Date.now() - started) / 1000)} s`);
 for (const v of violations) console.log(`VIOLATION ${v}`);

@@ -8,6 +8,7 @@ import { appendFileSync } from 'node:fs';
 import { z } from 'zod';
 import { Agent, idempotent, ScriptedModel, tool } from '../../client/index.js';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
+import { CHILD_LEASE_MS, untilLeaseFree } from '../../examples/agents/refund.js';
 
 export const TURNS = 150;
 const [url, ledger, mode] = process.argv.slice(2);
@@ -18,9 +19,11 @@ const charge = idempotent(async function charge(i: number) {
 });
 const t = tool({ name: 'step', description: '', parameters: z.object({ i: z.number() }), execute: async ({ i }) => charge(i) });
 const model = new ScriptedModel(({ turn }) => (turn < TURNS ? { toolCalls: [{ name: 'step', arguments: { i: turn } }] } : { content: 'done' }));
-const agent = new Agent({ name: 'long', model, tools: [t], checkpointer: store, maxTurns: TURNS + 5 });
+const agent = new Agent({ name: 'long', model, tools: [t], checkpointer: store, maxTurns: TURNS + 5, leaseMs: CHILD_LEASE_MS });
 let outcome: string;
 try {
+  // a process that died under the storm holds the run until its lease (1 s) expires
+  if (mode === 'resume') await untilLeaseFree(store, 'under-fire');
   const r = mode === 'run' ? await agent.run('go', { executionId: 'under-fire' }) : await agent.resume('under-fire');
   outcome = r.status;
 } catch (e) {

@@ -134,7 +134,7 @@ describe('tenancy and auth across every endpoint and page', () => {
   });
 
   it('every UI page redirects to login without a session, and a session of another project sees none of this one', async () => {
-    const pages = ['/', '/runs/victim-run', '/quarantine', '/writers', `/?q=victim`];
+    const pages = ['/', '/runs/victim-run', '/quarantine', '/writers', `/?q=victim`, '/keys'];
     for (const p of pages) {
       const res = await fetch(`${plane.url}${p}`, { redirect: 'manual' });
       expect(res.status, p).toBe(303);

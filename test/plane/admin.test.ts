@@ -54,6 +54,14 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
     expect((await call(`${plane.url}/v1/admin/projects`, { key: operator })).body.items.map((p: { name: string }) => p.name)).toEqual(['acme', 'local', 'ops']);
   });
 
+  it('the admin endpoints are in the OpenAPI document, with bearer security', async () => {
+    const doc = (await call(`${plane.url}/openapi.json`)).body as { paths: Record<string, Record<string, { security?: unknown[] }>> };
+    const ops = Object.entries(doc.paths).flatMap(([p, o]) => Object.entries(o).map(([m, op]) => [`${m.toUpperCase()} ${p}`, op] as const));
+    const admin = ops.filter(([name]) => name.includes('/v1/admin/'));
+    expect(admin.map(([name]) => name).sort()).toEqual(['GET /v1/admin/keys', 'GET /v1/admin/projects', 'POST /v1/admin/keys', 'POST /v1/admin/keys/{id}/revoke', 'POST /v1/admin/projects']);
+    for (const [, op] of admin) expect(op.security).toEqual([{ bearer: [] }]);
+  });
+
   it('a bad request names every problem and changes nothing', async () => {
     const r = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 7, scopes: ['root'] } });
     expect(r.status).toBe(400);

@@ -116,6 +116,21 @@ describe.skipIf(!pg)('keys and revocation on postgres', () => {
     await again.stop();
   });
 
+  it('two planes starting at once on an empty Postgres both serve; exactly one made the bootstrap key', async () => {
+    const fresh = await createTestDatabase('waymark_keys_twin');
+    try {
+      const dirs = [tmp.file('twin-a'), tmp.file('twin-b')];
+      const planes = await Promise.all(dirs.map((d) => startPlaneProcess(['--database-url', fresh.url, '--data-dir', d])));
+      running.push(...planes);
+      expect(dirs.filter((d) => existsSync(join(d, 'admin-key')))).toHaveLength(1);
+      const key = readFileSync(join(dirs.find((d) => existsSync(join(d, 'admin-key')))!, 'admin-key'), 'utf8').trim();
+      for (const p of planes) expect((await call(`${p.url}/v1/admin/keys`, { key })).body.items).toHaveLength(1);
+      await Promise.all(planes.map((p) => p.stop()));
+    } finally {
+      await fresh.drop();
+    }
+  });
+
   it('revocation defect: a key revoked through one plane is refused by both plane processes on one Postgres within 1 s', async () => {
     const dirA = tmp.file('pg-a');
     const a = await startPlaneProcess(['--database-url', db.url, '--data-dir', dirA]);

@@ -3,6 +3,9 @@
  * argv: a Postgres URL, or `pglite:<dir>`. Mints keys over IPC (PGlite is
  * single-process: nothing else may open its folder while it runs).
  */
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import { killAt } from '../../client/faults.js';
 import { createKey, type Scope } from '../../plane/auth.js';
@@ -10,7 +13,9 @@ import { loadConfig } from '../../plane/config.js';
 import { startPlane } from '../../plane/server.js';
 
 const target = process.argv[2];
-const where = target.startsWith('pglite:') ? { dataDir: target.slice('pglite:'.length) } : { databaseUrl: target, dataDir: '.waymark-test' };
+// on Postgres the data dir holds only the admin-key file: keep it out of the working tree
+const scratch = join(tmpdir(), `waymark-plane-child-${process.pid}`);
+const where = target.startsWith('pglite:') ? { dataDir: target.slice('pglite:'.length) } : { databaseUrl: target, dataDir: scratch };
 // WAYMARK_PLANE_FAULT=point:hits SIGKILLs this plane at a named fault point; WAYMARK_PLANE_PORT keeps its port across restarts
 const fault = process.env.WAYMARK_PLANE_FAULT;
 const hook = fault ? killAt(fault.split(':')[0], { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
@@ -24,6 +29,7 @@ process.on('message', async (m: { type: string; project?: string; scopes?: Scope
     process.send?.({ type: 'key', key: k.key });
   } else if (m.type === 'exit') {
     await plane.close();
+    rmSync(scratch, { recursive: true, force: true });
     process.exit(0);
   }
 });

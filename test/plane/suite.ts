@@ -283,6 +283,12 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       forged.row.nodeId = 'forged';
       expect((await ingest([forged])).body.results[0]).toMatchObject({ code: 'conflict' });
       expect((await get('/v1/executions/hole-2')).body.execution.holeCount).toBe(2);
+      // every row refused: no summary to show, but restore still says why rather than 404
+      const [only] = await eventsOf(async (s) => void (await s.put(step('hole-3', 0))));
+      (only as Extract<OutboxEvent, { kind: 'checkpoint' }>).row.nodeOutput = 'x'.repeat(LIMITS.rowBytes);
+      expect((await ingest([only])).body.results[0]).toMatchObject({ code: 'too_large' });
+      expect((await get('/v1/executions/hole-3')).status).toBe(404);
+      expect((await get('/v1/executions/hole-3/restore')).body.error).toMatchObject({ code: 'RUN_INCOMPLETE', details: { missingSeqs: [0] } });
 
       // the inspector shows it, plain HTTP with a real session: never a 500
       const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: readKey, next: '/' }) });
@@ -310,6 +316,26 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/executions/hole-1')).body).toMatchObject({ execution: { complete: true, holeCount: 0 }, holes: [] });
       expect((await get('/v1/executions/hole-1/restore')).status).toBe(200);
       expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes').incompleteRuns).toEqual([]);
+    });
+
+    it('restore pages defect: pages are bounded by the seq the first page fixed, whatever is ingested meanwhile; the pause comes with that bound', async () => {
+      let first: OutboxEvent[] = [];
+      const later = await eventsOf(async (s) => {
+        for (let i = 0; i < 3; i++) await s.put(step('snap-1', i));
+        const { checkpoint } = await s.recordInterrupt(pause('snap-1', 3), { reason: 'approval', context: { n: 1 } });
+        first = await takeEvents(s);
+        await s.claimInterrupt({ executionId: 'snap-1', checkpointId: checkpoint.id }, { next: step('snap-1', 4) });
+        await s.put(step('snap-1', 5));
+      });
+      expect((await ingest(first)).body.rejected).toBe(0);
+      const p1 = await get('/v1/executions/snap-1/restore?limit=2');
+      expect(p1.body).toMatchObject({ upTo: 3, totalRows: 4, pending: { context: { n: 1 } } });
+      expect((await ingest(later)).body.rejected).toBe(0);
+      const p2 = await get(`/v1/executions/snap-1/restore?limit=2&cursor=${p1.body.nextCursor}`);
+      expect(p2.body).toMatchObject({ upTo: 3, totalRows: 4, nextCursor: null, pending: null, idempotency: [] });
+      expect([...p1.body.rows, ...p2.body.rows].map((r: { seq: number }) => r.seq)).toEqual([0, 1, 2, 3]);
+      expect((await get('/v1/executions/snap-1/restore')).body).toMatchObject({ upTo: 5, totalRows: 6, pending: null });
+      expect((await get('/v1/executions/snap-1/restore?cursor=garbage')).status).toBe(400);
     });
 
     it('one writer wins a claim; another gets 409 naming the winner; an offline claim is flagged as a conflict', async () => {

@@ -1,10 +1,12 @@
 /** Client → plane → another client, through the real drain and a real plane (PGlite) over HTTP. */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { main } from '../../client/cli/main.js';
 import { connectPlane, restoreFromPlane, type Replica } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
-import { pause, step } from '../helpers/rows.js';
+import { eventsOf, pause, step } from '../helpers/rows.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-restore-');
@@ -63,8 +65,104 @@ describe('restore from the plane', () => {
     expect((await get(`/v1/executions/${exec}`)).body.execution).toMatchObject({ status: 'paused', rowCount: 3 });
 
     const restored = await restoreFromPlane(other, exec, { url: plane.url, apiKey: key });
-    expect(restored).toMatchObject({ inserted: 3, diverged: [], pendingImported: true, totalRows: 3 });
+    expect(restored).toMatchObject({ inserted: 3, diverged: [], withheld: 0, pendingImported: true, totalRows: 3 });
     expect((await other.getPendingInterrupt(exec))?.context).toEqual({ run: 'new' });
     expect(await other.readState((await other.latest(exec))!)).toEqual(await store.readState((await store.latest(exec))!));
+  });
+
+  // growing messages: each row is a snapshot delta on the row before it
+  const grown = (id: string, i: number) => step(id, i, { state: { messages: Array.from({ length: i + 1 }, (_, k) => ({ role: 'user', content: `m${k}` })) } });
+  const errorOf = async (p: Promise<unknown>) => p.then(() => null, (e: unknown) => e as { code: string; message: string; details: Record<string, unknown> });
+
+  it('restore pages defect: the source moves on between pages; the restore is the snapshot the first page fixed (no pause row without its pending row)', async () => {
+    const exec = `moving-${n}`;
+    const r = connect();
+    for (let i = 0; i < 6; i++) await store.put(grown(exec, i));
+    await r.flush({ timeoutMs: 20_000 });
+    let pages = 0;
+    const restored = await restoreFromPlane(other, exec, {
+      url: plane.url,
+      apiKey: key,
+      pageSize: 2,
+      onProgress: async () => {
+        if (++pages !== 1) return;
+        // between page 1 and page 2 the source goes on to a pause, and the plane has it all
+        await store.put(grown(exec, 6));
+        await store.put(grown(exec, 7));
+        await store.recordInterrupt(pause(exec, 8), { reason: 'approval', context: { at: 8 } });
+        expect(await r.flush({ timeoutMs: 20_000 })).toMatchObject({ pendingRows: 0 });
+        expect((await get(`/v1/executions/${exec}`)).body.execution).toMatchObject({ status: 'paused', lastSeq: 8 });
+      },
+    });
+    expect(pages).toBe(3);
+    expect(restored).toMatchObject({ inserted: 6, diverged: [], withheld: 0, pendingImported: false, totalRows: 6 });
+    expect((await other.list(exec)).map((x) => x.seq)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(await other.getPendingInterrupt(exec)).toBeNull();
+    expect(await other.readState((await other.latest(exec))!)).toEqual(await store.readState((await store.list(exec))[5]));
+    // a catch-up restore brings the rest, the pause with its row
+    const again = await restoreFromPlane(other, exec, { url: plane.url, apiKey: key, pageSize: 2 });
+    expect(again).toMatchObject({ inserted: 3, skipped: 6, pendingImported: true, totalRows: 9 });
+    expect((await other.getPendingInterrupt(exec))?.checkpointId).toBe((await other.latest(exec))!.id);
+  });
+
+  it('broken chain defect: a run with a refused row is refused by restore with the missing seqs and why; nothing is imported; the writing machine is told', async () => {
+    const exec = `holed-${n}`;
+    // another writer's row already holds seq 2 on the plane (an offline double resume), so ours is refused there
+    const theirs = await eventsOf(async (s) => {
+      for (let i = 0; i < 3; i++) await s.put(step(exec, i, { nodeOutput: 'theirs' }));
+    }, 'laptop-z');
+    const seeded = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'laptop-z', rows: theirs } });
+    expect(seeded.body.accepted).toBe(3);
+    for (let i = 0; i < 5; i++) await store.put(grown(exec, i));
+    const r = connect();
+    expect(await r.flush({ timeoutMs: 20_000 })).toMatchObject({ pendingRows: 0, quarantinedCount: 3 });
+    expect((await get(`/v1/executions/${exec}`)).body.execution).toMatchObject({ complete: false, holeCount: 3 });
+
+    const e = await errorOf(restoreFromPlane(other, exec, { url: plane.url, apiKey: key, pageSize: 2 }));
+    expect(e).toMatchObject({ code: 'RUN_INCOMPLETE', details: { executionId: exec, missingSeqs: [0, 1, 2] } });
+    expect(e!.message).toContain('seq 0 (seq_conflict: execution');
+    expect(await other.list(exec)).toEqual([]);
+    expect(await other.listExecutions()).toEqual([]);
+    // `waymark restore` says the same, and writes nothing
+    const cliErr = await errorOf(main(['restore', exec, '--db', tmp.file(`c${n}.db`), '--plane', plane.url, '--key', key], () => {}));
+    expect(cliErr).toMatchObject({ code: 'RUN_INCOMPLETE', details: { missingSeqs: [0, 1, 2] } });
+
+    // the writing machine: `waymark sync status` names the run whose copy on the plane is incomplete
+    await r.stop();
+    replica = null;
+    const lines: string[] = [];
+    expect(await main(['sync', 'status', '--db', tmp.file(`a${n}.db`)], (l) => lines.push(l))).toBe(0);
+    expect(lines.join('\n')).toMatch(new RegExp(`plane copy:\\s+INCOMPLETE for 1 run\\(s\\): ${exec} \\(3 rows refused\\)`));
+    const w = (await get('/v1/writers')).body.items.find((x: { writerId: string }) => x.writerId === store.writerId);
+    expect(w.incompleteRuns).toEqual([exec]);
+  });
+
+  it('restore verifies before it reports success: a row missing from what the plane serves, or a chain that does not decode, is RESTORE_UNVERIFIED and nothing is imported', async () => {
+    const r = connect();
+    const [gap, bent, paused] = [`gap-${n}`, `bent-${n}`, `stale-${n}`];
+    for (const exec of [gap, bent, paused]) for (let i = 0; i < 5; i++) await store.put(grown(exec, i));
+    await store.recordInterrupt(pause(paused, 5), { reason: 'approval', context: null });
+    await store.put(grown(paused + '-x', 0));
+    expect(await r.flush({ timeoutMs: 20_000 })).toMatchObject({ pendingRows: 0, quarantinedCount: 0 });
+    // damage the plane's copy behind its back (a restored backup, a bad migration): it still believes the runs whole
+    const db = plane.database.db;
+    await db.execute(sql`DELETE FROM checkpoints WHERE execution_id = ${gap} AND seq = 3`);
+    const rows = await store.list(bent);
+    const delta = rows.find((x) => x.seq >= 2 && x.state.kind === 'delta')!;
+    expect(delta).toBeDefined();
+    await db.execute(sql`UPDATE checkpoints SET row = jsonb_set(row, '{state,prev}', to_jsonb(${rows[0].id}::text)) WHERE execution_id = ${bent} AND seq = ${delta.seq}`);
+    const stray = (await store.latest(paused + '-x'))!.id;
+    await db.execute(sql`UPDATE pending_interrupts SET row = jsonb_set(row, '{checkpointId}', to_jsonb(${stray}::text)) WHERE execution_id = ${paused}`);
+
+    const g = await errorOf(restoreFromPlane(other, gap, { url: plane.url, apiKey: key, pageSize: 2 }));
+    expect(g).toMatchObject({ code: 'RESTORE_UNVERIFIED', details: { missingSeqs: [3], upTo: 4 } });
+    expect(g!.message).toContain('seq 3 missing');
+    const b = await errorOf(restoreFromPlane(other, bent, { url: plane.url, apiKey: key }));
+    expect(b).toMatchObject({ code: 'RESTORE_UNVERIFIED', details: { missingSeqs: [] } });
+    expect(b!.message).toContain('the snapshot chain does not decode');
+    const p = await errorOf(restoreFromPlane(other, paused, { url: plane.url, apiKey: key }));
+    expect(p).toMatchObject({ code: 'RESTORE_UNVERIFIED' });
+    expect(p!.message).toContain(`the pause is for row ${stray}, not the newest row (seq 5`);
+    expect(await other.listExecutions()).toEqual([]);
   });
 });

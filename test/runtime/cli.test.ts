@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Agent, ScriptedModel } from '../../client/index.js';
+import { Agent, ScriptedModel, type CheckpointInput } from '../../client/index.js';
 import { main } from '../../client/cli/main.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
@@ -44,6 +44,34 @@ describe('waymark CLI on a SQLite store', () => {
     expect((await cli(['inspect', '--db', db, 'nope'])).code).toBe(1);
     expect((await cli(['runs'])).code).toBe(2);
     await expect(cli(['runs', '--db', tmp.file('missing.db')])).rejects.toThrow(/no store/);
+  });
+
+  it('runs --state running marks each run without a marker: held by a live runner, STALE once its lease expired, or free', async () => {
+    const db = tmp.file('leases.db');
+    const store = new SqliteCheckpointer({ path: db });
+    const row = (executionId: string): CheckpointInput => ({
+      executionId, nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:x', state: { messages: [] },
+    });
+    const live = await store.acquireLease('a-live', { holder: 'w1#p1', ttlMs: 600_000 });
+    await store.put(row('a-live'), { lease: live });
+    const dead = await store.acquireLease('b-dead', { holder: 'w2#p2', ttlMs: 50 });
+    await store.put(row('b-dead'), { lease: dead });
+    await store.put(row('c-never'));
+    await store.put({ ...row('d-done'), nodeId: 'run_end', step: 'run_end' });
+    while ((await store.getLease('b-dead'))?.live) await new Promise((r) => setTimeout(r, 20));
+    await store.close();
+    const runs = await cli(['runs', '--db', db, '--state', 'running']);
+    expect(runs.code).toBe(0);
+    expect(runs.text).toMatch(/a-live\s.*held by w1#p1 until/);
+    expect(runs.text).toMatch(/b-dead\s.*STALE: w2#p2 expired .*\(recoverable\)/);
+    expect(runs.text).toMatch(/c-never\s.*free \(recoverable\)/);
+    expect(runs.text).not.toMatch(/d-done/);
+    const json = JSON.parse((await cli(['runs', '--db', db, '--state', 'running', '--json'])).text);
+    expect(json.map((r: { executionId: string; lease: { live: boolean } | null }) => [r.executionId, r.lease?.live ?? null])).toEqual([
+      ['a-live', true],
+      ['b-dead', false],
+      ['c-never', null],
+    ]);
   });
 
   it('runs filters by state, time and count; inspect says why a run failed and what each pause was answered with; --json for scripts', async () => {

@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import type { Checkpointer } from '../../client/index.js';
-import { Ledger, refundAgent } from '../../examples/agents/refund.js';
+import { Ledger, refundAgent, untilLeaseFree } from '../../examples/agents/refund.js';
 import { runTs } from '../helpers/child.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -53,6 +53,7 @@ export function runCrashSuite(options: CrashSuiteOptions): void {
       const a = await child(id, 'run', 20, 'runtime.beforeTool');
       expect(a.signal).toBe('SIGKILL');
       expect(await rows(id)).toEqual(['turn:0 llm_call completed', 'turn:0/tool:refund tool_call completed']);
+      await untilLeaseFree(store, id);
       const { agent, model } = refundAgent({ store, ledger });
       const r = await agent.resume(id);
       expect(r.status).toBe('completed');
@@ -67,6 +68,7 @@ export function runCrashSuite(options: CrashSuiteOptions): void {
       expect(a.signal).toBe('SIGKILL');
       expect(await rows(id)).toEqual(['turn:0 llm_call completed', 'turn:0/tool:refund tool_call completed', 'turn:1 llm_call completed']);
       expect(ledger.charges().length).toBe(1);
+      await untilLeaseFree(store, id);
       const { agent, model } = refundAgent({ store, ledger });
       const r = await agent.resume(id);
       expect(r.status).toBe('completed');
@@ -78,6 +80,7 @@ export function runCrashSuite(options: CrashSuiteOptions): void {
       const id = `ctp-${n}`;
       const a = await child(id, 'run', 50000, 'runtime.beforeTool');
       expect(a.signal).toBe('SIGKILL');
+      await untilLeaseFree(store, id);
       const { agent } = refundAgent({ store, ledger });
       const p = await agent.resume(id);
       expect(p).toMatchObject({ status: 'paused', pendingInterrupt: { nodeId: 'turn:0/tool:refund', reason: 'manager_approval' } });
@@ -93,6 +96,7 @@ export function runCrashSuite(options: CrashSuiteOptions): void {
       const b = await child(id, 'resume-approve', 0, 'store.claim.afterCommit');
       expect(b.signal).toBe('SIGKILL');
       expect(await store.getPendingInterrupt(id)).toBeNull();
+      await untilLeaseFree(store, id);
       const { agent } = refundAgent({ store, ledger });
       const r = await agent.resume(id);
       expect(r.status).toBe('completed');
@@ -104,6 +108,7 @@ export function runCrashSuite(options: CrashSuiteOptions): void {
       const a = await child(id, 'run', 20, 'store.idempotency.afterCommit');
       expect(a.signal).toBe('SIGKILL');
       expect(ledger.charges().length).toBe(1);
+      await untilLeaseFree(store, id);
       const r = await refundAgent({ store, ledger }).agent.resume(id);
       expect(r.status).toBe('completed');
       expect(ledger.charges().length).toBe(1);

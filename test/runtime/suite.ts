@@ -567,5 +567,77 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(ledger.charges().length).toBe(1);
       expect((await store.list(id)).at(-1)).toMatchObject({ step: 'run_end', agentPath: 'supervisor:desk' });
     });
+    it('resume of a run a live runner holds is refused with RunInProgress (holder, expiry) and writes nothing; once it finished, AlreadyResumed', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let entered!: () => void;
+      const inTool = new Promise<void>((r) => (entered = r));
+      const slow = tool({
+        name: 'slow',
+        description: 'waits',
+        parameters: z.object({}),
+        execute: async () => {
+          entered();
+          await gate;
+          return 'ok';
+        },
+      });
+      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'slow', arguments: {} }] } : { content: 'done' }));
+      const make = () => new Agent({ name: 'held', model, tools: [slow], checkpointer: store });
+      const id = `held-${n}`;
+      const running = make().run('go', { executionId: id });
+      await inTool;
+      const rows = (await store.list(id)).length;
+      const err = await make().resume(id).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'RUN_IN_PROGRESS', details: { executionId: id, holder: expect.stringContaining(store.writerId) } });
+      expect(Date.parse((err as { details: { expiresAt: string } }).details.expiresAt)).toBeGreaterThan(Date.now());
+      expect((await store.list(id)).length).toBe(rows);
+      await expect(make().run('go', { executionId: id })).rejects.toMatchObject({ code: 'EXECUTION_EXISTS' });
+      release();
+      expect((await running).status).toBe('completed');
+      expect(await store.getLease(id)).toMatchObject({ holder: null, live: false });
+      await expect(make().resume(id)).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+      expect((await store.list(id)).filter((r) => r.step === 'run_end')).toHaveLength(1);
+    });
+
+    it('a run that stops without a marker (a store failure escapes) gives its lease back: resume need not wait for expiry', async () => {
+      const boom = tool({
+        name: 'boom',
+        description: 'a side effect whose result cannot be recorded',
+        parameters: z.object({}),
+        execute: async () => idempotent(async function unrecordable() {
+          return { n: BigInt(1) } as unknown as string;
+        })(),
+      });
+      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'boom', arguments: {} }] } : { content: 'done' }));
+      const agent = new Agent({ name: 'escapes', model, tools: [boom], checkpointer: store });
+      const id = `escape-${n}`;
+      await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'EFFECT_NOT_RECORDED' });
+      expect(await store.getLease(id)).toMatchObject({ holder: null, live: false });
+      expect((await store.listExecutions({ state: 'running' })).map((e) => e.executionId)).toContain(id);
+    });
+    it('a long tool keeps its lease: the unref\'d timer renews it while the tool runs, with no write in between', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const long = tool({ name: 'long', description: 'waits', parameters: z.object({}), execute: async () => (await gate, 'ok') });
+      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'long', arguments: {} }] } : { content: 'done' }));
+      const agent = new Agent({ name: 'long', model, tools: [long], checkpointer: store, leaseMs: 300 });
+      const id = `renew-${n}`;
+      const running = agent.run('go', { executionId: id });
+      // no write happens while the tool waits: every later expiry is the timer's renewal
+      const seen = new Set<string>();
+      const deadline = Date.now() + 60_000;
+      while (seen.size < 4) {
+        if (Date.now() > deadline) throw new Error(`the lease was renewed ${seen.size - 1} times in 60 s`);
+        const l = await store.getLease(id);
+        if (l?.holder && l.expiresAt && (await store.list(id)).some((r) => r.step === 'tool_call')) seen.add(l.expiresAt);
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      const info = await store.getLease(id);
+      expect(info).toMatchObject({ epoch: 1, holder: expect.stringContaining(store.writerId) });
+      release();
+      expect((await running).status).toBe('completed');
+      expect(await store.getLease(id)).toMatchObject({ holder: null, epoch: 1 });
+    });
   });
 }

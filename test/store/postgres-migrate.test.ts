@@ -43,6 +43,11 @@ describe.skipIf(!ready)('postgres schema migration 1 → 2', () => {
     expect(next.seq).toBe(1);
     expect(await store.readState(first)).toEqual(state);
     expect((await store.readState(next)).messages).toHaveLength(2);
+    // a run of the old version, never leased, is free: a runner takes its lease and writes on, fenced
+    expect((await store.listExecutions({ state: 'running' }))[0].lease).toBeNull();
+    const lease = await store.acquireLease('e', { holder: 'upgraded', ttlMs: 60_000 });
+    const third = await store.put({ executionId: 'e', nodeId: 'turn:2', turn: 2, step: 'llm_call', status: 'completed', agentPath: 'agent:m', state }, { lease });
+    expect([lease.epoch, third.seq]).toEqual([1, 2]);
     await store.close();
   });
 });

@@ -254,4 +254,31 @@ describe('waymark restore on a diverged store', () => {
       await B2.close();
     }
   });
+
+  it('prints a STALE PAUSE line when a second restore replaces a pause answered elsewhere', async () => {
+    const id = 'cli-stale-pause';
+    const dbA = tmp.file('cli-stale-a.db');
+    const dbB = tmp.file('cli-stale-b.db');
+    const A = new SqliteCheckpointer({ path: dbA });
+    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), { reason: 'deploy to prod?', context: null });
+    await A.close();
+    expect((await cli(['sync', 'now', '--db', dbA, '--plane', plane.url, '--key', key])).code).toBe(0);
+    expect((await cli(['restore', id, '--db', dbB, '--plane', plane.url, '--key', key])).text).toMatch(/pause restored/);
+    const A2 = new SqliteCheckpointer({ path: dbA });
+    await A2.claimInterrupt(p1, { next: answer(id, true, [user, a1]) });
+    const { pending: p2 } = await A2.recordInterrupt(pauseAt(id, 1, [user, a1]), { reason: 'drop the production database?', context: null });
+    await A2.close();
+    expect((await cli(['sync', 'now', '--db', dbA, '--plane', plane.url, '--key', key])).code).toBe(0);
+    const r = await cli(['restore', id, '--db', dbB, '--plane', plane.url, '--key', key]);
+    expect(r.code, r.text).toBe(0);
+    expect(r.text).toMatch(/restored cli-stale-pause: 2 rows written, 1 already here; pause restored/);
+    expect(r.text).toMatch(new RegExp(`^STALE PAUSE removed: ${id} paused at checkpoint ${p1.checkpointId}, which is no longer its newest row$`, 'm'));
+    expect(r.text).not.toMatch(/DIVERGED/);
+    const B = new SqliteCheckpointer({ path: dbB });
+    try {
+      expect(await B.getPendingInterrupt(id)).toEqual(p2);
+    } finally {
+      await B.close();
+    }
+  });
 });

@@ -59,6 +59,12 @@ describe('sqlite schema migration 1 → 2', () => {
     expect(next.seq).toBe(4);
     const pending = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
     expect(pending.map((e) => e.id)).toEqual([...before.pending, next.id]);
+    // a run of the old version, never leased, is free: a runner takes its lease and writes on, fenced
+    expect((await store.listExecutions({ state: 'running' })).find((e) => e.executionId === 'a')?.lease).toBeNull();
+    const lease = await store.acquireLease('a', { holder: 'upgraded', ttlMs: 60_000 });
+    expect(lease.epoch).toBe(1);
+    const leased = await store.put({ executionId: 'a', nodeId: 'turn:5', turn: 5, step: 'llm_call', status: 'completed', agentPath: 'agent:m', state: { messages: [] } }, { lease });
+    expect(leased.seq).toBe(5);
     // deleting an execution drops its unsent events of every kind, through the new indexes
     await store.deleteExecution('a');
     expect((await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => `${e.kind}:${e.executionId}`)).toEqual(['checkpoint:b', 'execution_deleted:a']);

@@ -9,6 +9,7 @@ import { uuidv7 } from '../../shared/ids.js';
 import type { State } from '../../shared/codec.js';
 import { hasCode } from '../../shared/errors.js';
 import { eventBytes, LIMITS } from '../../shared/limits.js';
+import { runLeaseSuite } from './lease-suite.js';
 
 export interface StoreHarness {
   store: Checkpointer;
@@ -28,7 +29,7 @@ export interface StoreSuiteOptions {
 let n = 0;
 const exec = () => `exec-${Date.now().toString(36)}-${++n}`;
 
-function input(executionId: string, over: Partial<CheckpointInput> = {}): CheckpointInput {
+export function input(executionId: string, over: Partial<CheckpointInput> = {}): CheckpointInput {
   return {
     executionId,
     nodeId: 'turn:0',
@@ -41,13 +42,13 @@ function input(executionId: string, over: Partial<CheckpointInput> = {}): Checkp
   };
 }
 
-const marker = (executionId: string, status: 'completed' | 'failed', createdAt?: string) =>
+export const marker = (executionId: string, status: 'completed' | 'failed', createdAt?: string) =>
   input(executionId, { nodeId: 'run_end', step: 'run_end', status, createdAt });
 
-const pauseRow = (executionId: string) =>
+export const pauseRow = (executionId: string) =>
   input(executionId, { nodeId: 'turn:0/tool:refund', step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:test/tool:refund' });
 
-async function expectCode(p: Promise<unknown>, code: string): Promise<void> {
+export async function expectCode(p: Promise<unknown>, code: string): Promise<void> {
   let err: unknown;
   try {
     await p;
@@ -429,6 +430,58 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect((await store.put(input(a))).seq).toBe(0);
     });
 
+    test('a write into a deleted execution defect: a put naming a row that another handle deleted is refused with EXECUTION_GONE, never started again at seq 0', async () => {
+      const a = exec();
+      const r0 = await store.put(input(a, { prevId: null }));
+      const r1 = await store.put(input(a, { prevId: r0.id, turn: 1 }));
+      const other = await h.reopen();
+      try {
+        await other.deleteExecution(a);
+      } finally {
+        await other.close();
+      }
+      const outbox = (await store.outboxStats()).pendingCount;
+      // the writer's cached cursor still names r1: the write must not follow it into an empty execution
+      await expectCode(store.put(input(a, { prevId: r1.id, turn: 2 })), 'EXECUTION_GONE');
+      await expectCode(store.recordInterrupt({ ...pauseRow(a), prevId: r1.id }, { reason: 'r', context: null }), 'EXECUTION_GONE');
+      expect(await store.list(a)).toEqual([]);
+      expect(await store.getPendingInterrupt(a)).toBeNull();
+      expect((await store.listExecutions()).map((e) => e.executionId)).not.toContain(a);
+      expect((await store.outboxStats()).pendingCount).toBe(outbox);
+      // a fresh run under the same id is still allowed, and says so
+      expect((await store.put(input(a, { prevId: null }))).seq).toBe(0);
+    });
+
+    test('a write into a pruned execution defect: a put naming the pruned run-end marker is refused with EXECUTION_GONE', async () => {
+      const a = exec();
+      const r0 = await store.put(input(a));
+      const end = await store.put({ ...marker(a, 'failed', '2020-01-01T00:00:00.000Z'), prevId: r0.id });
+      expect((await store.prune({ olderThan: new Date('2021-01-01T00:00:00.000Z'), includeUnsynced: true })).executions).toBe(1);
+      await expectCode(store.put(input(a, { prevId: end.id, turn: 1 })), 'EXECUTION_GONE');
+      expect(await store.list(a)).toEqual([]);
+    });
+
+    test('prevId: null refuses an execution that has rows (EXECUTION_EXISTS); an older row that still exists, on any handle, is accepted; another execution\'s row is gone', async () => {
+      const a = exec();
+      const r0 = await store.put(input(a));
+      const r1 = await store.put(input(a, { turn: 1 }));
+      await expectCode(store.put(input(a, { prevId: null })), 'EXECUTION_EXISTS');
+      expect((await store.list(a)).length).toBe(2);
+      // a supervisor names its own tool row while a worker wrote after it: still there, so accepted
+      expect((await store.put(input(a, { prevId: r0.id, turn: 2 }))).seq).toBe(2);
+      const other = await h.reopen();
+      try {
+        expect((await other.put(input(a, { prevId: r1.id, turn: 3 }))).seq).toBe(3);
+        expect((await store.put(input(a, { prevId: r1.id, turn: 4 }))).seq).toBe(4);
+        const b = exec();
+        const b0 = await other.put(input(b));
+        await expectCode(store.put(input(a, { prevId: b0.id, turn: 5 })), 'EXECUTION_GONE');
+        expect((await store.list(a)).length).toBe(5);
+      } finally {
+        await other.close();
+      }
+    });
+
     test('every change queues one outbox event, in order, until synced or quarantined', async () => {
       const a = exec();
       const c0 = await store.put(input(a));
@@ -603,4 +656,5 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(page.map((e) => e.executionId)).toEqual([ids.completed]);
     });
   });
+  runLeaseSuite(options);
 }

@@ -1,0 +1,72 @@
+/**
+ * A runner's hold on one execution: the lease it acquired, renewed on an
+ * unref'd timer while a model call or tool runs (each fenced write renews it
+ * too), and given up when the run stops without a marker or pause (which
+ * release it in their own transaction).
+ */
+import { uuidv7 } from '../../shared/ids.js';
+import { hasCode, ErrorCode } from '../../shared/errors.js';
+import type { Checkpointer, Lease } from '../checkpointer.js';
+
+/** This process's instance id: a lease holder is `<store writer id>#<instance>/<n>`. */
+export const PROCESS_INSTANCE = uuidv7();
+
+export const DEFAULT_LEASE_MS = 30_000;
+
+let acquisitions = 0;
+
+/** Unique per acquisition (`/<n>`), so a store can tell its own landed acquisition from another runner's. */
+export function holderOf(store: Checkpointer): string {
+  return `${store.writerId}#${PROCESS_INSTANCE}/${++acquisitions}`;
+}
+
+export class RunLease {
+  /** Set once the store refused a renewal: every later step stops with it. */
+  private lost: Error | null = null;
+  /** True once a run-end marker or a pause released the lease in its own transaction. */
+  ended = false;
+  private timer: NodeJS.Timeout | null = null;
+  private renewing: Promise<void> | null = null;
+
+  constructor(
+    private readonly store: Checkpointer,
+    readonly lease: Lease,
+  ) {}
+
+  /** Renew every third of the ttl, so one late renewal still leaves the lease live. */
+  start(): void {
+    const every = Math.max(5, Math.floor(this.lease.ttlMs / 3));
+    this.timer = setInterval(() => {
+      if (this.renewing || this.lost || this.ended) return;
+      this.renewing = this.store
+        .renewLease(this.lease)
+        .then(
+          () => undefined,
+          (e: unknown) => {
+            // a store hiccup is not a loss: the next fenced write decides
+            if (hasCode(e, ErrorCode.LEASE_LOST)) this.lost = e as Error;
+          },
+        )
+        .finally(() => {
+          this.renewing = null;
+        });
+    }, every);
+    this.timer.unref();
+  }
+
+  /** Throws `LeaseLost` once a renewal found the lease taken by another runner. */
+  check(): void {
+    if (this.lost) throw this.lost;
+  }
+
+  /** Stop renewing; give the lease up unless a marker or pause already did, or it was lost. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.renewing;
+    if (!this.ended && !this.lost) {
+      this.ended = true;
+      await this.store.releaseLease(this.lease).catch(() => undefined);
+    }
+  }
+}

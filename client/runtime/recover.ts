@@ -1,0 +1,158 @@
+/**
+ * Recovery: bring back the runs a dead process left behind.
+ *
+ * One pass lists every execution that is neither finished nor paused (state
+ * `running`), keeps those whose newest row belongs to one of the given agents
+ * and whose lease is free or expired, and resumes each (at most `concurrency`
+ * at once). `resume` takes the lease first, so two recovery workers over the
+ * same store never run one execution twice: the loser is told RunInProgress
+ * (or LeaseLost) and reports the run as held elsewhere.
+ *
+ * With `watch: true` passes repeat every `intervalMs` until `signal` aborts;
+ * an abort starts no new resume, and the runs already resuming finish their
+ * current step boundary-to-marker as usual (a run is never cut mid-step).
+ */
+import { ErrorCode, hasCode } from '../../shared/errors.js';
+import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
+import type { Agent, RunResult } from './agent.js';
+
+export interface RecoverOptions {
+  /** The agents whose runs to recover; a run is matched by the agent path of its newest row. */
+  agents: Agent[];
+  store: Checkpointer;
+  /** Runs resumed at once. Default 4. */
+  concurrency?: number;
+  /** Stops a watch (and a pass, between runs). */
+  signal?: AbortSignal;
+  /** Repeat the pass every `intervalMs` until `signal` aborts. Default false. */
+  watch?: boolean;
+  /** Between watch passes. Default 5 000 ms. */
+  intervalMs?: number;
+  /** Called with each pass's report (in watch mode, the way to see progress). */
+  onPass?: (report: RecoveryReport) => void;
+}
+
+export type RecoveryOutcome =
+  | { executionId: string; agent: string; outcome: 'recovered'; status: RunResult['status']; result: RunResult }
+  | {
+      executionId: string;
+      agent: string;
+      outcome: 'held';
+      /** Why it was left alone: another runner's live lease, or it finished or paused meanwhile. */
+      reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere';
+      holder: string | null;
+      expiresAt: string | null;
+    }
+  | { executionId: string; agent: string; outcome: 'failed'; error: { code: string; message: string } };
+
+export interface RecoveryReport {
+  /** Per run, in the order they were considered (the last pass only, in watch mode). */
+  runs: RecoveryOutcome[];
+  /** Totals (over every pass, in watch mode). */
+  recovered: number;
+  held: number;
+  failed: number;
+  passes: number;
+}
+
+const DEFAULT_CONCURRENCY = 4;
+const DEFAULT_INTERVAL_MS = 5_000;
+const PAGE = 500;
+
+/** Find the runs of `agents` that a dead process left running, and resume each once. */
+export async function recoverRuns(options: RecoverOptions): Promise<RecoveryReport> {
+  const byPath = new Map<string, Agent>();
+  for (const a of options.agents) {
+    if (byPath.has(a.path)) throw new Error(`recoverRuns: two agents with the path ${a.path}`);
+    byPath.set(a.path, a);
+  }
+  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`recoverRuns: concurrency must be a positive integer (got ${concurrency})`);
+  const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
+  await options.store.setup();
+  const total: RecoveryReport = { runs: [], recovered: 0, held: 0, failed: 0, passes: 0 };
+  for (;;) {
+    const runs = await pass(options.store, byPath, concurrency, options.signal);
+    total.runs = runs;
+    total.passes++;
+    for (const r of runs) total[r.outcome]++;
+    options.onPass?.({ runs, ...count(runs), passes: 1 });
+    if (!options.watch || options.signal?.aborted) return total;
+    await sleep(interval, options.signal);
+    if (options.signal?.aborted) return total;
+  }
+}
+
+function count(runs: RecoveryOutcome[]) {
+  return {
+    recovered: runs.filter((r) => r.outcome === 'recovered').length,
+    held: runs.filter((r) => r.outcome === 'held').length,
+    failed: runs.filter((r) => r.outcome === 'failed').length,
+  };
+}
+
+async function pass(store: Checkpointer, agents: Map<string, Agent>, concurrency: number, signal?: AbortSignal): Promise<RecoveryOutcome[]> {
+  const found: ExecutionSummary[] = [];
+  for (let after: string | undefined; ; ) {
+    const page = await store.listExecutions({ state: 'running', afterExecutionId: after, limit: PAGE });
+    found.push(...page);
+    if (page.length < PAGE) break;
+    after = page[page.length - 1].executionId;
+  }
+  const out: (RecoveryOutcome | null)[] = new Array(found.length).fill(null);
+  let next = 0;
+  const worker = async () => {
+    while (next < found.length && !signal?.aborted) {
+      const i = next++;
+      out[i] = await one(store, agents, found[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, found.length) }, worker));
+  return out.filter((r): r is RecoveryOutcome => r !== null);
+}
+
+async function one(store: Checkpointer, agents: Map<string, Agent>, e: ExecutionSummary): Promise<RecoveryOutcome | null> {
+  const id = e.executionId;
+  let agentPath = '';
+  try {
+    const latest = await store.latest(id);
+    if (!latest) return null;
+    agentPath = latest.agentPath.split('/')[0];
+    const agent = agents.get(agentPath);
+    if (!agent) return null;
+    if (e.lease?.live) {
+      return { executionId: id, agent: agentPath, outcome: 'held', reason: 'lease live', holder: e.lease.holder, expiresAt: e.lease.expiresAt };
+    }
+    const result = await agent.resume(id);
+    return { executionId: id, agent: agentPath, outcome: 'recovered', status: result.status, result };
+  } catch (err) {
+    const details = ((err as { details?: Record<string, unknown> }).details ?? {}) as { holder?: string; expiresAt?: string };
+    const held = (reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere'): RecoveryOutcome => ({
+      executionId: id,
+      agent: agentPath,
+      outcome: 'held',
+      reason,
+      holder: details.holder ?? null,
+      expiresAt: details.expiresAt ?? null,
+    });
+    if (hasCode(err, ErrorCode.RUN_IN_PROGRESS)) return held('lease live');
+    if (hasCode(err, ErrorCode.LEASE_LOST)) return held('lease lost');
+    if (hasCode(err, ErrorCode.ALREADY_RESUMED)) return held('finished elsewhere');
+    if (hasCode(err, ErrorCode.RESUME_REQUIRED)) return held('paused elsewhere');
+    const error = { code: (err as { code?: string }).code ?? 'RECOVERY_FAILED', message: (err as Error)?.message ?? String(err) };
+    return { executionId: id, agent: agentPath, outcome: 'failed', error };
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

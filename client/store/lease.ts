@@ -1,0 +1,53 @@
+/** Lease helpers both adapters share: input checks and the row ↔ contract mapping. */
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import type { Lease, LeaseInfo, LeaseRequest } from '../checkpointer.js';
+import { LeaseLost } from '../errors.js';
+
+/** A lease request or held lease that cannot be stored; nothing was written. Names every problem. */
+export function checkLease(executionId: string, lease: LeaseRequest | Lease): void {
+  const problems: string[] = [];
+  if (typeof lease?.holder !== 'string' || lease.holder.length === 0 || lease.holder.length > 512) {
+    problems.push('holder must be 1..512 characters');
+  }
+  if (typeof lease?.ttlMs !== 'number' || !Number.isInteger(lease.ttlMs) || lease.ttlMs < 1 || lease.ttlMs > 2 ** 31) {
+    problems.push(`ttlMs must be an integer from 1 to 2^31 (got ${String(lease?.ttlMs)})`);
+  }
+  if (lease && 'epoch' in lease) {
+    if (!Number.isInteger(lease.epoch) || lease.epoch < 1) problems.push(`epoch must be a positive integer (got ${String(lease.epoch)})`);
+    if (lease.executionId !== executionId) problems.push(`the lease is for execution '${lease.executionId}', not '${executionId}'`);
+  }
+  if (typeof executionId !== 'string' || executionId.length === 0) problems.push('executionId must be a non-empty string');
+  if (problems.length) {
+    throw new WaymarkError(ErrorCode.INVALID_LEASE, `invalid lease: ${problems.join('; ')}`, { details: { problems } });
+  }
+}
+
+export const isHeld = (lease: LeaseRequest | Lease | undefined): lease is Lease => !!lease && 'epoch' in lease;
+
+export const isoOf = (ms: number) => new Date(ms).toISOString();
+
+export interface LeaseColumns {
+  execution_id: string;
+  holder: string | null;
+  epoch: number | string;
+  expires_at: number | string;
+}
+
+export function leaseInfoOf(r: LeaseColumns, nowMs: number): LeaseInfo {
+  const expires = Number(r.expires_at);
+  return {
+    executionId: r.execution_id,
+    holder: r.holder,
+    epoch: Number(r.epoch),
+    expiresAt: r.holder === null ? null : isoOf(expires),
+    live: r.holder !== null && expires > nowMs,
+  };
+}
+
+export function leaseLost(lease: Lease, current: LeaseInfo | null): LeaseLost {
+  return new LeaseLost(lease.executionId, {
+    epoch: lease.epoch,
+    holder: lease.holder,
+    current: current ? { holder: current.holder, epoch: current.epoch, expiresAt: current.expiresAt } : null,
+  });
+}

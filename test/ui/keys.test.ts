@@ -1,0 +1,124 @@
+/// <reference lib="dom" />
+/**
+ * The inspector's Keys page: in headless chromium for an admin session
+ * (list, create with the secret shown once, revoke), and over plain HTTP for
+ * CSRF and tenancy (a read session and another project's admin session).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { pollUntil } from '../helpers/plane-process.js';
+import { launchChromium as launch, SHOTS } from '../helpers/browser.js';
+
+async function session(url: string, key: string): Promise<string> {
+  const r = await fetch(`${url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key, next: '/' }) });
+  expect(r.status).toBe(303);
+  return r.headers.get('set-cookie')!.split(';')[0];
+}
+const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+
+describe('the Keys page', () => {
+  let plane: TestPlane;
+  let browser: Browser;
+  let page: Page;
+  const keys: Record<string, string> = {};
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    plane = await startTestPlane('pglite');
+    keys.admin = await plane.key('acme', ['admin']);
+    keys.read = await plane.key('acme', ['read']);
+    keys.rivalAdmin = await plane.key('rival', ['admin']);
+    keys.rival = await plane.key('rival', ['read']);
+    browser = await launch();
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 860 } })).newPage();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await plane?.close();
+  });
+
+  it('an admin session lists the project keys, creates one (the secret shown once) and revokes it', async () => {
+    await page.goto(`${plane.url}/login?next=/keys`);
+    await page.fill('input[name=key]', keys.admin);
+    await page.click('button[type=submit]');
+    await page.waitForURL(`${plane.url}/keys`);
+    const listed = await page.$$eval('tr[data-key]', (rows) => rows.map((r) => r.getAttribute('data-key')));
+    expect(listed.sort()).toEqual([keys.admin, keys.read].map((k) => k.slice(3, 19)).sort());
+
+    await page.fill('input[name=name]', 'laptop');
+    await page.check('input[name=scopes][value=ingest]');
+    await page.check('input[name=scopes][value=read]');
+    await page.click('form[action="/keys"] button[type=submit]');
+    const secret = (await page.textContent('[data-testid=secret]'))!.trim();
+    expect(secret).toMatch(/^wm_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
+    await page.screenshot({ path: join(SHOTS, 'keys-created.png'), fullPage: true });
+    expect((await call(`${plane.url}/v1/executions`, { key: secret })).status).toBe(200);
+
+    // shown once: the list page never carries it again
+    await page.goto(`${plane.url}/keys`);
+    expect(await page.content()).not.toContain(secret.slice(20));
+    const id = secret.slice(3, 19);
+    await page.click(`button[aria-label="Revoke ${id}"]`);
+    await page.waitForURL(`${plane.url}/keys`);
+    expect(await page.textContent(`tr[data-key="${id}"]`)).toMatch(/revoked/);
+    expect(await pollUntil(async () => (await call(`${plane.url}/v1/executions`, { key: secret })).status === 401, 1000)).toBeLessThan(1000);
+  });
+
+  it('a form post without the CSRF token, or from another origin, is refused and changes nothing', async () => {
+    const cookie = await session(plane.url, keys.admin);
+    const html = await (await fetch(`${plane.url}/keys`, { headers: { cookie } })).text();
+    const csrf = csrfIn(html);
+    expect(csrf).not.toBe('');
+    const target = `${plane.url}/keys/${keys.read.slice(3, 19)}/revoke`;
+    for (const [body, headers] of [
+      [new URLSearchParams({}), {}],
+      [new URLSearchParams({ csrf: 'forged' }), {}],
+      [new URLSearchParams({ csrf }), { origin: 'http://evil.example' }],
+    ] as const) {
+      const r = await fetch(target, { method: 'POST', redirect: 'manual', headers: { cookie, ...headers }, body });
+      expect(r.status).toBe(403);
+    }
+    const create = await fetch(`${plane.url}/keys`, { method: 'POST', redirect: 'manual', headers: { cookie }, body: new URLSearchParams({ name: 'x', scopes: 'read' }) });
+    expect(create.status).toBe(403);
+    expect((await call(`${plane.url}/v1/executions`, { key: keys.read })).status).toBe(200);
+    // another session's token is not this session's
+    const other = await session(plane.url, keys.admin);
+    const r = await fetch(target, { method: 'POST', redirect: 'manual', headers: { cookie: other }, body: new URLSearchParams({ csrf }) });
+    expect(r.status).toBe(403);
+    expect((await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body.items).toHaveLength(3);
+  });
+
+  it("a read session gets no Keys page; another project's admin session sees none of this project's keys and cannot revoke them", async () => {
+    const reader = await session(plane.url, keys.read);
+    expect((await fetch(`${plane.url}/keys`, { headers: { cookie: reader } })).status).toBe(403);
+    const rival = await session(plane.url, keys.rivalAdmin);
+    const html = await (await fetch(`${plane.url}/keys`, { headers: { cookie: rival } })).text();
+    for (const k of [keys.admin, keys.read]) expect(html).not.toContain(k.slice(3, 19));
+    expect(html).toContain(keys.rival.slice(3, 19));
+    expect(html).not.toContain('acme');
+    const r = await fetch(`${plane.url}/keys/${keys.read.slice(3, 19)}/revoke`, { method: 'POST', redirect: 'manual', headers: { cookie: rival }, body: new URLSearchParams({ csrf: csrfIn(html) }) });
+    expect(r.status).toBe(404);
+    const made = await fetch(`${plane.url}/keys`, { method: 'POST', redirect: 'manual', headers: { cookie: rival }, body: new URLSearchParams({ csrf: csrfIn(html), project: 'acme', name: 'x', scopes: 'read' }) });
+    expect(made.status).toBe(400);
+    expect(await made.text()).toMatch(/UNKNOWN_PROJECT/);
+    expect((await call(`${plane.url}/v1/executions`, { key: keys.read })).status).toBe(200);
+    expect((await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body.items.filter((k: { revokedAt: string | null }) => !k.revokedAt)).toHaveLength(2);
+  });
+
+  it('an operator session (the bootstrap key) sees every project and makes a key in another project from the page', async () => {
+    const operator = await plane.key('ops', ['admin', 'operator']);
+    const cookie = await session(plane.url, operator);
+    const html = await (await fetch(`${plane.url}/keys`, { headers: { cookie } })).text();
+    for (const k of [keys.admin, keys.rival]) expect(html).toContain(k.slice(3, 19));
+    expect(html).toMatch(/<option value="rival">rival<\/option>/);
+    const body = new URLSearchParams({ csrf: csrfIn(html), project: 'rival', name: 'from operator', scopes: 'read' });
+    const made = await fetch(`${plane.url}/keys`, { method: 'POST', redirect: 'manual', headers: { cookie }, body });
+    expect(made.status).toBe(201);
+    const secret = /data-testid="secret">([^<]+)</.exec(await made.text())![1].trim();
+    const mine = await call(`${plane.url}/v1/admin/keys`, { key: keys.rivalAdmin });
+    expect(mine.body.items.find((k: { id: string }) => k.id === secret.slice(3, 19))).toMatchObject({ project: 'rival', name: 'from operator', scopes: ['read'] });
+  });
+});
