@@ -77,6 +77,21 @@ describe('a LangGraph graph on WaymarkSaver, handed from machine A to machine B 
     expect(after.body.items.map((r: { id: string }) => r.id)).toEqual(rowsB.map((r) => r.id));
     expect(rowsB.length).toBeGreaterThan(rowsA.length);
     expect(rowsB.slice(0, rowsA.length).map((r) => r.id)).toEqual(rowsA.map((r) => r.id));
+
+    // the inspector shows the thread as a run, its rows as graph steps
+    const login = await fetch(`${plane.url}/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ key, next: '/' }),
+      headers: { origin: plane.url },
+      redirect: 'manual',
+    });
+    expect(login.status).toBe(303);
+    const cookie = login.headers.get('set-cookie')!.split(';')[0];
+    const page = await fetch(`${plane.url}/runs/${encodeURIComponent(thread)}`, { headers: { cookie } });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain(thread);
+    expect(html.match(/graph_step/g)?.length ?? 0).toBeGreaterThanOrEqual(rowsB.length);
   });
 
   it('a thread paused inside a subgraph: restoreThread brings the root and the subgraph namespace to B, which resumes inside the subgraph without re-running it', async () => {
