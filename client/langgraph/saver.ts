@@ -216,7 +216,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       if (!(e instanceof DuplicateIdError)) throw e;
       // rows are immutable: putting the same checkpoint again is accepted only when it is the same checkpoint
       const existing = await this.store.getById(id);
-      const same = existing && JSON.stringify(await this.store.readState(existing)) === JSON.stringify(state);
+      const same = existing && existing.executionId === executionId && stableStringify(await this.store.readState(existing)) === stableStringify(state);
       if (!same) throw invalid('cannot put a LangGraph checkpoint', [`checkpoint ${checkpoint.id} is already stored with other values; waymark rows are never rewritten`]);
     }
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
