@@ -21,10 +21,8 @@ import {
   BaseCheckpointSaver,
   TASKS,
   WRITES_IDX_MAP,
-  compareWritesSortKeys,
   getCheckpointId,
   maxChannelVersion,
-  writesSortKey,
   type ChannelVersions,
   type Checkpoint as GraphCheckpoint,
   type CheckpointListOptions,
@@ -364,7 +362,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       byCheckpoint.set(r.checkpoint_id, list);
     }
     for (const list of byCheckpoint.values()) {
-      list.sort((a, b) => compareWritesSortKeys(writesSortKey(a.task_path, a.task_id, a.idx), writesSortKey(b.task_path, b.task_id, b.idx)));
+      list.sort(compareWrites);
     }
     return byCheckpoint;
   }
@@ -416,4 +414,14 @@ export class WaymarkSaver extends BaseCheckpointSaver {
 
 function writeKey(checkpointId: string, taskId: string, gen: number): string {
   return `${WRITE_KEY_PREFIX}${JSON.stringify([checkpointId, taskId, gen])}`;
+}
+
+/**
+ * The order LangGraph applies one superstep's writes in: (task path, task id,
+ * index), strings by Unicode code point (UTF-8 byte order is code point
+ * order), writes without a path first. Written here rather than imported so the
+ * saver runs on every @langchain/langgraph-checkpoint its peer range allows.
+ */
+function compareWrites(a: WriteRecord, b: WriteRecord): number {
+  return Buffer.compare(Buffer.from(a.task_path), Buffer.from(b.task_path)) || Buffer.compare(Buffer.from(a.task_id), Buffer.from(b.task_id)) || a.idx - b.idx;
 }

@@ -4,7 +4,7 @@
  * linearly. Each case runs on a real SQLite file and on real Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyCheckpoint, uuid6, RESUME, type Checkpoint as GraphCheckpoint } from '@langchain/langgraph-checkpoint';
+import { compareWritesSortKeys, emptyCheckpoint, uuid6, writesSortKey, RESUME, type Checkpoint as GraphCheckpoint } from '@langchain/langgraph-checkpoint';
 import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
@@ -169,6 +169,30 @@ for (const backend of backends) {
           ['task-1', RESUME, byGen(5)[0].value.j],
           ['task-1', 'a', byGen(0)[1].value.j],
         ]);
+      } finally {
+        await saver.store.close();
+      }
+    });
+
+    it('pending writes come back in LangGraph\'s own writesSortKey order (task path, task id, index; code points, not UTF-16 units)', async () => {
+      const saver = await open();
+      try {
+        const cfg = await saver.put({ configurable: { thread_id: 'order' } }, checkpoint({ a: 1 }), meta, { a: 1 });
+        const calls: [string, string | undefined][] = [
+          ['t-b', '~__pregel_pull, b'],
+          ['t-a', '~__pregel_pull, b'],
+          ['t-\u{1F600}', '~__pregel_pull, a'],
+          ['t-\uFFFF', '~__pregel_pull, a'],
+          ['t-input', undefined],
+          ['t-z', '~__pregel_pull, a'],
+        ];
+        for (const [task, path] of calls) await saver.putWrites(cfg, [['a', `${task} 0`], ['b', `${task} 1`]], task, path);
+        const expected = calls
+          .flatMap(([task, path]) => [0, 1].map((idx) => ({ task, path: path ?? '', idx })))
+          .sort((x, y) => compareWritesSortKeys(writesSortKey(x.path, x.task, x.idx), writesSortKey(y.path, y.task, y.idx)))
+          .map((w) => `${w.task} ${w.idx}`);
+        const t = await saver.getTuple(cfg);
+        expect(t?.pendingWrites?.map((w) => w[2])).toEqual(expected);
       } finally {
         await saver.store.close();
       }
