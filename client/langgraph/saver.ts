@@ -4,7 +4,7 @@
  * `Checkpointer` contract. Every checkpoint is one waymark row (and its outbox
  * event), every pending write one idempotency entry (and its event), so a
  * graph's thread reaches the plane, shows in the inspector and restores on
- * another machine with `restoreFromPlane(store, threadId)`.
+ * another machine with `restoreThread(store, threadId, …)` (client/langgraph/restore.ts).
  *
  * Guarantees
  * - `put` is one store transaction: the checkpoint row and its outbox event,
