@@ -198,6 +198,37 @@ for (const backend of backends) {
       }
     });
 
+    it('getTuple on a long thread reads only the checkpoint\'s own writes (point lookups), never the whole thread\'s', async () => {
+      const inner = backend.make();
+      const calls: string[] = [];
+      // the real store, with its calls counted
+      const counted = new Proxy(inner, {
+        get(target, prop, receiver) {
+          const v = Reflect.get(target, prop, receiver);
+          if (typeof v !== 'function') return v;
+          return (...args: unknown[]) => {
+            calls.push(String(prop));
+            return (v as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const saver = new WaymarkSaver(counted);
+      await saver.setup();
+      try {
+        const app = loopGraph(saver, 40);
+        const config = { configurable: { thread_id: 'many-writes' }, recursionLimit: 1000 };
+        await app.invoke({ messages: [new HumanMessage('count to 40')] }, config);
+        expect((await inner.listIdempotent('many-writes')).length).toBeGreaterThan(80);
+        calls.length = 0;
+        const t = await saver.getTuple({ configurable: { thread_id: 'many-writes' } });
+        expect(t).toBeDefined();
+        expect(calls).not.toContain('listIdempotent');
+        expect(calls.filter((c) => c === 'getIdempotent').length).toBeLessThanOrEqual(3);
+      } finally {
+        await inner.close();
+      }
+    });
+
     it('values waymark cannot keep as JSON (bytes, U+0000, deep nesting) round-trip through the serializer bytes', async () => {
       const saver = await open();
       try {
