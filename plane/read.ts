@@ -1,10 +1,10 @@
 /** Read side of the plane: listings, rows, restore, quarantine, writers, claims. Every query is project-scoped. */
-import { and, asc, desc, eq, gt, gte, isNull, lt, lte, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claimConflicts, claims, executions, holes, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
-import { refreshExecutions } from './ingest.js';
+import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
+import { holeIsGap, refreshExecutions } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 export function decodeCursor<T>(c: string | undefined, check: (v: unknown) => v is T): T | undefined {
@@ -67,8 +67,9 @@ export async function listExecutions(db: PlaneDb, projectId: string, f: Executio
   const page = rows.slice(0, f.limit);
   const last = page[page.length - 1];
   const errors = await endErrors(db, projectId, page);
+  const conflicted = await conflictCounts(db, projectId, page.map((e) => e.executionId));
   return {
-    items: page.map((e) => ({ ...executionView(e), error: errors.get(e.executionId) ?? null })),
+    items: page.map((e) => ({ ...executionView(e), error: errors.get(e.executionId) ?? null, claimConflicts: conflicted.get(e.executionId) ?? 0 })),
     nextCursor: rows.length > f.limit && last ? encodeCursor([last.updatedAt.toISOString(), last.executionId]) : null,
   };
 }
@@ -94,7 +95,19 @@ export async function getExecution(db: PlaneDb, projectId: string, executionId: 
     .select()
     .from(executions)
     .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
-  return e ? { ...executionView(e), error: (await endErrors(db, projectId, [e])).get(executionId) ?? null } : null;
+  if (!e) return null;
+  return { ...executionView(e), error: (await endErrors(db, projectId, [e])).get(executionId) ?? null, claimConflicts: (await conflictCounts(db, projectId, [executionId])).get(executionId) ?? 0 };
+}
+
+/** How many claim conflicts each of these runs has (a marker in the run list). */
+async function conflictCounts(db: PlaneDb, projectId: string, executionIds: string[]): Promise<Map<string, number>> {
+  if (!executionIds.length) return new Map();
+  const rows = await db
+    .select({ executionId: claimConflicts.executionId, n: sql<number>`count(*)::int` })
+    .from(claimConflicts)
+    .where(and(eq(claimConflicts.projectId, projectId), inArray(claimConflicts.executionId, executionIds)))
+    .groupBy(claimConflicts.executionId);
+  return new Map(rows.map((r) => [r.executionId, Number(r.n)]));
 }
 
 /** Why each failed run of `page` failed: the error its run-end marker carries (`nodeOutput.error`). */
@@ -118,12 +131,15 @@ export interface RunError {
   message: string;
 }
 
-/** The holes of one execution by seq (every one: an execution has at most one per refused row). */
+/**
+ * The holes of one execution by seq (an execution has at most one per refused
+ * row), leaving out the refused rows of another branch (see `holeIsGap`).
+ */
 export async function listHoles(db: PlaneDb, projectId: string, executionId: string) {
   const rows = await db
     .select()
     .from(holes)
-    .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId)))
+    .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId), holeIsGap))
     .orderBy(asc(holes.seq));
   return rows.map((h) => ({ seq: h.seq, code: h.code, reason: h.reason, writerId: h.writerId, rowId: h.rowId, at: h.at.toISOString() }));
 }
@@ -237,6 +253,7 @@ export async function listClaimConflicts(db: PlaneDb, projectId: string, executi
     .from(claimConflicts)
     .where(and(eq(claimConflicts.projectId, projectId), executionId ? eq(claimConflicts.executionId, executionId) : undefined))
     .orderBy(asc(claimConflicts.id));
+  const effects = await doubleEffects(db, projectId, rows);
   return rows.map((c) => ({
     executionId: c.executionId,
     checkpointId: c.checkpointId,
@@ -244,7 +261,41 @@ export async function listClaimConflicts(db: PlaneDb, projectId: string, executi
     loserWriterId: c.loserWriterId,
     source: c.source,
     at: c.at.toISOString(),
+    sideEffects: effects.get(`${c.executionId}\u0000${c.loserWriterId}`) ?? [],
   }));
+}
+
+/**
+ * The idempotent side effects both writers of a claim conflict recorded: each
+ * had its own cache offline, so each may have run the effect (a card charged
+ * twice). A key counts when the winner and the loser both sent an entry for it,
+ * accepted (same result) or refused as a conflict (another result).
+ */
+async function doubleEffects(db: PlaneDb, projectId: string, conflicts: { executionId: string; winnerWriterId: string; loserWriterId: string }[]) {
+  const out = new Map<string, string[]>();
+  for (const c of conflicts) {
+    const id = `${c.executionId}\u0000${c.loserWriterId}`;
+    if (out.has(id)) continue;
+    const recorded = await db
+      .select({ key: events.key, writerId: events.writerId })
+      .from(events)
+      .where(and(eq(events.projectId, projectId), eq(events.executionId, c.executionId), eq(events.kind, 'idempotency'), or(eq(events.writerId, c.winnerWriterId), eq(events.writerId, c.loserWriterId))));
+    const refused = await db
+      .select({ payload: quarantine.payload })
+      .from(quarantine)
+      .where(and(eq(quarantine.projectId, projectId), eq(quarantine.executionId, c.executionId), eq(quarantine.kind, 'idempotency'), eq(quarantine.writerId, c.loserWriterId)));
+    const byWinner = new Set(recorded.filter((r) => r.writerId === c.winnerWriterId).map((r) => r.key));
+    const byLoser = new Set(recorded.filter((r) => r.writerId === c.loserWriterId).map((r) => r.key));
+    for (const q of refused) {
+      try {
+        byLoser.add((JSON.parse(q.payload) as { row?: { key?: string } }).row?.key ?? null);
+      } catch {
+        // a truncated payload: its key is not readable
+      }
+    }
+    out.set(id, [...byLoser].filter((k): k is string => k !== null && byWinner.has(k)).sort());
+  }
+  return out;
 }
 
 export async function listQuarantine(db: PlaneDb, projectId: string, o: { cursor?: string; limit: number; executionId?: string }) {
@@ -279,7 +330,7 @@ export async function listWriters(db: PlaneDb, projectId: string) {
   const gaps = await db
     .selectDistinct({ writerId: holes.writerId, executionId: holes.executionId })
     .from(holes)
-    .where(eq(holes.projectId, projectId))
+    .where(and(eq(holes.projectId, projectId), holeIsGap))
     .orderBy(asc(holes.writerId), asc(holes.executionId));
   const incomplete = new Map<string, string[]>();
   for (const g of gaps) incomplete.set(g.writerId, [...(incomplete.get(g.writerId) ?? []), g.executionId]);

@@ -82,6 +82,8 @@ export const ExecutionView = z.object({
   updatedAt: IsoTime,
   /** Why a failed run failed (from its run-end marker); null otherwise. */
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  /** Claim conflicts recorded for this run (two writers answered one pause). */
+  claimConflicts: z.number().int(),
 });
 export type ExecutionView = z.infer<typeof ExecutionView>;
 
@@ -105,6 +107,8 @@ export const ClaimConflictView = z.object({
   loserWriterId: z.string(),
   source: z.string(),
   at: IsoTime,
+  /** Idempotent side effects (keys) both writers recorded: each may have run the effect (charged twice). */
+  sideEffects: z.array(z.string()),
 });
 
 /** One page of a restore: rows by seq up to `upTo`; the pause and idempotency entries come with the first page, read with `upTo`. */

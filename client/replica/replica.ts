@@ -303,10 +303,12 @@ export class Replica extends EventEmitter {
       this.backlogCount = { at: now, stats: await this.store.outboxStats(), answeredRows: 0, answeredBytes: 0 };
     }
     const c = this.backlogCount;
+    const left = Math.max(0, c.stats.pendingCount - c.answeredRows - rows);
+    // one source of truth: with nothing left behind this batch, nothing is waiting
     return {
-      rows: Math.max(0, c.stats.pendingCount - c.answeredRows - rows),
-      bytes: Math.max(0, c.stats.pendingBytes - c.answeredBytes - bytes),
-      oldestPendingAt: c.stats.oldestPendingAt,
+      rows: left,
+      bytes: left ? Math.max(0, c.stats.pendingBytes - c.answeredBytes - bytes) : 0,
+      oldestPendingAt: left ? c.stats.oldestPendingAt : null,
     };
   }
 

@@ -119,6 +119,8 @@ export const events = pgTable(
     executionId: text().notNull(),
     writerId: text().notNull(),
     hash: text().notNull(),
+    /** An idempotency event's key: which side effects each writer recorded (two writers after an offline double claim). */
+    key: text(),
     receivedAt: now(),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.id] }), index('events_execution').on(t.projectId, t.executionId)],

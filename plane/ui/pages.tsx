@@ -127,6 +127,7 @@ export interface RunItem {
   error: { code: string; message: string } | null;
   complete: boolean;
   holeCount: number;
+  claimConflicts: number;
 }
 
 /** Said wherever a run is shown whose copy on the plane has holes. */
@@ -213,6 +214,11 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
               </td>
               <td>
                 <Badge status={r.status} /> {!r.complete && <Incomplete holeCount={r.holeCount} />}
+                {r.claimConflicts > 0 && (
+                  <span class="badge s-failed" data-testid="conflicted" title="two writers answered one pause of this run: see its page">
+                    claim conflict
+                  </span>
+                )}
                 {r.error && (
                   <div class="why error" title={r.error.message}>
                     {r.error.code}: {clip(r.error.message, 80)}
@@ -336,7 +342,7 @@ export interface RunPageProps {
     claim: { state: 'held' | 'applied'; claimedAt: string } | null;
   } | null;
   idempotency: IdempotencyEntry[];
-  conflicts: { checkpointId: string; winnerWriterId: string; loserWriterId: string; source: string; at: string }[];
+  conflicts: { checkpointId: string; winnerWriterId: string; loserWriterId: string; source: string; at: string; sideEffects: string[] }[];
   quarantined: { id: number; code: string; reason: string; writerId: string; receivedAt: string; rowId: string | null }[];
   diff: { a: number; b: number; result: StateDiff | null; error?: string };
   /** The decoded state of row `diff.b`. */
@@ -436,6 +442,18 @@ export const RunPage: FC<RunPageProps> = (p) => {
               <li>
                 pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>, also claimed by{' '}
                 <span class="mono">{c.loserWriterId}</span> ({c.source}, {ago(c.at)})
+                {c.sideEffects.length > 0 && (
+                  <div class="error" data-testid="double-effects">
+                    Both writers recorded these side effects, so each may have run them (a charge made twice, an e-mail sent twice): check them
+                    outside waymark:{' '}
+                    {c.sideEffects.map((k, i) => (
+                      <>
+                        {i > 0 && ', '}
+                        <span class="mono">{k}</span>
+                      </>
+                    ))}
+                  </div>
+                )}
               </li>
             ))}
           </ul>
@@ -658,7 +676,7 @@ export const WritersPage: FC<{
           <tr>
             <th>Writer</th>
             <th>Last contact</th>
-            <th>Rows acked</th>
+            <th>Rows stored</th>
             <th>Refused</th>
             <th>Backlog</th>
             <th>Behind by</th>

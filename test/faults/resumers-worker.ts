@@ -9,7 +9,7 @@
  *   tsx resumers-worker.ts resume  <db> <planeUrl> <apiKey> <executionId> <ledger> <tag>
  *     answer every open pause (approver <tag>) until the run completes; a
  *     pause another resumer answered first is AlreadyResumed, and the loop
- *     reads again; while the run is mid-step it waits (never resumes without
+ *     reads again (so is RunInProgress: another resumer holds the run); while the run is mid-step it waits (never resumes without
  *     an answer: another resumer may be running the tool); a run that stays
  *     mid-step is left to recovery
  *   tsx resumers-worker.ts recover <db> <planeUrl> <apiKey> <executionId> <ledger>
@@ -19,14 +19,14 @@
  */
 import { connectPlane, hasCode, killAt, type FaultHook } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { Ledger, refundAgent } from '../../examples/agents/refund.js';
+import { CHILD_LEASE_MS, Ledger, refundAgent, untilLeaseFree } from '../../examples/agents/refund.js';
 
 const [mode, db, url, apiKey, executionId, ledgerPath, tag] = process.argv.slice(2);
 const fault = process.env.WAYMARK_FAULT;
 const faults: FaultHook | undefined = fault ? killAt(fault.split(':')[0], { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
 const store = new SqliteCheckpointer({ path: db, faults });
 const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, backoffBaseMs: 50, backoffCapMs: 500, timeoutMs: 3000, claimFlushMs: 2000, faults });
-const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), twoApprovals: true, faults });
+const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), twoApprovals: true, faults, leaseMs: CHILD_LEASE_MS });
 // a slow claim guard (a flush and a plane round trip on a bad network: up to seconds in the field):
 // the window in which another resumer answers the pause this one read and the run reaches the next
 const planeGuard = store.claimGuard;
@@ -63,11 +63,14 @@ if (mode === 'start') {
     try {
       await agent.resume(executionId, answer());
     } catch (e) {
-      if (!hasCode(e, 'ALREADY_RESUMED')) throw e;
+      // answered by another resumer, or another resumer (live, or killed until its lease expires) holds the run
+      if (!hasCode(e, 'ALREADY_RESUMED') && !hasCode(e, 'RUN_IN_PROGRESS')) throw e;
     }
   }
 } else if (mode === 'recover') {
   for (let i = 0; i < 4 && !(await done()); i++) {
+    // a resumer killed mid-step still holds the run until its lease (1 s) expires
+    await untilLeaseFree(store, executionId);
     const latest = await store.latest(executionId);
     await agent.resume(executionId, latest?.status === 'interrupted' ? answer() : undefined);
   }

@@ -57,6 +57,8 @@ for (const backend of ['pglite', 'postgres'] as const) {
       expect(back.flush.lastQuarantineReason).toMatch(/seq_conflict/);
       const conflicts = (await call(`${url}/v1/conflicts`, { key })).body.items;
       expect(conflicts).toEqual([expect.objectContaining({ executionId: 'refund-offline', loserWriterId: offline.writerId, source: 'ingest' })]);
+      // this agent charges before it pauses: the one charge was recorded once, before the double claim, so no side effect is named
+      expect(conflicts[0].sideEffects).toEqual([]);
     }, 120_000);
 
     it('A pauses; B, which never ran it, restores, resumes and finishes with one charge; A is then refused; the plane holds every row once', async () => {
