@@ -44,7 +44,7 @@ import type {
   RestoreBundle,
 } from '../checkpointer.js';
 import { DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
-import { checkLease, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
   buildRow,
@@ -503,7 +503,7 @@ export class PostgresCheckpointer implements Checkpointer {
       }
     } catch (e) {
       this.cursors.drop(input.executionId);
-      throw e;
+      throw fencedWriteError(e, input);
     }
     this.fault('store.put.afterCommit');
     return row;
@@ -546,7 +546,7 @@ export class PostgresCheckpointer implements Checkpointer {
       }, landed);
     } catch (e) {
       this.cursors.drop(input.executionId);
-      throw e;
+      throw fencedWriteError(e, input);
     }
     if (out.landed) {
       this.cursors.drop(input.executionId);

@@ -47,7 +47,7 @@ import type {
   RestoreBundle,
 } from '../checkpointer.js';
 import { DuplicateIdError, ExecutionGoneError, PauseExistsError, RunInProgress } from '../errors.js';
-import { checkLease, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
   buildRow,
@@ -358,7 +358,7 @@ export class SqliteCheckpointer implements Checkpointer {
         .immediate();
     } catch (e) {
       this.cursors.drop(input.executionId);
-      throw e;
+      throw fencedWriteError(e, input);
     }
     this.committed(rt);
     this.fault('store.put.afterCommit');
@@ -407,7 +407,7 @@ export class SqliteCheckpointer implements Checkpointer {
         .immediate();
     } catch (e) {
       this.cursors.drop(input.executionId);
-      throw e;
+      throw fencedWriteError(e, input);
     }
     this.committed(out.rt);
     this.fault('store.recordInterrupt.afterCommit');
