@@ -9,11 +9,50 @@
  *     (projects and keys: [--plane URL] [--key ADMIN_KEY]; see admin-cli.ts for where they go)
  */
 import { existsSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { SCOPES, type Scope } from './auth.js';
 import { adminTarget } from './admin-cli.js';
 import { loadConfig, type PlaneConfig } from './config.js';
 import { startPlane, adminKeyPath } from './server.js';
+import { parseCommand, suggest, usageOf, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
+
+const database: Record<string, OptionSpec> = {
+  'data-dir': { type: 'string', help: "the plane's PGlite data directory (default: $WAYMARK_DATA_DIR or ./.waymark-plane)" },
+  'database-url': { type: 'string', help: 'a Postgres URL instead of PGlite (default: $DATABASE_URL)' },
+};
+const admin: Record<string, OptionSpec> = {
+  ...database,
+  plane: { type: 'string', help: 'the running plane to ask, e.g. http://127.0.0.1:4600 (default: the plane holding --data-dir)' },
+  key: { type: 'string', help: "an admin key of that plane (default: the data dir's admin-key file)" },
+};
+
+/** Every `waymark plane …` command; the first is the plane itself. */
+const COMMANDS: CommandSpec[] = [
+  {
+    name: 'plane',
+    summary: 'Start the plane (embedded PGlite in --data-dir, or Postgres with --database-url) and serve until SIGINT/SIGTERM.',
+    options: {
+      ...database,
+      host: { type: 'string', help: 'the address to listen on (default: 127.0.0.1)' },
+      port: { type: 'string', help: 'the port to listen on (default: $PORT or 4600; 0 picks a free one)' },
+      'metrics-port': { type: 'string', help: 'serve operator metrics on this port (not on the main listener)' },
+      dev: { type: 'boolean', help: 'development mode' },
+    },
+  },
+  { name: 'plane projects create', args: ['NAME'], summary: 'Create a project.', options: admin },
+  { name: 'plane projects list', summary: 'List the projects.', options: admin },
+  {
+    name: 'plane keys create',
+    summary: 'Create an API key for a project; the key is shown once.',
+    options: {
+      project: { type: 'string', help: 'the project the key is for (required)' },
+      scopes: { type: 'string', help: `comma-separated scopes, of ${SCOPES.join(', ')} (required)` },
+      name: { type: 'string', help: 'a name to tell the key by' },
+      ...admin,
+    },
+  },
+  { name: 'plane keys list', summary: 'List the API keys (never the keys themselves).', options: admin },
+  { name: 'plane keys revoke', args: ['KEY_ID'], summary: 'Revoke an API key.', options: admin },
+];
 
 const USAGE = `usage:
   waymark plane [--data-dir DIR | --database-url URL] [--host H] [--port N] [--metrics-port N]
@@ -23,51 +62,70 @@ const USAGE = `usage:
   waymark plane keys list
   waymark plane keys revoke KEY_ID
   (projects and keys go through the running plane: --plane URL --key ADMIN_KEY, by default the
-   plane holding --data-dir and its admin-key file; the database directly only when no plane holds it)`;
+   plane holding --data-dir and its admin-key file; the database directly only when no plane holds it)
+'waymark plane COMMAND --help' shows a command's options.`;
+
+const isHelp = (a: string) => a === '--help' || a === '-h';
+
+/** Which plane command `argv` names (the words after 'plane'), or what is wrong with it. */
+function findPlaneCommand(argv: string[]): { command: CommandSpec; rest: string[] } | { problem: string } | { help: string } {
+  const [first, second] = argv;
+  if (first === undefined || first.startsWith('-')) return { command: COMMANDS[0], rest: argv };
+  if (first === 'help') return { help: USAGE };
+  const groups = [...new Set(COMMANDS.slice(1).map((c) => c.name.split(' ')[1]))];
+  if (!groups.includes(first)) {
+    const near = suggest(first, groups);
+    return { problem: `unknown command 'plane ${first}'${near ? ` (did you mean 'plane ${near}'?)` : ''}; known: ${groups.join(', ')}` };
+  }
+  const subs = COMMANDS.filter((c) => c.name.startsWith(`plane ${first} `)).map((c) => c.name.split(' ')[2]);
+  if (second === undefined || second.startsWith('-')) {
+    if (argv.slice(1).some(isHelp)) return { help: subs.map((s) => usageOf(COMMANDS.find((c) => c.name === `plane ${first} ${s}`)!).split('\n')[0]).join('\n') };
+    return { problem: `'plane ${first}' needs a subcommand: ${subs.join(' or ')}` };
+  }
+  const command = COMMANDS.find((c) => c.name === `plane ${first} ${second}`);
+  if (command) return { command, rest: argv.slice(2) };
+  const near = suggest(second, subs);
+  return { problem: `unknown subcommand 'plane ${first} ${second}'${near ? ` (did you mean 'plane ${first} ${near}'?)` : ''}; known: ${subs.join(', ')}` };
+}
 
 export async function planeMain(argv: string[], out: (l: string) => void = console.log, err: (l: string) => void = out === console.log ? console.error : out): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      'database-url': { type: 'string' },
-      'data-dir': { type: 'string' },
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'metrics-port': { type: 'string' },
-      project: { type: 'string' },
-      scopes: { type: 'string' },
-      name: { type: 'string' },
-      plane: { type: 'string' },
-      key: { type: 'string' },
-      dev: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    allowPositionals: true,
-  });
-  if (values.help || positionals[0] === 'help') {
-    out(USAGE);
+  const found = findPlaneCommand(argv);
+  if ('help' in found) {
+    out(found.help);
     return 0;
   }
+  if ('problem' in found) {
+    err(`waymark: ${found.problem}\n'waymark plane --help' lists the plane commands.`);
+    return 2;
+  }
+  const { command, rest } = found;
+  const parsed = parseCommand(command, rest);
+  if (parsed === null) {
+    out(command === COMMANDS[0] ? `${usageOf(command)}\n\n${USAGE}` : usageOf(command));
+    return 0;
+  }
+  const problems = [...parsed.problems, ...check(command, parsed)];
+  if (problems.length) {
+    err(`waymark ${command.name}: ${problems.length === 1 ? problems[0] : `${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`}\n\n${usageOf(command)}`);
+    return 2;
+  }
+  const values = parsed.values as Record<string, string | undefined> & { dev?: boolean };
   const config = loadConfig(process.env, {
     ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
     ...(values.host ? { host: values.host } : {}),
     ...(values.port ? { port: Number(values.port) } : {}),
-    ...(values['metrics-port'] ? { metricsPort: port('--metrics-port', values['metrics-port']) } : {}),
+    ...(values['metrics-port'] ? { metricsPort: Number(values['metrics-port']) } : {}),
     ...(values.dev ? { dev: true } : {}),
   });
-  if (positionals[0] === 'keys' || positionals[0] === 'projects') {
+  if (command !== COMMANDS[0]) {
     try {
-      return await adminCommand(config, positionals, values, out, err);
+      return await adminCommand(config, command.name.split(' ').slice(1), parsed, out);
     } catch (e) {
       const code = (e as { code?: string }).code;
       err(`waymark: ${code ? `${code}: ` : ''}${(e as Error).message}`);
       return 1;
     }
-  }
-  if (positionals.length) {
-    err(USAGE);
-    return 2;
   }
   let plane: Awaited<ReturnType<typeof startPlane>>;
   try {
@@ -98,46 +156,44 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
   return new Promise<number>(() => {});
 }
 
-/** A TCP port from a flag, or an error naming the flag (the environment's ports are checked in config.ts). */
-function port(flag: string, v: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${flag} must be a port number 0..65535, got '${v}'`);
-  return n;
+/** The problems beyond the option table's: values that must parse, options a command requires. */
+function check(command: CommandSpec, p: Parsed): string[] {
+  const problems: string[] = [];
+  for (const flag of ['port', 'metrics-port']) {
+    const v = p.values[flag];
+    if (typeof v !== 'string') continue;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0 || n > 65535) problems.push(`option '--${flag}' must be a port number 0..65535 (got '${v}')`);
+  }
+  if (command.name === 'plane keys create') {
+    if (p.values.project === undefined) problems.push('option --project is required');
+    if (p.values.scopes === undefined) problems.push('option --scopes is required');
+    else {
+      const bad = scopesOf(p).filter((s) => !SCOPES.includes(s));
+      if (bad.length) problems.push(`unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
+    }
+  }
+  return problems;
 }
 
-async function adminCommand(
-  config: Readonly<PlaneConfig>,
-  positionals: string[],
-  values: { project?: string; scopes?: string; name?: string; plane?: string; key?: string },
-  out: (l: string) => void,
-  err: (l: string) => void,
-): Promise<number> {
-  const [what, verb, arg] = positionals;
-  let scopes: Scope[] = [];
-  if (what === 'keys' && verb === 'create') {
-    if (!values.project || !values.scopes) {
-      err('usage: waymark plane keys create --project NAME --scopes ingest,read[,admin] [--name N]');
-      return 2;
-    }
-    scopes = values.scopes.split(',').map((s) => s.trim()) as Scope[];
-    const bad = scopes.filter((s) => !SCOPES.includes(s));
-    if (bad.length) {
-      err(`unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
-      return 2;
-    }
-  } else if (!((what === 'keys' && verb === 'list') || (what === 'keys' && verb === 'revoke' && arg) || (what === 'projects' && verb === 'list') || (what === 'projects' && verb === 'create' && arg))) {
-    err(USAGE);
-    return 2;
-  }
+function scopesOf(p: Parsed): Scope[] {
+  return String(p.values.scopes ?? '')
+    .split(',')
+    .map((s) => s.trim()) as Scope[];
+}
+
+async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[], p: Parsed, out: (l: string) => void): Promise<number> {
+  const values = p.values as Record<string, string | undefined>;
+  const arg = p.positionals[0];
   const target = await adminTarget(config, { plane: values.plane, key: values.key, command: `waymark plane ${what} ${verb}` });
   try {
     if (what === 'projects' && verb === 'create') {
-      const p = await target.createProject(arg);
-      out(`project ${p.name} created (${p.id})`);
+      const pr = await target.createProject(arg);
+      out(`project ${pr.name} created (${pr.id})`);
     } else if (what === 'projects') {
-      for (const p of await target.projects()) out(`${p.id}  ${p.name}`);
+      for (const pr of await target.projects()) out(`${pr.id}  ${pr.name}`);
     } else if (verb === 'create') {
-      const k = await target.createKey({ project: values.project!, name: values.name, scopes });
+      const k = await target.createKey({ project: values.project!, name: values.name, scopes: scopesOf(p) });
       out(`key ${k.id} for project ${k.project} (${k.scopes.join(',')}); shown once, store it now:`);
       out(k.key);
     } else if (verb === 'list') {

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
 import { Agent, ScriptedModel, type CheckpointInput } from '../../client/index.js';
 import { main } from '../../client/cli/main.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
@@ -151,5 +152,47 @@ describe('waymark CLI arguments, through the real binary', () => {
     for (const p of ['missing argument EXECUTION_ID', 'option --plane is required', 'a key is required: --key or WAYMARK_API_KEY']) expect(restore.stderr).toContain(p);
     expect(waymark('runs', '--db', db, '--json=yes').stderr).toContain("option '--json' takes no value");
     expect(spawnSync('ls', [db]).status).not.toBe(0);
+  });
+
+  it('plane CLI: --help/-h on every plane command and subcommand prints its usage', () => {
+    for (const c of [['plane'], ['plane', 'projects', 'create'], ['plane', 'projects', 'list'], ['plane', 'keys', 'create'], ['plane', 'keys', 'list'], ['plane', 'keys', 'revoke']]) {
+      for (const flag of ['--help', '-h']) {
+        const r = waymark(...c, flag);
+        expect(r.status, `${c.join(' ')} ${flag}: ${r.stderr}`).toBe(0);
+        expect(r.stdout).toMatch(new RegExp(`^usage: waymark ${c.join(' ')}`));
+        expect(r.stdout).toContain('--data-dir');
+      }
+    }
+    expect(waymark('plane', 'keys', 'create', '--help').stdout).toContain('--scopes');
+    for (const [group, subs] of [['keys', ['create', 'list', 'revoke']], ['projects', ['create', 'list']]] as const) {
+      const r = waymark('plane', group, '-h');
+      expect(r.status).toBe(0);
+      for (const s of subs) expect(r.stdout).toContain(`usage: waymark plane ${group} ${s}`);
+    }
+    expect(waymark('plane', 'help').stdout).toContain('waymark plane keys revoke KEY_ID');
+  });
+
+  it('plane CLI defect: unknown subcommands and stray arguments are errors with a suggestion, exit 2, nothing opened or started', () => {
+    const dir = tmp.file('never-created-plane');
+    const cases: [string[], string][] = [
+      [['plane', 'key', 'list', '--data-dir', dir], "unknown command 'plane key' (did you mean 'plane keys'?)"],
+      [['plane', 'keys', 'lsit', '--data-dir', dir], "unknown subcommand 'plane keys lsit' (did you mean 'plane keys list'?)"],
+      [['plane', 'projetcs', 'list', '--data-dir', dir], "did you mean 'plane projects'?"],
+      [['plane', 'keys', '--data-dir', dir], "'plane keys' needs a subcommand: create or list or revoke"],
+      [['plane', 'keys', 'list', 'extra', '--data-dir', dir], "unexpected argument 'extra'"],
+      [['plane', '--data-dir', dir, 'stray'], "unexpected argument 'stray'"],
+      [['plane', '--data-dir', dir, '--prot', '0'], "unknown option '--prot' (did you mean '--port'?)"],
+      [['plane', '--data-dir', dir, '--port', 'x'], "option '--port' must be a port number 0..65535 (got 'x')"],
+      [['plane', 'keys', 'revoke', '--data-dir', dir], 'missing argument KEY_ID'],
+    ];
+    for (const [args, message] of cases) {
+      const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 120_000 });
+      expect(r.status, `${args.join(' ')}: ${r.stdout}${r.stderr}`).toBe(2);
+      expect(r.stderr).toContain(message);
+    }
+    const create = waymark('plane', 'keys', 'create', '--scopes', 'ingest,root', '--data-dir', dir);
+    expect(create.status).toBe(2);
+    for (const p of ['option --project is required', 'unknown scope(s): root']) expect(create.stderr).toContain(p);
+    expect(existsSync(dir)).toBe(false);
   });
 });
