@@ -420,12 +420,13 @@ export async function refreshExecutions(tx: Tx, projectId: string, executionIds:
   if (!executionIds.length) return;
   const ids = sql.join(executionIds.map((id) => sql`${id}`), sql`, `);
   await tx.execute(sql`
-    INSERT INTO executions (project_id, execution_id, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, hole_count, created_at, updated_at)
+    INSERT INTO executions (project_id, execution_id, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, agent, hole_count, created_at, updated_at)
     SELECT l.project_id, l.execution_id,
       CASE WHEN p.state = 'open' AND l.status = 'interrupted' THEN 'paused'
            WHEN l.step = 'run_end' THEN CASE WHEN l.status = 'failed' THEN 'failed' ELSE 'completed' END
            ELSE 'running' END,
       n.cnt, l.seq, l.node_id, l.step, l.status, l.writer_id,
+      (SELECT f.agent_path FROM checkpoints f WHERE f.project_id = l.project_id AND f.execution_id = l.execution_id ORDER BY f.seq LIMIT 1),
       (SELECT count(*)::int FROM holes WHERE holes.project_id = l.project_id AND holes.execution_id = l.execution_id AND ${holeIsGap}),
       now(), date_trunc('milliseconds', now())
     FROM (
@@ -441,5 +442,5 @@ export async function refreshExecutions(tx: Tx, projectId: string, executionIds:
     ON CONFLICT (project_id, execution_id) DO UPDATE SET
       status = excluded.status, row_count = excluded.row_count, last_seq = excluded.last_seq,
       last_node_id = excluded.last_node_id, last_step = excluded.last_step, last_status = excluded.last_status,
-      writer_id = excluded.writer_id, hole_count = excluded.hole_count, updated_at = excluded.updated_at`);
+      writer_id = excluded.writer_id, agent = excluded.agent, hole_count = excluded.hole_count, updated_at = excluded.updated_at`);
 }

@@ -84,6 +84,7 @@ export function executionView(e: typeof executions.$inferSelect) {
     lastSeq: e.lastSeq,
     lastNodeId: e.lastNodeId,
     lastStep: e.lastStep,
+    agent: e.agent,
     writerId: e.writerId,
     complete: e.holeCount === 0,
     holeCount: e.holeCount,

@@ -74,6 +74,8 @@ export const ExecutionView = z.object({
   lastSeq: z.number().int(),
   lastNodeId: z.string().nullable(),
   lastStep: z.string().nullable(),
+  /** The agent path of the run's first row (the run's top agent); null until that row arrives. */
+  agent: z.string().nullable(),
   writerId: z.string().nullable(),
   /** False when the plane refused a row of this execution: its copy has holes (see `HoleView`). */
   complete: z.boolean(),

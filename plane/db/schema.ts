@@ -72,6 +72,8 @@ export const executions = pgTable(
     lastStep: text(),
     lastStatus: text(),
     writerId: text(),
+    /** The agent path of the run's first row (lowest seq the plane holds): the run list's agent column. */
+    agent: text(),
     /** Rows of this execution the plane refused (see `holes`): more than 0 means its copy is incomplete. */
     holeCount: integer().notNull().default(0),
     createdAt: now(),

@@ -122,6 +122,7 @@ export interface RunItem {
   status: string;
   rowCount: number;
   lastNodeId: string | null;
+  agent?: string | null;
   writerId: string | null;
   createdAt: string;
   updatedAt: string;
@@ -199,6 +200,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
           <tr>
             <th>Execution</th>
             <th>Status</th>
+            <th>Agent</th>
             <th class="wide-only">Writer</th>
             <th class="wide-only">Started</th>
             <th class="wide-only">Duration</th>
@@ -229,6 +231,9 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
                   </div>
                 )}
               </td>
+              <td class="mono" data-testid="agent" title={r.agent ?? "the run's first row has not arrived"}>
+                {r.agent ?? ''}
+              </td>
               <td class="wide-only">
                 <ShortId id={r.writerId} />
               </td>
@@ -248,7 +253,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
           ))}
           {items.length === 0 && (
             <tr>
-              <td colspan={8} class="muted">
+              <td colspan={10} class="muted">
                 No runs match.
               </td>
             </tr>

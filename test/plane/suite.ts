@@ -194,6 +194,18 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/executions?status=bogus')).status).toBe(400);
     });
 
+    it("run list agent column: an execution's agent is the agent path of its first row, also when that row arrives after later ones (issue 17 item 13)", async () => {
+      const rows = await eventsOf(async (s) => {
+        await s.put(step('agent-1', 0, { agentPath: 'agent:boss' }));
+        await s.put(step('agent-1', 1, { agentPath: 'agent:boss/agent:worker' }));
+      });
+      expect((await ingest([rows[1]])).body.accepted).toBe(1);
+      expect((await get('/v1/executions/agent-1')).body.execution.agent).toBe('agent:boss/agent:worker');
+      expect((await ingest([rows[0]])).body.accepted).toBe(1);
+      expect((await get('/v1/executions/agent-1')).body.execution.agent).toBe('agent:boss');
+      expect((await get('/v1/executions?q=agent-1')).body.items).toEqual([expect.objectContaining({ executionId: 'agent-1', agent: 'agent:boss' })]);
+    });
+
     it('restore serves every row, the open pause and the idempotency entries', async () => {
       const rows = await eventsOf(async (s) => {
         await s.put(step('rest-1', 0));

@@ -5,7 +5,7 @@
  * Screenshots go to test-output/ui-screenshots/.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -16,6 +16,7 @@ import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 export const SHOTS = join(fileURLToPath(new URL('../..', import.meta.url)), 'test-output', 'ui-screenshots');
+const DOCS_IMG = join(fileURLToPath(new URL('../..', import.meta.url)), 'docs', 'img');
 const XSS = `<script>window.__xss=1</script> "><img src=x onerror="window.__xss=2">`;
 
 export async function launch(): Promise<Browser> {
@@ -34,9 +35,14 @@ describe('the inspector in headless chromium', () => {
   let readKey = '';
   let pausedId = '';
   const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  /** With WAYMARK_UPDATE_SCREENSHOTS=1, a screenshot also becomes README's picture docs/img/<as>.png. */
+  const publish = (name: string, as: string) => {
+    if (process.env.WAYMARK_UPDATE_SCREENSHOTS === '1') copyFileSync(join(SHOTS, `${name}.png`), join(DOCS_IMG, `${as}.png`));
+  };
 
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
+    mkdirSync(DOCS_IMG, { recursive: true });
     console.log(`[ui] screenshots in ${SHOTS}`);
     plane = await startTestPlane('pglite');
     const ingestKey = await plane.key('acme', ['ingest']);
@@ -96,9 +102,20 @@ describe('the inspector in headless chromium', () => {
     expect(await page.textContent('body')).toMatch(/refund-large\s*paused/);
     expect(await page.textContent('body')).toMatch(/refund-small\s*completed/);
     await shot('02-runs');
+    publish('02-runs', 'run-list');
     await page.fill('input[name=q]', 'refund-l');
     await page.click('form.filters button');
     await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
+  });
+
+  it("run list agent column: each run shows the agent path of its first row (issue 17 item 13)", async () => {
+    await page.goto(`${plane.url}/`);
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(4);
+    expect(await page.textContent('thead')).toContain('Agent');
+    const agentOf = (id: string) => page.locator('tbody tr', { has: page.locator(`a[href="/runs/${id}"]`) }).locator('[data-testid=agent]').textContent();
+    expect((await agentOf('refund-small'))?.trim()).toBe('agent:refund-bot');
+    expect((await agentOf('refund-large'))?.trim()).toBe('agent:refund-bot');
+    expect((await agentOf('broken-run'))?.trim()).toBe('agent:broken-bot');
   });
 
   it('regression: a failed run never said why, and the row of the model call that threw said "completed"', async () => {
@@ -126,6 +143,7 @@ describe('the inspector in headless chromium', () => {
     expect(body).toContain('"amount": 50000');
     expect(await page.locator('ol.timeline li').count()).toBe(3);
     await shot('03-run-paused');
+    publish('03-run-paused', 'run-page');
     await page.fill('input[name=a]', '0');
     await page.fill('input[name=b]', '1');
     await page.click('#diff-h + form button');
