@@ -20,6 +20,7 @@ import type { PlaneConfig } from './config.js';
 import { DataDirLocked, lockHolder } from './db/lock.js';
 import { openPlaneDatabase } from './db/open.js';
 import { adminKeyPath } from './server.js';
+import { pruneRuns, type PruneResult } from './retention.js';
 
 type Project = { id: string; name: string; createdAt?: string };
 type Key = { id: string; name: string; project: string; scopes: string[]; createdAt: string; revokedAt: string | null };
@@ -33,6 +34,7 @@ interface AdminTarget {
   keys(): Promise<Key[]>;
   createKey(o: { project: string; name?: string; scopes: Scope[] }): Promise<Key & { key: string }>;
   revoke(id: string): Promise<unknown>;
+  prune(o: { olderThanSeconds: number; project?: string; dryRun?: boolean }): Promise<PruneResult>;
   close(): Promise<void>;
 }
 
@@ -60,6 +62,7 @@ export async function adminTarget(config: Readonly<PlaneConfig>, o: { plane?: st
     keys: () => admin.keys(db, root),
     createKey: (k) => admin.createKey(db, root, k),
     revoke: (id) => admin.revoke(db, root, id),
+    prune: (o) => pruneRuns(db, root, o),
     close: () => database.close(),
   };
 }
@@ -96,6 +99,7 @@ function http(url: string, key: string): AdminTarget {
     keys: async () => (await req<{ items: Key[] }>('GET', '/v1/admin/keys')).items,
     createKey: (k) => req('POST', '/v1/admin/keys', k),
     revoke: (id) => req('POST', `/v1/admin/keys/${encodeURIComponent(id)}/revoke`),
+    prune: (o) => req('POST', '/v1/admin/prune', o),
     close: async () => {},
   };
 }

@@ -17,6 +17,7 @@ import type { PlaneDb } from './db/open.js';
 import type { PlaneEnv } from './app.js';
 import { projects } from './db/schema.js';
 import { eq } from 'drizzle-orm';
+import { MIN_RETENTION_SECONDS, pruneRuns } from './retention.js';
 
 export const ProjectView = z.object({ id: z.string(), name: z.string(), createdAt: z.string() });
 export const KeyView = z.object({
@@ -162,6 +163,52 @@ export function mountAdmin(
       try {
         const b = c.req.valid('json');
         return c.json(await admin.createKey(db, c.get('principal'), { project: b.project, name: b.name, scopes: b.scopes }), 201);
+      } catch (e) {
+        return fail(c, e);
+      }
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/admin/prune',
+      summary:
+        "Retention: delete (or with dryRun, list) the finished runs (completed, failed) not updated for olderThanSeconds, with all their rows; never a paused or running run. Of the named project, else the admin key's own (an operator key: every project)",
+      security,
+      request: {
+        body: {
+          content: {
+            'application/json': {
+              schema: z.object({
+                olderThanSeconds: z.number().int().min(MIN_RETENTION_SECONDS),
+                project: z.string().max(200).optional(),
+                dryRun: z.boolean().optional(),
+              }),
+            },
+          },
+        },
+      },
+      responses: {
+        200: {
+          description: 'what was deleted (dryRun: what would be)',
+          content: {
+            'application/json': {
+              schema: z.object({
+                dryRun: z.boolean(),
+                cutoff: z.string(),
+                items: z.array(z.object({ project: z.string(), executionId: z.string(), status: z.string(), rowCount: z.number().int(), updatedAt: z.string() })),
+              }),
+            },
+          },
+        },
+        404: errorBody('no such project (the known ones are listed)'),
+        ...errs,
+      },
+    }),
+    async (c) => {
+      try {
+        return c.json(await pruneRuns(db, c.get('principal'), c.req.valid('json')), 200);
       } catch (e) {
         return fail(c, e);
       }

@@ -13,6 +13,7 @@ import { SCOPES, type Scope } from './auth.js';
 import { adminTarget } from './admin-cli.js';
 import { loadConfig, type PlaneConfig } from './config.js';
 import { startPlane, adminKeyPath } from './server.js';
+import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
 import { parseCommand, suggest, usageOf, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
 
 const database: Record<string, OptionSpec> = {
@@ -52,6 +53,17 @@ const COMMANDS: CommandSpec[] = [
   },
   { name: 'plane keys list', summary: 'List the API keys (never the keys themselves).', options: admin },
   { name: 'plane keys revoke', args: ['KEY_ID'], summary: 'Revoke an API key.', options: admin },
+  {
+    name: 'plane prune',
+    summary:
+      'Retention: delete the finished runs (completed, failed) not updated for --older-than, with all their rows, and list them. Never a paused or running run. Without --project: the admin key\'s project (the bootstrap key: every project).',
+    options: {
+      'older-than': { type: 'string', help: 'an age: 30d, 12h, 90m (at least 1h; required)' },
+      project: { type: 'string', help: 'only this project' },
+      'dry-run': { type: 'boolean', help: 'list what would be deleted, delete nothing' },
+      ...admin,
+    },
+  },
 ];
 
 const USAGE = `usage:
@@ -61,6 +73,7 @@ const USAGE = `usage:
   waymark plane keys create --project NAME --scopes ingest,read[,admin] [--name N]
   waymark plane keys list
   waymark plane keys revoke KEY_ID
+  waymark plane prune --older-than 30d [--project NAME] [--dry-run]
   (projects and keys go through the running plane: --plane URL --key ADMIN_KEY, by default the
    plane holding --data-dir and its admin-key file; the database directly only when no plane holds it)
 'waymark plane COMMAND --help' shows a command's options.`;
@@ -72,6 +85,8 @@ function findPlaneCommand(argv: string[]): { command: CommandSpec; rest: string[
   const [first, second] = argv;
   if (first === undefined || first.startsWith('-')) return { command: COMMANDS[0], rest: argv };
   if (first === 'help') return { help: USAGE };
+  const single = COMMANDS.find((c) => c.name === `plane ${first}`);
+  if (single) return { command: single, rest: argv.slice(1) };
   const groups = [...new Set(COMMANDS.slice(1).map((c) => c.name.split(' ')[1]))];
   if (!groups.includes(first)) {
     const near = suggest(first, groups);
@@ -165,6 +180,12 @@ function check(command: CommandSpec, p: Parsed): string[] {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 0 || n > 65535) problems.push(`option '--${flag}' must be a port number 0..65535 (got '${v}')`);
   }
+  if (command.name === 'plane prune') {
+    const age = p.values['older-than'];
+    if (age === undefined) problems.push('option --older-than is required');
+    else if (typeof age === 'string' && parseAge(age) === null) problems.push(`option '--older-than' must be an age like 30d, 12h or 90m (got '${age}')`);
+    else if (typeof age === 'string' && parseAge(age)! < MIN_RETENTION_SECONDS) problems.push(`option '--older-than' must be at least 1h: a run updated more recently may still be receiving rows (got '${age}')`);
+  }
   if (command.name === 'plane keys create') {
     if (p.values.project === undefined) problems.push('option --project is required');
     if (p.values.scopes === undefined) problems.push('option --scopes is required');
@@ -185,9 +206,14 @@ function scopesOf(p: Parsed): Scope[] {
 async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[], p: Parsed, out: (l: string) => void): Promise<number> {
   const values = p.values as Record<string, string | undefined>;
   const arg = p.positionals[0];
-  const target = await adminTarget(config, { plane: values.plane, key: values.key, command: `waymark plane ${what} ${verb}` });
+  const target = await adminTarget(config, { plane: values.plane, key: values.key, command: `waymark plane ${[what, verb].filter(Boolean).join(' ')}` });
   try {
-    if (what === 'projects' && verb === 'create') {
+    if (what === 'prune') {
+      const dryRun = values['dry-run'] !== undefined;
+      const r = await target.prune({ olderThanSeconds: parseAge(values['older-than']!)!, project: values.project, dryRun });
+      for (const i of r.items) out(`${dryRun ? 'would prune' : 'pruned'}  ${i.project.padEnd(16)} ${i.executionId}  ${i.status.padEnd(9)} ${String(i.rowCount).padStart(6)} rows  updated ${i.updatedAt}`);
+      out(`${dryRun ? 'dry run: would prune' : 'pruned'} ${r.items.length} finished run(s) last updated before ${r.cutoff} (${target.via})`);
+    } else if (what === 'projects' && verb === 'create') {
       const pr = await target.createProject(arg);
       out(`project ${pr.name} created (${pr.id})`);
     } else if (what === 'projects') {

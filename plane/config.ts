@@ -19,6 +19,8 @@ const Env = z.object({
   WAYMARK_METRICS_HOST: z.string().default('127.0.0.1'),
   WAYMARK_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WAYMARK_CLAIM_RELEASE_AFTER_MS: z.coerce.number().int().nonnegative().default(3_600_000),
+  WAYMARK_RETENTION_DAYS: z.coerce.number().positive().optional(),
+  WAYMARK_RETENTION_INTERVAL_MS: z.coerce.number().int().positive().default(3_600_000),
   WAYMARK_DEV: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
@@ -44,6 +46,10 @@ export interface PlaneConfig {
   metricsPort?: number;
   /** A claim held but never applied by its holder may be taken over after this long; 0: never. */
   claimReleaseAfterMs: number;
+  /** Finished runs not updated for this many days are pruned on a schedule; absent: never. */
+  retentionDays?: number;
+  /** How often the retention prune runs (the first run is at start). */
+  retentionIntervalMs: number;
   /** Inspector without login (only honoured when bound to loopback). */
   dev: boolean;
 }
@@ -70,6 +76,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     metricsHost: e.WAYMARK_METRICS_HOST,
     metricsPort: e.WAYMARK_METRICS_PORT,
     claimReleaseAfterMs: e.WAYMARK_CLAIM_RELEASE_AFTER_MS,
+    retentionDays: e.WAYMARK_RETENTION_DAYS,
+    retentionIntervalMs: e.WAYMARK_RETENTION_INTERVAL_MS,
     dev: e.WAYMARK_DEV === '1' || e.WAYMARK_DEV === 'true',
     ...overrides,
   });

@@ -231,7 +231,7 @@ async function recordHoles(tx: Tx, projectId: string, writerId: string, items: I
 }
 
 /** Result rows of `execute()`: postgres.js returns an array, PGlite an object with `rows`. */
-function rowsOf<T>(r: unknown): T[] {
+export function rowsOf<T>(r: unknown): T[] {
   return (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
 }
 

@@ -18,6 +18,7 @@ import { isInMemory, openPlaneDatabase, type PlaneDatabase } from './db/open.js'
 import { projects } from './db/schema.js';
 import { createPlaneApp, type PlaneAppOptions } from './app.js';
 import { metricsApp } from './metrics.js';
+import { scheduleRetention } from './retention.js';
 
 export interface RunningPlane {
   url: string;
@@ -111,6 +112,7 @@ async function serveOn(
   const url = urlOf(config.host, port);
   // `waymark plane keys …` finds the running plane here and goes through it
   database.lock?.setUrl(url);
+  const retention = config.retentionDays === undefined ? null : scheduleRetention(database.db, { days: config.retentionDays, everyMs: config.retentionIntervalMs, logger });
   return {
     url,
     port,
@@ -119,6 +121,7 @@ async function serveOn(
     adminKeyFile: boot?.file ?? null,
     adminKey: boot?.key ?? null,
     async close() {
+      await retention?.stop();
       await Promise.all([server, metricsServer].map((s) => s && shut(s)));
       if (!options.database) await database.close();
     },

@@ -62,6 +62,7 @@ describe('tenancy and auth across every endpoint and page', () => {
     { name: 'POST /v1/admin/projects', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/projects`, { key, json: { name: 'intruder-project' } }) },
     { name: 'GET /v1/admin/keys', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/keys`, { key }) },
     { name: 'POST /v1/admin/keys', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/keys`, { key, json: { project: 'victim', scopes: ['read'] } }) },
+    { name: 'POST /v1/admin/prune', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/prune`, { key, json: { olderThanSeconds: 3600, project: 'victim' } }) },
     { name: 'POST /v1/admin/keys/:id/revoke', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/keys/${keys.owner.slice(3, 19)}/revoke`, { key, method: 'POST' }) },
   ];
 
@@ -129,6 +130,9 @@ describe('tenancy and auth across every endpoint and page', () => {
     expect(project.status).toBe(403);
     const operatorGrant = await call(`${plane.url}/v1/admin/keys`, { key: keys.otherAdmin, json: { scopes: ['operator'] } });
     expect(operatorGrant.status).toBe(403);
+    const prune = await call(`${plane.url}/v1/admin/prune`, { key: keys.otherAdmin, json: { olderThanSeconds: 3600, project: 'victim' } });
+    expect(prune.status).toBe(404);
+    expect(prune.body.error).toMatchObject({ code: 'UNKNOWN_PROJECT', details: { known: ['attacker'] } });
     expect(await counts()).toBe(before);
     expect((await call(`${plane.url}/v1/executions`, { key: keys.owner })).status).toBe(200);
   });

@@ -155,7 +155,7 @@ describe('waymark CLI arguments, through the real binary', () => {
   });
 
   it('plane CLI: --help/-h on every plane command and subcommand prints its usage', () => {
-    for (const c of [['plane'], ['plane', 'projects', 'create'], ['plane', 'projects', 'list'], ['plane', 'keys', 'create'], ['plane', 'keys', 'list'], ['plane', 'keys', 'revoke']]) {
+    for (const c of [['plane'], ['plane', 'projects', 'create'], ['plane', 'projects', 'list'], ['plane', 'keys', 'create'], ['plane', 'keys', 'list'], ['plane', 'keys', 'revoke'], ['plane', 'prune']]) {
       for (const flag of ['--help', '-h']) {
         const r = waymark(...c, flag);
         expect(r.status, `${c.join(' ')} ${flag}: ${r.stderr}`).toBe(0);
@@ -184,6 +184,9 @@ describe('waymark CLI arguments, through the real binary', () => {
       [['plane', '--data-dir', dir, '--prot', '0'], "unknown option '--prot' (did you mean '--port'?)"],
       [['plane', '--data-dir', dir, '--port', 'x'], "option '--port' must be a port number 0..65535 (got 'x')"],
       [['plane', 'keys', 'revoke', '--data-dir', dir], 'missing argument KEY_ID'],
+      [['plane', 'prune', '--data-dir', dir], 'option --older-than is required'],
+      [['plane', 'prune', '--older-than', '30 days', '--data-dir', dir], "option '--older-than' must be an age like 30d, 12h or 90m (got '30 days')"],
+      [['plane', 'prnue', '--older-than', '30d', '--data-dir', dir], "did you mean 'plane prune'?"],
     ];
     for (const [args, message] of cases) {
       const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 120_000 });
