@@ -126,6 +126,7 @@ const PLANE_COMMANDS: [string, string][] = [
   ['plane', 'start the plane (embedded PGlite, or --database-url for Postgres)'],
   ['plane keys create|list|revoke', 'manage API keys (through the running plane)'],
   ['plane projects create|list', 'manage projects'],
+  ['plane prune', 'delete finished runs older than an age (retention; through the running plane)'],
 ];
 
 function topLevelUsage(): string {
