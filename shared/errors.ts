@@ -57,6 +57,8 @@ export const ErrorCode = {
   INVALID_GRAPH_CONFIG: 'INVALID_GRAPH_CONFIG',
   /** `waymark/ai-sdk` was given a model of a spec it does not implement (it supports LanguageModelV3); `details.specificationVersion` names the one given. */
   UNSUPPORTED_MODEL: 'UNSUPPORTED_MODEL',
+  /** A subpath was imported without its optional peer dependency installed (`waymark/postgres` without `postgres`); the message says what to install. */
+  MISSING_PEER: 'MISSING_PEER',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

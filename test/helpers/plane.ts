@@ -5,7 +5,10 @@
  */
 import { gzipSync } from 'node:zlib';
 import pino from 'pino';
-import { createKey, openPlaneDatabase, startPlane, type PlaneDatabase, type Scope } from '../../plane/index.js';
+// the plane's own modules (their full types), not the public waymark/plane facade whose database handle is opaque
+import { createKey, type Scope } from '../../plane/auth.js';
+import { openPlaneDatabase, type PlaneDatabase } from '../../plane/db/open.js';
+import { startPlane } from '../../plane/server.js';
 import { loadConfig } from '../../plane/config.js';
 import type { PlaneAppOptions } from '../../plane/app.js';
 

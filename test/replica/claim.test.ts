@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { connectPlane, type ConnectOptions, type Replica } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { createKey, revokeKey } from '../../plane/index.js';
+import { createKey, revokeKey } from '../../plane/auth.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { runTs } from '../helpers/child.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';

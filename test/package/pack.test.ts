@@ -1,0 +1,67 @@
+/**
+ * The published package (issue 17 items 14-15): `npm pack`, install the
+ * tarball into a fresh project, and type-check every subpath in a strict
+ * consumer (`skipLibCheck: false`, moduleResolution node16 and bundler) with
+ * the repo's TypeScript.
+ *
+ * NETWORK: npm installs with --prefer-offline: from the local npm cache when it
+ * holds the packages, else from the registry.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { scratchDir } from '../helpers/tmp.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+const tmp = scratchDir('waymark-pack-');
+afterAll(() => tmp.cleanup());
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown>; devDependencies: Record<string, string> };
+const SUBPATHS = Object.keys(pkg.exports).map((k) => (k === '.' ? 'waymark' : `waymark/${k.slice(2)}`));
+const dev = (name: string) => `${name}@${JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version}`;
+
+function npm(args: string[], cwd: string): { stdout: string; stderr: string } {
+  const r = spawnSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts'], { cwd, encoding: 'utf8', timeout: 300_000 });
+  expect(r.status, `npm ${args.join(' ')}: ${r.stderr}`).toBe(0);
+  return { stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('the npm package (needs the npm cache or the registry)', () => {
+  it('packs, installs into a fresh project without warnings of its own, type-checks every subpath strictly; waymark/postgres without postgres says to install it', () => {
+    const out = tmp.file('pack');
+    execFileSync('mkdir', ['-p', out]);
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as { filename: string; files: { path: string }[] }[];
+    const tarball = join(out, packed[0].filename);
+    const files = packed[0].files.map((f) => f.path);
+    for (const f of ['bin/waymark.mjs', 'dist/client/index.d.ts', 'dist/plane/index.d.ts', 'drizzle/0000_init.sql']) expect(files).toContain(f);
+    expect(files.some((f) => f.startsWith('test/') || f.startsWith('dist/test/'))).toBe(false);
+
+    const app = tmp.file('consumer');
+    execFileSync('mkdir', ['-p', app]);
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }));
+    const install = npm(['install', tarball], app);
+    expect(`${install.stdout}${install.stderr}`.split('\n').filter((l) => /warn/i.test(l) && /waymark/i.test(l))).toEqual([]);
+
+    // an optional peer left out: the subpath says what to install
+    const missing = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark/postgres')"], { cwd: app, encoding: 'utf8' });
+    expect(missing.status).not.toBe(0);
+    expect(missing.stderr).toContain("waymark/postgres needs the 'postgres' package");
+    expect(missing.stderr).toContain("npm install postgres@3.4.9");
+    expect(spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark'); await import('waymark/wire'); await import('waymark/plane')"], { cwd: app, encoding: 'utf8' }).status).toBe(0);
+
+    // what a user of every subpath has: the peers (their types) and @types/node
+    npm(['install', dev('@types/node'), dev('@types/better-sqlite3'), dev('postgres'), dev('@ai-sdk/provider'), dev('@types/json-schema'), dev('@langchain/core'), dev('@langchain/langgraph-checkpoint')], app);
+    writeFileSync(join(app, 'index.ts'), `${SUBPATHS.map((s, i) => `import * as m${i} from '${s}';`).join('\n')}\nexport const all = [${SUBPATHS.map((_, i) => `m${i}`).join(', ')}];\n`);
+    for (const [moduleResolution, module] of [['node16', 'node16'], ['bundler', 'esnext']]) {
+      writeFileSync(
+        join(app, `tsconfig.${moduleResolution}.json`),
+        JSON.stringify({ compilerOptions: { strict: true, skipLibCheck: false, noEmit: true, module, moduleResolution, target: 'es2022', types: ['node'] }, files: ['index.ts'] }),
+      );
+      const tsc = spawnSync(process.execPath, [TSC, '-p', `tsconfig.${moduleResolution}.json`], { cwd: app, encoding: 'utf8', timeout: 300_000 });
+      expect(`${tsc.stdout}${tsc.stderr}`, `moduleResolution ${moduleResolution}`).toBe('');
+      expect(tsc.status).toBe(0);
+    }
+  });
+});
