@@ -92,7 +92,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   const app = new OpenAPIHono<PlaneEnv>({
     defaultHook: (result, c) => {
       if (!result.success) {
-        return errorJson(c, 400, 'INVALID_REQUEST', result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
+        return errorJson(c, 400, ErrorCode.INVALID_REQUEST, result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
       }
     },
   });
@@ -113,7 +113,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
     async (c, next) => {
       const p = await authenticate(db, bearer(c.req.header('authorization')));
       if (!p) return errorJson(c, 401, 'UNAUTHORIZED', 'a valid API key is required (Authorization: Bearer wm_…)');
-      if (scope && !p.scopes.includes(scope) && !p.scopes.includes('admin')) return errorJson(c, 403, 'FORBIDDEN', `this key lacks the '${scope}' scope`);
+      if (scope && !p.scopes.includes(scope) && !p.scopes.includes('admin')) return errorJson(c, 403, ErrorCode.FORBIDDEN, `this key lacks the '${scope}' scope`);
       c.set('principal', p);
       await next();
     };
@@ -369,7 +369,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       if ('takenFrom' in r && r.takenFrom) {
         c.get('log').warn({ executionId: id, checkpointId: body.checkpointId, from: r.takenFrom, to: body.writerId }, 'a held claim past its release delay was taken over');
       }
-      if ('notFound' in r) return errorJson(c, 404, 'PAUSE_NOT_FOUND', `pause ${body.checkpointId} of execution '${id}' is not on this plane (sync it first)`);
+      if ('notFound' in r) return errorJson(c, 404, ErrorCode.PAUSE_NOT_FOUND, `pause ${body.checkpointId} of execution '${id}' is not on this plane (sync it first)`);
       if (!r.won) {
         c.header('x-waymark-claimed-by', r.writerId);
         return c.json(
@@ -400,7 +400,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
       const r = await releaseClaim(db, c.get('principal').projectId, id, body.checkpointId, body.writerId);
-      if ('notFound' in r) return errorJson(c, 404, 'PAUSE_NOT_FOUND', `pause ${body.checkpointId} of execution '${id}' is not on this plane`);
+      if ('notFound' in r) return errorJson(c, 404, ErrorCode.PAUSE_NOT_FOUND, `pause ${body.checkpointId} of execution '${id}' is not on this plane`);
       if ('heldBy' in r) return errorJson(c, 409, 'ALREADY_CLAIMED', `pause ${body.checkpointId} is held by writer '${r.heldBy}', not '${body.writerId}'`);
       if ('appliedAt' in r) return errorJson(c, 409, 'CLAIM_APPLIED', `pause ${body.checkpointId} was claimed and resumed by its holder at ${r.appliedAt}; an applied claim is final`);
       return c.json({ released: r.released }, 200);

@@ -1,6 +1,7 @@
 /** Read side of the plane: listings, rows, restore, quarantine, writers, claims. Every query is project-scoped. */
 import { and, asc, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../shared/codec.js';
+import { runErrorOf, type RunError } from '../shared/errors.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { Json } from '../shared/json.js';
 import { sumUsage, type UsageTotal } from '../shared/usage.js';
@@ -120,17 +121,7 @@ async function endErrors(db: PlaneDb, projectId: string, page: (typeof execution
     .select({ executionId: checkpoints.executionId, row: checkpoints.row })
     .from(checkpoints)
     .where(and(eq(checkpoints.projectId, projectId), or(...failed.map((e) => and(eq(checkpoints.executionId, e.executionId), eq(checkpoints.seq, e.lastSeq))))));
-  return new Map(
-    ends.map((r) => {
-      const e = ((r.row as Checkpoint).nodeOutput as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-      return [r.executionId, { code: String(e?.code ?? 'RUN_FAILED'), message: String(e?.message ?? 'no reason recorded') }];
-    }),
-  );
-}
-
-export interface RunError {
-  code: string;
-  message: string;
+  return new Map(ends.map((r) => [r.executionId, runErrorOf((r.row as Checkpoint).nodeOutput)]));
 }
 
 /**

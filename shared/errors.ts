@@ -57,6 +57,18 @@ export const ErrorCode = {
   INVALID_GRAPH_CONFIG: 'INVALID_GRAPH_CONFIG',
   /** `waymark/ai-sdk` was given a model of a spec it does not implement (it supports LanguageModelV3); `details.specificationVersion` names the one given. */
   UNSUPPORTED_MODEL: 'UNSUPPORTED_MODEL',
+  /** A run that failed with an error that carried no code of its own (the run-end marker's default). */
+  RUN_FAILED: 'RUN_FAILED',
+  /** recoverRuns: a resume that threw without a code. */
+  RECOVERY_FAILED: 'RECOVERY_FAILED',
+  /** A request (HTTP body or admin call) that names its problems in the message; nothing changed. */
+  INVALID_REQUEST: 'INVALID_REQUEST',
+  /** The key is valid but lacks the scope (or the operator role) the action needs. */
+  FORBIDDEN: 'FORBIDDEN',
+  /** A `waymark plane` admin command found a running plane but no admin key to use with it. */
+  ADMIN_KEY_REQUIRED: 'ADMIN_KEY_REQUIRED',
+  /** The pause named is not on the plane (not synced yet, or of another project). */
+  PAUSE_NOT_FOUND: 'PAUSE_NOT_FOUND',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -86,3 +98,15 @@ export const ErrorBody = z.object({
   }),
 });
 export type ErrorBody = z.infer<typeof ErrorBody>;
+
+/** Why a run failed, as its run-end marker records it (`nodeOutput.error`). */
+export interface RunError {
+  code: string;
+  message: string;
+}
+
+/** The error a failed run-end marker carries, with defaults for a marker written without one. */
+export function runErrorOf(nodeOutput: unknown): RunError {
+  const e = (nodeOutput as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+  return { code: String(e?.code ?? ErrorCode.RUN_FAILED), message: String(e?.message ?? 'no reason recorded') };
+}

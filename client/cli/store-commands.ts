@@ -1,6 +1,7 @@
 /** `waymark runs` and `waymark inspect`: read a local store and print it, as a table or as JSON. */
 import type { Checkpoint, Json } from '../../shared/index.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
+import { runErrorOf, type RunError } from '../../shared/errors.js';
 import { sumUsage, usageLine } from '../../shared/usage.js';
 import { localTime, table } from './format.js';
 
@@ -29,16 +30,9 @@ export function parseSince(text: string, now = Date.now()): Date | null {
   return Number.isNaN(d.getTime()) ? null : d;
 }
 
-/** Why a run failed, from its run-end marker (`nodeOutput.error`). */
-export interface RunError {
-  code: string;
-  message: string;
-}
-
+/** Why a run failed, from its run-end marker; null for any other row. */
 function errorOf(end: Checkpoint | null): RunError | null {
-  if (!end || end.step !== 'run_end' || end.status !== 'failed') return null;
-  const e = (end.nodeOutput as { error?: Partial<RunError> } | null)?.error;
-  return { code: String(e?.code ?? 'RUN_FAILED'), message: String(e?.message ?? 'no reason recorded') };
+  return end && end.step === 'run_end' && end.status === 'failed' ? runErrorOf(end.nodeOutput) : null;
 }
 
 /** Every run matching `filter`, paged through the store in execution-id order (no fixed limit). */

@@ -472,7 +472,7 @@ export class Agent {
           return { status: 'paused', executionId: level.executionId, pendingInterrupt: e.pending };
         }
         if (escapes(e)) throw e;
-        const error = { code: (e as { code?: string }).code ?? 'RUN_FAILED', message: (e as Error).message ?? String(e) };
+        const error = { code: (e as { code?: string }).code ?? ErrorCode.RUN_FAILED, message: (e as Error).message ?? String(e) };
         const last = await level.store.latest(level.executionId).catch(() => null);
         const state = last ? await level.store.readState(last).catch(() => ({})) : {};
         try {

@@ -139,7 +139,7 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     if (hasCode(err, ErrorCode.LEASE_LOST)) return held('lease lost');
     if (hasCode(err, ErrorCode.ALREADY_RESUMED)) return held('finished elsewhere');
     if (hasCode(err, ErrorCode.RESUME_REQUIRED)) return held('paused elsewhere');
-    const error = { code: (err as { code?: string }).code ?? 'RECOVERY_FAILED', message: (err as Error)?.message ?? String(err) };
+    const error = { code: (err as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED, message: (err as Error)?.message ?? String(err) };
     return { executionId: id, agent: agentPath, outcome: 'failed', error };
   }
 }
