@@ -39,7 +39,8 @@ const isOperator = (p: Principal) => p.scopes.includes('operator');
 
 /** HTTP status of an admin error code. */
 const STATUS: Record<string, number> = {
-  INVALID_REQUEST: 400,
+  [ErrorCode.INVALID_REQUEST]: 400,
+  [ErrorCode.FORBIDDEN]: 403,
   [ErrorCode.UNKNOWN_PROJECT]: 404,
   [ErrorCode.KEY_NOT_FOUND]: 404,
   [ErrorCode.PROJECT_EXISTS]: 409,
@@ -84,8 +85,8 @@ export function mountAdmin(
   o: { requireScope: (s: Scope) => MiddlewareHandler<Env>; security: { bearer: string[] }[]; errors: Record<number, unknown> },
 ): void {
   const fail = (c: Context, e: unknown) => {
-    if (e instanceof WaymarkError && (STATUS[e.code] || e.code === ErrorCode.FORBIDDEN)) {
-      return c.json({ error: { code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) } }, (STATUS[e.code] ?? 403) as 400);
+    if (e instanceof WaymarkError && STATUS[e.code]) {
+      return c.json({ error: { code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) } }, STATUS[e.code] as 400);
     }
     throw e;
   };

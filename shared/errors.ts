@@ -69,6 +69,8 @@ export const ErrorCode = {
   ADMIN_KEY_REQUIRED: 'ADMIN_KEY_REQUIRED',
   /** The pause named is not on the plane (not synced yet, or of another project). */
   PAUSE_NOT_FOUND: 'PAUSE_NOT_FOUND',
+  /** A constructor or function given options it cannot work with; the message names each. */
+  INVALID_OPTIONS: 'INVALID_OPTIONS',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -201,7 +201,7 @@ export class Agent {
     this.system = options.system;
     this.maxTurns = options.maxTurns ?? 32;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1) throw new Error(`leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
+    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
     this.fault = options.faults ?? noFaults;
     for (const t of options.tools ?? []) {
       if (this.tools.has(t.name)) throw new Error(`duplicate tool name '${t.name}'`);

@@ -12,7 +12,7 @@
  * an abort starts no new resume, and the runs already resuming finish their
  * current step boundary-to-marker as usual (a run is never cut mid-step).
  */
-import { ErrorCode, hasCode } from '../../shared/errors.js';
+import { ErrorCode, hasCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import type { Agent, RunResult } from './agent.js';
 
@@ -63,11 +63,11 @@ const PAGE = 500;
 export async function recoverRuns(options: RecoverOptions): Promise<RecoveryReport> {
   const byPath = new Map<string, Agent>();
   for (const a of options.agents) {
-    if (byPath.has(a.path)) throw new Error(`recoverRuns: two agents with the path ${a.path}`);
+    if (byPath.has(a.path)) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `recoverRuns: two agents with the path ${a.path}`);
     byPath.set(a.path, a);
   }
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`recoverRuns: concurrency must be a positive integer (got ${concurrency})`);
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `recoverRuns: concurrency must be a positive integer (got ${concurrency})`);
   const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
   await options.store.setup();
   const total: RecoveryReport = { runs: [], recovered: 0, held: 0, failed: 0, passes: 0 };
