@@ -158,3 +158,29 @@ export class RunInProgress extends WaymarkError {
     this.name = 'RunInProgress';
   }
 }
+
+/**
+ * The run was cancelled. Thrown by a runner holding the lease at its next step
+ * boundary (it wrote nothing after the cancel marker), and by `resume` of a
+ * cancelled run, which is final like a completed one.
+ */
+export class RunCancelled extends WaymarkError {
+  constructor(executionId: string, details: { reason: string | null; checkpointId: string | null }) {
+    super(
+      ErrorCode.RUN_CANCELLED,
+      `execution ${executionId} was cancelled${details.reason ? ` (${details.reason})` : ''}; it does not run again and nothing more was written`,
+      { details: { executionId, ...details } },
+    );
+    this.name = 'RunCancelled';
+  }
+}
+
+/** `cancel` of a run that already completed; nothing was written. */
+export class AlreadyFinished extends WaymarkError {
+  constructor(executionId: string, checkpointId: string) {
+    super(ErrorCode.ALREADY_FINISHED, `execution ${executionId} already completed; a finished run is not cancelled`, {
+      details: { executionId, checkpointId },
+    });
+    this.name = 'AlreadyFinished';
+  }
+}

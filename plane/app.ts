@@ -232,7 +232,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       security,
       request: {
         query: z.object({
-          status: z.enum(['running', 'paused', 'completed', 'failed']).optional(),
+          status: z.enum(['running', 'paused', 'completed', 'failed', 'cancelled']).optional(),
           writer: z.string().max(LIMITS.writerIdLength).optional(),
           updatedSince: z.iso.datetime().optional(),
           q: z.string().max(LIMITS.executionIdLength).optional(),

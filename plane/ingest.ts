@@ -385,6 +385,33 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
       .update(pendingInterrupts)
       .set({ state: 'claimed', claimedBy: winner, claimedAt: new Date(e.claimedAt) })
       .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
+  } else if (e.kind === 'interrupt_closed') {
+    // a cancelled run's pause: closed for good. A claims row in the canceller's name refuses any later
+    // claim of it at the plane; a writer that already claimed it meanwhile is recorded as a claim conflict
+    const won = await tx
+      .insert(claims)
+      .values({ projectId, checkpointId: e.checkpointId, executionId: e.executionId, writerId: e.writerId, source: 'cancel', claimedAt: new Date(e.closedAt), appliedAt: new Date(e.closedAt) })
+      .onConflictDoNothing()
+      .returning({ writerId: claims.writerId });
+    if (!won.length) {
+      const [c] = await tx
+        .select({ writerId: claims.writerId })
+        .from(claims)
+        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
+      if (c && c.writerId !== e.writerId) {
+        await tx.insert(claimConflicts).values({
+          projectId,
+          executionId: e.executionId,
+          checkpointId: e.checkpointId,
+          winnerWriterId: c.writerId,
+          loserWriterId: e.writerId,
+          source: 'cancel',
+        });
+      }
+    }
+    await tx
+      .delete(pendingInterrupts)
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
   } else if (e.kind === 'execution_deleted') {
     const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) =>
       and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
@@ -408,7 +435,7 @@ export async function refreshExecutions(tx: Tx, projectId: string, executionIds:
     INSERT INTO executions (project_id, execution_id, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, hole_count, created_at, updated_at)
     SELECT l.project_id, l.execution_id,
       CASE WHEN p.state = 'open' AND l.status = 'interrupted' THEN 'paused'
-           WHEN l.step = 'run_end' THEN CASE WHEN l.status = 'failed' THEN 'failed' ELSE 'completed' END
+           WHEN l.step = 'run_end' THEN CASE WHEN l.status IN ('failed', 'cancelled') THEN l.status ELSE 'completed' END
            ELSE 'running' END,
       n.cnt, l.seq, l.node_id, l.step, l.status, l.writer_id,
       (SELECT count(*)::int FROM holes h WHERE h.project_id = l.project_id AND h.execution_id = l.execution_id),

@@ -77,7 +77,7 @@ export async function listExecutions(db: PlaneDb, projectId: string, f: Executio
 export function executionView(e: typeof executions.$inferSelect) {
   return {
     executionId: e.executionId,
-    status: e.status as 'running' | 'paused' | 'completed' | 'failed',
+    status: e.status as 'running' | 'paused' | 'completed' | 'failed' | 'cancelled',
     rowCount: e.rowCount,
     lastSeq: e.lastSeq,
     lastNodeId: e.lastNodeId,

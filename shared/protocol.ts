@@ -66,7 +66,7 @@ export const WhoAmI = z.object({
 });
 export type WhoAmI = z.infer<typeof WhoAmI>;
 
-export const ExecutionStatus = z.enum(['running', 'paused', 'completed', 'failed']);
+export const ExecutionStatus = z.enum(['running', 'paused', 'completed', 'failed', 'cancelled']);
 export const ExecutionView = z.object({
   executionId: ExecutionId,
   status: ExecutionStatus,

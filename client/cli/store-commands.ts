@@ -2,6 +2,8 @@
 import type { Checkpoint, Json } from '../../shared/index.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
 import { localTime, table } from './format.js';
+import { ErrorCode } from '../../shared/errors.js';
+import { cancelReason } from '../store/cancel.js';
 
 type Out = (line: string) => void;
 
@@ -10,6 +12,7 @@ const STATE_LABEL: Record<ExecutionSummary['state'], string> = {
   paused: 'paused',
   completed: 'completed',
   failed: 'failed',
+  cancelled: 'cancelled',
 };
 
 export interface RunFilter {
@@ -35,6 +38,9 @@ export interface RunError {
 }
 
 function errorOf(end: Checkpoint | null): RunError | null {
+  if (end && end.step === 'run_end' && end.status === 'cancelled') {
+    return { code: ErrorCode.RUN_CANCELLED, message: cancelReason(end) ?? 'cancelled (no reason given)' };
+  }
   if (!end || end.step !== 'run_end' || end.status !== 'failed') return null;
   const e = (end.nodeOutput as { error?: Partial<RunError> } | null)?.error;
   return { code: String(e?.code ?? 'RUN_FAILED'), message: String(e?.message ?? 'no reason recorded') };
@@ -49,7 +55,7 @@ async function matchingRuns(store: Checkpointer, filter: RunFilter): Promise<(Ex
     if (!page.length) return found;
     for (const e of page) {
       if (filter.since && new Date(e.updatedAt) < filter.since) continue;
-      found.push({ ...e, error: e.state === 'failed' ? errorOf(await store.latest(e.executionId)) : null });
+      found.push({ ...e, error: e.state === 'failed' || e.state === 'cancelled' ? errorOf(await store.latest(e.executionId)) : null });
       if (filter.limit !== undefined && found.length >= filter.limit) return found;
     }
     after = page[page.length - 1].executionId;

@@ -64,7 +64,7 @@ export const executions = pgTable(
   {
     projectId: text().notNull(),
     executionId: text().notNull(),
-    /** running | paused | completed | failed */
+    /** running | paused | completed | failed | cancelled */
     status: text().notNull(),
     rowCount: integer().notNull().default(0),
     lastSeq: integer().notNull().default(-1),
@@ -157,7 +157,7 @@ export const claims = pgTable(
     checkpointId: text().notNull(),
     executionId: text().notNull(),
     writerId: text().notNull(),
-    /** api (claimed before resuming) | ingest (claimed offline, reported later) */
+    /** api (claimed before resuming) | ingest (claimed offline, reported later) | cancel (closed by a cancel of its run) */
     source: text().notNull(),
     claimedAt: now(),
     /** When the holder's local claim was reported (its interrupt_claimed event); null while only held. */

@@ -165,7 +165,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
       <label>
         Status
         <select name="status">
-          {['', 'running', 'paused', 'completed', 'failed'].map((s) => (
+          {['', 'running', 'paused', 'completed', 'failed', 'cancelled'].map((s) => (
             <option value={s} selected={(filters.status ?? '') === s}>
               {s || 'any'}
             </option>
@@ -270,6 +270,8 @@ export function rowOutcome(r: Checkpoint, next: Checkpoint | undefined, executio
   if (r.step === 'run_end' || r.step === 'hitl_pause') return r.status;
   const failedNext = next ? next.step === 'run_end' && next.status === 'failed' : r.seq + 1 === execution.lastSeq && execution.status === 'failed';
   if (failedNext) return 'failed';
+  // a step the run was cancelled after (or during): it did not go on
+  if (next ? next.step === 'run_end' && next.status === 'cancelled' : r.seq + 1 === execution.lastSeq && execution.status === 'cancelled') return 'cancelled';
   if (r.seq < execution.lastSeq) return 'done';
   return execution.status === 'running' ? 'in progress' : r.status;
 }

@@ -101,7 +101,7 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
     handleCursor(c, async () => {
       const q = c.req.query();
       const filters: RunsFilters = {
-        status: ['running', 'paused', 'completed', 'failed'].includes(q.status ?? '') ? q.status : undefined,
+        status: ['running', 'paused', 'completed', 'failed', 'cancelled'].includes(q.status ?? '') ? q.status : undefined,
         writer: q.writer || undefined,
         q: q.q || undefined,
         since: q.since && q.since in SINCE_WINDOWS ? q.since : undefined,
