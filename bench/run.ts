@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- <name>`: steps | storage | resume | resume-20 | resume-pg | put | ingest | drain | drain-rss | wal-pages | lease | all.
+ * `npm run bench -- <name>`: steps | storage | resume | resume-20 | resume-pg | put | ingest | drain | drain-rss | wal-pages | lease | langgraph | all.
  * Runs each benchmark in its own process, prints its table and JSON lines, and
  * with `all` writes bench/RESULTS.md (tables, the exact commands, the date).
  */
@@ -21,6 +21,7 @@ const BENCHES: Record<string, string[]> = {
   'drain-rss': ['drain-rss.ts', '1000000'],
   'wal-pages': ['wal-pages.ts', '200'],
   lease: ['lease-cost.ts', 'both', '5'],
+  langgraph: ['langgraph-saver.ts', 'both', '200', '3'],
 };
 const name = process.argv[2] ?? 'all';
 const names = name === 'all' ? Object.keys(BENCHES) : [name];

@@ -222,7 +222,9 @@ async function recordHoles(tx: Tx, projectId: string, writerId: string, items: I
     if (item.result?.status !== 'rejected' || item.result.code === 'conflict') continue;
     const at = holeOf(item);
     if (!at) continue;
-    values.push({ projectId, ...at, code: item.result.code, reason: item.result.reason, writerId, rowId: item.id });
+    // the refused row's own writer when it names one (the machine whose branch it is), else the batch's
+    const rowWriter = item.event && 'row' in item.event && 'writerId' in item.event.row ? item.event.row.writerId : null;
+    values.push({ projectId, ...at, code: item.result.code, reason: item.result.reason, writerId: rowWriter ?? writerId, rowId: item.id });
     touched.add(at.executionId);
   }
   for (let i = 0; i < values.length; i += 500) await tx.insert(holes).values(values.slice(i, i + 500)).onConflictDoNothing();
@@ -425,6 +427,19 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
 }
 
 /**
+ * Which holes are gaps in the plane's copy of a run (a SQL condition on a
+ * `holes` row). A `seq_conflict` is not a gap when the plane holds a row at
+ * that seq and no later row of the refused writer: that writer continued the
+ * run on another branch (an offline double resume), every row of its branch
+ * was refused, and the plane's own chain is whole. It stays in `holes` (and the
+ * quarantine): a later row of that writer accepted at a free seq would follow
+ * a row the plane refused, and makes every hole of its branch a gap again.
+ */
+export const holeIsGap = sql.raw(`NOT (holes.code = 'seq_conflict'
+  AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.project_id = holes.project_id AND c.execution_id = holes.execution_id AND c.seq = holes.seq)
+  AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.project_id = holes.project_id AND c.execution_id = holes.execution_id AND c.seq > holes.seq AND c.writer_id = holes.writer_id))`);
+
+/**
  * Recompute the summaries of the given executions from their newest row and
  * their pause, in one statement.
  */
@@ -438,7 +453,7 @@ export async function refreshExecutions(tx: Tx, projectId: string, executionIds:
            WHEN l.step = 'run_end' THEN CASE WHEN l.status IN ('failed', 'cancelled') THEN l.status ELSE 'completed' END
            ELSE 'running' END,
       n.cnt, l.seq, l.node_id, l.step, l.status, l.writer_id,
-      (SELECT count(*)::int FROM holes h WHERE h.project_id = l.project_id AND h.execution_id = l.execution_id),
+      (SELECT count(*)::int FROM holes WHERE holes.project_id = l.project_id AND holes.execution_id = l.execution_id AND ${holeIsGap}),
       now(), date_trunc('milliseconds', now())
     FROM (
       SELECT DISTINCT ON (execution_id) project_id, execution_id, seq, node_id, step, status, writer_id

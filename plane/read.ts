@@ -2,9 +2,11 @@
 import { and, asc, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
+import type { Json } from '../shared/json.js';
+import { sumUsage, type UsageTotal } from '../shared/usage.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
-import { refreshExecutions } from './ingest.js';
+import { holeIsGap, refreshExecutions } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 export function decodeCursor<T>(c: string | undefined, check: (v: unknown) => v is T): T | undefined {
@@ -131,12 +133,15 @@ export interface RunError {
   message: string;
 }
 
-/** The holes of one execution by seq (every one: an execution has at most one per refused row). */
+/**
+ * The holes of one execution by seq (an execution has at most one per refused
+ * row), leaving out the refused rows of another branch (see `holeIsGap`).
+ */
 export async function listHoles(db: PlaneDb, projectId: string, executionId: string) {
   const rows = await db
     .select()
     .from(holes)
-    .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId)))
+    .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId), holeIsGap))
     .orderBy(asc(holes.seq));
   return rows.map((h) => ({ seq: h.seq, code: h.code, reason: h.reason, writerId: h.writerId, rowId: h.rowId, at: h.at.toISOString() }));
 }
@@ -159,6 +164,60 @@ export async function listRows(db: PlaneDb, projectId: string, executionId: stri
     items: page.map((r) => r.row as Checkpoint),
     nextCursor: rows.length > o.limit ? encodeCursor(page[page.length - 1].seq) : null,
   };
+}
+
+/**
+ * Model usage of each of these runs (a page of the run list): the rows that
+ * carry usage, read in one query and summed here.
+ */
+export async function usageByRun(db: PlaneDb, projectId: string, executionIds: string[]): Promise<Map<string, UsageTotal>> {
+  if (!executionIds.length) return new Map();
+  const rows = await db
+    .select({ executionId: checkpoints.executionId, nodeOutput: sql<Json | null>`${checkpoints.row}->'nodeOutput'` })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        inArray(checkpoints.executionId, executionIds),
+        sql`jsonb_typeof(${checkpoints.row}->'nodeOutput') = 'object'`,
+        sql`jsonb_typeof(${checkpoints.row}->'nodeOutput'->'usage') = 'array'`,
+      ),
+    );
+  const by = new Map<string, { nodeOutput: Json | null }[]>();
+  for (const r of rows) {
+    const list = by.get(r.executionId) ?? [];
+    list.push({ nodeOutput: r.nodeOutput });
+    by.set(r.executionId, list);
+  }
+  return new Map([...by].map(([id, list]) => [id, sumUsage(list)]));
+}
+
+/**
+ * The run's model usage: the sum of `nodeOutput.usage` over all its rows (see
+ * shared/usage.ts), read page by page so no run is too long to count.
+ */
+export async function runUsage(db: PlaneDb, projectId: string, executionId: string): Promise<UsageTotal> {
+  const outputs: { nodeOutput: Json | null }[] = [];
+  for (let after = -1; ; ) {
+    const page = await db
+      .select({ seq: checkpoints.seq, nodeOutput: sql<Json | null>`${checkpoints.row}->'nodeOutput'` })
+      .from(checkpoints)
+      .where(
+        and(
+          eq(checkpoints.projectId, projectId),
+          eq(checkpoints.executionId, executionId),
+          gt(checkpoints.seq, after),
+          sql`jsonb_typeof(${checkpoints.row}->'nodeOutput') = 'object'`,
+          sql`jsonb_typeof(${checkpoints.row}->'nodeOutput'->'usage') = 'array'`,
+        ),
+      )
+      .orderBy(asc(checkpoints.seq))
+      .limit(1000);
+    for (const r of page) outputs.push({ nodeOutput: r.nodeOutput });
+    if (page.length < 1000) break;
+    after = page[page.length - 1].seq;
+  }
+  return sumUsage(outputs);
 }
 
 export async function openPause(db: PlaneDb, projectId: string, executionId: string): Promise<PendingInterrupt | null> {
@@ -327,7 +386,7 @@ export async function listWriters(db: PlaneDb, projectId: string) {
   const gaps = await db
     .selectDistinct({ writerId: holes.writerId, executionId: holes.executionId })
     .from(holes)
-    .where(eq(holes.projectId, projectId))
+    .where(and(eq(holes.projectId, projectId), holeIsGap))
     .orderBy(asc(holes.writerId), asc(holes.executionId));
   const incomplete = new Map<string, string[]>();
   for (const g of gaps) incomplete.set(g.writerId, [...(incomplete.get(g.writerId) ?? []), g.executionId]);

@@ -61,6 +61,8 @@ export const ErrorCode = {
   DATA_DIR_LOCKED: 'DATA_DIR_LOCKED',
   /** A LangGraph config or checkpoint the waymark saver cannot map onto rows (missing thread_id, an id too long, a thread owned by another run); every problem is named in `details.problems`. */
   INVALID_GRAPH_CONFIG: 'INVALID_GRAPH_CONFIG',
+  /** `waymark/ai-sdk` was given a model of a spec it does not implement (it supports LanguageModelV3); `details.specificationVersion` names the one given. */
+  UNSUPPORTED_MODEL: 'UNSUPPORTED_MODEL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

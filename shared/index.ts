@@ -5,3 +5,4 @@ export * from './errors.js';
 export * from './rows.js';
 export * from './codec.js';
 export * from './protocol.js';
+export * from './usage.js';

@@ -33,6 +33,11 @@ describe('benchmark smoke runs', () => {
   it.skipIf(!pg)('steps on Postgres', () => {
     expect(bench('steps.ts', 'steps', 'postgres', '1')[0]).toMatchObject({ bench: 'steps', backend: 'postgres' });
   });
+  it('langgraph: WaymarkSaver (and LangGraph\'s savers when installed) on one graph, SQLite', () => {
+    const lines = bench('langgraph-saver.ts', 'sqlite');
+    expect(lines.find((l) => l.who === 'waymark')).toMatchObject({ bench: 'langgraph-saver', backend: 'sqlite', T: 3 });
+    expect(lines.find((l) => l.who === 'waymark')!.bytes as number).toBeGreaterThan(0);
+  });
   it('lease cost: unfenced vs leased writes on SQLite (and Postgres when up)', () => {
     const lines = bench('lease-cost.ts', pg ? 'both' : 'sqlite');
     expect(lines[0]).toMatchObject({ bench: 'lease-cost', backend: 'sqlite', R: 2, T: 3 });

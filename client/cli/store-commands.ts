@@ -1,6 +1,7 @@
 /** `waymark runs` and `waymark inspect`: read a local store and print it, as a table or as JSON. */
 import type { Checkpoint, Json } from '../../shared/index.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
+import { sumUsage, usageLine } from '../../shared/usage.js';
 import { localTime, table } from './format.js';
 import { ErrorCode } from '../../shared/errors.js';
 import { cancelReason } from '../store/cancel.js';
@@ -122,9 +123,10 @@ export async function inspectRun(store: Checkpointer, executionId: string, out: 
   const pauses = await pausesOf(store, rows, pending?.checkpointId ?? null);
   const last = rows[rows.length - 1];
   const end = last.step === 'run_end' ? { status: last.status, error: errorOf(last) } : null;
+  const usage = sumUsage(rows);
 
   if (o.json) {
-    out(JSON.stringify({ executionId, found: true, end, rows, pauses, pending, idempotency: idem }, null, 2));
+    out(JSON.stringify({ executionId, found: true, end, usage, rows, pauses, pending, idempotency: idem }, null, 2));
     return true;
   }
   out(`execution ${executionId}`);
@@ -139,6 +141,7 @@ export async function inspectRun(store: Checkpointer, executionId: string, out: 
     out(`pause at seq ${p.seq} (${p.nodeId}): ${p.reason ?? ''}: ${said}`);
   }
   out(pending ? `pending interrupt: ${pending.reason} at ${pending.nodeId} (${pending.agentPath})\n  context: ${JSON.stringify(pending.context)}` : 'pending interrupt: none');
+  out(`usage: ${usageLine(usage)}`);
   out(`idempotency entries: ${idem.length}`);
   for (const e of idem) out(`  ${e.key} → ${JSON.stringify(e.result)}`);
   return true;

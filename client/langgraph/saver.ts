@@ -4,15 +4,17 @@
  * `Checkpointer` contract. Every checkpoint is one waymark row (and its outbox
  * event), every pending write one idempotency entry (and its event), so a
  * graph's thread reaches the plane, shows in the inspector and restores on
- * another machine with `restoreFromPlane(store, threadId)`.
+ * another machine with `restoreThread(store, threadId, …)` (client/langgraph/restore.ts).
  *
  * Guarantees
  * - `put` is one store transaction: the checkpoint row and its outbox event,
  *   both or neither. A crash after it returns loses nothing.
- * - `putWrites` stores each write once: a regular write (idx >= 0) keeps the
- *   first value stored for (checkpoint, task, idx), as LangGraph's savers do;
- *   a special write (error, interrupt, resume, scheduled; idx < 0) is replaced
- *   by a later one (a new entry; the newest generation is read).
+ * - `putWrites` is one store transaction per call (one idempotency entry, the
+ *   checkpoint's next free slot), and `getTuple` reads a checkpoint's writes by
+ *   point lookups, not by scanning the thread. A regular write (idx >= 0)
+ *   keeps the first value stored for (checkpoint, task, idx), as LangGraph's
+ *   savers do; a special write (error, interrupt, resume, scheduled; idx < 0)
+ *   is replaced by a later call's (the newest generation is read).
  * - `getTuple`/`list` return pending writes in `writesSortKey` order.
  * - Bytes grow linearly with the run for an append-only `messages` channel.
  */
@@ -20,10 +22,8 @@ import {
   BaseCheckpointSaver,
   TASKS,
   WRITES_IDX_MAP,
-  compareWritesSortKeys,
   getCheckpointId,
   maxChannelVersion,
-  writesSortKey,
   type ChannelVersions,
   type Checkpoint as GraphCheckpoint,
   type CheckpointListOptions,
@@ -35,11 +35,11 @@ import {
 } from '@langchain/langgraph-checkpoint';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Checkpointer } from '../checkpointer.js';
-import type { Checkpoint as Row, IdempotencyEntry } from '../../shared/rows.js';
+import type { Checkpoint as Row } from '../../shared/rows.js';
 import type { State } from '../../shared/codec.js';
 import { DuplicateIdError } from '../errors.js';
 import { LIMITS } from '../../shared/limits.js';
-import { deepFreeze, setOwn, type Json } from '../../shared/json.js';
+import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
 import {
   AGENT_PATH,
   WRITE_KEY_PREFIX,
@@ -67,6 +67,17 @@ const HEAD = 'lg:checkpoint';
 const SEEN = 'lg:seen';
 const channelKey = (c: string) => `c:${c}`;
 
+/** One `putWrites` call, stored as one idempotency entry. */
+interface WriteBatch {
+  checkpoint_id: string;
+  task_id: string;
+  task_path: string;
+  /** The call's slot among the `putWrites` calls on this checkpoint (0, 1, …), in the order they were stored. */
+  gen: number;
+  writes: { channel: string; idx: number; value: StoredValue }[];
+}
+
+/** One write as read back: its batch's fields and its own. */
 interface WriteRecord {
   checkpoint_id: string;
   task_id: string;
@@ -116,7 +127,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const ref = row.nodeInput as unknown as RowRef;
     if (ref.thread_id !== String(threadId) || ref.checkpoint_ns !== ns) return undefined;
     if (checkpointId && ref.checkpoint_id !== checkpointId) return undefined;
-    return this.tupleOf(row, await this.writesOf(executionId));
+    return this.tupleOf(row);
   }
 
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
@@ -127,7 +138,6 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const onlyId = config.configurable?.checkpoint_id as string | undefined;
     const beforeId = before?.configurable?.checkpoint_id as string | undefined;
     for await (const executionId of this.executionsOf(threadId === undefined ? undefined : String(threadId), ns)) {
-      let writes: Map<string, WriteRecord[]> | null = null;
       let beforeSeq: number | undefined;
       for (;;) {
         const page = await this.store.list(executionId, { order: 'desc', limit: this.pageSize, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
@@ -146,8 +156,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
             if (limit <= 0) return;
             limit--;
           }
-          writes ??= await this.writesOf(executionId);
-          yield await this.tupleOf(row, writes);
+          yield await this.tupleOf(row);
         }
         if (page.length < this.pageSize) break;
         beforeSeq = page[page.length - 1].seq;
@@ -204,7 +213,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       if (!(e instanceof DuplicateIdError)) throw e;
       // rows are immutable: putting the same checkpoint again is accepted only when it is the same checkpoint
       const existing = await this.store.getById(id);
-      const same = existing && JSON.stringify(await this.store.readState(existing)) === JSON.stringify(state);
+      const same = existing && existing.executionId === executionId && stableStringify(await this.store.readState(existing)) === stableStringify(state);
       if (!same) throw invalid('cannot put a LangGraph checkpoint', [`checkpoint ${checkpoint.id} is already stored with other values; waymark rows are never rewritten`]);
     }
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
@@ -220,18 +229,27 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     if (problems.length) throw invalid('cannot put LangGraph writes', problems);
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
     const executionId = executionIdOf(String(threadId), ns);
+    if (writes.length === 0) return;
+    const batch: WriteBatch = {
+      checkpoint_id: checkpointId!,
+      task_id: taskId,
+      task_path: taskPath ?? '',
+      gen: 0,
+      writes: [],
+    };
     for (let i = 0; i < writes.length; i++) {
       const [channel, value] = writes[i];
-      const idx = WRITES_IDX_MAP[channel] ?? i;
-      let gen = 0;
-      if (idx < 0) {
-        // a special write replaces the last one: the next generation of its key
-        while ((await this.store.getIdempotent(executionId, writeKey(checkpointId!, taskId, idx, gen))).hit) gen++;
-      }
-      const key = writeKey(checkpointId!, taskId, idx, gen);
-      if (key.length > LIMITS.idempotencyKeyLength) throw invalid('cannot put LangGraph writes', [`task id ${JSON.stringify(taskId)} is too long for a waymark key`]);
-      const record: WriteRecord = { checkpoint_id: checkpointId!, task_id: taskId, task_path: taskPath ?? '', channel, idx, gen, value: await storeValue(this.serde, value) };
-      await this.store.putIdempotent(executionId, key, record as unknown as Json);
+      batch.writes.push({ channel, idx: WRITES_IDX_MAP[channel] ?? i, value: await storeValue(this.serde, value) });
+    }
+    // one entry (one commit) per call, at the checkpoint's next free slot; a racing call that took it first moves us on
+    for (let slot = 0; ; slot++) {
+      const key = writeKey(checkpointId!, slot);
+      if (key.length > LIMITS.idempotencyKeyLength) throw invalid('cannot put LangGraph writes', [`checkpoint id ${JSON.stringify(checkpointId)} is too long for a waymark key`]);
+      if ((await this.store.getIdempotent(executionId, key)).hit) continue;
+      batch.gen = slot;
+      const mine = batch as unknown as Json;
+      const stored = await this.store.putIdempotent(executionId, key, mine);
+      if (stableStringify(stored.result) === stableStringify(mine)) return;
     }
   }
 
@@ -321,30 +339,28 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     return (out?.metadata ? await loadValue(this.serde, out.metadata) : {}) as CheckpointMetadata;
   }
 
-  /** Pending writes of one execution, grouped by checkpoint id, newest generation of each key, in `writesSortKey` order. */
-  private async writesOf(executionId: string): Promise<Map<string, WriteRecord[]>> {
-    const entries: IdempotencyEntry[] = await this.store.listIdempotent(executionId);
+  /**
+   * Pending writes of one checkpoint: its entries are slots 0, 1, … (point
+   * lookups, as many as `putWrites` calls on it); per (task, index) the first
+   * stored regular write and the last stored special write; in writesSortKey order.
+   */
+  private async writesFor(executionId: string, checkpointId: string): Promise<WriteRecord[]> {
     const newest = new Map<string, WriteRecord>();
-    for (const e of entries) {
-      if (!e.key.startsWith(WRITE_KEY_PREFIX)) continue;
-      const r = e.result as unknown as WriteRecord;
-      const k = JSON.stringify([r.checkpoint_id, r.task_id, r.idx]);
-      const seen = newest.get(k);
-      if (!seen || seen.gen < r.gen) newest.set(k, r);
+    for (let slot = 0; ; slot++) {
+      const hit = await this.store.getIdempotent(executionId, writeKey(checkpointId, slot));
+      if (!hit.hit) break;
+      const b = hit.result as unknown as WriteBatch;
+      for (const w of b.writes) {
+        const r: WriteRecord = { checkpoint_id: b.checkpoint_id, task_id: b.task_id, task_path: b.task_path, gen: b.gen, ...w };
+        const k = JSON.stringify([r.task_id, r.idx]);
+        // slots ascend: a regular write keeps the first value stored, a special one the last
+        if (!newest.has(k) || r.idx < 0) newest.set(k, r);
+      }
     }
-    const byCheckpoint = new Map<string, WriteRecord[]>();
-    for (const r of newest.values()) {
-      const list = byCheckpoint.get(r.checkpoint_id) ?? [];
-      list.push(r);
-      byCheckpoint.set(r.checkpoint_id, list);
-    }
-    for (const list of byCheckpoint.values()) {
-      list.sort((a, b) => compareWritesSortKeys(writesSortKey(a.task_path, a.task_id, a.idx), writesSortKey(b.task_path, b.task_id, b.idx)));
-    }
-    return byCheckpoint;
+    return [...newest.values()].sort(compareWrites);
   }
 
-  private async tupleOf(row: Row, writes: Map<string, WriteRecord[]>): Promise<CheckpointTuple> {
+  private async tupleOf(row: Row): Promise<CheckpointTuple> {
     const ref = row.nodeInput as unknown as RowRef;
     const state = await this.store.readState(row);
     const head = state[HEAD] as Record<string, Json>;
@@ -366,12 +382,12 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       versions_seen: JSON.parse(JSON.stringify(state[SEEN] ?? {})),
     } as GraphCheckpoint;
     const pendingWrites: CheckpointPendingWrite[] = await Promise.all(
-      (writes.get(ref.checkpoint_id) ?? []).map(async (w) => [w.task_id, w.channel, await loadValue(this.serde, w.value as unknown as Json)] as CheckpointPendingWrite),
+      (await this.writesFor(row.executionId, ref.checkpoint_id)).map(async (w) => [w.task_id, w.channel, await loadValue(this.serde, w.value as unknown as Json)] as CheckpointPendingWrite),
     );
     if (checkpoint.v < 4 && ref.parent_checkpoint_id) {
       // checkpoints before format 4 kept sends as writes of the parent: move them into the TASKS channel
       const sends = await Promise.all(
-        (writes.get(ref.parent_checkpoint_id) ?? []).filter((w) => w.channel === TASKS).map((w) => loadValue(this.serde, w.value as unknown as Json)),
+        (await this.writesFor(row.executionId, ref.parent_checkpoint_id)).filter((w) => w.channel === TASKS).map((w) => loadValue(this.serde, w.value as unknown as Json)),
       );
       checkpoint.channel_values[TASKS] = sends;
       checkpoint.channel_versions[TASKS] = Object.keys(checkpoint.channel_versions).length > 0 ? maxChannelVersion(...Object.values(checkpoint.channel_versions)) : this.getNextVersion(undefined);
@@ -389,6 +405,16 @@ export class WaymarkSaver extends BaseCheckpointSaver {
   }
 }
 
-function writeKey(checkpointId: string, taskId: string, idx: number, gen: number): string {
-  return `${WRITE_KEY_PREFIX}${JSON.stringify([checkpointId, taskId, idx, gen])}`;
+function writeKey(checkpointId: string, slot: number): string {
+  return `${WRITE_KEY_PREFIX}${JSON.stringify([checkpointId, slot])}`;
+}
+
+/**
+ * The order LangGraph applies one superstep's writes in: (task path, task id,
+ * index), strings by Unicode code point (UTF-8 byte order is code point
+ * order), writes without a path first. Written here rather than imported so the
+ * saver runs on every @langchain/langgraph-checkpoint its peer range allows.
+ */
+function compareWrites(a: WriteRecord, b: WriteRecord): number {
+  return Buffer.compare(Buffer.from(a.task_path), Buffer.from(b.task_path)) || Buffer.compare(Buffer.from(a.task_id), Buffer.from(b.task_id)) || a.idx - b.idx;
 }

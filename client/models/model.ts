@@ -29,12 +29,39 @@ export interface ModelRequest {
   signal?: AbortSignal;
 }
 
+/** Why the model stopped, in the AI SDK's unified vocabulary. */
+export type FinishReason = 'stop' | 'length' | 'content-filter' | 'tool-calls' | 'error' | 'other';
+
+/**
+ * Tokens the provider reported for one call (null: not reported). `model` is
+ * the model that answered (the provider's id when it says, else the configured one).
+ */
+export interface ModelUsage {
+  model: string;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  /** Input tokens read from the provider's prompt cache (part of inputTokens). */
+  cachedInputTokens: number | null;
+}
+
 export interface ModelReply {
   content: string | null;
   toolCalls: ToolCall[];
+  /** Set when the provider reported usage; recorded with the run's next row (see agent.ts). */
+  usage?: ModelUsage;
+  finishReason?: FinishReason;
 }
+
+/** What a streaming model reports while its answer comes in. Provisional until the run's next row. */
+export type ModelStreamPart = { type: 'text-delta'; delta: string };
 
 export interface Model {
   readonly name: string;
   generate(request: ModelRequest): Promise<ModelReply>;
+  /**
+   * Optional: the same call, streamed. `onPart` sees text as it arrives; the
+   * promise resolves with the whole reply, exactly what `generate` would have
+   * returned. The agent uses it when a run has an `onEvent` listener.
+   */
+  stream?(request: ModelRequest, onPart: (part: ModelStreamPart) => void): Promise<ModelReply>;
 }

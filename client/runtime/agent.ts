@@ -38,7 +38,8 @@ import { AlreadyResumed, CheckpointError, ResumeRequired } from '../errors.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from './lease.js';
 import { isCancelMarker, runCancelled } from '../store/cancel.js';
 import { noFaults, type FaultHook } from '../faults.js';
-import type { Message, Model, ToolCall, ToolSpec } from '../models/model.js';
+import type { Message, Model, ModelReply, ToolCall, ToolSpec } from '../models/model.js';
+import type { UsageRecord } from '../../shared/usage.js';
 import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
 import { Resume } from './interrupt.js';
 import { toolSpec, type Tool } from './tool.js';
@@ -71,6 +72,32 @@ export interface RunResult {
   error?: { code: string; message: string };
 }
 
+/**
+ * What `onEvent` sees while a run goes. `committed` says whether the event's
+ * content is already in a row: a `text-delta` never is (the reply is written
+ * with the step's next row), a `tool-result` is written with the next row the
+ * run writes. A crash loses what was not committed; on resume the model call is
+ * re-issued and a `step-start` with the same `checkpointId` (and
+ * `reentered: true`) comes again: an app drops the text it showed for that
+ * checkpoint and shows the new one.
+ */
+export type RunEvent =
+  | { type: 'step-start'; committed: true; executionId: string; agentPath: string; turn: number; checkpointId: string; reentered: boolean }
+  | { type: 'text-delta'; committed: false; executionId: string; agentPath: string; turn: number; delta: string }
+  | { type: 'tool-call'; committed: true; executionId: string; agentPath: string; turn: number; call: ToolCall; checkpointId: string }
+  | { type: 'tool-result'; committed: false; executionId: string; agentPath: string; turn: number; toolCallId: string; name: string; content: string }
+  | { type: 'pause'; committed: true; executionId: string; pendingInterrupt: PendingInterrupt }
+  | { type: 'end'; committed: true; executionId: string; result: RunResult };
+
+export interface RunOptions {
+  /**
+   * Called synchronously with each event, in order. Its errors are caught and
+   * dropped: a listener cannot change what the run writes. With a listener
+   * the agent uses the model's `stream` method when it has one.
+   */
+  onEvent?: (event: RunEvent) => void;
+}
+
 
 interface RunState extends State {
   messages: Message[] & Json[];
@@ -92,10 +119,13 @@ interface Level {
   prevId: string | null;
   /** The runner's lease on the execution (shared by nested workers). */
   lease: RunLease;
+  /** Usage of model calls not yet written: the next row written takes it (shared by nested workers). */
+  usage: UsageRecord[];
+  onEvent?: (event: RunEvent) => void;
 }
 
 /** Where a level's rows are: enough to read them, no lease needed. */
-type Place = Omit<Level, 'lease' | 'prevId'>;
+type Place = Omit<Level, 'lease' | 'prevId' | 'usage' | 'onEvent'>;
 
 type Entry =
   | { kind: 'model'; write: boolean }
@@ -142,6 +172,21 @@ const NOT_RUN = '[no result: the run was interrupted before this tool ran; it wa
 
 function freeze<T>(m: T): T {
   return deepFreeze(m);
+}
+
+function emit(level: Level, event: RunEvent): void {
+  if (!level.onEvent) return;
+  try {
+    level.onEvent(event);
+  } catch {
+    // a listener cannot change the run
+  }
+}
+
+/** `extra` with the level's pending usage added (as `usage`), or `extra` as it is when none is pending. */
+function withUsage(level: Level, extra: Record<string, Json> | null): Record<string, Json> | null {
+  if (!level.usage.length) return extra;
+  return { ...(extra ?? {}), usage: level.usage.map((u) => ({ ...u })) as unknown as Json };
 }
 
 export class Agent {
@@ -212,7 +257,7 @@ export class Agent {
   }
 
   /** Start a run. The returned status is completed, paused (awaiting a Resume) or failed. */
-  async run(input: string, options: { executionId?: string } = {}): Promise<RunResult> {
+  async run(input: string, options: { executionId?: string } & RunOptions = {}): Promise<RunResult> {
     const store = this.requireStore();
     await store.setup();
     const executionId = options.executionId ?? uuidv7();
@@ -226,7 +271,7 @@ export class Agent {
     const level = await this.holding(lease, async () => {
       // another runner may have started and finished it between the read above and the lease
       if (await store.latest(executionId)) throw exists();
-      return this.topLevel(executionId, store, null, lease);
+      return this.topLevel(executionId, store, null, lease, options.onEvent);
     });
     return this.outer(level, () => this.loop(level, this.initialState(input), { kind: 'model', write: true }));
   }
@@ -250,7 +295,11 @@ export class Agent {
    * Continue a run from its newest row. A paused run needs `resume`; the pause
    * is claimed atomically, so of many concurrent resumers exactly one runs.
    */
-  async resume(executionId: string, resume?: Resume | { approved: boolean; metadata?: Record<string, Json> }): Promise<RunResult> {
+  async resume(
+    executionId: string,
+    resume?: Resume | { approved: boolean; metadata?: Record<string, Json> },
+    options: RunOptions = {},
+  ): Promise<RunResult> {
     const store = this.requireStore();
     await store.setup();
     const latest = await store.latest(executionId);
@@ -322,7 +371,7 @@ export class Agent {
         if (now && now.status === 'interrupted') throw new ResumeRequired(executionId, now.interruptReason ?? 'paused');
         if (now) newest = now.id;
       }
-      const level = this.topLevel(executionId, store, newest, lease);
+      const level = this.topLevel(executionId, store, newest, lease, options.onEvent);
       const own = await this.latestOwn(level);
       if (!own) throw new CheckpointError(`execution '${executionId}' has no row of ${this.path} to resume from`);
       if (own.step === 'tool_call') this.resolveTool(own.agentPath);
@@ -337,7 +386,7 @@ export class Agent {
    * marker is refused: it is not a step. `input` adds a user message at a turn boundary;
    * `executionId` names the fork (default: a new UUIDv7).
    */
-  async fork(executionId: string, options: { checkpointId?: string; input?: string; executionId?: string } = {}): Promise<RunResult> {
+  async fork(executionId: string, options: { checkpointId?: string; input?: string; executionId?: string } & RunOptions = {}): Promise<RunResult> {
     const store = this.requireStore();
     await store.setup();
     const level: Place = { executionId, store, path: this.path, afterSeq: -1 };
@@ -394,14 +443,14 @@ export class Agent {
         { lease: lease.lease },
       );
     });
-    const forked = this.topLevel(newId, store, origin.id, lease);
+    const forked = this.topLevel(newId, store, origin.id, lease, options.onEvent);
     return this.outer(forked, () => this.reenter(forked, origin));
   }
 
   // ── the loop ──────────────────────────────────────────────────────────
 
-  private topLevel(executionId: string, store: Checkpointer, prevId: string | null, lease: RunLease): Level {
-    return { executionId, store, path: this.path, afterSeq: -1, prevId, lease };
+  private topLevel(executionId: string, store: Checkpointer, prevId: string | null, lease: RunLease, onEvent?: (e: RunEvent) => void): Level {
+    return { executionId, store, path: this.path, afterSeq: -1, prevId, lease, usage: [], onEvent };
   }
 
   private initialState(input: string): RunState {
@@ -414,11 +463,17 @@ export class Agent {
   /** The outermost runner: writes the run-end marker, never for a pause. */
   private async outer(level: Level, body: () => Promise<{ output: string; state: RunState }>): Promise<RunResult> {
     level.lease.start();
+    let result: RunResult;
     try {
-      return await this.outerHeld(level, body);
+      result = await this.outerHeld(level, body);
     } finally {
       await level.lease.stop();
     }
+    if (result.status === 'paused' && result.pendingInterrupt) {
+      emit(level, { type: 'pause', committed: true, executionId: level.executionId, pendingInterrupt: result.pendingInterrupt });
+    }
+    emit(level, { type: 'end', committed: true, executionId: level.executionId, result });
+    return result;
   }
 
   private async outerHeld(level: Level, body: () => Promise<{ output: string; state: RunState }>): Promise<RunResult> {
@@ -448,8 +503,9 @@ export class Agent {
             agentPath: level.path,
             parentId: last?.id ?? null,
             state,
-            nodeOutput: { error },
+            nodeOutput: withUsage(level, { error }),
           }, { lease: lease.lease });
+          level.usage.length = 0;
           lease.ended = true;
         } catch {
           // the store itself failed (or the execution is gone): no marker, the run stays resumable from its newest row
@@ -466,8 +522,10 @@ export class Agent {
         status: 'completed',
         agentPath: level.path,
         state: done.state,
-        nodeOutput: done.output,
+        // the output as it was, or with the usage of calls since the previous row: { output, usage }
+        nodeOutput: level.usage.length ? withUsage(level, { output: done.output }) : done.output,
       }, { lease: lease.lease });
+      level.usage.length = 0;
       lease.ended = true;
       this.fault('runtime.afterRunEnd');
       return { status: 'completed', executionId: level.executionId, output: done.output };
@@ -475,11 +533,35 @@ export class Agent {
   }
 
   private async checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status' | 'prevId'>): Promise<Checkpoint> {
+    const nodeOutput = withUsage(level, null);
     const row = await kept(
-      level.store.put({ ...input, executionId: level.executionId, prevId: level.prevId, status: 'completed' }, { lease: level.lease.lease }),
+      level.store.put(
+        { ...input, executionId: level.executionId, prevId: level.prevId, status: 'completed', ...(nodeOutput ? { nodeOutput } : {}) },
+        { lease: level.lease.lease },
+      ),
     );
+    level.usage.length = 0;
     level.prevId = row.id;
     return row;
+  }
+
+  /** One model call: streamed when someone listens and the model can stream. */
+  private async callModel(level: Level, state: RunState): Promise<ModelReply> {
+    // the tool definitions are built on first read: a model that never reads them (scripted) never pays for it
+    const agent = this;
+    const request = {
+      messages: state.messages,
+      get tools() {
+        return agent.toolSpecs();
+      },
+    };
+    if (!level.onEvent || !this.model.stream) return this.model.generate(request);
+    let parts = 0;
+    return this.model.stream(request, (part) => {
+      if (part.type !== 'text-delta' || !part.delta) return;
+      emit(level, { type: 'text-delta', committed: false, executionId: level.executionId, agentPath: level.path, turn: state.turn, delta: part.delta });
+      if (++parts === 1) this.fault('runtime.midStream');
+    });
   }
 
   private async loop(level: Level, start: RunState, first: Entry): Promise<{ output: string; state: RunState }> {
@@ -493,16 +575,29 @@ export class Agent {
         if (entry.write) {
           await this.checkpoint(level, { nodeId: `turn:${state.turn}`, turn: state.turn, step: 'llm_call', agentPath: level.path, state });
         }
+        emit(level, {
+          type: 'step-start',
+          committed: true,
+          executionId: level.executionId,
+          agentPath: level.path,
+          turn: state.turn,
+          checkpointId: level.prevId ?? '',
+          reentered: !entry.write,
+        });
         this.fault('runtime.beforeModel');
         level.lease.check();
-        // the tool definitions are built on first read: a model that never reads them (scripted) never pays for it
-        const agent = this;
-        const reply = await this.model.generate({
-          messages: state.messages,
-          get tools() {
-            return agent.toolSpecs();
-          },
-        });
+        const reply = await this.callModel(level, state);
+        if (reply.usage) {
+          level.usage.push({
+            model: reply.usage.model || this.model.name,
+            agentPath: level.path,
+            turn: state.turn,
+            inputTokens: reply.usage.inputTokens,
+            outputTokens: reply.usage.outputTokens,
+            cachedInputTokens: reply.usage.cachedInputTokens,
+            finishReason: reply.finishReason ?? null,
+          });
+        }
         const assistant = freeze({
           role: 'assistant' as const,
           content: reply.content === null ? null : storableText(reply.content),
@@ -537,11 +632,22 @@ export class Agent {
                 state: toolState,
                 nodeInput: call.arguments,
               });
+        emit(level, { type: 'tool-call', committed: true, executionId: level.executionId, agentPath, turn: state.turn, call, checkpointId: row.id });
         this.fault('runtime.beforeTool');
         level.lease.check();
         const content = await this.invoke(level, call, toolState, row, resumes);
         this.fault('runtime.afterTool');
         const result = freeze({ role: 'tool' as const, toolCallId: call.id, name: call.name, content: storableText(content) });
+        emit(level, {
+          type: 'tool-result',
+          committed: false,
+          executionId: level.executionId,
+          agentPath,
+          turn: state.turn,
+          toolCallId: call.id,
+          name: call.name,
+          content: result.content,
+        });
         state = { messages: [...state.messages, result] as RunState['messages'], turn: state.turn };
         if (isEntry && entry.single) {
           const rest = calls.slice(i + 1).map((c) => freeze({ role: 'tool' as const, toolCallId: c.id, name: c.name, content: NOT_RUN }));
@@ -604,10 +710,12 @@ export class Agent {
           nodeInput: call.arguments,
           interruptReason: scope.pause.reason,
           interruptContext: scope.pause.context,
+          ...(level.usage.length ? { nodeOutput: withUsage(level, null) } : {}),
         },
         { reason: scope.pause.reason, context: scope.pause.context },
         { lease: level.lease.lease },
       ));
+      level.usage.length = 0;
       throw new PauseOutcome(pending);
     }
     if (typeof result === 'string') return result;
@@ -623,6 +731,8 @@ export class Agent {
       afterSeq: parentRow.seq,
       prevId: parentRow.id,
       lease: parent.lease,
+      usage: parent.usage,
+      onEvent: parent.onEvent,
     };
     const own = await this.latestOwn(level);
     if (own) level.prevId = own.id;

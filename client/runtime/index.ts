@@ -1,4 +1,4 @@
-export { Agent, type AgentOptions, type RunResult } from './agent.js';
+export { Agent, type AgentOptions, type RunResult, type RunEvent, type RunOptions } from './agent.js';
 export { interrupt, Resume } from './interrupt.js';
 export { idempotent, type IdempotentOptions } from './idempotent.js';
 export { tool, type Tool } from './tool.js';

@@ -3,6 +3,7 @@
 import type { Child, FC } from 'hono/jsx';
 import type { Json } from '../../shared/json.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import type { UsageTotal } from '../../shared/usage.js';
 import type { StateDiff } from './diff.js';
 
 /** `refresh`: reload every so many seconds (a person turns it on with `?live=1`; no script needed). */
@@ -128,6 +129,8 @@ export interface RunItem {
   complete: boolean;
   holeCount: number;
   claimConflicts: number;
+  /** model usage summed over the run's rows (null: none reported) */
+  usage?: UsageTotal | null;
 }
 
 /** Said wherever a run is shown whose copy on the plane has holes. */
@@ -202,6 +205,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
             <th>Last update</th>
             <th class="wide-only">Rows</th>
             <th class="wide-only">Last node</th>
+            <th class="wide-only">Tokens</th>
           </tr>
         </thead>
         <tbody>
@@ -237,6 +241,9 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
               </td>
               <td class="wide-only">{r.rowCount}</td>
               <td class="mono wide-only">{r.lastNodeId ?? ''}</td>
+              <td class="wide-only" data-testid="tokens" title={r.usage ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls` : 'no model usage reported'}>
+                {r.usage ? `${r.usage.inputTokens} in / ${r.usage.outputTokens} out` : ''}
+              </td>
             </tr>
           ))}
           {items.length === 0 && (
@@ -356,6 +363,8 @@ export interface RunPageProps {
   forkOf: { executionId: string; checkpointId: string; step: string } | null;
   /** runs forked from this one */
   forks: { executionId: string; checkpointId: string }[];
+  /** model usage summed over all rows of the run */
+  usage?: UsageTotal;
 }
 
 export const RunPage: FC<RunPageProps> = (p) => {
@@ -368,6 +377,12 @@ export const RunPage: FC<RunPageProps> = (p) => {
       <p class="muted">
         {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated <Time iso={p.execution.updatedAt} relative />
       </p>
+      {p.usage && p.usage.calls > 0 && (
+        <p class="muted" data-testid="usage">
+          Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out · {p.usage.calls} model call{p.usage.calls === 1 ? '' : 's'} (
+          {Object.entries(p.usage.models).map(([m, n]) => `${m} ×${n}`).join(', ')})
+        </p>
+      )}
       <LiveToggle live={p.live} href={(on) => `/runs/${encodeURIComponent(id)}${on ? '?live=1' : ''}`} />
       {p.forkOf && (
         <p class="fork">

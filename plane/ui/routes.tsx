@@ -14,7 +14,7 @@ import { authenticate, type Principal } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { projects } from '../db/schema.js';
 import type { PlaneEnv } from '../app.js';
-import { CursorError, describeHoles, forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listIdempotency, listQuarantine, listRows, listWriters, pauseState, stateAt } from '../read.js';
+import { CursorError, describeHoles, forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listIdempotency, listQuarantine, listRows, listWriters, pauseState, runUsage, stateAt, usageByRun } from '../read.js';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import { diffStates } from './diff.js';
 import { LoginPage, NotFoundPage, QuarantinePage, RunPage, RunsPage, SINCE_WINDOWS, WritersPage, type RunsFilters } from './pages.js';
@@ -113,7 +113,8 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
         const u = new URLSearchParams(Object.entries({ ...filters, ...(cursor ? { cursor } : {}), ...(on ? { live: '1' } : {}) }).filter(([, v]) => v) as [string, string][]);
         return `/?${u}`;
       };
-      return c.html(<RunsPage items={page.items} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />);
+      const usage = await usageByRun(db, c.get('principal').projectId, page.items.map((i) => i.executionId));
+      return c.html(<RunsPage items={page.items.map((i) => ({ ...i, usage: usage.get(i.executionId) ?? null }))} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />);
     }),
   );
 
@@ -157,6 +158,7 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
           pageQuery={pageQuery}
           pause={await pauseState(db, projectId, id)}
           idempotency={await listIdempotency(db, projectId, id)}
+          usage={await runUsage(db, projectId, id)}
           conflicts={await listClaimConflicts(db, projectId, id)}
           quarantined={quarantined}
           diff={{ a, b, result, error }}

@@ -23,7 +23,7 @@ describe(`kill campaign: ${TRIALS} trials, seed ${SEED} (replay: WAYMARK_CAMPAIG
 });
 
 describe('campaign shapes from issue 12, one trial each', () => {
-  it('request-level 400s from a proxy; a kill between the plane claim and the local claim; delete-and-restart under one id while connected, killed after the plane committed its batch and in the new run; concurrent resumers of successive pauses', async () => {
+  it('request-level 400s from a proxy; a kill between the plane claim and the local claim; delete-and-restart under one id while connected, killed after the plane committed its batch and in the new run; concurrent resumers of successive pauses; catch-up restores after an offline double claim', async () => {
     const plane = new PlaneProcess(tmp.file('shapes-plane'));
     await plane.start();
     try {
@@ -35,6 +35,8 @@ describe('campaign shapes from issue 12, one trial each', () => {
         { target: 'client', point: 'drain.afterResponse', hits: 1, faultFrom: 'again' },
         { target: 'client', point: 'store.put.afterCommit', hits: 2, faultFrom: 'again' },
         { target: 'resumers', point: 'store.claim.afterCommit', hits: 1 },
+        // two machines answer one pause offline (the second killed after its claim), then come back and catch up
+        { target: 'double', point: 'store.claim.afterCommit', hits: 1 },
       ] as const;
       for (const [i, s] of shapes.entries()) {
         const r = await runTrial({ plane, key, dir: tmp.dir, trial: `shape-${i}`, ...s });

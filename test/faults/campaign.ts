@@ -8,7 +8,10 @@
  */
 import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
+import { restoreFromPlane } from '../../client/replica/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { decodeChain } from '../../shared/codec.js';
+import type { Checkpoint } from '../../shared/rows.js';
 import { Ledger } from '../../examples/agents/refund.js';
 import { forkTs, nextMessage, runTs } from '../helpers/child.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
@@ -16,6 +19,7 @@ import { FaultProxy } from '../helpers/fault-proxy.js';
 const PLANE = fileURLToPath(new URL('../plane/plane-child.ts', import.meta.url));
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 const RESUMERS = fileURLToPath(new URL('./resumers-worker.ts', import.meta.url));
+const DOUBLE_CLAIM = fileURLToPath(new URL('./double-claim-worker.ts', import.meta.url));
 
 /** Client fault points and how many hits a trial may wait for before the kill. */
 export const CLIENT_POINTS: [string, number][] = [
@@ -123,7 +127,7 @@ export class PlaneProcess {
   }
 }
 
-export type Target = 'client' | 'plane' | 'proxy' | 'resumers';
+export type Target = 'client' | 'plane' | 'proxy' | 'resumers' | 'double';
 
 export interface TrialResult {
   trial: string;
@@ -149,6 +153,7 @@ async function planeRows(url: string, key: string, executionId: string): Promise
 
 export async function runTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; target: Target; point: string; hits: number; faultFrom?: 'again' }): Promise<TrialResult> {
   if (o.target === 'resumers') return runResumersTrial(o);
+  if (o.target === 'double') return runDoubleClaimTrial(o);
   const db = `${o.dir}/${o.trial}.db`;
   const ledger = new Ledger(`${o.dir}/${o.trial}.ledger`);
   const violations: string[] = [];
@@ -307,6 +312,7 @@ export async function runCampaign(o: { trials: number; seed: number; dir: string
       ...PLANE_POINTS.map((p) => ['plane', ...p] as const),
       ...PROXY_POINTS.map((p) => ['proxy', ...p] as const),
       ...RESUMER_POINTS.map((p) => ['resumers', ...p] as const),
+      ...DOUBLE_CLAIM_POINTS.map((p) => ['double', ...p] as const),
     ];
     for (let i = 0; i < o.trials; i++) {
       // cycle through every point, hit counts drawn from the seed
@@ -322,4 +328,152 @@ export async function runCampaign(o: { trials: number; seed: number; dir: string
     await plane.stop();
   }
   return summary;
+}
+
+/**
+ * Catch-up restores after an offline double claim (issue 12 item 4): machine A
+ * runs a refund to its approval pause and drains it; machine B restores the
+ * paused run from the plane. Both lose the plane (their paths reset every
+ * connection) and both answer the pause: the claim guard finds the plane
+ * offline and the local claims stand (documented as possible). A finishes the
+ * run; B is SIGKILLed right after its claim committed, so its branch is the
+ * answered row alone, shorter than A's (the shape in which a restore that
+ * kept going after a taken seq grafted A's later rows onto B's). Then A comes
+ * back and drains (its branch wins at the plane), then B: its row is refused,
+ * its claim recorded as a conflict. Each makes a catch-up restore of the run.
+ *
+ * Violations: a store that grafted the other branch or fails to read a row;
+ * B's restore not reporting the run diverged at the answered row, or A's
+ * reporting anything; no claim conflict on the plane; a plane row that does
+ * not decode or a plane copy that is not A's branch; the plane calling the run
+ * incomplete; a restore onto a third, fresh store that fails, does not verify,
+ * or does not read A's answer.
+ */
+export const DOUBLE_CLAIM_POINTS: [string, number][] = [['store.claim.afterCommit', 1]];
+export async function runDoubleClaimTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; point?: string; hits?: number }): Promise<TrialResult> {
+  const point = o.point ?? 'store.claim.afterCommit';
+  const hits = o.hits ?? 1;
+  const id = `${o.trial}-double`;
+  const ledger = new Ledger(`${o.dir}/${o.trial}.ledger`);
+  const dbs = { a: `${o.dir}/${o.trial}-a.db`, b: `${o.dir}/${o.trial}-b.db` };
+  const violations: string[] = [];
+  let killed = false;
+  const run = async (mode: string, db: string, url: string, o2: { approver?: string; fault?: string } = {}) => {
+    const r = await runTs(DOUBLE_CLAIM, [mode, db, url, o.key, id, ledger.path, ...(o2.approver ? [o2.approver] : [])], o2.fault ? { WAYMARK_FAULT: o2.fault } : {});
+    if (o2.fault && r.signal === 'SIGKILL') {
+      killed = true;
+      return {};
+    }
+    if (r.code !== 0) {
+      violations.push(`${mode} on ${db} failed (code ${r.code}, signal ${r.signal}): ${r.stderr.slice(-400)}`);
+      return null;
+    }
+    return JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown>;
+  };
+  const result = () => ({ trial: o.trial, target: 'double' as const, point, hits, killed, violations });
+
+  if (!(await run('start', dbs.a, o.plane.url))) return result();
+  const restored = await run('restore', dbs.b, o.plane.url);
+  if (!restored) return result();
+  if (!restored.pendingImported) violations.push(`machine b restored the run without its pause: ${JSON.stringify(restored)}`);
+
+  // both offline: every connection to the plane is reset
+  const proxies = await Promise.all([new FaultProxy(o.plane.url).start(), new FaultProxy(o.plane.url).start()]);
+  for (const p of proxies) p.rule = () => 'reset';
+  const [ra] = await Promise.all([
+    run('resume', dbs.a, proxies[0].url, { approver: 'machine-a' }),
+    run('resume', dbs.b, proxies[1].url, { approver: 'machine-b', fault: `${point}:${hits}` }),
+  ]);
+  await Promise.all(proxies.map((p) => p.close()));
+  if (ra && !(ra.claimOffline === 1 && (ra.pendingRows as number) > 0)) violations.push(`machine a did not resume offline: ${JSON.stringify(ra)}`);
+  if (!killed) violations.push(`machine b was not killed at ${point}:${hits}`);
+  if (violations.length) return result();
+
+  // back online, A first: drain, catch-up restore, read every row; then B
+  const ca = await run('catchup', dbs.a, o.plane.url);
+  const cb = await run('catchup', dbs.b, o.plane.url);
+  if (!ca || !cb) return result();
+
+  const stores = { a: new SqliteCheckpointer({ path: dbs.a }), b: new SqliteCheckpointer({ path: dbs.b }) };
+  const third = new SqliteCheckpointer({ path: `${o.dir}/${o.trial}-c.db` });
+  try {
+    const local = { a: await stores.a.list(id), b: await stores.b.list(id) };
+    const ids = (rows: { id: string }[]) => rows.map((r) => r.id).join();
+    // the branches share rows up to the pause and differ after it; B's is the answered row alone
+    const pauseSeq = local.a.findIndex((r) => r.step === 'hitl_pause');
+    const branch = pauseSeq + 1;
+    if (pauseSeq < 0 || local.b[pauseSeq]?.id !== local.a[pauseSeq].id || !local.b[branch] || local.b[branch].id === local.a[branch]?.id || local.b.length !== branch + 1 || local.a.length <= branch + 1) {
+      violations.push(`the machines do not hold two branches from one pause, B's shorter (or one grafted the other's rows): a ${ids(local.a)} / b ${ids(local.b)}`);
+    }
+    if (pauseSeq < 0 || !local.a[branch] || !local.b[branch]) return result();
+    const writerA = local.a[branch].writerId;
+    const writerB = local.b[branch].writerId;
+    const remote = await planeRowsFull(o.plane.url, o.key, id);
+    if (!remote) violations.push(`${id} is not on the plane`);
+    else {
+      if (ids(remote) !== ids(local.a)) violations.push(`the plane does not hold A's branch: plane ${remote.map((r) => `${r.seq}:${r.writerId}`).join()}`);
+      try {
+        decodeChain(remote);
+      } catch (e) {
+        violations.push(`a plane row of ${id} does not decode: ${(e as Error).message}`);
+      }
+    }
+    const get = async (path: string) => (await fetch(`${o.plane.url}${path}`, { headers: { authorization: `Bearer ${o.key}` } })).json();
+    const conflicts = ((await get('/v1/conflicts')) as { items: { executionId: string; winnerWriterId: string; loserWriterId: string }[] }).items.filter((c) => c.executionId === id);
+    if (!(conflicts.length === 1 && conflicts[0].winnerWriterId === writerA && conflicts[0].loserWriterId === writerB)) violations.push(`the plane does not show B's claim as the conflict: ${JSON.stringify(conflicts)}`);
+    // B's refused row is another branch, not a gap in the plane's copy
+    const summary = (await get(`/v1/executions/${encodeURIComponent(id)}`)) as { execution: { complete: boolean; status: string }; holes: unknown[] };
+    if (!(summary.execution.complete && summary.execution.status === 'completed' && summary.holes.length === 0)) violations.push(`the plane's summary of ${id}: ${JSON.stringify(summary)}`);
+    // each store keeps its own branch whole and readable; B's catch-up says diverged at its answered row, A's says nothing
+    for (const [m, c] of [['a', ca], ['b', cb]] as const) {
+      if ((c.unreadable as string[]).length) violations.push(`machine ${m}: rows do not read: ${(c.unreadable as string[]).join('; ')}`);
+      const restore = c.restore as { error?: { code: string; message: string }; diverged?: { executionId: string; seq: number; localId: string | null }[]; inserted?: number };
+      if (restore.error) {
+        violations.push(`machine ${m}: catch-up restore failed: ${restore.error.code} ${restore.error.message}`);
+        continue;
+      }
+      if (restore.inserted !== 0) violations.push(`machine ${m}: catch-up restore wrote ${restore.inserted} rows`);
+      const diverged = JSON.stringify(restore.diverged);
+      if (m === 'b' && diverged !== JSON.stringify([{ executionId: id, seq: branch, reason: 'seq_taken', localId: local.b[branch].id, incomingId: local.a[branch].id }])) {
+        violations.push(`machine b did not report ${id} diverged at seq ${branch}: ${JSON.stringify(restore)}`);
+      }
+      if (m === 'a' && diverged !== '[]') violations.push(`machine a reported divergence: ${JSON.stringify(restore)}`);
+      if (local[m].some((r) => r.seq >= branch && r.writerId !== (m === 'a' ? writerA : writerB))) violations.push(`machine ${m} grafted the other machine's rows`);
+    }
+    // a third, fresh machine restores A's branch, verified, and reads A's answer
+    try {
+      const r = await restoreFromPlane(third, id, { url: o.plane.url, apiKey: o.key });
+      if (r.inserted !== local.a.length || r.diverged.length) violations.push(`restore onto a fresh store: ${JSON.stringify(r)}`);
+      const rows = await third.list(id);
+      if (ids(rows) !== ids(local.a)) violations.push(`the fresh store does not hold A's branch`);
+      let state = '';
+      for (const row of rows) state += JSON.stringify(await third.readState(row));
+      if (!state.includes('machine-a') || state.includes('machine-b')) violations.push(`the fresh store does not read A's answer alone`);
+    } catch (e) {
+      violations.push(`restore onto a fresh store failed: ${(e as { code?: string }).code} ${(e as Error).message}`);
+    }
+    // A charged once; B died before its tool ran
+    const charges = ledger.charges().filter((c) => c.order === id).length;
+    if (charges !== 1) violations.push(`${charges} charges, expected 1`);
+    for (const s of [stores.a, stores.b, third]) {
+      const integrity = s.integrityCheck();
+      if (integrity !== 'ok') violations.push(`integrity_check: ${integrity}`);
+    }
+  } finally {
+    await Promise.all([stores.a.close(), stores.b.close(), third.close()]);
+  }
+  return result();
+}
+
+async function planeRowsFull(url: string, key: string, executionId: string): Promise<Checkpoint[] | null> {
+  const rows: Checkpoint[] = [];
+  let cursor: string | null = null;
+  do {
+    const res = await fetch(`${url}/v1/executions/${encodeURIComponent(executionId)}/rows?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { headers: { authorization: `Bearer ${key}` } });
+    if (res.status === 404) return null;
+    const body = (await res.json()) as { items: Checkpoint[]; nextCursor: string | null };
+    rows.push(...body.items);
+    cursor = body.nextCursor;
+  } while (cursor);
+  return rows.sort((x, y) => x.seq - y.seq);
 }

@@ -9,7 +9,7 @@
  *   tsx resumers-worker.ts resume  <db> <planeUrl> <apiKey> <executionId> <ledger> <tag>
  *     answer every open pause (approver <tag>) until the run completes; a
  *     pause another resumer answered first is AlreadyResumed, and the loop
- *     reads again; while the run is mid-step it waits (never resumes without
+ *     reads again (so is RunInProgress: another resumer holds the run); while the run is mid-step it waits (never resumes without
  *     an answer: another resumer may be running the tool); a run that stays
  *     mid-step is left to recovery
  *   tsx resumers-worker.ts recover <db> <planeUrl> <apiKey> <executionId> <ledger>
@@ -63,7 +63,8 @@ if (mode === 'start') {
     try {
       await agent.resume(executionId, answer());
     } catch (e) {
-      if (!hasCode(e, 'ALREADY_RESUMED')) throw e;
+      // answered by another resumer, or another resumer (live, or killed until its lease expires) holds the run
+      if (!hasCode(e, 'ALREADY_RESUMED') && !hasCode(e, 'RUN_IN_PROGRESS')) throw e;
     }
   }
 } else if (mode === 'recover') {

@@ -12,6 +12,7 @@ import { runTs } from '../helpers/child.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const CHILD = new URL('./graph-child.ts', import.meta.url).pathname;
+const SUB_CHILD = new URL('./subgraph-child.ts', import.meta.url).pathname;
 const tmp = scratchDir('waymark-lg-handoff-');
 let plane: TestPlane;
 let key = '';
@@ -24,8 +25,8 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-async function machine(mode: 'start' | 'resume', db: string, thread: string, effects: string) {
-  const r = await runTs(CHILD, [mode, db, thread, effects, plane.url, key]);
+async function machine(mode: 'start' | 'resume', db: string, thread: string, effects: string, script = CHILD) {
+  const r = await runTs(script, [mode, db, thread, effects, plane.url, key]);
   if (r.code !== 0) throw new Error(`machine ${mode} exited ${r.code} (${r.signal}): ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!);
 }
@@ -76,5 +77,40 @@ describe('a LangGraph graph on WaymarkSaver, handed from machine A to machine B 
     expect(after.body.items.map((r: { id: string }) => r.id)).toEqual(rowsB.map((r) => r.id));
     expect(rowsB.length).toBeGreaterThan(rowsA.length);
     expect(rowsB.slice(0, rowsA.length).map((r) => r.id)).toEqual(rowsA.map((r) => r.id));
+
+    // the inspector shows the thread as a run, its rows as graph steps
+    const login = await fetch(`${plane.url}/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ key, next: '/' }),
+      headers: { origin: plane.url },
+      redirect: 'manual',
+    });
+    expect(login.status).toBe(303);
+    const cookie = login.headers.get('set-cookie')!.split(';')[0];
+    const page = await fetch(`${plane.url}/runs/${encodeURIComponent(thread)}`, { headers: { cookie } });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain(thread);
+    expect(html.match(/graph_step/g)?.length ?? 0).toBeGreaterThanOrEqual(rowsB.length);
+  });
+
+  it('a thread paused inside a subgraph: restoreThread brings the root and the subgraph namespace to B, which resumes inside the subgraph without re-running it', async () => {
+    const thread = 'sub-thread-1';
+    const effects = tmp.file('sub-effects.log');
+    writeFileSync(effects, '');
+    const a = await machine('start', tmp.file('sub-a.db'), thread, effects, SUB_CHILD);
+    expect(a.interrupts).toEqual([{ question: 'send the draft?' }]);
+    // the subgraph's checkpoints are their own execution, <thread>|<namespace>
+    expect(a.executions).toHaveLength(2);
+    const sub = a.executions.find((e: string) => e !== thread);
+    expect(sub.startsWith(`${thread}|approval:`)).toBe(true);
+    expect(a.flush).toMatchObject({ pendingRows: 0, quarantinedCount: 0 });
+
+    const b = await machine('resume', tmp.file('sub-b.db'), thread, effects, SUB_CHILD);
+    expect(b.restored.map((r: { executionId: string }) => r.executionId)).toEqual([thread, sub]);
+    expect(b.restored.every((r: { inserted: number }) => r.inserted > 0)).toBe(true);
+    expect(b.next).toEqual([]);
+    expect(b.log).toEqual(['prepared', 'drafted', 'sent']);
+    expect(readFileSync(effects, 'utf8').trim().split('\n')).toEqual([`prepare ${a.pid}`, `draft ${a.pid}`, `send ${b.pid}`]);
   });
 });

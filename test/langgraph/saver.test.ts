@@ -4,7 +4,7 @@
  * linearly. Each case runs on a real SQLite file and on real Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyCheckpoint, uuid6, RESUME, type Checkpoint as GraphCheckpoint } from '@langchain/langgraph-checkpoint';
+import { compareWritesSortKeys, emptyCheckpoint, uuid6, writesSortKey, RESUME, type Checkpoint as GraphCheckpoint } from '@langchain/langgraph-checkpoint';
 import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
@@ -151,6 +151,81 @@ for (const backend of backends) {
         expect(await read(cfg2)).toEqual(['edited']);
       } finally {
         await saver.store.close();
+      }
+    });
+
+    it('concurrent putWrites calls for one task each commit their own entry; nothing is lost to the race, and the first stored keeps idx 0', async () => {
+      const saver = await open();
+      try {
+        const cfg = await saver.put({ configurable: { thread_id: 'race' } }, checkpoint({ a: 1 }), meta, { a: 1 });
+        await Promise.all(Array.from({ length: 6 }, (_, i) => saver.putWrites(cfg, [[RESUME, `answer ${i}`], ['a', `value ${i}`]], 'task-1')));
+        const entries = await saver.store.listIdempotent('race');
+        expect(entries).toHaveLength(6);
+        const gens = entries.map((e) => (e.result as { gen: number }).gen).sort();
+        expect(gens).toEqual([0, 1, 2, 3, 4, 5]);
+        const byGen = (g: number) => (entries.find((e) => (e.result as { gen: number }).gen === g)!.result as { writes: { value: { j: string } }[] }).writes;
+        const t = await saver.getTuple(cfg);
+        expect(t?.pendingWrites).toEqual([
+          ['task-1', RESUME, byGen(5)[0].value.j],
+          ['task-1', 'a', byGen(0)[1].value.j],
+        ]);
+      } finally {
+        await saver.store.close();
+      }
+    });
+
+    it('pending writes come back in LangGraph\'s own writesSortKey order (task path, task id, index; code points, not UTF-16 units)', async () => {
+      const saver = await open();
+      try {
+        const cfg = await saver.put({ configurable: { thread_id: 'order' } }, checkpoint({ a: 1 }), meta, { a: 1 });
+        const calls: [string, string | undefined][] = [
+          ['t-b', '~__pregel_pull, b'],
+          ['t-a', '~__pregel_pull, b'],
+          ['t-\u{1F600}', '~__pregel_pull, a'],
+          ['t-\uFFFF', '~__pregel_pull, a'],
+          ['t-input', undefined],
+          ['t-z', '~__pregel_pull, a'],
+        ];
+        for (const [task, path] of calls) await saver.putWrites(cfg, [['a', `${task} 0`], ['b', `${task} 1`]], task, path);
+        const expected = calls
+          .flatMap(([task, path]) => [0, 1].map((idx) => ({ task, path: path ?? '', idx })))
+          .sort((x, y) => compareWritesSortKeys(writesSortKey(x.path, x.task, x.idx), writesSortKey(y.path, y.task, y.idx)))
+          .map((w) => `${w.task} ${w.idx}`);
+        const t = await saver.getTuple(cfg);
+        expect(t?.pendingWrites?.map((w) => w[2])).toEqual(expected);
+      } finally {
+        await saver.store.close();
+      }
+    });
+
+    it('getTuple on a long thread reads only the checkpoint\'s own writes (point lookups), never the whole thread\'s', async () => {
+      const inner = backend.make();
+      const calls: string[] = [];
+      // the real store, with its calls counted
+      const counted = new Proxy(inner, {
+        get(target, prop, receiver) {
+          const v = Reflect.get(target, prop, receiver);
+          if (typeof v !== 'function') return v;
+          return (...args: unknown[]) => {
+            calls.push(String(prop));
+            return (v as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const saver = new WaymarkSaver(counted);
+      await saver.setup();
+      try {
+        const app = loopGraph(saver, 40);
+        const config = { configurable: { thread_id: 'many-writes' }, recursionLimit: 1000 };
+        await app.invoke({ messages: [new HumanMessage('count to 40')] }, config);
+        expect((await inner.listIdempotent('many-writes')).length).toBeGreaterThan(80);
+        calls.length = 0;
+        const t = await saver.getTuple({ configurable: { thread_id: 'many-writes' } });
+        expect(t).toBeDefined();
+        expect(calls).not.toContain('listIdempotent');
+        expect(calls.filter((c) => c === 'getIdempotent').length).toBeLessThanOrEqual(3);
+      } finally {
+        await inner.close();
       }
     });
 

@@ -15,6 +15,13 @@ import {
   tool,
   type Checkpointer,
   type FaultHook,
+  type Model,
+  type ModelReply,
+  type ModelRequest,
+  type ModelStreamPart,
+  type RunEvent,
+  sumUsage,
+  usageOf,
 } from '../../client/index.js';
 import { stableStringify } from '../../shared/json.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
@@ -43,6 +50,44 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
     });
     afterEach(async () => close());
     afterAll(() => tmp.cleanup());
+
+    it('usage defect: token usage was never read; now each call is on the next row, summed per run, and a streamed run writes the same rows', async () => {
+      /** A streaming model: the refund, then the answer in two pieces; usage 100+turn in, 7 out, 5 cached. */
+      class Streaming implements Model {
+        readonly name = 'streamer';
+        calls = 0;
+        private reply(req: ModelRequest): ModelReply {
+          const turn = req.messages.filter((m) => m.role === 'assistant').length;
+          this.calls++;
+          const usage = { model: 'streamer-v1', inputTokens: 100 + turn, outputTokens: 7, cachedInputTokens: 5 };
+          return turn === 0
+            ? { content: null, toolCalls: [{ id: 'c0', name: 'refund', arguments: { order: '1042', amount: 20 } }], usage, finishReason: 'tool-calls' }
+            : { content: 'Refunded.', toolCalls: [], usage, finishReason: 'stop' };
+        }
+        async generate(req: ModelRequest): Promise<ModelReply> {
+          return this.reply(req);
+        }
+        async stream(req: ModelRequest, onPart: (p: ModelStreamPart) => void): Promise<ModelReply> {
+          const r = this.reply(req);
+          if (r.content) for (const piece of ['Refun', 'ded.']) onPart({ type: 'text-delta', delta: piece });
+          return r;
+        }
+      }
+      const shapes: string[][] = [];
+      for (const streamed of [false, true]) {
+        const events: RunEvent[] = [];
+        const { agent } = refundAgent({ store, ledger, model: new Streaming() as unknown as ScriptedModel });
+        const r = await agent.run('refund', { executionId: `usage-${n}-${streamed}`, ...(streamed ? { onEvent: (e: RunEvent) => events.push(e) } : {}) });
+        expect(r).toMatchObject({ status: 'completed', output: 'Refunded.' });
+        const rows = await store.list(r.executionId);
+        shapes.push(rows.map((x) => `${x.nodeId} ${x.step} ${usageOf(x.nodeOutput).map((u) => u.inputTokens).join(',')}`));
+        expect(sumUsage(rows)).toEqual({ calls: 2, inputTokens: 201, outputTokens: 14, cachedInputTokens: 10, models: { 'streamer-v1': 2 } });
+        expect(rows.at(-1)!.nodeOutput).toMatchObject({ output: 'Refunded.' });
+        if (streamed) expect(events.filter((e) => e.type === 'text-delta').map((e) => (e as { delta: string }).delta)).toEqual(['Refun', 'ded.']);
+      }
+      expect(shapes[0]).toEqual(['turn:0 llm_call ', 'turn:0/tool:refund tool_call 100', 'turn:1 llm_call ', 'run_end run_end 101']);
+      expect(shapes[1]).toEqual(shapes[0]);
+    });
 
     it('a completed run writes turn, tool, turn and a completed marker', async () => {
       const { agent } = refundAgent({ store, ledger });
