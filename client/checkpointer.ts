@@ -234,10 +234,19 @@ export interface PauseRef {
 /** Called before a local claim of a pause; throws to refuse it (set by a connected replica). */
 export type ClaimGuard = (pause: { executionId: string; checkpointId: string }) => Promise<void>;
 
+/**
+ * Called before `resume` (without a value) takes over a run that is not
+ * paused; throws to refuse it (set by a connected replica: the plane
+ * arbitrates takeovers across machines). `seq` is the newest row here.
+ */
+export type TakeoverGuard = (run: { executionId: string; seq: number }) => Promise<void>;
+
 /** The durable store contract. All methods are async; every write is one transaction. */
 export interface Checkpointer {
   /** Installed by `connectPlane`: claim the pause at the plane before claiming it here. */
   claimGuard?: ClaimGuard;
+  /** Installed by `connectPlane`: take a non-paused run over at the plane before resuming it here. */
+  takeoverGuard?: TakeoverGuard;
   /** The store's stable writer id (persisted on first setup unless given). */
   readonly writerId: string;
   /** Create or migrate the schema. Idempotent; safe when several processes run it at once. */

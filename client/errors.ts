@@ -184,3 +184,20 @@ export class AlreadyFinished extends WaymarkError {
     this.name = 'AlreadyFinished';
   }
 }
+
+/**
+ * Another machine took this run over at the plane while this one was away
+ * (its lease had expired by the plane's clock): this machine lost the run. Its
+ * rows of the run after the takeover are refused by the plane (quarantined
+ * here as `taken_over`), and it does not run it again.
+ */
+export class RunTakenOver extends WaymarkError {
+  constructor(executionId: string, details: { writerId: string; fromSeq: number | null; at: string | null }) {
+    super(
+      ErrorCode.RUN_TAKEN_OVER,
+      `execution ${executionId} was taken over by writer '${details.writerId}'${details.fromSeq !== null ? ` at seq ${details.fromSeq}` : ''} while this machine was away; this machine lost the run and does not run it again`,
+      { details: { executionId, ...details } },
+    );
+    this.name = 'RunTakenOver';
+  }
+}

@@ -357,6 +357,8 @@ export class Agent {
     } else if (answer !== undefined) {
       throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
     } else {
+      // connected to a plane: another machine's run is taken over there first (one winner, only once its lease ran out)
+      if (store.takeoverGuard) await store.takeoverGuard({ executionId, seq: latest.seq });
       // a live runner (or one dead less than a lease ago) refuses this with RunInProgress
       lease = await this.acquire(store, executionId);
     }
