@@ -47,7 +47,7 @@ import type {
 } from '../checkpointer.js';
 import { AlreadyFinished, DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
 import { cancelMarker, checkCancel, isCancelMarker, notFound, runCancelled } from '../store/cancel.js';
-import { checkLease, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
   buildRow,
@@ -564,7 +564,7 @@ export class PostgresCheckpointer implements Checkpointer {
       }
     } catch (e) {
       this.cursors.drop(input.executionId);
-      throw e;
+      throw fencedWriteError(e, input);
     }
     this.fault('store.put.afterCommit');
     return row;
@@ -607,7 +607,7 @@ export class PostgresCheckpointer implements Checkpointer {
       }, landed);
     } catch (e) {
       this.cursors.drop(input.executionId);
-      throw e;
+      throw fencedWriteError(e, input);
     }
     if (out.landed) {
       this.cursors.drop(input.executionId);

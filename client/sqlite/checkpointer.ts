@@ -49,7 +49,7 @@ import type {
   RestoreBundle,
 } from '../checkpointer.js';
 import { AlreadyFinished, DuplicateIdError, ExecutionGoneError, PauseExistsError, RunInProgress } from '../errors.js';
-import { checkLease, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { cancelMarker, checkCancel, isCancelMarker, notFound, runCancelled } from '../store/cancel.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
@@ -420,7 +420,7 @@ export class SqliteCheckpointer implements Checkpointer {
         .immediate();
     } catch (e) {
       this.cursors.drop(input.executionId);
-      throw e;
+      throw fencedWriteError(e, input);
     }
     this.committed(rt);
     this.fault('store.put.afterCommit');
@@ -469,7 +469,7 @@ export class SqliteCheckpointer implements Checkpointer {
         .immediate();
     } catch (e) {
       this.cursors.drop(input.executionId);
-      throw e;
+      throw fencedWriteError(e, input);
     }
     this.committed(out.rt);
     this.fault('store.recordInterrupt.afterCommit');

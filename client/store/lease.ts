@@ -1,7 +1,7 @@
 /** Lease helpers both adapters share: input checks and the row ↔ contract mapping. */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Lease, LeaseInfo, LeaseRequest } from '../checkpointer.js';
-import { LeaseLost } from '../errors.js';
+import { ExecutionGoneError, LeaseLost } from '../errors.js';
 
 /** A lease request or held lease that cannot be stored; nothing was written. Names every problem. */
 export function checkLease(executionId: string, lease: LeaseRequest | Lease): void {
@@ -50,4 +50,14 @@ export function leaseLost(lease: Lease, current: LeaseInfo | null): LeaseLost {
     holder: lease.holder,
     current: current ? { holder: current.holder, epoch: current.epoch, expiresAt: current.expiresAt } : null,
   });
+}
+
+/**
+ * What a failed fenced write says: a lease row that is gone altogether went
+ * with its execution (deleted or pruned meanwhile), which is EXECUTION_GONE
+ * for a write that names the row it follows; anything else stands.
+ */
+export function fencedWriteError(e: unknown, input: { executionId: string; prevId?: string | null }): unknown {
+  if (e instanceof LeaseLost && (e.details as { current?: unknown }).current === null && input.prevId) return new ExecutionGoneError(input.executionId, input.prevId);
+  return e;
 }
