@@ -21,6 +21,8 @@ export interface LeaseAgentOptions {
    * until this file exists; `<file>.holding` is written when the hold starts.
    */
   holdUntil?: string;
+  /** Called at the start of each `work` tool call with its step (before its effect). */
+  onTool?: (step: number) => Promise<void>;
   /** Each model call takes this long (a slow model: runners overlap, the renewal timer runs). */
   modelDelayMs?: number;
 }
@@ -48,6 +50,7 @@ export function leaseAgent(o: LeaseAgentOptions): Agent {
     description: 'Do one step of work',
     parameters: z.object({ step: z.number() }),
     execute: async ({ step }) => {
+      await o.onTool?.(step);
       if (o.stallUntil && !stalled) {
         stalled = true;
         // a synchronous stall: the lease renewal timer cannot run either
