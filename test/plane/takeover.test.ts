@@ -94,6 +94,12 @@ for (const backend of ['pglite', 'postgres'] as const) {
       }, winner);
       expect((await ingest(mine.slice(2), winner)).body.results[0]).toMatchObject({ status: 'accepted' });
       expect((await call(`${plane.url}/v1/executions/tk-1`, { key })).body.execution).toMatchObject({ rowCount: 3, holeCount: 0, writerId: winner });
+      // the run page says who took it from whom
+      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key, next: '/' }) });
+      const cookie = login.headers.get('set-cookie')!.split(';')[0];
+      const page = await (await fetch(`${plane.url}/runs/tk-1`, { headers: { cookie } })).text();
+      expect(page).toContain('data-testid="takeovers"');
+      expect(page).toMatch(new RegExp(`after seq 1, by <span class="mono">${winner}</span> from <span class="mono">machine-a</span>`));
     });
   });
 }
