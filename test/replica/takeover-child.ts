@@ -2,7 +2,7 @@
  * One machine of the cross-machine takeover test: its own SQLite file,
  * connected to a plane, running the lease agent (test/runtime/lease-agent.ts).
  *
- *   tsx takeover-child.ts <run|restore-resume|resume> <db> <planeUrl> <apiKey> <executionId> <calls> <effects>
+ *   tsx takeover-child.ts <run|restore-resume|resume|recover> <db> <planeUrl> <apiKey> <executionId> <calls> <effects>
  *
  * run: starts the run; at its first tool call it syncs and goes offline
  * (stops its drain), keeps running on its own, and hangs at the second tool
@@ -10,11 +10,11 @@
  * restore-resume: restores the run from the plane and resumes it, retrying
  * while the plane says its first machine's lease is live (RUN_IN_PROGRESS).
  * resume: resumes the run here (a machine that comes back), then syncs and
- * prints `waymark sync status`.
+ * prints `waymark sync status`. recover: one recoverRuns pass here.
  * Prints one JSON line.
  */
 import { writeFileSync } from 'node:fs';
-import { connectPlane, restoreFromPlane } from '../../client/index.js';
+import { connectPlane, recoverRuns, restoreFromPlane } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { syncStatus } from '../../client/cli/sync-commands.js';
 import { leaseAgent, leaseInput } from '../runtime/lease-agent.js';
@@ -64,6 +64,10 @@ try {
     }
     out.refusals = refusals;
   } else if (action === 'resume') out.result = await agent.resume(executionId);
+  else if (action === 'recover') {
+    const { runs } = await recoverRuns({ agents: [agent], store, concurrency: 1 });
+    out.recovered = runs.map(({ result: _r, ...o }: { result?: unknown } & Record<string, unknown>) => o);
+  }
 } catch (e) {
   out.error = { code: (e as { code?: string }).code, message: (e as Error).message, details: (e as { details?: unknown }).details };
 }

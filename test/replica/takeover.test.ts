@@ -103,6 +103,10 @@ describe('takeover across machines through a plane process', () => {
     expect((a2Out.status as string[]).find((l) => l.startsWith('plane copy:'))).toContain('complete (no row refused)');
     expect(lines(calls).filter(([, pid]) => pid === a2Out.pid)).toEqual([]);
     expect(lines(effects).filter(([, pid]) => pid === a2Out.pid)).toEqual([]);
+    // its recovery loop leaves the run alone, saying why
+    const rec = JSON.parse((await runTs(CHILD, args('recover', dbA))).stdout.trim().split('\n').pop()!);
+    expect(rec.recovered).toEqual([expect.objectContaining({ executionId: id, outcome: 'held', reason: 'taken over elsewhere' })]);
+    expect(rec.rows).toEqual(a2Out.rows);
     const final = (await call(`${url}/v1/executions/${id}`, { key })).body.execution;
     expect(final).toMatchObject({ status: 'completed', rowCount: 8, holeCount: 0 });
   });
