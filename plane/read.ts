@@ -552,10 +552,10 @@ export type TakeoverOutcome =
  * the primary key of run_takeovers. In order:
  * - this writer already lost the run to another (a takeover names it the
  *   loser): `lost`, whatever it asks;
- * - the run is paused or finished on the plane: `not_running` (pauses go
- *   through the claim);
  * - the plane holds rows this copy lacks (`seq` below the plane's newest):
- *   `stale` (restore again);
+ *   `stale` (restore again: the run may have finished or paused meanwhile);
+ * - the run is paused or finished on the plane: `not_running` (pauses go
+ *   through the claim; the copy here shows the same row);
  * - the newest row is this writer's own: `won`, nothing recorded;
  * - another writer took it over at this seq: `lost`;
  * - the writer of the newest row was heard from (an event of this run) less
@@ -577,8 +577,9 @@ export async function takeOverRun(db: PlaneDb, projectId: string, executionId: s
       .orderBy(runTakeovers.fromSeq)
       .limit(1);
     if (lostBefore) return { outcome: 'lost' as const, writerId: lostBefore.winnerWriterId, fromSeq: lostBefore.fromSeq, at: lostBefore.at.toISOString() };
-    if (ex.status !== 'running') return { outcome: 'not_running' as const, status: ex.status };
+    // a copy behind the plane's first: it may not know the run finished (or paused) meanwhile
     if (seq < ex.lastSeq) return { outcome: 'stale' as const, planeSeq: ex.lastSeq };
+    if (ex.status !== 'running') return { outcome: 'not_running' as const, status: ex.status };
     if (ex.writerId === writerId || seq > ex.lastSeq) {
       // its own newest row (on the plane, or rows the plane has not seen yet): nothing to take over
       return { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: null };

@@ -49,6 +49,14 @@ for (const backend of ['pglite', 'postgres'] as const) {
       const paused = await eventsOf(async (s) => void (await s.recordInterrupt(pause('tk-paused'), { reason: 'r', context: null })), 'machine-a');
       await ingest(paused, 'machine-a');
       expect((await takeover('tk-paused', 'machine-b', 0)).body.error).toMatchObject({ code: 'NOT_RUNNING', details: { status: 'paused' } });
+      // a copy that missed the run's end is stale, not free to run it again
+      const done = await eventsOf(async (s) => {
+        await s.put(step('tk-done', 0));
+        await s.put({ ...step('tk-done', 1), nodeId: 'run_end', step: 'run_end' as const });
+      }, 'machine-a');
+      await ingest(done, 'machine-a');
+      expect((await takeover('tk-done', 'machine-b', 0)).body.error).toMatchObject({ code: 'STALE_COPY', details: { planeSeq: 1 } });
+      expect((await takeover('tk-done', 'machine-b', 1)).body.error).toMatchObject({ code: 'NOT_RUNNING', details: { status: 'completed' } });
 
       // once A's contact is older than the delay, B and C ask at once: one wins
       const deadline = Date.now() + 120_000;
