@@ -19,6 +19,7 @@ const Env = z.object({
   WAYMARK_METRICS_HOST: z.string().default('127.0.0.1'),
   WAYMARK_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   WAYMARK_CLAIM_RELEASE_AFTER_MS: z.coerce.number().int().nonnegative().default(3_600_000),
+  WAYMARK_TAKEOVER_AFTER_MS: z.coerce.number().int().positive().default(60_000),
   WAYMARK_DEV: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
@@ -44,6 +45,12 @@ export interface PlaneConfig {
   metricsPort?: number;
   /** A claim held but never applied by its holder may be taken over after this long; 0: never. */
   claimReleaseAfterMs: number;
+  /**
+   * A run that is not paused may be taken over by another writer once its
+   * writer has not been heard from (an event of that run) for this long, by
+   * the plane's clock. Keep it above the fleet's longest lease. Default 60 s.
+   */
+  takeoverAfterMs: number;
   /** Inspector without login (only honoured when bound to loopback). */
   dev: boolean;
 }
@@ -70,6 +77,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     metricsHost: e.WAYMARK_METRICS_HOST,
     metricsPort: e.WAYMARK_METRICS_PORT,
     claimReleaseAfterMs: e.WAYMARK_CLAIM_RELEASE_AFTER_MS,
+    takeoverAfterMs: e.WAYMARK_TAKEOVER_AFTER_MS,
     dev: e.WAYMARK_DEV === '1' || e.WAYMARK_DEV === 'true',
     ...overrides,
   });

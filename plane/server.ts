@@ -100,6 +100,7 @@ async function serveOn(
     bodyIdleMs: config.bodyIdleMs,
     bodyTotalMs: config.bodyTotalMs,
     claimReleaseAfterMs: config.claimReleaseAfterMs,
+    takeoverAfterMs: config.takeoverAfterMs,
     faults: options.faults,
     dev: config.dev && loopback,
   });

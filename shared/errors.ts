@@ -39,6 +39,14 @@ export const ErrorCode = {
   INVALID_LEASE: 'INVALID_LEASE',
   /** The run is held by a live lease of another runner (details: holder, expiresAt). */
   RUN_IN_PROGRESS: 'RUN_IN_PROGRESS',
+  /** Another machine took this run over at the plane while this one was away (its lease expired by the plane's clock): this machine lost the run. */
+  RUN_TAKEN_OVER: 'RUN_TAKEN_OVER',
+  /** The run was cancelled (`cancel`): a runner stops at its next step boundary having written nothing more; a resume is refused. */
+  RUN_CANCELLED: 'RUN_CANCELLED',
+  /** `cancel` of a run that already completed: a finished run is not cancelled; nothing was written. */
+  ALREADY_FINISHED: 'ALREADY_FINISHED',
+  /** `cancel` options that cannot be stored (details.problems names each); nothing was written. */
+  INVALID_CANCEL: 'INVALID_CANCEL',
   /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
   RUN_INCOMPLETE: 'RUN_INCOMPLETE',
   /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */

@@ -1,9 +1,10 @@
 /** `waymark runs` and `waymark inspect`: read a local store and print it, as a table or as JSON. */
 import type { Checkpoint, Json } from '../../shared/index.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
-import { runErrorOf, type RunError } from '../../shared/errors.js';
 import { sumUsage, usageLine } from '../../shared/usage.js';
 import { localTime, table } from './format.js';
+import { ErrorCode, runErrorOf, type RunError } from '../../shared/errors.js';
+import { cancelReason } from '../store/cancel.js';
 
 type Out = (line: string) => void;
 
@@ -12,6 +13,7 @@ const STATE_LABEL: Record<ExecutionSummary['state'], string> = {
   paused: 'paused',
   completed: 'completed',
   failed: 'failed',
+  cancelled: 'cancelled',
 };
 
 export interface RunFilter {
@@ -32,6 +34,9 @@ export function parseSince(text: string, now = Date.now()): Date | null {
 
 /** Why a run failed, from its run-end marker; null for any other row. */
 function errorOf(end: Checkpoint | null): RunError | null {
+  if (end && end.step === 'run_end' && end.status === 'cancelled') {
+    return { code: ErrorCode.RUN_CANCELLED, message: cancelReason(end) ?? 'cancelled (no reason given)' };
+  }
   return end && end.step === 'run_end' && end.status === 'failed' ? runErrorOf(end.nodeOutput) : null;
 }
 
@@ -44,7 +49,7 @@ async function matchingRuns(store: Checkpointer, filter: RunFilter): Promise<(Ex
     if (!page.length) return found;
     for (const e of page) {
       if (filter.since && new Date(e.updatedAt) < filter.since) continue;
-      found.push({ ...e, error: e.state === 'failed' ? errorOf(await store.latest(e.executionId)) : null });
+      found.push({ ...e, error: e.state === 'failed' || e.state === 'cancelled' ? errorOf(await store.latest(e.executionId)) : null });
       if (filter.limit !== undefined && found.length >= filter.limit) return found;
     }
     after = page[page.length - 1].executionId;

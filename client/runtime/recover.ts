@@ -39,7 +39,7 @@ export type RecoveryOutcome =
       agent: string;
       outcome: 'held';
       /** Why it was left alone: another runner's live lease, or it finished or paused meanwhile. */
-      reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere';
+      reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere' | 'cancelled' | 'taken over elsewhere';
       holder: string | null;
       expiresAt: string | null;
     }
@@ -127,7 +127,7 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     return { executionId: id, agent: agentPath, outcome: 'recovered', status: result.status, result };
   } catch (err) {
     const details = ((err as { details?: Record<string, unknown> }).details ?? {}) as { holder?: string; expiresAt?: string };
-    const held = (reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere'): RecoveryOutcome => ({
+    const held = (reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere' | 'cancelled' | 'taken over elsewhere'): RecoveryOutcome => ({
       executionId: id,
       agent: agentPath,
       outcome: 'held',
@@ -139,6 +139,10 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     if (hasCode(err, ErrorCode.LEASE_LOST)) return held('lease lost');
     if (hasCode(err, ErrorCode.ALREADY_RESUMED)) return held('finished elsewhere');
     if (hasCode(err, ErrorCode.RESUME_REQUIRED)) return held('paused elsewhere');
+    // cancelled between the listing and the resume (or while it ran): left alone, not a failure
+    if (hasCode(err, ErrorCode.RUN_CANCELLED)) return held('cancelled');
+    // another machine took it over at the plane while this one was away
+    if (hasCode(err, ErrorCode.RUN_TAKEN_OVER)) return held('taken over elsewhere');
     const error = { code: (err as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED, message: (err as Error)?.message ?? String(err) };
     return { executionId: id, agent: agentPath, outcome: 'failed', error };
   }
