@@ -71,7 +71,7 @@ export interface ListOptions {
   order?: 'asc' | 'desc';
 }
 
-export type ExecutionState = 'running' | 'paused' | 'completed' | 'failed';
+export type ExecutionState = 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
 
 /** Asks for an execution's lease: who, and for how long. */
 export interface LeaseRequest {
@@ -210,6 +210,21 @@ export interface ClaimResult {
   lease: Lease | null;
 }
 
+/** Options of `cancel`. */
+export interface CancelOptions {
+  /** Why (shown in the marker's `nodeOutput.reason`, the CLI and the inspector); at most LIMITS.reasonLength. */
+  reason?: string | null;
+}
+
+export interface CancelResult {
+  /** The `run_end` marker with status `cancelled`: written now, or the earlier one when `alreadyCancelled`. */
+  checkpoint: Checkpoint;
+  /** The open pause this cancel closed (its pending row removed in the same transaction), if the run was paused. */
+  closedPause: PendingInterrupt | null;
+  /** The run was cancelled before: nothing was written (a retried cancel is harmless). */
+  alreadyCancelled: boolean;
+}
+
 /** Names one pause: its execution and the id of its `interrupted` checkpoint. */
 export interface PauseRef {
   executionId: string;
@@ -219,10 +234,19 @@ export interface PauseRef {
 /** Called before a local claim of a pause; throws to refuse it (set by a connected replica). */
 export type ClaimGuard = (pause: { executionId: string; checkpointId: string }) => Promise<void>;
 
+/**
+ * Called before `resume` (without a value) takes over a run that is not
+ * paused; throws to refuse it (set by a connected replica: the plane
+ * arbitrates takeovers across machines). `seq` is the newest row here.
+ */
+export type TakeoverGuard = (run: { executionId: string; seq: number }) => Promise<void>;
+
 /** The durable store contract. All methods are async; every write is one transaction. */
 export interface Checkpointer {
   /** Installed by `connectPlane`: claim the pause at the plane before claiming it here. */
   claimGuard?: ClaimGuard;
+  /** Installed by `connectPlane`: take a non-paused run over at the plane before resuming it here. */
+  takeoverGuard?: TakeoverGuard;
   /** The store's stable writer id (persisted on first setup unless given). */
   readonly writerId: string;
   /** Create or migrate the schema. Idempotent; safe when several processes run it at once. */
@@ -271,6 +295,19 @@ export interface Checkpointer {
   /** Give a held lease up (holder cleared, epoch kept); a no-op when it was already lost. */
   releaseLease(lease: Lease): Promise<void>;
   getLease(executionId: string): Promise<LeaseInfo | null>;
+  /**
+   * Cancel a run, in one transaction: write a `run_end` marker with status
+   * `cancelled` (next seq, the newest row's state), remove an open pause's
+   * pending row (an `interrupt_closed` event tells the plane), and clear the
+   * lease holder. A runner holding the lease then has every fenced write and
+   * renewal refused with `RunCancelled` (it writes nothing more), and a later
+   * `acquireLease` or lease-taking claim is refused with `RunCancelled`.
+   * A run already cancelled: nothing written, `alreadyCancelled`. A completed
+   * run: `AlreadyFinished`; no rows: EXECUTION_NOT_FOUND; bad options:
+   * INVALID_CANCEL naming every problem; nothing written in each case. A
+   * failed run may be cancelled (it becomes final).
+   */
+  cancel(executionId: string, options?: CancelOptions): Promise<CancelResult>;
   getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null>;
   /** Open pauses ordered by executionId; page with `afterExecutionId`. */
   listPendingInterrupts(options?: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]>;
@@ -291,7 +328,7 @@ export interface Checkpointer {
   /** Delete every row of one execution (and queue the deletion for the plane). */
   deleteExecution(executionId: string): Promise<DeleteResult>;
   /**
-   * Delete finished runs (completed or failed marker) older than the cutoff.
+   * Delete finished runs (completed, failed or cancelled marker) older than the cutoff.
    * Never a paused run's rows, pending row or idempotency entries; never a
    * run without a marker.
    */

@@ -158,3 +158,46 @@ export class RunInProgress extends WaymarkError {
     this.name = 'RunInProgress';
   }
 }
+
+/**
+ * The run was cancelled. Thrown by a runner holding the lease at its next step
+ * boundary (it wrote nothing after the cancel marker), and by `resume` of a
+ * cancelled run, which is final like a completed one.
+ */
+export class RunCancelled extends WaymarkError {
+  constructor(executionId: string, details: { reason: string | null; checkpointId: string | null }) {
+    super(
+      ErrorCode.RUN_CANCELLED,
+      `execution ${executionId} was cancelled${details.reason ? ` (${details.reason})` : ''}; it does not run again and nothing more was written`,
+      { details: { executionId, ...details } },
+    );
+    this.name = 'RunCancelled';
+  }
+}
+
+/** `cancel` of a run that already completed; nothing was written. */
+export class AlreadyFinished extends WaymarkError {
+  constructor(executionId: string, checkpointId: string) {
+    super(ErrorCode.ALREADY_FINISHED, `execution ${executionId} already completed; a finished run is not cancelled`, {
+      details: { executionId, checkpointId },
+    });
+    this.name = 'AlreadyFinished';
+  }
+}
+
+/**
+ * Another machine took this run over at the plane while this one was away
+ * (its lease had expired by the plane's clock): this machine lost the run. Its
+ * rows of the run after the takeover are refused by the plane (quarantined
+ * here as `taken_over`), and it does not run it again.
+ */
+export class RunTakenOver extends WaymarkError {
+  constructor(executionId: string, details: { writerId: string; fromSeq: number | null; at: string | null }) {
+    super(
+      ErrorCode.RUN_TAKEN_OVER,
+      `execution ${executionId} was taken over by writer '${details.writerId}'${details.fromSeq !== null ? ` at seq ${details.fromSeq}` : ''} while this machine was away; this machine lost the run and does not run it again`,
+      { details: { executionId, ...details } },
+    );
+    this.name = 'RunTakenOver';
+  }
+}

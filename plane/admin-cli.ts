@@ -43,7 +43,7 @@ export async function adminTarget(config: Readonly<PlaneConfig>, o: { plane?: st
   const keyFor = (url: string) => {
     if (o.key) return o.key;
     if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-    throw new WaymarkError('ADMIN_KEY_REQUIRED', `the plane at ${url} needs an admin key: pass --key wm_… (no admin-key file at ${file})`);
+    throw new WaymarkError(ErrorCode.ADMIN_KEY_REQUIRED, `the plane at ${url} needs an admin key: pass --key wm_… (no admin-key file at ${file})`);
   };
   if (o.plane) return http(o.plane.replace(/\/+$/, ''), keyFor(o.plane));
   if (!config.databaseUrl) {

@@ -40,7 +40,8 @@ const isOperator = (p: Principal) => p.scopes.includes('operator');
 
 /** HTTP status of an admin error code. */
 const STATUS: Record<string, number> = {
-  INVALID_REQUEST: 400,
+  [ErrorCode.INVALID_REQUEST]: 400,
+  [ErrorCode.FORBIDDEN]: 403,
   [ErrorCode.UNKNOWN_PROJECT]: 404,
   [ErrorCode.KEY_NOT_FOUND]: 404,
   [ErrorCode.PROJECT_EXISTS]: 409,
@@ -57,14 +58,14 @@ export const admin = {
     return (await listProjects(db, isOperator(p) ? undefined : p.projectId)).map((r) => ({ id: r.id, name: r.name, createdAt: r.createdAt.toISOString() }));
   },
   async createProject(db: PlaneDb, p: Principal, name: string) {
-    if (!isOperator(p)) throw new WaymarkError('FORBIDDEN', "creating a project takes the 'operator' scope (the plane's bootstrap admin key has it)");
+    if (!isOperator(p)) throw new WaymarkError(ErrorCode.FORBIDDEN, "creating a project takes the 'operator' scope (the plane's bootstrap admin key has it)");
     return createProject(db, name);
   },
   async keys(db: PlaneDb, p: Principal) {
     return (await listKeys(db, isOperator(p) ? undefined : p.projectId)).map(keyView);
   },
   async createKey(db: PlaneDb, p: Principal, o: { project?: string; name?: string; scopes: Scope[] }) {
-    if (o.scopes.includes('operator') && !isOperator(p)) throw new WaymarkError('FORBIDDEN', "only an operator key may grant the 'operator' scope");
+    if (o.scopes.includes('operator') && !isOperator(p)) throw new WaymarkError(ErrorCode.FORBIDDEN, "only an operator key may grant the 'operator' scope");
     const own = o.project ?? (await db.select({ name: projects.name }).from(projects).where(eq(projects.id, p.projectId)))[0]?.name;
     const k = await createKey(db, { project: own ?? '', name: o.name, scopes: o.scopes, visibleTo: isOperator(p) ? undefined : p.projectId });
     const [view] = (await listKeys(db, k.projectId)).filter((r) => r.id === k.id).map(keyView);
@@ -85,8 +86,8 @@ export function mountAdmin(
   o: { requireScope: (s: Scope) => MiddlewareHandler<Env>; security: { bearer: string[] }[]; errors: Record<number, unknown> },
 ): void {
   const fail = (c: Context, e: unknown) => {
-    if (e instanceof WaymarkError && (STATUS[e.code] || e.code === 'FORBIDDEN')) {
-      return c.json({ error: { code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) } }, (STATUS[e.code] ?? 403) as 400);
+    if (e instanceof WaymarkError && STATUS[e.code]) {
+      return c.json({ error: { code: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) } }, STATUS[e.code] as 400);
     }
     throw e;
   };

@@ -11,6 +11,8 @@ import { LIMITS } from '../shared/limits.js';
 import {
   ClaimConflictView,
   ClaimRequest,
+  TakeoverRequest,
+  TakeoverResponse,
   ClaimResponse,
   ExecutionView,
   HoleView,
@@ -35,6 +37,8 @@ import { mountInspector } from './ui/routes.js';
 import { mountAdmin } from './admin.js';
 import {
   claimPause,
+  takeOverRun,
+  listTakeovers,
   CursorError,
   describeHoles,
   getExecution,
@@ -69,6 +73,8 @@ export interface PlaneAppOptions {
    * 0: never. Default 1 hour.
    */
   claimReleaseAfterMs?: number;
+  /** A run not paused may be taken over once its writer was not heard from for this long (default 60 s; see PlaneConfig). */
+  takeoverAfterMs?: number;
   /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
   faults?: (point: string) => void | Promise<void>;
 }
@@ -86,13 +92,14 @@ export function createPlaneApp(o: PlaneAppOptions) {
   const metrics: PlaneMetrics = planeMetrics();
   const faults = o.faults ?? (() => {});
   const claimReleaseAfterMs = o.claimReleaseAfterMs ?? 3_600_000;
+  const takeoverAfterMs = o.takeoverAfterMs ?? 60_000;
   const gate = new AdmissionGate(o.maxInflightIngest ?? 16, o.maxQueuedIngest ?? 64, o.ingestQueueWaitMs ?? 10_000);
   const bodyDeadline = { idleMs: o.bodyIdleMs ?? 10_000, totalMs: o.bodyTotalMs ?? 120_000 };
 
   const app = new OpenAPIHono<PlaneEnv>({
     defaultHook: (result, c) => {
       if (!result.success) {
-        return errorJson(c, 400, 'INVALID_REQUEST', result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
+        return errorJson(c, 400, ErrorCode.INVALID_REQUEST, result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
       }
     },
   });
@@ -113,7 +120,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
     async (c, next) => {
       const p = await authenticate(db, bearer(c.req.header('authorization')));
       if (!p) return errorJson(c, 401, 'UNAUTHORIZED', 'a valid API key is required (Authorization: Bearer wm_…)');
-      if (scope && !p.scopes.includes(scope) && !p.scopes.includes('admin')) return errorJson(c, 403, 'FORBIDDEN', `this key lacks the '${scope}' scope`);
+      if (scope && !p.scopes.includes(scope) && !p.scopes.includes('admin')) return errorJson(c, 403, ErrorCode.FORBIDDEN, `this key lacks the '${scope}' scope`);
       c.set('principal', p);
       await next();
     };
@@ -232,7 +239,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       security,
       request: {
         query: z.object({
-          status: z.enum(['running', 'paused', 'completed', 'failed']).optional(),
+          status: z.enum(['running', 'paused', 'completed', 'failed', 'cancelled']).optional(),
           writer: z.string().max(LIMITS.writerIdLength).optional(),
           updatedSince: z.iso.datetime().optional(),
           q: z.string().max(LIMITS.executionIdLength).optional(),
@@ -274,6 +281,10 @@ export function createPlaneApp(o: PlaneAppOptions) {
                 conflicts: z.array(ClaimConflictView),
                 /** Seqs whose rows the plane refused, and why (empty when `execution.complete`). */
                 holes: z.array(HoleView),
+                /** Takeovers of the run by another writer (POST …/takeover), oldest first. */
+                takeovers: z.array(
+                  z.object({ fromSeq: z.number().int(), winnerWriterId: z.string(), loserWriterId: z.string(), loserLastContactAt: z.string().nullable(), at: z.string() }),
+                ),
               }),
             },
           },
@@ -288,7 +299,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       const execution = await getExecution(db, projectId, id);
       if (!execution) return notFound(c, id);
       return c.json(
-        { execution, pause: await pauseState(db, projectId, id), conflicts: await listClaimConflicts(db, projectId, id), holes: await listHoles(db, projectId, id) },
+        { execution, pause: await pauseState(db, projectId, id), conflicts: await listClaimConflicts(db, projectId, id), holes: await listHoles(db, projectId, id), takeovers: await listTakeovers(db, projectId, id) },
         200,
       );
     },
@@ -369,7 +380,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       if ('takenFrom' in r && r.takenFrom) {
         c.get('log').warn({ executionId: id, checkpointId: body.checkpointId, from: r.takenFrom, to: body.writerId }, 'a held claim past its release delay was taken over');
       }
-      if ('notFound' in r) return errorJson(c, 404, 'PAUSE_NOT_FOUND', `pause ${body.checkpointId} of execution '${id}' is not on this plane (sync it first)`);
+      if ('notFound' in r) return errorJson(c, 404, ErrorCode.PAUSE_NOT_FOUND, `pause ${body.checkpointId} of execution '${id}' is not on this plane (sync it first)`);
       if (!r.won) {
         c.header('x-waymark-claimed-by', r.writerId);
         return c.json(
@@ -378,6 +389,46 @@ export function createPlaneApp(o: PlaneAppOptions) {
         );
       }
       return c.json({ executionId: id, checkpointId: body.checkpointId, writerId: r.writerId, claimedAt: r.claimedAt }, 200);
+    },
+  );
+
+  app.use('/v1/executions/:id/takeover', requireScope('ingest'));
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/executions/{id}/takeover',
+      summary: 'Take over a run that is not paused (its writer died mid-run): one writer wins, and only once its writer was not heard from for the takeover delay',
+      security,
+      request: { params: IdParam, body: { content: { 'application/json': { schema: TakeoverRequest } } } },
+      responses: {
+        200: { description: 'this writer may run it', content: { 'application/json': { schema: TakeoverResponse } } },
+        404: { description: 'the run is not on the plane', content: { 'application/json': { schema: ErrorBody } } },
+        409: {
+          description: 'refused: LEASE_LIVE (its writer was heard from recently), RUN_TAKEN_OVER (another writer has it), STALE_COPY (the plane has newer rows), NOT_RUNNING (paused or finished)',
+          content: { 'application/json': { schema: ErrorBody } },
+        },
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const r = await takeOverRun(db, c.get('principal').projectId, id, body.writerId, body.seq, takeoverAfterMs);
+      const refuse = (code: string, message: string, details: Record<string, unknown>) => c.json({ error: { code, message, details: { executionId: id, ...details } } }, 409);
+      switch (r.outcome) {
+        case 'not_found':
+          return errorJson(c, 404, 'EXECUTION_NOT_FOUND', `execution '${id}' is not on this plane (sync it first)`);
+        case 'lost':
+          return refuse(ErrorCode.RUN_TAKEN_OVER, `execution '${id}' was taken over by writer '${r.writerId}' at seq ${r.fromSeq} (${r.at})`, { writerId: r.writerId, fromSeq: r.fromSeq, at: r.at });
+        case 'live':
+          return refuse('LEASE_LIVE', `execution '${id}' is still being run by writer '${r.writerId}' (last heard from ${r.lastContactAt}); it may be taken over after ${r.liveUntil}`, { writerId: r.writerId, lastContactAt: r.lastContactAt, liveUntil: r.liveUntil });
+        case 'stale':
+          return refuse('STALE_COPY', `execution '${id}' has rows up to seq ${r.planeSeq} on the plane, newer than this copy (seq ${body.seq}): restore it again`, { planeSeq: r.planeSeq });
+        case 'not_running':
+          return refuse('NOT_RUNNING', `execution '${id}' is ${r.status} on the plane, not running: nothing to take over`, { status: r.status });
+      }
+      if (r.takenFrom) c.get('log').warn({ executionId: id, from: r.takenFrom, to: body.writerId, fromSeq: r.fromSeq }, 'a run was taken over');
+      return c.json({ executionId: id, writerId: body.writerId, fromSeq: r.fromSeq, takenFrom: r.takenFrom }, 200);
     },
   );
 
@@ -400,7 +451,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
       const r = await releaseClaim(db, c.get('principal').projectId, id, body.checkpointId, body.writerId);
-      if ('notFound' in r) return errorJson(c, 404, 'PAUSE_NOT_FOUND', `pause ${body.checkpointId} of execution '${id}' is not on this plane`);
+      if ('notFound' in r) return errorJson(c, 404, ErrorCode.PAUSE_NOT_FOUND, `pause ${body.checkpointId} of execution '${id}' is not on this plane`);
       if ('heldBy' in r) return errorJson(c, 409, 'ALREADY_CLAIMED', `pause ${body.checkpointId} is held by writer '${r.heldBy}', not '${body.writerId}'`);
       if ('appliedAt' in r) return errorJson(c, 409, 'CLAIM_APPLIED', `pause ${body.checkpointId} was claimed and resumed by its holder at ${r.appliedAt}; an applied claim is final`);
       return c.json({ released: r.released }, 200);

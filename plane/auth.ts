@@ -59,7 +59,7 @@ export async function listProjects(db: PlaneDb, only?: string): Promise<{ id: st
 /** Create a project by name; PROJECT_EXISTS if it is there already. */
 export async function createProject(db: PlaneDb, name: string): Promise<{ id: string; name: string }> {
   const bad = checkProjectName(name);
-  if (bad) throw new WaymarkError('INVALID_REQUEST', bad);
+  if (bad) throw new WaymarkError(ErrorCode.INVALID_REQUEST, bad);
   const id = `prj_${randomBytes(8).toString('hex')}`;
   const r = await db.insert(projects).values({ id, name }).onConflictDoNothing().returning({ id: projects.id });
   if (!r.length) throw new WaymarkError(ErrorCode.PROJECT_EXISTS, `project '${name}' exists already`, { details: { project: name } });
@@ -87,8 +87,8 @@ export async function createKey(
   o: { project: string; name?: string; scopes: Scope[]; createProject?: boolean; visibleTo?: string },
 ): Promise<{ key: string; id: string; projectId: string; scopes: Scope[] }> {
   const bad = o.scopes.filter((s) => !SCOPES.includes(s));
-  if (bad.length) throw new WaymarkError('INVALID_REQUEST', `unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
-  if (!o.scopes.length) throw new WaymarkError('INVALID_REQUEST', 'a key needs at least one scope');
+  if (bad.length) throw new WaymarkError(ErrorCode.INVALID_REQUEST, `unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
+  if (!o.scopes.length) throw new WaymarkError(ErrorCode.INVALID_REQUEST, 'a key needs at least one scope');
   if (o.createProject) {
     const [found] = await db.select({ id: projects.id }).from(projects).where(eq(projects.name, o.project));
     if (!found) await db.insert(projects).values({ id: `prj_${randomBytes(8).toString('hex')}`, name: o.project }).onConflictDoNothing();

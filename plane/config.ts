@@ -21,6 +21,7 @@ const Env = z.object({
   WAYMARK_CLAIM_RELEASE_AFTER_MS: z.coerce.number().int().nonnegative().default(3_600_000),
   WAYMARK_RETENTION_DAYS: z.coerce.number().positive().optional(),
   WAYMARK_RETENTION_INTERVAL_MS: z.coerce.number().int().positive().default(3_600_000),
+  WAYMARK_TAKEOVER_AFTER_MS: z.coerce.number().int().positive().default(60_000),
   WAYMARK_DEV: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
@@ -50,6 +51,12 @@ export interface PlaneConfig {
   retentionDays?: number;
   /** How often the retention prune runs (the first run is at start). */
   retentionIntervalMs: number;
+  /**
+   * A run that is not paused may be taken over by another writer once its
+   * writer has not been heard from (an event of that run) for this long, by
+   * the plane's clock. Keep it above the fleet's longest lease. Default 60 s.
+   */
+  takeoverAfterMs: number;
   /** Inspector without login (only honoured when bound to loopback). */
   dev: boolean;
 }
@@ -78,6 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     claimReleaseAfterMs: e.WAYMARK_CLAIM_RELEASE_AFTER_MS,
     retentionDays: e.WAYMARK_RETENTION_DAYS,
     retentionIntervalMs: e.WAYMARK_RETENTION_INTERVAL_MS,
+    takeoverAfterMs: e.WAYMARK_TAKEOVER_AFTER_MS,
     dev: e.WAYMARK_DEV === '1' || e.WAYMARK_DEV === 'true',
     ...overrides,
   });

@@ -20,6 +20,8 @@ import {
   idempotency,
   pendingInterrupts,
   quarantine,
+  runContacts,
+  runTakeovers,
   writers,
 } from './db/schema.js';
 
@@ -115,6 +117,7 @@ export async function ingestBatch(
   const items = prepare(rows);
   await db.transaction(async (tx) => {
     const touched = new Set<string>();
+    await refuseTakenOver(tx, projectId, writerId, items);
     // A batch is applied in its order: a deletion applies after every earlier row of the batch and
     // before every later one (a run deleted and started again under the same id is the new run).
     // Between deletions, checkpoints go in one set-based insert (the hot path), then the other events.
@@ -128,6 +131,7 @@ export async function ingestBatch(
       if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched);
     }
     await refreshExecutions(tx, projectId, [...touched]);
+    await recordContacts(tx, projectId, writerId, items);
     const refused = items.filter((i) => i.result?.status === 'rejected');
     if (refused.length) {
       await tx.insert(quarantine).values(
@@ -183,6 +187,55 @@ export async function ingestBatch(
 }
 
 /**
+ * A writer whose run another writer took over at the plane (`run_takeovers`,
+ * this writer the loser) has its later rows of that run refused: checkpoints
+ * after the takeover's seq and pause events. Idempotency entries still land
+ * (an effect that ran is worth knowing about).
+ */
+async function refuseTakenOver(tx: Tx, projectId: string, writerId: string, items: Item[]): Promise<void> {
+  const ids = [...new Set(items.filter((i) => !i.result && i.executionId).map((i) => i.executionId!))];
+  if (!ids.length) return;
+  const lost = await tx
+    .select({ executionId: runTakeovers.executionId, fromSeq: runTakeovers.fromSeq, winner: runTakeovers.winnerWriterId, at: runTakeovers.at })
+    .from(runTakeovers)
+    .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.loserWriterId, writerId), inArray(runTakeovers.executionId, ids)))
+    .orderBy(runTakeovers.fromSeq);
+  if (!lost.length) return;
+  const first = new Map<string, (typeof lost)[number]>();
+  for (const l of lost) if (!first.has(l.executionId)) first.set(l.executionId, l);
+  for (const item of items) {
+    const t = item.executionId ? first.get(item.executionId) : undefined;
+    const e = item.event;
+    if (!t || item.result || !e) continue;
+    const refused = e.kind === 'checkpoint' ? e.row.seq > t.fromSeq : e.kind.startsWith('interrupt_');
+    if (refused) {
+      reject(
+        item,
+        'taken_over',
+        `execution ${t.executionId} was taken over by writer '${t.winner}' at seq ${t.fromSeq} (${t.at.toISOString()}), after this writer's lease had expired by the plane's clock; this writer lost the run and its later rows are refused`,
+      );
+    }
+  }
+}
+
+/** The plane's clock of this writer's last contact per execution it delivered an event of (see runContacts). */
+async function recordContacts(tx: Tx, projectId: string, writerId: string, items: Item[]): Promise<void> {
+  // the batch's writer, and a checkpoint's own writer when it names another (takeovers judge the newest row's writer)
+  const pairs = new Map<string, { projectId: string; executionId: string; writerId: string }>();
+  for (const i of items) {
+    if (i.result?.status === 'rejected' || !i.executionId || !i.event || i.event.kind === 'execution_deleted') continue;
+    for (const w of new Set([writerId, i.event.kind === 'checkpoint' ? i.event.row.writerId : writerId])) {
+      pairs.set(`${i.executionId}\u0000${w}`, { projectId, executionId: i.executionId, writerId: w });
+    }
+  }
+  if (!pairs.size) return;
+  await tx
+    .insert(runContacts)
+    .values([...pairs.values()])
+    .onConflictDoUpdate({ target: [runContacts.projectId, runContacts.executionId, runContacts.writerId], set: { lastContactAt: sql`now()` } });
+}
+
+/**
  * Split a batch at its deletions: each segment is the rows before a deletion
  * (in order), then that deletion. A batch without deletions is one segment.
  */
@@ -219,7 +272,8 @@ async function recordHoles(tx: Tx, projectId: string, writerId: string, items: I
   const values = [];
   for (const item of items) {
     // `conflict`: this id is already stored (the plane's chain holds that very row), so nothing is missing
-    if (item.result?.status !== 'rejected' || item.result.code === 'conflict') continue;
+    // `taken_over`: the loser's branch after a takeover; the winner's rows fill those seqs
+    if (item.result?.status !== 'rejected' || item.result.code === 'conflict' || item.result.code === 'taken_over') continue;
     const at = holeOf(item);
     if (!at) continue;
     // the refused row's own writer when it names one (the machine whose branch it is), else the batch's
@@ -387,6 +441,33 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
       .update(pendingInterrupts)
       .set({ state: 'claimed', claimedBy: winner, claimedAt: new Date(e.claimedAt) })
       .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
+  } else if (e.kind === 'interrupt_closed') {
+    // a cancelled run's pause: closed for good. A claims row in the canceller's name refuses any later
+    // claim of it at the plane; a writer that already claimed it meanwhile is recorded as a claim conflict
+    const won = await tx
+      .insert(claims)
+      .values({ projectId, checkpointId: e.checkpointId, executionId: e.executionId, writerId: e.writerId, source: 'cancel', claimedAt: new Date(e.closedAt), appliedAt: new Date(e.closedAt) })
+      .onConflictDoNothing()
+      .returning({ writerId: claims.writerId });
+    if (!won.length) {
+      const [c] = await tx
+        .select({ writerId: claims.writerId })
+        .from(claims)
+        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
+      if (c && c.writerId !== e.writerId) {
+        await tx.insert(claimConflicts).values({
+          projectId,
+          executionId: e.executionId,
+          checkpointId: e.checkpointId,
+          winnerWriterId: c.writerId,
+          loserWriterId: e.writerId,
+          source: 'cancel',
+        });
+      }
+    }
+    await tx
+      .delete(pendingInterrupts)
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
   } else if (e.kind === 'execution_deleted') {
     const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) =>
       and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
@@ -394,6 +475,8 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
     await tx.delete(pendingInterrupts).where(where(pendingInterrupts));
     await tx.delete(idempotency).where(where(idempotency));
     await tx.delete(holes).where(where(holes));
+    await tx.delete(runContacts).where(where(runContacts));
+    await tx.delete(runTakeovers).where(where(runTakeovers));
     await tx.delete(executions).where(where(executions));
     touched.delete(e.executionId);
   }
@@ -423,7 +506,7 @@ export async function refreshExecutions(tx: Tx, projectId: string, executionIds:
     INSERT INTO executions (project_id, execution_id, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, agent, hole_count, created_at, updated_at)
     SELECT l.project_id, l.execution_id,
       CASE WHEN p.state = 'open' AND l.status = 'interrupted' THEN 'paused'
-           WHEN l.step = 'run_end' THEN CASE WHEN l.status = 'failed' THEN 'failed' ELSE 'completed' END
+           WHEN l.step = 'run_end' THEN CASE WHEN l.status IN ('failed', 'cancelled') THEN l.status ELSE 'completed' END
            ELSE 'running' END,
       n.cnt, l.seq, l.node_id, l.step, l.status, l.writer_id,
       (SELECT f.agent_path FROM checkpoints f WHERE f.project_id = l.project_id AND f.execution_id = l.execution_id ORDER BY f.seq LIMIT 1),

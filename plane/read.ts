@@ -1,11 +1,12 @@
 /** Read side of the plane: listings, rows, restore, quarantine, writers, claims. Every query is project-scoped. */
 import { and, asc, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../shared/codec.js';
+import { runErrorOf, type RunError } from '../shared/errors.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { Json } from '../shared/json.js';
 import { sumUsage, type UsageTotal } from '../shared/usage.js';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, writers } from './db/schema.js';
+import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
 import { holeIsGap, refreshExecutions } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -79,7 +80,7 @@ export async function listExecutions(db: PlaneDb, projectId: string, f: Executio
 export function executionView(e: typeof executions.$inferSelect) {
   return {
     executionId: e.executionId,
-    status: e.status as 'running' | 'paused' | 'completed' | 'failed',
+    status: e.status as 'running' | 'paused' | 'completed' | 'failed' | 'cancelled',
     rowCount: e.rowCount,
     lastSeq: e.lastSeq,
     lastNodeId: e.lastNodeId,
@@ -121,17 +122,7 @@ async function endErrors(db: PlaneDb, projectId: string, page: (typeof execution
     .select({ executionId: checkpoints.executionId, row: checkpoints.row })
     .from(checkpoints)
     .where(and(eq(checkpoints.projectId, projectId), or(...failed.map((e) => and(eq(checkpoints.executionId, e.executionId), eq(checkpoints.seq, e.lastSeq))))));
-  return new Map(
-    ends.map((r) => {
-      const e = ((r.row as Checkpoint).nodeOutput as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-      return [r.executionId, { code: String(e?.code ?? 'RUN_FAILED'), message: String(e?.message ?? 'no reason recorded') }];
-    }),
-  );
-}
-
-export interface RunError {
-  code: string;
-  message: string;
+  return new Map(ends.map((r) => [r.executionId, runErrorOf((r.row as Checkpoint).nodeOutput)]));
 }
 
 /**
@@ -537,4 +528,88 @@ export async function forkLinks(db: PlaneDb, projectId: string, executionId: str
     forkOf: from?.executionId && from.checkpointId ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' } : null,
     forks,
   };
+}
+
+export type TakeoverOutcome =
+  | { outcome: 'won'; fromSeq: number; takenFrom: string | null }
+  | { outcome: 'not_found' }
+  | { outcome: 'lost'; writerId: string; fromSeq: number; at: string }
+  | { outcome: 'live'; writerId: string; lastContactAt: string; liveUntil: string }
+  | { outcome: 'stale'; planeSeq: number }
+  | { outcome: 'not_running'; status: string };
+
+/**
+ * Arbitrate the takeover of a run that is not paused (its writer died mid-run)
+ * by `writerId`, whose copy's newest row is `seq`. One winner per (run, seq):
+ * the primary key of run_takeovers. In order:
+ * - this writer already lost the run to another (a takeover names it the
+ *   loser): `lost`, whatever it asks;
+ * - the plane holds rows this copy lacks (`seq` below the plane's newest):
+ *   `stale` (restore again: the run may have finished or paused meanwhile);
+ * - the run is paused or finished on the plane: `not_running` (pauses go
+ *   through the claim; the copy here shows the same row);
+ * - the newest row is this writer's own: `won`, nothing recorded;
+ * - another writer took it over at this seq: `lost`;
+ * - the writer of the newest row was heard from (an event of this run) less
+ *   than `afterMs` ago by the plane's clock: `live`, with when it may be taken;
+ * - else the takeover is recorded: `won`.
+ */
+export async function takeOverRun(db: PlaneDb, projectId: string, executionId: string, writerId: string, seq: number, afterMs: number): Promise<TakeoverOutcome> {
+  return db.transaction(async (tx) => {
+    const [ex] = await tx
+      .select({ status: executions.status, lastSeq: executions.lastSeq, writerId: executions.writerId })
+      .from(executions)
+      .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)))
+      .for('update');
+    if (!ex) return { outcome: 'not_found' as const };
+    const [lostBefore] = await tx
+      .select()
+      .from(runTakeovers)
+      .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, writerId)))
+      .orderBy(runTakeovers.fromSeq)
+      .limit(1);
+    if (lostBefore) return { outcome: 'lost' as const, writerId: lostBefore.winnerWriterId, fromSeq: lostBefore.fromSeq, at: lostBefore.at.toISOString() };
+    // a copy behind the plane's first: it may not know the run finished (or paused) meanwhile
+    if (seq < ex.lastSeq) return { outcome: 'stale' as const, planeSeq: ex.lastSeq };
+    if (ex.status !== 'running') return { outcome: 'not_running' as const, status: ex.status };
+    if (ex.writerId === writerId || seq > ex.lastSeq) {
+      // its own newest row (on the plane, or rows the plane has not seen yet): nothing to take over
+      return { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: null };
+    }
+    const [already] = await tx
+      .select()
+      .from(runTakeovers)
+      .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.fromSeq, ex.lastSeq)));
+    if (already) {
+      return already.winnerWriterId === writerId
+        ? { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: already.loserWriterId }
+        : { outcome: 'lost' as const, writerId: already.winnerWriterId, fromSeq: already.fromSeq, at: already.at.toISOString() };
+    }
+    const prev = ex.writerId ?? '';
+    const [contact] = await tx
+      .select({ at: runContacts.lastContactAt, live: sql<boolean>`${runContacts.lastContactAt} > now() - make_interval(secs => ${afterMs / 1000})`, until: sql<string>`to_char((${runContacts.lastContactAt} + make_interval(secs => ${afterMs / 1000})) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` })
+      .from(runContacts)
+      .where(and(eq(runContacts.projectId, projectId), eq(runContacts.executionId, executionId), eq(runContacts.writerId, prev)));
+    if (contact?.live) return { outcome: 'live' as const, writerId: prev, lastContactAt: contact.at.toISOString(), liveUntil: contact.until };
+    await tx
+      .insert(runTakeovers)
+      .values({ projectId, executionId, fromSeq: ex.lastSeq, winnerWriterId: writerId, loserWriterId: prev, loserLastContactAt: contact?.at ?? null });
+    return { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: prev };
+  });
+}
+
+/** Takeovers of a run, oldest first: who took it from whom, at which seq, and the loser's last contact then (plane clock). */
+export async function listTakeovers(db: PlaneDb, projectId: string, executionId: string) {
+  const rows = await db
+    .select()
+    .from(runTakeovers)
+    .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId)))
+    .orderBy(runTakeovers.fromSeq);
+  return rows.map((r) => ({
+    fromSeq: r.fromSeq,
+    winnerWriterId: r.winnerWriterId,
+    loserWriterId: r.loserWriterId,
+    loserLastContactAt: r.loserLastContactAt?.toISOString() ?? null,
+    at: r.at.toISOString(),
+  }));
 }

@@ -14,7 +14,7 @@ import { count } from 'drizzle-orm';
 import { createKey, createProject } from './auth.js';
 import { ErrorCode, hasCode } from '../shared/errors.js';
 import type { PlaneConfig } from './config.js';
-import { isInMemory, openPlaneDatabase, type PlaneDatabase } from './db/open.js';
+import { isInMemory, openPlaneDatabase, type PlaneDatabase, type PlaneDb } from './db/open.js';
 import { projects } from './db/schema.js';
 import { createPlaneApp, type PlaneAppOptions } from './app.js';
 import { metricsApp } from './metrics.js';
@@ -47,20 +47,25 @@ export function adminKeyPath(dataDir: string): string {
 export async function bootstrap(database: PlaneDatabase, dir: string): Promise<{ key: string; file: string | null } | null> {
   const [{ n }] = await database.db.select({ n: count() }).from(projects);
   if (Number(n) > 0) return null;
+  // the project, the key and the key file land together: the file is written inside the
+  // transaction, so a crash leaves either nothing (the next start bootstraps again) or a
+  // file whose key never committed (the next start finds no project and writes it anew)
   try {
-    await createProject(database.db, 'local');
+    return await database.db.transaction(async (tx) => {
+      await createProject(tx as PlaneDb, 'local');
+      const { key } = await createKey(tx as PlaneDb, { project: 'local', name: 'bootstrap admin', scopes: ['admin', 'operator'] });
+      if (isInMemory(dir)) return { key, file: null };
+      mkdirSync(resolve(dir), { recursive: true });
+      const file = adminKeyPath(dir);
+      writeFileSync(file, `${key}\n`, { mode: 0o600 });
+      chmodSync(file, 0o600);
+      return { key, file };
+    });
   } catch (e) {
     // another plane on the same Postgres, started at the same moment, made it: its data dir has the key
     if (hasCode(e, ErrorCode.PROJECT_EXISTS)) return null;
     throw e;
   }
-  const { key } = await createKey(database.db, { project: 'local', name: 'bootstrap admin', scopes: ['admin', 'operator'] });
-  if (isInMemory(dir)) return { key, file: null };
-  mkdirSync(resolve(dir), { recursive: true });
-  const file = adminKeyPath(dir);
-  writeFileSync(file, `${key}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
-  return { key, file };
 }
 
 export async function startPlane(
@@ -96,6 +101,7 @@ async function serveOn(
     bodyIdleMs: config.bodyIdleMs,
     bodyTotalMs: config.bodyTotalMs,
     claimReleaseAfterMs: config.claimReleaseAfterMs,
+    takeoverAfterMs: config.takeoverAfterMs,
     faults: options.faults,
     dev: config.dev && loopback,
   });

@@ -39,6 +39,14 @@ export const ErrorCode = {
   INVALID_LEASE: 'INVALID_LEASE',
   /** The run is held by a live lease of another runner (details: holder, expiresAt). */
   RUN_IN_PROGRESS: 'RUN_IN_PROGRESS',
+  /** Another machine took this run over at the plane while this one was away (its lease expired by the plane's clock): this machine lost the run. */
+  RUN_TAKEN_OVER: 'RUN_TAKEN_OVER',
+  /** The run was cancelled (`cancel`): a runner stops at its next step boundary having written nothing more; a resume is refused. */
+  RUN_CANCELLED: 'RUN_CANCELLED',
+  /** `cancel` of a run that already completed: a finished run is not cancelled; nothing was written. */
+  ALREADY_FINISHED: 'ALREADY_FINISHED',
+  /** `cancel` options that cannot be stored (details.problems names each); nothing was written. */
+  INVALID_CANCEL: 'INVALID_CANCEL',
   /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
   RUN_INCOMPLETE: 'RUN_INCOMPLETE',
   /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */
@@ -59,6 +67,20 @@ export const ErrorCode = {
   UNSUPPORTED_MODEL: 'UNSUPPORTED_MODEL',
   /** A subpath was imported without its optional peer dependency installed (`waymark/postgres` without `postgres`); the message says what to install. */
   MISSING_PEER: 'MISSING_PEER',
+  /** A run that failed with an error that carried no code of its own (the run-end marker's default). */
+  RUN_FAILED: 'RUN_FAILED',
+  /** recoverRuns: a resume that threw without a code. */
+  RECOVERY_FAILED: 'RECOVERY_FAILED',
+  /** A request (HTTP body or admin call) that names its problems in the message; nothing changed. */
+  INVALID_REQUEST: 'INVALID_REQUEST',
+  /** The key is valid but lacks the scope (or the operator role) the action needs. */
+  FORBIDDEN: 'FORBIDDEN',
+  /** A `waymark plane` admin command found a running plane but no admin key to use with it. */
+  ADMIN_KEY_REQUIRED: 'ADMIN_KEY_REQUIRED',
+  /** The pause named is not on the plane (not synced yet, or of another project). */
+  PAUSE_NOT_FOUND: 'PAUSE_NOT_FOUND',
+  /** A constructor or function given options it cannot work with; the message names each. */
+  INVALID_OPTIONS: 'INVALID_OPTIONS',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -88,3 +110,15 @@ export const ErrorBody = z.object({
   }),
 });
 export type ErrorBody = z.infer<typeof ErrorBody>;
+
+/** Why a run failed, as its run-end marker records it (`nodeOutput.error`). */
+export interface RunError {
+  code: string;
+  message: string;
+}
+
+/** The error a failed run-end marker carries, with defaults for a marker written without one. */
+export function runErrorOf(nodeOutput: unknown): RunError {
+  const e = (nodeOutput as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+  return { code: String(e?.code ?? ErrorCode.RUN_FAILED), message: String(e?.message ?? 'no reason recorded') };
+}

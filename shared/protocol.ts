@@ -28,8 +28,12 @@ export const IngestRequest = z
   .strict();
 export type IngestRequest = z.infer<typeof IngestRequest>;
 
-/** Why a row was refused. Payload reasons are quarantined on both sides. */
-export const RejectCode = z.enum(['invalid', 'too_large', 'conflict', 'seq_conflict']);
+/**
+ * Why a row was refused. Payload reasons are quarantined on both sides.
+ * `taken_over`: another writer took the run over at the plane (this writer's
+ * lease had expired by the plane's clock); this writer's later rows of it are refused.
+ */
+export const RejectCode = z.enum(['invalid', 'too_large', 'conflict', 'seq_conflict', 'taken_over']);
 export type RejectCode = z.infer<typeof RejectCode>;
 
 export const RowResult = z.discriminatedUnion('status', [
@@ -57,6 +61,19 @@ export const ClaimResponse = z.object({
 });
 export type ClaimResponse = z.infer<typeof ClaimResponse>;
 
+/** POST /v1/executions/:id/takeover: take over a run that is not paused, whose copy here ends at `seq`. */
+export const TakeoverRequest = z.object({ writerId: WriterId, seq: z.number().int().nonnegative() }).strict();
+export type TakeoverRequest = z.infer<typeof TakeoverRequest>;
+export const TakeoverResponse = z.object({
+  executionId: ExecutionId,
+  writerId: WriterId,
+  /** The run's newest seq on the plane at the takeover. */
+  fromSeq: z.number().int(),
+  /** The writer it was taken from (null: the run was already this writer's). */
+  takenFrom: z.string().nullable(),
+});
+export type TakeoverResponse = z.infer<typeof TakeoverResponse>;
+
 /** GET /v1/whoami: what the presented key is (a cheap authenticated call to check a connection). */
 export const WhoAmI = z.object({
   project: z.string(),
@@ -66,7 +83,7 @@ export const WhoAmI = z.object({
 });
 export type WhoAmI = z.infer<typeof WhoAmI>;
 
-export const ExecutionStatus = z.enum(['running', 'paused', 'completed', 'failed']);
+export const ExecutionStatus = z.enum(['running', 'paused', 'completed', 'failed', 'cancelled']);
 export const ExecutionView = z.object({
   executionId: ExecutionId,
   status: ExecutionStatus,

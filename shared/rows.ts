@@ -34,7 +34,8 @@ export const IsoTime = z.iso.datetime();
 /** `graph_step`: one checkpoint written by a LangGraph graph through `waymark/langgraph` (see client/langgraph/). */
 export const Step = z.enum(['llm_call', 'tool_call', 'hitl_pause', 'run_end', 'fork_origin', 'graph_step']);
 export type Step = z.infer<typeof Step>;
-export const Status = z.enum(['completed', 'interrupted', 'failed']);
+/** `cancelled`: only on a `run_end` marker written by `cancel` (the run is final, like completed). */
+export const Status = z.enum(['completed', 'interrupted', 'failed', 'cancelled']);
 export type Status = z.infer<typeof Status>;
 
 /** The tagged snapshot encoding (see codec.ts). */
@@ -126,6 +127,17 @@ export const InterruptClaimedEvent = z
     claimedAt: IsoTime,
   })
   .strict();
+/** A pause closed without an answer: its run was cancelled (the pending row removed in the cancel's transaction). */
+export const InterruptClosedEvent = z
+  .object({
+    kind: z.literal('interrupt_closed'),
+    id: Uuidv7,
+    executionId: ExecutionId,
+    checkpointId: Uuidv7,
+    writerId: WriterId,
+    closedAt: IsoTime,
+  })
+  .strict();
 export const IdempotencyEvent = z
   .object({ kind: z.literal('idempotency'), id: Uuidv7, row: IdempotencyEntry })
   .strict();
@@ -136,6 +148,7 @@ export const OutboxEvent = z.discriminatedUnion('kind', [
   CheckpointEvent,
   InterruptOpenedEvent,
   InterruptClaimedEvent,
+  InterruptClosedEvent,
   IdempotencyEvent,
   ExecutionDeletedEvent,
 ]);

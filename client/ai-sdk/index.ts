@@ -25,6 +25,7 @@
  *    carrying the status. A stream that failed after it had shown text is not
  *    retried here (the agent's re-issue on resume is the retry).
  */
+import { backoff } from '../models/retry.js';
 import type {
   LanguageModelV3,
   LanguageModelV3CallOptions,
@@ -158,7 +159,7 @@ export class AISDKModel implements Model {
         const err = toModelError(e);
         if (!isRetryable(e) || n >= retries) throw err;
         const floor = retryAfter(headerOf(e, 'retry-after')) ?? 0;
-        await sleep(Math.max(floor, Math.random() * Math.min(cap, base * 2 ** (n + 1))), signal);
+        await backoff(n + 1, { baseMs: base, capMs: cap }, floor, signal);
       }
     }
   }
@@ -193,19 +194,6 @@ function toModelError(e: unknown): ModelError {
     inner,
   );
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
 
 /** waymark messages → an AI SDK prompt. */
 export function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {

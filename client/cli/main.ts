@@ -14,7 +14,7 @@ import type { ExecutionState } from '../checkpointer.js';
 
 type Out = (line: string) => void;
 
-const STATES: readonly ExecutionState[] = ['running', 'paused', 'completed', 'failed'];
+const STATES: readonly ExecutionState[] = ['running', 'paused', 'completed', 'failed', 'cancelled'];
 const db: Record<string, OptionSpec> = {
   db: { type: 'string', help: 'the store: a SQLite file or a postgres:// URL (required)' },
   schema: { type: 'string', help: 'Postgres schema of the store (default: public)' },
@@ -70,6 +70,20 @@ const COMMANDS: Command[] = [
           return 0;
         }
         return (await inspectRun(store, p.positionals[0], out, { json: p.values.json === true })) ? 0 : 1;
+      }),
+  },
+  {
+    name: 'cancel',
+    args: ['EXECUTION_ID'],
+    summary: "Cancel a run: a cancelled run-end marker; its runner stops at its next step, its open pause is closed, resume refuses it.",
+    options: { ...db, reason: { type: 'string', help: 'why (kept in the marker, shown by runs and the inspector)' }, ...json },
+    run: (p, out) =>
+      withStore(p, async (store) => {
+        const r = await store.cancel(p.positionals[0], { reason: p.values.reason as string | undefined });
+        if (p.values.json === true) out(JSON.stringify(r, null, 2));
+        else if (r.alreadyCancelled) out(`${p.positionals[0]} was already cancelled (marker ${r.checkpoint.id}); nothing written`);
+        else out(`cancelled ${p.positionals[0]} (marker seq ${r.checkpoint.seq}${r.closedPause ? `, closed its pause at ${r.closedPause.nodeId}` : ''})`);
+        return 0;
       }),
   },
   {

@@ -3,6 +3,8 @@ import type { Checkpoint, Json } from '../../shared/index.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
 import { sumUsage, usageLine } from '../../shared/usage.js';
 import { localTime, table } from './format.js';
+import { ErrorCode, runErrorOf, type RunError } from '../../shared/errors.js';
+import { cancelReason } from '../store/cancel.js';
 
 type Out = (line: string) => void;
 
@@ -11,6 +13,7 @@ const STATE_LABEL: Record<ExecutionSummary['state'], string> = {
   paused: 'paused',
   completed: 'completed',
   failed: 'failed',
+  cancelled: 'cancelled',
 };
 
 export interface RunFilter {
@@ -29,16 +32,12 @@ export function parseSince(text: string, now = Date.now()): Date | null {
   return Number.isNaN(d.getTime()) ? null : d;
 }
 
-/** Why a run failed, from its run-end marker (`nodeOutput.error`). */
-export interface RunError {
-  code: string;
-  message: string;
-}
-
+/** Why a run failed, from its run-end marker; null for any other row. */
 function errorOf(end: Checkpoint | null): RunError | null {
-  if (!end || end.step !== 'run_end' || end.status !== 'failed') return null;
-  const e = (end.nodeOutput as { error?: Partial<RunError> } | null)?.error;
-  return { code: String(e?.code ?? 'RUN_FAILED'), message: String(e?.message ?? 'no reason recorded') };
+  if (end && end.step === 'run_end' && end.status === 'cancelled') {
+    return { code: ErrorCode.RUN_CANCELLED, message: cancelReason(end) ?? 'cancelled (no reason given)' };
+  }
+  return end && end.step === 'run_end' && end.status === 'failed' ? runErrorOf(end.nodeOutput) : null;
 }
 
 /** Every run matching `filter`, paged through the store in execution-id order (no fixed limit). */
@@ -50,7 +49,7 @@ async function matchingRuns(store: Checkpointer, filter: RunFilter): Promise<(Ex
     if (!page.length) return found;
     for (const e of page) {
       if (filter.since && new Date(e.updatedAt) < filter.since) continue;
-      found.push({ ...e, error: e.state === 'failed' ? errorOf(await store.latest(e.executionId)) : null });
+      found.push({ ...e, error: e.state === 'failed' || e.state === 'cancelled' ? errorOf(await store.latest(e.executionId)) : null });
       if (filter.limit !== undefined && found.length >= filter.limit) return found;
     }
     after = page[page.length - 1].executionId;

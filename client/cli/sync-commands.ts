@@ -52,8 +52,9 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
   const s = await store.outboxStats();
   const note = await store.getMeta('drain');
   const d = note ? (JSON.parse(note) as DrainNote) : null;
+  const lost = await lostRuns(store);
   if (o.json) {
-    out(JSON.stringify({ writerId: store.writerId, outbox: s, drain: d }, null, 2));
+    out(JSON.stringify({ writerId: store.writerId, outbox: s, drain: d, lostRuns: Object.fromEntries(lost) }, null, 2));
     return;
   }
   out(`writer:        ${store.writerId}`);
@@ -72,6 +73,14 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
           'the plane cannot restore them elsewhere; they keep running here (see `waymark quarantine list`)'
     }`,
   );
+  out(
+    `lost runs:     ${
+      lost.size === 0
+        ? 'none'
+        : `${lost.size} run(s) taken over by another machine while this one was away; their rows here after the takeover were refused: ` +
+          [...lost].map(([id, why]) => `${id}: ${why}`).join('; ')
+    }`,
+  );
 }
 
 /**
@@ -85,7 +94,22 @@ export async function incompleteOnPlane(store: Checkpointer): Promise<Map<string
   for (;;) {
     const page = await store.listQuarantined({ afterId: after, limit: 500 });
     if (!page.length) return out;
-    for (const q of page) if (q.kind === 'checkpoint') out.set(q.executionId, (out.get(q.executionId) ?? 0) + 1);
+    // a row refused because another machine took the run over leaves no hole there (see lostRuns)
+    for (const q of page) if (q.kind === 'checkpoint' && !isTakenOver(q.reason)) out.set(q.executionId, (out.get(q.executionId) ?? 0) + 1);
+    after = page[page.length - 1].id;
+  }
+}
+
+const isTakenOver = (reason: string) => reason.startsWith('plane: taken_over:');
+
+/** Runs another machine took over at the plane while this one was away (rows refused as `taken_over`), with the plane's reason. */
+export async function lostRuns(store: Checkpointer): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  let after: string | undefined;
+  for (;;) {
+    const page = await store.listQuarantined({ afterId: after, limit: 500 });
+    if (!page.length) return out;
+    for (const q of page) if (isTakenOver(q.reason) && !out.has(q.executionId)) out.set(q.executionId, q.reason.slice('plane: taken_over: '.length));
     after = page[page.length - 1].id;
   }
 }

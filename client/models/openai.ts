@@ -4,6 +4,7 @@
  * exponential backoff and full jitter; a malformed answer is a MODEL_ERROR,
  * never a guess.
  */
+import { backoff } from './retry.js';
 import { request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
@@ -135,15 +136,6 @@ function toWire(m: Message): Record<string, unknown> {
   }
 }
 
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      reject(signal.reason);
-    }, { once: true });
-  });
-
 export class OpenAIChatModel implements Model {
   readonly name: string;
   constructor(private readonly o: OpenAIChatOptions) {
@@ -178,7 +170,7 @@ export class OpenAIChatModel implements Model {
     for (let attempt = 0; attempt <= retries; attempt++) {
       if (attempt > 0) {
         const floor = (lastError as { retryAfter?: number })?.retryAfter ?? 0;
-        await sleep(Math.max(floor, Math.random() * Math.min(cap, base * 2 ** attempt)), req.signal);
+        await backoff(attempt, { baseMs: base, capMs: cap }, floor, req.signal);
       }
       let res: Dispatcher.ResponseData;
       try {

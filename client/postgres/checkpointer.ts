@@ -21,6 +21,8 @@ import {
   type PendingInterrupt,
 } from '../../shared/rows.js';
 import type {
+  CancelOptions,
+  CancelResult,
   CheckpointInput,
   Checkpointer,
   ClaimGuard,
@@ -43,7 +45,8 @@ import type {
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
-import { DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
+import { AlreadyFinished, DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
+import { cancelMarker, checkCancel, isCancelMarker, notFound, runCancelled } from '../store/cancel.js';
 import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
@@ -334,6 +337,8 @@ export class PostgresCheckpointer implements Checkpointer {
    * judges the newest version of it, so of concurrent takers one wins.
    */
   private async takeLease(tx: Tx, executionId: string, request: LeaseRequest): Promise<Lease> {
+    const marker = await this.cancelledMarker(tx, executionId);
+    if (marker) throw runCancelled(marker);
     for (;;) {
       const [won] = await tx<{ epoch: string; expires_at: string }[]>`
         INSERT INTO ${this.t.leases} AS l (execution_id, holder, epoch, expires_at)
@@ -361,8 +366,64 @@ export class PostgresCheckpointer implements Checkpointer {
           UPDATE ${this.t.leases} SET expires_at = (extract(epoch from clock_timestamp()) * 1000)::bigint + ${lease.ttlMs}
           WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
           RETURNING expires_at`;
-    if (!row) throw leaseLost(lease, await this.leaseInfo(tx, lease.executionId));
+    if (!row) {
+      // a cancel clears the holder: the runner is told why it must stop
+      const marker = await this.cancelledMarker(tx, lease.executionId);
+      throw marker ? runCancelled(marker) : leaseLost(lease, await this.leaseInfo(tx, lease.executionId));
+    }
     return { ...lease, expiresAt: isoOf(Number(row.expires_at)) };
+  }
+
+  /** The cancel marker when the execution's newest row is one. */
+  private async cancelledMarker(tx: Tx, executionId: string): Promise<Checkpoint | null> {
+    const [row] = await tx<CheckpointColumns[]>`
+      SELECT c.* FROM ${this.t.executions} e JOIN ${this.t.checkpoints} c ON c.id = e.last_id
+      WHERE e.execution_id = ${executionId} AND e.last_step = 'run_end' AND e.last_status = 'cancelled'`;
+    return row ? rowFromColumns(row) : null;
+  }
+
+  async cancel(executionId: string, options?: CancelOptions): Promise<CancelResult> {
+    const reason = checkCancel(executionId, options);
+    let out: { rt: RowText | null; marker: Checkpoint; closed: PendingInterrupt | null };
+    try {
+      // a retried attempt whose lost one committed finds its own marker: reported as alreadyCancelled
+      out = await this.write(async (tx) => {
+        // the execution row's lock orders this cancel with every write of the run
+        const [ex] = await tx<{ last_id: string }[]>`
+          SELECT last_id FROM ${this.t.executions} WHERE execution_id = ${executionId} FOR UPDATE`;
+        if (!ex || !ex.last_id) throw notFound(executionId);
+        const [cols] = await tx<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${ex.last_id}`;
+        if (!cols) throw notFound(executionId);
+        const last = rowFromColumns(cols);
+        if (isCancelMarker(last)) return { rt: null, marker: last, closed: null };
+        if (last.step === 'run_end' && last.status === 'completed') throw new AlreadyFinished(executionId, last.id);
+        const [open] = await tx<PendingColumns[]>`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
+        const closed = open ? pendingFromColumns(open) : null;
+        if (closed) {
+          const event: OutboxEvent = {
+            kind: 'interrupt_closed',
+            id: uuidv7(),
+            executionId,
+            checkpointId: closed.checkpointId,
+            writerId: this.writerId,
+            closedAt: canonicalTime(),
+          };
+          const text = JSON.stringify(event);
+          await this.queueEvent(tx, event.id, 'interrupt_closed', executionId, text, utf8Bytes(text));
+        }
+        // every runner is fenced out: its next write or renewal finds the holder cleared and the marker
+        await tx`UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0 WHERE execution_id = ${executionId}`;
+        const state = stateOfCursor(await this.cursorAt(tx, executionId, last.seq, last.id));
+        const rt = await this.writeCheckpoint(tx, cancelMarker(last, state, reason));
+        return { rt, marker: rt.row, closed };
+      });
+    } catch (e) {
+      this.cursors.drop(executionId);
+      throw e;
+    }
+    this.committed(out.rt);
+    this.fault('store.cancel.afterCommit');
+    return { checkpoint: out.marker, closedPause: out.closed, alreadyCancelled: out.rt === null };
   }
 
   async acquireLease(executionId: string, request: LeaseRequest): Promise<Lease> {
@@ -757,7 +818,7 @@ export class PostgresCheckpointer implements Checkpointer {
           SELECT e.execution_id,
                  EXISTS (SELECT 1 FROM ${this.t.outbox} o WHERE o.execution_id = e.execution_id AND NOT o.synced) AS unsynced
           FROM ${this.t.executions} e
-          WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed') AND e.updated_at < ${cutoff}
+          WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ${cutoff}
             AND NOT EXISTS (SELECT 1 FROM ${this.t.pending} p WHERE p.execution_id = e.execution_id)
             AND e.execution_id > ${after}
           ORDER BY e.execution_id COLLATE "C" LIMIT ${PRUNE_CHUNK}

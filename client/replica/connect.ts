@@ -1,4 +1,4 @@
-import { AlreadyResumed, ClaimRefused } from '../errors.js';
+import { AlreadyResumed, ClaimRefused, RunInProgress, RunTakenOver } from '../errors.js';
 import type { Checkpointer } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
 import { Replica, type ReplicaOptions } from './replica.js';
@@ -57,9 +57,37 @@ export function connectPlane(store: Checkpointer, options: ConnectOptions): Repl
     if (r.outcome === 'offline') replica.emit('claim_offline', { executionId, checkpointId, reason: r.reason });
     else fault('claim.afterPlaneClaim');
   };
+  store.takeoverGuard = async ({ executionId, seq }) => {
+    // this writer's own rows first: a run that is still its own is recognised as such
+    await replica.flush({ timeoutMs: claimFlushMs });
+    const r = await replica.takeoverAtPlane(executionId, seq);
+    if (r.outcome === 'won') {
+      if (r.takenFrom) replica.emit('run_taken_over', { executionId, from: r.takenFrom });
+      return;
+    }
+    if (r.outcome === 'offline') {
+      // as with pause claims: offline, the local lease stands; the plane refuses the loser's rows later
+      replica.emit('takeover_offline', { executionId, reason: r.reason });
+      return;
+    }
+    const d = r.details as { writerId?: string; fromSeq?: number; at?: string; liveUntil?: string; lastContactAt?: string };
+    if (r.code === 'LEASE_LIVE') {
+      throw new RunInProgress(executionId, `writer '${d.writerId}' (last heard from by the plane ${d.lastContactAt})`, d.liveUntil ?? '');
+    }
+    if (r.code === 'RUN_TAKEN_OVER') {
+      throw new RunTakenOver(executionId, { writerId: d.writerId ?? 'another writer', fromSeq: d.fromSeq ?? null, at: d.at ?? null });
+    }
+    // paused or finished there, or a run the plane never got: nobody else's to take; the local checks decide
+    if (r.code === 'NOT_RUNNING' || r.status === 404) return;
+    throw new ClaimRefused(
+      `execution '${executionId}': the plane refused the takeover (${r.status}${r.code ? ` ${r.code}` : ''}: ${r.message}); nothing was resumed`,
+      { executionId, checkpointId: '', status: r.status, planeCode: r.code },
+    );
+  };
   const stop = replica.stop.bind(replica);
   replica.stop = async () => {
     if (store.claimGuard) store.claimGuard = undefined;
+    if (store.takeoverGuard) store.takeoverGuard = undefined;
     await stop();
   };
   return replica;

@@ -346,6 +346,12 @@ export class Replica extends EventEmitter {
     this.lastAckAt = new Date().toISOString();
     this.emit('ack', { synced: synced.length, quarantined: Object.keys(quarantined).length });
     if (Object.keys(quarantined).length) this.emit('quarantined', { ids: Object.keys(quarantined), reason: Object.values(quarantined)[0] });
+    // another machine took a run of this writer over while it was away: say so once per run
+    const lost = new Map<string, string>();
+    parsed.data.results.forEach((r, i) => {
+      if (r.status === 'rejected' && r.code === 'taken_over') lost.set(entries[i].executionId, r.reason);
+    });
+    for (const [executionId, reason] of lost) this.emit('run_lost', { executionId, reason });
   }
 
   /** Replace the key; a drain stopped in auth_failed starts again. */
@@ -459,6 +465,27 @@ export class Replica extends EventEmitter {
   }
 
   /**
+   * Ask the plane to let this writer take over a run that is not paused
+   * (POST /v1/executions/:id/takeover), its copy here ending at `seq`. Never throws.
+   */
+  async takeoverAtPlane(executionId: string, seq: number): Promise<PlaneTakeover> {
+    let res: PlaneResponse;
+    try {
+      res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/takeover`, {
+        apiKey: this.apiKey,
+        json: { writerId: this.writerId, seq },
+        timeoutMs: this.o.timeoutMs,
+      });
+    } catch (e) {
+      return { outcome: 'offline', reason: (e as Error).message };
+    }
+    if (res.status === 200) return { outcome: 'won', takenFrom: (res.body as { takenFrom?: string | null } | null)?.takenFrom ?? null };
+    const error = (res.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)?.error;
+    if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
+    return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}`, details: error?.details ?? {} };
+  }
+
+  /**
    * Check the connection with one cheap authenticated call (GET /v1/whoami):
    * whether the plane answers, and what the key is there. Never throws.
    */
@@ -514,6 +541,12 @@ export type PlaneClaim =
   | { outcome: 'lost'; writerId: string }
   | { outcome: 'offline'; reason: string }
   | { outcome: 'refused'; status: number; code: string | null; message: string };
+
+/** What the plane said to a takeover: `refused` carries its code (LEASE_LIVE, RUN_TAKEN_OVER, STALE_COPY, NOT_RUNNING, …). */
+export type PlaneTakeover =
+  | { outcome: 'won'; takenFrom: string | null }
+  | { outcome: 'offline'; reason: string }
+  | { outcome: 'refused'; status: number; code: string | null; message: string; details: Record<string, unknown> };
 
 /** Answers that mean "no plane behind this address right now", not a refusal by the plane. */
 const OFFLINE_STATUSES = new Set([502, 503, 504]);

@@ -13,7 +13,7 @@
  *   tool_call   → the tool runs again with its saved arguments (and answers in scope);
  *                 the model is not called; siblings after it are answered "not run"
  *   hitl_pause  → claim the pause (writing a tool_call row with the answer, atomically), then as tool_call
- *   run_end     → completed: AlreadyResumed; failed: stepped over
+ *   run_end     → completed: AlreadyResumed; cancelled: RunCancelled; failed: stepped over
  *
  * Leases: run, resume and fork acquire the execution's lease before their
  * first write (a resume with a value acquires it in the claim's transaction);
@@ -21,6 +21,11 @@
  * runner took over stops with LeaseLost having written nothing. A live lease
  * of another runner refuses the run with RunInProgress. The marker and a
  * pause release it; any other exit releases it explicitly.
+ *
+ * Cancel (`store.cancel`): the cancel marker clears the lease holder in its
+ * transaction, so the runner's next fenced write or renewal is refused with
+ * RunCancelled; it stops at its next step boundary (before a model call, a
+ * tool or an idempotent effect) having written nothing more.
  */
 import { z } from 'zod';
 import { uuidv7 } from '../../shared/ids.js';
@@ -31,6 +36,7 @@ import type { State } from '../../shared/codec.js';
 import type { Checkpointer, CheckpointInput, ClaimGuard } from '../checkpointer.js';
 import { AlreadyResumed, CheckpointError, ResumeRequired } from '../errors.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from './lease.js';
+import { isCancelMarker, runCancelled } from '../store/cancel.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import type { Message, Model, ModelReply, ToolCall, ToolSpec } from '../models/model.js';
 import type { UsageRecord } from '../../shared/usage.js';
@@ -139,7 +145,13 @@ class PauseOutcome extends Error {
  * row), and never shown to the model as a tool result it could answer by
  * calling the tool again.
  */
-const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED, ErrorCode.EXECUTION_GONE, ErrorCode.LEASE_LOST]);
+const ESCAPES: ReadonlySet<string> = new Set([
+  ErrorCode.STORE_FAILED,
+  ErrorCode.EFFECT_NOT_RECORDED,
+  ErrorCode.EXECUTION_GONE,
+  ErrorCode.LEASE_LOST,
+  ErrorCode.RUN_CANCELLED,
+]);
 const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
 
 /**
@@ -201,7 +213,7 @@ export class Agent {
     this.system = options.system;
     this.maxTurns = options.maxTurns ?? 32;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1) throw new Error(`leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
+    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
     this.fault = options.faults ?? noFaults;
     for (const t of options.tools ?? []) {
       if (this.tools.has(t.name)) throw new Error(`duplicate tool name '${t.name}'`);
@@ -303,6 +315,7 @@ export class Agent {
         executionId,
       });
     }
+    if (isCancelMarker(latest)) throw runCancelled(latest);
     const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
     let newest = latest.id;
     let lease: RunLease;
@@ -331,6 +344,9 @@ export class Agent {
         },
       });
       if (!claimed) {
+        // closed by a cancel rather than answered by another resumer
+        const now = await store.latest(executionId);
+        if (isCancelMarker(now)) throw runCancelled(now!);
         throw new AlreadyResumed(
           `execution '${executionId}': the pause at checkpoint ${latest.id} is no longer open: another resumer answered it`,
           { executionId, checkpointId: latest.id },
@@ -341,6 +357,8 @@ export class Agent {
     } else if (answer !== undefined) {
       throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
     } else {
+      // connected to a plane: another machine's run is taken over there first (one winner, only once its lease ran out)
+      if (store.takeoverGuard) await store.takeoverGuard({ executionId, seq: latest.seq });
       // a live runner (or one dead less than a lease ago) refuses this with RunInProgress
       lease = await this.acquire(store, executionId);
     }
@@ -351,6 +369,7 @@ export class Agent {
         if (now && now.step === 'run_end' && now.status === 'completed') {
           throw new AlreadyResumed(`execution '${executionId}' already finished (completed); there is nothing to resume`, { executionId });
         }
+        if (isCancelMarker(now)) throw runCancelled(now!);
         if (now && now.status === 'interrupted') throw new ResumeRequired(executionId, now.interruptReason ?? 'paused');
         if (now) newest = now.id;
       }
@@ -472,7 +491,7 @@ export class Agent {
           return { status: 'paused', executionId: level.executionId, pendingInterrupt: e.pending };
         }
         if (escapes(e)) throw e;
-        const error = { code: (e as { code?: string }).code ?? 'RUN_FAILED', message: (e as Error).message ?? String(e) };
+        const error = { code: (e as { code?: string }).code ?? ErrorCode.RUN_FAILED, message: (e as Error).message ?? String(e) };
         const last = await level.store.latest(level.executionId).catch(() => null);
         const state = last ? await level.store.readState(last).catch(() => ({})) : {};
         try {

@@ -69,7 +69,7 @@ export function idempotent<A extends unknown[], R>(
     try {
       return (await shared(run, call.key, () => once(run, call, what(call.key), () => fn(...args)))) as R;
     } catch (e) {
-      if (run.tool && (hasCode(e, ErrorCode.STORE_FAILED) || hasCode(e, ErrorCode.EFFECT_NOT_RECORDED) || hasCode(e, ErrorCode.LEASE_LOST))) {
+      if (run.tool && (hasCode(e, ErrorCode.STORE_FAILED) || hasCode(e, ErrorCode.EFFECT_NOT_RECORDED) || hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED))) {
         run.tool.escaped ??= e as Error;
       }
       throw e;

@@ -44,7 +44,8 @@ export class RunLease {
           () => undefined,
           (e: unknown) => {
             // a store hiccup is not a loss: the next fenced write decides
-            if (hasCode(e, ErrorCode.LEASE_LOST)) this.lost = e as Error;
+            // a cancel clears the holder: the renewal is refused with RunCancelled
+            if (hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED)) this.lost = e as Error;
           },
         )
         .finally(() => {
@@ -54,7 +55,7 @@ export class RunLease {
     this.timer.unref();
   }
 
-  /** Throws `LeaseLost` once a renewal found the lease taken by another runner. */
+  /** Throws `LeaseLost` once a renewal found the lease taken by another runner (`RunCancelled` once the run was cancelled). */
   check(): void {
     if (this.lost) throw this.lost;
   }

@@ -12,7 +12,7 @@
  * an abort starts no new resume, and the runs already resuming finish their
  * current step boundary-to-marker as usual (a run is never cut mid-step).
  */
-import { ErrorCode, hasCode } from '../../shared/errors.js';
+import { ErrorCode, hasCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import type { Agent, RunResult } from './agent.js';
 
@@ -39,7 +39,7 @@ export type RecoveryOutcome =
       agent: string;
       outcome: 'held';
       /** Why it was left alone: another runner's live lease, or it finished or paused meanwhile. */
-      reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere';
+      reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere' | 'cancelled' | 'taken over elsewhere';
       holder: string | null;
       expiresAt: string | null;
     }
@@ -63,11 +63,11 @@ const PAGE = 500;
 export async function recoverRuns(options: RecoverOptions): Promise<RecoveryReport> {
   const byPath = new Map<string, Agent>();
   for (const a of options.agents) {
-    if (byPath.has(a.path)) throw new Error(`recoverRuns: two agents with the path ${a.path}`);
+    if (byPath.has(a.path)) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `recoverRuns: two agents with the path ${a.path}`);
     byPath.set(a.path, a);
   }
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`recoverRuns: concurrency must be a positive integer (got ${concurrency})`);
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `recoverRuns: concurrency must be a positive integer (got ${concurrency})`);
   const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
   await options.store.setup();
   const total: RecoveryReport = { runs: [], recovered: 0, held: 0, failed: 0, passes: 0 };
@@ -127,7 +127,7 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     return { executionId: id, agent: agentPath, outcome: 'recovered', status: result.status, result };
   } catch (err) {
     const details = ((err as { details?: Record<string, unknown> }).details ?? {}) as { holder?: string; expiresAt?: string };
-    const held = (reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere'): RecoveryOutcome => ({
+    const held = (reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere' | 'cancelled' | 'taken over elsewhere'): RecoveryOutcome => ({
       executionId: id,
       agent: agentPath,
       outcome: 'held',
@@ -139,7 +139,11 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     if (hasCode(err, ErrorCode.LEASE_LOST)) return held('lease lost');
     if (hasCode(err, ErrorCode.ALREADY_RESUMED)) return held('finished elsewhere');
     if (hasCode(err, ErrorCode.RESUME_REQUIRED)) return held('paused elsewhere');
-    const error = { code: (err as { code?: string }).code ?? 'RECOVERY_FAILED', message: (err as Error)?.message ?? String(err) };
+    // cancelled between the listing and the resume (or while it ran): left alone, not a failure
+    if (hasCode(err, ErrorCode.RUN_CANCELLED)) return held('cancelled');
+    // another machine took it over at the plane while this one was away
+    if (hasCode(err, ErrorCode.RUN_TAKEN_OVER)) return held('taken over elsewhere');
+    const error = { code: (err as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED, message: (err as Error)?.message ?? String(err) };
     return { executionId: id, agent: agentPath, outcome: 'failed', error };
   }
 }

@@ -27,6 +27,8 @@ import type {
   CheckpointInput,
   Checkpointer,
   ClaimGuard,
+  CancelOptions,
+  CancelResult,
   ClaimResult,
   DeleteResult,
   ExecutionState,
@@ -46,8 +48,9 @@ import type {
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
-import { DuplicateIdError, ExecutionGoneError, PauseExistsError, RunInProgress } from '../errors.js';
+import { AlreadyFinished, DuplicateIdError, ExecutionGoneError, PauseExistsError, RunInProgress } from '../errors.js';
 import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { cancelMarker, checkCancel, isCancelMarker, notFound, runCancelled } from '../store/cancel.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import {
   buildRow,
@@ -190,6 +193,8 @@ export class SqliteCheckpointer implements Checkpointer {
       ),
       renewLease: db.prepare(`UPDATE leases SET expires_at = ? WHERE execution_id = ? AND holder = ? AND epoch = ?`),
       releaseLease: db.prepare(`UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ? AND holder = ? AND epoch = ?`),
+      clearLease: db.prepare(`UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ?`),
+      lastOf: db.prepare(`SELECT last_step, last_status FROM executions WHERE execution_id = ?`),
     };
   }
 
@@ -298,8 +303,17 @@ export class SqliteCheckpointer implements Checkpointer {
     return row ? leaseInfoOf(row, Date.now()) : null;
   }
 
-  /** Inside the caller's IMMEDIATE transaction: take the lease if free or expired, else RunInProgress. */
+  /** The cancel marker when the execution's newest row is one (inside the caller's transaction). */
+  private cancelledMarker(executionId: string): Checkpoint | null {
+    const last = this.st.lastOf.get(executionId) as { last_step: string; last_status: string } | undefined;
+    if (!last || !isCancelMarker({ step: last.last_step as Checkpoint['step'], status: last.last_status as Checkpoint['status'] })) return null;
+    return rowFromColumns(this.st.latest.get(executionId) as CheckpointColumns);
+  }
+
+  /** Inside the caller's IMMEDIATE transaction: take the lease if free or expired, else RunInProgress (RunCancelled for a cancelled run). */
   private takeLease(executionId: string, request: LeaseRequest): Lease {
+    const marker = this.cancelledMarker(executionId);
+    if (marker) throw runCancelled(marker);
     const now = Date.now();
     const row = this.st.getLease.get(executionId) as LeaseColumns | undefined;
     if (row && row.holder !== null && Number(row.expires_at) > now) {
@@ -316,7 +330,11 @@ export class SqliteCheckpointer implements Checkpointer {
     const info = release
       ? this.st.releaseLease.run(lease.executionId, lease.holder, lease.epoch)
       : this.st.renewLease.run(now + lease.ttlMs, lease.executionId, lease.holder, lease.epoch);
-    if (info.changes !== 1) throw leaseLost(lease, this.leaseInfo(lease.executionId));
+    if (info.changes !== 1) {
+      // a cancel clears the holder: the runner is told why it must stop
+      const marker = this.cancelledMarker(lease.executionId);
+      throw marker ? runCancelled(marker) : leaseLost(lease, this.leaseInfo(lease.executionId));
+    }
     return { ...lease, expiresAt: isoOf(release ? now : now + lease.ttlMs) };
   }
 
@@ -341,6 +359,50 @@ export class SqliteCheckpointer implements Checkpointer {
   async getLease(executionId: string): Promise<LeaseInfo | null> {
     this.assertOpen();
     return this.leaseInfo(executionId);
+  }
+
+  async cancel(executionId: string, options?: CancelOptions): Promise<CancelResult> {
+    this.assertOpen();
+    const reason = checkCancel(executionId, options);
+    let out: { rt: RowText | null; marker: Checkpoint; closed: PendingInterrupt | null };
+    try {
+      out = this.db
+        .transaction(() => {
+          const cols = this.st.latest.get(executionId) as CheckpointColumns | undefined;
+          if (!cols) throw notFound(executionId);
+          const last = rowFromColumns(cols);
+          if (isCancelMarker(last)) return { rt: null, marker: last, closed: null };
+          if (last.step === 'run_end' && last.status === 'completed') throw new AlreadyFinished(executionId, last.id);
+          const open = this.st.getPending.get(executionId) as PendingColumns | undefined;
+          let closed: PendingInterrupt | null = null;
+          if (open) {
+            closed = pendingFromColumns(open);
+            this.db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ?`).run(executionId);
+            const event: OutboxEvent = {
+              kind: 'interrupt_closed',
+              id: uuidv7(),
+              executionId,
+              checkpointId: closed.checkpointId,
+              writerId: this.writerId,
+              closedAt: canonicalTime(),
+            };
+            const text = JSON.stringify(event);
+            this.queue(event.id, 'interrupt_closed', executionId, text, utf8Bytes(text));
+          }
+          // every runner is fenced out: its next write or renewal finds the holder cleared and the marker
+          this.st.clearLease.run(executionId);
+          const state = stateOfCursor(this.cursorAt(executionId, last.seq, last.id));
+          const rt = this.writeCheckpoint(cancelMarker(last, state, reason));
+          return { rt, marker: rt.row, closed };
+        })
+        .immediate();
+    } catch (e) {
+      this.cursors.drop(executionId);
+      throw e;
+    }
+    this.committed(out.rt);
+    this.fault('store.cancel.afterCommit');
+    return { checkpoint: out.marker, closedPause: out.closed, alreadyCancelled: out.rt === null };
   }
 
   async put(input: CheckpointInput, options: WriteOptions = {}): Promise<Checkpoint> {
@@ -598,7 +660,7 @@ export class SqliteCheckpointer implements Checkpointer {
               (EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 0 WHERE c.execution_id = e.execution_id)
                OR EXISTS (SELECT 1 FROM outbox o WHERE o.execution_id = e.execution_id AND o.kind <> 'checkpoint' AND o.synced = 0)) AS unsynced
        FROM executions e
-       WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed') AND e.updated_at < ?
+       WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ?
          AND NOT EXISTS (SELECT 1 FROM pending_interrupts p WHERE p.execution_id = e.execution_id)
          AND e.execution_id > ?
        ORDER BY e.execution_id LIMIT ${PRUNE_CHUNK}`,

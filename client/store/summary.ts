@@ -4,7 +4,7 @@ import { leaseInfoOf } from './lease.js';
 /** How a run's last row and pause translate into its state. */
 export function summaryState(lastStep: string, lastStatus: string, paused: boolean): ExecutionState {
   if (paused) return 'paused';
-  if (lastStep === 'run_end') return lastStatus === 'failed' ? 'failed' : 'completed';
+  if (lastStep === 'run_end') return lastStatus === 'failed' ? 'failed' : lastStatus === 'cancelled' ? 'cancelled' : 'completed';
   return 'running';
 }
 
@@ -31,9 +31,11 @@ export function stateCondition(state: ExecutionState): string {
     case 'running':
       return `p.execution_id IS NULL AND e.last_step <> 'run_end'`;
     case 'completed':
-      return `p.execution_id IS NULL AND e.last_step = 'run_end' AND e.last_status <> 'failed'`;
+      return `p.execution_id IS NULL AND e.last_step = 'run_end' AND e.last_status NOT IN ('failed', 'cancelled')`;
     case 'failed':
       return `p.execution_id IS NULL AND e.last_step = 'run_end' AND e.last_status = 'failed'`;
+    case 'cancelled':
+      return `p.execution_id IS NULL AND e.last_step = 'run_end' AND e.last_status = 'cancelled'`;
   }
 }
 

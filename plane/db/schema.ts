@@ -64,7 +64,7 @@ export const executions = pgTable(
   {
     projectId: text().notNull(),
     executionId: text().notNull(),
-    /** running | paused | completed | failed */
+    /** running | paused | completed | failed | cancelled */
     status: text().notNull(),
     rowCount: integer().notNull().default(0),
     lastSeq: integer().notNull().default(-1),
@@ -159,7 +159,7 @@ export const claims = pgTable(
     checkpointId: text().notNull(),
     executionId: text().notNull(),
     writerId: text().notNull(),
-    /** api (claimed before resuming) | ingest (claimed offline, reported later) */
+    /** api (claimed before resuming) | ingest (claimed offline, reported later) | cancel (closed by a cancel of its run) */
     source: text().notNull(),
     claimedAt: now(),
     /** When the holder's local claim was reported (its interrupt_claimed event); null while only held. */
@@ -254,4 +254,42 @@ export const sessions = pgTable(
     expiresAt: timestamp({ withTimezone: true, mode: 'date' }).notNull(),
   },
   (t) => [index('sessions_expiry').on(t.expiresAt)],
+);
+
+/**
+ * The plane's view of who is running a run that is not paused: the last time
+ * (the plane's clock) each writer delivered an event of each execution. A
+ * takeover (POST /v1/executions/:id/takeover) is refused while the writer of
+ * the run's newest row was heard from within the takeover delay.
+ */
+export const runContacts = pgTable(
+  'run_contacts',
+  {
+    projectId: text().notNull(),
+    executionId: text().notNull(),
+    writerId: text().notNull(),
+    lastContactAt: now(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.executionId, t.writerId] })],
+);
+
+/**
+ * One row per takeover of a run at a seq: the primary key makes one writer
+ * win. The loser (the writer of the run's newest row then) has its later rows
+ * of the run refused at ingest (`taken_over`).
+ */
+export const runTakeovers = pgTable(
+  'run_takeovers',
+  {
+    projectId: text().notNull(),
+    executionId: text().notNull(),
+    /** The run's newest seq on the plane when it was taken over: the loser's rows after it are refused. */
+    fromSeq: integer().notNull(),
+    winnerWriterId: text().notNull(),
+    loserWriterId: text().notNull(),
+    /** The loser's last contact with the plane for this run, when it was taken over. */
+    loserLastContactAt: timestamp({ withTimezone: true, mode: 'date' }),
+    at: now(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.executionId, t.fromSeq] }), index('run_takeovers_loser').on(t.projectId, t.loserWriterId, t.executionId)],
 );

@@ -169,7 +169,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
       <label>
         Status
         <select name="status">
-          {['', 'running', 'paused', 'completed', 'failed'].map((s) => (
+          {['', 'running', 'paused', 'completed', 'failed', 'cancelled'].map((s) => (
             <option value={s} selected={(filters.status ?? '') === s}>
               {s || 'any'}
             </option>
@@ -282,6 +282,8 @@ export function rowOutcome(r: Checkpoint, next: Checkpoint | undefined, executio
   if (r.step === 'run_end' || r.step === 'hitl_pause') return r.status;
   const failedNext = next ? next.step === 'run_end' && next.status === 'failed' : r.seq + 1 === execution.lastSeq && execution.status === 'failed';
   if (failedNext) return 'failed';
+  // a step the run was cancelled after (or during): it did not go on
+  if (next ? next.step === 'run_end' && next.status === 'cancelled' : r.seq + 1 === execution.lastSeq && execution.status === 'cancelled') return 'cancelled';
   if (r.seq < execution.lastSeq) return 'done';
   return execution.status === 'running' ? 'in progress' : r.status;
 }
@@ -355,6 +357,8 @@ export interface RunPageProps {
   } | null;
   idempotency: IdempotencyEntry[];
   conflicts: { checkpointId: string; winnerWriterId: string; loserWriterId: string; source: string; at: string; sideEffects: string[] }[];
+  /** Takeovers of the run by another machine (its writer not heard from for the takeover delay). */
+  takeovers?: { fromSeq: number; winnerWriterId: string; loserWriterId: string; loserLastContactAt: string | null; at: string }[];
   quarantined: { id: number; code: string; reason: string; writerId: string; receivedAt: string; rowId: string | null }[];
   diff: { a: number; b: number; result: StateDiff | null; error?: string };
   /** The decoded state of row `diff.b`. */
@@ -449,6 +453,20 @@ export const RunPage: FC<RunPageProps> = (p) => {
           </p>
           <p>Context frozen at the pause:</p>
           <pre>{json(p.pause.pending.context)}</pre>
+        </section>
+      )}
+
+      {(p.takeovers?.length ?? 0) > 0 && (
+        <section aria-labelledby="takeovers-h" data-testid="takeovers">
+          <h2 id="takeovers-h">Taken over</h2>
+          <ul>
+            {p.takeovers!.map((t) => (
+              <li>
+                after seq {t.fromSeq}, by <span class="mono">{t.winnerWriterId}</span> from <span class="mono">{t.loserWriterId}</span> ({ago(t.at)}; last heard
+                from {t.loserLastContactAt ? ago(t.loserLastContactAt) : 'never'}): rows of the first writer after that seq are refused
+              </li>
+            ))}
+          </ul>
         </section>
       )}
 

@@ -14,7 +14,7 @@ import { authenticate, type Principal } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { projects } from '../db/schema.js';
 import type { PlaneEnv } from '../app.js';
-import { CursorError, describeHoles, forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listIdempotency, listQuarantine, listRows, listWriters, pauseState, runUsage, stateAt, usageByRun } from '../read.js';
+import { CursorError, describeHoles, forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listIdempotency, listQuarantine, listRows, listTakeovers, listWriters, pauseState, runUsage, stateAt, usageByRun } from '../read.js';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import { diffStates } from './diff.js';
 import { LoginPage, NotFoundPage, QuarantinePage, RunPage, RunsPage, SINCE_WINDOWS, WritersPage, type RunsFilters } from './pages.js';
@@ -101,7 +101,7 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
     handleCursor(c, async () => {
       const q = c.req.query();
       const filters: RunsFilters = {
-        status: ['running', 'paused', 'completed', 'failed'].includes(q.status ?? '') ? q.status : undefined,
+        status: ['running', 'paused', 'completed', 'failed', 'cancelled'].includes(q.status ?? '') ? q.status : undefined,
         writer: q.writer || undefined,
         q: q.q || undefined,
         since: q.since && q.since in SINCE_WINDOWS ? q.since : undefined,
@@ -160,6 +160,7 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
           idempotency={await listIdempotency(db, projectId, id)}
           usage={await runUsage(db, projectId, id)}
           conflicts={await listClaimConflicts(db, projectId, id)}
+          takeovers={await listTakeovers(db, projectId, id)}
           quarantined={quarantined}
           diff={{ a, b, result, error }}
           state={sb ?? null}

@@ -40,10 +40,10 @@ export interface TestPlane {
 
 export async function startTestPlane(
   kind: 'pglite' | { url: string },
-  o: { faults?: PlaneAppOptions['faults']; maxInflightIngest?: number; maxQueuedIngest?: number; ingestQueueWaitMs?: number; claimReleaseAfterMs?: number } = {},
+  o: { faults?: PlaneAppOptions['faults']; maxInflightIngest?: number; maxQueuedIngest?: number; ingestQueueWaitMs?: number; claimReleaseAfterMs?: number; takeoverAfterMs?: number } = {},
 ): Promise<TestPlane> {
   const database = await openTestPlaneDatabase(kind);
-  const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', maxInflightIngest: o.maxInflightIngest ?? 16, maxQueuedIngest: o.maxQueuedIngest ?? 64, ingestQueueWaitMs: o.ingestQueueWaitMs ?? 10_000, ...(o.claimReleaseAfterMs !== undefined ? { claimReleaseAfterMs: o.claimReleaseAfterMs } : {}) }), {
+  const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', maxInflightIngest: o.maxInflightIngest ?? 16, maxQueuedIngest: o.maxQueuedIngest ?? 64, ingestQueueWaitMs: o.ingestQueueWaitMs ?? 10_000, ...(o.claimReleaseAfterMs !== undefined ? { claimReleaseAfterMs: o.claimReleaseAfterMs } : {}), ...(o.takeoverAfterMs !== undefined ? { takeoverAfterMs: o.takeoverAfterMs } : {}) }), {
     database,
     logger: pino({ level: 'silent' }),
     faults: o.faults,

@@ -3,7 +3,8 @@ import { planeMain } from '../../plane/cli.js';
 import { authenticate } from '../../plane/auth.js';
 import { openPlaneDatabase } from '../../plane/db/open.js';
 import { loadConfig } from '../../plane/config.js';
-import { startPlane } from '../../plane/server.js';
+import { bootstrap, startPlane } from '../../plane/server.js';
+import { writeFileSync } from 'node:fs';
 import { call } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -20,6 +21,26 @@ async function run(args: string[]) {
 }
 
 describe('waymark plane keys and first start', () => {
+  it('regression: a first start that failed between the project and its key file left a plane nobody could administer', async () => {
+    const database = await openPlaneDatabase({ dataDir: 'memory://' });
+    try {
+      // the key file cannot be written (its folder is a file): nothing of the bootstrap may stay behind
+      const blocked = tmp.file('blocked');
+      writeFileSync(blocked, 'not a folder');
+      await expect(bootstrap(database, join(blocked, 'plane'))).rejects.toThrow();
+      expect(await database.db.execute('SELECT count(*)::int AS n FROM projects')).toMatchObject({ rows: [{ n: 0 }] });
+      // so the next start bootstraps again, and its key works
+      const dir = tmp.file('retry-plane');
+      const boot = await bootstrap(database, dir);
+      expect(boot?.file).toBe(join(dir, 'admin-key'));
+      expect(readFileSync(boot!.file!, 'utf8').trim()).toBe(boot!.key);
+      expect(await authenticate(database.db, boot!.key)).toMatchObject({ scopes: ['admin', 'operator'] });
+      expect(await bootstrap(database, dir)).toBeNull();
+    } finally {
+      await database.close();
+    }
+  });
+
   it('creates (shown once), lists and revokes keys; stores only a hash', async () => {
     const dir = tmp.file('plane-a');
     expect((await run(['projects', 'create', 'acme', '--data-dir', dir])).text).toMatch(/^project acme created \(prj_[0-9a-f]{16}\)$/);

@@ -409,6 +409,34 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/executions/claim-1')).body).toMatchObject({ pause: { state: 'claimed', claimedBy: 'laptop-a' }, conflicts: [expect.objectContaining({ loserWriterId: 'laptop-b' })] });
     });
 
+    it('cancel: a cancelled paused run is cancelled on the plane (status, list filter, badge), its pause closed (restore has none) and never claimable again', async () => {
+      let checkpointId = '';
+      const rows = await eventsOf(async (s) => {
+        await s.put(step('cancel-1', 0));
+        checkpointId = (await s.recordInterrupt(pause('cancel-1'), { reason: 'approval', context: null })).checkpoint.id;
+        await s.cancel('cancel-1', { reason: 'customer withdrew' });
+      }, 'laptop-c');
+      expect(rows.map((e) => e.kind)).toEqual(['checkpoint', 'checkpoint', 'interrupt_opened', 'interrupt_closed', 'checkpoint']);
+      const r = await ingest(rows, { writerId: 'laptop-c' });
+      expect(r.body.accepted, JSON.stringify(r.body)).toBe(5);
+      const ex = await get('/v1/executions/cancel-1');
+      expect(ex.body.execution).toMatchObject({ status: 'cancelled', lastStep: 'run_end', rowCount: 3 });
+      expect(ex.body.pause ?? null).toBeNull();
+      expect((await get('/v1/executions/cancel-1/restore')).body.pending).toBeNull();
+      const listed = await get('/v1/executions?status=cancelled');
+      expect(listed.body.items.map((e: { executionId: string }) => e.executionId)).toContain('cancel-1');
+      expect((await get('/v1/executions?status=paused')).body.items.map((e: { executionId: string }) => e.executionId)).not.toContain('cancel-1');
+      // another machine that restored the run before the cancel cannot claim its pause at the plane
+      const claim = await call(`${plane.url}/v1/executions/cancel-1/claim`, { key: ingestKey, json: { checkpointId, writerId: 'laptop-d' } });
+      expect(claim.status).toBe(409);
+      expect(claim.body.error).toMatchObject({ code: 'ALREADY_CLAIMED', details: { writerId: 'laptop-c' } });
+      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: readKey, next: '/' }) });
+      const cookie = login.headers.get('set-cookie')!.split(';')[0];
+      const html = async (path: string) => (await fetch(`${plane.url}${path}`, { headers: { cookie } })).text();
+      expect(await html('/runs/cancel-1')).toContain('class="badge s-cancelled"');
+      expect(await html('/?status=cancelled')).toContain('cancel-1');
+    });
+
     it("a valid key of another project reads and writes nothing of this project's", async () => {
       const rows = await eventsOf(async (s) => {
         await s.put(step('secret-1', 0));

@@ -117,6 +117,28 @@ describe('waymark CLI arguments, through the real binary', () => {
   const BIN = fileURLToPath(new URL('../../bin/waymark.mjs', import.meta.url));
   const waymark = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, WAYMARK_API_KEY: '' } });
 
+  it('cancel cancels a paused run (its pause closed) with a reason; runs --state cancelled lists it with the reason; inspect says how it ended; a second cancel writes nothing; a completed run is refused', async () => {
+    const db = tmp.file('cancel.db');
+    const store = new SqliteCheckpointer({ path: db });
+    const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file('lc.jsonl')) });
+    await agent.run(refundRequest('1', 5000), { executionId: 'k-paused' });
+    await agent.run(refundRequest('2', 20), { executionId: 'k-done' });
+    await store.close();
+    const c = await cli(['cancel', '--db', db, 'k-paused', '--reason', 'customer withdrew']);
+    expect(c.code).toBe(0);
+    expect(c.text).toBe('cancelled k-paused (marker seq 3, closed its pause at turn:0/tool:refund)');
+    const runs = await cli(['runs', '--db', db, '--state', 'cancelled']);
+    expect(runs.text).toMatch(/k-paused\s+cancelled\s+4\s+run_end\s.*RUN_CANCELLED: customer withdrew/);
+    expect(runs.text).not.toContain('k-done');
+    const ins = await cli(['inspect', '--db', db, 'k-paused']);
+    expect(ins.text).toContain('ended: cancelled: RUN_CANCELLED: customer withdrew');
+    expect(ins.text).toContain('pending interrupt: none');
+    expect(ins.text).toContain('manager_approval: closed without an answer');
+    expect((await cli(['cancel', '--db', db, 'k-paused'])).text).toMatch(/^k-paused was already cancelled \(marker [0-9a-f-]+\); nothing written$/);
+    await expect(cli(['cancel', '--db', db, 'k-done'])).rejects.toMatchObject({ code: 'ALREADY_FINISHED' });
+    expect(JSON.parse((await cli(['runs', '--db', db, '--json'])).text).map((r: { executionId: string; state: string }) => [r.executionId, r.state])).toEqual([['k-done', 'completed'], ['k-paused', 'cancelled']]);
+  });
+
   it('--help on every command and subcommand prints its usage; top-level help lists every command; --version prints the version', () => {
     const top = waymark('--help');
     expect(top.status).toBe(0);
@@ -139,7 +161,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     const r = waymark('runs', '--dbb', db, '--state', 'wat', '--limit', '0', 'extra');
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("unknown option '--dbb' (did you mean '--db'?)");
-    expect(r.stderr).toContain("option '--state' must be one of running, paused, completed, failed (got 'wat')");
+    expect(r.stderr).toContain("option '--state' must be one of running, paused, completed, failed, cancelled (got 'wat')");
     expect(r.stderr).toContain("option '--limit' must be a positive integer (got '0')");
     expect(r.stderr).toContain("unexpected argument 'extra'");
     expect(r.stderr).toContain('option --db is required');

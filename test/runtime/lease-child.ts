@@ -6,7 +6,8 @@
  *   recover  … [faultPoint hits]
  * WAIT_GO=1: says {ready} over IPC and starts on the next message, so two
  * children start at once. STALL_UNTIL=<file>: the first tool call blocks the
- * event loop until the file exists. MODEL_DELAY_MS: a slow model. Prints one
+ * event loop until the file exists. HOLD_UNTIL=<file>: the first tool call
+ * awaits the file (writing <file>.holding first). MODEL_DELAY_MS: a slow model. Prints one
  * JSON line: the result, the recovery report, or the error's code.
  */
 import { killAt, recoverRuns } from '../../client/index.js';
@@ -25,6 +26,7 @@ const agent = leaseAgent({
   leaseMs: Number(leaseMs),
   faults,
   stallUntil: process.env.STALL_UNTIL,
+  holdUntil: process.env.HOLD_UNTIL,
   modelDelayMs: Number(process.env.MODEL_DELAY_MS ?? 0),
 });
 if (process.env.WAIT_GO === '1') {

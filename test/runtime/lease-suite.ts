@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import type { Checkpointer } from '../../client/index.js';
-import { untilLeaseFree } from '../../examples/agents/refund.js';
+import { Ledger, refundAgent, refundRequest, untilLeaseFree } from '../../examples/agents/refund.js';
 import { forkTs, nextMessage, runTs } from '../helpers/child.js';
 import { scratchDir } from '../helpers/tmp.js';
 import { leaseAgent } from './lease-agent.js';
@@ -128,6 +128,56 @@ export function runLeaseProcessSuite(options: LeaseProcessSuiteOptions): void {
       await expectOneRun(id);
       expect([...tally(calls).entries()].sort()).toEqual([0, 1, 2].map((t) => [`${id} ${t}`, 1]));
       expect([...tally(effects).entries()].sort()).toEqual([0, 1].map((s) => [`${id} ${s}`, 1]));
+    });
+
+    it('cancel while a runner in another process is mid-tool: it stops at its next step boundary with RUN_CANCELLED, writes nothing more, and resume refuses the run', async () => {
+      const id = `cancel-${n}`;
+      const release = tmp.file(`release-${n}`);
+      const out = outputOf(forkTs(CHILD, args('run', id, '3'), { HOLD_UNTIL: release }));
+      const deadline = Date.now() + 120_000;
+      while (!existsSync(`${release}.holding`)) {
+        if (Date.now() > deadline) throw new Error('the runner never reached its tool');
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      const cancelled = await store.cancel(id, { reason: 'customer withdrew' });
+      expect(cancelled.checkpoint).toMatchObject({ seq: 2, step: 'run_end', status: 'cancelled' });
+      writeFileSync(release, '');
+      const o = await out;
+      expect(o.json?.error?.code, o.stderr + JSON.stringify(o.json)).toBe('RUN_CANCELLED');
+      expect(o.json.error.details).toMatchObject({ executionId: id, reason: 'customer withdrew', checkpointId: cancelled.checkpoint.id });
+      const rows = await store.list(id);
+      expect(rows.map((r) => `${r.nodeId}:${r.status}`)).toEqual(['turn:0:completed', 'turn:0/tool:work:completed', 'run_end:cancelled']);
+      // the model was not called again; the tool in flight ran its effect at most once, no later step's ran
+      expect([...tally(calls).entries()]).toEqual([[`${id} 0`, 1]]);
+      expect([...tally(effects).keys()].filter((k) => k !== `${id} 0`)).toEqual([]);
+      expect(await store.getLease(id)).toMatchObject({ holder: null, live: false });
+      const agent = leaseAgent({ store, callsFile: calls, effectsFile: effects, leaseMs: 30_000 });
+      let err: unknown;
+      await agent.resume(id).catch((e) => (err = e));
+      expect((err as { code?: string })?.code).toBe('RUN_CANCELLED');
+      const resumer = await runTs(CHILD, args('resume', id));
+      expect(JSON.parse(resumer.stdout.trim().split('\n').pop()!).error.code, resumer.stderr).toBe('RUN_CANCELLED');
+      expect((await store.list(id)).length).toBe(3);
+      expect((await store.listExecutions({ state: 'cancelled' })).map((e) => e.executionId)).toContain(id);
+    });
+
+    it('a paused run that is cancelled refuses resume with a value (RUN_CANCELLED); its pause is closed and nothing is charged', async () => {
+      const id = `cancel-paused-${n}`;
+      const ledger = new Ledger(tmp.file(`ledger-${n}.jsonl`));
+      const { agent } = refundAgent({ store, ledger, leaseMs: 30_000 });
+      const paused = await agent.run(refundRequest('77', 5000), { executionId: id });
+      expect(paused.status).toBe('paused');
+      const r = await store.cancel(id, { reason: 'duplicate request' });
+      expect(r.closedPause?.checkpointId).toBe(paused.pendingInterrupt!.checkpointId);
+      expect(await store.getPendingInterrupt(id)).toBeNull();
+      let err: unknown;
+      await agent.resume(id, { approved: true }).catch((e) => (err = e));
+      expect((err as { code?: string })?.code).toBe('RUN_CANCELLED');
+      err = undefined;
+      await agent.resume(id).catch((e) => (err = e));
+      expect((err as { code?: string })?.code).toBe('RUN_CANCELLED');
+      expect(ledger.charges()).toEqual([]);
+      expect((await store.list(id)).at(-1)).toMatchObject({ step: 'run_end', status: 'cancelled' });
     });
 
     it('two recovery workers at once over crashed runs: each run recovered once, one run_end each, every effect once, seq without gaps', async () => {

@@ -10,6 +10,7 @@ import type { State } from '../../shared/codec.js';
 import { hasCode } from '../../shared/errors.js';
 import { eventBytes, LIMITS } from '../../shared/limits.js';
 import { runLeaseSuite } from './lease-suite.js';
+import { runCancelSuite } from './cancel-suite.js';
 
 export interface StoreHarness {
   store: Checkpointer;
@@ -657,4 +658,5 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
   });
   runLeaseSuite(options);
+  runCancelSuite(options);
 }

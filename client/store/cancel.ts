@@ -1,0 +1,67 @@
+/** Cancel helpers both adapters share: option checks, the marker row, and how a refused fence is named. */
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { LIMITS } from '../../shared/limits.js';
+import { textProblem } from '../../shared/json.js';
+import type { State } from '../../shared/codec.js';
+import type { Checkpoint } from '../../shared/rows.js';
+import type { CancelOptions, CheckpointInput } from '../checkpointer.js';
+import { CheckpointError, RunCancelled } from '../errors.js';
+
+/** The reason to store (null when none), or INVALID_CANCEL naming every problem; nothing is written either way. */
+export function checkCancel(executionId: unknown, options: CancelOptions | undefined): string | null {
+  const problems: string[] = [];
+  if (typeof executionId !== 'string' || executionId.length === 0) problems.push('executionId must be a non-empty string');
+  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
+    problems.push('options must be an object ({ reason?: string })');
+  }
+  const reason = options && typeof options === 'object' ? (options as CancelOptions).reason : undefined;
+  if (reason !== undefined && reason !== null) {
+    if (typeof reason !== 'string') problems.push(`reason must be a string (got ${typeof reason})`);
+    else {
+      if (reason.length > LIMITS.reasonLength) problems.push(`reason must be at most ${LIMITS.reasonLength} characters (got ${reason.length})`);
+      const p = textProblem(reason);
+      if (p) problems.push(`reason ${p}`);
+    }
+  }
+  if (problems.length) {
+    throw new WaymarkError(ErrorCode.INVALID_CANCEL, `invalid cancel: ${problems.join('; ')}`, { details: { problems } });
+  }
+  return typeof reason === 'string' && reason.length ? reason : null;
+}
+
+export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null | undefined): boolean =>
+  !!row && row.step === 'run_end' && row.status === 'cancelled';
+
+/** The reason stored in a cancel marker. */
+export function cancelReason(row: Checkpoint): string | null {
+  const out = row.nodeOutput as { reason?: unknown } | null;
+  return out && typeof out === 'object' && typeof out.reason === 'string' ? out.reason : null;
+}
+
+export function runCancelled(marker: Checkpoint): RunCancelled {
+  return new RunCancelled(marker.executionId, { reason: cancelReason(marker), checkpointId: marker.id });
+}
+
+/** The marker a cancel writes after `last` (the execution's newest row), carrying its state. */
+export function cancelMarker(last: Checkpoint, state: State, reason: string | null): CheckpointInput {
+  return {
+    executionId: last.executionId,
+    prevId: last.id,
+    nodeId: 'run_end',
+    turn: last.turn,
+    step: 'run_end',
+    status: 'cancelled',
+    // the run's top-level path: the marker belongs to the outermost runner, as completed/failed markers do
+    agentPath: last.agentPath.split('/')[0],
+    parentId: last.id,
+    state,
+    nodeOutput: { reason },
+  };
+}
+
+export function notFound(executionId: string): CheckpointError {
+  return new CheckpointError(`execution '${executionId}' has no rows in this store; nothing was cancelled`, {
+    code: ErrorCode.EXECUTION_NOT_FOUND,
+    details: { executionId },
+  });
+}

@@ -1,0 +1,113 @@
+/**
+ * Takeover across machines (issue 15 item 4), at the plane over HTTP: a run
+ * that is not paused may be taken over by another writer only once its writer
+ * was not heard from for the takeover delay (the plane's clock); one writer
+ * wins; the loser's later rows of the run are refused (`taken_over`).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
+import { eventsOf, pause, step } from '../helpers/rows.js';
+
+const DELAY_MS = 4000;
+
+const pg = await pgReady('takeover: plane on postgres');
+
+for (const backend of ['pglite', 'postgres'] as const) {
+  describe.skipIf(backend === 'postgres' && !pg)(`plane (${backend}): takeover of a run that is not paused`, () => {
+    let plane: TestPlane;
+    let key: string;
+    let db: TestDatabase | null = null;
+    beforeAll(async () => {
+      if (backend === 'postgres') db = await createTestDatabase('waymark_takeover');
+      plane = await startTestPlane(db ? { url: db.url } : 'pglite', { takeoverAfterMs: DELAY_MS });
+      key = await plane.key('fleet', ['ingest', 'read']);
+    });
+    afterAll(async () => {
+      await plane?.close();
+      await db?.drop();
+    });
+
+    const ingest = (rows: unknown[], writerId: string) => call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId, rows } });
+    const takeover = (id: string, writerId: string, seq: number) => call(`${plane.url}/v1/executions/${id}/takeover`, { key, json: { writerId, seq } });
+
+    it('refused while its writer was heard from within the delay (LEASE_LIVE), for a stale copy (STALE_COPY) and for a paused run; then exactly one of two writers wins; the loser of the run has its later rows refused as taken_over and is told so', async () => {
+      // machine A wrote two rows of the run and was last heard from now
+      const a = await eventsOf(async (s) => {
+        await s.put(step('tk-1', 0));
+        await s.put(step('tk-1', 1));
+      }, 'machine-a');
+      expect((await ingest(a, 'machine-a')).body.accepted).toBe(2);
+      const live = await takeover('tk-1', 'machine-b', 1);
+      expect(live.status).toBe(409);
+      expect(live.body.error).toMatchObject({ code: 'LEASE_LIVE', details: { executionId: 'tk-1', writerId: 'machine-a', liveUntil: expect.any(String), lastContactAt: expect.any(String) } });
+      expect(Date.parse(live.body.error.details.liveUntil) - Date.parse(live.body.error.details.lastContactAt)).toBe(DELAY_MS);
+      expect((await takeover('tk-1', 'machine-b', 0)).body.error).toMatchObject({ code: 'STALE_COPY', details: { planeSeq: 1 } });
+      // the run's own writer is never refused
+      expect((await takeover('tk-1', 'machine-a', 1)).body).toMatchObject({ writerId: 'machine-a', fromSeq: 1, takenFrom: null });
+      expect((await takeover('tk-none', 'machine-b', 0)).status).toBe(404);
+      const paused = await eventsOf(async (s) => void (await s.recordInterrupt(pause('tk-paused'), { reason: 'r', context: null })), 'machine-a');
+      await ingest(paused, 'machine-a');
+      expect((await takeover('tk-paused', 'machine-b', 0)).body.error).toMatchObject({ code: 'NOT_RUNNING', details: { status: 'paused' } });
+      // a copy that missed the run's end is stale, not free to run it again
+      const done = await eventsOf(async (s) => {
+        await s.put(step('tk-done', 0));
+        await s.put({ ...step('tk-done', 1), nodeId: 'run_end', step: 'run_end' as const });
+      }, 'machine-a');
+      await ingest(done, 'machine-a');
+      expect((await takeover('tk-done', 'machine-b', 0)).body.error).toMatchObject({ code: 'STALE_COPY', details: { planeSeq: 1 } });
+      expect((await takeover('tk-done', 'machine-b', 1)).body.error).toMatchObject({ code: 'NOT_RUNNING', details: { status: 'completed' } });
+
+      // once A's contact is older than the delay, B and C ask at once: one wins
+      const deadline = Date.now() + 120_000;
+      let answers: Awaited<ReturnType<typeof takeover>>[] = [];
+      for (;;) {
+        answers = await Promise.all([takeover('tk-1', 'machine-b', 1), takeover('tk-1', 'machine-c', 1)]);
+        if (answers.some((r) => r.status === 200)) break;
+        expect(answers.map((r) => r.body.error?.code)).toEqual(['LEASE_LIVE', 'LEASE_LIVE']);
+        if (Date.now() > deadline) throw new Error('never taken over');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const won = answers.filter((r) => r.status === 200);
+      const lost = answers.filter((r) => r.status !== 200);
+      expect(won).toHaveLength(1);
+      const winner = won[0].body.writerId as string;
+      expect(won[0].body).toMatchObject({ fromSeq: 1, takenFrom: 'machine-a' });
+      expect(lost[0].body.error).toMatchObject({ code: 'RUN_TAKEN_OVER', details: { writerId: winner, fromSeq: 1 } });
+      // the winner asking again is answered as a win
+      expect((await takeover('tk-1', winner, 1)).status).toBe(200);
+      const ex = await call(`${plane.url}/v1/executions/tk-1`, { key });
+      const [t] = ex.body.takeovers;
+      expect(t).toMatchObject({ fromSeq: 1, winnerWriterId: winner, loserWriterId: 'machine-a' });
+      expect(Date.parse(t.at) - Date.parse(t.loserLastContactAt)).toBeGreaterThanOrEqual(DELAY_MS);
+
+      // A comes back with rows it wrote offline after seq 1: refused, and it is told it lost the run
+      const offline = await eventsOf(async (s) => {
+        await s.put(step('tk-1', 0));
+        await s.put(step('tk-1', 1));
+        await s.put(step('tk-1', 2));
+        await s.putIdempotent('tk-1', 'effect:1', { done: true });
+      }, 'machine-a');
+      const back = await ingest(offline.slice(2), 'machine-a');
+      expect(back.body.results[0]).toMatchObject({ status: 'rejected', code: 'taken_over' });
+      expect(back.body.results[0].reason).toContain(`taken over by writer '${winner}' at seq 1`);
+      // an effect it recorded is still worth knowing: accepted
+      expect(back.body.results[1]).toMatchObject({ status: 'accepted' });
+      expect((await takeover('tk-1', 'machine-a', 2)).body.error).toMatchObject({ code: 'RUN_TAKEN_OVER', details: { writerId: winner } });
+      // the winner's rows go on; the loser's refused row left no hole
+      const mine = await eventsOf(async (s) => {
+        await s.put(step('tk-1', 0));
+        await s.put(step('tk-1', 1));
+        await s.put(step('tk-1', 5));
+      }, winner);
+      expect((await ingest(mine.slice(2), winner)).body.results[0]).toMatchObject({ status: 'accepted' });
+      expect((await call(`${plane.url}/v1/executions/tk-1`, { key })).body.execution).toMatchObject({ rowCount: 3, holeCount: 0, writerId: winner });
+      // the run page says who took it from whom
+      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key, next: '/' }) });
+      const cookie = login.headers.get('set-cookie')!.split(';')[0];
+      const page = await (await fetch(`${plane.url}/runs/tk-1`, { headers: { cookie } })).text();
+      expect(page).toContain('data-testid="takeovers"');
+      expect(page).toMatch(new RegExp(`after seq 1, by <span class="mono">${winner}</span> from <span class="mono">machine-a</span>`));
+    });
+  });
+}
