@@ -54,6 +54,7 @@ describe('tenancy and auth across every endpoint and page', () => {
     { name: 'GET /v1/executions/:id/restore', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/restore`, { key }) },
     { name: 'POST /v1/executions/:id/claim', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim`, { key, json: { checkpointId, writerId: 'intruder' } }) },
     { name: 'POST /v1/executions/:id/claim/release', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim/release`, { key, json: { checkpointId, writerId: 'intruder' } }) },
+    { name: 'POST /v1/executions/:id/takeover', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/takeover`, { key, json: { writerId: 'intruder', seq: 0 } }) },
     { name: 'GET /v1/whoami', scope: null, req: (key?: string) => call(`${plane.url}/v1/whoami`, { key }) },
     { name: 'GET /v1/quarantine', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/quarantine`, { key }) },
     { name: 'GET /v1/writers', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/writers`, { key }) },
