@@ -108,7 +108,7 @@ function port(flag: string, v: string): number {
 async function adminCommand(
   config: Readonly<PlaneConfig>,
   positionals: string[],
-  values: { project?: string; scopes?: string; name?: string; plane?: string; key?: string },
+  values: { project?: string; scopes?: string; name?: string; plane?: string; key?: string; 'data-dir'?: string },
   out: (l: string) => void,
   err: (l: string) => void,
 ): Promise<number> {
@@ -129,7 +129,12 @@ async function adminCommand(
     err(USAGE);
     return 2;
   }
-  const target = await adminTarget(config, { plane: values.plane, key: values.key, command: `waymark plane ${what} ${verb}` });
+  const target = await adminTarget(config, {
+    plane: values.plane,
+    key: values.key,
+    command: `waymark plane ${what} ${verb}`,
+    dataDirGiven: Boolean(values['data-dir'] || process.env.WAYMARK_PLANE_DIR),
+  });
   try {
     if (what === 'projects' && verb === 'create') {
       const p = await target.createProject(arg);
