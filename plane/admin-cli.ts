@@ -13,12 +13,13 @@
  *    the database directly, with the bootstrap key's powers.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { admin } from './admin.js';
 import type { Principal, Scope } from './auth.js';
 import type { PlaneConfig } from './config.js';
 import { DataDirLocked, lockHolder } from './db/lock.js';
-import { openPlaneDatabase } from './db/open.js';
+import { isInMemory, openPlaneDatabase } from './db/open.js';
 import { adminKeyPath } from './server.js';
 import { pruneRuns, type PruneResult } from './retention.js';
 
@@ -38,7 +39,12 @@ interface AdminTarget {
   close(): Promise<void>;
 }
 
-export async function adminTarget(config: Readonly<PlaneConfig>, o: { plane?: string; key?: string; command: string }): Promise<AdminTarget> {
+/**
+ * `dataDirGiven`: the data dir was named (flag or WAYMARK_PLANE_DIR). Only
+ * then may a command start a database where there is none: the default
+ * (./.waymark/plane) run from another directory than the plane's is a mistake.
+ */
+export async function adminTarget(config: Readonly<PlaneConfig>, o: { plane?: string; key?: string; command: string; dataDirGiven?: boolean }): Promise<AdminTarget> {
   const file = adminKeyPath(config.dataDir);
   const keyFor = (url: string) => {
     if (o.key) return o.key;
@@ -50,6 +56,14 @@ export async function adminTarget(config: Readonly<PlaneConfig>, o: { plane?: st
     const holder = lockHolder(config.dataDir);
     if (holder?.url) return http(holder.url, keyFor(holder.url));
     if (holder) throw new DataDirLocked(config.dataDir, holder);
+    // never make an empty database by accident (a command run from another directory than the plane's)
+    if (!o.dataDirGiven && !isInMemory(config.dataDir) && !existsSync(join(resolve(config.dataDir), 'PG_VERSION'))) {
+      throw new WaymarkError(
+        ErrorCode.NO_PLANE_DATA,
+        `no plane data dir at ${resolve(config.dataDir)}: run this where the plane runs, or pass --data-dir DIR (the plane's; a new one is made only when named), or --plane URL --key ADMIN_KEY`,
+        { details: { dataDir: resolve(config.dataDir) } },
+      );
+    }
   }
   const database = await openPlaneDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: o.command });
   const db = database.db;

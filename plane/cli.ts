@@ -206,7 +206,13 @@ function scopesOf(p: Parsed): Scope[] {
 async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[], p: Parsed, out: (l: string) => void): Promise<number> {
   const values = p.values as Record<string, string | undefined>;
   const arg = p.positionals[0];
-  const target = await adminTarget(config, { plane: values.plane, key: values.key, command: `waymark plane ${[what, verb].filter(Boolean).join(' ')}` });
+  const target = await adminTarget(config, {
+    plane: values.plane,
+    key: values.key,
+    command: `waymark plane ${[what, verb].filter(Boolean).join(' ')}`,
+    // only a named data dir may be made where there is none (see adminTarget)
+    dataDirGiven: Boolean(values['data-dir'] || process.env.WAYMARK_PLANE_DIR),
+  });
   try {
     if (what === 'prune') {
       const dryRun = values['dry-run'] !== undefined;

@@ -79,6 +79,8 @@ export const ErrorCode = {
   ADMIN_KEY_REQUIRED: 'ADMIN_KEY_REQUIRED',
   /** The pause named is not on the plane (not synced yet, or of another project). */
   PAUSE_NOT_FOUND: 'PAUSE_NOT_FOUND',
+  /** A `waymark plane` admin command pointed at a data dir that holds no plane database (nothing was created). */
+  NO_PLANE_DATA: 'NO_PLANE_DATA',
   /** A constructor or function given options it cannot work with; the message names each. */
   INVALID_OPTIONS: 'INVALID_OPTIONS',
 } as const;

@@ -44,8 +44,8 @@ const COMMANDS: Command[] = [
       ...json,
     },
     check: (p) => [
-      ...(p.values.since !== undefined && parseSince(String(p.values.since)) === null ? [`option '--since' must be an ISO time or an age like 30m, 2h, 7d (got '${p.values.since}')`] : []),
-      ...(p.values.limit !== undefined && !/^[1-9]\d*$/.test(String(p.values.limit)) ? [`option '--limit' must be a positive integer (got '${p.values.limit}')`] : []),
+      ...(typeof p.values.since === 'string' && parseSince(String(p.values.since)) === null ? [`option '--since' must be an ISO time or an age like 30m, 2h, 7d (got '${p.values.since}')`] : []),
+      ...(typeof p.values.limit === 'string' && !/^[1-9]\d*$/.test(String(p.values.limit)) ? [`option '--limit' must be a positive integer (got '${p.values.limit}')`] : []),
     ],
     run: (p, out) =>
       withStore(p, async (store) => {
@@ -101,7 +101,7 @@ const COMMANDS: Command[] = [
     summary: 'Drain the backlog to the plane now, with progress; exits 1 if rows are left.',
     needsPlane: true,
     options: { ...db, ...plane, timeout: { type: 'string', help: 'give up after this many seconds (default: 60)' } },
-    check: (p) => (p.values.timeout !== undefined && !(Number(p.values.timeout) > 0) ? [`option '--timeout' must be a positive number of seconds (got '${p.values.timeout}')`] : []),
+    check: (p) => (typeof p.values.timeout === 'string' && !(Number(p.values.timeout) > 0) ? [`option '--timeout' must be a positive number of seconds (got '${p.values.timeout}')`] : []),
     run: (p, out) =>
       withStore(p, async (store) =>
         (await syncNow(store, { url: String(p.values.plane), apiKey: apiKey(p)!, timeoutMs: Number(p.values.timeout ?? 60) * 1000 }, out)) ? 0 : 1,

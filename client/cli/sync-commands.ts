@@ -64,15 +64,22 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
   out(`last success:  ${d?.lastSuccessAt ? `${localTime(d.lastSuccessAt)} (outbox emptied)` : 'none'}`);
   out(`last ack:      ${d?.lastAckAt ? localTime(d.lastAckAt) : 'none'}`);
   out(`last error:    ${describeLastError(d)}`);
-  const incomplete = await incompleteOnPlane(store);
+  const { incomplete, diverged } = await refusedOnPlane(store);
+  const runs = (m: Map<string, number>) => [...m].map(([id, n]) => `${id} (${n} row${n === 1 ? '' : 's'} refused)`).join(', ');
   out(
     `plane copy:    ${
       incomplete.size === 0
         ? 'complete (no row refused)'
-        : `INCOMPLETE for ${incomplete.size} run(s): ${[...incomplete].map(([id, n]) => `${id} (${n} row${n === 1 ? '' : 's'} refused)`).join(', ')}; ` +
-          'the plane cannot restore them elsewhere; they keep running here (see `waymark quarantine list`)'
+        : `INCOMPLETE for ${incomplete.size} run(s): ${runs(incomplete)}; the plane cannot restore them elsewhere; this store keeps them whole (see \`waymark quarantine\`)`
     }`,
   );
+  if (diverged.size) {
+    // this store cannot tell which: the plane knows (its run page, and `waymark restore`, say it)
+    out(
+      `refused by seq: ${diverged.size} run(s): ${runs(diverged)}; the plane holds other rows at those seqs: another machine's branch ` +
+        "after a double claim (the plane's copy is whole; `waymark restore` here reports DIVERGED), or a hole (restore says RUN_INCOMPLETE)",
+    );
+  }
   out(
     `lost runs:     ${
       lost.size === 0
@@ -84,21 +91,33 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
 }
 
 /**
- * Executions with a checkpoint the plane refused (quarantined here): the
- * plane's copy of each has a hole and is marked incomplete there. Every
- * quarantined row is read, page by page.
+ * Executions with a checkpoint the plane refused (quarantined here), read page
+ * by page: `incomplete` when a refusal left a hole in the plane's copy (too
+ * large, invalid), `diverged` when every refusal was by seq (the plane holds
+ * other rows there: usually another machine's branch, whole; the plane says).
  */
-export async function incompleteOnPlane(store: Checkpointer): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
+export async function refusedOnPlane(store: Checkpointer): Promise<{ incomplete: Map<string, number>; diverged: Map<string, number> }> {
+  const incomplete = new Map<string, number>();
+  const diverged = new Map<string, number>();
+  const count = (m: Map<string, number>, id: string) => m.set(id, (m.get(id) ?? 0) + 1);
   let after: string | undefined;
   for (;;) {
     const page = await store.listQuarantined({ afterId: after, limit: 500 });
-    if (!page.length) return out;
-    // a row refused because another machine took the run over leaves no hole there (see lostRuns)
-    for (const q of page) if (q.kind === 'checkpoint' && !isTakenOver(q.reason)) out.set(q.executionId, (out.get(q.executionId) ?? 0) + 1);
+    if (!page.length) break;
+    for (const q of page) {
+      // a row refused because another machine took the run over leaves no hole there (see lostRuns)
+      if (q.kind !== 'checkpoint' || isTakenOver(q.reason)) continue;
+      // refused by seq: the plane holds another branch at that seq (an offline double claim), whole
+      count(isSeqConflict(q.reason) ? diverged : incomplete, q.executionId);
+    }
     after = page[page.length - 1].id;
   }
+  // a run with any other refusal has a hole whatever else happened to it
+  for (const id of incomplete.keys()) diverged.delete(id);
+  return { incomplete, diverged };
 }
+
+const isSeqConflict = (reason: string) => reason.startsWith('plane: seq_conflict:');
 
 const isTakenOver = (reason: string) => reason.startsWith('plane: taken_over:');
 

@@ -67,6 +67,27 @@ describe('waymark plane keys and first start', () => {
     await db2.close();
   });
 
+  it('regression: keys commands run from another directory than the plane made an empty database there and answered from it', async () => {
+    const cwd = process.cwd();
+    const elsewhere = tmp.file('elsewhere');
+    (await import('node:fs')).mkdirSync(elsewhere, { recursive: true });
+    process.chdir(elsewhere);
+    const saved = process.env.WAYMARK_PLANE_DIR;
+    delete process.env.WAYMARK_PLANE_DIR;
+    try {
+      for (const args of [['keys', 'list'], ['keys', 'create', '--project', 'local', '--scopes', 'ingest,read'], ['projects', 'list']]) {
+        const lines: string[] = [];
+        const code = await planeMain(args, (l) => lines.push(l));
+        expect(code, args.join(' ')).toBe(1);
+        expect(lines.join('\n')).toContain(`NO_PLANE_DATA: no plane data dir at ${join(elsewhere, '.waymark', 'plane')}`);
+      }
+      expect(existsSync(join(elsewhere, '.waymark'))).toBe(false);
+    } finally {
+      process.chdir(cwd);
+      if (saved !== undefined) process.env.WAYMARK_PLANE_DIR = saved;
+    }
+  });
+
   it('typo tenant defect: a key for an unknown project is UNKNOWN_PROJECT listing the known ones, and creates nothing', async () => {
     const dir = tmp.file('plane-typo');
     expect((await run(['projects', 'create', 'acme', '--data-dir', dir])).code).toBe(0);

@@ -76,8 +76,18 @@ describe('waymark sync / restore / quarantine', () => {
     expect((await cli(['quarantine', '--db', db])).text).toMatch(new RegExp(`${e.id}\\s+checkpoint\\s+cli-q\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d\\d:\\d\\d\\s+plane: conflict: test`));
     const q = JSON.parse((await cli(['quarantine', '--db', db, '--json'])).text) as { id: string; reason: string }[];
     expect(q.map((x) => [x.id, x.reason])).toEqual([[e.id, 'plane: conflict: test']]);
+    // the loser of an offline double claim is told its rows were refused by seq, not that the plane has a hole
+    const s3 = new SqliteCheckpointer({ path: db });
+    const big = await s3.put(step('big-run', 0));
+    const branch = await s3.put(step('branch-run', 0));
+    await s3.markQuarantined({ [big.id]: 'plane: too_large: row is 1100000 bytes', [branch.id]: 'plane: seq_conflict: execution branch-run already holds seq 0' });
+    await s3.close();
+    const status = (await cli(['sync', 'status', '--db', db])).text;
+    expect(status).toMatch(/plane copy:\s+INCOMPLETE for 2 run\(s\): cli-q \(1 row refused\), big-run \(1 row refused\)/);
+    expect(status).toMatch(/refused by seq: 1 run\(s\): branch-run \(1 row refused\); the plane holds other rows at those seqs: another machine's branch/);
+    expect(status).not.toMatch(/quarantine list/);
     const st = JSON.parse((await cli(['sync', 'status', '--db', db, '--json'])).text) as { writerId: string; outbox: { quarantinedCount: number } };
-    expect(st.outbox.quarantinedCount).toBe(1);
+    expect(st.outbox.quarantinedCount).toBe(3);
     expect(typeof st.writerId).toBe('string');
   });
 
@@ -121,6 +131,10 @@ describe('waymark sync / restore / quarantine', () => {
     expect(badKey.text).toMatch(/refused the key: 401 UNAUTHORIZED/);
     const readOnly = await plane.key('cli', ['read']);
     const down = `http://127.0.0.1:${await closedPort()}`;
+    await expect(cli(['restore', 'some-run', '--db', tmp.file('never.db'), '--plane', down, '--key', key])).rejects.toMatchObject({
+      code: 'PLANE_ERROR',
+      message: expect.stringMatching(/^cannot reach the plane at http:\/\/127\.0\.0\.1:\d+ to restore 'some-run': .*ECONNREFUSED.*; nothing was imported$/),
+    });
     const off = await cli(['sync', 'now', '--db', db, '--plane', down, '--key', key]);
     expect(off.code).toBe(1);
     expect(off.text).toMatch(/not usable: network: .*ECONNREFUSED/);

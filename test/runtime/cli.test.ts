@@ -173,6 +173,9 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect(restore.status).toBe(2);
     for (const p of ['missing argument EXECUTION_ID', 'option --plane is required', 'a key is required: --key or WAYMARK_API_KEY']) expect(restore.stderr).toContain(p);
     expect(waymark('runs', '--db', db, '--json=yes').stderr).toContain("option '--json' takes no value");
+    const noValue = waymark('runs', '--db', db, '--limit');
+    expect(noValue.stderr).toContain("waymark runs: option '--limit' needs a value");
+    expect(noValue.stderr).not.toContain("got 'true'");
     expect(spawnSync('ls', [db]).status).not.toBe(0);
   });
 
