@@ -71,8 +71,9 @@ export async function listExecutions(db: PlaneDb, projectId: string, f: Executio
   const last = page[page.length - 1];
   const errors = await endErrors(db, projectId, page);
   const conflicted = await conflictCounts(db, projectId, page.map((e) => e.executionId));
+  const spans = await writerSpans(db, projectId, page);
   return {
-    items: page.map((e) => ({ ...executionView(e), error: errors.get(e.executionId) ?? null, claimConflicts: conflicted.get(e.executionId) ?? 0 })),
+    items: page.map((e) => ({ ...executionView(e), ...spans.get(e.executionId)!, error: errors.get(e.executionId) ?? null, claimConflicts: conflicted.get(e.executionId) ?? 0 })),
     nextCursor: rows.length > f.limit && last ? encodeCursor([last.updatedAt.toISOString(), last.executionId]) : null,
   };
 }
@@ -100,7 +101,28 @@ export async function getExecution(db: PlaneDb, projectId: string, executionId: 
     .from(executions)
     .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
   if (!e) return null;
-  return { ...executionView(e), error: (await endErrors(db, projectId, [e])).get(executionId) ?? null, claimConflicts: (await conflictCounts(db, projectId, [executionId])).get(executionId) ?? 0 };
+  return { ...executionView(e), ...(await writerSpans(db, projectId, [e])).get(executionId)!, error: (await endErrors(db, projectId, [e])).get(executionId) ?? null, claimConflicts: (await conflictCounts(db, projectId, [executionId])).get(executionId) ?? 0 };
+}
+
+/**
+ * When each run started and last wrote by its writers' clocks (the createdAt of
+ * its first and newest rows): informational, as row times are, but the run's
+ * own times, not when the plane happened to receive it. Two point lookups a run.
+ */
+async function writerSpans(db: PlaneDb, projectId: string, page: (typeof executions.$inferSelect)[]) {
+  const out = new Map<string, { startedAt: string | null; lastWriteAt: string | null }>();
+  if (!page.length) return out;
+  const rows = await db
+    .select({ executionId: checkpoints.executionId, seq: checkpoints.seq, createdAt: checkpoints.createdAt })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), or(...page.map((e) => and(eq(checkpoints.executionId, e.executionId), inArray(checkpoints.seq, [0, e.lastSeq]))))));
+  for (const e of page) out.set(e.executionId, { startedAt: null, lastWriteAt: null });
+  for (const r of rows) {
+    const span = out.get(r.executionId)!;
+    if (r.seq === 0) span.startedAt = r.createdAt;
+    if (r.seq === page.find((e) => e.executionId === r.executionId)!.lastSeq) span.lastWriteAt = r.createdAt;
+  }
+  return out;
 }
 
 /** How many claim conflicts each of these runs has (a marker in the run list). */

@@ -101,6 +101,10 @@ export const ExecutionView = z.object({
   updatedAt: IsoTime,
   /** Why a failed run failed (from its run-end marker); null otherwise. */
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  /** The run's first row's time by its writer's clock (null while seq 0 is not on the plane). */
+  startedAt: IsoTime.nullable(),
+  /** The run's newest row's time by its writer's clock. */
+  lastWriteAt: IsoTime.nullable(),
   /** Claim conflicts recorded for this run (two writers answered one pause). */
   claimConflicts: z.number().int(),
 });

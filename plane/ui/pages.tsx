@@ -130,6 +130,9 @@ export interface RunItem {
   complete: boolean;
   holeCount: number;
   claimConflicts: number;
+  /** first and newest rows' times by the writer's clock */
+  startedAt: string | null;
+  lastWriteAt: string | null;
   /** model usage summed over the run's rows (null: none reported) */
   usage?: UsageTotal | null;
 }
@@ -238,9 +241,9 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
                 <ShortId id={r.writerId} />
               </td>
               <td class="wide-only">
-                <Time iso={r.createdAt} />
+                <Time iso={r.startedAt ?? r.createdAt} />
               </td>
-              <td class="wide-only">{duration(Date.parse(r.updatedAt) - Date.parse(r.createdAt))}</td>
+              <td class="wide-only">{r.startedAt && r.lastWriteAt ? duration(Date.parse(r.lastWriteAt) - Date.parse(r.startedAt)) : '—'}</td>
               <td>
                 <Time iso={r.updatedAt} relative />
               </td>

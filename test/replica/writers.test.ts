@@ -76,6 +76,13 @@ describe('a writer on the plane', () => {
       const s = await replica.flush({ timeoutMs: 30_000 });
       expect(s.pendingRows).toBe(0);
       expect(await writer('drained-writer')).toMatchObject({ rowsAcked: 30, backlogRows: 0, oldestPendingAt: null });
+      // a run's start and last write are its rows' times (the writer's clock), not when the plane received it
+      const [first] = await store.list('drained-run', { limit: 1 });
+      const [newest] = await store.list('drained-run', { order: 'desc', limit: 1 });
+      const seen = (await call(`${plane.url}/v1/executions/drained-run`, { key })).body.execution;
+      expect(seen).toMatchObject({ startedAt: first.createdAt, lastWriteAt: newest.createdAt });
+      const listed = (await call(`${plane.url}/v1/executions`, { key })).body.items.find((r: { executionId: string }) => r.executionId === 'drained-run');
+      expect(listed).toMatchObject({ startedAt: first.createdAt, lastWriteAt: newest.createdAt });
       // and a plane that is told a zero backlog with a time (an older client) does not store the time
       const more = await eventsOf(async (x) => {
         await x.put(step('other-run', 0));
