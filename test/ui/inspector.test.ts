@@ -14,6 +14,7 @@ import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { uuidv7 } from '../../shared/ids.js';
 
 export const SHOTS = join(fileURLToPath(new URL('../..', import.meta.url)), 'test-output', 'ui-screenshots');
 const DOCS_IMG = join(fileURLToPath(new URL('../..', import.meta.url)), 'docs', 'img');
@@ -64,7 +65,27 @@ describe('the inspector in headless chromium', () => {
     });
     expect((await broken.run('hello', { executionId: 'broken-run' })).status).toBe('failed');
     pausedId = (await agent.run(`${refundRequest('1042', 50000)} ${XSS}`, { executionId: 'refund-large' })).executionId;
+    // a supervised run: a supervisor delegates to the refund agent, which pauses inside its tool
+    const desk = new Agent({
+      name: 'desk',
+      kind: 'supervisor',
+      model: new ScriptedModel(({ turn, toolResults }) =>
+        turn === 0 ? { toolCalls: [{ name: 'refunds', arguments: { task: refundRequest('77', 9000) } }] } : { content: `supervisor: ${toolResults[0].content}` },
+      ),
+      tools: [agent.asTool({ name: 'refunds' })],
+      checkpointer: store,
+    });
+    expect((await desk.run('handle refunds', { executionId: 'desk-run' })).status).toBe('paused');
     await replica.flush({ timeoutMs: 10_000 });
+    // then two machines, offline, both claimed its pause: the plane keeps the first and records a conflict
+    const deskPause = (await store.getPendingInterrupt('desk-run'))!;
+    for (const writerId of ['laptop-c', 'laptop-d']) {
+      const r = await call(`${plane.url}/v1/ingest`, {
+        key: ingestKey,
+        json: { protocol: 1, writerId, rows: [{ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'desk-run', checkpointId: deskPause.checkpointId, writerId, claimedAt: new Date().toISOString() }] },
+      });
+      expect(r.body.accepted).toBe(1);
+    }
     // a forged copy of a synced row: the plane refuses it and quarantines it
     const [latest] = await store.list('refund-small', { order: 'desc', limit: 1 });
     await call(`${plane.url}/v1/ingest`, {
@@ -98,7 +119,7 @@ describe('the inspector in headless chromium', () => {
   });
 
   it('lists runs with their status and finds one by id', async () => {
-    await expect.poll(() => page.locator('tbody tr').count()).toBe(4);
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(5);
     expect(await page.textContent('body')).toMatch(/refund-large\s*paused/);
     expect(await page.textContent('body')).toMatch(/refund-small\s*completed/);
     await shot('02-runs');
@@ -110,7 +131,7 @@ describe('the inspector in headless chromium', () => {
 
   it("run list agent column: each run shows the agent path of its first row (issue 17 item 13)", async () => {
     await page.goto(`${plane.url}/`);
-    await expect.poll(() => page.locator('tbody tr').count()).toBe(4);
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(5);
     expect(await page.textContent('thead')).toContain('Agent');
     const agentOf = (id: string) => page.locator('tbody tr', { has: page.locator(`a[href="/runs/${id}"]`) }).locator('[data-testid=agent]').textContent();
     expect((await agentOf('refund-small'))?.trim()).toBe('agent:refund-bot');
@@ -232,6 +253,27 @@ describe('the inspector in headless chromium', () => {
     expect(await p2.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(1);
     await p2.screenshot({ path: join(SHOTS, '09-runs-narrow.png'), fullPage: true });
     await tz.close();
+  });
+
+  it('a supervised run shows its worker nested under it; a conflicted run is marked in the list and explained on its page; desktop and 390 px', async () => {
+    await page.goto(`${plane.url}/`);
+    const row = page.locator('tbody tr', { hasText: 'desk-run' });
+    expect(await row.locator('[data-testid=conflicted]').textContent()).toBe('claim conflict');
+    await page.click('a[href="/runs/desk-run"]');
+    await page.waitForURL(`${plane.url}/runs/desk-run`);
+    // the worker's rows sit one level in, its tool's a level further: the nesting of the agent paths
+    const depthOf = async (path: string) => (await page.locator('ol.timeline li', { hasText: path }).first().getAttribute('class'))!.match(/depth-(\d)/)![1];
+    expect(await depthOf('#0turn:0llm_call')).toBe('0');
+    expect(await depthOf('supervisor:desk/agent:refund-bot')).toBe('1');
+    expect(await depthOf('supervisor:desk/agent:refund-bot/tool:refund')).toBe('2');
+    expect(await page.textContent('#conflicts-h')).toMatch(/Claim conflicts/);
+    expect(await page.textContent('section[aria-labelledby=conflicts-h]')).toMatch(/won by laptop-c, also claimed by\s*laptop-d/);
+    await shot('10-run-supervised-conflicted');
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.reload();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(1);
+    await shot('11-run-supervised-conflicted-narrow');
+    await page.setViewportSize({ width: 1280, height: 860 });
   });
 
   it('logs out, and the old session no longer opens a page', async () => {
