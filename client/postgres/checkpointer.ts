@@ -71,7 +71,7 @@ import {
   type RowText,
 } from '../store/rows.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
-import { planImport } from '../store/import.js';
+import { importResultOf, planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
 
@@ -953,15 +953,7 @@ export class PostgresCheckpointer implements Checkpointer {
         idAt: (e, seq) => at.get(`${e}\u0000${seq}`) ?? null,
         find: (id) => found.get(id) ?? null,
       });
-      const res: ImportResult = {
-        inserted: 0,
-        skipped: plan.skipped,
-        diverged: plan.diverged,
-        withheld: plan.withheld,
-        pendingImported: false,
-        stalePendingRemoved: [],
-        idempotencyInserted: 0,
-      };
+      const res = importResultOf(plan);
       for (const c of plan.insert) {
         await tx`INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
             state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)

@@ -74,7 +74,7 @@ import {
   type RowText,
 } from '../store/rows.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
-import { planImport } from '../store/import.js';
+import { importResultOf, planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
@@ -782,15 +782,7 @@ export class SqliteCheckpointer implements Checkpointer {
             return r ? { executionId: r.execution_id, seq: Number(r.seq) } : null;
           },
         });
-        const res: ImportResult = {
-          inserted: 0,
-          skipped: plan.skipped,
-          diverged: plan.diverged,
-          withheld: plan.withheld,
-          pendingImported: false,
-          stalePendingRemoved: [],
-          idempotencyInserted: 0,
-        };
+        const res = importResultOf(plan);
         for (const c of plan.insert) {
           this.st.insertCheckpoint.run({
             id: c.id,

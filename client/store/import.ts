@@ -11,6 +11,7 @@
  * gives rows that fail to decode or silently show the other branch.
  */
 import type { Checkpoint } from '../../shared/rows.js';
+import type { ImportResult } from '../checkpointer.js';
 
 /** Why an execution's import stopped. */
 export type DivergenceReason =
@@ -102,4 +103,9 @@ export function planImport(rows: readonly Checkpoint[], local: LocalRows): Impor
     }
   }
   return plan;
+}
+
+/** The result of an import before its writes: what the plan decided, nothing written yet. */
+export function importResultOf(plan: ImportPlan): ImportResult {
+  return { inserted: 0, skipped: plan.skipped, diverged: plan.diverged, withheld: plan.withheld, pendingImported: false, stalePendingRemoved: [], idempotencyInserted: 0 };
 }
