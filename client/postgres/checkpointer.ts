@@ -73,7 +73,8 @@ import {
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { importResultOf, planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
-import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
+import { POSTGRES_MIGRATIONS } from './migrations.js';
+import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
 
 type Sql = postgres.Sql<Record<string, never>>;
 type Tx = postgres.TransactionSql<Record<string, never>>;
@@ -198,7 +199,7 @@ export class PostgresCheckpointer implements Checkpointer {
       try {
         return await this.begin(fn);
       } catch (e) {
-        const lost = isTransient(e);
+        const lost = connectionFailed(e);
         // a retried write whose lost attempt committed meets its own row (a duplicate id, rows in a
         // "fresh" run), its own release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress)
         if (
@@ -239,7 +240,7 @@ export class PostgresCheckpointer implements Checkpointer {
       try {
         return await fn(await this.q());
       } catch (e) {
-        if (attempt >= 3 || !isTransient(e)) throw e;
+        if (attempt >= 3 || !connectionFailed(e)) throw e;
       }
     }
   }
@@ -535,7 +536,7 @@ export class PostgresCheckpointer implements Checkpointer {
         }
       } catch (e) {
         this.cursors.drop(input.executionId);
-        if (!isTransient(e)) throw e;
+        if (!connectionFailed(e)) throw e;
         // the statement may have committed before the connection was lost
         const row = await this.landedRow(minted.id, minted).catch(() => null);
         if (row) {

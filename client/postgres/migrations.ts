@@ -87,30 +87,3 @@ export const POSTGRES_MIGRATIONS: readonly string[] = [
   );
   `,
 ];
-
-/** SQLSTATE codes the adapter decides on. */
-export const SQLSTATE = {
-  uniqueViolation: '23505', // unique_violation
-  serializationFailure: '40001', // serialization_failure
-  deadlockDetected: '40P01', // deadlock_detected
-} as const;
-
-/** Connection-level failures after which a read may simply be tried again. */
-const TRANSIENT = new Set([
-  '57P01', // admin_shutdown (pg_terminate_backend)
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now
-  '08000', // connection_exception
-  '08003', // connection_does_not_exist
-  '08006', // connection_failure
-  'CONNECTION_CLOSED',
-  'CONNECTION_ENDED',
-  'CONNECTION_DESTROYED',
-  'ECONNRESET',
-  'EPIPE',
-]);
-
-export function isTransient(e: unknown): boolean {
-  const code = (e as { code?: unknown })?.code;
-  return typeof code === 'string' && TRANSIENT.has(code);
-}
