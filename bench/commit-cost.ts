@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SQLITE_MIGRATIONS } from '../client/sqlite/migrations.js';
+import { MIGRATIONS } from '../client/store/migrations.js';
 import { median } from './lib/workload.js';
 
 const N = Number(process.argv[2] ?? 2000);
@@ -46,7 +46,7 @@ function rawRow(bytes: number): number {
 const state = JSON.stringify({ v: 1, kind: 'delta', append: ['x'.repeat(450)] });
 function waymarkStatements(): number {
   const db = open();
-  for (const m of SQLITE_MIGRATIONS) db.exec(m);
+  for (const m of MIGRATIONS) db.exec(m.sqlite);
   const getExec = db.prepare('SELECT next_seq, last_id FROM executions WHERE execution_id = ?');
   const upsert = db.prepare(
     `INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, ?, ?, 'n', 'llm_call', 'completed', ?)

@@ -10,7 +10,7 @@ export class AlreadyResumed extends WaymarkError {
 
 /** The rows do not allow the requested re-entry (missing tool, fork from a marker…). */
 export class CheckpointError extends WaymarkError {
-  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown>; code?: string }) {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown>; code?: ErrorCode }) {
     super(options?.code ?? ErrorCode.CHECKPOINT_ERROR, message, options);
     this.name = 'CheckpointError';
   }

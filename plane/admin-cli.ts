@@ -14,7 +14,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ErrorCode, WaymarkError } from '../shared/errors.js';
+import { ErrorCode, isErrorCode, WaymarkError } from '../shared/errors.js';
 import { admin } from './admin.js';
 import type { Principal, Scope } from './auth.js';
 import type { PlaneConfig } from './config.js';
@@ -102,7 +102,9 @@ function http(url: string, key: string): AdminTarget {
     }
     if (!res.ok) {
       const e = json.error ?? { code: ErrorCode.PLANE_ERROR, message: `HTTP ${res.status}` };
-      throw new WaymarkError(e.code, e.message, e.details ? { details: e.details } : undefined);
+      // a plane of another version may answer a code this one does not know: it is kept in the message
+      const code = isErrorCode(e.code) ? e.code : ErrorCode.PLANE_ERROR;
+      throw new WaymarkError(code, code === e.code ? e.message : `${e.code}: ${e.message}`, e.details ? { details: e.details } : undefined);
     }
     return json as T;
   };

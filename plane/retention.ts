@@ -9,7 +9,7 @@
  */
 import { and, eq, inArray, lt, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import { WaymarkError } from '../shared/errors.js';
+import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { UnknownProject, type Principal } from './auth.js';
 import type { PlaneDb } from './db/open.js';
 import { rowsOf } from './ingest.js';
@@ -43,7 +43,7 @@ export async function pruneRuns(
   o: { olderThanSeconds: number; project?: string; dryRun?: boolean },
 ): Promise<PruneResult> {
   if (!Number.isSafeInteger(o.olderThanSeconds) || o.olderThanSeconds < MIN_RETENTION_SECONDS) {
-    throw new WaymarkError('INVALID_REQUEST', `the age must be at least ${MIN_RETENTION_SECONDS} s (1h): a run updated more recently may still be receiving rows (got ${o.olderThanSeconds})`);
+    throw new WaymarkError(ErrorCode.INVALID_REQUEST, `the age must be at least ${MIN_RETENTION_SECONDS} s (1h): a run updated more recently may still be receiving rows (got ${o.olderThanSeconds})`);
   }
   const operator = p.scopes.includes('operator');
   const visible = await db

@@ -1,8 +1,11 @@
 import { z } from 'zod';
 
 /**
- * Stable error codes. Errors that cross a process, a checkpoint or the wire
- * lose their class; classify them by `code`, never by message text.
+ * Stable error codes: the only way to name an error. Errors that cross a
+ * process, a checkpoint or the wire lose their class; classify them by `code`,
+ * never by message text. `WaymarkError.code` is typed by this registry, and
+ * test/shared/error-codes.test.ts fails on a code in the source that is not
+ * here, so a new code is added here first, with what it means.
  */
 export const ErrorCode = {
   ALREADY_RESUMED: 'ALREADY_RESUMED',
@@ -23,6 +26,7 @@ export const ErrorCode = {
   EXECUTION_NOT_FOUND: 'EXECUTION_NOT_FOUND',
   /** A write named the row it follows (`prevId`) and that row is gone: the execution was deleted or pruned meanwhile. Nothing was written. */
   EXECUTION_GONE: 'EXECUTION_GONE',
+  /** A run to resume or recover needs a tool (named in `details.tool`) that its agent does not have; nothing was written and a pause is not consumed. A tool name the model makes up is not this error: it is answered to the model as a tool result. */
   TOOL_NOT_FOUND: 'TOOL_NOT_FOUND',
   MAX_TURNS: 'MAX_TURNS',
   MODEL_ERROR: 'MODEL_ERROR',
@@ -83,14 +87,66 @@ export const ErrorCode = {
   NO_PLANE_DATA: 'NO_PLANE_DATA',
   /** A constructor or function given options it cannot work with; the message names each. */
   INVALID_OPTIONS: 'INVALID_OPTIONS',
+  /** `interrupt()`'s first pass unwinding its tool; the runtime records it as a pause, so no run ends with it. */
+  INTERRUPT_SIGNAL: 'INTERRUPT_SIGNAL',
+  /** `interrupt()` called outside a tool of a durable run. */
+  NOT_IN_TOOL: 'NOT_IN_TOOL',
+  /** A `waymark` command line the CLI cannot parse; every problem is named with the usage. */
+  USAGE: 'USAGE',
+
+  // The plane's HTTP answers (`{ error: { code, message } }`); the status is named with each.
+  /** 401: no API key, or one the plane does not know. */
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  /** 404: no route for this method and path. */
+  NOT_FOUND: 'NOT_FOUND',
+  /** 500: a bug of the plane; the log has the error. */
+  INTERNAL: 'INTERNAL',
+  /** 503 (Retry-After): the plane cannot reach its database; retry later. */
+  UNAVAILABLE: 'UNAVAILABLE',
+  /** 503 (Retry-After) from readyz: the database is not reachable yet. */
+  NOT_READY: 'NOT_READY',
+  /** 429 (Retry-After): too many concurrent batches. */
+  BUSY: 'BUSY',
+  /** 499 (logged, never read by anyone): the client hung up before its request body arrived. */
+  CLIENT_ABORTED: 'CLIENT_ABORTED',
+  /** 400: a batch of another protocol version. */
+  PROTOCOL: 'PROTOCOL',
+  /** 400: a batch envelope that does not parse; the message names each problem. */
+  INVALID_ENVELOPE: 'INVALID_ENVELOPE',
+  /** 413: a batch of more rows than `LIMITS.batchRows`. */
+  TOO_MANY_ROWS: 'TOO_MANY_ROWS',
+  /** 413: a request body over the plane's byte limit (sent or inflated). */
+  TOO_LARGE: 'TOO_LARGE',
+  /** 408: a request body that stalled or trickled past its deadline; the connection is closed. */
+  BODY_TIMEOUT: 'BODY_TIMEOUT',
+  /** 400: a gzip body that does not inflate. */
+  BAD_GZIP: 'BAD_GZIP',
+  /** 400: a body that is not JSON. */
+  BAD_JSON: 'BAD_JSON',
+  /** 415: a body that is not `application/json`. */
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  /** 415: a content-encoding other than gzip or identity. */
+  UNSUPPORTED_ENCODING: 'UNSUPPORTED_ENCODING',
+  /** 400: a list cursor this plane did not issue. */
+  BAD_CURSOR: 'BAD_CURSOR',
+  /** 409: the pause is claimed by another writer (details.writerId). */
+  ALREADY_CLAIMED: 'ALREADY_CLAIMED',
+  /** 409: the claim was applied (the pause resumed by its holder); an applied claim is final. */
+  CLAIM_APPLIED: 'CLAIM_APPLIED',
+  /** 409 to a takeover: the run's writer was heard from recently (details: writerId, lastContactAt, liveUntil). */
+  LEASE_LIVE: 'LEASE_LIVE',
+  /** 409 to a takeover: the plane has newer rows of the run than the copy offered (details.planeSeq). */
+  STALE_COPY: 'STALE_COPY',
+  /** 409 to a takeover: the run is paused or finished on the plane, so there is nothing to take over. */
+  NOT_RUNNING: 'NOT_RUNNING',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/** Base of every waymark error: a stable `code`, a message, an optional cause. */
+/** Base of every waymark error: a stable `code` of the registry, a message, an optional cause. */
 export class WaymarkError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly details?: Record<string, unknown>;
-  constructor(code: string, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
     super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
     this.name = 'WaymarkError';
     this.code = code;
@@ -98,8 +154,13 @@ export class WaymarkError extends Error {
   }
 }
 
+/** True when `v` is a code of the registry (a code read from the wire or a row may be any string). */
+export function isErrorCode(v: unknown): v is ErrorCode {
+  return typeof v === 'string' && Object.hasOwn(ErrorCode, v) && (ErrorCode as Record<string, string>)[v] === v;
+}
+
 /** True when `e` carries the given waymark code (works across realms and processes). */
-export function hasCode(e: unknown, code: string): boolean {
+export function hasCode(e: unknown, code: ErrorCode): boolean {
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === code;
 }
 

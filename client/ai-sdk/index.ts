@@ -25,7 +25,7 @@
  *    carrying the status. A stream that failed after it had shown text is not
  *    retried here (the agent's re-issue on resume is the retry).
  */
-import { backoff } from '../models/retry.js';
+import { backoff, retryAfter } from '../retry.js';
 import type {
   LanguageModelV3,
   LanguageModelV3CallOptions,
@@ -40,7 +40,6 @@ import type { Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { FinishReason, Message, Model, ModelReply, ModelRequest, ModelStreamPart, ModelUsage, ToolCall } from '../models/model.js';
 import { ModelError } from '../models/openai.js';
-import { retryAfter } from '../replica/http.js';
 
 export interface AISDKModelOptions {
   /** Retries after the first attempt, for retryable errors. Default 4. */

@@ -9,6 +9,7 @@
  */
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
+import { ErrorCode } from '../../shared/errors.js';
 
 export type OptionSpec = { type: 'string' | 'boolean'; short?: string; help: string; choices?: readonly string[] };
 
@@ -27,7 +28,7 @@ export interface Parsed {
 }
 
 export class UsageError extends Error {
-  readonly code = 'USAGE';
+  readonly code = ErrorCode.USAGE;
   constructor(readonly problems: string[], readonly usage: string) {
     super(problems.join('\n'));
   }

@@ -4,13 +4,12 @@
  * exponential backoff and full jitter; a malformed answer is a MODEL_ERROR,
  * never a guess.
  */
-import { backoff } from './retry.js';
+import { backoff, retryAfter } from '../retry.js';
 import { request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import type { FinishReason, Message, Model, ModelReply, ModelRequest, ModelStreamPart, ModelUsage, ToolCall } from './model.js';
-import { retryAfter } from '../replica/http.js';
 
 export interface OpenAIChatOptions {
   /** e.g. `https://api.example.com/v1` (the path `/chat/completions` is appended). */

@@ -73,7 +73,8 @@ import {
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { importResultOf, planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
-import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
+import { migratePostgres } from './migrations.js';
+import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
 
 type Sql = postgres.Sql<Record<string, never>>;
 type Tx = postgres.TransactionSql<Record<string, never>>;
@@ -166,14 +167,7 @@ export class PostgresCheckpointer implements Checkpointer {
     await this.sql.begin(async (tx: Tx) => {
       await tx`SELECT pg_advisory_xact_lock(hashtext(${'waymark.client:' + this.schema}))`;
       await tx`CREATE SCHEMA IF NOT EXISTS ${schemaId}`;
-      await tx`CREATE TABLE IF NOT EXISTS ${this.sql(`${this.schema}.waymark_migrations`)} (
-        version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`;
-      const [{ v }] = await tx<{ v: number | null }[]>`
-        SELECT max(version) AS v FROM ${this.sql(`${this.schema}.waymark_migrations`)}`;
-      for (let i = v ?? 0; i < POSTGRES_MIGRATIONS.length; i++) {
-        await tx.unsafe(POSTGRES_MIGRATIONS[i].replaceAll('S.', `"${this.schema}".`));
-        await tx`INSERT INTO ${this.sql(`${this.schema}.waymark_migrations`)} (version) VALUES (${i + 1})`;
-      }
+      await migratePostgres(tx, this.schema);
       const id = this.givenWriterId ?? `pg-${uuidv7()}`;
       await tx`INSERT INTO ${this.t.meta} (key, value) VALUES ('writer_id', ${id}) ON CONFLICT (key) DO NOTHING`;
       const [row] = await tx<{ value: string }[]>`SELECT value FROM ${this.t.meta} WHERE key = 'writer_id'`;
@@ -198,7 +192,7 @@ export class PostgresCheckpointer implements Checkpointer {
       try {
         return await this.begin(fn);
       } catch (e) {
-        const lost = isTransient(e);
+        const lost = connectionFailed(e);
         // a retried write whose lost attempt committed meets its own row (a duplicate id, rows in a
         // "fresh" run), its own release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress)
         if (
@@ -239,7 +233,7 @@ export class PostgresCheckpointer implements Checkpointer {
       try {
         return await fn(await this.q());
       } catch (e) {
-        if (attempt >= 3 || !isTransient(e)) throw e;
+        if (attempt >= 3 || !connectionFailed(e)) throw e;
       }
     }
   }
@@ -535,7 +529,7 @@ export class PostgresCheckpointer implements Checkpointer {
         }
       } catch (e) {
         this.cursors.drop(input.executionId);
-        if (!isTransient(e)) throw e;
+        if (!connectionFailed(e)) throw e;
         // the statement may have committed before the connection was lost
         const row = await this.landedRow(minted.id, minted).catch(() => null);
         if (row) {

@@ -65,13 +65,3 @@ export class PlaneHttp {
     return !this.owned || (this.dispatcher as unknown as { closed?: boolean }).closed === true;
   }
 }
-
-/** Retry-After in ms (seconds or HTTP date), or null. */
-export function retryAfter(h: string | string[] | undefined): number | null {
-  const v = Array.isArray(h) ? h[0] : h;
-  if (!v) return null;
-  const s = Number(v);
-  if (Number.isFinite(s)) return Math.max(0, s * 1000);
-  const at = Date.parse(v);
-  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : null;
-}

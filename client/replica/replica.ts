@@ -33,7 +33,8 @@ import { uuidv7 } from '../../shared/ids.js';
 import type { Checkpointer, OutboxEntry, OutboxStats } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { PlaneHttp, retryAfter, type PlaneResponse } from './http.js';
+import { PlaneHttp, type PlaneResponse } from './http.js';
+import { backoffDelay, retryAfter } from '../retry.js';
 
 export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
 
@@ -51,7 +52,9 @@ export interface ReplicaOptions {
   pollMs?: number;
   /** Per request. Default 30 s. */
   timeoutMs?: number;
+  /** The first retry's ceiling of the full-jitter backoff (`client/retry.ts`). Default 250 ms. */
   backoffBaseMs?: number;
+  /** The largest ceiling. Default 30 s. */
   backoffCapMs?: number;
   faults?: FaultHook;
 }
@@ -221,9 +224,7 @@ export class Replica extends EventEmitter {
           this.setState('auth_failed');
         } else {
           this.failures++;
-          const jitter = Math.random() * Math.min(this.o.backoffCapMs, this.o.backoffBaseMs * 2 ** Math.min(this.failures - 1, 20));
-          const wait = Math.max(outcome.retryAfterMs ?? 0, jitter);
-          this.scheduleRetry(wait);
+          this.scheduleRetry(backoffDelay(this.failures, { baseMs: this.o.backoffBaseMs, capMs: this.o.backoffCapMs }, outcome.retryAfterMs ?? 0));
         }
         this.emit('round', outcome);
       })
@@ -232,7 +233,7 @@ export class Replica extends EventEmitter {
         this.round = null;
         this.fail(`local store: ${(e as Error).message}`);
         this.failures++;
-        this.scheduleRetry(Math.min(this.o.backoffCapMs, this.o.backoffBaseMs * 2 ** Math.min(this.failures, 20)));
+        this.scheduleRetry(backoffDelay(this.failures, { baseMs: this.o.backoffBaseMs, capMs: this.o.backoffCapMs }));
       });
   }
 

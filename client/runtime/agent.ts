@@ -786,7 +786,7 @@ export class Agent {
     }
   }
 
-  /** Walk an agent path (`agent:A/agent:W/tool:T`) through this agent's workers; throws naming a missing tool. */
+  /** Walk an agent path (`agent:A/agent:W/tool:T`) through this agent's workers; throws TOOL_NOT_FOUND naming a missing tool. */
   private resolveTool(agentPath: string): void {
     const parts = agentPath.split('/');
     if (parts[0] !== this.path) {
@@ -801,7 +801,7 @@ export class Agent {
         agent = w;
       } else if (kind === 'tool') {
         if (!agent.tools.has(name)) {
-          throw new CheckpointError(`the run needs tool '${name}', which agent '${agent.name}' does not have`, { details: { tool: name } });
+          throw new CheckpointError(`the run needs tool '${name}', which agent '${agent.name}' does not have`, { details: { tool: name }, code: ErrorCode.TOOL_NOT_FOUND });
         }
       }
     }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WaymarkError } from '../../shared/errors.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { jsonProblem, type Json } from '../../shared/json.js';
 import { JsonValue } from '../../shared/rows.js';
 import { currentRun } from './context.js';
@@ -46,7 +46,7 @@ export class InterruptSignal extends WaymarkError {
     readonly context: Json | null,
     readonly index: number,
   ) {
-    super('INTERRUPT_SIGNAL', `paused: ${reason}`);
+    super(ErrorCode.INTERRUPT_SIGNAL, `paused: ${reason}`);
     this.name = 'InterruptSignal';
   }
 }
@@ -60,13 +60,13 @@ export class InterruptSignal extends WaymarkError {
 export function interrupt(reason: string, context: Json | null = null): Resume {
   const run = currentRun();
   if (!run?.tool) {
-    throw new WaymarkError('NOT_IN_TOOL', 'interrupt() must be called inside a tool of a durable run');
+    throw new WaymarkError(ErrorCode.NOT_IN_TOOL, 'interrupt() must be called inside a tool of a durable run');
   }
   const scope = run.tool;
   const index = scope.interrupts++;
   if (index < scope.resumes.length) return Resume.from(scope.resumes[index]);
   const problem = jsonProblem(context);
-  if (problem) throw new WaymarkError('INVALID_ROW', `interrupt context is not JSON: ${problem}`);
+  if (problem) throw new WaymarkError(ErrorCode.INVALID_ROW, `interrupt context is not JSON: ${problem}`);
   const frozen = context === null ? null : (JSON.parse(JSON.stringify(context)) as Json);
   scope.pause ??= { reason, context: frozen, index };
   throw new InterruptSignal(reason, frozen, index);

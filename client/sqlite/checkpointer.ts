@@ -76,7 +76,7 @@ import {
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { importResultOf, planImport } from '../store/import.js';
 import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
-import { SQLITE_MIGRATIONS } from './migrations.js';
+import { migrateSqlite } from './migrations.js';
 
 export type SqliteSynchronous = 'FULL' | 'NORMAL' | 'EXTRA';
 
@@ -118,20 +118,9 @@ export class SqliteCheckpointer implements Checkpointer {
     if (options.path !== ':memory:') this.db.pragma('journal_mode = WAL');
     this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
     this.db.pragma('foreign_keys = ON');
-    this.migrate();
+    migrateSqlite(this.db);
     this.writerId = this.resolveWriterId(options.writerId);
     this.st = this.prepare();
-  }
-
-  private migrate(): void {
-    const run = this.db.transaction(() => {
-      const version = this.db.pragma('user_version', { simple: true }) as number;
-      for (let v = version; v < SQLITE_MIGRATIONS.length; v++) {
-        this.db.exec(SQLITE_MIGRATIONS[v]);
-        this.db.pragma(`user_version = ${v + 1}`);
-      }
-    });
-    run.immediate();
   }
 
   private resolveWriterId(given?: string): string {
@@ -204,7 +193,7 @@ export class SqliteCheckpointer implements Checkpointer {
 
   async setup(): Promise<void> {
     this.assertOpen();
-    this.migrate();
+    migrateSqlite(this.db);
   }
 
   private queue(id: string, kind: OutboxKind, executionId: string, payload: string | null, bytes: number): void {

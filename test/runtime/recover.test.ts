@@ -66,7 +66,7 @@ describe('recoverRuns', () => {
     await crashed('bot', 'b-good');
     const report = await recoverRuns({ agents: [bot], store, concurrency: 1 });
     expect(report.runs.map((r) => [r.executionId, r.outcome])).toEqual([['a-bad', 'failed'], ['b-good', 'recovered']]);
-    expect(report.runs[0]).toMatchObject({ error: { code: 'CHECKPOINT_ERROR', message: expect.stringContaining("tool 'gone'") } });
+    expect(report.runs[0]).toMatchObject({ error: { code: 'TOOL_NOT_FOUND', message: expect.stringContaining("tool 'gone'") } });
     expect((await store.getLease('a-bad'))?.live).toBe(false);
   });
 

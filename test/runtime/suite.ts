@@ -557,11 +557,11 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(ledger.charges().length).toBe(2);
     });
 
-    it('a missing tool is named by CheckpointError and the pause is not consumed', async () => {
+    it('a missing tool is named by CheckpointError (TOOL_NOT_FOUND) and the pause is not consumed', async () => {
       const id = `missing-${n}`;
       await refundAgent({ store, ledger }).agent.run(refundRequest('1', 5000), { executionId: id });
       const { agent: lacking } = refundAgent({ store, ledger, withoutRefundTool: true });
-      await expect(lacking.resume(id, { approved: true })).rejects.toMatchObject({ code: 'CHECKPOINT_ERROR', message: expect.stringMatching(/tool 'refund'/) });
+      await expect(lacking.resume(id, { approved: true })).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', details: { tool: 'refund' }, message: expect.stringMatching(/tool 'refund'/) });
       expect(await store.getPendingInterrupt(id)).not.toBeNull();
       expect((await refundAgent({ store, ledger }).agent.resume(id, { approved: true })).status).toBe('completed');
     });

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import postgres from 'postgres';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
-import { POSTGRES_MIGRATIONS } from '../../client/postgres/migrations.js';
+import { MIGRATIONS, postgresText } from '../../client/store/migrations.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 
 const ready = await pgReady('store migration: postgres');
@@ -27,7 +27,7 @@ describe.skipIf(!ready)('postgres schema migration 1 → 2', () => {
     // lay the schema out exactly as version 1 left it
     await raw.unsafe(`CREATE SCHEMA v1`);
     await raw.unsafe(`CREATE TABLE v1.waymark_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-    await raw.unsafe(POSTGRES_MIGRATIONS[0].replaceAll('S.', '"v1".'));
+    await raw.unsafe(postgresText(MIGRATIONS[0], 'v1'));
     await raw.unsafe(`INSERT INTO v1.waymark_migrations (version) VALUES (1)`);
     const indexes = async () => (await raw`SELECT indexname FROM pg_indexes WHERE schemaname = 'v1' ORDER BY indexname`).map((r) => r.indexname as string);
     expect(await indexes()).toContain('executions_finished');
@@ -35,7 +35,9 @@ describe.skipIf(!ready)('postgres schema migration 1 → 2', () => {
     // a store of this version writes through the migrated schema; this first put runs setup()
     const state = { messages: [{ role: 'user', content: 'hi' }] };
     const first = await old.put({ executionId: 'e', nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:m', state });
-    expect((await raw`SELECT max(version) AS v FROM v1.waymark_migrations`)[0].v).toBe(POSTGRES_MIGRATIONS.length);
+    expect((await raw`SELECT max(version) AS v FROM v1.waymark_migrations`)[0].v).toBe(MIGRATIONS.length);
+    // the version table of the old code gains names: the one it applied, and the ones applied now
+    expect((await raw`SELECT version, name FROM v1.waymark_migrations ORDER BY version`).map((r) => [r.version, r.name])).toEqual(MIGRATIONS.map((m, i) => [i + 1, m.name]));
     expect(await indexes()).not.toContain('executions_finished');
     await old.close();
     const store = new PostgresCheckpointer({ url: db.url, schema: 'v1', max: 2 });

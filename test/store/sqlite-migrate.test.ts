@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import Database from 'better-sqlite3';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { SQLITE_MIGRATIONS } from '../../client/sqlite/migrations.js';
+import { MIGRATIONS } from '../../client/store/migrations.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-sqlite-migrate-');
@@ -33,7 +33,7 @@ describe('sqlite schema migration 1 → 2', () => {
 
     const v1 = new Database(tmp.file('v1.db'));
     v1.pragma('journal_mode = WAL');
-    v1.exec(SQLITE_MIGRATIONS[0]);
+    v1.exec(MIGRATIONS[0].sqlite);
     v1.pragma('user_version = 1');
     v1.exec(`ATTACH '${tmp.file('source.db')}' AS src`);
     for (const t of ['waymark_meta', 'executions', 'checkpoints', 'pending_interrupts', 'idempotency']) v1.exec(`INSERT INTO main.${t} SELECT * FROM src.${t}`);
@@ -45,7 +45,11 @@ describe('sqlite schema migration 1 → 2', () => {
 
     const store = new SqliteCheckpointer({ path: tmp.file('v1.db') });
     const db = store.connection;
-    expect(db.pragma('user_version', { simple: true })).toBe(SQLITE_MIGRATIONS.length);
+    expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    // names recorded: the version the old file had (when it was applied is not known), and the ones applied now
+    const versions = db.prepare(`SELECT version, name, applied_at FROM waymark_migrations ORDER BY version`).all() as { version: number; name: string; applied_at: string | null }[];
+    expect(versions.map((v) => [v.version, v.name])).toEqual(MIGRATIONS.map((m, i) => [i + 1, m.name]));
+    expect(versions.map((v) => v.applied_at === null)).toEqual(MIGRATIONS.map((_, i) => i === 0));
     expect((await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => e.id)).toEqual(before.pending);
     const stats = await store.outboxStats();
     expect({ ...stats, oldestPendingAgeMs: 0 }).toEqual({ ...before.stats, oldestPendingAgeMs: 0 });

@@ -7,7 +7,7 @@ import type { Checkpointer, CheckpointInput } from '../../client/checkpointer.js
 import type { FaultHook } from '../../client/faults.js';
 import { uuidv7 } from '../../shared/ids.js';
 import type { State } from '../../shared/codec.js';
-import { hasCode } from '../../shared/errors.js';
+import { hasCode, type ErrorCode } from '../../shared/errors.js';
 import { eventBytes, LIMITS } from '../../shared/limits.js';
 import { runLeaseSuite } from './lease-suite.js';
 import { runCancelSuite } from './cancel-suite.js';
@@ -49,7 +49,7 @@ export const marker = (executionId: string, status: 'completed' | 'failed', crea
 export const pauseRow = (executionId: string) =>
   input(executionId, { nodeId: 'turn:0/tool:refund', step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:test/tool:refund' });
 
-export async function expectCode(p: Promise<unknown>, code: string): Promise<void> {
+export async function expectCode(p: Promise<unknown>, code: ErrorCode): Promise<void> {
   let err: unknown;
   try {
     await p;
