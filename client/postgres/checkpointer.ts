@@ -6,18 +6,15 @@
  */
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
-import { utf8Bytes } from '../../shared/json.js';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
-import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
+import { stateOfCursor, type ChainRow, type CodecCursor } from '../../shared/codec.js';
 import {
   Checkpoint as CheckpointSchema,
   IdempotencyEntry as IdempotencySchema,
   PendingInterrupt as PendingSchema,
   type Checkpoint,
   type IdempotencyEntry,
-  type OutboxEvent,
-  type OutboxKind,
   type PendingInterrupt,
 } from '../../shared/rows.js';
 import type {
@@ -25,17 +22,15 @@ import type {
   CancelResult,
   CheckpointInput,
   Checkpointer,
-  ClaimGuard,
   ClaimResult,
   DeleteResult,
   ExecutionState,
   ExecutionSummary,
   IdempotentLookup,
+  ImportResult,
   Lease,
   LeaseInfo,
   LeaseRequest,
-  WriteOptions,
-  ImportResult,
   ListOptions,
   OutboxEntry,
   OutboxStats,
@@ -44,41 +39,37 @@ import type {
   PruneResult,
   QuarantinedEntry,
   RestoreBundle,
+  WriteOptions,
 } from '../checkpointer.js';
 import { AlreadyFinished, DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
+import { rowOf, StoreBase, written, type Outcome, type StoreBaseOptions } from '../store/base.js';
 import { cancelMarker, checkCancel, isCancelMarker, notFound, runCancelled } from '../store/cancel.js';
-import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
-import { noFaults, type FaultHook } from '../faults.js';
 import {
-  buildRow,
-  canonicalTime,
-  checkBundleRows,
-  checkIdempotencyKey,
-  checkInput,
-  checkJson,
   chainRowFromColumns,
-  executionExists,
-  CursorCache,
+  checkpointColumns,
+  executionColumns,
+  idempotencyColumns,
   idempotencyFromColumns,
-  pendingFor,
+  pendingColumns,
   pendingFromColumns,
   rowFromColumns,
-  WriteSignal,
   type ChainColumns,
   type CheckpointColumns,
   type IdempotencyColumns,
   type PendingColumns,
-  type RowText,
-} from '../store/rows.js';
-import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
+} from '../store/columns.js';
+import { checkpointWritten, executionDeleted, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
 import { importResultOf, planImport } from '../store/import.js';
-import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
+import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
+import { buildRow, canonicalTime, checkBundleRows, checkIdempotencyKey, checkInput, checkJson, executionExists, pendingFor, type RowText } from '../store/rows.js';
+import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
 
 type Sql = postgres.Sql<Record<string, never>>;
 type Tx = postgres.TransactionSql<Record<string, never>>;
 
-export interface PostgresCheckpointerOptions {
+export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   /** Connection string; or pass `sql`. */
   url?: string;
   /** An existing postgres.js client (not closed by `close()`). */
@@ -88,11 +79,12 @@ export interface PostgresCheckpointerOptions {
   /** Pool size when the adapter makes its own client. Default 10. */
   max?: number;
   writerId?: string;
-  outbox?: boolean;
-  faults?: FaultHook;
 }
 
 const PRUNE_CHUNK = 500;
+
+/** The `executions` columns a new newest row moves. */
+const ADVANCE = ['next_seq', 'last_id', 'last_node_id', 'last_step', 'last_status', 'updated_at'] as const;
 
 function pgCode(e: unknown): string | undefined {
   return (e as { code?: string })?.code;
@@ -102,22 +94,17 @@ function constraintOf(e: unknown): string | undefined {
   return (e as { constraint_name?: string })?.constraint_name;
 }
 
-export class PostgresCheckpointer implements Checkpointer {
-  claimGuard?: ClaimGuard;
+export class PostgresCheckpointer extends StoreBase implements Checkpointer {
   private readonly sql: Sql;
   private readonly ownsSql: boolean;
   readonly schema: string;
-  private readonly outbox: boolean;
-  private readonly fault: FaultHook;
-  private readonly cursors = new CursorCache();
-  private readonly signal = new WriteSignal();
   private readonly givenWriterId?: string;
   private resolvedWriterId: string | null = null;
   private ready: Promise<void> | null = null;
-  private closed = false;
   private readonly t: Record<'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox' | 'leases', postgres.Helper<string>>;
 
   constructor(options: PostgresCheckpointerOptions) {
+    super('PostgresCheckpointer', options);
     if (!options.sql && !options.url) throw new Error('PostgresCheckpointer needs `url` or `sql`');
     this.ownsSql = !options.sql;
     this.sql = (options.sql ??
@@ -126,8 +113,6 @@ export class PostgresCheckpointer implements Checkpointer {
       postgres(options.url!, { max: options.max ?? 10, onnotice: () => {}, fetch_types: false })) as unknown as Sql;
     this.schema = options.schema ?? 'waymark';
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name: ${this.schema}`);
-    this.outbox = options.outbox ?? true;
-    this.fault = options.faults ?? noFaults;
     this.givenWriterId = options.writerId;
     const id = (name: string) => this.sql(`${this.schema}.${name}`);
     this.t = {
@@ -151,7 +136,11 @@ export class PostgresCheckpointer implements Checkpointer {
 
   /** Create or migrate the schema under an advisory lock: safe for concurrent callers. */
   setup(): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('PostgresCheckpointer is closed'));
+    try {
+      this.assertOpen();
+    } catch (e) {
+      return Promise.reject(e);
+    }
     if (!this.ready) {
       this.ready = this.migrate().catch((e) => {
         this.ready = null;
@@ -219,9 +208,9 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   /** The stored row with this id if it is the one `input` describes (a lost attempt that committed). */
-  private async landedRow(id: string, input: CheckpointInput): Promise<Checkpoint | null> {
+  private async landedRow(id: string, input: CheckpointInput): Promise<{ kind: 'landed'; row: Checkpoint } | null> {
     const row = await this.getById(id);
-    return row && row.executionId === input.executionId && row.nodeId === input.nodeId && row.step === input.step ? row : null;
+    return row && row.executionId === input.executionId && row.nodeId === input.nodeId && row.step === input.step ? { kind: 'landed', row } : null;
   }
 
   private async q(): Promise<Sql> {
@@ -252,17 +241,15 @@ export class PostgresCheckpointer implements Checkpointer {
     return sql`(SELECT jsonb_array_elements_text((${JSON.stringify(values)}::text)::jsonb))`;
   }
 
-  private queueEvent(tx: Tx, id: string, kind: OutboxKind, executionId: string, payload: string | null, bytes: number) {
+  private queueEvent(tx: Tx, e: QueuedEvent) {
     if (!this.outbox) return null;
     return tx`INSERT INTO ${this.t.outbox} (id, kind, execution_id, payload, bytes, created_at)
-              VALUES (${id}, ${kind}, ${executionId}, ${payload}, ${bytes}, ${canonicalTime()})`;
+              VALUES (${e.id}, ${e.kind}, ${e.executionId}, ${e.payload}, ${e.bytes}, ${canonicalTime()})`;
   }
 
-  private async cursorAt(tx: Tx, executionId: string, seq: number, id: string): Promise<CodecCursor> {
-    const cached = this.cursors.get(executionId, seq, id);
-    if (cached) return cached;
-    const [last] = await this.chain(tx, executionId, seq, seq);
-    return decodeChain(await this.chain(tx, executionId, chainBase(last), seq)).cursor;
+  /** The cursor of row `seq` of an execution, read inside the caller's transaction when not cached. */
+  private async txCursorAt(tx: Tx, executionId: string, seq: number, id: string): Promise<CodecCursor> {
+    return this.cursorAt(executionId, seq, id, (base, upTo) => this.chain(tx, executionId, base, upTo));
   }
 
   /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
@@ -273,29 +260,33 @@ export class PostgresCheckpointer implements Checkpointer {
     return rows.map(chainRowFromColumns);
   }
 
-  /** Write one checkpoint inside the caller's transaction, under the execution row's lock. */
-  private async writeCheckpoint(tx: Tx, input: CheckpointInput): Promise<RowText> {
+  protected readChain(executionId: string, base: number, seq: number): Promise<ChainRow[]> {
+    return this.read((sql) => this.chain(sql, executionId, base, seq));
+  }
+
+  /** Lock an execution's row inside the caller's transaction (a placeholder row when new); its position as stored. */
+  private async lockExecution(tx: Tx, executionId: string): Promise<{ next_seq: number; last_id: string }> {
     const [ex] = await tx<{ next_seq: number; last_id: string }[]>`
       INSERT INTO ${this.t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
-      VALUES (${input.executionId}, 0, '', '', '', '', '')
+      VALUES (${executionId}, 0, '', '', '', '', '')
       ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id
       RETURNING next_seq, last_id`;
+    return ex;
+  }
+
+  /** Write one checkpoint inside the caller's transaction, under the execution row's lock. */
+  private async writeCheckpoint(tx: Tx, input: CheckpointInput): Promise<RowText> {
+    const ex = await this.lockExecution(tx, input.executionId);
     await this.checkPrev(tx, input, ex);
     const seq = ex.next_seq;
-    const prev = seq > 0 ? await this.cursorAt(tx, input.executionId, seq - 1, ex.last_id) : null;
+    const prev = seq > 0 ? await this.txCursorAt(tx, input.executionId, seq - 1, ex.last_id) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
     const r = rt.row;
     try {
       await Promise.all([
-        tx`INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
-             state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
-           VALUES (${r.id}, ${r.executionId}, ${seq}, ${r.nodeId}, ${r.turn}, ${r.step}, ${r.status}, ${r.agentPath},
-             ${r.parentId}, ${rt.stateText}, ${rt.nodeInput}, ${rt.nodeOutput}, ${r.interruptReason},
-             ${rt.interruptContext}, ${r.createdAt}, ${r.writerId})`,
-        tx`UPDATE ${this.t.executions} SET next_seq = ${seq + 1}, last_id = ${r.id}, last_node_id = ${r.nodeId},
-             last_step = ${r.step}, last_status = ${r.status}, updated_at = ${r.createdAt}
-           WHERE execution_id = ${r.executionId}`,
-        this.queueEvent(tx, r.id, 'checkpoint', r.executionId, null, rt.bytes),
+        tx`INSERT INTO ${this.t.checkpoints} ${tx(checkpointColumns(r, rt))}`,
+        tx`UPDATE ${this.t.executions} SET ${tx(executionColumns(r), ...ADVANCE)} WHERE execution_id = ${r.executionId}`,
+        this.queueEvent(tx, checkpointWritten(rt)),
       ]);
     } catch (e) {
       if (pgCode(e) === SQLSTATE.uniqueViolation && constraintOf(e) === 'checkpoints_pkey') {
@@ -317,11 +308,6 @@ export class PostgresCheckpointer implements Checkpointer {
     if (has && ex.last_id === input.prevId) return;
     const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId}`;
     if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
-  }
-
-  private committed(rt: RowText | null): void {
-    if (rt) this.cursors.set(rt.row.executionId, rt.cursor);
-    if (this.outbox) this.signal.emit();
   }
 
   private async leaseInfo(sql: Sql | Tx, executionId: string): Promise<LeaseInfo | null> {
@@ -383,6 +369,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async cancel(executionId: string, options?: CancelOptions): Promise<CancelResult> {
+    this.assertOpen();
     const reason = checkCancel(executionId, options);
     let out: { rt: RowText | null; marker: Checkpoint; closed: PendingInterrupt | null };
     try {
@@ -399,21 +386,10 @@ export class PostgresCheckpointer implements Checkpointer {
         if (last.step === 'run_end' && last.status === 'completed') throw new AlreadyFinished(executionId, last.id);
         const [open] = await tx<PendingColumns[]>`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
         const closed = open ? pendingFromColumns(open) : null;
-        if (closed) {
-          const event: OutboxEvent = {
-            kind: 'interrupt_closed',
-            id: uuidv7(),
-            executionId,
-            checkpointId: closed.checkpointId,
-            writerId: this.writerId,
-            closedAt: canonicalTime(),
-          };
-          const text = JSON.stringify(event);
-          await this.queueEvent(tx, event.id, 'interrupt_closed', executionId, text, utf8Bytes(text));
-        }
+        if (closed) await this.queueEvent(tx, interruptClosed(closed, this.writerId));
         // every runner is fenced out: its next write or renewal finds the holder cleared and the marker
         await tx`UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0 WHERE execution_id = ${executionId}`;
-        const state = stateOfCursor(await this.cursorAt(tx, executionId, last.seq, last.id));
+        const state = stateOfCursor(await this.txCursorAt(tx, executionId, last.seq, last.id));
         const rt = await this.writeCheckpoint(tx, cancelMarker(last, state, reason));
         return { rt, marker: rt.row, closed };
       });
@@ -421,12 +397,12 @@ export class PostgresCheckpointer implements Checkpointer {
       this.cursors.drop(executionId);
       throw e;
     }
-    this.committed(out.rt);
-    this.fault('store.cancel.afterCommit');
+    this.afterCommit(executionId, written(out.rt), 'store.cancel.afterCommit');
     return { checkpoint: out.marker, closedPause: out.closed, alreadyCancelled: out.rt === null };
   }
 
   async acquireLease(executionId: string, request: LeaseRequest): Promise<Lease> {
+    this.assertOpen();
     checkLease(executionId, request);
     // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
     const landed = async (): Promise<Lease | null> => {
@@ -439,11 +415,13 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async renewLease(lease: Lease): Promise<Lease> {
+    this.assertOpen();
     checkLease(lease?.executionId, lease);
     return this.begin((tx) => this.fence(tx, lease, false));
   }
 
   async releaseLease(lease: Lease): Promise<void> {
+    this.assertOpen();
     checkLease(lease?.executionId, lease);
     await this.begin(async (tx) => {
       await tx`UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0
@@ -452,6 +430,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async getLease(executionId: string): Promise<LeaseInfo | null> {
+    this.assertOpen();
     return this.read((sql) => this.leaseInfo(sql, executionId));
   }
 
@@ -517,6 +496,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async put(input: CheckpointInput, options: WriteOptions = {}): Promise<Checkpoint> {
+    this.assertOpen();
     checkInput(input);
     const lease = options.lease;
     if (lease) checkLease(input.executionId, lease);
@@ -529,45 +509,35 @@ export class PostgresCheckpointer implements Checkpointer {
       try {
         const rt = await this.putOnCursor(minted, cursor, lease);
         if (rt) {
-          this.committed(rt);
-          this.fault('store.put.afterCommit');
+          this.afterCommit(input.executionId, written(rt), 'store.put.afterCommit');
           return rt.row;
         }
       } catch (e) {
         this.cursors.drop(input.executionId);
         if (!isTransient(e)) throw e;
         // the statement may have committed before the connection was lost
-        const row = await this.landedRow(minted.id, minted).catch(() => null);
-        if (row) {
-          this.committed(null);
-          this.fault('store.put.afterCommit');
-          return row;
+        const landed = await this.landedRow(minted.id, minted).catch(() => null);
+        if (landed) {
+          this.afterCommit(input.executionId, landed, 'store.put.afterCommit');
+          return landed.row;
         }
       }
     }
-    let row: Checkpoint;
+    let out: Outcome;
     try {
-      const out = await this.write<RowText | Checkpoint>(
+      out = await this.write<Outcome>(
         async (tx) => {
           if (lease) await this.fence(tx, lease, release);
-          return this.writeCheckpoint(tx, minted);
+          return written(await this.writeCheckpoint(tx, minted));
         },
         () => this.landedRow(minted.id, minted),
       );
-      if ('cursor' in out) {
-        this.committed(out);
-        row = out.row;
-      } else {
-        this.cursors.drop(input.executionId);
-        this.committed(null);
-        row = out;
-      }
     } catch (e) {
       this.cursors.drop(input.executionId);
       throw fencedWriteError(e, input);
     }
-    this.fault('store.put.afterCommit');
-    return row;
+    this.afterCommit(input.executionId, out, 'store.put.afterCommit');
+    return rowOf(out)!;
   }
 
   async recordInterrupt(
@@ -575,16 +545,18 @@ export class PostgresCheckpointer implements Checkpointer {
     pause: { reason: string; context: Json | null },
     options: WriteOptions = {},
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
+    this.assertOpen();
     checkInput(input);
     const lease = options.lease;
     if (lease) checkLease(input.executionId, lease);
     input = { ...input, id: input.id ?? uuidv7() };
-    const landed = async () => {
-      const row = await this.landedRow(input.id!, input);
-      const pending = row ? await this.getPendingInterrupt(row.executionId) : null;
-      return row && pending?.checkpointId === row.id ? { rt: { row } as RowText, pending, landed: true } : null;
+    type Recorded = Outcome & { pending: PendingInterrupt };
+    const landed = async (): Promise<Recorded | null> => {
+      const found = await this.landedRow(input.id!, input);
+      const pending = found ? await this.getPendingInterrupt(found.row.executionId) : null;
+      return found && pending?.checkpointId === found.row.id ? { ...found, pending } : null;
     };
-    let out: { rt: RowText; pending: PendingInterrupt; landed?: boolean };
+    let out: Recorded;
     try {
       out = await this.write(async (tx) => {
         // a pause ends this runner's hold: the resumer that claims it takes the lease anew
@@ -593,31 +565,24 @@ export class PostgresCheckpointer implements Checkpointer {
         const pending = pendingFor(rt.row, pause.reason, pause.context);
         this.fault('store.recordInterrupt.betweenRows');
         try {
-          await tx`INSERT INTO ${this.t.pending} (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
-            VALUES (${pending.executionId}, ${pending.checkpointId}, ${pending.nodeId}, ${pending.reason},
-              ${pending.context === null ? null : JSON.stringify(pending.context)}, ${pending.agentPath}, ${pending.createdAt})`;
+          await tx`INSERT INTO ${this.t.pending} ${tx(pendingColumns(pending))}`;
         } catch (e) {
           if (pgCode(e) === SQLSTATE.uniqueViolation) throw new PauseExistsError(pending.executionId);
           throw e;
         }
-        const event: OutboxEvent = { kind: 'interrupt_opened', id: uuidv7(), row: pending };
-        const text = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'interrupt_opened', pending.executionId, text, utf8Bytes(text));
-        return { rt, pending };
+        await this.queueEvent(tx, interruptOpened(pending));
+        return { ...written(rt), pending };
       }, landed);
     } catch (e) {
       this.cursors.drop(input.executionId);
       throw fencedWriteError(e, input);
     }
-    if (out.landed) {
-      this.cursors.drop(input.executionId);
-      this.committed(null);
-    } else this.committed(out.rt);
-    this.fault('store.recordInterrupt.afterCommit');
-    return { checkpoint: out.rt.row, pending: out.pending };
+    this.afterCommit(input.executionId, out, 'store.recordInterrupt.afterCommit');
+    return { checkpoint: rowOf(out)!, pending: out.pending };
   }
 
   async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput; lease?: LeaseRequest | Lease }): Promise<ClaimResult | null> {
+    this.assertOpen();
     const { executionId, checkpointId } = pause;
     const next = options?.next ? { ...options.next, id: options.next.id ?? uuidv7() } : undefined;
     if (next) checkInput(next);
@@ -625,11 +590,12 @@ export class PostgresCheckpointer implements Checkpointer {
     if (ask) checkLease(executionId, ask);
     const open = next ? await this.getPendingInterrupt(executionId) : null;
     const before = open?.checkpointId === checkpointId ? open : null;
+    type Claimed = Outcome<RowText | null> & { pending: PendingInterrupt; lease: Lease | null };
     // with a `next` row, a lost attempt that committed is recognisable by that row's id
     const landed = next
-      ? async () => {
-          const row = await this.landedRow(next.id, next);
-          if (!row || !before) return null;
+      ? async (): Promise<Claimed | null> => {
+          const found = await this.landedRow(next.id, next);
+          if (!found || !before) return null;
           // the lost attempt took the lease with the claim: it is ours if its holder is still us
           const held = ask ? await this.getLease(executionId) : null;
           const lease: Lease | null =
@@ -637,10 +603,10 @@ export class PostgresCheckpointer implements Checkpointer {
               ? { executionId, holder: ask.holder, ttlMs: ask.ttlMs, epoch: held.epoch, expiresAt: held.expiresAt }
               : null;
           if (ask && !lease) return null;
-          return { pending: before, rt: { row } as RowText, lease, landed: true };
+          return { ...found, pending: before, lease };
         }
       : undefined;
-    let out: { pending: PendingInterrupt; rt: RowText | null; lease: Lease | null; landed?: boolean } | null;
+    let out: Claimed | null;
     try {
       out = await this.write(async (tx) => {
         const [row] = await tx<PendingColumns[]>`
@@ -649,33 +615,21 @@ export class PostgresCheckpointer implements Checkpointer {
         const pending = pendingFromColumns(row);
         // the claim and the lease are one decision: a refused lease rolls the claim back
         const lease = ask ? (isHeld(ask) ? await this.fence(tx, ask, false) : await this.takeLease(tx, executionId, ask)) : null;
-        const event: OutboxEvent = {
-          kind: 'interrupt_claimed',
-          id: uuidv7(),
-          executionId,
-          checkpointId: pending.checkpointId,
-          writerId: this.writerId,
-          claimedAt: canonicalTime(),
-        };
-        const text = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'interrupt_claimed', executionId, text, utf8Bytes(text));
+        await this.queueEvent(tx, interruptClaimed(pending, this.writerId));
         const rt = next ? await this.writeCheckpoint(tx, next) : null;
-        return { pending, rt, lease };
-      }, landed as (() => Promise<{ pending: PendingInterrupt; rt: RowText | null; lease: Lease | null; landed?: boolean } | null>) | undefined);
+        return { ...written(rt), pending, lease };
+      }, landed);
     } catch (e) {
       this.cursors.drop(executionId);
       throw e;
     }
     if (!out) return null;
-    if (out.landed) {
-      this.cursors.drop(executionId);
-      this.committed(null);
-    } else this.committed(out.rt);
-    this.fault('store.claim.afterCommit');
-    return { pending: out.pending, checkpoint: out.rt?.row ?? null, lease: out.lease };
+    this.afterCommit(executionId, out, 'store.claim.afterCommit');
+    return { pending: out.pending, checkpoint: rowOf(out), lease: out.lease };
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<PendingColumns[]>`SELECT * FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
       return row ? pendingFromColumns(row) : null;
@@ -683,6 +637,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async listPendingInterrupts(options: { afterExecutionId?: string; limit?: number } = {}): Promise<PendingInterrupt[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<PendingColumns[]>`
         SELECT * FROM ${this.t.pending} WHERE execution_id > ${options.afterExecutionId ?? ''}
@@ -692,6 +647,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async latest(executionId: string): Promise<Checkpoint | null> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<CheckpointColumns[]>`
         SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId} ORDER BY seq DESC LIMIT 1`;
@@ -700,6 +656,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async getById(id: string): Promise<Checkpoint | null> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${id}`;
       return row ? rowFromColumns(row) : null;
@@ -707,6 +664,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async list(executionId: string, options: ListOptions = {}): Promise<Checkpoint[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<CheckpointColumns[]>`
         SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}
@@ -718,17 +676,8 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-  async readState(row: Checkpoint): Promise<State> {
-    const cached = this.cursors.peek(row.executionId, row.seq, row.id);
-    if (cached) return stateOfCursor(cached);
-    return this.read(async (sql) => {
-      const { state, cursor } = decodeChain(await this.chain(sql, row.executionId, chainBase(row), row.seq));
-      this.cursors.offer(row.executionId, cursor);
-      return state;
-    });
-  }
-
   async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: ExecutionState } = {}): Promise<ExecutionSummary[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<(ExecRow & { now_ms: string })[]>`
         SELECT e.*, p.execution_id IS NOT NULL AS paused,
@@ -744,6 +693,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async getIdempotent(executionId: string, key: string): Promise<IdempotentLookup> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<IdempotencyColumns[]>`
         SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
@@ -752,33 +702,29 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry> {
+    this.assertOpen();
     checkIdempotencyKey(executionId, key);
     checkJson('idempotent result', result);
     // INSERT … ON CONFLICT DO NOTHING: a retry after a lost commit finds the stored entry
     const entry = await this.write(async (tx) => {
-      const createdAt = canonicalTime();
-      const text = result === null ? null : JSON.stringify(result);
+      const e: IdempotencyEntry = { executionId, key, result, createdAt: canonicalTime() };
       const inserted = await tx<IdempotencyColumns[]>`
-        INSERT INTO ${this.t.idempotency} (execution_id, key, result, created_at)
-        VALUES (${executionId}, ${key}, ${text}, ${createdAt})
+        INSERT INTO ${this.t.idempotency} ${tx(idempotencyColumns(e))}
         ON CONFLICT (execution_id, key) DO NOTHING RETURNING *`;
       if (inserted.length === 1) {
-        const e: IdempotencyEntry = { executionId, key, result, createdAt };
-        const event: OutboxEvent = { kind: 'idempotency', id: uuidv7(), row: e };
-        const t = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'idempotency', executionId, t, utf8Bytes(t));
+        await this.queueEvent(tx, idempotencyRecorded(e));
         return e;
       }
       const [row] = await tx<IdempotencyColumns[]>`
         SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
       return idempotencyFromColumns(row);
     });
-    this.committed(null);
-    this.fault('store.idempotency.afterCommit');
+    this.afterCommit(executionId, written(null), 'store.idempotency.afterCommit');
     return entry;
   }
 
   async listIdempotent(executionId: string): Promise<IdempotencyEntry[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<IdempotencyColumns[]>`
         SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} ORDER BY created_at, key`;
@@ -787,6 +733,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async deleteExecution(executionId: string): Promise<DeleteResult> {
+    this.assertOpen();
     const out = await this.begin(async (tx) => {
       // the execution row first: a writer holds its lock while it checks `prevId` and inserts, so a
       // put either commits before this deletion (and its row is deleted) or runs after it (and is refused)
@@ -796,11 +743,7 @@ export class PostgresCheckpointer implements Checkpointer {
       const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${executionId}`;
       await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${executionId}`;
       await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${executionId} AND NOT synced`;
-      if (e.count || c.count || i.count) {
-        const event: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId, deletedAt: canonicalTime() };
-        const t = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'execution_deleted', executionId, t, utf8Bytes(t));
-      }
+      if (e.count || c.count || i.count) await this.queueEvent(tx, executionDeleted(executionId));
       return { checkpoints: c.count, pending: p.count, idempotency: i.count };
     });
     this.cursors.drop(executionId);
@@ -809,6 +752,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async prune(options: PruneOptions): Promise<PruneResult> {
+    this.assertOpen();
     const cutoff = canonicalTime(options.olderThan);
     const result: PruneResult = { executions: 0, checkpoints: 0, idempotency: 0, keptUnsynced: 0 };
     let after = '';
@@ -847,6 +791,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<OutboxEntry[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<OutboxJoinRow[]>`
         SELECT o.seq AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id,
@@ -858,6 +803,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void> {
+    this.assertOpen();
     const synced = results.synced ?? [];
     const q = Object.entries(results.quarantined ?? {});
     if (!synced.length && !q.length) return;
@@ -872,15 +818,8 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-  markSynced(ids: string[]): Promise<void> {
-    return this.applyResults({ synced: ids });
-  }
-
-  markQuarantined(reasons: Record<string, string>): Promise<void> {
-    return this.applyResults({ quarantined: reasons });
-  }
-
   async outboxStats(): Promise<OutboxStats> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [p] = await sql<{ n: string; bytes: string; oldest: string | null }[]>`
         SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest
@@ -888,43 +827,35 @@ export class PostgresCheckpointer implements Checkpointer {
       const [q] = await sql<{ n: string }[]>`SELECT count(*) AS n FROM ${this.t.outbox} WHERE sync_error IS NOT NULL`;
       const [last] = await sql<{ sync_error: string }[]>`
         SELECT sync_error FROM ${this.t.outbox} WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`;
-      return {
-        pendingCount: Number(p.n),
-        pendingBytes: Number(p.bytes),
-        oldestPendingAt: p.oldest,
-        oldestPendingAgeMs: p.oldest ? Math.max(0, Date.now() - Date.parse(p.oldest)) : null,
-        quarantinedCount: Number(q.n),
-        lastQuarantineReason: last?.sync_error ?? null,
-      };
+      return outboxStatsOf(p, q.n, last?.sync_error ?? null);
     });
   }
 
   async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<QuarantinedEntry[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       let after = '0';
       if (options.afterId) {
         const [r] = await sql<{ seq: string }[]>`SELECT seq FROM ${this.t.outbox} WHERE id = ${options.afterId}`;
         after = r?.seq ?? '0';
       }
-      const rows = await sql<{ id: string; kind: OutboxKind; execution_id: string; sync_error: string; created_at: string }[]>`
+      const rows = await sql<QuarantinedColumns[]>`
         SELECT id, kind, execution_id, sync_error, created_at FROM ${this.t.outbox}
         WHERE sync_error IS NOT NULL AND seq > ${after} ORDER BY seq
         ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map((r) => ({ id: r.id, kind: r.kind, executionId: r.execution_id, reason: r.sync_error, createdAt: r.created_at }));
+      return rows.map(quarantinedFromColumns);
     });
   }
 
   async importRows(bundle: RestoreBundle): Promise<ImportResult> {
+    this.assertOpen();
     const checkpoints = checkBundleRows(CheckpointSchema, bundle.checkpoints, 'checkpoint');
     const pending = bundle.pending ? checkBundleRows(PendingSchema, [bundle.pending], 'pending interrupt')[0] : null;
     const idem = checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry');
     return this.write(async (tx) => {
       const executionIds = [...new Set(checkpoints.map((c) => c.executionId))].sort();
       // lock each execution (a placeholder row when new) so no writer moves it while the plan is made and written
-      for (const e of executionIds) {
-        await tx`INSERT INTO ${this.t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
-          VALUES (${e}, 0, '', '', '', '', '') ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id`;
-      }
+      for (const e of executionIds) await this.lockExecution(tx, e);
       // the local rows the plan can ask about: the bundle's seq range (and the row before it) per execution, and the bundle's ids
       const range = new Map<string, { lo: number; hi: number }>();
       for (const c of checkpoints) {
@@ -955,14 +886,8 @@ export class PostgresCheckpointer implements Checkpointer {
       });
       const res = importResultOf(plan);
       for (const c of plan.insert) {
-        await tx`INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
-            state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
-          VALUES (${c.id}, ${c.executionId}, ${c.seq}, ${c.nodeId}, ${c.turn}, ${c.step}, ${c.status}, ${c.agentPath},
-            ${c.parentId}, ${JSON.stringify(c.state)}, ${c.nodeInput === null ? null : JSON.stringify(c.nodeInput)},
-            ${c.nodeOutput === null ? null : JSON.stringify(c.nodeOutput)}, ${c.interruptReason},
-            ${c.interruptContext === null ? null : JSON.stringify(c.interruptContext)}, ${c.createdAt}, ${c.writerId})`;
-        await tx`UPDATE ${this.t.executions} SET next_seq = ${c.seq + 1}, last_id = ${c.id}, last_node_id = ${c.nodeId},
-            last_step = ${c.step}, last_status = ${c.status}, updated_at = ${c.createdAt}
+        await tx`INSERT INTO ${this.t.checkpoints} ${tx(checkpointColumns(c))}`;
+        await tx`UPDATE ${this.t.executions} SET ${tx(executionColumns(c), ...ADVANCE)}
           WHERE execution_id = ${c.executionId} AND next_seq <= ${c.seq}`;
         this.cursors.drop(c.executionId);
         res.inserted++;
@@ -989,17 +914,12 @@ export class PostgresCheckpointer implements Checkpointer {
         const [latest] = await tx<{ id: string }[]>`
           SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${pending.executionId} ORDER BY seq DESC LIMIT 1`;
         if (latest?.id === pending.checkpointId) {
-          const ins = await tx`INSERT INTO ${this.t.pending} (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
-            VALUES (${pending.executionId}, ${pending.checkpointId}, ${pending.nodeId}, ${pending.reason},
-              ${pending.context === null ? null : JSON.stringify(pending.context)}, ${pending.agentPath}, ${pending.createdAt})
-            ON CONFLICT (execution_id) DO NOTHING`;
+          const ins = await tx`INSERT INTO ${this.t.pending} ${tx(pendingColumns(pending))} ON CONFLICT (execution_id) DO NOTHING`;
           res.pendingImported = ins.count === 1;
         }
       }
       for (const e of idem) {
-        const ins = await tx`INSERT INTO ${this.t.idempotency} (execution_id, key, result, created_at)
-          VALUES (${e.executionId}, ${e.key}, ${e.result === null ? null : JSON.stringify(e.result)}, ${e.createdAt})
-          ON CONFLICT (execution_id, key) DO NOTHING`;
+        const ins = await tx`INSERT INTO ${this.t.idempotency} ${tx(idempotencyColumns(e))} ON CONFLICT (execution_id, key) DO NOTHING`;
         res.idempotencyInserted += ins.count;
       }
       return res;
@@ -1007,6 +927,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async getMeta(key: string): Promise<string | null> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<{ value: string }[]>`SELECT value FROM ${this.t.meta} WHERE key = ${`note:${key}`}`;
       return row?.value ?? null;
@@ -1014,18 +935,13 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async setMeta(key: string, value: string): Promise<void> {
+    this.assertOpen();
     const sql = await this.q();
     await sql`INSERT INTO ${this.t.meta} (key, value) VALUES (${`note:${key}`}, ${value})
       ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
   }
 
-  onWrite(listener: () => void): () => void {
-    return this.signal.on(listener);
-  }
-
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.ownsSql) await this.sql.end({ timeout: 5 });
+    if (this.markClosed() && this.ownsSql) await this.sql.end({ timeout: 5 });
   }
 }
