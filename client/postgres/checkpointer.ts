@@ -9,60 +9,19 @@ import { uuidv7 } from '../../shared/ids.js';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import { stateOfCursor, type ChainRow, type CodecCursor } from '../../shared/codec.js';
-import {
-  Checkpoint as CheckpointSchema,
-  IdempotencyEntry as IdempotencySchema,
-  PendingInterrupt as PendingSchema,
-  type Checkpoint,
-  type IdempotencyEntry,
-  type PendingInterrupt,
-} from '../../shared/rows.js';
-import type {
-  CancelOptions,
-  CancelResult,
-  CheckpointInput,
-  Checkpointer,
-  ClaimResult,
-  DeleteResult,
-  ExecutionState,
-  ExecutionSummary,
-  IdempotentLookup,
-  ImportResult,
-  Lease,
-  LeaseInfo,
-  LeaseRequest,
-  ListOptions,
-  OutboxEntry,
-  OutboxStats,
-  PauseRef,
-  PruneOptions,
-  PruneResult,
-  QuarantinedEntry,
-  RestoreBundle,
-  WriteOptions,
-} from '../checkpointer.js';
-import { AlreadyFinished, DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
+import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+/** The store contract's types, as `C.Lease`, `C.CancelResult`, …. */
+import type * as C from '../checkpointer.js';
+import { DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
 import { rowOf, StoreBase, written, type Outcome, type StoreBaseOptions } from '../store/base.js';
-import { cancelMarker, checkCancel, isCancelMarker, notFound, runCancelled } from '../store/cancel.js';
-import {
-  chainRowFromColumns,
-  checkpointColumns,
-  executionColumns,
-  idempotencyColumns,
-  idempotencyFromColumns,
-  pendingColumns,
-  pendingFromColumns,
-  rowFromColumns,
-  type ChainColumns,
-  type CheckpointColumns,
-  type IdempotencyColumns,
-  type PendingColumns,
-} from '../store/columns.js';
+import { alreadyCancelled, cancelMarker, checkCancel, notFound, runCancelled } from '../store/cancel.js';
+import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
 import { checkpointWritten, executionDeleted, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
-import { importResultOf, planImport } from '../store/import.js';
+import { checkBundle, importResultOf, planImport } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
-import { buildRow, canonicalTime, checkBundleRows, checkIdempotencyKey, checkInput, checkJson, executionExists, pendingFor, type RowText } from '../store/rows.js';
+import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, executionExists, pendingFor, type RowText } from '../store/rows.js';
+import { PRUNE_CHUNK, PruneWalk, type PruneCandidate } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
 
@@ -81,7 +40,6 @@ export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   writerId?: string;
 }
 
-const PRUNE_CHUNK = 500;
 
 /** The `executions` columns a new newest row moves. */
 const ADVANCE = ['next_seq', 'last_id', 'last_node_id', 'last_step', 'last_status', 'updated_at'] as const;
@@ -94,7 +52,7 @@ function constraintOf(e: unknown): string | undefined {
   return (e as { constraint_name?: string })?.constraint_name;
 }
 
-export class PostgresCheckpointer extends StoreBase implements Checkpointer {
+export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   private readonly sql: Sql;
   private readonly ownsSql: boolean;
   readonly schema: string;
@@ -208,7 +166,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
   }
 
   /** The stored row with this id if it is the one `input` describes (a lost attempt that committed). */
-  private async landedRow(id: string, input: CheckpointInput): Promise<{ kind: 'landed'; row: Checkpoint } | null> {
+  private async landedRow(id: string, input: C.CheckpointInput): Promise<{ kind: 'landed'; row: Checkpoint } | null> {
     const row = await this.getById(id);
     return row && row.executionId === input.executionId && row.nodeId === input.nodeId && row.step === input.step ? { kind: 'landed', row } : null;
   }
@@ -257,7 +215,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     const rows = await sql<ChainColumns[]>`
       SELECT id, seq, state FROM ${this.t.checkpoints}
       WHERE execution_id = ${executionId} AND seq >= ${base} AND seq <= ${seq} ORDER BY seq`;
-    return rows.map(chainRowFromColumns);
+    return rows.map(fromColumns.chain);
   }
 
   protected readChain(executionId: string, base: number, seq: number): Promise<ChainRow[]> {
@@ -275,7 +233,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
   }
 
   /** Write one checkpoint inside the caller's transaction, under the execution row's lock. */
-  private async writeCheckpoint(tx: Tx, input: CheckpointInput): Promise<RowText> {
+  private async writeCheckpoint(tx: Tx, input: C.CheckpointInput): Promise<RowText> {
     const ex = await this.lockExecution(tx, input.executionId);
     await this.checkPrev(tx, input, ex);
     const seq = ex.next_seq;
@@ -284,8 +242,8 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     const r = rt.row;
     try {
       await Promise.all([
-        tx`INSERT INTO ${this.t.checkpoints} ${tx(checkpointColumns(r, rt))}`,
-        tx`UPDATE ${this.t.executions} SET ${tx(executionColumns(r), ...ADVANCE)} WHERE execution_id = ${r.executionId}`,
+        tx`INSERT INTO ${this.t.checkpoints} ${tx(toColumns.checkpoint(r, rt))}`,
+        tx`UPDATE ${this.t.executions} SET ${tx(toColumns.execution(r), ...ADVANCE)} WHERE execution_id = ${r.executionId}`,
         this.queueEvent(tx, checkpointWritten(rt)),
       ]);
     } catch (e) {
@@ -298,7 +256,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
   }
 
   /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows); under the execution row's lock. */
-  private async checkPrev(tx: Tx, input: CheckpointInput, ex: { next_seq: number; last_id: string }): Promise<void> {
+  private async checkPrev(tx: Tx, input: C.CheckpointInput, ex: { next_seq: number; last_id: string }): Promise<void> {
     if (input.prevId === undefined) return;
     const has = Number(ex.next_seq) > 0;
     if (input.prevId === null) {
@@ -310,7 +268,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
   }
 
-  private async leaseInfo(sql: Sql | Tx, executionId: string): Promise<LeaseInfo | null> {
+  private async leaseInfo(sql: Sql | Tx, executionId: string): Promise<C.LeaseInfo | null> {
     const [row] = await sql<(LeaseColumns & { now_ms: string })[]>`
       SELECT *, (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms FROM ${this.t.leases}
       WHERE execution_id = ${executionId}`;
@@ -322,7 +280,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
    * server's clock), else RunInProgress. The upsert locks the lease row and
    * judges the newest version of it, so of concurrent takers one wins.
    */
-  private async takeLease(tx: Tx, executionId: string, request: LeaseRequest): Promise<Lease> {
+  private async takeLease(tx: Tx, executionId: string, request: C.LeaseRequest): Promise<C.Lease> {
     const marker = await this.cancelledMarker(tx, executionId);
     if (marker) throw runCancelled(marker);
     for (;;) {
@@ -342,7 +300,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
   }
 
   /** Inside the caller's transaction: the lease is still this one; renew (or release) it, else LeaseLost. */
-  private async fence(tx: Tx, lease: Lease, release: boolean): Promise<Lease> {
+  private async fence(tx: Tx, lease: C.Lease, release: boolean): Promise<C.Lease> {
     const [row] = release
       ? await tx<{ expires_at: string }[]>`
           UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0
@@ -365,10 +323,10 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     const [row] = await tx<CheckpointColumns[]>`
       SELECT c.* FROM ${this.t.executions} e JOIN ${this.t.checkpoints} c ON c.id = e.last_id
       WHERE e.execution_id = ${executionId} AND e.last_step = 'run_end' AND e.last_status = 'cancelled'`;
-    return row ? rowFromColumns(row) : null;
+    return row ? fromColumns.checkpoint(row) : null;
   }
 
-  async cancel(executionId: string, options?: CancelOptions): Promise<CancelResult> {
+  async cancel(executionId: string, options?: C.CancelOptions): Promise<C.CancelResult> {
     this.assertOpen();
     const reason = checkCancel(executionId, options);
     let out: { rt: RowText | null; marker: Checkpoint; closed: PendingInterrupt | null };
@@ -381,11 +339,10 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
         if (!ex || !ex.last_id) throw notFound(executionId);
         const [cols] = await tx<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${ex.last_id}`;
         if (!cols) throw notFound(executionId);
-        const last = rowFromColumns(cols);
-        if (isCancelMarker(last)) return { rt: null, marker: last, closed: null };
-        if (last.step === 'run_end' && last.status === 'completed') throw new AlreadyFinished(executionId, last.id);
+        const last = fromColumns.checkpoint(cols);
+        if (alreadyCancelled(last)) return { rt: null, marker: last, closed: null };
         const [open] = await tx<PendingColumns[]>`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
-        const closed = open ? pendingFromColumns(open) : null;
+        const closed = open ? fromColumns.pending(open) : null;
         if (closed) await this.queueEvent(tx, interruptClosed(closed, this.writerId));
         // every runner is fenced out: its next write or renewal finds the holder cleared and the marker
         await tx`UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0 WHERE execution_id = ${executionId}`;
@@ -401,11 +358,11 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     return { checkpoint: out.marker, closedPause: out.closed, alreadyCancelled: out.rt === null };
   }
 
-  async acquireLease(executionId: string, request: LeaseRequest): Promise<Lease> {
+  async acquireLease(executionId: string, request: C.LeaseRequest): Promise<C.Lease> {
     this.assertOpen();
     checkLease(executionId, request);
     // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
-    const landed = async (): Promise<Lease | null> => {
+    const landed = async (): Promise<C.Lease | null> => {
       const l = await this.leaseInfo(await this.q(), executionId);
       return l && l.holder === request.holder && l.expiresAt
         ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: l.epoch, expiresAt: l.expiresAt }
@@ -414,13 +371,13 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     return this.write((tx) => this.takeLease(tx, executionId, request), landed);
   }
 
-  async renewLease(lease: Lease): Promise<Lease> {
+  async renewLease(lease: C.Lease): Promise<C.Lease> {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
     return this.begin((tx) => this.fence(tx, lease, false));
   }
 
-  async releaseLease(lease: Lease): Promise<void> {
+  async releaseLease(lease: C.Lease): Promise<void> {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
     await this.begin(async (tx) => {
@@ -429,7 +386,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     });
   }
 
-  async getLease(executionId: string): Promise<LeaseInfo | null> {
+  async getLease(executionId: string): Promise<C.LeaseInfo | null> {
     this.assertOpen();
     return this.read((sql) => this.leaseInfo(sql, executionId));
   }
@@ -442,7 +399,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
    * inserts the checkpoint and its outbox event only then. Returns null when
    * another writer got there first; the caller takes the locked path.
    */
-  private async putOnCursor(input: CheckpointInput & { id: string }, prev: CodecCursor, lease?: Lease): Promise<RowText | null> {
+  private async putOnCursor(input: C.CheckpointInput & { id: string }, prev: CodecCursor, lease?: C.Lease): Promise<RowText | null> {
     const seq = prev.seq + 1;
     const rt = buildRow(input, seq, prev, this.writerId);
     const r = rt.row;
@@ -495,7 +452,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     }
   }
 
-  async put(input: CheckpointInput, options: WriteOptions = {}): Promise<Checkpoint> {
+  async put(input: C.CheckpointInput, options: C.WriteOptions = {}): Promise<Checkpoint> {
     this.assertOpen();
     checkInput(input);
     const lease = options.lease;
@@ -541,9 +498,9 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
   }
 
   async recordInterrupt(
-    input: CheckpointInput,
+    input: C.CheckpointInput,
     pause: { reason: string; context: Json | null },
-    options: WriteOptions = {},
+    options: C.WriteOptions = {},
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
     this.assertOpen();
     checkInput(input);
@@ -565,7 +522,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
         const pending = pendingFor(rt.row, pause.reason, pause.context);
         this.fault('store.recordInterrupt.betweenRows');
         try {
-          await tx`INSERT INTO ${this.t.pending} ${tx(pendingColumns(pending))}`;
+          await tx`INSERT INTO ${this.t.pending} ${tx(toColumns.pending(pending))}`;
         } catch (e) {
           if (pgCode(e) === SQLSTATE.uniqueViolation) throw new PauseExistsError(pending.executionId);
           throw e;
@@ -581,7 +538,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     return { checkpoint: rowOf(out)!, pending: out.pending };
   }
 
-  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput; lease?: LeaseRequest | Lease }): Promise<ClaimResult | null> {
+  async claimInterrupt(pause: C.PauseRef, options?: { next?: C.CheckpointInput; lease?: C.LeaseRequest | C.Lease }): Promise<C.ClaimResult | null> {
     this.assertOpen();
     const { executionId, checkpointId } = pause;
     const next = options?.next ? { ...options.next, id: options.next.id ?? uuidv7() } : undefined;
@@ -590,7 +547,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     if (ask) checkLease(executionId, ask);
     const open = next ? await this.getPendingInterrupt(executionId) : null;
     const before = open?.checkpointId === checkpointId ? open : null;
-    type Claimed = Outcome<RowText | null> & { pending: PendingInterrupt; lease: Lease | null };
+    type Claimed = Outcome<RowText | null> & { pending: PendingInterrupt; lease: C.Lease | null };
     // with a `next` row, a lost attempt that committed is recognisable by that row's id
     const landed = next
       ? async (): Promise<Claimed | null> => {
@@ -598,7 +555,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
           if (!found || !before) return null;
           // the lost attempt took the lease with the claim: it is ours if its holder is still us
           const held = ask ? await this.getLease(executionId) : null;
-          const lease: Lease | null =
+          const lease: C.Lease | null =
             held && ask && held.holder === ask.holder && held.expiresAt
               ? { executionId, holder: ask.holder, ttlMs: ask.ttlMs, epoch: held.epoch, expiresAt: held.expiresAt }
               : null;
@@ -612,7 +569,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
         const [row] = await tx<PendingColumns[]>`
           DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} AND checkpoint_id = ${checkpointId} RETURNING *`;
         if (!row) return null;
-        const pending = pendingFromColumns(row);
+        const pending = fromColumns.pending(row);
         // the claim and the lease are one decision: a refused lease rolls the claim back
         const lease = ask ? (isHeld(ask) ? await this.fence(tx, ask, false) : await this.takeLease(tx, executionId, ask)) : null;
         await this.queueEvent(tx, interruptClaimed(pending, this.writerId));
@@ -632,7 +589,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<PendingColumns[]>`SELECT * FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
-      return row ? pendingFromColumns(row) : null;
+      return row ? fromColumns.pending(row) : null;
     });
   }
 
@@ -642,7 +599,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
       const rows = await sql<PendingColumns[]>`
         SELECT * FROM ${this.t.pending} WHERE execution_id > ${options.afterExecutionId ?? ''}
         ORDER BY execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map(pendingFromColumns);
+      return rows.map(fromColumns.pending);
     });
   }
 
@@ -651,7 +608,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     return this.read(async (sql) => {
       const [row] = await sql<CheckpointColumns[]>`
         SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId} ORDER BY seq DESC LIMIT 1`;
-      return row ? rowFromColumns(row) : null;
+      return row ? fromColumns.checkpoint(row) : null;
     });
   }
 
@@ -659,11 +616,11 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${id}`;
-      return row ? rowFromColumns(row) : null;
+      return row ? fromColumns.checkpoint(row) : null;
     });
   }
 
-  async list(executionId: string, options: ListOptions = {}): Promise<Checkpoint[]> {
+  async list(executionId: string, options: C.ListOptions = {}): Promise<Checkpoint[]> {
     this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<CheckpointColumns[]>`
@@ -672,11 +629,11 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
         ${options.beforeSeq !== undefined ? sql`AND seq < ${options.beforeSeq}` : sql``}
         ORDER BY seq ${options.order === 'desc' ? sql`DESC` : sql`ASC`}
         ${options.limit !== undefined ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map(rowFromColumns);
+      return rows.map(fromColumns.checkpoint);
     });
   }
 
-  async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: ExecutionState } = {}): Promise<ExecutionSummary[]> {
+  async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {}): Promise<C.ExecutionSummary[]> {
     this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<(ExecRow & { now_ms: string })[]>`
@@ -692,12 +649,12 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     });
   }
 
-  async getIdempotent(executionId: string, key: string): Promise<IdempotentLookup> {
+  async getIdempotent(executionId: string, key: string): Promise<C.IdempotentLookup> {
     this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<IdempotencyColumns[]>`
         SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
-      return row ? { hit: true, result: idempotencyFromColumns(row).result } : { hit: false };
+      return row ? { hit: true, result: fromColumns.idempotency(row).result } : { hit: false };
     });
   }
 
@@ -709,7 +666,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     const entry = await this.write(async (tx) => {
       const e: IdempotencyEntry = { executionId, key, result, createdAt: canonicalTime() };
       const inserted = await tx<IdempotencyColumns[]>`
-        INSERT INTO ${this.t.idempotency} ${tx(idempotencyColumns(e))}
+        INSERT INTO ${this.t.idempotency} ${tx(toColumns.idempotency(e))}
         ON CONFLICT (execution_id, key) DO NOTHING RETURNING *`;
       if (inserted.length === 1) {
         await this.queueEvent(tx, idempotencyRecorded(e));
@@ -717,7 +674,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
       }
       const [row] = await tx<IdempotencyColumns[]>`
         SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
-      return idempotencyFromColumns(row);
+      return fromColumns.idempotency(row);
     });
     this.afterCommit(executionId, written(null), 'store.idempotency.afterCommit');
     return entry;
@@ -728,11 +685,11 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     return this.read(async (sql) => {
       const rows = await sql<IdempotencyColumns[]>`
         SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} ORDER BY created_at, key`;
-      return rows.map(idempotencyFromColumns);
+      return rows.map(fromColumns.idempotency);
     });
   }
 
-  async deleteExecution(executionId: string): Promise<DeleteResult> {
+  async deleteExecution(executionId: string): Promise<C.DeleteResult> {
     this.assertOpen();
     const out = await this.begin(async (tx) => {
       // the execution row first: a writer holds its lock while it checks `prevId` and inserts, so a
@@ -746,51 +703,39 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
       if (e.count || c.count || i.count) await this.queueEvent(tx, executionDeleted(executionId));
       return { checkpoints: c.count, pending: p.count, idempotency: i.count };
     });
-    this.cursors.drop(executionId);
-    this.committed(null);
+    this.afterDelete(executionId);
     return out;
   }
 
-  async prune(options: PruneOptions): Promise<PruneResult> {
+  async prune(options: C.PruneOptions): Promise<C.PruneResult> {
     this.assertOpen();
-    const cutoff = canonicalTime(options.olderThan);
-    const result: PruneResult = { executions: 0, checkpoints: 0, idempotency: 0, keptUnsynced: 0 };
-    let after = '';
-    for (;;) {
-      const done = await this.begin(async (tx) => {
-        const batch = await tx<{ execution_id: string; unsynced: boolean }[]>`
+    const walk = new PruneWalk(options);
+    while (!walk.done) {
+      await this.begin(async (tx) => {
+        const chunk = await tx<PruneCandidate[]>`
           SELECT e.execution_id,
                  EXISTS (SELECT 1 FROM ${this.t.outbox} o WHERE o.execution_id = e.execution_id AND NOT o.synced) AS unsynced
           FROM ${this.t.executions} e
-          WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ${cutoff}
+          WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ${walk.cutoff}
             AND NOT EXISTS (SELECT 1 FROM ${this.t.pending} p WHERE p.execution_id = e.execution_id)
-            AND e.execution_id > ${after}
+            AND e.execution_id > ${walk.after}
           ORDER BY e.execution_id COLLATE "C" LIMIT ${PRUNE_CHUNK}
           FOR UPDATE OF e`;
-        for (const b of batch) {
-          after = b.execution_id;
-          if (b.unsynced && !options.includeUnsynced) {
-            result.keptUnsynced++;
-            continue;
-          }
-          const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${b.execution_id}`;
-          const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${b.execution_id}`;
-          await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${b.execution_id}`;
-          await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${b.execution_id}`;
-          await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${b.execution_id}`;
-          this.cursors.drop(b.execution_id);
-          result.checkpoints += c.count;
-          result.idempotency += i.count;
-          result.executions++;
+        for (const id of walk.take(chunk)) {
+          const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${id}`;
+          const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${id}`;
+          await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${id}`;
+          await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${id}`;
+          await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${id}`;
+          this.cursors.drop(id);
+          walk.deleted({ checkpoints: c.count, idempotency: i.count });
         }
-        return batch.length < PRUNE_CHUNK;
       });
-      if (done) break;
     }
-    return result;
+    return walk.result;
   }
 
-  async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<OutboxEntry[]> {
+  async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<C.OutboxEntry[]> {
     this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<OutboxJoinRow[]>`
@@ -818,7 +763,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     });
   }
 
-  async outboxStats(): Promise<OutboxStats> {
+  async outboxStats(): Promise<C.OutboxStats> {
     this.assertOpen();
     return this.read(async (sql) => {
       const [p] = await sql<{ n: string; bytes: string; oldest: string | null }[]>`
@@ -831,7 +776,7 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     });
   }
 
-  async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<QuarantinedEntry[]> {
+  async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<C.QuarantinedEntry[]> {
     this.assertOpen();
     return this.read(async (sql) => {
       let after = '0';
@@ -847,11 +792,9 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
     });
   }
 
-  async importRows(bundle: RestoreBundle): Promise<ImportResult> {
+  async importRows(bundle: C.RestoreBundle): Promise<C.ImportResult> {
     this.assertOpen();
-    const checkpoints = checkBundleRows(CheckpointSchema, bundle.checkpoints, 'checkpoint');
-    const pending = bundle.pending ? checkBundleRows(PendingSchema, [bundle.pending], 'pending interrupt')[0] : null;
-    const idem = checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry');
+    const { checkpoints, pending, idempotency: idem } = checkBundle(bundle);
     return this.write(async (tx) => {
       const executionIds = [...new Set(checkpoints.map((c) => c.executionId))].sort();
       // lock each execution (a placeholder row when new) so no writer moves it while the plan is made and written
@@ -886,8 +829,8 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
       });
       const res = importResultOf(plan);
       for (const c of plan.insert) {
-        await tx`INSERT INTO ${this.t.checkpoints} ${tx(checkpointColumns(c))}`;
-        await tx`UPDATE ${this.t.executions} SET ${tx(executionColumns(c), ...ADVANCE)}
+        await tx`INSERT INTO ${this.t.checkpoints} ${tx(toColumns.checkpoint(c))}`;
+        await tx`UPDATE ${this.t.executions} SET ${tx(toColumns.execution(c), ...ADVANCE)}
           WHERE execution_id = ${c.executionId} AND next_seq <= ${c.seq}`;
         this.cursors.drop(c.executionId);
         res.inserted++;
@@ -914,12 +857,12 @@ export class PostgresCheckpointer extends StoreBase implements Checkpointer {
         const [latest] = await tx<{ id: string }[]>`
           SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${pending.executionId} ORDER BY seq DESC LIMIT 1`;
         if (latest?.id === pending.checkpointId) {
-          const ins = await tx`INSERT INTO ${this.t.pending} ${tx(pendingColumns(pending))} ON CONFLICT (execution_id) DO NOTHING`;
+          const ins = await tx`INSERT INTO ${this.t.pending} ${tx(toColumns.pending(pending))} ON CONFLICT (execution_id) DO NOTHING`;
           res.pendingImported = ins.count === 1;
         }
       }
       for (const e of idem) {
-        const ins = await tx`INSERT INTO ${this.t.idempotency} ${tx(idempotencyColumns(e))} ON CONFLICT (execution_id, key) DO NOTHING`;
+        const ins = await tx`INSERT INTO ${this.t.idempotency} ${tx(toColumns.idempotency(e))} ON CONFLICT (execution_id, key) DO NOTHING`;
         res.idempotencyInserted += ins.count;
       }
       return res;

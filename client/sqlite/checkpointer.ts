@@ -12,60 +12,19 @@ import Database from 'better-sqlite3';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
 import { stateOfCursor, type ChainRow } from '../../shared/codec.js';
-import {
-  Checkpoint as CheckpointSchema,
-  IdempotencyEntry as IdempotencySchema,
-  PendingInterrupt as PendingSchema,
-  type Checkpoint,
-  type IdempotencyEntry,
-  type PendingInterrupt,
-} from '../../shared/rows.js';
-import type {
-  CancelOptions,
-  CancelResult,
-  CheckpointInput,
-  Checkpointer,
-  ClaimResult,
-  DeleteResult,
-  ExecutionState,
-  ExecutionSummary,
-  IdempotentLookup,
-  ImportResult,
-  Lease,
-  LeaseInfo,
-  LeaseRequest,
-  ListOptions,
-  OutboxEntry,
-  OutboxStats,
-  PauseRef,
-  PruneOptions,
-  PruneResult,
-  QuarantinedEntry,
-  RestoreBundle,
-  WriteOptions,
-} from '../checkpointer.js';
-import { AlreadyFinished, DuplicateIdError, ExecutionGoneError, PauseExistsError, RunInProgress } from '../errors.js';
+import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+/** The store contract's types, as `C.Lease`, `C.CancelResult`, …. */
+import type * as C from '../checkpointer.js';
+import { DuplicateIdError, ExecutionGoneError, PauseExistsError, RunInProgress } from '../errors.js';
 import { StoreBase, written, type StoreBaseOptions } from '../store/base.js';
-import { cancelMarker, checkCancel, isCancelMarker, notFound, runCancelled } from '../store/cancel.js';
-import {
-  chainRowFromColumns,
-  checkpointColumns,
-  executionColumns,
-  idempotencyColumns,
-  idempotencyFromColumns,
-  pendingColumns,
-  pendingFromColumns,
-  rowFromColumns,
-  type ChainColumns,
-  type CheckpointColumns,
-  type IdempotencyColumns,
-  type PendingColumns,
-} from '../store/columns.js';
+import { alreadyCancelled, cancelMarker, checkCancel, notFound, runCancelled } from '../store/cancel.js';
+import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
 import { checkpointWritten, executionDeleted, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
-import { importResultOf, planImport } from '../store/import.js';
+import { checkBundle, importResultOf, planImport } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
-import { buildRow, canonicalTime, checkBundleRows, checkIdempotencyKey, checkInput, checkJson, executionExists, pendingFor, type RowText } from '../store/rows.js';
+import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, executionExists, pendingFor, type RowText } from '../store/rows.js';
+import { PRUNE_CHUNK, PruneWalk, type PruneCandidate } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 
@@ -82,9 +41,8 @@ export interface SqliteCheckpointerOptions extends StoreBaseOptions {
   writerId?: string;
 }
 
-const PRUNE_CHUNK = 500;
 
-export class SqliteCheckpointer extends StoreBase implements Checkpointer {
+export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   readonly writerId: string;
   readonly path: string;
   private readonly db: Database.Database;
@@ -179,7 +137,10 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
       renewLease: db.prepare(`UPDATE leases SET expires_at = ? WHERE execution_id = ? AND holder = ? AND epoch = ?`),
       releaseLease: db.prepare(`UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ? AND holder = ? AND epoch = ?`),
       clearLease: db.prepare(`UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ?`),
-      lastOf: db.prepare(`SELECT last_step, last_status FROM executions WHERE execution_id = ?`),
+      cancelledMarker: db.prepare(
+        `SELECT c.* FROM executions e JOIN checkpoints c ON c.id = e.last_id
+         WHERE e.execution_id = ? AND e.last_step = 'run_end' AND e.last_status = 'cancelled'`,
+      ),
       // an execution's outbox events: checkpoint events through the checkpoints' index, the other kinds through their own
       dropCheckpointEvents: db.prepare(`DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?)`),
       dropOtherEvents: db.prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint'`),
@@ -245,7 +206,7 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
 
   /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
   private chain(executionId: string, base: number, seq: number): ChainRow[] {
-    return (this.st.chain.all(executionId, base, seq) as ChainColumns[]).map(chainRowFromColumns);
+    return (this.st.chain.all(executionId, base, seq) as ChainColumns[]).map(fromColumns.chain);
   }
 
   protected async readChain(executionId: string, base: number, seq: number): Promise<ChainRow[]> {
@@ -253,25 +214,25 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
   }
 
   /** Write one checkpoint inside the caller's IMMEDIATE transaction. */
-  private writeCheckpoint(input: CheckpointInput): RowText {
+  private writeCheckpoint(input: C.CheckpointInput): RowText {
     const ex = this.st.getExec.get(input.executionId) as { next_seq: number; last_id: string } | undefined;
     this.checkPrev(input, ex ?? null);
     const seq = ex ? ex.next_seq : 0;
     const prev = ex && seq > 0 ? this.cursorAt(input.executionId, seq - 1, ex.last_id, (b, s) => this.chain(input.executionId, b, s)) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
     try {
-      this.st.insertCheckpoint.run(checkpointColumns(rt.row, rt));
+      this.st.insertCheckpoint.run(toColumns.checkpoint(rt.row, rt));
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new DuplicateIdError(rt.row.id);
       throw e;
     }
-    this.st.upsertExec.run(executionColumns(rt.row));
+    this.st.upsertExec.run(toColumns.execution(rt.row));
     this.queue(checkpointWritten(rt));
     return rt;
   }
 
   /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows). */
-  private checkPrev(input: CheckpointInput, ex: { next_seq: number; last_id: string } | null): void {
+  private checkPrev(input: C.CheckpointInput, ex: { next_seq: number; last_id: string } | null): void {
     if (input.prevId === undefined) return;
     const has = ex !== null && ex.next_seq > 0;
     if (input.prevId === null) {
@@ -283,20 +244,19 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
     if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
   }
 
-  private leaseInfo(executionId: string): LeaseInfo | null {
+  private leaseInfo(executionId: string): C.LeaseInfo | null {
     const row = this.st.getLease.get(executionId) as LeaseColumns | undefined;
     return row ? leaseInfoOf(row, Date.now()) : null;
   }
 
   /** The cancel marker when the execution's newest row is one (inside the caller's transaction). */
   private cancelledMarker(executionId: string): Checkpoint | null {
-    const last = this.st.lastOf.get(executionId) as { last_step: string; last_status: string } | undefined;
-    if (!last || !isCancelMarker({ step: last.last_step as Checkpoint['step'], status: last.last_status as Checkpoint['status'] })) return null;
-    return rowFromColumns(this.st.latest.get(executionId) as CheckpointColumns);
+    const row = this.st.cancelledMarker.get(executionId) as CheckpointColumns | undefined;
+    return row ? fromColumns.checkpoint(row) : null;
   }
 
   /** Inside the caller's IMMEDIATE transaction: take the lease if free or expired, else RunInProgress (RunCancelled for a cancelled run). */
-  private takeLease(executionId: string, request: LeaseRequest): Lease {
+  private takeLease(executionId: string, request: C.LeaseRequest): C.Lease {
     const marker = this.cancelledMarker(executionId);
     if (marker) throw runCancelled(marker);
     const now = Date.now();
@@ -310,7 +270,7 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
   }
 
   /** Inside the caller's IMMEDIATE transaction: the lease is still this one; renew (or release) it, else LeaseLost. */
-  private fence(lease: Lease, release: boolean): Lease {
+  private fence(lease: C.Lease, release: boolean): C.Lease {
     const now = Date.now();
     const info = release
       ? this.st.releaseLease.run(lease.executionId, lease.holder, lease.epoch)
@@ -323,30 +283,30 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
     return { ...lease, expiresAt: isoOf(release ? now : now + lease.ttlMs) };
   }
 
-  async acquireLease(executionId: string, request: LeaseRequest): Promise<Lease> {
+  async acquireLease(executionId: string, request: C.LeaseRequest): Promise<C.Lease> {
     this.assertOpen();
     checkLease(executionId, request);
     return this.db.transaction(() => this.takeLease(executionId, request)).immediate();
   }
 
-  async renewLease(lease: Lease): Promise<Lease> {
+  async renewLease(lease: C.Lease): Promise<C.Lease> {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
     return this.db.transaction(() => this.fence(lease, false)).immediate();
   }
 
-  async releaseLease(lease: Lease): Promise<void> {
+  async releaseLease(lease: C.Lease): Promise<void> {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
     this.st.releaseLease.run(lease.executionId, lease.holder, lease.epoch);
   }
 
-  async getLease(executionId: string): Promise<LeaseInfo | null> {
+  async getLease(executionId: string): Promise<C.LeaseInfo | null> {
     this.assertOpen();
     return this.leaseInfo(executionId);
   }
 
-  async cancel(executionId: string, options?: CancelOptions): Promise<CancelResult> {
+  async cancel(executionId: string, options?: C.CancelOptions): Promise<C.CancelResult> {
     this.assertOpen();
     const reason = checkCancel(executionId, options);
     let out: { rt: RowText | null; marker: Checkpoint; closed: PendingInterrupt | null };
@@ -355,11 +315,10 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
         .transaction(() => {
           const cols = this.st.latest.get(executionId) as CheckpointColumns | undefined;
           if (!cols) throw notFound(executionId);
-          const last = rowFromColumns(cols);
-          if (isCancelMarker(last)) return { rt: null, marker: last, closed: null };
-          if (last.step === 'run_end' && last.status === 'completed') throw new AlreadyFinished(executionId, last.id);
+          const last = fromColumns.checkpoint(cols);
+          if (alreadyCancelled(last)) return { rt: null, marker: last, closed: null };
           const open = this.st.getPending.get(executionId) as PendingColumns | undefined;
-          const closed = open ? pendingFromColumns(open) : null;
+          const closed = open ? fromColumns.pending(open) : null;
           if (closed) {
             this.st.deletePending.run(executionId);
             this.queue(interruptClosed(closed, this.writerId));
@@ -379,7 +338,7 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
     return { checkpoint: out.marker, closedPause: out.closed, alreadyCancelled: out.rt === null };
   }
 
-  async put(input: CheckpointInput, options: WriteOptions = {}): Promise<Checkpoint> {
+  async put(input: C.CheckpointInput, options: C.WriteOptions = {}): Promise<Checkpoint> {
     this.assertOpen();
     checkInput(input);
     const lease = options.lease;
@@ -401,9 +360,9 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
   }
 
   async recordInterrupt(
-    input: CheckpointInput,
+    input: C.CheckpointInput,
     pause: { reason: string; context: Json | null },
-    options: WriteOptions = {},
+    options: C.WriteOptions = {},
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
     this.assertOpen();
     checkInput(input);
@@ -419,7 +378,7 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
           const pending = pendingFor(rt.row, pause.reason, pause.context);
           this.fault('store.recordInterrupt.betweenRows');
           try {
-            this.st.insertPending.run(pendingColumns(pending));
+            this.st.insertPending.run(toColumns.pending(pending));
           } catch (e) {
             if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
               throw new PauseExistsError(pending.executionId);
@@ -438,13 +397,13 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
     return { checkpoint: out.rt.row, pending: out.pending };
   }
 
-  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput; lease?: LeaseRequest | Lease }): Promise<ClaimResult | null> {
+  async claimInterrupt(pause: C.PauseRef, options?: { next?: C.CheckpointInput; lease?: C.LeaseRequest | C.Lease }): Promise<C.ClaimResult | null> {
     this.assertOpen();
     const { executionId, checkpointId } = pause;
     if (options?.next) checkInput(options.next);
     const ask = options?.lease;
     if (ask) checkLease(executionId, ask);
-    let out: { pending: PendingInterrupt; rt: RowText | null; lease: Lease | null } | null;
+    let out: { pending: PendingInterrupt; rt: RowText | null; lease: C.Lease | null } | null;
     try {
       out = this.db
         .transaction(() => {
@@ -452,7 +411,7 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
           if (!row) return null;
           // the claim and the lease are one decision: refused lease, nothing claimed (the transaction rolls back)
           const lease = ask ? (isHeld(ask) ? this.fence(ask, false) : this.takeLease(executionId, ask)) : null;
-          const pending = pendingFromColumns(row);
+          const pending = fromColumns.pending(row);
           this.queue(interruptClaimed(pending, this.writerId));
           const rt = options?.next ? this.writeCheckpoint(options.next) : null;
           return { pending, rt, lease };
@@ -470,7 +429,7 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
     this.assertOpen();
     const row = this.st.getPending.get(executionId) as PendingColumns | undefined;
-    return row ? pendingFromColumns(row) : null;
+    return row ? fromColumns.pending(row) : null;
   }
 
   async listPendingInterrupts(options: { afterExecutionId?: string; limit?: number } = {}): Promise<PendingInterrupt[]> {
@@ -478,22 +437,22 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
     const rows = this.variant(`SELECT * FROM pending_interrupts WHERE execution_id > ? ORDER BY execution_id ${options.limit ? 'LIMIT ?' : ''}`).all(
       ...[options.afterExecutionId ?? '', ...(options.limit ? [options.limit] : [])],
     ) as PendingColumns[];
-    return rows.map(pendingFromColumns);
+    return rows.map(fromColumns.pending);
   }
 
   async latest(executionId: string): Promise<Checkpoint | null> {
     this.assertOpen();
     const row = this.st.latest.get(executionId) as CheckpointColumns | undefined;
-    return row ? rowFromColumns(row) : null;
+    return row ? fromColumns.checkpoint(row) : null;
   }
 
   async getById(id: string): Promise<Checkpoint | null> {
     this.assertOpen();
     const row = this.st.getById.get(id) as CheckpointColumns | undefined;
-    return row ? rowFromColumns(row) : null;
+    return row ? fromColumns.checkpoint(row) : null;
   }
 
-  async list(executionId: string, options: ListOptions = {}): Promise<Checkpoint[]> {
+  async list(executionId: string, options: C.ListOptions = {}): Promise<Checkpoint[]> {
     this.assertOpen();
     const where = ['execution_id = ?'];
     const args: unknown[] = [executionId];
@@ -510,10 +469,10 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
       sql += ' LIMIT ?';
       args.push(options.limit);
     }
-    return (this.variant(sql).all(...args) as CheckpointColumns[]).map(rowFromColumns);
+    return (this.variant(sql).all(...args) as CheckpointColumns[]).map(fromColumns.checkpoint);
   }
 
-  async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: ExecutionState } = {}): Promise<ExecutionSummary[]> {
+  async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {}): Promise<C.ExecutionSummary[]> {
     this.assertOpen();
     const rows = this.variant(
       `SELECT e.*, p.execution_id IS NOT NULL AS paused,
@@ -528,10 +487,10 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
     return rows.map((r) => summaryFromRow(r, now));
   }
 
-  async getIdempotent(executionId: string, key: string): Promise<IdempotentLookup> {
+  async getIdempotent(executionId: string, key: string): Promise<C.IdempotentLookup> {
     this.assertOpen();
     const row = this.st.getIdem.get(executionId, key) as IdempotencyColumns | undefined;
-    return row ? { hit: true, result: idempotencyFromColumns(row).result } : { hit: false };
+    return row ? { hit: true, result: fromColumns.idempotency(row).result } : { hit: false };
   }
 
   async putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry> {
@@ -541,11 +500,11 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
     const entry = this.db
       .transaction(() => {
         const e: IdempotencyEntry = { executionId, key, result, createdAt: canonicalTime() };
-        if (this.st.insertIdem.run(idempotencyColumns(e)).changes === 1) {
+        if (this.st.insertIdem.run(toColumns.idempotency(e)).changes === 1) {
           this.queue(idempotencyRecorded(e));
           return e;
         }
-        return idempotencyFromColumns(this.st.getIdem.get(executionId, key) as IdempotencyColumns);
+        return fromColumns.idempotency(this.st.getIdem.get(executionId, key) as IdempotencyColumns);
       })
       .immediate();
     this.afterCommit(executionId, written(null), 'store.idempotency.afterCommit');
@@ -554,10 +513,10 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
 
   async listIdempotent(executionId: string): Promise<IdempotencyEntry[]> {
     this.assertOpen();
-    return (this.st.listIdem.all(executionId) as IdempotencyColumns[]).map(idempotencyFromColumns);
+    return (this.st.listIdem.all(executionId) as IdempotencyColumns[]).map(fromColumns.idempotency);
   }
 
-  async deleteExecution(executionId: string): Promise<DeleteResult> {
+  async deleteExecution(executionId: string): Promise<C.DeleteResult> {
     this.assertOpen();
     const out = this.db
       .transaction(() => {
@@ -572,43 +531,32 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
         return { checkpoints, pending, idempotency };
       })
       .immediate();
-    this.cursors.drop(executionId);
-    this.committed(null);
+    this.afterDelete(executionId);
     return out;
   }
 
-  async prune(options: PruneOptions): Promise<PruneResult> {
+  async prune(options: C.PruneOptions): Promise<C.PruneResult> {
     this.assertOpen();
-    const cutoff = canonicalTime(options.olderThan);
-    const result: PruneResult = { executions: 0, checkpoints: 0, idempotency: 0, keptUnsynced: 0 };
-    let after = '';
-    for (;;) {
-      const done = this.db
+    const walk = new PruneWalk(options);
+    while (!walk.done) {
+      this.db
         .transaction(() => {
-          const batch = this.st.prunable.all(cutoff, after) as { execution_id: string; unsynced: number }[];
-          for (const b of batch) {
-            after = b.execution_id;
-            if (b.unsynced && !options.includeUnsynced) {
-              result.keptUnsynced++;
-              continue;
-            }
-            this.dropOutbox(b.execution_id, false);
-            result.checkpoints += this.st.deleteCheckpoints.run(b.execution_id).changes;
-            result.idempotency += this.st.deleteIdem.run(b.execution_id).changes;
-            this.st.deleteExec.run(b.execution_id);
-            this.st.deleteLease.run(b.execution_id);
-            this.cursors.drop(b.execution_id);
-            result.executions++;
+          for (const id of walk.take(this.st.prunable.all(walk.cutoff, walk.after) as PruneCandidate[])) {
+            this.dropOutbox(id, false);
+            const checkpoints = this.st.deleteCheckpoints.run(id).changes;
+            const idempotency = this.st.deleteIdem.run(id).changes;
+            this.st.deleteExec.run(id);
+            this.st.deleteLease.run(id);
+            this.cursors.drop(id);
+            walk.deleted({ checkpoints, idempotency });
           }
-          return batch.length < PRUNE_CHUNK;
         })
         .immediate();
-      if (done) break;
     }
-    return result;
+    return walk.result;
   }
 
-  async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<OutboxEntry[]> {
+  async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<C.OutboxEntry[]> {
     this.assertOpen();
     const rows = this.st.unsynced.all(Math.max(1, options.limit)) as OutboxJoinRow[];
     return takeByBytes(rows.map(entryFromJoin), options.maxBytes);
@@ -624,7 +572,7 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
       .immediate();
   }
 
-  async outboxStats(): Promise<OutboxStats> {
+  async outboxStats(): Promise<C.OutboxStats> {
     this.assertOpen();
     const p = this.st.pendingStats.get() as { n: number; bytes: number; oldest: string | null };
     const q = this.st.quarantinedCount.get() as { n: number };
@@ -632,7 +580,7 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
     return outboxStatsOf(p, q.n, last?.sync_error ?? null);
   }
 
-  async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<QuarantinedEntry[]> {
+  async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<C.QuarantinedEntry[]> {
     this.assertOpen();
     const after = options.afterId ? ((this.st.outboxSeq.get(options.afterId) as { seq: number } | undefined)?.seq ?? 0) : 0;
     const rows = this.variant(
@@ -642,11 +590,9 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
     return rows.map(quarantinedFromColumns);
   }
 
-  async importRows(bundle: RestoreBundle): Promise<ImportResult> {
+  async importRows(bundle: C.RestoreBundle): Promise<C.ImportResult> {
     this.assertOpen();
-    const checkpoints = checkBundleRows(CheckpointSchema, bundle.checkpoints, 'checkpoint');
-    const pending = bundle.pending ? checkBundleRows(PendingSchema, [bundle.pending], 'pending interrupt')[0] : null;
-    const idem = checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry');
+    const { checkpoints, pending, idempotency: idem } = checkBundle(bundle);
     return this.db
       .transaction(() => {
         const plan = planImport(checkpoints, {
@@ -658,8 +604,8 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
         });
         const res = importResultOf(plan);
         for (const c of plan.insert) {
-          this.st.insertCheckpoint.run(checkpointColumns(c));
-          this.st.upsertExec.run(executionColumns(c));
+          this.st.insertCheckpoint.run(toColumns.checkpoint(c));
+          this.st.upsertExec.run(toColumns.execution(c));
           this.cursors.drop(c.executionId);
           res.inserted++;
         }
@@ -677,11 +623,11 @@ export class SqliteCheckpointer extends StoreBase implements Checkpointer {
         if (pending) {
           const latest = this.st.latest.get(pending.executionId) as CheckpointColumns | undefined;
           if (latest?.id === pending.checkpointId && !this.st.getPending.get(pending.executionId)) {
-            this.st.insertPending.run(pendingColumns(pending));
+            this.st.insertPending.run(toColumns.pending(pending));
             res.pendingImported = true;
           }
         }
-        for (const e of idem) res.idempotencyInserted += this.st.insertIdem.run(idempotencyColumns(e)).changes;
+        for (const e of idem) res.idempotencyInserted += this.st.insertIdem.run(toColumns.idempotency(e)).changes;
         return res;
       })
       .immediate();

@@ -84,6 +84,12 @@ export abstract class StoreBase {
     if (this.outbox) this.signal.emit();
   }
 
+  /** After an execution's deletion committed: its cursor is forgotten, the drain woken for the deletion event. */
+  protected afterDelete(executionId: string): void {
+    this.cursors.drop(executionId);
+    this.committed(null);
+  }
+
   /**
    * The work after a write of `executionId` committed, then the named fault
    * point: a row this attempt wrote leaves its cursor cached; a row that

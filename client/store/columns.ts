@@ -202,3 +202,19 @@ export function idempotencyFromColumns(c: IdempotencyColumns): IdempotencyEntry 
     createdAt: c.created_at,
   };
 }
+
+/** Stored columns → the contract's rows, one mapper per table. */
+export const fromColumns = {
+  checkpoint: rowFromColumns,
+  chain: chainRowFromColumns,
+  pending: pendingFromColumns,
+  idempotency: idempotencyFromColumns,
+} as const;
+
+/** The contract's rows → the columns they are written with, one mapper per table. */
+export const toColumns = {
+  checkpoint: checkpointColumns,
+  execution: executionColumns,
+  pending: pendingColumns,
+  idempotency: idempotencyColumns,
+} as const;

@@ -3,10 +3,10 @@
  * runStoreSuite. Two handles on one store stand for two processes: `a` runs,
  * `b` cancels.
  */
-import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { Checkpointer } from '../../client/checkpointer.js';
 import { hasCode } from '../../shared/errors.js';
-import { contractTest, expectCode, input, marker, openTwoHandles, pauseRow, type StoreSuiteOptions, type TwoHandles } from './suite.js';
+import { contractTest, expectCode, input, marker, pauseRow, withTwoHandles, type StoreSuiteOptions } from './suite.js';
 
 let n = 0;
 const exec = () => `cancel-${Date.now().toString(36)}-${++n}`;
@@ -19,11 +19,9 @@ export function runCancelSuite(options: StoreSuiteOptions): void {
   const test = contractTest(options);
 
   describe(`store contract: ${options.name}: cancel`, () => {
-    let pair: TwoHandles;
     let a: Checkpointer;
     let b: Checkpointer;
-    beforeEach(async () => void ({ a, b } = pair = await openTwoHandles(options)));
-    afterEach(() => pair.close());
+    withTwoHandles(options, (pair) => ({ a, b } = pair));
 
     test('cancel of a running run writes a cancelled run_end marker with its state; the holder is refused with RUN_CANCELLED and writes nothing more', async () => {
       const id = exec();

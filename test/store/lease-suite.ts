@@ -2,10 +2,10 @@
  * The lease part of the store contract (issue 15 item 1), run per backend by
  * runStoreSuite. Two handles on one store stand for two processes.
  */
-import { afterEach, beforeEach, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { Checkpointer, Lease } from '../../client/checkpointer.js';
 import { hasCode } from '../../shared/errors.js';
-import { contractTest, expectCode, input, marker, openTwoHandles, pauseRow, type StoreSuiteOptions, type TwoHandles } from './suite.js';
+import { contractTest, expectCode, input, marker, pauseRow, withTwoHandles, type StoreSuiteOptions } from './suite.js';
 
 let n = 0;
 const exec = () => `lease-${Date.now().toString(36)}-${++n}`;
@@ -24,11 +24,9 @@ export function runLeaseSuite(options: StoreSuiteOptions): void {
   const test = contractTest(options);
 
   describe(`store contract: ${options.name}: leases`, () => {
-    let pair: TwoHandles;
     let a: Checkpointer;
     let b: Checkpointer;
-    beforeEach(async () => void ({ a, b } = pair = await openTwoHandles(options)));
-    afterEach(() => pair.close());
+    withTwoHandles(options, (pair) => ({ a, b } = pair));
 
     test('acquireLease: epoch 1, then RunInProgress naming holder and expiry for any other taker while live', async () => {
       const id = exec();

@@ -70,25 +70,24 @@ export function contractTest(options: StoreSuiteOptions): (name: string, fn: () 
   };
 }
 
-/** Two handles on one store, standing for two processes: `a` set up by the harness, `b` reopened on its data. */
-export interface TwoHandles {
-  a: Checkpointer;
-  b: Checkpointer;
-  close(): Promise<void>;
-}
-
-export async function openTwoHandles(options: StoreSuiteOptions): Promise<TwoHandles> {
-  const h = await options.make({});
-  await h.store.setup();
-  const b = await h.reopen();
-  return {
-    a: h.store,
-    b,
-    async close() {
-      await b.close();
-      await h.close();
-    },
-  };
+/**
+ * Two handles on one store for each test of the enclosing describe, standing
+ * for two processes: `a` from the harness, set up; `b` reopened on its data.
+ * `use` receives them before each test; both are closed after it.
+ */
+export function withTwoHandles(options: StoreSuiteOptions, use: (handles: { a: Checkpointer; b: Checkpointer }) => void): void {
+  let h: StoreHarness;
+  let b: Checkpointer;
+  beforeEach(async () => {
+    h = await options.make({});
+    await h.store.setup();
+    b = await h.reopen();
+    use({ a: h.store, b });
+  });
+  afterEach(async () => {
+    await b.close();
+    await h.close();
+  });
 }
 
 /** The contract's methods that answer with a promise, but `close` (which a closed store may be asked again). */
