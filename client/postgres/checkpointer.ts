@@ -12,7 +12,7 @@ import { stateOfCursor, type ChainRow, type CodecCursor } from '../../shared/cod
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 /** The store contract's types, as `C.Lease`, `C.CancelResult`, …. */
 import type * as C from '../checkpointer.js';
-import { DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
+import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
 import { rowOf, StoreBase, written, type Outcome, type StoreBaseOptions } from '../store/base.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound, runCancelled } from '../store/cancel.js';
 import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
@@ -20,7 +20,7 @@ import { checkpointWritten, executionDeleted, idempotencyRecorded, interruptClai
 import { checkBundle, importResultOf, planImport } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
-import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, executionExists, pendingFor, type RowText } from '../store/rows.js';
+import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
 import { PRUNE_CHUNK, PruneWalk, type PruneCandidate } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
@@ -235,7 +235,10 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   /** Write one checkpoint inside the caller's transaction, under the execution row's lock. */
   private async writeCheckpoint(tx: Tx, input: C.CheckpointInput): Promise<RowText> {
     const ex = await this.lockExecution(tx, input.executionId);
-    await this.checkPrev(tx, input, ex);
+    if (checkPrev(input, ex) === 'lookup') {
+      const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId!}`;
+      checkPrevOwner(input, row?.execution_id);
+    }
     const seq = ex.next_seq;
     const prev = seq > 0 ? await this.txCursorAt(tx, input.executionId, seq - 1, ex.last_id) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
@@ -253,19 +256,6 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
       throw e;
     }
     return rt;
-  }
-
-  /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows); under the execution row's lock. */
-  private async checkPrev(tx: Tx, input: C.CheckpointInput, ex: { next_seq: number; last_id: string }): Promise<void> {
-    if (input.prevId === undefined) return;
-    const has = Number(ex.next_seq) > 0;
-    if (input.prevId === null) {
-      if (has) throw executionExists(input.executionId);
-      return;
-    }
-    if (has && ex.last_id === input.prevId) return;
-    const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId}`;
-    if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
   }
 
   private async leaseInfo(sql: Sql | Tx, executionId: string): Promise<C.LeaseInfo | null> {
@@ -453,10 +443,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   async put(input: C.CheckpointInput, options: C.WriteOptions = {}): Promise<Checkpoint> {
-    this.assertOpen();
-    checkInput(input);
-    const lease = options.lease;
-    if (lease) checkLease(input.executionId, lease);
+    const lease = this.checkWrite(input, options);
     // a run-end marker releases the lease: only on the locked path, where release and row are one decision
     const release = input.step === 'run_end';
     const minted = { ...input, id: input.id ?? uuidv7() };
@@ -502,10 +489,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     pause: { reason: string; context: Json | null },
     options: C.WriteOptions = {},
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
-    this.assertOpen();
-    checkInput(input);
-    const lease = options.lease;
-    if (lease) checkLease(input.executionId, lease);
+    const lease = this.checkWrite(input, options);
     input = { ...input, id: input.id ?? uuidv7() };
     type Recorded = Outcome & { pending: PendingInterrupt };
     const landed = async (): Promise<Recorded | null> => {

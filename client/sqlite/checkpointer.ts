@@ -15,7 +15,7 @@ import { stateOfCursor, type ChainRow } from '../../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 /** The store contract's types, as `C.Lease`, `C.CancelResult`, …. */
 import type * as C from '../checkpointer.js';
-import { DuplicateIdError, ExecutionGoneError, PauseExistsError, RunInProgress } from '../errors.js';
+import { DuplicateIdError, PauseExistsError, RunInProgress } from '../errors.js';
 import { StoreBase, written, type StoreBaseOptions } from '../store/base.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound, runCancelled } from '../store/cancel.js';
 import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
@@ -23,7 +23,7 @@ import { checkpointWritten, executionDeleted, idempotencyRecorded, interruptClai
 import { checkBundle, importResultOf, planImport } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
-import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, executionExists, pendingFor, type RowText } from '../store/rows.js';
+import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
 import { PRUNE_CHUNK, PruneWalk, type PruneCandidate } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
@@ -216,7 +216,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   /** Write one checkpoint inside the caller's IMMEDIATE transaction. */
   private writeCheckpoint(input: C.CheckpointInput): RowText {
     const ex = this.st.getExec.get(input.executionId) as { next_seq: number; last_id: string } | undefined;
-    this.checkPrev(input, ex ?? null);
+    if (checkPrev(input, ex ?? null) === 'lookup') {
+      checkPrevOwner(input, (this.st.getById.get(input.prevId!) as { execution_id: string } | undefined)?.execution_id);
+    }
     const seq = ex ? ex.next_seq : 0;
     const prev = ex && seq > 0 ? this.cursorAt(input.executionId, seq - 1, ex.last_id, (b, s) => this.chain(input.executionId, b, s)) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
@@ -229,19 +231,6 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.st.upsertExec.run(toColumns.execution(rt.row));
     this.queue(checkpointWritten(rt));
     return rt;
-  }
-
-  /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows). */
-  private checkPrev(input: C.CheckpointInput, ex: { next_seq: number; last_id: string } | null): void {
-    if (input.prevId === undefined) return;
-    const has = ex !== null && ex.next_seq > 0;
-    if (input.prevId === null) {
-      if (has) throw executionExists(input.executionId);
-      return;
-    }
-    if (has && ex.last_id === input.prevId) return;
-    const row = this.st.getById.get(input.prevId) as { execution_id: string } | undefined;
-    if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
   }
 
   private leaseInfo(executionId: string): C.LeaseInfo | null {
@@ -339,10 +328,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   async put(input: C.CheckpointInput, options: C.WriteOptions = {}): Promise<Checkpoint> {
-    this.assertOpen();
-    checkInput(input);
-    const lease = options.lease;
-    if (lease) checkLease(input.executionId, lease);
+    const lease = this.checkWrite(input, options);
     let rt: RowText;
     try {
       rt = this.db
@@ -364,10 +350,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     pause: { reason: string; context: Json | null },
     options: C.WriteOptions = {},
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
-    this.assertOpen();
-    checkInput(input);
-    const lease = options.lease;
-    if (lease) checkLease(input.executionId, lease);
+    const lease = this.checkWrite(input, options);
     let out: { rt: RowText; pending: PendingInterrupt };
     try {
       out = this.db

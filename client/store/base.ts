@@ -15,9 +15,10 @@
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
 import type { Checkpoint } from '../../shared/rows.js';
-import type { ClaimGuard } from '../checkpointer.js';
+import type { CheckpointInput, ClaimGuard, Lease, WriteOptions } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
-import type { RowText } from './rows.js';
+import { checkLease } from './lease.js';
+import { checkInput, type RowText } from './rows.js';
 
 /**
  * What a write transaction committed. `written`: this attempt wrote `rt` (null
@@ -69,6 +70,14 @@ export abstract class StoreBase {
   /** Throws STORE_CLOSED once `close()` was called; every contract method calls it first. */
   protected assertOpen(): void {
     if (this.closed) throw storeClosed(this.storeName);
+  }
+
+  /** Before a write: the store is open, the input valid, its lease (if any) well-formed; returns that lease. Nothing written. */
+  protected checkWrite(input: CheckpointInput, options: WriteOptions): Lease | undefined {
+    this.assertOpen();
+    checkInput(input);
+    if (options.lease) checkLease(input.executionId, options.lease);
+    return options.lease;
   }
 
   /** Marks the store closed: true the first time (the adapter then frees its connection). */

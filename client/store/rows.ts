@@ -20,7 +20,7 @@ import {
   type PendingInterrupt,
 } from '../../shared/rows.js';
 import type { CheckpointInput } from '../checkpointer.js';
-import { CheckpointError, InvalidRowError } from '../errors.js';
+import { CheckpointError, ExecutionGoneError, InvalidRowError } from '../errors.js';
 import { jsonOrNull, type ColumnTexts } from './columns.js';
 import { ErrorCode } from '../../shared/errors.js';
 
@@ -75,6 +75,27 @@ export function executionExists(executionId: string): CheckpointError {
     code: ErrorCode.EXECUTION_EXISTS,
     details: { executionId },
   });
+}
+
+/**
+ * A write's `prevId` against its execution's position (`ex`, null when the
+ * execution has no row): 'ok', EXECUTION_EXISTS for a fresh run's write
+ * (`prevId: null`) into an execution with rows, or 'lookup' when only the
+ * named row can tell (see `checkPrevOwner`).
+ */
+export function checkPrev(input: CheckpointInput, ex: { next_seq: number | string; last_id: string } | null): 'ok' | 'lookup' {
+  if (input.prevId === undefined) return 'ok';
+  const has = ex !== null && Number(ex.next_seq) > 0;
+  if (input.prevId === null) {
+    if (has) throw executionExists(input.executionId);
+    return 'ok';
+  }
+  return has && ex.last_id === input.prevId ? 'ok' : 'lookup';
+}
+
+/** The execution of the row `input.prevId` names, as stored (undefined when gone): EXECUTION_GONE unless it is this execution. */
+export function checkPrevOwner(input: CheckpointInput, owner: string | undefined): void {
+  if (owner !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId!);
 }
 
 export function checkJson(what: string, v: unknown): void {
