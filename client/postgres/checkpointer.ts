@@ -10,7 +10,7 @@ import { ErrorCode, hasCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import { stateOfCursor, type ChainRow, type CodecCursor } from '../../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
-/** The store contract's types, as `C.Lease`, `C.CancelResult`, …. */
+// the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
 import { rowOf, StoreBase, written, type Outcome, type StoreBaseOptions } from '../store/base.js';

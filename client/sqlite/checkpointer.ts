@@ -13,7 +13,7 @@ import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
 import { stateOfCursor, type ChainRow } from '../../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
-/** The store contract's types, as `C.Lease`, `C.CancelResult`, …. */
+// the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError, PauseExistsError, RunInProgress } from '../errors.js';
 import { StoreBase, written, type StoreBaseOptions } from '../store/base.js';
