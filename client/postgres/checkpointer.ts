@@ -14,19 +14,19 @@ import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../share
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
 import { rowOf, StoreBase, written, type Outcome, type StoreBaseOptions } from '../store/base.js';
-import { alreadyCancelled, cancelMarker, checkCancel, notFound, runCancelled } from '../store/cancel.js';
+import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
 import { checkpointWritten, executionDeleted, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
 import { checkBundle, importResultOf, planImport } from '../store/import.js';
-import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
 import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
 import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
 import { PRUNE_CHUNK, PruneWalk, type PruneCandidate } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
+import { fence, leaseInfo, takeLease } from './leases.js';
 import { isTransient, POSTGRES_MIGRATIONS, SQLSTATE } from './migrations.js';
+import { tablesOf, type Sql, type Tables, type Tx } from './tables.js';
 
-type Sql = postgres.Sql<Record<string, never>>;
-type Tx = postgres.TransactionSql<Record<string, never>>;
 
 export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   /** Connection string; or pass `sql`. */
@@ -59,7 +59,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   private readonly givenWriterId?: string;
   private resolvedWriterId: string | null = null;
   private ready: Promise<void> | null = null;
-  private readonly t: Record<'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox' | 'leases', postgres.Helper<string>>;
+  private readonly t: Tables;
 
   constructor(options: PostgresCheckpointerOptions) {
     super('PostgresCheckpointer', options);
@@ -72,16 +72,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     this.schema = options.schema ?? 'waymark';
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name: ${this.schema}`);
     this.givenWriterId = options.writerId;
-    const id = (name: string) => this.sql(`${this.schema}.${name}`);
-    this.t = {
-      meta: id('waymark_meta'),
-      executions: id('executions'),
-      checkpoints: id('checkpoints'),
-      pending: id('pending_interrupts'),
-      idempotency: id('idempotency'),
-      outbox: id('outbox'),
-      leases: id('leases'),
-    };
+    this.t = tablesOf(this.sql, this.schema);
   }
 
   get writerId(): string {
@@ -258,64 +249,6 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return rt;
   }
 
-  private async leaseInfo(sql: Sql | Tx, executionId: string): Promise<C.LeaseInfo | null> {
-    const [row] = await sql<(LeaseColumns & { now_ms: string })[]>`
-      SELECT *, (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms FROM ${this.t.leases}
-      WHERE execution_id = ${executionId}`;
-    return row ? leaseInfoOf(row, Number(row.now_ms)) : null;
-  }
-
-  /**
-   * Inside the caller's transaction: take the lease if free or expired (by the
-   * server's clock), else RunInProgress. The upsert locks the lease row and
-   * judges the newest version of it, so of concurrent takers one wins.
-   */
-  private async takeLease(tx: Tx, executionId: string, request: C.LeaseRequest): Promise<C.Lease> {
-    const marker = await this.cancelledMarker(tx, executionId);
-    if (marker) throw runCancelled(marker);
-    for (;;) {
-      const [won] = await tx<{ epoch: string; expires_at: string }[]>`
-        INSERT INTO ${this.t.leases} AS l (execution_id, holder, epoch, expires_at)
-        VALUES (${executionId}, ${request.holder}, 1, (extract(epoch from clock_timestamp()) * 1000)::bigint + ${request.ttlMs})
-        ON CONFLICT (execution_id) DO UPDATE SET holder = excluded.holder, epoch = l.epoch + 1, expires_at = excluded.expires_at
-        WHERE l.holder IS NULL OR l.expires_at <= (extract(epoch from clock_timestamp()) * 1000)::bigint
-        RETURNING epoch, expires_at`;
-      if (won) {
-        return { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: Number(won.epoch), expiresAt: isoOf(Number(won.expires_at)) };
-      }
-      const current = await this.leaseInfo(tx, executionId);
-      if (current?.live) throw new RunInProgress(executionId, current.holder!, current.expiresAt!);
-      // released or expired between the two statements: judge again
-    }
-  }
-
-  /** Inside the caller's transaction: the lease is still this one; renew (or release) it, else LeaseLost. */
-  private async fence(tx: Tx, lease: C.Lease, release: boolean): Promise<C.Lease> {
-    const [row] = release
-      ? await tx<{ expires_at: string }[]>`
-          UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0
-          WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
-          RETURNING (extract(epoch from clock_timestamp()) * 1000)::bigint AS expires_at`
-      : await tx<{ expires_at: string }[]>`
-          UPDATE ${this.t.leases} SET expires_at = (extract(epoch from clock_timestamp()) * 1000)::bigint + ${lease.ttlMs}
-          WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
-          RETURNING expires_at`;
-    if (!row) {
-      // a cancel clears the holder: the runner is told why it must stop
-      const marker = await this.cancelledMarker(tx, lease.executionId);
-      throw marker ? runCancelled(marker) : leaseLost(lease, await this.leaseInfo(tx, lease.executionId));
-    }
-    return { ...lease, expiresAt: isoOf(Number(row.expires_at)) };
-  }
-
-  /** The cancel marker when the execution's newest row is one. */
-  private async cancelledMarker(tx: Tx, executionId: string): Promise<Checkpoint | null> {
-    const [row] = await tx<CheckpointColumns[]>`
-      SELECT c.* FROM ${this.t.executions} e JOIN ${this.t.checkpoints} c ON c.id = e.last_id
-      WHERE e.execution_id = ${executionId} AND e.last_step = 'run_end' AND e.last_status = 'cancelled'`;
-    return row ? fromColumns.checkpoint(row) : null;
-  }
-
   async cancel(executionId: string, options?: C.CancelOptions): Promise<C.CancelResult> {
     this.assertOpen();
     const reason = checkCancel(executionId, options);
@@ -353,18 +286,18 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     checkLease(executionId, request);
     // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
     const landed = async (): Promise<C.Lease | null> => {
-      const l = await this.leaseInfo(await this.q(), executionId);
+      const l = await leaseInfo(await this.q(), this.t, executionId);
       return l && l.holder === request.holder && l.expiresAt
         ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: l.epoch, expiresAt: l.expiresAt }
         : null;
     };
-    return this.write((tx) => this.takeLease(tx, executionId, request), landed);
+    return this.write((tx) => takeLease(tx, this.t, executionId, request), landed);
   }
 
   async renewLease(lease: C.Lease): Promise<C.Lease> {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
-    return this.begin((tx) => this.fence(tx, lease, false));
+    return this.begin((tx) => fence(tx, this.t, lease, false));
   }
 
   async releaseLease(lease: C.Lease): Promise<void> {
@@ -378,7 +311,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async getLease(executionId: string): Promise<C.LeaseInfo | null> {
     this.assertOpen();
-    return this.read((sql) => this.leaseInfo(sql, executionId));
+    return this.read((sql) => leaseInfo(sql, this.t, executionId));
   }
 
   /**
@@ -471,7 +404,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     try {
       out = await this.write<Outcome>(
         async (tx) => {
-          if (lease) await this.fence(tx, lease, release);
+          if (lease) await fence(tx, this.t, lease, release);
           return written(await this.writeCheckpoint(tx, minted));
         },
         () => this.landedRow(minted.id, minted),
@@ -501,7 +434,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     try {
       out = await this.write(async (tx) => {
         // a pause ends this runner's hold: the resumer that claims it takes the lease anew
-        if (lease) await this.fence(tx, lease, true);
+        if (lease) await fence(tx, this.t, lease, true);
         const rt = await this.writeCheckpoint(tx, input);
         const pending = pendingFor(rt.row, pause.reason, pause.context);
         this.fault('store.recordInterrupt.betweenRows');
@@ -555,7 +488,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         if (!row) return null;
         const pending = fromColumns.pending(row);
         // the claim and the lease are one decision: a refused lease rolls the claim back
-        const lease = ask ? (isHeld(ask) ? await this.fence(tx, ask, false) : await this.takeLease(tx, executionId, ask)) : null;
+        const lease = ask ? (isHeld(ask) ? await fence(tx, this.t, ask, false) : await takeLease(tx, this.t, executionId, ask)) : null;
         await this.queueEvent(tx, interruptClaimed(pending, this.writerId));
         const rt = next ? await this.writeCheckpoint(tx, next) : null;
         return { ...written(rt), pending, lease };
