@@ -6,80 +6,30 @@
  */
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
-import { utf8Bytes } from '../../shared/json.js';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
-import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
-import {
-  Checkpoint as CheckpointSchema,
-  IdempotencyEntry as IdempotencySchema,
-  PendingInterrupt as PendingSchema,
-  type Checkpoint,
-  type IdempotencyEntry,
-  type OutboxEvent,
-  type OutboxKind,
-  type PendingInterrupt,
-} from '../../shared/rows.js';
-import type {
-  CancelOptions,
-  CancelResult,
-  CheckpointInput,
-  Checkpointer,
-  ClaimGuard,
-  ClaimResult,
-  DeleteResult,
-  ExecutionState,
-  ExecutionSummary,
-  IdempotentLookup,
-  Lease,
-  LeaseInfo,
-  LeaseRequest,
-  WriteOptions,
-  ImportResult,
-  ListOptions,
-  OutboxEntry,
-  OutboxStats,
-  PauseRef,
-  PruneOptions,
-  PruneResult,
-  QuarantinedEntry,
-  RestoreBundle,
-} from '../checkpointer.js';
-import { AlreadyFinished, DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
-import { cancelMarker, checkCancel, isCancelMarker, notFound, runCancelled } from '../store/cancel.js';
-import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
-import { noFaults, type FaultHook } from '../faults.js';
-import {
-  buildRow,
-  canonicalTime,
-  checkBundleRows,
-  checkIdempotencyKey,
-  checkInput,
-  checkJson,
-  chainRowFromColumns,
-  executionExists,
-  CursorCache,
-  idempotencyFromColumns,
-  pendingFor,
-  pendingFromColumns,
-  rowFromColumns,
-  WriteSignal,
-  type ChainColumns,
-  type CheckpointColumns,
-  type IdempotencyColumns,
-  type PendingColumns,
-  type RowText,
-} from '../store/rows.js';
+import { stateOfCursor, type ChainRow, type CodecCursor } from '../../shared/codec.js';
+import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+// the store contract's types, named `C.Lease`, `C.CancelResult`, …
+import type * as C from '../checkpointer.js';
+import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
+import { rowOf, StoreBase, written, type Outcome, type StoreBaseOptions } from '../store/base.js';
+import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
+import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
+import { checkpointWritten, executionDeleted, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
+import { checkBundle, importResultOf, planImport } from '../store/import.js';
+import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
+import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
+import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
+import { PRUNE_CHUNK, PruneWalk, type PruneCandidate } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
-import { importResultOf, planImport } from '../store/import.js';
-import { entryFromJoin, takeByBytes, type OutboxJoinRow } from '../store/outbox.js';
 import { migratePostgres } from './migrations.js';
 import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
+import { fence, leaseInfo, takeLease } from './leases.js';
+import { tablesOf, type Sql, type Tables, type Tx } from './tables.js';
 
-type Sql = postgres.Sql<Record<string, never>>;
-type Tx = postgres.TransactionSql<Record<string, never>>;
 
-export interface PostgresCheckpointerOptions {
+export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   /** Connection string; or pass `sql`. */
   url?: string;
   /** An existing postgres.js client (not closed by `close()`). */
@@ -89,11 +39,11 @@ export interface PostgresCheckpointerOptions {
   /** Pool size when the adapter makes its own client. Default 10. */
   max?: number;
   writerId?: string;
-  outbox?: boolean;
-  faults?: FaultHook;
 }
 
-const PRUNE_CHUNK = 500;
+
+/** The `executions` columns a new newest row moves. */
+const ADVANCE = ['next_seq', 'last_id', 'last_node_id', 'last_step', 'last_status', 'updated_at'] as const;
 
 function pgCode(e: unknown): string | undefined {
   return (e as { code?: string })?.code;
@@ -103,22 +53,17 @@ function constraintOf(e: unknown): string | undefined {
   return (e as { constraint_name?: string })?.constraint_name;
 }
 
-export class PostgresCheckpointer implements Checkpointer {
-  claimGuard?: ClaimGuard;
+export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   private readonly sql: Sql;
   private readonly ownsSql: boolean;
   readonly schema: string;
-  private readonly outbox: boolean;
-  private readonly fault: FaultHook;
-  private readonly cursors = new CursorCache();
-  private readonly signal = new WriteSignal();
   private readonly givenWriterId?: string;
   private resolvedWriterId: string | null = null;
   private ready: Promise<void> | null = null;
-  private closed = false;
-  private readonly t: Record<'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox' | 'leases', postgres.Helper<string>>;
+  private readonly t: Tables;
 
   constructor(options: PostgresCheckpointerOptions) {
+    super('PostgresCheckpointer', options);
     if (!options.sql && !options.url) throw new Error('PostgresCheckpointer needs `url` or `sql`');
     this.ownsSql = !options.sql;
     this.sql = (options.sql ??
@@ -127,19 +72,8 @@ export class PostgresCheckpointer implements Checkpointer {
       postgres(options.url!, { max: options.max ?? 10, onnotice: () => {}, fetch_types: false })) as unknown as Sql;
     this.schema = options.schema ?? 'waymark';
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name: ${this.schema}`);
-    this.outbox = options.outbox ?? true;
-    this.fault = options.faults ?? noFaults;
     this.givenWriterId = options.writerId;
-    const id = (name: string) => this.sql(`${this.schema}.${name}`);
-    this.t = {
-      meta: id('waymark_meta'),
-      executions: id('executions'),
-      checkpoints: id('checkpoints'),
-      pending: id('pending_interrupts'),
-      idempotency: id('idempotency'),
-      outbox: id('outbox'),
-      leases: id('leases'),
-    };
+    this.t = tablesOf(this.sql, this.schema);
   }
 
   get writerId(): string {
@@ -152,7 +86,11 @@ export class PostgresCheckpointer implements Checkpointer {
 
   /** Create or migrate the schema under an advisory lock: safe for concurrent callers. */
   setup(): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('PostgresCheckpointer is closed'));
+    try {
+      this.assertOpen();
+    } catch (e) {
+      return Promise.reject(e);
+    }
     if (!this.ready) {
       this.ready = this.migrate().catch((e) => {
         this.ready = null;
@@ -213,9 +151,9 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   /** The stored row with this id if it is the one `input` describes (a lost attempt that committed). */
-  private async landedRow(id: string, input: CheckpointInput): Promise<Checkpoint | null> {
+  private async landedRow(id: string, input: C.CheckpointInput): Promise<{ kind: 'landed'; row: Checkpoint } | null> {
     const row = await this.getById(id);
-    return row && row.executionId === input.executionId && row.nodeId === input.nodeId && row.step === input.step ? row : null;
+    return row && row.executionId === input.executionId && row.nodeId === input.nodeId && row.step === input.step ? { kind: 'landed', row } : null;
   }
 
   private async q(): Promise<Sql> {
@@ -246,17 +184,15 @@ export class PostgresCheckpointer implements Checkpointer {
     return sql`(SELECT jsonb_array_elements_text((${JSON.stringify(values)}::text)::jsonb))`;
   }
 
-  private queueEvent(tx: Tx, id: string, kind: OutboxKind, executionId: string, payload: string | null, bytes: number) {
+  private queueEvent(tx: Tx, e: QueuedEvent) {
     if (!this.outbox) return null;
     return tx`INSERT INTO ${this.t.outbox} (id, kind, execution_id, payload, bytes, created_at)
-              VALUES (${id}, ${kind}, ${executionId}, ${payload}, ${bytes}, ${canonicalTime()})`;
+              VALUES (${e.id}, ${e.kind}, ${e.executionId}, ${e.payload}, ${e.bytes}, ${canonicalTime()})`;
   }
 
-  private async cursorAt(tx: Tx, executionId: string, seq: number, id: string): Promise<CodecCursor> {
-    const cached = this.cursors.get(executionId, seq, id);
-    if (cached) return cached;
-    const [last] = await this.chain(tx, executionId, seq, seq);
-    return decodeChain(await this.chain(tx, executionId, chainBase(last), seq)).cursor;
+  /** The cursor of row `seq` of an execution, read inside the caller's transaction when not cached. */
+  private async txCursorAt(tx: Tx, executionId: string, seq: number, id: string): Promise<CodecCursor> {
+    return this.cursorAt(executionId, seq, id, (base, upTo) => this.chain(tx, executionId, base, upTo));
   }
 
   /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
@@ -264,32 +200,39 @@ export class PostgresCheckpointer implements Checkpointer {
     const rows = await sql<ChainColumns[]>`
       SELECT id, seq, state FROM ${this.t.checkpoints}
       WHERE execution_id = ${executionId} AND seq >= ${base} AND seq <= ${seq} ORDER BY seq`;
-    return rows.map(chainRowFromColumns);
+    return rows.map(fromColumns.chain);
+  }
+
+  protected readChain(executionId: string, base: number, seq: number): Promise<ChainRow[]> {
+    return this.read((sql) => this.chain(sql, executionId, base, seq));
+  }
+
+  /** Lock an execution's row inside the caller's transaction (a placeholder row when new); its position as stored. */
+  private async lockExecution(tx: Tx, executionId: string): Promise<{ next_seq: number; last_id: string }> {
+    const [ex] = await tx<{ next_seq: number; last_id: string }[]>`
+      INSERT INTO ${this.t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
+      VALUES (${executionId}, 0, '', '', '', '', '')
+      ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id
+      RETURNING next_seq, last_id`;
+    return ex;
   }
 
   /** Write one checkpoint inside the caller's transaction, under the execution row's lock. */
-  private async writeCheckpoint(tx: Tx, input: CheckpointInput): Promise<RowText> {
-    const [ex] = await tx<{ next_seq: number; last_id: string }[]>`
-      INSERT INTO ${this.t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
-      VALUES (${input.executionId}, 0, '', '', '', '', '')
-      ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id
-      RETURNING next_seq, last_id`;
-    await this.checkPrev(tx, input, ex);
+  private async writeCheckpoint(tx: Tx, input: C.CheckpointInput): Promise<RowText> {
+    const ex = await this.lockExecution(tx, input.executionId);
+    if (checkPrev(input, ex) === 'lookup') {
+      const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId!}`;
+      checkPrevOwner(input, row?.execution_id);
+    }
     const seq = ex.next_seq;
-    const prev = seq > 0 ? await this.cursorAt(tx, input.executionId, seq - 1, ex.last_id) : null;
+    const prev = seq > 0 ? await this.txCursorAt(tx, input.executionId, seq - 1, ex.last_id) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
     const r = rt.row;
     try {
       await Promise.all([
-        tx`INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
-             state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
-           VALUES (${r.id}, ${r.executionId}, ${seq}, ${r.nodeId}, ${r.turn}, ${r.step}, ${r.status}, ${r.agentPath},
-             ${r.parentId}, ${rt.stateText}, ${rt.nodeInput}, ${rt.nodeOutput}, ${r.interruptReason},
-             ${rt.interruptContext}, ${r.createdAt}, ${r.writerId})`,
-        tx`UPDATE ${this.t.executions} SET next_seq = ${seq + 1}, last_id = ${r.id}, last_node_id = ${r.nodeId},
-             last_step = ${r.step}, last_status = ${r.status}, updated_at = ${r.createdAt}
-           WHERE execution_id = ${r.executionId}`,
-        this.queueEvent(tx, r.id, 'checkpoint', r.executionId, null, rt.bytes),
+        tx`INSERT INTO ${this.t.checkpoints} ${tx(toColumns.checkpoint(r, rt))}`,
+        tx`UPDATE ${this.t.executions} SET ${tx(toColumns.execution(r), ...ADVANCE)} WHERE execution_id = ${r.executionId}`,
+        this.queueEvent(tx, checkpointWritten(rt)),
       ]);
     } catch (e) {
       if (pgCode(e) === SQLSTATE.uniqueViolation && constraintOf(e) === 'checkpoints_pkey') {
@@ -300,83 +243,8 @@ export class PostgresCheckpointer implements Checkpointer {
     return rt;
   }
 
-  /** Refuse a write whose `prevId` is gone (or, for null, an execution that has rows); under the execution row's lock. */
-  private async checkPrev(tx: Tx, input: CheckpointInput, ex: { next_seq: number; last_id: string }): Promise<void> {
-    if (input.prevId === undefined) return;
-    const has = Number(ex.next_seq) > 0;
-    if (input.prevId === null) {
-      if (has) throw executionExists(input.executionId);
-      return;
-    }
-    if (has && ex.last_id === input.prevId) return;
-    const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId}`;
-    if (!row || row.execution_id !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId);
-  }
-
-  private committed(rt: RowText | null): void {
-    if (rt) this.cursors.set(rt.row.executionId, rt.cursor);
-    if (this.outbox) this.signal.emit();
-  }
-
-  private async leaseInfo(sql: Sql | Tx, executionId: string): Promise<LeaseInfo | null> {
-    const [row] = await sql<(LeaseColumns & { now_ms: string })[]>`
-      SELECT *, (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms FROM ${this.t.leases}
-      WHERE execution_id = ${executionId}`;
-    return row ? leaseInfoOf(row, Number(row.now_ms)) : null;
-  }
-
-  /**
-   * Inside the caller's transaction: take the lease if free or expired (by the
-   * server's clock), else RunInProgress. The upsert locks the lease row and
-   * judges the newest version of it, so of concurrent takers one wins.
-   */
-  private async takeLease(tx: Tx, executionId: string, request: LeaseRequest): Promise<Lease> {
-    const marker = await this.cancelledMarker(tx, executionId);
-    if (marker) throw runCancelled(marker);
-    for (;;) {
-      const [won] = await tx<{ epoch: string; expires_at: string }[]>`
-        INSERT INTO ${this.t.leases} AS l (execution_id, holder, epoch, expires_at)
-        VALUES (${executionId}, ${request.holder}, 1, (extract(epoch from clock_timestamp()) * 1000)::bigint + ${request.ttlMs})
-        ON CONFLICT (execution_id) DO UPDATE SET holder = excluded.holder, epoch = l.epoch + 1, expires_at = excluded.expires_at
-        WHERE l.holder IS NULL OR l.expires_at <= (extract(epoch from clock_timestamp()) * 1000)::bigint
-        RETURNING epoch, expires_at`;
-      if (won) {
-        return { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: Number(won.epoch), expiresAt: isoOf(Number(won.expires_at)) };
-      }
-      const current = await this.leaseInfo(tx, executionId);
-      if (current?.live) throw new RunInProgress(executionId, current.holder!, current.expiresAt!);
-      // released or expired between the two statements: judge again
-    }
-  }
-
-  /** Inside the caller's transaction: the lease is still this one; renew (or release) it, else LeaseLost. */
-  private async fence(tx: Tx, lease: Lease, release: boolean): Promise<Lease> {
-    const [row] = release
-      ? await tx<{ expires_at: string }[]>`
-          UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0
-          WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
-          RETURNING (extract(epoch from clock_timestamp()) * 1000)::bigint AS expires_at`
-      : await tx<{ expires_at: string }[]>`
-          UPDATE ${this.t.leases} SET expires_at = (extract(epoch from clock_timestamp()) * 1000)::bigint + ${lease.ttlMs}
-          WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
-          RETURNING expires_at`;
-    if (!row) {
-      // a cancel clears the holder: the runner is told why it must stop
-      const marker = await this.cancelledMarker(tx, lease.executionId);
-      throw marker ? runCancelled(marker) : leaseLost(lease, await this.leaseInfo(tx, lease.executionId));
-    }
-    return { ...lease, expiresAt: isoOf(Number(row.expires_at)) };
-  }
-
-  /** The cancel marker when the execution's newest row is one. */
-  private async cancelledMarker(tx: Tx, executionId: string): Promise<Checkpoint | null> {
-    const [row] = await tx<CheckpointColumns[]>`
-      SELECT c.* FROM ${this.t.executions} e JOIN ${this.t.checkpoints} c ON c.id = e.last_id
-      WHERE e.execution_id = ${executionId} AND e.last_step = 'run_end' AND e.last_status = 'cancelled'`;
-    return row ? rowFromColumns(row) : null;
-  }
-
-  async cancel(executionId: string, options?: CancelOptions): Promise<CancelResult> {
+  async cancel(executionId: string, options?: C.CancelOptions): Promise<C.CancelResult> {
+    this.assertOpen();
     const reason = checkCancel(executionId, options);
     let out: { rt: RowText | null; marker: Checkpoint; closed: PendingInterrupt | null };
     try {
@@ -388,26 +256,14 @@ export class PostgresCheckpointer implements Checkpointer {
         if (!ex || !ex.last_id) throw notFound(executionId);
         const [cols] = await tx<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${ex.last_id}`;
         if (!cols) throw notFound(executionId);
-        const last = rowFromColumns(cols);
-        if (isCancelMarker(last)) return { rt: null, marker: last, closed: null };
-        if (last.step === 'run_end' && last.status === 'completed') throw new AlreadyFinished(executionId, last.id);
+        const last = fromColumns.checkpoint(cols);
+        if (alreadyCancelled(last)) return { rt: null, marker: last, closed: null };
         const [open] = await tx<PendingColumns[]>`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
-        const closed = open ? pendingFromColumns(open) : null;
-        if (closed) {
-          const event: OutboxEvent = {
-            kind: 'interrupt_closed',
-            id: uuidv7(),
-            executionId,
-            checkpointId: closed.checkpointId,
-            writerId: this.writerId,
-            closedAt: canonicalTime(),
-          };
-          const text = JSON.stringify(event);
-          await this.queueEvent(tx, event.id, 'interrupt_closed', executionId, text, utf8Bytes(text));
-        }
+        const closed = open ? fromColumns.pending(open) : null;
+        if (closed) await this.queueEvent(tx, interruptClosed(closed, this.writerId));
         // every runner is fenced out: its next write or renewal finds the holder cleared and the marker
         await tx`UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0 WHERE execution_id = ${executionId}`;
-        const state = stateOfCursor(await this.cursorAt(tx, executionId, last.seq, last.id));
+        const state = stateOfCursor(await this.txCursorAt(tx, executionId, last.seq, last.id));
         const rt = await this.writeCheckpoint(tx, cancelMarker(last, state, reason));
         return { rt, marker: rt.row, closed };
       });
@@ -415,29 +271,31 @@ export class PostgresCheckpointer implements Checkpointer {
       this.cursors.drop(executionId);
       throw e;
     }
-    this.committed(out.rt);
-    this.fault('store.cancel.afterCommit');
+    this.afterCommit(executionId, written(out.rt), 'store.cancel.afterCommit');
     return { checkpoint: out.marker, closedPause: out.closed, alreadyCancelled: out.rt === null };
   }
 
-  async acquireLease(executionId: string, request: LeaseRequest): Promise<Lease> {
+  async acquireLease(executionId: string, request: C.LeaseRequest): Promise<C.Lease> {
+    this.assertOpen();
     checkLease(executionId, request);
     // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
-    const landed = async (): Promise<Lease | null> => {
-      const l = await this.leaseInfo(await this.q(), executionId);
+    const landed = async (): Promise<C.Lease | null> => {
+      const l = await leaseInfo(await this.q(), this.t, executionId);
       return l && l.holder === request.holder && l.expiresAt
         ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: l.epoch, expiresAt: l.expiresAt }
         : null;
     };
-    return this.write((tx) => this.takeLease(tx, executionId, request), landed);
+    return this.write((tx) => takeLease(tx, this.t, executionId, request), landed);
   }
 
-  async renewLease(lease: Lease): Promise<Lease> {
+  async renewLease(lease: C.Lease): Promise<C.Lease> {
+    this.assertOpen();
     checkLease(lease?.executionId, lease);
-    return this.begin((tx) => this.fence(tx, lease, false));
+    return this.begin((tx) => fence(tx, this.t, lease, false));
   }
 
-  async releaseLease(lease: Lease): Promise<void> {
+  async releaseLease(lease: C.Lease): Promise<void> {
+    this.assertOpen();
     checkLease(lease?.executionId, lease);
     await this.begin(async (tx) => {
       await tx`UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0
@@ -445,8 +303,9 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-  async getLease(executionId: string): Promise<LeaseInfo | null> {
-    return this.read((sql) => this.leaseInfo(sql, executionId));
+  async getLease(executionId: string): Promise<C.LeaseInfo | null> {
+    this.assertOpen();
+    return this.read((sql) => leaseInfo(sql, this.t, executionId));
   }
 
   /**
@@ -457,7 +316,7 @@ export class PostgresCheckpointer implements Checkpointer {
    * inserts the checkpoint and its outbox event only then. Returns null when
    * another writer got there first; the caller takes the locked path.
    */
-  private async putOnCursor(input: CheckpointInput & { id: string }, prev: CodecCursor, lease?: Lease): Promise<RowText | null> {
+  private async putOnCursor(input: C.CheckpointInput & { id: string }, prev: CodecCursor, lease?: C.Lease): Promise<RowText | null> {
     const seq = prev.seq + 1;
     const rt = buildRow(input, seq, prev, this.writerId);
     const r = rt.row;
@@ -510,10 +369,8 @@ export class PostgresCheckpointer implements Checkpointer {
     }
   }
 
-  async put(input: CheckpointInput, options: WriteOptions = {}): Promise<Checkpoint> {
-    checkInput(input);
-    const lease = options.lease;
-    if (lease) checkLease(input.executionId, lease);
+  async put(input: C.CheckpointInput, options: C.WriteOptions = {}): Promise<Checkpoint> {
+    const lease = this.checkWrite(input, options);
     // a run-end marker releases the lease: only on the locked path, where release and row are one decision
     const release = input.step === 'run_end';
     const minted = { ...input, id: input.id ?? uuidv7() };
@@ -523,95 +380,77 @@ export class PostgresCheckpointer implements Checkpointer {
       try {
         const rt = await this.putOnCursor(minted, cursor, lease);
         if (rt) {
-          this.committed(rt);
-          this.fault('store.put.afterCommit');
+          this.afterCommit(input.executionId, written(rt), 'store.put.afterCommit');
           return rt.row;
         }
       } catch (e) {
         this.cursors.drop(input.executionId);
         if (!connectionFailed(e)) throw e;
         // the statement may have committed before the connection was lost
-        const row = await this.landedRow(minted.id, minted).catch(() => null);
-        if (row) {
-          this.committed(null);
-          this.fault('store.put.afterCommit');
-          return row;
+        const landed = await this.landedRow(minted.id, minted).catch(() => null);
+        if (landed) {
+          this.afterCommit(input.executionId, landed, 'store.put.afterCommit');
+          return landed.row;
         }
       }
     }
-    let row: Checkpoint;
+    let out: Outcome;
     try {
-      const out = await this.write<RowText | Checkpoint>(
+      out = await this.write<Outcome>(
         async (tx) => {
-          if (lease) await this.fence(tx, lease, release);
-          return this.writeCheckpoint(tx, minted);
+          if (lease) await fence(tx, this.t, lease, release);
+          return written(await this.writeCheckpoint(tx, minted));
         },
         () => this.landedRow(minted.id, minted),
       );
-      if ('cursor' in out) {
-        this.committed(out);
-        row = out.row;
-      } else {
-        this.cursors.drop(input.executionId);
-        this.committed(null);
-        row = out;
-      }
     } catch (e) {
       this.cursors.drop(input.executionId);
       throw fencedWriteError(e, input);
     }
-    this.fault('store.put.afterCommit');
-    return row;
+    this.afterCommit(input.executionId, out, 'store.put.afterCommit');
+    return rowOf(out)!;
   }
 
   async recordInterrupt(
-    input: CheckpointInput,
+    input: C.CheckpointInput,
     pause: { reason: string; context: Json | null },
-    options: WriteOptions = {},
+    options: C.WriteOptions = {},
   ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
-    checkInput(input);
-    const lease = options.lease;
-    if (lease) checkLease(input.executionId, lease);
+    const lease = this.checkWrite(input, options);
     input = { ...input, id: input.id ?? uuidv7() };
-    const landed = async () => {
-      const row = await this.landedRow(input.id!, input);
-      const pending = row ? await this.getPendingInterrupt(row.executionId) : null;
-      return row && pending?.checkpointId === row.id ? { rt: { row } as RowText, pending, landed: true } : null;
+    type Recorded = Outcome & { pending: PendingInterrupt };
+    const landed = async (): Promise<Recorded | null> => {
+      const found = await this.landedRow(input.id!, input);
+      const pending = found ? await this.getPendingInterrupt(found.row.executionId) : null;
+      return found && pending?.checkpointId === found.row.id ? { ...found, pending } : null;
     };
-    let out: { rt: RowText; pending: PendingInterrupt; landed?: boolean };
+    let out: Recorded;
     try {
       out = await this.write(async (tx) => {
         // a pause ends this runner's hold: the resumer that claims it takes the lease anew
-        if (lease) await this.fence(tx, lease, true);
+        if (lease) await fence(tx, this.t, lease, true);
         const rt = await this.writeCheckpoint(tx, input);
         const pending = pendingFor(rt.row, pause.reason, pause.context);
         this.fault('store.recordInterrupt.betweenRows');
         try {
-          await tx`INSERT INTO ${this.t.pending} (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
-            VALUES (${pending.executionId}, ${pending.checkpointId}, ${pending.nodeId}, ${pending.reason},
-              ${pending.context === null ? null : JSON.stringify(pending.context)}, ${pending.agentPath}, ${pending.createdAt})`;
+          await tx`INSERT INTO ${this.t.pending} ${tx(toColumns.pending(pending))}`;
         } catch (e) {
           if (pgCode(e) === SQLSTATE.uniqueViolation) throw new PauseExistsError(pending.executionId);
           throw e;
         }
-        const event: OutboxEvent = { kind: 'interrupt_opened', id: uuidv7(), row: pending };
-        const text = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'interrupt_opened', pending.executionId, text, utf8Bytes(text));
-        return { rt, pending };
+        await this.queueEvent(tx, interruptOpened(pending));
+        return { ...written(rt), pending };
       }, landed);
     } catch (e) {
       this.cursors.drop(input.executionId);
       throw fencedWriteError(e, input);
     }
-    if (out.landed) {
-      this.cursors.drop(input.executionId);
-      this.committed(null);
-    } else this.committed(out.rt);
-    this.fault('store.recordInterrupt.afterCommit');
-    return { checkpoint: out.rt.row, pending: out.pending };
+    this.afterCommit(input.executionId, out, 'store.recordInterrupt.afterCommit');
+    return { checkpoint: rowOf(out)!, pending: out.pending };
   }
 
-  async claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput; lease?: LeaseRequest | Lease }): Promise<ClaimResult | null> {
+  async claimInterrupt(pause: C.PauseRef, options?: { next?: C.CheckpointInput; lease?: C.LeaseRequest | C.Lease }): Promise<C.ClaimResult | null> {
+    this.assertOpen();
     const { executionId, checkpointId } = pause;
     const next = options?.next ? { ...options.next, id: options.next.id ?? uuidv7() } : undefined;
     if (next) checkInput(next);
@@ -619,88 +458,81 @@ export class PostgresCheckpointer implements Checkpointer {
     if (ask) checkLease(executionId, ask);
     const open = next ? await this.getPendingInterrupt(executionId) : null;
     const before = open?.checkpointId === checkpointId ? open : null;
+    type Claimed = Outcome<RowText | null> & { pending: PendingInterrupt; lease: C.Lease | null };
     // with a `next` row, a lost attempt that committed is recognisable by that row's id
     const landed = next
-      ? async () => {
-          const row = await this.landedRow(next.id, next);
-          if (!row || !before) return null;
+      ? async (): Promise<Claimed | null> => {
+          const found = await this.landedRow(next.id, next);
+          if (!found || !before) return null;
           // the lost attempt took the lease with the claim: it is ours if its holder is still us
           const held = ask ? await this.getLease(executionId) : null;
-          const lease: Lease | null =
+          const lease: C.Lease | null =
             held && ask && held.holder === ask.holder && held.expiresAt
               ? { executionId, holder: ask.holder, ttlMs: ask.ttlMs, epoch: held.epoch, expiresAt: held.expiresAt }
               : null;
           if (ask && !lease) return null;
-          return { pending: before, rt: { row } as RowText, lease, landed: true };
+          return { ...found, pending: before, lease };
         }
       : undefined;
-    let out: { pending: PendingInterrupt; rt: RowText | null; lease: Lease | null; landed?: boolean } | null;
+    let out: Claimed | null;
     try {
       out = await this.write(async (tx) => {
         const [row] = await tx<PendingColumns[]>`
           DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} AND checkpoint_id = ${checkpointId} RETURNING *`;
         if (!row) return null;
-        const pending = pendingFromColumns(row);
+        const pending = fromColumns.pending(row);
         // the claim and the lease are one decision: a refused lease rolls the claim back
-        const lease = ask ? (isHeld(ask) ? await this.fence(tx, ask, false) : await this.takeLease(tx, executionId, ask)) : null;
-        const event: OutboxEvent = {
-          kind: 'interrupt_claimed',
-          id: uuidv7(),
-          executionId,
-          checkpointId: pending.checkpointId,
-          writerId: this.writerId,
-          claimedAt: canonicalTime(),
-        };
-        const text = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'interrupt_claimed', executionId, text, utf8Bytes(text));
+        const lease = ask ? (isHeld(ask) ? await fence(tx, this.t, ask, false) : await takeLease(tx, this.t, executionId, ask)) : null;
+        await this.queueEvent(tx, interruptClaimed(pending, this.writerId));
         const rt = next ? await this.writeCheckpoint(tx, next) : null;
-        return { pending, rt, lease };
-      }, landed as (() => Promise<{ pending: PendingInterrupt; rt: RowText | null; lease: Lease | null; landed?: boolean } | null>) | undefined);
+        return { ...written(rt), pending, lease };
+      }, landed);
     } catch (e) {
       this.cursors.drop(executionId);
       throw e;
     }
     if (!out) return null;
-    if (out.landed) {
-      this.cursors.drop(executionId);
-      this.committed(null);
-    } else this.committed(out.rt);
-    this.fault('store.claim.afterCommit');
-    return { pending: out.pending, checkpoint: out.rt?.row ?? null, lease: out.lease };
+    this.afterCommit(executionId, out, 'store.claim.afterCommit');
+    return { pending: out.pending, checkpoint: rowOf(out), lease: out.lease };
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<PendingColumns[]>`SELECT * FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
-      return row ? pendingFromColumns(row) : null;
+      return row ? fromColumns.pending(row) : null;
     });
   }
 
   async listPendingInterrupts(options: { afterExecutionId?: string; limit?: number } = {}): Promise<PendingInterrupt[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<PendingColumns[]>`
         SELECT * FROM ${this.t.pending} WHERE execution_id > ${options.afterExecutionId ?? ''}
         ORDER BY execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map(pendingFromColumns);
+      return rows.map(fromColumns.pending);
     });
   }
 
   async latest(executionId: string): Promise<Checkpoint | null> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<CheckpointColumns[]>`
         SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId} ORDER BY seq DESC LIMIT 1`;
-      return row ? rowFromColumns(row) : null;
+      return row ? fromColumns.checkpoint(row) : null;
     });
   }
 
   async getById(id: string): Promise<Checkpoint | null> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${id}`;
-      return row ? rowFromColumns(row) : null;
+      return row ? fromColumns.checkpoint(row) : null;
     });
   }
 
-  async list(executionId: string, options: ListOptions = {}): Promise<Checkpoint[]> {
+  async list(executionId: string, options: C.ListOptions = {}): Promise<Checkpoint[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<CheckpointColumns[]>`
         SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}
@@ -708,21 +540,12 @@ export class PostgresCheckpointer implements Checkpointer {
         ${options.beforeSeq !== undefined ? sql`AND seq < ${options.beforeSeq}` : sql``}
         ORDER BY seq ${options.order === 'desc' ? sql`DESC` : sql`ASC`}
         ${options.limit !== undefined ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map(rowFromColumns);
+      return rows.map(fromColumns.checkpoint);
     });
   }
 
-  async readState(row: Checkpoint): Promise<State> {
-    const cached = this.cursors.peek(row.executionId, row.seq, row.id);
-    if (cached) return stateOfCursor(cached);
-    return this.read(async (sql) => {
-      const { state, cursor } = decodeChain(await this.chain(sql, row.executionId, chainBase(row), row.seq));
-      this.cursors.offer(row.executionId, cursor);
-      return state;
-    });
-  }
-
-  async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: ExecutionState } = {}): Promise<ExecutionSummary[]> {
+  async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {}): Promise<C.ExecutionSummary[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<(ExecRow & { now_ms: string })[]>`
         SELECT e.*, p.execution_id IS NOT NULL AS paused,
@@ -737,50 +560,48 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-  async getIdempotent(executionId: string, key: string): Promise<IdempotentLookup> {
+  async getIdempotent(executionId: string, key: string): Promise<C.IdempotentLookup> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<IdempotencyColumns[]>`
         SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
-      return row ? { hit: true, result: idempotencyFromColumns(row).result } : { hit: false };
+      return row ? { hit: true, result: fromColumns.idempotency(row).result } : { hit: false };
     });
   }
 
   async putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry> {
+    this.assertOpen();
     checkIdempotencyKey(executionId, key);
     checkJson('idempotent result', result);
     // INSERT … ON CONFLICT DO NOTHING: a retry after a lost commit finds the stored entry
     const entry = await this.write(async (tx) => {
-      const createdAt = canonicalTime();
-      const text = result === null ? null : JSON.stringify(result);
+      const e: IdempotencyEntry = { executionId, key, result, createdAt: canonicalTime() };
       const inserted = await tx<IdempotencyColumns[]>`
-        INSERT INTO ${this.t.idempotency} (execution_id, key, result, created_at)
-        VALUES (${executionId}, ${key}, ${text}, ${createdAt})
+        INSERT INTO ${this.t.idempotency} ${tx(toColumns.idempotency(e))}
         ON CONFLICT (execution_id, key) DO NOTHING RETURNING *`;
       if (inserted.length === 1) {
-        const e: IdempotencyEntry = { executionId, key, result, createdAt };
-        const event: OutboxEvent = { kind: 'idempotency', id: uuidv7(), row: e };
-        const t = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'idempotency', executionId, t, utf8Bytes(t));
+        await this.queueEvent(tx, idempotencyRecorded(e));
         return e;
       }
       const [row] = await tx<IdempotencyColumns[]>`
         SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
-      return idempotencyFromColumns(row);
+      return fromColumns.idempotency(row);
     });
-    this.committed(null);
-    this.fault('store.idempotency.afterCommit');
+    this.afterCommit(executionId, written(null), 'store.idempotency.afterCommit');
     return entry;
   }
 
   async listIdempotent(executionId: string): Promise<IdempotencyEntry[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<IdempotencyColumns[]>`
         SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} ORDER BY created_at, key`;
-      return rows.map(idempotencyFromColumns);
+      return rows.map(fromColumns.idempotency);
     });
   }
 
-  async deleteExecution(executionId: string): Promise<DeleteResult> {
+  async deleteExecution(executionId: string): Promise<C.DeleteResult> {
+    this.assertOpen();
     const out = await this.begin(async (tx) => {
       // the execution row first: a writer holds its lock while it checks `prevId` and inserts, so a
       // put either commits before this deletion (and its row is deleted) or runs after it (and is refused)
@@ -790,57 +611,43 @@ export class PostgresCheckpointer implements Checkpointer {
       const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${executionId}`;
       await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${executionId}`;
       await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${executionId} AND NOT synced`;
-      if (e.count || c.count || i.count) {
-        const event: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId, deletedAt: canonicalTime() };
-        const t = JSON.stringify(event);
-        await this.queueEvent(tx, event.id, 'execution_deleted', executionId, t, utf8Bytes(t));
-      }
+      if (e.count || c.count || i.count) await this.queueEvent(tx, executionDeleted(executionId));
       return { checkpoints: c.count, pending: p.count, idempotency: i.count };
     });
-    this.cursors.drop(executionId);
-    this.committed(null);
+    this.afterDelete(executionId);
     return out;
   }
 
-  async prune(options: PruneOptions): Promise<PruneResult> {
-    const cutoff = canonicalTime(options.olderThan);
-    const result: PruneResult = { executions: 0, checkpoints: 0, idempotency: 0, keptUnsynced: 0 };
-    let after = '';
-    for (;;) {
-      const done = await this.begin(async (tx) => {
-        const batch = await tx<{ execution_id: string; unsynced: boolean }[]>`
+  async prune(options: C.PruneOptions): Promise<C.PruneResult> {
+    this.assertOpen();
+    const walk = new PruneWalk(options);
+    while (!walk.done) {
+      await this.begin(async (tx) => {
+        const chunk = await tx<PruneCandidate[]>`
           SELECT e.execution_id,
                  EXISTS (SELECT 1 FROM ${this.t.outbox} o WHERE o.execution_id = e.execution_id AND NOT o.synced) AS unsynced
           FROM ${this.t.executions} e
-          WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ${cutoff}
+          WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ${walk.cutoff}
             AND NOT EXISTS (SELECT 1 FROM ${this.t.pending} p WHERE p.execution_id = e.execution_id)
-            AND e.execution_id > ${after}
+            AND e.execution_id > ${walk.after}
           ORDER BY e.execution_id COLLATE "C" LIMIT ${PRUNE_CHUNK}
           FOR UPDATE OF e`;
-        for (const b of batch) {
-          after = b.execution_id;
-          if (b.unsynced && !options.includeUnsynced) {
-            result.keptUnsynced++;
-            continue;
-          }
-          const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${b.execution_id}`;
-          const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${b.execution_id}`;
-          await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${b.execution_id}`;
-          await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${b.execution_id}`;
-          await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${b.execution_id}`;
-          this.cursors.drop(b.execution_id);
-          result.checkpoints += c.count;
-          result.idempotency += i.count;
-          result.executions++;
+        for (const id of walk.take(chunk)) {
+          const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${id}`;
+          const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${id}`;
+          await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${id}`;
+          await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${id}`;
+          await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${id}`;
+          this.cursors.drop(id);
+          walk.deleted({ checkpoints: c.count, idempotency: i.count });
         }
-        return batch.length < PRUNE_CHUNK;
       });
-      if (done) break;
     }
-    return result;
+    return walk.result;
   }
 
-  async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<OutboxEntry[]> {
+  async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<C.OutboxEntry[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const rows = await sql<OutboxJoinRow[]>`
         SELECT o.seq AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id,
@@ -852,6 +659,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void> {
+    this.assertOpen();
     const synced = results.synced ?? [];
     const q = Object.entries(results.quarantined ?? {});
     if (!synced.length && !q.length) return;
@@ -866,15 +674,8 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
-  markSynced(ids: string[]): Promise<void> {
-    return this.applyResults({ synced: ids });
-  }
-
-  markQuarantined(reasons: Record<string, string>): Promise<void> {
-    return this.applyResults({ quarantined: reasons });
-  }
-
-  async outboxStats(): Promise<OutboxStats> {
+  async outboxStats(): Promise<C.OutboxStats> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [p] = await sql<{ n: string; bytes: string; oldest: string | null }[]>`
         SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest
@@ -882,43 +683,33 @@ export class PostgresCheckpointer implements Checkpointer {
       const [q] = await sql<{ n: string }[]>`SELECT count(*) AS n FROM ${this.t.outbox} WHERE sync_error IS NOT NULL`;
       const [last] = await sql<{ sync_error: string }[]>`
         SELECT sync_error FROM ${this.t.outbox} WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`;
-      return {
-        pendingCount: Number(p.n),
-        pendingBytes: Number(p.bytes),
-        oldestPendingAt: p.oldest,
-        oldestPendingAgeMs: p.oldest ? Math.max(0, Date.now() - Date.parse(p.oldest)) : null,
-        quarantinedCount: Number(q.n),
-        lastQuarantineReason: last?.sync_error ?? null,
-      };
+      return outboxStatsOf(p, q.n, last?.sync_error ?? null);
     });
   }
 
-  async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<QuarantinedEntry[]> {
+  async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<C.QuarantinedEntry[]> {
+    this.assertOpen();
     return this.read(async (sql) => {
       let after = '0';
       if (options.afterId) {
         const [r] = await sql<{ seq: string }[]>`SELECT seq FROM ${this.t.outbox} WHERE id = ${options.afterId}`;
         after = r?.seq ?? '0';
       }
-      const rows = await sql<{ id: string; kind: OutboxKind; execution_id: string; sync_error: string; created_at: string }[]>`
+      const rows = await sql<QuarantinedColumns[]>`
         SELECT id, kind, execution_id, sync_error, created_at FROM ${this.t.outbox}
         WHERE sync_error IS NOT NULL AND seq > ${after} ORDER BY seq
         ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map((r) => ({ id: r.id, kind: r.kind, executionId: r.execution_id, reason: r.sync_error, createdAt: r.created_at }));
+      return rows.map(quarantinedFromColumns);
     });
   }
 
-  async importRows(bundle: RestoreBundle): Promise<ImportResult> {
-    const checkpoints = checkBundleRows(CheckpointSchema, bundle.checkpoints, 'checkpoint');
-    const pending = bundle.pending ? checkBundleRows(PendingSchema, [bundle.pending], 'pending interrupt')[0] : null;
-    const idem = checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry');
+  async importRows(bundle: C.RestoreBundle): Promise<C.ImportResult> {
+    this.assertOpen();
+    const { checkpoints, pending, idempotency: idem } = checkBundle(bundle);
     return this.write(async (tx) => {
       const executionIds = [...new Set(checkpoints.map((c) => c.executionId))].sort();
       // lock each execution (a placeholder row when new) so no writer moves it while the plan is made and written
-      for (const e of executionIds) {
-        await tx`INSERT INTO ${this.t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
-          VALUES (${e}, 0, '', '', '', '', '') ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id`;
-      }
+      for (const e of executionIds) await this.lockExecution(tx, e);
       // the local rows the plan can ask about: the bundle's seq range (and the row before it) per execution, and the bundle's ids
       const range = new Map<string, { lo: number; hi: number }>();
       for (const c of checkpoints) {
@@ -949,14 +740,8 @@ export class PostgresCheckpointer implements Checkpointer {
       });
       const res = importResultOf(plan);
       for (const c of plan.insert) {
-        await tx`INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
-            state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
-          VALUES (${c.id}, ${c.executionId}, ${c.seq}, ${c.nodeId}, ${c.turn}, ${c.step}, ${c.status}, ${c.agentPath},
-            ${c.parentId}, ${JSON.stringify(c.state)}, ${c.nodeInput === null ? null : JSON.stringify(c.nodeInput)},
-            ${c.nodeOutput === null ? null : JSON.stringify(c.nodeOutput)}, ${c.interruptReason},
-            ${c.interruptContext === null ? null : JSON.stringify(c.interruptContext)}, ${c.createdAt}, ${c.writerId})`;
-        await tx`UPDATE ${this.t.executions} SET next_seq = ${c.seq + 1}, last_id = ${c.id}, last_node_id = ${c.nodeId},
-            last_step = ${c.step}, last_status = ${c.status}, updated_at = ${c.createdAt}
+        await tx`INSERT INTO ${this.t.checkpoints} ${tx(toColumns.checkpoint(c))}`;
+        await tx`UPDATE ${this.t.executions} SET ${tx(toColumns.execution(c), ...ADVANCE)}
           WHERE execution_id = ${c.executionId} AND next_seq <= ${c.seq}`;
         this.cursors.drop(c.executionId);
         res.inserted++;
@@ -983,17 +768,12 @@ export class PostgresCheckpointer implements Checkpointer {
         const [latest] = await tx<{ id: string }[]>`
           SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${pending.executionId} ORDER BY seq DESC LIMIT 1`;
         if (latest?.id === pending.checkpointId) {
-          const ins = await tx`INSERT INTO ${this.t.pending} (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
-            VALUES (${pending.executionId}, ${pending.checkpointId}, ${pending.nodeId}, ${pending.reason},
-              ${pending.context === null ? null : JSON.stringify(pending.context)}, ${pending.agentPath}, ${pending.createdAt})
-            ON CONFLICT (execution_id) DO NOTHING`;
+          const ins = await tx`INSERT INTO ${this.t.pending} ${tx(toColumns.pending(pending))} ON CONFLICT (execution_id) DO NOTHING`;
           res.pendingImported = ins.count === 1;
         }
       }
       for (const e of idem) {
-        const ins = await tx`INSERT INTO ${this.t.idempotency} (execution_id, key, result, created_at)
-          VALUES (${e.executionId}, ${e.key}, ${e.result === null ? null : JSON.stringify(e.result)}, ${e.createdAt})
-          ON CONFLICT (execution_id, key) DO NOTHING`;
+        const ins = await tx`INSERT INTO ${this.t.idempotency} ${tx(toColumns.idempotency(e))} ON CONFLICT (execution_id, key) DO NOTHING`;
         res.idempotencyInserted += ins.count;
       }
       return res;
@@ -1001,6 +781,7 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async getMeta(key: string): Promise<string | null> {
+    this.assertOpen();
     return this.read(async (sql) => {
       const [row] = await sql<{ value: string }[]>`SELECT value FROM ${this.t.meta} WHERE key = ${`note:${key}`}`;
       return row?.value ?? null;
@@ -1008,18 +789,13 @@ export class PostgresCheckpointer implements Checkpointer {
   }
 
   async setMeta(key: string, value: string): Promise<void> {
+    this.assertOpen();
     const sql = await this.q();
     await sql`INSERT INTO ${this.t.meta} (key, value) VALUES (${`note:${key}`}, ${value})
       ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
   }
 
-  onWrite(listener: () => void): () => void {
-    return this.signal.on(listener);
-  }
-
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.ownsSql) await this.sql.end({ timeout: 5 });
+    if (this.markClosed() && this.ownsSql) await this.sql.end({ timeout: 5 });
   }
 }

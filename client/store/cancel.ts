@@ -5,7 +5,7 @@ import { textProblem } from '../../shared/json.js';
 import type { State } from '../../shared/codec.js';
 import type { Checkpoint } from '../../shared/rows.js';
 import type { CancelOptions, CheckpointInput } from '../checkpointer.js';
-import { CheckpointError, RunCancelled } from '../errors.js';
+import { AlreadyFinished, CheckpointError, RunCancelled } from '../errors.js';
 
 /** The reason to store (null when none), or INVALID_CANCEL naming every problem; nothing is written either way. */
 export function checkCancel(executionId: unknown, options: CancelOptions | undefined): string | null {
@@ -31,6 +31,16 @@ export function checkCancel(executionId: unknown, options: CancelOptions | undef
 
 export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null | undefined): boolean =>
   !!row && row.step === 'run_end' && row.status === 'cancelled';
+
+/**
+ * Whether a cancel finds its work done: true when `last` (the execution's
+ * newest row) is already a cancel marker; AlreadyFinished when the run completed.
+ */
+export function alreadyCancelled(last: Checkpoint): boolean {
+  if (isCancelMarker(last)) return true;
+  if (last.step === 'run_end' && last.status === 'completed') throw new AlreadyFinished(last.executionId, last.id);
+  return false;
+}
 
 /** The reason stored in a cancel marker. */
 export function cancelReason(row: Checkpoint): string | null {

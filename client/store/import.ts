@@ -10,8 +10,16 @@
  * later rows are written: grafting another machine's branch onto this one
  * gives rows that fail to decode or silently show the other branch.
  */
-import type { Checkpoint } from '../../shared/rows.js';
-import type { ImportResult } from '../checkpointer.js';
+import {
+  Checkpoint as CheckpointSchema,
+  IdempotencyEntry as IdempotencySchema,
+  PendingInterrupt as PendingSchema,
+  type Checkpoint,
+  type IdempotencyEntry,
+  type PendingInterrupt,
+} from '../../shared/rows.js';
+import type { ImportResult, RestoreBundle } from '../checkpointer.js';
+import { checkBundleRows } from './rows.js';
 
 /** Why an execution's import stopped. */
 export type DivergenceReason =
@@ -23,6 +31,15 @@ export type DivergenceReason =
   | 'no_predecessor'
   /** this row's id is stored here at another place */
   | 'id_taken';
+
+/** A restore bundle checked with the wire schemas before anything is written (InvalidRowError naming the first bad row). */
+export function checkBundle(bundle: RestoreBundle): { checkpoints: Checkpoint[]; pending: PendingInterrupt | null; idempotency: IdempotencyEntry[] } {
+  return {
+    checkpoints: checkBundleRows(CheckpointSchema, bundle.checkpoints, 'checkpoint'),
+    pending: bundle.pending ? checkBundleRows(PendingSchema, [bundle.pending], 'pending interrupt')[0] : null,
+    idempotency: checkBundleRows(IdempotencySchema, bundle.idempotency, 'idempotency entry'),
+  };
+}
 
 export interface DivergedExecution {
   executionId: string;

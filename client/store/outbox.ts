@@ -1,6 +1,7 @@
+/** Reading the outbox, alike on both backends: the drain's batch, the operator's stats and quarantine list. */
 import type { OutboxEvent, OutboxKind } from '../../shared/rows.js';
-import type { OutboxEntry } from '../checkpointer.js';
-import { rowFromColumns, type CheckpointColumns } from './rows.js';
+import type { OutboxEntry, OutboxStats, QuarantinedEntry } from '../checkpointer.js';
+import { rowFromColumns, type CheckpointColumns } from './columns.js';
 
 export interface OutboxJoinRow extends Partial<CheckpointColumns> {
   o_seq: number | string;
@@ -42,4 +43,33 @@ export function takeByBytes(entries: OutboxEntry[], maxBytes: number): OutboxEnt
     bytes += e.bytes;
   }
   return out;
+}
+
+/** An `outbox` row as listed for an operator. */
+export interface QuarantinedColumns {
+  id: string;
+  kind: OutboxKind;
+  execution_id: string;
+  sync_error: string;
+  created_at: string;
+}
+
+export function quarantinedFromColumns(r: QuarantinedColumns): QuarantinedEntry {
+  return { id: r.id, kind: r.kind, executionId: r.execution_id, reason: r.sync_error, createdAt: r.created_at };
+}
+
+/** What `outboxStats` reports from the three counts both backends select. */
+export function outboxStatsOf(
+  pending: { n: number | string; bytes: number | string; oldest: string | null },
+  quarantined: number | string,
+  lastReason: string | null,
+): OutboxStats {
+  return {
+    pendingCount: Number(pending.n),
+    pendingBytes: Number(pending.bytes),
+    oldestPendingAt: pending.oldest,
+    oldestPendingAgeMs: pending.oldest ? Math.max(0, Date.now() - Date.parse(pending.oldest)) : null,
+    quarantinedCount: Number(quarantined),
+    lastQuarantineReason: lastReason,
+  };
 }

@@ -1,12 +1,13 @@
 /**
- * Backend-neutral pieces of the store: input validation, row building and
- * decoding of stored rows. Both adapters use these so they cannot drift.
+ * Backend-neutral checks and building of what the store writes: input
+ * validation, the row a checkpoint input becomes, a pause and an idempotency
+ * entry. Both adapters use these so they cannot drift.
  */
 import { z } from 'zod';
 import { LIMITS, eventBytes } from '../../shared/limits.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { jsonProblem, textProblem, utf8Bytes, type Json } from '../../shared/json.js';
-import { encodeState, type ChainRow, type CodecCursor, type Encoded } from '../../shared/codec.js';
+import { encodeState, type CodecCursor, type Encoded } from '../../shared/codec.js';
 import {
   AgentPath,
   Checkpoint,
@@ -16,12 +17,11 @@ import {
   Status,
   Step,
   Uuidv7,
-  type EncodedState,
-  type IdempotencyEntry,
   type PendingInterrupt,
 } from '../../shared/rows.js';
 import type { CheckpointInput } from '../checkpointer.js';
-import { CheckpointError, CorruptRowError, InvalidRowError } from '../errors.js';
+import { CheckpointError, ExecutionGoneError, InvalidRowError } from '../errors.js';
+import { jsonOrNull, type ColumnTexts } from './columns.js';
 import { ErrorCode } from '../../shared/errors.js';
 
 const InputShape = z.object({
@@ -77,24 +77,38 @@ export function executionExists(executionId: string): CheckpointError {
   });
 }
 
+/**
+ * A write's `prevId` against its execution's position (`ex`, null when the
+ * execution has no row): 'ok', EXECUTION_EXISTS for a fresh run's write
+ * (`prevId: null`) into an execution with rows, or 'lookup' when only the
+ * named row can tell (see `checkPrevOwner`).
+ */
+export function checkPrev(input: CheckpointInput, ex: { next_seq: number | string; last_id: string } | null): 'ok' | 'lookup' {
+  if (input.prevId === undefined) return 'ok';
+  const has = ex !== null && Number(ex.next_seq) > 0;
+  if (input.prevId === null) {
+    if (has) throw executionExists(input.executionId);
+    return 'ok';
+  }
+  return has && ex.last_id === input.prevId ? 'ok' : 'lookup';
+}
+
+/** The execution of the row `input.prevId` names, as stored (undefined when gone): EXECUTION_GONE unless it is this execution. */
+export function checkPrevOwner(input: CheckpointInput, owner: string | undefined): void {
+  if (owner !== input.executionId) throw new ExecutionGoneError(input.executionId, input.prevId!);
+}
+
 export function checkJson(what: string, v: unknown): void {
   const p = jsonProblem(v);
   if (p) fail(`invalid ${what}: ${p}`);
 }
 
-/** Serialized columns of a checkpoint, ready for either backend. */
-export interface RowText {
+/** A checkpoint built for writing: the row, its serialized columns, its event's size and the cursor after it. */
+export interface RowText extends ColumnTexts {
   row: Checkpoint;
-  stateText: string;
-  nodeInput: string | null;
-  nodeOutput: string | null;
-  interruptContext: string | null;
   bytes: number;
   cursor: CodecCursor;
 }
-
-const jsonOrNull = (v: Json | null | undefined): string | null =>
-  v === undefined || v === null ? null : JSON.stringify(v);
 
 /** Encode and assemble the row that `input` becomes at `seq`. Throws if the row is too large. */
 export function buildRow(input: CheckpointInput, seq: number, prev: CodecCursor | null, writerId: string): RowText {
@@ -155,100 +169,6 @@ export function canonicalTime(t?: string | Date): string {
   return (t === undefined ? new Date() : new Date(t)).toISOString();
 }
 
-/** Columns as both backends store them. */
-export interface CheckpointColumns {
-  id: string;
-  execution_id: string;
-  seq: number | string;
-  node_id: string;
-  turn: number;
-  step: string;
-  status: string;
-  agent_path: string;
-  parent_id: string | null;
-  state: string;
-  node_input: string | null;
-  node_output: string | null;
-  interrupt_reason: string | null;
-  interrupt_context: string | null;
-  created_at: string;
-  writer_id: string;
-}
-
-function parseColumn(rowId: string, column: string, text: string | null): Json | null {
-  if (text === null) return null;
-  try {
-    return JSON.parse(text) as Json;
-  } catch (e) {
-    throw new CorruptRowError(rowId, `column ${column} is not JSON`, e);
-  }
-}
-
-function parseState(id: string, text: string): EncodedState {
-  const state = parseColumn(id, 'state', text) as EncodedState | null;
-  if (!state || typeof state !== 'object' || state.v !== 1 || (state.kind !== 'full' && state.kind !== 'delta')) {
-    throw new CorruptRowError(id, 'column state is not a tagged snapshot');
-  }
-  return state;
-}
-
-/** The columns a snapshot chain is decoded from. */
-export interface ChainColumns {
-  id: string;
-  seq: number | string;
-  state: string;
-}
-
-/** A chain row from its three columns: only the state is parsed, and its text length kept. */
-export function chainRowFromColumns(c: ChainColumns): ChainRow {
-  return { id: c.id, seq: Number(c.seq), state: parseState(c.id, c.state), bytes: c.state.length };
-}
-
-/** Map stored columns to a row; a corrupt row is reported with its id, never skipped. */
-export function rowFromColumns(c: CheckpointColumns): Checkpoint {
-  const state = parseState(c.id, c.state);
-  return {
-    id: c.id,
-    executionId: c.execution_id,
-    seq: Number(c.seq),
-    nodeId: c.node_id,
-    turn: Number(c.turn),
-    step: c.step as Checkpoint['step'],
-    status: c.status as Checkpoint['status'],
-    agentPath: c.agent_path,
-    parentId: c.parent_id,
-    state,
-    nodeInput: parseColumn(c.id, 'node_input', c.node_input),
-    nodeOutput: parseColumn(c.id, 'node_output', c.node_output),
-    interruptReason: c.interrupt_reason,
-    interruptContext: parseColumn(c.id, 'interrupt_context', c.interrupt_context),
-    createdAt: c.created_at,
-    writerId: c.writer_id,
-  };
-}
-
-export interface PendingColumns {
-  execution_id: string;
-  checkpoint_id: string;
-  node_id: string;
-  reason: string;
-  context: string | null;
-  agent_path: string;
-  created_at: string;
-}
-
-export function pendingFromColumns(c: PendingColumns): PendingInterrupt {
-  return {
-    executionId: c.execution_id,
-    checkpointId: c.checkpoint_id,
-    nodeId: c.node_id,
-    reason: c.reason,
-    context: parseColumn(c.checkpoint_id, 'context', c.context),
-    agentPath: c.agent_path,
-    createdAt: c.created_at,
-  };
-}
-
 export function pendingFor(row: Checkpoint, reason: string, context: Json | null): PendingInterrupt {
   if (!reason || reason.length > LIMITS.reasonLength) fail('invalid pause: reason must be 1..2048 characters');
   const tp = textProblem(reason, 'reason');
@@ -263,22 +183,6 @@ export function pendingFor(row: Checkpoint, reason: string, context: Json | null
     context,
     agentPath: row.agentPath,
     createdAt: row.createdAt,
-  };
-}
-
-export interface IdempotencyColumns {
-  execution_id: string;
-  key: string;
-  result: string | null;
-  created_at: string;
-}
-
-export function idempotencyFromColumns(c: IdempotencyColumns): IdempotencyEntry {
-  return {
-    executionId: c.execution_id,
-    key: c.key,
-    result: parseColumn(`${c.execution_id}/${c.key}`, 'result', c.result),
-    createdAt: c.created_at,
   };
 }
 
@@ -298,57 +202,4 @@ export function checkBundleRows<T>(schema: z.ZodType<T>, rows: unknown[], what: 
     if (!p.success) fail(`invalid ${what} #${i} in restore bundle: ${p.error.issues[0].message}`);
     return p.data;
   });
-}
-
-/** Per-store cache of the newest row's codec cursor per execution (bounded LRU). */
-export class CursorCache {
-  private readonly map = new Map<string, CodecCursor>();
-  constructor(private readonly max = 512) {}
-  get(executionId: string, seq: number, id: string | null): CodecCursor | null {
-    const c = this.map.get(executionId);
-    if (!c || c.seq !== seq || c.id !== id) return null;
-    this.map.delete(executionId);
-    this.map.set(executionId, c);
-    return c;
-  }
-  set(executionId: string, cursor: CodecCursor): void {
-    this.map.delete(executionId);
-    this.map.set(executionId, cursor);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
-  }
-  drop(executionId: string): void {
-    this.map.delete(executionId);
-  }
-  /** The cached cursor of an execution's newest row written or read here, whatever its seq. */
-  newest(executionId: string): CodecCursor | null {
-    return this.map.get(executionId) ?? null;
-  }
-  /** The cursor of exactly this row, if cached (no LRU touch). */
-  peek(executionId: string, seq: number, id: string): CodecCursor | null {
-    const c = this.map.get(executionId);
-    return c && c.seq === seq && c.id === id ? c : null;
-  }
-  /** Remember a decoded cursor unless a newer row of the execution is already cached. */
-  offer(executionId: string, cursor: CodecCursor): void {
-    const c = this.map.get(executionId);
-    if (!c || c.seq < cursor.seq) this.set(executionId, cursor);
-  }
-}
-
-/** Listeners kicked after a committed write (the drain subscribes here). */
-export class WriteSignal {
-  private readonly listeners = new Set<() => void>();
-  on(fn: () => void): () => void {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
-  }
-  emit(): void {
-    for (const fn of this.listeners) {
-      try {
-        fn();
-      } catch {
-        // a listener's failure never fails the write that already committed
-      }
-    }
-  }
 }

@@ -1,4 +1,5 @@
 import type { ExecutionState, ExecutionSummary } from '../checkpointer.js';
+import type { ExecutionColumns } from './columns.js';
 import { leaseInfoOf } from './lease.js';
 
 /** How a run's last row and pause translate into its state. */
@@ -9,14 +10,7 @@ export function summaryState(lastStep: string, lastStatus: string, paused: boole
 }
 
 /** An `executions` row as both adapters select it (with `paused` from the pending join). */
-export interface ExecRow {
-  execution_id: string;
-  next_seq: number;
-  last_id: string;
-  last_node_id: string;
-  last_step: string;
-  last_status: string;
-  updated_at: string;
+export interface ExecRow extends ExecutionColumns {
   paused: number | boolean;
   lease_holder: string | null;
   lease_epoch: number | string | null;

@@ -3,10 +3,10 @@
  * runStoreSuite. Two handles on one store stand for two processes: `a` runs,
  * `b` cancels.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { Checkpointer } from '../../client/checkpointer.js';
 import { hasCode } from '../../shared/errors.js';
-import { expectCode, input, marker, pauseRow, type StoreHarness, type StoreSuiteOptions } from './suite.js';
+import { contractTest, expectCode, input, marker, pauseRow, withTwoHandles, type StoreSuiteOptions } from './suite.js';
 
 let n = 0;
 const exec = () => `cancel-${Date.now().toString(36)}-${++n}`;
@@ -16,27 +16,12 @@ async function rowsOf(store: Checkpointer, id: string) {
 }
 
 export function runCancelSuite(options: StoreSuiteOptions): void {
-  const skipped = new Map((options.skip ?? []).map((s) => [s.test, s.reason]));
-  const test = (name: string, fn: () => Promise<void>) => {
-    const reason = skipped.get(name);
-    if (reason) it.skip(`${name} — skipped: ${reason}`, fn);
-    else it(name, fn);
-  };
+  const test = contractTest(options);
 
   describe(`store contract: ${options.name}: cancel`, () => {
-    let h: StoreHarness;
     let a: Checkpointer;
     let b: Checkpointer;
-    beforeEach(async () => {
-      h = await options.make({});
-      a = h.store;
-      await a.setup();
-      b = await h.reopen();
-    });
-    afterEach(async () => {
-      await b.close();
-      await h.close();
-    });
+    withTwoHandles(options, (pair) => ({ a, b } = pair));
 
     test('cancel of a running run writes a cancelled run_end marker with its state; the holder is refused with RUN_CANCELLED and writes nothing more', async () => {
       const id = exec();

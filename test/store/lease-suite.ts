@@ -2,10 +2,10 @@
  * The lease part of the store contract (issue 15 item 1), run per backend by
  * runStoreSuite. Two handles on one store stand for two processes.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { Checkpointer, Lease } from '../../client/checkpointer.js';
 import { hasCode } from '../../shared/errors.js';
-import { expectCode, input, marker, pauseRow, type StoreHarness, type StoreSuiteOptions } from './suite.js';
+import { contractTest, expectCode, input, marker, pauseRow, withTwoHandles, type StoreSuiteOptions } from './suite.js';
 
 let n = 0;
 const exec = () => `lease-${Date.now().toString(36)}-${++n}`;
@@ -21,27 +21,12 @@ async function untilExpired(store: Checkpointer, executionId: string): Promise<v
 }
 
 export function runLeaseSuite(options: StoreSuiteOptions): void {
-  const skipped = new Map((options.skip ?? []).map((s) => [s.test, s.reason]));
-  const test = (name: string, fn: () => Promise<void>) => {
-    const reason = skipped.get(name);
-    if (reason) it.skip(`${name} — skipped: ${reason}`, fn);
-    else it(name, fn);
-  };
+  const test = contractTest(options);
 
   describe(`store contract: ${options.name}: leases`, () => {
-    let h: StoreHarness;
     let a: Checkpointer;
     let b: Checkpointer;
-    beforeEach(async () => {
-      h = await options.make({});
-      a = h.store;
-      await a.setup();
-      b = await h.reopen();
-    });
-    afterEach(async () => {
-      await b.close();
-      await h.close();
-    });
+    withTwoHandles(options, (pair) => ({ a, b } = pair));
 
     test('acquireLease: epoch 1, then RunInProgress naming holder and expiry for any other taker while live', async () => {
       const id = exec();

@@ -3,7 +3,7 @@
  * tests; a skip must name its reason.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Checkpointer, CheckpointInput } from '../../client/checkpointer.js';
+import type { Checkpointer, CheckpointInput, Lease } from '../../client/checkpointer.js';
 import type { FaultHook } from '../../client/faults.js';
 import { uuidv7 } from '../../shared/ids.js';
 import type { State } from '../../shared/codec.js';
@@ -60,13 +60,44 @@ export async function expectCode(p: Promise<unknown>, code: ErrorCode): Promise<
   expect(hasCode(err, code), `expected code ${code}, got ${(err as { code?: string }).code}: ${(err as Error).message}`).toBe(true);
 }
 
-export function runStoreSuite(options: StoreSuiteOptions): void {
+/** `it`, except for the tests `options.skip` names: those are skipped, each showing its reason. */
+export function contractTest(options: StoreSuiteOptions): (name: string, fn: () => Promise<void>) => void {
   const skipped = new Map((options.skip ?? []).map((s) => [s.test, s.reason]));
-  const test = (name: string, fn: () => Promise<void>) => {
+  return (name, fn) => {
     const reason = skipped.get(name);
     if (reason) it.skip(`${name} — skipped: ${reason}`, fn);
     else it(name, fn);
   };
+}
+
+/**
+ * Two handles on one store for each test of the enclosing describe, standing
+ * for two processes: `a` from the harness, set up; `b` reopened on its data.
+ * `use` receives them before each test; both are closed after it.
+ */
+export function withTwoHandles(options: StoreSuiteOptions, use: (handles: { a: Checkpointer; b: Checkpointer }) => void): void {
+  let h: StoreHarness;
+  let b: Checkpointer;
+  beforeEach(async () => {
+    h = await options.make({});
+    await h.store.setup();
+    b = await h.reopen();
+    use({ a: h.store, b });
+  });
+  afterEach(async () => {
+    await b.close();
+    await h.close();
+  });
+}
+
+/** The contract's methods that answer with a promise, but `close` (which a closed store may be asked again). */
+type RefusedWhenClosed = Exclude<
+  { [K in keyof Checkpointer]-?: Checkpointer[K] extends ((...args: never[]) => Promise<unknown>) | undefined ? (undefined extends Checkpointer[K] ? never : K) : never }[keyof Checkpointer],
+  'close'
+>;
+
+export function runStoreSuite(options: StoreSuiteOptions): void {
+  const test = contractTest(options);
 
   describe(`store contract: ${options.name}`, () => {
     let h: StoreHarness;
@@ -84,6 +115,65 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
     });
     afterEach(async () => {
       await h.close();
+    });
+
+    test('a closed store refuses every method with STORE_CLOSED (a rejected promise, nothing written); close() may be called again', async () => {
+      const id = exec();
+      const row = await store.put(input(id));
+      const other = await h.reopen();
+      const lease: Lease = { executionId: id, holder: 'A', ttlMs: 60_000, epoch: 1, expiresAt: new Date().toISOString() };
+      await store.close();
+      // a Record over the contract's method names: a method added to the contract must be added here
+      const calls: Record<RefusedWhenClosed, (s: Checkpointer) => Promise<unknown>> = {
+        setup: (s) => s.setup(),
+        put: (s) => s.put(input(id, { prevId: row.id })),
+        recordInterrupt: (s) => s.recordInterrupt(pauseRow(id), { reason: 'r', context: null }),
+        claimInterrupt: (s) => s.claimInterrupt({ executionId: id, checkpointId: row.id }),
+        acquireLease: (s) => s.acquireLease(id, { holder: 'A', ttlMs: 60_000 }),
+        renewLease: (s) => s.renewLease(lease),
+        releaseLease: (s) => s.releaseLease(lease),
+        getLease: (s) => s.getLease(id),
+        cancel: (s) => s.cancel(id),
+        getPendingInterrupt: (s) => s.getPendingInterrupt(id),
+        listPendingInterrupts: (s) => s.listPendingInterrupts(),
+        latest: (s) => s.latest(id),
+        getById: (s) => s.getById(row.id),
+        list: (s) => s.list(id),
+        // the row's state is cached: a closed store refuses before it looks
+        readState: (s) => s.readState(row),
+        listExecutions: (s) => s.listExecutions(),
+        getIdempotent: (s) => s.getIdempotent(id, 'k'),
+        putIdempotent: (s) => s.putIdempotent(id, 'k', 1),
+        listIdempotent: (s) => s.listIdempotent(id),
+        deleteExecution: (s) => s.deleteExecution(id),
+        prune: (s) => s.prune({ olderThan: new Date(Date.now() + 60_000), includeUnsynced: true }),
+        fetchUnsynced: (s) => s.fetchUnsynced({ limit: 10, maxBytes: 1_000_000 }),
+        applyResults: (s) => s.applyResults({ synced: [row.id] }),
+        markSynced: (s) => s.markSynced([]),
+        markQuarantined: (s) => s.markQuarantined({}),
+        outboxStats: (s) => s.outboxStats(),
+        listQuarantined: (s) => s.listQuarantined(),
+        importRows: (s) => s.importRows({ checkpoints: [], pending: null, idempotency: [] }),
+        getMeta: (s) => s.getMeta('k'),
+        setMeta: (s) => s.setMeta('k', 'v'),
+      };
+      try {
+        for (const [name, call] of Object.entries(calls)) {
+          let answer: Promise<unknown> | undefined;
+          expect(() => (answer = call(store)), `${name} throws instead of rejecting`).not.toThrow();
+          await expectCode(answer!, 'STORE_CLOSED').catch((e: Error) => {
+            throw new Error(`${name}: ${e.message}`);
+          });
+        }
+        await store.close();
+        // nothing was written: the other handle sees the one row, unsynced, and no note
+        expect((await other.list(id)).map((r) => r.id)).toEqual([row.id]);
+        expect((await other.fetchUnsynced({ limit: 10, maxBytes: 1_000_000 })).map((e) => e.id)).toEqual([row.id]);
+        expect(await other.getMeta('k')).toBeNull();
+        expect(await other.getIdempotent(id, 'k')).toEqual({ hit: false });
+      } finally {
+        await other.close();
+      }
     });
 
     test('setup is idempotent', async () => {

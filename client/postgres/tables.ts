@@ -1,0 +1,21 @@
+/** The Postgres store's client types and its tables, named in the store's schema. */
+import type postgres from 'postgres';
+
+export type Sql = postgres.Sql<Record<string, never>>;
+export type Tx = postgres.TransactionSql<Record<string, never>>;
+
+export type Tables = Record<'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox' | 'leases', postgres.Helper<string>>;
+
+/** The store's tables in `schema` (a name already checked), as identifiers for postgres.js templates. */
+export function tablesOf(sql: Sql, schema: string): Tables {
+  const id = (name: string) => sql(`${schema}.${name}`);
+  return {
+    meta: id('waymark_meta'),
+    executions: id('executions'),
+    checkpoints: id('checkpoints'),
+    pending: id('pending_interrupts'),
+    idempotency: id('idempotency'),
+    outbox: id('outbox'),
+    leases: id('leases'),
+  };
+}
