@@ -3,12 +3,12 @@
  * a named fault point (used by the proofs and the crash tests). argv: storeSpec ledgerPath executionId action amount [faultPoint hits]
  * action: run | resume-approve | resume
  */
-import { killAt } from '../../client/index.js';
+import { faultPoint, killAt } from '../../client/testing/faults.js';
 import { CHILD_LEASE_MS, Ledger, refundAgent, refundRequest } from './refund.js';
 import { openStore } from './store-from-spec.js';
 
 const [spec, ledgerPath, executionId, action, amount, point, hits] = process.argv.slice(2);
-const faults = point ? killAt(point, { hits: Number(hits ?? 1) }) : undefined;
+const faults = point ? killAt(faultPoint(point), { hits: Number(hits ?? 1) }) : undefined;
 const store = await openStore(spec, faults);
 const { agent, model } = refundAgent({ store, ledger: new Ledger(ledgerPath), withNotify: action === 'run-notify', faults, leaseMs: CHILD_LEASE_MS });
 let result;
