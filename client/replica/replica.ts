@@ -82,6 +82,39 @@ export interface FlushResult extends ReplicaStatus {
   rounds: number;
 }
 
+/** How a drain round ended: the outbox emptied, the key was refused, or a retry is due (at least `retryAfterMs`). */
+export type RoundOutcome = { kind: 'done' } | { kind: 'auth' } | { kind: 'retry'; retryAfterMs: number | null };
+
+/**
+ * What a replica emits (`replica.on(name, listener)`), each event's listener
+ * arguments. Listeners are isolated: one that throws is reported as
+ * `listener_error` and never stops the drain.
+ */
+export interface ReplicaEvents {
+  /** The drain moved to another state (see the state table above). */
+  state: [state: DrainState];
+  /** A round ended with the outbox empty. */
+  drained: [];
+  /** A round ended, however it ended (after `drained` when it emptied the outbox). */
+  round: [outcome: RoundOutcome];
+  /** The plane answered a batch: rows synced and rows quarantined by its per-row answers. */
+  ack: [ack: { synced: number; quarantined: number }];
+  /** Rows the plane refused were quarantined; `reason` is the first one's. */
+  quarantined: [quarantined: { ids: string[]; reason: string }];
+  /** The plane refused this writer's rows of a run another machine took over (once per run per batch). */
+  run_lost: [lost: { executionId: string; reason: string }];
+  /** The plane refused a claim and `onClaimRefused: 'resume_locally'` resumed anyway (connectPlane). */
+  claim_refused: [refused: { executionId: string; checkpointId: string; reason: string }];
+  /** The plane was unreachable for a claim; the local claim stands (connectPlane). */
+  claim_offline: [offline: { executionId: string; checkpointId: string; reason: string }];
+  /** This writer took a run over at the plane from writer `from` (connectPlane). */
+  run_taken_over: [takeover: { executionId: string; from: string }];
+  /** The plane was unreachable for a takeover; the local lease stands (connectPlane). */
+  takeover_offline: [offline: { executionId: string; reason: string }];
+  /** A listener of `event` threw `error`; the drain went on. */
+  listener_error: [failure: { event: Exclude<keyof ReplicaEvents, 'listener_error'>; error: unknown }];
+}
+
 class HttpFailure extends Error {
   constructor(
     readonly status: number,
@@ -92,7 +125,7 @@ class HttpFailure extends Error {
   }
 }
 
-export class Replica extends EventEmitter {
+export class Replica extends EventEmitter<ReplicaEvents> {
   readonly writerId: string;
   private apiKey: string;
   private readonly http: PlaneHttp;
@@ -172,13 +205,13 @@ export class Replica extends EventEmitter {
    * Listeners are isolated: each runs in turn and one that throws is reported
    * as `listener_error` ({ event, error }) instead of unwinding into the drain.
    */
-  override emit(event: string | symbol, ...args: unknown[]): boolean {
-    const listeners = this.rawListeners(event) as ((...a: unknown[]) => unknown)[];
+  override emit<K extends keyof ReplicaEvents>(event: K, ...args: ReplicaEvents[K]): boolean {
+    const listeners = this.rawListeners(event) as ((...a: ReplicaEvents[K]) => unknown)[];
     for (const listener of listeners) {
       try {
         listener.apply(this, args);
       } catch (error) {
-        if (event !== 'listener_error') this.emit('listener_error', { event, error });
+        if (event !== 'listener_error') this.emit('listener_error', { event: event as Exclude<K, 'listener_error'>, error });
       }
     }
     return listeners.length > 0;
@@ -255,7 +288,7 @@ export class Replica extends EventEmitter {
     this.startRound();
   }
 
-  private async drain(): Promise<{ kind: 'done' } | { kind: 'auth' } | { kind: 'retry'; retryAfterMs: number | null }> {
+  private async drain(): Promise<RoundOutcome> {
     for (;;) {
       if (this.state === 'stopped') return { kind: 'done' };
       const batch = await this.store.fetchUnsynced({ limit: this.maxRows, maxBytes: this.o.batchBytes });
