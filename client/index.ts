@@ -1,4 +1,5 @@
 export type * from './checkpointer.js';
+export { PlaneGuardSlot } from './checkpointer.js';
 export type { DivergedExecution, DivergenceReason } from './store/import.js';
 export * from './errors.js';
 export { FAULT_POINTS, noFaults, type FaultHook, type FaultPoint } from './faults.js';

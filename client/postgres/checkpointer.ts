@@ -25,7 +25,6 @@ import type {
   CancelResult,
   CheckpointInput,
   Checkpointer,
-  ClaimGuard,
   ClaimResult,
   DeleteResult,
   ExecutionState,
@@ -45,6 +44,7 @@ import type {
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
+import { PlaneGuardSlot } from '../checkpointer.js';
 import { AlreadyFinished, DuplicateIdError, ExecutionGoneError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
 import { cancelMarker, checkCancel, isCancelMarker, notFound, runCancelled } from '../store/cancel.js';
 import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
@@ -103,7 +103,7 @@ function constraintOf(e: unknown): string | undefined {
 }
 
 export class PostgresCheckpointer implements Checkpointer {
-  claimGuard?: ClaimGuard;
+  readonly planeGuard = new PlaneGuardSlot();
   private readonly sql: Sql;
   private readonly ownsSql: boolean;
   readonly schema: string;

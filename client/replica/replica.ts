@@ -30,7 +30,7 @@ import type { Dispatcher } from 'undici';
 import { LIMITS } from '../../shared/limits.js';
 import { IngestResponse, PROTOCOL_VERSION, WhoAmI } from '../../shared/protocol.js';
 import { uuidv7 } from '../../shared/ids.js';
-import type { Checkpointer, OutboxEntry, OutboxStats } from '../checkpointer.js';
+import type { Checkpointer, OutboxEntry, OutboxStats, PlaneGuard } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { PlaneHttp, retryAfter, type PlaneResponse } from './http.js';
@@ -145,6 +145,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private rowsSynced = 0;
   private maxRows: number;
   private readonly unsubscribe: () => void;
+  /** Removes the plane guard this replica installed on its store (connectPlane), if any. */
+  private unguard: (() => void) | null = null;
 
   constructor(
     readonly store: Checkpointer,
@@ -454,8 +456,21 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     return { ...(await this.status()), sent: this.rowsSynced - syncedBefore, rounds };
   }
 
-  /** Stop: no more rounds; waits for the one in flight; closes sockets. Idempotent. */
+  /**
+   * Install `guard` as the store's plane guard for as long as this replica
+   * runs (connectPlane does): `stop()` removes it. Replaces a guard this
+   * replica installed before.
+   */
+  guardStore(guard: PlaneGuard): void {
+    if (this.state === 'stopped') throw new Error('a stopped replica cannot guard its store');
+    this.unguard?.();
+    this.unguard = this.store.planeGuard.install(guard);
+  }
+
+  /** Stop: removes its plane guard from the store; no more rounds; waits for the one in flight; closes sockets. Idempotent. */
   async stop(): Promise<void> {
+    this.unguard?.();
+    this.unguard = null;
     if (this.state === 'stopped') return;
     this.setState('stopped');
     this.unsubscribe();

@@ -26,7 +26,6 @@ import {
 import type {
   CheckpointInput,
   Checkpointer,
-  ClaimGuard,
   CancelOptions,
   CancelResult,
   ClaimResult,
@@ -48,6 +47,7 @@ import type {
   QuarantinedEntry,
   RestoreBundle,
 } from '../checkpointer.js';
+import { PlaneGuardSlot } from '../checkpointer.js';
 import { AlreadyFinished, DuplicateIdError, ExecutionGoneError, PauseExistsError, RunInProgress } from '../errors.js';
 import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { cancelMarker, checkCancel, isCancelMarker, notFound, runCancelled } from '../store/cancel.js';
@@ -100,7 +100,7 @@ const PRUNE_CHUNK = 500;
 export class SqliteCheckpointer implements Checkpointer {
   readonly writerId: string;
   readonly path: string;
-  claimGuard?: ClaimGuard;
+  readonly planeGuard = new PlaneGuardSlot();
   private readonly db: Database.Database;
   private readonly cursors = new CursorCache();
   private readonly signal = new WriteSignal();

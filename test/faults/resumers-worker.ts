@@ -30,9 +30,9 @@ const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, b
 const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), twoApprovals: true, faults, leaseMs: CHILD_LEASE_MS });
 // a slow claim guard (a flush and a plane round trip on a bad network: up to seconds in the field):
 // the window in which another resumer answers the pause this one read and the run reaches the next
-const planeGuard = store.claimGuard;
+const planeGuard = store.planeGuard.current;
 agent.claimGuard = async (pause) => {
-  await planeGuard?.(pause);
+  await planeGuard?.claim(pause);
   await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 400)));
 };
 const answer = () => ({ approved: true, metadata: { approver: tag ?? 'recovery' } });
