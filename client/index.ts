@@ -14,3 +14,4 @@ export { usageOf, sumUsage, usageLine, type UsageRecord, type UsageTotal } from 
 export { ScriptedModel, type ScriptRule, type ScriptContext, type ScriptReply } from './models/scripted.js';
 export { OpenAIChatModel, ModelError, parseReply, type OpenAIChatOptions } from './models/openai.js';
 export * from './replica/index.js';
+export { openStore, type OpenStoreOptions } from './open-store.js';
