@@ -29,7 +29,6 @@ import { EventEmitter } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { LIMITS } from '../../shared/limits.js';
 import { IngestResponse, PROTOCOL_VERSION, WhoAmI } from '../../shared/protocol.js';
-import { uuidv7 } from '../../shared/ids.js';
 import type { Checkpointer, OutboxEntry, OutboxStats, PlaneGuard } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
@@ -598,5 +597,3 @@ export type PlaneTakeover =
 
 /** Answers that mean "no plane behind this address right now", not a refusal by the plane. */
 const OFFLINE_STATUSES = new Set([502, 503, 504]);
-
-export const newWriterId = () => `writer-${uuidv7()}`;
