@@ -1,8 +1,8 @@
 /**
  * The store contract: what the runtime and the drain need from a durable
  * store. Two adapters implement it (`SqliteCheckpointer`,
- * `PostgresCheckpointer`); one conformance suite (test/store/suite.ts) holds
- * both to every guarantee below.
+ * `PostgresCheckpointer`); one conformance suite (`runStoreSuite` in
+ * `waymark/testing`, client/testing/store/) holds both to every guarantee below.
  *
  * Glossary
  * - execution: one run, keyed by `executionId`; its rows are ordered by `seq`

@@ -2,7 +2,7 @@ export type * from './checkpointer.js';
 export { PlaneGuardSlot } from './checkpointer.js';
 export type { DivergedExecution, DivergenceReason } from './store/import.js';
 export * from './errors.js';
-export { FAULT_POINTS, noFaults, type FaultHook, type FaultPoint } from './faults.js';
+export { noFaults, type FaultHook, type FaultPoint } from './faults.js';
 export { ErrorCode, WaymarkError, hasCode } from '../shared/errors.js';
 export { uuidv7 } from '../shared/ids.js';
 export type { Json } from '../shared/json.js';

@@ -4,8 +4,8 @@
  * `b` cancels.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Checkpointer } from '../../client/checkpointer.js';
-import { hasCode } from '../../shared/errors.js';
+import type { Checkpointer } from '../../checkpointer.js';
+import { hasCode } from '../../../shared/errors.js';
 import { expectCode, input, marker, pauseRow, type StoreHarness, type StoreSuiteOptions } from './suite.js';
 
 let n = 0;
