@@ -252,7 +252,7 @@ export interface PlaneGuard {
 /**
  * Where a store holds the plane guard of its connected replica. The runtime
  * reads `current` before every local claim and takeover; `connectPlane`
- * installs a guard and its replica's `stop()` removes it. Nothing else sets it.
+ * installs a guard and its replica's `stop()` removes it; nothing else in the library sets it.
  */
 export class PlaneGuardSlot {
   #current: PlaneGuard | null = null;

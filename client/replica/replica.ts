@@ -458,10 +458,10 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /**
    * Install `guard` as the store's plane guard for as long as this replica
    * runs (connectPlane does): `stop()` removes it. Replaces a guard this
-   * replica installed before.
+   * replica installed before; a stopped replica installs nothing.
    */
   guardStore(guard: PlaneGuard): void {
-    if (this.state === 'stopped') throw new Error('a stopped replica cannot guard its store');
+    if (this.state === 'stopped') return;
     this.unguard?.();
     this.unguard = this.store.planeGuard.install(guard);
   }
