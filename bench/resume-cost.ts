@@ -15,8 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { Agent, interrupt, ScriptedModel, tool, type Checkpointer } from '../client/index.js';
-import { openStore } from '../examples/agents/store-from-spec.js';
+import { Agent, interrupt, openStore, ScriptedModel, tool, type Checkpointer } from '../client/index.js';
 import { peerGraph, peerInstalled, peerLatest, peerPostgresSaver, peerResume, peerRun, peerSqliteSaver, peerVersion } from './lib/langgraph.js';
 
 const P = 200;
@@ -49,7 +48,7 @@ if (process.argv[1]?.endsWith('resume-cost.ts') && process.argv[2] === '--child'
   if (who === 'waymark') {
     await import(spec.startsWith('sqlite:') ? '../client/sqlite/index.js' : '../client/postgres/index.js');
     const t0 = performance.now();
-    const store = await openStore(spec);
+    const store = await openStore(spec, { max: 4 });
     await store.latest(id);
     const t1 = performance.now();
     const r = await benchAgent(store, T).resume(id, { approved: true });
@@ -83,7 +82,7 @@ if (process.argv[1]?.endsWith('resume-cost.ts') && process.argv[2] === '--child'
     const spec = backend === 'sqlite' ? `sqlite:${join(dir, `${w}.db`)}` : `postgres:${PG}#${schema}_${w}`;
     const opens: number[] = [];
     const resumes: number[] = [];
-    const store = w === 'waymark' ? await openStore(spec) : null;
+    const store = w === 'waymark' ? await openStore(spec, { max: 4 }) : null;
     const saver = w === 'langgraph' ? await peerSaver(spec) : null;
     for (let i = 0; i < reps; i++) {
       const id = `resume-${i}`;

@@ -1,8 +1,8 @@
 /**
  * The store contract: what the runtime and the drain need from a durable
  * store. Two adapters implement it (`SqliteCheckpointer`,
- * `PostgresCheckpointer`); one conformance suite (test/store/suite.ts) holds
- * both to every guarantee below.
+ * `PostgresCheckpointer`); one conformance suite (`runStoreSuite` in
+ * `waymark/testing`, client/testing/store/) holds both to every guarantee below.
  *
  * Glossary
  * - execution: one run, keyed by `executionId`; its rows are ordered by `seq`
@@ -231,22 +231,53 @@ export interface PauseRef {
   checkpointId: string;
 }
 
-/** Called before a local claim of a pause; throws to refuse it (set by a connected replica). */
+/** Called before a local claim of a pause; throws to refuse it (a connected replica's plane claim). */
 export type ClaimGuard = (pause: { executionId: string; checkpointId: string }) => Promise<void>;
 
 /**
  * Called before `resume` (without a value) takes over a run that is not
- * paused; throws to refuse it (set by a connected replica: the plane
- * arbitrates takeovers across machines). `seq` is the newest row here.
+ * paused; throws to refuse it (a connected replica: the plane arbitrates
+ * takeovers across machines). `seq` is the newest row here.
  */
 export type TakeoverGuard = (run: { executionId: string; seq: number }) => Promise<void>;
 
+/** The plane's say over a store's local claims and takeovers, while a replica is connected. */
+export interface PlaneGuard {
+  /** Claim the pause at the plane before it is claimed here. */
+  claim: ClaimGuard;
+  /** Take a non-paused run over at the plane before it is resumed here. */
+  takeover: TakeoverGuard;
+}
+
+/**
+ * Where a store holds the plane guard of its connected replica. The runtime
+ * reads `current` before every local claim and takeover; `connectPlane`
+ * installs a guard and its replica's `stop()` removes it; nothing else in the library sets it.
+ */
+export class PlaneGuardSlot {
+  #current: PlaneGuard | null = null;
+
+  /** The installed guard, or null (no replica connected: local claims only). */
+  get current(): PlaneGuard | null {
+    return this.#current;
+  }
+
+  /**
+   * Install `guard` (replacing any other) and return the function that removes
+   * it again; that function does nothing once another guard replaced it.
+   */
+  install(guard: PlaneGuard): () => void {
+    this.#current = guard;
+    return () => {
+      if (this.#current === guard) this.#current = null;
+    };
+  }
+}
+
 /** The durable store contract. All methods are async; every write is one transaction. */
 export interface Checkpointer {
-  /** Installed by `connectPlane`: claim the pause at the plane before claiming it here. */
-  claimGuard?: ClaimGuard;
-  /** Installed by `connectPlane`: take a non-paused run over at the plane before resuming it here. */
-  takeoverGuard?: TakeoverGuard;
+  /** The plane guard a connected replica installed (see `PlaneGuardSlot`); a store makes its own empty slot. */
+  readonly planeGuard: PlaneGuardSlot;
   /** The store's stable writer id (persisted on first setup unless given). */
   readonly writerId: string;
   /** Create or migrate the schema. Idempotent; safe when several processes run it at once. */

@@ -1,7 +1,8 @@
 export type * from './checkpointer.js';
+export { PlaneGuardSlot } from './checkpointer.js';
 export type { DivergedExecution, DivergenceReason } from './store/import.js';
 export * from './errors.js';
-export { killAt, noFaults, type FaultHook } from './faults.js';
+export { noFaults, type FaultHook, type FaultPoint } from './faults.js';
 export { ErrorCode, WaymarkError, hasCode } from '../shared/errors.js';
 export { uuidv7 } from '../shared/ids.js';
 export type { Json } from '../shared/json.js';
@@ -13,3 +14,4 @@ export { usageOf, sumUsage, usageLine, type UsageRecord, type UsageTotal } from 
 export { ScriptedModel, type ScriptRule, type ScriptContext, type ScriptReply } from './models/scripted.js';
 export { OpenAIChatModel, ModelError, parseReply, type OpenAIChatOptions } from './models/openai.js';
 export * from './replica/index.js';
+export { openStore, type OpenStoreOptions } from './open-store.js';

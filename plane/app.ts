@@ -75,8 +75,8 @@ export interface PlaneAppOptions {
   claimReleaseAfterMs?: number;
   /** A run not paused may be taken over once its writer was not heard from for this long (default 60 s; see PlaneConfig). */
   takeoverAfterMs?: number;
-  /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
-  faults?: (point: string) => void | Promise<void>;
+  /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'; awaited. */
+  faults?: import('../shared/faults.js').FaultHook;
 }
 
 export type PlaneEnv = { Variables: { principal: Principal; log: Logger; requestId: string } };

@@ -78,8 +78,8 @@ export interface PlaneAppOptions {
   bodyTotalMs?: number;
   dev?: boolean;
   claimReleaseAfterMs?: number;
-  /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
-  faults?: (point: string) => void | Promise<void>;
+  /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'; awaited. */
+  faults?: import('../shared/faults.js').FaultHook;
 }
 
 export interface IngestOutcome {

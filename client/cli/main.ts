@@ -6,7 +6,7 @@
  * database is opened; `--help` works on every command.
  * The key may come from WAYMARK_API_KEY.
  */
-import { openCliStore } from './open.js';
+import { openStore } from '../open-store.js';
 import { packageVersion, parseCommand, suggest, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
 import { inspectRun, listRuns, parseSince, type RunFilter } from './store-commands.js';
 import { quarantineList, restoreCommand, syncNow, syncStatus } from './sync-commands.js';
@@ -166,8 +166,8 @@ function apiKey(p: Parsed): string | undefined {
   return (p.values.key as string | undefined) ?? process.env.WAYMARK_API_KEY;
 }
 
-async function withStore(p: Parsed, body: (store: Awaited<ReturnType<typeof openCliStore>>) => Promise<number>): Promise<number> {
-  const store = await openCliStore(String(p.values.db), p.values.schema as string | undefined);
+async function withStore(p: Parsed, body: (store: Awaited<ReturnType<typeof openStore>>) => Promise<number>): Promise<number> {
+  const store = await openStore(String(p.values.db), { schema: p.values.schema as string | undefined, max: 2, mustExist: true });
   try {
     return await body(store);
   } finally {
@@ -176,10 +176,8 @@ async function withStore(p: Parsed, body: (store: Awaited<ReturnType<typeof open
 }
 
 /** Restore may target a store that does not exist yet (a machine that never ran the run). */
-async function openOrCreate(db: string, schema?: string) {
-  if (/^postgres(ql)?:\/\//.test(db)) return openCliStore(db, schema);
-  const { SqliteCheckpointer } = await import('../sqlite/index.js');
-  return new SqliteCheckpointer({ path: db });
+function openOrCreate(db: string, schema?: string) {
+  return openStore(db, { schema, max: 2 });
 }
 
 /** Which command `argv` names, and how many words its name took. */

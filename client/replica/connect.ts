@@ -1,5 +1,5 @@
 import { AlreadyResumed, ClaimRefused, RunInProgress, RunTakenOver } from '../errors.js';
-import type { Checkpointer } from '../checkpointer.js';
+import type { Checkpointer, ClaimGuard, PlaneGuard, TakeoverGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
 import { Replica, type ReplicaOptions } from './replica.js';
 
@@ -31,9 +31,15 @@ export interface ConnectOptions extends ReplicaOptions {
  */
 export function connectPlane(store: Checkpointer, options: ConnectOptions): Replica {
   const replica = new Replica(store, options);
+  replica.guardStore(planeGuard(replica, options));
+  return replica;
+}
+
+/** The claim and takeover guard of connectPlane: the plane decides first, through `replica`. */
+function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
   const claimFlushMs = options.claimFlushMs ?? 5000;
   const fault = options.faults ?? noFaults;
-  store.claimGuard = async ({ executionId, checkpointId }) => {
+  const claim: ClaimGuard = async ({ executionId, checkpointId }) => {
     await replica.flush({ timeoutMs: claimFlushMs });
     const r = await replica.claimAtPlane(executionId, checkpointId);
     if (r.outcome === 'lost') {
@@ -57,7 +63,7 @@ export function connectPlane(store: Checkpointer, options: ConnectOptions): Repl
     if (r.outcome === 'offline') replica.emit('claim_offline', { executionId, checkpointId, reason: r.reason });
     else fault('claim.afterPlaneClaim');
   };
-  store.takeoverGuard = async ({ executionId, seq }) => {
+  const takeover: TakeoverGuard = async ({ executionId, seq }) => {
     // this writer's own rows first: a run that is still its own is recognised as such
     await replica.flush({ timeoutMs: claimFlushMs });
     const r = await replica.takeoverAtPlane(executionId, seq);
@@ -84,11 +90,5 @@ export function connectPlane(store: Checkpointer, options: ConnectOptions): Repl
       { executionId, checkpointId: '', status: r.status, planeCode: r.code },
     );
   };
-  const stop = replica.stop.bind(replica);
-  replica.stop = async () => {
-    if (store.claimGuard) store.claimGuard = undefined;
-    if (store.takeoverGuard) store.takeoverGuard = undefined;
-    await stop();
-  };
-  return replica;
+  return { claim, takeover };
 }

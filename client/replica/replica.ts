@@ -29,8 +29,7 @@ import { EventEmitter } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { LIMITS } from '../../shared/limits.js';
 import { IngestResponse, PROTOCOL_VERSION, WhoAmI } from '../../shared/protocol.js';
-import { uuidv7 } from '../../shared/ids.js';
-import type { Checkpointer, OutboxEntry, OutboxStats } from '../checkpointer.js';
+import type { Checkpointer, OutboxEntry, OutboxStats, PlaneGuard } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { PlaneHttp, type PlaneResponse } from './http.js';
@@ -85,6 +84,39 @@ export interface FlushResult extends ReplicaStatus {
   rounds: number;
 }
 
+/** How a drain round ended: the outbox emptied, the key was refused, or a retry is due (at least `retryAfterMs`). */
+export type RoundOutcome = { kind: 'done' } | { kind: 'auth' } | { kind: 'retry'; retryAfterMs: number | null };
+
+/**
+ * What a replica emits (`replica.on(name, listener)`), each event's listener
+ * arguments. Listeners are isolated: one that throws is reported as
+ * `listener_error` and never stops the drain.
+ */
+export interface ReplicaEvents {
+  /** The drain moved to another state (see the state table above). */
+  state: [state: DrainState];
+  /** A round ended with the outbox empty. */
+  drained: [];
+  /** A round ended, however it ended (after `drained` when it emptied the outbox). */
+  round: [outcome: RoundOutcome];
+  /** The plane answered a batch: rows synced and rows quarantined by its per-row answers. */
+  ack: [ack: { synced: number; quarantined: number }];
+  /** Rows the plane refused were quarantined; `reason` is the first one's. */
+  quarantined: [quarantined: { ids: string[]; reason: string }];
+  /** The plane refused this writer's rows of a run another machine took over (once per run per batch). */
+  run_lost: [lost: { executionId: string; reason: string }];
+  /** The plane refused a claim and `onClaimRefused: 'resume_locally'` resumed anyway (connectPlane). */
+  claim_refused: [refused: { executionId: string; checkpointId: string; reason: string }];
+  /** The plane was unreachable for a claim; the local claim stands (connectPlane). */
+  claim_offline: [offline: { executionId: string; checkpointId: string; reason: string }];
+  /** This writer took a run over at the plane from writer `from` (connectPlane). */
+  run_taken_over: [takeover: { executionId: string; from: string }];
+  /** The plane was unreachable for a takeover; the local lease stands (connectPlane). */
+  takeover_offline: [offline: { executionId: string; reason: string }];
+  /** A listener of `event` threw `error`; the drain went on. */
+  listener_error: [failure: { event: Exclude<keyof ReplicaEvents, 'listener_error'>; error: unknown }];
+}
+
 class HttpFailure extends Error {
   constructor(
     readonly status: number,
@@ -95,7 +127,7 @@ class HttpFailure extends Error {
   }
 }
 
-export class Replica extends EventEmitter {
+export class Replica extends EventEmitter<ReplicaEvents> {
   readonly writerId: string;
   private apiKey: string;
   private readonly http: PlaneHttp;
@@ -115,6 +147,8 @@ export class Replica extends EventEmitter {
   private rowsSynced = 0;
   private maxRows: number;
   private readonly unsubscribe: () => void;
+  /** Removes the plane guard this replica installed on its store (connectPlane), if any. */
+  private unguard: (() => void) | null = null;
 
   constructor(
     readonly store: Checkpointer,
@@ -175,13 +209,13 @@ export class Replica extends EventEmitter {
    * Listeners are isolated: each runs in turn and one that throws is reported
    * as `listener_error` ({ event, error }) instead of unwinding into the drain.
    */
-  override emit(event: string | symbol, ...args: unknown[]): boolean {
-    const listeners = this.rawListeners(event) as ((...a: unknown[]) => unknown)[];
+  override emit<K extends keyof ReplicaEvents>(event: K, ...args: ReplicaEvents[K]): boolean {
+    const listeners = this.rawListeners(event) as ((...a: ReplicaEvents[K]) => unknown)[];
     for (const listener of listeners) {
       try {
         listener.apply(this, args);
       } catch (error) {
-        if (event !== 'listener_error') this.emit('listener_error', { event, error });
+        if (event !== 'listener_error') this.emit('listener_error', { event: event as Exclude<K, 'listener_error'>, error });
       }
     }
     return listeners.length > 0;
@@ -256,7 +290,7 @@ export class Replica extends EventEmitter {
     this.startRound();
   }
 
-  private async drain(): Promise<{ kind: 'done' } | { kind: 'auth' } | { kind: 'retry'; retryAfterMs: number | null }> {
+  private async drain(): Promise<RoundOutcome> {
     for (;;) {
       if (this.state === 'stopped') return { kind: 'done' };
       const batch = await this.store.fetchUnsynced({ limit: this.maxRows, maxBytes: this.o.batchBytes });
@@ -422,8 +456,21 @@ export class Replica extends EventEmitter {
     return { ...(await this.status()), sent: this.rowsSynced - syncedBefore, rounds };
   }
 
-  /** Stop: no more rounds; waits for the one in flight; closes sockets. Idempotent. */
+  /**
+   * Install `guard` as the store's plane guard for as long as this replica
+   * runs (connectPlane does): `stop()` removes it. Replaces a guard this
+   * replica installed before; a stopped replica installs nothing.
+   */
+  guardStore(guard: PlaneGuard): void {
+    if (this.state === 'stopped') return;
+    this.unguard?.();
+    this.unguard = this.store.planeGuard.install(guard);
+  }
+
+  /** Stop: removes its plane guard from the store; no more rounds; waits for the one in flight; closes sockets. Idempotent. */
   async stop(): Promise<void> {
+    this.unguard?.();
+    this.unguard = null;
     if (this.state === 'stopped') return;
     this.setState('stopped');
     this.unsubscribe();
@@ -551,5 +598,3 @@ export type PlaneTakeover =
 
 /** Answers that mean "no plane behind this address right now", not a refusal by the plane. */
 const OFFLINE_STATUSES = new Set([502, 503, 504]);
-
-export const newWriterId = () => `writer-${uuidv7()}`;

@@ -83,7 +83,7 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
 }
 
 /** The client's own check of a restore bundle before it writes anything; throws RESTORE_UNVERIFIED naming every problem. */
-export function verifyBundle(executionId: string, upTo: number, rows: Checkpoint[], pending: PendingInterrupt | null, idempotency: IdempotencyEntry[]): void {
+function verifyBundle(executionId: string, upTo: number, rows: Checkpoint[], pending: PendingInterrupt | null, idempotency: IdempotencyEntry[]): void {
   const problems: string[] = [];
   const missing: number[] = [];
   const bySeq = new Map<number, Checkpoint>();

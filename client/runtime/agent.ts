@@ -304,7 +304,7 @@ export class Agent {
     await store.setup();
     const latest = await store.latest(executionId);
     if (!latest) {
-      const hint = store.claimGuard ? '; restoreFromPlane(store, id, …) brings a run this store has never seen' : '';
+      const hint = store.planeGuard.current ? '; restoreFromPlane(store, id, …) brings a run this store has never seen' : '';
       throw new CheckpointError(`execution '${executionId}' has no rows in this store${hint}`, {
         code: ErrorCode.EXECUTION_NOT_FOUND,
         details: { executionId },
@@ -324,7 +324,7 @@ export class Agent {
       this.resolveTool(latest.agentPath);
       const paused = (await store.readState(latest)) as RunState;
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
-      const guard = this.claimGuard ?? store.claimGuard;
+      const guard = this.claimGuard ?? store.planeGuard.current?.claim;
       if (guard) await guard({ executionId, checkpointId: latest.id });
       // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
       const claimed = await store.claimInterrupt({ executionId, checkpointId: latest.id }, {
@@ -358,7 +358,7 @@ export class Agent {
       throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
     } else {
       // connected to a plane: another machine's run is taken over there first (one winner, only once its lease ran out)
-      if (store.takeoverGuard) await store.takeoverGuard({ executionId, seq: latest.seq });
+      await store.planeGuard.current?.takeover({ executionId, seq: latest.seq });
       // a live runner (or one dead less than a lease ago) refuses this with RunInProgress
       lease = await this.acquire(store, executionId);
     }

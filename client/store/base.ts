@@ -15,8 +15,8 @@
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
 import type { Checkpoint } from '../../shared/rows.js';
-import type { CheckpointInput, ClaimGuard, Lease, WriteOptions } from '../checkpointer.js';
-import { noFaults, type FaultHook } from '../faults.js';
+import { PlaneGuardSlot, type CheckpointInput, type Lease, type WriteOptions } from '../checkpointer.js';
+import { noFaults, type FaultHook, type FaultPoint } from '../faults.js';
 import { checkLease } from './lease.js';
 import { checkInput, type RowText } from './rows.js';
 
@@ -52,7 +52,8 @@ export interface StoreBaseOptions {
 }
 
 export abstract class StoreBase {
-  claimGuard?: ClaimGuard;
+  /** The plane guard a connected replica installs (see `PlaneGuardSlot`); empty until then. */
+  readonly planeGuard = new PlaneGuardSlot();
   protected readonly cursors = new CursorCache();
   protected readonly outbox: boolean;
   protected readonly fault: FaultHook;
@@ -104,7 +105,7 @@ export abstract class StoreBase {
    * point: a row this attempt wrote leaves its cursor cached; a row that
    * landed in a lost attempt drops the cache (its cursor was never seen here).
    */
-  protected afterCommit(executionId: string, outcome: Outcome<RowText | null>, point: string): void {
+  protected afterCommit(executionId: string, outcome: Outcome<RowText | null>, point: FaultPoint): void {
     if (outcome.kind === 'landed') this.cursors.drop(executionId);
     this.committed(outcome.kind === 'written' ? outcome.rt : null);
     this.fault(point);

@@ -3,13 +3,13 @@
  * a named fault point (used by the proofs and the crash tests). argv: storeSpec ledgerPath executionId action amount [faultPoint hits]
  * action: run | resume-approve | resume
  */
-import { killAt } from '../../client/index.js';
+import { faultPoint, killAt } from '../../client/testing/faults.js';
+import { openStore } from '../../client/index.js';
 import { CHILD_LEASE_MS, Ledger, refundAgent, refundRequest } from './refund.js';
-import { openStore } from './store-from-spec.js';
 
 const [spec, ledgerPath, executionId, action, amount, point, hits] = process.argv.slice(2);
-const faults = point ? killAt(point, { hits: Number(hits ?? 1) }) : undefined;
-const store = await openStore(spec, faults);
+const faults = point ? killAt(faultPoint(point), { hits: Number(hits ?? 1) }) : undefined;
+const store = await openStore(spec, { faults, max: 4 });
 const { agent, model } = refundAgent({ store, ledger: new Ledger(ledgerPath), withNotify: action === 'run-notify', faults, leaseMs: CHILD_LEASE_MS });
 let result;
 let error: { code?: string; message: string } | undefined;

@@ -9,9 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import type { Checkpointer } from '../../client/index.js';
+import { openStore, type Checkpointer } from '../../client/index.js';
 import { Ledger, untilLeaseFree } from '../agents/refund.js';
-import { openStore } from '../agents/store-from-spec.js';
 
 export const backend = process.env.WAYMARK_PROOF_BACKEND === 'postgres' ? 'postgres' : 'sqlite';
 const pgUrl = process.env.WAYMARK_PROOF_PG_URL ?? process.env.WAYMARK_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -50,7 +49,7 @@ export async function proofEnv(name: string): Promise<ProofEnv> {
     };
     await dropSchema();
   }
-  const store = await openStore(spec);
+  const store = await openStore(spec, { max: 4 });
   return {
     spec,
     store,

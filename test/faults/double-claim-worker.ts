@@ -18,13 +18,14 @@
  *
  * Each mode prints one JSON line on stdout.
  */
-import { connectPlane, killAt, restoreFromPlane, type FaultHook } from '../../client/index.js';
+import { connectPlane, restoreFromPlane, type FaultHook } from '../../client/index.js';
+import { faultPoint, killAt } from '../../client/testing/faults.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { CHILD_LEASE_MS, Ledger, refundAgent, refundRequest, untilLeaseFree } from '../../examples/agents/refund.js';
 
 const [mode, db, url, apiKey, executionId, ledgerPath, approver] = process.argv.slice(2);
 const fault = process.env.WAYMARK_FAULT;
-const faults: FaultHook | undefined = fault ? killAt(fault.split(':')[0], { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
+const faults: FaultHook | undefined = fault ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
 const store = new SqliteCheckpointer({ path: db, faults });
 const out = (v: unknown) => process.stdout.write(JSON.stringify(v) + '\n');
 

@@ -17,21 +17,22 @@
  *
  * WAYMARK_FAULT=point:hits SIGKILLs the process at a named fault point.
  */
-import { connectPlane, hasCode, killAt, type FaultHook } from '../../client/index.js';
+import { connectPlane, hasCode, type FaultHook } from '../../client/index.js';
+import { faultPoint, killAt } from '../../client/testing/faults.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { CHILD_LEASE_MS, Ledger, refundAgent, untilLeaseFree } from '../../examples/agents/refund.js';
 
 const [mode, db, url, apiKey, executionId, ledgerPath, tag] = process.argv.slice(2);
 const fault = process.env.WAYMARK_FAULT;
-const faults: FaultHook | undefined = fault ? killAt(fault.split(':')[0], { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
+const faults: FaultHook | undefined = fault ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
 const store = new SqliteCheckpointer({ path: db, faults });
 const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, backoffBaseMs: 50, backoffCapMs: 500, timeoutMs: 3000, claimFlushMs: 2000, faults });
 const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), twoApprovals: true, faults, leaseMs: CHILD_LEASE_MS });
 // a slow claim guard (a flush and a plane round trip on a bad network: up to seconds in the field):
 // the window in which another resumer answers the pause this one read and the run reaches the next
-const planeGuard = store.claimGuard;
+const planeGuard = store.planeGuard.current;
 agent.claimGuard = async (pause) => {
-  await planeGuard?.(pause);
+  await planeGuard?.claim(pause);
   await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 400)));
 };
 const answer = () => ({ approved: true, metadata: { approver: tag ?? 'recovery' } });

@@ -8,13 +8,14 @@
  * WAYMARK_FAULT_FROM=again counts fault hits only from the deletion of the
  * run that is deleted and started again under one id.
  */
-import { connectPlane, killAt, type FaultHook } from '../../client/index.js';
+import { connectPlane, type FaultHook } from '../../client/index.js';
+import { faultPoint, killAt } from '../../client/testing/faults.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { CHILD_LEASE_MS, Ledger, refundAgent, untilLeaseFree } from '../../examples/agents/refund.js';
 
 const [mode, db, url, apiKey, trial, ledgerPath] = process.argv.slice(2);
 const fault = process.env.WAYMARK_FAULT;
-const kill = fault ? killAt(fault.split(':')[0], { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
+const kill = fault ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
 // WAYMARK_FAULT_FROM=again: hits count only from the deletion of the run started again (a shape aimed at that batch)
 let armed = process.env.WAYMARK_FAULT_FROM !== 'again';
 const faults: FaultHook | undefined = kill ? (point) => void (armed && kill(point)) : undefined;

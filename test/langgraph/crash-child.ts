@@ -10,7 +10,8 @@
 import { appendFileSync } from 'node:fs';
 import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
-import { killAt, noFaults } from '../../client/index.js';
+import { noFaults } from '../../client/index.js';
+import { killAt } from '../../client/testing/faults.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { WaymarkSaver } from '../../client/langgraph/index.js';
 

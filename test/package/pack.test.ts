@@ -9,7 +9,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { scratchDir } from '../helpers/tmp.js';
@@ -35,7 +35,7 @@ describe('the npm package (needs the npm cache or the registry)', () => {
     const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as { filename: string; files: { path: string }[] }[];
     const tarball = join(out, packed[0].filename);
     const files = packed[0].files.map((f) => f.path);
-    for (const f of ['bin/waymark.mjs', 'dist/client/index.d.ts', 'dist/plane/index.d.ts', 'drizzle/0000_init.sql']) expect(files).toContain(f);
+    for (const f of ['bin/waymark.mjs', 'dist/client/index.d.ts', 'dist/client/testing/index.d.ts', 'dist/plane/index.d.ts', 'drizzle/0000_init.sql']) expect(files).toContain(f);
     expect(files.some((f) => f.startsWith('test/') || f.startsWith('dist/test/'))).toBe(false);
 
     const app = tmp.file('consumer');
@@ -49,6 +49,14 @@ describe('the npm package (needs the npm cache or the registry)', () => {
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain("waymark/postgres needs the 'postgres' package");
     expect(missing.stderr).toContain("npm install postgres@3.4.9");
+    // waymark/testing declares vitest tests: without vitest it says so
+    const noVitest = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark/testing')"], { cwd: app, encoding: 'utf8' });
+    expect(noVitest.status).not.toBe(0);
+    expect(noVitest.stderr).toContain("waymark/testing needs the 'vitest' package");
+    // test helpers live in waymark/testing, not in the root entry
+    const root = spawnSync(process.execPath, ['--input-type=module', '-e', "console.log(Object.keys(await import('waymark')).join(' '))"], { cwd: app, encoding: 'utf8' });
+    expect(root.stdout.split(/\s+/)).toContain('openStore');
+    expect(root.stdout.split(/\s+/)).not.toContain('killAt');
     expect(spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark'); await import('waymark/wire'); await import('waymark/plane')"], { cwd: app, encoding: 'utf8' }).status).toBe(0);
 
     // what a user of every subpath has: the peers (their types) and @types/node
@@ -63,5 +71,47 @@ describe('the npm package (needs the npm cache or the registry)', () => {
       expect(`${tsc.stdout}${tsc.stderr}`, `moduleResolution ${moduleResolution}`).toBe('');
       expect(tsc.status).toBe(0);
     }
+
+    // a third-party store runs the conformance suite from waymark/testing under its own vitest
+    // (here the SQLite adapter stands in for that store; a few of the tests, one skipped with its reason)
+    for (const peer of ['vitest', 'better-sqlite3']) symlinkSync(join(ROOT, 'node_modules', peer), join(app, 'node_modules', peer), 'dir');
+    writeFileSync(join(app, 'store.test.ts'), THIRD_PARTY_SUITE);
+    const run = spawnSync(process.execPath, [join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', 'store.test.ts', '--reporter=verbose', '-t', 'setup is idempotent|outbox'], {
+      cwd: app,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, NO_COLOR: '1' },
+    });
+    expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
+    expect(run.stdout).toMatch(/store contract: a third-party store > every change queues one outbox event/);
+    expect(run.stdout).toContain('setup is idempotent — skipped: shows how a store skips a test, with its reason');
+    expect(run.stdout).toMatch(/Tests\s+[1-9]\d* passed/);
   });
 });
+
+const THIRD_PARTY_SUITE = `import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { runStoreSuite } from 'waymark/testing';
+import { SqliteCheckpointer } from 'waymark/sqlite';
+
+const dir = join(process.cwd(), 'stores');
+mkdirSync(dir, { recursive: true });
+let n = 0;
+
+runStoreSuite({
+  name: 'a third-party store',
+  async make({ faults }) {
+    const path = join(dir, \`s\${++n}.db\`);
+    const store = new SqliteCheckpointer({ path, faults });
+    return {
+      store,
+      async corrupt(rowId, column, text) {
+        store.connection.prepare(\`UPDATE checkpoints SET \${column} = ? WHERE id = ?\`).run(text, rowId);
+      },
+      reopen: async () => new SqliteCheckpointer({ path }),
+      close: () => store.close(),
+    };
+  },
+  skip: [{ test: 'setup is idempotent', reason: 'shows how a store skips a test, with its reason' }],
+});
+`;

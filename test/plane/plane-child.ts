@@ -7,7 +7,7 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { killAt } from '../../client/faults.js';
+import { faultPoint, killAt } from '../../client/testing/faults.js';
 import { createKey, type Scope } from '../../plane/auth.js';
 import { loadConfig } from '../../plane/config.js';
 import { startPlane } from '../../plane/server.js';
@@ -18,7 +18,7 @@ const scratch = join(tmpdir(), `waymark-plane-child-${process.pid}`);
 const where = target.startsWith('pglite:') ? { dataDir: target.slice('pglite:'.length) } : { databaseUrl: target, dataDir: scratch };
 // WAYMARK_PLANE_FAULT=point:hits SIGKILLs this plane at a named fault point; WAYMARK_PLANE_PORT keeps its port across restarts
 const fault = process.env.WAYMARK_PLANE_FAULT;
-const hook = fault ? killAt(fault.split(':')[0], { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
+const hook = fault ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
 const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: Number(process.env.WAYMARK_PLANE_PORT ?? 0), ...where, ...(process.env.WAYMARK_TAKEOVER_AFTER_MS ? { takeoverAfterMs: Number(process.env.WAYMARK_TAKEOVER_AFTER_MS) } : {}) }), {
   logger: pino({ level: 'silent' }),
   faults: hook,

@@ -3,7 +3,8 @@
  * 'claim.afterPlaneClaim': the plane claim is won, the local claim never made.
  * argv: <db> <planeUrl> <apiKey> <executionId> <ledger>. Exits 3 if the fault point was never reached.
  */
-import { connectPlane, killAt } from '../../client/index.js';
+import { connectPlane } from '../../client/index.js';
+import { killAt } from '../../client/testing/faults.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent } from '../../examples/agents/refund.js';
 

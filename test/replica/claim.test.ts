@@ -43,7 +43,7 @@ async function pausedMachine(o: Partial<ConnectOptions> & { proxy?: FaultProxy; 
   expect((await agent.run(refundRequest('7', 50_000), { executionId })).status).toBe('paused');
   await replica.flush({ timeoutMs: o.settleMs ?? 10_000 });
   const events: { event: string; reason: string }[] = [];
-  for (const event of ['claim_refused', 'claim_offline']) replica.on(event, (e: { reason: string }) => events.push({ event, reason: e.reason }));
+  for (const event of ['claim_refused', 'claim_offline'] as const) replica.on(event, (e: { reason: string }) => events.push({ event, reason: e.reason }));
   return { store, replica, agent, ledger, executionId, events, resume: () => agent.resume(executionId, { approved: true }) };
 }
 

@@ -10,14 +10,14 @@
  * awaits the file (writing <file>.holding first). MODEL_DELAY_MS: a slow model. Prints one
  * JSON line: the result, the recovery report, or the error's code.
  */
-import { killAt, recoverRuns } from '../../client/index.js';
-import { openStore } from '../../examples/agents/store-from-spec.js';
+import { openStore, recoverRuns } from '../../client/index.js';
+import { faultPoint, killAt } from '../../client/testing/faults.js';
 import { leaseAgent, leaseInput } from './lease-agent.js';
 
 const [mode, spec, calls, effects, leaseMs, ...rest] = process.argv.slice(2);
 const [point, hits] = mode === 'run' ? rest.slice(2) : mode === 'run-many' ? rest.slice(3) : mode === 'recover' ? rest : [];
-const faults = point ? killAt(point, { hits: Number(hits ?? 1) }) : undefined;
-const store = await openStore(spec, faults);
+const faults = point ? killAt(faultPoint(point), { hits: Number(hits ?? 1) }) : undefined;
+const store = await openStore(spec, { faults, max: 4 });
 await store.setup();
 const agent = leaseAgent({
   store,

@@ -6,12 +6,12 @@
  * resumer sits (a slow plane claim, an offline flush). Reports `done` over IPC
  * with the result or the error code, then exits 0.
  */
-import { openStore } from '../../examples/agents/store-from-spec.js';
+import { openStore } from '../../client/index.js';
 import { deployAgent } from './stale-resumer-agent.js';
 import { Ledger } from '../../examples/agents/refund.js';
 
 const [spec, ledgerPath, executionId, approved, hold] = process.argv.slice(2);
-const store = await openStore(spec);
+const store = await openStore(spec, { max: 4 });
 const agent = deployAgent(store, new Ledger(ledgerPath));
 if (hold === 'hold') {
   agent.claimGuard = (pause) =>

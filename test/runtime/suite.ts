@@ -154,11 +154,11 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       await expect(agent.resume(`${id}-never-ran`)).rejects.toMatchObject({ code: 'EXECUTION_NOT_FOUND', message: expect.stringContaining('no rows in this store') });
       // on a store connected to a plane the error says how to bring a run this store never saw
       expect((await agent.resume(`${id}-never-ran`).catch((e: Error) => e.message)) as string).not.toContain('restoreFromPlane');
-      store.claimGuard = async () => {};
+      const unguard = store.planeGuard.install({ claim: async () => {}, takeover: async () => {} });
       try {
         await expect(agent.resume(`${id}-never-ran`)).rejects.toThrow(/restoreFromPlane/);
       } finally {
-        delete store.claimGuard;
+        unguard();
       }
       const done = await agent.run(refundRequest('2', 5), { executionId: `${id}-b` });
       await expect(agent.resume(done.executionId, { approved: true })).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });

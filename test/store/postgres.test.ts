@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import postgres from 'postgres';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
-import { runStoreSuite } from './suite.js';
+import { runStoreSuite } from '../../client/testing/index.js';
 
 const ready = await pgReady('store contract: postgres');
 

@@ -1,7 +1,7 @@
 import { afterAll } from 'vitest';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { scratchDir } from '../helpers/tmp.js';
-import { runStoreSuite } from './suite.js';
+import { runStoreSuite } from '../../client/testing/index.js';
 
 const tmp = scratchDir('waymark-sqlite-suite-');
 afterAll(() => tmp.cleanup());

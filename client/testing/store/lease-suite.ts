@@ -3,8 +3,8 @@
  * runStoreSuite. Two handles on one store stand for two processes.
  */
 import { describe, expect } from 'vitest';
-import type { Checkpointer, Lease } from '../../client/checkpointer.js';
-import { hasCode } from '../../shared/errors.js';
+import type { Checkpointer, Lease } from '../../checkpointer.js';
+import { hasCode } from '../../../shared/errors.js';
 import { contractTest, expectCode, input, marker, pauseRow, withTwoHandles, type StoreSuiteOptions } from './suite.js';
 
 let n = 0;

@@ -4,8 +4,8 @@
  * `b` cancels.
  */
 import { describe, expect } from 'vitest';
-import type { Checkpointer } from '../../client/checkpointer.js';
-import { hasCode } from '../../shared/errors.js';
+import type { Checkpointer } from '../../checkpointer.js';
+import { hasCode } from '../../../shared/errors.js';
 import { contractTest, expectCode, input, marker, pauseRow, withTwoHandles, type StoreSuiteOptions } from './suite.js';
 
 let n = 0;

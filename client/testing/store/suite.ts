@@ -3,12 +3,12 @@
  * tests; a skip must name its reason.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Checkpointer, CheckpointInput, Lease } from '../../client/checkpointer.js';
-import type { FaultHook } from '../../client/faults.js';
-import { uuidv7 } from '../../shared/ids.js';
-import type { State } from '../../shared/codec.js';
-import { hasCode, type ErrorCode } from '../../shared/errors.js';
-import { eventBytes, LIMITS } from '../../shared/limits.js';
+import type { Checkpointer, CheckpointInput, Lease } from '../../checkpointer.js';
+import type { FaultHook } from '../../faults.js';
+import { uuidv7 } from '../../../shared/ids.js';
+import type { State } from '../../../shared/codec.js';
+import { hasCode, type ErrorCode } from '../../../shared/errors.js';
+import { eventBytes, LIMITS } from '../../../shared/limits.js';
 import { runLeaseSuite } from './lease-suite.js';
 import { runCancelSuite } from './cancel-suite.js';
 

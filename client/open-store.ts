@@ -1,0 +1,64 @@
+/**
+ * One opener for both stores, from a spec string: what a CLI flag, an
+ * environment variable or a child process's argv carries. The driver of the
+ * named backend is loaded only then, so the root entry still loads none.
+ */
+import type { Checkpointer } from './checkpointer.js';
+import type { FaultHook } from './faults.js';
+
+export interface OpenStoreOptions {
+  /** Postgres schema; a `#schema` at the end of the spec names it too (this option wins). Default `waymark`. */
+  schema?: string;
+  /** Postgres pool size. Default the adapter's (10). */
+  max?: number;
+  /** SQLite: refuse a file that does not exist yet instead of creating it (a reader such as the CLI). Default false. */
+  mustExist?: boolean;
+  /** This store's writer id; persisted on first open when absent. */
+  writerId?: string;
+  /** Named fault points for crash tests (see `waymark/testing`). */
+  faults?: FaultHook;
+}
+
+const POSTGRES_URL = /^postgres(ql)?:\/\//;
+
+/**
+ * Open the store `spec` names, set up and ready to use:
+ *
+ * - `postgres://…` or `postgresql://…`, or `postgres:` before such a URL, with
+ *   an optional `#schema` at the end: a `PostgresCheckpointer` (`setup()` run);
+ * - `sqlite:<path>`, or any other string, a path or `:memory:`: a
+ *   `SqliteCheckpointer` on that file.
+ *
+ * The Postgres driver (`postgres`) or the SQLite one (`better-sqlite3`) is an
+ * optional peer; opening a store whose driver is missing fails with MISSING_PEER.
+ */
+export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<Checkpointer> {
+  const pg = postgresSpec(spec);
+  if (pg) {
+    const { PostgresCheckpointer } = await import('./postgres/index.js');
+    const store = new PostgresCheckpointer({
+      url: pg.url,
+      schema: options.schema ?? pg.schema,
+      max: options.max,
+      writerId: options.writerId,
+      faults: options.faults,
+    });
+    await store.setup();
+    return store;
+  }
+  const path = spec.startsWith('sqlite:') ? spec.slice('sqlite:'.length) : spec;
+  if (options.mustExist && path !== ':memory:') {
+    const { existsSync } = await import('node:fs');
+    if (!existsSync(path)) throw new Error(`no store at ${path}`);
+  }
+  const { SqliteCheckpointer } = await import('./sqlite/index.js');
+  return new SqliteCheckpointer({ path, writerId: options.writerId, faults: options.faults });
+}
+
+/** A Postgres spec's URL and the schema its `#…` suffix names, or null for a SQLite spec. */
+function postgresSpec(spec: string): { url: string; schema: string | undefined } | null {
+  const rest = POSTGRES_URL.test(spec) ? spec : spec.startsWith('postgres:') ? spec.slice('postgres:'.length) : null;
+  if (rest === null) return null;
+  const hash = rest.lastIndexOf('#');
+  return hash >= 0 ? { url: rest.slice(0, hash), schema: rest.slice(hash + 1) } : { url: rest, schema: undefined };
+}
