@@ -22,7 +22,7 @@ import { PostgresCheckpointer } from '../client/postgres/index.js';
 import { ourAgent } from './lib/workload.js';
 import { fmt, median, ratios, summary, timed, type Summary } from './lib/stats.js';
 import { fsyncRate } from './lib/fsync.js';
-import { randomText } from './lib/text.js';
+import { rateOf, rawPostgresCommits, rawSqliteCommits, type Rate } from './lib/raw-commit.js';
 import { peerGraph, peerInstalled, peerPostgresSaver, peerRun, peerSqliteSaver, peerVersion } from './lib/langgraph.js';
 
 const what = process.argv[2] ?? 'steps';
@@ -37,13 +37,6 @@ let n = 0;
 const emit = (m: Record<string, unknown>) => console.log(JSON.stringify({ ...m, cores: cpus().length, node: process.version, peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }));
 
 type Sync = 'FULL' | 'NORMAL';
-/** Steps/s over wall time, and steps per CPU-second of this process. */
-interface Rate {
-  rate: number;
-  cpu: number;
-}
-const rateOf = (steps: number, t: { secs: number; cpuSecs: number }): Rate => ({ rate: steps / t.secs, cpu: steps / t.cpuSecs });
-
 async function ours(backend: string, R: number, T: number, synchronous: Sync = 'FULL'): Promise<Rate> {
   const store = backend === 'sqlite' ? new SqliteCheckpointer({ path: join(dir, `o${++n}.db`), synchronous }) : new PostgresCheckpointer({ url: PG, schema: `bench_o${process.pid}_${++n}`, max: 2 });
   await store.setup();
@@ -74,29 +67,7 @@ async function peer(backend: string, R: number, T: number, synchronous?: 'FULL')
 
 /** Single-row insert transactions of a row of the same size, same durability setting (SQLite), or autocommit (Postgres). */
 async function raw(backend: string, rows: number, synchronous: Sync = 'FULL'): Promise<Rate> {
-  const bodies = Array.from({ length: 64 }, (_, i) => randomText(P + 400, 7, i));
-  if (backend === 'sqlite') {
-    const db = new Database(join(dir, `raw${++n}.db`));
-    db.pragma('journal_mode = WAL');
-    db.pragma(`synchronous = ${synchronous}`);
-    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, e TEXT, seq INTEGER, body TEXT)');
-    const ins = db.prepare('INSERT INTO t (e, seq, body) VALUES (?, ?, ?)');
-    const t = await timed(() => {
-      for (let i = 0; i < rows; i++) db.transaction(() => ins.run('e', i, bodies[i % 64]))();
-    });
-    db.close();
-    return rateOf(rows, t);
-  }
-  const sql = postgres(PG, { max: 1, onnotice: () => {} });
-  const table = `bench_raw_${process.pid}`;
-  await sql.unsafe(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, e text, seq int, body text)`);
-  // one autocommitted INSERT per row: a transaction in one round trip, the least a durable write costs
-  const t = await timed(async () => {
-    for (let i = 0; i < rows; i++) await sql.unsafe(`INSERT INTO ${table} (e, seq, body) VALUES ('e', $1, $2)`, [i, bodies[i % 64]]);
-  });
-  await sql.unsafe(`DROP TABLE ${table}`);
-  await sql.end();
-  return rateOf(rows, t);
+  return backend === 'sqlite' ? rawSqliteCommits(dir, rows, P + 400, synchronous) : rawPostgresCommits(PG, rows, P + 400);
 }
 
 async function dropSchema(schema: string): Promise<void> {
