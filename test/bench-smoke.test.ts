@@ -43,7 +43,7 @@ describe('benchmark smoke runs', () => {
   it('lease cost: unfenced vs leased writes on SQLite (and Postgres when up)', () => {
     const lines = bench('lease-cost.ts', pg ? 'both' : 'sqlite');
     expect(lines[0]).toMatchObject({ bench: 'lease-cost', backend: 'sqlite', R: 2, T: 3 });
-    for (const l of lines) expect((l.unfenced as number) > 0 && (l.leased as number) > 0).toBe(true);
+    for (const l of lines) expect((l.unfenced as { median: number }).median > 0 && (l.leased as { median: number }).median > 0).toBe(true);
   });
   it('storage growth', () => {
     const [ours] = bench('steps.ts', 'storage', 'sqlite');
