@@ -56,7 +56,9 @@ describe('benchmark smoke runs', () => {
     expect((ours.bytes as Record<string, number>)['400']).toBeGreaterThan((ours.bytes as Record<string, number>)['50']);
   });
   it('resume cost, put, ingest, drain and drain RSS', () => {
-    expect(bench('resume-cost.ts', '5', '1', 'sqlite')[0]).toMatchObject({ bench: 'resume', turns: 5 });
+    const [resume] = bench('resume-cost.ts', '5', '1', 'sqlite');
+    expect(resume).toMatchObject({ bench: 'resume', turns: 5 });
+    for (const k of ['callMs', 'totalMs', 'processMs']) expect((resume.waymark as Record<string, { median: number }>)[k].median).toBeGreaterThan(0);
     const ingest = bench('ingest.ts', '1000', 'pglite', '1,2');
     expect(ingest.map((l) => [l.writers, l.errors])).toEqual([
       [1, 0],

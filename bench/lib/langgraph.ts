@@ -18,6 +18,14 @@ export function peerVersion(): string {
   return createRequire(PEER)('@langchain/langgraph/package.json').version;
 }
 
+/** Load the peer's graph library and its saver module for a backend (what a resume process imports before it opens the saver). */
+export function peerLoad(backend: 'sqlite' | 'postgres'): void {
+  const req = createRequire(PEER);
+  req('@langchain/langgraph');
+  req('@langchain/core/messages');
+  req(backend === 'sqlite' ? '@langchain/langgraph-checkpoint-sqlite' : '@langchain/langgraph-checkpoint-postgres');
+}
+
 /**
  * Build the workload graph: T turns, each an AI message of P bytes with one tool
  * call, then a P-byte tool result; the same pseudo-random text as `ourAgent`
