@@ -35,6 +35,16 @@ describe('benchmark smoke runs', () => {
   it.skipIf(!pg)('steps on Postgres', () => {
     expect(bench('steps.ts', 'steps', 'postgres', '1')[0]).toMatchObject({ bench: 'steps', backend: 'postgres' });
   });
+  it('concurrent: N runs at once on one store (and the peer on one saver when installed) beside the raw commit rate, SQLite', () => {
+    const [line] = bench('concurrent.ts', 'sqlite');
+    expect(line).toMatchObject({ bench: 'concurrent', backend: 'sqlite', runs: 4, T: 3 });
+    for (const k of ['ours', 'oursCpu', 'raw', 'fsync', 'ofRaw']) expect((line[k] as { median: number }).median).toBeGreaterThan(0);
+  });
+  it.skipIf(!pg)('concurrent on Postgres', () => {
+    const [line] = bench('concurrent.ts', 'postgres');
+    expect(line).toMatchObject({ bench: 'concurrent', backend: 'postgres', runs: 4 });
+    expect((line.ours as { median: number }).median).toBeGreaterThan(0);
+  });
   it('langgraph: WaymarkSaver (and LangGraph\'s savers when installed) on one graph, SQLite', () => {
     const lines = bench('langgraph-saver.ts', 'sqlite');
     expect(lines.find((l) => l.who === 'waymark')).toMatchObject({ bench: 'langgraph-saver', backend: 'sqlite', T: 3 });
