@@ -2,19 +2,23 @@
  * What a SQLite FULL commit costs, apart from the agent loop: (1) a one-row
  * commit by its size, (2) the statements of one waymark checkpoint (execution
  * row, checkpoint, outbox entry, on the current schema) beside a raw one-row
- * insert of the same size. Repetitions interleaved; medians.
+ * insert of the same size. Pseudo-random text; repetitions interleaved;
+ * medians [min–max], the share of the raw rate taken within a repetition, the
+ * disk's raw fsync rate of each repetition beside it.
  *
- *   npx tsx bench/commit-cost.ts [commits=2000] [reps=3]
+ *   npx tsx bench/commit-cost.ts [commits=2000] [reps=5]
  */
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MIGRATIONS } from '../client/store/migrations.js';
-import { median } from './lib/workload.js';
+import { fmt, median, ratios, summary } from './lib/stats.js';
+import { fsyncRate } from './lib/fsync.js';
+import { randomText } from './lib/text.js';
 
 const N = Number(process.argv[2] ?? 2000);
-const REPS = Number(process.argv[3] ?? 3);
+const REPS = Number(process.argv[3] ?? 5);
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-commit-'));
 let k = 0;
 
@@ -39,11 +43,12 @@ function rawRow(bytes: number): number {
   const db = open();
   db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
   const ins = db.prepare('INSERT INTO t (body) VALUES (?)');
-  const body = 'x'.repeat(bytes);
-  return time(db, () => ins.run(body));
+  const bodies = Array.from({ length: 64 }, (_, i) => randomText(bytes, 5, bytes, i));
+  return time(db, (i) => ins.run(bodies[i % 64]));
 }
 
-const state = JSON.stringify({ v: 1, kind: 'delta', append: ['x'.repeat(450)] });
+const states = Array.from({ length: 64 }, (_, i) => JSON.stringify({ v: 1, kind: 'delta', append: [randomText(450, 6, i)] }));
+const state = states[0];
 function waymarkStatements(): number {
   const db = open();
   for (const m of MIGRATIONS) db.exec(m.sqlite);
@@ -61,7 +66,7 @@ function waymarkStatements(): number {
     const id = `0190${String(i).padStart(12, '0')}-aaaa-7bbb-8ccc-dddddddddddd`;
     const at = new Date(1e12 + i).toISOString();
     getExec.get(e);
-    insert.run(id, e, i % 400, state, at);
+    insert.run(id, e, i % 400, states[i % 64], at);
     upsert.run(e, (i % 400) + 1, id, at);
     queue.run(id, e, at);
   });
@@ -71,13 +76,18 @@ const sizes = [500, 4000, 12000, 28000];
 const bySize: Record<number, number[]> = Object.fromEntries(sizes.map((s) => [s, []]));
 const ours: number[] = [];
 const raw: number[] = [];
+const fsyncs: number[] = [];
 for (let r = 0; r < REPS; r++) {
+  fsyncs.push(fsyncRate(dir, 300));
   for (const s of sizes) bySize[s].push(rawRow(s));
   ours.push(waymarkStatements());
   raw.push(rawRow(state.length + 200));
 }
 rmSync(dir, { recursive: true, force: true });
-console.log(`SQLite FULL, ${N} commits × ${REPS} reps (median µs per commit)`);
-console.log(`one-row commit by size: ${sizes.map((s) => `${s} B ${median(bySize[s]).toFixed(0)}`).join(' · ')}`);
-console.log(`waymark checkpoint statements ${median(ours).toFixed(0)} µs vs raw one-row insert ${median(raw).toFixed(0)} µs → ${((median(raw) / median(ours)) * 100).toFixed(0)}% of the raw rate`);
-console.log(JSON.stringify({ bench: 'commit-cost', commits: N, reps: REPS, usBySize: Object.fromEntries(sizes.map((s) => [s, median(bySize[s])])), oursUs: median(ours), rawUs: median(raw), date: new Date().toISOString() }));
+const fsync = summary(fsyncs);
+// µs per commit: the raw rate's share is raw µs over ours, within each repetition
+const share = ratios(raw, ours)!;
+console.log(`SQLite FULL, ${N} commits × ${REPS} reps (median [min–max] µs per commit), raw fsync rate ${fmt(fsync)} /s`);
+console.log(`one-row commit by size: ${sizes.map((s) => `${s} B ${fmt(summary(bySize[s]))}`).join(' · ')}`);
+console.log(`waymark checkpoint statements ${fmt(summary(ours))} µs vs raw one-row insert ${fmt(summary(raw))} µs → ${fmt(share, 0, '%')} of the raw rate`);
+console.log(JSON.stringify({ bench: 'commit-cost', commits: N, reps: REPS, usBySize: Object.fromEntries(sizes.map((s) => [s, median(bySize[s])])), oursUs: summary(ours), rawUs: summary(raw), ofRaw: share, fsync, date: new Date().toISOString() }));

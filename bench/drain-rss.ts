@@ -1,11 +1,13 @@
 /**
- * Peak client RSS while draining a large backlog (default 1,000,000 rows) to a
- * plane in another process. The backlog is written straight into the store's
- * tables in large transactions (this measures the drain, not put()).
+ * Peak client RSS while draining a large backlog (default 1,000,000 rows,
+ * pseudo-random text) to a plane in another process. The backlog is written
+ * straight into the store's tables in large transactions (this measures the
+ * drain, not put()). Each repetition is its own client process, so one's heap
+ * does not carry into the next; median [min–max] over them.
  *
- *   npx tsx bench/drain-rss.ts [rows=1000000]
+ *   npx tsx bench/drain-rss.ts [rows=1000000] [reps=5]
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +15,27 @@ import { fileURLToPath } from 'node:url';
 import { connectPlane } from '../client/index.js';
 import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import { uuidv7 } from '../shared/ids.js';
+import { fmt, summary } from './lib/stats.js';
+import { randomText } from './lib/text.js';
 
 const N = Number(process.argv[2] ?? 1_000_000);
+const REPS = Number(process.argv[3] ?? (process.env.WAYMARK_BENCH_SMOKE === '1' ? 1 : 5));
+const mb = (b: number) => (b / 1024 / 1024).toFixed(0);
+
+if (process.argv[4] !== '--child') {
+  const runs: { rowsPerSec: number; rssStartMb: number; rssPeakMb: number }[] = [];
+  for (let rep = 0; rep < REPS; rep++) {
+    const c = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), String(N), '1', '--child'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    if (c.status !== 0) throw new Error(`drain-rss repetition ${rep + 1} failed (exit ${c.status})`);
+    runs.push(JSON.parse(c.stdout.trim().split('\n').at(-1)!));
+  }
+  const rate = summary(runs.map((r) => r.rowsPerSec));
+  const start = summary(runs.map((r) => r.rssStartMb));
+  const peak = summary(runs.map((r) => r.rssPeakMb));
+  console.log(`drain of a ${N}-row backlog to a plane (PGlite, own process), ${REPS} reps, each its own client process: ${fmt(rate)} rows/s; client RSS at start ${fmt(start)} MB, peak ${fmt(peak)} MB`);
+  console.log(JSON.stringify({ bench: 'drain-rss', rows: N, reps: REPS, rowsPerSec: rate.median, rowsPerSecRange: rate, rssStartMb: start.median, rssPeakMb: peak.median, rssPeakMbRange: peak, cores: cpus().length, date: new Date().toISOString() }));
+  process.exit(0);
+}
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-rss-'));
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -33,7 +54,7 @@ for (let i = 0; i < N; i += 10_000) {
       const id = uuidv7();
       const e = `run-${Math.floor(j / PER_RUN)}`;
       const seq = j % PER_RUN;
-      const state = JSON.stringify({ v: 1, kind: 'full', state: { turn: seq, note: 'x'.repeat(100) } });
+      const state = JSON.stringify({ v: 1, kind: 'full', state: { turn: seq, note: randomText(100, 9, j) } });
       insC.run(id, e, seq, `turn:${seq}`, seq, state, now, store.writerId);
       insO.run(id, e, state.length + 300, now);
       insE.run(e, seq + 1, id, `turn:${seq}`, now);
@@ -71,6 +92,5 @@ await store.close();
 plane.kill('SIGTERM');
 rmSync(dir, { recursive: true, force: true });
 if (s.pendingRows !== 0) throw new Error(`drain incomplete: ${JSON.stringify(s)}`);
-const mb = (b: number) => (b / 1024 / 1024).toFixed(0);
-console.log(`drain of a ${N}-row backlog to a plane (PGlite, own process): ${Math.round(N / secs)} rows/s; client RSS at start ${mb(base)} MB, peak ${mb(peak)} MB`);
+console.error(`  drain-rss repetition: ${Math.round(N / secs)} rows/s; client RSS at start ${mb(base)} MB, peak ${mb(peak)} MB`);
 console.log(JSON.stringify({ bench: 'drain-rss', rows: N, rowsPerSec: N / secs, rssStartMb: base / 1048576, rssPeakMb: peak / 1048576, cores: cpus().length, date: new Date().toISOString() }));

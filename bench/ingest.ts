@@ -2,9 +2,12 @@
  * Plane ingest over loopback HTTP with 500-row batches, next to the raw
  * multi-row insert of the same rows into the same database, in one run; then
  * 1, 8 and 32 concurrent writers (each its own writer id and runs) posting
- * 500-row batches: rows/s, p50/p99 request latency, errors (must be 0).
+ * 500-row batches: rows/s, rows per CPU-second of this process (writers and
+ * in-process plane), p50/p99 request latency, errors (must be 0). Rows carry
+ * pseudo-random message text; repetitions interleave the raw insert and every
+ * level, and the share of raw is taken within a repetition.
  *
- *   npx tsx bench/ingest.ts [rows=20000] [pglite|postgres|both] [writers=1,8,32]
+ *   npx tsx bench/ingest.ts [rows=20000] [pglite|postgres|both] [writers=1,8,32] [reps=5]
  */
 import postgres from 'postgres';
 import pino from 'pino';
@@ -13,19 +16,21 @@ import { loadConfig } from '../plane/config.js';
 import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import type { OutboxEvent } from '../shared/rows.js';
 import { rawPglite, rawPostgres } from './lib/raw-insert.js';
-import { median } from './lib/workload.js';
+import { fmt, median, ratios, summary, timed } from './lib/stats.js';
+import { randomText } from './lib/text.js';
 
 const N = Number(process.argv[2] ?? 20000);
 const which = process.argv[3] ?? 'both';
 const WRITERS = (process.argv[4] ?? '1,8,32').split(',').map(Number);
 const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REPS = Number(process.argv[5] ?? (process.env.WAYMARK_BENCH_SMOKE === '1' ? 1 : 5));
 const BATCH = 500;
 
 async function makeEvents(): Promise<OutboxEvent[]> {
   const store = new SqliteCheckpointer({ path: ':memory:', synchronous: 'NORMAL' });
   let messages: unknown[] = [];
   for (let i = 0; i < N; i++) {
-    messages = i % 100 === 0 ? [{ role: 'user', content: 'u'.repeat(200) }] : [...messages, { role: 'assistant', content: 'a'.repeat(200) }];
+    messages = i % 100 === 0 ? [{ role: 'user', content: randomText(200, 4, i) }] : [...messages, { role: 'assistant', content: randomText(200, 4, i) }];
     await store.put({ executionId: `run-${Math.floor(i / 100)}`, nodeId: `turn:${i % 100}`, turn: i % 100, step: 'llm_call', status: 'completed', agentPath: 'agent:b', state: { messages: messages as never } });
   }
   const out: OutboxEvent[] = [];
@@ -42,6 +47,7 @@ async function makeEvents(): Promise<OutboxEvent[]> {
 interface Level {
   writers: number;
   rowsPerSec: number;
+  rowsPerCpuSec: number;
   p50Ms: number;
   p99Ms: number;
   requests: number;
@@ -95,14 +101,14 @@ async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: st
       latencies.push(performance.now() - t);
     }
   };
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: writers }, (_, w) => writer(w)));
-  const rowsPerSec = events.length / ((performance.now() - t0) / 1000);
+  const t = await timed(() => Promise.all(Array.from({ length: writers }, (_, w) => writer(w))));
+  const rowsPerSec = events.length / t.secs;
+  const rowsPerCpuSec = events.length / t.cpuSecs;
   await plane.close();
   await database.close();
   for (const [what, n] of seen) console.error(`  ${n}× ${what}`);
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { writers, rowsPerSec, p50Ms: median(latencies), p99Ms: sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)], requests: latencies.length, shed, errors };
+  return { writers, rowsPerSec, rowsPerCpuSec, p50Ms: median(latencies), p99Ms: sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)], requests: latencies.length, shed, errors };
 }
 
 /** A fresh database on the Postgres server for one measurement; dropped after. */
@@ -122,18 +128,35 @@ async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
 
 const events = await makeEvents();
 const targets = which === 'both' ? ['postgres', 'pglite'] : [which];
-console.log(`plane ingest, ${N} rows in ${BATCH}-row batches over loopback; concurrent writers: ${WRITERS.join(', ')}`);
+console.log(`plane ingest, ${N} rows (pseudo-random text) in ${BATCH}-row batches over loopback; concurrent writers: ${WRITERS.join(', ')}; ${REPS} reps interleaved: median [min–max], shares of raw within a repetition; "/CPU-s" is rows per CPU-second of this process (writers + in-process plane)`);
 let failed = 0;
 for (const target of targets) {
-  const raw = target === 'postgres' ? await rawPostgres(PG, events, BATCH) : await rawPglite(events, BATCH);
-  console.log(`${target.padEnd(9)} raw multi-row insert ${Math.round(raw).toString().padStart(7)} rows/s`);
+  const raws: number[] = [];
+  const levels: Record<number, Level[]> = {};
+  for (let rep = 0; rep < REPS; rep++) {
+    raws.push(target === 'postgres' ? await rawPostgres(PG, events, BATCH) : await rawPglite(events, BATCH));
+    for (const writers of WRITERS) {
+      const l = target === 'postgres' ? await withDatabase((url) => viaPlane(events, writers, url)) : await viaPlane(events, writers);
+      failed += l.errors;
+      (levels[writers] ??= []).push(l);
+    }
+  }
+  const raw = summary(raws);
+  console.log(`${target.padEnd(9)} raw multi-row insert ${fmt(raw)} rows/s`);
   for (const writers of WRITERS) {
-    const l = target === 'postgres' ? await withDatabase((url) => viaPlane(events, writers, url)) : await viaPlane(events, writers);
-    failed += l.errors;
+    const ls = levels[writers];
+    const rate = summary(ls.map((l) => l.rowsPerSec));
+    const cpu = summary(ls.map((l) => l.rowsPerCpuSec));
+    const ofRaw = ratios(ls.map((l) => l.rowsPerSec), raws)!;
+    const p50Ms = median(ls.map((l) => l.p50Ms));
+    const p99Ms = median(ls.map((l) => l.p99Ms));
+    const sum = (k: 'requests' | 'shed' | 'errors') => ls.reduce((a, l) => a + l[k], 0);
     console.log(
-      `${target.padEnd(9)} ${String(writers).padStart(2)} writer(s)       ${Math.round(l.rowsPerSec).toString().padStart(7)} rows/s (${(l.rowsPerSec / raw).toFixed(2)} of raw) · p50 ${l.p50Ms.toFixed(0)} ms · p99 ${l.p99Ms.toFixed(0)} ms · ${l.requests} batches · ${l.shed} shed (429/503, retried) · ${l.errors} errors`,
+      `${target.padEnd(9)} ${String(writers).padStart(2)} writer(s)       ${fmt(rate)} rows/s (${fmt(ofRaw, 2)} of raw) · ${fmt(cpu)} /CPU-s · p50 ${p50Ms.toFixed(0)} ms · p99 ${p99Ms.toFixed(0)} ms (medians) · ${sum('requests')} batches · ${sum('shed')} shed (429/503, retried) · ${sum('errors')} errors`,
     );
-    console.log(JSON.stringify({ bench: 'ingest', target, rows: N, batch: BATCH, raw, ...l, ofRaw: l.rowsPerSec / raw, date: new Date().toISOString() }));
+    console.log(
+      JSON.stringify({ bench: 'ingest', target, rows: N, batch: BATCH, reps: REPS, writers, raw: raw.median, rawRange: raw, rowsPerSec: rate.median, rowsPerSecRange: rate, rowsPerCpuSec: cpu, ofRaw: ofRaw.median, ofRawRange: ofRaw, p50Ms, p99Ms, requests: sum('requests'), shed: sum('shed'), errors: sum('errors'), date: new Date().toISOString() }),
+    );
   }
 }
 if (failed) {

@@ -4,7 +4,9 @@
  * llm_call and a tool_call row per turn, state growing by P-byte messages,
  * then the run-end marker), once unfenced (the write path before leases) and
  * once as a runner writes now (acquireLease, every put fenced by the lease,
- * the marker releasing it). Reps alternate the two so drift hits both.
+ * the marker releasing it). Pseudo-random text. Reps alternate the two so
+ * drift hits both; the ratio is taken within each repetition; steps per
+ * CPU-second beside steps/s, and on SQLite the raw fsync rate of each rep.
  *
  *   npx tsx bench/lease-cost.ts [sqlite|postgres|both] [reps=5]
  */
@@ -15,7 +17,9 @@ import { join } from 'node:path';
 import type { Checkpointer, Lease } from '../client/checkpointer.js';
 import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import { PostgresCheckpointer } from '../client/postgres/index.js';
-import { median, spread } from './lib/workload.js';
+import { fmt, ratios, summary, timed } from './lib/stats.js';
+import { fsyncRate } from './lib/fsync.js';
+import { randomText } from './lib/text.js';
 
 const backends = (process.argv[2] ?? 'both') === 'both' ? ['sqlite', 'postgres'] : [process.argv[2]];
 const SMOKE = process.env.WAYMARK_BENCH_SMOKE === '1';
@@ -46,38 +50,48 @@ async function open(backend: string): Promise<{ store: Checkpointer; drop(): Pro
   };
 }
 
-/** Steps/s of R runs written as the runtime writes them, with or without the lease. */
-async function rate(backend: string, leased: boolean): Promise<number> {
+/** Steps/s (and steps per CPU-second) of R runs written as the runtime writes them, with or without the lease. */
+async function rate(backend: string, leased: boolean): Promise<{ rate: number; cpu: number }> {
   const { store, drop } = await open(backend);
-  const t0 = performance.now();
-  for (let r = 0; r < R; r++) {
-    const executionId = `run-${r}`;
-    const lease: Lease | undefined = leased ? await store.acquireLease(executionId, { holder: 'bench#1', ttlMs: 30_000 }) : undefined;
-    const messages: { role: string; content: string }[] = [{ role: 'user', content: 'go' }];
-    for (let t = 0; t < T; t++) {
-      await store.put({ executionId, nodeId: `turn:${t}`, turn: t, step: 'llm_call', status: 'completed', agentPath: 'agent:bench', state: { messages, turn: t } }, { lease });
-      messages.push({ role: 'assistant', content: 'a'.repeat(P) });
-      await store.put(
-        { executionId, nodeId: `turn:${t}/tool:work`, turn: t, step: 'tool_call', status: 'completed', agentPath: 'agent:bench/tool:work', state: { messages, turn: t }, nodeInput: { t } },
-        { lease },
-      );
-      messages.push({ role: 'tool', content: 'r'.repeat(P) });
+  const t = await timed(async () => {
+    for (let r = 0; r < R; r++) {
+      const executionId = `run-${r}`;
+      const lease: Lease | undefined = leased ? await store.acquireLease(executionId, { holder: 'bench#1', ttlMs: 30_000 }) : undefined;
+      const messages: { role: string; content: string }[] = [{ role: 'user', content: 'go' }];
+      for (let t = 0; t < T; t++) {
+        await store.put({ executionId, nodeId: `turn:${t}`, turn: t, step: 'llm_call', status: 'completed', agentPath: 'agent:bench', state: { messages, turn: t } }, { lease });
+        messages.push({ role: 'assistant', content: randomText(P, r, t, 0) });
+        await store.put(
+          { executionId, nodeId: `turn:${t}/tool:work`, turn: t, step: 'tool_call', status: 'completed', agentPath: 'agent:bench/tool:work', state: { messages, turn: t }, nodeInput: { t } },
+          { lease },
+        );
+        messages.push({ role: 'tool', content: randomText(P, r, t, 1) });
+      }
+      await store.put({ executionId, nodeId: 'run_end', turn: T, step: 'run_end', status: 'completed', agentPath: 'agent:bench', state: { messages, turn: T }, nodeOutput: 'done' }, { lease });
     }
-    await store.put({ executionId, nodeId: 'run_end', turn: T, step: 'run_end', status: 'completed', agentPath: 'agent:bench', state: { messages, turn: T }, nodeOutput: 'done' }, { lease });
-  }
-  const steps = (R * T * 2) / ((performance.now() - t0) / 1000);
+  });
   await drop();
-  return steps;
+  return { rate: (R * T * 2) / t.secs, cpu: (R * T * 2) / t.cpuSecs };
 }
 
 try {
   for (const backend of backends) {
-    const before: number[] = [];
-    const after: number[] = [];
+    const before: { rate: number; cpu: number }[] = [];
+    const after: { rate: number; cpu: number }[] = [];
+    const fsyncs: number[] = [];
     for (let i = 0; i < REPS; i++) {
+      if (backend === 'sqlite') fsyncs.push(fsyncRate(dir, SMOKE ? 20 : 300));
       before.push(await rate(backend, false));
       after.push(await rate(backend, true));
     }
+    const unfenced = summary(before.map((x) => x.rate));
+    const leased = summary(after.map((x) => x.rate));
+    const ratio = ratios(after.map((x) => x.rate), before.map((x) => x.rate))!;
+    const fsync = backend === 'sqlite' ? summary(fsyncs) : undefined;
+    console.log(
+      `${backend} R=${R} T=${T}: unfenced ${fmt(unfenced)} steps/s (${fmt(summary(before.map((x) => x.cpu)))} /CPU-s) · leased ${fmt(leased)} steps/s (${fmt(summary(after.map((x) => x.cpu)))} /CPU-s) → ${fmt(ratio, 2, '×')}` +
+        (fsync ? ` (raw fsync rate ${fmt(fsync)} /s)` : ''),
+    );
     console.log(
       JSON.stringify({
         bench: 'lease-cost',
@@ -85,11 +99,12 @@ try {
         R,
         T,
         reps: REPS,
-        unfenced: Math.round(median(before)),
-        leased: Math.round(median(after)),
-        ratio: Number((median(after) / median(before)).toFixed(3)),
-        spreadUnfenced: Math.round(spread(before)),
-        spreadLeased: Math.round(spread(after)),
+        unfenced,
+        leased,
+        ratio,
+        unfencedCpu: summary(before.map((x) => x.cpu)),
+        leasedCpu: summary(after.map((x) => x.cpu)),
+        ...(fsync ? { fsync } : {}),
         cores: cpus().length,
         node: process.version,
         date: new Date().toISOString(),

@@ -28,10 +28,22 @@ describe('benchmark smoke runs', () => {
   it('steps: waymark (and the peer when installed) on SQLite', () => {
     const [line] = bench('steps.ts', 'steps', 'sqlite', '1');
     expect(line).toMatchObject({ bench: 'steps', backend: 'sqlite', R: 2, T: 3 });
-    expect(line.ours as number).toBeGreaterThan(0);
+    expect((line.ours as { median: number }).median).toBeGreaterThan(0);
+    expect((line.oursCpu as { median: number }).median).toBeGreaterThan(0);
+    expect((line.fsync as { median: number }).median).toBeGreaterThan(0);
   });
   it.skipIf(!pg)('steps on Postgres', () => {
     expect(bench('steps.ts', 'steps', 'postgres', '1')[0]).toMatchObject({ bench: 'steps', backend: 'postgres' });
+  });
+  it('concurrent: N runs at once on one store (and the peer on one saver when installed) beside the raw commit rate, SQLite', () => {
+    const [line] = bench('concurrent.ts', 'sqlite');
+    expect(line).toMatchObject({ bench: 'concurrent', backend: 'sqlite', runs: 4, T: 3 });
+    for (const k of ['ours', 'oursCpu', 'raw', 'fsync', 'ofRaw']) expect((line[k] as { median: number }).median).toBeGreaterThan(0);
+  });
+  it.skipIf(!pg)('concurrent on Postgres', () => {
+    const [line] = bench('concurrent.ts', 'postgres');
+    expect(line).toMatchObject({ bench: 'concurrent', backend: 'postgres', runs: 4 });
+    expect((line.ours as { median: number }).median).toBeGreaterThan(0);
   });
   it('langgraph: WaymarkSaver (and LangGraph\'s savers when installed) on one graph, SQLite', () => {
     const lines = bench('langgraph-saver.ts', 'sqlite');
@@ -41,12 +53,12 @@ describe('benchmark smoke runs', () => {
   it('lease cost: unfenced vs leased writes on SQLite (and Postgres when up)', () => {
     const lines = bench('lease-cost.ts', pg ? 'both' : 'sqlite');
     expect(lines[0]).toMatchObject({ bench: 'lease-cost', backend: 'sqlite', R: 2, T: 3 });
-    for (const l of lines) expect((l.unfenced as number) > 0 && (l.leased as number) > 0).toBe(true);
+    for (const l of lines) expect((l.unfenced as { median: number }).median > 0 && (l.leased as { median: number }).median > 0).toBe(true);
   });
   it('storage growth', () => {
     const [ours] = bench('steps.ts', 'storage', 'sqlite');
     expect(ours).toMatchObject({ bench: 'storage', backend: 'sqlite', who: 'waymark' });
-    expect(ours.exponent as number).toBeLessThan(1.3);
+    expect((ours.exponent as { median: number }).median).toBeLessThan(1.3);
   });
   it.skipIf(!pg)('storage growth on Postgres', () => {
     const [ours] = bench('steps.ts', 'storage', 'postgres');
@@ -54,7 +66,9 @@ describe('benchmark smoke runs', () => {
     expect((ours.bytes as Record<string, number>)['400']).toBeGreaterThan((ours.bytes as Record<string, number>)['50']);
   });
   it('resume cost, put, ingest, drain and drain RSS', () => {
-    expect(bench('resume-cost.ts', '5', '1', 'sqlite')[0]).toMatchObject({ bench: 'resume', turns: 5 });
+    const [resume] = bench('resume-cost.ts', '5', '1', 'sqlite');
+    expect(resume).toMatchObject({ bench: 'resume', turns: 5 });
+    for (const k of ['callMs', 'totalMs', 'processMs']) expect((resume.waymark as Record<string, { median: number }>)[k].median).toBeGreaterThan(0);
     const ingest = bench('ingest.ts', '1000', 'pglite', '1,2');
     expect(ingest.map((l) => [l.writers, l.errors])).toEqual([
       [1, 0],

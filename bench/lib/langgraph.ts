@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { randomText } from './text.js';
 
 const PEER = fileURLToPath(new URL('../peers/langgraph/package.json', import.meta.url));
 
@@ -17,8 +18,20 @@ export function peerVersion(): string {
   return createRequire(PEER)('@langchain/langgraph/package.json').version;
 }
 
-/** Build the workload graph: T turns, each an AI message of P bytes with one tool call, then a P-byte tool result. */
-export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: () => void, pauseAtLastTool = false) {
+/** Load the peer's graph library and its saver module for a backend (what a resume process imports before it opens the saver). */
+export function peerLoad(backend: 'sqlite' | 'postgres'): void {
+  const req = createRequire(PEER);
+  req('@langchain/langgraph');
+  req('@langchain/core/messages');
+  req(backend === 'sqlite' ? '@langchain/langgraph-checkpoint-sqlite' : '@langchain/langgraph-checkpoint-postgres');
+}
+
+/**
+ * Build the workload graph: T turns, each an AI message of P bytes with one tool
+ * call, then a P-byte tool result; the same pseudo-random text as `ourAgent`
+ * for the same seed.
+ */
+export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: () => void, pauseAtLastTool = false, seed = 0) {
   const req = createRequire(PEER);
   const { StateGraph, MessagesAnnotation, START, END, interrupt } = req('@langchain/langgraph');
   const { AIMessage, ToolMessage } = req('@langchain/core/messages');
@@ -29,7 +42,7 @@ export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: 
       return {
         messages: [
           turn < T
-            ? new AIMessage({ content: 'a'.repeat(P), tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }] })
+            ? new AIMessage({ content: randomText(P, seed, turn, 0), tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }] })
             : new AIMessage({ content: 'done' }),
         ],
       };
@@ -38,7 +51,7 @@ export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: 
       const last = state.messages[state.messages.length - 1];
       const call = last.tool_calls![0] as { id: string; args?: { t: number } };
       // The same pause as waymark's resume benchmark: the last tool asks a human.
-      const content = pauseAtLastTool && call.args?.t === T - 1 ? String(interrupt({ reason: 'last', i: call.args.t }).approved) : 'r'.repeat(P);
+      const content = pauseAtLastTool && call.args?.t === T - 1 ? String(interrupt({ reason: 'last', i: call.args.t }).approved) : randomText(P, seed, call.args!.t, 1);
       return { messages: [new ToolMessage({ content, tool_call_id: call.id })] };
     })
     .addEdge(START, 'agent')
