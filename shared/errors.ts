@@ -83,6 +83,51 @@ export const ErrorCode = {
   NO_PLANE_DATA: 'NO_PLANE_DATA',
   /** A constructor or function given options it cannot work with; the message names each. */
   INVALID_OPTIONS: 'INVALID_OPTIONS',
+  // ── the plane's HTTP answers (plane/http/errors.ts: HttpError) ──
+  /** No key, or a key that is malformed, unknown or revoked (401). */
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  /** No route for this method and path (404). */
+  NOT_FOUND: 'NOT_FOUND',
+  /** The plane's database does not answer (503, Retry-After); retry later. */
+  UNAVAILABLE: 'UNAVAILABLE',
+  /** /readyz: the database is not reachable (503, Retry-After). */
+  NOT_READY: 'NOT_READY',
+  /** A failure of the plane itself (500); the log has it. */
+  INTERNAL: 'INTERNAL',
+  /** The client closed the connection before its request body arrived (499; logged, never answered). */
+  CLIENT_ABORTED: 'CLIENT_ABORTED',
+  /** Too many ingest batches in flight or waiting (429, Retry-After). */
+  BUSY: 'BUSY',
+  /** An ingest envelope whose protocol version this plane does not speak (400). */
+  PROTOCOL: 'PROTOCOL',
+  /** An ingest envelope that is not `{ protocol, writerId, rows, backlog? }` (400). */
+  INVALID_ENVELOPE: 'INVALID_ENVELOPE',
+  /** An ingest batch over `LIMITS.batchRows` rows (413). */
+  TOO_MANY_ROWS: 'TOO_MANY_ROWS',
+  /** A request body over its byte limit, before or after gzip (413). */
+  TOO_LARGE: 'TOO_LARGE',
+  /** A request body that stalled or trickled past its deadline (408; the connection is closed). */
+  BODY_TIMEOUT: 'BODY_TIMEOUT',
+  /** A body that is not JSON (400). */
+  BAD_JSON: 'BAD_JSON',
+  /** A gzip body that does not inflate (400). */
+  BAD_GZIP: 'BAD_GZIP',
+  /** A body that is not application/json (415). */
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  /** A Content-Encoding other than gzip or identity (415). */
+  UNSUPPORTED_ENCODING: 'UNSUPPORTED_ENCODING',
+  /** A page cursor this plane did not issue (400). */
+  BAD_CURSOR: 'BAD_CURSOR',
+  /** Another writer holds the claim of this pause (409; `details.writerId`). */
+  ALREADY_CLAIMED: 'ALREADY_CLAIMED',
+  /** A claim its holder already applied (resumed) cannot be released (409). */
+  CLAIM_APPLIED: 'CLAIM_APPLIED',
+  /** A takeover refused: the run's writer was heard from within the takeover delay (409; `details.liveUntil`). */
+  LEASE_LIVE: 'LEASE_LIVE',
+  /** A takeover refused: the plane holds newer rows of the run than the asking copy (409); restore again. */
+  STALE_COPY: 'STALE_COPY',
+  /** A takeover refused: the run is paused or finished on the plane (409). */
+  NOT_RUNNING: 'NOT_RUNNING',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

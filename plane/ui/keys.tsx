@@ -8,15 +8,14 @@
  * Origin is refused, on top of the SameSite=Strict cookie.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Context, MiddlewareHandler } from 'hono';
-import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import type { FC } from 'hono/jsx';
 import { WaymarkError } from '../../shared/errors.js';
 import { admin } from '../admin.js';
 import { SCOPES, type Principal, type Scope } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
-import type { PlaneEnv } from '../app.js';
+import type { PlaneEnv } from '../http/env.js';
 import { Layout } from './pages.js';
 import { SESSION_COOKIE } from './session.js';
 
@@ -110,7 +109,7 @@ export const KeysPage: FC<{ keys: KeyRow[]; csrf: string; operator: boolean; pro
   </Layout>
 );
 
-export function mountKeysPage(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, viewer: MiddlewareHandler<PlaneEnv>): void {
+export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: MiddlewareHandler<PlaneEnv>): void {
   const adminOnly: MiddlewareHandler<PlaneEnv> = async (c, next) => {
     const p = c.get('principal');
     if (!p.scopes.includes('admin') || !getCookie(c, SESSION_COOKIE)) {
