@@ -9,12 +9,12 @@
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { requestId } from 'hono/request-id';
-import pino, { type Logger } from 'pino';
+import pino from 'pino';
 import { ErrorCode } from '../shared/errors.js';
 import type { Scope } from './auth.js';
-import type { PlaneDatabase } from './db/open.js';
+import type { PlaneDb } from './db/open.js';
 import { AdmissionGate } from './gate.js';
-import type { PlaneEnv, PlaneFaults, RouteDeps } from './http/env.js';
+import type { PlaneEnv, RouteDeps } from './http/env.js';
 import { HttpError, httpErrorOf } from './http/errors.js';
 import { requireScope } from './http/scope.js';
 import { planeMetrics } from './metrics.js';
@@ -24,35 +24,12 @@ import { executionRoutes } from './routes/executions.js';
 import { healthRoutes } from './routes/health.js';
 import { ingestRoutes } from './routes/ingest.js';
 import { projectRoutes } from './routes/project.js';
+import type { PlaneAppOptionsOf } from './types.js';
 import { inspectorRoutes } from './ui/routes.js';
 
 export type { PlaneEnv } from './http/env.js';
 
-export interface PlaneAppOptions {
-  database: PlaneDatabase;
-  logger?: Logger;
-  maxInflightIngest?: number;
-  /** Batches that may wait for a slot (default 64); more are refused with 429. */
-  maxQueuedIngest?: number;
-  /** How long a batch may wait for a slot (default 10 s) before it is refused with 429. */
-  ingestQueueWaitMs?: number;
-  /** How long a request body may go without a byte (default 10 s) before 408 BODY_TIMEOUT. */
-  bodyIdleMs?: number;
-  /** How long a whole request body may take (default 120 s) before 408 BODY_TIMEOUT. */
-  bodyTotalMs?: number;
-  /** Inspector without login (honoured only when the plane binds to loopback). */
-  dev?: boolean;
-  /**
-   * A claim held (claimed at the plane, the holder's local claim never
-   * reported) for longer than this may be taken over by another writer.
-   * 0: never. Default 1 hour.
-   */
-  claimReleaseAfterMs?: number;
-  /** A run not paused may be taken over once its writer was not heard from for this long (default 60 s; see PlaneConfig). */
-  takeoverAfterMs?: number;
-  /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
-  faults?: PlaneFaults;
-}
+export type PlaneAppOptions = PlaneAppOptionsOf<PlaneDb>;
 
 export function createPlaneApp(o: PlaneAppOptions) {
   const log = o.logger ?? pino({ level: 'silent' });

@@ -9,11 +9,10 @@ import type { Logger } from 'pino';
 import type { Principal } from '../auth.js';
 import type { PlaneDatabase, PlaneDb } from '../db/open.js';
 import type { PlaneMetrics } from '../metrics.js';
+import type { PlaneFaults } from '../types.js';
 
 export type PlaneEnv = { Variables: { principal: Principal; log: Logger; requestId: string } };
 
-/** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
-export type PlaneFaults = (point: string) => void | Promise<void>;
 
 /** What a route module is built from. */
 export interface RouteDeps {
