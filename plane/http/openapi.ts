@@ -3,8 +3,14 @@ import { z } from 'zod';
 import { ErrorBody } from '../../shared/errors.js';
 import { ExecutionId } from '../../shared/rows.js';
 
-/** An error response of the OpenAPI document. */
-export const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ErrorBody } } });
+/** A JSON request body of `schema`. */
+export const jsonBody = <S extends z.ZodType>(schema: S) => ({ content: { 'application/json': { schema } } });
+
+/** A JSON answer of `schema`, as the OpenAPI document describes it. */
+export const jsonAnswer = <S extends z.ZodType>(description: string, schema: S) => ({ description, content: { 'application/json': { schema } } });
+
+/** An error answer (`ErrorBody`). */
+export const errorResponse = (description: string) => jsonAnswer(description, ErrorBody);
 
 /** The error answers every keyed route may give. */
 export const errors = {

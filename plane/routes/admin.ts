@@ -11,10 +11,22 @@ import { SCOPES } from '../auth.js';
 import { MIN_RETENTION_SECONDS, pruneRuns } from '../retention.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
-import { errorResponse, errors } from '../http/openapi.js';
+import { errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 
-const ScopeEnum = z.enum(SCOPES);
+const CreateKeyBody = z.object({ project: z.string().max(200).optional(), name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1) });
+
+const PruneBody = z.object({
+  olderThanSeconds: z.number().int().min(MIN_RETENTION_SECONDS),
+  project: z.string().max(200).optional(),
+  dryRun: z.boolean().optional(),
+});
+
+const PruneAnswer = z.object({
+  dryRun: z.boolean(),
+  cutoff: z.string(),
+  items: z.array(z.object({ project: z.string(), executionId: z.string(), status: z.string(), rowCount: z.number().int(), updatedAt: z.string() })),
+});
 
 /** HTTP status of an admin operation's refusal, by its code. */
 const STATUS: Partial<Record<ErrorCode, number>> = {
@@ -47,7 +59,7 @@ export function adminRoutes({ db }: RouteDeps) {
       path: '/v1/admin/projects',
       summary: "Projects this admin key manages: its own (an operator key: all)",
       ...adminScope,
-      responses: { 200: { description: 'projects', content: { 'application/json': { schema: z.object({ items: z.array(ProjectView) }) } } }, ...errors },
+      responses: { 200: jsonAnswer('projects', z.object({ items: z.array(ProjectView) })), ...errors },
     }),
     async (c) => c.json({ items: await admin.projects(db, c.get('principal')) }, 200),
   );
@@ -58,16 +70,14 @@ export function adminRoutes({ db }: RouteDeps) {
       path: '/v1/admin/projects',
       summary: "Create a project (operator scope); keys can only be made for projects that exist",
       ...adminScope,
-      request: { body: { content: { 'application/json': { schema: z.object({ name: z.string() }) } } } },
+      request: { body: jsonBody(z.object({ name: z.string() })) },
       responses: {
-        201: { description: 'created', content: { 'application/json': { schema: z.object({ id: z.string(), name: z.string() }) } } },
+        201: jsonAnswer('created', z.object({ id: z.string(), name: z.string() })),
         409: errorResponse('a project of that name exists'),
         ...errors,
       },
     }),
-    async (c) => {
-      return c.json(await answered(admin.createProject(db, c.get('principal'), c.req.valid('json').name)), 201);
-    },
+    async (c) => c.json(await answered(admin.createProject(db, c.get('principal'), c.req.valid('json').name)), 201),
   );
 
   app.openapi(
@@ -76,7 +86,7 @@ export function adminRoutes({ db }: RouteDeps) {
       path: '/v1/admin/keys',
       summary: "Keys of this admin key's project (an operator key: all), never their secrets",
       ...adminScope,
-      responses: { 200: { description: 'keys', content: { 'application/json': { schema: z.object({ items: z.array(KeyView) }) } } }, ...errors },
+      responses: { 200: jsonAnswer('keys', z.object({ items: z.array(KeyView) })), ...errors },
     }),
     async (c) => c.json({ items: await admin.keys(db, c.get('principal')) }, 200),
   );
@@ -87,17 +97,9 @@ export function adminRoutes({ db }: RouteDeps) {
       path: '/v1/admin/keys',
       summary: 'Create a key in an existing project (default: the admin key\'s own); the secret is in this answer only',
       ...adminScope,
-      request: {
-        body: {
-          content: {
-            'application/json': {
-              schema: z.object({ project: z.string().max(200).optional(), name: z.string().max(200).optional(), scopes: z.array(ScopeEnum).min(1) }),
-            },
-          },
-        },
-      },
+      request: { body: jsonBody(CreateKeyBody) },
       responses: {
-        201: { description: 'created (the secret is shown once)', content: { 'application/json': { schema: CreatedKey } } },
+        201: jsonAnswer('created (the secret is shown once)', CreatedKey),
         404: errorResponse('no such project (the known ones are listed)'),
         ...errors,
       },
@@ -115,39 +117,14 @@ export function adminRoutes({ db }: RouteDeps) {
       summary:
         "Retention: delete (or with dryRun, list) the finished runs (completed, failed) not updated for olderThanSeconds, with all their rows; never a paused or running run. Of the named project, else the admin key's own (an operator key: every project)",
       ...adminScope,
-      request: {
-        body: {
-          content: {
-            'application/json': {
-              schema: z.object({
-                olderThanSeconds: z.number().int().min(MIN_RETENTION_SECONDS),
-                project: z.string().max(200).optional(),
-                dryRun: z.boolean().optional(),
-              }),
-            },
-          },
-        },
-      },
+      request: { body: jsonBody(PruneBody) },
       responses: {
-        200: {
-          description: 'what was deleted (dryRun: what would be)',
-          content: {
-            'application/json': {
-              schema: z.object({
-                dryRun: z.boolean(),
-                cutoff: z.string(),
-                items: z.array(z.object({ project: z.string(), executionId: z.string(), status: z.string(), rowCount: z.number().int(), updatedAt: z.string() })),
-              }),
-            },
-          },
-        },
+        200: jsonAnswer('what was deleted (dryRun: what would be)', PruneAnswer),
         404: errorResponse('no such project (the known ones are listed)'),
         ...errors,
       },
     }),
-    async (c) => {
-      return c.json(await answered(pruneRuns(db, c.get('principal'), c.req.valid('json'))), 200);
-    },
+    async (c) => c.json(await answered(pruneRuns(db, c.get('principal'), c.req.valid('json'))), 200),
   );
 
   app.openapi(
@@ -158,15 +135,13 @@ export function adminRoutes({ db }: RouteDeps) {
       ...adminScope,
       request: { params: z.object({ id: z.string().max(100) }) },
       responses: {
-        200: { description: 'revoked', content: { 'application/json': { schema: z.object({ id: z.string(), revoked: z.literal(true) }) } } },
+        200: jsonAnswer('revoked', z.object({ id: z.string(), revoked: z.literal(true) })),
         404: errorResponse('no such key in this project'),
         409: errorResponse('revoked already'),
         ...errors,
       },
     }),
-    async (c) => {
-      return c.json(await answered(admin.revoke(db, c.get('principal'), c.req.valid('param').id)), 200);
-    },
+    async (c) => c.json(await answered(admin.revoke(db, c.get('principal'), c.req.valid('param').id)), 200),
   );
   return app;
 }

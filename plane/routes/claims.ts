@@ -10,7 +10,7 @@ import { ClaimRequest, ClaimResponse, TakeoverRequest, TakeoverResponse } from '
 import { claimPause, releaseClaim, takeOverRun } from '../claims.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
-import { errorResponse, errors, IdParam } from '../http/openapi.js';
+import { errorResponse, errors, IdParam, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 import { executionNotFound } from './executions.js';
 
@@ -23,9 +23,9 @@ export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs:
       path: '/v1/executions/{id}/claim',
       summary: 'Claim a pause for one writer before resuming it; exactly one writer wins',
       ...scoped(db, 'ingest'),
-      request: { params: IdParam, body: { content: { 'application/json': { schema: ClaimRequest } } } },
+      request: { params: IdParam, body: jsonBody(ClaimRequest) },
       responses: {
-        200: { description: 'this writer holds the claim', content: { 'application/json': { schema: ClaimResponse } } },
+        200: jsonAnswer('this writer holds the claim', ClaimResponse),
         404: errorResponse('the pause is not on the plane'),
         409: errorResponse('another writer holds it'),
         ...errors,
@@ -56,9 +56,9 @@ export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs:
       path: '/v1/executions/{id}/takeover',
       summary: 'Take over a run that is not paused (its writer died mid-run): one writer wins, and only once its writer was not heard from for the takeover delay',
       ...scoped(db, 'ingest'),
-      request: { params: IdParam, body: { content: { 'application/json': { schema: TakeoverRequest } } } },
+      request: { params: IdParam, body: jsonBody(TakeoverRequest) },
       responses: {
-        200: { description: 'this writer may run it', content: { 'application/json': { schema: TakeoverResponse } } },
+        200: jsonAnswer('this writer may run it', TakeoverResponse),
         404: errorResponse('the run is not on the plane'),
         409: errorResponse('refused: LEASE_LIVE (its writer was heard from recently), RUN_TAKEN_OVER (another writer has it), STALE_COPY (the plane has newer rows), NOT_RUNNING (paused or finished)'),
         ...errors,
@@ -96,9 +96,9 @@ export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs:
       path: '/v1/executions/{id}/claim/release',
       summary: 'Give back a claim this writer holds but never applied locally (it crashed or gave up before resuming); the pause is open again',
       ...scoped(db, 'ingest'),
-      request: { params: IdParam, body: { content: { 'application/json': { schema: ClaimRequest } } } },
+      request: { params: IdParam, body: jsonBody(ClaimRequest) },
       responses: {
-        200: { description: 'released, or there was no claim', content: { 'application/json': { schema: z.object({ released: z.boolean() }) } } },
+        200: jsonAnswer('released, or there was no claim', z.object({ released: z.boolean() })),
         404: errorResponse('the pause is not on the plane'),
         409: errorResponse('another writer holds it, or its holder already applied it'),
         ...errors,

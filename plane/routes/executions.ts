@@ -8,8 +8,31 @@ import { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
 import { describeHoles, getExecution, listClaimConflicts, listExecutions, listHoles, listRows, listTakeovers, pauseState, restorePage } from '../read.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
-import { errorResponse, errors, IdParam, limitQ } from '../http/openapi.js';
+import { errorResponse, errors, IdParam, jsonAnswer, limitQ } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
+
+/** One execution with its pause, claim conflicts, holes and takeovers. */
+const ExecutionDetail = z.object({
+  execution: ExecutionView,
+  pause: z
+    .object({
+      pending: PendingInterrupt,
+      state: z.string(),
+      claimedBy: z.string().nullable(),
+      claimedAt: z.string().nullable(),
+      claim: z
+        .object({ writerId: z.string(), source: z.string(), claimedAt: z.string(), appliedAt: z.string().nullable(), state: z.enum(['held', 'applied']) })
+        .nullable(),
+    })
+    .nullable(),
+  conflicts: z.array(ClaimConflictView),
+  /** Seqs whose rows the plane refused, and why (empty when `execution.complete`). */
+  holes: z.array(HoleView),
+  /** Takeovers of the run by another writer (POST …/takeover), oldest first. */
+  takeovers: z.array(
+    z.object({ fromSeq: z.number().int(), winnerWriterId: z.string(), loserWriterId: z.string(), loserLastContactAt: z.string().nullable(), at: z.string() }),
+  ),
+});
 
 /** 404 of an execution this plane does not hold (in the key's project). */
 export const executionNotFound = (id: string, hint = '') => new HttpError(404, ErrorCode.EXECUTION_NOT_FOUND, `execution '${id}' is not on this plane${hint}`);
@@ -33,7 +56,7 @@ export function executionRoutes({ db }: RouteDeps) {
           limit: limitQ,
         }),
       },
-      responses: { 200: { description: 'a page', content: { 'application/json': { schema: Page(ExecutionView) } } }, ...errors },
+      responses: { 200: jsonAnswer('a page', Page(ExecutionView)), ...errors },
     }),
     async (c) => c.json(await listExecutions(db, c.get('principal').projectId, c.req.valid('query')), 200),
   );
@@ -46,34 +69,7 @@ export function executionRoutes({ db }: RouteDeps) {
       ...scoped(db, 'read'),
       request: { params: IdParam },
       responses: {
-        200: {
-          description: 'the execution',
-          content: {
-            'application/json': {
-              schema: z.object({
-                execution: ExecutionView,
-                pause: z
-                  .object({
-                    pending: PendingInterrupt,
-                    state: z.string(),
-                    claimedBy: z.string().nullable(),
-                    claimedAt: z.string().nullable(),
-                    claim: z
-                      .object({ writerId: z.string(), source: z.string(), claimedAt: z.string(), appliedAt: z.string().nullable(), state: z.enum(['held', 'applied']) })
-                      .nullable(),
-                  })
-                  .nullable(),
-                conflicts: z.array(ClaimConflictView),
-                /** Seqs whose rows the plane refused, and why (empty when `execution.complete`). */
-                holes: z.array(HoleView),
-                /** Takeovers of the run by another writer (POST …/takeover), oldest first. */
-                takeovers: z.array(
-                  z.object({ fromSeq: z.number().int(), winnerWriterId: z.string(), loserWriterId: z.string(), loserLastContactAt: z.string().nullable(), at: z.string() }),
-                ),
-              }),
-            },
-          },
-        },
+        200: jsonAnswer('the execution', ExecutionDetail),
         404: errorResponse('unknown execution'),
         ...errors,
       },
@@ -98,7 +94,7 @@ export function executionRoutes({ db }: RouteDeps) {
       ...scoped(db, 'read'),
       request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: limitQ }) },
       responses: {
-        200: { description: 'a page', content: { 'application/json': { schema: Page(Checkpoint) } } },
+        200: jsonAnswer('a page', Page(Checkpoint)),
         404: errorResponse('unknown execution'),
         ...errors,
       },
@@ -119,7 +115,7 @@ export function executionRoutes({ db }: RouteDeps) {
       ...scoped(db, 'read'),
       request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: z.coerce.number().int().min(1).max(1000).default(500) }) },
       responses: {
-        200: { description: 'a page of the bundle', content: { 'application/json': { schema: RestorePage } } },
+        200: jsonAnswer('a page of the bundle', RestorePage),
         404: errorResponse('unknown execution'),
         409: errorResponse('RUN_INCOMPLETE: the plane refused a row of this run; `details.holes` names each seq and why'),
         ...errors,

@@ -8,7 +8,7 @@ import { WhoAmI } from '../../shared/protocol.js';
 import { projectName } from '../auth.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
-import { errors } from '../http/openapi.js';
+import { errors, jsonAnswer } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 
 export function healthRoutes({ database, db }: RouteDeps) {
@@ -31,7 +31,7 @@ export function healthRoutes({ database, db }: RouteDeps) {
       path: '/v1/whoami',
       summary: "The presented key's project and scopes: a cheap authenticated call that checks a connection (any scope)",
       ...scoped(db, null),
-      responses: { 200: { description: 'the key', content: { 'application/json': { schema: WhoAmI } } }, ...errors },
+      responses: { 200: jsonAnswer('the key', WhoAmI), ...errors },
     }),
     async (c) => {
       const p = c.get('principal');

@@ -7,7 +7,7 @@ import type { AdmissionGate } from '../gate.js';
 import { ingestBatch } from '../ingest.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
-import { errorResponse, errors } from '../http/openapi.js';
+import { errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { requireScope, security } from '../http/scope.js';
 
 export function ingestRoutes({ db, metrics, faults }: RouteDeps, o: { gate: AdmissionGate; bodyDeadline: BodyDeadline }) {
@@ -18,9 +18,9 @@ export function ingestRoutes({ db, metrics, faults }: RouteDeps, o: { gate: Admi
     path: '/v1/ingest',
     summary: 'Store a batch of outbox events; one result per row, answered after COMMIT',
     security,
-    request: { body: { content: { 'application/json': { schema: IngestRequest } }, description: 'JSON, optionally gzip (Content-Encoding: gzip)' } },
+    request: { body: { ...jsonBody(IngestRequest), description: 'JSON, optionally gzip (Content-Encoding: gzip)' } },
     responses: {
-      200: { description: 'per-row results', content: { 'application/json': { schema: IngestResponse } } },
+      200: jsonAnswer('per-row results', IngestResponse),
       ...errors,
       413: errorResponse('too large (after decompression)'),
       415: errorResponse('not JSON / unknown encoding'),
