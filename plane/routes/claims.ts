@@ -8,28 +8,39 @@ import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
 import { ClaimRequest, ClaimResponse, TakeoverRequest, TakeoverResponse } from '../../shared/protocol.js';
 import { claimPause, releaseClaim, takeOverRun } from '../claims.js';
+import type { PlaneDb } from '../db/open.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
 import { errorResponse, errors, IdParam, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 import { executionNotFound } from './executions.js';
 
+/** A writer's POST about one execution (the ingest scope): its body, its answer, and what its 404 and 409 mean. */
+function writerRoute<P extends string, B extends z.ZodType, A extends z.ZodType>(
+  db: PlaneDb,
+  o: { path: P; summary: string; body: B; ok: [description: string, answer: A]; notFound: string; refused: string },
+) {
+  return createRoute({
+    method: 'post',
+    path: o.path,
+    summary: o.summary,
+    ...scoped(db, 'ingest'),
+    request: { params: IdParam, body: jsonBody(o.body) },
+    responses: { 200: jsonAnswer(o.ok[0], o.ok[1]), 404: errorResponse(o.notFound), 409: errorResponse(o.refused), ...errors },
+  });
+}
+
 export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs: number; takeoverAfterMs: number }) {
   const app = routeModule();
 
   app.openapi(
-    createRoute({
-      method: 'post',
+    writerRoute(db, {
       path: '/v1/executions/{id}/claim',
       summary: 'Claim a pause for one writer before resuming it; exactly one writer wins',
-      ...scoped(db, 'ingest'),
-      request: { params: IdParam, body: jsonBody(ClaimRequest) },
-      responses: {
-        200: jsonAnswer('this writer holds the claim', ClaimResponse),
-        404: errorResponse('the pause is not on the plane'),
-        409: errorResponse('another writer holds it'),
-        ...errors,
-      },
+      body: ClaimRequest,
+      ok: ['this writer holds the claim', ClaimResponse],
+      notFound: 'the pause is not on the plane',
+      refused: 'another writer holds it',
     }),
     async (c) => {
       const { id } = c.req.valid('param');
@@ -51,18 +62,13 @@ export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs:
   );
 
   app.openapi(
-    createRoute({
-      method: 'post',
+    writerRoute(db, {
       path: '/v1/executions/{id}/takeover',
       summary: 'Take over a run that is not paused (its writer died mid-run): one writer wins, and only once its writer was not heard from for the takeover delay',
-      ...scoped(db, 'ingest'),
-      request: { params: IdParam, body: jsonBody(TakeoverRequest) },
-      responses: {
-        200: jsonAnswer('this writer may run it', TakeoverResponse),
-        404: errorResponse('the run is not on the plane'),
-        409: errorResponse('refused: LEASE_LIVE (its writer was heard from recently), RUN_TAKEN_OVER (another writer has it), STALE_COPY (the plane has newer rows), NOT_RUNNING (paused or finished)'),
-        ...errors,
-      },
+      body: TakeoverRequest,
+      ok: ['this writer may run it', TakeoverResponse],
+      notFound: 'the run is not on the plane',
+      refused: 'refused: LEASE_LIVE (its writer was heard from recently), RUN_TAKEN_OVER (another writer has it), STALE_COPY (the plane has newer rows), NOT_RUNNING (paused or finished)',
     }),
     async (c) => {
       const { id } = c.req.valid('param');
@@ -91,18 +97,13 @@ export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs:
   );
 
   app.openapi(
-    createRoute({
-      method: 'post',
+    writerRoute(db, {
       path: '/v1/executions/{id}/claim/release',
       summary: 'Give back a claim this writer holds but never applied locally (it crashed or gave up before resuming); the pause is open again',
-      ...scoped(db, 'ingest'),
-      request: { params: IdParam, body: jsonBody(ClaimRequest) },
-      responses: {
-        200: jsonAnswer('released, or there was no claim', z.object({ released: z.boolean() })),
-        404: errorResponse('the pause is not on the plane'),
-        409: errorResponse('another writer holds it, or its holder already applied it'),
-        ...errors,
-      },
+      body: ClaimRequest,
+      ok: ['released, or there was no claim', z.object({ released: z.boolean() })],
+      notFound: 'the pause is not on the plane',
+      refused: 'another writer holds it, or its holder already applied it',
     }),
     async (c) => {
       const { id } = c.req.valid('param');
