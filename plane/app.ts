@@ -27,8 +27,6 @@ import { projectRoutes } from './routes/project.js';
 import type { PlaneAppOptionsOf } from './types.js';
 import { inspectorRoutes } from './ui/routes.js';
 
-export type { PlaneEnv } from './http/env.js';
-
 export type PlaneAppOptions = PlaneAppOptionsOf<PlaneDb>;
 
 export function createPlaneApp(o: PlaneAppOptions) {
