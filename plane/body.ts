@@ -9,17 +9,24 @@
  * of the plane: it surfaces as `ClientAborted`, logged as such.
  */
 import { createGunzip } from 'node:zlib';
+import type { Logger } from 'pino';
+import { ErrorCode } from '../shared/errors.js';
+import { HttpError } from './http/errors.js';
 
-export class BodyError extends Error {
-  constructor(readonly status: 400 | 408 | 413 | 415, readonly code: string, message: string) {
-    super(message);
+/** A body refused; a timed-out body is still in the socket: answer, then close the connection rather than drain it. */
+export class BodyError extends HttpError {
+  constructor(status: 400 | 408 | 413 | 415, code: ErrorCode, message: string) {
+    super(status, code, message, status === 408 ? { headers: { Connection: 'close' } } : {});
   }
 }
 
-/** The client closed the connection before its body arrived (ECONNRESET, "aborted"). */
-export class ClientAborted extends Error {
+/** The client closed the connection before its body arrived (ECONNRESET, "aborted"): logged, not an error of the plane. */
+export class ClientAborted extends HttpError {
   constructor(cause: unknown) {
-    super('the client closed the connection before its request body arrived', { cause });
+    super(499, ErrorCode.CLIENT_ABORTED, 'the client closed the connection before its request body arrived', { cause });
+  }
+  override report(log: Logger | undefined): void {
+    log?.info({ cause: (this.cause as Error)?.message }, 'client aborted');
   }
 }
 
@@ -33,7 +40,7 @@ export interface BodyDeadline {
 async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string) {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new BodyError(408, 'BODY_TIMEOUT', what)), Math.max(0, ms));
+    timer = setTimeout(() => reject(new BodyError(408, ErrorCode.BODY_TIMEOUT, what)), Math.max(0, ms));
   });
   try {
     return await Promise.race([reader.read().catch((e: unknown) => Promise.reject(new ClientAborted(e))), timeout]);
@@ -58,7 +65,7 @@ async function readCapped(stream: ReadableStream<Uint8Array> | null, limit: numb
     n += value.byteLength;
     if (n > limit) {
       await reader.cancel().catch(() => {});
-      throw new BodyError(413, 'TOO_LARGE', `request body is over ${limit} bytes`);
+      throw new BodyError(413, ErrorCode.TOO_LARGE, `request body is over ${limit} bytes`);
     }
     chunks.push(Buffer.from(value));
   }
@@ -79,10 +86,10 @@ function gunzipCapped(buf: Buffer, limit: number): Promise<Buffer> {
     };
     z.on('data', (d: Buffer) => {
       n += d.length;
-      if (n > limit) fail(new BodyError(413, 'TOO_LARGE', `request body inflates past ${limit} bytes`));
+      if (n > limit) fail(new BodyError(413, ErrorCode.TOO_LARGE, `request body inflates past ${limit} bytes`));
       else out.push(d);
     });
-    z.on('error', (e) => fail(new BodyError(400, 'BAD_GZIP', `body is not valid gzip: ${e.message}`)));
+    z.on('error', (e) => fail(new BodyError(400, ErrorCode.BAD_GZIP, `body is not valid gzip: ${e.message}`)));
     z.on('end', () => {
       if (settled) return;
       settled = true;
@@ -95,16 +102,16 @@ function gunzipCapped(buf: Buffer, limit: number): Promise<Buffer> {
 /** The decoded JSON body of a request, or a BodyError with the status to answer. */
 export async function readJsonBody(req: Request, limit: number, deadline: BodyDeadline): Promise<unknown> {
   const type = (req.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
-  if (type !== 'application/json') throw new BodyError(415, 'UNSUPPORTED_MEDIA_TYPE', 'send application/json');
+  if (type !== 'application/json') throw new BodyError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'send application/json');
   const encoding = (req.headers.get('content-encoding') ?? 'identity').trim().toLowerCase();
-  if (encoding !== 'identity' && encoding !== 'gzip') throw new BodyError(415, 'UNSUPPORTED_ENCODING', 'content-encoding must be gzip or identity');
+  if (encoding !== 'identity' && encoding !== 'gzip') throw new BodyError(415, ErrorCode.UNSUPPORTED_ENCODING, 'content-encoding must be gzip or identity');
   const declared = Number(req.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > limit) throw new BodyError(413, 'TOO_LARGE', `request body is over ${limit} bytes`);
+  if (Number.isFinite(declared) && declared > limit) throw new BodyError(413, ErrorCode.TOO_LARGE, `request body is over ${limit} bytes`);
   let buf = await readCapped(req.body, limit, deadline);
   if (encoding === 'gzip') buf = await gunzipCapped(buf, limit);
   try {
     return JSON.parse(buf.toString('utf8'));
   } catch (e) {
-    throw new BodyError(400, 'BAD_JSON', `body is not JSON: ${(e as Error).message}`);
+    throw new BodyError(400, ErrorCode.BAD_JSON, `body is not JSON: ${(e as Error).message}`);
   }
 }

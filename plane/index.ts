@@ -1,10 +1,12 @@
 /**
  * `waymark/plane`: the plane's public API.
  *
- * Its types are written out here, self-contained, so a consumer type-checking
- * with `skipLibCheck: false` never loads drizzle-orm's declarations (which do
- * not check without mysql2, gel, … installed): the database handle is opaque
- * outside the plane. The implementations are the plane's own modules.
+ * A facade on purpose: its types are written out here or come from types.ts
+ * (drizzle-free, shared with the plane's modules), never from a module that
+ * names drizzle, so a consumer type-checking with `skipLibCheck: false` never
+ * loads drizzle-orm's declarations (which do not check without mysql2, gel, …
+ * installed): the database handle is opaque outside the plane. The
+ * implementations are the plane's own modules, cast to these types.
  */
 import type { Logger } from 'pino';
 import type { Backlog, RowResult } from '../shared/protocol.js';
@@ -15,7 +17,7 @@ import * as open from './db/open.js';
 import * as ingest from './ingest.js';
 import * as server from './server.js';
 import type { PlaneConfig } from './config.js';
-import type { DataDirLock } from './db/lock.js';
+import type { OpenOptions, PlaneAppOptionsOf, PlaneDatabaseOf, RunningPlaneOf } from './types.js';
 
 export { loadConfig, type PlaneConfig } from './config.js';
 export { lockDataDir, lockHolder, DataDirLocked, type LockInfo, type DataDirLock } from './db/lock.js';
@@ -26,27 +28,8 @@ export interface PlaneDb {
   readonly [planeDb]: true;
 }
 
-export interface PlaneDatabase {
-  db: PlaneDb;
-  kind: 'postgres' | 'pglite';
-  /** The data dir lock (PGlite on disk); null otherwise. */
-  lock: DataDirLock | null;
-  ping(): Promise<void>;
-  close(): Promise<void>;
-}
-
-export interface OpenOptions {
-  /** Postgres URL; absent: PGlite in `dataDir`. */
-  databaseUrl?: string;
-  /** PGlite data dir (`memory://` for in-memory). */
-  dataDir?: string;
-  /** A PGlite data dir dump to start from. */
-  loadDataDir?: Blob | File;
-  /** Postgres pool size. */
-  max?: number;
-  /** Who holds the data dir lock, for the message another process gets. */
-  command?: string;
-}
+export type PlaneDatabase = PlaneDatabaseOf<PlaneDb>;
+export type { OpenOptions };
 
 export const SCOPES: readonly ['ingest', 'read', 'admin', 'operator'] = auth.SCOPES;
 export type Scope = (typeof SCOPES)[number];
@@ -56,31 +39,8 @@ export interface Principal {
   scopes: Scope[];
 }
 
-export interface RunningPlane {
-  url: string;
-  port: number;
-  /** Where operator metrics are served (`${metricsUrl}/metrics`), or null when no metrics port is set. */
-  metricsUrl: string | null;
-  database: PlaneDatabase;
-  /** Set on the first start of an empty database: where the admin key was written. */
-  adminKeyFile: string | null;
-  adminKey: string | null;
-  close(): Promise<void>;
-}
-
-export interface PlaneAppOptions {
-  database: PlaneDatabase;
-  logger?: Logger;
-  maxInflightIngest?: number;
-  maxQueuedIngest?: number;
-  ingestQueueWaitMs?: number;
-  bodyIdleMs?: number;
-  bodyTotalMs?: number;
-  dev?: boolean;
-  claimReleaseAfterMs?: number;
-  /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'; awaited. */
-  faults?: import('../shared/faults.js').FaultHook;
-}
+export type RunningPlane = RunningPlaneOf<PlaneDb>;
+export type PlaneAppOptions = PlaneAppOptionsOf<PlaneDb>;
 
 export interface IngestOutcome {
   results: RowResult[];

@@ -370,9 +370,28 @@ async function recordEvent(tx: Tx, projectId: string, writerId: string, item: It
   return false;
 }
 
-async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Item, touched: Set<string>) {
-  const e = item.event!;
-  if (e.kind === 'idempotency') {
+/** What an event's handler stores it with: the batch's transaction and writer, the item, the executions to refresh. */
+interface EventContext {
+  tx: Tx;
+  projectId: string;
+  writerId: string;
+  item: Item;
+  touched: Set<string>;
+}
+
+type StoredKind = Exclude<OutboxEvent['kind'], 'checkpoint'>;
+type EventOf<K extends StoredKind> = Extract<OutboxEvent, { kind: K }>;
+
+/** Record the event itself (its id, deduped); false when it was a duplicate or a conflict (answered on the item). */
+async function recorded(c: EventContext): Promise<boolean> {
+  if (!(await recordEvent(c.tx, c.projectId, c.writerId, c.item))) return false;
+  c.touched.add(c.item.executionId!);
+  return true;
+}
+
+/** One handler per event kind (checkpoints go in sets: storeCheckpoints). */
+const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Promise<void> } = {
+  async idempotency({ tx, projectId, writerId, item }, e) {
     const [prev] = await tx
       .select({ hash: idempotency.hash })
       .from(idempotency)
@@ -382,13 +401,14 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
       reject(item, 'conflict', `idempotency key '${e.row.key}' already holds a different result`);
       return;
     }
+    // an entry does not change its execution's summary: recorded, not touched
     if (!(await recordEvent(tx, projectId, writerId, item))) return;
     if (!prev) await tx.insert(idempotency).values({ projectId, executionId: e.row.executionId, key: e.row.key, row: e.row, hash: entryHash, writerId }).onConflictDoNothing();
-    return;
-  }
-  if (!(await recordEvent(tx, projectId, writerId, item))) return;
-  touched.add(item.executionId!);
-  if (e.kind === 'interrupt_opened') {
+  },
+
+  async interrupt_opened(c, e) {
+    if (!(await recorded(c))) return;
+    const { tx, projectId } = c;
     const [claimed] = await tx
       .select({ writerId: claims.writerId, at: claims.claimedAt })
       .from(claims)
@@ -406,7 +426,11 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
       .insert(pendingInterrupts)
       .values(values)
       .onConflictDoUpdate({ target: [pendingInterrupts.projectId, pendingInterrupts.executionId], set: values });
-  } else if (e.kind === 'interrupt_claimed') {
+  },
+
+  async interrupt_claimed(c, e) {
+    if (!(await recorded(c))) return;
+    const { tx, projectId } = c;
     // the event is the writer's local claim itself: applied from the start, or applying the claim it held
     const won = await tx
       .insert(claims)
@@ -415,12 +439,12 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
       .returning({ writerId: claims.writerId });
     let winner = e.writerId;
     if (!won.length) {
-      const [c] = await tx
+      const [held] = await tx
         .select({ writerId: claims.writerId, appliedAt: claims.appliedAt })
         .from(claims)
         .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
-      winner = c.writerId;
-      if (winner === e.writerId && !c.appliedAt) {
+      winner = held.writerId;
+      if (winner === e.writerId && !held.appliedAt) {
         await tx
           .update(claims)
           .set({ appliedAt: new Date(e.claimedAt) })
@@ -441,7 +465,11 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
       .update(pendingInterrupts)
       .set({ state: 'claimed', claimedBy: winner, claimedAt: new Date(e.claimedAt) })
       .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
-  } else if (e.kind === 'interrupt_closed') {
+  },
+
+  async interrupt_closed(c, e) {
+    if (!(await recorded(c))) return;
+    const { tx, projectId } = c;
     // a cancelled run's pause: closed for good. A claims row in the canceller's name refuses any later
     // claim of it at the plane; a writer that already claimed it meanwhile is recorded as a claim conflict
     const won = await tx
@@ -450,16 +478,16 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
       .onConflictDoNothing()
       .returning({ writerId: claims.writerId });
     if (!won.length) {
-      const [c] = await tx
+      const [held] = await tx
         .select({ writerId: claims.writerId })
         .from(claims)
         .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
-      if (c && c.writerId !== e.writerId) {
+      if (held && held.writerId !== e.writerId) {
         await tx.insert(claimConflicts).values({
           projectId,
           executionId: e.executionId,
           checkpointId: e.checkpointId,
-          winnerWriterId: c.writerId,
+          winnerWriterId: held.writerId,
           loserWriterId: e.writerId,
           source: 'cancel',
         });
@@ -468,7 +496,11 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
     await tx
       .delete(pendingInterrupts)
       .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
-  } else if (e.kind === 'execution_deleted') {
+  },
+
+  async execution_deleted(c, e) {
+    if (!(await recorded(c))) return;
+    const { tx, projectId } = c;
     const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) =>
       and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
     await tx.delete(checkpoints).where(where(checkpoints));
@@ -478,8 +510,14 @@ async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Ite
     await tx.delete(runContacts).where(where(runContacts));
     await tx.delete(runTakeovers).where(where(runTakeovers));
     await tx.delete(executions).where(where(executions));
-    touched.delete(e.executionId);
-  }
+    c.touched.delete(e.executionId);
+  },
+};
+
+/** Store one event (not a checkpoint) by its kind's handler. */
+async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Item, touched: Set<string>) {
+  const e = item.event as EventOf<StoredKind>;
+  await (STORE_EVENT[e.kind] as (c: EventContext, e: EventOf<StoredKind>) => Promise<void>)({ tx, projectId, writerId, item, touched }, e);
 }
 
 /**

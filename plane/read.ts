@@ -1,13 +1,18 @@
-/** Read side of the plane: listings, rows, restore, quarantine, writers, claims. Every query is project-scoped. */
-import { and, asc, desc, eq, gt, gte, inArray, isNull, lt, lte, or, sql } from 'drizzle-orm';
+/**
+ * Read side of the plane: listings, rows, restore, quarantine, writers, claim
+ * conflicts and takeovers. Every query is project-scoped, and nothing here
+ * writes (claims and takeovers are arbitrated in claims.ts).
+ */
+import { and, asc, desc, eq, gt, gte, inArray, lt, lte, or, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../shared/codec.js';
-import { runErrorOf, type RunError } from '../shared/errors.js';
+import { ErrorCode, runErrorOf, type RunError } from '../shared/errors.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { Json } from '../shared/json.js';
 import { sumUsage, type UsageTotal } from '../shared/usage.js';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
-import { holeIsGap, refreshExecutions } from './ingest.js';
+import { HttpError } from './http/errors.js';
+import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, runTakeovers, writers } from './db/schema.js';
+import { holeIsGap } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 export function decodeCursor<T>(c: string | undefined, check: (v: unknown) => v is T): T | undefined {
@@ -20,10 +25,10 @@ export function decodeCursor<T>(c: string | undefined, check: (v: unknown) => v 
   }
   throw new CursorError();
 }
-export class CursorError extends Error {
-  readonly code = 'BAD_CURSOR';
+/** A page cursor this plane did not issue: 400 BAD_CURSOR (a request's query names it). */
+export class CursorError extends HttpError {
   constructor() {
-    super('cursor is not one this plane issued');
+    super(400, ErrorCode.BAD_CURSOR, 'cursor is not one this plane issued');
   }
 }
 
@@ -417,97 +422,6 @@ export async function listWriters(db: PlaneDb, projectId: string) {
   }));
 }
 
-/**
- * Claim a pause for one writer. The claims table's primary key makes exactly
- * one writer win across any number of plane processes; a repeat by the
- * winner is answered as a win (idempotent: a holder that crashed between the
- * plane claim and its local one completes it by resuming again). A claim
- * still only held (its holder's local claim never reported) and older than
- * `releaseAfterMs` (0: never) is taken over by the next writer that asks.
- */
-export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs = 0) {
-  return db.transaction(async (tx) => {
-    const [known] = await tx
-      .select({ id: checkpoints.id })
-      .from(checkpoints)
-      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, checkpointId), eq(checkpoints.executionId, executionId)));
-    if (!known) return { won: false as const, notFound: true as const, writerId: '', claimedAt: '' };
-    const won = await tx
-      .insert(claims)
-      .values({ projectId, checkpointId, executionId, writerId, source: 'api' })
-      .onConflictDoNothing()
-      .returning();
-    const [c] = won.length
-      ? won
-      : await tx
-          .select()
-          .from(claims)
-          .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
-    if (c.executionId !== executionId) return { won: false as const, mismatch: true as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
-    let takenFrom: string | null = null;
-    if (!won.length && c.writerId !== writerId) {
-      const taken = releaseAfterMs > 0 ? await takeOverStale(tx, projectId, checkpointId, writerId, releaseAfterMs) : null;
-      if (!taken) return { won: false as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
-      takenFrom = c.writerId;
-      won.push(taken);
-    }
-    if (!won.length) return { won: true as const, writerId, claimedAt: c.claimedAt.toISOString(), takenFrom };
-    await tx
-      .update(pendingInterrupts)
-      .set({ state: 'claimed', claimedBy: writerId, claimedAt: won[0].claimedAt })
-      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, checkpointId)));
-    await refreshExecutions(tx, projectId, [executionId]);
-    return { won: true as const, writerId, claimedAt: won[0].claimedAt.toISOString(), takenFrom };
-  });
-}
-
-type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
-
-/** Move a held (never applied) claim older than `releaseAfterMs` to `writerId`; null when it is not stale. */
-async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, writerId: string, releaseAfterMs: number) {
-  const [taken] = await tx
-    .update(claims)
-    .set({ writerId, source: 'api', claimedAt: sql`now()` })
-    .where(
-      and(
-        eq(claims.projectId, projectId),
-        eq(claims.checkpointId, checkpointId),
-        isNull(claims.appliedAt),
-        lt(claims.claimedAt, sql`now() - make_interval(secs => ${releaseAfterMs / 1000})`),
-      ),
-    )
-    .returning();
-  return taken ?? null;
-}
-
-/**
- * Give back a held claim: only its holder may, and only while its local claim
- * was never reported (an applied claim is final). The pause is open again.
- */
-export async function releaseClaim(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
-  return db.transaction(async (tx) => {
-    const [pause] = await tx
-      .select({ checkpointId: pendingInterrupts.checkpointId })
-      .from(pendingInterrupts)
-      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId), eq(pendingInterrupts.checkpointId, checkpointId)));
-    if (!pause) return { released: false as const, notFound: true as const };
-    const [c] = await tx
-      .select()
-      .from(claims)
-      .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId), eq(claims.executionId, executionId)));
-    if (!c) return { released: false as const };
-    if (c.writerId !== writerId) return { released: false as const, heldBy: c.writerId };
-    if (c.appliedAt) return { released: false as const, appliedAt: c.appliedAt.toISOString() };
-    await tx.delete(claims).where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
-    await tx
-      .update(pendingInterrupts)
-      .set({ state: 'open', claimedBy: null, claimedAt: null })
-      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, checkpointId)));
-    await refreshExecutions(tx, projectId, [executionId]);
-    return { released: true as const };
-  });
-}
-
 /** The decoded state of one row: its snapshot chain, base to row, through the shared codec. */
 export async function stateAt(db: PlaneDb, projectId: string, executionId: string, seq: number) {
   const [target] = await db
@@ -550,74 +464,6 @@ export async function forkLinks(db: PlaneDb, projectId: string, executionId: str
     forkOf: from?.executionId && from.checkpointId ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' } : null,
     forks,
   };
-}
-
-export type TakeoverOutcome =
-  | { outcome: 'won'; fromSeq: number; takenFrom: string | null }
-  | { outcome: 'not_found' }
-  | { outcome: 'lost'; writerId: string; fromSeq: number; at: string }
-  | { outcome: 'live'; writerId: string; lastContactAt: string; liveUntil: string }
-  | { outcome: 'stale'; planeSeq: number }
-  | { outcome: 'not_running'; status: string };
-
-/**
- * Arbitrate the takeover of a run that is not paused (its writer died mid-run)
- * by `writerId`, whose copy's newest row is `seq`. One winner per (run, seq):
- * the primary key of run_takeovers. In order:
- * - this writer already lost the run to another (a takeover names it the
- *   loser): `lost`, whatever it asks;
- * - the plane holds rows this copy lacks (`seq` below the plane's newest):
- *   `stale` (restore again: the run may have finished or paused meanwhile);
- * - the run is paused or finished on the plane: `not_running` (pauses go
- *   through the claim; the copy here shows the same row);
- * - the newest row is this writer's own: `won`, nothing recorded;
- * - another writer took it over at this seq: `lost`;
- * - the writer of the newest row was heard from (an event of this run) less
- *   than `afterMs` ago by the plane's clock: `live`, with when it may be taken;
- * - else the takeover is recorded: `won`.
- */
-export async function takeOverRun(db: PlaneDb, projectId: string, executionId: string, writerId: string, seq: number, afterMs: number): Promise<TakeoverOutcome> {
-  return db.transaction(async (tx) => {
-    const [ex] = await tx
-      .select({ status: executions.status, lastSeq: executions.lastSeq, writerId: executions.writerId })
-      .from(executions)
-      .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)))
-      .for('update');
-    if (!ex) return { outcome: 'not_found' as const };
-    const [lostBefore] = await tx
-      .select()
-      .from(runTakeovers)
-      .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, writerId)))
-      .orderBy(runTakeovers.fromSeq)
-      .limit(1);
-    if (lostBefore) return { outcome: 'lost' as const, writerId: lostBefore.winnerWriterId, fromSeq: lostBefore.fromSeq, at: lostBefore.at.toISOString() };
-    // a copy behind the plane's first: it may not know the run finished (or paused) meanwhile
-    if (seq < ex.lastSeq) return { outcome: 'stale' as const, planeSeq: ex.lastSeq };
-    if (ex.status !== 'running') return { outcome: 'not_running' as const, status: ex.status };
-    if (ex.writerId === writerId || seq > ex.lastSeq) {
-      // its own newest row (on the plane, or rows the plane has not seen yet): nothing to take over
-      return { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: null };
-    }
-    const [already] = await tx
-      .select()
-      .from(runTakeovers)
-      .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.fromSeq, ex.lastSeq)));
-    if (already) {
-      return already.winnerWriterId === writerId
-        ? { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: already.loserWriterId }
-        : { outcome: 'lost' as const, writerId: already.winnerWriterId, fromSeq: already.fromSeq, at: already.at.toISOString() };
-    }
-    const prev = ex.writerId ?? '';
-    const [contact] = await tx
-      .select({ at: runContacts.lastContactAt, live: sql<boolean>`${runContacts.lastContactAt} > now() - make_interval(secs => ${afterMs / 1000})`, until: sql<string>`to_char((${runContacts.lastContactAt} + make_interval(secs => ${afterMs / 1000})) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` })
-      .from(runContacts)
-      .where(and(eq(runContacts.projectId, projectId), eq(runContacts.executionId, executionId), eq(runContacts.writerId, prev)));
-    if (contact?.live) return { outcome: 'live' as const, writerId: prev, lastContactAt: contact.at.toISOString(), liveUntil: contact.until };
-    await tx
-      .insert(runTakeovers)
-      .values({ projectId, executionId, fromSeq: ex.lastSeq, winnerWriterId: writerId, loserWriterId: prev, loserLastContactAt: contact?.at ?? null });
-    return { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: prev };
-  });
 }
 
 /** Takeovers of a run, oldest first: who took it from whom, at which seq, and the loser's last contact then (plane clock). */

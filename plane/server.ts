@@ -19,18 +19,9 @@ import { projects } from './db/schema.js';
 import { createPlaneApp, type PlaneAppOptions } from './app.js';
 import { metricsApp } from './metrics.js';
 import { scheduleRetention } from './retention.js';
+import type { RunningPlaneOf } from './types.js';
 
-export interface RunningPlane {
-  url: string;
-  port: number;
-  /** Where operator metrics are served (`${metricsUrl}/metrics`), or null when no metrics port is set. */
-  metricsUrl: string | null;
-  database: PlaneDatabase;
-  /** Set on the first start of an empty database: where the admin key was written. */
-  adminKeyFile: string | null;
-  adminKey: string | null;
-  close(): Promise<void>;
-}
+export type RunningPlane = RunningPlaneOf<PlaneDb>;
 
 /** Where a plane keeps its admin key, on both backends: `<data dir>/admin-key`, as an absolute path. */
 export function adminKeyPath(dataDir: string): string {

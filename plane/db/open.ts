@@ -10,30 +10,12 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import * as schema from './schema.js';
 import { lockDataDir, type DataDirLock } from './lock.js';
+import type { OpenOptions, PlaneDatabaseOf } from '../types.js';
 
 export type PlaneDb = PgDatabase<PgQueryResultHKT, typeof schema>;
 
-export interface PlaneDatabase {
-  db: PlaneDb;
-  kind: 'postgres' | 'pglite';
-  /** The data dir lock this process holds (PGlite in a folder), else null. */
-  lock: DataDirLock | null;
-  /** Throws when the database cannot answer. */
-  ping(): Promise<void>;
-  close(): Promise<void>;
-}
-
-export interface OpenOptions {
-  databaseUrl?: string;
-  /** PGlite data folder; `memory://` for an in-memory database. */
-  dataDir?: string;
-  /** A PGlite data dump (from `dumpDataDir`) to start from. */
-  loadDataDir?: Blob | File;
-  /** Pool size for Postgres. */
-  max?: number;
-  /** What this process is, written to the PGlite data dir's lock file for whoever finds it held. */
-  command?: string;
-}
+export type PlaneDatabase = PlaneDatabaseOf<PlaneDb>;
+export type { OpenOptions };
 
 function migrationsFolder(): string {
   for (const rel of ['../../drizzle', '../../../drizzle']) {

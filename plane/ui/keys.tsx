@@ -8,16 +8,15 @@
  * Origin is refused, on top of the SameSite=Strict cookie.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Context, MiddlewareHandler } from 'hono';
-import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import type { FC } from 'hono/jsx';
 import { WaymarkError } from '../../shared/errors.js';
 import { admin } from '../admin.js';
 import { SCOPES, type Principal, type Scope } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
-import type { PlaneEnv } from '../app.js';
-import { Layout } from './pages.js';
+import type { PlaneEnv } from '../http/env.js';
+import { Layout, Table } from './layout.js';
 import { SESSION_COOKIE } from './session.js';
 
 type KeyRow = Awaited<ReturnType<typeof admin.keys>>[number];
@@ -70,47 +69,33 @@ export const KeysPage: FC<{ keys: KeyRow[]; csrf: string; operator: boolean; pro
         <button type="submit">Create</button>
       </form>
     </section>
-    <div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            <th>Id</th>
-            <th>Name</th>
-            {p.operator && <th>Project</th>}
-            <th>Scopes</th>
-            <th>Created</th>
-            <th>State</th>
-          </tr>
-        </thead>
-        <tbody>
-          {p.keys.map((k) => (
-            <tr data-key={k.id}>
-              <td class="mono">{k.id}</td>
-              <td>{k.name}</td>
-              {p.operator && <td>{k.project}</td>}
-              <td>{k.scopes.join(', ')}</td>
-              <td title={k.createdAt}>{k.createdAt.slice(0, 19).replace('T', ' ')}</td>
-              <td>
-                {k.revokedAt ? (
-                  <span class="badge s-failed">revoked</span>
-                ) : (
-                  <form method="post" action={`/keys/${encodeURIComponent(k.id)}/revoke`}>
-                    <input type="hidden" name="csrf" value={p.csrf} />
-                    <button type="submit" aria-label={`Revoke ${k.id}`}>
-                      Revoke
-                    </button>
-                  </form>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table columns={['Id', 'Name', p.operator && 'Project', 'Scopes', 'Created', 'State']}>
+      {p.keys.map((k) => (
+        <tr data-key={k.id}>
+          <td class="mono">{k.id}</td>
+          <td>{k.name}</td>
+          {p.operator && <td>{k.project}</td>}
+          <td>{k.scopes.join(', ')}</td>
+          <td title={k.createdAt}>{k.createdAt.slice(0, 19).replace('T', ' ')}</td>
+          <td>
+            {k.revokedAt ? (
+              <span class="badge s-failed">revoked</span>
+            ) : (
+              <form method="post" action={`/keys/${encodeURIComponent(k.id)}/revoke`}>
+                <input type="hidden" name="csrf" value={p.csrf} />
+                <button type="submit" aria-label={`Revoke ${k.id}`}>
+                  Revoke
+                </button>
+              </form>
+            )}
+          </td>
+        </tr>
+      ))}
+    </Table>
   </Layout>
 );
 
-export function mountKeysPage(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, viewer: MiddlewareHandler<PlaneEnv>): void {
+export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: MiddlewareHandler<PlaneEnv>): void {
   const adminOnly: MiddlewareHandler<PlaneEnv> = async (c, next) => {
     const p = c.get('principal');
     if (!p.scopes.includes('admin') || !getCookie(c, SESSION_COOKIE)) {

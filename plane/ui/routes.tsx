@@ -1,23 +1,27 @@
 /** @jsxImportSource hono/jsx */
 /**
- * The inspector, mounted on the plane app at `/`. Login exchanges a read key
+ * The inspector, a route module mounted on the plane app at `/`. Login exchanges a read key
  * for an HttpOnly SameSite=Strict session cookie; `dev` (loopback only) skips
  * login and shows the first project. One static script (local times, /ui/local-time.js);
  * the CSP allows no inline script, and every page works without it.
  */
-import type { Context, MiddlewareHandler } from 'hono';
-import type { OpenAPIHono } from '@hono/zod-openapi';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { secureHeaders } from 'hono/secure-headers';
 import { asc } from 'drizzle-orm';
 import { authenticate, type Principal } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { projects } from '../db/schema.js';
-import type { PlaneEnv } from '../app.js';
+import type { PlaneEnv } from '../http/env.js';
 import { CursorError, describeHoles, forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listIdempotency, listQuarantine, listRows, listTakeovers, listWriters, pauseState, runUsage, stateAt, usageByRun } from '../read.js';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import { diffStates } from './diff.js';
-import { LoginPage, NotFoundPage, QuarantinePage, RunPage, RunsPage, SINCE_WINDOWS, WritersPage, type RunsFilters } from './pages.js';
+import { LoginPage } from './login-page.js';
+import { NotFoundPage } from './not-found-page.js';
+import { QuarantinePage } from './quarantine-page.js';
+import { RunPage } from './run-page.js';
+import { RunsPage, SINCE_WINDOWS, type RunsFilters } from './runs-page.js';
+import { WritersPage } from './writers-page.js';
 import { LOCAL_TIME_JS } from './local-time.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal } from './session.js';
 import { STYLE } from './style.js';
@@ -30,7 +34,8 @@ export interface InspectorOptions {
 
 const safeNext = (n: unknown) => (typeof n === 'string' && n.startsWith('/') && !n.startsWith('//') && !n.startsWith('/\\') ? n : '/');
 
-export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: InspectorOptions = {}): void {
+export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<PlaneEnv> {
+  const app = new Hono<PlaneEnv>();
   const headers = secureHeaders({
     contentSecurityPolicy: {
       defaultSrc: ["'none'"],
@@ -181,4 +186,5 @@ export function mountInspector(app: OpenAPIHono<PlaneEnv>, db: PlaneDb, o: Inspe
 
   app.get('/writers', viewer, async (c) => c.html(<WritersPage items={await listWriters(db, c.get('principal').projectId)} />));
   mountKeysPage(app, db, viewer);
+  return app;
 }

@@ -1,0 +1,77 @@
+/**
+ * The plane's one HTTP error type. A route (or middleware) that answers with
+ * an error throws an `HttpError`: its status, a code from the registry
+ * (shared/errors.ts) and the body `{ error: { code, message, details? } }`,
+ * with any headers the answer carries (Retry-After, Connection: close).
+ * Hono's `HTTPException` is the model. The app's `onError` has one branch:
+ * whatever was thrown becomes an `HttpError` (`httpErrorOf`) and answers.
+ */
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Logger } from 'pino';
+import { ErrorCode, type ErrorBody } from '../../shared/errors.js';
+import { isUnavailable } from '../db/errors.js';
+
+export interface HttpErrorOptions {
+  details?: Record<string, unknown>;
+  /** Headers the answer carries (Retry-After, Connection, x-waymark-…). */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+export class HttpError extends Error {
+  readonly details?: Record<string, unknown>;
+  readonly headers?: Record<string, string>;
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    o: HttpErrorOptions = {},
+  ) {
+    super(message, o.cause !== undefined ? { cause: o.cause } : undefined);
+    this.name = 'HttpError';
+    if (o.details) this.details = o.details;
+    if (o.headers) this.headers = o.headers;
+  }
+
+  /** The JSON body of the answer. */
+  get body(): ErrorBody {
+    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
+  }
+
+  /** Log what the operator should know of this error (nothing, for an answer a client asked for). */
+  report(_log: Logger | undefined): void {}
+
+  /** The answer, through the request's context (so headers set earlier, x-request-id, stay). */
+  respond(c: Context): Response {
+    for (const [k, v] of Object.entries(this.headers ?? {})) c.header(k, v);
+    return c.json(this.body, this.status as ContentfulStatusCode);
+  }
+}
+
+/** A database that does not answer: "retry later", never a 500. */
+class Unavailable extends HttpError {
+  constructor(cause: unknown) {
+    super(503, ErrorCode.UNAVAILABLE, 'the plane cannot reach its database; retry later', { headers: { 'Retry-After': '2' }, cause });
+  }
+  override report(log: Logger | undefined): void {
+    log?.warn({ err: this.cause }, 'database unavailable');
+  }
+}
+
+/** A failure of the plane itself: logged in full, answered without detail. */
+class Internal extends HttpError {
+  constructor(cause: unknown) {
+    super(500, ErrorCode.INTERNAL, 'internal error', { cause });
+  }
+  override report(log: Logger | undefined): void {
+    log?.error({ err: this.cause }, 'unhandled error');
+  }
+}
+
+/** What was thrown, as the HTTP error to answer with. */
+export function httpErrorOf(e: unknown): HttpError {
+  if (e instanceof HttpError) return e;
+  if (isUnavailable(e)) return new Unavailable(e);
+  return new Internal(e);
+}

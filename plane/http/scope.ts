@@ -1,0 +1,30 @@
+/**
+ * The scope a route needs, declared with the route. `scoped(db, scope)`
+ * spreads into `createRoute({...})` both the middleware that checks the
+ * presented key and the OpenAPI `security` that documents it.
+ */
+import type { MiddlewareHandler } from 'hono';
+import { ErrorCode } from '../../shared/errors.js';
+import { authenticate, bearer, type Scope } from '../auth.js';
+import type { PlaneDb } from '../db/open.js';
+import type { PlaneEnv } from './env.js';
+import { HttpError } from './errors.js';
+
+/** OpenAPI security of every keyed route: a bearer API key. */
+export const security = [{ bearer: [] as string[] }];
+
+/** A valid key (401 otherwise), with `scope` or admin when one is named (403 otherwise); sets `principal`. */
+export function requireScope(db: PlaneDb, scope: Scope | null): MiddlewareHandler<PlaneEnv> {
+  return async (c, next) => {
+    const p = await authenticate(db, bearer(c.req.header('authorization')));
+    if (!p) throw new HttpError(401, ErrorCode.UNAUTHORIZED, 'a valid API key is required (Authorization: Bearer wm_…)');
+    if (scope && !p.scopes.includes(scope) && !p.scopes.includes('admin')) throw new HttpError(403, ErrorCode.FORBIDDEN, `this key lacks the '${scope}' scope`);
+    c.set('principal', p);
+    await next();
+  };
+}
+
+/** A route's scope, for `createRoute`: the check and its documentation together. */
+export function scoped(db: PlaneDb, scope: Scope | null) {
+  return { security, middleware: [requireScope(db, scope)] };
+}

@@ -1,0 +1,147 @@
+/**
+ * Admin endpoints (`/v1/admin/…`, the admin scope): projects, keys and
+ * retention, through the operations of admin.ts. An operation's refusal (a
+ * WaymarkError of a code below) answers with that code's status.
+ */
+import { createRoute } from '@hono/zod-openapi';
+import { z } from 'zod';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { admin, CreatedKey, KeyView, ProjectView } from '../admin.js';
+import { SCOPES } from '../auth.js';
+import { MIN_RETENTION_SECONDS, pruneRuns } from '../retention.js';
+import { routeModule, type RouteDeps } from '../http/env.js';
+import { HttpError } from '../http/errors.js';
+import { errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js';
+import { scoped } from '../http/scope.js';
+
+const CreateKeyBody = z.object({ project: z.string().max(200).optional(), name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1) });
+
+const PruneBody = z.object({
+  olderThanSeconds: z.number().int().min(MIN_RETENTION_SECONDS),
+  project: z.string().max(200).optional(),
+  dryRun: z.boolean().optional(),
+});
+
+const PruneAnswer = z.object({
+  dryRun: z.boolean(),
+  cutoff: z.string(),
+  items: z.array(z.object({ project: z.string(), executionId: z.string(), status: z.string(), rowCount: z.number().int(), updatedAt: z.string() })),
+});
+
+/** HTTP status of an admin operation's refusal, by its code. */
+const STATUS: Partial<Record<ErrorCode, number>> = {
+  [ErrorCode.INVALID_REQUEST]: 400,
+  [ErrorCode.FORBIDDEN]: 403,
+  [ErrorCode.UNKNOWN_PROJECT]: 404,
+  [ErrorCode.KEY_NOT_FOUND]: 404,
+  [ErrorCode.PROJECT_EXISTS]: 409,
+  [ErrorCode.KEY_REVOKED]: 409,
+};
+
+/** The operation's result; its refusal as an HttpError (any other failure is thrown on). */
+async function answered<T>(op: Promise<T>): Promise<T> {
+  try {
+    return await op;
+  } catch (e) {
+    const status = e instanceof WaymarkError ? STATUS[e.code as ErrorCode] : undefined;
+    if (status) throw new HttpError(status, (e as WaymarkError).code as ErrorCode, (e as Error).message, { details: (e as WaymarkError).details, cause: e });
+    throw e;
+  }
+}
+
+export function adminRoutes({ db }: RouteDeps) {
+  const app = routeModule();
+  const adminScope = scoped(db, 'admin');
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/admin/projects',
+      summary: "Projects this admin key manages: its own (an operator key: all)",
+      ...adminScope,
+      responses: { 200: jsonAnswer('projects', z.object({ items: z.array(ProjectView) })), ...errors },
+    }),
+    async (c) => c.json({ items: await admin.projects(db, c.get('principal')) }, 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/admin/projects',
+      summary: "Create a project (operator scope); keys can only be made for projects that exist",
+      ...adminScope,
+      request: { body: jsonBody(z.object({ name: z.string() })) },
+      responses: {
+        201: jsonAnswer('created', z.object({ id: z.string(), name: z.string() })),
+        409: errorResponse('a project of that name exists'),
+        ...errors,
+      },
+    }),
+    async (c) => c.json(await answered(admin.createProject(db, c.get('principal'), c.req.valid('json').name)), 201),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/admin/keys',
+      summary: "Keys of this admin key's project (an operator key: all), never their secrets",
+      ...adminScope,
+      responses: { 200: jsonAnswer('keys', z.object({ items: z.array(KeyView) })), ...errors },
+    }),
+    async (c) => c.json({ items: await admin.keys(db, c.get('principal')) }, 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/admin/keys',
+      summary: 'Create a key in an existing project (default: the admin key\'s own); the secret is in this answer only',
+      ...adminScope,
+      request: { body: jsonBody(CreateKeyBody) },
+      responses: {
+        201: jsonAnswer('created (the secret is shown once)', CreatedKey),
+        404: errorResponse('no such project (the known ones are listed)'),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const b = c.req.valid('json');
+      return c.json(await answered(admin.createKey(db, c.get('principal'), { project: b.project, name: b.name, scopes: b.scopes })), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/admin/prune',
+      summary:
+        "Retention: delete (or with dryRun, list) the finished runs (completed, failed) not updated for olderThanSeconds, with all their rows; never a paused or running run. Of the named project, else the admin key's own (an operator key: every project)",
+      ...adminScope,
+      request: { body: jsonBody(PruneBody) },
+      responses: {
+        200: jsonAnswer('what was deleted (dryRun: what would be)', PruneAnswer),
+        404: errorResponse('no such project (the known ones are listed)'),
+        ...errors,
+      },
+    }),
+    async (c) => c.json(await answered(pruneRuns(db, c.get('principal'), c.req.valid('json'))), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/admin/keys/{id}/revoke',
+      summary: 'Revoke a key: every plane process refuses it from its next request on',
+      ...adminScope,
+      request: { params: z.object({ id: z.string().max(100) }) },
+      responses: {
+        200: jsonAnswer('revoked', z.object({ id: z.string(), revoked: z.literal(true) })),
+        404: errorResponse('no such key in this project'),
+        409: errorResponse('revoked already'),
+        ...errors,
+      },
+    }),
+    async (c) => c.json(await answered(admin.revoke(db, c.get('principal'), c.req.valid('param').id)), 200),
+  );
+  return app;
+}

@@ -1,0 +1,139 @@
+/** The read side of executions: the list, one execution, its rows, and the restore bundle. */
+import { createRoute } from '@hono/zod-openapi';
+import { z } from 'zod';
+import { ErrorCode } from '../../shared/errors.js';
+import { LIMITS } from '../../shared/limits.js';
+import { ClaimConflictView, ExecutionView, HoleView, Page, RestorePage } from '../../shared/protocol.js';
+import { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
+import { describeHoles, getExecution, listClaimConflicts, listExecutions, listHoles, listRows, listTakeovers, pauseState, restorePage } from '../read.js';
+import { routeModule, type RouteDeps } from '../http/env.js';
+import { HttpError } from '../http/errors.js';
+import { errorResponse, errors, IdParam, jsonAnswer, limitQ } from '../http/openapi.js';
+import { scoped } from '../http/scope.js';
+
+/** One execution with its pause, claim conflicts, holes and takeovers. */
+const ExecutionDetail = z.object({
+  execution: ExecutionView,
+  pause: z
+    .object({
+      pending: PendingInterrupt,
+      state: z.string(),
+      claimedBy: z.string().nullable(),
+      claimedAt: z.string().nullable(),
+      claim: z
+        .object({ writerId: z.string(), source: z.string(), claimedAt: z.string(), appliedAt: z.string().nullable(), state: z.enum(['held', 'applied']) })
+        .nullable(),
+    })
+    .nullable(),
+  conflicts: z.array(ClaimConflictView),
+  /** Seqs whose rows the plane refused, and why (empty when `execution.complete`). */
+  holes: z.array(HoleView),
+  /** Takeovers of the run by another writer (POST …/takeover), oldest first. */
+  takeovers: z.array(
+    z.object({ fromSeq: z.number().int(), winnerWriterId: z.string(), loserWriterId: z.string(), loserLastContactAt: z.string().nullable(), at: z.string() }),
+  ),
+});
+
+/** 404 of an execution this plane does not hold (in the key's project). */
+export const executionNotFound = (id: string, hint = '') => new HttpError(404, ErrorCode.EXECUTION_NOT_FOUND, `execution '${id}' is not on this plane${hint}`);
+
+export function executionRoutes({ db }: RouteDeps) {
+  const app = routeModule();
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/executions',
+      summary: 'Executions, newest update first, cursor paged',
+      ...scoped(db, 'read'),
+      request: {
+        query: z.object({
+          status: z.enum(['running', 'paused', 'completed', 'failed', 'cancelled']).optional(),
+          writer: z.string().max(LIMITS.writerIdLength).optional(),
+          updatedSince: z.iso.datetime().optional(),
+          q: z.string().max(LIMITS.executionIdLength).optional(),
+          cursor: z.string().max(1000).optional(),
+          limit: limitQ,
+        }),
+      },
+      responses: { 200: jsonAnswer('a page', Page(ExecutionView)), ...errors },
+    }),
+    async (c) => c.json(await listExecutions(db, c.get('principal').projectId, c.req.valid('query')), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/executions/{id}',
+      summary: 'One execution with its pause and claim conflicts',
+      ...scoped(db, 'read'),
+      request: { params: IdParam },
+      responses: {
+        200: jsonAnswer('the execution', ExecutionDetail),
+        404: errorResponse('unknown execution'),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const projectId = c.get('principal').projectId;
+      const execution = await getExecution(db, projectId, id);
+      if (!execution) throw executionNotFound(id);
+      return c.json(
+        { execution, pause: await pauseState(db, projectId, id), conflicts: await listClaimConflicts(db, projectId, id), holes: await listHoles(db, projectId, id), takeovers: await listTakeovers(db, projectId, id) },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/executions/{id}/rows',
+      summary: "An execution's rows by seq, cursor paged",
+      ...scoped(db, 'read'),
+      request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: limitQ }) },
+      responses: {
+        200: jsonAnswer('a page', Page(Checkpoint)),
+        404: errorResponse('unknown execution'),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const projectId = c.get('principal').projectId;
+      if (!(await getExecution(db, projectId, id))) throw executionNotFound(id);
+      return c.json(await listRows(db, projectId, id, c.req.valid('query')), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/executions/{id}/restore',
+      summary: 'Everything a new machine needs to resume: rows (paged), the open pause, idempotency entries (first page)',
+      ...scoped(db, 'read'),
+      request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: z.coerce.number().int().min(1).max(1000).default(500) }) },
+      responses: {
+        200: jsonAnswer('a page of the bundle', RestorePage),
+        404: errorResponse('unknown execution'),
+        409: errorResponse('RUN_INCOMPLETE: the plane refused a row of this run; `details.holes` names each seq and why'),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const projectId = c.get('principal').projectId;
+      const execution = await getExecution(db, projectId, id);
+      // a run whose every row was refused has holes but no summary: still incomplete, not unknown
+      const list = !execution || !execution.complete ? await listHoles(db, projectId, id) : [];
+      if (!execution && !list.length) throw executionNotFound(id);
+      if (list.length) {
+        const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;
+        throw new HttpError(409, ErrorCode.RUN_INCOMPLETE, message, { details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } });
+      }
+      return c.json(await restorePage(db, projectId, id, c.req.valid('query')), 200);
+    },
+  );
+  return app;
+}

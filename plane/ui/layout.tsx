@@ -1,0 +1,118 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * The inspector's page frame and the pieces every page uses (badges, times,
+ * ids, the table wrapper). Server-rendered; hono/jsx escapes every interpolated value.
+ */
+import type { Child, FC } from 'hono/jsx';
+import type { Json } from '../../shared/json.js';
+
+/** `refresh`: reload every so many seconds (a person turns it on with `?live=1`; no script needed). */
+export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; children?: Child }> = ({ title, nav = true, refresh, children }) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      {refresh ? <meta http-equiv="refresh" content={String(refresh)} /> : null}
+      <title>{`${title} · waymark`}</title>
+      <link rel="stylesheet" href="/ui/style.css" />
+      <script src="/ui/local-time.js" defer></script>
+    </head>
+    <body>
+      <header>
+        <span class="brand">waymark</span>
+        {nav && (
+          <nav aria-label="main">
+            <a href="/">Runs</a>
+            <a href="/quarantine">Quarantine</a>
+            <a href="/writers">Writers</a>
+            <a href="/keys">Keys</a>
+          </nav>
+        )}
+        {nav && (
+          <form method="post" action="/logout">
+            <button type="submit" class="link">Log out</button>
+          </form>
+        )}
+      </header>
+      <main>{children}</main>
+    </body>
+  </html>
+);
+
+/** A status as a coloured badge. */
+export const Badge: FC<{ status: string }> = ({ status }) => <span class={`badge s-${status.replace(/\s+/g, '-')}`}>{status}</span>;
+/** A value as indented JSON text. */
+export const json = (v: Json | unknown) => JSON.stringify(v, null, 2);
+/** How long ago, as a person says it ('never' for none). */
+export const ago = (iso: string | null) => {
+  if (!iso) return 'never';
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return s < 90 ? `${s}s ago` : s < 5400 ? `${Math.round(s / 60)}m ago` : s < 129600 ? `${Math.round(s / 3600)}h ago` : `${Math.round(s / 86400)}d ago`;
+};
+
+/**
+ * A time as UTC text (what a page without scripts shows), marked for
+ * /ui/local-time.js to rewrite in the reader's zone; UTC stays on hover.
+ */
+export const Time: FC<{ iso: string | null; relative?: boolean }> = ({ iso, relative }) => {
+  if (!iso) return <span>never</span>;
+  const utc = `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+  return (
+    <time datetime={iso} title={utc} data-local={relative ? 'relative' : 'absolute'}>
+      {relative ? ago(iso) : utc}
+    </time>
+  );
+};
+
+/** Milliseconds as a person reads a duration. */
+export const duration = (ms: number) =>
+  ms < 1000 ? `${Math.max(0, Math.round(ms))} ms` : ms < 90_000 ? `${(ms / 1000).toFixed(1)} s` : ms < 5_400_000 ? `${Math.round(ms / 60_000)} min` : `${(ms / 3_600_000).toFixed(1)} h`;
+
+/** A long id shortened for narrow cells, the full value on hover and for copying. */
+export const ShortId: FC<{ id: string | null; max?: number }> = ({ id, max = 24 }) => {
+  if (!id) return <span class="muted">—</span>;
+  if (id.length <= max) return <span class="mono">{id}</span>;
+  return (
+    <span class="mono" title={id}>
+      {`${id.slice(0, max - 9)}…${id.slice(-8)}`}
+    </span>
+  );
+};
+
+/** A link that turns automatic refresh on or off for the page it is on. */
+export const LiveToggle: FC<{ href: (live: boolean) => string; live: boolean }> = ({ href, live }) => (
+  <p class="live muted">
+    {live ? (
+      <>
+        Refreshing every 5 s · <a href={href(false)}>stop</a>
+      </>
+    ) : (
+      <a href={href(true)}>Refresh every 5 s</a>
+    )}
+  </p>
+);
+
+/** Said wherever a run is shown whose copy on the plane has holes. */
+export const Incomplete: FC<{ holeCount: number }> = ({ holeCount }) => (
+  <span class="badge s-failed" data-testid="incomplete" title={`${holeCount} row(s) of this run were refused by the plane: its copy here is incomplete`}>
+    incomplete
+  </span>
+);
+
+/** Text cut to `max` characters, an ellipsis marking the cut. */
+export const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/** A column of a `Table`: its heading, with a class when it has one (a false entry is left out). */
+export type Column = string | { label: string; class: string } | false;
+
+/** A table in its scrolling wrapper: one heading row of `columns`, then the body rows given as children. */
+export const Table: FC<{ columns: Column[]; class?: string; children?: Child }> = ({ columns, class: cls, children }) => (
+  <div class="table-wrap">
+    <table class={cls}>
+      <thead>
+        <tr>{columns.map((c) => (c === false ? null : typeof c === 'string' ? <th>{c}</th> : <th class={c.class}>{c.label}</th>))}</tr>
+      </thead>
+      <tbody>{children}</tbody>
+    </table>
+  </div>
+);

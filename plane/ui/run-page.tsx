@@ -1,0 +1,315 @@
+/** @jsxImportSource hono/jsx */
+/** The inspector's page of one run: its pause, holes, conflicts, timeline, state diff and idempotency entries. */
+import type { FC } from 'hono/jsx';
+import type { Json } from '../../shared/json.js';
+import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import type { UsageTotal } from '../../shared/usage.js';
+import type { StateDiff } from './diff.js';
+import { Conversation } from './conversation.js';
+import { ago, Badge, duration, Incomplete, json, Layout, LiveToggle, ShortId, Table, Time } from './layout.js';
+
+/**
+ * What a row's badge may claim. A model-call or tool row is written *before* the
+ * call, so its stored status says the boundary was recorded, not that the call
+ * worked: the outcome is what came next (a later row: done; the failed run-end
+ * marker right after it: failed; nothing after it: in progress or crashed).
+ */
+export function rowOutcome(r: Checkpoint, next: Checkpoint | undefined, execution: { status: string; lastSeq: number }): string {
+  if (r.step === 'run_end' || r.step === 'hitl_pause') return r.status;
+  const failedNext = next ? next.step === 'run_end' && next.status === 'failed' : r.seq + 1 === execution.lastSeq && execution.status === 'failed';
+  if (failedNext) return 'failed';
+  // a step the run was cancelled after (or during): it did not go on
+  if (next ? next.step === 'run_end' && next.status === 'cancelled' : r.seq + 1 === execution.lastSeq && execution.status === 'cancelled') return 'cancelled';
+  if (r.seq < execution.lastSeq) return 'done';
+  return execution.status === 'running' ? 'in progress' : r.status;
+}
+
+/** How deep an agent path is nested (a supervisor's worker is one level in). */
+const depth = (agentPath: string) => Math.min(6, agentPath.split('/').length - 1);
+
+export interface RunPageProps {
+  execution: { executionId: string; status: string; rowCount: number; lastSeq: number; writerId: string | null; updatedAt: string; error: { code: string; message: string } | null; complete: boolean; holeCount: number };
+  holes: { seq: number; code: string; reason: string; writerId: string; at: string }[];
+  rows: Checkpoint[];
+  next: string | null;
+  pageQuery: (cursor: string | null) => string;
+  pause: {
+    pending: PendingInterrupt;
+    state: string;
+    claimedBy: string | null;
+    claimedAt: string | null;
+    claim: { state: 'held' | 'applied'; claimedAt: string } | null;
+  } | null;
+  idempotency: IdempotencyEntry[];
+  conflicts: { checkpointId: string; winnerWriterId: string; loserWriterId: string; source: string; at: string; sideEffects: string[] }[];
+  /** Takeovers of the run by another machine (its writer not heard from for the takeover delay). */
+  takeovers?: { fromSeq: number; winnerWriterId: string; loserWriterId: string; loserLastContactAt: string | null; at: string }[];
+  quarantined: { id: number; code: string; reason: string; writerId: string; receivedAt: string; rowId: string | null }[];
+  diff: { a: number; b: number; result: StateDiff | null; error?: string };
+  /** The decoded state of row `diff.b`. */
+  state: Record<string, Json> | null;
+  live: boolean;
+  /** a cursor is in the URL: this is not the first page of rows */
+  paged: boolean;
+  /** the run this one was forked from (its fork_origin row) */
+  forkOf: { executionId: string; checkpointId: string; step: string } | null;
+  /** runs forked from this one */
+  forks: { executionId: string; checkpointId: string }[];
+  /** model usage summed over all rows of the run */
+  usage?: UsageTotal;
+}
+
+export const RunPage: FC<RunPageProps> = (p) => {
+  const id = p.execution.executionId;
+  return (
+    <Layout title={id} refresh={p.live ? 5 : undefined}>
+      <h1>
+        Run <span class="mono">{id}</span> <Badge status={p.execution.status} /> {!p.execution.complete && <Incomplete holeCount={p.execution.holeCount} />}
+      </h1>
+      <p class="muted">
+        {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated <Time iso={p.execution.updatedAt} relative />
+      </p>
+      {p.usage && p.usage.calls > 0 && (
+        <p class="muted" data-testid="usage">
+          Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out · {p.usage.calls} model call{p.usage.calls === 1 ? '' : 's'} (
+          {Object.entries(p.usage.models).map(([m, n]) => `${m} ×${n}`).join(', ')})
+        </p>
+      )}
+      <LiveToggle live={p.live} href={(on) => `/runs/${encodeURIComponent(id)}${on ? '?live=1' : ''}`} />
+      {p.forkOf && (
+        <p class="fork">
+          Forked from <a href={`/runs/${encodeURIComponent(p.forkOf.executionId)}#row-${p.forkOf.checkpointId}`}>{p.forkOf.executionId}</a> at its {p.forkOf.step} row
+        </p>
+      )}
+      {p.forks.length > 0 && (
+        <p class="fork">
+          Forks of this run:{' '}
+          {p.forks.map((f, i) => (
+            <>
+              {i > 0 && ', '}
+              <a href={`/runs/${encodeURIComponent(f.executionId)}`}>{f.executionId}</a>
+            </>
+          ))}
+        </p>
+      )}
+
+      {p.execution.error && (
+        <section aria-labelledby="failed-h" class="card failed">
+          <h2 id="failed-h" class="error">
+            Failed: {p.execution.error.code}
+          </h2>
+          <pre>{p.execution.error.message}</pre>
+        </section>
+      )}
+
+      {p.holes.length > 0 && (
+        <section aria-labelledby="holes-h" class="card" data-testid="holes">
+          <h2 id="holes-h" class="error">
+            Incomplete: the plane refused {p.holes.length === 1 ? 'a row' : `${p.holes.length} rows`} of this run
+          </h2>
+          <p>
+            The rows after a refused one are deltas on a row this plane does not hold, so their state cannot be shown from here and the run cannot
+            be restored from this plane. The writer keeps the whole run locally.
+          </p>
+          <ul>
+            {p.holes.map((h) => (
+              <li>
+                seq {h.seq}: <span class="mono">{h.code}</span> — {h.reason} (from <span class="mono">{h.writerId}</span>, {ago(h.at)})
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+
+      {p.pause && (
+        <section aria-labelledby="pause-h" class="card">
+          <h2 id="pause-h">
+            Pause: {p.pause.pending.reason} <Badge status={p.pause.state === 'open' ? 'paused' : 'completed'} />
+          </h2>
+          <p class="muted">
+            at <span class="mono">{p.pause.pending.nodeId}</span> ({p.pause.pending.agentPath})
+            {p.pause.claimedBy && (
+              <>
+                {' '}
+                · claimed by <span class="mono">{p.pause.claimedBy}</span>
+                {p.pause.claim?.state === 'held' && <> (held since {ago(p.pause.claim.claimedAt)}: its holder has not reported resuming yet)</>}
+              </>
+            )}
+          </p>
+          <p>Context frozen at the pause:</p>
+          <pre>{json(p.pause.pending.context)}</pre>
+        </section>
+      )}
+
+      {(p.takeovers?.length ?? 0) > 0 && (
+        <section aria-labelledby="takeovers-h" data-testid="takeovers">
+          <h2 id="takeovers-h">Taken over</h2>
+          <ul>
+            {p.takeovers!.map((t) => (
+              <li>
+                after seq {t.fromSeq}, by <span class="mono">{t.winnerWriterId}</span> from <span class="mono">{t.loserWriterId}</span> ({ago(t.at)}; last heard
+                from {t.loserLastContactAt ? ago(t.loserLastContactAt) : 'never'}): rows of the first writer after that seq are refused
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+
+      {p.conflicts.length > 0 && (
+        <section aria-labelledby="conflicts-h">
+          <h2 id="conflicts-h" class="error">
+            Claim conflicts
+          </h2>
+          <ul>
+            {p.conflicts.map((c) => (
+              <li>
+                pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>, also claimed by{' '}
+                <span class="mono">{c.loserWriterId}</span> ({c.source}, {ago(c.at)})
+                {c.sideEffects.length > 0 && (
+                  <div class="error" data-testid="double-effects">
+                    Both writers recorded these side effects, so each may have run them (a charge made twice, an e-mail sent twice): check them
+                    outside waymark:{' '}
+                    {c.sideEffects.map((k, i) => (
+                      <>
+                        {i > 0 && ', '}
+                        <span class="mono">{k}</span>
+                      </>
+                    ))}
+                  </div>
+                )}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+
+      <section aria-labelledby="timeline-h">
+        <h2 id="timeline-h">Timeline</h2>
+        <ol class="timeline">
+          {p.rows.map((r, i) => {
+            const outcome = rowOutcome(r, p.rows[i + 1], p.execution);
+            return (
+            <li class={`st-${outcome.replace(/\s+/g, '-')} depth-${depth(r.agentPath)}`} id={`seq-${r.seq}`}>
+              <span id={`row-${r.id}`} />
+              <div class="row-head">
+                <strong>#{r.seq}</strong>
+                <span class="mono">{r.nodeId}</span>
+                <span>{r.step}</span>
+                <Badge status={outcome} />
+              </div>
+              <div class="row-meta">
+                <span class="mono">{r.agentPath}</span>
+                <ShortId id={r.writerId} />
+                <Time iso={r.createdAt} />
+                {i > 0 && <span title="time since the previous row (informational: order is by seq)">+{duration(Date.parse(r.createdAt) - Date.parse(p.rows[i - 1].createdAt))}</span>}
+                {r.seq > 0 && <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>diff with previous</a>}
+              </div>
+              {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
+              {outcome === 'failed' && r.step !== 'run_end' && p.execution.error && (
+                <div class="error">
+                  {r.step === 'llm_call' ? 'the model call' : r.step === 'tool_call' ? 'this step' : 'the next step'} failed: {p.execution.error.code}
+                </div>
+              )}
+            </li>
+            );
+          })}
+        </ol>
+        <div class="pager">
+          {p.paged && <a href={p.pageQuery(null)}>First rows</a>}
+          {p.next && <a href={p.pageQuery(p.next)}>Next rows →</a>}
+        </div>
+      </section>
+
+      <section aria-labelledby="diff-h">
+        <h2 id="diff-h">State diff</h2>
+        <form class="filters" method="get" action={`/runs/${encodeURIComponent(id)}`}>
+          <label>
+            From seq
+            <input type="number" name="a" min="0" value={String(p.diff.a)} />
+          </label>
+          <label>
+            To seq
+            <input type="number" name="b" min="0" value={String(p.diff.b)} />
+          </label>
+          <button type="submit">Show diff</button>
+        </form>
+        {p.diff.error && <p class="error">{p.diff.error}</p>}
+        {p.diff.result && (
+          <div class="diff" data-testid="diff">
+            <p>
+              {p.diff.result.common} messages in common; {p.diff.result.added.length} added
+              {p.diff.result.removed.length > 0 && `, ${p.diff.result.removed.length} removed`}; {p.diff.result.changed.length} fields changed.
+            </p>
+            {p.diff.result.added.map((m) => (
+              <pre class="added">{json(m)}</pre>
+            ))}
+            {p.diff.result.removed.map((m) => (
+              <pre class="removed">{json(m)}</pre>
+            ))}
+            {p.diff.result.changed.length > 0 && (
+              <Table columns={['Field', 'Before', 'After']}>
+                {p.diff.result.changed.map((c) => (
+                  <tr>
+                    <td class="mono">{c.field}</td>
+                    <td class="mono">{c.before === undefined ? '(absent)' : JSON.stringify(c.before)}</td>
+                    <td class="mono">{c.after === undefined ? '(absent)' : JSON.stringify(c.after)}</td>
+                  </tr>
+                ))}
+              </Table>
+            )}
+          </div>
+        )}
+      </section>
+
+      {p.state && (
+        <section aria-labelledby="state-h">
+          <h2 id="state-h">State at #{p.diff.b}</h2>
+          <details open={Array.isArray(p.state.messages) && p.state.messages.length <= 40}>
+            <summary>{Array.isArray(p.state.messages) ? `Conversation: ${p.state.messages.length} messages` : 'no messages'}</summary>
+            <Conversation messages={Array.isArray(p.state.messages) ? (p.state.messages as Json[]) : []} />
+          </details>
+          {Object.keys(p.state).some((k) => k !== 'messages') && (
+            <>
+              <h3>Other state fields</h3>
+              <pre>{json(Object.fromEntries(Object.entries(p.state).filter(([k]) => k !== 'messages')))}</pre>
+            </>
+          )}
+        </section>
+      )}
+
+      <section aria-labelledby="idem-h">
+        <h2 id="idem-h">Idempotency entries</h2>
+        {p.idempotency.length === 0 ? (
+          <p class="muted">None.</p>
+        ) : (
+          <Table columns={['Key', 'Result', 'When']}>
+            {p.idempotency.map((e) => (
+              <tr>
+                <td class="mono">{e.key}</td>
+                <td class="mono">{JSON.stringify(e.result)}</td>
+                <td>
+                  <Time iso={e.createdAt} />
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </section>
+
+      <section aria-labelledby="q-h">
+        <h2 id="q-h">Quarantined rows of this run</h2>
+        {p.quarantined.length === 0 ? (
+          <p class="muted">None.</p>
+        ) : (
+          <ul>
+            {p.quarantined.map((q) => (
+              <li>
+                <a href={`/quarantine#q-${q.id}`}>#{q.id}</a> {q.code}: {q.reason} <span class="muted">({q.writerId}, {ago(q.receivedAt)})</span>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+    </Layout>
+  );
+};

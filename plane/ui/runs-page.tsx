@@ -1,0 +1,144 @@
+/** @jsxImportSource hono/jsx */
+/** The inspector's run list: filters, one row per run, cursor pages. */
+import type { FC } from 'hono/jsx';
+import type { UsageTotal } from '../../shared/usage.js';
+import { Badge, clip, duration, Incomplete, Layout, LiveToggle, ShortId, Table, Time } from './layout.js';
+
+/** A column shown on wide screens only. */
+const wide = (label: string) => ({ label, class: 'wide-only' });
+
+export interface RunItem {
+  executionId: string;
+  status: string;
+  rowCount: number;
+  lastNodeId: string | null;
+  agent?: string | null;
+  writerId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  error: { code: string; message: string } | null;
+  complete: boolean;
+  holeCount: number;
+  claimConflicts: number;
+  /** first and newest rows' times by the writer's clock */
+  startedAt: string | null;
+  lastWriteAt: string | null;
+  /** model usage summed over the run's rows (null: none reported) */
+  usage?: UsageTotal | null;
+}
+
+export interface RunsFilters {
+  status?: string;
+  writer?: string;
+  q?: string;
+  /** only runs updated within this window: '1h', '24h', '7d' */
+  since?: string;
+}
+
+export const SINCE_WINDOWS: Record<string, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
+
+export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolean; live: boolean; filters: RunsFilters; query: (cursor: string | null, live?: boolean) => string }> = ({
+  items,
+  next,
+  first,
+  live,
+  filters,
+  query,
+}) => (
+  <Layout title="Runs" refresh={live ? 5 : undefined}>
+    <h1>Runs</h1>
+    <form class="filters" method="get" action="/" role="search">
+      <label>
+        Execution id
+        <input type="search" name="q" value={filters.q ?? ''} placeholder="starts with…" />
+      </label>
+      <label>
+        Status
+        <select name="status">
+          {['', 'running', 'paused', 'completed', 'failed', 'cancelled'].map((s) => (
+            <option value={s} selected={(filters.status ?? '') === s}>
+              {s || 'any'}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Updated
+        <select name="since">
+          {['', ...Object.keys(SINCE_WINDOWS)].map((s) => (
+            <option value={s} selected={(filters.since ?? '') === s}>
+              {s ? `in the last ${s}` : 'any time'}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Writer
+        <input type="text" name="writer" value={filters.writer ?? ''} />
+      </label>
+      <button type="submit">Filter</button>
+    </form>
+    <LiveToggle live={live} href={(on) => query(null, on)} />
+    <p class="muted">"running" means no end marker yet: still running, or crashed without a marker.</p>
+    <Table
+      class="runs"
+      columns={['Execution', 'Status', 'Agent', wide('Writer'), wide('Started'), wide('Duration'), 'Last update', wide('Rows'), wide('Last node'), wide('Tokens')]}
+    >
+      {items.map((r) => (
+        <tr>
+          <td class="mono">
+            <a href={`/runs/${encodeURIComponent(r.executionId)}`} title={r.executionId}>
+              {r.executionId.length > 40 ? `${r.executionId.slice(0, 31)}…${r.executionId.slice(-8)}` : r.executionId}
+            </a>
+          </td>
+          <td>
+            <Badge status={r.status} /> {!r.complete && <Incomplete holeCount={r.holeCount} />}
+            {r.claimConflicts > 0 && (
+              <span class="badge s-failed" data-testid="conflicted" title="two writers answered one pause of this run: see its page">
+                claim conflict
+              </span>
+            )}
+            {r.error && (
+              <div class="why error" title={r.error.message}>
+                {r.error.code}: {clip(r.error.message, 80)}
+              </div>
+            )}
+          </td>
+          <td class="mono" data-testid="agent" title={r.agent ?? "the run's first row has not arrived"}>
+            {r.agent ?? ''}
+          </td>
+          <td class="wide-only">
+            <ShortId id={r.writerId} />
+          </td>
+          <td class="wide-only">
+            <Time iso={r.startedAt ?? r.createdAt} />
+          </td>
+          <td class="wide-only">{r.startedAt && r.lastWriteAt ? duration(Date.parse(r.lastWriteAt) - Date.parse(r.startedAt)) : '—'}</td>
+          <td>
+            <Time iso={r.updatedAt} relative />
+          </td>
+          <td class="wide-only">{r.rowCount}</td>
+          <td class="mono wide-only">{r.lastNodeId ?? ''}</td>
+          <td class="wide-only" data-testid="tokens" title={r.usage ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls` : 'no model usage reported'}>
+            {r.usage ? `${r.usage.inputTokens} in / ${r.usage.outputTokens} out` : ''}
+          </td>
+        </tr>
+      ))}
+      {items.length === 0 && (
+        <tr>
+          <td colspan={10} class="muted">
+            No runs match.
+          </td>
+        </tr>
+      )}
+    </Table>
+    <div class="pager">
+      {!first && <a href={query(null, live)}>First page</a>}
+      {next && (
+        <a href={query(next, live)} rel="next">
+          Next page →
+        </a>
+      )}
+    </div>
+  </Layout>
+);
