@@ -19,10 +19,14 @@ const REPS = Number(process.argv[3] ?? 3);
 const dir = mkdtempSync(join(tmpdir(), 'waymark-profile-floor-'));
 let k = 0;
 
+/** WAYMARK_FLOOR_AUTOCHECKPOINT=<pages>: SQLite's `wal_autocheckpoint` (default 1000), to see what the WAL checkpoints cost. */
+const AUTOCHECKPOINT = process.env.WAYMARK_FLOOR_AUTOCHECKPOINT;
+
 function open(): Database.Database {
   const db = new Database(join(dir, `${++k}.db`));
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
+  if (AUTOCHECKPOINT) db.pragma(`wal_autocheckpoint = ${Number(AUTOCHECKPOINT)}`);
   return db;
 }
 

@@ -92,6 +92,13 @@ function own(m: Json): Json {
   return isDeepFrozen(m) ? m : deepFreeze(JSON.parse(JSON.stringify(m) ?? 'null') as Json);
 }
 
+/** The first `keep` of `messages` (already the cursor's own), then its own copies of `append`: one array. */
+function kept(messages: readonly Json[], keep: number, append: readonly Json[]): Json[] {
+  const out = messages.slice(0, keep);
+  for (const m of append) out.push(own(m));
+  return out;
+}
+
 /**
  * Messages passed by reference (the runtime freezes and reuses them) compare
  * in O(1); fresh objects fall back to comparing their canonical JSON.
@@ -138,7 +145,7 @@ export function encodeState(prev: CodecCursor | null, next: State, id: string, s
           chainRows: prev.chainRows + 1,
           chainBytes,
           messagesBytes,
-          messages: Object.freeze([...prev.messages.slice(0, keep), ...append.map(own)]),
+          messages: Object.freeze(kept(prev.messages, keep, append)),
           hasMessages,
           fields,
           fieldMap,
