@@ -81,7 +81,7 @@ export function textProblem(s: string, path = '$'): string | null {
 
 /** Replace what `textProblem` refuses with U+FFFD, for text the runtime does not control (model and tool output). */
 export function storableText(s: string): string {
-  return s.toWellFormed().replace(/\u0000/g, '\uFFFD');
+  return isStorable(s) ? s : s.toWellFormed().replace(/\u0000/g, '\uFFFD');
 }
 
 /**
