@@ -549,12 +549,15 @@ export class Agent {
   private async callModel(level: Level, state: RunState): Promise<ModelReply> {
     // the tool definitions are built on first read: a model that never reads them (scripted) never pays for it
     const agent = this;
-    const request = {
-      messages: state.messages,
-      get tools() {
-        return agent.toolSpecs();
-      },
-    };
+    // once built they are a plain value (a getter sends a model that copies the request down V8's slow path)
+    const request = this.specs
+      ? { messages: state.messages, tools: this.specs }
+      : {
+          messages: state.messages,
+          get tools() {
+            return agent.toolSpecs();
+          },
+        };
     if (!level.onEvent || !this.model.stream) return this.model.generate(request);
     let parts = 0;
     return this.model.stream(request, (part) => {
