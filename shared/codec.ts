@@ -33,10 +33,19 @@ export interface CodecCursor {
   readonly chainRows: number;
   readonly chainBytes: number;
   readonly messagesBytes: number;
+  /**
+   * The row's messages are the first `messageCount` of this array. It is the
+   * cursor's own (never a caller's array) and only ever appended to: the next
+   * row of the chain may push its messages onto it, so a run's cursors share
+   * one array instead of copying the history at every row.
+   */
   readonly messages: readonly Json[];
+  readonly messageCount: number;
   /** whether the state has a `messages` key at all */
   readonly hasMessages: boolean;
-  readonly fields: string;
+  /** Length of the fields' text (`key=json` joined by NUL), what the policy counts for them. */
+  readonly fieldsLength: number;
+  /** Each field's canonical JSON, by key (a prototype-less object: any key is an own property). */
   readonly fieldMap: Readonly<Record<string, string>>;
 }
 
@@ -50,20 +59,25 @@ export interface Encoded {
 function splitState(state: State): { messages: Json[]; fieldMap: Record<string, string> } {
   const hasMessages = Array.isArray(state.messages);
   const messages = hasMessages ? (state.messages as Json[]) : [];
-  const fieldMap: Record<string, string> = {};
+  // no prototype: `fieldMap[k] = …` makes an own property even for `__proto__`, without defineProperty per key
+  const fieldMap: Record<string, string> = Object.create(null);
   for (const k of Object.keys(state)) {
     // only an array `messages` is the message list; any other value under that key is an ordinary field
     if ((k === 'messages' && hasMessages) || state[k] === undefined) continue;
-    setOwn(fieldMap, k, stableStringify(state[k]));
+    fieldMap[k] = stableStringify(state[k]);
   }
   return { messages, fieldMap };
 }
 
-function fieldsText(fieldMap: Record<string, string>): string {
-  return Object.keys(fieldMap)
-    .sort()
-    .map((k) => `${k}=${fieldMap[k]}`)
-    .join('\u0000');
+/** Length of `key=json` of every field joined by NUL: the text is never built, only its length counts. */
+function fieldsLength(fieldMap: Record<string, string>): number {
+  let n = -1;
+  for (const k in fieldMap) {
+    // a value JSON cannot hold has no text (the row is refused later): it counts as the text "undefined"
+    const v = fieldMap[k] as string | undefined;
+    n += k.length + 1 + (v === undefined ? 9 : v.length) + 1;
+  }
+  return Math.max(0, n);
 }
 
 function jsonLength(values: readonly Json[]): number {
@@ -93,6 +107,28 @@ function own(m: Json): Json {
 }
 
 /**
+ * The messages array of the cursor after `prev`: its first `keep` messages,
+ * then its own copies of `append`. Pushed onto `prev`'s array when the new row
+ * keeps all of it and nothing was pushed there since (the common case: O(1)
+ * per row, not a copy of the history); copied otherwise.
+ */
+function grown(prev: CodecCursor, keep: number, append: readonly Json[]): Json[] {
+  const shared = prev.messages as Json[];
+  const out = keep === prev.messageCount && shared.length === keep && !Object.isFrozen(shared) ? shared : shared.slice(0, keep);
+  for (const m of append) out.push(own(m));
+  return out;
+}
+
+/** Whether `JSON.stringify` of each value certainly gives text (a plain object, no `toJSON`; or a primitive it writes). */
+function textual(values: readonly Json[]): boolean {
+  for (const v of values) {
+    const t = typeof v;
+    if (t === 'object' ? v !== null && typeof (v as { toJSON?: unknown }).toJSON === 'function' : t !== 'string' && t !== 'number' && t !== 'boolean') return false;
+  }
+  return true;
+}
+
+/**
  * Messages passed by reference (the runtime freezes and reuses them) compare
  * in O(1); fresh objects fall back to comparing their canonical JSON.
  */
@@ -109,23 +145,29 @@ function sameMessage(a: Json, b: Json): boolean {
  */
 export function encodeState(prev: CodecCursor | null, next: State, id: string, seq: number): Encoded {
   const { messages, fieldMap } = splitState(next);
-  const fields = fieldsText(fieldMap);
+  const fields = fieldsLength(fieldMap);
   const hasMessages = Array.isArray(next.messages);
   if (prev && prev.seq === seq - 1 && prev.hasMessages === hasMessages && prev.chainRows + 1 < CODEC.maxChainRows) {
-    const limit = Math.min(prev.messages.length, messages.length);
+    const limit = Math.min(prev.messageCount, messages.length);
     let keep = 0;
     while (keep < limit && sameMessage(prev.messages[keep], messages[keep])) keep++;
     const append = messages.slice(keep);
     const set: Record<string, Json> = {};
     const unset: string[] = [];
-    for (const k of Object.keys(fieldMap)) if (!Object.hasOwn(prev.fieldMap, k) || prev.fieldMap[k] !== fieldMap[k]) setOwn(set, k, next[k]);
-    for (const k of Object.keys(prev.fieldMap)) if (!Object.hasOwn(fieldMap, k)) unset.push(k);
+    for (const k in fieldMap) if (!(k in prev.fieldMap) || prev.fieldMap[k] !== fieldMap[k]) setOwn(set, k, next[k]);
+    for (const k in prev.fieldMap) if (!(k in fieldMap)) unset.push(k);
     const encoded: EncodedState = { v: 1, kind: 'delta', base: prev.base, prev: prev.id, keep, append, set, unset };
-    const text = JSON.stringify(encoded);
-    const appendBytes = append.length ? jsonLength(append) - 2 : 0;
-    const messagesBytes =
-      keep === prev.messages.length ? prev.messagesBytes + appendBytes : jsonLength(messages);
-    const fullBytes = messagesBytes + fields.length + 32;
+    // the text written piece by piece is JSON.stringify(encoded) to the byte, and the appended messages are
+    // serialised once for both the text and their size; a value whose text JSON.stringify may leave out takes the old way
+    const appendText = textual(append) ? JSON.stringify(append) : null;
+    const text =
+      appendText === null
+        ? JSON.stringify(encoded)
+        : `{"v":1,"kind":"delta","base":${prev.base},"prev":${JSON.stringify(prev.id)},"keep":${keep},"append":${appendText},"set":${JSON.stringify(set)},"unset":${JSON.stringify(unset)}}`;
+    // jsonLength(append) - 2: each message's text and one separator
+    const appendBytes = !append.length ? 0 : appendText !== null ? appendText.length - 1 : jsonLength(append) - 2;
+    const messagesBytes = keep === prev.messageCount ? prev.messagesBytes + appendBytes : jsonLength(messages);
+    const fullBytes = messagesBytes + fields + 32;
     const chainBytes = prev.chainBytes + text.length;
     if (chainBytes <= CODEC.fullReplayRatio * fullBytes) {
       return {
@@ -138,9 +180,10 @@ export function encodeState(prev: CodecCursor | null, next: State, id: string, s
           chainRows: prev.chainRows + 1,
           chainBytes,
           messagesBytes,
-          messages: Object.freeze([...prev.messages.slice(0, keep), ...append.map(own)]),
+          messages: grown(prev, keep, append),
+          messageCount: keep + append.length,
           hasMessages,
-          fields,
+          fieldsLength: fields,
           fieldMap,
         },
       };
@@ -158,9 +201,10 @@ export function encodeState(prev: CodecCursor | null, next: State, id: string, s
       chainRows: 1,
       chainBytes: text.length,
       messagesBytes: jsonLength(messages),
-      messages: Object.freeze(messages.map(own)),
+      messages: messages.map(own),
+      messageCount: messages.length,
       hasMessages,
-      fields,
+      fieldsLength: fields,
       fieldMap,
     },
   };
@@ -222,7 +266,6 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
   // frozen: the cursor (cached by a store) shares these objects with the state handed to readers
   const out: State = deepFreeze(hasMessages ? { ...fieldState, messages } : { ...fieldState });
   const { fieldMap } = splitState(out);
-  const fields = fieldsText(fieldMap);
   const base = last.state.kind === 'full' ? last.seq : last.state.base;
   return {
     state: out,
@@ -234,8 +277,9 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
       chainBytes,
       messagesBytes: jsonLength(messages),
       messages,
+      messageCount: messages.length,
       hasMessages,
-      fields,
+      fieldsLength: fieldsLength(fieldMap),
       fieldMap,
     },
   };
@@ -254,6 +298,6 @@ export function chainBase(row: { seq: number; state: EncodedState }): number {
 export function stateOfCursor(c: CodecCursor): State {
   const out: State = {};
   for (const k of Object.keys(c.fieldMap)) setOwn(out, k, JSON.parse(c.fieldMap[k]) as Json);
-  if (c.hasMessages) out.messages = c.messages.slice();
+  if (c.hasMessages) out.messages = c.messages.slice(0, c.messageCount);
   return deepFreeze(out);
 }

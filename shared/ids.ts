@@ -3,9 +3,12 @@ import { randomFillSync } from 'node:crypto';
 let lastMs = 0;
 let counter = 0;
 
-/** Random bytes drawn 4 KiB at a time: one syscall per 256 ids instead of one per id. */
+/** Random bytes drawn 4 KiB at a time: one syscall per 512 ids instead of one per id. */
 const POOL = Buffer.alloc(4096);
 let poolAt = POOL.length;
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const hex8 = (x: number) => HEX[x >>> 24] + HEX[(x >>> 16) & 0xff] + HEX[(x >>> 8) & 0xff] + HEX[x & 0xff];
 
 /**
  * Mint a UUIDv7 (RFC 9562): 48-bit Unix ms, version 7, then a 12-bit
@@ -25,22 +28,33 @@ export function uuidv7(now: number = Date.now()): string {
     lastMs = now;
     counter = 0;
   }
-  if (poolAt + 16 > POOL.length) {
+  if (poolAt + 8 > POOL.length) {
     randomFillSync(POOL);
     poolAt = 0;
   }
-  const b = Buffer.from(POOL.subarray(poolAt, (poolAt += 16)));
-  b[0] = (now / 2 ** 40) & 0xff;
-  b[1] = (now / 2 ** 32) & 0xff;
-  b[2] = (now >>> 24) & 0xff;
-  b[3] = (now >>> 16) & 0xff;
-  b[4] = (now >>> 8) & 0xff;
-  b[5] = now & 0xff;
-  b[6] = 0x70 | ((counter >>> 8) & 0x0f);
-  b[7] = counter & 0xff;
-  b[8] = 0x80 | (b[8] & 0x3f);
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  // written straight from the pool as hex: no Buffer per id (two of them were a third of the cost of an id)
+  const r = poolAt;
+  poolAt += 8;
+  const ms = (now / 2 ** 16) >>> 0;
+  return (
+    hex8(ms) +
+    '-' +
+    HEX[(now >>> 8) & 0xff] +
+    HEX[now & 0xff] +
+    '-' +
+    HEX[0x70 | ((counter >>> 8) & 0x0f)] +
+    HEX[counter & 0xff] +
+    '-' +
+    HEX[0x80 | (POOL[r] & 0x3f)] +
+    HEX[POOL[r + 1]] +
+    '-' +
+    HEX[POOL[r + 2]] +
+    HEX[POOL[r + 3]] +
+    HEX[POOL[r + 4]] +
+    HEX[POOL[r + 5]] +
+    HEX[POOL[r + 6]] +
+    HEX[POOL[r + 7]]
+  );
 }
 
 export const UUIDV7_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -9,50 +9,64 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
  * cycles and nesting deeper than `maxDepth`.
  */
 export function jsonProblem(value: unknown, maxDepth: number = LIMITS.jsonDepth): string | null {
-  const seen = new Set<object>();
-  const walk = (v: unknown, depth: number, path: string): string | null => {
+  // the path is kept as segments and spelled out only for a problem: a valid value builds no strings
+  const ancestors: object[] = [];
+  const at: (string | number)[] = [];
+  const where = () => {
+    let p = '$';
+    for (const s of at) p += typeof s === 'number' ? `[${s}]` : `.${s}`;
+    return p;
+  };
+  const walk = (v: unknown, depth: number): string | null => {
     if (v === null) return null;
     switch (typeof v) {
       case 'string':
-        return textProblem(v, path);
+        return isStorable(v) ? null : textProblem(v, where());
       case 'boolean':
         return null;
       case 'number':
-        return Number.isFinite(v) ? null : `${path}: ${v} is not a finite number`;
+        return Number.isFinite(v) ? null : `${where()}: ${v} is not a finite number`;
       case 'object':
         break;
       default:
-        return `${path}: a ${typeof v} is not JSON`;
+        return `${where()}: a ${typeof v} is not JSON`;
     }
-    if (depth >= maxDepth) return `${path}: nested deeper than ${maxDepth}`;
+    if (depth >= maxDepth) return `${where()}: nested deeper than ${maxDepth}`;
     const o = v as object;
-    if (seen.has(o)) return `${path}: circular reference`;
-    seen.add(o);
+    // only the ancestors (at most maxDepth of them): a value seen twice side by side is no cycle
+    if (ancestors.includes(o)) return `${where()}: circular reference`;
+    ancestors.push(o);
     try {
       if (Array.isArray(o)) {
         for (let i = 0; i < o.length; i++) {
-          const p = walk(o[i], depth + 1, `${path}[${i}]`);
+          at.push(i);
+          const p = walk(o[i], depth + 1);
           if (p) return p;
+          at.pop();
         }
         return null;
       }
       const proto = Object.getPrototypeOf(o);
       if (proto !== Object.prototype && proto !== null) {
-        return `${path}: a ${o.constructor?.name ?? 'class'} instance is not plain JSON`;
+        return `${where()}: a ${o.constructor?.name ?? 'class'} instance is not plain JSON`;
       }
       for (const k of Object.keys(o)) {
-        const kp = textProblem(k, `${path} (key)`);
-        if (kp) return kp;
-        const p = walk((o as Record<string, unknown>)[k], depth + 1, `${path}.${k}`);
+        if (!isStorable(k)) return textProblem(k, `${where()} (key)`);
+        at.push(k);
+        const p = walk((o as Record<string, unknown>)[k], depth + 1);
         if (p) return p;
+        at.pop();
       }
       return null;
     } finally {
-      seen.delete(o);
+      ancestors.pop();
     }
   };
-  return walk(value, 0, '$');
+  return walk(value, 0);
 }
+
+/** What `textProblem` accepts, without building its message. */
+const isStorable = (s: string) => s.isWellFormed() && !s.includes('\u0000');
 
 /**
  * Text every backend can store: well-formed Unicode (no lone surrogates) and no
@@ -67,7 +81,7 @@ export function textProblem(s: string, path = '$'): string | null {
 
 /** Replace what `textProblem` refuses with U+FFFD, for text the runtime does not control (model and tool output). */
 export function storableText(s: string): string {
-  return s.toWellFormed().replace(/\u0000/g, '\uFFFD');
+  return isStorable(s) ? s : s.toWellFormed().replace(/\u0000/g, '\uFFFD');
 }
 
 /**

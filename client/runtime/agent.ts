@@ -159,13 +159,11 @@ const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? ''
  * (a WaymarkError: INVALID_ROW, CORRUPT_ROW…) is a run failure like any other;
  * the store failing (a driver or I/O error) is STORE_FAILED, which escapes.
  */
-async function kept<T>(op: Promise<T>): Promise<T> {
-  try {
-    return await op;
-  } catch (e) {
+function kept<T>(op: Promise<T>): Promise<T> {
+  return op.catch((e: unknown) => {
     if (e instanceof WaymarkError) throw e;
     throw new WaymarkError(ErrorCode.STORE_FAILED, `the store failed: ${(e as Error)?.message ?? e}`, { cause: e });
-  }
+  });
 }
 
 const NOT_RUN = '[no result: the run was interrupted before this tool ran; it was not run on resume]';
@@ -551,12 +549,15 @@ export class Agent {
   private async callModel(level: Level, state: RunState): Promise<ModelReply> {
     // the tool definitions are built on first read: a model that never reads them (scripted) never pays for it
     const agent = this;
-    const request = {
-      messages: state.messages,
-      get tools() {
-        return agent.toolSpecs();
-      },
-    };
+    // once built they are a plain value (a getter sends a model that copies the request down V8's slow path)
+    const request = this.specs
+      ? { messages: state.messages, tools: this.specs }
+      : {
+          messages: state.messages,
+          get tools() {
+            return agent.toolSpecs();
+          },
+        };
     if (!level.onEvent || !this.model.stream) return this.model.generate(request);
     let parts = 0;
     return this.model.stream(request, (part) => {

@@ -167,6 +167,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     };
   }
 
+  private tx?: Database.Transaction<(fn: () => unknown) => unknown>;
+  /** `fn` in an IMMEDIATE transaction, through one wrapper built once (better-sqlite3 builds one per `transaction()` call: ~7 µs a write). */
+  private immediate<T>(fn: () => T): T {
+    return (this.tx ??= this.db.transaction((f: () => unknown) => f())).immediate(fn) as T;
+  }
+
   /** The statement for a text built from a call's options (a handful of variants each), prepared once. */
   private variant(sql: string): Database.Statement {
     let st = this.variants.get(sql);
@@ -320,12 +326,10 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     const lease = this.checkWrite(input, options);
     let rt: RowText;
     try {
-      rt = this.db
-        .transaction(() => {
-          if (lease) this.fence(lease, input.step === 'run_end');
-          return this.writeCheckpoint(input);
-        })
-        .immediate();
+      rt = this.immediate(() => {
+        if (lease) this.fence(lease, input.step === 'run_end');
+        return this.writeCheckpoint(input);
+      });
     } catch (e) {
       this.cursors.drop(input.executionId);
       throw fencedWriteError(e, input);

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { LIMITS, eventBytes } from '../../shared/limits.js';
-import { uuidv7 } from '../../shared/ids.js';
+import { UUIDV7_RE, uuidv7 } from '../../shared/ids.js';
 import { jsonProblem, textProblem, utf8Bytes, type Json } from '../../shared/json.js';
 import { encodeState, type CodecCursor, type Encoded } from '../../shared/codec.js';
 import {
@@ -24,7 +24,8 @@ import { CheckpointError, ExecutionGoneError, InvalidRowError } from '../errors.
 import { jsonOrNull, type ColumnTexts } from './columns.js';
 import { ErrorCode } from '../../shared/errors.js';
 
-const InputShape = z.object({
+/** The schema of a checkpoint input (exported for the test that holds `surelyValidInput` to it). */
+export const InputShape = z.object({
   id: Uuidv7.optional(),
   executionId: ExecutionId,
   prevId: Uuidv7.nullable().optional(),
@@ -51,10 +52,46 @@ function fail(message: string, details?: Record<string, unknown>): never {
   throw new InvalidRowError(message, details);
 }
 
+const PRINTABLE = /^[^\u0000-\u001f\u007f]+$/;
+const STEPS: ReadonlySet<unknown> = new Set(Step.options);
+const STATUSES: ReadonlySet<unknown> = new Set(Status.options);
+
+/** What `printable(max)` of shared/rows.ts accepts (zod counts code points, never more than `length`). */
+const isPrintable = (v: unknown, max: number) => typeof v === 'string' && v.length >= 1 && v.length <= max && PRINTABLE.test(v) && v.isWellFormed();
+const isIdOrAbsent = (v: unknown, nullable: boolean) => v === undefined || (nullable && v === null) || (typeof v === 'string' && UUIDV7_RE.test(v));
+
+/**
+ * True only when `InputShape` certainly accepts `input`: its rules written out
+ * for the inputs writers build (no `createdAt`, a plain `state` object with
+ * string keys). False means "ask the schema", which then accepts or names the
+ * problem exactly as before. It is 5–8× cheaper than the parse.
+ */
+export function surelyValidInput(input: CheckpointInput): boolean {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return false;
+  const { state, turn, interruptReason: reason } = input;
+  if (typeof state !== 'object' || state === null || Array.isArray(state)) return false;
+  const proto = Object.getPrototypeOf(state);
+  // what zod's isPlainObject accepts for sure: no own `constructor` to second-guess, no symbol keys to refuse
+  if ((proto !== Object.prototype && proto !== null) || Object.hasOwn(state, 'constructor') || Object.getOwnPropertySymbols(state).length) return false;
+  return (
+    input.createdAt === undefined &&
+    isIdOrAbsent(input.id, false) &&
+    isIdOrAbsent(input.prevId, true) &&
+    isIdOrAbsent(input.parentId, true) &&
+    isPrintable(input.executionId, LIMITS.executionIdLength) &&
+    isPrintable(input.nodeId, LIMITS.nodeIdLength) &&
+    isPrintable(input.agentPath, LIMITS.agentPathLength) &&
+    typeof turn === 'number' && Number.isInteger(turn) && turn >= 0 && turn <= LIMITS.maxSeq &&
+    STEPS.has(input.step) &&
+    STATUSES.has(input.status) &&
+    (reason === undefined || reason === null || (typeof reason === 'string' && reason.length <= LIMITS.reasonLength && textProblem(reason) === null))
+  );
+}
+
 /** Validate a checkpoint input before any transaction starts. Throws `InvalidRowError`. */
 export function checkInput(input: CheckpointInput): void {
-  const r = InputShape.safeParse(input);
-  if (!r.success) {
+  const r = surelyValidInput(input) ? null : InputShape.safeParse(input);
+  if (r && !r.success) {
     const issue = r.error.issues[0];
     fail(`invalid checkpoint: ${issue.path.join('.') || '(root)'}: ${issue.message}`, {
       path: issue.path.map(String),
@@ -116,15 +153,14 @@ export function buildRow(input: CheckpointInput, seq: number, prev: CodecCursor 
   const enc: Encoded = encodeState(prev, input.state, id, seq);
   // earlier messages were checked when first written; only what this row adds needs checking,
   // value by value exactly as the wire schema checks it (so the plane accepts what the store accepts)
-  const fresh: [string, unknown][] =
-    enc.encoded.kind === 'full'
-      ? Object.entries(enc.encoded.state)
-      : [...enc.encoded.append.map((m, i) => [`append[${i}]`, m] as [string, unknown]), ...Object.entries(enc.encoded.set)];
-  for (const [where, value] of fresh) {
-    const keyProblem = textProblem(where);
-    if (keyProblem) fail(`invalid checkpoint: state: ${keyProblem}`, { path: ['state'] });
-    const problem = jsonProblem(value);
-    if (problem) fail(`invalid checkpoint: state.${where}: ${problem.replace(/^\$/, '')}`, { path: ['state'] });
+  if (enc.encoded.kind === 'full') checkFresh(enc.encoded.state);
+  else {
+    const { append, set } = enc.encoded;
+    for (let i = 0; i < append.length; i++) {
+      const problem = jsonProblem(append[i]);
+      if (problem) freshProblem(`append[${i}]`, problem);
+    }
+    checkFresh(set);
   }
   const row: Checkpoint = {
     id,
@@ -154,6 +190,20 @@ export function buildRow(input: CheckpointInput, seq: number, prev: CodecCursor 
   return { row, stateText: enc.text, nodeInput, nodeOutput, interruptContext, bytes, cursor: enc.cursor };
 }
 
+/** The new fields of a row's state: each key, then its value, as the wire schema checks them. */
+function checkFresh(fields: Record<string, Json>): void {
+  for (const k of Object.keys(fields)) {
+    const keyProblem = textProblem(k);
+    if (keyProblem) fail(`invalid checkpoint: state: ${keyProblem}`, { path: ['state'] });
+    const problem = jsonProblem(fields[k]);
+    if (problem) freshProblem(k, problem);
+  }
+}
+
+function freshProblem(where: string, problem: string): never {
+  fail(`invalid checkpoint: state.${where}: ${problem.replace(/^\$/, '')}`, { path: ['state'] });
+}
+
 /**
  * `eventBytes` of the checkpoint event the drain sends for `row` (`{kind, id,
  * row}`), from the column texts already serialized: the small fields are
@@ -165,8 +215,18 @@ function checkpointEventBytes(row: Checkpoint, texts: (string | null)[]): number
   return texts.reduce((n, t) => n + (t === null ? 0 : utf8Bytes(t) - 4), eventBytes(skeleton));
 }
 
+let nowMs = -1;
+let nowIso = '';
+
+/** `t` (default: now) as the ISO text every row stores; now's text is made once per millisecond. */
 export function canonicalTime(t?: string | Date): string {
-  return (t === undefined ? new Date() : new Date(t)).toISOString();
+  if (t !== undefined) return new Date(t).toISOString();
+  const ms = Date.now();
+  if (ms !== nowMs) {
+    nowIso = new Date(ms).toISOString();
+    nowMs = ms;
+  }
+  return nowIso;
 }
 
 export function pendingFor(row: Checkpoint, reason: string, context: Json | null): PendingInterrupt {

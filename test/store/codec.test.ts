@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { decodeChain, encodeState, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
+import { decodeChain, encodeState, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
 import { CODEC } from '../../shared/limits.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { EncodedState } from '../../shared/rows.js';
-import type { Json } from '../../shared/json.js';
+import { deepFreeze, type Json } from '../../shared/json.js';
 
 /** Encode a sequence of states the way a store does; returns the stored rows. */
 function encodeAll(states: State[], roundTrip = true): ChainRow[] {
@@ -126,6 +126,39 @@ describe('snapshot codec', () => {
     expect(rows.filter((r) => r.state.kind === 'full').length).toBeGreaterThan(5);
     expect(chainBytes).toBeLessThan(40 * 600);
     expect(decodeAt(rows, 39)).toEqual(states[39]);
+  });
+
+  it('the stored text is JSON.stringify of the encoding, for random histories, frozen or not (property)', () => {
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 1, maxLength: 40 }), fc.boolean(), (ops, frozen) => {
+        let cursor: CodecCursor | null = null;
+        play(ops).forEach((s, seq) => {
+          const e = encodeState(cursor, frozen ? deepFreeze(s) : s, uuidv7(), seq);
+          expect(e.text).toBe(JSON.stringify(e.encoded));
+          cursor = e.cursor;
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a cursor keeps its state after a later row was encoded from it, and encoding again from it (a retried write) is exact', () => {
+    const m = (content: string): Json => deepFreeze({ role: 'assistant', content });
+    const s0: State = { messages: [m('a'), m('b')], turn: 0 };
+    const s1: State = { messages: [m('a'), m('b'), m('c')], turn: 1 };
+    const s1b: State = { messages: [m('a'), m('b'), m('d'), m('e')], turn: 1 };
+    const e0 = encodeState(null, s0, uuidv7(), 0);
+    const e1 = encodeState(e0.cursor, s1, uuidv7(), 1);
+    const e1b = encodeState(e0.cursor, s1b, uuidv7(), 1);
+    const e2 = encodeState(e1.cursor, { ...s1, messages: [...(s1.messages as Json[]), m('f')] }, uuidv7(), 2);
+    expect(stateOfCursor(e0.cursor)).toEqual(s0);
+    expect(stateOfCursor(e1.cursor)).toEqual(s1);
+    expect(stateOfCursor(e1b.cursor)).toEqual(s1b);
+    expect(stateOfCursor(e2.cursor).messages).toEqual([m('a'), m('b'), m('c'), m('f')]);
+    const rows = (es: typeof e0[], ids = es.map((e) => e.cursor.id)) => es.map((e, seq) => ({ id: ids[seq], seq, state: JSON.parse(e.text) }));
+    expect(decodeChain(rows([e0, e1b])).state).toEqual(s1b);
+    expect(decodeChain(rows([e0, e1, e2])).state.messages).toEqual([m('a'), m('b'), m('c'), m('f')]);
+    expect(Object.isFrozen(stateOfCursor(e1.cursor).messages)).toBe(true);
   });
 
   it('a broken chain is reported, not papered over', () => {
