@@ -41,30 +41,6 @@ export interface SqliteCheckpointerOptions extends StoreBaseOptions {
   writerId?: string;
 }
 
-/** Stands in for the database in `prepare()`: records each statement's text, which `lazyStatements` prepares when first used. */
-const deferred = { prepare: (sql: string) => sql as unknown as Database.Statement };
-
-/**
- * The statements `texts` names, each prepared on its first use and kept: a
- * fresh process that opens a store to resume one run prepares the handful it
- * uses, not all of them (preparing ~45 took about a millisecond of every open).
- */
-function lazyStatements<T extends Record<string, Database.Statement>>(db: Database.Database, texts: T): T {
-  const out = {} as T;
-  for (const key of Object.keys(texts) as (keyof T & string)[]) {
-    const sql = texts[key] as unknown as string;
-    Object.defineProperty(out, key, {
-      configurable: true,
-      enumerable: true,
-      get() {
-        const st = db.prepare(sql);
-        Object.defineProperty(out, key, { value: st, enumerable: true });
-        return st;
-      },
-    });
-  }
-  return out;
-}
 
 export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   readonly writerId: string;
@@ -102,10 +78,10 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return given ?? stored;
   }
 
-  /** Every fixed statement, each prepared once, on its first use (after the migrations made the tables). */
+  /** Every fixed statement, prepared once at open (after the migrations made the tables). */
   private prepare() {
-    const db = deferred;
-    return lazyStatements(this.db, {
+    const db = this.db;
+    return {
       getMeta: db.prepare(`SELECT value FROM waymark_meta WHERE key = ?`),
       insertMeta: db.prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?)`),
       setMeta: db.prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`),
@@ -191,7 +167,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       quarantinedCount: db.prepare(`SELECT count(*) AS n FROM outbox WHERE sync_error IS NOT NULL`),
       lastQuarantined: db.prepare(`SELECT sync_error FROM outbox WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`),
       outboxSeq: db.prepare(`SELECT seq FROM outbox WHERE id = ?`),
-    });
+    };
   }
 
   /** The statement for a text built from a call's options (a handful of variants each), prepared once. */
