@@ -5,7 +5,7 @@
  * never a guess.
  */
 import { backoff, retryAfter } from '../retry.js';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
@@ -166,6 +166,8 @@ export class OpenAIChatModel implements Model {
     const base = this.o.backoffMs ?? 500;
     const cap = this.o.maxBackoffMs ?? 20_000;
     let lastError: unknown;
+    // loaded on the first request, not with the root entry: undici's import is ~150 ms of CPU that a process never calling a model need not pay
+    const { request } = await import('undici');
     for (let attempt = 0; attempt <= retries; attempt++) {
       if (attempt > 0) {
         const floor = (lastError as { retryAfter?: number })?.retryAfter ?? 0;

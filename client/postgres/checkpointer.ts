@@ -23,7 +23,7 @@ import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type
 import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
 import { PRUNE_CHUNK, PruneWalk, type PruneCandidate } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
-import { migratePostgres } from './migrations.js';
+import { migratedWriterId, migratePostgres } from './migrations.js';
 import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
 import { fence, leaseInfo, takeLease } from './leases.js';
 import { tablesOf, type Sql, type Tables, type Tx } from './tables.js';
@@ -101,6 +101,11 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   private async migrate(): Promise<void> {
+    const persisted = await migratedWriterId(this.sql, this.schema);
+    if (persisted !== null) {
+      this.resolvedWriterId = this.givenWriterId ?? persisted;
+      return;
+    }
     const schemaId = this.sql(this.schema);
     await this.sql.begin(async (tx: Tx) => {
       await tx`SELECT pg_advisory_xact_lock(hashtext(${'waymark.client:' + this.schema}))`;

@@ -35,3 +35,31 @@ export async function migratePostgres(tx: Tx, schema: string, list: readonly Mig
     await tx`INSERT INTO ${versions} (version, name) VALUES (${i + 1}, ${list[i].name})`;
   }
 }
+
+// what a schema not set up yet answers the read of `migratedWriterId` with
+const UNDEFINED_TABLE = '42P01'; // undefined_table (a schema that does not exist yet answers this too)
+const UNDEFINED_COLUMN = '42703'; // undefined_column (a version table without names)
+
+/**
+ * The writer id of a schema `migratePostgres` has nothing to do for (at or
+ * past the newest version, every version named, the writer id persisted), or
+ * null when the full setup must run. One read, no transaction and no lock, so
+ * the open of a set-up schema (every open but the first) is one round trip; a
+ * concurrent setup's uncommitted work is not seen, and its caller then waits
+ * for the lock and decides again.
+ */
+export async function migratedWriterId(sql: postgres.Sql<Record<string, never>>, schema: string, list: readonly Migration[] = MIGRATIONS): Promise<string | null> {
+  const versions = sql(`${schema}.waymark_migrations`);
+  const meta = sql(`${schema}.waymark_meta`);
+  try {
+    const [row] = await sql<{ version: number | null; unnamed: number; writer: string | null }[]>`
+      SELECT (SELECT max(version) FROM ${versions}) AS version,
+             (SELECT count(*)::int FROM ${versions} WHERE name IS NULL) AS unnamed,
+             (SELECT value FROM ${meta} WHERE key = 'writer_id') AS writer`;
+    return row.version !== null && row.version >= list.length && row.unnamed === 0 && row.writer !== null ? row.writer : null;
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (code === UNDEFINED_TABLE || code === UNDEFINED_COLUMN) return null;
+    throw e;
+  }
+}

@@ -1,6 +1,10 @@
 /** The drain's HTTP client: undici keep-alive Pool, or an injected Dispatcher (tests). */
+import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+
+// loaded when a client is made, not with the root entry: undici's import is ~150 ms of CPU that a process never draining need not pay
+const require = createRequire(import.meta.url);
 
 export interface PlaneResponse {
   status: number;
@@ -18,7 +22,7 @@ export class PlaneHttp {
     this.origin = u.origin;
     this.basePath = u.pathname.replace(/\/$/, '');
     this.owned = !options.dispatcher;
-    this.dispatcher = options.dispatcher ?? new Pool(this.origin, { connections: options.connections ?? 2, keepAliveTimeout: 10_000 });
+    this.dispatcher = options.dispatcher ?? new (require('undici') as typeof import('undici')).Pool(this.origin, { connections: options.connections ?? 2, keepAliveTimeout: 10_000 });
   }
 
   async request(

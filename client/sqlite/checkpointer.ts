@@ -64,6 +64,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   private resolveWriterId(given?: string): string {
+    // once persisted it never changes: a plain read settles every open but the first, without the write lock
+    const persisted = this.st.getMeta.get('writer_id') as { value: string } | undefined;
+    if (persisted) return given ?? persisted.value;
     const tx = this.db.transaction(() => {
       const row = this.st.getMeta.get('writer_id') as { value: string } | undefined;
       if (row) return row.value;

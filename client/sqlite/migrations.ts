@@ -14,6 +14,7 @@ import { MIGRATIONS, type Migration } from '../store/migrations.js';
  * tests of an entry yet to be appended.
  */
 export function migrateSqlite(db: Database.Database, list: readonly Migration[] = MIGRATIONS): void {
+  if (upToDate(db, list)) return;
   const run = db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS waymark_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT)`);
     const version = db.pragma('user_version', { simple: true }) as number;
@@ -28,4 +29,20 @@ export function migrateSqlite(db: Database.Database, list: readonly Migration[] 
     }
   });
   run.immediate();
+}
+
+/**
+ * Whether the file needs nothing from `migrateSqlite`: at (or past) the newest
+ * version, every version's name recorded. Two reads and no write lock, so the
+ * open of an up-to-date file (every open but the first) takes no lock another
+ * process could be waiting on; anything else goes to the immediate transaction,
+ * which decides again under the lock.
+ */
+function upToDate(db: Database.Database, list: readonly Migration[]): boolean {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version < list.length) return false;
+  const table = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'waymark_migrations'`).get();
+  if (!table) return false;
+  const { n } = db.prepare(`SELECT count(*) AS n FROM waymark_migrations`).get() as { n: number };
+  return n >= version;
 }
