@@ -19,6 +19,7 @@ import { DuplicateIdError, PauseExistsError, RunInProgress } from '../errors.js'
 import { StoreBase, written, type StoreBaseOptions } from '../store/base.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound, runCancelled } from '../store/cancel.js';
 import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
+import { GroupCommit, type BatchOutcome } from '../store/group-commit.js';
 import { checkpointWritten, executionDeleted, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
 import { checkBundle, importResultOf, planImport } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
@@ -42,11 +43,19 @@ export interface SqliteCheckpointerOptions extends StoreBaseOptions {
 }
 
 
+/** A put waiting for its group commit. */
+interface QueuedPut {
+  input: C.CheckpointInput;
+  lease: C.Lease | undefined;
+}
+
 export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   readonly writerId: string;
   readonly path: string;
   private readonly db: Database.Database;
   private readonly st: ReturnType<SqliteCheckpointer['prepare']>;
+  /** Transaction functions made once (better-sqlite3 runs one called inside a transaction as a savepoint). */
+  private readonly tx: { putOne: Database.Transaction<(job: QueuedPut) => RowText>; commitPuts: Database.Transaction<(jobs: QueuedPut[]) => BatchOutcome<RowText>[]> };
   /** Statements whose text depends on the call's options, each prepared the first time its text is needed. */
   private readonly variants = new Map<string, Database.Statement>();
 
@@ -60,6 +69,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.db.pragma('foreign_keys = ON');
     migrateSqlite(this.db);
     this.st = this.prepare();
+    this.tx = { putOne: this.db.transaction((job: QueuedPut) => this.putOne(job)), commitPuts: this.db.transaction((jobs: QueuedPut[]) => this.commitPuts(jobs)) };
     this.writerId = this.resolveWriterId(options.writerId);
   }
 
@@ -316,23 +326,64 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return { checkpoint: out.marker, closedPause: out.closed, alreadyCancelled: out.rt === null };
   }
 
+  /**
+   * Queued for the group commit: the puts issued in one turn of the event loop
+   * (by concurrent runs) are written in one IMMEDIATE transaction, a savepoint
+   * each, and resolve after its COMMIT (see client/store/group-commit.ts).
+   */
   async put(input: C.CheckpointInput, options: C.WriteOptions = {}): Promise<Checkpoint> {
-    const lease = this.checkWrite(input, options);
-    let rt: RowText;
-    try {
-      rt = this.db
-        .transaction(() => {
-          if (lease) this.fence(lease, input.step === 'run_end');
-          return this.writeCheckpoint(input);
-        })
-        .immediate();
-    } catch (e) {
-      this.cursors.drop(input.executionId);
-      throw fencedWriteError(e, input);
-    }
-    this.afterCommit(input.executionId, written(rt), 'store.put.afterCommit');
-    return rt.row;
+    const lease = this.checkQueuedWrite(input, options);
+    return this.puts.enqueue({ input, lease });
   }
+
+  protected override settle(): void {
+    this.puts.settle();
+  }
+
+  /** One put's savepoint (better-sqlite3 nests a transaction function as a savepoint). */
+  private putOne({ input, lease }: QueuedPut): RowText {
+    if (lease) this.fence(lease, input.step === 'run_end');
+    return this.writeCheckpoint(input);
+  }
+
+  /** The puts of one turn, inside one IMMEDIATE transaction, a savepoint each; a failing put rolls back its own savepoint only. */
+  private commitPuts(jobs: QueuedPut[]): BatchOutcome<RowText>[] {
+    const out = jobs.map((job): BatchOutcome<RowText> => {
+      try {
+        const rt = this.tx.putOne(job);
+        // the next put of this execution in the batch encodes against this row without reading it back
+        this.cursors.set(job.input.executionId, rt.cursor);
+        return { ok: true, value: rt };
+      } catch (error) {
+        // an error that ended the whole transaction (I/O, disk full) fails the batch: nothing of it commits
+        if (!this.db.inTransaction) throw error;
+        this.cursors.drop(job.input.executionId);
+        return { ok: false, error };
+      }
+    });
+    this.fault('store.groupCommit.beforeCommit');
+    return out;
+  }
+
+  private readonly puts = new GroupCommit<QueuedPut, RowText, Checkpoint>({
+    commit: (jobs) => {
+      try {
+        return this.tx.commitPuts.immediate(jobs);
+      } catch (e) {
+        // rows cached inside the transaction were never committed
+        for (const j of jobs) this.cursors.drop(j.input.executionId);
+        throw e;
+      }
+    },
+    after: ({ input }, rt) => {
+      this.afterCommit(input.executionId, written(rt), 'store.put.afterCommit');
+      return rt.row;
+    },
+    failed: ({ input }, error) => {
+      this.cursors.drop(input.executionId);
+      return fencedWriteError(error, input);
+    },
+  });
 
   async recordInterrupt(
     input: C.CheckpointInput,
@@ -627,6 +678,8 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   async close(): Promise<void> {
+    // puts queued before the close are committed first, as they would have been before it
+    if (this.db.open) this.puts.settle();
     if (this.markClosed()) this.db.close();
   }
 }
