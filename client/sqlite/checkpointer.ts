@@ -667,6 +667,11 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.st.setMeta.run(`note:${key}`, value);
   }
 
+  /** How the puts were grouped so far: commits run, puts they held, the largest batch (for benches and tests). */
+  get groupCommitStats(): { batches: number; writes: number; largest: number } {
+    return { ...this.puts.stats };
+  }
+
   /** `PRAGMA integrity_check` result ('ok' when healthy). */
   integrityCheck(): string {
     return this.db.pragma('integrity_check', { simple: true }) as string;
