@@ -348,6 +348,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   /** The puts of one turn, inside one IMMEDIATE transaction, a savepoint each; a failing put rolls back its own savepoint only. */
   private commitPuts(jobs: QueuedPut[]): BatchOutcome<RowText>[] {
+    if (jobs.length === 1) {
+      // a lone put needs no savepoint: its failure rolls the whole transaction back, as before group commit
+      const rt = this.putOne(jobs[0]);
+      this.fault('store.groupCommit.beforeCommit');
+      return [{ ok: true, value: rt }];
+    }
     const out = jobs.map((job): BatchOutcome<RowText> => {
       try {
         const rt = this.tx.putOne(job);
