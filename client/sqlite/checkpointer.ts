@@ -7,6 +7,13 @@
  * the last commits on power loss or an OS crash. Every transaction that reads
  * then writes is `BEGIN IMMEDIATE`, so several processes may share one file
  * and a claim is atomic across them.
+ *
+ * Group commit: the puts that concurrent runs issue within one turn of the
+ * event loop share one IMMEDIATE transaction (one fsync), a savepoint per put;
+ * each put resolves only after that COMMIT returned, a failing put rolls back
+ * its own savepoint and fails alone, and any other call first commits the
+ * queued puts, so calls apply in the order they were made
+ * (client/store/group-commit.ts).
  */
 import Database from 'better-sqlite3';
 import { uuidv7 } from '../../shared/ids.js';
