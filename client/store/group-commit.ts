@@ -17,6 +17,8 @@
  *   operation, so the store applies calls in the order they were made (a read
  *   issued after a put sees it; a pause recorded after a put follows it).
  */
+// node:timers' own function: an application's fake timers (which replace the global) never hold a put back
+import { setImmediate } from 'node:timers';
 
 /** What the commit answered for one queued write. */
 export type BatchOutcome<R> = { ok: true; value: R } | { ok: false; error: unknown };

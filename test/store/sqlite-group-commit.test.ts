@@ -3,7 +3,7 @@
  * turn share one transaction; a lone put is not delayed; every other call
  * settles the queue first, so calls apply in the order they were made.
  */
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { input, pauseRow } from '../../client/testing/store/suite.js';
 import type { FaultPoint } from '../../client/faults.js';
@@ -86,5 +86,17 @@ describe('SQLite group commit', () => {
     expect(settled.map((s) => s.status)).toEqual(['rejected', 'fulfilled']);
     expect((await store.list('p')).length).toBe(1);
     expect((await store.list('q')).length).toBe(1);
+  });
+});
+
+describe('SQLite group commit under fake timers', () => {
+  it("an application's fake timers do not hold a put back", async () => {
+    vi.useFakeTimers();
+    try {
+      const row = await store.put(input('faked'));
+      expect(row.seq).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
