@@ -8,7 +8,7 @@
  * then writes is `BEGIN IMMEDIATE`, so several processes may share one file
  * and a claim is atomic across them.
  *
- * Group commit: the puts that concurrent runs issue within one turn of the
+ * Group commit: the puts that concurrent runs issue within one tick (microtasks) of the
  * event loop share one IMMEDIATE transaction (one fsync), a savepoint per put;
  * each put resolves only after that COMMIT returned, a failing put rolls back
  * its own savepoint and fails alone, and any other call first commits the
@@ -334,7 +334,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   /**
-   * Queued for the group commit: the puts issued in one turn of the event loop
+   * Queued for the group commit: the puts issued in one tick
    * (by concurrent runs) are written in one IMMEDIATE transaction, a savepoint
    * each, and resolve after its COMMIT (see client/store/group-commit.ts).
    */

@@ -1,13 +1,15 @@
 /**
- * Group commit: the writes that concurrent runs issue within one turn of the
- * event loop share one transaction, so a process running many runs at once
- * pays one commit (one fsync at `synchronous=FULL`) per turn instead of one per
+ * Group commit: the writes that concurrent runs issue within one tick (one
+ * drain of the microtask queue) share one transaction, so a process running many runs at once
+ * pays one commit (one fsync at `synchronous=FULL`) per tick instead of one per
  * write.
  *
- * - No timer: a write is queued, and the queue is flushed by `setImmediate`,
- *   after every microtask of the current turn has run. What is queued by then
- *   (the runs whose previous write resolved in the same turn) joins; a lone
- *   write waits for no one.
+ * - No timer, and no turn of the event loop: a write is queued, and the
+ *   flush runs in a microtask that re-queues itself until QUIET_HOPS rounds of
+ *   the microtask queue passed without a new write. The runs resumed by the
+ *   previous commit reach their next put within those rounds and join; a lone
+ *   write waits only for those few microtasks. Nothing else (a due timer, I/O)
+ *   runs between a put and its commit, as before group commit.
  * - The adapter's `commit` runs a whole batch in one transaction, each write in
  *   its own savepoint, and answers one outcome per write: a write that fails
  *   rolls back only its savepoint and fails only its own promise.
@@ -17,8 +19,6 @@
  *   operation, so the store applies calls in the order they were made (a read
  *   issued after a put sees it; a pause recorded after a put follows it).
  */
-// node:timers' own function: an application's fake timers (which replace the global) never hold a put back
-import { setImmediate } from 'node:timers';
 
 /** What the commit answered for one queued write. */
 export type BatchOutcome<R> = { ok: true; value: R } | { ok: false; error: unknown };
@@ -42,6 +42,14 @@ export interface GroupCommitAdapter<J, W, R> {
   failed(job: J, error: unknown): unknown;
 }
 
+/**
+ * The flush waits until this many rounds of the microtask queue passed without
+ * a new write (the runs resumed by the previous commit reach their next put
+ * within a few rounds), and at most MAX_HOPS rounds in all.
+ */
+const QUIET_HOPS = 16;
+const MAX_HOPS = 10_000;
+
 export class GroupCommit<J, W, R> {
   private queue: Queued<J, R>[] = [];
   private scheduled = false;
@@ -51,19 +59,32 @@ export class GroupCommit<J, W, R> {
 
   constructor(private readonly adapter: GroupCommitAdapter<J, W, R>) {}
 
-  /** Queue a write; it joins the batch flushed at the end of this turn (or earlier by `settle`). */
+  /** Queue a write; it joins the batch flushed once the writes of this tick stopped arriving (or earlier by `settle`). */
   enqueue(job: J): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ job, resolve, reject });
+      this.quiet = 0;
       if (!this.scheduled) {
         this.scheduled = true;
-        setImmediate(() => {
-          this.scheduled = false;
-          this.settle();
-        });
+        queueMicrotask(this.wait);
       }
     });
   }
+
+  /** Rounds of the microtask queue since the last write arrived, and since the flush was scheduled. */
+  private quiet = 0;
+  private hops = 0;
+  /** The scheduled flush: one microtask, queued again until the writes stop arriving. */
+  private readonly wait = (): void => {
+    if (this.quiet++ < QUIET_HOPS && this.hops++ < MAX_HOPS) {
+      queueMicrotask(this.wait);
+      return;
+    }
+    this.scheduled = false;
+    this.quiet = 0;
+    this.hops = 0;
+    this.settle();
+  };
 
   /** Commit every queued write now (synchronously). A no-op inside a running commit. */
   settle(): void {
