@@ -8,8 +8,8 @@
  * then writes is `BEGIN IMMEDIATE`, so several processes may share one file
  * and a claim is atomic across them.
  *
- * Group commit: the puts that concurrent runs issue within one tick (microtasks) of the
- * event loop share one IMMEDIATE transaction (one fsync), a savepoint per put;
+ * Group commit: the puts that concurrent runs issue within one tick (before
+ * the microtask queue runs dry) share one IMMEDIATE transaction (one fsync), a savepoint per put;
  * each put resolves only after that COMMIT returned, a failing put rolls back
  * its own savepoint and fails alone, and any other call first commits the
  * queued puts, so calls apply in the order they were made
