@@ -17,6 +17,8 @@ export const FAULT_POINTS = [
   'store.claim.afterCommit',
   'store.idempotency.afterCommit',
   'store.cancel.afterCommit',
+  // SQLite group commit: every put of the batch written, its shared COMMIT not yet run
+  'store.groupCommit.beforeCommit',
   // client runtime (the agent loop)
   'runtime.beforeModel',
   'runtime.midStream',

@@ -374,8 +374,30 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     }
   }
 
+  /** The newest put of each execution still in flight: a put waits for the one issued before it (see `put`). */
+  private readonly putTails = new Map<string, Promise<unknown>>();
+
+  /**
+   * Puts of one execution run one after another, in the order they were
+   * issued (on a pool, two puts issued at once would otherwise race for the
+   * next seq on two connections); puts of different executions run at once.
+   */
   async put(input: C.CheckpointInput, options: C.WriteOptions = {}): Promise<Checkpoint> {
     const lease = this.checkWrite(input, options);
+    const prev = this.putTails.get(input.executionId);
+    const run = prev ? prev.then(() => this.putNow(input, lease)) : this.putNow(input, lease);
+    const tail = run.then(
+      () => {},
+      () => {},
+    );
+    this.putTails.set(input.executionId, tail);
+    void tail.then(() => {
+      if (this.putTails.get(input.executionId) === tail) this.putTails.delete(input.executionId);
+    });
+    return run;
+  }
+
+  private async putNow(input: C.CheckpointInput, lease: C.Lease | undefined): Promise<Checkpoint> {
     // a run-end marker releases the lease: only on the locked path, where release and row are one decision
     const release = input.step === 'run_end';
     const minted = { ...input, id: input.id ?? uuidv7() };

@@ -68,14 +68,32 @@ export abstract class StoreBase {
     this.fault = options.faults ?? noFaults;
   }
 
-  /** Throws STORE_CLOSED once `close()` was called; every contract method calls it first. */
+  /**
+   * Throws STORE_CLOSED once `close()` was called, then settles the writes
+   * queued for a group commit; every contract method calls it first, so the
+   * store applies calls in the order they were made.
+   */
   protected assertOpen(): void {
     if (this.closed) throw storeClosed(this.storeName);
+    this.settle();
   }
+
+  /** Commits the writes queued for a group commit, synchronously (an adapter that queues none has nothing to do). */
+  protected settle(): void {}
 
   /** Before a write: the store is open, the input valid, its lease (if any) well-formed; returns that lease. Nothing written. */
   protected checkWrite(input: CheckpointInput, options: WriteOptions): Lease | undefined {
     this.assertOpen();
+    return this.validateWrite(input, options);
+  }
+
+  /** As `checkWrite`, for a write that joins the group-commit queue: the queue is not settled first. */
+  protected checkQueuedWrite(input: CheckpointInput, options: WriteOptions): Lease | undefined {
+    if (this.closed) throw storeClosed(this.storeName);
+    return this.validateWrite(input, options);
+  }
+
+  private validateWrite(input: CheckpointInput, options: WriteOptions): Lease | undefined {
     checkInput(input);
     if (options.lease) checkLease(input.executionId, options.lease);
     return options.lease;

@@ -234,6 +234,62 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(next.seq).toBe(1);
     });
 
+    test('32 runs putting at once: every row lands, each run gap-free in its own order, each answer the stored row', async () => {
+      const runs = Array.from({ length: 32 }, () => exec());
+      const answers = await Promise.all(
+        runs.map(async (id, r) => {
+          const rows = [];
+          let prevId: string | null = null;
+          for (let i = 0; i < 5; i++) {
+            const row = await store.put(input(id, { prevId, turn: i, nodeId: `turn:${i}`, state: { messages: [{ role: 'user', content: `run ${r} turn ${i}` }], turn: i } }));
+            rows.push(row);
+            prevId = row.id;
+          }
+          return rows;
+        }),
+      );
+      for (const [r, id] of runs.entries()) {
+        expect(answers[r].map((row) => [row.seq, row.nodeId])).toEqual([0, 1, 2, 3, 4].map((i) => [i, `turn:${i}`]));
+        expect(await store.list(id)).toEqual(answers[r]);
+        expect(await store.readState(answers[r][4])).toEqual({ messages: [{ role: 'user', content: `run ${r} turn 4` }], turn: 4 });
+      }
+      expect((await store.outboxStats()).pendingCount).toBe(32 * 5);
+    });
+
+    test('one failing put among concurrent valid ones fails alone (invalid row, reused id, gone execution, lost lease) and writes nothing', async () => {
+      const fenced = exec();
+      const lost = await store.acquireLease(fenced, { holder: 'A', ttlMs: 60_000 });
+      await store.releaseLease(lost);
+      await store.acquireLease(fenced, { holder: 'B', ttlMs: 60_000 });
+      const taken = await store.put(input(exec()));
+      const valid = Array.from({ length: 8 }, () => exec());
+      const calls = [
+        ...valid.slice(0, 2).map((id) => store.put(input(id))),
+        store.put(input(exec(), { turn: -1 })),
+        ...valid.slice(2, 4).map((id) => store.put(input(id))),
+        store.put(input(exec(), { id: taken.id })),
+        ...valid.slice(4, 6).map((id) => store.put(input(id))),
+        store.put(input(exec(), { prevId: uuidv7() })),
+        store.put(input(fenced), { lease: lost }),
+        ...valid.slice(6).map((id) => store.put(input(id))),
+      ];
+      const settled = await Promise.allSettled(calls);
+      const codes = settled.map((s) => (s.status === 'fulfilled' ? 'ok' : (s.reason as { code?: string }).code));
+      expect(codes).toEqual(['ok', 'ok', 'INVALID_ROW', 'ok', 'ok', 'DUPLICATE_ID', 'ok', 'ok', 'EXECUTION_GONE', 'LEASE_LOST', 'ok', 'ok']);
+      for (const id of valid) expect((await store.list(id)).map((r) => r.seq)).toEqual([0]);
+      expect(await store.list(fenced)).toEqual([]);
+      expect(await store.getById(taken.id)).toEqual(taken);
+      expect((await store.outboxStats()).pendingCount).toBe(1 + valid.length);
+    });
+
+    test('puts to one execution issued at once land in the order they were issued, seq 0,1,2…', async () => {
+      const a = exec();
+      const rows = await Promise.all(Array.from({ length: 12 }, (_, i) => store.put(input(a, { turn: i, nodeId: `turn:${i}`, state: { turn: i } }))));
+      expect(rows.map((r) => r.seq)).toEqual([...Array(12).keys()]);
+      expect((await store.list(a)).map((r) => r.nodeId)).toEqual(rows.map((r) => r.nodeId));
+      expect(await store.readState(rows[11])).toEqual({ turn: 11 });
+    });
+
     test('readState rebuilds the full state of every row through its snapshot chain', async () => {
       const a = exec();
       const states: State[] = [];
