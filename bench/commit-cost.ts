@@ -90,4 +90,16 @@ const share = ratios(raw, ours)!;
 console.log(`SQLite FULL, ${N} commits × ${REPS} reps (median [min–max] µs per commit), raw fsync rate ${fmt(fsync)} /s`);
 console.log(`one-row commit by size: ${sizes.map((s) => `${s} B ${fmt(summary(bySize[s]))}`).join(' · ')}`);
 console.log(`waymark checkpoint statements ${fmt(summary(ours))} µs vs raw one-row insert ${fmt(summary(raw))} µs → ${fmt(share, 0, '%')} of the raw rate`);
-console.log(JSON.stringify({ bench: 'commit-cost', commits: N, reps: REPS, usBySize: Object.fromEntries(sizes.map((s) => [s, median(bySize[s])])), oursUs: summary(ours), rawUs: summary(raw), ofRaw: share, fsync, date: new Date().toISOString() }));
+console.log(
+  JSON.stringify({
+    bench: 'commit-cost',
+    commits: N,
+    reps: REPS,
+    usBySize: Object.fromEntries(sizes.map((s) => [s, median(bySize[s])])),
+    oursUs: summary(ours),
+    rawUs: summary(raw),
+    ofRaw: share,
+    fsync,
+    date: new Date().toISOString(),
+  }),
+);

@@ -83,7 +83,9 @@ function raw(backend: string): Promise<Rate> {
   return backend === 'sqlite' ? rawSqliteCommits(dir, rows, P + 400, 'FULL') : rawPostgresCommits(PG, rows, P + 400);
 }
 
-console.log(`${N} concurrent runs × ${T} turns in one process (${STEPS} steps, P=${P} bytes, pseudo-random text), every commit durable; ${REPS} reps interleaved: median [min–max], ratios within a repetition; "/CPU-s" is steps per CPU-second of this process`);
+console.log(
+  `${N} concurrent runs × ${T} turns in one process (${STEPS} steps, P=${P} bytes, pseudo-random text), every commit durable; ${REPS} reps interleaved: median [min–max], ratios within a repetition; "/CPU-s" is steps per CPU-second of this process`,
+);
 try {
   for (const backend of backends) {
     const sqlite = backend === 'sqlite';
@@ -101,20 +103,40 @@ try {
     const rate = (k: keyof typeof m) => (m[k].length ? summary(m[k].map((x) => x.rate)) : null);
     const cpu = (k: keyof typeof m) => (m[k].length ? summary(m[k].map((x) => x.cpu)) : null);
     const line = {
-      bench: 'concurrent', backend, runs: N, T, P, reps: REPS,
-      ours: rate('ours'), oursCpu: cpu('ours'), peer: rate('peer'), peerCpu: cpu('peer'), raw: rate('raw'), rawCpu: cpu('raw'),
-      ofRaw: ratios(m.ours.map((x) => x.rate), m.raw.map((x) => x.rate)),
-      vsPeer: ratios(m.ours.map((x) => x.rate), m.peer.map((x) => x.rate)),
+      bench: 'concurrent',
+      backend,
+      runs: N,
+      T,
+      P,
+      reps: REPS,
+      ours: rate('ours'),
+      oursCpu: cpu('ours'),
+      peer: rate('peer'),
+      peerCpu: cpu('peer'),
+      raw: rate('raw'),
+      rawCpu: cpu('raw'),
+      ofRaw: ratios(
+        m.ours.map((x) => x.rate),
+        m.raw.map((x) => x.rate),
+      ),
+      vsPeer: ratios(
+        m.ours.map((x) => x.rate),
+        m.peer.map((x) => x.rate),
+      ),
       ...(sqlite ? { fsync: summary(fsyncs) } : {}),
     };
     const durable = sqlite ? 'synchronous=FULL' : 'synchronous_commit=on';
     console.log(`${backend} (${durable})${sqlite ? `, raw fsync rate ${fmt(line.fsync)} /s` : ''}`);
     const label = (s: string) => `  ${s.padEnd(44)}`;
     console.log(`${label(`waymark, one store, ${N} runs at once`)}${fmt(line.ours)} steps/s · ${fmt(line.oursCpu)} /CPU-s`);
-    console.log(`${label(`LangGraph JS, one saver, ${N} graphs at once`)}${peerInstalled() ? `${fmt(line.peer)} steps/s · ${fmt(line.peerCpu)} /CPU-s` : 'not measured (bench/peers/langgraph is not installed)'}`);
+    console.log(
+      `${label(`LangGraph JS, one saver, ${N} graphs at once`)}${peerInstalled() ? `${fmt(line.peer)} steps/s · ${fmt(line.peerCpu)} /CPU-s` : 'not measured (bench/peers/langgraph is not installed)'}`,
+    );
     console.log(`${label('raw single-row commits, one at a time')}${fmt(line.raw)} rows/s · ${fmt(line.rawCpu)} /CPU-s`);
     console.log(`  → ${fmt(line.ofRaw, 2, '×')} the raw single-row commit rate, ${fmt(line.vsPeer, 1, '×')} LangGraph${sqlite ? ` (raw fsync rate ${fmt(line.fsync)} /s)` : ''}`);
-    console.log(JSON.stringify({ ...line, cores: cpus().length, node: process.version, peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }));
+    console.log(
+      JSON.stringify({ ...line, cores: cpus().length, node: process.version, peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }),
+    );
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

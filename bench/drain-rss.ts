@@ -32,8 +32,23 @@ if (process.argv[4] !== '--child') {
   const rate = summary(runs.map((r) => r.rowsPerSec));
   const start = summary(runs.map((r) => r.rssStartMb));
   const peak = summary(runs.map((r) => r.rssPeakMb));
-  console.log(`drain of a ${N}-row backlog to a plane (PGlite, own process), ${REPS} reps, each its own client process: ${fmt(rate)} rows/s; client RSS at start ${fmt(start)} MB, peak ${fmt(peak)} MB`);
-  console.log(JSON.stringify({ bench: 'drain-rss', rows: N, reps: REPS, rowsPerSec: rate.median, rowsPerSecRange: rate, rssStartMb: start.median, rssPeakMb: peak.median, rssPeakMbRange: peak, cores: cpus().length, date: new Date().toISOString() }));
+  console.log(
+    `drain of a ${N}-row backlog to a plane (PGlite, own process), ${REPS} reps, each its own client process: ${fmt(rate)} rows/s; client RSS at start ${fmt(start)} MB, peak ${fmt(peak)} MB`,
+  );
+  console.log(
+    JSON.stringify({
+      bench: 'drain-rss',
+      rows: N,
+      reps: REPS,
+      rowsPerSec: rate.median,
+      rowsPerSecRange: rate,
+      rssStartMb: start.median,
+      rssPeakMb: peak.median,
+      rssPeakMbRange: peak,
+      cores: cpus().length,
+      date: new Date().toISOString(),
+    }),
+  );
   process.exit(0);
 }
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-rss-'));
@@ -41,7 +56,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 
 const store = new SqliteCheckpointer({ path: join(dir, 'backlog.db'), synchronous: 'OFF' as never });
 const db = store.connection;
-const insC = db.prepare(`INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id, state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
+const insC =
+  db.prepare(`INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id, state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
   VALUES (?, ?, ?, ?, ?, 'llm_call', 'completed', 'agent:b', NULL, ?, NULL, NULL, NULL, NULL, ?, ?)`);
 const insO = db.prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, ?, ?)`);
 const insE = db.prepare(`INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, ?, ?, ?, 'llm_call', 'completed', ?)

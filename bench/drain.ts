@@ -37,7 +37,15 @@ async function backlog(path: string): Promise<void> {
   let messages: unknown[] = [];
   for (let i = 0; i < N; i++) {
     messages = i % 100 === 0 ? [{ role: 'user', content: randomText(200, 3, i) }] : [...messages, { role: 'assistant', content: randomText(200, 3, i) }];
-    await store.put({ executionId: `run-${Math.floor(i / 100)}`, nodeId: `turn:${i % 100}`, turn: i % 100, step: 'llm_call', status: 'completed', agentPath: 'agent:b', state: { messages: messages as never } });
+    await store.put({
+      executionId: `run-${Math.floor(i / 100)}`,
+      nodeId: `turn:${i % 100}`,
+      turn: i % 100,
+      step: 'llm_call',
+      status: 'completed',
+      agentPath: 'agent:b',
+      state: { messages: messages as never },
+    });
   }
   await store.close();
 }
@@ -137,7 +145,9 @@ const share: Record<string, Summary | null> = {
   'ingestBatch alone/raw (postgres)': ratios(out['plane ingestBatch alone (postgres)'], out['raw postgres insert']),
   'drain/raw (pglite)': ratios(out['drain to plane (pglite)'], out['raw pglite insert']),
 };
-console.log(`drain of ${N} rows, pseudo-random text, ${REPS} reps interleaved: median [min–max]; "rows/CPU-s" is per CPU-second of this process (client + in-process plane; the plane's code alone for ingestBatch)`);
+console.log(
+  `drain of ${N} rows, pseudo-random text, ${REPS} reps interleaved: median [min–max]; "rows/CPU-s" is per CPU-second of this process (client + in-process plane; the plane's code alone for ingestBatch)`,
+);
 for (const [k, v] of Object.entries(med)) console.log(`${k.padEnd(36)} ${fmt(v).padStart(24)}${k.includes('bytes') ? ' B/s' : k.includes('CPU') ? '' : ' rows/s'}`);
 if (share['drain/raw (postgres)']) {
   console.log(`postgres: drain is ${fmt(share['drain/raw (postgres)'], 2)} of the raw insert rate`);

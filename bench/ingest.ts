@@ -31,7 +31,15 @@ async function makeEvents(): Promise<OutboxEvent[]> {
   let messages: unknown[] = [];
   for (let i = 0; i < N; i++) {
     messages = i % 100 === 0 ? [{ role: 'user', content: randomText(200, 4, i) }] : [...messages, { role: 'assistant', content: randomText(200, 4, i) }];
-    await store.put({ executionId: `run-${Math.floor(i / 100)}`, nodeId: `turn:${i % 100}`, turn: i % 100, step: 'llm_call', status: 'completed', agentPath: 'agent:b', state: { messages: messages as never } });
+    await store.put({
+      executionId: `run-${Math.floor(i / 100)}`,
+      nodeId: `turn:${i % 100}`,
+      turn: i % 100,
+      step: 'llm_call',
+      status: 'completed',
+      agentPath: 'agent:b',
+      state: { messages: messages as never },
+    });
   }
   const out: OutboxEvent[] = [];
   for (;;) {
@@ -128,7 +136,9 @@ async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
 
 const events = await makeEvents();
 const targets = which === 'both' ? ['postgres', 'pglite'] : [which];
-console.log(`plane ingest, ${N} rows (pseudo-random text) in ${BATCH}-row batches over loopback; concurrent writers: ${WRITERS.join(', ')}; ${REPS} reps interleaved: median [min–max], shares of raw within a repetition; "/CPU-s" is rows per CPU-second of this process (writers + in-process plane)`);
+console.log(
+  `plane ingest, ${N} rows (pseudo-random text) in ${BATCH}-row batches over loopback; concurrent writers: ${WRITERS.join(', ')}; ${REPS} reps interleaved: median [min–max], shares of raw within a repetition; "/CPU-s" is rows per CPU-second of this process (writers + in-process plane)`,
+);
 let failed = 0;
 for (const target of targets) {
   const raws: number[] = [];
@@ -147,7 +157,10 @@ for (const target of targets) {
     const ls = levels[writers];
     const rate = summary(ls.map((l) => l.rowsPerSec));
     const cpu = summary(ls.map((l) => l.rowsPerCpuSec));
-    const ofRaw = ratios(ls.map((l) => l.rowsPerSec), raws)!;
+    const ofRaw = ratios(
+      ls.map((l) => l.rowsPerSec),
+      raws,
+    )!;
     const p50Ms = median(ls.map((l) => l.p50Ms));
     const p99Ms = median(ls.map((l) => l.p99Ms));
     const sum = (k: 'requests' | 'shed' | 'errors') => ls.reduce((a, l) => a + l[k], 0);
@@ -155,7 +168,27 @@ for (const target of targets) {
       `${target.padEnd(9)} ${String(writers).padStart(2)} writer(s)       ${fmt(rate)} rows/s (${fmt(ofRaw, 2)} of raw) · ${fmt(cpu)} /CPU-s · p50 ${p50Ms.toFixed(0)} ms · p99 ${p99Ms.toFixed(0)} ms (medians) · ${sum('requests')} batches · ${sum('shed')} shed (429/503, retried) · ${sum('errors')} errors`,
     );
     console.log(
-      JSON.stringify({ bench: 'ingest', target, rows: N, batch: BATCH, reps: REPS, writers, raw: raw.median, rawRange: raw, rowsPerSec: rate.median, rowsPerSecRange: rate, rowsPerCpuSec: cpu, ofRaw: ofRaw.median, ofRawRange: ofRaw, p50Ms, p99Ms, requests: sum('requests'), shed: sum('shed'), errors: sum('errors'), date: new Date().toISOString() }),
+      JSON.stringify({
+        bench: 'ingest',
+        target,
+        rows: N,
+        batch: BATCH,
+        reps: REPS,
+        writers,
+        raw: raw.median,
+        rawRange: raw,
+        rowsPerSec: rate.median,
+        rowsPerSecRange: rate,
+        rowsPerCpuSec: cpu,
+        ofRaw: ofRaw.median,
+        ofRawRange: ofRaw,
+        p50Ms,
+        p99Ms,
+        requests: sum('requests'),
+        shed: sum('shed'),
+        errors: sum('errors'),
+        date: new Date().toISOString(),
+      }),
     );
   }
 }

@@ -51,9 +51,7 @@ function graph(checkpointer: BaseCheckpointSaver, seed: number) {
     .addNode('agent', (s) => {
       const turn = s.messages.filter((m) => m.getType() === 'ai').length;
       return {
-        messages: [
-          turn < T ? new AIMessage({ content: randomText(P, seed, turn, 0), tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }] }) : new AIMessage({ content: 'done' }),
-        ],
+        messages: [turn < T ? new AIMessage({ content: randomText(P, seed, turn, 0), tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }] }) : new AIMessage({ content: 'done' })],
       };
     })
     .addNode('tools', (s) => {
@@ -158,10 +156,12 @@ async function one(who: 'waymark' | 'langgraph' | 'memory', backend: string): Pr
   }
 }
 
-console.log(`LangGraph savers, one graph: T=${T} turns (${2 * T + 1} steps), P=${P} bytes, pseudo-random text, durability "sync", ${REPS} reps interleaved: median [min–max], ratios within a repetition; "/CPU-s" is steps per CPU-second of this process`);
-if (!peerInstalled()) console.log('LangGraph\'s own SqliteSaver/PostgresSaver: not measured (bench/peers/langgraph is not installed; `npm ci` there)');
+console.log(
+  `LangGraph savers, one graph: T=${T} turns (${2 * T + 1} steps), P=${P} bytes, pseudo-random text, durability "sync", ${REPS} reps interleaved: median [min–max], ratios within a repetition; "/CPU-s" is steps per CPU-second of this process`,
+);
+if (!peerInstalled()) console.log("LangGraph's own SqliteSaver/PostgresSaver: not measured (bench/peers/langgraph is not installed; `npm ci` there)");
 for (const backend of backends) {
-  const whos = (['waymark', ...(peerInstalled() ? ['langgraph'] : []), ...(backend === 'sqlite' ? ['memory'] : [])] as const) as readonly ('waymark' | 'langgraph' | 'memory')[];
+  const whos = ['waymark', ...(peerInstalled() ? ['langgraph'] : []), ...(backend === 'sqlite' ? ['memory'] : [])] as const as readonly ('waymark' | 'langgraph' | 'memory')[];
   const rates: Record<string, Rate[]> = {};
   const bytes: Record<string, number[]> = {};
   const fsyncs: number[] = [];
@@ -180,9 +180,28 @@ for (const backend of backends) {
     const stepsPerSec = summary(rates[who].map((x) => x.rate));
     const cpu = summary(rates[who].map((x) => x.cpu));
     // waymark's steps/s over this saver's, and this saver's bytes over waymark's, within each repetition
-    const vs = who === 'waymark' ? null : ratios(rates.waymark.map((x) => x.rate), rates[who].map((x) => x.rate));
+    const vs =
+      who === 'waymark'
+        ? null
+        : ratios(
+            rates.waymark.map((x) => x.rate),
+            rates[who].map((x) => x.rate),
+          );
     const bytesVs = who === 'waymark' ? null : ratios(bytes[who], bytes.waymark);
-    const line = { bench: 'langgraph-saver', backend: who === 'memory' ? 'memory' : backend, who, T, P, reps: REPS, stepsPerSec, cpu, bytes: median(bytes[who]), waymarkVs: vs, bytesVsWaymark: bytesVs, ...(fsync ? { fsync } : {}) };
+    const line = {
+      bench: 'langgraph-saver',
+      backend: who === 'memory' ? 'memory' : backend,
+      who,
+      T,
+      P,
+      reps: REPS,
+      stepsPerSec,
+      cpu,
+      bytes: median(bytes[who]),
+      waymarkVs: vs,
+      bytesVsWaymark: bytesVs,
+      ...(fsync ? { fsync } : {}),
+    };
     console.log(
       `${(who === 'memory' ? 'memory' : backend).padEnd(9)} ${who.padEnd(10)} ${fmt(stepsPerSec)} steps/s · ${fmt(cpu)} /CPU-s · ${(median(bytes[who]) / 1024).toFixed(0)} KiB` +
         (vs ? ` · waymark ${fmt(vs, 1, '×')} its steps/s, it ${fmt(bytesVs, 1, '×')} waymark's bytes` : ''),

@@ -86,7 +86,10 @@ try {
     }
     const unfenced = summary(before.map((x) => x.rate));
     const leased = summary(after.map((x) => x.rate));
-    const ratio = ratios(after.map((x) => x.rate), before.map((x) => x.rate))!;
+    const ratio = ratios(
+      after.map((x) => x.rate),
+      before.map((x) => x.rate),
+    )!;
     const fsync = backend === 'sqlite' ? summary(fsyncs) : undefined;
     console.log(
       `${backend} R=${R} T=${T}: unfenced ${fmt(unfenced)} steps/s (${fmt(summary(before.map((x) => x.cpu)))} /CPU-s) · leased ${fmt(leased)} steps/s (${fmt(summary(after.map((x) => x.cpu)))} /CPU-s) → ${fmt(ratio, 2, '×')}` +

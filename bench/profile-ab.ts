@@ -69,8 +69,7 @@ for (let i = 0; i < ROUNDS; i++) {
   out.after.push(got.after!);
   ratio.push(got.after!.cpu / got.before!.cpu);
 }
-const col = (k: 'before' | 'after') =>
-  `${fmt(summary(out[k].map((x) => x.rate)))} steps/s · ${fmt(summary(out[k].map((x) => x.cpu)))} /CPU-s · ${fmt(summary(out[k].map((x) => x.user)))} /user-CPU-s`;
+const col = (k: 'before' | 'after') => `${fmt(summary(out[k].map((x) => x.rate)))} steps/s · ${fmt(summary(out[k].map((x) => x.cpu)))} /CPU-s · ${fmt(summary(out[k].map((x) => x.user)))} /user-CPU-s`;
 console.log(`${MEMORY ? ':memory:' : 'file, NORMAL'} R=${R} T=${T}, ${ROUNDS} rounds alternating`);
 console.log(`  before ${col('before')}`);
 console.log(`  after  ${col('after')}`);

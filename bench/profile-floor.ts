@@ -46,7 +46,9 @@ async function raw(): Promise<string> {
   return time(db, (i) => ins.run('e', i, bodies[i % 64]));
 }
 
-const states = Array.from({ length: 64 }, (_, i) => JSON.stringify({ v: 1, kind: 'delta', base: 0, prev: 'x', keep: 3, append: [{ role: 'assistant', content: randomText(200, 6, i) }], set: { turn: i }, unset: [] }));
+const states = Array.from({ length: 64 }, (_, i) =>
+  JSON.stringify({ v: 1, kind: 'delta', base: 0, prev: 'x', keep: 3, append: [{ role: 'assistant', content: randomText(200, 6, i) }], set: { turn: i }, unset: [] }),
+);
 async function statements(outbox: boolean): Promise<string> {
   const db = open();
   for (const m of MIGRATIONS) db.exec(m.sqlite);

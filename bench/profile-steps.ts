@@ -66,6 +66,13 @@ for (let i = 0; i < REPS; i++) {
   console.log(`rep ${i + 1}: waymark NORMAL ${o[i].rate.toFixed(0)} steps/s, ${o[i].cpu.toFixed(0)} /CPU-s · raw NORMAL ${raw[i].rate.toFixed(0)} /s, ${raw[i].cpu.toFixed(0)} /CPU-s`);
 }
 console.log(
-  `R=${R} T=${T}, ${REPS} reps: waymark NORMAL ${fmt(summary(o.map((x) => x.rate)))} steps/s · ${fmt(summary(o.map((x) => x.cpu)))} steps/CPU-s · raw NORMAL ${fmt(summary(raw.map((x) => x.rate)))} /s · ${fmt(ratios(o.map((x) => x.rate), raw.map((x) => x.rate)), 0, '%')} of raw NORMAL`,
+  `R=${R} T=${T}, ${REPS} reps: waymark NORMAL ${fmt(summary(o.map((x) => x.rate)))} steps/s · ${fmt(summary(o.map((x) => x.cpu)))} steps/CPU-s · raw NORMAL ${fmt(summary(raw.map((x) => x.rate)))} /s · ${fmt(
+    ratios(
+      o.map((x) => x.rate),
+      raw.map((x) => x.rate),
+    ),
+    0,
+    '%',
+  )} of raw NORMAL`,
 );
 rmSync(dir, { recursive: true, force: true });

@@ -37,7 +37,10 @@ for (const [id, t] of dt) {
 }
 const show = (m: Map<string, number>, title: string) => {
   console.log(`${title} (of ${(total / 1000).toFixed(0)} ms sampled)`);
-  for (const [l, t] of [...m].filter(([l]) => !filter || l.includes(filter)).sort((a, b) => b[1] - a[1]).slice(0, top)) {
+  for (const [l, t] of [...m]
+    .filter(([l]) => !filter || l.includes(filter))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)) {
     console.log(`${(t / 1000).toFixed(1).padStart(9)} ms ${((100 * t) / total).toFixed(1).padStart(5)}%  ${l}`);
   }
 };

@@ -78,7 +78,17 @@ rmSync(dir, { recursive: true, force: true });
 const sides = Object.fromEntries(who.map((w) => [w, Object.fromEntries(KEYS.map((k) => [k, summary(times[w].map((t) => t[k]))])) as Record<(typeof KEYS)[number], Summary>]));
 // the peer's time over waymark's, within each repetition: above 1 means waymark is faster
 const peerOver =
-  times.waymark && times.langgraph ? Object.fromEntries(KEYS.map((k) => [k, ratios(times.langgraph.map((t) => t[k]), times.waymark.map((t) => t[k]))])) : null;
+  times.waymark && times.langgraph
+    ? Object.fromEntries(
+        KEYS.map((k) => [
+          k,
+          ratios(
+            times.langgraph.map((t) => t[k]),
+            times.waymark.map((t) => t[k]),
+          ),
+        ]),
+      )
+    : null;
 const fsync = backend === 'sqlite' ? summary(fsyncs) : undefined;
 console.log(
   `resume of a ${turns}-turn run${rows ? ` (${rows} rows)` : ''} in a fresh process, ${backend}, ${reps} reps interleaved: median [min–max] ms` + (fsync ? ` (raw fsync rate ${fmt(fsync)} /s)` : ''),

@@ -54,7 +54,9 @@ for (const n of names) {
   const human = r.stdout.split('\n').filter((l) => l && !l.startsWith('{'));
   const json = r.stdout.split('\n').filter((l) => l.startsWith('{'));
   for (const j of json) lines.push(JSON.parse(j));
-  sections.push(`### ${n}\n\n\`${cmd}\` (${Math.round((Date.now() - t0) / 1000)} s)\n\n\`\`\`\n${human.join('\n')}\n\`\`\`\n\n<details><summary>JSON lines</summary>\n\n\`\`\`\n${json.join('\n')}\n\`\`\`\n</details>\n`);
+  sections.push(
+    `### ${n}\n\n\`${cmd}\` (${Math.round((Date.now() - t0) / 1000)} s)\n\n\`\`\`\n${human.join('\n')}\n\`\`\`\n\n<details><summary>JSON lines</summary>\n\n\`\`\`\n${json.join('\n')}\n\`\`\`\n</details>\n`,
+  );
 }
 interface Summary {
   median: number;
@@ -89,17 +91,33 @@ function issueTargets(ls: Record<string, any>[]): string {
   for (const c of ls.filter((x) => x.bench === 'concurrent')) {
     const what = `${c.runs} concurrent runs × ${c.T} turns`;
     if (c.backend === 'sqlite') {
-      rows.push([`1. ${what}, SQLite synchronous=FULL, one store: ≥ 3× the raw single-row FULL commit rate of the same run`, `${fs(c.ofRaw, 2, '×')} (waymark ${fs(c.ours)} vs raw ${fs(c.raw)} steps/s${fsyncNote(c)})`, c.ofRaw ? c.ofRaw.median >= 3 : null]);
-      rows.push([`1. ${what}, SQLite FULL: ≥ 10× LangGraph JS (${c.runs} graphs invoked concurrently on one saver, FULL)`, `${fs(c.vsPeer, 1, '×')} (waymark ${fs(c.ours)} vs LangGraph ${fs(c.peer)} steps/s${fsyncNote(c)})`, c.vsPeer ? c.vsPeer.median >= 10 : null]);
+      rows.push([
+        `1. ${what}, SQLite synchronous=FULL, one store: ≥ 3× the raw single-row FULL commit rate of the same run`,
+        `${fs(c.ofRaw, 2, '×')} (waymark ${fs(c.ours)} vs raw ${fs(c.raw)} steps/s${fsyncNote(c)})`,
+        c.ofRaw ? c.ofRaw.median >= 3 : null,
+      ]);
+      rows.push([
+        `1. ${what}, SQLite FULL: ≥ 10× LangGraph JS (${c.runs} graphs invoked concurrently on one saver, FULL)`,
+        `${fs(c.vsPeer, 1, '×')} (waymark ${fs(c.ours)} vs LangGraph ${fs(c.peer)} steps/s${fsyncNote(c)})`,
+        c.vsPeer ? c.vsPeer.median >= 10 : null,
+      ]);
       rows.push([`(1) ${what}, SQLite FULL: steps per CPU-second, waymark / LangGraph`, `${fs(c.oursCpu)} / ${fs(c.peerCpu)}`, null]);
     } else {
-      rows.push([`(1) ${what}, Postgres (synchronous_commit=on), one store: share of the raw single-row autocommit rate; vs LangGraph JS`, `${fs(c.ofRaw, 2, '×')} of raw (${fs(c.ours)} vs ${fs(c.raw)} steps/s); ${fs(c.vsPeer, 1, '×')} LangGraph (${fs(c.peer)})`, null]);
+      rows.push([
+        `(1) ${what}, Postgres (synchronous_commit=on), one store: share of the raw single-row autocommit rate; vs LangGraph JS`,
+        `${fs(c.ofRaw, 2, '×')} of raw (${fs(c.ours)} vs ${fs(c.raw)} steps/s); ${fs(c.vsPeer, 1, '×')} LangGraph (${fs(c.peer)})`,
+        null,
+      ]);
     }
   }
   if (!ls.some((x) => x.bench === 'concurrent')) rows.push(['1. concurrent runs (bench "concurrent")', 'not run', null]);
   // 2. CPU per durable step
   for (const l of ls.filter((x) => x.bench === 'steps' && x.backend === 'sqlite')) {
-    rows.push([`2. steps/s SQLite synchronous=NORMAL, R=${l.R} T=${l.T}: ≥ 40% of the raw NORMAL insert rate`, `${fs(l.ofRawNormal, 0, '%')} (waymark ${fs(l.oursNormal)} vs raw ${fs(l.rawNormal)} steps/s${fsyncNote(l)})`, l.ofRawNormal ? l.ofRawNormal.median >= 0.4 : null]);
+    rows.push([
+      `2. steps/s SQLite synchronous=NORMAL, R=${l.R} T=${l.T}: ≥ 40% of the raw NORMAL insert rate`,
+      `${fs(l.ofRawNormal, 0, '%')} (waymark ${fs(l.oursNormal)} vs raw ${fs(l.rawNormal)} steps/s${fsyncNote(l)})`,
+      l.ofRawNormal ? l.ofRawNormal.median >= 0.4 : null,
+    ]);
     rows.push([
       `2. steps per CPU-second SQLite NORMAL, R=${l.R} T=${l.T}: ≥ 3× before issue 19 (${CPU_PER_SEC_BEFORE_ISSUE_19}, i.e. ≥ ${3 * CPU_PER_SEC_BEFORE_ISSUE_19})`,
       `${fs(l.oursNormalCpu)} = ${n1(l.oursNormalCpu ? l.oursNormalCpu.median / CPU_PER_SEC_BEFORE_ISSUE_19 : null, 2)}× (FULL: ${fs(l.oursCpu)}; raw NORMAL ${fs(l.rawNormalCpu)})`,
@@ -113,8 +131,16 @@ function issueTargets(ls: Record<string, any>[]): string {
   for (const d of ls.filter((x) => x.bench === 'drain')) {
     const sh = d.share ?? {};
     if (sh['drain/raw (postgres)']) {
-      rows.push(['3. drain to a plane on Postgres: ≥ 50% of the raw multi-row insert of the same rows', `${fs(sh['drain/raw (postgres)'], 0, '%')} (${fs(d.ranges['drain to plane (postgres)'])} vs ${fs(d.ranges['raw postgres insert'])} rows/s)`, sh['drain/raw (postgres)'].median >= 0.5]);
-      rows.push(['(3) the plane\'s ingest transaction alone (no HTTP, no client): share of raw; rows per plane CPU-second', `${fs(sh['ingestBatch alone/raw (postgres)'], 0, '%')}; ${fs(d.ranges['ingestBatch rows/CPU-s (postgres)'])} rows/CPU-s`, null]);
+      rows.push([
+        '3. drain to a plane on Postgres: ≥ 50% of the raw multi-row insert of the same rows',
+        `${fs(sh['drain/raw (postgres)'], 0, '%')} (${fs(d.ranges['drain to plane (postgres)'])} vs ${fs(d.ranges['raw postgres insert'])} rows/s)`,
+        sh['drain/raw (postgres)'].median >= 0.5,
+      ]);
+      rows.push([
+        "(3) the plane's ingest transaction alone (no HTTP, no client): share of raw; rows per plane CPU-second",
+        `${fs(sh['ingestBatch alone/raw (postgres)'], 0, '%')}; ${fs(d.ranges['ingestBatch rows/CPU-s (postgres)'])} rows/CPU-s`,
+        null,
+      ]);
       rows.push(['(3) drain: rows per CPU-second of the process (client + in-process plane)', `${fs(d.ranges['drain rows/CPU-s (postgres)'])}`, null]);
     }
   }
@@ -126,12 +152,26 @@ function issueTargets(ls: Record<string, any>[]): string {
     const po = r.peerOver;
     if (!w) continue;
     const at = `${r.turns}-turn run, ${r.backend === 'sqlite' ? 'SQLite' : 'Postgres'}`;
-    if (r.backend === 'sqlite' && r.turns === 200) rows.push([`4. resume call alone, ${at}, fresh process: ≤ 15 ms`, `${fs(w.callMs, 1)} ms (LangGraph ${fs(p?.callMs, 1)} ms${fsyncNote(r)})`, w.callMs.median <= 15]);
+    if (r.backend === 'sqlite' && r.turns === 200)
+      rows.push([`4. resume call alone, ${at}, fresh process: ≤ 15 ms`, `${fs(w.callMs, 1)} ms (LangGraph ${fs(p?.callMs, 1)} ms${fsyncNote(r)})`, w.callMs.median <= 15]);
     else rows.push([`(4) resume call alone, ${at}, fresh process`, `${fs(w.callMs, 1)} ms (LangGraph ${fs(p?.callMs, 1)} ms)`, null]);
-    rows.push([`(4) whole resume process (spawn to exit, imports included, under tsx), ${at}: waymark vs LangGraph`, `${fs(w.processMs)} ms vs ${fs(p?.processMs)} ms → LangGraph/waymark ${fs(po?.processMs, 2, '×')}`, null]);
+    rows.push([
+      `(4) whole resume process (spawn to exit, imports included, under tsx), ${at}: waymark vs LangGraph`,
+      `${fs(w.processMs)} ms vs ${fs(p?.processMs)} ms → LangGraph/waymark ${fs(po?.processMs, 2, '×')}`,
+      null,
+    ]);
     if (r.backend === 'sqlite') {
-      rows.push([`5. open a store + read the run's newest row, ${at}, fresh process, after the store module is loaded: ≤ LangGraph's`, `${fs(w.openMs, 1)} ms vs LangGraph ${fs(p?.openMs, 1)} ms → LangGraph/waymark ${fs(po?.openMs, 2, '×')}`, po ? po.openMs.median >= 1 : null]);
-      if (r.turns === 20) rows.push([`5. open + build + resume call, ${at}: ≥ 3× faster than LangGraph`, `${fs(w.totalMs, 1)} ms vs LangGraph ${fs(p?.totalMs, 1)} ms → ${fs(po?.totalMs, 1, '×')}${fsyncNote(r)}`, po ? po.totalMs.median >= 3 : null]);
+      rows.push([
+        `5. open a store + read the run's newest row, ${at}, fresh process, after the store module is loaded: ≤ LangGraph's`,
+        `${fs(w.openMs, 1)} ms vs LangGraph ${fs(p?.openMs, 1)} ms → LangGraph/waymark ${fs(po?.openMs, 2, '×')}`,
+        po ? po.openMs.median >= 1 : null,
+      ]);
+      if (r.turns === 20)
+        rows.push([
+          `5. open + build + resume call, ${at}: ≥ 3× faster than LangGraph`,
+          `${fs(w.totalMs, 1)} ms vs LangGraph ${fs(p?.totalMs, 1)} ms → ${fs(po?.totalMs, 1, '×')}${fsyncNote(r)}`,
+          po ? po.totalMs.median >= 3 : null,
+        ]);
       else rows.push([`(5) open + build + resume call, ${at}: LangGraph/waymark`, `${fs(w.totalMs, 1)} ms vs LangGraph ${fs(p?.totalMs, 1)} ms → ${fs(po?.totalMs, 1, '×')}`, null]);
     } else rows.push([`(5) open + build + resume call, ${at}: LangGraph/waymark`, `${fs(w.totalMs, 1)} ms vs LangGraph ${fs(p?.totalMs, 1)} ms → ${fs(po?.totalMs, 1, '×')}`, null]);
   }
@@ -144,9 +184,17 @@ function targets(ls: Record<string, any>[]): string {
   for (const l of ls.filter((x) => x.bench === 'steps')) {
     const want = l.backend === 'sqlite' ? 5 : 3;
     const peerName = l.backend === 'sqlite' ? 'LangGraph JS as shipped (synchronous=NORMAL)' : 'LangGraph JS';
-    rows.push([`steps/s ${l.backend} R=${l.R} T=${l.T}: waymark (default${l.backend === 'sqlite' ? ', FULL' : ''}) ≥ ${want}× ${peerName}`, `${fs(l.vsPeer, 1, '×')} (${fs(l.ours)} vs ${fs(l.peer)}${fsyncNote(l)})`, l.vsPeer ? l.vsPeer.median >= want : null]);
+    rows.push([
+      `steps/s ${l.backend} R=${l.R} T=${l.T}: waymark (default${l.backend === 'sqlite' ? ', FULL' : ''}) ≥ ${want}× ${peerName}`,
+      `${fs(l.vsPeer, 1, '×')} (${fs(l.ours)} vs ${fs(l.peer)}${fsyncNote(l)})`,
+      l.vsPeer ? l.vsPeer.median >= want : null,
+    ]);
     if (l.backend === 'sqlite') {
-      rows.push([`steps/s sqlite R=${l.R} T=${l.T}: ≥ 80% of the raw commit rate (both FULL)`, `${fs(l.ofRaw, 0, '%')} (${fs(l.ours)} vs ${fs(l.raw)}${fsyncNote(l)})`, l.ofRaw ? l.ofRaw.median >= 0.8 : null]);
+      rows.push([
+        `steps/s sqlite R=${l.R} T=${l.T}: ≥ 80% of the raw commit rate (both FULL)`,
+        `${fs(l.ofRaw, 0, '%')} (${fs(l.ours)} vs ${fs(l.raw)}${fsyncNote(l)})`,
+        l.ofRaw ? l.ofRaw.median >= 0.8 : null,
+      ]);
       rows.push([`(same durability) FULL: waymark vs LangGraph JS with synchronous=FULL`, `${fs(l.vsPeerFull, 1, '×')} (${fs(l.ours)} vs ${fs(l.peerFull)}${fsyncNote(l)})`, null]);
       rows.push([`(same durability) NORMAL: waymark vs LangGraph JS as shipped`, `${fs(l.vsPeerNormal, 1, '×')} (${fs(l.oursNormal)} vs ${fs(l.peer)})`, null]);
     } else rows.push([`steps/s postgres R=${l.R} T=${l.T}: share of the raw autocommit insert rate`, `${fs(l.ofRaw, 0, '%')} (${fs(l.ours)} vs ${fs(l.raw)})`, null]);
@@ -160,21 +208,39 @@ function targets(ls: Record<string, any>[]): string {
     rows.push([`storage growth exponent T=50→400, ${backend}: ≤ 1.15`, fs(st.exponent, 2), st.exponent.median <= 1.15]);
     rows.push([`time per turn, last 10% vs first 10% of 400 turns, ${backend}: ≤ 1.3×`, fs(st.turnRatio, 2, '×'), st.turnRatio.median <= 1.3]);
     const peerSt = ls.find((x) => x.bench === 'storage' && x.who === 'langgraph' && x.backend === backend);
-    if (peerSt) rows.push([`(peer) LangGraph JS, same 200-turn run, ${backend}`, `${kib(peerSt.bytesRange?.[200])} (${fs(peerSt.vsWaymark?.[200], 1, '×')} waymark's), exponent ${fs(peerSt.exponent, 2)}, turn time last/first ${fs(peerSt.turnRatio, 2, '×')}`, null]);
+    if (peerSt)
+      rows.push([
+        `(peer) LangGraph JS, same 200-turn run, ${backend}`,
+        `${kib(peerSt.bytesRange?.[200])} (${fs(peerSt.vsWaymark?.[200], 1, '×')} waymark's), exponent ${fs(peerSt.exponent, 2)}, turn time last/first ${fs(peerSt.turnRatio, 2, '×')}`,
+        null,
+      ]);
   }
   for (const dr of ls.filter((x) => x.bench === 'drain')) {
     const sh = dr.share?.['drain/raw (pglite)'];
-    if (sh) rows.push(['(drain) to a plane on PGlite, share of the raw PGlite insert rate', `${fs(sh, 0, '%')} (${fs(dr.ranges['drain to plane (pglite)'])} vs ${fs(dr.ranges['raw pglite insert'])} rows/s)`, null]);
+    if (sh)
+      rows.push([
+        '(drain) to a plane on PGlite, share of the raw PGlite insert rate',
+        `${fs(sh, 0, '%')} (${fs(dr.ranges['drain to plane (pglite)'])} vs ${fs(dr.ranges['raw pglite insert'])} rows/s)`,
+        null,
+      ]);
   }
   for (const lc of ls.filter((x) => x.bench === 'lease-cost')) {
-    rows.push([`(leases) durable steps/s with every write fenced vs unfenced, ${lc.backend}, R=${lc.R} T=${lc.T}`, `${fs(lc.ratio, 2, '×')} (${fs(lc.leased)} vs ${fs(lc.unfenced)}${fsyncNote(lc)})`, null]);
+    rows.push([
+      `(leases) durable steps/s with every write fenced vs unfenced, ${lc.backend}, R=${lc.R} T=${lc.T}`,
+      `${fs(lc.ratio, 2, '×')} (${fs(lc.leased)} vs ${fs(lc.unfenced)}${fsyncNote(lc)})`,
+      null,
+    ]);
   }
   const wal = ls.find((x) => x.bench === 'wal-pages');
   if (wal) rows.push([`(SQLite) WAL pages written per checkpoint commit, ${wal.turns}-turn run`, wal.framesPerCommitRange ? fs(wal.framesPerCommitRange, 1) : n1(wal.framesPerCommit), null]);
   const rss = ls.find((x) => x.bench === 'drain-rss');
   if (rss) rows.push([`client RSS while draining a ${rss.rows}-row backlog: ≤ 250 MB`, `${rss.rssPeakMbRange ? fs(rss.rssPeakMbRange) : n0(rss.rssPeakMb)} MB peak`, rss.rssPeakMb <= 250]);
   for (const ig of ls.filter((x) => x.bench === 'ingest')) {
-    rows.push([`plane ingest, ${ig.target}, ${ig.writers} concurrent writer(s): errors must be 0`, `${fs(ig.rowsPerSecRange)} rows/s (${fs(ig.ofRawRange, 0, '%')} of raw), ${fs(ig.rowsPerCpuSec)} rows/CPU-s, p50 ${n0(ig.p50Ms)} ms, p99 ${n0(ig.p99Ms)} ms, ${ig.shed ?? 0} shed, ${ig.errors} errors`, ig.errors === 0]);
+    rows.push([
+      `plane ingest, ${ig.target}, ${ig.writers} concurrent writer(s): errors must be 0`,
+      `${fs(ig.rowsPerSecRange)} rows/s (${fs(ig.ofRawRange, 0, '%')} of raw), ${fs(ig.rowsPerCpuSec)} rows/CPU-s, p50 ${n0(ig.p50Ms)} ms, p99 ${n0(ig.p99Ms)} ms, ${ig.shed ?? 0} shed, ${ig.errors} errors`,
+      ig.errors === 0,
+    ]);
   }
   return table(rows);
 }

@@ -34,7 +34,8 @@ const SMOKE = process.env.WAYMARK_BENCH_SMOKE === '1';
 const REPS = Number(process.argv[4] ?? (SMOKE ? 1 : 5));
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-steps-'));
 let n = 0;
-const emit = (m: Record<string, unknown>) => console.log(JSON.stringify({ ...m, cores: cpus().length, node: process.version, peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }));
+const emit = (m: Record<string, unknown>) =>
+  console.log(JSON.stringify({ ...m, cores: cpus().length, node: process.version, peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }));
 
 type Sync = 'FULL' | 'NORMAL';
 async function ours(backend: string, R: number, T: number, synchronous: Sync = 'FULL'): Promise<Rate> {
@@ -84,13 +85,17 @@ function fileBytes(path: string): number {
 }
 
 if (what === 'steps') {
-  console.log(`durable agent steps/s (P=${P} bytes, pseudo-random text, ${REPS} reps interleaved): median [min–max]; ratios are taken within a repetition, then summarised; "/CPU-s" is steps per CPU-second of this process`);
+  console.log(
+    `durable agent steps/s (P=${P} bytes, pseudo-random text, ${REPS} reps interleaved): median [min–max]; ratios are taken within a repetition, then summarised; "/CPU-s" is steps per CPU-second of this process`,
+  );
   for (const backend of backends) {
     const sqlite = backend === 'sqlite';
-    for (const [R, T] of SMOKE ? [[2, 3]] : [
-      [50, 20],
-      [5, 200],
-    ]) {
+    for (const [R, T] of SMOKE
+      ? [[2, 3]]
+      : [
+          [50, 20],
+          [5, 200],
+        ]) {
       const m: Record<string, Rate[]> = { ours: [], oursNormal: [], peer: [], peerFull: [], raw: [], rawNormal: [] };
       const fsyncs: number[] = [];
       // one small untimed run each first, so neither side is measured while its code is still cold
@@ -109,16 +114,38 @@ if (what === 'steps') {
       }
       const rate = (k: string): Summary | null => (m[k].length ? summary(m[k].map((x) => x.rate)) : null);
       const cpu = (k: string): Summary | null => (m[k].length ? summary(m[k].map((x) => x.cpu)) : null);
-      const ratio = (a: string, b: string) => ratios(m[a].map((x) => x.rate), m[b].map((x) => x.rate));
+      const ratio = (a: string, b: string) =>
+        ratios(
+          m[a].map((x) => x.rate),
+          m[b].map((x) => x.rate),
+        );
       const line = {
-        bench: 'steps', backend, R, T, P, reps: REPS,
-        ours: rate('ours'), oursCpu: cpu('ours'), peer: rate('peer'), peerCpu: cpu('peer'), raw: rate('raw'), rawCpu: cpu('raw'),
-        vsPeer: ratio('ours', 'peer'), ofRaw: ratio('ours', 'raw'),
+        bench: 'steps',
+        backend,
+        R,
+        T,
+        P,
+        reps: REPS,
+        ours: rate('ours'),
+        oursCpu: cpu('ours'),
+        peer: rate('peer'),
+        peerCpu: cpu('peer'),
+        raw: rate('raw'),
+        rawCpu: cpu('raw'),
+        vsPeer: ratio('ours', 'peer'),
+        ofRaw: ratio('ours', 'raw'),
         ...(sqlite
           ? {
               fsync: summary(fsyncs),
-              oursNormal: rate('oursNormal'), oursNormalCpu: cpu('oursNormal'), peerFull: rate('peerFull'), peerFullCpu: cpu('peerFull'), rawNormal: rate('rawNormal'), rawNormalCpu: cpu('rawNormal'),
-              vsPeerFull: ratio('ours', 'peerFull'), vsPeerNormal: ratio('oursNormal', 'peer'), ofRawNormal: ratio('oursNormal', 'rawNormal'),
+              oursNormal: rate('oursNormal'),
+              oursNormalCpu: cpu('oursNormal'),
+              peerFull: rate('peerFull'),
+              peerFullCpu: cpu('peerFull'),
+              rawNormal: rate('rawNormal'),
+              rawNormalCpu: cpu('rawNormal'),
+              vsPeerFull: ratio('ours', 'peerFull'),
+              vsPeerNormal: ratio('oursNormal', 'peer'),
+              ofRawNormal: ratio('oursNormal', 'rawNormal'),
             }
           : {}),
       };
@@ -131,7 +158,9 @@ if (what === 'steps') {
         console.log(col('waymark NORMAL', 'oursNormal'));
         console.log(col('LangGraph FULL', 'peerFull'));
         console.log(col('raw single-row NORMAL', 'rawNormal'));
-        console.log(`  → FULL: ${fmt(line.vsPeer, 1, '×')} LangGraph as shipped, ${fmt(line.vsPeerFull, 1, '×')} LangGraph FULL, ${fmt(line.ofRaw, 0, '%')} of raw FULL · NORMAL: ${fmt(line.vsPeerNormal, 1, '×')} LangGraph as shipped, ${fmt(line.ofRawNormal, 0, '%')} of raw NORMAL (raw fsync rate ${fmt(line.fsync)} /s)`);
+        console.log(
+          `  → FULL: ${fmt(line.vsPeer, 1, '×')} LangGraph as shipped, ${fmt(line.vsPeerFull, 1, '×')} LangGraph FULL, ${fmt(line.ofRaw, 0, '%')} of raw FULL · NORMAL: ${fmt(line.vsPeerNormal, 1, '×')} LangGraph as shipped, ${fmt(line.ofRawNormal, 0, '%')} of raw NORMAL (raw fsync rate ${fmt(line.fsync)} /s)`,
+        );
       } else {
         console.log(`postgres  R=${R} T=${T}`);
         console.log(col('waymark', 'ours'));
@@ -181,7 +210,10 @@ async function storedRun(who: 'waymark' | 'langgraph', backend: string, T: numbe
   const schema = `bench_${key.replaceAll('-', '_')}_${process.pid}`;
   const emptySchema = `${schema}_empty`;
   if (who === 'waymark') {
-    for (const [sch, run] of [[emptySchema, false], [schema, true]] as const) {
+    for (const [sch, run] of [
+      [emptySchema, false],
+      [schema, true],
+    ] as const) {
       const store = new PostgresCheckpointer({ url: PG, schema: sch, max: 2 });
       await store.setup();
       if (run) await ourAgent(store, T, P, tick, seed).run('go', { executionId: 'one' });
@@ -235,7 +267,18 @@ if (what === 'storage') {
       const exponent = summary(exps[who]);
       const turnRatio = summary(turns[who]);
       // the peer's bytes over waymark's, within each repetition
-      const vsWaymark = who === 'langgraph' ? Object.fromEntries([200, 400].map((T) => [T, ratios(sizes.langgraph.map((b) => b[T]), sizes.waymark.map((b) => b[T]))])) : undefined;
+      const vsWaymark =
+        who === 'langgraph'
+          ? Object.fromEntries(
+              [200, 400].map((T) => [
+                T,
+                ratios(
+                  sizes.langgraph.map((b) => b[T]),
+                  sizes.waymark.map((b) => b[T]),
+                ),
+              ]),
+            )
+          : undefined;
       const kib = (x: number) => (x / 1024).toFixed(0);
       console.log(
         `${who.padEnd(10)} ${TS.map((T) => `T=${T}: ${kib(bytesRange[T].median)} KiB [${kib(bytesRange[T].min)}–${kib(bytesRange[T].max)}]`).join(' · ')} · exponent(50→400) ${fmt(exponent, 2)} · turn time last/first 10% ${fmt(turnRatio, 2, '×')}` +

@@ -33,7 +33,15 @@ async function ours(store: Checkpointer): Promise<Rate> {
     for (let i = 0; i < N; i++) {
       // runs of 400 rows, each row appending one 200-byte message (as the runtime does)
       messages = i % 400 === 0 ? [msg(i)] : [...messages, msg(i)];
-      await store.put({ executionId: `e${Math.floor(i / 400)}`, nodeId: `turn:${i}`, turn: i, step: 'llm_call', status: 'completed', agentPath: 'agent:b', state: { messages: messages as never, turn: i } });
+      await store.put({
+        executionId: `e${Math.floor(i / 400)}`,
+        nodeId: `turn:${i}`,
+        turn: i,
+        step: 'llm_call',
+        status: 'completed',
+        agentPath: 'agent:b',
+        state: { messages: messages as never, turn: i },
+      });
     }
   });
   return rateOf(N, t);
@@ -99,7 +107,11 @@ rmSync(dir, { recursive: true, force: true });
 const fsync = summary(fsyncs);
 const rates = Object.fromEntries(Object.entries(out).map(([k, v]) => [k, summary(v.map((x) => x.rate))]));
 const cpu = Object.fromEntries(Object.entries(out).map(([k, v]) => [k, summary(v.map((x) => x.cpu))]));
-const ofRaw = (ours: string, raw: string) => ratios(out[ours].map((x) => x.rate), out[raw].map((x) => x.rate));
+const ofRaw = (ours: string, raw: string) =>
+  ratios(
+    out[ours].map((x) => x.rate),
+    out[raw].map((x) => x.rate),
+  );
 const shares = { sqliteFull: ofRaw('waymark sqlite FULL', 'raw sqlite FULL'), sqliteNormal: ofRaw('waymark sqlite NORMAL', 'raw sqlite NORMAL'), postgres: ofRaw('waymark postgres', 'raw postgres') };
 console.log(`put() ${N} rows × ${REPS} reps interleaved, pseudo-random text: median [min–max]; "/CPU-s" is rows per CPU-second of this process`);
 for (const k of Object.keys(out)) console.log(`${k.padEnd(24)} ${fmt(rates[k]).padStart(22)} rows/s · ${fmt(cpu[k])} /CPU-s`);

@@ -2,10 +2,7 @@
 // `waymark plane …` loads the plane; every other command is the client CLI
 // (so a store-only user never loads hono or drizzle).
 const argv = process.argv.slice(2);
-const run =
-  argv[0] === 'plane'
-    ? import('../dist/plane/cli.js').then((m) => m.planeMain(argv.slice(1)))
-    : import('../dist/client/cli/main.js').then((m) => m.main(argv));
+const run = argv[0] === 'plane' ? import('../dist/plane/cli.js').then((m) => m.planeMain(argv.slice(1))) : import('../dist/client/cli/main.js').then((m) => m.main(argv));
 run.then(
   (code) => process.exit(code),
   (err) => {

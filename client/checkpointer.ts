@@ -22,15 +22,7 @@
 import type { Json } from '../shared/json.js';
 import type { DivergedExecution } from './store/import.js';
 import type { State } from '../shared/codec.js';
-import type {
-  Checkpoint,
-  IdempotencyEntry,
-  OutboxEvent,
-  OutboxKind,
-  PendingInterrupt,
-  Status,
-  Step,
-} from '../shared/rows.js';
+import type { Checkpoint, IdempotencyEntry, OutboxEvent, OutboxKind, PendingInterrupt, Status, Step } from '../shared/rows.js';
 
 /** What a writer supplies for a checkpoint; the store assigns `seq`, `writerId` and encodes `state`. */
 export interface CheckpointInput {
@@ -296,11 +288,7 @@ export interface Checkpointer {
    * for the same execution throws `PauseExistsError` on every backend.
    * Fenced by `options.lease` like `put`; a recorded pause releases the lease.
    */
-  recordInterrupt(
-    input: CheckpointInput,
-    pause: { reason: string; context: Json | null },
-    options?: WriteOptions,
-  ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }>;
+  recordInterrupt(input: CheckpointInput, pause: { reason: string; context: Json | null }, options?: WriteOptions): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }>;
   /**
    * Atomically take one named pause: the execution's pending row, only while
    * it is still the pause of checkpoint `pause.checkpointId` (the one the

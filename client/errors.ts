@@ -35,11 +35,9 @@ export class InvalidIdempotencyKey extends WaymarkError {
 /** `idempotent()` was given a function with a generic name and no `key`: its default key could collide. */
 export class IdempotencyKeyRequired extends WaymarkError {
   constructor(name: string) {
-    super(
-      ErrorCode.IDEMPOTENCY_KEY_REQUIRED,
-      `idempotent() of a function named '${name}' needs a \`key\`: that name could belong to many functions, whose default keys would collide`,
-      { details: { name } },
-    );
+    super(ErrorCode.IDEMPOTENCY_KEY_REQUIRED, `idempotent() of a function named '${name}' needs a \`key\`: that name could belong to many functions, whose default keys would collide`, {
+      details: { name },
+    });
     this.name = 'IdempotencyKeyRequired';
   }
 }
@@ -86,11 +84,9 @@ export class PauseExistsError extends WaymarkError {
  */
 export class ExecutionGoneError extends WaymarkError {
   constructor(executionId: string, prevId: string) {
-    super(
-      ErrorCode.EXECUTION_GONE,
-      `execution '${executionId}' no longer holds row ${prevId}, which this write follows: it was deleted or pruned meanwhile; nothing was written`,
-      { details: { executionId, prevId } },
-    );
+    super(ErrorCode.EXECUTION_GONE, `execution '${executionId}' no longer holds row ${prevId}, which this write follows: it was deleted or pruned meanwhile; nothing was written`, {
+      details: { executionId, prevId },
+    });
     this.name = 'ExecutionGoneError';
   }
 }
@@ -106,11 +102,7 @@ export class CorruptRowError extends WaymarkError {
 /** A paused run was resumed without a Resume value. */
 export class ResumeRequired extends WaymarkError {
   constructor(executionId: string, reason: string) {
-    super(
-      ErrorCode.RESUME_REQUIRED,
-      `execution ${executionId} is paused (${reason}); resume it with a Resume value`,
-      { details: { executionId, reason } },
-    );
+    super(ErrorCode.RESUME_REQUIRED, `execution ${executionId} is paused (${reason}); resume it with a Resume value`, { details: { executionId, reason } });
     this.name = 'ResumeRequired';
   }
 }
@@ -150,11 +142,7 @@ export class LeaseLost extends WaymarkError {
 /** Another runner holds the run's lease and it has not expired: the run is not started a second time. */
 export class RunInProgress extends WaymarkError {
   constructor(executionId: string, holder: string, expiresAt: string) {
-    super(
-      ErrorCode.RUN_IN_PROGRESS,
-      `execution ${executionId} is being run by ${holder} (lease until ${expiresAt}); it was not run a second time`,
-      { details: { executionId, holder, expiresAt } },
-    );
+    super(ErrorCode.RUN_IN_PROGRESS, `execution ${executionId} is being run by ${holder} (lease until ${expiresAt}); it was not run a second time`, { details: { executionId, holder, expiresAt } });
     this.name = 'RunInProgress';
   }
 }
@@ -166,11 +154,9 @@ export class RunInProgress extends WaymarkError {
  */
 export class RunCancelled extends WaymarkError {
   constructor(executionId: string, details: { reason: string | null; checkpointId: string | null }) {
-    super(
-      ErrorCode.RUN_CANCELLED,
-      `execution ${executionId} was cancelled${details.reason ? ` (${details.reason})` : ''}; it does not run again and nothing more was written`,
-      { details: { executionId, ...details } },
-    );
+    super(ErrorCode.RUN_CANCELLED, `execution ${executionId} was cancelled${details.reason ? ` (${details.reason})` : ''}; it does not run again and nothing more was written`, {
+      details: { executionId, ...details },
+    });
     this.name = 'RunCancelled';
   }
 }

@@ -74,7 +74,10 @@ export async function createProject(db: PlaneDb, name: string): Promise<{ id: st
 export async function projectId(db: PlaneDb, name: string, visibleTo?: string): Promise<string> {
   const [found] = await db.select({ id: projects.id }).from(projects).where(eq(projects.name, name));
   if (found && (!visibleTo || found.id === visibleTo)) return found.id;
-  throw new UnknownProject(name, (await listProjects(db, visibleTo)).map((p) => p.name));
+  throw new UnknownProject(
+    name,
+    (await listProjects(db, visibleTo)).map((p) => p.name),
+  );
 }
 
 /**
@@ -91,7 +94,11 @@ export async function createKey(
   if (!o.scopes.length) throw new WaymarkError(ErrorCode.INVALID_REQUEST, 'a key needs at least one scope');
   if (o.createProject) {
     const [found] = await db.select({ id: projects.id }).from(projects).where(eq(projects.name, o.project));
-    if (!found) await db.insert(projects).values({ id: `prj_${randomBytes(8).toString('hex')}`, name: o.project }).onConflictDoNothing();
+    if (!found)
+      await db
+        .insert(projects)
+        .values({ id: `prj_${randomBytes(8).toString('hex')}`, name: o.project })
+        .onConflictDoNothing();
   }
   const projectId_ = await projectId(db, o.project, o.visibleTo);
   const id = randomBytes(8).toString('hex');

@@ -23,11 +23,7 @@ export async function claimPause(db: PlaneDb, projectId: string, executionId: st
       .from(checkpoints)
       .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, checkpointId), eq(checkpoints.executionId, executionId)));
     if (!known) return { won: false as const, notFound: true as const, writerId: '', claimedAt: '' };
-    const won = await tx
-      .insert(claims)
-      .values({ projectId, checkpointId, executionId, writerId, source: 'api' })
-      .onConflictDoNothing()
-      .returning();
+    const won = await tx.insert(claims).values({ projectId, checkpointId, executionId, writerId, source: 'api' }).onConflictDoNothing().returning();
     const [c] = won.length
       ? won
       : await tx
@@ -59,14 +55,7 @@ async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, wr
   const [taken] = await tx
     .update(claims)
     .set({ writerId, source: 'api', claimedAt: sql`now()` })
-    .where(
-      and(
-        eq(claims.projectId, projectId),
-        eq(claims.checkpointId, checkpointId),
-        isNull(claims.appliedAt),
-        lt(claims.claimedAt, sql`now() - make_interval(secs => ${releaseAfterMs / 1000})`),
-      ),
-    )
+    .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId), isNull(claims.appliedAt), lt(claims.claimedAt, sql`now() - make_interval(secs => ${releaseAfterMs / 1000})`)))
     .returning();
   return taken ?? null;
 }
@@ -156,13 +145,15 @@ export async function takeOverRun(db: PlaneDb, projectId: string, executionId: s
     }
     const prev = ex.writerId ?? '';
     const [contact] = await tx
-      .select({ at: runContacts.lastContactAt, live: sql<boolean>`${runContacts.lastContactAt} > now() - make_interval(secs => ${afterMs / 1000})`, until: sql<string>`to_char((${runContacts.lastContactAt} + make_interval(secs => ${afterMs / 1000})) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` })
+      .select({
+        at: runContacts.lastContactAt,
+        live: sql<boolean>`${runContacts.lastContactAt} > now() - make_interval(secs => ${afterMs / 1000})`,
+        until: sql<string>`to_char((${runContacts.lastContactAt} + make_interval(secs => ${afterMs / 1000})) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+      })
       .from(runContacts)
       .where(and(eq(runContacts.projectId, projectId), eq(runContacts.executionId, executionId), eq(runContacts.writerId, prev)));
     if (contact?.live) return { outcome: 'live' as const, writerId: prev, lastContactAt: contact.at.toISOString(), liveUntil: contact.until };
-    await tx
-      .insert(runTakeovers)
-      .values({ projectId, executionId, fromSeq: ex.lastSeq, winnerWriterId: writerId, loserWriterId: prev, loserLastContactAt: contact?.at ?? null });
+    await tx.insert(runTakeovers).values({ projectId, executionId, fromSeq: ex.lastSeq, winnerWriterId: writerId, loserWriterId: prev, loserLastContactAt: contact?.at ?? null });
     return { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: prev };
   });
 }

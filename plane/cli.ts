@@ -56,7 +56,7 @@ const COMMANDS: CommandSpec[] = [
   {
     name: 'plane prune',
     summary:
-      'Retention: delete the finished runs (completed, failed) not updated for --older-than, with all their rows, and list them. Never a paused or running run. Without --project: the admin key\'s project (the bootstrap key: every project).',
+      "Retention: delete the finished runs (completed, failed) not updated for --older-than, with all their rows, and list them. Never a paused or running run. Without --project: the admin key's project (the bootstrap key: every project).",
     options: {
       'older-than': { type: 'string', help: 'an age: 30d, 12h, 90m (at least 1h; required)' },
       project: { type: 'string', help: 'only this project' },
@@ -184,7 +184,8 @@ function check(command: CommandSpec, p: Parsed): string[] {
     const age = p.values['older-than'];
     if (age === undefined) problems.push('option --older-than is required');
     else if (typeof age === 'string' && parseAge(age) === null) problems.push(`option '--older-than' must be an age like 30d, 12h or 90m (got '${age}')`);
-    else if (typeof age === 'string' && parseAge(age)! < MIN_RETENTION_SECONDS) problems.push(`option '--older-than' must be at least 1h: a run updated more recently may still be receiving rows (got '${age}')`);
+    else if (typeof age === 'string' && parseAge(age)! < MIN_RETENTION_SECONDS)
+      problems.push(`option '--older-than' must be at least 1h: a run updated more recently may still be receiving rows (got '${age}')`);
   }
   if (command.name === 'plane keys create') {
     if (p.values.project === undefined) problems.push('option --project is required');
@@ -217,7 +218,8 @@ async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[
     if (what === 'prune') {
       const dryRun = values['dry-run'] !== undefined;
       const r = await target.prune({ olderThanSeconds: parseAge(values['older-than']!)!, project: values.project, dryRun });
-      for (const i of r.items) out(`${dryRun ? 'would prune' : 'pruned'}  ${i.project.padEnd(16)} ${i.executionId}  ${i.status.padEnd(9)} ${String(i.rowCount).padStart(6)} rows  updated ${i.updatedAt}`);
+      for (const i of r.items)
+        out(`${dryRun ? 'would prune' : 'pruned'}  ${i.project.padEnd(16)} ${i.executionId}  ${i.status.padEnd(9)} ${String(i.rowCount).padStart(6)} rows  updated ${i.updatedAt}`);
       out(`${dryRun ? 'dry run: would prune' : 'pruned'} ${r.items.length} finished run(s) last updated before ${r.cutoff} (${target.via})`);
     } else if (what === 'projects' && verb === 'create') {
       const pr = await target.createProject(arg);

@@ -10,7 +10,7 @@
  */
 import type { Logger } from 'pino';
 import type { Backlog, RowResult } from '../shared/protocol.js';
-import { WaymarkError } from '../shared/errors.js';
+import type { WaymarkError } from '../shared/errors.js';
 import * as app from './app.js';
 import * as auth from './auth.js';
 import * as open from './db/open.js';

@@ -10,20 +10,7 @@ import { stableStringify, utf8Bytes } from '../shared/json.js';
 import { OutboxEvent, type Checkpoint } from '../shared/rows.js';
 import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
 import type { PlaneDb } from './db/open.js';
-import {
-  checkpoints,
-  claimConflicts,
-  claims,
-  events,
-  executions,
-  holes,
-  idempotency,
-  pendingInterrupts,
-  quarantine,
-  runContacts,
-  runTakeovers,
-  writers,
-} from './db/schema.js';
+import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
 
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
@@ -107,13 +94,7 @@ export interface IngestOutcome {
   rejected: number;
 }
 
-export async function ingestBatch(
-  db: PlaneDb,
-  projectId: string,
-  writerId: string,
-  backlog: Backlog | undefined,
-  rows: unknown[],
-): Promise<IngestOutcome> {
+export async function ingestBatch(db: PlaneDb, projectId: string, writerId: string, backlog: Backlog | undefined, rows: unknown[]): Promise<IngestOutcome> {
   const items = prepare(rows);
   await db.transaction(async (tx) => {
     const touched = new Set<string>();
@@ -171,9 +152,7 @@ export async function ingestBatch(
           lastSeen: sql`now()`,
           rowsAcked: sql`${writers.rowsAcked} + ${acked}`,
           rowsRejected: sql`${writers.rowsRejected} + ${refused.length}`,
-          ...(backlog
-            ? { backlogRows: backlog.rows, backlogBytes: backlog.bytes, oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null }
-            : {}),
+          ...(backlog ? { backlogRows: backlog.rows, backlogBytes: backlog.bytes, oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null } : {}),
         },
       });
   });
@@ -281,7 +260,11 @@ async function recordHoles(tx: Tx, projectId: string, writerId: string, items: I
     values.push({ projectId, ...at, code: item.result.code, reason: item.result.reason, writerId: rowWriter ?? writerId, rowId: item.id });
     touched.add(at.executionId);
   }
-  for (let i = 0; i < values.length; i += 500) await tx.insert(holes).values(values.slice(i, i + 500)).onConflictDoNothing();
+  for (let i = 0; i < values.length; i += 500)
+    await tx
+      .insert(holes)
+      .values(values.slice(i, i + 500))
+      .onConflictDoNothing();
 }
 
 /** Result rows of `execute()`: postgres.js returns an array, PGlite an object with `rows`. */
@@ -493,16 +476,13 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
         });
       }
     }
-    await tx
-      .delete(pendingInterrupts)
-      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
+    await tx.delete(pendingInterrupts).where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
   },
 
   async execution_deleted(c, e) {
     if (!(await recorded(c))) return;
     const { tx, projectId } = c;
-    const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) =>
-      and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
+    const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) => and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
     await tx.delete(checkpoints).where(where(checkpoints));
     await tx.delete(pendingInterrupts).where(where(pendingInterrupts));
     await tx.delete(idempotency).where(where(idempotency));
@@ -539,7 +519,10 @@ export const holeIsGap = sql.raw(`NOT (holes.code = 'seq_conflict'
  */
 export async function refreshExecutions(tx: Tx, projectId: string, executionIds: string[]): Promise<void> {
   if (!executionIds.length) return;
-  const ids = sql.join(executionIds.map((id) => sql`${id}`), sql`, `);
+  const ids = sql.join(
+    executionIds.map((id) => sql`${id}`),
+    sql`, `,
+  );
   await tx.execute(sql`
     INSERT INTO executions (project_id, execution_id, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, agent, hole_count, created_at, updated_at)
     SELECT l.project_id, l.execution_id,

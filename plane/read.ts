@@ -32,8 +32,7 @@ export class CursorError extends HttpError {
   }
 }
 
-const isExecCursor = (v: unknown): v is [string, string] =>
-  Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0]));
+const isExecCursor = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0]));
 const isSeqCursor = (v: unknown): v is number => Number.isInteger(v);
 const isIdCursor = (v: unknown): v is number => Number.isInteger(v);
 
@@ -75,7 +74,11 @@ export async function listExecutions(db: PlaneDb, projectId: string, f: Executio
   const page = rows.slice(0, f.limit);
   const last = page[page.length - 1];
   const errors = await endErrors(db, projectId, page);
-  const conflicted = await conflictCounts(db, projectId, page.map((e) => e.executionId));
+  const conflicted = await conflictCounts(
+    db,
+    projectId,
+    page.map((e) => e.executionId),
+  );
   const spans = await writerSpans(db, projectId, page);
   return {
     items: page.map((e) => ({ ...executionView(e), ...spans.get(e.executionId)!, error: errors.get(e.executionId) ?? null, claimConflicts: conflicted.get(e.executionId) ?? 0 })),
@@ -106,7 +109,12 @@ export async function getExecution(db: PlaneDb, projectId: string, executionId: 
     .from(executions)
     .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
   if (!e) return null;
-  return { ...executionView(e), ...(await writerSpans(db, projectId, [e])).get(executionId)!, error: (await endErrors(db, projectId, [e])).get(executionId) ?? null, claimConflicts: (await conflictCounts(db, projectId, [executionId])).get(executionId) ?? 0 };
+  return {
+    ...executionView(e),
+    ...(await writerSpans(db, projectId, [e])).get(executionId)!,
+    error: (await endErrors(db, projectId, [e])).get(executionId) ?? null,
+    claimConflicts: (await conflictCounts(db, projectId, [executionId])).get(executionId) ?? 0,
+  };
 }
 
 /**
@@ -263,7 +271,9 @@ export async function pauseState(db: PlaneDb, projectId: string, executionId: st
     claimedBy: p.claimedBy,
     claimedAt: p.claimedAt?.toISOString() ?? null,
     /** held: claimed at the plane, the holder's local claim not yet reported; applied: reported (final). */
-    claim: c ? { writerId: c.writerId, source: c.source, claimedAt: c.claimedAt.toISOString(), appliedAt: c.appliedAt?.toISOString() ?? null, state: c.appliedAt ? ('applied' as const) : ('held' as const) } : null,
+    claim: c
+      ? { writerId: c.writerId, source: c.source, claimedAt: c.claimedAt.toISOString(), appliedAt: c.appliedAt?.toISOString() ?? null, state: c.appliedAt ? ('applied' as const) : ('held' as const) }
+      : null,
   };
 }
 
@@ -276,8 +286,7 @@ export async function listIdempotency(db: PlaneDb, projectId: string, executionI
   return rows.map((r) => r.row as IdempotencyEntry);
 }
 
-const isRestoreCursor = (v: unknown): v is [number, number] =>
-  Array.isArray(v) && v.length === 2 && Number.isInteger(v[0]) && Number.isInteger(v[1]) && v[0] >= -1 && v[1] >= v[0];
+const isRestoreCursor = (v: unknown): v is [number, number] => Array.isArray(v) && v.length === 2 && Number.isInteger(v[0]) && Number.isInteger(v[1]) && v[0] >= -1 && v[1] >= v[0];
 
 /**
  * One page of a restore. A restore is a snapshot at a fixed `seq`: the first
@@ -296,7 +305,10 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
       let upTo: number;
       if (cur) [after, upTo] = cur;
       else {
-        const [m] = await tx.select({ upTo: sql<number | null>`max(${checkpoints.seq})` }).from(checkpoints).where(mine);
+        const [m] = await tx
+          .select({ upTo: sql<number | null>`max(${checkpoints.seq})` })
+          .from(checkpoints)
+          .where(mine);
         upTo = m?.upTo ?? -1;
       }
       const rows = await tx
@@ -306,7 +318,10 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
         .orderBy(asc(checkpoints.seq))
         .limit(o.limit + 1);
       const page = rows.slice(0, o.limit);
-      const [n] = await tx.select({ n: sql<number>`count(*)::int` }).from(checkpoints).where(and(mine, lte(checkpoints.seq, upTo)));
+      const [n] = await tx
+        .select({ n: sql<number>`count(*)::int` })
+        .from(checkpoints)
+        .where(and(mine, lte(checkpoints.seq, upTo)));
       const first = !cur;
       return {
         executionId,
@@ -354,7 +369,9 @@ async function doubleEffects(db: PlaneDb, projectId: string, conflicts: { execut
     const recorded = await db
       .select({ key: events.key, writerId: events.writerId })
       .from(events)
-      .where(and(eq(events.projectId, projectId), eq(events.executionId, c.executionId), eq(events.kind, 'idempotency'), or(eq(events.writerId, c.winnerWriterId), eq(events.writerId, c.loserWriterId))));
+      .where(
+        and(eq(events.projectId, projectId), eq(events.executionId, c.executionId), eq(events.kind, 'idempotency'), or(eq(events.writerId, c.winnerWriterId), eq(events.writerId, c.loserWriterId))),
+      );
     const refused = await db
       .select({ payload: quarantine.payload })
       .from(quarantine)
@@ -451,14 +468,7 @@ export async function forkLinks(db: PlaneDb, projectId: string, executionId: str
   const forks = await db
     .select({ executionId: checkpoints.executionId, checkpointId: sql<string>`${checkpoints.row}->'nodeInput'->>'checkpointId'` })
     .from(checkpoints)
-    .where(
-      and(
-        eq(checkpoints.projectId, projectId),
-        eq(checkpoints.seq, 0),
-        eq(checkpoints.step, 'fork_origin'),
-        sql`${checkpoints.row}->'nodeInput'->>'executionId' = ${executionId}`,
-      ),
-    )
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.seq, 0), eq(checkpoints.step, 'fork_origin'), sql`${checkpoints.row}->'nodeInput'->>'executionId' = ${executionId}`))
     .orderBy(asc(checkpoints.executionId));
   return {
     forkOf: from?.executionId && from.checkpointId ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' } : null,

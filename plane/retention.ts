@@ -37,11 +37,7 @@ export function parseAge(text: string): number | null {
  * of `project` when named, else of every project an operator manages, else of
  * the admin key's own project.
  */
-export async function pruneRuns(
-  db: PlaneDb,
-  p: Principal,
-  o: { olderThanSeconds: number; project?: string; dryRun?: boolean },
-): Promise<PruneResult> {
+export async function pruneRuns(db: PlaneDb, p: Principal, o: { olderThanSeconds: number; project?: string; dryRun?: boolean }): Promise<PruneResult> {
   if (!Number.isSafeInteger(o.olderThanSeconds) || o.olderThanSeconds < MIN_RETENTION_SECONDS) {
     throw new WaymarkError(ErrorCode.INVALID_REQUEST, `the age must be at least ${MIN_RETENTION_SECONDS} s (1h): a run updated more recently may still be receiving rows (got ${o.olderThanSeconds})`);
   }
@@ -53,7 +49,11 @@ export async function pruneRuns(
   let scope = visible;
   if (o.project !== undefined) {
     scope = visible.filter((x) => x.name === o.project);
-    if (!scope.length) throw new UnknownProject(o.project, visible.map((x) => x.name));
+    if (!scope.length)
+      throw new UnknownProject(
+        o.project,
+        visible.map((x) => x.name),
+      );
   }
   // the database's clock, the one that stamped updated_at
   const [{ cutoff }] = rowsOf<{ cutoff: Date | string }>(await db.execute(sql`SELECT (now() - ${o.olderThanSeconds} * interval '1 second')::timestamptz AS cutoff`));
@@ -61,11 +61,7 @@ export async function pruneRuns(
   const names = new Map(scope.map((x) => [x.id, x.name]));
   const items: PruneResult['items'] = [];
   if (!scope.length) return { dryRun: !!o.dryRun, cutoff: cutoffAt.toISOString(), items };
-  const finishedBefore = and(
-    inArray(executions.projectId, [...names.keys()]),
-    inArray(executions.status, ['completed', 'failed']),
-    lt(executions.updatedAt, cutoffAt),
-  );
+  const finishedBefore = and(inArray(executions.projectId, [...names.keys()]), inArray(executions.status, ['completed', 'failed']), lt(executions.updatedAt, cutoffAt));
   if (o.dryRun) {
     const rows = await db.select().from(executions).where(finishedBefore).orderBy(executions.projectId, executions.updatedAt, executions.executionId);
     for (const r of rows) items.push({ project: names.get(r.projectId)!, executionId: r.executionId, status: r.status, rowCount: r.rowCount, updatedAt: r.updatedAt.toISOString() });
@@ -95,7 +91,10 @@ export function scheduleRetention(db: PlaneDb, o: { days: number; everyMs: numbe
     running = (async () => {
       try {
         const r = await pruneRuns(db, root, { olderThanSeconds: Math.round(o.days * 86_400) });
-        o.logger.info({ retentionDays: o.days, cutoff: r.cutoff, pruned: r.items.length, runs: r.items.map((i) => `${i.project}/${i.executionId}`) }, `retention: pruned ${r.items.length} finished run(s) last updated before ${r.cutoff}`);
+        o.logger.info(
+          { retentionDays: o.days, cutoff: r.cutoff, pruned: r.items.length, runs: r.items.map((i) => `${i.project}/${i.executionId}`) },
+          `retention: pruned ${r.items.length} finished run(s) last updated before ${r.cutoff}`,
+        );
       } catch (e) {
         o.logger.error({ err: e }, 'retention: prune failed (tried again at the next interval)');
       }

@@ -59,13 +59,8 @@ export async function bootstrap(database: PlaneDatabase, dir: string): Promise<{
   }
 }
 
-export async function startPlane(
-  config: Readonly<PlaneConfig>,
-  options: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] } = {},
-): Promise<RunningPlane> {
-  const database =
-    options.database ??
-    (await openPlaneDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: 'waymark plane' }));
+export async function startPlane(config: Readonly<PlaneConfig>, options: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] } = {}): Promise<RunningPlane> {
+  const database = options.database ?? (await openPlaneDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: 'waymark plane' }));
   try {
     return await serveOn(config, database, options);
   } catch (e) {
@@ -74,11 +69,7 @@ export async function startPlane(
   }
 }
 
-async function serveOn(
-  config: Readonly<PlaneConfig>,
-  database: PlaneDatabase,
-  options: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] },
-): Promise<RunningPlane> {
+async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, options: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] }): Promise<RunningPlane> {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const boot = await bootstrap(database, config.dataDir);
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
@@ -103,8 +94,7 @@ async function serveOn(
     requestTimeout: config.headersTimeoutMs + config.bodyTotalMs + 1000,
     connectionsCheckingInterval: Math.min(1000, config.bodyIdleMs),
   });
-  const metricsServer =
-    config.metricsPort === undefined ? null : await listen(metricsApp(database.db, metrics).fetch, config.metricsHost, config.metricsPort, {});
+  const metricsServer = config.metricsPort === undefined ? null : await listen(metricsApp(database.db, metrics).fetch, config.metricsHost, config.metricsPort, {});
   const port = (server.address() as AddressInfo).port;
   const url = urlOf(config.host, port);
   // `waymark plane keys …` finds the running plane here and goes through it

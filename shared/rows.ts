@@ -23,7 +23,11 @@ const printable = (max: number) =>
     .refine((v) => v.isWellFormed(), 'must be well-formed Unicode');
 
 /** Free text (reasons): any characters a database can store. */
-const storable = (max: number) => z.string().max(max).refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000');
+const storable = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000');
 
 export const ExecutionId = printable(LIMITS.executionIdLength);
 export const WriterId = printable(LIMITS.writerIdLength);
@@ -114,9 +118,7 @@ export type IdempotencyEntry = z.infer<typeof IdempotencyEntry>;
  * `id` is the dedupe key: a checkpoint event's id is the checkpoint's id.
  */
 export const CheckpointEvent = z.object({ kind: z.literal('checkpoint'), id: Uuidv7, row: Checkpoint }).strict();
-export const InterruptOpenedEvent = z
-  .object({ kind: z.literal('interrupt_opened'), id: Uuidv7, row: PendingInterrupt })
-  .strict();
+export const InterruptOpenedEvent = z.object({ kind: z.literal('interrupt_opened'), id: Uuidv7, row: PendingInterrupt }).strict();
 export const InterruptClaimedEvent = z
   .object({
     kind: z.literal('interrupt_claimed'),
@@ -138,19 +140,8 @@ export const InterruptClosedEvent = z
     closedAt: IsoTime,
   })
   .strict();
-export const IdempotencyEvent = z
-  .object({ kind: z.literal('idempotency'), id: Uuidv7, row: IdempotencyEntry })
-  .strict();
-export const ExecutionDeletedEvent = z
-  .object({ kind: z.literal('execution_deleted'), id: Uuidv7, executionId: ExecutionId, deletedAt: IsoTime })
-  .strict();
-export const OutboxEvent = z.discriminatedUnion('kind', [
-  CheckpointEvent,
-  InterruptOpenedEvent,
-  InterruptClaimedEvent,
-  InterruptClosedEvent,
-  IdempotencyEvent,
-  ExecutionDeletedEvent,
-]);
+export const IdempotencyEvent = z.object({ kind: z.literal('idempotency'), id: Uuidv7, row: IdempotencyEntry }).strict();
+export const ExecutionDeletedEvent = z.object({ kind: z.literal('execution_deleted'), id: Uuidv7, executionId: ExecutionId, deletedAt: IsoTime }).strict();
+export const OutboxEvent = z.discriminatedUnion('kind', [CheckpointEvent, InterruptOpenedEvent, InterruptClaimedEvent, InterruptClosedEvent, IdempotencyEvent, ExecutionDeletedEvent]);
 export type OutboxEvent = z.infer<typeof OutboxEvent>;
 export type OutboxKind = OutboxEvent['kind'];

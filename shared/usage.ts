@@ -70,6 +70,8 @@ export function sumUsage(rows: Iterable<{ nodeOutput: Json | null }>): UsageTota
 /** One line for people: `3 calls, 1200 in (800 cached), 310 out (gpt-x ×3)`. */
 export function usageLine(t: UsageTotal): string {
   if (!t.calls) return 'no model usage reported';
-  const models = Object.entries(t.models).map(([m, n]) => `${m} ×${n}`).join(', ');
+  const models = Object.entries(t.models)
+    .map(([m, n]) => `${m} ×${n}`)
+    .join(', ');
   return `${t.calls} model call${t.calls === 1 ? '' : 's'}, ${t.inputTokens} input tokens (${t.cachedInputTokens} cached), ${t.outputTokens} output tokens (${models})`;
 }

@@ -45,7 +45,7 @@ describe('benchmark smoke runs', () => {
     expect(line).toMatchObject({ bench: 'concurrent', backend: 'postgres', runs: 4 });
     expect((line.ours as { median: number }).median).toBeGreaterThan(0);
   });
-  it('langgraph: WaymarkSaver (and LangGraph\'s savers when installed) on one graph, SQLite', () => {
+  it("langgraph: WaymarkSaver (and LangGraph's savers when installed) on one graph, SQLite", () => {
     const lines = bench('langgraph-saver.ts', 'sqlite');
     expect(lines.find((l) => l.who === 'waymark')).toMatchObject({ bench: 'langgraph-saver', backend: 'sqlite', T: 3 });
     expect(lines.find((l) => l.who === 'waymark')!.bytes as number).toBeGreaterThan(0);

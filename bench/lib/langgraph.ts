@@ -40,11 +40,7 @@ export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: 
       onTurn?.();
       const turn = state.messages.filter((m) => m._getType() === 'ai').length;
       return {
-        messages: [
-          turn < T
-            ? new AIMessage({ content: randomText(P, seed, turn, 0), tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }] })
-            : new AIMessage({ content: 'done' }),
-        ],
+        messages: [turn < T ? new AIMessage({ content: randomText(P, seed, turn, 0), tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }] }) : new AIMessage({ content: 'done' })],
       };
     })
     .addNode('tools', (state: { messages: { tool_calls?: { id: string }[] }[] }) => {

@@ -64,11 +64,9 @@ export class AISDKModel implements Model {
   ) {
     const version = (model as { specificationVersion?: unknown } | null)?.specificationVersion;
     if (version !== 'v3') {
-      throw new WaymarkError(
-        ErrorCode.UNSUPPORTED_MODEL,
-        `waymark/ai-sdk supports LanguageModelV3 (@ai-sdk/provider 3.x); this model has specificationVersion '${String(version)}'`,
-        { details: { specificationVersion: String(version) } },
-      );
+      throw new WaymarkError(ErrorCode.UNSUPPORTED_MODEL, `waymark/ai-sdk supports LanguageModelV3 (@ai-sdk/provider 3.x); this model has specificationVersion '${String(version)}'`, {
+        details: { specificationVersion: String(version) },
+      });
     }
     this.name = `${model.provider}:${model.modelId}`;
   }
@@ -187,11 +185,7 @@ function toModelError(e: unknown): ModelError {
   const inner = e instanceof NoRetry ? e.inner : e;
   const status = (inner as { statusCode?: unknown })?.statusCode;
   const message = (inner as Error)?.message ?? String(inner);
-  return new ModelError(
-    `model call failed${typeof status === 'number' ? ` (${status})` : ''}: ${message.slice(0, 300)}`,
-    typeof status === 'number' ? status : undefined,
-    inner,
-  );
+  return new ModelError(`model call failed${typeof status === 'number' ? ` (${status})` : ''}: ${message.slice(0, 300)}`, typeof status === 'number' ? status : undefined, inner);
 }
 
 /** waymark messages → an AI SDK prompt. */
@@ -228,12 +222,7 @@ export function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
 
 const FINISH: ReadonlySet<string> = new Set(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other']);
 
-function fromContent(
-  content: readonly LanguageModelV3Content[],
-  finish: LanguageModelV3FinishReason | undefined,
-  usage: LanguageModelV3Usage | undefined,
-  modelId: string,
-): ModelReply {
+function fromContent(content: readonly LanguageModelV3Content[], finish: LanguageModelV3FinishReason | undefined, usage: LanguageModelV3Usage | undefined, modelId: string): ModelReply {
   const unified = finish?.unified;
   if (unified === 'error') {
     throw new ModelError(`the model finished with an error${finish?.raw ? ` (${finish.raw})` : ''}`);

@@ -29,7 +29,10 @@ export interface Parsed {
 
 export class UsageError extends Error {
   readonly code = ErrorCode.USAGE;
-  constructor(readonly problems: string[], readonly usage: string) {
+  constructor(
+    readonly problems: string[],
+    readonly usage: string,
+  ) {
     super(problems.join('\n'));
   }
 }
@@ -80,7 +83,7 @@ function optionLabel(name: string, o: OptionSpec): string {
  */
 export function parseCommand(spec: CommandSpec, argv: string[]): (Parsed & { problems: string[] }) | null {
   const options: Record<string, OptionSpec> = { ...spec.options, help: HELP };
-  const { values, positionals, tokens } = parseArgs({
+  const { values, tokens } = parseArgs({
     args: argv,
     options: Object.fromEntries(Object.entries(options).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}) }])),
     allowPositionals: true,

@@ -2,7 +2,13 @@
 
 export function table(rows: string[][], out: (line: string) => void): void {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  for (const r of rows) out(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd());
+  for (const r of rows)
+    out(
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i])))
+        .join('  ')
+        .trimEnd(),
+    );
 }
 
 /** An ISO time as local wall-clock time with its UTC offset ("2026-03-01 14:05:09 +01:00"). */

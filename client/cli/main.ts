@@ -75,7 +75,7 @@ const COMMANDS: Command[] = [
   {
     name: 'cancel',
     args: ['EXECUTION_ID'],
-    summary: "Cancel a run: a cancelled run-end marker; its runner stops at its next step, its open pause is closed, resume refuses it.",
+    summary: 'Cancel a run: a cancelled run-end marker; its runner stops at its next step, its open pause is closed, resume refuses it.',
     options: { ...db, reason: { type: 'string', help: 'why (kept in the marker, shown by runs and the inspector)' }, ...json },
     run: (p, out) =>
       withStore(p, async (store) => {
@@ -102,10 +102,7 @@ const COMMANDS: Command[] = [
     needsPlane: true,
     options: { ...db, ...plane, timeout: { type: 'string', help: 'give up after this many seconds (default: 60)' } },
     check: (p) => (typeof p.values.timeout === 'string' && !(Number(p.values.timeout) > 0) ? [`option '--timeout' must be a positive number of seconds (got '${p.values.timeout}')`] : []),
-    run: (p, out) =>
-      withStore(p, async (store) =>
-        (await syncNow(store, { url: String(p.values.plane), apiKey: apiKey(p)!, timeoutMs: Number(p.values.timeout ?? 60) * 1000 }, out)) ? 0 : 1,
-      ),
+    run: (p, out) => withStore(p, async (store) => ((await syncNow(store, { url: String(p.values.plane), apiKey: apiKey(p)!, timeoutMs: Number(p.values.timeout ?? 60) * 1000 }, out)) ? 0 : 1)),
   },
   {
     name: 'restore',

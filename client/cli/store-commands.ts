@@ -123,10 +123,7 @@ export async function inspectRun(store: Checkpointer, executionId: string, out: 
     return true;
   }
   out(`execution ${executionId}`);
-  table(
-    [['SEQ', 'NODE', 'STEP', 'STATUS', 'AGENT PATH', 'TIME'], ...rows.map((r) => [String(r.seq), r.nodeId, r.step, r.status, r.agentPath, localTime(r.createdAt)])],
-    out,
-  );
+  table([['SEQ', 'NODE', 'STEP', 'STATUS', 'AGENT PATH', 'TIME'], ...rows.map((r) => [String(r.seq), r.nodeId, r.step, r.status, r.agentPath, localTime(r.createdAt)])], out);
   out('');
   out(end ? `ended: ${end.status}${end.error ? `: ${end.error.code}: ${end.error.message}` : ''}` : pending ? 'ended: no (paused)' : 'ended: no (running, or crashed: no run-end marker)');
   for (const p of pauses) {

@@ -30,7 +30,6 @@ export function progress(label: string, write: (s: string) => void = (s) => proc
   };
 }
 
-
 interface DrainNote {
   state: string;
   lastError: string | null;
@@ -84,8 +83,7 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
     `lost runs:     ${
       lost.size === 0
         ? 'none'
-        : `${lost.size} run(s) taken over by another machine while this one was away; their rows here after the takeover were refused: ` +
-          [...lost].map(([id, why]) => `${id}: ${why}`).join('; ')
+        : `${lost.size} run(s) taken over by another machine while this one was away; their rows here after the takeover were refused: ` + [...lost].map(([id, why]) => `${id}: ${why}`).join('; ')
     }`,
   );
 }
@@ -186,10 +184,7 @@ const DIVERGED_WHY: Record<DivergenceReason, string> = {
 export async function restoreCommand(store: Checkpointer, executionId: string, o: { url: string; apiKey: string }, out: Out, bar = progress('restore')): Promise<void> {
   const r = await restoreFromPlane(store, executionId, { url: o.url, apiKey: o.apiKey, onProgress: (p) => bar.update(p.rows, p.totalRows) });
   bar.done();
-  out(
-    `restored ${executionId}: ${r.inserted} rows written, ${r.skipped} already here; ` +
-      `pause ${r.pendingImported ? 'restored' : 'none'}; ${r.idempotencyInserted} idempotency entries`,
-  );
+  out(`restored ${executionId}: ${r.inserted} rows written, ${r.skipped} already here; ` + `pause ${r.pendingImported ? 'restored' : 'none'}; ${r.idempotencyInserted} idempotency entries`);
   for (const d of r.diverged) {
     out(
       `DIVERGED ${d.executionId} at seq ${d.seq} (${DIVERGED_WHY[d.reason]}): this store kept its own rows; ` +

@@ -51,8 +51,7 @@ export function executionIdOf(threadId: string, ns: string): string {
   const id = ns === '' ? threadId : `${threadId}${NS_SEPARATOR}${ns}`;
   const problems: string[] = [];
   if (threadId.length === 0) problems.push('thread_id is empty');
-  if (id.length > LIMITS.executionIdLength)
-    problems.push(`thread_id plus checkpoint_ns is ${id.length} characters; a waymark execution id holds at most ${LIMITS.executionIdLength}`);
+  if (id.length > LIMITS.executionIdLength) problems.push(`thread_id plus checkpoint_ns is ${id.length} characters; a waymark execution id holds at most ${LIMITS.executionIdLength}`);
   if (/[\u0000-\u001f\u007f]/.test(id)) problems.push('thread_id and checkpoint_ns must not contain control characters');
   if (!id.isWellFormed()) problems.push('thread_id and checkpoint_ns must be well-formed Unicode');
   if (AGENT_PATH.length + 1 + ns.length > LIMITS.agentPathLength) problems.push(`checkpoint_ns is longer than ${LIMITS.agentPathLength - AGENT_PATH.length - 1} characters`);
@@ -77,10 +76,7 @@ export function isRowRef(v: unknown): v is RowRef {
   if (typeof v !== 'object' || v === null) return false;
   const r = v as Record<string, unknown>;
   return (
-    typeof r.thread_id === 'string' &&
-    typeof r.checkpoint_ns === 'string' &&
-    typeof r.checkpoint_id === 'string' &&
-    (r.parent_checkpoint_id === null || typeof r.parent_checkpoint_id === 'string')
+    typeof r.thread_id === 'string' && typeof r.checkpoint_ns === 'string' && typeof r.checkpoint_id === 'string' && (r.parent_checkpoint_id === null || typeof r.parent_checkpoint_id === 'string')
   );
 }
 

@@ -40,20 +40,7 @@ import type { State } from '../../shared/codec.js';
 import { DuplicateIdError } from '../errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
-import {
-  AGENT_PATH,
-  WRITE_KEY_PREFIX,
-  agentPathOf,
-  executionIdOf,
-  invalid,
-  isRowRef,
-  loadValue,
-  plainJson,
-  rowIdOf,
-  storeValue,
-  type RowRef,
-  type StoredValue,
-} from './mapping.js';
+import { AGENT_PATH, WRITE_KEY_PREFIX, agentPathOf, executionIdOf, invalid, isRowRef, loadValue, plainJson, rowIdOf, storeValue, type RowRef, type StoredValue } from './mapping.js';
 
 export interface WaymarkSaverOptions {
   /** LangGraph's serializer; default its JsonPlusSerializer. */

@@ -106,7 +106,11 @@ function usageOf(u: z.infer<typeof Usage>, model: string): ModelUsage | undefine
 }
 
 export class ModelError extends WaymarkError {
-  constructor(message: string, readonly status?: number, cause?: unknown) {
+  constructor(
+    message: string,
+    readonly status?: number,
+    cause?: unknown,
+  ) {
     super(ErrorCode.MODEL_ERROR, message, { cause, details: status ? { status } : undefined });
     this.name = 'ModelError';
   }
@@ -155,9 +159,7 @@ export class OpenAIChatModel implements Model {
     const body = JSON.stringify({
       model: this.o.model,
       messages: req.messages.map(toWire),
-      ...(req.tools.length
-        ? { tools: req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) }
-        : {}),
+      ...(req.tools.length ? { tools: req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) } : {}),
       ...this.o.extraBody,
       ...(onPart ? { stream: true, stream_options: { include_usage: true } } : {}),
     });
@@ -231,12 +233,7 @@ export class OpenAIChatModel implements Model {
  * Read a chat-completions event stream: content deltas go to `onPart` as they
  * arrive, tool-call pieces are joined by index, the usage chunk is kept.
  */
-async function readStream(
-  body: AsyncIterable<Buffer | string>,
-  configured: string,
-  onPart: (part: ModelStreamPart) => void,
-  shown: { any: boolean },
-): Promise<ModelReply> {
+async function readStream(body: AsyncIterable<Buffer | string>, configured: string, onPart: (part: ModelStreamPart) => void, shown: { any: boolean }): Promise<ModelReply> {
   let content: string | null = null;
   const calls: { id: string; name: string; args: string }[] = [];
   let finish: string | null | undefined;

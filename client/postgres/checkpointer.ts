@@ -28,11 +28,11 @@ import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
 import { fence, leaseInfo, takeLease } from './leases.js';
 import { tablesOf, type Sql, type Tables, type Tx } from './tables.js';
 
-
 export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   /** Connection string; or pass `sql`. */
   url?: string;
   /** An existing postgres.js client (not closed by `close()`). */
+  // biome-ignore lint/suspicious/noExplicitAny: a caller may hand in a client with any custom types; the store sends none of them
   sql?: postgres.Sql<any>;
   /** Schema holding the tables. Default `waymark`. */
   schema?: string;
@@ -40,7 +40,6 @@ export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   max?: number;
   writerId?: string;
 }
-
 
 /** The `executions` columns a new newest row moves. */
 const ADVANCE = ['next_seq', 'last_id', 'last_node_id', 'last_step', 'last_status', 'updated_at'] as const;
@@ -138,11 +137,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         const lost = connectionFailed(e);
         // a retried write whose lost attempt committed meets its own row (a duplicate id, rows in a
         // "fresh" run), its own release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress)
-        if (
-          attempt > 1 &&
-          landed &&
-          (e instanceof DuplicateIdError || hasCode(e, ErrorCode.EXECUTION_EXISTS) || e instanceof LeaseLost || e instanceof RunInProgress)
-        ) {
+        if (attempt > 1 && landed && (e instanceof DuplicateIdError || hasCode(e, ErrorCode.EXECUTION_EXISTS) || e instanceof LeaseLost || e instanceof RunInProgress)) {
           const r = await landed();
           if (r) return r;
         }
@@ -258,7 +253,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         // the execution row's lock orders this cancel with every write of the run
         const [ex] = await tx<{ last_id: string }[]>`
           SELECT last_id FROM ${this.t.executions} WHERE execution_id = ${executionId} FOR UPDATE`;
-        if (!ex || !ex.last_id) throw notFound(executionId);
+        if (!ex?.last_id) throw notFound(executionId);
         const [cols] = await tx<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${ex.last_id}`;
         if (!cols) throw notFound(executionId);
         const last = fromColumns.checkpoint(cols);
@@ -286,9 +281,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
     const landed = async (): Promise<C.Lease | null> => {
       const l = await leaseInfo(await this.q(), this.t, executionId);
-      return l && l.holder === request.holder && l.expiresAt
-        ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: l.epoch, expiresAt: l.expiresAt }
-        : null;
+      return l && l.holder === request.holder && l.expiresAt ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: l.epoch, expiresAt: l.expiresAt } : null;
     };
     return this.write((tx) => takeLease(tx, this.t, executionId, request), landed);
   }
@@ -343,11 +336,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
             last_step = ${r.step}, last_status = ${r.status}, updated_at = ${r.createdAt}
           WHERE execution_id = ${r.executionId} AND next_seq = ${seq} AND last_id = ${prev.id}
             ${lease ? sql`AND EXISTS (SELECT 1 FROM l)` : sql``}
-          ${
-            typeof input.prevId === 'string' && input.prevId !== prev.id
-              ? sql`AND EXISTS (SELECT 1 FROM ${this.t.checkpoints} WHERE id = ${input.prevId} AND execution_id = ${r.executionId})`
-              : sql``
-          }
+          ${typeof input.prevId === 'string' && input.prevId !== prev.id ? sql`AND EXISTS (SELECT 1 FROM ${this.t.checkpoints} WHERE id = ${input.prevId} AND execution_id = ${r.executionId})` : sql``}
           RETURNING 1
         ), c AS (
           INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
@@ -438,11 +427,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return rowOf(out)!;
   }
 
-  async recordInterrupt(
-    input: C.CheckpointInput,
-    pause: { reason: string; context: Json | null },
-    options: C.WriteOptions = {},
-  ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
+  async recordInterrupt(input: C.CheckpointInput, pause: { reason: string; context: Json | null }, options: C.WriteOptions = {}): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
     const lease = this.checkWrite(input, options);
     input = { ...input, id: input.id ?? uuidv7() };
     type Recorded = Outcome & { pending: PendingInterrupt };
@@ -494,9 +479,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
           // the lost attempt took the lease with the claim: it is ours if its holder is still us
           const held = ask ? await this.getLease(executionId) : null;
           const lease: C.Lease | null =
-            held && ask && held.holder === ask.holder && held.expiresAt
-              ? { executionId, holder: ask.holder, ttlMs: ask.ttlMs, epoch: held.epoch, expiresAt: held.expiresAt }
-              : null;
+            held && ask && held.holder === ask.holder && held.expiresAt ? { executionId, holder: ask.holder, ttlMs: ask.ttlMs, epoch: held.epoch, expiresAt: held.expiresAt } : null;
           if (ask && !lease) return null;
           return { ...found, pending: before, lease };
         }
@@ -758,7 +741,10 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
       const found = new Map<string, { executionId: string; seq: number }>();
       if (checkpoints.length) {
         const rows = await tx<{ id: string; execution_id: string; seq: string | number }[]>`
-          SELECT id, execution_id, seq FROM ${this.t.checkpoints} WHERE id IN ${this.textList(tx, checkpoints.map((c) => c.id))}`;
+          SELECT id, execution_id, seq FROM ${this.t.checkpoints} WHERE id IN ${this.textList(
+            tx,
+            checkpoints.map((c) => c.id),
+          )}`;
         for (const r of rows) found.set(r.id, { executionId: r.execution_id, seq: Number(r.seq) });
       }
       const plan = planImport(checkpoints, {

@@ -85,10 +85,12 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
     }
     // paused or finished there, or a run the plane never got: nobody else's to take; the local checks decide
     if (r.code === 'NOT_RUNNING' || r.status === 404) return;
-    throw new ClaimRefused(
-      `execution '${executionId}': the plane refused the takeover (${r.status}${r.code ? ` ${r.code}` : ''}: ${r.message}); nothing was resumed`,
-      { executionId, checkpointId: '', status: r.status, planeCode: r.code },
-    );
+    throw new ClaimRefused(`execution '${executionId}': the plane refused the takeover (${r.status}${r.code ? ` ${r.code}` : ''}: ${r.message}); nothing was resumed`, {
+      executionId,
+      checkpointId: '',
+      status: r.status,
+      planeCode: r.code,
+    });
   };
   return { claim, takeover };
 }

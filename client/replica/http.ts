@@ -25,11 +25,7 @@ export class PlaneHttp {
     this.dispatcher = options.dispatcher ?? new (require('undici') as typeof import('undici')).Pool(this.origin, { connections: options.connections ?? 2, keepAliveTimeout: 10_000 });
   }
 
-  async request(
-    method: 'GET' | 'POST',
-    path: string,
-    o: { apiKey: string; json?: unknown; timeoutMs: number; gzipOver?: number },
-  ): Promise<PlaneResponse> {
+  async request(method: 'GET' | 'POST', path: string, o: { apiKey: string; json?: unknown; timeoutMs: number; gzipOver?: number }): Promise<PlaneResponse> {
     const headers: Record<string, string> = { authorization: `Bearer ${o.apiKey}`, accept: 'application/json' };
     let body: Buffer | undefined;
     if (o.json !== undefined) {

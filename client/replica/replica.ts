@@ -574,14 +574,19 @@ export class Replica extends EventEmitter<ReplicaEvents> {
 
 /** An answer that is not the plane's JSON error (a proxy's page): its status and the start of its text, to say who answered. */
 function foreignBody(status: number, body: unknown): string {
-  const text = typeof body === 'string' ? body.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 120) : '';
+  const text =
+    typeof body === 'string'
+      ? body
+          .replace(/<[^>]*>/g, ' ')
+          .replace(/\s+/g, ' ')
+          .trim()
+          .slice(0, 120)
+      : '';
   return text ? `HTTP ${status} (not from the plane: "${text}")` : `HTTP ${status}`;
 }
 
 /** What a ping found: the key's project and scopes, or why the plane could not be used. */
-export type PlanePing =
-  | ({ ok: true; latencyMs: number } & WhoAmI)
-  | { ok: false; status: number | null; reason: string };
+export type PlanePing = ({ ok: true; latencyMs: number } & WhoAmI) | { ok: false; status: number | null; reason: string };
 
 /** What the plane said to a claim. */
 export type PlaneClaim =

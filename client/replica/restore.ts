@@ -40,14 +40,12 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
     let first = true;
     do {
       const q = new URLSearchParams({ limit: String(o.pageSize ?? 500), ...(cursor ? { cursor } : {}) });
-      const res = await http
-        .request('GET', `/v1/executions/${encodeURIComponent(executionId)}/restore?${q}`, { apiKey: o.apiKey, timeoutMs: o.timeoutMs ?? 30_000 })
-        .catch((e: unknown) => {
-          throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane at ${o.url} to restore '${executionId}': ${(e as Error).message}; nothing was imported`, {
-            cause: e,
-            details: { executionId },
-          });
+      const res = await http.request('GET', `/v1/executions/${encodeURIComponent(executionId)}/restore?${q}`, { apiKey: o.apiKey, timeoutMs: o.timeoutMs ?? 30_000 }).catch((e: unknown) => {
+        throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane at ${o.url} to restore '${executionId}': ${(e as Error).message}; nothing was imported`, {
+          cause: e,
+          details: { executionId },
         });
+      });
       if (res.status === 404) {
         throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `execution '${executionId}' is not on the plane at ${o.url}`, { details: { executionId } });
       }

@@ -98,7 +98,6 @@ export interface RunOptions {
   onEvent?: (event: RunEvent) => void;
 }
 
-
 interface RunState extends State {
   messages: Message[] & Json[];
   turn: number;
@@ -127,9 +126,7 @@ interface Level {
 /** Where a level's rows are: enough to read them, no lease needed. */
 type Place = Omit<Level, 'lease' | 'prevId' | 'usage' | 'onEvent'>;
 
-type Entry =
-  | { kind: 'model'; write: boolean }
-  | { kind: 'tool'; index: number; row: Checkpoint | null; resumes: Json[]; single: boolean };
+type Entry = { kind: 'model'; write: boolean } | { kind: 'tool'; index: number; row: Checkpoint | null; resumes: Json[]; single: boolean };
 
 /** Propagates a recorded pause to the outermost runner. */
 class PauseOutcome extends Error {
@@ -145,13 +142,7 @@ class PauseOutcome extends Error {
  * row), and never shown to the model as a tool result it could answer by
  * calling the tool again.
  */
-const ESCAPES: ReadonlySet<string> = new Set([
-  ErrorCode.STORE_FAILED,
-  ErrorCode.EFFECT_NOT_RECORDED,
-  ErrorCode.EXECUTION_GONE,
-  ErrorCode.LEASE_LOST,
-  ErrorCode.RUN_CANCELLED,
-]);
+const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED, ErrorCode.EXECUTION_GONE, ErrorCode.LEASE_LOST, ErrorCode.RUN_CANCELLED]);
 const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
 
 /**
@@ -293,11 +284,7 @@ export class Agent {
    * Continue a run from its newest row. A paused run needs `resume`; the pause
    * is claimed atomically, so of many concurrent resumers exactly one runs.
    */
-  async resume(
-    executionId: string,
-    resume?: Resume | { approved: boolean; metadata?: Record<string, Json> },
-    options: RunOptions = {},
-  ): Promise<RunResult> {
+  async resume(executionId: string, resume?: Resume | { approved: boolean; metadata?: Record<string, Json> }, options: RunOptions = {}): Promise<RunResult> {
     const store = this.requireStore();
     await store.setup();
     const latest = await store.latest(executionId);
@@ -325,30 +312,30 @@ export class Agent {
       const guard = this.claimGuard ?? store.planeGuard.current?.claim;
       if (guard) await guard({ executionId, checkpointId: latest.id });
       // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
-      const claimed = await store.claimInterrupt({ executionId, checkpointId: latest.id }, {
-        // the claim winner takes the lease in the claim's transaction: a claimed resume is never left unowned
-        lease: { holder: holderOf(store), ttlMs: this.leaseMs },
-        next: {
-          executionId,
-          prevId: latest.id,
-          nodeId: latest.nodeId,
-          turn: latest.turn,
-          step: 'tool_call',
-          status: 'completed',
-          agentPath: latest.agentPath,
-          parentId: latest.id,
-          state: { ...paused, resumes: [...prior, answer] },
-          nodeInput: latest.nodeInput,
+      const claimed = await store.claimInterrupt(
+        { executionId, checkpointId: latest.id },
+        {
+          // the claim winner takes the lease in the claim's transaction: a claimed resume is never left unowned
+          lease: { holder: holderOf(store), ttlMs: this.leaseMs },
+          next: {
+            executionId,
+            prevId: latest.id,
+            nodeId: latest.nodeId,
+            turn: latest.turn,
+            step: 'tool_call',
+            status: 'completed',
+            agentPath: latest.agentPath,
+            parentId: latest.id,
+            state: { ...paused, resumes: [...prior, answer] },
+            nodeInput: latest.nodeInput,
+          },
         },
-      });
+      );
       if (!claimed) {
         // closed by a cancel rather than answered by another resumer
         const now = await store.latest(executionId);
         if (isCancelMarker(now)) throw runCancelled(now!);
-        throw new AlreadyResumed(
-          `execution '${executionId}': the pause at checkpoint ${latest.id} is no longer open: another resumer answered it`,
-          { executionId, checkpointId: latest.id },
-        );
+        throw new AlreadyResumed(`execution '${executionId}': the pause at checkpoint ${latest.id} is no longer open: another resumer answered it`, { executionId, checkpointId: latest.id });
       }
       newest = claimed.checkpoint?.id ?? newest;
       lease = new RunLease(store, claimed.lease!);
@@ -397,10 +384,7 @@ export class Agent {
         throw new CheckpointError(`checkpoint '${options.checkpointId}' is not a row of execution '${executionId}'`);
       }
       if (src.step === 'run_end') {
-        throw new CheckpointError(
-          `checkpoint '${src.id}' of execution '${executionId}' is the run-end marker, not a step; fork from a step`,
-          { details: { checkpointId: src.id } },
-        );
+        throw new CheckpointError(`checkpoint '${src.id}' of execution '${executionId}' is the run-end marker, not a step; fork from a step`, { details: { checkpointId: src.id } });
       }
       if (!this.isOwn(level, src.agentPath)) {
         throw new CheckpointError(`checkpoint '${src.id}' belongs to ${src.agentPath}; fork from a row of ${this.path}`);
@@ -420,8 +404,7 @@ export class Agent {
       state = { ...rest, resumes: Array.isArray(_drop) ? _drop : [] } as RunState;
     }
     const newId = options.executionId ?? uuidv7();
-    const exists = () =>
-      new CheckpointError(`execution '${newId}' already has rows; choose another id for the fork`, { code: ErrorCode.EXECUTION_EXISTS });
+    const exists = () => new CheckpointError(`execution '${newId}' already has rows; choose another id for the fork`, { code: ErrorCode.EXECUTION_EXISTS });
     if (await store.latest(newId)) throw exists();
     const lease = await this.acquire(store, newId);
     const from = src;
@@ -493,18 +476,21 @@ export class Agent {
         const last = await level.store.latest(level.executionId).catch(() => null);
         const state = last ? await level.store.readState(last).catch(() => ({})) : {};
         try {
-          await level.store.put({
-            executionId: level.executionId,
-            prevId: level.prevId,
-            nodeId: 'run_end',
-            turn: last?.turn ?? 0,
-            step: 'run_end',
-            status: 'failed',
-            agentPath: level.path,
-            parentId: last?.id ?? null,
-            state,
-            nodeOutput: withUsage(level, { error }),
-          }, { lease: lease.lease });
+          await level.store.put(
+            {
+              executionId: level.executionId,
+              prevId: level.prevId,
+              nodeId: 'run_end',
+              turn: last?.turn ?? 0,
+              step: 'run_end',
+              status: 'failed',
+              agentPath: level.path,
+              parentId: last?.id ?? null,
+              state,
+              nodeOutput: withUsage(level, { error }),
+            },
+            { lease: lease.lease },
+          );
           level.usage.length = 0;
           lease.ended = true;
         } catch {
@@ -513,18 +499,21 @@ export class Agent {
         }
         return { status: 'failed', executionId: level.executionId, error };
       }
-      await level.store.put({
-        executionId: level.executionId,
-        prevId: level.prevId,
-        nodeId: 'run_end',
-        turn: done.state.turn,
-        step: 'run_end',
-        status: 'completed',
-        agentPath: level.path,
-        state: done.state,
-        // the output as it was, or with the usage of calls since the previous row: { output, usage }
-        nodeOutput: level.usage.length ? withUsage(level, { output: done.output }) : done.output,
-      }, { lease: lease.lease });
+      await level.store.put(
+        {
+          executionId: level.executionId,
+          prevId: level.prevId,
+          nodeId: 'run_end',
+          turn: done.state.turn,
+          step: 'run_end',
+          status: 'completed',
+          agentPath: level.path,
+          state: done.state,
+          // the output as it was, or with the usage of calls since the previous row: { output, usage }
+          nodeOutput: level.usage.length ? withUsage(level, { output: done.output }) : done.output,
+        },
+        { lease: lease.lease },
+      );
       level.usage.length = 0;
       lease.ended = true;
       this.fault('runtime.afterRunEnd');
@@ -535,10 +524,7 @@ export class Agent {
   private async checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status' | 'prevId'>): Promise<Checkpoint> {
     const nodeOutput = withUsage(level, null);
     const row = await kept(
-      level.store.put(
-        { ...input, executionId: level.executionId, prevId: level.prevId, status: 'completed', ...(nodeOutput ? { nodeOutput } : {}) },
-        { lease: level.lease.lease },
-      ),
+      level.store.put({ ...input, executionId: level.executionId, prevId: level.prevId, status: 'completed', ...(nodeOutput ? { nodeOutput } : {}) }, { lease: level.lease.lease }),
     );
     level.usage.length = 0;
     level.prevId = row.id;
@@ -684,9 +670,7 @@ export class Agent {
     try {
       const worker = this.workersByTool.get(call.name);
       if (worker) {
-        result = await withRun({ ...(parent ?? ctx), tool: null }, () =>
-          worker.runNested(level, row, (parsed.data as { task: string }).task),
-        );
+        result = await withRun({ ...(parent ?? ctx), tool: null }, () => worker.runNested(level, row, (parsed.data as { task: string }).task));
       } else {
         result = await withRun(ctx, async () => t.execute(parsed.data));
       }
@@ -699,25 +683,27 @@ export class Agent {
     // a tool that caught the escape cannot turn it into a result the model might retry
     if (scope.escaped) throw scope.escaped;
     if (scope.pause) {
-      const { checkpoint: _c, pending } = await kept(level.store.recordInterrupt(
-        {
-          executionId: level.executionId,
-          prevId: level.prevId,
-          nodeId: `turn:${toolState.turn}/tool:${call.name}`,
-          turn: toolState.turn,
-          step: 'hitl_pause',
-          status: 'interrupted',
-          agentPath: `${level.path}/tool:${call.name}`,
-          parentId: row.id,
-          state: scope.pause.index > 0 ? { ...toolState, resumes: resumes.slice(0, scope.pause.index) } : stripResumes(toolState),
-          nodeInput: call.arguments,
-          interruptReason: scope.pause.reason,
-          interruptContext: scope.pause.context,
-          ...(level.usage.length ? { nodeOutput: withUsage(level, null) } : {}),
-        },
-        { reason: scope.pause.reason, context: scope.pause.context },
-        { lease: level.lease.lease },
-      ));
+      const { checkpoint: _c, pending } = await kept(
+        level.store.recordInterrupt(
+          {
+            executionId: level.executionId,
+            prevId: level.prevId,
+            nodeId: `turn:${toolState.turn}/tool:${call.name}`,
+            turn: toolState.turn,
+            step: 'hitl_pause',
+            status: 'interrupted',
+            agentPath: `${level.path}/tool:${call.name}`,
+            parentId: row.id,
+            state: scope.pause.index > 0 ? { ...toolState, resumes: resumes.slice(0, scope.pause.index) } : stripResumes(toolState),
+            nodeInput: call.arguments,
+            interruptReason: scope.pause.reason,
+            interruptContext: scope.pause.context,
+            ...(level.usage.length ? { nodeOutput: withUsage(level, null) } : {}),
+          },
+          { reason: scope.pause.reason, context: scope.pause.context },
+          { lease: level.lease.lease },
+        ),
+      );
       level.usage.length = 0;
       throw new PauseOutcome(pending);
     }

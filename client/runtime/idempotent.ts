@@ -56,10 +56,7 @@ const DIGEST_LENGTH = 64;
  * form (a `Date` field comes back as its string, whatever `R` says). Outside a
  * run, `fn` is simply called.
  */
-export function idempotent<A extends unknown[], R>(
-  fn: (...args: A) => R | Promise<R>,
-  options: IdempotentOptions<A> = {},
-): (...args: A) => Promise<R> {
+export function idempotent<A extends unknown[], R>(fn: (...args: A) => R | Promise<R>, options: IdempotentOptions<A> = {}): (...args: A) => Promise<R> {
   const keyOf = keyFunction<A>(fn.name, options.key);
   const what = (key: string) => fn.name || key;
   return async (...args: A): Promise<R> => {

@@ -23,9 +23,7 @@ export class Resume {
     const r = ResumeShape.safeParse(value);
     if (!r.success) {
       throw new InvalidResume(
-        r.error.issues.flatMap((i) =>
-          i.code === 'unrecognized_keys' ? i.keys.map((k) => `unknown field '${k}'`) : [`${i.path.length ? i.path.join('.') : 'the value'}: ${i.message}`],
-        ),
+        r.error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys.map((k) => `unknown field '${k}'`) : [`${i.path.length ? i.path.join('.') : 'the value'}: ${i.message}`])),
       );
     }
     this.approved = r.data.approved;

@@ -20,12 +20,7 @@ export interface DelegateTarget {
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Define a tool. Names are 1–64 of `A-Za-z0-9_-` (they appear in node ids and paths). */
-export function tool<P extends z.ZodType>(def: {
-  name: string;
-  description: string;
-  parameters: P;
-  execute: (args: z.infer<P>) => unknown;
-}): Tool<P> {
+export function tool<P extends z.ZodType>(def: { name: string; description: string; parameters: P; execute: (args: z.infer<P>) => unknown }): Tool<P> {
   if (!TOOL_NAME.test(def.name)) throw new Error(`invalid tool name '${def.name}': use 1-64 of A-Za-z0-9_-`);
   return Object.freeze({ ...def });
 }

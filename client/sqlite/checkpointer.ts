@@ -49,7 +49,6 @@ export interface SqliteCheckpointerOptions extends StoreBaseOptions {
   writerId?: string;
 }
 
-
 /** A put waiting for its group commit. */
 interface QueuedPut {
   input: C.CheckpointInput;
@@ -117,9 +116,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
          VALUES (@id, @execution_id, @seq, @node_id, @turn, @step, @status, @agent_path, @parent_id, @state,
            @node_input, @node_output, @interrupt_reason, @interrupt_context, @created_at, @writer_id)`,
       ),
-      insertOutbox: db.prepare(
-        `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-      ),
+      insertOutbox: db.prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
       getById: db.prepare(`SELECT * FROM checkpoints WHERE id = ?`),
       getBySeq: db.prepare(`SELECT * FROM checkpoints WHERE execution_id = ? AND seq = ?`),
       latest: db.prepare(`SELECT * FROM checkpoints WHERE execution_id = ? ORDER BY seq DESC LIMIT 1`),
@@ -153,9 +150,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       // an execution's outbox events: checkpoint events through the checkpoints' index, the other kinds through their own
       dropCheckpointEvents: db.prepare(`DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?)`),
       dropOtherEvents: db.prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint'`),
-      dropUnsentCheckpointEvents: db.prepare(
-        `DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) AND synced = 0`,
-      ),
+      dropUnsentCheckpointEvents: db.prepare(`DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) AND synced = 0`),
       dropUnsentOtherEvents: db.prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint' AND synced = 0`),
       deleteCheckpoints: db.prepare(`DELETE FROM checkpoints WHERE execution_id = ?`),
       deletePending: db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ?`),
@@ -178,15 +173,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
          FROM outbox o LEFT JOIN checkpoints c ON o.kind = 'checkpoint' AND c.id = o.id
          WHERE o.synced = 0 ORDER BY o.seq LIMIT ?`,
       ),
-      pendingStats: db.prepare(
-        `SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest FROM outbox WHERE synced = 0`,
-      ),
+      pendingStats: db.prepare(`SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest FROM outbox WHERE synced = 0`),
       quarantinedCount: db.prepare(`SELECT count(*) AS n FROM outbox WHERE sync_error IS NOT NULL`),
       lastQuarantined: db.prepare(`SELECT sync_error FROM outbox WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`),
       outboxSeq: db.prepare(`SELECT seq FROM outbox WHERE id = ?`),
     };
   }
-
 
   /** The statement for a text built from a call's options (a handful of variants each), prepared once. */
   private variant(sql: string): Database.Statement {
@@ -271,9 +263,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   /** Inside the caller's IMMEDIATE transaction: the lease is still this one; renew (or release) it, else LeaseLost. */
   private fence(lease: C.Lease, release: boolean): C.Lease {
     const now = Date.now();
-    const info = release
-      ? this.st.releaseLease.run(lease.executionId, lease.holder, lease.epoch)
-      : this.st.renewLease.run(now + lease.ttlMs, lease.executionId, lease.holder, lease.epoch);
+    const info = release ? this.st.releaseLease.run(lease.executionId, lease.holder, lease.epoch) : this.st.renewLease.run(now + lease.ttlMs, lease.executionId, lease.holder, lease.epoch);
     if (info.changes !== 1) {
       // a cancel clears the holder: the runner is told why it must stop
       const marker = this.cancelledMarker(lease.executionId);
@@ -402,11 +392,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     },
   });
 
-  async recordInterrupt(
-    input: C.CheckpointInput,
-    pause: { reason: string; context: Json | null },
-    options: C.WriteOptions = {},
-  ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
+  async recordInterrupt(input: C.CheckpointInput, pause: { reason: string; context: Json | null }, options: C.WriteOptions = {}): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
     const lease = this.checkWrite(input, options);
     let out: { rt: RowText; pending: PendingInterrupt };
     try {

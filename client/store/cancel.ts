@@ -29,8 +29,7 @@ export function checkCancel(executionId: unknown, options: CancelOptions | undef
   return typeof reason === 'string' && reason.length ? reason : null;
 }
 
-export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null | undefined): boolean =>
-  !!row && row.step === 'run_end' && row.status === 'cancelled';
+export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null | undefined): boolean => !!row && row.step === 'run_end' && row.status === 'cancelled';
 
 /**
  * Whether a cancel finds its work done: true when `last` (the execution's

@@ -8,17 +8,7 @@ import { LIMITS, eventBytes } from '../../shared/limits.js';
 import { UUIDV7_RE, uuidv7 } from '../../shared/ids.js';
 import { jsonProblem, textProblem, utf8Bytes, type Json } from '../../shared/json.js';
 import { encodeState, type CodecCursor, type Encoded } from '../../shared/codec.js';
-import {
-  AgentPath,
-  Checkpoint,
-  ExecutionId,
-  IsoTime,
-  NodeId,
-  Status,
-  Step,
-  Uuidv7,
-  type PendingInterrupt,
-} from '../../shared/rows.js';
+import { AgentPath, type Checkpoint, ExecutionId, IsoTime, NodeId, Status, Step, Uuidv7, type PendingInterrupt } from '../../shared/rows.js';
 import type { CheckpointInput } from '../checkpointer.js';
 import { CheckpointError, ExecutionGoneError, InvalidRowError } from '../errors.js';
 import { jsonOrNull, type ColumnTexts } from './columns.js';
@@ -81,7 +71,10 @@ export function surelyValidInput(input: CheckpointInput): boolean {
     isPrintable(input.executionId, LIMITS.executionIdLength) &&
     isPrintable(input.nodeId, LIMITS.nodeIdLength) &&
     isPrintable(input.agentPath, LIMITS.agentPathLength) &&
-    typeof turn === 'number' && Number.isInteger(turn) && turn >= 0 && turn <= LIMITS.maxSeq &&
+    typeof turn === 'number' &&
+    Number.isInteger(turn) &&
+    turn >= 0 &&
+    turn <= LIMITS.maxSeq &&
     STEPS.has(input.step) &&
     STATUSES.has(input.status) &&
     (reason === undefined || reason === null || (typeof reason === 'string' && reason.length <= LIMITS.reasonLength && textProblem(reason) === null))

@@ -43,9 +43,6 @@ export function summaryFromRow(r: ExecRow, nowMs: number): ExecutionSummary {
     lastStep: r.last_step as ExecutionSummary['lastStep'],
     lastStatus: r.last_status as ExecutionSummary['lastStatus'],
     updatedAt: r.updated_at,
-    lease:
-      r.lease_epoch === null
-        ? null
-        : leaseInfoOf({ execution_id: r.execution_id, holder: r.lease_holder, epoch: r.lease_epoch, expires_at: r.lease_expires_at ?? 0 }, nowMs),
+    lease: r.lease_epoch === null ? null : leaseInfoOf({ execution_id: r.execution_id, holder: r.lease_holder, epoch: r.lease_epoch, expires_at: r.lease_expires_at ?? 0 }, nowMs),
   };
 }

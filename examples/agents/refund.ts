@@ -93,9 +93,12 @@ export function refundAgent(o: RefundAgentOptions): { agent: Agent; model: Scrip
     o.ledger.append({ kind: 'charge', order, amount });
     return { charged: amount, order };
   };
-  const charge = o.idempotentCharge === false ? async (order: string, amount: number) => chargeCard(order, amount) : idempotent(async function charge(order: string, amount: number) {
-    return chargeCard(order, amount);
-  });
+  const charge =
+    o.idempotentCharge === false
+      ? async (order: string, amount: number) => chargeCard(order, amount)
+      : idempotent(async function charge(order: string, amount: number) {
+          return chargeCard(order, amount);
+        });
   const refund = tool({
     name: 'refund',
     description: 'Refund an order',

@@ -71,7 +71,11 @@ export async function proofEnv(name: string): Promise<ProofEnv> {
           }
           const outcome = { code, signal, pid: p.pid ?? 0, out, stderr };
           // a killed runner still holds the run until its lease expires: a resume before that is refused (RunInProgress)
-          if (signal === 'SIGKILL') untilLeaseFree(store, executionId).then(() => resolve(outcome), () => resolve(outcome));
+          if (signal === 'SIGKILL')
+            untilLeaseFree(store, executionId).then(
+              () => resolve(outcome),
+              () => resolve(outcome),
+            );
           else resolve(outcome);
         });
       }),

@@ -12,7 +12,9 @@ try {
   proof.check(a.code === 0 && a.out?.result?.status === 'paused', 'the child paused and exited cleanly');
   const { agent } = refundAgent({ store: env.store, ledger });
   const r = await agent.resume('refund-1', { approved: true, metadata: { approver: 'alice' } });
-  proof.say(`this pid=${process.pid} resumed → status: ${r.status} · output: ${JSON.stringify(r.output)} · charges: ${JSON.stringify(ledger.charges().map((c) => ({ order: c.order, amount: c.amount })))}`);
+  proof.say(
+    `this pid=${process.pid} resumed → status: ${r.status} · output: ${JSON.stringify(r.output)} · charges: ${JSON.stringify(ledger.charges().map((c) => ({ order: c.order, amount: c.amount })))}`,
+  );
   proof.check(r.status === 'completed' && ledger.charges().length === 1, 'the resume finished the run with one charge');
   const paused = (await env.store.list('refund-1')).find((x) => x.step === 'hitl_pause');
   proof.check(same(paused?.interruptContext, { order: '1042', amount: 50000, balance: 100 }), 'the approver context is JSON frozen at the pause');

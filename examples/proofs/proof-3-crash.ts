@@ -52,7 +52,14 @@ try {
   proof.check(cp.status === 'paused' && (await env.store.getPendingInterrupt('crash-then-pause')) !== null, 'the pause was recorded with its pending row');
   r = await fresh.agent.resume('crash-then-pause', { approved: true });
   proof.say(`approve → status: ${r.status} · charges: ${JSON.stringify(ledger.charges().map((x) => x.amount))}`);
-  proof.check(r.status === 'completed' && same(ledger.charges().map((x) => x.amount), [50000]), 'approving it finished the run with one charge');
+  proof.check(
+    r.status === 'completed' &&
+      same(
+        ledger.charges().map((x) => x.amount),
+        [50000],
+      ),
+    'approving it finished the run with one charge',
+  );
 
   proof.section('killed right after claiming the pause');
   ledger = env.ledger('claim');

@@ -94,9 +94,10 @@ try {
   });
   const t3 = tool({ name: 'bigint', description: '', parameters: z.object({}), execute: () => bigint() });
   const m3 = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'bigint', arguments: {} }] } : { content: 'never' }));
-  const code = await new Agent({ name: 'b', model: m3, tools: [t3], checkpointer: env.store })
-    .run('go', { executionId: 'bigint' })
-    .then(() => 'no error', (e: { code?: string }) => e.code);
+  const code = await new Agent({ name: 'b', model: m3, tools: [t3], checkpointer: env.store }).run('go', { executionId: 'bigint' }).then(
+    () => 'no error',
+    (e: { code?: string }) => e.code,
+  );
   const last = await env.store.latest('bigint');
   proof.say(`run() threw ${code}; newest row: ${last?.step} (no failed marker); model calls: ${m3.calls}`);
   proof.check(code === 'EFFECT_NOT_RECORDED' && last?.step === 'tool_call' && m3.calls === 1, 'EFFECT_NOT_RECORDED escapes run(); the run stays resumable and the model is not told');

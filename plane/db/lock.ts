@@ -111,9 +111,7 @@ export class DataDirLocked extends WaymarkError {
   readonly holder: LockInfo;
   constructor(dir: string, holder: LockInfo) {
     const who = holder.url ? `a plane serving ${holder.url}` : `'${holder.command}'`;
-    const todo = holder.url
-      ? `manage keys and projects through it ('waymark plane keys …' finds it by itself, or pass --plane ${holder.url}), or stop it first`
-      : 'wait for it to finish, or stop it';
+    const todo = holder.url ? `manage keys and projects through it ('waymark plane keys …' finds it by itself, or pass --plane ${holder.url}), or stop it first` : 'wait for it to finish, or stop it';
     super(ErrorCode.DATA_DIR_LOCKED, `the plane data dir ${dir} is in use by process ${holder.pid} (${who}, since ${holder.since}); one process per data dir: ${todo}`, {
       details: { dir, pid: holder.pid, url: holder.url, command: holder.command },
     });

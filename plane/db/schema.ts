@@ -3,19 +3,7 @@
  * table is keyed by project: no query reads across projects.
  */
 import { sql } from 'drizzle-orm';
-import {
-  bigint,
-  bigserial,
-  boolean,
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  uniqueIndex,
-} from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 const now = () => timestamp({ withTimezone: true, mode: 'date' }).notNull().defaultNow();
 
@@ -105,10 +93,7 @@ export const checkpoints = pgTable(
     hash: text().notNull(),
     receivedAt: now(),
   },
-  (t) => [
-    primaryKey({ columns: [t.projectId, t.id] }),
-    uniqueIndex('checkpoints_execution_seq').on(t.projectId, t.executionId, t.seq),
-  ],
+  (t) => [primaryKey({ columns: [t.projectId, t.id] }), uniqueIndex('checkpoints_execution_seq').on(t.projectId, t.executionId, t.seq)],
 );
 
 /** Non-checkpoint events (pause opened/claimed, idempotency, deletion), for dedupe by id. */
@@ -212,10 +197,7 @@ export const quarantine = pgTable(
     truncated: boolean().notNull().default(false),
     receivedAt: now(),
   },
-  (t) => [
-    index('quarantine_project').on(t.projectId, t.id),
-    index('quarantine_execution').on(t.projectId, t.executionId).where(sql`execution_id IS NOT NULL`),
-  ],
+  (t) => [index('quarantine_project').on(t.projectId, t.id), index('quarantine_execution').on(t.projectId, t.executionId).where(sql`execution_id IS NOT NULL`)],
 );
 
 /**

@@ -13,7 +13,6 @@ import type { PlaneFaults } from '../types.js';
 
 export type PlaneEnv = { Variables: { principal: Principal; log: Logger; requestId: string } };
 
-
 /** What a route module is built from. */
 export interface RouteDeps {
   database: PlaneDatabase;

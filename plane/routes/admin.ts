@@ -57,7 +57,7 @@ export function adminRoutes({ db }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/admin/projects',
-      summary: "Projects this admin key manages: its own (an operator key: all)",
+      summary: 'Projects this admin key manages: its own (an operator key: all)',
       ...adminScope,
       responses: { 200: jsonAnswer('projects', z.object({ items: z.array(ProjectView) })), ...errors },
     }),
@@ -68,7 +68,7 @@ export function adminRoutes({ db }: RouteDeps) {
     createRoute({
       method: 'post',
       path: '/v1/admin/projects',
-      summary: "Create a project (operator scope); keys can only be made for projects that exist",
+      summary: 'Create a project (operator scope); keys can only be made for projects that exist',
       ...adminScope,
       request: { body: jsonBody(z.object({ name: z.string() })) },
       responses: {
@@ -95,7 +95,7 @@ export function adminRoutes({ db }: RouteDeps) {
     createRoute({
       method: 'post',
       path: '/v1/admin/keys',
-      summary: 'Create a key in an existing project (default: the admin key\'s own); the secret is in this answer only',
+      summary: "Create a key in an existing project (default: the admin key's own); the secret is in this answer only",
       ...adminScope,
       request: { body: jsonBody(CreateKeyBody) },
       responses: {

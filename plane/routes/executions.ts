@@ -20,18 +20,14 @@ const ExecutionDetail = z.object({
       state: z.string(),
       claimedBy: z.string().nullable(),
       claimedAt: z.string().nullable(),
-      claim: z
-        .object({ writerId: z.string(), source: z.string(), claimedAt: z.string(), appliedAt: z.string().nullable(), state: z.enum(['held', 'applied']) })
-        .nullable(),
+      claim: z.object({ writerId: z.string(), source: z.string(), claimedAt: z.string(), appliedAt: z.string().nullable(), state: z.enum(['held', 'applied']) }).nullable(),
     })
     .nullable(),
   conflicts: z.array(ClaimConflictView),
   /** Seqs whose rows the plane refused, and why (empty when `execution.complete`). */
   holes: z.array(HoleView),
   /** Takeovers of the run by another writer (POST …/takeover), oldest first. */
-  takeovers: z.array(
-    z.object({ fromSeq: z.number().int(), winnerWriterId: z.string(), loserWriterId: z.string(), loserLastContactAt: z.string().nullable(), at: z.string() }),
-  ),
+  takeovers: z.array(z.object({ fromSeq: z.number().int(), winnerWriterId: z.string(), loserWriterId: z.string(), loserLastContactAt: z.string().nullable(), at: z.string() })),
 });
 
 /** 404 of an execution this plane does not hold (in the key's project). */
@@ -80,7 +76,13 @@ export function executionRoutes({ db }: RouteDeps) {
       const execution = await getExecution(db, projectId, id);
       if (!execution) throw executionNotFound(id);
       return c.json(
-        { execution, pause: await pauseState(db, projectId, id), conflicts: await listClaimConflicts(db, projectId, id), holes: await listHoles(db, projectId, id), takeovers: await listTakeovers(db, projectId, id) },
+        {
+          execution,
+          pause: await pauseState(db, projectId, id),
+          conflicts: await listClaimConflicts(db, projectId, id),
+          holes: await listHoles(db, projectId, id),
+          takeovers: await listTakeovers(db, projectId, id),
+        },
         200,
       );
     },
@@ -126,7 +128,7 @@ export function executionRoutes({ db }: RouteDeps) {
       const projectId = c.get('principal').projectId;
       const execution = await getExecution(db, projectId, id);
       // a run whose every row was refused has holes but no summary: still incomplete, not unknown
-      const list = !execution || !execution.complete ? await listHoles(db, projectId, id) : [];
+      const list = !execution?.complete ? await listHoles(db, projectId, id) : [];
       if (!execution && !list.length) throw executionNotFound(id);
       if (list.length) {
         const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;

@@ -26,9 +26,7 @@ const csrfOf = (sessionToken: string) => createHash('sha256').update(`waymark-cs
 export const KeysPage: FC<{ keys: KeyRow[]; csrf: string; operator: boolean; projects: string[]; created?: { id: string; key: string; project: string }; error?: string }> = (p) => (
   <Layout title="Keys">
     <h1>Keys</h1>
-    <p class="muted">
-      API keys of {p.operator ? 'every project (this session has the operator scope)' : 'this project'}. A revoked key is refused by every plane process from its next request on.
-    </p>
+    <p class="muted">API keys of {p.operator ? 'every project (this session has the operator scope)' : 'this project'}. A revoked key is refused by every plane process from its next request on.</p>
     {p.error && (
       <p class="error" role="alert">
         {p.error}

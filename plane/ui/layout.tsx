@@ -30,7 +30,9 @@ export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; childr
         )}
         {nav && (
           <form method="post" action="/logout">
-            <button type="submit" class="link">Log out</button>
+            <button type="submit" class="link">
+              Log out
+            </button>
           </form>
         )}
       </header>

@@ -7,8 +7,14 @@ export const LoginPage: FC<{ error?: string; next: string }> = ({ error, next })
   <Layout title="Log in" nav={false}>
     <div class="login">
       <h1>Log in to the inspector</h1>
-      <p class="muted">Paste an API key with the <code>read</code> scope. It is exchanged for a session cookie and not kept in the page.</p>
-      {error && <p class="error" role="alert">{error}</p>}
+      <p class="muted">
+        Paste an API key with the <code>read</code> scope. It is exchanged for a session cookie and not kept in the page.
+      </p>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
       <form method="post" action="/login">
         <input type="hidden" name="next" value={next} />
         <label>

@@ -4,7 +4,18 @@ import type { FC } from 'hono/jsx';
 import { ago, Layout } from './layout.js';
 
 export const QuarantinePage: FC<{
-  items: { id: number; writerId: string; rowId: string | null; kind: string | null; executionId: string | null; code: string; reason: string; payload: string; truncated: boolean; receivedAt: string }[];
+  items: {
+    id: number;
+    writerId: string;
+    rowId: string | null;
+    kind: string | null;
+    executionId: string | null;
+    code: string;
+    reason: string;
+    payload: string;
+    truncated: boolean;
+    receivedAt: string;
+  }[];
   next: string | null;
 }> = ({ items, next }) => (
   <Layout title="Quarantine">

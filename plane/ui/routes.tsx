@@ -13,7 +13,24 @@ import { authenticate, type Principal } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { projects } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
-import { CursorError, describeHoles, forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listIdempotency, listQuarantine, listRows, listTakeovers, listWriters, pauseState, runUsage, stateAt, usageByRun } from '../read.js';
+import {
+  CursorError,
+  describeHoles,
+  forkLinks,
+  getExecution,
+  listClaimConflicts,
+  listExecutions,
+  listHoles,
+  listIdempotency,
+  listQuarantine,
+  listRows,
+  listTakeovers,
+  listWriters,
+  pauseState,
+  runUsage,
+  stateAt,
+  usageByRun,
+} from '../read.js';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import { diffStates } from './diff.js';
 import { LoginPage } from './login-page.js';
@@ -118,8 +135,14 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
         const u = new URLSearchParams(Object.entries({ ...filters, ...(cursor ? { cursor } : {}), ...(on ? { live: '1' } : {}) }).filter(([, v]) => v) as [string, string][]);
         return `/?${u}`;
       };
-      const usage = await usageByRun(db, c.get('principal').projectId, page.items.map((i) => i.executionId));
-      return c.html(<RunsPage items={page.items.map((i) => ({ ...i, usage: usage.get(i.executionId) ?? null }))} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />);
+      const usage = await usageByRun(
+        db,
+        c.get('principal').projectId,
+        page.items.map((i) => i.executionId),
+      );
+      return c.html(
+        <RunsPage items={page.items.map((i) => ({ ...i, usage: usage.get(i.executionId) ?? null }))} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />,
+      );
     }),
   );
 
@@ -171,7 +194,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
           state={sb ?? null}
           live={c.req.query('live') === '1'}
           paged={cursor !== undefined}
-          {...await forkLinks(db, projectId, id)}
+          {...(await forkLinks(db, projectId, id))}
         />,
       );
     }),

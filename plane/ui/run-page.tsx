@@ -28,7 +28,17 @@ export function rowOutcome(r: Checkpoint, next: Checkpoint | undefined, executio
 const depth = (agentPath: string) => Math.min(6, agentPath.split('/').length - 1);
 
 export interface RunPageProps {
-  execution: { executionId: string; status: string; rowCount: number; lastSeq: number; writerId: string | null; updatedAt: string; error: { code: string; message: string } | null; complete: boolean; holeCount: number };
+  execution: {
+    executionId: string;
+    status: string;
+    rowCount: number;
+    lastSeq: number;
+    writerId: string | null;
+    updatedAt: string;
+    error: { code: string; message: string } | null;
+    complete: boolean;
+    holeCount: number;
+  };
   holes: { seq: number; code: string; reason: string; writerId: string; at: string }[];
   rows: Checkpoint[];
   next: string | null;
@@ -72,7 +82,10 @@ export const RunPage: FC<RunPageProps> = (p) => {
       {p.usage && p.usage.calls > 0 && (
         <p class="muted" data-testid="usage">
           Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out · {p.usage.calls} model call{p.usage.calls === 1 ? '' : 's'} (
-          {Object.entries(p.usage.models).map(([m, n]) => `${m} ×${n}`).join(', ')})
+          {Object.entries(p.usage.models)
+            .map(([m, n]) => `${m} ×${n}`)
+            .join(', ')}
+          )
         </p>
       )}
       <LiveToggle live={p.live} href={(on) => `/runs/${encodeURIComponent(id)}${on ? '?live=1' : ''}`} />
@@ -108,8 +121,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
             Incomplete: the plane refused {p.holes.length === 1 ? 'a row' : `${p.holes.length} rows`} of this run
           </h2>
           <p>
-            The rows after a refused one are deltas on a row this plane does not hold, so their state cannot be shown from here and the run cannot
-            be restored from this plane. The writer keeps the whole run locally.
+            The rows after a refused one are deltas on a row this plane does not hold, so their state cannot be shown from here and the run cannot be restored from this plane. The writer keeps the
+            whole run locally.
           </p>
           <ul>
             {p.holes.map((h) => (
@@ -147,8 +160,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
           <ul>
             {p.takeovers!.map((t) => (
               <li>
-                after seq {t.fromSeq}, by <span class="mono">{t.winnerWriterId}</span> from <span class="mono">{t.loserWriterId}</span> ({ago(t.at)}; last heard
-                from {t.loserLastContactAt ? ago(t.loserLastContactAt) : 'never'}): rows of the first writer after that seq are refused
+                after seq {t.fromSeq}, by <span class="mono">{t.winnerWriterId}</span> from <span class="mono">{t.loserWriterId}</span> ({ago(t.at)}; last heard from{' '}
+                {t.loserLastContactAt ? ago(t.loserLastContactAt) : 'never'}): rows of the first writer after that seq are refused
               </li>
             ))}
           </ul>
@@ -163,12 +176,11 @@ export const RunPage: FC<RunPageProps> = (p) => {
           <ul>
             {p.conflicts.map((c) => (
               <li>
-                pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>, also claimed by{' '}
-                <span class="mono">{c.loserWriterId}</span> ({c.source}, {ago(c.at)})
+                pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>, also claimed by <span class="mono">{c.loserWriterId}</span> ({c.source},{' '}
+                {ago(c.at)})
                 {c.sideEffects.length > 0 && (
                   <div class="error" data-testid="double-effects">
-                    Both writers recorded these side effects, so each may have run them (a charge made twice, an e-mail sent twice): check them
-                    outside waymark:{' '}
+                    Both writers recorded these side effects, so each may have run them (a charge made twice, an e-mail sent twice): check them outside waymark:{' '}
                     {c.sideEffects.map((k, i) => (
                       <>
                         {i > 0 && ', '}
@@ -189,28 +201,28 @@ export const RunPage: FC<RunPageProps> = (p) => {
           {p.rows.map((r, i) => {
             const outcome = rowOutcome(r, p.rows[i + 1], p.execution);
             return (
-            <li class={`st-${outcome.replace(/\s+/g, '-')} depth-${depth(r.agentPath)}`} id={`seq-${r.seq}`}>
-              <span id={`row-${r.id}`} />
-              <div class="row-head">
-                <strong>#{r.seq}</strong>
-                <span class="mono">{r.nodeId}</span>
-                <span>{r.step}</span>
-                <Badge status={outcome} />
-              </div>
-              <div class="row-meta">
-                <span class="mono">{r.agentPath}</span>
-                <ShortId id={r.writerId} />
-                <Time iso={r.createdAt} />
-                {i > 0 && <span title="time since the previous row (informational: order is by seq)">+{duration(Date.parse(r.createdAt) - Date.parse(p.rows[i - 1].createdAt))}</span>}
-                {r.seq > 0 && <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>diff with previous</a>}
-              </div>
-              {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
-              {outcome === 'failed' && r.step !== 'run_end' && p.execution.error && (
-                <div class="error">
-                  {r.step === 'llm_call' ? 'the model call' : r.step === 'tool_call' ? 'this step' : 'the next step'} failed: {p.execution.error.code}
+              <li class={`st-${outcome.replace(/\s+/g, '-')} depth-${depth(r.agentPath)}`} id={`seq-${r.seq}`}>
+                <span id={`row-${r.id}`} />
+                <div class="row-head">
+                  <strong>#{r.seq}</strong>
+                  <span class="mono">{r.nodeId}</span>
+                  <span>{r.step}</span>
+                  <Badge status={outcome} />
                 </div>
-              )}
-            </li>
+                <div class="row-meta">
+                  <span class="mono">{r.agentPath}</span>
+                  <ShortId id={r.writerId} />
+                  <Time iso={r.createdAt} />
+                  {i > 0 && <span title="time since the previous row (informational: order is by seq)">+{duration(Date.parse(r.createdAt) - Date.parse(p.rows[i - 1].createdAt))}</span>}
+                  {r.seq > 0 && <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>diff with previous</a>}
+                </div>
+                {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
+                {outcome === 'failed' && r.step !== 'run_end' && p.execution.error && (
+                  <div class="error">
+                    {r.step === 'llm_call' ? 'the model call' : r.step === 'tool_call' ? 'this step' : 'the next step'} failed: {p.execution.error.code}
+                  </div>
+                )}
+              </li>
             );
           })}
         </ol>
@@ -304,7 +316,10 @@ export const RunPage: FC<RunPageProps> = (p) => {
           <ul>
             {p.quarantined.map((q) => (
               <li>
-                <a href={`/quarantine#q-${q.id}`}>#{q.id}</a> {q.code}: {q.reason} <span class="muted">({q.writerId}, {ago(q.receivedAt)})</span>
+                <a href={`/quarantine#q-${q.id}`}>#{q.id}</a> {q.code}: {q.reason}{' '}
+                <span class="muted">
+                  ({q.writerId}, {ago(q.receivedAt)})
+                </span>
               </li>
             ))}
           </ul>

@@ -47,6 +47,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
 }) => (
   <Layout title="Runs" refresh={live ? 5 : undefined}>
     <h1>Runs</h1>
+    {/* biome-ignore lint/a11y/useSemanticElements: the <search> element is too new for the browsers a phone may run; the role says the same */}
     <form class="filters" method="get" action="/" role="search">
       <label>
         Execution id
@@ -80,10 +81,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
     </form>
     <LiveToggle live={live} href={(on) => query(null, on)} />
     <p class="muted">"running" means no end marker yet: still running, or crashed without a marker.</p>
-    <Table
-      class="runs"
-      columns={['Execution', 'Status', 'Agent', wide('Writer'), wide('Started'), wide('Duration'), 'Last update', wide('Rows'), wide('Last node'), wide('Tokens')]}
-    >
+    <Table class="runs" columns={['Execution', 'Status', 'Agent', wide('Writer'), wide('Started'), wide('Duration'), 'Last update', wide('Rows'), wide('Last node'), wide('Tokens')]}>
       {items.map((r) => (
         <tr>
           <td class="mono">
@@ -119,7 +117,11 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
           </td>
           <td class="wide-only">{r.rowCount}</td>
           <td class="mono wide-only">{r.lastNodeId ?? ''}</td>
-          <td class="wide-only" data-testid="tokens" title={r.usage ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls` : 'no model usage reported'}>
+          <td
+            class="wide-only"
+            data-testid="tokens"
+            title={r.usage ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls` : 'no model usage reported'}
+          >
             {r.usage ? `${r.usage.inputTokens} in / ${r.usage.outputTokens} out` : ''}
           </td>
         </tr>

@@ -11,7 +11,12 @@ import { fromAISDK } from '../../client/ai-sdk/index.js';
 import type { FakeHandler } from '../helpers/openai-server.js';
 
 export const charges = (ledger: string): { order: string; pid: number }[] =>
-  existsSync(ledger) ? readFileSync(ledger, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  existsSync(ledger)
+    ? readFileSync(ledger, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 
 export function crashAgent(o: { url: string; store: Checkpointer; ledger: string; faults?: FaultHook; leaseMs?: number }): Agent {
   const provider = createOpenAICompatible({ name: 'loop', baseURL: o.url, apiKey: 'sk-test', includeUsage: true });

@@ -58,7 +58,12 @@ describe('AI SDK provider and OpenAIChatModel against a loopback OpenAI-compatib
       const rows = await store.list(r.executionId);
       expect(sumUsage(rows)).toEqual({ calls: 2, inputTokens: 120, outputTokens: 12, cachedInputTokens: 32, models: { 'loop-model': 1, 'served-model': 1 } });
       if (mode === 'stream') {
-        expect(events.filter((e) => e.type === 'text-delta').map((e) => (e as { delta: string }).delta).join('')).toBe('the sum is 5');
+        expect(
+          events
+            .filter((e) => e.type === 'text-delta')
+            .map((e) => (e as { delta: string }).delta)
+            .join(''),
+        ).toBe('the sum is 5');
         expect(events.map((e) => e.type).filter((t) => t !== 'text-delta')).toEqual(['step-start', 'tool-call', 'tool-result', 'step-start', 'end']);
       }
       await store.close();
@@ -90,7 +95,14 @@ describe('AI SDK provider and OpenAIChatModel against a loopback OpenAI-compatib
     });
     expect(server.requests.at(-1)).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     const second = await m.stream(
-      { messages: [{ role: 'user', content: '2+3?' }, { role: 'assistant', content: null, toolCalls: first.toolCalls }, { role: 'tool', toolCallId: 'c1', name: 'add', content: '5' }], tools: [] },
+      {
+        messages: [
+          { role: 'user', content: '2+3?' },
+          { role: 'assistant', content: null, toolCalls: first.toolCalls },
+          { role: 'tool', toolCallId: 'c1', name: 'add', content: '5' },
+        ],
+        tools: [],
+      },
       (p) => deltas.push(p.delta),
     );
     expect(deltas).toEqual(['the ', 'sum ', 'is ', '5']);
@@ -122,7 +134,10 @@ describe('AI SDK provider and OpenAIChatModel against a loopback OpenAI-compatib
     // the 2nd text delta of the run is the first of turn 1 (turn 0 streams one piece before its tool call)
     const a = await runTs(CHILD, [db, server.url, ledger, id, 'runtime.midStream', '2']);
     expect(a.signal, a.stderr).toBe('SIGKILL');
-    const shown = a.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as RunEvent);
+    const shown = a.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as RunEvent);
     const turn1 = shown.filter((e) => e.type === 'step-start' && e.turn === 1)[0] as Extract<RunEvent, { type: 'step-start' }>;
     expect(turn1).toBeDefined();
     expect(shown.at(-1)).toMatchObject({ type: 'text-delta', committed: false, turn: 1, delta: 'Order ' });

@@ -29,7 +29,14 @@ describe('waymark/ai-sdk over MockLanguageModelV3', () => {
       provider: 'mock',
       modelId: 'm-1',
       doGenerate: [
-        gen([{ type: 'text', text: 'let me add' }, { type: 'tool-call', toolCallId: 'c1', toolName: 'add', input: '{"a":2,"b":3}' }], usage(100, 20, 60), 'tool-calls'),
+        gen(
+          [
+            { type: 'text', text: 'let me add' },
+            { type: 'tool-call', toolCallId: 'c1', toolName: 'add', input: '{"a":2,"b":3}' },
+          ],
+          usage(100, 20, 60),
+          'tool-calls',
+        ),
         gen([{ type: 'text', text: 'the sum is 5' }], usage(130, 7)),
       ],
     });
@@ -44,7 +51,13 @@ describe('waymark/ai-sdk over MockLanguageModelV3', () => {
     expect(mock.doGenerateCalls[1].prompt).toEqual([
       { role: 'system', content: 'be exact' },
       { role: 'user', content: [{ type: 'text', text: '2+3?' }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'let me add' }, { type: 'tool-call', toolCallId: 'c1', toolName: 'add', input: { a: 2, b: 3 } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'let me add' },
+          { type: 'tool-call', toolCallId: 'c1', toolName: 'add', input: { a: 2, b: 3 } },
+        ],
+      },
       { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'add', output: { type: 'text', value: '5' } }] },
     ]);
     const rows = await store.list(r.executionId);
@@ -85,9 +98,7 @@ describe('waymark/ai-sdk over MockLanguageModelV3', () => {
     const r = await new Agent({ name: 'calc', model: fromAISDK(mock), tools: [add], checkpointer: store }).run('1+1?', { onEvent: (e) => events.push(e) });
     expect(r).toMatchObject({ status: 'completed', output: 'it is 2' });
     expect(mock.doGenerateCalls.length).toBe(0);
-    expect(events.map((e) => (e.type === 'text-delta' ? `delta:${e.delta}` : e.type))).toEqual([
-      'step-start', 'tool-call', 'tool-result', 'step-start', 'delta:it is ', 'delta:2', 'end',
-    ]);
+    expect(events.map((e) => (e.type === 'text-delta' ? `delta:${e.delta}` : e.type))).toEqual(['step-start', 'tool-call', 'tool-result', 'step-start', 'delta:it is ', 'delta:2', 'end']);
     const rows = await store.list(r.executionId);
     expect(events[0]).toMatchObject({ committed: true, checkpointId: rows[0].id, reentered: false, turn: 0 });
     expect(events[1]).toMatchObject({ committed: true, checkpointId: rows[1].id, call: { id: 'c1', name: 'add', arguments: { a: 1, b: 1 } } });
@@ -103,7 +114,10 @@ describe('waymark/ai-sdk over MockLanguageModelV3', () => {
     const mock = new MockLanguageModelV3({
       doStream: {
         stream: simulateReadableStream<LanguageModelV3StreamPart>({
-          chunks: [{ type: 'text-delta', id: 't', delta: 'fine' }, { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(1, 1) }],
+          chunks: [
+            { type: 'text-delta', id: 't', delta: 'fine' },
+            { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(1, 1) },
+          ],
           chunkDelayInMs: null,
         }),
       },
@@ -136,12 +150,22 @@ describe('waymark/ai-sdk over MockLanguageModelV3', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(50);
 
     let n = 0;
-    const down = new MockLanguageModelV3({ doGenerate: async () => { n++; throw apiError(500, true); } });
+    const down = new MockLanguageModelV3({
+      doGenerate: async () => {
+        n++;
+        throw apiError(500, true);
+      },
+    });
     await expect(fromAISDK(down, { maxRetries: 2, backoffMs: 1, maxBackoffMs: 2 }).generate({ messages: [], tools: [] })).rejects.toMatchObject({ code: 'MODEL_ERROR', details: { status: 500 } });
     expect(n).toBe(3);
 
     let m = 0;
-    const unauthorized = new MockLanguageModelV3({ doGenerate: async () => { m++; throw apiError(401, false); } });
+    const unauthorized = new MockLanguageModelV3({
+      doGenerate: async () => {
+        m++;
+        throw apiError(401, false);
+      },
+    });
     await expect(fromAISDK(unauthorized, { backoffMs: 1 }).generate({ messages: [], tools: [] })).rejects.toMatchObject({ code: 'MODEL_ERROR', details: { status: 401 } });
     expect(m).toBe(1);
   });
@@ -165,9 +189,13 @@ describe('waymark/ai-sdk over MockLanguageModelV3', () => {
     const early = new MockLanguageModelV3({
       doStream: async () => {
         s++;
-        const parts: LanguageModelV3StreamPart[] = s === 1
-          ? [{ type: 'error', error: boom }]
-          : [{ type: 'text-delta', id: 't', delta: 'ok' }, { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(1, 1) }];
+        const parts: LanguageModelV3StreamPart[] =
+          s === 1
+            ? [{ type: 'error', error: boom }]
+            : [
+                { type: 'text-delta', id: 't', delta: 'ok' },
+                { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(1, 1) },
+              ];
         return { stream: simulateReadableStream({ chunks: parts, chunkDelayInMs: null }) };
       },
     });
@@ -178,7 +206,15 @@ describe('waymark/ai-sdk over MockLanguageModelV3', () => {
     const late = new MockLanguageModelV3({
       doStream: async () => {
         l++;
-        return { stream: simulateReadableStream<LanguageModelV3StreamPart>({ chunks: [{ type: 'text-delta', id: 't', delta: 'par' }, { type: 'error', error: boom }], chunkDelayInMs: null }) };
+        return {
+          stream: simulateReadableStream<LanguageModelV3StreamPart>({
+            chunks: [
+              { type: 'text-delta', id: 't', delta: 'par' },
+              { type: 'error', error: boom },
+            ],
+            chunkDelayInMs: null,
+          }),
+        };
       },
     });
     await expect(fromAISDK(late, { backoffMs: 1 }).stream!({ messages: [], tools: [] }, () => {})).rejects.toMatchObject({ code: 'MODEL_ERROR' });

@@ -13,7 +13,8 @@ describe(`kill campaign: ${TRIALS} trials, seed ${SEED} (replay: WAYMARK_CAMPAIG
       trials: TRIALS,
       seed: SEED,
       dir: tmp.dir,
-      onTrial: (r) => console.log(`[campaign] ${r.trial} ${r.target} ${r.point}:${r.hits} ${r.killed ? 'killed' : 'not reached'}${r.violations.length ? ` VIOLATIONS: ${r.violations.join('; ')}` : ''}`),
+      onTrial: (r) =>
+        console.log(`[campaign] ${r.trial} ${r.target} ${r.point}:${r.hits} ${r.killed ? 'killed' : 'not reached'}${r.violations.length ? ` VIOLATIONS: ${r.violations.join('; ')}` : ''}`),
     });
     console.log(`[campaign] seed ${SEED}: ${summary.trials} trials, kills ${JSON.stringify(summary.kills)}`);
     expect(summary.violations).toEqual([]);

@@ -382,10 +382,7 @@ export async function runDoubleClaimTrial(o: { plane: PlaneProcess; key: string;
   // both offline: every connection to the plane is reset
   const proxies = await Promise.all([new FaultProxy(o.plane.url).start(), new FaultProxy(o.plane.url).start()]);
   for (const p of proxies) p.rule = () => 'reset';
-  const [ra] = await Promise.all([
-    run('resume', dbs.a, proxies[0].url, { approver: 'machine-a' }),
-    run('resume', dbs.b, proxies[1].url, { approver: 'machine-b', fault: `${point}:${hits}` }),
-  ]);
+  const [ra] = await Promise.all([run('resume', dbs.a, proxies[0].url, { approver: 'machine-a' }), run('resume', dbs.b, proxies[1].url, { approver: 'machine-b', fault: `${point}:${hits}` })]);
   await Promise.all(proxies.map((p) => p.close()));
   if (ra && !(ra.claimOffline === 1 && (ra.pendingRows as number) > 0)) violations.push(`machine a did not resume offline: ${JSON.stringify(ra)}`);
   if (!killed) violations.push(`machine b was not killed at ${point}:${hits}`);
@@ -404,7 +401,14 @@ export async function runDoubleClaimTrial(o: { plane: PlaneProcess; key: string;
     // the branches share rows up to the pause and differ after it; B's is the answered row alone
     const pauseSeq = local.a.findIndex((r) => r.step === 'hitl_pause');
     const branch = pauseSeq + 1;
-    if (pauseSeq < 0 || local.b[pauseSeq]?.id !== local.a[pauseSeq].id || !local.b[branch] || local.b[branch].id === local.a[branch]?.id || local.b.length !== branch + 1 || local.a.length <= branch + 1) {
+    if (
+      pauseSeq < 0 ||
+      local.b[pauseSeq]?.id !== local.a[pauseSeq].id ||
+      !local.b[branch] ||
+      local.b[branch].id === local.a[branch]?.id ||
+      local.b.length !== branch + 1 ||
+      local.a.length <= branch + 1
+    ) {
       violations.push(`the machines do not hold two branches from one pause, B's shorter (or one grafted the other's rows): a ${ids(local.a)} / b ${ids(local.b)}`);
     }
     if (pauseSeq < 0 || !local.a[branch] || !local.b[branch]) return result();
@@ -422,12 +426,16 @@ export async function runDoubleClaimTrial(o: { plane: PlaneProcess; key: string;
     }
     const get = async (path: string) => (await fetch(`${o.plane.url}${path}`, { headers: { authorization: `Bearer ${o.key}` } })).json();
     const conflicts = ((await get('/v1/conflicts')) as { items: { executionId: string; winnerWriterId: string; loserWriterId: string }[] }).items.filter((c) => c.executionId === id);
-    if (!(conflicts.length === 1 && conflicts[0].winnerWriterId === writerA && conflicts[0].loserWriterId === writerB)) violations.push(`the plane does not show B's claim as the conflict: ${JSON.stringify(conflicts)}`);
+    if (!(conflicts.length === 1 && conflicts[0].winnerWriterId === writerA && conflicts[0].loserWriterId === writerB))
+      violations.push(`the plane does not show B's claim as the conflict: ${JSON.stringify(conflicts)}`);
     // B's refused row is another branch, not a gap in the plane's copy
     const summary = (await get(`/v1/executions/${encodeURIComponent(id)}`)) as { execution: { complete: boolean; status: string }; holes: unknown[] };
     if (!(summary.execution.complete && summary.execution.status === 'completed' && summary.holes.length === 0)) violations.push(`the plane's summary of ${id}: ${JSON.stringify(summary)}`);
     // each store keeps its own branch whole and readable; B's catch-up says diverged at its answered row, A's says nothing
-    for (const [m, c] of [['a', ca], ['b', cb]] as const) {
+    for (const [m, c] of [
+      ['a', ca],
+      ['b', cb],
+    ] as const) {
       if ((c.unreadable as string[]).length) violations.push(`machine ${m}: rows do not read: ${(c.unreadable as string[]).join('; ')}`);
       const restore = c.restore as { error?: { code: string; message: string }; diverged?: { executionId: string; seq: number; localId: string | null }[]; inserted?: number };
       if (restore.error) {

@@ -45,7 +45,11 @@ const oddities: fc.Arbitrary<() => unknown> = fc.constantFrom(
     o.self = o;
     return o;
   },
-  () => ({ toJSON: () => { throw new Error('SDK object refuses to serialise'); } }),
+  () => ({
+    toJSON: () => {
+      throw new Error('SDK object refuses to serialise');
+    },
+  }),
   () => 'bad \u0000 text',
   () => '\uD800',
 );

@@ -11,7 +11,7 @@ import { sql } from 'drizzle-orm';
 import { createPlaneApp } from '../../plane/app.js';
 import { createKey } from '../../plane/auth.js';
 import type { PlaneDatabase } from '../../plane/db/open.js';
-import { Checkpoint, OutboxEvent } from '../../shared/rows.js';
+import { Checkpoint, type OutboxEvent } from '../../shared/rows.js';
 import { LIMITS } from '../../shared/limits.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
@@ -54,9 +54,27 @@ function mutate(event: OutboxEvent, path: string[], value: unknown, remove: bool
 }
 
 const PATHS = [
-  ['id'], ['kind'], ['row'], ['row', 'id'], ['row', 'executionId'], ['row', 'seq'], ['row', 'nodeId'], ['row', 'turn'], ['row', 'step'],
-  ['row', 'status'], ['row', 'agentPath'], ['row', 'parentId'], ['row', 'state'], ['row', 'state', 'kind'], ['row', 'state', 'state'],
-  ['row', 'nodeInput'], ['row', 'createdAt'], ['row', 'writerId'], ['row', '__proto__'], ['row', 'extra'], ['extra'],
+  ['id'],
+  ['kind'],
+  ['row'],
+  ['row', 'id'],
+  ['row', 'executionId'],
+  ['row', 'seq'],
+  ['row', 'nodeId'],
+  ['row', 'turn'],
+  ['row', 'step'],
+  ['row', 'status'],
+  ['row', 'agentPath'],
+  ['row', 'parentId'],
+  ['row', 'state'],
+  ['row', 'state', 'kind'],
+  ['row', 'state', 'state'],
+  ['row', 'nodeInput'],
+  ['row', 'createdAt'],
+  ['row', 'writerId'],
+  ['row', '__proto__'],
+  ['row', 'extra'],
+  ['extra'],
 ];
 
 describe(`fuzzed ingest bodies (seed ${SEED}, ${RUNS} × 4 generators)`, () => {
@@ -95,22 +113,18 @@ describe(`fuzzed ingest bodies (seed ${SEED}, ${RUNS} × 4 generators)`, () => {
 
   it('mutated rows: refused one by one with a reason, never a 5xx', async () => {
     await fc.assert(
-      fc.asyncProperty(
-        fc.array(fc.tuple(fc.nat(100), fc.constantFrom(...PATHS), nasty, fc.boolean()), { minLength: 1, maxLength: 6 }),
-        fc.boolean(),
-        async (muts, dup) => {
-          const rows: unknown[] = muts.map(([i, path, value, remove]) => mutate(valid[i % valid.length], path, value, remove));
-          if (dup) rows.push(rows[0]);
-          const res = await post(JSON.stringify({ protocol: 1, writerId: 'fuzzer', rows }));
-          if (res.status === 200) {
-            const body = (await res.json()) as { results: { status: string; reason?: string }[] };
-            expect(body.results.length).toBe(rows.length);
-            for (const r of body.results) if (r.status === 'rejected') expect(r.reason?.length ?? 0).toBeGreaterThan(3);
-          } else {
-            expect([400, 413]).toContain(res.status);
-          }
-        },
-      ),
+      fc.asyncProperty(fc.array(fc.tuple(fc.nat(100), fc.constantFrom(...PATHS), nasty, fc.boolean()), { minLength: 1, maxLength: 6 }), fc.boolean(), async (muts, dup) => {
+        const rows: unknown[] = muts.map(([i, path, value, remove]) => mutate(valid[i % valid.length], path, value, remove));
+        if (dup) rows.push(rows[0]);
+        const res = await post(JSON.stringify({ protocol: 1, writerId: 'fuzzer', rows }));
+        if (res.status === 200) {
+          const body = (await res.json()) as { results: { status: string; reason?: string }[] };
+          expect(body.results.length).toBe(rows.length);
+          for (const r of body.results) if (r.status === 'rejected') expect(r.reason?.length ?? 0).toBeGreaterThan(3);
+        } else {
+          expect([400, 413]).toContain(res.status);
+        }
+      }),
       { numRuns: RUNS, seed: SEED },
     );
   }, 600_000);
@@ -130,7 +144,9 @@ describe(`fuzzed ingest bodies (seed ${SEED}, ${RUNS} × 4 generators)`, () => {
             body: JSON.stringify({ protocol: 1, writerId: 'w', rows: valid.slice(0, 1) }),
             headers: { 'content-type': t },
           })),
-          fc.constantFrom('br', 'deflate', 'gzip, gzip', 'identity').map((e) => ({ body: JSON.stringify({ protocol: 1, writerId: 'w', rows: valid.slice(0, 1) }), headers: { 'content-encoding': e } })),
+          fc
+            .constantFrom('br', 'deflate', 'gzip, gzip', 'identity')
+            .map((e) => ({ body: JSON.stringify({ protocol: 1, writerId: 'w', rows: valid.slice(0, 1) }), headers: { 'content-encoding': e } })),
           fc.record({ protocol: nasty, writerId: nasty, backlog: nasty, rows: nasty }).map((v) => ({ body: JSON.stringify(v), headers: {} })),
         ),
         async ({ body, headers }) => {

@@ -21,10 +21,12 @@ async function killedAt(point: string, hits: number, db: string) {
   const r = await runTs(CHILD, [db, point, String(hits), String(WRITERS), String(PUTS)]);
   expect(r.signal, r.stderr).toBe('SIGKILL');
   const lines = r.stdout.trim().split('\n');
-  const acked = lines.filter((l) => l.startsWith('ack ')).map((l) => {
-    const [, executionId, seq, id] = l.split(' ');
-    return { executionId, seq: Number(seq), id };
-  });
+  const acked = lines
+    .filter((l) => l.startsWith('ack '))
+    .map((l) => {
+      const [, executionId, seq, id] = l.split(' ');
+      return { executionId, seq: Number(seq), id };
+    });
   const commits = lines.filter((l) => l.startsWith('commit ')).map((l) => Number(l.split(' ')[1]));
   return { acked, commits };
 }

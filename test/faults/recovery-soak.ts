@@ -73,9 +73,7 @@ export async function runRecoverySoak(o: RecoverySoakOptions): Promise<RecoveryS
   const result: RecoverySoakResult = { runs: 0, rounds: 0, kills: 0, recovered: 0, heldElsewhere: 0, violations: [] };
   const per = Math.max(1, Math.ceil(o.runs / o.starters));
   const starters = await Promise.all(
-    Array.from({ length: o.starters }, (_, i) =>
-      runTs(CHILD, args('run-many', `s${o.seed}w${i}`, String(per), String(STEPS), pick(POINTS), String(1 + Math.floor(random() * per * 2)))),
-    ),
+    Array.from({ length: o.starters }, (_, i) => runTs(CHILD, args('run-many', `s${o.seed}w${i}`, String(per), String(STEPS), pick(POINTS), String(1 + Math.floor(random() * per * 2))))),
   );
   result.kills += starters.filter((s) => s.signal === 'SIGKILL').length;
   try {
@@ -94,9 +92,7 @@ export async function runRecoverySoak(o: RecoverySoakOptions): Promise<RecoveryS
       for (const id of running) for (const e of await store.listIdempotent(id)) recorded.add(e.key);
       // the last round's workers are not killed, so the soak ends
       const killOne = result.rounds < o.maxRounds - 1 && random() < 0.7;
-      const workers = [0, 1].map((i) =>
-        forkTs(CHILD, args('recover', ...(killOne && i === 0 ? [pick(POINTS), String(1 + Math.floor(random() * 6))] : [])), { WAIT_GO: '1', MODEL_DELAY_MS: '20' }),
-      );
+      const workers = [0, 1].map((i) => forkTs(CHILD, args('recover', ...(killOne && i === 0 ? [pick(POINTS), String(1 + Math.floor(random() * 6))] : [])), { WAIT_GO: '1', MODEL_DELAY_MS: '20' }));
       const outs = workers.map(finish);
       await Promise.all(workers.map((w) => nextMessage(w)));
       for (const w of workers) w.send({ go: true });

@@ -17,7 +17,11 @@ describe('regressions found by the fuzz campaign', () => {
     const { app } = createPlaneApp({ database });
     const { key } = await createKey(database.db, { createProject: true, project: 'r', scopes: ['ingest'] });
     ingest = async (rows) => {
-      const res = await app.request('/v1/ingest', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ protocol: 1, writerId: 'w', rows }) });
+      const res = await app.request('/v1/ingest', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ protocol: 1, writerId: 'w', rows }),
+      });
       return { status: res.status, body: await res.json() };
     };
   });

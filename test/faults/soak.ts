@@ -81,7 +81,14 @@ const fuzz = spawnSync(process.execPath, [join(root, 'node_modules/vitest/vitest
 });
 const fuzzLine = /\[fuzz\] seed \d+: (\d+) bodies, (\d+) rows refused/.exec(fuzz.stdout);
 const idemLine = /\[fuzz-idempotent\] seed \d+: (\{.*\})/.exec(fuzz.stdout);
-if (fuzz.status !== 0) violations.push(`fuzz failed (seed ${seed}): ${fuzz.stdout.split('\n').filter((l) => /×|Counterexample|Error/.test(l)).slice(0, 5).join(' | ')}`);
+if (fuzz.status !== 0)
+  violations.push(
+    `fuzz failed (seed ${seed}): ${fuzz.stdout
+      .split('\n')
+      .filter((l) => /×|Counterexample|Error/.test(l))
+      .slice(0, 5)
+      .join(' | ')}`,
+  );
 
 // 4 · recovery: runs killed mid-flight, two recovery workers at once per round (one often killed too)
 const recovery = await runRecoverySoak({ runs: recoveryRuns, starters: 4, maxRounds: 12, seed, dir });

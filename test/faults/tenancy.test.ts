@@ -47,13 +47,29 @@ describe('tenancy and auth across every endpoint and page', () => {
   afterAll(async () => plane?.close());
 
   const endpoints = () => [
-    { name: 'POST /v1/ingest', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'intruder', rows: [{ kind: 'interrupt_claimed', id: '01a2368f-0000-7000-8000-000000000000', executionId: 'victim-run', checkpointId, writerId: 'intruder', claimedAt: new Date().toISOString() }] } }) },
+    {
+      name: 'POST /v1/ingest',
+      scope: 'ingest',
+      req: (key?: string) =>
+        call(`${plane.url}/v1/ingest`, {
+          key,
+          json: {
+            protocol: 1,
+            writerId: 'intruder',
+            rows: [{ kind: 'interrupt_claimed', id: '01a2368f-0000-7000-8000-000000000000', executionId: 'victim-run', checkpointId, writerId: 'intruder', claimedAt: new Date().toISOString() }],
+          },
+        }),
+    },
     { name: 'GET /v1/executions', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions`, { key }) },
     { name: 'GET /v1/executions/:id', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run`, { key }) },
     { name: 'GET /v1/executions/:id/rows', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/rows`, { key }) },
     { name: 'GET /v1/executions/:id/restore', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/restore`, { key }) },
     { name: 'POST /v1/executions/:id/claim', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim`, { key, json: { checkpointId, writerId: 'intruder' } }) },
-    { name: 'POST /v1/executions/:id/claim/release', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim/release`, { key, json: { checkpointId, writerId: 'intruder' } }) },
+    {
+      name: 'POST /v1/executions/:id/claim/release',
+      scope: 'ingest',
+      req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim/release`, { key, json: { checkpointId, writerId: 'intruder' } }),
+    },
     { name: 'POST /v1/executions/:id/takeover', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/takeover`, { key, json: { writerId: 'intruder', seq: 0 } }) },
     { name: 'GET /v1/whoami', scope: null, req: (key?: string) => call(`${plane.url}/v1/whoami`, { key }) },
     { name: 'GET /v1/quarantine', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/quarantine`, { key }) },
@@ -91,7 +107,7 @@ describe('tenancy and auth across every endpoint and page', () => {
     expect(await counts()).toBe(snapshot);
   });
 
-  it('operator metrics (every project\'s counters) are not on this listener for any key, admin included', async () => {
+  it("operator metrics (every project's counters) are not on this listener for any key, admin included", async () => {
     for (const key of [undefined, keys.owner, keys.otherAdmin, keys.other]) expect((await call(`${plane.url}/metrics`, { key })).status).toBe(404);
   });
 

@@ -6,14 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 
-export type Fault =
-  | 'pass'
-  | 'reset'
-  | 'hang'
-  | 'drop-after-commit'
-  | 'truncate'
-  | 'trickle'
-  | { status: number; retryAfter?: string; message?: string; html?: string };
+export type Fault = 'pass' | 'reset' | 'hang' | 'drop-after-commit' | 'truncate' | 'trickle' | { status: number; retryAfter?: string; message?: string; html?: string };
 
 export interface SeenRequest {
   path: string;

@@ -43,11 +43,26 @@ export async function startTestPlane(
   o: { faults?: PlaneAppOptions['faults']; maxInflightIngest?: number; maxQueuedIngest?: number; ingestQueueWaitMs?: number; claimReleaseAfterMs?: number; takeoverAfterMs?: number } = {},
 ): Promise<TestPlane> {
   const database = await openTestPlaneDatabase(kind);
-  const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', maxInflightIngest: o.maxInflightIngest ?? 16, maxQueuedIngest: o.maxQueuedIngest ?? 64, ingestQueueWaitMs: o.ingestQueueWaitMs ?? 10_000, ...(o.claimReleaseAfterMs !== undefined ? { claimReleaseAfterMs: o.claimReleaseAfterMs } : {}), ...(o.takeoverAfterMs !== undefined ? { takeoverAfterMs: o.takeoverAfterMs } : {}) }), {
-    database,
-    logger: pino({ level: 'silent' }),
-    faults: o.faults,
-  });
+  const plane = await startPlane(
+    loadConfig(
+      {},
+      {
+        host: '127.0.0.1',
+        port: 0,
+        dataDir: 'memory://',
+        maxInflightIngest: o.maxInflightIngest ?? 16,
+        maxQueuedIngest: o.maxQueuedIngest ?? 64,
+        ingestQueueWaitMs: o.ingestQueueWaitMs ?? 10_000,
+        ...(o.claimReleaseAfterMs !== undefined ? { claimReleaseAfterMs: o.claimReleaseAfterMs } : {}),
+        ...(o.takeoverAfterMs !== undefined ? { takeoverAfterMs: o.takeoverAfterMs } : {}),
+      },
+    ),
+    {
+      database,
+      logger: pino({ level: 'silent' }),
+      faults: o.faults,
+    },
+  );
   return {
     url: plane.url,
     database,
@@ -66,10 +81,7 @@ export interface Call {
 }
 
 /** One HTTP call with a JSON (optionally gzip) body. */
-export async function call(
-  url: string,
-  o: { method?: string; key?: string; json?: unknown; raw?: string | Buffer; gzip?: boolean; headers?: Record<string, string> } = {},
-): Promise<Call> {
+export async function call(url: string, o: { method?: string; key?: string; json?: unknown; raw?: string | Buffer; gzip?: boolean; headers?: Record<string, string> } = {}): Promise<Call> {
   const headers: Record<string, string> = { ...(o.key ? { authorization: `Bearer ${o.key}` } : {}), ...o.headers };
   let body: Buffer | string | undefined;
   if (o.json !== undefined || o.raw !== undefined) {

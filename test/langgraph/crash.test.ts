@@ -29,17 +29,19 @@ describe('a LangGraph run on WaymarkSaver killed after a commit', () => {
       const b = await runTs(CHILD, ['resume', db, effects, String(T)]);
       expect(b.code, b.stderr).toBe(0);
       const report = JSON.parse(b.stdout.trim().split('\n').at(-1)!);
-      expect(report.messages).toEqual([
-        'human: go',
-        ...Array.from({ length: T }, (_, i) => ['ai: ', `tool: did ${i}`]).flat(),
-        'ai: finished',
-      ]);
-      const lines = readFileSync(effects, 'utf8').trim().split('\n').map((l) => l.split(' ').slice(0, 2).join(' '));
+      expect(report.messages).toEqual(['human: go', ...Array.from({ length: T }, (_, i) => ['ai: ', `tool: did ${i}`]).flat(), 'ai: finished']);
+      const lines = readFileSync(effects, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' ').slice(0, 2).join(' '));
       const expected = [...Array.from({ length: T }, (_, i) => [`model ${i}`, `tool ${i}`]).flat(), `model ${T}`];
       // every step ran exactly once across the two processes
       expect(lines).toEqual(expected);
       // and the ones that committed before the kill ran in the first process
-      const pids = readFileSync(effects, 'utf8').trim().split('\n').map((l) => Number(l.split(' ')[2]));
+      const pids = readFileSync(effects, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => Number(l.split(' ')[2]));
       const first = pids[0];
       expect(pids.slice(0, hit - 1)).toEqual(Array(hit - 1).fill(first));
       expect(pids.slice(hit - 1)).toEqual(Array(pids.length - hit + 1).fill(report.pid));

@@ -125,8 +125,22 @@ for (const backend of backends) {
       const saver = await open();
       try {
         const cfg = await saver.put({ configurable: { thread_id: 'w' } }, checkpoint({ a: 1 }), meta, { a: 1 });
-        await saver.putWrites(cfg, [[RESUME, 'first answer'], ['a', 'first value']], 'task-1');
-        await saver.putWrites(cfg, [[RESUME, 'second answer'], ['a', 'second value']], 'task-1');
+        await saver.putWrites(
+          cfg,
+          [
+            [RESUME, 'first answer'],
+            ['a', 'first value'],
+          ],
+          'task-1',
+        );
+        await saver.putWrites(
+          cfg,
+          [
+            [RESUME, 'second answer'],
+            ['a', 'second value'],
+          ],
+          'task-1',
+        );
         const t = await saver.getTuple(cfg);
         expect(t?.pendingWrites).toEqual([
           ['task-1', RESUME, 'second answer'],
@@ -158,7 +172,18 @@ for (const backend of backends) {
       const saver = await open();
       try {
         const cfg = await saver.put({ configurable: { thread_id: 'race' } }, checkpoint({ a: 1 }), meta, { a: 1 });
-        await Promise.all(Array.from({ length: 6 }, (_, i) => saver.putWrites(cfg, [[RESUME, `answer ${i}`], ['a', `value ${i}`]], 'task-1')));
+        await Promise.all(
+          Array.from({ length: 6 }, (_, i) =>
+            saver.putWrites(
+              cfg,
+              [
+                [RESUME, `answer ${i}`],
+                ['a', `value ${i}`],
+              ],
+              'task-1',
+            ),
+          ),
+        );
         const entries = await saver.store.listIdempotent('race');
         expect(entries).toHaveLength(6);
         const gens = entries.map((e) => (e.result as { gen: number }).gen).sort();
@@ -174,7 +199,7 @@ for (const backend of backends) {
       }
     });
 
-    it('pending writes come back in LangGraph\'s own writesSortKey order (task path, task id, index; code points, not UTF-16 units)', async () => {
+    it("pending writes come back in LangGraph's own writesSortKey order (task path, task id, index; code points, not UTF-16 units)", async () => {
       const saver = await open();
       try {
         const cfg = await saver.put({ configurable: { thread_id: 'order' } }, checkpoint({ a: 1 }), meta, { a: 1 });
@@ -186,7 +211,16 @@ for (const backend of backends) {
           ['t-input', undefined],
           ['t-z', '~__pregel_pull, a'],
         ];
-        for (const [task, path] of calls) await saver.putWrites(cfg, [['a', `${task} 0`], ['b', `${task} 1`]], task, path);
+        for (const [task, path] of calls)
+          await saver.putWrites(
+            cfg,
+            [
+              ['a', `${task} 0`],
+              ['b', `${task} 1`],
+            ],
+            task,
+            path,
+          );
         const expected = calls
           .flatMap(([task, path]) => [0, 1].map((idx) => ({ task, path: path ?? '', idx })))
           .sort((x, y) => compareWritesSortKeys(writesSortKey(x.path, x.task, x.idx), writesSortKey(y.path, y.task, y.idx)))
@@ -198,7 +232,7 @@ for (const backend of backends) {
       }
     });
 
-    it('getTuple on a long thread reads only the checkpoint\'s own writes (point lookups), never the whole thread\'s', async () => {
+    it("getTuple on a long thread reads only the checkpoint's own writes (point lookups), never the whole thread's", async () => {
       const inner = backend.make();
       const calls: string[] = [];
       // the real store, with its calls counted
@@ -251,11 +285,7 @@ for (const backend of backends) {
         expect(hasCode(e1, ErrorCode.INVALID_GRAPH_CONFIG)).toBe(true);
         expect(e1.details.problems).toEqual(['config.configurable is missing', 'config.configurable.thread_id is missing', 'checkpoint.id is missing']);
         const e2 = await saver.putWrites({ configurable: {} }, [['a', 1]], '').catch((e) => e);
-        expect(e2.details.problems).toEqual([
-          'config.configurable.thread_id is missing',
-          'config.configurable.checkpoint_id is missing',
-          'taskId is missing',
-        ]);
+        expect(e2.details.problems).toEqual(['config.configurable.thread_id is missing', 'config.configurable.checkpoint_id is missing', 'taskId is missing']);
         const e3 = await saver.put({ configurable: { thread_id: 'x'.repeat(300) } }, checkpoint({}), meta, {}).catch((e) => e);
         expect(hasCode(e3, ErrorCode.INVALID_GRAPH_CONFIG)).toBe(true);
         expect(await saver.store.listExecutions()).toEqual([]);

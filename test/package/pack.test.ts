@@ -32,7 +32,10 @@ describe('the npm package (needs the npm cache or the registry)', () => {
   it('packs, installs into a fresh project without warnings of its own, type-checks every subpath strictly; waymark/postgres without postgres says to install it', () => {
     const out = tmp.file('pack');
     execFileSync('mkdir', ['-p', out]);
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as { filename: string; files: { path: string }[] }[];
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as {
+      filename: string;
+      files: { path: string }[];
+    }[];
     const tarball = join(out, packed[0].filename);
     const files = packed[0].files.map((f) => f.path);
     for (const f of ['bin/waymark.mjs', 'dist/client/index.d.ts', 'dist/client/testing/index.d.ts', 'dist/plane/index.d.ts', 'drizzle/0000_init.sql']) expect(files).toContain(f);
@@ -48,7 +51,7 @@ describe('the npm package (needs the npm cache or the registry)', () => {
     const missing = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark/postgres')"], { cwd: app, encoding: 'utf8' });
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain("waymark/postgres needs the 'postgres' package");
-    expect(missing.stderr).toContain("npm install postgres@3.4.9");
+    expect(missing.stderr).toContain('npm install postgres@3.4.9');
     // waymark/testing declares vitest tests: without vitest it says so
     const noVitest = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark/testing')"], { cwd: app, encoding: 'utf8' });
     expect(noVitest.status).not.toBe(0);
@@ -57,12 +60,29 @@ describe('the npm package (needs the npm cache or the registry)', () => {
     const root = spawnSync(process.execPath, ['--input-type=module', '-e', "console.log(Object.keys(await import('waymark')).join(' '))"], { cwd: app, encoding: 'utf8' });
     expect(root.stdout.split(/\s+/)).toContain('openStore');
     expect(root.stdout.split(/\s+/)).not.toContain('killAt');
-    expect(spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark'); await import('waymark/wire'); await import('waymark/plane')"], { cwd: app, encoding: 'utf8' }).status).toBe(0);
+    expect(
+      spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark'); await import('waymark/wire'); await import('waymark/plane')"], { cwd: app, encoding: 'utf8' }).status,
+    ).toBe(0);
 
     // what a user of every subpath has: the peers (their types) and @types/node
-    npm(['install', dev('@types/node'), dev('@types/better-sqlite3'), dev('postgres'), dev('@ai-sdk/provider'), dev('@types/json-schema'), dev('@langchain/core'), dev('@langchain/langgraph-checkpoint')], app);
+    npm(
+      [
+        'install',
+        dev('@types/node'),
+        dev('@types/better-sqlite3'),
+        dev('postgres'),
+        dev('@ai-sdk/provider'),
+        dev('@types/json-schema'),
+        dev('@langchain/core'),
+        dev('@langchain/langgraph-checkpoint'),
+      ],
+      app,
+    );
     writeFileSync(join(app, 'index.ts'), `${SUBPATHS.map((s, i) => `import * as m${i} from '${s}';`).join('\n')}\nexport const all = [${SUBPATHS.map((_, i) => `m${i}`).join(', ')}];\n`);
-    for (const [moduleResolution, module] of [['node16', 'node16'], ['bundler', 'esnext']]) {
+    for (const [moduleResolution, module] of [
+      ['node16', 'node16'],
+      ['bundler', 'esnext'],
+    ]) {
       writeFileSync(
         join(app, `tsconfig.${moduleResolution}.json`),
         JSON.stringify({ compilerOptions: { strict: true, skipLibCheck: false, noEmit: true, module, moduleResolution, target: 'es2022', types: ['node'] }, files: ['index.ts'] }),

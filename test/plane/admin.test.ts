@@ -58,7 +58,14 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
     const doc = (await call(`${plane.url}/openapi.json`)).body as { paths: Record<string, Record<string, { security?: unknown[] }>> };
     const ops = Object.entries(doc.paths).flatMap(([p, o]) => Object.entries(o).map(([m, op]) => [`${m.toUpperCase()} ${p}`, op] as const));
     const admin = ops.filter(([name]) => name.includes('/v1/admin/'));
-    expect(admin.map(([name]) => name).sort()).toEqual(['GET /v1/admin/keys', 'GET /v1/admin/projects', 'POST /v1/admin/keys', 'POST /v1/admin/keys/{id}/revoke', 'POST /v1/admin/projects', 'POST /v1/admin/prune']);
+    expect(admin.map(([name]) => name).sort()).toEqual([
+      'GET /v1/admin/keys',
+      'GET /v1/admin/projects',
+      'POST /v1/admin/keys',
+      'POST /v1/admin/keys/{id}/revoke',
+      'POST /v1/admin/projects',
+      'POST /v1/admin/prune',
+    ]);
     for (const [, op] of admin) expect(op.security).toEqual([{ bearer: [] }]);
   });
 

@@ -75,7 +75,11 @@ describe('waymark plane keys and first start', () => {
     const saved = process.env.WAYMARK_PLANE_DIR;
     delete process.env.WAYMARK_PLANE_DIR;
     try {
-      for (const args of [['keys', 'list'], ['keys', 'create', '--project', 'local', '--scopes', 'ingest,read'], ['projects', 'list']]) {
+      for (const args of [
+        ['keys', 'list'],
+        ['keys', 'create', '--project', 'local', '--scopes', 'ingest,read'],
+        ['projects', 'list'],
+      ]) {
         const lines: string[] = [];
         const code = await planeMain(args, (l) => lines.push(l));
         expect(code, args.join(' ')).toBe(1);
@@ -123,7 +127,9 @@ describe('waymark plane keys and first start', () => {
     expect(again.adminKeyFile).toBeNull();
     expect((await fetch(`${again.url}/`, { redirect: 'manual' })).status).toBe(303);
     await again.close();
-    await expect(startPlane(loadConfig({}, { host: '0.0.0.0', port: 0, dataDir: dir, dev: true }), { logger: pino({ level: 'silent' }) })).rejects.toThrow(/only allowed when the plane binds to 127.0.0.1/);
+    await expect(startPlane(loadConfig({}, { host: '0.0.0.0', port: 0, dataDir: dir, dev: true }), { logger: pino({ level: 'silent' }) })).rejects.toThrow(
+      /only allowed when the plane binds to 127.0.0.1/,
+    );
   });
 
   it('an in-memory plane returns its admin key and writes no file (it once wrote ./memory:/admin-key)', async () => {

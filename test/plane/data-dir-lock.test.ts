@@ -64,7 +64,7 @@ describe('the data dir lock', () => {
     expect(r.refused.every((x) => x.code === 'DATA_DIR_LOCKED' && x.pid === 0)).toBe(true);
   });
 
-  it.skipIf(procIdentity(process.pid) === null)('a lock whose pid was reused by another process (a restarted container\'s pid 1) is stale: the new process takes it', async () => {
+  it.skipIf(procIdentity(process.pid) === null)("a lock whose pid was reused by another process (a restarted container's pid 1) is stale: the new process takes it", async () => {
     const dir = tmp.file('reused');
     mkdirSync(dir, { recursive: true });
     // the pid is alive (this very process), but the lock was written by an earlier process with that pid

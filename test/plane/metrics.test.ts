@@ -28,70 +28,58 @@ describe('operator metrics listener', () => {
     return { plane, db: database.db };
   };
 
-  it(
-    'metrics cross-tenant defect: a project admin key gets 404 for /metrics on the main listener; the metrics listener serves every project\'s counters',
-    async () => {
-      const { plane, db } = await start({ WAYMARK_METRICS_PORT: '0' });
-      const alphaAdmin = (await createKey(db, { createProject: true, project: 'alpha', scopes: ['admin'] })).key;
-      const betaIngest = (await createKey(db, { createProject: true, project: 'beta', scopes: ['ingest'] })).key;
-      const rows = await eventsOf(async (s) => void (await s.put(step('beta-run', 0))));
-      expect((await call(`${plane.url}/v1/ingest`, { key: betaIngest, json: { protocol: 1, writerId: 'w', rows } })).status).toBe(200);
+  it("metrics cross-tenant defect: a project admin key gets 404 for /metrics on the main listener; the metrics listener serves every project's counters", async () => {
+    const { plane, db } = await start({ WAYMARK_METRICS_PORT: '0' });
+    const alphaAdmin = (await createKey(db, { createProject: true, project: 'alpha', scopes: ['admin'] })).key;
+    const betaIngest = (await createKey(db, { createProject: true, project: 'beta', scopes: ['ingest'] })).key;
+    const rows = await eventsOf(async (s) => void (await s.put(step('beta-run', 0))));
+    expect((await call(`${plane.url}/v1/ingest`, { key: betaIngest, json: { protocol: 1, writerId: 'w', rows } })).status).toBe(200);
 
-      const onMain = await call(`${plane.url}/metrics`, { key: alphaAdmin });
-      expect(onMain.status).toBe(404);
-      expect(onMain.body).toMatchObject({ error: { code: 'NOT_FOUND' } });
+    const onMain = await call(`${plane.url}/metrics`, { key: alphaAdmin });
+    expect(onMain.status).toBe(404);
+    expect(onMain.body).toMatchObject({ error: { code: 'NOT_FOUND' } });
 
-      expect(plane.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      expect(plane.metricsUrl).not.toBe(plane.url);
-      const m = await call(`${plane.metricsUrl}/metrics`);
+    expect(plane.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(plane.metricsUrl).not.toBe(plane.url);
+    const m = await call(`${plane.metricsUrl}/metrics`);
+    expect(m.status).toBe(200);
+    expect(m.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(m.body).toMatch(/waymark_ingest_rows_total\{result="accepted"\} 1/);
+    expect(m.body).toMatch(/waymark_http_requests_total\{method="POST",route="\/v1\/ingest",status="200"\} 1/);
+    expect(m.body).toMatch(/waymark_quarantine_rows 0/);
+    // the metrics listener serves metrics only: the API is not reachable through it
+    expect((await call(`${plane.metricsUrl}/v1/executions`, { key: alphaAdmin })).status).toBe(404);
+  }, 90_000);
+
+  it('no metrics listener unless a metrics port is configured', async () => {
+    const { plane } = await start({});
+    expect(plane.metricsUrl).toBeNull();
+  }, 90_000);
+
+  it('`waymark plane --metrics-port` serves metrics on that listener and prints where; the bootstrap admin key gets 404 on the main one', async () => {
+    const bin = fileURLToPath(new URL('../../bin/waymark.mjs', import.meta.url));
+    const child = spawn(process.execPath, [bin, 'plane', '--data-dir', 'memory://', '--port', '0', '--metrics-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      let out = '';
+      child.stdout.on('data', (d) => (out += d.toString()));
+      const deadline = Date.now() + 80_000;
+      while (!/operator metrics: \S+/.test(out) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const main = /listening on (\S+)/.exec(out)![1];
+      const metrics = /operator metrics: (\S+)\/metrics/.exec(out)![1];
+      const admin = /written nowhere: (\S+)/.exec(out)![1];
+      expect(metrics).not.toBe(main);
+      expect((await call(`${main}/metrics`, { key: admin })).status).toBe(404);
+      const m = await call(`${metrics}/metrics`);
       expect(m.status).toBe(200);
-      expect(m.headers.get('content-type')).toMatch(/^text\/plain/);
-      expect(m.body).toMatch(/waymark_ingest_rows_total\{result="accepted"\} 1/);
-      expect(m.body).toMatch(/waymark_http_requests_total\{method="POST",route="\/v1\/ingest",status="200"\} 1/);
       expect(m.body).toMatch(/waymark_quarantine_rows 0/);
-      // the metrics listener serves metrics only: the API is not reachable through it
-      expect((await call(`${plane.metricsUrl}/v1/executions`, { key: alphaAdmin })).status).toBe(404);
-    },
-    90_000,
-  );
-
-  it(
-    'no metrics listener unless a metrics port is configured',
-    async () => {
-      const { plane } = await start({});
-      expect(plane.metricsUrl).toBeNull();
-    },
-    90_000,
-  );
-
-  it(
-    '`waymark plane --metrics-port` serves metrics on that listener and prints where; the bootstrap admin key gets 404 on the main one',
-    async () => {
-      const bin = fileURLToPath(new URL('../../bin/waymark.mjs', import.meta.url));
-      const child = spawn(process.execPath, [bin, 'plane', '--data-dir', 'memory://', '--port', '0', '--metrics-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-      try {
-        let out = '';
-        child.stdout.on('data', (d) => (out += d.toString()));
-        const deadline = Date.now() + 80_000;
-        while (!/operator metrics: \S+/.test(out) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-        const main = /listening on (\S+)/.exec(out)![1];
-        const metrics = /operator metrics: (\S+)\/metrics/.exec(out)![1];
-        const admin = /written nowhere: (\S+)/.exec(out)![1];
-        expect(metrics).not.toBe(main);
-        expect((await call(`${main}/metrics`, { key: admin })).status).toBe(404);
-        const m = await call(`${metrics}/metrics`);
-        expect(m.status).toBe(200);
-        expect(m.body).toMatch(/waymark_quarantine_rows 0/);
-      } finally {
-        if (child.exitCode === null) {
-          const exited = new Promise((r) => child.once('exit', r));
-          child.kill('SIGTERM');
-          await exited;
-        }
+    } finally {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
       }
-    },
-    90_000,
-  );
+    }
+  }, 90_000);
 
   it('the metrics host defaults to loopback and a bad metrics port is refused by name', () => {
     expect(loadConfig({ WAYMARK_METRICS_PORT: '9464' })).toMatchObject({ metricsHost: '127.0.0.1', metricsPort: 9464 });

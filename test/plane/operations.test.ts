@@ -106,9 +106,7 @@ describe.skipIf(!pg)('two plane processes on one Postgres', () => {
       checkpointId = (await s.recordInterrupt(pause('contested'), { reason: 'r', context: null })).checkpoint.id;
     });
     await call(`${urls[0]}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } });
-    const results = await Promise.all(
-      Array.from({ length: 16 }, (_, i) => call(`${urls[i % 2]}/v1/executions/contested/claim`, { key, json: { checkpointId, writerId: `writer-${i}` } })),
-    );
+    const results = await Promise.all(Array.from({ length: 16 }, (_, i) => call(`${urls[i % 2]}/v1/executions/contested/claim`, { key, json: { checkpointId, writerId: `writer-${i}` } })));
     const winners = results.filter((r) => r.status === 200);
     expect(winners.length).toBe(1);
     const losers = results.filter((r) => r.status === 409);

@@ -19,10 +19,21 @@ const where = target.startsWith('pglite:') ? { dataDir: target.slice('pglite:'.l
 // WAYMARK_PLANE_FAULT=point:hits SIGKILLs this plane at a named fault point; WAYMARK_PLANE_PORT keeps its port across restarts
 const fault = process.env.WAYMARK_PLANE_FAULT;
 const hook = fault ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
-const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: Number(process.env.WAYMARK_PLANE_PORT ?? 0), ...where, ...(process.env.WAYMARK_TAKEOVER_AFTER_MS ? { takeoverAfterMs: Number(process.env.WAYMARK_TAKEOVER_AFTER_MS) } : {}) }), {
-  logger: pino({ level: 'silent' }),
-  faults: hook,
-});
+const plane = await startPlane(
+  loadConfig(
+    {},
+    {
+      host: '127.0.0.1',
+      port: Number(process.env.WAYMARK_PLANE_PORT ?? 0),
+      ...where,
+      ...(process.env.WAYMARK_TAKEOVER_AFTER_MS ? { takeoverAfterMs: Number(process.env.WAYMARK_TAKEOVER_AFTER_MS) } : {}),
+    },
+  ),
+  {
+    logger: pino({ level: 'silent' }),
+    faults: hook,
+  },
+);
 process.on('message', async (m: { type: string; project?: string; scopes?: Scope[] }) => {
   if (m.type === 'key') {
     const k = await createKey(plane.database.db, { createProject: true, project: m.project!, scopes: m.scopes! });

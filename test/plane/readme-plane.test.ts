@@ -24,7 +24,10 @@ function readmeShell(): { start: string; commands: string[] } {
   const section = readme.slice(readme.indexOf('## Connecting to a plane'));
   const block = /```sh\n([\s\S]*?)```/.exec(section);
   if (!block) throw new Error("no sh block in README's plane section");
-  const lines = block[1].split('\n').map((l) => l.replace(/\s+#.*$/, '').trim()).filter((l) => l && !l.startsWith('#'));
+  const lines = block[1]
+    .split('\n')
+    .map((l) => l.replace(/\s+#.*$/, '').trim())
+    .filter((l) => l && !l.startsWith('#'));
   return { start: lines[0], commands: lines.slice(1) };
 }
 
@@ -46,7 +49,10 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
     const outputs: string[] = [];
     for (const line of commands) {
       expect(line, 'README commands are `npx waymark …`').toMatch(/^npx waymark /);
-      const args = line.replace(/^npx waymark /, '').replace('KEY_ID', key.slice(3, 19)).split(/\s+/);
+      const args = line
+        .replace(/^npx waymark /, '')
+        .replace('KEY_ID', key.slice(3, 19))
+        .split(/\s+/);
       const r = await waymarkAsync(args, { cwd, env: env() });
       expect(r.code, `${line}\n${r.stderr}`).toBe(0);
       outputs.push(r.stdout);

@@ -42,7 +42,12 @@ function retentionSuite(name: string, kind: () => 'pglite' | { url: string }) {
     let arriving: unknown[] = [];
     const ingest = async (key: string, rows: unknown[]) => expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } })).body.rejected).toBe(0);
     const age = (ids: string[], days: number) =>
-      plane.database.db.execute(sql`UPDATE executions SET updated_at = now() - ${days} * interval '1 day' WHERE execution_id IN (${sql.join(ids.map((i) => sql`${i}`), sql`, `)})`);
+      plane.database.db.execute(
+        sql`UPDATE executions SET updated_at = now() - ${days} * interval '1 day' WHERE execution_id IN (${sql.join(
+          ids.map((i) => sql`${i}`),
+          sql`, `,
+        )})`,
+      );
     const exists = async (id: string, key = read) => (await call(`${plane.url}/v1/executions/${id}`, { key })).status === 200;
 
     beforeAll(async () => {
@@ -51,7 +56,13 @@ function retentionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       read = await plane.key('alpha', ['read']);
       ingestKey = await plane.key('alpha', ['ingest']);
       otherIngest = await plane.key('beta', ['ingest', 'read']);
-      for (const [id, end] of [['done-old', 'completed'], ['failed-old', 'failed'], ['paused-old', 'paused'], ['running-old', 'running'], ['done-new', 'completed']] as const) {
+      for (const [id, end] of [
+        ['done-old', 'completed'],
+        ['failed-old', 'failed'],
+        ['paused-old', 'paused'],
+        ['running-old', 'running'],
+        ['done-new', 'completed'],
+      ] as const) {
         await ingest(ingestKey, await runRows(id, end));
       }
       // a finished run whose middle row is still on its way: seq 0 and the end marker (seq 2) are here, seq 1 comes later
@@ -59,13 +70,16 @@ function retentionSuite(name: string, kind: () => 'pglite' | { url: string }) {
         for (let i = 0; i < 2; i++) await s.put(step('arriving-old', i));
         await s.put({ ...step('arriving-old', 2), nodeId: 'run_end', step: 'run_end' });
       }, 'w-arriving');
-      await ingest(ingestKey, arriving.filter((e) => (e as { row?: { seq: number } }).row?.seq !== 1));
+      await ingest(
+        ingestKey,
+        arriving.filter((e) => (e as { row?: { seq: number } }).row?.seq !== 1),
+      );
       await ingest(otherIngest, await runRows('beta-done-old', 'completed'));
       await age(['done-old', 'failed-old', 'paused-old', 'running-old', 'arriving-old', 'beta-done-old'], 40);
     });
     afterAll(async () => plane?.close());
 
-    it('dry run lists only the finished runs older than the age, of the admin key\'s project, and deletes nothing', async () => {
+    it("dry run lists only the finished runs older than the age, of the admin key's project, and deletes nothing", async () => {
       const r = await call(`${plane.url}/v1/admin/prune`, { key: admin, json: { olderThanSeconds: 30 * DAY, dryRun: true } });
       expect(r.status).toBe(200);
       expect(r.body.dryRun).toBe(true);
@@ -83,7 +97,7 @@ function retentionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(await exists('beta-done-old', otherIngest)).toBe(true);
     });
 
-    it('retention defect guard: prunes finished old runs with every row; never a paused, running, recent run, one with rows arriving, or another project\'s', async () => {
+    it("retention defect guard: prunes finished old runs with every row; never a paused, running, recent run, one with rows arriving, or another project's", async () => {
       // a row arrives for an old finished run (a late redelivery): it is updated now, so it stays
       const late = arriving.filter((e) => (e as { row?: { seq: number } }).row?.seq === 1);
       expect(late).toHaveLength(1);
@@ -129,7 +143,11 @@ function retentionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(config.retentionDays).toBe(7);
       const p = await startPlane(config, { database, logger });
       try {
-        for (const [id, end] of [['sched-old', 'completed'], ['sched-paused', 'paused'], ['sched-recent', 'failed']] as const) {
+        for (const [id, end] of [
+          ['sched-old', 'completed'],
+          ['sched-paused', 'paused'],
+          ['sched-recent', 'failed'],
+        ] as const) {
           expect((await call(`${p.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows: await runRows(id, end) } })).body.rejected).toBe(0);
         }
         await database.db.execute(sql`UPDATE executions SET updated_at = now() - interval '8 days' WHERE execution_id IN ('sched-old', 'sched-paused')`);

@@ -30,13 +30,10 @@ function stall(port: number, key: string): Promise<Stalled> {
     socket.on('data', (d) => (s.answer += d.toString()));
     socket.once('error', reject);
     socket.once('connect', () => {
-      socket.write(
-        `POST /v1/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"protocol":1,`,
-        () => {
-          s.opened = performance.now();
-          resolve(s);
-        },
-      );
+      socket.write(`POST /v1/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"protocol":1,`, () => {
+        s.opened = performance.now();
+        resolve(s);
+      });
     });
   });
 }
@@ -58,75 +55,66 @@ describe('slow and vanishing request bodies', () => {
     return { plane, db: database.db };
   };
 
-  it(
-    'slow-body lockout defect: 32 stalled uploads hold no ingest slot, a real batch is answered at once, and the plane closes them after the idle deadline with 408',
-    async () => {
-      const idleMs = 3000;
-      const { plane, db } = await start({ maxInflightIngest: 16, maxQueuedIngest: 64, ingestQueueWaitMs: 10_000, bodyIdleMs: idleMs });
-      const hostile = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
-      const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest', 'read'] })).key;
-      const rows = await eventsOf(async (s) => void (await s.put(step('after-stall', 0))), 'w-good');
+  it('slow-body lockout defect: 32 stalled uploads hold no ingest slot, a real batch is answered at once, and the plane closes them after the idle deadline with 408', async () => {
+    const idleMs = 3000;
+    const { plane, db } = await start({ maxInflightIngest: 16, maxQueuedIngest: 64, ingestQueueWaitMs: 10_000, bodyIdleMs: idleMs });
+    const hostile = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
+    const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest', 'read'] })).key;
+    const rows = await eventsOf(async (s) => void (await s.put(step('after-stall', 0))), 'w-good');
 
-      const stalled = await Promise.all(Array.from({ length: 32 }, () => stall(plane.port, hostile)));
-      sockets.push(...stalled.map((s) => s.socket));
-      await new Promise((r) => setTimeout(r, 300)); // every stalled request is past auth and reading its body
+    const stalled = await Promise.all(Array.from({ length: 32 }, () => stall(plane.port, hostile)));
+    sockets.push(...stalled.map((s) => s.socket));
+    await new Promise((r) => setTimeout(r, 300)); // every stalled request is past auth and reading its body
 
-      const t0 = performance.now();
-      const r = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w-good', rows } });
-      const ms = performance.now() - t0;
-      expect(r.status).toBe(200);
-      expect(r.body).toMatchObject({ accepted: 1 });
-      // before the fix it waited the whole 10 s gate wait and got 429; 2.5 s leaves room for a busy machine
-      expect(ms, `the batch took ${Math.round(ms)} ms`).toBeLessThan(2500);
-      expect(stalled.every((s) => !s.socket.destroyed && s.answer === ''), 'the stalled uploads were still open when the batch was answered').toBe(true);
+    const t0 = performance.now();
+    const r = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w-good', rows } });
+    const ms = performance.now() - t0;
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ accepted: 1 });
+    // before the fix it waited the whole 10 s gate wait and got 429; 2.5 s leaves room for a busy machine
+    expect(ms, `the batch took ${Math.round(ms)} ms`).toBeLessThan(2500);
+    expect(
+      stalled.every((s) => !s.socket.destroyed && s.answer === ''),
+      'the stalled uploads were still open when the batch was answered',
+    ).toBe(true);
 
-      const closedAt = await Promise.all(stalled.map((s) => s.closed));
-      stalled.forEach((s, i) => {
-        expect(s.answer).toMatch(/^HTTP\/1\.1 408 /);
-        expect(s.answer).toContain('BODY_TIMEOUT');
-        expect(closedAt[i] - s.opened).toBeGreaterThanOrEqual(idleMs - 100);
-        expect(closedAt[i] - s.opened).toBeLessThan(idleMs + 15_000);
-      });
-      expect((await call(`${plane.url}/v1/executions/after-stall`, { key })).status).toBe(200);
-    },
-    90_000,
-  );
+    const closedAt = await Promise.all(stalled.map((s) => s.closed));
+    stalled.forEach((s, i) => {
+      expect(s.answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(s.answer).toContain('BODY_TIMEOUT');
+      expect(closedAt[i] - s.opened).toBeGreaterThanOrEqual(idleMs - 100);
+      expect(closedAt[i] - s.opened).toBeLessThan(idleMs + 15_000);
+    });
+    expect((await call(`${plane.url}/v1/executions/after-stall`, { key })).status).toBe(200);
+  }, 90_000);
 
-  it(
-    'a trickling body is cut at the total deadline with 408, however often bytes arrive',
-    async () => {
-      const { plane, db } = await start({ bodyIdleMs: 1000, bodyTotalMs: 2000 });
-      const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
-      const s = await stall(plane.port, key);
-      sockets.push(s.socket);
-      const drip = setInterval(() => s.socket.writable && s.socket.write(' '), 200);
-      try {
-        const closed = await s.closed;
-        expect(s.answer).toMatch(/^HTTP\/1\.1 408 /);
-        expect(s.answer).toContain('not complete within 2000 ms');
-        expect(closed - s.opened).toBeGreaterThanOrEqual(1900);
-      } finally {
-        clearInterval(drip);
-      }
-    },
-    60_000,
-  );
+  it('a trickling body is cut at the total deadline with 408, however often bytes arrive', async () => {
+    const { plane, db } = await start({ bodyIdleMs: 1000, bodyTotalMs: 2000 });
+    const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
+    const s = await stall(plane.port, key);
+    sockets.push(s.socket);
+    const drip = setInterval(() => s.socket.writable && s.socket.write(' '), 200);
+    try {
+      const closed = await s.closed;
+      expect(s.answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(s.answer).toContain('not complete within 2000 ms');
+      expect(closed - s.opened).toBeGreaterThanOrEqual(1900);
+    } finally {
+      clearInterval(drip);
+    }
+  }, 60_000);
 
-  it(
-    'client abort defect: a client that hangs up mid-body is logged as "client aborted" at info, never as "database unavailable"',
-    async () => {
-      const lines: { level: number; msg: string }[] = [];
-      const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
-      const { plane, db } = await start({}, logger);
-      const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
-      const s = await stall(plane.port, key);
-      await new Promise((r) => setTimeout(r, 300));
-      s.socket.destroy();
-      const deadline = Date.now() + 20_000;
-      while (!lines.some((l) => l.msg === 'client aborted') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      expect(lines.filter((l) => l.msg === 'client aborted').map((l) => l.level)).toEqual([30]);
-      expect(lines.filter((l) => l.level >= 40)).toEqual([]);
-    },
-    60_000,
-  );
+  it('client abort defect: a client that hangs up mid-body is logged as "client aborted" at info, never as "database unavailable"', async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const { plane, db } = await start({}, logger);
+    const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
+    const s = await stall(plane.port, key);
+    await new Promise((r) => setTimeout(r, 300));
+    s.socket.destroy();
+    const deadline = Date.now() + 20_000;
+    while (!lines.some((l) => l.msg === 'client aborted') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(lines.filter((l) => l.msg === 'client aborted').map((l) => l.level)).toEqual([30]);
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+  }, 60_000);
 });

@@ -122,7 +122,12 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const [probe] = await eventsOf(async (s) => void (await s.put(sized('mb-probe', ''))));
       const room = LIMITS.rowBytes - eventBytes(probe);
       const rows = await eventsOf(async (s) => {
-        for (const [id, n] of [['mb-under', room - 1], ['mb-atlim', room], ['mb-overr', room]] as const) await s.put(sized(id, fill(n)));
+        for (const [id, n] of [
+          ['mb-under', room - 1],
+          ['mb-atlim', room],
+          ['mb-overr', room],
+        ] as const)
+          await s.put(sized(id, fill(n)));
       });
       // the store refuses a row one byte over, so that one is made by hand
       const over = rows[2] as Extract<OutboxEvent, { kind: 'checkpoint' }>;
@@ -217,7 +222,10 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const r = await get('/v1/executions/rest-1/restore?limit=1');
       expect(r.body).toMatchObject({ totalRows: 2, pending: { reason: 'approval', context: { amount: 5000 } } });
       expect(r.body.rows.length).toBe(1);
-      expect(r.body.idempotency.map((e: { key: string; result: unknown }) => [e.key, e.result])).toEqual([['charge:1042', { chargeId: 'ch_1' }], ['lookup', null]]);
+      expect(r.body.idempotency.map((e: { key: string; result: unknown }) => [e.key, e.result])).toEqual([
+        ['charge:1042', { chargeId: 'ch_1' }],
+        ['lookup', null],
+      ]);
       const r2 = await get(`/v1/executions/rest-1/restore?limit=1&cursor=${r.body.nextCursor}`);
       expect(r2.body.rows[0].step).toBe('hitl_pause');
       expect(r2.body.nextCursor).toBeNull();
@@ -229,7 +237,10 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         await s.put(step(id, 1, { nodeOutput: 'new run' }));
         await s.recordInterrupt(pause(id, 1), { reason: 'approval', context: { run: 'new' } });
       };
-      for (const [id, oldInSameBatch] of [['again-1', false], ['again-2', true]] as const) {
+      for (const [id, oldInSameBatch] of [
+        ['again-1', false],
+        ['again-2', true],
+      ] as const) {
         let old: OutboxEvent[] = [];
         const later = await eventsOf(async (s) => {
           for (let i = 0; i < 3; i++) await s.put(step(id, i, { nodeOutput: 'old run' }));
@@ -290,7 +301,10 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       });
       await ingest(other);
       expect((await ingest(mine)).body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual(['seq_conflict', 'seq_conflict', 'accepted']);
-      expect((await get('/v1/executions/hole-2')).body.holes.map((h: { seq: number; code: string }) => [h.seq, h.code])).toEqual([[0, 'seq_conflict'], [1, 'seq_conflict']]);
+      expect((await get('/v1/executions/hole-2')).body.holes.map((h: { seq: number; code: string }) => [h.seq, h.code])).toEqual([
+        [0, 'seq_conflict'],
+        [1, 'seq_conflict'],
+      ]);
       const forged = structuredClone(other[1]) as Extract<OutboxEvent, { kind: 'checkpoint' }>;
       forged.row.nodeId = 'forged';
       expect((await ingest([forged])).body.results[0]).toMatchObject({ code: 'conflict' });
@@ -330,7 +344,7 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes').incompleteRuns).toEqual([]);
     });
 
-    it('an offline double resume left the run incomplete for good defect: another writer\'s branch refused at taken seqs is not a hole (the run stays complete and restorable); once a row of that branch is accepted at a free seq, every hole of it is', async () => {
+    it("an offline double resume left the run incomplete for good defect: another writer's branch refused at taken seqs is not a hole (the run stays complete and restorable); once a row of that branch is accepted at a free seq, every hole of it is", async () => {
       // A's branch reaches seq 2; B continued the same run on its own branch to seq 3 (both resumed offline)
       const a = await eventsOf(async (s) => {
         for (let i = 0; i < 3; i++) await s.put(step('branch-1', i, { nodeOutput: 'a' }));

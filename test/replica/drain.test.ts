@@ -121,7 +121,10 @@ describe('the outbox drain against a real plane', () => {
 
   it('waits at least Retry-After on 429 and 503', async () => {
     await write(3);
-    proxy.queue = [{ status: 429, retryAfter: '1' }, { status: 503, retryAfter: '1' }];
+    proxy.queue = [
+      { status: 429, retryAfter: '1' },
+      { status: 503, retryAfter: '1' },
+    ];
     const r = connect();
     const t0 = Date.now();
     const s = await r.flush({ timeoutMs: 10_000 });

@@ -36,11 +36,13 @@ for (const backend of ['pglite', 'postgres'] as const) {
       tmp.cleanup();
     });
 
-    const machineIn = (ledger: Ledger) => async (action: string, name: string, planeUrl = url, flushMs?: number) => {
-      const r = await runTs(MACHINE, [action, tmp.file(`${name}.db`), planeUrl, key, 'refund-offline', ledger.path, ...(flushMs ? [String(flushMs)] : [])]);
-      expect(r.code, r.stderr).toBe(0);
-      return JSON.parse(r.stdout.trim().split('\n').pop()!);
-    };
+    const machineIn =
+      (ledger: Ledger) =>
+      async (action: string, name: string, planeUrl = url, flushMs?: number) => {
+        const r = await runTs(MACHINE, [action, tmp.file(`${name}.db`), planeUrl, key, 'refund-offline', ledger.path, ...(flushMs ? [String(flushMs)] : [])]);
+        expect(r.code, r.stderr).toBe(0);
+        return JSON.parse(r.stdout.trim().split('\n').pop()!);
+      };
 
     it('offline, a second claim stands locally and the plane flags it as a conflict when it arrives', async () => {
       const ledger = new Ledger(tmp.file('ledger-offline.jsonl'));

@@ -72,7 +72,11 @@ describe('restore from the plane', () => {
 
   // growing messages: each row is a snapshot delta on the row before it
   const grown = (id: string, i: number) => step(id, i, { state: { messages: Array.from({ length: i + 1 }, (_, k) => ({ role: 'user', content: `m${k}` })) } });
-  const errorOf = async (p: Promise<unknown>) => p.then(() => null, (e: unknown) => e as { code: string; message: string; details: Record<string, unknown> });
+  const errorOf = async (p: Promise<unknown>) =>
+    p.then(
+      () => null,
+      (e: unknown) => e as { code: string; message: string; details: Record<string, unknown> },
+    );
 
   it('restore pages defect: the source moves on between pages; the restore is the snapshot the first page fixed (no pause row without its pending row)', async () => {
     const exec = `moving-${n}`;

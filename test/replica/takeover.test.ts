@@ -85,10 +85,22 @@ describe('takeover across machines through a plane process', () => {
     expect(rows.slice(2).every((r) => r.writerId === bOut.writerId)).toBe(true);
     // B called the model once per turn it ran and did each effect once
     const bPid = bOut.pid as number;
-    expect(lines(calls).filter(([, pid]) => pid === bPid).map(([n]) => n)).toEqual([1, 2, 3]);
-    expect(lines(effects).filter(([, pid]) => pid === bPid).map(([n]) => n)).toEqual([0, 1, 2]);
+    expect(
+      lines(calls)
+        .filter(([, pid]) => pid === bPid)
+        .map(([n]) => n),
+    ).toEqual([1, 2, 3]);
+    expect(
+      lines(effects)
+        .filter(([, pid]) => pid === bPid)
+        .map(([n]) => n),
+    ).toEqual([0, 1, 2]);
     // what A did offline before it died (turn 1's model call, step 0's effect) is A's own
-    expect(lines(calls).filter(([, pid]) => pid === aPid).map(([n]) => n)).toEqual([0, 1]);
+    expect(
+      lines(calls)
+        .filter(([, pid]) => pid === aPid)
+        .map(([n]) => n),
+    ).toEqual([0, 1]);
 
     // A comes back: refused (it lost the run), its offline rows refused by the plane, and it says so
     const a2 = await runTs(CHILD, args('resume', dbA));

@@ -23,7 +23,10 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-const writer = async (id: string) => ((await call(`${plane.url}/v1/writers`, { key })).body.items as { writerId: string; rowsAcked: number; backlogRows: number | null; oldestPendingAt: string | null }[]).find((w) => w.writerId === id)!;
+const writer = async (id: string) =>
+  ((await call(`${plane.url}/v1/writers`, { key })).body.items as { writerId: string; rowsAcked: number; backlogRows: number | null; oldestPendingAt: string | null }[]).find(
+    (w) => w.writerId === id,
+  )!;
 
 describe('after an offline double claim', () => {
   it('regression: the conflict was shown, but not that a card was charged twice: it names the side effects both writers recorded', async () => {
@@ -47,7 +50,9 @@ describe('after an offline double claim', () => {
     // the other charge id is refused as a conflict; the same receipt e-mail result is accepted; both count
     expect(second.body.rejected).toBe(1);
     const conflicts = (await call(`${plane.url}/v1/conflicts`, { key })).body.items as { executionId: string; sideEffects: string[] }[];
-    expect(conflicts.filter((c) => c.executionId === 'dbl')).toEqual([expect.objectContaining({ winnerWriterId: 'machine-a', loserWriterId: 'machine-b', sideEffects: ['charge:42', 'email:receipt'] })]);
+    expect(conflicts.filter((c) => c.executionId === 'dbl')).toEqual([
+      expect.objectContaining({ winnerWriterId: 'machine-a', loserWriterId: 'machine-b', sideEffects: ['charge:42', 'email:receipt'] }),
+    ]);
     expect((await call(`${plane.url}/v1/executions/dbl`, { key })).body.conflicts[0].sideEffects).toEqual(['charge:42', 'email:receipt']);
     // the run list marks the run
     const listed = (await call(`${plane.url}/v1/executions`, { key })).body.items as { executionId: string; claimConflicts: number }[];
@@ -87,7 +92,10 @@ describe('a writer on the plane', () => {
       const more = await eventsOf(async (x) => {
         await x.put(step('other-run', 0));
       }, 'old-client');
-      await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'old-client', backlog: { rows: 0, bytes: 0, oldestPendingAt: new Date(Date.now() - 51_000).toISOString() }, rows: more } });
+      await call(`${plane.url}/v1/ingest`, {
+        key,
+        json: { protocol: 1, writerId: 'old-client', backlog: { rows: 0, bytes: 0, oldestPendingAt: new Date(Date.now() - 51_000).toISOString() }, rows: more },
+      });
       expect(await writer('old-client')).toMatchObject({ backlogRows: 0, oldestPendingAt: null });
     } finally {
       await replica.stop();

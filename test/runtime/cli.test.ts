@@ -51,7 +51,13 @@ describe('waymark CLI on a SQLite store', () => {
     const db = tmp.file('leases.db');
     const store = new SqliteCheckpointer({ path: db });
     const row = (executionId: string): CheckpointInput => ({
-      executionId, nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:x', state: { messages: [] },
+      executionId,
+      nodeId: 'turn:0',
+      turn: 0,
+      step: 'llm_call',
+      status: 'completed',
+      agentPath: 'agent:x',
+      state: { messages: [] },
     });
     const live = await store.acquireLease('a-live', { holder: 'w1#p1', ttlMs: 600_000 });
     await store.put(row('a-live'), { lease: live });
@@ -94,7 +100,12 @@ describe('waymark CLI on a SQLite store', () => {
     expect(onlyFailed.text).toMatch(/r-failed\s+failed.*MAX_TURNS/);
     expect(onlyFailed.text).not.toMatch(/r-done|r-paused|r-answered/);
     const asJson = JSON.parse((await cli(['runs', '--db', db, '--json'])).text) as { executionId: string; state: string; error: { code: string } | null }[];
-    expect(asJson.map((r) => [r.executionId, r.state])).toEqual([['r-answered', 'completed'], ['r-done', 'completed'], ['r-failed', 'failed'], ['r-paused', 'paused']]);
+    expect(asJson.map((r) => [r.executionId, r.state])).toEqual([
+      ['r-answered', 'completed'],
+      ['r-done', 'completed'],
+      ['r-failed', 'failed'],
+      ['r-paused', 'paused'],
+    ]);
     expect(asJson.find((r) => r.executionId === 'r-failed')!.error!.code).toBe('MAX_TURNS');
     expect(JSON.parse((await cli(['runs', '--db', db, '--json', '--limit', '2'])).text)).toHaveLength(2);
     expect((await cli(['runs', '--db', db, '--since', '2099-01-01'])).text).toBe('no runs match');
@@ -136,7 +147,10 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect(ins.text).toContain('manager_approval: closed without an answer');
     expect((await cli(['cancel', '--db', db, 'k-paused'])).text).toMatch(/^k-paused was already cancelled \(marker [0-9a-f-]+\); nothing written$/);
     await expect(cli(['cancel', '--db', db, 'k-done'])).rejects.toMatchObject({ code: 'ALREADY_FINISHED' });
-    expect(JSON.parse((await cli(['runs', '--db', db, '--json'])).text).map((r: { executionId: string; state: string }) => [r.executionId, r.state])).toEqual([['k-done', 'completed'], ['k-paused', 'cancelled']]);
+    expect(JSON.parse((await cli(['runs', '--db', db, '--json'])).text).map((r: { executionId: string; state: string }) => [r.executionId, r.state])).toEqual([
+      ['k-done', 'completed'],
+      ['k-paused', 'cancelled'],
+    ]);
   });
 
   it('--help on every command and subcommand prints its usage; top-level help lists every command; --version prints the version', () => {
@@ -153,7 +167,9 @@ describe('waymark CLI arguments, through the real binary', () => {
     }
     const v = waymark('--version');
     expect(v.status).toBe(0);
-    expect(v.stdout.trim()).toBe(JSON.parse(spawnSync('node', ['-p', 'JSON.stringify(require("./package.json").version)'], { encoding: 'utf8', cwd: fileURLToPath(new URL('../..', import.meta.url)) }).stdout));
+    expect(v.stdout.trim()).toBe(
+      JSON.parse(spawnSync('node', ['-p', 'JSON.stringify(require("./package.json").version)'], { encoding: 'utf8', cwd: fileURLToPath(new URL('../..', import.meta.url)) }).stdout),
+    );
   });
 
   it('bad arguments: every problem named at once, near misses suggested, exit 2, and no database opened or created', () => {
@@ -180,7 +196,15 @@ describe('waymark CLI arguments, through the real binary', () => {
   });
 
   it('plane CLI: --help/-h on every plane command and subcommand prints its usage', () => {
-    for (const c of [['plane'], ['plane', 'projects', 'create'], ['plane', 'projects', 'list'], ['plane', 'keys', 'create'], ['plane', 'keys', 'list'], ['plane', 'keys', 'revoke'], ['plane', 'prune']]) {
+    for (const c of [
+      ['plane'],
+      ['plane', 'projects', 'create'],
+      ['plane', 'projects', 'list'],
+      ['plane', 'keys', 'create'],
+      ['plane', 'keys', 'list'],
+      ['plane', 'keys', 'revoke'],
+      ['plane', 'prune'],
+    ]) {
       for (const flag of ['--help', '-h']) {
         const r = waymark(...c, flag);
         expect(r.status, `${c.join(' ')} ${flag}: ${r.stderr}`).toBe(0);
@@ -189,7 +213,10 @@ describe('waymark CLI arguments, through the real binary', () => {
       }
     }
     expect(waymark('plane', 'keys', 'create', '--help').stdout).toContain('--scopes');
-    for (const [group, subs] of [['keys', ['create', 'list', 'revoke']], ['projects', ['create', 'list']]] as const) {
+    for (const [group, subs] of [
+      ['keys', ['create', 'list', 'revoke']],
+      ['projects', ['create', 'list']],
+    ] as const) {
       const r = waymark('plane', group, '-h');
       expect(r.status).toBe(0);
       for (const s of subs) expect(r.stdout).toContain(`usage: waymark plane ${group} ${s}`);

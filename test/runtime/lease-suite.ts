@@ -98,9 +98,7 @@ export function runLeaseProcessSuite(options: LeaseProcessSuiteOptions): void {
       if (lost[0].error.code === 'RUN_IN_PROGRESS') expect(lost[0].error.details).toMatchObject({ executionId: id, holder: expect.any(String), expiresAt: expect.any(String) });
       const rows = await expectOneRun(id);
       expect(rows.length).toBeGreaterThan(before);
-      expect(rows.map((r) => r.nodeId)).toEqual([
-        'turn:0', 'turn:0/tool:work', 'turn:1', 'turn:1/tool:work', 'turn:2', 'turn:2/tool:work', 'turn:3', 'run_end',
-      ]);
+      expect(rows.map((r) => r.nodeId)).toEqual(['turn:0', 'turn:0/tool:work', 'turn:1', 'turn:1/tool:work', 'turn:2', 'turn:2/tool:work', 'turn:3', 'run_end']);
       const perTurn = tally(calls);
       expect([...perTurn.entries()].sort()).toEqual([0, 1, 2, 3].map((t) => [`${id} ${t}`, 1]));
       expect([...tally(effects).entries()].sort()).toEqual([0, 1, 2].map((s) => [`${id} ${s}`, 1]));

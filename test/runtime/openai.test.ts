@@ -38,18 +38,16 @@ describe('OpenAI-compatible chat-completions adapter (real HTTP on 127.0.0.1)', 
     queue = [];
     seen = [];
   });
-  const json = (obj: unknown, status = 200, headers: Record<string, string> = {}): Handler => (_b, _q, res) => {
-    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(typeof obj === 'string' ? obj : JSON.stringify(obj));
-  };
+  const json =
+    (obj: unknown, status = 200, headers: Record<string, string> = {}): Handler =>
+    (_b, _q, res) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(typeof obj === 'string' ? obj : JSON.stringify(obj));
+    };
   const answer = (message: Record<string, unknown>) => json({ choices: [{ message }] });
-  const fast = (o: Partial<ConstructorParameters<typeof OpenAIChatModel>[0]> = {}) =>
-    new OpenAIChatModel({ baseUrl: url, model: 'm', apiKey: 'sk-test', backoffMs: 5, maxBackoffMs: 20, ...o });
+  const fast = (o: Partial<ConstructorParameters<typeof OpenAIChatModel>[0]> = {}) => new OpenAIChatModel({ baseUrl: url, model: 'm', apiKey: 'sk-test', backoffMs: 5, maxBackoffMs: 20, ...o });
 
   it('maps tools and tool calls both ways through a real agent run', async () => {
-    queue.push(
-      answer({ content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'add', arguments: '{"a":2,"b":3}' } }] }),
-      answer({ content: 'the sum is 5' }),
-    );
+    queue.push(answer({ content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'add', arguments: '{"a":2,"b":3}' } }] }), answer({ content: 'the sum is 5' }));
     const add = tool({ name: 'add', description: 'add numbers', parameters: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
     const store = new SqliteCheckpointer({ path: ':memory:' });
     const r = await new Agent({ name: 'calc', model: fast(), tools: [add], checkpointer: store }).run('2+3?');
@@ -91,9 +89,12 @@ describe('OpenAI-compatible chat-completions adapter (real HTTP on 127.0.0.1)', 
   });
 
   it('a hung endpoint times out and is retried', async () => {
-    queue.push(() => {
-      /* never answers */
-    }, answer({ content: 'late but fine' }));
+    queue.push(
+      () => {
+        /* never answers */
+      },
+      answer({ content: 'late but fine' }),
+    );
     const r = await fast({ timeoutMs: 150 }).generate({ messages: [], tools: [] });
     expect(r.content).toBe('late but fine');
   });

@@ -21,9 +21,13 @@ describe('the boundary proofs run green', () => {
     expect(r.out).toMatch(/6 passed, 0 failed/);
     expect(r.status, r.out).toBe(0);
   }, 240_000);
-  it.skipIf(!pg)('on postgres', () => {
-    const r = runProofs('postgres');
-    expect(r.out).toMatch(/6 passed, 0 failed/);
-    expect(r.status, r.out).toBe(0);
-  }, 240_000);
+  it.skipIf(!pg)(
+    'on postgres',
+    () => {
+      const r = runProofs('postgres');
+      expect(r.out).toMatch(/6 passed, 0 failed/);
+      expect(r.status, r.out).toBe(0);
+    },
+    240_000,
+  );
 });

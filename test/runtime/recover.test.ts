@@ -19,8 +19,7 @@ describe('recoverRuns', () => {
   });
   afterEach(() => store.close());
 
-  const agent = (name: string) =>
-    new Agent({ name, model: new ScriptedModel(() => ({ content: `${name} done` })), checkpointer: store, leaseMs: 60_000 });
+  const agent = (name: string) => new Agent({ name, model: new ScriptedModel(() => ({ content: `${name} done` })), checkpointer: store, leaseMs: 60_000 });
   /** A run of `name` whose process died before its model answered (its newest row: the turn's llm_call). */
   const crashed = (name: string, executionId: string) =>
     store.put({ executionId, nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: `agent:${name}`, state: { messages: [{ role: 'user', content: 'go' }], turn: 0 } });
@@ -65,7 +64,10 @@ describe('recoverRuns', () => {
     await store.put({ executionId: 'a-bad', nodeId: 'turn:0/tool:gone', turn: 0, step: 'tool_call', status: 'completed', agentPath: 'agent:bot/tool:gone', state: { messages: [] } });
     await crashed('bot', 'b-good');
     const report = await recoverRuns({ agents: [bot], store, concurrency: 1 });
-    expect(report.runs.map((r) => [r.executionId, r.outcome])).toEqual([['a-bad', 'failed'], ['b-good', 'recovered']]);
+    expect(report.runs.map((r) => [r.executionId, r.outcome])).toEqual([
+      ['a-bad', 'failed'],
+      ['b-good', 'recovered'],
+    ]);
     expect(report.runs[0]).toMatchObject({ error: { code: 'TOOL_NOT_FOUND', message: expect.stringContaining("tool 'gone'") } });
     expect((await store.getLease('a-bad'))?.live).toBe(false);
   });
@@ -84,7 +86,7 @@ describe('recoverRuns', () => {
     expect(total.recovered).toBe(2);
     expect(total.passes).toBe(passes.length);
     expect(total.passes).toBeGreaterThanOrEqual(2);
-    for (const id of ['first', 'second']) expect((await store.latest(id))).toMatchObject({ step: 'run_end', status: 'completed' });
+    for (const id of ['first', 'second']) expect(await store.latest(id)).toMatchObject({ step: 'run_end', status: 'completed' });
   });
 
   it('bad options are refused before anything runs', async () => {

@@ -33,8 +33,7 @@ export interface RuntimeSuiteOptions {
   make(options?: { faults?: FaultHook }): Promise<{ store: Checkpointer; close(): Promise<void> }>;
 }
 
-const rowsOf = async (store: Checkpointer, id: string) =>
-  (await store.list(id)).map((r) => `${r.nodeId} ${r.step} ${r.status}`);
+const rowsOf = async (store: Checkpointer, id: string) => (await store.list(id)).map((r) => `${r.nodeId} ${r.step} ${r.status}`);
 
 export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
   describe(`runtime: ${options.name}`, () => {
@@ -80,7 +79,14 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         const r = await agent.run('refund', { executionId: `usage-${n}-${streamed}`, ...(streamed ? { onEvent: (e: RunEvent) => events.push(e) } : {}) });
         expect(r).toMatchObject({ status: 'completed', output: 'Refunded.' });
         const rows = await store.list(r.executionId);
-        shapes.push(rows.map((x) => `${x.nodeId} ${x.step} ${usageOf(x.nodeOutput).map((u) => u.inputTokens).join(',')}`));
+        shapes.push(
+          rows.map(
+            (x) =>
+              `${x.nodeId} ${x.step} ${usageOf(x.nodeOutput)
+                .map((u) => u.inputTokens)
+                .join(',')}`,
+          ),
+        );
         expect(sumUsage(rows)).toEqual({ calls: 2, inputTokens: 201, outputTokens: 14, cachedInputTokens: 10, models: { 'streamer-v1': 2 } });
         expect(rows.at(-1)!.nodeOutput).toMatchObject({ output: 'Refunded.' });
         if (streamed) expect(events.filter((e) => e.type === 'text-delta').map((e) => (e as { delta: string }).delta)).toEqual(['Refun', 'ded.']);
@@ -93,12 +99,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const { agent } = refundAgent({ store, ledger });
       const r = await agent.run(refundRequest('1042', 20), { executionId: `small-${n}` });
       expect(r).toMatchObject({ status: 'completed', output: 'Refund for order 1042 is on its way.' });
-      expect(await rowsOf(store, r.executionId)).toEqual([
-        'turn:0 llm_call completed',
-        'turn:0/tool:refund tool_call completed',
-        'turn:1 llm_call completed',
-        'run_end run_end completed',
-      ]);
+      expect(await rowsOf(store, r.executionId)).toEqual(['turn:0 llm_call completed', 'turn:0/tool:refund tool_call completed', 'turn:1 llm_call completed', 'run_end run_end completed']);
       const tr = (await store.list(r.executionId))[1];
       expect(tr.agentPath).toBe('agent:refund-bot/tool:refund');
       expect(tr.nodeInput).toEqual({ order: '1042', amount: 20 });
@@ -115,11 +116,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         agentPath: 'agent:refund-bot/tool:refund',
         context: { order: '1042', amount: 50000, balance: 100 },
       });
-      expect(await rowsOf(store, r.executionId)).toEqual([
-        'turn:0 llm_call completed',
-        'turn:0/tool:refund tool_call completed',
-        'turn:0/tool:refund hitl_pause interrupted',
-      ]);
+      expect(await rowsOf(store, r.executionId)).toEqual(['turn:0 llm_call completed', 'turn:0/tool:refund tool_call completed', 'turn:0/tool:refund hitl_pause interrupted']);
       expect(await store.getPendingInterrupt(r.executionId)).toEqual(r.pendingInterrupt);
       expect(ledger.charges()).toEqual([]);
     });
@@ -167,9 +164,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
     it('five concurrent resumers: exactly one runs the tool, four get AlreadyResumed', async () => {
       const id = `five-${n}`;
       await refundAgent({ store, ledger }).agent.run(refundRequest('1042', 50000), { executionId: id });
-      const outcomes = await Promise.allSettled(
-        Array.from({ length: 5 }, () => refundAgent({ store, ledger }).agent.resume(id, { approved: true })),
-      );
+      const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => refundAgent({ store, ledger }).agent.resume(id, { approved: true })));
       const ok = outcomes.filter((o) => o.status === 'fulfilled');
       const refused = outcomes.filter((o) => o.status === 'rejected' && (o.reason as { code?: string }).code === 'ALREADY_RESUMED');
       expect(ok.length).toBe(1);
@@ -233,10 +228,23 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
     });
 
     it('a tool error is a tool result, not a failed run; invalid arguments too', async () => {
-      const boom = tool({ name: 'boom', description: '', parameters: z.object({ n: z.number() }), execute: () => { throw new Error('kaput'); } });
+      const boom = tool({
+        name: 'boom',
+        description: '',
+        parameters: z.object({ n: z.number() }),
+        execute: () => {
+          throw new Error('kaput');
+        },
+      });
       const model = new ScriptedModel(({ turn, toolResults }) =>
         turn === 0
-          ? { toolCalls: [{ name: 'boom', arguments: { n: 1 } }, { name: 'boom', arguments: { n: 'x' } }, { name: 'ghost', arguments: {} as Record<string, number> }] }
+          ? {
+              toolCalls: [
+                { name: 'boom', arguments: { n: 1 } },
+                { name: 'boom', arguments: { n: 'x' } },
+                { name: 'ghost', arguments: {} as Record<string, number> },
+              ],
+            }
           : { content: toolResults.map((t) => t.content).join(' | ') },
       );
       const agent = new Agent({ name: 'a', model, tools: [boom], checkpointer: store });
@@ -338,11 +346,14 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
     it('an idempotent result with no JSON form escapes the run as EFFECT_NOT_RECORDED: no failed marker, the model is not told (issue 12 items 6, 8)', async () => {
       for (const [which, make] of [
         ['bigint', () => ({ amount: 10n })],
-        ['cycle', () => {
-          const o: Record<string, unknown> = {};
-          o.self = o;
-          return o;
-        }],
+        [
+          'cycle',
+          () => {
+            const o: Record<string, unknown> = {};
+            o.self = o;
+            return o;
+          },
+        ],
       ] as const) {
         let ran = 0;
         const effect = idempotent(async function effect(_text: string) {
@@ -407,7 +418,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       }
     });
 
-    it('a store failure in the loop\'s own write writes no failed marker: it is thrown from run and the run resumes (issue 12 item 8)', async () => {
+    it("a store failure in the loop's own write writes no failed marker: it is thrown from run and the run resumes (issue 12 item 8)", async () => {
       let puts = 0;
       const faulty = await options.make({
         faults: (point) => {
@@ -504,8 +515,18 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
     });
 
     it('a function with a generic name needs an explicit idempotency key, refused at definition (issue 12 item 10)', async () => {
-      const email = { sent: 0, async send(_to: string) { return `email-${++this.sent}`; } };
-      const sms = { sent: 0, async send(_to: string) { return `sms-${++this.sent}`; } };
+      const email = {
+        sent: 0,
+        async send(_to: string) {
+          return `email-${++this.sent}`;
+        },
+      };
+      const sms = {
+        sent: 0,
+        async send(_to: string) {
+          return `sms-${++this.sent}`;
+        },
+      };
       const required = expect.objectContaining({ code: 'IDEMPOTENCY_KEY_REQUIRED' });
       expect(() => idempotent(email.send.bind(email))).toThrow(required);
       expect(() => idempotent(async () => 1)).toThrow(required);
@@ -533,7 +554,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const id = `fail-${n}`;
       const r = await agent.run(refundRequest('1042', 20), { executionId: id });
       expect(r).toMatchObject({ status: 'failed', error: { message: 'provider returned 503' } });
-      expect((await store.latest(id))).toMatchObject({ step: 'run_end', status: 'failed' });
+      expect(await store.latest(id)).toMatchObject({ step: 'run_end', status: 'failed' });
       const again = await agent.resume(id);
       expect(again).toMatchObject({ status: 'completed', output: 'Refund for order 1042 is on its way.' });
       expect(ledger.charges().length).toBe(1);
@@ -587,9 +608,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
     it('a supervisor delegates to a worker: paths nest, one execution holds it all, resume goes through it', async () => {
       const { agent: worker, model: workerModel } = refundAgent({ store, ledger });
       const supervisorModel = new ScriptedModel(({ turn, toolResults }) =>
-        turn === 0
-          ? { toolCalls: [{ name: 'refunds', arguments: { task: refundRequest('77', 9000) } }] }
-          : { content: `supervisor: ${toolResults[0].content}` },
+        turn === 0 ? { toolCalls: [{ name: 'refunds', arguments: { task: refundRequest('77', 9000) } }] } : { content: `supervisor: ${toolResults[0].content}` },
       );
       const sup = new Agent({ name: 'desk', kind: 'supervisor', model: supervisorModel, tools: [worker.asTool({ name: 'refunds' })], checkpointer: store });
       const id = `nested-${n}`;
@@ -633,7 +652,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const running = make().run('go', { executionId: id });
       await inTool;
       const rows = (await store.list(id)).length;
-      const err = await make().resume(id).catch((e: unknown) => e);
+      const err = await make()
+        .resume(id)
+        .catch((e: unknown) => e);
       expect(err).toMatchObject({ code: 'RUN_IN_PROGRESS', details: { executionId: id, holder: expect.stringContaining(store.writerId) } });
       expect(Date.parse((err as { details: { expiresAt: string } }).details.expiresAt)).toBeGreaterThan(Date.now());
       expect((await store.list(id)).length).toBe(rows);
@@ -650,9 +671,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         name: 'boom',
         description: 'a side effect whose result cannot be recorded',
         parameters: z.object({}),
-        execute: async () => idempotent(async function unrecordable() {
-          return { n: BigInt(1) } as unknown as string;
-        })(),
+        execute: async () =>
+          idempotent(async function unrecordable() {
+            return { n: BigInt(1) } as unknown as string;
+          })(),
       });
       const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'boom', arguments: {} }] } : { content: 'done' }));
       const agent = new Agent({ name: 'escapes', model, tools: [boom], checkpointer: store });
@@ -661,7 +683,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(await store.getLease(id)).toMatchObject({ holder: null, live: false });
       expect((await store.listExecutions({ state: 'running' })).map((e) => e.executionId)).toContain(id);
     });
-    it('a long tool keeps its lease: the unref\'d timer renews it while the tool runs, with no write in between', async () => {
+    it("a long tool keeps its lease: the unref'd timer renews it while the tool runs, with no write in between", async () => {
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
       const long = tool({ name: 'long', description: 'waits', parameters: z.object({}), execute: async () => (await gate, 'ok') });

@@ -6,18 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
-import {
-  codesOf,
-  connectionFailed,
-  connectionLost,
-  databaseRefused,
-  databaseUnavailable,
-  DB_FAILURES,
-  dbFailureOf,
-  retryLater,
-  SQLSTATE,
-  transactionConflict,
-} from '../../shared/db-errors.js';
+import { codesOf, connectionFailed, connectionLost, databaseRefused, databaseUnavailable, DB_FAILURES, dbFailureOf, retryLater, SQLSTATE, transactionConflict } from '../../shared/db-errors.js';
 import { isUnavailable } from '../../plane/db/errors.js';
 import { WaymarkError } from '../../shared/errors.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';

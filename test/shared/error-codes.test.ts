@@ -23,10 +23,7 @@ const FOREIGN: Record<string, string> = {
 };
 
 /** Where a string is an error code: after `code`, or as an argument of an error constructor or an error answer. */
-const PATTERNS = [
-  /\bcode\s*(?:[:=]|===|!==)\s*'([A-Z][A-Z0-9_]*)'/g,
-  /\b(?:\w*Error|\w*Exception|super|errorJson|refuse|hasCode|expectCode)\s*\([^'()]*?'([A-Z][A-Z0-9_]*)'/g,
-];
+const PATTERNS = [/\bcode\s*(?:[:=]|===|!==)\s*'([A-Z][A-Z0-9_]*)'/g, /\b(?:\w*Error|\w*Exception|super|errorJson|refuse|hasCode|expectCode)\s*\([^'()]*?'([A-Z][A-Z0-9_]*)'/g];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {

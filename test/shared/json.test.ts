@@ -23,11 +23,7 @@ function reference(value: unknown): string {
 }
 
 // keys JavaScript enumerates specially (array indices, near the 2^32 boundary) or that are prototype-ish
-const awkwardKey = fc.oneof(
-  fc.string(),
-  fc.constantFrom('0', '1', '9', '10', '01', '-1', '1.5', '4294967294', '4294967295', '4294967296', '__proto__', 'constructor', ''),
-  fc.nat().map(String),
-);
+const awkwardKey = fc.oneof(fc.string(), fc.constantFrom('0', '1', '9', '10', '01', '-1', '1.5', '4294967294', '4294967295', '4294967296', '__proto__', 'constructor', ''), fc.nat().map(String));
 const value = fc.letrec((tie) => ({
   v: fc.oneof(
     { depthSize: 'small' },
@@ -43,9 +39,12 @@ const value = fc.letrec((tie) => ({
 
 describe('stableStringify', () => {
   it('writes exactly the text of the first definition for any JSON value', () => {
-    fc.assert(fc.property(value, (v) => {
-      expect(stableStringify(v)).toBe(reference(v));
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(stableStringify(v)).toBe(reference(v));
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   it('is the same text whatever the key order, and array-index keys come first, numerically', () => {

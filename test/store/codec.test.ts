@@ -26,18 +26,25 @@ function decodeAt(rows: ChainRow[], seq: number): State {
   return decodeChain(rows.slice(base, seq + 1)).state;
 }
 
-const message: fc.Arbitrary<Json> = fc.record({
-  role: fc.constantFrom('user', 'assistant', 'tool'),
-  content: fc.oneof(fc.string(), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constant(null)),
-  toolCalls: fc.option(fc.array(fc.record({ id: fc.uuid(), name: fc.string(), arguments: fc.jsonValue() }), { maxLength: 2 }), {
-    nil: undefined,
-  }),
-}).map((m) => JSON.parse(JSON.stringify(m)) as Json);
+const message: fc.Arbitrary<Json> = fc
+  .record({
+    role: fc.constantFrom('user', 'assistant', 'tool'),
+    content: fc.oneof(fc.string(), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constant(null)),
+    toolCalls: fc.option(fc.array(fc.record({ id: fc.uuid(), name: fc.string(), arguments: fc.jsonValue() }), { maxLength: 2 }), {
+      nil: undefined,
+    }),
+  })
+  .map((m) => JSON.parse(JSON.stringify(m)) as Json);
 
 const op = fc.oneof(
   { weight: 6, arbitrary: fc.array(message, { minLength: 1, maxLength: 3 }).map((ms) => ({ kind: 'append' as const, ms })) },
   { weight: 1, arbitrary: fc.nat(10).map((n) => ({ kind: 'truncate' as const, n })) },
-  { weight: 2, arbitrary: fc.tuple(fc.constantFrom('turn', 'toolName', 'toolCallId', '__proto__', 'x'), fc.jsonValue()).map(([k, v]) => ({ kind: 'set' as const, k, v: JSON.parse(JSON.stringify(v ?? null)) as Json })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.constantFrom('turn', 'toolName', 'toolCallId', '__proto__', 'x'), fc.jsonValue())
+      .map(([k, v]) => ({ kind: 'set' as const, k, v: JSON.parse(JSON.stringify(v ?? null)) as Json })),
+  },
   { weight: 1, arbitrary: fc.constantFrom('turn', 'toolName', 'x').map((k) => ({ kind: 'unset' as const, k })) },
 );
 
@@ -155,7 +162,7 @@ describe('snapshot codec', () => {
     expect(stateOfCursor(e1.cursor)).toEqual(s1);
     expect(stateOfCursor(e1b.cursor)).toEqual(s1b);
     expect(stateOfCursor(e2.cursor).messages).toEqual([m('a'), m('b'), m('c'), m('f')]);
-    const rows = (es: typeof e0[], ids = es.map((e) => e.cursor.id)) => es.map((e, seq) => ({ id: ids[seq], seq, state: JSON.parse(e.text) }));
+    const rows = (es: (typeof e0)[], ids = es.map((e) => e.cursor.id)) => es.map((e, seq) => ({ id: ids[seq], seq, state: JSON.parse(e.text) }));
     expect(decodeChain(rows([e0, e1b])).state).toEqual(s1b);
     expect(decodeChain(rows([e0, e1, e2])).state.messages).toEqual([m('a'), m('b'), m('c'), m('f')]);
     expect(Object.isFrozen(stateOfCursor(e1.cursor).messages)).toBe(true);

@@ -22,7 +22,19 @@ const astral = '\u{1F600}';
 /** Values each field is tried with: the edges of every rule of the schema, on both sides. */
 const edges: Record<string, unknown[]> = {
   id: [undefined, null, uuidv7(), uuidv7().toUpperCase(), 'not-a-uuid', '0190aaaa-aaaa-4bbb-8ccc-dddddddddddd', 7],
-  executionId: ['', 'a', 'a\u0000b', 'a\nb', 'a\u007fb', '\uD800', 'x'.repeat(LIMITS.executionIdLength), 'x'.repeat(LIMITS.executionIdLength + 1), astral.repeat(LIMITS.executionIdLength / 2 + 1), 5, null],
+  executionId: [
+    '',
+    'a',
+    'a\u0000b',
+    'a\nb',
+    'a\u007fb',
+    '\uD800',
+    'x'.repeat(LIMITS.executionIdLength),
+    'x'.repeat(LIMITS.executionIdLength + 1),
+    astral.repeat(LIMITS.executionIdLength / 2 + 1),
+    5,
+    null,
+  ],
   prevId: [undefined, null, uuidv7(), 'nope', 0],
   nodeId: ['turn:0', '', 'x'.repeat(LIMITS.nodeIdLength + 1), 'a\tb', '\uDC00x'],
   turn: [0, -0, 1, 1.5, -1, NaN, Infinity, LIMITS.maxSeq, LIMITS.maxSeq + 1, '1', null, undefined],

@@ -38,7 +38,7 @@ const NEXT: Migration = {
 };
 
 const sqliteVersions = (db: Database.Database) =>
-  (db.prepare(`SELECT version, name, applied_at FROM waymark_migrations ORDER BY version`).all() as { version: number; name: string; applied_at: string | null }[]);
+  db.prepare(`SELECT version, name, applied_at FROM waymark_migrations ORDER BY version`).all() as { version: number; name: string; applied_at: string | null }[];
 
 describe('the list', () => {
   test('names are numbered in order, unique, and each entry has both dialects', () => {

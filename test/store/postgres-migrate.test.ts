@@ -41,7 +41,15 @@ describe.skipIf(!ready)('postgres schema migration 1 → 2', () => {
     expect(await indexes()).not.toContain('executions_finished');
     await old.close();
     const store = new PostgresCheckpointer({ url: db.url, schema: 'v1', max: 2 });
-    const next = await store.put({ executionId: 'e', nodeId: 'turn:1', turn: 1, step: 'llm_call', status: 'completed', agentPath: 'agent:m', state: { messages: [...state.messages, { role: 'assistant', content: 'yo' }] } });
+    const next = await store.put({
+      executionId: 'e',
+      nodeId: 'turn:1',
+      turn: 1,
+      step: 'llm_call',
+      status: 'completed',
+      agentPath: 'agent:m',
+      state: { messages: [...state.messages, { role: 'assistant', content: 'yo' }] },
+    });
     expect(next.seq).toBe(1);
     expect(await store.readState(first)).toEqual(state);
     expect((await store.readState(next)).messages).toHaveLength(2);

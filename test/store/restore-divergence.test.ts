@@ -130,7 +130,7 @@ function runDivergenceSuite(b: Backend): void {
     expect(await B.getById(lone.id)).toBeNull();
   });
 
-  it('a second restore kept a stale local pause defect: a pending row whose checkpoint is no longer the newest is replaced by the bundle\'s pause', async () => {
+  it("a second restore kept a stale local pause defect: a pending row whose checkpoint is no longer the newest is replaced by the bundle's pause", async () => {
     const id = `stale-${++n}`;
     const A = (await make()).store;
     const B = (await make()).store;

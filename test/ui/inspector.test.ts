@@ -82,7 +82,11 @@ describe('the inspector in headless chromium', () => {
     for (const writerId of ['laptop-c', 'laptop-d']) {
       const r = await call(`${plane.url}/v1/ingest`, {
         key: ingestKey,
-        json: { protocol: 1, writerId, rows: [{ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'desk-run', checkpointId: deskPause.checkpointId, writerId, claimedAt: new Date().toISOString() }] },
+        json: {
+          protocol: 1,
+          writerId,
+          rows: [{ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'desk-run', checkpointId: deskPause.checkpointId, writerId, claimedAt: new Date().toISOString() }],
+        },
       });
       expect(r.body.accepted).toBe(1);
     }
@@ -90,7 +94,12 @@ describe('the inspector in headless chromium', () => {
     const [latest] = await store.list('refund-small', { order: 'desc', limit: 1 });
     await call(`${plane.url}/v1/ingest`, {
       key: ingestKey,
-      json: { protocol: 1, writerId: 'laptop-b', backlog: { rows: 42, bytes: 4096, oldestPendingAt: new Date(Date.now() - 600_000).toISOString() }, rows: [{ kind: 'checkpoint', id: latest.id, row: { ...latest, nodeId: `forged ${XSS}` } }] },
+      json: {
+        protocol: 1,
+        writerId: 'laptop-b',
+        backlog: { rows: 42, bytes: 4096, oldestPendingAt: new Date(Date.now() - 600_000).toISOString() },
+        rows: [{ kind: 'checkpoint', id: latest.id, row: { ...latest, nodeId: `forged ${XSS}` } }],
+      },
     });
     await replica.stop();
     await store.close();
@@ -129,11 +138,15 @@ describe('the inspector in headless chromium', () => {
     await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
   });
 
-  it("run list agent column: each run shows the agent path of its first row (issue 17 item 13)", async () => {
+  it('run list agent column: each run shows the agent path of its first row (issue 17 item 13)', async () => {
     await page.goto(`${plane.url}/`);
     await expect.poll(() => page.locator('tbody tr').count()).toBe(5);
     expect(await page.textContent('thead')).toContain('Agent');
-    const agentOf = (id: string) => page.locator('tbody tr', { has: page.locator(`a[href="/runs/${id}"]`) }).locator('[data-testid=agent]').textContent();
+    const agentOf = (id: string) =>
+      page
+        .locator('tbody tr', { has: page.locator(`a[href="/runs/${id}"]`) })
+        .locator('[data-testid=agent]')
+        .textContent();
     expect((await agentOf('refund-small'))?.trim()).toBe('agent:refund-bot');
     expect((await agentOf('refund-large'))?.trim()).toBe('agent:refund-bot');
     expect((await agentOf('broken-run'))?.trim()).toBe('agent:broken-bot');

@@ -101,7 +101,12 @@ describe('the Keys page', () => {
     expect(html).not.toContain('acme');
     const r = await fetch(`${plane.url}/keys/${keys.read.slice(3, 19)}/revoke`, { method: 'POST', redirect: 'manual', headers: { cookie: rival }, body: new URLSearchParams({ csrf: csrfIn(html) }) });
     expect(r.status).toBe(404);
-    const made = await fetch(`${plane.url}/keys`, { method: 'POST', redirect: 'manual', headers: { cookie: rival }, body: new URLSearchParams({ csrf: csrfIn(html), project: 'acme', name: 'x', scopes: 'read' }) });
+    const made = await fetch(`${plane.url}/keys`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: rival },
+      body: new URLSearchParams({ csrf: csrfIn(html), project: 'acme', name: 'x', scopes: 'read' }),
+    });
     expect(made.status).toBe(400);
     expect(await made.text()).toMatch(/UNKNOWN_PROJECT/);
     expect((await call(`${plane.url}/v1/executions`, { key: keys.read })).status).toBe(200);

@@ -31,7 +31,16 @@ export function runCancelSuite(options: StoreSuiteOptions): void {
       const r = await b.cancel(id, { reason: 'operator said stop' });
       expect(r.alreadyCancelled).toBe(false);
       expect(r.closedPause).toBeNull();
-      expect(r.checkpoint).toMatchObject({ executionId: id, seq: 2, step: 'run_end', status: 'cancelled', nodeId: 'run_end', agentPath: 'agent:test', parentId: tool.id, nodeOutput: { reason: 'operator said stop' } });
+      expect(r.checkpoint).toMatchObject({
+        executionId: id,
+        seq: 2,
+        step: 'run_end',
+        status: 'cancelled',
+        nodeId: 'run_end',
+        agentPath: 'agent:test',
+        parentId: tool.id,
+        nodeOutput: { reason: 'operator said stop' },
+      });
       expect(await b.readState(r.checkpoint)).toEqual({ messages: [], turn: 0, toolName: 'x' });
       // the runner's next fenced write, renewal, pause and claim are all refused, naming the cancel
       let err: unknown;

@@ -43,11 +43,9 @@ export function input(executionId: string, over: Partial<CheckpointInput> = {}):
   };
 }
 
-export const marker = (executionId: string, status: 'completed' | 'failed', createdAt?: string) =>
-  input(executionId, { nodeId: 'run_end', step: 'run_end', status, createdAt });
+export const marker = (executionId: string, status: 'completed' | 'failed', createdAt?: string) => input(executionId, { nodeId: 'run_end', step: 'run_end', status, createdAt });
 
-export const pauseRow = (executionId: string) =>
-  input(executionId, { nodeId: 'turn:0/tool:refund', step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:test/tool:refund' });
+export const pauseRow = (executionId: string) => input(executionId, { nodeId: 'turn:0/tool:refund', step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:test/tool:refund' });
 
 export async function expectCode(p: Promise<unknown>, code: ErrorCode): Promise<void> {
   let err: unknown;
@@ -214,7 +212,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       }
       expect(seen).toEqual(ids);
       const back: number[] = [];
-      let before: number | undefined = undefined;
+      let before: number | undefined;
       for (;;) {
         const page = await store.list(a, { beforeSeq: before, limit: 500, order: 'desc' });
         if (!page.length) break;
@@ -346,13 +344,30 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
           expect(Object.isFrozen(s.note)).toBe(true);
           expect(() => (s.messages as unknown[]).push({ role: 'user', content: 'x' })).toThrow(TypeError);
           expect(() => {
-            ((s.messages as { content: string }[])[0]).content = 'changed';
+            (s.messages as { content: string }[])[0].content = 'changed';
           }).toThrow(TypeError);
           expect(await reader.readState(r0)).toEqual({ messages: [{ role: 'user', content: 'hi' }], turn: 0, note: { k: 1 } });
         }
         // the next put (on the cached cursor) still encodes against what was stored
-        const r1 = await store.put(input(a, { turn: 1, state: { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }], turn: 1 } }));
-        expect(await other.readState(r1)).toEqual({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yo' }], turn: 1 });
+        const r1 = await store.put(
+          input(a, {
+            turn: 1,
+            state: {
+              messages: [
+                { role: 'user', content: 'hi' },
+                { role: 'assistant', content: 'yo' },
+              ],
+              turn: 1,
+            },
+          }),
+        );
+        expect(await other.readState(r1)).toEqual({
+          messages: [
+            { role: 'user', content: 'hi' },
+            { role: 'assistant', content: 'yo' },
+          ],
+          turn: 1,
+        });
       } finally {
         await other.close();
       }
@@ -608,7 +623,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       expect(await store.list(a)).toEqual([]);
     });
 
-    test('prevId: null refuses an execution that has rows (EXECUTION_EXISTS); an older row that still exists, on any handle, is accepted; another execution\'s row is gone', async () => {
+    test("prevId: null refuses an execution that has rows (EXECUTION_EXISTS); an older row that still exists, on any handle, is accepted; another execution's row is gone", async () => {
       const a = exec();
       const r0 = await store.put(input(a));
       const r1 = await store.put(input(a, { turn: 1 }));
@@ -637,13 +652,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       await store.putIdempotent(a, 'k', 'v');
       await store.putIdempotent(a, 'k', 'ignored');
       const entries = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
-      expect(entries.map((e) => e.kind)).toEqual([
-        'checkpoint',
-        'checkpoint',
-        'interrupt_opened',
-        'interrupt_claimed',
-        'idempotency',
-      ]);
+      expect(entries.map((e) => e.kind)).toEqual(['checkpoint', 'checkpoint', 'interrupt_opened', 'interrupt_claimed', 'idempotency']);
       expect(entries[0].id).toBe(c0.id);
       expect(entries[0].event).toMatchObject({ kind: 'checkpoint', row: c0 });
       expect(entries[1].event).toMatchObject({ kind: 'checkpoint', row: p });
@@ -669,10 +678,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
 
     test('importRows inserts missing rows as synced, never overwrites, and skips a stale pause', async () => {
       const src = exec();
-      const rows = [
-        await store.put(input(src)),
-        await store.put(input(src, { nodeId: 'turn:0/tool:x', step: 'tool_call', state: { messages: [], t: 1 } })),
-      ];
+      const rows = [await store.put(input(src)), await store.put(input(src, { nodeId: 'turn:0/tool:x', step: 'tool_call', state: { messages: [], t: 1 } }))];
       const { checkpoint: paused, pending } = await store.recordInterrupt(pauseRow(src), { reason: 'r', context: { a: 1 } });
       await store.putIdempotent(src, 'charge', { id: 'ch_1' });
       const bundle = {
@@ -723,10 +729,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       for (let i = 0; i < 100; i++) deep = [deep];
       await expectCode(store.put(input(a, { nodeInput: deep as never })), 'INVALID_ROW');
       await expectCode(store.putIdempotent(a, 'k', (() => 1) as never), 'INVALID_ROW');
-      await expectCode(
-        store.importRows({ checkpoints: [{ id: 'x' } as never], pending: null, idempotency: [] }),
-        'INVALID_ROW',
-      );
+      await expectCode(store.importRows({ checkpoints: [{ id: 'x' } as never], pending: null, idempotency: [] }), 'INVALID_ROW');
       expect(await store.list(a)).toEqual([]);
       expect((await store.outboxStats()).pendingCount).toBe(0);
       expect((await store.put(input(a))).seq).toBe(0);
