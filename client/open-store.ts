@@ -5,6 +5,7 @@
  */
 import type { Checkpointer } from './checkpointer.js';
 import type { FaultHook } from './faults.js';
+import { ErrorCode, WaymarkError } from '../shared/errors.js';
 
 export interface OpenStoreOptions {
   /** Postgres schema; a `#schema` at the end of the spec names it too (this option wins). Default `waymark`. */
@@ -43,13 +44,19 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
       writerId: options.writerId,
       faults: options.faults,
     });
-    await store.setup();
+    try {
+      await store.setup();
+    } catch (e) {
+      // a store that cannot be set up is not handed out, so nothing else would close its pool
+      await store.close();
+      throw e;
+    }
     return store;
   }
   const path = spec.startsWith('sqlite:') ? spec.slice('sqlite:'.length) : spec;
   if (options.mustExist && path !== ':memory:') {
     const { existsSync } = await import('node:fs');
-    if (!existsSync(path)) throw new Error(`no store at ${path}`);
+    if (!existsSync(path)) throw new WaymarkError(ErrorCode.STORE_NOT_FOUND, `no store at ${path}`);
   }
   const { SqliteCheckpointer } = await import('./sqlite/index.js');
   return new SqliteCheckpointer({ path, writerId: options.writerId, faults: options.faults });

@@ -28,10 +28,14 @@ const MAX_DOUBLINGS = 30;
  * Jitter") finishes the same work with the fewest calls and little extra
  * time. graphile-worker retries the same way.
  */
+/** The longest Retry-After honoured (one hour). */
+const MAX_FLOOR_MS = 3_600_000;
+
 export function backoffDelay(attempt: number, b: Backoff, floorMs = 0, random: () => number = Math.random): number {
   const doublings = Math.min(Math.max(0, Math.floor(attempt) - 1), MAX_DOUBLINGS);
   const ceiling = Math.min(b.capMs, b.baseMs * 2 ** doublings);
-  return Math.max(floorMs, random() * ceiling);
+  // a server's Retry-After is honoured up to an hour: past 2^31-1 ms Node's setTimeout fires at once
+  return Math.max(Math.min(floorMs, MAX_FLOOR_MS), random() * ceiling);
 }
 
 /**

@@ -31,6 +31,8 @@ export const ErrorCode = {
   MAX_TURNS: 'MAX_TURNS',
   MODEL_ERROR: 'MODEL_ERROR',
   STORE_CLOSED: 'STORE_CLOSED',
+  /** `openStore(spec, { mustExist: true })` found no store at the path. */
+  STORE_NOT_FOUND: 'STORE_NOT_FOUND',
   NOT_ON_PLANE: 'NOT_ON_PLANE',
   PLANE_ERROR: 'PLANE_ERROR',
   STORE_FAILED: 'STORE_FAILED',

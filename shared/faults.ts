@@ -10,7 +10,7 @@
  * never firing.
  */
 export const FAULT_POINTS = [
-  // client store (both adapters): right after the transaction commits
+  // client store (both adapters): right after the transaction commits (betweenRows: inside it, between its two rows)
   'store.put.afterCommit',
   'store.recordInterrupt.betweenRows',
   'store.recordInterrupt.afterCommit',

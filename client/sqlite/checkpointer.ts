@@ -338,6 +338,8 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   protected override settle(): void {
+    // inside an open transaction (a fault hook calling back in) the batch would commit as a savepoint only
+    if (this.db.inTransaction) return;
     this.puts.settle();
   }
 
@@ -677,17 +679,21 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   /** `PRAGMA integrity_check` result ('ok' when healthy). */
   integrityCheck(): string {
+    this.puts.settle();
     return this.db.pragma('integrity_check', { simple: true }) as string;
   }
 
   /** The underlying connection, for tools and tests. */
   get connection(): Database.Database {
+    // raw reads see every put made before them, as the contract's reads do
+    if (this.db.open) this.puts.settle();
     return this.db;
   }
 
   async close(): Promise<void> {
     // puts queued before the close are committed first, as they would have been before it
-    if (this.db.open) this.puts.settle();
+    // (a write listener may put while the queue commits: settle until nothing is left)
+    while (this.db.open && this.puts.pending > 0) this.puts.settle();
     if (this.markClosed()) this.db.close();
   }
 }

@@ -86,6 +86,11 @@ export class GroupCommit<J, W, R> {
     this.settle();
   };
 
+  /** Writes queued and not yet committed. */
+  get pending(): number {
+    return this.queue.length;
+  }
+
   /** Commit every queued write now (synchronously). A no-op inside a running commit. */
   settle(): void {
     if (this.running || this.queue.length === 0) return;
@@ -106,7 +111,12 @@ export class GroupCommit<J, W, R> {
     for (const [i, q] of batch.entries()) {
       const o = outcomes[i];
       if (!o.ok) {
-        q.reject(this.adapter.failed(q.job, o.error));
+        try {
+          q.reject(this.adapter.failed(q.job, o.error));
+        } catch (e) {
+          // a failing `failed` must not leave the rest of the batch unsettled
+          q.reject(e);
+        }
         continue;
       }
       try {
