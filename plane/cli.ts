@@ -17,8 +17,8 @@ import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
 import { parseCommand, suggest, usageOf, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
 
 const database: Record<string, OptionSpec> = {
-  'data-dir': { type: 'string', help: "the plane's PGlite data directory (default: $WAYMARK_DATA_DIR or ./.waymark-plane)" },
-  'database-url': { type: 'string', help: 'a Postgres URL instead of PGlite (default: $DATABASE_URL)' },
+  'data-dir': { type: 'string', help: "the plane's PGlite data directory (default: $WAYMARK_PLANE_DIR or .waymark/plane)" },
+  'database-url': { type: 'string', help: 'a Postgres URL instead of PGlite (default: $WAYMARK_DATABASE_URL)' },
 };
 const admin: Record<string, OptionSpec> = {
   ...database,
@@ -34,7 +34,7 @@ const COMMANDS: CommandSpec[] = [
     options: {
       ...database,
       host: { type: 'string', help: 'the address to listen on (default: 127.0.0.1)' },
-      port: { type: 'string', help: 'the port to listen on (default: $PORT or 4600; 0 picks a free one)' },
+      port: { type: 'string', help: 'the port to listen on (default: $WAYMARK_PORT or 4600; 0 picks a free one)' },
       'metrics-port': { type: 'string', help: 'serve operator metrics on this port (not on the main listener)' },
       dev: { type: 'boolean', help: 'development mode' },
     },

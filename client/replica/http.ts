@@ -22,7 +22,12 @@ export class PlaneHttp {
     this.origin = u.origin;
     this.basePath = u.pathname.replace(/\/$/, '');
     this.owned = !options.dispatcher;
-    this.dispatcher = options.dispatcher ?? new (require('undici') as typeof import('undici')).Pool(this.origin, { connections: options.connections ?? 2, keepAliveTimeout: 10_000 });
+    if (options.dispatcher) this.dispatcher = options.dispatcher;
+    else {
+      // a plain binding: TypeScript 7 emitted `new (require('undici')).Pool(…)` as `new require('undici').Pool(…)`, which throws
+      const { Pool } = require('undici') as typeof import('undici');
+      this.dispatcher = new Pool(this.origin, { connections: options.connections ?? 2, keepAliveTimeout: 10_000 });
+    }
   }
 
   async request(method: 'GET' | 'POST', path: string, o: { apiKey: string; json?: unknown; timeoutMs: number; gzipOver?: number }): Promise<PlaneResponse> {

@@ -92,7 +92,16 @@ export async function call(url: string, o: { method?: string; key?: string; json
       headers['content-encoding'] = 'gzip';
     }
   }
-  const res = await fetch(url, { method: o.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body: body as BodyInit | undefined });
+  const init = { method: o.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body: body as BodyInit | undefined };
+  let res: Response;
+  try {
+    res = await fetch(url, init);
+  } catch (e) {
+    // a kept-alive socket the server closed just as this request went out (a busy machine widens that window):
+    // nothing was answered, so one retry on a new connection is what any HTTP client does
+    if ((e as { cause?: { code?: string } }).cause?.code !== 'ECONNRESET') throw e;
+    res = await fetch(url, init);
+  }
   const text = await res.text();
   let parsed: unknown = text;
   try {

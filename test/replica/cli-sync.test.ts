@@ -7,6 +7,7 @@ import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { pause, step } from '../helpers/rows.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { waymarkAsync } from '../helpers/plane-process.js';
 
 const tmp = scratchDir('waymark-cli-sync-');
 let plane: TestPlane;
@@ -175,5 +176,20 @@ describe('waymark sync / restore / quarantine', () => {
     const p = progress('sync', (x) => (plain += x), false);
     for (let i = 1; i <= 100; i++) p.update(i, 100);
     expect(plain.split('\n').filter(Boolean).length).toBe(10);
+  });
+});
+
+describe('the built binary (dist/), as a user runs it', () => {
+  it('regression: `waymark sync now` and `sync status` from dist/ reach the plane (a TypeScript 7 emit once made the drain client throw "Class constructor Pool cannot be invoked without new")', async () => {
+    const db = tmp.file('bin-sync.db');
+    const store = new SqliteCheckpointer({ path: db });
+    for (let i = 0; i < 3; i++) await store.put(step('bin-sync', i));
+    await store.close();
+    const now = await waymarkAsync(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key]);
+    expect(now.stderr).not.toMatch(/without 'new'/);
+    expect(now.code, now.stdout + now.stderr).toBe(0);
+    expect(now.stdout).toMatch(/synced 3 rows/);
+    const status = await waymarkAsync(['sync', 'status', '--db', db]);
+    expect(status.code, status.stdout + status.stderr).toBe(0);
   });
 });
