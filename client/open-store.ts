@@ -30,10 +30,18 @@ const POSTGRES_URL = /^postgres(ql)?:\/\//;
  * - `sqlite:<path>`, or any other string, a path or `:memory:`: a
  *   `SqliteCheckpointer` on that file.
  *
+ * An empty spec, or one with a scheme other than these (`mysql://…`), is refused
+ * with INVALID_OPTIONS: an unset variable must not open a throwaway database.
+ *
  * The Postgres driver (`postgres`) or the SQLite one (`better-sqlite3`) is an
  * optional peer; opening a store whose driver is missing fails with MISSING_PEER.
  */
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<Checkpointer> {
+  if (spec.trim() === '') throw new WaymarkError(ErrorCode.INVALID_OPTIONS, 'openStore: the store spec is empty (a path, sqlite:<path>, :memory: or postgres://…)');
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(spec)?.[1]?.toLowerCase();
+  if (scheme && scheme !== 'postgres' && scheme !== 'postgresql' && scheme !== 'sqlite') {
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: no store for the scheme ${scheme}:// (a path, sqlite:<path>, :memory: or postgres://…)`);
+  }
   const pg = postgresSpec(spec);
   if (pg) {
     const { PostgresCheckpointer } = await import('./postgres/index.js');
