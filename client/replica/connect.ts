@@ -1,6 +1,7 @@
 import { AlreadyResumed, ClaimRefused, RunInProgress, RunTakenOver } from '../errors.js';
 import type { Checkpointer, ClaimGuard, PlaneGuard, TakeoverGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
+import { ErrorCode } from '../../shared/errors.js';
 import { Replica, type ReplicaOptions } from './replica.js';
 
 export interface ConnectOptions extends ReplicaOptions {
@@ -40,8 +41,14 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
   const claimFlushMs = options.claimFlushMs ?? 5000;
   const fault = options.faults ?? noFaults;
   const claim: ClaimGuard = async ({ executionId, checkpointId }) => {
-    await replica.flush({ timeoutMs: claimFlushMs });
-    const r = await replica.claimAtPlane(executionId, checkpointId);
+    const flushed = await replica.flush({ timeoutMs: claimFlushMs });
+    let r = await replica.claimAtPlane(executionId, checkpointId);
+    // The plane came back between a flush that timed out and the claim: the pause is
+    // still in this outbox. Send it now that the plane answers, then claim again.
+    if (r.outcome === 'refused' && r.code === ErrorCode.PAUSE_NOT_FOUND && flushed.pendingRows > 0) {
+      await replica.flush({ timeoutMs: claimFlushMs });
+      r = await replica.claimAtPlane(executionId, checkpointId);
+    }
     if (r.outcome === 'lost') {
       throw new AlreadyResumed(`execution '${executionId}': the pause was already claimed at the plane by writer '${r.writerId}'`, {
         executionId,

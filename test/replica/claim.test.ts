@@ -74,6 +74,24 @@ describe('regression: the claim guard treated a refusal by the plane as a win', 
     expect(m404.ledger.charges()).toEqual([]);
   });
 
+  it('the plane comes back between a flush that timed out and the claim (campaign seed 39543): the pause is sent, then claimed, not refused', async () => {
+    const proxy = await new FaultProxy(plane.url).start();
+    let planeBack = false;
+    // the drain cannot reach the plane until the claim does: the first flush times out with the pause still in the outbox
+    proxy.rule = ({ path }) => {
+      if (path.endsWith('/claim')) planeBack = true;
+      return path === '/v1/ingest' && !planeBack ? 'reset' : undefined;
+    };
+    const m = await pausedMachine({ proxy, settleMs: 200, claimFlushMs: 300 });
+    expect((await m.replica.status()).pendingRows).toBeGreaterThan(0);
+    expect((await m.resume()).status).toBe('completed');
+    expect(m.events).toEqual([]);
+    expect(m.ledger.charges().length).toBe(1);
+    expect((await m.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    const pause = (await call(`${plane.url}/v1/executions/${m.executionId}`, { key })).body.pause;
+    expect(pause.claim).toMatchObject({ writerId: m.store.writerId, state: 'applied' });
+  });
+
   it("onClaimRefused: 'resume_locally' resumes and says so with claim_refused", async () => {
     const proxy = await new FaultProxy(plane.url).start();
     proxy.rule = ({ path }) => (path === '/v1/ingest' ? { status: 500 } : undefined);
