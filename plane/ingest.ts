@@ -479,6 +479,11 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     await tx.delete(pendingInterrupts).where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
   },
 
+  // placeholder until the plane stores decisions (the dplane helper's branch stores the row): recorded as an event only
+  async decision_recorded(c) {
+    await recorded(c);
+  },
+
   async execution_deleted(c, e) {
     if (!(await recorded(c))) return;
     const { tx, projectId } = c;

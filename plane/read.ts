@@ -330,6 +330,8 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
         rows: page.map((r) => r.row as Checkpoint),
         nextCursor: rows.length > o.limit ? encodeCursor([page[page.length - 1].seq, upTo]) : null,
         pending: first ? await openPause(tx as unknown as PlaneDb, projectId, executionId) : null,
+        // placeholder until the plane stores decisions (the dplane helper's branch fills it)
+        decision: null,
         idempotency: first ? await listIdempotency(tx as unknown as PlaneDb, projectId, executionId) : [],
       };
     },
