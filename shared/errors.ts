@@ -53,6 +53,10 @@ export const ErrorCode = {
   ALREADY_FINISHED: 'ALREADY_FINISHED',
   /** `cancel` options that cannot be stored (details.problems names each); nothing was written. */
   INVALID_CANCEL: 'INVALID_CANCEL',
+  /** A decision that cannot be recorded (a field missing or of the wrong type, an unknown field); `details.problems` names each, nothing was recorded. */
+  INVALID_DECISION: 'INVALID_DECISION',
+  /** A decision (or a resume naming its pause) for a pause that is no longer open: claimed, or its run cancelled or deleted; nothing was recorded or claimed. */
+  PAUSE_CLOSED: 'PAUSE_CLOSED',
   /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
   RUN_INCOMPLETE: 'RUN_INCOMPLETE',
   /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */

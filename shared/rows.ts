@@ -178,6 +178,14 @@ export const IdempotencyEvent = z.object({ kind: z.literal('idempotency'), id: U
 /** A decision recorded in a local store (one recorded on the plane is not sent back). */
 export const DecisionRecordedEvent = z.object({ kind: z.literal('decision_recorded'), id: Uuidv7, row: Decision }).strict();
 export const ExecutionDeletedEvent = z.object({ kind: z.literal('execution_deleted'), id: Uuidv7, executionId: ExecutionId, deletedAt: IsoTime }).strict();
-export const OutboxEvent = z.discriminatedUnion('kind', [CheckpointEvent, InterruptOpenedEvent, InterruptClaimedEvent, InterruptClosedEvent, IdempotencyEvent, DecisionRecordedEvent, ExecutionDeletedEvent]);
+export const OutboxEvent = z.discriminatedUnion('kind', [
+  CheckpointEvent,
+  InterruptOpenedEvent,
+  InterruptClaimedEvent,
+  InterruptClosedEvent,
+  IdempotencyEvent,
+  DecisionRecordedEvent,
+  ExecutionDeletedEvent,
+]);
 export type OutboxEvent = z.infer<typeof OutboxEvent>;
 export type OutboxKind = OutboxEvent['kind'];

@@ -9,7 +9,7 @@ import { uuidv7 } from '../../shared/ids.js';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import { stateOfCursor, type ChainRow, type CodecCursor } from '../../shared/codec.js';
-import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 // the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
@@ -27,6 +27,8 @@ import { migratedWriterId, migratePostgres } from './migrations.js';
 import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
 import { fence, leaseInfo, takeLease } from './leases.js';
 import { tablesOf, type Sql, type Tables, type Tx } from './tables.js';
+import * as decisions from './decisions.js';
+import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 
 export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   /** Connection string; or pass `sql`. */
@@ -461,9 +463,10 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return { checkpoint: rowOf(out)!, pending: out.pending };
   }
 
-  async claimInterrupt(pause: C.PauseRef, options?: { next?: C.CheckpointInput; lease?: C.LeaseRequest | C.Lease }): Promise<C.ClaimResult | null> {
+  async claimInterrupt(pause: C.PauseRef, options?: C.ClaimOptions): Promise<C.ClaimResult | null> {
     this.assertOpen();
     const { executionId, checkpointId } = pause;
+    const decisionId = checkClaimDecisionId(options?.decisionId);
     const next = options?.next ? { ...options.next, id: options.next.id ?? uuidv7() } : undefined;
     if (next) checkInput(next);
     const ask = options?.lease;
@@ -493,7 +496,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         const pending = fromColumns.pending(row);
         // the claim and the lease are one decision: a refused lease rolls the claim back
         const lease = ask ? (isHeld(ask) ? await fence(tx, this.t, ask, false) : await takeLease(tx, this.t, executionId, ask)) : null;
-        await this.queueEvent(tx, interruptClaimed(pending, this.writerId));
+        const claimedAt = canonicalTime();
+        await decisions.recordClaim(tx, this.t, { checkpoint_id: checkpointId, execution_id: executionId, writer_id: this.writerId, decision_id: decisionId, claimed_at: claimedAt });
+        await this.queueEvent(tx, interruptClaimed(pending, this.writerId, decisionId, claimedAt));
         const rt = next ? await this.writeCheckpoint(tx, next) : null;
         return { ...written(rt), pending, lease };
       }, landed);
@@ -504,6 +509,26 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     if (!out) return null;
     this.afterCommit(executionId, out, 'store.claim.afterCommit');
     return { pending: out.pending, checkpoint: rowOf(out), lease: out.lease };
+  }
+
+  async recordDecision(decision: Decision): Promise<C.RecordDecisionResult> {
+    this.assertOpen();
+    const d = checkDecision(decision);
+    // a lost answer whose attempt committed: the decision is found under its id
+    const landed = async (): Promise<C.RecordDecisionResult | null> => ((await decisions.existingDecision(await this.q(), this.t, d))?.decisionId === d.decisionId ? { recorded: true } : null);
+    const out = await this.write((tx) => decisions.insertDecision(tx, this.t, d, (t, e) => this.queueEvent(t, e)), landed);
+    if (out.recorded) this.committed(null);
+    return out;
+  }
+
+  async listDecisions(options: C.ListDecisionsOptions = {}): Promise<C.DecisionPage> {
+    this.assertOpen();
+    return this.read((sql) => decisions.listDecisions(sql, this.t, options));
+  }
+
+  async getDecision(executionId: string, checkpointId: string): Promise<C.StoredDecision | null> {
+    this.assertOpen();
+    return this.read((sql) => decisions.getDecision(sql, this.t, executionId, checkpointId));
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
@@ -620,6 +645,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
       const p = await tx`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
       const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${executionId}`;
       await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${executionId}`;
+      await decisions.dropDecisions(tx, this.t, executionId);
       await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${executionId} AND NOT synced`;
       if (e.count || c.count || i.count) await this.queueEvent(tx, executionDeleted(executionId));
       return { checkpoints: c.count, pending: p.count, idempotency: i.count };
@@ -647,6 +673,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
           const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${id}`;
           await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${id}`;
           await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${id}`;
+          await decisions.dropDecisions(tx, this.t, id);
           await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${id}`;
           this.cursors.drop(id);
           walk.deleted({ checkpoints: c.count, idempotency: i.count });

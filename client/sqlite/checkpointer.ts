@@ -19,7 +19,7 @@ import Database from 'better-sqlite3';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
 import { stateOfCursor, type ChainRow } from '../../shared/codec.js';
-import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 // the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError, PauseExistsError, RunInProgress } from '../errors.js';
@@ -35,6 +35,8 @@ import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, ch
 import { PRUNE_CHUNK, PruneWalk, type PruneCandidate } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { migrateSqlite } from './migrations.js';
+import * as decisions from './decisions.js';
+import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 
 export type SqliteSynchronous = 'FULL' | 'NORMAL' | 'EXTRA';
 
@@ -425,10 +427,11 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return { checkpoint: out.rt.row, pending: out.pending };
   }
 
-  async claimInterrupt(pause: C.PauseRef, options?: { next?: C.CheckpointInput; lease?: C.LeaseRequest | C.Lease }): Promise<C.ClaimResult | null> {
+  async claimInterrupt(pause: C.PauseRef, options?: C.ClaimOptions): Promise<C.ClaimResult | null> {
     this.assertOpen();
     const { executionId, checkpointId } = pause;
     if (options?.next) checkInput(options.next);
+    const decisionId = checkClaimDecisionId(options?.decisionId);
     const ask = options?.lease;
     if (ask) checkLease(executionId, ask);
     let out: { pending: PendingInterrupt; rt: RowText | null; lease: C.Lease | null } | null;
@@ -440,7 +443,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
           // the claim and the lease are one decision: refused lease, nothing claimed (the transaction rolls back)
           const lease = ask ? (isHeld(ask) ? this.fence(ask, false) : this.takeLease(executionId, ask)) : null;
           const pending = fromColumns.pending(row);
-          this.queue(interruptClaimed(pending, this.writerId));
+          const claimedAt = canonicalTime();
+          decisions.recordClaim(this.db, { checkpoint_id: checkpointId, execution_id: executionId, writer_id: this.writerId, decision_id: decisionId, claimed_at: claimedAt });
+          this.queue(interruptClaimed(pending, this.writerId, decisionId, claimedAt));
           const rt = options?.next ? this.writeCheckpoint(options.next) : null;
           return { pending, rt, lease };
         })
@@ -452,6 +457,24 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     if (!out) return null;
     this.afterCommit(executionId, written(out.rt), 'store.claim.afterCommit');
     return { pending: out.pending, checkpoint: out.rt?.row ?? null, lease: out.lease };
+  }
+
+  async recordDecision(decision: Decision): Promise<C.RecordDecisionResult> {
+    this.assertOpen();
+    const d = checkDecision(decision);
+    const out = this.db.transaction(() => decisions.insertDecision(this.db, d, (e) => this.queue(e))).immediate();
+    if (out.recorded) this.committed(null);
+    return out;
+  }
+
+  async listDecisions(options: C.ListDecisionsOptions = {}): Promise<C.DecisionPage> {
+    this.assertOpen();
+    return decisions.listDecisions(this.db, options);
+  }
+
+  async getDecision(executionId: string, checkpointId: string): Promise<C.StoredDecision | null> {
+    this.assertOpen();
+    return decisions.getDecision(this.db, executionId, checkpointId);
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
@@ -555,6 +578,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
         const idempotency = this.st.deleteIdem.run(executionId).changes;
         const had = this.st.deleteExec.run(executionId).changes;
         this.st.deleteLease.run(executionId);
+        decisions.dropDecisions(this.db, executionId);
         if (had || checkpoints || idempotency) this.queue(executionDeleted(executionId));
         return { checkpoints, pending, idempotency };
       })
@@ -575,6 +599,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
             const idempotency = this.st.deleteIdem.run(id).changes;
             this.st.deleteExec.run(id);
             this.st.deleteLease.run(id);
+            decisions.dropDecisions(this.db, id);
             this.cursors.drop(id);
             walk.deleted({ checkpoints, idempotency });
           }

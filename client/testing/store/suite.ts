@@ -11,6 +11,7 @@ import { hasCode, type ErrorCode } from '../../../shared/errors.js';
 import { eventBytes, LIMITS } from '../../../shared/limits.js';
 import { runLeaseSuite } from './lease-suite.js';
 import { runCancelSuite } from './cancel-suite.js';
+import { decisionFor, runDecisionSuite } from './decisions.js';
 
 export interface StoreHarness {
   store: Checkpointer;
@@ -127,6 +128,9 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         put: (s) => s.put(input(id, { prevId: row.id })),
         recordInterrupt: (s) => s.recordInterrupt(pauseRow(id), { reason: 'r', context: null }),
         claimInterrupt: (s) => s.claimInterrupt({ executionId: id, checkpointId: row.id }),
+        recordDecision: (s) => s.recordDecision(decisionFor(id, row.id)),
+        listDecisions: (s) => s.listDecisions(),
+        getDecision: (s) => s.getDecision(id, row.id),
         acquireLease: (s) => s.acquireLease(id, { holder: 'A', ttlMs: 60_000 }),
         renewLease: (s) => s.renewLease(lease),
         releaseLease: (s) => s.releaseLease(lease),
@@ -808,4 +812,5 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
   });
   runLeaseSuite(options);
   runCancelSuite(options);
+  runDecisionSuite(options);
 }
