@@ -34,6 +34,9 @@ import { noFaults, type FaultHook } from '../faults.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { PlaneHttp, type PlaneResponse } from './http.js';
 import { backoffDelay, retryAfter } from '../retry.js';
+import type { Decision } from '../../shared/rows.js';
+import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
+import { restoreFromPlane } from './restore.js';
 
 export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
 
@@ -56,6 +59,8 @@ export interface ReplicaOptions {
   /** The largest ceiling. Default 30 s. */
   backoffCapMs?: number;
   faults?: FaultHook;
+  /** The decision feed's long-poll hold, seconds (the plane caps it at 25). Default 25. */
+  decisionWaitSeconds?: number;
 }
 
 export interface ReplicaStatus {
@@ -113,6 +118,8 @@ export interface ReplicaEvents {
   run_taken_over: [takeover: { executionId: string; from: string }];
   /** The plane was unreachable for a takeover; the local lease stands (connectPlane). */
   takeover_offline: [offline: { executionId: string; reason: string }];
+  /** A decision recorded on the plane arrived through the decision feed and was stored here (issue 16). */
+  decision: [decision: Decision];
   /** A listener of `event` threw `error`; the drain went on. */
   listener_error: [failure: { event: Exclude<keyof ReplicaEvents, 'listener_error'>; error: unknown }];
 }
@@ -131,7 +138,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   readonly writerId: string;
   private apiKey: string;
   private readonly http: PlaneHttp;
-  private readonly o: Required<Omit<ReplicaOptions, 'dispatcher' | 'writerId' | 'faults' | 'apiKey' | 'url'>>;
+  private readonly o: Required<Omit<ReplicaOptions, 'dispatcher' | 'writerId' | 'faults' | 'apiKey' | 'url' | 'decisionWaitSeconds'>>;
   private readonly fault: FaultHook;
   private state: DrainState = 'idle';
   private kicked = false;
@@ -149,6 +156,9 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private readonly unsubscribe: () => void;
   /** Removes the plane guard this replica installed on its store (connectPlane), if any. */
   private unguard: (() => void) | null = null;
+  private readonly url: string;
+  private readonly dispatcher: Dispatcher | undefined;
+  private readonly decisions: DecisionFeedConsumer;
 
   constructor(
     readonly store: Checkpointer,
@@ -158,6 +168,20 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     this.apiKey = options.apiKey;
     this.writerId = options.writerId ?? store.writerId;
     this.http = new PlaneHttp(options.url, { dispatcher: options.dispatcher });
+    this.url = options.url;
+    this.dispatcher = options.dispatcher;
+    this.decisions = new DecisionFeedConsumer(
+      store,
+      () => this.apiKey,
+      (d) => this.emit('decision', d),
+      {
+        url: options.url,
+        dispatcher: options.dispatcher,
+        waitSeconds: options.decisionWaitSeconds,
+        backoffBaseMs: options.backoffBaseMs,
+        backoffCapMs: options.backoffCapMs,
+      },
+    );
     this.o = {
       batchRows: Math.min(options.batchRows ?? 500, LIMITS.batchRows),
       batchBytes: Math.min(options.batchBytes ?? 4 * 1024 * 1024, LIMITS.batchBytes),
@@ -479,6 +503,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     this.timer = null;
     this.pollTimer = null;
     await this.round?.catch(() => {});
+    await this.decisions.stop();
     await this.http.close();
     this.removeAllListeners();
   }
@@ -489,25 +514,47 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   }
 
   /**
+   * Follow the plane's decision feed (a long poll) until the returned function
+   * is called: each decision recorded on the plane is stored here and emitted
+   * as `decision`. Several followers share one feed (serveDecisions follows while it serves).
+   */
+  followDecisions(): () => void {
+    if (this.state === 'stopped') return () => {};
+    return this.decisions.follow();
+  }
+
+  /** One round of the decision feed, without holding: stores what the plane has after the saved cursor. */
+  pullDecisions(): Promise<PullResult> {
+    return this.decisions.pull(0);
+  }
+
+  /** Restore a run from this replica's plane (restoreFromPlane with its url and key): rows, the open pause and its decision. */
+  restore(executionId: string): ReturnType<typeof restoreFromPlane> {
+    return restoreFromPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs });
+  }
+
+  /**
    * Claim a pause at the plane (see connectPlane's claim guard). Only a
    * network error, a timeout or 502/503/504 (a proxy with no plane behind it)
    * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
    * up and said no (a revoked key, a missing scope, the pause not there).
    */
-  async claimAtPlane(executionId: string, checkpointId: string): Promise<PlaneClaim> {
+  async claimAtPlane(executionId: string, checkpointId: string, decisionId?: string): Promise<PlaneClaim> {
     let res: PlaneResponse;
     try {
       res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
         apiKey: this.apiKey,
-        json: { checkpointId, writerId: this.writerId },
+        json: { checkpointId, writerId: this.writerId, ...(decisionId ? { decisionId } : {}) },
         timeoutMs: this.o.timeoutMs,
       });
     } catch (e) {
       return { outcome: 'offline', reason: (e as Error).message };
     }
     if (res.status === 200) return { outcome: 'won' };
-    const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string } } } | null)?.error;
-    if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer' };
+    const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string; decisionId?: string | null } } } | null)?.error;
+    if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') {
+      return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null };
+    }
     if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
     return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}` };
   }
@@ -591,7 +638,7 @@ export type PlanePing = ({ ok: true; latencyMs: number } & WhoAmI) | { ok: false
 /** What the plane said to a claim. */
 export type PlaneClaim =
   | { outcome: 'won' }
-  | { outcome: 'lost'; writerId: string }
+  | { outcome: 'lost'; writerId: string; decisionId?: string | null }
   | { outcome: 'offline'; reason: string }
   | { outcome: 'refused'; status: number; code: string | null; message: string };
 
