@@ -149,7 +149,10 @@ function workerSuite(b: Backend): void {
       const pause = (await agent.run(refundRequest('F-1', 5000), { executionId: id })).pendingInterrupt!;
       const d = decision(id, pause.checkpointId);
       await store.recordDecision(d);
-      const seen = await serveUntil({ store, agentFor: (x) => (x.decisionId === d.decisionId ? broken : null), retry: { baseMs: 20, capMs: 40 } }, (s) => s.filter((x) => x.decision.decisionId === d.decisionId).length >= 2);
+      const seen = await serveUntil(
+        { store, agentFor: (x) => (x.decisionId === d.decisionId ? broken : null), retry: { baseMs: 20, capMs: 40 } },
+        (s) => s.filter((x) => x.decision.decisionId === d.decisionId).length >= 2,
+      );
       const mine = seen.filter((x) => x.decision.decisionId === d.decisionId);
       expect(mine.map((x) => x.outcome)).toEqual(['failed', 'failed']);
       expect(mine.map((x) => (x as { attempts: number }).attempts)).toEqual([1, 2]);
