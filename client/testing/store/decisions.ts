@@ -89,6 +89,22 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect((await events(a, 'decision_recorded')).map((e) => e.id)).toEqual([winner.decisionId]);
     });
 
+    test('a local decision racing a claim of its pause: recorded before it (then superseded by it) or refused with PAUSE_CLOSED; never pending on a claimed pause', async () => {
+      for (let i = 0; i < 5; i++) {
+        const { id, pause } = await paused(a);
+        const d = decisionFor(id, pause);
+        const [recorded, claimed] = await Promise.allSettled([b.recordDecision(d), a.claimInterrupt({ executionId: id, checkpointId: pause }, { next: resumedRow(id, pause) })]);
+        expect(claimed.status === 'fulfilled' && claimed.value !== null).toBe(true);
+        if (recorded.status === 'fulfilled') {
+          expect(recorded.value).toEqual({ recorded: true });
+          expect(await a.getDecision(id, pause)).toMatchObject({ state: 'superseded', appliedBy: a.writerId });
+        } else {
+          expect((recorded.reason as { code?: string }).code).toBe('PAUSE_CLOSED');
+          expect(await a.getDecision(id, pause)).toBeNull();
+        }
+      }
+    });
+
     test('a bad decision is refused with INVALID_DECISION naming every problem; nothing is recorded', async () => {
       const { id, pause } = await paused(a);
       let err: { code?: string; details?: { problems: string[] } } | undefined;
