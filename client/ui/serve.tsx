@@ -17,6 +17,9 @@ import { FRAME, localFrame } from '../../plane/ui/frame.js';
 import { NotFoundPage } from '../../plane/ui/not-found-page.js';
 import { inspectorHeaders, mountAssets, mountPages } from '../../plane/ui/pages.js';
 import { localSource } from './local-source.js';
+import { isLoopback } from './loopback.js';
+
+export { isLoopback };
 
 export interface LocalUiOptions {
   /** Interface to bind (default 127.0.0.1). A non-loopback one needs `allowRemote`. */
@@ -34,12 +37,6 @@ export interface LocalUi {
   port: number;
   /** Stop serving (the store stays open: its opener closes it). */
   close(): Promise<void>;
-}
-
-/** 127.0.0.0/8, ::1 and `localhost`. */
-export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
 /** The inspector app over `store` (what `serveLocalUi` serves; a test may call its `fetch`). */

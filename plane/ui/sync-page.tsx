@@ -47,125 +47,125 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
       <div class="table-wrap">
         <table class="sync">
           <tbody>
-        <tr>
-          <th scope="row">Writer</th>
-          <td class="mono">{s.writerId}</td>
-        </tr>
-        <tr data-testid="backlog">
-          <th scope="row">Backlog</th>
-          <td>
-            {s.pendingCount} row{s.pendingCount === 1 ? '' : 's'}, {s.pendingBytes} bytes
-            {s.oldestPendingAt && (
-              <>
-                {' '}
-                · oldest waiting since <Time iso={s.oldestPendingAt} /> ({duration(s.oldestPendingAgeMs ?? 0)})
-              </>
-            )}
-          </td>
-        </tr>
-        <tr data-testid="quarantined">
-          <th scope="row">Quarantined</th>
-          <td>
-            {s.quarantinedCount > 0 ? <a href="/quarantine">{s.quarantinedCount}</a> : '0'}
-            {s.lastQuarantineReason && <> (last: {s.lastQuarantineReason})</>}
-          </td>
-        </tr>
-        <tr data-testid="drain">
-          <th scope="row">Last drain</th>
-          <td>
-            {d ? (
-              <>
-                {d.state} at <Time iso={d.at} />
-              </>
-            ) : (
-              'never connected to a plane'
-            )}
-          </td>
-        </tr>
-        <tr>
-          <th scope="row">Last success</th>
-          <td>
-            {d?.lastSuccessAt ? (
-              <>
-                <Time iso={d.lastSuccessAt} /> (outbox emptied)
-              </>
-            ) : (
-              'none'
-            )}
-          </td>
-        </tr>
-        <tr>
-          <th scope="row">Last ack</th>
-          <td>
-            <Time iso={d?.lastAckAt ?? null} />
-          </td>
-        </tr>
-        <tr data-testid="last-error">
-          <th scope="row">Last error</th>
-          <td class={d?.lastError && !errorCleared ? 'error' : undefined}>
-            {!d?.lastError ? (
-              'none'
-            ) : (
-              <>
-                {errorCleared ? 'none since the last success (earlier: ' : ''}
-                {d.lastError}
-                {d.lastErrorAt && (
+            <tr>
+              <th scope="row">Writer</th>
+              <td class="mono">{s.writerId}</td>
+            </tr>
+            <tr data-testid="backlog">
+              <th scope="row">Backlog</th>
+              <td>
+                {s.pendingCount} row{s.pendingCount === 1 ? '' : 's'}, {s.pendingBytes} bytes
+                {s.oldestPendingAt && (
                   <>
                     {' '}
-                    at <Time iso={d.lastErrorAt} />
+                    · oldest waiting since <Time iso={s.oldestPendingAt} /> ({duration(s.oldestPendingAgeMs ?? 0)})
                   </>
                 )}
-                {errorCleared ? ')' : ''}
-              </>
-            )}
-          </td>
-        </tr>
-        <tr data-testid="plane-copy">
-          <th scope="row">Plane copy</th>
-          <td>
-            {s.incomplete.length === 0 ? (
-              'complete (no row refused)'
-            ) : (
-              <span class="error">
-                incomplete for {s.incomplete.length} run{s.incomplete.length === 1 ? '' : 's'}:{' '}
-                {s.incomplete.map(([id, n], i) => (
+              </td>
+            </tr>
+            <tr data-testid="quarantined">
+              <th scope="row">Quarantined</th>
+              <td>
+                {s.quarantinedCount > 0 ? <a href="/quarantine">{s.quarantinedCount}</a> : '0'}
+                {s.lastQuarantineReason && <> (last: {s.lastQuarantineReason})</>}
+              </td>
+            </tr>
+            <tr data-testid="drain">
+              <th scope="row">Last drain</th>
+              <td>
+                {d ? (
                   <>
-                    {i > 0 && ', '}
-                    {runLink(id)} ({n} row{n === 1 ? '' : 's'} refused)
+                    {d.state} at <Time iso={d.at} />
                   </>
-                ))}
-                ; the plane cannot restore them elsewhere; this store keeps them whole
-              </span>
-            )}
-          </td>
-        </tr>
-        {s.diverged.length > 0 && (
-          <tr>
-            <th scope="row">Refused by seq</th>
-            <td>
-              {s.diverged.map(([id, n], i) => (
-                <>
-                  {i > 0 && ', '}
-                  {runLink(id)} ({n} row{n === 1 ? '' : 's'})
-                </>
-              ))}
-              : the plane holds other rows at those seqs (another machine's branch after a double claim, or a hole: the plane's run page says which)
-            </td>
-          </tr>
-        )}
-        <tr>
-          <th scope="row">Lost runs</th>
-          <td>
-            {s.lost.length === 0
-              ? 'none'
-              : s.lost.map(([id, why], i) => (
+                ) : (
+                  'never connected to a plane'
+                )}
+              </td>
+            </tr>
+            <tr>
+              <th scope="row">Last success</th>
+              <td>
+                {d?.lastSuccessAt ? (
                   <>
-                    {i > 0 && '; '}
-                    {runLink(id)}: {why}
+                    <Time iso={d.lastSuccessAt} /> (outbox emptied)
                   </>
-                ))}
-          </td>
-        </tr>
+                ) : (
+                  'none'
+                )}
+              </td>
+            </tr>
+            <tr>
+              <th scope="row">Last ack</th>
+              <td>
+                <Time iso={d?.lastAckAt ?? null} />
+              </td>
+            </tr>
+            <tr data-testid="last-error">
+              <th scope="row">Last error</th>
+              <td class={d?.lastError && !errorCleared ? 'error' : undefined}>
+                {!d?.lastError ? (
+                  'none'
+                ) : (
+                  <>
+                    {errorCleared ? 'none since the last success (earlier: ' : ''}
+                    {d.lastError}
+                    {d.lastErrorAt && (
+                      <>
+                        {' '}
+                        at <Time iso={d.lastErrorAt} />
+                      </>
+                    )}
+                    {errorCleared ? ')' : ''}
+                  </>
+                )}
+              </td>
+            </tr>
+            <tr data-testid="plane-copy">
+              <th scope="row">Plane copy</th>
+              <td>
+                {s.incomplete.length === 0 ? (
+                  'complete (no row refused)'
+                ) : (
+                  <span class="error">
+                    incomplete for {s.incomplete.length} run{s.incomplete.length === 1 ? '' : 's'}:{' '}
+                    {s.incomplete.map(([id, n], i) => (
+                      <>
+                        {i > 0 && ', '}
+                        {runLink(id)} ({n} row{n === 1 ? '' : 's'} refused)
+                      </>
+                    ))}
+                    ; the plane cannot restore them elsewhere; this store keeps them whole
+                  </span>
+                )}
+              </td>
+            </tr>
+            {s.diverged.length > 0 && (
+              <tr>
+                <th scope="row">Refused by seq</th>
+                <td>
+                  {s.diverged.map(([id, n], i) => (
+                    <>
+                      {i > 0 && ', '}
+                      {runLink(id)} ({n} row{n === 1 ? '' : 's'})
+                    </>
+                  ))}
+                  : the plane holds other rows at those seqs (another machine's branch after a double claim, or a hole: the plane's run page says which)
+                </td>
+              </tr>
+            )}
+            <tr>
+              <th scope="row">Lost runs</th>
+              <td>
+                {s.lost.length === 0
+                  ? 'none'
+                  : s.lost.map(([id, why], i) => (
+                      <>
+                        {i > 0 && '; '}
+                        {runLink(id)}: {why}
+                      </>
+                    ))}
+              </td>
+            </tr>
           </tbody>
         </table>
       </div>
