@@ -10,8 +10,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { request } from 'node:http';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { Checkpointer } from '../../client/checkpointer.js';
@@ -271,6 +271,45 @@ describe('waymark ui command line', () => {
     expect(missing.stderr).toContain('no store at');
     const help = await waymarkAsync(['--help']);
     expect(help.stdout).toMatch(/\n {2}ui +The inspector over a local store/);
+  });
+});
+
+const IMPORT = /^\s*(import|export)\s+(type\s+)?(?:[^'"]*?\sfrom\s+)?['"]([^'"]+)['"]/gm;
+
+/** Every source file and package `entry` loads at run time (static imports; type-only ones skipped), transitively. */
+function runtimeGraph(entry: string): { files: string[]; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    for (const m of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+      const [, , typeOnly, spec] = m;
+      if (typeOnly || /^\s*export\s+type\s*\{/.test(m[0])) continue;
+      if (!spec.startsWith('.')) {
+        packages.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
+        continue;
+      }
+      const base = resolve(dirname(file), spec.replace(/\.js$/, ''));
+      visit(existsSync(`${base}.ts`) ? `${base}.ts` : `${base}.tsx`);
+    }
+  };
+  visit(join(ROOT, entry));
+  return { files: [...files].map((f) => relative(ROOT, f)), packages };
+}
+
+describe('layering', () => {
+  it("the local UI loads the plane's page components but no database code of the plane; other commands load no hono", () => {
+    const ui = runtimeGraph('client/ui/serve.tsx');
+    expect(ui.files).toContain('plane/ui/pages.tsx');
+    expect(ui.files).toContain('plane/ui/run-page.tsx');
+    expect(ui.files.filter((f) => f.startsWith('plane/') && !f.startsWith('plane/ui/'))).toEqual([]);
+    expect(ui.files.filter((f) => /plane\/ui\/(routes|plane-source|keys|session)\./.test(f))).toEqual([]);
+    expect([...ui.packages].filter((p) => /drizzle|pglite|^postgres$|pino/.test(p))).toEqual([]);
+    // the CLI loads the UI (and hono) only when `waymark ui` runs
+    const cli = runtimeGraph('client/cli/main.ts');
+    expect(cli.files.filter((f) => f.startsWith('plane/') || f.startsWith('client/ui/serve'))).toEqual([]);
+    expect([...cli.packages].filter((p) => p.includes('hono'))).toEqual([]);
   });
 });
 
