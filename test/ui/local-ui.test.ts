@@ -27,6 +27,7 @@ import { step } from '../helpers/rows.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-local-ui-');
+afterAll(() => tmp.cleanup());
 const XSS = `<script>window.__xss=1</script> "><img src=x onerror="window.__xss=2">`;
 
 interface Ui {
