@@ -18,7 +18,7 @@ type Out = (line: string) => void;
 const STATES: readonly ExecutionState[] = ['running', 'paused', 'completed', 'failed', 'cancelled'];
 const db: Record<string, OptionSpec> = {
   db: { type: 'string', help: 'the store: a SQLite file or a postgres:// URL (required)' },
-  schema: { type: 'string', help: 'Postgres schema of the store (default: public)' },
+  schema: { type: 'string', help: 'Postgres schema of the store (default: waymark; a #schema or ?schema= in the URL names it too)' },
 };
 const plane: Record<string, OptionSpec> = {
   plane: { type: 'string', help: 'the plane URL, e.g. http://127.0.0.1:4600 (required)' },

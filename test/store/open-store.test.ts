@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { hasCode } from '../../shared/errors.js';
-import { PostgresCheckpointer } from '../../client/postgres/index.js';
+import type { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { createTestDatabase, pgReady } from '../helpers/pg.js';
 import { scratchDir } from '../helpers/tmp.js';
 
