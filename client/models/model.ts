@@ -47,7 +47,7 @@ export interface ModelUsage {
 export interface ModelReply {
   content: string | null;
   toolCalls: ToolCall[];
-  /** Set when the provider reported usage; recorded with the run's next row (see agent.ts). */
+  /** Set when the provider reported usage; recorded with the run's next row (see loop.ts). */
   usage?: ModelUsage;
   finishReason?: FinishReason;
 }

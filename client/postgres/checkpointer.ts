@@ -3,6 +3,13 @@
  * machines may share one database. Seq is assigned under the execution row's
  * lock; a claim is `DELETE … RETURNING` at READ COMMITTED, so exactly one of
  * any number of concurrent claimers gets the row.
+ *
+ * This file holds the class: connection, setup, the write and read retries,
+ * and the writes that decide under the execution row's lock (put, pause,
+ * claim, cancel, idempotency). Statements it runs live beside it, as
+ * functions taking the sql handle: reads.ts, outbox.ts, delete.ts (delete,
+ * prune), import.ts, put-on-cursor.ts (the one-statement put), leases.ts,
+ * executions.ts (the row lock, error fields).
  */
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
@@ -15,20 +22,24 @@ import type * as C from '../checkpointer.js';
 import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
 import { rowOf, StoreBase, written, type Outcome, type StoreBaseOptions } from '../store/base.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
-import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
-import { checkpointWritten, executionDeleted, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
-import { checkBundle, importResultOf, planImport } from '../store/import.js';
+import { fromColumns, toColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
+import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
+import { checkBundle } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
-import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
 import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
-import { PRUNE_CHUNK, PruneWalk, type PruneCandidate } from '../store/prune.js';
-import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
+import { PruneWalk } from '../store/prune.js';
 import { migratedWriterId, migratePostgres } from './migrations.js';
 import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
 import { fence, leaseInfo, takeLease } from './leases.js';
 import { tablesOf, type Sql, type Tables, type Tx } from './tables.js';
 import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
+import { ADVANCE, constraintOf, lockExecution, pgCode } from './executions.js';
+import { putOnCursor } from './put-on-cursor.js';
+import { listExecutionSummaries, listIdempotency, listPending, listRows, readById, readChain, readIdempotent, readLatest, readNote, readPending } from './reads.js';
+import { applyResults, fetchUnsynced, listQuarantined, outboxStats } from './outbox.js';
+import { deleteRows, pruneChunk } from './delete.js';
+import { importInto } from './import.js';
 
 export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   /** Connection string; or pass `sql`. */
@@ -41,17 +52,6 @@ export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   /** Pool size when the adapter makes its own client. Default 10. */
   max?: number;
   writerId?: string;
-}
-
-/** The `executions` columns a new newest row moves. */
-const ADVANCE = ['next_seq', 'last_id', 'last_node_id', 'last_step', 'last_status', 'updated_at'] as const;
-
-function pgCode(e: unknown): string | undefined {
-  return (e as { code?: string })?.code;
-}
-
-function constraintOf(e: unknown): string | undefined {
-  return (e as { constraint_name?: string })?.constraint_name;
 }
 
 export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
@@ -178,14 +178,6 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     }
   }
 
-  /**
-   * `(SELECT …)` over a list of strings sent as one text parameter: with
-   * fetch_types off, postgres.js cannot send array parameters.
-   */
-  private textList(sql: Sql | Tx, values: string[]) {
-    return sql`(SELECT jsonb_array_elements_text((${JSON.stringify(values)}::text)::jsonb))`;
-  }
-
   private queueEvent(tx: Tx, e: QueuedEvent) {
     if (!this.outbox) return null;
     return tx`INSERT INTO ${this.t.outbox} (id, kind, execution_id, payload, bytes, created_at)
@@ -194,34 +186,16 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   /** The cursor of row `seq` of an execution, read inside the caller's transaction when not cached. */
   private async txCursorAt(tx: Tx, executionId: string, seq: number, id: string): Promise<CodecCursor> {
-    return this.cursorAt(executionId, seq, id, (base, upTo) => this.chain(tx, executionId, base, upTo));
-  }
-
-  /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
-  private async chain(sql: Sql | Tx, executionId: string, base: number, seq: number): Promise<ChainRow[]> {
-    const rows = await sql<ChainColumns[]>`
-      SELECT id, seq, state FROM ${this.t.checkpoints}
-      WHERE execution_id = ${executionId} AND seq >= ${base} AND seq <= ${seq} ORDER BY seq`;
-    return rows.map(fromColumns.chain);
+    return this.cursorAt(executionId, seq, id, (base, upTo) => readChain(tx, this.t, executionId, base, upTo));
   }
 
   protected readChain(executionId: string, base: number, seq: number): Promise<ChainRow[]> {
-    return this.read((sql) => this.chain(sql, executionId, base, seq));
-  }
-
-  /** Lock an execution's row inside the caller's transaction (a placeholder row when new); its position as stored. */
-  private async lockExecution(tx: Tx, executionId: string): Promise<{ next_seq: number; last_id: string }> {
-    const [ex] = await tx<{ next_seq: number; last_id: string }[]>`
-      INSERT INTO ${this.t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
-      VALUES (${executionId}, 0, '', '', '', '', '')
-      ON CONFLICT (execution_id) DO UPDATE SET execution_id = excluded.execution_id
-      RETURNING next_seq, last_id`;
-    return ex;
+    return this.read((sql) => readChain(sql, this.t, executionId, base, seq));
   }
 
   /** Write one checkpoint inside the caller's transaction, under the execution row's lock. */
   private async writeCheckpoint(tx: Tx, input: C.CheckpointInput): Promise<RowText> {
-    const ex = await this.lockExecution(tx, input.executionId);
+    const ex = await lockExecution(tx, this.t, input.executionId);
     if (checkPrev(input, ex) === 'lookup') {
       const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId!}`;
       checkPrevOwner(input, row?.execution_id);
@@ -308,63 +282,6 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => leaseInfo(sql, this.t, executionId));
   }
 
-  /**
-   * One round trip instead of four (BEGIN, lock, writes, COMMIT) when this
-   * store wrote the execution's newest row itself: the row is built from the
-   * cached cursor and written by one statement that advances the execution
-   * only if it is still at that row (compare-and-set under the row lock), and
-   * inserts the checkpoint and its outbox event only then. Returns null when
-   * another writer got there first; the caller takes the locked path.
-   */
-  private async putOnCursor(input: C.CheckpointInput & { id: string }, prev: CodecCursor, lease?: C.Lease): Promise<RowText | null> {
-    const seq = prev.seq + 1;
-    const rt = buildRow(input, seq, prev, this.writerId);
-    const r = rt.row;
-    const sql = await this.q();
-    try {
-      // fenced: the lease is renewed and the row written only while the lease is this one; a lost lease
-      // writes nothing here and the locked path names it (a renewal without the row, on a stale cursor, is harmless)
-      const done = await sql<{ n: number }[]>`
-        WITH ${
-          lease
-            ? sql`l AS (
-          UPDATE ${this.t.leases} SET expires_at = (extract(epoch from clock_timestamp()) * 1000)::bigint + ${lease.ttlMs}
-          WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
-          RETURNING 1
-        ), `
-            : sql``
-        }ex AS (
-          UPDATE ${this.t.executions} SET next_seq = ${seq + 1}, last_id = ${r.id}, last_node_id = ${r.nodeId},
-            last_step = ${r.step}, last_status = ${r.status}, updated_at = ${r.createdAt}
-          WHERE execution_id = ${r.executionId} AND next_seq = ${seq} AND last_id = ${prev.id}
-            ${lease ? sql`AND EXISTS (SELECT 1 FROM l)` : sql``}
-          ${typeof input.prevId === 'string' && input.prevId !== prev.id ? sql`AND EXISTS (SELECT 1 FROM ${this.t.checkpoints} WHERE id = ${input.prevId} AND execution_id = ${r.executionId})` : sql``}
-          RETURNING 1
-        ), c AS (
-          INSERT INTO ${this.t.checkpoints} (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id,
-            state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
-          SELECT ${r.id}, ${r.executionId}, ${seq}, ${r.nodeId}, ${r.turn}, ${r.step}, ${r.status}, ${r.agentPath},
-            ${r.parentId}, ${rt.stateText}, ${rt.nodeInput}, ${rt.nodeOutput}, ${r.interruptReason},
-            ${rt.interruptContext}, ${r.createdAt}, ${r.writerId}
-          FROM ex
-          RETURNING id
-        )${
-          this.outbox
-            ? sql`, o AS (
-          INSERT INTO ${this.t.outbox} (id, kind, execution_id, payload, bytes, created_at)
-          SELECT id, 'checkpoint', ${r.executionId}, NULL, ${rt.bytes}, ${canonicalTime()} FROM c
-          RETURNING 1
-        )`
-            : sql``
-        }
-        SELECT count(*)::int AS n FROM c`;
-      return done[0].n === 1 ? rt : null;
-    } catch (e) {
-      if (pgCode(e) === SQLSTATE.uniqueViolation && constraintOf(e) === 'checkpoints_pkey') throw new DuplicateIdError(r.id);
-      throw e;
-    }
-  }
-
   /** The newest put of each execution still in flight: a put waits for the one issued before it (see `put`). */
   private readonly putTails = new Map<string, Promise<unknown>>();
 
@@ -396,7 +313,8 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     const cursor = input.prevId === null || (lease && release) ? null : this.cursors.newest(input.executionId);
     if (cursor) {
       try {
-        const rt = await this.putOnCursor(minted, cursor, lease);
+        const sql = await this.q();
+        const rt = await putOnCursor(sql, this.t, { writerId: this.writerId, outbox: this.outbox }, minted, cursor, lease);
         if (rt) {
           this.afterCommit(input.executionId, written(rt), 'store.put.afterCommit');
           return rt.row;
@@ -533,75 +451,37 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const [row] = await sql<PendingColumns[]>`SELECT * FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
-      return row ? fromColumns.pending(row) : null;
-    });
+    return this.read((sql) => readPending(sql, this.t, executionId));
   }
 
   async listPendingInterrupts(options: { afterExecutionId?: string; limit?: number } = {}): Promise<PendingInterrupt[]> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const rows = await sql<PendingColumns[]>`
-        SELECT * FROM ${this.t.pending} WHERE execution_id > ${options.afterExecutionId ?? ''}
-        ORDER BY execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map(fromColumns.pending);
-    });
+    return this.read((sql) => listPending(sql, this.t, options));
   }
 
   async latest(executionId: string): Promise<Checkpoint | null> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const [row] = await sql<CheckpointColumns[]>`
-        SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId} ORDER BY seq DESC LIMIT 1`;
-      return row ? fromColumns.checkpoint(row) : null;
-    });
+    return this.read((sql) => readLatest(sql, this.t, executionId));
   }
 
   async getById(id: string): Promise<Checkpoint | null> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const [row] = await sql<CheckpointColumns[]>`SELECT * FROM ${this.t.checkpoints} WHERE id = ${id}`;
-      return row ? fromColumns.checkpoint(row) : null;
-    });
+    return this.read((sql) => readById(sql, this.t, id));
   }
 
   async list(executionId: string, options: C.ListOptions = {}): Promise<Checkpoint[]> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const rows = await sql<CheckpointColumns[]>`
-        SELECT * FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}
-        ${options.afterSeq !== undefined ? sql`AND seq > ${options.afterSeq}` : sql``}
-        ${options.beforeSeq !== undefined ? sql`AND seq < ${options.beforeSeq}` : sql``}
-        ORDER BY seq ${options.order === 'desc' ? sql`DESC` : sql`ASC`}
-        ${options.limit !== undefined ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map(fromColumns.checkpoint);
-    });
+    return this.read((sql) => listRows(sql, this.t, executionId, options));
   }
 
   async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {}): Promise<C.ExecutionSummary[]> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const rows = await sql<(ExecRow & { now_ms: string })[]>`
-        SELECT e.*, p.execution_id IS NOT NULL AS paused,
-               l.holder AS lease_holder, l.epoch AS lease_epoch, l.expires_at AS lease_expires_at,
-               (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms
-        FROM ${this.t.executions} e
-        LEFT JOIN ${this.t.pending} p ON p.execution_id = e.execution_id
-        LEFT JOIN ${this.t.leases} l ON l.execution_id = e.execution_id
-        WHERE e.execution_id > ${options.afterExecutionId ?? ''} ${options.state ? sql.unsafe(`AND ${stateCondition(options.state)}`) : sql``}
-        ORDER BY e.execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map((r) => summaryFromRow(r, Number(r.now_ms)));
-    });
+    return this.read((sql) => listExecutionSummaries(sql, this.t, options));
   }
 
   async getIdempotent(executionId: string, key: string): Promise<C.IdempotentLookup> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const [row] = await sql<IdempotencyColumns[]>`
-        SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
-      return row ? { hit: true, result: fromColumns.idempotency(row).result } : { hit: false };
-    });
+    return this.read((sql) => readIdempotent(sql, this.t, executionId, key));
   }
 
   async putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry> {
@@ -628,28 +508,12 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async listIdempotent(executionId: string): Promise<IdempotencyEntry[]> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const rows = await sql<IdempotencyColumns[]>`
-        SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} ORDER BY created_at, key`;
-      return rows.map(fromColumns.idempotency);
-    });
+    return this.read((sql) => listIdempotency(sql, this.t, executionId));
   }
 
   async deleteExecution(executionId: string): Promise<C.DeleteResult> {
     this.assertOpen();
-    const out = await this.begin(async (tx) => {
-      // the execution row first: a writer holds its lock while it checks `prevId` and inserts, so a
-      // put either commits before this deletion (and its row is deleted) or runs after it (and is refused)
-      const e = await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${executionId}`;
-      const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${executionId}`;
-      const p = await tx`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId}`;
-      const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${executionId}`;
-      await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${executionId}`;
-      await decisions.dropDecisions(tx, this.t, executionId);
-      await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${executionId} AND NOT synced`;
-      if (e.count || c.count || i.count) await this.queueEvent(tx, executionDeleted(executionId));
-      return { checkpoints: c.count, pending: p.count, idempotency: i.count };
-    });
+    const out = await this.begin((tx) => deleteRows(tx, this.t, executionId, (e) => this.queueEvent(tx, e)));
     this.afterDelete(executionId);
     return out;
   }
@@ -658,41 +522,14 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     this.assertOpen();
     const walk = new PruneWalk(options);
     while (!walk.done) {
-      await this.begin(async (tx) => {
-        const chunk = await tx<PruneCandidate[]>`
-          SELECT e.execution_id,
-                 EXISTS (SELECT 1 FROM ${this.t.outbox} o WHERE o.execution_id = e.execution_id AND NOT o.synced) AS unsynced
-          FROM ${this.t.executions} e
-          WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ${walk.cutoff}
-            AND NOT EXISTS (SELECT 1 FROM ${this.t.pending} p WHERE p.execution_id = e.execution_id)
-            AND e.execution_id > ${walk.after}
-          ORDER BY e.execution_id COLLATE "C" LIMIT ${PRUNE_CHUNK}
-          FOR UPDATE OF e`;
-        for (const id of walk.take(chunk)) {
-          const c = await tx`DELETE FROM ${this.t.checkpoints} WHERE execution_id = ${id}`;
-          const i = await tx`DELETE FROM ${this.t.idempotency} WHERE execution_id = ${id}`;
-          await tx`DELETE FROM ${this.t.executions} WHERE execution_id = ${id}`;
-          await tx`DELETE FROM ${this.t.leases} WHERE execution_id = ${id}`;
-          await decisions.dropDecisions(tx, this.t, id);
-          await tx`DELETE FROM ${this.t.outbox} WHERE execution_id = ${id}`;
-          this.cursors.drop(id);
-          walk.deleted({ checkpoints: c.count, idempotency: i.count });
-        }
-      });
+      await this.begin((tx) => pruneChunk(tx, this.t, walk, (id) => this.cursors.drop(id)));
     }
     return walk.result;
   }
 
   async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<C.OutboxEntry[]> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const rows = await sql<OutboxJoinRow[]>`
-        SELECT o.seq AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id,
-               o.payload AS o_payload, o.bytes AS o_bytes, o.created_at AS o_created_at, c.*
-        FROM ${this.t.outbox} o LEFT JOIN ${this.t.checkpoints} c ON o.kind = 'checkpoint' AND c.id = o.id
-        WHERE NOT o.synced ORDER BY o.seq LIMIT ${Math.max(1, options.limit)}`;
-      return takeByBytes(rows.map(entryFromJoin), options.maxBytes);
-    });
+    return this.read((sql) => fetchUnsynced(sql, this.t, options));
   }
 
   async applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void> {
@@ -700,132 +537,28 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     const synced = results.synced ?? [];
     const q = Object.entries(results.quarantined ?? {});
     if (!synced.length && !q.length) return;
-    await this.write(async (tx) => {
-      if (synced.length) {
-        await tx`UPDATE ${this.t.outbox} SET synced = true
-          WHERE id IN ${this.textList(tx, synced)} AND NOT synced`;
-      }
-      for (const [id, reason] of q) {
-        await tx`UPDATE ${this.t.outbox} SET synced = true, sync_error = ${reason} WHERE id = ${id} AND NOT synced`;
-      }
-    });
+    await this.write((tx) => applyResults(tx, this.t, synced, q));
   }
 
   async outboxStats(): Promise<C.OutboxStats> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const [p] = await sql<{ n: string; bytes: string; oldest: string | null }[]>`
-        SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest
-        FROM ${this.t.outbox} WHERE NOT synced`;
-      const [q] = await sql<{ n: string }[]>`SELECT count(*) AS n FROM ${this.t.outbox} WHERE sync_error IS NOT NULL`;
-      const [last] = await sql<{ sync_error: string }[]>`
-        SELECT sync_error FROM ${this.t.outbox} WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`;
-      return outboxStatsOf(p, q.n, last?.sync_error ?? null);
-    });
+    return this.read((sql) => outboxStats(sql, this.t));
   }
 
   async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<C.QuarantinedEntry[]> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      let after = '0';
-      if (options.afterId) {
-        const [r] = await sql<{ seq: string }[]>`SELECT seq FROM ${this.t.outbox} WHERE id = ${options.afterId}`;
-        after = r?.seq ?? '0';
-      }
-      const rows = await sql<QuarantinedColumns[]>`
-        SELECT id, kind, execution_id, sync_error, created_at FROM ${this.t.outbox}
-        WHERE sync_error IS NOT NULL AND seq > ${after} ORDER BY seq
-        ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
-      return rows.map(quarantinedFromColumns);
-    });
+    return this.read((sql) => listQuarantined(sql, this.t, options));
   }
 
   async importRows(bundle: C.RestoreBundle): Promise<C.ImportResult> {
     this.assertOpen();
-    const { checkpoints, pending, idempotency: idem } = checkBundle(bundle);
-    return this.write(async (tx) => {
-      const executionIds = [...new Set(checkpoints.map((c) => c.executionId))].sort();
-      // lock each execution (a placeholder row when new) so no writer moves it while the plan is made and written
-      for (const e of executionIds) await this.lockExecution(tx, e);
-      // the local rows the plan can ask about: the bundle's seq range (and the row before it) per execution, and the bundle's ids
-      const range = new Map<string, { lo: number; hi: number }>();
-      for (const c of checkpoints) {
-        const r = range.get(c.executionId);
-        if (!r) range.set(c.executionId, { lo: c.seq, hi: c.seq });
-        else {
-          r.lo = Math.min(r.lo, c.seq);
-          r.hi = Math.max(r.hi, c.seq);
-        }
-      }
-      const at = new Map<string, string>();
-      for (const e of executionIds) {
-        const { lo: first, hi } = range.get(e)!;
-        const lo = Math.max(0, first - 1);
-        const local = await tx<{ id: string; seq: string | number }[]>`
-          SELECT id, seq FROM ${this.t.checkpoints} WHERE execution_id = ${e} AND seq >= ${lo} AND seq <= ${hi}`;
-        for (const r of local) at.set(`${e}\u0000${Number(r.seq)}`, r.id);
-      }
-      const found = new Map<string, { executionId: string; seq: number }>();
-      if (checkpoints.length) {
-        const rows = await tx<{ id: string; execution_id: string; seq: string | number }[]>`
-          SELECT id, execution_id, seq FROM ${this.t.checkpoints} WHERE id IN ${this.textList(
-            tx,
-            checkpoints.map((c) => c.id),
-          )}`;
-        for (const r of rows) found.set(r.id, { executionId: r.execution_id, seq: Number(r.seq) });
-      }
-      const plan = planImport(checkpoints, {
-        idAt: (e, seq) => at.get(`${e}\u0000${seq}`) ?? null,
-        find: (id) => found.get(id) ?? null,
-      });
-      const res = importResultOf(plan);
-      for (const c of plan.insert) {
-        await tx`INSERT INTO ${this.t.checkpoints} ${tx(toColumns.checkpoint(c))}`;
-        await tx`UPDATE ${this.t.executions} SET ${tx(toColumns.execution(c), ...ADVANCE)}
-          WHERE execution_id = ${c.executionId} AND next_seq <= ${c.seq}`;
-        this.cursors.drop(c.executionId);
-        res.inserted++;
-      }
-      // an execution row left as a placeholder (nothing written) must not stay empty
-      if (executionIds.length) {
-        await tx`DELETE FROM ${this.t.executions}
-          WHERE last_id = '' AND execution_id IN ${this.textList(tx, executionIds)}`;
-      }
-      const touched = [...new Set([...executionIds, ...(pending ? [pending.executionId] : [])])].sort();
-      for (const e of touched) {
-        // a pause is open only while its checkpoint is the newest row: one that is not is stale
-        const [open] = await tx<{ checkpoint_id: string }[]>`
-          SELECT checkpoint_id FROM ${this.t.pending} WHERE execution_id = ${e} FOR UPDATE`;
-        if (!open) continue;
-        const [latest] = await tx<{ id: string }[]>`
-          SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${e} ORDER BY seq DESC LIMIT 1`;
-        if (open.checkpoint_id !== latest?.id) {
-          await tx`DELETE FROM ${this.t.pending} WHERE execution_id = ${e} AND checkpoint_id = ${open.checkpoint_id}`;
-          res.stalePendingRemoved.push({ executionId: e, checkpointId: open.checkpoint_id });
-        }
-      }
-      if (pending) {
-        const [latest] = await tx<{ id: string }[]>`
-          SELECT id FROM ${this.t.checkpoints} WHERE execution_id = ${pending.executionId} ORDER BY seq DESC LIMIT 1`;
-        if (latest?.id === pending.checkpointId) {
-          const ins = await tx`INSERT INTO ${this.t.pending} ${tx(toColumns.pending(pending))} ON CONFLICT (execution_id) DO NOTHING`;
-          res.pendingImported = ins.count === 1;
-        }
-      }
-      for (const e of idem) {
-        const ins = await tx`INSERT INTO ${this.t.idempotency} ${tx(toColumns.idempotency(e))} ON CONFLICT (execution_id, key) DO NOTHING`;
-        res.idempotencyInserted += ins.count;
-      }
-      return res;
-    });
+    const checked = checkBundle(bundle);
+    return this.write((tx) => importInto(tx, this.t, checked, (id) => this.cursors.drop(id)));
   }
 
   async getMeta(key: string): Promise<string | null> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const [row] = await sql<{ value: string }[]>`SELECT value FROM ${this.t.meta} WHERE key = ${`note:${key}`}`;
-      return row?.value ?? null;
-    });
+    return this.read((sql) => readNote(sql, this.t, key));
   }
 
   async setMeta(key: string, value: string): Promise<void> {

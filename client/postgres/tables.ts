@@ -21,3 +21,11 @@ export function tablesOf(sql: Sql, schema: string): Tables {
     claims: id('claims'),
   };
 }
+
+/**
+ * `(SELECT …)` over a list of strings sent as one text parameter: with
+ * fetch_types off, postgres.js cannot send array parameters.
+ */
+export function textList(sql: Sql | Tx, values: string[]) {
+  return sql`(SELECT jsonb_array_elements_text((${JSON.stringify(values)}::text)::jsonb))`;
+}

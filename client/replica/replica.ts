@@ -28,15 +28,17 @@
 import { EventEmitter } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { LIMITS } from '../../shared/limits.js';
-import { IngestResponse, PROTOCOL_VERSION, WhoAmI } from '../../shared/protocol.js';
+import { IngestResponse, PROTOCOL_VERSION } from '../../shared/protocol.js';
 import type { Checkpointer, OutboxEntry, OutboxStats, PlaneGuard } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { PlaneHttp, type PlaneResponse } from './http.js';
+import { PlaneHttp } from './http.js';
 import { backoffDelay, retryAfter } from '../retry.js';
 import type { Decision } from '../../shared/rows.js';
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
+import { claimAtPlane, foreignBody, ping, releaseClaim, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneTakeover } from './plane-calls.js';
+
+export type { PlaneClaim, PlanePing, PlaneTakeover } from './plane-calls.js';
 
 export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
 
@@ -513,6 +515,11 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     return { retryTimer: this.timer !== null, pollTimer: this.pollTimer !== null, roundInFlight: this.round !== null, socketsOpen: !this.http.closed };
   }
 
+  /** Who this drain's plane calls are made as (the key as it is now). */
+  private get caller(): PlaneCaller {
+    return { apiKey: this.apiKey, writerId: this.writerId, timeoutMs: this.o.timeoutMs };
+  }
+
   /**
    * Follow the plane's decision feed (a long poll) until the returned function
    * is called: each decision recorded on the plane is stored here and emitted
@@ -539,65 +546,24 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
    * up and said no (a revoked key, a missing scope, the pause not there).
    */
-  async claimAtPlane(executionId: string, checkpointId: string, decisionId?: string): Promise<PlaneClaim> {
-    let res: PlaneResponse;
-    try {
-      res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
-        apiKey: this.apiKey,
-        json: { checkpointId, writerId: this.writerId, ...(decisionId ? { decisionId } : {}) },
-        timeoutMs: this.o.timeoutMs,
-      });
-    } catch (e) {
-      return { outcome: 'offline', reason: (e as Error).message };
-    }
-    if (res.status === 200) return { outcome: 'won' };
-    const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string; decisionId?: string | null } } } | null)?.error;
-    if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') {
-      return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null };
-    }
-    if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
-    return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}` };
+  claimAtPlane(executionId: string, checkpointId: string, decisionId?: string): Promise<PlaneClaim> {
+    return claimAtPlane(this.http, this.caller, executionId, checkpointId, decisionId);
   }
 
   /**
    * Ask the plane to let this writer take over a run that is not paused
    * (POST /v1/executions/:id/takeover), its copy here ending at `seq`. Never throws.
    */
-  async takeoverAtPlane(executionId: string, seq: number): Promise<PlaneTakeover> {
-    let res: PlaneResponse;
-    try {
-      res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/takeover`, {
-        apiKey: this.apiKey,
-        json: { writerId: this.writerId, seq },
-        timeoutMs: this.o.timeoutMs,
-      });
-    } catch (e) {
-      return { outcome: 'offline', reason: (e as Error).message };
-    }
-    if (res.status === 200) return { outcome: 'won', takenFrom: (res.body as { takenFrom?: string | null } | null)?.takenFrom ?? null };
-    const error = (res.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)?.error;
-    if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
-    return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}`, details: error?.details ?? {} };
+  takeoverAtPlane(executionId: string, seq: number): Promise<PlaneTakeover> {
+    return takeoverAtPlane(this.http, this.caller, executionId, seq);
   }
 
   /**
    * Check the connection with one cheap authenticated call (GET /v1/whoami):
    * whether the plane answers, and what the key is there. Never throws.
    */
-  async ping(): Promise<PlanePing> {
-    const started = performance.now();
-    let res: PlaneResponse;
-    try {
-      res = await this.http.request('GET', '/v1/whoami', { apiKey: this.apiKey, timeoutMs: this.o.timeoutMs });
-    } catch (e) {
-      return { ok: false, status: null, reason: `network: ${(e as Error).message}` };
-    }
-    const ms = Math.round(performance.now() - started);
-    const parsed = WhoAmI.safeParse(res.body);
-    if (res.status === 200 && parsed.success) return { ok: true, ...parsed.data, latencyMs: ms };
-    const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
-    const reason = error?.message ? `${res.status} ${error.code ?? ''}: ${error.message}` : foreignBody(res.status, res.body);
-    return { ok: false, status: res.status, reason };
+  ping(): Promise<PlanePing> {
+    return ping(this.http, this.caller);
   }
 
   /**
@@ -605,48 +571,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * crashed or gave up between the plane claim and the local one), so another
    * writer may claim the pause. True when a claim was released.
    */
-  async releaseClaim(executionId: string, checkpointId: string): Promise<boolean> {
-    const res = await this.http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim/release`, {
-      apiKey: this.apiKey,
-      json: { checkpointId, writerId: this.writerId },
-      timeoutMs: this.o.timeoutMs,
-    });
-    if (res.status === 200) return (res.body as { released: boolean }).released;
-    const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
-    throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused to release the claim of pause ${checkpointId}: ${res.status} ${error?.message ?? ''}`.trim(), {
-      details: { executionId, checkpointId, status: res.status, planeCode: error?.code ?? null },
-    });
+  releaseClaim(executionId: string, checkpointId: string): Promise<boolean> {
+    return releaseClaim(this.http, this.caller, executionId, checkpointId);
   }
 }
-
-/** An answer that is not the plane's JSON error (a proxy's page): its status and the start of its text, to say who answered. */
-function foreignBody(status: number, body: unknown): string {
-  const text =
-    typeof body === 'string'
-      ? body
-          .replace(/<[^>]*>/g, ' ')
-          .replace(/\s+/g, ' ')
-          .trim()
-          .slice(0, 120)
-      : '';
-  return text ? `HTTP ${status} (not from the plane: "${text}")` : `HTTP ${status}`;
-}
-
-/** What a ping found: the key's project and scopes, or why the plane could not be used. */
-export type PlanePing = ({ ok: true; latencyMs: number } & WhoAmI) | { ok: false; status: number | null; reason: string };
-
-/** What the plane said to a claim. */
-export type PlaneClaim =
-  | { outcome: 'won' }
-  | { outcome: 'lost'; writerId: string; decisionId?: string | null }
-  | { outcome: 'offline'; reason: string }
-  | { outcome: 'refused'; status: number; code: string | null; message: string };
-
-/** What the plane said to a takeover: `refused` carries its code (LEASE_LIVE, RUN_TAKEN_OVER, STALE_COPY, NOT_RUNNING, …). */
-export type PlaneTakeover =
-  | { outcome: 'won'; takenFrom: string | null }
-  | { outcome: 'offline'; reason: string }
-  | { outcome: 'refused'; status: number; code: string | null; message: string; details: Record<string, unknown> };
-
-/** Answers that mean "no plane behind this address right now", not a refusal by the plane. */
-const OFFLINE_STATUSES = new Set([502, 503, 504]);

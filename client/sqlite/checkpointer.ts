@@ -14,6 +14,11 @@
  * its own savepoint and fails alone, and any other call first commits the
  * queued puts, so calls apply in the order they were made
  * (client/store/group-commit.ts).
+ *
+ * This file holds the class: open, the group commit, and the writes and
+ * reads of the contract. Beside it: statements.ts (every fixed statement,
+ * prepared at open), leases.ts, delete.ts (delete, prune) and import.ts,
+ * as functions taking the prepared statements.
  */
 import Database from 'better-sqlite3';
 import { uuidv7 } from '../../shared/ids.js';
@@ -22,21 +27,25 @@ import { stateOfCursor, type ChainRow } from '../../shared/codec.js';
 import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 // the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
-import { DuplicateIdError, PauseExistsError, RunInProgress } from '../errors.js';
+import { DuplicateIdError, PauseExistsError } from '../errors.js';
 import { StoreBase, written, type StoreBaseOptions } from '../store/base.js';
-import { alreadyCancelled, cancelMarker, checkCancel, notFound, runCancelled } from '../store/cancel.js';
+import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
 import { GroupCommit, type BatchOutcome } from '../store/group-commit.js';
-import { checkpointWritten, executionDeleted, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
-import { checkBundle, importResultOf, planImport } from '../store/import.js';
-import { checkLease, fencedWriteError, isHeld, isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
+import { checkBundle } from '../store/import.js';
+import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
 import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
 import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
-import { PRUNE_CHUNK, PruneWalk, type PruneCandidate } from '../store/prune.js';
+import { PruneWalk } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { migrateSqlite } from './migrations.js';
 import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
+import { prepareStatements, type Statements } from './statements.js';
+import { fence, leaseInfo, takeLease } from './leases.js';
+import { deleteRows, pruneChunk } from './delete.js';
+import { importInto } from './import.js';
 
 export type SqliteSynchronous = 'FULL' | 'NORMAL' | 'EXTRA';
 
@@ -61,7 +70,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   readonly writerId: string;
   readonly path: string;
   private readonly db: Database.Database;
-  private readonly st: ReturnType<SqliteCheckpointer['prepare']>;
+  private readonly st: Statements;
   /** Transaction functions made once (better-sqlite3 runs one called inside a transaction as a savepoint). */
   private readonly tx: { putOne: Database.Transaction<(job: QueuedPut) => RowText>; commitPuts: Database.Transaction<(jobs: QueuedPut[]) => BatchOutcome<RowText>[]> };
   /** Statements whose text depends on the call's options, each prepared the first time its text is needed. */
@@ -76,7 +85,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
     this.db.pragma('foreign_keys = ON');
     migrateSqlite(this.db);
-    this.st = this.prepare();
+    this.st = prepareStatements(this.db);
     this.tx = { putOne: this.db.transaction((job: QueuedPut) => this.putOne(job)), commitPuts: this.db.transaction((jobs: QueuedPut[]) => this.commitPuts(jobs)) };
     this.writerId = this.resolveWriterId(options.writerId);
   }
@@ -94,92 +103,6 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     });
     const stored = tx.immediate();
     return given ?? stored;
-  }
-
-  /** Every fixed statement, prepared once at open (after the migrations made the tables). */
-  private prepare() {
-    const db = this.db;
-    return {
-      getMeta: db.prepare(`SELECT value FROM waymark_meta WHERE key = ?`),
-      insertMeta: db.prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?)`),
-      setMeta: db.prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`),
-      getExec: db.prepare(`SELECT next_seq, last_id FROM executions WHERE execution_id = ?`),
-      upsertExec: db.prepare(
-        `INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
-         VALUES (@execution_id, @next_seq, @last_id, @last_node_id, @last_step, @last_status, @updated_at)
-         ON CONFLICT (execution_id) DO UPDATE SET
-           next_seq = excluded.next_seq, last_id = excluded.last_id, last_node_id = excluded.last_node_id,
-           last_step = excluded.last_step, last_status = excluded.last_status, updated_at = excluded.updated_at
-         WHERE excluded.next_seq > executions.next_seq`,
-      ),
-      insertCheckpoint: db.prepare(
-        `INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id, state,
-           node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
-         VALUES (@id, @execution_id, @seq, @node_id, @turn, @step, @status, @agent_path, @parent_id, @state,
-           @node_input, @node_output, @interrupt_reason, @interrupt_context, @created_at, @writer_id)`,
-      ),
-      insertOutbox: db.prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
-      getById: db.prepare(`SELECT * FROM checkpoints WHERE id = ?`),
-      getBySeq: db.prepare(`SELECT * FROM checkpoints WHERE execution_id = ? AND seq = ?`),
-      latest: db.prepare(`SELECT * FROM checkpoints WHERE execution_id = ? ORDER BY seq DESC LIMIT 1`),
-      chain: db.prepare(`SELECT id, seq, state FROM checkpoints WHERE execution_id = ? AND seq >= ? AND seq <= ? ORDER BY seq`),
-      insertPending: db.prepare(
-        `INSERT INTO pending_interrupts (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
-         VALUES (@execution_id, @checkpoint_id, @node_id, @reason, @context, @agent_path, @created_at)`,
-      ),
-      claimPending: db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ? AND checkpoint_id = ? RETURNING *`),
-      getPending: db.prepare(`SELECT * FROM pending_interrupts WHERE execution_id = ?`),
-      getIdem: db.prepare(`SELECT * FROM idempotency WHERE execution_id = ? AND key = ?`),
-      insertIdem: db.prepare(
-        `INSERT INTO idempotency (execution_id, key, result, created_at) VALUES (@execution_id, @key, @result, @created_at)
-         ON CONFLICT (execution_id, key) DO NOTHING`,
-      ),
-      listIdem: db.prepare(`SELECT * FROM idempotency WHERE execution_id = ? ORDER BY created_at, key`),
-      markSynced: db.prepare(`UPDATE outbox SET synced = 1 WHERE id = ? AND synced = 0`),
-      markQuarantined: db.prepare(`UPDATE outbox SET synced = 1, sync_error = ? WHERE id = ? AND synced = 0`),
-      getLease: db.prepare(`SELECT * FROM leases WHERE execution_id = ?`),
-      upsertLease: db.prepare(
-        `INSERT INTO leases (execution_id, holder, epoch, expires_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (execution_id) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch, expires_at = excluded.expires_at`,
-      ),
-      renewLease: db.prepare(`UPDATE leases SET expires_at = ? WHERE execution_id = ? AND holder = ? AND epoch = ?`),
-      releaseLease: db.prepare(`UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ? AND holder = ? AND epoch = ?`),
-      clearLease: db.prepare(`UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ?`),
-      cancelledMarker: db.prepare(
-        `SELECT c.* FROM executions e JOIN checkpoints c ON c.id = e.last_id
-         WHERE e.execution_id = ? AND e.last_step = 'run_end' AND e.last_status = 'cancelled'`,
-      ),
-      // an execution's outbox events: checkpoint events through the checkpoints' index, the other kinds through their own
-      dropCheckpointEvents: db.prepare(`DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?)`),
-      dropOtherEvents: db.prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint'`),
-      dropUnsentCheckpointEvents: db.prepare(`DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) AND synced = 0`),
-      dropUnsentOtherEvents: db.prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint' AND synced = 0`),
-      deleteCheckpoints: db.prepare(`DELETE FROM checkpoints WHERE execution_id = ?`),
-      deletePending: db.prepare(`DELETE FROM pending_interrupts WHERE execution_id = ?`),
-      deleteIdem: db.prepare(`DELETE FROM idempotency WHERE execution_id = ?`),
-      deleteExec: db.prepare(`DELETE FROM executions WHERE execution_id = ?`),
-      deleteLease: db.prepare(`DELETE FROM leases WHERE execution_id = ?`),
-      prunable: db.prepare(
-        `SELECT e.execution_id,
-                (EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 0 WHERE c.execution_id = e.execution_id)
-                 OR EXISTS (SELECT 1 FROM outbox o WHERE o.execution_id = e.execution_id AND o.kind <> 'checkpoint' AND o.synced = 0)) AS unsynced
-         FROM executions e
-         WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ?
-           AND NOT EXISTS (SELECT 1 FROM pending_interrupts p WHERE p.execution_id = e.execution_id)
-           AND e.execution_id > ?
-         ORDER BY e.execution_id LIMIT ${PRUNE_CHUNK}`,
-      ),
-      unsynced: db.prepare(
-        `SELECT o.seq AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id,
-                o.payload AS o_payload, o.bytes AS o_bytes, o.created_at AS o_created_at, c.*
-         FROM outbox o LEFT JOIN checkpoints c ON o.kind = 'checkpoint' AND c.id = o.id
-         WHERE o.synced = 0 ORDER BY o.seq LIMIT ?`,
-      ),
-      pendingStats: db.prepare(`SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest FROM outbox WHERE synced = 0`),
-      quarantinedCount: db.prepare(`SELECT count(*) AS n FROM outbox WHERE sync_error IS NOT NULL`),
-      lastQuarantined: db.prepare(`SELECT sync_error FROM outbox WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`),
-      outboxSeq: db.prepare(`SELECT seq FROM outbox WHERE id = ?`),
-    };
   }
 
   /** The statement for a text built from a call's options (a handful of variants each), prepared once. */
@@ -200,12 +123,6 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   private queue(e: QueuedEvent): void {
     if (!this.outbox) return;
     this.st.insertOutbox.run(e.id, e.kind, e.executionId, e.payload, e.bytes, canonicalTime());
-  }
-
-  /** Delete an execution's outbox events (only the unsent ones with `pendingOnly`), before its checkpoints. */
-  private dropOutbox(executionId: string, pendingOnly: boolean): void {
-    (pendingOnly ? this.st.dropUnsentCheckpointEvents : this.st.dropCheckpointEvents).run(executionId);
-    (pendingOnly ? this.st.dropUnsentOtherEvents : this.st.dropOtherEvents).run(executionId);
   }
 
   /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
@@ -237,53 +154,16 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return rt;
   }
 
-  private leaseInfo(executionId: string): C.LeaseInfo | null {
-    const row = this.st.getLease.get(executionId) as LeaseColumns | undefined;
-    return row ? leaseInfoOf(row, Date.now()) : null;
-  }
-
-  /** The cancel marker when the execution's newest row is one (inside the caller's transaction). */
-  private cancelledMarker(executionId: string): Checkpoint | null {
-    const row = this.st.cancelledMarker.get(executionId) as CheckpointColumns | undefined;
-    return row ? fromColumns.checkpoint(row) : null;
-  }
-
-  /** Inside the caller's IMMEDIATE transaction: take the lease if free or expired, else RunInProgress (RunCancelled for a cancelled run). */
-  private takeLease(executionId: string, request: C.LeaseRequest): C.Lease {
-    const marker = this.cancelledMarker(executionId);
-    if (marker) throw runCancelled(marker);
-    const now = Date.now();
-    const row = this.st.getLease.get(executionId) as LeaseColumns | undefined;
-    if (row && row.holder !== null && Number(row.expires_at) > now) {
-      throw new RunInProgress(executionId, row.holder, isoOf(Number(row.expires_at)));
-    }
-    const epoch = (row ? Number(row.epoch) : 0) + 1;
-    this.st.upsertLease.run(executionId, request.holder, epoch, now + request.ttlMs);
-    return { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch, expiresAt: isoOf(now + request.ttlMs) };
-  }
-
-  /** Inside the caller's IMMEDIATE transaction: the lease is still this one; renew (or release) it, else LeaseLost. */
-  private fence(lease: C.Lease, release: boolean): C.Lease {
-    const now = Date.now();
-    const info = release ? this.st.releaseLease.run(lease.executionId, lease.holder, lease.epoch) : this.st.renewLease.run(now + lease.ttlMs, lease.executionId, lease.holder, lease.epoch);
-    if (info.changes !== 1) {
-      // a cancel clears the holder: the runner is told why it must stop
-      const marker = this.cancelledMarker(lease.executionId);
-      throw marker ? runCancelled(marker) : leaseLost(lease, this.leaseInfo(lease.executionId));
-    }
-    return { ...lease, expiresAt: isoOf(release ? now : now + lease.ttlMs) };
-  }
-
   async acquireLease(executionId: string, request: C.LeaseRequest): Promise<C.Lease> {
     this.assertOpen();
     checkLease(executionId, request);
-    return this.db.transaction(() => this.takeLease(executionId, request)).immediate();
+    return this.db.transaction(() => takeLease(this.st, executionId, request)).immediate();
   }
 
   async renewLease(lease: C.Lease): Promise<C.Lease> {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
-    return this.db.transaction(() => this.fence(lease, false)).immediate();
+    return this.db.transaction(() => fence(this.st, lease, false)).immediate();
   }
 
   async releaseLease(lease: C.Lease): Promise<void> {
@@ -294,7 +174,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   async getLease(executionId: string): Promise<C.LeaseInfo | null> {
     this.assertOpen();
-    return this.leaseInfo(executionId);
+    return leaseInfo(this.st, executionId);
   }
 
   async cancel(executionId: string, options?: C.CancelOptions): Promise<C.CancelResult> {
@@ -347,7 +227,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   /** One put's savepoint (better-sqlite3 nests a transaction function as a savepoint). */
   private putOne({ input, lease }: QueuedPut): RowText {
-    if (lease) this.fence(lease, input.step === 'run_end');
+    if (lease) fence(this.st, lease, input.step === 'run_end');
     return this.writeCheckpoint(input);
   }
 
@@ -403,7 +283,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       out = this.db
         .transaction(() => {
           // a pause ends this runner's hold: the resumer that claims it takes the lease anew
-          if (lease) this.fence(lease, true);
+          if (lease) fence(this.st, lease, true);
           const rt = this.writeCheckpoint(input);
           const pending = pendingFor(rt.row, pause.reason, pause.context);
           this.fault('store.recordInterrupt.betweenRows');
@@ -441,7 +321,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
           const row = this.st.claimPending.get(executionId, checkpointId) as PendingColumns | undefined;
           if (!row) return null;
           // the claim and the lease are one decision: refused lease, nothing claimed (the transaction rolls back)
-          const lease = ask ? (isHeld(ask) ? this.fence(ask, false) : this.takeLease(executionId, ask)) : null;
+          const lease = ask ? (isHeld(ask) ? fence(this.st, ask, false) : takeLease(this.st, executionId, ask)) : null;
           const pending = fromColumns.pending(row);
           const claimedAt = canonicalTime();
           decisions.recordClaim(this.db, { checkpoint_id: checkpointId, execution_id: executionId, writer_id: this.writerId, decision_id: decisionId, claimed_at: claimedAt });
@@ -571,16 +451,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.assertOpen();
     const out = this.db
       .transaction(() => {
-        // events never sent are moot once the execution is gone; the deletion itself is sent
-        this.dropOutbox(executionId, true);
-        const checkpoints = this.st.deleteCheckpoints.run(executionId).changes;
-        const pending = this.st.deletePending.run(executionId).changes;
-        const idempotency = this.st.deleteIdem.run(executionId).changes;
-        const had = this.st.deleteExec.run(executionId).changes;
-        this.st.deleteLease.run(executionId);
+        const result = deleteRows(this.st, executionId, (e) => this.queue(e));
         decisions.dropDecisions(this.db, executionId);
-        if (had || checkpoints || idempotency) this.queue(executionDeleted(executionId));
-        return { checkpoints, pending, idempotency };
+        return result;
       })
       .immediate();
     this.afterDelete(executionId);
@@ -592,18 +465,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     const walk = new PruneWalk(options);
     while (!walk.done) {
       this.db
-        .transaction(() => {
-          for (const id of walk.take(this.st.prunable.all(walk.cutoff, walk.after) as PruneCandidate[])) {
-            this.dropOutbox(id, false);
-            const checkpoints = this.st.deleteCheckpoints.run(id).changes;
-            const idempotency = this.st.deleteIdem.run(id).changes;
-            this.st.deleteExec.run(id);
-            this.st.deleteLease.run(id);
+        .transaction(() =>
+          pruneChunk(this.st, walk, (id) => {
             decisions.dropDecisions(this.db, id);
             this.cursors.drop(id);
-            walk.deleted({ checkpoints, idempotency });
-          }
-        })
+          }),
+        )
         .immediate();
     }
     return walk.result;
@@ -645,45 +512,8 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   async importRows(bundle: C.RestoreBundle): Promise<C.ImportResult> {
     this.assertOpen();
-    const { checkpoints, pending, idempotency: idem } = checkBundle(bundle);
-    return this.db
-      .transaction(() => {
-        const plan = planImport(checkpoints, {
-          idAt: (e, seq) => (this.st.getBySeq.get(e, seq) as { id: string } | undefined)?.id ?? null,
-          find: (id) => {
-            const r = this.st.getById.get(id) as CheckpointColumns | undefined;
-            return r ? { executionId: r.execution_id, seq: Number(r.seq) } : null;
-          },
-        });
-        const res = importResultOf(plan);
-        for (const c of plan.insert) {
-          this.st.insertCheckpoint.run(toColumns.checkpoint(c));
-          this.st.upsertExec.run(toColumns.execution(c));
-          this.cursors.drop(c.executionId);
-          res.inserted++;
-        }
-        const executions = new Set(checkpoints.map((c) => c.executionId));
-        if (pending) executions.add(pending.executionId);
-        for (const e of [...executions].sort()) {
-          // a pause is open only while its checkpoint is the newest row: one that is not is stale
-          const open = this.st.getPending.get(e) as PendingColumns | undefined;
-          const latest = this.st.latest.get(e) as CheckpointColumns | undefined;
-          if (open && open.checkpoint_id !== latest?.id) {
-            this.st.deletePending.run(e);
-            res.stalePendingRemoved.push({ executionId: e, checkpointId: open.checkpoint_id });
-          }
-        }
-        if (pending) {
-          const latest = this.st.latest.get(pending.executionId) as CheckpointColumns | undefined;
-          if (latest?.id === pending.checkpointId && !this.st.getPending.get(pending.executionId)) {
-            this.st.insertPending.run(toColumns.pending(pending));
-            res.pendingImported = true;
-          }
-        }
-        for (const e of idem) res.idempotencyInserted += this.st.insertIdem.run(toColumns.idempotency(e)).changes;
-        return res;
-      })
-      .immediate();
+    const checked = checkBundle(bundle);
+    return this.db.transaction(() => importInto(this.st, checked, (id) => this.cursors.drop(id))).immediate();
   }
 
   async getMeta(key: string): Promise<string | null> {

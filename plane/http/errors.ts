@@ -10,7 +10,7 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import { ErrorCode, type ErrorBody } from '../../shared/errors.js';
-import { isUnavailable } from '../db/errors.js';
+import { retryLater } from '../../shared/db-errors.js';
 
 export interface HttpErrorOptions {
   details?: Record<string, unknown>;
@@ -72,6 +72,8 @@ class Internal extends HttpError {
 /** What was thrown, as the HTTP error to answer with. */
 export function httpErrorOf(e: unknown): HttpError {
   if (e instanceof HttpError) return e;
-  if (isUnavailable(e)) return new Unavailable(e);
+  // a database that is gone or refuses us (any failure of shared/db-errors.ts's table, anywhere on the cause
+  // chain) is an operator problem: "retry later" (503), never a 500
+  if (retryLater(e)) return new Unavailable(e);
   return new Internal(e);
 }

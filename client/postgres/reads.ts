@@ -1,0 +1,85 @@
+/**
+ * The Postgres store's reads: rows, chains, pauses, executions, idempotency
+ * entries and notes. Each is one statement (or two) on the handle it is
+ * given; the store runs them through its read retry (a read is safe to try
+ * again when the connection was lost under it).
+ */
+import type { ChainRow } from '../../shared/codec.js';
+import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import type * as C from '../checkpointer.js';
+import { fromColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
+import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
+import type { Sql, Tables, Tx } from './tables.js';
+
+/** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
+export async function readChain(sql: Sql | Tx, t: Tables, executionId: string, base: number, seq: number): Promise<ChainRow[]> {
+  const rows = await sql<ChainColumns[]>`
+    SELECT id, seq, state FROM ${t.checkpoints}
+    WHERE execution_id = ${executionId} AND seq >= ${base} AND seq <= ${seq} ORDER BY seq`;
+  return rows.map(fromColumns.chain);
+}
+
+export async function readPending(sql: Sql, t: Tables, executionId: string): Promise<PendingInterrupt | null> {
+  const [row] = await sql<PendingColumns[]>`SELECT * FROM ${t.pending} WHERE execution_id = ${executionId}`;
+  return row ? fromColumns.pending(row) : null;
+}
+
+export async function listPending(sql: Sql, t: Tables, options: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]> {
+  const rows = await sql<PendingColumns[]>`
+    SELECT * FROM ${t.pending} WHERE execution_id > ${options.afterExecutionId ?? ''}
+    ORDER BY execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
+  return rows.map(fromColumns.pending);
+}
+
+export async function readLatest(sql: Sql, t: Tables, executionId: string): Promise<Checkpoint | null> {
+  const [row] = await sql<CheckpointColumns[]>`
+    SELECT * FROM ${t.checkpoints} WHERE execution_id = ${executionId} ORDER BY seq DESC LIMIT 1`;
+  return row ? fromColumns.checkpoint(row) : null;
+}
+
+export async function readById(sql: Sql, t: Tables, id: string): Promise<Checkpoint | null> {
+  const [row] = await sql<CheckpointColumns[]>`SELECT * FROM ${t.checkpoints} WHERE id = ${id}`;
+  return row ? fromColumns.checkpoint(row) : null;
+}
+
+export async function listRows(sql: Sql, t: Tables, executionId: string, options: C.ListOptions): Promise<Checkpoint[]> {
+  const rows = await sql<CheckpointColumns[]>`
+    SELECT * FROM ${t.checkpoints} WHERE execution_id = ${executionId}
+    ${options.afterSeq !== undefined ? sql`AND seq > ${options.afterSeq}` : sql``}
+    ${options.beforeSeq !== undefined ? sql`AND seq < ${options.beforeSeq}` : sql``}
+    ORDER BY seq ${options.order === 'desc' ? sql`DESC` : sql`ASC`}
+    ${options.limit !== undefined ? sql`LIMIT ${options.limit}` : sql``}`;
+  return rows.map(fromColumns.checkpoint);
+}
+
+/** Executions in id order with their state, judged (lease liveness included) by the server's clock. */
+export async function listExecutionSummaries(sql: Sql, t: Tables, options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState }): Promise<C.ExecutionSummary[]> {
+  const rows = await sql<(ExecRow & { now_ms: string })[]>`
+    SELECT e.*, p.execution_id IS NOT NULL AS paused,
+           l.holder AS lease_holder, l.epoch AS lease_epoch, l.expires_at AS lease_expires_at,
+           (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms
+    FROM ${t.executions} e
+    LEFT JOIN ${t.pending} p ON p.execution_id = e.execution_id
+    LEFT JOIN ${t.leases} l ON l.execution_id = e.execution_id
+    WHERE e.execution_id > ${options.afterExecutionId ?? ''} ${options.state ? sql.unsafe(`AND ${stateCondition(options.state)}`) : sql``}
+    ORDER BY e.execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
+  return rows.map((r) => summaryFromRow(r, Number(r.now_ms)));
+}
+
+export async function readIdempotent(sql: Sql, t: Tables, executionId: string, key: string): Promise<C.IdempotentLookup> {
+  const [row] = await sql<IdempotencyColumns[]>`
+    SELECT * FROM ${t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
+  return row ? { hit: true, result: fromColumns.idempotency(row).result } : { hit: false };
+}
+
+export async function listIdempotency(sql: Sql, t: Tables, executionId: string): Promise<IdempotencyEntry[]> {
+  const rows = await sql<IdempotencyColumns[]>`
+    SELECT * FROM ${t.idempotency} WHERE execution_id = ${executionId} ORDER BY created_at, key`;
+  return rows.map(fromColumns.idempotency);
+}
+
+/** A note set by `setMeta` (stored under `note:` so it never meets the store's own keys). */
+export async function readNote(sql: Sql, t: Tables, key: string): Promise<string | null> {
+  const [row] = await sql<{ value: string }[]>`SELECT value FROM ${t.meta} WHERE key = ${`note:${key}`}`;
+  return row?.value ?? null;
+}

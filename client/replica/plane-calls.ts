@@ -1,0 +1,134 @@
+/**
+ * The drain's calls to the plane that are not replication: claim a pause
+ * (connectPlane's claim guard), take over a run, give back a claim never
+ * applied locally, and ping. Each is one request as the given writer with its
+ * key; all but releaseClaim answer with an outcome and never throw, telling
+ * an offline plane (no answer, 502/503/504) from one that refused.
+ */
+import { WhoAmI } from '../../shared/protocol.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import type { PlaneHttp, PlaneResponse } from './http.js';
+
+/** Who a call is made as: the key (which setApiKey may change between calls), the writer, the request timeout. */
+export interface PlaneCaller {
+  apiKey: string;
+  writerId: string;
+  timeoutMs: number;
+}
+
+/**
+ * Claim a pause at the plane (see connectPlane's claim guard). Only a
+ * network error, a timeout or 502/503/504 (a proxy with no plane behind it)
+ * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
+ * up and said no (a revoked key, a missing scope, the pause not there).
+ */
+export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, checkpointId: string, decisionId?: string): Promise<PlaneClaim> {
+  let res: PlaneResponse;
+  try {
+    res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
+      apiKey: as.apiKey,
+      json: { checkpointId, writerId: as.writerId, ...(decisionId ? { decisionId } : {}) },
+      timeoutMs: as.timeoutMs,
+    });
+  } catch (e) {
+    return { outcome: 'offline', reason: (e as Error).message };
+  }
+  if (res.status === 200) return { outcome: 'won' };
+  const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string; decisionId?: string | null } } } | null)?.error;
+  if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') {
+    return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null };
+  }
+  if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
+  return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}` };
+}
+
+/**
+ * Ask the plane to let this writer take over a run that is not paused
+ * (POST /v1/executions/:id/takeover), its copy here ending at `seq`. Never throws.
+ */
+export async function takeoverAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, seq: number): Promise<PlaneTakeover> {
+  let res: PlaneResponse;
+  try {
+    res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/takeover`, {
+      apiKey: as.apiKey,
+      json: { writerId: as.writerId, seq },
+      timeoutMs: as.timeoutMs,
+    });
+  } catch (e) {
+    return { outcome: 'offline', reason: (e as Error).message };
+  }
+  if (res.status === 200) return { outcome: 'won', takenFrom: (res.body as { takenFrom?: string | null } | null)?.takenFrom ?? null };
+  const error = (res.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)?.error;
+  if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
+  return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}`, details: error?.details ?? {} };
+}
+
+/**
+ * Check the connection with one cheap authenticated call (GET /v1/whoami):
+ * whether the plane answers, and what the key is there. Never throws.
+ */
+export async function ping(http: PlaneHttp, as: PlaneCaller): Promise<PlanePing> {
+  const started = performance.now();
+  let res: PlaneResponse;
+  try {
+    res = await http.request('GET', '/v1/whoami', { apiKey: as.apiKey, timeoutMs: as.timeoutMs });
+  } catch (e) {
+    return { ok: false, status: null, reason: `network: ${(e as Error).message}` };
+  }
+  const ms = Math.round(performance.now() - started);
+  const parsed = WhoAmI.safeParse(res.body);
+  if (res.status === 200 && parsed.success) return { ok: true, ...parsed.data, latencyMs: ms };
+  const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+  const reason = error?.message ? `${res.status} ${error.code ?? ''}: ${error.message}` : foreignBody(res.status, res.body);
+  return { ok: false, status: res.status, reason };
+}
+
+/**
+ * Give back a plane claim this writer holds but never applied locally (it
+ * crashed or gave up between the plane claim and the local one), so another
+ * writer may claim the pause. True when a claim was released.
+ */
+export async function releaseClaim(http: PlaneHttp, as: PlaneCaller, executionId: string, checkpointId: string): Promise<boolean> {
+  const res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim/release`, {
+    apiKey: as.apiKey,
+    json: { checkpointId, writerId: as.writerId },
+    timeoutMs: as.timeoutMs,
+  });
+  if (res.status === 200) return (res.body as { released: boolean }).released;
+  const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+  throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused to release the claim of pause ${checkpointId}: ${res.status} ${error?.message ?? ''}`.trim(), {
+    details: { executionId, checkpointId, status: res.status, planeCode: error?.code ?? null },
+  });
+}
+
+/** An answer that is not the plane's JSON error (a proxy's page): its status and the start of its text, to say who answered. */
+export function foreignBody(status: number, body: unknown): string {
+  const text =
+    typeof body === 'string'
+      ? body
+          .replace(/<[^>]*>/g, ' ')
+          .replace(/\s+/g, ' ')
+          .trim()
+          .slice(0, 120)
+      : '';
+  return text ? `HTTP ${status} (not from the plane: "${text}")` : `HTTP ${status}`;
+}
+
+/** What a ping found: the key's project and scopes, or why the plane could not be used. */
+export type PlanePing = ({ ok: true; latencyMs: number } & WhoAmI) | { ok: false; status: number | null; reason: string };
+
+/** What the plane said to a claim. */
+export type PlaneClaim =
+  | { outcome: 'won' }
+  | { outcome: 'lost'; writerId: string; decisionId?: string | null }
+  | { outcome: 'offline'; reason: string }
+  | { outcome: 'refused'; status: number; code: string | null; message: string };
+
+/** What the plane said to a takeover: `refused` carries its code (LEASE_LIVE, RUN_TAKEN_OVER, STALE_COPY, NOT_RUNNING, …). */
+export type PlaneTakeover =
+  | { outcome: 'won'; takenFrom: string | null }
+  | { outcome: 'offline'; reason: string }
+  | { outcome: 'refused'; status: number; code: string | null; message: string; details: Record<string, unknown> };
+
+/** Answers that mean "no plane behind this address right now", not a refusal by the plane. */
+const OFFLINE_STATUSES = new Set([502, 503, 504]);

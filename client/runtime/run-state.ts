@@ -1,0 +1,113 @@
+/**
+ * What the agent loop passes around, and its small helpers: a run's state
+ * (messages and turn), a level (one agent's place in an execution: where its
+ * rows go, its lease, its pending usage), the entry the loop starts at, the
+ * pause that propagates to the outermost runner, which errors escape a run,
+ * store calls wrapped as STORE_FAILED, event emission and usage attachment.
+ */
+import { deepFreeze, type Json } from '../../shared/json.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import type { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
+import type { State } from '../../shared/codec.js';
+import type { Checkpointer } from '../checkpointer.js';
+import type { RunLease } from './lease.js';
+import type { Message, ToolCall } from '../models/model.js';
+import type { UsageRecord } from '../../shared/usage.js';
+import type { RunEvent } from './agent.js';
+
+export interface RunState extends State {
+  messages: Message[] & Json[];
+  turn: number;
+}
+
+export interface Level {
+  executionId: string;
+  store: Checkpointer;
+  path: string;
+  /** Rows of this level come after this seq (its parent's tool row), -1 at the top. */
+  afterSeq: number;
+  /**
+   * The newest row of the execution this level knows of (null before a fresh
+   * run's first row): each write names it, so a write into an execution
+   * deleted or pruned meanwhile is refused (EXECUTION_GONE) instead of
+   * starting it again at seq 0.
+   */
+  prevId: string | null;
+  /** The runner's lease on the execution (shared by nested workers). */
+  lease: RunLease;
+  /** Usage of model calls not yet written: the next row written takes it (shared by nested workers). */
+  usage: UsageRecord[];
+  onEvent?: (event: RunEvent) => void;
+}
+
+/** Where a level's rows are: enough to read them, no lease needed. */
+export type Place = Omit<Level, 'lease' | 'prevId' | 'usage' | 'onEvent'>;
+
+export type Entry = { kind: 'model'; write: boolean } | { kind: 'tool'; index: number; row: Checkpoint | null; resumes: Json[]; single: boolean };
+
+/** Propagates a recorded pause to the outermost runner. */
+export class PauseOutcome extends Error {
+  constructor(readonly pending: PendingInterrupt) {
+    super('paused');
+  }
+}
+
+/**
+ * Errors that mean the run's record could not be kept: a store failure under a
+ * tool, a side effect whose result could not be recorded. They are thrown from
+ * run/resume with no failed marker (the run stays resumable from its newest
+ * row), and never shown to the model as a tool result it could answer by
+ * calling the tool again.
+ */
+export const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED, ErrorCode.EXECUTION_GONE, ErrorCode.LEASE_LOST, ErrorCode.RUN_CANCELLED]);
+export const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
+
+/**
+ * The store operations of the loop itself. A store refusing what it was given
+ * (a WaymarkError: INVALID_ROW, CORRUPT_ROW…) is a run failure like any other;
+ * the store failing (a driver or I/O error) is STORE_FAILED, which escapes.
+ */
+export function kept<T>(op: Promise<T>): Promise<T> {
+  return op.catch((e: unknown) => {
+    if (e instanceof WaymarkError) throw e;
+    throw new WaymarkError(ErrorCode.STORE_FAILED, `the store failed: ${(e as Error)?.message ?? e}`, { cause: e });
+  });
+}
+
+export const NOT_RUN = '[no result: the run was interrupted before this tool ran; it was not run on resume]';
+
+export function freeze<T>(m: T): T {
+  return deepFreeze(m);
+}
+
+export function emit(level: Level, event: RunEvent): void {
+  if (!level.onEvent) return;
+  try {
+    level.onEvent(event);
+  } catch {
+    // a listener cannot change the run
+  }
+}
+
+/** `extra` with the level's pending usage added (as `usage`), or `extra` as it is when none is pending. */
+export function withUsage(level: Level, extra: Record<string, Json> | null): Record<string, Json> | null {
+  if (!level.usage.length) return extra;
+  return { ...(extra ?? {}), usage: level.usage.map((u) => ({ ...u })) as unknown as Json };
+}
+
+export function lastToolCalls(messages: readonly Message[]): ToolCall[] {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.role === 'assistant') return m.toolCalls ?? [];
+  }
+  return [];
+}
+
+export function stripResumes(state: RunState): RunState {
+  const { resumes: _r, ...rest } = state;
+  return rest as RunState;
+}
+
+export function stripTool(state: RunState): RunState {
+  return { messages: state.messages, turn: state.turn };
+}
