@@ -3,7 +3,9 @@
  * secret only as a sha256 hash, compared in constant time. Every request is
  * scoped to its key's project.
  *
- * Scopes: `ingest`, `read`, `admin` (everything in the key's own project,
+ * Scopes: `ingest`, `read`, `approve` (record decisions on open pauses: the
+ * approvals inbox and the decision endpoint; it never claims or runs a pause),
+ * `admin` (everything in the key's own project,
  * its keys included) and `operator` (projects and keys of every project; the
  * bootstrap key made on a plane's first start has it). A project exists only
  * when created explicitly (`createProject`): a key for an unknown name is an
@@ -18,7 +20,7 @@ import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import type { PlaneDb } from './db/open.js';
 import { apiKeys, projects } from './db/schema.js';
 
-export const SCOPES = ['ingest', 'read', 'admin', 'operator'] as const;
+export const SCOPES = ['ingest', 'read', 'approve', 'admin', 'operator'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export interface Principal {
