@@ -26,7 +26,7 @@ import { DecisionRequest, type DecisionView, type PauseView } from '../shared/pr
 import { Decision, type PendingInterrupt } from '../shared/rows.js';
 import { uuidv7 } from '../shared/ids.js';
 import type { PlaneDb } from './db/open.js';
-import { claims, decisions, pendingInterrupts } from './db/schema.js';
+import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
 import { HttpError } from './http/errors.js';
 import { decisionOfRow, decodeCursor, encodeCursor } from './read.js';
 
@@ -140,7 +140,12 @@ export async function recordDecision(db: PlaneDb, projectId: string, executionId
       .select()
       .from(claims)
       .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, d.checkpointId), eq(claims.executionId, executionId)));
-    if (claim) throw pauseClosed(executionId, d.checkpointId, claim);
+    // a claim without the pause's row (an offline claim reported before the pause) closes nothing this plane shows
+    const [held] = await tx
+      .select({ id: checkpoints.id })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, d.checkpointId), eq(checkpoints.executionId, executionId)));
+    if (claim && (held || claim.source === 'delete')) throw pauseClosed(executionId, d.checkpointId, claim);
     const [pause] = await tx
       .select()
       .from(pendingInterrupts)
