@@ -19,4 +19,5 @@ ALTER TABLE "pending_interrupts" ADD COLUMN "opened_seq" bigserial NOT NULL;--> 
 CREATE UNIQUE INDEX "decisions_decision_id" ON "decisions" USING btree ("project_id","decision_id");--> statement-breakpoint
 CREATE UNIQUE INDEX "decisions_feed" ON "decisions" USING btree ("project_id","feed_seq");--> statement-breakpoint
 CREATE INDEX "decisions_execution" ON "decisions" USING btree ("project_id","execution_id");--> statement-breakpoint
-CREATE INDEX "pending_interrupts_opened" ON "pending_interrupts" USING btree ("project_id","opened_seq");
+CREATE INDEX "claims_held" ON "claims" USING btree ("project_id") WHERE applied_at IS NULL;--> statement-breakpoint
+CREATE INDEX "pending_interrupts_open" ON "pending_interrupts" USING btree ("project_id","opened_seq") WHERE state = 'open';

@@ -213,17 +213,27 @@ const isSeqCursor = (v: unknown): v is number => Number.isInteger(v);
  * The approvals inbox: the project's pauses not yet answered (open, or claimed
  * at the plane and not yet applied), oldest first by the order they were
  * opened (a DB sequence), each with its decision if one was recorded. Paged.
+ * Two keyset reads merged: open pauses by their partial index, and the held
+ * claims (few at any time) by theirs; neither walks the pauses long answered.
  */
 export async function listPauses(db: PlaneDb, projectId: string, o: { cursor?: string; limit: number }): Promise<{ items: PauseView[]; nextCursor: string | null }> {
   const after = decodeCursor(o.cursor, isSeqCursor) ?? 0;
-  const rows = await db
-    .select({ p: pendingInterrupts, claim: claims, d: decisions })
-    .from(pendingInterrupts)
-    .leftJoin(claims, and(eq(claims.projectId, pendingInterrupts.projectId), eq(claims.checkpointId, pendingInterrupts.checkpointId)))
-    .leftJoin(decisions, and(eq(decisions.projectId, pendingInterrupts.projectId), eq(decisions.checkpointId, pendingInterrupts.checkpointId)))
-    .where(and(eq(pendingInterrupts.projectId, projectId), gt(pendingInterrupts.openedSeq, after), or(eq(pendingInterrupts.state, 'open'), and(eq(claims.source, 'api'), isNull(claims.appliedAt)))))
-    .orderBy(asc(pendingInterrupts.openedSeq))
-    .limit(o.limit + 1);
+  const read = (open: boolean) => {
+    const q = db
+      .select({ p: pendingInterrupts, claim: claims, d: decisions })
+      .from(pendingInterrupts)
+      // by (project, execution) too: the primary key of a pause, from a held claim
+      .leftJoin(claims, and(eq(claims.projectId, pendingInterrupts.projectId), eq(claims.executionId, pendingInterrupts.executionId), eq(claims.checkpointId, pendingInterrupts.checkpointId)))
+      .leftJoin(decisions, and(eq(decisions.projectId, pendingInterrupts.projectId), eq(decisions.checkpointId, pendingInterrupts.checkpointId)));
+    const where = open
+      ? and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'open'), gt(pendingInterrupts.openedSeq, after))
+      : and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'claimed'), gt(pendingInterrupts.openedSeq, after), eq(claims.source, 'api'), isNull(claims.appliedAt));
+    return q
+      .where(where)
+      .orderBy(asc(pendingInterrupts.openedSeq))
+      .limit(o.limit + 1);
+  };
+  const rows = [...(await read(true)), ...(await read(false))].sort((a, b) => a.p.openedSeq - b.p.openedSeq).slice(0, o.limit + 1);
   const page = rows.slice(0, o.limit);
   const now = Date.now();
   return {

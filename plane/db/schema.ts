@@ -128,7 +128,8 @@ export const pendingInterrupts = pgTable(
     /** Order of opening (a DB sequence, renewed when the run's next pause replaces the row): the approvals inbox is oldest first by it. */
     openedSeq: bigserial({ mode: 'number' }).notNull(),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.executionId] }), index('pending_interrupts_opened').on(t.projectId, t.openedSeq)],
+  // the inbox's open pauses in order, without walking every pause ever answered
+  (t) => [primaryKey({ columns: [t.projectId, t.executionId] }), index('pending_interrupts_open').on(t.projectId, t.openedSeq).where(sql`state = 'open'`)],
 );
 
 /**
@@ -154,7 +155,8 @@ export const claims = pgTable(
     /** The decision this claim applies (ClaimRequest.decisionId, interrupt_claimed.decisionId); null: a resume from code, a cancel, a deletion. */
     decisionId: text(),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.checkpointId] })],
+  // held claims (made at the plane, not yet applied): few at any time, listed by the inbox
+  (t) => [primaryKey({ columns: [t.projectId, t.checkpointId] }), index('claims_held').on(t.projectId).where(sql`applied_at IS NULL`)],
 );
 
 /**
