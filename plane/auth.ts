@@ -171,6 +171,12 @@ export function bearer(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
+/** A key's name (who decided, on a decision recorded with it); its id when the key is gone. */
+export async function keyName(db: PlaneDb, keyId: string): Promise<string> {
+  const [k] = await db.select({ name: apiKeys.name }).from(apiKeys).where(eq(apiKeys.id, keyId));
+  return k?.name ?? keyId;
+}
+
 /** A project's name by id (null when it no longer exists). */
 export async function projectName(db: PlaneDb, projectId: string): Promise<string | null> {
   const [p] = await db.select({ name: projects.name }).from(projects).where(eq(projects.id, projectId));

@@ -6,14 +6,13 @@
  * (ClaimRequest.decisionId). The store and its rules are plane/decisions.ts.
  */
 import { createRoute } from '@hono/zod-openapi';
-import { eq } from 'drizzle-orm';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { DecisionFeed, DecisionRequest, DecisionView, Page, PauseView } from '../../shared/protocol.js';
-import { apiKeys } from '../db/schema.js';
+import { keyName } from '../auth.js';
 import { decisionFeed, feedCursor, listPauses, recordDecision, waitForDecisions } from '../decisions.js';
 import { routeModule, type PlaneEnv, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
@@ -66,8 +65,7 @@ export function decisionRoutes({ db }: RouteDeps) {
     async (c) => {
       const { id } = c.req.valid('param');
       const p = c.get('principal');
-      const [key] = await db.select({ name: apiKeys.name }).from(apiKeys).where(eq(apiKeys.id, p.keyId));
-      const view = await recordDecision(db, p.projectId, id, c.req.valid('json'), key?.name ?? p.keyId, 'plane');
+      const view = await recordDecision(db, p.projectId, id, c.req.valid('json'), await keyName(db, p.keyId), 'plane');
       c.get('log').info({ executionId: id, checkpointId: view.checkpointId, decisionId: view.decisionId, approved: view.approved, decidedBy: view.decidedBy }, 'decision recorded');
       return c.json(view, 201);
     },
