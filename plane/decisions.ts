@@ -15,8 +15,8 @@
  *   per-project transaction lock (`lockDecisionFeed`), so a reader that has
  *   seen seq n never later finds a smaller seq committed behind it.
  * - A recording wakes this process's long polls at once (`decisionSignal`);
- *   the polls also recheck the database about every second, so decisions
- *   recorded by another plane process on the same database arrive too.
+ *   while polls wait, one timer per project rechecks the database about every
+ *   second, so decisions recorded by another plane process arrive too.
  */
 import { EventEmitter } from 'node:events';
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
@@ -267,38 +267,90 @@ export async function decisionFeed(db: PlaneDb, projectId: string, after: number
   return { items, nextCursor: String(items.length ? items[items.length - 1].feedSeq : after) };
 }
 
-/** How often a waiting long poll rechecks the database (decisions of other plane processes). */
+/** How often the database is rechecked while long polls of a project wait (decisions of other plane processes). */
 export const FEED_RECHECK_MS = 1000;
+
+interface Watch {
+  waiters: number;
+  timer: NodeJS.Timeout;
+}
+const watches = new WeakMap<object, Map<string, Watch>>();
+
+/**
+ * While any long poll of a project waits in this process, one timer reads the
+ * project's newest feed seq about every second and announces it (`max`); a
+ * poll re-reads the feed only when that passes its cursor. So waiting polls
+ * cost one small query a second per project, not one per poll. Ref-counted:
+ * the last waiter to leave stops the timer.
+ */
+function watchFeed(db: PlaneDb, projectId: string): () => void {
+  const byProject = watches.get(db) ?? new Map<string, Watch>();
+  watches.set(db, byProject);
+  let w = byProject.get(projectId);
+  if (!w) {
+    const created: Watch = { waiters: 0, timer: undefined as unknown as NodeJS.Timeout };
+    const tick = async () => {
+      try {
+        const [r] = await db
+          .select({ max: sql<string | null>`max(${decisions.feedSeq})` })
+          .from(decisions)
+          .where(eq(decisions.projectId, projectId));
+        if (r?.max != null) decisionSignal(db).emit('max', projectId, Number(r.max));
+      } catch {
+        // a database that does not answer: the polls answer empty at their deadline, or on a wake-up
+      }
+      if (byProject.get(projectId) === created) created.timer = setTimeout(tick, FEED_RECHECK_MS).unref();
+    };
+    created.timer = setTimeout(tick, FEED_RECHECK_MS).unref();
+    byProject.set(projectId, created);
+    w = created;
+  }
+  const mine = w;
+  mine.waiters++;
+  return () => {
+    if (--mine.waiters > 0) return;
+    clearTimeout(mine.timer);
+    if (byProject.get(projectId) === mine) byProject.delete(projectId);
+  };
+}
 
 /**
  * The long poll: the feed page after `after` at once when it has decisions,
- * else wait up to `waitMs` for one (this process's signal, or a recheck of the
- * database about every second), else an empty page with the same cursor.
- * Stops waiting when `signal` aborts (the client hung up, the plane closes).
+ * else wait up to `waitMs` for one (this process's wake-up, or the shared
+ * recheck of the database seeing a newer seq), else an empty page with the
+ * same cursor. Stops waiting when `signal` aborts (the client hung up, the
+ * plane closes).
  */
 export async function waitForDecisions(db: PlaneDb, projectId: string, after: number, limit: number, waitMs: number, signal?: AbortSignal) {
   const deadline = performance.now() + waitMs;
   const bus = decisionSignal(db);
   let wake: (() => void) | null = null;
-  // a signal while the feed is being read is not lost: the next wait is skipped
+  // a wake-up while the feed is being read is not lost: the next wait is skipped
   let signalled = false;
+  let cursor = after;
   const onSignal = (p: string) => {
     if (p !== projectId) return;
     signalled = true;
     wake?.();
   };
+  const onMax = (p: string, max: number) => {
+    if (p === projectId && max > cursor) onSignal(p);
+  };
   const onAbort = () => wake?.();
   bus.on('decision', onSignal);
+  bus.on('max', onMax);
   signal?.addEventListener('abort', onAbort);
+  const unwatch = watchFeed(db, projectId);
   try {
     for (;;) {
       signalled = false;
-      const page = await decisionFeed(db, projectId, after, limit);
+      const page = await decisionFeed(db, projectId, cursor, limit);
+      cursor = Number(page.nextCursor);
       const left = deadline - performance.now();
       if (page.items.length || left <= 0 || signal?.aborted) return page;
       if (signalled) continue;
       await new Promise<void>((resolve) => {
-        const t = setTimeout(done, Math.min(FEED_RECHECK_MS, left));
+        const t = setTimeout(done, left);
         function done() {
           clearTimeout(t);
           wake = null;
@@ -308,7 +360,9 @@ export async function waitForDecisions(db: PlaneDb, projectId: string, after: nu
       });
     }
   } finally {
+    unwatch();
     bus.off('decision', onSignal);
+    bus.off('max', onMax);
     signal?.removeEventListener('abort', onAbort);
   }
 }
