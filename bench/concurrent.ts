@@ -25,7 +25,7 @@ import { PostgresCheckpointer } from '../client/postgres/index.js';
 import { ourAgent } from './lib/workload.js';
 import { fmt, ratios, summary, timed } from './lib/stats.js';
 import { fsyncRate } from './lib/fsync.js';
-import { rateOf, rawPostgresCommits, rawSqliteCommits, type Rate } from './lib/raw-commit.js';
+import { rateColumns, rateOf, rawPostgresCommits, rawSqliteCommits, type Rate } from './lib/raw-commit.js';
 import { peerGraph, peerInstalled, peerPostgresSaver, peerRun, peerSqliteSaver, peerVersion } from './lib/langgraph.js';
 
 const backends = (process.argv[2] ?? 'both') === 'both' ? ['sqlite', 'postgres'] : [process.argv[2]];
@@ -100,8 +100,6 @@ try {
       m.ours.push(await ours(backend));
       if (peerInstalled()) m.peer.push(await peer(backend));
     }
-    const rate = (k: keyof typeof m) => (m[k].length ? summary(m[k].map((x) => x.rate)) : null);
-    const cpu = (k: keyof typeof m) => (m[k].length ? summary(m[k].map((x) => x.cpu)) : null);
     const line = {
       bench: 'concurrent',
       backend,
@@ -109,12 +107,7 @@ try {
       T,
       P,
       reps: REPS,
-      ours: rate('ours'),
-      oursCpu: cpu('ours'),
-      peer: rate('peer'),
-      peerCpu: cpu('peer'),
-      raw: rate('raw'),
-      rawCpu: cpu('raw'),
+      ...rateColumns(m, ['ours', 'peer', 'raw']),
       ofRaw: ratios(
         m.ours.map((x) => x.rate),
         m.raw.map((x) => x.rate),

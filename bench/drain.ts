@@ -23,7 +23,7 @@ import { loadConfig } from '../plane/config.js';
 import type { OutboxEvent } from '../shared/rows.js';
 import { rawPglite, rawPostgres } from './lib/raw-insert.js';
 import { fmt, ratios, summary, timed, type Summary } from './lib/stats.js';
-import { randomText } from './lib/text.js';
+import { putBacklog } from './lib/backlog.js';
 
 const N = Number(process.argv[2] ?? 20000);
 const which = process.argv[3] ?? 'both';
@@ -34,19 +34,7 @@ const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-drain-'));
 /** The backlog, written once into `path` and closed; each repetition drains a copy. */
 async function backlog(path: string): Promise<void> {
   const store = new SqliteCheckpointer({ path, synchronous: 'NORMAL' });
-  let messages: unknown[] = [];
-  for (let i = 0; i < N; i++) {
-    messages = i % 100 === 0 ? [{ role: 'user', content: randomText(200, 3, i) }] : [...messages, { role: 'assistant', content: randomText(200, 3, i) }];
-    await store.put({
-      executionId: `run-${Math.floor(i / 100)}`,
-      nodeId: `turn:${i % 100}`,
-      turn: i % 100,
-      step: 'llm_call',
-      status: 'completed',
-      agentPath: 'agent:b',
-      state: { messages: messages as never },
-    });
-  }
+  await putBacklog(store, N, 3);
   await store.close();
 }
 

@@ -17,7 +17,7 @@ import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import type { OutboxEvent } from '../shared/rows.js';
 import { rawPglite, rawPostgres } from './lib/raw-insert.js';
 import { fmt, median, ratios, summary, timed } from './lib/stats.js';
-import { randomText } from './lib/text.js';
+import { putBacklog } from './lib/backlog.js';
 
 const N = Number(process.argv[2] ?? 20000);
 const which = process.argv[3] ?? 'both';
@@ -28,19 +28,7 @@ const BATCH = 500;
 
 async function makeEvents(): Promise<OutboxEvent[]> {
   const store = new SqliteCheckpointer({ path: ':memory:', synchronous: 'NORMAL' });
-  let messages: unknown[] = [];
-  for (let i = 0; i < N; i++) {
-    messages = i % 100 === 0 ? [{ role: 'user', content: randomText(200, 4, i) }] : [...messages, { role: 'assistant', content: randomText(200, 4, i) }];
-    await store.put({
-      executionId: `run-${Math.floor(i / 100)}`,
-      nodeId: `turn:${i % 100}`,
-      turn: i % 100,
-      step: 'llm_call',
-      status: 'completed',
-      agentPath: 'agent:b',
-      state: { messages: messages as never },
-    });
-  }
+  await putBacklog(store, N, 4);
   const out: OutboxEvent[] = [];
   for (;;) {
     const page = await store.fetchUnsynced({ limit: 5000, maxBytes: 1e12 });

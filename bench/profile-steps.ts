@@ -13,7 +13,6 @@
  * alone; the raw rate is then of a `:memory:` table too.
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-steps.ts 100 20 1
  */
-import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +20,6 @@ import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import { ourAgent } from './lib/workload.js';
 import { fmt, ratios, summary, timed } from './lib/stats.js';
 import { rateOf, rawSqliteCommits, type Rate } from './lib/raw-commit.js';
-import { randomText } from './lib/text.js';
 
 const R = Number(process.argv[2] ?? 50);
 const T = Number(process.argv[3] ?? 20);
@@ -44,25 +42,12 @@ async function ours(runs: number, turns: number): Promise<Rate> {
   return rateOf(runs * turns * 2, t);
 }
 
-/** `rawSqliteCommits` on a `:memory:` table. */
-async function rawMemory(rows: number): Promise<Rate> {
-  const bodies = Array.from({ length: 64 }, (_, i) => randomText(P + 400, 7, i));
-  const db = new Database(':memory:');
-  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, e TEXT, seq INTEGER, body TEXT)');
-  const ins = db.prepare('INSERT INTO t (e, seq, body) VALUES (?, ?, ?)');
-  const t = await timed(() => {
-    for (let i = 0; i < rows; i++) db.transaction(() => ins.run('e', i, bodies[i % 64]))();
-  });
-  db.close();
-  return rateOf(rows, t);
-}
-
 await ours(2, 5); // warm the code first
 const o: Rate[] = [];
 const raw: Rate[] = [];
 for (let i = 0; i < REPS; i++) {
   o.push(await ours(R, T));
-  raw.push(MEMORY ? await rawMemory(Math.min(4000, R * T * 2)) : await rawSqliteCommits(dir, Math.min(4000, R * T * 2), P + 400, 'NORMAL'));
+  raw.push(MEMORY ? await rawSqliteCommits(null, Math.min(4000, R * T * 2), P + 400) : await rawSqliteCommits(dir, Math.min(4000, R * T * 2), P + 400, 'NORMAL'));
   console.log(`rep ${i + 1}: waymark NORMAL ${o[i].rate.toFixed(0)} steps/s, ${o[i].cpu.toFixed(0)} /CPU-s · raw NORMAL ${raw[i].rate.toFixed(0)} /s, ${raw[i].cpu.toFixed(0)} /CPU-s`);
 }
 console.log(

@@ -22,7 +22,7 @@ import { PostgresCheckpointer } from '../client/postgres/index.js';
 import { ourAgent } from './lib/workload.js';
 import { fmt, median, ratios, summary, timed, type Summary } from './lib/stats.js';
 import { fsyncRate } from './lib/fsync.js';
-import { rateOf, rawPostgresCommits, rawSqliteCommits, type Rate } from './lib/raw-commit.js';
+import { rateColumns, rateOf, rawPostgresCommits, rawSqliteCommits, type Rate } from './lib/raw-commit.js';
 import { peerGraph, peerInstalled, peerPostgresSaver, peerRun, peerSqliteSaver, peerVersion } from './lib/langgraph.js';
 
 const what = process.argv[2] ?? 'steps';
@@ -126,23 +126,13 @@ if (what === 'steps') {
         T,
         P,
         reps: REPS,
-        ours: rate('ours'),
-        oursCpu: cpu('ours'),
-        peer: rate('peer'),
-        peerCpu: cpu('peer'),
-        raw: rate('raw'),
-        rawCpu: cpu('raw'),
+        ...rateColumns(m, ['ours', 'peer', 'raw']),
         vsPeer: ratio('ours', 'peer'),
         ofRaw: ratio('ours', 'raw'),
         ...(sqlite
           ? {
               fsync: summary(fsyncs),
-              oursNormal: rate('oursNormal'),
-              oursNormalCpu: cpu('oursNormal'),
-              peerFull: rate('peerFull'),
-              peerFullCpu: cpu('peerFull'),
-              rawNormal: rate('rawNormal'),
-              rawNormalCpu: cpu('rawNormal'),
+              ...rateColumns(m, ['oursNormal', 'peerFull', 'rawNormal']),
               vsPeerFull: ratio('ours', 'peerFull'),
               vsPeerNormal: ratio('oursNormal', 'peer'),
               ofRawNormal: ratio('oursNormal', 'rawNormal'),

@@ -6,7 +6,8 @@ const run = argv[0] === 'plane' ? import('../dist/plane/cli.js').then((m) => m.p
 run.then(
   (code) => process.exit(code),
   (err) => {
-    console.error(`waymark: ${err?.message ?? err}`);
+    // a WaymarkError's stable code leads, so a script can match it without parsing the sentence
+    console.error(`waymark: ${typeof err?.code === 'string' && /^[A-Z][A-Z_]+$/.test(err.code) ? `${err.code}: ` : ''}${err?.message ?? err}`);
     process.exit(1);
   },
 );

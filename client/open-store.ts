@@ -8,7 +8,7 @@ import type { FaultHook } from './faults.js';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 
 export interface OpenStoreOptions {
-  /** Postgres schema; a `#schema` at the end of the spec names it too (this option wins). Default `waymark`. */
+  /** Postgres schema; a `#schema` at the end of the spec or a `?schema=` parameter names it too (this option wins). Default `waymark`. */
   schema?: string;
   /** Postgres pool size. Default the adapter's (10). */
   max?: number;
@@ -26,7 +26,8 @@ const POSTGRES_URL = /^postgres(ql)?:\/\//;
  * Open the store `spec` names, set up and ready to use:
  *
  * - `postgres://…` or `postgresql://…`, or `postgres:` before such a URL, with
- *   an optional `#schema` at the end: a `PostgresCheckpointer` (`setup()` run);
+ *   an optional `#schema` at the end or `?schema=` parameter: a
+ *   `PostgresCheckpointer` (`setup()` run);
  * - `sqlite:<path>`, or any other string, a path or `:memory:`: a
  *   `SqliteCheckpointer` on that file.
  *
@@ -70,10 +71,29 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
   return new SqliteCheckpointer({ path, writerId: options.writerId, faults: options.faults });
 }
 
-/** A Postgres spec's URL and the schema its `#…` suffix names, or null for a SQLite spec. */
+/**
+ * A Postgres spec's URL and the schema its `#…` suffix or its `?schema=`
+ * parameter names (the convention of Prisma and others; left in the URL, the
+ * driver would send it to the server as a setting and fail to connect), or
+ * null for a SQLite spec. Both at once, differing, is refused.
+ */
 function postgresSpec(spec: string): { url: string; schema: string | undefined } | null {
   const rest = POSTGRES_URL.test(spec) ? spec : spec.startsWith('postgres:') ? spec.slice('postgres:'.length) : null;
   if (rest === null) return null;
   const hash = rest.lastIndexOf('#');
-  return hash >= 0 ? { url: rest.slice(0, hash), schema: rest.slice(hash + 1) } : { url: rest, schema: undefined };
+  const base = hash >= 0 ? rest.slice(0, hash) : rest;
+  const fragment = hash >= 0 ? rest.slice(hash + 1) : undefined;
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    return { url: base, schema: fragment };
+  }
+  const param = url.searchParams.get('schema') ?? undefined;
+  if (param === undefined) return { url: base, schema: fragment };
+  if (fragment !== undefined && fragment !== param) {
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: the spec names two schemas, ?schema=${param} and #${fragment}; give one`);
+  }
+  url.searchParams.delete('schema');
+  return { url: url.toString(), schema: param };
 }

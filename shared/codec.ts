@@ -43,8 +43,6 @@ export interface CodecCursor {
   readonly messageCount: number;
   /** whether the state has a `messages` key at all */
   readonly hasMessages: boolean;
-  /** Length of the fields' text (`key=json` joined by NUL), what the policy counts for them. */
-  readonly fieldsLength: number;
   /** Each field's canonical JSON, by key (a prototype-less object: any key is an own property). */
   readonly fieldMap: Readonly<Record<string, string>>;
 }
@@ -145,7 +143,6 @@ function sameMessage(a: Json, b: Json): boolean {
  */
 export function encodeState(prev: CodecCursor | null, next: State, id: string, seq: number): Encoded {
   const { messages, fieldMap } = splitState(next);
-  const fields = fieldsLength(fieldMap);
   const hasMessages = Array.isArray(next.messages);
   if (prev && prev.seq === seq - 1 && prev.hasMessages === hasMessages && prev.chainRows + 1 < CODEC.maxChainRows) {
     const limit = Math.min(prev.messageCount, messages.length);
@@ -167,7 +164,8 @@ export function encodeState(prev: CodecCursor | null, next: State, id: string, s
     // jsonLength(append) - 2: each message's text and one separator
     const appendBytes = !append.length ? 0 : appendText !== null ? appendText.length - 1 : jsonLength(append) - 2;
     const messagesBytes = keep === prev.messageCount ? prev.messagesBytes + appendBytes : jsonLength(messages);
-    const fullBytes = messagesBytes + fields + 32;
+    // the fields' text (`key=json` joined by NUL) is what the policy counts for them
+    const fullBytes = messagesBytes + fieldsLength(fieldMap) + 32;
     const chainBytes = prev.chainBytes + text.length;
     if (chainBytes <= CODEC.fullReplayRatio * fullBytes) {
       return {
@@ -183,7 +181,6 @@ export function encodeState(prev: CodecCursor | null, next: State, id: string, s
           messages: grown(prev, keep, append),
           messageCount: keep + append.length,
           hasMessages,
-          fieldsLength: fields,
           fieldMap,
         },
       };
@@ -204,7 +201,6 @@ export function encodeState(prev: CodecCursor | null, next: State, id: string, s
       messages: messages.map(own),
       messageCount: messages.length,
       hasMessages,
-      fieldsLength: fields,
       fieldMap,
     },
   };
@@ -279,7 +275,6 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
       messages,
       messageCount: messages.length,
       hasMessages,
-      fieldsLength: fieldsLength(fieldMap),
       fieldMap,
     },
   };

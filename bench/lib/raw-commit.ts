@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { join } from 'node:path';
 import { randomText } from './text.js';
-import { timed } from './stats.js';
+import { summary, timed, type Summary } from './stats.js';
 
 /** Rows (steps) per wall second, and per CPU-second of this process. */
 export interface Rate {
@@ -20,12 +20,14 @@ export const rateOf = (steps: number, t: { secs: number; cpuSecs: number }): Rat
 
 let n = 0;
 
-/** SQLite in WAL mode, a fresh file in `dir`. */
-export async function rawSqliteCommits(dir: string, rows: number, bytes: number, synchronous: 'FULL' | 'NORMAL' = 'FULL'): Promise<Rate> {
+/** SQLite in WAL mode, a fresh file in `dir`; with `dir` null, an in-memory database (no I/O: the CPU floor). */
+export async function rawSqliteCommits(dir: string | null, rows: number, bytes: number, synchronous: 'FULL' | 'NORMAL' = 'FULL'): Promise<Rate> {
   const bodies = Array.from({ length: 64 }, (_, i) => randomText(bytes, 7, i));
-  const db = new Database(join(dir, `raw-${process.pid}-${++n}.db`));
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${synchronous}`);
+  const db = new Database(dir === null ? ':memory:' : join(dir, `raw-${process.pid}-${++n}.db`));
+  if (dir !== null) {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${synchronous}`);
+  }
   db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, e TEXT, seq INTEGER, body TEXT)');
   const ins = db.prepare('INSERT INTO t (e, seq, body) VALUES (?, ?, ?)');
   const t = await timed(() => {
@@ -50,4 +52,18 @@ export async function rawPostgresCommits(url: string, rows: number, bytes: numbe
     await sql.unsafe(`DROP TABLE ${table}`);
     await sql.end();
   }
+}
+
+/**
+ * The columns of a bench's JSON line for each measured side in `m`: `k` the
+ * steps/s summary and `kCpu` the steps per CPU-second summary (null when the
+ * side was not measured, e.g. the peer is not installed).
+ */
+export function rateColumns<K extends string>(m: Record<K, Rate[]>, keys: readonly K[]): Record<K | `${K}Cpu`, Summary | null> {
+  const out = {} as Record<K | `${K}Cpu`, Summary | null>;
+  for (const k of keys) {
+    out[k] = m[k].length ? summary(m[k].map((x) => x.rate)) : null;
+    out[`${k}Cpu`] = m[k].length ? summary(m[k].map((x) => x.cpu)) : null;
+  }
+  return out;
 }

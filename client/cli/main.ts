@@ -11,13 +11,14 @@ import { packageVersion, parseCommand, suggest, usageOf, UsageError, type Comman
 import { inspectRun, listRuns, parseSince, type RunFilter } from './store-commands.js';
 import { quarantineList, restoreCommand, syncNow, syncStatus } from './sync-commands.js';
 import type { ExecutionState } from '../checkpointer.js';
+import { checkUi, runUi, UI_OPTIONS } from './ui-command.js';
 
 type Out = (line: string) => void;
 
 const STATES: readonly ExecutionState[] = ['running', 'paused', 'completed', 'failed', 'cancelled'];
 const db: Record<string, OptionSpec> = {
   db: { type: 'string', help: 'the store: a SQLite file or a postgres:// URL (required)' },
-  schema: { type: 'string', help: 'Postgres schema of the store (default: public)' },
+  schema: { type: 'string', help: 'Postgres schema of the store (default: waymark; a #schema or ?schema= in the URL names it too)' },
 };
 const plane: Record<string, OptionSpec> = {
   plane: { type: 'string', help: 'the plane URL, e.g. http://127.0.0.1:4600 (required)' },
@@ -27,9 +28,11 @@ const json: Record<string, OptionSpec> = { json: { type: 'boolean', help: 'print
 
 interface Command extends CommandSpec {
   needsPlane?: boolean;
+  /** The command names its store its own way (its `check` says what is missing), not by the required --db. */
+  ownStore?: boolean;
   /** Extra checks of the parsed arguments; every problem is reported at once. */
   check?: (p: Parsed) => string[];
-  run: (p: Parsed, out: Out) => Promise<number>;
+  run: (p: Parsed, out: Out, err: Out) => Promise<number>;
 }
 
 const COMMANDS: Command[] = [
@@ -130,6 +133,15 @@ const COMMANDS: Command[] = [
         return 0;
       }),
   },
+  {
+    name: 'ui',
+    summary:
+      "The inspector over a local store, in a browser: run list, a run's timeline, pause, state diff and idempotency entries, the quarantine and the outbox's sync status. Read-only, no plane needed, nothing copied; on 127.0.0.1 until Ctrl-C.",
+    ownStore: true,
+    options: UI_OPTIONS,
+    check: checkUi,
+    run: runUi,
+  },
 ];
 
 /** Listed in the top-level help; run by plane/cli.ts (which loads the plane only when asked). */
@@ -228,7 +240,7 @@ export async function main(argv: string[], out: Out = console.log, err: Out = co
   try {
     const problems = [
       ...parsed.problems,
-      ...(parsed.values.db === undefined ? ['option --db is required'] : []),
+      ...(!command.ownStore && parsed.values.db === undefined ? ['option --db is required'] : []),
       ...(command.needsPlane && parsed.values.plane === undefined ? ['option --plane is required'] : []),
       ...(command.needsPlane && !apiKey(parsed) ? ['a key is required: --key or WAYMARK_API_KEY'] : []),
       ...(command.check?.(parsed) ?? []),
@@ -239,5 +251,5 @@ export async function main(argv: string[], out: Out = console.log, err: Out = co
     err(`waymark ${command.name}: ${e.problems.length === 1 ? e.problems[0] : `${e.problems.length} problems:\n${e.problems.map((p) => `  - ${p}`).join('\n')}`}\n\n${e.usage}`);
     return 2;
   }
-  return command.run(parsed, out);
+  return command.run(parsed, out, err);
 }

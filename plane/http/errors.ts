@@ -11,7 +11,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import { ErrorCode, type ErrorBody } from '../../shared/errors.js';
-import { isUnavailable } from '../db/errors.js';
+import { retryLater } from '../../shared/db-errors.js';
 
 export interface HttpErrorOptions {
   details?: Record<string, unknown>;
@@ -75,6 +75,8 @@ export function httpErrorOf(e: unknown): HttpError {
   if (e instanceof HttpError) return e;
   // a body the request validator could not read (malformed JSON, a broken form): the client's error, not the plane's
   if (e instanceof HTTPException && e.status === 400) return new HttpError(400, /JSON/.test(e.message) ? ErrorCode.BAD_JSON : ErrorCode.INVALID_REQUEST, e.message);
-  if (isUnavailable(e)) return new Unavailable(e);
+  // a database that is gone or refuses us (any failure of shared/db-errors.ts's table, anywhere on the cause
+  // chain) is an operator problem: "retry later" (503), never a 500
+  if (retryLater(e)) return new Unavailable(e);
   return new Internal(e);
 }

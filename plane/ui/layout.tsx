@@ -3,43 +3,54 @@
  * The inspector's page frame and the pieces every page uses (badges, times,
  * ids, the table wrapper). Server-rendered; hono/jsx escapes every interpolated value.
  */
-import type { Child, FC } from 'hono/jsx';
+import { useContext, type Child, type FC } from 'hono/jsx';
 import type { Json } from '../../shared/json.js';
+import { FRAME } from './frame.js';
 
-/** `refresh`: reload every so many seconds (a person turns it on with `?live=1`; no script needed). */
-export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; children?: Child }> = ({ title, nav = true, refresh, children }) => (
-  <html lang="en">
-    <head>
-      <meta charset="utf-8" />
-      <meta name="viewport" content="width=device-width, initial-scale=1" />
-      {refresh ? <meta http-equiv="refresh" content={String(refresh)} /> : null}
-      <title>{`${title} · waymark`}</title>
-      <link rel="stylesheet" href="/ui/style.css" />
-      <script src="/ui/local-time.js" defer></script>
-    </head>
-    <body>
-      <header>
-        <span class="brand">waymark</span>
-        {nav && (
-          <nav aria-label="main">
-            <a href="/">Runs</a>
-            <a href="/quarantine">Quarantine</a>
-            <a href="/writers">Writers</a>
-            <a href="/keys">Keys</a>
-          </nav>
-        )}
-        {nav && (
-          <form method="post" action="/logout">
-            <button type="submit" class="link">
-              Log out
-            </button>
-          </form>
-        )}
-      </header>
-      <main>{children}</main>
-    </body>
-  </html>
-);
+/**
+ * `refresh`: reload every so many seconds (a person turns it on with `?live=1`; no script needed).
+ * The nav and the Log out button come from the page's frame (plane or local store, see frame.ts).
+ */
+export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; children?: Child }> = ({ title, nav = true, refresh, children }) => {
+  const frame = useContext(FRAME);
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        {refresh ? <meta http-equiv="refresh" content={String(refresh)} /> : null}
+        <title>{`${title} · waymark`}</title>
+        <link rel="stylesheet" href="/ui/style.css" />
+        <script src="/ui/local-time.js" defer></script>
+      </head>
+      <body>
+        <header>
+          <span class="brand">waymark</span>
+          {frame.subtitle && (
+            <span class="muted mono" data-testid="store">
+              {frame.subtitle}
+            </span>
+          )}
+          {nav && (
+            <nav aria-label="main">
+              {frame.nav.map((l) => (
+                <a href={l.href}>{l.label}</a>
+              ))}
+            </nav>
+          )}
+          {nav && frame.logout && (
+            <form method="post" action="/logout">
+              <button type="submit" class="link">
+                Log out
+              </button>
+            </form>
+          )}
+        </header>
+        <main>{children}</main>
+      </body>
+    </html>
+  );
+};
 
 /** A status as a coloured badge. */
 export const Badge: FC<{ status: string }> = ({ status }) => <span class={`badge s-${status.replace(/\s+/g, '-')}`}>{status}</span>;

@@ -51,10 +51,11 @@ export interface RunPageProps {
     claim: { state: 'held' | 'applied'; claimedAt: string } | null;
   } | null;
   idempotency: IdempotencyEntry[];
-  conflicts: { checkpointId: string; winnerWriterId: string; loserWriterId: string; source: string; at: string; sideEffects: string[] }[];
+  /** Pauses two writers claimed (absent where claims are not arbitrated: a local store). */
+  conflicts?: { checkpointId: string; winnerWriterId: string; loserWriterId: string; source: string; at: string; sideEffects: string[] }[];
   /** Takeovers of the run by another machine (its writer not heard from for the takeover delay). */
   takeovers?: { fromSeq: number; winnerWriterId: string; loserWriterId: string; loserLastContactAt: string | null; at: string }[];
-  quarantined: { id: number; code: string; reason: string; writerId: string; receivedAt: string; rowId: string | null }[];
+  quarantined: { id: number | string; code: string; reason: string; writerId: string; receivedAt: string }[];
   diff: { a: number; b: number; result: StateDiff | null; error?: string };
   /** The decoded state of row `diff.b`. */
   state: Record<string, Json> | null;
@@ -63,8 +64,8 @@ export interface RunPageProps {
   paged: boolean;
   /** the run this one was forked from (its fork_origin row) */
   forkOf: { executionId: string; checkpointId: string; step: string } | null;
-  /** runs forked from this one */
-  forks: { executionId: string; checkpointId: string }[];
+  /** runs forked from this one (absent: this source does not list them) */
+  forks?: { executionId: string; checkpointId: string }[];
   /** model usage summed over all rows of the run */
   usage?: UsageTotal;
 }
@@ -94,7 +95,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
           Forked from <a href={`/runs/${encodeURIComponent(p.forkOf.executionId)}#row-${p.forkOf.checkpointId}`}>{p.forkOf.executionId}</a> at its {p.forkOf.step} row
         </p>
       )}
-      {p.forks.length > 0 && (
+      {p.forks && p.forks.length > 0 && (
         <p class="fork">
           Forks of this run:{' '}
           {p.forks.map((f, i) => (
@@ -168,7 +169,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
         </section>
       )}
 
-      {p.conflicts.length > 0 && (
+      {p.conflicts && p.conflicts.length > 0 && (
         <section aria-labelledby="conflicts-h">
           <h2 id="conflicts-h" class="error">
             Claim conflicts

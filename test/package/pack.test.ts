@@ -106,8 +106,37 @@ describe('the npm package (needs the npm cache or the registry)', () => {
     expect(run.stdout).toMatch(/store contract: a third-party store > every change queues one outbox event/);
     expect(run.stdout).toContain('setup is idempotent — skipped: shows how a store skips a test, with its reason');
     expect(run.stdout).toMatch(/Tests\s+[1-9]\d* passed/);
+
+    // `waymark ui` from the installed package: the bin serves the inspector's pages over a store of the user's
+    writeFileSync(join(app, 'ui-smoke.mjs'), UI_SMOKE);
+    const ui = spawnSync(process.execPath, ['ui-smoke.mjs'], { cwd: app, encoding: 'utf8', timeout: 60_000 });
+    expect(ui.status, `${ui.stdout}${ui.stderr}`).toBe(0);
+    expect(ui.stdout).toContain('served packed-run');
   });
 });
+
+/** Makes a store, starts the installed `waymark ui` on it, reads its run list, stops it. */
+const UI_SMOKE = `import { spawn } from 'node:child_process';
+import { SqliteCheckpointer } from 'waymark/sqlite';
+
+const store = new SqliteCheckpointer({ path: 'runs.db' });
+await store.put({ executionId: 'packed-run', nodeId: 'n', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:a', state: { messages: [] } });
+await store.close();
+const child = spawn(process.execPath, ['node_modules/.bin/waymark', 'ui', '--db', 'runs.db', '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+let out = '';
+const url = await new Promise((resolve, reject) => {
+  child.stdout.on('data', (d) => {
+    out += d;
+    const m = /listening on (http:\\/\\/\\S+?)\\/? /.exec(out);
+    if (m) resolve(m[1]);
+  });
+  child.once('exit', (code) => reject(new Error('waymark ui exited ' + code + ': ' + out)));
+});
+const page = await (await fetch(url + '/')).text();
+child.kill('SIGTERM');
+if (!page.includes('packed-run')) throw new Error('the run list lacks packed-run: ' + page.slice(0, 500));
+console.log('served packed-run');
+`;
 
 const THIRD_PARTY_SUITE = `import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';

@@ -147,6 +147,9 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect(ins.text).toContain('manager_approval: closed without an answer');
     expect((await cli(['cancel', '--db', db, 'k-paused'])).text).toMatch(/^k-paused was already cancelled \(marker [0-9a-f-]+\); nothing written$/);
     await expect(cli(['cancel', '--db', db, 'k-done'])).rejects.toMatchObject({ code: 'ALREADY_FINISHED' });
+    // the binary prints the refusal's stable code first, exit 1
+    const refused = waymark('cancel', '--db', db, 'k-done');
+    expect([refused.status, refused.stderr]).toEqual([1, expect.stringMatching(/^waymark: ALREADY_FINISHED: .*k-done/)]);
     expect(JSON.parse((await cli(['runs', '--db', db, '--json'])).text).map((r: { executionId: string; state: string }) => [r.executionId, r.state])).toEqual([
       ['k-done', 'completed'],
       ['k-paused', 'cancelled'],

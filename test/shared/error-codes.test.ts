@@ -20,6 +20,7 @@ const FOREIGN: Record<string, string> = {
   EPERM: 'Node errno: a process we may not signal (alive, another user)',
   ENOENT: 'Node errno: no such file',
   EEXIST: 'Node errno: the file exists (an exclusive create lost a race)',
+  EADDRINUSE: 'Node errno: the port is taken (`waymark ui --port` says so)',
 };
 
 /** Where a string is an error code: after `code`, or as an argument of an error constructor or an error answer. */

@@ -2,6 +2,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { hasCode } from '../../shared/errors.js';
+import type { PostgresCheckpointer } from '../../client/postgres/index.js';
+import { createTestDatabase, pgReady } from '../helpers/pg.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-open-store-');
@@ -23,5 +25,31 @@ describe('openStore(spec)', () => {
     }
     const e = await openStore(tmp.file('missing.db'), { mustExist: true }).catch((x) => x);
     expect(hasCode(e, 'STORE_NOT_FOUND')).toBe(true);
+  });
+});
+
+const pg = await pgReady('openStore: postgres specs');
+describe.runIf(pg)('openStore(postgres spec)', () => {
+  it('names the schema with #schema or ?schema= (the parameter is not sent to the server); two different schemas are refused', async () => {
+    const db = await createTestDatabase('waymark_open_store');
+    try {
+      const withParam = new URL(db.url);
+      withParam.searchParams.set('schema', 'wm_param');
+      for (const [spec, schema] of [
+        [`${db.url}#wm_hash`, 'wm_hash'],
+        [withParam.toString(), 'wm_param'],
+        [`postgres:${withParam}#wm_param`, 'wm_param'],
+        [db.url, 'waymark'],
+      ] as const) {
+        const s = (await openStore(spec)) as PostgresCheckpointer;
+        expect([spec, s.schema]).toEqual([spec, schema]);
+        await s.close();
+      }
+      const e = await openStore(`${withParam}#other`).catch((x) => x);
+      expect(hasCode(e, 'INVALID_OPTIONS'), String(e)).toBe(true);
+      expect(String(e.message)).toContain('?schema=wm_param and #other');
+    } finally {
+      await db.drop();
+    }
   });
 });

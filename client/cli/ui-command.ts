@@ -1,0 +1,78 @@
+/**
+ * `waymark ui`: the inspector over a local store, until Ctrl-C. The store is
+ * `--db` (a SQLite file or any store spec, as every command takes it) or
+ * `--url` (a Postgres URL), never both. It binds to 127.0.0.1 on a fixed port
+ * (4610, next to the plane's 4600, so the address can be bookmarked; `--port 0`
+ * picks a free one) and refuses a non-loopback `--host` unless
+ * `--allow-remote` is given: the local inspector has no login.
+ */
+import type { Parsed, OptionSpec } from './args.js';
+import { openStore } from '../open-store.js';
+import { isLoopback } from '../ui/loopback.js';
+
+type Out = (line: string) => void;
+
+export const UI_DEFAULT_PORT = 4610;
+
+export const UI_OPTIONS: Record<string, OptionSpec> = {
+  db: { type: 'string', help: 'the store: a SQLite file (or any store spec: sqlite:<path>, postgres://…)' },
+  url: { type: 'string', help: 'a Postgres store: its postgres:// URL (instead of --db)' },
+  schema: { type: 'string', help: 'Postgres schema of the store (default: waymark)' },
+  host: { type: 'string', help: 'the interface to listen on (default: 127.0.0.1; another needs --allow-remote)' },
+  port: { type: 'string', help: `the port to listen on (default: ${UI_DEFAULT_PORT}; 0 picks a free one)` },
+  'allow-remote': { type: 'boolean', help: 'allow a non-loopback --host: anyone who reaches it reads the store, with no login' },
+};
+
+/** Every problem of a `waymark ui` command line (the store options are its own, so main's --db rule does not apply). */
+export function checkUi(p: Parsed): string[] {
+  const problems: string[] = [];
+  const { db, url, host, port } = p.values;
+  if (db === undefined && url === undefined) problems.push('a store is required: --db FILE (a SQLite file) or --url postgres://…');
+  if (db !== undefined && url !== undefined) problems.push('give --db or --url, not both');
+  if (typeof url === 'string' && url !== '' && !/^postgres(ql)?:\/\//.test(url)) problems.push(`option '--url' must be a postgres:// URL (got '${url}'); a SQLite file is --db`);
+  if (typeof port === 'string' && port !== '' && !(/^\d+$/.test(port) && Number(port) <= 65535)) problems.push(`option '--port' must be a port number 0-65535 (got '${port}')`);
+  if (typeof host === 'string' && host !== '' && !isLoopback(host) && p.values['allow-remote'] !== true) {
+    problems.push(`host '${host}' is not a loopback address: the local inspector has no login, so anyone who reaches it would read the store; pass --allow-remote to bind there anyway`);
+  }
+  return problems;
+}
+
+/** `postgres://user:secret@host/db` as said on screen: the password left out. */
+export function redactUrl(spec: string): string {
+  return spec.replace(/^(postgres(?:ql)?:\/\/[^:/@]*):[^@]*@/, '$1:***@');
+}
+
+/** Open the store, serve, print where; resolves (0) on SIGINT or SIGTERM, once closed. */
+export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
+  const spec = String(p.values.url ?? p.values.db);
+  const store = await openStore(spec, { schema: p.values.schema as string | undefined, max: 4, mustExist: true });
+  try {
+    const { serveLocalUi } = await import('../ui/serve.js');
+    const port = p.values.port !== undefined ? Number(p.values.port) : UI_DEFAULT_PORT;
+    let ui: Awaited<ReturnType<typeof serveLocalUi>>;
+    try {
+      ui = await serveLocalUi(store, { host: p.values.host as string | undefined, port, allowRemote: p.values['allow-remote'] === true, label: redactUrl(spec) });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+        err(`waymark ui: port ${port} is in use (another waymark ui?); pass --port with another port, or --port 0 for a free one`);
+        return 1;
+      }
+      throw e;
+    }
+    out(`waymark ui: ${redactUrl(spec)} (writer ${store.writerId})`);
+    out(`listening on ${ui.url}/ (read-only, no login${p.values['allow-remote'] === true ? '; REMOTE ACCESS ALLOWED: anyone who reaches it reads this store' : ''}); Ctrl-C stops it`);
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        resolve();
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+    await ui.close();
+    return 0;
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * The inspector's `InspectorSource` over a local store (`waymark ui`): every
+ * read is a call of the Checkpointer contract on the live store, so a run
+ * written while the UI runs shows on the next reload (nothing is copied).
+ *
+ * What differs from the plane's source, and why:
+ * - the run list is in execution-id order (the store's order; a default id is
+ *   a UUIDv7, so that is creation order), paged by the last id shown;
+ * - a local store holds its runs whole: no holes, and no claim conflicts or
+ *   takeovers (the plane arbitrates those), so those members are left out and
+ *   the pages hide their parts; the runs forked from a run are not listed
+ *   (the store has no index of fork origins);
+ * - a pause shows while it is open (a claim removes the pending row here);
+ * - the quarantine is the outbox's entries the plane refused, and the sync
+ *   status page is the outbox's (`waymark sync status`).
+ */
+import { ErrorCode, runErrorOf, WaymarkError } from '../../shared/errors.js';
+import type { Checkpoint } from '../../shared/rows.js';
+import { sumUsage, type UsageTotal } from '../../shared/usage.js';
+import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
+import { lostRuns, refusedOnPlane } from '../cli/sync-commands.js';
+import { summaryState } from '../store/summary.js';
+import type { InspectorSource, Paged, RunSummary } from '../../plane/ui/source.js';
+import type { RunItem } from '../../plane/ui/runs-page.js';
+import type { QuarantineItem } from '../../plane/ui/quarantine-page.js';
+import type { SyncStatus } from '../../plane/ui/sync-page.js';
+
+/** How many rows or runs one store read takes while a page is assembled. */
+const CHUNK = 500;
+
+const encode = (v: string | number) => Buffer.from(JSON.stringify(v)).toString('base64url');
+function decode<T extends string | number>(cursor: string | undefined, kind: 'string' | 'number'): T | undefined {
+  if (!cursor) return undefined;
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (kind === 'string' ? typeof v === 'string' : Number.isInteger(v)) return v as T;
+  } catch {
+    // not one of ours
+  }
+  throw new WaymarkError(ErrorCode.BAD_CURSOR, 'cursor is not one this store issued');
+}
+
+/** `plane: CODE: reason` (what the drain records for a refusal) as its code and reason. */
+function refusal(reason: string): { code: string; reason: string } {
+  const m = /^plane: ([A-Za-z0-9_]+):? ([\s\S]*)$/.exec(reason);
+  return m ? { code: m[1], reason: m[2] } : { code: 'refused', reason };
+}
+
+interface DrainNote {
+  state: string;
+  at: string;
+  lastError: string | null;
+  lastErrorAt?: string | null;
+  lastSuccessAt?: string | null;
+  lastAckAt: string | null;
+}
+
+export function localSource(store: Checkpointer): InspectorSource {
+  /** Every row of a run, in chunks, for a sum over them (usage). */
+  async function usageOf(executionId: string): Promise<UsageTotal> {
+    const rows: Checkpoint[] = [];
+    for (let after = -1; ; ) {
+      const page = await store.list(executionId, { afterSeq: after, limit: CHUNK });
+      rows.push(...page);
+      if (page.length < CHUNK) return sumUsage(rows);
+      after = page[page.length - 1].seq;
+    }
+  }
+
+  const first = async (executionId: string) => (await store.list(executionId, { limit: 1 }))[0] ?? null;
+  const errorOf = (state: string, last: Checkpoint | null) => (state === 'failed' && last ? runErrorOf(last.nodeOutput) : null);
+
+  async function runItem(e: ExecutionSummary, last: Checkpoint | null): Promise<RunItem> {
+    const start = await first(e.executionId);
+    const usage = await usageOf(e.executionId);
+    return {
+      executionId: e.executionId,
+      status: e.state,
+      rowCount: e.rowCount,
+      lastNodeId: e.lastNodeId,
+      agent: start?.agentPath ?? null,
+      writerId: last?.writerId ?? null,
+      createdAt: start?.createdAt ?? e.updatedAt,
+      updatedAt: e.updatedAt,
+      error: errorOf(e.state, last),
+      complete: true,
+      holeCount: 0,
+      claimConflicts: 0,
+      startedAt: start?.createdAt ?? null,
+      lastWriteAt: last?.createdAt ?? null,
+      usage: usage.calls > 0 ? usage : null,
+    };
+  }
+
+  /** The outbox's quarantined entries, oldest first, from `after` on, kept when `keep` says so, up to `limit` + 1. */
+  async function quarantined(after: string | undefined, limit: number, keep: (executionId: string) => boolean) {
+    const found: QuarantineItem[] = [];
+    for (;;) {
+      const page = await store.listQuarantined({ afterId: after, limit: CHUNK });
+      for (const q of page) {
+        if (!keep(q.executionId)) continue;
+        const r = refusal(q.reason);
+        found.push({ id: q.id, writerId: store.writerId, kind: q.kind, executionId: q.executionId, code: r.code, reason: r.reason, receivedAt: q.createdAt });
+        if (found.length > limit) return found;
+      }
+      if (page.length < CHUNK) return found;
+      after = page[page.length - 1].id;
+    }
+  }
+
+  return {
+    async listRuns(q): Promise<Paged<RunItem>> {
+      let after = decode<string>(q.cursor, 'string');
+      const since = q.updatedSince ? Date.parse(q.updatedSince) : null;
+      const found: RunItem[] = [];
+      // filters the store cannot apply are applied here, reading on until a page is full or the store ends
+      for (;;) {
+        const page = await store.listExecutions({ afterExecutionId: after, limit: CHUNK, state: q.status as ExecutionSummary['state'] | undefined });
+        for (const e of page) {
+          if (q.q && !e.executionId.startsWith(q.q)) continue;
+          if (since !== null && Date.parse(e.updatedAt) < since) continue;
+          const last = await store.latest(e.executionId);
+          if (q.writer && last?.writerId !== q.writer) continue;
+          if (found.length === q.limit) return { items: found, nextCursor: encode(found[found.length - 1].executionId) };
+          found.push(await runItem(e, last));
+        }
+        if (page.length < CHUNK) return { items: found, nextCursor: null };
+        after = page[page.length - 1].executionId;
+      }
+    },
+
+    async getRun(executionId): Promise<RunSummary | null> {
+      const last = await store.latest(executionId);
+      if (!last) return null;
+      const paused = (await store.getPendingInterrupt(executionId)) !== null;
+      const state = summaryState(last.step, last.status, paused);
+      return {
+        executionId,
+        status: state,
+        rowCount: last.seq + 1,
+        lastSeq: last.seq,
+        writerId: last.writerId,
+        updatedAt: last.createdAt,
+        error: errorOf(state, last),
+        complete: true,
+        holeCount: 0,
+      };
+    },
+
+    async listRows(executionId, o) {
+      const after = decode<number>(o.cursor, 'number') ?? -1;
+      const rows = await store.list(executionId, { afterSeq: after, limit: o.limit + 1 });
+      const page = rows.slice(0, o.limit);
+      return { items: page, nextCursor: rows.length > o.limit ? encode(page[page.length - 1].seq) : null };
+    },
+
+    async stateAt(executionId, seq) {
+      const [row] = await store.list(executionId, { afterSeq: seq - 1, limit: 1 });
+      if (!row || row.seq !== seq) return null;
+      return (await store.readState(row)) as Awaited<ReturnType<InspectorSource['stateAt']>>;
+    },
+
+    async pauseState(executionId) {
+      const pending = await store.getPendingInterrupt(executionId);
+      return pending ? { pending, state: 'open', claimedBy: null, claimedAt: null, claim: null } : null;
+    },
+
+    async listIdempotency(executionId) {
+      return (await store.listIdempotent(executionId)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    },
+
+    runUsage: usageOf,
+
+    async listQuarantine(o) {
+      const items = await quarantined(decode<string>(o.cursor, 'string'), o.limit, (id) => o.executionId === undefined || id === o.executionId);
+      const page = items.slice(0, o.limit);
+      return { items: page, nextCursor: items.length > o.limit ? encode(String(page[page.length - 1].id)) : null };
+    },
+
+    async forkLinks(executionId) {
+      const origin = await first(executionId);
+      const from = origin?.step === 'fork_origin' ? (origin.nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null) : null;
+      return { forkOf: from?.executionId && from.checkpointId ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' } : null };
+    },
+
+    async syncStatus(): Promise<SyncStatus> {
+      const s = await store.outboxStats();
+      const note = await store.getMeta('drain');
+      const d = note ? (JSON.parse(note) as DrainNote) : null;
+      const { incomplete, diverged } = await refusedOnPlane(store);
+      return {
+        writerId: store.writerId,
+        ...s,
+        drain: d ? { state: d.state, at: d.at, lastSuccessAt: d.lastSuccessAt ?? null, lastAckAt: d.lastAckAt, lastError: d.lastError, lastErrorAt: d.lastErrorAt ?? null } : null,
+        incomplete: [...incomplete],
+        diverged: [...diverged],
+        lost: [...(await lostRuns(store))],
+      };
+    },
+  };
+}

@@ -1,0 +1,98 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * `waymark ui`: the inspector's pages (plane/ui/pages.tsx, the plane's own)
+ * served over a local store, read live through `localSource` (no copy, no
+ * plane). No login: it binds to loopback unless `allowRemote` says otherwise,
+ * and on loopback it answers only requests whose Host names loopback, so a web
+ * page of another site that rebinds its DNS name to 127.0.0.1 cannot read the
+ * store through a visitor's browser. Read-only: it answers GET and HEAD only,
+ * with the plane's CSP and secure headers.
+ */
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import type { Checkpointer } from '../checkpointer.js';
+import { FRAME, localFrame } from '../../plane/ui/frame.js';
+import { NotFoundPage } from '../../plane/ui/not-found-page.js';
+import { inspectorHeaders, mountAssets, mountPages } from '../../plane/ui/pages.js';
+import { localSource } from './local-source.js';
+import { isLoopback } from './loopback.js';
+
+export { isLoopback };
+
+export interface LocalUiOptions {
+  /** Interface to bind (default 127.0.0.1). A non-loopback one needs `allowRemote`. */
+  host?: string;
+  /** Port (default 0: a free one). */
+  port?: number;
+  /** Allow a non-loopback host: anyone who reaches it reads the store, with no login. */
+  allowRemote?: boolean;
+  /** Said in the page header: which store this is (default: its writer id). */
+  label?: string;
+}
+
+export interface LocalUi {
+  url: string;
+  port: number;
+  /** Stop serving (the store stays open: its opener closes it). */
+  close(): Promise<void>;
+}
+
+/** The inspector app over `store` (what `serveLocalUi` serves; a test may call its `fetch`). */
+export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?: boolean } = {}): Hono {
+  const app = new Hono();
+  const frame = localFrame(o.label ?? store.writerId);
+  app.use('*', inspectorHeaders());
+  app.use('*', async (c, next) => {
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') return c.text('this inspector only reads: GET only', 405, { allow: 'GET, HEAD' });
+    const host = new URL(c.req.url).hostname;
+    if (o.checkHost && !isLoopback(host)) {
+      return c.text(`FORBIDDEN: this inspector answers only to a loopback host name (127.0.0.1, localhost), not '${host}'`, 403);
+    }
+    await next();
+  });
+  mountAssets(app);
+  const source = localSource(store);
+  mountPages(app, {
+    viewer: async (_c, next) => next(),
+    source: () => source,
+    wrap: (page) => <FRAME.Provider value={frame}>{page}</FRAME.Provider>,
+    missingRun: (id) => `No run '${id}' in this store.`,
+    copyName: 'this store',
+    sync: true,
+  });
+  app.notFound((c) =>
+    c.html(
+      <FRAME.Provider value={frame}>
+        <NotFoundPage what={`Nothing at ${c.req.path}.`} />
+      </FRAME.Provider>,
+      404,
+    ),
+  );
+  return app;
+}
+
+/** Serve the inspector over `store` until `close()`. */
+export async function serveLocalUi(store: Checkpointer, o: LocalUiOptions = {}): Promise<LocalUi> {
+  const host = o.host ?? '127.0.0.1';
+  const loopback = isLoopback(host);
+  if (!loopback && !o.allowRemote) {
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `serveLocalUi: host '${host}' is not a loopback address; the local inspector has no login, so it binds elsewhere only with allowRemote`);
+  }
+  const app = localUiApp(store, { label: o.label, checkHost: loopback });
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port: o.port ?? 0, hostname: host }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+        server.close(() => resolve());
+      }),
+  };
+}

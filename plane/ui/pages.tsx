@@ -1,0 +1,182 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * The inspector's read pages, over any `InspectorSource` (source.ts): the run
+ * list, a run's page (pause, timeline, state diff, idempotency, quarantine),
+ * the quarantine and, where the source has one, the outbox's sync status; and
+ * the static script and style they load. The plane mounts them behind its
+ * login (routes.tsx); `waymark ui` mounts them over a local store
+ * (client/ui/serve.ts). Nothing here imports a database: a source does the reads.
+ *
+ * `inspectorHeaders()` is the one CSP and set of secure headers of both: no
+ * inline script, one static script of our own (local times, /ui/local-time.js),
+ * and every page works without it.
+ */
+import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
+import type { HtmlEscapedString } from 'hono/utils/html';
+import { secureHeaders } from 'hono/secure-headers';
+import { ErrorCode, hasCode } from '../../shared/errors.js';
+import { diffStates } from './diff.js';
+import { LOCAL_TIME_JS } from './local-time.js';
+import { NotFoundPage } from './not-found-page.js';
+import { QuarantinePage } from './quarantine-page.js';
+import { RunPage } from './run-page.js';
+import { RunsPage, SINCE_WINDOWS, type RunsFilters } from './runs-page.js';
+import { describeHoles, type InspectorSource } from './source.js';
+import { STYLE } from './style.js';
+import { SyncPage } from './sync-page.js';
+
+/** The inspector's Content-Security-Policy and secure headers, for every page and asset. */
+export const inspectorHeaders = () =>
+  secureHeaders({
+    contentSecurityPolicy: {
+      defaultSrc: ["'none'"],
+      styleSrc: ["'self'"],
+      // one static script of our own (local times); no inline scripts
+      scriptSrc: ["'self'"],
+      imgSrc: ["'self'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+      baseUri: ["'none'"],
+    },
+    referrerPolicy: 'no-referrer',
+  });
+
+/** The static script and style every page loads (/ui/local-time.js, /ui/style.css). */
+export function mountAssets<E extends Env>(app: Hono<E>): void {
+  app.get('/ui/local-time.js', (c) => {
+    c.header('content-type', 'text/javascript; charset=utf-8');
+    c.header('cache-control', 'public, max-age=300');
+    return c.body(LOCAL_TIME_JS);
+  });
+  app.get('/ui/style.css', (c) => {
+    c.header('content-type', 'text/css; charset=utf-8');
+    c.header('cache-control', 'public, max-age=300');
+    return c.body(STYLE);
+  });
+}
+
+/** A rendered page, as a JSX expression evaluates. */
+type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+export interface PagesOptions<E extends Env> {
+  /** Runs before each page (the plane's login check); it may answer instead. */
+  viewer: MiddlewareHandler<E>;
+  /** The source a request reads (the plane's: of the session's project). */
+  source: (c: Context<E>) => InspectorSource;
+  /** Wrap each rendered page (the local UI sets its frame here); default: as is. */
+  wrap?: (page: Page) => Page;
+  /** How a run the source lacks is explained on its 404 page. */
+  missingRun: (id: string) => string;
+  /** Where this source's copy is, in the words of a decode error ("this plane's copy"). */
+  copyName: string;
+  /** Mount `/sync`, the outbox's sync status (a local store's; the source must have `syncStatus`). */
+  sync?: boolean;
+}
+
+/** A cursor the source did not issue: 400, not a 500. */
+async function handleCursor(c: Context, fn: () => Promise<Response>): Promise<Response> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (hasCode(e, ErrorCode.BAD_CURSOR)) return c.text('bad cursor', 400);
+    throw e;
+  }
+}
+
+/** Mount `/`, `/runs/:id`, `/quarantine` and (with `sync`) `/sync` on `app`. */
+export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): void {
+  const wrap = o.wrap ?? ((p) => p);
+  // hono's handler context is its own narrowing of E; it is the same request context
+  const source = (c: unknown) => o.source(c as Context<E>);
+
+  app.get('/', o.viewer, (c) =>
+    handleCursor(c, async () => {
+      const q = c.req.query();
+      const filters: RunsFilters = {
+        status: ['running', 'paused', 'completed', 'failed', 'cancelled'].includes(q.status ?? '') ? q.status : undefined,
+        writer: q.writer || undefined,
+        q: q.q || undefined,
+        since: q.since && q.since in SINCE_WINDOWS ? q.since : undefined,
+      };
+      const live = q.live === '1';
+      const updatedSince = filters.since ? new Date(Date.now() - SINCE_WINDOWS[filters.since]).toISOString() : undefined;
+      const page = await source(c).listRuns({ status: filters.status, writer: filters.writer, q: filters.q, updatedSince, cursor: q.cursor || undefined, limit: 50 });
+      const query = (cursor: string | null, on = live) => {
+        const u = new URLSearchParams(Object.entries({ ...filters, ...(cursor ? { cursor } : {}), ...(on ? { live: '1' } : {}) }).filter(([, v]) => v) as [string, string][]);
+        return `/?${u}`;
+      };
+      return c.html(wrap(<RunsPage items={page.items} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />));
+    }),
+  );
+
+  app.get('/runs/:id', o.viewer, (c) =>
+    handleCursor(c, async () => {
+      const src = source(c);
+      const id = c.req.param('id');
+      const execution = await src.getRun(id);
+      if (!execution) return c.html(wrap(<NotFoundPage what={o.missingRun(id)} />), 404);
+      const cursor = c.req.query('cursor') || undefined;
+      const rows = await src.listRows(id, { cursor, limit: 200 });
+      const last = execution.lastSeq;
+      const num = (v: string | undefined, d: number) => (v !== undefined && /^\d+$/.test(v) ? Number(v) : d);
+      const b = num(c.req.query('b'), last);
+      const a = num(c.req.query('a'), Math.max(0, b - 1));
+      let result = null;
+      let error: string | undefined;
+      const holes = (await src.listHoles?.(id)) ?? [];
+      // a stored run is always shown: a row whose chain does not decode here (a hole before it) is named, never a 500
+      const decoded = async (seq: number) => {
+        try {
+          return await src.stateAt(id, seq);
+        } catch (e) {
+          if (!hasCode(e, ErrorCode.CORRUPT_ROW)) throw e;
+          error ??= `seq ${seq} cannot be decoded from ${o.copyName}${holes.length ? ` (incomplete: ${describeHoles(holes)})` : ''}: ${(e as Error).message}`;
+          return undefined;
+        }
+      };
+      const sa = await decoded(a);
+      const sb = await decoded(b);
+      if (sa && sb) result = diffStates(sa, sb);
+      else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
+      const pageQuery = (cur: string | null) => `/runs/${encodeURIComponent(id)}${cur ? `?cursor=${encodeURIComponent(cur)}` : ''}`;
+      const quarantined = (await src.listQuarantine({ executionId: id, limit: 100 })).items;
+      return c.html(
+        wrap(
+          <RunPage
+            execution={execution}
+            holes={holes}
+            rows={rows.items}
+            next={rows.nextCursor}
+            pageQuery={pageQuery}
+            pause={await src.pauseState(id)}
+            idempotency={await src.listIdempotency(id)}
+            usage={await src.runUsage(id)}
+            conflicts={await src.listClaimConflicts?.(id)}
+            takeovers={await src.listTakeovers?.(id)}
+            quarantined={quarantined}
+            diff={{ a, b, result, error }}
+            state={sb ?? null}
+            live={c.req.query('live') === '1'}
+            paged={cursor !== undefined}
+            {...(await src.forkLinks(id))}
+          />,
+        ),
+      );
+    }),
+  );
+
+  app.get('/quarantine', o.viewer, (c) =>
+    handleCursor(c, async () => {
+      const page = await source(c).listQuarantine({ cursor: c.req.query('cursor') || undefined, limit: 50 });
+      return c.html(wrap(<QuarantinePage items={page.items} next={page.nextCursor} />));
+    }),
+  );
+
+  if (o.sync) {
+    app.get('/sync', o.viewer, async (c) => {
+      const src = source(c);
+      if (!src.syncStatus) return c.notFound();
+      return c.html(wrap(<SyncPage s={await src.syncStatus()} />));
+    });
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * What the inspector's pages read, as one interface: `InspectorSource`. The
+ * pages (pages.tsx) render whatever source they are given; two implement it:
+ *
+ * - the plane's (plane-source.ts), a thin layer over plane/read.ts for one
+ *   project, with every plane-only part (holes, claim conflicts, takeovers);
+ * - a local store's (client/ui/local-source.ts, `waymark ui`), over the
+ *   Checkpointer contract, with the outbox's sync status.
+ *
+ * A part a source does not have is an optional member it leaves out, and the
+ * pages hide that part: a local store has no claim conflicts to list, which is
+ * not the same as a plane that found none. Nothing here imports a database.
+ */
+import type { Json } from '../../shared/json.js';
+import type { Checkpoint, IdempotencyEntry } from '../../shared/rows.js';
+import type { UsageTotal } from '../../shared/usage.js';
+import type { RunPageProps } from './run-page.js';
+import type { RunItem } from './runs-page.js';
+import type { SyncStatus } from './sync-page.js';
+import type { QuarantineItem } from './quarantine-page.js';
+
+/** A page of items and the cursor of the next one (null: the last page). */
+export interface Paged<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface RunsQuery {
+  status?: string;
+  writer?: string;
+  /** execution ids starting with this */
+  q?: string;
+  /** only runs updated at or after this time (ISO 8601) */
+  updatedSince?: string;
+  cursor?: string;
+  limit: number;
+}
+
+export type RunSummary = RunPageProps['execution'];
+export type Hole = RunPageProps['holes'][number];
+export type PauseView = NonNullable<RunPageProps['pause']>;
+export type ClaimConflict = NonNullable<RunPageProps['conflicts']>[number];
+export type Takeover = NonNullable<RunPageProps['takeovers']>[number];
+
+/**
+ * The reads of the inspector. Cursors are the source's own: a cursor it did not
+ * issue throws an error with code BAD_CURSOR (the pages answer 400).
+ */
+export interface InspectorSource {
+  /** Runs matching the query, one page (usage included). */
+  listRuns(q: RunsQuery): Promise<Paged<RunItem>>;
+  /** One run, or null when this source has no run by that id. */
+  getRun(executionId: string): Promise<RunSummary | null>;
+  /** A page of the run's rows, by seq. */
+  listRows(executionId: string, o: { cursor?: string; limit: number }): Promise<Paged<Checkpoint>>;
+  /**
+   * The decoded state of row `seq`, or null when the run has no such row; a
+   * row whose chain does not decode throws (code CORRUPT_ROW).
+   */
+  stateAt(executionId: string, seq: number): Promise<Record<string, Json> | null>;
+  /** The run's pause (open, or claimed where the source keeps claimed ones), or null. */
+  pauseState(executionId: string): Promise<PauseView | null>;
+  listIdempotency(executionId: string): Promise<IdempotencyEntry[]>;
+  /** Model usage summed over all rows of the run. */
+  runUsage(executionId: string): Promise<UsageTotal>;
+  /** Quarantined entries, oldest first; of one run when `executionId` is given. */
+  listQuarantine(o: { cursor?: string; limit: number; executionId?: string }): Promise<Paged<QuarantineItem>>;
+  /** The run it was forked from and, where the source can list them, the runs forked from it. */
+  forkLinks(executionId: string): Promise<Pick<RunPageProps, 'forkOf' | 'forks'>>;
+  /** Rows of the run this source refused (the plane's holes). Absent: this source cannot have holes. */
+  listHoles?(executionId: string): Promise<Hole[]>;
+  /** Pauses of the run two writers claimed (the plane arbitrates claims). */
+  listClaimConflicts?(executionId: string): Promise<ClaimConflict[]>;
+  /** Takeovers of the run by another machine (the plane arbitrates takeovers). */
+  listTakeovers?(executionId: string): Promise<Takeover[]>;
+  /** The outbox's sync status (a local store's; the plane is the other end). */
+  syncStatus?(): Promise<SyncStatus>;
+}
+
+/** One line naming each hole and why, for errors and pages. */
+export function describeHoles(list: { seq: number; code: string; reason: string }[]): string {
+  return list.map((h) => `seq ${h.seq} (${h.code}: ${h.reason})`).join('; ');
+}

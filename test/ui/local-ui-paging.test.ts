@@ -1,0 +1,91 @@
+/**
+ * The local inspector's listings page through any store size (no fixed scan
+ * limit): the run list (with the filters the store cannot apply itself), a
+ * long run's timeline and the quarantine, followed link by link over real HTTP
+ * (`serveLocalUi` in this process, on 127.0.0.1 port 0) on a real SQLite file.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { serveLocalUi, type LocalUi } from '../../client/ui/serve.js';
+import { ErrorCode } from '../../shared/errors.js';
+import { step } from '../helpers/rows.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const tmp = scratchDir('waymark-local-ui-paging-');
+let a: SqliteCheckpointer;
+let b: SqliteCheckpointer;
+let ui: LocalUi;
+
+beforeAll(async () => {
+  const db = tmp.file('many.db');
+  a = new SqliteCheckpointer({ path: db, writerId: 'laptop-a' });
+  // a second writer on the same file (another process of the same machine, say)
+  b = new SqliteCheckpointer({ path: db, writerId: 'laptop-b' });
+  for (let i = 0; i < 120; i++) await (i % 10 === 3 ? b : a).put(step(`run-${String(i).padStart(3, '0')}`, 0));
+  let prev: string | null = null;
+  for (let i = 0; i < 450; i++) prev = (await a.put({ ...step('long-run', i), prevId: prev })).id;
+  for (let i = 0; i < 60; i++) {
+    const e = await a.put(step(`refused-${String(i).padStart(2, '0')}`, 0));
+    await a.markQuarantined({ [e.id]: `plane: invalid_row: refusal ${i}` });
+  }
+  ui = await serveLocalUi(a, { port: 0 });
+});
+afterAll(async () => {
+  await ui?.close();
+  await a?.close();
+  await b?.close();
+  tmp.cleanup();
+});
+
+/** Follow `rel`-ish "next" links from `path`, collecting what `pick` finds on each page. */
+async function follow(path: string, next: RegExp, pick: RegExp): Promise<{ items: string[]; pages: number }> {
+  const items: string[] = [];
+  let pages = 0;
+  for (let url: string | null = `${ui.url}${path}`; url; pages++) {
+    const r = await fetch(url);
+    expect(r.status).toBe(200);
+    const html = await r.text();
+    items.push(...[...html.matchAll(pick)].map((m) => m[1]));
+    const n = next.exec(html);
+    url = n ? `${ui.url}${n[1].replace(/&amp;/g, '&')}` : null;
+  }
+  return { items, pages };
+}
+
+describe('local inspector paging', () => {
+  it('the run list pages through every run once, in execution-id order; filters apply across pages', async () => {
+    const all = await follow('/', /<a href="([^"]+)" rel="next">/, /<a href="\/runs\/([^"]+)" title=/g);
+    expect(all.pages).toBe(Math.ceil((120 + 1 + 60) / 50));
+    expect(all.items).toHaveLength(181);
+    expect(all.items).toEqual([...all.items].sort());
+    expect(new Set(all.items).size).toBe(181);
+    // filters the store does not apply itself: a prefix, and the writer of the newest row
+    const prefixed = await follow('/?q=run-1', /<a href="([^"]+)" rel="next">/, /<a href="\/runs\/([^"]+)" title=/g);
+    expect(prefixed.items).toEqual(Array.from({ length: 20 }, (_, i) => `run-1${String(i).padStart(2, '0')}`));
+    const byB = await follow('/?writer=laptop-b', /<a href="([^"]+)" rel="next">/, /<a href="\/runs\/([^"]+)" title=/g);
+    expect(byB.items).toEqual(Array.from({ length: 12 }, (_, i) => `run-${String(i * 10 + 3).padStart(3, '0')}`));
+    const none = await (await fetch(`${ui.url}/?status=paused`)).text();
+    expect(none).toContain('No runs match.');
+  });
+
+  it("a long run's timeline pages by seq; the quarantine pages by outbox id", async () => {
+    const rows = await follow('/runs/long-run', /<a href="([^"]+)">Next rows →<\/a>/, /<li class="[^"]*" id="seq-(\d+)">/g);
+    expect(rows.pages).toBe(3);
+    expect(rows.items.map(Number)).toEqual(Array.from({ length: 450 }, (_, i) => i));
+    const q = await follow('/quarantine', /<a href="([^"]+)">Next →<\/a>/, /refusal (\d+)/g);
+    expect(q.pages).toBe(2);
+    expect(q.items.map(Number)).toEqual(Array.from({ length: 60 }, (_, i) => i));
+  });
+
+  it('a cursor it did not issue is a 400, not a 500; a row that is not there is said', async () => {
+    for (const path of ['/?cursor=x', '/runs/long-run?cursor=eyJhIjoxfQ', '/quarantine?cursor=%5B%5D']) expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
+    expect(await (await fetch(`${ui.url}/runs/long-run?a=0&b=900`)).text()).toContain('seq 900 is not a row of this run');
+  });
+
+  it('refuses a non-loopback host without allowRemote (INVALID_OPTIONS), and serves nothing', async () => {
+    await expect(serveLocalUi(a, { host: '0.0.0.0', port: 0 })).rejects.toMatchObject({
+      code: ErrorCode.INVALID_OPTIONS,
+      message: expect.stringContaining("host '0.0.0.0' is not a loopback address"),
+    });
+  });
+});
