@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm';
 import { createKey } from '../../plane/auth.js';
 import { rowsOf } from '../../plane/ingest.js';
 import { uuidv7 } from '../../shared/ids.js';
+import { DecisionFeed, DecisionView, Page, PauseView, RestorePage } from '../../shared/protocol.js';
 import type { OutboxEvent } from '../../shared/rows.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
@@ -60,6 +61,14 @@ function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(r.status).toBe(201);
       expect(r.body).toMatchObject({ executionId: 'r-1', checkpointId: cp, approved: true, metadata: { comment: 'within policy' }, decidedBy: 'refund-manager', source: 'plane', state: 'pending' });
       expect((await get('/v1/executions/r-1')).body.pause).toMatchObject({ state: 'open', decision: { decisionId: r.body.decisionId, state: 'pending' } });
+      // every answer is exactly the shared protocol's shape (strict: no field more or less), as the client parses it
+      expect(DecisionView.parse(r.body)).toEqual(r.body);
+      const { state: _s, appliedBy: _b, appliedAt: _a, feedSeq: _f, ...decision } = r.body;
+      expect(RestorePage.parse((await get('/v1/executions/r-1/restore')).body).decision).toEqual(decision);
+      const inbox = (await get('/v1/pauses', approver)).body;
+      expect(Page(PauseView).parse(inbox)).toEqual(inbox);
+      const feed = (await get('/v1/decisions', writer)).body;
+      expect(DecisionFeed.parse(feed)).toEqual(feed);
       expect((await get('/v1/executions/r-1/restore')).body).toMatchObject({
         pending: { checkpointId: cp },
         decision: { decisionId: r.body.decisionId, approved: true, decidedBy: 'refund-manager', source: 'plane' },
