@@ -85,6 +85,10 @@ export const ErrorCode = {
   ADMIN_KEY_REQUIRED: 'ADMIN_KEY_REQUIRED',
   /** The pause named is not on the plane (not synced yet, or of another project). */
   PAUSE_NOT_FOUND: 'PAUSE_NOT_FOUND',
+  /** A decision for a pause that is no longer open: claimed (details.claimedBy) or closed by a cancel or a deletion (409 on the plane). */
+  PAUSE_CLOSED: 'PAUSE_CLOSED',
+  /** A second decision for a pause that has one (at most one per pause); details.decision is the first (409 on the plane). */
+  ALREADY_DECIDED: 'ALREADY_DECIDED',
   /** A `waymark plane` admin command pointed at a data dir that holds no plane database (nothing was created). */
   NO_PLANE_DATA: 'NO_PLANE_DATA',
   /** A constructor or function given options it cannot work with; the message names each. */

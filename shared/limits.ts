@@ -16,6 +16,9 @@ export const LIMITS = Object.freeze({
   maxSeq: 2_147_483_647,
   /** Longest interrupt reason / error reason text. */
   reasonLength: 2048,
+  /** Who decided a pause (a key's name, a local user) and the comment a screen sends with a decision. */
+  decidedByLength: 200,
+  decisionCommentLength: 4096,
   /** Deepest nesting accepted in any JSON value (state, context, results). */
   jsonDepth: 64,
   /** Largest single row: `eventBytes` of the outbox event that carries it. */

@@ -4,7 +4,8 @@
  * so the envelope types them as unknown.
  */
 import { z } from 'zod';
-import { Checkpoint, ExecutionId, IdempotencyEntry, IsoTime, PendingInterrupt, Uuidv7, WriterId } from './rows.js';
+import { Checkpoint, Decision, ExecutionId, IdempotencyEntry, IsoTime, JsonValue, PendingInterrupt, Uuidv7, WriterId } from './rows.js';
+import { LIMITS } from './limits.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -51,7 +52,14 @@ export const IngestResponse = z.object({
 });
 export type IngestResponse = z.infer<typeof IngestResponse>;
 
-export const ClaimRequest = z.object({ checkpointId: Uuidv7, writerId: WriterId }).strict();
+export const ClaimRequest = z
+  .object({
+    checkpointId: Uuidv7,
+    writerId: WriterId,
+    /** The decision this claim applies (a decision worker's resume); recorded on the claim, so the decision shows applied. */
+    decisionId: Uuidv7.optional(),
+  })
+  .strict();
 export type ClaimRequest = z.infer<typeof ClaimRequest>;
 export const ClaimResponse = z.object({
   executionId: ExecutionId,
@@ -144,6 +152,8 @@ export const RestorePage = z.object({
   rows: z.array(Checkpoint),
   nextCursor: z.string().nullable(),
   pending: PendingInterrupt.nullable(),
+  /** The decision recorded for `pending`, if any (first page only, like `pending`). */
+  decision: Decision.nullable().default(null),
   idempotency: z.array(IdempotencyEntry),
 });
 export type RestorePage = z.infer<typeof RestorePage>;
@@ -173,3 +183,50 @@ export const WriterView = z.object({
   /** Executions whose copy on the plane is incomplete because a row of this writer was refused. */
   incompleteRuns: z.array(z.string()),
 });
+
+/**
+ * The body that records a decision (POST /v1/executions/{id}/decision, the
+ * inspector's form, the local UI): the pause it answers and a Resume value;
+ * `comment` is stored in `metadata.comment`. Unknown fields are refused.
+ */
+export const DecisionRequest = z
+  .object({
+    checkpointId: Uuidv7,
+    approved: z.boolean(),
+    metadata: z.record(z.string(), JsonValue).default({}),
+    comment: z.string().max(LIMITS.decisionCommentLength).optional(),
+  })
+  .strict();
+export type DecisionRequest = z.infer<typeof DecisionRequest>;
+
+/**
+ * Where a decision stands. `pending`: recorded, the pause still open;
+ * `claimed`: a writer claimed the pause with this decision and has not yet
+ * reported its local claim; `applied`: claimed with this decision and applied
+ * by `appliedBy`; `superseded`: the pause was answered otherwise (a resume
+ * from code, another decision) or its run was cancelled or deleted.
+ */
+export const DecisionState = z.enum(['pending', 'claimed', 'applied', 'superseded']);
+export type DecisionState = z.infer<typeof DecisionState>;
+
+export const DecisionView = Decision.extend({
+  state: DecisionState,
+  /** The writer that claimed the pause (with this decision or not), when claimed. */
+  appliedBy: z.string().nullable(),
+  appliedAt: IsoTime.nullable(),
+  /** Order of recording on the plane: the feed's cursor is the last seen. */
+  feedSeq: z.number().int(),
+});
+export type DecisionView = z.infer<typeof DecisionView>;
+
+/** One open pause of a project, for the approvals inbox (oldest first). */
+export const PauseView = PendingInterrupt.extend({
+  ageMs: z.number().int(),
+  state: z.enum(['open', 'claimed']),
+  decision: DecisionView.nullable(),
+});
+export type PauseView = z.infer<typeof PauseView>;
+
+/** GET /v1/decisions?after=&wait=: decisions recorded after the cursor, in recording order (a long poll). */
+export const DecisionFeed = z.object({ items: z.array(DecisionView), nextCursor: z.string() });
+export type DecisionFeed = z.infer<typeof DecisionFeed>;

@@ -113,6 +113,38 @@ export const IdempotencyEntry = z
 export type IdempotencyEntry = z.infer<typeof IdempotencyEntry>;
 
 /**
+ * A person's answer to a pause: what `resume` takes. Unknown fields are
+ * refused, not dropped; `metadata` is any JSON object (a comment goes there).
+ */
+export const ResumeValue = z
+  .object({
+    approved: z.boolean(),
+    metadata: z.record(z.string(), JsonValue).default({}),
+  })
+  .strict();
+export type ResumeValue = z.infer<typeof ResumeValue>;
+
+/**
+ * A decision recorded for one open pause (by a screen, an API call or code),
+ * for the application to apply through the claim. At most one per pause
+ * (executionId, checkpointId). `source` says where it was recorded: on the
+ * plane, or in a local store (and replicated).
+ */
+export const Decision = z
+  .object({
+    decisionId: Uuidv7,
+    executionId: ExecutionId,
+    checkpointId: Uuidv7,
+    approved: z.boolean(),
+    metadata: z.record(z.string(), JsonValue),
+    decidedBy: printable(LIMITS.decidedByLength),
+    source: z.enum(['plane', 'local']),
+    decidedAt: IsoTime,
+  })
+  .strict();
+export type Decision = z.infer<typeof Decision>;
+
+/**
  * What leaves a store for the plane. Every change that must reach the plane is
  * one event, appended to the outbox in the same transaction as the change.
  * `id` is the dedupe key: a checkpoint event's id is the checkpoint's id.
@@ -127,6 +159,8 @@ export const InterruptClaimedEvent = z
     checkpointId: Uuidv7,
     writerId: WriterId,
     claimedAt: IsoTime,
+    /** The decision this claim applies, when a decision worker made it (absent: a resume from code). */
+    decisionId: Uuidv7.optional(),
   })
   .strict();
 /** A pause closed without an answer: its run was cancelled (the pending row removed in the cancel's transaction). */
@@ -141,7 +175,17 @@ export const InterruptClosedEvent = z
   })
   .strict();
 export const IdempotencyEvent = z.object({ kind: z.literal('idempotency'), id: Uuidv7, row: IdempotencyEntry }).strict();
+/** A decision recorded in a local store (one recorded on the plane is not sent back). */
+export const DecisionRecordedEvent = z.object({ kind: z.literal('decision_recorded'), id: Uuidv7, row: Decision }).strict();
 export const ExecutionDeletedEvent = z.object({ kind: z.literal('execution_deleted'), id: Uuidv7, executionId: ExecutionId, deletedAt: IsoTime }).strict();
-export const OutboxEvent = z.discriminatedUnion('kind', [CheckpointEvent, InterruptOpenedEvent, InterruptClaimedEvent, InterruptClosedEvent, IdempotencyEvent, ExecutionDeletedEvent]);
+export const OutboxEvent = z.discriminatedUnion('kind', [
+  CheckpointEvent,
+  InterruptOpenedEvent,
+  InterruptClaimedEvent,
+  InterruptClosedEvent,
+  IdempotencyEvent,
+  DecisionRecordedEvent,
+  ExecutionDeletedEvent,
+]);
 export type OutboxEvent = z.infer<typeof OutboxEvent>;
 export type OutboxKind = OutboxEvent['kind'];

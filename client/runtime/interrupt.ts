@@ -1,16 +1,8 @@
-import { z } from 'zod';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { jsonProblem, type Json } from '../../shared/json.js';
-import { JsonValue } from '../../shared/rows.js';
+import { ResumeValue } from '../../shared/rows.js';
 import { currentRun } from './context.js';
 import { InvalidResume } from '../errors.js';
-
-const ResumeShape = z
-  .object({
-    approved: z.boolean(),
-    metadata: z.record(z.string(), JsonValue).default({}),
-  })
-  .strict();
 
 /**
  * A human's answer to a pause. Carries `approved` and `metadata` (any JSON);
@@ -20,7 +12,7 @@ export class Resume {
   readonly approved: boolean;
   readonly metadata: Record<string, Json>;
   constructor(value: { approved: boolean; metadata?: Record<string, Json> }) {
-    const r = ResumeShape.safeParse(value);
+    const r = ResumeValue.safeParse(value);
     if (!r.success) {
       throw new InvalidResume(
         r.error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys.map((k) => `unknown field '${k}'`) : [`${i.path.length ? i.path.join('.') : 'the value'}: ${i.message}`])),

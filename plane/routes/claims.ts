@@ -45,7 +45,7 @@ export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs:
     async (c) => {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
-      const r = await claimPause(db, c.get('principal').projectId, id, body.checkpointId, body.writerId, o.claimReleaseAfterMs);
+      const r = await claimPause(db, c.get('principal').projectId, id, body.checkpointId, body.writerId, o.claimReleaseAfterMs, body.decisionId ?? null);
       await faults('plane.claim.afterCommit');
       if ('takenFrom' in r && r.takenFrom) {
         c.get('log').warn({ executionId: id, checkpointId: body.checkpointId, from: r.takenFrom, to: body.writerId }, 'a held claim past its release delay was taken over');
