@@ -20,6 +20,7 @@ import { requireScope } from './http/scope.js';
 import { planeMetrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
 import { claimRoutes } from './routes/claims.js';
+import { decisionRoutes } from './routes/decisions.js';
 import { executionRoutes } from './routes/executions.js';
 import { healthRoutes } from './routes/health.js';
 import { ingestRoutes } from './routes/ingest.js';
@@ -70,6 +71,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   );
   app.route('/', executionRoutes(deps));
   app.route('/', claimRoutes(deps, { claimReleaseAfterMs: o.claimReleaseAfterMs ?? 3_600_000, takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
+  app.route('/', decisionRoutes(deps));
   app.route('/', projectRoutes(deps));
   app.route('/', adminRoutes(deps));
 

@@ -3,7 +3,9 @@
  * secret only as a sha256 hash, compared in constant time. Every request is
  * scoped to its key's project.
  *
- * Scopes: `ingest`, `read`, `admin` (everything in the key's own project,
+ * Scopes: `ingest`, `read`, `approve` (record decisions on open pauses: the
+ * approvals inbox and the decision endpoint; it never claims or runs a pause),
+ * `admin` (everything in the key's own project,
  * its keys included) and `operator` (projects and keys of every project; the
  * bootstrap key made on a plane's first start has it). A project exists only
  * when created explicitly (`createProject`): a key for an unknown name is an
@@ -18,7 +20,7 @@ import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import type { PlaneDb } from './db/open.js';
 import { apiKeys, projects } from './db/schema.js';
 
-export const SCOPES = ['ingest', 'read', 'admin', 'operator'] as const;
+export const SCOPES = ['ingest', 'read', 'approve', 'admin', 'operator'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export interface Principal {
@@ -167,6 +169,12 @@ export async function authenticate(db: PlaneDb, key: string | undefined): Promis
 export function bearer(header: string | undefined): string | undefined {
   const m = header ? /^Bearer\s+(\S+)$/i.exec(header) : null;
   return m?.[1];
+}
+
+/** A key's name (who decided, on a decision recorded with it); its id when the key is gone. */
+export async function keyName(db: PlaneDb, keyId: string): Promise<string> {
+  const [k] = await db.select({ name: apiKeys.name }).from(apiKeys).where(eq(apiKeys.id, keyId));
+  return k?.name ?? keyId;
 }
 
 /** A project's name by id (null when it no longer exists). */

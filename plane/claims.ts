@@ -16,14 +16,14 @@ import { refreshExecutions } from './ingest.js';
  * still only held (its holder's local claim never reported) and older than
  * `releaseAfterMs` (0: never) is taken over by the next writer that asks.
  */
-export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs = 0) {
+export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs = 0, decisionId: string | null = null) {
   return db.transaction(async (tx) => {
     const [known] = await tx
       .select({ id: checkpoints.id })
       .from(checkpoints)
       .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, checkpointId), eq(checkpoints.executionId, executionId)));
     if (!known) return { won: false as const, notFound: true as const, writerId: '', claimedAt: '' };
-    const won = await tx.insert(claims).values({ projectId, checkpointId, executionId, writerId, source: 'api' }).onConflictDoNothing().returning();
+    const won = await tx.insert(claims).values({ projectId, checkpointId, executionId, writerId, source: 'api', decisionId }).onConflictDoNothing().returning();
     const [c] = won.length
       ? won
       : await tx
@@ -33,12 +33,22 @@ export async function claimPause(db: PlaneDb, projectId: string, executionId: st
     if (c.executionId !== executionId) return { won: false as const, mismatch: true as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
     let takenFrom: string | null = null;
     if (!won.length && c.writerId !== writerId) {
-      const taken = releaseAfterMs > 0 ? await takeOverStale(tx, projectId, checkpointId, writerId, releaseAfterMs) : null;
-      if (!taken) return { won: false as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
+      const taken = releaseAfterMs > 0 ? await takeOverStale(tx, projectId, checkpointId, writerId, releaseAfterMs, decisionId) : null;
+      // the winner's decision (null: a resume from code): a losing decision worker tells 'applied elsewhere' from 'superseded'
+      if (!taken) return { won: false as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString(), decisionId: c.decisionId ?? null };
       takenFrom = c.writerId;
       won.push(taken);
     }
-    if (!won.length) return { won: true as const, writerId, claimedAt: c.claimedAt.toISOString(), takenFrom };
+    if (!won.length) {
+      // the holder asking again (it crashed between the two claims): a decision it now applies is recorded once
+      if (decisionId && !c.decisionId && !c.appliedAt) {
+        await tx
+          .update(claims)
+          .set({ decisionId })
+          .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
+      }
+      return { won: true as const, writerId, claimedAt: c.claimedAt.toISOString(), takenFrom };
+    }
     await tx
       .update(pendingInterrupts)
       .set({ state: 'claimed', claimedBy: writerId, claimedAt: won[0].claimedAt })
@@ -51,10 +61,10 @@ export async function claimPause(db: PlaneDb, projectId: string, executionId: st
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
 /** Move a held (never applied) claim older than `releaseAfterMs` to `writerId`; null when it is not stale. */
-async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, writerId: string, releaseAfterMs: number) {
+async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, writerId: string, releaseAfterMs: number, decisionId: string | null) {
   const [taken] = await tx
     .update(claims)
-    .set({ writerId, source: 'api', claimedAt: sql`now()` })
+    .set({ writerId, source: 'api', claimedAt: sql`now()`, decisionId })
     .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId), isNull(claims.appliedAt), lt(claims.claimedAt, sql`now() - make_interval(secs => ${releaseAfterMs / 1000})`)))
     .returning();
   return taken ?? null;

@@ -7,10 +7,11 @@ import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
 import { stableStringify, utf8Bytes } from '../shared/json.js';
-import { OutboxEvent, type Checkpoint } from '../shared/rows.js';
+import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
+import { announceDecisions, lockDecisionFeed, storeIngestedDecision } from './decisions.js';
 
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
@@ -23,6 +24,8 @@ interface Item {
   hash?: string;
   executionId?: string | null;
   result?: RowResult;
+  /** A decision_recorded event: stored, or the pause's first decision kept (this one dropped). */
+  decision?: { stored: true } | { stored: false; first: Decision | null };
 }
 
 const hashOf = (v: unknown) => createHash('sha256').update(stableStringify(v)).digest('hex');
@@ -92,12 +95,16 @@ export interface IngestOutcome {
   accepted: number;
   duplicate: number;
   rejected: number;
+  /** Decisions of the batch: how many were stored, and each that lost to the pause's first decision (not part of the HTTP answer). */
+  decisions: { stored: number; dropped: { decision: Decision; first: Decision | null }[] };
 }
 
 export async function ingestBatch(db: PlaneDb, projectId: string, writerId: string, backlog: Backlog | undefined, rows: unknown[]): Promise<IngestOutcome> {
   const items = prepare(rows);
   await db.transaction(async (tx) => {
     const touched = new Set<string>();
+    // the feed's order is its commit order: taken before any other lock of this transaction (see decisions.ts)
+    if (items.some((i) => !i.result && i.event?.kind === 'decision_recorded')) await lockDecisionFeed(tx, projectId);
     await refuseTakenOver(tx, projectId, writerId, items);
     // A batch is applied in its order: a deletion applies after every earlier row of the batch and
     // before every later one (a run deleted and started again under the same id is the new run).
@@ -157,7 +164,11 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
       });
   });
   const results = items.map((i) => i.result ?? { id: i.id, status: 'accepted' as const });
+  const stored = items.filter((i) => i.decision?.stored && !i.result).length;
+  if (stored) announceDecisions(db, projectId);
+  const dropped = items.flatMap((i) => (i.decision && !i.decision.stored && i.event?.kind === 'decision_recorded' ? [{ decision: i.event.row, first: i.decision.first }] : []));
   return {
+    decisions: { stored, dropped },
     results,
     accepted: results.filter((r) => r.status === 'accepted').length,
     duplicate: results.filter((r) => r.status === 'duplicate').length,
@@ -405,10 +416,14 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
       claimedBy: claimed?.writerId ?? null,
       claimedAt: claimed?.at ?? null,
     };
+    // the run's next pause replaces the row: it is a new entry of the inbox, ordered as newly opened
     await tx
       .insert(pendingInterrupts)
       .values(values)
-      .onConflictDoUpdate({ target: [pendingInterrupts.projectId, pendingInterrupts.executionId], set: values });
+      .onConflictDoUpdate({
+        target: [pendingInterrupts.projectId, pendingInterrupts.executionId],
+        set: { ...values, openedSeq: sql`nextval(pg_get_serial_sequence('pending_interrupts', 'opened_seq'))` },
+      });
   },
 
   async interrupt_claimed(c, e) {
@@ -417,20 +432,29 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     // the event is the writer's local claim itself: applied from the start, or applying the claim it held
     const won = await tx
       .insert(claims)
-      .values({ projectId, checkpointId: e.checkpointId, executionId: e.executionId, writerId: e.writerId, source: 'ingest', claimedAt: new Date(e.claimedAt), appliedAt: new Date(e.claimedAt) })
+      .values({
+        projectId,
+        checkpointId: e.checkpointId,
+        executionId: e.executionId,
+        writerId: e.writerId,
+        source: 'ingest',
+        claimedAt: new Date(e.claimedAt),
+        appliedAt: new Date(e.claimedAt),
+        decisionId: e.decisionId ?? null,
+      })
       .onConflictDoNothing()
       .returning({ writerId: claims.writerId });
     let winner = e.writerId;
     if (!won.length) {
       const [held] = await tx
-        .select({ writerId: claims.writerId, appliedAt: claims.appliedAt })
+        .select({ writerId: claims.writerId, appliedAt: claims.appliedAt, decisionId: claims.decisionId })
         .from(claims)
         .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
       winner = held.writerId;
       if (winner === e.writerId && !held.appliedAt) {
         await tx
           .update(claims)
-          .set({ appliedAt: new Date(e.claimedAt) })
+          .set({ appliedAt: new Date(e.claimedAt), decisionId: held.decisionId ?? e.decisionId ?? null })
           .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
       }
       if (winner !== e.writerId) {
@@ -479,14 +503,28 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     await tx.delete(pendingInterrupts).where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
   },
 
-  // placeholder until the plane stores decisions (the dplane helper's branch stores the row): recorded as an event only
-  async decision_recorded(c) {
-    await recorded(c);
+  async decision_recorded(c, e) {
+    // only a local store's decisions travel by the outbox; the plane's own are never sent back
+    if (e.row.source !== 'local') return reject(c.item, 'invalid', "row.source: a decision_recorded event carries a decision recorded in a local store ('local')");
+    if (!(await recordEvent(c.tx, c.projectId, c.writerId, c.item))) return;
+    c.item.decision = await storeIngestedDecision(c.tx, c.projectId, c.writerId, e.row);
   },
 
   async execution_deleted(c, e) {
     if (!(await recorded(c))) return;
     const { tx, projectId } = c;
+    // its open pause is closed for good, like a cancel's: a decision recorded for it is superseded, never applied
+    const [open] = await tx
+      .select({ checkpointId: pendingInterrupts.checkpointId })
+      .from(pendingInterrupts)
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, e.executionId), eq(pendingInterrupts.state, 'open')));
+    if (open) {
+      const at = new Date(e.deletedAt);
+      await tx
+        .insert(claims)
+        .values({ projectId, checkpointId: open.checkpointId, executionId: e.executionId, writerId: c.writerId, source: 'delete', claimedAt: at, appliedAt: at })
+        .onConflictDoNothing();
+    }
     const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) => and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
     await tx.delete(checkpoints).where(where(checkpoints));
     await tx.delete(pendingInterrupts).where(where(pendingInterrupts));

@@ -24,6 +24,7 @@ export function planeMetrics() {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+    decisionsDropped: new Counter({ name: 'waymark_decisions_dropped_total', help: 'Ingested decisions dropped because their pause already had one (the first is kept)', registers: [registry] }),
     quarantineRows: new Gauge({ name: 'waymark_quarantine_rows', help: 'Rows held in quarantine', registers: [registry] }),
   };
 }

@@ -6,12 +6,12 @@
 import { and, asc, desc, eq, gt, gte, inArray, lt, lte, or, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../shared/codec.js';
 import { ErrorCode, runErrorOf, type RunError } from '../shared/errors.js';
-import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
+import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { Json } from '../shared/json.js';
 import { sumUsage, type UsageTotal } from '../shared/usage.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
-import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, runTakeovers, writers } from './db/schema.js';
+import { checkpoints, claimConflicts, claims, decisions, events, executions, holes, idempotency, pendingInterrupts, quarantine, runTakeovers, writers } from './db/schema.js';
 import { holeIsGap } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -275,6 +275,29 @@ export async function pauseState(db: PlaneDb, projectId: string, executionId: st
   };
 }
 
+/** A stored decision as the wire row. */
+export function decisionOfRow(d: typeof decisions.$inferSelect): Decision {
+  return {
+    decisionId: d.decisionId,
+    executionId: d.executionId,
+    checkpointId: d.checkpointId,
+    approved: d.approved,
+    metadata: d.metadata as Decision['metadata'],
+    decidedBy: d.decidedBy,
+    source: d.source as Decision['source'],
+    decidedAt: d.decidedAt,
+  };
+}
+
+/** The decision recorded for a pause of this execution (by its checkpoint id), as the wire row; null when none. */
+export async function pauseDecision(db: PlaneDb, projectId: string, executionId: string, checkpointId: string): Promise<Decision | null> {
+  const [d] = await db
+    .select()
+    .from(decisions)
+    .where(and(eq(decisions.projectId, projectId), eq(decisions.checkpointId, checkpointId), eq(decisions.executionId, executionId)));
+  return d ? decisionOfRow(d) : null;
+}
+
 export async function listIdempotency(db: PlaneDb, projectId: string, executionId: string): Promise<IdempotencyEntry[]> {
   const rows = await db
     .select({ row: idempotency.row })
@@ -289,7 +312,7 @@ const isRestoreCursor = (v: unknown): v is [number, number] => Array.isArray(v) 
 /**
  * One page of a restore. A restore is a snapshot at a fixed `seq`: the first
  * page reads, in one repeatable-read transaction, the newest seq (`upTo`), the
- * open pause and the idempotency entries, and every later page carries `upTo`
+ * open pause (with its decision) and the idempotency entries, and every later page carries `upTo`
  * in its cursor and never serves a row beyond it. So the pause is the pause of
  * row `upTo` (or none), whatever the source writes meanwhile; `totalRows` counts
  * rows up to `upTo`.
@@ -321,15 +344,16 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
         .from(checkpoints)
         .where(and(mine, lte(checkpoints.seq, upTo)));
       const first = !cur;
+      const pending = first ? await openPause(tx as unknown as PlaneDb, projectId, executionId) : null;
       return {
         executionId,
         totalRows: n.n,
         upTo,
         rows: page.map((r) => r.row as Checkpoint),
         nextCursor: rows.length > o.limit ? encodeCursor([page[page.length - 1].seq, upTo]) : null,
-        pending: first ? await openPause(tx as unknown as PlaneDb, projectId, executionId) : null,
-        // placeholder until the plane stores decisions (the dplane helper's branch fills it)
-        decision: null,
+        pending,
+        /** The open pause's decision, when one was recorded: a machine that restores the run can apply it. */
+        decision: pending ? await pauseDecision(tx as unknown as PlaneDb, projectId, executionId, pending.checkpointId) : null,
         idempotency: first ? await listIdempotency(tx as unknown as PlaneDb, projectId, executionId) : [],
       };
     },

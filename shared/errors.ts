@@ -55,8 +55,6 @@ export const ErrorCode = {
   INVALID_CANCEL: 'INVALID_CANCEL',
   /** A decision that cannot be recorded (a field missing or of the wrong type, an unknown field); `details.problems` names each, nothing was recorded. */
   INVALID_DECISION: 'INVALID_DECISION',
-  /** A decision (or a resume naming its pause) for a pause that is no longer open: claimed, or its run cancelled or deleted; nothing was recorded or claimed. */
-  PAUSE_CLOSED: 'PAUSE_CLOSED',
   /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
   RUN_INCOMPLETE: 'RUN_INCOMPLETE',
   /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */
@@ -89,6 +87,10 @@ export const ErrorCode = {
   ADMIN_KEY_REQUIRED: 'ADMIN_KEY_REQUIRED',
   /** The pause named is not on the plane (not synced yet, or of another project). */
   PAUSE_NOT_FOUND: 'PAUSE_NOT_FOUND',
+  /** A decision for a pause that is no longer open: claimed (details.claimedBy) or closed by a cancel or a deletion (409 on the plane). */
+  PAUSE_CLOSED: 'PAUSE_CLOSED',
+  /** A second decision for a pause that has one (at most one per pause); details.decision is the first (409 on the plane). */
+  ALREADY_DECIDED: 'ALREADY_DECIDED',
   /** A `waymark plane` admin command pointed at a data dir that holds no plane database (nothing was created). */
   NO_PLANE_DATA: 'NO_PLANE_DATA',
   /** A constructor or function given options it cannot work with; the message names each. */
@@ -135,7 +137,7 @@ export const ErrorCode = {
   UNSUPPORTED_ENCODING: 'UNSUPPORTED_ENCODING',
   /** 400: a list cursor this plane did not issue. */
   BAD_CURSOR: 'BAD_CURSOR',
-  /** 409: the pause is claimed by another writer (details.writerId). */
+  /** 409: the pause is claimed by another writer (details.writerId; details.decisionId: the decision that claim applies, null for a resume from code). */
   ALREADY_CLAIMED: 'ALREADY_CLAIMED',
   /** 409: the claim was applied (the pause resumed by its holder); an applied claim is final. */
   CLAIM_APPLIED: 'CLAIM_APPLIED',

@@ -52,8 +52,14 @@ export const IngestResponse = z.object({
 });
 export type IngestResponse = z.infer<typeof IngestResponse>;
 
-/** `decisionId`: the decision this claim applies (a decision worker's resume); absent for a resume from code. */
-export const ClaimRequest = z.object({ checkpointId: Uuidv7, writerId: WriterId, decisionId: Uuidv7.optional() }).strict();
+export const ClaimRequest = z
+  .object({
+    checkpointId: Uuidv7,
+    writerId: WriterId,
+    /** The decision this claim applies (a decision worker's resume); recorded on the claim, so the decision shows applied. */
+    decisionId: Uuidv7.optional(),
+  })
+  .strict();
 export type ClaimRequest = z.infer<typeof ClaimRequest>;
 export const ClaimResponse = z.object({
   executionId: ExecutionId,

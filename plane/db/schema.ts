@@ -125,8 +125,11 @@ export const pendingInterrupts = pgTable(
     state: text().notNull(),
     claimedBy: text(),
     claimedAt: timestamp({ withTimezone: true, mode: 'date' }),
+    /** Order of opening (a DB sequence, renewed when the run's next pause replaces the row): the approvals inbox is oldest first by it. */
+    openedSeq: bigserial({ mode: 'number' }).notNull(),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.executionId] })],
+  // the inbox's open pauses in order, without walking every pause ever answered
+  (t) => [primaryKey({ columns: [t.projectId, t.executionId] }), index('pending_interrupts_open').on(t.projectId, t.openedSeq).where(sql`state = 'open'`)],
 );
 
 /**
@@ -149,8 +152,47 @@ export const claims = pgTable(
     claimedAt: now(),
     /** When the holder's local claim was reported (its interrupt_claimed event); null while only held. */
     appliedAt: timestamp({ withTimezone: true, mode: 'date' }),
+    /** The decision this claim applies (ClaimRequest.decisionId, interrupt_claimed.decisionId); null: a resume from code, a cancel, a deletion. */
+    decisionId: text(),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.checkpointId] })],
+  // held claims (made at the plane, not yet applied): few at any time, listed by the inbox
+  (t) => [primaryKey({ columns: [t.projectId, t.checkpointId] }), index('claims_held').on(t.projectId).where(sql`applied_at IS NULL`)],
+);
+
+/**
+ * Decisions: a person's answer to one pause (a Resume value), recorded on the
+ * plane (POST …/decision, the inspector's form) or in a local store and
+ * ingested (`decision_recorded`). At most one per pause: the primary key. The
+ * decision itself never changes; where it stands (pending, claimed, applied,
+ * superseded) is derived from the pause's claim, never stored. `feed_seq` is
+ * the order of recording (GET /v1/decisions pages by it), assigned under a
+ * per-project lock so it is also the order of commit.
+ */
+export const decisions = pgTable(
+  'decisions',
+  {
+    projectId: text().notNull(),
+    executionId: text().notNull(),
+    checkpointId: text().notNull(),
+    decisionId: text().notNull(),
+    approved: boolean().notNull(),
+    metadata: jsonb().notNull(),
+    decidedBy: text().notNull(),
+    /** plane | local */
+    source: text().notNull(),
+    /** The wire time as recorded (the deciding machine's clock): informational, never an order. */
+    decidedAt: text().notNull(),
+    /** The writer that sent a local decision; null for one recorded on the plane. */
+    writerId: text(),
+    feedSeq: bigserial({ mode: 'number' }).notNull(),
+    receivedAt: now(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.checkpointId] }),
+    uniqueIndex('decisions_decision_id').on(t.projectId, t.decisionId),
+    uniqueIndex('decisions_feed').on(t.projectId, t.feedSeq),
+    index('decisions_execution').on(t.projectId, t.executionId),
+  ],
 );
 
 export const claimConflicts = pgTable(

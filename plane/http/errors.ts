@@ -7,6 +7,7 @@
  * whatever was thrown becomes an `HttpError` (`httpErrorOf`) and answers.
  */
 import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import { ErrorCode, type ErrorBody } from '../../shared/errors.js';
@@ -72,6 +73,8 @@ class Internal extends HttpError {
 /** What was thrown, as the HTTP error to answer with. */
 export function httpErrorOf(e: unknown): HttpError {
   if (e instanceof HttpError) return e;
+  // a body the request validator could not read (malformed JSON, a broken form): the client's error, not the plane's
+  if (e instanceof HTTPException && e.status === 400) return new HttpError(400, /JSON/.test(e.message) ? ErrorCode.BAD_JSON : ErrorCode.INVALID_REQUEST, e.message);
   // a database that is gone or refuses us (any failure of shared/db-errors.ts's table, anywhere on the cause
   // chain) is an operator problem: "retry later" (503), never a 500
   if (retryLater(e)) return new Unavailable(e);

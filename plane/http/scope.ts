@@ -13,18 +13,21 @@ import { HttpError } from './errors.js';
 /** OpenAPI security of every keyed route: a bearer API key. */
 export const security = [{ bearer: [] as string[] }];
 
-/** A valid key (401 otherwise), with `scope` or admin when one is named (403 otherwise); sets `principal`. */
-export function requireScope(db: PlaneDb, scope: Scope | null): MiddlewareHandler<PlaneEnv> {
+/** A valid key (401 otherwise), with `scope` (or one of several) or admin when one is named (403 otherwise); sets `principal`. */
+export function requireScope(db: PlaneDb, scope: Scope | readonly Scope[] | null): MiddlewareHandler<PlaneEnv> {
+  const any: readonly Scope[] = scope === null ? [] : typeof scope === 'string' ? [scope] : scope;
   return async (c, next) => {
     const p = await authenticate(db, bearer(c.req.header('authorization')));
     if (!p) throw new HttpError(401, ErrorCode.UNAUTHORIZED, 'a valid API key is required (Authorization: Bearer wm_…)');
-    if (scope && !p.scopes.includes(scope) && !p.scopes.includes('admin')) throw new HttpError(403, ErrorCode.FORBIDDEN, `this key lacks the '${scope}' scope`);
+    if (any.length && !any.some((s) => p.scopes.includes(s)) && !p.scopes.includes('admin')) {
+      throw new HttpError(403, ErrorCode.FORBIDDEN, `this key lacks the ${any.map((s) => `'${s}'`).join(' or the ')} scope`);
+    }
     c.set('principal', p);
     await next();
   };
 }
 
 /** A route's scope, for `createRoute`: the check and its documentation together. */
-export function scoped(db: PlaneDb, scope: Scope | null) {
+export function scoped(db: PlaneDb, scope: Scope | readonly Scope[] | null) {
   return { security, middleware: [requireScope(db, scope)] };
 }

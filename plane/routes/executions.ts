@@ -3,8 +3,9 @@ import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
-import { ClaimConflictView, ExecutionView, HoleView, Page, RestorePage } from '../../shared/protocol.js';
+import { ClaimConflictView, DecisionView, ExecutionView, HoleView, Page, RestorePage } from '../../shared/protocol.js';
 import { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
+import { decisionOf } from '../decisions.js';
 import { describeHoles, getExecution, listClaimConflicts, listExecutions, listHoles, listRows, listTakeovers, pauseState, restorePage } from '../read.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
@@ -21,6 +22,8 @@ const ExecutionDetail = z.object({
       claimedBy: z.string().nullable(),
       claimedAt: z.string().nullable(),
       claim: z.object({ writerId: z.string(), source: z.string(), claimedAt: z.string(), appliedAt: z.string().nullable(), state: z.enum(['held', 'applied']) }).nullable(),
+      /** The decision recorded for this pause (POST …/decision, the inspector, a local store), with where it stands. */
+      decision: DecisionView.nullable(),
     })
     .nullable(),
   conflicts: z.array(ClaimConflictView),
@@ -61,7 +64,7 @@ export function executionRoutes({ db }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/executions/{id}',
-      summary: 'One execution with its pause and claim conflicts',
+      summary: 'One execution with its pause (and its decision) and claim conflicts',
       ...scoped(db, 'read'),
       request: { params: IdParam },
       responses: {
@@ -75,10 +78,11 @@ export function executionRoutes({ db }: RouteDeps) {
       const projectId = c.get('principal').projectId;
       const execution = await getExecution(db, projectId, id);
       if (!execution) throw executionNotFound(id);
+      const pause = await pauseState(db, projectId, id);
       return c.json(
         {
           execution,
-          pause: await pauseState(db, projectId, id),
+          pause: pause && { ...pause, decision: await decisionOf(db, projectId, pause.pending.checkpointId) },
           conflicts: await listClaimConflicts(db, projectId, id),
           holes: await listHoles(db, projectId, id),
           takeovers: await listTakeovers(db, projectId, id),
@@ -113,7 +117,7 @@ export function executionRoutes({ db }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/executions/{id}/restore',
-      summary: 'Everything a new machine needs to resume: rows (paged), the open pause, idempotency entries (first page)',
+      summary: 'Everything a new machine needs to resume: rows (paged), the open pause and its decision, idempotency entries (first page)',
       ...scoped(db, 'read'),
       request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: z.coerce.number().int().min(1).max(1000).default(500) }) },
       responses: {

@@ -49,8 +49,16 @@ export function ingestRoutes({ db, metrics, faults }: RouteDeps, o: { gate: Admi
       metrics.ingestRows.inc({ result: 'accepted' }, out.accepted);
       metrics.ingestRows.inc({ result: 'duplicate' }, out.duplicate);
       metrics.ingestRows.inc({ result: 'rejected' }, out.rejected);
+      for (const d of out.decisions.dropped) {
+        metrics.decisionsDropped.inc();
+        c.get('log').warn(
+          { executionId: d.decision.executionId, checkpointId: d.decision.checkpointId, decisionId: d.decision.decisionId, kept: d.first?.decisionId ?? null, writerId: env.data.writerId },
+          'a second decision for a pause was dropped; the first is kept',
+        );
+      }
       await faults('plane.ingest.afterCommit');
-      return c.json(out, 200);
+      const { decisions: _, ...answer } = out;
+      return c.json(answer, 200);
     } finally {
       release();
       metrics.ingestSeconds.observe((performance.now() - t0) / 1000);

@@ -2,13 +2,13 @@
  * Issue 16 with a real plane (PGlite, HTTP on 127.0.0.1): a decision
  * recorded in a connected store drains to the plane as `decision_recorded`,
  * and the worker applies it through the plane claim first (the claim names
- * the decision), then the local claim.
+ * the decision), then the local claim; the plane shows it applied.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectPlane, serveDecisions, uuidv7, type Decision, type DecisionOutcome } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
-import { startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-decisions-plane-');
@@ -70,6 +70,10 @@ describe('decisions through a plane', () => {
       expect(await store.getDecision(id, pause.checkpointId)).toMatchObject({ state: 'applied', appliedBy: store.writerId });
       const after = await replica.flush({ timeoutMs: 10_000 });
       expect(after).toMatchObject({ pendingRows: 0, quarantinedCount: 0 });
+      // the plane holds the local decision, applied by this writer (its claim and its interrupt_claimed name it)
+      const feed = await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key });
+      expect(feed.status).toBe(200);
+      expect((feed.body as { items: unknown[] }).items).toContainEqual(expect.objectContaining({ decisionId: d.decisionId, source: 'local', state: 'applied', appliedBy: store.writerId }));
     } finally {
       await replica.stop();
       await store.close();

@@ -21,6 +21,7 @@ describe('tenancy and auth across every endpoint and page', () => {
       SELECT (SELECT count(*) FROM checkpoints) AS c, (SELECT count(*) FROM events) AS e, (SELECT count(*) FROM claims) AS cl,
              (SELECT count(*) FROM quarantine) AS q, (SELECT count(*) FROM writers) AS w, (SELECT count(*) FROM idempotency) AS i,
              (SELECT string_agg(state || coalesce(claimed_by, ''), ',') FROM pending_interrupts) AS p,
+             (SELECT count(*) FROM decisions) AS d, (SELECT count(*) FROM claims WHERE decision_id IS NOT NULL) AS cd,
              (SELECT count(*) FROM projects) AS pr, (SELECT count(*) FROM api_keys) AS k, (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS ka`)) as unknown as { rows?: unknown[] };
     return JSON.stringify(Array.isArray(r) ? r : r.rows);
   };
@@ -32,7 +33,8 @@ describe('tenancy and auth across every endpoint and page', () => {
     keys.readOnly = await plane.key('victim', ['read']);
     keys.revoked = await plane.key('victim', ['ingest', 'read', 'admin']);
     await revokeKey(plane.database.db, keys.revoked.slice(3, 19));
-    keys.other = await plane.key('attacker', ['ingest', 'read']);
+    keys.approveOnly = await plane.key('victim', ['approve']);
+    keys.other = await plane.key('attacker', ['ingest', 'read', 'approve']);
     keys.otherAdmin = await plane.key('attacker', ['admin']);
     const rows = await eventsOf(async (s) => {
       await s.put(step('victim-run', 0, { nodeInput: { card: '4242-SECRET' } }));
@@ -41,12 +43,14 @@ describe('tenancy and auth across every endpoint and page', () => {
     }, 'victim-laptop');
     const r = await call(`${plane.url}/v1/ingest`, { key: keys.owner, json: { protocol: 1, writerId: 'victim-laptop', rows: [...rows, { kind: 'bogus', id: 'x', secret: 'SECRET-Q' }] } });
     expect(r.body.accepted).toBe(rows.length);
-    secrets = ['victim-run', '4242-SECRET', 'ch_SECRET', 'SECRET-SSN', 'SECRET-Q', 'victim-laptop', checkpointId];
+    const decided = await call(`${plane.url}/v1/executions/victim-run/decision`, { key: keys.approveOnly, json: { checkpointId, approved: true, comment: 'SECRET-DECISION' } });
+    expect(decided.status).toBe(201);
+    secrets = ['victim-run', '4242-SECRET', 'ch_SECRET', 'SECRET-SSN', 'SECRET-Q', 'victim-laptop', checkpointId, 'SECRET-DECISION', decided.body.decisionId];
     snapshot = await counts();
   });
   afterAll(async () => plane?.close());
 
-  const endpoints = () => [
+  const endpoints = (): { name: string; scope: string | null; wrong?: () => string; req: (key?: string) => Promise<Awaited<ReturnType<typeof call>>> }[] => [
     {
       name: 'POST /v1/ingest',
       scope: 'ingest',
@@ -71,6 +75,13 @@ describe('tenancy and auth across every endpoint and page', () => {
       req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim/release`, { key, json: { checkpointId, writerId: 'intruder' } }),
     },
     { name: 'POST /v1/executions/:id/takeover', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/takeover`, { key, json: { writerId: 'intruder', seq: 0 } }) },
+    {
+      name: 'POST /v1/executions/:id/decision',
+      scope: 'approve',
+      req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/decision`, { key, json: { checkpointId, approved: false, comment: 'intruder' } }),
+    },
+    { name: 'GET /v1/pauses', scope: 'read', wrong: () => keys.ingestOnly, req: (key?: string) => call(`${plane.url}/v1/pauses`, { key }) },
+    { name: 'GET /v1/decisions', scope: 'read', wrong: () => keys.approveOnly, req: (key?: string) => call(`${plane.url}/v1/decisions`, { key }) },
     { name: 'GET /v1/whoami', scope: null, req: (key?: string) => call(`${plane.url}/v1/whoami`, { key }) },
     { name: 'GET /v1/quarantine', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/quarantine`, { key }) },
     { name: 'GET /v1/writers', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/writers`, { key }) },
@@ -101,7 +112,7 @@ describe('tenancy and auth across every endpoint and page', () => {
         expect((await e.req(keys.readOnly)).body).toMatchObject({ project: 'victim', scopes: ['read'] });
         continue;
       }
-      const wrong = e.scope === 'ingest' ? keys.readOnly : keys.ingestOnly;
+      const wrong = e.wrong?.() ?? (e.scope === 'ingest' ? keys.readOnly : keys.ingestOnly);
       expect((await e.req(wrong)).status, `${e.name} with the wrong scope`).toBe(403);
     }
     expect(await counts()).toBe(snapshot);
@@ -119,11 +130,13 @@ describe('tenancy and auth across every endpoint and page', () => {
       const asked = e.name.includes(':id') ? ['victim-run', checkpointId] : [];
       for (const s of secrets.filter((x) => !asked.includes(x))) expect(text, `${e.name} leaked ${s}`).not.toContain(s);
       if (e.name.includes(':id')) expect(r.status, e.name).toBe(e.scope === 'admin' ? 403 : 404);
+      // the project-wide listings answer the attacker's own (empty) project
+      if (e.name === 'GET /v1/pauses' || e.name === 'GET /v1/decisions') expect(r.body.items, e.name).toEqual([]);
     }
     // the claim the intruder's ingest carried landed (if at all) in the attacker's project, not the victim's
     expect(await counts()).not.toBe('');
     const mine = await call(`${plane.url}/v1/executions/victim-run`, { key: keys.owner });
-    expect(mine.body.pause).toMatchObject({ state: 'open', claimedBy: null });
+    expect(mine.body.pause).toMatchObject({ state: 'open', claimedBy: null, decision: { approved: true, metadata: { comment: 'SECRET-DECISION' }, state: 'pending' } });
     expect(mine.body.conflicts).toEqual([]);
     const w = await call(`${plane.url}/v1/writers`, { key: keys.owner });
     expect(w.body.items.map((x: { writerId: string }) => x.writerId)).toEqual(['victim-laptop']);

@@ -52,10 +52,15 @@ describe('the npm package (needs the npm cache or the registry)', () => {
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain("waymark/postgres needs the 'postgres' package");
     expect(missing.stderr).toContain('npm install postgres@3.4.9');
-    // waymark/testing declares vitest tests: without vitest it says so
-    const noVitest = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark/testing')"], { cwd: app, encoding: 'utf8' });
+    // waymark/testing's suite declares vitest tests: without vitest the fault hooks load, and the suite says what to install
+    const noVitest = spawnSync(
+      process.execPath,
+      ['--input-type=module', '-e', "const t = await import('waymark/testing'); console.log(typeof t.killAt, typeof t.faultPoint); t.runStoreSuite({ name: 'x', make: () => null })"],
+      { cwd: app, encoding: 'utf8' },
+    );
+    expect(noVitest.stdout.trim()).toBe('function function');
     expect(noVitest.status).not.toBe(0);
-    expect(noVitest.stderr).toContain("waymark/testing needs the 'vitest' package");
+    expect(noVitest.stderr).toContain("runStoreSuite (waymark/testing) needs the 'vitest' package");
     // test helpers live in waymark/testing, not in the root entry
     const root = spawnSync(process.execPath, ['--input-type=module', '-e', "console.log(Object.keys(await import('waymark')).join(' '))"], { cwd: app, encoding: 'utf8' });
     expect(root.stdout.split(/\s+/)).toContain('openStore');

@@ -50,7 +50,11 @@ describe('waymark plane keys and first start', () => {
     expect(key).toMatch(/^wm_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
     const id = key.slice(3, 19);
     expect((await run(['keys', 'create', '--project', 'acme', '--scopes', 'root', '--data-dir', dir])).code).toBe(2);
+    // a manager's key that may answer pauses (issue 16) and nothing else
+    const approver = await run(['keys', 'create', '--project', 'acme', '--scopes', 'approve', '--name', 'refund-manager', '--data-dir', dir]);
+    expect(approver.code).toBe(0);
     const list = await run(['keys', 'list', '--data-dir', dir]);
+    expect(list.text).toMatch(/acme\s+approve\s+refund-manager\s+active/);
     expect(list.text).toMatch(new RegExp(`${id}\\s+acme\\s+ingest,read\\s+laptop\\s+active`));
     expect(list.text).not.toContain(key.slice(20));
     const db = await openPlaneDatabase({ dataDir: dir });

@@ -1,0 +1,368 @@
+/**
+ * Decisions on the plane: a person's answer to an open pause, recorded here
+ * (POST /v1/executions/{id}/decision, the inspector's form) or in a local
+ * store and ingested. The plane only RECORDS a decision: it never runs a step
+ * and never claims the pause. The application's worker applies it through the
+ * ordinary claim (ClaimRequest.decisionId), so exactly one machine resumes.
+ *
+ * - At most one decision per pause (the table's primary key); a second is
+ *   refused with ALREADY_DECIDED naming the first.
+ * - Where a decision stands is derived from its pause's claim, never stored:
+ *   no claim yet → `pending`; claimed with this decision → `claimed` (held) or
+ *   `applied` (its holder's local claim reported); claimed otherwise (a resume
+ *   from code, a cancel, a deletion) → `superseded`.
+ * - `feed_seq` orders the feed (GET /v1/decisions). It is drawn under a
+ *   per-project transaction lock (`lockDecisionFeed`), so a reader that has
+ *   seen seq n never later finds a smaller seq committed behind it.
+ * - A recording wakes this process's long polls at once (`decisionSignal`);
+ *   while polls wait, one timer per project rechecks the database about every
+ *   second, so decisions recorded by another plane process arrive too.
+ */
+import { EventEmitter } from 'node:events';
+import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
+import { ErrorCode } from '../shared/errors.js';
+import { LIMITS } from '../shared/limits.js';
+import { DecisionRequest, type DecisionView, type PauseView } from '../shared/protocol.js';
+import { Decision, type PendingInterrupt } from '../shared/rows.js';
+import { uuidv7 } from '../shared/ids.js';
+import type { PlaneDb } from './db/open.js';
+import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
+import { HttpError } from './http/errors.js';
+import { decisionOfRow, decodeCursor, encodeCursor } from './read.js';
+
+type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
+type Conn = PlaneDb | Tx;
+type DecisionRow = typeof decisions.$inferSelect;
+type ClaimRow = typeof claims.$inferSelect;
+
+/** Serialize the drawing of feed seqs of one project until the transaction ends (take it before any other lock). */
+export async function lockDecisionFeed(tx: Tx, projectId: string): Promise<void> {
+  await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`waymark.decisions:${projectId}`}))`);
+}
+
+const signals = new WeakMap<object, EventEmitter>();
+
+/** This process's wake-up of the long polls of one database: `emit(projectId)` after a decision commits. */
+export function decisionSignal(db: PlaneDb): EventEmitter {
+  let s = signals.get(db);
+  if (!s) {
+    s = new EventEmitter();
+    s.setMaxListeners(0);
+    signals.set(db, s);
+  }
+  return s;
+}
+
+/** Wake this process's long polls of a project (after the transaction that recorded decisions committed). */
+export function announceDecisions(db: PlaneDb, projectId: string): void {
+  decisionSignal(db).emit('decision', projectId);
+}
+
+/** A decision and where it stands, from its pause's claim (null: not claimed). */
+export function decisionView(d: DecisionRow, claim: Pick<ClaimRow, 'writerId' | 'decisionId' | 'appliedAt' | 'claimedAt'> | null): DecisionView {
+  let state: DecisionView['state'] = 'pending';
+  if (claim) state = claim.decisionId === d.decisionId ? (claim.appliedAt ? 'applied' : 'claimed') : 'superseded';
+  return {
+    ...decisionOfRow(d),
+    state,
+    appliedBy: claim?.writerId ?? null,
+    appliedAt: claim ? (claim.appliedAt ?? claim.claimedAt).toISOString() : null,
+    feedSeq: d.feedSeq,
+  };
+}
+
+/** Decisions with their pause's claim (a left join on the pause's checkpoint id). */
+function withClaims(db: Conn) {
+  return db
+    .select({ d: decisions, claim: claims })
+    .from(decisions)
+    .leftJoin(claims, and(eq(claims.projectId, decisions.projectId), eq(claims.checkpointId, decisions.checkpointId)));
+}
+
+/** The decision recorded for one pause (by its checkpoint id), with its state; null when none. */
+export async function decisionOf(db: Conn, projectId: string, checkpointId: string): Promise<DecisionView | null> {
+  const [r] = await withClaims(db).where(and(eq(decisions.projectId, projectId), eq(decisions.checkpointId, checkpointId)));
+  return r ? decisionView(r.d, r.claim) : null;
+}
+
+/** Every problem of a decision body, by the same rules as `Resume` (unknown fields named). */
+function problemsOf(body: unknown): string[] {
+  const r = DecisionRequest.safeParse(body);
+  const out = r.success
+    ? []
+    : r.error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys.map((k) => `unknown field '${k}'`) : [`${i.path.length ? i.path.join('.') : 'the body'}: ${i.message}`]));
+  if (r.success && r.data.comment !== undefined && 'comment' in r.data.metadata) out.push("comment: given twice (as 'comment' and as 'metadata.comment')");
+  return out;
+}
+
+/**
+ * Record a decision for the open pause `req.checkpointId` of an execution, in
+ * one transaction. Refused (nothing changed) with:
+ * - 400 INVALID_REQUEST naming every problem of the body;
+ * - 409 ALREADY_DECIDED when the pause has a decision (details.decision: the first);
+ * - 404 PAUSE_NOT_FOUND when the pause is not on the plane (or not this run's open pause);
+ * - 409 PAUSE_CLOSED when it was claimed, or closed by a cancel or a deletion (details say by whom).
+ * `decidedBy` is the key's name (or a local user's); `comment` goes into `metadata.comment`.
+ */
+export async function recordDecision(db: PlaneDb, projectId: string, executionId: string, req: unknown, decidedBy: string, source: Decision['source'] = 'plane'): Promise<DecisionView> {
+  const problems = problemsOf(req);
+  if (problems.length) throw new HttpError(400, ErrorCode.INVALID_REQUEST, `invalid decision: ${problems.join('; ')}`, { details: { problems } });
+  const body = DecisionRequest.parse(req);
+  const candidate = Decision.safeParse({
+    decisionId: uuidv7(),
+    executionId,
+    checkpointId: body.checkpointId,
+    approved: body.approved,
+    metadata: body.comment === undefined ? body.metadata : { ...body.metadata, comment: body.comment },
+    decidedBy: decidedBy.slice(0, LIMITS.decidedByLength),
+    source,
+    decidedAt: new Date().toISOString(),
+  });
+  if (!candidate.success) {
+    const list = candidate.error.issues.map((i) => `${i.path.join('.') || 'the decision'}: ${i.message}`);
+    throw new HttpError(400, ErrorCode.INVALID_REQUEST, `invalid decision: ${list.join('; ')}`, { details: { problems: list } });
+  }
+  const d = candidate.data;
+  const view = await db.transaction(async (tx) => {
+    await lockDecisionFeed(tx, projectId);
+    const first = await decisionOf(tx, projectId, d.checkpointId);
+    if (first && first.executionId === executionId) {
+      throw new HttpError(
+        409,
+        ErrorCode.ALREADY_DECIDED,
+        `pause ${d.checkpointId} of execution '${executionId}' was already decided by '${first.decidedBy}' at ${first.decidedAt} (${first.approved ? 'approved' : 'declined'}; ${first.state})`,
+        {
+          details: { decision: first },
+        },
+      );
+    }
+    const [claim] = await tx
+      .select()
+      .from(claims)
+      .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, d.checkpointId), eq(claims.executionId, executionId)));
+    // a claim without the pause's row (an offline claim reported before the pause) closes nothing this plane shows
+    const [held] = await tx
+      .select({ id: checkpoints.id })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, d.checkpointId), eq(checkpoints.executionId, executionId)));
+    if (claim && (held || claim.source === 'delete')) throw pauseClosed(executionId, d.checkpointId, claim);
+    const [pause] = await tx
+      .select()
+      .from(pendingInterrupts)
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
+    if (!pause || pause.checkpointId !== d.checkpointId || first) {
+      const open = pause && pause.state === 'open' ? ` (its open pause is ${pause.checkpointId})` : '';
+      throw new HttpError(404, ErrorCode.PAUSE_NOT_FOUND, `pause ${d.checkpointId} of execution '${executionId}' is not on this plane${open}`, {
+        details: { executionId, checkpointId: d.checkpointId, openPause: open ? pause!.checkpointId : null },
+      });
+    }
+    if (pause.state !== 'open') {
+      throw new HttpError(409, ErrorCode.PAUSE_CLOSED, `pause ${d.checkpointId} of execution '${executionId}' was claimed by writer '${pause.claimedBy}'`, {
+        details: { executionId, checkpointId: d.checkpointId, claimedBy: pause.claimedBy, claimedAt: pause.claimedAt?.toISOString() ?? null },
+      });
+    }
+    const [row] = await tx
+      .insert(decisions)
+      .values({ projectId, ...d, writerId: null })
+      .returning();
+    return decisionView(row, null);
+  });
+  announceDecisions(db, projectId);
+  return view;
+}
+
+/** 409 PAUSE_CLOSED for a pause whose claim row says who closed it and how. */
+function pauseClosed(executionId: string, checkpointId: string, c: ClaimRow): HttpError {
+  const at = (c.appliedAt ?? c.claimedAt).toISOString();
+  const how =
+    c.source === 'cancel'
+      ? `closed: its run was cancelled by writer '${c.writerId}' at ${at}`
+      : c.source === 'delete'
+        ? `closed: its run was deleted at ${at}`
+        : `claimed by writer '${c.writerId}' at ${at}`;
+  return new HttpError(409, ErrorCode.PAUSE_CLOSED, `pause ${checkpointId} of execution '${executionId}' was ${how}`, {
+    details: { executionId, checkpointId, claimedBy: c.writerId, claimedAt: c.claimedAt.toISOString(), source: c.source },
+  });
+}
+
+/**
+ * Store a decision a writer recorded locally (a `decision_recorded` event),
+ * inside the ingest transaction (which took `lockDecisionFeed` first). The
+ * pause need not be on the plane yet. When the pause already has another
+ * decision, the first is kept and returned: the caller logs and counts it.
+ */
+export async function storeIngestedDecision(tx: Tx, projectId: string, writerId: string, d: Decision): Promise<{ stored: true } | { stored: false; first: Decision | null }> {
+  const got = await tx
+    .insert(decisions)
+    .values({ projectId, ...d, writerId })
+    .onConflictDoNothing()
+    .returning({ id: decisions.decisionId });
+  if (got.length) return { stored: true };
+  const [first] = await tx
+    .select()
+    .from(decisions)
+    .where(and(eq(decisions.projectId, projectId), or(eq(decisions.checkpointId, d.checkpointId), eq(decisions.decisionId, d.decisionId))))
+    .orderBy(asc(decisions.feedSeq))
+    .limit(1);
+  return { stored: false, first: first ? decisionOfRow(first) : null };
+}
+
+const isSeqCursor = (v: unknown): v is number => Number.isInteger(v);
+
+/**
+ * The approvals inbox: the project's pauses not yet answered (open, or claimed
+ * at the plane and not yet applied), oldest first by the order they were
+ * opened (a DB sequence), each with its decision if one was recorded. Paged.
+ * Two keyset reads merged: open pauses by their partial index, and the held
+ * claims (few at any time) by theirs; neither walks the pauses long answered.
+ */
+export async function listPauses(db: PlaneDb, projectId: string, o: { cursor?: string; limit: number }): Promise<{ items: PauseView[]; nextCursor: string | null }> {
+  const after = decodeCursor(o.cursor, isSeqCursor) ?? 0;
+  const read = (open: boolean) => {
+    const q = db
+      .select({ p: pendingInterrupts, claim: claims, d: decisions })
+      .from(pendingInterrupts)
+      // by (project, execution) too: the primary key of a pause, from a held claim
+      .leftJoin(claims, and(eq(claims.projectId, pendingInterrupts.projectId), eq(claims.executionId, pendingInterrupts.executionId), eq(claims.checkpointId, pendingInterrupts.checkpointId)))
+      .leftJoin(decisions, and(eq(decisions.projectId, pendingInterrupts.projectId), eq(decisions.checkpointId, pendingInterrupts.checkpointId)));
+    const where = open
+      ? and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'open'), gt(pendingInterrupts.openedSeq, after))
+      : and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'claimed'), gt(pendingInterrupts.openedSeq, after), eq(claims.source, 'api'), isNull(claims.appliedAt));
+    return q
+      .where(where)
+      .orderBy(asc(pendingInterrupts.openedSeq))
+      .limit(o.limit + 1);
+  };
+  const rows = [...(await read(true)), ...(await read(false))].sort((a, b) => a.p.openedSeq - b.p.openedSeq).slice(0, o.limit + 1);
+  const page = rows.slice(0, o.limit);
+  const now = Date.now();
+  return {
+    items: page.map(({ p, claim, d }) => {
+      const pending = p.row as PendingInterrupt;
+      return {
+        ...pending,
+        ageMs: Math.max(0, now - Date.parse(pending.createdAt)),
+        state: claim ? ('claimed' as const) : ('open' as const),
+        decision: d ? decisionView(d, claim) : null,
+      };
+    }),
+    nextCursor: rows.length > o.limit ? encodeCursor(page[page.length - 1].p.openedSeq) : null,
+  };
+}
+
+/** The feed's cursor: the last feed seq seen, as a decimal string ('' or absent: from the start). */
+export function feedCursor(after: string | undefined): number {
+  if (after === undefined || after === '') return 0;
+  if (!/^(0|[1-9][0-9]{0,17})$/.test(after)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after.slice(0, 40)}' is not a cursor this plane issued (a nextCursor of GET /v1/decisions)`);
+  return Number(after);
+}
+
+/** Decisions recorded after feed seq `after`, in recording order, with their states; `nextCursor` is the last one's seq (or `after`). */
+export async function decisionFeed(db: PlaneDb, projectId: string, after: number, limit: number): Promise<{ items: DecisionView[]; nextCursor: string }> {
+  const rows = await withClaims(db)
+    .where(and(eq(decisions.projectId, projectId), gt(decisions.feedSeq, after)))
+    .orderBy(asc(decisions.feedSeq))
+    .limit(limit);
+  const items = rows.map((r) => decisionView(r.d, r.claim));
+  return { items, nextCursor: String(items.length ? items[items.length - 1].feedSeq : after) };
+}
+
+/** How often the database is rechecked while long polls of a project wait (decisions of other plane processes). */
+export const FEED_RECHECK_MS = 1000;
+
+interface Watch {
+  waiters: number;
+  timer: NodeJS.Timeout;
+}
+const watches = new WeakMap<object, Map<string, Watch>>();
+
+/**
+ * While any long poll of a project waits in this process, one timer reads the
+ * project's newest feed seq about every second and announces it (`max`); a
+ * poll re-reads the feed only when that passes its cursor. So waiting polls
+ * cost one small query a second per project, not one per poll. Ref-counted:
+ * the last waiter to leave stops the timer.
+ */
+function watchFeed(db: PlaneDb, projectId: string): () => void {
+  const byProject = watches.get(db) ?? new Map<string, Watch>();
+  watches.set(db, byProject);
+  let w = byProject.get(projectId);
+  if (!w) {
+    const created: Watch = { waiters: 0, timer: undefined as unknown as NodeJS.Timeout };
+    const tick = async () => {
+      try {
+        const [r] = await db
+          .select({ max: sql<string | null>`max(${decisions.feedSeq})` })
+          .from(decisions)
+          .where(eq(decisions.projectId, projectId));
+        if (r?.max != null) decisionSignal(db).emit('max', projectId, Number(r.max));
+      } catch {
+        // a database that does not answer: the polls answer empty at their deadline, or on a wake-up
+      }
+      if (byProject.get(projectId) === created) created.timer = setTimeout(tick, FEED_RECHECK_MS).unref();
+    };
+    created.timer = setTimeout(tick, FEED_RECHECK_MS).unref();
+    byProject.set(projectId, created);
+    w = created;
+  }
+  const mine = w;
+  mine.waiters++;
+  return () => {
+    if (--mine.waiters > 0) return;
+    clearTimeout(mine.timer);
+    if (byProject.get(projectId) === mine) byProject.delete(projectId);
+  };
+}
+
+/**
+ * The long poll: the feed page after `after` at once when it has decisions,
+ * else wait up to `waitMs` for one (this process's wake-up, or the shared
+ * recheck of the database seeing a newer seq), else an empty page with the
+ * same cursor. Stops waiting when `signal` aborts (the client hung up, the
+ * plane closes).
+ */
+export async function waitForDecisions(db: PlaneDb, projectId: string, after: number, limit: number, waitMs: number, signal?: AbortSignal) {
+  const deadline = performance.now() + waitMs;
+  const bus = decisionSignal(db);
+  let wake: (() => void) | null = null;
+  // a wake-up while the feed is being read is not lost: the next wait is skipped
+  let signalled = false;
+  let cursor = after;
+  const onSignal = (p: string) => {
+    if (p !== projectId) return;
+    signalled = true;
+    wake?.();
+  };
+  const onMax = (p: string, max: number) => {
+    if (p === projectId && max > cursor) onSignal(p);
+  };
+  const onAbort = () => wake?.();
+  bus.on('decision', onSignal);
+  bus.on('max', onMax);
+  signal?.addEventListener('abort', onAbort);
+  const unwatch = watchFeed(db, projectId);
+  try {
+    for (;;) {
+      signalled = false;
+      const page = await decisionFeed(db, projectId, cursor, limit);
+      cursor = Number(page.nextCursor);
+      const left = deadline - performance.now();
+      if (page.items.length || left <= 0 || signal?.aborted) return page;
+      if (signalled) continue;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, left);
+        function done() {
+          clearTimeout(t);
+          wake = null;
+          resolve();
+        }
+        wake = done;
+      });
+    }
+  } finally {
+    unwatch();
+    bus.off('decision', onSignal);
+    bus.off('max', onMax);
+    signal?.removeEventListener('abort', onAbort);
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Approvals over HTTP: record a decision for an open pause (the `approve`
+ * scope), list the project's unanswered pauses (the inbox), and the decision
+ * feed connected clients follow (a long poll). The plane records decisions
+ * only; the application's worker applies each through the claim
+ * (ClaimRequest.decisionId). The store and its rules are plane/decisions.ts.
+ */
+import { createRoute } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { z } from 'zod';
+import { ErrorCode } from '../../shared/errors.js';
+import { LIMITS } from '../../shared/limits.js';
+import { DecisionFeed, DecisionRequest, DecisionView, Page, PauseView } from '../../shared/protocol.js';
+import { keyName } from '../auth.js';
+import { decisionFeed, feedCursor, listPauses, recordDecision, waitForDecisions } from '../decisions.js';
+import { routeModule, type PlaneEnv, type RouteDeps } from '../http/env.js';
+import { HttpError } from '../http/errors.js';
+import { errorResponse, errors, IdParam, jsonAnswer, jsonBody, limitQ } from '../http/openapi.js';
+import { scoped } from '../http/scope.js';
+
+const tooLarge = () => {
+  throw new HttpError(413, ErrorCode.TOO_LARGE, `a decision body is at most ${LIMITS.rowBytes} bytes`);
+};
+const chunkedLimit = bodyLimit({ maxSize: LIMITS.rowBytes, onError: tooLarge });
+
+/**
+ * A declared length over the limit is refused before the body is touched (the
+ * server drains it as for any early answer); a chunked body is counted as read.
+ */
+const decisionBodyLimit: MiddlewareHandler<PlaneEnv> = async (c, next) => {
+  const declared = Number(c.req.header('content-length') ?? Number.NaN);
+  if (!Number.isFinite(declared)) return chunkedLimit(c, next);
+  if (declared > LIMITS.rowBytes) tooLarge();
+  await next();
+};
+
+/** Longest a feed request may hold (seconds): under every proxy's idle timeout we know of. */
+export const MAX_FEED_WAIT_S = 25;
+
+export function decisionRoutes({ db }: RouteDeps) {
+  const app = routeModule();
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/executions/{id}/decision',
+      summary:
+        "Record a decision (approve or decline, with metadata and a comment) for the run's open pause; at most one per pause. The plane never resumes the run: the application's worker applies the decision through the claim",
+      security: scoped(db, 'approve').security,
+      middleware: [
+        ...scoped(db, 'approve').middleware,
+        // a decision travels as one row (restore, a local store): its body is bounded like one
+        decisionBodyLimit,
+      ],
+      request: { params: IdParam, body: jsonBody(DecisionRequest) },
+      responses: {
+        201: jsonAnswer('recorded (state pending)', DecisionView),
+        404: errorResponse('PAUSE_NOT_FOUND: the pause is not on the plane, or not the open pause of this run'),
+        413: errorResponse('TOO_LARGE: a body over LIMITS.rowBytes'),
+        409: errorResponse('ALREADY_DECIDED (details.decision: the first decision) or PAUSE_CLOSED (claimed, cancelled or deleted; details say by whom)'),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const p = c.get('principal');
+      const view = await recordDecision(db, p.projectId, id, c.req.valid('json'), await keyName(db, p.keyId), 'plane');
+      c.get('log').info({ executionId: id, checkpointId: view.checkpointId, decisionId: view.decisionId, approved: view.approved, decidedBy: view.decidedBy }, 'decision recorded');
+      return c.json(view, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/pauses',
+      summary: "The approvals inbox: the project's unanswered pauses (open, or claimed and not yet applied), oldest opened first, with context, age and decision; cursor paged",
+      ...scoped(db, ['read', 'approve']),
+      request: { query: z.object({ cursor: z.string().max(200).optional(), limit: limitQ }) },
+      responses: { 200: jsonAnswer('a page', Page(PauseView)), ...errors },
+    }),
+    async (c) => c.json(await listPauses(db, c.get('principal').projectId, c.req.valid('query')), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/decisions',
+      summary: `Decisions recorded after the cursor, in recording order, with where each stands. A long poll: with wait=N (at most ${MAX_FEED_WAIT_S}) and nothing after the cursor, answers when one is recorded, else after N seconds with an empty page and the same cursor`,
+      ...scoped(db, ['read', 'ingest']),
+      request: {
+        query: z.object({
+          after: z.string().max(40).optional(),
+          wait: z.coerce.number().min(0).max(MAX_FEED_WAIT_S).default(0),
+          limit: limitQ,
+        }),
+      },
+      responses: { 200: jsonAnswer('decisions after the cursor (possibly none); pass nextCursor as `after` next time', DecisionFeed), ...errors },
+    }),
+    async (c) => {
+      const q = c.req.valid('query');
+      const projectId = c.get('principal').projectId;
+      const after = feedCursor(q.after);
+      const page = q.wait > 0 ? await waitForDecisions(db, projectId, after, q.limit, q.wait * 1000, c.req.raw.signal) : await decisionFeed(db, projectId, after, q.limit);
+      return c.json(page, 200);
+    },
+  );
+  return app;
+}

@@ -1,0 +1,371 @@
+/**
+ * The plane's decisions store (plane/decisions.ts), on PGlite and on real
+ * Postgres: recording (one per open pause, every refusal changes nothing),
+ * the state derived from the pause's claim, ingest of local decisions, the
+ * approvals inbox order, and the feed with its long poll (woken in process,
+ * and by another plane process's recording through the database recheck).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { createKey } from '../../plane/auth.js';
+import { claimPause } from '../../plane/claims.js';
+import type { PlaneDatabase } from '../../plane/db/open.js';
+import { decisionFeed, decisionOf, listPauses, recordDecision, waitForDecisions } from '../../plane/decisions.js';
+import { HttpError } from '../../plane/http/errors.js';
+import { ingestBatch, rowsOf } from '../../plane/ingest.js';
+import { restorePage } from '../../plane/read.js';
+import { uuidv7 } from '../../shared/ids.js';
+import type { Decision, OutboxEvent } from '../../shared/rows.js';
+import { openTestPlaneDatabase } from '../helpers/plane.js';
+import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
+import { eventsOf, pause, step } from '../helpers/rows.js';
+
+const pg = await pgReady('decisions on postgres');
+
+/** What a refused call threw: its status, code, message and details. */
+async function refusal(p: Promise<unknown>) {
+  const e = await p.then(
+    () => null,
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(HttpError);
+  const h = e as HttpError;
+  return { status: h.status, code: h.code, message: h.message, details: h.details };
+}
+
+function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
+  describe(`decisions on ${name}`, () => {
+    let database: PlaneDatabase;
+    let project = '';
+    let other = '';
+    const db = () => database.db;
+    const ingest = async (rows: unknown[], writerId = 'laptop-a', projectId = project) => ingestBatch(db(), projectId, writerId, undefined, rows);
+    /** A run paused on a laptop and synced: its pause's checkpoint id. */
+    const paused = async (executionId: string, writerId = 'laptop-a', context: unknown = { amount: 120 }) => {
+      let checkpointId = '';
+      const rows = await eventsOf(async (s) => {
+        await s.put(step(executionId, 0));
+        checkpointId = (await s.recordInterrupt(pause(executionId, 1), { reason: 'approve refund', context: context as never })).checkpoint.id;
+      }, writerId);
+      expect((await ingest(rows, writerId)).rejected).toBe(0);
+      return checkpointId;
+    };
+    const count = async () => rowsOf<{ n: number }>(await db().execute(sql`SELECT count(*)::int AS n FROM decisions`))[0].n;
+    const claimed = (executionId: string, checkpointId: string, writerId: string, decisionId?: string): OutboxEvent => ({
+      kind: 'interrupt_claimed',
+      id: uuidv7(),
+      executionId,
+      checkpointId,
+      writerId,
+      claimedAt: new Date().toISOString(),
+      ...(decisionId ? { decisionId } : {}),
+    });
+    const decisionEvent = (d: Decision): OutboxEvent => ({ kind: 'decision_recorded', id: d.decisionId, row: d });
+    const local = (executionId: string, checkpointId: string, o: Partial<Decision> = {}): Decision => ({
+      decisionId: uuidv7(),
+      executionId,
+      checkpointId,
+      approved: true,
+      metadata: { comment: 'ok from the laptop' },
+      decidedBy: 'ana@laptop',
+      source: 'local',
+      decidedAt: new Date().toISOString(),
+      ...o,
+    });
+
+    beforeAll(async () => {
+      database = await openTestPlaneDatabase(kind());
+      project = (await createKey(database.db, { project: 'alpha', scopes: ['approve'], createProject: true })).projectId;
+      other = (await createKey(database.db, { project: 'beta', scopes: ['approve'], createProject: true })).projectId;
+    });
+    afterAll(async () => database?.close());
+
+    it('records one decision per open pause (comment into metadata); a second is refused naming the first, and nothing changes', async () => {
+      const cp = await paused('rec-1');
+      const d = await recordDecision(db(), project, 'rec-1', { checkpointId: cp, approved: true, metadata: { ticket: 7 }, comment: 'refund is fine' }, 'manager-key');
+      expect(d).toMatchObject({
+        executionId: 'rec-1',
+        checkpointId: cp,
+        approved: true,
+        metadata: { ticket: 7, comment: 'refund is fine' },
+        decidedBy: 'manager-key',
+        source: 'plane',
+        state: 'pending',
+        appliedBy: null,
+        appliedAt: null,
+      });
+      const before = await count();
+      const second = await refusal(recordDecision(db(), project, 'rec-1', { checkpointId: cp, approved: false }, 'someone-else'));
+      expect(second).toMatchObject({ status: 409, code: 'ALREADY_DECIDED', details: { decision: { decisionId: d.decisionId, decidedBy: 'manager-key', approved: true } } });
+      expect(second.message).toContain("'manager-key'");
+      expect(await count()).toBe(before);
+      expect(await decisionOf(db(), project, cp)).toEqual(d);
+    });
+
+    it('bad input names every problem (unknown fields, wrong types, comment given twice) and stores nothing', async () => {
+      const cp = await paused('bad-1');
+      const before = await count();
+      const a = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: cp, approved: 'yes', metadata: [], amount: 5, extra: true }, 'k'));
+      expect(a).toMatchObject({ status: 400, code: 'INVALID_REQUEST' });
+      for (const bit of ["unknown field 'amount'", "unknown field 'extra'", 'approved:', 'metadata:']) expect(a.message).toContain(bit);
+      expect((a.details as { problems: string[] }).problems.length).toBe(4);
+      const b = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: 'not-a-uuid', approved: true, comment: 5 }, 'k'));
+      expect(b.message).toContain('checkpointId:');
+      expect(b.message).toContain('comment:');
+      const c = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: cp, approved: true, metadata: { comment: 'a' }, comment: 'b' }, 'k'));
+      expect(c.message).toContain('given twice');
+      expect(await count()).toBe(before);
+      expect(await decisionOf(db(), project, cp)).toBeNull();
+    });
+
+    it("a pause that is not on the plane, not this run's open pause, or of another project is PAUSE_NOT_FOUND", async () => {
+      const cp = await paused('nf-1');
+      expect(await refusal(recordDecision(db(), project, 'nf-1', { checkpointId: uuidv7(), approved: true }, 'k'))).toMatchObject({ status: 404, code: 'PAUSE_NOT_FOUND', details: { openPause: cp } });
+      expect((await refusal(recordDecision(db(), project, 'nobody', { checkpointId: cp, approved: true }, 'k'))).code).toBe('PAUSE_NOT_FOUND');
+      expect((await refusal(recordDecision(db(), other, 'nf-1', { checkpointId: cp, approved: true }, 'k'))).status).toBe(404);
+      expect(await decisionOf(db(), project, cp)).toBeNull();
+      expect(await decisionOf(db(), other, cp)).toBeNull();
+    });
+
+    it('a pause claimed, cancelled or deleted is PAUSE_CLOSED saying by whom', async () => {
+      const c1 = await paused('closed-1');
+      expect((await claimPause(db(), project, 'closed-1', c1, 'laptop-b')).won).toBe(true);
+      const r1 = await refusal(recordDecision(db(), project, 'closed-1', { checkpointId: c1, approved: true }, 'k'));
+      expect(r1).toMatchObject({ status: 409, code: 'PAUSE_CLOSED', details: { claimedBy: 'laptop-b', source: 'api' } });
+      expect(r1.message).toContain("claimed by writer 'laptop-b'");
+
+      let c2 = '';
+      const rows = await eventsOf(async (s) => {
+        c2 = (await s.recordInterrupt(pause('closed-2'), { reason: 'r', context: null })).checkpoint.id;
+        await s.cancel('closed-2', { reason: 'withdrawn' });
+      }, 'laptop-c');
+      await ingest(rows, 'laptop-c');
+      const r2 = await refusal(recordDecision(db(), project, 'closed-2', { checkpointId: c2, approved: true }, 'k'));
+      expect(r2).toMatchObject({ code: 'PAUSE_CLOSED', details: { source: 'cancel', claimedBy: 'laptop-c' } });
+      expect(r2.message).toContain('cancelled');
+
+      const c3 = await paused('closed-3');
+      await ingest([{ kind: 'execution_deleted', id: uuidv7(), executionId: 'closed-3', deletedAt: new Date().toISOString() }]);
+      const r3 = await refusal(recordDecision(db(), project, 'closed-3', { checkpointId: c3, approved: true }, 'k'));
+      expect(r3).toMatchObject({ code: 'PAUSE_CLOSED', details: { source: 'delete' } });
+      expect(r3.message).toContain('deleted');
+    });
+
+    it("a decision's state follows its pause's claim: claimed with it, applied by its writer; superseded by a resume from code, a cancel, a deletion", async () => {
+      const cp = await paused('st-1');
+      const d = await recordDecision(db(), project, 'st-1', { checkpointId: cp, approved: true }, 'k');
+      expect((await claimPause(db(), project, 'st-1', cp, 'laptop-a', 0, d.decisionId)).won).toBe(true);
+      expect(await decisionOf(db(), project, cp)).toMatchObject({ state: 'claimed', appliedBy: 'laptop-a' });
+      await ingest([claimed('st-1', cp, 'laptop-a', d.decisionId)]);
+      const applied = await decisionOf(db(), project, cp);
+      expect(applied).toMatchObject({ state: 'applied', appliedBy: 'laptop-a' });
+      expect(applied!.appliedAt).not.toBeNull();
+
+      const cp2 = await paused('st-2');
+      await recordDecision(db(), project, 'st-2', { checkpointId: cp2, approved: false }, 'k');
+      await ingest([claimed('st-2', cp2, 'laptop-b')], 'laptop-b');
+      expect(await decisionOf(db(), project, cp2)).toMatchObject({ state: 'superseded', appliedBy: 'laptop-b' });
+
+      // the holder's retry of a claim made before it knew the decision records it once
+      const cp3 = await paused('st-3');
+      const d3 = await recordDecision(db(), project, 'st-3', { checkpointId: cp3, approved: true }, 'k');
+      await claimPause(db(), project, 'st-3', cp3, 'laptop-a');
+      expect((await decisionOf(db(), project, cp3))!.state).toBe('superseded');
+      await claimPause(db(), project, 'st-3', cp3, 'laptop-a', 0, d3.decisionId);
+      expect((await decisionOf(db(), project, cp3))!.state).toBe('claimed');
+
+      let cp4 = '';
+      const cancelRows = await eventsOf(async (s) => {
+        cp4 = (await s.recordInterrupt(pause('st-4'), { reason: 'r', context: null })).checkpoint.id;
+      }, 'laptop-d');
+      await ingest(cancelRows, 'laptop-d');
+      await recordDecision(db(), project, 'st-4', { checkpointId: cp4, approved: true }, 'k');
+      await ingest([{ kind: 'interrupt_closed', id: uuidv7(), executionId: 'st-4', checkpointId: cp4, writerId: 'laptop-d', closedAt: new Date().toISOString() } as OutboxEvent], 'laptop-d');
+      expect((await decisionOf(db(), project, cp4))!.state).toBe('superseded');
+
+      const cp5 = await paused('st-5');
+      await recordDecision(db(), project, 'st-5', { checkpointId: cp5, approved: true }, 'k');
+      await ingest([{ kind: 'execution_deleted', id: uuidv7(), executionId: 'st-5', deletedAt: new Date().toISOString() }]);
+      expect((await decisionOf(db(), project, cp5))!.state).toBe('superseded');
+    });
+
+    it('ingest: a local decision is stored (also before its pause arrives); a second for the same pause keeps the first, is reported dropped, not quarantined; a plane-sourced one is refused', async () => {
+      const cp = await paused('in-1');
+      const first = local('in-1', cp);
+      const a = await ingest([{ kind: 'decision_recorded', id: first.decisionId, row: first }]);
+      expect(a).toMatchObject({ accepted: 1, rejected: 0, decisions: { stored: 1, dropped: [] } });
+      expect(await decisionOf(db(), project, cp)).toMatchObject({ decisionId: first.decisionId, source: 'local', decidedBy: 'ana@laptop', state: 'pending' });
+      const again = await ingest([{ kind: 'decision_recorded', id: first.decisionId, row: first }]);
+      expect(again).toMatchObject({ duplicate: 1, decisions: { stored: 0 } });
+      const second = local('in-1', cp, { approved: false, decidedBy: 'bo@desktop' });
+      const b = await ingest([{ kind: 'decision_recorded', id: second.decisionId, row: second }], 'laptop-b');
+      expect(b).toMatchObject({ accepted: 1, rejected: 0, decisions: { stored: 0, dropped: [{ decision: { decisionId: second.decisionId }, first: { decisionId: first.decisionId } }] } });
+      expect((await decisionOf(db(), project, cp))!.decisionId).toBe(first.decisionId);
+
+      // the decision in an earlier batch than its pause (the pause was refused once and resent, say)
+      let cp2 = '';
+      const rows = await eventsOf(async (s) => {
+        cp2 = (await s.recordInterrupt(pause('in-2'), { reason: 'r', context: null })).checkpoint.id;
+      });
+      const early = local('in-2', cp2);
+      expect((await ingest([{ kind: 'decision_recorded', id: early.decisionId, row: early }])).decisions.stored).toBe(1);
+      await ingest(rows);
+      expect(await decisionOf(db(), project, cp2)).toMatchObject({ decisionId: early.decisionId, state: 'pending' });
+      expect((await restorePage(db(), project, 'in-2', { limit: 10 })).decision).toEqual(early);
+
+      const forged = local('in-1', cp, { source: 'plane' });
+      const c = await ingest([{ kind: 'decision_recorded', id: forged.decisionId, row: forged }]);
+      expect(c.results[0]).toMatchObject({ status: 'rejected', code: 'invalid' });
+      expect(c.results[0].status === 'rejected' && c.results[0].reason).toContain('source');
+    });
+
+    it('the inbox lists unanswered pauses in the order they opened (a DB sequence, not their clocks), claimed-and-held ones as claimed, applied ones gone; paged', async () => {
+      const p = await createKey(db(), { project: 'inbox', scopes: ['approve'], createProject: true });
+      const mk = async (id: string, createdAt: string) => {
+        let cp = '';
+        const rows = await eventsOf(async (s) => {
+          cp = (await s.recordInterrupt(pause(id), { reason: `approve ${id}`, context: { id } })).checkpoint.id;
+        });
+        for (const r of rows) if (r.kind === 'interrupt_opened') r.row.createdAt = createdAt;
+        expect((await ingest(rows, 'w', p.projectId)).rejected).toBe(0);
+        return cp;
+      };
+      // opened in this order; their writers' clocks say the opposite
+      const late = await mk('inbox-late-clock', '2030-01-01T00:00:00.000Z');
+      const early = await mk('inbox-early-clock', '2020-01-01T00:00:00.000Z');
+      const third = await mk('inbox-third', '2025-01-01T00:00:00.000Z');
+      const fourth = await mk('inbox-fourth', '2025-01-01T00:00:00.000Z');
+      await recordDecision(db(), p.projectId, 'inbox-early-clock', { checkpointId: early, approved: true }, 'k');
+      await claimPause(db(), p.projectId, 'inbox-third', third, 'laptop-x');
+      await ingestBatch(db(), p.projectId, 'laptop-y', undefined, [claimed('inbox-fourth', fourth, 'laptop-y')]);
+      const all = await listPauses(db(), p.projectId, { limit: 100 });
+      expect(all.items.map((i) => [i.executionId, i.state])).toEqual([
+        ['inbox-late-clock', 'open'],
+        ['inbox-early-clock', 'open'],
+        ['inbox-third', 'claimed'],
+      ]);
+      expect(all.items[0]).toMatchObject({ checkpointId: late, reason: 'approve inbox-late-clock', context: { id: 'inbox-late-clock' }, decision: null, ageMs: 0 });
+      expect(all.items[1].ageMs).toBeGreaterThan(5 * 365 * 86_400_000);
+      expect(all.items[1].decision).toMatchObject({ state: 'pending', decidedBy: 'k' });
+      const seen: string[] = [];
+      for (let cursor: string | undefined; ; ) {
+        const page = await listPauses(db(), p.projectId, { cursor, limit: 1 });
+        seen.push(...page.items.map((i) => i.executionId));
+        if (!page.nextCursor) break;
+        cursor = page.nextCursor;
+      }
+      expect(seen).toEqual(all.items.map((i) => i.executionId));
+      expect((await listPauses(db(), project, { limit: 1000 })).items.map((i) => i.executionId)).not.toContain('inbox-late-clock');
+    });
+
+    it('the feed pages decisions in recording order by cursor; the long poll answers at once, wakes on a recording, or answers empty with the same cursor', async () => {
+      const p = await createKey(db(), { project: 'feed', scopes: ['approve'], createProject: true });
+      const start = Number((await decisionFeed(db(), p.projectId, 0, 1000)).nextCursor);
+      expect(start).toBe(0);
+      const cps: string[] = [];
+      for (const id of ['feed-1', 'feed-2', 'feed-3']) {
+        let cp = '';
+        const rows = await eventsOf(async (s) => {
+          cp = (await s.recordInterrupt(pause(id), { reason: 'r', context: null })).checkpoint.id;
+        });
+        await ingestBatch(db(), p.projectId, 'w', undefined, rows);
+        cps.push(cp);
+      }
+      await recordDecision(db(), p.projectId, 'feed-2', { checkpointId: cps[1], approved: true }, 'k');
+      await recordDecision(db(), p.projectId, 'feed-1', { checkpointId: cps[0], approved: false }, 'k');
+      const one = await decisionFeed(db(), p.projectId, 0, 1);
+      expect(one.items.map((i) => i.executionId)).toEqual(['feed-2']);
+      const rest = await decisionFeed(db(), p.projectId, Number(one.nextCursor), 10);
+      expect(rest.items.map((i) => i.executionId)).toEqual(['feed-1']);
+      const cursor = Number(rest.nextCursor);
+      const t0 = performance.now();
+      const empty = await waitForDecisions(db(), p.projectId, cursor, 10, 300);
+      expect(empty).toEqual({ items: [], nextCursor: String(cursor) });
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(290);
+      // a recording in this process wakes the poll well before its recheck
+      const waiting = waitForDecisions(db(), p.projectId, cursor, 10, 20_000);
+      await new Promise((r) => setTimeout(r, 50));
+      const t1 = performance.now();
+      await recordDecision(db(), p.projectId, 'feed-3', { checkpointId: cps[2], approved: true }, 'k');
+      const woke = await waiting;
+      expect(woke.items.map((i) => i.executionId)).toEqual(['feed-3']);
+      expect(performance.now() - t1).toBeLessThan(900);
+      // a hung-up client stops the wait
+      const ac = new AbortController();
+      const held = waitForDecisions(db(), p.projectId, Number(woke.nextCursor), 10, 20_000, ac.signal);
+      ac.abort();
+      expect((await held).items).toEqual([]);
+    });
+
+    it('concurrent recordings and ingests: a reader following the feed sees every decision exactly once, in increasing feed order', async () => {
+      const p = await createKey(db(), { project: 'race', scopes: ['approve'], createProject: true });
+      const pauses: { id: string; cp: string }[] = [];
+      const rows: OutboxEvent[] = [];
+      for (let i = 0; i < 24; i++) {
+        const id = `race-${i}`;
+        rows.push(
+          ...(await eventsOf(async (s) => {
+            pauses.push({ id, cp: (await s.recordInterrupt(pause(id), { reason: 'r', context: null })).checkpoint.id });
+          })),
+        );
+      }
+      await ingestBatch(db(), p.projectId, 'w', undefined, rows);
+      const seen: number[] = [];
+      let done = false;
+      const reader = (async () => {
+        let after = 0;
+        while (!done || seen.length < pauses.length) {
+          const page = await waitForDecisions(db(), p.projectId, after, 5, 200);
+          seen.push(...page.items.map((i) => i.feedSeq));
+          after = Number(page.nextCursor);
+          if (done && !page.items.length) break;
+        }
+      })();
+      await Promise.all(
+        pauses.map(({ id, cp }, i) =>
+          i % 2 ? recordDecision(db(), p.projectId, id, { checkpointId: cp, approved: true }, 'k') : ingestBatch(db(), p.projectId, `w${i}`, undefined, [decisionEvent(local(id, cp))]),
+        ),
+      );
+      done = true;
+      await reader;
+      expect(seen.length).toBe(pauses.length);
+      expect([...seen].sort((a, b) => a - b)).toEqual(seen);
+      expect(new Set(seen).size).toBe(pauses.length);
+    });
+  });
+}
+
+decisionSuite('pglite', () => 'pglite');
+
+describe.skipIf(!pg)('decisions on postgres', () => {
+  let tdb: TestDatabase;
+  beforeAll(async () => {
+    tdb = await createTestDatabase('waymark_decisions');
+  });
+  afterAll(async () => tdb?.drop());
+  decisionSuite('postgres', () => ({ url: tdb.url }));
+
+  it("long polls in one plane process wake on another process's recording (one shared database recheck), within about a second", async () => {
+    const a = await openTestPlaneDatabase({ url: tdb.url });
+    const b = await openTestPlaneDatabase({ url: tdb.url });
+    try {
+      const p = await createKey(a.db, { project: 'two-procs', scopes: ['approve'], createProject: true });
+      let cp = '';
+      const rows = await eventsOf(async (s) => {
+        cp = (await s.recordInterrupt(pause('two-1'), { reason: 'r', context: null })).checkpoint.id;
+      });
+      await ingestBatch(a.db, p.projectId, 'w', undefined, rows);
+      const after = Number((await decisionFeed(a.db, p.projectId, 0, 1000)).nextCursor);
+      // many polls waiting at once share one recheck of the database; each is woken
+      const waiting = Array.from({ length: 12 }, () => waitForDecisions(a.db, p.projectId, after, 10, 20_000));
+      await new Promise((r) => setTimeout(r, 100));
+      const t = performance.now();
+      await recordDecision(b.db, p.projectId, 'two-1', { checkpointId: cp, approved: true }, 'other-process');
+      for (const page of await Promise.all(waiting)) expect(page.items.map((i) => i.decidedBy)).toEqual(['other-process']);
+      expect(performance.now() - t).toBeLessThan(2500);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
