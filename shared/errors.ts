@@ -83,6 +83,8 @@ export const ErrorCode = {
   INVALID_REQUEST: 'INVALID_REQUEST',
   /** The key is valid but lacks the scope (or the operator role) the action needs. */
   FORBIDDEN: 'FORBIDDEN',
+  /** An inspector form (approve/decline, Keys) without this session's CSRF token, or from another origin (403); nothing changed. */
+  CSRF_FAILED: 'CSRF_FAILED',
   /** A `waymark plane` admin command found a running plane but no admin key to use with it. */
   ADMIN_KEY_REQUIRED: 'ADMIN_KEY_REQUIRED',
   /** The pause named is not on the plane (not synced yet, or of another project). */

@@ -1,7 +1,7 @@
 /**
  * What frames every inspector page, by where its pages read from: the plane
- * (the default: Runs, Quarantine, Writers, Keys, and Log out) or a local store
- * under `waymark ui` (Runs, Quarantine, Sync status; no login, so no Log out).
+ * (the default: Runs, Pending approvals, Quarantine, Writers, Keys, and Log out) or a local store
+ * under `waymark ui` (Runs, Pending approvals, Quarantine, Sync status; no login, so no Log out).
  * A page component reads it with `useContext(FRAME)`; the local UI wraps each
  * page in `<FRAME.Provider value={LOCAL_FRAME}>`, so one component renders both.
  */
@@ -22,6 +22,7 @@ export const PLANE_FRAME: Frame = {
   kind: 'plane',
   nav: [
     { href: '/', label: 'Runs' },
+    { href: '/approvals', label: 'Pending approvals' },
     { href: '/quarantine', label: 'Quarantine' },
     { href: '/writers', label: 'Writers' },
     { href: '/keys', label: 'Keys' },
@@ -35,6 +36,7 @@ export const localFrame = (subtitle: string): Frame => ({
   kind: 'local',
   nav: [
     { href: '/', label: 'Runs' },
+    { href: '/approvals', label: 'Pending approvals' },
     { href: '/quarantine', label: 'Quarantine' },
     { href: '/sync', label: 'Sync status' },
   ],

@@ -7,7 +7,6 @@
  * session cookie (which a page of another origin cannot read), and a foreign
  * Origin is refused, on top of the SameSite=Strict cookie.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import type { FC } from 'hono/jsx';
@@ -16,12 +15,11 @@ import { admin } from '../admin.js';
 import { SCOPES, type Principal, type Scope } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import type { PlaneEnv } from '../http/env.js';
+import { csrfOf, csrfOk as formCsrfOk } from './csrf.js';
 import { Layout, Table } from './layout.js';
 import { SESSION_COOKIE } from './session.js';
 
 type KeyRow = Awaited<ReturnType<typeof admin.keys>>[number];
-
-const csrfOf = (sessionToken: string) => createHash('sha256').update(`waymark-csrf:${sessionToken}`).digest('base64url');
 
 export const KeysPage: FC<{ keys: KeyRow[]; csrf: string; operator: boolean; projects: string[]; created?: { id: string; key: string; project: string }; error?: string }> = (p) => (
   <Layout title="Keys">
@@ -107,15 +105,9 @@ export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: Middlewa
     }
     await next();
   };
-  const csrfOk = async (c: Context<PlaneEnv>, form: Record<string, unknown>) => {
-    // the inspector sends Referrer-Policy: no-referrer, under which browsers send `Origin: null` on
-    // their own form posts: a foreign origin is refused, `null` is left to the token
-    const origin = c.req.header('origin');
-    if (origin && origin !== 'null' && origin !== new URL(c.req.url).origin) return false;
-    const want = Buffer.from(csrfOf(getCookie(c, SESSION_COOKIE) ?? ''));
-    const got = Buffer.from(typeof form.csrf === 'string' ? form.csrf : '');
-    return got.length === want.length && timingSafeEqual(got, want);
-  };
+  // the token and the Origin check of plane/ui/csrf.ts, keyed by the session cookie
+  const csrfOk = async (c: Context<PlaneEnv>, form: Record<string, unknown>) =>
+    formCsrfOk({ origin: c.req.header('origin'), url: c.req.url, token: form.csrf, secret: getCookie(c, SESSION_COOKIE) ?? '' });
   const render = async (c: Context<PlaneEnv>, extra: { created?: { id: string; key: string; project: string }; error?: string } = {}, status = 200) => {
     const p: Principal = c.get('principal');
     c.header('cache-control', 'no-store');

@@ -1,5 +1,5 @@
 /** @jsxImportSource hono/jsx */
-/** The inspector's login page: a read key, exchanged for a session cookie. */
+/** The inspector's login page: a read or approve key, exchanged for a session cookie. */
 import type { FC } from 'hono/jsx';
 import { Layout } from './layout.js';
 
@@ -9,6 +9,9 @@ export const LoginPage: FC<{ error?: string; next: string }> = ({ error, next })
       <h1>Log in to the inspector</h1>
       <p class="muted">
         Paste an API key with the <code>read</code> scope. It is exchanged for a session cookie and not kept in the page.
+      </p>
+      <p class="muted">
+        A key with the <code>approve</code> scope logs in too: it sees the same pages (runs, their rows and state, the pauses and their context) and can approve or decline a paused run.
       </p>
       {error && (
         <p class="error" role="alert">

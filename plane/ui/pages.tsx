@@ -15,6 +15,7 @@ import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import { secureHeaders } from 'hono/secure-headers';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
+import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.js';
 import { diffStates } from './diff.js';
 import { LOCAL_TIME_JS } from './local-time.js';
 import { NotFoundPage } from './not-found-page.js';
@@ -71,6 +72,8 @@ export interface PagesOptions<E extends Env> {
   copyName: string;
   /** Mount `/sync`, the outbox's sync status (a local store's; the source must have `syncStatus`). */
   sync?: boolean;
+  /** Who may decide and the forms' CSRF token: mounts `/approvals` and the run page's form (approvals.tsx) where the source has them. */
+  approvals?: ApprovalOptions<E>;
 }
 
 /** A cursor the source did not issue: 400, not a 500. */
@@ -140,6 +143,16 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
       const pageQuery = (cur: string | null) => `/runs/${encodeURIComponent(id)}${cur ? `?cursor=${encodeURIComponent(cur)}` : ''}`;
       const quarantined = (await src.listQuarantine({ executionId: id, limit: 100 })).items;
+      const pause = await src.pauseState(id);
+      let approvals = null;
+      if (o.approvals && src.runDecisions) {
+        const decisions = await src.runDecisions(id);
+        const open = pause?.state === 'open' && !decisions.some((d) => d.checkpointId === pause.pending.checkpointId) ? pause.pending.checkpointId : null;
+        const who = open && src.recordDecision ? await o.approvals.decider(c as unknown as Context<E>) : null;
+        const form = open && who && 'by' in who ? { checkpointId: open, csrf: o.approvals.csrf(c as unknown as Context<E>) } : null;
+        if (form) c.header('cache-control', 'no-store');
+        if (decisions.length || open) approvals = <RunApprovals executionId={id} decisions={decisions} form={form} why={who && 'refused' in who ? who.refused : null} />;
+      }
       return c.html(
         wrap(
           <RunPage
@@ -148,7 +161,8 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             rows={rows.items}
             next={rows.nextCursor}
             pageQuery={pageQuery}
-            pause={await src.pauseState(id)}
+            pause={pause}
+            approvals={approvals}
             idempotency={await src.listIdempotency(id)}
             usage={await src.runUsage(id)}
             conflicts={await src.listClaimConflicts?.(id)}
@@ -171,6 +185,8 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       return c.html(wrap(<QuarantinePage items={page.items} next={page.nextCursor} />));
     }),
   );
+
+  if (o.approvals) mountApprovals(app, { viewer: o.viewer, source: o.source, wrap, approvals: o.approvals });
 
   if (o.sync) {
     app.get('/sync', o.viewer, async (c) => {

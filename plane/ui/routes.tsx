@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 /**
- * The inspector, a route module mounted on the plane app at `/`. Login exchanges a read key
+ * The inspector, a route module mounted on the plane app at `/`. Login exchanges a read (or approve) key
  * for an HttpOnly SameSite=Strict session cookie; `dev` (loopback only) skips
  * login and shows the first project. The read pages themselves (pages.tsx) are
  * fed by the plane's `InspectorSource` (plane-source.ts) for the session's
@@ -11,7 +11,7 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { asc } from 'drizzle-orm';
-import { authenticate, type Principal } from '../auth.js';
+import { authenticate, keyName, type Principal } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { projects } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
@@ -22,6 +22,7 @@ import { planeSource } from './plane-source.js';
 import { WritersPage } from './writers-page.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal } from './session.js';
 import { mountKeysPage } from './keys.js';
+import { csrfOf, csrfOk } from './csrf.js';
 
 export interface InspectorOptions {
   /** Skip login and show the first project (only honoured when the plane binds to loopback). */
@@ -33,7 +34,7 @@ const safeNext = (n: unknown) => (typeof n === 'string' && n.startsWith('/') && 
 export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<PlaneEnv> {
   const app = new Hono<PlaneEnv>();
   const headers = inspectorHeaders();
-  for (const path of ['/', '/login', '/logout', '/runs/*', '/quarantine', '/writers', '/keys', '/keys/*', '/ui/*']) app.use(path, headers);
+  for (const path of ['/', '/login', '/logout', '/runs/*', '/approvals', '/quarantine', '/writers', '/keys', '/keys/*', '/ui/*']) app.use(path, headers);
   mountAssets(app);
 
   const viewer: MiddlewareHandler<PlaneEnv> = async (c, next) => {
@@ -54,8 +55,8 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     const form = await c.req.parseBody();
     const next = safeNext(form.next);
     const p = await authenticate(db, typeof form.key === 'string' ? form.key.trim() : undefined);
-    if (!p || !(p.scopes.includes('read') || p.scopes.includes('admin'))) {
-      return c.html(<LoginPage next={next} error="That key is not valid for reading (it needs the read scope)." />, 401);
+    if (!p || !(p.scopes.includes('read') || p.scopes.includes('admin') || p.scopes.includes('approve'))) {
+      return c.html(<LoginPage next={next} error="That key is not valid for the inspector (it needs the read or the approve scope)." />, 401);
     }
     const s = await createSession(db, p);
     setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Strict', path: '/', maxAge: s.maxAgeSec, secure: new URL(c.req.url).protocol === 'https:' });
@@ -72,6 +73,18 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     source: (c) => planeSource(db, c.get('principal').projectId),
     missingRun: (id) => `No run '${id}' in this project (it may not have synced yet, or it was deleted).`,
     copyName: "this plane's copy",
+    approvals: {
+      // a session made from a key with the approve scope decides, under the key's name
+      async decider(c) {
+        const p = c.get('principal');
+        if (!p.scopes.includes('approve') || !getCookie(c, SESSION_COOKIE)) {
+          return { refused: "This session's key has no approve scope: it sees pauses and decisions but cannot approve or decline (log in with a key that has the approve scope)." };
+        }
+        return { by: await keyName(db, p.keyId) };
+      },
+      csrf: (c) => csrfOf(getCookie(c, SESSION_COOKIE) ?? ''),
+      csrfOk: (c, token) => csrfOk({ origin: c.req.header('origin'), url: c.req.url, token, secret: getCookie(c, SESSION_COOKIE) ?? '' }),
+    },
   });
 
   app.get('/writers', viewer, async (c) => c.html(<WritersPage items={await listWriters(db, c.get('principal').projectId)} />));

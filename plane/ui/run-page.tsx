@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 /** The inspector's page of one run: its pause, holes, conflicts, timeline, state diff and idempotency entries. */
-import type { FC } from 'hono/jsx';
+import type { Child, FC } from 'hono/jsx';
 import type { Json } from '../../shared/json.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { UsageTotal } from '../../shared/usage.js';
@@ -68,6 +68,8 @@ export interface RunPageProps {
   forks?: { executionId: string; checkpointId: string }[];
   /** model usage summed over all rows of the run */
   usage?: UsageTotal;
+  /** the decisions of the run's pauses and the approve/decline form (approvals.tsx; absent: none to show) */
+  approvals?: Child | null;
 }
 
 export const RunPage: FC<RunPageProps> = (p) => {
@@ -154,6 +156,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
           <pre>{json(p.pause.pending.context)}</pre>
         </section>
       )}
+
+      {p.approvals}
 
       {(p.takeovers?.length ?? 0) > 0 && (
         <section aria-labelledby="takeovers-h" data-testid="takeovers">

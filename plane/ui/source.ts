@@ -12,7 +12,8 @@
  * not the same as a plane that found none. Nothing here imports a database.
  */
 import type { Json } from '../../shared/json.js';
-import type { Checkpoint, IdempotencyEntry } from '../../shared/rows.js';
+import type { DecisionRequest, DecisionState } from '../../shared/protocol.js';
+import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { UsageTotal } from '../../shared/usage.js';
 import type { RunPageProps } from './run-page.js';
 import type { RunItem } from './runs-page.js';
@@ -41,6 +42,12 @@ export type Hole = RunPageProps['holes'][number];
 export type PauseView = NonNullable<RunPageProps['pause']>;
 export type ClaimConflict = NonNullable<RunPageProps['conflicts']>[number];
 export type Takeover = NonNullable<RunPageProps['takeovers']>[number];
+
+/** A decision and where it stands (the plane's DecisionView and a store's StoredDecision both are one). */
+export type DecisionShown = Decision & { state: DecisionState; appliedBy: string | null; appliedAt: string | null };
+
+/** One unanswered pause of the approvals inbox, with its decision if one was recorded. */
+export type InboxItem = PendingInterrupt & { ageMs: number; state: 'open' | 'claimed'; decision: DecisionShown | null };
 
 /**
  * The reads of the inspector. Cursors are the source's own: a cursor it did not
@@ -75,6 +82,21 @@ export interface InspectorSource {
   listTakeovers?(executionId: string): Promise<Takeover[]>;
   /** The outbox's sync status (a local store's; the plane is the other end). */
   syncStatus?(): Promise<SyncStatus>;
+
+  // Approvals (issue 16). A source without them has no approvals page and no form.
+  /** The unanswered pauses, oldest first, paged (the approvals inbox). */
+  listPauses?(o: { cursor?: string; limit: number }): Promise<Paged<InboxItem>>;
+  /** Every decision, in recording order, paged. */
+  listDecisions?(o: { cursor?: string; limit: number }): Promise<Paged<DecisionShown>>;
+  /** The decisions recorded for the run's pauses, in recording order. */
+  runDecisions?(executionId: string): Promise<DecisionShown[]>;
+  /**
+   * Record a decision for the run's open pause (never resumes the run: the
+   * application's worker applies it). Refusals throw with a stable code:
+   * INVALID_REQUEST, PAUSE_NOT_FOUND, PAUSE_CLOSED, ALREADY_DECIDED
+   * (details.decision: the first).
+   */
+  recordDecision?(executionId: string, req: DecisionRequest, decidedBy: string): Promise<DecisionShown>;
 }
 
 /** One line naming each hole and why, for errors and pages. */

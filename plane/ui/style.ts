@@ -49,5 +49,14 @@ ol.conversation { list-style:none; margin:.5rem 0; padding:0; display:flex; flex
 .fork { margin:.25rem 0; }
 .live { margin:.25rem 0 .75rem; font-size:12px; }
 ol.timeline li.depth-1 { margin-left:1.2rem; } ol.timeline li.depth-2 { margin-left:2.4rem; } ol.timeline li.depth-3, ol.timeline li.depth-4, ol.timeline li.depth-5, ol.timeline li.depth-6 { margin-left:3.6rem; }
+ol.inbox { list-style:none; margin:0; padding:0; }
+ol.inbox > li { margin:.5rem 0; }
+.decision { border-left:3px solid var(--pause); } .decision .comment { margin:.35rem 0; white-space:pre-wrap; word-break:break-word; }
+.s-pending, .s-claimed { color:var(--pause); } .s-applied { color:var(--ok); } .s-superseded { color:var(--muted); }
+form.decide { display:flex; flex-direction:column; gap:.5rem; max-width:40rem; margin:.5rem 0; }
+form.decide .buttons { display:flex; gap:.5rem; flex-wrap:wrap; }
+textarea { font:inherit; padding:.3rem .5rem; border:1px solid var(--line); border-radius:6px; width:100%; color:var(--fg); }
+textarea:focus { outline:3px solid #0969da66; outline-offset:2px; }
+button.decline { background:#fff; color:var(--bad); border-color:var(--bad); }
 @media (max-width: 640px) { main { padding:.6rem; } th, td { padding:.3rem .4rem; } .wide-only { display:none; } ol.timeline li[class*="depth-"] { margin-left:.6rem; } }
 `;

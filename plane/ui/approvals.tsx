@@ -1,0 +1,314 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * Approvals in the inspector (issue 16), over any `InspectorSource` that has
+ * the approval members (source.ts): the "Pending approvals" page (the inbox:
+ * unanswered pauses oldest first, then every decision in recording order),
+ * and, on a paused run's page, the approve/decline form and the decisions of
+ * the run's pauses with where each stands.
+ *
+ * A screen only RECORDS a decision (`source.recordDecision`); it never runs a
+ * step or claims the pause: the application's worker (`serveDecisions`)
+ * applies it. So the form's answer is a redirect to the run's page (POST,
+ * then 303: a reload never posts twice), which shows the decision `pending`
+ * until a worker applies it. Who may decide, and the CSRF token, are the
+ * mounter's (`ApprovalOptions`): the plane's session with the `approve`
+ * scope, or the local UI's user. A refusal (bad token, no scope, bad input,
+ * a pause closed or already decided) is a page naming the stable code, and
+ * nothing is recorded.
+ */
+import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
+import type { FC } from 'hono/jsx';
+import type { HtmlEscapedString } from 'hono/utils/html';
+import { ErrorCode, hasCode } from '../../shared/errors.js';
+import type { Json } from '../../shared/json.js';
+import { LIMITS } from '../../shared/limits.js';
+import { Badge, json, Layout, ShortId, Table, Time } from './layout.js';
+import type { DecisionShown, InboxItem, InspectorSource, Paged } from './source.js';
+
+/** Who may decide in a request, and the CSRF token of its forms. */
+export interface ApprovalOptions<E extends Env> {
+  /** The name a decision is recorded under, or why this request may not decide (shown). */
+  decider(c: Context<E>): Promise<{ by: string } | { refused: string }>;
+  /** The CSRF token this request's forms carry. */
+  csrf(c: Context<E>): string;
+  /** Whether a posted form's token (and the request's Origin) pass. */
+  csrfOk(c: Context<E>, token: unknown): boolean;
+}
+
+/** A duration as words ("3 minutes"). */
+export function ageWords(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const unit = (n: number, w: string) => `${n} ${w}${n === 1 ? '' : 's'}`;
+  if (s < 60) return unit(s, 'second');
+  if (s < 3600) return unit(Math.round(s / 60), 'minute');
+  if (s < 48 * 3600) return unit(Math.round(s / 3600), 'hour');
+  return unit(Math.round(s / 86400), 'day');
+}
+
+const STATE_WORDS: Record<DecisionShown['state'], string> = {
+  pending: "waiting for the application's worker to apply it",
+  claimed: 'claimed by a worker, not yet reported applied',
+  applied: 'applied',
+  superseded: 'superseded: the pause was answered otherwise, or its run was cancelled or deleted',
+};
+
+/** One decision: approved or declined, by whom, when, its comment, and where it stands. */
+export const DecisionCard: FC<{ d: DecisionShown; run?: boolean }> = ({ d, run }) => {
+  const comment = typeof d.metadata.comment === 'string' ? d.metadata.comment : null;
+  const rest = Object.fromEntries(Object.entries(d.metadata).filter(([k]) => k !== 'comment'));
+  return (
+    <div class="card decision" data-testid="decision" data-decision={d.decisionId} data-state={d.state}>
+      <div class="row-head">
+        <strong>{d.approved ? 'Approved' : 'Declined'}</strong>
+        <span>
+          by <span data-testid="decided-by">{d.decidedBy}</span>
+        </span>
+        <Time iso={d.decidedAt} />
+        <Badge status={d.state} />
+        <span class="muted">({d.source === 'local' ? 'recorded in a local store' : 'recorded on the plane'})</span>
+      </div>
+      {run && (
+        <div class="row-meta">
+          run <a href={`/runs/${encodeURIComponent(d.executionId)}`}>{d.executionId}</a> · pause <ShortId id={d.checkpointId} />
+        </div>
+      )}
+      {comment !== null && <p class="comment">“{comment}”</p>}
+      {Object.keys(rest).length > 0 && <pre>{json(rest as Json)}</pre>}
+      <p class="muted" data-testid="decision-state">
+        {STATE_WORDS[d.state]}
+        {d.appliedBy && (d.state === 'applied' || d.state === 'claimed') && (
+          <>
+            {' '}
+            by writer <span class="mono" data-testid="applied-by">{d.appliedBy}</span>
+            {d.appliedAt && (
+              <>
+                {' '}
+                at <Time iso={d.appliedAt} />
+              </>
+            )}
+          </>
+        )}
+        {d.appliedBy && d.state === 'superseded' && (
+          <>
+            {' '}
+            (claimed by <span class="mono">{d.appliedBy}</span>)
+          </>
+        )}
+      </p>
+    </div>
+  );
+};
+
+/** The approve/decline form for one open pause. */
+export const DecisionForm: FC<{ executionId: string; checkpointId: string; csrf: string }> = (p) => (
+  <form method="post" action={`/runs/${encodeURIComponent(p.executionId)}/decision`} class="decide" data-testid="decision-form">
+    <input type="hidden" name="csrf" value={p.csrf} />
+    <input type="hidden" name="checkpointId" value={p.checkpointId} />
+    <label>
+      Comment (kept with the decision, in metadata.comment)
+      <textarea name="comment" rows={3} maxlength={LIMITS.decisionCommentLength}></textarea>
+    </label>
+    <div class="buttons">
+      <button type="submit" name="approved" value="true">
+        Approve
+      </button>
+      <button type="submit" name="approved" value="false" class="decline">
+        Decline
+      </button>
+    </div>
+    <p class="muted">This records the decision only; the application's worker resumes the run with it.</p>
+  </form>
+);
+
+/** The run page's approvals part: the decisions of its pauses, and the form (or why there is none). */
+export const RunApprovals: FC<{ decisions: DecisionShown[]; form: { checkpointId: string; csrf: string } | null; why: string | null; executionId: string }> = (p) => (
+  <section aria-labelledby="decisions-h" data-testid="run-approvals">
+    <h2 id="decisions-h">Decision</h2>
+    {p.decisions.map((d) => (
+      <DecisionCard d={d} />
+    ))}
+    {p.form ? <DecisionForm executionId={p.executionId} checkpointId={p.form.checkpointId} csrf={p.form.csrf} /> : p.why && <p class="muted" data-testid="no-form">{p.why}</p>}
+  </section>
+);
+
+const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
+  <li class="card" data-testid="pause" data-execution={p.executionId}>
+    <div class="row-head">
+      <strong>{p.reason}</strong>
+      <a href={`/runs/${encodeURIComponent(p.executionId)}#decisions-h`}>{p.executionId}</a>
+      {p.state === 'claimed' && <Badge status="claimed" />}
+    </div>
+    <div class="row-meta">
+      <span data-testid="age">paused {ageWords(p.ageMs)} ago</span>
+      <span>
+        at <Time iso={p.createdAt} />
+      </span>
+      <span class="mono">{p.agentPath}</span>
+    </div>
+    <details open>
+      <summary>Context</summary>
+      <pre>{json(p.context)}</pre>
+    </details>
+    {p.decision ? <DecisionCard d={p.decision} /> : <p class="muted">No decision yet.</p>}
+  </li>
+);
+
+export const ApprovalsPage: FC<{ pauses: Paged<InboxItem>; decisions: Paged<DecisionShown> | null; first: boolean; firstDecisions: boolean; query: (o: { cursor?: string; dcursor?: string }) => string; note: string | null }> = (p) => (
+  <Layout title="Pending approvals">
+    <h1>Pending approvals</h1>
+    <p class="muted">
+      Pauses waiting for an answer, oldest first. Open a run to approve or decline it; the application's worker resumes the run.
+      {p.note && <> {p.note}</>}
+    </p>
+    {p.pauses.items.length === 0 ? (
+      <p data-testid="inbox-empty">{p.first ? 'Nothing is waiting for a decision.' : 'No more pauses.'}</p>
+    ) : (
+      <ol class="inbox" data-testid="inbox">
+        {p.pauses.items.map((x) => (
+          <InboxCard p={x} />
+        ))}
+      </ol>
+    )}
+    <div class="pager">
+      {!p.first && <a href={p.query({})}>First pauses</a>}
+      {p.pauses.nextCursor && <a href={p.query({ cursor: p.pauses.nextCursor })}>More pauses →</a>}
+    </div>
+    {p.decisions && (
+      <section aria-labelledby="all-decisions-h">
+        <h2 id="all-decisions-h">Decisions, in the order they were recorded</h2>
+        {p.decisions.items.length === 0 ? (
+          <p class="muted">None{p.firstDecisions ? ' yet' : ' after these'}.</p>
+        ) : (
+          <Table columns={['Run', 'Decision', 'By', 'When', 'State', 'Applied by']}>
+            {p.decisions.items.map((d) => (
+              <tr data-decision={d.decisionId} data-state={d.state}>
+                <td>
+                  <a href={`/runs/${encodeURIComponent(d.executionId)}#decisions-h`}>{d.executionId}</a>
+                </td>
+                <td>{d.approved ? 'approved' : 'declined'}</td>
+                <td>{d.decidedBy}</td>
+                <td>
+                  <Time iso={d.decidedAt} />
+                </td>
+                <td>
+                  <Badge status={d.state} />
+                </td>
+                <td>{d.appliedBy ? <ShortId id={d.appliedBy} /> : <span class="muted">—</span>}</td>
+              </tr>
+            ))}
+          </Table>
+        )}
+        <div class="pager">
+          {!p.firstDecisions && <a href={p.query({})}>First decisions</a>}
+          {p.decisions.nextCursor && <a href={p.query({ dcursor: p.decisions.nextCursor })}>More decisions →</a>}
+        </div>
+      </section>
+    )}
+  </Layout>
+);
+
+/** A decision that was not recorded: the stable code, why, and (already decided) the first decision. */
+export const RefusalPage: FC<{ code: string; message: string; executionId: string; first: DecisionShown | null }> = (p) => (
+  <Layout title="Decision not recorded">
+    <h1>Decision not recorded</h1>
+    <p class="error" role="alert" data-testid="refusal">
+      <code data-testid="refusal-code">{p.code}</code>: {p.message}
+    </p>
+    {p.first && (
+      <>
+        <p>The first decision, which stands:</p>
+        <DecisionCard d={p.first} />
+      </>
+    )}
+    <p>Nothing was changed.</p>
+    <p>
+      <a href={`/runs/${encodeURIComponent(p.executionId)}`}>Back to the run</a> · <a href="/approvals">Pending approvals</a>
+    </p>
+  </Layout>
+);
+
+const STATUS: Partial<Record<string, number>> = {
+  [ErrorCode.INVALID_REQUEST]: 400,
+  [ErrorCode.CSRF_FAILED]: 403,
+  [ErrorCode.FORBIDDEN]: 403,
+  [ErrorCode.PAUSE_NOT_FOUND]: 404,
+  [ErrorCode.PAUSE_CLOSED]: 409,
+  [ErrorCode.ALREADY_DECIDED]: 409,
+};
+
+/** The decision a form posts, or every problem of it (the form's own fields only). */
+function formRequest(form: Record<string, unknown>): { req: { checkpointId: string; approved: boolean; comment?: string } } | { problems: string[] } {
+  const problems: string[] = [];
+  for (const k of Object.keys(form)) if (!['csrf', 'checkpointId', 'approved', 'comment'].includes(k)) problems.push(`unknown field '${k}'`);
+  const { checkpointId, approved, comment } = form;
+  if (typeof checkpointId !== 'string' || !checkpointId) problems.push('checkpointId: the pause is missing');
+  if (approved !== 'true' && approved !== 'false') problems.push("approved: must be 'true' (Approve) or 'false' (Decline)");
+  if (comment !== undefined && typeof comment !== 'string') problems.push('comment: must be text');
+  if (typeof comment === 'string' && comment.length > LIMITS.decisionCommentLength) problems.push(`comment: at most ${LIMITS.decisionCommentLength} characters`);
+  if (problems.length) return { problems };
+  const text = typeof comment === 'string' ? comment.trim() : '';
+  return { req: { checkpointId: checkpointId as string, approved: approved === 'true', ...(text ? { comment: text } : {}) } };
+}
+
+type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+/** Mount `/approvals` and `POST /runs/:id/decision` (a source without `listPauses`/`recordDecision` gets neither). */
+export function mountApprovals<E extends Env>(
+  app: Hono<E>,
+  o: { viewer: MiddlewareHandler<E>; source: (c: Context<E>) => InspectorSource; wrap: (page: Page) => Page; approvals: ApprovalOptions<E> },
+): void {
+  const source = (c: unknown) => o.source(c as Context<E>);
+  const ctx = (c: unknown) => c as Context<E>;
+
+  app.get('/approvals', o.viewer, async (c) => {
+    const src = source(c);
+    if (!src.listPauses) return c.notFound();
+    const cursor = c.req.query('cursor') || undefined;
+    const dcursor = c.req.query('dcursor') || undefined;
+    try {
+      const pauses = await src.listPauses({ cursor, limit: 25 });
+      const decisions = src.listDecisions ? await src.listDecisions({ cursor: dcursor, limit: 50 }) : null;
+      const who = await o.approvals.decider(ctx(c));
+      const query = (q: { cursor?: string; dcursor?: string }) => {
+        const u = new URLSearchParams(Object.entries(q).filter(([, v]) => v) as [string, string][]);
+        return `/approvals${u.size ? `?${u}` : ''}`;
+      };
+      c.header('cache-control', 'no-store');
+      return c.html(
+        o.wrap(<ApprovalsPage pauses={pauses} decisions={decisions} first={!cursor} firstDecisions={!dcursor} query={query} note={'refused' in who ? who.refused : null} />),
+      );
+    } catch (e) {
+      if (hasCode(e, ErrorCode.BAD_CURSOR)) return c.text('bad cursor', 400);
+      throw e;
+    }
+  });
+
+  app.post('/runs/:id/decision', o.viewer, async (c) => {
+    const src = source(c);
+    const id = c.req.param('id');
+    if (!src.recordDecision) return c.notFound();
+    const refuse = (code: string, message: string, first: DecisionShown | null = null) => {
+      c.header('cache-control', 'no-store');
+      return c.html(o.wrap(<RefusalPage code={code} message={message} executionId={id} first={first} />), (STATUS[code] ?? 400) as 400);
+    };
+    const form = await c.req.parseBody();
+    if (!o.approvals.csrfOk(ctx(c), form.csrf)) {
+      return refuse(ErrorCode.CSRF_FAILED, 'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again');
+    }
+    const who = await o.approvals.decider(ctx(c));
+    if ('refused' in who) return refuse(ErrorCode.FORBIDDEN, who.refused);
+    const parsed = formRequest(form);
+    if ('problems' in parsed) return refuse(ErrorCode.INVALID_REQUEST, `invalid decision: ${parsed.problems.join('; ')}`);
+    try {
+      await src.recordDecision(id, { ...parsed.req, metadata: {} }, who.by);
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      if (typeof code === 'string' && code in STATUS) {
+        const first = (e as { details?: { decision?: DecisionShown } }).details?.decision ?? null;
+        return refuse(code, (e as Error).message, first);
+      }
+      throw e;
+    }
+    return c.redirect(`/runs/${encodeURIComponent(id)}#decisions-h`, 303);
+  });
+}
