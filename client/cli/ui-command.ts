@@ -4,7 +4,8 @@
  * `--url` (a Postgres URL), never both. It binds to 127.0.0.1 on a fixed port
  * (4610, next to the plane's 4600, so the address can be bookmarked; `--port 0`
  * picks a free one) and refuses a non-loopback `--host` unless
- * `--allow-remote` is given: the local inspector has no login.
+ * `--allow-remote` is given: the local inspector has no login. Approvals made
+ * in it are recorded under `--user` (default: the OS user name).
  */
 import type { Parsed, OptionSpec } from './args.js';
 import { openStore } from '../open-store.js';
@@ -20,6 +21,7 @@ export const UI_OPTIONS: Record<string, OptionSpec> = {
   schema: { type: 'string', help: 'Postgres schema of the store (default: waymark)' },
   host: { type: 'string', help: 'the interface to listen on (default: 127.0.0.1; another needs --allow-remote)' },
   port: { type: 'string', help: `the port to listen on (default: ${UI_DEFAULT_PORT}; 0 picks a free one)` },
+  user: { type: 'string', help: 'the name approvals made in this UI are recorded under (default: the OS user name)' },
   'allow-remote': { type: 'boolean', help: 'allow a non-loopback --host: anyone who reaches it reads the store, with no login' },
 };
 
@@ -47,11 +49,12 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
   const spec = String(p.values.url ?? p.values.db);
   const store = await openStore(spec, { schema: p.values.schema as string | undefined, max: 4, mustExist: true });
   try {
-    const { serveLocalUi } = await import('../ui/serve.js');
+    const { serveLocalUi, osUser } = await import('../ui/serve.js');
+    const user = (p.values.user as string | undefined) || osUser();
     const port = p.values.port !== undefined ? Number(p.values.port) : UI_DEFAULT_PORT;
     let ui: Awaited<ReturnType<typeof serveLocalUi>>;
     try {
-      ui = await serveLocalUi(store, { host: p.values.host as string | undefined, port, allowRemote: p.values['allow-remote'] === true, label: redactUrl(spec) });
+      ui = await serveLocalUi(store, { host: p.values.host as string | undefined, port, allowRemote: p.values['allow-remote'] === true, label: redactUrl(spec), user });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
         err(`waymark ui: port ${port} is in use (another waymark ui?); pass --port with another port, or --port 0 for a free one`);
@@ -60,7 +63,9 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
       throw e;
     }
     out(`waymark ui: ${redactUrl(spec)} (writer ${store.writerId})`);
-    out(`listening on ${ui.url}/ (read-only, no login${p.values['allow-remote'] === true ? '; REMOTE ACCESS ALLOWED: anyone who reaches it reads this store' : ''}); Ctrl-C stops it`);
+    out(
+      `listening on ${ui.url}/ (reads, and records approvals as '${user}'; no login${p.values['allow-remote'] === true ? '; REMOTE ACCESS ALLOWED: anyone who reaches it reads this store' : ''}); Ctrl-C stops it`,
+    );
     await new Promise<void>((resolve) => {
       const stop = () => {
         process.off('SIGINT', stop);

@@ -12,15 +12,22 @@
  *   (the store has no index of fork origins);
  * - a pause shows while it is open (a claim removes the pending row here);
  * - the quarantine is the outbox's entries the plane refused, and the sync
- *   status page is the outbox's (`waymark sync status`).
+ *   status page is the outbox's (`waymark sync status`);
+ * - approvals: the inbox is the store's open pauses (in execution-id order,
+ *   the store's), each with its decision; a decision is recorded with
+ *   `store.recordDecision` (source `local`: it travels to a connected plane
+ *   through the outbox) and applied by the application's worker
+ *   (`serveDecisions`), never by the UI.
  */
-import { ErrorCode, runErrorOf, WaymarkError } from '../../shared/errors.js';
-import type { Checkpoint } from '../../shared/rows.js';
+import { ErrorCode, hasCode, runErrorOf, WaymarkError } from '../../shared/errors.js';
+import { uuidv7 } from '../../shared/ids.js';
+import { DecisionRequest } from '../../shared/protocol.js';
+import { Decision, type Checkpoint } from '../../shared/rows.js';
 import { sumUsage, type UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import { lostRuns, refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
-import type { InspectorSource, Paged, RunSummary } from '../../plane/ui/source.js';
+import type { DecisionShown, InboxItem, InspectorSource, Paged, RunSummary } from '../../plane/ui/source.js';
 import type { RunItem } from '../../plane/ui/runs-page.js';
 import type { QuarantineItem } from '../../plane/ui/quarantine-page.js';
 import type { SyncStatus } from '../../plane/ui/sync-page.js';
@@ -181,6 +188,72 @@ export function localSource(store: Checkpointer): InspectorSource {
       const origin = await first(executionId);
       const from = origin?.step === 'fork_origin' ? (origin.nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null) : null;
       return { forkOf: from?.executionId && from.checkpointId ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' } : null };
+    },
+
+    async listPauses(o): Promise<Paged<InboxItem>> {
+      const after = decode<string>(o.cursor, 'string');
+      const open = await store.listPendingInterrupts({ afterExecutionId: after, limit: o.limit + 1 });
+      const page = open.slice(0, o.limit);
+      const now = Date.now();
+      const items: InboxItem[] = [];
+      for (const p of page) {
+        items.push({ ...p, ageMs: Math.max(0, now - Date.parse(p.createdAt)), state: 'open', decision: await store.getDecision(p.executionId, p.checkpointId) });
+      }
+      return { items, nextCursor: open.length > o.limit ? encode(page[page.length - 1].executionId) : null };
+    },
+
+    async listDecisions(o): Promise<Paged<DecisionShown>> {
+      try {
+        return await store.listDecisions({ cursor: o.cursor, limit: o.limit });
+      } catch (e) {
+        if (hasCode(e, ErrorCode.INVALID_OPTIONS)) throw new WaymarkError(ErrorCode.BAD_CURSOR, 'cursor is not one this store issued');
+        throw e;
+      }
+    },
+
+    async runDecisions(executionId): Promise<DecisionShown[]> {
+      // the decisions of the run's pauses: its hitl_pause rows, read in chunks (a run page already reads them all for usage)
+      const found: DecisionShown[] = [];
+      for (let after = -1; ; ) {
+        const rows = await store.list(executionId, { afterSeq: after, limit: CHUNK });
+        for (const r of rows) {
+          if (r.step !== 'hitl_pause') continue;
+          const d = await store.getDecision(executionId, r.id);
+          if (d) found.push(d);
+        }
+        if (rows.length < CHUNK) return found;
+        after = rows[rows.length - 1].seq;
+      }
+    },
+
+    async recordDecision(executionId, req, decidedBy): Promise<DecisionShown> {
+      const body = DecisionRequest.safeParse(req);
+      const d = body.success
+        ? Decision.safeParse({
+            decisionId: uuidv7(),
+            executionId,
+            checkpointId: body.data.checkpointId,
+            approved: body.data.approved,
+            metadata: body.data.comment === undefined ? body.data.metadata : { ...body.data.metadata, comment: body.data.comment },
+            decidedBy,
+            source: 'local',
+            decidedAt: new Date().toISOString(),
+          })
+        : null;
+      if (!body.success || !d?.success) {
+        const issues = (!body.success ? body.error : d!.error!).issues.map((i) => `${i.path.join('.') || 'the decision'}: ${i.message}`);
+        throw new WaymarkError(ErrorCode.INVALID_REQUEST, `invalid decision: ${issues.join('; ')}`, { details: { problems: issues } });
+      }
+      const r = await store.recordDecision(d.data);
+      if (!r.recorded) {
+        const first = (await store.getDecision(executionId, d.data.checkpointId)) ?? r.existing;
+        throw new WaymarkError(
+          ErrorCode.ALREADY_DECIDED,
+          `pause ${d.data.checkpointId} of execution '${executionId}' was already decided by '${first.decidedBy}' at ${first.decidedAt} (${first.approved ? 'approved' : 'declined'}); nothing was recorded`,
+          { details: { decision: first } },
+        );
+      }
+      return (await store.getDecision(executionId, d.data.checkpointId))!;
     },
 
     async syncStatus(): Promise<SyncStatus> {

@@ -5,16 +5,24 @@
  * plane). No login: it binds to loopback unless `allowRemote` says otherwise,
  * and on loopback it answers only requests whose Host names loopback, so a web
  * page of another site that rebinds its DNS name to 127.0.0.1 cannot read the
- * store through a visitor's browser. Read-only: it answers GET and HEAD only,
- * with the plane's CSP and secure headers.
+ * store through a visitor's browser. It reads (GET and HEAD), with the
+ * plane's CSP and secure headers, and takes one POST: the approve/decline
+ * form of a paused run (plane/ui/approvals.tsx), which records a decision in
+ * the store under `user` (source `local`; the application's worker applies
+ * it). That form carries a CSRF token made from a secret of this process
+ * (random at start, only in the pages it serves), and a post from another
+ * Origin is refused, on top of the Host check.
  */
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { userInfo } from 'node:os';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer } from '../checkpointer.js';
 import { FRAME, localFrame } from '../../plane/ui/frame.js';
 import { NotFoundPage } from '../../plane/ui/not-found-page.js';
+import { csrfOf, csrfOk } from '../../plane/ui/csrf.js';
 import { inspectorHeaders, mountAssets, mountPages } from '../../plane/ui/pages.js';
 import { localSource } from './local-source.js';
 import { isLoopback } from './loopback.js';
@@ -30,6 +38,17 @@ export interface LocalUiOptions {
   allowRemote?: boolean;
   /** Said in the page header: which store this is (default: its writer id). */
   label?: string;
+  /** The name decisions made in this UI are recorded under (default: the OS user's name). */
+  user?: string;
+}
+
+/** The OS user's name, for `decidedBy` (a fallback when the OS has none). */
+export function osUser(): string {
+  try {
+    return userInfo().username || 'local user';
+  } catch {
+    return 'local user';
+  }
 }
 
 export interface LocalUi {
@@ -40,12 +59,18 @@ export interface LocalUi {
 }
 
 /** The inspector app over `store` (what `serveLocalUi` serves; a test may call its `fetch`). */
-export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?: boolean } = {}): Hono {
+export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?: boolean; user?: string } = {}): Hono {
   const app = new Hono();
   const frame = localFrame(o.label ?? store.writerId);
+  const user = o.user ?? osUser();
+  // the forms' CSRF secret: this process's, never written anywhere
+  const secret = randomBytes(32).toString('base64url');
   app.use('*', inspectorHeaders());
   app.use('*', async (c, next) => {
-    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') return c.text('this inspector only reads: GET only', 405, { allow: 'GET, HEAD' });
+    const decide = c.req.method === 'POST' && /^\/runs\/[^/]+\/decision$/.test(c.req.path);
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && !decide) {
+      return c.text('this inspector only reads (and takes the approve/decline form of a paused run): GET only here', 405, { allow: 'GET, HEAD' });
+    }
     const host = new URL(c.req.url).hostname;
     if (o.checkHost && !isLoopback(host)) {
       return c.text(`FORBIDDEN: this inspector answers only to a loopback host name (127.0.0.1, localhost), not '${host}'`, 403);
@@ -61,6 +86,11 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
     missingRun: (id) => `No run '${id}' in this store.`,
     copyName: 'this store',
     sync: true,
+    approvals: {
+      decider: async () => ({ by: user }),
+      csrf: () => csrfOf(secret),
+      csrfOk: (c, token) => csrfOk({ origin: c.req.header('origin'), url: c.req.url, token, secret }),
+    },
   });
   app.notFound((c) =>
     c.html(
@@ -80,7 +110,7 @@ export async function serveLocalUi(store: Checkpointer, o: LocalUiOptions = {}):
   if (!loopback && !o.allowRemote) {
     throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `serveLocalUi: host '${host}' is not a loopback address; the local inspector has no login, so it binds elsewhere only with allowRemote`);
   }
-  const app = localUiApp(store, { label: o.label, checkHost: loopback });
+  const app = localUiApp(store, { label: o.label, checkHost: loopback, user: o.user });
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: o.port ?? 0, hostname: host }, () => resolve(s));
     s.once('error', reject);

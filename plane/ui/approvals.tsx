@@ -79,7 +79,10 @@ export const DecisionCard: FC<{ d: DecisionShown; run?: boolean }> = ({ d, run }
         {d.appliedBy && (d.state === 'applied' || d.state === 'claimed') && (
           <>
             {' '}
-            by writer <span class="mono" data-testid="applied-by">{d.appliedBy}</span>
+            by writer{' '}
+            <span class="mono" data-testid="applied-by">
+              {d.appliedBy}
+            </span>
             {d.appliedAt && (
               <>
                 {' '}
@@ -127,7 +130,15 @@ export const RunApprovals: FC<{ decisions: DecisionShown[]; form: { checkpointId
     {p.decisions.map((d) => (
       <DecisionCard d={d} />
     ))}
-    {p.form ? <DecisionForm executionId={p.executionId} checkpointId={p.form.checkpointId} csrf={p.form.csrf} /> : p.why && <p class="muted" data-testid="no-form">{p.why}</p>}
+    {p.form ? (
+      <DecisionForm executionId={p.executionId} checkpointId={p.form.checkpointId} csrf={p.form.csrf} />
+    ) : (
+      p.why && (
+        <p class="muted" data-testid="no-form">
+          {p.why}
+        </p>
+      )
+    )}
   </section>
 );
 
@@ -153,7 +164,14 @@ const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
   </li>
 );
 
-export const ApprovalsPage: FC<{ pauses: Paged<InboxItem>; decisions: Paged<DecisionShown> | null; first: boolean; firstDecisions: boolean; query: (o: { cursor?: string; dcursor?: string }) => string; note: string | null }> = (p) => (
+export const ApprovalsPage: FC<{
+  pauses: Paged<InboxItem>;
+  decisions: Paged<DecisionShown> | null;
+  first: boolean;
+  firstDecisions: boolean;
+  query: (o: { cursor?: string; dcursor?: string }) => string;
+  note: string | null;
+}> = (p) => (
   <Layout title="Pending approvals">
     <h1>Pending approvals</h1>
     <p class="muted">
@@ -274,9 +292,7 @@ export function mountApprovals<E extends Env>(
         return `/approvals${u.size ? `?${u}` : ''}`;
       };
       c.header('cache-control', 'no-store');
-      return c.html(
-        o.wrap(<ApprovalsPage pauses={pauses} decisions={decisions} first={!cursor} firstDecisions={!dcursor} query={query} note={'refused' in who ? who.refused : null} />),
-      );
+      return c.html(o.wrap(<ApprovalsPage pauses={pauses} decisions={decisions} first={!cursor} firstDecisions={!dcursor} query={query} note={'refused' in who ? who.refused : null} />));
     } catch (e) {
       if (hasCode(e, ErrorCode.BAD_CURSOR)) return c.text('bad cursor', 400);
       throw e;
