@@ -192,7 +192,7 @@ describe('waymark ui over a SQLite store', () => {
     const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
     await page.goto(`${ui.url}/`);
     expect(await page.textContent('body')).toMatch(/refund-large\s*paused/);
-    expect(await page.textContent('header')).toMatch(/Runs\s*Quarantine\s*Sync status/);
+    expect(await page.textContent('header')).toMatch(/Runs\s*Pending approvals\s*Quarantine\s*Sync status/);
     // times in the reader's zone, UTC on hover (the plane's script)
     const t = page.locator('tbody tr:has-text("refund-small") time').first();
     await expect.poll(() => t.textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+05:30$/);
