@@ -136,7 +136,7 @@ const COMMANDS: Command[] = [
   {
     name: 'ui',
     summary:
-      "The inspector over a local store, in a browser: run list, a run's timeline, pause, state diff and idempotency entries, the quarantine and the outbox's sync status. Read-only, no plane needed, nothing copied; on 127.0.0.1 until Ctrl-C.",
+      "The inspector over a local store, in a browser: run list, a run's timeline, pause, state diff and idempotency entries, pending approvals (approve/decline a pause: your decision worker applies it), the quarantine and the outbox's sync status. No plane needed, nothing copied; on 127.0.0.1 until Ctrl-C.",
     ownStore: true,
     options: UI_OPTIONS,
     check: checkUi,

@@ -22,7 +22,7 @@ export const UI_OPTIONS: Record<string, OptionSpec> = {
   host: { type: 'string', help: 'the interface to listen on (default: 127.0.0.1; another needs --allow-remote)' },
   port: { type: 'string', help: `the port to listen on (default: ${UI_DEFAULT_PORT}; 0 picks a free one)` },
   user: { type: 'string', help: 'the name approvals made in this UI are recorded under (default: the OS user name)' },
-  'allow-remote': { type: 'boolean', help: 'allow a non-loopback --host: anyone who reaches it reads the store, with no login' },
+  'allow-remote': { type: 'boolean', help: 'allow a non-loopback --host: anyone who reaches it reads the store and can answer its pauses, with no login' },
 };
 
 /** Every problem of a `waymark ui` command line (the store options are its own, so main's --db rule does not apply). */
@@ -64,7 +64,7 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
     }
     out(`waymark ui: ${redactUrl(spec)} (writer ${store.writerId})`);
     out(
-      `listening on ${ui.url}/ (reads, and records approvals as '${user}'; no login${p.values['allow-remote'] === true ? '; REMOTE ACCESS ALLOWED: anyone who reaches it reads this store' : ''}); Ctrl-C stops it`,
+      `listening on ${ui.url}/ (reads, and records approvals as '${user}'; no login${p.values['allow-remote'] === true ? '; REMOTE ACCESS ALLOWED: anyone who reaches it reads this store and can answer its pauses' : ''}); Ctrl-C stops it`,
     );
     await new Promise<void>((resolve) => {
       const stop = () => {

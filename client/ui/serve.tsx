@@ -34,7 +34,7 @@ export interface LocalUiOptions {
   host?: string;
   /** Port (default 0: a free one). */
   port?: number;
-  /** Allow a non-loopback host: anyone who reaches it reads the store, with no login. */
+  /** Allow a non-loopback host: anyone who reaches it reads the store and can answer its pauses, with no login. */
   allowRemote?: boolean;
   /** Said in the page header: which store this is (default: its writer id). */
   label?: string;

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
+import { csrfOf } from '../../plane/ui/csrf.js';
 import { revokeKey } from '../../plane/auth.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';
@@ -168,7 +169,7 @@ describe('tenancy and auth across every endpoint and page', () => {
   });
 
   it('every UI page redirects to login without a session, and a session of another project sees none of this one', async () => {
-    const pages = ['/', '/runs/victim-run', '/quarantine', '/writers', `/?q=victim`, '/keys'];
+    const pages = ['/', '/runs/victim-run', '/approvals', '/quarantine', '/writers', `/?q=victim`, '/keys'];
     for (const p of pages) {
       const res = await fetch(`${plane.url}${p}`, { redirect: 'manual' });
       expect(res.status, p).toBe(303);
@@ -194,6 +195,17 @@ describe('tenancy and auth across every endpoint and page', () => {
       for (const s of secrets.filter((x) => !p.includes(x))) expect(html, `${p} leaked ${s}`).not.toContain(s);
     }
     expect((await fetch(`${plane.url}/runs/victim-run`, { headers: { cookie: session } })).status).toBe(404);
+    // the approve form's target, posted by this other project's approve session with its own valid token: 404, nothing recorded
+    const before = (await call(`${plane.url}/v1/decisions`, { key: keys.owner })).body.items.length;
+    const forged = await fetch(`${plane.url}/runs/victim-run/decision`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: session },
+      body: new URLSearchParams({ csrf: csrfOf(session.split('=')[1]), checkpointId, approved: 'false', comment: 'attacker' }),
+    });
+    expect(forged.status).toBe(404);
+    expect(await forged.text()).toContain('PAUSE_NOT_FOUND');
+    expect((await call(`${plane.url}/v1/decisions`, { key: keys.owner })).body.items).toHaveLength(before);
   });
 
   it('keys are stored hashed: no column holds a secret', async () => {

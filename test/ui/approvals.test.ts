@@ -13,11 +13,13 @@
  *   a second decision (409 naming the first), a read key (no form; a forged
  *   post refused), another project's pause (404), a bad field (400): each
  *   records nothing.
- * Screenshots of the inbox and the form go to docs/img/ for the README.
+ * Screenshots go to test-output/ui-screenshots/; with
+ * WAYMARK_UPDATE_SCREENSHOTS=1 the inbox and the form also become README's
+ * pictures in docs/img/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,7 +28,7 @@ import { createKey } from '../../plane/auth.js';
 import { csrfOf } from '../../plane/ui/csrf.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
-import { launchChromium } from '../helpers/browser.js';
+import { launchChromium, SHOTS } from '../helpers/browser.js';
 import { forkTs, nextMessage } from '../helpers/child.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { BIN, ROOT } from '../helpers/plane-process.js';
@@ -38,6 +40,12 @@ const IMG = join(ROOT, 'docs', 'img');
 const tmp = scratchDir('waymark-approvals-ui-');
 
 type Msg = { type: string; [k: string]: unknown };
+
+/** A screenshot's path in test-output/; with WAYMARK_UPDATE_SCREENSHOTS=1 it also becomes README's docs/img/<name>.png (`publish`). */
+const shotPath = (name: string) => join(SHOTS, `${name}.png`);
+const publish = (name: string) => {
+  if (process.env.WAYMARK_UPDATE_SCREENSHOTS === '1') copyFileSync(shotPath(name), join(IMG, `${name}.png`));
+};
 
 async function session(url: string, key: string): Promise<string> {
   const r = await fetch(`${url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key, next: '/' }) });
@@ -62,7 +70,7 @@ async function fitsWidth(page: Page): Promise<boolean> {
 
 let browser: Browser;
 beforeAll(async () => {
-  mkdirSync(IMG, { recursive: true });
+  mkdirSync(SHOTS, { recursive: true });
   browser = await launchChromium();
 });
 afterAll(async () => {
@@ -116,12 +124,17 @@ describe('approvals on the plane inspector', () => {
     expect(await card.locator('[data-testid=age]').textContent()).toMatch(/^paused \d+ seconds? ago$/);
     expect(await card.locator('pre').textContent()).toContain('9000');
     expect(await card.textContent()).toContain('No decision yet.');
-    await page.screenshot({ path: join(IMG, 'approvals-inbox.png'), fullPage: true });
+    await page.screenshot({ path: shotPath('approvals-inbox'), fullPage: true });
+    publish('approvals-inbox');
 
     await card.locator(`a[href^="/runs/"]`).click();
     await page.waitForURL(new RegExp(`/runs/${id}`));
     await page.fill('textarea[name=comment]', 'Within policy: customer has a receipt.');
-    await page.locator('[data-testid=decision-form]').screenshot({ path: join(IMG, 'approve-form.png') });
+    // the pause with its context, and the form under it
+    const top = (await page.locator('section[aria-labelledby=pause-h]').boundingBox())!;
+    const bottom = (await page.locator('[data-testid=decision-form]').boundingBox())!;
+    await page.screenshot({ path: shotPath('approve-form'), fullPage: true, clip: { x: 0, y: top.y - 8, width: 1100, height: bottom.y + bottom.height - top.y + 16 } });
+    publish('approve-form');
     const outcome = nextMessage<Msg>(laptop, (m) => m.type === 'outcome');
     await page.click('button[name=approved][value=true]');
     await page.waitForURL(new RegExp(`/runs/${id}#decisions-h$`));
@@ -160,7 +173,7 @@ describe('approvals on the plane inspector', () => {
     expect(await fitsWidth(phone)).toBe(true);
     await phone.goto(`${plane.url}/approvals`);
     expect(await fitsWidth(phone)).toBe(true);
-    await phone.screenshot({ path: join(IMG, 'approvals-inbox-phone.png'), fullPage: true });
+    await phone.screenshot({ path: shotPath('approvals-inbox-phone'), fullPage: true });
     await phone.context().close();
     await page.context().close();
   });
@@ -223,7 +236,7 @@ describe('approvals on the plane inspector', () => {
     expect(second.status).toBe(409);
     const secondText = await second.text();
     expect(secondText).toContain('ALREADY_DECIDED');
-    expect(secondText).toContain("already decided by 'manager'");
+    expect(secondText).toContain('already decided by &#39;manager&#39;');
     expect(secondText).toContain('data-testid="decision"');
     const mine = (await decisions()).filter((d) => d.executionId === id);
     expect(mine).toHaveLength(1);
@@ -286,7 +299,7 @@ describe('approvals in the local UI (waymark ui --db), no plane', () => {
       await page.goto(`${ui.url}/approvals`);
       const card = page.locator(`[data-testid=pause][data-execution="${id}"]`);
       expect(await card.textContent()).toContain('No decision yet.');
-      await page.screenshot({ path: join(IMG, 'local-approvals-inbox.png'), fullPage: true });
+      await page.screenshot({ path: shotPath('local-approvals-inbox'), fullPage: true });
       await card.locator('a[href^="/runs/"]').click();
       await page.fill('textarea[name=comment]', 'ok from my laptop');
       const outcome = nextMessage<Msg>(worker, (m) => m.type === 'outcome');
