@@ -131,6 +131,7 @@ describe('approvals on the plane inspector', () => {
     await page.waitForURL(new RegExp(`/runs/${id}`));
     await page.fill('textarea[name=comment]', 'Within policy: customer has a receipt.');
     // the pause with its context, and the form under it
+    await page.evaluate(() => window.scrollTo(0, 0)); // bounding boxes are of the viewport; the clip of a full page is of the page
     const top = (await page.locator('section[aria-labelledby=pause-h]').boundingBox())!;
     const bottom = (await page.locator('[data-testid=decision-form]').boundingBox())!;
     await page.screenshot({ path: shotPath('approve-form'), fullPage: true, clip: { x: 0, y: top.y - 8, width: 1100, height: bottom.y + bottom.height - top.y + 16 } });
