@@ -323,6 +323,23 @@ describe('approvals in the local UI (waymark ui --db), no plane', () => {
       const again = await post(target, { checkpointId: pause.checkpointId, approved: 'false', csrf });
       expect(again.status).toBe(409);
       expect(await again.text()).toContain('ALREADY_DECIDED');
+
+      // a pause answered from code while the form was open: 409 PAUSE_CLOSED naming the claim, nothing recorded
+      const other = `closed-${Date.now().toString(36)}`;
+      const code = new SqliteCheckpointer({ path: file });
+      const codeLedger = new Ledger(tmp.file('code.jsonl'));
+      const { agent } = refundAgent({ store: code, ledger: codeLedger });
+      const open = (await agent.run(refundRequest('L-2', 4300), { executionId: other })).pendingInterrupt!;
+      const formHtml = await (await fetch(`${ui.url}/runs/${other}`)).text();
+      expect(formHtml).toContain('data-testid="decision-form"');
+      expect((await agent.resume(other, { approved: true })).status).toBe('completed');
+      const late = await post(`${ui.url}/runs/${other}/decision`, { checkpointId: open.checkpointId, approved: 'false', csrf: csrfIn(formHtml) });
+      expect(late.status).toBe(409);
+      const lateText = await late.text();
+      expect(lateText).toContain('PAUSE_CLOSED');
+      expect(lateText).toContain(code.writerId);
+      expect(await code.getDecision(other, open.checkpointId)).toBeNull();
+      await code.close();
       await page.context().close();
     } finally {
       await stopChild(worker);
