@@ -33,9 +33,11 @@ import type { Checkpointer, OutboxEntry, OutboxStats, PlaneGuard } from '../chec
 import { noFaults, type FaultHook } from '../faults.js';
 import { PlaneHttp } from './http.js';
 import { backoffDelay, retryAfter } from '../retry.js';
+import { ChangeFeedConsumer, type ChangePull, type RunUpdate } from './change-feed.js';
 import { claimAtPlane, foreignBody, ping, releaseClaim, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneTakeover } from './plane-calls.js';
 
 export type { PlaneClaim, PlanePing, PlaneTakeover } from './plane-calls.js';
+export type { ChangePull, RunUpdate } from './change-feed.js';
 
 export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
 
@@ -58,6 +60,14 @@ export interface ReplicaOptions {
   /** The largest ceiling. Default 30 s. */
   backoffCapMs?: number;
   faults?: FaultHook;
+  /**
+   * Follow the plane's change feed while running (default true): runs this
+   * store holds that moved on elsewhere are caught up and reported as
+   * `run_updated` (change-feed.ts). false: only `pullChanges()` does it.
+   */
+  followChanges?: boolean;
+  /** The change feed's long-poll hold, seconds (the plane caps it at 25). Default 25. */
+  changeWaitSeconds?: number;
 }
 
 export interface ReplicaStatus {
@@ -115,6 +125,8 @@ export interface ReplicaEvents {
   run_taken_over: [takeover: { executionId: string; from: string }];
   /** The plane was unreachable for a takeover; the local lease stands (connectPlane). */
   takeover_offline: [offline: { executionId: string; reason: string }];
+  /** A run this store holds moved on elsewhere (claimed, cancelled, finished, deleted) and was caught up or reported (change-feed.ts). */
+  run_updated: [update: RunUpdate];
   /** A listener of `event` threw `error`; the drain went on. */
   listener_error: [failure: { event: Exclude<keyof ReplicaEvents, 'listener_error'>; error: unknown }];
 }
@@ -133,7 +145,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   readonly writerId: string;
   private apiKey: string;
   private readonly http: PlaneHttp;
-  private readonly o: Required<Omit<ReplicaOptions, 'dispatcher' | 'writerId' | 'faults' | 'apiKey' | 'url'>>;
+  private readonly o: Required<Omit<ReplicaOptions, 'dispatcher' | 'writerId' | 'faults' | 'apiKey' | 'url' | 'followChanges' | 'changeWaitSeconds'>>;
   private readonly fault: FaultHook;
   private state: DrainState = 'idle';
   private kicked = false;
@@ -151,6 +163,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private readonly unsubscribe: () => void;
   /** Removes the plane guard this replica installed on its store (connectPlane), if any. */
   private unguard: (() => void) | null = null;
+  private readonly changes: ChangeFeedConsumer;
 
   constructor(
     readonly store: Checkpointer,
@@ -178,6 +191,21 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       }, this.o.pollMs);
       this.pollTimer.unref();
     }
+    this.changes = new ChangeFeedConsumer(
+      store,
+      () => this.apiKey,
+      (u) => this.emit('run_updated', u),
+      {
+        url: options.url,
+        writerId: this.writerId,
+        dispatcher: options.dispatcher,
+        waitSeconds: options.changeWaitSeconds,
+        timeoutMs: this.o.timeoutMs,
+        backoffBaseMs: Math.max(this.o.backoffBaseMs, 500),
+        backoffCapMs: this.o.backoffCapMs,
+      },
+    );
+    if (options.followChanges !== false) this.changes.follow();
     this.kick(0);
   }
 
@@ -481,18 +509,33 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     this.timer = null;
     this.pollTimer = null;
     await this.round?.catch(() => {});
+    await this.changes.stop();
     await this.http.close();
     this.removeAllListeners();
   }
 
   /** What this replica still holds open (all false after stop()). */
-  get handles(): { retryTimer: boolean; pollTimer: boolean; roundInFlight: boolean; socketsOpen: boolean } {
-    return { retryTimer: this.timer !== null, pollTimer: this.pollTimer !== null, roundInFlight: this.round !== null, socketsOpen: !this.http.closed };
+  get handles(): { retryTimer: boolean; pollTimer: boolean; roundInFlight: boolean; socketsOpen: boolean; followingChanges: boolean } {
+    return { retryTimer: this.timer !== null, pollTimer: this.pollTimer !== null, roundInFlight: this.round !== null, socketsOpen: !this.http.closed, followingChanges: this.changes.following };
   }
 
   /** Who this drain's plane calls are made as (the key as it is now). */
   private get caller(): PlaneCaller {
     return { apiKey: this.apiKey, writerId: this.writerId, timeoutMs: this.o.timeoutMs };
+  }
+
+  /**
+   * One round of the change feed, without holding: catches up (or reports)
+   * the runs this store holds that changed on the plane after the saved
+   * cursor; each outcome is also emitted as `run_updated`.
+   */
+  pullChanges(): Promise<ChangePull> {
+    return this.changes.pull(0);
+  }
+
+  /** The change feed's last error (null after a round that succeeded). */
+  get changeFeedError(): string | null {
+    return this.changes.lastError;
   }
 
   /**

@@ -245,11 +245,11 @@ describe('the outbox drain against a real plane', () => {
     proxy.rule = () => ({ status: 500 });
     const r = connect({ pollMs: 1000, backoffBaseMs: 5000, backoffCapMs: 5000 });
     await until(async () => (await r.status()).state === 'backoff');
-    expect(r.handles).toEqual({ retryTimer: true, pollTimer: true, roundInFlight: false, socketsOpen: true });
+    expect(r.handles).toEqual({ retryTimer: true, pollTimer: true, roundInFlight: false, socketsOpen: true, followingChanges: true });
     expect(proxy.sockets.size).toBeGreaterThan(0);
     await r.stop();
     replica = null;
-    expect(r.handles).toEqual({ retryTimer: false, pollTimer: false, roundInFlight: false, socketsOpen: false });
+    expect(r.handles).toEqual({ retryTimer: false, pollTimer: false, roundInFlight: false, socketsOpen: false, followingChanges: false });
     // the plane side sees every connection from this replica closed
     await until(() => proxy.sockets.size === 0, 5000);
     expect((await r.status()).state).toBe('stopped');
