@@ -35,8 +35,8 @@
  * (its socket is unref'd), like the drain's idle timer: a script that ends
  * without stop() is not held open by the feed.
  */
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Dispatcher } from 'undici';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { ChangeFeed, type ExecutionChange } from '../../shared/protocol.js';
@@ -113,7 +113,10 @@ export class ChangeFeedConsumer {
     private readonly o: ChangeFeedOptions,
   ) {
     this.http = o.dispatcher ? new PlaneHttp(o.url, { dispatcher: o.dispatcher }) : null;
+    // its own kept-alive connection, closed by stop(): never the process-wide agent's
+    this.agent = o.dispatcher ? null : new URL(o.url).protocol === 'https:' ? new HttpsAgent({ keepAlive: true, maxSockets: 1 }) : new HttpAgent({ keepAlive: true, maxSockets: 1 });
   }
+  private readonly agent: HttpAgent | null;
 
   /** One round: the changes after the saved cursor, holding up to `waitSeconds` (0: answer at once); handle them; save the cursor. */
   pull(waitSeconds = 0, signal?: AbortSignal): Promise<ChangePull> {
@@ -127,7 +130,7 @@ export class ChangeFeedConsumer {
     const q = new URLSearchParams({ wait: String(waitSeconds), limit: String(this.o.pageSize ?? 100), ...(after ? { after } : {}) });
     const path = `/v1/changes?${q}`;
     const timeoutMs = waitSeconds * 1000 + (this.o.timeoutMs ?? 30_000);
-    const res = this.http ? await this.http.request('GET', path, { apiKey: this.apiKey(), timeoutMs }) : await getUnref(this.o.url, path, this.apiKey(), timeoutMs, signal);
+    const res = this.http ? await this.http.request('GET', path, { apiKey: this.apiKey(), timeoutMs }) : await getUnref(this.o.url, path, this.apiKey(), timeoutMs, this.agent!, signal);
     if (res.status !== 200) {
       const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
       throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused the change feed: ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(), {
@@ -214,16 +217,17 @@ export class ChangeFeedConsumer {
     await this.loop?.catch(() => {});
     await this.busy;
     await this.http?.close();
+    this.agent?.destroy();
   }
 }
 
 /** A GET whose socket does not keep the process alive (the feed's held poll is background work). */
-function getUnref(base: string, path: string, apiKey: string, timeoutMs: number, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
+function getUnref(base: string, path: string, apiKey: string, timeoutMs: number, agent: HttpAgent, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
   const u = new URL(base);
   const full = new URL(`${u.pathname.replace(/\/$/, '')}${path}`, u.origin);
   const request = full.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = request(full, { method: 'GET', headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json' }, signal, timeout: timeoutMs }, (res: IncomingMessage) => {
+    const req = request(full, { method: 'GET', agent, headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json' }, signal, timeout: timeoutMs }, (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
