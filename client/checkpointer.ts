@@ -22,7 +22,8 @@
 import type { Json } from '../shared/json.js';
 import type { DivergedExecution } from './store/import.js';
 import type { State } from '../shared/codec.js';
-import type { Checkpoint, IdempotencyEntry, OutboxEvent, OutboxKind, PendingInterrupt, Status, Step } from '../shared/rows.js';
+import type { Checkpoint, Decision, IdempotencyEntry, OutboxEvent, OutboxKind, PendingInterrupt, Status, Step } from '../shared/rows.js';
+import type { DecisionState } from '../shared/protocol.js';
 
 /** What a writer supplies for a checkpoint; the store assigns `seq`, `writerId` and encodes `state`. */
 export interface CheckpointInput {
@@ -223,8 +224,51 @@ export interface PauseRef {
   checkpointId: string;
 }
 
-/** Called before a local claim of a pause; throws to refuse it (a connected replica's plane claim). */
-export type ClaimGuard = (pause: { executionId: string; checkpointId: string }) => Promise<void>;
+/** Called before a local claim of a pause; throws to refuse it (a connected replica's plane claim). `decisionId`: the decision the claim applies. */
+export type ClaimGuard = (pause: { executionId: string; checkpointId: string; decisionId?: string }) => Promise<void>;
+
+/** Options of `claimInterrupt`. */
+export interface ClaimOptions {
+  next?: CheckpointInput;
+  lease?: LeaseRequest | Lease;
+  /** The decision this claim applies (a decision worker's resume): recorded on the local claim and in its `interrupt_claimed` event. */
+  decisionId?: string;
+}
+
+/**
+ * A decision as a store holds it, with its state derived from the pause's
+ * local claim, the open pause and the run's rows (client/store/decisions.ts):
+ * never `claimed` here (a plane-side state).
+ */
+export interface StoredDecision extends Decision {
+  state: DecisionState;
+  /** The writer whose local claim took the pause (with this decision: it applied it), when claimed. */
+  appliedBy: string | null;
+  appliedAt: string | null;
+  /** This store holds the pause's row (false: a decision from the plane for a run restore may bring). */
+  held: boolean;
+  /** Local order of recording (the listing's cursor). */
+  seq: number;
+}
+
+/** What `recordDecision` did: recorded, or the pause already had a decision (`existing`, kept). */
+export type RecordDecisionResult = { recorded: true } | { recorded: false; existing: Decision };
+
+export interface ListDecisionsOptions {
+  /** Only decisions in this derived state. */
+  state?: DecisionState;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+  /** Page size; absent means every matching decision. */
+  limit?: number;
+}
+
+/** A page of decisions in recording order. */
+export interface DecisionPage {
+  items: StoredDecision[];
+  /** Null once the listing is done. */
+  nextCursor: string | null;
+}
 
 /**
  * Called before `resume` (without a value) takes over a run that is not
@@ -301,7 +345,21 @@ export interface Checkpointer {
    * or fenced (a held `Lease`): a live lease of another holder throws
    * `RunInProgress`, a lost one `LeaseLost`; either way nothing is claimed.
    */
-  claimInterrupt(pause: PauseRef, options?: { next?: CheckpointInput; lease?: LeaseRequest | Lease }): Promise<ClaimResult | null>;
+  claimInterrupt(pause: PauseRef, options?: ClaimOptions): Promise<ClaimResult | null>;
+  /**
+   * Record a decision for one pause, in one transaction. At most one per pause:
+   * a second (any id) is not recorded and the first is returned as `existing`.
+   * `source: 'local'` needs the pause open here (PAUSE_NOT_FOUND, PAUSE_CLOSED
+   * otherwise) and queues a `decision_recorded` event; `source: 'plane'` (from
+   * the plane's feed or a restore) is stored even for a run this store does not
+   * hold, and queues nothing. An invalid decision: INVALID_DECISION naming
+   * every problem. Nothing is written when refused.
+   */
+  recordDecision(decision: Decision): Promise<RecordDecisionResult>;
+  /** Decisions in recording order with their derived state, paged by `cursor`. */
+  listDecisions(options?: ListDecisionsOptions): Promise<DecisionPage>;
+  /** The decision recorded for one pause, with its derived state, or null. */
+  getDecision(executionId: string, checkpointId: string): Promise<StoredDecision | null>;
   /**
    * Take the execution's lease: free (never taken, released) or expired by the
    * store's clock. The epoch grows by one. Throws `RunInProgress` (details:

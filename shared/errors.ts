@@ -53,6 +53,8 @@ export const ErrorCode = {
   ALREADY_FINISHED: 'ALREADY_FINISHED',
   /** `cancel` options that cannot be stored (details.problems names each); nothing was written. */
   INVALID_CANCEL: 'INVALID_CANCEL',
+  /** A decision that cannot be recorded (a field missing or of the wrong type, an unknown field); `details.problems` names each, nothing was recorded. */
+  INVALID_DECISION: 'INVALID_DECISION',
   /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
   RUN_INCOMPLETE: 'RUN_INCOMPLETE',
   /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */
@@ -135,7 +137,7 @@ export const ErrorCode = {
   UNSUPPORTED_ENCODING: 'UNSUPPORTED_ENCODING',
   /** 400: a list cursor this plane did not issue. */
   BAD_CURSOR: 'BAD_CURSOR',
-  /** 409: the pause is claimed by another writer (details.writerId). */
+  /** 409: the pause is claimed by another writer (details.writerId; details.decisionId: the decision that claim applies, null for a resume from code). */
   ALREADY_CLAIMED: 'ALREADY_CLAIMED',
   /** 409: the claim was applied (the pause resumed by its holder); an applied claim is final. */
   CLAIM_APPLIED: 'CLAIM_APPLIED',

@@ -16,7 +16,7 @@ import { uuidv7 } from '../../shared/ids.js';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import { stateOfCursor, type ChainRow, type CodecCursor } from '../../shared/codec.js';
-import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 // the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
@@ -32,6 +32,8 @@ import { migratedWriterId, migratePostgres } from './migrations.js';
 import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
 import { fence, leaseInfo, takeLease } from './leases.js';
 import { tablesOf, type Sql, type Tables, type Tx } from './tables.js';
+import * as decisions from './decisions.js';
+import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 import { ADVANCE, constraintOf, lockExecution, pgCode } from './executions.js';
 import { putOnCursor } from './put-on-cursor.js';
 import { listExecutionSummaries, listIdempotency, listPending, listRows, readById, readChain, readIdempotent, readLatest, readNote, readPending } from './reads.js';
@@ -379,9 +381,10 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return { checkpoint: rowOf(out)!, pending: out.pending };
   }
 
-  async claimInterrupt(pause: C.PauseRef, options?: { next?: C.CheckpointInput; lease?: C.LeaseRequest | C.Lease }): Promise<C.ClaimResult | null> {
+  async claimInterrupt(pause: C.PauseRef, options?: C.ClaimOptions): Promise<C.ClaimResult | null> {
     this.assertOpen();
     const { executionId, checkpointId } = pause;
+    const decisionId = checkClaimDecisionId(options?.decisionId);
     const next = options?.next ? { ...options.next, id: options.next.id ?? uuidv7() } : undefined;
     if (next) checkInput(next);
     const ask = options?.lease;
@@ -411,7 +414,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         const pending = fromColumns.pending(row);
         // the claim and the lease are one decision: a refused lease rolls the claim back
         const lease = ask ? (isHeld(ask) ? await fence(tx, this.t, ask, false) : await takeLease(tx, this.t, executionId, ask)) : null;
-        await this.queueEvent(tx, interruptClaimed(pending, this.writerId));
+        const claimedAt = canonicalTime();
+        await decisions.recordClaim(tx, this.t, { checkpoint_id: checkpointId, execution_id: executionId, writer_id: this.writerId, decision_id: decisionId, claimed_at: claimedAt });
+        await this.queueEvent(tx, interruptClaimed(pending, this.writerId, decisionId, claimedAt));
         const rt = next ? await this.writeCheckpoint(tx, next) : null;
         return { ...written(rt), pending, lease };
       }, landed);
@@ -422,6 +427,26 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     if (!out) return null;
     this.afterCommit(executionId, out, 'store.claim.afterCommit');
     return { pending: out.pending, checkpoint: rowOf(out), lease: out.lease };
+  }
+
+  async recordDecision(decision: Decision): Promise<C.RecordDecisionResult> {
+    this.assertOpen();
+    const d = checkDecision(decision);
+    // a lost answer whose attempt committed: the decision is found under its id
+    const landed = async (): Promise<C.RecordDecisionResult | null> => ((await decisions.existingDecision(await this.q(), this.t, d))?.decisionId === d.decisionId ? { recorded: true } : null);
+    const out = await this.write((tx) => decisions.insertDecision(tx, this.t, d, (t, e) => this.queueEvent(t, e)), landed);
+    if (out.recorded) this.committed(null);
+    return out;
+  }
+
+  async listDecisions(options: C.ListDecisionsOptions = {}): Promise<C.DecisionPage> {
+    this.assertOpen();
+    return this.read((sql) => decisions.listDecisions(sql, this.t, options));
+  }
+
+  async getDecision(executionId: string, checkpointId: string): Promise<C.StoredDecision | null> {
+    this.assertOpen();
+    return this.read((sql) => decisions.getDecision(sql, this.t, executionId, checkpointId));
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {

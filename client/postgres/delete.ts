@@ -8,6 +8,7 @@ import type * as C from '../checkpointer.js';
 import { executionDeleted, type QueuedEvent } from '../store/events.js';
 import { PRUNE_CHUNK, type PruneCandidate, type PruneWalk } from '../store/prune.js';
 import type { Tables, Tx } from './tables.js';
+import { dropDecisions } from './decisions.js';
 
 /** Delete an execution's rows and its unsent events; `queue` records the deletion when there was anything to delete. */
 export async function deleteRows(tx: Tx, t: Tables, executionId: string, queue: (e: QueuedEvent) => unknown): Promise<C.DeleteResult> {
@@ -18,6 +19,7 @@ export async function deleteRows(tx: Tx, t: Tables, executionId: string, queue: 
   const p = await tx`DELETE FROM ${t.pending} WHERE execution_id = ${executionId}`;
   const i = await tx`DELETE FROM ${t.idempotency} WHERE execution_id = ${executionId}`;
   await tx`DELETE FROM ${t.leases} WHERE execution_id = ${executionId}`;
+  await dropDecisions(tx, t, executionId);
   await tx`DELETE FROM ${t.outbox} WHERE execution_id = ${executionId} AND NOT synced`;
   if (e.count || c.count || i.count) await queue(executionDeleted(executionId));
   return { checkpoints: c.count, pending: p.count, idempotency: i.count };
@@ -39,6 +41,7 @@ export async function pruneChunk(tx: Tx, t: Tables, walk: PruneWalk, dropped: (e
     const i = await tx`DELETE FROM ${t.idempotency} WHERE execution_id = ${id}`;
     await tx`DELETE FROM ${t.executions} WHERE execution_id = ${id}`;
     await tx`DELETE FROM ${t.leases} WHERE execution_id = ${id}`;
+    await dropDecisions(tx, t, id);
     await tx`DELETE FROM ${t.outbox} WHERE execution_id = ${id}`;
     dropped(id);
     walk.deleted({ checkpoints: c.count, idempotency: i.count });

@@ -4,7 +4,7 @@ import type postgres from 'postgres';
 export type Sql = postgres.Sql<Record<string, never>>;
 export type Tx = postgres.TransactionSql<Record<string, never>>;
 
-export type Tables = Record<'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox' | 'leases', postgres.Helper<string>>;
+export type Tables = Record<'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox' | 'leases' | 'decisions' | 'claims', postgres.Helper<string>>;
 
 /** The store's tables in `schema` (a name already checked), as identifiers for postgres.js templates. */
 export function tablesOf(sql: Sql, schema: string): Tables {
@@ -17,6 +17,8 @@ export function tablesOf(sql: Sql, schema: string): Tables {
     idempotency: id('idempotency'),
     outbox: id('outbox'),
     leases: id('leases'),
+    decisions: id('decisions'),
+    claims: id('claims'),
   };
 }
 

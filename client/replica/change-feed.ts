@@ -130,7 +130,7 @@ export class ChangeFeedConsumer {
     const q = new URLSearchParams({ wait: String(waitSeconds), limit: String(this.o.pageSize ?? 100), ...(after ? { after } : {}) });
     const path = `/v1/changes?${q}`;
     const timeoutMs = waitSeconds * 1000 + (this.o.timeoutMs ?? 30_000);
-    const res = this.http ? await this.http.request('GET', path, { apiKey: this.apiKey(), timeoutMs }) : await getUnref(this.o.url, path, this.apiKey(), timeoutMs, this.agent!, signal);
+    const res = this.http ? await this.http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal }) : await getUnref(this.o.url, path, this.apiKey(), timeoutMs, this.agent!, signal);
     if (res.status !== 200) {
       const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
       throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused the change feed: ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(), {
@@ -219,6 +219,25 @@ export class ChangeFeedConsumer {
     await this.http?.close();
     this.agent?.destroy();
   }
+}
+
+/** The consumer a replica makes from its options (the feed's backoff starts at 500 ms at least). */
+export function changeFeedOf(
+  store: Checkpointer,
+  writerId: string,
+  apiKey: () => string,
+  onUpdate: (u: RunUpdate) => void,
+  o: { url: string; dispatcher?: Dispatcher; changeWaitSeconds?: number; timeoutMs: number; backoffBaseMs: number; backoffCapMs?: number },
+): ChangeFeedConsumer {
+  return new ChangeFeedConsumer(store, apiKey, onUpdate, {
+    url: o.url,
+    writerId,
+    dispatcher: o.dispatcher,
+    waitSeconds: o.changeWaitSeconds,
+    timeoutMs: o.timeoutMs,
+    backoffBaseMs: Math.max(o.backoffBaseMs, 500),
+    backoffCapMs: o.backoffCapMs,
+  });
 }
 
 /** A GET whose socket does not keep the process alive (the feed's held poll is background work). */

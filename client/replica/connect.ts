@@ -40,19 +40,22 @@ export function connectPlane(store: Checkpointer, options: ConnectOptions): Repl
 function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
   const claimFlushMs = options.claimFlushMs ?? 5000;
   const fault = options.faults ?? noFaults;
-  const claim: ClaimGuard = async ({ executionId, checkpointId }) => {
+  const claim: ClaimGuard = async ({ executionId, checkpointId, decisionId }) => {
     const flushed = await replica.flush({ timeoutMs: claimFlushMs });
-    let r = await replica.claimAtPlane(executionId, checkpointId);
+    let r = await replica.claimAtPlane(executionId, checkpointId, decisionId);
     // The plane came back between a flush that timed out and the claim: the pause is
     // still in this outbox. Send it now that the plane answers, then claim again.
     if (r.outcome === 'refused' && r.code === ErrorCode.PAUSE_NOT_FOUND && flushed.pendingRows > 0) {
       await replica.flush({ timeoutMs: claimFlushMs });
-      r = await replica.claimAtPlane(executionId, checkpointId);
+      r = await replica.claimAtPlane(executionId, checkpointId, decisionId);
     }
     if (r.outcome === 'lost') {
       throw new AlreadyResumed(`execution '${executionId}': the pause was already claimed at the plane by writer '${r.writerId}'`, {
         executionId,
+        checkpointId,
         claimedBy: r.writerId,
+        // the decision the winning claim applied, when the plane says (a decision worker compares it with its own)
+        ...(r.decisionId !== undefined ? { claimDecisionId: r.decisionId } : {}),
       });
     }
     if (r.outcome === 'refused') {

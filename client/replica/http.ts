@@ -30,7 +30,7 @@ export class PlaneHttp {
     }
   }
 
-  async request(method: 'GET' | 'POST', path: string, o: { apiKey: string; json?: unknown; timeoutMs: number; gzipOver?: number }): Promise<PlaneResponse> {
+  async request(method: 'GET' | 'POST', path: string, o: { apiKey: string; json?: unknown; timeoutMs: number; gzipOver?: number; signal?: AbortSignal }): Promise<PlaneResponse> {
     const headers: Record<string, string> = { authorization: `Bearer ${o.apiKey}`, accept: 'application/json' };
     let body: Buffer | undefined;
     if (o.json !== undefined) {
@@ -50,6 +50,7 @@ export class PlaneHttp {
       body,
       headersTimeout: o.timeoutMs,
       bodyTimeout: o.timeoutMs,
+      ...(o.signal ? { signal: o.signal } : {}),
     });
     const text = await res.body.text();
     let parsed: unknown = text;

@@ -12,3 +12,4 @@ export {
   type ChangePull,
 } from './replica.js';
 export { restoreFromPlane, type RestoreOptions } from './restore.js';
+export { DECISIONS_CURSOR_META, type PullResult } from './decision-feed.js';

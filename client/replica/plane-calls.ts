@@ -22,20 +22,22 @@ export interface PlaneCaller {
  * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
  * up and said no (a revoked key, a missing scope, the pause not there).
  */
-export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, checkpointId: string): Promise<PlaneClaim> {
+export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, checkpointId: string, decisionId?: string): Promise<PlaneClaim> {
   let res: PlaneResponse;
   try {
     res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
       apiKey: as.apiKey,
-      json: { checkpointId, writerId: as.writerId },
+      json: { checkpointId, writerId: as.writerId, ...(decisionId ? { decisionId } : {}) },
       timeoutMs: as.timeoutMs,
     });
   } catch (e) {
     return { outcome: 'offline', reason: (e as Error).message };
   }
   if (res.status === 200) return { outcome: 'won' };
-  const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string } } } | null)?.error;
-  if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer' };
+  const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string; decisionId?: string | null } } } | null)?.error;
+  if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') {
+    return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null };
+  }
   if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
   return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}` };
 }
@@ -118,7 +120,7 @@ export type PlanePing = ({ ok: true; latencyMs: number } & WhoAmI) | { ok: false
 /** What the plane said to a claim. */
 export type PlaneClaim =
   | { outcome: 'won' }
-  | { outcome: 'lost'; writerId: string }
+  | { outcome: 'lost'; writerId: string; decisionId?: string | null }
   | { outcome: 'offline'; reason: string }
   | { outcome: 'refused'; status: number; code: string | null; message: string };
 

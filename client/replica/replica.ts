@@ -33,7 +33,10 @@ import type { Checkpointer, OutboxEntry, OutboxStats, PlaneGuard } from '../chec
 import { noFaults, type FaultHook } from '../faults.js';
 import { PlaneHttp } from './http.js';
 import { backoffDelay, retryAfter } from '../retry.js';
-import { ChangeFeedConsumer, type ChangePull, type RunUpdate } from './change-feed.js';
+import { changeFeedOf, type ChangeFeedConsumer, type ChangePull, type RunUpdate } from './change-feed.js';
+import type { Decision } from '../../shared/rows.js';
+import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
+import { restoreFromPlane } from './restore.js';
 import { claimAtPlane, foreignBody, ping, releaseClaim, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneTakeover } from './plane-calls.js';
 
 export type { PlaneClaim, PlanePing, PlaneTakeover } from './plane-calls.js';
@@ -60,14 +63,12 @@ export interface ReplicaOptions {
   /** The largest ceiling. Default 30 s. */
   backoffCapMs?: number;
   faults?: FaultHook;
-  /**
-   * Follow the plane's change feed while running (default true): runs this
-   * store holds that moved on elsewhere are caught up and reported as
-   * `run_updated` (change-feed.ts). false: only `pullChanges()` does it.
-   */
+  /** Follow the plane's change feed while running (default true; change-feed.ts). false: only `pullChanges()` does it. */
   followChanges?: boolean;
   /** The change feed's long-poll hold, seconds (the plane caps it at 25). Default 25. */
   changeWaitSeconds?: number;
+  /** The decision feed's long-poll hold, seconds (the plane caps it at 25). Default 25. */
+  decisionWaitSeconds?: number;
 }
 
 export interface ReplicaStatus {
@@ -127,6 +128,8 @@ export interface ReplicaEvents {
   takeover_offline: [offline: { executionId: string; reason: string }];
   /** A run this store holds moved on elsewhere (claimed, cancelled, finished, deleted) and was caught up or reported (change-feed.ts). */
   run_updated: [update: RunUpdate];
+  /** A decision recorded on the plane arrived through the decision feed and was stored here (issue 16). */
+  decision: [decision: Decision];
   /** A listener of `event` threw `error`; the drain went on. */
   listener_error: [failure: { event: Exclude<keyof ReplicaEvents, 'listener_error'>; error: unknown }];
 }
@@ -145,7 +148,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   readonly writerId: string;
   private apiKey: string;
   private readonly http: PlaneHttp;
-  private readonly o: Required<Omit<ReplicaOptions, 'dispatcher' | 'writerId' | 'faults' | 'apiKey' | 'url' | 'followChanges' | 'changeWaitSeconds'>>;
+  private readonly o: Required<Omit<ReplicaOptions, 'dispatcher' | 'writerId' | 'faults' | 'apiKey' | 'url' | 'decisionWaitSeconds' | 'followChanges' | 'changeWaitSeconds'>>;
   private readonly fault: FaultHook;
   private state: DrainState = 'idle';
   private kicked = false;
@@ -164,6 +167,9 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /** Removes the plane guard this replica installed on its store (connectPlane), if any. */
   private unguard: (() => void) | null = null;
   private readonly changes: ChangeFeedConsumer;
+  private readonly url: string;
+  private readonly dispatcher: Dispatcher | undefined;
+  private readonly decisions: DecisionFeedConsumer;
 
   constructor(
     readonly store: Checkpointer,
@@ -173,6 +179,20 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     this.apiKey = options.apiKey;
     this.writerId = options.writerId ?? store.writerId;
     this.http = new PlaneHttp(options.url, { dispatcher: options.dispatcher });
+    this.url = options.url;
+    this.dispatcher = options.dispatcher;
+    this.decisions = new DecisionFeedConsumer(
+      store,
+      () => this.apiKey,
+      (d) => this.emit('decision', d),
+      {
+        url: options.url,
+        dispatcher: options.dispatcher,
+        waitSeconds: options.decisionWaitSeconds,
+        backoffBaseMs: options.backoffBaseMs,
+        backoffCapMs: options.backoffCapMs,
+      },
+    );
     this.o = {
       batchRows: Math.min(options.batchRows ?? 500, LIMITS.batchRows),
       batchBytes: Math.min(options.batchBytes ?? 4 * 1024 * 1024, LIMITS.batchBytes),
@@ -191,19 +211,12 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       }, this.o.pollMs);
       this.pollTimer.unref();
     }
-    this.changes = new ChangeFeedConsumer(
+    this.changes = changeFeedOf(
       store,
+      this.writerId,
       () => this.apiKey,
       (u) => this.emit('run_updated', u),
-      {
-        url: options.url,
-        writerId: this.writerId,
-        dispatcher: options.dispatcher,
-        waitSeconds: options.changeWaitSeconds,
-        timeoutMs: this.o.timeoutMs,
-        backoffBaseMs: Math.max(this.o.backoffBaseMs, 500),
-        backoffCapMs: this.o.backoffCapMs,
-      },
+      { ...options, timeoutMs: this.o.timeoutMs, backoffBaseMs: this.o.backoffBaseMs },
     );
     if (options.followChanges !== false) this.changes.follow();
     this.kick(0);
@@ -510,6 +523,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     this.pollTimer = null;
     await this.round?.catch(() => {});
     await this.changes.stop();
+    await this.decisions.stop();
     await this.http.close();
     this.removeAllListeners();
   }
@@ -539,13 +553,33 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   }
 
   /**
+   * Follow the plane's decision feed (a long poll) until the returned function
+   * is called: each decision recorded on the plane is stored here and emitted
+   * as `decision`. Several followers share one feed (serveDecisions follows while it serves).
+   */
+  followDecisions(): () => void {
+    if (this.state === 'stopped') return () => {};
+    return this.decisions.follow();
+  }
+
+  /** One round of the decision feed, without holding: stores what the plane has after the saved cursor. */
+  pullDecisions(): Promise<PullResult> {
+    return this.decisions.pull(0);
+  }
+
+  /** Restore a run from this replica's plane (restoreFromPlane with its url and key): rows, the open pause and its decision. */
+  restore(executionId: string): ReturnType<typeof restoreFromPlane> {
+    return restoreFromPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs });
+  }
+
+  /**
    * Claim a pause at the plane (see connectPlane's claim guard). Only a
    * network error, a timeout or 502/503/504 (a proxy with no plane behind it)
    * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
    * up and said no (a revoked key, a missing scope, the pause not there).
    */
-  claimAtPlane(executionId: string, checkpointId: string): Promise<PlaneClaim> {
-    return claimAtPlane(this.http, this.caller, executionId, checkpointId);
+  claimAtPlane(executionId: string, checkpointId: string, decisionId?: string): Promise<PlaneClaim> {
+    return claimAtPlane(this.http, this.caller, executionId, checkpointId, decisionId);
   }
 
   /**

@@ -14,7 +14,7 @@ import type { Dispatcher } from 'undici';
 import { decodeChain } from '../../shared/codec.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { RestorePage } from '../../shared/protocol.js';
-import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { Checkpointer, ImportResult } from '../checkpointer.js';
 import { PlaneHttp } from './http.js';
 
@@ -28,11 +28,12 @@ export interface RestoreOptions {
   onProgress?: (p: { rows: number; totalRows: number }) => unknown;
 }
 
-export async function restoreFromPlane(store: Checkpointer, executionId: string, o: RestoreOptions): Promise<ImportResult & { totalRows: number }> {
+export async function restoreFromPlane(store: Checkpointer, executionId: string, o: RestoreOptions): Promise<ImportResult & { totalRows: number; decisionImported: boolean }> {
   const http = new PlaneHttp(o.url, { dispatcher: o.dispatcher, connections: 1 });
   try {
     const rows: Checkpoint[] = [];
     let pending: PendingInterrupt | null = null;
+    let decision: Decision | null = null;
     let idempotency: IdempotencyEntry[] = [];
     let totalRows = 0;
     let upTo = -1;
@@ -63,6 +64,7 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
       }
       if (first) {
         pending = page.data.pending;
+        decision = page.data.decision;
         idempotency = page.data.idempotency;
         totalRows = page.data.totalRows;
         upTo = page.data.upTo;
@@ -74,7 +76,9 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
     } while (cursor);
     verifyBundle(executionId, upTo, rows, pending, idempotency);
     const result = await store.importRows({ checkpoints: rows, pending, idempotency });
-    return { ...result, totalRows: rows.length };
+    // the open pause's decision comes with it, stored as arrived from the plane (never sent back)
+    const decided = pending && decision && decision.checkpointId === pending.checkpointId ? await store.recordDecision({ ...decision, source: 'plane' }) : null;
+    return { ...result, totalRows: rows.length, decisionImported: decided?.recorded === true };
   } finally {
     await http.close();
   }

@@ -39,6 +39,8 @@ import { isCancelMarker, runCancelled } from '../store/cancel.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import type { Model, ToolCall } from '../models/model.js';
 import { Resume } from './interrupt.js';
+import { pauseNotOpen, type ResumeOptions } from './pause.js';
+import { checkClaimDecisionId } from '../store/decisions.js';
 import type { Tool } from './tool.js';
 import { AgentLoop } from './loop.js';
 import { freeze, kept, type Place, type RunState } from './run-state.js';
@@ -202,7 +204,8 @@ export class Agent {
    * Continue a run from its newest row. A paused run needs `resume`; the pause
    * is claimed atomically, so of many concurrent resumers exactly one runs.
    */
-  async resume(executionId: string, resume?: Resume | { approved: boolean; metadata?: Record<string, Json> }, options: RunOptions = {}): Promise<RunResult> {
+  async resume(executionId: string, resume?: Resume | { approved: boolean; metadata?: Record<string, Json> }, options: ResumeOptions = {}): Promise<RunResult> {
+    const decisionId = checkClaimDecisionId(options.decisionId) ?? undefined;
     const store = this.requireStore();
     await store.setup();
     const latest = await store.latest(executionId);
@@ -222,19 +225,22 @@ export class Agent {
     const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
     let newest = latest.id;
     let lease: RunLease;
+    if (options.checkpointId !== undefined && options.checkpointId !== latest.id && (answer !== undefined || latest.status === 'interrupted'))
+      throw pauseNotOpen(executionId, options.checkpointId, latest);
     if (latest.status === 'interrupted') {
       if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
       this.resolveTool(latest.agentPath);
       const paused = (await store.readState(latest)) as RunState;
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
       const guard = this.claimGuard ?? store.planeGuard.current?.claim;
-      if (guard) await guard({ executionId, checkpointId: latest.id });
+      if (guard) await guard({ executionId, checkpointId: latest.id, ...(decisionId ? { decisionId } : {}) });
       // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
       const claimed = await store.claimInterrupt(
         { executionId, checkpointId: latest.id },
         {
           // the claim winner takes the lease in the claim's transaction: a claimed resume is never left unowned
           lease: { holder: holderOf(store), ttlMs: this.leaseMs },
+          decisionId,
           next: {
             executionId,
             prevId: latest.id,

@@ -4,3 +4,5 @@ export { idempotent, type IdempotentOptions } from './idempotent.js';
 export { tool, type Tool } from './tool.js';
 export { currentRun } from './context.js';
 export { recoverRuns, type RecoverOptions, type RecoveryOutcome, type RecoveryReport } from './recover.js';
+export { serveDecisions, type DecisionOutcome, type ServeDecisionsOptions, type ServeSummary } from './decisions.js';
+export type { ResumeOptions } from './pause.js';

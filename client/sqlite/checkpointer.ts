@@ -24,7 +24,7 @@ import Database from 'better-sqlite3';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
 import { stateOfCursor, type ChainRow } from '../../shared/codec.js';
-import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 // the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError, PauseExistsError } from '../errors.js';
@@ -40,6 +40,8 @@ import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, ch
 import { PruneWalk } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { migrateSqlite } from './migrations.js';
+import * as decisions from './decisions.js';
+import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 import { prepareStatements, type Statements } from './statements.js';
 import { fence, leaseInfo, takeLease } from './leases.js';
 import { deleteRows, pruneChunk } from './delete.js';
@@ -305,10 +307,11 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return { checkpoint: out.rt.row, pending: out.pending };
   }
 
-  async claimInterrupt(pause: C.PauseRef, options?: { next?: C.CheckpointInput; lease?: C.LeaseRequest | C.Lease }): Promise<C.ClaimResult | null> {
+  async claimInterrupt(pause: C.PauseRef, options?: C.ClaimOptions): Promise<C.ClaimResult | null> {
     this.assertOpen();
     const { executionId, checkpointId } = pause;
     if (options?.next) checkInput(options.next);
+    const decisionId = checkClaimDecisionId(options?.decisionId);
     const ask = options?.lease;
     if (ask) checkLease(executionId, ask);
     let out: { pending: PendingInterrupt; rt: RowText | null; lease: C.Lease | null } | null;
@@ -320,7 +323,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
           // the claim and the lease are one decision: refused lease, nothing claimed (the transaction rolls back)
           const lease = ask ? (isHeld(ask) ? fence(this.st, ask, false) : takeLease(this.st, executionId, ask)) : null;
           const pending = fromColumns.pending(row);
-          this.queue(interruptClaimed(pending, this.writerId));
+          const claimedAt = canonicalTime();
+          decisions.recordClaim(this.db, { checkpoint_id: checkpointId, execution_id: executionId, writer_id: this.writerId, decision_id: decisionId, claimed_at: claimedAt });
+          this.queue(interruptClaimed(pending, this.writerId, decisionId, claimedAt));
           const rt = options?.next ? this.writeCheckpoint(options.next) : null;
           return { pending, rt, lease };
         })
@@ -332,6 +337,24 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     if (!out) return null;
     this.afterCommit(executionId, written(out.rt), 'store.claim.afterCommit');
     return { pending: out.pending, checkpoint: out.rt?.row ?? null, lease: out.lease };
+  }
+
+  async recordDecision(decision: Decision): Promise<C.RecordDecisionResult> {
+    this.assertOpen();
+    const d = checkDecision(decision);
+    const out = this.db.transaction(() => decisions.insertDecision(this.db, d, (e) => this.queue(e))).immediate();
+    if (out.recorded) this.committed(null);
+    return out;
+  }
+
+  async listDecisions(options: C.ListDecisionsOptions = {}): Promise<C.DecisionPage> {
+    this.assertOpen();
+    return decisions.listDecisions(this.db, options);
+  }
+
+  async getDecision(executionId: string, checkpointId: string): Promise<C.StoredDecision | null> {
+    this.assertOpen();
+    return decisions.getDecision(this.db, executionId, checkpointId);
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
@@ -426,7 +449,13 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   async deleteExecution(executionId: string): Promise<C.DeleteResult> {
     this.assertOpen();
-    const out = this.db.transaction(() => deleteRows(this.st, executionId, (e) => this.queue(e))).immediate();
+    const out = this.db
+      .transaction(() => {
+        const result = deleteRows(this.st, executionId, (e) => this.queue(e));
+        decisions.dropDecisions(this.db, executionId);
+        return result;
+      })
+      .immediate();
     this.afterDelete(executionId);
     return out;
   }
@@ -435,7 +464,14 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.assertOpen();
     const walk = new PruneWalk(options);
     while (!walk.done) {
-      this.db.transaction(() => pruneChunk(this.st, walk, (id) => this.cursors.drop(id))).immediate();
+      this.db
+        .transaction(() =>
+          pruneChunk(this.st, walk, (id) => {
+            decisions.dropDecisions(this.db, id);
+            this.cursors.drop(id);
+          }),
+        )
+        .immediate();
     }
     return walk.result;
   }

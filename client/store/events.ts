@@ -6,7 +6,7 @@
  */
 import { uuidv7 } from '../../shared/ids.js';
 import { utf8Bytes } from '../../shared/json.js';
-import type { IdempotencyEntry, OutboxEvent, OutboxKind, PendingInterrupt } from '../../shared/rows.js';
+import type { Decision, IdempotencyEntry, OutboxEvent, OutboxKind, PendingInterrupt } from '../../shared/rows.js';
 import { canonicalTime, type RowText } from './rows.js';
 
 /** One row of `outbox`, ready for either backend's insert. */
@@ -33,10 +33,15 @@ export function interruptOpened(row: PendingInterrupt): QueuedEvent {
   return queued({ kind: 'interrupt_opened', id: uuidv7(), row }, row.executionId);
 }
 
-/** A pause claimed by a resumer of this store. */
-export function interruptClaimed(pending: PendingInterrupt, writerId: string): QueuedEvent {
+/** A pause claimed by a resumer of this store (applying `decisionId`, when a decision worker claimed it). */
+export function interruptClaimed(pending: PendingInterrupt, writerId: string, decisionId: string | null = null, claimedAt = canonicalTime()): QueuedEvent {
   const { executionId, checkpointId } = pending;
-  return queued({ kind: 'interrupt_claimed', id: uuidv7(), executionId, checkpointId, writerId, claimedAt: canonicalTime() }, executionId);
+  return queued({ kind: 'interrupt_claimed', id: uuidv7(), executionId, checkpointId, writerId, claimedAt, ...(decisionId ? { decisionId } : {}) }, executionId);
+}
+
+/** A decision recorded in this store (a decision from the plane is never sent back). */
+export function decisionRecorded(row: Decision): QueuedEvent {
+  return queued({ kind: 'decision_recorded', id: row.decisionId, row }, row.executionId);
 }
 
 /** A pause closed without an answer (its run was cancelled). */

@@ -227,6 +227,65 @@ export const MIGRATIONS: readonly Migration[] = [
   );
   `,
   },
+  /** Decisions for pauses and the record of each local claim (issue 16). */
+  {
+    name: '0004_decisions',
+    sqlite: `
+  -- A decision answers one pause (at most one per pause: checkpoint_id unique);
+  -- seq is the local order of recording (listings page by it, never by a clock).
+  -- source: 'local' (recorded here, sent to the plane) or 'plane' (arrived from it).
+  CREATE TABLE decisions (
+    seq INTEGER PRIMARY KEY,
+    checkpoint_id TEXT NOT NULL UNIQUE,
+    execution_id TEXT NOT NULL,
+    decision_id TEXT NOT NULL UNIQUE,
+    approved INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
+    source TEXT NOT NULL,
+    decided_at TEXT NOT NULL
+  );
+  CREATE INDEX decisions_execution ON decisions (execution_id);
+  -- Every local claim of a pause (the pending row is deleted by the claim):
+  -- who claimed it, when, and the decision it applied (NULL: a resume from code).
+  -- A decision's state is derived from this row, the open pause and the run's rows.
+  CREATE TABLE claims (
+    checkpoint_id TEXT PRIMARY KEY,
+    execution_id TEXT NOT NULL,
+    writer_id TEXT NOT NULL,
+    decision_id TEXT,
+    claimed_at TEXT NOT NULL
+  );
+  CREATE INDEX claims_execution ON claims (execution_id);
+  `,
+    postgres: `
+  -- A decision answers one pause (at most one per pause: checkpoint_id unique);
+  -- seq is the local order of recording (a sequence: listings page by it, never by a clock).
+  -- source: 'local' (recorded here, sent to the plane) or 'plane' (arrived from it).
+  CREATE TABLE :WAYMARK_SCHEMA.decisions (
+    seq bigserial PRIMARY KEY,
+    checkpoint_id text NOT NULL UNIQUE,
+    execution_id text NOT NULL,
+    decision_id text NOT NULL UNIQUE,
+    approved boolean NOT NULL,
+    metadata text NOT NULL,
+    decided_by text NOT NULL,
+    source text NOT NULL,
+    decided_at text NOT NULL
+  );
+  CREATE INDEX decisions_execution ON :WAYMARK_SCHEMA.decisions (execution_id);
+  -- Every local claim of a pause (the pending row is deleted by the claim):
+  -- who claimed it, when, and the decision it applied (NULL: a resume from code).
+  CREATE TABLE :WAYMARK_SCHEMA.claims (
+    checkpoint_id text PRIMARY KEY,
+    execution_id text NOT NULL,
+    writer_id text NOT NULL,
+    decision_id text,
+    claimed_at text NOT NULL
+  );
+  CREATE INDEX claims_execution ON :WAYMARK_SCHEMA.claims (execution_id);
+  `,
+  },
 ];
 
 /** The Postgres text of `m` for `schema` (already checked to be a plain lower-case identifier). */

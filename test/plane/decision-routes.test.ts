@@ -114,6 +114,10 @@ function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(claim.status).toBe(200);
       expect((await get('/v1/executions/r-4')).body.pause.decision).toMatchObject({ state: 'claimed', appliedBy: 'laptop-a' });
       expect((await inbox()).find((p) => p.executionId === 'r-4')).toMatchObject({ state: 'claimed', decision: { state: 'claimed' } });
+      // another writer's claim is refused naming the winning claim's decision (a losing decision worker reports it applied elsewhere)
+      const lost = await call(`${plane.url}/v1/executions/r-4/claim`, { key: writer, json: { checkpointId: cp, writerId: 'laptop-b', decisionId: d.decisionId } });
+      expect(lost.status).toBe(409);
+      expect(lost.body.error).toMatchObject({ code: 'ALREADY_CLAIMED', details: { writerId: 'laptop-a', decisionId: d.decisionId } });
       const applied: OutboxEvent = {
         kind: 'interrupt_claimed',
         id: uuidv7(),

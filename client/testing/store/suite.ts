@@ -17,6 +17,7 @@ import { runDeleteSuite } from './delete-suite.js';
 import { runOutboxSuite } from './outbox-suite.js';
 import { runLeaseSuite } from './lease-suite.js';
 import { runCancelSuite } from './cancel-suite.js';
+import { decisionFor, runDecisionSuite } from './decisions.js';
 
 export { contractTest, expectCode, input, marker, pauseRow, withTwoHandles, type StoreHarness, type StoreSuiteOptions } from './harness.js';
 
@@ -46,6 +47,9 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         put: (s) => s.put(input(id, { prevId: row.id })),
         recordInterrupt: (s) => s.recordInterrupt(pauseRow(id), { reason: 'r', context: null }),
         claimInterrupt: (s) => s.claimInterrupt({ executionId: id, checkpointId: row.id }),
+        recordDecision: (s) => s.recordDecision(decisionFor(id, row.id)),
+        listDecisions: (s) => s.listDecisions(),
+        getDecision: (s) => s.getDecision(id, row.id),
         acquireLease: (s) => s.acquireLease(id, { holder: 'A', ttlMs: 60_000 }),
         renewLease: (s) => s.renewLease(lease),
         releaseLease: (s) => s.releaseLease(lease),
@@ -106,4 +110,5 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
   runOutboxSuite(options);
   runLeaseSuite(options);
   runCancelSuite(options);
+  runDecisionSuite(options);
 }

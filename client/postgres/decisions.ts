@@ -1,0 +1,88 @@
+/**
+ * The Postgres store's decision statements (issue 16): recording a decision,
+ * listing decisions with their derived state, and the local claim record.
+ * The write ones run inside the caller's transaction. A local decision locks
+ * the pause's pending row first, so it is ordered with a concurrent claim: it
+ * either lands before the claim, or finds the pause closed (PAUSE_CLOSED).
+ * The rules they apply are in client/store/decisions.ts.
+ */
+import type { Decision } from '../../shared/rows.js';
+import type { DecisionPage, ListDecisionsOptions, RecordDecisionResult, StoredDecision } from '../checkpointer.js';
+import {
+  checkListDecisions,
+  checkPauseOpen,
+  DECISION_STATE,
+  decisionColumns,
+  decisionFromColumns,
+  pageOf,
+  storedFromColumns,
+  type ClaimColumns,
+  type DecisionColumns,
+  type DecisionJoinColumns,
+} from '../store/decisions.js';
+import { decisionRecorded, type QueuedEvent } from '../store/events.js';
+import type { Sql, Tables, Tx } from './tables.js';
+
+/** Inside the caller's transaction: record `d` unless its pause has a decision; a local one needs the pause open and queues its event. */
+export async function insertDecision(tx: Tx, t: Tables, d: Decision, queue: (tx: Tx, e: QueuedEvent) => unknown): Promise<RecordDecisionResult> {
+  if (d.source === 'local') {
+    const [open] = await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
+    if (!open) {
+      const existing = await existingDecision(tx, t, d);
+      if (existing) return { recorded: false, existing };
+      const [row] = await tx<{ executionId: string; status: string }[]>`SELECT execution_id AS "executionId", status FROM ${t.checkpoints} WHERE id = ${d.checkpointId}`;
+      const [claim] = await tx<ClaimColumns[]>`SELECT * FROM ${t.claims} WHERE checkpoint_id = ${d.checkpointId}`;
+      checkPauseOpen(d, { open: false, row: row ?? null, claim: claim ?? null });
+    }
+  }
+  const c = decisionColumns(d);
+  const got = await tx`
+    INSERT INTO ${t.decisions} (checkpoint_id, execution_id, decision_id, approved, metadata, decided_by, source, decided_at)
+    VALUES (${c.checkpoint_id}, ${c.execution_id}, ${c.decision_id}, ${c.approved}, ${c.metadata}, ${c.decided_by}, ${c.source}, ${c.decided_at})
+    ON CONFLICT DO NOTHING RETURNING seq`;
+  if (!got.length) return { recorded: false, existing: (await existingDecision(tx, t, d))! };
+  if (d.source === 'local') await queue(tx, decisionRecorded(d));
+  return { recorded: true };
+}
+
+/** The decision already recorded for `d`'s pause (or under its id). */
+export async function existingDecision(sql: Sql | Tx, t: Tables, d: Decision): Promise<Decision | null> {
+  const [prev] = await sql<DecisionColumns[]>`SELECT * FROM ${t.decisions} WHERE checkpoint_id = ${d.checkpointId} OR decision_id = ${d.decisionId} ORDER BY seq LIMIT 1`;
+  return prev ? decisionFromColumns(prev) : null;
+}
+
+function joined(sql: Sql, t: Tables) {
+  return sql`SELECT d.*, ${sql.unsafe(DECISION_STATE)} AS state, c.writer_id AS claim_writer, c.claimed_at AS claim_at, k.id IS NOT NULL AS held
+    FROM ${t.decisions} d
+    LEFT JOIN ${t.claims} c ON c.checkpoint_id = d.checkpoint_id
+    LEFT JOIN ${t.pending} p ON p.execution_id = d.execution_id AND p.checkpoint_id = d.checkpoint_id
+    LEFT JOIN ${t.checkpoints} k ON k.id = d.checkpoint_id`;
+}
+
+/** Decisions in recording order with their derived state (see client/store/decisions.ts). */
+export async function listDecisions(sql: Sql, t: Tables, options: ListDecisionsOptions): Promise<DecisionPage> {
+  const o = checkListDecisions(options);
+  const rows = await sql<DecisionJoinColumns[]>`
+    SELECT * FROM (${joined(sql, t)}) j WHERE seq > ${o.after} ${o.state ? sql`AND state = ${o.state}` : sql``}
+    ORDER BY seq ${o.limit ? sql`LIMIT ${o.limit}` : sql``}`;
+  return pageOf(rows.map(storedFromColumns), o.limit);
+}
+
+export async function getDecision(sql: Sql, t: Tables, executionId: string, checkpointId: string): Promise<StoredDecision | null> {
+  const [row] = await sql<DecisionJoinColumns[]>`${joined(sql, t)} WHERE d.checkpoint_id = ${checkpointId} AND d.execution_id = ${executionId}`;
+  return row ? storedFromColumns(row) : null;
+}
+
+/** Inside the caller's claim transaction: the local claim of a pause (a pause claimed again replaces it). */
+export async function recordClaim(tx: Tx, t: Tables, c: ClaimColumns): Promise<void> {
+  await tx`
+    INSERT INTO ${t.claims} (checkpoint_id, execution_id, writer_id, decision_id, claimed_at)
+    VALUES (${c.checkpoint_id}, ${c.execution_id}, ${c.writer_id}, ${c.decision_id}, ${c.claimed_at})
+    ON CONFLICT (checkpoint_id) DO UPDATE SET writer_id = excluded.writer_id, decision_id = excluded.decision_id, claimed_at = excluded.claimed_at`;
+}
+
+/** Inside the caller's transaction: an execution's decisions and claims go with its rows (delete, prune). */
+export async function dropDecisions(tx: Tx, t: Tables, executionId: string): Promise<void> {
+  await tx`DELETE FROM ${t.decisions} WHERE execution_id = ${executionId}`;
+  await tx`DELETE FROM ${t.claims} WHERE execution_id = ${executionId}`;
+}

@@ -1,0 +1,151 @@
+/**
+ * The replica's decision feed (issue 16): brings the decisions recorded on
+ * the plane (its inspector, its API, other machines' local decisions) into
+ * this store, promptly, so the application's decision worker can apply them.
+ *
+ * A long poll: GET /v1/decisions?after=<cursor>&wait=<s>. The plane answers
+ * at once when decisions were recorded after the cursor, else holds the
+ * request up to `wait` seconds and answers when one is recorded (or with an
+ * empty page). Each decision is stored (source 'plane': no event goes back),
+ * then the cursor is saved in the store's meta (`decisions.cursor`): a client
+ * that was offline or restarted asks from where it stopped and gets what it
+ * missed. A crash between the two re-reads a page; storing is idempotent.
+ *
+ * While followed (`follow()`, reference counted: serveDecisions follows while
+ * it serves), rounds run back to back; a failed round (offline, a refusal)
+ * waits a full-jitter backoff before the next. `pull()` runs one round
+ * without waiting (tests, a manual refresh).
+ */
+import { DecisionFeed as FeedPage } from '../../shared/protocol.js';
+import type { Decision } from '../../shared/rows.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import type { Checkpointer } from '../checkpointer.js';
+import { backoffDelay } from '../retry.js';
+import { PlaneHttp } from './http.js';
+import type { Dispatcher } from 'undici';
+
+/** The store meta key holding the feed's cursor (the plane's `nextCursor` of the last page stored). */
+export const DECISIONS_CURSOR_META = 'decisions.cursor';
+
+export interface DecisionFeedOptions {
+  url: string;
+  dispatcher?: Dispatcher;
+  /** The long poll's hold, seconds (the plane caps it at 25). Default 25. */
+  waitSeconds?: number;
+  pageSize?: number;
+  backoffBaseMs?: number;
+  backoffCapMs?: number;
+}
+
+/** What one round brought. */
+export interface PullResult {
+  /** Decisions the plane sent. */
+  received: number;
+  /** Of those, decisions new to this store. */
+  stored: number;
+  cursor: string | null;
+}
+
+export class DecisionFeedConsumer {
+  private readonly http: PlaneHttp;
+  private followers = 0;
+  private loop: Promise<void> | null = null;
+  private abort: AbortController | null = null;
+  private stopped = false;
+  private failures = 0;
+  /** The last round's error, null after a round that succeeded. */
+  lastError: string | null = null;
+
+  constructor(
+    private readonly store: Checkpointer,
+    private readonly apiKey: () => string,
+    private readonly onDecision: (d: Decision) => void,
+    private readonly o: DecisionFeedOptions,
+  ) {
+    // its own connection: a held long poll never delays the drain's batches
+    this.http = new PlaneHttp(o.url, { dispatcher: o.dispatcher, connections: 1 });
+  }
+
+  /** One round: ask for decisions after the saved cursor, holding up to `waitSeconds` (0: answer at once); store them; save the cursor. */
+  async pull(waitSeconds = 0, signal?: AbortSignal): Promise<PullResult> {
+    const after = await this.store.getMeta(DECISIONS_CURSOR_META);
+    const q = new URLSearchParams({ wait: String(waitSeconds), limit: String(this.o.pageSize ?? 100), ...(after ? { after } : {}) });
+    const res = await this.http.request('GET', `/v1/decisions?${q}`, { apiKey: this.apiKey(), timeoutMs: (waitSeconds + 30) * 1000, signal });
+    if (res.status !== 200) {
+      const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+      throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused the decision feed: ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(), {
+        details: { status: res.status, planeCode: err?.code ?? null },
+      });
+    }
+    const page = FeedPage.safeParse(res.body);
+    if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed decision feed page: ${page.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    let stored = 0;
+    for (const v of page.data.items) {
+      // a decision arrived from the plane: stored as such, never sent back (whoever recorded it)
+      const d: Decision = {
+        decisionId: v.decisionId,
+        executionId: v.executionId,
+        checkpointId: v.checkpointId,
+        approved: v.approved,
+        metadata: v.metadata,
+        decidedBy: v.decidedBy,
+        source: 'plane',
+        decidedAt: v.decidedAt,
+      };
+      const r = await this.store.recordDecision(d);
+      if (r.recorded) {
+        stored++;
+        this.onDecision(d);
+      }
+    }
+    if (page.data.nextCursor !== after) await this.store.setMeta(DECISIONS_CURSOR_META, page.data.nextCursor);
+    return { received: page.data.items.length, stored, cursor: page.data.nextCursor };
+  }
+
+  /** Follow the feed until the returned function is called (and every other follower stopped too). */
+  follow(): () => void {
+    if (this.stopped) return () => {};
+    this.followers++;
+    if (!this.loop) this.loop = this.run();
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      if (--this.followers === 0) this.abort?.abort();
+    };
+  }
+
+  private async run(): Promise<void> {
+    while (this.followers > 0 && !this.stopped) {
+      this.abort = new AbortController();
+      try {
+        await this.pull(this.o.waitSeconds ?? 25, this.abort.signal);
+        this.failures = 0;
+        this.lastError = null;
+      } catch (e) {
+        if (this.followers === 0 || this.stopped) break;
+        this.failures++;
+        this.lastError = (e as Error).message;
+        const wait = backoffDelay(this.failures, { baseMs: this.o.backoffBaseMs ?? 500, capMs: this.o.backoffCapMs ?? 30_000 });
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, wait);
+          this.abort!.signal.addEventListener('abort', () => {
+            clearTimeout(t);
+            resolve();
+          });
+        });
+      }
+    }
+    this.loop = null;
+    // a follower that came back while the last round ended starts a new loop
+    if (this.followers > 0 && !this.stopped) this.loop = this.run();
+  }
+
+  /** Stop following, wait for the round in flight to end, close the connection. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort?.abort();
+    await this.loop?.catch(() => {});
+    await this.http.close();
+  }
+}

@@ -1,0 +1,221 @@
+/**
+ * The decision worker (issue 16): applies the decisions people record (on the
+ * plane's inspector, a local UI, an API call) to the runs they answer. A
+ * screen only records a decision; this worker, in the application's process
+ * (which has the tools), applies it through the ordinary claim:
+ * `agent.resume(id, {approved, metadata}, {checkpointId, decisionId})`. The
+ * claim (at the plane first while a replica is connected, then in the store)
+ * decides who applies it, so several workers in several processes and on
+ * several machines may serve the same decisions: one applies each, the others
+ * see it applied.
+ *
+ * Loop: list the store's pending decisions (derived state `pending`), oldest
+ * first, and apply each; then sleep until the store is written (this
+ * process), the replica reports a decision from the plane, a retry is due, or
+ * the fallback timer fires (another process wrote the store). Ends when
+ * `signal` aborts, after the decision in hand.
+ *
+ * Outcomes (`onOutcome`, one per decision this worker settles):
+ * - `applied`: this worker resumed the run with the decision; `status` is the
+ *   run's status after it (completed, paused again, failed).
+ * - `applied_elsewhere`: another process or machine applied this decision.
+ * - `superseded`: the pause was answered otherwise (a resume from code,
+ *   another decision) or closed (the run cancelled): AlreadyResumed or
+ *   RunCancelled. The store's derived state says the same.
+ * - `failed`: anything else (the plane refused the claim, a tool is missing, a
+ *   run in progress…); the decision stays pending and is tried again after a
+ *   backoff (`retryInMs`).
+ * A decision for a run this store does not hold is skipped, unless `restore`
+ * is set: then the run is restored from the plane first (through the replica).
+ */
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import type { Checkpointer, StoredDecision } from '../checkpointer.js';
+import type { Replica } from '../replica/replica.js';
+import { backoffDelay, type Backoff } from '../retry.js';
+import type { Agent, RunResult } from './agent.js';
+
+export type DecisionOutcome =
+  | { outcome: 'applied'; decision: StoredDecision; status: RunResult['status']; result: RunResult }
+  | { outcome: 'applied_elsewhere'; decision: StoredDecision; appliedBy: string }
+  | { outcome: 'superseded'; decision: StoredDecision; code: string; reason: string; claimedBy: string | null }
+  | { outcome: 'failed'; decision: StoredDecision; error: { code: string | null; message: string }; attempts: number; retryInMs: number };
+
+export interface ServeDecisionsOptions {
+  /** The agent that runs every decided run (or `agentFor`). */
+  agent?: Agent;
+  /** The agent for one decision's run; null/undefined: not this worker's (skipped). */
+  agentFor?: (decision: StoredDecision) => Agent | null | undefined | Promise<Agent | null | undefined>;
+  store: Checkpointer;
+  /** A connected replica: its plane's decisions wake the worker (it follows the decision feed while serving). */
+  replica?: Replica;
+  /** Stops the worker (after the decision in hand). */
+  signal: AbortSignal;
+  /** Restore from the plane (through `replica`) a decided run this store does not hold, then apply it. */
+  restore?: boolean;
+  onOutcome?: (outcome: DecisionOutcome) => void;
+  /** The fallback wake-up, for decisions another process recorded in a shared store. Default 2000 ms. */
+  pollMs?: number;
+  /** Backoff of a failed decision. Default 500 ms doubling to 60 s. */
+  retry?: Backoff;
+  /** Page size of the pending listing. Default 100. */
+  pageSize?: number;
+}
+
+/** What a worker did until it stopped. */
+export interface ServeSummary {
+  applied: number;
+  appliedElsewhere: number;
+  superseded: number;
+  failed: number;
+}
+
+const SUPERSEDED: ReadonlySet<string> = new Set([ErrorCode.ALREADY_RESUMED, ErrorCode.RUN_CANCELLED]);
+
+function checkOptions(o: ServeDecisionsOptions): void {
+  const problems: string[] = [];
+  if (!o || typeof o !== 'object') throw new WaymarkError(ErrorCode.INVALID_OPTIONS, 'serveDecisions needs an options object');
+  if (!o.agent === !o.agentFor) problems.push('give exactly one of agent and agentFor');
+  if (!o.store) problems.push('store is required');
+  if (!o.signal) problems.push('signal is required (an AbortSignal that stops the worker)');
+  if (o.restore && !o.replica) problems.push('restore needs a replica (the plane to restore from)');
+  if (o.pollMs !== undefined && (!Number.isInteger(o.pollMs) || o.pollMs < 1)) problems.push(`pollMs must be a positive integer (got ${String(o.pollMs)})`);
+  if (o.pageSize !== undefined && (!Number.isInteger(o.pageSize) || o.pageSize < 1)) problems.push(`pageSize must be a positive integer (got ${String(o.pageSize)})`);
+  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `serveDecisions: ${problems.join('; ')}`, { details: { problems } });
+}
+
+/** Serve decisions until `signal` aborts; resolves with what was done. */
+export async function serveDecisions(o: ServeDecisionsOptions): Promise<ServeSummary> {
+  checkOptions(o);
+  const worker = new DecisionWorker(o);
+  return worker.serve();
+}
+
+class DecisionWorker {
+  private readonly summary: ServeSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, failed: 0 };
+  /** Decisions settled by this worker whose store state may still read pending (a claim lost at the plane). */
+  private readonly settled = new Set<string>();
+  private readonly retries = new Map<string, { attempts: number; at: number }>();
+  private wake: (() => void) | null = null;
+  private woken = false;
+  private readonly retry: Backoff;
+
+  constructor(private readonly o: ServeDecisionsOptions) {
+    this.retry = o.retry ?? { baseMs: 500, capMs: 60_000 };
+  }
+
+  private kick = (): void => {
+    this.woken = true;
+    this.wake?.();
+  };
+
+  async serve(): Promise<ServeSummary> {
+    const { store, replica, signal } = this.o;
+    await store.setup();
+    const off = store.onWrite(this.kick);
+    replica?.on('decision', this.kick);
+    const unfollow = replica?.followDecisions();
+    signal.addEventListener('abort', this.kick);
+    try {
+      while (!signal.aborted) {
+        this.woken = false;
+        await this.round();
+        if (signal.aborted) break;
+        if (!this.woken) await this.sleep();
+      }
+    } finally {
+      off();
+      replica?.off('decision', this.kick);
+      unfollow?.();
+      signal.removeEventListener('abort', this.kick);
+    }
+    return { ...this.summary };
+  }
+
+  /** Until kicked, the fallback timer, or the soonest retry. */
+  private sleep(): Promise<void> {
+    const now = Date.now();
+    let ms = this.o.pollMs ?? 2000;
+    for (const r of this.retries.values()) ms = Math.min(ms, Math.max(0, r.at - now));
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.wake = null;
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.wake = done;
+    });
+  }
+
+  /** One pass over the pending decisions, oldest first. */
+  private async round(): Promise<void> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.o.store.listDecisions({ state: 'pending', limit: this.o.pageSize ?? 100, cursor });
+      for (const d of page.items) {
+        if (this.o.signal.aborted) return;
+        if (this.settled.has(d.decisionId)) continue;
+        const r = this.retries.get(d.decisionId);
+        if (r && r.at > Date.now()) continue;
+        await this.apply(d);
+      }
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  }
+
+  private report(outcome: DecisionOutcome): void {
+    try {
+      this.o.onOutcome?.(outcome);
+    } catch {
+      // a listener cannot stop the worker
+    }
+  }
+
+  private async apply(d: StoredDecision): Promise<void> {
+    const { store } = this.o;
+    try {
+      if (!d.held) {
+        if (!this.o.restore) return;
+        await this.o.replica!.restore(d.executionId);
+        const now = await store.getDecision(d.executionId, d.checkpointId);
+        if (!now) return;
+        if (now.state !== 'pending' || !now.held)
+          return this.closed(now, { code: ErrorCode.ALREADY_RESUMED, message: `the plane's copy of '${d.executionId}' is no longer paused at ${d.checkpointId}` });
+        d = now;
+      }
+      const agent = this.o.agent ?? (await this.o.agentFor!(d));
+      if (!agent) return;
+      const result = await agent.resume(d.executionId, { approved: d.approved, metadata: d.metadata }, { checkpointId: d.checkpointId, decisionId: d.decisionId });
+      this.retries.delete(d.decisionId);
+      this.summary.applied++;
+      this.report({ outcome: 'applied', decision: (await store.getDecision(d.executionId, d.checkpointId)) ?? d, status: result.status, result });
+    } catch (e) {
+      const code = (e as { code?: string })?.code ?? null;
+      if (code && SUPERSEDED.has(code)) return this.closed(d, e as WaymarkError);
+      const prev = this.retries.get(d.decisionId)?.attempts ?? 0;
+      const retryInMs = Math.round(backoffDelay(prev + 1, this.retry));
+      this.retries.set(d.decisionId, { attempts: prev + 1, at: Date.now() + retryInMs });
+      this.summary.failed++;
+      this.report({ outcome: 'failed', decision: d, error: { code, message: (e as Error)?.message ?? String(e) }, attempts: prev + 1, retryInMs });
+    }
+  }
+
+  /** The pause was answered or closed: by this decision elsewhere (applied_elsewhere), or otherwise (superseded). */
+  private async closed(d: StoredDecision, e: { code?: string; message: string; details?: Record<string, unknown> }): Promise<void> {
+    this.retries.delete(d.decisionId);
+    this.settled.add(d.decisionId);
+    const now = (await this.o.store.getDecision(d.executionId, d.checkpointId).catch(() => null)) ?? d;
+    const details = e.details ?? {};
+    const planeWinner = typeof details.claimedBy === 'string' ? details.claimedBy : null;
+    if (now.state === 'applied') {
+      this.summary.appliedElsewhere++;
+      return this.report({ outcome: 'applied_elsewhere', decision: now, appliedBy: now.appliedBy ?? 'another process' });
+    }
+    if (planeWinner && details.claimDecisionId === d.decisionId) {
+      this.summary.appliedElsewhere++;
+      return this.report({ outcome: 'applied_elsewhere', decision: now, appliedBy: planeWinner });
+    }
+    this.summary.superseded++;
+    this.report({ outcome: 'superseded', decision: now, code: e.code ?? ErrorCode.ALREADY_RESUMED, reason: e.message, claimedBy: planeWinner ?? now.appliedBy });
+  }
+}

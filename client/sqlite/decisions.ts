@@ -1,0 +1,91 @@
+/**
+ * The SQLite store's decision statements (issue 16): recording a decision,
+ * listing decisions with their derived state, and the local claim record.
+ * Each function takes the connection; the write ones run inside the caller's
+ * IMMEDIATE transaction (one writer at a time across processes).
+ * The rules they apply are in client/store/decisions.ts.
+ */
+import type Database from 'better-sqlite3';
+import type { Decision } from '../../shared/rows.js';
+import type { DecisionPage, RecordDecisionResult, StoredDecision } from '../checkpointer.js';
+import {
+  checkListDecisions,
+  checkPauseOpen,
+  DECISION_STATE,
+  decisionColumns,
+  decisionFromColumns,
+  pageOf,
+  storedFromColumns,
+  type ClaimColumns,
+  type DecisionColumns,
+  type DecisionJoinColumns,
+} from '../store/decisions.js';
+import { decisionRecorded, type QueuedEvent } from '../store/events.js';
+
+const JOINED = `SELECT d.*, ${DECISION_STATE} AS state, c.writer_id AS claim_writer, c.claimed_at AS claim_at, k.id IS NOT NULL AS held
+  FROM decisions d
+  LEFT JOIN claims c ON c.checkpoint_id = d.checkpoint_id
+  LEFT JOIN pending_interrupts p ON p.execution_id = d.execution_id AND p.checkpoint_id = d.checkpoint_id
+  LEFT JOIN checkpoints k ON k.id = d.checkpoint_id`;
+
+/** Statements prepared once per connection. */
+const cache = new WeakMap<Database.Database, Map<string, Database.Statement>>();
+function st(db: Database.Database, sql: string): Database.Statement {
+  let m = cache.get(db);
+  if (!m) cache.set(db, (m = new Map()));
+  let s = m.get(sql);
+  if (!s) m.set(sql, (s = db.prepare(sql)));
+  return s;
+}
+
+/**
+ * Inside the caller's IMMEDIATE transaction: record `d` unless its pause has
+ * a decision; a local one needs the pause open and queues its event.
+ */
+export function insertDecision(db: Database.Database, d: Decision, queue: (e: QueuedEvent) => void): RecordDecisionResult {
+  const prev = st(db, `SELECT * FROM decisions WHERE checkpoint_id = ? OR decision_id = ?`).get(d.checkpointId, d.decisionId) as DecisionColumns | undefined;
+  if (prev) return { recorded: false, existing: decisionFromColumns(prev) };
+  if (d.source === 'local') {
+    const open = st(db, `SELECT 1 FROM pending_interrupts WHERE execution_id = ? AND checkpoint_id = ?`).get(d.executionId, d.checkpointId) !== undefined;
+    const row = st(db, `SELECT execution_id AS executionId, status FROM checkpoints WHERE id = ?`).get(d.checkpointId) as { executionId: string; status: string } | undefined;
+    const claim = st(db, `SELECT * FROM claims WHERE checkpoint_id = ?`).get(d.checkpointId) as ClaimColumns | undefined;
+    checkPauseOpen(d, { open, row: row ?? null, claim: claim ?? null });
+  }
+  const c = decisionColumns(d);
+  st(
+    db,
+    `INSERT INTO decisions (checkpoint_id, execution_id, decision_id, approved, metadata, decided_by, source, decided_at)
+     VALUES (@checkpoint_id, @execution_id, @decision_id, @approved, @metadata, @decided_by, @source, @decided_at)`,
+  ).run({ ...c, approved: c.approved ? 1 : 0 });
+  if (d.source === 'local') queue(decisionRecorded(d));
+  return { recorded: true };
+}
+
+/** Decisions in recording order with their derived state (see client/store/decisions.ts). */
+export function listDecisions(db: Database.Database, options: Parameters<typeof checkListDecisions>[0]): DecisionPage {
+  const o = checkListDecisions(options);
+  const sql = `SELECT * FROM (${JOINED}) WHERE seq > ? ${o.state ? 'AND state = ?' : ''} ORDER BY seq ${o.limit ? 'LIMIT ?' : ''}`;
+  const args: unknown[] = [o.after, ...(o.state ? [o.state] : []), ...(o.limit ? [o.limit] : [])];
+  const rows = st(db, sql).all(...args) as DecisionJoinColumns[];
+  return pageOf(rows.map(storedFromColumns), o.limit);
+}
+
+export function getDecision(db: Database.Database, executionId: string, checkpointId: string): StoredDecision | null {
+  const row = st(db, `${JOINED} WHERE d.checkpoint_id = ? AND d.execution_id = ?`).get(checkpointId, executionId) as DecisionJoinColumns | undefined;
+  return row ? storedFromColumns(row) : null;
+}
+
+/** Inside the caller's claim transaction: the local claim of a pause (a pause claimed again replaces it). */
+export function recordClaim(db: Database.Database, c: ClaimColumns): void {
+  st(
+    db,
+    `INSERT INTO claims (checkpoint_id, execution_id, writer_id, decision_id, claimed_at) VALUES (@checkpoint_id, @execution_id, @writer_id, @decision_id, @claimed_at)
+     ON CONFLICT (checkpoint_id) DO UPDATE SET writer_id = excluded.writer_id, decision_id = excluded.decision_id, claimed_at = excluded.claimed_at`,
+  ).run(c);
+}
+
+/** Inside the caller's transaction: an execution's decisions and claims go with its rows (delete, prune). */
+export function dropDecisions(db: Database.Database, executionId: string): void {
+  st(db, `DELETE FROM decisions WHERE execution_id = ?`).run(executionId);
+  st(db, `DELETE FROM claims WHERE execution_id = ?`).run(executionId);
+}

@@ -1,0 +1,200 @@
+/**
+ * The decisions part of the store contract (issue 16), run per backend by
+ * runStoreSuite. Two handles on one store stand for two processes. A
+ * decision's state is derived (never stored): these tests move the pause
+ * (claim, cancel, delete) and read the state back.
+ */
+import { describe, expect } from 'vitest';
+import type { Checkpointer } from '../../checkpointer.js';
+import { uuidv7 } from '../../../shared/ids.js';
+import type { Decision, OutboxEvent } from '../../../shared/rows.js';
+import { contractTest, expectCode, input, pauseRow, withTwoHandles, type StoreSuiteOptions } from './suite.js';
+
+let n = 0;
+const exec = () => `decide-${Date.now().toString(36)}-${++n}`;
+
+/** A local decision approving the pause at `checkpointId` of `executionId`. */
+export function decisionFor(executionId: string, checkpointId: string, over: Partial<Decision> = {}): Decision {
+  return {
+    decisionId: uuidv7(),
+    executionId,
+    checkpointId,
+    approved: true,
+    metadata: { comment: 'ok by the manager' },
+    decidedBy: 'manager@example.com',
+    source: 'local',
+    decidedAt: new Date().toISOString(),
+    ...over,
+  };
+}
+
+/** A run paused at a fresh pause; its `interrupted` checkpoint id. */
+async function paused(store: Checkpointer, id = exec()): Promise<{ id: string; pause: string }> {
+  await store.put(input(id));
+  const { checkpoint } = await store.recordInterrupt(pauseRow(id), { reason: 'approve the refund', context: { amount: 40 } });
+  return { id, pause: checkpoint.id };
+}
+
+/** Every unsynced outbox event of `kind`. */
+async function events(store: Checkpointer, kind: OutboxEvent['kind']): Promise<OutboxEvent[]> {
+  const all = await store.fetchUnsynced({ limit: 10_000, maxBytes: Number.MAX_SAFE_INTEGER });
+  return all.filter((e) => e.kind === kind).map((e) => e.event!);
+}
+
+const resumedRow = (id: string, prevId: string) => input(id, { prevId, nodeId: 'turn:0/tool:refund', step: 'tool_call', status: 'completed', agentPath: 'agent:test/tool:refund' });
+
+export function runDecisionSuite(options: StoreSuiteOptions): void {
+  const test = contractTest(options);
+
+  describe(`store contract: ${options.name}: decisions`, () => {
+    let a: Checkpointer;
+    let b: Checkpointer;
+    withTwoHandles(options, (pair) => ({ a, b } = pair));
+
+    test('a local decision for an open pause is recorded with its decision_recorded event in one transaction; it reads back pending', async () => {
+      const { id, pause } = await paused(a);
+      const d = decisionFor(id, pause);
+      expect(await a.recordDecision(d)).toEqual({ recorded: true });
+      const [ev] = await events(b, 'decision_recorded');
+      expect(ev).toEqual({ kind: 'decision_recorded', id: d.decisionId, row: d });
+      expect(await b.getDecision(id, pause)).toEqual({ ...d, state: 'pending', appliedBy: null, appliedAt: null, held: true, seq: expect.any(Number) });
+      const page = await b.listDecisions();
+      expect(page.items.map((x) => x.decisionId)).toEqual([d.decisionId]);
+      expect(page.nextCursor).toBeNull();
+      expect(await b.getDecision(id, uuidv7())).toBeNull();
+    });
+
+    test('a second decision for the same pause is not recorded: the first is returned and kept, nothing queued (also from another handle, and a retried same id)', async () => {
+      const { id, pause } = await paused(a);
+      const first = decisionFor(id, pause);
+      await a.recordDecision(first);
+      const second = decisionFor(id, pause, { approved: false, decidedBy: 'someone else' });
+      expect(await b.recordDecision(second)).toEqual({ recorded: false, existing: first });
+      expect(await a.recordDecision(first)).toEqual({ recorded: false, existing: first });
+      expect(await a.recordDecision({ ...second, source: 'plane' })).toEqual({ recorded: false, existing: first });
+      expect((await events(a, 'decision_recorded')).length).toBe(1);
+      expect((await a.getDecision(id, pause))?.decisionId).toBe(first.decisionId);
+    });
+
+    test('two handles racing to decide one pause: exactly one decision is recorded, the other is told which', async () => {
+      const { id, pause } = await paused(a);
+      const da = decisionFor(id, pause, { decidedBy: 'a' });
+      const db = decisionFor(id, pause, { decidedBy: 'b', approved: false });
+      const [ra, rb] = await Promise.all([a.recordDecision(da), b.recordDecision(db)]);
+      const won = [ra, rb].filter((r) => r.recorded);
+      expect(won.length).toBe(1);
+      const winner = ra.recorded ? da : db;
+      const loser = ra.recorded ? rb : ra;
+      expect(loser).toEqual({ recorded: false, existing: winner });
+      expect((await events(a, 'decision_recorded')).map((e) => e.id)).toEqual([winner.decisionId]);
+    });
+
+    test('a local decision racing a claim of its pause: recorded before it (then superseded by it) or refused with PAUSE_CLOSED; never pending on a claimed pause', async () => {
+      for (let i = 0; i < 5; i++) {
+        const { id, pause } = await paused(a);
+        const d = decisionFor(id, pause);
+        const [recorded, claimed] = await Promise.allSettled([b.recordDecision(d), a.claimInterrupt({ executionId: id, checkpointId: pause }, { next: resumedRow(id, pause) })]);
+        expect(claimed.status === 'fulfilled' && claimed.value !== null).toBe(true);
+        if (recorded.status === 'fulfilled') {
+          expect(recorded.value).toEqual({ recorded: true });
+          expect(await a.getDecision(id, pause)).toMatchObject({ state: 'superseded', appliedBy: a.writerId });
+        } else {
+          expect((recorded.reason as { code?: string }).code).toBe('PAUSE_CLOSED');
+          expect(await a.getDecision(id, pause)).toBeNull();
+        }
+      }
+    });
+
+    test('a bad decision is refused with INVALID_DECISION naming every problem; nothing is recorded', async () => {
+      const { id, pause } = await paused(a);
+      let err: { code?: string; details?: { problems: string[] } } | undefined;
+      const bad = { ...decisionFor(id, pause), approved: 'yes', metadata: 'none', extra: 1, checkpointId: 'not-a-uuid' } as unknown as Decision;
+      await a.recordDecision(bad).catch((e) => (err = e));
+      expect(err?.code).toBe('INVALID_DECISION');
+      const problems = err!.details!.problems.join(' | ');
+      for (const what of ["unknown field 'extra'", 'approved', 'metadata', 'checkpointId']) expect(problems).toContain(what);
+      await expectCode(a.recordDecision({ ...decisionFor(id, pause), decidedBy: '' }), 'INVALID_DECISION');
+      expect((await a.listDecisions()).items).toEqual([]);
+      expect(await events(a, 'decision_recorded')).toEqual([]);
+    });
+
+    test('a local decision needs the pause open here: PAUSE_NOT_FOUND for no such pause, PAUSE_CLOSED naming the claim or the cancel', async () => {
+      const { id, pause } = await paused(a);
+      await expectCode(a.recordDecision(decisionFor(id, uuidv7())), 'PAUSE_NOT_FOUND');
+      await expectCode(a.recordDecision(decisionFor(exec(), pause)), 'PAUSE_NOT_FOUND');
+      const first = (await a.list(id))[0];
+      await expectCode(a.recordDecision(decisionFor(id, first.id)), 'PAUSE_NOT_FOUND');
+      await b.claimInterrupt({ executionId: id, checkpointId: pause }, { next: resumedRow(id, pause) });
+      let err: { code?: string; message?: string; details?: Record<string, unknown> } | undefined;
+      await a.recordDecision(decisionFor(id, pause)).catch((e) => (err = e));
+      expect(err?.code).toBe('PAUSE_CLOSED');
+      expect(err?.message).toContain(`claimed by writer '${b.writerId}'`);
+      expect(err?.details).toMatchObject({ executionId: id, checkpointId: pause, claimedBy: b.writerId, decisionId: null });
+      const other = await paused(a);
+      await b.cancel(other.id, { reason: 'no longer needed' });
+      await expectCode(a.recordDecision(decisionFor(other.id, other.pause)), 'PAUSE_CLOSED');
+      expect((await a.listDecisions()).items).toEqual([]);
+      expect(await events(a, 'decision_recorded')).toEqual([]);
+    });
+
+    test('a decision from the plane is stored even for a run this store does not hold, and queues nothing', async () => {
+      const d = decisionFor('held-elsewhere', uuidv7(), { source: 'plane', decidedBy: 'key:approver' });
+      expect(await a.recordDecision(d)).toEqual({ recorded: true });
+      expect(await b.getDecision('held-elsewhere', d.checkpointId)).toMatchObject({ ...d, state: 'pending', held: false });
+      expect(await events(a, 'decision_recorded')).toEqual([]);
+    });
+
+    test('a claim carrying the decision applies it (appliedBy, interrupt_claimed.decisionId); a claim without it supersedes it', async () => {
+      const one = await paused(a);
+      const d1 = decisionFor(one.id, one.pause);
+      await a.recordDecision(d1);
+      const claimed = await b.claimInterrupt({ executionId: one.id, checkpointId: one.pause }, { next: resumedRow(one.id, one.pause), decisionId: d1.decisionId });
+      expect(claimed).not.toBeNull();
+      const applied = await a.getDecision(one.id, one.pause);
+      expect(applied).toMatchObject({ state: 'applied', appliedBy: b.writerId, appliedAt: expect.any(String) });
+      const claimEvents = (await events(a, 'interrupt_claimed')) as Extract<OutboxEvent, { kind: 'interrupt_claimed' }>[];
+      expect(claimEvents.find((e) => e.checkpointId === one.pause)).toMatchObject({ decisionId: d1.decisionId, writerId: b.writerId, claimedAt: applied!.appliedAt });
+
+      const two = await paused(a);
+      const d2 = decisionFor(two.id, two.pause);
+      await a.recordDecision(d2);
+      await a.claimInterrupt({ executionId: two.id, checkpointId: two.pause }, { next: resumedRow(two.id, two.pause) });
+      expect(await b.getDecision(two.id, two.pause)).toMatchObject({ state: 'superseded', appliedBy: a.writerId });
+      const plain = ((await events(a, 'interrupt_claimed')) as Extract<OutboxEvent, { kind: 'interrupt_claimed' }>[]).find((e) => e.checkpointId === two.pause);
+      expect(plain && 'decisionId' in plain).toBe(false);
+      await expectCode(a.claimInterrupt({ executionId: two.id, checkpointId: two.pause }, { decisionId: 'nope' }), 'INVALID_DECISION');
+    });
+
+    test('a cancelled run supersedes its pause’s decision; deleting the run removes it', async () => {
+      const { id, pause } = await paused(a);
+      await a.recordDecision(decisionFor(id, pause));
+      await b.cancel(id);
+      expect(await a.getDecision(id, pause)).toMatchObject({ state: 'superseded', appliedBy: null, held: true });
+      await b.deleteExecution(id);
+      expect(await a.getDecision(id, pause)).toBeNull();
+      expect((await a.listDecisions()).items).toEqual([]);
+    });
+
+    test('listDecisions pages in recording order and filters by derived state; a bad cursor or state is INVALID_OPTIONS', async () => {
+      const runs = [await paused(a), await paused(a), await paused(a)];
+      const ds = runs.map((r) => decisionFor(r.id, r.pause));
+      for (const d of ds) await (d === ds[1] ? b : a).recordDecision(d);
+      await a.claimInterrupt({ executionId: runs[1].id, checkpointId: runs[1].pause }, { next: resumedRow(runs[1].id, runs[1].pause), decisionId: ds[1].decisionId });
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (;;) {
+        const page = await b.listDecisions({ limit: 2, cursor });
+        seen.push(...page.items.map((x) => x.decisionId));
+        if (!page.nextCursor) break;
+        cursor = page.nextCursor;
+      }
+      expect(seen).toEqual(ds.map((d) => d.decisionId));
+      expect((await b.listDecisions({ state: 'pending' })).items.map((x) => x.decisionId)).toEqual([ds[0].decisionId, ds[2].decisionId]);
+      expect((await b.listDecisions({ state: 'applied' })).items.map((x) => x.decisionId)).toEqual([ds[1].decisionId]);
+      const firstPending = await b.listDecisions({ state: 'pending', limit: 1 });
+      expect((await b.listDecisions({ state: 'pending', cursor: firstPending.nextCursor! })).items.map((x) => x.decisionId)).toEqual([ds[2].decisionId]);
+      await expectCode(b.listDecisions({ cursor: 'bogus' }), 'INVALID_OPTIONS');
+      await expectCode(b.listDecisions({ state: 'bogus' as never, limit: 0 }), 'INVALID_OPTIONS');
+    });
+  });
+}

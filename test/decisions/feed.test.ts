@@ -1,0 +1,194 @@
+/**
+ * Issue 16, decisions made on the plane (PGlite, HTTP on 127.0.0.1), applied
+ * by the laptops' workers: delivered by the long poll while connected,
+ * caught up after being offline, restored with the run on a machine that
+ * lacks it, and raced by two machines (one applies, the other sees it applied).
+ * Two machines are two stores and two replicas in this process.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connectPlane, restoreFromPlane, serveDecisions, type Agent, type Checkpointer, type DecisionOutcome, type Replica } from '../../client/index.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { DECISIONS_CURSOR_META } from '../../client/replica/index.js';
+import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const tmp = scratchDir('waymark-decisions-feed-');
+let plane: TestPlane;
+let key = '';
+let approver = '';
+beforeAll(async () => {
+  plane = await startTestPlane('pglite');
+  key = await plane.key('feed', ['ingest', 'read']);
+  approver = await plane.key('feed', ['read', 'approve']);
+});
+afterAll(async () => {
+  await plane?.close();
+  tmp.cleanup();
+});
+
+let n = 0;
+const cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await f();
+});
+
+interface Machine {
+  store: Checkpointer;
+  replica: Replica;
+  agent: Agent;
+  ledger: Ledger;
+}
+
+/** A machine: its own store file and ledger, connected to the plane (long poll held 2 s). */
+function machine(name: string, ledger = new Ledger(tmp.file(`${name}-${++n}.jsonl`))): Machine {
+  const store = new SqliteCheckpointer({ path: tmp.file(`${name}-${++n}.db`) });
+  const replica = connectPlane(store, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 2 });
+  cleanup.push(async () => {
+    await replica.stop();
+    await store.close();
+  });
+  return { store, replica, agent: refundAgent({ store, ledger }).agent, ledger };
+}
+
+/** Pause a refund run on `m` and send it to the plane. */
+async function pausedOn(m: Machine, id = `feed-${Date.now().toString(36)}-${++n}`) {
+  const pause = (await m.agent.run(refundRequest(id, 8000), { executionId: id })).pendingInterrupt!;
+  expect((await m.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+  return { id, pause };
+}
+
+/** Record a decision on the plane (what the inspector's form does). */
+async function decideOnPlane(id: string, checkpointId: string, approved = true) {
+  const r = await call(`${plane.url}/v1/executions/${encodeURIComponent(id)}/decision`, { key: approver, json: { checkpointId, approved, comment: 'approved by the manager' } });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body as { decisionId: string };
+}
+
+/** Run a worker until `until` holds for its outcomes (or 20 s); its outcomes. */
+function worker(o: { m: Machine; restore?: boolean; hold?: Promise<void>; onHeld?: () => void }) {
+  const seen: DecisionOutcome[] = [];
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), 20_000);
+  // a fallback timer far away: only the feed (or a write here) wakes this worker
+  const done = serveDecisions({
+    store: o.m.store,
+    replica: o.m.replica,
+    restore: o.restore,
+    signal: stop.signal,
+    pollMs: 60_000,
+    agentFor: async () => {
+      o.onHeld?.();
+      await o.hold;
+      return o.m.agent;
+    },
+    onOutcome: (x) => seen.push(x),
+  }).finally(() => clearTimeout(timer));
+  cleanup.push(async () => {
+    stop.abort();
+    await done;
+  });
+  return {
+    seen,
+    async until(pred: (s: DecisionOutcome[]) => boolean) {
+      const deadline = Date.now() + 20_000;
+      while (!pred(seen) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(pred(seen), JSON.stringify(seen.map((s) => s.outcome))).toBe(true);
+    },
+  };
+}
+
+async function planeDecision(decisionId: string) {
+  const r = await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key });
+  expect(r.status).toBe(200);
+  return (r.body as { items: { decisionId: string; state: string; appliedBy: string | null }[] }).items.find((d) => d.decisionId === decisionId);
+}
+
+describe('decisions made on the plane', () => {
+  it('reach a connected laptop through the long poll; its worker applies the decision; the plane shows it applied by the laptop', async () => {
+    const laptop = machine('laptop');
+    const { id, pause } = await pausedOn(laptop);
+    const w = worker({ m: laptop });
+    const started = Date.now();
+    const d = await decideOnPlane(id, pause.checkpointId);
+    await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(w.seen.map((x) => x.outcome)).toEqual(['applied']);
+    expect(w.seen[0]).toMatchObject({ status: 'completed', decision: { source: 'plane', decidedBy: expect.any(String), state: 'applied' } });
+    expect(laptop.ledger.charges()).toHaveLength(1);
+    await laptop.replica.flush({ timeoutMs: 10_000 });
+    expect(await planeDecision(d.decisionId)).toMatchObject({ state: 'applied', appliedBy: laptop.store.writerId });
+  });
+
+  it('a laptop offline at the time of the decision gets it when it reconnects (cursor in the store), applies it; a second pull brings nothing new', async () => {
+    const laptop = machine('offline');
+    const { id, pause } = await pausedOn(laptop);
+    await laptop.replica.stop();
+    const d = await decideOnPlane(id, pause.checkpointId);
+    expect(await laptop.store.getDecision(id, pause.checkpointId)).toBeNull();
+    // reconnects: a new replica on the same store
+    const again = connectPlane(laptop.store, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 2 });
+    cleanup.push(() => again.stop());
+    // the feed is the project's: this store gets every decision recorded since it last asked (here: ever)
+    const pulled = await again.pullDecisions();
+    expect(pulled.stored).toBeGreaterThanOrEqual(1);
+    expect(await laptop.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, source: 'plane', state: 'pending', held: true });
+    expect(await laptop.store.getMeta(DECISIONS_CURSOR_META)).toBe(pulled.cursor);
+    expect((await again.pullDecisions()).stored).toBe(0);
+    const w = worker({ m: { ...laptop, replica: again } });
+    await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
+    expect(w.seen.filter((x) => x.decision.decisionId === d.decisionId).map((x) => x.outcome)).toEqual(['applied']);
+    expect(laptop.ledger.charges()).toHaveLength(1);
+  });
+
+  it('restore: true brings a decided run this machine never ran, with its pause and decision, and applies it', async () => {
+    const laptop = machine('writer');
+    const { id, pause } = await pausedOn(laptop);
+    const server = machine('server');
+    const w = worker({ m: server, restore: true });
+    const d = await decideOnPlane(id, pause.checkpointId);
+    await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
+    // the feed is the project's: the other tests' decisions come too (applied already: restored, then reported superseded)
+    expect(w.seen.filter((x) => x.decision.decisionId === d.decisionId).map((x) => x.outcome)).toEqual(['applied']);
+    expect(server.ledger.charges().filter((c) => c.order === id)).toHaveLength(1);
+    expect(laptop.ledger.charges()).toHaveLength(0);
+    expect(await server.store.latest(id)).toMatchObject({ step: 'run_end', status: 'completed' });
+  });
+
+  it('restoreFromPlane brings the open pause together with its decision', async () => {
+    const laptop = machine('source');
+    const { id, pause } = await pausedOn(laptop);
+    const d = await decideOnPlane(id, pause.checkpointId, false);
+    const other = new SqliteCheckpointer({ path: tmp.file(`restored-${++n}.db`) });
+    cleanup.push(() => other.close());
+    const r = await restoreFromPlane(other, id, { url: plane.url, apiKey: key });
+    expect(r).toMatchObject({ pendingImported: true, decisionImported: true });
+    expect(await other.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, approved: false, source: 'plane', state: 'pending', held: true });
+  });
+
+  it('two machines race one decision: one applies it, the other sees it applied; one charge in all', async () => {
+    const ledger = new Ledger(tmp.file(`race-${++n}.jsonl`));
+    const a = machine('race-a', ledger);
+    const { id, pause } = await pausedOn(a);
+    const b = machine('race-b', ledger);
+    await restoreFromPlane(b.store, id, { url: plane.url, apiKey: key });
+    // both workers hold in agentFor until both have read the decision as pending
+    let release!: () => void;
+    const hold = new Promise<void>((r) => (release = r));
+    let held = 0;
+    const onHeld = () => {
+      if (++held === 2) release();
+    };
+    const wa = worker({ m: a, hold, onHeld });
+    const wb = worker({ m: b, hold, onHeld });
+    const d = await decideOnPlane(id, pause.checkpointId);
+    await wa.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
+    await wb.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
+    const outcomes = [...wa.seen, ...wb.seen]
+      .filter((x) => x.decision.decisionId === d.decisionId)
+      .map((x) => x.outcome)
+      .sort();
+    expect(outcomes).toEqual(['applied', 'applied_elsewhere']);
+    expect(ledger.charges().filter((c) => c.order === id)).toHaveLength(1);
+  });
+});
