@@ -11,7 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectPlane, restoreFromPlane, type Checkpointer, type Replica, type RunUpdate } from '../../client/index.js';
+import { connectPlane, restoreFromPlane, serveDecisions, type Checkpointer, type DecisionOutcome, type Replica, type RunUpdate } from '../../client/index.js';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
@@ -27,6 +27,7 @@ describe('a connected store follows the change feed', () => {
   const tmp = scratchDir('waymark-changes-');
   let plane: TestPlane;
   let key = '';
+  let approver = '';
   let db: TestDatabase | null = null;
   let schemas = 0;
   const open: { store: Checkpointer; replica: Replica }[] = [];
@@ -34,6 +35,7 @@ describe('a connected store follows the change feed', () => {
   beforeAll(async () => {
     plane = await startTestPlane('pglite');
     key = await plane.key('fleet', ['ingest', 'read']);
+    approver = await plane.key('fleet', ['approve']);
     if (pg) db = await createTestDatabase('waymark_changes');
   });
   afterEach(async () => {
@@ -126,6 +128,48 @@ describe('a connected store follows the change feed', () => {
       60_000,
     );
   }
+
+  it("a decision B's worker applied: A catches up, and A's worker does not apply it again (nothing charged twice)", async () => {
+    const id = 'refund-decided';
+    const ledger = new Ledger(tmp.file(`${id}.jsonl`));
+    const a = await machine('a-decided');
+    const agentA = refundAgent({ store: a.store, ledger }).agent;
+    expect(await agentA.run(refundRequest(id, 50_000), { executionId: id })).toMatchObject({ status: 'paused' });
+    expect((await a.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    const { checkpointId } = (await a.store.getPendingInterrupt(id))!;
+    const decided = await call(`${plane.url}/v1/executions/${id}/decision`, { key: approver, json: { checkpointId, approved: true, comment: 'ok' } });
+    expect(decided.status, JSON.stringify(decided.body)).toBe(201);
+    // A hears of the decision, but B's worker applies it first
+    await a.replica.pullDecisions();
+    const b = await machine('b-decided');
+    const agentB = refundAgent({ store: b.store, ledger }).agent;
+    const serve = async (m: { store: Checkpointer; replica: Replica }, agent: typeof agentA, restore: boolean) => {
+      const seen: DecisionOutcome[] = [];
+      const stop = new AbortController();
+      const done = serveDecisions({ store: m.store, replica: m.replica, restore, agent, signal: stop.signal, pollMs: 100, onOutcome: (o) => seen.push(o) });
+      await until(() => seen.length > 0, 5000).catch(() => {});
+      stop.abort();
+      await done;
+      return seen;
+    };
+    await b.replica.pullDecisions();
+    expect((await serve(b, agentB, true)).map((o) => o.outcome)).toEqual(['applied']);
+    expect((await b.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    expect(ledger.charges()).toHaveLength(1);
+
+    expect((await a.replica.pullChanges()).updates).toEqual([expect.objectContaining({ executionId: id, outcome: 'caught_up', status: 'completed' })]);
+    expect(await stateOf(a.store, id)).toBe('completed');
+    // the local copy no longer has the pause open: the decision is not pending here
+    const local = await a.store.getDecision(id, checkpointId);
+    expect(local?.decisionId).toBe(decided.body.decisionId);
+    expect(local?.state).not.toBe('pending');
+    // A's worker: the decision is not applied here (at most reported as applied elsewhere or superseded)
+    const outcomes = await serve(a, agentA, false);
+    expect(outcomes.map((o) => o.outcome).filter((o) => o === 'applied' || o === 'failed')).toEqual([]);
+    expect(ledger.charges()).toHaveLength(1);
+    await expect(agentA.resume(id, { approved: true, metadata: {} })).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+    expect(ledger.charges()).toHaveLength(1);
+  }, 60_000);
 
   it('B cancels a run A paused: A shows it cancelled; a resume on A is refused', async () => {
     const id = 'refund-cancelled';
