@@ -6,6 +6,7 @@
 import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, executions, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
+import { announceChanges } from './changes.js';
 import { refreshExecutions } from './ingest.js';
 
 /**
@@ -17,6 +18,13 @@ import { refreshExecutions } from './ingest.js';
  * `releaseAfterMs` (0: never) is taken over by the next writer that asks.
  */
 export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs = 0, decisionId: string | null = null) {
+  const r = await claimInTx(db, projectId, executionId, checkpointId, writerId, releaseAfterMs, decisionId);
+  // a won claim changed the run's pause: connected stores following the change feed hear of it
+  if (r.won) announceChanges(db, projectId);
+  return r;
+}
+
+function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs: number, decisionId: string | null) {
   return db.transaction(async (tx) => {
     const [known] = await tx
       .select({ id: checkpoints.id })
@@ -75,6 +83,12 @@ async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, wr
  * was never reported (an applied claim is final). The pause is open again.
  */
 export async function releaseClaim(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
+  const r = await releaseInTx(db, projectId, executionId, checkpointId, writerId);
+  if (r.released) announceChanges(db, projectId);
+  return r;
+}
+
+function releaseInTx(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
   return db.transaction(async (tx) => {
     const [pause] = await tx
       .select({ checkpointId: pendingInterrupts.checkpointId })

@@ -14,11 +14,10 @@
  * - `feed_seq` orders the feed (GET /v1/decisions). It is drawn under a
  *   per-project transaction lock (`lockDecisionFeed`), so a reader that has
  *   seen seq n never later finds a smaller seq committed behind it.
- * - A recording wakes this process's long polls at once (`decisionSignal`);
- *   while polls wait, one timer per project rechecks the database about every
- *   second, so decisions recorded by another plane process arrive too.
+ * - A recording wakes this process's long polls at once; while polls wait,
+ *   the database is rechecked about every second, so decisions recorded by
+ *   another plane process arrive too (the shared mechanism: long-poll.ts).
  */
-import { EventEmitter } from 'node:events';
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { ErrorCode } from '../shared/errors.js';
 import { LIMITS } from '../shared/limits.js';
@@ -28,6 +27,7 @@ import { uuidv7 } from '../shared/ids.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
 import { HttpError } from './http/errors.js';
+import { announce, waitForFeed, type Feed } from './long-poll.js';
 import { decisionOfRow, decodeCursor, encodeCursor } from './read.js';
 
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
@@ -40,22 +40,9 @@ export async function lockDecisionFeed(tx: Tx, projectId: string): Promise<void>
   await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`waymark.decisions:${projectId}`}))`);
 }
 
-const signals = new WeakMap<object, EventEmitter>();
-
-/** This process's wake-up of the long polls of one database: `emit(projectId)` after a decision commits. */
-export function decisionSignal(db: PlaneDb): EventEmitter {
-  let s = signals.get(db);
-  if (!s) {
-    s = new EventEmitter();
-    s.setMaxListeners(0);
-    signals.set(db, s);
-  }
-  return s;
-}
-
 /** Wake this process's long polls of a project (after the transaction that recorded decisions committed). */
 export function announceDecisions(db: PlaneDb, projectId: string): void {
-  decisionSignal(db).emit('decision', projectId);
+  announce(db, 'decisions', projectId);
 }
 
 /** A decision and where it stands, from its pause's claim (null: not claimed). */
@@ -267,52 +254,18 @@ export async function decisionFeed(db: PlaneDb, projectId: string, after: number
   return { items, nextCursor: String(items.length ? items[items.length - 1].feedSeq : after) };
 }
 
-/** How often the database is rechecked while long polls of a project wait (decisions of other plane processes). */
-export const FEED_RECHECK_MS = 1000;
-
-interface Watch {
-  waiters: number;
-  timer: NodeJS.Timeout;
-}
-const watches = new WeakMap<object, Map<string, Watch>>();
-
-/**
- * While any long poll of a project waits in this process, one timer reads the
- * project's newest feed seq about every second and announces it (`max`); a
- * poll re-reads the feed only when that passes its cursor. So waiting polls
- * cost one small query a second per project, not one per poll. Ref-counted:
- * the last waiter to leave stops the timer.
- */
-function watchFeed(db: PlaneDb, projectId: string): () => void {
-  const byProject = watches.get(db) ?? new Map<string, Watch>();
-  watches.set(db, byProject);
-  let w = byProject.get(projectId);
-  if (!w) {
-    const created: Watch = { waiters: 0, timer: undefined as unknown as NodeJS.Timeout };
-    const tick = async () => {
-      try {
-        const [r] = await db
-          .select({ max: sql<string | null>`max(${decisions.feedSeq})` })
-          .from(decisions)
-          .where(eq(decisions.projectId, projectId));
-        if (r?.max != null) decisionSignal(db).emit('max', projectId, Number(r.max));
-      } catch {
-        // a database that does not answer: the polls answer empty at their deadline, or on a wake-up
-      }
-      if (byProject.get(projectId) === created) created.timer = setTimeout(tick, FEED_RECHECK_MS).unref();
-    };
-    created.timer = setTimeout(tick, FEED_RECHECK_MS).unref();
-    byProject.set(projectId, created);
-    w = created;
-  }
-  const mine = w;
-  mine.waiters++;
-  return () => {
-    if (--mine.waiters > 0) return;
-    clearTimeout(mine.timer);
-    if (byProject.get(projectId) === mine) byProject.delete(projectId);
-  };
-}
+/** The decision feed, for the shared long poll (long-poll.ts). */
+const DECISIONS: Feed<Awaited<ReturnType<typeof decisionFeed>>> = {
+  name: 'decisions',
+  page: decisionFeed,
+  async newest(db, projectId) {
+    const [r] = await db
+      .select({ max: sql<string | null>`max(${decisions.feedSeq})` })
+      .from(decisions)
+      .where(eq(decisions.projectId, projectId));
+    return r?.max == null ? null : Number(r.max);
+  },
+};
 
 /**
  * The long poll: the feed page after `after` at once when it has decisions,
@@ -321,48 +274,6 @@ function watchFeed(db: PlaneDb, projectId: string): () => void {
  * same cursor. Stops waiting when `signal` aborts (the client hung up, the
  * plane closes).
  */
-export async function waitForDecisions(db: PlaneDb, projectId: string, after: number, limit: number, waitMs: number, signal?: AbortSignal) {
-  const deadline = performance.now() + waitMs;
-  const bus = decisionSignal(db);
-  let wake: (() => void) | null = null;
-  // a wake-up while the feed is being read is not lost: the next wait is skipped
-  let signalled = false;
-  let cursor = after;
-  const onSignal = (p: string) => {
-    if (p !== projectId) return;
-    signalled = true;
-    wake?.();
-  };
-  const onMax = (p: string, max: number) => {
-    if (p === projectId && max > cursor) onSignal(p);
-  };
-  const onAbort = () => wake?.();
-  bus.on('decision', onSignal);
-  bus.on('max', onMax);
-  signal?.addEventListener('abort', onAbort);
-  const unwatch = watchFeed(db, projectId);
-  try {
-    for (;;) {
-      signalled = false;
-      const page = await decisionFeed(db, projectId, cursor, limit);
-      cursor = Number(page.nextCursor);
-      const left = deadline - performance.now();
-      if (page.items.length || left <= 0 || signal?.aborted) return page;
-      if (signalled) continue;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(done, left);
-        function done() {
-          clearTimeout(t);
-          wake = null;
-          resolve();
-        }
-        wake = done;
-      });
-    }
-  } finally {
-    unwatch();
-    bus.off('decision', onSignal);
-    bus.off('max', onMax);
-    signal?.removeEventListener('abort', onAbort);
-  }
+export function waitForDecisions(db: PlaneDb, projectId: string, after: number, limit: number, waitMs: number, signal?: AbortSignal) {
+  return waitForFeed(db, DECISIONS, projectId, after, limit, waitMs, signal);
 }

@@ -11,6 +11,7 @@ import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
+import { announceChanges, stampChanges } from './changes.js';
 import { announceDecisions, lockDecisionFeed, storeIngestedDecision } from './decisions.js';
 
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
@@ -101,8 +102,10 @@ export interface IngestOutcome {
 
 export async function ingestBatch(db: PlaneDb, projectId: string, writerId: string, backlog: Backlog | undefined, rows: unknown[]): Promise<IngestOutcome> {
   const items = prepare(rows);
+  const touched = new Set<string>();
+  /** Executions deleted by this batch → its writer (the change feed's tombstones). */
+  const deleted = new Map<string, string>();
   await db.transaction(async (tx) => {
-    const touched = new Set<string>();
     // the feed's order is its commit order: taken before any other lock of this transaction (see decisions.ts)
     if (items.some((i) => !i.result && i.event?.kind === 'decision_recorded')) await lockDecisionFeed(tx, projectId);
     await refuseTakenOver(tx, projectId, writerId, items);
@@ -113,12 +116,11 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
       await storeCheckpoints(tx, projectId, segment.rows, touched);
       for (const item of segment.rows) {
         if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
-        await storeEvent(tx, projectId, writerId, item, touched);
+        await storeEvent(tx, projectId, writerId, item, touched, deleted);
       }
       await recordHoles(tx, projectId, writerId, segment.rows, touched);
-      if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched);
+      if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched, deleted);
     }
-    await refreshExecutions(tx, projectId, [...touched]);
     await recordContacts(tx, projectId, writerId, items);
     const refused = items.filter((i) => i.result?.status === 'rejected');
     if (refused.length) {
@@ -162,7 +164,10 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
           ...(backlog ? { backlogRows: backlog.rows, backlogBytes: backlog.bytes, oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null } : {}),
         },
       });
+    // last: it stamps the change feed under a lock held to commit (changes.ts)
+    await refreshExecutions(tx, projectId, [...touched], deleted);
   });
+  if (touched.size || deleted.size) announceChanges(db, projectId);
   const results = items.map((i) => i.result ?? { id: i.id, status: 'accepted' as const });
   const stored = items.filter((i) => i.decision?.stored && !i.result).length;
   if (stored) announceDecisions(db, projectId);
@@ -371,6 +376,8 @@ interface EventContext {
   writerId: string;
   item: Item;
   touched: Set<string>;
+  /** Executions this batch deleted → the batch's writer. */
+  deleted: Map<string, string>;
 }
 
 type StoredKind = Exclude<OutboxEvent['kind'], 'checkpoint'>;
@@ -534,13 +541,14 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     await tx.delete(runTakeovers).where(where(runTakeovers));
     await tx.delete(executions).where(where(executions));
     c.touched.delete(e.executionId);
+    c.deleted.set(e.executionId, c.writerId);
   },
 };
 
 /** Store one event (not a checkpoint) by its kind's handler. */
-async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Item, touched: Set<string>) {
+async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Item, touched: Set<string>, deleted: Map<string, string>) {
   const e = item.event as EventOf<StoredKind>;
-  await (STORE_EVENT[e.kind] as (c: EventContext, e: EventOf<StoredKind>) => Promise<void>)({ tx, projectId, writerId, item, touched }, e);
+  await (STORE_EVENT[e.kind] as (c: EventContext, e: EventOf<StoredKind>) => Promise<void>)({ tx, projectId, writerId, item, touched, deleted }, e);
 }
 
 /**
@@ -558,10 +566,12 @@ export const holeIsGap = sql.raw(`NOT (holes.code = 'seq_conflict'
 
 /**
  * Recompute the summaries of the given executions from their newest row and
- * their pause, in one statement.
+ * their pause, in one statement, and stamp them (and the runs `deleted`, by
+ * tombstones) in the change feed. Stamping takes the feed's per-project lock
+ * to commit: call this as the transaction's last step (see changes.ts).
  */
-export async function refreshExecutions(tx: Tx, projectId: string, executionIds: string[]): Promise<void> {
-  if (!executionIds.length) return;
+export async function refreshExecutions(tx: Tx, projectId: string, executionIds: string[], deleted: ReadonlyMap<string, string> = new Map()): Promise<void> {
+  if (!executionIds.length) return stampChanges(tx, projectId, [], deleted);
   const ids = sql.join(
     executionIds.map((id) => sql`${id}`),
     sql`, `,
@@ -590,4 +600,5 @@ export async function refreshExecutions(tx: Tx, projectId: string, executionIds:
       status = excluded.status, row_count = excluded.row_count, last_seq = excluded.last_seq,
       last_node_id = excluded.last_node_id, last_step = excluded.last_step, last_status = excluded.last_status,
       writer_id = excluded.writer_id, agent = excluded.agent, hole_count = excluded.hole_count, updated_at = excluded.updated_at`);
+  await stampChanges(tx, projectId, executionIds, deleted);
 }

@@ -71,7 +71,10 @@ describe('one process per PGlite data dir', () => {
     const port = new URL(first.url).port;
     const other = tmp.file('pglite-port-taken');
     const taken = await waymarkAsync(['plane', '--data-dir', other, '--port', port]);
-    expect([taken.code, taken.stderr]).toEqual([1, expect.stringContaining(`waymark: PORT_IN_USE: port ${port} on 127.0.0.1 is in use (another plane?); choose another with --port or WAYMARK_PORT, or 0 for a free one`)]);
+    expect([taken.code, taken.stderr]).toEqual([
+      1,
+      expect.stringContaining(`waymark: PORT_IN_USE: port ${port} on 127.0.0.1 is in use (another plane?); choose another with --port or WAYMARK_PORT, or 0 for a free one`),
+    ]);
     expect(taken.stderr).not.toMatch(/Unhandled 'error' event/);
     const elsewhere = await startPlaneProcess(['--data-dir', other]);
     running.push(elsewhere);
