@@ -99,14 +99,14 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(second).toMatchObject({ status: 409, code: 'ALREADY_DECIDED', details: { decision: { decisionId: d.decisionId, decidedBy: 'manager-key', approved: true } } });
       expect(second.message).toContain("'manager-key'");
       expect(await count()).toBe(before);
-      expect(await decisionOf(db(), project, cp)).toEqual(d);
+      expect(await decisionOf(db(), project, 'rec-1', cp)).toEqual(d);
     });
 
     it('bad input names every problem (unknown fields, wrong types, comment given twice) and stores nothing', async () => {
       const cp = await paused('bad-1');
       const before = await count();
       const a = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: cp, approved: 'yes', metadata: [], amount: 5, extra: true }, 'k'));
-      expect(a).toMatchObject({ status: 400, code: 'INVALID_REQUEST' });
+      expect(a).toMatchObject({ status: 400, code: 'INVALID_DECISION' });
       for (const bit of ["unknown field 'amount'", "unknown field 'extra'", 'approved:', 'metadata:']) expect(a.message).toContain(bit);
       expect((a.details as { problems: string[] }).problems.length).toBe(4);
       const b = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: 'not-a-uuid', approved: true, comment: 5 }, 'k'));
@@ -115,7 +115,7 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const c = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: cp, approved: true, metadata: { comment: 'a' }, comment: 'b' }, 'k'));
       expect(c.message).toContain('given twice');
       expect(await count()).toBe(before);
-      expect(await decisionOf(db(), project, cp)).toBeNull();
+      expect(await decisionOf(db(), project, 'bad-1', cp)).toBeNull();
     });
 
     it("a pause that is not on the plane, not this run's open pause, or of another project is PAUSE_NOT_FOUND", async () => {
@@ -123,8 +123,8 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(await refusal(recordDecision(db(), project, 'nf-1', { checkpointId: uuidv7(), approved: true }, 'k'))).toMatchObject({ status: 404, code: 'PAUSE_NOT_FOUND', details: { openPause: cp } });
       expect((await refusal(recordDecision(db(), project, 'nobody', { checkpointId: cp, approved: true }, 'k'))).code).toBe('PAUSE_NOT_FOUND');
       expect((await refusal(recordDecision(db(), other, 'nf-1', { checkpointId: cp, approved: true }, 'k'))).status).toBe(404);
-      expect(await decisionOf(db(), project, cp)).toBeNull();
-      expect(await decisionOf(db(), other, cp)).toBeNull();
+      expect(await decisionOf(db(), project, 'nf-1', cp)).toBeNull();
+      expect(await decisionOf(db(), other, 'nf-1', cp)).toBeNull();
     });
 
     it('a pause claimed, cancelled or deleted is PAUSE_CLOSED saying by whom', async () => {
@@ -155,24 +155,24 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const cp = await paused('st-1');
       const d = await recordDecision(db(), project, 'st-1', { checkpointId: cp, approved: true }, 'k');
       expect((await claimPause(db(), project, 'st-1', cp, 'laptop-a', 0, d.decisionId)).won).toBe(true);
-      expect(await decisionOf(db(), project, cp)).toMatchObject({ state: 'claimed', appliedBy: 'laptop-a' });
+      expect(await decisionOf(db(), project, 'st-1', cp)).toMatchObject({ state: 'claimed', appliedBy: 'laptop-a' });
       await ingest([claimed('st-1', cp, 'laptop-a', d.decisionId)]);
-      const applied = await decisionOf(db(), project, cp);
+      const applied = await decisionOf(db(), project, 'st-1', cp);
       expect(applied).toMatchObject({ state: 'applied', appliedBy: 'laptop-a' });
       expect(applied!.appliedAt).not.toBeNull();
 
       const cp2 = await paused('st-2');
       await recordDecision(db(), project, 'st-2', { checkpointId: cp2, approved: false }, 'k');
       await ingest([claimed('st-2', cp2, 'laptop-b')], 'laptop-b');
-      expect(await decisionOf(db(), project, cp2)).toMatchObject({ state: 'superseded', appliedBy: 'laptop-b' });
+      expect(await decisionOf(db(), project, 'st-2', cp2)).toMatchObject({ state: 'superseded', appliedBy: 'laptop-b' });
 
       // the holder's retry of a claim made before it knew the decision records it once
       const cp3 = await paused('st-3');
       const d3 = await recordDecision(db(), project, 'st-3', { checkpointId: cp3, approved: true }, 'k');
       await claimPause(db(), project, 'st-3', cp3, 'laptop-a');
-      expect((await decisionOf(db(), project, cp3))!.state).toBe('superseded');
+      expect((await decisionOf(db(), project, 'st-3', cp3))!.state).toBe('superseded');
       await claimPause(db(), project, 'st-3', cp3, 'laptop-a', 0, d3.decisionId);
-      expect((await decisionOf(db(), project, cp3))!.state).toBe('claimed');
+      expect((await decisionOf(db(), project, 'st-3', cp3))!.state).toBe('claimed');
 
       let cp4 = '';
       const cancelRows = await eventsOf(async (s) => {
@@ -181,12 +181,12 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       await ingest(cancelRows, 'laptop-d');
       await recordDecision(db(), project, 'st-4', { checkpointId: cp4, approved: true }, 'k');
       await ingest([{ kind: 'interrupt_closed', id: uuidv7(), executionId: 'st-4', checkpointId: cp4, writerId: 'laptop-d', closedAt: new Date().toISOString() } as OutboxEvent], 'laptop-d');
-      expect((await decisionOf(db(), project, cp4))!.state).toBe('superseded');
+      expect((await decisionOf(db(), project, 'st-4', cp4))!.state).toBe('superseded');
 
       const cp5 = await paused('st-5');
       await recordDecision(db(), project, 'st-5', { checkpointId: cp5, approved: true }, 'k');
       await ingest([{ kind: 'execution_deleted', id: uuidv7(), executionId: 'st-5', deletedAt: new Date().toISOString() }]);
-      expect((await decisionOf(db(), project, cp5))!.state).toBe('superseded');
+      expect((await decisionOf(db(), project, 'st-5', cp5))!.state).toBe('superseded');
     });
 
     it('ingest: a local decision is stored (also before its pause arrives); a second for the same pause keeps the first, is reported dropped, not quarantined; a plane-sourced one is refused', async () => {
@@ -194,13 +194,13 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const first = local('in-1', cp);
       const a = await ingest([{ kind: 'decision_recorded', id: first.decisionId, row: first }]);
       expect(a).toMatchObject({ accepted: 1, rejected: 0, decisions: { stored: 1, dropped: [] } });
-      expect(await decisionOf(db(), project, cp)).toMatchObject({ decisionId: first.decisionId, source: 'local', decidedBy: 'ana@laptop', state: 'pending' });
+      expect(await decisionOf(db(), project, 'in-1', cp)).toMatchObject({ decisionId: first.decisionId, source: 'local', decidedBy: 'ana@laptop', state: 'pending' });
       const again = await ingest([{ kind: 'decision_recorded', id: first.decisionId, row: first }]);
       expect(again).toMatchObject({ duplicate: 1, decisions: { stored: 0 } });
       const second = local('in-1', cp, { approved: false, decidedBy: 'bo@desktop' });
       const b = await ingest([{ kind: 'decision_recorded', id: second.decisionId, row: second }], 'laptop-b');
       expect(b).toMatchObject({ accepted: 1, rejected: 0, decisions: { stored: 0, dropped: [{ decision: { decisionId: second.decisionId }, first: { decisionId: first.decisionId } }] } });
-      expect((await decisionOf(db(), project, cp))!.decisionId).toBe(first.decisionId);
+      expect((await decisionOf(db(), project, 'in-1', cp))!.decisionId).toBe(first.decisionId);
 
       // the decision in an earlier batch than its pause (the pause was refused once and resent, say)
       let cp2 = '';
@@ -210,7 +210,7 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const early = local('in-2', cp2);
       expect((await ingest([{ kind: 'decision_recorded', id: early.decisionId, row: early }])).decisions.stored).toBe(1);
       await ingest(rows);
-      expect(await decisionOf(db(), project, cp2)).toMatchObject({ decisionId: early.decisionId, state: 'pending' });
+      expect(await decisionOf(db(), project, 'in-2', cp2)).toMatchObject({ decisionId: early.decisionId, state: 'pending' });
       expect((await restorePage(db(), project, 'in-2', { limit: 10 })).decision).toEqual(early);
 
       const forged = local('in-1', cp, { source: 'plane' });
