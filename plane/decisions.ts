@@ -293,6 +293,12 @@ interface Watch {
 }
 const watches = new WeakMap<object, Map<string, Watch>>();
 
+/** The long polls waiting in this process on a database, and the recheck timers running for them (both 0 when none waits: a leak shows here). */
+export function feedWaiters(db: PlaneDb): { polls: number; listeners: number; timers: number } {
+  const s = decisionSignal(db);
+  return { polls: s.listenerCount('decision'), listeners: s.listenerCount('decision') + s.listenerCount('max'), timers: watches.get(db)?.size ?? 0 };
+}
+
 /**
  * While any long poll of a project waits in this process, one timer reads the
  * project's newest feed seq about every second and announces it (`max`); a
