@@ -101,6 +101,12 @@ function problemsOf(body: unknown): string[] {
   return out;
 }
 
+/** Throw 400 INVALID_DECISION naming every problem of a decision body (the route's validation answers with it too). */
+export function refuseBadDecision(body: unknown): void {
+  const problems = problemsOf(body);
+  if (problems.length) throw new HttpError(400, ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${problems.join('; ')}`, { details: { problems } });
+}
+
 /**
  * Record a decision for the open pause `req.checkpointId` of an execution, in
  * one transaction. Refused (nothing changed) with:
@@ -111,8 +117,7 @@ function problemsOf(body: unknown): string[] {
  * `decidedBy` is the key's name (or a local user's); `comment` goes into `metadata.comment`.
  */
 export async function recordDecision(db: PlaneDb, projectId: string, executionId: string, req: unknown, decidedBy: string, source: Decision['source'] = 'plane'): Promise<DecisionView> {
-  const problems = problemsOf(req);
-  if (problems.length) throw new HttpError(400, ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${problems.join('; ')}`, { details: { problems } });
+  refuseBadDecision(req);
   const body = DecisionRequest.parse(req);
   const candidate = Decision.safeParse({
     decisionId: uuidv7(),
