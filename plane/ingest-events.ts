@@ -7,7 +7,7 @@
  */
 import { and, eq, sql } from 'drizzle-orm';
 import type { OutboxEvent } from '../shared/rows.js';
-import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
+import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
 import { storeIngestedDecision } from './decisions.js';
 import { hashOf, type Item, reject, type Tx } from './ingest.js';
 
