@@ -10,7 +10,7 @@ import { stableStringify, utf8Bytes } from '../shared/json.js';
 import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, executions, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
+import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { storeEvent } from './ingest-events.js';
 
