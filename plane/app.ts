@@ -36,7 +36,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   const deps: RouteDeps = { database: o.database, db: o.database.db, metrics: planeMetrics(), faults: o.faults ?? (() => {}) };
 
   const app = new OpenAPIHono<PlaneEnv>({
-    // every route module's request validation answers here (a module sets no hook of its own)
+    // every route module's request validation answers here (but the decision route's body: INVALID_DECISION, routes/decisions.ts)
     defaultHook: (result) => {
       if (!result.success) {
         throw new HttpError(400, ErrorCode.INVALID_REQUEST, result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));

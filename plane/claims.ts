@@ -30,7 +30,18 @@ function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpoi
       .select({ id: checkpoints.id })
       .from(checkpoints)
       .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, checkpointId), eq(checkpoints.executionId, executionId)));
-    if (!known) return { won: false as const, notFound: true as const, writerId: '', claimedAt: '' };
+    if (!known) {
+      // a run deleted (or cancelled) on the plane keeps a claim row on its pause though its checkpoints are gone:
+      // the asker lost it for good (409, never a 404 a worker retries forever)
+      const [closed] = await tx
+        .select()
+        .from(claims)
+        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId), eq(claims.executionId, executionId)));
+      if (closed && (closed.source === 'delete' || closed.source === 'cancel')) {
+        return { won: false as const, closed: closed.source, writerId: closed.writerId, claimedAt: closed.claimedAt.toISOString(), decisionId: null };
+      }
+      return { won: false as const, notFound: true as const, writerId: '', claimedAt: '' };
+    }
     const won = await tx.insert(claims).values({ projectId, checkpointId, executionId, writerId, source: 'api', decisionId }).onConflictDoNothing().returning();
     const [c] = won.length
       ? won

@@ -60,6 +60,13 @@ interface Watch {
 }
 const watches = new WeakMap<object, Map<string, Watch>>();
 
+/** The polls of one feed waiting in this process, their listeners and the feed's recheck timers (for tests: all 0 when none waits). */
+export function waitersOf(db: PlaneDb, feed: string): { polls: number; listeners: number; timers: number } {
+  const s = feedSignal(db);
+  const timers = [...(watches.get(db)?.keys() ?? [])].filter((k) => k.startsWith(`${feed}\u0000`)).length;
+  return { polls: s.listenerCount(feed), listeners: s.listenerCount(feed) + s.listenerCount(`${feed}:max`), timers };
+}
+
 function watch(db: PlaneDb, feed: Feed<FeedPage>, projectId: string): () => void {
   const byKey = watches.get(db) ?? new Map<string, Watch>();
   watches.set(db, byKey);
