@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Agent, ScriptedModel, serveDecisions, type CheckpointInput } from '../../client/index.js';
 import { main } from '../../client/cli/main.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
@@ -180,6 +181,24 @@ describe('waymark CLI arguments, through the real binary', () => {
     const again = waymark('decide', '--db', db, 'd-paused', '--decline', '--user', 'bob');
     expect([again.status, again.stderr]).toEqual([1, expect.stringMatching(/^waymark: ALREADY_DECIDED: .*by 'alice'.*\(approved\); nothing was recorded/)]);
     expect(ledger.charges()).toEqual([]);
+
+    // the README's line, as pasted, in a folder whose runs.db holds a paused refund-1042
+    const line = readFileSync(join(fileURLToPath(new URL('../..', import.meta.url)), 'README.md'), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('npx waymark decide '))!;
+    expect(line).toContain('--approve');
+    const dir = tmp.file('readme-decide');
+    mkdirSync(dir);
+    const s1 = new SqliteCheckpointer({ path: join(dir, 'runs.db') });
+    await refundAgent({ store: s1, ledger: new Ledger(join(dir, 'ledger.jsonl')) }).agent.run(refundRequest('1042', 5000), { executionId: 'refund-1042' });
+    await s1.close();
+    const args = line
+      .replace(/^npx waymark /, '')
+      .match(/'[^']*'|\S+/g)!
+      .map((a) => a.replace(/^'|'$/g, ''));
+    const pasted = spawnSync(process.execPath, [BIN, ...args], { cwd: dir, encoding: 'utf8' });
+    expect([pasted.status, pasted.stderr]).toEqual([0, '']);
+    expect(pasted.stdout).toMatch(/^approved the pause [0-9a-f-]+ of refund-1042 as 'alice'/);
 
     // the worker applies it: completed, one charge, the comment reached the tool's Resume
     const s2 = new SqliteCheckpointer({ path: db });
