@@ -12,7 +12,7 @@ export interface OpenStoreOptions {
   schema?: string;
   /** Postgres pool size. Default the adapter's (10). */
   max?: number;
-  /** SQLite: refuse a file that does not exist yet instead of creating it (a reader such as the CLI). Default false. */
+  /** Refuse a store that does not exist yet instead of creating it (a reader such as the CLI): a SQLite file, a Postgres schema without waymark's tables. STORE_NOT_FOUND. Default false. */
   mustExist?: boolean;
   /** This store's writer id; persisted on first open when absent. */
   writerId?: string;
@@ -54,6 +54,10 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
       faults: options.faults,
     });
     try {
+      // a reader (the CLI, the local UI) must not create a store in a mistyped database or schema
+      if (options.mustExist && !(await store.exists())) {
+        throw new WaymarkError(ErrorCode.STORE_NOT_FOUND, `no store in schema '${store.schema}' of ${redactUrl(pg.url)} (a mistyped URL or --schema?)`);
+      }
       await store.setup();
     } catch (e) {
       // a store that cannot be set up is not handed out, so nothing else would close its pool
@@ -96,4 +100,9 @@ function postgresSpec(spec: string): { url: string; schema: string | undefined }
   }
   url.searchParams.delete('schema');
   return { url: url.toString(), schema: param };
+}
+
+/** `postgres://user:secret@host/db` as said on screen: the password left out. */
+export function redactUrl(spec: string): string {
+  return spec.replace(/^(postgres(?:ql)?:\/\/[^:/@]*):[^@]*@/, '$1:***@');
 }

@@ -8,7 +8,7 @@
  * in it are recorded under `--user` (default: the OS user name).
  */
 import type { Parsed, OptionSpec } from './args.js';
-import { openStore } from '../open-store.js';
+import { openStore, redactUrl } from '../open-store.js';
 import { isLoopback } from '../ui/loopback.js';
 
 type Out = (line: string) => void;
@@ -37,11 +37,6 @@ export function checkUi(p: Parsed): string[] {
     problems.push(`host '${host}' is not a loopback address: the local inspector has no login, so anyone who reaches it would read the store; pass --allow-remote to bind there anyway`);
   }
   return problems;
-}
-
-/** `postgres://user:secret@host/db` as said on screen: the password left out. */
-export function redactUrl(spec: string): string {
-  return spec.replace(/^(postgres(?:ql)?:\/\/[^:/@]*):[^@]*@/, '$1:***@');
 }
 
 /** Open the store, serve, print where; resolves (0) on SIGINT or SIGTERM, once closed. */

@@ -101,6 +101,12 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.ready;
   }
 
+  /** Whether this schema holds a waymark store already (its meta table), without creating or migrating anything. */
+  async exists(): Promise<boolean> {
+    const [row] = await this.sql<{ found: string | null }[]>`SELECT to_regclass(${`${this.schema}.waymark_meta`})::text AS found`;
+    return row.found !== null;
+  }
+
   private async migrate(): Promise<void> {
     const persisted = await migratedWriterId(this.sql, this.schema);
     if (persisted !== null) {

@@ -62,9 +62,11 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && !decide) {
       return c.text('this inspector only reads (and takes the approve/decline form of a paused run): GET only here', 405, { allow: 'GET, HEAD' });
     }
-    const host = new URL(c.req.url).hostname;
+    // the Host header itself: the request URL may come from an absolute-form target or a default when Host is missing
+    const header = c.req.header('host') ?? '';
+    const host = header.startsWith('[') ? header.slice(0, header.indexOf(']') + 1) : header.replace(/:\d*$/, '');
     if (o.checkHost && !isLoopback(host)) {
-      return c.text(`FORBIDDEN: this inspector answers only to a loopback host name (127.0.0.1, localhost), not '${host}'`, 403);
+      return c.text(`FORBIDDEN: this inspector answers only to a loopback host name (127.0.0.1, localhost), not '${host || '(no Host header)'}'`, 403);
     }
     await next();
   });

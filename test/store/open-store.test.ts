@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import postgres from 'postgres';
 import { openStore } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { hasCode } from '../../shared/errors.js';
@@ -45,6 +46,16 @@ describe.runIf(pg)('openStore(postgres spec)', () => {
         expect([spec, s.schema]).toEqual([spec, schema]);
         await s.close();
       }
+      // a reader (mustExist) is refused a schema without a store, and nothing is created there
+      const missing = await openStore(`${db.url}#wm_typo`, { mustExist: true }).catch((x) => x);
+      expect(hasCode(missing, 'STORE_NOT_FOUND'), String(missing)).toBe(true);
+      expect(String(missing.message)).toContain("no store in schema 'wm_typo'");
+      const probe = (await openStore(`${db.url}#wm_hash`, { mustExist: true })) as PostgresCheckpointer;
+      expect(await probe.exists()).toBe(true);
+      await probe.close();
+      const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+      expect(await sql`SELECT 1 FROM pg_namespace WHERE nspname = 'wm_typo'`).toHaveLength(0);
+      await sql.end();
       const e = await openStore(`${withParam}#other`).catch((x) => x);
       expect(hasCode(e, 'INVALID_OPTIONS'), String(e)).toBe(true);
       expect(String(e.message)).toContain('?schema=wm_param and #other');

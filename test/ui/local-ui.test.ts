@@ -15,7 +15,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { Checkpointer } from '../../client/checkpointer.js';
-import { redactUrl } from '../../client/cli/ui-command.js';
+import { redactUrl } from '../../client/open-store.js';
 import { Agent, ScriptedModel } from '../../client/index.js';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
@@ -63,10 +63,10 @@ async function startUi(args: string[], cwd = ROOT): Promise<Ui> {
   };
 }
 
-/** A GET with a Host header of our choosing (fetch does not let a page set it). */
-function getWithHost(url: string, host: string): Promise<{ status: number; body: string }> {
+/** A GET with a Host header of our choosing (fetch does not let a page set it), or none; `path` may be an absolute-form target. */
+function getWithHost(url: string, host: string | null, path?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { headers: { host } }, (res) => {
+    const req = request(url, { ...(path ? { path } : {}), ...(host === null ? { setHost: false } : { headers: { host } }) }, (res) => {
       let body = '';
       res.on('data', (d) => (body += d));
       res.on('end', () => resolve({ status: res.statusCode!, body }));
@@ -178,6 +178,12 @@ describe('waymark ui over a SQLite store', () => {
     const evil = await getWithHost(`${ui.url}/runs/refund-large`, `evil.example:${port}`);
     expect(evil.status).toBe(403);
     expect(evil.body).not.toContain('manager_approval');
+    // the Host header decides, not a loopback absolute-form target beside it; no Host header at all is refused too
+    const absolute = await getWithHost(`${ui.url}/`, `evil.example:${port}`, `${ui.url}/runs/refund-large`);
+    expect([absolute.status, absolute.body.includes('manager_approval')]).toEqual([403, false]);
+    const hostless = await getWithHost(`${ui.url}/runs/refund-large`, null);
+    expect([hostless.status, hostless.body.includes('manager_approval')]).toEqual([403, false]);
+    expect((await getWithHost(`${ui.url}/`, `[::1]:${port}`)).status).toBe(200);
   });
 
   it('a port in use is said as such, exit 1', async () => {
