@@ -93,6 +93,30 @@ function workerSuite(b: Backend): void {
       expect(bad?.code).toBe('INVALID_DECISION');
     });
 
+    it('a decision applies only to its own pause: decisionId without checkpointId is INVALID_OPTIONS; a decision for another pause is INVALID_DECISION; nothing claimed', async () => {
+      const ledger = new Ledger(tmp.file(`b9-${b.name}.jsonl`));
+      const agent = deployAgent(store, ledger);
+      const id = exec();
+      const p1 = (await agent.run('ship it', { executionId: id })).pendingInterrupt!;
+      const d1 = decision(id, p1.checkpointId);
+      await store.recordDecision(d1);
+      // code answers p1 meanwhile; the run pauses again at p2, which nobody decided
+      const p2 = (await agent.resume(id, { approved: true }, { checkpointId: p1.checkpointId })).pendingInterrupt!;
+      const rows = await store.list(id);
+      let err: { code?: string; message?: string; details?: Record<string, unknown> } | undefined;
+      await agent.resume(id, { approved: d1.approved }, { decisionId: d1.decisionId }).catch((e) => (err = e));
+      expect(err?.code).toBe('INVALID_OPTIONS');
+      expect(err?.message).toContain('checkpointId');
+      err = undefined;
+      await agent.resume(id, { approved: d1.approved }, { checkpointId: p2.checkpointId, decisionId: d1.decisionId }).catch((e) => (err = e));
+      expect(err?.code).toBe('INVALID_DECISION');
+      expect(err?.details).toMatchObject({ decisionId: d1.decisionId, decisionCheckpointId: p1.checkpointId, checkpointId: p2.checkpointId });
+      expect(await store.list(id)).toEqual(rows);
+      expect(await store.getPendingInterrupt(id)).toEqual(p2);
+      expect(await store.getDecision(id, p1.checkpointId)).toMatchObject({ state: 'superseded' });
+      await store.cancel(id);
+    });
+
     it('a worker applies a local decision once: the run completes with one charge, the decision reads applied, the claim event names it', async () => {
       const ledger = new Ledger(tmp.file(`apply-${b.name}.jsonl`));
       const { agent } = refundAgent({ store, ledger });
