@@ -107,10 +107,10 @@ function workerSuite(b: Backend): void {
       await agent.resume(id, { approved: d1.approved }, { decisionId: d1.decisionId }).catch((e) => (err = e));
       expect(err?.code).toBe('INVALID_OPTIONS');
       expect(err?.message).toContain('checkpointId');
-      err = undefined;
-      await agent.resume(id, { approved: d1.approved }, { checkpointId: p2.checkpointId, decisionId: d1.decisionId }).catch((e) => (err = e));
-      expect(err?.code).toBe('INVALID_DECISION');
-      expect(err?.details).toMatchObject({ decisionId: d1.decisionId, decisionCheckpointId: p1.checkpointId, checkpointId: p2.checkpointId });
+      let other: { code?: string; details?: Record<string, unknown> } | undefined;
+      await agent.resume(id, { approved: d1.approved }, { checkpointId: p2.checkpointId, decisionId: d1.decisionId }).catch((e) => (other = e));
+      expect(other?.code).toBe('INVALID_DECISION');
+      expect(other?.details).toMatchObject({ decisionId: d1.decisionId, decisionCheckpointId: p1.checkpointId, checkpointId: p2.checkpointId });
       expect(await store.list(id)).toEqual(rows);
       expect(await store.getPendingInterrupt(id)).toEqual(p2);
       expect(await store.getDecision(id, p1.checkpointId)).toMatchObject({ state: 'superseded' });
