@@ -11,12 +11,19 @@
  * that was offline or restarted asks from where it stopped and gets what it
  * missed. A crash between the two re-reads a page; storing is idempotent.
  *
+ * One bad decision never stops the feed: the page's envelope (`items`,
+ * `nextCursor`) is checked, then each item on its own; an item that fails
+ * the shape or that the store refuses is reported (`skipped`, the replica's
+ * `decision_skipped` event, with the decision id and the reason) and passed
+ * over, and the cursor moves past it like past any other.
+ *
  * While followed (`follow()`, reference counted: serveDecisions follows while
  * it serves), rounds run back to back; a failed round (offline, a refusal)
  * waits a full-jitter backoff before the next. `pull()` runs one round
  * without waiting (tests, a manual refresh).
  */
-import { DecisionFeed as FeedPage } from '../../shared/protocol.js';
+import { z } from 'zod';
+import { DecisionView } from '../../shared/protocol.js';
 import type { Decision } from '../../shared/rows.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer } from '../checkpointer.js';
@@ -37,13 +44,40 @@ export interface DecisionFeedOptions {
   backoffCapMs?: number;
 }
 
+/** The page's envelope; its items are checked one by one (a bad one is skipped, not the page). */
+const FeedEnvelope = z.object({ items: z.array(z.unknown()), nextCursor: z.string() });
+
+/** A decision the feed passed over: the plane sent it malformed, or the store refused it. */
+export interface SkippedDecision {
+  /** The decision's id, when the item carried one. */
+  decisionId: string | null;
+  executionId: string | null;
+  reason: string;
+  code: string | null;
+}
+
+/** Where the feed reports what it stored and what it skipped. */
+export interface DecisionFeedSink {
+  decision(d: Decision): void;
+  skipped(s: SkippedDecision): void;
+}
+
 /** What one round brought. */
 export interface PullResult {
   /** Decisions the plane sent. */
   received: number;
   /** Of those, decisions new to this store. */
   stored: number;
+  /** Of those, decisions passed over (malformed, or refused by the store). */
+  skipped: number;
   cursor: string | null;
+}
+
+/** Store refusals of one decision (the feed skips it); any other error (a store that is down) fails the round. */
+const SKIPPABLE: ReadonlySet<string> = new Set([ErrorCode.INVALID_DECISION, ErrorCode.PAUSE_NOT_FOUND, ErrorCode.PAUSE_CLOSED, ErrorCode.CORRUPT_ROW]);
+
+function issues(e: z.ZodError): string {
+  return e.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
 }
 
 export class DecisionFeedConsumer {
@@ -59,7 +93,7 @@ export class DecisionFeedConsumer {
   constructor(
     private readonly store: Checkpointer,
     private readonly apiKey: () => string,
-    private readonly onDecision: (d: Decision) => void,
+    private readonly sink: DecisionFeedSink,
     private readonly o: DecisionFeedOptions,
   ) {
     // its own connection: a held long poll never delays the drain's batches
@@ -77,29 +111,58 @@ export class DecisionFeedConsumer {
         details: { status: res.status, planeCode: err?.code ?? null },
       });
     }
-    const page = FeedPage.safeParse(res.body);
-    if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed decision feed page: ${page.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    const page = FeedEnvelope.safeParse(res.body);
+    if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed decision feed page: ${issues(page.error)}`);
     let stored = 0;
-    for (const v of page.data.items) {
-      // a decision arrived from the plane: stored as such, never sent back (whoever recorded it)
-      const d: Decision = {
-        decisionId: v.decisionId,
-        executionId: v.executionId,
-        checkpointId: v.checkpointId,
-        approved: v.approved,
-        metadata: v.metadata,
-        decidedBy: v.decidedBy,
-        source: 'plane',
-        decidedAt: v.decidedAt,
-      };
-      const r = await this.store.recordDecision(d);
-      if (r.recorded) {
-        stored++;
-        this.onDecision(d);
-      }
+    let skipped = 0;
+    for (const item of page.data.items) {
+      const r = await this.storeOne(item);
+      if (r === 'stored') stored++;
+      if (r === 'skipped') skipped++;
     }
     if (page.data.nextCursor !== after) await this.store.setMeta(DECISIONS_CURSOR_META, page.data.nextCursor);
-    return { received: page.data.items.length, stored, cursor: page.data.nextCursor };
+    return { received: page.data.items.length, stored, skipped, cursor: page.data.nextCursor };
+  }
+
+  /** One item of a page: checked, stored (source 'plane': never sent back), or skipped with its reason. */
+  private async storeOne(item: unknown): Promise<'stored' | 'known' | 'skipped'> {
+    const raw = (item && typeof item === 'object' ? item : {}) as { decisionId?: unknown; executionId?: unknown };
+    const ids = { decisionId: typeof raw.decisionId === 'string' ? raw.decisionId : null, executionId: typeof raw.executionId === 'string' ? raw.executionId : null };
+    const v = DecisionView.safeParse(item);
+    if (!v.success) {
+      this.skip({ ...ids, reason: `malformed decision: ${issues(v.error)}`, code: ErrorCode.PLANE_ERROR });
+      return 'skipped';
+    }
+    const d: Decision = {
+      decisionId: v.data.decisionId,
+      executionId: v.data.executionId,
+      checkpointId: v.data.checkpointId,
+      approved: v.data.approved,
+      metadata: v.data.metadata,
+      decidedBy: v.data.decidedBy,
+      source: 'plane',
+      decidedAt: v.data.decidedAt,
+    };
+    try {
+      const r = await this.store.recordDecision(d);
+      if (!r.recorded) return 'known';
+    } catch (e) {
+      // a refusal of this decision (a conflicting one for its pause, bad content): skipped; a store that is down fails the round
+      const code = (e as { code?: string })?.code ?? null;
+      if (!code || !SKIPPABLE.has(code)) throw e;
+      this.skip({ ...ids, reason: (e as Error).message, code });
+      return 'skipped';
+    }
+    this.sink.decision(d);
+    return 'stored';
+  }
+
+  private skip(s: SkippedDecision): void {
+    try {
+      this.sink.skipped(s);
+    } catch {
+      // a listener cannot stop the feed
+    }
   }
 
   /** Follow the feed until the returned function is called (and every other follower stopped too). */

@@ -81,7 +81,11 @@ export function checkDecision(value: unknown): Decision {
  * another pause is refused (INVALID_DECISION naming both pauses): nothing is
  * claimed (the caller's transaction rolls back).
  */
-export function checkClaimDecisionPause(decisionId: string | null, claimed: { executionId: string; checkpointId: string }, held: { execution_id: string; checkpoint_id: string } | null | undefined): void {
+export function checkClaimDecisionPause(
+  decisionId: string | null,
+  claimed: { executionId: string; checkpointId: string },
+  held: { execution_id: string; checkpoint_id: string } | null | undefined,
+): void {
   if (!decisionId || !held) return;
   if (held.checkpoint_id === claimed.checkpointId && held.execution_id === claimed.executionId) return;
   throw new WaymarkError(
