@@ -35,7 +35,7 @@ export async function claimPause(db: PlaneDb, projectId: string, executionId: st
     if (!won.length && c.writerId !== writerId) {
       const taken = releaseAfterMs > 0 ? await takeOverStale(tx, projectId, checkpointId, writerId, releaseAfterMs, decisionId) : null;
       // the winner's decision (null: a resume from code): a losing decision worker tells 'applied elsewhere' from 'superseded'
-      if (!taken) return { won: false as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString(), decisionId: c.decisionId ?? null };
+      if (!taken) return { won: false as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString(), decisionId: c.decisionId ?? null, applied: c.appliedAt != null };
       takenFrom = c.writerId;
       won.push(taken);
     }

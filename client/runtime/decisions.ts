@@ -18,7 +18,9 @@
  * Outcomes (`onOutcome`, one per decision this worker settles):
  * - `applied`: this worker resumed the run with the decision; `status` is the
  *   run's status after it (completed, paused again, failed).
- * - `applied_elsewhere`: another process or machine applied this decision.
+ * - `applied_elsewhere`: another process or machine applied this decision
+ *   (this store's claim names it, or the plane's winning claim names it and
+ *   was applied; a plane claim only held is `failed`, tried again).
  * - `superseded`: the pause was answered otherwise (a resume from code,
  *   another decision) or closed (the run cancelled): AlreadyResumed or
  *   RunCancelled. The store's derived state says the same.
@@ -191,13 +193,26 @@ class DecisionWorker {
       this.report({ outcome: 'applied', decision: (await store.getDecision(d.executionId, d.checkpointId)) ?? d, status: result.status, result });
     } catch (e) {
       const code = (e as { code?: string })?.code ?? null;
-      if (code && SUPERSEDED.has(code)) return this.closed(d, e as WaymarkError);
+      if (code && SUPERSEDED.has(code) && !(await this.heldElsewhere(d, e as WaymarkError))) return this.closed(d, e as WaymarkError);
       const prev = this.retries.get(d.decisionId)?.attempts ?? 0;
       const retryInMs = Math.round(backoffDelay(prev + 1, this.retry));
       this.retries.set(d.decisionId, { attempts: prev + 1, at: Date.now() + retryInMs });
       this.summary.failed++;
       this.report({ outcome: 'failed', decision: d, error: { code, message: (e as Error)?.message ?? String(e) }, attempts: prev + 1, retryInMs });
     }
+  }
+
+  /**
+   * Lost at the plane to a claim naming this decision that is only held, not
+   * applied (its holder crashed between the plane claim and its local one):
+   * not settled; tried again after a backoff (the plane releases or lets a
+   * stale held claim be taken over).
+   */
+  private async heldElsewhere(d: StoredDecision, e: { details?: Record<string, unknown> }): Promise<boolean> {
+    const details = e.details ?? {};
+    if (typeof details.claimedBy !== 'string' || details.claimDecisionId !== d.decisionId || details.claimApplied === true) return false;
+    const now = await this.o.store.getDecision(d.executionId, d.checkpointId).catch(() => null);
+    return now?.state !== 'applied';
   }
 
   /** The pause was answered or closed: by this decision elsewhere (applied_elsewhere), or otherwise (superseded). */
