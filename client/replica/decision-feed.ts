@@ -7,9 +7,15 @@
  * at once when decisions were recorded after the cursor, else holds the
  * request up to `wait` seconds and answers when one is recorded (or with an
  * empty page). Each decision is stored (source 'plane': no event goes back),
- * then the cursor is saved in the store's meta (`decisions.cursor`): a client
+ * then the cursor is saved in the store's meta (`decisions.cursor <plane url>
+ * <project>`, see decisionsCursorMeta): a client
  * that was offline or restarted asks from where it stopped and gets what it
  * missed. A crash between the two re-reads a page; storing is idempotent.
+ *
+ * A cursor belongs to one plane and one project (the key's, asked once from
+ * GET /v1/whoami): a store connected to another plane or project starts that
+ * feed from its beginning instead of from a cursor that means nothing there
+ * (a cursor above the new feed would skip its decisions silently).
  *
  * One bad decision never stops the feed: the page's envelope (`items`,
  * `nextCursor`) is checked, then each item on its own; an item that fails
@@ -23,7 +29,7 @@
  * without waiting (tests, a manual refresh).
  */
 import { z } from 'zod';
-import { DecisionView } from '../../shared/protocol.js';
+import { DecisionView, WhoAmI } from '../../shared/protocol.js';
 import type { Decision } from '../../shared/rows.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer } from '../checkpointer.js';
@@ -31,8 +37,13 @@ import { backoffDelay } from '../retry.js';
 import { PlaneHttp } from './http.js';
 import type { Dispatcher } from 'undici';
 
-/** The store meta key holding the feed's cursor (the plane's `nextCursor` of the last page stored). */
+/** The prefix of the store meta keys holding the feed's cursors (the plane's `nextCursor` of the last page stored). */
 export const DECISIONS_CURSOR_META = 'decisions.cursor';
+
+/** The meta key of the feed cursor for one plane and project: a cursor is meaningful only there. */
+export function decisionsCursorMeta(url: string, project: string): string {
+  return `${DECISIONS_CURSOR_META} ${url.replace(/\/+$/, '')} ${project}`;
+}
 
 export interface DecisionFeedOptions {
   url: string;
@@ -70,6 +81,8 @@ export interface PullResult {
   stored: number;
   /** Of those, decisions passed over (malformed, or refused by the store). */
   skipped: number;
+  /** The store meta key the cursor is kept under (this plane and the key's project). */
+  cursorKey: string;
   cursor: string | null;
 }
 
@@ -87,6 +100,8 @@ export class DecisionFeedConsumer {
   private abort: AbortController | null = null;
   private stopped = false;
   private failures = 0;
+  /** The cursor's meta key for the API key it was asked with (whoami names the project). */
+  private scope: { apiKey: string; key: string } | null = null;
   /** The last round's error, null after a round that succeeded. */
   lastError: string | null = null;
 
@@ -102,7 +117,8 @@ export class DecisionFeedConsumer {
 
   /** One round: ask for decisions after the saved cursor, holding up to `waitSeconds` (0: answer at once); store them; save the cursor. */
   async pull(waitSeconds = 0, signal?: AbortSignal): Promise<PullResult> {
-    const after = await this.store.getMeta(DECISIONS_CURSOR_META);
+    const cursorKey = await this.cursorKey(signal);
+    const after = await this.store.getMeta(cursorKey);
     const q = new URLSearchParams({ wait: String(waitSeconds), limit: String(this.o.pageSize ?? 100), ...(after ? { after } : {}) });
     const res = await this.http.request('GET', `/v1/decisions?${q}`, { apiKey: this.apiKey(), timeoutMs: (waitSeconds + 30) * 1000, signal });
     if (res.status !== 200) {
@@ -120,8 +136,24 @@ export class DecisionFeedConsumer {
       if (r === 'stored') stored++;
       if (r === 'skipped') skipped++;
     }
-    if (page.data.nextCursor !== after) await this.store.setMeta(DECISIONS_CURSOR_META, page.data.nextCursor);
-    return { received: page.data.items.length, stored, skipped, cursor: page.data.nextCursor };
+    if (page.data.nextCursor !== after) await this.store.setMeta(cursorKey, page.data.nextCursor);
+    return { received: page.data.items.length, stored, skipped, cursor: page.data.nextCursor, cursorKey };
+  }
+
+  /** The meta key of this plane's and this key's project's cursor (asked once per API key). */
+  private async cursorKey(signal?: AbortSignal): Promise<string> {
+    const apiKey = this.apiKey();
+    if (this.scope?.apiKey === apiKey) return this.scope.key;
+    const res = await this.http.request('GET', '/v1/whoami', { apiKey, timeoutMs: 30_000, signal });
+    const who = WhoAmI.safeParse(res.body);
+    if (res.status !== 200 || !who.success) {
+      const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+      throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane did not say which project the key is for (GET /v1/whoami): ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(), {
+        details: { status: res.status, planeCode: err?.code ?? null },
+      });
+    }
+    this.scope = { apiKey, key: decisionsCursorMeta(this.o.url, who.data.project) };
+    return this.scope.key;
   }
 
   /** One item of a page: checked, stored (source 'plane': never sent back), or skipped with its reason. */

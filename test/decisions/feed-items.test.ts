@@ -101,4 +101,36 @@ describe('decision feed items', () => {
     await replica.pullDecisions();
     expect(plane.asked).toEqual([null, '2']);
   });
+
+  it('the cursor is kept per plane and project: a store moved to another project (or plane) reads that feed from its start, skipping nothing', async () => {
+    const plane = await fakePlane('proj-a');
+    const first = view({ feedSeq: 900 });
+    plane.pages.set('', { items: [first], nextCursor: '900' });
+    const path = 'moved';
+    const a = laptop(plane.url, path);
+    const r1 = await a.replica.pullDecisions();
+    expect(r1).toMatchObject({ stored: 1, cursor: '900' });
+    await a.replica.stop();
+    // the same store, now for another project on that plane: its feed is at 3, far below 900
+    plane.project = 'proj-b';
+    const other = view({ feedSeq: 3 });
+    plane.pages.set('', { items: [other], nextCursor: '3' });
+    const b = laptop(plane.url, path);
+    const r2 = await b.replica.pullDecisions();
+    expect(r2).toMatchObject({ received: 1, stored: 1, cursor: '3' });
+    expect(r2.cursorKey).not.toBe(r1.cursorKey);
+    expect(plane.asked).toEqual([null, null]);
+    expect(await b.store.getDecision(other.executionId as string, other.checkpointId as string)).toMatchObject({ decisionId: other.decisionId });
+    // another plane URL for the first project: its own cursor too
+    const second = await fakePlane('proj-a');
+    const c = laptop(second.url, path);
+    expect((await c.replica.pullDecisions()).cursorKey).not.toBe(r1.cursorKey);
+    expect(second.asked).toEqual([null]);
+    // back on the first project: its cursor was kept
+    plane.project = 'proj-a';
+    await b.replica.stop();
+    const a2 = laptop(plane.url, path);
+    await a2.replica.pullDecisions();
+    expect(plane.asked.at(-1)).toBe('900');
+  });
 });

@@ -133,7 +133,8 @@ describe('decisions made on the plane', () => {
     const pulled = await again.pullDecisions();
     expect(pulled.stored).toBeGreaterThanOrEqual(1);
     expect(await laptop.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, source: 'plane', state: 'pending', held: true });
-    expect(await laptop.store.getMeta(DECISIONS_CURSOR_META)).toBe(pulled.cursor);
+    expect(pulled.cursorKey.startsWith(`${DECISIONS_CURSOR_META} ${plane.url}`)).toBe(true);
+    expect(await laptop.store.getMeta(pulled.cursorKey)).toBe(pulled.cursor);
     expect((await again.pullDecisions()).stored).toBe(0);
     const w = worker({ m: { ...laptop, replica: again } });
     await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
