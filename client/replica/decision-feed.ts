@@ -17,6 +17,10 @@
  * feed from its beginning instead of from a cursor that means nothing there
  * (a cursor above the new feed would skip its decisions silently).
  *
+ * Only decisions still `pending` on the plane are stored, unless this store
+ * holds their run: a decision applied or superseded elsewhere for a run this
+ * machine never ran is no work of its own.
+ *
  * One bad decision never stops the feed: the page's envelope (`items`,
  * `nextCursor`) is checked, then each item on its own; an item that fails
  * the shape or that the store refuses is reported (`skipped`, the replica's
@@ -77,6 +81,8 @@ export interface DecisionFeedSink {
 export interface PullResult {
   /** Decisions the plane sent. */
   received: number;
+  /** Of those, decisions not stored: no longer pending on the plane, for a run this store does not hold. */
+  ignored: number;
   /** Of those, decisions new to this store. */
   stored: number;
   /** Of those, decisions passed over (malformed, or refused by the store). */
@@ -131,13 +137,15 @@ export class DecisionFeedConsumer {
     if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed decision feed page: ${issues(page.error)}`);
     let stored = 0;
     let skipped = 0;
+    let ignored = 0;
     for (const item of page.data.items) {
       const r = await this.storeOne(item);
       if (r === 'stored') stored++;
       if (r === 'skipped') skipped++;
+      if (r === 'ignored') ignored++;
     }
     if (page.data.nextCursor !== after) await this.store.setMeta(cursorKey, page.data.nextCursor);
-    return { received: page.data.items.length, stored, skipped, cursor: page.data.nextCursor, cursorKey };
+    return { received: page.data.items.length, stored, skipped, ignored, cursor: page.data.nextCursor, cursorKey };
   }
 
   /** The meta key of this plane's and this key's project's cursor (asked once per API key). */
@@ -157,7 +165,7 @@ export class DecisionFeedConsumer {
   }
 
   /** One item of a page: checked, stored (source 'plane': never sent back), or skipped with its reason. */
-  private async storeOne(item: unknown): Promise<'stored' | 'known' | 'skipped'> {
+  private async storeOne(item: unknown): Promise<'stored' | 'known' | 'skipped' | 'ignored'> {
     const raw = (item && typeof item === 'object' ? item : {}) as { decisionId?: unknown; executionId?: unknown };
     const ids = { decisionId: typeof raw.decisionId === 'string' ? raw.decisionId : null, executionId: typeof raw.executionId === 'string' ? raw.executionId : null };
     const v = DecisionView.safeParse(item);
@@ -165,6 +173,9 @@ export class DecisionFeedConsumer {
       this.skip({ ...ids, reason: `malformed decision: ${issues(v.error)}`, code: ErrorCode.PLANE_ERROR });
       return 'skipped';
     }
+    // already applied or superseded on the plane: kept only for a run this store holds (its worker reports it); for any
+    // other run it is nothing to do here, and storing it would make a worker with `restore` restore a finished pause
+    if (v.data.state !== 'pending' && !(await this.store.latest(v.data.executionId))) return 'ignored';
     const d: Decision = {
       decisionId: v.data.decisionId,
       executionId: v.data.executionId,

@@ -11,6 +11,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { connectPlane, uuidv7, type Replica } from '../../client/index.js';
 import type { SkippedDecision } from '../../client/replica/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-decisions-items-');
@@ -132,5 +133,20 @@ describe('decision feed items', () => {
     const a2 = laptop(plane.url, path);
     await a2.replica.pullDecisions();
     expect(plane.asked.at(-1)).toBe('900');
+  });
+
+  it('decisions already applied or superseded on the plane are stored only for runs this store holds; pending ones always', async () => {
+    const plane = await fakePlane();
+    const { store, replica } = laptop(plane.url, 'states');
+    const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file('states.jsonl')) });
+    const mine = `states-${uuidv7()}`;
+    const pause = (await agent.run(refundRequest(mine, 5000), { executionId: mine })).pendingInterrupt!;
+    const appliedElsewhere = view({ state: 'applied', appliedBy: 'other-machine', appliedAt: new Date().toISOString(), feedSeq: 1 });
+    const supersededElsewhere = view({ state: 'superseded', feedSeq: 2 });
+    const pendingElsewhere = view({ state: 'pending', feedSeq: 3 });
+    const appliedMine = view({ executionId: mine, checkpointId: pause.checkpointId, state: 'applied', appliedBy: 'other-machine', appliedAt: new Date().toISOString(), feedSeq: 4 });
+    plane.pages.set('', { items: [appliedElsewhere, supersededElsewhere, pendingElsewhere, appliedMine], nextCursor: '4' });
+    expect(await replica.pullDecisions()).toMatchObject({ received: 4, stored: 2, ignored: 2, cursor: '4' });
+    expect((await store.listDecisions({})).items.map((d) => d.decisionId).sort()).toEqual([pendingElsewhere.decisionId, appliedMine.decisionId].sort());
   });
 });
