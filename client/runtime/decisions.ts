@@ -12,7 +12,10 @@
  * Loop: list the store's pending decisions (derived state `pending`), oldest
  * first, and apply each; then sleep until the store is written (this
  * process), the replica reports a decision from the plane, a retry is due, or
- * the fallback timer fires (another process wrote the store). Ends when
+ * the fallback timer fires (another process wrote the store). A store write
+ * (every checkpoint of every run fires one) starts at most one scan per
+ * `writeDebounceMs`: under agent traffic the worker does not scan back to
+ * back; a decision from the replica, a retry or the stop signal wakes it at once. Ends when
  * `signal` aborts, after the decision in hand.
  *
  * Outcomes (`onOutcome`, one per decision this worker settles):
@@ -61,6 +64,8 @@ export interface ServeDecisionsOptions {
   retry?: Backoff;
   /** Page size of the pending listing. Default 100. */
   pageSize?: number;
+  /** A store write wakes the worker at most once per this many ms (from the previous scan's start). Default 250. */
+  writeDebounceMs?: number;
 }
 
 /** What a worker did until it stopped. */
@@ -69,6 +74,8 @@ export interface ServeSummary {
   appliedElsewhere: number;
   superseded: number;
   failed: number;
+  /** Scans of the pending decisions (rounds) the worker ran. */
+  scans: number;
 }
 
 const SUPERSEDED: ReadonlySet<string> = new Set([ErrorCode.ALREADY_RESUMED, ErrorCode.RUN_CANCELLED]);
@@ -81,6 +88,8 @@ function checkOptions(o: ServeDecisionsOptions): void {
   if (!o.signal) problems.push('signal is required (an AbortSignal that stops the worker)');
   if (o.restore && !o.replica) problems.push('restore needs a replica (the plane to restore from)');
   if (o.pollMs !== undefined && (!Number.isInteger(o.pollMs) || o.pollMs < 1)) problems.push(`pollMs must be a positive integer (got ${String(o.pollMs)})`);
+  if (o.writeDebounceMs !== undefined && (!Number.isInteger(o.writeDebounceMs) || o.writeDebounceMs < 0))
+    problems.push(`writeDebounceMs must be a non-negative integer (got ${String(o.writeDebounceMs)})`);
   if (o.pageSize !== undefined && (!Number.isInteger(o.pageSize) || o.pageSize < 1)) problems.push(`pageSize must be a positive integer (got ${String(o.pageSize)})`);
   if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `serveDecisions: ${problems.join('; ')}`, { details: { problems } });
 }
@@ -93,7 +102,10 @@ export async function serveDecisions(o: ServeDecisionsOptions): Promise<ServeSum
 }
 
 class DecisionWorker {
-  private readonly summary: ServeSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, failed: 0 };
+  private readonly summary: ServeSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, failed: 0, scans: 0 };
+  /** When the last scan started, and the timer of a store write's deferred wake-up. */
+  private lastScanAt = 0;
+  private writeTimer: NodeJS.Timeout | null = null;
   /** Decisions settled by this worker whose store state may still read pending (a claim lost at the plane). */
   private readonly settled = new Set<string>();
   private readonly retries = new Map<string, { attempts: number; at: number }>();
@@ -110,22 +122,36 @@ class DecisionWorker {
     this.wake?.();
   };
 
+  /** A store write: wakes the worker, but not sooner than `writeDebounceMs` after the last scan started. */
+  private writeKick = (): void => {
+    if (this.writeTimer) return;
+    const wait = this.lastScanAt + (this.o.writeDebounceMs ?? 250) - Date.now();
+    if (wait <= 0) return this.kick();
+    this.writeTimer = setTimeout(() => {
+      this.writeTimer = null;
+      this.kick();
+    }, wait);
+  };
+
   async serve(): Promise<ServeSummary> {
     const { store, replica, signal } = this.o;
     await store.setup();
-    const off = store.onWrite(this.kick);
+    const off = store.onWrite(this.writeKick);
     replica?.on('decision', this.kick);
     const unfollow = replica?.followDecisions();
     signal.addEventListener('abort', this.kick);
     try {
       while (!signal.aborted) {
         this.woken = false;
+        this.lastScanAt = Date.now();
+        this.summary.scans++;
         await this.round();
         if (signal.aborted) break;
         if (!this.woken) await this.sleep();
       }
     } finally {
       off();
+      if (this.writeTimer) clearTimeout(this.writeTimer);
       replica?.off('decision', this.kick);
       unfollow?.();
       signal.removeEventListener('abort', this.kick);

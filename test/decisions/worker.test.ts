@@ -219,6 +219,32 @@ function workerSuite(b: Backend): void {
       }
     });
 
+    it('a stream of ordinary checkpoint writes starts at most one scan per writeDebounceMs, not one per write', async () => {
+      const ledger = new Ledger(tmp.file(`scans-${b.name}.jsonl`));
+      const { agent } = refundAgent({ store, ledger });
+      let writes = 0;
+      const off = store.onWrite(() => writes++);
+      const stop = new AbortController();
+      const serving = serveDecisions({ agent, store, signal: stop.signal, pollMs: 60_000, writeDebounceMs: 200 });
+      const started = Date.now();
+      const ids: string[] = [];
+      // agent traffic: runs that pause, none decided
+      while (Date.now() - started < 1000) {
+        const id = exec();
+        ids.push(id);
+        await agent.run(refundRequest(id, 5000), { executionId: id });
+      }
+      const elapsed = Date.now() - started;
+      stop.abort();
+      const summary = await serving;
+      off();
+      for (const id of ids) await store.cancel(id);
+      expect(writes).toBeGreaterThan(20);
+      // the first scan, one per 200 ms window while writes came, one for the last write's deferred wake-up
+      expect(summary.scans).toBeLessThanOrEqual(Math.ceil(elapsed / 200) + 2);
+      expect(summary.scans).toBeLessThan(writes / 4);
+    });
+
     it('serveDecisions refuses options it cannot work with, naming every problem', async () => {
       let err: { code?: string; details?: { problems: string[] } } | undefined;
       await serveDecisions({ store, signal: new AbortController().signal, restore: true, pollMs: 0 }).catch((e) => (err = e));
