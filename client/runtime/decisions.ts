@@ -76,6 +76,8 @@ export interface ServeSummary {
   failed: number;
   /** Scans of the pending decisions (rounds) the worker ran. */
   scans: number;
+  /** Decisions the worker still remembered when it stopped (settled, or waiting for a retry): only ones still pending in the store. */
+  remembered: number;
 }
 
 const SUPERSEDED: ReadonlySet<string> = new Set([ErrorCode.ALREADY_RESUMED, ErrorCode.RUN_CANCELLED]);
@@ -102,7 +104,7 @@ export async function serveDecisions(o: ServeDecisionsOptions): Promise<ServeSum
 }
 
 class DecisionWorker {
-  private readonly summary: ServeSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, failed: 0, scans: 0 };
+  private readonly summary: ServeSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, failed: 0, scans: 0, remembered: 0 };
   /** When the last scan started, and the timer of a store write's deferred wake-up. */
   private lastScanAt = 0;
   private writeTimer: NodeJS.Timeout | null = null;
@@ -156,7 +158,7 @@ class DecisionWorker {
       unfollow?.();
       signal.removeEventListener('abort', this.kick);
     }
-    return { ...this.summary };
+    return { ...this.summary, remembered: this.settled.size + this.retries.size };
   }
 
   /** Until kicked, the fallback timer, or the soonest retry. */
@@ -175,12 +177,18 @@ class DecisionWorker {
     });
   }
 
-  /** One pass over the pending decisions, oldest first. */
+  /**
+   * One pass over the pending decisions, oldest first. A full pass then
+   * forgets the settled and retried decisions it did not meet: no longer
+   * pending in the store, they are never listed again.
+   */
   private async round(): Promise<void> {
     let cursor: string | undefined;
+    const seen = new Set<string>();
     do {
       const page = await this.o.store.listDecisions({ state: 'pending', limit: this.o.pageSize ?? 100, cursor });
       for (const d of page.items) {
+        seen.add(d.decisionId);
         if (this.o.signal.aborted) return;
         if (this.settled.has(d.decisionId)) continue;
         const r = this.retries.get(d.decisionId);
@@ -189,6 +197,8 @@ class DecisionWorker {
       }
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
+    for (const id of this.settled) if (!seen.has(id)) this.settled.delete(id);
+    for (const id of this.retries.keys()) if (!seen.has(id)) this.retries.delete(id);
   }
 
   private report(outcome: DecisionOutcome): void {

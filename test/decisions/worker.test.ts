@@ -245,6 +245,66 @@ function workerSuite(b: Backend): void {
       expect(summary.scans).toBeLessThan(writes / 4);
     });
 
+    it('the worker forgets a failed or settled decision once it is no longer pending in the store', async () => {
+      const ledger = new Ledger(tmp.file(`evict-${b.name}.jsonl`));
+      const { agent } = refundAgent({ store, ledger });
+      const { agent: broken } = refundAgent({ store, ledger, withoutRefundTool: true });
+      const id = exec();
+      const pause = (await agent.run(refundRequest('E-1', 5000), { executionId: id })).pendingInterrupt!;
+      const d = decision(id, pause.checkpointId);
+      await store.recordDecision(d);
+      const seen: DecisionOutcome[] = [];
+      const stop = new AbortController();
+      const serving = serveDecisions({
+        store,
+        agentFor: (x) => (x.decisionId === d.decisionId ? broken : null),
+        signal: stop.signal,
+        pollMs: 50,
+        writeDebounceMs: 0,
+        retry: { baseMs: 60_000, capMs: 60_000 },
+        onOutcome: (x) => seen.push(x),
+      });
+      const deadline = Date.now() + 20_000;
+      while (!seen.some((x) => x.decision.decisionId === d.decisionId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(seen.filter((x) => x.decision.decisionId === d.decisionId).map((x) => x.outcome)).toEqual(['failed']);
+      // while it is pending and waiting for its retry, the worker remembers it; closed, it is forgotten on the next scan
+      await store.cancel(id);
+      expect(await store.getDecision(id, pause.checkpointId)).toMatchObject({ state: 'superseded' });
+      await new Promise((r) => setTimeout(r, 300));
+      stop.abort();
+      const summary = await serving;
+      expect(summary.failed).toBeGreaterThanOrEqual(1);
+      expect(summary.remembered).toBe(0);
+    });
+
+    it('a decision still pending and waiting for its retry stays remembered', async () => {
+      const ledger = new Ledger(tmp.file(`keep-${b.name}.jsonl`));
+      const { agent } = refundAgent({ store, ledger });
+      const { agent: broken } = refundAgent({ store, ledger, withoutRefundTool: true });
+      const id = exec();
+      const pause = (await agent.run(refundRequest('K-1', 5000), { executionId: id })).pendingInterrupt!;
+      const d = decision(id, pause.checkpointId);
+      await store.recordDecision(d);
+      const stop = new AbortController();
+      let failed = false;
+      const serving = serveDecisions({
+        store,
+        agentFor: (x) => (x.decisionId === d.decisionId ? broken : null),
+        signal: stop.signal,
+        pollMs: 50,
+        retry: { baseMs: 60_000, capMs: 60_000 },
+        onOutcome: (x) => {
+          if (x.decision.decisionId === d.decisionId) failed = true;
+        },
+      });
+      const deadline = Date.now() + 20_000;
+      while (!failed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 200));
+      stop.abort();
+      expect((await serving).remembered).toBe(1);
+      await store.cancel(id);
+    });
+
     it('serveDecisions refuses options it cannot work with, naming every problem', async () => {
       let err: { code?: string; details?: { problems: string[] } } | undefined;
       await serveDecisions({ store, signal: new AbortController().signal, restore: true, pollMs: 0 }).catch((e) => (err = e));
