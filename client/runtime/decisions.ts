@@ -128,7 +128,10 @@ class DecisionWorker {
   private writeKick = (): void => {
     if (this.writeTimer) return;
     const wait = this.lastScanAt + (this.o.writeDebounceMs ?? 250) - Date.now();
-    if (wait <= 0) return this.kick();
+    if (wait <= 0) {
+      this.kick();
+      return;
+    }
     this.writeTimer = setTimeout(() => {
       this.writeTimer = null;
       this.kick();
