@@ -19,6 +19,7 @@ import { HttpError, httpErrorOf } from './http/errors.js';
 import { requireScope } from './http/scope.js';
 import { planeMetrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
+import { changeRoutes } from './routes/changes.js';
 import { claimRoutes } from './routes/claims.js';
 import { decisionRoutes } from './routes/decisions.js';
 import { executionRoutes } from './routes/executions.js';
@@ -35,7 +36,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   const deps: RouteDeps = { database: o.database, db: o.database.db, metrics: planeMetrics(), faults: o.faults ?? (() => {}) };
 
   const app = new OpenAPIHono<PlaneEnv>({
-    // every route module's request validation answers here (a module sets no hook of its own)
+    // every route module's request validation answers here (but the decision route's body: INVALID_DECISION, routes/decisions.ts)
     defaultHook: (result) => {
       if (!result.success) {
         throw new HttpError(400, ErrorCode.INVALID_REQUEST, result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
@@ -72,6 +73,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   app.route('/', executionRoutes(deps));
   app.route('/', claimRoutes(deps, { claimReleaseAfterMs: o.claimReleaseAfterMs ?? 3_600_000, takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
   app.route('/', decisionRoutes(deps));
+  app.route('/', changeRoutes(deps));
   app.route('/', projectRoutes(deps));
   app.route('/', adminRoutes(deps));
 

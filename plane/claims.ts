@@ -6,6 +6,7 @@
 import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, executions, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
+import { announceChanges } from './changes.js';
 import { refreshExecutions } from './ingest.js';
 
 /**
@@ -17,12 +18,30 @@ import { refreshExecutions } from './ingest.js';
  * `releaseAfterMs` (0: never) is taken over by the next writer that asks.
  */
 export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs = 0, decisionId: string | null = null) {
+  const r = await claimInTx(db, projectId, executionId, checkpointId, writerId, releaseAfterMs, decisionId);
+  // a won claim changed the run's pause: connected stores following the change feed hear of it
+  if (r.won) announceChanges(db, projectId);
+  return r;
+}
+
+function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs: number, decisionId: string | null) {
   return db.transaction(async (tx) => {
     const [known] = await tx
       .select({ id: checkpoints.id })
       .from(checkpoints)
       .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, checkpointId), eq(checkpoints.executionId, executionId)));
-    if (!known) return { won: false as const, notFound: true as const, writerId: '', claimedAt: '' };
+    if (!known) {
+      // a run deleted (or cancelled) on the plane keeps a claim row on its pause though its checkpoints are gone:
+      // the asker lost it for good (409, never a 404 a worker retries forever)
+      const [closed] = await tx
+        .select()
+        .from(claims)
+        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId), eq(claims.executionId, executionId)));
+      if (closed && (closed.source === 'delete' || closed.source === 'cancel')) {
+        return { won: false as const, closed: closed.source, writerId: closed.writerId, claimedAt: closed.claimedAt.toISOString(), decisionId: null };
+      }
+      return { won: false as const, notFound: true as const, writerId: '', claimedAt: '' };
+    }
     const won = await tx.insert(claims).values({ projectId, checkpointId, executionId, writerId, source: 'api', decisionId }).onConflictDoNothing().returning();
     const [c] = won.length
       ? won
@@ -75,6 +94,12 @@ async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, wr
  * was never reported (an applied claim is final). The pause is open again.
  */
 export async function releaseClaim(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
+  const r = await releaseInTx(db, projectId, executionId, checkpointId, writerId);
+  if (r.released) announceChanges(db, projectId);
+  return r;
+}
+
+function releaseInTx(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
   return db.transaction(async (tx) => {
     const [pause] = await tx
       .select({ checkpointId: pendingInterrupts.checkpointId })

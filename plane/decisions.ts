@@ -14,11 +14,10 @@
  * - `feed_seq` orders the feed (GET /v1/decisions). It is drawn under a
  *   per-project transaction lock (`lockDecisionFeed`), so a reader that has
  *   seen seq n never later finds a smaller seq committed behind it.
- * - A recording wakes this process's long polls at once (`decisionSignal`);
- *   while polls wait, one timer per project rechecks the database about every
- *   second, so decisions recorded by another plane process arrive too.
+ * - A recording wakes this process's long polls at once; while polls wait,
+ *   the database is rechecked about every second, so decisions recorded by
+ *   another plane process arrive too (the shared mechanism: long-poll.ts).
  */
-import { EventEmitter } from 'node:events';
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { ErrorCode } from '../shared/errors.js';
 import { LIMITS } from '../shared/limits.js';
@@ -28,6 +27,7 @@ import { uuidv7 } from '../shared/ids.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
 import { HttpError } from './http/errors.js';
+import { announce, waitForFeed, waitersOf, type Feed } from './long-poll.js';
 import { decisionOfRow, decodeCursor, encodeCursor } from './read.js';
 
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
@@ -40,22 +40,9 @@ export async function lockDecisionFeed(tx: Tx, projectId: string): Promise<void>
   await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`waymark.decisions:${projectId}`}))`);
 }
 
-const signals = new WeakMap<object, EventEmitter>();
-
-/** This process's wake-up of the long polls of one database: `emit(projectId)` after a decision commits. */
-export function decisionSignal(db: PlaneDb): EventEmitter {
-  let s = signals.get(db);
-  if (!s) {
-    s = new EventEmitter();
-    s.setMaxListeners(0);
-    signals.set(db, s);
-  }
-  return s;
-}
-
 /** Wake this process's long polls of a project (after the transaction that recorded decisions committed). */
 export function announceDecisions(db: PlaneDb, projectId: string): void {
-  decisionSignal(db).emit('decision', projectId);
+  announce(db, 'decisions', projectId);
 }
 
 /** A decision and where it stands, from its pause's claim (null: not claimed). */
@@ -71,16 +58,22 @@ export function decisionView(d: DecisionRow, claim: Pick<ClaimRow, 'writerId' | 
   };
 }
 
-/** Decisions with their pause's claim (a left join on the pause's checkpoint id). */
+/** Decisions with their pause's claim (a left join on the pause's key: project, execution and checkpoint id). */
 function withClaims(db: Conn) {
   return db
     .select({ d: decisions, claim: claims })
     .from(decisions)
-    .leftJoin(claims, and(eq(claims.projectId, decisions.projectId), eq(claims.checkpointId, decisions.checkpointId)));
+    .leftJoin(claims, and(eq(claims.projectId, decisions.projectId), eq(claims.executionId, decisions.executionId), eq(claims.checkpointId, decisions.checkpointId)));
 }
 
-/** The decision recorded for one pause (by its checkpoint id), with its state; null when none. */
-export async function decisionOf(db: Conn, projectId: string, checkpointId: string): Promise<DecisionView | null> {
+/** The decision recorded for one pause of an execution, with its state; null when none (a decision of another run is not this pause's). */
+export async function decisionOf(db: Conn, projectId: string, executionId: string, checkpointId: string): Promise<DecisionView | null> {
+  const [r] = await withClaims(db).where(and(eq(decisions.projectId, projectId), eq(decisions.executionId, executionId), eq(decisions.checkpointId, checkpointId)));
+  return r ? decisionView(r.d, r.claim) : null;
+}
+
+/** The decision that holds the key (project, checkpoint id), whatever its execution; null when none. */
+async function decisionHolding(db: Conn, projectId: string, checkpointId: string): Promise<DecisionView | null> {
   const [r] = await withClaims(db).where(and(eq(decisions.projectId, projectId), eq(decisions.checkpointId, checkpointId)));
   return r ? decisionView(r.d, r.claim) : null;
 }
@@ -95,18 +88,23 @@ function problemsOf(body: unknown): string[] {
   return out;
 }
 
+/** Throw 400 INVALID_DECISION naming every problem of a decision body (the route's validation answers with it too). */
+export function refuseBadDecision(body: unknown): void {
+  const problems = problemsOf(body);
+  if (problems.length) throw new HttpError(400, ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${problems.join('; ')}`, { details: { problems } });
+}
+
 /**
  * Record a decision for the open pause `req.checkpointId` of an execution, in
  * one transaction. Refused (nothing changed) with:
- * - 400 INVALID_REQUEST naming every problem of the body;
+ * - 400 INVALID_DECISION naming every problem of the body (the code a local store uses);
  * - 409 ALREADY_DECIDED when the pause has a decision (details.decision: the first);
  * - 404 PAUSE_NOT_FOUND when the pause is not on the plane (or not this run's open pause);
  * - 409 PAUSE_CLOSED when it was claimed, or closed by a cancel or a deletion (details say by whom).
  * `decidedBy` is the key's name (or a local user's); `comment` goes into `metadata.comment`.
  */
 export async function recordDecision(db: PlaneDb, projectId: string, executionId: string, req: unknown, decidedBy: string, source: Decision['source'] = 'plane'): Promise<DecisionView> {
-  const problems = problemsOf(req);
-  if (problems.length) throw new HttpError(400, ErrorCode.INVALID_REQUEST, `invalid decision: ${problems.join('; ')}`, { details: { problems } });
+  refuseBadDecision(req);
   const body = DecisionRequest.parse(req);
   const candidate = Decision.safeParse({
     decisionId: uuidv7(),
@@ -120,17 +118,26 @@ export async function recordDecision(db: PlaneDb, projectId: string, executionId
   });
   if (!candidate.success) {
     const list = candidate.error.issues.map((i) => `${i.path.join('.') || 'the decision'}: ${i.message}`);
-    throw new HttpError(400, ErrorCode.INVALID_REQUEST, `invalid decision: ${list.join('; ')}`, { details: { problems: list } });
+    throw new HttpError(400, ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${list.join('; ')}`, { details: { problems: list } });
   }
   const d = candidate.data;
   const view = await db.transaction(async (tx) => {
     await lockDecisionFeed(tx, projectId);
-    const first = await decisionOf(tx, projectId, d.checkpointId);
-    if (first && first.executionId === executionId) {
+    // the run's pause row, locked: claimPause updates it in its transaction, so a claim commits wholly before this
+    // recording (seen below: refused) or after it (the decision then shows superseded), never between check and insert
+    const [pause] = await tx
+      .select()
+      .from(pendingInterrupts)
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)))
+      .for('update');
+    // one decision per (project, checkpoint id): one that holds it, of this run or (ingested) naming another, refuses this one
+    const first = await decisionHolding(tx, projectId, d.checkpointId);
+    if (first) {
+      const whose = first.executionId === executionId ? '' : ` (recorded for execution '${first.executionId}')`;
       throw new HttpError(
         409,
         ErrorCode.ALREADY_DECIDED,
-        `pause ${d.checkpointId} of execution '${executionId}' was already decided by '${first.decidedBy}' at ${first.decidedAt} (${first.approved ? 'approved' : 'declined'}; ${first.state})`,
+        `pause ${d.checkpointId} of execution '${executionId}' was already decided by '${first.decidedBy}' at ${first.decidedAt} (${first.approved ? 'approved' : 'declined'}; ${first.state})${whose}`,
         {
           details: { decision: first },
         },
@@ -146,11 +153,7 @@ export async function recordDecision(db: PlaneDb, projectId: string, executionId
       .from(checkpoints)
       .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, d.checkpointId), eq(checkpoints.executionId, executionId)));
     if (claim && (held || claim.source === 'delete')) throw pauseClosed(executionId, d.checkpointId, claim);
-    const [pause] = await tx
-      .select()
-      .from(pendingInterrupts)
-      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
-    if (!pause || pause.checkpointId !== d.checkpointId || first) {
+    if (!pause || pause.checkpointId !== d.checkpointId) {
       const open = pause && pause.state === 'open' ? ` (its open pause is ${pause.checkpointId})` : '';
       throw new HttpError(404, ErrorCode.PAUSE_NOT_FOUND, `pause ${d.checkpointId} of execution '${executionId}' is not on this plane${open}`, {
         details: { executionId, checkpointId: d.checkpointId, openPause: open ? pause!.checkpointId : null },
@@ -224,7 +227,10 @@ export async function listPauses(db: PlaneDb, projectId: string, o: { cursor?: s
       .from(pendingInterrupts)
       // by (project, execution) too: the primary key of a pause, from a held claim
       .leftJoin(claims, and(eq(claims.projectId, pendingInterrupts.projectId), eq(claims.executionId, pendingInterrupts.executionId), eq(claims.checkpointId, pendingInterrupts.checkpointId)))
-      .leftJoin(decisions, and(eq(decisions.projectId, pendingInterrupts.projectId), eq(decisions.checkpointId, pendingInterrupts.checkpointId)));
+      .leftJoin(
+        decisions,
+        and(eq(decisions.projectId, pendingInterrupts.projectId), eq(decisions.executionId, pendingInterrupts.executionId), eq(decisions.checkpointId, pendingInterrupts.checkpointId)),
+      );
     const where = open
       ? and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'open'), gt(pendingInterrupts.openedSeq, after))
       : and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'claimed'), gt(pendingInterrupts.openedSeq, after), eq(claims.source, 'api'), isNull(claims.appliedAt));
@@ -253,8 +259,11 @@ export async function listPauses(db: PlaneDb, projectId: string, o: { cursor?: s
 /** The feed's cursor: the last feed seq seen, as a decimal string ('' or absent: from the start). */
 export function feedCursor(after: string | undefined): number {
   if (after === undefined || after === '') return 0;
-  if (!/^(0|[1-9][0-9]{0,17})$/.test(after)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after.slice(0, 40)}' is not a cursor this plane issued (a nextCursor of GET /v1/decisions)`);
-  return Number(after);
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(after)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after.slice(0, 40)}' is not a cursor this plane issued (a nextCursor of GET /v1/decisions)`);
+  const n = Number(after);
+  // feed seqs are safe integers: a larger number would be rounded, and the feed would skip or repeat decisions
+  if (!Number.isSafeInteger(n)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after}' is above the largest feed seq this plane can issue (${Number.MAX_SAFE_INTEGER})`);
+  return n;
 }
 
 /** Decisions recorded after feed seq `after`, in recording order, with their states; `nextCursor` is the last one's seq (or `after`). */
@@ -267,51 +276,22 @@ export async function decisionFeed(db: PlaneDb, projectId: string, after: number
   return { items, nextCursor: String(items.length ? items[items.length - 1].feedSeq : after) };
 }
 
-/** How often the database is rechecked while long polls of a project wait (decisions of other plane processes). */
-export const FEED_RECHECK_MS = 1000;
+/** The decision feed, for the shared long poll (long-poll.ts). */
+const DECISIONS: Feed<Awaited<ReturnType<typeof decisionFeed>>> = {
+  name: 'decisions',
+  page: decisionFeed,
+  async newest(db, projectId) {
+    const [r] = await db
+      .select({ max: sql<string | null>`max(${decisions.feedSeq})` })
+      .from(decisions)
+      .where(eq(decisions.projectId, projectId));
+    return r?.max == null ? null : Number(r.max);
+  },
+};
 
-interface Watch {
-  waiters: number;
-  timer: NodeJS.Timeout;
-}
-const watches = new WeakMap<object, Map<string, Watch>>();
-
-/**
- * While any long poll of a project waits in this process, one timer reads the
- * project's newest feed seq about every second and announces it (`max`); a
- * poll re-reads the feed only when that passes its cursor. So waiting polls
- * cost one small query a second per project, not one per poll. Ref-counted:
- * the last waiter to leave stops the timer.
- */
-function watchFeed(db: PlaneDb, projectId: string): () => void {
-  const byProject = watches.get(db) ?? new Map<string, Watch>();
-  watches.set(db, byProject);
-  let w = byProject.get(projectId);
-  if (!w) {
-    const created: Watch = { waiters: 0, timer: undefined as unknown as NodeJS.Timeout };
-    const tick = async () => {
-      try {
-        const [r] = await db
-          .select({ max: sql<string | null>`max(${decisions.feedSeq})` })
-          .from(decisions)
-          .where(eq(decisions.projectId, projectId));
-        if (r?.max != null) decisionSignal(db).emit('max', projectId, Number(r.max));
-      } catch {
-        // a database that does not answer: the polls answer empty at their deadline, or on a wake-up
-      }
-      if (byProject.get(projectId) === created) created.timer = setTimeout(tick, FEED_RECHECK_MS).unref();
-    };
-    created.timer = setTimeout(tick, FEED_RECHECK_MS).unref();
-    byProject.set(projectId, created);
-    w = created;
-  }
-  const mine = w;
-  mine.waiters++;
-  return () => {
-    if (--mine.waiters > 0) return;
-    clearTimeout(mine.timer);
-    if (byProject.get(projectId) === mine) byProject.delete(projectId);
-  };
+/** This process's waiting decision polls, their listeners and recheck timers (all 0 when none waits: a leak shows here). */
+export function feedWaiters(db: PlaneDb): { polls: number; listeners: number; timers: number } {
+  return waitersOf(db, DECISIONS.name);
 }
 
 /**
@@ -321,48 +301,6 @@ function watchFeed(db: PlaneDb, projectId: string): () => void {
  * same cursor. Stops waiting when `signal` aborts (the client hung up, the
  * plane closes).
  */
-export async function waitForDecisions(db: PlaneDb, projectId: string, after: number, limit: number, waitMs: number, signal?: AbortSignal) {
-  const deadline = performance.now() + waitMs;
-  const bus = decisionSignal(db);
-  let wake: (() => void) | null = null;
-  // a wake-up while the feed is being read is not lost: the next wait is skipped
-  let signalled = false;
-  let cursor = after;
-  const onSignal = (p: string) => {
-    if (p !== projectId) return;
-    signalled = true;
-    wake?.();
-  };
-  const onMax = (p: string, max: number) => {
-    if (p === projectId && max > cursor) onSignal(p);
-  };
-  const onAbort = () => wake?.();
-  bus.on('decision', onSignal);
-  bus.on('max', onMax);
-  signal?.addEventListener('abort', onAbort);
-  const unwatch = watchFeed(db, projectId);
-  try {
-    for (;;) {
-      signalled = false;
-      const page = await decisionFeed(db, projectId, cursor, limit);
-      cursor = Number(page.nextCursor);
-      const left = deadline - performance.now();
-      if (page.items.length || left <= 0 || signal?.aborted) return page;
-      if (signalled) continue;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(done, left);
-        function done() {
-          clearTimeout(t);
-          wake = null;
-          resolve();
-        }
-        wake = done;
-      });
-    }
-  } finally {
-    unwatch();
-    bus.off('decision', onSignal);
-    bus.off('max', onMax);
-    signal?.removeEventListener('abort', onAbort);
-  }
+export function waitForDecisions(db: PlaneDb, projectId: string, after: number, limit: number, waitMs: number, signal?: AbortSignal) {
+  return waitForFeed(db, DECISIONS, projectId, after, limit, waitMs, signal);
 }

@@ -10,12 +10,14 @@ import { stableStringify, utf8Bytes } from '../shared/json.js';
 import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
-import { announceDecisions, lockDecisionFeed, storeIngestedDecision } from './decisions.js';
+import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
+import { announceChanges, stampChanges } from './changes.js';
+import { announceDecisions, lockDecisionFeed } from './decisions.js';
+import { storeEvent } from './ingest-events.js';
 
-type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
+export type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
-interface Item {
+export interface Item {
   index: number;
   id: string | null;
   raw: unknown;
@@ -28,7 +30,7 @@ interface Item {
   decision?: { stored: true } | { stored: false; first: Decision | null };
 }
 
-const hashOf = (v: unknown) => createHash('sha256').update(stableStringify(v)).digest('hex');
+export const hashOf = (v: unknown) => createHash('sha256').update(stableStringify(v)).digest('hex');
 
 /** Text taken from a refused payload for the quarantine record: Postgres text cannot hold NUL. */
 function clean(s: string, max: number): string {
@@ -44,7 +46,7 @@ function executionOf(e: OutboxEvent): string {
   return 'row' in e ? e.row.executionId : e.executionId;
 }
 
-function reject(item: Item, code: RejectCode, reason: string): void {
+export function reject(item: Item, code: RejectCode, reason: string): void {
   item.result = { id: item.id, status: 'rejected', code, reason: clean(reason, LIMITS.reasonLength) };
 }
 
@@ -101,8 +103,10 @@ export interface IngestOutcome {
 
 export async function ingestBatch(db: PlaneDb, projectId: string, writerId: string, backlog: Backlog | undefined, rows: unknown[]): Promise<IngestOutcome> {
   const items = prepare(rows);
+  const touched = new Set<string>();
+  /** Executions deleted by this batch → its writer (the change feed's tombstones). */
+  const deleted = new Map<string, string>();
   await db.transaction(async (tx) => {
-    const touched = new Set<string>();
     // the feed's order is its commit order: taken before any other lock of this transaction (see decisions.ts)
     if (items.some((i) => !i.result && i.event?.kind === 'decision_recorded')) await lockDecisionFeed(tx, projectId);
     await refuseTakenOver(tx, projectId, writerId, items);
@@ -113,12 +117,11 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
       await storeCheckpoints(tx, projectId, segment.rows, touched);
       for (const item of segment.rows) {
         if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
-        await storeEvent(tx, projectId, writerId, item, touched);
+        await storeEvent(tx, projectId, writerId, item, touched, deleted);
       }
       await recordHoles(tx, projectId, writerId, segment.rows, touched);
-      if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched);
+      if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched, deleted);
     }
-    await refreshExecutions(tx, projectId, [...touched]);
     await recordContacts(tx, projectId, writerId, items);
     const refused = items.filter((i) => i.result?.status === 'rejected');
     if (refused.length) {
@@ -162,7 +165,10 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
           ...(backlog ? { backlogRows: backlog.rows, backlogBytes: backlog.bytes, oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null } : {}),
         },
       });
+    // last: it stamps the change feed under a lock held to commit (changes.ts)
+    await refreshExecutions(tx, projectId, [...touched], deleted);
   });
+  if (touched.size || deleted.size) announceChanges(db, projectId);
   const results = items.map((i) => i.result ?? { id: i.id, status: 'accepted' as const });
   const stored = items.filter((i) => i.decision?.stored && !i.result).length;
   if (stored) announceDecisions(db, projectId);
@@ -347,202 +353,6 @@ async function storeCheckpoints(tx: Tx, projectId: string, items: Item[], touche
   }
 }
 
-async function recordEvent(tx: Tx, projectId: string, writerId: string, item: Item): Promise<boolean> {
-  const e = item.event!;
-  const got = await tx
-    .insert(events)
-    .values({ projectId, id: e.id, kind: e.kind, executionId: item.executionId!, writerId, hash: item.hash!, key: e.kind === 'idempotency' ? e.row.key : null })
-    .onConflictDoNothing()
-    .returning({ id: events.id });
-  if (got.length) return true;
-  const [prev] = await tx
-    .select({ hash: events.hash })
-    .from(events)
-    .where(and(eq(events.projectId, projectId), eq(events.id, e.id)));
-  if (prev?.hash === item.hash) item.result = { id: e.id, status: 'duplicate' };
-  else reject(item, 'conflict', `event ${e.id} already stored with a different payload`);
-  return false;
-}
-
-/** What an event's handler stores it with: the batch's transaction and writer, the item, the executions to refresh. */
-interface EventContext {
-  tx: Tx;
-  projectId: string;
-  writerId: string;
-  item: Item;
-  touched: Set<string>;
-}
-
-type StoredKind = Exclude<OutboxEvent['kind'], 'checkpoint'>;
-type EventOf<K extends StoredKind> = Extract<OutboxEvent, { kind: K }>;
-
-/** Record the event itself (its id, deduped); false when it was a duplicate or a conflict (answered on the item). */
-async function recorded(c: EventContext): Promise<boolean> {
-  if (!(await recordEvent(c.tx, c.projectId, c.writerId, c.item))) return false;
-  c.touched.add(c.item.executionId!);
-  return true;
-}
-
-/** One handler per event kind (checkpoints go in sets: storeCheckpoints). */
-const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Promise<void> } = {
-  async idempotency({ tx, projectId, writerId, item }, e) {
-    const [prev] = await tx
-      .select({ hash: idempotency.hash })
-      .from(idempotency)
-      .where(and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, e.row.executionId), eq(idempotency.key, e.row.key)));
-    const entryHash = hashOf(e.row.result);
-    if (prev && prev.hash !== entryHash) {
-      reject(item, 'conflict', `idempotency key '${e.row.key}' already holds a different result`);
-      return;
-    }
-    // an entry does not change its execution's summary: recorded, not touched
-    if (!(await recordEvent(tx, projectId, writerId, item))) return;
-    if (!prev) await tx.insert(idempotency).values({ projectId, executionId: e.row.executionId, key: e.row.key, row: e.row, hash: entryHash, writerId }).onConflictDoNothing();
-  },
-
-  async interrupt_opened(c, e) {
-    if (!(await recorded(c))) return;
-    const { tx, projectId } = c;
-    const [claimed] = await tx
-      .select({ writerId: claims.writerId, at: claims.claimedAt })
-      .from(claims)
-      .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.row.checkpointId)));
-    const values = {
-      projectId,
-      executionId: e.row.executionId,
-      checkpointId: e.row.checkpointId,
-      row: e.row,
-      state: claimed ? 'claimed' : 'open',
-      claimedBy: claimed?.writerId ?? null,
-      claimedAt: claimed?.at ?? null,
-    };
-    // the run's next pause replaces the row: it is a new entry of the inbox, ordered as newly opened
-    await tx
-      .insert(pendingInterrupts)
-      .values(values)
-      .onConflictDoUpdate({
-        target: [pendingInterrupts.projectId, pendingInterrupts.executionId],
-        set: { ...values, openedSeq: sql`nextval(pg_get_serial_sequence('pending_interrupts', 'opened_seq'))` },
-      });
-  },
-
-  async interrupt_claimed(c, e) {
-    if (!(await recorded(c))) return;
-    const { tx, projectId } = c;
-    // the event is the writer's local claim itself: applied from the start, or applying the claim it held
-    const won = await tx
-      .insert(claims)
-      .values({
-        projectId,
-        checkpointId: e.checkpointId,
-        executionId: e.executionId,
-        writerId: e.writerId,
-        source: 'ingest',
-        claimedAt: new Date(e.claimedAt),
-        appliedAt: new Date(e.claimedAt),
-        decisionId: e.decisionId ?? null,
-      })
-      .onConflictDoNothing()
-      .returning({ writerId: claims.writerId });
-    let winner = e.writerId;
-    if (!won.length) {
-      const [held] = await tx
-        .select({ writerId: claims.writerId, appliedAt: claims.appliedAt, decisionId: claims.decisionId })
-        .from(claims)
-        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
-      winner = held.writerId;
-      if (winner === e.writerId && !held.appliedAt) {
-        await tx
-          .update(claims)
-          .set({ appliedAt: new Date(e.claimedAt), decisionId: held.decisionId ?? e.decisionId ?? null })
-          .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
-      }
-      if (winner !== e.writerId) {
-        await tx.insert(claimConflicts).values({
-          projectId,
-          executionId: e.executionId,
-          checkpointId: e.checkpointId,
-          winnerWriterId: winner,
-          loserWriterId: e.writerId,
-          source: 'ingest',
-        });
-      }
-    }
-    await tx
-      .update(pendingInterrupts)
-      .set({ state: 'claimed', claimedBy: winner, claimedAt: new Date(e.claimedAt) })
-      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
-  },
-
-  async interrupt_closed(c, e) {
-    if (!(await recorded(c))) return;
-    const { tx, projectId } = c;
-    // a cancelled run's pause: closed for good. A claims row in the canceller's name refuses any later
-    // claim of it at the plane; a writer that already claimed it meanwhile is recorded as a claim conflict
-    const won = await tx
-      .insert(claims)
-      .values({ projectId, checkpointId: e.checkpointId, executionId: e.executionId, writerId: e.writerId, source: 'cancel', claimedAt: new Date(e.closedAt), appliedAt: new Date(e.closedAt) })
-      .onConflictDoNothing()
-      .returning({ writerId: claims.writerId });
-    if (!won.length) {
-      const [held] = await tx
-        .select({ writerId: claims.writerId })
-        .from(claims)
-        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
-      if (held && held.writerId !== e.writerId) {
-        await tx.insert(claimConflicts).values({
-          projectId,
-          executionId: e.executionId,
-          checkpointId: e.checkpointId,
-          winnerWriterId: held.writerId,
-          loserWriterId: e.writerId,
-          source: 'cancel',
-        });
-      }
-    }
-    await tx.delete(pendingInterrupts).where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
-  },
-
-  async decision_recorded(c, e) {
-    // only a local store's decisions travel by the outbox; the plane's own are never sent back
-    if (e.row.source !== 'local') return reject(c.item, 'invalid', "row.source: a decision_recorded event carries a decision recorded in a local store ('local')");
-    if (!(await recordEvent(c.tx, c.projectId, c.writerId, c.item))) return;
-    c.item.decision = await storeIngestedDecision(c.tx, c.projectId, c.writerId, e.row);
-  },
-
-  async execution_deleted(c, e) {
-    if (!(await recorded(c))) return;
-    const { tx, projectId } = c;
-    // its open pause is closed for good, like a cancel's: a decision recorded for it is superseded, never applied
-    const [open] = await tx
-      .select({ checkpointId: pendingInterrupts.checkpointId })
-      .from(pendingInterrupts)
-      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, e.executionId), eq(pendingInterrupts.state, 'open')));
-    if (open) {
-      const at = new Date(e.deletedAt);
-      await tx
-        .insert(claims)
-        .values({ projectId, checkpointId: open.checkpointId, executionId: e.executionId, writerId: c.writerId, source: 'delete', claimedAt: at, appliedAt: at })
-        .onConflictDoNothing();
-    }
-    const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) => and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
-    await tx.delete(checkpoints).where(where(checkpoints));
-    await tx.delete(pendingInterrupts).where(where(pendingInterrupts));
-    await tx.delete(idempotency).where(where(idempotency));
-    await tx.delete(holes).where(where(holes));
-    await tx.delete(runContacts).where(where(runContacts));
-    await tx.delete(runTakeovers).where(where(runTakeovers));
-    await tx.delete(executions).where(where(executions));
-    c.touched.delete(e.executionId);
-  },
-};
-
-/** Store one event (not a checkpoint) by its kind's handler. */
-async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Item, touched: Set<string>) {
-  const e = item.event as EventOf<StoredKind>;
-  await (STORE_EVENT[e.kind] as (c: EventContext, e: EventOf<StoredKind>) => Promise<void>)({ tx, projectId, writerId, item, touched }, e);
-}
-
 /**
  * Which holes are gaps in the plane's copy of a run (a SQL condition on a
  * `holes` row). A `seq_conflict` is not a gap when the plane holds a row at
@@ -558,10 +368,12 @@ export const holeIsGap = sql.raw(`NOT (holes.code = 'seq_conflict'
 
 /**
  * Recompute the summaries of the given executions from their newest row and
- * their pause, in one statement.
+ * their pause, in one statement, and stamp them (and the runs `deleted`, by
+ * tombstones) in the change feed. Stamping takes the feed's per-project lock
+ * to commit: call this as the transaction's last step (see changes.ts).
  */
-export async function refreshExecutions(tx: Tx, projectId: string, executionIds: string[]): Promise<void> {
-  if (!executionIds.length) return;
+export async function refreshExecutions(tx: Tx, projectId: string, executionIds: string[], deleted: ReadonlyMap<string, string> = new Map()): Promise<void> {
+  if (!executionIds.length) return stampChanges(tx, projectId, [], deleted);
   const ids = sql.join(
     executionIds.map((id) => sql`${id}`),
     sql`, `,
@@ -590,4 +402,5 @@ export async function refreshExecutions(tx: Tx, projectId: string, executionIds:
       status = excluded.status, row_count = excluded.row_count, last_seq = excluded.last_seq,
       last_node_id = excluded.last_node_id, last_step = excluded.last_step, last_status = excluded.last_status,
       writer_id = excluded.writer_id, agent = excluded.agent, hole_count = excluded.hole_count, updated_at = excluded.updated_at`);
+  await stampChanges(tx, projectId, executionIds, deleted);
 }

@@ -12,7 +12,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
 import { count } from 'drizzle-orm';
 import { createKey, createProject } from './auth.js';
-import { ErrorCode, hasCode } from '../shared/errors.js';
+import { ErrorCode, hasCode, WaymarkError } from '../shared/errors.js';
 import type { PlaneConfig } from './config.js';
 import { isInMemory, openPlaneDatabase, type PlaneDatabase, type PlaneDb } from './db/open.js';
 import { projects } from './db/schema.js';
@@ -89,12 +89,24 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, o
   });
   // Node's own limits back the body deadline up for every route (a form post, a claim): headers
   // within headersTimeoutMs, the whole request a little after the body deadline would have fired
-  const server = await listen(app.fetch, config.host, config.port, {
-    headersTimeout: config.headersTimeoutMs,
-    requestTimeout: config.headersTimeoutMs + config.bodyTotalMs + 1000,
-    connectionsCheckingInterval: Math.min(1000, config.bodyIdleMs),
-  });
-  const metricsServer = config.metricsPort === undefined ? null : await listen(metricsApp(database.db, metrics).fetch, config.metricsHost, config.metricsPort, {});
+  const server = await listen(
+    app.fetch,
+    config.host,
+    config.port,
+    {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.headersTimeoutMs + config.bodyTotalMs + 1000,
+      connectionsCheckingInterval: Math.min(1000, config.bodyIdleMs),
+    },
+    '--port or WAYMARK_PORT',
+  );
+  const metricsServer =
+    config.metricsPort === undefined
+      ? null
+      : await listen(metricsApp(database.db, metrics).fetch, config.metricsHost, config.metricsPort, {}, '--metrics-port or WAYMARK_METRICS_PORT').catch(async (e: unknown) => {
+          await shut(server);
+          throw e;
+        });
   const port = (server.address() as AddressInfo).port;
   const url = urlOf(config.host, port);
   // `waymark plane keys …` finds the running plane here and goes through it
@@ -117,9 +129,23 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, o
 
 const urlOf = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
-function listen(fetch: (req: Request) => Response | Promise<Response>, hostname: string, port: number, serverOptions: ServerOptions): Promise<ServerType> {
-  return new Promise((resolve) => {
-    const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s));
+/** Listen on hostname:port; a port another process holds is PORT_IN_USE (startPlane then closes the database it opened). */
+function listen(fetch: (req: Request) => Response | Promise<Response>, hostname: string, port: number, serverOptions: ServerOptions, variable: string): Promise<ServerType> {
+  return new Promise((resolve, reject) => {
+    const s = serve({ fetch, port, hostname, serverOptions }, () => {
+      s.off('error', failed);
+      resolve(s);
+    });
+    function failed(e: NodeJS.ErrnoException) {
+      if (e.code !== 'EADDRINUSE') return reject(e);
+      reject(
+        new WaymarkError(ErrorCode.PORT_IN_USE, `port ${port} on ${hostname} is in use (another plane?); choose another with ${variable}, or 0 for a free one`, {
+          cause: e,
+          details: { host: hostname, port },
+        }),
+      );
+    }
+    s.once('error', failed);
   });
 }
 

@@ -69,6 +69,8 @@ export const ErrorCode = {
   KEY_REVOKED: 'KEY_REVOKED',
   /** Another live process (named: pid, url) holds the plane's data dir; PGlite is one process's database. */
   DATA_DIR_LOCKED: 'DATA_DIR_LOCKED',
+  /** The plane's port (or its metrics port) is taken by another process. */
+  PORT_IN_USE: 'PORT_IN_USE',
   /** A LangGraph config or checkpoint the waymark saver cannot map onto rows (missing thread_id, an id too long, a thread owned by another run); every problem is named in `details.problems`. */
   INVALID_GRAPH_CONFIG: 'INVALID_GRAPH_CONFIG',
   /** `waymark/ai-sdk` was given a model of a spec it does not implement (it supports LanguageModelV3); `details.specificationVersion` names the one given. */

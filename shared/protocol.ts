@@ -230,3 +230,30 @@ export type PauseView = z.infer<typeof PauseView>;
 /** GET /v1/decisions?after=&wait=: decisions recorded after the cursor, in recording order (a long poll). */
 export const DecisionFeed = z.object({ items: z.array(DecisionView), nextCursor: z.string() });
 export type DecisionFeed = z.infer<typeof DecisionFeed>;
+
+/**
+ * One entry of the change feed (GET /v1/changes): where a run stands on the
+ * plane after its latest change, at `changeSeq` (a DB sequence: the feed's
+ * order). A deleted run has `deleted: true` and null summary fields.
+ */
+export const ExecutionChange = z
+  .object({
+    executionId: ExecutionId,
+    changeSeq: z.number().int().nonnegative(),
+    deleted: z.boolean(),
+    status: ExecutionStatus.nullable(),
+    /** The plane's newest seq of the run (-1: none). */
+    lastSeq: z.number().int().nullable(),
+    /** The writer of the plane's newest row; for a deletion, the writer whose batch carried it. */
+    lastWriterId: z.string().nullable(),
+    /** The run's pause on the plane: open, or claimed (by `claimedBy`); null when none. */
+    pauseState: z.enum(['open', 'claimed']).nullable(),
+    pauseCheckpointId: z.string().nullable(),
+    claimedBy: z.string().nullable(),
+  })
+  .strict();
+export type ExecutionChange = z.infer<typeof ExecutionChange>;
+
+/** A page of the change feed; pass `nextCursor` as `after` next time (the same cursor when the page is empty). */
+export const ChangeFeed = z.object({ items: z.array(ExecutionChange), nextCursor: z.string() });
+export type ChangeFeed = z.infer<typeof ChangeFeed>;

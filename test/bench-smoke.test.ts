@@ -79,6 +79,31 @@ describe('benchmark smoke runs', () => {
     expect(bench('wal-pages.ts', '10')[0]).toMatchObject({ bench: 'wal-pages', turns: 10 });
     expect(bench('commit-cost.ts', '20', '1')[0]).toMatchObject({ bench: 'commit-cost', commits: 20 });
   }, 300_000);
+  it.skipIf(!pg)(
+    "run.ts steps --before: issue 19's CPU target judged against the before tree's steps measured in the same run",
+    () => {
+      // this tree stands in for the before tree: the plumbing is what is checked, not the figure
+      const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', 'steps', '--before', ROOT], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, WAYMARK_BENCH_SMOKE: '1' },
+        timeout: 240_000,
+      });
+      expect(r.status, r.stderr.slice(-800)).toBe(0);
+      expect(r.stdout).toContain('== steps, before issue 19 (');
+      const row = r.stdout.split('\n').find((l) => l.startsWith('| 2. steps per CPU-second SQLite NORMAL'));
+      expect(row).toMatch(/measured in this run: \d+ \[\d+–\d+\]\) \| \d+ \[\d+–\d+\] = \d+\.\d\d× before/);
+      expect(row).toMatch(/\| (yes|\*\*MISS\*\*) \|$/);
+    },
+    300_000,
+  );
+  it('run.ts refuses a --before directory that is not a prepared tree, naming each problem, and runs nothing', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', 'steps', '--before', '/nonexistent-before-tree'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('no bench/steps.ts there');
+    expect(r.stderr).toContain('no node_modules there');
+    expect(r.stdout).not.toContain('==');
+  });
   it.skipIf(!pg)('put beside the raw commit rate', () => {
     expect(bench('store-put.ts', '50')[0]).toMatchObject({ bench: 'store-put', rows: 50 });
   });

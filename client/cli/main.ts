@@ -90,6 +90,35 @@ const COMMANDS: Command[] = [
       }),
   },
   {
+    name: 'decide',
+    args: ['EXECUTION_ID'],
+    summary:
+      "Record a decision for a run's open pause (approve or decline, with a comment): only recorded; your decision worker (serveDecisions) applies it. A connected replica sends it to the plane.",
+    options: {
+      ...db,
+      approve: { type: 'boolean', help: 'approve the pause' },
+      decline: { type: 'boolean', help: 'decline the pause' },
+      comment: { type: 'string', help: 'kept in the decision (metadata.comment, what interrupt() returns to the tool)' },
+      user: { type: 'string', help: 'who decided (default: your OS user name)' },
+      pause: { type: 'string', help: 'the checkpoint id of the pause you decided on; refused if the open pause is another (default: the open pause)' },
+      ...json,
+    },
+    check: (p) => ((p.values.approve === true) === (p.values.decline === true) ? ['give exactly one of --approve and --decline'] : []),
+    run: (p, out) =>
+      withStore(p, async (store) => {
+        const { decide, osUser } = await import('../runtime/decide.js');
+        const d = await decide(store, p.positionals[0], {
+          approved: p.values.approve === true,
+          ...(p.values.comment === undefined ? {} : { comment: String(p.values.comment) }),
+          decidedBy: (p.values.user as string | undefined) || osUser(),
+          ...(p.values.pause === undefined ? {} : { checkpointId: String(p.values.pause) }),
+        });
+        if (p.values.json === true) out(JSON.stringify(d, null, 2));
+        else out(`${d.approved ? 'approved' : 'declined'} the pause ${d.checkpointId} of ${d.executionId} as '${d.decidedBy}' (decision ${d.decisionId}); a decision worker applies it`);
+        return 0;
+      }),
+  },
+  {
     name: 'sync status',
     summary: "The store's outbox: backlog, quarantine, last ack, last success and last error (with local times).",
     options: { ...db, ...json },

@@ -138,7 +138,8 @@ export async function lostRuns(store: Checkpointer): Promise<Map<string, string>
  */
 export async function syncNow(store: Checkpointer, o: { url: string; apiKey: string; timeoutMs: number }, out: Out, bar = progress('sync')): Promise<boolean> {
   const start = (await store.outboxStats()).pendingCount;
-  const replica = connectPlane(store, { url: o.url, apiKey: o.apiKey, pollMs: 0 });
+  // one drain, not a follower of the change feed: the command ends when the outbox is sent
+  const replica = connectPlane(store, { url: o.url, apiKey: o.apiKey, pollMs: 0, followChanges: false });
   try {
     const ping = await replica.ping();
     if (ping.ok) out(`plane ${o.url}: reachable in ${ping.latencyMs} ms; project ${ping.project}; key ${ping.keyId} (${ping.scopes.join(',')})`);

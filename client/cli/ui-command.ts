@@ -49,7 +49,8 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
   const spec = String(p.values.url ?? p.values.db);
   const store = await openStore(spec, { schema: p.values.schema as string | undefined, max: 4, mustExist: true });
   try {
-    const { serveLocalUi, osUser } = await import('../ui/serve.js');
+    const { serveLocalUi } = await import('../ui/serve.js');
+    const { osUser } = await import('../runtime/decide.js');
     const user = (p.values.user as string | undefined) || osUser();
     const port = p.values.port !== undefined ? Number(p.values.port) : UI_DEFAULT_PORT;
     let ui: Awaited<ReturnType<typeof serveLocalUi>>;

@@ -1,4 +1,15 @@
 export { connectPlane, type ConnectOptions } from './connect.js';
-export { Replica, type ReplicaOptions, type ReplicaStatus, type DrainState, type FlushResult, type PlaneClaim, type ReplicaEvents, type RoundOutcome } from './replica.js';
+export {
+  Replica,
+  type ReplicaOptions,
+  type ReplicaStatus,
+  type DrainState,
+  type FlushResult,
+  type PlaneClaim,
+  type ReplicaEvents,
+  type RoundOutcome,
+  type RunUpdate,
+  type ChangePull,
+} from './replica.js';
 export { restoreFromPlane, type RestoreOptions } from './restore.js';
 export { DECISIONS_CURSOR_META, decisionsCursorMeta, type PullResult, type SkippedDecision } from './decision-feed.js';

@@ -33,12 +33,14 @@ import type { Checkpointer, OutboxEntry, OutboxStats, PlaneGuard } from '../chec
 import { noFaults, type FaultHook } from '../faults.js';
 import { PlaneHttp } from './http.js';
 import { backoffDelay, retryAfter } from '../retry.js';
+import { changeFeedOf, type ChangeFeedConsumer, type ChangePull, type RunUpdate } from './change-feed.js';
 import type { Decision } from '../../shared/rows.js';
 import { DecisionFeedConsumer, type PullResult, type SkippedDecision } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
 import { claimAtPlane, foreignBody, ping, releaseClaim, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneTakeover } from './plane-calls.js';
 
 export type { PlaneClaim, PlanePing, PlaneTakeover } from './plane-calls.js';
+export type { ChangePull, RunUpdate } from './change-feed.js';
 
 export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
 
@@ -61,6 +63,10 @@ export interface ReplicaOptions {
   /** The largest ceiling. Default 30 s. */
   backoffCapMs?: number;
   faults?: FaultHook;
+  /** Follow the plane's change feed while running (default true; change-feed.ts). false: only `pullChanges()` does it. */
+  followChanges?: boolean;
+  /** The change feed's long-poll hold, seconds (the plane caps it at 25). Default 25. */
+  changeWaitSeconds?: number;
   /** The decision feed's long-poll hold, seconds (the plane caps it at 25). Default 25. */
   decisionWaitSeconds?: number;
 }
@@ -120,6 +126,8 @@ export interface ReplicaEvents {
   run_taken_over: [takeover: { executionId: string; from: string }];
   /** The plane was unreachable for a takeover; the local lease stands (connectPlane). */
   takeover_offline: [offline: { executionId: string; reason: string }];
+  /** A run this store holds moved on elsewhere (claimed, cancelled, finished, deleted) and was caught up or reported (change-feed.ts). */
+  run_updated: [update: RunUpdate];
   /** A decision recorded on the plane arrived through the decision feed and was stored here (issue 16). */
   decision: [decision: Decision];
   /** The decision feed passed over one decision (malformed, or refused by this store); the feed went on past it. */
@@ -142,7 +150,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   readonly writerId: string;
   private apiKey: string;
   private readonly http: PlaneHttp;
-  private readonly o: Required<Omit<ReplicaOptions, 'dispatcher' | 'writerId' | 'faults' | 'apiKey' | 'url' | 'decisionWaitSeconds'>>;
+  private readonly o: Required<Omit<ReplicaOptions, 'dispatcher' | 'writerId' | 'faults' | 'apiKey' | 'url' | 'decisionWaitSeconds' | 'followChanges' | 'changeWaitSeconds'>>;
   private readonly fault: FaultHook;
   private state: DrainState = 'idle';
   private kicked = false;
@@ -160,6 +168,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private readonly unsubscribe: () => void;
   /** Removes the plane guard this replica installed on its store (connectPlane), if any. */
   private unguard: (() => void) | null = null;
+  private readonly changes: ChangeFeedConsumer;
   private readonly url: string;
   private readonly dispatcher: Dispatcher | undefined;
   private readonly decisions: DecisionFeedConsumer;
@@ -204,6 +213,14 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       }, this.o.pollMs);
       this.pollTimer.unref();
     }
+    this.changes = changeFeedOf(
+      store,
+      this.writerId,
+      () => this.apiKey,
+      (u) => this.emit('run_updated', u),
+      { ...options, timeoutMs: this.o.timeoutMs, backoffBaseMs: this.o.backoffBaseMs },
+    );
+    if (options.followChanges !== false) this.changes.follow();
     this.kick(0);
   }
 
@@ -507,19 +524,34 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     this.timer = null;
     this.pollTimer = null;
     await this.round?.catch(() => {});
+    await this.changes.stop();
     await this.decisions.stop();
     await this.http.close();
     this.removeAllListeners();
   }
 
   /** What this replica still holds open (all false after stop()). */
-  get handles(): { retryTimer: boolean; pollTimer: boolean; roundInFlight: boolean; socketsOpen: boolean } {
-    return { retryTimer: this.timer !== null, pollTimer: this.pollTimer !== null, roundInFlight: this.round !== null, socketsOpen: !this.http.closed };
+  get handles(): { retryTimer: boolean; pollTimer: boolean; roundInFlight: boolean; socketsOpen: boolean; followingChanges: boolean } {
+    return { retryTimer: this.timer !== null, pollTimer: this.pollTimer !== null, roundInFlight: this.round !== null, socketsOpen: !this.http.closed, followingChanges: this.changes.following };
   }
 
   /** Who this drain's plane calls are made as (the key as it is now). */
   private get caller(): PlaneCaller {
     return { apiKey: this.apiKey, writerId: this.writerId, timeoutMs: this.o.timeoutMs };
+  }
+
+  /**
+   * One round of the change feed, without holding: catches up (or reports)
+   * the runs this store holds that changed on the plane after the saved
+   * cursor; each outcome is also emitted as `run_updated`.
+   */
+  pullChanges(): Promise<ChangePull> {
+    return this.changes.pull(0);
+  }
+
+  /** The change feed's last error (null after a round that succeeded). */
+  get changeFeedError(): string | null {
+    return this.changes.lastError;
   }
 
   /**

@@ -6,3 +6,4 @@ export { currentRun } from './context.js';
 export { recoverRuns, type RecoverOptions, type RecoveryOutcome, type RecoveryReport } from './recover.js';
 export { serveDecisions, type DecisionOutcome, type ServeDecisionsOptions, type ServeSummary } from './decisions.js';
 export type { ResumeOptions } from './pause.js';
+export { decide, type DecideInput } from './decide.js';

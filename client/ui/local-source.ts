@@ -20,13 +20,12 @@
  *   (`serveDecisions`), never by the UI.
  */
 import { ErrorCode, hasCode, runErrorOf, WaymarkError } from '../../shared/errors.js';
-import { uuidv7 } from '../../shared/ids.js';
-import { DecisionRequest } from '../../shared/protocol.js';
-import { Decision, type Checkpoint } from '../../shared/rows.js';
+import type { Checkpoint } from '../../shared/rows.js';
 import { sumUsage, type UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import { lostRuns, refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
+import { decide } from '../runtime/decide.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged, RunSummary } from '../../plane/ui/source.js';
 import type { RunItem } from '../../plane/ui/runs-page.js';
 import type { QuarantineItem } from '../../plane/ui/quarantine-page.js';
@@ -227,33 +226,8 @@ export function localSource(store: Checkpointer): InspectorSource {
     },
 
     async recordDecision(executionId, req, decidedBy): Promise<DecisionShown> {
-      const body = DecisionRequest.safeParse(req);
-      const d = body.success
-        ? Decision.safeParse({
-            decisionId: uuidv7(),
-            executionId,
-            checkpointId: body.data.checkpointId,
-            approved: body.data.approved,
-            metadata: body.data.comment === undefined ? body.data.metadata : { ...body.data.metadata, comment: body.data.comment },
-            decidedBy,
-            source: 'local',
-            decidedAt: new Date().toISOString(),
-          })
-        : null;
-      if (!body.success || !d?.success) {
-        const issues = (!body.success ? body.error : d!.error!).issues.map((i) => `${i.path.join('.') || 'the decision'}: ${i.message}`);
-        throw new WaymarkError(ErrorCode.INVALID_REQUEST, `invalid decision: ${issues.join('; ')}`, { details: { problems: issues } });
-      }
-      const r = await store.recordDecision(d.data);
-      if (!r.recorded) {
-        const first = (await store.getDecision(executionId, d.data.checkpointId)) ?? r.existing;
-        throw new WaymarkError(
-          ErrorCode.ALREADY_DECIDED,
-          `pause ${d.data.checkpointId} of execution '${executionId}' was already decided by '${first.decidedBy}' at ${first.decidedAt} (${first.approved ? 'approved' : 'declined'}); nothing was recorded`,
-          { details: { decision: first } },
-        );
-      }
-      return (await store.getDecision(executionId, d.data.checkpointId))!;
+      await decide(store, executionId, { ...req, decidedBy });
+      return (await store.getDecision(executionId, req.checkpointId))!;
     },
 
     async syncStatus(): Promise<SyncStatus> {

@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { userInfo } from 'node:os';
+import { osUser } from '../runtime/decide.js';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
@@ -40,15 +40,6 @@ export interface LocalUiOptions {
   label?: string;
   /** The name decisions made in this UI are recorded under (default: the OS user's name). */
   user?: string;
-}
-
-/** The OS user's name, for `decidedBy` (a fallback when the OS has none). */
-export function osUser(): string {
-  try {
-    return userInfo().username || 'local user';
-  } catch {
-    return 'local user';
-  }
 }
 
 export interface LocalUi {

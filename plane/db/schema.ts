@@ -66,12 +66,38 @@ export const executions = pgTable(
     holeCount: integer().notNull().default(0),
     createdAt: now(),
     updatedAt: now(),
+    /**
+     * The change feed's order (GET /v1/changes): drawn from this column's
+     * sequence each time the summary is refreshed, under a per-project lock
+     * held to commit (plane/changes.ts), so seqs commit in order.
+     */
+    changeSeq: bigserial({ mode: 'number' }).notNull(),
   },
   (t) => [
     primaryKey({ columns: [t.projectId, t.executionId] }),
     index('executions_recent').on(t.projectId, t.updatedAt.desc(), t.executionId.desc()),
     index('executions_status_recent').on(t.projectId, t.status, t.updatedAt.desc(), t.executionId.desc()),
+    uniqueIndex('executions_changes').on(t.projectId, t.changeSeq),
   ],
+);
+
+/**
+ * A run its owner deleted (an `execution_deleted` event), for the change
+ * feed: the summary row is gone, this says so at a change seq drawn from
+ * `executions.change_seq`'s sequence. A run started again under the same id
+ * gets a newer seq in `executions`; the feed shows the deletion, then the run.
+ */
+export const executionTombstones = pgTable(
+  'execution_tombstones',
+  {
+    projectId: text().notNull(),
+    executionId: text().notNull(),
+    changeSeq: bigint({ mode: 'number' }).notNull(),
+    /** The writer whose batch carried the deletion. */
+    writerId: text().notNull(),
+    deletedAt: now(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.executionId] }), uniqueIndex('execution_tombstones_changes').on(t.projectId, t.changeSeq)],
 );
 
 export const checkpoints = pgTable(

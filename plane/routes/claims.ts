@@ -52,8 +52,15 @@ export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs:
       }
       if ('notFound' in r) throw new HttpError(404, ErrorCode.PAUSE_NOT_FOUND, `pause ${body.checkpointId} of execution '${id}' is not on this plane (sync it first)`);
       if (!r.won) {
-        throw new HttpError(409, ErrorCode.ALREADY_CLAIMED, `pause ${body.checkpointId} was claimed by writer '${r.writerId}'`, {
-          details: { writerId: r.writerId, claimedAt: r.claimedAt, decisionId: 'decisionId' in r ? r.decisionId : null, applied: 'applied' in r ? r.applied : false },
+        const closed = 'closed' in r ? r.closed : null;
+        const how =
+          closed === 'delete'
+            ? `closed: its run was deleted (by writer '${r.writerId}')`
+            : closed === 'cancel'
+              ? `closed: its run was cancelled by writer '${r.writerId}'`
+              : `claimed by writer '${r.writerId}'`;
+        throw new HttpError(409, ErrorCode.ALREADY_CLAIMED, `pause ${body.checkpointId} was ${how}`, {
+          details: { writerId: r.writerId, claimedAt: r.claimedAt, decisionId: 'decisionId' in r ? r.decisionId : null, applied: 'applied' in r ? r.applied : false, ...(closed ? { closed } : {}) },
           headers: { 'x-waymark-claimed-by': r.writerId },
         });
       }

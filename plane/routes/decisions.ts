@@ -13,7 +13,7 @@ import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { DecisionFeed, DecisionRequest, DecisionView, Page, PauseView } from '../../shared/protocol.js';
 import { keyName } from '../auth.js';
-import { decisionFeed, feedCursor, listPauses, recordDecision, waitForDecisions } from '../decisions.js';
+import { decisionFeed, feedCursor, listPauses, recordDecision, refuseBadDecision, waitForDecisions } from '../decisions.js';
 import { routeModule, type PlaneEnv, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
 import { errorResponse, errors, IdParam, jsonAnswer, jsonBody, limitQ } from '../http/openapi.js';
@@ -68,6 +68,13 @@ export function decisionRoutes({ db }: RouteDeps) {
       const view = await recordDecision(db, p.projectId, id, c.req.valid('json'), await keyName(db, p.keyId), 'plane');
       c.get('log').info({ executionId: id, checkpointId: view.checkpointId, decisionId: view.decisionId, approved: view.approved, decidedBy: view.decidedBy }, 'decision recorded');
       return c.json(view, 201);
+    },
+    // a bad body is INVALID_DECISION naming every problem, as a local store refuses it (not the plane-wide INVALID_REQUEST)
+    // (a module's own hook replaces the app's defaultHook: other targets are answered as it answers them)
+    (result) => {
+      if (result.success) return;
+      if (result.target === 'json') refuseBadDecision((result as { data?: unknown }).data);
+      throw new HttpError(400, ErrorCode.INVALID_REQUEST, result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
     },
   );
 

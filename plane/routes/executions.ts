@@ -82,7 +82,7 @@ export function executionRoutes({ db }: RouteDeps) {
       return c.json(
         {
           execution,
-          pause: pause && { ...pause, decision: await decisionOf(db, projectId, pause.pending.checkpointId) },
+          pause: pause && { ...pause, decision: await decisionOf(db, projectId, id, pause.pending.checkpointId) },
           conflicts: await listClaimConflicts(db, projectId, id),
           holes: await listHoles(db, projectId, id),
           takeovers: await listTakeovers(db, projectId, id),

@@ -247,6 +247,7 @@ export const RefusalPage: FC<{ code: string; message: string; executionId: strin
 
 const STATUS: Partial<Record<string, number>> = {
   [ErrorCode.INVALID_REQUEST]: 400,
+  [ErrorCode.INVALID_DECISION]: 400,
   [ErrorCode.CSRF_FAILED]: 403,
   [ErrorCode.FORBIDDEN]: 403,
   [ErrorCode.PAUSE_NOT_FOUND]: 404,

@@ -23,6 +23,7 @@ describe('tenancy and auth across every endpoint and page', () => {
              (SELECT count(*) FROM quarantine) AS q, (SELECT count(*) FROM writers) AS w, (SELECT count(*) FROM idempotency) AS i,
              (SELECT string_agg(state || coalesce(claimed_by, ''), ',') FROM pending_interrupts) AS p,
              (SELECT count(*) FROM decisions) AS d, (SELECT count(*) FROM claims WHERE decision_id IS NOT NULL) AS cd,
+             (SELECT count(*) FROM execution_tombstones) AS t, (SELECT string_agg(execution_id || ':' || change_seq, ',') FROM executions) AS ch,
              (SELECT count(*) FROM projects) AS pr, (SELECT count(*) FROM api_keys) AS k, (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS ka`)) as unknown as { rows?: unknown[] };
     return JSON.stringify(Array.isArray(r) ? r : r.rows);
   };
@@ -83,6 +84,7 @@ describe('tenancy and auth across every endpoint and page', () => {
     },
     { name: 'GET /v1/pauses', scope: 'read', wrong: () => keys.ingestOnly, req: (key?: string) => call(`${plane.url}/v1/pauses`, { key }) },
     { name: 'GET /v1/decisions', scope: 'read', wrong: () => keys.approveOnly, req: (key?: string) => call(`${plane.url}/v1/decisions`, { key }) },
+    { name: 'GET /v1/changes', scope: 'read', wrong: () => keys.approveOnly, req: (key?: string) => call(`${plane.url}/v1/changes`, { key }) },
     { name: 'GET /v1/whoami', scope: null, req: (key?: string) => call(`${plane.url}/v1/whoami`, { key }) },
     { name: 'GET /v1/quarantine', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/quarantine`, { key }) },
     { name: 'GET /v1/writers', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/writers`, { key }) },
@@ -132,13 +134,16 @@ describe('tenancy and auth across every endpoint and page', () => {
       for (const s of secrets.filter((x) => !asked.includes(x))) expect(text, `${e.name} leaked ${s}`).not.toContain(s);
       if (e.name.includes(':id')) expect(r.status, e.name).toBe(e.scope === 'admin' ? 403 : 404);
       // the project-wide listings answer the attacker's own (empty) project
-      if (e.name === 'GET /v1/pauses' || e.name === 'GET /v1/decisions') expect(r.body.items, e.name).toEqual([]);
+      if (e.name === 'GET /v1/pauses' || e.name === 'GET /v1/decisions' || e.name === 'GET /v1/changes') expect(r.body.items, e.name).toEqual([]);
     }
     // the claim the intruder's ingest carried landed (if at all) in the attacker's project, not the victim's
     expect(await counts()).not.toBe('');
     const mine = await call(`${plane.url}/v1/executions/victim-run`, { key: keys.owner });
     expect(mine.body.pause).toMatchObject({ state: 'open', claimedBy: null, decision: { approved: true, metadata: { comment: 'SECRET-DECISION' }, state: 'pending' } });
     expect(mine.body.conflicts).toEqual([]);
+    // the owner's change feed shows its run where it stands: paused, its pause open, nobody's claim
+    const changes = await call(`${plane.url}/v1/changes`, { key: keys.ingestOnly });
+    expect(changes.body.items).toEqual([expect.objectContaining({ executionId: 'victim-run', deleted: false, status: 'paused', pauseState: 'open', claimedBy: null, lastWriterId: 'victim-laptop' })]);
     const w = await call(`${plane.url}/v1/writers`, { key: keys.owner });
     expect(w.body.items.map((x: { writerId: string }) => x.writerId)).toEqual(['victim-laptop']);
   });

@@ -70,8 +70,16 @@ export class FaultProxy {
     }
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'host' && k !== 'connection' && k !== 'content-length') headers[k] = v;
-    const upstream = await fetch(`${this.target}${req.url}`, { method: req.method, headers, body: body.length ? body : undefined });
-    const payload = Buffer.from(await upstream.arrayBuffer());
+    let upstream: Response;
+    let payload: Buffer;
+    try {
+      upstream = await fetch(`${this.target}${req.url}`, { method: req.method, headers, body: body.length ? body : undefined });
+      payload = Buffer.from(await upstream.arrayBuffer());
+    } catch {
+      // the plane went away under a forwarded request (a held long poll when a test closes its plane): as a proxy does, drop the client's connection
+      req.socket.destroy();
+      return;
+    }
     if (fault === 'drop-after-commit') {
       req.socket.destroy();
       return;

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { createKey } from '../../plane/auth.js';
+import { feedWaiters } from '../../plane/decisions.js';
 import { rowsOf } from '../../plane/ingest.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { DecisionFeed, DecisionView, Page, PauseView, RestorePage } from '../../shared/protocol.js';
@@ -16,6 +17,15 @@ import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js
 import { eventsOf, pause, step } from '../helpers/rows.js';
 
 const pg = await pgReady('decision routes on postgres');
+
+/** Wait for an observable condition (never a sleep that only an idle machine meets); fails naming it after 15s. */
+async function until(what: string, cond: () => boolean) {
+  const t = performance.now();
+  while (!cond()) {
+    if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
   describe(`decision routes on ${name}`, () => {
@@ -80,6 +90,8 @@ function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const before = await decisions();
       const bad = await post('/v1/executions/r-2/decision', { checkpointId: cp, approved: 'yes', metadata: 'x', bogus: 1, other: 2 });
       expect(bad.status).toBe(400);
+      // the code a local store refuses a bad decision with, too
+      expect(bad.body.error.code).toBe('INVALID_DECISION');
       for (const bit of ['bogus', 'other', 'approved', 'metadata']) expect(bad.body.error.message).toContain(bit);
       const notJson = await call(`${plane.url}/v1/executions/r-2/decision`, { key: approver, raw: '{not json', headers: { 'content-type': 'application/json' } });
       expect(notJson.status).toBe(400);
@@ -138,6 +150,23 @@ function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect((await call(`${plane.url}/v1/executions/r-4/claim`, { key: writer, json: { checkpointId: cp, writerId: 'laptop-a', decisionId: 'nope' } })).status).toBe(400);
     });
 
+    it("a claim of a deleted run's pause is 409 ALREADY_CLAIMED saying it was deleted (not a 404 a decision worker retries forever)", async () => {
+      const cp = await paused('r-del');
+      const del = await call(`${plane.url}/v1/ingest`, {
+        key: writer,
+        json: { protocol: 1, writerId: 'laptop-a', rows: [{ kind: 'execution_deleted', id: uuidv7(), executionId: 'r-del', deletedAt: new Date().toISOString() }] },
+      });
+      expect(del.body.accepted).toBe(1);
+      for (const decisionId of [undefined, uuidv7()]) {
+        const r = await call(`${plane.url}/v1/executions/r-del/claim`, { key: writer, json: { checkpointId: cp, writerId: 'worker-b', ...(decisionId ? { decisionId } : {}) } });
+        expect(r.status).toBe(409);
+        expect(r.body.error).toMatchObject({ code: 'ALREADY_CLAIMED', details: { writerId: 'laptop-a', decisionId: null, closed: 'delete' } });
+        expect(r.body.error.message).toContain('deleted');
+      }
+      // a pause never on the plane is still 404
+      expect((await call(`${plane.url}/v1/executions/r-del/claim`, { key: writer, json: { checkpointId: uuidv7(), writerId: 'worker-b' } })).status).toBe(404);
+    });
+
     it('the feed: read or ingest keys (an approve-only key 403); a long poll answers when a decision is recorded over HTTP, else empty after wait with the same cursor; bad cursor and wait named', async () => {
       expect((await get('/v1/decisions', approver)).status).toBe(403);
       expect((await get('/v1/pauses', writer)).status).toBe(403);
@@ -150,24 +179,32 @@ function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(performance.now() - t0).toBeGreaterThanOrEqual(950);
       const cp = await paused('r-5');
       const waiting = get(`/v1/decisions?after=${cursor}&wait=20`, writer);
-      await new Promise((r) => setTimeout(r, 200));
+      await until('the poll waits', () => feedWaiters(plane.database.db).polls === 1);
       const t1 = performance.now();
       const d = await post('/v1/executions/r-5/decision', { checkpointId: cp, approved: true });
       const got = await waiting;
       expect(performance.now() - t1).toBeLessThan(1500);
       expect(got.body.items.map((i: { decisionId: string }) => i.decisionId)).toEqual([d.body.decisionId]);
       expect(Number(got.body.nextCursor)).toBe(d.body.feedSeq);
-      for (const q of ['after=abc', 'after=-1', 'wait=26', 'wait=x', 'limit=0']) {
+      for (const q of ['after=abc', 'after=-1', 'after=9007199254740993', 'after=123456789012345678', 'wait=26', 'wait=x', 'limit=0']) {
         const r = await get(`/v1/decisions?${q}`, writer);
         expect(r.status, q).toBe(400);
       }
       expect((await get('/v1/decisions?after=abc', writer)).body.error.code).toBe('BAD_CURSOR');
+      const unsafe = await get('/v1/decisions?after=9007199254740993', writer);
+      expect(unsafe.body.error).toMatchObject({ code: 'BAD_CURSOR' });
+      expect(unsafe.body.error.message).toContain('largest feed seq');
       // a poller that hangs up: the plane goes on answering
       const ac = new AbortController();
       const hung = fetch(`${plane.url}/v1/decisions?after=${got.body.nextCursor}&wait=20`, { headers: { authorization: `Bearer ${writer}` }, signal: ac.signal }).catch((e: Error) => e.name);
-      await new Promise((r) => setTimeout(r, 100));
+      await until('the poll waits', () => feedWaiters(plane.database.db).polls === 1);
       ac.abort();
       expect(await hung).toBe('AbortError');
+      // the plane lets go of the hung-up poll: no listener, no recheck timer left behind
+      await until('the hung-up poll is gone', () => {
+        const w = feedWaiters(plane.database.db);
+        return w.polls === 0 && w.listeners === 0 && w.timers === 0;
+      });
       expect((await get('/v1/decisions?limit=1', writer)).status).toBe(200);
     });
   });
@@ -192,7 +229,7 @@ describe('a plane closing with a long poll waiting', () => {
       (r) => r.status,
       () => 'closed',
     );
-    await new Promise((r) => setTimeout(r, 200));
+    await until('the poll waits', () => feedWaiters(plane.database.db).polls === 1);
     const t = performance.now();
     await plane.close();
     expect(performance.now() - t).toBeLessThan(3000);

@@ -6,11 +6,12 @@
  * and by another plane process's recording through the database recheck).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { createKey } from '../../plane/auth.js';
 import { claimPause } from '../../plane/claims.js';
 import type { PlaneDatabase } from '../../plane/db/open.js';
-import { decisionFeed, decisionOf, listPauses, recordDecision, waitForDecisions } from '../../plane/decisions.js';
+import { claims, pendingInterrupts } from '../../plane/db/schema.js';
+import { decisionFeed, decisionOf, feedCursor, feedWaiters, listPauses, recordDecision, waitForDecisions } from '../../plane/decisions.js';
 import { HttpError } from '../../plane/http/errors.js';
 import { ingestBatch, rowsOf } from '../../plane/ingest.js';
 import { restorePage } from '../../plane/read.js';
@@ -21,6 +22,15 @@ import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js
 import { eventsOf, pause, step } from '../helpers/rows.js';
 
 const pg = await pgReady('decisions on postgres');
+
+/** Wait for an observable condition (never a sleep that only an idle machine meets); fails naming it after 15s. */
+async function until(what: string, cond: () => boolean | Promise<boolean>) {
+  const t = performance.now();
+  while (!(await cond())) {
+    if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 /** What a refused call threw: its status, code, message and details. */
 async function refusal(p: Promise<unknown>) {
@@ -99,14 +109,14 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(second).toMatchObject({ status: 409, code: 'ALREADY_DECIDED', details: { decision: { decisionId: d.decisionId, decidedBy: 'manager-key', approved: true } } });
       expect(second.message).toContain("'manager-key'");
       expect(await count()).toBe(before);
-      expect(await decisionOf(db(), project, cp)).toEqual(d);
+      expect(await decisionOf(db(), project, 'rec-1', cp)).toEqual(d);
     });
 
     it('bad input names every problem (unknown fields, wrong types, comment given twice) and stores nothing', async () => {
       const cp = await paused('bad-1');
       const before = await count();
       const a = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: cp, approved: 'yes', metadata: [], amount: 5, extra: true }, 'k'));
-      expect(a).toMatchObject({ status: 400, code: 'INVALID_REQUEST' });
+      expect(a).toMatchObject({ status: 400, code: 'INVALID_DECISION' });
       for (const bit of ["unknown field 'amount'", "unknown field 'extra'", 'approved:', 'metadata:']) expect(a.message).toContain(bit);
       expect((a.details as { problems: string[] }).problems.length).toBe(4);
       const b = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: 'not-a-uuid', approved: true, comment: 5 }, 'k'));
@@ -115,7 +125,7 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const c = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: cp, approved: true, metadata: { comment: 'a' }, comment: 'b' }, 'k'));
       expect(c.message).toContain('given twice');
       expect(await count()).toBe(before);
-      expect(await decisionOf(db(), project, cp)).toBeNull();
+      expect(await decisionOf(db(), project, 'bad-1', cp)).toBeNull();
     });
 
     it("a pause that is not on the plane, not this run's open pause, or of another project is PAUSE_NOT_FOUND", async () => {
@@ -123,8 +133,8 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(await refusal(recordDecision(db(), project, 'nf-1', { checkpointId: uuidv7(), approved: true }, 'k'))).toMatchObject({ status: 404, code: 'PAUSE_NOT_FOUND', details: { openPause: cp } });
       expect((await refusal(recordDecision(db(), project, 'nobody', { checkpointId: cp, approved: true }, 'k'))).code).toBe('PAUSE_NOT_FOUND');
       expect((await refusal(recordDecision(db(), other, 'nf-1', { checkpointId: cp, approved: true }, 'k'))).status).toBe(404);
-      expect(await decisionOf(db(), project, cp)).toBeNull();
-      expect(await decisionOf(db(), other, cp)).toBeNull();
+      expect(await decisionOf(db(), project, 'nf-1', cp)).toBeNull();
+      expect(await decisionOf(db(), other, 'nf-1', cp)).toBeNull();
     });
 
     it('a pause claimed, cancelled or deleted is PAUSE_CLOSED saying by whom', async () => {
@@ -155,24 +165,24 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const cp = await paused('st-1');
       const d = await recordDecision(db(), project, 'st-1', { checkpointId: cp, approved: true }, 'k');
       expect((await claimPause(db(), project, 'st-1', cp, 'laptop-a', 0, d.decisionId)).won).toBe(true);
-      expect(await decisionOf(db(), project, cp)).toMatchObject({ state: 'claimed', appliedBy: 'laptop-a' });
+      expect(await decisionOf(db(), project, 'st-1', cp)).toMatchObject({ state: 'claimed', appliedBy: 'laptop-a' });
       await ingest([claimed('st-1', cp, 'laptop-a', d.decisionId)]);
-      const applied = await decisionOf(db(), project, cp);
+      const applied = await decisionOf(db(), project, 'st-1', cp);
       expect(applied).toMatchObject({ state: 'applied', appliedBy: 'laptop-a' });
       expect(applied!.appliedAt).not.toBeNull();
 
       const cp2 = await paused('st-2');
       await recordDecision(db(), project, 'st-2', { checkpointId: cp2, approved: false }, 'k');
       await ingest([claimed('st-2', cp2, 'laptop-b')], 'laptop-b');
-      expect(await decisionOf(db(), project, cp2)).toMatchObject({ state: 'superseded', appliedBy: 'laptop-b' });
+      expect(await decisionOf(db(), project, 'st-2', cp2)).toMatchObject({ state: 'superseded', appliedBy: 'laptop-b' });
 
       // the holder's retry of a claim made before it knew the decision records it once
       const cp3 = await paused('st-3');
       const d3 = await recordDecision(db(), project, 'st-3', { checkpointId: cp3, approved: true }, 'k');
       await claimPause(db(), project, 'st-3', cp3, 'laptop-a');
-      expect((await decisionOf(db(), project, cp3))!.state).toBe('superseded');
+      expect((await decisionOf(db(), project, 'st-3', cp3))!.state).toBe('superseded');
       await claimPause(db(), project, 'st-3', cp3, 'laptop-a', 0, d3.decisionId);
-      expect((await decisionOf(db(), project, cp3))!.state).toBe('claimed');
+      expect((await decisionOf(db(), project, 'st-3', cp3))!.state).toBe('claimed');
 
       let cp4 = '';
       const cancelRows = await eventsOf(async (s) => {
@@ -181,12 +191,12 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       await ingest(cancelRows, 'laptop-d');
       await recordDecision(db(), project, 'st-4', { checkpointId: cp4, approved: true }, 'k');
       await ingest([{ kind: 'interrupt_closed', id: uuidv7(), executionId: 'st-4', checkpointId: cp4, writerId: 'laptop-d', closedAt: new Date().toISOString() } as OutboxEvent], 'laptop-d');
-      expect((await decisionOf(db(), project, cp4))!.state).toBe('superseded');
+      expect((await decisionOf(db(), project, 'st-4', cp4))!.state).toBe('superseded');
 
       const cp5 = await paused('st-5');
       await recordDecision(db(), project, 'st-5', { checkpointId: cp5, approved: true }, 'k');
       await ingest([{ kind: 'execution_deleted', id: uuidv7(), executionId: 'st-5', deletedAt: new Date().toISOString() }]);
-      expect((await decisionOf(db(), project, cp5))!.state).toBe('superseded');
+      expect((await decisionOf(db(), project, 'st-5', cp5))!.state).toBe('superseded');
     });
 
     it('ingest: a local decision is stored (also before its pause arrives); a second for the same pause keeps the first, is reported dropped, not quarantined; a plane-sourced one is refused', async () => {
@@ -194,13 +204,13 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const first = local('in-1', cp);
       const a = await ingest([{ kind: 'decision_recorded', id: first.decisionId, row: first }]);
       expect(a).toMatchObject({ accepted: 1, rejected: 0, decisions: { stored: 1, dropped: [] } });
-      expect(await decisionOf(db(), project, cp)).toMatchObject({ decisionId: first.decisionId, source: 'local', decidedBy: 'ana@laptop', state: 'pending' });
+      expect(await decisionOf(db(), project, 'in-1', cp)).toMatchObject({ decisionId: first.decisionId, source: 'local', decidedBy: 'ana@laptop', state: 'pending' });
       const again = await ingest([{ kind: 'decision_recorded', id: first.decisionId, row: first }]);
       expect(again).toMatchObject({ duplicate: 1, decisions: { stored: 0 } });
       const second = local('in-1', cp, { approved: false, decidedBy: 'bo@desktop' });
       const b = await ingest([{ kind: 'decision_recorded', id: second.decisionId, row: second }], 'laptop-b');
       expect(b).toMatchObject({ accepted: 1, rejected: 0, decisions: { stored: 0, dropped: [{ decision: { decisionId: second.decisionId }, first: { decisionId: first.decisionId } }] } });
-      expect((await decisionOf(db(), project, cp))!.decisionId).toBe(first.decisionId);
+      expect((await decisionOf(db(), project, 'in-1', cp))!.decisionId).toBe(first.decisionId);
 
       // the decision in an earlier batch than its pause (the pause was refused once and resent, say)
       let cp2 = '';
@@ -210,7 +220,7 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const early = local('in-2', cp2);
       expect((await ingest([{ kind: 'decision_recorded', id: early.decisionId, row: early }])).decisions.stored).toBe(1);
       await ingest(rows);
-      expect(await decisionOf(db(), project, cp2)).toMatchObject({ decisionId: early.decisionId, state: 'pending' });
+      expect(await decisionOf(db(), project, 'in-2', cp2)).toMatchObject({ decisionId: early.decisionId, state: 'pending' });
       expect((await restorePage(db(), project, 'in-2', { limit: 10 })).decision).toEqual(early);
 
       const forged = local('in-1', cp, { source: 'plane' });
@@ -284,7 +294,7 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(performance.now() - t0).toBeGreaterThanOrEqual(290);
       // a recording in this process wakes the poll well before its recheck
       const waiting = waitForDecisions(db(), p.projectId, cursor, 10, 20_000);
-      await new Promise((r) => setTimeout(r, 50));
+      await until('the poll waits', () => feedWaiters(db()).polls === 1);
       const t1 = performance.now();
       await recordDecision(db(), p.projectId, 'feed-3', { checkpointId: cps[2], approved: true }, 'k');
       const woke = await waiting;
@@ -293,44 +303,57 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       // a hung-up client stops the wait
       const ac = new AbortController();
       const held = waitForDecisions(db(), p.projectId, Number(woke.nextCursor), 10, 20_000, ac.signal);
+      await until('the held poll waits', () => feedWaiters(db()).polls === 1);
       ac.abort();
       expect((await held).items).toEqual([]);
+      // nothing of a poll outlives it: no listener, no recheck timer
+      expect(feedWaiters(db())).toEqual({ polls: 0, listeners: 0, timers: 0 });
     });
 
-    it('concurrent recordings and ingests: a reader following the feed sees every decision exactly once, in increasing feed order', async () => {
-      const p = await createKey(db(), { project: 'race', scopes: ['approve'], createProject: true });
-      const pauses: { id: string; cp: string }[] = [];
-      const rows: OutboxEvent[] = [];
-      for (let i = 0; i < 24; i++) {
-        const id = `race-${i}`;
-        rows.push(
-          ...(await eventsOf(async (s) => {
-            pauses.push({ id, cp: (await s.recordInterrupt(pause(id), { reason: 'r', context: null })).checkpoint.id });
-          })),
-        );
-      }
-      await ingestBatch(db(), p.projectId, 'w', undefined, rows);
-      const seen: number[] = [];
-      let done = false;
-      const reader = (async () => {
-        let after = 0;
-        while (!done || seen.length < pauses.length) {
-          const page = await waitForDecisions(db(), p.projectId, after, 5, 200);
-          seen.push(...page.items.map((i) => i.feedSeq));
-          after = Number(page.nextCursor);
-          if (done && !page.items.length) break;
+    it('the feed cursor is a safe integer: a larger one is refused (400 BAD_CURSOR naming the limit), never rounded', () => {
+      expect(feedCursor(String(Number.MAX_SAFE_INTEGER))).toBe(Number.MAX_SAFE_INTEGER);
+      for (const bad of ['9007199254740992', '9007199254740993', '99999999999999999', '123456789012345678']) {
+        let e: unknown = null;
+        try {
+          feedCursor(bad);
+        } catch (err) {
+          e = err;
         }
-      })();
-      await Promise.all(
-        pauses.map(({ id, cp }, i) =>
-          i % 2 ? recordDecision(db(), p.projectId, id, { checkpointId: cp, approved: true }, 'k') : ingestBatch(db(), p.projectId, `w${i}`, undefined, [decisionEvent(local(id, cp))]),
-        ),
-      );
-      done = true;
-      await reader;
-      expect(seen.length).toBe(pauses.length);
-      expect([...seen].sort((a, b) => a - b)).toEqual(seen);
-      expect(new Set(seen).size).toBe(pauses.length);
+        expect(e, bad).toBeInstanceOf(HttpError);
+        expect((e as HttpError).status).toBe(400);
+        expect((e as HttpError).code).toBe('BAD_CURSOR');
+      }
+    });
+
+    it("an ingested decision naming another run's checkpoint is refused (invalid, quarantined); one of a pause not yet known holds its key: the real pause's decision is ALREADY_DECIDED, never shown on the real run", async () => {
+      const cp = await paused('mm-1');
+      await paused('mm-2');
+      const wrong = local('mm-2', cp);
+      const r = await ingest([decisionEvent(wrong)]);
+      expect(r.results[0]).toMatchObject({ status: 'rejected', code: 'invalid' });
+      expect(r.results[0].status === 'rejected' && r.results[0].reason).toContain("belongs to execution 'mm-1'");
+      const q = rowsOf<{ n: number }>(await db().execute(sql`SELECT count(*)::int AS n FROM quarantine WHERE project_id = ${project} AND row_id = ${wrong.decisionId} AND code = 'invalid'`));
+      expect(q[0].n).toBe(1);
+      expect(await decisionOf(db(), project, 'mm-1', cp)).toBeNull();
+      expect(await decisionOf(db(), project, 'mm-2', cp)).toBeNull();
+      expect((await recordDecision(db(), project, 'mm-1', { checkpointId: cp, approved: true }, 'k')).state).toBe('pending');
+
+      // the pause not on the plane when the mismatched decision came: it takes the key; the run's own pause then arrives
+      let cp3 = '';
+      const rows = await eventsOf(async (s) => {
+        cp3 = (await s.recordInterrupt(pause('mm-3'), { reason: 'r', context: null })).checkpoint.id;
+      });
+      const early = local('mm-4', cp3);
+      expect((await ingest([decisionEvent(early)])).decisions.stored).toBe(1);
+      await ingest(rows);
+      // the run's own view shows no decision (not another run's)
+      expect(await decisionOf(db(), project, 'mm-3', cp3)).toBeNull();
+      const pauses = await listPauses(db(), project, { limit: 1000 });
+      expect(pauses.items.find((p) => p.checkpointId === cp3)).toMatchObject({ decision: null });
+      // and a decision for it is refused 409 naming the holder (not a 404 forever)
+      const refused = await refusal(recordDecision(db(), project, 'mm-3', { checkpointId: cp3, approved: true }, 'k'));
+      expect(refused).toMatchObject({ status: 409, code: 'ALREADY_DECIDED', details: { decision: { decisionId: early.decisionId, executionId: 'mm-4' } } });
+      expect(refused.message).toContain("recorded for execution 'mm-4'");
     });
   });
 }
@@ -358,12 +381,121 @@ describe.skipIf(!pg)('decisions on postgres', () => {
       const after = Number((await decisionFeed(a.db, p.projectId, 0, 1000)).nextCursor);
       // many polls waiting at once share one recheck of the database; each is woken
       const waiting = Array.from({ length: 12 }, () => waitForDecisions(a.db, p.projectId, after, 10, 20_000));
-      await new Promise((r) => setTimeout(r, 100));
+      await until('the 12 polls wait', () => feedWaiters(a.db).polls === 12);
+      expect(feedWaiters(a.db).timers).toBe(1);
       const t = performance.now();
       await recordDecision(b.db, p.projectId, 'two-1', { checkpointId: cp, approved: true }, 'other-process');
       for (const page of await Promise.all(waiting)) expect(page.items.map((i) => i.decidedBy)).toEqual(['other-process']);
       expect(performance.now() - t).toBeLessThan(2500);
+      expect(feedWaiters(a.db)).toEqual({ polls: 0, listeners: 0, timers: 0 });
     } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+  /** Runs paused and synced in a project: their ids and pauses' checkpoint ids. */
+  async function pausedRuns(db: PlaneDatabase['db'], projectId: string, prefix: string, n: number) {
+    const pauses: { id: string; cp: string }[] = [];
+    const rows: OutboxEvent[] = [];
+    for (let i = 0; i < n; i++) {
+      const id = `${prefix}-${i}`;
+      rows.push(
+        ...(await eventsOf(async (s) => {
+          pauses.push({ id, cp: (await s.recordInterrupt(pause(id), { reason: 'r', context: null })).checkpoint.id });
+        })),
+      );
+    }
+    expect((await ingestBatch(db, projectId, 'w', undefined, rows)).rejected).toBe(0);
+    return pauses;
+  }
+  const localDecision = (executionId: string, checkpointId: string): OutboxEvent => {
+    const d: Decision = { decisionId: uuidv7(), executionId, checkpointId, approved: true, metadata: {}, decidedBy: 'ana@laptop', source: 'local', decidedAt: new Date().toISOString() };
+    return { kind: 'decision_recorded', id: d.decisionId, row: d };
+  };
+
+  it('concurrent recordings and ingests on separate connections and plane processes: a reader following the feed at the same time sees every decision exactly once, in increasing feed order', async () => {
+    const a = await openTestPlaneDatabase({ url: tdb.url });
+    const b = await openTestPlaneDatabase({ url: tdb.url });
+    const r = await openTestPlaneDatabase({ url: tdb.url });
+    try {
+      const p = await createKey(a.db, { project: 'race', scopes: ['approve'], createProject: true });
+      const pauses = await pausedRuns(a.db, p.projectId, 'race', 64);
+      const seen: number[] = [];
+      let done = false;
+      const reader = (async () => {
+        let after = 0;
+        for (;;) {
+          const page = await waitForDecisions(r.db, p.projectId, after, 3, 100);
+          seen.push(...page.items.map((i) => i.feedSeq));
+          after = Number(page.nextCursor);
+          if (done && !page.items.length) break;
+        }
+      })();
+      // two processes, each with a pool of connections: recordings and ingests commit in any order
+      await Promise.all(
+        pauses.map(({ id, cp }, i) =>
+          i % 2
+            ? recordDecision(i % 4 === 1 ? a.db : b.db, p.projectId, id, { checkpointId: cp, approved: true }, 'k')
+            : ingestBatch(i % 4 === 0 ? b.db : a.db, p.projectId, `w${i}`, undefined, [localDecision(id, cp)]),
+        ),
+      );
+      done = true;
+      await reader;
+      const all = (await decisionFeed(r.db, p.projectId, 0, 1000)).items.map((i) => i.feedSeq);
+      expect(all.length).toBe(pauses.length);
+      expect(seen).toEqual(all);
+      expect(new Set(seen).size).toBe(pauses.length);
+    } finally {
+      await a.close();
+      await b.close();
+      await r.close();
+    }
+  });
+
+  it('a claim committing while a decision is recorded: the recording waits for the pause row, then refuses PAUSE_CLOSED (never a pending decision on a claimed pause)', async () => {
+    const a = await openTestPlaneDatabase({ url: tdb.url });
+    const b = await openTestPlaneDatabase({ url: tdb.url });
+    let release = () => {};
+    try {
+      const p = await createKey(a.db, { project: 'lock', scopes: ['approve'], createProject: true });
+      const [{ id, cp }] = await pausedRuns(a.db, p.projectId, 'lock', 1);
+      const gate = new Promise<void>((res) => {
+        release = res;
+      });
+      let wrote!: () => void;
+      const written = new Promise<void>((res) => {
+        wrote = res;
+      });
+      // claimPause's writes (the claim row, then the pause row it updates), held open in another process
+      const claiming = b.db.transaction(async (tx) => {
+        await tx.insert(claims).values({ projectId: p.projectId, checkpointId: cp, executionId: id, writerId: 'laptop-z', source: 'api', decisionId: null });
+        await tx
+          .update(pendingInterrupts)
+          .set({ state: 'claimed', claimedBy: 'laptop-z', claimedAt: new Date() })
+          .where(and(eq(pendingInterrupts.projectId, p.projectId), eq(pendingInterrupts.checkpointId, cp)));
+        wrote();
+        await gate;
+      });
+      await written;
+      let settled = false;
+      const recording = recordDecision(a.db, p.projectId, id, { checkpointId: cp, approved: true }, 'k').then(
+        (v) => v,
+        (e: unknown) => e,
+      );
+      void recording.then(() => {
+        settled = true;
+      });
+      const lockWaits = async () =>
+        rowsOf<{ n: number }>(await a.db.execute(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n;
+      await until('the recording answers or waits on a row lock', async () => settled || (await lockWaits()) > 0);
+      release();
+      await claiming;
+      const out = await recording;
+      expect(out).toBeInstanceOf(HttpError);
+      expect(out).toMatchObject({ status: 409, code: 'PAUSE_CLOSED', details: { claimedBy: 'laptop-z' } });
+      expect(await decisionOf(a.db, p.projectId, id, cp)).toBeNull();
+    } finally {
+      release();
       await a.close();
       await b.close();
     }

@@ -67,6 +67,19 @@ describe('one process per PGlite data dir', () => {
     expect(second.stderr).toContain(`waymark: DATA_DIR_LOCKED: the plane data dir ${dir} is in use by process ${first.child.pid} (a plane serving ${first.url}`);
     expect(second.stderr).toMatch(/one process per data dir: manage keys and projects through it/);
 
+    // another data dir on the first plane's port: PORT_IN_USE naming the variable, and its own data dir is given back
+    const port = new URL(first.url).port;
+    const other = tmp.file('pglite-port-taken');
+    const taken = await waymarkAsync(['plane', '--data-dir', other, '--port', port]);
+    expect([taken.code, taken.stderr]).toEqual([
+      1,
+      expect.stringContaining(`waymark: PORT_IN_USE: port ${port} on 127.0.0.1 is in use (another plane?); choose another with --port or WAYMARK_PORT, or 0 for a free one`),
+    ]);
+    expect(taken.stderr).not.toMatch(/Unhandled 'error' event/);
+    const elsewhere = await startPlaneProcess(['--data-dir', other]);
+    running.push(elsewhere);
+    await elsewhere.stop();
+
     const direct = await openPlaneDatabase({ dataDir: dir }).then(
       (d) => d.close().then(() => null),
       (e) => e,

@@ -62,7 +62,8 @@ describe('the outbox drain against a real plane', () => {
     await store.close();
   });
   const connect = (o: Partial<Parameters<typeof connectPlane>[1]> = {}) =>
-    (replica = connectPlane(store, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 5, backoffBaseMs: 20, backoffCapMs: 200, timeoutMs: 2000, ...o }));
+    // the drain alone: the proxy's rules pick requests by order, and the change feed's long poll would be one of them
+    (replica = connectPlane(store, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 5, backoffBaseMs: 20, backoffCapMs: 200, timeoutMs: 2000, followChanges: false, ...o }));
   const write = async (count: number, from = 0) => {
     const ids: string[] = [];
     for (let i = from; i < from + count; i++) ids.push((await store.put(step(exec, i))).id);
@@ -243,13 +244,13 @@ describe('the outbox drain against a real plane', () => {
   it('stop() leaves no timers or sockets behind', async () => {
     await write(3);
     proxy.rule = () => ({ status: 500 });
-    const r = connect({ pollMs: 1000, backoffBaseMs: 5000, backoffCapMs: 5000 });
+    const r = connect({ pollMs: 1000, backoffBaseMs: 5000, backoffCapMs: 5000, followChanges: true });
     await until(async () => (await r.status()).state === 'backoff');
-    expect(r.handles).toEqual({ retryTimer: true, pollTimer: true, roundInFlight: false, socketsOpen: true });
+    expect(r.handles).toEqual({ retryTimer: true, pollTimer: true, roundInFlight: false, socketsOpen: true, followingChanges: true });
     expect(proxy.sockets.size).toBeGreaterThan(0);
     await r.stop();
     replica = null;
-    expect(r.handles).toEqual({ retryTimer: false, pollTimer: false, roundInFlight: false, socketsOpen: false });
+    expect(r.handles).toEqual({ retryTimer: false, pollTimer: false, roundInFlight: false, socketsOpen: false, followingChanges: false });
     // the plane side sees every connection from this replica closed
     await until(() => proxy.sockets.size === 0, 5000);
     expect((await r.status()).state).toBe('stopped');

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
-import { Agent, ScriptedModel, type CheckpointInput } from '../../client/index.js';
+import { Agent, ScriptedModel, serveDecisions, type CheckpointInput } from '../../client/index.js';
 import { main } from '../../client/cli/main.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
@@ -154,6 +154,56 @@ describe('waymark CLI arguments, through the real binary', () => {
       ['k-done', 'completed'],
       ['k-paused', 'cancelled'],
     ]);
+  });
+
+  it('decide records a decision for the open pause (only records it); a worker applies it once; a second decision, a wrong pause and bad flags are refused and change nothing', async () => {
+    const db = tmp.file('decide.db');
+    const ledger = new Ledger(tmp.file('decide.jsonl'));
+    const store = new SqliteCheckpointer({ path: db });
+    const { agent } = refundAgent({ store, ledger });
+    await agent.run(refundRequest('7', 5000), { executionId: 'd-paused' });
+    const pause = (await store.getPendingInterrupt('d-paused'))!;
+    await store.close();
+
+    const flags = waymark('decide', '--db', db, 'd-paused');
+    expect([flags.status, flags.stderr]).toEqual([2, expect.stringContaining('give exactly one of --approve and --decline')]);
+    const both = waymark('decide', '--db', db, 'd-paused', '--approve', '--decline');
+    expect(both.status).toBe(2);
+    const wrong = waymark('decide', '--db', db, 'd-paused', '--approve', '--pause', '01900000-0000-7000-8000-000000000000');
+    expect([wrong.status, wrong.stderr]).toEqual([1, expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: .*has no pause at checkpoint 01900000-0000-7000-8000-000000000000/)]);
+    const none = waymark('decide', '--db', db, 'no-such-run', '--approve');
+    expect([none.status, none.stderr]).toEqual([1, expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: /)]);
+
+    const ok = waymark('decide', '--db', db, 'd-paused', '--approve', '--comment', 'receipt seen', '--user', 'alice', '--pause', pause.checkpointId);
+    expect([ok.status, ok.stderr]).toEqual([0, '']);
+    expect(ok.stdout).toMatch(new RegExp(`^approved the pause ${pause.checkpointId} of d-paused as 'alice' \\(decision [0-9a-f-]+\\); a decision worker applies it`));
+    const again = waymark('decide', '--db', db, 'd-paused', '--decline', '--user', 'bob');
+    expect([again.status, again.stderr]).toEqual([1, expect.stringMatching(/^waymark: ALREADY_DECIDED: .*by 'alice'.*\(approved\); nothing was recorded/)]);
+    expect(ledger.charges()).toEqual([]);
+
+    // the worker applies it: completed, one charge, the comment reached the tool's Resume
+    const s2 = new SqliteCheckpointer({ path: db });
+    try {
+      const [d] = (await s2.listDecisions({})).items;
+      expect(d).toMatchObject({ executionId: 'd-paused', approved: true, decidedBy: 'alice', source: 'local', metadata: { comment: 'receipt seen' }, state: 'pending' });
+      const stop = new AbortController();
+      const outcomes: string[] = [];
+      await serveDecisions({
+        agent: refundAgent({ store: s2, ledger }).agent,
+        store: s2,
+        signal: stop.signal,
+        pollMs: 50,
+        onOutcome: (o) => {
+          outcomes.push(o.outcome);
+          stop.abort();
+        },
+      });
+      expect(outcomes).toEqual(['applied']);
+      expect((await s2.latest('d-paused'))?.step).toBe('run_end');
+      expect(ledger.charges().length).toBe(1);
+    } finally {
+      await s2.close();
+    }
   });
 
   it('--help on every command and subcommand prints its usage; top-level help lists every command; --version prints the version', () => {

@@ -1,0 +1,269 @@
+/**
+ * The replica's change feed (issue 16, item 5): a store connected to a plane
+ * learns when a run it holds moved on elsewhere — claimed, cancelled,
+ * finished or deleted on another machine — and pulls what it needs of that
+ * run, so its listings, its Local UI and its decision worker see the truth.
+ *
+ * A long poll: GET /v1/changes?after=<cursor>&wait=<s> (plane/changes.ts).
+ * Each entry is one run where it stands on the plane now. For a run THIS
+ * store holds (it has rows of it) and that another writer changed:
+ *
+ * - the plane holds rows past the local newest seq → caught up through
+ *   restoreFromPlane's code path: the whole run verified, then imported only
+ *   where it extends the local history (never overwriting a local row; the
+ *   local pause that is no longer the newest row is removed). A local copy
+ *   that diverged from the plane's is reported (`diverged`), unchanged;
+ * - the plane's copy is no further along but its pause was claimed by
+ *   another writer → reported (`claimed_elsewhere`): the rows follow when that
+ *   writer syncs them; meanwhile a resume here loses the plane claim
+ *   (AlreadyResumed naming the holder);
+ * - the run was deleted on the plane by its owner → reported
+ *   (`deleted_on_plane`); the local rows are kept. A deletion is an owner's
+ *   act on their own copy; deleting here on a remote signal could destroy the
+ *   only copy of rows the plane never got. `waymark delete` removes them here.
+ *
+ * Each outcome is emitted as `run_updated`. Runs this store does not hold,
+ * and this writer's own changes, are left alone (no local read beyond a
+ * lookup of the newest row). The cursor is saved in store meta
+ * (`changes.cursor`) after each page is handled, so a client that was offline
+ * or restarted resumes from where it stopped; a crash mid-page handles the
+ * page again (catching up is idempotent). Work per round is one page of
+ * changes; each catch-up pages the run's rows.
+ *
+ * While followed the rounds run back to back; a failed round waits a
+ * full-jitter backoff. The held request does not keep the process alive
+ * (its socket is unref'd), like the drain's idle timer: a script that ends
+ * without stop() is not held open by the feed.
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Dispatcher } from 'undici';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { ChangeFeed, type ExecutionChange } from '../../shared/protocol.js';
+import type { Checkpointer } from '../checkpointer.js';
+import type { DivergedExecution } from '../store/import.js';
+import { backoffDelay } from '../retry.js';
+import { PlaneHttp } from './http.js';
+import { restoreFromPlane } from './restore.js';
+
+/** The store meta key holding the change feed's cursor (the plane's `nextCursor` of the last page handled). */
+export const CHANGES_CURSOR_META = 'changes.cursor';
+
+/** What a connected store learnt about a run it holds (`replica.on('run_updated', …)`). */
+export type RunUpdate = {
+  executionId: string;
+  /** The plane's view when the change was read. */
+  status: ExecutionChange['status'];
+  planeSeq: number | null;
+  /** The local newest seq before anything was done. */
+  localSeq: number;
+  /** Who made the change: the writer of the plane's newest row, or of the deletion. */
+  by: string | null;
+} & (
+  | { outcome: 'caught_up'; inserted: number; stalePendingRemoved: { executionId: string; checkpointId: string }[] }
+  | { outcome: 'diverged'; diverged: DivergedExecution[] }
+  | { outcome: 'claimed_elsewhere'; checkpointId: string | null; claimedBy: string }
+  | { outcome: 'deleted_on_plane' }
+  /** The catch-up was refused for a reason a retry would not change (RUN_INCOMPLETE, RESTORE_UNVERIFIED, NOT_ON_PLANE); the cursor moves on. */
+  | { outcome: 'failed'; code: string; message: string }
+);
+
+export interface ChangeFeedOptions {
+  url: string;
+  writerId: string;
+  /** When given, requests go through it (and a held poll keeps the process alive, as any request on it does). */
+  dispatcher?: Dispatcher;
+  /** The long poll's hold, seconds (the plane caps it at 25). Default 25. */
+  waitSeconds?: number;
+  pageSize?: number;
+  timeoutMs?: number;
+  backoffBaseMs?: number;
+  backoffCapMs?: number;
+}
+
+/** What one round did. */
+export interface ChangePull {
+  /** Changes the plane sent. */
+  received: number;
+  /** The outcomes for runs this store holds. */
+  updates: RunUpdate[];
+  cursor: string | null;
+}
+
+/** Errors of a catch-up that a retry of the same round would not change: reported, and the cursor moves on. */
+const FINAL = new Set<string>([ErrorCode.RUN_INCOMPLETE, ErrorCode.RESTORE_UNVERIFIED, ErrorCode.NOT_ON_PLANE]);
+
+export class ChangeFeedConsumer {
+  private readonly http: PlaneHttp | null;
+  /** True while the feed is followed (until stop()). */
+  following = false;
+  private loop: Promise<void> | null = null;
+  private abort: AbortController | null = null;
+  private stopped = false;
+  private failures = 0;
+  /** A round in flight (follow or pull): rounds never overlap, so a page is never handled twice at once. */
+  private busy: Promise<unknown> = Promise.resolve();
+  /** The last round's error, null after a round that succeeded. */
+  lastError: string | null = null;
+
+  constructor(
+    private readonly store: Checkpointer,
+    private readonly apiKey: () => string,
+    private readonly onUpdate: (u: RunUpdate) => void,
+    private readonly o: ChangeFeedOptions,
+  ) {
+    this.http = o.dispatcher ? new PlaneHttp(o.url, { dispatcher: o.dispatcher }) : null;
+    // its own kept-alive connection, closed by stop(): never the process-wide agent's
+    this.agent = o.dispatcher ? null : new URL(o.url).protocol === 'https:' ? new HttpsAgent({ keepAlive: true, maxSockets: 1 }) : new HttpAgent({ keepAlive: true, maxSockets: 1 });
+  }
+  private readonly agent: HttpAgent | null;
+
+  /** One round: the changes after the saved cursor, holding up to `waitSeconds` (0: answer at once); handle them; save the cursor. */
+  pull(waitSeconds = 0, signal?: AbortSignal): Promise<ChangePull> {
+    const run = this.busy.then(() => this.round(waitSeconds, signal));
+    this.busy = run.catch(() => {});
+    return run;
+  }
+
+  private async round(waitSeconds: number, signal?: AbortSignal): Promise<ChangePull> {
+    const after = await this.store.getMeta(CHANGES_CURSOR_META);
+    const q = new URLSearchParams({ wait: String(waitSeconds), limit: String(this.o.pageSize ?? 100), ...(after ? { after } : {}) });
+    const path = `/v1/changes?${q}`;
+    const timeoutMs = waitSeconds * 1000 + (this.o.timeoutMs ?? 30_000);
+    const res = this.http ? await this.http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal }) : await getUnref(this.o.url, path, this.apiKey(), timeoutMs, this.agent!, signal);
+    if (res.status !== 200) {
+      const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+      throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused the change feed: ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(), {
+        details: { status: res.status, planeCode: err?.code ?? null },
+      });
+    }
+    const page = ChangeFeed.safeParse(res.body);
+    if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed change feed page: ${page.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    const updates: RunUpdate[] = [];
+    for (const change of page.data.items) {
+      const u = await this.consider(change);
+      if (!u) continue;
+      updates.push(u);
+      this.onUpdate(u);
+    }
+    if (page.data.nextCursor !== after) await this.store.setMeta(CHANGES_CURSOR_META, page.data.nextCursor);
+    return { received: page.data.items.length, updates, cursor: page.data.nextCursor };
+  }
+
+  /** What one change means for this store, done: null when it is not about a run this store holds, or is this writer's own. */
+  private async consider(c: ExecutionChange): Promise<RunUpdate | null> {
+    const mine = this.o.writerId;
+    if (c.lastWriterId === mine && (c.claimedBy === null || c.claimedBy === mine)) return null;
+    const local = await this.store.latest(c.executionId);
+    if (!local) return null;
+    const base = { executionId: c.executionId, status: c.status, planeSeq: c.lastSeq, localSeq: local.seq, by: c.lastWriterId };
+    if (c.deleted) return { ...base, outcome: 'deleted_on_plane' };
+    if (c.lastSeq !== null && c.lastSeq > local.seq && c.lastWriterId !== mine) {
+      try {
+        const r = await restoreFromPlane(this.store, c.executionId, { url: this.o.url, apiKey: this.apiKey(), dispatcher: this.o.dispatcher, timeoutMs: this.o.timeoutMs });
+        if (r.diverged.length) return { ...base, outcome: 'diverged', diverged: r.diverged };
+        return { ...base, outcome: 'caught_up', inserted: r.inserted, stalePendingRemoved: r.stalePendingRemoved };
+      } catch (e) {
+        const code = (e as { code?: string }).code ?? '';
+        if (!FINAL.has(code)) throw e;
+        return { ...base, outcome: 'failed', code, message: (e as Error).message };
+      }
+    }
+    if (c.lastSeq === local.seq && c.pauseState === 'claimed' && c.claimedBy && c.claimedBy !== mine) {
+      const open = await this.store.getPendingInterrupt(c.executionId);
+      if (open && (c.pauseCheckpointId === null || open.checkpointId === c.pauseCheckpointId)) {
+        return { ...base, outcome: 'claimed_elsewhere', checkpointId: c.pauseCheckpointId, claimedBy: c.claimedBy };
+      }
+    }
+    return null;
+  }
+
+  /** Follow the feed until stop(): rounds back to back, a backoff after a failed one. */
+  follow(): void {
+    if (this.stopped || this.following) return;
+    this.following = true;
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      this.abort = new AbortController();
+      try {
+        await this.pull(this.o.waitSeconds ?? 25, this.abort.signal);
+        this.failures = 0;
+        this.lastError = null;
+      } catch (e) {
+        if (this.stopped) break;
+        this.failures++;
+        this.lastError = (e as Error).message;
+        const wait = backoffDelay(this.failures, { baseMs: this.o.backoffBaseMs ?? 500, capMs: this.o.backoffCapMs ?? 30_000 });
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, wait);
+          t.unref();
+          this.abort!.signal.addEventListener('abort', () => {
+            clearTimeout(t);
+            resolve();
+          });
+        });
+      }
+    }
+  }
+
+  /** Stop following, wait for the round in flight to end, close the connection. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.following = false;
+    this.abort?.abort();
+    await this.loop?.catch(() => {});
+    await this.busy;
+    await this.http?.close();
+    this.agent?.destroy();
+  }
+}
+
+/** The consumer a replica makes from its options (the feed's backoff starts at 500 ms at least). */
+export function changeFeedOf(
+  store: Checkpointer,
+  writerId: string,
+  apiKey: () => string,
+  onUpdate: (u: RunUpdate) => void,
+  o: { url: string; dispatcher?: Dispatcher; changeWaitSeconds?: number; timeoutMs: number; backoffBaseMs: number; backoffCapMs?: number },
+): ChangeFeedConsumer {
+  return new ChangeFeedConsumer(store, apiKey, onUpdate, {
+    url: o.url,
+    writerId,
+    dispatcher: o.dispatcher,
+    waitSeconds: o.changeWaitSeconds,
+    timeoutMs: o.timeoutMs,
+    backoffBaseMs: Math.max(o.backoffBaseMs, 500),
+    backoffCapMs: o.backoffCapMs,
+  });
+}
+
+/** A GET whose socket does not keep the process alive (the feed's held poll is background work). */
+function getUnref(base: string, path: string, apiKey: string, timeoutMs: number, agent: HttpAgent, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
+  const u = new URL(base);
+  const full = new URL(`${u.pathname.replace(/\/$/, '')}${path}`, u.origin);
+  const request = full.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = request(full, { method: 'GET', agent, headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json' }, signal, timeout: timeoutMs }, (res: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        try {
+          body = text ? JSON.parse(text) : null;
+        } catch {
+          /* keep the text */
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+      res.on('error', reject);
+    });
+    req.on('socket', (s) => s.unref());
+    req.on('timeout', () => req.destroy(new Error(`no answer from the plane within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end();
+  });
+}

@@ -1,0 +1,219 @@
+/**
+ * Ingest's per-kind event handlers: each stores one outbox event (not a
+ * checkpoint: those go in sets, ingest.ts storeCheckpoints) inside the batch's
+ * transaction, after recording the event's id (deduped: a repeat with the same
+ * payload is a duplicate, with another a conflict). A handler refuses its event
+ * by `reject` (the batch quarantines it); it never throws for bad input.
+ */
+import { and, eq, sql } from 'drizzle-orm';
+import type { OutboxEvent } from '../shared/rows.js';
+import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
+import { storeIngestedDecision } from './decisions.js';
+import { hashOf, type Item, reject, type Tx } from './ingest.js';
+
+async function recordEvent(tx: Tx, projectId: string, writerId: string, item: Item): Promise<boolean> {
+  const e = item.event!;
+  const got = await tx
+    .insert(events)
+    .values({ projectId, id: e.id, kind: e.kind, executionId: item.executionId!, writerId, hash: item.hash!, key: e.kind === 'idempotency' ? e.row.key : null })
+    .onConflictDoNothing()
+    .returning({ id: events.id });
+  if (got.length) return true;
+  const [prev] = await tx
+    .select({ hash: events.hash })
+    .from(events)
+    .where(and(eq(events.projectId, projectId), eq(events.id, e.id)));
+  if (prev?.hash === item.hash) item.result = { id: e.id, status: 'duplicate' };
+  else reject(item, 'conflict', `event ${e.id} already stored with a different payload`);
+  return false;
+}
+
+/** What an event's handler stores it with: the batch's transaction and writer, the item, the executions to refresh. */
+interface EventContext {
+  tx: Tx;
+  projectId: string;
+  writerId: string;
+  item: Item;
+  touched: Set<string>;
+  /** Executions this batch deleted → the batch's writer (the change feed's tombstones). */
+  deleted: Map<string, string>;
+}
+
+type StoredKind = Exclude<OutboxEvent['kind'], 'checkpoint'>;
+type EventOf<K extends StoredKind> = Extract<OutboxEvent, { kind: K }>;
+
+/** Record the event itself (its id, deduped); false when it was a duplicate or a conflict (answered on the item). */
+async function recorded(c: EventContext): Promise<boolean> {
+  if (!(await recordEvent(c.tx, c.projectId, c.writerId, c.item))) return false;
+  c.touched.add(c.item.executionId!);
+  return true;
+}
+
+/** One handler per event kind (checkpoints go in sets: storeCheckpoints). */
+const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Promise<void> } = {
+  async idempotency({ tx, projectId, writerId, item }, e) {
+    const [prev] = await tx
+      .select({ hash: idempotency.hash })
+      .from(idempotency)
+      .where(and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, e.row.executionId), eq(idempotency.key, e.row.key)));
+    const entryHash = hashOf(e.row.result);
+    if (prev && prev.hash !== entryHash) {
+      reject(item, 'conflict', `idempotency key '${e.row.key}' already holds a different result`);
+      return;
+    }
+    // an entry does not change its execution's summary: recorded, not touched
+    if (!(await recordEvent(tx, projectId, writerId, item))) return;
+    if (!prev) await tx.insert(idempotency).values({ projectId, executionId: e.row.executionId, key: e.row.key, row: e.row, hash: entryHash, writerId }).onConflictDoNothing();
+  },
+
+  async interrupt_opened(c, e) {
+    if (!(await recorded(c))) return;
+    const { tx, projectId } = c;
+    const [claimed] = await tx
+      .select({ writerId: claims.writerId, at: claims.claimedAt })
+      .from(claims)
+      .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.row.checkpointId)));
+    const values = {
+      projectId,
+      executionId: e.row.executionId,
+      checkpointId: e.row.checkpointId,
+      row: e.row,
+      state: claimed ? 'claimed' : 'open',
+      claimedBy: claimed?.writerId ?? null,
+      claimedAt: claimed?.at ?? null,
+    };
+    // the run's next pause replaces the row: it is a new entry of the inbox, ordered as newly opened
+    await tx
+      .insert(pendingInterrupts)
+      .values(values)
+      .onConflictDoUpdate({
+        target: [pendingInterrupts.projectId, pendingInterrupts.executionId],
+        set: { ...values, openedSeq: sql`nextval(pg_get_serial_sequence('pending_interrupts', 'opened_seq'))` },
+      });
+  },
+
+  async interrupt_claimed(c, e) {
+    if (!(await recorded(c))) return;
+    const { tx, projectId } = c;
+    // the event is the writer's local claim itself: applied from the start, or applying the claim it held
+    const won = await tx
+      .insert(claims)
+      .values({
+        projectId,
+        checkpointId: e.checkpointId,
+        executionId: e.executionId,
+        writerId: e.writerId,
+        source: 'ingest',
+        claimedAt: new Date(e.claimedAt),
+        appliedAt: new Date(e.claimedAt),
+        decisionId: e.decisionId ?? null,
+      })
+      .onConflictDoNothing()
+      .returning({ writerId: claims.writerId });
+    let winner = e.writerId;
+    if (!won.length) {
+      const [held] = await tx
+        .select({ writerId: claims.writerId, appliedAt: claims.appliedAt, decisionId: claims.decisionId })
+        .from(claims)
+        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
+      winner = held.writerId;
+      if (winner === e.writerId && !held.appliedAt) {
+        await tx
+          .update(claims)
+          .set({ appliedAt: new Date(e.claimedAt), decisionId: held.decisionId ?? e.decisionId ?? null })
+          .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
+      }
+      if (winner !== e.writerId) {
+        await tx.insert(claimConflicts).values({
+          projectId,
+          executionId: e.executionId,
+          checkpointId: e.checkpointId,
+          winnerWriterId: winner,
+          loserWriterId: e.writerId,
+          source: 'ingest',
+        });
+      }
+    }
+    await tx
+      .update(pendingInterrupts)
+      .set({ state: 'claimed', claimedBy: winner, claimedAt: new Date(e.claimedAt) })
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
+  },
+
+  async interrupt_closed(c, e) {
+    if (!(await recorded(c))) return;
+    const { tx, projectId } = c;
+    // a cancelled run's pause: closed for good. A claims row in the canceller's name refuses any later
+    // claim of it at the plane; a writer that already claimed it meanwhile is recorded as a claim conflict
+    const won = await tx
+      .insert(claims)
+      .values({ projectId, checkpointId: e.checkpointId, executionId: e.executionId, writerId: e.writerId, source: 'cancel', claimedAt: new Date(e.closedAt), appliedAt: new Date(e.closedAt) })
+      .onConflictDoNothing()
+      .returning({ writerId: claims.writerId });
+    if (!won.length) {
+      const [held] = await tx
+        .select({ writerId: claims.writerId })
+        .from(claims)
+        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
+      if (held && held.writerId !== e.writerId) {
+        await tx.insert(claimConflicts).values({
+          projectId,
+          executionId: e.executionId,
+          checkpointId: e.checkpointId,
+          winnerWriterId: held.writerId,
+          loserWriterId: e.writerId,
+          source: 'cancel',
+        });
+      }
+    }
+    await tx.delete(pendingInterrupts).where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
+  },
+
+  async decision_recorded(c, e) {
+    // only a local store's decisions travel by the outbox; the plane's own are never sent back
+    if (e.row.source !== 'local') return reject(c.item, 'invalid', "row.source: a decision_recorded event carries a decision recorded in a local store ('local')");
+    // a decision naming a pause the plane knows as another run's would take that pause's key from its own decision
+    const [cp] = await c.tx
+      .select({ executionId: checkpoints.executionId })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.projectId, c.projectId), eq(checkpoints.id, e.row.checkpointId)));
+    if (cp && cp.executionId !== e.row.executionId) {
+      return reject(c.item, 'invalid', `row.checkpointId: checkpoint ${e.row.checkpointId} belongs to execution '${cp.executionId}', not '${e.row.executionId}'`);
+    }
+    if (!(await recordEvent(c.tx, c.projectId, c.writerId, c.item))) return;
+    c.item.decision = await storeIngestedDecision(c.tx, c.projectId, c.writerId, e.row);
+  },
+
+  async execution_deleted(c, e) {
+    if (!(await recorded(c))) return;
+    const { tx, projectId } = c;
+    // its open pause is closed for good, like a cancel's: a decision recorded for it is superseded, never applied
+    const [open] = await tx
+      .select({ checkpointId: pendingInterrupts.checkpointId })
+      .from(pendingInterrupts)
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, e.executionId), eq(pendingInterrupts.state, 'open')));
+    if (open) {
+      const at = new Date(e.deletedAt);
+      await tx
+        .insert(claims)
+        .values({ projectId, checkpointId: open.checkpointId, executionId: e.executionId, writerId: c.writerId, source: 'delete', claimedAt: at, appliedAt: at })
+        .onConflictDoNothing();
+    }
+    const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) => and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
+    await tx.delete(checkpoints).where(where(checkpoints));
+    await tx.delete(pendingInterrupts).where(where(pendingInterrupts));
+    await tx.delete(idempotency).where(where(idempotency));
+    await tx.delete(holes).where(where(holes));
+    await tx.delete(runContacts).where(where(runContacts));
+    await tx.delete(runTakeovers).where(where(runTakeovers));
+    await tx.delete(executions).where(where(executions));
+    c.touched.delete(e.executionId);
+    c.deleted.set(e.executionId, c.writerId);
+  },
+};
+
+/** Store one event (not a checkpoint) by its kind's handler. */
+export async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Item, touched: Set<string>, deleted: Map<string, string>) {
+  const e = item.event as EventOf<StoredKind>;
+  await (STORE_EVENT[e.kind] as (c: EventContext, e: EventOf<StoredKind>) => Promise<void>)({ tx, projectId, writerId, item, touched, deleted }, e);
+}
