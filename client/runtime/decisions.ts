@@ -110,7 +110,7 @@ class DecisionWorker {
   private writeTimer: NodeJS.Timeout | null = null;
   /** Decisions settled by this worker whose store state may still read pending (a claim lost at the plane). */
   private readonly settled = new Set<string>();
-  private readonly retries = new Map<string, { attempts: number; at: number }>();
+  private readonly retries = new Map<string, { attempts: number; at: number; decision: StoredDecision }>();
   private wake: (() => void) | null = null;
   private woken = false;
   private readonly retry: Backoff;
@@ -201,7 +201,12 @@ class DecisionWorker {
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
     for (const id of this.settled) if (!seen.has(id)) this.settled.delete(id);
-    for (const id of this.retries.keys()) if (!seen.has(id)) this.retries.delete(id);
+    for (const [id, r] of this.retries) {
+      if (seen.has(id) || this.o.signal.aborted) continue;
+      // a failed decision that left pending meanwhile (applied elsewhere, answered otherwise, caught up from the plane): its final outcome
+      this.retries.delete(id);
+      await this.closed(r.decision, { code: ErrorCode.ALREADY_RESUMED, message: `the pause at checkpoint ${r.decision.checkpointId} is no longer open in this store` });
+    }
   }
 
   private report(outcome: DecisionOutcome): void {
@@ -235,7 +240,7 @@ class DecisionWorker {
       if (code && SUPERSEDED.has(code) && !(await this.heldElsewhere(d, e as WaymarkError))) return this.closed(d, e as WaymarkError);
       const prev = this.retries.get(d.decisionId)?.attempts ?? 0;
       const retryInMs = Math.round(backoffDelay(prev + 1, this.retry));
-      this.retries.set(d.decisionId, { attempts: prev + 1, at: Date.now() + retryInMs });
+      this.retries.set(d.decisionId, { attempts: prev + 1, at: Date.now() + retryInMs, decision: d });
       this.summary.failed++;
       this.report({ outcome: 'failed', decision: d, error: { code, message: (e as Error)?.message ?? String(e) }, attempts: prev + 1, retryInMs });
     }
