@@ -110,7 +110,7 @@ class DecisionWorker {
   private writeTimer: NodeJS.Timeout | null = null;
   /** Decisions settled by this worker whose store state may still read pending (a claim lost at the plane). */
   private readonly settled = new Set<string>();
-  private readonly retries = new Map<string, { attempts: number; at: number; decision: StoredDecision }>();
+  private readonly retries = new Map<string, { attempts: number; at: number; decision: StoredDecision; details?: Record<string, unknown> }>();
   private wake: (() => void) | null = null;
   private woken = false;
   private readonly retry: Backoff;
@@ -205,7 +205,9 @@ class DecisionWorker {
       if (seen.has(id) || this.o.signal.aborted) continue;
       // a failed decision that left pending meanwhile (applied elsewhere, answered otherwise, caught up from the plane): its final outcome
       this.retries.delete(id);
-      await this.closed(r.decision, { code: ErrorCode.ALREADY_RESUMED, message: `the pause at checkpoint ${r.decision.checkpointId} is no longer open in this store` });
+      // lost at the plane to a held claim naming this decision, now closed: that claim was applied (details as the plane said them)
+      const details = r.details?.claimDecisionId === id ? { ...r.details, claimApplied: true } : {};
+      await this.closed(r.decision, { code: ErrorCode.ALREADY_RESUMED, message: `the pause at checkpoint ${r.decision.checkpointId} is no longer open in this store`, details });
     }
   }
 
@@ -240,7 +242,7 @@ class DecisionWorker {
       if (code && SUPERSEDED.has(code) && !(await this.heldElsewhere(d, e as WaymarkError))) return this.closed(d, e as WaymarkError);
       const prev = this.retries.get(d.decisionId)?.attempts ?? 0;
       const retryInMs = Math.round(backoffDelay(prev + 1, this.retry));
-      this.retries.set(d.decisionId, { attempts: prev + 1, at: Date.now() + retryInMs, decision: d });
+      this.retries.set(d.decisionId, { attempts: prev + 1, at: Date.now() + retryInMs, decision: d, details: (e as WaymarkError)?.details });
       this.summary.failed++;
       this.report({ outcome: 'failed', decision: d, error: { code, message: (e as Error)?.message ?? String(e) }, attempts: prev + 1, retryInMs });
     }
