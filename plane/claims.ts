@@ -54,7 +54,7 @@ function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpoi
     if (!won.length && c.writerId !== writerId) {
       const taken = releaseAfterMs > 0 ? await takeOverStale(tx, projectId, checkpointId, writerId, releaseAfterMs, decisionId) : null;
       // the winner's decision (null: a resume from code): a losing decision worker tells 'applied elsewhere' from 'superseded'
-      if (!taken) return { won: false as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString(), decisionId: c.decisionId ?? null };
+      if (!taken) return { won: false as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString(), decisionId: c.decisionId ?? null, applied: c.appliedAt != null };
       takenFrom = c.writerId;
       won.push(taken);
     }

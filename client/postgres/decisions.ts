@@ -9,6 +9,7 @@
 import type { Decision } from '../../shared/rows.js';
 import type { DecisionPage, ListDecisionsOptions, RecordDecisionResult, StoredDecision } from '../checkpointer.js';
 import {
+  checkClaimDecisionPause,
   checkListDecisions,
   checkPauseOpen,
   DECISION_STATE,
@@ -75,6 +76,10 @@ export async function getDecision(sql: Sql, t: Tables, executionId: string, chec
 
 /** Inside the caller's claim transaction: the local claim of a pause (a pause claimed again replaces it). */
 export async function recordClaim(tx: Tx, t: Tables, c: ClaimColumns): Promise<void> {
+  if (c.decision_id) {
+    const [held] = await tx<{ execution_id: string; checkpoint_id: string }[]>`SELECT execution_id, checkpoint_id FROM ${t.decisions} WHERE decision_id = ${c.decision_id}`;
+    checkClaimDecisionPause(c.decision_id, { executionId: c.execution_id, checkpointId: c.checkpoint_id }, held);
+  }
   await tx`
     INSERT INTO ${t.claims} (checkpoint_id, execution_id, writer_id, decision_id, claimed_at)
     VALUES (${c.checkpoint_id}, ${c.execution_id}, ${c.writer_id}, ${c.decision_id}, ${c.claimed_at})

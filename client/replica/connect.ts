@@ -56,6 +56,8 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
         claimedBy: r.writerId,
         // the decision the winning claim applied, when the plane says (a decision worker compares it with its own)
         ...(r.decisionId !== undefined ? { claimDecisionId: r.decisionId } : {}),
+        // whether that claim was applied (resumed locally by its holder) or only held (its holder may have crashed before)
+        ...(r.applied !== undefined && r.applied !== null ? { claimApplied: r.applied } : {}),
       });
     }
     if (r.outcome === 'refused') {

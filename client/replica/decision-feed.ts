@@ -7,16 +7,33 @@
  * at once when decisions were recorded after the cursor, else holds the
  * request up to `wait` seconds and answers when one is recorded (or with an
  * empty page). Each decision is stored (source 'plane': no event goes back),
- * then the cursor is saved in the store's meta (`decisions.cursor`): a client
+ * then the cursor is saved in the store's meta (`decisions.cursor <plane url>
+ * <project>`, see decisionsCursorMeta): a client
  * that was offline or restarted asks from where it stopped and gets what it
  * missed. A crash between the two re-reads a page; storing is idempotent.
+ *
+ * A cursor belongs to one plane and one project (the key's, asked once from
+ * GET /v1/whoami): a store connected to another plane or project starts that
+ * feed from its beginning instead of from a cursor that means nothing there
+ * (a cursor above the new feed would skip its decisions silently).
+ *
+ * Only decisions still `pending` on the plane are stored, unless this store
+ * holds their run: a decision applied or superseded elsewhere for a run this
+ * machine never ran is no work of its own.
+ *
+ * One bad decision never stops the feed: the page's envelope (`items`,
+ * `nextCursor`) is checked, then each item on its own; an item that fails
+ * the shape or that the store refuses is reported (`skipped`, the replica's
+ * `decision_skipped` event, with the decision id and the reason) and passed
+ * over, and the cursor moves past it like past any other.
  *
  * While followed (`follow()`, reference counted: serveDecisions follows while
  * it serves), rounds run back to back; a failed round (offline, a refusal)
  * waits a full-jitter backoff before the next. `pull()` runs one round
  * without waiting (tests, a manual refresh).
  */
-import { DecisionFeed as FeedPage } from '../../shared/protocol.js';
+import { z } from 'zod';
+import { DecisionView, WhoAmI } from '../../shared/protocol.js';
 import type { Decision } from '../../shared/rows.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer } from '../checkpointer.js';
@@ -24,8 +41,13 @@ import { backoffDelay } from '../retry.js';
 import { PlaneHttp } from './http.js';
 import type { Dispatcher } from 'undici';
 
-/** The store meta key holding the feed's cursor (the plane's `nextCursor` of the last page stored). */
+/** The prefix of the store meta keys holding the feed's cursors (the plane's `nextCursor` of the last page stored). */
 export const DECISIONS_CURSOR_META = 'decisions.cursor';
+
+/** The meta key of the feed cursor for one plane and project: a cursor is meaningful only there. */
+export function decisionsCursorMeta(url: string, project: string): string {
+  return `${DECISIONS_CURSOR_META} ${url.replace(/\/+$/, '')} ${project}`;
+}
 
 export interface DecisionFeedOptions {
   url: string;
@@ -37,13 +59,44 @@ export interface DecisionFeedOptions {
   backoffCapMs?: number;
 }
 
+/** The page's envelope; its items are checked one by one (a bad one is skipped, not the page). */
+const FeedEnvelope = z.object({ items: z.array(z.unknown()), nextCursor: z.string() });
+
+/** A decision the feed passed over: the plane sent it malformed, or the store refused it. */
+export interface SkippedDecision {
+  /** The decision's id, when the item carried one. */
+  decisionId: string | null;
+  executionId: string | null;
+  reason: string;
+  code: string | null;
+}
+
+/** Where the feed reports what it stored and what it skipped. */
+export interface DecisionFeedSink {
+  decision(d: Decision): void;
+  skipped(s: SkippedDecision): void;
+}
+
 /** What one round brought. */
 export interface PullResult {
   /** Decisions the plane sent. */
   received: number;
+  /** Of those, decisions not stored: no longer pending on the plane, for a run this store does not hold. */
+  ignored: number;
   /** Of those, decisions new to this store. */
   stored: number;
+  /** Of those, decisions passed over (malformed, or refused by the store). */
+  skipped: number;
+  /** The store meta key the cursor is kept under (this plane and the key's project). */
+  cursorKey: string;
   cursor: string | null;
+}
+
+/** Store refusals of one decision (the feed skips it); any other error (a store that is down) fails the round. */
+const SKIPPABLE: ReadonlySet<string> = new Set([ErrorCode.INVALID_DECISION, ErrorCode.PAUSE_NOT_FOUND, ErrorCode.PAUSE_CLOSED, ErrorCode.CORRUPT_ROW]);
+
+function issues(e: z.ZodError): string {
+  return e.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
 }
 
 export class DecisionFeedConsumer {
@@ -53,13 +106,15 @@ export class DecisionFeedConsumer {
   private abort: AbortController | null = null;
   private stopped = false;
   private failures = 0;
+  /** The cursor's meta key for the API key it was asked with (whoami names the project). */
+  private scope: { apiKey: string; key: string } | null = null;
   /** The last round's error, null after a round that succeeded. */
   lastError: string | null = null;
 
   constructor(
     private readonly store: Checkpointer,
     private readonly apiKey: () => string,
-    private readonly onDecision: (d: Decision) => void,
+    private readonly sink: DecisionFeedSink,
     private readonly o: DecisionFeedOptions,
   ) {
     // its own connection: a held long poll never delays the drain's batches
@@ -68,7 +123,8 @@ export class DecisionFeedConsumer {
 
   /** One round: ask for decisions after the saved cursor, holding up to `waitSeconds` (0: answer at once); store them; save the cursor. */
   async pull(waitSeconds = 0, signal?: AbortSignal): Promise<PullResult> {
-    const after = await this.store.getMeta(DECISIONS_CURSOR_META);
+    const cursorKey = await this.cursorKey(signal);
+    const after = await this.store.getMeta(cursorKey);
     const q = new URLSearchParams({ wait: String(waitSeconds), limit: String(this.o.pageSize ?? 100), ...(after ? { after } : {}) });
     const res = await this.http.request('GET', `/v1/decisions?${q}`, { apiKey: this.apiKey(), timeoutMs: (waitSeconds + 30) * 1000, signal });
     if (res.status !== 200) {
@@ -77,29 +133,79 @@ export class DecisionFeedConsumer {
         details: { status: res.status, planeCode: err?.code ?? null },
       });
     }
-    const page = FeedPage.safeParse(res.body);
-    if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed decision feed page: ${page.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    const page = FeedEnvelope.safeParse(res.body);
+    if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed decision feed page: ${issues(page.error)}`);
     let stored = 0;
-    for (const v of page.data.items) {
-      // a decision arrived from the plane: stored as such, never sent back (whoever recorded it)
-      const d: Decision = {
-        decisionId: v.decisionId,
-        executionId: v.executionId,
-        checkpointId: v.checkpointId,
-        approved: v.approved,
-        metadata: v.metadata,
-        decidedBy: v.decidedBy,
-        source: 'plane',
-        decidedAt: v.decidedAt,
-      };
-      const r = await this.store.recordDecision(d);
-      if (r.recorded) {
-        stored++;
-        this.onDecision(d);
-      }
+    let skipped = 0;
+    let ignored = 0;
+    for (const item of page.data.items) {
+      const r = await this.storeOne(item);
+      if (r === 'stored') stored++;
+      if (r === 'skipped') skipped++;
+      if (r === 'ignored') ignored++;
     }
-    if (page.data.nextCursor !== after) await this.store.setMeta(DECISIONS_CURSOR_META, page.data.nextCursor);
-    return { received: page.data.items.length, stored, cursor: page.data.nextCursor };
+    if (page.data.nextCursor !== after) await this.store.setMeta(cursorKey, page.data.nextCursor);
+    return { received: page.data.items.length, stored, skipped, ignored, cursor: page.data.nextCursor, cursorKey };
+  }
+
+  /** The meta key of this plane's and this key's project's cursor (asked once per API key). */
+  private async cursorKey(signal?: AbortSignal): Promise<string> {
+    const apiKey = this.apiKey();
+    if (this.scope?.apiKey === apiKey) return this.scope.key;
+    const res = await this.http.request('GET', '/v1/whoami', { apiKey, timeoutMs: 30_000, signal });
+    const who = WhoAmI.safeParse(res.body);
+    if (res.status !== 200 || !who.success) {
+      const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+      throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane did not say which project the key is for (GET /v1/whoami): ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(), {
+        details: { status: res.status, planeCode: err?.code ?? null },
+      });
+    }
+    this.scope = { apiKey, key: decisionsCursorMeta(this.o.url, who.data.project) };
+    return this.scope.key;
+  }
+
+  /** One item of a page: checked, stored (source 'plane': never sent back), or skipped with its reason. */
+  private async storeOne(item: unknown): Promise<'stored' | 'known' | 'skipped' | 'ignored'> {
+    const raw = (item && typeof item === 'object' ? item : {}) as { decisionId?: unknown; executionId?: unknown };
+    const ids = { decisionId: typeof raw.decisionId === 'string' ? raw.decisionId : null, executionId: typeof raw.executionId === 'string' ? raw.executionId : null };
+    const v = DecisionView.safeParse(item);
+    if (!v.success) {
+      this.skip({ ...ids, reason: `malformed decision: ${issues(v.error)}`, code: ErrorCode.PLANE_ERROR });
+      return 'skipped';
+    }
+    // already applied or superseded on the plane: kept only for a run this store holds (its worker reports it); for any
+    // other run it is nothing to do here, and storing it would make a worker with `restore` restore a finished pause
+    if (v.data.state !== 'pending' && !(await this.store.latest(v.data.executionId))) return 'ignored';
+    const d: Decision = {
+      decisionId: v.data.decisionId,
+      executionId: v.data.executionId,
+      checkpointId: v.data.checkpointId,
+      approved: v.data.approved,
+      metadata: v.data.metadata,
+      decidedBy: v.data.decidedBy,
+      source: 'plane',
+      decidedAt: v.data.decidedAt,
+    };
+    try {
+      const r = await this.store.recordDecision(d);
+      if (!r.recorded) return 'known';
+    } catch (e) {
+      // a refusal of this decision (a conflicting one for its pause, bad content): skipped; a store that is down fails the round
+      const code = (e as { code?: string })?.code ?? null;
+      if (!code || !SKIPPABLE.has(code)) throw e;
+      this.skip({ ...ids, reason: (e as Error).message, code });
+      return 'skipped';
+    }
+    this.sink.decision(d);
+    return 'stored';
+  }
+
+  private skip(s: SkippedDecision): void {
+    try {
+      this.sink.skipped(s);
+    } catch {
+      // a listener cannot stop the feed
+    }
   }
 
   /** Follow the feed until the returned function is called (and every other follower stopped too). */

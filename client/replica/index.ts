@@ -12,4 +12,4 @@ export {
   type ChangePull,
 } from './replica.js';
 export { restoreFromPlane, type RestoreOptions } from './restore.js';
-export { DECISIONS_CURSOR_META, type PullResult } from './decision-feed.js';
+export { DECISIONS_CURSOR_META, decisionsCursorMeta, type PullResult, type SkippedDecision } from './decision-feed.js';

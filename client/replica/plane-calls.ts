@@ -34,9 +34,9 @@ export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId
     return { outcome: 'offline', reason: (e as Error).message };
   }
   if (res.status === 200) return { outcome: 'won' };
-  const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string; decisionId?: string | null } } } | null)?.error;
+  const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string; decisionId?: string | null; applied?: boolean } } } | null)?.error;
   if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') {
-    return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null };
+    return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null, applied: error.details?.applied ?? null };
   }
   if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
   return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}` };
@@ -120,7 +120,7 @@ export type PlanePing = ({ ok: true; latencyMs: number } & WhoAmI) | { ok: false
 /** What the plane said to a claim. */
 export type PlaneClaim =
   | { outcome: 'won' }
-  | { outcome: 'lost'; writerId: string; decisionId?: string | null }
+  | { outcome: 'lost'; writerId: string; decisionId?: string | null; applied?: boolean | null }
   | { outcome: 'offline'; reason: string }
   | { outcome: 'refused'; status: number; code: string | null; message: string };
 

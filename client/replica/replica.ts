@@ -35,7 +35,7 @@ import { PlaneHttp } from './http.js';
 import { backoffDelay, retryAfter } from '../retry.js';
 import { changeFeedOf, type ChangeFeedConsumer, type ChangePull, type RunUpdate } from './change-feed.js';
 import type { Decision } from '../../shared/rows.js';
-import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
+import { DecisionFeedConsumer, type PullResult, type SkippedDecision } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
 import { claimAtPlane, foreignBody, ping, releaseClaim, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneTakeover } from './plane-calls.js';
 
@@ -130,6 +130,8 @@ export interface ReplicaEvents {
   run_updated: [update: RunUpdate];
   /** A decision recorded on the plane arrived through the decision feed and was stored here (issue 16). */
   decision: [decision: Decision];
+  /** The decision feed passed over one decision (malformed, or refused by this store); the feed went on past it. */
+  decision_skipped: [skipped: SkippedDecision];
   /** A listener of `event` threw `error`; the drain went on. */
   listener_error: [failure: { event: Exclude<keyof ReplicaEvents, 'listener_error'>; error: unknown }];
 }
@@ -184,7 +186,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     this.decisions = new DecisionFeedConsumer(
       store,
       () => this.apiKey,
-      (d) => this.emit('decision', d),
+      { decision: (d) => this.emit('decision', d), skipped: (x) => this.emit('decision_skipped', x) },
       {
         url: options.url,
         dispatcher: options.dispatcher,

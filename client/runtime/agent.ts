@@ -206,6 +206,11 @@ export class Agent {
    */
   async resume(executionId: string, resume?: Resume | { approved: boolean; metadata?: Record<string, Json> }, options: ResumeOptions = {}): Promise<RunResult> {
     const decisionId = checkClaimDecisionId(options.decisionId) ?? undefined;
+    // a decision answers one pause: applied without naming it, it would answer whatever pause is open
+    if (decisionId && options.checkpointId === undefined)
+      throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `resume: decisionId needs checkpointId (the pause decision ${decisionId} answers); nothing was claimed`, {
+        details: { problems: ['checkpointId: required with decisionId'] },
+      });
     const store = this.requireStore();
     await store.setup();
     const latest = await store.latest(executionId);

@@ -12,13 +12,18 @@
  * Loop: list the store's pending decisions (derived state `pending`), oldest
  * first, and apply each; then sleep until the store is written (this
  * process), the replica reports a decision from the plane, a retry is due, or
- * the fallback timer fires (another process wrote the store). Ends when
+ * the fallback timer fires (another process wrote the store). A store write
+ * (every checkpoint of every run fires one) starts at most one scan per
+ * `writeDebounceMs`: under agent traffic the worker does not scan back to
+ * back; a decision from the replica, a retry or the stop signal wakes it at once. Ends when
  * `signal` aborts, after the decision in hand.
  *
  * Outcomes (`onOutcome`, one per decision this worker settles):
  * - `applied`: this worker resumed the run with the decision; `status` is the
  *   run's status after it (completed, paused again, failed).
- * - `applied_elsewhere`: another process or machine applied this decision.
+ * - `applied_elsewhere`: another process or machine applied this decision
+ *   (this store's claim names it, or the plane's winning claim names it and
+ *   was applied; a plane claim only held is `failed`, tried again).
  * - `superseded`: the pause was answered otherwise (a resume from code,
  *   another decision) or closed (the run cancelled): AlreadyResumed or
  *   RunCancelled. The store's derived state says the same.
@@ -59,6 +64,8 @@ export interface ServeDecisionsOptions {
   retry?: Backoff;
   /** Page size of the pending listing. Default 100. */
   pageSize?: number;
+  /** A store write wakes the worker at most once per this many ms (from the previous scan's start). Default 250. */
+  writeDebounceMs?: number;
 }
 
 /** What a worker did until it stopped. */
@@ -67,6 +74,10 @@ export interface ServeSummary {
   appliedElsewhere: number;
   superseded: number;
   failed: number;
+  /** Scans of the pending decisions (rounds) the worker ran. */
+  scans: number;
+  /** Decisions the worker still remembered when it stopped (settled, or waiting for a retry): only ones still pending in the store. */
+  remembered: number;
 }
 
 const SUPERSEDED: ReadonlySet<string> = new Set([ErrorCode.ALREADY_RESUMED, ErrorCode.RUN_CANCELLED]);
@@ -79,6 +90,8 @@ function checkOptions(o: ServeDecisionsOptions): void {
   if (!o.signal) problems.push('signal is required (an AbortSignal that stops the worker)');
   if (o.restore && !o.replica) problems.push('restore needs a replica (the plane to restore from)');
   if (o.pollMs !== undefined && (!Number.isInteger(o.pollMs) || o.pollMs < 1)) problems.push(`pollMs must be a positive integer (got ${String(o.pollMs)})`);
+  if (o.writeDebounceMs !== undefined && (!Number.isInteger(o.writeDebounceMs) || o.writeDebounceMs < 0))
+    problems.push(`writeDebounceMs must be a non-negative integer (got ${String(o.writeDebounceMs)})`);
   if (o.pageSize !== undefined && (!Number.isInteger(o.pageSize) || o.pageSize < 1)) problems.push(`pageSize must be a positive integer (got ${String(o.pageSize)})`);
   if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `serveDecisions: ${problems.join('; ')}`, { details: { problems } });
 }
@@ -91,10 +104,13 @@ export async function serveDecisions(o: ServeDecisionsOptions): Promise<ServeSum
 }
 
 class DecisionWorker {
-  private readonly summary: ServeSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, failed: 0 };
+  private readonly summary: ServeSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, failed: 0, scans: 0, remembered: 0 };
+  /** When the last scan started, and the timer of a store write's deferred wake-up. */
+  private lastScanAt = 0;
+  private writeTimer: NodeJS.Timeout | null = null;
   /** Decisions settled by this worker whose store state may still read pending (a claim lost at the plane). */
   private readonly settled = new Set<string>();
-  private readonly retries = new Map<string, { attempts: number; at: number }>();
+  private readonly retries = new Map<string, { attempts: number; at: number; decision: StoredDecision; details?: Record<string, unknown> }>();
   private wake: (() => void) | null = null;
   private woken = false;
   private readonly retry: Backoff;
@@ -108,27 +124,44 @@ class DecisionWorker {
     this.wake?.();
   };
 
+  /** A store write: wakes the worker, but not sooner than `writeDebounceMs` after the last scan started. */
+  private writeKick = (): void => {
+    if (this.writeTimer) return;
+    const wait = this.lastScanAt + (this.o.writeDebounceMs ?? 250) - Date.now();
+    if (wait <= 0) {
+      this.kick();
+      return;
+    }
+    this.writeTimer = setTimeout(() => {
+      this.writeTimer = null;
+      this.kick();
+    }, wait);
+  };
+
   async serve(): Promise<ServeSummary> {
     const { store, replica, signal } = this.o;
     await store.setup();
-    const off = store.onWrite(this.kick);
+    const off = store.onWrite(this.writeKick);
     replica?.on('decision', this.kick);
     const unfollow = replica?.followDecisions();
     signal.addEventListener('abort', this.kick);
     try {
       while (!signal.aborted) {
         this.woken = false;
+        this.lastScanAt = Date.now();
+        this.summary.scans++;
         await this.round();
         if (signal.aborted) break;
         if (!this.woken) await this.sleep();
       }
     } finally {
       off();
+      if (this.writeTimer) clearTimeout(this.writeTimer);
       replica?.off('decision', this.kick);
       unfollow?.();
       signal.removeEventListener('abort', this.kick);
     }
-    return { ...this.summary };
+    return { ...this.summary, remembered: this.settled.size + this.retries.size };
   }
 
   /** Until kicked, the fallback timer, or the soonest retry. */
@@ -147,12 +180,18 @@ class DecisionWorker {
     });
   }
 
-  /** One pass over the pending decisions, oldest first. */
+  /**
+   * One pass over the pending decisions, oldest first. A full pass then
+   * forgets the settled and retried decisions it did not meet: no longer
+   * pending in the store, they are never listed again.
+   */
   private async round(): Promise<void> {
     let cursor: string | undefined;
+    const seen = new Set<string>();
     do {
       const page = await this.o.store.listDecisions({ state: 'pending', limit: this.o.pageSize ?? 100, cursor });
       for (const d of page.items) {
+        seen.add(d.decisionId);
         if (this.o.signal.aborted) return;
         if (this.settled.has(d.decisionId)) continue;
         const r = this.retries.get(d.decisionId);
@@ -161,6 +200,15 @@ class DecisionWorker {
       }
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
+    for (const id of this.settled) if (!seen.has(id)) this.settled.delete(id);
+    for (const [id, r] of this.retries) {
+      if (seen.has(id) || this.o.signal.aborted) continue;
+      // a failed decision that left pending meanwhile (applied elsewhere, answered otherwise, caught up from the plane): its final outcome
+      this.retries.delete(id);
+      // lost at the plane to a held claim naming this decision, now closed: that claim was applied (details as the plane said them)
+      const details = r.details?.claimDecisionId === id ? { ...r.details, claimApplied: true } : {};
+      await this.closed(r.decision, { code: ErrorCode.ALREADY_RESUMED, message: `the pause at checkpoint ${r.decision.checkpointId} is no longer open in this store`, details });
+    }
   }
 
   private report(outcome: DecisionOutcome): void {
@@ -191,13 +239,26 @@ class DecisionWorker {
       this.report({ outcome: 'applied', decision: (await store.getDecision(d.executionId, d.checkpointId)) ?? d, status: result.status, result });
     } catch (e) {
       const code = (e as { code?: string })?.code ?? null;
-      if (code && SUPERSEDED.has(code)) return this.closed(d, e as WaymarkError);
+      if (code && SUPERSEDED.has(code) && !(await this.heldElsewhere(d, e as WaymarkError))) return this.closed(d, e as WaymarkError);
       const prev = this.retries.get(d.decisionId)?.attempts ?? 0;
       const retryInMs = Math.round(backoffDelay(prev + 1, this.retry));
-      this.retries.set(d.decisionId, { attempts: prev + 1, at: Date.now() + retryInMs });
+      this.retries.set(d.decisionId, { attempts: prev + 1, at: Date.now() + retryInMs, decision: d, details: (e as WaymarkError)?.details });
       this.summary.failed++;
       this.report({ outcome: 'failed', decision: d, error: { code, message: (e as Error)?.message ?? String(e) }, attempts: prev + 1, retryInMs });
     }
+  }
+
+  /**
+   * Lost at the plane to a claim naming this decision that is only held, not
+   * applied (its holder crashed between the plane claim and its local one):
+   * not settled; tried again after a backoff (the plane releases or lets a
+   * stale held claim be taken over).
+   */
+  private async heldElsewhere(d: StoredDecision, e: { details?: Record<string, unknown> }): Promise<boolean> {
+    const details = e.details ?? {};
+    if (typeof details.claimedBy !== 'string' || details.claimDecisionId !== d.decisionId || details.claimApplied === true) return false;
+    const now = await this.o.store.getDecision(d.executionId, d.checkpointId).catch(() => null);
+    return now?.state !== 'applied';
   }
 
   /** The pause was answered or closed: by this decision elsewhere (applied_elsewhere), or otherwise (superseded). */

@@ -12,7 +12,7 @@ import type { RunOptions } from './agent.js';
 export interface ResumeOptions extends RunOptions {
   /** Answer only this pause (its `interrupted` checkpoint id): another open pause of the run is AlreadyResumed naming both; nothing is claimed. */
   checkpointId?: string;
-  /** The decision this resume applies (a decision worker): recorded on the claim, locally and at the plane. */
+  /** The decision this resume applies (a decision worker): recorded on the claim, locally and at the plane. Needs `checkpointId`; the store refuses (INVALID_DECISION) a decision it holds for another pause. */
   decisionId?: string;
 }
 

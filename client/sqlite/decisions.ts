@@ -9,6 +9,7 @@ import type Database from 'better-sqlite3';
 import type { Decision } from '../../shared/rows.js';
 import type { DecisionPage, RecordDecisionResult, StoredDecision } from '../checkpointer.js';
 import {
+  checkClaimDecisionPause,
   checkListDecisions,
   checkPauseOpen,
   DECISION_STATE,
@@ -77,6 +78,10 @@ export function getDecision(db: Database.Database, executionId: string, checkpoi
 
 /** Inside the caller's claim transaction: the local claim of a pause (a pause claimed again replaces it). */
 export function recordClaim(db: Database.Database, c: ClaimColumns): void {
+  if (c.decision_id) {
+    const held = st(db, `SELECT execution_id, checkpoint_id FROM decisions WHERE decision_id = ?`).get(c.decision_id) as { execution_id: string; checkpoint_id: string } | undefined;
+    checkClaimDecisionPause(c.decision_id, { executionId: c.execution_id, checkpointId: c.checkpoint_id }, held);
+  }
   st(
     db,
     `INSERT INTO claims (checkpoint_id, execution_id, writer_id, decision_id, claimed_at) VALUES (@checkpoint_id, @execution_id, @writer_id, @decision_id, @claimed_at)

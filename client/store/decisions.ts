@@ -75,6 +75,26 @@ export function checkDecision(value: unknown): Decision {
   throw new WaymarkError(ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${problems.join('; ')}`, { details: { problems } });
 }
 
+/**
+ * Inside a claim's transaction: the decision a claim applies, if this store
+ * holds it, must be the decision for the claimed pause. A decision id from
+ * another pause is refused (INVALID_DECISION naming both pauses): nothing is
+ * claimed (the caller's transaction rolls back).
+ */
+export function checkClaimDecisionPause(
+  decisionId: string | null,
+  claimed: { executionId: string; checkpointId: string },
+  held: { execution_id: string; checkpoint_id: string } | null | undefined,
+): void {
+  if (!decisionId || !held) return;
+  if (held.checkpoint_id === claimed.checkpointId && held.execution_id === claimed.executionId) return;
+  throw new WaymarkError(
+    ErrorCode.INVALID_DECISION,
+    `decision ${decisionId} answers the pause at checkpoint ${held.checkpoint_id} of execution '${held.execution_id}', not the claimed pause at ${claimed.checkpointId} of '${claimed.executionId}'; nothing was claimed`,
+    { details: { decisionId, decisionCheckpointId: held.checkpoint_id, decisionExecutionId: held.execution_id, checkpointId: claimed.checkpointId, executionId: claimed.executionId } },
+  );
+}
+
 /** A claim's `decisionId` option: a UUIDv7, or absent. */
 export function checkClaimDecisionId(decisionId: unknown): string | null {
   if (decisionId === undefined || decisionId === null) return null;

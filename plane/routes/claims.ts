@@ -60,7 +60,7 @@ export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs:
               ? `closed: its run was cancelled by writer '${r.writerId}'`
               : `claimed by writer '${r.writerId}'`;
         throw new HttpError(409, ErrorCode.ALREADY_CLAIMED, `pause ${body.checkpointId} was ${how}`, {
-          details: { writerId: r.writerId, claimedAt: r.claimedAt, decisionId: 'decisionId' in r ? r.decisionId : null, ...(closed ? { closed } : {}) },
+          details: { writerId: r.writerId, claimedAt: r.claimedAt, decisionId: 'decisionId' in r ? r.decisionId : null, applied: 'applied' in r ? r.applied : false, ...(closed ? { closed } : {}) },
           headers: { 'x-waymark-claimed-by': r.writerId },
         });
       }

@@ -133,7 +133,8 @@ describe('decisions made on the plane', () => {
     const pulled = await again.pullDecisions();
     expect(pulled.stored).toBeGreaterThanOrEqual(1);
     expect(await laptop.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, source: 'plane', state: 'pending', held: true });
-    expect(await laptop.store.getMeta(DECISIONS_CURSOR_META)).toBe(pulled.cursor);
+    expect(pulled.cursorKey.startsWith(`${DECISIONS_CURSOR_META} ${plane.url}`)).toBe(true);
+    expect(await laptop.store.getMeta(pulled.cursorKey)).toBe(pulled.cursor);
     expect((await again.pullDecisions()).stored).toBe(0);
     const w = worker({ m: { ...laptop, replica: again } });
     await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
@@ -182,13 +183,36 @@ describe('decisions made on the plane', () => {
     const wa = worker({ m: a, hold, onHeld });
     const wb = worker({ m: b, hold, onHeld });
     const d = await decideOnPlane(id, pause.checkpointId);
-    await wa.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
-    await wb.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
+    // the loser may first meet the winner's plane claim before it is applied there: 'failed', tried again, then applied_elsewhere
+    const settled = (x: DecisionOutcome) => x.decision.decisionId === d.decisionId && x.outcome !== 'failed';
+    await wa.until((s) => s.some(settled));
+    await wb.until((s) => s.some(settled));
     const outcomes = [...wa.seen, ...wb.seen]
-      .filter((x) => x.decision.decisionId === d.decisionId)
+      .filter(settled)
       .map((x) => x.outcome)
       .sort();
     expect(outcomes).toEqual(['applied', 'applied_elsewhere']);
     expect(ledger.charges().filter((c) => c.order === id)).toHaveLength(1);
+  });
+
+  it('a worker that loses at the plane to a held (never applied) claim naming its decision reports failed and tries again; it does not report applied_elsewhere', async () => {
+    const laptop = machine('held');
+    const { id, pause } = await pausedOn(laptop);
+    const d = await decideOnPlane(id, pause.checkpointId);
+    // another writer claimed the pause at the plane with this decision, then crashed before its local claim
+    const held = await call(`${plane.url}/v1/executions/${encodeURIComponent(id)}/claim`, { key, json: { checkpointId: pause.checkpointId, writerId: 'crashed-writer', decisionId: d.decisionId } });
+    expect(held.status, JSON.stringify(held.body)).toBe(200);
+    const w = worker({ m: laptop });
+    await w.until((s) => s.filter((x) => x.decision.decisionId === d.decisionId).length >= 2);
+    const mine = w.seen.filter((x) => x.decision.decisionId === d.decisionId);
+    expect(mine.map((x) => x.outcome)).toEqual(['failed', 'failed']);
+    expect(mine[0]).toMatchObject({ error: { code: 'ALREADY_RESUMED' }, attempts: 1 });
+    expect(await laptop.store.getDecision(id, pause.checkpointId)).toMatchObject({ state: 'pending' });
+    expect(laptop.ledger.charges()).toHaveLength(0);
+    // the holder gives the claim back: the retry applies the decision
+    const released = await call(`${plane.url}/v1/executions/${encodeURIComponent(id)}/claim/release`, { key, json: { checkpointId: pause.checkpointId, writerId: 'crashed-writer' } });
+    expect(released.status, JSON.stringify(released.body)).toBe(200);
+    await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId && x.outcome === 'applied'));
+    expect(laptop.ledger.charges()).toHaveLength(1);
   });
 });

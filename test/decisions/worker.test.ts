@@ -93,6 +93,30 @@ function workerSuite(b: Backend): void {
       expect(bad?.code).toBe('INVALID_DECISION');
     });
 
+    it('a decision applies only to its own pause: decisionId without checkpointId is INVALID_OPTIONS; a decision for another pause is INVALID_DECISION; nothing claimed', async () => {
+      const ledger = new Ledger(tmp.file(`b9-${b.name}.jsonl`));
+      const agent = deployAgent(store, ledger);
+      const id = exec();
+      const p1 = (await agent.run('ship it', { executionId: id })).pendingInterrupt!;
+      const d1 = decision(id, p1.checkpointId);
+      await store.recordDecision(d1);
+      // code answers p1 meanwhile; the run pauses again at p2, which nobody decided
+      const p2 = (await agent.resume(id, { approved: true }, { checkpointId: p1.checkpointId })).pendingInterrupt!;
+      const rows = await store.list(id);
+      let err: { code?: string; message?: string; details?: Record<string, unknown> } | undefined;
+      await agent.resume(id, { approved: d1.approved }, { decisionId: d1.decisionId }).catch((e) => (err = e));
+      expect(err?.code).toBe('INVALID_OPTIONS');
+      expect(err?.message).toContain('checkpointId');
+      let other: { code?: string; details?: Record<string, unknown> } | undefined;
+      await agent.resume(id, { approved: d1.approved }, { checkpointId: p2.checkpointId, decisionId: d1.decisionId }).catch((e) => (other = e));
+      expect(other?.code).toBe('INVALID_DECISION');
+      expect(other?.details).toMatchObject({ decisionId: d1.decisionId, decisionCheckpointId: p1.checkpointId, checkpointId: p2.checkpointId });
+      expect(await store.list(id)).toEqual(rows);
+      expect(await store.getPendingInterrupt(id)).toEqual(p2);
+      expect(await store.getDecision(id, p1.checkpointId)).toMatchObject({ state: 'superseded' });
+      await store.cancel(id);
+    });
+
     it('a worker applies a local decision once: the run completes with one charge, the decision reads applied, the claim event names it', async () => {
       const ledger = new Ledger(tmp.file(`apply-${b.name}.jsonl`));
       const { agent } = refundAgent({ store, ledger });
@@ -193,6 +217,92 @@ function workerSuite(b: Backend): void {
       } finally {
         for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
       }
+    });
+
+    it('a stream of ordinary checkpoint writes starts at most one scan per writeDebounceMs, not one per write', async () => {
+      const ledger = new Ledger(tmp.file(`scans-${b.name}.jsonl`));
+      const { agent } = refundAgent({ store, ledger });
+      let writes = 0;
+      const off = store.onWrite(() => writes++);
+      const stop = new AbortController();
+      const serving = serveDecisions({ agent, store, signal: stop.signal, pollMs: 60_000, writeDebounceMs: 500 });
+      const started = Date.now();
+      const ids: string[] = [];
+      // agent traffic: runs that pause, none decided
+      while (Date.now() - started < 1000 || writes < 60) {
+        const id = exec();
+        ids.push(id);
+        await agent.run(refundRequest(id, 5000), { executionId: id });
+      }
+      const elapsed = Date.now() - started;
+      stop.abort();
+      const summary = await serving;
+      off();
+      for (const id of ids) await store.cancel(id);
+      expect(writes).toBeGreaterThanOrEqual(60);
+      // the first scan, one per 500 ms window while writes came, one for the last write's deferred wake-up
+      expect(summary.scans).toBeLessThanOrEqual(Math.ceil(elapsed / 500) + 2);
+      expect(summary.scans * 3).toBeLessThan(writes);
+    });
+
+    it('the worker forgets a failed or settled decision once it is no longer pending in the store', async () => {
+      const ledger = new Ledger(tmp.file(`evict-${b.name}.jsonl`));
+      const { agent } = refundAgent({ store, ledger });
+      const { agent: broken } = refundAgent({ store, ledger, withoutRefundTool: true });
+      const id = exec();
+      const pause = (await agent.run(refundRequest('E-1', 5000), { executionId: id })).pendingInterrupt!;
+      const d = decision(id, pause.checkpointId);
+      await store.recordDecision(d);
+      const seen: DecisionOutcome[] = [];
+      const stop = new AbortController();
+      const serving = serveDecisions({
+        store,
+        agentFor: (x) => (x.decisionId === d.decisionId ? broken : null),
+        signal: stop.signal,
+        pollMs: 50,
+        writeDebounceMs: 0,
+        retry: { baseMs: 60_000, capMs: 60_000 },
+        onOutcome: (x) => seen.push(x),
+      });
+      const deadline = Date.now() + 20_000;
+      while (!seen.some((x) => x.decision.decisionId === d.decisionId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(seen.filter((x) => x.decision.decisionId === d.decisionId).map((x) => x.outcome)).toEqual(['failed']);
+      // while it is pending and waiting for its retry, the worker remembers it; closed, it is forgotten on the next scan
+      await store.cancel(id);
+      expect(await store.getDecision(id, pause.checkpointId)).toMatchObject({ state: 'superseded' });
+      await new Promise((r) => setTimeout(r, 300));
+      stop.abort();
+      const summary = await serving;
+      expect(summary.failed).toBeGreaterThanOrEqual(1);
+      expect(summary.remembered).toBe(0);
+    });
+
+    it('a decision still pending and waiting for its retry stays remembered', async () => {
+      const ledger = new Ledger(tmp.file(`keep-${b.name}.jsonl`));
+      const { agent } = refundAgent({ store, ledger });
+      const { agent: broken } = refundAgent({ store, ledger, withoutRefundTool: true });
+      const id = exec();
+      const pause = (await agent.run(refundRequest('K-1', 5000), { executionId: id })).pendingInterrupt!;
+      const d = decision(id, pause.checkpointId);
+      await store.recordDecision(d);
+      const stop = new AbortController();
+      let failed = false;
+      const serving = serveDecisions({
+        store,
+        agentFor: (x) => (x.decisionId === d.decisionId ? broken : null),
+        signal: stop.signal,
+        pollMs: 50,
+        retry: { baseMs: 60_000, capMs: 60_000 },
+        onOutcome: (x) => {
+          if (x.decision.decisionId === d.decisionId) failed = true;
+        },
+      });
+      const deadline = Date.now() + 20_000;
+      while (!failed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 200));
+      stop.abort();
+      expect((await serving).remembered).toBe(1);
+      await store.cancel(id);
     });
 
     it('serveDecisions refuses options it cannot work with, naming every problem', async () => {

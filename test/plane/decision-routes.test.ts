@@ -129,7 +129,7 @@ function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       // another writer's claim is refused naming the winning claim's decision (a losing decision worker reports it applied elsewhere)
       const lost = await call(`${plane.url}/v1/executions/r-4/claim`, { key: writer, json: { checkpointId: cp, writerId: 'laptop-b', decisionId: d.decisionId } });
       expect(lost.status).toBe(409);
-      expect(lost.body.error).toMatchObject({ code: 'ALREADY_CLAIMED', details: { writerId: 'laptop-a', decisionId: d.decisionId } });
+      expect(lost.body.error).toMatchObject({ code: 'ALREADY_CLAIMED', details: { writerId: 'laptop-a', decisionId: d.decisionId, applied: false } });
       const applied: OutboxEvent = {
         kind: 'interrupt_claimed',
         id: uuidv7(),
@@ -144,6 +144,9 @@ function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect((await inbox()).map((p) => p.executionId)).not.toContain('r-4');
       const feed = (await get('/v1/decisions?limit=1000')).body.items as { decisionId: string; state: string }[];
       expect(feed.find((i) => i.decisionId === d.decisionId)).toMatchObject({ state: 'applied' });
+      // once applied, a losing claim is told so (a losing worker reports applied_elsewhere only then)
+      const lostAfter = await call(`${plane.url}/v1/executions/r-4/claim`, { key: writer, json: { checkpointId: cp, writerId: 'laptop-b', decisionId: d.decisionId } });
+      expect(lostAfter.body.error).toMatchObject({ code: 'ALREADY_CLAIMED', details: { writerId: 'laptop-a', decisionId: d.decisionId, applied: true } });
       expect((await call(`${plane.url}/v1/executions/r-4/claim`, { key: writer, json: { checkpointId: cp, writerId: 'laptop-a', decisionId: 'nope' } })).status).toBe(400);
     });
 
