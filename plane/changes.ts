@@ -17,12 +17,10 @@
  * at its newest seq, with where it stands now.
  */
 import { sql } from 'drizzle-orm';
-import { ErrorCode } from '../shared/errors.js';
 import type { ExecutionChange } from '../shared/protocol.js';
 import type { PlaneDb } from './db/open.js';
-import { HttpError } from './http/errors.js';
 import { rowsOf } from './ingest.js';
-import { announce, waitForFeed, type Feed } from './long-poll.js';
+import { announce, seqCursor, waitForFeed, type Feed } from './long-poll.js';
 
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
@@ -66,11 +64,7 @@ export function announceChanges(db: PlaneDb, projectId: string): void {
 }
 
 /** The change feed's cursor: the last change seq seen, as a decimal string ('' or absent: from the start). */
-export function changeCursor(after: string | undefined): number {
-  if (after === undefined || after === '') return 0;
-  if (!/^(0|[1-9][0-9]{0,17})$/.test(after)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after.slice(0, 40)}' is not a cursor this plane issued (a nextCursor of GET /v1/changes)`);
-  return Number(after);
-}
+export const changeCursor = (after: string | undefined): number => seqCursor(after, '/v1/changes');
 
 interface ChangeRow {
   execution_id: string;

@@ -27,7 +27,7 @@ import { uuidv7 } from '../shared/ids.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
 import { HttpError } from './http/errors.js';
-import { announce, waitForFeed, waitersOf, type Feed } from './long-poll.js';
+import { announce, seqCursor, waitForFeed, waitersOf, type Feed } from './long-poll.js';
 import { decisionOfRow, decodeCursor, encodeCursor } from './read.js';
 
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
@@ -257,14 +257,7 @@ export async function listPauses(db: PlaneDb, projectId: string, o: { cursor?: s
 }
 
 /** The feed's cursor: the last feed seq seen, as a decimal string ('' or absent: from the start). */
-export function feedCursor(after: string | undefined): number {
-  if (after === undefined || after === '') return 0;
-  if (!/^(0|[1-9][0-9]{0,15})$/.test(after)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after.slice(0, 40)}' is not a cursor this plane issued (a nextCursor of GET /v1/decisions)`);
-  const n = Number(after);
-  // feed seqs are safe integers: a larger number would be rounded, and the feed would skip or repeat decisions
-  if (!Number.isSafeInteger(n)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after}' is above the largest feed seq this plane can issue (${Number.MAX_SAFE_INTEGER})`);
-  return n;
-}
+export const feedCursor = (after: string | undefined): number => seqCursor(after, '/v1/decisions');
 
 /** Decisions recorded after feed seq `after`, in recording order, with their states; `nextCursor` is the last one's seq (or `after`). */
 export async function decisionFeed(db: PlaneDb, projectId: string, after: number, limit: number): Promise<{ items: DecisionView[]; nextCursor: string }> {

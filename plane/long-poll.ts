@@ -17,7 +17,9 @@
  *   later finds a smaller seq committed behind it.
  */
 import { EventEmitter } from 'node:events';
+import { ErrorCode } from '../shared/errors.js';
 import type { PlaneDb } from './db/open.js';
+import { HttpError } from './http/errors.js';
 
 /** How often the database is rechecked while long polls of a project wait (entries of other plane processes). */
 export const FEED_RECHECK_MS = 1000;
@@ -146,4 +148,17 @@ export async function waitForFeed<P extends FeedPage>(db: PlaneDb, feed: Feed<P>
     bus.off(`${feed.name}:max`, onMax);
     signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * A feed's `after` cursor (the last seq seen; none: from the start). Feed
+ * seqs are safe integers: a larger number would be rounded, and the feed
+ * would skip or repeat entries. BAD_CURSOR names `path`, the feed it belongs to.
+ */
+export function seqCursor(after: string | undefined, path: string): number {
+  if (after === undefined || after === '') return 0;
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(after)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after.slice(0, 40)}' is not a cursor this plane issued (a nextCursor of GET ${path})`);
+  const n = Number(after);
+  if (!Number.isSafeInteger(n)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after}' is above the largest feed seq this plane can issue (${Number.MAX_SAFE_INTEGER})`);
+  return n;
 }

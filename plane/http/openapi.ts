@@ -23,5 +23,14 @@ export const errors = {
 /** `limit` of a paged listing. */
 export const limitQ = z.coerce.number().int().min(1).max(1000).default(100);
 
+/** The longest a feed's long poll holds (GET /v1/decisions, GET /v1/changes), in seconds. */
+export const MAX_FEED_WAIT_S = 25;
+/** A feed's query: the cursor (the last seq seen), how long to wait for entries, and a page size. */
+export const FeedQuery = z.object({
+  after: z.string().max(40).optional(),
+  wait: z.coerce.number().min(0).max(MAX_FEED_WAIT_S).default(0),
+  limit: limitQ,
+});
+
 /** `{id}` of an execution's routes. */
 export const IdParam = z.object({ id: ExecutionId });

@@ -6,13 +6,11 @@
  * holds. The feed and its order are plane/changes.ts.
  */
 import { createRoute } from '@hono/zod-openapi';
-import { z } from 'zod';
 import { ChangeFeed } from '../../shared/protocol.js';
 import { changeCursor, changeFeed, waitForChanges } from '../changes.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
-import { errors, jsonAnswer, limitQ } from '../http/openapi.js';
+import { errors, FeedQuery, jsonAnswer, MAX_FEED_WAIT_S } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
-import { MAX_FEED_WAIT_S } from './decisions.js';
 
 export function changeRoutes({ db }: RouteDeps) {
   const app = routeModule();
@@ -23,11 +21,7 @@ export function changeRoutes({ db }: RouteDeps) {
       summary: `Runs changed after the cursor, oldest change first, each once with where it stands now (status, newest seq and its writer, pause and its claim, or deleted). A long poll: with wait=N (at most ${MAX_FEED_WAIT_S}) and nothing after the cursor, answers when a run changes, else after N seconds with an empty page and the same cursor`,
       ...scoped(db, ['read', 'ingest']),
       request: {
-        query: z.object({
-          after: z.string().max(40).optional(),
-          wait: z.coerce.number().min(0).max(MAX_FEED_WAIT_S).default(0),
-          limit: limitQ,
-        }),
+        query: FeedQuery,
       },
       responses: { 200: jsonAnswer('runs changed after the cursor (possibly none); pass nextCursor as `after` next time', ChangeFeed), ...errors },
     }),

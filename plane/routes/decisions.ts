@@ -16,7 +16,7 @@ import { keyName } from '../auth.js';
 import { decisionFeed, feedCursor, listPauses, recordDecision, refuseBadDecision, waitForDecisions } from '../decisions.js';
 import { routeModule, type PlaneEnv, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
-import { errorResponse, errors, IdParam, jsonAnswer, jsonBody, limitQ } from '../http/openapi.js';
+import { errorResponse, errors, FeedQuery, IdParam, jsonAnswer, jsonBody, limitQ, MAX_FEED_WAIT_S } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 
 const tooLarge = () => {
@@ -36,7 +36,6 @@ const decisionBodyLimit: MiddlewareHandler<PlaneEnv> = async (c, next) => {
 };
 
 /** Longest a feed request may hold (seconds): under every proxy's idle timeout we know of. */
-export const MAX_FEED_WAIT_S = 25;
 
 export function decisionRoutes({ db }: RouteDeps) {
   const app = routeModule();
@@ -97,11 +96,7 @@ export function decisionRoutes({ db }: RouteDeps) {
       summary: `Decisions recorded after the cursor, in recording order, with where each stands. A long poll: with wait=N (at most ${MAX_FEED_WAIT_S}) and nothing after the cursor, answers when one is recorded, else after N seconds with an empty page and the same cursor`,
       ...scoped(db, ['read', 'ingest']),
       request: {
-        query: z.object({
-          after: z.string().max(40).optional(),
-          wait: z.coerce.number().min(0).max(MAX_FEED_WAIT_S).default(0),
-          limit: limitQ,
-        }),
+        query: FeedQuery,
       },
       responses: { 200: jsonAnswer('decisions after the cursor (possibly none); pass nextCursor as `after` next time', DecisionFeed), ...errors },
     }),
