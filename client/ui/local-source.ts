@@ -26,10 +26,10 @@ import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import { lostRuns, refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
 import { decide } from '../runtime/decide.js';
-import type { DecisionShown, InboxItem, InspectorSource, Paged, RunSummary } from '../../plane/ui/source.js';
-import type { RunItem } from '../../plane/ui/runs-page.js';
-import type { QuarantineItem } from '../../plane/ui/quarantine-page.js';
-import type { SyncStatus } from '../../plane/ui/sync-page.js';
+import type { DecisionShown, InboxItem, InspectorSource, Paged, RunSummary } from '../../inspector/source.js';
+import type { RunItem } from '../../inspector/runs-page.js';
+import type { QuarantineItem } from '../../inspector/quarantine-page.js';
+import type { SyncStatus } from '../../inspector/sync-page.js';
 
 /** How many rows or runs one store read takes while a page is assembled. */
 const CHUNK = 500;
