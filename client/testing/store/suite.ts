@@ -60,6 +60,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         latest: (s) => s.latest(id),
         getById: (s) => s.getById(row.id),
         list: (s) => s.list(id),
+        usageTotals: (s) => s.usageTotals([id]),
         // the row's state is cached: a closed store refuses before it looks
         readState: (s) => s.readState(row),
         listExecutions: (s) => s.listExecutions(),
