@@ -10,7 +10,6 @@ import type { Checkpointer } from '../../client/checkpointer.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { serveLocalUi, type LocalUi } from '../../client/ui/serve.js';
 import type { Json } from '../../shared/json.js';
-import type { Checkpoint } from '../../shared/rows.js';
 import { sumUsage } from '../../shared/usage.js';
 import { step } from '../helpers/rows.js';
 import { scratchDir } from '../helpers/tmp.js';
