@@ -24,7 +24,9 @@
  *
  * Each outcome is emitted as `run_updated`. Runs this store does not hold,
  * and this writer's own changes, are left alone (no local read beyond a
- * lookup of the newest row). The cursor is saved in store meta
+ * lookup of the newest row), but for the decisions from the plane kept for a
+ * run not held here: those whose pause the plane no longer holds open are
+ * forgotten (forgetUnheldDecisions; see decidablePause). The cursor is saved in store meta
  * (`changes.cursor`) after each page is handled, so a client that was offline
  * or restarted resumes from where it stopped; a crash mid-page handles the
  * page again (catching up is idempotent). Work per round is one page of
@@ -160,7 +162,11 @@ export class ChangeFeedConsumer {
     const mine = this.o.writerId;
     if (c.lastWriterId === mine && (c.claimedBy === null || c.claimedBy === mine)) return null;
     const local = await this.store.latest(c.executionId);
-    if (!local) return null;
+    if (!local) {
+      // decisions the decision feed kept for this run (restore may bring it): only the one for a pause still open there stays
+      await this.store.forgetUnheldDecisions(c.executionId, decidablePause(c));
+      return null;
+    }
     const base = { executionId: c.executionId, status: c.status, planeSeq: c.lastSeq, localSeq: local.seq, by: c.lastWriterId };
     if (c.deleted) return { ...base, outcome: 'deleted_on_plane' };
     if (c.lastSeq !== null && c.lastSeq > local.seq && c.lastWriterId !== mine) {
@@ -192,6 +198,19 @@ export class ChangeFeedConsumer {
   stop(): Promise<void> {
     return this.feed.stop();
   }
+}
+
+/**
+ * The pause of a run not held here that a decision kept for it may still
+ * answer: its pause open on the plane, or claimed there but not yet moved past
+ * (a claim only held may be released). None once the run was deleted, moved
+ * on from that pause (claimed and applied: its claimer's rows arrived) or
+ * ended: its decisions were applied or superseded elsewhere.
+ */
+function decidablePause(c: ExecutionChange): string | null {
+  if (c.deleted || !c.pauseCheckpointId) return null;
+  if (c.pauseState === 'open' || (c.pauseState === 'claimed' && c.status === 'paused')) return c.pauseCheckpointId;
+  return null;
 }
 
 /** The consumer a replica makes from its options (the feed's backoff starts at 500 ms at least). */

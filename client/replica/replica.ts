@@ -38,9 +38,9 @@ import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
 import { BacklogCount } from './backlog-count.js';
 import type { DrainState, FlushResult, ReplicaEvents, ReplicaOptions, ReplicaStatus, RoundOutcome } from './replica-types.js';
-import { claimAtPlane, foreignBody, ping, releaseClaim, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneTakeover } from './plane-calls.js';
+import { claimAtPlane, foreignBody, ping, releaseClaim, runAtPlane, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneRun, type PlaneTakeover } from './plane-calls.js';
 
-export type { PlaneClaim, PlanePing, PlaneTakeover } from './plane-calls.js';
+export type { PlaneClaim, PlanePing, PlaneRun, PlaneTakeover } from './plane-calls.js';
 export type { ChangePull, RunUpdate } from './change-feed.js';
 export type { DrainState, FlushResult, ReplicaEvents, ReplicaOptions, ReplicaStatus, RoundOutcome } from './replica-types.js';
 
@@ -457,6 +457,11 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /** Restore a run from this replica's plane (restoreFromPlane with its url and key): rows, the open pause and its decision. */
   restore(executionId: string): ReturnType<typeof restoreFromPlane> {
     return restoreFromPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs });
+  }
+
+  /** Where a run stands on this replica's plane (its status, its pause, claim and decision there); null when the plane does not hold it. */
+  runAtPlane(executionId: string): Promise<PlaneRun | null> {
+    return runAtPlane(this.http, this.caller, executionId);
   }
 
   /**
