@@ -69,6 +69,7 @@ export class FeedFollower<T, R> {
   private stopped = false;
   private failures = 0;
   private busy: Promise<unknown> = Promise.resolve();
+  private stopping: Promise<void> | null = null;
   /** The last followed round's error, null after one that succeeded. */
   lastError: string | null = null;
 
@@ -140,8 +141,13 @@ export class FeedFollower<T, R> {
     if (this.following) this.loop = this.run();
   }
 
-  /** Stop following, wait for the rounds in flight to end, close the connections. */
-  async stop(): Promise<void> {
+  /** Stop following, wait for the rounds in flight to end, close the connections. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= this.end();
+    return this.stopping;
+  }
+
+  private async end(): Promise<void> {
     this.stopped = true;
     this.abort?.abort();
     await this.loop?.catch(() => {});
