@@ -149,7 +149,7 @@ describe('decisions made on the plane', () => {
     const w = worker({ m: server, restore: true });
     const d = await decideOnPlane(id, pause.checkpointId);
     await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
-    // the feed is the project's: the other tests' decisions come too (applied already: restored, then reported superseded)
+    // the feed is the project's: the other tests' decisions come too (settled on the plane: reported from its word, not restored)
     expect(w.seen.filter((x) => x.decision.decisionId === d.decisionId).map((x) => x.outcome)).toEqual(['applied']);
     expect(server.ledger.charges().filter((c) => c.order === id)).toHaveLength(1);
     expect(laptop.ledger.charges()).toHaveLength(0);
