@@ -362,6 +362,15 @@ export interface Checkpointer {
   /** The decision recorded for one pause, with its derived state, or null. */
   getDecision(executionId: string, checkpointId: string): Promise<StoredDecision | null>;
   /**
+   * Forget the decisions of `executionId` whose pause row this store does not
+   * hold (decisions from the plane for a run restore may bring), except the one
+   * for `keepCheckpointId`: the replica calls it once the plane says those
+   * pauses are closed. A decision whose pause row is held here is never
+   * removed (its state is derived from that row). Queues nothing. Resolves
+   * with how many were removed.
+   */
+  forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null): Promise<number>;
+  /**
    * Take the execution's lease: free (never taken, released) or expired by the
    * store's clock. The epoch grows by one. Throws `RunInProgress` (details:
    * holder, expiresAt) when another acquisition holds it live, whoever holds

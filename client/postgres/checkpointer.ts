@@ -457,6 +457,12 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => decisions.getDecision(sql, this.t, executionId, checkpointId));
   }
 
+  async forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null): Promise<number> {
+    this.assertOpen();
+    // idempotent: a retry after a lost answer deletes what is left
+    return this.write((tx) => decisions.forgetUnheldDecisions(tx, this.t, executionId, keepCheckpointId));
+  }
+
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
     this.assertOpen();
     return this.read((sql) => readPending(sql, this.t, executionId));

@@ -359,6 +359,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return decisions.getDecision(this.db, executionId, checkpointId);
   }
 
+  async forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null): Promise<number> {
+    this.assertOpen();
+    if (!decisions.hasUnheldDecisions(this.db, executionId, keepCheckpointId)) return 0;
+    return this.db.transaction(() => decisions.forgetUnheldDecisions(this.db, executionId, keepCheckpointId)).immediate();
+  }
+
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
     this.assertOpen();
     const row = this.st.getPending.get(executionId) as PendingColumns | undefined;
