@@ -302,6 +302,18 @@ export interface CampaignSummary {
   violations: { trial: string; point: string; hits: number; violations: string[] }[];
 }
 
+/** Catch-up restores after an offline double claim: B is killed after its local claim (see runDoubleClaimTrial). */
+export const DOUBLE_CLAIM_POINTS: [string, number][] = [['store.claim.afterCommit', 1]];
+
+/** Every point of the campaign with its target, in the order trials cycle through them. */
+export const CAMPAIGN_POINTS: readonly (readonly [Target, string, number])[] = [
+  ...CLIENT_POINTS.map((p) => ['client', ...p] as const),
+  ...PLANE_POINTS.map((p) => ['plane', ...p] as const),
+  ...PROXY_POINTS.map((p) => ['proxy', ...p] as const),
+  ...RESUMER_POINTS.map((p) => ['resumers', ...p] as const),
+  ...DOUBLE_CLAIM_POINTS.map((p) => ['double', ...p] as const),
+];
+
 export async function runCampaign(o: { trials: number; seed: number; dir: string; onTrial?: (r: TrialResult) => void }): Promise<CampaignSummary> {
   const random = rng(o.seed);
   const plane = new PlaneProcess(`${o.dir}/plane`);
@@ -309,13 +321,7 @@ export async function runCampaign(o: { trials: number; seed: number; dir: string
   const key = await plane.key();
   const summary: CampaignSummary = { seed: o.seed, trials: 0, kills: {}, violations: [] };
   try {
-    const all = [
-      ...CLIENT_POINTS.map((p) => ['client', ...p] as const),
-      ...PLANE_POINTS.map((p) => ['plane', ...p] as const),
-      ...PROXY_POINTS.map((p) => ['proxy', ...p] as const),
-      ...RESUMER_POINTS.map((p) => ['resumers', ...p] as const),
-      ...DOUBLE_CLAIM_POINTS.map((p) => ['double', ...p] as const),
-    ];
+    const all = CAMPAIGN_POINTS;
     for (let i = 0; i < o.trials; i++) {
       // cycle through every point, hit counts drawn from the seed
       const [target, point, maxHits] = all[i % all.length];
@@ -351,7 +357,6 @@ export async function runCampaign(o: { trials: number; seed: number; dir: string
  * incomplete; a restore onto a third, fresh store that fails, does not verify,
  * or does not read A's answer.
  */
-export const DOUBLE_CLAIM_POINTS: [string, number][] = [['store.claim.afterCommit', 1]];
 export async function runDoubleClaimTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; point?: string; hits?: number }): Promise<TrialResult> {
   const point = o.point ?? 'store.claim.afterCommit';
   const hits = o.hits ?? 1;

@@ -18,7 +18,7 @@ import { LIMITS } from '../../shared/limits.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const SEED = Number(process.env.WAYMARK_FUZZ_SEED ?? Date.now() % 2 ** 31);
-const RUNS = Math.ceil(Number(process.env.WAYMARK_FUZZ_RUNS ?? 2500) / 10);
+const RUNS = Math.ceil(Number(process.env.WAYMARK_FUZZ_RUNS ?? 1000) / 10);
 
 class Receipt {
   constructor(readonly url: string) {}

@@ -18,7 +18,7 @@ import { openTestPlaneDatabase } from '../helpers/plane.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';
 
 const SEED = Number(process.env.WAYMARK_FUZZ_SEED ?? Date.now() % 2 ** 31);
-const RUNS = Number(process.env.WAYMARK_FUZZ_RUNS ?? 2500);
+const RUNS = Number(process.env.WAYMARK_FUZZ_RUNS ?? 1000);
 
 /** JSON-ish values including the nasty ones: prototype keys, deep nesting, long and odd strings. */
 const nasty: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
