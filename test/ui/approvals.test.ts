@@ -84,6 +84,19 @@ describe('approvals on the plane inspector', () => {
   let ledger: Ledger;
   const keys: Record<string, string> = {};
   let feedKey = '';
+  const children: ChildProcess[] = [];
+  // the offline and race scenarios have projects of their own: each laptop sees only its project's decisions
+  const offline = { db: tmp.file('offline.db'), ledger: new Ledger(tmp.file('offline.jsonl')), key: '', approver: '', child: null as unknown as ChildProcess };
+  const race = { ledger: new Ledger(tmp.file('race.jsonl')), key: '', approver: '', a: null as unknown as ChildProcess, b: null as unknown as ChildProcess };
+
+  /** A laptop process on `db`; resolves once it listens (its `ready`). */
+  const startLaptop = async (db: string, ledgerPath: string, key: string, hold = false) => {
+    const child = forkTs(LAPTOP, [db, ledgerPath, plane.url, key, ...(hold ? ['hold'] : [])]);
+    child.stderr?.on('data', (d) => process.stderr.write(d));
+    children.push(child);
+    await nextMessage<Msg>(child, (m) => m.type === 'ready');
+    return child;
+  };
 
   beforeAll(async () => {
     plane = await startTestPlane('pglite');
@@ -92,23 +105,66 @@ describe('approvals on the plane inspector', () => {
     keys.reader = (await createKey(db, { project: 'acme', name: 'auditor', scopes: ['read'] })).key;
     keys.rival = (await createKey(db, { project: 'rival', name: 'rival manager', scopes: ['approve', 'read'], createProject: true })).key;
     feedKey = keys.laptop = await plane.key('acme', ['ingest', 'read']);
+    offline.approver = (await createKey(db, { project: 'field', name: 'field manager', scopes: ['approve'], createProject: true })).key;
+    offline.key = await plane.key('field', ['ingest', 'read']);
+    race.approver = (await createKey(db, { project: 'fleet', name: 'fleet manager', scopes: ['approve'], createProject: true })).key;
+    race.key = await plane.key('fleet', ['ingest', 'read']);
     ledger = new Ledger(tmp.file('laptop.jsonl'));
-    laptop = forkTs(LAPTOP, [tmp.file('laptop.db'), ledger.path, plane.url, keys.laptop]);
-    laptop.stderr?.on('data', (d) => process.stderr.write(d));
+    // every laptop of the file starts at once: their start-up (tsx, SQLite, the replica) overlaps
+    [laptop, offline.child, race.a, race.b] = await Promise.all([
+      startLaptop(tmp.file('laptop.db'), ledger.path, keys.laptop),
+      startLaptop(offline.db, offline.ledger.path, offline.key),
+      startLaptop(tmp.file('race-a.db'), race.ledger.path, race.key, true),
+      startLaptop(tmp.file('race-b.db'), race.ledger.path, race.key, true),
+    ]);
   });
   afterAll(async () => {
-    if (laptop) await stopChild(laptop);
+    await Promise.all(children.map(stopChild));
     await plane?.close();
   });
 
-  const pauseOnLaptop = async (executionId: string) => {
-    const paused = nextMessage<Msg>(laptop, (m) => m.type === 'paused');
-    laptop.send({ type: 'run', executionId });
+  const pauseOn = async (child: ChildProcess, executionId: string) => {
+    const paused = nextMessage<Msg>(child, (m) => m.type === 'paused');
+    child.send({ type: 'run', executionId });
     const m = await paused;
     expect(m.status).toBe('paused');
     return m as Msg & { checkpointId: string; writerId: string };
   };
+  const pauseOnLaptop = (executionId: string) => pauseOn(laptop, executionId);
   const decisions = async () => (await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key: feedKey })).body.items as { decisionId: string; executionId: string }[];
+
+  /** A manager logs in with `key`, opens the pause from Pending approvals and approves it with `comment`; the run page after the post. */
+  const approveInBrowser = async (key: string, manager: string, id: string, comment: string): Promise<Page> => {
+    const page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
+    await page.goto(`${plane.url}/login?next=/approvals`);
+    await page.fill('input[name=key]', key);
+    await page.click('button[type=submit]');
+    await page.waitForURL(`${plane.url}/approvals`);
+    const card = page.locator(`[data-testid=pause][data-execution="${id}"]`);
+    expect(await card.textContent()).toContain('No decision yet.');
+    await card.locator('a[href^="/runs/"]').click();
+    await page.waitForURL(new RegExp(`/runs/${id}`));
+    await page.fill('textarea[name=comment]', comment);
+    await page.click('button[name=approved][value=true]');
+    await page.waitForURL(new RegExp(`/runs/${id}#decisions-h$`));
+    expect(await page.textContent('[data-testid=decided-by]')).toBe(manager);
+    return page;
+  };
+
+  /** The run page and the inbox show the one decision applied by `writerId`, and the run completed. */
+  const expectShownApplied = async (page: Page, id: string, decisionId: string, writerId: string) => {
+    await page.goto(`${plane.url}/runs/${id}`);
+    const shown = page.locator('[data-testid=run-approvals] [data-testid=decision]');
+    expect(await shown.count()).toBe(1);
+    expect(await shown.getAttribute('data-state')).toBe('applied');
+    expect(await shown.locator('[data-testid=applied-by]').textContent()).toBe(writerId);
+    expect(await page.textContent('h1')).toContain('completed');
+    await page.goto(`${plane.url}/approvals`);
+    expect(await page.locator(`[data-testid=pause][data-execution="${id}"]`).count()).toBe(0);
+    const row = page.locator(`tr[data-decision="${decisionId}"]`);
+    expect(await row.getAttribute('data-state')).toBe('applied');
+    expect(await row.locator('td').last().locator('[title]').getAttribute('title')).toBe(writerId);
+  };
 
   it('a manager approves from Pending approvals; the laptop worker applies it once; the pages show it applied by the laptop writer', async () => {
     const id = `refund-${Date.now().toString(36)}`;
@@ -243,6 +299,61 @@ describe('approvals on the plane inspector', () => {
     expect(mine).toHaveLength(1);
     // the laptop applies it (and the pause is then closed: a late decision is PAUSE_CLOSED or ALREADY_DECIDED, never recorded)
     await nextMessage<Msg>(laptop, (m) => m.type === 'outcome' && m.decisionId === (mine[0] as { decisionId: string }).decisionId);
+  });
+
+  it('a laptop offline when the manager approves applies the decision once it is back: one charge; the pages show it applied by the laptop writer', async () => {
+    const id = `offline-${Date.now().toString(36)}`;
+    const pause = await pauseOn(offline.child, id);
+    // the lid closes: the process dies with the pause already at the plane
+    const gone = once(offline.child, 'exit');
+    offline.child.kill('SIGKILL');
+    await gone;
+
+    const page = await approveInBrowser(offline.approver, 'field manager', id, 'Approved while the laptop was away.');
+    // recorded, and nobody has applied it: the laptop is away
+    expect(await page.locator('[data-testid=run-approvals] [data-testid=decision]').getAttribute('data-state')).toBe('pending');
+    expect(offline.ledger.charges()).toHaveLength(0);
+
+    // the laptop comes back: a new process on the same store file catches up from its cursor and applies it
+    const back = forkTs(LAPTOP, [offline.db, offline.ledger.path, plane.url, offline.key]);
+    back.stderr?.on('data', (d) => process.stderr.write(d));
+    children.push(back);
+    const o = await nextMessage<Msg>(back, (m) => m.type === 'outcome' && m.executionId === id);
+    expect(o).toMatchObject({ outcome: 'applied', status: 'completed', writerId: pause.writerId });
+    expect(offline.ledger.charges()).toMatchObject([{ order: 'A-1', pid: back.pid }]);
+    await expectShownApplied(page, id, String(o.decisionId), pause.writerId);
+    await page.context().close();
+  });
+
+  it('two laptops race the decision made in the browser: one applies it, the other sees it applied; one charge in all; the pages show one applier', async () => {
+    const id = `race-${Date.now().toString(36)}`;
+    await pauseOn(race.a, id);
+    // the second machine holds the run too: restored from the plane with its open pause
+    const restored = nextMessage<Msg>(race.b, (m) => m.type === 'restored');
+    race.b.send({ type: 'restore', executionId: id });
+    expect(await restored).toMatchObject({ pendingImported: true });
+
+    const both = [race.a, race.b];
+    const held = both.map((c) => nextMessage<Msg>(c, (m) => m.type === 'held'));
+    // the loser may first meet the winner's claim before it is applied: 'failed', tried again, then applied_elsewhere
+    const settled = both.map((c) => nextMessage<Msg>(c, (m) => m.type === 'outcome' && m.executionId === id && m.outcome !== 'failed'));
+    const page = await approveInBrowser(race.approver, 'fleet manager', id, 'Approved; whichever machine gets there.');
+    // both workers have read the decision as pending before either claims
+    const [ha, hb] = await Promise.all(held);
+    expect(hb.decisionId).toBe(ha.decisionId);
+    for (const c of both) c.send({ type: 'go', decisionId: ha.decisionId });
+
+    const outcomes = await Promise.all(settled);
+    expect(outcomes.map((o) => o.outcome).sort()).toEqual(['applied', 'applied_elsewhere']);
+    const w = outcomes.findIndex((o) => o.outcome === 'applied');
+    const [winner, loser] = [outcomes[w], outcomes[1 - w]];
+    expect(winner).toMatchObject({ status: 'completed', decisionId: ha.decisionId });
+    expect(loser).toMatchObject({ decisionId: ha.decisionId, appliedBy: winner.writerId });
+    expect(loser.writerId).not.toBe(winner.writerId);
+    // one charge in all, by the winner's process
+    expect(race.ledger.charges()).toMatchObject([{ order: 'A-1', pid: both[w].pid }]);
+    await expectShownApplied(page, id, String(ha.decisionId), String(winner.writerId));
+    await page.context().close();
   });
 });
 
