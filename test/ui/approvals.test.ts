@@ -30,6 +30,7 @@ import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { launchChromium, SHOTS } from '../helpers/browser.js';
 import { forkTs, nextMessage } from '../helpers/child.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { BIN, ROOT } from '../helpers/plane-process.js';
 import { scratchDir } from '../helpers/tmp.js';
@@ -63,63 +64,67 @@ async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode === null) await once(child, 'exit');
 }
 
+/** Resolves once `cond` holds, checked every 20 ms (60 s at most). */
+async function until(cond: () => boolean): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  expect(cond()).toBe(true);
+}
+
 /** The page has no horizontal overflow at its current width. */
 async function fitsWidth(page: Page): Promise<boolean> {
   return page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 }
 
+/** One Chromium for the file, launched while each describe starts its processes (each awaits it). */
+let browserLaunch: Promise<Browser>;
 let browser: Browser;
-beforeAll(async () => {
+beforeAll(() => {
   mkdirSync(SHOTS, { recursive: true });
-  browser = await launchChromium();
+  browserLaunch = launchChromium();
+  // a failed launch fails the describes that await it, not the process
+  browserLaunch.catch(() => {});
 });
 afterAll(async () => {
-  await browser?.close();
+  await (await browserLaunch?.catch(() => null))?.close();
   tmp.cleanup();
 });
 
 describe('approvals on the plane inspector', () => {
   let plane: TestPlane;
+  // the laptop reaches the plane through a proxy: cutting it off is the laptop going offline
+  let proxy: FaultProxy;
   let laptop: ChildProcess;
+  // a second machine of the same project, for the race (it holds only the run it restores)
+  let other: ChildProcess;
   let ledger: Ledger;
   const keys: Record<string, string> = {};
   let feedKey = '';
-  const children: ChildProcess[] = [];
-  // the offline and race scenarios have projects of their own: each laptop sees only its project's decisions
-  const offline = { db: tmp.file('offline.db'), ledger: new Ledger(tmp.file('offline.jsonl')), key: '', approver: '', child: null as unknown as ChildProcess };
-  const race = { ledger: new Ledger(tmp.file('race.jsonl')), key: '', approver: '', a: null as unknown as ChildProcess, b: null as unknown as ChildProcess };
 
   /** A laptop process on `db`; resolves once it listens (its `ready`). */
-  const startLaptop = async (db: string, ledgerPath: string, key: string, hold = false) => {
-    const child = forkTs(LAPTOP, [db, ledgerPath, plane.url, key, ...(hold ? ['hold'] : [])]);
+  const startLaptop = async (db: string, url: string) => {
+    const child = forkTs(LAPTOP, [db, ledger.path, url, keys.laptop]);
     child.stderr?.on('data', (d) => process.stderr.write(d));
-    children.push(child);
     await nextMessage<Msg>(child, (m) => m.type === 'ready');
     return child;
   };
 
   beforeAll(async () => {
     plane = await startTestPlane('pglite');
+    proxy = await new FaultProxy(plane.url).start();
     const db = plane.database.db;
     keys.approver = (await createKey(db, { project: 'acme', name: 'manager', scopes: ['approve'], createProject: true })).key;
     keys.reader = (await createKey(db, { project: 'acme', name: 'auditor', scopes: ['read'] })).key;
     keys.rival = (await createKey(db, { project: 'rival', name: 'rival manager', scopes: ['approve', 'read'], createProject: true })).key;
     feedKey = keys.laptop = await plane.key('acme', ['ingest', 'read']);
-    offline.approver = (await createKey(db, { project: 'field', name: 'field manager', scopes: ['approve'], createProject: true })).key;
-    offline.key = await plane.key('field', ['ingest', 'read']);
-    race.approver = (await createKey(db, { project: 'fleet', name: 'fleet manager', scopes: ['approve'], createProject: true })).key;
-    race.key = await plane.key('fleet', ['ingest', 'read']);
+    // both machines charge into one ledger (each charge names its order, the run's id, and its process)
     ledger = new Ledger(tmp.file('laptop.jsonl'));
-    // every laptop of the file starts at once: their start-up (tsx, SQLite, the replica) overlaps
-    [laptop, offline.child, race.a, race.b] = await Promise.all([
-      startLaptop(tmp.file('laptop.db'), ledger.path, keys.laptop),
-      startLaptop(offline.db, offline.ledger.path, offline.key),
-      startLaptop(tmp.file('race-a.db'), race.ledger.path, race.key, true),
-      startLaptop(tmp.file('race-b.db'), race.ledger.path, race.key, true),
-    ]);
+    // the machines and the browser start at once: their start-ups overlap
+    [laptop, other, browser] = await Promise.all([startLaptop(tmp.file('laptop.db'), proxy.url), startLaptop(tmp.file('other.db'), plane.url), browserLaunch]);
   });
   afterAll(async () => {
-    await Promise.all(children.map(stopChild));
+    await Promise.all([laptop, other].filter(Boolean).map(stopChild));
+    await proxy?.close();
     await plane?.close();
   });
 
@@ -201,7 +206,7 @@ describe('approvals on the plane inspector', () => {
 
     const o = await outcome;
     expect(o).toMatchObject({ outcome: 'applied', status: 'completed' });
-    expect(ledger.charges()).toHaveLength(1);
+    expect(ledger.charges().filter((c) => c.order === id)).toHaveLength(1);
 
     await page.reload();
     const shown = page.locator('[data-testid=run-approvals] [data-testid=decision]');
@@ -301,44 +306,54 @@ describe('approvals on the plane inspector', () => {
     await nextMessage<Msg>(laptop, (m) => m.type === 'outcome' && m.decisionId === (mine[0] as { decisionId: string }).decisionId);
   });
 
-  it('a laptop offline when the manager approves applies the decision once it is back: one charge; the pages show it applied by the laptop writer', async () => {
+  it('a laptop offline when the manager approves applies the decision once it is back online: one charge; the pages show it applied by the laptop writer', async () => {
     const id = `offline-${Date.now().toString(36)}`;
-    const pause = await pauseOn(offline.child, id);
-    // the lid closes: the process dies with the pause already at the plane
-    const gone = once(offline.child, 'exit');
-    offline.child.kill('SIGKILL');
-    await gone;
+    const pause = await pauseOnLaptop(id);
+    // the laptop loses its network: its connections drop (the held long poll too) and new ones are reset
+    proxy.rule = () => 'reset';
+    for (const s of proxy.sockets) s.destroy();
+    try {
+      const page = await approveInBrowser(keys.approver, 'manager', id, 'Approved while the laptop was offline.');
+      const decidedAt = Date.now();
+      // the laptop asked for decisions after this one was recorded, and did not get through
+      await until(() => proxy.seen.some((r) => r.path.startsWith('/v1/decisions') && r.fault === 'reset' && r.at > decidedAt));
+      expect(await page.locator('[data-testid=run-approvals] [data-testid=decision]').getAttribute('data-state')).toBe('pending');
+      expect(ledger.charges().filter((c) => c.order === id)).toHaveLength(0);
 
-    const page = await approveInBrowser(offline.approver, 'field manager', id, 'Approved while the laptop was away.');
-    // recorded, and nobody has applied it: the laptop is away
-    expect(await page.locator('[data-testid=run-approvals] [data-testid=decision]').getAttribute('data-state')).toBe('pending');
-    expect(offline.ledger.charges()).toHaveLength(0);
-
-    // the laptop comes back: a new process on the same store file catches up from its cursor and applies it
-    const back = forkTs(LAPTOP, [offline.db, offline.ledger.path, plane.url, offline.key]);
-    back.stderr?.on('data', (d) => process.stderr.write(d));
-    children.push(back);
-    const o = await nextMessage<Msg>(back, (m) => m.type === 'outcome' && m.executionId === id);
-    expect(o).toMatchObject({ outcome: 'applied', status: 'completed', writerId: pause.writerId });
-    expect(offline.ledger.charges()).toMatchObject([{ order: 'A-1', pid: back.pid }]);
-    await expectShownApplied(page, id, String(o.decisionId), pause.writerId);
-    await page.context().close();
+      // back online: the laptop's worker gets the decision on its next ask and applies it
+      const outcome = nextMessage<Msg>(laptop, (m) => m.type === 'outcome' && m.executionId === id);
+      proxy.rule = null;
+      const o = await outcome;
+      expect(o).toMatchObject({ outcome: 'applied', status: 'completed', writerId: pause.writerId });
+      expect(ledger.charges().filter((c) => c.order === id)).toMatchObject([{ pid: laptop.pid }]);
+      await expectShownApplied(page, id, String(o.decisionId), pause.writerId);
+      await page.context().close();
+    } finally {
+      proxy.rule = null;
+    }
   });
 
-  it('two laptops race the decision made in the browser: one applies it, the other sees it applied; one charge in all; the pages show one applier', async () => {
+  it('two machines race the decision made in the browser: one applies it, the other sees it applied; one charge in all; the pages show one applier', async () => {
     const id = `race-${Date.now().toString(36)}`;
-    await pauseOn(race.a, id);
-    // the second machine holds the run too: restored from the plane with its open pause
-    const restored = nextMessage<Msg>(race.b, (m) => m.type === 'restored');
-    race.b.send({ type: 'restore', executionId: id });
+    await pauseOnLaptop(id);
+    // the other machine holds the run too: restored from the plane with its open pause
+    const restored = nextMessage<Msg>(other, (m) => m.type === 'restored');
+    other.send({ type: 'restore', executionId: id });
     expect(await restored).toMatchObject({ pendingImported: true });
 
-    const both = [race.a, race.b];
+    const both = [laptop, other];
+    // each worker holds the decision once it has read it as pending: neither claims before both have
+    await Promise.all(
+      both.map((c) => {
+        const holding = nextMessage<Msg>(c, (m) => m.type === 'holding');
+        c.send({ type: 'hold', executionId: id });
+        return holding;
+      }),
+    );
     const held = both.map((c) => nextMessage<Msg>(c, (m) => m.type === 'held'));
     // the loser may first meet the winner's claim before it is applied: 'failed', tried again, then applied_elsewhere
     const settled = both.map((c) => nextMessage<Msg>(c, (m) => m.type === 'outcome' && m.executionId === id && m.outcome !== 'failed'));
-    const page = await approveInBrowser(race.approver, 'fleet manager', id, 'Approved; whichever machine gets there.');
-    // both workers have read the decision as pending before either claims
+    const page = await approveInBrowser(keys.approver, 'manager', id, 'Approved; whichever machine gets there.');
     const [ha, hb] = await Promise.all(held);
     expect(hb.decisionId).toBe(ha.decisionId);
     for (const c of both) c.send({ type: 'go', decisionId: ha.decisionId });
@@ -351,7 +366,7 @@ describe('approvals on the plane inspector', () => {
     expect(loser).toMatchObject({ decisionId: ha.decisionId, appliedBy: winner.writerId });
     expect(loser.writerId).not.toBe(winner.writerId);
     // one charge in all, by the winner's process
-    expect(race.ledger.charges()).toMatchObject([{ order: 'A-1', pid: both[w].pid }]);
+    expect(ledger.charges().filter((c) => c.order === id)).toMatchObject([{ pid: both[w].pid }]);
     await expectShownApplied(page, id, String(ha.decisionId), String(winner.writerId));
     await page.context().close();
   });
@@ -387,6 +402,9 @@ async function startUi(args: string[]): Promise<Ui> {
 }
 
 describe('approvals in the local UI (waymark ui --db), no plane', () => {
+  beforeAll(async () => {
+    browser = await browserLaunch;
+  });
   it('approve in the browser → a worker process applies it → completed with one charge; CSRF and Origin guarded', async () => {
     const file = tmp.file('local.db');
     const ledger = new Ledger(tmp.file('local.jsonl'));
