@@ -1,0 +1,349 @@
+/// <reference lib="dom" />
+/**
+ * Approvals in the inspector (issue 16), end to end with real processes and
+ * headless Chromium:
+ * - plane: a refund pauses on a "laptop" child process connected to a real
+ *   plane and running the decision worker; a manager logs in with an
+ *   `approve` key, opens Pending approvals, approves with a comment; the
+ *   laptop's worker applies it; one charge; the pages show it applied by the
+ *   laptop's writer;
+ * - local: `waymark ui --db` (the real binary) approve → a worker process
+ *   applies it → completed, no plane;
+ * - bad input through the form: no CSRF token or a foreign Origin (403),
+ *   a second decision (409 naming the first), a read key (no form; a forged
+ *   post refused), another project's pause (404), a bad field (400): each
+ *   records nothing.
+ * Screenshots go to test-output/ui-screenshots/; with
+ * WAYMARK_UPDATE_SCREENSHOTS=1 the inbox and the form also become README's
+ * pictures in docs/img/.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { copyFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { createKey } from '../../plane/auth.js';
+import { csrfOf } from '../../plane/ui/csrf.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
+import { launchChromium, SHOTS } from '../helpers/browser.js';
+import { forkTs, nextMessage } from '../helpers/child.js';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { BIN, ROOT } from '../helpers/plane-process.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const LAPTOP = fileURLToPath(new URL('./zz-old-approvals-laptop-child.ts', import.meta.url));
+const WORKER = fileURLToPath(new URL('../decisions/worker-child.ts', import.meta.url));
+const IMG = join(ROOT, 'docs', 'img');
+const tmp = scratchDir('waymark-approvals-ui-');
+
+type Msg = { type: string; [k: string]: unknown };
+
+/** A screenshot's path in test-output/; with WAYMARK_UPDATE_SCREENSHOTS=1 it also becomes README's docs/img/<name>.png (`publish`). */
+const shotPath = (name: string) => join(SHOTS, `${name}.png`);
+const publish = (name: string) => {
+  if (process.env.WAYMARK_UPDATE_SCREENSHOTS === '1') copyFileSync(shotPath(name), join(IMG, `${name}.png`));
+};
+
+async function session(url: string, key: string): Promise<string> {
+  const r = await fetch(`${url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key, next: '/' }) });
+  expect(r.status).toBe(303);
+  return r.headers.get('set-cookie')!.split(';')[0];
+}
+const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+const post = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) => fetch(url, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(body) });
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const stopped = nextMessage<Msg>(child, (m) => m.type === 'stopped').catch(() => null);
+  child.send({ type: 'stop' });
+  await stopped;
+  if (child.exitCode === null) await once(child, 'exit');
+}
+
+/** The page has no horizontal overflow at its current width. */
+async function fitsWidth(page: Page): Promise<boolean> {
+  return page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+}
+
+let browser: Browser;
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  tmp.cleanup();
+});
+
+describe('approvals on the plane inspector', () => {
+  let plane: TestPlane;
+  let laptop: ChildProcess;
+  let ledger: Ledger;
+  const keys: Record<string, string> = {};
+  let feedKey = '';
+
+  beforeAll(async () => {
+    plane = await startTestPlane('pglite');
+    const db = plane.database.db;
+    keys.approver = (await createKey(db, { project: 'acme', name: 'manager', scopes: ['approve'], createProject: true })).key;
+    keys.reader = (await createKey(db, { project: 'acme', name: 'auditor', scopes: ['read'] })).key;
+    keys.rival = (await createKey(db, { project: 'rival', name: 'rival manager', scopes: ['approve', 'read'], createProject: true })).key;
+    feedKey = keys.laptop = await plane.key('acme', ['ingest', 'read']);
+    ledger = new Ledger(tmp.file('laptop.jsonl'));
+    laptop = forkTs(LAPTOP, [tmp.file('laptop.db'), ledger.path, plane.url, keys.laptop]);
+    laptop.stderr?.on('data', (d) => process.stderr.write(d));
+  });
+  afterAll(async () => {
+    if (laptop) await stopChild(laptop);
+    await plane?.close();
+  });
+
+  const pauseOnLaptop = async (executionId: string) => {
+    const paused = nextMessage<Msg>(laptop, (m) => m.type === 'paused');
+    laptop.send({ type: 'run', executionId });
+    const m = await paused;
+    expect(m.status).toBe('paused');
+    return m as Msg & { checkpointId: string; writerId: string };
+  };
+  const decisions = async () => (await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key: feedKey })).body.items as { decisionId: string; executionId: string }[];
+
+  it('a manager approves from Pending approvals; the laptop worker applies it once; the pages show it applied by the laptop writer', async () => {
+    const id = `refund-${Date.now().toString(36)}`;
+    const pause = await pauseOnLaptop(id);
+
+    const page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
+    await page.goto(`${plane.url}/login?next=/approvals`);
+    await page.fill('input[name=key]', keys.approver);
+    await page.click('button[type=submit]');
+    await page.waitForURL(`${plane.url}/approvals`);
+    const card = page.locator(`[data-testid=pause][data-execution="${id}"]`);
+    expect(await card.textContent()).toContain('manager_approval');
+    expect(await card.locator('[data-testid=age]').textContent()).toMatch(/^paused \d+ seconds? ago$/);
+    expect(await card.locator('pre').textContent()).toContain('9000');
+    expect(await card.textContent()).toContain('No decision yet.');
+    await page.screenshot({ path: shotPath('approvals-inbox'), fullPage: true });
+    publish('approvals-inbox');
+
+    await card.locator(`a[href^="/runs/"]`).click();
+    await page.waitForURL(new RegExp(`/runs/${id}`));
+    await page.fill('textarea[name=comment]', 'Within policy: customer has a receipt.');
+    // the pause with its context, and the form under it
+    await page.evaluate(() => window.scrollTo(0, 0)); // bounding boxes are of the viewport; the clip of a full page is of the page
+    const top = (await page.locator('section[aria-labelledby=pause-h]').boundingBox())!;
+    const bottom = (await page.locator('[data-testid=decision-form]').boundingBox())!;
+    await page.screenshot({ path: shotPath('approve-form'), fullPage: true, clip: { x: 0, y: top.y - 8, width: 1100, height: bottom.y + bottom.height - top.y + 16 } });
+    publish('approve-form');
+    const outcome = nextMessage<Msg>(laptop, (m) => m.type === 'outcome');
+    await page.click('button[name=approved][value=true]');
+    await page.waitForURL(new RegExp(`/runs/${id}#decisions-h$`));
+    // the redirect after the post: the decision shown, the form gone
+    expect(await page.locator('[data-testid=decision-form]').count()).toBe(0);
+    expect(await page.textContent('[data-testid=decided-by]')).toBe('manager');
+
+    const o = await outcome;
+    expect(o).toMatchObject({ outcome: 'applied', status: 'completed' });
+    expect(ledger.charges()).toHaveLength(1);
+
+    await page.reload();
+    const shown = page.locator('[data-testid=run-approvals] [data-testid=decision]');
+    expect(await shown.getAttribute('data-state')).toBe('applied');
+    expect(await shown.locator('[data-testid=applied-by]').textContent()).toBe(pause.writerId);
+    expect(await shown.textContent()).toContain('Within policy: customer has a receipt.');
+    expect(await page.textContent('h1')).toContain('completed');
+
+    await page.goto(`${plane.url}/approvals`);
+    expect(await page.locator(`[data-testid=pause][data-execution="${id}"]`).count()).toBe(0);
+    const row = page.locator(`tr[data-decision="${String(o.decisionId)}"]`);
+    expect(await row.getAttribute('data-state')).toBe('applied');
+    expect(await row.textContent()).toContain('manager');
+
+    // a phone: no horizontal overflow on the inbox and the form
+    const phone = await (await browser.newContext({ viewport: { width: 390, height: 844 } })).newPage();
+    await phone.goto(`${plane.url}/login?next=/approvals`);
+    await phone.fill('input[name=key]', keys.approver);
+    await phone.click('button[type=submit]');
+    await phone.waitForURL(`${plane.url}/approvals`);
+    expect(await fitsWidth(phone)).toBe(true);
+    const next = `phone-${Date.now().toString(36)}`;
+    await pauseOnLaptop(next);
+    await phone.goto(`${plane.url}/runs/${next}`);
+    expect(await phone.locator('[data-testid=decision-form]').count()).toBe(1);
+    expect(await fitsWidth(phone)).toBe(true);
+    await phone.goto(`${plane.url}/approvals`);
+    expect(await fitsWidth(phone)).toBe(true);
+    await phone.screenshot({ path: shotPath('approvals-inbox-phone'), fullPage: true });
+    await phone.context().close();
+    await page.context().close();
+  });
+
+  it('bad input through the form records nothing and says why', async () => {
+    const id = `bad-${Date.now().toString(36)}`;
+    const pause = await pauseOnLaptop(id);
+    const target = `${plane.url}/runs/${id}/decision`;
+    const approver = await session(plane.url, keys.approver);
+    const html = await (await fetch(`${plane.url}/runs/${id}`, { headers: { cookie: approver } })).text();
+    const csrf = csrfIn(html);
+    expect(csrf).not.toBe('');
+    const before = (await decisions()).length;
+    const ok = { checkpointId: pause.checkpointId, approved: 'true', comment: 'fine' };
+
+    // no token, a forged one, another origin: 403 CSRF_FAILED
+    for (const [body, headers] of [
+      [ok, {}],
+      [{ ...ok, csrf: 'forged' }, {}],
+      [{ ...ok, csrf }, { origin: 'http://evil.example' }],
+    ] as const) {
+      const r = await post(target, body, { cookie: approver, ...headers });
+      expect(r.status).toBe(403);
+      expect(await r.text()).toContain('CSRF_FAILED');
+    }
+    // a GET changes nothing (there is no GET of the form's target)
+    expect((await fetch(`${target}?approved=true&checkpointId=${pause.checkpointId}`, { headers: { cookie: approver } })).status).toBe(404);
+    // bad fields: 400 naming each
+    const bad = await post(target, { csrf, checkpointId: pause.checkpointId, approved: 'maybe', extra: '1' }, { cookie: approver });
+    expect(bad.status).toBe(400);
+    const badText = await bad.text();
+    expect(badText).toContain('INVALID_REQUEST');
+    expect(badText).toContain('unknown field');
+    expect(badText).toContain('approved:');
+
+    // a read key: no form, and a forged post with its own session's token is refused
+    const reader = await session(plane.url, keys.reader);
+    const readerHtml = await (await fetch(`${plane.url}/runs/${id}`, { headers: { cookie: reader } })).text();
+    expect(readerHtml).not.toContain('data-testid="decision-form"');
+    expect(readerHtml).toContain('no approve scope');
+    const readerCsrf = csrfOf(reader.split('=')[1]);
+    const forged = await post(target, { ...ok, csrf: readerCsrf }, { cookie: reader });
+    expect(forged.status).toBe(403);
+    expect(await forged.text()).toContain('FORBIDDEN');
+
+    // another project's session: the run is not there, and its pause is 404
+    const rival = await session(plane.url, keys.rival);
+    expect((await fetch(`${plane.url}/runs/${id}`, { headers: { cookie: rival } })).status).toBe(404);
+    const rivalCsrf = csrfOf(rival.split('=')[1]);
+    const foreign = await post(target, { ...ok, csrf: rivalCsrf }, { cookie: rival });
+    expect(foreign.status).toBe(404);
+    expect(await foreign.text()).toContain('PAUSE_NOT_FOUND');
+    expect(await decisions()).toHaveLength(before);
+
+    // the first decision is recorded; a second is 409 naming the first
+    const first = await post(target, { ...ok, csrf }, { cookie: approver });
+    expect(first.status).toBe(303);
+    expect(first.headers.get('location')).toBe(`/runs/${id}#decisions-h`);
+    const second = await post(target, { ...ok, approved: 'false', csrf }, { cookie: approver });
+    expect(second.status).toBe(409);
+    const secondText = await second.text();
+    expect(secondText).toContain('ALREADY_DECIDED');
+    expect(secondText).toContain('already decided by &#39;manager&#39;');
+    expect(secondText).toContain('data-testid="decision"');
+    const mine = (await decisions()).filter((d) => d.executionId === id);
+    expect(mine).toHaveLength(1);
+    // the laptop applies it (and the pause is then closed: a late decision is PAUSE_CLOSED or ALREADY_DECIDED, never recorded)
+    await nextMessage<Msg>(laptop, (m) => m.type === 'outcome' && m.decisionId === (mine[0] as { decisionId: string }).decisionId);
+  });
+});
+
+interface Ui {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** `waymark ui` (the real binary) as a child process, once it says where it listens. */
+async function startUi(args: string[]): Promise<Ui> {
+  const child = spawn(process.execPath, [BIN, 'ui', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', () => {
+      const m = /listening on (http:\/\/\S+?)\/? /.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`waymark ui exited (${code}): ${out}`)));
+  });
+  return {
+    url,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+describe('approvals in the local UI (waymark ui --db), no plane', () => {
+  it('approve in the browser → a worker process applies it → completed with one charge; CSRF and Origin guarded', async () => {
+    const file = tmp.file('local.db');
+    const ledger = new Ledger(tmp.file('local.jsonl'));
+    const store = new SqliteCheckpointer({ path: file });
+    const id = `local-${Date.now().toString(36)}`;
+    const pause = (await refundAgent({ store, ledger }).agent.run(refundRequest('L-1', 4200), { executionId: id })).pendingInterrupt!;
+    await store.close();
+
+    const ui = await startUi(['--db', file, '--port', '0', '--user', 'alice']);
+    const worker = forkTs(WORKER, [file, ledger.path]);
+    try {
+      // the guards first: no token, a foreign origin
+      const html = await (await fetch(`${ui.url}/runs/${id}`)).text();
+      const csrf = csrfIn(html);
+      expect(csrf).not.toBe('');
+      const target = `${ui.url}/runs/${id}/decision`;
+      expect((await post(target, { checkpointId: pause.checkpointId, approved: 'true' })).status).toBe(403);
+      expect((await post(target, { checkpointId: pause.checkpointId, approved: 'true', csrf }, { origin: 'http://evil.example' })).status).toBe(403);
+      expect((await fetch(`${ui.url}/runs/${id}`, { method: 'POST' })).status).toBe(405);
+
+      const page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
+      await page.goto(`${ui.url}/approvals`);
+      const card = page.locator(`[data-testid=pause][data-execution="${id}"]`);
+      expect(await card.textContent()).toContain('No decision yet.');
+      await page.screenshot({ path: shotPath('local-approvals-inbox'), fullPage: true });
+      await card.locator('a[href^="/runs/"]').click();
+      await page.fill('textarea[name=comment]', 'ok from my laptop');
+      const outcome = nextMessage<Msg>(worker, (m) => m.type === 'outcome');
+      await page.click('button[name=approved][value=true]');
+      await page.waitForURL(new RegExp(`/runs/${id}#decisions-h$`));
+      expect(await page.textContent('[data-testid=decided-by]')).toBe('alice');
+      expect(await outcome).toMatchObject({ outcome: 'applied', status: 'completed' });
+      expect(ledger.charges()).toHaveLength(1);
+
+      await page.reload();
+      const shown = page.locator('[data-testid=run-approvals] [data-testid=decision]');
+      expect(await shown.getAttribute('data-state')).toBe('applied');
+      const check = new SqliteCheckpointer({ path: file });
+      const stored = await check.getDecision(id, pause.checkpointId);
+      await check.close();
+      expect(stored).toMatchObject({ state: 'applied', decidedBy: 'alice', source: 'local', metadata: { comment: 'ok from my laptop' } });
+      expect(await shown.locator('[data-testid=applied-by]').textContent()).toBe(stored!.appliedBy);
+      expect(await page.textContent('h1')).toContain('completed');
+      // a second decision for the answered pause: refused, nothing recorded
+      const again = await post(target, { checkpointId: pause.checkpointId, approved: 'false', csrf });
+      expect(again.status).toBe(409);
+      expect(await again.text()).toContain('ALREADY_DECIDED');
+
+      // a pause answered from code while the form was open: 409 PAUSE_CLOSED naming the claim, nothing recorded
+      const other = `closed-${Date.now().toString(36)}`;
+      const code = new SqliteCheckpointer({ path: file });
+      const codeLedger = new Ledger(tmp.file('code.jsonl'));
+      const { agent } = refundAgent({ store: code, ledger: codeLedger });
+      const open = (await agent.run(refundRequest('L-2', 4300), { executionId: other })).pendingInterrupt!;
+      const formHtml = await (await fetch(`${ui.url}/runs/${other}`)).text();
+      expect(formHtml).toContain('data-testid="decision-form"');
+      expect((await agent.resume(other, { approved: true })).status).toBe('completed');
+      const late = await post(`${ui.url}/runs/${other}/decision`, { checkpointId: open.checkpointId, approved: 'false', csrf: csrfIn(formHtml) });
+      expect(late.status).toBe(409);
+      const lateText = await late.text();
+      expect(lateText).toContain('PAUSE_CLOSED');
+      expect(lateText).toContain(code.writerId);
+      expect(await code.getDecision(other, open.checkpointId)).toBeNull();
+      await code.close();
+      await page.context().close();
+    } finally {
+      await stopChild(worker);
+      await ui.stop();
+    }
+  });
+});
