@@ -24,6 +24,7 @@ import type { DivergedExecution } from './store/import.js';
 import type { State } from '../shared/codec.js';
 import type { Checkpoint, Decision, IdempotencyEntry, OutboxEvent, OutboxKind, PendingInterrupt, Status, Step } from '../shared/rows.js';
 import type { DecisionState } from '../shared/protocol.js';
+import type { UsageTotal } from '../shared/usage.js';
 
 /** What a writer supplies for a checkpoint; the store assigns `seq`, `writerId` and encodes `state`. */
 export interface CheckpointInput {
@@ -361,6 +362,15 @@ export interface Checkpointer {
   /** The decision recorded for one pause, with its derived state, or null. */
   getDecision(executionId: string, checkpointId: string): Promise<StoredDecision | null>;
   /**
+   * Forget the decisions of `executionId` whose pause row this store does not
+   * hold (decisions from the plane for a run restore may bring), except the one
+   * for `keepCheckpointId`: the replica calls it once the plane says those
+   * pauses are closed. A decision whose pause row is held here is never
+   * removed (its state is derived from that row). Queues nothing. Resolves
+   * with how many were removed.
+   */
+  forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null): Promise<number>;
+  /**
    * Take the execution's lease: free (never taken, released) or expired by the
    * store's clock. The epoch grows by one. Throws `RunInProgress` (details:
    * holder, expiresAt) when another acquisition holds it live, whoever holds
@@ -393,6 +403,15 @@ export interface Checkpointer {
   getById(id: string): Promise<Checkpoint | null>;
   /** Rows of one execution ordered by seq, with cursors; no fixed limit. */
   list(executionId: string, options?: ListOptions): Promise<Checkpoint[]>;
+  /**
+   * Model usage of each of these runs: `sumUsage` (shared/usage.ts) over all
+   * of its rows, the same total as summing `list`'s rows. One statement for
+   * the whole list, whatever the runs' lengths: only the `nodeOutput.usage`
+   * arrays of the rows that carry one leave the database (a run list shows
+   * usage per run without reading every row). Every id asked for has an entry;
+   * a run without usage, or not in this store, has a zero total.
+   */
+  usageTotals(executionIds: readonly string[]): Promise<Map<string, UsageTotal>>;
   /** The full state of a row, decoded from its snapshot chain. */
   readState(row: Checkpoint): Promise<State>;
   /** Executions ordered by id, each with its lease; page with `afterExecutionId`; `state` keeps only runs in that state. */

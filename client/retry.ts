@@ -41,10 +41,11 @@ export function backoffDelay(attempt: number, b: Backoff, floorMs = 0, random: (
 /**
  * Wait {@link backoffDelay} ms. An abort rejects at once with Node's
  * `AbortError` (the signal's reason as its `cause`); Node's sleep removes its
- * abort listener when it ends.
+ * abort listener when it ends. `ref: false`: the wait does not keep the
+ * process alive (background work such as a feed's retry).
  */
-export function backoff(attempt: number, b: Backoff, floorMs: number, signal?: AbortSignal): Promise<void> {
-  return sleep(backoffDelay(attempt, b, floorMs), undefined, signal ? { signal } : undefined);
+export function backoff(attempt: number, b: Backoff, floorMs: number, signal?: AbortSignal, ref = true): Promise<void> {
+  return sleep(backoffDelay(attempt, b, floorMs), undefined, { ref, ...(signal ? { signal } : {}) });
 }
 
 /** A Retry-After header in ms (delay-seconds or an HTTP date), or null when absent or unreadable. */

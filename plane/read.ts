@@ -173,9 +173,6 @@ export async function listHoles(db: PlaneDb, projectId: string, executionId: str
   return rows.map((h) => ({ seq: h.seq, code: h.code, reason: h.reason, writerId: h.writerId, rowId: h.rowId, at: h.at.toISOString() }));
 }
 
-/** One line naming each hole and why (shared with the inspector's pages). */
-export { describeHoles } from './ui/source.js';
-
 export async function listRows(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
   const after = decodeCursor(o.cursor, isSeqCursor) ?? -1;
   const rows = await db

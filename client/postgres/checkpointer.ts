@@ -36,10 +36,12 @@ import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 import { ADVANCE, constraintOf, lockExecution, pgCode } from './executions.js';
 import { putOnCursor } from './put-on-cursor.js';
-import { listExecutionSummaries, listIdempotency, listPending, listRows, readById, readChain, readIdempotent, readLatest, readNote, readPending } from './reads.js';
+import { listExecutionSummaries, listIdempotency, listPending, listRows, listUsageRows, readById, readChain, readIdempotent, readLatest, readNote, readPending } from './reads.js';
 import { applyResults, fetchUnsynced, listQuarantined, outboxStats } from './outbox.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
+import { usageTotalsOf } from '../store/usage.js';
+import type { UsageTotal } from '../../shared/usage.js';
 
 export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   /** Connection string; or pass `sql`. */
@@ -455,6 +457,12 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => decisions.getDecision(sql, this.t, executionId, checkpointId));
   }
 
+  async forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null): Promise<number> {
+    this.assertOpen();
+    // idempotent: a retry after a lost answer deletes what is left
+    return this.write((tx) => decisions.forgetUnheldDecisions(tx, this.t, executionId, keepCheckpointId));
+  }
+
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
     this.assertOpen();
     return this.read((sql) => readPending(sql, this.t, executionId));
@@ -478,6 +486,12 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   async list(executionId: string, options: C.ListOptions = {}): Promise<Checkpoint[]> {
     this.assertOpen();
     return this.read((sql) => listRows(sql, this.t, executionId, options));
+  }
+
+  async usageTotals(executionIds: readonly string[]): Promise<Map<string, UsageTotal>> {
+    this.assertOpen();
+    if (!executionIds.length) return new Map();
+    return usageTotalsOf(executionIds, await this.read((sql) => listUsageRows(sql, this.t, executionIds)));
   }
 
   async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {}): Promise<C.ExecutionSummary[]> {

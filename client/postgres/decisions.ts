@@ -91,3 +91,10 @@ export async function dropDecisions(tx: Tx, t: Tables, executionId: string): Pro
   await tx`DELETE FROM ${t.decisions} WHERE execution_id = ${executionId}`;
   await tx`DELETE FROM ${t.claims} WHERE execution_id = ${executionId}`;
 }
+
+/** Forget an execution's decisions whose pause row is not held here, but the kept pause's (see Checkpointer.forgetUnheldDecisions); how many. */
+export async function forgetUnheldDecisions(sql: Tx, t: Tables, executionId: string, keepCheckpointId: string | null): Promise<number> {
+  const gone = await sql`DELETE FROM ${t.decisions} d WHERE d.execution_id = ${executionId} AND d.checkpoint_id IS DISTINCT FROM ${keepCheckpointId}
+    AND NOT EXISTS (SELECT 1 FROM ${t.checkpoints} k WHERE k.id = d.checkpoint_id)`;
+  return gone.count;
+}

@@ -9,7 +9,8 @@ import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../share
 import type * as C from '../checkpointer.js';
 import { fromColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
-import type { Sql, Tables, Tx } from './tables.js';
+import type { UsageColumns } from '../store/usage.js';
+import { textList, type Sql, type Tables, type Tx } from './tables.js';
 
 /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
 export async function readChain(sql: Sql | Tx, t: Tables, executionId: string, base: number, seq: number): Promise<ChainRow[]> {
@@ -82,4 +83,15 @@ export async function listIdempotency(sql: Sql, t: Tables, executionId: string):
 export async function readNote(sql: Sql, t: Tables, key: string): Promise<string | null> {
   const [row] = await sql<{ value: string }[]>`SELECT value FROM ${t.meta} WHERE key = ${`note:${key}`}`;
   return row?.value ?? null;
+}
+
+/**
+ * The usage arrays of the rows that carry one, of these runs (see
+ * store/usage.ts). Cast to `json`, not `jsonb`: the text is only looked into,
+ * never stored, so it need not be converted.
+ */
+export async function listUsageRows(sql: Sql, t: Tables, executionIds: readonly string[]): Promise<UsageColumns[]> {
+  return sql<UsageColumns[]>`
+    SELECT id, execution_id, (node_output::json -> 'usage')::text AS usage FROM ${t.checkpoints}
+    WHERE execution_id IN ${textList(sql, [...executionIds])} AND json_typeof(node_output::json -> 'usage') = 'array'`;
 }

@@ -24,7 +24,9 @@
  *
  * Each outcome is emitted as `run_updated`. Runs this store does not hold,
  * and this writer's own changes, are left alone (no local read beyond a
- * lookup of the newest row). The cursor is saved in store meta
+ * lookup of the newest row), but for the decisions from the plane kept for a
+ * run not held here: those whose pause the plane no longer holds open are
+ * forgotten (forgetUnheldDecisions; see decidablePause). The cursor is saved in store meta
  * (`changes.cursor`) after each page is handled, so a client that was offline
  * or restarted resumes from where it stopped; a crash mid-page handles the
  * page again (catching up is idempotent). Work per round is one page of
@@ -38,11 +40,11 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Dispatcher } from 'undici';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { ErrorCode } from '../../shared/errors.js';
 import { ChangeFeed, type ExecutionChange } from '../../shared/protocol.js';
 import type { Checkpointer } from '../checkpointer.js';
 import type { DivergedExecution } from '../store/import.js';
-import { backoffDelay } from '../retry.js';
+import { FeedFollower } from './feed-follower.js';
 import { PlaneHttp } from './http.js';
 import { restoreFromPlane } from './restore.js';
 
@@ -94,17 +96,8 @@ export interface ChangePull {
 const FINAL = new Set<string>([ErrorCode.RUN_INCOMPLETE, ErrorCode.RESTORE_UNVERIFIED, ErrorCode.NOT_ON_PLANE]);
 
 export class ChangeFeedConsumer {
-  private readonly http: PlaneHttp | null;
-  /** True while the feed is followed (until stop()). */
-  following = false;
-  private loop: Promise<void> | null = null;
-  private abort: AbortController | null = null;
-  private stopped = false;
-  private failures = 0;
-  /** A round in flight (follow or pull): rounds never overlap, so a page is never handled twice at once. */
-  private busy: Promise<unknown> = Promise.resolve();
-  /** The last round's error, null after a round that succeeded. */
-  lastError: string | null = null;
+  private readonly feed: FeedFollower<ExecutionChange, RunUpdate[]>;
+  private unfollow: (() => void) | null = null;
 
   constructor(
     private readonly store: Checkpointer,
@@ -112,42 +105,56 @@ export class ChangeFeedConsumer {
     private readonly onUpdate: (u: RunUpdate) => void,
     private readonly o: ChangeFeedOptions,
   ) {
-    this.http = o.dispatcher ? new PlaneHttp(o.url, { dispatcher: o.dispatcher }) : null;
+    const http = o.dispatcher ? new PlaneHttp(o.url, { dispatcher: o.dispatcher }) : null;
     // its own kept-alive connection, closed by stop(): never the process-wide agent's
-    this.agent = o.dispatcher ? null : new URL(o.url).protocol === 'https:' ? new HttpsAgent({ keepAlive: true, maxSockets: 1 }) : new HttpAgent({ keepAlive: true, maxSockets: 1 });
+    const agent = o.dispatcher ? null : new URL(o.url).protocol === 'https:' ? new HttpsAgent({ keepAlive: true, maxSockets: 1 }) : new HttpAgent({ keepAlive: true, maxSockets: 1 });
+    this.feed = new FeedFollower({
+      name: 'change feed',
+      path: '/v1/changes',
+      page: ChangeFeed,
+      store,
+      cursorKey: async () => CHANGES_CURSOR_META,
+      get: (path, timeoutMs, signal) => (http ? http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal }) : getUnref(o.url, path, this.apiKey(), timeoutMs, agent!, signal)),
+      handle: (items) => this.handle(items),
+      backoff: { baseMs: o.backoffBaseMs ?? 500, capMs: o.backoffCapMs ?? 30_000 },
+      waitSeconds: o.waitSeconds,
+      pageSize: o.pageSize,
+      timeoutMs: o.timeoutMs,
+      // rounds never overlap, so a page is never handled twice at once
+      serial: true,
+      ref: false,
+      close: async () => {
+        await http?.close();
+        agent?.destroy();
+      },
+    });
   }
-  private readonly agent: HttpAgent | null;
+
+  /** True while the feed is followed (until stop()). */
+  get following(): boolean {
+    return this.feed.following;
+  }
+
+  /** The last round's error, null after a round that succeeded. */
+  get lastError(): string | null {
+    return this.feed.lastError;
+  }
 
   /** One round: the changes after the saved cursor, holding up to `waitSeconds` (0: answer at once); handle them; save the cursor. */
-  pull(waitSeconds = 0, signal?: AbortSignal): Promise<ChangePull> {
-    const run = this.busy.then(() => this.round(waitSeconds, signal));
-    this.busy = run.catch(() => {});
-    return run;
+  async pull(waitSeconds = 0, signal?: AbortSignal): Promise<ChangePull> {
+    const r = await this.feed.pull(waitSeconds, signal);
+    return { received: r.received, updates: r.result, cursor: r.cursor };
   }
 
-  private async round(waitSeconds: number, signal?: AbortSignal): Promise<ChangePull> {
-    const after = await this.store.getMeta(CHANGES_CURSOR_META);
-    const q = new URLSearchParams({ wait: String(waitSeconds), limit: String(this.o.pageSize ?? 100), ...(after ? { after } : {}) });
-    const path = `/v1/changes?${q}`;
-    const timeoutMs = waitSeconds * 1000 + (this.o.timeoutMs ?? 30_000);
-    const res = this.http ? await this.http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal }) : await getUnref(this.o.url, path, this.apiKey(), timeoutMs, this.agent!, signal);
-    if (res.status !== 200) {
-      const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
-      throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused the change feed: ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(), {
-        details: { status: res.status, planeCode: err?.code ?? null },
-      });
-    }
-    const page = ChangeFeed.safeParse(res.body);
-    if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed change feed page: ${page.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  private async handle(items: ExecutionChange[]): Promise<RunUpdate[]> {
     const updates: RunUpdate[] = [];
-    for (const change of page.data.items) {
+    for (const change of items) {
       const u = await this.consider(change);
       if (!u) continue;
       updates.push(u);
       this.onUpdate(u);
     }
-    if (page.data.nextCursor !== after) await this.store.setMeta(CHANGES_CURSOR_META, page.data.nextCursor);
-    return { received: page.data.items.length, updates, cursor: page.data.nextCursor };
+    return updates;
   }
 
   /** What one change means for this store, done: null when it is not about a run this store holds, or is this writer's own. */
@@ -155,7 +162,11 @@ export class ChangeFeedConsumer {
     const mine = this.o.writerId;
     if (c.lastWriterId === mine && (c.claimedBy === null || c.claimedBy === mine)) return null;
     const local = await this.store.latest(c.executionId);
-    if (!local) return null;
+    if (!local) {
+      // decisions the decision feed kept for this run (restore may bring it): only the one for a pause still open there stays
+      await this.store.forgetUnheldDecisions(c.executionId, decidablePause(c));
+      return null;
+    }
     const base = { executionId: c.executionId, status: c.status, planeSeq: c.lastSeq, localSeq: local.seq, by: c.lastWriterId };
     if (c.deleted) return { ...base, outcome: 'deleted_on_plane' };
     if (c.lastSeq !== null && c.lastSeq > local.seq && c.lastWriterId !== mine) {
@@ -180,45 +191,26 @@ export class ChangeFeedConsumer {
 
   /** Follow the feed until stop(): rounds back to back, a backoff after a failed one. */
   follow(): void {
-    if (this.stopped || this.following) return;
-    this.following = true;
-    this.loop = this.run();
-  }
-
-  private async run(): Promise<void> {
-    while (!this.stopped) {
-      this.abort = new AbortController();
-      try {
-        await this.pull(this.o.waitSeconds ?? 25, this.abort.signal);
-        this.failures = 0;
-        this.lastError = null;
-      } catch (e) {
-        if (this.stopped) break;
-        this.failures++;
-        this.lastError = (e as Error).message;
-        const wait = backoffDelay(this.failures, { baseMs: this.o.backoffBaseMs ?? 500, capMs: this.o.backoffCapMs ?? 30_000 });
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, wait);
-          t.unref();
-          this.abort!.signal.addEventListener('abort', () => {
-            clearTimeout(t);
-            resolve();
-          });
-        });
-      }
-    }
+    if (!this.unfollow) this.unfollow = this.feed.follow();
   }
 
   /** Stop following, wait for the round in flight to end, close the connection. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.following = false;
-    this.abort?.abort();
-    await this.loop?.catch(() => {});
-    await this.busy;
-    await this.http?.close();
-    this.agent?.destroy();
+  stop(): Promise<void> {
+    return this.feed.stop();
   }
+}
+
+/**
+ * The pause of a run not held here that a decision kept for it may still
+ * answer: its pause open on the plane, or claimed there but not yet moved past
+ * (a claim only held may be released). None once the run was deleted, moved
+ * on from that pause (claimed and applied: its claimer's rows arrived) or
+ * ended: its decisions were applied or superseded elsewhere.
+ */
+function decidablePause(c: ExecutionChange): string | null {
+  if (c.deleted || !c.pauseCheckpointId) return null;
+  if (c.pauseState === 'open' || (c.pauseState === 'claimed' && c.status === 'paused')) return c.pauseCheckpointId;
+  return null;
 }
 
 /** The consumer a replica makes from its options (the feed's backoff starts at 500 ms at least). */

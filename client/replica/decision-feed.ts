@@ -37,7 +37,7 @@ import { DecisionView, WhoAmI } from '../../shared/protocol.js';
 import type { Decision } from '../../shared/rows.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer } from '../checkpointer.js';
-import { backoffDelay } from '../retry.js';
+import { FeedFollower, zodIssues as issues } from './feed-follower.js';
 import { PlaneHttp } from './http.js';
 import type { Dispatcher } from 'undici';
 
@@ -95,21 +95,11 @@ export interface PullResult {
 /** Store refusals of one decision (the feed skips it); any other error (a store that is down) fails the round. */
 const SKIPPABLE: ReadonlySet<string> = new Set([ErrorCode.INVALID_DECISION, ErrorCode.PAUSE_NOT_FOUND, ErrorCode.PAUSE_CLOSED, ErrorCode.CORRUPT_ROW]);
 
-function issues(e: z.ZodError): string {
-  return e.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-}
-
 export class DecisionFeedConsumer {
+  private readonly feed: FeedFollower<unknown, { stored: number; skipped: number; ignored: number }>;
   private readonly http: PlaneHttp;
-  private followers = 0;
-  private loop: Promise<void> | null = null;
-  private abort: AbortController | null = null;
-  private stopped = false;
-  private failures = 0;
   /** The cursor's meta key for the API key it was asked with (whoami names the project). */
   private scope: { apiKey: string; key: string } | null = null;
-  /** The last round's error, null after a round that succeeded. */
-  lastError: string | null = null;
 
   constructor(
     private readonly store: Checkpointer,
@@ -118,34 +108,41 @@ export class DecisionFeedConsumer {
     private readonly o: DecisionFeedOptions,
   ) {
     // its own connection: a held long poll never delays the drain's batches
-    this.http = new PlaneHttp(o.url, { dispatcher: o.dispatcher, connections: 1 });
+    const http = new PlaneHttp(o.url, { dispatcher: o.dispatcher, connections: 1 });
+    this.http = http;
+    this.feed = new FeedFollower({
+      name: 'decision feed',
+      path: '/v1/decisions',
+      page: FeedEnvelope,
+      store,
+      cursorKey: (signal) => this.cursorKey(signal),
+      get: (path, timeoutMs, signal) => http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal }),
+      handle: (items) => this.handle(items),
+      backoff: { baseMs: o.backoffBaseMs ?? 500, capMs: o.backoffCapMs ?? 30_000 },
+      waitSeconds: o.waitSeconds,
+      pageSize: o.pageSize,
+      close: () => http.close(),
+    });
+  }
+
+  /** The last followed round's error, null after a round that succeeded. */
+  get lastError(): string | null {
+    return this.feed.lastError;
   }
 
   /** One round: ask for decisions after the saved cursor, holding up to `waitSeconds` (0: answer at once); store them; save the cursor. */
   async pull(waitSeconds = 0, signal?: AbortSignal): Promise<PullResult> {
-    const cursorKey = await this.cursorKey(signal);
-    const after = await this.store.getMeta(cursorKey);
-    const q = new URLSearchParams({ wait: String(waitSeconds), limit: String(this.o.pageSize ?? 100), ...(after ? { after } : {}) });
-    const res = await this.http.request('GET', `/v1/decisions?${q}`, { apiKey: this.apiKey(), timeoutMs: (waitSeconds + 30) * 1000, signal });
-    if (res.status !== 200) {
-      const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
-      throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused the decision feed: ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(), {
-        details: { status: res.status, planeCode: err?.code ?? null },
-      });
-    }
-    const page = FeedEnvelope.safeParse(res.body);
-    if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed decision feed page: ${issues(page.error)}`);
-    let stored = 0;
-    let skipped = 0;
-    let ignored = 0;
-    for (const item of page.data.items) {
+    const r = await this.feed.pull(waitSeconds, signal);
+    return { received: r.received, ...r.result, cursor: r.cursor, cursorKey: r.cursorKey };
+  }
+
+  private async handle(items: unknown[]): Promise<{ stored: number; skipped: number; ignored: number }> {
+    const n = { stored: 0, skipped: 0, ignored: 0 };
+    for (const item of items) {
       const r = await this.storeOne(item);
-      if (r === 'stored') stored++;
-      if (r === 'skipped') skipped++;
-      if (r === 'ignored') ignored++;
+      if (r !== 'known') n[r]++;
     }
-    if (page.data.nextCursor !== after) await this.store.setMeta(cursorKey, page.data.nextCursor);
-    return { received: page.data.items.length, stored, skipped, ignored, cursor: page.data.nextCursor, cursorKey };
+    return n;
   }
 
   /** The meta key of this plane's and this key's project's cursor (asked once per API key). */
@@ -210,48 +207,11 @@ export class DecisionFeedConsumer {
 
   /** Follow the feed until the returned function is called (and every other follower stopped too). */
   follow(): () => void {
-    if (this.stopped) return () => {};
-    this.followers++;
-    if (!this.loop) this.loop = this.run();
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      if (--this.followers === 0) this.abort?.abort();
-    };
-  }
-
-  private async run(): Promise<void> {
-    while (this.followers > 0 && !this.stopped) {
-      this.abort = new AbortController();
-      try {
-        await this.pull(this.o.waitSeconds ?? 25, this.abort.signal);
-        this.failures = 0;
-        this.lastError = null;
-      } catch (e) {
-        if (this.followers === 0 || this.stopped) break;
-        this.failures++;
-        this.lastError = (e as Error).message;
-        const wait = backoffDelay(this.failures, { baseMs: this.o.backoffBaseMs ?? 500, capMs: this.o.backoffCapMs ?? 30_000 });
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, wait);
-          this.abort!.signal.addEventListener('abort', () => {
-            clearTimeout(t);
-            resolve();
-          });
-        });
-      }
-    }
-    this.loop = null;
-    // a follower that came back while the last round ended starts a new loop
-    if (this.followers > 0 && !this.stopped) this.loop = this.run();
+    return this.feed.follow();
   }
 
   /** Stop following, wait for the round in flight to end, close the connection. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.abort?.abort();
-    await this.loop?.catch(() => {});
-    await this.http.close();
+  stop(): Promise<void> {
+    return this.feed.stop();
   }
 }

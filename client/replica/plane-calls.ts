@@ -5,7 +5,8 @@
  * key; all but releaseClaim answer with an outcome and never throw, telling
  * an offline plane (no answer, 502/503/504) from one that refused.
  */
-import { WhoAmI } from '../../shared/protocol.js';
+import { z } from 'zod';
+import { DecisionState, ExecutionStatus, WhoAmI } from '../../shared/protocol.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { PlaneHttp, PlaneResponse } from './http.js';
 
@@ -81,6 +82,41 @@ export async function ping(http: PlaneHttp, as: PlaneCaller): Promise<PlanePing>
   const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
   const reason = error?.message ? `${res.status} ${error.code ?? ''}: ${error.message}` : foreignBody(res.status, res.body);
   return { ok: false, status: res.status, reason };
+}
+
+/**
+/** What of GET /v1/executions/:id a decision worker reads: the run's status and its pause, claim and decision there. */
+const PlaneRun = z.object({
+  execution: z.object({ status: ExecutionStatus }),
+  pause: z
+    .object({
+      pending: z.object({ checkpointId: z.string() }),
+      state: z.string(),
+      claimedBy: z.string().nullable(),
+      claim: z.object({ writerId: z.string(), state: z.enum(['held', 'applied']) }).nullable(),
+      decision: z.object({ decisionId: z.string(), state: DecisionState, appliedBy: z.string().nullable() }).nullable(),
+    })
+    .nullable(),
+});
+export type PlaneRun = z.infer<typeof PlaneRun>;
+
+/**
+ * Where a run stands on the plane (GET /v1/executions/:id): its status and
+ * its pause (open or claimed, by whom, with its decision's state); null when
+ * the plane does not hold the run. Throws PLANE_ERROR when the plane cannot
+ * be asked or refuses.
+ */
+export async function runAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string): Promise<PlaneRun | null> {
+  const res = await http.request('GET', `/v1/executions/${encodeURIComponent(executionId)}`, { apiKey: as.apiKey, timeoutMs: as.timeoutMs }).catch((e: unknown) => {
+    throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane to read '${executionId}': ${(e as Error).message}`, { cause: e, details: { executionId } });
+  });
+  if (res.status === 404) return null;
+  const run = PlaneRun.safeParse(res.body);
+  if (res.status === 200 && run.success) return run.data;
+  const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+  throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane did not say where '${executionId}' stands: ${res.status} ${error?.message ?? foreignBody(res.status, res.body)}`, {
+    details: { executionId, status: res.status, planeCode: error?.code ?? null },
+  });
 }
 
 /**

@@ -29,112 +29,20 @@ import { EventEmitter } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { LIMITS } from '../../shared/limits.js';
 import { IngestResponse, PROTOCOL_VERSION } from '../../shared/protocol.js';
-import type { Checkpointer, OutboxEntry, OutboxStats, PlaneGuard } from '../checkpointer.js';
+import type { Checkpointer, OutboxEntry, PlaneGuard } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import { PlaneHttp } from './http.js';
 import { backoffDelay, retryAfter } from '../retry.js';
-import { changeFeedOf, type ChangeFeedConsumer, type ChangePull, type RunUpdate } from './change-feed.js';
-import type { Decision } from '../../shared/rows.js';
-import { DecisionFeedConsumer, type PullResult, type SkippedDecision } from './decision-feed.js';
+import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change-feed.js';
+import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
-import { claimAtPlane, foreignBody, ping, releaseClaim, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneTakeover } from './plane-calls.js';
+import { BacklogCount } from './backlog-count.js';
+import type { DrainState, FlushResult, ReplicaEvents, ReplicaOptions, ReplicaStatus, RoundOutcome } from './replica-types.js';
+import { claimAtPlane, foreignBody, ping, releaseClaim, runAtPlane, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneRun, type PlaneTakeover } from './plane-calls.js';
 
-export type { PlaneClaim, PlanePing, PlaneTakeover } from './plane-calls.js';
+export type { PlaneClaim, PlanePing, PlaneRun, PlaneTakeover } from './plane-calls.js';
 export type { ChangePull, RunUpdate } from './change-feed.js';
-
-export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
-
-export interface ReplicaOptions {
-  url: string;
-  apiKey: string;
-  /** Reported to the plane; defaults to the store's writer id. */
-  writerId?: string;
-  dispatcher?: Dispatcher;
-  batchRows?: number;
-  batchBytes?: number;
-  /** Debounce after a write. Default 50 ms. */
-  debounceMs?: number;
-  /** Idle poll for rows written by other processes sharing the store. Default 5 s; 0 disables. */
-  pollMs?: number;
-  /** Per request. Default 30 s. */
-  timeoutMs?: number;
-  /** The first retry's ceiling of the full-jitter backoff (`client/retry.ts`). Default 250 ms. */
-  backoffBaseMs?: number;
-  /** The largest ceiling. Default 30 s. */
-  backoffCapMs?: number;
-  faults?: FaultHook;
-  /** Follow the plane's change feed while running (default true; change-feed.ts). false: only `pullChanges()` does it. */
-  followChanges?: boolean;
-  /** The change feed's long-poll hold, seconds (the plane caps it at 25). Default 25. */
-  changeWaitSeconds?: number;
-  /** The decision feed's long-poll hold, seconds (the plane caps it at 25). Default 25. */
-  decisionWaitSeconds?: number;
-}
-
-export interface ReplicaStatus {
-  state: DrainState;
-  pendingRows: number;
-  pendingBytes: number;
-  oldestPendingAgeMs: number | null;
-  quarantinedCount: number;
-  lastQuarantineReason: string | null;
-  lastAckAt: string | null;
-  lastError: string | null;
-  /** When `lastError` happened. */
-  lastErrorAt: string | null;
-  /** When a round last ended with the outbox empty; an error before it is no longer current. */
-  lastSuccessAt: string | null;
-  consecutiveFailures: number;
-  nextAttemptAt: string | null;
-  rowsSynced: number;
-}
-
-/** What one flush() did, with the status at its end. */
-export interface FlushResult extends ReplicaStatus {
-  /** Rows the plane accepted during this flush. */
-  sent: number;
-  /** Rounds that ended during this flush. */
-  rounds: number;
-}
-
-/** How a drain round ended: the outbox emptied, the key was refused, or a retry is due (at least `retryAfterMs`). */
-export type RoundOutcome = { kind: 'done' } | { kind: 'auth' } | { kind: 'retry'; retryAfterMs: number | null };
-
-/**
- * What a replica emits (`replica.on(name, listener)`), each event's listener
- * arguments. Listeners are isolated: one that throws is reported as
- * `listener_error` and never stops the drain.
- */
-export interface ReplicaEvents {
-  /** The drain moved to another state (see the state table above). */
-  state: [state: DrainState];
-  /** A round ended with the outbox empty. */
-  drained: [];
-  /** A round ended, however it ended (after `drained` when it emptied the outbox). */
-  round: [outcome: RoundOutcome];
-  /** The plane answered a batch: rows synced and rows quarantined by its per-row answers. */
-  ack: [ack: { synced: number; quarantined: number }];
-  /** Rows the plane refused were quarantined; `reason` is the first one's. */
-  quarantined: [quarantined: { ids: string[]; reason: string }];
-  /** The plane refused this writer's rows of a run another machine took over (once per run per batch). */
-  run_lost: [lost: { executionId: string; reason: string }];
-  /** The plane refused a claim and `onClaimRefused: 'resume_locally'` resumed anyway (connectPlane). */
-  claim_refused: [refused: { executionId: string; checkpointId: string; reason: string }];
-  /** The plane was unreachable for a claim; the local claim stands (connectPlane). */
-  claim_offline: [offline: { executionId: string; checkpointId: string; reason: string }];
-  /** This writer took a run over at the plane from writer `from` (connectPlane). */
-  run_taken_over: [takeover: { executionId: string; from: string }];
-  /** The plane was unreachable for a takeover; the local lease stands (connectPlane). */
-  takeover_offline: [offline: { executionId: string; reason: string }];
-  /** A run this store holds moved on elsewhere (claimed, cancelled, finished, deleted) and was caught up or reported (change-feed.ts). */
-  run_updated: [update: RunUpdate];
-  /** A decision recorded on the plane arrived through the decision feed and was stored here (issue 16). */
-  decision: [decision: Decision];
-  /** The decision feed passed over one decision (malformed, or refused by this store); the feed went on past it. */
-  decision_skipped: [skipped: SkippedDecision];
-  /** A listener of `event` threw `error`; the drain went on. */
-  listener_error: [failure: { event: Exclude<keyof ReplicaEvents, 'listener_error'>; error: unknown }];
-}
+export type { DrainState, FlushResult, ReplicaEvents, ReplicaOptions, ReplicaStatus, RoundOutcome } from './replica-types.js';
 
 class HttpFailure extends Error {
   constructor(
@@ -172,6 +80,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private readonly url: string;
   private readonly dispatcher: Dispatcher | undefined;
   private readonly decisions: DecisionFeedConsumer;
+  private readonly backlogCount: BacklogCount;
 
   constructor(
     readonly store: Checkpointer,
@@ -205,6 +114,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       backoffCapMs: options.backoffCapMs ?? 30_000,
     };
     this.maxRows = this.o.batchRows;
+    this.backlogCount = new BacklogCount(store);
     this.fault = options.faults ?? noFaults;
     this.unsubscribe = store.onWrite(() => this.kick());
     if (this.o.pollMs > 0) {
@@ -370,34 +280,12 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     }
   }
 
-  /**
-   * The backlog a batch reports: counted at most once a second (counting walks
-   * every pending row, so counting per batch made draining a backlog
-   * quadratic), less what was answered since.
-   */
-  private backlogCount: { at: number; stats: OutboxStats; answeredRows: number; answeredBytes: number } | null = null;
-
-  private async backlog(rows: number, bytes: number): Promise<{ rows: number; bytes: number; oldestPendingAt: string | null }> {
-    const now = Date.now();
-    if (!this.backlogCount || now - this.backlogCount.at >= 1000) {
-      this.backlogCount = { at: now, stats: await this.store.outboxStats(), answeredRows: 0, answeredBytes: 0 };
-    }
-    const c = this.backlogCount;
-    const left = Math.max(0, c.stats.pendingCount - c.answeredRows - rows);
-    // one source of truth: with nothing left behind this batch, nothing is waiting
-    return {
-      rows: left,
-      bytes: left ? Math.max(0, c.stats.pendingBytes - c.answeredBytes - bytes) : 0,
-      oldestPendingAt: left ? c.stats.oldestPendingAt : null,
-    };
-  }
-
   private async send(entries: OutboxEntry[]): Promise<void> {
     const bytes = entries.reduce((n, e) => n + e.bytes, 0);
     const body = {
       protocol: PROTOCOL_VERSION,
       writerId: this.writerId,
-      backlog: await this.backlog(entries.length, bytes),
+      backlog: await this.backlogCount.take(entries.length, bytes),
       rows: entries.map((e) => e.event),
     };
     const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs });
@@ -417,10 +305,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       else synced.push(entries[i].id);
     });
     await this.store.applyResults({ synced, quarantined });
-    if (this.backlogCount) {
-      this.backlogCount.answeredRows += entries.length;
-      this.backlogCount.answeredBytes += bytes;
-    }
+    this.backlogCount.answered(entries.length, bytes);
     this.fault('drain.afterApply');
     this.rowsSynced += synced.length;
     this.lastAckAt = new Date().toISOString();
@@ -572,6 +457,11 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /** Restore a run from this replica's plane (restoreFromPlane with its url and key): rows, the open pause and its decision. */
   restore(executionId: string): ReturnType<typeof restoreFromPlane> {
     return restoreFromPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs });
+  }
+
+  /** Where a run stands on this replica's plane (its status, its pause, claim and decision there); null when the plane does not hold it. */
+  runAtPlane(executionId: string): Promise<PlaneRun | null> {
+    return runAtPlane(this.http, this.caller, executionId);
   }
 
   /**

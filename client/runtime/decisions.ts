@@ -31,7 +31,10 @@
  *   run in progress…); the decision stays pending and is tried again after a
  *   backoff (`retryInMs`).
  * A decision for a run this store does not hold is skipped, unless `restore`
- * is set: then the run is restored from the plane first (through the replica).
+ * is set: then the plane is asked where its pause stands, and the run is
+ * restored (through the replica) only while that pause is open there; a pause
+ * claimed or closed on the plane is reported as above without restoring the
+ * run, and the decision is forgotten here (a claim only held: `failed`).
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
@@ -224,6 +227,7 @@ class DecisionWorker {
     try {
       if (!d.held) {
         if (!this.o.restore) return;
+        await this.pauseOpenAtPlane(d);
         await this.o.replica!.restore(d.executionId);
         const now = await store.getDecision(d.executionId, d.checkpointId);
         if (!now) return;
@@ -239,13 +243,48 @@ class DecisionWorker {
       this.report({ outcome: 'applied', decision: (await store.getDecision(d.executionId, d.checkpointId)) ?? d, status: result.status, result });
     } catch (e) {
       const code = (e as { code?: string })?.code ?? null;
-      if (code && SUPERSEDED.has(code) && !(await this.heldElsewhere(d, e as WaymarkError))) return this.closed(d, e as WaymarkError);
+      // a run gone from the plane before it was restored here: its pause closed for good
+      const gone = code === ErrorCode.NOT_ON_PLANE && !d.held;
+      if (code && (SUPERSEDED.has(code) || gone) && !(await this.heldElsewhere(d, e as WaymarkError))) return this.closed(d, e as WaymarkError);
       const prev = this.retries.get(d.decisionId)?.attempts ?? 0;
       const retryInMs = Math.round(backoffDelay(prev + 1, this.retry));
       this.retries.set(d.decisionId, { attempts: prev + 1, at: Date.now() + retryInMs, decision: d, details: (e as WaymarkError)?.details });
       this.summary.failed++;
       this.report({ outcome: 'failed', decision: d, error: { code, message: (e as Error)?.message ?? String(e) }, attempts: prev + 1, retryInMs });
     }
+  }
+
+  /**
+   * Before restoring a run this store does not hold, the plane's word on the
+   * decision's pause: open there, the run is restored and the decision
+   * applied. Otherwise nothing is restored (the run is not this worker's to
+   * resume) and the answer is thrown as a lost claim's would be, so it is
+   * reported alike: claimed there with this decision and applied
+   * (applied_elsewhere), claimed with this decision but only held (failed,
+   * tried again: the holder may release it), claimed otherwise, closed, or
+   * the run gone from the plane (superseded). A settled decision's row is
+   * then forgotten here (closed()).
+   */
+  private async pauseOpenAtPlane(d: StoredDecision): Promise<void> {
+    const run = await this.o.replica!.runAtPlane(d.executionId);
+    const where = `the pause at checkpoint ${d.checkpointId} of '${d.executionId}'`;
+    if (!run) throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `${where} is gone: the run is not on the plane; nothing was restored`, { details: { planePauseId: null } });
+    const pause = run.pause?.pending.checkpointId === d.checkpointId ? run.pause : null;
+    if (pause?.state === 'open') return;
+    // the plane's pause of the run now, when it is another one: a decision kept here for it is still needed
+    const planePauseId = run.pause && !pause ? run.pause.pending.checkpointId : null;
+    if (!pause) {
+      const cancelled = run.execution.status === 'cancelled';
+      throw new WaymarkError(cancelled ? ErrorCode.RUN_CANCELLED : ErrorCode.ALREADY_RESUMED, `${where} is no longer open on the plane (the run is ${run.execution.status}); nothing was restored`, {
+        details: { planePauseId },
+      });
+    }
+    // the plane's view of this decision: 'claimed' (held) or 'applied' when the pause's claim carries it, else 'superseded'
+    const withMine = pause.decision?.decisionId === d.decisionId && (pause.decision.state === 'claimed' || pause.decision.state === 'applied');
+    const claimedBy = pause.claim?.writerId ?? pause.claimedBy ?? 'another writer';
+    throw new WaymarkError(ErrorCode.ALREADY_RESUMED, `${where} was claimed on the plane by writer '${claimedBy}'; nothing was restored`, {
+      details: { claimedBy, claimDecisionId: withMine ? d.decisionId : null, claimApplied: withMine ? pause.decision?.state === 'applied' : pause.claim?.state === 'applied', planePauseId },
+    });
   }
 
   /**
@@ -270,13 +309,20 @@ class DecisionWorker {
     const planeWinner = typeof details.claimedBy === 'string' ? details.claimedBy : null;
     if (now.state === 'applied') {
       this.summary.appliedElsewhere++;
-      return this.report({ outcome: 'applied_elsewhere', decision: now, appliedBy: now.appliedBy ?? 'another process' });
-    }
-    if (planeWinner && details.claimDecisionId === d.decisionId) {
+      this.report({ outcome: 'applied_elsewhere', decision: now, appliedBy: now.appliedBy ?? 'another process' });
+    } else if (planeWinner && details.claimDecisionId === d.decisionId) {
       this.summary.appliedElsewhere++;
-      return this.report({ outcome: 'applied_elsewhere', decision: now, appliedBy: planeWinner });
+      this.report({ outcome: 'applied_elsewhere', decision: now, appliedBy: planeWinner });
+    } else {
+      this.summary.superseded++;
+      this.report({ outcome: 'superseded', decision: now, code: e.code ?? ErrorCode.ALREADY_RESUMED, reason: e.message, claimedBy: planeWinner ?? now.appliedBy });
     }
-    this.summary.superseded++;
-    this.report({ outcome: 'superseded', decision: now, code: e.code ?? ErrorCode.ALREADY_RESUMED, reason: e.message, claimedBy: planeWinner ?? now.appliedBy });
+    await this.forget(now, details);
+  }
+
+  /** After its outcome: a decision for a run this store does not hold, settled on the plane's word, is no work of this store's any more. */
+  private async forget(now: StoredDecision, details: Record<string, unknown>): Promise<void> {
+    if (now.held || !('planePauseId' in details)) return;
+    await this.o.store.forgetUnheldDecisions(now.executionId, (details.planePauseId as string | null) ?? null).catch(() => {});
   }
 }

@@ -39,6 +39,8 @@ import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type
 import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
+import { usageTotalsOf, type UsageColumns } from '../store/usage.js';
+import type { UsageTotal } from '../../shared/usage.js';
 import { migrateSqlite } from './migrations.js';
 import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
@@ -357,6 +359,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return decisions.getDecision(this.db, executionId, checkpointId);
   }
 
+  async forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null): Promise<number> {
+    this.assertOpen();
+    if (!decisions.hasUnheldDecisions(this.db, executionId, keepCheckpointId)) return 0;
+    return this.db.transaction(() => decisions.forgetUnheldDecisions(this.db, executionId, keepCheckpointId)).immediate();
+  }
+
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
     this.assertOpen();
     const row = this.st.getPending.get(executionId) as PendingColumns | undefined;
@@ -401,6 +409,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       args.push(options.limit);
     }
     return (this.variant(sql).all(...args) as CheckpointColumns[]).map(fromColumns.checkpoint);
+  }
+
+  async usageTotals(executionIds: readonly string[]): Promise<Map<string, UsageTotal>> {
+    this.assertOpen();
+    if (!executionIds.length) return new Map();
+    return usageTotalsOf(executionIds, this.st.usageRows.all(JSON.stringify(executionIds)) as UsageColumns[]);
   }
 
   async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {}): Promise<C.ExecutionSummary[]> {

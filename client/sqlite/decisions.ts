@@ -94,3 +94,16 @@ export function dropDecisions(db: Database.Database, executionId: string): void 
   st(db, `DELETE FROM decisions WHERE execution_id = ?`).run(executionId);
   st(db, `DELETE FROM claims WHERE execution_id = ?`).run(executionId);
 }
+
+/** Decisions of an execution whose pause row is not held here, but the kept pause's (see Checkpointer.forgetUnheldDecisions). */
+const UNHELD = `FROM decisions WHERE execution_id = ? AND checkpoint_id IS NOT ? AND NOT EXISTS (SELECT 1 FROM checkpoints k WHERE k.id = decisions.checkpoint_id)`;
+
+/** Whether an execution has decisions to forget: read first, so a run with none costs no write lock. */
+export function hasUnheldDecisions(db: Database.Database, executionId: string, keepCheckpointId: string | null): boolean {
+  return st(db, `SELECT 1 ${UNHELD} LIMIT 1`).get(executionId, keepCheckpointId) !== undefined;
+}
+
+/** Inside the caller's IMMEDIATE transaction: forget them; how many. */
+export function forgetUnheldDecisions(db: Database.Database, executionId: string, keepCheckpointId: string | null): number {
+  return st(db, `DELETE ${UNHELD}`).run(executionId, keepCheckpointId).changes;
+}

@@ -40,6 +40,11 @@ export function prepareStatements(db: Database.Database) {
     getBySeq: prepare(`SELECT * FROM checkpoints WHERE execution_id = ? AND seq = ?`),
     latest: prepare(`SELECT * FROM checkpoints WHERE execution_id = ? ORDER BY seq DESC LIMIT 1`),
     chain: prepare(`SELECT id, seq, state FROM checkpoints WHERE execution_id = ? AND seq >= ? AND seq <= ? ORDER BY seq`),
+    // the usage arrays of the rows that carry one, of the runs a JSON array of ids names (see store/usage.ts)
+    usageRows: prepare(
+      `SELECT id, execution_id, json_extract(node_output, '$.usage') AS usage FROM checkpoints
+       WHERE execution_id IN (SELECT value FROM json_each(?)) AND json_type(node_output, '$.usage') = 'array'`,
+    ),
     insertPending: prepare(
       `INSERT INTO pending_interrupts (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
        VALUES (@execution_id, @checkpoint_id, @node_id, @reason, @context, @agent_path, @created_at)`,

@@ -21,15 +21,15 @@
  */
 import { ErrorCode, hasCode, runErrorOf, WaymarkError } from '../../shared/errors.js';
 import type { Checkpoint } from '../../shared/rows.js';
-import { sumUsage, type UsageTotal } from '../../shared/usage.js';
+import type { UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import { lostRuns, refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
 import { decide } from '../runtime/decide.js';
-import type { DecisionShown, InboxItem, InspectorSource, Paged, RunSummary } from '../../plane/ui/source.js';
-import type { RunItem } from '../../plane/ui/runs-page.js';
-import type { QuarantineItem } from '../../plane/ui/quarantine-page.js';
-import type { SyncStatus } from '../../plane/ui/sync-page.js';
+import type { DecisionShown, InboxItem, InspectorSource, Paged, RunSummary } from '../../inspector/source.js';
+import type { RunItem } from '../../inspector/runs-page.js';
+import type { QuarantineItem } from '../../inspector/quarantine-page.js';
+import type { SyncStatus } from '../../inspector/sync-page.js';
 
 /** How many rows or runs one store read takes while a page is assembled. */
 const CHUNK = 500;
@@ -62,23 +62,11 @@ interface DrainNote {
 }
 
 export function localSource(store: Checkpointer): InspectorSource {
-  /** Every row of a run, in chunks, for a sum over them (usage). */
-  async function usageOf(executionId: string): Promise<UsageTotal> {
-    const rows: Checkpoint[] = [];
-    for (let after = -1; ; ) {
-      const page = await store.list(executionId, { afterSeq: after, limit: CHUNK });
-      rows.push(...page);
-      if (page.length < CHUNK) return sumUsage(rows);
-      after = page[page.length - 1].seq;
-    }
-  }
-
   const first = async (executionId: string) => (await store.list(executionId, { limit: 1 }))[0] ?? null;
   const errorOf = (state: string, last: Checkpoint | null) => (state === 'failed' && last ? runErrorOf(last.nodeOutput) : null);
 
-  async function runItem(e: ExecutionSummary, last: Checkpoint | null): Promise<RunItem> {
+  async function runItem(e: ExecutionSummary, last: Checkpoint | null, usage: UsageTotal): Promise<RunItem> {
     const start = await first(e.executionId);
-    const usage = await usageOf(e.executionId);
     return {
       executionId: e.executionId,
       status: e.state,
@@ -118,21 +106,29 @@ export function localSource(store: Checkpointer): InspectorSource {
     async listRuns(q): Promise<Paged<RunItem>> {
       let after = decode<string>(q.cursor, 'string');
       const since = q.updatedSince ? Date.parse(q.updatedSince) : null;
-      const found: RunItem[] = [];
+      const found: { e: ExecutionSummary; last: Checkpoint | null }[] = [];
+      let more = false;
       // filters the store cannot apply are applied here, reading on until a page is full or the store ends
-      for (;;) {
+      scan: for (;;) {
         const page = await store.listExecutions({ afterExecutionId: after, limit: CHUNK, state: q.status as ExecutionSummary['state'] | undefined });
         for (const e of page) {
           if (q.q && !e.executionId.startsWith(q.q)) continue;
           if (since !== null && Date.parse(e.updatedAt) < since) continue;
           const last = await store.latest(e.executionId);
           if (q.writer && last?.writerId !== q.writer) continue;
-          if (found.length === q.limit) return { items: found, nextCursor: encode(found[found.length - 1].executionId) };
-          found.push(await runItem(e, last));
+          if (found.length === q.limit) {
+            more = true;
+            break scan;
+          }
+          found.push({ e, last });
         }
-        if (page.length < CHUNK) return { items: found, nextCursor: null };
+        if (page.length < CHUNK) break;
         after = page[page.length - 1].executionId;
       }
+      // usage of the whole page in one read of the rows that carry it, not every row of every run
+      const usage = await store.usageTotals(found.map((f) => f.e.executionId));
+      const items = await Promise.all(found.map((f) => runItem(f.e, f.last, usage.get(f.e.executionId)!)));
+      return { items, nextCursor: more ? encode(items[items.length - 1].executionId) : null };
     },
 
     async getRun(executionId): Promise<RunSummary | null> {
@@ -175,7 +171,9 @@ export function localSource(store: Checkpointer): InspectorSource {
       return (await store.listIdempotent(executionId)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     },
 
-    runUsage: usageOf,
+    async runUsage(executionId) {
+      return (await store.usageTotals([executionId])).get(executionId)!;
+    },
 
     async listQuarantine(o) {
       const items = await quarantined(decode<string>(o.cursor, 'string'), o.limit, (id) => o.executionId === undefined || id === o.executionId);
@@ -211,7 +209,7 @@ export function localSource(store: Checkpointer): InspectorSource {
     },
 
     async runDecisions(executionId): Promise<DecisionShown[]> {
-      // the decisions of the run's pauses: its hitl_pause rows, read in chunks (a run page already reads them all for usage)
+      // the decisions of the run's pauses: its hitl_pause rows, read in chunks
       const found: DecisionShown[] = [];
       for (let after = -1; ; ) {
         const rows = await store.list(executionId, { afterSeq: after, limit: CHUNK });

@@ -1,13 +1,13 @@
 /** @jsxImportSource hono/jsx */
 /**
- * `waymark ui`: the inspector's pages (plane/ui/pages.tsx, the plane's own)
+ * `waymark ui`: the inspector's pages (inspector/pages.tsx, the plane's too)
  * served over a local store, read live through `localSource` (no copy, no
  * plane). No login: it binds to loopback unless `allowRemote` says otherwise,
  * and on loopback it answers only requests whose Host names loopback, so a web
  * page of another site that rebinds its DNS name to 127.0.0.1 cannot read the
  * store through a visitor's browser. It reads (GET and HEAD), with the
  * plane's CSP and secure headers, and takes one POST: the approve/decline
- * form of a paused run (plane/ui/approvals.tsx), which records a decision in
+ * form of a paused run (inspector/approvals.tsx), which records a decision in
  * the store under `user` (source `local`; the application's worker applies
  * it). That form carries a CSRF token made from a secret of this process
  * (random at start, only in the pages it serves), and a post from another
@@ -20,10 +20,10 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer } from '../checkpointer.js';
-import { FRAME, localFrame } from '../../plane/ui/frame.js';
-import { NotFoundPage } from '../../plane/ui/not-found-page.js';
-import { csrfOf, csrfOk } from '../../plane/ui/csrf.js';
-import { inspectorHeaders, mountAssets, mountPages } from '../../plane/ui/pages.js';
+import { FRAME, localFrame } from '../../inspector/frame.js';
+import { NotFoundPage } from '../../inspector/not-found-page.js';
+import { csrfOf, csrfOk } from '../../inspector/csrf.js';
+import { inspectorHeaders, mountAssets, mountPages } from '../../inspector/pages.js';
 import { localSource } from './local-source.js';
 import { isLoopback } from './loopback.js';
 

@@ -15,8 +15,8 @@ import { admin } from '../admin.js';
 import { SCOPES, type Principal, type Scope } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import type { PlaneEnv } from '../http/env.js';
-import { csrfOf, csrfOk as formCsrfOk } from './csrf.js';
-import { Layout, Table } from './layout.js';
+import { csrfOf, csrfOk as formCsrfOk } from '../../inspector/csrf.js';
+import { Layout, Table } from '../../inspector/layout.js';
 import { SESSION_COOKIE } from './session.js';
 
 type KeyRow = Awaited<ReturnType<typeof admin.keys>>[number];
@@ -105,7 +105,7 @@ export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: Middlewa
     }
     await next();
   };
-  // the token and the Origin check of plane/ui/csrf.ts, keyed by the session cookie
+  // the token and the Origin check of inspector/csrf.ts, keyed by the session cookie
   const csrfOk = async (c: Context<PlaneEnv>, form: Record<string, unknown>) =>
     formCsrfOk({ origin: c.req.header('origin'), url: c.req.url, token: form.csrf, secret: getCookie(c, SESSION_COOKIE) ?? '' });
   const render = async (c: Context<PlaneEnv>, extra: { created?: { id: string; key: string; project: string }; error?: string } = {}, status = 200) => {

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 /** The inspector's login page: a read or approve key, exchanged for a session cookie. */
 import type { FC } from 'hono/jsx';
-import { Layout } from './layout.js';
+import { Layout } from '../../inspector/layout.js';
 
 export const LoginPage: FC<{ error?: string; next: string }> = ({ error, next }) => (
   <Layout title="Log in" nav={false}>

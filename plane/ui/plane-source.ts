@@ -24,7 +24,7 @@ import {
   stateAt,
   usageByRun,
 } from '../read.js';
-import type { InspectorSource } from './source.js';
+import type { InspectorSource } from '../../inspector/source.js';
 
 export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
   return {

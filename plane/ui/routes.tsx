@@ -2,7 +2,7 @@
 /**
  * The inspector, a route module mounted on the plane app at `/`. Login exchanges a read (or approve) key
  * for an HttpOnly SameSite=Strict session cookie; `dev` (loopback only) skips
- * login and shows the first project. The read pages themselves (pages.tsx) are
+ * login and shows the first project. The read pages themselves (inspector/pages.tsx) are
  * fed by the plane's `InspectorSource` (plane-source.ts) for the session's
  * project; `waymark ui` mounts the same pages over a local store. One static
  * script (local times, /ui/local-time.js); the CSP allows no inline script,
@@ -17,12 +17,12 @@ import { projects } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
 import { listWriters } from '../read.js';
 import { LoginPage } from './login-page.js';
-import { inspectorHeaders, mountAssets, mountPages } from './pages.js';
+import { inspectorHeaders, mountAssets, mountPages } from '../../inspector/pages.js';
 import { planeSource } from './plane-source.js';
 import { WritersPage } from './writers-page.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal } from './session.js';
 import { mountKeysPage } from './keys.js';
-import { csrfOf, csrfOk } from './csrf.js';
+import { csrfOf, csrfOk } from '../../inspector/csrf.js';
 
 export interface InspectorOptions {
   /** Skip login and show the first project (only honoured when the plane binds to loopback). */

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 /** The inspector's writers: each writer's last contact, rows, backlog and incomplete runs. */
 import type { FC } from 'hono/jsx';
-import { ago, Layout, ShortId, Table, Time } from './layout.js';
+import { ago, Layout, ShortId, Table, Time } from '../../inspector/layout.js';
 
 export const WritersPage: FC<{
   items: {

@@ -40,10 +40,10 @@ interface Machine {
   ledger: Ledger;
 }
 
-/** A machine: its own store file and ledger, connected to the plane (long poll held 2 s). */
-function machine(name: string, ledger = new Ledger(tmp.file(`${name}-${++n}.jsonl`))): Machine {
+/** A machine: its own store file and ledger, connected to the plane (long poll held 2 s); `followChanges: false`: only pullChanges() reads the change feed. */
+function machine(name: string, ledger = new Ledger(tmp.file(`${name}-${++n}.jsonl`)), o: { followChanges?: boolean } = {}): Machine {
   const store = new SqliteCheckpointer({ path: tmp.file(`${name}-${++n}.db`) });
-  const replica = connectPlane(store, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 2 });
+  const replica = connectPlane(store, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 2, followChanges: o.followChanges });
   cleanup.push(async () => {
     await replica.stop();
     await store.close();
@@ -149,7 +149,7 @@ describe('decisions made on the plane', () => {
     const w = worker({ m: server, restore: true });
     const d = await decideOnPlane(id, pause.checkpointId);
     await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
-    // the feed is the project's: the other tests' decisions come too (applied already: restored, then reported superseded)
+    // the feed is the project's: the other tests' decisions come too (settled on the plane: reported from its word, not restored)
     expect(w.seen.filter((x) => x.decision.decisionId === d.decisionId).map((x) => x.outcome)).toEqual(['applied']);
     expect(server.ledger.charges().filter((c) => c.order === id)).toHaveLength(1);
     expect(laptop.ledger.charges()).toHaveLength(0);
@@ -214,5 +214,85 @@ describe('decisions made on the plane', () => {
     expect(released.status, JSON.stringify(released.body)).toBe(200);
     await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId && x.outcome === 'applied'));
     expect(laptop.ledger.charges()).toHaveLength(1);
+  });
+
+  it('restore: true does not restore a run whose pause was applied on the plane by another writer after the decision arrived: applied_elsewhere, the decision forgotten here', async () => {
+    const laptop = machine('applier');
+    const { id, pause } = await pausedOn(laptop);
+    const server = machine('late-server', undefined, { followChanges: false });
+    const d = await decideOnPlane(id, pause.checkpointId);
+    await server.replica.pullDecisions();
+    expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, state: 'pending', held: false });
+    // the laptop applies it (plane claim first), and syncs
+    const wl = worker({ m: laptop });
+    await wl.until((s) => s.some((x) => x.decision.decisionId === d.decisionId && x.outcome === 'applied'));
+    await laptop.replica.flush({ timeoutMs: 10_000 });
+    const ws = worker({ m: server, restore: true });
+    await ws.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
+    expect(ws.seen.filter((x) => x.decision.decisionId === d.decisionId)).toEqual([expect.objectContaining({ outcome: 'applied_elsewhere', appliedBy: laptop.store.writerId })]);
+    expect(await server.store.latest(id)).toBeNull();
+    expect(await server.store.getDecision(id, pause.checkpointId)).toBeNull();
+    expect(server.ledger.charges()).toHaveLength(0);
+    expect(laptop.ledger.charges()).toHaveLength(1);
+  });
+
+  it('restore: true and a pause claimed on the plane without the decision: superseded naming the claimer, nothing restored; a claim only held with it: failed, kept, applied once released', async () => {
+    const laptop = machine('claimer');
+    const taken = await pausedOn(laptop);
+    const held = await pausedOn(laptop);
+    const server = machine('claim-server', undefined, { followChanges: false });
+    const dTaken = await decideOnPlane(taken.id, taken.pause.checkpointId);
+    const dHeld = await decideOnPlane(held.id, held.pause.checkpointId);
+    await server.replica.pullDecisions();
+    // a resume from code claims the first pause at the plane; a crashed writer holds the second with its decision
+    const code = await call(`${plane.url}/v1/executions/${encodeURIComponent(taken.id)}/claim`, { key, json: { checkpointId: taken.pause.checkpointId, writerId: 'code-writer' } });
+    expect(code.status, JSON.stringify(code.body)).toBe(200);
+    const crashed = await call(`${plane.url}/v1/executions/${encodeURIComponent(held.id)}/claim`, {
+      key,
+      json: { checkpointId: held.pause.checkpointId, writerId: 'crashed-writer', decisionId: dHeld.decisionId },
+    });
+    expect(crashed.status, JSON.stringify(crashed.body)).toBe(200);
+    const w = worker({ m: server, restore: true });
+    await w.until((s) => s.some((x) => x.decision.decisionId === dTaken.decisionId) && s.some((x) => x.decision.decisionId === dHeld.decisionId));
+    expect(w.seen.filter((x) => x.decision.decisionId === dTaken.decisionId)).toEqual([expect.objectContaining({ outcome: 'superseded', code: 'ALREADY_RESUMED', claimedBy: 'code-writer' })]);
+    expect(w.seen.find((x) => x.decision.decisionId === dHeld.decisionId)).toMatchObject({ outcome: 'failed', error: { code: 'ALREADY_RESUMED' } });
+    expect(await server.store.latest(taken.id)).toBeNull();
+    expect(await server.store.getDecision(taken.id, taken.pause.checkpointId)).toBeNull();
+    expect(await server.store.latest(held.id)).toBeNull();
+    expect(await server.store.getDecision(held.id, held.pause.checkpointId)).toMatchObject({ state: 'pending', held: false });
+    // the holder gives the claim back: the retry restores the run and applies the decision
+    const released = await call(`${plane.url}/v1/executions/${encodeURIComponent(held.id)}/claim/release`, { key, json: { checkpointId: held.pause.checkpointId, writerId: 'crashed-writer' } });
+    expect(released.status, JSON.stringify(released.body)).toBe(200);
+    await w.until((s) => s.some((x) => x.decision.decisionId === dHeld.decisionId && x.outcome === 'applied'));
+    expect(server.ledger.charges().filter((c) => c.order === held.id)).toHaveLength(1);
+    expect(server.ledger.charges().filter((c) => c.order === taken.id)).toHaveLength(0);
+  });
+
+  it('the change feed forgets decisions kept for a run this store does not hold once the plane moved past their pause; a decision whose pause is still open stays', async () => {
+    const laptop = machine('mover');
+    const done = await pausedOn(laptop);
+    const open = await pausedOn(laptop);
+    const server = machine('keeper', undefined, { followChanges: false });
+    const dDone = await decideOnPlane(done.id, done.pause.checkpointId);
+    const dOpen = await decideOnPlane(open.id, open.pause.checkpointId);
+    await server.replica.pullDecisions();
+    expect(await server.store.getDecision(done.id, done.pause.checkpointId)).toMatchObject({ state: 'pending', held: false });
+    // the laptop applies the first decision only (its worker picks runs by id), and syncs
+    await laptop.replica.pullDecisions();
+    const stop = new AbortController();
+    const applied: DecisionOutcome[] = [];
+    const serving = serveDecisions({ store: laptop.store, signal: stop.signal, pollMs: 60_000, agentFor: (x) => (x.executionId === done.id ? laptop.agent : null), onOutcome: (x) => applied.push(x) });
+    cleanup.push(async () => {
+      stop.abort();
+      await serving;
+    });
+    const deadline = Date.now() + 20_000;
+    while (!applied.some((x) => x.decision.decisionId === dDone.decisionId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(applied.map((x) => x.outcome)).toEqual(['applied']);
+    expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    await server.replica.pullChanges();
+    expect(await server.store.getDecision(done.id, done.pause.checkpointId)).toBeNull();
+    expect(await server.store.getDecision(open.id, open.pause.checkpointId)).toMatchObject({ decisionId: dOpen.decisionId, state: 'pending', held: false });
+    expect(await server.store.latest(done.id)).toBeNull();
   });
 });

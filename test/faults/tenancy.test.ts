@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { csrfOf } from '../../plane/ui/csrf.js';
+import { csrfOf } from '../../inspector/csrf.js';
 import { revokeKey } from '../../plane/auth.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';

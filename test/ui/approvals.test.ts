@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { createKey } from '../../plane/auth.js';
-import { csrfOf } from '../../plane/ui/csrf.js';
+import { csrfOf } from '../../inspector/csrf.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { launchChromium, SHOTS } from '../helpers/browser.js';

@@ -317,12 +317,11 @@ function runtimeGraph(entry: string): { files: string[]; packages: Set<string> }
 }
 
 describe('layering', () => {
-  it("the local UI loads the plane's page components but no database code of the plane; other commands load no hono", () => {
+  it("the local UI loads the inspector's page components (the plane's too) and nothing of the plane; other commands load no hono", () => {
     const ui = runtimeGraph('client/ui/serve.tsx');
-    expect(ui.files).toContain('plane/ui/pages.tsx');
-    expect(ui.files).toContain('plane/ui/run-page.tsx');
-    expect(ui.files.filter((f) => f.startsWith('plane/') && !f.startsWith('plane/ui/'))).toEqual([]);
-    expect(ui.files.filter((f) => /plane\/ui\/(routes|plane-source|keys|session)\./.test(f))).toEqual([]);
+    expect(ui.files).toContain('inspector/pages.tsx');
+    expect(ui.files).toContain('inspector/run-page.tsx');
+    expect(ui.files.filter((f) => f.startsWith('plane/'))).toEqual([]);
     expect([...ui.packages].filter((p) => /drizzle|pglite|^postgres$|pino/.test(p))).toEqual([]);
     // the CLI loads the UI (and hono) only when `waymark ui` runs
     const cli = runtimeGraph('client/cli/main.ts');

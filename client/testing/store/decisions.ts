@@ -144,6 +144,25 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect(await events(a, 'decision_recorded')).toEqual([]);
     });
 
+    test('forgetUnheldDecisions removes the plane decisions of a run not held here but the kept pause’s; never a decision whose pause row is held', async () => {
+      const gone = decisionFor('moved-on', uuidv7(), { source: 'plane' });
+      const kept = decisionFor('moved-on', uuidv7(), { source: 'plane' });
+      const other = decisionFor('another-run', uuidv7(), { source: 'plane' });
+      for (const d of [gone, kept, other]) await a.recordDecision(d);
+      const held = await paused(a);
+      const mine = decisionFor(held.id, held.pause);
+      await a.recordDecision(mine);
+      expect(await b.forgetUnheldDecisions('moved-on', kept.checkpointId)).toBe(1);
+      expect(await a.getDecision('moved-on', gone.checkpointId)).toBeNull();
+      expect(await a.getDecision('moved-on', kept.checkpointId)).toMatchObject({ decisionId: kept.decisionId, state: 'pending', held: false });
+      expect(await a.getDecision('another-run', other.checkpointId)).toMatchObject({ decisionId: other.decisionId });
+      expect(await b.forgetUnheldDecisions('moved-on', null)).toBe(1);
+      expect(await b.forgetUnheldDecisions('moved-on', null)).toBe(0);
+      expect(await b.forgetUnheldDecisions(held.id, null)).toBe(0);
+      expect(await a.getDecision(held.id, held.pause)).toMatchObject({ decisionId: mine.decisionId, state: 'pending', held: true });
+      expect(await events(a, 'decision_recorded')).toHaveLength(1);
+    });
+
     test('a claim carrying the decision applies it (appliedBy, interrupt_claimed.decisionId); a claim without it supersedes it', async () => {
       const one = await paused(a);
       const d1 = decisionFor(one.id, one.pause);

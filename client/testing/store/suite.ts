@@ -50,6 +50,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         recordDecision: (s) => s.recordDecision(decisionFor(id, row.id)),
         listDecisions: (s) => s.listDecisions(),
         getDecision: (s) => s.getDecision(id, row.id),
+        forgetUnheldDecisions: (s) => s.forgetUnheldDecisions(id, null),
         acquireLease: (s) => s.acquireLease(id, { holder: 'A', ttlMs: 60_000 }),
         renewLease: (s) => s.renewLease(lease),
         releaseLease: (s) => s.releaseLease(lease),
@@ -60,6 +61,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         latest: (s) => s.latest(id),
         getById: (s) => s.getById(row.id),
         list: (s) => s.list(id),
+        usageTotals: (s) => s.usageTotals([id]),
         // the row's state is cached: a closed store refuses before it looks
         readState: (s) => s.readState(row),
         listExecutions: (s) => s.listExecutions(),

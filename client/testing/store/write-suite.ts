@@ -6,6 +6,8 @@ import { describe, expect } from 'vitest';
 import type { Checkpointer } from '../../checkpointer.js';
 import { uuidv7 } from '../../../shared/ids.js';
 import type { State } from '../../../shared/codec.js';
+import type { Json } from '../../../shared/json.js';
+import { sumUsage } from '../../../shared/usage.js';
 import { contractTest, exec, expectCode, input, withStore, type StoreHarness, type StoreSuiteOptions } from './harness.js';
 
 export function runWriteSuite(options: StoreSuiteOptions): void {
@@ -29,6 +31,50 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
       expect((await store.list(a)).map((r) => r.id)).toEqual([r0.id, r1.id]);
       expect(await store.latest('nope')).toBeNull();
       expect(await store.getById(uuidv7())).toBeNull();
+    });
+
+    test('usageTotals sums nodeOutput.usage over every row of each run asked for, as sumUsage over list() does; a run without usage or unknown has a zero total', async () => {
+      const a = exec();
+      const b = exec();
+      const quiet = exec();
+      const call = (i: number, over: Record<string, Json> = {}): Json => ({
+        model: i % 2 ? 'm-odd' : 'm-even',
+        agentPath: 'agent:test',
+        turn: i,
+        inputTokens: 10 + i,
+        outputTokens: 3,
+        cachedInputTokens: i % 3 ? null : 4,
+        finishReason: 'stop',
+        ...over,
+      });
+      const outputs: Json[] = [];
+      for (let i = 0; i < 120; i++) outputs.push(i % 3 === 0 ? { text: `reply ${i}`, usage: [call(i)] } : { text: `tool ${i}` });
+      outputs.push(
+        // shapes that carry no usage, or usage entries that count as zero or unknown
+        'a string',
+        ['an', 'array'],
+        null,
+        { usage: 'not an array' },
+        { usage: [call(200, { model: 7, inputTokens: -5, outputTokens: 'x' }), 'not an entry', call(201)] },
+        { text: 'a reply', usage: [call(202)] },
+        { output: { done: true }, usage: [call(203), call(204)] },
+      );
+      let prev: string | null = null;
+      for (const [i, nodeOutput] of outputs.entries()) prev = (await store.put(input(a, { prevId: prev, turn: i, nodeId: `turn:${i}`, nodeOutput }))).id;
+      await store.put(input(b, { nodeOutput: { usage: [call(1), call(2)] } }));
+      await store.put(input(quiet, { nodeOutput: { text: 'no model' } }));
+
+      const totals = await store.usageTotals([a, b, quiet, 'not-a-run']);
+      expect([...totals.keys()]).toEqual([a, b, quiet, 'not-a-run']);
+      expect(totals.get(a)).toEqual(sumUsage(await store.list(a)));
+      expect(totals.get(a)!.calls).toBe(40 + 2 + 1 + 2);
+      expect(totals.get(a)!.models.unknown).toBe(1);
+      expect(totals.get(b)).toEqual(sumUsage(await store.list(b)));
+      expect(totals.get(b)!.calls).toBe(2);
+      const zero = { calls: 0, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, models: {} };
+      expect(totals.get(quiet)).toEqual(zero);
+      expect(totals.get('not-a-run')).toEqual(zero);
+      expect(await store.usageTotals([])).toEqual(new Map());
     });
 
     test('list pages by seq with cursors over 1,200 rows, both directions, no fixed limit', async () => {

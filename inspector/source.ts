@@ -2,7 +2,7 @@
  * What the inspector's pages read, as one interface: `InspectorSource`. The
  * pages (pages.tsx) render whatever source they are given; two implement it:
  *
- * - the plane's (plane-source.ts), a thin layer over plane/read.ts for one
+ * - the plane's (plane/ui/plane-source.ts), a thin layer over plane/read.ts for one
  *   project, with every plane-only part (holes, claim conflicts, takeovers);
  * - a local store's (client/ui/local-source.ts, `waymark ui`), over the
  *   Checkpointer contract, with the outbox's sync status.
@@ -11,10 +11,10 @@
  * pages hide that part: a local store has no claim conflicts to list, which is
  * not the same as a plane that found none. Nothing here imports a database.
  */
-import type { Json } from '../../shared/json.js';
-import type { DecisionRequest, DecisionState } from '../../shared/protocol.js';
-import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
-import type { UsageTotal } from '../../shared/usage.js';
+import type { Json } from '../shared/json.js';
+import type { DecisionRequest, DecisionState } from '../shared/protocol.js';
+import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
+import type { UsageTotal } from '../shared/usage.js';
 import type { RunPageProps } from './run-page.js';
 import type { RunItem } from './runs-page.js';
 import type { SyncStatus } from './sync-page.js';
@@ -97,9 +97,4 @@ export interface InspectorSource {
    * (details.decision: the first).
    */
   recordDecision?(executionId: string, req: DecisionRequest, decidedBy: string): Promise<DecisionShown>;
-}
-
-/** One line naming each hole and why, for errors and pages. */
-export function describeHoles(list: { seq: number; code: string; reason: string }[]): string {
-  return list.map((h) => `seq ${h.seq} (${h.code}: ${h.reason})`).join('; ');
 }

@@ -1,6 +1,6 @@
 /** The state diff between two rows of a run, as the inspector shows it. */
-import { stableStringify, type Json } from '../../shared/json.js';
-import type { State } from '../../shared/codec.js';
+import { stableStringify, type Json } from '../shared/json.js';
+import type { State } from '../shared/codec.js';
 
 export interface StateDiff {
   /** Messages both states share, from the start. */

@@ -19,9 +19,9 @@
 import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import type { FC } from 'hono/jsx';
 import type { HtmlEscapedString } from 'hono/utils/html';
-import { ErrorCode, hasCode } from '../../shared/errors.js';
-import type { Json } from '../../shared/json.js';
-import { LIMITS } from '../../shared/limits.js';
+import { ErrorCode, hasCode } from '../shared/errors.js';
+import type { Json } from '../shared/json.js';
+import { LIMITS } from '../shared/limits.js';
 import { Badge, json, Layout, ShortId, Table, Time } from './layout.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged } from './source.js';
 

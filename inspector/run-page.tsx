@@ -1,9 +1,9 @@
 /** @jsxImportSource hono/jsx */
 /** The inspector's page of one run: its pause, holes, conflicts, timeline, state diff and idempotency entries. */
 import type { Child, FC } from 'hono/jsx';
-import type { Json } from '../../shared/json.js';
-import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
-import type { UsageTotal } from '../../shared/usage.js';
+import type { Json } from '../shared/json.js';
+import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
+import type { UsageTotal } from '../shared/usage.js';
 import type { StateDiff } from './diff.js';
 import { Conversation } from './conversation.js';
 import { ago, Badge, duration, Incomplete, json, Layout, LiveToggle, ShortId, Table, Time } from './layout.js';

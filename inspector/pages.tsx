@@ -4,8 +4,8 @@
  * list, a run's page (pause, timeline, state diff, idempotency, quarantine),
  * the quarantine and, where the source has one, the outbox's sync status; and
  * the static script and style they load. The plane mounts them behind its
- * login (routes.tsx); `waymark ui` mounts them over a local store
- * (client/ui/serve.ts). Nothing here imports a database: a source does the reads.
+ * login (plane/ui/routes.tsx); `waymark ui` mounts them over a local store
+ * (client/ui/serve.tsx). Nothing here imports a database: a source does the reads.
  *
  * `inspectorHeaders()` is the one CSP and set of secure headers of both: no
  * inline script, one static script of our own (local times, /ui/local-time.js),
@@ -14,7 +14,8 @@
 import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import { secureHeaders } from 'hono/secure-headers';
-import { ErrorCode, hasCode } from '../../shared/errors.js';
+import { ErrorCode, hasCode } from '../shared/errors.js';
+import { describeHoles } from '../shared/holes.js';
 import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.js';
 import { diffStates } from './diff.js';
 import { LOCAL_TIME_JS } from './local-time.js';
@@ -22,7 +23,7 @@ import { NotFoundPage } from './not-found-page.js';
 import { QuarantinePage } from './quarantine-page.js';
 import { RunPage } from './run-page.js';
 import { RunsPage, SINCE_WINDOWS, type RunsFilters } from './runs-page.js';
-import { describeHoles, type InspectorSource } from './source.js';
+import type { InspectorSource } from './source.js';
 import { STYLE } from './style.js';
 import { SyncPage } from './sync-page.js';
 

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 /** A run's messages shown as a conversation (the run page's state). */
 import type { FC } from 'hono/jsx';
-import type { Json } from '../../shared/json.js';
+import type { Json } from '../shared/json.js';
 import { json } from './layout.js';
 
 /** Text that is JSON shown pretty; anything else as it is. */

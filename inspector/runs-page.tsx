@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 /** The inspector's run list: filters, one row per run, cursor pages. */
 import type { FC } from 'hono/jsx';
-import type { UsageTotal } from '../../shared/usage.js';
+import type { UsageTotal } from '../shared/usage.js';
 import { Badge, clip, duration, Incomplete, Layout, LiveToggle, ShortId, Table, Time } from './layout.js';
 
 /** A column shown on wide screens only. */

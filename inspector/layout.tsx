@@ -4,7 +4,7 @@
  * ids, the table wrapper). Server-rendered; hono/jsx escapes every interpolated value.
  */
 import { useContext, type Child, type FC } from 'hono/jsx';
-import type { Json } from '../../shared/json.js';
+import type { Json } from '../shared/json.js';
 import { FRAME } from './frame.js';
 
 /**
