@@ -3,25 +3,34 @@
  * Real planes for tests: over HTTP on 127.0.0.1 (port 0), on PGlite started
  * from a migrated dump (fast), or on a real Postgres database.
  */
+import { readFile } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import pino from 'pino';
 // the plane's own modules (their full types), not the public waymark/plane facade whose database handle is opaque
 import { createKey, type Scope } from '../../plane/auth.js';
 import { openPlaneDatabase, type PlaneDatabase } from '../../plane/db/open.js';
+import { makePgliteTemplate } from './pglite-template.js';
 import { startPlane } from '../../plane/server.js';
 import { loadConfig } from '../../plane/config.js';
 import type { PlaneAppOptions } from '../../plane/app.js';
 
 let template: Promise<Blob> | null = null;
 
-/** A migrated PGlite data dir, made once per worker process. */
+/**
+ * The migrated PGlite data dir every plane of this process starts from: the
+ * file test/global-setup.ts provides as `pgliteTemplate`
+ * (test/helpers/pglite-template.ts), else one made here, once per process
+ * (outside vitest: the soak).
+ */
 function pgliteTemplate(): Promise<Blob> {
   template ??= (async () => {
-    const d = await openPlaneDatabase({ dataDir: 'memory://' });
-    const client = (d.db as unknown as { $client: { dumpDataDir(c?: string): Promise<Blob> } }).$client;
-    const blob = await client.dumpDataDir('none');
-    await d.close();
-    return blob;
+    if (process.env.VITEST) {
+      const { inject } = await import('vitest');
+      const file = inject('pgliteTemplate');
+      // gone meanwhile (a temp-dir sweep): made here instead
+      if (file) return readFile(file).then((b) => new Blob([b]), makePgliteTemplate);
+    }
+    return makePgliteTemplate();
   })();
   return template;
 }

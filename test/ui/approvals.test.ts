@@ -30,6 +30,7 @@ import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { launchChromium, SHOTS } from '../helpers/browser.js';
 import { forkTs, nextMessage } from '../helpers/child.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { BIN, ROOT } from '../helpers/plane-process.js';
 import { scratchDir } from '../helpers/tmp.js';
@@ -63,52 +64,112 @@ async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode === null) await once(child, 'exit');
 }
 
+/** Resolves once `cond` holds, checked every 20 ms (60 s at most). */
+async function until(cond: () => boolean): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  expect(cond()).toBe(true);
+}
+
 /** The page has no horizontal overflow at its current width. */
 async function fitsWidth(page: Page): Promise<boolean> {
   return page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
 }
 
+/** One Chromium for the file, launched while each describe starts its processes (each awaits it). */
+let browserLaunch: Promise<Browser>;
 let browser: Browser;
-beforeAll(async () => {
+beforeAll(() => {
   mkdirSync(SHOTS, { recursive: true });
-  browser = await launchChromium();
+  browserLaunch = launchChromium();
+  // a failed launch fails the describes that await it, not the process
+  browserLaunch.catch(() => {});
 });
 afterAll(async () => {
-  await browser?.close();
+  await (await browserLaunch?.catch(() => null))?.close();
   tmp.cleanup();
 });
 
 describe('approvals on the plane inspector', () => {
   let plane: TestPlane;
+  // the laptop reaches the plane through a proxy: cutting it off is the laptop going offline
+  let proxy: FaultProxy;
   let laptop: ChildProcess;
+  // a second machine of the same project, for the race (it holds only the run it restores)
+  let other: ChildProcess;
   let ledger: Ledger;
   const keys: Record<string, string> = {};
   let feedKey = '';
 
+  /** A laptop process on `db`; resolves once it listens (its `ready`). */
+  const startLaptop = async (db: string, url: string) => {
+    const child = forkTs(LAPTOP, [db, ledger.path, url, keys.laptop]);
+    child.stderr?.on('data', (d) => process.stderr.write(d));
+    await nextMessage<Msg>(child, (m) => m.type === 'ready');
+    return child;
+  };
+
   beforeAll(async () => {
     plane = await startTestPlane('pglite');
+    proxy = await new FaultProxy(plane.url).start();
     const db = plane.database.db;
     keys.approver = (await createKey(db, { project: 'acme', name: 'manager', scopes: ['approve'], createProject: true })).key;
     keys.reader = (await createKey(db, { project: 'acme', name: 'auditor', scopes: ['read'] })).key;
     keys.rival = (await createKey(db, { project: 'rival', name: 'rival manager', scopes: ['approve', 'read'], createProject: true })).key;
     feedKey = keys.laptop = await plane.key('acme', ['ingest', 'read']);
+    // both machines charge into one ledger (each charge names its order, the run's id, and its process)
     ledger = new Ledger(tmp.file('laptop.jsonl'));
-    laptop = forkTs(LAPTOP, [tmp.file('laptop.db'), ledger.path, plane.url, keys.laptop]);
-    laptop.stderr?.on('data', (d) => process.stderr.write(d));
+    // the machines and the browser start at once: their start-ups overlap
+    [laptop, other, browser] = await Promise.all([startLaptop(tmp.file('laptop.db'), proxy.url), startLaptop(tmp.file('other.db'), plane.url), browserLaunch]);
   });
   afterAll(async () => {
-    if (laptop) await stopChild(laptop);
+    await Promise.all([laptop, other].filter(Boolean).map(stopChild));
+    await proxy?.close();
     await plane?.close();
   });
 
-  const pauseOnLaptop = async (executionId: string) => {
-    const paused = nextMessage<Msg>(laptop, (m) => m.type === 'paused');
-    laptop.send({ type: 'run', executionId });
+  const pauseOn = async (child: ChildProcess, executionId: string) => {
+    const paused = nextMessage<Msg>(child, (m) => m.type === 'paused');
+    child.send({ type: 'run', executionId });
     const m = await paused;
     expect(m.status).toBe('paused');
     return m as Msg & { checkpointId: string; writerId: string };
   };
+  const pauseOnLaptop = (executionId: string) => pauseOn(laptop, executionId);
   const decisions = async () => (await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key: feedKey })).body.items as { decisionId: string; executionId: string }[];
+
+  /** A manager logs in with `key`, opens the pause from Pending approvals and approves it with `comment`; the run page after the post. */
+  const approveInBrowser = async (key: string, manager: string, id: string, comment: string): Promise<Page> => {
+    const page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
+    await page.goto(`${plane.url}/login?next=/approvals`);
+    await page.fill('input[name=key]', key);
+    await page.click('button[type=submit]');
+    await page.waitForURL(`${plane.url}/approvals`);
+    const card = page.locator(`[data-testid=pause][data-execution="${id}"]`);
+    expect(await card.textContent()).toContain('No decision yet.');
+    await card.locator('a[href^="/runs/"]').click();
+    await page.waitForURL(new RegExp(`/runs/${id}`));
+    await page.fill('textarea[name=comment]', comment);
+    await page.click('button[name=approved][value=true]');
+    await page.waitForURL(new RegExp(`/runs/${id}#decisions-h$`));
+    expect(await page.textContent('[data-testid=decided-by]')).toBe(manager);
+    return page;
+  };
+
+  /** The run page and the inbox show the one decision applied by `writerId`, and the run completed. */
+  const expectShownApplied = async (page: Page, id: string, decisionId: string, writerId: string) => {
+    await page.goto(`${plane.url}/runs/${id}`);
+    const shown = page.locator('[data-testid=run-approvals] [data-testid=decision]');
+    expect(await shown.count()).toBe(1);
+    expect(await shown.getAttribute('data-state')).toBe('applied');
+    expect(await shown.locator('[data-testid=applied-by]').textContent()).toBe(writerId);
+    expect(await page.textContent('h1')).toContain('completed');
+    await page.goto(`${plane.url}/approvals`);
+    expect(await page.locator(`[data-testid=pause][data-execution="${id}"]`).count()).toBe(0);
+    const row = page.locator(`tr[data-decision="${decisionId}"]`);
+    expect(await row.getAttribute('data-state')).toBe('applied');
+    expect(await row.locator('td').last().locator('[title]').getAttribute('title')).toBe(writerId);
+  };
 
   it('a manager approves from Pending approvals; the laptop worker applies it once; the pages show it applied by the laptop writer', async () => {
     const id = `refund-${Date.now().toString(36)}`;
@@ -145,7 +206,7 @@ describe('approvals on the plane inspector', () => {
 
     const o = await outcome;
     expect(o).toMatchObject({ outcome: 'applied', status: 'completed' });
-    expect(ledger.charges()).toHaveLength(1);
+    expect(ledger.charges().filter((c) => c.order === id)).toHaveLength(1);
 
     await page.reload();
     const shown = page.locator('[data-testid=run-approvals] [data-testid=decision]');
@@ -244,6 +305,71 @@ describe('approvals on the plane inspector', () => {
     // the laptop applies it (and the pause is then closed: a late decision is PAUSE_CLOSED or ALREADY_DECIDED, never recorded)
     await nextMessage<Msg>(laptop, (m) => m.type === 'outcome' && m.decisionId === (mine[0] as { decisionId: string }).decisionId);
   });
+
+  it('a laptop offline when the manager approves applies the decision once it is back online: one charge; the pages show it applied by the laptop writer', async () => {
+    const id = `offline-${Date.now().toString(36)}`;
+    const pause = await pauseOnLaptop(id);
+    // the laptop loses its network: its connections drop (the held long poll too) and new ones are reset
+    proxy.rule = () => 'reset';
+    for (const s of proxy.sockets) s.destroy();
+    try {
+      const page = await approveInBrowser(keys.approver, 'manager', id, 'Approved while the laptop was offline.');
+      const decidedAt = Date.now();
+      // the laptop asked for decisions after this one was recorded, and did not get through
+      await until(() => proxy.seen.some((r) => r.path.startsWith('/v1/decisions') && r.fault === 'reset' && r.at > decidedAt));
+      expect(await page.locator('[data-testid=run-approvals] [data-testid=decision]').getAttribute('data-state')).toBe('pending');
+      expect(ledger.charges().filter((c) => c.order === id)).toHaveLength(0);
+
+      // back online: the laptop's worker gets the decision on its next ask and applies it
+      const outcome = nextMessage<Msg>(laptop, (m) => m.type === 'outcome' && m.executionId === id);
+      proxy.rule = null;
+      const o = await outcome;
+      expect(o).toMatchObject({ outcome: 'applied', status: 'completed', writerId: pause.writerId });
+      expect(ledger.charges().filter((c) => c.order === id)).toMatchObject([{ pid: laptop.pid }]);
+      await expectShownApplied(page, id, String(o.decisionId), pause.writerId);
+      await page.context().close();
+    } finally {
+      proxy.rule = null;
+    }
+  });
+
+  it('two machines race the decision made in the browser: one applies it, the other sees it applied; one charge in all; the pages show one applier', async () => {
+    const id = `race-${Date.now().toString(36)}`;
+    await pauseOnLaptop(id);
+    // the other machine holds the run too: restored from the plane with its open pause
+    const restored = nextMessage<Msg>(other, (m) => m.type === 'restored');
+    other.send({ type: 'restore', executionId: id });
+    expect(await restored).toMatchObject({ pendingImported: true });
+
+    const both = [laptop, other];
+    // each worker holds the decision once it has read it as pending: neither claims before both have
+    await Promise.all(
+      both.map((c) => {
+        const holding = nextMessage<Msg>(c, (m) => m.type === 'holding');
+        c.send({ type: 'hold', executionId: id });
+        return holding;
+      }),
+    );
+    const held = both.map((c) => nextMessage<Msg>(c, (m) => m.type === 'held'));
+    // the loser may first meet the winner's claim before it is applied: 'failed', tried again, then applied_elsewhere
+    const settled = both.map((c) => nextMessage<Msg>(c, (m) => m.type === 'outcome' && m.executionId === id && m.outcome !== 'failed'));
+    const page = await approveInBrowser(keys.approver, 'manager', id, 'Approved; whichever machine gets there.');
+    const [ha, hb] = await Promise.all(held);
+    expect(hb.decisionId).toBe(ha.decisionId);
+    for (const c of both) c.send({ type: 'go', decisionId: ha.decisionId });
+
+    const outcomes = await Promise.all(settled);
+    expect(outcomes.map((o) => o.outcome).sort()).toEqual(['applied', 'applied_elsewhere']);
+    const w = outcomes.findIndex((o) => o.outcome === 'applied');
+    const [winner, loser] = [outcomes[w], outcomes[1 - w]];
+    expect(winner).toMatchObject({ status: 'completed', decisionId: ha.decisionId });
+    expect(loser).toMatchObject({ decisionId: ha.decisionId, appliedBy: winner.writerId });
+    expect(loser.writerId).not.toBe(winner.writerId);
+    // one charge in all, by the winner's process
+    expect(ledger.charges().filter((c) => c.order === id)).toMatchObject([{ pid: both[w].pid }]);
+    await expectShownApplied(page, id, String(ha.decisionId), String(winner.writerId));
+    await page.context().close();
+  });
 });
 
 interface Ui {
@@ -276,6 +402,9 @@ async function startUi(args: string[]): Promise<Ui> {
 }
 
 describe('approvals in the local UI (waymark ui --db), no plane', () => {
+  beforeAll(async () => {
+    browser = await browserLaunch;
+  });
   it('approve in the browser → a worker process applies it → completed with one charge; CSRF and Origin guarded', async () => {
     const file = tmp.file('local.db');
     const ledger = new Ledger(tmp.file('local.jsonl'));

@@ -32,6 +32,7 @@ describe('the inspector in headless chromium', () => {
   const tmp = scratchDir('waymark-ui-');
   let plane: TestPlane;
   let browser: Browser;
+  let launching: Promise<Browser> | undefined;
   let page: Page;
   let readKey = '';
   let pausedId = '';
@@ -45,6 +46,9 @@ describe('the inspector in headless chromium', () => {
     mkdirSync(SHOTS, { recursive: true });
     mkdirSync(DOCS_IMG, { recursive: true });
     console.log(`[ui] screenshots in ${SHOTS}`);
+    // Chromium starts while the plane does and is filled
+    launching = launch();
+    launching.catch(() => {});
     plane = await startTestPlane('pglite');
     const ingestKey = await plane.key('acme', ['ingest']);
     readKey = await plane.key('acme', ['read']);
@@ -103,11 +107,11 @@ describe('the inspector in headless chromium', () => {
     });
     await replica.stop();
     await store.close();
-    browser = await launch();
+    browser = await launching;
     page = await (await browser.newContext({ viewport: { width: 1280, height: 860 } })).newPage();
   });
   afterAll(async () => {
-    await browser?.close();
+    await (await launching?.catch(() => null))?.close();
     await plane?.close();
     tmp.cleanup();
   });

@@ -25,18 +25,22 @@ describe('the Keys page', () => {
   let page: Page;
   const keys: Record<string, string> = {};
 
+  // Chromium starts while the plane does
+  let launching: Promise<Browser> | undefined;
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
+    launching = launch();
+    launching.catch(() => {});
     plane = await startTestPlane('pglite');
     keys.admin = await plane.key('acme', ['admin']);
     keys.read = await plane.key('acme', ['read']);
     keys.rivalAdmin = await plane.key('rival', ['admin']);
     keys.rival = await plane.key('rival', ['read']);
-    browser = await launch();
+    browser = await launching;
     page = await (await browser.newContext({ viewport: { width: 1280, height: 860 } })).newPage();
   });
   afterAll(async () => {
-    await browser?.close();
+    await (await launching?.catch(() => null))?.close();
     await plane?.close();
   });
 

@@ -153,15 +153,19 @@ describe('waymark ui over a SQLite store', () => {
   let store: SqliteCheckpointer;
   let ui: Ui;
   let browser: Browser;
+  // Chromium starts while the store is seeded and the UI starts
+  let launching: Promise<Browser> | undefined;
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
+    launching = launchChromium();
+    launching.catch(() => {});
     store = new SqliteCheckpointer({ path: db });
     await seed(store);
     ui = await startUi(['ui', '--db', db, '--port', '0']);
-    browser = await launchChromium();
+    browser = await launching;
   });
   afterAll(async () => {
-    await browser?.close();
+    await (await launching?.catch(() => null))?.close();
     expect(await ui?.stop()).toBe(0);
     await store?.close();
   });
