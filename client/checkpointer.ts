@@ -366,10 +366,20 @@ export interface Checkpointer {
    * hold (decisions from the plane for a run restore may bring), except the one
    * for `keepCheckpointId`: the replica calls it once the plane says those
    * pauses are closed. A decision whose pause row is held here is never
-   * removed (its state is derived from that row). Queues nothing. Resolves
-   * with how many were removed.
+   * removed (its state is derived from that row). Only decisions with
+   * `seq <= upToSeq` are removed: pass `decisionSeq()` read BEFORE asking the
+   * plane, so a decision recorded while the plane's answer was on its way (for
+   * a pause that opened after it was served) is never removed on that stale
+   * answer. Queues nothing. Resolves with how many were removed.
    */
-  forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null): Promise<number>;
+  forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null, upToSeq: number): Promise<number>;
+  /**
+   * The newest decision's `seq` here (0 when there is none): the bound a
+   * caller reads before asking the plane, then passes to forgetUnheldDecisions.
+   * Later recordings get a higher seq (SQLite may reuse the seq of the newest
+   * decision if that one is deleted in between: then a bound still covers it).
+   */
+  decisionSeq(): Promise<number>;
   /**
    * Take the execution's lease: free (never taken, released) or expired by the
    * store's clock. The epoch grows by one. Throws `RunInProgress` (details:

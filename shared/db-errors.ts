@@ -32,6 +32,7 @@ export const SQLSTATE = {
   uniqueViolation: '23505', // unique_violation
   serializationFailure: '40001', // serialization_failure
   deadlockDetected: '40P01', // deadlock_detected
+  invalidTextRepresentation: '22P02', // invalid_text_representation (a text cast to json that is not JSON)
 } as const;
 
 /** The one table: every code a predicate answers true for, with what it means. */

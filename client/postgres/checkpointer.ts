@@ -457,10 +457,15 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => decisions.getDecision(sql, this.t, executionId, checkpointId));
   }
 
-  async forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null): Promise<number> {
+  async forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null, upToSeq: number): Promise<number> {
     this.assertOpen();
-    // idempotent: a retry after a lost answer deletes what is left
-    return this.write((tx) => decisions.forgetUnheldDecisions(tx, this.t, executionId, keepCheckpointId));
+    // one autocommitted DELETE, no transaction around it; idempotent: a retry after a lost answer deletes what is left
+    return this.read((sql) => decisions.forgetUnheldDecisions(sql, this.t, executionId, keepCheckpointId, upToSeq));
+  }
+
+  async decisionSeq(): Promise<number> {
+    this.assertOpen();
+    return this.read((sql) => decisions.decisionSeq(sql, this.t));
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {

@@ -92,9 +92,19 @@ export async function dropDecisions(tx: Tx, t: Tables, executionId: string): Pro
   await tx`DELETE FROM ${t.claims} WHERE execution_id = ${executionId}`;
 }
 
-/** Forget an execution's decisions whose pause row is not held here, but the kept pause's (see Checkpointer.forgetUnheldDecisions); how many. */
-export async function forgetUnheldDecisions(sql: Tx, t: Tables, executionId: string, keepCheckpointId: string | null): Promise<number> {
+/**
+ * Forget an execution's decisions up to `upToSeq` whose pause row is not held
+ * here, but the kept pause's (see Checkpointer.forgetUnheldDecisions); how
+ * many. One statement, autocommitted: a run with none costs one index probe.
+ */
+export async function forgetUnheldDecisions(sql: Sql, t: Tables, executionId: string, keepCheckpointId: string | null, upToSeq: number): Promise<number> {
   const gone = await sql`DELETE FROM ${t.decisions} d WHERE d.execution_id = ${executionId} AND d.checkpoint_id IS DISTINCT FROM ${keepCheckpointId}
-    AND NOT EXISTS (SELECT 1 FROM ${t.checkpoints} k WHERE k.id = d.checkpoint_id)`;
+    AND d.seq <= ${upToSeq} AND NOT EXISTS (SELECT 1 FROM ${t.checkpoints} k WHERE k.id = d.checkpoint_id)`;
   return gone.count;
+}
+
+/** The newest decision's seq (0: none). */
+export async function decisionSeq(sql: Sql, t: Tables): Promise<number> {
+  const [row] = await sql<{ seq: string }[]>`SELECT coalesce(max(seq), 0)::text AS seq FROM ${t.decisions}`;
+  return Number(row.seq);
 }

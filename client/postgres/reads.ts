@@ -9,7 +9,9 @@ import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../share
 import type * as C from '../checkpointer.js';
 import { fromColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
-import type { UsageColumns } from '../store/usage.js';
+import { corruptOutputOf, type UsageColumns } from '../store/usage.js';
+import { SQLSTATE } from '../../shared/db-errors.js';
+import { pgCode } from './executions.js';
 import { textList, type Sql, type Tables, type Tx } from './tables.js';
 
 /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
@@ -91,7 +93,15 @@ export async function readNote(sql: Sql, t: Tables, key: string): Promise<string
  * never stored, so it need not be converted.
  */
 export async function listUsageRows(sql: Sql, t: Tables, executionIds: readonly string[]): Promise<UsageColumns[]> {
-  return sql<UsageColumns[]>`
-    SELECT id, execution_id, (node_output::json -> 'usage')::text AS usage FROM ${t.checkpoints}
-    WHERE execution_id IN ${textList(sql, [...executionIds])} AND json_typeof(node_output::json -> 'usage') = 'array'`;
+  try {
+    return await sql<UsageColumns[]>`
+      SELECT id, execution_id, (node_output::json -> 'usage')::text AS usage FROM ${t.checkpoints}
+      WHERE execution_id IN ${textList(sql, [...executionIds])} AND json_typeof(node_output::json -> 'usage') = 'array'`;
+  } catch (e) {
+    if (pgCode(e) !== SQLSTATE.invalidTextRepresentation) throw e;
+    // a row's text is not JSON (the cast failed the statement): name it, as list() does; Postgres 15 has no per-row check
+    const rows = await sql<{ id: string; node_output: string | null }[]>`
+      SELECT id, node_output FROM ${t.checkpoints} WHERE execution_id IN ${textList(sql, [...executionIds])} ORDER BY execution_id, seq`;
+    throw corruptOutputOf(rows, e) ?? e;
+  }
 }

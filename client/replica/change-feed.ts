@@ -26,7 +26,9 @@
  * and this writer's own changes, are left alone (no local read beyond a
  * lookup of the newest row), but for the decisions from the plane kept for a
  * run not held here: those whose pause the plane no longer holds open are
- * forgotten (forgetUnheldDecisions; see decidablePause). The cursor is saved in store meta
+ * forgotten (forgetUnheldDecisions; see decidablePause), only those recorded
+ * before the page was asked for (a decision the decision feed stored since,
+ * for a pause that opened after the page was served, stays). The cursor is saved in store meta
  * (`changes.cursor`) after each page is handled, so a client that was offline
  * or restarted resumes from where it stopped; a crash mid-page handles the
  * page again (catching up is idempotent). Work per round is one page of
@@ -115,7 +117,9 @@ export class ChangeFeedConsumer {
       store,
       cursorKey: async () => CHANGES_CURSOR_META,
       get: (path, timeoutMs, signal) => (http ? http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal }) : getUnref(o.url, path, this.apiKey(), timeoutMs, agent!, signal)),
-      handle: (items) => this.handle(items),
+      // the newest decision here before the GET: forgetting on this page never reaches a decision recorded after it was served
+      mark: () => store.decisionSeq(),
+      handle: (items, mark) => this.handle(items, mark ?? 0),
       backoff: { baseMs: o.backoffBaseMs ?? 500, capMs: o.backoffCapMs ?? 30_000 },
       waitSeconds: o.waitSeconds,
       pageSize: o.pageSize,
@@ -146,10 +150,10 @@ export class ChangeFeedConsumer {
     return { received: r.received, updates: r.result, cursor: r.cursor };
   }
 
-  private async handle(items: ExecutionChange[]): Promise<RunUpdate[]> {
+  private async handle(items: ExecutionChange[], decisionsBefore: number): Promise<RunUpdate[]> {
     const updates: RunUpdate[] = [];
     for (const change of items) {
-      const u = await this.consider(change);
+      const u = await this.consider(change, decisionsBefore);
       if (!u) continue;
       updates.push(u);
       this.onUpdate(u);
@@ -158,13 +162,13 @@ export class ChangeFeedConsumer {
   }
 
   /** What one change means for this store, done: null when it is not about a run this store holds, or is this writer's own. */
-  private async consider(c: ExecutionChange): Promise<RunUpdate | null> {
+  private async consider(c: ExecutionChange, decisionsBefore: number): Promise<RunUpdate | null> {
     const mine = this.o.writerId;
     if (c.lastWriterId === mine && (c.claimedBy === null || c.claimedBy === mine)) return null;
     const local = await this.store.latest(c.executionId);
     if (!local) {
       // decisions the decision feed kept for this run (restore may bring it): only the one for a pause still open there stays
-      await this.store.forgetUnheldDecisions(c.executionId, decidablePause(c));
+      await this.store.forgetUnheldDecisions(c.executionId, decidablePause(c), decisionsBefore);
       return null;
     }
     const base = { executionId: c.executionId, status: c.status, planeSeq: c.lastSeq, localSeq: local.seq, by: c.lastWriterId };

@@ -37,8 +37,14 @@ export interface FeedSpec<T, R> {
   cursorKey: (signal?: AbortSignal) => Promise<string>;
   /** One GET of the feed (`path` with its query). */
   get: (path: string, timeoutMs: number, signal?: AbortSignal) => Promise<FeedResponse>;
-  /** Handles one page's items, in order, before the cursor moves past them; its result is the round's. */
-  handle: (items: T[]) => Promise<R>;
+  /**
+   * Read from the store before the GET, handed to `handle` with the page (the
+   * change feed's newest decision seq: a page served before a write here must
+   * not undo that write).
+   */
+  mark?: () => Promise<number>;
+  /** Handles one page's items, in order, before the cursor moves past them; its result is the round's. `mark`: what `mark()` read before the GET. */
+  handle: (items: T[], mark: number | null) => Promise<R>;
   backoff: Backoff;
   /** The long poll's hold while followed, seconds. Default 25. */
   waitSeconds?: number;
@@ -93,6 +99,7 @@ export class FeedFollower<T, R> {
     const cursorKey = await s.cursorKey(signal);
     const after = await s.store.getMeta(cursorKey);
     const q = new URLSearchParams({ wait: String(waitSeconds), limit: String(s.pageSize ?? 100), ...(after ? { after } : {}) });
+    const mark = s.mark ? await s.mark() : null;
     const res = await s.get(`${s.path}?${q}`, waitSeconds * 1000 + (s.timeoutMs ?? 30_000), signal);
     if (res.status !== 200) {
       const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
@@ -102,7 +109,7 @@ export class FeedFollower<T, R> {
     }
     const page = s.page.safeParse(res.body);
     if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed ${s.name} page: ${zodIssues(page.error)}`);
-    const result = await s.handle(page.data.items);
+    const result = await s.handle(page.data.items, mark);
     if (page.data.nextCursor !== after) await s.store.setMeta(cursorKey, page.data.nextCursor);
     return { received: page.data.items.length, cursorKey, cursor: page.data.nextCursor, result };
   }
@@ -130,6 +137,8 @@ export class FeedFollower<T, R> {
         this.lastError = null;
       } catch (e) {
         if (!this.following) break;
+        // aborted by the last follower leaving (and one coming back since): not a failure of the feed
+        if (signal.aborted) continue;
         this.failures++;
         this.lastError = (e as Error).message;
         // an abort ends the wait early (the loop condition then decides)

@@ -84,7 +84,6 @@ export async function ping(http: PlaneHttp, as: PlaneCaller): Promise<PlanePing>
   return { ok: false, status: res.status, reason };
 }
 
-/**
 /** What of GET /v1/executions/:id a decision worker reads: the run's status and its pause, claim and decision there. */
 const PlaneRun = z.object({
   execution: z.object({ status: ExecutionStatus }),
@@ -103,17 +102,19 @@ export type PlaneRun = z.infer<typeof PlaneRun>;
 /**
  * Where a run stands on the plane (GET /v1/executions/:id): its status and
  * its pause (open or claimed, by whom, with its decision's state); null when
- * the plane does not hold the run. Throws PLANE_ERROR when the plane cannot
- * be asked or refuses.
+ * the plane says it does not hold the run (404 EXECUTION_NOT_FOUND). Throws
+ * PLANE_ERROR (a retry may succeed) when the plane cannot be asked, refuses,
+ * or something else answers (any other 404: a proxy, a wrong path prefix).
  */
 export async function runAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string): Promise<PlaneRun | null> {
   const res = await http.request('GET', `/v1/executions/${encodeURIComponent(executionId)}`, { apiKey: as.apiKey, timeoutMs: as.timeoutMs }).catch((e: unknown) => {
     throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane to read '${executionId}': ${(e as Error).message}`, { cause: e, details: { executionId } });
   });
-  if (res.status === 404) return null;
+  const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+  // only the plane's own word that the run is not there: a 404 from a proxy, a wrong prefix or an older plane is not
+  if (res.status === 404 && error?.code === ErrorCode.EXECUTION_NOT_FOUND) return null;
   const run = PlaneRun.safeParse(res.body);
   if (res.status === 200 && run.success) return run.data;
-  const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
   throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane did not say where '${executionId}' stands: ${res.status} ${error?.message ?? foreignBody(res.status, res.body)}`, {
     details: { executionId, status: res.status, planeCode: error?.code ?? null },
   });

@@ -23,7 +23,8 @@
  *   run's status after it (completed, paused again, failed).
  * - `applied_elsewhere`: another process or machine applied this decision
  *   (this store's claim names it, or the plane's winning claim names it and
- *   was applied; a plane claim only held is `failed`, tried again).
+ *   was applied; a plane claim only held, whatever it carries, is `failed`,
+ *   tried again: its holder may release it).
  * - `superseded`: the pause was answered otherwise (a resume from code,
  *   another decision) or closed (the run cancelled): AlreadyResumed or
  *   RunCancelled. The store's derived state says the same.
@@ -34,7 +35,9 @@
  * is set: then the plane is asked where its pause stands, and the run is
  * restored (through the replica) only while that pause is open there; a pause
  * claimed or closed on the plane is reported as above without restoring the
- * run, and the decision is forgotten here (a claim only held: `failed`).
+ * run, and the decision is forgotten here (a claim only held: `failed`, the
+ * decision kept). Only decisions recorded before the plane was asked are
+ * forgotten (the store's decisionSeq read first).
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
@@ -69,6 +72,13 @@ export interface ServeDecisionsOptions {
   pageSize?: number;
   /** A store write wakes the worker at most once per this many ms (from the previous scan's start). Default 250. */
   writeDebounceMs?: number;
+  /** Where the worker reports what it cannot act on (a decision it failed to forget). pino's `warn` fits. Default: nowhere. */
+  logger?: DecisionLogger;
+}
+
+/** The one call the worker logs through (pino's signature). */
+export interface DecisionLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
 }
 
 /** What a worker did until it stopped. */
@@ -260,15 +270,18 @@ class DecisionWorker {
    * applied. Otherwise nothing is restored (the run is not this worker's to
    * resume) and the answer is thrown as a lost claim's would be, so it is
    * reported alike: claimed there with this decision and applied
-   * (applied_elsewhere), claimed with this decision but only held (failed,
-   * tried again: the holder may release it), claimed otherwise, closed, or
-   * the run gone from the plane (superseded). A settled decision's row is
-   * then forgotten here (closed()).
+   * (applied_elsewhere), claimed but only held, with or without this decision
+   * (failed, tried again: the holder may release it), claimed otherwise and
+   * applied, closed, or the run gone from the plane (superseded). A settled
+   * decision's row is then forgotten here (closed()).
    */
   private async pauseOpenAtPlane(d: StoredDecision): Promise<void> {
+    // read before the plane: a decision recorded while its answer is on the way (a pause opened since) is not forgotten on it
+    const decisionsBefore = await this.o.store.decisionSeq();
     const run = await this.o.replica!.runAtPlane(d.executionId);
     const where = `the pause at checkpoint ${d.checkpointId} of '${d.executionId}'`;
-    if (!run) throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `${where} is gone: the run is not on the plane; nothing was restored`, { details: { planePauseId: null } });
+    if (!run)
+      throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `${where} is gone: the run is not on the plane; nothing was restored`, { details: { planePauseId: null, decisionsBefore } });
     const pause = run.pause?.pending.checkpointId === d.checkpointId ? run.pause : null;
     if (pause?.state === 'open') return;
     // the plane's pause of the run now, when it is another one: a decision kept here for it is still needed
@@ -276,26 +289,35 @@ class DecisionWorker {
     if (!pause) {
       const cancelled = run.execution.status === 'cancelled';
       throw new WaymarkError(cancelled ? ErrorCode.RUN_CANCELLED : ErrorCode.ALREADY_RESUMED, `${where} is no longer open on the plane (the run is ${run.execution.status}); nothing was restored`, {
-        details: { planePauseId },
+        details: { planePauseId, decisionsBefore },
       });
     }
     // the plane's view of this decision: 'claimed' (held) or 'applied' when the pause's claim carries it, else 'superseded'
     const withMine = pause.decision?.decisionId === d.decisionId && (pause.decision.state === 'claimed' || pause.decision.state === 'applied');
     const claimedBy = pause.claim?.writerId ?? pause.claimedBy ?? 'another writer';
     throw new WaymarkError(ErrorCode.ALREADY_RESUMED, `${where} was claimed on the plane by writer '${claimedBy}'; nothing was restored`, {
-      details: { claimedBy, claimDecisionId: withMine ? d.decisionId : null, claimApplied: withMine ? pause.decision?.state === 'applied' : pause.claim?.state === 'applied', planePauseId },
+      details: {
+        claimedBy,
+        claimDecisionId: withMine ? d.decisionId : null,
+        claimApplied: withMine ? pause.decision?.state === 'applied' : pause.claim?.state === 'applied',
+        planePauseId,
+        decisionsBefore,
+      },
     });
   }
 
   /**
-   * Lost at the plane to a claim naming this decision that is only held, not
-   * applied (its holder crashed between the plane claim and its local one):
-   * not settled; tried again after a backoff (the plane releases or lets a
-   * stale held claim be taken over).
+   * Lost at the plane to a claim that is only held, not applied (its holder
+   * crashed between the plane claim and its local one), whatever decision it
+   * carries (none: a resume from code): not settled; tried again after a
+   * backoff (the plane releases or lets a stale held claim be taken over, and
+   * the pause is open again). A plane that does not say whether the claim was
+   * applied: held only when the claim names this decision.
    */
   private async heldElsewhere(d: StoredDecision, e: { details?: Record<string, unknown> }): Promise<boolean> {
     const details = e.details ?? {};
-    if (typeof details.claimedBy !== 'string' || details.claimDecisionId !== d.decisionId || details.claimApplied === true) return false;
+    if (typeof details.claimedBy !== 'string' || details.claimApplied === true) return false;
+    if (details.claimApplied !== false && details.claimDecisionId !== d.decisionId) return false;
     const now = await this.o.store.getDecision(d.executionId, d.checkpointId).catch(() => null);
     return now?.state !== 'applied';
   }
@@ -322,7 +344,16 @@ class DecisionWorker {
 
   /** After its outcome: a decision for a run this store does not hold, settled on the plane's word, is no work of this store's any more. */
   private async forget(now: StoredDecision, details: Record<string, unknown>): Promise<void> {
-    if (now.held || !('planePauseId' in details)) return;
-    await this.o.store.forgetUnheldDecisions(now.executionId, (details.planePauseId as string | null) ?? null).catch(() => {});
+    if (now.held || !('planePauseId' in details) || typeof details.decisionsBefore !== 'number') return;
+    const keep = (details.planePauseId as string | null) ?? null;
+    try {
+      await this.o.store.forgetUnheldDecisions(now.executionId, keep, details.decisionsBefore);
+    } catch (e) {
+      // the rows stay; the change feed or the next settled decision forgets them
+      this.o.logger?.warn(
+        { executionId: now.executionId, decisionId: now.decisionId, err: e, code: (e as { code?: string })?.code ?? null },
+        `could not forget the settled decisions of '${now.executionId}' kept here: ${(e as Error)?.message ?? String(e)}`,
+      );
+    }
   }
 }

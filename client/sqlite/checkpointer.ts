@@ -27,7 +27,7 @@ import { stateOfCursor, type ChainRow } from '../../shared/codec.js';
 import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 // the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
-import { DuplicateIdError, PauseExistsError } from '../errors.js';
+import { CorruptRowError, DuplicateIdError, PauseExistsError } from '../errors.js';
 import { StoreBase, written, type StoreBaseOptions } from '../store/base.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
@@ -359,10 +359,15 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return decisions.getDecision(this.db, executionId, checkpointId);
   }
 
-  async forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null): Promise<number> {
+  async forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null, upToSeq: number): Promise<number> {
     this.assertOpen();
-    if (!decisions.hasUnheldDecisions(this.db, executionId, keepCheckpointId)) return 0;
-    return this.db.transaction(() => decisions.forgetUnheldDecisions(this.db, executionId, keepCheckpointId)).immediate();
+    if (!decisions.hasUnheldDecisions(this.db, executionId, keepCheckpointId, upToSeq)) return 0;
+    return this.db.transaction(() => decisions.forgetUnheldDecisions(this.db, executionId, keepCheckpointId, upToSeq)).immediate();
+  }
+
+  async decisionSeq(): Promise<number> {
+    this.assertOpen();
+    return decisions.decisionSeq(this.db);
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
@@ -414,7 +419,17 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   async usageTotals(executionIds: readonly string[]): Promise<Map<string, UsageTotal>> {
     this.assertOpen();
     if (!executionIds.length) return new Map();
-    return usageTotalsOf(executionIds, this.st.usageRows.all(JSON.stringify(executionIds)) as UsageColumns[]);
+    const ids = JSON.stringify(executionIds);
+    let rows: UsageColumns[];
+    try {
+      rows = this.st.usageRows.all(ids) as UsageColumns[];
+    } catch (e) {
+      // json_extract on a row whose text is not JSON fails the statement: name that row, as list() does
+      const bad = this.st.corruptOutput.get(ids) as { id: string } | undefined;
+      if (bad) throw new CorruptRowError(bad.id, 'column node_output is not JSON', e);
+      throw e;
+    }
+    return usageTotalsOf(executionIds, rows);
   }
 
   async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {}): Promise<C.ExecutionSummary[]> {

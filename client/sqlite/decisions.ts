@@ -95,15 +95,20 @@ export function dropDecisions(db: Database.Database, executionId: string): void 
   st(db, `DELETE FROM claims WHERE execution_id = ?`).run(executionId);
 }
 
-/** Decisions of an execution whose pause row is not held here, but the kept pause's (see Checkpointer.forgetUnheldDecisions). */
-const UNHELD = `FROM decisions WHERE execution_id = ? AND checkpoint_id IS NOT ? AND NOT EXISTS (SELECT 1 FROM checkpoints k WHERE k.id = decisions.checkpoint_id)`;
+/** Decisions of an execution up to a seq whose pause row is not held here, but the kept pause's (see Checkpointer.forgetUnheldDecisions). */
+const UNHELD = `FROM decisions WHERE execution_id = ? AND checkpoint_id IS NOT ? AND seq <= ? AND NOT EXISTS (SELECT 1 FROM checkpoints k WHERE k.id = decisions.checkpoint_id)`;
 
 /** Whether an execution has decisions to forget: read first, so a run with none costs no write lock. */
-export function hasUnheldDecisions(db: Database.Database, executionId: string, keepCheckpointId: string | null): boolean {
-  return st(db, `SELECT 1 ${UNHELD} LIMIT 1`).get(executionId, keepCheckpointId) !== undefined;
+export function hasUnheldDecisions(db: Database.Database, executionId: string, keepCheckpointId: string | null, upToSeq: number): boolean {
+  return st(db, `SELECT 1 ${UNHELD} LIMIT 1`).get(executionId, keepCheckpointId, upToSeq) !== undefined;
 }
 
 /** Inside the caller's IMMEDIATE transaction: forget them; how many. */
-export function forgetUnheldDecisions(db: Database.Database, executionId: string, keepCheckpointId: string | null): number {
-  return st(db, `DELETE ${UNHELD}`).run(executionId, keepCheckpointId).changes;
+export function forgetUnheldDecisions(db: Database.Database, executionId: string, keepCheckpointId: string | null, upToSeq: number): number {
+  return st(db, `DELETE ${UNHELD}`).run(executionId, keepCheckpointId, upToSeq).changes;
+}
+
+/** The newest decision's seq (0: none). */
+export function decisionSeq(db: Database.Database): number {
+  return (st(db, `SELECT coalesce(max(seq), 0) AS seq FROM decisions`).get() as { seq: number }).seq;
 }

@@ -45,6 +45,11 @@ export function prepareStatements(db: Database.Database) {
       `SELECT id, execution_id, json_extract(node_output, '$.usage') AS usage FROM checkpoints
        WHERE execution_id IN (SELECT value FROM json_each(?)) AND json_type(node_output, '$.usage') = 'array'`,
     ),
+    // after usageRows failed on a row's text: the first row of those runs whose node_output is not JSON
+    corruptOutput: prepare(
+      `SELECT id FROM checkpoints
+       WHERE execution_id IN (SELECT value FROM json_each(?)) AND node_output IS NOT NULL AND NOT json_valid(node_output) LIMIT 1`,
+    ),
     insertPending: prepare(
       `INSERT INTO pending_interrupts (execution_id, checkpoint_id, node_id, reason, context, agent_path, created_at)
        VALUES (@execution_id, @checkpoint_id, @node_id, @reason, @context, @agent_path, @created_at)`,

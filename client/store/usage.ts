@@ -29,3 +29,21 @@ export function usageTotalsOf(executionIds: readonly string[], rows: readonly Us
   }
   return new Map([...by].map(([id, list]) => [id, sumUsage(list)]));
 }
+
+/**
+ * After the usage statement failed inside the database: the first of these
+ * rows whose `node_output` is not JSON, as a CorruptRowError naming it (what
+ * list() would throw for it); null when every one parses (the failure was
+ * something else, rethrown by the caller).
+ */
+export function corruptOutputOf(rows: readonly { id: string; node_output: string | null }[], cause: unknown): CorruptRowError | null {
+  for (const r of rows) {
+    if (r.node_output === null) continue;
+    try {
+      JSON.parse(r.node_output);
+    } catch {
+      return new CorruptRowError(r.id, 'column node_output is not JSON', cause);
+    }
+  }
+  return null;
+}

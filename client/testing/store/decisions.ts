@@ -152,15 +152,31 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       const held = await paused(a);
       const mine = decisionFor(held.id, held.pause);
       await a.recordDecision(mine);
-      expect(await b.forgetUnheldDecisions('moved-on', kept.checkpointId)).toBe(1);
+      const upTo = await b.decisionSeq();
+      expect(await b.forgetUnheldDecisions('moved-on', kept.checkpointId, upTo)).toBe(1);
       expect(await a.getDecision('moved-on', gone.checkpointId)).toBeNull();
       expect(await a.getDecision('moved-on', kept.checkpointId)).toMatchObject({ decisionId: kept.decisionId, state: 'pending', held: false });
       expect(await a.getDecision('another-run', other.checkpointId)).toMatchObject({ decisionId: other.decisionId });
-      expect(await b.forgetUnheldDecisions('moved-on', null)).toBe(1);
-      expect(await b.forgetUnheldDecisions('moved-on', null)).toBe(0);
-      expect(await b.forgetUnheldDecisions(held.id, null)).toBe(0);
+      expect(await b.forgetUnheldDecisions('moved-on', null, upTo)).toBe(1);
+      expect(await b.forgetUnheldDecisions('moved-on', null, upTo)).toBe(0);
+      expect(await b.forgetUnheldDecisions(held.id, null, upTo)).toBe(0);
       expect(await a.getDecision(held.id, held.pause)).toMatchObject({ decisionId: mine.decisionId, state: 'pending', held: true });
       expect(await events(a, 'decision_recorded')).toHaveLength(1);
+    });
+
+    test('forgetUnheldDecisions never removes a decision recorded after the bound it is given (decisionSeq read before asking the plane)', async () => {
+      const id = exec();
+      const old = decisionFor(id, uuidv7(), { source: 'plane' });
+      await a.recordDecision(old);
+      const before = await b.decisionSeq();
+      expect(before).toBe((await a.getDecision(id, old.checkpointId))!.seq);
+      // recorded while the plane's (now stale) answer was on its way
+      const fresh = decisionFor(id, uuidv7(), { source: 'plane' });
+      await a.recordDecision(fresh);
+      expect(await b.decisionSeq()).toBeGreaterThan(before);
+      expect(await b.forgetUnheldDecisions(id, null, before)).toBe(1);
+      expect(await a.getDecision(id, old.checkpointId)).toBeNull();
+      expect(await a.getDecision(id, fresh.checkpointId)).toMatchObject({ decisionId: fresh.decisionId, state: 'pending', held: false });
     });
 
     test('a claim carrying the decision applies it (appliedBy, interrupt_claimed.decisionId); a claim without it supersedes it', async () => {

@@ -12,7 +12,7 @@ import { hasCode, type ErrorCode } from '../../../shared/errors.js';
 export interface StoreHarness {
   store: Checkpointer;
   /** Overwrite one column of a stored checkpoint with raw text (simulated corruption). */
-  corrupt(rowId: string, column: 'state' | 'node_input', text: string): Promise<void>;
+  corrupt(rowId: string, column: 'state' | 'node_input' | 'node_output', text: string): Promise<void>;
   /** A second, independent handle on the same stored data (another process would open the same). */
   reopen(): Promise<Checkpointer>;
   close(): Promise<void>;

@@ -165,6 +165,16 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       expect(entries[0].problem).toContain(r0.id);
     });
 
+    test('usageTotals over a row whose node_output is not JSON throws CorruptRowError naming that row, as list() does', async () => {
+      const a = exec();
+      // a row with usage, so the statement has something to read
+      await store.put(input(a, { nodeOutput: { usage: [] } }));
+      const r1 = await store.put(input(a, { nodeId: 'turn:1', turn: 1, nodeOutput: { text: 'reply' } }));
+      await h.corrupt(r1.id, 'node_output', '{not json');
+      await expect(store.usageTotals([a])).rejects.toMatchObject({ name: 'CorruptRowError', code: 'CORRUPT_ROW', details: { rowId: r1.id } });
+      await expect(store.list(a)).rejects.toMatchObject({ code: 'CORRUPT_ROW', details: { rowId: r1.id } });
+    });
+
     test('listExecutions reports running, paused, completed and failed runs', async () => {
       const ids = { running: `a-${exec()}`, paused: `b-${exec()}`, completed: `c-${exec()}`, failed: `d-${exec()}` };
       await store.put(input(ids.running));
