@@ -280,8 +280,7 @@ class DecisionWorker {
     const decisionsBefore = await this.o.store.decisionSeq();
     const run = await this.o.replica!.runAtPlane(d.executionId);
     const where = `the pause at checkpoint ${d.checkpointId} of '${d.executionId}'`;
-    if (!run)
-      throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `${where} is gone: the run is not on the plane; nothing was restored`, { details: { planePauseId: null, decisionsBefore } });
+    if (!run) throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `${where} is gone: the run is not on the plane; nothing was restored`, { details: { planePauseId: null, decisionsBefore } });
     const pause = run.pause?.pending.checkpointId === d.checkpointId ? run.pause : null;
     if (pause?.state === 'open') return;
     // the plane's pause of the run now, when it is another one: a decision kept here for it is still needed

@@ -10,6 +10,8 @@ import { connectPlane, restoreFromPlane, serveDecisions, type Agent, type Checkp
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { DECISIONS_CURSOR_META } from '../../client/replica/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
+import { uuidv7 } from '../../shared/ids.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -40,10 +42,10 @@ interface Machine {
   ledger: Ledger;
 }
 
-/** A machine: its own store file and ledger, connected to the plane (long poll held 2 s); `followChanges: false`: only pullChanges() reads the change feed. */
-function machine(name: string, ledger = new Ledger(tmp.file(`${name}-${++n}.jsonl`)), o: { followChanges?: boolean } = {}): Machine {
+/** A machine: its own store file and ledger, connected to the plane (long poll held 2 s); `followChanges: false`: only pullChanges() reads the change feed; `url`: a proxy in front of the plane. */
+function machine(name: string, ledger = new Ledger(tmp.file(`${name}-${++n}.jsonl`)), o: { followChanges?: boolean; url?: string } = {}): Machine {
   const store = new SqliteCheckpointer({ path: tmp.file(`${name}-${++n}.db`) });
-  const replica = connectPlane(store, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 2, followChanges: o.followChanges });
+  const replica = connectPlane(store, { url: o.url ?? plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 2, followChanges: o.followChanges });
   cleanup.push(async () => {
     await replica.stop();
     await store.close();
@@ -96,6 +98,13 @@ function worker(o: { m: Machine; restore?: boolean; hold?: Promise<void>; onHeld
       expect(pred(seen), JSON.stringify(seen.map((s) => s.outcome))).toBe(true);
     },
   };
+}
+
+/** Until `pred` holds (or 20 s, then fails). */
+async function until(pred: () => boolean) {
+  const deadline = Date.now() + 20_000;
+  while (!pred() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  expect(pred()).toBe(true);
 }
 
 async function planeDecision(decisionId: string) {
@@ -236,15 +245,20 @@ describe('decisions made on the plane', () => {
     expect(laptop.ledger.charges()).toHaveLength(1);
   });
 
-  it('restore: true and a pause claimed on the plane without the decision: superseded naming the claimer, nothing restored; a claim only held with it: failed, kept, applied once released', async () => {
+  it('restore: true and a pause claimed on the plane by another writer: applied there without the decision, superseded naming the claimer and forgotten; only held (with the decision or without), failed, kept, applied once released', async () => {
     const laptop = machine('claimer');
+    const applied = await pausedOn(laptop);
     const taken = await pausedOn(laptop);
     const held = await pausedOn(laptop);
     const server = machine('claim-server', undefined, { followChanges: false });
+    const dApplied = await decideOnPlane(applied.id, applied.pause.checkpointId);
     const dTaken = await decideOnPlane(taken.id, taken.pause.checkpointId);
     const dHeld = await decideOnPlane(held.id, held.pause.checkpointId);
     await server.replica.pullDecisions();
-    // a resume from code claims the first pause at the plane; a crashed writer holds the second with its decision
+    // the laptop resumes the first pause from code (plane claim, local claim, synced: applied there)
+    expect((await laptop.agent.resume(applied.id, { approved: false }, { checkpointId: applied.pause.checkpointId })).status).toBe('completed');
+    expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    // a resume from code that crashed holds the second pause at the plane (no decision); a crashed worker holds the third with its decision
     const code = await call(`${plane.url}/v1/executions/${encodeURIComponent(taken.id)}/claim`, { key, json: { checkpointId: taken.pause.checkpointId, writerId: 'code-writer' } });
     expect(code.status, JSON.stringify(code.body)).toBe(200);
     const crashed = await call(`${plane.url}/v1/executions/${encodeURIComponent(held.id)}/claim`, {
@@ -253,19 +267,122 @@ describe('decisions made on the plane', () => {
     });
     expect(crashed.status, JSON.stringify(crashed.body)).toBe(200);
     const w = worker({ m: server, restore: true });
-    await w.until((s) => s.some((x) => x.decision.decisionId === dTaken.decisionId) && s.some((x) => x.decision.decisionId === dHeld.decisionId));
-    expect(w.seen.filter((x) => x.decision.decisionId === dTaken.decisionId)).toEqual([expect.objectContaining({ outcome: 'superseded', code: 'ALREADY_RESUMED', claimedBy: 'code-writer' })]);
-    expect(w.seen.find((x) => x.decision.decisionId === dHeld.decisionId)).toMatchObject({ outcome: 'failed', error: { code: 'ALREADY_RESUMED' } });
-    expect(await server.store.latest(taken.id)).toBeNull();
-    expect(await server.store.getDecision(taken.id, taken.pause.checkpointId)).toBeNull();
-    expect(await server.store.latest(held.id)).toBeNull();
+    const about = (id: string) => w.seen.filter((x) => x.decision.decisionId === id);
+    await w.until(() => about(dApplied.decisionId).length > 0 && about(dTaken.decisionId).length > 0 && about(dHeld.decisionId).length > 0);
+    expect(about(dApplied.decisionId)).toEqual([expect.objectContaining({ outcome: 'superseded', code: 'ALREADY_RESUMED', claimedBy: laptop.store.writerId })]);
+    expect(about(dTaken.decisionId)[0]).toMatchObject({ outcome: 'failed', error: { code: 'ALREADY_RESUMED' } });
+    expect(about(dHeld.decisionId)[0]).toMatchObject({ outcome: 'failed', error: { code: 'ALREADY_RESUMED' } });
+    expect(await server.store.getDecision(applied.id, applied.pause.checkpointId)).toBeNull();
+    for (const r of [applied, taken, held]) expect(await server.store.latest(r.id)).toBeNull();
+    expect(await server.store.getDecision(taken.id, taken.pause.checkpointId)).toMatchObject({ state: 'pending', held: false });
     expect(await server.store.getDecision(held.id, held.pause.checkpointId)).toMatchObject({ state: 'pending', held: false });
-    // the holder gives the claim back: the retry restores the run and applies the decision
-    const released = await call(`${plane.url}/v1/executions/${encodeURIComponent(held.id)}/claim/release`, { key, json: { checkpointId: held.pause.checkpointId, writerId: 'crashed-writer' } });
-    expect(released.status, JSON.stringify(released.body)).toBe(200);
-    await w.until((s) => s.some((x) => x.decision.decisionId === dHeld.decisionId && x.outcome === 'applied'));
+    // the holders give their claims back: the retries restore the runs and apply the decisions
+    for (const [r, writerId] of [
+      [taken, 'code-writer'],
+      [held, 'crashed-writer'],
+    ] as const) {
+      const released = await call(`${plane.url}/v1/executions/${encodeURIComponent(r.id)}/claim/release`, { key, json: { checkpointId: r.pause.checkpointId, writerId } });
+      expect(released.status, JSON.stringify(released.body)).toBe(200);
+    }
+    await w.until(() => [dTaken, dHeld].every((d) => about(d.decisionId).some((x) => x.outcome === 'applied')));
     expect(server.ledger.charges().filter((c) => c.order === held.id)).toHaveLength(1);
-    expect(server.ledger.charges().filter((c) => c.order === taken.id)).toHaveLength(0);
+    expect(server.ledger.charges().filter((c) => c.order === taken.id)).toHaveLength(1);
+    expect(server.ledger.charges().filter((c) => c.order === applied.id)).toHaveLength(0);
+  });
+
+  it("restore: true: a decision recorded here while the plane's answer about another one was on its way is not forgotten with it", async () => {
+    const laptop = machine('b1-laptop');
+    const { id, pause } = await pausedOn(laptop);
+    const d = await decideOnPlane(id, pause.checkpointId);
+    const proxy = await new FaultProxy(plane.url).start();
+    cleanup.push(() => proxy.close());
+    const server = machine('b1-server', undefined, { followChanges: false, url: proxy.url });
+    await server.replica.pullDecisions();
+    expect((await laptop.agent.resume(id, { approved: false }, { checkpointId: pause.checkpointId })).status).toBe('completed');
+    expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    // the worker's first read of the run is answered late; the next one only when the test ends
+    let answer!: () => void;
+    const late = new Promise<void>((r) => (answer = r));
+    let unpark!: () => void;
+    const parked = new Promise<void>((r) => (unpark = r));
+    const runPath = `/v1/executions/${encodeURIComponent(id)}`;
+    const reads = () => proxy.seen.filter((r) => r.path === runPath).length;
+    proxy.rule = ({ path }) => (path !== runPath ? undefined : { holdAnswer: reads() === 0 ? late : parked });
+    const w = worker({ m: server, restore: true });
+    cleanup.push(async () => unpark());
+    await until(() => reads() === 1);
+    // meanwhile the decision feed stores a decision for a pause of the run that opened since
+    const fresh = {
+      decisionId: uuidv7(),
+      executionId: id,
+      checkpointId: uuidv7(),
+      approved: true,
+      metadata: {},
+      decidedBy: 'key:approver',
+      source: 'plane' as const,
+      decidedAt: new Date().toISOString(),
+    };
+    expect(await server.store.recordDecision(fresh)).toEqual({ recorded: true });
+    answer();
+    await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
+    expect(w.seen.find((x) => x.decision.decisionId === d.decisionId)).toMatchObject({ outcome: 'superseded', claimedBy: laptop.store.writerId });
+    // the worker forgot d (then went on to the fresh one, whose read is never answered)
+    await until(() => reads() === 2);
+    expect(await server.store.getDecision(id, pause.checkpointId)).toBeNull();
+    expect(await server.store.getDecision(id, fresh.checkpointId)).toMatchObject({ decisionId: fresh.decisionId, state: 'pending', held: false });
+  });
+
+  it("restore: true: a 404 that is not the plane's EXECUTION_NOT_FOUND (a proxy, a wrong prefix) is a failure tried again, never a run gone: the decision is kept", async () => {
+    const laptop = machine('b3-laptop');
+    const { id, pause } = await pausedOn(laptop);
+    const d = await decideOnPlane(id, pause.checkpointId);
+    const proxy = await new FaultProxy(plane.url).start();
+    cleanup.push(() => proxy.close());
+    const server = machine('b3-server', undefined, { followChanges: false, url: proxy.url });
+    await server.replica.pullDecisions();
+    const runPath = `/v1/executions/${encodeURIComponent(id)}`;
+    proxy.rule = ({ path }) => (path === runPath ? { status: 404, html: '<html><body><h1>404 Not Found</h1>nginx</body></html>' } : undefined);
+    await expect(server.replica.runAtPlane(id)).rejects.toMatchObject({ code: 'PLANE_ERROR', details: { status: 404 } });
+    // the plane's own word still means gone
+    expect(await server.replica.runAtPlane(`never-${id}`)).toBeNull();
+    const w = worker({ m: server, restore: true });
+    await w.until((s) => s.filter((x) => x.decision.decisionId === d.decisionId).length >= 2);
+    expect(w.seen.filter((x) => x.decision.decisionId === d.decisionId).map((x) => x.outcome)).toEqual(['failed', 'failed']);
+    expect(w.seen[0]).toMatchObject({ error: { code: 'PLANE_ERROR' } });
+    expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, state: 'pending', held: false });
+  });
+
+  it('the change feed does not forget a decision recorded here after the page it acts on was served', async () => {
+    const laptop = machine('b1-mover');
+    const { id, pause } = await pausedOn(laptop);
+    const d = await decideOnPlane(id, pause.checkpointId);
+    const proxy = await new FaultProxy(plane.url).start();
+    cleanup.push(() => proxy.close());
+    const server = machine('b1-keeper', undefined, { followChanges: false, url: proxy.url });
+    await server.replica.pullDecisions();
+    expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, held: false });
+    expect((await laptop.agent.resume(id, { approved: false }, { checkpointId: pause.checkpointId })).status).toBe('completed');
+    expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    let answer!: () => void;
+    const late = new Promise<void>((r) => (answer = r));
+    proxy.rule = ({ path }) => (path.startsWith('/v1/changes') ? { holdAnswer: late } : undefined);
+    const pulled = server.replica.pullChanges();
+    await until(() => proxy.seen.some((r) => r.path.startsWith('/v1/changes')));
+    const fresh = {
+      decisionId: uuidv7(),
+      executionId: id,
+      checkpointId: uuidv7(),
+      approved: true,
+      metadata: {},
+      decidedBy: 'key:approver',
+      source: 'plane' as const,
+      decidedAt: new Date().toISOString(),
+    };
+    expect(await server.store.recordDecision(fresh)).toEqual({ recorded: true });
+    answer();
+    await pulled;
+    expect(await server.store.getDecision(id, pause.checkpointId)).toBeNull();
+    expect(await server.store.getDecision(id, fresh.checkpointId)).toMatchObject({ decisionId: fresh.decisionId, held: false });
   });
 
   it('the change feed forgets decisions kept for a run this store does not hold once the plane moved past their pause; a decision whose pause is still open stays', async () => {

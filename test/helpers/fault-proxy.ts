@@ -8,9 +8,14 @@ import { gunzipSync } from 'node:zlib';
 
 export type Fault = 'pass' | 'reset' | 'hang' | 'drop-after-commit' | 'truncate' | 'trickle' | { status: number; retryAfter?: string; message?: string; html?: string };
 
+/** What `rule` may also answer: forward the request, but hold the plane's answer until `holdAnswer` settles (an answer served a while before it arrives). */
+export interface HeldAnswer {
+  holdAnswer: Promise<unknown>;
+}
+
 export interface SeenRequest {
   path: string;
-  fault: Fault;
+  fault: Fault | HeldAnswer;
   rows: number;
   ids: string[];
   at: number;
@@ -19,7 +24,7 @@ export interface SeenRequest {
 export class FaultProxy {
   url = '';
   queue: Fault[] = [];
-  rule: ((req: { path: string; ids: string[] }) => Fault | undefined) | null = null;
+  rule: ((req: { path: string; ids: string[] }) => Fault | HeldAnswer | undefined) | null = null;
   seen: SeenRequest[] = [];
   private server: Server | null = null;
   readonly sockets = new Set<Socket>();
@@ -54,13 +59,13 @@ export class FaultProxy {
       return;
     }
     if (fault === 'hang') return;
-    if (typeof fault === 'object' && fault.html !== undefined) {
+    if (typeof fault === 'object' && 'status' in fault && fault.html !== undefined) {
       // what a proxy in front of the plane answers itself (nginx, a load balancer): HTML, not the plane's JSON
       res.writeHead(fault.status, { 'content-type': 'text/html' });
       res.end(fault.html);
       return;
     }
-    if (typeof fault === 'object') {
+    if (typeof fault === 'object' && 'status' in fault) {
       res.writeHead(fault.status, {
         'content-type': 'application/json',
         ...(fault.retryAfter ? { 'retry-after': fault.retryAfter } : {}),
@@ -84,6 +89,7 @@ export class FaultProxy {
       req.socket.destroy();
       return;
     }
+    if (typeof fault === 'object') await fault.holdAnswer;
     res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json', 'content-length': String(payload.length) });
     if (fault === 'truncate') {
       res.write(payload.subarray(0, Math.floor(payload.length / 2)));
