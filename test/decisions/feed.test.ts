@@ -6,7 +6,8 @@
  * Two machines are two stores and two replicas in this process.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectPlane, restoreFromPlane, serveDecisions, type Agent, type Checkpointer, type DecisionOutcome, type Replica } from '../../client/index.js';
+import Database from 'better-sqlite3';
+import { connectPlane, restoreFromPlane, serveDecisions, type Agent, type Checkpointer, type DecisionLogger, type DecisionOutcome, type Replica } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { DECISIONS_CURSOR_META } from '../../client/replica/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
@@ -43,8 +44,8 @@ interface Machine {
 }
 
 /** A machine: its own store file and ledger, connected to the plane (long poll held 2 s); `followChanges: false`: only pullChanges() reads the change feed; `url`: a proxy in front of the plane. */
-function machine(name: string, ledger = new Ledger(tmp.file(`${name}-${++n}.jsonl`)), o: { followChanges?: boolean; url?: string } = {}): Machine {
-  const store = new SqliteCheckpointer({ path: tmp.file(`${name}-${++n}.db`) });
+function machine(name: string, ledger = new Ledger(tmp.file(`${name}-${++n}.jsonl`)), o: { followChanges?: boolean; url?: string; busyTimeoutMs?: number } = {}): Machine {
+  const store = new SqliteCheckpointer({ path: tmp.file(`${name}-${++n}.db`), busyTimeoutMs: o.busyTimeoutMs });
   const replica = connectPlane(store, { url: o.url ?? plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 2, followChanges: o.followChanges });
   cleanup.push(async () => {
     await replica.stop();
@@ -68,7 +69,7 @@ async function decideOnPlane(id: string, checkpointId: string, approved = true) 
 }
 
 /** Run a worker until `until` holds for its outcomes (or 20 s); its outcomes. */
-function worker(o: { m: Machine; restore?: boolean; hold?: Promise<void>; onHeld?: () => void }) {
+function worker(o: { m: Machine; restore?: boolean; hold?: Promise<void>; onHeld?: () => void; logger?: DecisionLogger }) {
   const seen: DecisionOutcome[] = [];
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), 20_000);
@@ -77,6 +78,7 @@ function worker(o: { m: Machine; restore?: boolean; hold?: Promise<void>; onHeld
     store: o.m.store,
     replica: o.m.replica,
     restore: o.restore,
+    logger: o.logger,
     signal: stop.signal,
     pollMs: 60_000,
     agentFor: async () => {
@@ -329,6 +331,29 @@ describe('decisions made on the plane', () => {
     // once the worker forgot d (one DELETE), the fresh decision is still here
     await until(async () => (await server.store.getDecision(id, pause.checkpointId)) === null);
     expect(await server.store.getDecision(id, fresh.checkpointId)).toMatchObject({ decisionId: fresh.decisionId, state: 'pending', held: false });
+  });
+
+  it('restore: true: a settled decision that cannot be forgotten here (the store locked by another process) is logged through the injected logger, and kept', async () => {
+    const laptop = machine('n1-laptop');
+    const { id, pause } = await pausedOn(laptop);
+    const d = await decideOnPlane(id, pause.checkpointId);
+    const server = machine('n1-server', undefined, { followChanges: false, busyTimeoutMs: 0 });
+    await server.replica.pullDecisions();
+    expect((await laptop.agent.resume(id, { approved: false }, { checkpointId: pause.checkpointId })).status).toBe('completed');
+    expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    // another process holds the write lock of the server's store file
+    const other = new Database((server.store as SqliteCheckpointer).connection.name);
+    other.exec('BEGIN IMMEDIATE');
+    cleanup.push(async () => {
+      other.exec('ROLLBACK');
+      other.close();
+    });
+    const warned: { fields: Record<string, unknown>; message: string }[] = [];
+    const w = worker({ m: server, restore: true, logger: { warn: (fields, message) => warned.push({ fields, message }) } });
+    await until(() => warned.length > 0);
+    expect(w.seen.find((x) => x.decision.decisionId === d.decisionId)).toMatchObject({ outcome: 'superseded' });
+    expect(warned[0]).toMatchObject({ fields: { executionId: id, decisionId: d.decisionId }, message: expect.stringContaining(`could not forget the settled decisions of '${id}'`) });
+    expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId });
   });
 
   it("restore: true: a 404 that is not the plane's EXECUTION_NOT_FOUND (a proxy, a wrong prefix) is a failure tried again, never a run gone: the decision is kept", async () => {
