@@ -146,4 +146,13 @@ describe('layering', () => {
     const ui = await runtimeGraph('client/ui/serve.tsx');
     expect(ui.packages).toContain('hono');
   });
+
+  it('a SQLite-only user loads no postgres, drizzle or hono: neither the root entry nor waymark/sqlite does, and waymark/postgres loads no drizzle or hono', async () => {
+    const heavy = (entry: string, names: string[]) => runtimeGraph(entry).then(({ packages }) => [...packages].filter((p) => names.some((n) => p === n || p.startsWith(`${n}/`))));
+    expect(await heavy('client/index.ts', ['postgres', 'drizzle-orm', 'hono', '@hono/node-server', '@electric-sql/pglite'])).toEqual([]);
+    expect(await heavy('client/sqlite/index.ts', ['postgres', 'drizzle-orm', 'hono', '@hono/node-server', '@electric-sql/pglite'])).toEqual([]);
+    expect(await heavy('client/postgres/index.ts', ['drizzle-orm', 'hono', '@hono/node-server', '@electric-sql/pglite'])).toEqual([]);
+    // the same walk sees a driver where one is loaded statically: the plane's database layer
+    expect((await runtimeGraph('plane/db/open.ts')).packages).toContain('drizzle-orm');
+  });
 });
