@@ -124,7 +124,7 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
             <tr data-testid="plane-copy">
               <th scope="row">Plane copy</th>
               <td>
-                {!d ? (
+                {!d && s.incomplete.length === 0 ? (
                   'nothing sent yet: there is no plane copy'
                 ) : s.incomplete.length === 0 ? (
                   'complete (no row refused)'
