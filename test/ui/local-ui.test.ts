@@ -133,7 +133,7 @@ async function checkPages(ui: Ui, store: Checkpointer, label: string): Promise<v
   expect(paused.body).toContain('data-testid="diff"');
   const small = await text(`${ui.url}/runs/refund-small`);
   // the cached result is pretty-printed like the other JSON (not one compact line broken anywhere)
-  expect(small.body).toMatch(/Idempotency entries[\s\S]*charge[\s\S]*<pre>\{\n  &quot;charged&quot;: 20/);
+  expect(small.body).toMatch(/Idempotency entries[\s\S]*charge[\s\S]*<pre>\{\n {2}&quot;charged&quot;: 20/);
   // a run whose pause was answered keeps its Pause section: reason, frozen context, and the writer that claimed it
   const { agent: approver } = refundAgent({ store, ledger: new Ledger(tmp.file(`answered-${Math.random()}.jsonl`)) });
   await approver.run(refundRequest('9', 5000), { executionId: 'refund-answered' });
