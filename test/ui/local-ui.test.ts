@@ -20,6 +20,7 @@ import { Agent, ScriptedModel } from '../../client/index.js';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
+import { SyncPage, type SyncStatus } from '../../inspector/sync-page.js';
 import { launchChromium, SHOTS } from '../helpers/browser.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { BIN, ROOT, waymarkAsync } from '../helpers/plane-process.js';
@@ -354,6 +355,28 @@ describe('layering', () => {
     const cli = runtimeGraph('client/cli/main.ts');
     expect(cli.files.filter((f) => f.startsWith('plane/') || f.startsWith('client/ui/serve'))).toEqual([]);
     expect([...cli.packages].filter((p) => p.includes('hono'))).toEqual([]);
+  });
+});
+
+describe('the sync status page of a store never connected to a plane', () => {
+  it('says nothing was sent yet (not that the plane copy is complete) and that the backlog is kept until a plane is connected', async () => {
+    const s: SyncStatus = {
+      writerId: 'w',
+      pendingCount: 3,
+      pendingBytes: 900,
+      oldestPendingAt: null,
+      oldestPendingAgeMs: null,
+      quarantinedCount: 0,
+      lastQuarantineReason: null,
+      drain: null,
+      incomplete: [],
+      diverged: [],
+      lost: [],
+    };
+    const html = String(await (SyncPage({ s }) as { toString(): string | Promise<string> }).toString());
+    expect(html).toMatch(/Plane copy<\/th><td>nothing sent yet: there is no plane copy/);
+    expect(html).toContain('3 rows, 900 bytes (kept in the outbox until a plane is connected with connectPlane)');
+    expect(html).not.toContain('complete (no row refused)');
   });
 });
 
