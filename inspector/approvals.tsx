@@ -154,7 +154,9 @@ const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
       <span>
         at <Time iso={p.createdAt} />
       </span>
-      <span class="mono">{p.agentPath}</span>
+      <span class="mono">
+        <Id id={p.agentPath} />
+      </span>
     </div>
     <details open>
       <summary>Context</summary>
