@@ -22,7 +22,7 @@ import type { HtmlEscapedString } from 'hono/utils/html';
 import { ErrorCode, hasCode } from '../shared/errors.js';
 import type { Json } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
-import { Badge, json, Layout, ShortId, Table, Time } from './layout.js';
+import { Badge, Id, json, Layout, ShortId, Table, Time } from './layout.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged } from './source.js';
 
 /** Who may decide in a request, and the CSRF token of its forms. */
@@ -146,7 +146,7 @@ const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
   <li class="card" data-testid="pause" data-execution={p.executionId}>
     <div class="row-head">
       <strong>{p.reason}</strong>
-      <a href={`/runs/${encodeURIComponent(p.executionId)}#decisions-h`}>{p.executionId}</a>
+      <a href={`/runs/${encodeURIComponent(p.executionId)}#pause-h`}>{p.executionId}</a>
       {p.state === 'claimed' && <Badge status="claimed" />}
     </div>
     <div class="row-meta">
@@ -154,7 +154,9 @@ const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
       <span>
         at <Time iso={p.createdAt} />
       </span>
-      <span class="mono">{p.agentPath}</span>
+      <span class="mono">
+        <Id id={p.agentPath} />
+      </span>
     </div>
     <details open>
       <summary>Context</summary>
@@ -201,7 +203,9 @@ export const ApprovalsPage: FC<{
             {p.decisions.items.map((d) => (
               <tr data-decision={d.decisionId} data-state={d.state}>
                 <td>
-                  <a href={`/runs/${encodeURIComponent(d.executionId)}#decisions-h`}>{d.executionId}</a>
+                  <a href={`/runs/${encodeURIComponent(d.executionId)}#decisions-h`}>
+                    <Id id={d.executionId} />
+                  </a>
                 </td>
                 <td>{d.approved ? 'approved' : 'declined'}</td>
                 <td>{d.decidedBy}</td>
@@ -225,12 +229,17 @@ export const ApprovalsPage: FC<{
   </Layout>
 );
 
+const ISO_TIME = /(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z)/;
+
+/** Text whose ISO times are shown as the cards show times (local time, UTC on hover). */
+const WithTimes: FC<{ text: string }> = ({ text }) => <>{text.split(ISO_TIME).map((part, i) => (i % 2 === 1 ? <Time iso={part} /> : part))}</>;
+
 /** A decision that was not recorded: the stable code, why, and (already decided) the first decision. */
 export const RefusalPage: FC<{ code: string; message: string; executionId: string; first: DecisionShown | null }> = (p) => (
   <Layout title="Decision not recorded">
     <h1>Decision not recorded</h1>
     <p class="error" role="alert" data-testid="refusal">
-      <code data-testid="refusal-code">{p.code}</code>: {p.message}
+      <code data-testid="refusal-code">{p.code}</code>: <WithTimes text={p.message} />
     </p>
     {p.first && (
       <>
@@ -274,7 +283,7 @@ type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
 /** Mount `/approvals` and `POST /runs/:id/decision` (a source without `listPauses`/`recordDecision` gets neither). */
 export function mountApprovals<E extends Env>(
   app: Hono<E>,
-  o: { viewer: MiddlewareHandler<E>; source: (c: Context<E>) => InspectorSource; wrap: (page: Page) => Page; approvals: ApprovalOptions<E> },
+  o: { viewer: MiddlewareHandler<E>; source: (c: Context<E>) => InspectorSource; wrap: (page: Page, c: Context<E>) => Page; approvals: ApprovalOptions<E> },
 ): void {
   const source = (c: unknown) => o.source(c as Context<E>);
   const ctx = (c: unknown) => c as Context<E>;
@@ -293,7 +302,12 @@ export function mountApprovals<E extends Env>(
         return `/approvals${u.size ? `?${u}` : ''}`;
       };
       c.header('cache-control', 'no-store');
-      return c.html(o.wrap(<ApprovalsPage pauses={pauses} decisions={decisions} first={!cursor} firstDecisions={!dcursor} query={query} note={'refused' in who ? who.refused : null} />));
+      return c.html(
+        o.wrap(
+          <ApprovalsPage pauses={pauses} decisions={decisions} first={!cursor} firstDecisions={!dcursor} query={query} note={'refused' in who ? who.refused : null} />,
+          c as unknown as Context<E>,
+        ),
+      );
     } catch (e) {
       if (hasCode(e, ErrorCode.BAD_CURSOR)) return c.text('bad cursor', 400);
       throw e;
@@ -306,7 +320,7 @@ export function mountApprovals<E extends Env>(
     if (!src.recordDecision) return c.notFound();
     const refuse = (code: string, message: string, first: DecisionShown | null = null) => {
       c.header('cache-control', 'no-store');
-      return c.html(o.wrap(<RefusalPage code={code} message={message} executionId={id} first={first} />), (STATUS[code] ?? 400) as 400);
+      return c.html(o.wrap(<RefusalPage code={code} message={message} executionId={id} first={first} />, c as unknown as Context<E>), (STATUS[code] ?? 400) as 400);
     };
     const form = await c.req.parseBody();
     if (!o.approvals.csrfOk(ctx(c), form.csrf)) {

@@ -16,6 +16,8 @@ export interface Frame {
   logout: boolean;
   /** said after the brand, e.g. which store (null: nothing) */
   subtitle: string | null;
+  /** who the decisions made here are recorded as, said in the header (null: the plane, where it is the key's name) */
+  recordingAs: string | null;
 }
 
 export const PLANE_FRAME: Frame = {
@@ -29,10 +31,11 @@ export const PLANE_FRAME: Frame = {
   ],
   logout: true,
   subtitle: null,
+  recordingAs: null,
 };
 
-/** The frame of `waymark ui` over the store `subtitle` names. */
-export const localFrame = (subtitle: string): Frame => ({
+/** The frame of `waymark ui` over the store `subtitle` names, recording decisions as `user`. */
+export const localFrame = (subtitle: string, user: string | null = null): Frame => ({
   kind: 'local',
   nav: [
     { href: '/', label: 'Runs' },
@@ -42,6 +45,13 @@ export const localFrame = (subtitle: string): Frame => ({
   ],
   logout: false,
   subtitle,
+  recordingAs: user,
+});
+
+/** The plane's frame for a session with `scopes`: Keys only for an admin session (its page refuses anyone else). */
+export const planeFrame = (scopes: readonly string[], session: boolean): Frame => ({
+  ...PLANE_FRAME,
+  nav: PLANE_FRAME.nav.filter((l) => l.href !== '/keys' || (session && scopes.includes('admin'))),
 });
 
 export const FRAME = createContext<Frame>(PLANE_FRAME);

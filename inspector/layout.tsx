@@ -3,7 +3,7 @@
  * The inspector's page frame and the pieces every page uses (badges, times,
  * ids, the table wrapper). Server-rendered; hono/jsx escapes every interpolated value.
  */
-import { useContext, type Child, type FC } from 'hono/jsx';
+import { isValidElement, useContext, type Child, type FC } from 'hono/jsx';
 import type { Json } from '../shared/json.js';
 import { FRAME } from './frame.js';
 
@@ -21,6 +21,7 @@ export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; childr
         {refresh ? <meta http-equiv="refresh" content={String(refresh)} /> : null}
         <title>{`${title} · waymark`}</title>
         <link rel="stylesheet" href="/ui/style.css" />
+        <link rel="icon" href="/ui/icon.svg" type="image/svg+xml" />
         <script src="/ui/local-time.js" defer></script>
       </head>
       <body>
@@ -29,6 +30,11 @@ export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; childr
           {frame.subtitle && (
             <span class="muted mono" data-testid="store">
               {frame.subtitle}
+            </span>
+          )}
+          {frame.recordingAs && (
+            <span class="muted" data-testid="recording-as">
+              recording decisions as <strong>{frame.recordingAs}</strong>
             </span>
           )}
           {nav && (
@@ -118,14 +124,57 @@ export const clip = (text: string, max: number) => (text.length > max ? `${text.
 /** A column of a `Table`: its heading, with a class when it has one (a false entry is left out). */
 export type Column = string | { label: string; class: string } | false;
 
-/** A table in its scrolling wrapper: one heading row of `columns`, then the body rows given as children. */
-export const Table: FC<{ columns: Column[]; class?: string; children?: Child }> = ({ columns, class: cls, children }) => (
-  <div class="table-wrap">
-    <table class={cls}>
-      <thead>
-        <tr>{columns.map((c) => (c === false ? null : typeof c === 'string' ? <th>{c}</th> : <th class={c.class}>{c.label}</th>))}</tr>
-      </thead>
-      <tbody>{children}</tbody>
-    </table>
-  </div>
+/** An id (`agent:refund-bot`, `turn:0/tool:refund`) that may wrap only after its `:` and `/` separators. */
+export const Id: FC<{ id: string }> = ({ id }) => (
+  <>
+    {id.split(/(?<=[:/])/).map((part, i) =>
+      i === 0 ? (
+        part
+      ) : (
+        <>
+          <wbr />
+          {part}
+        </>
+      ),
+    )}
+  </>
 );
+
+const label = (c: Column) => (c === false ? null : typeof c === 'string' ? c : c.label);
+
+const flatten = (children: Child[]): Child[] => children.flatMap((c) => (Array.isArray(c) ? flatten(c) : [c]));
+
+/** Gives each cell of the body rows its column's heading (`data-label`), which the phone layout shows beside the value. */
+function labelCells(rows: Child, labels: string[]): void {
+  if (Array.isArray(rows)) {
+    for (const r of rows) labelCells(r, labels);
+    return;
+  }
+  if (!isValidElement(rows) || rows.tag !== 'tr') return;
+  let column = 0;
+  for (const cell of flatten(rows.children as Child[])) {
+    if (!isValidElement(cell) || cell.tag !== 'td') continue;
+    const span = Number(cell.props.colspan ?? 1);
+    if (span === 1 && labels[column] && cell.props['data-label'] === undefined) cell.props['data-label'] = labels[column];
+    column += span;
+  }
+}
+
+/**
+ * A table in its scrolling wrapper: one heading row of `columns`, then the body rows given as children.
+ * On a phone the rows stack, each cell under its column's heading, so nothing is off-screen.
+ */
+export const Table: FC<{ columns: Column[]; class?: string; children?: Child }> = ({ columns, class: cls, children }) => {
+  const shown = columns.filter((c) => c !== false);
+  labelCells(children, shown.map(label) as string[]);
+  return (
+    <div class="table-wrap">
+      <table class={cls}>
+        <thead>
+          <tr>{shown.map((c) => (typeof c === 'string' ? <th>{c}</th> : <th class={c.class}>{c.label}</th>))}</tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+};

@@ -43,7 +43,11 @@ export const inspectorHeaders = () =>
     referrerPolicy: 'no-referrer',
   });
 
-/** The static script and style every page loads (/ui/local-time.js, /ui/style.css). */
+/** A waymark: a pin on a path (the tab's icon; /favicon.ico too, for browsers that ask for it anyway). */
+const ICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M8 1a5 5 0 0 0-5 5c0 4 5 9 5 9s5-5 5-9a5 5 0 0 0-5-5z" fill="#0550ae"/><circle cx="8" cy="6" r="2" fill="#fff"/></svg>';
+
+/** The static script, style and icon every page loads (/ui/local-time.js, /ui/style.css, /ui/icon.svg). */
 export function mountAssets<E extends Env>(app: Hono<E>): void {
   app.get('/ui/local-time.js', (c) => {
     c.header('content-type', 'text/javascript; charset=utf-8');
@@ -55,6 +59,13 @@ export function mountAssets<E extends Env>(app: Hono<E>): void {
     c.header('cache-control', 'public, max-age=300');
     return c.body(STYLE);
   });
+  for (const path of ['/ui/icon.svg', '/favicon.ico']) {
+    app.get(path, (c) => {
+      c.header('content-type', 'image/svg+xml');
+      c.header('cache-control', 'public, max-age=86400');
+      return c.body(ICON_SVG);
+    });
+  }
 }
 
 /** A rendered page, as a JSX expression evaluates. */
@@ -66,7 +77,7 @@ export interface PagesOptions<E extends Env> {
   /** The source a request reads (the plane's: of the session's project). */
   source: (c: Context<E>) => InspectorSource;
   /** Wrap each rendered page (the local UI sets its frame here); default: as is. */
-  wrap?: (page: Page) => Page;
+  wrap?: (page: Page, c: Context<E>) => Page;
   /** How a run the source lacks is explained on its 404 page. */
   missingRun: (id: string) => string;
   /** Where this source's copy is, in the words of a decode error ("this plane's copy"). */
@@ -89,7 +100,7 @@ async function handleCursor(c: Context, fn: () => Promise<Response>): Promise<Re
 
 /** Mount `/`, `/runs/:id`, `/quarantine` and (with `sync`) `/sync` on `app`. */
 export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): void {
-  const wrap = o.wrap ?? ((p) => p);
+  const wrap = (p: Page, c: unknown) => (o.wrap ? o.wrap(p, c as Context<E>) : p);
   // hono's handler context is its own narrowing of E; it is the same request context
   const source = (c: unknown) => o.source(c as Context<E>);
 
@@ -109,7 +120,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
         const u = new URLSearchParams(Object.entries({ ...filters, ...(cursor ? { cursor } : {}), ...(on ? { live: '1' } : {}) }).filter(([, v]) => v) as [string, string][]);
         return `/?${u}`;
       };
-      return c.html(wrap(<RunsPage items={page.items} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />));
+      return c.html(wrap(<RunsPage items={page.items} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />, c));
     }),
   );
 
@@ -118,7 +129,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       const src = source(c);
       const id = c.req.param('id');
       const execution = await src.getRun(id);
-      if (!execution) return c.html(wrap(<NotFoundPage what={o.missingRun(id)} />), 404);
+      if (!execution) return c.html(wrap(<NotFoundPage what={o.missingRun(id)} />, c), 404);
       const cursor = c.req.query('cursor') || undefined;
       const rows = await src.listRows(id, { cursor, limit: 200 });
       const last = execution.lastSeq;
@@ -175,6 +186,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             paged={cursor !== undefined}
             {...(await src.forkLinks(id))}
           />,
+          c,
         ),
       );
     }),
@@ -183,17 +195,17 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
   app.get('/quarantine', o.viewer, (c) =>
     handleCursor(c, async () => {
       const page = await source(c).listQuarantine({ cursor: c.req.query('cursor') || undefined, limit: 50 });
-      return c.html(wrap(<QuarantinePage items={page.items} next={page.nextCursor} />));
+      return c.html(wrap(<QuarantinePage items={page.items} next={page.nextCursor} />, c));
     }),
   );
 
-  if (o.approvals) mountApprovals(app, { viewer: o.viewer, source: o.source, wrap, approvals: o.approvals });
+  if (o.approvals) mountApprovals(app, { viewer: o.viewer, source: o.source, wrap: o.wrap ?? ((p) => p), approvals: o.approvals });
 
   if (o.sync) {
     app.get('/sync', o.viewer, async (c) => {
       const src = source(c);
       if (!src.syncStatus) return c.notFound();
-      return c.html(wrap(<SyncPage s={await src.syncStatus()} />));
+      return c.html(wrap(<SyncPage s={await src.syncStatus()} />, c));
     });
   }
 }

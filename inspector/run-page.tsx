@@ -6,7 +6,7 @@ import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/r
 import type { UsageTotal } from '../shared/usage.js';
 import type { StateDiff } from './diff.js';
 import { Conversation } from './conversation.js';
-import { ago, Badge, duration, Incomplete, json, Layout, LiveToggle, ShortId, Table, Time } from './layout.js';
+import { ago, Badge, duration, Id, Incomplete, json, Layout, LiveToggle, ShortId, Table, Time } from './layout.js';
 
 /**
  * What a row's badge may claim. A model-call or tool row is written *before* the
@@ -143,7 +143,11 @@ export const RunPage: FC<RunPageProps> = (p) => {
             Pause: {p.pause.pending.reason} <Badge status={p.pause.state === 'open' ? 'paused' : 'completed'} />
           </h2>
           <p class="muted">
-            at <span class="mono">{p.pause.pending.nodeId}</span> ({p.pause.pending.agentPath})
+            at{' '}
+            <span class="mono">
+              <Id id={p.pause.pending.nodeId} />
+            </span>{' '}
+            (<Id id={p.pause.pending.agentPath} />)
             {p.pause.claimedBy && (
               <>
                 {' '}
@@ -210,12 +214,16 @@ export const RunPage: FC<RunPageProps> = (p) => {
                 <span id={`row-${r.id}`} />
                 <div class="row-head">
                   <strong>#{r.seq}</strong>
-                  <span class="mono">{r.nodeId}</span>
+                  <span class="mono">
+                    <Id id={r.nodeId} />
+                  </span>
                   <span>{r.step}</span>
                   <Badge status={outcome} />
                 </div>
                 <div class="row-meta">
-                  <span class="mono">{r.agentPath}</span>
+                  <span class="mono">
+                    <Id id={r.agentPath} />
+                  </span>
                   <ShortId id={r.writerId} />
                   <Time iso={r.createdAt} />
                   {i > 0 && <span title="time since the previous row (informational: order is by seq)">+{duration(Date.parse(r.createdAt) - Date.parse(p.rows[i - 1].createdAt))}</span>}
@@ -303,7 +311,9 @@ export const RunPage: FC<RunPageProps> = (p) => {
             {p.idempotency.map((e) => (
               <tr>
                 <td class="mono">{e.key}</td>
-                <td class="mono">{JSON.stringify(e.result)}</td>
+                <td>
+                  <pre>{json(e.result)}</pre>
+                </td>
                 <td>
                   <Time iso={e.createdAt} />
                 </td>

@@ -2,7 +2,7 @@
 /** The inspector's run list: filters, one row per run, cursor pages. */
 import type { FC } from 'hono/jsx';
 import type { UsageTotal } from '../shared/usage.js';
-import { Badge, clip, duration, Incomplete, Layout, LiveToggle, ShortId, Table, Time } from './layout.js';
+import { Badge, clip, Id, duration, Incomplete, Layout, LiveToggle, ShortId, Table, Time } from './layout.js';
 
 /** A column shown on wide screens only. */
 const wide = (label: string) => ({ label, class: 'wide-only' });
@@ -86,7 +86,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
         <tr>
           <td class="mono">
             <a href={`/runs/${encodeURIComponent(r.executionId)}`} title={r.executionId}>
-              {r.executionId.length > 40 ? `${r.executionId.slice(0, 31)}…${r.executionId.slice(-8)}` : r.executionId}
+              <Id id={r.executionId.length > 40 ? `${r.executionId.slice(0, 31)}…${r.executionId.slice(-8)}` : r.executionId} />
             </a>
           </td>
           <td>
@@ -103,7 +103,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
             )}
           </td>
           <td class="mono" data-testid="agent" title={r.agent ?? "the run's first row has not arrived"}>
-            {r.agent ?? ''}
+            {r.agent ? <Id id={r.agent} /> : ''}
           </td>
           <td class="wide-only">
             <ShortId id={r.writerId} />
@@ -116,7 +116,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
             <Time iso={r.updatedAt} relative />
           </td>
           <td class="wide-only">{r.rowCount}</td>
-          <td class="mono wide-only">{r.lastNodeId ?? ''}</td>
+          <td class="mono wide-only">{r.lastNodeId ? <Id id={r.lastNodeId} /> : ''}</td>
           <td
             class="wide-only"
             data-testid="tokens"

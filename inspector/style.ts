@@ -16,7 +16,7 @@ h2 { font-size:1.05rem; margin:1.5rem 0 .5rem; }
 table { border-collapse:collapse; width:100%; }
 th, td { text-align:left; padding:.4rem .6rem; border-bottom:1px solid var(--line); vertical-align:top; }
 th { background:var(--soft); font-weight:600; white-space:nowrap; }
-td.mono, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; word-break:break-all; }
+td.mono, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; overflow-wrap:break-word; }
 .badge { display:inline-block; padding:0 .45rem; border-radius:1rem; font-size:12px; font-weight:600; border:1px solid currentColor; white-space:nowrap; }
 .s-completed, .s-done { color:var(--ok); } .s-failed { color:var(--bad); } .s-cancelled { color:var(--muted); } .s-in-progress { color:var(--warn); }
 .why { font-size:12px; margin-top:.2rem; max-width:28rem; } .s-paused, .s-interrupted { color:var(--pause); } .s-running { color:var(--warn); }
@@ -59,4 +59,14 @@ textarea { font:inherit; padding:.3rem .5rem; border:1px solid var(--line); bord
 textarea:focus { outline:3px solid #0969da66; outline-offset:2px; }
 button.decline { background:#fff; color:var(--bad); border-color:var(--bad); }
 @media (max-width: 640px) { main { padding:.6rem; } th, td { padding:.3rem .4rem; } .wide-only { display:none; } ol.timeline li[class*="depth-"] { margin-left:.6rem; } }
+@media (max-width: 640px) {
+  .table-wrap table, .table-wrap tbody, .table-wrap tr, .table-wrap td { display:block; }
+  .table-wrap thead { position:absolute; width:1px; height:1px; overflow:hidden; clip-path:inset(50%); }
+  .table-wrap tr { border-bottom:1px solid var(--line); padding:.25rem 0; }
+  .table-wrap tr:last-child { border-bottom:none; }
+  .table-wrap td { border:none; padding:.15rem .5rem; }
+  .table-wrap td[data-label] { position:relative; padding-left:7.5rem; min-height:1.6rem; }
+  .table-wrap td[data-label]::before { content:attr(data-label); position:absolute; left:.5rem; width:6.6rem; font:600 12px/1.8 system-ui,sans-serif; color:var(--muted); }
+  .table-wrap td.wide-only { display:none; }
+}
 `;

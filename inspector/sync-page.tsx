@@ -55,6 +55,7 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
               <th scope="row">Backlog</th>
               <td>
                 {s.pendingCount} row{s.pendingCount === 1 ? '' : 's'}, {s.pendingBytes} bytes
+                {!d && s.pendingCount > 0 && <> (kept in the outbox until a plane is connected with connectPlane)</>}
                 {s.oldestPendingAt && (
                   <>
                     {' '}
@@ -123,7 +124,9 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
             <tr data-testid="plane-copy">
               <th scope="row">Plane copy</th>
               <td>
-                {s.incomplete.length === 0 ? (
+                {!d && s.incomplete.length === 0 ? (
+                  'nothing sent yet: there is no plane copy'
+                ) : s.incomplete.length === 0 ? (
                   'complete (no row refused)'
                 ) : (
                   <span class="error">

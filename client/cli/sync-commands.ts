@@ -67,9 +67,11 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
   const runs = (m: Map<string, number>) => [...m].map(([id, n]) => `${id} (${n} row${n === 1 ? '' : 's'} refused)`).join(', ');
   out(
     `plane copy:    ${
-      incomplete.size === 0
-        ? 'complete (no row refused)'
-        : `INCOMPLETE for ${incomplete.size} run(s): ${runs(incomplete)}; the plane cannot restore them elsewhere; this store keeps them whole (see \`waymark quarantine\`)`
+      !d && incomplete.size === 0
+        ? 'nothing sent yet (no plane connected; the backlog is kept until one is)'
+        : incomplete.size === 0
+          ? 'complete (no row refused)'
+          : `INCOMPLETE for ${incomplete.size} run(s): ${runs(incomplete)}; the plane cannot restore them elsewhere; this store keeps them whole (see \`waymark quarantine\`)`
     }`,
   );
   if (diverged.size) {

@@ -38,7 +38,10 @@ export async function decide(store: Checkpointer, executionId: string, input: De
   if (first) throw alreadyDecided(executionId, first);
   const open = await store.getPendingInterrupt(executionId);
   if (input.checkpointId === undefined && !open) {
-    throw new WaymarkError(ErrorCode.PAUSE_NOT_FOUND, `execution '${executionId}' has no open pause in this store; nothing was recorded`, { details: { executionId, checkpointId: null } });
+    // say why: a run that finished (or runs on) has no open pause, which reads differently from a run this store never held
+    const latest = await store.latest(executionId);
+    const why = latest ? `execution '${executionId}' is ${latest.status}; it has no open pause` : `execution '${executionId}' is not in this store`;
+    throw new WaymarkError(ErrorCode.PAUSE_NOT_FOUND, `${why}; nothing was recorded`, { details: { executionId, checkpointId: null, status: latest?.status ?? null } });
   }
   // the store refuses a named pause that is not open (PAUSE_NOT_FOUND / PAUSE_CLOSED)
   const pause = { checkpointId: input.checkpointId ?? open!.checkpointId };

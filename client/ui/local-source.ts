@@ -11,6 +11,7 @@
  *   the pages hide their parts; the runs forked from a run are not listed
  *   (the store has no index of fork origins);
  * - a pause shows while it is open (a claim removes the pending row here);
+ *   once answered, the run's last pause shows with the writer of the row after it (who claimed it);
  * - the quarantine is the outbox's entries the plane refused, and the sync
  *   status page is the outbox's (`waymark sync status`);
  * - approvals: the inbox is the store's open pauses (in execution-id order,
@@ -164,7 +165,35 @@ export function localSource(store: Checkpointer): InspectorSource {
 
     async pauseState(executionId) {
       const pending = await store.getPendingInterrupt(executionId);
-      return pending ? { pending, state: 'open', claimedBy: null, claimedAt: null, claim: null } : null;
+      if (pending) return { pending, state: 'open', claimedBy: null, claimedAt: null, claim: null };
+      // none open: the run's last pause, answered, and the writer whose row followed it (who claimed it), read in chunks
+      let last: { pause: Checkpoint; next: Checkpoint | null } | null = null;
+      for (let after = -1; ; ) {
+        const rows = await store.list(executionId, { afterSeq: after, limit: CHUNK });
+        for (const r of rows) {
+          if (r.step === 'hitl_pause' && r.status === 'interrupted') last = { pause: r, next: null };
+          else if (last && last.next === null) last.next = r;
+        }
+        if (rows.length < CHUNK) break;
+        after = rows[rows.length - 1].seq;
+      }
+      if (!last) return null;
+      const { pause, next } = last;
+      return {
+        pending: {
+          executionId,
+          checkpointId: pause.id,
+          nodeId: pause.nodeId,
+          reason: pause.interruptReason ?? 'pause',
+          context: pause.interruptContext,
+          agentPath: pause.agentPath,
+          createdAt: pause.createdAt,
+        },
+        state: 'answered',
+        claimedBy: next?.writerId ?? null,
+        claimedAt: next?.createdAt ?? null,
+        claim: null,
+      };
     },
 
     async listIdempotency(executionId) {

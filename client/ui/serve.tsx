@@ -52,8 +52,8 @@ export interface LocalUi {
 /** The inspector app over `store` (what `serveLocalUi` serves; a test may call its `fetch`). */
 export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?: boolean; user?: string } = {}): Hono {
   const app = new Hono();
-  const frame = localFrame(o.label ?? store.writerId);
   const user = o.user ?? osUser();
+  const frame = localFrame(o.label ?? store.writerId, user);
   // the forms' CSRF secret: this process's, never written anywhere
   const secret = randomBytes(32).toString('base64url');
   app.use('*', inspectorHeaders());

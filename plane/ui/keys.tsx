@@ -7,6 +7,7 @@
  * session cookie (which a page of another origin cannot read), and a foreign
  * Origin is refused, on top of the SameSite=Strict cookie.
  */
+import { FRAME, planeFrame } from '../../inspector/frame.js';
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import type { FC } from 'hono/jsx';
@@ -96,10 +97,12 @@ export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: Middlewa
     const p = c.get('principal');
     if (!p.scopes.includes('admin') || !getCookie(c, SESSION_COOKIE)) {
       return c.html(
-        <Layout title="Keys">
-          <h1>Keys</h1>
-          <p>Managing keys takes a session made from a key with the admin scope.</p>
-        </Layout>,
+        <FRAME.Provider value={planeFrame(p.scopes, getCookie(c, SESSION_COOKIE) !== undefined)}>
+          <Layout title="Keys">
+            <h1>Keys</h1>
+            <p>Managing keys takes a session made from a key with the admin scope.</p>
+          </Layout>
+        </FRAME.Provider>,
         403,
       );
     }

@@ -8,7 +8,7 @@
  * script (local times, /ui/local-time.js); the CSP allows no inline script,
  * and every page works without it.
  */
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { asc } from 'drizzle-orm';
 import { authenticate, keyName, type Principal } from '../auth.js';
@@ -23,11 +23,15 @@ import { WritersPage } from './writers-page.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal } from './session.js';
 import { mountKeysPage } from './keys.js';
 import { csrfOf, csrfOk } from '../../inspector/csrf.js';
+import { FRAME, planeFrame } from '../../inspector/frame.js';
 
 export interface InspectorOptions {
   /** Skip login and show the first project (only honoured when the plane binds to loopback). */
   dev?: boolean;
 }
+
+/** The nav a session may use: its principal's scopes (Keys only for an admin session). */
+const frameOf = (c: Context<PlaneEnv>) => planeFrame(c.get('principal').scopes, getCookie(c, SESSION_COOKIE) !== undefined);
 
 const safeNext = (n: unknown) => (typeof n === 'string' && n.startsWith('/') && !n.startsWith('//') && !n.startsWith('/\\') ? n : '/');
 
@@ -71,6 +75,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   mountPages(app, {
     viewer,
     source: (c) => planeSource(db, c.get('principal').projectId),
+    wrap: (page, c) => <FRAME.Provider value={frameOf(c)}>{page}</FRAME.Provider>,
     missingRun: (id) => `No run '${id}' in this project (it may not have synced yet, or it was deleted).`,
     copyName: "this plane's copy",
     approvals: {
@@ -87,7 +92,13 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     },
   });
 
-  app.get('/writers', viewer, async (c) => c.html(<WritersPage items={await listWriters(db, c.get('principal').projectId)} />));
+  app.get('/writers', viewer, async (c) =>
+    c.html(
+      <FRAME.Provider value={frameOf(c)}>
+        <WritersPage items={await listWriters(db, c.get('principal').projectId)} />
+      </FRAME.Provider>,
+    ),
+  );
   mountKeysPage(app, db, viewer);
   return app;
 }

@@ -90,6 +90,24 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
       }
     }
     expect(outputs.join('')).toMatch(/project acme created/);
+
+    // the Approvals section's keys, as written there: the worker's ingest,read key (its last line exported) and alice's approve key
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const approvals = readme.slice(readme.indexOf('## Approvals'));
+    const exported = /^export WAYMARK_API_KEY=\$\((npx waymark plane keys create [^|]+)\| tail -n 1\)$/m.exec(approvals)?.[1]?.trim();
+    const approveKey = /`(npx waymark plane keys create [^`]*--scopes approve[^`]*)`/.exec(approvals)?.[1];
+    expect([exported, approveKey]).toEqual([
+      'npx waymark plane keys create --project local --scopes ingest,read --name laptop',
+      'npx waymark plane keys create --project local --scopes approve --name alice',
+    ]);
+    for (const line of [exported!, approveKey!]) {
+      const r = await waymarkAsync(line.replace(/^npx waymark /, '').split(/\s+/), { cwd, env: env() });
+      expect(r.code, `${line}\n${r.stderr}`).toBe(0);
+      expect((await call(`${plane.url}/v1/pauses`, { key: r.stdout.trim().split('\n').pop()! })).status).toBe(200);
+    }
+    const listed = await waymarkAsync(['plane', 'keys', 'list'], { cwd, env: env() });
+    expect(listed.stdout).toMatch(/local\s+ingest,read\s+laptop\s+active/);
+    expect(listed.stdout).toMatch(/local\s+approve\s+alice\s+active/);
     await plane.stop();
   });
 }

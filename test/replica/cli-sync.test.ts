@@ -49,6 +49,7 @@ describe('waymark sync / restore / quarantine', () => {
     const before = await cli(['sync', 'status', '--db', db]);
     expect(before.text).toMatch(/backlog:\s+33 rows/);
     expect(before.text).toMatch(/last drain:\s+never connected/);
+    expect(before.text).toMatch(/plane copy:\s+nothing sent yet \(no plane connected; the backlog is kept until one is\)/);
 
     expect((await cli(['sync', 'now', '--db', db])).code).toBe(2);
     const now = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key]);
@@ -59,6 +60,7 @@ describe('waymark sync / restore / quarantine', () => {
     expect(after.text).toMatch(/backlog:\s+0 rows/);
     expect(after.text).toMatch(/last ack:\s+\d{4}-/);
     expect(after.text).toMatch(/last error:\s+none/);
+    expect(after.text).toMatch(/plane copy:\s+complete \(no row refused\)/);
 
     const other = tmp.file('b.db');
     const r = await cli(['restore', 'cli-run', '--db', other, '--plane', plane.url, '--key', key]);

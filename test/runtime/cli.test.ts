@@ -173,7 +173,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     const wrong = waymark('decide', '--db', db, 'd-paused', '--approve', '--pause', '01900000-0000-7000-8000-000000000000');
     expect([wrong.status, wrong.stderr]).toEqual([1, expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: .*has no pause at checkpoint 01900000-0000-7000-8000-000000000000/)]);
     const none = waymark('decide', '--db', db, 'no-such-run', '--approve');
-    expect([none.status, none.stderr]).toEqual([1, expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: /)]);
+    expect([none.status, none.stderr]).toEqual([1, expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: execution 'no-such-run' is not in this store; nothing was recorded/)]);
 
     const ok = waymark('decide', '--db', db, 'd-paused', '--approve', '--comment', 'receipt seen', '--user', 'alice', '--pause', pause.checkpointId);
     expect([ok.status, ok.stderr]).toEqual([0, '']);
@@ -182,7 +182,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect([again.status, again.stderr]).toEqual([1, expect.stringMatching(/^waymark: ALREADY_DECIDED: .*by 'alice'.*\(approved\); nothing was recorded/)]);
     expect(ledger.charges()).toEqual([]);
 
-    // the README's line, as pasted, in a folder whose runs.db holds a paused refund-1042
+    // the README's line, as pasted, in a folder whose runs.db holds a paused refund-1043
     const line = readFileSync(join(fileURLToPath(new URL('../..', import.meta.url)), 'README.md'), 'utf8')
       .split('\n')
       .find((l) => l.startsWith('npx waymark decide '))!;
@@ -190,7 +190,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     const dir = tmp.file('readme-decide');
     mkdirSync(dir);
     const s1 = new SqliteCheckpointer({ path: join(dir, 'runs.db') });
-    await refundAgent({ store: s1, ledger: new Ledger(join(dir, 'ledger.jsonl')) }).agent.run(refundRequest('1042', 5000), { executionId: 'refund-1042' });
+    await refundAgent({ store: s1, ledger: new Ledger(join(dir, 'ledger.jsonl')) }).agent.run(refundRequest('1043', 5000), { executionId: 'refund-1043' });
     await s1.close();
     const args = line
       .replace(/^npx waymark /, '')
@@ -198,7 +198,7 @@ describe('waymark CLI arguments, through the real binary', () => {
       .map((a) => a.replace(/^'|'$/g, ''));
     const pasted = spawnSync(process.execPath, [BIN, ...args], { cwd: dir, encoding: 'utf8' });
     expect([pasted.status, pasted.stderr]).toEqual([0, '']);
-    expect(pasted.stdout).toMatch(/^approved the pause [0-9a-f-]+ of refund-1042 as 'alice'/);
+    expect(pasted.stdout).toMatch(/^approved the pause [0-9a-f-]+ of refund-1043 as 'alice'/);
 
     // the worker applies it: completed, one charge, the comment reached the tool's Resume
     const s2 = new SqliteCheckpointer({ path: db });
@@ -223,6 +223,9 @@ describe('waymark CLI arguments, through the real binary', () => {
     } finally {
       await s2.close();
     }
+    // a run that exists but finished: the refusal says so (same code), not that the store lacks it
+    const done = waymark('decide', '--db', db, 'd-paused', '--approve', '--user', 'bob');
+    expect([done.status, done.stderr]).toEqual([1, expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: execution 'd-paused' is completed; it has no open pause; nothing was recorded/)]);
   });
 
   it('--help on every command and subcommand prints its usage; top-level help lists every command; --version prints the version', () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,5 +40,53 @@ describe('README quick start works when pasted', () => {
     const paused = waymark('runs', '--db', 'runs.db', '--state', 'paused');
     expect(paused.status).toBe(0);
     expect(paused.stdout).toBe('no runs match\n');
+  });
+
+  it('the Approvals section, pasted after the quick start: agent.ts and worker.ts as shown, a second refund paused, decided from the shell, applied once by the worker', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Approvals'), readme.indexOf('### Approving from a screen'));
+    for (const file of ['agent.ts', 'worker.ts']) {
+      const block = new RegExp(`\`\`\`ts\n// approvals: ${file.replace('.', '\\.')}\n([\\s\\S]*?)\`\`\``).exec(section);
+      expect(block, `README's ${file} block`).not.toBeNull();
+      writeFileSync(join(DIR, file), block![1]);
+    }
+    const lines = (/```sh\n(npx tsx refund\.ts start [\s\S]*?)```/.exec(section)?.[1] ?? '')
+      .split('\n')
+      .map((l) => l.replace(/\s+#.*$/, '').trim())
+      .filter(Boolean);
+    expect(lines.map((l) => l.split(' ').slice(0, 3).join(' '))).toEqual(['npx tsx refund.ts', 'npx waymark decide', 'npx tsx worker.ts']);
+    const argv = (l: string) =>
+      l
+        .match(/'[^']*'|\S+/g)!
+        .slice(2)
+        .map((a) => a.replace(/^'|'$/g, ''));
+    const start = run(...argv(lines[0]!).slice(1));
+    expect(start.status, start.stderr).toBe(0);
+    expect(start.stdout).toMatch(/^paused /);
+    const waymark = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), ...args], { cwd: DIR, encoding: 'utf8' });
+    const decided = waymark(...argv(lines[1]!));
+    expect([decided.status, decided.stderr]).toEqual([0, '']);
+    // the finished quick-start run is refused, saying it is completed (not that the store lacks it)
+    const finished = waymark('decide', 'refund-1042', '--db', 'runs.db', '--approve');
+    expect([finished.status, finished.stderr]).toEqual([1, expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: execution 'refund-1042' is completed; it has no open pause/)]);
+
+    // the worker, with no plane in its environment, applies the decision; SIGTERM stops it cleanly
+    const env = { ...process.env };
+    delete env.WAYMARK_PLANE_URL;
+    const worker = spawn(process.execPath, ['--import', 'tsx', ...argv(lines[2]!)], { cwd: DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    worker.stderr.on('data', (c) => (err += c));
+    const exited = new Promise<number | null>((resolve) => worker.once('exit', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      worker.stdout.on('data', (c) => {
+        out += c;
+        if (out.includes('applied refund-1043 completed')) resolve();
+      });
+      worker.once('exit', () => reject(new Error(`worker exited before applying: ${out}${err}`)));
+    });
+    worker.kill('SIGTERM');
+    expect(await exited, err).toBe(0);
+    expect(out).toBe('charging 5000 for order 1042\napplied refund-1043 completed\n');
   });
 });

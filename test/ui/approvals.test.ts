@@ -189,7 +189,8 @@ describe('approvals on the plane inspector', () => {
     publish('approvals-inbox');
 
     await card.locator(`a[href^="/runs/"]`).click();
-    await page.waitForURL(new RegExp(`/runs/${id}`));
+    // the inbox lands on the pause (reason and context), the form below it
+    await page.waitForURL(new RegExp(`/runs/${id}#pause-h$`));
     await page.fill('textarea[name=comment]', 'Within policy: customer has a receipt.');
     // the pause with its context, and the form under it
     await page.evaluate(() => window.scrollTo(0, 0)); // bounding boxes are of the viewport; the clip of a full page is of the page
@@ -228,6 +229,11 @@ describe('approvals on the plane inspector', () => {
     await phone.click('button[type=submit]');
     await phone.waitForURL(`${plane.url}/approvals`);
     expect(await fitsWidth(phone)).toBe(true);
+    // the decisions table stacks at phone width: 'Applied by' is on screen, nothing scrolls out of its box
+    expect(await phone.$$eval('.table-wrap', (ws) => ws.map((w) => w.scrollWidth - w.clientWidth))).toEqual([0]);
+    expect(await phone.locator('td[data-label="Applied by"]').first().isVisible()).toBe(true);
+    // an approve session's nav offers only what it may open: no Keys (its page is admin-only)
+    expect(await phone.locator('nav a').allTextContents()).toEqual(['Runs', 'Pending approvals', 'Quarantine', 'Writers']);
     const next = `phone-${Date.now().toString(36)}`;
     await pauseOnLaptop(next);
     await phone.goto(`${plane.url}/runs/${next}`);
@@ -299,6 +305,8 @@ describe('approvals on the plane inspector', () => {
     const secondText = await second.text();
     expect(secondText).toContain('ALREADY_DECIDED');
     expect(secondText).toContain('already decided by &#39;manager&#39;');
+    // the first decision's time in the message is shown as the cards show times (local time, UTC on hover), not raw ISO
+    expect(secondText).toMatch(/already decided by &#39;manager&#39; at <time datetime="[^"]+Z" title="[^"]+ UTC" data-local="absolute">/);
     expect(secondText).toContain('data-testid="decision"');
     const mine = (await decisions()).filter((d) => d.executionId === id);
     expect(mine).toHaveLength(1);
@@ -428,6 +436,7 @@ describe('approvals in the local UI (waymark ui --db), no plane', () => {
       const page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
       await page.goto(`${ui.url}/approvals`);
       const card = page.locator(`[data-testid=pause][data-execution="${id}"]`);
+      expect(await page.textContent('[data-testid=recording-as]')).toBe('recording decisions as alice');
       expect(await card.textContent()).toContain('No decision yet.');
       await page.screenshot({ path: shotPath('local-approvals-inbox'), fullPage: true });
       await card.locator('a[href^="/runs/"]').click();

@@ -97,7 +97,12 @@ describe('the Keys page', () => {
 
   it("a read session gets no Keys page; another project's admin session sees none of this project's keys and cannot revoke them", async () => {
     const reader = await session(plane.url, keys.read);
-    expect((await fetch(`${plane.url}/keys`, { headers: { cookie: reader } })).status).toBe(403);
+    const refused = await fetch(`${plane.url}/keys`, { headers: { cookie: reader } });
+    expect(refused.status).toBe(403);
+    // a read session's nav does not offer the page it cannot open; an admin session's does
+    expect(await refused.text()).not.toContain('href="/keys"');
+    expect(await (await fetch(`${plane.url}/`, { headers: { cookie: reader } })).text()).not.toContain('href="/keys"');
+    expect(await (await fetch(`${plane.url}/writers`, { headers: { cookie: await session(plane.url, keys.admin) } })).text()).toContain('href="/keys"');
     const rival = await session(plane.url, keys.rivalAdmin);
     const html = await (await fetch(`${plane.url}/keys`, { headers: { cookie: rival } })).text();
     for (const k of [keys.admin, keys.read]) expect(html).not.toContain(k.slice(3, 19));

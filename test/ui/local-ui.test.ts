@@ -20,6 +20,7 @@ import { Agent, ScriptedModel } from '../../client/index.js';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
+import { SyncPage, type SyncStatus } from '../../inspector/sync-page.js';
 import { launchChromium, SHOTS } from '../helpers/browser.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { BIN, ROOT, waymarkAsync } from '../helpers/plane-process.js';
@@ -116,6 +117,14 @@ async function checkPages(ui: Ui, store: Checkpointer, label: string): Promise<v
   expect((await text(`${ui.url}/keys`)).status).toBe(404);
   expect((await fetch(`${ui.url}/logout`, { method: 'POST' })).status).toBe(405);
   expect((await text(`${ui.url}/?cursor=not-ours`)).status).toBe(400);
+  // ids wrap only after their separators; the header says who decisions are recorded as; the tab has an icon, not a 404
+  expect(list.body).toMatch(/agent:<wbr\/?>refund-bot/);
+  expect(list.body).toMatch(/data-testid="recording-as">recording decisions as <strong>[^<]+<\/strong>/);
+  expect(list.body).toContain('<link rel="icon" href="/ui/icon.svg"');
+  for (const icon of ['/favicon.ico', '/ui/icon.svg']) {
+    const r = await fetch(`${ui.url}${icon}`);
+    expect([r.status, r.headers.get('content-type'), (await r.text()).startsWith('<svg')]).toEqual([200, 'image/svg+xml', true]);
+  }
 
   const paused = await text(`${ui.url}/runs/refund-large`);
   expect(paused.status).toBe(200);
@@ -124,7 +133,16 @@ async function checkPages(ui: Ui, store: Checkpointer, label: string): Promise<v
   expect(paused.body).toContain('&lt;script&gt;window.__xss=1&lt;/script&gt;');
   expect(paused.body).toContain('data-testid="diff"');
   const small = await text(`${ui.url}/runs/refund-small`);
-  expect(small.body).toMatch(/Idempotency entries[\s\S]*charge[\s\S]*&quot;charged&quot;:20/);
+  // the cached result is pretty-printed like the other JSON (not one compact line broken anywhere)
+  expect(small.body).toMatch(/Idempotency entries[\s\S]*charge[\s\S]*<pre>\{\n {2}&quot;charged&quot;: 20/);
+  // a run whose pause was answered keeps its Pause section: reason, frozen context, and the writer that claimed it
+  const { agent: approver } = refundAgent({ store, ledger: new Ledger(tmp.file(`answered-${Math.random()}.jsonl`)) });
+  await approver.run(refundRequest('9', 5000), { executionId: 'refund-answered' });
+  expect((await approver.resume('refund-answered', { approved: true })).status).toBe('completed');
+  const answered = await text(`${ui.url}/runs/refund-answered`);
+  expect(answered.body).toMatch(/Pause: manager_approval/);
+  expect(answered.body).toContain('&quot;amount&quot;: 5000');
+  expect(answered.body).toContain(`claimed by <span class="mono">${store.writerId}</span>`);
   expect((await text(`${ui.url}/runs/no-such-run`)).status).toBe(404);
 
   const q = await text(`${ui.url}/quarantine`);
@@ -135,6 +153,7 @@ async function checkPages(ui: Ui, store: Checkpointer, label: string): Promise<v
   expect(sync.body).toContain(store.writerId);
   expect(sync.body).toMatch(/Quarantined<\/th><td><a href="\/quarantine">1<\/a>/);
   expect(sync.body).toMatch(/Last drain<\/th><td>never connected to a plane/);
+  expect(sync.body).toContain('kept in the outbox until a plane is connected');
   expect(sync.body).toMatch(/incomplete for 1 run:[\s\S]*refused-run/);
   const backlog = (await store.outboxStats()).pendingCount;
   expect(backlog).toBeGreaterThan(0);
@@ -233,6 +252,15 @@ describe('waymark ui over a SQLite store', () => {
     await shot('local-03-run-narrow');
     await page.goto(`${ui.url}/`);
     expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(1);
+    // the run list stacks at phone width: nothing scrolls inside its box, each cell says its column, ids wrap only at ':' or '/'
+    expect(await page.$$eval('.table-wrap', (ws) => ws.map((w) => w.scrollWidth - w.clientWidth))).toEqual([0]);
+    expect(await page.locator('tbody tr:has-text("refund-small") td[data-testid=agent]').getAttribute('data-label')).toBe('Agent');
+    const agentLines = await page.$eval('tbody tr td[data-testid=agent]', (td) => {
+      const r = document.createRange();
+      r.selectNodeContents(td);
+      return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size;
+    });
+    expect(agentLines).toBe(1);
 
     await page.click('nav a[href="/sync"]');
     await page.waitForURL(`${ui.url}/sync`);
@@ -327,6 +355,28 @@ describe('layering', () => {
     const cli = runtimeGraph('client/cli/main.ts');
     expect(cli.files.filter((f) => f.startsWith('plane/') || f.startsWith('client/ui/serve'))).toEqual([]);
     expect([...cli.packages].filter((p) => p.includes('hono'))).toEqual([]);
+  });
+});
+
+describe('the sync status page of a store never connected to a plane', () => {
+  it('says nothing was sent yet (not that the plane copy is complete) and that the backlog is kept until a plane is connected', async () => {
+    const s: SyncStatus = {
+      writerId: 'w',
+      pendingCount: 3,
+      pendingBytes: 900,
+      oldestPendingAt: null,
+      oldestPendingAgeMs: null,
+      quarantinedCount: 0,
+      lastQuarantineReason: null,
+      drain: null,
+      incomplete: [],
+      diverged: [],
+      lost: [],
+    };
+    const html = String(await (SyncPage({ s }) as { toString(): string | Promise<string> }).toString());
+    expect(html).toMatch(/Plane copy<\/th><td>nothing sent yet: there is no plane copy/);
+    expect(html).toContain('3 rows, 900 bytes (kept in the outbox until a plane is connected with connectPlane)');
+    expect(html).not.toContain('complete (no row refused)');
   });
 });
 
