@@ -15,7 +15,7 @@ function bench(file: string, ...args: string[]): Record<string, unknown>[] {
     cwd: ROOT,
     encoding: 'utf8',
     env: { ...process.env, WAYMARK_BENCH_SMOKE: '1' },
-    timeout: 240_000,
+    timeout: 600_000,
   });
   expect(r.status, `${file}: ${r.stderr.slice(-800)}`).toBe(0);
   return r.stdout
@@ -75,7 +75,7 @@ describe('benchmark smoke runs', () => {
     expect(bench('drain-rss.ts', '3000')[0]).toMatchObject({ bench: 'drain-rss', rows: 3000 });
     expect(bench('wal-pages.ts', '10')[0]).toMatchObject({ bench: 'wal-pages', turns: 10 });
     expect(bench('commit-cost.ts', '20', '1')[0]).toMatchObject({ bench: 'commit-cost', commits: 20 });
-  }, 300_000);
+  }, 900_000);
   it.skipIf(!pg)(
     "run.ts steps --before: issue 19's CPU target judged against the before tree's steps measured in the same run",
     () => {

@@ -134,7 +134,12 @@ describe.skipIf(!pg)('a PostgresCheckpointer while its connections are terminate
     const TURNS = 150;
     const ledger = tmp.file('charges');
     const running = runTs(STORM_CHILD, [db.url, ledger, 'run']);
-    await new Promise((r) => setTimeout(r, 900));
+    let exited = false;
+    void running.then(() => (exited = true));
+    // the storm starts once the run is under way: a loaded machine takes seconds to start the child
+    const watcher = new PostgresCheckpointer({ url: db.url, max: 1 });
+    while (!exited && !(await watcher.latest('under-fire'))) await new Promise((r) => setTimeout(r, 50));
+    await watcher.close();
     const killed = await storm(db.name, 80, 25);
     const first = await running;
     const outcomes = [first.stdout.trim() || `process died: ${first.signal ?? first.code}`];

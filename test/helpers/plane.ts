@@ -108,7 +108,7 @@ export async function call(url: string, o: { method?: string; key?: string; json
   } catch (e) {
     // a kept-alive socket the server closed just as this request went out (a busy machine widens that window):
     // nothing was answered, so one retry on a new connection is what any HTTP client does
-    if ((e as { cause?: { code?: string } }).cause?.code !== 'ECONNRESET') throw e;
+    if (!['ECONNRESET', 'UND_ERR_SOCKET'].includes((e as { cause?: { code?: string } }).cause?.code ?? '')) throw e;
     res = await fetch(url, init);
   }
   const text = await res.text();

@@ -104,7 +104,7 @@ describe('the npm package (needs the npm cache or the registry)', () => {
     const run = spawnSync(process.execPath, [join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', 'store.test.ts', '--reporter=verbose', '-t', 'setup is idempotent|outbox'], {
       cwd: app,
       encoding: 'utf8',
-      timeout: 120_000,
+      timeout: 300_000,
       env: { ...process.env, NO_COLOR: '1' },
     });
     expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
@@ -114,10 +114,10 @@ describe('the npm package (needs the npm cache or the registry)', () => {
 
     // `waymark ui` from the installed package: the bin serves the inspector's pages over a store of the user's
     writeFileSync(join(app, 'ui-smoke.mjs'), UI_SMOKE);
-    const ui = spawnSync(process.execPath, ['ui-smoke.mjs'], { cwd: app, encoding: 'utf8', timeout: 60_000 });
+    const ui = spawnSync(process.execPath, ['ui-smoke.mjs'], { cwd: app, encoding: 'utf8', timeout: 300_000 });
     expect(ui.status, `${ui.stdout}${ui.stderr}`).toBe(0);
     expect(ui.stdout).toContain('served packed-run');
-  });
+  }, 900_000); // npm pack, two installs, four type-checks and a nested vitest: minutes on a loaded machine
 });
 
 /** Makes a store, starts the installed `waymark ui` on it, reads its run list, stops it. */

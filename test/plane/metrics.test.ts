@@ -49,12 +49,12 @@ describe('operator metrics listener', () => {
     expect(m.body).toMatch(/waymark_quarantine_rows 0/);
     // the metrics listener serves metrics only: the API is not reachable through it
     expect((await call(`${plane.metricsUrl}/v1/executions`, { key: alphaAdmin })).status).toBe(404);
-  }, 90_000);
+  }, 240_000);
 
   it('no metrics listener unless a metrics port is configured', async () => {
     const { plane } = await start({});
     expect(plane.metricsUrl).toBeNull();
-  }, 90_000);
+  }, 240_000);
 
   it('`waymark plane --metrics-port` serves metrics on that listener and prints where; the bootstrap admin key gets 404 on the main one', async () => {
     const bin = fileURLToPath(new URL('../../bin/waymark.mjs', import.meta.url));
@@ -62,7 +62,7 @@ describe('operator metrics listener', () => {
     try {
       let out = '';
       child.stdout.on('data', (d) => (out += d.toString()));
-      const deadline = Date.now() + 80_000;
+      const deadline = Date.now() + 170_000;
       while (!/operator metrics: \S+/.test(out) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       const main = /listening on (\S+)/.exec(out)![1];
       const metrics = /operator metrics: (\S+)\/metrics/.exec(out)![1];
@@ -79,7 +79,7 @@ describe('operator metrics listener', () => {
         await exited;
       }
     }
-  }, 90_000);
+  }, 240_000);
 
   it('the metrics host defaults to loopback and a bad metrics port is refused by name', () => {
     expect(loadConfig({ WAYMARK_METRICS_PORT: '9464' })).toMatchObject({ metricsHost: '127.0.0.1', metricsPort: 9464 });

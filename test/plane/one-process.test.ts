@@ -97,7 +97,7 @@ describe('one process per PGlite data dir', () => {
     expect((await call(`${next.url}/v1/admin/keys`, { key: adminKey })).status).toBe(200);
     await next.stop();
     expect(existsSync(join(dir, 'plane.lock'))).toBe(false);
-  });
+  }, 480_000); // three fresh PGlite planes and four more processes: minutes on a loaded 2-core machine
 });
 
 const pg = await pgReady('one process per data dir on postgres');
