@@ -30,7 +30,7 @@ describe('the code table', () => {
     expect(DB_FAILURES.ECONNRESET).toBe('connection_lost');
     expect(DB_FAILURES.ECONNREFUSED).toBe('unavailable');
     expect(DB_FAILURES.ETIMEDOUT).toBe('unavailable');
-    expect(SQLSTATE).toEqual({ uniqueViolation: '23505', serializationFailure: '40001', deadlockDetected: '40P01' });
+    expect(SQLSTATE).toEqual({ uniqueViolation: '23505', serializationFailure: '40001', deadlockDetected: '40P01', invalidTextRepresentation: '22P02' });
   });
 
   it('postgres.js and node-postgres server errors classify alike', () => {
