@@ -376,8 +376,9 @@ export interface Checkpointer {
   /**
    * The newest decision's `seq` here (0 when there is none): the bound a
    * caller reads before asking the plane, then passes to forgetUnheldDecisions.
-   * Later recordings get a higher seq (SQLite may reuse the seq of the newest
-   * decision if that one is deleted in between: then a bound still covers it).
+   * Later recordings always get a higher seq, even after the newest decision
+   * was deleted: a seq is never given twice (SQLite AUTOINCREMENT, a Postgres
+   * sequence).
    */
   decisionSeq(): Promise<number>;
   /**

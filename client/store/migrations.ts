@@ -286,6 +286,36 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX claims_execution ON :WAYMARK_SCHEMA.claims (execution_id);
   `,
   },
+  /** A decision's seq is never given twice (the bound of forgetUnheldDecisions relies on it). */
+  {
+    name: '0005_decision_seq_never_reused',
+    sqlite: `
+  -- INTEGER PRIMARY KEY without AUTOINCREMENT gives a new row max(seq) + 1, so
+  -- once the newest decision is deleted its seq comes back: a decision recorded
+  -- after a caller read decisionSeq() could fall under that bound and be forgotten
+  -- on a stale answer. AUTOINCREMENT never gives a seq twice. Decisions are few;
+  -- the extra sqlite_sequence page is written only when one is recorded.
+  CREATE TABLE decisions_v2 (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    checkpoint_id TEXT NOT NULL UNIQUE,
+    execution_id TEXT NOT NULL,
+    decision_id TEXT NOT NULL UNIQUE,
+    approved INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
+    source TEXT NOT NULL,
+    decided_at TEXT NOT NULL
+  );
+  INSERT INTO decisions_v2 (seq, checkpoint_id, execution_id, decision_id, approved, metadata, decided_by, source, decided_at)
+    SELECT seq, checkpoint_id, execution_id, decision_id, approved, metadata, decided_by, source, decided_at FROM decisions;
+  DROP TABLE decisions;
+  ALTER TABLE decisions_v2 RENAME TO decisions;
+  CREATE INDEX decisions_execution ON decisions (execution_id);
+  `,
+    postgres: `
+  -- Nothing to do: decisions.seq is a bigserial, whose sequence never gives a value twice.
+  `,
+  },
 ];
 
 /** The Postgres text of `m` for `schema` (already checked to be a plain lower-case identifier). */

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import Database from 'better-sqlite3';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { MIGRATIONS } from '../../client/store/migrations.js';
+import { uuidv7 } from '../../shared/ids.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-sqlite-migrate-');
@@ -72,6 +73,52 @@ describe('sqlite schema migration 1 → 2', () => {
     // deleting an execution drops its unsent events of every kind, through the new indexes
     await store.deleteExecution('a');
     expect((await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => `${e.kind}:${e.executionId}`)).toEqual(['checkpoint:b', 'execution_deleted:a']);
+    await store.close();
+  });
+});
+
+describe('sqlite schema migration 4 → 5', () => {
+  test('a version-4 file keeps its decisions and their seqs; a deleted newest seq is never given again', async () => {
+    const v4 = new Database(tmp.file('v4.db'));
+    v4.pragma('journal_mode = WAL');
+    for (const [i, m] of MIGRATIONS.slice(0, 4).entries()) {
+      v4.exec(m.sqlite);
+      v4.pragma(`user_version = ${i + 1}`);
+    }
+    const insert = v4.prepare(
+      `INSERT INTO decisions (checkpoint_id, execution_id, decision_id, approved, metadata, decided_by, source, decided_at) VALUES (?, ?, ?, 1, '{}', 'key:approver', 'plane', '2026-12-03T00:00:00.000Z')`,
+    );
+    for (const n of [1, 2, 3]) insert.run(uuidv7(), `run-${n}`, uuidv7());
+    // version 4 gives the seq of a deleted newest row again: the defect this migration removes
+    v4.prepare(`DELETE FROM decisions WHERE seq = 3`).run();
+    expect(insert.run(uuidv7(), 'run-4', uuidv7()).lastInsertRowid).toBe(3);
+    v4.close();
+
+    const store = new SqliteCheckpointer({ path: tmp.file('v4.db') });
+    const db = store.connection;
+    expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    expect(db.prepare(`SELECT seq, execution_id FROM decisions ORDER BY seq`).all()).toEqual([
+      { seq: 1, execution_id: 'run-1' },
+      { seq: 2, execution_id: 'run-2' },
+      { seq: 3, execution_id: 'run-4' },
+    ]);
+    expect(await store.decisionSeq()).toBe(3);
+    expect((await store.listDecisions()).items.map((d) => d.executionId)).toEqual(['run-1', 'run-2', 'run-4']);
+    // the newest is forgotten; the next decision still gets a seq above every bound read before
+    expect(await store.forgetUnheldDecisions('run-4', null, 3)).toBe(1);
+    await store.recordDecision({
+      executionId: 'run-5',
+      checkpointId: uuidv7(),
+      decisionId: uuidv7(),
+      approved: true,
+      metadata: {},
+      decidedBy: 'key:approver',
+      source: 'plane',
+      decidedAt: '2026-12-03T00:00:01.000Z',
+    });
+    expect(await store.decisionSeq()).toBe(4);
+    expect(await store.forgetUnheldDecisions('run-5', null, 3)).toBe(0);
+    expect(store.integrityCheck()).toBe('ok');
     await store.close();
   });
 });

@@ -179,6 +179,21 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect(await a.getDecision(id, fresh.checkpointId)).toMatchObject({ decisionId: fresh.decisionId, state: 'pending', held: false });
     });
 
+    test('a decision recorded after the bound is never forgotten, even when the newest decision was deleted in between (a seq is never given twice)', async () => {
+      const gone = decisionFor(exec(), uuidv7(), { source: 'plane' });
+      await a.recordDecision(gone);
+      const bound = await b.decisionSeq();
+      // another run's worker forgets the newest decision while this worker's question is on its way
+      expect(await b.forgetUnheldDecisions(gone.executionId, null, bound)).toBe(1);
+      const id = exec();
+      const fresh = decisionFor(id, uuidv7(), { source: 'plane' });
+      await a.recordDecision(fresh);
+      expect((await a.getDecision(id, fresh.checkpointId))!.seq).toBeGreaterThan(bound);
+      expect(await b.decisionSeq()).toBeGreaterThan(bound);
+      expect(await b.forgetUnheldDecisions(id, null, bound)).toBe(0);
+      expect(await a.getDecision(id, fresh.checkpointId)).toMatchObject({ decisionId: fresh.decisionId, state: 'pending', held: false });
+    });
+
     test('a claim carrying the decision applies it (appliedBy, interrupt_claimed.decisionId); a claim without it supersedes it', async () => {
       const one = await paused(a);
       const d1 = decisionFor(one.id, one.pause);
