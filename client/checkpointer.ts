@@ -60,6 +60,8 @@ export interface ListOptions {
   afterSeq?: number;
   /** Only rows with seq < beforeSeq (descending cursor). */
   beforeSeq?: number;
+  /** Only rows of this step (a run's pauses: 'hitl_pause'), found through the run's index without reading its other rows. */
+  step?: Step;
   /** Page size; absent means every matching row. */
   limit?: number;
   order?: 'asc' | 'desc';
@@ -258,6 +260,8 @@ export type RecordDecisionResult = { recorded: true } | { recorded: false; exist
 export interface ListDecisionsOptions {
   /** Only decisions in this derived state. */
   state?: DecisionState;
+  /** Only the decisions of this execution (through its index: a run page reads its own decisions, not its rows). */
+  executionId?: string;
   /** The `nextCursor` of the previous page. */
   cursor?: string;
   /** Page size; absent means every matching decision. */

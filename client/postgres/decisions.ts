@@ -65,6 +65,7 @@ export async function listDecisions(sql: Sql, t: Tables, options: ListDecisionsO
   const o = checkListDecisions(options);
   const rows = await sql<DecisionJoinColumns[]>`
     SELECT * FROM (${joined(sql, t)}) j WHERE seq > ${o.after} ${o.state ? sql`AND state = ${o.state}` : sql``}
+      ${o.executionId ? sql`AND execution_id = ${o.executionId}` : sql``}
     ORDER BY seq ${o.limit ? sql`LIMIT ${o.limit}` : sql``}`;
   return pageOf(rows.map(storedFromColumns), o.limit);
 }

@@ -50,6 +50,7 @@ export async function listRows(sql: Sql, t: Tables, executionId: string, options
     SELECT * FROM ${t.checkpoints} WHERE execution_id = ${executionId}
     ${options.afterSeq !== undefined ? sql`AND seq > ${options.afterSeq}` : sql``}
     ${options.beforeSeq !== undefined ? sql`AND seq < ${options.beforeSeq}` : sql``}
+    ${options.step !== undefined ? sql`AND step = ${options.step}` : sql``}
     ORDER BY seq ${options.order === 'desc' ? sql`DESC` : sql`ASC`}
     ${options.limit !== undefined ? sql`LIMIT ${options.limit}` : sql``}`;
   return rows.map(fromColumns.checkpoint);

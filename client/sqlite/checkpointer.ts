@@ -408,6 +408,10 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       where.push('seq < ?');
       args.push(options.beforeSeq);
     }
+    if (options.step !== undefined) {
+      where.push('step = ?');
+      args.push(options.step);
+    }
     let sql = `SELECT * FROM checkpoints WHERE ${where.join(' AND ')} ORDER BY seq ${options.order === 'desc' ? 'DESC' : 'ASC'}`;
     if (options.limit !== undefined) {
       sql += ' LIMIT ?';

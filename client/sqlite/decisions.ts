@@ -65,8 +65,8 @@ export function insertDecision(db: Database.Database, d: Decision, queue: (e: Qu
 /** Decisions in recording order with their derived state (see client/store/decisions.ts). */
 export function listDecisions(db: Database.Database, options: Parameters<typeof checkListDecisions>[0]): DecisionPage {
   const o = checkListDecisions(options);
-  const sql = `SELECT * FROM (${JOINED}) WHERE seq > ? ${o.state ? 'AND state = ?' : ''} ORDER BY seq ${o.limit ? 'LIMIT ?' : ''}`;
-  const args: unknown[] = [o.after, ...(o.state ? [o.state] : []), ...(o.limit ? [o.limit] : [])];
+  const sql = `SELECT * FROM (${JOINED}) WHERE seq > ? ${o.state ? 'AND state = ?' : ''} ${o.executionId ? 'AND execution_id = ?' : ''} ORDER BY seq ${o.limit ? 'LIMIT ?' : ''}`;
+  const args: unknown[] = [o.after, ...(o.state ? [o.state] : []), ...(o.executionId ? [o.executionId] : []), ...(o.limit ? [o.limit] : [])];
   const rows = st(db, sql).all(...args) as DecisionJoinColumns[];
   return pageOf(rows.map(storedFromColumns), o.limit);
 }

@@ -159,7 +159,7 @@ export function storedFromColumns(r: DecisionJoinColumns): StoredDecision {
 const LOCAL_STATES: readonly DecisionState[] = ['pending', 'applied', 'superseded'];
 
 /** The listing's options checked: the cursor is the seq of the last decision seen; INVALID_OPTIONS names every problem. */
-export function checkListDecisions(o: ListDecisionsOptions): { after: number; state: DecisionState | null; limit: number | null } {
+export function checkListDecisions(o: ListDecisionsOptions): { after: number; state: DecisionState | null; executionId: string | null; limit: number | null } {
   const problems: string[] = [];
   let after = 0;
   if (o.cursor !== undefined && o.cursor !== null) {
@@ -167,9 +167,10 @@ export function checkListDecisions(o: ListDecisionsOptions): { after: number; st
     else after = Number(o.cursor);
   }
   if (o.state !== undefined && !LOCAL_STATES.includes(o.state)) problems.push(`state: must be one of ${LOCAL_STATES.join(', ')} (got ${JSON.stringify(o.state)})`);
+  if (o.executionId !== undefined && (typeof o.executionId !== 'string' || o.executionId === '')) problems.push(`executionId: must be a non-empty string (got ${JSON.stringify(o.executionId)})`);
   if (o.limit !== undefined && (!Number.isInteger(o.limit) || o.limit < 1)) problems.push(`limit: must be a positive integer (got ${String(o.limit)})`);
   if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `listDecisions: ${problems.join('; ')}`, { details: { problems } });
-  return { after, state: o.state ?? null, limit: o.limit ?? null };
+  return { after, state: o.state ?? null, executionId: o.executionId ?? null, limit: o.limit ?? null };
 }
 
 /** The page of a listing: its next cursor is the last item's seq when the page is full. */

@@ -166,19 +166,16 @@ export function localSource(store: Checkpointer): InspectorSource {
     async pauseState(executionId) {
       const pending = await store.getPendingInterrupt(executionId);
       if (pending) return { pending, state: 'open', claimedBy: null, claimedAt: null, claim: null };
-      // none open: the run's last pause, answered, and the writer whose row followed it (who claimed it), read in chunks
-      let last: { pause: Checkpoint; next: Checkpoint | null } | null = null;
-      for (let after = -1; ; ) {
-        const rows = await store.list(executionId, { afterSeq: after, limit: CHUNK });
-        for (const r of rows) {
-          if (r.step === 'hitl_pause' && r.status === 'interrupted') last = { pause: r, next: null };
-          else if (last && last.next === null) last.next = r;
-        }
+      // none open: the run's last pause, answered (its pause rows only, newest first), and the writer whose row followed it (who claimed it)
+      let pause: Checkpoint | undefined;
+      for (let before: number | undefined; !pause; ) {
+        const rows = await store.list(executionId, { step: 'hitl_pause', order: 'desc', beforeSeq: before, limit: CHUNK });
+        pause = rows.find((r) => r.status === 'interrupted');
         if (rows.length < CHUNK) break;
-        after = rows[rows.length - 1].seq;
+        before = rows[rows.length - 1].seq;
       }
-      if (!last) return null;
-      const { pause, next } = last;
+      if (!pause) return null;
+      const [next = null] = await store.list(executionId, { afterSeq: pause.seq, limit: 1 });
       return {
         pending: {
           executionId,
@@ -238,17 +235,13 @@ export function localSource(store: Checkpointer): InspectorSource {
     },
 
     async runDecisions(executionId): Promise<DecisionShown[]> {
-      // the decisions of the run's pauses: its hitl_pause rows, read in chunks
+      // the decisions of the run's pauses held here, through the decisions' own index (not the run's rows), in chunks
       const found: DecisionShown[] = [];
-      for (let after = -1; ; ) {
-        const rows = await store.list(executionId, { afterSeq: after, limit: CHUNK });
-        for (const r of rows) {
-          if (r.step !== 'hitl_pause') continue;
-          const d = await store.getDecision(executionId, r.id);
-          if (d) found.push(d);
-        }
-        if (rows.length < CHUNK) return found;
-        after = rows[rows.length - 1].seq;
+      for (let cursor: string | undefined; ; ) {
+        const page = await store.listDecisions({ executionId, cursor, limit: CHUNK });
+        found.push(...page.items.filter((d) => d.held));
+        if (!page.nextCursor) return found;
+        cursor = page.nextCursor;
       }
     },
 

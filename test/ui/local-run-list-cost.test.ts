@@ -16,6 +16,8 @@ import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-local-list-cost-');
 const LONG_ROWS = 1_500;
+/** What a run page may read: its page of rows (200 and one more), the newest row and the two rows it compares, well below the run's 1,500. */
+const PAGE_ROWS = 205;
 let store: SqliteCheckpointer;
 let ui: LocalUi;
 /** Checkpoint rows the store returned to the UI, and usageTotals calls, since the last reset. */
@@ -72,13 +74,15 @@ describe('the local run list reads a page, not every row', () => {
     expect(read.usageCalls).toBe(1);
   });
 
-  it("a run's page shows the usage of all its rows, from the same read", async () => {
+  it("a run's page shows the usage of all its rows, from the same read, and reads a page of rows, not the run (its decisions come from their own index)", async () => {
     read.usageCalls = 0;
+    read.rows = 0;
     const res = await fetch(`${ui.url}/runs/run-long`);
     expect(res.status).toBe(200);
     const html = await res.text();
     expect(html).toContain('data-testid="usage"');
     expect(html).toContain(`${LONG_ROWS / 10} model calls`);
     expect(read.usageCalls).toBe(1);
+    expect(read.rows).toBeLessThanOrEqual(PAGE_ROWS);
   });
 });

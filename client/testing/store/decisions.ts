@@ -8,6 +8,7 @@ import { describe, expect } from 'vitest';
 import type { Checkpointer } from '../../checkpointer.js';
 import { uuidv7 } from '../../../shared/ids.js';
 import type { Decision, OutboxEvent } from '../../../shared/rows.js';
+import type { WaymarkError } from '../../../shared/errors.js';
 import { contractTest, expectCode, input, pauseRow, withTwoHandles, type StoreSuiteOptions } from './suite.js';
 
 let n = 0;
@@ -245,6 +246,30 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect((await b.listDecisions({ state: 'pending', cursor: firstPending.nextCursor! })).items.map((x) => x.decisionId)).toEqual([ds[2].decisionId]);
       await expectCode(b.listDecisions({ cursor: 'bogus' }), 'INVALID_OPTIONS');
       await expectCode(b.listDecisions({ state: 'bogus' as never, limit: 0 }), 'INVALID_OPTIONS');
+    });
+
+    test('listDecisions of one execution: only its decisions, in recording order, paged, with the other filters; a bad executionId is INVALID_OPTIONS naming every problem', async () => {
+      const one = await paused(a);
+      const other = await paused(a);
+      const mine = [decisionFor(one.id, one.pause), decisionFor(one.id, uuidv7(), { source: 'plane' }), decisionFor(one.id, uuidv7(), { source: 'plane' })];
+      await a.recordDecision(mine[0]);
+      await a.recordDecision(decisionFor(other.id, other.pause));
+      for (const d of mine.slice(1)) await a.recordDecision(d);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (;;) {
+        const page = await b.listDecisions({ executionId: one.id, limit: 2, cursor });
+        seen.push(...page.items.map((x) => x.decisionId));
+        if (!page.nextCursor) break;
+        cursor = page.nextCursor;
+      }
+      expect(seen).toEqual(mine.map((d) => d.decisionId));
+      // only the first answers a pause held here
+      expect((await b.listDecisions({ executionId: one.id })).items.map((x) => x.held)).toEqual([true, false, false]);
+      expect((await b.listDecisions({ executionId: one.id, state: 'pending', limit: 1 })).items.map((x) => x.decisionId)).toEqual([mine[0].decisionId]);
+      expect((await b.listDecisions({ executionId: 'no-such-run' })).items).toEqual([]);
+      const err = await b.listDecisions({ executionId: '' as string, limit: -1 }).catch((e: WaymarkError) => e);
+      expect(err).toMatchObject({ code: 'INVALID_OPTIONS', details: { problems: [expect.stringContaining('executionId'), expect.stringContaining('limit')] } });
     });
   });
 }

@@ -104,6 +104,18 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
       expect(back).toEqual([...Array(1200).keys()].reverse());
     });
 
+    test('list filtered by step: only that step’s rows, in seq order both ways, paged by the same cursors', async () => {
+      const a = exec();
+      const steps = ['llm_call', 'hitl_pause', 'tool_call', 'hitl_pause', 'llm_call', 'hitl_pause'] as const;
+      for (const [i, step] of steps.entries()) await store.put(input(a, { turn: i, nodeId: `turn:${i}`, step }));
+      await store.put(input(exec(), { step: 'hitl_pause' }));
+      expect((await store.list(a, { step: 'hitl_pause' })).map((r) => r.seq)).toEqual([1, 3, 5]);
+      expect((await store.list(a, { step: 'hitl_pause', order: 'desc', limit: 2 })).map((r) => r.seq)).toEqual([5, 3]);
+      expect((await store.list(a, { step: 'hitl_pause', order: 'desc', beforeSeq: 3 })).map((r) => r.seq)).toEqual([1]);
+      expect((await store.list(a, { step: 'hitl_pause', afterSeq: 1, limit: 1 })).map((r) => r.seq)).toEqual([3]);
+      expect(await store.list(a, { step: 'run_end' })).toEqual([]);
+    });
+
     test('reusing an id fails with DUPLICATE_ID and leaves the stored row and seq unchanged', async () => {
       const a = exec();
       const first = await store.put(input(a, { nodeInput: { v: 1 } }));
