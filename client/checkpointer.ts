@@ -22,6 +22,7 @@
 import type { Json } from '../shared/json.js';
 import type { DivergedExecution } from './store/import.js';
 import type { State } from '../shared/codec.js';
+import type { OutboxStats } from '../shared/outbox-stats.js';
 import type { Checkpoint, Decision, IdempotencyEntry, OutboxEvent, OutboxKind, PendingInterrupt, Status, Step } from '../shared/rows.js';
 import type { DecisionState } from '../shared/protocol.js';
 import type { UsageTotal } from '../shared/usage.js';
@@ -156,14 +157,7 @@ export interface OutboxEntry {
   problem?: string;
 }
 
-export interface OutboxStats {
-  pendingCount: number;
-  pendingBytes: number;
-  oldestPendingAt: string | null;
-  oldestPendingAgeMs: number | null;
-  quarantinedCount: number;
-  lastQuarantineReason: string | null;
-}
+export type { OutboxStats };
 
 export interface QuarantinedEntry {
   id: string;

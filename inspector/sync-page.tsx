@@ -5,16 +5,11 @@
  * plane's copy lacks rows of. The page form of `waymark sync status`.
  */
 import type { FC } from 'hono/jsx';
+import type { OutboxStats } from '../shared/outbox-stats.js';
 import { duration, Layout, Time } from './layout.js';
 
-export interface SyncStatus {
+export interface SyncStatus extends OutboxStats {
   writerId: string;
-  pendingCount: number;
-  pendingBytes: number;
-  oldestPendingAt: string | null;
-  oldestPendingAgeMs: number | null;
-  quarantinedCount: number;
-  lastQuarantineReason: string | null;
   /** the drain's note (null: this store never connected to a plane) */
   drain: {
     state: string;
