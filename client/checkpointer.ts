@@ -61,7 +61,7 @@ export interface ListOptions {
   afterSeq?: number;
   /** Only rows with seq < beforeSeq (descending cursor). */
   beforeSeq?: number;
-  /** Only rows of this step (a run's pauses: 'hitl_pause'), found through the run's index without reading its other rows. */
+  /** Only rows of this step (a run's pauses: 'hitl_pause'); the database filters the run's rows, only these are returned. */
   step?: Step;
   /** Page size; absent means every matching row. */
   limit?: number;
@@ -374,9 +374,10 @@ export interface Checkpointer {
   /**
    * The newest decision's `seq` here (0 when there is none): the bound a
    * caller reads before asking the plane, then passes to forgetUnheldDecisions.
-   * Later recordings always get a higher seq, even after the newest decision
-   * was deleted: a seq is never given twice (SQLite AUTOINCREMENT, a Postgres
-   * sequence).
+   * A decision recorded after this resolves always gets a higher seq: a seq
+   * is never given twice, even once the newest decision was deleted (SQLite
+   * AUTOINCREMENT, a Postgres sequence), and on Postgres the read waits for
+   * recordings in flight (one that took a lower seq commits before it).
    */
   decisionSeq(): Promise<number>;
   /**

@@ -26,7 +26,7 @@ import { fromColumns, toColumns, type CheckpointColumns, type IdempotencyColumns
 import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
 import { checkBundle } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
-import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
+import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkListOptions, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
 import { migratedWriterId, migratePostgres } from './migrations.js';
 import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
@@ -490,6 +490,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async list(executionId: string, options: C.ListOptions = {}): Promise<Checkpoint[]> {
     this.assertOpen();
+    checkListOptions(options);
     return this.read((sql) => listRows(sql, this.t, executionId, options));
   }
 

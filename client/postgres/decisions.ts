@@ -57,7 +57,7 @@ function joined(sql: Sql, t: Tables) {
     FROM ${t.decisions} d
     LEFT JOIN ${t.claims} c ON c.checkpoint_id = d.checkpoint_id
     LEFT JOIN ${t.pending} p ON p.execution_id = d.execution_id AND p.checkpoint_id = d.checkpoint_id
-    LEFT JOIN ${t.checkpoints} k ON k.id = d.checkpoint_id`;
+    LEFT JOIN ${t.checkpoints} k ON k.id = d.checkpoint_id AND k.execution_id = d.execution_id`;
 }
 
 /** Decisions in recording order with their derived state (see client/store/decisions.ts). */
@@ -100,12 +100,23 @@ export async function dropDecisions(tx: Tx, t: Tables, executionId: string): Pro
  */
 export async function forgetUnheldDecisions(sql: Sql, t: Tables, executionId: string, keepCheckpointId: string | null, upToSeq: number): Promise<number> {
   const gone = await sql`DELETE FROM ${t.decisions} d WHERE d.execution_id = ${executionId} AND d.checkpoint_id IS DISTINCT FROM ${keepCheckpointId}
-    AND d.seq <= ${upToSeq} AND NOT EXISTS (SELECT 1 FROM ${t.checkpoints} k WHERE k.id = d.checkpoint_id)`;
+    AND d.seq <= ${upToSeq} AND NOT EXISTS (SELECT 1 FROM ${t.checkpoints} k WHERE k.id = d.checkpoint_id AND k.execution_id = d.execution_id)`;
   return gone.count;
 }
 
-/** The newest decision's seq (0: none). */
+/**
+ * The newest decision's seq (0: none), read once no recording is in flight. A
+ * seq is taken when a decision is inserted but seen only once it commits, so
+ * a plain max(seq) could miss an insert holding a lower seq that commits just
+ * after, under the bound. SHARE mode waits for every transaction that has
+ * inserted into the table (they hold ROW EXCLUSIVE until they end); a seq
+ * taken after the read is higher than every seq taken before it.
+ */
 export async function decisionSeq(sql: Sql, t: Tables): Promise<number> {
-  const [row] = await sql<{ seq: string }[]>`SELECT coalesce(max(seq), 0)::text AS seq FROM ${t.decisions}`;
-  return Number(row.seq);
+  const seq = await sql.begin(async (tx) => {
+    await tx`LOCK TABLE ${t.decisions} IN SHARE MODE`;
+    const [row] = await tx<{ seq: string }[]>`SELECT coalesce(max(seq), 0)::text AS seq FROM ${t.decisions}`;
+    return row.seq;
+  });
+  return Number(seq);
 }

@@ -36,7 +36,7 @@ import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClos
 import { checkBundle } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
 import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
-import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
+import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkListOptions, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { usageTotalsOf, type UsageColumns } from '../store/usage.js';
@@ -398,6 +398,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   async list(executionId: string, options: C.ListOptions = {}): Promise<Checkpoint[]> {
     this.assertOpen();
+    checkListOptions(options);
     const where = ['execution_id = ?'];
     const args: unknown[] = [executionId];
     if (options.afterSeq !== undefined) {

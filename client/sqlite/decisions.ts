@@ -27,7 +27,7 @@ const JOINED = `SELECT d.*, ${DECISION_STATE} AS state, c.writer_id AS claim_wri
   FROM decisions d
   LEFT JOIN claims c ON c.checkpoint_id = d.checkpoint_id
   LEFT JOIN pending_interrupts p ON p.execution_id = d.execution_id AND p.checkpoint_id = d.checkpoint_id
-  LEFT JOIN checkpoints k ON k.id = d.checkpoint_id`;
+  LEFT JOIN checkpoints k ON k.id = d.checkpoint_id AND k.execution_id = d.execution_id`;
 
 /** Statements prepared once per connection. */
 const cache = new WeakMap<Database.Database, Map<string, Database.Statement>>();
@@ -96,7 +96,7 @@ export function dropDecisions(db: Database.Database, executionId: string): void 
 }
 
 /** Decisions of an execution up to a seq whose pause row is not held here, but the kept pause's (see Checkpointer.forgetUnheldDecisions). */
-const UNHELD = `FROM decisions WHERE execution_id = ? AND checkpoint_id IS NOT ? AND seq <= ? AND NOT EXISTS (SELECT 1 FROM checkpoints k WHERE k.id = decisions.checkpoint_id)`;
+const UNHELD = `FROM decisions WHERE execution_id = ? AND checkpoint_id IS NOT ? AND seq <= ? AND NOT EXISTS (SELECT 1 FROM checkpoints k WHERE k.id = decisions.checkpoint_id AND k.execution_id = decisions.execution_id)`;
 
 /** Whether an execution has decisions to forget: read first, so a run with none costs no write lock. */
 export function hasUnheldDecisions(db: Database.Database, executionId: string, keepCheckpointId: string | null, upToSeq: number): boolean {
@@ -108,7 +108,7 @@ export function forgetUnheldDecisions(db: Database.Database, executionId: string
   return st(db, `DELETE ${UNHELD}`).run(executionId, keepCheckpointId, upToSeq).changes;
 }
 
-/** The newest decision's seq (0: none). */
+/** The newest decision's seq (0: none). SQLite writes one transaction at a time: no recording is in flight during this read. */
 export function decisionSeq(db: Database.Database): number {
   return (st(db, `SELECT coalesce(max(seq), 0) AS seq FROM decisions`).get() as { seq: number }).seq;
 }

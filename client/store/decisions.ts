@@ -167,7 +167,8 @@ export function checkListDecisions(o: ListDecisionsOptions): { after: number; st
     else after = Number(o.cursor);
   }
   if (o.state !== undefined && !LOCAL_STATES.includes(o.state)) problems.push(`state: must be one of ${LOCAL_STATES.join(', ')} (got ${JSON.stringify(o.state)})`);
-  if (o.executionId !== undefined && (typeof o.executionId !== 'string' || o.executionId === '')) problems.push(`executionId: must be a non-empty string (got ${JSON.stringify(o.executionId)})`);
+  if (o.executionId !== undefined && (typeof o.executionId !== 'string' || o.executionId === ''))
+    problems.push(`executionId: must be a non-empty string (got ${typeof o.executionId === 'string' ? "''" : String(o.executionId)})`);
   if (o.limit !== undefined && (!Number.isInteger(o.limit) || o.limit < 1)) problems.push(`limit: must be a positive integer (got ${String(o.limit)})`);
   if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `listDecisions: ${problems.join('; ')}`, { details: { problems } });
   return { after, state: o.state ?? null, executionId: o.executionId ?? null, limit: o.limit ?? null };

@@ -294,7 +294,10 @@ export const MIGRATIONS: readonly Migration[] = [
   -- once the newest decision is deleted its seq comes back: a decision recorded
   -- after a caller read decisionSeq() could fall under that bound and be forgotten
   -- on a stale answer. AUTOINCREMENT never gives a seq twice. Decisions are few;
-  -- the extra sqlite_sequence page is written only when one is recorded.
+  -- the extra sqlite_sequence page is written only when one is recorded. The
+  -- counter starts from the newest seq present: a seq deleted before this
+  -- migration can come back once, which matters only to a bound read by a
+  -- process of the previous version still running during the upgrade.
   CREATE TABLE decisions_v2 (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     checkpoint_id TEXT NOT NULL UNIQUE,

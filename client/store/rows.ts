@@ -9,10 +9,10 @@ import { UUIDV7_RE, uuidv7 } from '../../shared/ids.js';
 import { jsonProblem, textProblem, utf8Bytes, type Json } from '../../shared/json.js';
 import { encodeState, type CodecCursor, type Encoded } from '../../shared/codec.js';
 import { AgentPath, type Checkpoint, ExecutionId, IsoTime, NodeId, Status, Step, Uuidv7, type PendingInterrupt } from '../../shared/rows.js';
-import type { CheckpointInput } from '../checkpointer.js';
+import type { CheckpointInput, ListOptions } from '../checkpointer.js';
 import { CheckpointError, ExecutionGoneError, InvalidRowError } from '../errors.js';
 import { jsonOrNull, type ColumnTexts } from './columns.js';
-import { ErrorCode } from '../../shared/errors.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 
 /** The schema of a checkpoint input (exported for the test that holds `surelyValidInput` to it). */
 export const InputShape = z.object({
@@ -97,6 +97,18 @@ export function checkInput(input: CheckpointInput): void {
     const p = jsonProblem(v);
     if (p) fail(`invalid checkpoint: ${k}: ${p}`, { path: [k] });
   }
+}
+
+/** A `list` call's options checked before any read: INVALID_OPTIONS names every problem. */
+export function checkListOptions(o: ListOptions): void {
+  const problems: string[] = [];
+  for (const k of ['afterSeq', 'beforeSeq'] as const) {
+    if (o[k] !== undefined && !Number.isSafeInteger(o[k])) problems.push(`${k}: must be an integer (got ${String(o[k])})`);
+  }
+  if (o.limit !== undefined && (!Number.isInteger(o.limit) || o.limit < 1)) problems.push(`limit: must be a positive integer (got ${String(o.limit)})`);
+  if (o.order !== undefined && o.order !== 'asc' && o.order !== 'desc') problems.push(`order: must be 'asc' or 'desc' (got ${String(o.order)})`);
+  if (o.step !== undefined && !STEPS.has(o.step)) problems.push(`step: must be one of ${Step.options.join(', ')} (got ${String(o.step)})`);
+  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `list: ${problems.join('; ')}`, { details: { problems } });
 }
 
 /** A fresh run's first write (`prevId: null`) found the execution already has rows. Nothing was written. */

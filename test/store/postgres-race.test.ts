@@ -1,5 +1,8 @@
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
+import { decisionFor } from '../../client/testing/store/decisions.js';
+import { uuidv7 } from '../../shared/ids.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 
 const ready = await pgReady('postgres claim race');
@@ -51,6 +54,43 @@ describe.skipIf(!ready)('postgres across real connections', () => {
       for (const r of rows.filter((_, i) => i % 37 === 0)) expect(await stores[0].readState(r)).toHaveProperty('messages');
     } finally {
       await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  it('decisionSeq waits for a recording in flight: a decision that took a lower seq and commits later is never under the bound', async () => {
+    const store = new PostgresCheckpointer({ url: db.url, schema: 'decide', max: 2 });
+    await store.setup();
+    const raw = postgres(db.url, { max: 1, onnotice: () => {} });
+    let commit!: () => void;
+    const committed = new Promise<void>((r) => (commit = r));
+    try {
+      // a recording in flight: its insert took a seq, its transaction is still open
+      let inserted!: (seq: number) => void;
+      const took = new Promise<number>((r) => (inserted = r));
+      const slow = decisionFor('slow-run', uuidv7(), { source: 'plane' });
+      const inFlight = raw.begin(async (tx) => {
+        const [row] = await tx<{ seq: string }[]>`INSERT INTO "decide".decisions (checkpoint_id, execution_id, decision_id, approved, metadata, decided_by, source, decided_at)
+          VALUES (${slow.checkpointId}, ${slow.executionId}, ${slow.decisionId}, true, '{}', 'key:approver', 'plane', ${slow.decidedAt}) RETURNING seq::text`;
+        inserted(Number(row.seq));
+        await committed;
+      });
+      const slowSeq = await took;
+      // a later recording commits first, with a higher seq
+      await store.recordDecision(decisionFor('fast-run', uuidv7(), { source: 'plane' }));
+      let read: number | null = null;
+      const bound = store.decisionSeq().then((v) => (read = v));
+      await new Promise((r) => setTimeout(r, 500));
+      // a bound read now would not see the in-flight decision, which then commits under it
+      expect(read).toBeNull();
+      commit();
+      await inFlight;
+      await bound;
+      expect(read).toBeGreaterThan(slowSeq);
+      expect((await store.getDecision('slow-run', slow.checkpointId))?.seq).toBe(slowSeq);
+    } finally {
+      commit();
+      await raw.end();
+      await store.close();
     }
   });
 });

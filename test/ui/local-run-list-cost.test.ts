@@ -16,7 +16,7 @@ import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-local-list-cost-');
 const LONG_ROWS = 1_500;
-/** What a run page may read: its page of rows (200 and one more), the newest row and the two rows it compares, well below the run's 1,500. */
+/** What a run page may read: its page of rows (200 and one more), the newest row, the two rows it compares and the row after its last answered pause, well below the run's 1,500. */
 const PAGE_ROWS = 205;
 let store: SqliteCheckpointer;
 let ui: LocalUi;

@@ -252,9 +252,11 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       const one = await paused(a);
       const other = await paused(a);
       const mine = [decisionFor(one.id, one.pause), decisionFor(one.id, uuidv7(), { source: 'plane' }), decisionFor(one.id, uuidv7(), { source: 'plane' })];
+      const theirs = decisionFor(other.id, other.pause);
       await a.recordDecision(mine[0]);
-      await a.recordDecision(decisionFor(other.id, other.pause));
+      await a.recordDecision(theirs);
       for (const d of mine.slice(1)) await a.recordDecision(d);
+      await a.claimInterrupt({ executionId: other.id, checkpointId: other.pause }, { next: resumedRow(other.id, other.pause), decisionId: theirs.decisionId });
       const seen: string[] = [];
       let cursor: string | undefined;
       for (;;) {
@@ -267,8 +269,11 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       // only the first answers a pause held here
       expect((await b.listDecisions({ executionId: one.id })).items.map((x) => x.held)).toEqual([true, false, false]);
       expect((await b.listDecisions({ executionId: one.id, state: 'pending', limit: 1 })).items.map((x) => x.decisionId)).toEqual([mine[0].decisionId]);
+      // both filters at once: the other run's applied decision is not this run's
+      expect((await b.listDecisions({ executionId: one.id, state: 'applied' })).items).toEqual([]);
+      expect((await b.listDecisions({ executionId: other.id, state: 'applied' })).items.map((x) => x.decisionId)).toEqual([theirs.decisionId]);
       expect((await b.listDecisions({ executionId: 'no-such-run' })).items).toEqual([]);
-      const err = await b.listDecisions({ executionId: '' as string, limit: -1 }).catch((e: WaymarkError) => e);
+      const err = await b.listDecisions({ executionId: '', limit: -1 }).catch((e: WaymarkError) => e);
       expect(err).toMatchObject({ code: 'INVALID_OPTIONS', details: { problems: [expect.stringContaining('executionId'), expect.stringContaining('limit')] } });
     });
   });

@@ -116,6 +116,17 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
       expect(await store.list(a, { step: 'run_end' })).toEqual([]);
     });
 
+    test('list refuses bad options before reading, naming every problem (INVALID_OPTIONS)', async () => {
+      const err = await store.list(exec(), { step: 'bogus' as never, limit: 0, afterSeq: 1.5, order: 'up' as never }).then(
+        () => null,
+        (e: { code: string; details: { problems: string[] } }) => e,
+      );
+      expect(err?.code).toBe('INVALID_OPTIONS');
+      const problems = err?.details.problems ?? [];
+      expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['afterSeq', 'limit', 'order', 'step']);
+      await expectCode(store.list(exec(), { limit: -1 }), 'INVALID_OPTIONS');
+    });
+
     test('reusing an id fails with DUPLICATE_ID and leaves the stored row and seq unchanged', async () => {
       const a = exec();
       const first = await store.put(input(a, { nodeInput: { v: 1 } }));
