@@ -236,13 +236,40 @@ export function changeFeedOf(
   });
 }
 
-/** A GET whose socket does not keep the process alive (the feed's held poll is background work). */
-function getUnref(base: string, path: string, apiKey: string, timeoutMs: number, agent: HttpAgent, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
+/**
+ * A GET whose socket does not keep the process alive (the feed's held poll is
+ * background work). A kept-alive socket the plane closed while this process
+ * was busy (its Keep-Alive timeout passed while the event loop was blocked,
+ * so the agent never saw the close) fails the next request with ECONNRESET or
+ * EPIPE before any answer: that one is sent again, once, on a new socket. A
+ * GET changes nothing on the plane, so sending it twice is safe; a request
+ * aborted by its signal, or failing on a new socket, is not retried.
+ */
+async function getUnref(base: string, path: string, apiKey: string, timeoutMs: number, agent: HttpAgent, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
+  try {
+    return await getOnce(base, path, apiKey, timeoutMs, agent, signal);
+  } catch (e) {
+    if (!(e instanceof StaleSocketError)) throw e;
+    if (signal?.aborted) throw e.cause;
+  }
+  try {
+    return await getOnce(base, path, apiKey, timeoutMs, agent, signal);
+  } catch (e) {
+    throw e instanceof StaleSocketError ? e.cause : e;
+  }
+}
+
+/** The request failed on a reused kept-alive socket before any answer (ECONNRESET/EPIPE): the plane had closed it. */
+class StaleSocketError extends Error {}
+
+function getOnce(base: string, path: string, apiKey: string, timeoutMs: number, agent: HttpAgent, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
   const u = new URL(base);
   const full = new URL(`${u.pathname.replace(/\/$/, '')}${path}`, u.origin);
   const request = full.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
+    let answered = false;
     const req = request(full, { method: 'GET', agent, headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json' }, signal, timeout: timeoutMs }, (res: IncomingMessage) => {
+      answered = true;
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -259,7 +286,10 @@ function getUnref(base: string, path: string, apiKey: string, timeoutMs: number,
     });
     req.on('socket', (s) => s.unref());
     req.on('timeout', () => req.destroy(new Error(`no answer from the plane within ${timeoutMs} ms`)));
-    req.on('error', reject);
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      const stale = !answered && req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE');
+      reject(stale ? new StaleSocketError(e.message, { cause: e }) : e);
+    });
     req.end();
   });
 }

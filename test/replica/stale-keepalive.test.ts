@@ -1,0 +1,77 @@
+/**
+ * The change feed's kept-alive socket after the process was busy: the plane
+ * closes an idle connection after its Keep-Alive timeout (5 s), and a process
+ * whose event loop was blocked longer (a synchronous child, a long
+ * computation) never saw that close, so the next poll is written on a socket
+ * the plane already shut and fails with ECONNRESET. The poll is a GET, sent
+ * again once on a new socket: the round succeeds. The server is a child
+ * process, so it closes the socket while this process is blocked; its idle
+ * timeout is 100 ms and this process blocks 400 ms.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChangeFeedConsumer } from '../../client/replica/change-feed.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+// HTTP/1.1 by hand: node:http would send a Keep-Alive hint the client agent acts on, and the plane's
+// hint (5 s) is what a blocked client cannot act on; this server sends none and closes idle sockets after 100 ms
+const SERVER = `
+const net = require('node:net');
+let rounds = 0;
+const server = net.createServer((socket) => {
+  let idle = setTimeout(() => socket.destroy(), 100);
+  let head = '';
+  socket.on('data', (chunk) => {
+    head += chunk.toString('latin1');
+    while (head.includes('\\r\\n\\r\\n')) {
+      head = head.slice(head.indexOf('\\r\\n\\r\\n') + 4);
+      const body = JSON.stringify({ items: [], nextCursor: 'c' + ++rounds });
+      socket.write('HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\ncontent-length: ' + body.length + '\\r\\n\\r\\n' + body);
+      clearTimeout(idle);
+      idle = setTimeout(() => socket.destroy(), 100);
+    }
+  });
+  socket.on('error', () => {});
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
+describe('the change feed after a blocked event loop', () => {
+  const tmp = scratchDir('waymark-stale-');
+  let server: ChildProcess;
+  let url = '';
+
+  beforeAll(async () => {
+    server = spawn(process.execPath, ['-e', SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [line] = (await once(server.stdout!, 'data')) as [Buffer];
+    url = `http://127.0.0.1:${line.toString().trim()}`;
+  });
+  afterAll(() => {
+    server?.kill('SIGKILL');
+    tmp.cleanup();
+  });
+
+  it('sends a poll again once when the plane closed the idle socket while this process was blocked', async () => {
+    const store = new SqliteCheckpointer({ path: tmp.file('a.db'), writerId: 'a' });
+    const feed = new ChangeFeedConsumer(
+      store,
+      () => 'key',
+      () => {},
+      { url, writerId: 'a', timeoutMs: 5000, backoffBaseMs: 10 },
+    );
+    try {
+      expect((await feed.pull(0)).cursor).toBe('c1');
+      // the server closes the kept-alive socket after 100 ms; this process does not see it
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 400);
+      const round = await feed.pull(0);
+      expect(round.cursor).toMatch(/^c\d+$/);
+      expect(round.cursor).not.toBe('c1');
+      expect(feed.lastError).toBeNull();
+    } finally {
+      await feed.stop();
+      await store.close();
+    }
+  });
+});
