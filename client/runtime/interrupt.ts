@@ -12,6 +12,12 @@ export class Resume {
   readonly approved: boolean;
   readonly metadata: Record<string, Json>;
   constructor(value: { approved: boolean; metadata?: Record<string, Json> }) {
+    const plain = plainResume(value);
+    if (plain) {
+      this.approved = plain.approved;
+      this.metadata = plain.metadata;
+      return;
+    }
     const r = ResumeValue.safeParse(value);
     if (!r.success) {
       throw new InvalidResume(
@@ -27,6 +33,29 @@ export class Resume {
   static from(v: Json): Resume {
     return new Resume(v as { approved: boolean; metadata?: Record<string, Json> });
   }
+}
+
+/**
+ * An answer given as a plain `{ approved, metadata? }` of JSON values, taken
+ * without the schema (null for anything else, which ResumeValue then judges
+ * and names every problem of). The schema's first use in a fresh process
+ * costs milliseconds (zod compiles it), a large part of a resume call; this
+ * accepts only what ResumeValue accepts and gives what it gives
+ * (test/runtime/resume-value.test.ts holds the two together).
+ */
+export function plainResume(v: unknown): ResumeValue | null {
+  if (v === null || typeof v !== 'object' || Object.getPrototypeOf(v) !== Object.prototype) return null;
+  for (const k of Object.keys(v)) if (k !== 'approved' && k !== 'metadata') return null;
+  const { approved, metadata } = v as { approved?: unknown; metadata?: unknown };
+  if (typeof approved !== 'boolean') return null;
+  if (metadata === undefined) return { approved, metadata: {} };
+  if (metadata === null || typeof metadata !== 'object' || Object.getPrototypeOf(metadata) !== Object.prototype) return null;
+  const copy: Record<string, Json> = {};
+  for (const [k, m] of Object.entries(metadata)) {
+    if (k === '__proto__' || jsonProblem(m) !== null) return null;
+    copy[k] = m as Json;
+  }
+  return { approved, metadata: copy };
 }
 
 /** Thrown by `interrupt()` on its first pass; the runtime turns it into a recorded pause. */
