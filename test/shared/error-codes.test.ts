@@ -21,6 +21,8 @@ const FOREIGN: Record<string, string> = {
   ENOENT: 'Node errno: no such file',
   EEXIST: 'Node errno: the file exists (an exclusive create lost a race)',
   EADDRINUSE: 'Node errno: the port is taken (`waymark ui --port` says so)',
+  ECONNRESET: 'Node errno: the peer reset the connection (a kept-alive socket the plane closed: the change feed sends its GET again)',
+  EPIPE: 'Node errno: a write on a socket the peer closed (as ECONNRESET)',
 };
 
 /** Where a string is an error code: after `code`, or as an argument of an error constructor or an error answer. */
