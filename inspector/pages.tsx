@@ -133,7 +133,8 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       const cursor = c.req.query('cursor') || undefined;
       const rows = await src.listRows(id, { cursor, limit: 200 });
       const last = execution.lastSeq;
-      const num = (v: string | undefined, d: number) => (v !== undefined && /^\d+$/.test(v) ? Number(v) : d);
+      // a seq beyond the safe integers is no seq of any run: the default, never a store error
+      const num = (v: string | undefined, d: number) => (v !== undefined && /^\d+$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : d);
       const b = num(c.req.query('b'), last);
       const a = num(c.req.query('a'), Math.max(0, b - 1));
       let result = null;

@@ -19,7 +19,7 @@
  *   another plane process arrive too (the shared mechanism: long-poll.ts).
  */
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
-import { ErrorCode } from '../shared/errors.js';
+import { ErrorCode, issueProblems } from '../shared/errors.js';
 import { LIMITS } from '../shared/limits.js';
 import { DecisionRequest, type DecisionView, type PauseView } from '../shared/protocol.js';
 import { Decision, type PendingInterrupt } from '../shared/rows.js';
@@ -81,9 +81,7 @@ async function decisionHolding(db: Conn, projectId: string, checkpointId: string
 /** Every problem of a decision body, by the same rules as `Resume` (unknown fields named). */
 function problemsOf(body: unknown): string[] {
   const r = DecisionRequest.safeParse(body);
-  const out = r.success
-    ? []
-    : r.error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys.map((k) => `unknown field '${k}'`) : [`${i.path.length ? i.path.join('.') : 'the body'}: ${i.message}`]));
+  const out = r.success ? [] : issueProblems(r.error, 'the body');
   if (r.success && r.data.comment !== undefined && 'comment' in r.data.metadata) out.push("comment: given twice (as 'comment' and as 'metadata.comment')");
   return out;
 }

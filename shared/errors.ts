@@ -197,3 +197,13 @@ export function runErrorOf(nodeOutput: unknown): RunError {
   const e = (nodeOutput as { error?: { code?: unknown; message?: unknown } } | null)?.error;
   return { code: String(e?.code ?? ErrorCode.RUN_FAILED), message: String(e?.message ?? 'no reason recorded') };
 }
+
+/**
+ * Every problem of a refused value, one line each: an unknown field by name,
+ * anything else as `path: message` (`whole` names the value itself). A path
+ * segment may be a symbol (a key of a caller's object), so each is spelled
+ * with String().
+ */
+export function issueProblems(error: z.ZodError, whole: string): string[] {
+  return error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys.map((k) => `unknown field '${k}'`) : [`${i.path.length ? i.path.map(String).join('.') : whole}: ${i.message}`]));
+}

@@ -442,7 +442,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     const d = checkDecision(decision);
     // a lost answer whose attempt committed: the decision is found under its id
     const landed = async (): Promise<C.RecordDecisionResult | null> => ((await decisions.existingDecision(await this.q(), this.t, d))?.decisionId === d.decisionId ? { recorded: true } : null);
-    const out = await this.write((tx) => decisions.insertDecision(tx, this.t, d, (t, e) => this.queueEvent(t, e)), landed);
+    const out = await this.write((tx) => decisions.insertDecision(tx, this.t, decisions.decisionsLockKey(this.schema), d, (t, e) => this.queueEvent(t, e)), landed);
     if (out.recorded) this.committed(null);
     return out;
   }
@@ -465,7 +465,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async decisionSeq(): Promise<number> {
     this.assertOpen();
-    return this.read((sql) => decisions.decisionSeq(sql, this.t));
+    return this.read((sql) => decisions.decisionSeq(sql, this.t, decisions.decisionsLockKey(this.schema)));
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {

@@ -24,8 +24,19 @@ import {
 import { decisionRecorded, type QueuedEvent } from '../store/events.js';
 import type { Sql, Tables, Tx } from './tables.js';
 
-/** Inside the caller's transaction: record `d` unless its pause has a decision; a local one needs the pause open and queues its event. */
-export async function insertDecision(tx: Tx, t: Tables, d: Decision, queue: (tx: Tx, e: QueuedEvent) => unknown): Promise<RecordDecisionResult> {
+/**
+ * The advisory lock that orders recordings with `decisionSeq` (its key: the
+ * store's schema). A recording holds it shared, taken first in its
+ * transaction (before any row lock, so a `decisionSeq` waiting for it and a
+ * recording queued behind that never wait on each other), until it commits;
+ * `decisionSeq` holds it alone while it reads. Nothing else takes it: a prune
+ * or a delete of decisions never stalls a recording or a read of the bound.
+ */
+export const decisionsLockKey = (schema: string) => `waymark.decisions:${schema}`;
+
+/** Inside the caller's transaction, first in it: record `d` unless its pause has a decision; a local one needs the pause open and queues its event. */
+export async function insertDecision(tx: Tx, t: Tables, lockKey: string, d: Decision, queue: (tx: Tx, e: QueuedEvent) => unknown): Promise<RecordDecisionResult> {
+  await tx`SELECT pg_advisory_xact_lock_shared(hashtext(${lockKey}))`;
   if (d.source === 'local') {
     const [open] = await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
     if (!open) {
@@ -55,7 +66,7 @@ export async function existingDecision(sql: Sql | Tx, t: Tables, d: Decision): P
 function joined(sql: Sql, t: Tables) {
   return sql`SELECT d.*, ${sql.unsafe(DECISION_STATE)} AS state, c.writer_id AS claim_writer, c.claimed_at AS claim_at, k.id IS NOT NULL AS held
     FROM ${t.decisions} d
-    LEFT JOIN ${t.claims} c ON c.checkpoint_id = d.checkpoint_id
+    LEFT JOIN ${t.claims} c ON c.checkpoint_id = d.checkpoint_id AND c.execution_id = d.execution_id
     LEFT JOIN ${t.pending} p ON p.execution_id = d.execution_id AND p.checkpoint_id = d.checkpoint_id
     LEFT JOIN ${t.checkpoints} k ON k.id = d.checkpoint_id AND k.execution_id = d.execution_id`;
 }
@@ -108,13 +119,14 @@ export async function forgetUnheldDecisions(sql: Sql, t: Tables, executionId: st
  * The newest decision's seq (0: none), read once no recording is in flight. A
  * seq is taken when a decision is inserted but seen only once it commits, so
  * a plain max(seq) could miss an insert holding a lower seq that commits just
- * after, under the bound. SHARE mode waits for every transaction that has
- * inserted into the table (they hold ROW EXCLUSIVE until they end); a seq
- * taken after the read is higher than every seq taken before it.
+ * after, under the bound. The decisions lock taken alone waits for every
+ * recording in flight (each holds it shared until it ends; see
+ * decisionsLockKey); a seq taken after the read is higher than every seq
+ * taken before it.
  */
-export async function decisionSeq(sql: Sql, t: Tables): Promise<number> {
+export async function decisionSeq(sql: Sql, t: Tables, lockKey: string): Promise<number> {
   const seq = await sql.begin(async (tx) => {
-    await tx`LOCK TABLE ${t.decisions} IN SHARE MODE`;
+    await tx`SELECT pg_advisory_xact_lock(hashtext(${lockKey}))`;
     const [row] = await tx<{ seq: string }[]>`SELECT coalesce(max(seq), 0)::text AS seq FROM ${t.decisions}`;
     return row.seq;
   });

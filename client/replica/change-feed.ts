@@ -243,7 +243,9 @@ export function changeFeedOf(
  * so the agent never saw the close) fails the next request with ECONNRESET or
  * EPIPE before any answer: that one is sent again, once, on a new socket. A
  * GET changes nothing on the plane, so sending it twice is safe; a request
- * aborted by its signal, or failing on a new socket, is not retried.
+ * aborted by its signal, or failing on a new socket, is not retried. The
+ * second attempt has its own `timeoutMs`: the first failed before any answer,
+ * at once, so a round lasts at most about one timeout more than the hold.
  */
 async function getUnref(base: string, path: string, apiKey: string, timeoutMs: number, agent: HttpAgent, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
   try {

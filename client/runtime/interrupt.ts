@@ -1,4 +1,4 @@
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
 import { jsonProblem, type Json } from '../../shared/json.js';
 import { ResumeValue } from '../../shared/rows.js';
 import { currentRun } from './context.js';
@@ -20,9 +20,7 @@ export class Resume {
     }
     const r = ResumeValue.safeParse(value);
     if (!r.success) {
-      throw new InvalidResume(
-        r.error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys.map((k) => `unknown field '${k}'`) : [`${i.path.length ? i.path.join('.') : 'the value'}: ${i.message}`])),
-      );
+      throw new InvalidResume(issueProblems(r.error, 'the value'));
     }
     this.approved = r.data.approved;
     this.metadata = r.data.metadata;
@@ -44,12 +42,13 @@ export class Resume {
  * (test/runtime/resume-value.test.ts holds the two together).
  */
 export function plainResume(v: unknown): ResumeValue | null {
-  if (v === null || typeof v !== 'object' || Object.getPrototypeOf(v) !== Object.prototype) return null;
+  if (v === null || typeof v !== 'object' || Object.getPrototypeOf(v) !== Object.prototype || Object.getOwnPropertySymbols(v).length) return null;
   for (const k of Object.keys(v)) if (k !== 'approved' && k !== 'metadata') return null;
   const { approved, metadata } = v as { approved?: unknown; metadata?: unknown };
   if (typeof approved !== 'boolean') return null;
   if (metadata === undefined) return { approved, metadata: {} };
-  if (metadata === null || typeof metadata !== 'object' || Object.getPrototypeOf(metadata) !== Object.prototype) return null;
+  // a symbol key is not a JSON key (the schema refuses it; Object.entries would skip it)
+  if (metadata === null || typeof metadata !== 'object' || Object.getPrototypeOf(metadata) !== Object.prototype || Object.getOwnPropertySymbols(metadata).length) return null;
   const copy: Record<string, Json> = {};
   for (const [k, m] of Object.entries(metadata)) {
     if (k === '__proto__' || jsonProblem(m) !== null) return null;

@@ -25,7 +25,7 @@ import { decisionRecorded, type QueuedEvent } from '../store/events.js';
 
 const JOINED = `SELECT d.*, ${DECISION_STATE} AS state, c.writer_id AS claim_writer, c.claimed_at AS claim_at, k.id IS NOT NULL AS held
   FROM decisions d
-  LEFT JOIN claims c ON c.checkpoint_id = d.checkpoint_id
+  LEFT JOIN claims c ON c.checkpoint_id = d.checkpoint_id AND c.execution_id = d.execution_id
   LEFT JOIN pending_interrupts p ON p.execution_id = d.execution_id AND p.checkpoint_id = d.checkpoint_id
   LEFT JOIN checkpoints k ON k.id = d.checkpoint_id AND k.execution_id = d.execution_id`;
 
@@ -108,7 +108,13 @@ export function forgetUnheldDecisions(db: Database.Database, executionId: string
   return st(db, `DELETE ${UNHELD}`).run(executionId, keepCheckpointId, upToSeq).changes;
 }
 
-/** The newest decision's seq (0: none). SQLite writes one transaction at a time: no recording is in flight during this read. */
+/**
+ * The newest decision's seq (0: none). A recording in flight on another
+ * connection is not seen, and needs not be: SQLite writes one transaction at a
+ * time and AUTOINCREMENT gives a seq above every seq ever given, so a
+ * recording still uncommitted now took a seq above all that this read sees
+ * and lands above the bound.
+ */
 export function decisionSeq(db: Database.Database): number {
   return (st(db, `SELECT coalesce(max(seq), 0) AS seq FROM decisions`).get() as { seq: number }).seq;
 }

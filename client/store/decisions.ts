@@ -18,7 +18,7 @@
  *   pause's run at all (a decision from the plane for a run that restore may
  *   bring; `held` says which).
  */
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import type { DecisionState } from '../../shared/protocol.js';
 import { Decision, Uuidv7 } from '../../shared/rows.js';
@@ -57,9 +57,10 @@ export interface ClaimColumns {
 
 /**
  * The derived state as a SQL expression over the aliases `d` (decisions), `c`
- * (claims, left-joined by checkpoint id), `p` (pending_interrupts, left-joined
- * by execution and checkpoint id) and `k` (checkpoints, left-joined by id); the
- * same text on SQLite and Postgres.
+ * (claims), `p` (pending_interrupts) and `k` (checkpoints), each left-joined by
+ * the decision's checkpoint id and execution id: a row of another run never
+ * settles a decision naming its checkpoint. The same text on SQLite and
+ * Postgres.
  */
 export const DECISION_STATE = `CASE
   WHEN c.checkpoint_id IS NOT NULL THEN CASE WHEN c.decision_id = d.decision_id THEN 'applied' ELSE 'superseded' END
@@ -71,7 +72,7 @@ export const DECISION_STATE = `CASE
 export function checkDecision(value: unknown): Decision {
   const r = Decision.safeParse(value);
   if (r.success) return r.data;
-  const problems = r.error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys.map((k) => `unknown field '${k}'`) : [`${i.path.length ? i.path.join('.') : 'the decision'}: ${i.message}`]));
+  const problems = issueProblems(r.error, 'the decision');
   throw new WaymarkError(ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${problems.join('; ')}`, { details: { problems } });
 }
 

@@ -40,7 +40,7 @@ function decode<T extends string | number>(cursor: string | undefined, kind: 'st
   if (!cursor) return undefined;
   try {
     const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (kind === 'string' ? typeof v === 'string' : Number.isInteger(v)) return v as T;
+    if (kind === 'string' ? typeof v === 'string' : Number.isSafeInteger(v)) return v as T;
   } catch {
     // not one of ours
   }

@@ -75,6 +75,12 @@ describe('a resume answer without the schema', () => {
     }
   });
 
+  it('leaves a `__proto__` key to the schema, which drops it', () => {
+    const withProto = { approved: true, metadata: JSON.parse('{"__proto__":1,"note":"x"}') };
+    expect(plainResume(withProto)).toBeNull();
+    expect(new Resume(withProto).metadata).toStrictEqual(ResumeValue.parse(withProto).metadata);
+  });
+
   it('copies the metadata: changing the caller\u2019s object later changes nothing', () => {
     const metadata: Record<string, string> = { note: 'ok' };
     const r = new Resume({ approved: true, metadata });

@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
+import { decisionsLockKey } from '../../client/postgres/decisions.js';
 import { decisionFor } from '../../client/testing/store/decisions.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
@@ -69,6 +70,8 @@ describe.skipIf(!ready)('postgres across real connections', () => {
       const took = new Promise<number>((r) => (inserted = r));
       const slow = decisionFor('slow-run', uuidv7(), { source: 'plane' });
       const inFlight = raw.begin(async (tx) => {
+        // as insertDecision does: the decisions lock, shared, first
+        await tx`SELECT pg_advisory_xact_lock_shared(hashtext(${decisionsLockKey('decide')}))`;
         const [row] = await tx<{ seq: string }[]>`INSERT INTO "decide".decisions (checkpoint_id, execution_id, decision_id, approved, metadata, decided_by, source, decided_at)
           VALUES (${slow.checkpointId}, ${slow.executionId}, ${slow.decisionId}, true, '{}', 'key:approver', 'plane', ${slow.decidedAt}) RETURNING seq::text`;
         inserted(Number(row.seq));
@@ -89,6 +92,57 @@ describe.skipIf(!ready)('postgres across real connections', () => {
       expect((await store.getDecision('slow-run', slow.checkpointId))?.seq).toBe(slowSeq);
     } finally {
       commit();
+      await raw.end();
+      await store.close();
+    }
+  });
+
+  it('a recording takes the decisions lock; a delete of decisions in flight stalls neither a recording nor the bound', async () => {
+    const store = new PostgresCheckpointer({ url: db.url, schema: 'decide_lock', max: 2 });
+    await store.setup();
+    const raw = postgres(db.url, { max: 1, onnotice: () => {} });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    try {
+      await store.recordDecision(decisionFor('old-run', uuidv7(), { source: 'plane' }));
+      // the lock held alone (as decisionSeq holds it): a recording waits for it
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holder = raw.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(hashtext(${decisionsLockKey('decide_lock')}))`;
+        locked();
+        await released;
+      });
+      await isLocked;
+      let recorded = false;
+      const recording = store.recordDecision(decisionFor('new-run', uuidv7(), { source: 'plane' })).then(() => (recorded = true));
+      await new Promise((r) => setTimeout(r, 500));
+      expect(recorded).toBe(false);
+      release();
+      await holder;
+      await recording;
+      // a delete of decisions whose transaction stays open (a prune, a run deleted) holds no decisions lock
+      let done!: () => void;
+      const finish = new Promise<void>((r) => (done = r));
+      let deleted!: () => void;
+      const hasDeleted = new Promise<void>((r) => (deleted = r));
+      const deleting = raw.begin(async (tx) => {
+        await tx`DELETE FROM "decide_lock".decisions WHERE execution_id = 'old-run'`;
+        deleted();
+        await finish;
+      });
+      await hasDeleted;
+      const bound = await Promise.race([store.decisionSeq(), new Promise<'stalled'>((r) => setTimeout(() => r('stalled'), 10_000))]);
+      expect(bound).toBeGreaterThan(0);
+      const third = await Promise.race([
+        store.recordDecision(decisionFor('third-run', uuidv7(), { source: 'plane' })).then(() => 'recorded'),
+        new Promise<'stalled'>((r) => setTimeout(() => r('stalled'), 10_000)),
+      ]);
+      expect(third).toBe('recorded');
+      done();
+      await deleting;
+    } finally {
+      release();
       await raw.end();
       await store.close();
     }

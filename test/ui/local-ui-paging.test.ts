@@ -80,6 +80,10 @@ describe('local inspector paging', () => {
   it('a cursor it did not issue is a 400, not a 500; a row that is not there is said', async () => {
     for (const path of ['/?cursor=x', '/runs/long-run?cursor=eyJhIjoxfQ', '/quarantine?cursor=%5B%5D']) expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
     expect(await (await fetch(`${ui.url}/runs/long-run?a=0&b=900`)).text()).toContain('seq 900 is not a row of this run');
+    // numbers past the safe integers: a cursor is not one it issued (400), a seq in the query is no seq (the page, as without it)
+    const huge = Buffer.from('1e20').toString('base64url');
+    for (const path of [`/runs/long-run?cursor=${huge}`, `/quarantine?cursor=${huge}`]) expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
+    for (const path of ['/runs/long-run?b=99999999999999999999', '/runs/long-run?a=99999999999999999999&b=3']) expect((await fetch(`${ui.url}${path}`)).status, path).toBe(200);
   });
 
   it('refuses a non-loopback host without allowRemote (INVALID_OPTIONS), and serves nothing', async () => {

@@ -216,6 +216,16 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       await expectCode(a.claimInterrupt({ executionId: two.id, checkpointId: two.pause }, { decisionId: 'nope' }), 'INVALID_DECISION');
     });
 
+    test('another run’s claim of a pause never settles a decision naming that pause under a different run', async () => {
+      const theirs = await paused(a);
+      await a.claimInterrupt({ executionId: theirs.id, checkpointId: theirs.pause }, { next: resumedRow(theirs.id, theirs.pause) });
+      // a plane decision naming their pause's checkpoint id under another run
+      const stray = decisionFor(exec(), theirs.pause, { source: 'plane' });
+      expect(await b.recordDecision(stray)).toEqual({ recorded: true });
+      expect(await a.getDecision(stray.executionId, theirs.pause)).toMatchObject({ decisionId: stray.decisionId, state: 'pending', appliedBy: null, appliedAt: null, held: false });
+      expect((await b.listDecisions({ executionId: stray.executionId })).items).toEqual([expect.objectContaining({ state: 'pending', appliedBy: null })]);
+    });
+
     test('a cancelled run supersedes its pause’s decision; deleting the run removes it', async () => {
       const { id, pause } = await paused(a);
       await a.recordDecision(decisionFor(id, pause));
