@@ -335,7 +335,9 @@ export function mountApprovals<E extends Env>(
     } catch (e) {
       const code = (e as { code?: unknown }).code;
       if (typeof code === 'string' && code in STATUS) {
-        const first = (e as { details?: { decision?: DecisionShown } }).details?.decision ?? null;
+        // shown only when it is this run's decision as listed (with its state)
+        const named = (e as { details?: { decision?: Partial<DecisionShown> } }).details?.decision;
+        const first = named && typeof named.state === 'string' && named.executionId === id ? (named as DecisionShown) : null;
         return refuse(code, (e as Error).message, first);
       }
       throw e;

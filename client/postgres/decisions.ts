@@ -41,7 +41,8 @@ export async function insertDecision(tx: Tx, t: Tables, lockKey: string, d: Deci
     const [open] = await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
     if (!open) {
       const existing = await existingDecision(tx, t, d);
-      if (existing) return { recorded: false, existing };
+      // another run's decision under this checkpoint id: judged by this run's pause (PAUSE_NOT_FOUND), never answered with it
+      if (existing && existing.executionId === d.executionId) return { recorded: false, existing };
       const [row] = await tx<{ executionId: string; status: string }[]>`SELECT execution_id AS "executionId", status FROM ${t.checkpoints} WHERE id = ${d.checkpointId}`;
       const [claim] = await tx<ClaimColumns[]>`SELECT * FROM ${t.claims} WHERE checkpoint_id = ${d.checkpointId}`;
       checkPauseOpen(d, { open: false, row: row ?? null, claim: claim ?? null });

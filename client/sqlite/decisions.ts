@@ -45,12 +45,14 @@ function st(db: Database.Database, sql: string): Database.Statement {
  */
 export function insertDecision(db: Database.Database, d: Decision, queue: (e: QueuedEvent) => void): RecordDecisionResult {
   const prev = st(db, `SELECT * FROM decisions WHERE checkpoint_id = ? OR decision_id = ?`).get(d.checkpointId, d.decisionId) as DecisionColumns | undefined;
-  if (prev) return { recorded: false, existing: decisionFromColumns(prev) };
+  // a local decision naming another run's checkpoint is judged by its own run's pause (PAUSE_NOT_FOUND), never answered with that run's decision
+  if (prev && (d.source !== 'local' || prev.execution_id === d.executionId)) return { recorded: false, existing: decisionFromColumns(prev) };
   if (d.source === 'local') {
     const open = st(db, `SELECT 1 FROM pending_interrupts WHERE execution_id = ? AND checkpoint_id = ?`).get(d.executionId, d.checkpointId) !== undefined;
     const row = st(db, `SELECT execution_id AS executionId, status FROM checkpoints WHERE id = ?`).get(d.checkpointId) as { executionId: string; status: string } | undefined;
     const claim = st(db, `SELECT * FROM claims WHERE checkpoint_id = ?`).get(d.checkpointId) as ClaimColumns | undefined;
     checkPauseOpen(d, { open, row: row ?? null, claim: claim ?? null });
+    if (prev) return { recorded: false, existing: decisionFromColumns(prev) };
   }
   const c = decisionColumns(d);
   st(

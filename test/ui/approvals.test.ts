@@ -477,6 +477,15 @@ describe('approvals in the local UI (waymark ui --db), no plane', () => {
       expect(lateText).toContain('PAUSE_CLOSED');
       expect(lateText).toContain(code.writerId);
       expect(await code.getDecision(other, open.checkpointId)).toBeNull();
+      // another run's decided pause named on this run's form, or on a run not in the store: 404 PAUSE_NOT_FOUND, never a 500, never the other run's decision
+      for (const run of [other, 'no-such-run']) {
+        const foreign = await post(`${ui.url}/runs/${run}/decision`, { checkpointId: pause.checkpointId, approved: 'false', csrf: csrfIn(formHtml) });
+        expect(foreign.status, run).toBe(404);
+        const text = await foreign.text();
+        expect(text).toContain('PAUSE_NOT_FOUND');
+        expect(text).not.toContain('ok from my laptop');
+      }
+      expect((await code.listDecisions({ executionId: other })).items).toEqual([]);
       await code.close();
       await page.context().close();
     } finally {

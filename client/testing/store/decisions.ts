@@ -216,6 +216,19 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       await expectCode(a.claimInterrupt({ executionId: two.id, checkpointId: two.pause }, { decisionId: 'nope' }), 'INVALID_DECISION');
     });
 
+    test('a local decision naming another run’s decided pause is PAUSE_NOT_FOUND, never answered with that run’s decision', async () => {
+      const theirs = await paused(a);
+      await a.recordDecision(decisionFor(theirs.id, theirs.pause));
+      const mine = await paused(a);
+      const err = (await b.recordDecision(decisionFor(mine.id, theirs.pause)).catch((e: unknown) => e)) as WaymarkError;
+      expect(err.code).toBe('PAUSE_NOT_FOUND');
+      expect(err.message).toContain(mine.id);
+      expect(JSON.stringify(err.details ?? {})).not.toContain(theirs.id);
+      expect((await a.listDecisions({ executionId: mine.id })).items).toEqual([]);
+      // a decision of that run's own pause is still ALREADY_DECIDED's existing one
+      expect(await b.recordDecision(decisionFor(theirs.id, theirs.pause))).toMatchObject({ recorded: false, existing: { executionId: theirs.id } });
+    });
+
     test('another run’s claim of a pause never settles a decision naming that pause under a different run', async () => {
       const theirs = await paused(a);
       await a.claimInterrupt({ executionId: theirs.id, checkpointId: theirs.pause }, { next: resumedRow(theirs.id, theirs.pause) });
