@@ -19,7 +19,7 @@ import { describeHoles } from '../shared/holes.js';
 import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.js';
 import { diffStates } from './diff.js';
 import { LOCAL_TIME_JS } from './local-time.js';
-import { NotFoundPage } from './not-found-page.js';
+import { NotFoundPage, RefusedPage } from './not-found-page.js';
 import { QuarantinePage } from './quarantine-page.js';
 import { RunPage } from './run-page.js';
 import { RunsPage, SINCE_WINDOWS, type RunsFilters } from './runs-page.js';
@@ -88,14 +88,25 @@ export interface PagesOptions<E extends Env> {
   approvals?: ApprovalOptions<E>;
 }
 
-/** A cursor the source did not issue: 400, not a 500. */
+/** A cursor the source did not issue: 400 naming it, not a 500. */
 async function handleCursor(c: Context, fn: () => Promise<Response>): Promise<Response> {
   try {
     return await fn();
   } catch (e) {
-    if (hasCode(e, ErrorCode.BAD_CURSOR)) return c.text('bad cursor', 400);
+    if (hasCode(e, ErrorCode.BAD_CURSOR)) return c.html(<RefusedPage code={ErrorCode.BAD_CURSOR} problems={['cursor: not one this page issued (follow the page\u2019s own links)']} />, 400);
     throw e;
   }
+}
+
+const STATUSES = ['running', 'paused', 'completed', 'failed', 'cancelled'];
+
+/** The run list's filters from the query; every problem named (a filter the form cannot send is a mistake to say, not to drop). */
+function runsFilters(q: Record<string, string>): RunsFilters | { problems: string[] } {
+  const problems: string[] = [];
+  if (q.status && !STATUSES.includes(q.status)) problems.push(`status: must be one of ${STATUSES.join(', ')} (got '${q.status}')`);
+  if (q.since && !(q.since in SINCE_WINDOWS)) problems.push(`since: must be one of ${Object.keys(SINCE_WINDOWS).join(', ')} (got '${q.since}')`);
+  if (problems.length) return { problems };
+  return { status: q.status || undefined, writer: q.writer || undefined, q: q.q || undefined, since: q.since || undefined };
 }
 
 /** Mount `/`, `/runs/:id`, `/quarantine` and (with `sync`) `/sync` on `app`. */
@@ -107,12 +118,8 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
   app.get('/', o.viewer, (c) =>
     handleCursor(c, async () => {
       const q = c.req.query();
-      const filters: RunsFilters = {
-        status: ['running', 'paused', 'completed', 'failed', 'cancelled'].includes(q.status ?? '') ? q.status : undefined,
-        writer: q.writer || undefined,
-        q: q.q || undefined,
-        since: q.since && q.since in SINCE_WINDOWS ? q.since : undefined,
-      };
+      const filters = runsFilters(q);
+      if ('problems' in filters) return c.html(wrap(<RefusedPage code={ErrorCode.INVALID_REQUEST} problems={filters.problems} />, c), 400);
       const live = q.live === '1';
       const updatedSince = filters.since ? new Date(Date.now() - SINCE_WINDOWS[filters.since]).toISOString() : undefined;
       const page = await source(c).listRuns({ status: filters.status, writer: filters.writer, q: filters.q, updatedSince, cursor: q.cursor || undefined, limit: 50 });

@@ -80,6 +80,17 @@ describe('local inspector paging', () => {
   it('a cursor it did not issue is a 400, not a 500; a row that is not there is said', async () => {
     for (const path of ['/?cursor=x', '/runs/long-run?cursor=eyJhIjoxfQ', '/quarantine?cursor=%5B%5D']) expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
     expect(await (await fetch(`${ui.url}/runs/long-run?a=0&b=900`)).text()).toContain('seq 900 is not a row of this run');
+    const badCursor = await fetch(`${ui.url}/?cursor=x`);
+    expect(badCursor.headers.get('content-type')).toContain('text/html');
+    expect(await badCursor.text()).toContain('BAD_CURSOR');
+    // a filter the form cannot send: 400 naming every problem, not the unfiltered list
+    const badFilters = await fetch(`${ui.url}/?status=bogus&since=xyz`);
+    expect(badFilters.status).toBe(400);
+    const named = await badFilters.text();
+    expect(named).toContain('INVALID_REQUEST');
+    expect(named).toContain('status: must be one of running, paused, completed, failed, cancelled (got &#39;bogus&#39;)');
+    expect(named).toContain('since: must be one of 1h, 24h, 7d, 30d');
+    expect((await fetch(`${ui.url}/?status=paused&since=24h`)).status).toBe(200);
     // numbers past the safe integers: a cursor is not one it issued (400), a seq in the query is no seq (the page, as without it)
     const huge = Buffer.from('1e20').toString('base64url');
     for (const path of [`/runs/long-run?cursor=${huge}`, `/quarantine?cursor=${huge}`]) expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
