@@ -273,7 +273,8 @@ if (name === 'all') {
     `# Benchmark results\n\n\`npm run bench -- all\` on ${when} (Node ${process.version}, ${cpus().length} cores; ${Math.round((Date.now() - started) / 1000)} s in all). Message text is pseudo-random (incompressible) in every bench, waymark and peer alike; every bench repeats at least 5 times, interleaved; a ratio is taken within one repetition (both sides measured minutes apart at most) and reported as median [min–max] over the repetitions; beside every SQLite ratio, the disk's raw fsync rate measured in the same repetitions; steps per CPU-second of the bench process beside steps/s, which stays valid on a loaded machine.\n\n## Targets of issue 19\n\n${issueTargets(lines, beforeLines)}\n\n## Earlier targets\n\n${targets(lines)}\n\nWhat the profiles showed, what was fixed, before/after figures, and why the misses remain: [PROFILES.md](PROFILES.md).\n\n## Runs\n\n${sections.join('\n')}`,
   );
   // formatted as the linter wants it, so a bench run never leaves `npm test`'s lint failing
-  spawnSync(process.execPath, [join(root, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'), 'format', '--write', join(here, 'RESULTS.md')], { cwd: root, stdio: 'ignore' });
+  const formatted = spawnSync(process.execPath, [join(root, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'), 'format', '--write', join(here, 'RESULTS.md')], { cwd: root, stdio: 'ignore' });
+  if (formatted.status !== 0) console.error('bench/RESULTS.md could not be formatted: run `npx biome format --write bench/RESULTS.md` before committing it');
   console.log(`\nwrote bench/RESULTS.md (${Math.round((Date.now() - started) / 1000)} s)`);
 } else if (lines.length) {
   console.log(`\n## Targets of issue 19 (from this run's benches only)\n\n${issueTargets(lines, beforeLines)}\n\n## Earlier targets\n\n${targets(lines)}`);

@@ -349,7 +349,9 @@ export interface Checkpointer {
    * Record a decision for one pause, in one transaction. At most one per pause:
    * a second (any id) is not recorded and the first is returned as `existing`.
    * `source: 'local'` needs the pause open here (PAUSE_NOT_FOUND, PAUSE_CLOSED
-   * otherwise) and queues a `decision_recorded` event; `source: 'plane'` (from
+   * otherwise; a local decision naming another run's checkpoint or decision id
+   * is PAUSE_NOT_FOUND, never answered with that run's decision) and queues a
+   * `decision_recorded` event; `source: 'plane'` (from
    * the plane's feed or a restore) is stored even for a run this store does not
    * hold, and queues nothing. An invalid decision: INVALID_DECISION naming
    * every problem. Nothing is written when refused.

@@ -23,6 +23,7 @@ import { ErrorCode, hasCode } from '../shared/errors.js';
 import type { Json } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
 import { Badge, Id, json, Layout, ShortId, Table, Time } from './layout.js';
+import { RefusedPage } from './refused-page.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged } from './source.js';
 
 /** Who may decide in a request, and the CSRF token of its forms. */
@@ -309,7 +310,9 @@ export function mountApprovals<E extends Env>(
         ),
       );
     } catch (e) {
-      if (hasCode(e, ErrorCode.BAD_CURSOR)) return c.text('bad cursor', 400);
+      if (hasCode(e, ErrorCode.BAD_CURSOR)) {
+        return c.html(o.wrap(<RefusedPage code={ErrorCode.BAD_CURSOR} problems={['cursor: not one this page issued (follow the page\u2019s own links)']} />, c as unknown as Context<E>), 400);
+      }
       throw e;
     }
   });

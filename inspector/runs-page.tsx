@@ -35,6 +35,9 @@ export interface RunsFilters {
   since?: string;
 }
 
+/** The statuses the run list filters by (the form's choices). */
+export const RUN_STATUSES = ['running', 'paused', 'completed', 'failed', 'cancelled'];
+
 export const SINCE_WINDOWS: Record<string, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
 
 export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolean; live: boolean; filters: RunsFilters; query: (cursor: string | null, live?: boolean) => string }> = ({
@@ -56,7 +59,7 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
       <label>
         Status
         <select name="status">
-          {['', 'running', 'paused', 'completed', 'failed', 'cancelled'].map((s) => (
+          {['', ...RUN_STATUSES].map((s) => (
             <option value={s} selected={(filters.status ?? '') === s}>
               {s || 'any'}
             </option>

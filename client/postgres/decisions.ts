@@ -41,7 +41,7 @@ export async function insertDecision(tx: Tx, t: Tables, lockKey: string, d: Deci
     const [open] = await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
     if (!open) {
       const existing = await existingDecision(tx, t, d);
-      // another run's decision under this checkpoint id: judged by this run's pause (PAUSE_NOT_FOUND), never answered with it
+      // another run's decision under this checkpoint (or decision) id: judged by this run's pause, which is not open here (PAUSE_NOT_FOUND)
       if (existing && existing.executionId === d.executionId) return { recorded: false, existing };
       const [row] = await tx<{ executionId: string; status: string }[]>`SELECT execution_id AS "executionId", status FROM ${t.checkpoints} WHERE id = ${d.checkpointId}`;
       const [claim] = await tx<ClaimColumns[]>`SELECT * FROM ${t.claims} WHERE checkpoint_id = ${d.checkpointId}`;

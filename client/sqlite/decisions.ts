@@ -45,7 +45,7 @@ function st(db: Database.Database, sql: string): Database.Statement {
  */
 export function insertDecision(db: Database.Database, d: Decision, queue: (e: QueuedEvent) => void): RecordDecisionResult {
   const prev = st(db, `SELECT * FROM decisions WHERE checkpoint_id = ? OR decision_id = ?`).get(d.checkpointId, d.decisionId) as DecisionColumns | undefined;
-  // a local decision naming another run's checkpoint is judged by its own run's pause (PAUSE_NOT_FOUND), never answered with that run's decision
+  // a local decision naming another run's checkpoint (or decision id) is judged by its own run's pause first: PAUSE_NOT_FOUND when that pause is not open here
   if (prev && (d.source !== 'local' || prev.execution_id === d.executionId)) return { recorded: false, existing: decisionFromColumns(prev) };
   if (d.source === 'local') {
     const open = st(db, `SELECT 1 FROM pending_interrupts WHERE execution_id = ? AND checkpoint_id = ?`).get(d.executionId, d.checkpointId) !== undefined;

@@ -82,7 +82,11 @@ describe('local inspector paging', () => {
     expect(await (await fetch(`${ui.url}/runs/long-run?a=0&b=900`)).text()).toContain('seq 900 is not a row of this run');
     const badCursor = await fetch(`${ui.url}/?cursor=x`);
     expect(badCursor.headers.get('content-type')).toContain('text/html');
-    expect(await badCursor.text()).toContain('BAD_CURSOR');
+    const badCursorText = await badCursor.text();
+    expect(badCursorText).toContain('BAD_CURSOR');
+    // in the local UI's own frame (its nav), not the plane's
+    expect(badCursorText).toContain('href="/approvals"');
+    expect(badCursorText).not.toContain('href="/keys"');
     // a filter the form cannot send: 400 naming every problem, not the unfiltered list
     const badFilters = await fetch(`${ui.url}/?status=bogus&since=xyz`);
     expect(badFilters.status).toBe(400);
@@ -91,6 +95,10 @@ describe('local inspector paging', () => {
     expect(named).toContain('status: must be one of running, paused, completed, failed, cancelled (got &#39;bogus&#39;)');
     expect(named).toContain('since: must be one of 1h, 24h, 7d, 30d');
     expect((await fetch(`${ui.url}/?status=paused&since=24h`)).status).toBe(200);
+    // a name every object inherits is no window
+    for (const since of ['toString', 'constructor', '__proto__']) expect((await fetch(`${ui.url}/?since=${since}`)).status, since).toBe(400);
+    expect(named).not.toContain('href="/keys"');
+    expect(await (await fetch(`${ui.url}/approvals?cursor=x`)).text()).toContain('BAD_CURSOR');
     // numbers past the safe integers: a cursor is not one it issued (400), a seq in the query is no seq (the page, as without it)
     const huge = Buffer.from('1e20').toString('base64url');
     for (const path of [`/runs/long-run?cursor=${huge}`, `/quarantine?cursor=${huge}`]) expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
