@@ -23,7 +23,7 @@ import { ErrorCode, hasCode } from '../shared/errors.js';
 import type { Json } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
 import { Badge, Id, json, Layout, ShortId, Table, Time } from './layout.js';
-import { RefusedPage } from './refused-page.js';
+import { BadCursorPage } from './refused-page.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged } from './source.js';
 
 /** Who may decide in a request, and the CSRF token of its forms. */
@@ -310,9 +310,7 @@ export function mountApprovals<E extends Env>(
         ),
       );
     } catch (e) {
-      if (hasCode(e, ErrorCode.BAD_CURSOR)) {
-        return c.html(o.wrap(<RefusedPage code={ErrorCode.BAD_CURSOR} problems={['cursor: not one this page issued (follow the page\u2019s own links)']} />, c as unknown as Context<E>), 400);
-      }
+      if (hasCode(e, ErrorCode.BAD_CURSOR)) return c.html(o.wrap(<BadCursorPage />, c as unknown as Context<E>), 400);
       throw e;
     }
   });

@@ -20,7 +20,7 @@ import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.
 import { diffStates } from './diff.js';
 import { LOCAL_TIME_JS } from './local-time.js';
 import { NotFoundPage } from './not-found-page.js';
-import { RefusedPage } from './refused-page.js';
+import { BadCursorPage, RefusedPage } from './refused-page.js';
 import { QuarantinePage } from './quarantine-page.js';
 import { RunPage } from './run-page.js';
 import { RUN_STATUSES, RunsPage, SINCE_WINDOWS, type RunsFilters } from './runs-page.js';
@@ -89,16 +89,6 @@ export interface PagesOptions<E extends Env> {
   approvals?: ApprovalOptions<E>;
 }
 
-/** A cursor the source did not issue: 400 naming it (in the page's frame), not a 500. */
-async function handleCursor(c: Context, wrap: (p: Page) => Page, fn: () => Promise<Response>): Promise<Response> {
-  try {
-    return await fn();
-  } catch (e) {
-    if (hasCode(e, ErrorCode.BAD_CURSOR)) return c.html(wrap(<RefusedPage code={ErrorCode.BAD_CURSOR} problems={['cursor: not one this page issued (follow the page\u2019s own links)']} />), 400);
-    throw e;
-  }
-}
-
 /** The run list's filters from the query; every problem named (a filter the form cannot send is a mistake to say, not to drop). */
 function runsFilters(q: Record<string, string>): RunsFilters | { problems: string[] } {
   const problems: string[] = [];
@@ -113,109 +103,106 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
   const wrap = (p: Page, c: unknown) => (o.wrap ? o.wrap(p, c as Context<E>) : p);
   // hono's handler context is its own narrowing of E; it is the same request context
   const source = (c: unknown) => o.source(c as Context<E>);
+  /** A cursor the source did not issue: 400 naming it, in the page's frame, not a 500. */
+  const handleCursor = async (c: Context, fn: () => Promise<Response>): Promise<Response> => {
+    try {
+      return await fn();
+    } catch (e) {
+      if (hasCode(e, ErrorCode.BAD_CURSOR)) return c.html(wrap(<BadCursorPage />, c), 400);
+      throw e;
+    }
+  };
 
   app.get('/', o.viewer, (c) =>
-    handleCursor(
-      c,
-      (p) => wrap(p, c),
-      async () => {
-        const q = c.req.query();
-        const filters = runsFilters(q);
-        if ('problems' in filters) return c.html(wrap(<RefusedPage code={ErrorCode.INVALID_REQUEST} problems={filters.problems} />, c), 400);
-        const live = q.live === '1';
-        const updatedSince = filters.since ? new Date(Date.now() - SINCE_WINDOWS[filters.since]).toISOString() : undefined;
-        const page = await source(c).listRuns({ status: filters.status, writer: filters.writer, q: filters.q, updatedSince, cursor: q.cursor || undefined, limit: 50 });
-        const query = (cursor: string | null, on = live) => {
-          const u = new URLSearchParams(Object.entries({ ...filters, ...(cursor ? { cursor } : {}), ...(on ? { live: '1' } : {}) }).filter(([, v]) => v) as [string, string][]);
-          return `/?${u}`;
-        };
-        return c.html(wrap(<RunsPage items={page.items} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />, c));
-      },
-    ),
+    handleCursor(c, async () => {
+      const q = c.req.query();
+      const filters = runsFilters(q);
+      if ('problems' in filters) return c.html(wrap(<RefusedPage code={ErrorCode.INVALID_REQUEST} problems={filters.problems} />, c), 400);
+      const live = q.live === '1';
+      const updatedSince = filters.since ? new Date(Date.now() - SINCE_WINDOWS[filters.since]).toISOString() : undefined;
+      const page = await source(c).listRuns({ status: filters.status, writer: filters.writer, q: filters.q, updatedSince, cursor: q.cursor || undefined, limit: 50 });
+      const query = (cursor: string | null, on = live) => {
+        const u = new URLSearchParams(Object.entries({ ...filters, ...(cursor ? { cursor } : {}), ...(on ? { live: '1' } : {}) }).filter(([, v]) => v) as [string, string][]);
+        return `/?${u}`;
+      };
+      return c.html(wrap(<RunsPage items={page.items} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />, c));
+    }),
   );
 
   app.get('/runs/:id', o.viewer, (c) =>
-    handleCursor(
-      c,
-      (p) => wrap(p, c),
-      async () => {
-        const src = source(c);
-        const id = c.req.param('id');
-        const execution = await src.getRun(id);
-        if (!execution) return c.html(wrap(<NotFoundPage what={o.missingRun(id)} />, c), 404);
-        const cursor = c.req.query('cursor') || undefined;
-        const rows = await src.listRows(id, { cursor, limit: 200 });
-        const last = execution.lastSeq;
-        // a seq beyond the safe integers is no seq of any run: the default, never a store error
-        const num = (v: string | undefined, d: number) => (v !== undefined && /^\d+$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : d);
-        const b = num(c.req.query('b'), last);
-        const a = num(c.req.query('a'), Math.max(0, b - 1));
-        let result = null;
-        let error: string | undefined;
-        const holes = (await src.listHoles?.(id)) ?? [];
-        // a stored run is always shown: a row whose chain does not decode here (a hole before it) is named, never a 500
-        const decoded = async (seq: number) => {
-          try {
-            return await src.stateAt(id, seq);
-          } catch (e) {
-            if (!hasCode(e, ErrorCode.CORRUPT_ROW)) throw e;
-            error ??= `seq ${seq} cannot be decoded from ${o.copyName}${holes.length ? ` (incomplete: ${describeHoles(holes)})` : ''}: ${(e as Error).message}`;
-            return undefined;
-          }
-        };
-        const sa = await decoded(a);
-        const sb = await decoded(b);
-        if (sa && sb) result = diffStates(sa, sb);
-        else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
-        const pageQuery = (cur: string | null) => `/runs/${encodeURIComponent(id)}${cur ? `?cursor=${encodeURIComponent(cur)}` : ''}`;
-        const quarantined = (await src.listQuarantine({ executionId: id, limit: 100 })).items;
-        const pause = await src.pauseState(id);
-        let approvals = null;
-        if (o.approvals && src.runDecisions) {
-          const decisions = await src.runDecisions(id);
-          const open = pause?.state === 'open' && !decisions.some((d) => d.checkpointId === pause.pending.checkpointId) ? pause.pending.checkpointId : null;
-          const who = open && src.recordDecision ? await o.approvals.decider(c as unknown as Context<E>) : null;
-          const form = open && who && 'by' in who ? { checkpointId: open, csrf: o.approvals.csrf(c as unknown as Context<E>) } : null;
-          if (form) c.header('cache-control', 'no-store');
-          if (decisions.length || open) approvals = <RunApprovals executionId={id} decisions={decisions} form={form} why={who && 'refused' in who ? who.refused : null} />;
+    handleCursor(c, async () => {
+      const src = source(c);
+      const id = c.req.param('id');
+      const execution = await src.getRun(id);
+      if (!execution) return c.html(wrap(<NotFoundPage what={o.missingRun(id)} />, c), 404);
+      const cursor = c.req.query('cursor') || undefined;
+      const rows = await src.listRows(id, { cursor, limit: 200 });
+      const last = execution.lastSeq;
+      // a seq beyond the safe integers is no seq of any run: the default, never a store error
+      const num = (v: string | undefined, d: number) => (v !== undefined && /^\d+$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : d);
+      const b = num(c.req.query('b'), last);
+      const a = num(c.req.query('a'), Math.max(0, b - 1));
+      let result = null;
+      let error: string | undefined;
+      const holes = (await src.listHoles?.(id)) ?? [];
+      // a stored run is always shown: a row whose chain does not decode here (a hole before it) is named, never a 500
+      const decoded = async (seq: number) => {
+        try {
+          return await src.stateAt(id, seq);
+        } catch (e) {
+          if (!hasCode(e, ErrorCode.CORRUPT_ROW)) throw e;
+          error ??= `seq ${seq} cannot be decoded from ${o.copyName}${holes.length ? ` (incomplete: ${describeHoles(holes)})` : ''}: ${(e as Error).message}`;
+          return undefined;
         }
-        return c.html(
-          wrap(
-            <RunPage
-              execution={execution}
-              holes={holes}
-              rows={rows.items}
-              next={rows.nextCursor}
-              pageQuery={pageQuery}
-              pause={pause}
-              approvals={approvals}
-              idempotency={await src.listIdempotency(id)}
-              usage={await src.runUsage(id)}
-              conflicts={await src.listClaimConflicts?.(id)}
-              takeovers={await src.listTakeovers?.(id)}
-              quarantined={quarantined}
-              diff={{ a, b, result, error }}
-              state={sb ?? null}
-              live={c.req.query('live') === '1'}
-              paged={cursor !== undefined}
-              {...(await src.forkLinks(id))}
-            />,
-            c,
-          ),
-        );
-      },
-    ),
+      };
+      const sa = await decoded(a);
+      const sb = await decoded(b);
+      if (sa && sb) result = diffStates(sa, sb);
+      else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
+      const pageQuery = (cur: string | null) => `/runs/${encodeURIComponent(id)}${cur ? `?cursor=${encodeURIComponent(cur)}` : ''}`;
+      const quarantined = (await src.listQuarantine({ executionId: id, limit: 100 })).items;
+      const pause = await src.pauseState(id);
+      let approvals = null;
+      if (o.approvals && src.runDecisions) {
+        const decisions = await src.runDecisions(id);
+        const open = pause?.state === 'open' && !decisions.some((d) => d.checkpointId === pause.pending.checkpointId) ? pause.pending.checkpointId : null;
+        const who = open && src.recordDecision ? await o.approvals.decider(c as unknown as Context<E>) : null;
+        const form = open && who && 'by' in who ? { checkpointId: open, csrf: o.approvals.csrf(c as unknown as Context<E>) } : null;
+        if (form) c.header('cache-control', 'no-store');
+        if (decisions.length || open) approvals = <RunApprovals executionId={id} decisions={decisions} form={form} why={who && 'refused' in who ? who.refused : null} />;
+      }
+      return c.html(
+        wrap(
+          <RunPage
+            execution={execution}
+            holes={holes}
+            rows={rows.items}
+            next={rows.nextCursor}
+            pageQuery={pageQuery}
+            pause={pause}
+            approvals={approvals}
+            idempotency={await src.listIdempotency(id)}
+            usage={await src.runUsage(id)}
+            conflicts={await src.listClaimConflicts?.(id)}
+            takeovers={await src.listTakeovers?.(id)}
+            quarantined={quarantined}
+            diff={{ a, b, result, error }}
+            state={sb ?? null}
+            live={c.req.query('live') === '1'}
+            paged={cursor !== undefined}
+            {...(await src.forkLinks(id))}
+          />,
+          c,
+        ),
+      );
+    }),
   );
 
   app.get('/quarantine', o.viewer, (c) =>
-    handleCursor(
-      c,
-      (p) => wrap(p, c),
-      async () => {
-        const page = await source(c).listQuarantine({ cursor: c.req.query('cursor') || undefined, limit: 50 });
-        return c.html(wrap(<QuarantinePage items={page.items} next={page.nextCursor} />, c));
-      },
-    ),
+    handleCursor(c, async () => {
+      const page = await source(c).listQuarantine({ cursor: c.req.query('cursor') || undefined, limit: 50 });
+      return c.html(wrap(<QuarantinePage items={page.items} next={page.nextCursor} />, c));
+    }),
   );
 
   if (o.approvals) mountApprovals(app, { viewer: o.viewer, source: o.source, wrap: o.wrap ?? ((p) => p), approvals: o.approvals });
