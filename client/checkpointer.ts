@@ -460,6 +460,13 @@ export interface Checkpointer {
    * are inserted if missing (an effect that ran on either branch stays recorded).
    */
   importRows(bundle: RestoreBundle): Promise<ImportResult>;
+  /**
+   * Whether a plane holds some of this run's checkpoints: one whose outbox
+   * event a plane acknowledged (not quarantined), or one restored from a plane.
+   * Another machine may then resume the run through that plane, so the runtime
+   * refuses to resume it from this store while no plane is connected.
+   */
+  heldByPlane(executionId: string): Promise<boolean>;
   /** Small persistent notes kept with the store (the drain records its last error and ack here). */
   getMeta(key: string): Promise<string | null>;
   setMeta(key: string, value: string): Promise<void>;

@@ -119,6 +119,25 @@ export class ClaimRefused extends WaymarkError {
   }
 }
 
+/**
+ * A resume of a run a plane holds, from a store with no plane connected:
+ * another machine may resume the same pause (or take the run over) through
+ * the plane, and only the plane's claim makes one of them win. Nothing was
+ * claimed or written.
+ */
+export class NotConnected extends WaymarkError {
+  constructor(readonly executionId: string) {
+    super(
+      ErrorCode.PLANE_NOT_CONNECTED,
+      `execution '${executionId}' is held by a plane (its rows reached one, or were restored from one) and this store is not connected: ` +
+        `another machine may resume it there. Connect the store first (connectPlane(store, …)) so the claim goes through the plane, ` +
+        `or pass { withoutPlane: true } to resume it here without the fleet-wide claim; nothing was claimed`,
+      { details: { executionId } },
+    );
+    this.name = 'NotConnected';
+  }
+}
+
 /** A Resume value of the wrong shape; nothing was claimed. Names every problem. */
 export class InvalidResume extends WaymarkError {
   constructor(readonly problems: string[]) {

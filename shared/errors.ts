@@ -37,6 +37,8 @@ export const ErrorCode = {
   PLANE_ERROR: 'PLANE_ERROR',
   STORE_FAILED: 'STORE_FAILED',
   CLAIM_REFUSED: 'CLAIM_REFUSED',
+  /** A resume of a run a plane holds (some of its checkpoints reached one, or came from one) from a store with no plane connected: another machine may resume it there. Nothing was claimed. */
+  PLANE_NOT_CONNECTED: 'PLANE_NOT_CONNECTED',
   /** A Resume value that is not `{ approved: boolean, metadata?: {…JSON} }`; every problem is named in `details.problems`. */
   INVALID_RESUME: 'INVALID_RESUME',
   /** A write or renewal by a runner whose lease another runner has taken; nothing was written. */

@@ -576,6 +576,15 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => listQuarantined(sql, this.t, options));
   }
 
+  async heldByPlane(executionId: string): Promise<boolean> {
+    this.assertOpen();
+    return this.read(async (sql) => {
+      const [r] = await sql<{ held: boolean }[]>`SELECT EXISTS (SELECT 1 FROM ${this.t.checkpoints} c
+        JOIN ${this.t.outbox} o ON o.id = c.id AND o.synced AND o.sync_error IS NULL WHERE c.execution_id = ${executionId}) AS held`;
+      return r.held;
+    });
+  }
+
   async importRows(bundle: C.RestoreBundle): Promise<C.ImportResult> {
     this.assertOpen();
     const checked = checkBundle(bundle);

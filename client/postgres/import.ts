@@ -1,6 +1,7 @@
 /**
  * The Postgres store's import (`importRows`): rows from a bundle (a restore
- * from the plane) inserted as synced, never overwriting a local row. Inside
+ * from the plane) inserted as synced (an outbox event marked sent, so the
+ * run shows as held by a plane), never overwriting a local row. Inside
  * the caller's transaction, each execution the bundle names is locked first,
  * the local rows the plan can ask about are read, the plan
  * (client/store/import.ts) is written, pauses that are no longer the newest
@@ -11,6 +12,7 @@ import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../share
 import type * as C from '../checkpointer.js';
 import { toColumns } from '../store/columns.js';
 import { importResultOf, planImport } from '../store/import.js';
+import { canonicalTime } from '../store/rows.js';
 import { ADVANCE, lockExecution } from './executions.js';
 import { textList, type Tables, type Tx } from './tables.js';
 
@@ -59,6 +61,8 @@ export async function importInto(
   const res = importResultOf(plan);
   for (const c of plan.insert) {
     await tx`INSERT INTO ${t.checkpoints} ${tx(toColumns.checkpoint(c))}`;
+    await tx`INSERT INTO ${t.outbox} (id, kind, execution_id, payload, bytes, created_at, synced)
+      VALUES (${c.id}, 'checkpoint', ${c.executionId}, NULL, 0, ${canonicalTime()}, true) ON CONFLICT (id) DO NOTHING`;
     await tx`UPDATE ${t.executions} SET ${tx(toColumns.execution(c), ...ADVANCE)}
       WHERE execution_id = ${c.executionId} AND next_seq <= ${c.seq}`;
     dropped(c.executionId);

@@ -33,7 +33,7 @@ import type { Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
 import type { Checkpointer, ClaimGuard } from '../checkpointer.js';
-import { AlreadyResumed, CheckpointError, ResumeRequired } from '../errors.js';
+import { AlreadyResumed, CheckpointError, NotConnected, ResumeRequired } from '../errors.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from './lease.js';
 import { isCancelMarker, runCancelled } from '../store/cancel.js';
 import { noFaults, type FaultHook } from '../faults.js';
@@ -235,6 +235,7 @@ export class Agent {
     if (latest.status === 'interrupted') {
       if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
       this.resolveTool(latest.agentPath);
+      await this.refuseOffPlane(store, executionId, options);
       const paused = (await store.readState(latest)) as RunState;
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
       const guard = this.claimGuard ?? store.planeGuard.current?.claim;
@@ -271,6 +272,7 @@ export class Agent {
     } else if (answer !== undefined) {
       throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
     } else {
+      await this.refuseOffPlane(store, executionId, options);
       // connected to a plane: another machine's run is taken over there first (one winner, only once its lease ran out)
       await store.planeGuard.current?.takeover({ executionId, seq: latest.seq });
       // a live runner (or one dead less than a lease ago) refuses this with RunInProgress
@@ -294,6 +296,16 @@ export class Agent {
       return { level, own };
     });
     return this.runner.outer(level, () => this.runner.reenter(level, own));
+  }
+
+  /**
+   * A run a plane holds is resumed through that plane's claim: from a store
+   * with no plane connected (and no claim guard of its own) it is refused
+   * unless the caller gives the fleet-wide claim up with `withoutPlane`.
+   */
+  private async refuseOffPlane(store: Checkpointer, executionId: string, options: ResumeOptions): Promise<void> {
+    if (options.withoutPlane === true || this.claimGuard || store.planeGuard.current) return;
+    if (await store.heldByPlane(executionId)) throw new NotConnected(executionId);
   }
 
   /**

@@ -14,6 +14,13 @@ export interface ResumeOptions extends RunOptions {
   checkpointId?: string;
   /** The decision this resume applies (a decision worker): recorded on the claim, locally and at the plane. Needs `checkpointId`; the store refuses (INVALID_DECISION) a decision it holds for another pause. */
   decisionId?: string;
+  /**
+   * Resume a run a plane holds from a store with no plane connected, giving
+   * up the fleet-wide claim (another machine may resume the same pause
+   * through the plane). Without it such a resume is refused with
+   * NotConnected (PLANE_NOT_CONNECTED) and nothing is claimed.
+   */
+  withoutPlane?: boolean;
 }
 
 /** The pause asked for is not the run's newest row: answered already (the run moved on, maybe to another pause). */

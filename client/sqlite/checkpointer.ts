@@ -550,6 +550,11 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return this.db.transaction(() => importInto(this.st, checked, (id) => this.cursors.drop(id))).immediate();
   }
 
+  async heldByPlane(executionId: string): Promise<boolean> {
+    this.assertOpen();
+    return (this.st.heldByPlane.get(executionId) as { held: number }).held === 1;
+  }
+
   async getMeta(key: string): Promise<string | null> {
     this.assertOpen();
     const row = this.st.getMeta.get(`note:${key}`) as { value: string } | undefined;

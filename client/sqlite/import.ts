@@ -1,6 +1,7 @@
 /**
  * The SQLite store's import (`importRows`): rows from a bundle (a restore
- * from the plane) inserted as synced, never overwriting a local row. Inside
+ * from the plane) inserted as synced (an outbox event marked sent, so the
+ * run shows as held by a plane), never overwriting a local row. Inside
  * the caller's IMMEDIATE transaction the plan (client/store/import.ts) is
  * made against the local rows and written, pauses that are no longer the
  * newest row are dropped as stale, and the bundle's pause and idempotency
@@ -10,6 +11,7 @@ import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../share
 import type * as C from '../checkpointer.js';
 import { toColumns, type CheckpointColumns, type PendingColumns } from '../store/columns.js';
 import { importResultOf, planImport } from '../store/import.js';
+import { canonicalTime } from '../store/rows.js';
 import type { Statements } from './statements.js';
 
 /** Write a checked bundle inside the caller's transaction; `dropped` hears each execution whose newest row moved. */
@@ -29,6 +31,7 @@ export function importInto(
   const res = importResultOf(plan);
   for (const c of plan.insert) {
     st.insertCheckpoint.run(toColumns.checkpoint(c));
+    st.markRestored.run(c.id, c.executionId, canonicalTime());
     st.upsertExec.run(toColumns.execution(c));
     dropped(c.executionId);
     res.inserted++;

@@ -64,6 +64,15 @@ export function prepareStatements(db: Database.Database) {
     listIdem: prepare(`SELECT * FROM idempotency WHERE execution_id = ? ORDER BY created_at, key`),
     markSynced: prepare(`UPDATE outbox SET synced = 1 WHERE id = ? AND synced = 0`),
     markQuarantined: prepare(`UPDATE outbox SET synced = 1, sync_error = ? WHERE id = ? AND synced = 0`),
+    // a row restored from a plane: an event the plane already holds (never queued, and it marks the run as held there)
+    markRestored: prepare(
+      `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at, synced) VALUES (?, 'checkpoint', ?, NULL, 0, ?, 1)
+       ON CONFLICT (id) DO NOTHING`,
+    ),
+    heldByPlane: prepare(
+      `SELECT EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 1 AND o.sync_error IS NULL
+                      WHERE c.execution_id = ?) AS held`,
+    ),
     getLease: prepare(`SELECT * FROM leases WHERE execution_id = ?`),
     upsertLease: prepare(
       `INSERT INTO leases (execution_id, holder, epoch, expires_at) VALUES (?, ?, ?, ?)

@@ -89,6 +89,46 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       }
     });
 
+    test('heldByPlane: a run is held by a plane once one of its checkpoints was acknowledged, or restored from one', async () => {
+      const a = exec();
+      await store.put(input(a));
+      await store.recordInterrupt(pauseRow(a), { reason: 'r', context: null });
+      expect(await store.heldByPlane(a)).toBe(false);
+      // refused by the plane (quarantined): the plane does not hold it
+      const [first, ...rest] = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
+      await store.applyResults({ quarantined: { [first.id]: 'refused' } });
+      expect(await store.heldByPlane(a)).toBe(false);
+      // another kind of event acknowledged: the plane holds no checkpoint of the run yet
+      await store.applyResults({ synced: rest.filter((e) => e.kind === 'interrupt_opened').map((e) => e.id) });
+      expect(await store.heldByPlane(a)).toBe(false);
+      await store.applyResults({ synced: rest.filter((e) => e.kind === 'checkpoint').map((e) => e.id) });
+      expect(await store.heldByPlane(a)).toBe(true);
+      const b = exec();
+      const row = await store.put(input(b));
+      expect(await store.heldByPlane(b)).toBe(false);
+      await store.applyResults({ synced: [row.id] });
+      expect(await store.heldByPlane(b)).toBe(true);
+      expect(await store.heldByPlane(exec())).toBe(false);
+      // rows restored into another store: held there too, and nothing is queued or counted as refused
+      const other = await options.make({});
+      try {
+        await other.store.setup();
+        const bundle = { checkpoints: await store.list(a), pending: await store.getPendingInterrupt(a), idempotency: [] };
+        await other.store.importRows(bundle);
+        expect(await other.store.heldByPlane(a)).toBe(true);
+        expect(await other.store.outboxStats()).toMatchObject({ pendingCount: 0, quarantinedCount: 0 });
+        expect(await other.store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).toEqual([]);
+        // a re-import writes nothing twice
+        await other.store.importRows(bundle);
+        expect(await other.store.heldByPlane(a)).toBe(true);
+        // deleted, the run is no longer held here
+        await other.store.deleteExecution(a);
+        expect(await other.store.heldByPlane(a)).toBe(false);
+      } finally {
+        await other.close();
+      }
+    });
+
     test('an invalid row is refused with INVALID_ROW and nothing is written', async () => {
       const a = exec();
       await expectCode(store.put(input(a, { step: 'bogus' as never })), 'INVALID_ROW');

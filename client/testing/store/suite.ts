@@ -78,6 +78,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         outboxStats: (s) => s.outboxStats(),
         listQuarantined: (s) => s.listQuarantined(),
         importRows: (s) => s.importRows({ checkpoints: [], pending: null, idempotency: [] }),
+        heldByPlane: (s) => s.heldByPlane('e'),
         getMeta: (s) => s.getMeta('k'),
         setMeta: (s) => s.setMeta('k', 'v'),
       };
