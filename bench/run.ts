@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- <name> [--before <dir>]`: steps | storage | concurrent | resume | resume-20 | resume-pg | put | ingest | drain | drain-rss | wal-pages | lease | langgraph | all.
+ * `npm run bench -- <name> [--before <dir>]`: steps | storage | concurrent | resume | resume-20 | resume-pg | put | ingest | ingest-planes | drain | drain-rss | wal-pages | lease | langgraph | all.
  * Runs each benchmark in its own process, prints its table and JSON lines, and
  * with `all` writes bench/RESULTS.md (the targets tables, the runs, the exact
  * commands, the date). Every bench repeats at least 5 times, interleaved;
@@ -28,6 +28,7 @@ const BENCHES: Record<string, string[]> = {
   'resume-pg': ['resume-cost.ts', '200', '5', 'postgres', 'both'],
   put: ['store-put.ts', '2000', '5'],
   ingest: ['ingest.ts', '32000', 'both', '1,8,32', '5'],
+  'ingest-planes': ['ingest-planes.ts', '20000', '8', '5'],
   drain: ['drain.ts', '20000', 'both', '5'],
   'drain-rss': ['drain-rss.ts', '1000000', '5'],
   'wal-pages': ['wal-pages.ts', '200', '5'],
@@ -49,8 +50,8 @@ if (usage.length) {
   console.error(`${usage.join('\n')}\nusage: npm run bench -- <${Object.keys(BENCHES).join('|')}|all> [--before <dir>]`);
   process.exit(2);
 }
-// drain-rss runs the plane as its own process from dist/: build it from this tree first
-if (names.includes('drain-rss')) {
+// drain-rss and ingest-planes run the plane as its own process from dist/: build it from this tree first
+if (names.includes('drain-rss') || names.includes('ingest-planes')) {
   const b = spawnSync('npm', ['run', 'build'], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (b.status !== 0) throw new Error('npm run build failed');
 }
@@ -165,7 +166,13 @@ function issueTargets(ls: Record<string, any>[], before: Record<string, any>[]):
       rows.push(['(3) drain: rows per CPU-second of the process (client + in-process plane)', `${fs(d.ranges['drain rows/CPU-s (postgres)'])}`, null]);
     }
   }
-  rows.push(['(3) ingest from 1 to 2 plane processes on one Postgres', 'not measured by this harness', null]);
+  for (const p of ls.filter((x) => x.bench === 'ingest-planes')) {
+    rows.push([
+      `(3) ingest from 1 to 2 plane processes on one Postgres (${p.writers} writers, ${p.cores} cores shared with Postgres and the writers): rows/s, rows per plane CPU-second`,
+      `2/1 ${fs(p.scale, 2, '×')} (1: ${fs(p.one)} rows/s, ${fs(p.oneCpu)} /plane CPU-s; 2: ${fs(p.two)} rows/s, ${fs(p.twoCpu)} /plane CPU-s); ${p.errors} errors`,
+      null,
+    ]);
+  }
   // 4. and 5. resume in a fresh process
   for (const r of ls.filter((x) => x.bench === 'resume')) {
     const w = r.waymark;

@@ -1,0 +1,188 @@
+/**
+ * Plane ingest with one and with two plane processes on one Postgres database
+ * (issue 19, item 3): the real `waymark plane` binary (dist/, `npm run build`
+ * first) started once or twice against a fresh database, and `writers`
+ * concurrent writers posting 500-row batches of pseudo-random rows, writer w
+ * to plane w mod processes. Reported per level: rows/s, rows per CPU-second of
+ * the plane processes (user + system read from /proc/<pid>/stat, so the
+ * writers' own CPU is not counted), and errors (must be 0); the 2/1 ratio is
+ * taken within a repetition, and the levels alternate which goes first. The
+ * machine's core count is printed: with the database, the writers and the
+ * planes sharing few cores, the second process has little idle CPU to use.
+ *
+ *   npx tsx bench/ingest-planes.ts [rows=20000] [writers=8] [reps=5]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+import { createKey, openPlaneDatabase } from '../plane/index.js';
+import { SqliteCheckpointer } from '../client/sqlite/index.js';
+import type { OutboxEvent } from '../shared/rows.js';
+import { putBacklog } from './lib/backlog.js';
+import { fmt, ratios, summary } from './lib/stats.js';
+
+const N = Number(process.argv[2] ?? 20000);
+const WRITERS = Number(process.argv[3] ?? 8);
+const REPS = Number(process.argv[4] ?? (process.env.WAYMARK_BENCH_SMOKE === '1' ? 1 : 5));
+const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const BATCH = 500;
+const BIN = join(fileURLToPath(new URL('..', import.meta.url)), 'bin/waymark.mjs');
+/** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
+const TICKS = 100;
+
+async function makeEvents(): Promise<OutboxEvent[]> {
+  const store = new SqliteCheckpointer({ path: ':memory:', synchronous: 'NORMAL' });
+  await putBacklog(store, N, 4);
+  const out: OutboxEvent[] = [];
+  for (;;) {
+    const page = await store.fetchUnsynced({ limit: 5000, maxBytes: 1e12 });
+    if (!page.length) break;
+    out.push(...page.map((e) => e.event!));
+    await store.markSynced(page.map((e) => e.id));
+  }
+  await store.close();
+  return out;
+}
+
+/** CPU seconds (user + system) a live process has used so far. */
+function cpuSecs(pid: number): number {
+  // fields after the command name, which is in parentheses and may hold spaces
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / TICKS;
+}
+
+async function startPlane(databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [BIN, 'plane', '--port', '0'], {
+    env: { ...process.env, WAYMARK_DATABASE_URL: databaseUrl, WAYMARK_LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`plane exited (${code}) before listening: ${out}`)));
+  });
+  return { child, url };
+}
+
+interface Level {
+  processes: number;
+  rowsPerSec: number;
+  rowsPerPlaneCpuSec: number;
+  errors: number;
+}
+
+/** One level on a fresh database: `processes` planes, WRITERS writers, every row once. */
+async function level(events: OutboxEvent[], processes: number): Promise<Level> {
+  return withDatabase(async (databaseUrl) => {
+    // migrate and make the key here, so the planes start on a ready database
+    const database = await openPlaneDatabase({ databaseUrl });
+    const { key } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
+    await database.close();
+    const planes = await Promise.all(Array.from({ length: processes }, () => startPlane(databaseUrl)));
+    try {
+      let errors = 0;
+      const writer = async (w: number) => {
+        const { url } = planes[w % processes];
+        for (let i = w * BATCH; i < events.length; i += WRITERS * BATCH) {
+          const rows = events.slice(i, i + BATCH);
+          for (let attempt = 1; ; attempt++) {
+            const res = await fetch(`${url}/v1/ingest`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+              body: JSON.stringify({ protocol: 1, writerId: `bench-${w}`, rows }),
+            }).catch((e: Error) => e);
+            if (res instanceof Error) {
+              errors++;
+              break;
+            }
+            const body = (await res.json()) as { accepted?: number };
+            // back-pressure is retried after its Retry-After, as the drain does
+            if ((res.status === 429 || res.status === 503) && attempt < 10) {
+              await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
+              continue;
+            }
+            if (res.status !== 200 || body.accepted !== rows.length) errors++;
+            break;
+          }
+        }
+      };
+      const cpu0 = planes.map((p) => cpuSecs(p.child.pid!));
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+      const secs = (performance.now() - t0) / 1000;
+      const cpu = planes.reduce((a, p, i) => a + cpuSecs(p.child.pid!) - cpu0[i], 0);
+      return { processes, rowsPerSec: events.length / secs, rowsPerPlaneCpuSec: events.length / cpu, errors };
+    } finally {
+      for (const p of planes) p.child.kill('SIGTERM');
+      await Promise.all(planes.map((p) => (p.child.exitCode === null ? new Promise((r) => p.child.once('exit', r)) : null)));
+    }
+  });
+}
+
+/** A fresh database on the Postgres server for one measurement; dropped after. */
+async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
+  const sql = postgres(PG, { max: 1, onnotice: () => {} });
+  const name = `waymark_bench_planes_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  await sql.unsafe(`CREATE DATABASE ${name}`);
+  try {
+    const url = new URL(PG);
+    url.pathname = `/${name}`;
+    return await fn(url.toString());
+  } finally {
+    await sql.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
+    await sql.end();
+  }
+}
+
+const events = await makeEvents();
+console.log(
+  `plane ingest with 1 and 2 plane processes on one Postgres: ${N} rows (pseudo-random text), ${WRITERS} writers, ${BATCH}-row batches, ${REPS} reps interleaved (the first level alternates); ${availableParallelism()} cores shared by Postgres, the planes and the writers`,
+);
+const one: Level[] = [];
+const two: Level[] = [];
+for (let rep = 0; rep < REPS; rep++) {
+  for (const p of rep % 2 === 0 ? [1, 2] : [2, 1]) {
+    const l = await level(events, p);
+    (p === 1 ? one : two).push(l);
+    console.error(`  rep ${rep + 1}/${REPS}: ${p} process(es) ${l.rowsPerSec.toFixed(0)} rows/s, ${l.rowsPerPlaneCpuSec.toFixed(0)} rows per plane CPU-s, ${l.errors} errors`);
+  }
+}
+const rate1 = summary(one.map((l) => l.rowsPerSec));
+const rate2 = summary(two.map((l) => l.rowsPerSec));
+const cpu1 = summary(one.map((l) => l.rowsPerPlaneCpuSec));
+const cpu2 = summary(two.map((l) => l.rowsPerPlaneCpuSec));
+const scale = ratios(
+  two.map((l) => l.rowsPerSec),
+  one.map((l) => l.rowsPerSec),
+)!;
+const errors = [...one, ...two].reduce((a, l) => a + l.errors, 0);
+console.log(`1 plane process   ${fmt(rate1)} rows/s · ${fmt(cpu1)} rows per plane CPU-s`);
+console.log(`2 plane processes ${fmt(rate2)} rows/s · ${fmt(cpu2)} rows per plane CPU-s · 2/1 ${fmt(scale, 2)}× · ${errors} errors`);
+console.log(
+  JSON.stringify({
+    bench: 'ingest-planes',
+    rows: N,
+    writers: WRITERS,
+    reps: REPS,
+    cores: availableParallelism(),
+    one: rate1,
+    two: rate2,
+    oneCpu: cpu1,
+    twoCpu: cpu2,
+    scale,
+    errors,
+    date: new Date().toISOString(),
+  }),
+);
+if (errors) {
+  console.error(`${errors} ingest request(s) failed`);
+  process.exitCode = 1;
+}
