@@ -11,6 +11,7 @@
  * planes sharing few cores, the second process has little idle CPU to use.
  *
  *   npx tsx bench/ingest-planes.ts [rows=20000] [writers=8] [reps=5]
+ *   WAYMARK_BENCH_PLANE_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" …   (a CPU profile of each plane process)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -56,7 +57,9 @@ function cpuSecs(pid: number): number {
 }
 
 async function startPlane(databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [BIN, 'plane', '--port', '0'], {
+  // WAYMARK_BENCH_PLANE_NODE_ARGS: node options for the planes only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+  const nodeArgs = process.env.WAYMARK_BENCH_PLANE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, BIN, 'plane', '--port', '0'], {
     env: { ...process.env, WAYMARK_DATABASE_URL: databaseUrl, WAYMARK_LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
