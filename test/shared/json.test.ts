@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { setOwn, stableStringify } from '../../shared/json.js';
+import { deepFreeze, setOwn, stableStringify } from '../../shared/json.js';
 
 /** The first definition (0.1.0): a copy with keys inserted in sorted order, then JSON.stringify. */
 function reference(value: unknown): string {
@@ -51,5 +51,38 @@ describe('stableStringify', () => {
     expect(stableStringify({ b: 1, a: [{ z: 1, y: 2 }], 10: 'x', 9: 'y' })).toBe('{"9":"y","10":"x","a":[{"y":2,"z":1}],"b":1}');
     expect(stableStringify(JSON.parse('{"__proto__":{"b":1,"a":2},"x":null}'))).toBe('{"__proto__":{"a":2,"b":1},"x":null}');
     expect(stableStringify({ a: undefined, b: [undefined] })).toBe('{"b":[null]}');
+  });
+});
+
+describe('deepFreeze', () => {
+  /** Every object reachable through own enumerable string keys (what the first definition, over Object.keys, froze). */
+  const reachable = (v: unknown, out: object[] = []): object[] => {
+    if (v === null || typeof v !== 'object') return out;
+    out.push(v);
+    for (const k of Object.keys(v)) reachable((v as Record<string, unknown>)[k], out);
+    return out;
+  };
+
+  it('freezes every object and array of any JSON value, `__proto__` and index keys included, and returns the value itself', () => {
+    fc.assert(
+      fc.property(value, (v) => {
+        const copy = JSON.parse(JSON.stringify(v) ?? 'null') as unknown;
+        expect(deepFreeze(copy)).toBe(copy);
+        for (const o of reachable(copy)) expect(Object.isFrozen(o)).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('freezes inside an object already reached once, a null-prototype object, and leaves inherited values alone', () => {
+    const shared = { n: { deep: [1, { x: 2 }] } };
+    const proto = { inherited: { mine: false } };
+    const child = Object.assign(Object.create(proto) as Record<string, unknown>, { own: { a: 1 } });
+    const bare = Object.assign(Object.create(null) as Record<string, unknown>, { k: [{ z: 1 }] });
+    deepFreeze({ a: shared, b: shared, child, bare });
+    for (const o of [...reachable(shared), ...reachable(child), ...reachable(bare)]) expect(Object.isFrozen(o)).toBe(true);
+    expect(Object.isFrozen(proto.inherited)).toBe(false);
+    expect(deepFreeze('text')).toBe('text');
+    expect(deepFreeze(null)).toBe(null);
   });
 });
