@@ -34,9 +34,9 @@ const BIN = join(fileURLToPath(new URL('..', import.meta.url)), 'bin/waymark.mjs
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
 const TICKS = 100;
 
-async function makeEvents(): Promise<OutboxEvent[]> {
+async function makeEvents(rows = N, prefix?: string): Promise<OutboxEvent[]> {
   const store = new SqliteCheckpointer({ path: ':memory:', synchronous: 'NORMAL' });
-  await putBacklog(store, N, 4);
+  await putBacklog(store, rows, 4, prefix);
   const out: OutboxEvent[] = [];
   for (;;) {
     const page = await store.fetchUnsynced({ limit: 5000, maxBytes: 1e12 });
@@ -65,12 +65,20 @@ async function startPlane(databaseUrl: string): Promise<{ child: ChildProcess; u
   });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
+    // a plane that neither listens nor exits within a minute is killed, not waited for
+    const late = setTimeout(() => child.kill('SIGKILL'), 60_000);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]);
+      if (m) {
+        clearTimeout(late);
+        resolve(m[1]);
+      }
     });
-    child.once('exit', (code) => reject(new Error(`plane exited (${code}) before listening: ${out}`)));
+    child.once('exit', (code, signal) => {
+      clearTimeout(late);
+      reject(new Error(`plane exited (${code ?? signal}) before listening: ${out}`));
+    });
   });
   return { child, url };
 }
@@ -89,8 +97,10 @@ async function level(events: OutboxEvent[], processes: number): Promise<Level> {
     const database = await openPlaneDatabase({ databaseUrl });
     const { key } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
     await database.close();
-    const planes = await Promise.all(Array.from({ length: processes }, () => startPlane(databaseUrl)));
+    const planes: { child: ChildProcess; url: string }[] = [];
     try {
+      // one at a time, inside the try: a plane that fails to start leaves none running
+      for (let i = 0; i < processes; i++) planes.push(await startPlane(databaseUrl));
       let errors = 0;
       const writer = async (w: number) => {
         const { url } = planes[w % processes];
@@ -106,17 +116,28 @@ async function level(events: OutboxEvent[], processes: number): Promise<Level> {
               errors++;
               break;
             }
-            const body = (await res.json()) as { accepted?: number };
             // back-pressure is retried after its Retry-After, as the drain does
             if ((res.status === 429 || res.status === 503) && attempt < 10) {
+              await res.body?.cancel();
               await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
               continue;
             }
-            if (res.status !== 200 || body.accepted !== rows.length) errors++;
+            // the status first: an answer that is not JSON (a proxy's 502) is an error, not the end of the bench
+            const body = res.status === 200 ? ((await res.json()) as { accepted?: number }) : (await res.body?.cancel(), null);
+            if (body?.accepted !== rows.length) errors++;
             break;
           }
         }
       };
+      // one warm-up batch per plane (its first request compiles the ingest path), not counted: the planes start alike
+      for (const [i, p] of planes.entries()) {
+        const warm = await fetch(`${p.url}/v1/ingest`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify({ protocol: 1, writerId: `warm-${i}`, rows: warmup.slice(i * BATCH, (i + 1) * BATCH) }),
+        });
+        if (warm.status !== 200) throw new Error(`warm-up batch answered ${warm.status}: ${await warm.text()}`);
+      }
       const cpu0 = planes.map((p) => cpuSecs(p.child.pid!));
       const t0 = performance.now();
       await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
@@ -146,6 +167,8 @@ async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
 }
 
 const events = await makeEvents();
+// rows of other runs for the warm-up batches (never the measured ones: those would be answered as duplicates)
+const warmup = (await makeEvents(2 * BATCH, 'warm')).slice(0, 2 * BATCH);
 console.log(
   `plane ingest with 1 and 2 plane processes on one Postgres: ${N} rows (pseudo-random text), ${WRITERS} writers, ${BATCH}-row batches, ${REPS} reps interleaved (the first level alternates); ${availableParallelism()} cores shared by Postgres, the planes and the writers`,
 );

@@ -10,7 +10,8 @@
  * - checkpoint: one boundary row (see shared/rows.ts).
  * - pause: an `interrupted` checkpoint plus the execution's one pending row.
  * - outbox: one event per change that must reach the plane, appended in the
- *   same transaction as the change; `synced` once acked or quarantined.
+ *   same transaction as the change; `synced` once acked or quarantined; a
+ *   row restored from a plane gets one already `synced` (the plane holds it).
  * - lease: who may write an execution now. One row per execution: a holder
  *   (writer id + per-process instance + nonce), an expiry and an epoch that
  *   grows by one at every acquisition. A runner acquires it before its first
@@ -461,12 +462,16 @@ export interface Checkpointer {
    */
   importRows(bundle: RestoreBundle): Promise<ImportResult>;
   /**
-   * Whether a plane holds some of this run's checkpoints: one whose outbox
-   * event a plane acknowledged (not quarantined), or one restored from a plane.
-   * Another machine may then resume the run through that plane, so the runtime
-   * refuses to resume it from this store while no plane is connected.
+   * Whether a plane holds, or may hold, some of this run's checkpoints: one
+   * whose outbox event a plane acknowledged (not quarantined), one restored
+   * from a plane, or the run is named by the batch a drain last posted
+   * (`noteSending`: the plane may have committed it though no answer came).
+   * Another machine may then resume the run through that plane, so the
+   * runtime refuses to resume it from this store while no plane is connected.
    */
   heldByPlane(executionId: string): Promise<boolean>;
+  /** Before a drain posts a batch: the runs it names (replacing the previous batch's), for `heldByPlane`. */
+  noteSending(executionIds: readonly string[]): Promise<void>;
   /** Small persistent notes kept with the store (the drain records its last error and ack here). */
   getMeta(key: string): Promise<string | null>;
   setMeta(key: string, value: string): Promise<void>;

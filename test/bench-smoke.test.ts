@@ -76,11 +76,15 @@ describe('benchmark smoke runs', () => {
     expect(bench('wal-pages.ts', '10')[0]).toMatchObject({ bench: 'wal-pages', turns: 10 });
     expect(bench('commit-cost.ts', '20', '1')[0]).toMatchObject({ bench: 'commit-cost', commits: 20 });
   }, 900_000);
-  it.skipIf(!pg)('ingest with one and two plane processes on one Postgres (the built binary)', () => {
-    const [line] = bench('ingest-planes.ts', '2000', '4');
-    expect(line).toMatchObject({ bench: 'ingest-planes', rows: 2000, writers: 4, reps: 1, errors: 0 });
-    for (const k of ['one', 'two', 'oneCpu', 'twoCpu', 'scale']) expect((line[k] as { median: number }).median).toBeGreaterThan(0);
-  });
+  it.skipIf(!pg)(
+    'ingest with one and two plane processes on one Postgres (the built binary)',
+    () => {
+      const [line] = bench('ingest-planes.ts', '2000', '4');
+      expect(line).toMatchObject({ bench: 'ingest-planes', rows: 2000, writers: 4, reps: 1, errors: 0 });
+      for (const k of ['one', 'two', 'oneCpu', 'twoCpu', 'scale']) expect((line[k] as { median: number }).median).toBeGreaterThan(0);
+    },
+    900_000,
+  );
   it.skipIf(!pg)(
     "run.ts steps --before: issue 19's CPU target judged against the before tree's steps measured in the same run",
     () => {

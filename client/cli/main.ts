@@ -6,6 +6,7 @@
  * database is opened; `--help` works on every command.
  * The key may come from WAYMARK_API_KEY.
  */
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { openStore } from '../open-store.js';
 import { packageVersion, parseCommand, suggest, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
 import { inspectRun, listRuns, parseSince, type RunFilter } from './store-commands.js';
@@ -86,6 +87,25 @@ const COMMANDS: Command[] = [
         if (p.values.json === true) out(JSON.stringify(r, null, 2));
         else if (r.alreadyCancelled) out(`${p.positionals[0]} was already cancelled (marker ${r.checkpoint.id}); nothing written`);
         else out(`cancelled ${p.positionals[0]} (marker seq ${r.checkpoint.seq}${r.closedPause ? `, closed its pause at ${r.closedPause.nodeId}` : ''})`);
+        return 0;
+      }),
+  },
+  {
+    name: 'delete',
+    args: ['EXECUTION_ID'],
+    summary:
+      "Delete a run's rows from this store for good (checkpoints, pause, idempotency entries, lease), with --yes. Its rows not yet sent to a plane are lost; a connected store sends the deletion to the plane. A runner still working on it is refused at its next write (EXECUTION_GONE).",
+    options: { ...db, yes: { type: 'boolean', help: 'really delete (required)' }, ...json },
+    check: (p) => (p.values.yes === true ? [] : ["give --yes: the run's rows are deleted from this store for good"]),
+    run: (p, out) =>
+      withStore(p, async (store) => {
+        const id = p.positionals[0];
+        const r = await store.deleteExecution(id);
+        if (r.checkpoints === 0 && r.pending === 0 && r.idempotency === 0) {
+          throw new WaymarkError(ErrorCode.EXECUTION_NOT_FOUND, `execution '${id}' has no rows in this store; nothing was deleted`, { details: { executionId: id } });
+        }
+        if (p.values.json === true) out(JSON.stringify(r, null, 2));
+        else out(`deleted ${id}: ${r.checkpoints} row(s), ${r.pending} open pause(s), ${r.idempotency} idempotency entr${r.idempotency === 1 ? 'y' : 'ies'}`);
         return 0;
       }),
   },
@@ -219,7 +239,7 @@ function openOrCreate(db: string, schema?: string) {
 }
 
 /** Which command `argv` names, and how many words its name took. */
-function findCommand(argv: string[]): { command: Command; rest: string[] } | { problem: string } {
+function findCommand(argv: string[]): { command: Command; rest: string[] } | { problem: string; unknown: boolean } {
   const [first, second] = argv;
   const two = COMMANDS.find((c) => c.name === `${first} ${second}`);
   if (two) return { command: two, rest: argv.slice(2) };
@@ -228,13 +248,13 @@ function findCommand(argv: string[]): { command: Command; rest: string[] } | { p
   const groups = COMMANDS.filter((c) => c.name.startsWith(`${first} `));
   if (groups.length) {
     const subs = groups.map((c) => c.name.split(' ')[1]);
-    if (second === undefined || second.startsWith('-')) return { problem: `'${first}' needs a subcommand: ${subs.join(' or ')}` };
+    if (second === undefined || second.startsWith('-')) return { problem: `'${first}' needs a subcommand: ${subs.join(' or ')}`, unknown: false };
     const near = suggest(second, subs);
-    return { problem: `unknown subcommand '${first} ${second}'${near ? ` (did you mean '${first} ${near}'?)` : ''}; known: ${subs.join(', ')}` };
+    return { problem: `unknown subcommand '${first} ${second}'${near ? ` (did you mean '${first} ${near}'?)` : ''}; known: ${subs.join(', ')}`, unknown: true };
   }
   const names = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0])), 'plane'];
   const near = suggest(first, names);
-  return { problem: `unknown command '${first}'${near ? ` (did you mean '${near}'?)` : ''}` };
+  return { problem: `unknown command '${first}'${near ? ` (did you mean '${near}'?)` : ''}`, unknown: true };
 }
 
 export async function main(argv: string[], out: Out = console.log, err: Out = console.error): Promise<number> {
@@ -253,7 +273,8 @@ export async function main(argv: string[], out: Out = console.log, err: Out = co
   }
   const found = findCommand(argv);
   if ('problem' in found) {
-    if (argv.includes('--help') || argv.includes('-h')) {
+    // help for a command group ('sync --help') is the command list; an unknown command is an error, --help or not
+    if (!found.unknown && (argv.includes('--help') || argv.includes('-h'))) {
       out(topLevelUsage());
       return 0;
     }

@@ -37,7 +37,8 @@ import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 import { ADVANCE, constraintOf, lockExecution, pgCode } from './executions.js';
 import { putOnCursor } from './put-on-cursor.js';
 import { listExecutionSummaries, listIdempotency, listPending, listRows, listUsageRows, readById, readChain, readIdempotent, readLatest, readNote, readPending } from './reads.js';
-import { applyResults, fetchUnsynced, listQuarantined, outboxStats } from './outbox.js';
+import { applyResults, fetchUnsynced, heldByPlane, listQuarantined, outboxStats } from './outbox.js';
+import { SENDING_KEY, sendingNote } from '../store/outbox.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
 import { usageTotalsOf } from '../store/usage.js';
@@ -578,11 +579,14 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async heldByPlane(executionId: string): Promise<boolean> {
     this.assertOpen();
-    return this.read(async (sql) => {
-      const [r] = await sql<{ held: boolean }[]>`SELECT EXISTS (SELECT 1 FROM ${this.t.checkpoints} c
-        JOIN ${this.t.outbox} o ON o.id = c.id AND o.synced AND o.sync_error IS NULL WHERE c.execution_id = ${executionId}) AS held`;
-      return r.held;
-    });
+    return this.read((sql) => heldByPlane(sql, this.t, executionId));
+  }
+
+  async noteSending(executionIds: readonly string[]): Promise<void> {
+    this.assertOpen();
+    const sql = await this.q();
+    await sql`INSERT INTO ${this.t.meta} (key, value) VALUES (${SENDING_KEY}, ${sendingNote(executionIds)})
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
   }
 
   async importRows(bundle: C.RestoreBundle): Promise<C.ImportResult> {

@@ -61,12 +61,16 @@ export async function importInto(
   const res = importResultOf(plan);
   for (const c of plan.insert) {
     await tx`INSERT INTO ${t.checkpoints} ${tx(toColumns.checkpoint(c))}`;
-    await tx`INSERT INTO ${t.outbox} (id, kind, execution_id, payload, bytes, created_at, synced)
-      VALUES (${c.id}, 'checkpoint', ${c.executionId}, NULL, 0, ${canonicalTime()}, true) ON CONFLICT (id) DO NOTHING`;
     await tx`UPDATE ${t.executions} SET ${tx(toColumns.execution(c), ...ADVANCE)}
       WHERE execution_id = ${c.executionId} AND next_seq <= ${c.seq}`;
     dropped(c.executionId);
     res.inserted++;
+  }
+  // each restored checkpoint's event, already sent: the plane holds the row (heldByPlane reads it), nothing is queued
+  if (plan.insert.length) {
+    const at = canonicalTime();
+    const sent = plan.insert.map((c) => ({ id: c.id, kind: 'checkpoint', execution_id: c.executionId, payload: null, bytes: 0, created_at: at, synced: true }));
+    await tx`INSERT INTO ${t.outbox} ${tx(sent)} ON CONFLICT (id) DO NOTHING`;
   }
   // an execution row left as a placeholder (nothing written) must not stay empty
   if (executionIds.length) {

@@ -6,7 +6,7 @@
  * themselves, in their transactions (see the store's `queueEvent`).
  */
 import type * as C from '../checkpointer.js';
-import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
+import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, SENDING_KEY, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
 import { textList, type Sql, type Tables, type Tx } from './tables.js';
 
 export async function fetchUnsynced(sql: Sql, t: Tables, options: { limit: number; maxBytes: number }): Promise<C.OutboxEntry[]> {
@@ -27,6 +27,15 @@ export async function applyResults(tx: Tx, t: Tables, synced: string[], quaranti
   for (const [id, reason] of quarantined) {
     await tx`UPDATE ${t.outbox} SET synced = true, sync_error = ${reason} WHERE id = ${id} AND NOT synced`;
   }
+}
+
+/** `heldByPlane`: a checkpoint of the run acknowledged or restored, or the run named by the batch in flight (`noteSending`). */
+export async function heldByPlane(sql: Sql, t: Tables, executionId: string): Promise<boolean> {
+  const [r] = await sql<{ held: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM ${t.checkpoints} c JOIN ${t.outbox} o ON o.id = c.id AND o.synced AND o.sync_error IS NULL
+                   WHERE c.execution_id = ${executionId})
+        OR EXISTS (SELECT 1 FROM ${t.meta} WHERE key = ${SENDING_KEY} AND value::jsonb ? ${executionId}) AS held`;
+  return r.held;
 }
 
 export async function outboxStats(sql: Sql, t: Tables): Promise<C.OutboxStats> {

@@ -288,6 +288,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       backlog: await this.backlogCount.take(entries.length, bytes),
       rows: entries.map((e) => e.event),
     };
+    // from here the plane may commit the batch though its answer never arrives: its runs count as held by the plane
+    await this.store.noteSending(entries.map((e) => e.executionId));
     const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs });
     this.fault('drain.afterResponse');
     if (res.status !== 200) {

@@ -203,6 +203,9 @@ export class Agent {
   /**
    * Continue a run from its newest row. A paused run needs `resume`; the pause
    * is claimed atomically, so of many concurrent resumers exactly one runs.
+   * A run a plane holds (`heldByPlane`) is resumed only through the plane's
+   * claim: from a store with no plane connected it is refused with
+   * NotConnected (PLANE_NOT_CONNECTED), unless `options.withoutPlane`.
    */
   async resume(executionId: string, resume?: Resume | { approved: boolean; metadata?: Record<string, Json> }, options: ResumeOptions = {}): Promise<RunResult> {
     const decisionId = checkClaimDecisionId(options.decisionId) ?? undefined;
@@ -235,10 +238,11 @@ export class Agent {
     if (latest.status === 'interrupted') {
       if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
       this.resolveTool(latest.agentPath);
-      await this.refuseOffPlane(store, executionId, options);
+      // read once: a replica stopped meanwhile must not leave a claim that was checked by nothing
+      const guard = this.claimGuard ?? store.planeGuard.current?.claim;
+      if (!guard) await refuseOffPlane(store, executionId, options);
       const paused = (await store.readState(latest)) as RunState;
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
-      const guard = this.claimGuard ?? store.planeGuard.current?.claim;
       if (guard) await guard({ executionId, checkpointId: latest.id, ...(decisionId ? { decisionId } : {}) });
       // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
       const claimed = await store.claimInterrupt(
@@ -272,9 +276,10 @@ export class Agent {
     } else if (answer !== undefined) {
       throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
     } else {
-      await this.refuseOffPlane(store, executionId, options);
       // connected to a plane: another machine's run is taken over there first (one winner, only once its lease ran out)
-      await store.planeGuard.current?.takeover({ executionId, seq: latest.seq });
+      const takeover = store.planeGuard.current?.takeover;
+      if (takeover) await takeover({ executionId, seq: latest.seq });
+      else await refuseOffPlane(store, executionId, options);
       // a live runner (or one dead less than a lease ago) refuses this with RunInProgress
       lease = await this.acquire(store, executionId);
     }
@@ -296,16 +301,6 @@ export class Agent {
       return { level, own };
     });
     return this.runner.outer(level, () => this.runner.reenter(level, own));
-  }
-
-  /**
-   * A run a plane holds is resumed through that plane's claim: from a store
-   * with no plane connected (and no claim guard of its own) it is refused
-   * unless the caller gives the fleet-wide claim up with `withoutPlane`.
-   */
-  private async refuseOffPlane(store: Checkpointer, executionId: string, options: ResumeOptions): Promise<void> {
-    if (options.withoutPlane === true || this.claimGuard || store.planeGuard.current) return;
-    if (await store.heldByPlane(executionId)) throw new NotConnected(executionId);
   }
 
   /**
@@ -391,4 +386,13 @@ export class Agent {
       }
     }
   }
+}
+
+/**
+ * A run a plane holds is resumed through that plane's claim: with no guard
+ * installed (no `connectPlane`, no claim guard of the agent's own) it is
+ * refused, unless the caller gives the fleet-wide claim up with `withoutPlane`.
+ */
+async function refuseOffPlane(store: Checkpointer, executionId: string, options: ResumeOptions): Promise<void> {
+  if (options.withoutPlane !== true && (await store.heldByPlane(executionId))) throw new NotConnected(executionId);
 }

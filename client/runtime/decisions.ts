@@ -29,8 +29,9 @@
  *   another decision) or closed (the run cancelled): AlreadyResumed or
  *   RunCancelled. The store's derived state says the same.
  * - `failed`: anything else (the plane refused the claim, a tool is missing, a
- *   run in progress…); the decision stays pending and is tried again after a
- *   backoff (`retryInMs`).
+ *   run in progress, a run a plane holds while no `replica` is connected:
+ *   PLANE_NOT_CONNECTED…); the decision stays pending and is tried again after
+ *   a backoff (`retryInMs`).
  * A decision for a run this store does not hold is skipped, unless `restore`
  * is set: then the plane is asked where its pause stands, and the run is
  * restored (through the replica) only while that pause is open there; a pause
@@ -74,6 +75,8 @@ export interface ServeDecisionsOptions {
   writeDebounceMs?: number;
   /** Where the worker reports what it cannot act on (a decision it failed to forget). pino's `warn` fits. Default: nowhere. */
   logger?: DecisionLogger;
+  /** Apply decisions of runs a plane holds with no plane connected, giving up the fleet-wide claim (resume's `withoutPlane`). Default false: such a decision fails with PLANE_NOT_CONNECTED. */
+  withoutPlane?: boolean;
 }
 
 /** The one call the worker logs through (pino's signature). */
@@ -247,7 +250,11 @@ class DecisionWorker {
       }
       const agent = this.o.agent ?? (await this.o.agentFor!(d));
       if (!agent) return;
-      const result = await agent.resume(d.executionId, { approved: d.approved, metadata: d.metadata }, { checkpointId: d.checkpointId, decisionId: d.decisionId });
+      const result = await agent.resume(
+        d.executionId,
+        { approved: d.approved, metadata: d.metadata },
+        { checkpointId: d.checkpointId, decisionId: d.decisionId, ...(this.o.withoutPlane === true ? { withoutPlane: true } : {}) },
+      );
       this.retries.delete(d.decisionId);
       this.summary.applied++;
       this.report({ outcome: 'applied', decision: (await store.getDecision(d.executionId, d.checkpointId)) ?? d, status: result.status, result });

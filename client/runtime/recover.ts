@@ -30,6 +30,8 @@ export interface RecoverOptions {
   intervalMs?: number;
   /** Called with each pass's report (in watch mode, the way to see progress). */
   onPass?: (report: RecoveryReport) => void;
+  /** Recover runs a plane holds with no plane connected, giving up the fleet-wide takeover (resume's `withoutPlane`). Default false: such a run is `failed` with PLANE_NOT_CONNECTED. */
+  withoutPlane?: boolean;
 }
 
 export type RecoveryOutcome =
@@ -72,7 +74,7 @@ export async function recoverRuns(options: RecoverOptions): Promise<RecoveryRepo
   await options.store.setup();
   const total: RecoveryReport = { runs: [], recovered: 0, held: 0, failed: 0, passes: 0 };
   for (;;) {
-    const runs = await pass(options.store, byPath, concurrency, options.signal);
+    const runs = await pass(options.store, byPath, concurrency, options.signal, options.withoutPlane === true);
     total.runs = runs;
     total.passes++;
     for (const r of runs) total[r.outcome]++;
@@ -91,7 +93,7 @@ function count(runs: RecoveryOutcome[]) {
   };
 }
 
-async function pass(store: Checkpointer, agents: Map<string, Agent>, concurrency: number, signal?: AbortSignal): Promise<RecoveryOutcome[]> {
+async function pass(store: Checkpointer, agents: Map<string, Agent>, concurrency: number, signal: AbortSignal | undefined, withoutPlane: boolean): Promise<RecoveryOutcome[]> {
   const found: ExecutionSummary[] = [];
   for (let after: string | undefined; ; ) {
     const page = await store.listExecutions({ state: 'running', afterExecutionId: after, limit: PAGE });
@@ -104,14 +106,14 @@ async function pass(store: Checkpointer, agents: Map<string, Agent>, concurrency
   const worker = async () => {
     while (next < found.length && !signal?.aborted) {
       const i = next++;
-      out[i] = await one(store, agents, found[i]);
+      out[i] = await one(store, agents, found[i], withoutPlane);
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, found.length) }, worker));
   return out.filter((r): r is RecoveryOutcome => r !== null);
 }
 
-async function one(store: Checkpointer, agents: Map<string, Agent>, e: ExecutionSummary): Promise<RecoveryOutcome | null> {
+async function one(store: Checkpointer, agents: Map<string, Agent>, e: ExecutionSummary, withoutPlane: boolean): Promise<RecoveryOutcome | null> {
   const id = e.executionId;
   let agentPath = '';
   try {
@@ -123,7 +125,7 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     if (e.lease?.live) {
       return { executionId: id, agent: agentPath, outcome: 'held', reason: 'lease live', holder: e.lease.holder, expiresAt: e.lease.expiresAt };
     }
-    const result = await agent.resume(id);
+    const result = await agent.resume(id, undefined, withoutPlane ? { withoutPlane } : {});
     return { executionId: id, agent: agentPath, outcome: 'recovered', status: result.status, result };
   } catch (err) {
     const details = ((err as { details?: Record<string, unknown> }).details ?? {}) as { holder?: string; expiresAt?: string };

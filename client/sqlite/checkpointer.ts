@@ -35,7 +35,7 @@ import { GroupCommit, type BatchOutcome } from '../store/group-commit.js';
 import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
 import { checkBundle } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
-import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
+import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, SENDING_KEY, sendingNote, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
 import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkListOptions, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
@@ -552,7 +552,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   async heldByPlane(executionId: string): Promise<boolean> {
     this.assertOpen();
-    return (this.st.heldByPlane.get(executionId) as { held: number }).held === 1;
+    return (this.st.heldByPlane.get(executionId, executionId) as { held: number }).held === 1;
+  }
+
+  async noteSending(executionIds: readonly string[]): Promise<void> {
+    this.assertOpen();
+    this.st.setMeta.run(SENDING_KEY, sendingNote(executionIds));
   }
 
   async getMeta(key: string): Promise<string | null> {

@@ -69,9 +69,11 @@ export function prepareStatements(db: Database.Database) {
       `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at, synced) VALUES (?, 'checkpoint', ?, NULL, 0, ?, 1)
        ON CONFLICT (id) DO NOTHING`,
     ),
+    // acknowledged or restored checkpoints, or a run named by the batch in flight when the drain last posted (noteSending)
     heldByPlane: prepare(
       `SELECT EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 1 AND o.sync_error IS NULL
-                      WHERE c.execution_id = ?) AS held`,
+                      WHERE c.execution_id = ?)
+           OR EXISTS (SELECT 1 FROM waymark_meta m, json_each(m.value) j WHERE m.key = 'drain_sending' AND j.value = ?) AS held`,
     ),
     getLease: prepare(`SELECT * FROM leases WHERE execution_id = ?`),
     upsertLease: prepare(

@@ -45,7 +45,7 @@ const then = <A, B>(v: MaybePromise<A>, f: (a: A) => MaybePromise<B>): MaybeProm
 export type ChainReader<R extends MaybePromise<ChainRow[]>> = (base: number, seq: number) => R;
 
 export interface StoreBaseOptions {
-  /** Queue outbox events for a plane. Default true. */
+  /** Queue outbox events for a plane. Default true. A restore still marks its rows as held by the plane, queued or not. */
   outbox?: boolean;
   /** Named fault points for crash tests. */
   faults?: FaultHook;

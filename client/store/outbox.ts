@@ -69,3 +69,16 @@ export function outboxStatsOf(pending: { n: number | string; bytes: number | str
     lastQuarantineReason: lastReason,
   };
 }
+
+/**
+ * The store's record of the batch a drain is posting (`noteSending`): the runs
+ * it names, kept under this meta key until the next batch replaces it. A
+ * plane may hold those rows though no answer came back (a crash after the
+ * plane committed), so `heldByPlane` counts them.
+ */
+export const SENDING_KEY = 'drain_sending';
+
+/** The note's text: the batch's distinct execution ids, as a JSON array (both backends read it with their JSON functions). */
+export function sendingNote(executionIds: readonly string[]): string {
+  return JSON.stringify([...new Set(executionIds)]);
+}

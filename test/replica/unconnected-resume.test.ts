@@ -7,9 +7,11 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
-import { connectPlane, recoverRuns, restoreFromPlane, type Replica } from '../../client/index.js';
+import { connectPlane, decide, recoverRuns, restoreFromPlane, serveDecisions, type DecisionOutcome, type Replica } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { fileURLToPath } from 'node:url';
+import { runTs } from '../helpers/child.js';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-unconnected-');
@@ -121,14 +123,64 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     const s = store(name);
     const replica = connect(s);
     const { agent } = refundAgent({ store: s, ledger: new Ledger(tmp.file(`${name}.jsonl`)) });
-    // a run that stopped mid-way (its writer died before the model answered): its rows reached the plane
-    await s.put({ executionId, nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: agent.path, parentId: null, state: { messages: [] } });
+    // a run that stopped mid-way (its writer died before the model answered): its first row, as a real run writes it, reached the plane
+    const scratch = store(`${name}-scratch`);
+    await refundAgent({ store: scratch, ledger: new Ledger(tmp.file(`${name}-scratch.jsonl`)) }).agent.run(refundRequest('9', 50_000), { executionId });
+    const [first] = await scratch.list(executionId);
+    await s.put({ ...first, parentId: null, state: await scratch.readState(first) });
     expect((await replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     await replica.stop();
     const before = await s.list(executionId);
     await expect(agent.resume(executionId)).rejects.toMatchObject({ code: 'PLANE_NOT_CONNECTED' });
+    // an agent's own claim guard answers for pause claims only: a takeover is still checked
+    agent.claimGuard = async () => {};
+    await expect(agent.resume(executionId)).rejects.toMatchObject({ code: 'PLANE_NOT_CONNECTED' });
     const report = await recoverRuns({ store: s, agents: [agent] });
     expect(report.runs).toEqual([expect.objectContaining({ executionId, outcome: 'failed', error: expect.objectContaining({ code: 'PLANE_NOT_CONNECTED' }) })]);
     expect(await s.list(executionId)).toEqual(before);
+    // given up on purpose: recovered here (the refund pauses again for its approval)
+    const again = await recoverRuns({ store: s, agents: [agent], withoutPlane: true });
+    expect(again.runs).toEqual([expect.objectContaining({ executionId, outcome: 'recovered', status: 'paused' })]);
+  });
+
+  it('the decision worker of an unconnected store: a decision for a run the plane holds fails with the code and is retried; withoutPlane applies it', async () => {
+    const { name, executionId } = await pausedOnPlane();
+    const s = store(name);
+    const ledger = new Ledger(tmp.file(`${name}-w.jsonl`));
+    const { agent } = refundAgent({ store: s, ledger });
+    await decide(s, executionId, { approved: true, decidedBy: 'alice' });
+    const serve = async (withoutPlane: boolean) => {
+      const stop = new AbortController();
+      const outcomes: DecisionOutcome[] = [];
+      const served = serveDecisions({ agent, store: s, signal: stop.signal, pollMs: 20, retry: { baseMs: 10, capMs: 20 }, withoutPlane, onOutcome: (o) => outcomes.push(o) });
+      await expect.poll(() => outcomes.length, { timeout: 20_000 }).toBeGreaterThan(withoutPlane ? 0 : 1);
+      stop.abort();
+      await served;
+      return outcomes;
+    };
+    const refused = await serve(false);
+    expect(refused.every((o) => o.outcome === 'failed' && o.error.code === 'PLANE_NOT_CONNECTED')).toBe(true);
+    expect(ledger.charges()).toEqual([]);
+    const applied = await serve(true);
+    expect(applied[0]).toMatchObject({ outcome: 'applied', status: 'completed' });
+    expect(ledger.charges()).toHaveLength(1);
+  });
+
+  it('a drain killed after the plane committed its batch and before the answer was applied: the rows are unsynced here, yet the run is refused', async () => {
+    const name = `e${++n}`;
+    const executionId = `refund-${name}`;
+    const db = tmp.file(`${name}.db`);
+    const ledger = new Ledger(tmp.file(`${name}.jsonl`));
+    const child = await runTs(fileURLToPath(new URL('./drain-crash-child.ts', import.meta.url)), [db, plane.url, key, executionId, ledger.path]);
+    expect(child.signal, child.stderr).toBe('SIGKILL');
+    // the plane holds the pause (another machine could restore and resume it there) ...
+    expect((await call(`${plane.url}/v1/executions/${executionId}`, { key })).status).toBe(200);
+    const s = store(name);
+    // ... while this store never heard back: nothing of the run is marked synced
+    expect((await s.outboxStats()).pendingCount).toBeGreaterThan(0);
+    expect(await s.heldByPlane(executionId)).toBe(true);
+    await expect(refundAgent({ store: s, ledger }).agent.resume(executionId, { approved: true })).rejects.toMatchObject({ code: 'PLANE_NOT_CONNECTED' });
+    expect(ledger.charges()).toEqual([]);
+    expect(await s.getPendingInterrupt(executionId)).not.toBeNull();
   });
 });

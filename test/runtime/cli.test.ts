@@ -157,6 +157,25 @@ describe('waymark CLI arguments, through the real binary', () => {
     ]);
   });
 
+  it('delete removes a run with --yes only; an unknown run is EXECUTION_NOT_FOUND; nothing else is touched', async () => {
+    const db = tmp.file('delete.db');
+    const store = new SqliteCheckpointer({ path: db });
+    const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file('ld.jsonl')) });
+    await agent.run(refundRequest('1', 5000), { executionId: 'x-paused' });
+    await agent.run(refundRequest('2', 20), { executionId: 'x-done' });
+    await store.close();
+    const refused = waymark('delete', '--db', db, 'x-paused');
+    expect([refused.status, refused.stderr]).toEqual([2, expect.stringContaining("waymark delete: give --yes: the run's rows are deleted from this store for good")]);
+    expect((await cli(['runs', '--db', db])).text).toMatch(/x-paused\s+paused/);
+    const d = waymark('delete', '--db', db, 'x-paused', '--yes');
+    expect([d.status, d.stdout, d.stderr]).toEqual([0, 'deleted x-paused: 3 row(s), 1 open pause(s), 0 idempotency entries\n', '']);
+    const runs = await cli(['runs', '--db', db, '--json']);
+    expect(JSON.parse(runs.text).map((r: { executionId: string }) => r.executionId)).toEqual(['x-done']);
+    const again = waymark('delete', '--db', db, 'x-paused', '--yes');
+    expect([again.status, again.stderr]).toEqual([1, expect.stringMatching(/^waymark: EXECUTION_NOT_FOUND: execution 'x-paused' has no rows in this store; nothing was deleted/)]);
+    expect(JSON.parse((await cli(['delete', '--db', db, 'x-done', '--yes', '--json'])).text)).toEqual({ checkpoints: 4, pending: 0, idempotency: 1 });
+  });
+
   it('decide records a decision for the open pause (only records it); a worker applies it once; a second decision, a wrong pause and bad flags are refused and change nothing', async () => {
     const db = tmp.file('decide.db');
     const ledger = new Ledger(tmp.file('decide.jsonl'));
@@ -232,7 +251,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     const top = waymark('--help');
     expect(top.status).toBe(0);
     for (const c of ['runs', 'inspect', 'sync status', 'sync now', 'restore', 'quarantine', 'plane', 'plane keys']) expect(top.stdout).toContain(`  ${c}`);
-    for (const c of [['runs'], ['inspect'], ['sync', 'status'], ['sync', 'now'], ['restore'], ['quarantine']]) {
+    for (const c of [['runs'], ['inspect'], ['delete'], ['sync', 'status'], ['sync', 'now'], ['restore'], ['quarantine']]) {
       for (const flag of ['--help', '-h']) {
         const r = waymark(...c, flag);
         expect(r.status, `${c.join(' ')} ${flag}: ${r.stderr}`).toBe(0);
@@ -260,6 +279,15 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect(waymark('runz').stderr).toContain("unknown command 'runz' (did you mean 'runs'?)");
     expect(waymark('sync', 'nwo').stderr).toContain("did you mean 'sync now'?");
     expect(waymark('sync').stderr).toContain("'sync' needs a subcommand: status or now");
+    // --help does not turn an unknown command into a success; a command group's help is the command list
+    for (const args of [
+      ['delete-run', '--help'],
+      ['sync', 'nwo', '-h'],
+    ]) {
+      const r = waymark(...args);
+      expect([r.status, r.stderr], args.join(' ')).toEqual([2, expect.stringMatching(/^waymark: unknown (sub)?command/)]);
+    }
+    expect(waymark('sync', '--help')).toMatchObject({ status: 0, stdout: expect.stringContaining('  sync now') });
     const restore = waymark('restore', '--db', db);
     expect(restore.status).toBe(2);
     for (const p of ['missing argument EXECUTION_ID', 'option --plane is required', 'a key is required: --key or WAYMARK_API_KEY']) expect(restore.stderr).toContain(p);

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startTestPlane } from '../helpers/plane.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DIR = join(ROOT, 'test-output', `readme-${process.pid}`);
@@ -19,6 +21,12 @@ describe('README quick start works when pasted', () => {
   });
   afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
+  /** Write the README's `// <where>: <file>` block into the test directory. */
+  const writeBlock = (text: string, where: string, file: string) => {
+    const block = new RegExp(`\`\`\`ts\n// ${where}: ${file.replace('.', '\\.')}[^\n]*\n([\\s\\S]*?)\`\`\``).exec(text);
+    expect(block, `README's ${where} ${file} block`).not.toBeNull();
+    writeFileSync(join(DIR, file), block![1]);
+  };
   const run = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'refund.ts', ...args], { cwd: DIR, encoding: 'utf8' });
 
   it('pauses, resumes in another process with one charge, then refuses a second resume', () => {
@@ -45,11 +53,8 @@ describe('README quick start works when pasted', () => {
   it('the Approvals section, pasted after the quick start: agent.ts and worker.ts as shown, a second refund paused, decided from the shell, applied once by the worker', async () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('## Approvals'), readme.indexOf('### Approving from a screen'));
-    for (const file of ['agent.ts', 'worker.ts']) {
-      const block = new RegExp(`\`\`\`ts\n// approvals: ${file.replace('.', '\\.')}\n([\\s\\S]*?)\`\`\``).exec(section);
-      expect(block, `README's ${file} block`).not.toBeNull();
-      writeFileSync(join(DIR, file), block![1]);
-    }
+    writeBlock(readme, 'quickstart', 'agent.ts');
+    writeBlock(section, 'approvals', 'worker.ts');
     const lines = (/```sh\n(npx tsx refund\.ts start [\s\S]*?)```/.exec(section)?.[1] ?? '')
       .split('\n')
       .map((l) => l.replace(/\s+#.*$/, '').trim())
@@ -88,5 +93,45 @@ describe('README quick start works when pasted', () => {
     worker.kill('SIGTERM');
     expect(await exited, err).toBe(0);
     expect(out).toBe('charging 5000 for order 1042\napplied refund-1043 completed\n');
+  });
+
+  it("the plane handoff, pasted after the quick start: sync.ts and other-machine.ts as shown; the quick start's unconnected approve is then refused and charges nothing", async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    writeBlock(readme, 'quickstart', 'agent.ts');
+    writeBlock(readme, 'plane', 'sync.ts');
+    writeBlock(readme, 'plane', 'other-machine.ts');
+    const lines = (/```sh\n(npx tsx refund\.ts start refund-2001[\s\S]*?)```/.exec(readme)?.[1] ?? '')
+      .split('\n')
+      .map((l) => l.replace(/\s+#.*$/, '').trim())
+      .filter(Boolean);
+    expect(lines).toEqual(['npx tsx refund.ts start refund-2001', 'npx tsx sync.ts', 'npx tsx other-machine.ts refund-2001', 'npx tsx refund.ts approve refund-2001']);
+    const plane = await startTestPlane('pglite');
+    try {
+      const env = { ...process.env, WAYMARK_PLANE_URL: plane.url, WAYMARK_API_KEY: await plane.key('local', ['ingest', 'read']) };
+      // not spawnSync: the plane answers from this process's event loop
+      const tsx = async (line: string) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', ...line.split(' ').slice(2)], { cwd: DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c) => (stdout += c));
+        child.stderr.on('data', (c) => (stderr += c));
+        const [status] = (await once(child, 'exit')) as [number | null];
+        return { status, stdout, stderr };
+      };
+      const start = await tsx(lines[0]);
+      const sync = await tsx(lines[1]);
+      const other = await tsx(lines[2]);
+      const approve = await tsx(lines[3]);
+      expect(start.stdout, start.stderr).toMatch(/^paused \{ order: '1042', amount: 5000 \}/);
+      expect(sync.stdout, sync.stderr).toMatch(/pendingRows: 0/);
+      expect([other.status, other.stdout], other.stderr).toEqual([0, 'charging 5000 for order 1042\ncompleted Refund for order 1042 is on its way.\n']);
+      // handled as the README shows: exit 0, no stack, and no second charge
+      expect([approve.status, approve.stderr]).toEqual([0, '']);
+      expect(approve.stdout).toMatch(/^not connected: execution 'refund-2001' is held by a plane .*nothing was claimed\n$/);
+      const inspect = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'inspect', '--db', 'runs.db', 'refund-2001'], { cwd: DIR, encoding: 'utf8' });
+      expect(inspect.stdout).toContain('ended: no (paused)');
+    } finally {
+      await plane.close();
+    }
   });
 });

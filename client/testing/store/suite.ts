@@ -79,6 +79,7 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
         listQuarantined: (s) => s.listQuarantined(),
         importRows: (s) => s.importRows({ checkpoints: [], pending: null, idempotency: [] }),
         heldByPlane: (s) => s.heldByPlane('e'),
+        noteSending: (s) => s.noteSending(['e']),
         getMeta: (s) => s.getMeta('k'),
         setMeta: (s) => s.setMeta('k', 'v'),
       };
