@@ -18,11 +18,9 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import postgres from 'postgres';
 import { createKey, openPlaneDatabase } from '../plane/index.js';
-import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import type { OutboxEvent } from '../shared/rows.js';
-import { putBacklog } from './lib/backlog.js';
+import { backlogEvents, withScratchDatabase } from './lib/backlog.js';
 import { fmt, ratios, summary } from './lib/stats.js';
 
 const N = Number(process.argv[2] ?? 20000);
@@ -33,20 +31,6 @@ const BATCH = 500;
 const BIN = join(fileURLToPath(new URL('..', import.meta.url)), 'bin/waymark.mjs');
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
 const TICKS = 100;
-
-async function makeEvents(rows = N, prefix?: string): Promise<OutboxEvent[]> {
-  const store = new SqliteCheckpointer({ path: ':memory:', synchronous: 'NORMAL' });
-  await putBacklog(store, rows, 4, prefix);
-  const out: OutboxEvent[] = [];
-  for (;;) {
-    const page = await store.fetchUnsynced({ limit: 5000, maxBytes: 1e12 });
-    if (!page.length) break;
-    out.push(...page.map((e) => e.event!));
-    await store.markSynced(page.map((e) => e.id));
-  }
-  await store.close();
-  return out;
-}
 
 /** CPU seconds (user + system) a live process has used so far. */
 function cpuSecs(pid: number): number {
@@ -92,7 +76,7 @@ interface Level {
 
 /** One level on a fresh database: `processes` planes, WRITERS writers, every row once. */
 async function level(events: OutboxEvent[], processes: number): Promise<Level> {
-  return withDatabase(async (databaseUrl) => {
+  return withScratchDatabase(PG, 'planes', async (databaseUrl) => {
     // migrate and make the key here, so the planes start on a ready database
     const database = await openPlaneDatabase({ databaseUrl });
     const { key } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
@@ -151,24 +135,9 @@ async function level(events: OutboxEvent[], processes: number): Promise<Level> {
   });
 }
 
-/** A fresh database on the Postgres server for one measurement; dropped after. */
-async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
-  const sql = postgres(PG, { max: 1, onnotice: () => {} });
-  const name = `waymark_bench_planes_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  await sql.unsafe(`CREATE DATABASE ${name}`);
-  try {
-    const url = new URL(PG);
-    url.pathname = `/${name}`;
-    return await fn(url.toString());
-  } finally {
-    await sql.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
-    await sql.end();
-  }
-}
-
-const events = await makeEvents();
+const events = await backlogEvents(N);
 // rows of other runs for the warm-up batches (never the measured ones: those would be answered as duplicates)
-const warmup = (await makeEvents(2 * BATCH, 'warm')).slice(0, 2 * BATCH);
+const warmup = (await backlogEvents(2 * BATCH, 4, 'warm')).slice(0, 2 * BATCH);
 console.log(
   `plane ingest with 1 and 2 plane processes on one Postgres: ${N} rows (pseudo-random text), ${WRITERS} writers, ${BATCH}-row batches, ${REPS} reps interleaved (the first level alternates); ${availableParallelism()} cores shared by Postgres, the planes and the writers`,
 );

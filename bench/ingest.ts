@@ -9,15 +9,13 @@
  *
  *   npx tsx bench/ingest.ts [rows=20000] [pglite|postgres|both] [writers=1,8,32] [reps=5]
  */
-import postgres from 'postgres';
 import pino from 'pino';
 import { createKey, openPlaneDatabase, startPlane } from '../plane/index.js';
 import { loadConfig } from '../plane/config.js';
-import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import type { OutboxEvent } from '../shared/rows.js';
 import { rawPglite, rawPostgres } from './lib/raw-insert.js';
 import { fmt, median, ratios, summary, timed } from './lib/stats.js';
-import { putBacklog } from './lib/backlog.js';
+import { backlogEvents, withScratchDatabase } from './lib/backlog.js';
 
 const N = Number(process.argv[2] ?? 20000);
 const which = process.argv[3] ?? 'both';
@@ -25,20 +23,6 @@ const WRITERS = (process.argv[4] ?? '1,8,32').split(',').map(Number);
 const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REPS = Number(process.argv[5] ?? (process.env.WAYMARK_BENCH_SMOKE === '1' ? 1 : 5));
 const BATCH = 500;
-
-async function makeEvents(): Promise<OutboxEvent[]> {
-  const store = new SqliteCheckpointer({ path: ':memory:', synchronous: 'NORMAL' });
-  await putBacklog(store, N, 4);
-  const out: OutboxEvent[] = [];
-  for (;;) {
-    const page = await store.fetchUnsynced({ limit: 5000, maxBytes: 1e12 });
-    if (!page.length) break;
-    out.push(...page.map((e) => e.event!));
-    await store.markSynced(page.map((e) => e.id));
-  }
-  await store.close();
-  return out;
-}
 
 interface Level {
   writers: number;
@@ -107,22 +91,7 @@ async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: st
   return { writers, rowsPerSec, rowsPerCpuSec, p50Ms: median(latencies), p99Ms: sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)], requests: latencies.length, shed, errors };
 }
 
-/** A fresh database on the Postgres server for one measurement; dropped after. */
-async function withDatabase<T>(fn: (url: string) => Promise<T>): Promise<T> {
-  const sql = postgres(PG, { max: 1, onnotice: () => {} });
-  const name = `waymark_bench_ingest_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  await sql.unsafe(`CREATE DATABASE ${name}`);
-  try {
-    const url = new URL(PG);
-    url.pathname = `/${name}`;
-    return await fn(url.toString());
-  } finally {
-    await sql.unsafe(`DROP DATABASE ${name} WITH (FORCE)`);
-    await sql.end();
-  }
-}
-
-const events = await makeEvents();
+const events = await backlogEvents(N);
 const targets = which === 'both' ? ['postgres', 'pglite'] : [which];
 console.log(
   `plane ingest, ${N} rows (pseudo-random text) in ${BATCH}-row batches over loopback; concurrent writers: ${WRITERS.join(', ')}; ${REPS} reps interleaved: median [min–max], shares of raw within a repetition; "/CPU-s" is rows per CPU-second of this process (writers + in-process plane)`,
@@ -134,7 +103,7 @@ for (const target of targets) {
   for (let rep = 0; rep < REPS; rep++) {
     raws.push(target === 'postgres' ? await rawPostgres(PG, events, BATCH) : await rawPglite(events, BATCH));
     for (const writers of WRITERS) {
-      const l = target === 'postgres' ? await withDatabase((url) => viaPlane(events, writers, url)) : await viaPlane(events, writers);
+      const l = target === 'postgres' ? await withScratchDatabase(PG, 'ingest', (url) => viaPlane(events, writers, url)) : await viaPlane(events, writers);
       failed += l.errors;
       (levels[writers] ??= []).push(l);
     }
