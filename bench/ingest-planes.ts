@@ -120,7 +120,8 @@ async function level(events: OutboxEvent[], processes: number): Promise<Level> {
           headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
           body: JSON.stringify({ protocol: 1, writerId: `warm-${i}`, rows: warmup.slice(i * BATCH, (i + 1) * BATCH) }),
         });
-        if (warm.status !== 200) throw new Error(`warm-up batch answered ${warm.status}: ${await warm.text()}`);
+        const answer = await warm.text();
+        if (warm.status !== 200) throw new Error(`warm-up batch answered ${warm.status}: ${answer}`);
       }
       const cpu0 = planes.map((p) => cpuSecs(p.child.pid!));
       const t0 = performance.now();

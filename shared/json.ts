@@ -138,7 +138,8 @@ export function utf8Bytes(s: string): number {
 }
 
 /**
- * Deep-freeze a JSON value so nobody mutates a checkpointed message. Arrays by
+ * Deep-freeze a JSON value (dense arrays, no properties on arrays beyond
+ * their elements) so nobody mutates a checkpointed message. Arrays by
  * index and objects by `for…in` over own keys, recursing only into objects: a
  * resume freezes every message of a run's history at once, and this is about
  * 3× the speed of recursing over `Object.keys` into every value (no key array

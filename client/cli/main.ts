@@ -7,6 +7,7 @@
  * The key may come from WAYMARK_API_KEY.
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { RunInProgress } from '../errors.js';
 import { openStore } from '../open-store.js';
 import { packageVersion, parseCommand, suggest, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
 import { inspectRun, listRuns, parseSince, type RunFilter } from './store-commands.js';
@@ -94,18 +95,31 @@ const COMMANDS: Command[] = [
     name: 'delete',
     args: ['EXECUTION_ID'],
     summary:
-      "Delete a run's rows from this store for good (checkpoints, pause, idempotency entries, lease), with --yes. Its rows not yet sent to a plane are lost; a connected store sends the deletion to the plane. A runner still working on it is refused at its next write (EXECUTION_GONE).",
-    options: { ...db, yes: { type: 'boolean', help: 'really delete (required)' }, ...json },
-    check: (p) => (p.values.yes === true ? [] : ["give --yes: the run's rows are deleted from this store for good"]),
+      "Delete a run's rows from this store for good (checkpoints, pause, idempotency entries, lease), with --yes. Its rows not yet sent to a plane are lost. The deletion is queued for a plane: at the next sync of this store the plane deletes its copy of the run too, every machine's rows of it. A run whose lease is live (another process is running it) is refused unless --force.",
+    options: {
+      ...db,
+      yes: { type: 'boolean', help: 'really delete (required)' },
+      force: { type: 'boolean', help: 'delete even while another process holds the run' },
+      ...json,
+    },
+    check: (p) => (p.values.yes === true ? [] : ["give --yes: the run's rows are deleted from this store for good, and from a plane at the next sync"]),
     run: (p, out) =>
       withStore(p, async (store) => {
         const id = p.positionals[0];
-        const r = await store.deleteExecution(id);
-        if (r.checkpoints === 0 && r.pending === 0 && r.idempotency === 0) {
+        if (!(await store.latest(id)) && (await store.listIdempotent(id)).length === 0) {
           throw new WaymarkError(ErrorCode.EXECUTION_NOT_FOUND, `execution '${id}' has no rows in this store; nothing was deleted`, { details: { executionId: id } });
         }
-        if (p.values.json === true) out(JSON.stringify(r, null, 2));
-        else out(`deleted ${id}: ${r.checkpoints} row(s), ${r.pending} open pause(s), ${r.idempotency} idempotency entr${r.idempotency === 1 ? 'y' : 'ies'}`);
+        const lease = await store.getLease(id);
+        // its runner would be refused at its next write (EXECUTION_GONE), after an effect it may have run
+        if (lease?.live && p.values.force !== true) throw new RunInProgress(id, lease.holder ?? 'another runner', lease.expiresAt ?? '');
+        const onPlane = await store.heldByPlane(id);
+        const r = await store.deleteExecution(id);
+        if (p.values.json === true) out(JSON.stringify({ ...r, onPlane }, null, 2));
+        else
+          out(
+            `deleted ${id}: ${r.checkpoints} row(s), ${r.pending} open pause(s), ${r.idempotency} idempotency entr${r.idempotency === 1 ? 'y' : 'ies'}` +
+              (onPlane ? '; a plane holds the run: its copy there is deleted at the next sync of this store' : ''),
+          );
         return 0;
       }),
   },

@@ -37,8 +37,7 @@ import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 import { ADVANCE, constraintOf, lockExecution, pgCode } from './executions.js';
 import { putOnCursor } from './put-on-cursor.js';
 import { listExecutionSummaries, listIdempotency, listPending, listRows, listUsageRows, readById, readChain, readIdempotent, readLatest, readNote, readPending } from './reads.js';
-import { applyResults, fetchUnsynced, heldByPlane, listQuarantined, outboxStats } from './outbox.js';
-import { SENDING_KEY, sendingNote } from '../store/outbox.js';
+import { applyResults, fetchUnsynced, heldByPlane, listQuarantined, noteSending, outboxStats } from './outbox.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
 import { usageTotalsOf } from '../store/usage.js';
@@ -584,9 +583,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async noteSending(executionIds: readonly string[]): Promise<void> {
     this.assertOpen();
-    const sql = await this.q();
-    await sql`INSERT INTO ${this.t.meta} (key, value) VALUES (${SENDING_KEY}, ${sendingNote(executionIds)})
-      ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+    await noteSending(await this.q(), this.t, executionIds);
   }
 
   async importRows(bundle: C.RestoreBundle): Promise<C.ImportResult> {

@@ -6,7 +6,7 @@
  * themselves, in their transactions (see the store's `queueEvent`).
  */
 import type * as C from '../checkpointer.js';
-import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, SENDING_KEY, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
+import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, SENDING_KEY, sendingNote, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
 import { textList, type Sql, type Tables, type Tx } from './tables.js';
 
 export async function fetchUnsynced(sql: Sql, t: Tables, options: { limit: number; maxBytes: number }): Promise<C.OutboxEntry[]> {
@@ -34,8 +34,14 @@ export async function heldByPlane(sql: Sql, t: Tables, executionId: string): Pro
   const [r] = await sql<{ held: boolean }[]>`
     SELECT EXISTS (SELECT 1 FROM ${t.checkpoints} c JOIN ${t.outbox} o ON o.id = c.id AND o.synced AND o.sync_error IS NULL
                    WHERE c.execution_id = ${executionId})
-        OR EXISTS (SELECT 1 FROM ${t.meta} WHERE key = ${SENDING_KEY} AND value::jsonb ? ${executionId}) AS held`;
+        OR coalesce((SELECT value FROM ${t.meta} WHERE key = ${SENDING_KEY})::jsonb ? ${executionId}, false) AS held`;
   return r.held;
+}
+
+/** `noteSending`: the runs of the batch a drain is about to post, replacing the last batch's. */
+export async function noteSending(sql: Sql, t: Tables, executionIds: readonly string[]): Promise<void> {
+  await sql`INSERT INTO ${t.meta} (key, value) VALUES (${SENDING_KEY}, ${sendingNote(executionIds)})
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
 }
 
 export async function outboxStats(sql: Sql, t: Tables): Promise<C.OutboxStats> {

@@ -72,6 +72,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private lastSuccessAt: string | null = null;
   private lastAckAt: string | null = null;
   private rowsSynced = 0;
+  /** The runs of the batch in flight as last noted in the store (`noteSending`); null: not noted by this replica yet. */
+  private inFlight: string | null = null;
   private maxRows: number;
   private readonly unsubscribe: () => void;
   /** Removes the plane guard this replica installed on its store (connectPlane), if any. */
@@ -280,6 +282,14 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     }
   }
 
+  /** The store's note of the runs in flight (`noteSending`), written only when it changes. */
+  private async noteInFlight(runs: string[]): Promise<void> {
+    const text = runs.join('\u0000');
+    if (text === this.inFlight) return;
+    await this.store.noteSending(runs);
+    this.inFlight = text;
+  }
+
   private async send(entries: OutboxEntry[]): Promise<void> {
     const bytes = entries.reduce((n, e) => n + e.bytes, 0);
     const body = {
@@ -288,11 +298,14 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       backlog: await this.backlogCount.take(entries.length, bytes),
       rows: entries.map((e) => e.event),
     };
+    const runs = [...new Set(entries.map((e) => e.executionId))];
     // from here the plane may commit the batch though its answer never arrives: its runs count as held by the plane
-    await this.store.noteSending(entries.map((e) => e.executionId));
+    await this.noteInFlight(runs);
     const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs });
     this.fault('drain.afterResponse');
     if (res.status !== 200) {
+      // a refusal of the request (not a timeout): the plane committed none of it, so none of its runs is held there for it
+      if (res.status >= 400 && res.status < 500 && res.status !== 408) await this.noteInFlight([]);
       const msg = (res.body as { error?: { message?: string } } | null)?.error?.message ?? foreignBody(res.status, res.body);
       throw new HttpFailure(res.status, msg, retryAfter(res.headers['retry-after']));
     }
@@ -302,11 +315,17 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     }
     const synced: string[] = [];
     const quarantined: Record<string, string> = {};
+    const acked = new Set<string>();
     parsed.data.results.forEach((r, i) => {
       if (r.status === 'rejected') quarantined[entries[i].id] = `plane: ${r.code}: ${r.reason}`;
-      else synced.push(entries[i].id);
+      else {
+        synced.push(entries[i].id);
+        acked.add(entries[i].executionId);
+      }
     });
     await this.store.applyResults({ synced, quarantined });
+    // a run whose every row of the batch the plane refused is not held there for this batch
+    if (acked.size < runs.length) await this.noteInFlight(runs.filter((r) => acked.has(r)));
     this.backlogCount.answered(entries.length, bytes);
     this.fault('drain.afterApply');
     this.rowsSynced += synced.length;

@@ -239,7 +239,8 @@ export class Agent {
       if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
       this.resolveTool(latest.agentPath);
       // read once: a replica stopped meanwhile must not leave a claim that was checked by nothing
-      const guard = this.claimGuard ?? store.planeGuard.current?.claim;
+      const plane = store.planeGuard.current;
+      const guard = this.claimGuard ?? (plane ? (c: Parameters<ClaimGuard>[0]) => plane.claim(c) : undefined);
       if (!guard) await refuseOffPlane(store, executionId, options);
       const paused = (await store.readState(latest)) as RunState;
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
@@ -277,8 +278,8 @@ export class Agent {
       throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
     } else {
       // connected to a plane: another machine's run is taken over there first (one winner, only once its lease ran out)
-      const takeover = store.planeGuard.current?.takeover;
-      if (takeover) await takeover({ executionId, seq: latest.seq });
+      const plane = store.planeGuard.current;
+      if (plane) await plane.takeover({ executionId, seq: latest.seq });
       else await refuseOffPlane(store, executionId, options);
       // a live runner (or one dead less than a lease ago) refuses this with RunInProgress
       lease = await this.acquire(store, executionId);

@@ -552,7 +552,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   async heldByPlane(executionId: string): Promise<boolean> {
     this.assertOpen();
-    return (this.st.heldByPlane.get(executionId, executionId) as { held: number }).held === 1;
+    return (this.st.heldByPlane.get(executionId, SENDING_KEY, executionId) as { held: number }).held === 1;
   }
 
   async noteSending(executionIds: readonly string[]): Promise<void> {

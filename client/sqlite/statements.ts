@@ -73,7 +73,7 @@ export function prepareStatements(db: Database.Database) {
     heldByPlane: prepare(
       `SELECT EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 1 AND o.sync_error IS NULL
                       WHERE c.execution_id = ?)
-           OR EXISTS (SELECT 1 FROM waymark_meta m, json_each(m.value) j WHERE m.key = 'drain_sending' AND j.value = ?) AS held`,
+           OR EXISTS (SELECT 1 FROM waymark_meta m, json_each(m.value) j WHERE m.key = ? AND j.value = ?) AS held`,
     ),
     getLease: prepare(`SELECT * FROM leases WHERE execution_id = ?`),
     upsertLease: prepare(

@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { connectPlane, decide, recoverRuns, restoreFromPlane, serveDecisions, type DecisionOutcome, type Replica } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { main } from '../../client/cli/main.js';
 import { fileURLToPath } from 'node:url';
 import { runTs } from '../helpers/child.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
@@ -101,6 +102,26 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     expect(ledger.charges()).toEqual([]);
     expect((await b.outboxStats()).pendingCount).toBe(0);
     expect((await agent.resume(executionId, { approved: true }, { withoutPlane: true })).status).toBe('completed');
+    expect(ledger.charges()).toHaveLength(1);
+    // deleting it here says what the next sync does to the plane's copy
+    const lines: string[] = [];
+    expect(await main(['delete', '--db', tmp.file(`${name}-b.db`), executionId, '--yes'], (l) => lines.push(l))).toBe(0);
+    expect(lines.join('\n')).toMatch(/^deleted refund-a\d+: \d+ row\(s\).*; a plane holds the run: its copy there is deleted at the next sync of this store$/);
+  });
+
+  it('a batch the plane refused as a whole (a revoked key: 401) leaves nothing held: the run resumes unconnected', async () => {
+    const name = `f${++n}`;
+    const executionId = `refund-${name}`;
+    const s = store(name);
+    const replica = connectPlane(s, { url: plane.url, apiKey: 'wm_not_a_key', pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
+    const ledger = new Ledger(tmp.file(`${name}.jsonl`));
+    const { agent } = refundAgent({ store: s, ledger });
+    expect((await agent.run(refundRequest('5', 50_000), { executionId })).status).toBe('paused');
+    await replica.flush({ timeoutMs: 5000 });
+    expect((await replica.status()).state).toBe('auth_failed');
+    await replica.stop();
+    expect(await s.heldByPlane(executionId)).toBe(false);
+    expect((await agent.resume(executionId, { approved: true })).status).toBe('completed');
     expect(ledger.charges()).toHaveLength(1);
   });
 

@@ -165,7 +165,10 @@ describe('waymark CLI arguments, through the real binary', () => {
     await agent.run(refundRequest('2', 20), { executionId: 'x-done' });
     await store.close();
     const refused = waymark('delete', '--db', db, 'x-paused');
-    expect([refused.status, refused.stderr]).toEqual([2, expect.stringContaining("waymark delete: give --yes: the run's rows are deleted from this store for good")]);
+    expect([refused.status, refused.stderr]).toEqual([
+      2,
+      expect.stringContaining("waymark delete: give --yes: the run's rows are deleted from this store for good, and from a plane at the next sync"),
+    ]);
     expect((await cli(['runs', '--db', db])).text).toMatch(/x-paused\s+paused/);
     const d = waymark('delete', '--db', db, 'x-paused', '--yes');
     expect([d.status, d.stdout, d.stderr]).toEqual([0, 'deleted x-paused: 3 row(s), 1 open pause(s), 0 idempotency entries\n', '']);
@@ -173,7 +176,16 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect(JSON.parse(runs.text).map((r: { executionId: string }) => r.executionId)).toEqual(['x-done']);
     const again = waymark('delete', '--db', db, 'x-paused', '--yes');
     expect([again.status, again.stderr]).toEqual([1, expect.stringMatching(/^waymark: EXECUTION_NOT_FOUND: execution 'x-paused' has no rows in this store; nothing was deleted/)]);
-    expect(JSON.parse((await cli(['delete', '--db', db, 'x-done', '--yes', '--json'])).text)).toEqual({ checkpoints: 4, pending: 0, idempotency: 1 });
+    expect(JSON.parse((await cli(['delete', '--db', db, 'x-done', '--yes', '--json'])).text)).toEqual({ checkpoints: 4, pending: 0, idempotency: 1, onPlane: false });
+    // a run another process is running (its lease live): refused, kept, unless --force
+    const held = new SqliteCheckpointer({ path: db });
+    await held.put({ executionId: 'x-running', nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:x', state: { messages: [] } });
+    await held.acquireLease('x-running', { holder: 'worker-7', ttlMs: 600_000 });
+    await held.close();
+    const live = waymark('delete', '--db', db, 'x-running', '--yes');
+    expect([live.status, live.stderr]).toEqual([1, expect.stringMatching(/^waymark: RUN_IN_PROGRESS: execution x-running is being run by worker-7/)]);
+    expect((await cli(['runs', '--db', db])).text).toContain('x-running');
+    expect(waymark('delete', '--db', db, 'x-running', '--yes', '--force')).toMatchObject({ status: 0, stdout: 'deleted x-running: 1 row(s), 0 open pause(s), 0 idempotency entries\n' });
   });
 
   it('decide records a decision for the open pause (only records it); a worker applies it once; a second decision, a wrong pause and bad flags are refused and change nothing', async () => {

@@ -100,10 +100,12 @@ describe('README quick start works when pasted', () => {
     writeBlock(readme, 'quickstart', 'agent.ts');
     writeBlock(readme, 'plane', 'sync.ts');
     writeBlock(readme, 'plane', 'other-machine.ts');
-    const lines = (/```sh\n(npx tsx refund\.ts start refund-2001[\s\S]*?)```/.exec(readme)?.[1] ?? '')
+    const [exportKey, ...lines] = (/```sh\n(export WAYMARK_API_KEY=[^\n]*\nnpx tsx refund\.ts start refund-2001[\s\S]*?)```/.exec(readme)?.[1] ?? '')
       .split('\n')
       .map((l) => l.replace(/\s+#.*$/, '').trim())
       .filter(Boolean);
+    // the key comes from the running plane's CLI (test/plane/readme-plane.test.ts runs that command); here, the test plane's key of the same scopes
+    expect(exportKey).toBe('export WAYMARK_API_KEY=$(npx waymark plane keys create --project local --scopes ingest,read --name laptop | tail -n 1)');
     expect(lines).toEqual(['npx tsx refund.ts start refund-2001', 'npx tsx sync.ts', 'npx tsx other-machine.ts refund-2001', 'npx tsx refund.ts approve refund-2001']);
     const plane = await startTestPlane('pglite');
     try {
