@@ -29,6 +29,7 @@ import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '.
 import type * as C from '../checkpointer.js';
 import { CorruptRowError, DuplicateIdError, PauseExistsError } from '../errors.js';
 import { StoreBase, written, type StoreBaseOptions } from '../store/base.js';
+import { nativeBinding } from './native-binding.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
 import { GroupCommit, type BatchOutcome } from '../store/group-commit.js';
@@ -81,7 +82,8 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   constructor(options: SqliteCheckpointerOptions) {
     super('SqliteCheckpointer', options);
     this.path = options.path;
-    this.db = new Database(options.path);
+    const addon = nativeBinding();
+    this.db = new Database(options.path, addon ? { nativeBinding: addon } : {});
     this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
     if (options.path !== ':memory:') this.db.pragma('journal_mode = WAL');
     this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);

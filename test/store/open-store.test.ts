@@ -1,7 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
 import postgres from 'postgres';
 import { openStore } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { nativeBinding } from '../../client/sqlite/native-binding.js';
 import { hasCode } from '../../shared/errors.js';
 import type { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { createTestDatabase, pgReady } from '../helpers/pg.js';
@@ -62,5 +64,17 @@ describe.runIf(pg)('openStore(postgres spec)', () => {
     } finally {
       await db.drop();
     }
+  });
+});
+
+describe("better-sqlite3's addon", () => {
+  it('is found without the bindings search (given to every open as nativeBinding), and a store opens with it', async () => {
+    const path = nativeBinding();
+    expect(path).toMatch(/better-sqlite3[\\/]build[\\/]Release[\\/]better_sqlite3\.node$/);
+    expect(existsSync(path!)).toBe(true);
+    expect(nativeBinding()).toBe(path);
+    const store = new SqliteCheckpointer({ path: ':memory:' });
+    expect((await store.put({ executionId: 'nb', nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:x', state: {} })).seq).toBe(0);
+    await store.close();
   });
 });
