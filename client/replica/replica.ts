@@ -37,6 +37,7 @@ import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
 import { BacklogCount } from './backlog-count.js';
+import { sendingNote } from '../store/outbox.js';
 import type { DrainState, FlushResult, ReplicaEvents, ReplicaOptions, ReplicaStatus, RoundOutcome } from './replica-types.js';
 import { claimAtPlane, foreignBody, ping, releaseClaim, runAtPlane, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneRun, type PlaneTakeover } from './plane-calls.js';
 
@@ -72,7 +73,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private lastSuccessAt: string | null = null;
   private lastAckAt: string | null = null;
   private rowsSynced = 0;
-  /** The runs of the batch in flight as last noted in the store (`noteSending`); null: not noted by this replica yet. */
+  /** The note of the batch in flight as last written to the store (`sendingNote` text); null: not written by this replica yet. */
   private inFlight: string | null = null;
   private maxRows: number;
   private readonly unsubscribe: () => void;
@@ -284,7 +285,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
 
   /** The store's note of the runs in flight (`noteSending`), written only when it changes. */
   private async noteInFlight(runs: string[]): Promise<void> {
-    const text = runs.join('\u0000');
+    const text = sendingNote(runs);
     if (text === this.inFlight) return;
     await this.store.noteSending(runs);
     this.inFlight = text;

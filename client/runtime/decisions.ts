@@ -253,7 +253,7 @@ class DecisionWorker {
       const result = await agent.resume(
         d.executionId,
         { approved: d.approved, metadata: d.metadata },
-        { checkpointId: d.checkpointId, decisionId: d.decisionId, ...(this.o.withoutPlane === true ? { withoutPlane: true } : {}) },
+        { checkpointId: d.checkpointId, decisionId: d.decisionId, withoutPlane: this.o.withoutPlane === true },
       );
       this.retries.delete(d.decisionId);
       this.summary.applied++;

@@ -125,7 +125,7 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     if (e.lease?.live) {
       return { executionId: id, agent: agentPath, outcome: 'held', reason: 'lease live', holder: e.lease.holder, expiresAt: e.lease.expiresAt };
     }
-    const result = await agent.resume(id, undefined, withoutPlane ? { withoutPlane } : {});
+    const result = await agent.resume(id, undefined, { withoutPlane });
     return { executionId: id, agent: agentPath, outcome: 'recovered', status: result.status, result };
   } catch (err) {
     const details = ((err as { details?: Record<string, unknown> }).details ?? {}) as { holder?: string; expiresAt?: string };
