@@ -11,12 +11,12 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { connectPlane } from '../client/index.js';
 import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import { uuidv7 } from '../shared/ids.js';
 import { fmt, summary } from './lib/stats.js';
 import { randomText } from './lib/text.js';
+import { childCommand, ROOT } from './lib/paths.js';
 
 const N = Number(process.argv[2] ?? 1_000_000);
 const REPS = Number(process.argv[3] ?? (process.env.WAYMARK_BENCH_SMOKE === '1' ? 1 : 5));
@@ -25,7 +25,7 @@ const mb = (b: number) => (b / 1024 / 1024).toFixed(0);
 if (process.argv[4] !== '--child') {
   const runs: { rowsPerSec: number; rssStartMb: number; rssPeakMb: number }[] = [];
   for (let rep = 0; rep < REPS; rep++) {
-    const c = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), String(N), '1', '--child'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const c = spawnSync(process.execPath, [...childCommand(import.meta.url, 'drain-rss'), String(N), '1', '--child'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
     if (c.status !== 0) throw new Error(`drain-rss repetition ${rep + 1} failed (exit ${c.status})`);
     runs.push(JSON.parse(c.stdout.trim().split('\n').at(-1)!));
   }
@@ -52,7 +52,6 @@ if (process.argv[4] !== '--child') {
   process.exit(0);
 }
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-rss-'));
-const root = fileURLToPath(new URL('..', import.meta.url));
 
 const store = new SqliteCheckpointer({ path: join(dir, 'backlog.db'), synchronous: 'OFF' as never });
 const db = store.connection;
@@ -79,7 +78,7 @@ for (let i = 0; i < N; i += 10_000) {
 }
 
 const planeDir = join(dir, 'plane');
-const plane = spawn(process.execPath, [join(root, 'bin/waymark.mjs'), 'plane', '--data-dir', planeDir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const plane = spawn(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'plane', '--data-dir', planeDir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
 const url = await new Promise<string>((resolve) => {
   plane.stdout!.on('data', (d: Buffer) => {
     const m = /listening on (http:\/\/\S+)/.exec(d.toString());

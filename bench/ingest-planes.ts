@@ -17,18 +17,18 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createKey, openPlaneDatabase } from '../plane/index.js';
 import type { OutboxEvent } from '../shared/rows.js';
 import { backlogEvents, withScratchDatabase } from './lib/backlog.js';
 import { fmt, ratios, summary } from './lib/stats.js';
+import { ROOT } from './lib/paths.js';
 
 const N = Number(process.argv[2] ?? 20000);
 const WRITERS = Number(process.argv[3] ?? 8);
 const REPS = Number(process.argv[4] ?? (process.env.WAYMARK_BENCH_SMOKE === '1' ? 1 : 5));
 const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const BATCH = 500;
-const BIN = join(fileURLToPath(new URL('..', import.meta.url)), 'bin/waymark.mjs');
+const BIN = join(ROOT, 'bin/waymark.mjs');
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
 const TICKS = 100;
 

@@ -9,7 +9,9 @@
  * - open + build + call: opening the store and reading the run's newest row
  *   (after the store module is loaded, for both), building the agent or
  *   compiling the graph, the call;
- * - the whole process, spawn to exit, imports included (both under tsx);
+ * - the whole process, spawn to exit, imports included (both as plain node
+ *   under `npm run bench`, which compiles waymark as it ships; both under
+ *   tsx when this file is run with tsx);
  *
  * and the peer's time over waymark's, taken within each repetition. On SQLite
  * the disk's raw fsync rate of each repetition is printed beside them.
@@ -20,15 +22,15 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { openStore } from '../client/index.js';
 import { benchAgent, P } from './lib/resume-workload.js';
 import { fmt, ratios, summary, type Summary } from './lib/stats.js';
 import { fsyncRate } from './lib/fsync.js';
+import { childCommand } from './lib/paths.js';
 import { peerGraph, peerInstalled, peerPostgresSaver, peerRun, peerSqliteSaver, peerVersion } from './lib/langgraph.js';
 
 const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const CHILD = fileURLToPath(new URL('resume-child.ts', import.meta.url));
+const CHILD = childCommand(import.meta.url, 'resume-child');
 const turns = Number(process.argv[2] ?? 200);
 const reps = Number(process.argv[3] ?? 7);
 const backend = process.argv[4] ?? 'sqlite';
@@ -58,7 +60,7 @@ for (let i = 0; i < reps; i++) {
       if (p.status !== 'paused') throw new Error('expected a pause');
     } else await peerRun(peerGraph(saver, turns, P, undefined, true, i), id, turns);
     const t0 = performance.now();
-    const c = spawnSync(process.execPath, ['--import', 'tsx', CHILD, w, spec(w), id, String(turns), String(i)], { encoding: 'utf8' });
+    const c = spawnSync(process.execPath, [...CHILD, w, spec(w), id, String(turns), String(i)], { encoding: 'utf8' });
     const processMs = performance.now() - t0;
     if (c.status !== 0) throw new Error(c.stderr);
     (times[w] ??= []).push({ ...(JSON.parse(c.stdout.trim()) as Omit<Times, 'processMs'>), processMs });

@@ -7,9 +7,7 @@
  *   npx tsx bench/resume-first-use.ts [pairs=7]
  */
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-const SELF = fileURLToPath(import.meta.url);
+import { childCommand } from './lib/paths.js';
 
 if (process.argv[2] === '--child') {
   const { plainResume } = await import('../client/runtime/interrupt.js');
@@ -25,7 +23,7 @@ if (process.argv[2] === '--child') {
   const took: Record<'schema' | 'plain', number[]> = { schema: [], plain: [] };
   for (let i = 0; i < pairs; i++) {
     for (const mode of i % 2 ? (['plain', 'schema'] as const) : (['schema', 'plain'] as const)) {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', SELF, '--child', mode], { encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [...childCommand(import.meta.url, 'resume-first-use'), '--child', mode], { encoding: 'utf8' });
       if (r.status !== 0) throw new Error(r.stderr);
       took[mode].push(JSON.parse(r.stdout.trim()).ms);
     }

@@ -5,13 +5,14 @@
  */
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { PEER_DIR } from './paths.js';
 import { randomText } from './text.js';
 
-const PEER = fileURLToPath(new URL('../peers/langgraph/package.json', import.meta.url));
+const PEER = join(PEER_DIR, 'package.json');
 
 export function peerInstalled(): boolean {
-  return existsSync(fileURLToPath(new URL('../peers/langgraph/node_modules/@langchain/langgraph/package.json', import.meta.url)));
+  return existsSync(join(PEER_DIR, 'node_modules', '@langchain', 'langgraph', 'package.json'));
 }
 
 export function peerVersion(): string {

@@ -46,7 +46,7 @@ import { migrateSqlite } from './migrations.js';
 import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 import { prepareStatements, type Statements } from './statements.js';
-import { fence, leaseInfo, takeLease } from './leases.js';
+import { fence, fenceWrite, leaseInfo, takeLease } from './leases.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
 
@@ -63,11 +63,10 @@ export interface SqliteCheckpointerOptions extends StoreBaseOptions {
   writerId?: string;
 }
 
-/** A put waiting for its group commit. */
-interface QueuedPut {
-  input: C.CheckpointInput;
-  lease: C.Lease | undefined;
-}
+/** A write waiting for its group commit: a put, or a lease acquisition. */
+type QueuedWrite = { executionId: string; input: C.CheckpointInput; lease: C.Lease | undefined; take?: undefined } | { executionId: string; take: C.LeaseRequest };
+/** What a queued write wrote: a checkpoint's row text, or the lease taken. */
+type Written = RowText | C.Lease;
 
 export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   readonly writerId: string;
@@ -75,7 +74,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   private readonly db: Database.Database;
   private readonly st: Statements;
   /** Transaction functions made once (better-sqlite3 runs one called inside a transaction as a savepoint). */
-  private readonly tx: { putOne: Database.Transaction<(job: QueuedPut) => RowText>; commitPuts: Database.Transaction<(jobs: QueuedPut[]) => BatchOutcome<RowText>[]> };
+  private readonly tx: { writeOne: Database.Transaction<(job: QueuedWrite) => Written>; commitBatch: Database.Transaction<(jobs: QueuedWrite[]) => BatchOutcome<Written>[]> };
   /** Statements whose text depends on the call's options, each prepared the first time its text is needed. */
   private readonly variants = new Map<string, Database.Statement>();
 
@@ -90,7 +89,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.db.pragma('foreign_keys = ON');
     migrateSqlite(this.db);
     this.st = prepareStatements(this.db);
-    this.tx = { putOne: this.db.transaction((job: QueuedPut) => this.putOne(job)), commitPuts: this.db.transaction((jobs: QueuedPut[]) => this.commitPuts(jobs)) };
+    this.tx = { writeOne: this.db.transaction((job: QueuedWrite) => this.writeOne(job)), commitBatch: this.db.transaction((jobs: QueuedWrite[]) => this.commitBatch(jobs)) };
     this.writerId = this.resolveWriterId(options.writerId);
   }
 
@@ -158,10 +157,15 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return rt;
   }
 
+  /**
+   * Joins the group commit as a put does: the runs that start together take
+   * their leases in one transaction (a savepoint each; a lease held elsewhere
+   * fails only its own acquisition), not one commit each.
+   */
   async acquireLease(executionId: string, request: C.LeaseRequest): Promise<C.Lease> {
-    this.assertOpen();
+    this.assertNotClosed();
     checkLease(executionId, request);
-    return this.db.transaction(() => takeLease(this.st, executionId, request)).immediate();
+    return this.writes.enqueue({ executionId, take: request }) as Promise<C.Lease>;
   }
 
   async renewLease(lease: C.Lease): Promise<C.Lease> {
@@ -220,39 +224,40 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
    */
   async put(input: C.CheckpointInput, options: C.WriteOptions = {}): Promise<Checkpoint> {
     const lease = this.checkQueuedWrite(input, options);
-    return this.puts.enqueue({ input, lease });
+    return this.writes.enqueue({ executionId: input.executionId, input, lease }) as Promise<Checkpoint>;
   }
 
   protected override settle(): void {
     // inside an open transaction (a fault hook calling back in) the batch would commit as a savepoint only
     if (this.db.inTransaction) return;
-    this.puts.settle();
+    this.writes.settle();
   }
 
-  /** One put's savepoint (better-sqlite3 nests a transaction function as a savepoint). */
-  private putOne({ input, lease }: QueuedPut): RowText {
-    if (lease) fence(this.st, lease, input.step === 'run_end');
-    return this.writeCheckpoint(input);
+  /** One queued write, in the batch's transaction (as a savepoint when the batch holds more than one). */
+  private writeOne(job: QueuedWrite): Written {
+    if (job.take) return takeLease(this.st, job.executionId, job.take);
+    if (job.lease) fenceWrite(this.st, job.lease, job.input.step === 'run_end');
+    return this.writeCheckpoint(job.input);
   }
 
-  /** The puts of one turn, inside one IMMEDIATE transaction, a savepoint each; a failing put rolls back its own savepoint only. */
-  private commitPuts(jobs: QueuedPut[]): BatchOutcome<RowText>[] {
+  /** The writes of one tick, inside one IMMEDIATE transaction, a savepoint each; a failing write rolls back its own savepoint only. */
+  private commitBatch(jobs: QueuedWrite[]): BatchOutcome<Written>[] {
     if (jobs.length === 1) {
-      // a lone put needs no savepoint: its failure rolls the whole transaction back, as before group commit
-      const rt = this.putOne(jobs[0]);
+      // a lone write needs no savepoint: its failure rolls the whole transaction back, as before group commit
+      const value = this.writeOne(jobs[0]);
       this.fault('store.groupCommit.beforeCommit');
-      return [{ ok: true, value: rt }];
+      return [{ ok: true, value }];
     }
-    const out = jobs.map((job): BatchOutcome<RowText> => {
+    const out = jobs.map((job): BatchOutcome<Written> => {
       try {
-        const rt = this.tx.putOne(job);
+        const value = this.tx.writeOne(job);
         // the next put of this execution in the batch encodes against this row without reading it back
-        this.cursors.set(job.input.executionId, rt.cursor);
-        return { ok: true, value: rt };
+        if (!job.take) this.cursors.set(job.executionId, (value as RowText).cursor);
+        return { ok: true, value };
       } catch (error) {
         // an error that ended the whole transaction (I/O, disk full) fails the batch: nothing of it commits
         if (!this.db.inTransaction) throw error;
-        this.cursors.drop(job.input.executionId);
+        this.cursors.drop(job.executionId);
         return { ok: false, error };
       }
     });
@@ -260,23 +265,26 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return out;
   }
 
-  private readonly puts = new GroupCommit<QueuedPut, RowText, Checkpoint>({
+  private readonly writes = new GroupCommit<QueuedWrite, Written, Checkpoint | C.Lease>({
     commit: (jobs) => {
       try {
-        return this.tx.commitPuts.immediate(jobs);
+        return this.tx.commitBatch.immediate(jobs);
       } catch (e) {
         // rows cached inside the transaction were never committed
-        for (const j of jobs) this.cursors.drop(j.input.executionId);
+        for (const j of jobs) this.cursors.drop(j.executionId);
         throw e;
       }
     },
-    after: ({ input }, rt) => {
-      this.afterCommit(input.executionId, written(rt), 'store.put.afterCommit');
+    after: (job, value) => {
+      if (job.take) return value as C.Lease;
+      const rt = value as RowText;
+      this.afterCommit(job.executionId, written(rt), 'store.put.afterCommit');
       return rt.row;
     },
-    failed: ({ input }, error) => {
-      this.cursors.drop(input.executionId);
-      return fencedWriteError(error, input);
+    failed: (job, error) => {
+      if (job.take) return error;
+      this.cursors.drop(job.executionId);
+      return fencedWriteError(error, job.input);
     },
   });
 
@@ -287,7 +295,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       out = this.db
         .transaction(() => {
           // a pause ends this runner's hold: the resumer that claims it takes the lease anew
-          if (lease) fence(this.st, lease, true);
+          if (lease) fenceWrite(this.st, lease, true);
           const rt = this.writeCheckpoint(input);
           const pending = pendingFor(rt.row, pause.reason, pause.context);
           this.fault('store.recordInterrupt.betweenRows');
@@ -573,28 +581,28 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.st.setMeta.run(`note:${key}`, value);
   }
 
-  /** How the puts were grouped so far: commits run, puts they held, the largest batch (for benches and tests). */
+  /** How the writes were grouped so far: commits run, writes they held (puts and lease acquisitions), the largest batch (for benches and tests). */
   get groupCommitStats(): { batches: number; writes: number; largest: number } {
-    return { ...this.puts.stats };
+    return { ...this.writes.stats };
   }
 
   /** `PRAGMA integrity_check` result ('ok' when healthy). */
   integrityCheck(): string {
-    this.puts.settle();
+    this.writes.settle();
     return this.db.pragma('integrity_check', { simple: true }) as string;
   }
 
   /** The underlying connection, for tools and tests. */
   get connection(): Database.Database {
     // raw reads see every put made before them, as the contract's reads do
-    if (this.db.open) this.puts.settle();
+    if (this.db.open) this.writes.settle();
     return this.db;
   }
 
   async close(): Promise<void> {
     // puts queued before the close are committed first, as they would have been before it
     // (a write listener may put while the queue commits: settle until nothing is left)
-    while (this.db.open && this.puts.pending > 0) this.puts.settle();
+    while (this.db.open && this.writes.pending > 0) this.writes.settle();
     if (this.markClosed()) this.db.close();
   }
 }

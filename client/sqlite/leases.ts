@@ -40,6 +40,11 @@ export function takeLease(st: Statements, executionId: string, request: LeaseReq
 
 /** Inside the caller's IMMEDIATE transaction: the lease is still this one; renew (or release) it, else LeaseLost. */
 export function fence(st: Statements, lease: Lease, release: boolean): Lease {
+  return { ...lease, expiresAt: isoOf(fenceWrite(st, lease, release)) };
+}
+
+/** `fence` for a write that needs no renewed lease back (a put): the same check and renewal; answers the new expiry (ms). */
+export function fenceWrite(st: Statements, lease: Lease, release: boolean): number {
   const now = Date.now();
   const info = release ? st.releaseLease.run(lease.executionId, lease.holder, lease.epoch) : st.renewLease.run(now + lease.ttlMs, lease.executionId, lease.holder, lease.epoch);
   if (info.changes !== 1) {
@@ -47,5 +52,5 @@ export function fence(st: Statements, lease: Lease, release: boolean): Lease {
     const marker = cancelledMarker(st, lease.executionId);
     throw marker ? runCancelled(marker) : leaseLost(lease, leaseInfo(st, lease.executionId));
   }
-  return { ...lease, expiresAt: isoOf(release ? now : now + lease.ttlMs) };
+  return release ? now : now + lease.ttlMs;
 }

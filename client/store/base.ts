@@ -74,7 +74,7 @@ export abstract class StoreBase {
    * store applies calls in the order they were made.
    */
   protected assertOpen(): void {
-    if (this.closed) throw storeClosed(this.storeName);
+    this.assertNotClosed();
     this.settle();
   }
 
@@ -89,8 +89,13 @@ export abstract class StoreBase {
 
   /** As `checkWrite`, for a write that joins the group-commit queue: the queue is not settled first. */
   protected checkQueuedWrite(input: CheckpointInput, options: WriteOptions): Lease | undefined {
-    if (this.closed) throw storeClosed(this.storeName);
+    this.assertNotClosed();
     return this.validateWrite(input, options);
+  }
+
+  /** STORE_CLOSED once `close()` was called; for a call that joins the group-commit queue (nothing is settled first). */
+  protected assertNotClosed(): void {
+    if (this.closed) throw storeClosed(this.storeName);
   }
 
   private validateWrite(input: CheckpointInput, options: WriteOptions): Lease | undefined {

@@ -80,6 +80,37 @@ describe('SQLite group commit', () => {
     expect((await Promise.all(['x', 'y'].map((id) => store.put(input(id))))).map((r) => r.seq)).toEqual([0, 0]);
   });
 
+  it('runs started together take their leases in one commit with the puts of that tick; a lease held fails only its own acquisition', async () => {
+    const request = (holder: string) => ({ holder, ttlMs: 30_000 });
+    const settled = await Promise.allSettled([
+      store.acquireLease('l1', request('h1')),
+      store.acquireLease('l2', request('h2')),
+      // the same execution twice in one batch: the second sees the first's savepoint and is refused
+      store.acquireLease('l1', request('h3')),
+      store.put(input('l3')),
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(store.groupCommitStats).toEqual({ batches: 1, writes: 4, largest: 4 });
+    expect((settled[2] as PromiseRejectedResult).reason).toMatchObject({ code: 'RUN_IN_PROGRESS' });
+    expect(await store.getLease('l1')).toMatchObject({ holder: 'h1', epoch: 1, live: true });
+    expect(await store.getLease('l2')).toMatchObject({ holder: 'h2', epoch: 1, live: true });
+    // the lease is durable once the acquisition resolved: a second connection sees it
+    const other = new SqliteCheckpointer({ path: store.path });
+    try {
+      await expect(other.acquireLease('l2', request('h4'))).rejects.toMatchObject({ code: 'RUN_IN_PROGRESS' });
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('a failure of the shared transaction fails the lease acquisitions queued in it too, and takes none', async () => {
+    failAt = 'store.groupCommit.beforeCommit';
+    const settled = await Promise.allSettled([store.acquireLease('f1', { holder: 'h', ttlMs: 30_000 }), store.put(input('f2'))]);
+    expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected']);
+    expect(await store.getLease('f1')).toBeNull();
+    expect((await store.acquireLease('f1', { holder: 'h', ttlMs: 30_000 })).epoch).toBe(1);
+  });
+
   it('an after-commit failure of one put fails that put alone; the batch is committed', async () => {
     failAt = 'store.put.afterCommit';
     const settled = await Promise.allSettled(['p', 'q'].map((id) => store.put(input(id))));
