@@ -2,6 +2,7 @@
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Lease, LeaseInfo, LeaseRequest } from '../checkpointer.js';
 import { ExecutionGoneError, LeaseLost } from '../errors.js';
+import { isoTime } from '../../shared/time.js';
 
 /** A lease request or held lease that cannot be stored; nothing was written. Names every problem. */
 export function checkLease(executionId: string, lease: LeaseRequest | Lease): void {
@@ -24,7 +25,7 @@ export function checkLease(executionId: string, lease: LeaseRequest | Lease): vo
 
 export const isHeld = (lease: LeaseRequest | Lease | undefined): lease is Lease => !!lease && 'epoch' in lease;
 
-export const isoOf = (ms: number) => new Date(ms).toISOString();
+export const isoOf = isoTime;
 
 export interface LeaseColumns {
   execution_id: string;

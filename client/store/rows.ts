@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { LIMITS, eventBytes } from '../../shared/limits.js';
 import { UUIDV7_RE, uuidv7 } from '../../shared/ids.js';
+import { isoTime } from '../../shared/time.js';
 import { jsonProblem, textProblem, utf8Bytes, type Json } from '../../shared/json.js';
 import { encodeState, type CodecCursor, type Encoded } from '../../shared/codec.js';
 import { AgentPath, type Checkpoint, ExecutionId, IsoTime, NodeId, Status, Step, Uuidv7, type PendingInterrupt } from '../../shared/rows.js';
@@ -228,7 +229,7 @@ export function canonicalTime(t?: string | Date): string {
   if (t !== undefined) return new Date(t).toISOString();
   const ms = Date.now();
   if (ms !== nowMs) {
-    nowIso = new Date(ms).toISOString();
+    nowIso = isoTime(ms);
     nowMs = ms;
   }
   return nowIso;
