@@ -45,7 +45,7 @@ import type { UsageTotal } from '../../shared/usage.js';
 import { migrateSqlite } from './migrations.js';
 import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
-import { prepareStatements, type Statements } from './statements.js';
+import { insertCheckpoint, prepareStatements, upsertExecution, type Statements } from './statements.js';
 import { fence, fenceWrite, leaseInfo, takeLease } from './leases.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
@@ -147,12 +147,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     const prev = ex && seq > 0 ? this.cursorAt(input.executionId, seq - 1, ex.last_id, (b, s) => this.chain(input.executionId, b, s)) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
     try {
-      this.st.insertCheckpoint.run(toColumns.checkpoint(rt.row, rt));
+      insertCheckpoint(this.st, rt.row, rt);
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new DuplicateIdError(rt.row.id);
       throw e;
     }
-    this.st.upsertExec.run(toColumns.execution(rt.row));
+    upsertExecution(this.st, rt.row);
     this.queue(checkpointWritten(rt));
     return rt;
   }

@@ -4,10 +4,39 @@
  * options are prepared on first use by the store (`variant`).
  */
 import type Database from 'better-sqlite3';
+import type { Checkpoint } from '../../shared/rows.js';
+import { textsOf, type ColumnTexts } from '../store/columns.js';
 import { PRUNE_CHUNK } from '../store/prune.js';
 
 /** A prepared statement, under a name this module's declarations can write out. */
 export interface SqliteStatement extends Database.Statement {}
+
+/** Insert a checkpoint row (its JSON columns' texts given, or made from the row). */
+export function insertCheckpoint(st: Statements, row: Checkpoint, texts: ColumnTexts = textsOf(row)): void {
+  st.insertCheckpoint.run(
+    row.id,
+    row.executionId,
+    row.seq,
+    row.nodeId,
+    row.turn,
+    row.step,
+    row.status,
+    row.agentPath,
+    row.parentId,
+    texts.stateText,
+    texts.nodeInput,
+    texts.nodeOutput,
+    row.interruptReason,
+    texts.interruptContext,
+    row.createdAt,
+    row.writerId,
+  );
+}
+
+/** Advance the execution's row to `row` (when it is newer than what the row says). */
+export function upsertExecution(st: Statements, row: Checkpoint): void {
+  st.upsertExec.run(row.executionId, row.seq + 1, row.id, row.nodeId, row.step, row.status, row.createdAt);
+}
 
 /** Every fixed statement of the store, by name. */
 export type Statements = ReturnType<typeof prepareStatements>;
@@ -21,9 +50,11 @@ export function prepareStatements(db: Database.Database) {
     insertMeta: prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?)`),
     setMeta: prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`),
     getExec: prepare(`SELECT next_seq, last_id FROM executions WHERE execution_id = ?`),
+    // positional, bound by `upsertExecution` and `insertCheckpoint` below: better-sqlite3 looks each named parameter
+    // up on the bound object (3.1 against 1.9 µs for the 16 columns of a checkpoint, measured alone)
     upsertExec: prepare(
       `INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
-       VALUES (@execution_id, @next_seq, @last_id, @last_node_id, @last_step, @last_status, @updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (execution_id) DO UPDATE SET
          next_seq = excluded.next_seq, last_id = excluded.last_id, last_node_id = excluded.last_node_id,
          last_step = excluded.last_step, last_status = excluded.last_status, updated_at = excluded.updated_at
@@ -32,8 +63,7 @@ export function prepareStatements(db: Database.Database) {
     insertCheckpoint: prepare(
       `INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id, state,
          node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
-       VALUES (@id, @execution_id, @seq, @node_id, @turn, @step, @status, @agent_path, @parent_id, @state,
-         @node_input, @node_output, @interrupt_reason, @interrupt_context, @created_at, @writer_id)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertOutbox: prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
     getById: prepare(`SELECT * FROM checkpoints WHERE id = ?`),
