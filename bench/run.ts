@@ -46,15 +46,20 @@ const argv = process.argv.slice(2);
 const at = argv.indexOf('--before');
 const beforeDir = at >= 0 ? argv[at + 1] : undefined;
 if (at >= 0) argv.splice(at, 2);
+const skipAt = argv.indexOf('--skip');
+const skipped = skipAt >= 0 ? (argv[skipAt + 1] ?? '').split(',').filter(Boolean) : [];
+if (skipAt >= 0) argv.splice(skipAt, 2);
 const name = argv[0] ?? 'all';
-const names = name === 'all' ? Object.keys(BENCHES) : [name];
+const names = (name === 'all' ? Object.keys(BENCHES) : [name]).filter((n) => !skipped.includes(n));
 const usage: string[] = [];
 if (names.some((n) => !BENCHES[n]) || argv.length > 1) usage.push(`unknown arguments: ${argv.join(' ')}`);
+if (skipAt >= 0 && skipped.length === 0) usage.push('--skip needs a comma-separated list of bench names');
+for (const s of skipped) if (!BENCHES[s]) usage.push(`--skip ${s}: no such bench`);
 if (at >= 0 && !beforeDir) usage.push('--before needs a directory');
 if (beforeDir && !existsSync(join(beforeDir, 'bench', 'steps.ts'))) usage.push(`--before ${beforeDir}: no bench/steps.ts there (copy this bench/ in)`);
 if (beforeDir && !existsSync(join(beforeDir, 'node_modules'))) usage.push(`--before ${beforeDir}: no node_modules there (link it)`);
 if (usage.length) {
-  console.error(`${usage.join('\n')}\nusage: npm run bench -- <${Object.keys(BENCHES).join('|')}|all> [--before <dir>]`);
+  console.error(`${usage.join('\n')}\nusage: npm run bench -- <${Object.keys(BENCHES).join('|')}|all> [--before <dir>] [--skip <name,...>]`);
   process.exit(2);
 }
 // drain-rss and ingest-planes run the plane as its own process from dist/: build it from this tree first
@@ -299,7 +304,7 @@ if (name === 'all') {
   const when = new Date().toISOString();
   writeFileSync(
     `${here}RESULTS.md`,
-    `# Benchmark results\n\n\`npm run bench -- all\` on ${when} (Node ${process.version}, ${cpus().length} cores; ${Math.round((Date.now() - started) / 1000)} s in all). Message text is pseudo-random (incompressible) in every bench, waymark and peer alike; every bench repeats at least 5 times, interleaved; a ratio is taken within one repetition (both sides measured minutes apart at most) and reported as median [min–max] over the repetitions; beside every SQLite ratio, the disk's raw fsync rate measured in the same repetitions; steps per CPU-second of the bench process beside steps/s, which stays valid on a loaded machine.\n\n## Targets of issue 19\n\n${issueTargets(lines, beforeLines)}\n\n## Earlier targets\n\n${targets(lines)}\n\nWhat the profiles showed, what was fixed, before/after figures, and why the misses remain: [PROFILES.md](PROFILES.md).\n\n## Runs\n\n${sections.join('\n')}`,
+    `# Benchmark results\n\n\`npm run bench -- all${skipped.length ? ` --skip ${skipped.join(',')}` : ''}${beforeDir ? ` --before ${beforeDir}` : ''}\` on ${when} (Node ${process.version}, ${cpus().length} cores; ${Math.round((Date.now() - started) / 1000)} s in all)${skipped.length ? `; not run: ${skipped.join(', ')}` : ''}. Each bench runs as compiled JavaScript (\`tsc -p tsconfig.bench.json\`, then \`node .bench-build/bench/…\`), as the package ships. Message text is pseudo-random (incompressible) in every bench, waymark and peer alike; every bench repeats at least 5 times, interleaved; a ratio is taken within one repetition (both sides measured minutes apart at most) and reported as median [min–max] over the repetitions; beside every SQLite ratio, the disk's raw fsync rate measured in the same repetitions; steps per CPU-second of the bench process beside steps/s, which stays valid on a loaded machine.\n\n## Targets of issue 19\n\n${issueTargets(lines, beforeLines)}\n\n## Earlier targets\n\n${targets(lines)}\n\nWhat the profiles showed, what was fixed, before/after figures, and why the misses remain: [PROFILES.md](PROFILES.md).\n\n## Runs\n\n${sections.join('\n')}`,
   );
   // formatted as the linter wants it, so a bench run never leaves `npm test`'s lint failing
   const formatted = spawnSync(process.execPath, [join(root, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'), 'format', '--write', join(here, 'RESULTS.md')], { cwd: root, stdio: 'ignore' });
