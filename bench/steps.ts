@@ -98,9 +98,10 @@ if (what === 'steps') {
         ]) {
       const m: Record<string, Rate[]> = { ours: [], oursNormal: [], peer: [], peerFull: [], raw: [], rawNormal: [] };
       const fsyncs: number[] = [];
-      // one small untimed run each first, so neither side is measured while its code is still cold
-      await ours(backend, 2, 5);
-      if (peerInstalled()) await peer(backend, 2, 5);
+      // one untimed repetition of the same size each first, so neither side is measured while its code is still cold
+      // (V8 optimises a hot path only after thousands of calls; see bench/concurrent.ts)
+      await ours(backend, R, T);
+      if (peerInstalled()) await peer(backend, R, T);
       for (let i = 0; i < REPS; i++) {
         // interleaved, so a slow patch of the shared disk hits every column alike
         if (sqlite) fsyncs.push(fsyncRate(dir, SMOKE ? 20 : 300));
