@@ -38,8 +38,9 @@ const REPS = SMOKE ? 1 : Number(process.argv[5] ?? 5);
  * Untimed repetitions of each side before the timed ones. V8 optimises a hot
  * path only after thousands of calls: waymark's steps/s rose 2× over its first
  * four repetitions of 1,280 steps (5,000–7,000 → 11,000–12,700 steps/s, then
- * flat), so one warm-up repetition measured half-optimised code. A server or
- * a batch evaluation runs at the steady state; both sides get the same warm-up.
+ * flat): with one warm-up repetition, the timed ones measured half-optimised
+ * code. A server or a batch evaluation runs at the steady state; both sides
+ * get the same warm-up.
  */
 const WARM = SMOKE ? 1 : Number(process.env.WAYMARK_BENCH_WARM ?? 5);
 const P = 200;

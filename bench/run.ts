@@ -7,10 +7,13 @@
  *
  * Each bench runs compiled, as the package ships: this tree (and the before
  * tree) is compiled by `tsc -p tsconfig.bench.json` to `.bench-build/`, and
- * `node .bench-build/bench/<file>.js` runs it. Under tsx the same code took
- * about 1.4× the CPU per step (its on-the-fly transform), a cost the peer,
- * loaded as plain JavaScript from node_modules, never paid. A bench file still
- * runs from source with `npx tsx bench/<file>.ts` while working on it.
+ * `node .bench-build/bench/<file>.js` runs it. Under tsx both sides ran about
+ * 1.35× slower (the concurrent bench on 2026-12-05: waymark 7,627 vs 10,327
+ * steps/s, LangGraph 482 vs 654, minutes apart), so the ratios hardly move,
+ * but the absolute figures are those of the runtime as users run it. A bench
+ * file still runs from source with `npx tsx bench/<file>.ts` while working on it.
+ *
+ * `--skip <name,...>`: leave those benches out (RESULTS.md says which).
  *
  * `--before <dir>`: a checkout of waymark from before issue 19 with this
  * `bench/` copied in and `node_modules` linked (e.g. `git worktree add --detach
@@ -24,6 +27,7 @@ import { copyFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ROOT } from './lib/paths.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const BENCHES: Record<string, string[]> = {
@@ -54,6 +58,7 @@ const names = (name === 'all' ? Object.keys(BENCHES) : [name]).filter((n) => !sk
 const usage: string[] = [];
 if (names.some((n) => !BENCHES[n]) || argv.length > 1) usage.push(`unknown arguments: ${argv.join(' ')}`);
 if (skipAt >= 0 && skipped.length === 0) usage.push('--skip needs a comma-separated list of bench names');
+else if (names.length === 0) usage.push(`--skip ${skipped.join(',')} leaves nothing to run`);
 for (const s of skipped) if (!BENCHES[s]) usage.push(`--skip ${s}: no such bench`);
 if (at >= 0 && !beforeDir) usage.push('--before needs a directory');
 if (beforeDir && !existsSync(join(beforeDir, 'bench', 'steps.ts'))) usage.push(`--before ${beforeDir}: no bench/steps.ts there (copy this bench/ in)`);
@@ -67,20 +72,23 @@ if (names.includes('drain-rss') || names.includes('ingest-planes')) {
   const b = spawnSync('npm', ['run', 'build'], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (b.status !== 0) throw new Error('npm run build failed');
 }
-/** Compile a tree's client, plane and bench to `<root>/.bench-build` (the before tree gets this tree's tsconfig.bench.json). */
-function compile(root: string, own: boolean): void {
-  if (!own) copyFileSync(join(here, '..', 'tsconfig.bench.json'), join(root, 'tsconfig.bench.json'));
-  rmSync(join(root, '.bench-build'), { recursive: true, force: true });
-  const tsc = join(here, '..', 'node_modules', 'typescript', 'bin', 'tsc');
-  const c = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.bench.json')], { cwd: root, encoding: 'utf8' });
-  // the before tree may not type-check against this bench/ (an API the bench names came later): tsc still emits it
-  if (c.status !== 0 && (own || !existsSync(join(root, '.bench-build', 'bench', 'steps.js')))) {
-    process.stderr.write(c.stdout);
-    throw new Error(`tsc -p ${join(root, 'tsconfig.bench.json')} failed`);
+/** Compile a tree's client, plane and bench to `<tree>/.bench-build` (a before tree gets this tree's tsconfig.bench.json copied in). */
+function compile(tree: string): void {
+  const own = tree === ROOT;
+  if (!own) copyFileSync(join(ROOT, 'tsconfig.bench.json'), join(tree, 'tsconfig.bench.json'));
+  rmSync(join(tree, '.bench-build'), { recursive: true, force: true });
+  const c = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(tree, 'tsconfig.bench.json')], { cwd: tree, encoding: 'utf8' });
+  if (c.status === 0) return;
+  // the before tree may not type-check against this bench/ (an API a bench names came later): tsc still emits it
+  if (!own && existsSync(join(tree, '.bench-build', 'bench', 'steps.js'))) {
+    console.error(`${tree}: compiled with type errors against this bench/ (${c.stdout.split('\n').filter((l) => l.includes('error TS')).length}); its steps bench runs as emitted`);
+    return;
   }
+  process.stderr.write(c.stdout);
+  throw new Error(`tsc -p ${join(tree, 'tsconfig.bench.json')} failed`);
 }
-compile(resolve(here, '..'), true);
-if (beforeDir && resolve(beforeDir) !== resolve(here, '..')) compile(resolve(beforeDir), false);
+compile(ROOT);
+if (beforeDir && resolve(beforeDir) !== ROOT) compile(resolve(beforeDir));
 const sections: string[] = [];
 const lines: Record<string, any>[] = [];
 /** The JSON lines of the before tree's steps bench (`--before`), kept apart from this tree's. */
@@ -106,12 +114,11 @@ function runBench(title: string, root: string, file: string, args: string[], int
     `### ${title}\n\n\`${cmd}\` (${Math.round((Date.now() - t0) / 1000)} s)\n\n\`\`\`\n${human.join('\n')}\n\`\`\`\n\n<details><summary>JSON lines</summary>\n\n\`\`\`\n${json.join('\n')}\n\`\`\`\n</details>\n`,
   );
 }
-const root = resolve(here, '..');
 for (const n of names) {
   const [file, ...args] = BENCHES[n];
   // the before tree's SQLite steps, right before this tree's, for issue 19's CPU target
   if (n === 'steps' && beforeDir) runBench(`steps, before issue 19 (${beforeCommit} in ${beforeDir}, this bench/ copied in)`, resolve(beforeDir), file, ['steps', 'sqlite', args[2]], beforeLines);
-  runBench(n, root, file, args, lines);
+  runBench(n, ROOT, file, args, lines);
 }
 interface Summary {
   median: number;
@@ -307,7 +314,7 @@ if (name === 'all') {
     `# Benchmark results\n\n\`npm run bench -- all${skipped.length ? ` --skip ${skipped.join(',')}` : ''}${beforeDir ? ` --before ${beforeDir}` : ''}\` on ${when} (Node ${process.version}, ${cpus().length} cores; ${Math.round((Date.now() - started) / 1000)} s in all)${skipped.length ? `; not run: ${skipped.join(', ')}` : ''}. Each bench runs as compiled JavaScript (\`tsc -p tsconfig.bench.json\`, then \`node .bench-build/bench/…\`), as the package ships. Message text is pseudo-random (incompressible) in every bench, waymark and peer alike; every bench repeats at least 5 times, interleaved; a ratio is taken within one repetition (both sides measured minutes apart at most) and reported as median [min–max] over the repetitions; beside every SQLite ratio, the disk's raw fsync rate measured in the same repetitions; steps per CPU-second of the bench process beside steps/s, which stays valid on a loaded machine.\n\n## Targets of issue 19\n\n${issueTargets(lines, beforeLines)}\n\n## Earlier targets\n\n${targets(lines)}\n\nWhat the profiles showed, what was fixed, before/after figures, and why the misses remain: [PROFILES.md](PROFILES.md).\n\n## Runs\n\n${sections.join('\n')}`,
   );
   // formatted as the linter wants it, so a bench run never leaves `npm test`'s lint failing
-  const formatted = spawnSync(process.execPath, [join(root, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'), 'format', '--write', join(here, 'RESULTS.md')], { cwd: root, stdio: 'ignore' });
+  const formatted = spawnSync(process.execPath, [join(ROOT, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'), 'format', '--write', join(here, 'RESULTS.md')], { cwd: ROOT, stdio: 'ignore' });
   if (formatted.status !== 0) console.error('bench/RESULTS.md could not be formatted: run `npx biome format --write bench/RESULTS.md` before committing it');
   console.log(`\nwrote bench/RESULTS.md (${Math.round((Date.now() - started) / 1000)} s)`);
 } else if (lines.length) {

@@ -99,7 +99,9 @@ if (what === 'steps') {
       const m: Record<string, Rate[]> = { ours: [], oursNormal: [], peer: [], peerFull: [], raw: [], rawNormal: [] };
       const fsyncs: number[] = [];
       // one untimed repetition of the same size each first, so neither side is measured while its code is still cold
-      // (V8 optimises a hot path only after thousands of calls; see bench/concurrent.ts)
+      // (V8 optimises a hot path only after thousands of calls; see bench/concurrent.ts). One is enough here: every
+      // timed repetition runs each side twice (FULL and NORMAL), so from the second on both run optimised code,
+      // and the median of five does not rest on the first
       await ours(backend, R, T);
       if (peerInstalled()) await peer(backend, R, T);
       for (let i = 0; i < REPS; i++) {

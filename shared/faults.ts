@@ -17,7 +17,7 @@ export const FAULT_POINTS = [
   'store.claim.afterCommit',
   'store.idempotency.afterCommit',
   'store.cancel.afterCommit',
-  // SQLite group commit: every put of the batch written, its shared COMMIT not yet run
+  // SQLite group commit: every write of the batch (puts, lease acquisitions) done, its shared COMMIT not yet run
   'store.groupCommit.beforeCommit',
   // client runtime (the agent loop)
   'runtime.beforeModel',

@@ -1,9 +1,9 @@
 /**
  * Epoch milliseconds as ISO 8601 UTC text, byte-identical to
  * `Date#toISOString`, by arithmetic. Why not the Date: a process's first
- * `toISOString` initialises V8's date cache and ICU's time zone (0.8–1.7 ms
- * measured here, even with TZ=UTC), and a fresh process's resume call formats
- * its first time inside the call (bench/PROFILES.md). Years outside 0000–9999,
+ * `toISOString` initialises V8's date cache and ICU's time zone (0.7–1.0 ms
+ * measured here), and a fresh process's resume call formatted its first time
+ * inside the call (bench/PROFILES.md, 2026-12-05). Years outside 0000–9999,
  * and any invalid time, are left to the Date (its six-digit years, its
  * RangeError).
  */

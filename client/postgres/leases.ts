@@ -9,7 +9,8 @@ import type { Lease, LeaseInfo, LeaseRequest } from '../checkpointer.js';
 import { RunInProgress } from '../errors.js';
 import { runCancelled } from '../store/cancel.js';
 import { fromColumns, type CheckpointColumns } from '../store/columns.js';
-import { isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { isoTime } from '../../shared/time.js';
 import type { Sql, Tables, Tx } from './tables.js';
 
 /** An execution's lease as stored, `live` judged by the server's clock. */
@@ -36,7 +37,7 @@ export async function takeLease(tx: Tx, t: Tables, executionId: string, request:
       WHERE l.holder IS NULL OR l.expires_at <= (extract(epoch from clock_timestamp()) * 1000)::bigint
       RETURNING epoch, expires_at`;
     if (won) {
-      return { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: Number(won.epoch), expiresAt: isoOf(Number(won.expires_at)) };
+      return { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: Number(won.epoch), expiresAt: isoTime(Number(won.expires_at)) };
     }
     const current = await leaseInfo(tx, t, executionId);
     if (current?.live) throw new RunInProgress(executionId, current.holder!, current.expiresAt!);
@@ -60,7 +61,7 @@ export async function fence(tx: Tx, t: Tables, lease: Lease, release: boolean): 
     const marker = await cancelledMarker(tx, t, lease.executionId);
     throw marker ? runCancelled(marker) : leaseLost(lease, await leaseInfo(tx, t, lease.executionId));
   }
-  return { ...lease, expiresAt: isoOf(Number(row.expires_at)) };
+  return { ...lease, expiresAt: isoTime(Number(row.expires_at)) };
 }
 
 /** The cancel marker when the execution's newest row is one. */

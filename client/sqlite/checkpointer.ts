@@ -8,12 +8,12 @@
  * then writes is `BEGIN IMMEDIATE`, so several processes may share one file
  * and a claim is atomic across them.
  *
- * Group commit: the puts that concurrent runs issue within one tick (before
- * the microtask queue runs dry) share one IMMEDIATE transaction (one fsync), a savepoint per put;
- * each put resolves only after that COMMIT returned, a failing put rolls back
- * its own savepoint and fails alone, and any other call first commits the
- * queued puts, so calls apply in the order they were made
- * (client/store/group-commit.ts).
+ * Group commit: the puts and lease acquisitions that concurrent runs issue
+ * within one tick (before the microtask queue runs dry) share one IMMEDIATE
+ * transaction (one fsync), a savepoint each; each resolves only after that
+ * COMMIT returned, a failing one rolls back its own savepoint and fails alone,
+ * and any other call first commits the queued writes, so calls apply in the
+ * order they were made (client/store/group-commit.ts).
  *
  * This file holds the class: open, the group commit, and the writes and
  * reads of the contract. Beside it: statements.ts (every fixed statement,
@@ -45,7 +45,7 @@ import type { UsageTotal } from '../../shared/usage.js';
 import { migrateSqlite } from './migrations.js';
 import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
-import { insertCheckpoint, prepareStatements, upsertExecution, type Statements } from './statements.js';
+import { insertCheckpointRow, prepareStatements, advanceExecution, type Statements } from './statements.js';
 import { fence, fenceWrite, leaseInfo, takeLease } from './leases.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
@@ -64,8 +64,8 @@ export interface SqliteCheckpointerOptions extends StoreBaseOptions {
 }
 
 /** A write waiting for its group commit: a put, or a lease acquisition. */
-type QueuedWrite = { executionId: string; input: C.CheckpointInput; lease: C.Lease | undefined; take?: undefined } | { executionId: string; take: C.LeaseRequest };
-/** What a queued write wrote: a checkpoint's row text, or the lease taken. */
+type QueuedWrite = { kind: 'put'; executionId: string; input: C.CheckpointInput; lease: C.Lease | undefined } | { kind: 'lease'; executionId: string; request: C.LeaseRequest };
+/** What a queued write wrote, by its kind: a put's row text, or the lease taken. */
 type Written = RowText | C.Lease;
 
 export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
@@ -147,12 +147,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     const prev = ex && seq > 0 ? this.cursorAt(input.executionId, seq - 1, ex.last_id, (b, s) => this.chain(input.executionId, b, s)) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
     try {
-      insertCheckpoint(this.st, rt.row, rt);
+      insertCheckpointRow(this.st, rt.row, rt);
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new DuplicateIdError(rt.row.id);
       throw e;
     }
-    upsertExecution(this.st, rt.row);
+    advanceExecution(this.st, rt.row);
     this.queue(checkpointWritten(rt));
     return rt;
   }
@@ -165,7 +165,8 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   async acquireLease(executionId: string, request: C.LeaseRequest): Promise<C.Lease> {
     this.assertNotClosed();
     checkLease(executionId, request);
-    return this.writes.enqueue({ executionId, take: request }) as Promise<C.Lease>;
+    // a lease job's outcome is the lease (`after` below)
+    return this.writes.enqueue({ kind: 'lease', executionId, request }) as Promise<C.Lease>;
   }
 
   async renewLease(lease: C.Lease): Promise<C.Lease> {
@@ -224,7 +225,8 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
    */
   async put(input: C.CheckpointInput, options: C.WriteOptions = {}): Promise<Checkpoint> {
     const lease = this.checkQueuedWrite(input, options);
-    return this.writes.enqueue({ executionId: input.executionId, input, lease }) as Promise<Checkpoint>;
+    // a put job's outcome is its row (`after` below)
+    return this.writes.enqueue({ kind: 'put', executionId: input.executionId, input, lease }) as Promise<Checkpoint>;
   }
 
   protected override settle(): void {
@@ -235,7 +237,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   /** One queued write, in the batch's transaction (as a savepoint when the batch holds more than one). */
   private writeOne(job: QueuedWrite): Written {
-    if (job.take) return takeLease(this.st, job.executionId, job.take);
+    if (job.kind === 'lease') return takeLease(this.st, job.executionId, job.request);
     if (job.lease) fenceWrite(this.st, job.lease, job.input.step === 'run_end');
     return this.writeCheckpoint(job.input);
   }
@@ -252,12 +254,13 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       try {
         const value = this.tx.writeOne(job);
         // the next put of this execution in the batch encodes against this row without reading it back
-        if (!job.take) this.cursors.set(job.executionId, (value as RowText).cursor);
+        if (job.kind === 'put') this.cursors.set(job.executionId, (value as RowText).cursor);
         return { ok: true, value };
       } catch (error) {
         // an error that ended the whole transaction (I/O, disk full) fails the batch: nothing of it commits
         if (!this.db.inTransaction) throw error;
-        this.cursors.drop(job.executionId);
+        // a refused lease leaves the cursor an earlier put of the run cached in this batch
+        if (job.kind === 'put') this.cursors.drop(job.executionId);
         return { ok: false, error };
       }
     });
@@ -276,13 +279,13 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       }
     },
     after: (job, value) => {
-      if (job.take) return value as C.Lease;
+      if (job.kind === 'lease') return value as C.Lease;
       const rt = value as RowText;
       this.afterCommit(job.executionId, written(rt), 'store.put.afterCommit');
       return rt.row;
     },
     failed: (job, error) => {
-      if (job.take) return error;
+      if (job.kind === 'lease') return error;
       this.cursors.drop(job.executionId);
       return fencedWriteError(error, job.input);
     },
@@ -600,7 +603,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   async close(): Promise<void> {
-    // puts queued before the close are committed first, as they would have been before it
+    // writes queued before the close are committed first, as they would have been before it
     // (a write listener may put while the queue commits: settle until nothing is left)
     while (this.db.open && this.writes.pending > 0) this.writes.settle();
     if (this.markClosed()) this.db.close();

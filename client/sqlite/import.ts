@@ -12,7 +12,7 @@ import type * as C from '../checkpointer.js';
 import { toColumns, type CheckpointColumns, type PendingColumns } from '../store/columns.js';
 import { importResultOf, planImport } from '../store/import.js';
 import { canonicalTime } from '../store/rows.js';
-import { insertCheckpoint, upsertExecution, type Statements } from './statements.js';
+import { insertCheckpointRow, advanceExecution, type Statements } from './statements.js';
 
 /** Write a checked bundle inside the caller's transaction; `dropped` hears each execution whose newest row moved. */
 export function importInto(
@@ -30,9 +30,9 @@ export function importInto(
   });
   const res = importResultOf(plan);
   for (const c of plan.insert) {
-    insertCheckpoint(st, c);
+    insertCheckpointRow(st, c);
     st.markRestored.run(c.id, c.executionId, canonicalTime());
-    upsertExecution(st, c);
+    advanceExecution(st, c);
     dropped(c.executionId);
     res.inserted++;
   }

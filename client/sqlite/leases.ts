@@ -9,7 +9,8 @@ import type { Lease, LeaseInfo, LeaseRequest } from '../checkpointer.js';
 import { RunInProgress } from '../errors.js';
 import { runCancelled } from '../store/cancel.js';
 import { fromColumns, type CheckpointColumns } from '../store/columns.js';
-import { isoOf, leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
+import { isoTime } from '../../shared/time.js';
 import type { Statements } from './statements.js';
 
 /** An execution's lease as stored, `live` judged by this process's clock. */
@@ -31,19 +32,19 @@ export function takeLease(st: Statements, executionId: string, request: LeaseReq
   const now = Date.now();
   const row = st.getLease.get(executionId) as LeaseColumns | undefined;
   if (row && row.holder !== null && Number(row.expires_at) > now) {
-    throw new RunInProgress(executionId, row.holder, isoOf(Number(row.expires_at)));
+    throw new RunInProgress(executionId, row.holder, isoTime(Number(row.expires_at)));
   }
   const epoch = (row ? Number(row.epoch) : 0) + 1;
   st.upsertLease.run(executionId, request.holder, epoch, now + request.ttlMs);
-  return { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch, expiresAt: isoOf(now + request.ttlMs) };
+  return { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch, expiresAt: isoTime(now + request.ttlMs) };
 }
 
 /** Inside the caller's IMMEDIATE transaction: the lease is still this one; renew (or release) it, else LeaseLost. */
 export function fence(st: Statements, lease: Lease, release: boolean): Lease {
-  return { ...lease, expiresAt: isoOf(fenceWrite(st, lease, release)) };
+  return { ...lease, expiresAt: isoTime(fenceWrite(st, lease, release)) };
 }
 
-/** `fence` for a write that needs no renewed lease back (a put): the same check and renewal; answers the new expiry (ms). */
+/** `fence` for a write that needs no renewed lease back (a put or a pause): the same check and renewal; answers the new expiry (ms). */
 export function fenceWrite(st: Statements, lease: Lease, release: boolean): number {
   const now = Date.now();
   const info = release ? st.releaseLease.run(lease.executionId, lease.holder, lease.epoch) : st.renewLease.run(now + lease.ttlMs, lease.executionId, lease.holder, lease.epoch);

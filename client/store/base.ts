@@ -70,7 +70,8 @@ export abstract class StoreBase {
 
   /**
    * Throws STORE_CLOSED once `close()` was called, then settles the writes
-   * queued for a group commit; every contract method calls it first, so the
+   * queued for a group commit; every contract method but the queued writes
+   * themselves (`put`, and `acquireLease` on SQLite) calls it first, so the
    * store applies calls in the order they were made.
    */
   protected assertOpen(): void {

@@ -25,8 +25,6 @@ export function checkLease(executionId: string, lease: LeaseRequest | Lease): vo
 
 export const isHeld = (lease: LeaseRequest | Lease | undefined): lease is Lease => !!lease && 'epoch' in lease;
 
-export const isoOf = isoTime;
-
 export interface LeaseColumns {
   execution_id: string;
   holder: string | null;
@@ -40,7 +38,7 @@ export function leaseInfoOf(r: LeaseColumns, nowMs: number): LeaseInfo {
     executionId: r.execution_id,
     holder: r.holder,
     epoch: Number(r.epoch),
-    expiresAt: r.holder === null ? null : isoOf(expires),
+    expiresAt: r.holder === null ? null : isoTime(expires),
     live: r.holder !== null && expires > nowMs,
   };
 }

@@ -24,7 +24,7 @@ const DOUBLE_CLAIM = fileURLToPath(new URL('./double-claim-worker.ts', import.me
 /** Client fault points and how many hits a trial may wait for before the kill. */
 export const CLIENT_POINTS: [string, number][] = [
   ['store.put.afterCommit', 14],
-  // every put passes its group commit (a batch of one while this worker's runs go one after another)
+  // every put and lease acquisition passes its group commit (a batch of one while this worker's runs go one after another)
   ['store.groupCommit.beforeCommit', 14],
   ['store.recordInterrupt.afterCommit', 2],
   ['store.claim.afterCommit', 2],

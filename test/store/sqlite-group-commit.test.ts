@@ -1,7 +1,8 @@
 /**
- * The SQLite group commit (client/store/group-commit.ts): puts issued in one
- * turn share one transaction; a lone put is not delayed; every other call
- * settles the queue first, so calls apply in the order they were made.
+ * The SQLite group commit (client/store/group-commit.ts): puts and lease
+ * acquisitions issued in one turn share one transaction; a lone put is not
+ * delayed; every other call settles the queue first, so calls apply in the
+ * order they were made.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
