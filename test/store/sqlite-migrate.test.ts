@@ -122,3 +122,63 @@ describe('sqlite schema migration 4 → 5', () => {
     await store.close();
   });
 });
+
+describe('sqlite schema migration 5 → 6', () => {
+  /** A file laid out exactly as version 5, holding the rows `fill` wrote with today's code (without the flag version 6 keeps). */
+  async function version5(name: string, fill: (store: SqliteCheckpointer) => Promise<void>): Promise<string> {
+    const source = new SqliteCheckpointer({ path: tmp.file(`${name}-source.db`) });
+    await fill(source);
+    await source.close();
+    const path = tmp.file(`${name}.db`);
+    const v5 = new Database(path);
+    v5.pragma('journal_mode = WAL');
+    for (const [i, m] of MIGRATIONS.slice(0, 5).entries()) {
+      v5.exec(m.sqlite);
+      v5.pragma(`user_version = ${i + 1}`);
+    }
+    v5.exec(`ATTACH '${tmp.file(`${name}-source.db`)}' AS src`);
+    v5.exec(`INSERT INTO main.waymark_meta SELECT * FROM src.waymark_meta WHERE key <> 'plane_acked'`);
+    for (const t of ['executions', 'checkpoints', 'pending_interrupts', 'idempotency', 'outbox', 'leases']) v5.exec(`INSERT INTO main.${t} SELECT * FROM src.${t}`);
+    v5.exec('DETACH src');
+    v5.close();
+    return path;
+  }
+
+  test("a version-5 file whose checkpoints a plane acknowledged still reports those runs held, and only those", async () => {
+    const path = await version5('acked', async (s) => {
+      await put(s, 'acked', 0);
+      await put(s, 'local', 0);
+      const [first] = await s.fetchUnsynced({ limit: 1, maxBytes: 1e9 });
+      await s.applyResults({ synced: [first.id] });
+    });
+    const store = new SqliteCheckpointer({ path });
+    try {
+      expect(store.connection.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+      expect(await store.heldByPlane('acked')).toBe(true);
+      expect(await store.heldByPlane('local')).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a version-5 file never acknowledged holds no run; an acknowledgement written by any code afterwards (a raw UPDATE, as an older process would) makes its run held', async () => {
+    const path = await version5('never', async (s) => {
+      await put(s, 'x', 0);
+      await put(s, 'y', 0);
+    });
+    const store = new SqliteCheckpointer({ path });
+    try {
+      expect(await store.heldByPlane('x')).toBe(false);
+      expect(store.connection.prepare(`SELECT count(*) AS n FROM waymark_meta WHERE key = 'plane_acked'`).get()).toEqual({ n: 0 });
+      // quarantined is not acknowledged: still nothing held
+      const [ex, ey] = await store.fetchUnsynced({ limit: 2, maxBytes: 1e9 });
+      store.connection.prepare(`UPDATE outbox SET synced = 1, sync_error = 'refused: test' WHERE id = ?`).run(ey.id);
+      expect(await store.heldByPlane('y')).toBe(false);
+      store.connection.prepare(`UPDATE outbox SET synced = 1 WHERE id = ?`).run(ex.id);
+      expect(await store.heldByPlane('x')).toBe(true);
+      expect(await store.heldByPlane('y')).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+});
