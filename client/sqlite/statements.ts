@@ -102,12 +102,9 @@ export function prepareStatements(db: Database.Database) {
        ON CONFLICT (id) DO NOTHING`,
     ),
     // acknowledged or restored checkpoints, or a run named by the batch in flight when the drain last posted (noteSending)
-    // the join runs only in a store a plane ever acknowledged or restored a checkpoint of ('plane_acked', migration 6)
     heldByPlane: prepare(
-      `SELECT CASE WHEN EXISTS (SELECT 1 FROM waymark_meta WHERE key = 'plane_acked')
-                   THEN EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 1 AND o.sync_error IS NULL
-                                WHERE c.execution_id = ?)
-                   ELSE 0 END
+      `SELECT EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 1 AND o.sync_error IS NULL
+                      WHERE c.execution_id = ?)
            OR EXISTS (SELECT 1 FROM waymark_meta m, json_each(m.value) j WHERE m.key = ? AND j.value = ?) AS held`,
     ),
     getLease: prepare(`SELECT * FROM leases WHERE execution_id = ?`),

@@ -319,30 +319,6 @@ export const MIGRATIONS: readonly Migration[] = [
   -- Nothing to do: decisions.seq is a bigserial, whose sequence never gives a value twice.
   `,
   },
-  /** SQLite remembers that a plane ever acknowledged or restored a checkpoint here, so an unconnected resume answers "held?" without a scan. */
-  {
-    name: '0006_plane_acked_flag',
-    sqlite: `
-  -- A run is held by a plane when one of its checkpoints was acknowledged by it or
-  -- restored from it (outbox row synced, no sync_error). Finding that joins every
-  -- checkpoint of the run to the outbox (1.4 ms for a 200-turn run in a fresh
-  -- process). The key 'plane_acked' in waymark_meta says whether any checkpoint of
-  -- this store ever was: without it no run can be held that way. Triggers set it in
-  -- the transaction that acknowledges or restores a row, whichever code (of any
-  -- version since this one) does so; the first statement sets it for what already is.
-  INSERT OR IGNORE INTO waymark_meta (key, value)
-    SELECT 'plane_acked', '1' WHERE EXISTS (SELECT 1 FROM outbox WHERE kind = 'checkpoint' AND synced = 1 AND sync_error IS NULL);
-  CREATE TRIGGER outbox_acked_update AFTER UPDATE ON outbox
-    WHEN NEW.kind = 'checkpoint' AND NEW.synced = 1 AND NEW.sync_error IS NULL
-    BEGIN INSERT OR IGNORE INTO waymark_meta (key, value) VALUES ('plane_acked', '1'); END;
-  CREATE TRIGGER outbox_acked_insert AFTER INSERT ON outbox
-    WHEN NEW.kind = 'checkpoint' AND NEW.synced = 1 AND NEW.sync_error IS NULL
-    BEGIN INSERT OR IGNORE INTO waymark_meta (key, value) VALUES ('plane_acked', '1'); END;
-  `,
-    postgres: `
-  -- Nothing to do: the Postgres store asks the plane-held question with its own query.
-  `,
-  },
 ];
 
 /** The Postgres text of `m` for `schema` (already checked to be a plain lower-case identifier). */
