@@ -212,24 +212,6 @@ export interface ChainRow {
   state: EncodedState;
   /** Length of the stored JSON text of `state`, when the reader has it (saves re-serializing). */
   bytes?: number;
-  /** The stored JSON text of `state` itself, when the reader has it (a delta's appended messages are measured in it). */
-  text?: string;
-}
-
-/**
- * The length of a delta's `append` text inside its stored text, when that text
- * is laid out as the encoder writes it (`JSON.stringify` of `{v, kind, base,
- * prev, keep, append, set, unset}`); null otherwise (a row stored with another
- * layout, Postgres' `jsonb` spacing say), and the caller measures the messages
- * themselves. Measuring in the text saves serialising a run's whole history
- * again to decode it: it only feeds the snapshot policy's size of the messages.
- */
-function appendTextLength(enc: Extract<EncodedState, { kind: 'delta' }>, text: string | undefined): number | null {
-  if (text === undefined) return null;
-  const head = `{"v":1,"kind":"delta","base":${enc.base},"prev":${JSON.stringify(enc.prev)},"keep":${enc.keep},"append":`;
-  const tail = `,"set":${JSON.stringify(enc.set)},"unset":${JSON.stringify(enc.unset)}}`;
-  const n = text.length - head.length - tail.length;
-  return n >= 2 && text.startsWith(head) && text.endsWith(tail) ? n : null;
 }
 
 /**
@@ -250,8 +232,6 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
   // one array, appended in place: replaying n rows costs O(n), not O(n²) copies
   let messages: Json[] = hasMessages ? (state.messages as Json[]).slice() : [];
   let chainBytes = first.bytes ?? JSON.stringify(first.state).length;
-  // jsonLength(messages), kept as the rows replay (-1: a row dropped messages, measured again at the end)
-  let messagesBytes = jsonLength(messages);
   let fieldState: Record<string, Json> = {};
   for (const k of Object.keys(state)) if (k !== 'messages' || !hasMessages) setOwn(fieldState, k, state[k]);
   for (let i = 1; i < rows.length; i++) {
@@ -262,7 +242,6 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
       state = enc.state as State;
       hasMessages = Array.isArray(state.messages);
       messages = hasMessages ? (state.messages as Json[]).slice() : [];
-      messagesBytes = jsonLength(messages);
       fieldState = {};
       for (const k of Object.keys(state)) if (k !== 'messages' || !hasMessages) setOwn(fieldState, k, state[k]);
       chainBytes = r.bytes ?? JSON.stringify(enc).length;
@@ -273,10 +252,6 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
         details: { rowId: r.id, seq: r.seq },
       });
     }
-    if (messagesBytes >= 0 && enc.keep === messages.length) {
-      // each appended message's text and one separator: the append text's length less 1 (jsonLength(append) - 2)
-      if (enc.append.length) messagesBytes += (appendTextLength(enc, r.text) ?? jsonLength(enc.append) - 1) - 1;
-    } else messagesBytes = -1;
     messages.length = enc.keep;
     for (const m of enc.append) messages.push(m);
     for (const k of Object.keys(enc.set)) setOwn(fieldState, k, enc.set[k]);
@@ -296,7 +271,7 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
       base,
       chainRows: last.seq - base + 1,
       chainBytes,
-      messagesBytes: messagesBytes >= 0 ? messagesBytes : jsonLength(messages),
+      messagesBytes: jsonLength(messages),
       messages,
       messageCount: messages.length,
       hasMessages,

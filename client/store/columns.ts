@@ -121,7 +121,7 @@ export interface ChainColumns {
 
 /** A chain row from its three columns: only the state is parsed, and its text length kept. */
 export function chainRowFromColumns(c: ChainColumns): ChainRow {
-  return { id: c.id, seq: Number(c.seq), state: parseState(c.id, c.state), bytes: c.state.length, text: c.state };
+  return { id: c.id, seq: Number(c.seq), state: parseState(c.id, c.state), bytes: c.state.length };
 }
 
 /** Map stored columns to a row; a corrupt row is reported with its id, never skipped. */
