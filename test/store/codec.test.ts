@@ -149,6 +149,28 @@ describe('snapshot codec', () => {
     );
   });
 
+  it("a cursor decoded from the stored rows counts the same sizes as the writer's own (property)", () => {
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 1, maxLength: 40 }), fc.boolean(), (ops, withBytes) => {
+        const written: { row: ChainRow; cursor: CodecCursor }[] = [];
+        let cursor: CodecCursor | null = null;
+        play(ops).forEach((s, seq) => {
+          const id = uuidv7();
+          const e = encodeState(cursor, JSON.parse(JSON.stringify(s)) as State, id, seq);
+          cursor = e.cursor;
+          written.push({ row: { id, seq, state: JSON.parse(e.text), ...(withBytes ? { bytes: e.text.length } : {}) }, cursor: e.cursor });
+        });
+        for (const [seq, w] of written.entries()) {
+          const base = w.row.state.kind === 'full' ? seq : w.row.state.base;
+          const decoded = decodeChain(written.slice(base, seq + 1).map((x) => x.row)).cursor;
+          const sizes = (c: CodecCursor) => [c.id, c.base, c.chainRows, c.chainBytes, c.messagesBytes, c.messageCount, c.hasMessages];
+          expect(sizes(decoded)).toEqual(sizes(w.cursor));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('a cursor keeps its state after a later row was encoded from it, and encoding again from it (a retried write) is exact', () => {
     const m = (content: string): Json => deepFreeze({ role: 'assistant', content });
     const s0: State = { messages: [m('a'), m('b')], turn: 0 };
