@@ -110,6 +110,18 @@ describe('benchmark smoke runs', () => {
     expect(r.stderr).toContain('no node_modules there');
     expect(r.stdout).not.toContain('==');
   });
+  it('run.ts refuses a --skip naming an unknown bench or leaving nothing to run, naming the problem, and runs nothing', () => {
+    for (const [args, problem] of [
+      [['all', '--skip', 'bogus'], '--skip bogus: no such bench'],
+      [['put', '--skip', 'put'], '--skip put leaves nothing to run'],
+      [['all', '--skip'], '--skip needs a comma-separated list of bench names'],
+    ] as const) {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(problem);
+      expect(r.stdout).not.toContain('==');
+    }
+  });
   it.skipIf(!pg)('put beside the raw commit rate', () => {
     expect(bench('store-put.ts', '50')[0]).toMatchObject({ bench: 'store-put', rows: 50 });
   });
