@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startTestPlane } from '../helpers/plane.js';
+import { startPlaneProcess, waymarkAsync } from '../helpers/plane-process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DIR = join(ROOT, 'test-output', `readme-${process.pid}`);
@@ -104,12 +104,16 @@ describe('README quick start works when pasted', () => {
       .split('\n')
       .map((l) => l.replace(/\s+#.*$/, '').trim())
       .filter(Boolean);
-    // the key comes from the running plane's CLI (test/plane/readme-plane.test.ts runs that command); here, the test plane's key of the same scopes
-    expect(exportKey).toBe('export WAYMARK_API_KEY=$(npx waymark plane keys create --project local --scopes ingest,read --name laptop | tail -n 1)');
+    const keyCommand = /^export WAYMARK_API_KEY=\$\(npx waymark (plane keys create [^|]+)\| tail -n 1\)$/.exec(exportKey)?.[1]?.trim();
+    expect(keyCommand).toBe('plane keys create --project local --scopes ingest,read --name laptop');
     expect(lines).toEqual(['npx tsx refund.ts start refund-2001', 'npx tsx sync.ts', 'npx tsx other-machine.ts refund-2001', 'npx tsx refund.ts approve refund-2001']);
-    const plane = await startTestPlane('pglite');
+    // the plane as the README starts it for this flow: `npx waymark plane` in the quick start's directory (port 0, not 4600)
+    const plane = await startPlaneProcess([], { cwd: DIR });
     try {
-      const env = { ...process.env, WAYMARK_PLANE_URL: plane.url, WAYMARK_API_KEY: await plane.key('local', ['ingest', 'read']) };
+      // the key command as pasted, in the quick start's directory: the last line it prints is the key
+      const created = await waymarkAsync(keyCommand!.split(/\s+/), { cwd: DIR });
+      expect(created.code, created.stderr).toBe(0);
+      const env = { ...process.env, WAYMARK_PLANE_URL: plane.url, WAYMARK_API_KEY: created.stdout.trim().split('\n').pop()! };
       // not spawnSync: the plane answers from this process's event loop
       const tsx = async (line: string) => {
         const child = spawn(process.execPath, ['--import', 'tsx', ...line.split(' ').slice(2)], { cwd: DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -133,7 +137,7 @@ describe('README quick start works when pasted', () => {
       const inspect = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'inspect', '--db', 'runs.db', 'refund-2001'], { cwd: DIR, encoding: 'utf8' });
       expect(inspect.stdout).toContain('ended: no (paused)');
     } finally {
-      await plane.close();
+      await plane.stop();
     }
   });
 });
