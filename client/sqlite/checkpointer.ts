@@ -31,7 +31,7 @@ import { CorruptRowError, DuplicateIdError, PauseExistsError } from '../errors.j
 import { StoreBase, written, type StoreBaseOptions } from '../store/base.js';
 import { nativeBinding } from './native-binding.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
-import { fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
+import { checkpointValues, executionValues, fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
 import { GroupCommit, type BatchOutcome } from '../store/group-commit.js';
 import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
 import { checkBundle } from '../store/import.js';
@@ -45,7 +45,7 @@ import type { UsageTotal } from '../../shared/usage.js';
 import { migrateSqlite } from './migrations.js';
 import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
-import { insertCheckpointRow, prepareStatements, advanceExecution, type Statements } from './statements.js';
+import { prepareStatements, type Statements } from './statements.js';
 import { fence, fenceWrite, leaseInfo, takeLease } from './leases.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
@@ -147,12 +147,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     const prev = ex && seq > 0 ? this.cursorAt(input.executionId, seq - 1, ex.last_id, (b, s) => this.chain(input.executionId, b, s)) : null;
     const rt = buildRow(input, seq, prev, this.writerId);
     try {
-      insertCheckpointRow(this.st, rt.row, rt);
+      this.st.insertCheckpoint.run(checkpointValues(rt.row, rt));
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new DuplicateIdError(rt.row.id);
       throw e;
     }
-    advanceExecution(this.st, rt.row);
+    this.st.upsertExec.run(executionValues(rt.row));
     this.queue(checkpointWritten(rt));
     return rt;
   }

@@ -9,10 +9,10 @@
  */
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type * as C from '../checkpointer.js';
-import { toColumns, type CheckpointColumns, type PendingColumns } from '../store/columns.js';
+import { checkpointValues, executionValues, toColumns, type CheckpointColumns, type PendingColumns } from '../store/columns.js';
 import { importResultOf, planImport } from '../store/import.js';
 import { canonicalTime } from '../store/rows.js';
-import { insertCheckpointRow, advanceExecution, type Statements } from './statements.js';
+import type { Statements } from './statements.js';
 
 /** Write a checked bundle inside the caller's transaction; `dropped` hears each execution whose newest row moved. */
 export function importInto(
@@ -30,9 +30,9 @@ export function importInto(
   });
   const res = importResultOf(plan);
   for (const c of plan.insert) {
-    insertCheckpointRow(st, c);
+    st.insertCheckpoint.run(checkpointValues(c));
     st.markRestored.run(c.id, c.executionId, canonicalTime());
-    advanceExecution(st, c);
+    st.upsertExec.run(executionValues(c));
     dropped(c.executionId);
     res.inserted++;
   }

@@ -1,44 +1,16 @@
 /**
  * The SQLite store's fixed statements, prepared once at open (after the
- * migrations made the tables), and the two writes bound positionally
- * (`insertCheckpointRow`, `advanceExecution`: their column order is the SQL's).
- * Statements whose text depends on a call's options are prepared on first use
- * by the store (`variant`).
+ * migrations made the tables). Statements whose text depends on a call's
+ * options are prepared on first use by the store (`variant`).
  */
 import type Database from 'better-sqlite3';
-import type { Checkpoint } from '../../shared/rows.js';
-import { textsOf, type ColumnTexts } from '../store/columns.js';
+import { CHECKPOINT_COLUMNS, EXECUTION_COLUMNS } from '../store/columns.js';
 import { PRUNE_CHUNK } from '../store/prune.js';
 
 /** A prepared statement, under a name this module's declarations can write out. */
 export interface SqliteStatement extends Database.Statement {}
 
-/** Insert a checkpoint row (its JSON columns' texts given, or made from the row). */
-export function insertCheckpointRow(st: Statements, row: Checkpoint, texts: ColumnTexts = textsOf(row)): void {
-  st.insertCheckpoint.run(
-    row.id,
-    row.executionId,
-    row.seq,
-    row.nodeId,
-    row.turn,
-    row.step,
-    row.status,
-    row.agentPath,
-    row.parentId,
-    texts.stateText,
-    texts.nodeInput,
-    texts.nodeOutput,
-    row.interruptReason,
-    texts.interruptContext,
-    row.createdAt,
-    row.writerId,
-  );
-}
-
-/** Advance the execution's row to `row` (when it is newer than what the row says). */
-export function advanceExecution(st: Statements, row: Checkpoint): void {
-  st.upsertExec.run(row.executionId, row.seq + 1, row.id, row.nodeId, row.step, row.status, row.createdAt);
-}
+const placeholders = (columns: readonly string[]) => columns.map(() => '?').join(', ');
 
 /** Every fixed statement of the store, by name. */
 export type Statements = ReturnType<typeof prepareStatements>;
@@ -52,21 +24,15 @@ export function prepareStatements(db: Database.Database) {
     insertMeta: prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?)`),
     setMeta: prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`),
     getExec: prepare(`SELECT next_seq, last_id FROM executions WHERE execution_id = ?`),
-    // positional, bound in this order by `advanceExecution` and `insertCheckpointRow` above: better-sqlite3 looks each named parameter
-    // up on the bound object (3.1 against 1.9 µs for the 16 columns of a checkpoint, measured alone)
+    // bound positionally with executionValues / checkpointValues (store/columns.ts), in their columns' order
     upsertExec: prepare(
-      `INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO executions (${EXECUTION_COLUMNS.join(', ')}) VALUES (${placeholders(EXECUTION_COLUMNS)})
        ON CONFLICT (execution_id) DO UPDATE SET
          next_seq = excluded.next_seq, last_id = excluded.last_id, last_node_id = excluded.last_node_id,
          last_step = excluded.last_step, last_status = excluded.last_status, updated_at = excluded.updated_at
        WHERE excluded.next_seq > executions.next_seq`,
     ),
-    insertCheckpoint: prepare(
-      `INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id, state,
-         node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
+    insertCheckpoint: prepare(`INSERT INTO checkpoints (${CHECKPOINT_COLUMNS.join(', ')}) VALUES (${placeholders(CHECKPOINT_COLUMNS)})`),
     insertOutbox: prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
     getById: prepare(`SELECT * FROM checkpoints WHERE id = ?`),
     getBySeq: prepare(`SELECT * FROM checkpoints WHERE execution_id = ? AND seq = ?`),

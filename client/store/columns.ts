@@ -50,6 +50,52 @@ export function textsOf(row: Checkpoint): ColumnTexts {
   };
 }
 
+/** A checkpoint's columns in the order `checkpointValues` gives them (and `checkpointColumns` names them). */
+export const CHECKPOINT_COLUMNS = [
+  'id',
+  'execution_id',
+  'seq',
+  'node_id',
+  'turn',
+  'step',
+  'status',
+  'agent_path',
+  'parent_id',
+  'state',
+  'node_input',
+  'node_output',
+  'interrupt_reason',
+  'interrupt_context',
+  'created_at',
+  'writer_id',
+] as const;
+
+/**
+ * `checkpointColumns` as values in `CHECKPOINT_COLUMNS` order, for an insert
+ * bound positionally (SQLite: better-sqlite3 looks each named parameter up on
+ * the bound object, 2.7 against 2.1 µs for these 16 columns measured alone).
+ */
+export function checkpointValues(row: Checkpoint, texts: ColumnTexts = textsOf(row)): unknown[] {
+  return [
+    row.id,
+    row.executionId,
+    row.seq,
+    row.nodeId,
+    row.turn,
+    row.step,
+    row.status,
+    row.agentPath,
+    row.parentId,
+    texts.stateText,
+    texts.nodeInput,
+    texts.nodeOutput,
+    row.interruptReason,
+    texts.interruptContext,
+    row.createdAt,
+    row.writerId,
+  ];
+}
+
 /** The columns a checkpoint is inserted with. */
 export function checkpointColumns(row: Checkpoint, texts: ColumnTexts = textsOf(row)): CheckpointColumns & { seq: number } {
   return {
@@ -81,6 +127,14 @@ export interface ExecutionColumns {
   last_step: string;
   last_status: string;
   updated_at: string;
+}
+
+/** An execution row's columns in the order `executionValues` gives them. */
+export const EXECUTION_COLUMNS = ['execution_id', 'next_seq', 'last_id', 'last_node_id', 'last_step', 'last_status', 'updated_at'] as const;
+
+/** `executionColumns` as values in `EXECUTION_COLUMNS` order, for a positional upsert. */
+export function executionValues(row: Checkpoint): unknown[] {
+  return [row.executionId, row.seq + 1, row.id, row.nodeId, row.step, row.status, row.createdAt];
 }
 
 export function executionColumns(row: Checkpoint): ExecutionColumns {
