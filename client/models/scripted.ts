@@ -37,7 +37,17 @@ export class ScriptedModel implements Model {
       const m = msgs[i] as { name: string; content: string };
       toolResults.unshift({ name: m.name, content: m.content });
     }
-    const r = this.rule({ ...request, turn, lastUser, toolResults });
+    // `tools` stays a getter: the agent builds the tools' JSON schemas on first read, and a rule that never looks at them should not pay for it
+    const r = this.rule({
+      messages: msgs,
+      get tools() {
+        return request.tools;
+      },
+      ...(request.signal ? { signal: request.signal } : {}),
+      turn,
+      lastUser,
+      toolResults,
+    });
     return {
       content: r.content ?? null,
       toolCalls: (r.toolCalls ?? []).map((c, i) => ({

@@ -16,7 +16,7 @@ import type { RunLease } from './lease.js';
 import type { FaultHook } from '../faults.js';
 import type { Message, Model, ModelReply, ToolCall, ToolSpec } from '../models/model.js';
 import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
-import { toolSpec, type Tool } from './tool.js';
+import { parseArguments, toolSpec, type Tool } from './tool.js';
 import type { RunEvent, RunResult } from './agent.js';
 import { emit, escapes, freeze, kept, lastToolCalls, NOT_RUN, PauseOutcome, stripResumes, stripTool, withUsage, type Entry, type Level, type Place, type RunState } from './run-state.js';
 
@@ -287,7 +287,7 @@ export class AgentLoop {
   private async invoke(level: Level, call: ToolCall, toolState: RunState, row: Checkpoint, resumes: Json[]): Promise<string> {
     const t = this.tools.get(call.name);
     if (!t) return `Tool '${call.name}' does not exist. Available: ${[...this.tools.keys()].join(', ') || 'none'}.`;
-    const parsed = t.parameters.safeParse(call.arguments);
+    const parsed = parseArguments(t, call.arguments);
     if (!parsed.success) {
       return `Tool '${call.name}' got invalid arguments: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`;
     }
