@@ -43,7 +43,7 @@ export class ScriptedModel implements Model {
       get tools() {
         return request.tools;
       },
-      ...(request.signal ? { signal: request.signal } : {}),
+      signal: request.signal,
       turn,
       lastUser,
       toolResults,

@@ -35,21 +35,23 @@ export function toolSpec(t: Tool): ToolSpec {
 }
 
 /**
- * The first parses of each tool's arguments in a process are interpreted:
- * zod compiles an object schema's fast path (`new Function`) on its first
- * parse, which cost a fresh process 0.4–0.9 ms a schema (measured), while an
- * interpreted parse costs about 2.5 µs against 0.1 compiled. A resume in a
- * fresh process calls a tool once or twice; a server calls it thousands of
- * times and compiles it after COLD_PARSES. Both modes accept and reject the
- * same arguments with the same issues.
+ * The first parses of each schema's arguments in a process are interpreted:
+ * zod compiles an object schema's fast path (`new Function`, cached on the
+ * schema) on its first parse, which cost a fresh process 0.4–0.9 ms a schema
+ * (measured), while an interpreted parse costs about 2.5 µs against 0.1
+ * compiled. A resume in a fresh process calls its tool once or twice; a
+ * server calls it thousands of times and compiles it after COLD_PARSES. Both
+ * modes accept and reject the same arguments with the same issues. A
+ * process-wide count, kept weakly by schema (what zod caches on).
  */
-const COLD_PARSES = 16;
-const parses = new WeakMap<Tool, number>();
+export const COLD_PARSES = 4;
+const parses = new WeakMap<z.ZodType, number>();
 
 /** Validate a tool call's arguments with the tool's schema. */
-export function parseArguments(t: Tool, args: unknown): ReturnType<z.ZodType['safeParse']> {
-  const n = parses.get(t) ?? 0;
-  if (n >= COLD_PARSES) return t.parameters.safeParse(args);
-  parses.set(t, n + 1);
-  return t.parameters.safeParse(args, { jitless: true });
+export function parseArguments<P extends z.ZodType>(t: Tool<P>, args: unknown): z.ZodSafeParseResult<z.output<P>> {
+  const schema = t.parameters;
+  const n = parses.get(schema) ?? 0;
+  if (n >= COLD_PARSES) return schema.safeParse(args);
+  parses.set(schema, n + 1);
+  return schema.safeParse(args, { jitless: true });
 }
