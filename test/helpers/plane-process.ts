@@ -21,8 +21,12 @@ export interface PlaneProcess {
 }
 
 /** Start `waymark plane ARGS` and wait for it to say where it listens. */
-export async function startPlaneProcess(args: string[], o: { cwd?: string; env?: Record<string, string> } = {}): Promise<PlaneProcess> {
-  const child = spawn(process.execPath, [BIN, 'plane', '--port', '0', ...args], {
+export async function startPlaneProcess(args: string[], o: { cwd?: string; env?: Record<string, string>; command?: [string, string[]] } = {}): Promise<PlaneProcess> {
+  // `command`: start it some other way (a shell running package.json's start script), the arguments then its own,
+  // in a process group of its own so that a test can end whatever the command left behind
+  const [file, argv] = o.command ?? [process.execPath, [BIN, 'plane', '--port', '0', ...args]];
+  const child = spawn(file, argv, {
+    detached: o.command !== undefined,
     cwd: o.cwd ?? ROOT,
     env: { ...process.env, WAYMARK_LOG_LEVEL: 'silent', ...o.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -5,6 +5,7 @@
  * client with the new key, revoke it. On PGlite (the default) and Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { once } from 'node:events';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectPlane } from '../../client/index.js';
@@ -38,7 +39,7 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
   it(`README plane section on ${name}: start, create a key while the plane runs, connect a client, revoke the key`, async () => {
     const { start, commands } = readmeShell();
     expect(start).toBe('npm start');
-    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start).toBe('npm run build && node bin/waymark.mjs plane');
+    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start).toBe('npm run build && exec node bin/waymark.mjs plane');
     const cwd = tmp.file(name);
     mkdirSync(cwd, { recursive: true });
     // as `npm start` runs it, from the user's project directory; port 0 instead of 4600 so test files may run side by side
@@ -124,4 +125,31 @@ describe.skipIf(!pg)('README plane section on Postgres', () => {
   });
   afterAll(async () => db?.drop());
   readmeFlow('postgres', () => ({ WAYMARK_DATABASE_URL: db.url }));
+});
+
+describe('npm start', () => {
+  it('runs the plane as the process npm signals: SIGTERM to the start script stops the plane cleanly and leaves nothing serving', async () => {
+    const script: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start;
+    // npm runs a script with `sh -c` and forwards SIGINT and SIGTERM to that shell, which (dash, here) does not pass
+    // them on to a child it waits for; dist/ is built once for the suite, so the build step becomes `true`
+    const shell = `${script.replace(/^npm run build && /, 'true && ')} --port 0 --data-dir ${tmp.file('npm-start')}`;
+    expect(shell).toMatch(/^true && /);
+    const plane = await startPlaneProcess([], { command: ['sh', ['-c', shell]] });
+    try {
+      expect((await call(`${plane.url}/healthz`)).status).toBe(200);
+      const exited = once(plane.child, 'exit');
+      plane.child.kill('SIGTERM');
+      const [code, signal] = await exited;
+      // the shell became the plane (exec): the plane itself took the signal and shut down, exit 0
+      expect({ code, signal }).toEqual({ code: 0, signal: null });
+      await expect(fetch(`${plane.url}/healthz`)).rejects.toThrow();
+    } finally {
+      // a plane the shell left behind (no exec) is still in the command's process group
+      try {
+        process.kill(-plane.child.pid!, 'SIGKILL');
+      } catch {
+        // the group is gone: nothing was left
+      }
+    }
+  });
 });
