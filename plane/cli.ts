@@ -14,6 +14,7 @@ import { adminTarget } from './admin-cli.js';
 import { loadConfig, type PlaneConfig } from './config.js';
 import { startPlane, adminKeyPath } from './server.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
+import { stopWhenLauncherExits } from '../shared/launcher.js';
 import { parseCommand, suggest, usageOf, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
 
 const database: Record<string, OptionSpec> = {
@@ -168,6 +169,7 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  stopWhenLauncherExits(() => void stop());
   return new Promise<number>(() => {});
 }
 

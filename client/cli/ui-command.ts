@@ -10,6 +10,7 @@
 import type { Parsed, OptionSpec } from './args.js';
 import { openStore, redactUrl } from '../open-store.js';
 import { isLoopback } from '../ui/loopback.js';
+import { stopWhenLauncherExits } from '../../shared/launcher.js';
 
 type Out = (line: string) => void;
 
@@ -66,10 +67,12 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
       const stop = () => {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
+        unwatch();
         resolve();
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
+      const unwatch = stopWhenLauncherExits(stop);
     });
     await ui.close();
     return 0;

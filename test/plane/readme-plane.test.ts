@@ -39,7 +39,7 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
   it(`README plane section on ${name}: start, create a key while the plane runs, connect a client, revoke the key`, async () => {
     const { start, commands } = readmeShell();
     expect(start).toBe('npm start');
-    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start).toBe('npm run build && exec node bin/waymark.mjs plane');
+    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start).toBe('npm run build && node bin/waymark.mjs plane');
     const cwd = tmp.file(name);
     mkdirSync(cwd, { recursive: true });
     // as `npm start` runs it, from the user's project directory; port 0 instead of 4600 so test files may run side by side
@@ -128,28 +128,56 @@ describe.skipIf(!pg)('README plane section on Postgres', () => {
 });
 
 describe('npm start', () => {
-  it('runs the plane as the process npm signals: SIGTERM to the start script stops the plane cleanly and leaves nothing serving', async () => {
-    const script: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start;
-    // npm runs a script with `sh -c` and forwards SIGINT and SIGTERM to that shell, which (dash, here) does not pass
-    // them on to a child it waits for; dist/ is built once for the suite, so the build step becomes `true`
-    const shell = `${script.replace(/^npm run build && /, 'true && ')} --port 0 --data-dir ${tmp.file('npm-start')}`;
-    expect(shell).toMatch(/^true && /);
-    const plane = await startPlaneProcess([], { command: ['sh', ['-c', shell]] });
+  const script = (): string => JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start;
+  /** package.json's start script as npm runs it (`sh -c`); dist/ is built once for the suite, so the build step becomes `true`. */
+  const startShell = (dir: string) => {
+    const shell = `${script().replace(/^npm run build && /, 'true && ')} --port 0 --data-dir ${tmp.file(dir)}`;
+    expect(shell).toMatch(/^true && node /);
+    return shell;
+  };
+  const serving = async (url: string) => (await fetch(`${url}/healthz`).catch(() => null))?.status === 200;
+  /** The command's process group still has a process (the shell's own pid is the group's id). */
+  const groupAlive = (pgid: number) => {
     try {
-      expect((await call(`${plane.url}/healthz`)).status).toBe(200);
+      process.kill(-pgid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const endGroup = (pgid: number) => {
+    if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
+  };
+
+  it('stops the plane when npm goes: SIGTERM to the script’s shell (which dash does not pass on) ends the plane it left', async () => {
+    // npm forwards SIGINT and SIGTERM to the shell it ran the script in, and sets npm_lifecycle_event in its environment
+    const plane = await startPlaneProcess([], { command: ['sh', ['-c', startShell('npm-start')]], env: { npm_lifecycle_event: 'start' } });
+    const pgid = plane.child.pid!;
+    try {
+      expect(await serving(plane.url)).toBe(true);
       const exited = once(plane.child, 'exit');
       plane.child.kill('SIGTERM');
-      const [code, signal] = await exited;
-      // the shell became the plane (exec): the plane itself took the signal and shut down, exit 0
-      expect({ code, signal }).toEqual({ code: 0, signal: null });
-      await expect(fetch(`${plane.url}/healthz`)).rejects.toThrow();
+      // the shell dies by the signal without passing it on; the plane, reparented, stops as on SIGTERM
+      expect(await exited).toEqual([null, 'SIGTERM']);
+      await pollUntil(async () => !(await serving(plane.url)) && !groupAlive(pgid), 15_000, 100);
     } finally {
-      // a plane the shell left behind (no exec) is still in the command's process group
-      try {
-        process.kill(-plane.child.pid!, 'SIGKILL');
-      } catch {
-        // the group is gone: nothing was left
-      }
+      endGroup(pgid);
+    }
+  });
+
+  it('leaves a plane that npm did not start serving when the shell that started it exits', async () => {
+    // the suite itself runs under `npm test`, whose npm_lifecycle_event children inherit: this plane is started as from a terminal
+    const plane = await startPlaneProcess([], { command: ['sh', ['-c', startShell('shell-start')]], env: { npm_lifecycle_event: '' } });
+    const pgid = plane.child.pid!;
+    try {
+      const exited = once(plane.child, 'exit');
+      plane.child.kill('SIGTERM');
+      await exited;
+      // well past the plane's one-second check of its parent
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(await serving(plane.url)).toBe(true);
+    } finally {
+      endGroup(pgid);
     }
   });
 });

@@ -404,3 +404,49 @@ describe("README's Local UI section", () => {
     }
   });
 });
+
+describe('waymark ui started through npm', () => {
+  it('stops when npm goes: SIGTERM to the shell npm ran it in (which dash does not pass on) ends the UI it left', async () => {
+    const db = tmp.file('npx-ui.db');
+    const store = new SqliteCheckpointer({ path: db });
+    await store.setup();
+    await store.close();
+    // as `npx waymark ui` runs it: npm's shell, npm's lifecycle variable; the group is the test's to end
+    const child = spawn('sh', ['-c', `true && ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} ui --db ${JSON.stringify(db)} --port 0`], {
+      detached: true,
+      env: { ...process.env, npm_lifecycle_event: 'npx' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const pgid = child.pid!;
+    const groupAlive = () => {
+      try {
+        process.kill(-pgid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    try {
+      let out = '';
+      child.stdout!.on('data', (d) => (out += d));
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout!.on('data', () => {
+          const m = /listening on (http:\/\/\S+?)\/? /.exec(out);
+          if (m) resolve(m[1]);
+        });
+        child.once('exit', (code) => reject(new Error(`exited (${code}) before listening: ${out}`)));
+      });
+      expect((await fetch(`${url}/`)).status).toBe(200);
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      expect(await exited).toEqual([null, 'SIGTERM']);
+      const t0 = performance.now();
+      while (groupAlive() || (await fetch(`${url}/`).catch(() => null))) {
+        expect(performance.now() - t0, 'the UI still runs after its launcher went').toBeLessThan(15_000);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      if (groupAlive()) process.kill(-pgid, 'SIGKILL');
+    }
+  });
+});
