@@ -163,13 +163,17 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
         `or make one there with 'waymark plane keys create --project local --scopes admin,operator' (without a plane on this data dir, or --plane URL --key KEY)`,
     );
   }
-  const stop = async () => {
-    await plane.close();
-    process.exit(0);
+  // once: a signal and the launcher watch (or two signals) may both ask, and a second close would race the first
+  let stopping: Promise<void> | undefined;
+  let unwatch = () => {};
+  const stop = (): Promise<void> => {
+    unwatch();
+    stopping ??= plane.close().then(() => process.exit(0));
+    return stopping;
   };
+  unwatch = stopWhenLauncherExits(() => void stop());
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  stopWhenLauncherExits(() => void stop());
   return new Promise<number>(() => {});
 }
 

@@ -64,6 +64,7 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
       `listening on ${ui.url}/ (reads, and records approvals as '${user}'; no login${p.values['allow-remote'] === true ? '; REMOTE ACCESS ALLOWED: anyone who reaches it reads this store and can answer its pauses' : ''}); Ctrl-C stops it`,
     );
     await new Promise<void>((resolve) => {
+      let unwatch = () => {};
       const stop = () => {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
@@ -72,7 +73,7 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
-      const unwatch = stopWhenLauncherExits(stop);
+      unwatch = stopWhenLauncherExits(stop);
     });
     await ui.close();
     return 0;

@@ -4,6 +4,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -82,5 +83,39 @@ export async function pollUntil(check: () => Promise<boolean>, deadlineMs = 60_0
     if (await check()) return performance.now() - t0;
     if (performance.now() - t0 > deadlineMs) throw new Error(`condition not met within ${deadlineMs} ms`);
     await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** A process's parent pid and state letter from /proc (Linux), or null once it is gone. */
+function procStat(pid: number): { ppid: number; state: string } | null {
+  try {
+    // the command name may hold spaces and parentheses: the fields start after its last ')'
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop()!.split(' ');
+    return { state: fields[0], ppid: Number(fields[1]) };
+  } catch {
+    return null;
+  }
+}
+
+/** The server a shell (`sh -c`) runs: the shell's child, or the shell itself when it exec'd the command. */
+export function serverPid(shellPid: number): number {
+  for (const d of readdirSync('/proc')) {
+    if (/^\d+$/.test(d) && procStat(Number(d))?.ppid === shellPid) return Number(d);
+  }
+  return shellPid;
+}
+
+/** The process has exited: gone, or a zombie its new parent has not reaped yet (a container's PID 1 may never). */
+export function hasExited(pid: number): boolean {
+  const s = procStat(pid);
+  return s === null || s.state === 'Z';
+}
+
+/** SIGKILL whatever is left in a process group (a test's cleanup; the group's id is its first process's pid). */
+export function endGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // the group is empty: nothing was left
   }
 }

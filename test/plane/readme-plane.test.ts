@@ -5,14 +5,13 @@
  * client with the new key, revoke it. On PGlite (the default) and Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { once } from 'node:events';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectPlane } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { call } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
-import { pollUntil, ROOT, startPlaneProcess, waymarkAsync, type PlaneProcess } from '../helpers/plane-process.js';
+import { endGroup, hasExited, pollUntil, ROOT, serverPid, startPlaneProcess, waymarkAsync, type PlaneProcess } from '../helpers/plane-process.js';
 import { step } from '../helpers/rows.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -128,56 +127,45 @@ describe.skipIf(!pg)('README plane section on Postgres', () => {
 });
 
 describe('npm start', () => {
-  const script = (): string => JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start;
   /** package.json's start script as npm runs it (`sh -c`); dist/ is built once for the suite, so the build step becomes `true`. */
-  const startShell = (dir: string) => {
-    const shell = `${script().replace(/^npm run build && /, 'true && ')} --port 0 --data-dir ${tmp.file(dir)}`;
+  const startShell = (dataDir: string) => {
+    const script: string = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start;
+    const shell = `${script.replace(/^npm run build && /, 'true && ')} --port 0 --data-dir ${dataDir}`;
     expect(shell).toMatch(/^true && node /);
     return shell;
   };
   const serving = async (url: string) => (await fetch(`${url}/healthz`).catch(() => null))?.status === 200;
-  /** The command's process group still has a process (the shell's own pid is the group's id). */
-  const groupAlive = (pgid: number) => {
-    try {
-      process.kill(-pgid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  const endGroup = (pgid: number) => {
-    if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
-  };
 
   it('stops the plane when npm goes: SIGTERM to the script’s shell (which dash does not pass on) ends the plane it left', async () => {
-    // npm forwards SIGINT and SIGTERM to the shell it ran the script in, and sets npm_lifecycle_event in its environment
-    const plane = await startPlaneProcess([], { command: ['sh', ['-c', startShell('npm-start')]], env: { npm_lifecycle_event: 'start' } });
-    const pgid = plane.child.pid!;
+    const dataDir = tmp.file('npm-start');
+    // npm forwards SIGTERM to the shell it ran the script in, and sets npm_lifecycle_event in its environment
+    const plane = await startPlaneProcess([], { command: ['sh', ['-c', startShell(dataDir)]], env: { npm_lifecycle_event: 'start' } });
+    const shell = plane.child.pid!;
     try {
       expect(await serving(plane.url)).toBe(true);
-      const exited = once(plane.child, 'exit');
+      const server = serverPid(shell);
       plane.child.kill('SIGTERM');
-      // the shell dies by the signal without passing it on; the plane, reparented, stops as on SIGTERM
-      expect(await exited).toEqual([null, 'SIGTERM']);
-      await pollUntil(async () => !(await serving(plane.url)) && !groupAlive(pgid), 15_000, 100);
+      // reparented, the plane closes as on SIGTERM: the port, then the database, whose data-dir lock goes last before exit 0
+      await pollUntil(async () => hasExited(server) && !existsSync(join(dataDir, 'plane.lock')) && !(await serving(plane.url)), 60_000, 100);
     } finally {
-      endGroup(pgid);
+      endGroup(shell);
     }
   });
 
   it('leaves a plane that npm did not start serving when the shell that started it exits', async () => {
     // the suite itself runs under `npm test`, whose npm_lifecycle_event children inherit: this plane is started as from a terminal
-    const plane = await startPlaneProcess([], { command: ['sh', ['-c', startShell('shell-start')]], env: { npm_lifecycle_event: '' } });
-    const pgid = plane.child.pid!;
+    const plane = await startPlaneProcess([], { command: ['sh', ['-c', startShell(tmp.file('shell-start'))]], env: { npm_lifecycle_event: '' } });
+    const shell = plane.child.pid!;
     try {
-      const exited = once(plane.child, 'exit');
+      const server = serverPid(shell);
       plane.child.kill('SIGTERM');
-      await exited;
+      await pollUntil(async () => hasExited(shell), 60_000, 100);
       // well past the plane's one-second check of its parent
       await new Promise((r) => setTimeout(r, 2500));
+      expect(hasExited(server)).toBe(false);
       expect(await serving(plane.url)).toBe(true);
     } finally {
-      endGroup(pgid);
+      endGroup(shell);
     }
   });
 });
