@@ -14,7 +14,7 @@ import { adminTarget } from './admin-cli.js';
 import { loadConfig, type PlaneConfig } from './config.js';
 import { startPlane, adminKeyPath } from './server.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
-import { stopWhenLauncherExits } from '../shared/launcher.js';
+import { onStopRequest } from '../shared/launcher.js';
 import { parseCommand, suggest, usageOf, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
 
 const database: Record<string, OptionSpec> = {
@@ -163,17 +163,7 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
         `or make one there with 'waymark plane keys create --project local --scopes admin,operator' (without a plane on this data dir, or --plane URL --key KEY)`,
     );
   }
-  // once: a signal and the launcher watch (or two signals) may both ask, and a second close would race the first
-  let stopping: Promise<void> | undefined;
-  let unwatch = () => {};
-  const stop = (): Promise<void> => {
-    unwatch();
-    stopping ??= plane.close().then(() => process.exit(0));
-    return stopping;
-  };
-  unwatch = stopWhenLauncherExits(() => void stop());
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  onStopRequest(() => void plane.close().then(() => process.exit(0)));
   return new Promise<number>(() => {});
 }
 

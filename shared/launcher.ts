@@ -22,16 +22,37 @@
 const launcher = process.ppid;
 
 /**
- * Call `stop` once the process that started this one is gone, when npm started
- * it (`env.npm_lifecycle_event` set). Returns a function that ends the watch
- * (a no-op when nothing is watched).
+ * Call `stop` once, on the first of: SIGINT, SIGTERM, or (when npm started
+ * this process) its launcher gone. Later requests are ignored, so a
+ * supervisor's SIGTERM after a Ctrl-C lets the stop finish (a plane closes its
+ * database and removes its data-dir lock). Returns a function that stops
+ * listening.
  */
-export function stopWhenLauncherExits(stop: () => void, env: NodeJS.ProcessEnv = process.env): () => void {
+export function onStopRequest(stop: () => void, env: NodeJS.ProcessEnv = process.env): () => void {
+  let asked = false;
+  const request = () => {
+    if (asked) return;
+    asked = true;
+    unwatch();
+    stop();
+  };
+  const unwatch = watchLauncher(request, env);
+  process.on('SIGINT', request);
+  process.on('SIGTERM', request);
+  return () => {
+    process.off('SIGINT', request);
+    process.off('SIGTERM', request);
+    unwatch();
+  };
+}
+
+/** Call `gone` once the process that started this one is gone, when npm started it; returns a function that ends the watch. */
+function watchLauncher(gone: () => void, env: NodeJS.ProcessEnv): () => void {
   if (!env.npm_lifecycle_event) return () => {};
   const timer = setInterval(() => {
     if (process.ppid === launcher) return;
     clearInterval(timer);
-    stop();
+    gone();
   }, 1000);
   timer.unref();
   return () => clearInterval(timer);

@@ -10,7 +10,7 @@
 import type { Parsed, OptionSpec } from './args.js';
 import { openStore, redactUrl } from '../open-store.js';
 import { isLoopback } from '../ui/loopback.js';
-import { stopWhenLauncherExits } from '../../shared/launcher.js';
+import { onStopRequest } from '../../shared/launcher.js';
 
 type Out = (line: string) => void;
 
@@ -63,18 +63,7 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
     out(
       `listening on ${ui.url}/ (reads, and records approvals as '${user}'; no login${p.values['allow-remote'] === true ? '; REMOTE ACCESS ALLOWED: anyone who reaches it reads this store and can answer its pauses' : ''}); Ctrl-C stops it`,
     );
-    await new Promise<void>((resolve) => {
-      let unwatch = () => {};
-      const stop = () => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        unwatch();
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-      unwatch = stopWhenLauncherExits(stop);
-    });
+    await new Promise<void>((resolve) => onStopRequest(resolve));
     await ui.close();
     return 0;
   } finally {

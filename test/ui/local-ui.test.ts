@@ -32,14 +32,27 @@ afterAll(() => tmp.cleanup());
 const XSS = `<script>window.__xss=1</script> "><img src=x onerror="window.__xss=2">`;
 
 interface Ui {
+  /** The spawned process: the UI, or the shell that runs it (`viaNpmShell`). */
+  pid: number;
   url: string;
   stdout: () => string;
   stop(): Promise<number | null>;
 }
 
-/** `waymark ARGS` (a `ui` command line) started as a child process, once it says where it listens. */
-async function startUi(args: string[], cwd = ROOT): Promise<Ui> {
-  const child: ChildProcess = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * `waymark ARGS` (a `ui` command line) started as a child process, once it says where it listens.
+ * `viaNpmShell`: as `npx waymark ui` runs it, under npm's `sh -c` with npm's lifecycle variable, in a
+ * process group of its own (which the test ends).
+ */
+async function startUi(args: string[], cwd = ROOT, o: { viaNpmShell?: boolean } = {}): Promise<Ui> {
+  const child: ChildProcess = o.viaNpmShell
+    ? spawn('sh', ['-c', `true && ${[process.execPath, BIN, ...args].map((a) => JSON.stringify(a)).join(' ')}`], {
+        cwd,
+        detached: true,
+        env: { ...process.env, npm_lifecycle_event: 'npx' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+    : spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -53,6 +66,7 @@ async function startUi(args: string[], cwd = ROOT): Promise<Ui> {
     child.once('exit', (code) => reject(new Error(`waymark ui exited (${code}) before listening: ${out}${err}`)));
   });
   return {
+    pid: child.pid!,
     url,
     stdout: () => out,
     async stop() {
@@ -411,29 +425,14 @@ describe('waymark ui started through npm', () => {
     const store = new SqliteCheckpointer({ path: db });
     await store.setup();
     await store.close();
-    // as `npx waymark ui` runs it: npm's shell, npm's lifecycle variable; a group of its own, which the test ends
-    const child = spawn('sh', ['-c', `true && ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} ui --db ${JSON.stringify(db)} --port 0`], {
-      detached: true,
-      env: { ...process.env, npm_lifecycle_event: 'npx' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const shell = child.pid!;
+    const ui = await startUi(['ui', '--db', db, '--port', '0'], ROOT, { viaNpmShell: true });
     try {
-      let out = '';
-      child.stdout!.on('data', (d) => (out += d));
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout!.on('data', () => {
-          const m = /listening on (http:\/\/\S+?)\/? /.exec(out);
-          if (m) resolve(m[1]);
-        });
-        child.once('exit', (code) => reject(new Error(`exited (${code}) before listening: ${out}`)));
-      });
-      expect((await fetch(`${url}/`)).status).toBe(200);
-      const server = serverPid(shell);
-      child.kill('SIGTERM');
-      await pollUntil(async () => hasExited(server) && !(await fetch(`${url}/`).catch(() => null)), 60_000, 100);
+      expect((await fetch(`${ui.url}/`)).status).toBe(200);
+      const server = serverPid(ui.pid);
+      process.kill(ui.pid, 'SIGTERM');
+      await pollUntil(async () => hasExited(server) && !(await fetch(`${ui.url}/`).catch(() => null)), 60_000, 100);
     } finally {
-      endGroup(shell);
+      endGroup(ui.pid);
     }
   });
 });
