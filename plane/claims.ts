@@ -29,7 +29,8 @@ function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpoi
     const [known] = await tx
       .select({ id: checkpoints.id })
       .from(checkpoints)
-      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, checkpointId), eq(checkpoints.executionId, executionId)));
+      // only a pause's checkpoint (status interrupted) is claimable: a claim of any other row would be a claims row for nothing
+      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, checkpointId), eq(checkpoints.executionId, executionId), eq(checkpoints.status, 'interrupted')));
     if (!known) {
       // a run deleted (or cancelled) on the plane keeps a claim row on its pause though its checkpoints are gone:
       // the asker lost it for good (409, never a 404 a worker retries forever)

@@ -28,6 +28,48 @@ async function recordEvent(tx: Tx, projectId: string, writerId: string, item: It
   return false;
 }
 
+/**
+ * The execution a checkpoint id is known under in this project: its row, the
+ * pause it opened, or a claim of it (a pause claimed before its rows arrived).
+ * Null when the plane knows nothing of it yet.
+ */
+async function ownerOf(tx: Tx, projectId: string, checkpointId: string): Promise<string | null> {
+  const lookups = [
+    () =>
+      tx
+        .select({ executionId: checkpoints.executionId })
+        .from(checkpoints)
+        .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, checkpointId))),
+    () =>
+      tx
+        .select({ executionId: pendingInterrupts.executionId })
+        .from(pendingInterrupts)
+        .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, checkpointId))),
+    () =>
+      tx
+        .select({ executionId: claims.executionId })
+        .from(claims)
+        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId))),
+  ];
+  for (const query of lookups) {
+    const [hit] = await query().limit(1);
+    if (hit) return hit.executionId;
+  }
+  return null;
+}
+
+/**
+ * Refuse (invalid) a pause event naming a checkpoint the plane knows under
+ * another execution: it would open, claim or close that run's pause, or take
+ * its pause's key. `path` names the field in the refusal. True when refused.
+ */
+async function namesOtherRun(c: EventContext, path: string, checkpointId: string, executionId: string): Promise<boolean> {
+  const owner = await ownerOf(c.tx, c.projectId, checkpointId);
+  if (owner === null || owner === executionId) return false;
+  reject(c.item, 'invalid', `${path}: checkpoint ${checkpointId} belongs to execution '${owner}', not '${executionId}'`);
+  return true;
+}
+
 /** What an event's handler stores it with: the batch's transaction and writer, the item, the executions to refresh. */
 interface EventContext {
   tx: Tx;
@@ -67,6 +109,7 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
   },
 
   async interrupt_opened(c, e) {
+    if (await namesOtherRun(c, 'row.checkpointId', e.row.checkpointId, e.row.executionId)) return;
     if (!(await recorded(c))) return;
     const { tx, projectId } = c;
     const [claimed] = await tx
@@ -93,6 +136,7 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
   },
 
   async interrupt_claimed(c, e) {
+    if (await namesOtherRun(c, 'checkpointId', e.checkpointId, e.executionId)) return;
     if (!(await recorded(c))) return;
     const { tx, projectId } = c;
     // the event is the writer's local claim itself: applied from the start, or applying the claim it held
@@ -141,6 +185,7 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
   },
 
   async interrupt_closed(c, e) {
+    if (await namesOtherRun(c, 'checkpointId', e.checkpointId, e.executionId)) return;
     if (!(await recorded(c))) return;
     const { tx, projectId } = c;
     // a cancelled run's pause: closed for good. A claims row in the canceller's name refuses any later
@@ -173,13 +218,7 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     // only a local store's decisions travel by the outbox; the plane's own are never sent back
     if (e.row.source !== 'local') return reject(c.item, 'invalid', "row.source: a decision_recorded event carries a decision recorded in a local store ('local')");
     // a decision naming a pause the plane knows as another run's would take that pause's key from its own decision
-    const [cp] = await c.tx
-      .select({ executionId: checkpoints.executionId })
-      .from(checkpoints)
-      .where(and(eq(checkpoints.projectId, c.projectId), eq(checkpoints.id, e.row.checkpointId)));
-    if (cp && cp.executionId !== e.row.executionId) {
-      return reject(c.item, 'invalid', `row.checkpointId: checkpoint ${e.row.checkpointId} belongs to execution '${cp.executionId}', not '${e.row.executionId}'`);
-    }
+    if (await namesOtherRun(c, 'row.checkpointId', e.row.checkpointId, e.row.executionId)) return;
     if (!(await recordEvent(c.tx, c.projectId, c.writerId, c.item))) return;
     c.item.decision = await storeIngestedDecision(c.tx, c.projectId, c.writerId, e.row);
   },

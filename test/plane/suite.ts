@@ -403,11 +403,17 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
 
     it('one writer wins a claim; another gets 409 naming the winner; an offline claim is flagged as a conflict', async () => {
       let checkpointId = '';
+      let stepId = '';
       const rows = await eventsOf(async (s) => {
-        checkpointId = (await s.recordInterrupt(pause('claim-1'), { reason: 'r', context: null })).checkpoint.id;
+        stepId = (await s.put(step('claim-1', 0))).id;
+        checkpointId = (await s.recordInterrupt(pause('claim-1', 1), { reason: 'r', context: null })).checkpoint.id;
       });
       await ingest(rows);
       const claimUrl = `${plane.url}/v1/executions/claim-1/claim`;
+      // a checkpoint of the run that is not its pause is not claimable: 404, and the pause is still open to the first real claim
+      const notPause = await call(claimUrl, { key: ingestKey, json: { checkpointId: stepId, writerId: 'laptop-b' } });
+      expect(notPause.status).toBe(404);
+      expect(notPause.body.error.code).toBe('PAUSE_NOT_FOUND');
       const a = await call(claimUrl, { key: ingestKey, json: { checkpointId, writerId: 'laptop-a' } });
       expect(a.status).toBe(200);
       const b = await call(claimUrl, { key: ingestKey, json: { checkpointId, writerId: 'laptop-b' } });
@@ -421,6 +427,44 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const conflicts = await get('/v1/conflicts');
       expect(conflicts.body.items).toEqual([expect.objectContaining({ executionId: 'claim-1', winnerWriterId: 'laptop-a', loserWriterId: 'laptop-b', source: 'ingest' })]);
       expect((await get('/v1/executions/claim-1')).body).toMatchObject({ pause: { state: 'claimed', claimedBy: 'laptop-a' }, conflicts: [expect.objectContaining({ loserWriterId: 'laptop-b' })] });
+    });
+
+    it("a pause event naming another run's checkpoint is refused (invalid, quarantined) and changes nothing of that run: its pause stays open and claimable", async () => {
+      let victim = '';
+      await ingest(
+        await eventsOf(async (s) => {
+          await s.put(step('victim-1', 0));
+          victim = (await s.recordInterrupt(pause('victim-1', 1), { reason: 'approve', context: null })).checkpoint.id;
+        }),
+      );
+      // a run of this project, paused too, whose events a confused or hostile writer sends with the victim's checkpoint id
+      const own = await eventsOf(async (s) => {
+        await s.recordInterrupt(pause('other-1'), { reason: 'r', context: null });
+      });
+      await ingest(own);
+      const opened = own.find((e) => e.kind === 'interrupt_opened') as Extract<OutboxEvent, { kind: 'interrupt_opened' }>;
+      const at = new Date().toISOString();
+      const wrong: OutboxEvent[] = [
+        { kind: 'interrupt_claimed', id: uuidv7(), executionId: 'other-1', checkpointId: victim, writerId: 'wz', claimedAt: at },
+        { kind: 'interrupt_closed', id: uuidv7(), executionId: 'other-1', checkpointId: victim, writerId: 'wz', closedAt: at },
+        { kind: 'interrupt_opened', id: uuidv7(), row: { ...opened.row, checkpointId: victim } },
+        // a pause the plane knows only by its claim (its rows not synced yet) is guarded too
+        { kind: 'interrupt_claimed', id: uuidv7(), executionId: 'other-1', checkpointId: victim, writerId: 'wz', claimedAt: at },
+      ];
+      const r = await ingest(wrong, { writerId: 'wz' });
+      expect(r.body.accepted).toBe(0);
+      expect(r.body.results.map((x: { status: string; code?: string }) => `${x.status}:${x.code}`)).toEqual(wrong.map(() => 'rejected:invalid'));
+      for (const x of r.body.results) expect(x.reason).toContain(`checkpoint ${victim} belongs to execution 'victim-1', not 'other-1'`);
+      const q = await get('/v1/quarantine');
+      expect(q.body.items.filter((i: { rowId: string }) => wrong.some((w) => w.id === i.rowId))).toHaveLength(wrong.length);
+      // the victim's pause: still open, unclaimed, no conflict; its own writer claims it
+      expect((await get('/v1/executions/victim-1')).body).toMatchObject({ execution: { status: 'paused' }, pause: { state: 'open', claimedBy: null }, conflicts: [] });
+      expect((await get('/v1/executions/other-1')).body.pause).toMatchObject({ state: 'open', claimedBy: null });
+      const claim = await call(`${plane.url}/v1/executions/victim-1/claim`, { key: ingestKey, json: { checkpointId: victim, writerId: 'laptop-a' } });
+      expect(claim.status).toBe(200);
+      // once claimed through the API (a claims row), a claimed event naming it under another run is refused the same way
+      const late = await ingest([{ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'other-1', checkpointId: victim, writerId: 'wz', claimedAt: at }], { writerId: 'wz' });
+      expect(late.body.results[0]).toMatchObject({ status: 'rejected', code: 'invalid' });
     });
 
     it('cancel: a cancelled paused run is cancelled on the plane (status, list filter, badge), its pause closed (restore has none) and never claimable again', async () => {
