@@ -12,12 +12,15 @@
  * UNKNOWN_PROJECT error listing the known ones, so a typo never makes a tenant.
  *
  * No cache: every request reads its key's row, so a revocation is refused by
- * every plane process on the database from its next request on.
+ * every plane process on the database from its next request on. A request
+ * that outlives its check (a body that takes seconds to arrive, a long poll)
+ * reads it again before it writes or answers (`recheckKey`).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { and, eq, isNull, type SQL } from 'drizzle-orm';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import type { PlaneDb } from './db/open.js';
+import { HttpError } from './http/errors.js';
 import { apiKeys, projects } from './db/schema.js';
 
 export const SCOPES = ['ingest', 'read', 'approve', 'admin', 'operator'] as const;
@@ -164,6 +167,17 @@ export async function authenticate(db: PlaneDb, key: string | undefined): Promis
   const ok = stored.length === presented.length && timingSafeEqual(stored, presented);
   if (!row || !ok || row.revokedAt) return null;
   return { projectId: row.projectId, keyId: row.id, scopes: row.scopes as Scope[] };
+}
+
+/**
+ * Refuse a request whose key was revoked after its scope was checked: an
+ * upload still arriving, or a long poll still waiting, when the revocation
+ * committed. Called after the body arrived and before the write, and before a
+ * long poll answers; 401 as the key's next request would get.
+ */
+export async function recheckKey(db: PlaneDb, p: Principal): Promise<void> {
+  if ((await keyState(db, p.keyId)) === 'active') return;
+  throw new HttpError(401, ErrorCode.UNAUTHORIZED, 'this API key was revoked while the request was in flight');
 }
 
 export function bearer(header: string | undefined): string | undefined {

@@ -7,6 +7,7 @@
  */
 import { createRoute } from '@hono/zod-openapi';
 import { ChangeFeed } from '../../shared/protocol.js';
+import { recheckKey } from '../auth.js';
 import { changeCursor, changeFeed, waitForChanges } from '../changes.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { errors, FeedQuery, jsonAnswer, MAX_FEED_WAIT_S } from '../http/openapi.js';
@@ -29,7 +30,10 @@ export function changeRoutes({ db }: RouteDeps) {
       const q = c.req.valid('query');
       const projectId = c.get('principal').projectId;
       const after = changeCursor(q.after);
-      const page = q.wait > 0 ? await waitForChanges(db, projectId, after, q.limit, q.wait * 1000, c.req.raw.signal) : await changeFeed(db, projectId, after, q.limit);
+      if (q.wait === 0) return c.json(await changeFeed(db, projectId, after, q.limit), 200);
+      const page = await waitForChanges(db, projectId, after, q.limit, q.wait * 1000, c.req.raw.signal);
+      // a poll may have waited many seconds: a key revoked meanwhile is answered nothing
+      await recheckKey(db, c.get('principal'));
       return c.json(page, 200);
     },
   );

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { DecisionFeed, DecisionRequest, DecisionView, Page, PauseView } from '../../shared/protocol.js';
-import { keyName } from '../auth.js';
+import { keyName, recheckKey } from '../auth.js';
 import { decisionFeed, feedCursor, listPauses, recordDecision, refuseBadDecision, waitForDecisions } from '../decisions.js';
 import { routeModule, type PlaneEnv, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
@@ -64,6 +64,8 @@ export function decisionRoutes({ db }: RouteDeps) {
     async (c) => {
       const { id } = c.req.valid('param');
       const p = c.get('principal');
+      // the body arrived after the key's check: a key revoked meanwhile decides nothing
+      await recheckKey(db, p);
       const view = await recordDecision(db, p.projectId, id, c.req.valid('json'), await keyName(db, p.keyId), 'plane');
       c.get('log').info({ executionId: id, checkpointId: view.checkpointId, decisionId: view.decisionId, approved: view.approved, decidedBy: view.decidedBy }, 'decision recorded');
       return c.json(view, 201);
@@ -104,7 +106,10 @@ export function decisionRoutes({ db }: RouteDeps) {
       const q = c.req.valid('query');
       const projectId = c.get('principal').projectId;
       const after = feedCursor(q.after);
-      const page = q.wait > 0 ? await waitForDecisions(db, projectId, after, q.limit, q.wait * 1000, c.req.raw.signal) : await decisionFeed(db, projectId, after, q.limit);
+      if (q.wait === 0) return c.json(await decisionFeed(db, projectId, after, q.limit), 200);
+      const page = await waitForDecisions(db, projectId, after, q.limit, q.wait * 1000, c.req.raw.signal);
+      // a poll may have waited many seconds: a key revoked meanwhile is answered nothing
+      await recheckKey(db, c.get('principal'));
       return c.json(page, 200);
     },
   );

@@ -2,6 +2,7 @@
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { IngestRequest, IngestResponse } from '../../shared/protocol.js';
+import { recheckKey } from '../auth.js';
 import { readJsonBody, type BodyDeadline } from '../body.js';
 import type { AdmissionGate } from '../gate.js';
 import { ingestBatch } from '../ingest.js';
@@ -31,6 +32,8 @@ export function ingestRoutes({ db, metrics, faults }: RouteDeps, o: { gate: Admi
     // the body is read before admission, within its deadline: a slot is held only by a batch that
     // has fully arrived, so uploads that stall or trickle cannot take the slots from everyone else
     const body = await readJsonBody(c.req.raw, LIMITS.batchBytes, o.bodyDeadline);
+    // the body may have taken seconds: a key revoked meanwhile writes nothing
+    await recheckKey(db, c.get('principal'));
     const release = await o.gate.enter();
     if (!release) throw new HttpError(429, ErrorCode.BUSY, 'too many concurrent batches', { headers: { 'Retry-After': '1' } });
     const t0 = performance.now();
