@@ -29,7 +29,8 @@ const storable = (max: number) =>
     .max(max)
     .refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000');
 
-export const ExecutionId = printable(LIMITS.executionIdLength);
+/** Not `.` or `..`: a URL names a run by its id in a path segment, and those two are normalised away by every client. */
+export const ExecutionId = printable(LIMITS.executionIdLength).refine((v) => v !== '.' && v !== '..', "must not be '.' or '..' (no URL path can name it)");
 export const WriterId = printable(LIMITS.writerIdLength);
 export const NodeId = printable(LIMITS.nodeIdLength);
 export const AgentPath = printable(LIMITS.agentPathLength);

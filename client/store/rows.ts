@@ -70,6 +70,8 @@ export function surelyValidInput(input: CheckpointInput): boolean {
     isIdOrAbsent(input.prevId, true) &&
     isIdOrAbsent(input.parentId, true) &&
     isPrintable(input.executionId, LIMITS.executionIdLength) &&
+    input.executionId !== '.' &&
+    input.executionId !== '..' &&
     isPrintable(input.nodeId, LIMITS.nodeIdLength) &&
     isPrintable(input.agentPath, LIMITS.agentPathLength) &&
     typeof turn === 'number' &&

@@ -94,13 +94,16 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
           return { ...(good as object), row: { ...(good as { row: object }).row, nodeInput: deep } };
         })(),
         { ...(good as object), row: { ...(good as { row: object }).row, executionId: 'e\u0000vil' } },
+        // no URL path names these (clients normalise them away): a run under them could never be read, claimed or restored
+        { ...(good as object), row: { ...(good as { row: object }).row, executionId: '..' } },
         null,
         42,
       ];
       const r = await ingest([...bad, good, good]);
       expect(r.status).toBe(200);
       const codes = r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status);
-      expect(codes).toEqual(['invalid', 'invalid', 'invalid', 'invalid', 'too_large', 'invalid', 'invalid', 'invalid', 'invalid', 'accepted', 'duplicate']);
+      expect(codes).toEqual(['invalid', 'invalid', 'invalid', 'invalid', 'too_large', 'invalid', 'invalid', 'invalid', 'invalid', 'invalid', 'accepted', 'duplicate']);
+      expect(r.body.results[7].reason).toContain("must not be '.' or '..'");
       expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
       const rows = await get('/v1/executions/bad-1/rows');
       expect(rows.body.items).toEqual([(good as { row: unknown }).row]);

@@ -25,6 +25,9 @@ const edges: Record<string, unknown[]> = {
   executionId: [
     '',
     'a',
+    '.',
+    '..',
+    '...',
     'a\u0000b',
     'a\nb',
     'a\u007fb',
@@ -86,5 +89,17 @@ describe('the fast check of a checkpoint input', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('execution ids a URL path cannot name', () => {
+  it("'.' and '..' are refused by the schema, naming the rule ('...' and ids holding dots are ordinary)", () => {
+    for (const id of ['.', '..']) {
+      const r = InputShape.safeParse({ ...typical(), executionId: id });
+      expect(r.success, id).toBe(false);
+      expect(r.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual(["executionId: must not be '.' or '..' (no URL path can name it)"]);
+      expect(surelyValidInput({ ...typical(), executionId: id })).toBe(false);
+    }
+    for (const id of ['...', 'a.b', './x', '.hidden']) expect(InputShape.safeParse({ ...typical(), executionId: id }).success, id).toBe(true);
   });
 });
