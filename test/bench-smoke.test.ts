@@ -40,6 +40,12 @@ describe('benchmark smoke runs', () => {
     expect(line).toMatchObject({ bench: 'concurrent', backend: 'sqlite', runs: 4, T: 3 });
     for (const k of ['ours', 'oursCpu', 'raw', 'fsync', 'ofRaw']) expect((line[k] as { median: number }).median).toBeGreaterThan(0);
   });
+  it('concurrent-split: the concurrent workload at the default and with fsync and the outbox switched off, each against the default', () => {
+    const lines = bench('concurrent-split.ts');
+    expect(lines.map((l) => l.variant)).toEqual(['default (FULL, outbox)', 'NORMAL, outbox', 'FULL, no outbox', 'NORMAL, no outbox']);
+    for (const l of lines) expect((l.steps as { median: number }).median > 0 && (l.commits as { median: number }).median > 0).toBe(true);
+    expect(lines[0].vsDefault).toEqual({ median: 1, min: 1, max: 1 });
+  });
   it.skipIf(!pg)('concurrent on Postgres', () => {
     const [line] = bench('concurrent.ts', 'postgres');
     expect(line).toMatchObject({ bench: 'concurrent', backend: 'postgres', runs: 4 });
