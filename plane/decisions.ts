@@ -28,7 +28,7 @@ import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
 import { HttpError } from './http/errors.js';
 import { announce, seqCursor, waitForFeed, waitersOf, type Feed } from './long-poll.js';
-import { decisionOfRow, decodeCursor, encodeCursor } from './read.js';
+import { decisionOfRow, decodeCursor, encodeCursor, isIdCursor } from './read.js';
 
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 type Conn = PlaneDb | Tx;
@@ -208,8 +208,6 @@ export async function storeIngestedDecision(tx: Tx, projectId: string, writerId:
   return { stored: false, first: first ? decisionOfRow(first) : null };
 }
 
-const isSeqCursor = (v: unknown): v is number => Number.isInteger(v);
-
 /**
  * The approvals inbox: the project's pauses not yet answered (open, or claimed
  * at the plane and not yet applied), oldest first by the order they were
@@ -218,7 +216,7 @@ const isSeqCursor = (v: unknown): v is number => Number.isInteger(v);
  * claims (few at any time) by theirs; neither walks the pauses long answered.
  */
 export async function listPauses(db: PlaneDb, projectId: string, o: { cursor?: string; limit: number }): Promise<{ items: PauseView[]; nextCursor: string | null }> {
-  const after = decodeCursor(o.cursor, isSeqCursor) ?? 0;
+  const after = decodeCursor(o.cursor, isIdCursor) ?? 0;
   const read = (open: boolean) => {
     const q = db
       .select({ p: pendingInterrupts, claim: claims, d: decisions })

@@ -6,7 +6,8 @@
 import { and, asc, desc, eq, gt, gte, inArray, lt, lte, or, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../shared/codec.js';
 import { ErrorCode, runErrorOf, type RunError } from '../shared/errors.js';
-import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
+import { LIMITS } from '../shared/limits.js';
+import { type Checkpoint, type Decision, ExecutionId, type IdempotencyEntry, type PendingInterrupt } from '../shared/rows.js';
 import type { Json } from '../shared/json.js';
 import { sumUsage, type UsageTotal } from '../shared/usage.js';
 import type { PlaneDb } from './db/open.js';
@@ -27,14 +28,25 @@ export function decodeCursor<T>(c: string | undefined, check: (v: unknown) => v 
 }
 /** A page cursor this plane did not issue: 400 BAD_CURSOR (a request's query names it). */
 export class CursorError extends HttpError {
-  constructor() {
-    super(400, ErrorCode.BAD_CURSOR, 'cursor is not one this plane issued');
+  constructor(message = 'cursor is not one this plane issued') {
+    super(400, ErrorCode.BAD_CURSOR, message);
   }
 }
 
-const isExecCursor = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0]));
-const isSeqCursor = (v: unknown): v is number => Number.isInteger(v);
-const isIdCursor = (v: unknown): v is number => Number.isInteger(v);
+// A cursor's values go into queries as they are, so each check admits only what the compared column can hold
+// (a value it cannot is a database error, a 500): a cursor that passes is one this plane could have issued.
+
+/** A seq: a row's (int4, 0..LIMITS.maxSeq). */
+const isSeqCursor = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= LIMITS.maxSeq;
+/** An id drawn from a bigserial, as the plane reads it (a JS number): a non-negative safe integer. */
+export const isIdCursor = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+/**
+ * A time as the plane writes it: `toISOString()` of its own clock, so canonical
+ * (the parse gives back the same string) with a four-digit year of 0001–9999,
+ * what Postgres reads (`Date.parse` also takes '1', '+275760-…' and year 0000).
+ */
+const isPlaneTime = (v: unknown): v is string => typeof v === 'string' && /^(?!0000)\d{4}-/.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString() === v;
+const isExecCursor = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isPlaneTime(v[0]) && ExecutionId.safeParse(v[1]).success;
 
 export interface ExecutionFilter {
   status?: string;
@@ -304,7 +316,8 @@ export async function listIdempotency(db: PlaneDb, projectId: string, executionI
   return rows.map((r) => r.row as IdempotencyEntry);
 }
 
-const isRestoreCursor = (v: unknown): v is [number, number] => Array.isArray(v) && v.length === 2 && Number.isInteger(v[0]) && Number.isInteger(v[1]) && v[0] >= -1 && v[1] >= v[0];
+/** `[after, upTo]`: the last seq served and the snapshot's seq; issued only while a row follows `after`, so `after < upTo`. */
+const isRestoreCursor = (v: unknown): v is [number, number] => Array.isArray(v) && v.length === 2 && isSeqCursor(v[0]) && isSeqCursor(v[1]) && v[0] < v[1];
 
 /**
  * One page of a restore. A restore is a snapshot at a fixed `seq`: the first
@@ -321,8 +334,16 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
       const mine = and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId));
       let after = -1;
       let upTo: number;
-      if (cur) [after, upTo] = cur;
-      else {
+      if (cur) {
+        [after, upTo] = cur;
+        // both are seqs of rows the plane served (rows leave a run only with the whole run): without them the
+        // snapshot the cursor names is gone, and pages of another copy would not add up to it
+        const [held] = await tx
+          .select({ n: sql<number>`count(*)::int` })
+          .from(checkpoints)
+          .where(and(mine, inArray(checkpoints.seq, [after, upTo])));
+        if (held.n !== 2) throw new CursorError(`cursor names seqs ${after} and ${upTo}, rows this run does not have (deleted since?): restore again from the first page`);
+      } else {
         const [m] = await tx
           .select({ upTo: sql<number | null>`max(${checkpoints.seq})` })
           .from(checkpoints)

@@ -34,6 +34,16 @@ const ExecutionDetail = z.object({
   takeovers: z.array(z.object({ fromSeq: z.number().int(), winnerWriterId: z.string(), loserWriterId: z.string(), loserLastContactAt: z.string().nullable(), at: z.string() })),
 });
 
+/** A filter compared with an id column: no control characters (ids have none, and Postgres text cannot hold U+0000). */
+const idFilter = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters');
+
+/** A time to compare with `updated_at`: Postgres has no year 0 (1 BC), so that one is refused here, not by the database. */
+const Since = z.iso.datetime().refine((v) => !v.startsWith('0000'), 'must be in the years 0001-9999');
+
 /** 404 of an execution this plane does not hold (in the key's project). */
 export const executionNotFound = (id: string, hint = '') => new HttpError(404, ErrorCode.EXECUTION_NOT_FOUND, `execution '${id}' is not on this plane${hint}`);
 
@@ -49,9 +59,9 @@ export function executionRoutes({ db }: RouteDeps) {
       request: {
         query: z.object({
           status: z.enum(['running', 'paused', 'completed', 'failed', 'cancelled']).optional(),
-          writer: z.string().max(LIMITS.writerIdLength).optional(),
-          updatedSince: z.iso.datetime().optional(),
-          q: z.string().max(LIMITS.executionIdLength).optional(),
+          writer: idFilter(LIMITS.writerIdLength).optional(),
+          updatedSince: Since.optional(),
+          q: idFilter(LIMITS.executionIdLength).optional(),
           cursor: z.string().max(1000).optional(),
           limit: limitQ,
         }),

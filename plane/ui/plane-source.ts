@@ -25,10 +25,22 @@ import {
   usageByRun,
 } from '../read.js';
 import type { InspectorSource } from '../../inspector/source.js';
+import { LIMITS } from '../../shared/limits.js';
+import { ExecutionId, WriterId } from '../../shared/rows.js';
+
+// What a page's query or path names goes into queries as it is. A value no stored id or seq can be (U+0000,
+// which Postgres text cannot hold; a seq past int4) matches nothing here, as it matches nothing in a local
+// store: the pages answer as for any run or row that is not there, never a database error.
+const mayBeRun = (id: string) => ExecutionId.safeParse(id).success;
+/** A run id's prefix (the list's search): any text without control characters ('.' included: '.hidden' starts with it). */
+const mayBePrefix = (q: string) => !/[\u0000-\u001f\u007f]/.test(q);
+const mayBeSeq = (seq: number) => seq >= 0 && seq <= LIMITS.maxSeq;
+const NO_RUNS = { items: [], nextCursor: null };
 
 export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
   return {
     async listRuns(q) {
+      if ((q.q && !mayBePrefix(q.q)) || (q.writer && !WriterId.safeParse(q.writer).success)) return NO_RUNS;
       const page = await listExecutions(db, projectId, q);
       const usage = await usageByRun(
         db,
@@ -37,9 +49,9 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       );
       return { items: page.items.map((i) => ({ ...i, usage: usage.get(i.executionId) ?? null })), nextCursor: page.nextCursor };
     },
-    getRun: (id) => getExecution(db, projectId, id),
+    getRun: async (id) => (mayBeRun(id) ? getExecution(db, projectId, id) : null),
     listRows: (id, o) => listRows(db, projectId, id, o),
-    stateAt: (id, seq) => stateAt(db, projectId, id, seq),
+    stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
     pauseState: (id) => pauseState(db, projectId, id),
     listIdempotency: (id) => listIdempotency(db, projectId, id),
     runUsage: (id) => runUsage(db, projectId, id),
