@@ -111,9 +111,13 @@ export const LiveToggle: FC<{ href: (live: boolean) => string; live: boolean }> 
   </p>
 );
 
-/** Said wherever a run is shown whose copy on the plane has holes. */
+/** Said wherever a run is shown whose copy on the plane has holes (a row refused, or a seq below the newest never received). */
 export const Incomplete: FC<{ holeCount: number }> = ({ holeCount }) => (
-  <span class="badge s-failed" data-testid="incomplete" title={`${holeCount} row(s) of this run were refused by the plane: its copy here is incomplete`}>
+  <span
+    class="badge s-failed"
+    data-testid="incomplete"
+    title={`${holeCount ? `${holeCount} row(s) of this run were refused by the plane` : 'rows of this run never reached the plane'}: its copy here is incomplete`}
+  >
     incomplete
   </span>
 );

@@ -27,6 +27,12 @@ export function rowOutcome(r: Checkpoint, next: Checkpoint | undefined, executio
 /** How deep an agent path is nested (a supervisor's worker is one level in). */
 const depth = (agentPath: string) => Math.min(6, agentPath.split('/').length - 1);
 
+/** "a row" or "N rows": the refused holes of a run (its missing runs of seqs are listed, not counted here). */
+const refusedRows = (holes: { code: string }[]) => {
+  const n = holes.filter((h) => h.code !== 'missing').length;
+  return n === 1 ? 'a row' : `${n} rows`;
+};
+
 export interface RunPageProps {
   execution: {
     executionId: string;
@@ -121,11 +127,11 @@ export const RunPage: FC<RunPageProps> = (p) => {
       {p.holes.length > 0 && (
         <section aria-labelledby="holes-h" class="card" data-testid="holes">
           <h2 id="holes-h" class="error">
-            Incomplete: the plane refused {p.holes.length === 1 ? 'a row' : `${p.holes.length} rows`} of this run
+            Incomplete: {p.holes.every((h) => h.code === 'missing') ? 'rows of this run never reached the plane' : `the plane refused ${refusedRows(p.holes)} of this run`}
           </h2>
           <p>
-            The rows after a refused one are deltas on a row this plane does not hold, so their state cannot be shown from here and the run cannot be restored from this plane. The writer keeps the
-            whole run locally.
+            The rows after a refused or missing one are deltas on a row this plane does not hold, so their state cannot be shown from here and the run cannot be restored from this plane. The writer
+            keeps the whole run locally (a row still on its way arrives with its next sync).
           </p>
           <ul>
             {p.holes.map((h) => (

@@ -9,6 +9,7 @@ import { ErrorCode, runErrorOf, type RunError } from '../shared/errors.js';
 import { LIMITS } from '../shared/limits.js';
 import { type Checkpoint, type Decision, ExecutionId, type IdempotencyEntry, type PendingInterrupt } from '../shared/rows.js';
 import type { Json } from '../shared/json.js';
+import type { HoleView } from '../shared/protocol.js';
 import { sumUsage, type UsageTotal } from '../shared/usage.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
@@ -108,7 +109,8 @@ export function executionView(e: typeof executions.$inferSelect) {
     lastStep: e.lastStep,
     agent: e.agent,
     writerId: e.writerId,
-    complete: e.holeCount === 0,
+    // a refused row, or a seq below the newest that never arrived (its writer's outbox lost it, or it is still on its way)
+    complete: e.holeCount === 0 && e.rowCount === e.lastSeq + 1,
     holeCount: e.holeCount,
     createdAt: e.createdAt.toISOString(),
     updatedAt: e.updatedAt.toISOString(),
@@ -173,16 +175,49 @@ async function endErrors(db: PlaneDb, projectId: string, page: (typeof execution
 }
 
 /**
- * The holes of one execution by seq (an execution has at most one per refused
- * row), leaving out the refused rows of another branch (see `holeIsGap`).
+ * The holes of one execution by seq: each row the plane refused (at most one
+ * per seq), leaving out the refused rows of another branch (see `holeIsGap`),
+ * then each run of seqs below a held row that never arrived and was not
+ * refused either (code `missing`, at its first seq, named by the writer and
+ * arrival of the row after it). Both leave the rows after them undecodable here.
  */
-export async function listHoles(db: PlaneDb, projectId: string, executionId: string) {
+export async function listHoles(db: PlaneDb, projectId: string, executionId: string): Promise<HoleView[]> {
   const rows = await db
     .select()
     .from(holes)
     .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId), holeIsGap))
     .orderBy(asc(holes.seq));
-  return rows.map((h) => ({ seq: h.seq, code: h.code, reason: h.reason, writerId: h.writerId, rowId: h.rowId, at: h.at.toISOString() }));
+  const refused: HoleView[] = rows.map((h) => ({ seq: h.seq, code: h.code, reason: h.reason, writerId: h.writerId, rowId: h.rowId, at: h.at.toISOString() }));
+  // the run's summary says whether a seq is missing at all: only then are its rows walked for where
+  const [summary] = await db
+    .select({ rowCount: executions.rowCount, lastSeq: executions.lastSeq })
+    .from(executions)
+    .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
+  if (!summary || summary.rowCount === summary.lastSeq + 1) return refused;
+  const t = db
+    .select({
+      seq: checkpoints.seq,
+      prev: sql<number>`lag(${checkpoints.seq}, 1, -1) OVER (ORDER BY ${checkpoints.seq})`.as('prev'),
+      writerId: checkpoints.writerId,
+      at: checkpoints.receivedAt,
+    })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId)))
+    .as('t');
+  const gaps = await db.select().from(t).where(sql`${t.seq} > ${t.prev} + 1`).orderBy(asc(t.seq));
+  const missing: HoleView[] = [];
+  for (const g of gaps) {
+    // the seqs between two held rows, less those a refusal already names (walked by the refusals, never seq by seq)
+    let from = Number(g.prev) + 1;
+    for (const at of [...refused.map((h) => h.seq).filter((q) => q >= from && q < g.seq), g.seq]) {
+      if (from < at) {
+        const span = from === at - 1 ? `row ${from}` : `rows ${from}-${at - 1}`;
+        missing.push({ seq: from, code: 'missing', reason: `${span} never reached this plane (row ${g.seq} did)`, writerId: g.writerId, rowId: null, at: g.at.toISOString() });
+      }
+      from = at + 1;
+    }
+  }
+  return [...refused, ...missing].sort((a, b) => a.seq - b.seq);
 }
 
 export async function listRows(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {

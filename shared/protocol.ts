@@ -102,7 +102,7 @@ export const ExecutionView = z.object({
   /** The agent path of the run's first row (the run's top agent); null until that row arrives. */
   agent: z.string().nullable(),
   writerId: z.string().nullable(),
-  /** False when the plane refused a row of this execution: its copy has holes (see `HoleView`). */
+  /** False when the plane refused a row of this execution, or a seq below its newest never arrived: its copy has holes (see `HoleView`). */
   complete: z.boolean(),
   holeCount: z.number().int(),
   createdAt: IsoTime,
@@ -118,7 +118,7 @@ export const ExecutionView = z.object({
 });
 export type ExecutionView = z.infer<typeof ExecutionView>;
 
-/** A seq of an execution whose row the plane refused, and why: the rows after it cannot be decoded from the plane's copy. */
+/** A seq of an execution whose row the plane refused, and why, or (code `missing`) the first of seqs that never arrived: the rows after it cannot be decoded from the plane's copy. */
 export const HoleView = z.object({
   seq: z.number().int(),
   code: z.string(),

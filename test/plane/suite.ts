@@ -271,6 +271,36 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       }
     });
 
+    it('a seq that never reached the plane (rows 0 and 2, or a run whose first rows are missing) makes the run incomplete: listed, named on its page, its restore refused with 409 naming the seqs; once they arrive it is complete and restores', async () => {
+      const rows = await eventsOf(async (s) => {
+        for (let i = 0; i < 5; i++) await s.put(step('gap-1', i));
+      }, 'w-gap');
+      expect((await ingest([rows[0], rows[2], rows[4]], { writerId: 'w-gap' })).body.accepted).toBe(3);
+      const e = await get('/v1/executions/gap-1');
+      expect(e.body.execution).toMatchObject({ complete: false, holeCount: 0, rowCount: 3, lastSeq: 4 });
+      expect(e.body.holes).toEqual([
+        expect.objectContaining({ seq: 1, code: 'missing', reason: 'row 1 never reached this plane (row 2 did)', writerId: 'w-gap', rowId: null }),
+        expect.objectContaining({ seq: 3, code: 'missing', reason: 'row 3 never reached this plane (row 4 did)' }),
+      ]);
+      expect((await get('/v1/executions?q=gap-')).body.items).toEqual([expect.objectContaining({ executionId: 'gap-1', complete: false })]);
+      const restore = await get('/v1/executions/gap-1/restore');
+      expect(restore.status).toBe(409);
+      expect(restore.body.error).toMatchObject({ code: 'RUN_INCOMPLETE', details: { missingSeqs: [1, 3] } });
+      expect(restore.body.error.message).toContain('seq 1 (missing: row 1 never reached this plane (row 2 did))');
+      // a run whose first rows never came: the seqs before its first held row
+      const late = await eventsOf(async (s) => {
+        for (let i = 0; i < 4; i++) await s.put(step('gap-2', i));
+      });
+      await ingest([late[3]], { writerId: 'w-gap' });
+      expect((await get('/v1/executions/gap-2')).body.holes).toEqual([expect.objectContaining({ seq: 0, code: 'missing', reason: 'rows 0-2 never reached this plane (row 3 did)' })]);
+      // the missing rows arrive (a resend, a slow outbox): whole again, and it restores
+      await ingest([rows[1], rows[3]], { writerId: 'w-gap' });
+      const whole = await get('/v1/executions/gap-1');
+      expect(whole.body.execution).toMatchObject({ complete: true, rowCount: 5 });
+      expect(whole.body.holes).toEqual([]);
+      expect((await get('/v1/executions/gap-1/restore')).body).toMatchObject({ totalRows: 5, upTo: 4 });
+    });
+
     it('broken chain defect: a refused row leaves a hole; the plane says the run is incomplete everywhere, refuses its restore with 409 naming the seq, and its pages never answer 500', async () => {
       // growing messages: rows 1.. are deltas on the row before, so a missing row breaks the chain after it
       const grown = (id: string, i: number) => step(id, i, { state: { messages: Array.from({ length: i + 1 }, (_, k) => ({ role: 'user', content: `m${k}` })) } });
