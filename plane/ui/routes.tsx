@@ -22,7 +22,7 @@ import { planeSource } from './plane-source.js';
 import { WritersPage } from './writers-page.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal } from './session.js';
 import { mountKeysPage } from './keys.js';
-import { csrfOf, csrfOk } from '../../inspector/csrf.js';
+import { csrfOf, csrfOk, originOk } from '../../inspector/csrf.js';
 import { FRAME, planeFrame } from '../../inspector/frame.js';
 
 export interface InspectorOptions {
@@ -54,8 +54,22 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     await next();
   };
 
+  /**
+   * Login and logout take no form token (there is no session yet, or it is the one to end), so a page of
+   * another site must not post them (login CSRF: the victim signed in under the attacker's key; a forced
+   * logout). Browsers say where a post comes from in Sec-Fetch-Site (which no page can set or suppress),
+   * and older ones in Origin; a client that sends neither (curl, a script) is not a browser tricked by a page.
+   */
+  const ownForm: MiddlewareHandler<PlaneEnv> = async (c, next) => {
+    const site = c.req.header('sec-fetch-site');
+    if ((site && site !== 'same-origin' && site !== 'none') || !originOk(c.req.header('origin'), c.req.url)) {
+      return c.text('refused: this form was posted from a page of another site', 403);
+    }
+    await next();
+  };
+
   app.get('/login', (c) => c.html(<LoginPage next={safeNext(c.req.query('next'))} />));
-  app.post('/login', async (c) => {
+  app.post('/login', ownForm, async (c) => {
     const form = await c.req.parseBody();
     const next = safeNext(form.next);
     const p = await authenticate(db, typeof form.key === 'string' ? form.key.trim() : undefined);
@@ -66,7 +80,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Strict', path: '/', maxAge: s.maxAgeSec, secure: new URL(c.req.url).protocol === 'https:' });
     return c.redirect(next, 303);
   });
-  app.post('/logout', async (c) => {
+  app.post('/logout', ownForm, async (c) => {
     await endSession(db, getCookie(c, SESSION_COOKIE));
     deleteCookie(c, SESSION_COOKIE, { path: '/' });
     return c.redirect('/login', 303);

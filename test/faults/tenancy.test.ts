@@ -213,6 +213,41 @@ describe('tenancy and auth across every endpoint and page', () => {
     expect((await call(`${plane.url}/v1/decisions`, { key: keys.owner })).body.items).toHaveLength(before);
   });
 
+  it('login and logout posted from a page of another site are refused (403, no session made or ended): login CSRF', async () => {
+    const post = (path: string, headers: Record<string, string>, cookie?: string) =>
+      fetch(`${plane.url}${path}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { ...headers, ...(cookie ? { cookie } : {}) },
+        body: new URLSearchParams({ key: keys.owner, next: '/' }),
+      });
+    // what a browser says of a form on another site: Sec-Fetch-Site (no page can set it), or an Origin not this plane's
+    const foreign = [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site', origin: 'null' }];
+    for (const headers of foreign) {
+      const r = await post('/login', headers);
+      expect(r.status, JSON.stringify(headers)).toBe(403);
+      expect(r.headers.get('set-cookie'), JSON.stringify(headers)).toBeNull();
+    }
+    // the plane's own login form (same-origin, or Origin null under its no-referrer policy) and a script without either sign in
+    const own = [{ 'sec-fetch-site': 'same-origin', origin: 'null' }, { 'sec-fetch-site': 'none' }, { origin: new URL(plane.url).origin }, {}];
+    const sessions: string[] = [];
+    for (const headers of own) {
+      const r = await post('/login', headers);
+      expect(r.status, JSON.stringify(headers)).toBe(303);
+      sessions.push(r.headers.get('set-cookie')!.split(';')[0]);
+    }
+    // a forced logout from another site ends nothing: the session still reads its pages
+    const session = sessions[0];
+    for (const headers of foreign) {
+      const r = await post('/logout', headers, session);
+      expect(r.status, JSON.stringify(headers)).toBe(403);
+      expect(r.headers.get('set-cookie')).toBeNull();
+    }
+    expect((await fetch(`${plane.url}/`, { redirect: 'manual', headers: { cookie: session } })).status).toBe(200);
+    expect((await post('/logout', { 'sec-fetch-site': 'same-origin' }, session)).status).toBe(303);
+    expect((await fetch(`${plane.url}/`, { redirect: 'manual', headers: { cookie: session } })).status).toBe(303);
+  });
+
   it('keys are stored hashed: no column holds a secret', async () => {
     const r = (await plane.database.db.execute(sql`SELECT * FROM api_keys`)) as unknown as { rows?: unknown[] };
     const dump = JSON.stringify(Array.isArray(r) ? r : r.rows);
