@@ -14,6 +14,7 @@ import { ErrorCode } from '../shared/errors.js';
 import type { Scope } from './auth.js';
 import type { PlaneDb } from './db/open.js';
 import { AdmissionGate } from './gate.js';
+import { DEFAULT_BODY_DEADLINE } from './body.js';
 import type { PlaneEnv, RouteDeps } from './http/env.js';
 import { HttpError, httpErrorOf } from './http/errors.js';
 import { requireScope } from './http/scope.js';
@@ -33,7 +34,13 @@ export type PlaneAppOptions = PlaneAppOptionsOf<PlaneDb>;
 
 export function createPlaneApp(o: PlaneAppOptions) {
   const log = o.logger ?? pino({ level: 'silent' });
-  const deps: RouteDeps = { database: o.database, db: o.database.db, metrics: planeMetrics(), faults: o.faults ?? (() => {}) };
+  const deps: RouteDeps = {
+    database: o.database,
+    db: o.database.db,
+    metrics: planeMetrics(),
+    faults: o.faults ?? (() => {}),
+    bodyDeadline: { idleMs: o.bodyIdleMs ?? DEFAULT_BODY_DEADLINE.idleMs, totalMs: o.bodyTotalMs ?? DEFAULT_BODY_DEADLINE.totalMs },
+  };
 
   const app = new OpenAPIHono<PlaneEnv>({
     // every route module's request validation answers here (but the decision route's body: INVALID_DECISION, routes/decisions.ts)
@@ -63,13 +70,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   app.route('/', healthRoutes(deps));
-  app.route(
-    '/',
-    ingestRoutes(deps, {
-      gate: new AdmissionGate(o.maxInflightIngest ?? 16, o.maxQueuedIngest ?? 64, o.ingestQueueWaitMs ?? 10_000),
-      bodyDeadline: { idleMs: o.bodyIdleMs ?? 10_000, totalMs: o.bodyTotalMs ?? 120_000 },
-    }),
-  );
+  app.route('/', ingestRoutes(deps, { gate: new AdmissionGate(o.maxInflightIngest ?? 16, o.maxQueuedIngest ?? 64, o.ingestQueueWaitMs ?? 10_000) }));
   app.route('/', executionRoutes(deps));
   app.route('/', claimRoutes(deps, { claimReleaseAfterMs: o.claimReleaseAfterMs ?? 3_600_000, takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
   app.route('/', decisionRoutes(deps));

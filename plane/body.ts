@@ -7,8 +7,17 @@
  * `totalMs` for the whole body (a trickle). Either answers 408 BODY_TIMEOUT
  * and closes the connection. A client that hangs up mid-body is not an error
  * of the plane: it surfaces as `ClientAborted`, logged as such.
+ *
+ * Two ways in: `readJsonBody` for a route that reads its body by hand
+ * (ingest), and `jsonBodyWithin`, the middleware of every JSON-bodied openapi
+ * route, which reads the body the same way and hands it to the route's
+ * validator.
  */
 import { createGunzip } from 'node:zlib';
+import type { MiddlewareHandler } from 'hono';
+import { recheckKey } from './auth.js';
+import type { PlaneDb } from './db/open.js';
+import type { PlaneEnv } from './http/env.js';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../shared/errors.js';
 import { HttpError } from './http/errors.js';
@@ -35,6 +44,9 @@ export interface BodyDeadline {
   idleMs: number;
   totalMs: number;
 }
+
+/** The plane's body deadline when none is configured (the defaults of WAYMARK_BODY_IDLE_MS and WAYMARK_BODY_TOTAL_MS). */
+export const DEFAULT_BODY_DEADLINE: BodyDeadline = Object.freeze({ idleMs: 10_000, totalMs: 120_000 });
 
 /** The next chunk, or BODY_TIMEOUT once `ms` pass first; a failed read is the client hanging up. */
 async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string) {
@@ -99,8 +111,8 @@ function gunzipCapped(buf: Buffer, limit: number): Promise<Buffer> {
   });
 }
 
-/** The decoded JSON body of a request, or a BodyError with the status to answer. */
-export async function readJsonBody(req: Request, limit: number, deadline: BodyDeadline): Promise<unknown> {
+/** The decoded text of a JSON request body (gzip inflated), or a BodyError with the status to answer. */
+async function readJsonText(req: Request, limit: number, deadline: BodyDeadline): Promise<string> {
   const type = (req.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
   if (type !== 'application/json') throw new BodyError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'send application/json');
   const encoding = (req.headers.get('content-encoding') ?? 'identity').trim().toLowerCase();
@@ -109,9 +121,59 @@ export async function readJsonBody(req: Request, limit: number, deadline: BodyDe
   if (Number.isFinite(declared) && declared > limit) throw new BodyError(413, ErrorCode.TOO_LARGE, `request body is over ${limit} bytes`);
   let buf = await readCapped(req.body, limit, deadline);
   if (encoding === 'gzip') buf = await gunzipCapped(buf, limit);
+  return buf.toString('utf8');
+}
+
+function parseJson(text: string): unknown {
   try {
-    return JSON.parse(buf.toString('utf8'));
+    return JSON.parse(text);
   } catch (e) {
     throw new BodyError(400, ErrorCode.BAD_JSON, `body is not JSON: ${(e as Error).message}`);
   }
+}
+
+/** The decoded JSON body of a request, or a BodyError with the status to answer. */
+export async function readJsonBody(req: Request, limit: number, deadline: BodyDeadline): Promise<unknown> {
+  return parseJson(await readJsonText(req, limit, deadline));
+}
+
+/** Whether a request says a body follows: a non-zero Content-Length, or Transfer-Encoding (chunked). HTTP/1.1 has no other way. */
+function declaresBody(req: Request): boolean {
+  const length = req.headers.get('content-length');
+  return req.headers.has('transfer-encoding') || (length !== null && length.trim() !== '0');
+}
+
+/**
+ * The middleware of a JSON-bodied openapi route, after its scope check (no
+ * byte is read for a client without a key). The body is read as
+ * `readJsonBody` reads it (415 not JSON, 413 over `limit`, 408 past the
+ * deadline, 400 BAD_JSON), then handed to the route's validator
+ * (@hono/zod-openapi's, with `jsonBody`'s `required: true`), which answers
+ * 400 INVALID_REQUEST naming every issue. The validator never touches the
+ * socket: as Hono's own bodyLimit does, the request is replaced by one that
+ * carries the text read here.
+ *
+ * Once the body arrived, the key is read again (`recheckKey`): a key revoked
+ * while it was arriving gets 401 and the route never runs.
+ *
+ * No body at all (no Content-Type, nothing declared) and an empty JSON body
+ * are validated as `{}`, so the 400 names every missing field; a body without
+ * a JSON Content-Type is 415 before a byte of it is read.
+ */
+export function jsonBodyWithin(db: PlaneDb, limit: number, deadline: BodyDeadline): MiddlewareHandler<PlaneEnv> {
+  return async (c, next) => {
+    const raw = c.req.raw;
+    // nothing sent: the validator takes a request without a Content-Type as `{}`, reading nothing
+    if (raw.headers.get('content-type') === null && !declaresBody(raw)) return next();
+    const text = await readJsonText(raw, limit, deadline);
+    // the body may have taken seconds: a key revoked meanwhile changes nothing
+    await recheckKey(db, c.get('principal'));
+    const body = text.trim() === '' ? '{}' : text;
+    parseJson(body);
+    const headers = new Headers(raw.headers);
+    headers.delete('content-encoding'); // inflated already
+    headers.delete('content-length');
+    c.req.raw = new Request(raw.url, { method: raw.method, headers, body, signal: raw.signal });
+    await next();
+  };
 }

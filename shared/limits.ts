@@ -26,6 +26,14 @@ export const LIMITS = Object.freeze({
   /** Largest ingest batch, by count and by decompressed bytes. */
   batchRows: 1000,
   batchBytes: 8 * 1024 * 1024,
+  /**
+   * Largest body of a control request (claim, takeover, claim release, the
+   * admin routes), after decompression. The largest such body, every string at
+   * its longest and each character sent as a `\u` escape, is under 4 KiB;
+   * 64 KiB leaves room for any client's formatting and still bounds what one
+   * request makes the plane hold to almost nothing.
+   */
+  controlBodyBytes: 64 * 1024,
   /** How much of a refused payload the plane keeps in quarantine. */
   quarantinePayloadBytes: 16 * 1024,
 });

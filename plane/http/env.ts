@@ -7,6 +7,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth.js';
+import type { BodyDeadline } from '../body.js';
 import type { PlaneDatabase, PlaneDb } from '../db/open.js';
 import type { PlaneMetrics } from '../metrics.js';
 import type { PlaneFaults } from '../types.js';
@@ -19,6 +20,8 @@ export interface RouteDeps {
   db: PlaneDb;
   metrics: PlaneMetrics;
   faults: PlaneFaults;
+  /** How long a request body may take (the plane's bodyIdleMs/bodyTotalMs), for every route that reads one. */
+  bodyDeadline: BodyDeadline;
 }
 
 /**

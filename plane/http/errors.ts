@@ -73,8 +73,13 @@ class Internal extends HttpError {
 /** What was thrown, as the HTTP error to answer with. */
 export function httpErrorOf(e: unknown): HttpError {
   if (e instanceof HttpError) return e;
-  // a body the request validator could not read (malformed JSON, a broken form): the client's error, not the plane's
-  if (e instanceof HTTPException && e.status === 400) return new HttpError(400, /JSON/.test(e.message) ? ErrorCode.BAD_JSON : ErrorCode.INVALID_REQUEST, e.message);
+  // what Hono's request validation refuses is the client's error, not the plane's: a body it could not read
+  // (malformed JSON, a broken form), a Content-Type the route does not take, a body over a limit
+  if (e instanceof HTTPException) {
+    if (e.status === 400) return new HttpError(400, /JSON/.test(e.message) ? ErrorCode.BAD_JSON : ErrorCode.INVALID_REQUEST, e.message);
+    if (e.status === 415) return new HttpError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'send application/json');
+    if (e.status === 413) return new HttpError(413, ErrorCode.TOO_LARGE, e.message || 'request body is too large');
+  }
   // a database that is gone or refuses us (any failure of shared/db-errors.ts's table, anywhere on the cause
   // chain) is an operator problem: "retry later" (503), never a 500
   if (retryLater(e)) return new Unavailable(e);

@@ -27,7 +27,11 @@ export function requireScope(db: PlaneDb, scope: Scope | readonly Scope[] | null
   };
 }
 
-/** A route's scope, for `createRoute`: the check and its documentation together. */
-export function scoped(db: PlaneDb, scope: Scope | readonly Scope[] | null) {
-  return { security, middleware: [requireScope(db, scope)] };
+/**
+ * A route's scope, for `createRoute`: the check and its documentation
+ * together. `then` runs after the check, so a client without a valid key
+ * never gets a byte of its body read (`jsonBodyWithin`, plane/body.ts).
+ */
+export function scoped(db: PlaneDb, scope: Scope | readonly Scope[] | null, ...then: MiddlewareHandler<PlaneEnv>[]) {
+  return { security, middleware: [requireScope(db, scope), ...then] };
 }

@@ -6,21 +6,28 @@
 import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { LIMITS } from '../../shared/limits.js';
 import { admin, CreatedKey, KeyView, ProjectView } from '../admin.js';
 import { SCOPES } from '../auth.js';
+import { jsonBodyWithin } from '../body.js';
 import { MIN_RETENTION_SECONDS, pruneRuns } from '../retention.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
-import { errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js';
+import { controlBodyErrors, errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 
-const CreateKeyBody = z.object({ project: z.string().max(200).optional(), name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1) });
+// strict: a field the plane does not know is refused (a typo such as `scope` would otherwise be dropped unseen)
+const CreateProjectBody = z.object({ name: z.string().max(200) }).strict();
 
-const PruneBody = z.object({
-  olderThanSeconds: z.number().int().min(MIN_RETENTION_SECONDS),
-  project: z.string().max(200).optional(),
-  dryRun: z.boolean().optional(),
-});
+const CreateKeyBody = z.object({ project: z.string().max(200).optional(), name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length) }).strict();
+
+const PruneBody = z
+  .object({
+    olderThanSeconds: z.number().int().min(MIN_RETENTION_SECONDS),
+    project: z.string().max(200).optional(),
+    dryRun: z.boolean().optional(),
+  })
+  .strict();
 
 const PruneAnswer = z.object({
   dryRun: z.boolean(),
@@ -49,9 +56,11 @@ async function answered<T>(op: Promise<T>): Promise<T> {
   }
 }
 
-export function adminRoutes({ db }: RouteDeps) {
+export function adminRoutes({ db, bodyDeadline }: RouteDeps) {
   const app = routeModule();
   const adminScope = scoped(db, 'admin');
+  // a POST with a body: read within a control body's limit and the body deadline, after the key is checked
+  const adminBody = scoped(db, 'admin', jsonBodyWithin(db, LIMITS.controlBodyBytes, bodyDeadline));
 
   app.openapi(
     createRoute({
@@ -69,11 +78,12 @@ export function adminRoutes({ db }: RouteDeps) {
       method: 'post',
       path: '/v1/admin/projects',
       summary: 'Create a project (operator scope); keys can only be made for projects that exist',
-      ...adminScope,
-      request: { body: jsonBody(z.object({ name: z.string() })) },
+      ...adminBody,
+      request: { body: jsonBody(CreateProjectBody) },
       responses: {
         201: jsonAnswer('created', z.object({ id: z.string(), name: z.string() })),
         409: errorResponse('a project of that name exists'),
+        ...controlBodyErrors,
         ...errors,
       },
     }),
@@ -96,11 +106,12 @@ export function adminRoutes({ db }: RouteDeps) {
       method: 'post',
       path: '/v1/admin/keys',
       summary: "Create a key in an existing project (default: the admin key's own); the secret is in this answer only",
-      ...adminScope,
+      ...adminBody,
       request: { body: jsonBody(CreateKeyBody) },
       responses: {
         201: jsonAnswer('created (the secret is shown once)', CreatedKey),
         404: errorResponse('no such project (the known ones are listed)'),
+        ...controlBodyErrors,
         ...errors,
       },
     }),
@@ -116,11 +127,12 @@ export function adminRoutes({ db }: RouteDeps) {
       path: '/v1/admin/prune',
       summary:
         "Retention: delete (or with dryRun, list) the finished runs (completed, failed) not updated for olderThanSeconds, with all their rows; never a paused or running run. Of the named project, else the admin key's own (an operator key: every project)",
-      ...adminScope,
+      ...adminBody,
       request: { body: jsonBody(PruneBody) },
       responses: {
         200: jsonAnswer('what was deleted (dryRun: what would be)', PruneAnswer),
         404: errorResponse('no such project (the known ones are listed)'),
+        ...controlBodyErrors,
         ...errors,
       },
     }),

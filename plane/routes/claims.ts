@@ -6,35 +6,42 @@
 import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
+import { LIMITS } from '../../shared/limits.js';
 import { ClaimRequest, ClaimResponse, TakeoverRequest, TakeoverResponse } from '../../shared/protocol.js';
+import { type BodyDeadline, jsonBodyWithin } from '../body.js';
 import { claimPause, releaseClaim, takeOverRun } from '../claims.js';
 import type { PlaneDb } from '../db/open.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
-import { errorResponse, errors, IdParam, jsonAnswer, jsonBody } from '../http/openapi.js';
+import { controlBodyErrors, errorResponse, errors, IdParam, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 import { executionNotFound } from './executions.js';
 
-/** A writer's POST about one execution (the ingest scope): its body, its answer, and what its 404 and 409 mean. */
+/**
+ * A writer's POST about one execution (the ingest scope): its body (read
+ * within LIMITS.controlBodyBytes and the body deadline), its answer, and what
+ * its 404 and 409 mean.
+ */
 function writerRoute<P extends string, B extends z.ZodType, A extends z.ZodType>(
   db: PlaneDb,
+  bodyDeadline: BodyDeadline,
   o: { path: P; summary: string; body: B; ok: [description: string, answer: A]; notFound: string; refused: string },
 ) {
   return createRoute({
     method: 'post',
     path: o.path,
     summary: o.summary,
-    ...scoped(db, 'ingest'),
+    ...scoped(db, 'ingest', jsonBodyWithin(db, LIMITS.controlBodyBytes, bodyDeadline)),
     request: { params: IdParam, body: jsonBody(o.body) },
-    responses: { 200: jsonAnswer(o.ok[0], o.ok[1]), 404: errorResponse(o.notFound), 409: errorResponse(o.refused), ...errors },
+    responses: { 200: jsonAnswer(o.ok[0], o.ok[1]), 404: errorResponse(o.notFound), 409: errorResponse(o.refused), ...controlBodyErrors, ...errors },
   });
 }
 
-export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs: number; takeoverAfterMs: number }) {
+export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimReleaseAfterMs: number; takeoverAfterMs: number }) {
   const app = routeModule();
 
   app.openapi(
-    writerRoute(db, {
+    writerRoute(db, bodyDeadline, {
       path: '/v1/executions/{id}/claim',
       summary: 'Claim a pause for one writer before resuming it; exactly one writer wins',
       body: ClaimRequest,
@@ -69,7 +76,7 @@ export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs:
   );
 
   app.openapi(
-    writerRoute(db, {
+    writerRoute(db, bodyDeadline, {
       path: '/v1/executions/{id}/takeover',
       summary: 'Take over a run that is not paused (its writer died mid-run): one writer wins, and only once its writer was not heard from for the takeover delay',
       body: TakeoverRequest,
@@ -104,7 +111,7 @@ export function claimRoutes({ db, faults }: RouteDeps, o: { claimReleaseAfterMs:
   );
 
   app.openapi(
-    writerRoute(db, {
+    writerRoute(db, bodyDeadline, {
       path: '/v1/executions/{id}/claim/release',
       summary: 'Give back a claim this writer holds but never applied locally (it crashed or gave up before resuming); the pause is open again',
       body: ClaimRequest,

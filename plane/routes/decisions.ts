@@ -6,38 +6,19 @@
  * (ClaimRequest.decisionId). The store and its rules are plane/decisions.ts.
  */
 import { createRoute } from '@hono/zod-openapi';
-import type { MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { DecisionFeed, DecisionRequest, DecisionView, Page, PauseView } from '../../shared/protocol.js';
 import { keyName, recheckKey } from '../auth.js';
 import { decisionFeed, feedCursor, listPauses, recordDecision, refuseBadDecision, waitForDecisions } from '../decisions.js';
-import { routeModule, type PlaneEnv, type RouteDeps } from '../http/env.js';
+import { jsonBodyWithin } from '../body.js';
+import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
-import { errorResponse, errors, FeedQuery, IdParam, jsonAnswer, jsonBody, limitQ, MAX_FEED_WAIT_S } from '../http/openapi.js';
+import { controlBodyErrors, errorResponse, errors, FeedQuery, IdParam, jsonAnswer, jsonBody, limitQ, MAX_FEED_WAIT_S } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 
-const tooLarge = () => {
-  throw new HttpError(413, ErrorCode.TOO_LARGE, `a decision body is at most ${LIMITS.rowBytes} bytes`);
-};
-const chunkedLimit = bodyLimit({ maxSize: LIMITS.rowBytes, onError: tooLarge });
-
-/**
- * A declared length over the limit is refused before the body is touched (the
- * server drains it as for any early answer); a chunked body is counted as read.
- */
-const decisionBodyLimit: MiddlewareHandler<PlaneEnv> = async (c, next) => {
-  const declared = Number(c.req.header('content-length') ?? Number.NaN);
-  if (!Number.isFinite(declared)) return chunkedLimit(c, next);
-  if (declared > LIMITS.rowBytes) tooLarge();
-  await next();
-};
-
-/** Longest a feed request may hold (seconds): under every proxy's idle timeout we know of. */
-
-export function decisionRoutes({ db }: RouteDeps) {
+export function decisionRoutes({ db, bodyDeadline }: RouteDeps) {
   const app = routeModule();
 
   app.openapi(
@@ -46,16 +27,13 @@ export function decisionRoutes({ db }: RouteDeps) {
       path: '/v1/executions/{id}/decision',
       summary:
         "Record a decision (approve or decline, with metadata and a comment) for the run's open pause; at most one per pause. The plane never resumes the run: the application's worker applies the decision through the claim",
-      security: scoped(db, 'approve').security,
-      middleware: [
-        ...scoped(db, 'approve').middleware,
-        // a decision travels as one row (restore, a local store): its body is bounded like one
-        decisionBodyLimit,
-      ],
+      // a decision travels as one row (restore, a local store): its body is bounded like one
+      ...scoped(db, 'approve', jsonBodyWithin(db, LIMITS.rowBytes, bodyDeadline)),
       request: { params: IdParam, body: jsonBody(DecisionRequest) },
       responses: {
         201: jsonAnswer('recorded (state pending)', DecisionView),
         404: errorResponse('PAUSE_NOT_FOUND: the pause is not on the plane, or not the open pause of this run'),
+        ...controlBodyErrors,
         413: errorResponse('TOO_LARGE: a body over LIMITS.rowBytes'),
         409: errorResponse('ALREADY_DECIDED (details.decision: the first decision) or PAUSE_CLOSED (claimed, cancelled or deleted; details say by whom)'),
         ...errors,
@@ -64,8 +42,6 @@ export function decisionRoutes({ db }: RouteDeps) {
     async (c) => {
       const { id } = c.req.valid('param');
       const p = c.get('principal');
-      // the body arrived after the key's check: a key revoked meanwhile decides nothing
-      await recheckKey(db, p);
       const view = await recordDecision(db, p.projectId, id, c.req.valid('json'), await keyName(db, p.keyId), 'plane');
       c.get('log').info({ executionId: id, checkpointId: view.checkpointId, decisionId: view.decisionId, approved: view.approved, decidedBy: view.decidedBy }, 'decision recorded');
       return c.json(view, 201);

@@ -3,7 +3,7 @@ import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { IngestRequest, IngestResponse } from '../../shared/protocol.js';
 import { recheckKey } from '../auth.js';
-import { readJsonBody, type BodyDeadline } from '../body.js';
+import { readJsonBody } from '../body.js';
 import type { AdmissionGate } from '../gate.js';
 import { ingestBatch } from '../ingest.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
@@ -11,7 +11,7 @@ import { HttpError } from '../http/errors.js';
 import { errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { requireScope, security } from '../http/scope.js';
 
-export function ingestRoutes({ db, metrics, faults }: RouteDeps, o: { gate: AdmissionGate; bodyDeadline: BodyDeadline }) {
+export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o: { gate: AdmissionGate }) {
   const app = routeModule();
   // not an openapi() route: the body is read by hand (gzip, limits, deadline), so it is documented on its own
   app.openAPIRegistry.registerPath({
@@ -31,7 +31,7 @@ export function ingestRoutes({ db, metrics, faults }: RouteDeps, o: { gate: Admi
   app.post('/v1/ingest', requireScope(db, 'ingest'), async (c) => {
     // the body is read before admission, within its deadline: a slot is held only by a batch that
     // has fully arrived, so uploads that stall or trickle cannot take the slots from everyone else
-    const body = await readJsonBody(c.req.raw, LIMITS.batchBytes, o.bodyDeadline);
+    const body = await readJsonBody(c.req.raw, LIMITS.batchBytes, bodyDeadline);
     // the body may have taken seconds: a key revoked meanwhile writes nothing
     await recheckKey(db, c.get('principal'));
     const release = await o.gate.enter();

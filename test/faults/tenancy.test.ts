@@ -222,14 +222,19 @@ describe('tenancy and auth across every endpoint and page', () => {
         body: new URLSearchParams({ key: keys.owner, next: '/' }),
       });
     // what a browser says of a form on another site: Sec-Fetch-Site (no page can set it), or an Origin not this plane's
-    const foreign = [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site', origin: 'null' }];
+    const foreign: Record<string, string>[] = [
+      { 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'same-site' },
+      { origin: 'https://evil.example' },
+      { 'sec-fetch-site': 'cross-site', origin: 'null' },
+    ];
     for (const headers of foreign) {
       const r = await post('/login', headers);
       expect(r.status, JSON.stringify(headers)).toBe(403);
       expect(r.headers.get('set-cookie'), JSON.stringify(headers)).toBeNull();
     }
     // the plane's own login form (same-origin, or Origin null under its no-referrer policy) and a script without either sign in
-    const own = [{ 'sec-fetch-site': 'same-origin', origin: 'null' }, { 'sec-fetch-site': 'none' }, { origin: new URL(plane.url).origin }, {}];
+    const own: Record<string, string>[] = [{ 'sec-fetch-site': 'same-origin', origin: 'null' }, { 'sec-fetch-site': 'none' }, { origin: new URL(plane.url).origin }, {}];
     const sessions: string[] = [];
     for (const headers of own) {
       const r = await post('/login', headers);

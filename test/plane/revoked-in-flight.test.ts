@@ -34,7 +34,7 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
   beforeAll(async () => {
     database = await openTestPlaneDatabase('pglite');
     app = createPlaneApp({ database }).app;
-    for (const name of ['writer', 'late', 'approver', 'lateApprover', 'poller', 'changePoller']) {
+    for (const name of ['writer', 'late', 'approver', 'lateApprover', 'lateClaimer', 'poller', 'changePoller']) {
       const k = await createKey(database.db, { createProject: true, project: 'p', scopes: ['ingest', 'read', 'approve'] });
       keys[name] = { id: k.id, key: k.key };
       projectId = k.projectId;
@@ -93,6 +93,21 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
     expect(refused.status).toBe(401);
     expect(await decisionOf(database.db, projectId, 'late-decision', checkpointId)).toBeNull();
     expect((await streamed('/v1/executions/late-decision/decision', keys.approver.key, decide, async () => {})).status).toBe(201);
+  });
+
+  it('a claim whose body was still arriving when its key was revoked is refused (401) and claims nothing; the pause is claimed by a live key', async () => {
+    let checkpointId = '';
+    const rows = await eventsOf(async (s) => {
+      checkpointId = (await s.recordInterrupt(pause('late-claim'), { reason: 'approve', context: null })).checkpoint.id;
+    }, 'w-claim');
+    expect((await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-claim', rows }, async () => {})).status).toBe(200);
+    const refused = await streamed('/v1/executions/late-claim/claim', keys.lateClaimer.key, { checkpointId, writerId: 'w-late' }, async () => {
+      expect(await revokeKey(database.db, keys.lateClaimer.id)).toBe(true);
+    });
+    expect(refused.status).toBe(401);
+    const run = (await (await get('/v1/executions/late-claim', keys.writer.key)).json()) as { pause: { state: string; claimedBy: string | null } };
+    expect(run.pause).toMatchObject({ state: 'open', claimedBy: null });
+    expect((await streamed('/v1/executions/late-claim/claim', keys.writer.key, { checkpointId, writerId: 'w-live' }, async () => {})).status).toBe(200);
   });
 
   it('a long poll of the decision feed whose key is revoked while it waits answers 401, not the decision recorded meanwhile', async () => {
