@@ -93,10 +93,10 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     missingRun: (id) => `No run '${id}' in this project (it may not have synced yet, or it was deleted).`,
     copyName: "this plane's copy",
     approvals: {
-      // a session made from a key with the approve scope decides, under the key's name
+      // a session made from a key with the approve scope (or admin, which the API lets decide too) decides, under the key's name
       async decider(c) {
         const p = c.get('principal');
-        if (!p.scopes.includes('approve') || !getCookie(c, SESSION_COOKIE)) {
+        if (!(p.scopes.includes('approve') || p.scopes.includes('admin')) || !getCookie(c, SESSION_COOKIE)) {
           return { refused: "This session's key has no approve scope: it sees pauses and decisions but cannot approve or decline (log in with a key that has the approve scope)." };
         }
         return { by: await keyName(db, p.keyId) };

@@ -115,6 +115,7 @@ describe('approvals on the plane inspector', () => {
     const db = plane.database.db;
     keys.approver = (await createKey(db, { project: 'acme', name: 'manager', scopes: ['approve'], createProject: true })).key;
     keys.reader = (await createKey(db, { project: 'acme', name: 'auditor', scopes: ['read'] })).key;
+    keys.admin = (await createKey(db, { project: 'acme', name: 'owner', scopes: ['admin'] })).key;
     keys.rival = (await createKey(db, { project: 'rival', name: 'rival manager', scopes: ['approve', 'read'], createProject: true })).key;
     feedKey = keys.laptop = await plane.key('acme', ['ingest', 'read']);
     // both machines charge into one ledger (each charge names its order, the run's id, and its process)
@@ -286,6 +287,11 @@ describe('approvals on the plane inspector', () => {
     const forged = await post(target, { ...ok, csrf: readerCsrf }, { cookie: reader });
     expect(forged.status).toBe(403);
     expect(await forged.text()).toContain('FORBIDDEN');
+
+    // an admin key decides through the API (every scope of its project): its session gets the form and its token works
+    const adminHtml = await (await fetch(`${plane.url}/runs/${id}`, { headers: { cookie: await session(plane.url, keys.admin) } })).text();
+    expect(adminHtml).toContain('data-testid="decision-form"');
+    expect(adminHtml).not.toContain('no approve scope');
 
     // another project's session: the run is not there, and its pause is 404
     const rival = await session(plane.url, keys.rival);
