@@ -139,6 +139,11 @@ export interface PruneResult {
   keptUnsynced: number;
 }
 
+export interface DeleteOptions {
+  /** Delete this store's copy only: nothing is queued for the plane, whose copy stays. Default false. */
+  localOnly?: boolean;
+}
+
 export interface DeleteResult {
   checkpoints: number;
   pending: number;
@@ -434,8 +439,15 @@ export interface Checkpointer {
   /** Insert if absent; the first stored result wins and is returned. */
   putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry>;
   listIdempotent(executionId: string): Promise<IdempotencyEntry[]>;
-  /** Delete every row of one execution (and queue the deletion for the plane). */
-  deleteExecution(executionId: string): Promise<DeleteResult>;
+  /**
+   * Delete every row of one execution, and queue the deletion for the plane
+   * (the plane then deletes its copy, every machine's rows of the run). With
+   * `localOnly`, only this store's copy goes: the deletion is not queued, the
+   * run's events not yet sent are dropped with it, and the plane's copy stays
+   * (`restoreFromPlane` takes it back: how a machine whose copy diverged
+   * takes the plane's branch).
+   */
+  deleteExecution(executionId: string, options?: DeleteOptions): Promise<DeleteResult>;
   /**
    * Delete finished runs (completed, failed or cancelled marker) older than the cutoff.
    * Never a paused run's rows, pending row or idempotency entries; never a

@@ -537,9 +537,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => listIdempotency(sql, this.t, executionId));
   }
 
-  async deleteExecution(executionId: string): Promise<C.DeleteResult> {
+  async deleteExecution(executionId: string, options: C.DeleteOptions = {}): Promise<C.DeleteResult> {
     this.assertOpen();
-    const out = await this.begin((tx) => deleteRows(tx, this.t, executionId, (e) => this.queueEvent(tx, e)));
+    const out = await this.begin((tx) => deleteRows(tx, this.t, executionId, options.localOnly ? () => {} : (e) => this.queueEvent(tx, e)));
     this.afterDelete(executionId);
     return out;
   }

@@ -494,11 +494,11 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return (this.st.listIdem.all(executionId) as IdempotencyColumns[]).map(fromColumns.idempotency);
   }
 
-  async deleteExecution(executionId: string): Promise<C.DeleteResult> {
+  async deleteExecution(executionId: string, options: C.DeleteOptions = {}): Promise<C.DeleteResult> {
     this.assertOpen();
     const out = this.db
       .transaction(() => {
-        const result = deleteRows(this.st, executionId, (e) => this.queue(e));
+        const result = deleteRows(this.st, executionId, options.localOnly ? () => {} : (e) => this.queue(e));
         decisions.dropDecisions(this.db, executionId);
         return result;
       })

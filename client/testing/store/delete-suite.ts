@@ -76,6 +76,26 @@ export function runDeleteSuite(options: StoreSuiteOptions): void {
       expect((await store.put(input(a))).seq).toBe(0);
     });
 
+    test("deleteExecution with localOnly removes this store's copy and queues nothing for the plane: its unsent events go with it, the deletion is not sent", async () => {
+      const a = exec();
+      const b = exec();
+      await store.put(input(a));
+      await store.recordInterrupt(pauseRow(a), { reason: 'r', context: null });
+      await store.putIdempotent(a, 'k', 1);
+      await store.put(input(b));
+      const res = await store.deleteExecution(a, { localOnly: true });
+      expect(res).toEqual({ checkpoints: 2, pending: 1, idempotency: 1 });
+      expect(await store.list(a)).toEqual([]);
+      expect(await store.getPendingInterrupt(a)).toBeNull();
+      expect(await store.listIdempotent(a)).toEqual([]);
+      const kinds = (await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => `${e.kind}:${e.executionId === a ? 'a' : 'b'}`);
+      expect(kinds).toEqual(['checkpoint:b']);
+      // the same call without localOnly on a run with rows does queue its deletion
+      await store.put(input(a));
+      await store.deleteExecution(a);
+      expect((await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => e.kind)).toEqual(['checkpoint', 'execution_deleted']);
+    });
+
     test('a write into a deleted execution defect: a put naming a row that another handle deleted is refused with EXECUTION_GONE, never started again at seq 0', async () => {
       const a = exec();
       const r0 = await store.put(input(a, { prevId: null }));
