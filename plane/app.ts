@@ -16,7 +16,7 @@ import type { PlaneDb } from './db/open.js';
 import { AdmissionGate } from './gate.js';
 import { DEFAULT_BODY_DEADLINE } from './body.js';
 import type { PlaneEnv, RouteDeps } from './http/env.js';
-import { HttpError, httpErrorOf } from './http/errors.js';
+import { HttpError, httpErrorOf, issuesText } from './http/errors.js';
 import { requireScope } from './http/scope.js';
 import { planeMetrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
@@ -46,7 +46,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
     // every route module's request validation answers here (but the decision route's body: INVALID_DECISION, routes/decisions.ts)
     defaultHook: (result) => {
       if (!result.success) {
-        throw new HttpError(400, ErrorCode.INVALID_REQUEST, result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
+        throw new HttpError(400, ErrorCode.INVALID_REQUEST, issuesText(result.error.issues));
       }
     },
   });

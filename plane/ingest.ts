@@ -11,6 +11,7 @@ import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
+import { issuesText } from './http/errors.js';
 import { announceChanges, stampChanges } from './changes.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { storeEvent } from './ingest-events.js';
@@ -69,8 +70,7 @@ function prepare(rows: unknown[]): Item[] {
     }
     const p = OutboxEvent.safeParse(raw);
     if (!p.success) {
-      const i = p.error.issues[0];
-      reject(item, 'invalid', `${i.path.join('.') || '(row)'}: ${i.message}`);
+      reject(item, 'invalid', issuesText(p.error.issues, '(row)'));
       return item;
     }
     const e = p.data;

@@ -70,6 +70,11 @@ class Internal extends HttpError {
   }
 }
 
+/** Every problem zod found, each as `path: message` (`root` names the whole value), in one line. */
+export function issuesText(issues: readonly { path: readonly PropertyKey[]; message: string }[], root = '(request)'): string {
+  return issues.map((i) => `${i.path.map(String).join('.') || root}: ${i.message}`).join('; ');
+}
+
 /** What was thrown, as the HTTP error to answer with. */
 export function httpErrorOf(e: unknown): HttpError {
   if (e instanceof HttpError) return e;

@@ -14,7 +14,7 @@ import { keyName, recheckKey } from '../auth.js';
 import { decisionFeed, feedCursor, listPauses, recordDecision, refuseBadDecision, waitForDecisions } from '../decisions.js';
 import { jsonBodyWithin } from '../body.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
-import { HttpError } from '../http/errors.js';
+import { HttpError, issuesText } from '../http/errors.js';
 import { controlBodyErrors, errorResponse, errors, FeedQuery, IdParam, jsonAnswer, jsonBody, limitQ, MAX_FEED_WAIT_S } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 
@@ -51,7 +51,7 @@ export function decisionRoutes({ db, bodyDeadline }: RouteDeps) {
     (result) => {
       if (result.success) return;
       if (result.target === 'json') refuseBadDecision((result as { data?: unknown }).data);
-      throw new HttpError(400, ErrorCode.INVALID_REQUEST, result.error.issues.map((i) => `${i.path.join('.') || '(request)'}: ${i.message}`).join('; '));
+      throw new HttpError(400, ErrorCode.INVALID_REQUEST, issuesText(result.error.issues));
     },
   );
 

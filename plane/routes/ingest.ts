@@ -7,7 +7,7 @@ import { readJsonBody } from '../body.js';
 import type { AdmissionGate } from '../gate.js';
 import { ingestBatch } from '../ingest.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
-import { HttpError } from '../http/errors.js';
+import { HttpError, issuesText } from '../http/errors.js';
 import { errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { requireScope, security } from '../http/scope.js';
 
@@ -40,9 +40,9 @@ export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o
     try {
       const env = IngestRequest.safeParse(body);
       if (!env.success) {
-        const i = env.error.issues[0];
-        const code = i.path[0] === 'protocol' ? ErrorCode.PROTOCOL : ErrorCode.INVALID_ENVELOPE;
-        throw new HttpError(400, code, `${i.path.join('.') || '(body)'}: ${i.message}`);
+        // every problem named; PROTOCOL when the protocol is one of them (a client of another version says so first)
+        const code = env.error.issues.some((i) => i.path[0] === 'protocol') ? ErrorCode.PROTOCOL : ErrorCode.INVALID_ENVELOPE;
+        throw new HttpError(400, code, issuesText(env.error.issues, '(body)'));
       }
       if (env.data.rows.length > LIMITS.batchRows) {
         throw new HttpError(413, ErrorCode.TOO_MANY_ROWS, `a batch holds at most ${LIMITS.batchRows} rows`);

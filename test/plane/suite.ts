@@ -104,6 +104,8 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const codes = r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status);
       expect(codes).toEqual(['invalid', 'invalid', 'invalid', 'invalid', 'too_large', 'invalid', 'invalid', 'invalid', 'invalid', 'invalid', 'accepted', 'duplicate']);
       expect(r.body.results[7].reason).toContain("must not be '.' or '..'");
+      // a row's reason names each of its problems, not the first only
+      expect(r.body.results[0].reason).toMatch(/^id: .*; row: /);
       expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
       const rows = await get('/v1/executions/bad-1/rows');
       expect(rows.body.items).toEqual([(good as { row: unknown }).row]);
@@ -149,6 +151,10 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await call(u, { key: ingestKey, json: { writerId: 'w', rows: [good] } })).body.error.code).toBe('PROTOCOL');
       expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: [] } })).status).toBe(400);
       expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: [good], extra: 1 } })).status).toBe(400);
+      // every problem of the envelope is named, the protocol's first in the code
+      const many = await call(u, { key: ingestKey, json: { protocol: 2, writerId: '', rows: [], extra: 1 } });
+      expect([many.status, many.body.error.code]).toEqual([400, 'PROTOCOL']);
+      for (const named of ['protocol:', 'writerId:', 'rows:', 'extra']) expect(many.body.error.message, named).toContain(named);
       expect((await call(u, { key: ingestKey, raw: JSON.stringify({ protocol: 1, writerId: 'w', rows: [good] }), headers: { 'content-type': 'text/plain' } })).status).toBe(415);
       expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: [good] }, headers: { 'content-encoding': 'br' } })).status).toBe(415);
       expect((await call(u, { key: ingestKey, raw: 'x'.repeat(LIMITS.batchBytes + 10) })).status).toBe(413);
