@@ -4,7 +4,8 @@
  * Each command is one entry of COMMANDS: its arguments, options and help. The
  * arguments are checked (every problem named, near misses suggested) before a
  * database is opened; `--help` works on every command.
- * The key may come from WAYMARK_API_KEY.
+ * A command that talks to a plane takes its URL from --plane or
+ * WAYMARK_PLANE_URL, and its key from --key or WAYMARK_API_KEY.
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { RunInProgress } from '../errors.js';
@@ -23,8 +24,8 @@ const db: Record<string, OptionSpec> = {
   schema: { type: 'string', help: 'Postgres schema of the store (default: waymark; a #schema or ?schema= in the URL names it too)' },
 };
 const plane: Record<string, OptionSpec> = {
-  plane: { type: 'string', help: 'the plane URL, e.g. http://127.0.0.1:4600 (required)' },
-  key: { type: 'string', help: 'an API key of the plane (default: $WAYMARK_API_KEY)' },
+  plane: { type: 'string', help: 'the plane URL, e.g. http://127.0.0.1:4600 (default: $WAYMARK_PLANE_URL; one is required)' },
+  key: { type: 'string', help: 'an API key of the plane (default: $WAYMARK_API_KEY; one is required)' },
 };
 const json: Record<string, OptionSpec> = { json: { type: 'boolean', help: 'print JSON (one document) for scripts' } };
 
@@ -95,10 +96,14 @@ const COMMANDS: Command[] = [
     name: 'delete',
     args: ['EXECUTION_ID'],
     summary:
-      "Delete a run's rows from this store for good (checkpoints, pause, idempotency entries, lease), with --yes. Its rows not yet sent to a plane are lost. The deletion is queued for a plane: at the next sync of this store the plane deletes its copy of the run too, every machine's rows of it. A run whose lease is live (another process is running it) is refused unless --force.",
+      "Delete a run's rows from this store for good (checkpoints, pause, idempotency entries, lease), with --yes. Its rows not yet sent to a plane are lost. The deletion is queued for a plane: at the next sync of this store the plane deletes its copy of the run too, every machine's rows of it; with --local only this store's copy goes (the plane keeps its copy: restore takes it back). A run whose lease is live (another process is running it) is refused unless --force.",
     options: {
       ...db,
       yes: { type: 'boolean', help: 'really delete (required)' },
+      local: {
+        type: 'boolean',
+        help: "delete this store's copy only: the deletion is not sent, the plane keeps its copy (to take the plane's branch of a diverged run: delete --local, then restore)",
+      },
       force: { type: 'boolean', help: 'delete even while another process holds the run' },
       ...json,
     },
@@ -113,12 +118,17 @@ const COMMANDS: Command[] = [
         // its runner would be refused at its next write (EXECUTION_GONE), after an effect it may have run
         if (lease?.live && p.values.force !== true) throw new RunInProgress(id, lease.holder ?? 'another runner', lease.expiresAt ?? '');
         const onPlane = await store.heldByPlane(id);
-        const r = await store.deleteExecution(id);
-        if (p.values.json === true) out(JSON.stringify({ ...r, onPlane }, null, 2));
+        const localOnly = p.values.local === true;
+        const r = await store.deleteExecution(id, { localOnly });
+        if (p.values.json === true) out(JSON.stringify({ ...r, onPlane, localOnly }, null, 2));
         else
           out(
             `deleted ${id}: ${r.checkpoints} row(s), ${r.pending} open pause(s), ${r.idempotency} idempotency entr${r.idempotency === 1 ? 'y' : 'ies'}` +
-              (onPlane ? '; a plane holds the run: its copy there is deleted at the next sync of this store' : ''),
+              (localOnly
+                ? "; from this store only: a plane's copy stays (waymark restore takes it back)"
+                : onPlane
+                  ? '; a plane holds the run: its copy there is deleted at the next sync of this store'
+                  : ''),
           );
         return 0;
       }),
@@ -168,7 +178,7 @@ const COMMANDS: Command[] = [
     needsPlane: true,
     options: { ...db, ...plane, timeout: { type: 'string', help: 'give up after this many seconds (default: 60)' } },
     check: (p) => (typeof p.values.timeout === 'string' && !(Number(p.values.timeout) > 0) ? [`option '--timeout' must be a positive number of seconds (got '${p.values.timeout}')`] : []),
-    run: (p, out) => withStore(p, async (store) => ((await syncNow(store, { url: String(p.values.plane), apiKey: apiKey(p)!, timeoutMs: Number(p.values.timeout ?? 60) * 1000 }, out)) ? 0 : 1)),
+    run: (p, out) => withStore(p, async (store) => ((await syncNow(store, { url: planeUrl(p)!, apiKey: apiKey(p)!, timeoutMs: Number(p.values.timeout ?? 60) * 1000 }, out)) ? 0 : 1)),
   },
   {
     name: 'restore',
@@ -179,7 +189,7 @@ const COMMANDS: Command[] = [
     run: async (p, out) => {
       const store = await openOrCreate(String(p.values.db), p.values.schema as string | undefined);
       try {
-        await restoreCommand(store, p.positionals[0], { url: String(p.values.plane), apiKey: apiKey(p)! }, out);
+        await restoreCommand(store, p.positionals[0], { url: planeUrl(p)!, apiKey: apiKey(p)! }, out);
         return 0;
       } finally {
         await store.close();
@@ -229,13 +239,18 @@ function topLevelUsage(): string {
     'commands:',
     ...rows.map(([n, s]) => `  ${n.padEnd(width)}  ${s}`),
     '',
-    "'waymark COMMAND --help' shows a command's options; the plane key may come from WAYMARK_API_KEY.",
+    "'waymark COMMAND --help' shows a command's options; a plane's URL and key may come from WAYMARK_PLANE_URL and WAYMARK_API_KEY.",
     "'waymark --version' prints the version.",
   ].join('\n');
 }
 
 function apiKey(p: Parsed): string | undefined {
   return (p.values.key as string | undefined) ?? process.env.WAYMARK_API_KEY;
+}
+
+/** --plane, else WAYMARK_PLANE_URL (the variable the README's programs read too); empty counts as unset. */
+function planeUrl(p: Parsed): string | undefined {
+  return (p.values.plane as string | undefined) ?? (process.env.WAYMARK_PLANE_URL || undefined);
 }
 
 async function withStore(p: Parsed, body: (store: Awaited<ReturnType<typeof openStore>>) => Promise<number>): Promise<number> {
@@ -305,7 +320,7 @@ export async function main(argv: string[], out: Out = console.log, err: Out = co
     const problems = [
       ...parsed.problems,
       ...(!command.ownStore && parsed.values.db === undefined ? ['option --db is required'] : []),
-      ...(command.needsPlane && parsed.values.plane === undefined ? ['option --plane is required'] : []),
+      ...(command.needsPlane && !planeUrl(parsed) ? ['a plane is required: --plane or WAYMARK_PLANE_URL'] : []),
       ...(command.needsPlane && !apiKey(parsed) ? ['a key is required: --key or WAYMARK_API_KEY'] : []),
       ...(command.check?.(parsed) ?? []),
     ];

@@ -166,14 +166,22 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /**
    * Listeners are isolated: each runs in turn and one that throws is reported
    * as `listener_error` ({ event, error }) instead of unwinding into the drain.
+   *
+   * Two overloads because `EventEmitter<T>['emit']` changed shape in
+   * @types/node 25 (it also takes any other name, with any arguments): the
+   * first matches @types/node 20-24, the second 25 and later, so the published
+   * declaration type-checks against either (test/types/consumer-node-types.test.ts).
+   * Both keep a ReplicaEvents name's arguments checked.
    */
-  override emit<K extends keyof ReplicaEvents>(event: K, ...args: ReplicaEvents[K]): boolean {
-    const listeners = this.rawListeners(event) as ((...a: ReplicaEvents[K]) => unknown)[];
+  override emit<K extends keyof ReplicaEvents>(event: K, ...args: ReplicaEvents[K]): boolean;
+  override emit<E extends string | symbol>(event: E, ...args: E extends keyof ReplicaEvents ? ReplicaEvents[E] : unknown[]): boolean;
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    const listeners = this.rawListeners(event) as ((...a: unknown[]) => unknown)[];
     for (const listener of listeners) {
       try {
         listener.apply(this, args);
       } catch (error) {
-        if (event !== 'listener_error') this.emit('listener_error', { event: event as Exclude<K, 'listener_error'>, error });
+        if (event !== 'listener_error') this.emit('listener_error', { event: event as Exclude<keyof ReplicaEvents, 'listener_error'>, error });
       }
     }
     return listeners.length > 0;

@@ -94,6 +94,27 @@ describe('waymark sync / restore / quarantine', () => {
     expect(typeof st.writerId).toBe('string');
   });
 
+  it("delete --local then restore takes the plane's copy back (the README's way out of a diverged run); a plain delete would have deleted the plane's copy at the next sync", async () => {
+    const db = tmp.file('local-del.db');
+    const store = new SqliteCheckpointer({ path: db });
+    for (let i = 0; i < 3; i++) await store.put(step('del-run', i));
+    await store.close();
+    expect((await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key])).code).toBe(0);
+
+    const d = await cli(['delete', 'del-run', '--db', db, '--local', '--yes']);
+    expect(d.text).toBe("deleted del-run: 3 row(s), 0 open pause(s), 0 idempotency entries; from this store only: a plane's copy stays (waymark restore takes it back)");
+    expect((await cli(['sync', 'status', '--db', db])).text).toMatch(/backlog:\s+0 rows/);
+    const now = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key]);
+    expect(now.code, now.text).toBe(0);
+    const r = await cli(['restore', 'del-run', '--db', db, '--plane', plane.url, '--key', key]);
+    expect(r.text).toMatch(/restored del-run: 3 rows written, 0 already here/);
+
+    // without --local the deletion is queued, and the next sync deletes the plane's copy for everyone
+    expect((await cli(['delete', 'del-run', '--db', db, '--yes'])).text).toContain('a plane holds the run: its copy there is deleted at the next sync of this store');
+    expect((await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key])).code).toBe(0);
+    await expect(cli(['restore', 'del-run', '--db', db, '--plane', plane.url, '--key', key])).rejects.toMatchObject({ code: 'NOT_ON_PLANE' });
+  });
+
   it('regression: sync status showed a cleared error as current, with no time', async () => {
     const db = tmp.file('stale-error.db');
     const store = new SqliteCheckpointer({ path: db });

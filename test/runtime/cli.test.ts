@@ -127,7 +127,7 @@ describe('waymark CLI on a SQLite store', () => {
 /** The installed binary, as a user runs it (dist/ is built by test/global-setup.ts). */
 describe('waymark CLI arguments, through the real binary', () => {
   const BIN = fileURLToPath(new URL('../../bin/waymark.mjs', import.meta.url));
-  const waymark = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, WAYMARK_API_KEY: '' } });
+  const waymark = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, WAYMARK_PLANE_URL: '', WAYMARK_API_KEY: '' } });
 
   it('cancel cancels a paused run (its pause closed) with a reason; runs --state cancelled lists it with the reason; inspect says how it ended; a second cancel writes nothing; a completed run is refused', async () => {
     const db = tmp.file('cancel.db');
@@ -176,7 +176,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect(JSON.parse(runs.text).map((r: { executionId: string }) => r.executionId)).toEqual(['x-done']);
     const again = waymark('delete', '--db', db, 'x-paused', '--yes');
     expect([again.status, again.stderr]).toEqual([1, expect.stringMatching(/^waymark: EXECUTION_NOT_FOUND: execution 'x-paused' has no rows in this store; nothing was deleted/)]);
-    expect(JSON.parse((await cli(['delete', '--db', db, 'x-done', '--yes', '--json'])).text)).toEqual({ checkpoints: 4, pending: 0, idempotency: 1, onPlane: false });
+    expect(JSON.parse((await cli(['delete', '--db', db, 'x-done', '--yes', '--json'])).text)).toEqual({ checkpoints: 4, pending: 0, idempotency: 1, onPlane: false, localOnly: false });
     // a run another process is running (its lease live): refused, kept, unless --force
     const held = new SqliteCheckpointer({ path: db });
     await held.put({ executionId: 'x-running', nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:x', state: { messages: [] } });
@@ -302,7 +302,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect(waymark('sync', '--help')).toMatchObject({ status: 0, stdout: expect.stringContaining('  sync now') });
     const restore = waymark('restore', '--db', db);
     expect(restore.status).toBe(2);
-    for (const p of ['missing argument EXECUTION_ID', 'option --plane is required', 'a key is required: --key or WAYMARK_API_KEY']) expect(restore.stderr).toContain(p);
+    for (const p of ['missing argument EXECUTION_ID', 'a plane is required: --plane or WAYMARK_PLANE_URL', 'a key is required: --key or WAYMARK_API_KEY']) expect(restore.stderr).toContain(p);
     expect(waymark('runs', '--db', db, '--json=yes').stderr).toContain("option '--json' takes no value");
     const noValue = waymark('runs', '--db', db, '--limit');
     expect(noValue.stderr).toContain("waymark runs: option '--limit' needs a value");
@@ -328,6 +328,8 @@ describe('waymark CLI arguments, through the real binary', () => {
       }
     }
     expect(waymark('plane', 'keys', 'create', '--help').stdout).toContain('--scopes');
+    // every scope a key may have (plane/auth.ts SCOPES), in the plane's usage too
+    expect(waymark('plane', '--help').stdout).toMatch(/plane keys create .*--scopes .*ingest, read, approve, admin, operator/);
     for (const [group, subs] of [
       ['keys', ['create', 'list', 'revoke']],
       ['projects', ['create', 'list']],
