@@ -43,7 +43,8 @@ function cpuSecs(pid: number): number {
 async function startPlane(databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
   // WAYMARK_BENCH_PLANE_NODE_ARGS: node options for the planes only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
   const nodeArgs = process.env.WAYMARK_BENCH_PLANE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, BIN, 'plane', '--port', '0'], {
+  // no data dir: the planes share one database, and each would hold (and lock) the same default dir
+  const child = spawn(process.execPath, [...nodeArgs, BIN, 'plane', '--port', '0', '--data-dir', 'memory://'], {
     env: { ...process.env, WAYMARK_DATABASE_URL: databaseUrl, WAYMARK_LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -5,12 +5,15 @@
  *
  * Where the commands go:
  * 1. `--plane URL`: that plane, with `--key` or the data dir's admin-key file.
- * 2. PGlite, and a live plane holds the data dir: that plane (its URL is in
- *    the lock file), with `--key` or the data dir's admin-key file.
+ * 2. No database URL given, and a live plane holds the data dir (a PGlite
+ *    or a Postgres plane: both hold their data dir's lock): that plane (its
+ *    URL is in the lock file), with `--key` or the data dir's admin-key file.
  *    Another command holds it: DATA_DIR_LOCKED, naming it.
- * 3. Otherwise (no plane holds the PGlite dir, or Postgres, which many
- *    processes share safely and whose planes read keys on every request):
- *    the database directly, with the bootstrap key's powers.
+ * 3. Otherwise (no plane holds the PGlite dir, or `--database-url`: Postgres,
+ *    which many processes share safely and whose planes read keys on every
+ *    request): the database directly, with the bootstrap key's powers. A
+ *    data dir with an admin key and no PGlite database is a Postgres plane's:
+ *    with no URL and no plane on it, NO_PLANE_DATA says what to pass.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -22,6 +25,7 @@ import { DataDirLocked, lockHolder } from './db/lock.js';
 import { isInMemory, openPlaneDatabase } from './db/open.js';
 import { adminKeyPath } from './server.js';
 import { pruneRuns, type PruneResult } from './retention.js';
+import { localTime, table } from '../client/cli/format.js';
 
 type Project = { id: string; name: string; createdAt?: string };
 type Key = { id: string; name: string; project: string; scopes: string[]; createdAt: string; revokedAt: string | null };
@@ -53,15 +57,29 @@ export async function adminTarget(config: Readonly<PlaneConfig>, o: { plane?: st
   };
   if (o.plane) return http(o.plane.replace(/\/+$/, ''), keyFor(o.plane));
   if (!config.databaseUrl) {
+    // a serving plane holds its data dir on either backend (Postgres too): its URL is in the lock file
     const holder = lockHolder(config.dataDir);
     if (holder?.url) return http(holder.url, keyFor(holder.url));
     if (holder) throw new DataDirLocked(config.dataDir, holder);
-    // never make an empty database by accident (a command run from another directory than the plane's)
-    if (!o.dataDirGiven && !isInMemory(config.dataDir) && !existsSync(join(resolve(config.dataDir), 'PG_VERSION'))) {
+    const dir = resolve(config.dataDir);
+    const pglite = existsSync(join(dir, 'PG_VERSION'));
+    // an admin key and no PGlite database: a Postgres plane's data dir (that plane is not running);
+    // never make a PGlite database there, even when the dir is named
+    if (!isInMemory(config.dataDir) && !pglite && existsSync(file)) {
       throw new WaymarkError(
         ErrorCode.NO_PLANE_DATA,
-        `no plane data dir at ${resolve(config.dataDir)}: run this where the plane runs, or pass --data-dir DIR (the plane's; a new one is made only when named), or --plane URL --key ADMIN_KEY`,
-        { details: { dataDir: resolve(config.dataDir) } },
+        `no plane is running on the data dir ${dir}, and it holds no PGlite database (its admin-key file is a Postgres plane's): ` +
+          `start that plane and run this again, or pass its database with --database-url URL (or WAYMARK_DATABASE_URL), or a running plane with --plane URL --key ADMIN_KEY`,
+        { details: { dataDir: dir } },
+      );
+    }
+    // never make an empty database by accident (a command run from another directory than the plane's)
+    if (!o.dataDirGiven && !isInMemory(config.dataDir) && !pglite) {
+      throw new WaymarkError(
+        ErrorCode.NO_PLANE_DATA,
+        `${existsSync(dir) ? `the data dir ${dir} holds no plane database (no PGlite database, no admin key) and no plane is running on it` : `no plane data dir at ${dir}`}: ` +
+          `run this where the plane runs, or pass --data-dir DIR (the plane's; a new one is made only when named), or --database-url URL for a Postgres plane, or --plane URL --key ADMIN_KEY`,
+        { details: { dataDir: dir } },
       );
     }
   }
@@ -118,4 +136,11 @@ function http(url: string, key: string): AdminTarget {
     prune: (o) => req('POST', '/v1/admin/prune', o),
     close: async () => {},
   };
+}
+
+/** `waymark plane keys list`: a table with a header, times as the rest of the CLI prints them (never a key itself). */
+export function printKeys(keys: readonly Key[], out: (line: string) => void): void {
+  const rows = keys.map((k) => [k.id, k.project, k.scopes.join(','), k.name, k.revokedAt ? `revoked ${localTime(k.revokedAt)}` : 'active']);
+  if (rows.length === 0) out('no keys');
+  else table([['ID', 'PROJECT', 'SCOPES', 'NAME', 'STATE'], ...rows], out);
 }

@@ -9,8 +9,11 @@
  *     (projects and keys: [--plane URL] [--key ADMIN_KEY]; see admin-cli.ts for where they go)
  */
 import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { WaymarkError } from '../shared/errors.js';
+import { isInMemory } from './db/open.js';
 import { SCOPES, type Scope } from './auth.js';
-import { adminTarget } from './admin-cli.js';
+import { adminTarget, printKeys } from './admin-cli.js';
 import { loadConfig, type PlaneConfig } from './config.js';
 import { startPlane, adminKeyPath } from './server.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
@@ -71,7 +74,7 @@ const USAGE = `usage:
   waymark plane [--data-dir DIR | --database-url URL] [--host H] [--port N] [--metrics-port N]
   waymark plane projects create NAME
   waymark plane projects list
-  waymark plane keys create --project NAME --scopes ingest,read[,admin] [--name N]
+  waymark plane keys create --project NAME --scopes SCOPE[,SCOPE…] [--name N]   (SCOPE: ${SCOPES.join(', ')})
   waymark plane keys list
   waymark plane keys revoke KEY_ID
   waymark plane prune --older-than 30d [--project NAME] [--dry-run]
@@ -147,15 +150,19 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
   try {
     plane = await startPlane(config);
   } catch (e) {
-    if ((e as { code?: string }).code !== 'DATA_DIR_LOCKED') throw e;
-    err(`waymark: DATA_DIR_LOCKED: ${(e as Error).message}`);
+    // DATA_DIR_LOCKED, PORT_IN_USE, INVALID_OPTIONS (another database's admin-key file): said, not thrown
+    const code = (e as { code?: string }).code;
+    if (!(e instanceof WaymarkError) || !code) throw e;
+    err(`waymark: ${code}: ${e.message}`);
     return 1;
   }
-  out(`waymark plane listening on ${plane.url} (database: ${plane.database.kind}${plane.database.kind === 'pglite' ? ` at ${config.dataDir}` : ''})`);
+  const where = plane.database.kind === 'pglite' ? ` at ${config.dataDir}` : isInMemory(config.dataDir) ? '' : `, data dir ${resolve(config.dataDir)}`;
+  out(`waymark plane listening on ${plane.url} (database: ${plane.database.kind}${where})`);
   out(`inspector: ${plane.url}/   openapi: ${plane.url}/openapi.json`);
   if (plane.metricsUrl) out(`operator metrics: ${plane.metricsUrl}/metrics (not served on the main listener)`);
   if (plane.adminKeyFile) out(`first start: created project 'local' and an admin key, written to ${plane.adminKeyFile} (mode 0600)`);
   else if (plane.adminKey) out(`in-memory database: created project 'local' and an admin key, shown this once and written nowhere: ${plane.adminKey}`);
+  else if (isInMemory(config.dataDir)) out('admin key: this plane has no data dir (memory://): use a key of the plane that set its database up (its data dir has the admin-key file)');
   else if (existsSync(adminKeyPath(config.dataDir))) out(`admin key: ${adminKeyPath(config.dataDir)}`);
   else {
     out(
@@ -227,9 +234,7 @@ async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[
       out(`key ${k.id} for project ${k.project} (${k.scopes.join(',')}); shown once, store it now:`);
       out(k.key);
     } else if (verb === 'list') {
-      for (const k of await target.keys()) {
-        out(`${k.id}  ${k.project.padEnd(16)} ${k.scopes.join(',').padEnd(18)} ${k.name.padEnd(20)} ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}`);
-      }
+      printKeys(await target.keys(), out);
     } else {
       await target.revoke(arg);
       out(`revoked ${arg}`);

@@ -4,16 +4,18 @@
  * (headers, then body: see body.ts); operator metrics get a listener of
  * their own when a metrics port is configured.
  */
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { ServerOptions } from 'node:http';
 import { serve, type ServerType } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
 import { count } from 'drizzle-orm';
-import { createKey, createProject } from './auth.js';
+import { createKey, createProject, keyState } from './auth.js';
 import { ErrorCode, hasCode, WaymarkError } from '../shared/errors.js';
 import type { PlaneConfig } from './config.js';
+import { lockDataDir, type DataDirLock } from './db/lock.js';
 import { isInMemory, openPlaneDatabase, type PlaneDatabase, type PlaneDb } from './db/open.js';
 import { projects } from './db/schema.js';
 import { createPlaneApp, type PlaneAppOptions } from './app.js';
@@ -28,52 +30,146 @@ export function adminKeyPath(dataDir: string): string {
   return join(resolve(dataDir), 'admin-key');
 }
 
+/** The database a plane serves, for messages: never a password. */
+export function databaseLabel(config: Pick<PlaneConfig, 'databaseUrl' | 'dataDir'>): string {
+  if (!config.databaseUrl) return `the PGlite database in ${resolve(config.dataDir)}`;
+  try {
+    const u = new URL(config.databaseUrl);
+    return `the Postgres database '${decodeURIComponent(u.pathname.slice(1)) || '(default)'}' on ${u.host}`;
+  } catch {
+    return 'the Postgres database';
+  }
+}
+
+/**
+ * A data dir's admin-key file belongs to the one database whose plane wrote
+ * it; the keys commands pair it with the plane holding that dir. A plane
+ * therefore never overwrites it, nor starts next to one of another database:
+ * the other plane's only copy of its bootstrap key would be lost (or paired
+ * with the wrong plane: UNAUTHORIZED), and a file written next to it under
+ * another name would still be found by nobody. Refusing, naming the file and
+ * the way out, is the one outcome that loses nothing. The code is
+ * INVALID_OPTIONS (the data dir given is one this plane cannot use): the
+ * registry in shared/errors.ts has no narrower one.
+ */
+export class ForeignAdminKey extends WaymarkError {
+  constructor(config: Pick<PlaneConfig, 'databaseUrl' | 'dataDir'>, why: string) {
+    const file = adminKeyPath(config.dataDir);
+    super(
+      ErrorCode.INVALID_OPTIONS,
+      `the data dir ${resolve(config.dataDir)} has an admin key of another plane database (${file}), ${why}: a data dir belongs to one database and its file is never overwritten. ` +
+        `Give this plane a data dir of its own (--data-dir DIR or WAYMARK_PLANE_DIR), or, if that key's database is gone for good, remove ${file} first`,
+      { details: { dataDir: resolve(config.dataDir), adminKeyFile: file, database: databaseLabel(config) } },
+    );
+    this.name = 'ForeignAdminKey';
+  }
+}
+
 /**
  * On an empty database: a `local` project and one admin key (scopes admin and
  * operator: it manages every project), written to a 0600 file `admin-key` in
  * the plane's data dir, whichever the backend (never relative to the working
  * directory of whoever started it). An in-memory data dir (`memory://`) has no
  * directory: its key is returned only (it dies with the process anyway).
+ * An admin-key file already there is never replaced (ForeignAdminKey).
  */
-export async function bootstrap(database: PlaneDatabase, dir: string): Promise<{ key: string; file: string | null } | null> {
+export async function bootstrap(database: PlaneDatabase, dir: string, databaseUrl?: string): Promise<{ key: string; file: string | null } | null> {
+  const config = { dataDir: dir, databaseUrl };
+  const file = isInMemory(dir) ? null : adminKeyPath(dir);
   const [{ n }] = await database.db.select({ n: count() }).from(projects);
-  if (Number(n) > 0) return null;
-  // the project, the key and the key file land together: the file is written inside the
-  // transaction, so a crash leaves either nothing (the next start bootstraps again) or a
-  // file whose key never committed (the next start finds no project and writes it anew)
+  if (Number(n) > 0) {
+    // a file whose key id this database never had is another database's (a revoked key of this one is still its own)
+    const id = file && existsSync(file) ? /^wm_([0-9a-f]{16})_/.exec(readFileSync(file, 'utf8').trim())?.[1] : undefined;
+    if (id && (await keyState(database.db, id)) === 'missing') throw new ForeignAdminKey(config, `whose key ${databaseLabel(config)} does not have`);
+    return null;
+  }
+  if (file && existsSync(file)) throw new ForeignAdminKey(config, `and ${databaseLabel(config)} is empty`);
+  // the key is written to a private file inside the transaction (a disk that refuses it
+  // commits nothing) and linked to `admin-key` only once the key has committed: an
+  // admin-key file therefore always holds a key its database has, which is what lets an
+  // existing one be told apart as another database's; link, not rename, so that nothing
+  // written there meanwhile is replaced (the data dir lock already keeps other planes out)
+  const pending = file && `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
   try {
-    return await database.db.transaction(async (tx) => {
+    const key = await database.db.transaction(async (tx) => {
       await createProject(tx as PlaneDb, 'local');
       const { key } = await createKey(tx as PlaneDb, { project: 'local', name: 'bootstrap admin', scopes: ['admin', 'operator'] });
-      if (isInMemory(dir)) return { key, file: null };
-      mkdirSync(resolve(dir), { recursive: true });
-      const file = adminKeyPath(dir);
-      writeFileSync(file, `${key}\n`, { mode: 0o600 });
-      chmodSync(file, 0o600);
-      return { key, file };
+      if (pending) {
+        mkdirSync(resolve(dir), { recursive: true });
+        writeFileSync(pending, `${key}\n`, { mode: 0o600, flag: 'wx' });
+        chmodSync(pending, 0o600);
+      }
+      return key;
     });
+    if (!file || !pending) return { key, file: null };
+    linkSync(pending, file);
+    return { key, file };
   } catch (e) {
     // another plane on the same Postgres, started at the same moment, made it: its data dir has the key
     if (hasCode(e, ErrorCode.PROJECT_EXISTS)) return null;
     throw e;
+  } finally {
+    if (pending) {
+      try {
+        rmSync(pending, { force: true });
+      } catch {
+        // its folder could not be made: there is nothing to remove
+      }
+    }
   }
 }
 
-export async function startPlane(config: Readonly<PlaneConfig>, options: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] } = {}): Promise<RunningPlane> {
-  const database = options.database ?? (await openPlaneDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: 'waymark plane' }));
+type StartOptions = { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] };
+
+export async function startPlane(config: Readonly<PlaneConfig>, options: StartOptions = {}): Promise<RunningPlane> {
+  const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
+  if (config.dev && !loopback) throw new Error('--dev (no login) is only allowed when the plane binds to 127.0.0.1');
+  const dir = resolve(config.dataDir);
+  const onDisk = !isInMemory(config.dataDir) && !options.database;
+  // a folder with an admin key and no PGlite database is a Postgres plane's: PGlite would make a database there
+  if (onDisk && !config.databaseUrl && existsSync(adminKeyPath(dir)) && !existsSync(join(dir, 'PG_VERSION'))) {
+    throw new ForeignAdminKey(config, 'and holds no PGlite database (a Postgres plane wrote it)');
+  }
+  // A Postgres plane holds its data dir's lock as a PGlite plane does: the dir has its
+  // admin-key file, and the lock names the plane's URL, through which the keys commands
+  // reach it. So one plane per data dir on either backend (several Postgres planes on one
+  // database each have their own data dir, or `memory://` for none), and a Postgres plane
+  // cannot start on a data dir a running PGlite plane holds.
+  const made = Boolean(onDisk && config.databaseUrl && !existsSync(dir));
+  let dirLock: DataDirLock | null = null;
+  if (onDisk && config.databaseUrl) {
+    mkdirSync(dir, { recursive: true });
+    try {
+      dirLock = lockDataDir(dir, 'waymark plane');
+    } catch (e) {
+      if (made) rmdirQuietly(dir);
+      throw e;
+    }
+  }
+  let database: PlaneDatabase | undefined = options.database;
   try {
-    return await serveOn(config, database, options);
+    database ??= await openPlaneDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: 'waymark plane' });
+    return await serveOn(config, database, dirLock, options);
   } catch (e) {
-    if (!options.database) await database.close();
+    if (database && !options.database) await database.close();
+    dirLock?.release();
+    // a Postgres plane that could not start leaves no data dir behind (nothing was bootstrapped into it)
+    if (made) rmdirQuietly(dir);
     throw e;
   }
 }
 
-async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, options: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] }): Promise<RunningPlane> {
+function rmdirQuietly(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not empty (someone wrote there meanwhile) or gone: leave it
+  }
+}
+
+async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, dirLock: DataDirLock | null, options: StartOptions): Promise<RunningPlane> {
   const logger = options.logger ?? pino({ level: config.logLevel });
-  const boot = await bootstrap(database, config.dataDir);
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
-  if (config.dev && !loopback) throw new Error('--dev (no login) is only allowed when the plane binds to 127.0.0.1');
   const { app, metrics } = createPlaneApp({
     database,
     logger,
@@ -100,17 +196,23 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, o
     },
     '--port or WAYMARK_PORT',
   );
-  const metricsServer =
-    config.metricsPort === undefined
-      ? null
-      : await listen(metricsApp(database.db, metrics).fetch, config.metricsHost, config.metricsPort, {}, '--metrics-port or WAYMARK_METRICS_PORT').catch(async (e: unknown) => {
-          await shut(server);
-          throw e;
-        });
+  let metricsServer: ServerType | null = null;
+  let boot: Awaited<ReturnType<typeof bootstrap>>;
+  try {
+    metricsServer =
+      config.metricsPort === undefined ? null : await listen(metricsApp(database.db, metrics).fetch, config.metricsHost, config.metricsPort, {}, '--metrics-port or WAYMARK_METRICS_PORT');
+    // only once the plane can serve: a start that fails (PORT_IN_USE) bootstraps nothing, so the
+    // start that does serve is the first start and says where the key went (until now, no key
+    // exists, and a request is simply refused)
+    boot = await bootstrap(database, config.dataDir, config.databaseUrl);
+  } catch (e) {
+    await Promise.all([server, metricsServer].map((s) => s && shut(s)));
+    throw e;
+  }
   const port = (server.address() as AddressInfo).port;
   const url = urlOf(config.host, port);
   // `waymark plane keys …` finds the running plane here and goes through it
-  database.lock?.setUrl(url);
+  (database.lock ?? dirLock)?.setUrl(url);
   const retention = config.retentionDays === undefined ? null : scheduleRetention(database.db, { days: config.retentionDays, everyMs: config.retentionIntervalMs, logger });
   return {
     url,
@@ -122,7 +224,11 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, o
     async close() {
       await retention?.stop();
       await Promise.all([server, metricsServer].map((s) => s && shut(s)));
-      if (!options.database) await database.close();
+      try {
+        if (!options.database) await database.close();
+      } finally {
+        dirLock?.release();
+      }
     },
   };
 }

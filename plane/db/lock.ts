@@ -4,7 +4,9 @@
  * writes (a revocation came back after a restart) and can corrupt it. The
  * process that opens the folder holds `<dir>/plane.lock` until it closes it;
  * every other process that would open it gets DATA_DIR_LOCKED naming the
- * holder (pid, url, command).
+ * holder (pid, url, command). A Postgres plane holds its data dir's lock too
+ * (plane/server.ts): the dir holds its admin-key file, and the lock its URL,
+ * which `waymark plane keys …` goes through on either backend.
  *
  * Hand-written: STACK.md names no lock library, and the common one
  * (proper-lockfile) decides staleness by mtime, which a busy plane would have
@@ -111,7 +113,9 @@ export class DataDirLocked extends WaymarkError {
   readonly holder: LockInfo;
   constructor(dir: string, holder: LockInfo) {
     const who = holder.url ? `a plane serving ${holder.url}` : `'${holder.command}'`;
-    const todo = holder.url ? `manage keys and projects through it ('waymark plane keys …' finds it by itself, or pass --plane ${holder.url}), or stop it first` : 'wait for it to finish, or stop it';
+    const todo = holder.url
+      ? `manage keys and projects through it ('waymark plane keys …' finds it by itself, or pass --plane ${holder.url}), or stop it first; a second plane needs a data dir of its own (--data-dir DIR or WAYMARK_PLANE_DIR)`
+      : 'wait for it to finish, or stop it';
     super(ErrorCode.DATA_DIR_LOCKED, `the plane data dir ${dir} is in use by process ${holder.pid} (${who}, since ${holder.since}); one process per data dir: ${todo}`, {
       details: { dir, pid: holder.pid, url: holder.url, command: holder.command },
     });

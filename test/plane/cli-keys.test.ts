@@ -54,6 +54,7 @@ describe('waymark plane keys and first start', () => {
     const approver = await run(['keys', 'create', '--project', 'acme', '--scopes', 'approve', '--name', 'refund-manager', '--data-dir', dir]);
     expect(approver.code).toBe(0);
     const list = await run(['keys', 'list', '--data-dir', dir]);
+    expect(list.text.split('\n')[0]).toMatch(/^ID\s+PROJECT\s+SCOPES\s+NAME\s+STATE$/);
     expect(list.text).toMatch(/acme\s+approve\s+refund-manager\s+active/);
     expect(list.text).toMatch(new RegExp(`${id}\\s+acme\\s+ingest,read\\s+laptop\\s+active`));
     expect(list.text).not.toContain(key.slice(20));
@@ -66,6 +67,10 @@ describe('waymark plane keys and first start', () => {
     const again = await run(['keys', 'revoke', id, '--data-dir', dir]);
     expect(again.code).toBe(1);
     expect(again.text).toMatch(/KEY_REVOKED/);
+    // the revocation time as the rest of the CLI prints times: local wall-clock time with its offset
+    expect((await run(['keys', 'list', '--data-dir', dir])).text).toMatch(
+      new RegExp(`${id}\\s+acme\\s+ingest,read\\s+laptop\\s+revoked \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d\\d:\\d\\d$`, 'm'),
+    );
     const db2 = await openPlaneDatabase({ dataDir: dir });
     expect(await authenticate(db2.db, key)).toBeNull();
     await db2.close();
@@ -104,7 +109,7 @@ describe('waymark plane keys and first start', () => {
     expect(typo.code).toBe(1);
     expect(typo.text).toMatch(/UNKNOWN_PROJECT: no project 'acmee'; known: acme, zeta; create it with 'waymark plane projects create acmee'/);
     expect((await run(['projects', 'list', '--data-dir', dir])).text.split('\n').map((l) => l.split(/\s+/)[1])).toEqual(['acme', 'zeta']);
-    expect((await run(['keys', 'list', '--data-dir', dir])).text).toBe('');
+    expect((await run(['keys', 'list', '--data-dir', dir])).text).toBe('no keys');
     const dup = await run(['projects', 'create', 'acme', '--data-dir', dir]);
     expect(dup.code).toBe(1);
     expect(dup.text).toMatch(/PROJECT_EXISTS/);
