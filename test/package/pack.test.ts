@@ -9,18 +9,16 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { devSpec, RESOLUTIONS, SUBPATHS, TYPE_PEERS, writeStrictTsconfig } from '../helpers/consumer.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 const tmp = scratchDir('waymark-pack-');
 afterAll(() => tmp.cleanup());
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown>; devDependencies: Record<string, string> };
-const SUBPATHS = Object.keys(pkg.exports).map((k) => (k === '.' ? 'waymark' : `waymark/${k.slice(2)}`));
-const dev = (name: string) => `${name}@${JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version}`;
 
 function npm(args: string[], cwd: string): { stdout: string; stderr: string } {
   const r = spawnSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts'], { cwd, encoding: 'utf8', timeout: 300_000 });
@@ -70,29 +68,10 @@ describe('the npm package (needs the npm cache or the registry)', () => {
     ).toBe(0);
 
     // what a user of every subpath has: the peers (their types) and @types/node
-    npm(
-      [
-        'install',
-        dev('@types/node'),
-        dev('@types/better-sqlite3'),
-        dev('postgres'),
-        dev('@ai-sdk/provider'),
-        dev('@types/json-schema'),
-        dev('@langchain/core'),
-        dev('@langchain/langgraph-checkpoint'),
-      ],
-      app,
-    );
+    npm(['install', devSpec('@types/node'), ...TYPE_PEERS.map(devSpec)], app);
     writeFileSync(join(app, 'index.ts'), `${SUBPATHS.map((s, i) => `import * as m${i} from '${s}';`).join('\n')}\nexport const all = [${SUBPATHS.map((_, i) => `m${i}`).join(', ')}];\n`);
-    for (const [moduleResolution, module] of [
-      ['node16', 'node16'],
-      ['bundler', 'esnext'],
-    ]) {
-      writeFileSync(
-        join(app, `tsconfig.${moduleResolution}.json`),
-        JSON.stringify({ compilerOptions: { strict: true, skipLibCheck: false, noEmit: true, module, moduleResolution, target: 'es2022', types: ['node'] }, files: ['index.ts'] }),
-      );
-      const tsc = spawnSync(process.execPath, [TSC, '-p', `tsconfig.${moduleResolution}.json`], { cwd: app, encoding: 'utf8', timeout: 300_000 });
+    for (const [moduleResolution, module] of RESOLUTIONS) {
+      const tsc = spawnSync(process.execPath, [TSC, '-p', writeStrictTsconfig(app, moduleResolution, module)], { cwd: app, encoding: 'utf8', timeout: 300_000 });
       expect(`${tsc.stdout}${tsc.stderr}`, `moduleResolution ${moduleResolution}`).toBe('');
       expect(tsc.status).toBe(0);
     }

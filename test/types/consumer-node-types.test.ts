@@ -20,6 +20,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { devSpec, RESOLUTIONS, SUBPATHS, TYPE_PEERS, writeStrictTsconfig } from '../helpers/consumer.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -28,9 +29,6 @@ const NPM_TIMEOUT_MS = 240_000;
 const TSC_TIMEOUT_MS = 180_000;
 const tmp = scratchDir('waymark-node-types-');
 const app = tmp.file('consumer');
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
-const SUBPATHS = Object.keys(pkg.exports).map((k) => (k === '.' ? 'waymark' : `waymark/${k.slice(2)}`));
-const dev = (name: string) => `${name}@${JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version}`;
 
 function npm(args: string[], cwd: string, cache: '--prefer-offline' | '--prefer-online' = '--prefer-offline'): void {
   const r = spawnSync('npm', [...args, '--no-audit', '--no-fund', cache, '--ignore-scripts'], { cwd, encoding: 'utf8', timeout: NPM_TIMEOUT_MS });
@@ -62,29 +60,9 @@ beforeAll(() => {
   mkdirSync(app, { recursive: true });
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }));
   // the peers every subpath's types name, at the versions the repo is tested with
-  npm(
-    [
-      'install',
-      join(out, packed[0].filename),
-      dev('@types/better-sqlite3'),
-      dev('postgres'),
-      dev('@ai-sdk/provider'),
-      dev('@types/json-schema'),
-      dev('@langchain/core'),
-      dev('@langchain/langgraph-checkpoint'),
-    ],
-    app,
-  );
+  npm(['install', join(out, packed[0].filename), ...TYPE_PEERS.map(devSpec)], app);
   writeFileSync(join(app, 'index.ts'), CONSUMER);
-  for (const [moduleResolution, module] of [
-    ['node16', 'node16'],
-    ['bundler', 'esnext'],
-  ]) {
-    writeFileSync(
-      join(app, `tsconfig.${moduleResolution}.json`),
-      JSON.stringify({ compilerOptions: { strict: true, skipLibCheck: false, noEmit: true, module, moduleResolution, target: 'es2022', types: ['node'] }, files: ['index.ts'] }),
-    );
-  }
+  for (const [moduleResolution, module] of RESOLUTIONS) writeStrictTsconfig(app, moduleResolution, module);
 }, 2 * NPM_TIMEOUT_MS);
 afterAll(() => tmp.cleanup());
 
@@ -98,7 +76,7 @@ describe('a strict consumer type-checks every subpath across @types/node majors 
       () => {
         npm(['install', `@types/node@${range}`], app, cache);
         const version = JSON.parse(readFileSync(join(app, 'node_modules/@types/node/package.json'), 'utf8')).version as string;
-        for (const moduleResolution of ['node16', 'bundler']) {
+        for (const [moduleResolution] of RESOLUTIONS) {
           const tsc = spawnSync(process.execPath, [TSC, '-p', `tsconfig.${moduleResolution}.json`], { cwd: app, encoding: 'utf8', timeout: TSC_TIMEOUT_MS });
           expect(`${tsc.stdout}${tsc.stderr}`, `@types/node ${version}, moduleResolution ${moduleResolution}`).toBe('');
           expect(tsc.status).toBe(0);

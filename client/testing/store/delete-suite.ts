@@ -57,7 +57,8 @@ export function runDeleteSuite(options: StoreSuiteOptions): void {
       expect((await store.outboxStats()).pendingCount).toBe(0);
     });
 
-    test('deleteExecution touches only its execution and queues the deletion', async () => {
+    /** Run a (two rows, its pause, an idempotency entry) and run b (one row, an entry), every event unsent. */
+    const twoRuns = async () => {
       const a = exec();
       const b = exec();
       await store.put(input(a));
@@ -65,35 +66,34 @@ export function runDeleteSuite(options: StoreSuiteOptions): void {
       await store.putIdempotent(a, 'k', 1);
       await store.put(input(b));
       await store.putIdempotent(b, 'k', 2);
+      return { a, b };
+    };
+    const unsentOf = async (a: string) => (await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => `${e.kind}:${e.executionId === a ? 'a' : 'b'}`);
+
+    test('deleteExecution touches only its execution and queues the deletion', async () => {
+      const { a, b } = await twoRuns();
       const res = await store.deleteExecution(a);
       expect(res).toEqual({ checkpoints: 2, pending: 1, idempotency: 1 });
       expect(await store.list(a)).toEqual([]);
       expect(await store.getPendingInterrupt(a)).toBeNull();
       expect((await store.list(b)).length).toBe(1);
       expect(await store.getIdempotent(b, 'k')).toEqual({ hit: true, result: 2 });
-      const kinds = (await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => `${e.kind}:${e.executionId === a ? 'a' : 'b'}`);
-      expect(kinds).toEqual(['checkpoint:b', 'idempotency:b', 'execution_deleted:a']);
+      expect(await unsentOf(a)).toEqual(['checkpoint:b', 'idempotency:b', 'execution_deleted:a']);
       expect((await store.put(input(a))).seq).toBe(0);
     });
 
     test("deleteExecution with localOnly removes this store's copy and queues nothing for the plane: its unsent events go with it, the deletion is not sent", async () => {
-      const a = exec();
-      const b = exec();
-      await store.put(input(a));
-      await store.recordInterrupt(pauseRow(a), { reason: 'r', context: null });
-      await store.putIdempotent(a, 'k', 1);
-      await store.put(input(b));
+      const { a } = await twoRuns();
       const res = await store.deleteExecution(a, { localOnly: true });
       expect(res).toEqual({ checkpoints: 2, pending: 1, idempotency: 1 });
       expect(await store.list(a)).toEqual([]);
       expect(await store.getPendingInterrupt(a)).toBeNull();
       expect(await store.listIdempotent(a)).toEqual([]);
-      const kinds = (await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => `${e.kind}:${e.executionId === a ? 'a' : 'b'}`);
-      expect(kinds).toEqual(['checkpoint:b']);
+      expect(await unsentOf(a)).toEqual(['checkpoint:b', 'idempotency:b']);
       // the same call without localOnly on a run with rows does queue its deletion
       await store.put(input(a));
       await store.deleteExecution(a);
-      expect((await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => e.kind)).toEqual(['checkpoint', 'execution_deleted']);
+      expect(await unsentOf(a)).toEqual(['checkpoint:b', 'idempotency:b', 'execution_deleted:a']);
     });
 
     test('a write into a deleted execution defect: a put naming a row that another handle deleted is refused with EXECUTION_GONE, never started again at seq 0', async () => {
