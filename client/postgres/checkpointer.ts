@@ -539,7 +539,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async deleteExecution(executionId: string, options: C.DeleteOptions = {}): Promise<C.DeleteResult> {
     this.assertOpen();
-    const out = await this.begin((tx) => deleteRows(tx, this.t, executionId, options.localOnly ? () => {} : (e) => this.queueEvent(tx, e)));
+    const out = await this.begin((tx) => deleteRows(tx, this.t, executionId, (e) => this.queueEvent(tx, e), options.localOnly));
     this.afterDelete(executionId);
     return out;
   }

@@ -10,8 +10,13 @@ import { PRUNE_CHUNK, type PruneCandidate, type PruneWalk } from '../store/prune
 import type { Tables, Tx } from './tables.js';
 import { dropDecisions } from './decisions.js';
 
-/** Delete an execution's rows and its unsent events; `queue` records the deletion when there was anything to delete. */
-export async function deleteRows(tx: Tx, t: Tables, executionId: string, queue: (e: QueuedEvent) => unknown): Promise<C.DeleteResult> {
+/**
+ * Delete an execution's rows and its unsent events; `queue` records the
+ * deletion when there was anything to delete. `localOnly` queues nothing and
+ * keeps a deletion of the run queued earlier (an earlier plain delete the plane
+ * has not heard of yet).
+ */
+export async function deleteRows(tx: Tx, t: Tables, executionId: string, queue: (e: QueuedEvent) => unknown, localOnly = false): Promise<C.DeleteResult> {
   // the execution row first: a writer holds its lock while it checks `prevId` and inserts, so a
   // put either commits before this deletion (and its row is deleted) or runs after it (and is refused)
   const e = await tx`DELETE FROM ${t.executions} WHERE execution_id = ${executionId}`;
@@ -20,8 +25,8 @@ export async function deleteRows(tx: Tx, t: Tables, executionId: string, queue: 
   const i = await tx`DELETE FROM ${t.idempotency} WHERE execution_id = ${executionId}`;
   await tx`DELETE FROM ${t.leases} WHERE execution_id = ${executionId}`;
   await dropDecisions(tx, t, executionId);
-  await tx`DELETE FROM ${t.outbox} WHERE execution_id = ${executionId} AND NOT synced`;
-  if (e.count || c.count || i.count) await queue(executionDeleted(executionId));
+  await tx`DELETE FROM ${t.outbox} WHERE execution_id = ${executionId} AND NOT synced AND (kind <> 'execution_deleted' OR NOT ${localOnly})`;
+  if (!localOnly && (e.count || c.count || i.count)) await queue(executionDeleted(executionId));
   return { checkpoints: c.count, pending: p.count, idempotency: i.count };
 }
 

@@ -498,7 +498,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.assertOpen();
     const out = this.db
       .transaction(() => {
-        const result = deleteRows(this.st, executionId, options.localOnly ? () => {} : (e) => this.queue(e));
+        const result = deleteRows(this.st, executionId, (e) => this.queue(e), options.localOnly);
         decisions.dropDecisions(this.db, executionId);
         return result;
       })

@@ -16,16 +16,22 @@ export function dropOutbox(st: Statements, executionId: string, pendingOnly: boo
   (pendingOnly ? st.dropUnsentOtherEvents : st.dropOtherEvents).run(executionId);
 }
 
-/** Delete an execution's rows and its unsent events; `queue` records the deletion when there was anything to delete. */
-export function deleteRows(st: Statements, executionId: string, queue: (e: QueuedEvent) => void): C.DeleteResult {
+/**
+ * Delete an execution's rows and its unsent events; `queue` records the
+ * deletion when there was anything to delete. `localOnly` queues nothing and
+ * keeps a deletion of the run queued earlier (an earlier plain delete the plane
+ * has not heard of yet).
+ */
+export function deleteRows(st: Statements, executionId: string, queue: (e: QueuedEvent) => void, localOnly = false): C.DeleteResult {
   // events never sent are moot once the execution is gone; the deletion itself is sent
-  dropOutbox(st, executionId, true);
+  st.dropUnsentCheckpointEvents.run(executionId);
+  (localOnly ? st.dropUnsentOtherEventsButDeletions : st.dropUnsentOtherEvents).run(executionId);
   const checkpoints = st.deleteCheckpoints.run(executionId).changes;
   const pending = st.deletePending.run(executionId).changes;
   const idempotency = st.deleteIdem.run(executionId).changes;
   const had = st.deleteExec.run(executionId).changes;
   st.deleteLease.run(executionId);
-  if (had || checkpoints || idempotency) queue(executionDeleted(executionId));
+  if (!localOnly && (had || checkpoints || idempotency)) queue(executionDeleted(executionId));
   return { checkpoints, pending, idempotency };
 }
 

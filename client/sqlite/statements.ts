@@ -90,6 +90,8 @@ export function prepareStatements(db: Database.Database) {
     dropOtherEvents: prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint'`),
     dropUnsentCheckpointEvents: prepare(`DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) AND synced = 0`),
     dropUnsentOtherEvents: prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint' AND synced = 0`),
+    // a local-only delete keeps a deletion of the run queued earlier: the plane must still hear of it
+    dropUnsentOtherEventsButDeletions: prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind NOT IN ('checkpoint', 'execution_deleted') AND synced = 0`),
     deleteCheckpoints: prepare(`DELETE FROM checkpoints WHERE execution_id = ?`),
     deletePending: prepare(`DELETE FROM pending_interrupts WHERE execution_id = ?`),
     deleteIdem: prepare(`DELETE FROM idempotency WHERE execution_id = ?`),

@@ -94,6 +94,10 @@ export function runDeleteSuite(options: StoreSuiteOptions): void {
       await store.put(input(a));
       await store.deleteExecution(a);
       expect(await unsentOf(a)).toEqual(['checkpoint:b', 'idempotency:b', 'execution_deleted:a']);
+      // and a local-only delete after it keeps that deletion queued: the plane still hears of it
+      await store.put(input(a));
+      await store.deleteExecution(a, { localOnly: true });
+      expect(await unsentOf(a)).toEqual(['checkpoint:b', 'idempotency:b', 'execution_deleted:a']);
     });
 
     test('a write into a deleted execution defect: a put naming a row that another handle deleted is refused with EXECUTION_GONE, never started again at seq 0', async () => {
