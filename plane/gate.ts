@@ -13,6 +13,8 @@ export class AdmissionGate {
     private readonly active: number,
     private readonly queued: number,
     private readonly waitMs: number,
+    /** Hears how many batches wait for a slot, whenever that changes (the operator's gauge). */
+    private readonly onWaiting: (n: number) => void = () => {},
   ) {}
 
   /** A release function once admitted, or null when refused (queue full, or waited `waitMs`). */
@@ -32,9 +34,11 @@ export class AdmissionGate {
       const timer = setTimeout(() => {
         const i = this.waiting.indexOf(waiter);
         if (i >= 0) this.waiting.splice(i, 1);
+        this.onWaiting(this.waiting.length);
         resolve(null);
       }, this.waitMs);
       this.waiting.push(waiter);
+      this.onWaiting(this.waiting.length);
     });
   }
 
@@ -45,8 +49,10 @@ export class AdmissionGate {
       if (released) return;
       released = true;
       const next = this.waiting.shift();
-      if (next) next.grant();
-      else this.running--;
+      if (next) {
+        this.onWaiting(this.waiting.length);
+        next.grant();
+      } else this.running--;
     };
   }
 }

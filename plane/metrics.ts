@@ -25,6 +25,7 @@ export function planeMetrics() {
       registers: [registry],
     }),
     decisionsDropped: new Counter({ name: 'waymark_decisions_dropped_total', help: 'Ingested decisions dropped because their pause already had one (the first is kept)', registers: [registry] }),
+    ingestWaiting: new Gauge({ name: 'waymark_ingest_waiting', help: 'Ingest batches waiting for an admission slot', registers: [registry] }),
     quarantineRows: new Gauge({ name: 'waymark_quarantine_rows', help: 'Rows held in quarantine', registers: [registry] }),
   };
 }

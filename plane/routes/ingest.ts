@@ -32,12 +32,12 @@ export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o
     // the body is read before admission, within its deadline: a slot is held only by a batch that
     // has fully arrived, so uploads that stall or trickle cannot take the slots from everyone else
     const body = await readJsonBody(c.req.raw, LIMITS.batchBytes, bodyDeadline);
-    // the body may have taken seconds: a key revoked meanwhile writes nothing
-    await recheckKey(db, c.get('principal'));
     const release = await o.gate.enter();
     if (!release) throw new HttpError(429, ErrorCode.BUSY, 'too many concurrent batches', { headers: { 'Retry-After': '1' } });
     const t0 = performance.now();
     try {
+      // the body, then a turn at the gate, may have taken seconds: a key revoked meanwhile writes nothing
+      await recheckKey(db, c.get('principal'));
       const env = IngestRequest.safeParse(body);
       if (!env.success) {
         // every problem named; PROTOCOL when the protocol is one of them (a client of another version says so first)

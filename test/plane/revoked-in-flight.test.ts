@@ -17,9 +17,9 @@ import { eventsOf, pause, step } from '../helpers/rows.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
 
 /** Wait for an observable condition (never a sleep an idle machine meets); fails naming it after 15 s. */
-async function until(what: string, cond: () => boolean) {
+async function until(what: string, cond: () => boolean | Promise<boolean>) {
   const t = performance.now();
-  while (!cond()) {
+  while (!(await cond())) {
     if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -34,7 +34,7 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
   beforeAll(async () => {
     database = await openTestPlaneDatabase('pglite');
     app = createPlaneApp({ database }).app;
-    for (const name of ['writer', 'late', 'approver', 'lateApprover', 'lateClaimer', 'poller', 'changePoller']) {
+    for (const name of ['writer', 'late', 'queued', 'approver', 'lateApprover', 'lateClaimer', 'poller', 'changePoller']) {
       const k = await createKey(database.db, { createProject: true, project: 'p', scopes: ['ingest', 'read', 'approve'] });
       keys[name] = { id: k.id, key: k.key };
       projectId = k.projectId;
@@ -77,6 +77,36 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
     const stored = await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-late', rows }, async () => {});
     expect(stored.status).toBe(200);
     expect(await stored.json()).toMatchObject({ accepted: 1 });
+  });
+
+  it('an ingest waiting for an admission slot when its key was revoked is refused (401) once admitted, and stores nothing', async () => {
+    // a plane of one slot, its slot held by a batch paused after its commit (the fault hook), until released
+    let hold: () => void = () => {};
+    let held = false;
+    const one = createPlaneApp({
+      database,
+      maxInflightIngest: 1,
+      faults: (point) =>
+        point === 'plane.ingest.afterCommit' && !held
+          ? new Promise<void>((r) => {
+              held = true;
+              hold = r;
+            })
+          : undefined,
+    });
+    const post = (key: string, rows: unknown[], writerId: string) =>
+      one.app.request('/v1/ingest', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ protocol: 1, writerId, rows }) });
+    const first = post(keys.writer.key, await eventsOf(async (s) => void (await s.put(step('holds-the-slot', 0))), 'w-1'), 'w-1');
+    await until('the first batch holds the slot', () => held);
+    const queued = post(keys.queued.key, await eventsOf(async (s) => void (await s.put(step('queued-batch', 0))), 'w-2'), 'w-2');
+    // the operator's gauge of batches waiting for a slot
+    await until('the second batch waits for the slot', async () => ((await one.metrics.ingestWaiting.get()).values[0]?.value ?? 0) === 1);
+    expect(await revokeKey(database.db, keys.queued.id)).toBe(true);
+    hold();
+    expect((await first).status).toBe(200);
+    const refused = await queued;
+    expect(refused.status).toBe(401);
+    expect((await get('/v1/executions/queued-batch', keys.writer.key)).status).toBe(404);
   });
 
   it('a decision whose body was still arriving when its key was revoked is refused (401) and records nothing; the pause takes a decision from a live key', async () => {
