@@ -139,6 +139,7 @@ export interface PruneResult {
   keptUnsynced: number;
 }
 
+/** How `deleteExecution` deletes: everywhere (the default: the plane hears of it), or this store's copy only. */
 export interface DeleteOptions {
   /** Delete this store's copy only: nothing is queued for the plane, whose copy stays. Default false. */
   localOnly?: boolean;

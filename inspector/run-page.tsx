@@ -127,7 +127,10 @@ export const RunPage: FC<RunPageProps> = (p) => {
       {p.holes.length > 0 && (
         <section aria-labelledby="holes-h" class="card" data-testid="holes">
           <h2 id="holes-h" class="error">
-            Incomplete: {p.holes.every((h) => h.code === 'missing') ? 'rows of this run never reached the plane' : `the plane refused ${refusedRows(p.holes)} of this run`}
+            Incomplete:{' '}
+            {p.holes.every((h) => h.code === 'missing')
+              ? 'rows of this run never reached the plane'
+              : `the plane refused ${refusedRows(p.holes)} of this run${p.holes.some((h) => h.code === 'missing') ? ', and rows of it never reached the plane' : ''}`}
           </h2>
           <p>
             The rows after a refused or missing one are deltas on a row this plane does not hold, so their state cannot be shown from here and the run cannot be restored from this plane. The writer

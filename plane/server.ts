@@ -90,6 +90,8 @@ export async function bootstrap(database: PlaneDatabase, dir: string, databaseUr
   // existing one be told apart as another database's; link, not rename, so that nothing
   // written there meanwhile is replaced (the data dir lock already keeps other planes out)
   const pending = file && `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  // the private file is removed unless it holds a committed key that could not be linked (then it is the only copy)
+  let keep = false;
   try {
     const key = await database.db.transaction(async (tx) => {
       await createProject(tx as PlaneDb, 'local');
@@ -102,14 +104,23 @@ export async function bootstrap(database: PlaneDatabase, dir: string, databaseUr
       return key;
     });
     if (!file || !pending) return { key, file: null };
-    linkSync(pending, file);
+    try {
+      linkSync(pending, file);
+    } catch (e) {
+      keep = true;
+      throw new WaymarkError(
+        ErrorCode.INVALID_OPTIONS,
+        `the first start's admin key was made but could not be put at ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): it is in ${pending}; move it there (mode 0600)`,
+        { details: { adminKeyFile: file, pendingFile: pending }, cause: e },
+      );
+    }
     return { key, file };
   } catch (e) {
     // another plane on the same Postgres, started at the same moment, made it: its data dir has the key
     if (hasCode(e, ErrorCode.PROJECT_EXISTS)) return null;
     throw e;
   } finally {
-    if (pending) {
+    if (pending && !keep) {
       try {
         rmSync(pending, { force: true });
       } catch {
@@ -138,12 +149,19 @@ export async function startPlane(config: Readonly<PlaneConfig>, options: StartOp
   const made = Boolean(onDisk && config.databaseUrl && !existsSync(dir));
   let dirLock: DataDirLock | null = null;
   if (onDisk && config.databaseUrl) {
-    mkdirSync(dir, { recursive: true });
     try {
+      mkdirSync(dir, { recursive: true });
       dirLock = lockDataDir(dir, 'waymark plane');
     } catch (e) {
       if (made) rmdirQuietly(dir);
-      throw e;
+      if (e instanceof WaymarkError) throw e;
+      // a read-only root filesystem (a container), a folder of another user: said as such, with the way out
+      throw new WaymarkError(
+        ErrorCode.INVALID_OPTIONS,
+        `the plane data dir ${dir} cannot be written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): a Postgres plane keeps its admin-key file and its lock there; ` +
+          'give a writable --data-dir DIR (WAYMARK_PLANE_DIR), or memory:// for none (its first start then shows the admin key once)',
+        { details: { dataDir: dir }, cause: e },
+      );
     }
   }
   let database: PlaneDatabase | undefined = options.database;

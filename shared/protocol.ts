@@ -104,6 +104,7 @@ export const ExecutionView = z.object({
   writerId: z.string().nullable(),
   /** False when the plane refused a row of this execution, or a seq below its newest never arrived: its copy has holes (see `HoleView`). */
   complete: z.boolean(),
+  /** Rows the plane refused (holes of `HoleView` code other than `missing`); seqs never received make `complete` false without counting here. */
   holeCount: z.number().int(),
   createdAt: IsoTime,
   updatedAt: IsoTime,

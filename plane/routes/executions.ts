@@ -134,7 +134,9 @@ export function executionRoutes({ db }: RouteDeps) {
       responses: {
         200: jsonAnswer('a page of the bundle', RestorePage),
         404: errorResponse('unknown execution'),
-        409: errorResponse('RUN_INCOMPLETE: the plane refused a row of this run, or a seq below its newest never arrived; `details.holes` names each seq and why'),
+        409: errorResponse(
+          'RUN_INCOMPLETE: the plane refused a row of this run, or a seq below its newest never arrived; `details.holes` names each (a refused seq, or the first seq of a span never received) and why',
+        ),
         ...errors,
       },
     }),

@@ -97,7 +97,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
       async decider(c) {
         const p = c.get('principal');
         if (!(p.scopes.includes('approve') || p.scopes.includes('admin')) || !getCookie(c, SESSION_COOKIE)) {
-          return { refused: "This session's key has no approve scope: it sees pauses and decisions but cannot approve or decline (log in with a key that has the approve scope)." };
+          return { refused: "This session's key has no approve scope: it sees pauses and decisions but cannot approve or decline (log in with a key that has the approve or the admin scope)." };
         }
         return { by: await keyName(db, p.keyId) };
       },

@@ -6,7 +6,7 @@
  * do a PGlite one. Real `bin/waymark.mjs` processes on 127.0.0.1, port 0.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -131,6 +131,18 @@ describe.skipIf(!pg)('a data dir belongs to one database (PGlite and Postgres)',
     expect((await call(`${again.url}/v1/admin/keys`, { key: liteKey })).status).toBe(200);
     await again.stop();
   }, 480_000);
+
+  it('a Postgres plane whose data dir cannot be written (a read-only filesystem, here a path under a file) says so and names memory://; it starts with memory://', async () => {
+    const file = tmp.file('not-a-dir');
+    writeFileSync(file, 'x');
+    const r = await waymarkAsync(['plane', '--port', '0', '--data-dir', join(file, 'plane')], { env: { WAYMARK_DATABASE_URL: db.url, WAYMARK_LOG_LEVEL: 'silent' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`waymark: INVALID_OPTIONS: the plane data dir ${join(file, 'plane')} cannot be written (ENOTDIR)`);
+    expect(r.stderr).toContain('or memory:// for none');
+    const none = await startPlaneProcess(['--data-dir', 'memory://'], { env: { WAYMARK_DATABASE_URL: db.url } });
+    running.push(none);
+    await none.stop();
+  });
 
   it('Postgres first start defect: a start refused with PORT_IN_USE bootstraps nothing and leaves no data dir; the next start is the first start', async () => {
     const fresh = await createTestDatabase('waymark_bootstrap_port');

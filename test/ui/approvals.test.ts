@@ -137,7 +137,8 @@ describe('approvals on the plane inspector', () => {
     return m as Msg & { checkpointId: string; writerId: string };
   };
   const pauseOnLaptop = (executionId: string) => pauseOn(laptop, executionId);
-  const decisions = async () => (await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key: feedKey })).body.items as { decisionId: string; executionId: string }[];
+  const decisions = async () =>
+    (await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key: feedKey })).body.items as { decisionId: string; executionId: string; approved: boolean; decidedBy: string }[];
 
   /** A manager logs in with `key`, opens the pause from Pending approvals and approves it with `comment`; the run page after the post. */
   const approveInBrowser = async (key: string, manager: string, id: string, comment: string): Promise<Page> => {
@@ -288,10 +289,17 @@ describe('approvals on the plane inspector', () => {
     expect(forged.status).toBe(403);
     expect(await forged.text()).toContain('FORBIDDEN');
 
-    // an admin key decides through the API (every scope of its project): its session gets the form and its token works
-    const adminHtml = await (await fetch(`${plane.url}/runs/${id}`, { headers: { cookie: await session(plane.url, keys.admin) } })).text();
+    // an admin key decides through the API (every scope of its project): its session gets the form (its own run, so the
+    // decision recorded below by the approver stays this test's), and its post records a decision under the key's name
+    const adminId = `admin-${Date.now().toString(36)}`;
+    const adminPause = await pauseOnLaptop(adminId);
+    const admin = await session(plane.url, keys.admin);
+    const adminHtml = await (await fetch(`${plane.url}/runs/${adminId}`, { headers: { cookie: admin } })).text();
     expect(adminHtml).toContain('data-testid="decision-form"');
     expect(adminHtml).not.toContain('no approve scope');
+    const byAdmin = await post(`${plane.url}/runs/${adminId}/decision`, { csrf: csrfIn(adminHtml), checkpointId: adminPause.checkpointId, approved: 'true', comment: 'as owner' }, { cookie: admin });
+    expect(byAdmin.status).toBe(303);
+    expect((await decisions()).find((d) => d.executionId === adminId)).toMatchObject({ approved: true, decidedBy: 'owner' });
 
     // another project's session: the run is not there, and its pause is 404
     const rival = await session(plane.url, keys.rival);
@@ -300,7 +308,8 @@ describe('approvals on the plane inspector', () => {
     const foreign = await post(target, { ...ok, csrf: rivalCsrf }, { cookie: rival });
     expect(foreign.status).toBe(404);
     expect(await foreign.text()).toContain('PAUSE_NOT_FOUND');
-    expect(await decisions()).toHaveLength(before);
+    // nothing recorded but the admin session's decision above
+    expect(await decisions()).toHaveLength(before + 1);
 
     // the first decision is recorded; a second is 409 naming the first
     const first = await post(target, { ...ok, csrf }, { cookie: approver });
