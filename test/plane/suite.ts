@@ -504,6 +504,22 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       // once claimed through the API (a claims row), a claimed event naming it under another run is refused the same way
       const late = await ingest([{ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'other-1', checkpointId: victim, writerId: 'wz', claimedAt: at }], { writerId: 'wz' });
       expect(late.body.results[0]).toMatchObject({ status: 'rejected', code: 'invalid' });
+
+      // a pause the plane knows only by its pause row (its checkpoint not synced, or refused), and one known only by a claim
+      const byPause = await eventsOf(async (s) => void (await s.recordInterrupt(pause('victim-2'), { reason: 'approve', context: null })));
+      const pauseOnly = byPause.find((e) => e.kind === 'interrupt_opened') as Extract<OutboxEvent, { kind: 'interrupt_opened' }>;
+      expect((await ingest([pauseOnly])).body.accepted).toBe(1);
+      const claimOnly = uuidv7();
+      expect((await ingest([{ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'victim-3', checkpointId: claimOnly, writerId: 'w3', claimedAt: at }], { writerId: 'w3' })).body.accepted).toBe(1);
+      for (const [checkpointId, owner] of [
+        [pauseOnly.row.checkpointId, 'victim-2'],
+        [claimOnly, 'victim-3'],
+      ]) {
+        const r = await ingest([{ kind: 'interrupt_closed', id: uuidv7(), executionId: 'other-1', checkpointId, writerId: 'wz', closedAt: at }], { writerId: 'wz' });
+        expect(r.body.results[0]).toMatchObject({ status: 'rejected', code: 'invalid' });
+        expect(r.body.results[0].reason).toContain(`belongs to execution '${owner}', not 'other-1'`);
+      }
+      expect((await get('/v1/pauses?limit=1000')).body.items.map((i: { executionId: string }) => i.executionId)).toContain('victim-2');
     });
 
     it('cancel: a cancelled paused run is cancelled on the plane (status, list filter, badge), its pause closed (restore has none) and never claimable again', async () => {
