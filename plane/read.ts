@@ -351,8 +351,9 @@ export async function listIdempotency(db: PlaneDb, projectId: string, executionI
   return rows.map((r) => r.row as IdempotencyEntry);
 }
 
-/** `[after, upTo]`: the last seq served and the snapshot's seq; issued only while a row follows `after`, so `after < upTo`. */
-const isRestoreCursor = (v: unknown): v is [number, number] => Array.isArray(v) && v.length === 2 && isSeqCursor(v[0]) && isSeqCursor(v[1]) && v[0] < v[1];
+/** `[after, upTo, upToId]`: the last seq served, the snapshot's seq and its row's id; issued only while a row follows `after`, so `after < upTo`. */
+const isRestoreCursor = (v: unknown): v is [number, number, string] =>
+  Array.isArray(v) && v.length === 3 && isSeqCursor(v[0]) && isSeqCursor(v[1]) && v[0] < v[1] && typeof v[2] === 'string' && v[2].length <= 64;
 
 /**
  * One page of a restore. A restore is a snapshot at a fixed `seq`: the first
@@ -368,22 +369,22 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
     async (tx) => {
       const mine = and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId));
       let after = -1;
-      let upTo: number;
+      let upTo = -1;
+      let upToId = '';
       if (cur) {
-        [after, upTo] = cur;
-        // both are seqs of rows the plane served (rows leave a run only with the whole run): without them the
-        // snapshot the cursor names is gone, and pages of another copy would not add up to it
-        const [held] = await tx
-          .select({ n: sql<number>`count(*)::int` })
+        [after, upTo, upToId] = cur;
+        // rows the plane served (rows leave a run only with the whole run), the snapshot's own row by its id: a run
+        // deleted and started again since, even one grown past upTo, is another copy, whose pages would not add up to it
+        const held = await tx
+          .select({ seq: checkpoints.seq, id: checkpoints.id })
           .from(checkpoints)
           .where(and(mine, inArray(checkpoints.seq, [after, upTo])));
-        if (held.n !== 2) throw new CursorError(`cursor names seqs ${after} and ${upTo}, rows this run does not have (deleted since?): restore again from the first page`);
+        if (held.length !== 2 || held.find((r) => r.seq === upTo)?.id !== upToId) {
+          throw new CursorError(`cursor names rows ${after} and ${upTo} of a copy of execution '${executionId}' this plane no longer holds (deleted since?): restore again from the first page`);
+        }
       } else {
-        const [m] = await tx
-          .select({ upTo: sql<number | null>`max(${checkpoints.seq})` })
-          .from(checkpoints)
-          .where(mine);
-        upTo = m?.upTo ?? -1;
+        const [m] = await tx.select({ seq: checkpoints.seq, id: checkpoints.id }).from(checkpoints).where(mine).orderBy(desc(checkpoints.seq)).limit(1);
+        if (m) [upTo, upToId] = [m.seq, m.id];
       }
       const rows = await tx
         .select({ seq: checkpoints.seq, row: checkpoints.row })
@@ -403,7 +404,7 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
         totalRows: n.n,
         upTo,
         rows: page.map((r) => r.row as Checkpoint),
-        nextCursor: rows.length > o.limit ? encodeCursor([page[page.length - 1].seq, upTo]) : null,
+        nextCursor: rows.length > o.limit ? encodeCursor([page[page.length - 1].seq, upTo, upToId]) : null,
         pending,
         /** The open pause's decision, when one was recorded: a machine that restores the run can apply it. */
         decision: pending ? await pauseDecision(tx as unknown as PlaneDb, projectId, executionId, pending.checkpointId) : null,

@@ -136,20 +136,23 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
         [1, 0],
         [0.5, 1],
         [0, 1, 2],
+        [0, 1],
       ]) {
         await badCursor(`/v1/executions/two-rows/restore?cursor=${cursor(v)}`);
       }
-      // well-formed, but beyond the run's two rows: not a snapshot of this run
+      // well-formed, but beyond the run's two rows, or naming a row id the run's row at upTo does not have: not a snapshot of this run
+      const upToId = (await get('/v1/executions/two-rows/restore')).body.rows[1].id as string;
       for (const v of [
-        [1, 5],
-        [0, INT4_MAX],
-        [INT4_MAX - 1, INT4_MAX],
+        [1, 5, upToId],
+        [0, INT4_MAX, upToId],
+        [INT4_MAX - 1, INT4_MAX, upToId],
+        [0, 1, uuidv7()],
       ]) {
         const r = await badCursor(`/v1/executions/two-rows/restore?cursor=${cursor(v)}`);
         expect(r.body.error.message).toContain('restore again from the first page');
       }
       // the cursor the plane issues for the two rows, one a page
-      const last = await get(`/v1/executions/two-rows/restore?cursor=${cursor([0, 1])}`);
+      const last = await get(`/v1/executions/two-rows/restore?cursor=${cursor([0, 1, upToId])}`);
       expect(last.body).toMatchObject({ upTo: 1, totalRows: 2, nextCursor: null });
       expect(last.body.rows.map((r: { seq: number }) => r.seq)).toEqual([1]);
       const first = await get('/v1/executions/three-rows/restore?limit=1');
@@ -183,6 +186,20 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(await ingest([del, ...again])).toMatchObject({ rejected: 0 });
       await badCursor(`/v1/executions/redone/restore?limit=1&cursor=${p1.body.nextCursor}`);
       expect((await get('/v1/executions/redone/restore')).body).toMatchObject({ upTo: 0, totalRows: 1 });
+      // started again and grown past the old snapshot: rows at both of the cursor's seqs exist, but they are another copy's
+      const p2 = await get('/v1/executions/redone/restore?limit=1');
+      const grown = await eventsOf(async (s) => {
+        for (let i = 0; i < 4; i++) await s.put(step('redone', i, { nodeOutput: 'third run' }));
+      });
+      expect(await ingest([{ ...del, id: uuidv7() }, ...grown])).toMatchObject({ rejected: 0 });
+      expect(p2.body.nextCursor).toBeNull();
+      const p3 = await get('/v1/executions/redone/restore?limit=1');
+      expect(p3.body).toMatchObject({ upTo: 3, totalRows: 4 });
+      const fourth = await eventsOf(async (s) => {
+        for (let i = 0; i < 5; i++) await s.put(step('redone', i, { nodeOutput: 'fourth run' }));
+      });
+      expect(await ingest([{ ...del, id: uuidv7() }, ...fourth])).toMatchObject({ rejected: 0 });
+      await badCursor(`/v1/executions/redone/restore?limit=1&cursor=${p3.body.nextCursor}`);
     });
 
     it("inspector: a cursor it could not have issued is its HTML 400 page (BAD_CURSOR) on the run list, a run's rows, the quarantine and the approvals, not a JSON 500", async () => {
