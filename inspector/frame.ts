@@ -12,8 +12,8 @@ export interface Frame {
   kind: 'plane' | 'local';
   /** the links of the header's nav, in order */
   nav: { href: string; label: string }[];
-  /** a Log out button (a session exists) */
-  logout: boolean;
+  /** the Log out form's CSRF token (a session exists), or null: no Log out */
+  logout: string | null;
   /** said after the brand, e.g. which store (null: nothing) */
   subtitle: string | null;
   /** who the decisions made here are recorded as, said in the header (null: the plane, where it is the key's name) */
@@ -29,7 +29,7 @@ export const PLANE_FRAME: Frame = {
     { href: '/writers', label: 'Writers' },
     { href: '/keys', label: 'Keys' },
   ],
-  logout: true,
+  logout: null,
   subtitle: null,
   recordingAs: null,
 };
@@ -43,15 +43,19 @@ export const localFrame = (subtitle: string, user: string | null = null): Frame 
     { href: '/quarantine', label: 'Quarantine' },
     { href: '/sync', label: 'Sync status' },
   ],
-  logout: false,
+  logout: null,
   subtitle,
   recordingAs: user,
 });
 
-/** The plane's frame for a session with `scopes`: Keys only for an admin session (its page refuses anyone else). */
-export const planeFrame = (scopes: readonly string[], session: boolean): Frame => ({
+/**
+ * The plane's frame for a session with `scopes`: Keys only for an admin session (its page refuses anyone else);
+ * Log out with `logoutToken`, the session's form token (null: no session, as under --dev).
+ */
+export const planeFrame = (scopes: readonly string[], logoutToken: string | null): Frame => ({
   ...PLANE_FRAME,
-  nav: PLANE_FRAME.nav.filter((l) => l.href !== '/keys' || (session && scopes.includes('admin'))),
+  nav: PLANE_FRAME.nav.filter((l) => l.href !== '/keys' || (logoutToken !== null && scopes.includes('admin'))),
+  logout: logoutToken,
 });
 
 export const FRAME = createContext<Frame>(PLANE_FRAME);

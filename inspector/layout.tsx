@@ -46,6 +46,7 @@ export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; childr
           )}
           {nav && frame.logout && (
             <form method="post" action="/logout">
+              <input type="hidden" name="csrf" value={frame.logout} />
               <button type="submit" class="link">
                 Log out
               </button>

@@ -18,7 +18,7 @@ import type { PlaneDb } from '../db/open.js';
 import type { PlaneEnv } from '../http/env.js';
 import { csrfOf, csrfOk as formCsrfOk } from '../../inspector/csrf.js';
 import { Layout, Table } from '../../inspector/layout.js';
-import { SESSION_COOKIE } from './session.js';
+import { SESSION_COOKIE, sessionToken } from './session.js';
 
 type KeyRow = Awaited<ReturnType<typeof admin.keys>>[number];
 
@@ -97,7 +97,7 @@ export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: Middlewa
     const p = c.get('principal');
     if (!p.scopes.includes('admin') || !getCookie(c, SESSION_COOKIE)) {
       return c.html(
-        <FRAME.Provider value={planeFrame(p.scopes, getCookie(c, SESSION_COOKIE) !== undefined)}>
+        <FRAME.Provider value={planeFrame(p.scopes, sessionToken(c))}>
           <Layout title="Keys">
             <h1>Keys</h1>
             <p>Managing keys takes a session made from a key with the admin scope.</p>

@@ -3,7 +3,7 @@
 import type { FC } from 'hono/jsx';
 import { Layout } from '../../inspector/layout.js';
 
-export const LoginPage: FC<{ error?: string; next: string }> = ({ error, next }) => (
+export const LoginPage: FC<{ error?: string; next: string; csrf: string }> = ({ error, next, csrf }) => (
   <Layout title="Log in" nav={false}>
     <div class="login">
       <h1>Log in to the inspector</h1>
@@ -20,6 +20,7 @@ export const LoginPage: FC<{ error?: string; next: string }> = ({ error, next })
       )}
       <form method="post" action="/login">
         <input type="hidden" name="next" value={next} />
+        <input type="hidden" name="csrf" value={csrf} />
         <label>
           API key
           <input type="password" name="key" autocomplete="off" required autofocus />

@@ -8,6 +8,7 @@
  * script (local times, /ui/local-time.js); the CSP allows no inline script,
  * and every page works without it.
  */
+import { randomBytes } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { asc } from 'drizzle-orm';
@@ -20,9 +21,9 @@ import { LoginPage } from './login-page.js';
 import { inspectorHeaders, mountAssets, mountPages } from '../../inspector/pages.js';
 import { planeSource } from './plane-source.js';
 import { WritersPage } from './writers-page.js';
-import { createSession, endSession, SESSION_COOKIE, sessionPrincipal } from './session.js';
+import { createSession, endSession, SESSION_COOKIE, sessionPrincipal, sessionToken } from './session.js';
 import { mountKeysPage } from './keys.js';
-import { csrfOf, csrfOk, originOk } from '../../inspector/csrf.js';
+import { csrfOf, csrfOk, originOk, tokenOk } from '../../inspector/csrf.js';
 import { FRAME, planeFrame } from '../../inspector/frame.js';
 
 export interface InspectorOptions {
@@ -31,7 +32,9 @@ export interface InspectorOptions {
 }
 
 /** The nav a session may use: its principal's scopes (Keys only for an admin session). */
-const frameOf = (c: Context<PlaneEnv>) => planeFrame(c.get('principal').scopes, getCookie(c, SESSION_COOKIE) !== undefined);
+const frameOf = (c: Context<PlaneEnv>) => planeFrame(c.get('principal').scopes, sessionToken(c));
+/** The login form's secret: a cookie the login page sets (SameSite=Strict, so a page of another site never sends it). */
+const LOGIN_COOKIE = 'wm_login';
 
 const safeNext = (n: unknown) => (typeof n === 'string' && n.startsWith('/') && !n.startsWith('//') && !n.startsWith('/\\') ? n : '/');
 
@@ -55,36 +58,59 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   };
 
   /**
-   * Login and logout take no form token (there is no session yet, or it is the one to end), so a page of
-   * another site must not post them (login CSRF: the victim signed in under the attacker's key; a forced
-   * logout). Browsers say where a post comes from in Sec-Fetch-Site (which no page can set or suppress),
-   * and older ones in Origin; a client that sends neither (curl, a script) is not a browser tricked by a page.
+   * A page of another site must not post login or logout (login CSRF: the victim signed in under the
+   * attacker's key; a forced logout). A browser's post carries Origin (its own pages, under no-referrer,
+   * send `null`, which any page can send too), so a browser's post must also carry the form's token: the
+   * login page's cookie (set on GET /login, SameSite=Strict) or the session's. Sec-Fetch-Site, which no
+   * page can set, refuses another site outright. A client that sends neither header (curl, a script) is
+   * not a browser tricked by a page, and signs in with its key alone.
    */
-  const ownForm: MiddlewareHandler<PlaneEnv> = async (c, next) => {
-    const site = c.req.header('sec-fetch-site');
-    if ((site && site !== 'same-origin' && site !== 'none') || !originOk(c.req.header('origin'), c.req.url)) {
-      return c.text('refused: this form was posted from a page of another site', 403);
-    }
-    await next();
-  };
+  const ownForm =
+    (secret: (c: Context<PlaneEnv>) => string | undefined): MiddlewareHandler<PlaneEnv> =>
+    async (c, next) => {
+      const site = c.req.header('sec-fetch-site');
+      const origin = c.req.header('origin');
+      const form = origin === undefined ? null : await c.req.parseBody();
+      if ((site && site !== 'same-origin' && site !== 'none') || !originOk(origin, c.req.url) || (form && !tokenOk(form.csrf, secret(c) ?? ''))) {
+        return c.text('refused: this form was posted from a page of another site (or the page was too old: load it again)', 403);
+      }
+      await next();
+    };
 
-  app.get('/login', (c) => c.html(<LoginPage next={safeNext(c.req.query('next'))} />));
-  app.post('/login', ownForm, async (c) => {
-    const form = await c.req.parseBody();
-    const next = safeNext(form.next);
-    const p = await authenticate(db, typeof form.key === 'string' ? form.key.trim() : undefined);
-    if (!p || !(p.scopes.includes('read') || p.scopes.includes('admin') || p.scopes.includes('approve'))) {
-      return c.html(<LoginPage next={next} error="That key is not valid for the inspector (it needs the read or the approve scope)." />, 401);
+  /** The login form's token: of the login cookie the browser has, else of a new one set now. */
+  const loginToken = (c: Context<PlaneEnv>) => {
+    let secret = getCookie(c, LOGIN_COOKIE);
+    if (!secret) {
+      secret = randomBytes(32).toString('base64url');
+      setCookie(c, LOGIN_COOKIE, secret, { httpOnly: true, sameSite: 'Strict', path: '/login', maxAge: 3600, secure: new URL(c.req.url).protocol === 'https:' });
     }
-    const s = await createSession(db, p);
-    setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Strict', path: '/', maxAge: s.maxAgeSec, secure: new URL(c.req.url).protocol === 'https:' });
-    return c.redirect(next, 303);
-  });
-  app.post('/logout', ownForm, async (c) => {
-    await endSession(db, getCookie(c, SESSION_COOKIE));
-    deleteCookie(c, SESSION_COOKIE, { path: '/' });
-    return c.redirect('/login', 303);
-  });
+    return csrfOf(secret);
+  };
+  app.get('/login', (c) => c.html(<LoginPage next={safeNext(c.req.query('next'))} csrf={loginToken(c)} />));
+  app.post(
+    '/login',
+    ownForm((c) => getCookie(c, LOGIN_COOKIE)),
+    async (c) => {
+      const form = await c.req.parseBody();
+      const next = safeNext(form.next);
+      const p = await authenticate(db, typeof form.key === 'string' ? form.key.trim() : undefined);
+      if (!p || !(p.scopes.includes('read') || p.scopes.includes('admin') || p.scopes.includes('approve'))) {
+        return c.html(<LoginPage next={next} csrf={loginToken(c)} error="That key is not valid for the inspector (it needs the read or the approve scope)." />, 401);
+      }
+      const s = await createSession(db, p);
+      setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Strict', path: '/', maxAge: s.maxAgeSec, secure: new URL(c.req.url).protocol === 'https:' });
+      return c.redirect(next, 303);
+    },
+  );
+  app.post(
+    '/logout',
+    ownForm((c) => getCookie(c, SESSION_COOKIE)),
+    async (c) => {
+      await endSession(db, getCookie(c, SESSION_COOKIE));
+      deleteCookie(c, SESSION_COOKIE, { path: '/' });
+      return c.redirect('/login', 303);
+    },
+  );
 
   mountPages(app, {
     viewer,

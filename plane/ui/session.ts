@@ -8,8 +8,17 @@ import { and, eq, gt, isNull, lt } from 'drizzle-orm';
 import type { PlaneDb } from '../db/open.js';
 import { apiKeys, sessions } from '../db/schema.js';
 import type { Principal } from '../auth.js';
+import type { Context } from 'hono';
+import { getCookie } from 'hono/cookie';
+import { csrfOf } from '../../inspector/csrf.js';
 
 export const SESSION_COOKIE = 'wm_session';
+
+/** The form token of the request's session (the Log out form's), or null without a session. */
+export const sessionToken = (c: Context): string | null => {
+  const s = getCookie(c, SESSION_COOKIE);
+  return s === undefined ? null : csrfOf(s);
+};
 const TTL_MS = 12 * 3600_000;
 const hash = (t: string) => createHash('sha256').update(t).digest('hex');
 

@@ -185,7 +185,8 @@ describe('tenancy and auth across every endpoint and page', () => {
     for (const bad of [keys.revoked, keys.ingestOnly]) {
       const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: bad, next: '/' }) });
       expect(login.status).toBe(401);
-      expect(login.headers.get('set-cookie')).toBeNull();
+      // no session (the page shown again may set its login form's cookie)
+      expect(login.headers.get('set-cookie') ?? '').not.toContain('wm_session');
     }
     const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: keys.other, next: '//evil.example/' }) });
     expect(login.status).toBe(303);
@@ -214,42 +215,56 @@ describe('tenancy and auth across every endpoint and page', () => {
   });
 
   it('login and logout posted from a page of another site are refused (403, no session made or ended): login CSRF', async () => {
-    const post = (path: string, headers: Record<string, string>, cookie?: string) =>
+    /** The login page's cookie and its form token, as a browser that loaded the page holds them. */
+    const loginPage = async () => {
+      const page = await fetch(`${plane.url}/login`);
+      const cookie = page.headers.get('set-cookie')!.split(';')[0];
+      const token = /name="csrf" value="([^"]+)"/.exec(await page.text())![1];
+      return { cookie, token };
+    };
+    const post = (path: string, headers: Record<string, string>, o: { cookie?: string; csrf?: string } = {}) =>
       fetch(`${plane.url}${path}`, {
         method: 'POST',
         redirect: 'manual',
-        headers: { ...headers, ...(cookie ? { cookie } : {}) },
-        body: new URLSearchParams({ key: keys.owner, next: '/' }),
+        headers: { ...headers, ...(o.cookie ? { cookie: o.cookie } : {}) },
+        body: new URLSearchParams({ key: keys.owner, next: '/', ...(o.csrf ? { csrf: o.csrf } : {}) }),
       });
-    // what a browser says of a form on another site: Sec-Fetch-Site (no page can set it), or an Origin not this plane's
-    const foreign: Record<string, string>[] = [
-      { 'sec-fetch-site': 'cross-site' },
-      { 'sec-fetch-site': 'same-site' },
-      { origin: 'https://evil.example' },
-      { 'sec-fetch-site': 'cross-site', origin: 'null' },
-    ];
+    const own = await loginPage();
+    // what a browser sends from a page of another site: Sec-Fetch-Site (no page can set it), a foreign Origin, or
+    // Origin null (any page can send it, with its own no-referrer policy or from a sandboxed frame) without the form's token
+    const foreign: Record<string, string>[] = [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }, { origin: 'null' }];
     for (const headers of foreign) {
       const r = await post('/login', headers);
       expect(r.status, JSON.stringify(headers)).toBe(403);
       expect(r.headers.get('set-cookie'), JSON.stringify(headers)).toBeNull();
     }
-    // the plane's own login form (same-origin, or Origin null under its no-referrer policy) and a script without either sign in
-    const own: Record<string, string>[] = [{ 'sec-fetch-site': 'same-origin', origin: 'null' }, { 'sec-fetch-site': 'none' }, { origin: new URL(plane.url).origin }, {}];
+    // another page's stale or forged token, or the login page's token without its cookie: refused too
+    expect((await post('/login', { origin: 'null' }, { csrf: own.token })).status).toBe(403);
+    expect((await post('/login', { origin: 'null' }, { cookie: own.cookie, csrf: 'forged' })).status).toBe(403);
+    // the plane's own login form (Origin null under its no-referrer policy, with the page's cookie and token), and a script without either header, sign in
     const sessions: string[] = [];
-    for (const headers of own) {
-      const r = await post('/login', headers);
+    for (const [headers, o] of [
+      [{ 'sec-fetch-site': 'same-origin', origin: 'null' }, own],
+      [{ origin: new URL(plane.url).origin }, own],
+      [{}, {}],
+    ] as const) {
+      const r = await post('/login', headers, { cookie: o.cookie, csrf: 'token' in o ? o.token : undefined });
       expect(r.status, JSON.stringify(headers)).toBe(303);
       sessions.push(r.headers.get('set-cookie')!.split(';')[0]);
     }
     // a forced logout from another site ends nothing: the session still reads its pages
     const session = sessions[0];
     for (const headers of foreign) {
-      const r = await post('/logout', headers, session);
+      const r = await post('/logout', headers, { cookie: session });
       expect(r.status, JSON.stringify(headers)).toBe(403);
       expect(r.headers.get('set-cookie')).toBeNull();
     }
     expect((await fetch(`${plane.url}/`, { redirect: 'manual', headers: { cookie: session } })).status).toBe(200);
-    expect((await post('/logout', { 'sec-fetch-site': 'same-origin' }, session)).status).toBe(303);
+    // the page's own Log out form carries the session's token
+    const page = await (await fetch(`${plane.url}/`, { headers: { cookie: session } })).text();
+    const logoutToken = /action="\/logout"><input type="hidden" name="csrf" value="([^"]+)"/.exec(page)?.[1];
+    expect(logoutToken).toBeDefined();
+    expect((await post('/logout', { 'sec-fetch-site': 'same-origin', origin: 'null' }, { cookie: session, csrf: logoutToken })).status).toBe(303);
     expect((await fetch(`${plane.url}/`, { redirect: 'manual', headers: { cookie: session } })).status).toBe(303);
   });
 

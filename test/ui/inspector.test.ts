@@ -126,8 +126,10 @@ describe('the inspector in headless chromium', () => {
     await page.fill('input[name=key]', readKey);
     await page.click('button[type=submit]');
     await page.waitForURL(`${plane.url}/`);
-    const [cookie] = await page.context().cookies();
-    expect(cookie).toMatchObject({ name: 'wm_session', httpOnly: true, sameSite: 'Strict' });
+    const cookies = await page.context().cookies();
+    expect(cookies.find((c) => c.name === 'wm_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    // the login form's own cookie (its CSRF secret) is as closed
+    expect(cookies.find((c) => c.name === 'wm_login')).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/login' });
     expect(await page.content()).not.toContain(readKey);
   });
 
