@@ -59,18 +59,19 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
 
   /**
    * A page of another site must not post login or logout (login CSRF: the victim signed in under the
-   * attacker's key; a forced logout). A browser's post carries Origin (its own pages, under no-referrer,
-   * send `null`, which any page can send too), so a browser's post must also carry the form's token: the
-   * login page's cookie (set on GET /login, SameSite=Strict) or the session's. Sec-Fetch-Site, which no
-   * page can set, refuses another site outright. A client that sends neither header (curl, a script) is
-   * not a browser tricked by a page, and signs in with its key alone.
+   * attacker's key; a forced logout). A browser's post carries Origin: a foreign one is refused; `null`
+   * (what the inspector's own pages send under no-referrer, and what any page can send too) must come with
+   * the form's token, of the login page's cookie (set on GET /login, SameSite=Strict) or of the session.
+   * Sec-Fetch-Site, which no page can set, refuses another site outright. A client that sends neither
+   * header (curl, a script) is not a browser tricked by a page, and signs in with its key alone.
    */
   const ownForm =
     (secret: (c: Context<PlaneEnv>) => string | undefined): MiddlewareHandler<PlaneEnv> =>
     async (c, next) => {
       const site = c.req.header('sec-fetch-site');
       const origin = c.req.header('origin');
-      const form = origin === undefined ? null : await c.req.parseBody();
+      // Origin null is the one a page of another site can also send; this plane's own origin no other page can
+      const form = origin === 'null' ? await c.req.parseBody() : null;
       if ((site && site !== 'same-origin' && site !== 'none') || !originOk(origin, c.req.url) || (form && !tokenOk(form.csrf, secret(c) ?? ''))) {
         return c.text('refused: this form was posted from a page of another site (or the page was too old: load it again)', 403);
       }

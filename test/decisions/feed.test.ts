@@ -371,7 +371,10 @@ describe('decisions made on the plane', () => {
     expect(await server.replica.runAtPlane(`never-${id}`)).toBeNull();
     const w = worker({ m: server, restore: true });
     await w.until((s) => s.filter((x) => x.decision.decisionId === d.decisionId).length >= 2);
-    expect(w.seen.filter((x) => x.decision.decisionId === d.decisionId).map((x) => x.outcome)).toEqual(['failed', 'failed']);
+    // the worker goes on retrying while this reads: every try so far failed (two at least)
+    const outcomes = w.seen.filter((x) => x.decision.decisionId === d.decisionId).map((x) => x.outcome);
+    expect(outcomes.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(outcomes)).toEqual(new Set(['failed']));
     expect(w.seen[0]).toMatchObject({ error: { code: 'PLANE_ERROR' } });
     expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, state: 'pending', held: false });
   });
