@@ -13,6 +13,9 @@ export const JsonValue = z
 
 export const Uuidv7 = z.string().regex(UUIDV7_RE, 'must be a lowercase UUIDv7');
 
+/** A control character (C0 or DEL): no id holds one, and Postgres text cannot hold U+0000. */
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
 /** Printable, no control characters: ids end up in URLs, logs and the UI. */
 const printable = (max: number) =>
   z

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { ClaimConflictView, DecisionView, ExecutionView, HoleView, Page, RestorePage } from '../../shared/protocol.js';
-import { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
+import { Checkpoint, CONTROL_CHARACTER, PendingInterrupt } from '../../shared/rows.js';
 import { decisionOf } from '../decisions.js';
 import { getExecution, listClaimConflicts, listExecutions, listHoles, listRows, listTakeovers, pauseState, restorePage } from '../read.js';
 import { describeHoles } from '../../shared/holes.js';
@@ -39,7 +39,7 @@ const idFilter = (max: number) =>
   z
     .string()
     .max(max)
-    .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters');
+    .refine((v) => !CONTROL_CHARACTER.test(v), 'must not contain control characters');
 
 /** A time to compare with `updated_at`: Postgres has no year 0 (1 BC), so that one is refused here, not by the database. */
 const Since = z.iso.datetime().refine((v) => !v.startsWith('0000'), 'must be in the years 0001-9999');

@@ -26,14 +26,14 @@ import {
 } from '../read.js';
 import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';
-import { ExecutionId, WriterId } from '../../shared/rows.js';
+import { CONTROL_CHARACTER, ExecutionId, WriterId } from '../../shared/rows.js';
 
 // What a page's query or path names goes into queries as it is. A value no stored id or seq can be (U+0000,
 // which Postgres text cannot hold; a seq past int4) matches nothing here, as it matches nothing in a local
 // store: the pages answer as for any run or row that is not there, never a database error.
 const mayBeRun = (id: string) => ExecutionId.safeParse(id).success;
 /** A run id's prefix (the list's search): any text without control characters ('.' included: '.hidden' starts with it). */
-const mayBePrefix = (q: string) => !/[\u0000-\u001f\u007f]/.test(q);
+const mayBePrefix = (q: string) => !CONTROL_CHARACTER.test(q);
 const mayBeSeq = (seq: number) => seq >= 0 && seq <= LIMITS.maxSeq;
 const NO_RUNS = { items: [], nextCursor: null };
 
