@@ -125,23 +125,28 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
     await recordContacts(tx, projectId, writerId, items);
     const refused = items.filter((i) => i.result?.status === 'rejected');
     if (refused.length) {
-      await tx.insert(quarantine).values(
-        refused.map((i) => {
-          const r = i.result as Extract<RowResult, { status: 'rejected' }>;
-          const truncated = i.text.length > LIMITS.quarantinePayloadBytes;
-          return {
-            projectId,
-            writerId,
-            rowId: i.id,
-            kind: typeof (i.raw as { kind?: unknown })?.kind === 'string' ? clean((i.raw as { kind: string }).kind, 64) : null,
-            executionId: i.executionId ?? executionGuess(i.raw),
-            code: r.code,
-            reason: r.reason,
-            payload: clean(i.text, LIMITS.quarantinePayloadBytes),
-            truncated,
-          };
-        }),
-      );
+      await tx
+        .insert(quarantine)
+        .values(
+          refused.map((i) => {
+            const r = i.result as Extract<RowResult, { status: 'rejected' }>;
+            const truncated = i.text.length > LIMITS.quarantinePayloadBytes;
+            return {
+              projectId,
+              writerId,
+              rowId: i.id,
+              kind: typeof (i.raw as { kind?: unknown })?.kind === 'string' ? clean((i.raw as { kind: string }).kind, 64) : null,
+              executionId: i.executionId ?? executionGuess(i.raw),
+              code: r.code,
+              reason: r.reason,
+              payload: clean(i.text, LIMITS.quarantinePayloadBytes),
+              truncated,
+              // the same text refused for the same reason again (a batch re-sent after its answer was lost) is one record
+              payloadHash: createHash('sha256').update(`${r.code}\n${i.text}`).digest('hex'),
+            };
+          }),
+        )
+        .onConflictDoNothing();
     }
     // rows stored by this batch: a redelivered row (duplicate) was counted when it was first stored
     const acked = items.filter((i) => i.result === undefined || i.result.status === 'accepted').length;

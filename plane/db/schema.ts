@@ -154,8 +154,13 @@ export const pendingInterrupts = pgTable(
     /** Order of opening (a DB sequence, renewed when the run's next pause replaces the row): the approvals inbox is oldest first by it. */
     openedSeq: bigserial({ mode: 'number' }).notNull(),
   },
-  // the inbox's open pauses in order, without walking every pause ever answered
-  (t) => [primaryKey({ columns: [t.projectId, t.executionId] }), index('pending_interrupts_open').on(t.projectId, t.openedSeq).where(sql`state = 'open'`)],
+  // the inbox's open pauses in order, without walking every pause ever answered;
+  // a pause event's owner check finds a pause by its checkpoint (ingest-events.ts) without walking the project's pauses
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.executionId] }),
+    index('pending_interrupts_open').on(t.projectId, t.openedSeq).where(sql`state = 'open'`),
+    index('pending_interrupts_checkpoint').on(t.projectId, t.checkpointId),
+  ],
 );
 
 /**
@@ -263,9 +268,15 @@ export const quarantine = pgTable(
     /** The refused payload, truncated to LIMITS.quarantinePayloadBytes. */
     payload: text().notNull(),
     truncated: boolean().notNull().default(false),
+    /** sha256 of the whole refused text (before truncation): a batch sent again (its answer lost) adds no second record. NULL on records older than this column. */
+    payloadHash: text(),
     receivedAt: now(),
   },
-  (t) => [index('quarantine_project').on(t.projectId, t.id), index('quarantine_execution').on(t.projectId, t.executionId).where(sql`execution_id IS NOT NULL`)],
+  (t) => [
+    index('quarantine_project').on(t.projectId, t.id),
+    index('quarantine_execution').on(t.projectId, t.executionId).where(sql`execution_id IS NOT NULL`),
+    uniqueIndex('quarantine_once').on(t.projectId, t.writerId, t.payloadHash),
+  ],
 );
 
 /**

@@ -116,6 +116,32 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       for (const i of q.body.items) expect(i.reason.length).toBeGreaterThan(3);
     });
 
+    it('a batch sent again after its answer was lost adds no second quarantine record; another writer or another reason still adds one', async () => {
+      const [good] = await eventsOf(async (s) => void (await s.put(step('requar-1', 0))));
+      const bad = { ...(good as object), row: { ...(good as { row: object }).row, seq: -7 } };
+      const first = await ingest([bad, good], { writerId: 'wq' });
+      expect(first.body.results.map((x: { status: string }) => x.status)).toEqual(['rejected', 'accepted']);
+      // the same batch again, twice, and the bad row twice within one batch: each answer still names the refusal
+      for (const rows of [
+        [bad, good],
+        [bad, bad, good],
+      ]) {
+        const again = await ingest(rows, { writerId: 'wq' });
+        expect(again.body.results.filter((x: { status: string }) => x.status === 'rejected')).toHaveLength(rows.length - 1);
+      }
+      const records = async () => (await get('/v1/quarantine?executionId=requar-1&limit=1000')).body.items as { writerId: string; code: string }[];
+      expect((await records()).map((i) => [i.writerId, i.code])).toEqual([['wq', 'invalid']]);
+      // the same text from another writer is that writer's record; the same id with other text is another refusal
+      await ingest([bad], { writerId: 'wq2' });
+      const changed = { ...(good as object), row: { ...(good as { row: object }).row, seq: -8 } };
+      await ingest([changed], { writerId: 'wq' });
+      expect((await records()).map((i) => [i.writerId, i.code])).toEqual([
+        ['wq', 'invalid'],
+        ['wq2', 'invalid'],
+        ['wq', 'invalid'],
+      ]);
+    });
+
     it('row size defect: multibyte rows are measured as the store measures them, UTF-8 bytes as sent (one under and at the limit accepted, one over too_large)', async () => {
       // `n` UTF-8 bytes of emoji (4 bytes, 2 UTF-16 units) and CJK (3 bytes, 1 unit), ASCII for the remainder
       const fill = (n: number) => {
