@@ -437,8 +437,15 @@ export interface Checkpointer {
   listExecutions(options?: { afterExecutionId?: string; limit?: number; state?: ExecutionState }): Promise<ExecutionSummary[]>;
   /** A stored `null` is a hit. */
   getIdempotent(executionId: string, key: string): Promise<IdempotentLookup>;
-  /** Insert if absent; the first stored result wins and is returned. */
-  putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry>;
+  /**
+   * Insert if absent; the first stored result wins and is returned. An entry
+   * whose event is over the row limit (`LIMITS.rowBytes`, as sent) is refused
+   * (INVALID_ROW), as a checkpoint is: a plane could not hold it, and a machine
+   * that restored the run would not know the effect ran. With `options.lease`
+   * the write is fenced as a put is (LeaseLost, or RunCancelled, writing
+   * nothing): a runner taken over, or a run deleted or cancelled, records nothing.
+   */
+  putIdempotent(executionId: string, key: string, result: Json | null, options?: WriteOptions): Promise<IdempotencyEntry>;
   listIdempotent(executionId: string): Promise<IdempotencyEntry[]>;
   /**
    * Delete every row of one execution, and queue the deletion for the plane

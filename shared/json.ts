@@ -85,6 +85,20 @@ export function storableText(s: string): string {
 }
 
 /**
+ * `value` (plain JSON) with every string and key passed through `storableText`;
+ * the value itself when nothing needed it. A key that becomes another key
+ * present keeps the later value, as `JSON.parse` does with a repeated key.
+ */
+export function storableJson(value: Json): Json {
+  if (typeof value === 'string') return storableText(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(storableJson);
+  const out: Record<string, Json> = {};
+  for (const k of Object.keys(value)) setOwn(out, storableText(k), storableJson(value[k]));
+  return out;
+}
+
+/**
  * JSON with object keys sorted at every level: the same value always gives
  * the same text. Used for idempotency keys and payload comparison.
  */

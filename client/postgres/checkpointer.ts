@@ -26,7 +26,7 @@ import { fromColumns, toColumns, type CheckpointColumns, type IdempotencyColumns
 import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
 import { checkBundle } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
-import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkListOptions, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
+import { buildRow, canonicalTime, checkIdempotencyBytes, checkIdempotencyKey, checkInput, checkJson, checkListOptions, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
 import { migratedWriterId, migratePostgres } from './migrations.js';
 import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
@@ -510,18 +510,22 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => readIdempotent(sql, this.t, executionId, key));
   }
 
-  async putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry> {
+  async putIdempotent(executionId: string, key: string, result: Json | null, options: C.WriteOptions = {}): Promise<IdempotencyEntry> {
     this.assertOpen();
     checkIdempotencyKey(executionId, key);
     checkJson('idempotent result', result);
+    if (options.lease) checkLease(executionId, options.lease);
+    const e: IdempotencyEntry = { executionId, key, result, createdAt: canonicalTime() };
+    const event = idempotencyRecorded(e);
+    checkIdempotencyBytes(key, event.bytes);
     // INSERT … ON CONFLICT DO NOTHING: a retry after a lost commit finds the stored entry
     const entry = await this.write(async (tx) => {
-      const e: IdempotencyEntry = { executionId, key, result, createdAt: canonicalTime() };
+      if (options.lease) await fence(tx, this.t, options.lease, false);
       const inserted = await tx<IdempotencyColumns[]>`
         INSERT INTO ${this.t.idempotency} ${tx(toColumns.idempotency(e))}
         ON CONFLICT (execution_id, key) DO NOTHING RETURNING *`;
       if (inserted.length === 1) {
-        await this.queueEvent(tx, idempotencyRecorded(e));
+        await this.queueEvent(tx, event);
         return e;
       }
       const [row] = await tx<IdempotencyColumns[]>`

@@ -7,6 +7,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Json } from '../../shared/json.js';
 import type { Checkpointer } from '../checkpointer.js';
+import type { RunLease } from './lease.js';
 
 export interface ToolScope {
   toolName: string;
@@ -25,8 +26,8 @@ export interface RunContext {
   store: Checkpointer;
   agentPath: string;
   tool: ToolScope | null;
-  /** The runner's lease: an idempotent side effect is not started once it is known lost. */
-  lease?: { check(): void };
+  /** The runner's lease: an idempotent side effect starts only once the store confirmed it, and its record is fenced by it. */
+  lease?: RunLease;
 }
 
 const storage = new AsyncLocalStorage<RunContext>();

@@ -15,16 +15,24 @@
  * recorded in its JSON form (what `JSON.stringify` gives: undefined fields
  * dropped, a Date as its string, `toJSON` honoured), and that form is what
  * every call returns, the first included, so a replay sees what the first pass
- * saw. A result with no JSON form at all (a BigInt, a cycle) is
- * EFFECT_NOT_RECORDED, and a store failure is STORE_FAILED: both escape the
- * run (see Agent), never a tool failure the model could answer by calling the
- * tool again.
+ * saw; text no store can hold (a lone surrogate, U+0000) becomes U+FFFD. A
+ * result with no JSON form at all (a BigInt, a cycle), or over the row limit
+ * (`LIMITS.rowBytes` as sent: a plane could not hold it, and a machine that
+ * restored the run would run the effect again), is EFFECT_NOT_RECORDED, and a
+ * store failure is STORE_FAILED: both escape the run (see Agent), never a
+ * tool failure the model could answer by calling the tool again.
+ *
+ * Leases. Inside a run that holds a lease, `fn` starts only once the store
+ * confirmed the lease (a fenced renewal: a runner that stalled while another
+ * took the run over learns it here, not after the effect), and the result is
+ * recorded fenced by it: a run taken over, cancelled or deleted meanwhile
+ * records nothing (LeaseLost, RunCancelled).
  *
  * Concurrency. Calls with the same key in flight at once, in one store and
  * execution, share one promise: one effect.
  */
 import { createHash } from 'node:crypto';
-import { stableStringify, jsonProblem, textProblem, type Json } from '../../shared/json.js';
+import { stableStringify, jsonProblem, storableJson, textProblem, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { Checkpointer, IdempotentLookup } from '../checkpointer.js';
@@ -128,16 +136,35 @@ function shared(run: RunContext, key: string, body: () => Promise<unknown>): Pro
 async function once(run: RunContext, call: CallKey, what: string, fn: () => unknown): Promise<Json | null> {
   const hit = await lookup(run, call);
   if (hit.hit) return hit.result;
-  // another runner took this run over: the side effect is theirs to run
-  run.lease?.check();
+  await leaseConfirmed(run, what);
   const value = jsonForm(await fn(), what);
   try {
-    return (await run.store.putIdempotent(run.executionId, call.key, value)).result;
+    return (await run.store.putIdempotent(run.executionId, call.key, value, run.lease ? { lease: run.lease.lease } : {})).result;
   } catch (e) {
     if (hasCode(e, ErrorCode.INVALID_ROW)) {
       throw new EffectNotRecorded(`the side effect '${what}' ran but the store refused its result: ${(e as Error).message}`, { cause: e });
     }
+    // taken over, cancelled or deleted while the effect ran: its record would belong to a run this runner no longer holds
+    if (isLeaseError(e)) throw e;
     throw storeFailed(`the side effect '${what}' ran but its result could not be recorded`, e);
+  }
+}
+
+const isLeaseError = (e: unknown) => hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED);
+
+/**
+ * Before a side effect: the store confirms this runner still holds the run.
+ * A runner that stalled past its lease (its renewal timer could not fire)
+ * while another took the run over must not start the effect the other one
+ * runs; nor may a runner whose run was cancelled or deleted.
+ */
+async function leaseConfirmed(run: RunContext, what: string): Promise<void> {
+  if (!run.lease) return;
+  try {
+    await run.lease.confirm();
+  } catch (e) {
+    if (isLeaseError(e)) throw e;
+    throw storeFailed(`could not confirm this runner's lease before the side effect '${what}'`, e);
   }
 }
 
@@ -151,7 +178,11 @@ async function lookup(run: RunContext, call: CallKey): Promise<IdempotentLookup>
   }
 }
 
-/** The result as JSON.stringify sees it, parsed back; undefined (or a function) is null. */
+/**
+ * The result as JSON.stringify sees it, parsed back; undefined (or a function)
+ * is null. Text no store can hold (a lone surrogate, as `text.slice(0, n)` can
+ * leave of an emoji; U+0000) becomes U+FFFD, as in model and tool output.
+ */
 function jsonForm(result: unknown, what: string): Json | null {
   let text: string | undefined;
   try {
@@ -159,7 +190,8 @@ function jsonForm(result: unknown, what: string): Json | null {
   } catch (e) {
     throw new EffectNotRecorded(`the side effect '${what}' ran but its result has no JSON form: ${(e as Error)?.message ?? e}`, { cause: e });
   }
-  const value = text === undefined ? null : (JSON.parse(text) as Json);
+  const parsed = text === undefined ? null : (JSON.parse(text) as Json);
+  const value = jsonProblem(parsed) === null ? parsed : storableJson(parsed);
   const problem = jsonProblem(value);
   if (problem) throw new EffectNotRecorded(`the side effect '${what}' ran but its result cannot be stored: ${problem}`);
   return value;

@@ -60,6 +60,24 @@ export class RunLease {
     if (this.lost) throw this.lost;
   }
 
+  /**
+   * The lease is still this runner's, as the store sees it now: a fenced
+   * renewal, which also gives what follows a whole ttl before anyone else
+   * could take the run. The timer's renewals cannot say so after a stall (a
+   * blocked event loop, a suspended laptop): an idempotent side effect asks
+   * this first. Throws LeaseLost once another runner took the run over
+   * (RunCancelled once it was cancelled; a deleted run has no lease left).
+   */
+  async confirm(): Promise<void> {
+    this.check();
+    try {
+      await this.store.renewLease(this.lease);
+    } catch (e) {
+      if (hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED)) this.lost = e as Error;
+      throw e;
+    }
+  }
+
   /** Stop renewing; give the lease up unless a marker or pause already did, or it was lost. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);

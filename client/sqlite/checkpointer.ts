@@ -37,7 +37,7 @@ import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClos
 import { checkBundle } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
 import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, SENDING_KEY, sendingNote, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
-import { buildRow, canonicalTime, checkIdempotencyKey, checkInput, checkJson, checkListOptions, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
+import { buildRow, canonicalTime, checkIdempotencyBytes, checkIdempotencyKey, checkInput, checkJson, checkListOptions, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { usageTotalsOf, type UsageColumns } from '../store/usage.js';
@@ -471,15 +471,19 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return row ? { hit: true, result: fromColumns.idempotency(row).result } : { hit: false };
   }
 
-  async putIdempotent(executionId: string, key: string, result: Json | null): Promise<IdempotencyEntry> {
+  async putIdempotent(executionId: string, key: string, result: Json | null, options: C.WriteOptions = {}): Promise<IdempotencyEntry> {
     this.assertOpen();
     checkIdempotencyKey(executionId, key);
     checkJson('idempotent result', result);
+    if (options.lease) checkLease(executionId, options.lease);
+    const e: IdempotencyEntry = { executionId, key, result, createdAt: canonicalTime() };
+    const event = idempotencyRecorded(e);
+    checkIdempotencyBytes(key, event.bytes);
     const entry = this.db
       .transaction(() => {
-        const e: IdempotencyEntry = { executionId, key, result, createdAt: canonicalTime() };
+        if (options.lease) fenceWrite(this.st, options.lease, false);
         if (this.st.insertIdem.run(toColumns.idempotency(e)).changes === 1) {
-          this.queue(idempotencyRecorded(e));
+          this.queue(event);
           return e;
         }
         return fromColumns.idempotency(this.st.getIdem.get(executionId, key) as IdempotencyColumns);

@@ -263,6 +263,13 @@ export function checkIdempotencyKey(executionId: string, key: string): void {
   if (tp) fail(`invalid idempotency entry: ${tp}`);
 }
 
+/** An idempotency entry's event (`bytes`: its size as sent) must fit the row limit, as a checkpoint's does. */
+export function checkIdempotencyBytes(key: string, bytes: number): void {
+  if (bytes > LIMITS.rowBytes) {
+    fail(`idempotency entry '${key}' is ${bytes} bytes (UTF-8, as sent), over the ${LIMITS.rowBytes}-byte row limit`, { bytes });
+  }
+}
+
 /** Validate a restore bundle with the wire schemas before anything is written. */
 export function checkBundleRows<T>(schema: z.ZodType<T>, rows: unknown[], what: string): T[] {
   return rows.map((r, i) => {

@@ -128,6 +128,37 @@ export function runLeaseProcessSuite(options: LeaseProcessSuiteOptions): void {
       expect([...tally(effects).entries()].sort()).toEqual([0, 1].map((s) => [`${id} ${s}`, 1]));
     });
 
+    it('a stalled runner that wakes while the new runner is in the same tool, its effect not yet recorded, does not start the effect: the store confirms the lease first', async () => {
+      const id = `stall-mid-${n}`;
+      const wake = tmp.file(`wake-mid-${n}`);
+      const stalled = forkTs(CHILD, args('run', id, '1'), { STALL_UNTIL: wake });
+      const out = outputOf(stalled);
+      const deadline = Date.now() + 120_000;
+      while (!((await store.list(id)).some((r) => r.step === 'tool_call') && (await store.getLease(id))?.live === false)) {
+        if (Date.now() > deadline) throw new Error('the runner never stalled');
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      let woke: Awaited<typeof out> | undefined;
+      const agent = leaseAgent({
+        store,
+        callsFile: calls,
+        effectsFile: effects,
+        leaseMs: 30_000,
+        // the new runner is inside the tool, before its effect: the stalled one wakes and runs to its end meanwhile
+        onTool: async () => {
+          writeFileSync(wake, '');
+          woke = await out;
+        },
+      });
+      expect((await agent.resume(id)).status).toBe('completed');
+      expect(woke?.json?.error?.code, woke?.stderr).toBe('LEASE_LOST');
+      // the one effect is the new runner's (this process); the stalled runner neither ran it nor recorded it
+      const lines = readFileSync(effects, 'utf8').split('\n').filter(Boolean);
+      expect(lines).toEqual([`${id} 0 ${process.pid}`]);
+      expect((await store.listIdempotent(id)).map((e) => e.key)).toEqual([`effect:${id}:0`]);
+      await expectOneRun(id);
+    });
+
     it('cancel while a runner in another process is mid-tool: it stops at its next step boundary with RUN_CANCELLED, writes nothing more, and resume refuses the run', async () => {
       const id = `cancel-${n}`;
       const release = tmp.file(`release-${n}`);

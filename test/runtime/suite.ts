@@ -371,6 +371,69 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       }
     });
 
+    it('an idempotent result holding text no store can hold (a lone surrogate left by slicing an emoji, U+0000, in a value or a key) is recorded with U+FFFD, once; every pass sees that form', async () => {
+      let charged = 0;
+      const seen: unknown[] = [];
+      const charge = idempotent(async function charge(_text: string) {
+        charged++;
+        return { preview: 'charged \u{1F4B3}'.slice(0, 9), ref: 'abc\u0000', 'k\uD800': 1 };
+      });
+      const { agent, model } = pausingAgent('fffd', async ({ text }) => {
+        const r = await charge(text);
+        seen.push(r);
+        return r;
+      });
+      const id = `fffd-${n}`;
+      expect((await agent.run('go', { executionId: id })).status).toBe('paused');
+      expect((await agent.resume(id, { approved: true })).status).toBe('completed');
+      const form = { preview: 'charged \uFFFD', ref: 'abc\uFFFD', 'k\uFFFD': 1 };
+      expect({ charged, calls: model.calls, seen }).toEqual({ charged: 1, calls: 2, seen: [form, form] });
+      expect((await store.listIdempotent(id)).map((e) => e.result)).toEqual([form]);
+    });
+
+    it('an idempotent result over the row limit escapes the run as EFFECT_NOT_RECORDED naming its size, recording nothing (a plane could not hold it, a restoring machine would repeat it)', async () => {
+      let ran = 0;
+      const report = idempotent(async function report(_text: string) {
+        ran++;
+        return { body: '\u6F22'.repeat(400_000) };
+      });
+      const { agent } = pausingAgent('big', async ({ text }) => report(text));
+      const id = `too-big-${n}`;
+      const err = await agent.run('go', { executionId: id }).catch((e: Error) => e);
+      expect(err).toMatchObject({ code: 'EFFECT_NOT_RECORDED', message: expect.stringMatching(/report.* 1200\d+ bytes .*over the 1048576-byte row limit/) });
+      expect(ran).toBe(1);
+      expect(await store.listIdempotent(id)).toEqual([]);
+    });
+
+    it('a run deleted while its idempotent effect runs records nothing: the runner stops (LEASE_LOST), and a new run under the id runs its own effect', async () => {
+      const effects: string[] = [];
+      let entered!: () => void;
+      const inEffect = new Promise<void>((r) => (entered = r));
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let hold = true;
+      const charge = idempotent(async function charge(order: string) {
+        effects.push(order);
+        if (hold) {
+          hold = false;
+          entered();
+          await released;
+        }
+        return { charged: order };
+      });
+      const { agent } = pausingAgent('del', async ({ text }) => charge(text));
+      const id = `del-mid-effect-${n}`;
+      const first = agent.run('o-7', { executionId: id }).catch((e: { code?: string }) => e);
+      await inEffect;
+      expect((await store.deleteExecution(id)).checkpoints).toBeGreaterThan(0);
+      release();
+      expect(await first).toMatchObject({ code: 'LEASE_LOST' });
+      expect(await store.listIdempotent(id)).toEqual([]);
+      expect(await store.list(id)).toEqual([]);
+      expect((await agent.run('o-7', { executionId: id })).status).toBe('paused');
+      expect(effects).toHaveLength(2);
+    });
+
     it('idempotent arguments with no stable JSON form are refused before fn runs, as a tool result', async () => {
       let ran = 0;
       const badArgs = idempotent(async function badArgs(_x: unknown) {

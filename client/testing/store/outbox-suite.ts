@@ -183,6 +183,27 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       expect((await store.getById((await store.latest(ids.at))!.id))?.nodeOutput).toBe(fill(room));
     });
 
+    test('row size defect: an idempotency entry is held to the row limit as its event is sent (multibyte; at the limit stored and queued, one byte over refused, nothing written)', async () => {
+      const a = exec();
+      // emoji (4 bytes) and CJK (3 bytes) for `n` UTF-8 bytes, ASCII for the remainder
+      const fill = (n: number) => {
+        const cjk = '\u6F22'.repeat(Math.floor((n - 4000) / 3));
+        return '\u{1F600}'.repeat(1000) + cjk + 'x'.repeat(n - 4000 - 3 * cjk.length);
+      };
+      const sent = async (key: string) => (await store.fetchUnsynced({ limit: 1000, maxBytes: 1e9 })).find((e) => e.kind === 'idempotency' && (e.event as { row: { key: string } }).row.key === key)!;
+      // keys of one length: the entries differ by their result only
+      await store.putIdempotent(a, 'p', { body: '' });
+      const room = LIMITS.rowBytes - (await sent('p')).bytes;
+      const before = (await store.outboxStats()).pendingCount;
+      await expectCode(store.putIdempotent(a, 'o', { body: fill(room + 1) }), 'INVALID_ROW');
+      expect(await store.getIdempotent(a, 'o')).toEqual({ hit: false });
+      expect((await store.outboxStats()).pendingCount).toBe(before);
+      await store.putIdempotent(a, 'a', { body: fill(room) });
+      const at = await sent('a');
+      expect([at.bytes, eventBytes(at.event)]).toEqual([LIMITS.rowBytes, LIMITS.rowBytes]);
+      expect(await store.getIdempotent(a, 'a')).toEqual({ hit: true, result: { body: fill(room) } });
+    });
+
     test('outbox byte counts are UTF-8 bytes of each event as sent, for every kind', async () => {
       const a = exec();
       await store.put(input(a, { nodeInput: '\u6F22\u5B57 \u{1F600}' }));
