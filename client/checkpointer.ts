@@ -255,8 +255,12 @@ export interface StoredDecision extends Decision {
   seq: number;
 }
 
-/** What `recordDecision` did: recorded, or the pause already had a decision (`existing`, kept). */
-export type RecordDecisionResult = { recorded: true } | { recorded: false; existing: Decision };
+/**
+ * What `recordDecision` did: recorded (`replaced`: the local decision the
+ * plane's first one took the place of), or the pause already had a decision
+ * (`existing`, kept).
+ */
+export type RecordDecisionResult = { recorded: true; replaced?: Decision } | { recorded: false; existing: Decision };
 
 export interface ListDecisionsOptions {
   /** Only decisions in this derived state. */
@@ -360,8 +364,12 @@ export interface Checkpointer {
    * is PAUSE_NOT_FOUND, never answered with that run's decision) and queues a
    * `decision_recorded` event; `source: 'plane'` (from
    * the plane's feed or a restore) is stored even for a run this store does not
-   * hold, and queues nothing. An invalid decision: INVALID_DECISION naming
-   * every problem. Nothing is written when refused.
+   * hold, and queues nothing. The plane decides which decision of a pause is
+   * first: a plane decision for an open pause whose decision here is another,
+   * local one not applied (recorded before the plane's reached this store)
+   * takes its place (`replaced`; that one's event, if sent, the plane drops).
+   * An invalid decision: INVALID_DECISION naming every problem. Nothing is
+   * written when refused.
    */
   recordDecision(decision: Decision): Promise<RecordDecisionResult>;
   /** Decisions in recording order with their derived state, paged by `cursor`. */

@@ -17,12 +17,13 @@
  * nothing is recorded.
  */
 import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
-import type { FC } from 'hono/jsx';
+import { useContext, type FC } from 'hono/jsx';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import { ErrorCode, hasCode } from '../shared/errors.js';
 import type { Json } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
 import { Badge, Id, json, Layout, ShortId, Table, Time } from './layout.js';
+import { FRAME } from './frame.js';
 import { BadCursorPage } from './refused-page.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged } from './source.js';
 
@@ -178,7 +179,8 @@ export const ApprovalsPage: FC<{
   <Layout title="Pending approvals">
     <h1>Pending approvals</h1>
     <p class="muted">
-      Pauses waiting for an answer, oldest first. Open a run to approve or decline it; the application's worker resumes the run.
+      {/* a local store keeps no order of when its pauses opened: its inbox pages by run id */}
+      Pauses waiting for an answer, {useContext(FRAME).kind === 'local' ? 'by run id' : 'oldest first'}. Open a run to approve or decline it; the application's worker resumes the run.
       {p.note && <> {p.note}</>}
     </p>
     {p.pauses.items.length === 0 ? (

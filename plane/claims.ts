@@ -7,6 +7,7 @@ import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, executions, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
 import { announceChanges } from './changes.js';
+import { decisionOf } from './decisions.js';
 import { refreshExecutions } from './ingest.js';
 
 /**
@@ -16,6 +17,8 @@ import { refreshExecutions } from './ingest.js';
  * plane claim and its local one completes it by resuming again). A claim
  * still only held (its holder's local claim never reported) and older than
  * `releaseAfterMs` (0: never) is taken over by the next writer that asks.
+ * A claim applying a decision (`decisionId`) while the pause's first decision
+ * here, not yet applied, is another one is refused (`decided`: that decision).
  */
 export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs = 0, decisionId: string | null = null) {
   const r = await claimInTx(db, projectId, executionId, checkpointId, writerId, releaseAfterMs, decisionId);
@@ -42,6 +45,12 @@ function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpoi
         return { won: false as const, closed: closed.source, writerId: closed.writerId, claimedAt: closed.claimedAt.toISOString(), decisionId: null };
       }
       return { won: false as const, notFound: true as const, writerId: '', claimedAt: '' };
+    }
+    if (decisionId) {
+      // The pause's first decision is the one recorded here: a claim applying another one (recorded in a
+      // store that had not heard of the first yet) is refused, nothing claimed; the asker applies the first.
+      const first = await decisionOf(tx, projectId, executionId, checkpointId);
+      if (first && first.state === 'pending' && first.decisionId !== decisionId) return { won: false as const, decided: first, writerId: '', claimedAt: '' };
     }
     const won = await tx.insert(claims).values({ projectId, checkpointId, executionId, writerId, source: 'api', decisionId }).onConflictDoNothing().returning();
     const [c] = won.length

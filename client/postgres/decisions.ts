@@ -16,6 +16,7 @@ import {
   decisionColumns,
   decisionFromColumns,
   pageOf,
+  planeDecisionReplaces,
   storedFromColumns,
   type ClaimColumns,
   type DecisionColumns,
@@ -48,6 +49,18 @@ export async function insertDecision(tx: Tx, t: Tables, lockKey: string, d: Deci
       checkPauseOpen(d, { open: false, row: row ?? null, claim: claim ?? null });
     }
   }
+  let replaced: Decision | undefined;
+  if (d.source === 'plane') {
+    const prev = await existingDecision(tx, t, d);
+    if (prev && prev.source === 'local') {
+      // the pause's row first, as a claim takes it: a local claim applying `prev` and this replacement never both happen
+      const [open] = await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
+      if (planeDecisionReplaces(d, prev, open !== undefined)) {
+        await tx`DELETE FROM ${t.decisions} WHERE decision_id = ${prev.decisionId}`;
+        replaced = prev;
+      }
+    }
+  }
   const c = decisionColumns(d);
   const got = await tx`
     INSERT INTO ${t.decisions} (checkpoint_id, execution_id, decision_id, approved, metadata, decided_by, source, decided_at)
@@ -55,7 +68,7 @@ export async function insertDecision(tx: Tx, t: Tables, lockKey: string, d: Deci
     ON CONFLICT DO NOTHING RETURNING seq`;
   if (!got.length) return { recorded: false, existing: (await existingDecision(tx, t, d))! };
   if (d.source === 'local') await queue(tx, decisionRecorded(d));
-  return { recorded: true };
+  return replaced ? { recorded: true, replaced } : { recorded: true };
 }
 
 /** The decision already recorded for `d`'s pause (or under its id). */

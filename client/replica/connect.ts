@@ -1,7 +1,7 @@
 import { AlreadyResumed, ClaimRefused, RunInProgress, RunTakenOver } from '../errors.js';
 import type { Checkpointer, ClaimGuard, PlaneGuard, TakeoverGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
-import { ErrorCode } from '../../shared/errors.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { Replica, type ReplicaOptions } from './replica.js';
 
 export interface ConnectOptions extends ReplicaOptions {
@@ -24,7 +24,9 @@ export interface ConnectOptions extends ReplicaOptions {
  * error, a timeout, 502/503/504), the local claim stands and the plane flags
  * a second claim as a conflict when it arrives. A plane that is up and
  * refuses the claim refuses the resume (ClaimRefused), unless
- * `onClaimRefused: 'resume_locally'` says otherwise.
+ * `onClaimRefused: 'resume_locally'` says otherwise. A resume applying a
+ * decision the plane holds another, earlier one for is refused with
+ * ALREADY_DECIDED (`details.decision`: the plane's), nothing resumed.
  *
  * Fault point 'claim.afterPlaneClaim': the plane claim is won, the local one
  * not yet made (a crash here leaves the plane claim held, unapplied: the same
@@ -59,6 +61,10 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
         // whether that claim was applied (resumed locally by its holder) or only held (its holder may have crashed before)
         ...(r.applied !== undefined && r.applied !== null ? { claimApplied: r.applied } : {}),
       });
+    }
+    if (r.outcome === 'decided') {
+      // a decision recorded here while the plane's first one had not arrived: nothing is resumed with it
+      throw new WaymarkError(ErrorCode.ALREADY_DECIDED, `execution '${executionId}': ${r.message}`, { details: { executionId, checkpointId, decision: r.decision } });
     }
     if (r.outcome === 'refused') {
       const reason = `${r.status}${r.code ? ` ${r.code}` : ''}: ${r.message}`;

@@ -6,7 +6,7 @@
  * an offline plane (no answer, 502/503/504) from one that refused.
  */
 import { z } from 'zod';
-import { DecisionState, ExecutionStatus, WhoAmI } from '../../shared/protocol.js';
+import { DecisionState, DecisionView, ExecutionStatus, WhoAmI } from '../../shared/protocol.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { PlaneHttp, PlaneResponse } from './http.js';
 
@@ -38,6 +38,10 @@ export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId
   const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string; decisionId?: string | null; applied?: boolean } } } | null)?.error;
   if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') {
     return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null, applied: error.details?.applied ?? null };
+  }
+  if (res.status === 409 && error?.code === ErrorCode.ALREADY_DECIDED) {
+    const first = DecisionView.safeParse((error.details as { decision?: unknown } | undefined)?.decision);
+    if (first.success) return { outcome: 'decided', decision: first.data, message: error.message ?? 'decided first on the plane' };
   }
   if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
   return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}` };
@@ -158,6 +162,8 @@ export type PlanePing = ({ ok: true; latencyMs: number } & WhoAmI) | { ok: false
 export type PlaneClaim =
   | { outcome: 'won' }
   | { outcome: 'lost'; writerId: string; decisionId?: string | null; applied?: boolean | null }
+  /** The pause was decided first on the plane, with another decision than the claim applied: nothing claimed. */
+  | { outcome: 'decided'; decision: DecisionView; message: string }
   | { outcome: 'offline'; reason: string }
   | { outcome: 'refused'; status: number; code: string | null; message: string };
 

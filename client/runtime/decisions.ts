@@ -27,7 +27,9 @@
  *   tried again: its holder may release it).
  * - `superseded`: the pause was answered otherwise (a resume from code,
  *   another decision) or closed (the run cancelled): AlreadyResumed or
- *   RunCancelled. The store's derived state says the same.
+ *   RunCancelled. The store's derived state says the same. Also a decision
+ *   the plane refused because it holds the pause's first, another one
+ *   (ALREADY_DECIDED): that one takes its place in the store and is applied.
  * - `failed`: anything else (the plane refused the claim, a tool is missing, a
  *   run in progress, a run a plane holds while no `replica` is connected:
  *   PLANE_NOT_CONNECTED…); the decision stays pending and is tried again after
@@ -41,6 +43,7 @@
  * forgotten (the store's decisionSeq read first).
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { DecisionView } from '../../shared/protocol.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
 import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
@@ -260,6 +263,7 @@ class DecisionWorker {
       this.report({ outcome: 'applied', decision: (await store.getDecision(d.executionId, d.checkpointId)) ?? d, status: result.status, result });
     } catch (e) {
       const code = (e as { code?: string })?.code ?? null;
+      if (code === ErrorCode.ALREADY_DECIDED && (await this.yieldToPlane(d, e as WaymarkError))) return;
       // a run gone from the plane before it was restored here: its pause closed for good
       const gone = code === ErrorCode.NOT_ON_PLANE && !d.held;
       if (code && (SUPERSEDED.has(code) || gone) && !(await this.heldElsewhere(d, e as WaymarkError))) return this.closed(d, e as WaymarkError);
@@ -269,6 +273,29 @@ class DecisionWorker {
       this.summary.failed++;
       this.report({ outcome: 'failed', decision: d, error: { code, message: (e as Error)?.message ?? String(e) }, attempts: prev + 1, retryInMs });
     }
+  }
+
+  /**
+   * The plane refused the claim: the pause was decided first there, by another
+   * decision (recorded while this store had not heard of it). That decision
+   * takes this one's place in the store (recordDecision's rule), this one is
+   * reported superseded, and the next round applies the plane's. False when
+   * the refusal did not carry the plane's decision, or the store kept this one
+   * (then it is retried as any failure).
+   */
+  private async yieldToPlane(d: StoredDecision, e: WaymarkError): Promise<boolean> {
+    const first = DecisionView.safeParse((e.details as { decision?: unknown } | undefined)?.decision);
+    if (!first.success || first.data.decisionId === d.decisionId) return false;
+    const { state: _s, appliedBy: _b, appliedAt: _a, feedSeq: _f, ...decision } = first.data;
+    const r = await this.o.store.recordDecision({ ...decision, source: 'plane' });
+    if (!r.recorded || r.replaced?.decisionId !== d.decisionId) return false;
+    // this decision is gone from the store (a `closed()` would read the plane's in its place)
+    this.retries.delete(d.decisionId);
+    this.settled.add(d.decisionId);
+    this.summary.superseded++;
+    this.report({ outcome: 'superseded', decision: { ...d, state: 'superseded' }, code: ErrorCode.ALREADY_DECIDED, reason: e.message, claimedBy: null });
+    this.kick();
+    return true;
   }
 
   /**

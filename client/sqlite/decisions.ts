@@ -16,6 +16,7 @@ import {
   decisionColumns,
   decisionFromColumns,
   pageOf,
+  planeDecisionReplaces,
   storedFromColumns,
   type ClaimColumns,
   type DecisionColumns,
@@ -45,10 +46,17 @@ function st(db: Database.Database, sql: string): Database.Statement {
  */
 export function insertDecision(db: Database.Database, d: Decision, queue: (e: QueuedEvent) => void): RecordDecisionResult {
   const prev = st(db, `SELECT * FROM decisions WHERE checkpoint_id = ? OR decision_id = ?`).get(d.checkpointId, d.decisionId) as DecisionColumns | undefined;
+  let replaced: Decision | undefined;
+  if (prev && d.source === 'plane') {
+    const first = decisionFromColumns(prev);
+    if (!planeDecisionReplaces(d, first, pauseIsOpen(db, d))) return { recorded: false, existing: first };
+    st(db, `DELETE FROM decisions WHERE decision_id = ?`).run(first.decisionId);
+    replaced = first;
+  }
   // a local decision naming another run's checkpoint (or decision id) is judged by its own run's pause first: PAUSE_NOT_FOUND when that pause is not open here
-  if (prev && (d.source !== 'local' || prev.execution_id === d.executionId)) return { recorded: false, existing: decisionFromColumns(prev) };
+  if (prev && d.source === 'local' && prev.execution_id === d.executionId) return { recorded: false, existing: decisionFromColumns(prev) };
   if (d.source === 'local') {
-    const open = st(db, `SELECT 1 FROM pending_interrupts WHERE execution_id = ? AND checkpoint_id = ?`).get(d.executionId, d.checkpointId) !== undefined;
+    const open = pauseIsOpen(db, d);
     const row = st(db, `SELECT execution_id AS executionId, status FROM checkpoints WHERE id = ?`).get(d.checkpointId) as { executionId: string; status: string } | undefined;
     const claim = st(db, `SELECT * FROM claims WHERE checkpoint_id = ?`).get(d.checkpointId) as ClaimColumns | undefined;
     checkPauseOpen(d, { open, row: row ?? null, claim: claim ?? null });
@@ -61,7 +69,11 @@ export function insertDecision(db: Database.Database, d: Decision, queue: (e: Qu
      VALUES (@checkpoint_id, @execution_id, @decision_id, @approved, @metadata, @decided_by, @source, @decided_at)`,
   ).run({ ...c, approved: c.approved ? 1 : 0 });
   if (d.source === 'local') queue(decisionRecorded(d));
-  return { recorded: true };
+  return replaced ? { recorded: true, replaced } : { recorded: true };
+}
+
+function pauseIsOpen(db: Database.Database, d: Decision): boolean {
+  return st(db, `SELECT 1 FROM pending_interrupts WHERE execution_id = ? AND checkpoint_id = ?`).get(d.executionId, d.checkpointId) !== undefined;
 }
 
 /** Decisions in recording order with their derived state (see client/store/decisions.ts). */

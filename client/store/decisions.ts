@@ -191,6 +191,17 @@ export interface PauseFacts {
 }
 
 /**
+ * A plane decision takes the place of `prev`, the decision this store holds
+ * for the same pause, when `prev` is another, local one and the pause is still
+ * open here (not claimed: a local decision not applied). The plane is where a
+ * pause's first decision is settled; `prev` lost there (or will, when its
+ * event arrives after the plane's).
+ */
+export function planeDecisionReplaces(d: Decision, prev: Decision, pauseOpen: boolean): boolean {
+  return d.source === 'plane' && prev.source === 'local' && pauseOpen && prev.executionId === d.executionId && prev.checkpointId === d.checkpointId && prev.decisionId !== d.decisionId;
+}
+
+/**
  * A local decision needs the pause open here: PAUSE_NOT_FOUND when this store
  * has no such pause, PAUSE_CLOSED (naming who claimed it) when it is no longer
  * open. Nothing is recorded in either case.

@@ -47,7 +47,7 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
       body: ClaimRequest,
       ok: ['this writer holds the claim', ClaimResponse],
       notFound: 'the pause is not on the plane',
-      refused: 'another writer holds it',
+      refused: 'another writer holds it (ALREADY_CLAIMED), or the pause was decided first on the plane with another decision than the one this claim applies (ALREADY_DECIDED, details.decision)',
     }),
     async (c) => {
       const { id } = c.req.valid('param');
@@ -58,6 +58,15 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
         c.get('log').warn({ executionId: id, checkpointId: body.checkpointId, from: r.takenFrom, to: body.writerId }, 'a held claim past its release delay was taken over');
       }
       if ('notFound' in r) throw new HttpError(404, ErrorCode.PAUSE_NOT_FOUND, `pause ${body.checkpointId} of execution '${id}' is not on this plane (sync it first)`);
+      if ('decided' in r && r.decided) {
+        const first = r.decided;
+        throw new HttpError(
+          409,
+          ErrorCode.ALREADY_DECIDED,
+          `pause ${body.checkpointId} was decided first on the plane (decision ${first.decisionId} by '${first.decidedBy}': ${first.approved ? 'approve' : 'decline'}); nothing was claimed: apply that decision, not ${body.decisionId}`,
+          { details: { decision: first } },
+        );
+      }
       if (!r.won) {
         const closed = 'closed' in r ? r.closed : null;
         const how =

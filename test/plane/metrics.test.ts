@@ -72,6 +72,12 @@ describe('operator metrics listener', () => {
       const m = await call(`${metrics}/metrics`);
       expect(m.status).toBe(200);
       expect(m.body).toMatch(/waymark_quarantine_rows 0/);
+      // the README's `grep waymark_ingest_rows_total` on a plane that has ingested nothing since it started: HELP and TYPE only
+      expect(
+        String(m.body)
+          .split('\n')
+          .filter((l: string) => l.includes('waymark_ingest_rows_total')),
+      ).toEqual([expect.stringMatching(/^# HELP waymark_ingest_rows_total /), expect.stringMatching(/^# TYPE waymark_ingest_rows_total counter$/)]);
     } finally {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once('exit', r));

@@ -548,6 +548,34 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/pauses?limit=1000')).body.items.map((i: { executionId: string }) => i.executionId)).toContain('victim-2');
     });
 
+    it('a claim applying a decision is refused (409 ALREADY_DECIDED naming the first) while the pause holds another, earlier decision here; nothing claimed; the first applies, and a claim naming no decision (a resume from code) still may', async () => {
+      const approver = await plane.key('alpha', ['approve']);
+      const claimWith = (id: string, checkpointId: string, decisionId?: string) =>
+        call(`${plane.url}/v1/executions/${id}/claim`, { key: ingestKey, json: { checkpointId, writerId: 'laptop-x', ...(decisionId ? { decisionId } : {}) } });
+      const paused: Record<string, string> = {};
+      const rows = await eventsOf(async (s) => {
+        for (const id of ['first-1', 'first-2']) {
+          await s.put(step(id, 0));
+          paused[id] = (await s.recordInterrupt(pause(id), { reason: 'approval', context: null })).checkpoint.id;
+        }
+      }, 'laptop-x');
+      expect((await ingest(rows, { writerId: 'laptop-x' })).body.rejected).toBe(0);
+      const decided: Record<string, string> = {};
+      for (const id of ['first-1', 'first-2']) {
+        const r = await call(`${plane.url}/v1/executions/${id}/decision`, { key: approver, json: { checkpointId: paused[id], approved: false, comment: 'no' } });
+        expect(r.status).toBe(201);
+        decided[id] = r.body.decisionId;
+      }
+      const refused = await claimWith('first-1', paused['first-1'], uuidv7());
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toMatchObject({ code: 'ALREADY_DECIDED', details: { decision: { decisionId: decided['first-1'], approved: false, state: 'pending' } } });
+      expect((await get('/v1/executions/first-1')).body.pause).toMatchObject({ state: 'open', claimedBy: null });
+      expect((await claimWith('first-1', paused['first-1'], decided['first-1'])).status).toBe(200);
+      expect((await get('/v1/executions/first-1')).body.pause.decision).toMatchObject({ decisionId: decided['first-1'], state: 'claimed' });
+      expect((await claimWith('first-2', paused['first-2'])).status).toBe(200);
+      expect((await get('/v1/executions/first-2')).body.pause.decision).toMatchObject({ decisionId: decided['first-2'], state: 'superseded' });
+    });
+
     it('cancel: a cancelled paused run is cancelled on the plane (status, list filter, badge), its pause closed (restore has none) and never claimable again', async () => {
       let checkpointId = '';
       const rows = await eventsOf(async (s) => {

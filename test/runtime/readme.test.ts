@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startFakeOpenAI } from '../helpers/openai-server.js';
 import { startPlaneProcess, waymarkAsync } from '../helpers/plane-process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -28,6 +29,21 @@ describe('README quick start works when pasted', () => {
     writeFileSync(join(DIR, file), block![1]);
   };
   const run = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'refund.ts', ...args], { cwd: DIR, encoding: 'utf8' });
+  /** A long-lived `npx tsx <file>` of the README: waits until its output matches `until`, then stops it with `signal`; resolves with its exit and output. */
+  const serveUntil = async (args: string[], env: NodeJS.ProcessEnv, until: RegExp, signal: NodeJS.Signals) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, sig) => resolve({ code, signal: sig })));
+    await new Promise<void>((resolve, reject) => {
+      const check = () => until.test(stdout + stderr) && resolve();
+      child.stdout.on('data', (c) => ((stdout += c), check()));
+      child.stderr.on('data', (c) => ((stderr += c), check()));
+      child.once('exit', () => reject(new Error(`${args.join(' ')} exited before printing ${until}: ${stdout}${stderr}`)));
+    });
+    child.kill(signal);
+    return { ...(await exited), stdout, stderr };
+  };
 
   it('pauses, resumes in another process with one charge, then refuses a second resume', () => {
     const a = run('start');
@@ -95,6 +111,85 @@ describe('README quick start works when pasted', () => {
     expect(out).toBe('charging 5000 for order 1042\napplied refund-1043 completed\n');
   });
 
+  it('recover.ts as shown, beside agent.ts: brings back a run whose process died mid-step, and stops cleanly on Ctrl-C (SIGINT) and on SIGTERM', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    writeBlock(readme, 'quickstart', 'agent.ts');
+    writeBlock(readme, 'recovery', 'recover.ts');
+    // a run of the README's agent killed right after its first row, holding a short lease (the default 30 s would only slow the test)
+    writeFileSync(
+      join(DIR, 'crash.ts'),
+      [
+        "import { SqliteCheckpointer } from 'waymark/sqlite';",
+        "import { killAt } from 'waymark/testing';",
+        "import { buildRefundAgent } from './agent.js';",
+        "const agent = buildRefundAgent(new SqliteCheckpointer({ path: 'runs.db', faults: killAt('store.put.afterCommit') }));",
+        'Object.assign(agent, { leaseMs: 300 });',
+        "await agent.run('Refund order 1042', { executionId: process.argv[2] });",
+        '',
+      ].join('\n'),
+    );
+    const env = { ...process.env };
+    for (const [id, signal] of [
+      ['refund-crash-1', 'SIGINT'],
+      ['refund-crash-2', 'SIGTERM'],
+    ] as const) {
+      const crash = spawnSync(process.execPath, ['--import', 'tsx', 'crash.ts', id], { cwd: DIR, encoding: 'utf8' });
+      expect(crash.signal, crash.stderr).toBe('SIGKILL');
+      await new Promise((r) => setTimeout(r, 400));
+      // `npx tsx recover.ts`, as the README runs it; its first pass resumes the run to the manager's pause
+      const r = await serveUntil(['recover.ts'], env, new RegExp(`${id}: paused`), signal);
+      expect([r.code, r.signal, r.stderr]).toEqual([0, null, '']);
+      expect(r.stdout).toBe(`${id}: paused\n`);
+    }
+    const paused = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'runs', '--db', 'runs.db', '--state', 'paused'], { cwd: DIR, encoding: 'utf8' });
+    expect(paused.stdout).toMatch(/refund-crash-1[\s\S]*refund-crash-2/);
+  });
+
+  it("the CLI row of the README's table names every command `waymark --help` lists, in its order", () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const row = readme.split('\n').find((l) => l.startsWith('| CLI '));
+    expect(row).toBeDefined();
+    const documented = [...row!.split('|')[3]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replaceAll('/', '|')).filter((c) => c !== 'waymark --help');
+    const help = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), '--help'], { encoding: 'utf8' }).stdout;
+    const listed = help
+      .slice(help.indexOf('commands:\n'))
+      .split('\n')
+      .slice(1)
+      .filter((l) => /^ {2}\S/.test(l))
+      .map((l) =>
+        l
+          .trim()
+          .split(/\s{2,}/)[0]!
+          .replace(/\s*\[?[A-Z_]+\]?$/, ''),
+      );
+    expect(listed.length).toBeGreaterThan(10);
+    expect(documented).toEqual(listed);
+  });
+
+  it('the AI SDK section: support.ts as shown runs against an OpenAI-compatible server at its baseURL, streaming the answer', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    writeBlock(readme, 'ai-sdk', 'support.ts');
+    const server = await startFakeOpenAI(() => ({ content: 'Refund for order 1042 is on its way.', usage: { prompt: 10, completion: 8 } }));
+    try {
+      const file = join(DIR, 'support.ts');
+      const text = readFileSync(file, 'utf8');
+      expect(text).toContain("baseURL: 'http://127.0.0.1:8000/v1'");
+      // the server of this test instead of the README's port 8000
+      writeFileSync(file, text.replace('http://127.0.0.1:8000/v1', server.url));
+      const child = spawn(process.execPath, ['--import', 'tsx', 'support.ts'], { cwd: DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c) => (stdout += c));
+      child.stderr.on('data', (c) => (stderr += c));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect([code, stderr]).toEqual([0, '']);
+      expect(stdout).toBe('Refund for order 1042 is on its way.');
+      expect(server.requests.length).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("the plane handoff, pasted after the quick start: sync.ts and other-machine.ts as shown; the quick start's unconnected approve is then refused and charges nothing", async () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     writeBlock(readme, 'quickstart', 'agent.ts');
@@ -136,6 +231,30 @@ describe('README quick start works when pasted', () => {
       expect(approve.stdout).toMatch(/^not connected: execution 'refund-2001' is held by a plane .*nothing was claimed\n$/);
       const inspect = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'inspect', '--db', 'runs.db', 'refund-2001'], { cwd: DIR, encoding: 'utf8' });
       expect(inspect.stdout).toContain('ended: no (paused)');
+
+      // the Approvals section's worker.ts over this store prints why a decision was not applied: a decision for the run still paused here
+      writeBlock(readme, 'approvals', 'worker.ts');
+      const decided = await waymarkAsync(['decide', 'refund-2001', '--db', 'runs.db', '--approve'], { cwd: DIR });
+      expect(decided.code, decided.stderr).toBe(0);
+      const retry = /\(kept pending; retry in \d+ ms\)\n/;
+      // with no plane in its environment: refused, with the code and message, kept pending
+      const noPlane = { ...process.env };
+      delete noPlane.WAYMARK_PLANE_URL;
+      const unconnected = await serveUntil(['worker.ts'], noPlane, retry, 'SIGTERM');
+      expect(unconnected.code, unconnected.stderr).toBe(0);
+      expect(unconnected.stderr).toMatch(/^failed refund-2001 PLANE_NOT_CONNECTED: execution 'refund-2001' is held by a plane .*\(kept pending; retry in \d+ ms\)\n/);
+      // connected with a revoked key: the plane refuses the claim (401), and the line says so
+      const second = await waymarkAsync(['plane', 'keys', 'create', '--project', 'local', '--scopes', 'ingest,read', '--name', 'laptop-2'], { cwd: DIR });
+      const revoked = await waymarkAsync(['plane', 'keys', 'revoke', env.WAYMARK_API_KEY.slice(3, 19)], { cwd: DIR });
+      expect(revoked.code, revoked.stderr).toBe(0);
+      const refused = await serveUntil(['worker.ts'], env, retry, 'SIGINT');
+      expect(refused.code, refused.stderr).toBe(0);
+      expect(refused.stderr).toMatch(/^failed refund-2001 CLAIM_REFUSED: .*401.*\(kept pending; retry in \d+ ms\)\n/);
+      // connected with a live key: the run was finished on the other machine, so the decision is superseded, with the code and why
+      const live = { ...env, WAYMARK_API_KEY: second.stdout.trim().split('\n').pop()! };
+      const superseded = await serveUntil(['worker.ts'], live, /superseded refund-2001 /, 'SIGTERM');
+      expect([superseded.code, superseded.stderr]).toEqual([0, '']);
+      expect(superseded.stdout).toMatch(/^superseded refund-2001 ALREADY_RESUMED: \S.*\n$/);
     } finally {
       await plane.stop();
     }

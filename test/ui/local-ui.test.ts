@@ -412,6 +412,19 @@ describe("README's Local UI section", () => {
     const ui = await startUi([...line!.replace(/^npx waymark /, '').split(/\s+/), '--port', '0'], cwd);
     try {
       expect((await text(`${ui.url}/runs/refund-large`)).body).toMatch(/Pause: manager_approval/);
+      // Pending approvals lists the open pauses by run id, as the README says, not by when they paused: a run paused later with a smaller id comes first
+      const prose = readme.replace(/\s+/g, ' ');
+      expect(prose).toContain("its Pending approvals lists the store's open pauses by run id");
+      expect(prose).toContain('Pending approvals (the open pauses by run id');
+      const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file('ledger-readme.jsonl')) });
+      expect((await agent.run(refundRequest('1043', 50000), { executionId: 'aaa-late' })).status).toBe('paused');
+      const inbox = (await text(`${ui.url}/approvals`)).body;
+      const at = (id: string) => inbox.indexOf(`href="/runs/${id}#pause-h"`);
+      expect(at('refund-large')).toBeGreaterThan(at('aaa-late'));
+      expect(at('aaa-late')).toBeGreaterThan(-1);
+      // and the page says so (the plane's own inbox, which keeps the order pauses opened in, says oldest first)
+      expect(inbox).toContain('Pauses waiting for an answer, by run id.');
+      expect(inbox).not.toContain('oldest first');
     } finally {
       expect(await ui.stop()).toBe(0);
       await store.close();

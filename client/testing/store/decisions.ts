@@ -52,6 +52,26 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
     let b: Checkpointer;
     withTwoHandles(options, (pair) => ({ a, b } = pair));
 
+    test("the plane's decision takes the place of a local one not applied (the plane settles which is first); not of one applied here, nor of another plane decision", async () => {
+      const { id, pause } = await paused(a);
+      const mine = decisionFor(id, pause, { decidedBy: 'erin' });
+      await a.recordDecision(mine);
+      const first = decisionFor(id, pause, { source: 'plane', approved: false, decidedBy: 'alice' });
+      expect(await b.recordDecision(first)).toEqual({ recorded: true, replaced: mine });
+      expect(await a.getDecision(id, pause)).toMatchObject({ decisionId: first.decisionId, source: 'plane', approved: false, state: 'pending' });
+      expect((await a.listDecisions({ executionId: id })).items.map((d) => d.decisionId)).toEqual([first.decisionId]);
+      // another plane decision for the pause keeps the first
+      expect(await a.recordDecision(decisionFor(id, pause, { source: 'plane' }))).toEqual({ recorded: false, existing: first });
+      // a local decision applied here (its claim took the pause) stays, whatever the plane says later
+      const other = await paused(a);
+      const applied = decisionFor(other.id, other.pause);
+      await a.recordDecision(applied);
+      const pending = (await a.getPendingInterrupt(other.id))!;
+      await a.claimInterrupt(pending, { decisionId: applied.decisionId });
+      expect(await b.recordDecision(decisionFor(other.id, other.pause, { source: 'plane', approved: false }))).toEqual({ recorded: false, existing: applied });
+      expect(await a.getDecision(other.id, other.pause)).toMatchObject({ decisionId: applied.decisionId, state: 'applied' });
+    });
+
     test('a local decision for an open pause is recorded with its decision_recorded event in one transaction; it reads back pending', async () => {
       const { id, pause } = await paused(a);
       const d = decisionFor(id, pause);
@@ -65,14 +85,14 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect(await b.getDecision(id, uuidv7())).toBeNull();
     });
 
-    test('a second decision for the same pause is not recorded: the first is returned and kept, nothing queued (also from another handle, and a retried same id)', async () => {
+    test('a second local decision for the same pause is not recorded: the first is returned and kept, nothing queued (also from another handle, and a retried same id)', async () => {
       const { id, pause } = await paused(a);
       const first = decisionFor(id, pause);
       await a.recordDecision(first);
       const second = decisionFor(id, pause, { approved: false, decidedBy: 'someone else' });
       expect(await b.recordDecision(second)).toEqual({ recorded: false, existing: first });
       expect(await a.recordDecision(first)).toEqual({ recorded: false, existing: first });
-      expect(await a.recordDecision({ ...second, source: 'plane' })).toEqual({ recorded: false, existing: first });
+      // (the plane's decision takes a local one's place: see "the plane's decision takes the place of a local one not applied")
       expect((await events(a, 'decision_recorded')).length).toBe(1);
       expect((await a.getDecision(id, pause))?.decisionId).toBe(first.decisionId);
     });
