@@ -22,7 +22,7 @@ const printable = (max: number) =>
     .string()
     .min(1)
     .max(max)
-    .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters')
+    .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters')
     .refine((v) => v.isWellFormed(), 'must be well-formed Unicode');
 
 /** Free text (reasons): any characters a database can store. */

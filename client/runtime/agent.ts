@@ -30,8 +30,8 @@
 import { z } from 'zod';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import type { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
+import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
+import { ExecutionId, type Checkpoint, type PendingInterrupt } from '../../shared/rows.js';
 import type { Checkpointer, ClaimGuard } from '../checkpointer.js';
 import { AlreadyResumed, CheckpointError, NotConnected, ResumeRequired } from '../errors.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from './lease.js';
@@ -167,9 +167,10 @@ export class Agent {
 
   /** Start a run. The returned status is completed, paused (awaiting a Resume) or failed. */
   async run(input: string, options: { executionId?: string } & RunOptions = {}): Promise<RunResult> {
+    const executionId = options.executionId ?? uuidv7();
+    checkExecutionId('run', 'options.executionId', executionId);
     const store = this.requireStore();
     await store.setup();
-    const executionId = options.executionId ?? uuidv7();
     const exists = () =>
       new CheckpointError(`execution '${executionId}' already has rows; resume or fork it instead`, {
         code: ErrorCode.EXECUTION_EXISTS,
@@ -208,6 +209,7 @@ export class Agent {
    * NotConnected (PLANE_NOT_CONNECTED), unless `options.withoutPlane`.
    */
   async resume(executionId: string, resume?: Resume | { approved: boolean; metadata?: Record<string, Json> }, options: ResumeOptions = {}): Promise<RunResult> {
+    checkExecutionId('resume', 'executionId', executionId);
     const decisionId = checkClaimDecisionId(options.decisionId) ?? undefined;
     // a decision answers one pause: applied without naming it, it would answer whatever pause is open
     if (decisionId && options.checkpointId === undefined)
@@ -311,6 +313,8 @@ export class Agent {
    * `executionId` names the fork (default: a new UUIDv7).
    */
   async fork(executionId: string, options: { checkpointId?: string; input?: string; executionId?: string } & RunOptions = {}): Promise<RunResult> {
+    checkExecutionId('fork', 'executionId', executionId);
+    if (options.executionId !== undefined) checkExecutionId('fork', 'options.executionId', options.executionId);
     const store = this.requireStore();
     await store.setup();
     const level: Place = { executionId, store, path: this.path, afterSeq: -1 };
@@ -396,4 +400,12 @@ export class Agent {
  */
 async function refuseOffPlane(store: Checkpointer, executionId: string, options: ResumeOptions): Promise<void> {
   if (options.withoutPlane !== true && (await store.heldByPlane(executionId))) throw new NotConnected(executionId);
+}
+
+/** An execution id the stores take, checked before anything is read or written (not left to the lease's own check to name). */
+function checkExecutionId(call: string, path: string, executionId: unknown): void {
+  const r = ExecutionId.safeParse(executionId);
+  if (r.success) return;
+  const problems = issueProblems(r.error, path);
+  throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; nothing was written`, { details: { problems } });
 }

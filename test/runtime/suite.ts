@@ -434,6 +434,20 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(effects).toHaveLength(2);
     });
 
+    it('run, resume and fork refuse an execution id no store takes (INVALID_OPTIONS naming the id, not a lease), writing nothing', async () => {
+      const agent = new Agent({ name: 'ids', model: new ScriptedModel(() => ({ content: 'hi' })), tools: [], checkpointer: store });
+      const refused = async (p: Promise<unknown>) =>
+        p.then(
+          () => null,
+          (e: { code?: string; message: string }) => [e.code, e.message],
+        );
+      expect(await refused(agent.run('go', { executionId: '' }))).toEqual(['INVALID_OPTIONS', 'run: options.executionId: Too small: expected string to have >=1 characters; nothing was written']);
+      expect(await refused(agent.run('go', { executionId: 'a\u0000b' }))).toEqual(['INVALID_OPTIONS', 'run: options.executionId: must not contain control characters; nothing was written']);
+      expect(await refused(agent.resume('..'))).toMatchObject(['INVALID_OPTIONS', expect.stringContaining("resume: executionId: must not be '.' or '..'")]);
+      expect(await refused(agent.fork('x', { executionId: 'y'.repeat(201) }))).toMatchObject(['INVALID_OPTIONS', expect.stringContaining('fork: options.executionId: Too big')]);
+      expect(await store.listExecutions()).toEqual([]);
+    });
+
     it('idempotent arguments with no stable JSON form are refused before fn runs, as a tool result', async () => {
       let ran = 0;
       const badArgs = idempotent(async function badArgs(_x: unknown) {

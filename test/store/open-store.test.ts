@@ -13,11 +13,19 @@ const tmp = scratchDir('waymark-open-store-');
 afterAll(() => tmp.cleanup());
 
 describe('openStore(spec)', () => {
-  it('refuses an empty spec and an unknown scheme with INVALID_OPTIONS instead of opening a throwaway database', async () => {
-    for (const spec of ['', '   ', 'mysql://127.0.0.1/db', 'nonsense://x']) {
+  it('refuses an empty spec and an unknown scheme with INVALID_OPTIONS instead of opening a throwaway database (a mistyped sqlite: included: no file is made)', async () => {
+    for (const spec of ['', '   ', 'mysql://127.0.0.1/db', 'nonsense://x', `sqlit:${tmp.file('typo.db')}`, 'file:runs.db']) {
       const e = await openStore(spec).catch((x) => x);
       expect(hasCode(e, 'INVALID_OPTIONS'), `${JSON.stringify(spec)}: ${e}`).toBe(true);
+      expect(existsSync(spec)).toBe(false);
     }
+    expect(existsSync(tmp.file('typo.db'))).toBe(false);
+    expect(String(await openStore('sqlit:runs.db').catch((x) => x))).toContain("'sqlit:' is not a store scheme");
+    // a file whose name really holds a colon opens by a path (as the message says)
+    const s = await openStore(tmp.file('odd:name.db'));
+    expect(s).toBeInstanceOf(SqliteCheckpointer);
+    await s.close();
+    expect(existsSync(tmp.file('odd:name.db'))).toBe(true);
   });
 
   it('opens a SQLite store from a path, sqlite:<path> and :memory:, and refuses a missing file with mustExist', async () => {
