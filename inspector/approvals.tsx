@@ -211,7 +211,11 @@ export const ApprovalsPage: FC<{
                   </a>
                 </td>
                 <td>{d.approved ? 'approved' : 'declined'}</td>
-                <td>{d.decidedBy}</td>
+                <td>
+                  {/* a name a local store gave is what its user typed there, not a key of this plane: say so */}
+                  {d.decidedBy}
+                  {d.source === 'local' && <span class="muted"> (in a local store)</span>}
+                </td>
                 <td>
                   <Time iso={d.decidedAt} />
                 </td>

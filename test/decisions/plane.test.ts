@@ -76,6 +76,12 @@ describe('decisions through a plane', () => {
       const feed = await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key });
       expect(feed.status).toBe(200);
       expect((feed.body as { items: unknown[] }).items).toContainEqual(expect.objectContaining({ decisionId: d.decisionId, source: 'local', state: 'applied', appliedBy: store.writerId }));
+      // the inspector's decisions table says the name was given in a local store, not by a key of this plane
+      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key, next: '/approvals' }) });
+      const cookie = login.headers.get('set-cookie')!.split(';')[0];
+      const html = await (await fetch(`${plane.url}/approvals`, { headers: { cookie } })).text();
+      const row = html.slice(html.indexOf(`data-decision="${d.decisionId}"`));
+      expect(row.slice(0, row.indexOf('</tr>'))).toContain('laptop user<span class="muted"> (in a local store)</span>');
     } finally {
       await replica.stop();
       await store.close();

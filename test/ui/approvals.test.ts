@@ -223,6 +223,7 @@ describe('approvals on the plane inspector', () => {
     const row = page.locator(`tr[data-decision="${String(o.decisionId)}"]`);
     expect(await row.getAttribute('data-state')).toBe('applied');
     expect(await row.textContent()).toContain('manager');
+    expect(await row.textContent()).not.toContain('in a local store');
 
     // a phone: no horizontal overflow on the inbox and the form
     const phone = await (await browser.newContext({ viewport: { width: 390, height: 844 } })).newPage();
