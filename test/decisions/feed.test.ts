@@ -120,10 +120,10 @@ describe('decisions made on the plane', () => {
     const laptop = machine('laptop');
     const { id, pause } = await pausedOn(laptop);
     const w = worker({ m: laptop });
-    const started = Date.now();
     const d = await decideOnPlane(id, pause.checkpointId);
+    // delivered by the long poll: the worker's own fallback poll (pollMs 60 s) lies past its 20 s life, so nothing
+    // else could have woken it (no bound on how fast: a loaded machine takes longer, the feed still brings it)
     await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
-    expect(Date.now() - started).toBeLessThan(10_000);
     expect(w.seen.map((x) => x.outcome)).toEqual(['applied']);
     expect(w.seen[0]).toMatchObject({ status: 'completed', decision: { source: 'plane', decidedBy: expect.any(String), state: 'applied' } });
     expect(laptop.ledger.charges()).toHaveLength(1);

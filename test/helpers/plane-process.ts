@@ -119,3 +119,29 @@ export function endGroup(pgid: number): void {
     // the group is empty: nothing was left
   }
 }
+
+/**
+ * The plane's promise "a revoked key is refused within `withinMs`" (README: within 1 s), proven without
+ * asking how fast this machine is. `since`: a moment (performance.now()) after the revocation committed,
+ * e.g. when the revoke command or page returned. `status()` asks the plane once with the revoked key.
+ * Polls until a request is refused (401); every request *sent* `withinMs` or more after `since` must be
+ * refused: a 200 (or any other answer) to one of them breaks the promise, and fails at once. A loaded
+ * machine only delays the requests (each is then sent later, so it is judged at least as strictly); it
+ * cannot turn a refusal into a stale 200, so this fails only when the plane still accepts the key, never
+ * because one request was slow (the loop ends by the first request sent past `withinMs`; a request that
+ * hangs is the test timeout's). Resolves with the answers in order.
+ */
+export async function refusedWithin(status: () => Promise<number>, since: number, withinMs: number): Promise<{ sentAfterMs: number; status: number }[]> {
+  const answers: { sentAfterMs: number; status: number }[] = [];
+  for (;;) {
+    const sentAfterMs = performance.now() - since;
+    const s = await status();
+    answers.push({ sentAfterMs: Math.round(sentAfterMs), status: s });
+    if (s === 401) return answers;
+    if (sentAfterMs >= withinMs)
+      throw new Error(
+        `a request sent ${Math.round(sentAfterMs)} ms after the revocation was answered ${s}, not 401 (${answers.length} requests, none refused; the last: ${JSON.stringify(answers.slice(-3))})`,
+      );
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

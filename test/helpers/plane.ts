@@ -42,6 +42,8 @@ export async function openTestPlaneDatabase(kind: 'pglite' | { url: string }): P
 
 export interface TestPlane {
   url: string;
+  /** The operator metrics listener's URL (`/metrics`), when started with `metricsPort`. */
+  metricsUrl: string | null;
   database: PlaneDatabase;
   key(project: string, scopes: Scope[]): Promise<string>;
   close(): Promise<void>;
@@ -49,7 +51,15 @@ export interface TestPlane {
 
 export async function startTestPlane(
   kind: 'pglite' | { url: string },
-  o: { faults?: PlaneAppOptions['faults']; maxInflightIngest?: number; maxQueuedIngest?: number; ingestQueueWaitMs?: number; claimReleaseAfterMs?: number; takeoverAfterMs?: number } = {},
+  o: {
+    faults?: PlaneAppOptions['faults'];
+    maxInflightIngest?: number;
+    maxQueuedIngest?: number;
+    ingestQueueWaitMs?: number;
+    claimReleaseAfterMs?: number;
+    takeoverAfterMs?: number;
+    metricsPort?: number;
+  } = {},
 ): Promise<TestPlane> {
   const database = await openTestPlaneDatabase(kind);
   const plane = await startPlane(
@@ -64,6 +74,7 @@ export async function startTestPlane(
         ingestQueueWaitMs: o.ingestQueueWaitMs ?? 10_000,
         ...(o.claimReleaseAfterMs !== undefined ? { claimReleaseAfterMs: o.claimReleaseAfterMs } : {}),
         ...(o.takeoverAfterMs !== undefined ? { takeoverAfterMs: o.takeoverAfterMs } : {}),
+        ...(o.metricsPort !== undefined ? { metricsPort: o.metricsPort } : {}),
       },
     ),
     {
@@ -74,6 +85,7 @@ export async function startTestPlane(
   );
   return {
     url: plane.url,
+    metricsUrl: plane.metricsUrl,
     database,
     key: async (project, scopes) => (await createKey(database.db, { createProject: true, project, scopes })).key,
     async close() {

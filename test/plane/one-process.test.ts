@@ -10,7 +10,7 @@ import { DataDirLocked } from '../../plane/db/lock.js';
 import { openPlaneDatabase } from '../../plane/db/open.js';
 import { call } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
-import { pollUntil, startPlaneProcess, waymarkAsync, type PlaneProcess } from '../helpers/plane-process.js';
+import { refusedWithin, startPlaneProcess, waymarkAsync, type PlaneProcess } from '../helpers/plane-process.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-one-process-');
@@ -41,8 +41,9 @@ describe('one process per PGlite data dir', () => {
 
     const revoked = await waymarkAsync(['plane', 'keys', 'revoke', idOf(key), '--data-dir', dir]);
     expect(revoked.stdout.trim()).toBe(`revoked ${idOf(key)}`);
-    const ms = await pollUntil(async () => (await call(`${plane.url}/v1/executions`, { key })).status === 401, 1000);
-    expect(ms).toBeLessThan(1000);
+    // "revoked within 1 s": every request sent 1 s or more after the revoke command returned is refused
+    // (judged by when it was sent, not by how fast a loaded machine answered it)
+    await refusedWithin(async () => (await call(`${plane.url}/v1/executions`, { key })).status, performance.now(), 1000);
 
     await plane.stop();
     // no plane now: the command opens the folder itself, and the revocation is still there
@@ -158,9 +159,9 @@ describe.skipIf(!pg)('keys and revocation on postgres', () => {
     for (const p of [a, b]) expect((await call(`${p.url}/v1/executions`, { key })).status).toBe(200);
     const revoked = await waymarkAsync(['plane', 'keys', 'revoke', idOf(key), '--plane', a.url, '--key', adminKey]);
     expect(revoked.stdout.trim(), revoked.stderr).toBe(`revoked ${idOf(key)}`);
-    const [msA, msB] = await Promise.all([a, b].map((p) => pollUntil(async () => (await call(`${p.url}/v1/executions`, { key })).status === 401, 1000)));
-    expect(msA).toBeLessThan(1000);
-    expect(msB).toBeLessThan(1000);
+    // by both processes: every request sent to either 1 s or more after the revoke command returned is refused
+    const since = performance.now();
+    await Promise.all([a, b].map((p) => refusedWithin(async () => (await call(`${p.url}/v1/executions`, { key })).status, since, 1000)));
     await Promise.all([a.stop(), b.stop()]);
   });
 });

@@ -11,34 +11,53 @@ import { eventsOf, pause, step } from '../helpers/rows.js';
 const CHILD = fileURLToPath(new URL('./plane-child.ts', import.meta.url));
 const pg = await pgReady('two plane processes on one postgres');
 
+/** Wait for an observable condition (never a sleep that only an idle machine meets); fails naming it after 15 s. */
+async function until(what: string, cond: () => boolean | Promise<boolean>) {
+  const t = performance.now();
+  while (!(await cond())) {
+    if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 describe('plane back-pressure and outages', () => {
   it('queues a burst of batches and refuses (429, Retry-After) only past the queue or its wait', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    // one batch at a time, one may wait up to 1.5 s
+    let held = false;
+    // one batch at a time, one may wait up to 5 s (long next to a request on a loaded machine: the third batch
+    // below must be answered while the second still waits)
+    const waitMs = 5000;
     const plane = await startTestPlane('pglite', {
       maxInflightIngest: 1,
       maxQueuedIngest: 1,
-      ingestQueueWaitMs: 1500,
-      faults: (p) => (p === 'plane.ingest.afterCommit' ? gate : undefined),
+      ingestQueueWaitMs: waitMs,
+      faults: (p) => (p === 'plane.ingest.afterCommit' ? ((held = true), gate) : undefined),
+      metricsPort: 0,
     });
+    // the operator's gauge of batches waiting for a slot: when a batch waits, seen rather than slept on
+    const waiting = async () => Number(/^waymark_ingest_waiting (\S+)$/m.exec(await (await fetch(`${plane.metricsUrl}/metrics`)).text())?.[1] ?? NaN);
     try {
       const key = await plane.key('p', ['ingest']);
       const batch = async (id: string) => ({ protocol: 1, writerId: 'w', rows: await eventsOf(async (s) => void (await s.put(step(id, 0)))) });
-      const first = call(`${plane.url}/v1/ingest`, { key, json: await batch('a') });
-      await new Promise((r) => setTimeout(r, 200));
+      const [a, b, c, d] = await Promise.all(['a', 'b', 'c', 'd'].map(batch));
+      const first = call(`${plane.url}/v1/ingest`, { key, json: a });
+      await until('the first batch holds the slot', () => held);
       const t0 = Date.now();
-      const second = call(`${plane.url}/v1/ingest`, { key, json: await batch('b') }); // waits its turn
-      await new Promise((r) => setTimeout(r, 200));
-      const third = await call(`${plane.url}/v1/ingest`, { key, json: await batch('c') }); // the queue is full
+      let secondAnswered = false;
+      const second = call(`${plane.url}/v1/ingest`, { key, json: b }).finally(() => (secondAnswered = true)); // waits its turn
+      await until('the second batch waits for the slot', async () => (await waiting()) === 1);
+      const third = await call(`${plane.url}/v1/ingest`, { key, json: c }); // the queue is full
       expect(third.status).toBe(429);
       expect(third.headers.get('retry-after')).toBe('1');
+      // refused for the full queue, not after a wait of its own: answered while the second still waited
+      expect(secondAnswered, 'the second batch was answered before the third').toBe(false);
       // the waiting batch gives up after its wait while the first still holds the slot
       expect((await second).status).toBe(429);
-      expect(Date.now() - t0).toBeGreaterThanOrEqual(1400);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(waitMs - 100);
       // a batch that waits while the slot frees is admitted, and nothing was lost
-      const fourth = call(`${plane.url}/v1/ingest`, { key, json: await batch('d') });
-      await new Promise((r) => setTimeout(r, 200));
+      const fourth = call(`${plane.url}/v1/ingest`, { key, json: d });
+      await until('the fourth batch waits for the slot', async () => (await waiting()) === 1);
       release();
       expect((await first).status).toBe(200);
       const fourthRes = await fourth;

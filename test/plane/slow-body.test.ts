@@ -56,7 +56,9 @@ describe('slow and vanishing request bodies', () => {
   };
 
   it('slow-body lockout defect: 32 stalled uploads hold no ingest slot, a real batch is answered at once, and the plane closes them after the idle deadline with 408', async () => {
-    const idleMs = 8000;
+    // long next to one batch on a loaded machine (one took 5.8 s against a 3 s deadline): the proof below is that
+    // the batch was answered while the stalled uploads were still open, i.e. before their deadline
+    const idleMs = 15_000;
     const { plane, db } = await start({ maxInflightIngest: 16, maxQueuedIngest: 64, ingestQueueWaitMs: 30_000, bodyIdleMs: idleMs });
     const hostile = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
     const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest', 'read'] })).key;
@@ -66,14 +68,12 @@ describe('slow and vanishing request bodies', () => {
     sockets.push(...stalled.map((s) => s.socket));
     await new Promise((r) => setTimeout(r, 300)); // every stalled request is past auth and reading its body
 
-    const t0 = performance.now();
     const r = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w-good', rows } });
-    const ms = performance.now() - t0;
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ accepted: 1 });
-    // before the fix it waited the whole 30 s gate wait and got 429; answered before the stalled uploads'
-    // idle deadline, it did not wait for them (a loaded 2-core machine took 5.8 s with a 3 s deadline)
-    expect(ms, `the batch took ${Math.round(ms)} ms`).toBeLessThan(idleMs);
+    // before the fix it waited for a slot the stalled uploads held, until their idle deadline freed them (or the 30 s
+    // gate wait, 429): answered while every stalled upload is still open and unanswered, it did not wait for them.
+    // An order of events, not a number of ms
     expect(
       stalled.every((s) => !s.socket.destroyed && s.answer === ''),
       'the stalled uploads were still open when the batch was answered',

@@ -143,17 +143,20 @@ describe('a connected store follows the change feed', () => {
     await a.replica.pullDecisions();
     const b = await machine('b-decided');
     const agentB = refundAgent({ store: b.store, ledger }).agent;
-    const serve = async (m: { store: Checkpointer; replica: Replica }, agent: typeof agentA, restore: boolean) => {
+    // `expectOne`: wait (up to a deadline that only bounds a hang) for the outcome that must come; else give the
+    // worker 5 s to do what it must not
+    const serve = async (m: { store: Checkpointer; replica: Replica }, agent: typeof agentA, restore: boolean, expectOne = false) => {
       const seen: DecisionOutcome[] = [];
       const stop = new AbortController();
       const done = serveDecisions({ store: m.store, replica: m.replica, restore, agent, signal: stop.signal, pollMs: 100, onOutcome: (o) => seen.push(o) });
-      await until(() => seen.length > 0, 5000).catch(() => {});
+      if (expectOne) await until(() => seen.length > 0, 30_000);
+      else await until(() => seen.length > 0, 5000).catch(() => {});
       stop.abort();
       await done;
       return seen;
     };
     await b.replica.pullDecisions();
-    expect((await serve(b, agentB, true)).map((o) => o.outcome)).toEqual(['applied']);
+    expect((await serve(b, agentB, true, true)).map((o) => o.outcome)).toEqual(['applied']);
     expect((await b.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     expect(ledger.charges()).toHaveLength(1);
 

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { main } from '../../client/cli/main.js';
 import { localTime, progress } from '../../client/cli/sync-commands.js';
 import { connectPlane } from '../../client/replica/connect.js';
@@ -7,7 +9,7 @@ import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { pause, step } from '../helpers/rows.js';
 import { scratchDir } from '../helpers/tmp.js';
-import { waymarkAsync } from '../helpers/plane-process.js';
+import { ROOT, waymarkAsync } from '../helpers/plane-process.js';
 
 const tmp = scratchDir('waymark-cli-sync-');
 let plane: TestPlane;
@@ -110,7 +112,12 @@ describe('waymark sync / restore / quarantine', () => {
     expect(r.text).toMatch(/restored del-run: 3 rows written, 0 already here/);
 
     // without --local the deletion is queued, and the next sync deletes the plane's copy for everyone
-    expect((await cli(['delete', 'del-run', '--db', db, '--yes'])).text).toContain('a plane holds the run: its copy there is deleted at the next sync of this store');
+    const plain = await cli(['delete', 'del-run', '--db', db, '--yes']);
+    expect(plain.text).toContain('a plane holds the run: its copy there is deleted at the next sync of this store');
+    // the README says so of a store that is not connected but synced the run (as this one, by `sync now`), quoting this line
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(readme).toContain("A plain delete (`waymark delete <id> --yes`, `deleteExecution(id)`) queues the deletion in the store's outbox, connected or not");
+    expect(plain.text).toContain(/the command says so \(`([^`]+)`\)/.exec(readme)?.[1] ?? 'the README quotes the line');
     expect((await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key])).code).toBe(0);
     await expect(cli(['restore', 'del-run', '--db', db, '--plane', plane.url, '--key', key])).rejects.toMatchObject({ code: 'NOT_ON_PLANE' });
   });
@@ -126,7 +133,8 @@ describe('waymark sync / restore / quarantine', () => {
     await new Promise<void>((res) => r.once('round', () => res()));
     // the drain's note is written as its state changes, without blocking the drain: wait for it to land
     let during = await cli(['sync', 'status', '--db', db]);
-    for (let i = 0; i < 100 && !/last error:\s+network/.test(during.text); i++) {
+    // a deadline that only bounds a hang (it lands in ms): a count of 50 ms tries was 5 s, short on a loaded machine
+    for (const deadline = Date.now() + 30_000; !/last error:\s+network/.test(during.text) && Date.now() < deadline; ) {
       await new Promise((res) => setTimeout(res, 50));
       during = await cli(['sync', 'status', '--db', db]);
     }

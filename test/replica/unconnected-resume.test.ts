@@ -117,7 +117,8 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     const ledger = new Ledger(tmp.file(`${name}.jsonl`));
     const { agent } = refundAgent({ store: s, ledger });
     expect((await agent.run(refundRequest('5', 50_000), { executionId })).status).toBe('paused');
-    await replica.flush({ timeoutMs: 5000 });
+    // flush() answers once the drain is in auth_failed; its timeout only bounds a hang
+    await replica.flush({ timeoutMs: 30_000 });
     expect((await replica.status()).state).toBe('auth_failed');
     await replica.stop();
     expect(await s.heldByPlane(executionId)).toBe(false);

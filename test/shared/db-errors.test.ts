@@ -139,7 +139,12 @@ describe.skipIf(!ready)('errors of a real server and a real driver', () => {
         () => null,
         (e: unknown) => e,
       );
-      await new Promise((r) => setTimeout(r, 100));
+      // terminated while the sleep runs (seen in pg_stat_activity, not assumed after a pause a loaded machine may outlast)
+      const deadline = Date.now() + 30_000;
+      while (!(await admin`SELECT 1 FROM pg_stat_activity WHERE pid = ${pid} AND state = 'active' AND query LIKE '%pg_sleep%'`).length) {
+        if (Date.now() > deadline) throw new Error('the sleep never ran');
+        await new Promise((r) => setTimeout(r, 10));
+      }
       await admin`SELECT pg_terminate_backend(${pid})`;
       const e = await sleeping;
       expect(connectionLost(e)).toBe(true);
