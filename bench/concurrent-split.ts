@@ -12,8 +12,10 @@
  * - NORMAL, no outbox: both.
  *
  * Steps/s, steps per CPU-second of this process, commits (group-commit batches)
- * per repetition, and the disk's raw fsync rate. A profiling aid for issue 19,
- * not one of the targets' benches.
+ * per repetition, the share of the repetition's wall time and of its CPU time
+ * spent inside the batches' commits (the statements, the COMMIT and its fsync:
+ * what a writer thread could take off the agents' thread), and the disk's raw
+ * fsync rate. A profiling aid for issue 19, not one of the targets' benches.
  *
  *   node .bench-build/bench/concurrent-split.js [runs=32] [turns=20] [reps=5]
  */
@@ -50,13 +52,44 @@ const VARIANTS: Variant[] = [
   { name: 'NORMAL, no outbox', synchronous: 'NORMAL', outbox: false },
 ];
 
-async function once(v: Variant): Promise<Rate & { commits: number }> {
+type Measured = Rate & { commits: number; commitWall: number; commitCpu: number };
+
+/**
+ * Time inside each batch's commit, wall and CPU. The bench reaches into the
+ * store's private transaction functions on purpose (a profiling aid): timing
+ * them in the store itself would put two getrusage calls on every put.
+ */
+function timeCommits(store: SqliteCheckpointer): { wallMs: number; cpuMs: number } {
+  const spent = { wallMs: 0, cpuMs: 0 };
+  const inner = store as unknown as { tx: { commitBatch: { immediate(jobs: unknown[]): unknown } } };
+  const commit = inner.tx.commitBatch;
+  inner.tx = {
+    ...inner.tx,
+    commitBatch: {
+      immediate: (jobs) => {
+        const t0 = performance.now();
+        const c0 = process.cpuUsage();
+        try {
+          return commit.immediate(jobs);
+        } finally {
+          const c = process.cpuUsage(c0);
+          spent.cpuMs += (c.user + c.system) / 1000;
+          spent.wallMs += performance.now() - t0;
+        }
+      },
+    },
+  };
+  return spent;
+}
+
+async function once(v: Variant): Promise<Measured> {
   const store = new SqliteCheckpointer({ path: join(dir, `s${++n}.db`), synchronous: v.synchronous, outbox: v.outbox });
   try {
+    const spent = timeCommits(store);
     const t = await timed(() => Promise.all(Array.from({ length: N }, (_, r) => ourAgent(store, T, P, undefined, r).run('go', { executionId: `run-${r}` }))));
     const bad = t.value.filter((r) => r.status !== 'completed');
     if (bad.length) throw new Error(`${bad.length} of ${N} runs ended ${bad[0].status}`);
-    return { ...rateOf(STEPS, t), commits: store.groupCommitStats.batches };
+    return { ...rateOf(STEPS, t), commits: store.groupCommitStats.batches, commitWall: spent.wallMs / 1000 / t.secs, commitCpu: spent.cpuMs / 1000 / t.cpuSecs };
   } finally {
     await store.close();
   }
@@ -67,7 +100,7 @@ console.log(
 );
 try {
   for (let i = 0; i < WARM; i++) for (const v of VARIANTS) await once(v);
-  const m = VARIANTS.map(() => [] as (Rate & { commits: number })[]);
+  const m = VARIANTS.map(() => [] as Measured[]);
   const fsyncs: number[] = [];
   for (let i = 0; i < REPS; i++) {
     fsyncs.push(fsyncRate(dir, SMOKE ? 20 : 300));
@@ -89,11 +122,15 @@ try {
       steps: summary(rate),
       cpu: summary(m[j].map((x) => x.cpu)),
       commits: summary(m[j].map((x) => x.commits)),
+      commitWallShare: summary(m[j].map((x) => x.commitWall)),
+      commitCpuShare: summary(m[j].map((x) => x.commitCpu)),
       vsDefault: ratios(rate, base),
       fsync: summary(fsyncs),
       date: new Date().toISOString(),
     };
-    console.log(`  ${v.name.padEnd(24)}${fmt(line.steps)} steps/s · ${fmt(line.cpu)} /CPU-s · ${fmt(line.commits)} commits${j ? ` → ${fmt(line.vsDefault, 2, '×')} the default` : ''}`);
+    console.log(
+      `  ${v.name.padEnd(24)}${fmt(line.steps)} steps/s · ${fmt(line.cpu)} /CPU-s · ${fmt(line.commits)} commits · in commits: ${fmt(line.commitWallShare, 0, '%')} of wall, ${fmt(line.commitCpuShare, 0, '%')} of CPU${j ? ` → ${fmt(line.vsDefault, 2, '×')} the default` : ''}`,
+    );
     console.log(JSON.stringify(line));
   }
 } finally {

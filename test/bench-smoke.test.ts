@@ -45,6 +45,8 @@ describe('benchmark smoke runs', () => {
     expect(lines.map((l) => l.variant)).toEqual(['default (FULL, outbox)', 'NORMAL, outbox', 'FULL, no outbox', 'NORMAL, no outbox']);
     for (const l of lines) expect((l.steps as { median: number }).median > 0 && (l.commits as { median: number }).median > 0).toBe(true);
     expect(lines[0].vsDefault).toEqual({ median: 1, min: 1, max: 1 });
+    // the share of each repetition spent inside the batches' commits was measured (the wrapper reached the store's commit)
+    for (const l of lines) for (const k of ['commitWallShare', 'commitCpuShare']) expect((l[k] as { median: number }).median, `${l.variant} ${k}`).toSatisfy((x: number) => x > 0 && x <= 1.05);
   });
   it.skipIf(!pg)('concurrent on Postgres', () => {
     const [line] = bench('concurrent.ts', 'postgres');
