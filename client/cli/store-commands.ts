@@ -3,7 +3,7 @@ import type { Checkpoint, Json } from '../../shared/index.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
 import { sumUsage, usageLine } from '../../shared/usage.js';
 import { localTime, table } from './format.js';
-import { ErrorCode, runErrorOf, type RunError } from '../../shared/errors.js';
+import { ErrorCode, runErrorOf, WaymarkError, type RunError } from '../../shared/errors.js';
 import { cancelReason } from '../store/cancel.js';
 
 type Out = (line: string) => void;
@@ -107,8 +107,8 @@ export async function inspectRun(store: Checkpointer, executionId: string, out: 
     after = page[page.length - 1].seq;
   }
   if (rows.length === 0) {
-    if (o.json) out(JSON.stringify({ executionId, found: false }));
-    else out(`execution ${executionId}: no rows in this store`);
+    if (!o.json) throw new WaymarkError(ErrorCode.EXECUTION_NOT_FOUND, `execution '${executionId}' has no rows in this store`, { details: { executionId } });
+    out(JSON.stringify({ executionId, found: false }));
     return false;
   }
   const pending = await store.getPendingInterrupt(executionId);

@@ -54,7 +54,7 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
       ui = await serveLocalUi(store, { host: p.values.host as string | undefined, port, allowRemote: p.values['allow-remote'] === true, label: redactUrl(spec), user });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-        err(`waymark ui: port ${port} is in use (another waymark ui?); pass --port with another port, or --port 0 for a free one`);
+        err(`waymark ui: PORT_IN_USE: port ${port} is in use (another waymark ui?); pass --port with another port, or --port 0 for a free one`);
         return 1;
       }
       throw e;

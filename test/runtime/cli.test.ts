@@ -43,7 +43,9 @@ describe('waymark CLI on a SQLite store', () => {
     const p = await cli(['inspect', '--db', db, 'b-paused']);
     expect(p.text).toMatch(/pending interrupt: manager_approval at turn:0\/tool:refund/);
     expect(p.text).toMatch(/"amount":5000/);
-    expect((await cli(['inspect', '--db', db, 'nope'])).code).toBe(1);
+    // a run the store does not hold: the stable code, as cancel and delete say it (the binary prints it first and exits 1)
+    await expect(cli(['inspect', '--db', db, 'nope'])).rejects.toMatchObject({ code: 'EXECUTION_NOT_FOUND', message: "execution 'nope' has no rows in this store" });
+    expect(await cli(['inspect', '--db', db, 'nope', '--json'])).toEqual({ code: 1, text: JSON.stringify({ executionId: 'nope', found: false }) });
     expect((await cli(['runs'])).code).toBe(2);
     await expect(cli(['runs', '--db', tmp.file('missing.db')])).rejects.toThrow(/no store/);
   });

@@ -227,7 +227,7 @@ describe('waymark ui over a SQLite store', () => {
   it('a port in use is said as such, exit 1', async () => {
     const taken = await waymarkAsync(['ui', '--db', db, '--port', new URL(ui.url).port]);
     expect(taken.code).toBe(1);
-    expect(taken.stderr).toContain(`waymark ui: port ${new URL(ui.url).port} is in use (another waymark ui?); pass --port with another port, or --port 0 for a free one`);
+    expect(taken.stderr).toContain(`waymark ui: PORT_IN_USE: port ${new URL(ui.url).port} is in use (another waymark ui?); pass --port with another port, or --port 0 for a free one`);
   });
 
   it('in headless Chromium: the list, a paused run with its context and a diff, quarantine, sync status; local times; 390 px wide', async () => {
