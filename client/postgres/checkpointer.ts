@@ -56,6 +56,12 @@ export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   writerId?: string;
 }
 
+/** Thrown inside a claim's transaction when the pause is closed already: rolls back what the claim took (its lease, a placeholder row). */
+const NOT_CLAIMED = new Error('waymark: pause not claimed');
+
+/** A lease decision refused: held by another, lost, or the run cancelled. */
+const leaseRefused = (e: unknown) => hasCode(e, ErrorCode.RUN_IN_PROGRESS) || hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED);
+
 export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   private readonly sql: Sql;
   private readonly ownsSql: boolean;
@@ -201,9 +207,30 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => readChain(sql, this.t, executionId, base, seq));
   }
 
-  /** Write one checkpoint inside the caller's transaction, under the execution row's lock. */
-  private async writeCheckpoint(tx: Tx, input: C.CheckpointInput): Promise<RowText> {
-    const ex = await lockExecution(tx, this.t, input.executionId);
+  /*
+   * Lock order. Every transaction that touches an execution's lease row, its
+   * execution row and its pending row takes them in this one order, skipping
+   * those it does not need: lease → execution → pending; after them only rows
+   * of its own (a new checkpoint, claim, outbox event), for which no other
+   * writer waits. It is the hot path's order: a fenced put renews the lease
+   * and then advances the execution (putOnCursor's one statement, or `fence`
+   * then `writeCheckpoint`), and a pause inserts its pending row last. So:
+   * - cancel clears the lease first, then locks the execution, then closes the pause;
+   * - a claim takes (or renews) the lease first, then locks the execution when
+   *   it writes a row, then deletes the pending row; a claim that finds the
+   *   pause closed rolls back the lease it took (NOT_CLAIMED);
+   * - delete and prune lock the lease before the execution (prune: a chunk's
+   *   leases, then its executions, each in id order; see delete.ts);
+   * - a lease alone (acquire, renew, release), a decision (its advisory lock,
+   *   then the pending row alone) and an import (executions in id order, then
+   *   pending rows, no lease) fit it as they are.
+   * So no transaction waits for a lock held by one that waits for its own: no
+   * deadlock (40P01, found only after deadlock_timeout), and none is retried.
+   */
+
+  /** Write one checkpoint inside the caller's transaction, under the execution row's lock (`locked`: taken already, its position). */
+  private async writeCheckpoint(tx: Tx, input: C.CheckpointInput, locked?: { next_seq: number; last_id: string }): Promise<RowText> {
+    const ex = locked ?? (await lockExecution(tx, this.t, input.executionId));
     if (checkPrev(input, ex) === 'lookup') {
       const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId!}`;
       checkPrevOwner(input, row?.execution_id);
@@ -234,6 +261,10 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     try {
       // a retried attempt whose lost one committed finds its own marker: reported as alreadyCancelled
       out = await this.write(async (tx) => {
+        // lease → execution → pending (see "Lock order"). Every runner is fenced out: its next write or
+        // renewal finds the holder cleared and the marker. Already cancelled, the holder is clear already;
+        // a refusal (not found, finished) rolls this back
+        await tx`UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0 WHERE execution_id = ${executionId}`;
         // the execution row's lock orders this cancel with every write of the run
         const [ex] = await tx<{ last_id: string }[]>`
           SELECT last_id FROM ${this.t.executions} WHERE execution_id = ${executionId} FOR UPDATE`;
@@ -245,8 +276,6 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         const [open] = await tx<PendingColumns[]>`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
         const closed = open ? fromColumns.pending(open) : null;
         if (closed) await this.queueEvent(tx, interruptClosed(closed, this.writerId));
-        // every runner is fenced out: its next write or renewal finds the holder cleared and the marker
-        await tx`UPDATE ${this.t.leases} SET holder = NULL, expires_at = 0 WHERE execution_id = ${executionId}`;
         const state = stateOfCursor(await this.txCursorAt(tx, executionId, last.seq, last.id));
         const rt = await this.writeCheckpoint(tx, cancelMarker(last, state, reason));
         return { rt, marker: rt.row, closed };
@@ -416,19 +445,31 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     let out: Claimed | null;
     try {
       out = await this.write(async (tx) => {
+        // lease → execution → pending (see "Lock order"). The claim and the lease are one decision: a refused
+        // lease rolls the claim back, and a claim that finds the pause closed rolls the lease back (NOT_CLAIMED)
+        let lease: C.Lease | null = null;
+        if (ask) {
+          try {
+            lease = isHeld(ask) ? await fence(tx, this.t, ask, false) : await takeLease(tx, this.t, executionId, ask);
+          } catch (e) {
+            // refused because another claimer (or a cancel) closed the pause first: not claimed, as when it is seen closed
+            if (leaseRefused(e) && !(await tx`SELECT 1 AS one FROM ${this.t.pending} WHERE execution_id = ${executionId} AND checkpoint_id = ${checkpointId}`).length) throw NOT_CLAIMED;
+            throw e;
+          }
+        }
+        const ex = next ? await lockExecution(tx, this.t, executionId) : undefined;
         const [row] = await tx<PendingColumns[]>`
           DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} AND checkpoint_id = ${checkpointId} RETURNING *`;
-        if (!row) return null;
+        if (!row) throw NOT_CLAIMED;
         const pending = fromColumns.pending(row);
-        // the claim and the lease are one decision: a refused lease rolls the claim back
-        const lease = ask ? (isHeld(ask) ? await fence(tx, this.t, ask, false) : await takeLease(tx, this.t, executionId, ask)) : null;
         const claimedAt = canonicalTime();
         await decisions.recordClaim(tx, this.t, { checkpoint_id: checkpointId, execution_id: executionId, writer_id: this.writerId, decision_id: decisionId, claimed_at: claimedAt });
         await this.queueEvent(tx, interruptClaimed(pending, this.writerId, decisionId, claimedAt));
-        const rt = next ? await this.writeCheckpoint(tx, next) : null;
+        const rt = next ? await this.writeCheckpoint(tx, next, ex) : null;
         return { ...written(rt), pending, lease };
       }, landed);
     } catch (e) {
+      if (e === NOT_CLAIMED) return null;
       this.cursors.drop(executionId);
       throw e;
     }
