@@ -268,7 +268,7 @@ export const quarantine = pgTable(
     /** The refused payload, truncated to LIMITS.quarantinePayloadBytes. */
     payload: text().notNull(),
     truncated: boolean().notNull().default(false),
-    /** sha256 of the whole refused text (before truncation): a batch sent again (its answer lost) adds no second record. NULL on records older than this column. */
+    /** sha256 of the reason code and the whole refused text (before truncation): a batch sent again (its answer lost) adds no second record. NULL on records older than this column. */
     payloadHash: text(),
     receivedAt: now(),
   },
