@@ -450,8 +450,11 @@ export interface Checkpointer {
    * whose event is over the row limit (`LIMITS.rowBytes`, as sent) is refused
    * (INVALID_ROW), as a checkpoint is: a plane could not hold it, and a machine
    * that restored the run would not know the effect ran. With `options.lease`
-   * the write is fenced as a put is (LeaseLost, or RunCancelled, writing
-   * nothing): a runner taken over, or a run deleted or cancelled, records nothing.
+   * the write is checked against it: a holder taken over, or whose run was
+   * cancelled, still records the entry (its effect happened: whoever runs the
+   * run next must find it) and then throws LeaseLost, or RunCancelled; a run
+   * deleted (no lease row left) records nothing and throws, so no entry
+   * outlives it to be found by a new run under the same id.
    */
   putIdempotent(executionId: string, key: string, result: Json | null, options?: WriteOptions): Promise<IdempotencyEntry>;
   listIdempotent(executionId: string): Promise<IdempotencyEntry[]>;

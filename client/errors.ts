@@ -8,6 +8,18 @@ export class AlreadyResumed extends WaymarkError {
   }
 }
 
+/**
+ * The pause has another decision, the first (recorded on the plane, or taking
+ * the place of this one in the store): nothing was claimed. `details.decision`
+ * is that decision, when known; apply it instead.
+ */
+export class AlreadyDecided extends WaymarkError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(ErrorCode.ALREADY_DECIDED, message, { details });
+    this.name = 'AlreadyDecided';
+  }
+}
+
 /** The rows do not allow the requested re-entry (missing tool, fork from a marker…). */
 export class CheckpointError extends WaymarkError {
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown>; code?: ErrorCode }) {

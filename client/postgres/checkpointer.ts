@@ -560,20 +560,30 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     const event = idempotencyRecorded(e);
     checkIdempotencyBytes(key, event.bytes);
     // INSERT … ON CONFLICT DO NOTHING: a retry after a lost commit finds the stored entry
-    const entry = await this.write(async (tx) => {
-      if (options.lease) await fence(tx, this.t, options.lease, false);
+    const { entry, lost } = await this.write(async (tx) => {
+      let lost: unknown = null;
+      if (options.lease) {
+        try {
+          await fence(tx, this.t, options.lease, false);
+        } catch (error) {
+          // a run deleted has no lease row: nothing may outlive it (the lease row's lock first, as delete takes it: see "Lock order")
+          if (!(await tx`SELECT 1 AS one FROM ${this.t.leases} WHERE execution_id = ${executionId} FOR UPDATE`).length) throw error;
+          lost = error;
+        }
+      }
       const inserted = await tx<IdempotencyColumns[]>`
         INSERT INTO ${this.t.idempotency} ${tx(toColumns.idempotency(e))}
         ON CONFLICT (execution_id, key) DO NOTHING RETURNING *`;
       if (inserted.length === 1) {
         await this.queueEvent(tx, event);
-        return e;
+        return { entry: e, lost };
       }
       const [row] = await tx<IdempotencyColumns[]>`
         SELECT * FROM ${this.t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
-      return fromColumns.idempotency(row);
+      return { entry: fromColumns.idempotency(row), lost };
     });
     this.afterCommit(executionId, written(null), 'store.idempotency.afterCommit');
+    if (lost) throw lost;
     return entry;
   }
 

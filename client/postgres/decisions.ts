@@ -51,14 +51,13 @@ export async function insertDecision(tx: Tx, t: Tables, lockKey: string, d: Deci
   }
   let replaced: Decision | undefined;
   if (d.source === 'plane') {
+    // the pause's row first, as a local decision and a claim take it: the decision read next is the newest one
+    // (a local one recorded meanwhile is seen), and a local claim applying it and this replacement never both happen
+    const [open] = await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
     const prev = await existingDecision(tx, t, d);
-    if (prev && prev.source === 'local') {
-      // the pause's row first, as a claim takes it: a local claim applying `prev` and this replacement never both happen
-      const [open] = await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
-      if (planeDecisionReplaces(d, prev, open !== undefined)) {
-        await tx`DELETE FROM ${t.decisions} WHERE decision_id = ${prev.decisionId}`;
-        replaced = prev;
-      }
+    if (prev && planeDecisionReplaces(d, prev, open !== undefined)) {
+      await tx`DELETE FROM ${t.decisions} WHERE decision_id = ${prev.decisionId}`;
+      replaced = prev;
     }
   }
   const c = decisionColumns(d);
@@ -104,7 +103,8 @@ export async function getDecision(sql: Sql, t: Tables, executionId: string, chec
 export async function recordClaim(tx: Tx, t: Tables, c: ClaimColumns): Promise<void> {
   if (c.decision_id) {
     const [held] = await tx<{ execution_id: string; checkpoint_id: string }[]>`SELECT execution_id, checkpoint_id FROM ${t.decisions} WHERE decision_id = ${c.decision_id}`;
-    checkClaimDecisionPause(c.decision_id, { executionId: c.execution_id, checkpointId: c.checkpoint_id }, held);
+    const [pause] = held ? [] : await tx<DecisionColumns[]>`SELECT * FROM ${t.decisions} WHERE checkpoint_id = ${c.checkpoint_id} AND execution_id = ${c.execution_id}`;
+    checkClaimDecisionPause(c.decision_id, { executionId: c.execution_id, checkpointId: c.checkpoint_id }, held, pause ? decisionFromColumns(pause) : null);
   }
   await tx`
     INSERT INTO ${t.claims} (checkpoint_id, execution_id, writer_id, decision_id, claimed_at)

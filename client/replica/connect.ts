@@ -1,7 +1,7 @@
-import { AlreadyResumed, ClaimRefused, RunInProgress, RunTakenOver } from '../errors.js';
+import { AlreadyDecided, AlreadyResumed, ClaimRefused, RunInProgress, RunTakenOver } from '../errors.js';
 import type { Checkpointer, ClaimGuard, PlaneGuard, TakeoverGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { ErrorCode } from '../../shared/errors.js';
 import { Replica, type ReplicaOptions } from './replica.js';
 
 export interface ConnectOptions extends ReplicaOptions {
@@ -64,7 +64,7 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
     }
     if (r.outcome === 'decided') {
       // a decision recorded here while the plane's first one had not arrived: nothing is resumed with it
-      throw new WaymarkError(ErrorCode.ALREADY_DECIDED, `execution '${executionId}': ${r.message}`, { details: { executionId, checkpointId, decision: r.decision } });
+      throw new AlreadyDecided(`execution '${executionId}': ${r.message}`, { executionId, checkpointId, decision: r.decision });
     }
     if (r.outcome === 'refused') {
       const reason = `${r.status}${r.code ? ` ${r.code}` : ''}: ${r.message}`;

@@ -40,8 +40,9 @@ export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId
     return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null, applied: error.details?.applied ?? null };
   }
   if (res.status === 409 && error?.code === ErrorCode.ALREADY_DECIDED) {
-    const first = DecisionView.safeParse((error.details as { decision?: unknown } | undefined)?.decision);
-    if (first.success) return { outcome: 'decided', decision: first.data, message: error.message ?? 'decided first on the plane' };
+    // never a plain refusal: a caller resuming locally on a refusal would apply the losing decision
+    const first = DecisionView.strip().safeParse((error.details as { decision?: unknown } | undefined)?.decision);
+    return { outcome: 'decided', decision: first.success ? first.data : null, message: error.message ?? 'decided first on the plane' };
   }
   if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
   return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}` };
@@ -163,7 +164,7 @@ export type PlaneClaim =
   | { outcome: 'won' }
   | { outcome: 'lost'; writerId: string; decisionId?: string | null; applied?: boolean | null }
   /** The pause was decided first on the plane, with another decision than the claim applied: nothing claimed. */
-  | { outcome: 'decided'; decision: DecisionView; message: string }
+  | { outcome: 'decided'; decision: DecisionView | null; message: string }
   | { outcome: 'offline'; reason: string }
   | { outcome: 'refused'; status: number; code: string | null; message: string };
 

@@ -43,7 +43,7 @@
  * forgotten (the store's decisionSeq read first).
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { DecisionView } from '../../shared/protocol.js';
+import { Decision } from '../../shared/rows.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
 import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
@@ -284,11 +284,13 @@ class DecisionWorker {
    * (then it is retried as any failure).
    */
   private async yieldToPlane(d: StoredDecision, e: WaymarkError): Promise<boolean> {
-    const first = DecisionView.safeParse((e.details as { decision?: unknown } | undefined)?.decision);
+    // the plane's view of a decision carries its state too; the store's refusal, the decision as stored
+    const first = Decision.strip().safeParse((e.details as { decision?: unknown } | undefined)?.decision);
     if (!first.success || first.data.decisionId === d.decisionId) return false;
-    const { state: _s, appliedBy: _b, appliedAt: _a, feedSeq: _f, ...decision } = first.data;
-    const r = await this.o.store.recordDecision({ ...decision, source: 'plane' });
-    if (!r.recorded || r.replaced?.decisionId !== d.decisionId) return false;
+    const r = await this.o.store.recordDecision({ ...first.data, source: 'plane' });
+    // taken in this one's place now, or already (the decision feed brought it first)
+    const yielded = r.recorded ? r.replaced?.decisionId === d.decisionId : r.existing.decisionId === first.data.decisionId;
+    if (!yielded) return false;
     // this decision is gone from the store (a `closed()` would read the plane's in its place)
     this.retries.delete(d.decisionId);
     this.settled.add(d.decisionId);
@@ -359,7 +361,9 @@ class DecisionWorker {
   private async closed(d: StoredDecision, e: { code?: string; message: string; details?: Record<string, unknown> }): Promise<void> {
     this.retries.delete(d.decisionId);
     this.settled.add(d.decisionId);
-    const now = (await this.o.store.getDecision(d.executionId, d.checkpointId).catch(() => null)) ?? d;
+    const stored = await this.o.store.getDecision(d.executionId, d.checkpointId).catch(() => null);
+    // the pause's decision here may be another one now (the plane's took this one's place): this one is reported
+    const now = !stored ? d : stored.decisionId === d.decisionId ? stored : { ...d, state: 'superseded' as const };
     const details = e.details ?? {};
     const planeWinner = typeof details.claimedBy === 'string' ? details.claimedBy : null;
     if (now.state === 'applied') {

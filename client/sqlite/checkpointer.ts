@@ -479,17 +479,27 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     const e: IdempotencyEntry = { executionId, key, result, createdAt: canonicalTime() };
     const event = idempotencyRecorded(e);
     checkIdempotencyBytes(key, event.bytes);
-    const entry = this.db
+    const { entry, lost } = this.db
       .transaction(() => {
-        if (options.lease) fenceWrite(this.st, options.lease, false);
+        let lost: unknown = null;
+        if (options.lease) {
+          try {
+            fenceWrite(this.st, options.lease, false);
+          } catch (error) {
+            // a run deleted has no lease row: nothing may outlive it
+            if (!this.st.getLease.get(executionId)) throw error;
+            lost = error;
+          }
+        }
         if (this.st.insertIdem.run(toColumns.idempotency(e)).changes === 1) {
           this.queue(event);
-          return e;
+          return { entry: e, lost };
         }
-        return fromColumns.idempotency(this.st.getIdem.get(executionId, key) as IdempotencyColumns);
+        return { entry: fromColumns.idempotency(this.st.getIdem.get(executionId, key) as IdempotencyColumns), lost };
       })
       .immediate();
     this.afterCommit(executionId, written(null), 'store.idempotency.afterCommit');
+    if (lost) throw lost;
     return entry;
   }
 

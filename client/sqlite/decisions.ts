@@ -94,7 +94,8 @@ export function getDecision(db: Database.Database, executionId: string, checkpoi
 export function recordClaim(db: Database.Database, c: ClaimColumns): void {
   if (c.decision_id) {
     const held = st(db, `SELECT execution_id, checkpoint_id FROM decisions WHERE decision_id = ?`).get(c.decision_id) as { execution_id: string; checkpoint_id: string } | undefined;
-    checkClaimDecisionPause(c.decision_id, { executionId: c.execution_id, checkpointId: c.checkpoint_id }, held);
+    const pause = held ? undefined : (st(db, `SELECT * FROM decisions WHERE checkpoint_id = ? AND execution_id = ?`).get(c.checkpoint_id, c.execution_id) as DecisionColumns | undefined);
+    checkClaimDecisionPause(c.decision_id, { executionId: c.execution_id, checkpointId: c.checkpoint_id }, held, pause ? decisionFromColumns(pause) : null);
   }
   st(
     db,

@@ -23,7 +23,7 @@ import type { Json } from '../../shared/json.js';
 import type { DecisionState } from '../../shared/protocol.js';
 import { Decision, Uuidv7 } from '../../shared/rows.js';
 import type { ListDecisionsOptions, StoredDecision } from '../checkpointer.js';
-import { CorruptRowError } from '../errors.js';
+import { AlreadyDecided, CorruptRowError } from '../errors.js';
 
 /** The stored columns of `decisions`, the same names on both backends. */
 export interface DecisionColumns {
@@ -79,15 +79,30 @@ export function checkDecision(value: unknown): Decision {
 /**
  * Inside a claim's transaction: the decision a claim applies, if this store
  * holds it, must be the decision for the claimed pause. A decision id from
- * another pause is refused (INVALID_DECISION naming both pauses): nothing is
- * claimed (the caller's transaction rolls back).
+ * another pause is refused (INVALID_DECISION naming both pauses); one this
+ * store does not hold while the pause has another decision here (the plane's
+ * took its place after the caller read it) is ALREADY_DECIDED naming that
+ * one (`details.decision`). Nothing is claimed (the caller's transaction
+ * rolls back). `pauseDecision`: the claimed pause's decision here, read only
+ * when `held` is absent.
  */
 export function checkClaimDecisionPause(
   decisionId: string | null,
   claimed: { executionId: string; checkpointId: string },
   held: { execution_id: string; checkpoint_id: string } | null | undefined,
+  pauseDecision: Decision | null,
 ): void {
-  if (!decisionId || !held) return;
+  if (!decisionId) return;
+  if (!held) {
+    const first = pauseDecision;
+    if (first && first.decisionId !== decisionId) {
+      throw new AlreadyDecided(
+        `the pause at ${claimed.checkpointId} of '${claimed.executionId}' has decision ${first.decisionId} (by '${first.decidedBy}', from the ${first.source === 'plane' ? 'plane' : 'local store'}), not ${decisionId}; nothing was claimed: apply that decision`,
+        { decision: first },
+      );
+    }
+    return;
+  }
   if (held.checkpoint_id === claimed.checkpointId && held.execution_id === claimed.executionId) return;
   throw new WaymarkError(
     ErrorCode.INVALID_DECISION,

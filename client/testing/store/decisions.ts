@@ -60,6 +60,11 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect(await b.recordDecision(first)).toEqual({ recorded: true, replaced: mine });
       expect(await a.getDecision(id, pause)).toMatchObject({ decisionId: first.decisionId, source: 'plane', approved: false, state: 'pending' });
       expect((await a.listDecisions({ executionId: id })).items.map((d) => d.decisionId)).toEqual([first.decisionId]);
+      // a claim applying the replaced one (read before it was replaced) is refused naming the first; nothing claimed
+      const open = (await a.getPendingInterrupt(id))!;
+      const refused = await a.claimInterrupt(open, { decisionId: mine.decisionId }).catch((e: WaymarkError) => e);
+      expect(refused).toMatchObject({ code: 'ALREADY_DECIDED', details: { decision: { decisionId: first.decisionId } } });
+      expect(await b.getPendingInterrupt(id)).toEqual(open);
       // another plane decision for the pause keeps the first
       expect(await a.recordDecision(decisionFor(id, pause, { source: 'plane' }))).toEqual({ recorded: false, existing: first });
       // a local decision applied here (its claim took the pause) stays, whatever the plane says later
@@ -70,6 +75,17 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       await a.claimInterrupt(pending, { decisionId: applied.decisionId });
       expect(await b.recordDecision(decisionFor(other.id, other.pause, { source: 'plane', approved: false }))).toEqual({ recorded: false, existing: applied });
       expect(await a.getDecision(other.id, other.pause)).toMatchObject({ decisionId: applied.decisionId, state: 'applied' });
+    });
+
+    test("a local decision and the plane's recorded at once from two handles: the pause ends with the plane's, every time", async () => {
+      for (let i = 0; i < 12; i++) {
+        const { id, pause } = await paused(a);
+        const local = decisionFor(id, pause, { decidedBy: 'local' });
+        const plane = decisionFor(id, pause, { source: 'plane', approved: false, decidedBy: 'plane' });
+        const [rl, rp] = await Promise.all(i % 2 ? [a.recordDecision(local), b.recordDecision(plane)] : [b.recordDecision(local), a.recordDecision(plane)]);
+        expect(rp.recorded, JSON.stringify([rl, rp])).toBe(true);
+        expect(await a.getDecision(id, pause)).toMatchObject({ decisionId: plane.decisionId, source: 'plane' });
+      }
     });
 
     test('a local decision for an open pause is recorded with its decision_recorded event in one transaction; it reads back pending', async () => {

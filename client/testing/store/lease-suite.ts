@@ -76,15 +76,17 @@ export function runLeaseSuite(options: StoreSuiteOptions): void {
       expect(await a.getLease(id)).toMatchObject({ holder: 'B', epoch: 2, live: true });
     });
 
-    test('putIdempotent with a lease is fenced: a taken-over holder, or one whose run was deleted, records nothing; the holder records', async () => {
+    test('putIdempotent with a lease: a taken-over holder still records what its effect did, then learns it lost the run (LeaseLost); the next holder finds it; a run deleted keeps nothing', async () => {
       const id = exec();
       const la = await a.acquireLease(id, { holder: 'A', ttlMs: 200 });
       await a.put(input(id), { lease: la });
       await untilExpired(b, id);
       const lb = await b.acquireLease(id, { holder: 'B', ttlMs: 60_000 });
+      // A's effect ran: refusing its record would let B run it again
       await expectCode(a.putIdempotent(id, 'charge', { by: 'A' }, { lease: la }), 'LEASE_LOST');
-      expect(await b.getIdempotent(id, 'charge')).toEqual({ hit: false });
-      expect((await b.putIdempotent(id, 'charge', { by: 'B' }, { lease: lb })).result).toEqual({ by: 'B' });
+      expect(await b.getIdempotent(id, 'charge')).toEqual({ hit: true, result: { by: 'A' } });
+      expect((await b.putIdempotent(id, 'charge', { by: 'B' }, { lease: lb })).result).toEqual({ by: 'A' });
+      expect((await b.putIdempotent(id, 'other', { by: 'B' }, { lease: lb })).result).toEqual({ by: 'B' });
       // a run deleted while its holder's effect ran: the record would outlive the run, and a new run under the id would skip its own effect
       await b.deleteExecution(id);
       await expectCode(b.putIdempotent(id, 'late', { by: 'B' }, { lease: lb }), 'LEASE_LOST');
