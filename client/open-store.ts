@@ -45,7 +45,7 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
   }
   // `sqlit:runs.db` would open a new file of that name; a one-letter prefix is a Windows drive (C:\runs.db)
   const prefix = /^([a-z][a-z0-9+.-]+):(?!\/\/)/i.exec(spec)?.[1];
-  if (prefix && !['sqlite', 'postgres', 'postgresql'].includes(prefix.toLowerCase())) {
+  if (prefix && !spec.startsWith('sqlite:') && !postgresSpec(spec)) {
     throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: '${prefix}:' is not a store scheme (a path, sqlite:<path>, :memory: or postgres://…); a file whose name holds a colon: ./${spec}`);
   }
   const pg = postgresSpec(spec);

@@ -85,9 +85,10 @@ export function storableText(s: string): string {
 }
 
 /**
- * `value` (plain JSON) with every string and key passed through `storableText`;
- * the value itself when nothing needed it. A key that becomes another key
- * present keeps the later value, as `JSON.parse` does with a repeated key.
+ * A copy of `value` (plain JSON) with every string and key passed through
+ * `storableText` (a string alone is returned as that). A key that becomes
+ * another key present keeps the later value, as `JSON.parse` does with a
+ * repeated key.
  */
 export function storableJson(value: Json): Json {
   if (typeof value === 'string') return storableText(value);

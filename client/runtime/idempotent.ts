@@ -190,8 +190,14 @@ function jsonForm(result: unknown, what: string): Json | null {
   } catch (e) {
     throw new EffectNotRecorded(`the side effect '${what}' ran but its result has no JSON form: ${(e as Error)?.message ?? e}`, { cause: e });
   }
-  const parsed = text === undefined ? null : (JSON.parse(text) as Json);
-  const value = jsonProblem(parsed) === null ? parsed : storableJson(parsed);
+  let value: Json | null;
+  try {
+    const parsed = text === undefined ? null : (JSON.parse(text) as Json);
+    value = jsonProblem(parsed) === null ? parsed : storableJson(parsed);
+  } catch (e) {
+    // nesting too deep to walk (a RangeError): still never a tool failure the model could retry
+    throw new EffectNotRecorded(`the side effect '${what}' ran but its result cannot be stored: ${(e as Error)?.message ?? e}`, { cause: e });
+  }
   const problem = jsonProblem(value);
   if (problem) throw new EffectNotRecorded(`the side effect '${what}' ran but its result cannot be stored: ${problem}`);
   return value;

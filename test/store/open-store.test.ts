@@ -14,7 +14,7 @@ afterAll(() => tmp.cleanup());
 
 describe('openStore(spec)', () => {
   it('refuses an empty spec and an unknown scheme with INVALID_OPTIONS instead of opening a throwaway database (a mistyped sqlite: included: no file is made)', async () => {
-    for (const spec of ['', '   ', 'mysql://127.0.0.1/db', 'nonsense://x', `sqlit:${tmp.file('typo.db')}`, 'file:runs.db']) {
+    for (const spec of ['', '   ', 'mysql://127.0.0.1/db', 'nonsense://x', `sqlit:${tmp.file('typo.db')}`, 'file:runs.db', 'SQLITE:runs.db']) {
       const e = await openStore(spec).catch((x) => x);
       expect(hasCode(e, 'INVALID_OPTIONS'), `${JSON.stringify(spec)}: ${e}`).toBe(true);
       expect(existsSync(spec)).toBe(false);
