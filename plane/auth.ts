@@ -44,6 +44,37 @@ export function checkProjectName(name: string): string | null {
   return PROJECT_NAME.test(name) ? null : `project name '${name}' must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`;
 }
 
+/** The longest key name, in characters. */
+export const KEY_NAME_MAX = 128;
+
+// C0 and C1 controls, DEL, line and paragraph separators, and the bidi embeddings,
+// overrides and isolates: each can rewrite what a terminal shows around it
+const CONTROL = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+
+/** A string as it may be printed to a terminal: each control character as a JSON-style escape (`\u001b`), the rest as is. */
+export function printable(s: string): string {
+  return s.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** Every problem with a key name (none: an empty list): at most KEY_NAME_MAX characters, no control characters. */
+export function keyNameProblems(name: string): string[] {
+  const problems: string[] = [];
+  const length = [...name].length;
+  if (length > KEY_NAME_MAX) problems.push(`it is ${length} characters long, more than ${KEY_NAME_MAX}`);
+  const controls = [...new Set(name.match(CONTROL) ?? [])];
+  if (controls.length) problems.push(`it has control characters (${controls.map(printable).join(', ')}), which a terminal listing the keys would act on`);
+  return problems;
+}
+
+/** Refuse a key name with problems (INVALID_REQUEST naming each, `details.problems`); nothing is written. */
+export function checkKeyName(name: string): void {
+  const problems = keyNameProblems(name);
+  if (!problems.length) return;
+  const chars = [...name];
+  const shown = printable(chars.length > 40 ? `${chars.slice(0, 40).join('')}…` : name);
+  throw new WaymarkError(ErrorCode.INVALID_REQUEST, `key name '${shown}' is refused: ${problems.join('; ')}`, { details: { problems } });
+}
+
 export class UnknownProject extends WaymarkError {
   constructor(name: string, known: string[]) {
     super(ErrorCode.UNKNOWN_PROJECT, `no project '${name}'; known: ${known.length ? known.join(', ') : '(none)'}; create it with 'waymark plane projects create ${name}'`, {
@@ -97,6 +128,7 @@ export async function createKey(
   const bad = o.scopes.filter((s) => !SCOPES.includes(s));
   if (bad.length) throw new WaymarkError(ErrorCode.INVALID_REQUEST, `unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
   if (!o.scopes.length) throw new WaymarkError(ErrorCode.INVALID_REQUEST, 'a key needs at least one scope');
+  if (o.name !== undefined) checkKeyName(o.name);
   if (o.createProject) {
     const [found] = await db.select({ id: projects.id }).from(projects).where(eq(projects.name, o.project));
     if (!found)

@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { WaymarkError } from '../shared/errors.js';
 import { isInMemory } from './db/open.js';
-import { SCOPES, type Scope } from './auth.js';
+import { checkKeyName, SCOPES, type Scope } from './auth.js';
 import { adminTarget, printKeys } from './admin-cli.js';
 import { loadConfig, type PlaneConfig } from './config.js';
 import { startPlane, adminKeyPath } from './server.js';
@@ -164,7 +164,13 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
   else if (plane.adminKey) out(`in-memory database: created project 'local' and an admin key, shown this once and written nowhere: ${plane.adminKey}`);
   else if (isInMemory(config.dataDir)) out('admin key: this plane has no data dir (memory://): use a key of the plane that set its database up (its data dir has the admin-key file)');
   else if (existsSync(adminKeyPath(config.dataDir))) out(`admin key: ${adminKeyPath(config.dataDir)}`);
-  else {
+  else if (plane.database.kind === 'pglite') {
+    // a PGlite database lives in its data dir: no plane with another data dir set it up
+    out(
+      `admin key: none at ${adminKeyPath(config.dataDir)}: this database was set up without one ('waymark plane projects' or 'keys' commands ran on it before the plane's first start, or the file was removed); ` +
+        `stop the plane and make one with 'waymark plane keys create --project NAME --scopes admin,operator --data-dir ${config.dataDir}' (NAME: one of 'waymark plane projects list')`,
+    );
+  } else {
     out(
       `admin key: none at ${adminKeyPath(config.dataDir)}: the database was set up by a plane with another data dir (its admin-key file has the key), ` +
         `or make one there with 'waymark plane keys create --project local --scopes admin,operator' (without a plane on this data dir, or --plane URL --key KEY)`,
@@ -210,6 +216,8 @@ function scopesOf(p: Parsed): Scope[] {
 async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[], p: Parsed, out: (l: string) => void): Promise<number> {
   const values = p.values as Record<string, string | undefined>;
   const arg = p.positionals[0];
+  // refused before the plane or its database is reached: a refused name changes nothing (a named new data dir included)
+  if (what === 'keys' && verb === 'create' && values.name !== undefined) checkKeyName(values.name);
   const target = await adminTarget(config, {
     plane: values.plane,
     key: values.key,

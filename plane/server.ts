@@ -5,8 +5,8 @@
  * their own when a metrics port is configured.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { ServerOptions } from 'node:http';
 import { serve, type ServerType } from '@hono/node-server';
@@ -15,8 +15,8 @@ import { count } from 'drizzle-orm';
 import { createKey, createProject, keyState } from './auth.js';
 import { ErrorCode, hasCode, WaymarkError } from '../shared/errors.js';
 import type { PlaneConfig } from './config.js';
-import { lockDataDir, type DataDirLock } from './db/lock.js';
-import { isInMemory, openPlaneDatabase, type PlaneDatabase, type PlaneDb } from './db/open.js';
+import { lockDataDir, removeMadeDataDir, type DataDirLock } from './db/lock.js';
+import { isInMemory, makePrivateDir, openPlaneDatabase, type PlaneDatabase, type PlaneDb } from './db/open.js';
 import { projects } from './db/schema.js';
 import { createPlaneApp, type PlaneAppOptions } from './app.js';
 import { metricsApp } from './metrics.js';
@@ -97,7 +97,7 @@ export async function bootstrap(database: PlaneDatabase, dir: string, databaseUr
       await createProject(tx as PlaneDb, 'local');
       const { key } = await createKey(tx as PlaneDb, { project: 'local', name: 'bootstrap admin', scopes: ['admin', 'operator'] });
       if (pending) {
-        mkdirSync(resolve(dir), { recursive: true });
+        mkdirSync(resolve(dir), { recursive: true, mode: 0o700 });
         writeFileSync(pending, `${key}\n`, { mode: 0o600, flag: 'wx' });
         chmodSync(pending, 0o600);
       }
@@ -141,19 +141,26 @@ export async function startPlane(config: Readonly<PlaneConfig>, options: StartOp
   if (onDisk && !config.databaseUrl && existsSync(adminKeyPath(dir)) && !existsSync(join(dir, 'PG_VERSION'))) {
     throw new ForeignAdminKey(config, 'and holds no PGlite database (a Postgres plane wrote it)');
   }
+  // A start that never serves leaves no data dir it made (a failed start, PORT_IN_USE, creates
+  // no data dir and makes no key): PGlite makes its database before the port is tried, so what
+  // this start made is removed again, never a folder that held something before it.
+  // DATA_DIR_LOCKED: the folder is another process's, which may be making it right now.
+  const fresh = onDisk ? freshDataDir(dir) : null;
+  const undo = (e: unknown) => {
+    if (fresh && !hasCode(e, ErrorCode.DATA_DIR_LOCKED)) removeMadeDataDir(dir, fresh.made, 'waymark plane (undoing a failed start)');
+  };
   // A Postgres plane holds its data dir's lock as a PGlite plane does: the dir has its
   // admin-key file, and the lock names the plane's URL, through which the keys commands
   // reach it. So one plane per data dir on either backend (several Postgres planes on one
   // database each have their own data dir, or `memory://` for none), and a Postgres plane
   // cannot start on a data dir a running PGlite plane holds.
-  const made = Boolean(onDisk && config.databaseUrl && !existsSync(dir));
   let dirLock: DataDirLock | null = null;
   if (onDisk && config.databaseUrl) {
     try {
-      mkdirSync(dir, { recursive: true });
+      makePrivateDir(dir);
       dirLock = lockDataDir(dir, 'waymark plane');
     } catch (e) {
-      if (made) rmdirQuietly(dir);
+      undo(e);
       if (e instanceof WaymarkError) throw e;
       // a read-only root filesystem (a container), a folder of another user: said as such, with the way out
       throw new WaymarkError(
@@ -171,18 +178,28 @@ export async function startPlane(config: Readonly<PlaneConfig>, options: StartOp
   } catch (e) {
     if (database && !options.database) await database.close();
     dirLock?.release();
-    // a Postgres plane that could not start leaves no data dir behind (nothing was bootstrapped into it)
-    if (made) rmdirQuietly(dir);
+    undo(e);
     throw e;
   }
 }
 
-function rmdirQuietly(dir: string): void {
-  try {
-    rmdirSync(dir);
-  } catch {
-    // not empty (someone wrote there meanwhile) or gone: leave it
+/**
+ * What a start on `dir` would make, to be undone if it never serves: the first
+ * folder of the path that does not exist (`made`), or, for an empty folder,
+ * only what is put in it (`made` undefined); null for a folder with anything
+ * in it, which is never touched.
+ */
+function freshDataDir(dir: string): { made: string | undefined } | null {
+  if (existsSync(dir)) {
+    try {
+      return readdirSync(dir).length === 0 ? { made: undefined } : null;
+    } catch {
+      return null;
+    }
   }
+  let made = dir;
+  while (dirname(made) !== made && !existsSync(dirname(made))) made = dirname(made);
+  return { made };
 }
 
 async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, dirLock: DataDirLock | null, options: StartOptions): Promise<RunningPlane> {

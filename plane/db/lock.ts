@@ -22,8 +22,8 @@
  *   if it is still the same stale lock, so two starters cannot both break it
  *   and both win.
  */
-import { linkSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { linkSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 
@@ -175,7 +175,7 @@ export function lockDataDir(dirIn: string, command: string, faults: { beforeBrea
 function breakStale(dir: string, file: string, seen: LockInfo | null): void {
   const breaker = join(dir, `${LOCK_FILE}.break`);
   const tmp = join(dir, `${LOCK_FILE}.break.${process.pid}.${randomBytes(4).toString('hex')}`);
-  writeFileSync(tmp, `${process.pid}\n`);
+  writeFileSync(tmp, `${process.pid}\n`, { mode: 0o600 });
   try {
     linkSync(tmp, breaker);
   } catch (e) {
@@ -203,5 +203,44 @@ function breakStale(dir: string, file: string, seen: LockInfo | null): void {
     if (now && seen && now.pid === seen.pid && now.since === seen.since && !holderAlive(now)) unlinkSync(file);
   } finally {
     unlinkSync(breaker);
+  }
+}
+
+/**
+ * Undo a data dir that a start made and never served from (PORT_IN_USE after
+ * PGlite made its database there): a failed start leaves no data dir, so the
+ * keys commands say NO_PLANE_DATA there and the next start is the first one.
+ * Run after the start released its lock; the lock is taken again for the
+ * removal, so a process that took the dir meanwhile keeps it (nothing is
+ * removed). `made` is the first folder the start created (`dir` or a parent
+ * of it): the folders from `dir` up to it are removed, each only if empty.
+ * `made` undefined: `dir` was there, empty, before the start; only what is in
+ * it is removed.
+ */
+export function removeMadeDataDir(dirIn: string, made: string | undefined, command: string): void {
+  const dir = resolve(dirIn);
+  let lock: DataDirLock;
+  try {
+    lock = lockDataDir(dir, command);
+  } catch {
+    return; // another process holds it (its data dir now), or it is gone
+  }
+  try {
+    // a lock file of a process starting there right now is left (the folder then stays)
+    for (const name of readdirSync(dir)) if (!name.startsWith(LOCK_FILE)) rmSync(join(dir, name), { recursive: true, force: true });
+  } catch {
+    return; // what could not be removed stays; the start's own error is the one to report
+  } finally {
+    lock.release();
+  }
+  if (made === undefined) return;
+  const top = resolve(made);
+  for (let d = dir; d === top || d.startsWith(`${top}${sep}`); d = dirname(d)) {
+    try {
+      rmdirSync(d);
+    } catch {
+      return; // not empty (someone wrote there meanwhile): leave it and its parents
+    }
+    if (d === top) return;
   }
 }

@@ -3,9 +3,15 @@
  * else embedded PGlite in a data folder (or in memory). Same schema, same
  * drizzle-kit migrations, applied at start-up under an advisory lock so
  * several plane processes may start at once.
+ *
+ * A data dir is private to its owner (0700, made so on every open): PGlite
+ * writes its files 0666 whatever the umask, and the database holds every
+ * run's data and every key's hash.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import * as schema from './schema.js';
@@ -61,7 +67,7 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
   const dir = o.dataDir ?? 'memory://';
   let lock: DataDirLock | null = null;
   if (!isInMemory(dir)) {
-    mkdirSync(dir, { recursive: true });
+    makePrivateDir(dir);
     // PGlite is one process's database: nothing else may open this folder while we have it
     lock = lockDataDir(dir, o.command ?? `waymark plane (pid ${process.pid})`);
   }
@@ -70,6 +76,7 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
     await client.waitReady;
     const db = drizzle(client, { schema, casing: 'snake_case' });
     await migrate(db, { migrationsFolder: folder });
+    if (lock) tightenModes(lock.dir);
     return {
       db: db as unknown as PlaneDb,
       kind: 'pglite',
@@ -80,6 +87,8 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
       close: async () => {
         try {
           await client.close();
+          // the files made while it served (new tables, WAL segments) are 0666 as well
+          if (lock) tightenModes(lock.dir);
         } finally {
           lock?.release();
         }
@@ -94,4 +103,44 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
 /** A PGlite data folder that is no folder: the database lives in memory and dies with the process. */
 export function isInMemory(dataDir: string): boolean {
   return dataDir.startsWith('memory://');
+}
+
+/**
+ * Make a plane data dir (0700, with any missing parents) or make an existing
+ * one 0700: a folder others cannot enter keeps every file in it private,
+ * whatever the file's own mode. A folder this user may not chmod (another
+ * user's) is refused: INVALID_OPTIONS.
+ */
+export function makePrivateDir(dirIn: string): void {
+  const dir = resolve(dirIn);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    chmodSync(dir, 0o700);
+  } catch (e) {
+    throw new WaymarkError(
+      ErrorCode.INVALID_OPTIONS,
+      `the plane data dir ${dir} cannot be made private (chmod 0700: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); it holds every run's data and the admin key: ` +
+        'give a data dir of your own (--data-dir DIR or WAYMARK_PLANE_DIR)',
+      { details: { dataDir: dir }, cause: e },
+    );
+  }
+}
+
+/** Take group and other permissions off everything in a data dir (PGlite makes its files 0666); best effort, the 0700 dir is the guarantee. */
+export function tightenModes(dir: string): void {
+  let entries: string[];
+  try {
+    entries = readdirSync(dir, { recursive: true, encoding: 'utf8' });
+  } catch {
+    return;
+  }
+  for (const name of entries) {
+    const path = join(dir, name);
+    try {
+      const st = lstatSync(path);
+      if (st.mode & 0o077 && !st.isSymbolicLink()) chmodSync(path, st.mode & 0o700);
+    } catch {
+      // removed meanwhile (a WAL segment recycled): nothing to tighten
+    }
+  }
 }

@@ -47,6 +47,22 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
     expect((await call(`${plane.url}/v1/admin/keys/ffffffffffffffff/revoke`, { key: acmeAdmin, method: 'POST' })).body.error.code).toBe('KEY_NOT_FOUND');
   });
 
+  it('terminal injection defect (endpoint): a key name with control characters or over 128 characters is 400 INVALID_REQUEST naming every problem, and makes no key', async () => {
+    const count = async () => (await call(`${plane.url}/v1/admin/keys`, { key: operator })).body.items.length;
+    const before = await count();
+    const r = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'ops', name: `evil\x1b[31m\n${'x'.repeat(130)}`, scopes: ['read'] } });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({
+      code: 'INVALID_REQUEST',
+      details: { problems: ['it is 140 characters long, more than 128', expect.stringContaining('it has control characters (\\u001b, \\u000a)')] },
+    });
+    expect(r.body.error.message).not.toMatch(/[\u0000-\u001f]/);
+    expect(await count()).toBe(before);
+    const ok = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'ops', name: 'x'.repeat(128), scopes: ['read'] } });
+    expect(ok.status).toBe(201);
+    expect((await call(`${plane.url}/v1/admin/keys/${ok.body.id}/revoke`, { key: operator, method: 'POST' })).status).toBe(200);
+  });
+
   it('typo tenant defect (endpoint): a key for an unknown project is 404 UNKNOWN_PROJECT listing the known ones, and makes no project', async () => {
     const r = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'acmee', scopes: ['read'] } });
     expect(r.status).toBe(404);

@@ -6,7 +6,7 @@
  * do a PGlite one. Real `bin/waymark.mjs` processes on 127.0.0.1, port 0.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -73,6 +73,84 @@ describe('a failed start bootstraps nothing (PGlite)', () => {
     expect((await call(`${plane.url}/v1/admin/projects`, { key })).status).toBe(200);
     await plane.stop();
   });
+
+  it('half-set-up data dir defect: a start refused with PORT_IN_USE removes the data dir it made (and the folders made for it), never a folder that held something; keys commands there say NO_PLANE_DATA', async () => {
+    const cwd = tmp.file('port-cwd');
+    const empty = join(cwd, 'empty');
+    const kept = join(cwd, 'kept');
+    mkdirSync(empty, { recursive: true });
+    mkdirSync(kept);
+    writeFileSync(join(kept, 'notes.txt'), 'mine');
+    const { port, server } = await takenPort();
+    try {
+      // the README's `npx waymark plane` in another directory while `npm start` serves the port; then named data dirs
+      const starts = [[], ['--data-dir', join(cwd, 'made', 'for', 'plane')], ['--data-dir', empty], ['--data-dir', kept]];
+      const refused = await Promise.all(starts.map((args) => waymarkAsync(['plane', '--port', String(port), ...args], { cwd, env: { WAYMARK_LOG_LEVEL: 'silent' } })));
+      for (const [i, r] of refused.entries()) expect([r.code, r.stderr], starts[i].join(' ')).toEqual([1, expect.stringContaining('waymark: PORT_IN_USE: ')]);
+    } finally {
+      server.close();
+    }
+    expect(readdirSync(cwd).sort()).toEqual(['empty', 'kept']);
+    expect(readdirSync(empty)).toEqual([]);
+    expect(readFileSync(join(kept, 'notes.txt'), 'utf8')).toBe('mine');
+    const keys = await waymarkAsync(['plane', 'keys', 'create', '--project', 'local', '--scopes', 'ingest,read'], { cwd });
+    expect([keys.code, keys.stderr]).toEqual([1, expect.stringContaining(`waymark: NO_PLANE_DATA: no plane data dir at ${join(cwd, '.waymark', 'plane')}`)]);
+    expect(existsSync(join(cwd, '.waymark'))).toBe(false);
+    // and the next start there is the first start, not 'admin key: none … set up by a plane with another data dir'
+    const plane = await startPlaneProcess([], { cwd });
+    running.push(plane);
+    expect(plane.stdout()).toContain(`first start: created project 'local' and an admin key, written to ${join(cwd, '.waymark', 'plane', 'admin-key')} (mode 0600)`);
+    await plane.stop();
+  }, 480_000);
+});
+
+describe('a PGlite database set up before its first start', () => {
+  it('admin key message defect: a PGlite plane on a database that projects commands set up says it has no admin key and how to make one, not that a plane with another data dir has it', async () => {
+    const dir = tmp.file('projects-first');
+    const project = await waymarkAsync(['plane', 'projects', 'create', 'acme', '--data-dir', dir]);
+    expect(project.code, project.stderr).toBe(0);
+    const plane = await startPlaneProcess(['--data-dir', dir]);
+    running.push(plane);
+    expect(plane.stdout()).toContain(`admin key: none at ${join(dir, 'admin-key')}: this database was set up without one`);
+    expect(plane.stdout()).not.toContain('another data dir');
+    await plane.stop();
+    // the way out it names
+    const made = await waymarkAsync(['plane', 'keys', 'create', '--project', 'acme', '--scopes', 'admin,operator', '--data-dir', dir]);
+    expect(made.code, made.stderr).toBe(0);
+  });
+});
+
+/** What in a folder others may read, write or enter (group or other permission bits), as `mode path`. */
+function openToOthers(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .map((name) => ({ name, mode: statSync(join(dir, name)).mode & 0o777 }))
+    .filter((f) => f.mode & 0o077)
+    .map((f) => `${f.mode.toString(8)} ${f.name}`);
+}
+
+describe('a PGlite data dir is private to its owner', () => {
+  it('data dir mode defect: a start makes its data dir 0700 (a new one, and an existing 0755 one on every start); a stopped plane leaves no file in it open to others', async () => {
+    const made = tmp.file('private-new/plane');
+    const loose = tmp.file('private-loose');
+    mkdirSync(loose);
+    chmodSync(loose, 0o755);
+    for (const dir of [made, loose]) {
+      const plane = await startPlaneProcess(['--data-dir', dir]);
+      running.push(plane);
+      // while it serves: no other user may enter the folder, whatever the modes PGlite gives its files
+      expect((statSync(dir).mode & 0o777).toString(8), dir).toBe('700');
+      expect((statSync(join(dir, 'plane.lock')).mode & 0o777).toString(8)).toBe('600');
+      expect((statSync(join(dir, 'admin-key')).mode & 0o777).toString(8)).toBe('600');
+      await plane.stop();
+      expect(openToOthers(dir), dir).toEqual([]);
+    }
+    // a data dir made 0755 again (a restored backup, a chmod -R) is made private on the next start
+    chmodSync(loose, 0o755);
+    const again = await startPlaneProcess(['--data-dir', loose]);
+    running.push(again);
+    expect((statSync(loose).mode & 0o777).toString(8)).toBe('700');
+    await again.stop();
+  }, 480_000);
 });
 
 const pg = await pgReady('plane data dir and admin key on postgres');

@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { planeMain } from '../../plane/cli.js';
 import { authenticate } from '../../plane/auth.js';
+import { apiKeys } from '../../plane/db/schema.js';
+import { eq } from 'drizzle-orm';
 import { openPlaneDatabase } from '../../plane/db/open.js';
 import { loadConfig } from '../../plane/config.js';
 import { bootstrap, startPlane } from '../../plane/server.js';
@@ -18,6 +20,15 @@ async function run(args: string[]) {
   const lines: string[] = [];
   const code = await planeMain(args, (l) => lines.push(l));
   return { code, text: lines.join('\n') };
+}
+
+const evil = 'evil\x1b[31mred\nline';
+/** A character a terminal acts on rather than shows. */
+const raw = /[\u0000-\u001f\u007f-\u009f]/;
+async function lines(args: string[]) {
+  const out: string[] = [];
+  const code = await planeMain(args, (l) => out.push(l));
+  return { code, out };
 }
 
 describe('waymark plane keys and first start', () => {
@@ -74,6 +85,42 @@ describe('waymark plane keys and first start', () => {
     const db2 = await openPlaneDatabase({ dataDir: dir });
     expect(await authenticate(db2.db, key)).toBeNull();
     await db2.close();
+  });
+
+  it('terminal injection defect: a key name with control characters or over 128 characters is refused naming every problem (INVALID_REQUEST) and changes nothing', async () => {
+    const dir = tmp.file('plane-names');
+    expect((await run(['projects', 'create', 'acme', '--data-dir', dir])).code).toBe(0);
+    const fresh = tmp.file('plane-names-never-made');
+    for (const d of [dir, fresh]) {
+      const bad = await lines(['keys', 'create', '--project', 'acme', '--scopes', 'read', '--name', `${evil}${'x'.repeat(130)}`, '--data-dir', d]);
+      expect(bad.code).toBe(1);
+      expect(bad.out).toHaveLength(1);
+      expect(bad.out[0]).not.toMatch(raw);
+      expect(bad.out[0]).toContain("waymark: INVALID_REQUEST: key name 'evil\\u001b[31mred\\u000aline");
+      expect(bad.out[0]).toContain('it is 147 characters long, more than 128; it has control characters (\\u001b, \\u000a)');
+    }
+    // nothing changed: no key, and no database made in a named data dir that was not there
+    expect((await run(['keys', 'list', '--data-dir', dir])).text).toBe('no keys');
+    expect(existsSync(fresh)).toBe(false);
+    // names that are not refused: 128 characters, another script, emoji
+    for (const name of ['x'.repeat(128), 'ノートパソコン', 'deploy 🚀 bot']) {
+      expect((await run(['keys', 'create', '--project', 'acme', '--scopes', 'read', '--name', name, '--data-dir', dir])).code, name).toBe(0);
+    }
+    expect((await lines(['keys', 'list', '--data-dir', dir])).out).toHaveLength(4);
+  });
+
+  it('terminal injection defect: keys list prints a name stored before names were checked with its control characters escaped, never raw', async () => {
+    const dir = tmp.file('plane-stored-names');
+    expect((await run(['projects', 'create', 'acme', '--data-dir', dir])).code).toBe(0);
+    for (const name of ['laptop', 'ci']) expect((await run(['keys', 'create', '--project', 'acme', '--scopes', 'read', '--name', name, '--data-dir', dir])).code).toBe(0);
+    const db = await openPlaneDatabase({ dataDir: dir });
+    await db.db.update(apiKeys).set({ name: evil }).where(eq(apiKeys.name, 'laptop'));
+    await db.close();
+    const list = await lines(['keys', 'list', '--data-dir', dir]);
+    expect(list.code).toBe(0);
+    expect(list.out).toHaveLength(3);
+    for (const l of list.out) expect(l).not.toMatch(raw);
+    expect(list.out.join('\n')).toMatch(/acme\s+read\s+evil\\u001b\[31mred\\u000aline\s+active/);
   });
 
   it('regression: keys commands run from another directory than the plane made an empty database there and answered from it', async () => {
