@@ -24,9 +24,11 @@
  *
  * Leases. Inside a run that holds a lease, `fn` starts only once the store
  * confirmed the lease (a fenced renewal: a runner that stalled while another
- * took the run over learns it here, not after the effect), and the result is
- * recorded fenced by it: a run taken over, cancelled or deleted meanwhile
- * records nothing (LeaseLost, RunCancelled).
+ * took the run over learns it here, not after the effect). The record names
+ * the lease: a runner taken over or cancelled while `fn` ran still records
+ * the result (the effect happened: whoever runs the run next must find it)
+ * and then stops (LeaseLost, RunCancelled); a run deleted meanwhile records
+ * nothing, so no entry outlives it.
  *
  * Concurrency. Calls with the same key in flight at once, in one store and
  * execution, share one promise: one effect.
@@ -144,7 +146,7 @@ async function once(run: RunContext, call: CallKey, what: string, fn: () => unkn
     if (hasCode(e, ErrorCode.INVALID_ROW)) {
       throw new EffectNotRecorded(`the side effect '${what}' ran but the store refused its result: ${(e as Error).message}`, { cause: e });
     }
-    // taken over, cancelled or deleted while the effect ran: its record would belong to a run this runner no longer holds
+    // taken over or cancelled while the effect ran (recorded all the same), or the run deleted (not recorded): this runner stops
     if (isLeaseError(e)) throw e;
     throw storeFailed(`the side effect '${what}' ran but its result could not be recorded`, e);
   }
