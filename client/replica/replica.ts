@@ -144,17 +144,23 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     if (s !== 'stopped') void this.note();
   }
 
-  /** Keep the drain's last outcome in the store, for `waymark sync status` in another process. */
+  /**
+   * Keep the drain's last outcome in the store, for `waymark sync status` in
+   * another process. What this process has not seen yet (its first success,
+   * ack or error) is the earlier processes' as noted, never erased: a drain
+   * started later says when the store last emptied its outbox, whoever did.
+   */
   private async note(): Promise<void> {
     try {
+      const earlier = await (this.earlierNote ??= this.store.getMeta('drain').then(noteOf, (): DrainNote => ({})));
       await this.store.setMeta(
         'drain',
         JSON.stringify({
           state: this.state,
-          lastError: this.lastError,
-          lastErrorAt: this.lastErrorAt,
-          lastSuccessAt: this.lastSuccessAt,
-          lastAckAt: this.lastAckAt,
+          lastError: this.lastError ?? earlier.lastError ?? null,
+          lastErrorAt: this.lastErrorAt ?? earlier.lastErrorAt ?? null,
+          lastSuccessAt: this.lastSuccessAt ?? earlier.lastSuccessAt ?? null,
+          lastAckAt: this.lastAckAt ?? earlier.lastAckAt ?? null,
           at: new Date().toISOString(),
         }),
       );
@@ -162,6 +168,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       // the note is informational; the store may be closing
     }
   }
+  /** The note an earlier process left, read once (the first note of this process). */
+  private earlierNote: Promise<DrainNote> | null = null;
 
   /**
    * Listeners are isolated: each runs in turn and one that throws is reported
@@ -527,5 +535,18 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    */
   releaseClaim(executionId: string, checkpointId: string): Promise<boolean> {
     return releaseClaim(this.http, this.caller, executionId, checkpointId);
+  }
+}
+
+/** What a drain noted of its outcomes (`waymark sync status` reads it). */
+type DrainNote = Partial<Record<'lastError' | 'lastErrorAt' | 'lastSuccessAt' | 'lastAckAt', string | null>>;
+
+/** The stored note, or nothing when there is none or it is not a note. */
+function noteOf(text: string | null): DrainNote {
+  try {
+    const v = text ? (JSON.parse(text) as unknown) : null;
+    return v && typeof v === 'object' ? (v as DrainNote) : {};
+  } catch {
+    return {};
   }
 }

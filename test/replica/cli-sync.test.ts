@@ -149,6 +149,17 @@ describe('waymark sync / restore / quarantine', () => {
     expect(after.text).toMatch(/backlog:\s+0 rows/);
     expect(after.text).toContain(`last success:  ${localTime(s.lastSuccessAt!)} (outbox emptied)`);
     expect(after.text).toMatch(/last error:\s+none since the last success \(earlier: network: .* at \d{4}-/);
+    const ack = /last ack:\s+(.+)$/m.exec(after.text)?.[1];
+    expect(ack).not.toBe('none');
+    // a later drain on the store (another process) with nothing to send keeps what the earlier one noted: it erased the ack and the error
+    const later = new SqliteCheckpointer({ path: db });
+    const r2 = connectPlane(later, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
+    await r2.flush({ timeoutMs: 10_000 });
+    await r2.stop();
+    await later.close();
+    const kept = await cli(['sync', 'status', '--db', db]);
+    expect(kept.text).toContain(`last ack:      ${ack}`);
+    expect(kept.text).toMatch(/last error:\s+none since the last success \(earlier: network: .* at \d{4}-/);
   });
 
   it('regression: sync now with an empty backlog exited 0 without contacting the plane; with the plane down it printed nothing for a minute', async () => {
