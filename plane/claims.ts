@@ -18,7 +18,8 @@ import { refreshExecutions } from './ingest.js';
  * still only held (its holder's local claim never reported) and older than
  * `releaseAfterMs` (0: never) is taken over by the next writer that asks.
  * A claim applying a decision (`decisionId`) while the pause's first decision
- * here, not yet applied, is another one is refused (`decided`: that decision).
+ * here, not yet applied (pending, or held by a claim naming it), is another
+ * one is refused (`decided`: that decision), a stale claim's takeover too.
  */
 export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs = 0, decisionId: string | null = null) {
   const r = await claimInTx(db, projectId, executionId, checkpointId, writerId, releaseAfterMs, decisionId);
@@ -50,7 +51,8 @@ function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpoi
       // The pause's first decision is the one recorded here: a claim applying another one (recorded in a
       // store that had not heard of the first yet) is refused, nothing claimed; the asker applies the first.
       const first = await decisionOf(tx, projectId, executionId, checkpointId);
-      if (first && first.state === 'pending' && first.decisionId !== decisionId) return { won: false as const, decided: first, writerId: '', claimedAt: '' };
+      // pending, or claimed (held, not applied) by a claim naming it: neither a new claim nor a stale claim's takeover may apply another
+      if (first && (first.state === 'pending' || first.state === 'claimed') && first.decisionId !== decisionId) return { won: false as const, decided: first, writerId: '', claimedAt: '' };
     }
     const won = await tx.insert(claims).values({ projectId, checkpointId, executionId, writerId, source: 'api', decisionId }).onConflictDoNothing().returning();
     const [c] = won.length
