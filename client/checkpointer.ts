@@ -98,6 +98,12 @@ export interface LeaseInfo {
 }
 
 /** Options of a fenced write. */
+/** `putIdempotent`'s options: the writer's lease, and the checkpoint it holds the run by. */
+export interface IdempotentWriteOptions extends WriteOptions {
+  /** A checkpoint of the run the writer wrote (its tool call's row): with a lease no longer the writer's, the entry is kept only while this row is the run's. */
+  anchorId?: string;
+}
+
 export interface WriteOptions {
   /**
    * The writer's lease. The write commits only while the lease is still this
@@ -452,11 +458,13 @@ export interface Checkpointer {
    * that restored the run would not know the effect ran. With `options.lease`
    * the write is checked against it: a holder taken over, or whose run was
    * cancelled, still records the entry (its effect happened: whoever runs the
-   * run next must find it) and then throws LeaseLost, or RunCancelled; a run
-   * deleted (no lease row left) records nothing and throws, so no entry
-   * outlives it to be found by a new run under the same id.
+   * run next must find it) and then throws LeaseLost, or RunCancelled, but
+   * only while `options.anchorId` (a checkpoint the holder wrote) is still the
+   * run's. A run deleted, and perhaps started again under its id, has lost
+   * that row: nothing is recorded (LeaseLost), so no entry outlives the run to
+   * be found by a new one.
    */
-  putIdempotent(executionId: string, key: string, result: Json | null, options?: WriteOptions): Promise<IdempotencyEntry>;
+  putIdempotent(executionId: string, key: string, result: Json | null, options?: IdempotentWriteOptions): Promise<IdempotencyEntry>;
   listIdempotent(executionId: string): Promise<IdempotencyEntry[]>;
   /**
    * Delete every row of one execution, and queue the deletion for the plane

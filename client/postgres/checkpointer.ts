@@ -551,7 +551,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => readIdempotent(sql, this.t, executionId, key));
   }
 
-  async putIdempotent(executionId: string, key: string, result: Json | null, options: C.WriteOptions = {}): Promise<IdempotencyEntry> {
+  async putIdempotent(executionId: string, key: string, result: Json | null, options: C.IdempotentWriteOptions = {}): Promise<IdempotencyEntry> {
     this.assertOpen();
     checkIdempotencyKey(executionId, key);
     checkJson('idempotent result', result);
@@ -566,8 +566,12 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         try {
           await fence(tx, this.t, options.lease, false);
         } catch (error) {
-          // a run deleted has no lease row: nothing may outlive it (the lease row's lock first, as delete takes it: see "Lock order")
-          if (!(await tx`SELECT 1 AS one FROM ${this.t.leases} WHERE execution_id = ${executionId} FOR UPDATE`).length) throw error;
+          // the same run, taken over or cancelled (its holder's row is still there): the effect is recorded; a run deleted
+          // (and perhaps started again under its id) lost that row: nothing may outlive it. The lease row's lock first, as
+          // delete takes it ("Lock order"): a delete in flight commits before the row is looked for
+          await tx`SELECT 1 AS one FROM ${this.t.leases} WHERE execution_id = ${executionId} FOR UPDATE`;
+          const [anchor] = await tx`SELECT 1 AS one FROM ${this.t.checkpoints} WHERE id = ${options.anchorId ?? ''} AND execution_id = ${executionId}`;
+          if (!anchor) throw error;
           lost = error;
         }
       }

@@ -26,8 +26,10 @@ export interface RunContext {
   store: Checkpointer;
   agentPath: string;
   tool: ToolScope | null;
-  /** The runner's lease: an idempotent side effect starts only once the store confirmed it, and its record is fenced by it. */
+  /** The runner's lease: an idempotent side effect starts only once the store confirmed it, and its record names it. */
   lease?: RunLease;
+  /** The checkpoint the tool call runs under: an idempotent record after a lost lease is kept only while this row is still the run's. */
+  rowId?: string;
 }
 
 const storage = new AsyncLocalStorage<RunContext>();

@@ -31,7 +31,9 @@
  * nothing, so no entry outlives it.
  *
  * Concurrency. Calls with the same key in flight at once, in one store and
- * execution, share one promise: one effect.
+ * execution, share one promise: one effect. A call of another runner (after a
+ * takeover, or of a run deleted and started again under the id) that ends
+ * refused for its lost lease is not shared: this runner then asks the store.
  */
 import { createHash } from 'node:crypto';
 import { stableStringify, jsonProblem, storableJson, textProblem, type Json } from '../../shared/json.js';
@@ -121,18 +123,30 @@ function checkKey(key: unknown, what: string): asserts key is string {
   if (problem) throw new InvalidIdempotencyKey(`${what} is not a usable idempotency key: ${problem}`, { problem });
 }
 
-/** In-flight calls per store, by (executionId, key): the store object scopes them, nothing is process-global. */
-const inflight = new WeakMap<Checkpointer, Map<string, Promise<unknown>>>();
+/** In-flight calls per store, by (executionId, key), each with the runner (its lease's holder) that made it: the store object scopes them, nothing is process-global. */
+const inflight = new WeakMap<Checkpointer, Map<string, { holder: string | null; promise: Promise<unknown> }>>();
 
 function shared(run: RunContext, key: string, body: () => Promise<unknown>): Promise<unknown> {
   let calls = inflight.get(run.store);
   if (!calls) inflight.set(run.store, (calls = new Map()));
   const id = JSON.stringify([run.executionId, key]);
+  const holder = run.lease?.lease.holder ?? null;
   const pending = calls.get(id);
-  if (pending) return pending;
-  const p = body().finally(() => calls.delete(id));
-  calls.set(id, p);
-  return p;
+  if (pending) {
+    if (pending.holder === holder) return pending.promise;
+    // Another runner's call (one this runner took the run over from, or of a run deleted and started again under
+    // this id): its outcome is this runner's only once recorded. Refused for a lost lease, this runner asks the store
+    // itself: a record that was kept (a takeover) is found; none (a run deleted) and the effect is this run's to run.
+    return pending.promise.catch((e: unknown) => {
+      if (!isLeaseError(e)) throw e;
+      return shared(run, key, body);
+    });
+  }
+  const promise = body().finally(() => {
+    if (calls.get(id)?.promise === promise) calls.delete(id);
+  });
+  calls.set(id, { holder, promise });
+  return promise;
 }
 
 async function once(run: RunContext, call: CallKey, what: string, fn: () => unknown): Promise<Json | null> {
@@ -141,7 +155,7 @@ async function once(run: RunContext, call: CallKey, what: string, fn: () => unkn
   await leaseConfirmed(run, what);
   const value = jsonForm(await fn(), what);
   try {
-    return (await run.store.putIdempotent(run.executionId, call.key, value, run.lease ? { lease: run.lease.lease } : {})).result;
+    return (await run.store.putIdempotent(run.executionId, call.key, value, run.lease ? { lease: run.lease.lease, anchorId: run.rowId } : {})).result;
   } catch (e) {
     if (hasCode(e, ErrorCode.INVALID_ROW)) {
       throw new EffectNotRecorded(`the side effect '${what}' ran but the store refused its result: ${(e as Error).message}`, { cause: e });

@@ -299,6 +299,7 @@ export class AgentLoop {
       agentPath: `${level.path}/tool:${call.name}`,
       tool: scope,
       lease: level.lease,
+      rowId: row.id,
     };
     let result: unknown;
     try {

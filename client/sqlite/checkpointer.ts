@@ -471,7 +471,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return row ? { hit: true, result: fromColumns.idempotency(row).result } : { hit: false };
   }
 
-  async putIdempotent(executionId: string, key: string, result: Json | null, options: C.WriteOptions = {}): Promise<IdempotencyEntry> {
+  async putIdempotent(executionId: string, key: string, result: Json | null, options: C.IdempotentWriteOptions = {}): Promise<IdempotencyEntry> {
     this.assertOpen();
     checkIdempotencyKey(executionId, key);
     checkJson('idempotent result', result);
@@ -486,8 +486,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
           try {
             fenceWrite(this.st, options.lease, false);
           } catch (error) {
-            // a run deleted has no lease row: nothing may outlive it
-            if (!this.st.getLease.get(executionId)) throw error;
+            // the same run, taken over or cancelled (its holder's row is still there): the effect is recorded; a run
+            // deleted (and perhaps started again under its id) lost that row: nothing may outlive it
+            if ((this.st.getById.get(options.anchorId ?? '') as { execution_id: string } | undefined)?.execution_id !== executionId) throw error;
             lost = error;
           }
         }

@@ -448,6 +448,54 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(await store.listExecutions()).toEqual([]);
     });
 
+    it("a run deleted while its effect runs and started again under its id: the new run's own effect runs once the first runner's record is refused (the deleted run's runner records nothing into it)", async () => {
+      const id = `reuse-${n}`;
+      const effects: string[] = [];
+      /** `beforeCall`: in the tool, before the idempotent call; `inEffect`: inside the effect (the lease confirmed), before it happens. */
+      const agentOf = (who: string, beforeCall: () => void, inEffect: () => Promise<void>) => {
+        const charge = idempotent(
+          async (order: string) => {
+            await inEffect();
+            effects.push(`${who}:${order}`);
+            return { by: who };
+          },
+          { key: 'charge' },
+        );
+        const pay = tool({ name: 'pay', description: 'pay', parameters: z.object({ order: z.string() }), execute: async ({ order }) => (beforeCall(), charge(order)) });
+        const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { order: 'o-1' } }] } : { content: 'done' }));
+        return new Agent({ name: 'reuse', model, tools: [pay], checkpointer: store });
+      };
+      let openA!: () => void;
+      let inA!: () => void;
+      const enteredA = new Promise<void>((r) => (inA = r));
+      const gateA = new Promise<void>((r) => (openA = r));
+      const runA = agentOf(
+        'A',
+        () => {},
+        () => (inA(), gateA),
+      )
+        .run('first', { executionId: id })
+        .then(
+          (r) => r.status as string,
+          (e: { code?: string }) => e.code,
+        );
+      await enteredA;
+      await store.deleteExecution(id);
+      // the new run under the id calls the same effect while A's is in flight in this process
+      let inC!: () => void;
+      const enteredC = new Promise<void>((r) => (inC = r));
+      const runC = agentOf(
+        'C',
+        () => inC(),
+        async () => {},
+      ).run('second', { executionId: id });
+      await enteredC;
+      openA();
+      expect(await runA).toBe('LEASE_LOST');
+      expect((await runC).status).toBe('completed');
+      expect({ effects, entries: (await store.listIdempotent(id)).map((e) => e.result) }).toEqual({ effects: ['A:o-1', 'C:o-1'], entries: [{ by: 'C' }] });
+    });
+
     it('idempotent arguments with no stable JSON form are refused before fn runs, as a tool result', async () => {
       let ran = 0;
       const badArgs = idempotent(async function badArgs(_x: unknown) {

@@ -76,21 +76,29 @@ export function runLeaseSuite(options: StoreSuiteOptions): void {
       expect(await a.getLease(id)).toMatchObject({ holder: 'B', epoch: 2, live: true });
     });
 
-    test('putIdempotent with a lease: a taken-over holder still records what its effect did, then learns it lost the run (LeaseLost); the next holder finds it; a run deleted keeps nothing', async () => {
+    test("putIdempotent with a lease: a taken-over holder still records what its effect did while its row is the run's, then learns it lost the run (LeaseLost); the next holder finds it; a run deleted, or deleted and started again under its id, keeps nothing of it", async () => {
       const id = exec();
       const la = await a.acquireLease(id, { holder: 'A', ttlMs: 200 });
-      await a.put(input(id), { lease: la });
+      const mine = await a.put(input(id), { lease: la });
       await untilExpired(b, id);
       const lb = await b.acquireLease(id, { holder: 'B', ttlMs: 60_000 });
       // A's effect ran: refusing its record would let B run it again
-      await expectCode(a.putIdempotent(id, 'charge', { by: 'A' }, { lease: la }), 'LEASE_LOST');
+      await expectCode(a.putIdempotent(id, 'charge', { by: 'A' }, { lease: la, anchorId: mine.id }), 'LEASE_LOST');
       expect(await b.getIdempotent(id, 'charge')).toEqual({ hit: true, result: { by: 'A' } });
       expect((await b.putIdempotent(id, 'charge', { by: 'B' }, { lease: lb })).result).toEqual({ by: 'A' });
-      expect((await b.putIdempotent(id, 'other', { by: 'B' }, { lease: lb })).result).toEqual({ by: 'B' });
-      // a run deleted while its holder's effect ran: the record would outlive the run, and a new run under the id would skip its own effect
+      // without the row it holds the run by, a lost lease records nothing (it cannot tell the run from a new one)
+      await expectCode(a.putIdempotent(id, 'unanchored', { by: 'A' }, { lease: la }), 'LEASE_LOST');
+      expect(await b.getIdempotent(id, 'unanchored')).toEqual({ hit: false });
+      // a run deleted while its holder's effect ran: the record would outlive the run
+      const rowB = await b.put(input(id, { nodeId: 'turn:1', turn: 1 }), { lease: lb });
       await b.deleteExecution(id);
-      await expectCode(b.putIdempotent(id, 'late', { by: 'B' }, { lease: lb }), 'LEASE_LOST');
+      await expectCode(b.putIdempotent(id, 'late', { by: 'B' }, { lease: lb, anchorId: rowB.id }), 'LEASE_LOST');
       expect(await a.listIdempotent(id)).toEqual([]);
+      // ... and started again under its id: a new run's lease row is there, but B's row is not: the new run must not find B's record
+      const lc = await a.acquireLease(id, { holder: 'C', ttlMs: 60_000 });
+      await a.put(input(id), { lease: lc });
+      await expectCode(b.putIdempotent(id, 'charge', { by: 'B' }, { lease: lb, anchorId: rowB.id }), 'LEASE_LOST');
+      expect(await a.getIdempotent(id, 'charge')).toEqual({ hit: false });
     });
 
     test('a stale lease cannot claim a pause: LeaseLost, the pause stays open', async () => {
