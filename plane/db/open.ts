@@ -12,6 +12,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from 'node:f
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { requirePeer } from '../../client/peer.js';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import * as schema from './schema.js';
@@ -36,6 +37,8 @@ const LOCK = 'waymark.plane.migrate';
 export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> {
   const folder = migrationsFolder();
   if (o.databaseUrl) {
+    // an optional peer of the package: missing, it is named with the command that installs it (MISSING_PEER)
+    await requirePeer('postgres', 'a plane on Postgres (--database-url)', '3.4.9');
     const postgres = (await import('postgres')).default;
     const { drizzle } = await import('drizzle-orm/postgres-js');
     const { migrate } = await import('drizzle-orm/postgres-js/migrator');

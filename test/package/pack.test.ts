@@ -50,6 +50,16 @@ describe('the npm package (needs the npm cache or the registry)', () => {
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain("waymark/postgres needs the 'postgres' package");
     expect(missing.stderr).toContain('npm install postgres@3.4.9');
+    // and a plane on Postgres from the installed bin (it printed Node's ERR_MODULE_NOT_FOUND)
+    const planeDir = tmp.file('pg-plane-dir');
+    const pgPlane = spawnSync(process.execPath, ['node_modules/.bin/waymark', 'plane', '--database-url', 'postgres://127.0.0.1:1/none', '--data-dir', planeDir, '--port', '0'], {
+      cwd: app,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    expect(pgPlane.status, pgPlane.stderr).toBe(1);
+    expect(pgPlane.stderr).toContain("MISSING_PEER: a plane on Postgres (--database-url) needs the 'postgres' package");
+    expect(pgPlane.stderr).toContain('npm install postgres@3.4.9');
     // waymark/testing's suite declares vitest tests: without vitest the fault hooks load, and the suite says what to install
     const noVitest = spawnSync(
       process.execPath,

@@ -116,7 +116,7 @@ describe('waymark sync / restore / quarantine', () => {
     expect(plain.text).toContain('a plane holds the run: its copy there is deleted at the next sync of this store');
     // the README says so of a store that is not connected but synced the run (as this one, by `sync now`), quoting this line
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
-    expect(readme).toContain("A plain delete (`waymark delete <id> --yes`, `deleteExecution(id)`) queues the deletion in the store's outbox, connected or not");
+    expect(readme).toContain("A plain delete (`waymark delete <id> --db runs.db --yes`, `deleteExecution(id)`) queues the deletion in the store's outbox, connected or not");
     expect(plain.text).toContain(/the command says so \(`([^`]+)`\)/.exec(readme)?.[1] ?? 'the README quotes the line');
     expect((await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key])).code).toBe(0);
     await expect(cli(['restore', 'del-run', '--db', db, '--plane', plane.url, '--key', key])).rejects.toMatchObject({ code: 'NOT_ON_PLANE' });
