@@ -130,7 +130,9 @@ export async function recordDecision(db: PlaneDb, projectId: string, executionId
       .for('update');
     // one decision per (project, checkpoint id): one that holds it, of this run or (ingested) naming another, refuses this one
     const first = await decisionHolding(tx, projectId, d.checkpointId);
-    if (first) {
+    // another run's decision holds the key, and this run has no such pause: nothing of that other run is this answer's
+    // business (PAUSE_NOT_FOUND below); with this run's pause (an ingested decision took its key first) it is named
+    if (first && (first.executionId === executionId || pause?.checkpointId === d.checkpointId)) {
       const whose = first.executionId === executionId ? '' : ` (recorded for execution '${first.executionId}')`;
       throw new HttpError(
         409,

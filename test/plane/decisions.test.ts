@@ -376,6 +376,10 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const refused = await refusal(recordDecision(db(), project, 'mm-3', { checkpointId: cp3, approved: true }, 'k'));
       expect(refused).toMatchObject({ status: 409, code: 'ALREADY_DECIDED', details: { decision: { decisionId: early.decisionId, executionId: 'mm-4' } } });
       expect(refused.message).toContain("recorded for execution 'mm-4'");
+      // a run with no such pause (a checkpoint id of another run, decided there) is told its pause is not there, not that run's decision
+      const elsewhere = await refusal(recordDecision(db(), project, 'mm-9', { checkpointId: cp3, approved: true }, 'k'));
+      expect(elsewhere).toMatchObject({ status: 404, code: 'PAUSE_NOT_FOUND' });
+      expect(JSON.stringify(elsewhere)).not.toContain(early.decisionId);
     });
   });
 }
