@@ -39,14 +39,11 @@ const POSTGRES_URL = /^postgres(ql)?:\/\//;
  */
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<Checkpointer> {
   if (spec.trim() === '') throw new WaymarkError(ErrorCode.INVALID_OPTIONS, 'openStore: the store spec is empty (a path, sqlite:<path>, :memory: or postgres://…)');
-  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(spec)?.[1]?.toLowerCase();
-  if (scheme && scheme !== 'postgres' && scheme !== 'postgresql' && scheme !== 'sqlite') {
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: no store for the scheme ${scheme}:// (a path, sqlite:<path>, :memory: or postgres://…)`);
-  }
-  // `sqlit:runs.db` would open a new file of that name; a one-letter prefix is a Windows drive (C:\runs.db)
-  const prefix = /^([a-z][a-z0-9+.-]+):(?!\/\/)/i.exec(spec)?.[1];
-  if (prefix && !spec.startsWith('sqlite:') && !postgresSpec(spec)) {
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: '${prefix}:' is not a store scheme (a path, sqlite:<path>, :memory: or postgres://…); a file whose name holds a colon: ./${spec}`);
+  // a store is a path, `sqlite:…`, `:memory:` or a Postgres spec; any other `name:` (a typo such as `sqlit:runs.db`, `mysql://…`)
+  // would open a new SQLite file of that name. A one-letter prefix is a Windows drive (C:\runs.db)
+  const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(spec)?.[1];
+  if (scheme && !spec.startsWith('sqlite:') && !postgresSpec(spec)) {
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: '${scheme}:' is not a store scheme (a path, sqlite:<path>, :memory: or postgres://…); a file whose name holds a colon: ./${spec}`);
   }
   const pg = postgresSpec(spec);
   if (pg) {

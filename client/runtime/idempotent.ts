@@ -42,6 +42,7 @@ import { LIMITS } from '../../shared/limits.js';
 import type { Checkpointer, IdempotentLookup } from '../checkpointer.js';
 import { EffectNotRecorded, IdempotencyError, IdempotencyKeyRequired, InvalidIdempotencyKey } from '../errors.js';
 import { currentRun, type RunContext } from './context.js';
+import { isLeaseLoss } from './lease.js';
 
 export interface IdempotentOptions<A extends unknown[]> {
   /**
@@ -78,7 +79,7 @@ export function idempotent<A extends unknown[], R>(fn: (...args: A) => R | Promi
     try {
       return (await shared(run, call.key, () => once(run, call, what(call.key), () => fn(...args)))) as R;
     } catch (e) {
-      if (run.tool && (hasCode(e, ErrorCode.STORE_FAILED) || hasCode(e, ErrorCode.EFFECT_NOT_RECORDED) || hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED))) {
+      if (run.tool && (hasCode(e, ErrorCode.STORE_FAILED) || hasCode(e, ErrorCode.EFFECT_NOT_RECORDED) || isLeaseLoss(e))) {
         run.tool.escaped ??= e as Error;
       }
       throw e;
@@ -138,7 +139,7 @@ function shared(run: RunContext, key: string, body: () => Promise<unknown>): Pro
     // this id): its outcome is this runner's only once recorded. Refused for a lost lease, this runner asks the store
     // itself: a record that was kept (a takeover) is found; none (a run deleted) and the effect is this run's to run.
     return pending.promise.catch((e: unknown) => {
-      if (!isLeaseError(e)) throw e;
+      if (!isLeaseLoss(e)) throw e;
       return shared(run, key, body);
     });
   }
@@ -161,12 +162,10 @@ async function once(run: RunContext, call: CallKey, what: string, fn: () => unkn
       throw new EffectNotRecorded(`the side effect '${what}' ran but the store refused its result: ${(e as Error).message}`, { cause: e });
     }
     // taken over or cancelled while the effect ran (recorded all the same), or the run deleted (not recorded): this runner stops
-    if (isLeaseError(e)) throw e;
+    if (isLeaseLoss(e)) throw e;
     throw storeFailed(`the side effect '${what}' ran but its result could not be recorded`, e);
   }
 }
-
-const isLeaseError = (e: unknown) => hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED);
 
 /**
  * Before a side effect: the store confirms this runner still holds the run.
@@ -179,7 +178,7 @@ async function leaseConfirmed(run: RunContext, what: string): Promise<void> {
   try {
     await run.lease.confirm();
   } catch (e) {
-    if (isLeaseError(e)) throw e;
+    if (isLeaseLoss(e)) throw e;
     throw storeFailed(`could not confirm this runner's lease before the side effect '${what}'`, e);
   }
 }

@@ -13,6 +13,9 @@ export const PROCESS_INSTANCE = uuidv7();
 
 export const DEFAULT_LEASE_MS = 30_000;
 
+/** The store said the runner no longer holds the run: another took it over (LeaseLost), or it was cancelled (RunCancelled). */
+export const isLeaseLoss = (e: unknown): boolean => hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED);
+
 let acquisitions = 0;
 
 /** Unique per acquisition (`/<n>`), so a store can tell its own landed acquisition from another runner's. */
@@ -45,7 +48,7 @@ export class RunLease {
           (e: unknown) => {
             // a store hiccup is not a loss: the next fenced write decides
             // a cancel clears the holder: the renewal is refused with RunCancelled
-            if (hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED)) this.lost = e as Error;
+            if (isLeaseLoss(e)) this.lost = e as Error;
           },
         )
         .finally(() => {
@@ -73,7 +76,7 @@ export class RunLease {
     try {
       await this.store.renewLease(this.lease);
     } catch (e) {
-      if (hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED)) this.lost = e as Error;
+      if (isLeaseLoss(e)) this.lost = e as Error;
       throw e;
     }
   }

@@ -5,7 +5,8 @@
  * the decision), then the local claim; the plane shows it applied.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectPlane, serveDecisions, uuidv7, type Decision, type DecisionOutcome } from '../../client/index.js';
+import { connectPlane, serveDecisions, type Agent, type DecisionOutcome } from '../../client/index.js';
+import { decisionFor } from '../../client/testing/store/decisions.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
@@ -25,6 +26,26 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
+/** A decision worker on `store` (no replica: it does not follow the feed) until an outcome satisfies `last`; the outcomes, in order. */
+async function serveUntil(agent: Agent, store: SqliteCheckpointer, last: (o: DecisionOutcome) => boolean): Promise<DecisionOutcome[]> {
+  const seen: DecisionOutcome[] = [];
+  const stop = new AbortController();
+  // a bound on a hang only: the outcomes are asserted by the caller
+  const timer = setTimeout(() => stop.abort(), 30_000);
+  await serveDecisions({
+    agent,
+    store,
+    signal: stop.signal,
+    pollMs: 50,
+    onOutcome: (o) => {
+      seen.push(o);
+      if (last(o)) stop.abort();
+    },
+  });
+  clearTimeout(timer);
+  return seen;
+}
+
 describe('decisions through a plane', () => {
   it('a local decision drains to the plane as decision_recorded; a connected worker applies it with the plane claim naming it; one charge', async () => {
     const store = new SqliteCheckpointer({ path: tmp.file('laptop.db') });
@@ -38,34 +59,12 @@ describe('decisions through a plane', () => {
       const { agent } = refundAgent({ store, ledger });
       const id = `plane-${Date.now().toString(36)}`;
       const pause = (await agent.run(refundRequest('P-1', 9000), { executionId: id })).pendingInterrupt!;
-      const d: Decision = {
-        decisionId: uuidv7(),
-        executionId: id,
-        checkpointId: pause.checkpointId,
-        approved: true,
-        metadata: { comment: 'ok' },
-        decidedBy: 'laptop user',
-        source: 'local',
-        decidedAt: new Date().toISOString(),
-      };
+      const d = decisionFor(id, pause.checkpointId, { metadata: { comment: 'ok' }, decidedBy: 'laptop user' });
       expect(await store.recordDecision(d)).toEqual({ recorded: true });
       const flushed = await replica.flush({ timeoutMs: 10_000 });
       expect(flushed.pendingRows).toBe(0);
       expect(flushed.quarantinedCount).toBe(0);
-      const seen: DecisionOutcome[] = [];
-      const stop = new AbortController();
-      const timer = setTimeout(() => stop.abort(), 20_000);
-      await serveDecisions({
-        agent,
-        store,
-        signal: stop.signal,
-        pollMs: 50,
-        onOutcome: (o) => {
-          seen.push(o);
-          stop.abort();
-        },
-      });
-      clearTimeout(timer);
+      const seen = await serveUntil(agent, store, () => true);
       expect(seen.map((o) => o.outcome)).toEqual(['applied']);
       expect(claims).toEqual([{ decisionId: d.decisionId }]);
       expect(ledger.charges()).toHaveLength(1);
@@ -101,36 +100,14 @@ describe('decisions through a plane', () => {
       expect(declined.status, JSON.stringify(declined.body)).toBe(201);
       const planeDecisionId = (declined.body as { decisionId: string }).decisionId;
       // recorded here before the plane's decision reached this store (the worker below follows the feed only once it runs)
-      const mine: Decision = {
-        decisionId: uuidv7(),
-        executionId: id,
-        checkpointId: pause.checkpointId,
-        approved: true,
-        metadata: {},
-        decidedBy: 'erin',
-        source: 'local',
-        decidedAt: new Date().toISOString(),
-      };
+      const mine = decisionFor(id, pause.checkpointId, { metadata: {}, decidedBy: 'erin' });
       expect(await store.recordDecision(mine)).toEqual({ recorded: true });
       // a resume applying it is refused by the plane, naming the first decision; nothing claimed, nothing charged
       const refused = await agent.resume(id, { approved: true }, { checkpointId: pause.checkpointId, decisionId: mine.decisionId }).catch((e: { code?: string; details?: unknown }) => e);
       expect(refused).toMatchObject({ code: 'ALREADY_DECIDED', details: { decision: { decisionId: planeDecisionId, approved: false } } });
       expect(await store.getPendingInterrupt(id)).toMatchObject({ checkpointId: pause.checkpointId });
-      const seen: DecisionOutcome[] = [];
-      const stop = new AbortController();
-      const timer = setTimeout(() => stop.abort(), 30_000);
       // no `replica`: the worker does not follow the feed, so it meets the refusal (the feed's path is the next test)
-      await serveDecisions({
-        agent,
-        store,
-        signal: stop.signal,
-        pollMs: 50,
-        onOutcome: (o) => {
-          seen.push(o);
-          if (o.outcome === 'applied') stop.abort();
-        },
-      });
-      clearTimeout(timer);
+      const seen = await serveUntil(agent, store, (o) => o.outcome === 'applied');
       expect(seen.map((o) => [o.outcome, o.decision.decisionId])).toEqual([
         ['superseded', mine.decisionId],
         ['applied', planeDecisionId],
@@ -162,16 +139,7 @@ describe('decisions through a plane', () => {
         expect(r.status).toBe(201);
         planeIds.push((r.body as { decisionId: string }).decisionId);
       }
-      const local = (i: number): Decision => ({
-        decisionId: uuidv7(),
-        executionId: ids[i],
-        checkpointId: pauses[i].checkpointId,
-        approved: true,
-        metadata: {},
-        decidedBy: 'erin',
-        source: 'local',
-        decidedAt: new Date().toISOString(),
-      });
+      const local = (i: number) => decisionFor(ids[i], pauses[i].checkpointId, { metadata: {}, decidedBy: 'erin' });
       const mine = [local(0), local(1)];
       for (const d of mine) expect(await store.recordDecision(d)).toEqual({ recorded: true });
       // the second pause is answered here (offline from the plane's point of view) before the feed arrives: its local decision stays

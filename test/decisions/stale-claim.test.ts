@@ -6,7 +6,8 @@
  * the refund charged). Found by an adversarial audit.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectPlane, uuidv7, type Decision } from '../../client/index.js';
+import { connectPlane } from '../../client/index.js';
+import { decisionFor } from '../../client/testing/store/decisions.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
@@ -43,16 +44,7 @@ describe('stale held claim of the plane decision vs a claim applying a later loc
       const held = await call(`${plane.url}/v1/executions/${id}/claim`, { key, json: { checkpointId: pause.checkpointId, writerId: 'crashed-worker', decisionId: P } });
       expect(held.status, JSON.stringify(held.body)).toBe(200);
       // this store had not heard of P: it records its own approve
-      const L: Decision = {
-        decisionId: uuidv7(),
-        executionId: id,
-        checkpointId: pause.checkpointId,
-        approved: true,
-        metadata: {},
-        decidedBy: 'erin',
-        source: 'local',
-        decidedAt: new Date().toISOString(),
-      };
+      const L = decisionFor(id, pause.checkpointId, { metadata: {}, decidedBy: 'erin' });
       expect(await store.recordDecision(L)).toEqual({ recorded: true });
       // past the release delay (300 ms): the held claim may be taken over, by a claim naming P or a resume from code, not by one naming L
       // (the claim only ages: a longer wait on a slow machine tests the same thing)
