@@ -4,12 +4,18 @@
  * consumer (`skipLibCheck: false`, moduleResolution node16 and bundler) with
  * the repo's TypeScript.
  *
+ * It packs a copy of the package's sources (node_modules linked), so its
+ * `prepack` builds dist/ from nothing there: running it in the repository
+ * would rewrite the dist/ that test/global-setup.ts built while other test
+ * files' child processes load it (a plane started mid-rewrite saw
+ * half-written modules and exited).
+ *
  * NETWORK: npm installs with --prefer-offline: from the local npm cache when it
  * holds the packages, else from the registry.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { devSpec, RESOLUTIONS, SUBPATHS, TYPE_PEERS, writeStrictTsconfig } from '../helpers/consumer.js';
@@ -19,6 +25,16 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 const tmp = scratchDir('waymark-pack-');
 afterAll(() => tmp.cleanup());
+
+/** What `npm pack` reads and `prepack` compiles, copied to a fresh tree; no dist/. */
+const SOURCES = ['package.json', 'package-lock.json', 'README.md', 'LICENSE', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'drizzle', 'client', 'shared', 'inspector', 'plane'];
+
+function sourceTree(): string {
+  const dir = tmp.file('source');
+  for (const entry of SOURCES) cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
 
 function npm(args: string[], cwd: string): { stdout: string; stderr: string } {
   const r = spawnSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts'], { cwd, encoding: 'utf8', timeout: 300_000 });
@@ -30,7 +46,9 @@ describe('the npm package (needs the npm cache or the registry)', () => {
   it('packs, installs into a fresh project without warnings of its own, type-checks every subpath strictly; waymark/postgres without postgres says to install it', () => {
     const out = tmp.file('pack');
     execFileSync('mkdir', ['-p', out]);
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as {
+    const source = sourceTree();
+    expect(existsSync(join(source, 'dist'))).toBe(false);
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: source, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as {
       filename: string;
       files: { path: string }[];
     }[];
