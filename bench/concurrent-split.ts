@@ -11,13 +11,25 @@
  *   and its commit's pages);
  * - NORMAL, no outbox: both.
  *
- * Steps/s, steps per CPU-second of this process, commits (group-commit batches)
- * per repetition, the share of the repetition's wall time and of its CPU time
+ * With `indexes` as the fifth argument, the variants are instead the outbox
+ * with fewer B-trees, at the default synchronous=FULL (the store's file
+ * altered after it opened, a measurement only: a store of that shape could
+ * not find an event by id or its unsent rows without a scan):
+ *
+ * - no unsynced index: without `outbox_unsynced` (the drain's index of
+ *   unsent rows);
+ * - no unsynced or id index: the outbox rebuilt without it and without the
+ *   unique index on `id` (a checkpoint event's id is the checkpoint's);
+ * - no outbox: `outbox: false`, as above.
+ *
+ * Steps/s and steps per CPU-second of this process (each also as a ratio to
+ * the default's, within a repetition), commits (group-commit batches) per
+ * repetition, the share of the repetition's wall time and of its CPU time
  * spent inside the batches' commits (the statements, the COMMIT and its fsync:
  * what a writer thread could take off the agents' thread), and the disk's raw
  * fsync rate. A profiling aid for issue 19, not one of the targets' benches.
  *
- *   node .bench-build/bench/concurrent-split.js [runs=32] [turns=20] [reps=5]
+ *   node .bench-build/bench/concurrent-split.js [runs=32] [turns=20] [reps=5] [indexes]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,13 +56,30 @@ interface Variant {
   name: string;
   synchronous: SqliteSynchronous;
   outbox: boolean;
+  /** Run on the store's file after it opened (the `indexes` variants). */
+  alter?: string;
 }
-const VARIANTS: Variant[] = [
-  { name: 'default (FULL, outbox)', synchronous: 'FULL', outbox: true },
-  { name: 'NORMAL, outbox', synchronous: 'NORMAL', outbox: true },
-  { name: 'FULL, no outbox', synchronous: 'FULL', outbox: false },
-  { name: 'NORMAL, no outbox', synchronous: 'NORMAL', outbox: false },
-];
+/** The outbox of schema v2 (client/store/migrations.ts, 0002) without its unique index on `id` and without `outbox_unsynced`. */
+const OUTBOX_FEWER_INDEXES = `
+  DROP TABLE outbox;
+  CREATE TABLE outbox (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, kind TEXT NOT NULL, execution_id TEXT NOT NULL, payload TEXT,
+    bytes INTEGER NOT NULL, created_at TEXT NOT NULL, synced INTEGER NOT NULL DEFAULT 0, sync_error TEXT);
+  CREATE INDEX outbox_quarantined ON outbox (seq) WHERE sync_error IS NOT NULL;
+  CREATE INDEX outbox_other_by_execution ON outbox (execution_id, synced) WHERE kind <> 'checkpoint';`;
+const VARIANTS: Variant[] =
+  process.argv[5] === 'indexes'
+    ? [
+        { name: 'default (FULL, outbox)', synchronous: 'FULL', outbox: true },
+        { name: 'no unsynced index', synchronous: 'FULL', outbox: true, alter: 'DROP INDEX outbox_unsynced' },
+        { name: 'no unsynced or id index', synchronous: 'FULL', outbox: true, alter: OUTBOX_FEWER_INDEXES },
+        { name: 'FULL, no outbox', synchronous: 'FULL', outbox: false },
+      ]
+    : [
+        { name: 'default (FULL, outbox)', synchronous: 'FULL', outbox: true },
+        { name: 'NORMAL, outbox', synchronous: 'NORMAL', outbox: true },
+        { name: 'FULL, no outbox', synchronous: 'FULL', outbox: false },
+        { name: 'NORMAL, no outbox', synchronous: 'NORMAL', outbox: false },
+      ];
 
 type Measured = Rate & { commits: number; commitWall: number; commitCpu: number };
 
@@ -85,6 +114,10 @@ function timeCommits(store: SqliteCheckpointer): { wallMs: number; cpuMs: number
 async function once(v: Variant): Promise<Measured> {
   const store = new SqliteCheckpointer({ path: join(dir, `s${++n}.db`), synchronous: v.synchronous, outbox: v.outbox });
   try {
+    if (v.alter) {
+      await store.setup();
+      (store as unknown as { db: { exec(sql: string): void } }).db.exec(v.alter);
+    }
     const spent = timeCommits(store);
     const t = await timed(() => Promise.all(Array.from({ length: N }, (_, r) => ourAgent(store, T, P, undefined, r).run('go', { executionId: `run-${r}` }))));
     const bad = t.value.filter((r) => r.status !== 'completed');
@@ -111,12 +144,14 @@ try {
     }
   }
   const base = m[0].map((x) => x.rate);
+  const baseCpu = m[0].map((x) => x.cpu);
   console.log(`raw fsync rate ${fmt(summary(fsyncs))} /s`);
   for (const [j, v] of VARIANTS.entries()) {
     const rate = m[j].map((x) => x.rate);
     const line = {
       bench: 'concurrent-split',
       variant: v.name,
+      set: process.argv[5] === 'indexes' ? 'indexes' : 'default',
       runs: N,
       T,
       steps: summary(rate),
@@ -125,11 +160,15 @@ try {
       commitWallShare: summary(m[j].map((x) => x.commitWall)),
       commitCpuShare: summary(m[j].map((x) => x.commitCpu)),
       vsDefault: ratios(rate, base),
+      cpuVsDefault: ratios(
+        m[j].map((x) => x.cpu),
+        baseCpu,
+      ),
       fsync: summary(fsyncs),
       date: new Date().toISOString(),
     };
     console.log(
-      `  ${v.name.padEnd(24)}${fmt(line.steps)} steps/s · ${fmt(line.cpu)} /CPU-s · ${fmt(line.commits)} commits · in commits: ${fmt(line.commitWallShare, 0, '%')} of wall, ${fmt(line.commitCpuShare, 0, '%')} of CPU${j ? ` → ${fmt(line.vsDefault, 2, '×')} the default` : ''}`,
+      `  ${v.name.padEnd(24)}${fmt(line.steps)} steps/s · ${fmt(line.cpu)} /CPU-s · ${fmt(line.commits)} commits · in commits: ${fmt(line.commitWallShare, 0, '%')} of wall, ${fmt(line.commitCpuShare, 0, '%')} of CPU${j ? ` → ${fmt(line.vsDefault, 2, '×')} the default's steps/s, ${fmt(line.cpuVsDefault, 2, '×')} its steps/CPU-s` : ''}`,
     );
     console.log(JSON.stringify(line));
   }

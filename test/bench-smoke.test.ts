@@ -48,6 +48,12 @@ describe('benchmark smoke runs', () => {
     // the share of each repetition spent inside the batches' commits was measured (the wrapper reached the store's commit)
     for (const l of lines) for (const k of ['commitWallShare', 'commitCpuShare']) expect((l[k] as { median: number }).median, `${l.variant} ${k}`).toSatisfy((x: number) => x > 0 && x <= 1.05);
   });
+  it('concurrent-split indexes: the outbox without its unsent-rows index, without that and its id index, and without an outbox', () => {
+    const lines = bench('concurrent-split.ts', '4', '3', '1', 'indexes');
+    expect(lines.map((l) => l.variant)).toEqual(['default (FULL, outbox)', 'no unsynced index', 'no unsynced or id index', 'FULL, no outbox']);
+    for (const l of lines) expect(l.set).toBe('indexes');
+    for (const l of lines) expect((l.steps as { median: number }).median).toBeGreaterThan(0);
+  });
   it.skipIf(!pg)('concurrent on Postgres', () => {
     const [line] = bench('concurrent.ts', 'postgres');
     expect(line).toMatchObject({ bench: 'concurrent', backend: 'postgres', runs: 4 });
