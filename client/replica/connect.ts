@@ -3,9 +3,10 @@ import type { Checkpointer, ClaimGuard, PlaneGuard, TakeoverGuard } from '../che
 import { noFaults } from '../faults.js';
 import { ErrorCode } from '../../shared/errors.js';
 import { Replica, type ReplicaOptions } from './replica.js';
+import { integerProblem, MAX_TIMER_MS, oneOfProblem, refuseOptions, replicaOptionProblems } from './replica-types.js';
 
 export interface ConnectOptions extends ReplicaOptions {
-  /** How long a resume waits for the pause to reach the plane before claiming there. Default 5 s. */
+  /** How long a resume waits for the pause to reach the plane before claiming there, integer ms (0: no wait). Default 5 s. */
   claimFlushMs?: number;
   /**
    * When the plane is up but refuses a claim (401/403 for a revoked key, 404
@@ -31,11 +32,23 @@ export interface ConnectOptions extends ReplicaOptions {
  * Fault point 'claim.afterPlaneClaim': the plane claim is won, the local one
  * not yet made (a crash here leaves the plane claim held, unapplied: the same
  * writer completes it by resuming again, or gives it back with releaseClaim).
+ *
+ * Options are checked first: INVALID_OPTIONS names every problem
+ * (`details.problems`), and nothing is started, installed or written.
  */
 export function connectPlane(store: Checkpointer, options: ConnectOptions): Replica {
+  refuseOptions('connectPlane', connectOptionProblems(options));
   const replica = new Replica(store, options);
   replica.guardStore(planeGuard(replica, options));
   return replica;
+}
+
+/** What is wrong with connectPlane's options: the replica's, then its own. */
+function connectOptionProblems(o: ConnectOptions): string[] {
+  const problems = replicaOptionProblems(o);
+  if (typeof o !== 'object' || o === null) return problems;
+  const own = [integerProblem('claimFlushMs', o.claimFlushMs, 0, MAX_TIMER_MS, 'ms'), oneOfProblem('onClaimRefused', o.onClaimRefused, ['refuse', 'resume_locally'])];
+  return [...problems, ...own.filter((p) => p !== null)];
 }
 
 /** The claim and takeover guard of connectPlane: the plane decides first, through `replica`. */

@@ -1,40 +1,156 @@
 /**
- * What a replica takes, reports and emits: its options, its status, the
- * outcome of a drain round and its events (replica.ts holds the drain itself).
+ * What a replica takes, reports and emits: its options and their check, its
+ * status, the outcome of a drain round and its events (replica.ts holds the
+ * drain itself).
  */
 import type { Dispatcher } from 'undici';
-import type { Decision } from '../../shared/rows.js';
+import { ErrorCode, WaymarkError, issueProblems } from '../../shared/errors.js';
+import { WriterId, type Decision } from '../../shared/rows.js';
 import type { FaultHook } from '../faults.js';
 import type { RunUpdate } from './change-feed.js';
 import type { SkippedDecision } from './decision-feed.js';
 
 export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
 
+/**
+ * A replica's options. Checked when the replica is made (`replicaOptionProblems`):
+ * a value outside what a field says is refused with INVALID_OPTIONS before
+ * anything starts. Durations are integer milliseconds unless named seconds.
+ */
 export interface ReplicaOptions {
+  /** The plane's http(s) URL, a path prefix allowed; no credentials, query or fragment (a request would drop them). */
   url: string;
+  /** The plane's API key: one token, no whitespace or control characters. */
   apiKey: string;
   /** Reported to the plane; defaults to the store's writer id. */
   writerId?: string;
   dispatcher?: Dispatcher;
+  /** Rows per batch, at least 1. Default 500; capped at LIMITS.batchRows. */
   batchRows?: number;
+  /** Bytes per batch, at least 1. Default 4 MiB; capped at LIMITS.batchBytes. */
   batchBytes?: number;
-  /** Debounce after a write. Default 50 ms. */
+  /** Debounce after a write. Default 50 ms; 0: none. */
   debounceMs?: number;
   /** Idle poll for rows written by other processes sharing the store. Default 5 s; 0 disables. */
   pollMs?: number;
-  /** Per request. Default 30 s. */
+  /** Per request, at least 1 ms. Default 30 s. */
   timeoutMs?: number;
-  /** The first retry's ceiling of the full-jitter backoff (`client/retry.ts`). Default 250 ms. */
+  /** The first retry's ceiling of the full-jitter backoff (`client/retry.ts`), at least 1 ms. Default 250 ms. */
   backoffBaseMs?: number;
-  /** The largest ceiling. Default 30 s. */
+  /** The largest ceiling, at least 1 ms and not under `backoffBaseMs`. Default 30 s. */
   backoffCapMs?: number;
   faults?: FaultHook;
   /** Follow the plane's change feed while running (default true; change-feed.ts). false: only `pullChanges()` does it. */
   followChanges?: boolean;
-  /** The change feed's long-poll hold, seconds (the plane caps it at 25). Default 25. */
+  /** The change feed's long-poll hold, 1 to 25 seconds (the plane refuses a longer one). Default 25. */
   changeWaitSeconds?: number;
-  /** The decision feed's long-poll hold, seconds (the plane caps it at 25). Default 25. */
+  /** The decision feed's long-poll hold, 1 to 25 seconds (the plane refuses a longer one). Default 25. */
   decisionWaitSeconds?: number;
+}
+
+/** The longest duration an option may give: past this Node's setTimeout fires at once (TimeoutOverflowWarning). */
+export const MAX_TIMER_MS = 2_147_483_647;
+/** The longest feed hold the plane accepts (its MAX_FEED_WAIT_S; a longer `wait` is answered 400). */
+const MAX_WAIT_SECONDS = 25;
+
+/** Integer options: [field, least, most, unit]. */
+const INTEGERS: readonly [keyof ReplicaOptions, number, number, string][] = [
+  ['batchRows', 1, Number.MAX_SAFE_INTEGER, 'rows'],
+  ['batchBytes', 1, Number.MAX_SAFE_INTEGER, 'bytes'],
+  ['debounceMs', 0, MAX_TIMER_MS, 'ms'],
+  ['pollMs', 0, MAX_TIMER_MS, 'ms'],
+  ['timeoutMs', 1, MAX_TIMER_MS, 'ms'],
+  ['backoffBaseMs', 1, MAX_TIMER_MS, 'ms'],
+  ['backoffCapMs', 1, MAX_TIMER_MS, 'ms'],
+  // 0 would make a followed feed ask the plane again the moment it answers
+  ['changeWaitSeconds', 1, MAX_WAIT_SECONDS, 'seconds'],
+  ['decisionWaitSeconds', 1, MAX_WAIT_SECONDS, 'seconds'],
+];
+
+/**
+ * What is wrong with a replica's options, every problem of every field, each
+ * `field: what it must be (got …)`; empty when the replica can work with
+ * them. Never repeats a secret: a key or a URL is described, not quoted.
+ * Unknown fields are not problems (callers spread wider objects in);
+ * connectPlane adds the problems of its own fields.
+ */
+export function replicaOptionProblems(o: ReplicaOptions): string[] {
+  if (typeof o !== 'object' || o === null) return [`options: must be an object with url and apiKey (got ${shown(o)})`];
+  const problems: string[] = [];
+  const url = urlProblem(o.url);
+  if (url) problems.push(url);
+  const key = apiKeyProblem(o.apiKey);
+  if (key) problems.push(key);
+  if (o.writerId !== undefined) {
+    const r = WriterId.safeParse(o.writerId);
+    if (!r.success) problems.push(...issueProblems(r.error, 'writerId'));
+  }
+  if (o.dispatcher !== undefined && typeof (o.dispatcher as { request?: unknown } | null)?.request !== 'function') {
+    problems.push(`dispatcher: must be an undici Dispatcher (got ${shown(o.dispatcher)})`);
+  }
+  for (const [field, least, most, unit] of INTEGERS) {
+    const p = integerProblem(field, o[field], least, most, unit);
+    if (p) problems.push(p);
+  }
+  const { backoffBaseMs: base, backoffCapMs: cap } = o;
+  if (Number.isSafeInteger(base) && Number.isSafeInteger(cap) && (cap as number) < (base as number)) {
+    problems.push(`backoffCapMs: must not be under backoffBaseMs (got ${cap} < ${base})`);
+  }
+  if (o.faults !== undefined && typeof o.faults !== 'function') problems.push(`faults: must be a function (got ${shown(o.faults)})`);
+  if (o.followChanges !== undefined && typeof o.followChanges !== 'boolean') problems.push(`followChanges: must be true or false (got ${shown(o.followChanges)})`);
+  return problems;
+}
+
+/** What is wrong with an API key, or null. The plane reads one token after `Bearer`: a key with whitespace in it is never one it issued. */
+export function apiKeyProblem(apiKey: unknown): string | null {
+  if (typeof apiKey !== 'string') return `apiKey: must be the plane's API key, a string (got ${shown(apiKey)})`;
+  if (apiKey.trim() === '') return `apiKey: must not be empty or only whitespace`;
+  if (/[\s\u0000-\u001f\u007f]/.test(apiKey)) return 'apiKey: must not contain whitespace or control characters';
+  return null;
+}
+
+/** What is wrong with a plane URL, or null (see ReplicaOptions.url). Its text is not quoted: it may hold a password or a token. */
+function urlProblem(url: unknown): string | null {
+  const want = "must be the plane's http or https URL";
+  if (typeof url !== 'string') return `url: ${want} (got ${shown(url)})`;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return `url: ${want} (got a string that is not a URL)`;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `url: ${want} (got a '${u.protocol}' URL)`;
+  if (u.username || u.password) return 'url: must not carry credentials (user:password@), the key goes in apiKey';
+  if (u.search || u.hash) return 'url: must not carry a query or a fragment (no request would send it)';
+  return null;
+}
+
+/** `field: must be an integer …` when `v` is given and not an integer from `least` to `most`; else null. */
+export function integerProblem(field: string, v: unknown, least: number, most: number, unit: string): string | null {
+  if (v === undefined || (Number.isSafeInteger(v) && (v as number) >= least && (v as number) <= most)) return null;
+  const range = most === Number.MAX_SAFE_INTEGER ? `at least ${least}` : `from ${least} to ${most}`;
+  return `${field}: must be an integer number of ${unit}, ${range} (got ${shown(v)})`;
+}
+
+/** `field: must be one of …` when `v` is given and not one of `allowed`; else null. */
+export function oneOfProblem(field: string, v: unknown, allowed: readonly string[]): string | null {
+  if (v === undefined || allowed.includes(v as string)) return null;
+  return `${field}: must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got ${shown(v)})`;
+}
+
+/** A value as a problem names it: numbers, booleans and short strings as they are, anything else by its type. */
+function shown(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
+  if (v === null || v === undefined || typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return typeof v;
+}
+
+/**
+ * Throw INVALID_OPTIONS naming every problem (`details.problems`) when there
+ * is any: `call` names the function refused, `outcome` what was left as it was.
+ */
+export function refuseOptions(call: string, problems: string[], outcome = 'nothing was started'): void {
+  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; ${outcome}`, { details: { problems } });
 }
 
 export interface ReplicaStatus {

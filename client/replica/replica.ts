@@ -38,7 +38,17 @@ import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
 import { BacklogCount } from './backlog-count.js';
 import { sendingNote } from '../store/outbox.js';
-import type { DrainState, FlushResult, ReplicaEvents, ReplicaOptions, ReplicaStatus, RoundOutcome } from './replica-types.js';
+import {
+  apiKeyProblem,
+  refuseOptions,
+  replicaOptionProblems,
+  type DrainState,
+  type FlushResult,
+  type ReplicaEvents,
+  type ReplicaOptions,
+  type ReplicaStatus,
+  type RoundOutcome,
+} from './replica-types.js';
 import { claimAtPlane, foreignBody, ping, releaseClaim, runAtPlane, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneRun, type PlaneTakeover } from './plane-calls.js';
 
 export type { PlaneClaim, PlanePing, PlaneRun, PlaneTakeover } from './plane-calls.js';
@@ -90,6 +100,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     options: ReplicaOptions,
   ) {
     super();
+    // before anything starts: a refused replica holds no timer, no socket, no subscription to the store
+    refuseOptions('Replica', replicaOptionProblems(options));
     this.apiKey = options.apiKey;
     this.writerId = options.writerId ?? store.writerId;
     this.http = new PlaneHttp(options.url, { dispatcher: options.dispatcher });
@@ -357,8 +369,10 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     for (const [executionId, reason] of lost) this.emit('run_lost', { executionId, reason });
   }
 
-  /** Replace the key; a drain stopped in auth_failed starts again. */
+  /** Replace the key; a drain stopped in auth_failed starts again. A key that cannot be one (empty, whitespace in it) is INVALID_OPTIONS, the old key kept. */
   setApiKey(apiKey: string): void {
+    const problem = apiKeyProblem(apiKey);
+    refuseOptions('setApiKey', problem ? [problem] : [], 'the key was not changed');
     this.apiKey = apiKey;
     if (this.state === 'auth_failed') {
       this.setState('idle');
