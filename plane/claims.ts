@@ -3,11 +3,12 @@
  * its release, and the takeover of a run whose writer died mid-run. Each is one
  * transaction; the read side (read.ts) only lists what they recorded.
  */
-import { and, eq, isNull, lt, sql } from 'drizzle-orm';
+import { and, eq, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claims, executions, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
+import { checkpoints, claims, decisions, executions, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
 import { announceChanges } from './changes.js';
-import { decisionOf } from './decisions.js';
+import { decisionOf, decisionView } from './decisions.js';
+import type { DecisionView } from '../shared/protocol.js';
 import { refreshExecutions } from './ingest.js';
 
 /**
@@ -20,6 +21,10 @@ import { refreshExecutions } from './ingest.js';
  * A claim applying a decision (`decisionId`) while the pause's first decision
  * here, not yet applied (pending, or held by a claim naming it), is another
  * one is refused (`decided`: that decision), a stale claim's takeover too.
+ * Against a decision being recorded at the same time (recordDecision, which
+ * locks the pause's row), a claim is ordered wholly before it (the decision is
+ * refused PAUSE_CLOSED) or wholly after it: a resume from code still wins (the
+ * decision shows superseded), a claim applying another decision is refused.
  */
 export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs = 0, decisionId: string | null = null) {
   const r = await claimInTx(db, projectId, executionId, checkpointId, writerId, releaseAfterMs, decisionId);
@@ -28,7 +33,23 @@ export async function claimPause(db: PlaneDb, projectId: string, executionId: st
   return r;
 }
 
-function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs: number, decisionId: string | null) {
+/** Thrown inside a claim's transaction to roll its claim back: a decision other than the claim's was recorded first meanwhile. */
+class DecidedMeanwhile extends Error {
+  constructor(readonly first: DecisionView) {
+    super('the pause was decided first with another decision');
+  }
+}
+
+async function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs: number, decisionId: string | null) {
+  try {
+    return await claimOnce(db, projectId, executionId, checkpointId, writerId, releaseAfterMs, decisionId);
+  } catch (e) {
+    if (e instanceof DecidedMeanwhile) return { won: false as const, decided: e.first, writerId: '', claimedAt: '' };
+    throw e;
+  }
+}
+
+function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs: number, decisionId: string | null) {
   return db.transaction(async (tx) => {
     const [known] = await tx
       .select({ id: checkpoints.id })
@@ -80,10 +101,21 @@ function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpoi
       }
       return { won: true as const, writerId, claimedAt: c.claimedAt.toISOString(), takenFrom };
     }
+    // the pause's row, locked by this update (after the claims row, the order every claim and ingest takes them in)
     await tx
       .update(pendingInterrupts)
       .set({ state: 'claimed', claimedBy: writerId, claimedAt: won[0].claimedAt })
       .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, checkpointId)));
+    if (decisionId && !takenFrom) {
+      // recordDecision holds this row's lock from its checks to its commit: a decision recorded since the check above
+      // has committed by now, and one not yet recorded will see this claim (PAUSE_CLOSED). Without a claim before this
+      // one, another decision of the pause was pending: it is the first, so this claim is rolled back, as if refused above.
+      const [other] = await tx
+        .select()
+        .from(decisions)
+        .where(and(eq(decisions.projectId, projectId), eq(decisions.executionId, executionId), eq(decisions.checkpointId, checkpointId), ne(decisions.decisionId, decisionId)));
+      if (other) throw new DecidedMeanwhile(decisionView(other, null));
+    }
     await refreshExecutions(tx, projectId, [executionId]);
     return { won: true as const, writerId, claimedAt: won[0].claimedAt.toISOString(), takenFrom };
   });

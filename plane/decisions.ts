@@ -122,7 +122,8 @@ export async function recordDecision(db: PlaneDb, projectId: string, executionId
   const view = await db.transaction(async (tx) => {
     await lockDecisionFeed(tx, projectId);
     // the run's pause row, locked: claimPause updates it in its transaction, so a claim commits wholly before this
-    // recording (seen below: refused) or after it (the decision then shows superseded), never between check and insert
+    // recording (seen below: refused) or after it, never between check and insert: a resume from code then wins (the
+    // decision shows superseded); a claim applying another decision looks for this one under the same lock: refused
     const [pause] = await tx
       .select()
       .from(pendingInterrupts)
