@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
-import { createKey, createProject, keyState, listKeys, listProjects, revokeKey, type Principal, type Scope } from './auth.js';
+import { createKey, createProject, keyNameProblems, keyState, listKeys, listProjects, projectId, revokeKey, SCOPES, UnknownProject, type Principal, type Scope } from './auth.js';
 import type { PlaneDb } from './db/open.js';
 import { projects } from './db/schema.js';
 import { eq } from 'drizzle-orm';
@@ -29,6 +29,21 @@ export const CreatedKey = KeyView.extend({ key: z.string().describe('the secret,
 
 const isOperator = (p: Principal) => p.scopes.includes('operator');
 
+/**
+ * Every problem of a key request that needs no database (the scopes, the
+ * name; a field not given is not checked), each with the field it is of.
+ * The CLI names them as its options before it asks a plane; the plane as
+ * fields of its answer.
+ */
+export function keyRequestProblems(o: { scopes?: readonly string[]; name?: string }): [field: 'scopes' | 'name', problem: string][] {
+  const problems: [field: 'scopes' | 'name', problem: string][] = [];
+  const bad = o.scopes?.filter((s) => !(SCOPES as readonly string[]).includes(s)) ?? [];
+  if (bad.length) problems.push(['scopes', `unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`]);
+  if (o.scopes?.length === 0) problems.push(['scopes', 'a key needs at least one scope']);
+  for (const p of o.name === undefined ? [] : keyNameProblems(o.name)) problems.push(['name', p]);
+  return problems;
+}
+
 export function keyView(k: Awaited<ReturnType<typeof listKeys>>[number]): z.infer<typeof KeyView> {
   return { id: k.id, name: k.name, project: k.project, scopes: k.scopes, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null };
 }
@@ -45,10 +60,30 @@ export const admin = {
   async keys(db: PlaneDb, p: Principal) {
     return (await listKeys(db, isOperator(p) ? undefined : p.projectId)).map(keyView);
   },
+  /**
+   * Create a key; nothing is written unless the request has no problem. An
+   * unknown project alone is UNKNOWN_PROJECT (listing the known ones); any
+   * other problem is INVALID_REQUEST naming every problem of the request,
+   * the unknown project too (`details.problems`, each `field: problem`).
+   */
   async createKey(db: PlaneDb, p: Principal, o: { project?: string; name?: string; scopes: Scope[] }) {
     if (o.scopes.includes('operator') && !isOperator(p)) throw new WaymarkError(ErrorCode.FORBIDDEN, "only an operator key may grant the 'operator' scope");
     const own = o.project ?? (await db.select({ name: projects.name }).from(projects).where(eq(projects.id, p.projectId)))[0]?.name;
-    const k = await createKey(db, { project: own ?? '', name: o.name, scopes: o.scopes, visibleTo: isOperator(p) ? undefined : p.projectId });
+    const visibleTo = isOperator(p) ? undefined : p.projectId;
+    const unknown = await projectId(db, own ?? '', visibleTo).then(
+      () => null,
+      (e: unknown) => {
+        if (e instanceof UnknownProject) return e;
+        throw e;
+      },
+    );
+    const problems = keyRequestProblems(o).map(([field, problem]) => `${field}: ${problem}`);
+    if (problems.length) {
+      if (unknown) problems.push(`project: ${unknown.message}`);
+      throw new WaymarkError(ErrorCode.INVALID_REQUEST, `the key was not created: ${problems.join('; ')}`, { details: { problems, ...unknown?.details } });
+    }
+    if (unknown) throw unknown;
+    const k = await createKey(db, { project: own ?? '', name: o.name, scopes: o.scopes, visibleTo });
     const [view] = (await listKeys(db, k.projectId)).filter((r) => r.id === k.id).map(keyView);
     return { ...view, key: k.key };
   },

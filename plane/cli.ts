@@ -10,15 +10,15 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { WaymarkError } from '../shared/errors.js';
 import { isInMemory } from './db/open.js';
-import { checkKeyName, SCOPES, type Scope } from './auth.js';
+import { SCOPES, type Scope } from './auth.js';
+import { keyRequestProblems } from './admin.js';
 import { adminTarget, printKeys } from './admin-cli.js';
 import { loadConfig, type PlaneConfig } from './config.js';
 import { startPlane, adminKeyPath } from './server.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
 import { onStopRequest } from '../shared/launcher.js';
-import { parseCommand, suggest, usageOf, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
+import { errorText, parseCommand, suggest, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
 
 const database: Record<string, OptionSpec> = {
   'data-dir': { type: 'string', help: "the plane's PGlite data directory (default: $WAYMARK_PLANE_DIR or .waymark/plane)" },
@@ -107,16 +107,29 @@ function findPlaneCommand(argv: string[]): { command: CommandSpec; rest: string[
   return { problem: `unknown subcommand 'plane ${first} ${second}'${near ? ` (did you mean 'plane ${first} ${near}'?)` : ''}; known: ${subs.join(', ')}` };
 }
 
+/**
+ * `waymark plane …`. Every refusal is printed by errorText (client/cli/args.ts),
+ * as the client commands print theirs: a command line it cannot parse is
+ * `waymark[ plane …]: USAGE: …` and exits 2; any other error (a bad setting
+ * in the environment, the plane's answer, a data dir another process holds)
+ * is `waymark: CODE: …` and exits 1.
+ */
 export async function planeMain(argv: string[], out: (l: string) => void = console.log, err: (l: string) => void = out === console.log ? console.error : out): Promise<number> {
+  try {
+    return await planeCommand(argv, out);
+  } catch (e) {
+    err(errorText(e));
+    return e instanceof UsageError ? USAGE_EXIT : 1;
+  }
+}
+
+async function planeCommand(argv: string[], out: (l: string) => void): Promise<number> {
   const found = findPlaneCommand(argv);
   if ('help' in found) {
     out(found.help);
     return 0;
   }
-  if ('problem' in found) {
-    err(`waymark: ${found.problem}\n'waymark plane --help' lists the plane commands.`);
-    return 2;
-  }
+  if ('problem' in found) throw new UsageError([found.problem], "'waymark plane --help' lists the plane commands.");
   const { command, rest } = found;
   const parsed = parseCommand(command, rest);
   if (parsed === null) {
@@ -124,10 +137,7 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
     return 0;
   }
   const problems = [...parsed.problems, ...check(command, parsed)];
-  if (problems.length) {
-    err(`waymark ${command.name}: ${problems.length === 1 ? problems[0] : `${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`}\n\n${usageOf(command)}`);
-    return 2;
-  }
+  if (problems.length) throw new UsageError(problems, usageOf(command), command.name);
   const values = parsed.values as Record<string, string | undefined> & { dev?: boolean };
   const config = loadConfig(process.env, {
     ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
@@ -137,25 +147,9 @@ export async function planeMain(argv: string[], out: (l: string) => void = conso
     ...(values['metrics-port'] ? { metricsPort: Number(values['metrics-port']) } : {}),
     ...(values.dev ? { dev: true } : {}),
   });
-  if (command !== COMMANDS[0]) {
-    try {
-      return await adminCommand(config, command.name.split(' ').slice(1), parsed, out);
-    } catch (e) {
-      const code = (e as { code?: string }).code;
-      err(`waymark: ${code ? `${code}: ` : ''}${(e as Error).message}`);
-      return 1;
-    }
-  }
-  let plane: Awaited<ReturnType<typeof startPlane>>;
-  try {
-    plane = await startPlane(config);
-  } catch (e) {
-    // DATA_DIR_LOCKED, PORT_IN_USE, INVALID_OPTIONS (another database's admin-key file): said, not thrown
-    const code = (e as { code?: string }).code;
-    if (!(e instanceof WaymarkError) || !code) throw e;
-    err(`waymark: ${code}: ${e.message}`);
-    return 1;
-  }
+  if (command !== COMMANDS[0]) return adminCommand(config, command.name.split(' ').slice(1), parsed, out);
+  // DATA_DIR_LOCKED, PORT_IN_USE, INVALID_OPTIONS (another database's admin-key file): said by planeMain, not thrown on
+  const plane = await startPlane(config);
   const where = plane.database.kind === 'pglite' ? ` at ${config.dataDir}` : isInMemory(config.dataDir) ? '' : `, data dir ${resolve(config.dataDir)}`;
   out(`waymark plane listening on ${plane.url} (database: ${plane.database.kind}${where})`);
   out(`inspector: ${plane.url}/   openapi: ${plane.url}/openapi.json`);
@@ -199,25 +193,24 @@ function check(command: CommandSpec, p: Parsed): string[] {
   if (command.name === 'plane keys create') {
     if (p.values.project === undefined) problems.push('option --project is required');
     if (p.values.scopes === undefined) problems.push('option --scopes is required');
-    else {
-      const bad = scopesOf(p).filter((s) => !SCOPES.includes(s));
-      if (bad.length) problems.push(`unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
-    }
+    // what only the plane knows (the project) is its answer; the rest is refused here, nothing asked or opened
+    const given = { scopes: typeof p.values.scopes === 'string' ? scopesOf(p) : undefined, name: typeof p.values.name === 'string' ? p.values.name : undefined };
+    for (const [field, problem] of keyRequestProblems(given)) problems.push(`option '--${field}': ${problem}`);
   }
   return problems;
 }
 
+/** --scopes as a list ('ingest, read,' is ingest and read). */
 function scopesOf(p: Parsed): Scope[] {
   return String(p.values.scopes ?? '')
     .split(',')
-    .map((s) => s.trim()) as Scope[];
+    .map((s) => s.trim())
+    .filter(Boolean) as Scope[];
 }
 
 async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[], p: Parsed, out: (l: string) => void): Promise<number> {
   const values = p.values as Record<string, string | undefined>;
   const arg = p.positionals[0];
-  // refused before the plane or its database is reached: a refused name changes nothing (a named new data dir included)
-  if (what === 'keys' && verb === 'create' && values.name !== undefined) checkKeyName(values.name);
   const target = await adminTarget(config, {
     plane: values.plane,
     key: values.key,

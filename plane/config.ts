@@ -1,28 +1,60 @@
 /**
  * The plane's configuration: read from the environment here and nowhere else,
- * validated once, frozen.
+ * validated once, frozen. A bad setting is INVALID_OPTIONS naming every bad
+ * setting at once (`details.problems`), each with what is wanted and what
+ * was given; nothing is opened or started.
  */
 import { z } from 'zod';
+import { ErrorCode, WaymarkError } from '../shared/errors.js';
 
+/** A value as a refusal shows it: quoted, control characters escaped (a terminal would act on them), long ones cut. */
+function shown(v: unknown): string {
+  const s = String(v);
+  const cut = s.length > 60 ? `${s.slice(0, 60)}…` : s;
+  return `'${cut.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}'`;
+}
+
+/** zod's error for every check of one setting: what is wanted and what was given (loadConfig puts the setting's name first). */
+const wanted = (what: string) => ({ error: (iss: { input?: unknown }) => `must be ${what}, got ${shown(iss.input)}` });
+
+/** A whole number from min to max written in decimal digits (no sign, fraction, exponent or spaces: `1e3` or ` 16` is a typo, not a number). */
+function integer(what: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  const e = wanted(what);
+  return z.string(e).regex(/^\d+$/, e).transform(Number).pipe(z.number().min(min, e).max(max, e));
+}
+
+const port = () => integer('a port number 0..65535', 0, 65535);
+const positive = () => integer('a positive integer', 1);
+const nonNegative = () => integer('an integer 0 or more', 0);
+const text = () => z.string().min(1, { error: 'must not be empty' });
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, wanted(`one of ${values.join(', ')}`));
+
+/** Every setting the plane reads from the environment; a bad one is refused naming what is wanted and what was given. */
 const Env = z.object({
-  WAYMARK_DATABASE_URL: z.string().url().optional(),
-  WAYMARK_PLANE_DIR: z.string().default('.waymark/plane'),
-  WAYMARK_HOST: z.string().default('127.0.0.1'),
-  WAYMARK_PORT: z.coerce.number().int().min(0).max(65535).default(4600),
-  WAYMARK_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  WAYMARK_MAX_INFLIGHT_INGEST: z.coerce.number().int().positive().default(16),
-  WAYMARK_MAX_QUEUED_INGEST: z.coerce.number().int().nonnegative().default(64),
-  WAYMARK_INGEST_QUEUE_WAIT_MS: z.coerce.number().int().positive().default(10_000),
-  WAYMARK_BODY_IDLE_MS: z.coerce.number().int().positive().default(10_000),
-  WAYMARK_BODY_TOTAL_MS: z.coerce.number().int().positive().default(120_000),
-  WAYMARK_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
-  WAYMARK_METRICS_HOST: z.string().default('127.0.0.1'),
-  WAYMARK_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-  WAYMARK_CLAIM_RELEASE_AFTER_MS: z.coerce.number().int().nonnegative().default(3_600_000),
-  WAYMARK_RETENTION_DAYS: z.coerce.number().positive().optional(),
-  WAYMARK_RETENTION_INTERVAL_MS: z.coerce.number().int().positive().default(3_600_000),
-  WAYMARK_TAKEOVER_AFTER_MS: z.coerce.number().int().positive().default(60_000),
-  WAYMARK_DEV: z.enum(['0', '1', 'true', 'false']).optional(),
+  // never echoed: a database URL may hold a password
+  WAYMARK_DATABASE_URL: z.url({ error: 'must be a URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)' }).optional(),
+  WAYMARK_PLANE_DIR: text().default('.waymark/plane'),
+  WAYMARK_HOST: text().default('127.0.0.1'),
+  WAYMARK_PORT: port().default(4600),
+  WAYMARK_LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  WAYMARK_MAX_INFLIGHT_INGEST: positive().default(16),
+  WAYMARK_MAX_QUEUED_INGEST: nonNegative().default(64),
+  WAYMARK_INGEST_QUEUE_WAIT_MS: positive().default(10_000),
+  WAYMARK_BODY_IDLE_MS: positive().default(10_000),
+  WAYMARK_BODY_TOTAL_MS: positive().default(120_000),
+  WAYMARK_HEADERS_TIMEOUT_MS: positive().default(10_000),
+  WAYMARK_METRICS_HOST: text().default('127.0.0.1'),
+  WAYMARK_METRICS_PORT: port().optional(),
+  WAYMARK_CLAIM_RELEASE_AFTER_MS: nonNegative().default(3_600_000),
+  WAYMARK_RETENTION_DAYS: z
+    .string(wanted('a positive number of days'))
+    .regex(/^\d+(\.\d+)?$/, wanted('a positive number of days'))
+    .transform(Number)
+    .pipe(z.number().positive(wanted('a positive number of days')))
+    .optional(),
+  WAYMARK_RETENTION_INTERVAL_MS: positive().default(3_600_000),
+  WAYMARK_TAKEOVER_AFTER_MS: positive().default(60_000),
+  WAYMARK_DEV: oneOf(['0', '1', 'true', 'false']).optional(),
 });
 
 export interface PlaneConfig {
@@ -64,8 +96,9 @@ export interface PlaneConfig {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<PlaneConfig> = {}): Readonly<PlaneConfig> {
   const r = Env.safeParse(env);
   if (!r.success) {
-    const i = r.error.issues[0];
-    throw new Error(`invalid plane configuration: ${i.path.join('.')}: ${i.message}`);
+    // each issue is one setting's (its checks share one message), named by its variable
+    const problems = r.error.issues.map((i) => `${i.path.map(String).join('.')} ${i.message}`);
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `invalid plane configuration: ${problems.join('; ')}`, { details: { problems } });
   }
   const e = r.data;
   return Object.freeze({

@@ -27,14 +27,39 @@ export interface Parsed {
   positionals: string[];
 }
 
+/** The exit status of a command line the CLI cannot parse (every other refusal exits 1). */
+export const USAGE_EXIT = 2;
+
+/**
+ * A command line the CLI cannot parse: every problem at once, and what to
+ * read next (the command's usage, or where the commands are listed). Printed
+ * by `errorText`, the command exits USAGE_EXIT.
+ */
 export class UsageError extends Error {
   readonly code = ErrorCode.USAGE;
   constructor(
     readonly problems: string[],
     readonly usage: string,
+    /** The command it is of ('plane keys create'); none when the command itself is unknown. */
+    readonly command?: string,
   ) {
-    super(problems.join('\n'));
+    super(problems.length === 1 ? problems[0] : `${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
+}
+
+/**
+ * How the CLI prints an error, every refusal in one shape:
+ * `waymark[ COMMAND]: CODE: message`. The stable code comes first after the
+ * command, so a script matches it without parsing the sentence (bin/waymark.mjs
+ * prints an error thrown out of a command the same way); a usage error is
+ * followed by its usage.
+ */
+export function errorText(e: unknown): string {
+  const code = (e as { code?: unknown } | null)?.code;
+  const message = e instanceof Error ? e.message : String(e);
+  const where = e instanceof UsageError && e.command ? `waymark ${e.command}` : 'waymark';
+  const text = `${where}: ${typeof code === 'string' && /^[A-Z][A-Z_]+$/.test(code) ? `${code}: ` : ''}${message}`;
+  return e instanceof UsageError ? `${text}\n\n${e.usage}` : text;
 }
 
 const HELP: OptionSpec = { type: 'boolean', short: 'h', help: 'show this help' };

@@ -3,14 +3,17 @@
  *
  * Each command is one entry of COMMANDS: its arguments, options and help. The
  * arguments are checked (every problem named, near misses suggested) before a
- * database is opened; `--help` works on every command.
+ * database is opened; `--help` works on every command. A refused command line
+ * prints as every other error does (`waymark runs: USAGE: …`, args.ts's
+ * errorText) and exits 2; an error a command throws is printed by
+ * bin/waymark.mjs in the same shape and exits 1.
  * A command that talks to a plane takes its URL from --plane or
  * WAYMARK_PLANE_URL, and its key from --key or WAYMARK_API_KEY.
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { RunInProgress } from '../errors.js';
 import { openStore } from '../open-store.js';
-import { packageVersion, parseCommand, suggest, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
+import { errorText, packageVersion, parseCommand, suggest, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
 import { inspectRun, listRuns, parseSince, type RunFilter } from './store-commands.js';
 import { quarantineList, restoreCommand, syncNow, syncStatus } from './sync-commands.js';
 import type { ExecutionState } from '../checkpointer.js';
@@ -289,8 +292,8 @@ function findCommand(argv: string[]): { command: Command; rest: string[] } | { p
 export async function main(argv: string[], out: Out = console.log, err: Out = console.error): Promise<number> {
   const [first] = argv;
   if (first === undefined) {
-    err(topLevelUsage());
-    return 2;
+    err(errorText(new UsageError(['no command given'], topLevelUsage())));
+    return USAGE_EXIT;
   }
   if (first === '--help' || first === '-h' || first === 'help') {
     out(topLevelUsage());
@@ -307,8 +310,8 @@ export async function main(argv: string[], out: Out = console.log, err: Out = co
       out(topLevelUsage());
       return 0;
     }
-    err(`waymark: ${found.problem}\n'waymark --help' lists the commands.`);
-    return 2;
+    err(errorText(new UsageError([found.problem], "'waymark --help' lists the commands.")));
+    return USAGE_EXIT;
   }
   const { command, rest } = found;
   const parsed = parseCommand(command, rest);
@@ -316,19 +319,16 @@ export async function main(argv: string[], out: Out = console.log, err: Out = co
     out(usageOf(command));
     return 0;
   }
-  try {
-    const problems = [
-      ...parsed.problems,
-      ...(!command.ownStore && parsed.values.db === undefined ? ['option --db is required'] : []),
-      ...(command.needsPlane && !planeUrl(parsed) ? ['a plane is required: --plane or WAYMARK_PLANE_URL'] : []),
-      ...(command.needsPlane && !apiKey(parsed) ? ['a key is required: --key or WAYMARK_API_KEY'] : []),
-      ...(command.check?.(parsed) ?? []),
-    ];
-    if (problems.length) throw new UsageError(problems, usageOf(command));
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    err(`waymark ${command.name}: ${e.problems.length === 1 ? e.problems[0] : `${e.problems.length} problems:\n${e.problems.map((p) => `  - ${p}`).join('\n')}`}\n\n${e.usage}`);
-    return 2;
+  const problems = [
+    ...parsed.problems,
+    ...(!command.ownStore && parsed.values.db === undefined ? ['option --db is required'] : []),
+    ...(command.needsPlane && !planeUrl(parsed) ? ['a plane is required: --plane or WAYMARK_PLANE_URL'] : []),
+    ...(command.needsPlane && !apiKey(parsed) ? ['a key is required: --key or WAYMARK_API_KEY'] : []),
+    ...(command.check?.(parsed) ?? []),
+  ];
+  if (problems.length) {
+    err(errorText(new UsageError(problems, usageOf(command), command.name)));
+    return USAGE_EXIT;
   }
   return command.run(parsed, out, err);
 }

@@ -54,7 +54,7 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
     expect(r.status).toBe(400);
     expect(r.body.error).toMatchObject({
       code: 'INVALID_REQUEST',
-      details: { problems: ['it is 140 characters long, more than 128', expect.stringContaining('it has control characters (\\u001b, \\u000a)')] },
+      details: { problems: ['name: it is 140 characters long, more than 128', expect.stringContaining('name: it has control characters (\\u001b, \\u000a)')] },
     });
     expect(r.body.error.message).not.toMatch(/[\u0000-\u001f]/);
     expect(await count()).toBe(before);

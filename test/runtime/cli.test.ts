@@ -169,7 +169,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     const refused = waymark('delete', '--db', db, 'x-paused');
     expect([refused.status, refused.stderr]).toEqual([
       2,
-      expect.stringContaining("waymark delete: give --yes: the run's rows are deleted from this store for good, and from a plane at the next sync"),
+      expect.stringContaining("waymark delete: USAGE: give --yes: the run's rows are deleted from this store for good, and from a plane at the next sync"),
     ]);
     expect((await cli(['runs', '--db', db])).text).toMatch(/x-paused\s+paused/);
     const d = waymark('delete', '--db', db, 'x-paused', '--yes');
@@ -299,7 +299,7 @@ describe('waymark CLI arguments, through the real binary', () => {
       ['sync', 'nwo', '-h'],
     ]) {
       const r = waymark(...args);
-      expect([r.status, r.stderr], args.join(' ')).toEqual([2, expect.stringMatching(/^waymark: unknown (sub)?command/)]);
+      expect([r.status, r.stderr], args.join(' ')).toEqual([2, expect.stringMatching(/^waymark: USAGE: unknown (sub)?command/)]);
     }
     expect(waymark('sync', '--help')).toMatchObject({ status: 0, stdout: expect.stringContaining('  sync now') });
     const restore = waymark('restore', '--db', db);
@@ -307,7 +307,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     for (const p of ['missing argument EXECUTION_ID', 'a plane is required: --plane or WAYMARK_PLANE_URL', 'a key is required: --key or WAYMARK_API_KEY']) expect(restore.stderr).toContain(p);
     expect(waymark('runs', '--db', db, '--json=yes').stderr).toContain("option '--json' takes no value");
     const noValue = waymark('runs', '--db', db, '--limit');
-    expect(noValue.stderr).toContain("waymark runs: option '--limit' needs a value");
+    expect(noValue.stderr).toContain("waymark runs: USAGE: option '--limit' needs a value");
     expect(noValue.stderr).not.toContain("got 'true'");
     expect(spawnSync('ls', [db]).status).not.toBe(0);
   });
