@@ -14,7 +14,9 @@
  *    JSON Schema waymark builds from the tool's zod schema; toolChoice auto.
  *  - reply: text parts joined; `tool-call` parts with their input parsed as
  *    JSON (malformed input is a MODEL_ERROR); reasoning is not kept; tool calls
- *    the provider executed itself are not run again (they are dropped).
+ *    the provider executed itself are not run again (they are dropped); an
+ *    empty or repeated tool call id becomes `call_<index>`, so every call of a
+ *    reply has its own id (a resume finds the cut-off call by it).
  *  - finish reason: the unified reason is kept on the reply and recorded with
  *    the usage; `error` is a MODEL_ERROR.
  *  - usage: inputTokens.total, outputTokens.total, inputTokens.cacheRead and the
@@ -242,10 +244,33 @@ function fromContent(content: readonly LanguageModelV3Content[], finish: Languag
       toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: args });
     }
   }
+  distinctIds(toolCalls);
   const reply: ModelReply = { content: text, toolCalls };
   if (unified && FINISH.has(unified)) reply.finishReason = unified as FinishReason;
   if (usage) reply.usage = toUsage(usage, modelId);
   return reply;
+}
+
+/**
+ * Give every tool call of one reply its own non-empty id, in place. Some
+ * providers send `''` or one id for several calls; the agent finds the call a
+ * tool row names by its id, so a shared id would make a resume after a crash
+ * re-run the first call in place of the one that was cut off. A distinct
+ * provider id is kept; an empty or repeated one becomes `call_<index>` (with a
+ * suffix if that is taken). The ids are stored with the reply, so the model is
+ * shown the same ids on every later call.
+ */
+function distinctIds(calls: ToolCall[]): void {
+  const counts = new Map<string, number>();
+  for (const c of calls) counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
+  const taken = new Set(calls.filter((c) => c.id !== '' && counts.get(c.id) === 1).map((c) => c.id));
+  calls.forEach((c, i) => {
+    if (c.id !== '' && counts.get(c.id) === 1) return;
+    let id = `call_${i}`;
+    for (let n = 1; taken.has(id); n++) id = `call_${i}_${n}`;
+    taken.add(id);
+    c.id = id;
+  });
 }
 
 function toUsage(u: LanguageModelV3Usage, model: string): ModelUsage {

@@ -51,6 +51,8 @@ export function executionIdOf(threadId: string, ns: string): string {
   const id = ns === '' ? threadId : `${threadId}${NS_SEPARATOR}${ns}`;
   const problems: string[] = [];
   if (threadId.length === 0) problems.push('thread_id is empty');
+  // the wire contract refuses these as execution ids (a URL path segment cannot name them): say so here, not as INVALID_ROW
+  if (id === '.' || id === '..') problems.push(`thread_id must not be '.' or '..' (no URL path can name its execution)`);
   if (id.length > LIMITS.executionIdLength) problems.push(`thread_id plus checkpoint_ns is ${id.length} characters; a waymark execution id holds at most ${LIMITS.executionIdLength}`);
   if (/[\u0000-\u001f\u007f]/.test(id)) problems.push('thread_id and checkpoint_ns must not contain control characters');
   if (!id.isWellFormed()) problems.push('thread_id and checkpoint_ns must be well-formed Unicode');

@@ -8,7 +8,12 @@
  *
  * Guarantees
  * - `put` is one store transaction: the checkpoint row and its outbox event,
- *   both or neither. A crash after it returns loses nothing.
+ *   both or neither. A crash after it returns loses nothing. It writes with
+ *   the store's `prevId` check: a thread's first row is refused if another
+ *   writer took the execution first (then the ownership check names it), and a
+ *   checkpoint that follows a parent is refused with EXECUTION_GONE if the
+ *   parent is gone (the thread was deleted or pruned while its graph ran)
+ *   rather than bringing the thread back without the parent's channels.
  * - `putWrites` is one store transaction per call (one idempotency entry, the
  *   checkpoint's next free slot), and `getTuple` reads a checkpoint's writes by
  *   point lookups, not by scanning the thread. A regular write (idx >= 0)
@@ -38,6 +43,7 @@ import type { Checkpointer } from '../checkpointer.js';
 import type { Checkpoint as Row } from '../../shared/rows.js';
 import type { State } from '../../shared/codec.js';
 import { DuplicateIdError } from '../errors.js';
+import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
 import { AGENT_PATH, WRITE_KEY_PREFIX, agentPathOf, executionIdOf, invalid, isRowRef, loadValue, plainJson, rowIdOf, storeValue, type RowRef, type StoredValue } from './mapping.js';
@@ -154,6 +160,17 @@ export class WaymarkSaver extends BaseCheckpointSaver {
   // ---- writes --------------------------------------------------------------
 
   async put(config: RunnableConfig, checkpoint: GraphCheckpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    // a first row races another writer's first row (EXECUTION_EXISTS): look again, now that the execution has an owner
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.putOnce(config, checkpoint, metadata, newVersions);
+      } catch (e) {
+        if (!hasCode(e, ErrorCode.EXECUTION_EXISTS) || attempt >= 2) throw e;
+      }
+    }
+  }
+
+  private async putOnce(config: RunnableConfig, checkpoint: GraphCheckpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     const problems: string[] = [];
     if (!config.configurable) problems.push('config.configurable is missing');
     const threadId = config.configurable?.thread_id;
@@ -177,8 +194,19 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       }
     }
 
-    const parent = parentCheckpointId ? await this.store.getById(rowIdOf(executionId, parentCheckpointId)) : null;
-    const parentState = parent && parent.executionId === executionId ? await this.store.readState(parent) : null;
+    const parentRowId = parentCheckpointId ? rowIdOf(executionId, parentCheckpointId) : null;
+    const found = parentRowId ? await this.store.getById(parentRowId) : null;
+    const parent = found && found.executionId === executionId ? found : null;
+    if (parentRowId && !parent && carriesFromParent(checkpoint, newVersions)) {
+      // the values of the channels not written since the parent live only in the parent's row: without it this
+      // checkpoint cannot be stored whole (the thread was deleted or pruned while its graph ran)
+      throw new WaymarkError(
+        ErrorCode.EXECUTION_GONE,
+        `thread ${JSON.stringify(thread)} namespace ${JSON.stringify(ns)}: checkpoint ${parentCheckpointId}, which checkpoint ${checkpoint.id} follows, is not in the store (the thread was deleted or pruned meanwhile); nothing was written`,
+        { details: { executionId, prevId: parentRowId, threadId: thread, checkpointNs: ns, parentCheckpointId } },
+      );
+    }
+    const parentState = parent ? await this.store.readState(parent) : null;
     const state = await this.stateOf(checkpoint, newVersions, parentState);
     const step = typeof metadata?.step === 'number' ? metadata.step : -1;
     const ref: RowRef = { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id, parent_checkpoint_id: parentCheckpointId };
@@ -186,6 +214,8 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       await this.store.put({
         id,
         executionId,
+        // atomic with the write: the parent (or the newest row seen) must still be there, and a first row must be the first
+        prevId: parent ? parent.id : latest ? latest.id : null,
         nodeId: `langgraph:${typeof metadata?.source === 'string' ? metadata.source : 'checkpoint'}`,
         turn: Math.min(Math.max(step + 1, 0), LIMITS.maxSeq),
         step: 'graph_step',
@@ -390,6 +420,11 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     }
     return tuple;
   }
+}
+
+/** True when a channel of `checkpoint` keeps its value from the parent (its version is not among `newVersions`). */
+function carriesFromParent(checkpoint: GraphCheckpoint, newVersions: ChannelVersions): boolean {
+  return Object.keys(checkpoint.channel_versions ?? {}).some((c) => !Object.hasOwn(newVersions ?? {}, c));
 }
 
 function writeKey(checkpointId: string, slot: number): string {
