@@ -40,7 +40,7 @@ import type {
 } from '@ai-sdk/provider';
 import type { Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import type { FinishReason, Message, Model, ModelReply, ModelRequest, ModelStreamPart, ModelUsage, ToolCall } from '../models/model.js';
+import { distinctCallIds, type FinishReason, type Message, type Model, type ModelReply, type ModelRequest, type ModelStreamPart, type ModelUsage, type ToolCall } from '../models/model.js';
 import { ModelError } from '../models/openai.js';
 
 export interface AISDKModelOptions {
@@ -244,33 +244,10 @@ function fromContent(content: readonly LanguageModelV3Content[], finish: Languag
       toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: args });
     }
   }
-  distinctIds(toolCalls);
-  const reply: ModelReply = { content: text, toolCalls };
+  const reply: ModelReply = { content: text, toolCalls: [...distinctCallIds(toolCalls)] };
   if (unified && FINISH.has(unified)) reply.finishReason = unified as FinishReason;
   if (usage) reply.usage = toUsage(usage, modelId);
   return reply;
-}
-
-/**
- * Give every tool call of one reply its own non-empty id, in place. Some
- * providers send `''` or one id for several calls; the agent finds the call a
- * tool row names by its id, so a shared id would make a resume after a crash
- * re-run the first call in place of the one that was cut off. A distinct
- * provider id is kept; an empty or repeated one becomes `call_<index>` (with a
- * suffix if that is taken). The ids are stored with the reply, so the model is
- * shown the same ids on every later call.
- */
-function distinctIds(calls: ToolCall[]): void {
-  const counts = new Map<string, number>();
-  for (const c of calls) counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
-  const taken = new Set(calls.filter((c) => c.id !== '' && counts.get(c.id) === 1).map((c) => c.id));
-  calls.forEach((c, i) => {
-    if (c.id !== '' && counts.get(c.id) === 1) return;
-    let id = `call_${i}`;
-    for (let n = 1; taken.has(id); n++) id = `call_${i}_${n}`;
-    taken.add(id);
-    c.id = id;
-  });
 }
 
 function toUsage(u: LanguageModelV3Usage, model: string): ModelUsage {

@@ -44,6 +44,30 @@ export interface ModelUsage {
   cachedInputTokens: number | null;
 }
 
+/**
+ * A reply's tool calls, each with its own non-empty id. Some providers send
+ * `''`, or one id for several calls; the agent finds the call a tool row
+ * names by its id, so a shared id would make a resume after a crash re-run
+ * the first call in place of the one that was cut off. A distinct id is kept;
+ * an empty or repeated one becomes `call_<index>` (with a suffix if that is
+ * taken). The ids are stored with the reply, so the model is shown the same
+ * ids on every later call. Returns `calls` itself when every id is distinct.
+ */
+export function distinctCallIds(calls: readonly ToolCall[]): readonly ToolCall[] {
+  const counts = new Map<string, number>();
+  for (const c of calls) counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
+  const own = (c: ToolCall) => c.id !== '' && counts.get(c.id) === 1;
+  if (calls.every(own)) return calls;
+  const taken = new Set(calls.filter(own).map((c) => c.id));
+  return calls.map((c, i) => {
+    if (own(c)) return c;
+    let id = `call_${i}`;
+    for (let n = 1; taken.has(id); n++) id = `call_${i}_${n}`;
+    taken.add(id);
+    return { ...c, id };
+  });
+}
+
 export interface ModelReply {
   content: string | null;
   toolCalls: ToolCall[];

@@ -14,11 +14,27 @@ import type { Checkpointer, CheckpointInput } from '../checkpointer.js';
 import { CheckpointError, ResumeRequired } from '../errors.js';
 import type { RunLease } from './lease.js';
 import type { FaultHook } from '../faults.js';
-import type { Message, Model, ModelReply, ToolCall, ToolSpec } from '../models/model.js';
+import { distinctCallIds, type Message, type Model, type ModelReply, type ToolCall, type ToolSpec } from '../models/model.js';
 import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
 import { parseArguments, toolSpec, type Tool } from './tool.js';
 import type { RunEvent, RunResult } from './agent.js';
-import { emit, escapes, freeze, kept, lastToolCalls, NOT_RUN, PauseOutcome, stripResumes, stripTool, withUsage, type Entry, type Level, type Place, type RunState } from './run-state.js';
+import {
+  emit,
+  escapes,
+  freeze,
+  kept,
+  lastToolCalls,
+  NOT_RUN,
+  PauseOutcome,
+  stripResumes,
+  stripTool,
+  toolCallIndex,
+  withUsage,
+  type Entry,
+  type Level,
+  type Place,
+  type RunState,
+} from './run-state.js';
 
 /** What the loop of one agent needs: its model, tools and workers, as the Agent was made with them. */
 export interface AgentLoopOptions {
@@ -221,13 +237,15 @@ export class AgentLoop {
             finishReason: reply.finishReason ?? null,
           });
         }
+        // each call its own id: a resume finds the call a tool row names by it (distinctCallIds)
+        const toolCalls = distinctCallIds(reply.toolCalls);
         const assistant = freeze({
           role: 'assistant' as const,
           content: reply.content === null ? null : storableText(reply.content),
-          ...(reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {}),
+          ...(toolCalls.length ? { toolCalls } : {}),
         });
         state = { messages: [...state.messages, assistant] as RunState['messages'], turn: state.turn };
-        if (!reply.toolCalls.length) return { output: reply.content ?? '', state };
+        if (!toolCalls.length) return { output: reply.content ?? '', state };
         entry = { kind: 'tool', index: 0, row: null, resumes: [], single: false };
         continue;
       }
@@ -369,8 +387,7 @@ export class AgentLoop {
     const step = row.step === 'fork_origin' ? (row.nodeInput as { step: Checkpoint['step'] }).step : row.step;
     if (step === 'llm_call') return this.loop(level, stripTool(state), { kind: 'model', write: false });
     if (step === 'tool_call' || (step === 'hitl_pause' && row.step === 'fork_origin')) {
-      const calls = lastToolCalls(state.messages);
-      const index = calls.findIndex((c) => c.id === state.toolCallId);
+      const index = toolCallIndex(state.messages, state.toolCallId);
       if (index < 0) throw new CheckpointError(`row ${row.id} names tool call '${String(state.toolCallId)}' that its history does not hold`);
       const resumes = Array.isArray(state.resumes) ? (state.resumes as Json[]) : [];
       return this.loop(level, stripTool(state), {

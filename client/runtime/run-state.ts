@@ -103,6 +103,21 @@ export function lastToolCalls(messages: readonly Message[]): ToolCall[] {
   return [];
 }
 
+/**
+ * Which call of the last reply a tool row is at: the one with its id. When
+ * several calls share the id (a row written before the agent gave each call
+ * its own, see distinctCallIds), the one after those already answered: the
+ * row's messages hold a result for each call before it. -1: none fits.
+ */
+export function toolCallIndex(messages: readonly Message[], id: unknown): number {
+  const calls = lastToolCalls(messages);
+  const matching = calls.flatMap((c, i) => (c.id === id ? [i] : []));
+  if (matching.length <= 1) return matching[0] ?? -1;
+  let answered = 0;
+  for (let i = messages.length - 1; i >= 0 && messages[i].role === 'tool'; i--) answered++;
+  return matching.includes(answered) ? answered : -1;
+}
+
 export function stripResumes(state: RunState): RunState {
   const { resumes: _r, ...rest } = state;
   return rest as RunState;
