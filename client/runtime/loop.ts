@@ -361,7 +361,7 @@ export class AgentLoop {
       throw new PauseOutcome(pending);
     }
     if (typeof result === 'string') return result;
-    return JSON.stringify(result === undefined ? null : result);
+    return resultText(call.name, result);
   }
 
   /** Run this agent as a worker under `parent`'s tool row; picks up its own rows if it ran before. */
@@ -424,4 +424,21 @@ export class AgentLoop {
       before = page[page.length - 1].seq;
     }
   }
+}
+
+/**
+ * A tool's result as the model is shown it: its JSON text. A result with no
+ * JSON form (a BigInt, a cycle, a function) is named as such: the tool ran,
+ * and failing the run here would make a resume run it again.
+ */
+function resultText(tool: string, result: unknown): string {
+  let why: string;
+  try {
+    const text = JSON.stringify(result === undefined ? null : result);
+    if (text !== undefined) return text;
+    why = `a ${typeof result}`;
+  } catch (e) {
+    why = (e as Error)?.message ?? String(e);
+  }
+  return `Tool '${tool}' ran, but its result has no JSON form (${why}), so it cannot be shown.`;
 }
