@@ -124,8 +124,10 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
     }
     await recordContacts(tx, projectId, writerId, items);
     const refused = items.filter((i) => i.result?.status === 'rejected');
+    // rows refused for the first time: a batch re-sent after its answer was lost refuses them again, but they were counted then
+    let newlyRefused = 0;
     if (refused.length) {
-      await tx
+      const recorded = await tx
         .insert(quarantine)
         .values(
           refused.map((i) => {
@@ -146,7 +148,9 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
             };
           }),
         )
-        .onConflictDoNothing();
+        .onConflictDoNothing()
+        .returning({ id: quarantine.id });
+      newlyRefused = recorded.length;
     }
     // rows stored by this batch: a redelivered row (duplicate) was counted when it was first stored
     const acked = items.filter((i) => i.result === undefined || i.result.status === 'accepted').length;
@@ -156,7 +160,7 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
         projectId,
         writerId,
         rowsAcked: acked,
-        rowsRejected: refused.length,
+        rowsRejected: newlyRefused,
         backlogRows: backlog?.rows ?? null,
         backlogBytes: backlog?.bytes ?? null,
         oldestPendingAt: backlog?.rows ? backlog.oldestPendingAt : null,
@@ -166,7 +170,7 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
         set: {
           lastSeen: sql`now()`,
           rowsAcked: sql`${writers.rowsAcked} + ${acked}`,
-          rowsRejected: sql`${writers.rowsRejected} + ${refused.length}`,
+          rowsRejected: sql`${writers.rowsRejected} + ${newlyRefused}`,
           ...(backlog ? { backlogRows: backlog.rows, backlogBytes: backlog.bytes, oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null } : {}),
         },
       });

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import type { ServerOptions } from 'node:http';
+import type { Server, ServerOptions } from 'node:http';
 import { serve, type ServerType } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
 import { count } from 'drizzle-orm';
@@ -19,6 +19,7 @@ import { lockDataDir, removeMadeDataDir, type DataDirLock } from './db/lock.js';
 import { isInMemory, makePrivateDir, openPlaneDatabase, type PlaneDatabase, type PlaneDb } from './db/open.js';
 import { projects } from './db/schema.js';
 import { createPlaneApp, type PlaneAppOptions } from './app.js';
+import { MAX_FEED_WAIT_S } from './http/openapi.js';
 import { metricsApp } from './metrics.js';
 import { scheduleRetention } from './retention.js';
 import type { RunningPlaneOf } from './types.js';
@@ -219,7 +220,10 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
     dev: config.dev && loopback,
   });
   // Node's own limits back the body deadline up for every route (a form post, a claim): headers
-  // within headersTimeoutMs, the whole request a little after the body deadline would have fired
+  // within headersTimeoutMs, the whole request a little after the body deadline would have fired.
+  // Those end once the request has arrived: a client that then stops reading its answer (a large
+  // restore page) would hold its socket and the unsent answer for as long as it likes, so a
+  // connection that makes no progress either way is closed after `connectionIdleMs`
   const server = await listen(
     app.fetch,
     config.host,
@@ -230,6 +234,7 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
       connectionsCheckingInterval: Math.min(1000, config.bodyIdleMs),
     },
     '--port or WAYMARK_PORT',
+    connectionIdleMs(config),
   );
   let metricsServer: ServerType | null = null;
   let boot: Awaited<ReturnType<typeof bootstrap>>;
@@ -268,15 +273,31 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
   };
 }
 
+/**
+ * How long a connection of the main listener may make no progress at all (no
+ * byte read from it or written to it) before it is closed: the body deadline,
+ * and never less than the longest long poll's hold (a feed answering after
+ * MAX_FEED_WAIT_S is idle meanwhile, by design) with 5 s and the headers
+ * timeout on top. Node tells a stuck write from a slow one at the next tick of
+ * it, so a client that stopped reading is let go within twice this. Between
+ * requests Node's keep-alive timeout applies instead.
+ */
+export function connectionIdleMs(config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTimeoutMs'>): number {
+  return Math.max(config.bodyTotalMs, MAX_FEED_WAIT_S * 1000 + 5000 + config.headersTimeoutMs);
+}
+
 const urlOf = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
 /** Listen on hostname:port; a port another process holds is PORT_IN_USE (startPlane then closes the database it opened). */
-function listen(fetch: (req: Request) => Response | Promise<Response>, hostname: string, port: number, serverOptions: ServerOptions, variable: string): Promise<ServerType> {
+function listen(fetch: (req: Request) => Response | Promise<Response>, hostname: string, port: number, serverOptions: ServerOptions, variable: string, idleMs = 0): Promise<ServerType> {
   return new Promise((resolve, reject) => {
     const s = serve({ fetch, port, hostname, serverOptions }, () => {
       s.off('error', failed);
       resolve(s);
     });
+    // before the first connection can arrive (the listener accepts none until this tick ends); a timed-out
+    // socket is destroyed, as nothing else listens for 'timeout', and its handler's late answer goes nowhere
+    if (idleMs > 0) (s as Server).setTimeout(idleMs);
     function failed(e: NodeJS.ErrnoException) {
       if (e.code !== 'EADDRINUSE') return reject(e);
       reject(

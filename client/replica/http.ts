@@ -1,7 +1,20 @@
-/** The drain's HTTP client: undici keep-alive Pool, or an injected Dispatcher (tests). */
+/**
+ * The drain's HTTP client: undici keep-alive Pool, or an injected Dispatcher (tests).
+ *
+ * Every request is bounded by its `timeoutMs`, however the plane (or whatever
+ * answers for it) behaves: the answer's headers must arrive within it (undici's
+ * headersTimeout, which also runs while an upload is not being read), its body
+ * may not go quiet for longer (undici's bodyTimeout), and the whole body must
+ * have arrived within `timeoutMs` of the headers. The last one is ours: undici's
+ * body timeout restarts at every chunk, so an answer trickled a byte at a time
+ * would otherwise hold a drain round (and `stop()`, which waits for it), a
+ * restore or a claim forever. So a request takes at most about twice
+ * `timeoutMs` (plus the time to send its own body), and then throws.
+ */
 import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 
 // loaded when a client is made, not with the root entry: undici's import is ~150 ms of CPU that a process never draining need not pay
 const require = createRequire(import.meta.url);
@@ -52,7 +65,7 @@ export class PlaneHttp {
       bodyTimeout: o.timeoutMs,
       ...(o.signal ? { signal: o.signal } : {}),
     });
-    const text = await res.body.text();
+    const text = await bodyWithin(res.body, o.timeoutMs, `${method} ${path}`);
     let parsed: unknown = text;
     try {
       parsed = text ? JSON.parse(text) : null;
@@ -69,5 +82,28 @@ export class PlaneHttp {
   /** True once an owned pool is closed (an injected dispatcher is the caller's to close). */
   get closed(): boolean {
     return !this.owned || (this.dispatcher as unknown as { closed?: boolean }).closed === true;
+  }
+}
+
+/**
+ * The text of an answer's body, or PLANE_ERROR once `ms` pass after its
+ * headers without the whole of it (the body is destroyed, so its connection
+ * is closed rather than reused).
+ */
+async function bodyWithin(body: Dispatcher.ResponseData['body'], ms: number, what: string): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const e = new WaymarkError(ErrorCode.PLANE_ERROR, `timeout: the answer to ${what} did not arrive within ${ms} ms of its headers (a stalled or trickling answer)`, {
+        details: { timeoutMs: ms },
+      });
+      body.destroy(e);
+      reject(e);
+    }, ms);
+  });
+  try {
+    return await Promise.race([body.text(), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -8,7 +8,15 @@
  * row of the execution asked for, the snapshot chain decodes, the pause (if
  * any) is the newest row's. Otherwise `RESTORE_UNVERIFIED` naming each problem,
  * and nothing is imported. A run the plane knows is incomplete is refused by
- * the plane (`RUN_INCOMPLETE`, naming the missing seqs and why).
+ * the plane (`RUN_INCOMPLETE`, naming the missing seqs and why). Either way,
+ * and when any page fails to arrive whole (a cut or stalled connection:
+ * PLANE_ERROR at the request deadline), the store is left as it was.
+ *
+ * Into a store that already holds rows of the run: rows already here are
+ * skipped; at the first seq where the local history differs (a branch of its
+ * own) the run is reported in `diverged` and nothing of the plane's branch
+ * after it is written, neither its rows nor its pause nor that pause's
+ * decision (stored only where the pause is open once the rows are in).
  */
 import type { Dispatcher } from 'undici';
 import { decodeChain } from '../../shared/codec.js';
@@ -76,8 +84,11 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
     } while (cursor);
     verifyBundle(executionId, upTo, rows, pending, idempotency);
     const result = await store.importRows({ checkpoints: rows, pending, idempotency });
-    // the open pause's decision comes with it, stored as arrived from the plane (never sent back)
-    const decided = pending && decision && decision.checkpointId === pending.checkpointId ? await store.recordDecision({ ...decision, source: 'plane' }) : null;
+    // the open pause's decision comes with it, stored as arrived from the plane (never sent back), but only where
+    // that pause is now open: a store whose own branch diverged keeps its branch, and a decision for a pause of the
+    // plane's branch is not one of its (the decision feed, not restore, reports such decisions)
+    const open = pending && decision && decision.checkpointId === pending.checkpointId ? await store.getPendingInterrupt(executionId) : null;
+    const decided = decision && open?.checkpointId === decision.checkpointId ? await store.recordDecision({ ...decision, source: 'plane' }) : null;
     return { ...result, totalRows: rows.length, decisionImported: decided?.recorded === true };
   } finally {
     await http.close();
