@@ -7,7 +7,10 @@
  * serves, which another origin cannot read). On top of the token, a foreign
  * Origin is refused. The inspector sends Referrer-Policy: no-referrer, under
  * which browsers send `Origin: null` on their own form posts: `null` and an
- * absent Origin are left to the token.
+ * absent Origin are left to the token. And a browser's Sec-Fetch-Site, which
+ * no page can set, must say the post came from this origin: a form a page of
+ * another site (or another origin of this site, or a sandboxed frame, whose
+ * Origin is `null`) posts is refused even if that page learnt the token.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 
@@ -19,6 +22,11 @@ export function originOk(origin: string | undefined, requestUrl: string): boolea
   return !origin || origin === 'null' || origin === new URL(requestUrl).origin;
 }
 
+/** Sec-Fetch-Site is absent (not a browser, or an old one), `same-origin`, or `none` (the person's own navigation). */
+export function siteOk(site: string | undefined): boolean {
+  return site === undefined || site === 'same-origin' || site === 'none';
+}
+
 /** The form's token matches the secret's (constant time); an empty secret never matches. */
 export function tokenOk(given: unknown, secret: string): boolean {
   if (!secret) return false;
@@ -27,5 +35,6 @@ export function tokenOk(given: unknown, secret: string): boolean {
   return got.length === want.length && timingSafeEqual(got, want);
 }
 
-/** Both checks, for a form post: origin first, then the token. */
-export const csrfOk = (o: { origin: string | undefined; url: string; token: unknown; secret: string }) => originOk(o.origin, o.url) && tokenOk(o.token, o.secret);
+/** Every check, for a form post: the fetch site and the origin first, then the token. */
+export const csrfOk = (o: { site: string | undefined; origin: string | undefined; url: string; token: unknown; secret: string }) =>
+  siteOk(o.site) && originOk(o.origin, o.url) && tokenOk(o.token, o.secret);

@@ -5,13 +5,15 @@
  * plane). No login: it binds to loopback unless `allowRemote` says otherwise,
  * and on loopback it answers only requests whose Host names loopback, so a web
  * page of another site that rebinds its DNS name to 127.0.0.1 cannot read the
- * store through a visitor's browser. It reads (GET and HEAD), with the
+ * store through a visitor's browser (and the port Host names must be the one
+ * it listens on: inspector/host.ts). It reads (GET and HEAD), with the
  * plane's CSP and secure headers, and takes one POST: the approve/decline
  * form of a paused run (inspector/approvals.tsx), which records a decision in
  * the store under `user` (source `local`; the application's worker applies
  * it). That form carries a CSRF token made from a secret of this process
  * (random at start, only in the pages it serves), and a post from another
- * Origin is refused, on top of the Host check.
+ * Origin, or one a browser says another origin sent (Sec-Fetch-Site), is
+ * refused, on top of the Host check.
  */
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +28,7 @@ import { csrfOf, csrfOk } from '../../inspector/csrf.js';
 import { inspectorHeaders, mountAssets, mountPages } from '../../inspector/pages.js';
 import { localSource } from './local-source.js';
 import { isLoopback } from './loopback.js';
+import { loopbackHostOnly } from '../../inspector/host.js';
 
 export { isLoopback };
 
@@ -57,16 +60,11 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
   // the forms' CSRF secret: this process's, never written anywhere
   const secret = randomBytes(32).toString('base64url');
   app.use('*', inspectorHeaders());
+  if (o.checkHost) app.use('*', loopbackHostOnly('this inspector'));
   app.use('*', async (c, next) => {
     const decide = c.req.method === 'POST' && /^\/runs\/[^/]+\/decision$/.test(c.req.path);
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && !decide) {
       return c.text('this inspector only reads (and takes the approve/decline form of a paused run): GET only here', 405, { allow: 'GET, HEAD' });
-    }
-    // the Host header itself: the request URL may come from an absolute-form target or a default when Host is missing
-    const header = c.req.header('host') ?? '';
-    const host = header.startsWith('[') ? header.slice(0, header.indexOf(']') + 1) : header.replace(/:\d*$/, '');
-    if (o.checkHost && !isLoopback(host)) {
-      return c.text(`FORBIDDEN: this inspector answers only to a loopback host name (127.0.0.1, localhost), not '${host || '(no Host header)'}'`, 403);
     }
     await next();
   });
@@ -82,7 +80,7 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
     approvals: {
       decider: async () => ({ by: user }),
       csrf: () => csrfOf(secret),
-      csrfOk: (c, token) => csrfOk({ origin: c.req.header('origin'), url: c.req.url, token, secret }),
+      csrfOk: (c, token) => csrfOk({ site: c.req.header('sec-fetch-site'), origin: c.req.header('origin'), url: c.req.url, token, secret }),
     },
   });
   app.notFound((c) =>

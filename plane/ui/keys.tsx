@@ -110,7 +110,7 @@ export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: Middlewa
   };
   // the token and the Origin check of inspector/csrf.ts, keyed by the session cookie
   const csrfOk = async (c: Context<PlaneEnv>, form: Record<string, unknown>) =>
-    formCsrfOk({ origin: c.req.header('origin'), url: c.req.url, token: form.csrf, secret: getCookie(c, SESSION_COOKIE) ?? '' });
+    formCsrfOk({ site: c.req.header('sec-fetch-site'), origin: c.req.header('origin'), url: c.req.url, token: form.csrf, secret: getCookie(c, SESSION_COOKIE) ?? '' });
   const render = async (c: Context<PlaneEnv>, extra: { created?: { id: string; key: string; project: string }; error?: string } = {}, status = 200) => {
     const p: Principal = c.get('principal');
     c.header('cache-control', 'no-store');

@@ -23,11 +23,16 @@ import { planeSource } from './plane-source.js';
 import { WritersPage } from './writers-page.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal, sessionToken } from './session.js';
 import { mountKeysPage } from './keys.js';
-import { csrfOf, csrfOk, originOk, tokenOk } from '../../inspector/csrf.js';
+import { csrfOf, csrfOk, originOk, siteOk, tokenOk } from '../../inspector/csrf.js';
 import { FRAME, planeFrame } from '../../inspector/frame.js';
+import { loopbackHostOnly } from '../../inspector/host.js';
 
 export interface InspectorOptions {
-  /** Skip login and show the first project (only honoured when the plane binds to loopback). */
+  /**
+   * Skip login and show the first project (only honoured when the plane binds to loopback). Its pages then
+   * answer only to a loopback Host naming the plane's port: a page of another site rebinding its DNS name to
+   * 127.0.0.1 would otherwise read them, with no login to stop it.
+   */
   dev?: boolean;
 }
 
@@ -36,12 +41,32 @@ const frameOf = (c: Context<PlaneEnv>) => planeFrame(c.get('principal').scopes, 
 /** The login form's secret: a cookie the login page sets (SameSite=Strict, so a page of another site never sends it). */
 const LOGIN_COOKIE = 'wm_login';
 
-const safeNext = (n: unknown) => (typeof n === 'string' && n.startsWith('/') && !n.startsWith('//') && !n.startsWith('/\\') ? n : '/');
+/**
+ * Where a login goes on: a path of this plane, or `/`. The value is resolved as a browser resolves a
+ * Location (which drops tabs and newlines and reads `\` as `/`, so `/<TAB>/evil.example` is another
+ * site) and what is kept is that URL's path, query and fragment, never one that starts `//`.
+ */
+export const safeNext = (n: unknown): string => {
+  if (typeof n !== 'string' || !n.startsWith('/')) return '/';
+  const base = 'http://plane.invalid';
+  let u: URL;
+  try {
+    u = new URL(n, base);
+  } catch {
+    return '/';
+  }
+  const path = `${u.pathname}${u.search}${u.hash}`;
+  return u.origin === base && path.startsWith('/') && !path.startsWith('//') && !path.startsWith('/\\') ? path : '/';
+};
 
 export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<PlaneEnv> {
   const app = new Hono<PlaneEnv>();
   const headers = inspectorHeaders();
-  for (const path of ['/', '/login', '/logout', '/runs/*', '/approvals', '/quarantine', '/writers', '/keys', '/keys/*', '/ui/*']) app.use(path, headers);
+  const hostOnly = loopbackHostOnly('this plane in --dev (no login)');
+  for (const path of ['/', '/login', '/logout', '/runs/*', '/approvals', '/quarantine', '/writers', '/keys', '/keys/*', '/ui/*']) {
+    app.use(path, headers);
+    if (o.dev) app.use(path, hostOnly);
+  }
   mountAssets(app);
 
   const viewer: MiddlewareHandler<PlaneEnv> = async (c, next) => {
@@ -72,7 +97,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
       const origin = c.req.header('origin');
       // Origin null is the one a page of another site can also send; this plane's own origin no other page can
       const form = origin === 'null' ? await c.req.parseBody() : null;
-      if ((site && site !== 'same-origin' && site !== 'none') || !originOk(origin, c.req.url) || (form && !tokenOk(form.csrf, secret(c) ?? ''))) {
+      if (!siteOk(site) || !originOk(origin, c.req.url) || (form && !tokenOk(form.csrf, secret(c) ?? ''))) {
         return c.text('refused: this form was posted from a page of another site (or the page was too old: load it again)', 403);
       }
       await next();
@@ -129,7 +154,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
         return { by: await keyName(db, p.keyId) };
       },
       csrf: (c) => csrfOf(getCookie(c, SESSION_COOKIE) ?? ''),
-      csrfOk: (c, token) => csrfOk({ origin: c.req.header('origin'), url: c.req.url, token, secret: getCookie(c, SESSION_COOKIE) ?? '' }),
+      csrfOk: (c, token) => csrfOk({ site: c.req.header('sec-fetch-site'), origin: c.req.header('origin'), url: c.req.url, token, secret: getCookie(c, SESSION_COOKIE) ?? '' }),
     },
   });
 
