@@ -173,12 +173,15 @@ describe('regression: a plane claim was permanent (a crash between the plane cla
   }, 120_000);
 
   it('a held claim older than the release delay is taken over by the next writer; the crashed holder is then AlreadyResumed', async () => {
-    const quick = await startTestPlane('pglite', { claimReleaseAfterMs: 1000 });
+    // a delay a loaded machine's first claim still falls well within; the wait below is from the claim's own time
+    const releaseAfterMs = 5000;
+    const quick = await startTestPlane('pglite', { claimReleaseAfterMs: releaseAfterMs });
     try {
       const k = await quick.key('claims', ['ingest', 'read']);
       const h = await crashedHolder(quick, k);
       expect((await claimAs(quick, k, h, other)).status).toBe(409);
-      await new Promise((r) => setTimeout(r, 1200));
+      const claimedAt = Date.parse((await pauseOf(quick, k, h)).claim.claimedAt);
+      await new Promise((r) => setTimeout(r, Math.max(0, claimedAt + releaseAfterMs + 200 - Date.now())));
       expect((await claimAs(quick, k, h, other)).status).toBe(200);
       expect((await pauseOf(quick, k, h)).claim).toMatchObject({ writerId: other, state: 'held' });
       const a = restart(quick, k, h);
