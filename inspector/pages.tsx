@@ -28,21 +28,35 @@ import type { InspectorSource } from './source.js';
 import { STYLE } from './style.js';
 import { SyncPage } from './sync-page.js';
 
-/** The inspector's Content-Security-Policy and secure headers, for every page and asset. */
-export const inspectorHeaders = () =>
-  secureHeaders({
-    contentSecurityPolicy: {
-      defaultSrc: ["'none'"],
-      styleSrc: ["'self'"],
-      // one static script of our own (local times); no inline scripts
-      scriptSrc: ["'self'"],
-      imgSrc: ["'self'"],
-      formAction: ["'self'"],
-      frameAncestors: ["'none'"],
-      baseUri: ["'none'"],
-    },
-    referrerPolicy: 'no-referrer',
-  });
+/**
+ * The inspector's Content-Security-Policy and secure headers, for every page
+ * and asset; a response that sets no cache-control of its own (every page but
+ * the static assets) is `no-store`: a page shows a run's content, and after
+ * logout the Back button must not bring it back from the browser's cache.
+ */
+export function inspectorHeaders(): MiddlewareHandler {
+  const secure = secureHeaders(SECURE_HEADERS);
+  return async (c, next) => {
+    await secure(c, async () => {
+      await next();
+      if (!c.res.headers.has('cache-control')) c.header('cache-control', 'no-store');
+    });
+  };
+}
+
+const SECURE_HEADERS: Parameters<typeof secureHeaders>[0] = {
+  contentSecurityPolicy: {
+    defaultSrc: ["'none'"],
+    styleSrc: ["'self'"],
+    // one static script of our own (local times); no inline scripts
+    scriptSrc: ["'self'"],
+    imgSrc: ["'self'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+    baseUri: ["'none'"],
+  },
+  referrerPolicy: 'no-referrer',
+};
 
 /** A waymark: a pin on a path (the tab's icon; /favicon.ico too, for browsers that ask for it anyway). */
 const ICON_SVG =

@@ -117,6 +117,8 @@ function expectSecureHeaders(h: Record<string, string | string[] | undefined>, w
   expect(String(h['x-frame-options']), where).toMatch(/^(DENY|SAMEORIGIN)$/);
   expect(h['x-content-type-options'], where).toBe('nosniff');
   expect(h['referrer-policy'], where).toBe('no-referrer');
+  // a page shows a run's content: never kept in the browser's cache (Back after logout)
+  expect(h['cache-control'], where).toBe('no-store');
 }
 
 /** An attacker's site on another origin (another port of 127.0.0.1: another origin, the same site); serves `pages[path]`. */
