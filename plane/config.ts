@@ -23,7 +23,10 @@ function integer(what: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   return z.string(e).regex(/^\d+$/, e).transform(Number).pipe(z.number().min(min, e).max(max, e));
 }
 
+/** The longest duration a setting may give: past it Node's timers fire at once (a retention pass every millisecond). */
+const MAX_TIMER_MS = 2_147_483_647;
 const port = () => integer('a port number 0..65535', 0, 65535);
+const durationMs = () => integer(`a whole number of milliseconds 1..${MAX_TIMER_MS}`, 1, MAX_TIMER_MS);
 const positive = () => integer('a positive integer', 1);
 const nonNegative = () => integer('an integer 0 or more', 0);
 const text = () => z.string().min(1, { error: 'must not be empty' });
@@ -39,21 +42,21 @@ const Env = z.object({
   WAYMARK_LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WAYMARK_MAX_INFLIGHT_INGEST: positive().default(16),
   WAYMARK_MAX_QUEUED_INGEST: nonNegative().default(64),
-  WAYMARK_INGEST_QUEUE_WAIT_MS: positive().default(10_000),
-  WAYMARK_BODY_IDLE_MS: positive().default(10_000),
-  WAYMARK_BODY_TOTAL_MS: positive().default(120_000),
-  WAYMARK_HEADERS_TIMEOUT_MS: positive().default(10_000),
+  WAYMARK_INGEST_QUEUE_WAIT_MS: durationMs().default(10_000),
+  WAYMARK_BODY_IDLE_MS: durationMs().default(10_000),
+  WAYMARK_BODY_TOTAL_MS: durationMs().default(120_000),
+  WAYMARK_HEADERS_TIMEOUT_MS: durationMs().default(10_000),
   WAYMARK_METRICS_HOST: text().default('127.0.0.1'),
   WAYMARK_METRICS_PORT: port().optional(),
-  WAYMARK_CLAIM_RELEASE_AFTER_MS: nonNegative().default(3_600_000),
+  WAYMARK_CLAIM_RELEASE_AFTER_MS: integer(`a whole number of milliseconds 0..${MAX_TIMER_MS} (0: never)`, 0, MAX_TIMER_MS).default(3_600_000),
   WAYMARK_RETENTION_DAYS: z
     .string(wanted('a positive number of days'))
     .regex(/^\d+(\.\d+)?$/, wanted('a positive number of days'))
     .transform(Number)
     .pipe(z.number().positive(wanted('a positive number of days')))
     .optional(),
-  WAYMARK_RETENTION_INTERVAL_MS: positive().default(3_600_000),
-  WAYMARK_TAKEOVER_AFTER_MS: positive().default(60_000),
+  WAYMARK_RETENTION_INTERVAL_MS: durationMs().default(3_600_000),
+  WAYMARK_TAKEOVER_AFTER_MS: durationMs().default(60_000),
   WAYMARK_DEV: oneOf(['0', '1', 'true', 'false']).optional(),
 });
 

@@ -51,19 +51,13 @@ describe('plane configuration from the environment', () => {
     expect(problemsOf({ WAYMARK_PORT: '80.5' })).toEqual(["WAYMARK_PORT must be a port number 0..65535, got '80.5'"]);
     expect(problemsOf({ WAYMARK_PORT: '65536' })).toEqual(["WAYMARK_PORT must be a port number 0..65535, got '65536'"]);
     expect(problemsOf({ WAYMARK_METRICS_PORT: 'nine' })).toEqual(["WAYMARK_METRICS_PORT must be a port number 0..65535, got 'nine'"]);
-    const positive = [
-      'WAYMARK_MAX_INFLIGHT_INGEST',
-      'WAYMARK_INGEST_QUEUE_WAIT_MS',
-      'WAYMARK_BODY_IDLE_MS',
-      'WAYMARK_BODY_TOTAL_MS',
-      'WAYMARK_HEADERS_TIMEOUT_MS',
-      'WAYMARK_RETENTION_INTERVAL_MS',
-      'WAYMARK_TAKEOVER_AFTER_MS',
-    ];
-    const nonNegative = ['WAYMARK_MAX_QUEUED_INGEST', 'WAYMARK_CLAIM_RELEASE_AFTER_MS'];
+    const durations = ['WAYMARK_INGEST_QUEUE_WAIT_MS', 'WAYMARK_BODY_IDLE_MS', 'WAYMARK_BODY_TOTAL_MS', 'WAYMARK_HEADERS_TIMEOUT_MS', 'WAYMARK_RETENTION_INTERVAL_MS', 'WAYMARK_TAKEOVER_AFTER_MS'];
+    // past 2^31 - 1 ms Node's timers fire at once: a retention interval of 3e9 ms ran a pass every millisecond
     for (const [names, wanted, refused] of [
-      [positive, 'a positive integer', ['', '0', '-5', '1.5', 'ten', '1e3']],
-      [nonNegative, 'an integer 0 or more', ['', '-1', '2.5', 'x']],
+      [['WAYMARK_MAX_INFLIGHT_INGEST'], 'a positive integer', ['', '0', '-5', '1.5', 'ten', '1e3']],
+      [['WAYMARK_MAX_QUEUED_INGEST'], 'an integer 0 or more', ['', '-1', '2.5', 'x']],
+      [durations, 'a whole number of milliseconds 1..2147483647', ['', '0', '-5', '1.5', 'ten', '1e3', '2147483648', '3000000000']],
+      [['WAYMARK_CLAIM_RELEASE_AFTER_MS'], 'a whole number of milliseconds 0..2147483647 (0: never)', ['', '-1', '2.5', 'x', '3000000000']],
     ] as const) {
       for (const name of names) for (const v of refused) expect(problemsOf({ [name]: v }), `${name}=${v}`).toEqual([`${name} must be ${wanted}, got '${v}'`]);
     }
@@ -88,10 +82,21 @@ describe('plane configuration from the environment', () => {
         WAYMARK_CLAIM_RELEASE_AFTER_MS: '0',
         WAYMARK_RETENTION_DAYS: '0.5',
         WAYMARK_TAKEOVER_AFTER_MS: '1',
+        WAYMARK_RETENTION_INTERVAL_MS: '2147483647',
         WAYMARK_DEV: 'true',
         WAYMARK_DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/db',
       }),
-    ).toMatchObject({ port: 0, metricsPort: 9464, maxQueuedIngest: 0, claimReleaseAfterMs: 0, retentionDays: 0.5, takeoverAfterMs: 1, dev: true, databaseUrl: 'postgres://u:p@127.0.0.1:5432/db' });
+    ).toMatchObject({
+      port: 0,
+      metricsPort: 9464,
+      maxQueuedIngest: 0,
+      claimReleaseAfterMs: 0,
+      retentionDays: 0.5,
+      takeoverAfterMs: 1,
+      retentionIntervalMs: 2147483647,
+      dev: true,
+      databaseUrl: 'postgres://u:p@127.0.0.1:5432/db',
+    });
     expect(loadConfig({})).toMatchObject({ port: 4600, host: '127.0.0.1', dataDir: '.waymark/plane', maxInflightIngest: 16, logLevel: 'info', dev: false });
   });
 });
