@@ -63,10 +63,9 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   const app = new Hono<PlaneEnv>();
   const headers = inspectorHeaders();
   const hostOnly = loopbackHostOnly('this plane in --dev (no login)');
-  for (const path of ['/', '/login', '/logout', '/runs/*', '/approvals', '/quarantine', '/writers', '/keys', '/keys/*', '/ui/*']) {
-    app.use(path, headers);
-    if (o.dev) app.use(path, hostOnly);
-  }
+  // --dev has no login: every path is answered only to a loopback Host on this port (DNS rebinding), a page added later too
+  if (o.dev) app.use('*', hostOnly);
+  for (const path of ['/', '/login', '/logout', '/runs/*', '/approvals', '/quarantine', '/writers', '/keys', '/keys/*', '/ui/*']) app.use(path, headers);
   mountAssets(app);
 
   const viewer: MiddlewareHandler<PlaneEnv> = async (c, next) => {
