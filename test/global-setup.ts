@@ -6,7 +6,10 @@
  *   ours). tsc writes into a scratch dir beside dist/, and only the files
  *   that changed move into dist/, each by a rename: a process loading dist/
  *   meanwhile (a plane of another test run in this tree) never reads a
- *   half-written module, which tsc's in-place writes would give it;
+ *   half-written module, which tsc's in-place writes would give it. (When
+ *   sources changed between two runs, such a process may still load a new
+ *   module beside an old one for the moment the renames take; an unchanged
+ *   build moves nothing. Files whose source was deleted stay, as with tsc.)
  * - finds (or makes) the migrated PGlite data dir's dump that each test
  *   file's PGlite plane starts from (`pgliteTemplate`, a file path; see
  *   test/helpers/pglite-template.ts) instead of migrating its own.
