@@ -239,7 +239,8 @@ export class Agent {
       throw pauseNotOpen(executionId, options.checkpointId, latest);
     if (latest.status === 'interrupted') {
       if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
-      this.resolveTool(latest.agentPath);
+      // before the claim: a pause this agent cannot carry on (a tool or a delegation gone) is left open
+      await this.resolvePath(store, executionId, latest);
       // read once: a replica stopped meanwhile must not leave a claim that was checked by nothing
       const plane = store.planeGuard.current;
       const guard = this.claimGuard ?? (plane ? (c: Parameters<ClaimGuard>[0]) => plane.claim(c) : undefined);
@@ -296,6 +297,8 @@ export class Agent {
         if (isCancelMarker(now)) throw runCancelled(now!);
         if (now && now.status === 'interrupted') throw new ResumeRequired(executionId, now.interruptReason ?? 'paused');
         if (now) newest = now.id;
+        // re-entry inside a nested worker: its tool and every delegation to it must still be there
+        if (now && now.step !== 'run_end') await this.resolvePath(store, executionId, now);
       }
       const level = this.runner.topLevel(executionId, store, newest, lease, options.onEvent);
       const own = await this.runner.latestOwn(level);
@@ -369,6 +372,38 @@ export class Agent {
     });
     const forked = this.runner.topLevel(newId, store, origin.id, lease, options.onEvent);
     return this.runner.outer(forked, () => this.runner.reenter(forked, origin));
+  }
+
+  /**
+   * What re-entering at `row` needs, checked before anything is claimed or
+   * written: its path's workers and tool (resolveTool), and for a row inside
+   * a nested worker, each level's delegation (that level's newest own row, a
+   * tool row) still a tool delegating to that worker. A supervisor redeployed
+   * with the delegation renamed or dropped would otherwise claim the pause
+   * and then fail, or tell its model the tool does not exist.
+   */
+  private async resolvePath(store: Checkpointer, executionId: string, row: Checkpoint): Promise<void> {
+    this.resolveTool(row.agentPath);
+    let agent: Agent = this;
+    let place: Place = { executionId, store, path: this.path, afterSeq: -1 };
+    for (const part of row.agentPath.split('/').slice(1)) {
+      if (!part.startsWith('agent:')) break;
+      const name = part.slice('agent:'.length);
+      const delegation = await kept(this.runner.latestOwn(place));
+      // a tool row's node id names its tool (`turn:N/tool:NAME`); a fork's origin carries its source's
+      const nodeId = delegation?.step === 'fork_origin' ? (delegation.nodeInput as { nodeId?: unknown } | null)?.nodeId : delegation?.nodeId;
+      const at = typeof nodeId === 'string' ? nodeId.lastIndexOf('/tool:') : -1;
+      const toolName = at >= 0 ? (nodeId as string).slice(at + '/tool:'.length) : null;
+      const worker = agent.workers.get(name);
+      if (!delegation || toolName === null || !worker || agent.tools.get(toolName)?.delegate !== worker) {
+        throw new CheckpointError(`the run needs tool '${toolName ?? '?'}' of agent '${agent.name}' delegating to worker agent '${name}', which agent '${agent.name}' does not have`, {
+          details: { tool: toolName ?? name },
+          code: ErrorCode.TOOL_NOT_FOUND,
+        });
+      }
+      agent = worker;
+      place = { executionId, store, path: `${place.path}/${part}`, afterSeq: delegation.seq };
+    }
   }
 
   /** Walk an agent path (`agent:A/agent:W/tool:T`) through this agent's workers; throws TOOL_NOT_FOUND naming a missing tool. */

@@ -12,7 +12,7 @@ import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpoint } from '../../shared/rows.js';
 import type { Checkpointer, CheckpointInput } from '../checkpointer.js';
 import { CheckpointError, ResumeRequired } from '../errors.js';
-import type { RunLease } from './lease.js';
+import { isLeaseLoss, type RunLease } from './lease.js';
 import type { FaultHook } from '../faults.js';
 import { distinctCallIds, type Message, type Model, type ModelReply, type ToolCall, type ToolSpec } from '../models/model.js';
 import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
@@ -143,7 +143,9 @@ export class AgentLoop {
           );
           level.usage.length = 0;
           lease.ended = true;
-        } catch {
+        } catch (refused) {
+          // cancelled or taken over meanwhile: that is why this runner stops (RUN_CANCELLED / LEASE_LOST), not the step's error
+          if (isLeaseLoss(refused)) throw refused;
           // the store itself failed (or the execution is gone): no marker, the run stays resumable from its newest row
           throw e;
         }
