@@ -169,22 +169,29 @@ describe('README quick start works when pasted', () => {
   it('the AI SDK section: support.ts as shown runs against an OpenAI-compatible server at its baseURL, streaming the answer', async () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     writeBlock(readme, 'ai-sdk', 'support.ts');
-    const server = await startFakeOpenAI(() => ({ content: 'Refund for order 1042 is on its way.', usage: { prompt: 10, completion: 8 } }));
+    // the first request answered, the second refused as a model server refuses a bad request (not retried)
+    const server = await startFakeOpenAI((_body, i) => (i === 0 ? { content: 'Refund for order 1042 is on its way.', usage: { prompt: 10, completion: 8 } } : { status: 400 }));
     try {
       const file = join(DIR, 'support.ts');
       const text = readFileSync(file, 'utf8');
       expect(text).toContain("baseURL: 'http://127.0.0.1:8000/v1'");
       // the server of this test instead of the README's port 8000
       writeFileSync(file, text.replace('http://127.0.0.1:8000/v1', server.url));
-      const child = spawn(process.execPath, ['--import', 'tsx', 'support.ts'], { cwd: DIR, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (c) => (stdout += c));
-      child.stderr.on('data', (c) => (stderr += c));
-      const [code] = (await once(child, 'exit')) as [number | null];
-      expect([code, stderr]).toEqual([0, '']);
-      expect(stdout).toBe('Refund for order 1042 is on its way.');
+      const run = async () => {
+        const child = spawn(process.execPath, ['--import', 'tsx', 'support.ts'], { cwd: DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c) => (stdout += c));
+        child.stderr.on('data', (c) => (stderr += c));
+        const [code] = (await once(child, 'exit')) as [number | null];
+        return { code, stdout, stderr };
+      };
+      expect(await run()).toEqual({ code: 0, stdout: 'Refund for order 1042 is on its way.', stderr: '' });
       expect(server.requests.length).toBe(1);
+      // a run that fails says so and exits 1 (it printed nothing and exited 0)
+      const failed = await run();
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(/^\nrun \S+ failed: MODEL_ERROR: /);
     } finally {
       await server.close();
     }
