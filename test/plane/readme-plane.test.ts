@@ -104,7 +104,7 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
     const exported = /^export WAYMARK_API_KEY=\$\((npx waymark plane keys create [^|]+)\| tail -n 1\)$/m.exec(approvals)?.[1]?.trim();
     const approveKey = /`(npx waymark plane keys create [^`]*--scopes approve[^`]*)`/.exec(approvals)?.[1];
     expect([exported, approveKey]).toEqual([
-      'npx waymark plane keys create --project local --scopes ingest,read --name laptop',
+      'npx waymark plane keys create --project local --scopes ingest,read --name decision-worker',
       'npx waymark plane keys create --project local --scopes approve --name alice',
     ]);
     for (const line of [exported!, approveKey!]) {
@@ -113,7 +113,7 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
       expect((await call(`${plane.url}/v1/pauses`, { key: r.stdout.trim().split('\n').pop()! })).status).toBe(200);
     }
     const listed = await waymarkAsync(['plane', 'keys', 'list'], { cwd, env: env() });
-    expect(listed.stdout).toMatch(/local\s+ingest,read\s+laptop\s+active/);
+    expect(listed.stdout).toMatch(/local\s+ingest,read\s+decision-worker\s+active/);
     expect(listed.stdout).toMatch(/local\s+approve\s+alice\s+active/);
     await plane.stop();
   });
