@@ -22,6 +22,7 @@ import type { HtmlEscapedString } from 'hono/utils/html';
 import { ErrorCode, hasCode } from '../shared/errors.js';
 import type { Json } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
+import { Uuidv7 } from '../shared/rows.js';
 import { Badge, Id, json, Layout, ShortId, Table, Time } from './layout.js';
 import { FRAME } from './frame.js';
 import { BadCursorPage } from './refused-page.js';
@@ -277,6 +278,7 @@ function formRequest(form: Record<string, unknown>): { req: { checkpointId: stri
   for (const k of Object.keys(form)) if (!['csrf', 'checkpointId', 'approved', 'comment'].includes(k)) problems.push(`unknown field '${k}'`);
   const { checkpointId, approved, comment } = form;
   if (typeof checkpointId !== 'string' || !checkpointId) problems.push('checkpointId: the pause is missing');
+  else if (!Uuidv7.safeParse(checkpointId).success) problems.push(`checkpointId: not a pause's id (a UUIDv7), got '${checkpointId.slice(0, 40)}'`);
   if (approved !== 'true' && approved !== 'false') problems.push("approved: must be 'true' (Approve) or 'false' (Decline)");
   if (comment !== undefined && typeof comment !== 'string') problems.push('comment: must be text');
   if (typeof comment === 'string' && comment.length > LIMITS.decisionCommentLength) problems.push(`comment: at most ${LIMITS.decisionCommentLength} characters`);
@@ -336,7 +338,8 @@ export function mountApprovals<E extends Env>(
     const who = await o.approvals.decider(ctx(c));
     if ('refused' in who) return refuse(ErrorCode.FORBIDDEN, who.refused);
     const parsed = formRequest(form);
-    if ('problems' in parsed) return refuse(ErrorCode.INVALID_REQUEST, `invalid decision: ${parsed.problems.join('; ')}`);
+    // the code a decision's body gets everywhere (the plane's route, a local store)
+    if ('problems' in parsed) return refuse(ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${parsed.problems.join('; ')}`);
     try {
       await src.recordDecision(id, { ...parsed.req, metadata: {} }, who.by);
     } catch (e) {

@@ -272,13 +272,18 @@ describe('approvals on the plane inspector', () => {
     }
     // a GET changes nothing (there is no GET of the form's target)
     expect((await fetch(`${target}?approved=true&checkpointId=${pause.checkpointId}`, { headers: { cookie: approver } })).status).toBe(404);
-    // bad fields: 400 naming each
+    // bad fields: 400 naming each, with the code a decision's body gets everywhere
     const bad = await post(target, { csrf, checkpointId: pause.checkpointId, approved: 'maybe', extra: '1' }, { cookie: approver });
     expect(bad.status).toBe(400);
     const badText = await bad.text();
-    expect(badText).toContain('INVALID_REQUEST');
+    expect(badText).toContain('INVALID_DECISION');
     expect(badText).toContain('unknown field');
     expect(badText).toContain('approved:');
+    // a pause id that cannot be one is named beside the other problems, not found out after them (newcomer run)
+    const both = await (await post(target, { csrf, checkpointId: 'zzz', approved: 'maybe' }, { cookie: approver })).text();
+    expect(both).toContain('INVALID_DECISION');
+    expect(both).toContain('checkpointId: not a pause&#39;s id');
+    expect(both).toContain('approved:');
 
     // a read key: no form, and a forged post with its own session's token is refused
     const reader = await session(plane.url, keys.reader);
