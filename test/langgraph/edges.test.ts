@@ -7,7 +7,6 @@
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyCheckpoint, uuid6, type Checkpoint as GraphCheckpoint } from '@langchain/langgraph-checkpoint';
 import { Annotation, Command, END, START, StateGraph, interrupt } from '@langchain/langgraph';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import type { Checkpointer } from '../../client/checkpointer.js';
@@ -17,6 +16,7 @@ import { WaymarkSaver } from '../../client/langgraph/index.js';
 import { forkTs, nextMessage } from '../helpers/child.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { checkpoint, meta } from '../helpers/graph-checkpoint.js';
 
 const DELETE_CHILD = new URL('./delete-child.ts', import.meta.url).pathname;
 const tmp = scratchDir('waymark-lg-edges-');
@@ -29,14 +29,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await db?.drop();
   tmp.cleanup();
-});
-
-const meta = { source: 'loop' as const, step: 0, parents: {} };
-const checkpoint = (values: Record<string, unknown>): GraphCheckpoint => ({
-  ...emptyCheckpoint(),
-  id: uuid6(-3),
-  channel_values: values,
-  channel_versions: Object.fromEntries(Object.keys(values).map((k) => [k, 1])),
 });
 
 describe('a thread deleted while its graph runs in another process', () => {

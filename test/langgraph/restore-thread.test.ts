@@ -4,12 +4,12 @@
  * `<thread>|` (a thread id may contain `|`). Real plane (PGlite), real SQLite files.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emptyCheckpoint, uuid6, type Checkpoint as GraphCheckpoint } from '@langchain/langgraph-checkpoint';
 import { connectPlane } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { WaymarkSaver, restoreThread } from '../../client/langgraph/index.js';
 import { startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { checkpoint, meta } from '../helpers/graph-checkpoint.js';
 
 const tmp = scratchDir('waymark-lg-restore-');
 let plane: TestPlane;
@@ -21,14 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await plane?.close();
   tmp.cleanup();
-});
-
-const meta = { source: 'loop' as const, step: 0, parents: {} };
-const checkpoint = (values: Record<string, unknown>): GraphCheckpoint => ({
-  ...emptyCheckpoint(),
-  id: uuid6(-3),
-  channel_values: values,
-  channel_versions: Object.fromEntries(Object.keys(values).map((k) => [k, 1])),
 });
 
 describe('restoreThread and thread ids containing "|"', () => {

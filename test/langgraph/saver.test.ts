@@ -4,7 +4,7 @@
  * linearly. Each case runs on a real SQLite file and on real Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compareWritesSortKeys, emptyCheckpoint, uuid6, writesSortKey, RESUME, type Checkpoint as GraphCheckpoint } from '@langchain/langgraph-checkpoint';
+import { compareWritesSortKeys, writesSortKey, RESUME, type Checkpoint as GraphCheckpoint } from '@langchain/langgraph-checkpoint';
 import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
@@ -14,6 +14,7 @@ import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { WaymarkSaver } from '../../client/langgraph/index.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { checkpoint, meta } from '../helpers/graph-checkpoint.js';
 import { step } from '../helpers/rows.js';
 
 const tmp = scratchDir('waymark-lg-saver-');
@@ -33,15 +34,6 @@ const backends: { name: string; make(): Checkpointer; skip?: boolean }[] = [
   { name: 'postgres', make: () => new PostgresCheckpointer({ url: db!.url, schema: `lgs${++n}`, max: 2 }), skip: !pgOk },
 ];
 
-function checkpoint(values: Record<string, unknown>, version = 1): GraphCheckpoint {
-  return {
-    ...emptyCheckpoint(),
-    id: uuid6(-3),
-    channel_values: values,
-    channel_versions: Object.fromEntries(Object.keys(values).map((k) => [k, version])),
-  };
-}
-const meta = { source: 'loop' as const, step: 0, parents: {} };
 const versionsOf = (c: GraphCheckpoint) => ({ ...c.channel_versions });
 
 /** A graph that calls a tool `turns` times, then answers: 2 * turns + 2 supersteps, all messages appended. */
