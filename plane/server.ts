@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import type { Server, ServerOptions } from 'node:http';
+import type { IncomingMessage, Server, ServerOptions } from 'node:http';
 import { serve, type ServerType } from '@hono/node-server';
 import pino, { type Logger } from 'pino';
 import { count } from 'drizzle-orm';
@@ -223,14 +223,15 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
   // within headersTimeoutMs, the whole request a little after the body deadline would have fired.
   // Those end once the request has arrived: a client that then stops reading its answer (a large
   // restore page) would hold its socket and the unsent answer for as long as it likes, so a
-  // connection that makes no progress either way is closed after `connectionIdleMs`
+  // connection that makes no progress either way is closed after `connectionIdleMs`, and a
+  // long poll's connection after its hold and that margin (`withFeedHolds`)
   const server = await listen(
-    app.fetch,
+    withFeedHolds(app.fetch, config),
     config.host,
     config.port,
     {
       headersTimeout: config.headersTimeoutMs,
-      requestTimeout: config.headersTimeoutMs + config.bodyTotalMs + 1000,
+      requestTimeout: requestTimeoutMs(config),
       connectionsCheckingInterval: Math.min(1000, config.bodyIdleMs),
     },
     '--port or WAYMARK_PORT',
@@ -275,15 +276,48 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
 
 /**
  * How long a connection of the main listener may make no progress at all (no
- * byte read from it or written to it) before it is closed: the body deadline,
- * and never less than the longest long poll's hold (a feed answering after
- * MAX_FEED_WAIT_S is idle meanwhile, by design) with 5 s and the headers
- * timeout on top. Node tells a stuck write from a slow one at the next tick of
- * it, so a client that stopped reading is let go within twice this. Between
- * requests Node's keep-alive timeout applies instead.
+ * byte read from it or written to it) before it is closed: the longer of
+ * Node's request timeout (a request stalled on its way in is answered 408 by
+ * the deadline meant for it, never dropped unanswered by this one, whose
+ * check runs once a second) and what a handler may spend without a byte
+ * either way (an ingest batch waiting for an admission slot), with 5 s on top.
+ * A long poll holds its request longer than that, idle by design:
+ * `withFeedHolds` gives its connection its hold on top. Node tells a stuck
+ * write from a slow one at the next tick of the deadline, so a client that
+ * stopped reading is let go within twice this. Between requests Node's
+ * keep-alive timeout applies instead, and the next request on the connection
+ * gets this deadline back.
  */
-export function connectionIdleMs(config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTimeoutMs'>): number {
-  return Math.max(config.bodyTotalMs, MAX_FEED_WAIT_S * 1000 + 5000 + config.headersTimeoutMs);
+export function connectionIdleMs(config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTimeoutMs' | 'ingestQueueWaitMs'>): number {
+  return Math.max(requestTimeoutMs(config), config.ingestQueueWaitMs + config.headersTimeoutMs) + 5000;
+}
+
+/** Node's deadline for a whole request to arrive: a little after the body deadline would have fired. */
+function requestTimeoutMs(config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTimeoutMs'>): number {
+  return config.headersTimeoutMs + config.bodyTotalMs + 1000;
+}
+
+/**
+ * The app's fetch, giving a long poll's connection (a request with `wait=N`:
+ * the change and decision feeds) `connectionIdleMs` or its hold, at most
+ * MAX_FEED_WAIT_S, with 5 s and the headers timeout on top, whichever is
+ * longer. A `wait` the route refuses (not a number, too long) is answered 400
+ * at once; it is given at most the longest hold meanwhile.
+ */
+function withFeedHolds(
+  fetch: (request: Request, env?: { incoming?: IncomingMessage }) => Response | Promise<Response>,
+  config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTimeoutMs' | 'ingestQueueWaitMs'>,
+): (request: Request, env?: { incoming?: IncomingMessage }) => Response | Promise<Response> {
+  const idleMs = connectionIdleMs(config);
+  return (request, env) => {
+    const query = request.url.indexOf('?');
+    if (query >= 0 && request.url.includes('wait=', query)) {
+      const wait = Number(new URL(request.url).searchParams.get('wait'));
+      const holdMs = Math.min(Number.isFinite(wait) && wait > 0 ? wait : 0, MAX_FEED_WAIT_S) * 1000;
+      if (holdMs > 0) env?.incoming?.socket.setTimeout(Math.max(idleMs, holdMs + 5000 + config.headersTimeoutMs));
+    }
+    return fetch(request, env);
+  };
 }
 
 const urlOf = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

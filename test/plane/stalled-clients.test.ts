@@ -140,8 +140,8 @@ describe('a client that never reads its answer', () => {
     plane = database = null;
   });
 
-  it('a large restore page asked for and never read is dropped once its connection makes no progress, and the plane serves others meanwhile', async () => {
-    const config = loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', bodyIdleMs: 1000, bodyTotalMs: 2000, headersTimeoutMs: 1000 });
+  it('a large restore page asked for and never read is dropped once its connection makes no progress, and the plane serves others meanwhile; long polls that hold longer than that deadline are answered', async () => {
+    const config = loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', bodyIdleMs: 1000, bodyTotalMs: 2000, headersTimeoutMs: 1000, ingestQueueWaitMs: 1000 });
     database = await openTestPlaneDatabase('pglite');
     plane = await startPlane(config, { database, logger: pino({ level: 'silent' }) });
     const key = (await createKey(database.db, { createProject: true, project: 'p', scopes: ['ingest', 'read'] })).key;
@@ -177,7 +177,21 @@ describe('a client that never reads its answer', () => {
     // deadline (Node tells a stuck write from a slow one at the next tick of it, so within twice that), never held
     // for as long as the client likes. A paused socket cannot see its peer close, so the client reads again only
     // once that has passed: it gets what was already in flight, then the end, never the whole answer
-    await new Promise((r) => setTimeout(r, 2 * connectionIdleMs(config) + 15_000));
+    const idleMs = connectionIdleMs(config);
+    expect(idleMs).toBe(9000);
+    // meanwhile two long polls hold for longer than that deadline, idle by design: each is answered after its
+    // hold with an empty page, its connection never taken for a stalled one
+    const holdS = Math.ceil((2 * idleMs) / 1000);
+    const polls = ['/v1/changes?after=999999', '/v1/decisions'].map(async (path) => {
+      const started = performance.now();
+      const r = await call(`${plane!.url}${path}${path.includes('?') ? '&' : '?'}wait=${holdS}`, { key });
+      return { path, status: r.status, items: r.body.items, heldMs: performance.now() - started };
+    });
+    await new Promise((r) => setTimeout(r, 2 * idleMs + 10_000));
+    for (const poll of await Promise.all(polls)) {
+      expect(poll, poll.path).toMatchObject({ status: 200, items: [] });
+      expect(poll.heldMs, poll.path).toBeGreaterThanOrEqual(holdS * 1000 - 50);
+    }
     const answered = s.answer.indexOf('\r\n\r\n', s.answer.indexOf('{"ok":true}')) + 4;
     const declared = Number(/content-length: (\d+)/i.exec(s.answer.slice(s.answer.indexOf('{"ok":true}'), answered))?.[1]);
     expect(declared).toBeGreaterThan(24 * 360_000);
