@@ -1,3 +1,3 @@
-export { WaymarkSaver, type WaymarkSaverOptions } from './saver.js';
+export { WaymarkSaver, type ExclusiveOptions, type WaymarkSaverOptions } from './saver.js';
 export { restoreThread, threadExecutionsOnPlane, type ThreadRestoreResult } from './restore.js';
 export { executionIdOf, rowIdOf } from './mapping.js';

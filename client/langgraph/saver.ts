@@ -46,7 +46,15 @@ import { DuplicateIdError } from '../errors.js';
 import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
+import { DEFAULT_LEASE_MS, holderOf, RunLease } from '../runtime/lease.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { AGENT_PATH, WRITE_KEY_PREFIX, agentPathOf, executionIdOf, invalid, isRowRef, loadValue, plainJson, rowIdOf, storeValue, type RowRef, type StoredValue } from './mapping.js';
+
+/** `exclusive`'s options. */
+export interface ExclusiveOptions {
+  /** How long the thread stays held after its holder stops renewing it (a crash): another `exclusive` call may take it then. Renewed every third of it. Default 30 s. */
+  ttlMs?: number;
+}
 
 export interface WaymarkSaverOptions {
   /** LangGraph's serializer; default its JsonPlusSerializer. */
@@ -89,6 +97,8 @@ export class WaymarkSaver extends BaseCheckpointSaver {
   readonly store: Checkpointer;
   private readonly pageSize: number;
   private readonly messageCache = new WeakMap<object, { id: unknown; content: unknown; stored: Json }>();
+  /** The thread an `exclusive` call holds, seen by the saver calls its graph makes inside it. */
+  private readonly held = new AsyncLocalStorage<{ thread: string; run: RunLease }>();
 
   constructor(store: Checkpointer, options: WaymarkSaverOptions = {}) {
     super(options.serde);
@@ -99,6 +109,52 @@ export class WaymarkSaver extends BaseCheckpointSaver {
   /** Create or migrate the store's schema (the store's own `setup`). */
   async setup(): Promise<void> {
     await this.store.setup();
+  }
+
+  /**
+   * Run `fn` (a graph's `invoke` or `stream` on this thread) holding the
+   * thread: the store's lease on its execution, renewed while `fn` runs and
+   * given up when it settles. Another `exclusive` call on the same thread and
+   * store, in this process or another, is refused `RUN_IN_PROGRESS` (details:
+   * holder, expiresAt) and runs nothing, until this one settles or, after a
+   * crash, its lease expires (`ttlMs`). So two workers resuming one
+   * interrupted thread run its nodes once between them, not once each.
+   *
+   * The thread's checkpoints and pending writes made inside `fn` are fenced by
+   * the lease: once another holder took the thread over (this process stalled
+   * past `ttlMs`), they throw `LEASE_LOST` and write nothing (a task's pending
+   * writes, whose effect happened, are kept for the new holder and then
+   * refused), so `fn` stops. Subgraph namespaces are checked against the
+   * renewals, not fenced by the store. A node already running when its
+   * process stalls past `ttlMs` can still finish its effect once more: give
+   * the provider an idempotency key for that.
+   */
+  async exclusive<T>(config: RunnableConfig, fn: () => Promise<T> | T, options: ExclusiveOptions = {}): Promise<T> {
+    const problems: string[] = [];
+    const threadId = config?.configurable?.thread_id;
+    if (threadId === undefined || threadId === null || threadId === '') problems.push('config.configurable.thread_id is missing');
+    if (typeof fn !== 'function') problems.push('fn must be a function (the graph call to run holding the thread)');
+    const ttlMs = options.ttlMs ?? DEFAULT_LEASE_MS;
+    if (!Number.isSafeInteger(ttlMs) || ttlMs < 100 || ttlMs > 2 ** 31 - 1)
+      problems.push(`options.ttlMs must be a whole number of milliseconds from 100 to ${2 ** 31 - 1}, got ${String(options.ttlMs)}`);
+    if (problems.length) throw invalid('cannot hold a LangGraph thread', problems);
+    const thread = String(threadId);
+    const lease = await this.store.acquireLease(executionIdOf(thread, ''), { holder: holderOf(this.store), ttlMs });
+    const run = new RunLease(this.store, lease);
+    run.start();
+    try {
+      return await this.held.run({ thread, run }, fn);
+    } finally {
+      await run.stop();
+    }
+  }
+
+  /** The lease an `exclusive` call holds on this thread, checked against its renewals (throws LEASE_LOST once one found it taken). */
+  private fence(thread: string): RunLease | null {
+    const held = this.held.getStore();
+    if (!held || held.thread !== thread) return null;
+    held.run.check();
+    return held.run;
   }
 
   // ---- reads ---------------------------------------------------------------
@@ -210,22 +266,27 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const state = await this.stateOf(checkpoint, newVersions, parentState);
     const step = typeof metadata?.step === 'number' ? metadata.step : -1;
     const ref: RowRef = { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id, parent_checkpoint_id: parentCheckpointId };
+    const fence = this.fence(thread);
     try {
-      await this.store.put({
-        id,
-        executionId,
-        // atomic with the write: the parent (or the newest row seen) must still be there, and a first row must be the first
-        prevId: parent ? parent.id : latest ? latest.id : null,
-        nodeId: `langgraph:${typeof metadata?.source === 'string' ? metadata.source : 'checkpoint'}`,
-        turn: Math.min(Math.max(step + 1, 0), LIMITS.maxSeq),
-        step: 'graph_step',
-        status: 'completed',
-        agentPath: agentPathOf(ns),
-        parentId: parentCheckpointId ? rowIdOf(executionId, parentCheckpointId) : null,
-        state,
-        nodeInput: ref as unknown as Json,
-        nodeOutput: { metadata: await storeValue(this.serde, metadata ?? {}) } as unknown as Json,
-      });
+      await this.store.put(
+        {
+          id,
+          executionId,
+          // atomic with the write: the parent (or the newest row seen) must still be there, and a first row must be the first
+          prevId: parent ? parent.id : latest ? latest.id : null,
+          nodeId: `langgraph:${typeof metadata?.source === 'string' ? metadata.source : 'checkpoint'}`,
+          turn: Math.min(Math.max(step + 1, 0), LIMITS.maxSeq),
+          step: 'graph_step',
+          status: 'completed',
+          agentPath: agentPathOf(ns),
+          parentId: parentCheckpointId ? rowIdOf(executionId, parentCheckpointId) : null,
+          state,
+          nodeInput: ref as unknown as Json,
+          nodeOutput: { metadata: await storeValue(this.serde, metadata ?? {}) } as unknown as Json,
+        },
+        // the lease is the root execution's: a subgraph namespace (an execution of its own) is checked above only
+        fence && ns === '' ? { lease: fence.lease } : undefined,
+      );
     } catch (e) {
       if (!(e instanceof DuplicateIdError)) throw e;
       // rows are immutable: putting the same checkpoint again is accepted only when it is the same checkpoint
@@ -265,7 +326,8 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       if ((await this.store.getIdempotent(executionId, key)).hit) continue;
       batch.gen = slot;
       const mine = batch as unknown as Json;
-      const stored = await this.store.putIdempotent(executionId, key, mine);
+      const fence = this.fence(String(threadId));
+      const stored = await this.store.putIdempotent(executionId, key, mine, fence && ns === '' ? { lease: fence.lease, anchorId: rowIdOf(executionId, checkpointId!) } : undefined);
       if (stableStringify(stored.result) === stableStringify(mine)) return;
     }
   }

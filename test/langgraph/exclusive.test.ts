@@ -1,0 +1,156 @@
+/**
+ * `WaymarkSaver.exclusive`: a thread held by one graph call at a time. Two
+ * worker processes answering one interrupted thread at once charge once
+ * between them (and twice without it: the race is real); a holder SIGKILLed
+ * keeps the thread until its lease expires, then another takes it and charges
+ * once; a holder whose thread was taken over while it stalled writes nothing
+ * more and stops before its next node.
+ */
+import Database from 'better-sqlite3';
+import { once } from 'node:events';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import { afterAll, describe, expect, it } from 'vitest';
+import { WaymarkSaver } from '../../client/langgraph/index.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { ErrorCode } from '../../shared/errors.js';
+import { forkTs, nextMessage, runTs } from '../helpers/child.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const CHILD = new URL('./exclusive-child.ts', import.meta.url).pathname;
+const tmp = scratchDir('waymark-lg-exclusive-');
+afterAll(() => tmp.cleanup());
+
+const charges = (ledger: string) => (existsSync(ledger) ? readFileSync(ledger, 'utf8').split('\n').filter(Boolean).length : 0);
+
+/** Resumers of one thread, started together once each is ready; resolves with each one's outcome (`killed` for a SIGKILL). */
+async function resumeTogether(db: string, thread: string, ledger: string, how: 'exclusive' | 'plain', count: number, o: { ttlMs?: number; kill?: boolean } = {}): Promise<string[]> {
+  const children = Array.from({ length: count }, () => forkTs(CHILD, ['resume', db, thread, ledger, how, String(o.ttlMs ?? 30_000), ...(o.kill ? ['kill'] : [])]));
+  await Promise.all(children.map((c) => nextMessage(c, (m) => m === 'ready')));
+  const outcomes = children.map(
+    (c) =>
+      new Promise<string>((resolve) => {
+        c.on('message', (m: { outcome?: string }) => typeof m === 'object' && resolve(m.outcome!));
+        c.on('exit', (code, signal) => resolve(signal === 'SIGKILL' ? 'killed' : `exited ${code}`));
+      }),
+  );
+  for (const c of children) c.send('go');
+  const result = await Promise.all(outcomes);
+  await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? once(c, 'exit') : null)));
+  return result;
+}
+
+describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
+  it('two processes answering one interrupted thread at once: inside exclusive one runs it and the other is refused RUN_IN_PROGRESS, one charge; without it both charge', async () => {
+    for (const how of ['exclusive', 'plain'] as const) {
+      const db = tmp.file(`race-${how}.db`);
+      const ledger = tmp.file(`race-${how}.ledger`);
+      const started = await runTs(CHILD, ['start', db, 'acct-7']);
+      expect(started.code, started.stderr).toBe(0);
+      const outcomes = await resumeTogether(db, 'acct-7', ledger, how, 2);
+      if (how === 'exclusive') {
+        expect(outcomes.sort()).toEqual(['RUN_IN_PROGRESS', 'done']);
+        expect(charges(ledger)).toBe(1);
+      } else {
+        expect(outcomes).toEqual(['done', 'done']);
+        expect(charges(ledger), 'the two plain resumers overlapped, so the race the exclusive case wins is real').toBe(2);
+      }
+    }
+  }, 180_000);
+
+  it('a holder SIGKILLed before its charge keeps the thread until its lease expires; then another process takes it and charges once', async () => {
+    const db = tmp.file('crash.db');
+    const ledger = tmp.file('crash.ledger');
+    expect((await runTs(CHILD, ['start', db, 'acct-8'])).code).toBe(0);
+    const ttlMs = 5000;
+    expect(await resumeTogether(db, 'acct-8', ledger, 'exclusive', 1, { ttlMs, kill: true })).toEqual(['killed']);
+    const killedAt = Date.now();
+    // a worker that comes at once is refused and runs nothing
+    const saver = new WaymarkSaver(new SqliteCheckpointer({ path: db }));
+    let ran = false;
+    try {
+      const early = await saver.exclusive({ configurable: { thread_id: 'acct-8' } }, () => (ran = true)).catch((e: { code?: string; details?: { holder?: string } }) => e);
+      expect(Date.now() - killedAt, 'refused well within the ttl').toBeLessThan(ttlMs);
+      expect(early).toMatchObject({ code: ErrorCode.RUN_IN_PROGRESS });
+      expect(ran).toBe(false);
+    } finally {
+      await saver.store.close();
+    }
+    expect(charges(ledger)).toBe(0);
+    await new Promise((r) => setTimeout(r, Math.max(0, killedAt + ttlMs + 200 - Date.now())));
+    expect(await resumeTogether(db, 'acct-8', ledger, 'exclusive', 1, { ttlMs })).toEqual(['done']);
+    expect(charges(ledger)).toBe(1);
+  }, 180_000);
+
+  it('a holder whose thread was taken over while it stalled writes nothing more: its task result is kept for the new holder, its call fails LEASE_LOST before the next node', async () => {
+    const file = tmp.file('fence.db');
+    const ledger = tmp.file('fence.ledger');
+    writeFileSync(ledger, '');
+    const State = Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
+    let entered!: () => void;
+    const atGate = new Promise<void>((r) => (entered = r));
+    const build = (saver: WaymarkSaver, gate: Promise<void>) =>
+      new StateGraph(State)
+        .addNode('slow', async () => {
+          entered();
+          await gate;
+          return { steps: ['slow'] };
+        })
+        .addNode('charge', () => {
+          writeFileSync(ledger, `${readFileSync(ledger, 'utf8')}charge\n`);
+          return { steps: ['charge'] };
+        })
+        .addEdge(START, 'slow')
+        .addEdge('slow', 'charge')
+        .addEdge('charge', END)
+        .compile({ checkpointer: saver });
+    const a = new WaymarkSaver(new SqliteCheckpointer({ path: file, writerId: 'a' }));
+    const b = new WaymarkSaver(new SqliteCheckpointer({ path: file, writerId: 'b' }));
+    await a.setup();
+    const config = { configurable: { thread_id: 'acct-9' }, durability: 'sync' as const };
+    try {
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      const first = a
+        .exclusive(config, () => build(a, gate).invoke({ steps: [] }, config), { ttlMs: 60_000 })
+        .then(
+          () => 'done',
+          (e: { code?: string }) => e.code ?? String(e),
+        );
+      await atGate;
+      expect((await a.store.getLease('acct-9'))?.holder).toMatch(/^a#/);
+      // a stall past the ttl, as another process sees it: the lease ran out without a renewal
+      const raw = new Database(file);
+      raw.prepare('UPDATE leases SET expires_at = 0 WHERE execution_id = ?').run('acct-9');
+      raw.close();
+      expect(await b.exclusive(config, () => build(b, Promise.resolve()).invoke(null, config))).toMatchObject({ steps: ['slow', 'charge'] });
+      expect(charges(ledger)).toBe(1);
+      open();
+      expect(await first).toBe(ErrorCode.LEASE_LOST);
+      expect(charges(ledger), 'the stalled holder never reached its next node').toBe(1);
+      const state = await build(b, Promise.resolve()).getState(config);
+      expect(state.values).toMatchObject({ steps: ['slow', 'charge'] });
+      expect(state.next).toEqual([]);
+      // the thread is free again: a later call holds it
+      expect(await b.exclusive(config, async () => 'again')).toBe('again');
+    } finally {
+      await a.store.close();
+      await b.store.close();
+    }
+  }, 180_000);
+
+  it('bad arguments are named together, with a stable code, and nothing is held', async () => {
+    const saver = new WaymarkSaver(new SqliteCheckpointer({ path: tmp.file('bad.db') }));
+    await saver.setup();
+    try {
+      const e = (await saver.exclusive({ configurable: {} }, 'nope' as never, { ttlMs: 5 }).catch((x: unknown) => x)) as { code: string; message: string };
+      expect(e).toMatchObject({ code: ErrorCode.INVALID_GRAPH_CONFIG });
+      expect(e.message).toMatch(/thread_id is missing/);
+      expect(e.message).toMatch(/fn must be a function/);
+      expect(e.message).toMatch(/ttlMs must be a whole number/);
+      expect(await saver.store.getLease('')).toBeNull();
+    } finally {
+      await saver.store.close();
+    }
+  });
+});
