@@ -49,6 +49,11 @@ describe('README quick start works when pasted', () => {
     const a = run('start');
     expect(a.status, a.stderr).toBe(0);
     expect(a.stdout).toMatch(/^paused \{ order: '1042', amount: 5000 \}/);
+    // started again by mistake: said so, nothing run, no stack trace
+    const again = run('start');
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stderr).toBe('');
+    expect(again.stdout).toMatch(/^already started: .*refund-1042/);
     const b = run('approve');
     expect(b.status, b.stderr).toBe(0);
     expect(b.stdout).toBe('charging 5000 for order 1042\ncompleted Refund for order 1042 is on its way.\n');
