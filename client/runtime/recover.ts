@@ -34,14 +34,17 @@ export interface RecoverOptions {
   withoutPlane?: boolean;
 }
 
+/** Why recovery left a run alone. */
+export type HeldReason = 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere' | 'cancelled' | 'deleted' | 'taken over elsewhere';
+
 export type RecoveryOutcome =
   | { executionId: string; agent: string; outcome: 'recovered'; status: RunResult['status']; result: RunResult }
   | {
       executionId: string;
       agent: string;
       outcome: 'held';
-      /** Why it was left alone: another runner's live lease, or it finished or paused meanwhile. */
-      reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere' | 'cancelled' | 'taken over elsewhere';
+      /** Why it was left alone: another runner's live lease, or it finished, paused, was cancelled or deleted meanwhile. */
+      reason: HeldReason;
       holder: string | null;
       expiresAt: string | null;
     }
@@ -129,7 +132,7 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     return { executionId: id, agent: agentPath, outcome: 'recovered', status: result.status, result };
   } catch (err) {
     const details = ((err as { details?: Record<string, unknown> }).details ?? {}) as { holder?: string; expiresAt?: string };
-    const held = (reason: 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere' | 'cancelled' | 'taken over elsewhere'): RecoveryOutcome => ({
+    const held = (reason: HeldReason): RecoveryOutcome => ({
       executionId: id,
       agent: agentPath,
       outcome: 'held',
@@ -143,6 +146,8 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     if (hasCode(err, ErrorCode.RESUME_REQUIRED)) return held('paused elsewhere');
     // cancelled between the listing and the resume (or while it ran): left alone, not a failure
     if (hasCode(err, ErrorCode.RUN_CANCELLED)) return held('cancelled');
+    // deleted between the listing and the resume (EXECUTION_NOT_FOUND), or while it ran (its next write: EXECUTION_GONE)
+    if (hasCode(err, ErrorCode.EXECUTION_NOT_FOUND) || hasCode(err, ErrorCode.EXECUTION_GONE)) return held('deleted');
     // another machine took it over at the plane while this one was away
     if (hasCode(err, ErrorCode.RUN_TAKEN_OVER)) return held('taken over elsewhere');
     const error = { code: (err as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED, message: (err as Error)?.message ?? String(err) };

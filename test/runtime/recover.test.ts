@@ -72,6 +72,46 @@ describe('recoverRuns', () => {
     expect((await store.getLease('a-bad'))?.live).toBe(false);
   });
 
+  it('a run deleted while its recovery runs, or between the listing and its resume, is reported held (deleted), not failed', async () => {
+    let answer!: () => void;
+    const answered = new Promise<void>((r) => (answer = r));
+    let called!: () => void;
+    const modelCalled = new Promise<void>((r) => (called = r));
+    const slow = new Agent({
+      name: 'bot',
+      model: {
+        name: 'slow',
+        async generate() {
+          called();
+          await answered;
+          return { content: 'done', toolCalls: [] };
+        },
+      },
+      checkpointer: store,
+      leaseMs: 60_000,
+    });
+    await crashed('bot', 'a-deleted-midway');
+    const recovering = recoverRuns({ agents: [slow], store, concurrency: 1 });
+    await modelCalled;
+    await store.deleteExecution('a-deleted-midway');
+    answer();
+    const report = await recovering;
+    expect(report.runs).toEqual([expect.objectContaining({ executionId: 'a-deleted-midway', outcome: 'held', reason: 'deleted' })]);
+    expect(report).toMatchObject({ recovered: 0, held: 1, failed: 0 });
+    expect(await store.latest('a-deleted-midway')).toBeNull();
+
+    // listed, then deleted before its resume: the resume finds no run
+    const bot = agent('bot');
+    await crashed('bot', 'b-deleted-early');
+    const resume = bot.resume.bind(bot);
+    bot.resume = async (...args: Parameters<typeof bot.resume>) => {
+      await store.deleteExecution('b-deleted-early');
+      return resume(...args);
+    };
+    const early = await recoverRuns({ agents: [bot], store });
+    expect(early.runs).toEqual([expect.objectContaining({ executionId: 'b-deleted-early', outcome: 'held', reason: 'deleted' })]);
+  });
+
   it('watch: passes repeat until the signal aborts, picking up runs that crash meanwhile', async () => {
     const bot = agent('bot');
     await crashed('bot', 'first');
