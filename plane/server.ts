@@ -223,10 +223,10 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
   // within headersTimeoutMs, the whole request a little after the body deadline would have fired.
   // Those end once the request has arrived: a client that then stops reading its answer (a large
   // restore page) would hold its socket and the unsent answer for as long as it likes, so a
-  // connection that makes no progress either way is closed after `connectionIdleMs`, and a
-  // long poll's connection after its hold and that margin (`withFeedHolds`)
+  // connection that makes no progress either way is closed after `connectionIdleMs` (while a
+  // handler works, or a long poll holds, after longer: `withIdleDeadlines`)
   const server = await listen(
-    withFeedHolds(app.fetch, config),
+    withIdleDeadlines(app.fetch, config),
     config.host,
     config.port,
     {
@@ -276,17 +276,16 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
 
 /**
  * How long a connection of the main listener may make no progress at all (no
- * byte read from it or written to it) before it is closed: the longer of
- * Node's request timeout (a request stalled on its way in is answered 408 by
- * the deadline meant for it, never dropped unanswered by this one, whose
- * check runs once a second) and what a handler may spend without a byte
- * either way (an ingest batch waiting for an admission slot), with 5 s on top.
- * A long poll holds its request longer than that, idle by design:
- * `withFeedHolds` gives its connection its hold on top. Node tells a stuck
- * write from a slow one at the next tick of the deadline, so a client that
- * stopped reading is let go within twice this. Between requests Node's
- * keep-alive timeout applies instead, and the next request on the connection
- * gets this deadline back.
+ * byte read from it or written to it) once its answer is on its way, and
+ * between its requests' arrival and their handlers: the longer of Node's
+ * request timeout (a request stalled on its way in is answered 408 by the
+ * deadline meant for it, never dropped unanswered by this one, whose check
+ * runs once a second) and an ingest batch's wait for an admission slot with
+ * the headers timeout, plus 5 s. While a handler works the connection gets
+ * `handlerIdleMs` instead (`withIdleDeadlines`). Node tells a stuck write from
+ * a slow one at the next tick of the deadline, so a client that stopped
+ * reading is let go within twice this. Between requests Node's keep-alive
+ * timeout applies, and the next request on the connection gets this back.
  */
 export function connectionIdleMs(config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTimeoutMs' | 'ingestQueueWaitMs'>): number {
   return Math.max(requestTimeoutMs(config), config.ingestQueueWaitMs + config.headersTimeoutMs) + 5000;
@@ -297,27 +296,47 @@ function requestTimeoutMs(config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTime
   return config.headersTimeoutMs + config.bodyTotalMs + 1000;
 }
 
+/** What a handler may spend without a byte either way (a slow query, a restore page built) before its connection is closed. */
+const HANDLER_IDLE_MS = 30_000;
+/** The long polls: a `wait=N` there holds the request for up to N seconds, idle by design. */
+const FEED_PATHS = new Set(['/v1/changes', '/v1/decisions']);
+
 /**
- * The app's fetch, giving a long poll's connection (a request with `wait=N`:
- * the change and decision feeds) `connectionIdleMs` or its hold, at most
- * MAX_FEED_WAIT_S, with 5 s and the headers timeout on top, whichever is
- * longer. A `wait` the route refuses (not a number, too long) is answered 400
- * at once; it is given at most the longest hold meanwhile.
+ * The app's fetch, with a connection's idle deadline per phase: while the
+ * handler works, `connectionIdleMs` but at least HANDLER_IDLE_MS (a long
+ * poll: its hold, at most MAX_FEED_WAIT_S, if longer), each with 5 s and the
+ * headers timeout on top; once the answer is on its way, `connectionIdleMs`,
+ * so a client that stops reading it is let go sooner than a slow handler.
+ * The query is read without parsing the URL, which a hostile Host can make
+ * unparseable (the app answers that request as usual).
  */
-function withFeedHolds(
+function withIdleDeadlines(
   fetch: (request: Request, env?: { incoming?: IncomingMessage }) => Response | Promise<Response>,
   config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTimeoutMs' | 'ingestQueueWaitMs'>,
 ): (request: Request, env?: { incoming?: IncomingMessage }) => Response | Promise<Response> {
   const idleMs = connectionIdleMs(config);
-  return (request, env) => {
-    const query = request.url.indexOf('?');
-    if (query >= 0 && request.url.includes('wait=', query)) {
-      const wait = Number(new URL(request.url).searchParams.get('wait'));
-      const holdMs = Math.min(Number.isFinite(wait) && wait > 0 ? wait : 0, MAX_FEED_WAIT_S) * 1000;
-      if (holdMs > 0) env?.incoming?.socket.setTimeout(Math.max(idleMs, holdMs + 5000 + config.headersTimeoutMs));
+  const handlerMs = Math.max(idleMs, HANDLER_IDLE_MS + 5000 + config.headersTimeoutMs);
+  return async (request, env) => {
+    const socket = env?.incoming?.socket;
+    if (!socket) return fetch(request, env);
+    socket.setTimeout(Math.max(handlerMs, feedHoldMs(request.url) + 5000 + config.headersTimeoutMs));
+    try {
+      return await fetch(request, env);
+    } finally {
+      socket.setTimeout(idleMs);
     }
-    return fetch(request, env);
   };
+}
+
+/** A long poll's hold in ms (its `wait`, at most MAX_FEED_WAIT_S); 0 for any other request. A `wait` the route refuses is answered 400 at once. */
+function feedHoldMs(url: string): number {
+  const query = url.indexOf('?');
+  if (query < 0) return 0;
+  const scheme = url.indexOf('//');
+  const pathStart = url.indexOf('/', scheme < 0 ? 0 : scheme + 2);
+  if (pathStart < 0 || pathStart > query || !FEED_PATHS.has(url.slice(pathStart, query))) return 0;
+  const wait = Number(new URLSearchParams(url.slice(query + 1)).get('wait'));
+  return Number.isFinite(wait) && wait > 0 ? Math.min(wait, MAX_FEED_WAIT_S) * 1000 : 0;
 }
 
 const urlOf = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

@@ -23,6 +23,7 @@
  * - `getTuple`/`list` return pending writes in `writesSortKey` order.
  * - Bytes grow linearly with the run for an append-only `messages` channel.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   BaseCheckpointSaver,
   TASKS,
@@ -47,7 +48,6 @@ import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from '../runtime/lease.js';
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { AGENT_PATH, WRITE_KEY_PREFIX, agentPathOf, executionIdOf, invalid, isRowRef, loadValue, plainJson, rowIdOf, storeValue, type RowRef, type StoredValue } from './mapping.js';
 
 /** `exclusive`'s options. */
@@ -63,6 +63,8 @@ export interface WaymarkSaverOptions {
   pageSize?: number;
 }
 
+/** The longest lease a timer can renew (past it Node's setTimeout fires at once). */
+const MAX_TTL_MS = 2 ** 31 - 1;
 const STORED = 'lg:stored';
 const HEAD = 'lg:checkpoint';
 const SEEN = 'lg:seen';
@@ -112,48 +114,70 @@ export class WaymarkSaver extends BaseCheckpointSaver {
   }
 
   /**
-   * Run `fn` (a graph's `invoke` or `stream` on this thread) holding the
-   * thread: the store's lease on its execution, renewed while `fn` runs and
-   * given up when it settles. Another `exclusive` call on the same thread and
-   * store, in this process or another, is refused `RUN_IN_PROGRESS` (details:
-   * holder, expiresAt) and runs nothing, until this one settles or, after a
-   * crash, its lease expires (`ttlMs`). So two workers resuming one
-   * interrupted thread run its nodes once between them, not once each.
+   * Run `fn` holding the thread: the store's lease on its execution, renewed
+   * while `fn` runs and given up when it settles. `fn` gets the config to run
+   * the graph with (`config` with `durability: 'sync'`) and must finish its
+   * graph call before it returns (`invoke`, or `stream` read to its end
+   * inside it: a stream it returns is cancelled and refused). Another
+   * `exclusive` call on the same thread and store, in this process or
+   * another, is refused `RUN_IN_PROGRESS` (details: holder, expiresAt) and
+   * runs nothing, until this one settles or, after a crash, its lease expires
+   * (`ttlMs`). So two workers resuming one interrupted thread run its nodes
+   * once between them, not once each. A graph call outside `exclusive` is not
+   * refused: every path that may run the thread must come through here.
    *
    * The thread's checkpoints and pending writes made inside `fn` are fenced by
    * the lease: once another holder took the thread over (this process stalled
    * past `ttlMs`), they throw `LEASE_LOST` and write nothing (a task's pending
    * writes, whose effect happened, are kept for the new holder and then
-   * refused), so `fn` stops. Subgraph namespaces are checked against the
-   * renewals, not fenced by the store. A node already running when its
-   * process stalls past `ttlMs` can still finish its effect once more: give
-   * the provider an idempotency key for that.
+   * refused). With `durability: 'sync'` LangGraph starts no node before the
+   * step's writes are in, so `fn` stops before its next node; under `'async'`
+   * or `'exit'` it would not, so another durability is refused. A subgraph
+   * namespace (an execution of its own) is checked by a fenced renewal before
+   * each of its writes. A node already running when its process stalls past
+   * `ttlMs` can still finish its effect once more: give the provider an
+   * idempotency key for that.
    */
-  async exclusive<T>(config: RunnableConfig, fn: () => Promise<T> | T, options: ExclusiveOptions = {}): Promise<T> {
+  async exclusive<C extends RunnableConfig & { durability?: string }, T>(config: C, fn: (config: C & { durability: 'sync' }) => Promise<T> | T, options: ExclusiveOptions = {}): Promise<T> {
     const problems: string[] = [];
     const threadId = config?.configurable?.thread_id;
-    if (threadId === undefined || threadId === null || threadId === '') problems.push('config.configurable.thread_id is missing');
+    if (threadId === undefined || threadId === null || threadId === '') problems.push('config.configurable.thread_id is missing or empty');
+    if (config?.durability !== undefined && config.durability !== 'sync') {
+      problems.push(`config.durability must be 'sync' or absent, got ${JSON.stringify(config.durability)} (under 'async' or 'exit' LangGraph starts a node before the fenced writes are in)`);
+    }
     if (typeof fn !== 'function') problems.push('fn must be a function (the graph call to run holding the thread)');
-    const ttlMs = options.ttlMs ?? DEFAULT_LEASE_MS;
-    if (!Number.isSafeInteger(ttlMs) || ttlMs < 100 || ttlMs > 2 ** 31 - 1)
-      problems.push(`options.ttlMs must be a whole number of milliseconds from 100 to ${2 ** 31 - 1}, got ${String(options.ttlMs)}`);
+    for (const key of Object.keys(options ?? {})) if (key !== 'ttlMs') problems.push(`options.${key} is not an option (the one option is ttlMs)`);
+    const ttlMs = options?.ttlMs ?? DEFAULT_LEASE_MS;
+    if (!Number.isSafeInteger(ttlMs) || ttlMs < 100 || ttlMs > MAX_TTL_MS)
+      problems.push(`options.ttlMs must be a whole number of milliseconds from 100 to ${MAX_TTL_MS}, got ${String(options.ttlMs)}`);
     if (problems.length) throw invalid('cannot hold a LangGraph thread', problems);
     const thread = String(threadId);
     const lease = await this.store.acquireLease(executionIdOf(thread, ''), { holder: holderOf(this.store), ttlMs });
     const run = new RunLease(this.store, lease);
     run.start();
     try {
-      return await this.held.run({ thread, run }, fn);
+      const result = await this.held.run({ thread, run }, () => fn({ ...config, durability: 'sync' }));
+      if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result) {
+        // the graph would go on running unheld: stop it, and say how to hold it
+        await (result as { return?: () => Promise<unknown> }).return?.().catch(() => undefined);
+        throw invalid('cannot hold a LangGraph thread', ['fn returned a stream: read it to its end inside fn (for await …), so the thread is held while the graph runs']);
+      }
+      return result;
     } finally {
       await run.stop();
     }
   }
 
-  /** The lease an `exclusive` call holds on this thread, checked against its renewals (throws LEASE_LOST once one found it taken). */
-  private fence(thread: string): RunLease | null {
+  /**
+   * The lease an `exclusive` call holds on this thread (throws LEASE_LOST once
+   * a renewal found it taken). A subgraph namespace's write, which the store
+   * cannot fence by the root's lease, gets a fenced renewal first.
+   */
+  private async fence(thread: string, ns: string): Promise<RunLease | null> {
     const held = this.held.getStore();
     if (!held || held.thread !== thread) return null;
-    held.run.check();
+    if (ns === '') held.run.check();
+    else await held.run.confirm();
     return held.run;
   }
 
@@ -266,7 +290,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const state = await this.stateOf(checkpoint, newVersions, parentState);
     const step = typeof metadata?.step === 'number' ? metadata.step : -1;
     const ref: RowRef = { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id, parent_checkpoint_id: parentCheckpointId };
-    const fence = this.fence(thread);
+    const fence = await this.fence(thread, ns);
     try {
       await this.store.put(
         {
@@ -284,7 +308,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
           nodeInput: ref as unknown as Json,
           nodeOutput: { metadata: await storeValue(this.serde, metadata ?? {}) } as unknown as Json,
         },
-        // the lease is the root execution's: a subgraph namespace (an execution of its own) is checked above only
+        // the lease is the root execution's: a subgraph namespace (an execution of its own) got a fenced renewal above
         fence && ns === '' ? { lease: fence.lease } : undefined,
       );
     } catch (e) {
@@ -326,7 +350,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       if ((await this.store.getIdempotent(executionId, key)).hit) continue;
       batch.gen = slot;
       const mine = batch as unknown as Json;
-      const fence = this.fence(String(threadId));
+      const fence = await this.fence(String(threadId), ns);
       const stored = await this.store.putIdempotent(executionId, key, mine, fence && ns === '' ? { lease: fence.lease, anchorId: rowIdOf(executionId, checkpointId!) } : undefined);
       if (stableStringify(stored.result) === stableStringify(mine)) return;
     }

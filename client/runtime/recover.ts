@@ -146,8 +146,10 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     if (hasCode(err, ErrorCode.RESUME_REQUIRED)) return held('paused elsewhere');
     // cancelled between the listing and the resume (or while it ran): left alone, not a failure
     if (hasCode(err, ErrorCode.RUN_CANCELLED)) return held('cancelled');
-    // deleted between the listing and the resume (EXECUTION_NOT_FOUND), or while it ran (its next write: EXECUTION_GONE)
-    if (hasCode(err, ErrorCode.EXECUTION_NOT_FOUND) || hasCode(err, ErrorCode.EXECUTION_GONE)) return held('deleted');
+    // this run deleted between the listing and the resume (EXECUTION_NOT_FOUND), or while it ran (its next write:
+    // EXECUTION_GONE); the same code about another execution (a tool's own error) is a failure
+    const about = (details as { executionId?: string }).executionId;
+    if ((hasCode(err, ErrorCode.EXECUTION_NOT_FOUND) || hasCode(err, ErrorCode.EXECUTION_GONE)) && about === id) return held('deleted');
     // another machine took it over at the plane while this one was away
     if (hasCode(err, ErrorCode.RUN_TAKEN_OVER)) return held('taken over elsewhere');
     const error = { code: (err as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED, message: (err as Error)?.message ?? String(err) };

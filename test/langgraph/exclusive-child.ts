@@ -4,7 +4,8 @@
  *
  *   start  <db> <thread>: run the thread to its approval
  *   resume <db> <thread> <ledger> <exclusive|plain> <ttlMs> [kill]: say "ready" over IPC, wait for "go",
- *          then answer the approval (inside `saver.exclusive` or not); with `kill`, SIGKILL just before the charge
+ *          then answer the approval (inside `saver.exclusive` or not); at the charge say "entered" and wait
+ *          for "release"; with `kill`, SIGKILL at the charge instead
  *
  * The last IPC message is { outcome: 'done' | <error code> } (none when killed).
  */
@@ -23,8 +24,9 @@ async function main(): Promise<void> {
     .addNode('ask', () => ({ approved: String(interrupt('charge $5?')) }))
     .addNode('charge', async () => {
       if (kill) process.kill(process.pid, 'SIGKILL');
-      // long enough that two resumers started together are both inside the thread at once
-      await new Promise((r) => setTimeout(r, 300));
+      // the parent says when to charge: once the other resumer is inside too, or was refused
+      process.send!('entered');
+      await new Promise<void>((r) => process.once('message', (m) => m === 'release' && r()));
       appendFileSync(ledger, `charge ${process.pid}\n`);
       return { charged: 'yes' };
     })
@@ -37,10 +39,10 @@ async function main(): Promise<void> {
     await graph.invoke({}, config);
   } else {
     process.send!('ready');
-    await new Promise<void>((r) => process.once('message', () => r()));
-    const resume = () => graph.invoke(new Command({ resume: 'yes' }), config);
+    await new Promise<void>((r) => process.once('message', (m) => m === 'go' && r()));
+    const resume = (held: typeof config) => graph.invoke(new Command({ resume: 'yes' }), held);
     try {
-      await (how === 'exclusive' ? saver.exclusive(config, resume, { ttlMs: Number(ttlArg) }) : resume());
+      await (how === 'exclusive' ? saver.exclusive({ configurable: { thread_id: thread } }, resume, { ttlMs: Number(ttlArg) }) : resume(config));
       process.send!({ outcome: 'done' });
     } catch (e) {
       process.send!({ outcome: (e as { code?: string }).code ?? String(e) });

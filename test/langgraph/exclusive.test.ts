@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import type { RunnableConfig } from '@langchain/core/runnables';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WaymarkSaver } from '../../client/langgraph/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
@@ -23,15 +24,40 @@ afterAll(() => tmp.cleanup());
 
 const charges = (ledger: string) => (existsSync(ledger) ? readFileSync(ledger, 'utf8').split('\n').filter(Boolean).length : 0);
 
-/** Resumers of one thread, started together once each is ready; resolves with each one's outcome (`killed` for a SIGKILL). */
+/**
+ * Resumers of one thread, started together once each is ready. A resumer that reaches the charge waits there
+ * until every other one has reached it too or ended (refused): so the exclusive case is a real overlap, not two
+ * calls one after the other. Resolves with each one's outcome (`killed` for a SIGKILL).
+ */
 async function resumeTogether(db: string, thread: string, ledger: string, how: 'exclusive' | 'plain', count: number, o: { ttlMs?: number; kill?: boolean } = {}): Promise<string[]> {
   const children = Array.from({ length: count }, () => forkTs(CHILD, ['resume', db, thread, ledger, how, String(o.ttlMs ?? 30_000), ...(o.kill ? ['kill'] : [])]));
   await Promise.all(children.map((c) => nextMessage(c, (m) => m === 'ready')));
+  const settled = new Set<number>();
+  const entered = new Set<number>();
+  const released = new Set<number>();
+  const releaseWhenAllThere = () => {
+    if (entered.size + settled.size < count) return;
+    for (const i of entered) {
+      if (released.has(i)) continue;
+      released.add(i);
+      children[i].send('release');
+    }
+  };
   const outcomes = children.map(
-    (c) =>
+    (c, i) =>
       new Promise<string>((resolve) => {
-        c.on('message', (m: { outcome?: string }) => typeof m === 'object' && resolve(m.outcome!));
-        c.on('exit', (code, signal) => resolve(signal === 'SIGKILL' ? 'killed' : `exited ${code}`));
+        const done = (outcome: string) => {
+          settled.add(i);
+          releaseWhenAllThere();
+          resolve(outcome);
+        };
+        c.on('message', (m: string | { outcome?: string }) => {
+          if (m === 'entered') {
+            entered.add(i);
+            releaseWhenAllThere();
+          } else if (typeof m === 'object') done(m.outcome!);
+        });
+        c.on('exit', (code, signal) => done(signal === 'SIGKILL' ? 'killed' : `exited ${code}`));
       }),
   );
   for (const c of children) c.send('go');
@@ -53,7 +79,7 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
         expect(charges(ledger)).toBe(1);
       } else {
         expect(outcomes).toEqual(['done', 'done']);
-        expect(charges(ledger), 'the two plain resumers overlapped, so the race the exclusive case wins is real').toBe(2);
+        expect(charges(ledger), 'both plain resumers reached the charge at once').toBe(2);
       }
     }
   }, 180_000);
@@ -107,12 +133,12 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
     const a = new WaymarkSaver(new SqliteCheckpointer({ path: file, writerId: 'a' }));
     const b = new WaymarkSaver(new SqliteCheckpointer({ path: file, writerId: 'b' }));
     await a.setup();
-    const config = { configurable: { thread_id: 'acct-9' }, durability: 'sync' as const };
+    const config = { configurable: { thread_id: 'acct-9' } };
     try {
       let open!: () => void;
       const gate = new Promise<void>((r) => (open = r));
       const first = a
-        .exclusive(config, () => build(a, gate).invoke({ steps: [] }, config), { ttlMs: 60_000 })
+        .exclusive(config, (held) => build(a, gate).invoke({ steps: [] }, held), { ttlMs: 60_000 })
         .then(
           () => 'done',
           (e: { code?: string }) => e.code ?? String(e),
@@ -123,10 +149,12 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
       const raw = new Database(file);
       raw.prepare('UPDATE leases SET expires_at = 0 WHERE execution_id = ?').run('acct-9');
       raw.close();
-      expect(await b.exclusive(config, () => build(b, Promise.resolve()).invoke(null, config))).toMatchObject({ steps: ['slow', 'charge'] });
+      expect(await b.exclusive(config, (held) => build(b, Promise.resolve()).invoke(null, held))).toMatchObject({ steps: ['slow', 'charge'] });
       expect(charges(ledger)).toBe(1);
+      const entries = (await a.store.listIdempotent('acct-9')).length;
       open();
       expect(await first).toBe(ErrorCode.LEASE_LOST);
+      expect((await a.store.listIdempotent('acct-9')).length, "the stalled holder's task result is kept (its effect happened)").toBe(entries + 1);
       expect(charges(ledger), 'the stalled holder never reached its next node').toBe(1);
       const state = await build(b, Promise.resolve()).getState(config);
       expect(state.values).toMatchObject({ steps: ['slow', 'charge'] });
@@ -139,16 +167,91 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
     }
   }, 180_000);
 
-  it('bad arguments are named together, with a stable code, and nothing is held', async () => {
+  it('a graph with a subgraph runs whole inside exclusive: the subgraph namespace writes after a fenced renewal each, and a thread taken over refuses them', async () => {
+    const saver = new WaymarkSaver(new SqliteCheckpointer({ path: tmp.file('sub.db'), writerId: 'sub' }));
+    await saver.setup();
+    try {
+      const State = Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
+      let taken = false;
+      let seconds = 0;
+      const inner = new StateGraph(State)
+        .addNode('first', async () => {
+          if (taken) {
+            // another holder took the thread while this one stalled here
+            const raw = new Database(tmp.file('sub.db'));
+            raw.prepare('UPDATE leases SET expires_at = 0 WHERE execution_id = ?').run('sub-1');
+            raw.close();
+            await saver.store.acquireLease('sub-1', { holder: 'other#1', ttlMs: 60_000 });
+          }
+          return { steps: ['inner-1'] };
+        })
+        .addNode('second', () => {
+          seconds++;
+          return { steps: ['inner-2'] };
+        })
+        .addEdge(START, 'first')
+        .addEdge('first', 'second')
+        .addEdge('second', END)
+        .compile();
+      const outer = new StateGraph(State).addNode('inner', inner).addEdge(START, 'inner').addEdge('inner', END).compile({ checkpointer: saver });
+      const config = { configurable: { thread_id: 'sub-1' } };
+      expect(await saver.exclusive(config, (held) => outer.invoke({ steps: [] }, held))).toMatchObject({ steps: ['inner-1', 'inner-2'] });
+      const namespaces = (await saver.store.listExecutions({ limit: 10 })).map((e) => e.executionId);
+      expect(
+        namespaces.some((id) => id.startsWith('sub-1|inner')),
+        namespaces.join(', '),
+      ).toBe(true);
+
+      taken = true;
+      const again = { configurable: { thread_id: 'sub-1' } };
+      const e = await saver.exclusive(again, (held) => outer.invoke({ steps: [] }, held)).catch((x: { code?: string }) => x.code);
+      expect(e).toBe(ErrorCode.LEASE_LOST);
+      expect(seconds, "the subgraph's next node never ran: its namespace's write was refused first").toBe(1);
+      expect((await saver.store.getLease('sub-1'))?.holder).toBe('other#1');
+    } finally {
+      await saver.store.close();
+    }
+  });
+
+  it('bad arguments are named together, with a stable code, and nothing is held; a returned stream is cancelled and refused', async () => {
     const saver = new WaymarkSaver(new SqliteCheckpointer({ path: tmp.file('bad.db') }));
     await saver.setup();
     try {
-      const e = (await saver.exclusive({ configurable: {} }, 'nope' as never, { ttlMs: 5 }).catch((x: unknown) => x)) as { code: string; message: string };
-      expect(e).toMatchObject({ code: ErrorCode.INVALID_GRAPH_CONFIG });
-      expect(e.message).toMatch(/thread_id is missing/);
-      expect(e.message).toMatch(/fn must be a function/);
-      expect(e.message).toMatch(/ttlMs must be a whole number/);
-      expect(await saver.store.getLease('')).toBeNull();
+      const problems = async (config: RunnableConfig & { durability?: string }, fn: unknown, options: unknown) => {
+        const e = (await saver.exclusive(config, fn as never, options as never).catch((x: unknown) => x)) as { code: string; details: { problems: string[] } };
+        expect(e).toMatchObject({ code: ErrorCode.INVALID_GRAPH_CONFIG });
+        return e.details.problems;
+      };
+      expect(await problems({ configurable: {} }, 'nope', { ttlMs: 5 })).toEqual([
+        'config.configurable.thread_id is missing or empty',
+        'fn must be a function (the graph call to run holding the thread)',
+        'options.ttlMs must be a whole number of milliseconds from 100 to 2147483647, got 5',
+      ]);
+      expect(await problems({ configurable: { thread_id: 't' }, durability: 'async' }, () => 1, { ttl: 1000 })).toEqual([
+        `config.durability must be 'sync' or absent, got "async" (under 'async' or 'exit' LangGraph starts a node before the fenced writes are in)`,
+        'options.ttl is not an option (the one option is ttlMs)',
+      ]);
+      expect(await saver.store.getLease('t')).toBeNull();
+
+      const State = Annotation.Root({ n: Annotation<number> });
+      let ran = 0;
+      const graph = new StateGraph(State)
+        .addNode('one', async () => {
+          await new Promise((r) => setTimeout(r, 50));
+          return { n: 1 };
+        })
+        .addNode('two', () => ({ n: ++ran }))
+        .addEdge(START, 'one')
+        .addEdge('one', 'two')
+        .addEdge('two', END)
+        .compile({ checkpointer: saver });
+      const config = { configurable: { thread_id: 'streamed' } };
+      expect(await problems(config, (held: typeof config) => graph.stream({ n: 0 }, held), {})).toEqual([
+        'fn returned a stream: read it to its end inside fn (for await …), so the thread is held while the graph runs',
+      ]);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(ran, 'the cancelled stream ran no further node').toBe(0);
+      expect((await saver.store.getLease('streamed'))?.holder).toBeNull();
     } finally {
       await saver.store.close();
     }
