@@ -7,15 +7,18 @@
  * more and stops before its next node.
  */
 import Database from 'better-sqlite3';
+import postgres from 'postgres';
 import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WaymarkSaver } from '../../client/langgraph/index.js';
+import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { ErrorCode } from '../../shared/errors.js';
 import { forkTs, nextMessage, runTs } from '../helpers/child.js';
+import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const CHILD = new URL('./exclusive-child.ts', import.meta.url).pathname;
@@ -66,6 +69,40 @@ async function resumeTogether(db: string, thread: string, ledger: string, how: '
   return result;
 }
 
+let pgDb: TestDatabase | null = null;
+afterAll(() => pgDb?.drop());
+
+/** Two savers on one store (one SQLite file, or one Postgres schema), and a way to let a lease run out as a stalled holder's would. */
+async function twoSavers(kind: 'sqlite' | 'postgres'): Promise<{ a: WaymarkSaver; b: WaymarkSaver; expire: (executionId: string) => Promise<void>; close: () => Promise<void> }> {
+  if (kind === 'sqlite') {
+    const file = tmp.file('fence.db');
+    const a = new WaymarkSaver(new SqliteCheckpointer({ path: file, writerId: 'a' }));
+    const b = new WaymarkSaver(new SqliteCheckpointer({ path: file, writerId: 'b' }));
+    await a.setup();
+    const expire = async (executionId: string) => {
+      const raw = new Database(file);
+      raw.prepare('UPDATE leases SET expires_at = 0 WHERE execution_id = ?').run(executionId);
+      raw.close();
+    };
+    return { a, b, expire, close: async () => void (await Promise.all([a.store.close(), b.store.close()])) };
+  }
+  pgDb ??= await createTestDatabase('waymark_lg_exclusive');
+  const url = pgDb.url;
+  const a = new WaymarkSaver(new PostgresCheckpointer({ url, schema: 'fence', writerId: 'a', max: 2 }));
+  const b = new WaymarkSaver(new PostgresCheckpointer({ url, schema: 'fence', writerId: 'b', max: 2 }));
+  await a.setup();
+  await b.setup();
+  const expire = async (executionId: string) => {
+    const raw = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      await raw`UPDATE fence.leases SET expires_at = 0 WHERE execution_id = ${executionId}`;
+    } finally {
+      await raw.end({ timeout: 2 });
+    }
+  };
+  return { a, b, expire, close: async () => void (await Promise.all([a.store.close(), b.store.close()])) };
+}
+
 describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
   it('two processes answering one interrupted thread at once: inside exclusive one runs it and the other is refused RUN_IN_PROGRESS, one charge; without it both charge', async () => {
     for (const how of ['exclusive', 'plain'] as const) {
@@ -108,64 +145,70 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
     expect(charges(ledger)).toBe(1);
   }, 180_000);
 
-  it('a holder whose thread was taken over while it stalled writes nothing more: its task result is kept for the new holder, its call fails LEASE_LOST before the next node', async () => {
-    const file = tmp.file('fence.db');
-    const ledger = tmp.file('fence.ledger');
-    writeFileSync(ledger, '');
-    const State = Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
-    let entered!: () => void;
-    const atGate = new Promise<void>((r) => (entered = r));
-    const build = (saver: WaymarkSaver, gate: Promise<void>) =>
-      new StateGraph(State)
-        .addNode('slow', async () => {
-          entered();
-          await gate;
-          return { steps: ['slow'] };
-        })
-        .addNode('charge', () => {
-          writeFileSync(ledger, `${readFileSync(ledger, 'utf8')}charge\n`);
-          return { steps: ['charge'] };
-        })
-        .addEdge(START, 'slow')
-        .addEdge('slow', 'charge')
-        .addEdge('charge', END)
-        .compile({ checkpointer: saver });
-    const a = new WaymarkSaver(new SqliteCheckpointer({ path: file, writerId: 'a' }));
-    const b = new WaymarkSaver(new SqliteCheckpointer({ path: file, writerId: 'b' }));
-    await a.setup();
-    const config = { configurable: { thread_id: 'acct-9' } };
-    try {
-      let open!: () => void;
-      const gate = new Promise<void>((r) => (open = r));
-      const first = a
-        .exclusive(config, (held) => build(a, gate).invoke({ steps: [] }, held), { ttlMs: 60_000 })
-        .then(
-          () => 'done',
-          (e: { code?: string }) => e.code ?? String(e),
-        );
-      await atGate;
-      expect((await a.store.getLease('acct-9'))?.holder).toMatch(/^a#/);
-      // a stall past the ttl, as another process sees it: the lease ran out without a renewal
-      const raw = new Database(file);
-      raw.prepare('UPDATE leases SET expires_at = 0 WHERE execution_id = ?').run('acct-9');
-      raw.close();
-      expect(await b.exclusive(config, (held) => build(b, Promise.resolve()).invoke(null, held))).toMatchObject({ steps: ['slow', 'charge'] });
-      expect(charges(ledger)).toBe(1);
-      const entries = (await a.store.listIdempotent('acct-9')).length;
-      open();
-      expect(await first).toBe(ErrorCode.LEASE_LOST);
-      expect((await a.store.listIdempotent('acct-9')).length, "the stalled holder's task result is kept (its effect happened)").toBe(entries + 1);
-      expect(charges(ledger), 'the stalled holder never reached its next node').toBe(1);
-      const state = await build(b, Promise.resolve()).getState(config);
-      expect(state.values).toMatchObject({ steps: ['slow', 'charge'] });
-      expect(state.next).toEqual([]);
-      // the thread is free again: a later call holds it
-      expect(await b.exclusive(config, async () => 'again')).toBe('again');
-    } finally {
-      await a.store.close();
-      await b.store.close();
-    }
-  }, 180_000);
+  it.each(['sqlite', 'postgres'] as const)(
+    '%s: a holder whose thread was taken over while it stalled writes nothing more: its task result is kept for the new holder, its call fails LEASE_LOST before the next node',
+    async (kind) => {
+      if (kind === 'postgres' && !(await pgReady('LangGraph exclusive on Postgres'))) return;
+      const ledger = tmp.file(`fence-${kind}.ledger`);
+      writeFileSync(ledger, '');
+      const State = Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
+      let entered!: () => void;
+      const atGate = new Promise<void>((r) => (entered = r));
+      const build = (saver: WaymarkSaver, gate: Promise<void>) =>
+        new StateGraph(State)
+          .addNode('slow', async () => {
+            entered();
+            await gate;
+            return { steps: ['slow'] };
+          })
+          .addNode('charge', () => {
+            writeFileSync(ledger, `${readFileSync(ledger, 'utf8')}charge\n`);
+            return { steps: ['charge'] };
+          })
+          .addEdge(START, 'slow')
+          .addEdge('slow', 'charge')
+          .addEdge('charge', END)
+          .compile({ checkpointer: saver });
+      const { a, b, expire, close } = await twoSavers(kind);
+      const config = { configurable: { thread_id: 'acct-9' } };
+      try {
+        let open!: () => void;
+        const gate = new Promise<void>((r) => (open = r));
+        const first = a
+          .exclusive(config, (held) => build(a, gate).invoke({ steps: [] }, held), { ttlMs: 60_000 })
+          .then(
+            () => 'done',
+            (e: { code?: string }) => e.code ?? String(e),
+          );
+        // the checkpoint its task runs from (LangGraph's step 0, the row's turn 1) may still be on its way to the
+        // store (LangGraph does not wait for the first one): the stall comes once it is in
+        await atGate;
+        while (((await a.store.latest('acct-9'))?.turn ?? 0) < 1) await new Promise((r) => setTimeout(r, 10));
+        expect((await a.store.getLease('acct-9'))?.holder).toMatch(/^a#/);
+        // a stall past the ttl, as another process sees it: the lease ran out without a renewal
+        await expire('acct-9');
+        expect(await b.exclusive(config, (held) => build(b, Promise.resolve()).invoke(null, held))).toMatchObject({ steps: ['slow', 'charge'] });
+        expect(charges(ledger)).toBe(1);
+        const entries = (await a.store.listIdempotent('acct-9')).length;
+        open();
+        expect(await first).toBe(ErrorCode.LEASE_LOST);
+        // LangGraph writes the task's result and the step's checkpoint side by side and answers with the first
+        // refusal (often the checkpoint's): the result's write may still be finishing
+        const deadline = Date.now() + 30_000;
+        while ((await a.store.listIdempotent('acct-9')).length === entries && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        expect((await a.store.listIdempotent('acct-9')).length, "the stalled holder's task result is kept (its effect happened)").toBe(entries + 1);
+        expect(charges(ledger), 'the stalled holder never reached its next node').toBe(1);
+        const state = await build(b, Promise.resolve()).getState(config);
+        expect(state.values).toMatchObject({ steps: ['slow', 'charge'] });
+        expect(state.next).toEqual([]);
+        // the thread is free again: a later call holds it
+        expect(await b.exclusive(config, async () => 'again')).toBe('again');
+      } finally {
+        await close();
+      }
+    },
+    180_000,
+  );
 
   it('a graph with a subgraph runs whole inside exclusive: the subgraph namespace writes after a fenced renewal each, and a thread taken over refuses them', async () => {
     const saver = new WaymarkSaver(new SqliteCheckpointer({ path: tmp.file('sub.db'), writerId: 'sub' }));
