@@ -14,7 +14,7 @@ import { isInMemory } from './db/open.js';
 import { SCOPES, type Scope } from './auth.js';
 import { keyRequestProblems } from './admin.js';
 import { adminTarget, printKeys } from './admin-cli.js';
-import { loadConfig, type PlaneConfig } from './config.js';
+import { configProblems, loadConfig, type PlaneConfig } from './config.js';
 import { startPlane, adminKeyPath } from './server.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
 import { onStopRequest } from '../shared/launcher.js';
@@ -107,6 +107,19 @@ function findPlaneCommand(argv: string[]): { command: CommandSpec; rest: string[
   return { problem: `unknown subcommand 'plane ${first} ${second}'${near ? ` (did you mean 'plane ${first} ${near}'?)` : ''}; known: ${subs.join(', ')}` };
 }
 
+/** The settings the command's flags given replace (their variables are not read). */
+function replacedByFlags(command: CommandSpec, values: Record<string, string | boolean | undefined>): string[] {
+  const flags: [string, string][] = [
+    ['database-url', 'databaseUrl'],
+    ['data-dir', 'dataDir'],
+    ['host', 'host'],
+    ['port', 'port'],
+    ['metrics-port', 'metricsPort'],
+    ['dev', 'dev'],
+  ];
+  return flags.filter(([flag]) => flag in command.options && values[flag] !== undefined && values[flag] !== false).map(([, setting]) => setting);
+}
+
 /**
  * `waymark plane …`. Every refusal is printed by errorText (client/cli/args.ts),
  * as the client commands print theirs: a command line it cannot parse is
@@ -136,9 +149,10 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
     out(command === COMMANDS[0] ? `${usageOf(command)}\n\n${USAGE}` : usageOf(command));
     return 0;
   }
-  const problems = [...parsed.problems, ...check(command, parsed)];
-  if (problems.length) throw new UsageError(problems, usageOf(command), command.name);
   const values = parsed.values as Record<string, string | undefined> & { dev?: boolean };
+  const problems = [...parsed.problems, ...check(command, parsed)];
+  // with the environment's own problems, so one run names them all (a variable a flag replaces is not read)
+  if (problems.length) throw new UsageError([...problems, ...configProblems(process.env, replacedByFlags(command, values))], usageOf(command), command.name);
   const config = loadConfig(process.env, {
     ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),

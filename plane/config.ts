@@ -96,11 +96,35 @@ export interface PlaneConfig {
   dev: boolean;
 }
 
+/** The variable each setting a command-line flag can give is read from: a flag given replaces its variable, which is then not read. */
+const FLAG_VARIABLES = {
+  databaseUrl: 'WAYMARK_DATABASE_URL',
+  dataDir: 'WAYMARK_PLANE_DIR',
+  host: 'WAYMARK_HOST',
+  port: 'WAYMARK_PORT',
+  metricsPort: 'WAYMARK_METRICS_PORT',
+  dev: 'WAYMARK_DEV',
+} as const satisfies Partial<Record<keyof PlaneConfig, keyof z.input<typeof Env>>>;
+
+/** The environment without the variables of the settings `replaced` names (flags given on the command line). */
+function withoutReplaced(env: NodeJS.ProcessEnv, replaced: Iterable<string>): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const key of replaced) if (key in FLAG_VARIABLES) delete out[FLAG_VARIABLES[key as keyof typeof FLAG_VARIABLES]];
+  return out;
+}
+
+/** Every problem of the environment's settings, each `VARIABLE must be …, got …`; those of the settings in `replaced` are not read. Empty when it is good. */
+export function configProblems(env: NodeJS.ProcessEnv = process.env, replaced: Iterable<string> = []): string[] {
+  const r = Env.safeParse(withoutReplaced(env, replaced));
+  // each issue is one setting's (its checks share one message), named by its variable
+  return r.success ? [] : r.error.issues.map((i) => `${i.path.map(String).join('.')} ${i.message}`);
+}
+
+/** The configuration: the environment's settings, with `overrides` (flags) in place of theirs (a variable a flag replaces is not read). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<PlaneConfig> = {}): Readonly<PlaneConfig> {
-  const r = Env.safeParse(env);
+  const r = Env.safeParse(withoutReplaced(env, Object.keys(overrides)));
   if (!r.success) {
-    // each issue is one setting's (its checks share one message), named by its variable
-    const problems = r.error.issues.map((i) => `${i.path.map(String).join('.')} ${i.message}`);
+    const problems = configProblems(env, Object.keys(overrides));
     throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `invalid plane configuration: ${problems.join('; ')}`, { details: { problems } });
   }
   const e = r.data;

@@ -45,6 +45,24 @@ describe('plane configuration from the environment', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it('a flag replaces its variable, which is then not read; a bad flag and bad variables are named together (USAGE, exit 2)', async () => {
+    expect(loadConfig({ WAYMARK_PORT: 'abc', WAYMARK_HOST: '' }, { port: 0, host: '127.0.0.1' })).toMatchObject({ port: 0, host: '127.0.0.1' });
+    expect(problemsOf({ WAYMARK_PORT: 'abc', WAYMARK_HOST: '' })).toEqual(['WAYMARK_HOST must not be empty', "WAYMARK_PORT must be a port number 0..65535, got 'abc'"]);
+
+    const dir = tmp.file('never-made-2');
+    const both = await waymarkAsync(['plane', '--port', '99999', '--data-dir', dir], { env: { WAYMARK_LOG_LEVEL: 'loud', WAYMARK_PORT: 'abc' } });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(
+      /^waymark plane: USAGE: 2 problems:\n {2}- option '--port' must be a port number 0\.\.65535 \(got '99999'\)\n {2}- WAYMARK_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got 'loud'\n/,
+    );
+    // --port replaces WAYMARK_PORT: its bad value is not a problem of this command line
+    expect(both.stderr).not.toMatch(/WAYMARK_PORT must be/);
+    expect(existsSync(dir)).toBe(false);
+    // a good --data-dir over an empty WAYMARK_PLANE_DIR: the command goes on
+    const keys = await waymarkAsync(['plane', 'keys', 'list', '--data-dir', dir], { env: { WAYMARK_PLANE_DIR: '' } });
+    expect([keys.code, keys.stderr, keys.stdout.trim()]).toEqual([0, '', 'no keys']);
+  });
+
   it('each setting refuses an empty value, a negative one, a fraction and text the same way', () => {
     expect(problemsOf({ WAYMARK_PORT: '' })).toEqual(["WAYMARK_PORT must be a port number 0..65535, got ''"]);
     expect(problemsOf({ WAYMARK_PORT: '-1' })).toEqual(["WAYMARK_PORT must be a port number 0..65535, got '-1'"]);
