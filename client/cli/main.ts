@@ -49,7 +49,7 @@ const COMMANDS: Command[] = [
       ...db,
       state: { type: 'string', help: 'only runs in this state', choices: STATES },
       since: { type: 'string', help: 'only runs updated since: an ISO time or an age such as 30m, 2h, 7d' },
-      limit: { type: 'string', help: 'at most this many runs (default: all, paged)' },
+      limit: { type: 'string', help: 'at most this many runs, the first by execution id (default: all, paged)' },
       ...json,
     },
     check: (p) => [

@@ -96,6 +96,8 @@ interface PauseView {
   context: Json | null;
   state: 'open' | 'answered' | 'closed';
   answer: Json | null;
+  /** An open pause's decision recorded for it (a screen, `waymark decide`, the plane) and not applied yet: a worker applies it. */
+  decision: { approved: boolean; metadata: Json; decidedBy: string; decidedAt: string; source: string } | null;
 }
 
 export async function inspectRun(store: Checkpointer, executionId: string, out: Out, o: { json?: boolean } = {}): Promise<boolean> {
@@ -127,7 +129,10 @@ export async function inspectRun(store: Checkpointer, executionId: string, out: 
   out('');
   out(end ? `ended: ${end.status}${end.error ? `: ${end.error.code}: ${end.error.message}` : ''}` : pending ? 'ended: no (paused)' : 'ended: no (running, or crashed: no run-end marker)');
   for (const p of pauses) {
-    const said = p.state === 'answered' ? `answered with ${JSON.stringify(p.answer)}` : p.state === 'open' ? 'open' : 'closed without an answer in this store';
+    const decided = p.decision
+      ? `; decided ${p.decision.approved ? 'approve' : 'decline'} by ${p.decision.decidedBy} at ${localTime(p.decision.decidedAt)} (${p.decision.source}), not applied yet: a decision worker applies it`
+      : '';
+    const said = p.state === 'answered' ? `answered with ${JSON.stringify(p.answer)}` : p.state === 'open' ? `open${decided}` : 'closed without an answer in this store';
     out(`pause at seq ${p.seq} (${p.nodeId}): ${p.reason ?? ''}: ${said}`);
   }
   out(pending ? `pending interrupt: ${pending.reason} at ${pending.nodeId} (${pending.agentPath})\n  context: ${JSON.stringify(pending.context)}` : 'pending interrupt: none');
@@ -151,14 +156,20 @@ async function pausesOf(store: Checkpointer, rows: Checkpoint[], openId: string 
       const resumes = (await store.readState(claim)).resumes;
       answer = Array.isArray(resumes) && resumes.length ? (resumes[resumes.length - 1] as Json) : null;
     }
+    const open = r.id === openId;
+    const recorded = open ? await store.getDecision(r.executionId, r.id) : null;
     views.push({
       seq: r.seq,
       checkpointId: r.id,
       nodeId: r.nodeId,
       reason: r.interruptReason,
       context: r.interruptContext,
-      state: r.id === openId ? 'open' : claim ? 'answered' : 'closed',
+      state: open ? 'open' : claim ? 'answered' : 'closed',
       answer,
+      decision:
+        recorded && recorded.state === 'pending'
+          ? { approved: recorded.approved, metadata: recorded.metadata as Json, decidedBy: recorded.decidedBy, decidedAt: recorded.decidedAt, source: recorded.source }
+          : null,
     });
   }
   return views;

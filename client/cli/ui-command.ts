@@ -33,7 +33,7 @@ export function checkUi(p: Parsed): string[] {
   if (db === undefined && url === undefined) problems.push('a store is required: --db FILE (a SQLite file) or --url postgres://…');
   if (db !== undefined && url !== undefined) problems.push('give --db or --url, not both');
   if (typeof url === 'string' && url !== '' && !/^postgres(ql)?:\/\//.test(url)) problems.push(`option '--url' must be a postgres:// URL (got '${url}'); a SQLite file is --db`);
-  if (typeof port === 'string' && port !== '' && !(/^\d+$/.test(port) && Number(port) <= 65535)) problems.push(`option '--port' must be a port number 0-65535 (got '${port}')`);
+  if (typeof port === 'string' && port !== '' && !(/^\d+$/.test(port) && Number(port) <= 65535)) problems.push(`option '--port' must be a port number 0..65535 (got '${port}')`);
   if (typeof host === 'string' && host !== '' && !isLoopback(host) && p.values['allow-remote'] !== true) {
     problems.push(`host '${host}' is not a loopback address: the local inspector has no login, so anyone who reaches it would read the store; pass --allow-remote to bind there anyway`);
   }
