@@ -220,18 +220,52 @@ export async function listHoles(db: PlaneDb, projectId: string, executionId: str
   return [...refused, ...missing].sort((a, b) => a.seq - b.seq);
 }
 
-export async function listRows(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
-  const after = decodeCursor(o.cursor, isSeqCursor) ?? -1;
+/**
+ * The most row bytes (as JSON text) one page of rows carries, whatever its
+ * `limit`: 1000 rows of up to `LIMITS.rowBytes` each would be a gigabyte in
+ * the plane's memory for one request. A page always carries at least one row
+ * (a row is at most `LIMITS.rowBytes`), so paging always moves on.
+ */
+export const PAGE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * One page of an execution's rows with seq in (after, upTo], in seq order: at
+ * most `limit` rows and PAGE_BYTES of them (sizes read first, then only the
+ * rows that fit), and whether rows are left after it.
+ */
+async function rowPage(db: PlaneDb, projectId: string, executionId: string, after: number, upTo: number | null, limit: number): Promise<{ rows: { seq: number; row: unknown }[]; more: boolean }> {
+  const range = (last: number | null) =>
+    and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), gt(checkpoints.seq, after), last === null ? undefined : lte(checkpoints.seq, last));
+  const sizes = await db
+    .select({ seq: checkpoints.seq, bytes: sql<number>`octet_length(${checkpoints.row}::text)` })
+    .from(checkpoints)
+    .where(range(upTo))
+    .orderBy(asc(checkpoints.seq))
+    .limit(limit + 1);
+  let take = 0;
+  for (let bytes = 0; take < Math.min(limit, sizes.length); take++) {
+    bytes += Number(sizes[take].bytes);
+    if (take > 0 && bytes > PAGE_BYTES) break;
+  }
+  if (take === 0) return { rows: [], more: false };
   const rows = await db
     .select({ seq: checkpoints.seq, row: checkpoints.row })
     .from(checkpoints)
-    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), gt(checkpoints.seq, after)))
-    .orderBy(asc(checkpoints.seq))
-    .limit(o.limit + 1);
-  const page = rows.slice(0, o.limit);
+    .where(range(sizes[take - 1].seq))
+    .orderBy(asc(checkpoints.seq));
+  return { rows, more: sizes.length > take };
+}
+
+export async function listRows(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
+  const after = decodeCursor(o.cursor, isSeqCursor) ?? -1;
+  // one snapshot for the sizes and the rows
+  const { rows, more } = await db.transaction((tx) => rowPage(tx as unknown as PlaneDb, projectId, executionId, after, null, o.limit), {
+    isolationLevel: 'repeatable read',
+    accessMode: 'read only',
+  });
   return {
-    items: page.map((r) => r.row as Checkpoint),
-    nextCursor: rows.length > o.limit ? encodeCursor(page[page.length - 1].seq) : null,
+    items: rows.map((r) => r.row as Checkpoint),
+    nextCursor: more ? encodeCursor(rows[rows.length - 1].seq) : null,
   };
 }
 
@@ -386,13 +420,7 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
         const [m] = await tx.select({ seq: checkpoints.seq, id: checkpoints.id }).from(checkpoints).where(mine).orderBy(desc(checkpoints.seq)).limit(1);
         if (m) [upTo, upToId] = [m.seq, m.id];
       }
-      const rows = await tx
-        .select({ seq: checkpoints.seq, row: checkpoints.row })
-        .from(checkpoints)
-        .where(and(mine, gt(checkpoints.seq, after), lte(checkpoints.seq, upTo)))
-        .orderBy(asc(checkpoints.seq))
-        .limit(o.limit + 1);
-      const page = rows.slice(0, o.limit);
+      const { rows: page, more } = await rowPage(tx as unknown as PlaneDb, projectId, executionId, after, upTo, o.limit);
       const [n] = await tx
         .select({ n: sql<number>`count(*)::int` })
         .from(checkpoints)
@@ -404,7 +432,7 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
         totalRows: n.n,
         upTo,
         rows: page.map((r) => r.row as Checkpoint),
-        nextCursor: rows.length > o.limit ? encodeCursor([page[page.length - 1].seq, upTo, upToId]) : null,
+        nextCursor: more ? encodeCursor([page[page.length - 1].seq, upTo, upToId]) : null,
         pending,
         /** The open pause's decision, when one was recorded: a machine that restores the run can apply it. */
         decision: pending ? await pauseDecision(tx as unknown as PlaneDb, projectId, executionId, pending.checkpointId) : null,

@@ -107,7 +107,7 @@ export function executionRoutes({ db }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/executions/{id}/rows',
-      summary: "An execution's rows by seq, cursor paged",
+      summary: "An execution's rows by seq, cursor paged: at most `limit` rows and 8 MiB of them a page (never fewer than one row)",
       ...scoped(db, 'read'),
       request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: limitQ }) },
       responses: {
@@ -128,7 +128,8 @@ export function executionRoutes({ db }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/executions/{id}/restore',
-      summary: 'Everything a new machine needs to resume: rows (paged), the open pause and its decision, idempotency entries (first page)',
+      summary:
+        'Everything a new machine needs to resume: rows (paged: at most `limit` rows and 8 MiB of them a page, never fewer than one), the open pause and its decision, idempotency entries (first page)',
       ...scoped(db, 'read'),
       request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: z.coerce.number().int().min(1).max(1000).default(500) }) },
       responses: {
