@@ -274,4 +274,34 @@ describe('README quick start works when pasted', () => {
       await plane.stop();
     }
   });
+
+  it('the LangGraph section as pasted: the saver fragment, then exclusive answering the interrupt once; a worker that comes later finds nothing open and runs nothing', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## LangGraph'), readme.indexOf('## AI SDK'));
+    const [saver, exclusive] = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+    expect(saver).toMatch(/^\/\/ a fragment of your LangGraph program/);
+    expect(exclusive).toMatch(/^\/\/ continuing the fragment above/);
+    // what the fragment calls "your StateGraph" and "its input": an approval, then a charge written to a ledger
+    const yours = [
+      "import { appendFileSync } from 'node:fs';",
+      "import { Annotation, END, interrupt, START, StateGraph } from '@langchain/langgraph';",
+      'const State = Annotation.Root({ answer: Annotation<string> });',
+      'const graph = new StateGraph(State)',
+      "  .addNode('ask', () => ({ answer: String(interrupt('refund 1042?')) }))",
+      "  .addNode('charge', (s) => (appendFileSync('lg-ledger.txt', `charged ${s.answer}\\n`), {}))",
+      "  .addEdge(START, 'ask').addEdge('ask', 'charge').addEdge('charge', END);",
+      "const input = { answer: '' };",
+    ].join('\n');
+    writeFileSync(join(DIR, 'lg.ts'), `${yours}\n${saver}\n${exclusive}`);
+    const first = spawnSync(process.execPath, ['--import', 'tsx', 'lg.ts'], { cwd: DIR, encoding: 'utf8' });
+    expect([first.status, first.stderr, first.stdout]).toEqual([0, '', '']);
+    expect(readFileSync(join(DIR, 'lg-ledger.txt'), 'utf8')).toBe('charged approved\n');
+    // another worker with the same program, minus the fragment's own first invoke: the interrupt is answered
+    const invoke = /^await app\.invoke\(input, .*\n/m;
+    expect(saver).toMatch(invoke);
+    writeFileSync(join(DIR, 'lg-late.ts'), `${yours}\n${saver.replace(invoke, '')}\n${exclusive}`);
+    const late = spawnSync(process.execPath, ['--import', 'tsx', 'lg-late.ts'], { cwd: DIR, encoding: 'utf8' });
+    expect([late.status, late.stderr, late.stdout]).toEqual([0, '', 'already answered\n']);
+    expect(readFileSync(join(DIR, 'lg-ledger.txt'), 'utf8')).toBe('charged approved\n');
+  });
 });
