@@ -288,7 +288,7 @@ describe('README quick start works when pasted', () => {
       'const State = Annotation.Root({ answer: Annotation<string> });',
       'const graph = new StateGraph(State)',
       "  .addNode('ask', () => ({ answer: String(interrupt('refund 1042?')) }))",
-      "  .addNode('charge', (s) => (appendFileSync('lg-ledger.txt', `charged ${s.answer}\\n`), {}))",
+      "  .addNode('charge', (s) => (appendFileSync('lg-ledger.txt', 'charged ' + s.answer + '\\n'), {}))",
       "  .addEdge(START, 'ask').addEdge('ask', 'charge').addEdge('charge', END);",
       "const input = { answer: '' };",
     ].join('\n');
