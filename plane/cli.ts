@@ -107,24 +107,12 @@ function findPlaneCommand(argv: string[]): { command: CommandSpec; rest: string[
   return { problem: `unknown subcommand 'plane ${first} ${second}'${near ? ` (did you mean 'plane ${first} ${near}'?)` : ''}; known: ${subs.join(', ')}` };
 }
 
-/** The settings the command's flags given replace (their variables are not read). */
-function replacedByFlags(command: CommandSpec, values: Record<string, string | boolean | undefined>): string[] {
-  const flags: [string, string][] = [
-    ['database-url', 'databaseUrl'],
-    ['data-dir', 'dataDir'],
-    ['host', 'host'],
-    ['port', 'port'],
-    ['metrics-port', 'metricsPort'],
-    ['dev', 'dev'],
-  ];
-  return flags.filter(([flag]) => flag in command.options && values[flag] !== undefined && values[flag] !== false).map(([, setting]) => setting);
-}
-
 /**
  * `waymark plane …`. Every refusal is printed by errorText (client/cli/args.ts),
  * as the client commands print theirs: a command line it cannot parse is
- * `waymark[ plane …]: USAGE: …` and exits 2; any other error (a bad setting
- * in the environment, the plane's answer, a data dir another process holds)
+ * `waymark[ plane …]: USAGE: …` and exits 2, naming the environment's bad
+ * settings with it; any other error (a bad setting in the environment on an
+ * otherwise good command line, the plane's answer, a data dir another process holds)
  * is `waymark: CODE: …` and exits 1.
  */
 export async function planeMain(argv: string[], out: (l: string) => void = console.log, err: (l: string) => void = out === console.log ? console.error : out): Promise<number> {
@@ -150,17 +138,19 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
     return 0;
   }
   const values = parsed.values as Record<string, string | undefined> & { dev?: boolean };
-  const problems = [...parsed.problems, ...check(command, parsed)];
-  // with the environment's own problems, so one run names them all (a variable a flag replaces is not read)
-  if (problems.length) throw new UsageError([...problems, ...configProblems(process.env, replacedByFlags(command, values))], usageOf(command), command.name);
-  const config = loadConfig(process.env, {
+  // the settings the flags give (an empty value is refused by the parser): their variables are not read
+  const overrides: Partial<PlaneConfig> = {
     ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
     ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
     ...(values.host ? { host: values.host } : {}),
     ...(values.port ? { port: Number(values.port) } : {}),
     ...(values['metrics-port'] ? { metricsPort: Number(values['metrics-port']) } : {}),
     ...(values.dev ? { dev: true } : {}),
-  });
+  };
+  const problems = [...parsed.problems, ...check(command, parsed)];
+  // with the environment's own problems, so one run names them all
+  if (problems.length) throw new UsageError([...problems, ...configProblems(process.env, Object.keys(overrides))], usageOf(command), command.name);
+  const config = loadConfig(process.env, overrides);
   if (command !== COMMANDS[0]) return adminCommand(config, command.name.split(' ').slice(1), parsed, out);
   // DATA_DIR_LOCKED, PORT_IN_USE, INVALID_OPTIONS (another database's admin-key file): said by planeMain, not thrown on
   const plane = await startPlane(config);
@@ -194,8 +184,7 @@ function check(command: CommandSpec, p: Parsed): string[] {
   for (const flag of ['port', 'metrics-port']) {
     const v = p.values[flag];
     if (typeof v !== 'string') continue;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 0 || n > 65535) problems.push(`option '--${flag}' must be a port number 0..65535 (got '${v}')`);
+    if (!/^\d+$/.test(v) || Number(v) > 65535) problems.push(`option '--${flag}' must be a port number 0..65535 (got '${v}')`);
   }
   if (command.name === 'plane prune') {
     const age = p.values['older-than'];

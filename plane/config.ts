@@ -113,20 +113,27 @@ function withoutReplaced(env: NodeJS.ProcessEnv, replaced: Iterable<string>): No
   return out;
 }
 
-/** Every problem of the environment's settings, each `VARIABLE must be …, got …`; those of the settings in `replaced` are not read. Empty when it is good. */
-export function configProblems(env: NodeJS.ProcessEnv = process.env, replaced: Iterable<string> = []): string[] {
+/** The environment's settings, or every problem of them, each `VARIABLE must be …, got …`; the variables of the settings in `replaced` are not read. */
+function parseEnv(env: NodeJS.ProcessEnv, replaced: Iterable<string>): { data: z.output<typeof Env>; problems?: undefined } | { problems: string[] } {
   const r = Env.safeParse(withoutReplaced(env, replaced));
   // each issue is one setting's (its checks share one message), named by its variable
-  return r.success ? [] : r.error.issues.map((i) => `${i.path.map(String).join('.')} ${i.message}`);
+  return r.success ? { data: r.data } : { problems: r.error.issues.map((i) => `${i.path.map(String).join('.')} ${i.message}`) };
 }
 
-/** The configuration: the environment's settings, with `overrides` (flags) in place of theirs (a variable a flag replaces is not read). */
+/** Every problem of the environment's settings (empty when it is good); those of the settings in `replaced` are not read. */
+export function configProblems(env: NodeJS.ProcessEnv = process.env, replaced: Iterable<string> = []): string[] {
+  return parseEnv(env, replaced).problems ?? [];
+}
+
+/**
+ * The configuration: the environment's settings, then `overrides` in place of
+ * theirs. The variable of a setting a command-line flag can give
+ * (FLAG_VARIABLES) is not read when `overrides` gives that setting; the rest
+ * of the environment is checked whole.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<PlaneConfig> = {}): Readonly<PlaneConfig> {
-  const r = Env.safeParse(withoutReplaced(env, Object.keys(overrides)));
-  if (!r.success) {
-    const problems = configProblems(env, Object.keys(overrides));
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `invalid plane configuration: ${problems.join('; ')}`, { details: { problems } });
-  }
+  const r = parseEnv(env, Object.keys(overrides));
+  if (r.problems) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `invalid plane configuration: ${r.problems.join('; ')}`, { details: { problems: r.problems } });
   const e = r.data;
   return Object.freeze({
     databaseUrl: e.WAYMARK_DATABASE_URL,

@@ -130,7 +130,7 @@ export async function inspectRun(store: Checkpointer, executionId: string, out: 
   out(end ? `ended: ${end.status}${end.error ? `: ${end.error.code}: ${end.error.message}` : ''}` : pending ? 'ended: no (paused)' : 'ended: no (running, or crashed: no run-end marker)');
   for (const p of pauses) {
     const decided = p.decision
-      ? `; decided ${p.decision.approved ? 'approve' : 'decline'} by ${p.decision.decidedBy} at ${localTime(p.decision.decidedAt)} (${p.decision.source}), not applied yet: a decision worker applies it`
+      ? `; decided ${p.decision.approved ? 'approve' : 'decline'} by ${p.decision.decidedBy} at ${localTime(p.decision.decidedAt)} via ${p.decision.source}, not applied yet: a decision worker applies it`
       : '';
     const said = p.state === 'answered' ? `answered with ${JSON.stringify(p.answer)}` : p.state === 'open' ? `open${decided}` : 'closed without an answer in this store';
     out(`pause at seq ${p.seq} (${p.nodeId}): ${p.reason ?? ''}: ${said}`);

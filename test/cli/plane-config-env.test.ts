@@ -57,6 +57,12 @@ describe('plane configuration from the environment', () => {
     );
     // --port replaces WAYMARK_PORT: its bad value is not a problem of this command line
     expect(both.stderr).not.toMatch(/WAYMARK_PORT must be/);
+    // an empty flag is refused, and then its variable is read (and named too)
+    const empty = await waymarkAsync(['plane', '--host', '', '--port', '99999', '--data-dir', dir], { env: { WAYMARK_HOST: '' } });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toMatch(
+      /^waymark plane: USAGE: 3 problems:\n {2}- option '--host' needs a value\n {2}- option '--port' must be a port number 0\.\.65535 \(got '99999'\)\n {2}- WAYMARK_HOST must not be empty\n/,
+    );
     expect(existsSync(dir)).toBe(false);
     // a good --data-dir over an empty WAYMARK_PLANE_DIR: the command goes on
     const keys = await waymarkAsync(['plane', 'keys', 'list', '--data-dir', dir], { env: { WAYMARK_PLANE_DIR: '' } });

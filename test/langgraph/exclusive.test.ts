@@ -183,7 +183,11 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
         // the checkpoint its task runs from (LangGraph's step 0, the row's turn 1) may still be on its way to the
         // store (LangGraph does not wait for the first one): the stall comes once it is in
         await atGate;
-        while (((await a.store.latest('acct-9'))?.turn ?? 0) < 1) await new Promise((r) => setTimeout(r, 10));
+        const stored = Date.now() + 30_000;
+        while (((await a.store.latest('acct-9'))?.turn ?? 0) < 1) {
+          if (Date.now() > stored) throw new Error("the task's checkpoint (turn 1) was not stored within 30 s");
+          await new Promise((r) => setTimeout(r, 10));
+        }
         expect((await a.store.getLease('acct-9'))?.holder).toMatch(/^a#/);
         // a stall past the ttl, as another process sees it: the lease ran out without a renewal
         await expire('acct-9');

@@ -94,7 +94,8 @@ describe('README quick start works when pasted', () => {
     expect([decided.status, decided.stderr]).toEqual([0, '']);
     // recorded, not applied yet: inspect says so beside the open pause
     const waiting = waymark('inspect', '--db', 'runs.db', 'refund-1043');
-    expect(waiting.stdout).toMatch(/manager_approval: open; decided approve by \S+ at .+ \(local\), not applied yet: a decision worker applies it/);
+    expect([waiting.status, waiting.stderr]).toEqual([0, '']);
+    expect(waiting.stdout).toMatch(/manager_approval: open; decided approve by alice at .+ via local, not applied yet: a decision worker applies it/);
     // the finished quick-start run is refused, saying it is completed (not that the store lacks it)
     const finished = waymark('decide', 'refund-1042', '--db', 'runs.db', '--approve');
     expect([finished.status, finished.stderr]).toEqual([1, expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: execution 'refund-1042' is completed; it has no open pause/)]);
