@@ -281,8 +281,8 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
  * request timeout (a request stalled on its way in is answered 408 by the
  * deadline meant for it, never dropped unanswered by this one, whose check
  * runs once a second) and an ingest batch's wait for an admission slot with
- * the headers timeout, plus 5 s. While a handler works the connection gets
- * `handlerIdleMs` instead (`withIdleDeadlines`). Node tells a stuck write from
+ * the headers timeout, plus 5 s. While a handler works the connection gets a
+ * longer one (`withIdleDeadlines`). Node tells a stuck write from
  * a slow one at the next tick of the deadline, so a client that stopped
  * reading is let go within twice this. Between requests Node's keep-alive
  * timeout applies, and the next request on the connection gets this back.

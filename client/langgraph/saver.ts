@@ -138,7 +138,8 @@ export class WaymarkSaver extends BaseCheckpointSaver {
    * `ttlMs` can still finish its effect once more: give the provider an
    * idempotency key for that.
    */
-  async exclusive<C extends RunnableConfig & { durability?: string }, T>(config: C, fn: (config: C & { durability: 'sync' }) => Promise<T> | T, options: ExclusiveOptions = {}): Promise<T> {
+  async exclusive<C extends RunnableConfig & { durability?: string }, T>(config: C, fn: (config: C & { durability: 'sync' }) => Promise<T> | T, given: ExclusiveOptions = {}): Promise<T> {
+    const options: ExclusiveOptions = given ?? {};
     const problems: string[] = [];
     const threadId = config?.configurable?.thread_id;
     if (threadId === undefined || threadId === null || threadId === '') problems.push('config.configurable.thread_id is missing or empty');
@@ -146,8 +147,8 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       problems.push(`config.durability must be 'sync' or absent, got ${JSON.stringify(config.durability)} (under 'async' or 'exit' LangGraph starts a node before the fenced writes are in)`);
     }
     if (typeof fn !== 'function') problems.push('fn must be a function (the graph call to run holding the thread)');
-    for (const key of Object.keys(options ?? {})) if (key !== 'ttlMs') problems.push(`options.${key} is not an option (the one option is ttlMs)`);
-    const ttlMs = options?.ttlMs ?? DEFAULT_LEASE_MS;
+    for (const key of Object.keys(options)) if (key !== 'ttlMs') problems.push(`options.${key} is not an option (the one option is ttlMs)`);
+    const ttlMs = options.ttlMs ?? DEFAULT_LEASE_MS;
     if (!Number.isSafeInteger(ttlMs) || ttlMs < 100 || ttlMs > MAX_TTL_MS)
       problems.push(`options.ttlMs must be a whole number of milliseconds from 100 to ${MAX_TTL_MS}, got ${String(options.ttlMs)}`);
     if (problems.length) throw invalid('cannot hold a LangGraph thread', problems);
