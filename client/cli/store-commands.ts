@@ -68,11 +68,15 @@ export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { j
   }
   const rows: string[][] = [['EXECUTION', 'STATE', 'ROWS', 'LAST NODE', 'UPDATED', 'LEASE', 'ERROR']];
   for (const e of runs) {
-    rows.push([e.executionId, STATE_LABEL[e.state], String(e.rowCount), e.lastNodeId, localTime(e.updatedAt), leaseLabel(e), e.error ? `${e.error.code}: ${e.error.message}` : '']);
+    const state = isGraphThread(e) ? 'LangGraph thread (no marker)' : STATE_LABEL[e.state];
+    rows.push([e.executionId, state, String(e.rowCount), e.lastNodeId, localTime(e.updatedAt), leaseLabel(e), e.error ? `${e.error.code}: ${e.error.message}` : '']);
   }
   table(rows, out);
   return runs.length;
 }
+
+/** A LangGraph thread's execution (client/langgraph): its rows are `langgraph:…` nodes and it has no run-end marker. */
+const isGraphThread = (e: ExecutionSummary): boolean => e.state === 'running' && e.lastNodeId.startsWith('langgraph:');
 
 /**
  * What the lease says about a run without a marker: a live runner holds it,
@@ -83,6 +87,8 @@ export function leaseLabel(e: ExecutionSummary): string {
   if (e.state !== 'running') return '';
   const l = e.lease;
   if (l?.live) return `held by ${l.holder} until ${localTime(l.expiresAt!)}`;
+  // a LangGraph thread never ends with a marker, and recoverRuns does not take it: held only inside saver.exclusive
+  if (isGraphThread(e)) return 'free';
   if (l?.holder) return `STALE: ${l.holder} expired ${localTime(l.expiresAt!)} (recoverable)`;
   return 'free (recoverable)';
 }

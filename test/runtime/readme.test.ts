@@ -297,6 +297,10 @@ describe('README quick start works when pasted', () => {
     const first = spawnSync(process.execPath, ['--import', 'tsx', 'lg.ts'], { cwd: DIR, encoding: 'utf8' });
     expect([first.status, first.stderr, first.stdout]).toEqual([0, '', '']);
     expect(readFileSync(join(DIR, 'lg-ledger.txt'), 'utf8')).toBe('charged approved\n');
+    // the run list names the thread as one, not as a crashed run for recoverRuns
+    const runs = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'runs', '--db', 'runs.db'], { cwd: DIR, encoding: 'utf8' });
+    const thread = runs.stdout.split('\n').find((l) => l.startsWith('support-42 '));
+    expect(thread, runs.stdout).toMatch(/^support-42 +LangGraph thread \(no marker\) .* free\s*$/);
     // another worker with the same program, minus the fragment's own first invoke: the interrupt is answered
     const invoke = /^await app\.invoke\(input, .*\n/m;
     expect(saver).toMatch(invoke);
