@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import { Annotation, Command, END, interrupt, START, StateGraph } from '@langchain/langgraph';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WaymarkSaver } from '../../client/langgraph/index.js';
@@ -255,6 +255,33 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
       expect(e).toBe(ErrorCode.LEASE_LOST);
       expect(seconds, "the subgraph's next node never ran: its namespace's write was refused first").toBe(1);
       expect((await saver.store.getLease('sub-1'))?.holder).toBe('other#1');
+    } finally {
+      await saver.store.close();
+    }
+  });
+
+  it('a graph with two interrupts: an answer by id applies to that interrupt only; the same answer again, late, leaves the next one open and runs nothing', async () => {
+    const saver = new WaymarkSaver(new SqliteCheckpointer({ path: tmp.file('two.db') }));
+    await saver.setup();
+    try {
+      const State = Annotation.Root({ log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
+      const graph = new StateGraph(State)
+        .addNode('refund', () => ({ log: [`refund ${interrupt('refund?')}`] }))
+        .addNode('close', () => ({ log: [`close ${interrupt('close the account?')}`] }))
+        .addEdge(START, 'refund')
+        .addEdge('refund', 'close')
+        .addEdge('close', END)
+        .compile({ checkpointer: saver });
+      const config = { configurable: { thread_id: 'two' } };
+      const paused = await graph.invoke({ log: [] }, config);
+      const first = (paused as unknown as { __interrupt__: { id: string }[] }).__interrupt__[0].id;
+      const answer = () => saver.exclusive(config, (held) => graph.invoke(new Command({ resume: { [first]: 'approved' } }), held));
+      expect(await answer()).toMatchObject({ log: ['refund approved'] });
+      const open = async () => (await graph.getState(config)).tasks.flatMap((t) => t.interrupts.map((i) => i.value));
+      expect(await open()).toEqual(['close the account?']);
+      // a late worker with the same job
+      expect(await answer()).toMatchObject({ log: ['refund approved'] });
+      expect(await open()).toEqual(['close the account?']);
     } finally {
       await saver.store.close();
     }
