@@ -103,6 +103,17 @@ async function twoSavers(kind: 'sqlite' | 'postgres'): Promise<{ a: WaymarkSaver
   return { a, b, expire, close: async () => void (await Promise.all([a.store.close(), b.store.close()])) };
 }
 
+/** A saver on a SQLite store of its own, set up, for `fn`; the store is closed after it. */
+async function withSaver(options: ConstructorParameters<typeof SqliteCheckpointer>[0], fn: (saver: WaymarkSaver) => Promise<void>): Promise<void> {
+  const saver = new WaymarkSaver(new SqliteCheckpointer(options));
+  await saver.setup();
+  try {
+    await fn(saver);
+  } finally {
+    await saver.store.close();
+  }
+}
+
 describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
   it('two processes answering one interrupted thread at once: inside exclusive one runs it and the other is refused RUN_IN_PROGRESS, one charge; without it both charge', async () => {
     for (const how of ['exclusive', 'plain'] as const) {
@@ -215,9 +226,7 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
   );
 
   it('a graph with a subgraph runs whole inside exclusive: the subgraph namespace writes after a fenced renewal each, and a thread taken over refuses them', async () => {
-    const saver = new WaymarkSaver(new SqliteCheckpointer({ path: tmp.file('sub.db'), writerId: 'sub' }));
-    await saver.setup();
-    try {
+    await withSaver({ path: tmp.file('sub.db'), writerId: 'sub' }, async (saver) => {
       const State = Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
       let taken = false;
       let seconds = 0;
@@ -255,15 +264,11 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
       expect(e).toBe(ErrorCode.LEASE_LOST);
       expect(seconds, "the subgraph's next node never ran: its namespace's write was refused first").toBe(1);
       expect((await saver.store.getLease('sub-1'))?.holder).toBe('other#1');
-    } finally {
-      await saver.store.close();
-    }
+    });
   });
 
   it('a graph with two interrupts: an answer by id applies to that interrupt only; the same answer again, late, leaves the next one open and runs nothing', async () => {
-    const saver = new WaymarkSaver(new SqliteCheckpointer({ path: tmp.file('two.db') }));
-    await saver.setup();
-    try {
+    await withSaver({ path: tmp.file('two.db') }, async (saver) => {
       const State = Annotation.Root({ log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
       const graph = new StateGraph(State)
         .addNode('refund', () => ({ log: [`refund ${interrupt('refund?')}`] }))
@@ -282,15 +287,11 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
       // a late worker with the same job
       expect(await answer()).toMatchObject({ log: ['refund approved'] });
       expect(await open()).toEqual(['close the account?']);
-    } finally {
-      await saver.store.close();
-    }
+    });
   });
 
   it('bad arguments are named together, with a stable code, and nothing is held; a returned stream is cancelled and refused', async () => {
-    const saver = new WaymarkSaver(new SqliteCheckpointer({ path: tmp.file('bad.db') }));
-    await saver.setup();
-    try {
+    await withSaver({ path: tmp.file('bad.db') }, async (saver) => {
       const problems = async (config: RunnableConfig & { durability?: string }, fn: unknown, options: unknown) => {
         const e = (await saver.exclusive(config, fn as never, options as never).catch((x: unknown) => x)) as { code: string; details: { problems: string[] } };
         expect(e).toMatchObject({ code: ErrorCode.INVALID_GRAPH_CONFIG });
@@ -326,8 +327,6 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
       await new Promise((r) => setTimeout(r, 200));
       expect(ran, 'the cancelled stream ran no further node').toBe(0);
       expect((await saver.store.getLease('streamed'))?.holder).toBeNull();
-    } finally {
-      await saver.store.close();
-    }
+    });
   });
 });
