@@ -52,7 +52,7 @@ async function events(store: SqliteCheckpointer): Promise<OutboxEvent[]> {
 
 async function drain(store: SqliteCheckpointer, databaseUrl?: string): Promise<{ rowsPerSec: number; rowsPerCpuSec: number; bytesPerSec: number }> {
   const database = await openPlaneDatabase(databaseUrl ? { databaseUrl } : { dataDir: 'memory://' });
-  const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir }), { database, logger: pino({ level: 'silent' }) });
+  const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), { database, logger: pino({ level: 'silent' }) });
   const { key } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
   const { pendingBytes } = await store.outboxStats();
   const replica = connectPlane(store, { url: plane.url, apiKey: key, pollMs: 0 });
