@@ -42,13 +42,14 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
     const rows: Checkpoint[] = [];
     let pending: PendingInterrupt | null = null;
     let decision: Decision | null = null;
-    let idempotency: IdempotencyEntry[] = [];
+    const idempotency: IdempotencyEntry[] = [];
     let totalRows = 0;
     let upTo = -1;
     let cursor: string | null = null;
     let first = true;
     do {
-      const q = new URLSearchParams({ limit: String(o.pageSize ?? 500), ...(cursor ? { cursor } : {}) });
+      // idempotency entries after the rows, paged like them (a plane before 2026-12 ignores it and sends them all first)
+      const q = new URLSearchParams({ limit: String(o.pageSize ?? 500), idempotency: 'paged', ...(cursor ? { cursor } : {}) });
       const res = await http.request('GET', `/v1/executions/${encodeURIComponent(executionId)}/restore?${q}`, { apiKey: o.apiKey, timeoutMs: o.timeoutMs ?? 30_000 }).catch((e: unknown) => {
         throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane at ${o.url} to restore '${executionId}': ${(e as Error).message}; nothing was imported`, {
           cause: e,
@@ -73,12 +74,12 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
       if (first) {
         pending = page.data.pending;
         decision = page.data.decision;
-        idempotency = page.data.idempotency;
         totalRows = page.data.totalRows;
         upTo = page.data.upTo;
         first = false;
       }
       rows.push(...page.data.rows);
+      idempotency.push(...page.data.idempotency);
       cursor = page.data.nextCursor;
       await o.onProgress?.({ rows: rows.length, totalRows: Math.max(totalRows, rows.length) });
     } while (cursor);
@@ -122,7 +123,12 @@ function verifyBundle(executionId: string, upTo: number, rows: Checkpoint[], pen
     if (pending.executionId !== executionId) problems.push(`the pause belongs to execution '${pending.executionId}'`);
     else if (!newest || pending.checkpointId !== newest.id) problems.push(`the pause is for row ${pending.checkpointId}, not the newest row (seq ${upTo}${newest ? `, ${newest.id}` : ''})`);
   }
-  for (const e of idempotency) if (e.executionId !== executionId) problems.push(`idempotency entry '${e.key}' belongs to execution '${e.executionId}'`);
+  const keys = new Set<string>();
+  for (const e of idempotency) {
+    if (e.executionId !== executionId) problems.push(`idempotency entry '${e.key}' belongs to execution '${e.executionId}'`);
+    else if (keys.has(e.key)) problems.push(`idempotency entry '${e.key}' was sent twice`);
+    keys.add(e.key);
+  }
   if (problems.length) {
     throw new WaymarkError(ErrorCode.RESTORE_UNVERIFIED, `restore of '${executionId}' was not verified, nothing was imported: ${problems.join('; ')}`, {
       details: { executionId, upTo, missingSeqs: missing, problems },

@@ -129,9 +129,17 @@ export function executionRoutes({ db }: RouteDeps) {
       method: 'get',
       path: '/v1/executions/{id}/restore',
       summary:
-        'Everything a new machine needs to resume: rows (paged: at most `limit` rows and 8 MiB of them a page, never fewer than one), the open pause and its decision, idempotency entries (first page)',
+        'Everything a new machine needs to resume: rows (paged: at most `limit` rows and 8 MiB of them a page, never fewer than one), the open pause and its decision (first page), idempotency entries (all on the first page, or with `idempotency=paged` after the rows, paged like them: gather them from every page)',
       ...scoped(db, 'read'),
-      request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: z.coerce.number().int().min(1).max(1000).default(500) }) },
+      request: {
+        params: IdParam,
+        query: z.object({
+          // a cursor of the idempotency entries holds a key (up to 512 characters, escaped in JSON, then base64)
+          cursor: z.string().max(8192).optional(),
+          limit: z.coerce.number().int().min(1).max(1000).default(500),
+          idempotency: z.enum(['first', 'paged']).default('first'),
+        }),
+      },
       responses: {
         200: jsonAnswer('a page of the bundle', RestorePage),
         404: errorResponse('unknown execution'),
@@ -152,7 +160,8 @@ export function executionRoutes({ db }: RouteDeps) {
         const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;
         throw new HttpError(409, ErrorCode.RUN_INCOMPLETE, message, { details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } });
       }
-      return c.json(await restorePage(db, projectId, id, c.req.valid('query')), 200);
+      const q = c.req.valid('query');
+      return c.json(await restorePage(db, projectId, id, { cursor: q.cursor, limit: q.limit, entries: q.idempotency }), 200);
     },
   );
   return app;

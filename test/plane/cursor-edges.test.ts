@@ -174,6 +174,56 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       }
     });
 
+    it('restore with idempotency=paged: an entries cursor with a key the plane could not hold (NUL, over 512 characters, not text) or a bad snapshot is 400 BAD_CURSOR; an issued one pages every entry once, one a page, and the real client restores them', async () => {
+      const rows = await eventsOf(async (s) => {
+        for (let i = 0; i < 2; i++) await s.put(step('effects', i));
+        // keys whose order differs between byte order and a locale's: each still comes once
+        for (const k of ['B', 'a', 'é', 'Z z', '€']) await s.putIdempotent('effects', k, { k });
+      });
+      expect(await ingest(rows)).toMatchObject({ rejected: 0 });
+      const upToId = (await get('/v1/executions/effects/restore')).body.rows[1].id as string;
+      for (const v of [
+        ['idempotency', 1, upToId, 'a\u0000'],
+        ['idempotency', 1, upToId, 'x'.repeat(513)],
+        ['idempotency', 1, upToId, 5],
+        ['idempotency', INT4_MAX + 1, upToId, 'a'],
+        ['idempotency', 1, 'x'.repeat(65), 'a'],
+        ['idempotency', 1, upToId],
+        ['entries', 1, upToId, 'a'],
+      ]) {
+        await badCursor(`/v1/executions/effects/restore?idempotency=paged&cursor=${cursor(v)}`);
+      }
+      for (const v of [
+        ['idempotency', 5, upToId, 'a'],
+        ['idempotency', 1, uuidv7(), null],
+      ]) {
+        expect((await badCursor(`/v1/executions/effects/restore?idempotency=paged&cursor=${cursor(v)}`)).body.error.message).toContain('restore again from the first page');
+      }
+      // the key limit itself is read
+      expect((await get(`/v1/executions/effects/restore?idempotency=paged&cursor=${cursor(['idempotency', 1, upToId, '€'.repeat(512)])}`)).status).toBe(200);
+      const seqs: number[] = [];
+      const keys: string[] = [];
+      let next: string | null = null;
+      do {
+        const r = await get(`/v1/executions/effects/restore?limit=1&idempotency=paged${next ? `&cursor=${next}` : ''}`);
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        expect(r.body.rows.length + r.body.idempotency.length).toBe(1);
+        seqs.push(...r.body.rows.map((x: { seq: number }) => x.seq));
+        keys.push(...r.body.idempotency.map((x: { key: string }) => x.key));
+        next = r.body.nextCursor;
+      } while (next);
+      expect(seqs).toEqual([0, 1]);
+      expect(keys.length).toBe(5);
+      expect([...keys].sort()).toEqual(['B', 'Z z', 'a', 'é', '€']);
+      const store = new SqliteCheckpointer({ path: ':memory:', writerId: 'restorer' });
+      try {
+        expect(await restoreFromPlane(store, 'effects', { url: plane.url, apiKey: reader, pageSize: 1 })).toMatchObject({ totalRows: 2, idempotencyInserted: 5 });
+        expect(await store.getIdempotent('effects', 'é')).toEqual({ hit: true, result: { k: 'é' } });
+      } finally {
+        await store.close();
+      }
+    });
+
     it('restore: a run deleted and started again between pages is refused with 400 BAD_CURSOR on the next page, not served as pages of the new copy', async () => {
       const old = await eventsOf(async (s) => {
         for (let i = 0; i < 3; i++) await s.put(step('redone', i));
