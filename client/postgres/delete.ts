@@ -42,7 +42,7 @@ export async function pruneChunk(tx: Tx, t: Tables, walk: PruneWalk, dropped: (e
     SELECT e.execution_id,
            EXISTS (SELECT 1 FROM ${t.outbox} o WHERE o.execution_id = e.execution_id AND NOT o.synced) AS unsynced
     FROM ${t.executions} e
-    WHERE ${prunable(tx)} AND e.execution_id > ${walk.after}
+    WHERE ${prunable(tx)} AND e.execution_id COLLATE "C" > ${walk.after}
     ORDER BY e.execution_id COLLATE "C" LIMIT ${PRUNE_CHUNK}`;
   const take = walk.take(chunk);
   if (!take.length) return;

@@ -27,9 +27,12 @@ export async function readPending(sql: Sql, t: Tables, executionId: string): Pro
   return row ? fromColumns.pending(row) : null;
 }
 
+// Listings page by execution id in byte order (COLLATE "C", as SQLite orders): the cursor's comparison names the
+// same collation as the ORDER BY, or a database ordering text by a locale (en_US.UTF-8) would continue a page after
+// its cursor in another order than the page was cut in, and skip ids for good (recoverRuns would never see a run).
 export async function listPending(sql: Sql, t: Tables, options: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]> {
   const rows = await sql<PendingColumns[]>`
-    SELECT * FROM ${t.pending} WHERE execution_id > ${options.afterExecutionId ?? ''}
+    SELECT * FROM ${t.pending} WHERE execution_id COLLATE "C" > ${options.afterExecutionId ?? ''}
     ORDER BY execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
   return rows.map(fromColumns.pending);
 }
@@ -65,7 +68,7 @@ export async function listExecutionSummaries(sql: Sql, t: Tables, options: { aft
     FROM ${t.executions} e
     LEFT JOIN ${t.pending} p ON p.execution_id = e.execution_id
     LEFT JOIN ${t.leases} l ON l.execution_id = e.execution_id
-    WHERE e.execution_id > ${options.afterExecutionId ?? ''} ${options.state ? sql.unsafe(`AND ${stateCondition(options.state)}`) : sql``}
+    WHERE e.execution_id COLLATE "C" > ${options.afterExecutionId ?? ''} ${options.state ? sql.unsafe(`AND ${stateCondition(options.state)}`) : sql``}
     ORDER BY e.execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
   return rows.map((r) => summaryFromRow(r, Number(r.now_ms)));
 }

@@ -41,12 +41,17 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** Create a fresh database; `drop()` removes it (terminating leftover sessions). */
-export async function createTestDatabase(prefix = 'waymark_test'): Promise<TestDatabase> {
+/**
+ * Create a fresh database; `drop()` removes it (terminating leftover sessions).
+ * `locale: 'en-US'` orders its text as that locale does (ICU), not by bytes as
+ * this server's default `C.UTF-8` does: what a stock `en_US.UTF-8` server does
+ * to queries that page by a text column.
+ */
+export async function createTestDatabase(prefix = 'waymark_test', o: { locale?: 'en-US' } = {}): Promise<TestDatabase> {
   const name = `${prefix}_${process.pid}_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6)}`;
   const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} });
   try {
-    await admin.unsafe(`CREATE DATABASE "${name}"`);
+    await admin.unsafe(`CREATE DATABASE "${name}"${o.locale ? ` LOCALE_PROVIDER icu ICU_LOCALE '${o.locale}' LOCALE 'C.UTF-8' TEMPLATE template0` : ''}`);
   } finally {
     await admin.end({ timeout: 2 });
   }

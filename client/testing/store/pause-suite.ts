@@ -108,6 +108,28 @@ export function runPauseSuite(options: StoreSuiteOptions): void {
       expect([...p1, ...p2, ...p3].map((p) => p.executionId)).toEqual([...ids].sort());
     });
 
+    test('listExecutions and listPendingInterrupts page in the byte order of execution ids, whatever the database orders text by (case, accents): every run once', async () => {
+      // a locale's collation orders these apart from their bytes ('a' < 'B' < 'e-' < 'é' < 'Order-0' < 'order-1'…);
+      // a page that sorts by bytes but continues after its cursor by the locale's order skips runs for good
+      const base = exec();
+      const ids = ['Order-0', 'order-1', 'Order-2', 'a', 'B', 'é', 'e-', 'Z', 'z'].map((v) => `${base}/${v}`);
+      for (const id of ids) await store.recordInterrupt(pauseRow(id), { reason: 'r', context: null });
+      const walk = async <T extends { executionId: string }>(page: (after: string) => Promise<T[]>) => {
+        const seen: string[] = [];
+        for (let after = `${base}/`; ; ) {
+          const items = await page(after);
+          const ours = items.filter((x) => x.executionId.startsWith(`${base}/`));
+          seen.push(...ours.map((x) => x.executionId));
+          if (ours.length < items.length || items.length < 2) return seen;
+          after = items[items.length - 1].executionId;
+        }
+      };
+      const bytes = [...ids].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+      expect(await walk((after) => store.listExecutions({ afterExecutionId: after, limit: 2 }))).toEqual(bytes);
+      expect(await walk((after) => store.listExecutions({ afterExecutionId: after, limit: 2, state: 'paused' }))).toEqual(bytes);
+      expect(await walk((after) => store.listPendingInterrupts({ afterExecutionId: after, limit: 2 }))).toEqual(bytes);
+    });
+
     test('idempotency entries round-trip, a stored null is a hit, the first result wins', async () => {
       const a = exec();
       expect(await store.getIdempotent(a, 'k')).toEqual({ hit: false });
