@@ -21,6 +21,7 @@ import type { PlaneEnv } from './http/env.js';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../shared/errors.js';
 import { HttpError } from './http/errors.js';
+import { type BodyDeadline, BodyReadError, readBodyCapped } from '../shared/body-read.js';
 
 /** A body refused; a timed-out body is still in the socket: answer, then close the connection rather than drain it. */
 export class BodyError extends HttpError {
@@ -39,49 +40,18 @@ export class ClientAborted extends HttpError {
   }
 }
 
-/** How long a body may take: without a byte, and in all. */
-export interface BodyDeadline {
-  idleMs: number;
-  totalMs: number;
-}
+export type { BodyDeadline } from '../shared/body-read.js';
+export { DEFAULT_BODY_DEADLINE } from '../shared/body-read.js';
 
-/** The plane's body deadline when none is configured (the defaults of WAYMARK_BODY_IDLE_MS and WAYMARK_BODY_TOTAL_MS). */
-export const DEFAULT_BODY_DEADLINE: BodyDeadline = Object.freeze({ idleMs: 10_000, totalMs: 120_000 });
-
-/** The next chunk, or BODY_TIMEOUT once `ms` pass first; a failed read is the client hanging up. */
-async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number, what: string) {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new BodyError(408, ErrorCode.BODY_TIMEOUT, what)), Math.max(0, ms));
-  });
-  try {
-    return await Promise.race([reader.read().catch((e: unknown) => Promise.reject(new ClientAborted(e))), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
+/** The body's bytes (shared/body-read.ts), its refusal as the answer to send. */
 async function readCapped(stream: ReadableStream<Uint8Array> | null, limit: number, deadline: BodyDeadline): Promise<Buffer> {
-  if (!stream) return Buffer.alloc(0);
-  const chunks: Buffer[] = [];
-  let n = 0;
-  const reader = stream.getReader();
-  const end = performance.now() + deadline.totalMs;
-  for (;;) {
-    const left = end - performance.now();
-    const { done, value } =
-      left < deadline.idleMs
-        ? await nextChunk(reader, left, `request body not complete within ${deadline.totalMs} ms`)
-        : await nextChunk(reader, deadline.idleMs, `no request body bytes for ${deadline.idleMs} ms`);
-    if (done) break;
-    n += value.byteLength;
-    if (n > limit) {
-      await reader.cancel().catch(() => {});
-      throw new BodyError(413, ErrorCode.TOO_LARGE, `request body is over ${limit} bytes`);
-    }
-    chunks.push(Buffer.from(value));
+  try {
+    return await readBodyCapped(stream, limit, deadline);
+  } catch (e) {
+    if (!(e instanceof BodyReadError)) throw e;
+    if (e.reason === 'aborted') throw new ClientAborted(e.cause);
+    throw e.reason === 'too_large' ? new BodyError(413, ErrorCode.TOO_LARGE, e.message) : new BodyError(408, ErrorCode.BODY_TIMEOUT, e.message);
   }
-  return Buffer.concat(chunks);
 }
 
 function gunzipCapped(buf: Buffer, limit: number): Promise<Buffer> {

@@ -29,6 +29,9 @@ import { inspectorHeaders, mountAssets, mountPages } from '../../inspector/pages
 import { localSource } from './local-source.js';
 import { isLoopback } from './loopback.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
+import { formBodyWithin } from '../../inspector/form-body.js';
+import { DEFAULT_BODY_DEADLINE } from '../../shared/body-read.js';
+import { LIMITS } from '../../shared/limits.js';
 
 export { isLoopback };
 
@@ -68,6 +71,8 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
     }
     await next();
   });
+  // the decision form's body within a control body's size and the default body deadline
+  app.use('/runs/*', formBodyWithin(LIMITS.controlBodyBytes, DEFAULT_BODY_DEADLINE));
   mountAssets(app);
   const source = localSource(store);
   mountPages(app, {

@@ -26,6 +26,9 @@ import { mountKeysPage } from './keys.js';
 import { csrfOf, csrfOk, originOk, siteOk, tokenOk } from '../../inspector/csrf.js';
 import { FRAME, planeFrame } from '../../inspector/frame.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
+import { formBodyWithin } from '../../inspector/form-body.js';
+import { type BodyDeadline, DEFAULT_BODY_DEADLINE } from '../../shared/body-read.js';
+import { LIMITS } from '../../shared/limits.js';
 
 export interface InspectorOptions {
   /**
@@ -34,6 +37,8 @@ export interface InspectorOptions {
    * 127.0.0.1 would otherwise read them, with no login to stop it.
    */
   dev?: boolean;
+  /** How long a form's body may take (the plane's body deadline; default DEFAULT_BODY_DEADLINE). */
+  bodyDeadline?: BodyDeadline;
 }
 
 /** The nav a session may use: its principal's scopes (Keys only for an admin session). */
@@ -66,6 +71,9 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   // --dev has no login: every path is answered only to a loopback Host on this port (DNS rebinding), a page added later too
   if (o.dev) app.use('*', hostOnly);
   for (const path of ['/', '/login', '/logout', '/runs/*', '/approvals', '/quarantine', '/writers', '/keys', '/keys/*', '/ui/*']) app.use(path, headers);
+  // every form's body (sign-in needs no key) within a control body's size and the body deadline
+  const forms = formBodyWithin(LIMITS.controlBodyBytes, o.bodyDeadline ?? DEFAULT_BODY_DEADLINE);
+  for (const path of ['/login', '/logout', '/runs/*', '/keys', '/keys/*']) app.use(path, forms);
   mountAssets(app);
 
   const viewer: MiddlewareHandler<PlaneEnv> = async (c, next) => {

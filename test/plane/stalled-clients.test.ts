@@ -118,8 +118,8 @@ describe('stalled uploads against the real plane binary', () => {
     await Promise.all(stalled.map((s) => s.closedAt));
     for (const s of stalled) {
       expect(s.answer, s.kind).toMatch(/^HTTP\/1\.1 408 /);
-      // a body read by the plane's own deadline says so, in JSON, and closes; the rest are Node's backstop (headers, then the whole request)
-      if (['ingest', 'ingest-chunked', 'claim'].includes(s.kind)) {
+      // a body read by the plane's own deadline says so (in JSON, or as text to a form) and closes; stalled headers are Node's backstop
+      if (['ingest', 'ingest-chunked', 'claim', 'login-form'].includes(s.kind)) {
         expect(s.answer, s.kind).toContain('BODY_TIMEOUT');
         expect(s.answer.toLowerCase(), s.kind).toContain('connection: close');
       }
