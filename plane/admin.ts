@@ -66,7 +66,7 @@ export const admin = {
    * other problem is INVALID_REQUEST naming every problem of the request,
    * the unknown project too (`details.problems`, each `field: problem`).
    */
-  async createKey(db: PlaneDb, p: Principal, o: { project?: string; name?: string; scopes: Scope[] }) {
+  async createKey(db: PlaneDb, p: Principal, o: { project?: string; name?: string; scopes: readonly string[] }) {
     if (o.scopes.includes('operator') && !isOperator(p)) throw new WaymarkError(ErrorCode.FORBIDDEN, "only an operator key may grant the 'operator' scope");
     const own = o.project ?? (await db.select({ name: projects.name }).from(projects).where(eq(projects.id, p.projectId)))[0]?.name;
     const visibleTo = isOperator(p) ? undefined : p.projectId;
@@ -83,7 +83,7 @@ export const admin = {
       throw new WaymarkError(ErrorCode.INVALID_REQUEST, `the key was not created: ${problems.join('; ')}`, { details: { problems, ...unknown?.details } });
     }
     if (unknown) throw unknown;
-    const k = await createKey(db, { project: own ?? '', name: o.name, scopes: o.scopes, visibleTo });
+    const k = await createKey(db, { project: own ?? '', name: o.name, scopes: o.scopes as Scope[], visibleTo });
     const [view] = (await listKeys(db, k.projectId)).filter((r) => r.id === k.id).map(keyView);
     return { ...view, key: k.key };
   },

@@ -33,6 +33,8 @@ export interface Principal {
 }
 
 const KEY_RE = /^wm_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
+/** A key's id as the plane makes them: any other text names no key (and is never sent to the database). */
+const KEY_ID = /^[0-9a-f]{16}$/;
 const DUMMY_HASH = createHash('sha256').update('waymark-dummy').digest();
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
@@ -56,10 +58,12 @@ export function printable(s: string): string {
   return s.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/** Every problem with a key name (none: an empty list): at most KEY_NAME_MAX characters, no control characters. */
+/** Every problem with a key name (none: an empty list): not blank, at most KEY_NAME_MAX characters, no control characters. */
 export function keyNameProblems(name: string): string[] {
   const problems: string[] = [];
   const length = [...name].length;
+  // a decision a key records names it (decidedBy): an empty name would leave it nobody
+  if (!name.trim()) problems.push('it is empty');
   if (length > KEY_NAME_MAX) problems.push(`it is ${length} characters long, more than ${KEY_NAME_MAX}`);
   const controls = [...new Set(name.match(CONTROL) ?? [])];
   if (controls.length) problems.push(`it has control characters (${controls.map(printable).join(', ')}), which a terminal listing the keys would act on`);
@@ -77,7 +81,7 @@ export function checkKeyName(name: string): void {
 
 export class UnknownProject extends WaymarkError {
   constructor(name: string, known: string[]) {
-    super(ErrorCode.UNKNOWN_PROJECT, `no project '${name}'; known: ${known.length ? known.join(', ') : '(none)'}; create it with 'waymark plane projects create ${name}'`, {
+    super(ErrorCode.UNKNOWN_PROJECT, `no project '${printable(name)}'; known: ${known.length ? known.join(', ') : '(none)'}; create it with 'waymark plane projects create ${name}'`, {
       details: { project: name, known },
     });
     this.name = 'UnknownProject';
@@ -108,7 +112,8 @@ export async function createProject(db: PlaneDb, name: string): Promise<{ id: st
  * the error lists only what the caller may see.
  */
 export async function projectId(db: PlaneDb, name: string, visibleTo?: string): Promise<string> {
-  const [found] = await db.select({ id: projects.id }).from(projects).where(eq(projects.name, name));
+  // a name no project can have (U+0000, which Postgres text cannot hold, among them) is unknown without a query
+  const [found] = checkProjectName(name) ? [] : await db.select({ id: projects.id }).from(projects).where(eq(projects.name, name));
   if (found && (!visibleTo || found.id === visibleTo)) return found.id;
   throw new UnknownProject(
     name,
@@ -169,6 +174,7 @@ export async function listKeys(db: PlaneDb, projectId?: string) {
 
 /** Revoke an active key (of one project when `projectId` is given); false when there is no such active key. */
 export async function revokeKey(db: PlaneDb, id: string, projectId?: string): Promise<boolean> {
+  if (!KEY_ID.test(id)) return false;
   const where: SQL[] = [eq(apiKeys.id, id), isNull(apiKeys.revokedAt)];
   if (projectId) where.push(eq(apiKeys.projectId, projectId));
   const r = await db
@@ -181,6 +187,7 @@ export async function revokeKey(db: PlaneDb, id: string, projectId?: string): Pr
 
 /** A key's state for one caller: missing (or in another project), revoked, or active. */
 export async function keyState(db: PlaneDb, id: string, projectId?: string): Promise<'missing' | 'revoked' | 'active'> {
+  if (!KEY_ID.test(id)) return 'missing';
   const [row] = await db.select({ projectId: apiKeys.projectId, revokedAt: apiKeys.revokedAt }).from(apiKeys).where(eq(apiKeys.id, id));
   if (!row || (projectId && row.projectId !== projectId)) return 'missing';
   return row.revokedAt ? 'revoked' : 'active';

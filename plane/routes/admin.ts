@@ -19,7 +19,17 @@ import { scoped } from '../http/scope.js';
 // strict: a field the plane does not know is refused (a typo such as `scope` would otherwise be dropped unseen)
 const CreateProjectBody = z.object({ name: z.string().max(200) }).strict();
 
-const CreateKeyBody = z.object({ project: z.string().max(200).optional(), name: z.string().max(200).optional(), scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length) }).strict();
+// the scopes are judged with the name and the project (admin.createKey), so one answer names every problem
+const CreateKeyBody = z
+  .object({
+    project: z.string().max(200).optional(),
+    name: z.string().max(200).optional(),
+    scopes: z
+      .array(z.string().max(64))
+      .max(SCOPES.length * 2)
+      .describe(`one or more of: ${SCOPES.join(', ')}`),
+  })
+  .strict();
 
 const PruneBody = z
   .object({

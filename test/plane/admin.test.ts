@@ -86,10 +86,32 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
   });
 
   it('a bad request names every problem and changes nothing', async () => {
-    const r = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 7, scopes: ['root'] } });
+    const keys = async () => (await call(`${plane.url}/v1/admin/keys`, { key: operator })).body.items.length;
+    const before = await keys();
+    const r = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 7, scopes: 'read' } });
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe('INVALID_REQUEST');
-    expect(r.body.error.message).toMatch(/project: .*; scopes\.0: /);
+    expect(r.body.error.message).toMatch(/project: .*; scopes: /);
+    // an unknown scope, a bad name and a project no name can be (U+0000, which Postgres text cannot hold): all three named, not a 500
+    const all = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'a\u0000b', name: 'x\u0001', scopes: ['root', 'read'] } });
+    expect(all.status, JSON.stringify(all.body)).toBe(400);
+    expect(all.body.error).toMatchObject({
+      code: 'INVALID_REQUEST',
+      details: {
+        problems: [
+          expect.stringMatching(/^scopes: unknown scope\(s\): root \(known: /),
+          expect.stringContaining('name: it has control characters (\\u0001)'),
+          expect.stringContaining("project: no project 'a\\u0000b'"),
+        ],
+      },
+    });
+    const empty = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'ops', name: ' ', scopes: [] } });
+    expect(empty.body.error).toMatchObject({ code: 'INVALID_REQUEST', details: { problems: ['scopes: a key needs at least one scope', 'name: it is empty'] } });
+    expect((await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'a\u0000b', scopes: ['read'] } })).body.error).toMatchObject({ code: 'UNKNOWN_PROJECT' });
+    for (const id of ['%00', 'a%00b', 'FFFFFFFFFFFFFFFF', 'x'.repeat(64)]) {
+      expect((await call(`${plane.url}/v1/admin/keys/${id}/revoke`, { key: operator, method: 'POST' })).body.error, id).toMatchObject({ code: 'KEY_NOT_FOUND' });
+    }
+    expect(await keys()).toBe(before);
     const bad = await call(`${plane.url}/v1/admin/projects`, { key: operator, json: { name: '../etc' } });
     expect(bad).toMatchObject({ status: 400, body: { error: { code: 'INVALID_REQUEST' } } });
     expect((await call(`${plane.url}/v1/admin/projects`, { key: operator })).body.items).toHaveLength(3);
