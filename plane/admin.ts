@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
-import { createKey, createProject, keyNameProblems, keyState, listKeys, listProjects, projectId, revokeKey, SCOPES, UnknownProject, type Principal, type Scope } from './auth.js';
+import { createKey, createProject, keyNameProblems, keyState, listKeys, listProjects, printable, projectId, revokeKey, SCOPES, UnknownProject, type Principal, type Scope } from './auth.js';
 import type { PlaneDb } from './db/open.js';
 import { projects } from './db/schema.js';
 import { eq } from 'drizzle-orm';
@@ -66,7 +66,7 @@ export const admin = {
    * other problem is INVALID_REQUEST naming every problem of the request,
    * the unknown project too (`details.problems`, each `field: problem`).
    */
-  async createKey(db: PlaneDb, p: Principal, o: { project?: string; name?: string; scopes: readonly string[] }) {
+  async createKey(db: PlaneDb, p: Principal, o: { project?: string; name?: string; scopes: readonly string[]; unknownFields?: readonly string[] }) {
     if (o.scopes.includes('operator') && !isOperator(p)) throw new WaymarkError(ErrorCode.FORBIDDEN, "only an operator key may grant the 'operator' scope");
     const own = o.project ?? (await db.select({ name: projects.name }).from(projects).where(eq(projects.id, p.projectId)))[0]?.name;
     const visibleTo = isOperator(p) ? undefined : p.projectId;
@@ -77,7 +77,10 @@ export const admin = {
         throw e;
       },
     );
-    const problems = keyRequestProblems(o).map(([field, problem]) => `${field}: ${problem}`);
+    const problems = [
+      ...(o.unknownFields ?? []).map((f) => `${printable(f)}: not a field of a key request (known: project, name, scopes)`),
+      ...keyRequestProblems(o).map(([field, problem]) => `${field}: ${problem}`),
+    ];
     if (problems.length) {
       if (unknown) problems.push(`project: ${unknown.message}`);
       throw new WaymarkError(ErrorCode.INVALID_REQUEST, `the key was not created: ${problems.join('; ')}`, { details: { problems, ...unknown?.details } });

@@ -19,17 +19,17 @@ import { scoped } from '../http/scope.js';
 // strict: a field the plane does not know is refused (a typo such as `scope` would otherwise be dropped unseen)
 const CreateProjectBody = z.object({ name: z.string().max(200) }).strict();
 
-// the scopes are judged with the name and the project (admin.createKey), so one answer names every problem
-const CreateKeyBody = z
-  .object({
-    project: z.string().max(200).optional(),
-    name: z.string().max(200).optional(),
-    scopes: z
-      .array(z.string().max(64))
-      .max(SCOPES.length * 2)
-      .describe(`one or more of: ${SCOPES.join(', ')}`),
-  })
-  .strict();
+// Only the types here: the scopes, the name, the project and any field the plane does not know are judged
+// together (admin.createKey), so one answer names every problem of the request.
+const CreateKeyFields = ['project', 'name', 'scopes'];
+const CreateKeyBody = z.looseObject({
+  project: z.string().max(200).optional(),
+  name: z.string().max(200).optional(),
+  scopes: z
+    .array(z.string().max(64))
+    .max(SCOPES.length * 2)
+    .describe(`one or more of: ${SCOPES.join(', ')}`),
+});
 
 const PruneBody = z
   .object({
@@ -127,7 +127,8 @@ export function adminRoutes({ db, bodyDeadline }: RouteDeps) {
     }),
     async (c) => {
       const b = c.req.valid('json');
-      return c.json(await answered(admin.createKey(db, c.get('principal'), { project: b.project, name: b.name, scopes: b.scopes })), 201);
+      const unknownFields = Object.keys(b).filter((k) => !CreateKeyFields.includes(k));
+      return c.json(await answered(admin.createKey(db, c.get('principal'), { project: b.project, name: b.name, scopes: b.scopes, unknownFields })), 201);
     },
   );
 
