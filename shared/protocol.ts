@@ -4,7 +4,7 @@
  * so the envelope types them as unknown.
  */
 import { z } from 'zod';
-import { Checkpoint, Decision, ExecutionId, IdempotencyEntry, IsoTime, JsonValue, PendingInterrupt, Uuidv7, WriterId } from './rows.js';
+import { Checkpoint, Decision, ExecutionId, IdempotencyEntry, IsoTime, JsonObject, PendingInterrupt, Uuidv7, WriterId } from './rows.js';
 import { LIMITS } from './limits.js';
 
 export const PROTOCOL_VERSION = 1;
@@ -194,7 +194,7 @@ export const DecisionRequest = z
   .object({
     checkpointId: Uuidv7,
     approved: z.boolean(),
-    metadata: z.record(z.string(), JsonValue).default({}),
+    metadata: JsonObject.default({}),
     comment: z.string().max(LIMITS.decisionCommentLength).optional(),
   })
   .strict();

@@ -11,6 +11,23 @@ export const JsonValue = z
   // for OpenAPI documents: any JSON value
   .meta({ type: ['object', 'array', 'string', 'number', 'boolean', 'null'], description: 'any JSON value' } as Record<string, unknown>);
 
+/**
+ * A JSON object (not an array, not null), kept exactly as sent: `z.record`
+ * builds a new object by assignment, which drops a `"__proto__"` key (it sets
+ * the prototype instead), so a row's state or a decision's metadata would
+ * lose it unseen, and two rows differing only there would hash alike.
+ */
+export const JsonObject = z
+  .custom<{ [key: string]: Json }>((v) => typeof v === 'object' && v !== null && !Array.isArray(v) && jsonProblem(v) === null, {
+    error: (issue) => {
+      const v = issue.input;
+      return typeof v !== 'object' || v === null || Array.isArray(v)
+        ? `must be a JSON object, not ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`
+        : `not plain JSON: ${jsonProblem(v) ?? 'invalid'}`;
+    },
+  })
+  .meta({ type: 'object', description: 'a JSON object' } as Record<string, unknown>);
+
 export const Uuidv7 = z.string().regex(UUIDV7_RE, 'must be a lowercase UUIDv7');
 
 /** A control character (C0 or DEL): no id holds one, and Postgres text cannot hold U+0000. */
@@ -50,7 +67,7 @@ export type Status = z.infer<typeof Status>;
 export const EncodedFull = z.object({
   v: z.literal(1),
   kind: z.literal('full'),
-  state: z.record(z.string(), JsonValue),
+  state: JsonObject,
 });
 export const EncodedDelta = z.object({
   v: z.literal(1),
@@ -62,7 +79,7 @@ export const EncodedDelta = z.object({
   /** messages kept from the previous state */
   keep: z.number().int().nonnegative().max(LIMITS.maxSeq),
   append: z.array(JsonValue),
-  set: z.record(z.string(), JsonValue),
+  set: JsonObject,
   unset: z.array(z.string()),
 });
 export const EncodedState = z.discriminatedUnion('kind', [EncodedFull, EncodedDelta]);
@@ -123,7 +140,7 @@ export type IdempotencyEntry = z.infer<typeof IdempotencyEntry>;
 export const ResumeValue = z
   .object({
     approved: z.boolean(),
-    metadata: z.record(z.string(), JsonValue).default({}),
+    metadata: JsonObject.default({}),
   })
   .strict();
 export type ResumeValue = z.infer<typeof ResumeValue>;
@@ -140,7 +157,7 @@ export const Decision = z
     executionId: ExecutionId,
     checkpointId: Uuidv7,
     approved: z.boolean(),
-    metadata: z.record(z.string(), JsonValue),
+    metadata: JsonObject,
     decidedBy: printable(LIMITS.decidedByLength),
     source: z.enum(['plane', 'local']),
     decidedAt: IsoTime,
