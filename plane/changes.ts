@@ -11,7 +11,18 @@
  * transaction's last step and held to commit, so seqs commit in order: a
  * reader that has seen seq n never later finds a smaller seq committed behind
  * it. The lock is taken after the transaction's row locks and touches only
- * rows it already holds, so it cannot deadlock with them.
+ * rows it already holds, so it cannot deadlock with them. A transaction that
+ * takes the decision feed's lock takes it first (decisions.ts), so the two
+ * are always taken in one order.
+ *
+ * The same lock orders the keys two listings page by: a quarantine record's
+ * id (GET /v1/quarantine) and a pause's `opened_seq` (GET /v1/pauses). The
+ * ingest draws them again under it, after stamping the changes, in place of
+ * the placeholders its inserts drew mid-transaction (ingest.ts
+ * stampQuarantine, ingest-events.ts stampOpenedPauses): a reader paging a
+ * listing never later finds an entry committed behind its cursor. The lock
+ * is project-wide, not per feed: it is taken only at a transaction's end,
+ * held for a few updates.
  *
  * One entry per run: a run changed many times since the cursor appears once,
  * at its newest seq, with where it stands now.
@@ -26,7 +37,7 @@ type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
 const SEQUENCE = sql.raw(`pg_get_serial_sequence('executions', 'change_seq')`);
 
-/** Serialize the drawing of change seqs of one project until the transaction ends (take it last: see above). */
+/** Serialize the drawing of change seqs, quarantine ids and pause opened seqs of one project until the transaction ends (take it last: see above). */
 export async function lockChanges(tx: Tx, projectId: string): Promise<void> {
   await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`waymark.changes:${projectId}`}))`);
 }

@@ -214,14 +214,18 @@ export async function storeIngestedDecision(tx: Tx, projectId: string, writerId:
 /**
  * The approvals inbox: the project's pauses not yet answered (open, or claimed
  * at the plane and not yet applied), oldest first by the order they were
- * opened (a DB sequence), each with its decision if one was recorded. Paged.
- * Two keyset reads merged: open pauses by their partial index, and the held
- * claims (few at any time) by theirs; neither walks the pauses long answered.
+ * opened (a DB sequence drawn in commit order: ingest-events.ts
+ * stampOpenedPauses), each with its decision if one was recorded. Paged: a
+ * reader following the cursor never misses a pause opened while it pages.
+ * Two keyset reads merged, in one snapshot (a pause claimed or released
+ * between them would show twice, or not at all): open pauses by their partial
+ * index, and the held claims (few at any time) by theirs; neither walks the
+ * pauses long answered.
  */
 export async function listPauses(db: PlaneDb, projectId: string, o: { cursor?: string; limit: number }): Promise<{ items: PauseView[]; nextCursor: string | null }> {
   const after = decodeCursor(o.cursor, isIdCursor) ?? 0;
-  const read = (open: boolean) => {
-    const q = db
+  const read = (tx: Conn, open: boolean) => {
+    const q = tx
       .select({ p: pendingInterrupts, claim: claims, d: decisions })
       .from(pendingInterrupts)
       // by (project, execution) too: the primary key of a pause, from a held claim
@@ -238,7 +242,8 @@ export async function listPauses(db: PlaneDb, projectId: string, o: { cursor?: s
       .orderBy(asc(pendingInterrupts.openedSeq))
       .limit(o.limit + 1);
   };
-  const rows = [...(await read(true)), ...(await read(false))].sort((a, b) => a.p.openedSeq - b.p.openedSeq).slice(0, o.limit + 1);
+  const both = await db.transaction(async (tx) => [...(await read(tx, true)), ...(await read(tx, false))], { isolationLevel: 'repeatable read', accessMode: 'read only' });
+  const rows = both.sort((a, b) => a.p.openedSeq - b.p.openedSeq).slice(0, o.limit + 1);
   const page = rows.slice(0, o.limit);
   const now = Date.now();
   return {

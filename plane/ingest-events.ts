@@ -8,6 +8,7 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { OutboxEvent } from '../shared/rows.js';
 import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
+import { lockChanges } from './changes.js';
 import { storeIngestedDecision } from './decisions.js';
 import { hashOf, type Item, reject, type Tx } from './ingest.js';
 
@@ -125,14 +126,12 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
       claimedBy: claimed?.writerId ?? null,
       claimedAt: claimed?.at ?? null,
     };
-    // the run's next pause replaces the row: it is a new entry of the inbox, ordered as newly opened
+    // the run's next pause replaces the row: a new entry of the inbox, whose opened_seq (drawn here, a placeholder) is
+    // drawn again in commit order at the end of the transaction (stampOpenedPauses)
     await tx
       .insert(pendingInterrupts)
       .values(values)
-      .onConflictDoUpdate({
-        target: [pendingInterrupts.projectId, pendingInterrupts.executionId],
-        set: { ...values, openedSeq: sql`nextval(pg_get_serial_sequence('pending_interrupts', 'opened_seq'))` },
-      });
+      .onConflictDoUpdate({ target: [pendingInterrupts.projectId, pendingInterrupts.executionId], set: values });
   },
 
   async interrupt_claimed(c, e) {
@@ -250,6 +249,30 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     c.deleted.set(e.executionId, c.writerId);
   },
 };
+
+/**
+ * Give the pauses this batch opened their place in the approvals inbox
+ * (GET /v1/pauses pages by `opened_seq`), in the batch's order, under the
+ * project's commit-order lock held to commit (changes.ts): a reader that has
+ * paged past seq n never later finds a pause committed behind it. The seq the
+ * insert drew mid-transaction is only a placeholder: two batches commit in any
+ * order. Call it last (after refreshExecutions): it takes the lock after every
+ * row lock of the transaction and updates only rows the batch wrote (a pause
+ * opened and then closed or deleted in the batch has no row left to update).
+ */
+export async function stampOpenedPauses(tx: Tx, projectId: string, items: Item[]): Promise<void> {
+  const opened = [...new Set(items.filter((i) => !i.result && i.event?.kind === 'interrupt_opened').map((i) => i.executionId!))];
+  if (!opened.length) return;
+  await lockChanges(tx, projectId);
+  // nextval over the ordered subquery: the batch's first opened pause draws the smallest seq
+  await tx.execute(sql`
+    UPDATE pending_interrupts p SET opened_seq = n.seq
+    FROM (
+      SELECT o.execution_id, nextval(pg_get_serial_sequence('pending_interrupts', 'opened_seq')) AS seq
+      FROM (SELECT e.value AS execution_id FROM jsonb_array_elements_text(${JSON.stringify(opened)}::jsonb) WITH ORDINALITY AS e(value, n) ORDER BY e.n) o
+    ) n
+    WHERE p.project_id = ${projectId} AND p.execution_id = n.execution_id`);
+}
 
 /** Store one event (not a checkpoint) by its kind's handler. */
 export async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Item, touched: Set<string>, deleted: Map<string, string>) {

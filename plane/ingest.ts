@@ -12,9 +12,9 @@ import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
 import { issuesText } from './http/errors.js';
-import { announceChanges, stampChanges } from './changes.js';
+import { announceChanges, lockChanges, stampChanges } from './changes.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
-import { storeEvent } from './ingest-events.js';
+import { stampOpenedPauses, storeEvent } from './ingest-events.js';
 
 export type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
@@ -125,7 +125,7 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
     await recordContacts(tx, projectId, writerId, items);
     const refused = items.filter((i) => i.result?.status === 'rejected');
     // rows refused for the first time: a batch re-sent after its answer was lost refuses them again, but they were counted then
-    let newlyRefused = 0;
+    let quarantined: number[] = [];
     if (refused.length) {
       const recorded = await tx
         .insert(quarantine)
@@ -150,8 +150,9 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
         )
         .onConflictDoNothing()
         .returning({ id: quarantine.id });
-      newlyRefused = recorded.length;
+      quarantined = recorded.map((r) => r.id);
     }
+    const newlyRefused = quarantined.length;
     // rows stored by this batch: a redelivered row (duplicate) was counted when it was first stored
     const acked = items.filter((i) => i.result === undefined || i.result.status === 'accepted').length;
     await tx
@@ -174,8 +175,11 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
           ...(backlog ? { backlogRows: backlog.rows, backlogBytes: backlog.bytes, oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null } : {}),
         },
       });
-    // last: it stamps the change feed under a lock held to commit (changes.ts)
+    // last: under the project's commit-order lock held to commit (changes.ts), the change feed's stamps, then the
+    // keys the quarantine and the approvals inbox page by: each listing's keys commit in the order they are drawn
     await refreshExecutions(tx, projectId, [...touched], deleted);
+    await stampQuarantine(tx, projectId, quarantined);
+    await stampOpenedPauses(tx, projectId, items);
   });
   if (touched.size || deleted.size) announceChanges(db, projectId);
   const results = items.map((i) => i.result ?? { id: i.id, status: 'accepted' as const });
@@ -189,6 +193,28 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
     duplicate: results.filter((r) => r.status === 'duplicate').length,
     rejected: results.filter((r) => r.status === 'rejected').length,
   };
+}
+
+/**
+ * Give this batch's new quarantine records their ids (GET /v1/quarantine
+ * pages by id), in the batch's order, under the project's commit-order lock
+ * held to commit (changes.ts): a reader that has paged past id n never later
+ * finds a record committed behind it. The id the insert drew mid-transaction
+ * is only a placeholder (two batches commit in any order). Call it last: it
+ * takes the lock after every row lock of the transaction and updates only
+ * rows the batch inserted.
+ */
+async function stampQuarantine(tx: Tx, projectId: string, ids: number[]): Promise<void> {
+  if (!ids.length) return;
+  await lockChanges(tx, projectId);
+  // nextval over the ordered subquery: the batch's first record (the smallest placeholder) draws the smallest id
+  await tx.execute(sql`
+    UPDATE quarantine q SET id = n.id
+    FROM (
+      SELECT o.id AS placeholder, nextval(pg_get_serial_sequence('quarantine', 'id')) AS id
+      FROM (SELECT id FROM quarantine WHERE project_id = ${projectId} AND id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)::bigint) ORDER BY id) o
+    ) n
+    WHERE q.id = n.placeholder`);
 }
 
 /**

@@ -577,6 +577,11 @@ async function doubleEffects(db: PlaneDb, projectId: string, conflicts: { execut
   return out;
 }
 
+/**
+ * The project's quarantine (or one execution's), oldest first, paged by id.
+ * Ids are drawn in commit order per project (ingest.ts stampQuarantine): a
+ * reader following the cursor never misses a record committed while it pages.
+ */
 export async function listQuarantine(db: PlaneDb, projectId: string, o: { cursor?: string; limit: number; executionId?: string }) {
   const after = decodeCursor(o.cursor, isIdCursor) ?? 0;
   const rows = await db

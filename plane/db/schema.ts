@@ -151,7 +151,7 @@ export const pendingInterrupts = pgTable(
     state: text().notNull(),
     claimedBy: text(),
     claimedAt: timestamp({ withTimezone: true, mode: 'date' }),
-    /** Order of opening (a DB sequence, renewed when the run's next pause replaces the row): the approvals inbox is oldest first by it. */
+    /** Order of opening (a DB sequence, renewed when the run's next pause replaces the row): the approvals inbox is oldest first by it. Drawn in commit order per project (ingest-events.ts stampOpenedPauses): the inbox pages by it. */
     openedSeq: bigserial({ mode: 'number' }).notNull(),
   },
   // the inbox's open pauses in order, without walking every pause ever answered;
@@ -257,6 +257,7 @@ export const idempotency = pgTable(
 export const quarantine = pgTable(
   'quarantine',
   {
+    /** Drawn in commit order per project (ingest.ts stampQuarantine): the quarantine listing pages by it. */
     id: bigserial({ mode: 'number' }).primaryKey(),
     projectId: text().notNull(),
     writerId: text().notNull(),

@@ -54,7 +54,8 @@ export function executionRoutes({ db }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/executions',
-      summary: 'Executions, newest update first, cursor paged',
+      summary:
+        'Executions, newest update first, cursor paged: a live view. A run updated while you page moves to the front: this walk does not list it again, or misses it if it had not reached it yet. For a complete listing walk the change feed (GET /v1/changes)',
       ...scoped(db, 'read'),
       request: {
         query: z.object({
