@@ -58,8 +58,15 @@ function prepare(rows: unknown[]): Item[] {
     let text: string;
     try {
       text = JSON.stringify(raw) ?? 'null';
-    } catch {
-      text = String(raw);
+    } catch (e) {
+      // JSON.parse took it, but it is nested past what a stack can write back (about 10,000 levels; the wire allows 64)
+      // its quarantine record says what it can of the row (a record is one per writer and text)
+      const id = idOf(raw);
+      const kind = (raw as { kind?: unknown } | null)?.kind;
+      const about = [id && `id ${id}`, typeof kind === 'string' && `kind ${clean(kind, 64)}`, executionGuess(raw) && `execution ${executionGuess(raw)}`].filter(Boolean).join(', ');
+      const item: Item = { index, id, raw, text: `(a row${about ? ` (${about})` : ''} nested too deep to write back as JSON: ${(e as Error).message})` };
+      reject(item, 'invalid', `(row): nested deeper than ${LIMITS.jsonDepth}`);
+      return item;
     }
     const item: Item = { index, id: idOf(raw), raw, text };
     // the client's measure exactly (eventBytes): a row its store accepted is never too large here
