@@ -224,10 +224,10 @@ export function bearer(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
-/** A key's name (who decided, on a decision recorded with it); its id when the key is gone. */
+/** A key's name (who decided, on a decision recorded with it); its id when the key is gone or its name is blank (made before names were checked). */
 export async function keyName(db: PlaneDb, keyId: string): Promise<string> {
   const [k] = await db.select({ name: apiKeys.name }).from(apiKeys).where(eq(apiKeys.id, keyId));
-  return k?.name ?? keyId;
+  return k?.name.trim() ? k.name : keyId;
 }
 
 /** A project's name by id (null when it no longer exists). */

@@ -101,6 +101,21 @@ export function refuseBadDecision(body: unknown): void {
  * - 409 PAUSE_CLOSED when it was claimed, or closed by a cancel or a deletion (details say by whom).
  * `decidedBy` is the key's name (or a local user's); `comment` goes into `metadata.comment`.
  */
+/**
+ * `s` cut to at most `max` UTF-16 units (what the wire schema counts) between
+ * characters: a key's name may be 128 characters of 2 units each, and a cut
+ * inside one would leave half a character, which the schema refuses.
+ */
+function whole(s: string, max: number): string {
+  if (s.length <= max) return s;
+  let out = '';
+  for (const ch of s) {
+    if (out.length + ch.length > max) break;
+    out += ch;
+  }
+  return out;
+}
+
 export async function recordDecision(db: PlaneDb, projectId: string, executionId: string, req: unknown, decidedBy: string, source: Decision['source'] = 'plane'): Promise<DecisionView> {
   refuseBadDecision(req);
   const body = DecisionRequest.parse(req);
@@ -110,7 +125,7 @@ export async function recordDecision(db: PlaneDb, projectId: string, executionId
     checkpointId: body.checkpointId,
     approved: body.approved,
     metadata: body.comment === undefined ? body.metadata : { ...body.metadata, comment: body.comment },
-    decidedBy: decidedBy.slice(0, LIMITS.decidedByLength),
+    decidedBy: whole(decidedBy, LIMITS.decidedByLength),
     source,
     decidedAt: new Date().toISOString(),
   });

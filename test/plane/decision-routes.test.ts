@@ -86,6 +86,17 @@ function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       });
     });
 
+    it('a key named with 128 characters of two UTF-16 units each (the longest name a key may have) records decisions under its whole name', async () => {
+      const name = `a${'😀'.repeat(127)}`;
+      const { key } = await createKey(plane.database.db, { project: 'shop', name, scopes: ['approve'] });
+      const cp = await paused('r-long-name');
+      const r = await post('/v1/executions/r-long-name/decision', { checkpointId: cp, approved: true }, key);
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      // the wire allows 200 units: the name is cut there, between characters, never inside one
+      expect(r.body.decidedBy).toBe(`a${'😀'.repeat(99)}`);
+      expect(r.body.decidedBy.isWellFormed()).toBe(true);
+    });
+
     it('bad input is refused 400 naming every problem; a second decision 409 ALREADY_DECIDED naming the first; a claimed pause 409 PAUSE_CLOSED; none changes anything', async () => {
       const cp = await paused('r-2');
       const before = await decisions();
