@@ -11,7 +11,10 @@
  * Re-entry at the newest row of the agent's own path:
  *   llm_call    → the model is called again with the saved history; no tool re-runs
  *   tool_call   → the tool runs again with its saved arguments (and answers in scope);
- *                 the model is not called; siblings after it are answered "not run"
+ *                 the model is not called; siblings after it are answered "not run";
+ *                 a row marked as written for a tool the agent did not have (TOOL_MISSING)
+ *                 is answered "does not exist" again; an unmarked one whose tool is gone
+ *                 is refused (TOOL_NOT_FOUND)
  *   hitl_pause  → claim the pause (writing a tool_call row with the answer, atomically), then as tool_call
  *   run_end     → completed: AlreadyResumed; cancelled: RunCancelled; failed: stepped over
  *
@@ -41,11 +44,16 @@ import type { Model, ToolCall } from '../models/model.js';
 import { Resume } from './interrupt.js';
 import { pauseNotOpen, type ResumeOptions } from './pause.js';
 import { checkClaimDecisionId } from '../store/decisions.js';
-import type { Tool } from './tool.js';
+import { nameProblems, toolSegment, type Tool } from './tool.js';
 import { AgentLoop } from './loop.js';
-import { freeze, kept, type Place, type RunState } from './run-state.js';
+import { freeze, kept, TOOL_MISSING, type Place, type RunState } from './run-state.js';
 
 export interface AgentOptions {
+  /**
+   * 1–64 of `A-Za-z0-9_-`, as a tool's name: the agent's rows are filed under
+   * `agent:NAME` (`supervisor:NAME`), a path split on '/'. Another name is
+   * refused when the agent is made (INVALID_OPTIONS, each problem named).
+   */
   name: string;
   model: Model;
   tools?: Tool[];
@@ -117,11 +125,10 @@ export class Agent {
     this.kind = options.kind ?? 'agent';
     this.store = options.checkpointer;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
+    checkAgentOptions(options, this.leaseMs);
     // worker agents' loops by the tool name that delegates to them (the loop invokes them)
     const workersByTool = new Map<string, AgentLoop>();
     for (const t of options.tools ?? []) {
-      if (this.tools.has(t.name)) throw new Error(`duplicate tool name '${t.name}'`);
       this.tools.set(t.name, t);
       const w = (t.delegate as Agent | undefined) ?? undefined;
       if (w) {
@@ -149,6 +156,8 @@ export class Agent {
   /** Expose this agent as a tool a supervisor can delegate to; its rows nest under the supervisor's path. */
   asTool(options: { name?: string; description?: string } = {}): Tool {
     const name = options.name ?? this.name;
+    const problems = nameProblems('options.name', name);
+    if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `asTool: ${problems.join('; ')}`, { details: { problems } });
     return Object.freeze({
       name,
       description: options.description ?? `Delegate a task to the ${this.name} agent.`,
@@ -303,7 +312,7 @@ export class Agent {
       const level = this.runner.topLevel(executionId, store, newest, lease, options.onEvent);
       const own = await this.runner.latestOwn(level);
       if (!own) throw new CheckpointError(`execution '${executionId}' has no row of ${this.path} to resume from`);
-      if (own.step === 'tool_call') this.resolveTool(own.agentPath);
+      if (own.step === 'tool_call') await this.resolveTool(store, own);
       return { level, own };
     });
     return this.runner.outer(level, () => this.runner.reenter(level, own));
@@ -383,7 +392,7 @@ export class Agent {
    * and then fail, or tell its model the tool does not exist.
    */
   private async resolvePath(store: Checkpointer, executionId: string, row: Checkpoint): Promise<void> {
-    this.resolveTool(row.agentPath);
+    await this.resolveTool(store, row);
     let agent: Agent = this;
     let place: Place = { executionId, store, path: this.path, afterSeq: -1 };
     for (const part of row.agentPath.split('/').slice(1)) {
@@ -406,26 +415,59 @@ export class Agent {
     }
   }
 
-  /** Walk an agent path (`agent:A/agent:W/tool:T`) through this agent's workers; throws TOOL_NOT_FOUND naming a missing tool. */
-  private resolveTool(agentPath: string): void {
-    const parts = agentPath.split('/');
+  /**
+   * Walk a row's agent path (`agent:A/agent:W/tool:T`) through this agent's
+   * workers; throws TOOL_NOT_FOUND naming a missing tool. The tool a row is
+   * at may be missing only when the row is marked as written for a tool its
+   * agent did not have then (TOOL_MISSING): re-entered, the model is answered
+   * again that it does not exist. Its state is read only then.
+   */
+  private async resolveTool(store: Checkpointer, row: Checkpoint): Promise<void> {
+    const parts = row.agentPath.split('/');
     if (parts[0] !== this.path) {
       throw new CheckpointError(`row belongs to '${parts[0]}', not to ${this.path}`);
     }
     let agent: Agent = this;
-    for (const part of parts.slice(1)) {
+    for (const [i, part] of parts.entries()) {
+      if (i === 0) continue;
       const [kind, name] = [part.slice(0, part.indexOf(':')), part.slice(part.indexOf(':') + 1)];
       if (kind === 'agent') {
         const w = agent.workers.get(name);
         if (!w) throw new CheckpointError(`the paused run needs worker agent '${name}', which agent '${agent.name}' does not have`, { details: { tool: name } });
         agent = w;
       } else if (kind === 'tool') {
-        if (!agent.tools.has(name)) {
+        if (!agent.tools.has(name) && !(i === parts.length - 1 && (await writtenMissing(store, row, name)))) {
           throw new CheckpointError(`the run needs tool '${name}', which agent '${agent.name}' does not have`, { details: { tool: name }, code: ErrorCode.TOOL_NOT_FOUND });
         }
       }
     }
   }
+}
+
+/** Whether `row` is a tool row written for a tool (named `segment` in its path) that its agent did not have then. */
+async function writtenMissing(store: Checkpointer, row: Checkpoint, segment: string): Promise<boolean> {
+  if (row.step !== 'tool_call') return false;
+  const state = (await kept(store.readState(row))) as RunState;
+  return state[TOOL_MISSING] === true && typeof state.toolName === 'string' && toolSegment(state.toolName) === segment;
+}
+
+/**
+ * An agent's definition, checked before anything uses it; every problem is
+ * named (INVALID_OPTIONS, `details.problems`). Its name and its tools' names
+ * are path segments (`agent:NAME/tool:NAME`, split on '/'), held to tool()'s rule.
+ */
+function checkAgentOptions(options: AgentOptions, leaseMs: number): void {
+  const problems = nameProblems('name', options.name);
+  const kind: unknown = options.kind ?? 'agent';
+  if (kind !== 'agent' && kind !== 'supervisor') problems.push(`kind must be 'agent' or 'supervisor' (got ${JSON.stringify(kind)})`);
+  if (!Number.isInteger(leaseMs) || leaseMs < 1) problems.push(`leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
+  const seen = new Set<string>();
+  for (const [i, t] of (options.tools ?? []).entries()) {
+    problems.push(...nameProblems(`tools[${i}].name`, t?.name));
+    if (seen.has(t?.name)) problems.push(`tools[${i}]: duplicate tool name '${String(t?.name)}'`);
+    seen.add(t?.name);
+  }
+  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `Agent: ${problems.join('; ')}`, { details: { problems } });
 }
 
 /**

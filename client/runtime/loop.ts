@@ -16,7 +16,7 @@ import { isLeaseLoss, type RunLease } from './lease.js';
 import type { FaultHook } from '../faults.js';
 import { distinctCallIds, type Message, type Model, type ModelReply, type ToolCall, type ToolSpec } from '../models/model.js';
 import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
-import { parseArguments, toolSpec, type Tool } from './tool.js';
+import { parseArguments, toolSegment, toolSpec, type Tool } from './tool.js';
 import type { RunEvent, RunResult } from './agent.js';
 import {
   emit,
@@ -28,6 +28,7 @@ import {
   PauseOutcome,
   stripResumes,
   stripTool,
+  TOOL_MISSING,
   toolCallIndex,
   withUsage,
   type Entry,
@@ -256,19 +257,23 @@ export class AgentLoop {
         const call = calls[i];
         const isEntry = i === entry.index;
         const resumes = isEntry ? entry.resumes : [];
+        // a tool the agent does not have (a name the model made up): the row says so, and a resume answers it as this pass does
+        const missing = !this.tools.has(call.name);
         const toolState: RunState = {
           messages: state.messages,
           turn: state.turn,
           toolName: call.name,
           toolCallId: call.id,
           ...(resumes.length ? { resumes } : {}),
+          ...(missing ? { [TOOL_MISSING]: true } : {}),
         };
-        const agentPath = `${level.path}/tool:${call.name}`;
+        const segment = missing ? toolSegment(call.name) : call.name;
+        const agentPath = `${level.path}/tool:${segment}`;
         const row =
           isEntry && entry.row
             ? entry.row
             : await this.checkpoint(level, {
-                nodeId: `turn:${state.turn}/tool:${call.name}`,
+                nodeId: `turn:${state.turn}/tool:${segment}`,
                 turn: state.turn,
                 step: 'tool_call',
                 agentPath,

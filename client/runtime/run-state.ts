@@ -74,6 +74,16 @@ export function kept<T>(op: Promise<T>): Promise<T> {
   });
 }
 
+/**
+ * The mark (`true` in its state) of a tool row whose tool the agent did not
+ * have when the row was written: the model called a name of its own making,
+ * and was answered that the tool does not exist. A resume re-enters such a
+ * row with the same answer; a tool row without it whose tool is missing now
+ * (a redeploy dropped it) is refused TOOL_NOT_FOUND. Rows written before the
+ * mark existed have none.
+ */
+export const TOOL_MISSING = 'toolMissing';
+
 export const NOT_RUN = '[no result: the run was interrupted before this tool ran; it was not run on resume]';
 
 export function freeze<T>(m: T): T {

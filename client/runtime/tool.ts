@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { deepFreeze, type Json } from '../../shared/json.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { ToolSpec } from '../models/model.js';
 
 /** A tool the model may call; its arguments are validated with `parameters` before it runs. */
@@ -17,12 +18,51 @@ export interface DelegateTarget {
   readonly name: string;
 }
 
-const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** A tool or agent name: a segment of the paths rows are filed under (`agent:NAME/tool:NAME`), which are split on '/'. */
+const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const NAME_RULE = 'use 1-64 of A-Za-z0-9_- (names are segments of agent paths)';
 
-/** Define a tool. Names are 1–64 of `A-Za-z0-9_-` (they appear in node ids and paths). */
+/**
+ * What is wrong with a tool or agent name, each problem said (none: it is
+ * valid): not text, empty, over 64 characters, or holding characters other
+ * than `A-Za-z0-9_-` (each such character named once).
+ */
+export function nameProblems(what: string, name: unknown): string[] {
+  if (typeof name !== 'string') return [`${what} must be a string (got ${name === null ? 'null' : typeof name}); ${NAME_RULE}`];
+  if (NAME.test(name)) return [];
+  const problems: string[] = [];
+  const shown = JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name);
+  if (name.length === 0) problems.push('is empty');
+  if (name.length > 64) problems.push(`is ${name.length} characters long`);
+  const bad = [...new Set([...name].filter((c) => !/^[A-Za-z0-9_-]$/.test(c)))];
+  if (bad.length) problems.push(`holds ${bad.map((c) => JSON.stringify(c)).join(', ')}`);
+  return [`${what} ${shown} ${problems.join(' and ')}; ${NAME_RULE}`];
+}
+
+/** Define a tool. Names are 1–64 of `A-Za-z0-9_-` (they appear in node ids and paths); another is refused with INVALID_OPTIONS. */
 export function tool<P extends z.ZodType>(def: { name: string; description: string; parameters: P; execute: (args: z.infer<P>) => unknown }): Tool<P> {
-  if (!TOOL_NAME.test(def.name)) throw new Error(`invalid tool name '${def.name}': use 1-64 of A-Za-z0-9_-`);
+  const problems = nameProblems('name', def.name);
+  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `tool: ${problems.join('; ')}`, { details: { problems } });
   return Object.freeze({ ...def });
+}
+
+/**
+ * A called tool's name as its row's node id and agent path hold it
+ * (`turn:N/tool:NAME`). The loop uses it for a name the agent has no tool
+ * of, which a model may make up as it likes: a valid name as it is, any
+ * other percent-encoded (so a '/' cannot split the path nor a control
+ * character fail the row's schema), at most 64 characters. The run's
+ * history keeps the name as the model gave it.
+ */
+export function toolSegment(name: string): string {
+  if (NAME.test(name)) return name;
+  let out = '';
+  for (const c of name.toWellFormed()) {
+    const piece = /^[A-Za-z0-9_-]$/.test(c) ? c : encodeURIComponent(c);
+    if (out.length + piece.length > 64) break;
+    out += piece;
+  }
+  return out;
 }
 
 /** The definition a model sees (the agent builds it once, on the model's first read). */

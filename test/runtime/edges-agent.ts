@@ -20,6 +20,18 @@ export interface EdgesAgentOptions {
   delegateAs?: string;
   /** Build the worker without its `pay` tool (a redeploy that dropped it). */
   payerWithoutPay?: boolean;
+  /**
+   * The model of `by` first calls a tool of this name, which its agent does not
+   * have (a name a model made up), then its usual tool, in its first reply.
+   */
+  strayCall?: { by: 'desk' | 'payer'; name: string };
+}
+
+/** `strayCall` as edges-child.ts takes it from the environment: `STRAY_CALL=desk:lookup` (the name may hold ':' and '/'). */
+export function strayCallOf(env: string | undefined): EdgesAgentOptions['strayCall'] {
+  if (!env) return undefined;
+  const at = env.indexOf(':');
+  return { by: env.slice(0, at) as 'desk' | 'payer', name: env.slice(at + 1) };
 }
 
 export interface EdgeLine {
@@ -82,12 +94,13 @@ export function edgesAgent(o: EdgesAgentOptions): { desk: Agent; payer: Agent } 
       append(o.dir, 'model.log', `${name} ${currentRun()?.executionId} ${ctx.turn} ${process.pid}`);
       return rule(ctx);
     });
+  const stray = (by: 'desk' | 'payer') => (o.strayCall?.by === by ? [{ name: o.strayCall.name, arguments: {} }] : []);
   const payerModel = logged('payer', ({ turn, lastUser, toolResults }) =>
-    turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { order: /order (\S+)/.exec(lastUser)?.[1] ?? '0' } }] } : { content: `payer: ${toolResults[0]?.content}` },
+    turn === 0 ? { toolCalls: [...stray('payer'), { name: 'pay', arguments: { order: /order (\S+)/.exec(lastUser)?.[1] ?? '0' } }] } : { content: `payer: ${toolResults[0]?.content}` },
   );
   const payer = new Agent({ name: 'payer', model: payerModel, tools: o.payerWithoutPay ? [] : [pay], leaseMs: o.leaseMs, faults: o.faults });
   const deskModel = logged('desk', ({ turn, toolResults }) =>
-    turn === 0 ? { toolCalls: [{ name: o.delegateAs ?? 'payments', arguments: { task: 'pay order 1042' } }] } : { content: `desk: ${toolResults[0]?.content}` },
+    turn === 0 ? { toolCalls: [...stray('desk'), { name: o.delegateAs ?? 'payments', arguments: { task: 'pay order 1042' } }] } : { content: `desk: ${toolResults[0]?.content}` },
   );
   const desk = new Agent({
     name: 'desk',

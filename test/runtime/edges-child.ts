@@ -5,17 +5,18 @@
  *   resume         resume without a value
  *   recover        one recoverRuns pass (executionId ignored)
  *   serve          serveDecisions until the run's pending decisions are settled (SERVE_FOR outcomes)
- * WAIT_GO=1: says {ready} over IPC and starts on the next message. Prints one JSON line.
+ * WAIT_GO=1: says {ready} over IPC and starts on the next message. STRAY_CALL=<desk|payer>:<name>: that
+ * agent's model first calls a tool it does not have (edges-agent.ts). Prints one JSON line.
  */
 import { openStore, recoverRuns, serveDecisions } from '../../client/index.js';
 import { faultPoint, killAt } from '../../client/testing/faults.js';
-import { edgesAgent } from './edges-agent.js';
+import { edgesAgent, strayCallOf } from './edges-agent.js';
 
 const [mode, spec, dir, leaseMs, executionId, point, hits] = process.argv.slice(2);
 const faults = point ? killAt(faultPoint(point), { hits: Number(hits ?? 1) }) : undefined;
 const store = await openStore(spec, { faults, max: 4 });
 await store.setup();
-const { desk } = edgesAgent({ store, dir, leaseMs: Number(leaseMs), faults });
+const { desk } = edgesAgent({ store, dir, leaseMs: Number(leaseMs), faults, strayCall: strayCallOf(process.env.STRAY_CALL) });
 if (process.env.WAIT_GO === '1') {
   const go = new Promise<void>((resolve) => process.once('message', () => resolve()));
   process.send!({ ready: true });

@@ -13,7 +13,7 @@ import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { untilLeaseFree } from '../../examples/agents/refund.js';
 import { runTs } from '../helpers/child.js';
 import { scratchDir } from '../helpers/tmp.js';
-import { edgesAgent, effectsOf, type EdgesAgentOptions } from './edges-agent.js';
+import { edgesAgent, effectsOf, modelCallsOf, type EdgesAgentOptions } from './edges-agent.js';
 
 const CHILD = fileURLToPath(new URL('./edges-child.ts', import.meta.url));
 const LEASE_MS = 1_000;
@@ -37,6 +37,15 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
 
   const desk = (o: Partial<EdgesAgentOptions> = {}) => edgesAgent({ store, dir, leaseMs: LEASE_MS, ...o }).desk;
   const rowsOf = async (id: string) => (await store.list(id)).map((r) => `${r.seq} ${r.nodeId} ${r.step} ${r.status}`);
+  /** Every distinct answer the run's rows hold to calls of the tool `name`. */
+  const answersTo = async (id: string, name: string) => {
+    const seen = new Set<string>();
+    for (const row of await store.list(id)) {
+      const { messages } = (await store.readState(row)) as { messages?: { role: string; name?: string; content: string }[] };
+      for (const m of messages ?? []) if (m.role === 'tool' && m.name === name) seen.add(m.content);
+    }
+    return [...seen];
+  };
 
   it('defect guard: a supervisor redeployed with its delegation tool renamed refuses the nested pause (TOOL_NOT_FOUND) before claiming it; the old one still answers it', async () => {
     const id = `renamed-${n}`;
@@ -70,6 +79,69 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
     const r = await desk().resume(id);
     expect(r).toMatchObject({ status: 'paused', pendingInterrupt: { reason: 'shipping' } });
     expect(effectsOf(dir, id).map((e) => e.kind)).toEqual(['charge']);
+  });
+
+  it("defect guard: killed right after the supervisor answered a tool its model made up (runtime.afterTool), the run resumes in a new process with the same 'does not exist' answer and completes (it was refused TOOL_NOT_FOUND on every resume)", async () => {
+    const id = `stray-${n}`;
+    const spec = `sqlite:${path}`;
+    const env = { STRAY_CALL: 'desk:lookup' };
+    const a = await runTs(CHILD, ['run', spec, dir, String(LEASE_MS), id, 'runtime.afterTool', '1'], env);
+    expect(a.signal, a.stderr).toBe('SIGKILL');
+    expect(await store.latest(id)).toMatchObject({ step: 'tool_call', nodeId: 'turn:0/tool:lookup', agentPath: 'supervisor:desk/tool:lookup' });
+    await untilLeaseFree(store, id);
+    const b = await runTs(CHILD, ['resume', spec, dir, String(LEASE_MS), id], env);
+    expect(b.code, b.stderr).toBe(0);
+    const answer = "Tool 'lookup' does not exist. Available: payments.";
+    expect(JSON.parse(b.stdout)).toMatchObject({ result: { status: 'completed', output: `desk: ${answer}` } });
+    // the answer a pass that was not cut off gives (that run goes on to delegate, and pauses in the worker)
+    const control = `stray-control-${n}`;
+    expect(await desk({ strayCall: { by: 'desk', name: 'lookup' } }).run('go', { executionId: control })).toMatchObject({ status: 'paused' });
+    expect(await answersTo(control, 'lookup')).toEqual([answer]);
+    expect(await answersTo(id, 'lookup')).toEqual([answer]);
+    // the delegation after it was cut off: answered "not run" on re-entry, never started; one model call per turn
+    expect(modelCallsOf(dir, id).map((l) => `${l.kind} ${l.what}`)).toEqual(['desk 0', 'desk 1']);
+    expect(effectsOf(dir, id)).toEqual([]);
+  });
+
+  it("defect guard: killed right after a nested worker answered a made-up tool named with '/' (runtime.afterTool), recoverRuns in a new process brings the run back with the same answer (it reported failed TOOL_NOT_FOUND on every pass)", async () => {
+    const id = `stray-nested-${n}`;
+    const spec = `sqlite:${path}`;
+    const env = { STRAY_CALL: 'payer:functions/lookup' };
+    const a = await runTs(CHILD, ['run', spec, dir, String(LEASE_MS), id, 'runtime.afterTool', '1'], env);
+    expect(a.signal, a.stderr).toBe('SIGKILL');
+    const cutOff = (await store.latest(id))!;
+    await untilLeaseFree(store, id);
+    const b = await runTs(CHILD, ['recover', spec, dir, String(LEASE_MS), id], env);
+    expect(b.code, b.stderr).toBe(0);
+    expect(JSON.parse(b.stdout).report).toMatchObject({ recovered: 1, failed: 0, runs: [{ executionId: id, outcome: 'recovered', status: 'completed' }] });
+    // the name is encoded in the path: a '/' would split it (and make the row another level's)
+    expect(cutOff).toMatchObject({ step: 'tool_call', agentPath: 'supervisor:desk/agent:payer/tool:functions%2Flookup' });
+    const answer = "Tool 'functions/lookup' does not exist. Available: pay.";
+    expect(await store.latest(id)).toMatchObject({ step: 'run_end', status: 'completed', nodeOutput: `desk: payer: ${answer}` });
+    const control = `stray-nested-control-${n}`;
+    await desk({ strayCall: { by: 'payer', name: 'functions/lookup' } }).run('go', { executionId: control });
+    expect(await answersTo(control, 'functions/lookup')).toEqual([answer]);
+    expect(await answersTo(id, 'functions/lookup')).toEqual([answer]);
+    expect(effectsOf(dir, id)).toEqual([]);
+  });
+
+  it('defect guard: a run killed right after its worker’s tool ran (runtime.afterTool), resumed by a worker redeployed without that tool, is still refused (TOOL_NOT_FOUND): its row was written for a tool the worker had', async () => {
+    const id = `dropped-after-${n}`;
+    const spec = `sqlite:${path}`;
+    expect((await runTs(CHILD, ['run', spec, dir, String(LEASE_MS), id])).code).toBe(0);
+    expect((await runTs(CHILD, ['answer', spec, dir, String(LEASE_MS), id])).code).toBe(0);
+    // the second answer: the tool charges (already), ships, returns, and the process is killed before its result is written
+    const c = await runTs(CHILD, ['answer', spec, dir, String(LEASE_MS), id, 'runtime.afterTool', '1']);
+    expect(c.signal, c.stderr).toBe('SIGKILL');
+    expect(await store.latest(id)).toMatchObject({ step: 'tool_call', agentPath: PAUSED_PATH });
+    expect(effectsOf(dir, id).map((e) => e.kind)).toEqual(['charge', 'ship']);
+    await untilLeaseFree(store, id);
+    const before = await rowsOf(id);
+    await expect(desk({ payerWithoutPay: true }).resume(id)).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', details: { tool: 'pay' } });
+    expect(await rowsOf(id)).toEqual(before);
+    const r = await desk().resume(id);
+    expect(r.status).toBe('completed');
+    expect(effectsOf(dir, id).map((e) => e.kind)).toEqual(['charge', 'ship']);
   });
 
   it('defect guard: a model call that fails after the run was cancelled ends the runner with RUN_CANCELLED, not the model error, and writes nothing after the marker', async () => {

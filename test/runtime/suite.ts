@@ -23,7 +23,7 @@ import {
   sumUsage,
   usageOf,
 } from '../../client/index.js';
-import { stableStringify } from '../../shared/json.js';
+import { stableStringify, type Json } from '../../shared/json.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -563,6 +563,135 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       } finally {
         await faulty.close();
       }
+    });
+
+    /** A store whose put number `at` (of each armed run) commits and then fails, as a connection lost after the commit: the run is cut off there. */
+    const cutOffAfterPut = async (at: number) => {
+      let puts = 0;
+      let armed = false;
+      const faulty = await options.make({
+        faults: (point) => {
+          if (point === 'store.put.afterCommit' && armed && ++puts === at) {
+            armed = false;
+            throw new Error('connection lost after commit');
+          }
+        },
+      });
+      const arm = () => {
+        armed = true;
+        puts = 0;
+      };
+      return { ...faulty, arm };
+    };
+
+    it("a tool the model made up, cut off once its row committed, is answered on resume as on the first pass ('does not exist') and the run completes, whatever the name ('/', ':', control characters, 600 characters): its row is marked, its path segment encoded", async () => {
+      const faulty = await cutOffAfterPut(2);
+      try {
+        const act = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => 'acted' });
+        for (const [i, name] of ['lookup', 'functions/lookup', 'agent:x/tool:y', `\u0007${'n'.repeat(600)}`].entries()) {
+          const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name, arguments: {} }] } : { content: toolResults[0].content }));
+          const agent = new Agent({ name: 'stray', model, tools: [act], checkpointer: faulty.store });
+          const first = await agent.run('go', { executionId: `stray-first-${n}-${i}` });
+          expect(first).toMatchObject({ status: 'completed', output: `Tool '${name}' does not exist. Available: act.` });
+          const id = `stray-${n}-${i}`;
+          faulty.arm();
+          await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'STORE_FAILED' });
+          const r = await agent.resume(id);
+          expect(r).toMatchObject({ status: 'completed', output: first.output });
+          expect(model.calls).toBe(4);
+          const row = (await faulty.store.list(id))[1];
+          expect(row).toMatchObject({ step: 'tool_call', agentPath: expect.stringMatching(/^agent:stray\/tool:[^/]*$/) });
+          expect(row.nodeId).toBe(`turn:0/${row.agentPath.slice('agent:stray/'.length)}`);
+          if (name === 'functions/lookup') expect(row.agentPath).toBe('agent:stray/tool:functions%2Flookup');
+          if (name === 'lookup') expect(row.agentPath).toBe('agent:stray/tool:lookup');
+          expect(await faulty.store.readState(row)).toMatchObject({ toolName: name, toolMissing: true });
+        }
+        // a known tool's row carries no mark
+        const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: 'done' }));
+        const id = `known-${n}`;
+        await new Agent({ name: 'stray', model, tools: [act], checkpointer: faulty.store }).run('go', { executionId: id });
+        const rows = await faulty.store.list(id);
+        expect(await faulty.store.readState(rows[1])).not.toHaveProperty('toolMissing');
+      } finally {
+        await faulty.close();
+      }
+    });
+
+    it('a row of a tool the agent had when it was written (a redeploy dropped it), or an unmarked one as earlier versions wrote for a made-up name, is refused TOOL_NOT_FOUND; nothing is written', async () => {
+      const faulty = await cutOffAfterPut(2);
+      try {
+        let ran = 0;
+        const act = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => `ran ${++ran}` });
+        const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content }));
+        const id = `dropped-${n}`;
+        faulty.arm();
+        await expect(new Agent({ name: 'deployer', model, tools: [act], checkpointer: faulty.store }).run('go', { executionId: id })).rejects.toMatchObject({ code: 'STORE_FAILED' });
+        const before = await faulty.store.list(id);
+        const redeployed = new Agent({ name: 'deployer', model, tools: [], checkpointer: faulty.store });
+        await expect(redeployed.resume(id)).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', details: { tool: 'act' } });
+        expect(await faulty.store.list(id)).toEqual(before);
+        expect(ran).toBe(0);
+        // rows without the mark: as an earlier version wrote them, and one whose mark names another call's tool
+        const messages: Json[] = [
+          { role: 'user', content: 'go' },
+          { role: 'assistant', content: null, toolCalls: [{ id: 'c0', name: 'lookup', arguments: {} }] },
+        ];
+        for (const [old, extra] of [
+          ['unmarked', {}],
+          ['other', { toolMissing: true, toolName: 'other' }],
+        ] as const) {
+          const oldId = `old-${old}-${n}`;
+          await faulty.store.put({
+            executionId: oldId,
+            prevId: null,
+            nodeId: 'turn:0/tool:lookup',
+            turn: 0,
+            step: 'tool_call',
+            status: 'completed',
+            agentPath: 'agent:deployer/tool:lookup',
+            state: { messages, turn: 0, toolName: 'lookup', toolCallId: 'c0', ...extra },
+          });
+          await expect(redeployed.resume(oldId)).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', details: { tool: 'lookup' } });
+          expect(await faulty.store.list(oldId)).toHaveLength(1);
+        }
+        // the agent that has the tool carries on
+        expect(await new Agent({ name: 'deployer', model, tools: [act], checkpointer: faulty.store }).resume(id)).toMatchObject({ status: 'completed', output: 'ran 1' });
+      } finally {
+        await faulty.close();
+      }
+    });
+
+    it("an agent name a path cannot hold ('/', empty, over 64, outside A-Za-z0-9_-) is refused when the agent is made, as a tool's name is: INVALID_OPTIONS naming each problem", async () => {
+      const model = new ScriptedModel(() => ({ content: 'hi' }));
+      const made = (o: Partial<ConstructorParameters<typeof Agent>[0]>) => {
+        try {
+          new Agent({ name: 'ok', model, checkpointer: store, ...o });
+          return null;
+        } catch (e) {
+          return e as { code?: string; details?: { problems?: string[] }; message: string };
+        }
+      };
+      // paths are split on '/': its pauses were unresumable (CHECKPOINT_ERROR) and recoverRuns skipped its runs
+      expect(made({ name: 'billing/refunds' })).toMatchObject({
+        code: 'INVALID_OPTIONS',
+        details: { problems: [expect.stringMatching(/^name "billing\/refunds" holds "\/"; use 1-64 of A-Za-z0-9_-/)] },
+      });
+      expect(made({ name: 'billing/refunds' })?.message).toMatch(/^Agent: name "billing\/refunds" holds "\/"/);
+      expect(made({ name: '' })?.details?.problems).toEqual([expect.stringMatching(/^name "" is empty;/)]);
+      expect(made({ name: `${'b'.repeat(70)} é/`, leaseMs: 0 })?.details?.problems).toEqual([
+        expect.stringMatching(/^name "b{70} é\/" is 73 characters long and holds " ", "é", "\/";/),
+        'leaseMs must be a positive integer (got 0)',
+      ]);
+      expect(made({ name: 7 as unknown as string })?.details?.problems).toEqual([expect.stringMatching(/^name must be a string \(got number\)/)]);
+      // the same rule for tools: tool(), asTool() and a tool given as a plain object
+      const plain = { name: 'a/b', description: '', parameters: z.object({}), execute: () => 1 };
+      expect(made({ tools: [plain, { ...plain, name: 'c' }, { ...plain, name: 'c' }] })?.details?.problems).toEqual([
+        expect.stringMatching(/^tools\[0\]\.name "a\/b" holds "\/";/),
+        "tools[2]: duplicate tool name 'c'",
+      ]);
+      expect(() => tool({ ...plain, name: 'a b' })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringMatching(/^tool: name "a b" holds " "/) }));
+      expect(() => new Agent({ name: 'w', model }).asTool({ name: 'to/w' })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+      for (const name of ['refund-bot', 'A_1', 'x'.repeat(64)]) expect(made({ name })).toBeNull();
     });
 
     it('explicit idempotency keys are checked before fn runs (issue 12 item 7)', async () => {
