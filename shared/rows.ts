@@ -15,16 +15,15 @@ export const JsonValue = z
  * A JSON object (not an array, not null), kept exactly as sent: `z.record`
  * builds a new object by assignment, which drops a `"__proto__"` key (it sets
  * the prototype instead), so a row's state or a decision's metadata would
- * lose it unseen, and two rows differing only there would hash alike.
+ * lose it unseen, and two rows differing only there would hash alike. The
+ * record schema still judges it, so each problem is named at its own path.
  */
+const JsonRecord = z.record(z.string(), JsonValue);
 export const JsonObject = z
-  .custom<{ [key: string]: Json }>((v) => typeof v === 'object' && v !== null && !Array.isArray(v) && jsonProblem(v) === null, {
-    error: (issue) => {
-      const v = issue.input;
-      return typeof v !== 'object' || v === null || Array.isArray(v)
-        ? `must be a JSON object, not ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`
-        : `not plain JSON: ${jsonProblem(v) ?? 'invalid'}`;
-    },
+  .custom<{ [key: string]: Json }>(() => true)
+  .superRefine((v, ctx) => {
+    const r = JsonRecord.safeParse(v);
+    if (!r.success) for (const issue of r.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path as (string | number)[] });
   })
   .meta({ type: 'object', description: 'a JSON object' } as Record<string, unknown>);
 
