@@ -211,11 +211,13 @@ export class AgentLoop {
     let entry = first;
     for (;;) {
       if (entry.kind === 'model') {
-        if (state.turn >= this.maxTurns) {
-          throw new WaymarkError(ErrorCode.MAX_TURNS, `agent '${this.name}' reached ${this.maxTurns} turns`);
-        }
         if (entry.write) {
           await this.checkpoint(level, { nodeId: `turn:${state.turn}`, turn: state.turn, step: 'llm_call', agentPath: level.path, state });
+        }
+        // after the row: it holds the results of the tools just run, so a resume (with a higher maxTurns) goes on
+        // from them instead of running the last tools again
+        if (state.turn >= this.maxTurns) {
+          throw new WaymarkError(ErrorCode.MAX_TURNS, `agent '${this.name}' reached ${this.maxTurns} turns`);
         }
         emit(level, {
           type: 'step-start',

@@ -841,6 +841,24 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect((await refundAgent({ store, ledger }).agent.resume(id, { approved: true })).status).toBe('completed');
     });
 
+    it('a run failed with MAX_TURNS right after its tools ran keeps their results: a resume never runs them again, and one with a higher maxTurns goes on from them to the model', async () => {
+      let emails = 0;
+      const send = tool({ name: 'send_email', description: '', parameters: z.object({ to: z.string() }), execute: ({ to }) => `sent ${++emails} to ${to}` });
+      const model = new ScriptedModel(({ turn, toolResults }) =>
+        turn < 2 ? { toolCalls: [{ name: 'send_email', arguments: { to: `t${turn}` } }] } : { content: `last result: ${toolResults[0]?.content}` },
+      );
+      const agent = (maxTurns: number) => new Agent({ name: 'mailer', model, tools: [send], checkpointer: store, maxTurns });
+      const id = `max-turns-${n}`;
+      expect(await agent(2).run('go', { executionId: id })).toMatchObject({ status: 'failed', error: { code: 'MAX_TURNS' } });
+      expect([emails, model.calls]).toEqual([2, 2]);
+      // the same limit: failed again at once, no tool run, no model call
+      expect(await agent(2).resume(id)).toMatchObject({ status: 'failed', error: { code: 'MAX_TURNS' } });
+      expect([emails, model.calls]).toEqual([2, 2]);
+      // a higher limit: the model reads the second email's result, which was not sent again
+      expect(await agent(3).resume(id)).toMatchObject({ status: 'completed', output: 'last result: sent 2 to t1' });
+      expect([emails, model.calls]).toEqual([2, 3]);
+    });
+
     it('a 2,000-row run pauses at its end and resumes correctly (no fixed scan limits)', async () => {
       const step = tool({
         name: 'step',
