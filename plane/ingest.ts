@@ -38,6 +38,20 @@ function clean(s: string, max: number): string {
   return s.slice(0, max).replace(/\u0000/g, '\uFFFD');
 }
 
+/** The longest start of `s` of at most `maxBytes` UTF-8 bytes that ends between characters. */
+function utf8Start(s: string, maxBytes: number): string {
+  if (s.length * 3 <= maxBytes) return s;
+  let bytes = 0;
+  let end = 0;
+  for (const ch of s) {
+    const n = utf8Bytes(ch);
+    if (bytes + n > maxBytes) break;
+    bytes += n;
+    end += ch.length;
+  }
+  return s.slice(0, end);
+}
+
 function idOf(raw: unknown): string | null {
   const id = (raw as { id?: unknown } | null)?.id;
   return typeof id === 'string' ? clean(id, 64) : null;
@@ -139,7 +153,9 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
         .values(
           refused.map((i) => {
             const r = i.result as Extract<RowResult, { status: 'rejected' }>;
-            const truncated = i.text.length > LIMITS.quarantinePayloadBytes;
+            // a limit in bytes, as its name says: 16 KiB of CJK text is 5,461 characters, not 16,384
+            const text = i.text.replace(/\u0000/g, '\uFFFD');
+            const payload = utf8Start(text, LIMITS.quarantinePayloadBytes);
             return {
               projectId,
               writerId,
@@ -148,8 +164,8 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
               executionId: i.executionId ?? executionGuess(i.raw),
               code: r.code,
               reason: r.reason,
-              payload: clean(i.text, LIMITS.quarantinePayloadBytes),
-              truncated,
+              payload,
+              truncated: payload.length < text.length,
               // the same text refused for the same reason again (a batch re-sent after its answer was lost) is one record
               payloadHash: createHash('sha256').update(`${r.code}\n${i.text}`).digest('hex'),
             };

@@ -113,6 +113,15 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const big = q.body.items.find((i: { code: string }) => i.code === 'too_large');
       expect(big.truncated).toBe(true);
       expect(big.payload.length).toBe(LIMITS.quarantinePayloadBytes);
+      // the limit is in bytes: a refused row of CJK text (3 bytes a character) keeps 16 KiB of it, cut between characters
+      const [small] = await eventsOf(async (s) => void (await s.put(step('cjk-1', 0))));
+      const cjk = { ...(small as object), row: { ...(small as { row: object }).row, nodeInput: '漢字'.repeat(200_000) } };
+      expect((await ingest([cjk])).body.results[0].code).toBe('too_large');
+      const kept = (await get('/v1/quarantine?limit=1000')).body.items.find((i: { executionId: string }) => i.executionId === 'cjk-1');
+      expect(kept.truncated).toBe(true);
+      expect(Buffer.byteLength(kept.payload)).toBeLessThanOrEqual(LIMITS.quarantinePayloadBytes);
+      expect(Buffer.byteLength(kept.payload)).toBeGreaterThan(LIMITS.quarantinePayloadBytes - 3);
+      expect(kept.payload.isWellFormed()).toBe(true);
       for (const i of q.body.items) expect(i.reason.length).toBeGreaterThan(3);
     });
 
