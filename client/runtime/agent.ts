@@ -462,10 +462,17 @@ function checkAgentOptions(options: AgentOptions, leaseMs: number): void {
   if (kind !== 'agent' && kind !== 'supervisor') problems.push(`kind must be 'agent' or 'supervisor' (got ${JSON.stringify(kind)})`);
   if (!Number.isInteger(leaseMs) || leaseMs < 1) problems.push(`leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
   const seen = new Set<string>();
+  // a worker's rows are filed under `agent:NAME`: two workers of one name would share them
+  const workers = new Map<string, { agent: unknown; at: number }>();
   for (const [i, t] of (options.tools ?? []).entries()) {
     problems.push(...nameProblems(`tools[${i}].name`, t?.name));
     if (seen.has(t?.name)) problems.push(`tools[${i}]: duplicate tool name '${String(t?.name)}'`);
     seen.add(t?.name);
+    const w = t?.delegate as Agent | undefined;
+    if (!w) continue;
+    const other = workers.get(w.name);
+    if (other && other.agent !== w) problems.push(`tools[${i}] delegates to another worker agent named '${w.name}' than tools[${other.at}] (a worker's rows are filed under agent:${w.name})`);
+    else if (!other) workers.set(w.name, { agent: w, at: i });
   }
   if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `Agent: ${problems.join('; ')}`, { details: { problems } });
 }

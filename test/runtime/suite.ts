@@ -692,6 +692,13 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(() => tool({ ...plain, name: 'a b' })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringMatching(/^tool: name "a b" holds " "/) }));
       expect(() => new Agent({ name: 'w', model }).asTool({ name: 'to/w' })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
       for (const name of ['refund-bot', 'A_1', 'x'.repeat(64)]) expect(made({ name })).toBeNull();
+      // two workers of one name would share the rows filed under agent:NAME; one worker under two tools is fine
+      const worker = (name: string) => new Agent({ name, model, checkpointer: store });
+      const w = worker('w');
+      expect(made({ kind: 'supervisor', tools: [w.asTool({ name: 'one' }), worker('w').asTool({ name: 'two' })] })?.details?.problems).toEqual([
+        "tools[1] delegates to another worker agent named 'w' than tools[0] (a worker's rows are filed under agent:w)",
+      ]);
+      expect(made({ kind: 'supervisor', tools: [w.asTool({ name: 'one' }), w.asTool({ name: 'two' })] })).toBeNull();
     });
 
     it('explicit idempotency keys are checked before fn runs (issue 12 item 7)', async () => {
