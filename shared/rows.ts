@@ -23,7 +23,14 @@ export const JsonObject = z
   .custom<{ [key: string]: Json }>(() => true)
   .superRefine((v, ctx) => {
     const r = JsonRecord.safeParse(v);
-    if (!r.success) for (const issue of r.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path as (string | number)[] });
+    if (!r.success) {
+      for (const issue of r.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path as (string | number)[] });
+      return;
+    }
+    // the record schema never sees an own "__proto__" key (assigning it sets the prototype): its value is judged here, as any other key's
+    const own = Object.getOwnPropertyDescriptor(v, '__proto__');
+    const problem = own ? jsonProblem(own.value) : null;
+    if (problem) ctx.addIssue({ code: 'custom', message: `not plain JSON: ${problem}`, path: ['__proto__'] });
   })
   .meta({ type: 'object', description: 'a JSON object' } as Record<string, unknown>);
 

@@ -49,6 +49,23 @@ describe('"__proto__" keys reach the plane as sent', () => {
       const other = text.replace('{"channel":1}', '{"channel":2}');
       expect((await ingest(other)).results).toEqual([{ id: (one as { id: string }).id, status: 'rejected', code: 'conflict', reason: expect.stringContaining('different payload') }]);
       expect((await ingest(text)).results).toEqual([{ id: (one as { id: string }).id, status: 'duplicate' }]);
+
+      // its value is judged as any other key's: U+0000 (which jsonb cannot hold) or nesting past 64 is one refused row, not a 500
+      const [good] = await eventsOf(async (s) => void (await s.put(step('beside-proto', 0))), 'w1');
+      for (const [exec, value, why] of [
+        ['proto-nul', '"a\\u0000b"', 'U+0000'],
+        ['proto-deep', `${'{"a":'.repeat(200)}1${'}'.repeat(200)}`, 'nested deeper than 64'],
+      ]) {
+        const [row] = await eventsOf(async (s) => void (await s.put(step(exec, 0))), 'w1');
+        const bad = JSON.stringify(row).replace('"state":{"messages"', `"state":{"__proto__":${value},"messages"`);
+        const r = await ingest(`${bad},${JSON.stringify(good)}`);
+        expect(r.results[0], exec).toMatchObject({ status: 'rejected', code: 'invalid', reason: expect.stringContaining(why) });
+        expect(r.results[0].reason, exec).toContain('__proto__');
+        expect(r.results[1].status, exec).toMatch(/^(accepted|duplicate)$/);
+      }
+      const nul = await call(`${plane.url}/v1/executions/paused/decision`, { key, raw: `{"checkpointId":"${checkpointId}","approved":false,"metadata":{"__proto__":"a\\u0000b"}}` });
+      expect([nul.status, nul.body.error?.code]).toEqual([400, 'INVALID_DECISION']);
+      expect(nul.body.error.message).toContain('metadata.__proto__');
     } finally {
       await plane.close();
     }
