@@ -19,6 +19,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { and, eq, isNull, type SQL } from 'drizzle-orm';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
+import { textProblem } from '../shared/json.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
 import { apiKeys, projects } from './db/schema.js';
@@ -63,7 +64,7 @@ export function keyNameProblems(name: string): string[] {
   const problems: string[] = [];
   const length = [...name].length;
   // a decision a key records names it (decidedBy): an empty name would leave it nobody
-  if (!name.trim()) problems.push('it is empty');
+  if (!name.trim()) problems.push('it is blank');
   if (length > KEY_NAME_MAX) problems.push(`it is ${length} characters long, more than ${KEY_NAME_MAX}`);
   const controls = [...new Set(name.match(CONTROL) ?? [])];
   if (controls.length) problems.push(`it has control characters (${controls.map(printable).join(', ')}), which a terminal listing the keys would act on`);
@@ -81,7 +82,8 @@ export function checkKeyName(name: string): void {
 
 export class UnknownProject extends WaymarkError {
   constructor(name: string, known: string[]) {
-    super(ErrorCode.UNKNOWN_PROJECT, `no project '${printable(name)}'; known: ${known.length ? known.join(', ') : '(none)'}; create it with 'waymark plane projects create ${name}'`, {
+    const hint = checkProjectName(name) ? '' : `; create it with 'waymark plane projects create ${name}'`;
+    super(ErrorCode.UNKNOWN_PROJECT, `no project '${printable(name)}'; known: ${known.length ? known.join(', ') : '(none)'}${hint}`, {
       details: { project: name, known },
     });
     this.name = 'UnknownProject';
@@ -112,8 +114,9 @@ export async function createProject(db: PlaneDb, name: string): Promise<{ id: st
  * the error lists only what the caller may see.
  */
 export async function projectId(db: PlaneDb, name: string, visibleTo?: string): Promise<string> {
-  // a name no project can have (U+0000, which Postgres text cannot hold, among them) is unknown without a query
-  const [found] = checkProjectName(name) ? [] : await db.select({ id: projects.id }).from(projects).where(eq(projects.name, name));
+  // text Postgres cannot hold (U+0000, a lone surrogate) names no project, and is never sent to it; any other name is
+  // looked up, even one outside today's naming rule (projects made by createKey({ createProject }) or before the rule)
+  const [found] = textProblem(name) ? [] : await db.select({ id: projects.id }).from(projects).where(eq(projects.name, name));
   if (found && (!visibleTo || found.id === visibleTo)) return found.id;
   throw new UnknownProject(
     name,
@@ -224,10 +227,14 @@ export function bearer(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
-/** A key's name (who decided, on a decision recorded with it); its id when the key is gone or its name is blank (made before names were checked). */
+/**
+ * A key's name (who decided, on a decision recorded with it): its id when the
+ * key is gone or its name is blank, its control characters escaped (names made
+ * before names were checked may hold either; a decision's `decidedBy` cannot).
+ */
 export async function keyName(db: PlaneDb, keyId: string): Promise<string> {
   const [k] = await db.select({ name: apiKeys.name }).from(apiKeys).where(eq(apiKeys.id, keyId));
-  return k?.name.trim() ? k.name : keyId;
+  return k?.name.trim() ? printable(k.name) : keyId;
 }
 
 /** A project's name by id (null when it no longer exists). */

@@ -3,6 +3,7 @@
  * PGlite and on Postgres. Cross-project access is in test/faults/tenancy.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey } from '../../plane/auth.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 
@@ -106,7 +107,7 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
       },
     });
     const empty = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'ops', name: ' ', scopes: [] } });
-    expect(empty.body.error).toMatchObject({ code: 'INVALID_REQUEST', details: { problems: ['scopes: a key needs at least one scope', 'name: it is empty'] } });
+    expect(empty.body.error).toMatchObject({ code: 'INVALID_REQUEST', details: { problems: ['scopes: a key needs at least one scope', 'name: it is blank'] } });
     expect((await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'a\u0000b', scopes: ['read'] } })).body.error).toMatchObject({ code: 'UNKNOWN_PROJECT' });
     for (const id of ['%00', 'a%00b', 'FFFFFFFFFFFFFFFF', 'x'.repeat(64)]) {
       expect((await call(`${plane.url}/v1/admin/keys/${id}/revoke`, { key: operator, method: 'POST' })).body.error, id).toMatchObject({ code: 'KEY_NOT_FOUND' });
@@ -115,6 +116,21 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
     const bad = await call(`${plane.url}/v1/admin/projects`, { key: operator, json: { name: '../etc' } });
     expect(bad).toMatchObject({ status: 400, body: { error: { code: 'INVALID_REQUEST' } } });
     expect((await call(`${plane.url}/v1/admin/projects`, { key: operator })).body.items).toHaveLength(3);
+  });
+
+  it('a project named outside the naming rule (made by createKey({ createProject }), or before the rule) is still found: its admin makes keys, and they record decisions', async () => {
+    const { key: admin } = await createKey(plane.database.db, { createProject: true, project: 'My Shop', name: 'shop admin', scopes: ['admin'] });
+    const made = await call(`${plane.url}/v1/admin/keys`, { key: admin, json: { name: 'approver', scopes: ['approve'] } });
+    expect([made.status, made.body.project]).toEqual([201, 'My Shop']);
+    const other = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'My Shop', name: 'reader', scopes: ['read'] } });
+    expect([other.status, other.body.project]).toEqual([201, 'My Shop']);
+    // a name no project can have is unknown, without the hint to create it (the rule would refuse it)
+    const nul = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'a\u0000b', scopes: ['read'] } });
+    expect(nul.body.error.code).toBe('UNKNOWN_PROJECT');
+    expect(nul.body.error.message).not.toContain('projects create');
+    expect((await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'nope', scopes: ['read'] } })).body.error.message).toContain(
+      "create it with 'waymark plane projects create nope'",
+    );
   });
 }
 
