@@ -44,15 +44,16 @@ import type { Model, ToolCall } from '../models/model.js';
 import { Resume } from './interrupt.js';
 import { pauseNotOpen, type ResumeOptions } from './pause.js';
 import { checkClaimDecisionId } from '../store/decisions.js';
-import { nameProblems, toolSegment, type Tool } from './tool.js';
+import { segmentProblems, toolSegment, type Tool } from './tool.js';
 import { AgentLoop } from './loop.js';
 import { freeze, kept, TOOL_MISSING, type Place, type RunState } from './run-state.js';
 
 export interface AgentOptions {
   /**
-   * 1–64 of `A-Za-z0-9_-`, as a tool's name: the agent's rows are filed under
-   * `agent:NAME` (`supervisor:NAME`), a path split on '/'. Another name is
-   * refused when the agent is made (INVALID_OPTIONS, each problem named).
+   * A segment of the path the agent's rows are filed under (`agent:NAME`,
+   * `supervisor:NAME`), which is split on '/': not empty, at most 256
+   * characters, no '/' and no control character. Another name is refused when
+   * the agent is made (INVALID_OPTIONS, each problem named).
    */
   name: string;
   model: Model;
@@ -156,7 +157,7 @@ export class Agent {
   /** Expose this agent as a tool a supervisor can delegate to; its rows nest under the supervisor's path. */
   asTool(options: { name?: string; description?: string } = {}): Tool {
     const name = options.name ?? this.name;
-    const problems = nameProblems('options.name', name);
+    const problems = segmentProblems('options.name', name);
     if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `asTool: ${problems.join('; ')}`, { details: { problems } });
     return Object.freeze({
       name,
@@ -454,18 +455,24 @@ async function writtenMissing(store: Checkpointer, row: Checkpoint, segment: str
 /**
  * An agent's definition, checked before anything uses it; every problem is
  * named (INVALID_OPTIONS, `details.problems`). Its name and its tools' names
- * are path segments (`agent:NAME/tool:NAME`, split on '/'), held to tool()'s rule.
+ * are path segments (`agent:NAME/tool:NAME`, split on '/'): refused only where
+ * a path could not hold them (segmentProblems), so agents named before this
+ * check keep their runs. `maxTurns` bounds every run: a NaN or 0 one never
+ * stops or never starts.
  */
 function checkAgentOptions(options: AgentOptions, leaseMs: number): void {
-  const problems = nameProblems('name', options.name);
+  const problems = segmentProblems('name', options.name);
   const kind: unknown = options.kind ?? 'agent';
   if (kind !== 'agent' && kind !== 'supervisor') problems.push(`kind must be 'agent' or 'supervisor' (got ${JSON.stringify(kind)})`);
   if (!Number.isInteger(leaseMs) || leaseMs < 1) problems.push(`leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
+  if (options.maxTurns !== undefined && (!Number.isInteger(options.maxTurns) || options.maxTurns < 1)) {
+    problems.push(`maxTurns must be a positive integer (got ${String(options.maxTurns)})`);
+  }
   const seen = new Set<string>();
   // a worker's rows are filed under `agent:NAME`: two workers of one name would share them
   const workers = new Map<string, { agent: unknown; at: number }>();
   for (const [i, t] of (options.tools ?? []).entries()) {
-    problems.push(...nameProblems(`tools[${i}].name`, t?.name));
+    problems.push(...segmentProblems(`tools[${i}].name`, t?.name));
     if (seen.has(t?.name)) problems.push(`tools[${i}]: duplicate tool name '${String(t?.name)}'`);
     seen.add(t?.name);
     const w = t?.delegate as Agent | undefined;

@@ -18,12 +18,37 @@ export interface DelegateTarget {
   readonly name: string;
 }
 
-/** A tool or agent name: a segment of the paths rows are filed under (`agent:NAME/tool:NAME`), which are split on '/'. */
+/** A name `tool()` makes: what model APIs take as a function name. */
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const NAME_RULE = 'use 1-64 of A-Za-z0-9_- (names are segments of agent paths)';
 
+/** The longest agent or tool name a path holds: `turn:N/tool:NAME` within a node id, three levels within an agent path. */
+const SEGMENT_MAX = 256;
+
 /**
- * What is wrong with a tool or agent name, each problem said (none: it is
+ * What keeps a name from being a segment of the paths rows are filed under
+ * (`agent:NAME/tool:NAME`, split on '/'), each problem said (none: it can be
+ * one): not text, empty, over SEGMENT_MAX characters, a '/', a control
+ * character, half a character. Only what cannot work: an agent or tool
+ * named otherwise before this check (`Refund Bot`, `billing.eu`) keeps its
+ * runs resumable.
+ */
+export function segmentProblems(what: string, name: unknown): string[] {
+  if (typeof name !== 'string') return [`${what} must be a string (got ${name === null ? 'null' : typeof name})`];
+  const problems: string[] = [];
+  if (name.length === 0) problems.push('is empty');
+  if (name.length > SEGMENT_MAX) problems.push(`is ${name.length} characters long, more than ${SEGMENT_MAX}`);
+  if (name.includes('/')) problems.push("holds '/', which splits a path");
+  const controls = [...new Set(name.match(/[\u0000-\u001f\u007f]/g) ?? [])];
+  if (controls.length) problems.push(`holds control characters (${controls.map((c) => JSON.stringify(c)).join(', ')})`);
+  if (!name.isWellFormed()) problems.push('holds half a character (a lone surrogate)');
+  if (!problems.length) return [];
+  const shown = JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name);
+  return [`${what} ${shown} ${problems.join(' and ')}`];
+}
+
+/**
+ * What is wrong with a name for `tool()`, each problem said (none: it is
  * valid): not text, empty, over 64 characters, or holding characters other
  * than `A-Za-z0-9_-` (each such character named once).
  */
