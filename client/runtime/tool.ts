@@ -84,7 +84,8 @@ export function toolSegment(name: string): string {
   let out = '';
   for (const c of name.toWellFormed()) {
     const piece = /^[A-Za-z0-9_-]$/.test(c) ? c : encodeURIComponent(c);
-    if (out.length + piece.length > 64) break;
+    // a cut name ends in a lone '%': never a tool()'s name, nor a whole name encoded, whatever it was cut from
+    if (out.length + piece.length > 63) return `${out}%`;
     out += piece;
   }
   return out;
