@@ -93,15 +93,6 @@ export function refuseBadDecision(body: unknown): void {
 }
 
 /**
- * Record a decision for the open pause `req.checkpointId` of an execution, in
- * one transaction. Refused (nothing changed) with:
- * - 400 INVALID_DECISION naming every problem of the body (the code a local store uses);
- * - 409 ALREADY_DECIDED when the pause has a decision (details.decision: the first);
- * - 404 PAUSE_NOT_FOUND when the pause is not on the plane (or not this run's open pause);
- * - 409 PAUSE_CLOSED when it was claimed, or closed by a cancel or a deletion (details say by whom).
- * `decidedBy` is the key's name (or a local user's); `comment` goes into `metadata.comment`.
- */
-/**
  * `s` cut to at most `max` UTF-16 units (what the wire schema counts) between
  * characters: a key's name may be 128 characters of 2 units each, and a cut
  * inside one would leave half a character, which the schema refuses.
@@ -116,6 +107,15 @@ function whole(s: string, max: number): string {
   return out;
 }
 
+/**
+ * Record a decision for the open pause `req.checkpointId` of an execution, in
+ * one transaction. Refused (nothing changed) with:
+ * - 400 INVALID_DECISION naming every problem of the body (the code a local store uses);
+ * - 409 ALREADY_DECIDED when the pause has a decision (details.decision: the first);
+ * - 404 PAUSE_NOT_FOUND when the pause is not on the plane (or not this run's open pause);
+ * - 409 PAUSE_CLOSED when it was claimed, or closed by a cancel or a deletion (details say by whom).
+ * `decidedBy` is the key's name (or a local user's); `comment` goes into `metadata.comment`.
+ */
 export async function recordDecision(db: PlaneDb, projectId: string, executionId: string, req: unknown, decidedBy: string, source: Decision['source'] = 'plane'): Promise<DecisionView> {
   refuseBadDecision(req);
   const body = DecisionRequest.parse(req);

@@ -1,19 +1,20 @@
 /**
- * Read side of the plane: listings, rows, restore, quarantine, writers, claim
+ * Read side of the plane: listings, rows, quarantine, writers, claim
  * conflicts and takeovers. Every query is project-scoped, and nothing here
- * writes (claims and takeovers are arbitrated in claims.ts).
+ * writes (claims and takeovers are arbitrated in claims.ts). The restore
+ * bundle's pages are in restore.ts.
  */
 import { and, asc, desc, eq, gt, gte, inArray, lt, lte, or, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../shared/codec.js';
 import { ErrorCode, runErrorOf, type RunError } from '../shared/errors.js';
 import { LIMITS } from '../shared/limits.js';
-import { type Checkpoint, type Decision, ExecutionId, type IdempotencyEntry, type PendingInterrupt } from '../shared/rows.js';
+import { type Checkpoint, type Decision, ExecutionId, type PendingInterrupt } from '../shared/rows.js';
 import type { Json } from '../shared/json.js';
 import type { HoleView } from '../shared/protocol.js';
 import { sumUsage, type UsageTotal } from '../shared/usage.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
-import { checkpoints, claimConflicts, claims, decisions, events, executions, holes, idempotency, pendingInterrupts, quarantine, runTakeovers, writers } from './db/schema.js';
+import { checkpoints, claimConflicts, claims, decisions, events, executions, holes, pendingInterrupts, quarantine, runTakeovers, writers } from './db/schema.js';
 import { holeIsGap } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -38,7 +39,7 @@ export class CursorError extends HttpError {
 // (a value it cannot is a database error, a 500): a cursor that passes is one this plane could have issued.
 
 /** A seq: a row's (int4, 0..LIMITS.maxSeq). */
-const isSeqCursor = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= LIMITS.maxSeq;
+export const isSeqCursor = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= LIMITS.maxSeq;
 /** An id drawn from a bigserial, as the plane reads it (a JS number): a non-negative safe integer. */
 export const isIdCursor = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 /**
@@ -233,7 +234,7 @@ export const PAGE_BYTES = 8 * 1024 * 1024;
  * most `limit` rows and PAGE_BYTES of them (sizes read first, then only the
  * rows that fit), and whether rows are left after it.
  */
-async function rowPage(
+export async function rowPage(
   db: PlaneDb,
   projectId: string,
   executionId: string,
@@ -260,7 +261,7 @@ async function rowPage(
 }
 
 /** How many of these sizes (in order, at most `limit`) fit in `budget` bytes, and their sum; the first always fits when `oneAnyway`. */
-function fitting(sizes: { bytes: number }[], limit: number, budget: number, oneAnyway: boolean): { take: number; bytes: number } {
+export function fitting(sizes: { bytes: number }[], limit: number, budget: number, oneAnyway: boolean): { take: number; bytes: number } {
   let bytes = 0;
   let take = 0;
   for (; take < Math.min(limit, sizes.length); take++) {
@@ -269,35 +270,6 @@ function fitting(sizes: { bytes: number }[], limit: number, budget: number, oneA
     bytes = next;
   }
   return { take, bytes };
-}
-
-/**
- * One page of an execution's idempotency entries with key after `after` (null:
- * from the first), in key order, at most `limit` entries and `budget` bytes of
- * them (sizes first, like rowPage; the first fits anyway when `oneAnyway`).
- */
-async function idempotencyPage(db: PlaneDb, projectId: string, executionId: string, after: string | null, limit: number, budget: number, oneAnyway: boolean) {
-  const range = (last: string | null) =>
-    and(
-      eq(idempotency.projectId, projectId),
-      eq(idempotency.executionId, executionId),
-      after === null ? undefined : gt(idempotency.key, after),
-      last === null ? undefined : lte(idempotency.key, last),
-    );
-  const sizes = await db
-    .select({ key: idempotency.key, bytes: sql<number>`octet_length(${idempotency.row}::text)` })
-    .from(idempotency)
-    .where(range(null))
-    .orderBy(asc(idempotency.key))
-    .limit(limit + 1);
-  const { take } = fitting(sizes, limit, budget, oneAnyway);
-  if (take === 0) return { entries: [] as IdempotencyEntry[], last: after, more: sizes.length > 0 };
-  const rows = await db
-    .select({ row: idempotency.row })
-    .from(idempotency)
-    .where(range(sizes[take - 1].key))
-    .orderBy(asc(idempotency.key));
-  return { entries: rows.map((r) => r.row as IdempotencyEntry), last: sizes[take - 1].key, more: sizes.length > take };
 }
 
 export async function listRows(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
@@ -418,110 +390,6 @@ export async function pauseDecision(db: PlaneDb, projectId: string, executionId:
     .from(decisions)
     .where(and(eq(decisions.projectId, projectId), eq(decisions.checkpointId, checkpointId), eq(decisions.executionId, executionId)));
   return d ? decisionOfRow(d) : null;
-}
-
-export async function listIdempotency(db: PlaneDb, projectId: string, executionId: string): Promise<IdempotencyEntry[]> {
-  const rows = await db
-    .select({ row: idempotency.row })
-    .from(idempotency)
-    .where(and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, executionId)))
-    .orderBy(asc(idempotency.key));
-  return rows.map((r) => r.row as IdempotencyEntry);
-}
-
-/** `[after, upTo, upToId]`: the last seq served, the snapshot's seq and its row's id; issued only while a row follows `after`, so `after < upTo`. */
-const isRestoreCursor = (v: unknown): v is [number, number, string] =>
-  Array.isArray(v) && v.length === 3 && isSeqCursor(v[0]) && isSeqCursor(v[1]) && v[0] < v[1] && typeof v[2] === 'string' && v[2].length <= 64;
-
-/** `['idempotency', upTo, upToId, key]`: every row was served; idempotency entries follow, after `key` (null: from the first). */
-const isEntriesCursor = (v: unknown): v is EntriesCursor =>
-  Array.isArray(v) &&
-  v.length === 4 &&
-  v[0] === 'idempotency' &&
-  isSeqCursor(v[1]) &&
-  typeof v[2] === 'string' &&
-  v[2].length <= 64 &&
-  (v[3] === null || (typeof v[3] === 'string' && v[3].length <= LIMITS.idempotencyKeyLength && !v[3].includes('\u0000')));
-type EntriesCursor = ['idempotency', number, string, string | null];
-
-/**
- * Where the idempotency entries of a restore go: all on the first page (what a
- * client before 2026-12 reads, so the default), or after the rows, paged by key
- * and by bytes like them (`paged`: the client gathers them from every page).
- */
-export type RestoreEntries = 'first' | 'paged';
-
-/**
- * One page of a restore. A restore is a snapshot at a fixed `seq`: the first
- * page reads, in one repeatable-read transaction, the newest seq (`upTo`), the
- * open pause (with its decision) and the idempotency entries, and every later page carries `upTo`
- * in its cursor and never serves a row beyond it. So the pause is the pause of
- * row `upTo` (or none), whatever the source writes meanwhile; `totalRows` counts
- * rows up to `upTo`.
- *
- * With `entries: 'paged'` the idempotency entries follow the rows, in key
- * order, within the same PAGE_BYTES a page: the first page holds those that fit
- * after its rows, read in its snapshot; later pages read the rest as they are
- * then. Entries only ever arrive (one per key, never replaced), so a later page
- * brings every entry of the snapshot once, and also any recorded since (an
- * effect that ran, which a restored run must not repeat).
- */
-export async function restorePage(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number; entries?: RestoreEntries }) {
-  const cur = decodeCursor(o.cursor, (v): v is [number, number, string] | EntriesCursor => isRestoreCursor(v) || isEntriesCursor(v));
-  const entriesCur = cur && isEntriesCursor(cur) ? cur : undefined;
-  const rowsCur = cur && !entriesCur ? (cur as [number, number, string]) : undefined;
-  return db.transaction(
-    async (tx) => {
-      const mine = and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId));
-      let after = -1;
-      let upTo = -1;
-      let upToId = '';
-      if (cur) {
-        [after, upTo, upToId] = rowsCur ?? [-1, entriesCur![1], entriesCur![2]];
-        // rows the plane served (rows leave a run only with the whole run), the snapshot's own row by its id: a run
-        // deleted and started again since, even one grown past upTo, is another copy, whose pages would not add up to it
-        const seqs = rowsCur ? [after, upTo] : [upTo];
-        const held = await tx
-          .select({ seq: checkpoints.seq, id: checkpoints.id })
-          .from(checkpoints)
-          .where(and(mine, inArray(checkpoints.seq, seqs)));
-        if (held.length !== seqs.length || held.find((r) => r.seq === upTo)?.id !== upToId) {
-          const which = rowsCur ? `rows ${after} and ${upTo}` : `row ${upTo}`;
-          throw new CursorError(`cursor names ${which} of a copy of execution '${executionId}' this plane no longer holds (deleted since?): restore again from the first page`);
-        }
-      } else {
-        const [m] = await tx.select({ seq: checkpoints.seq, id: checkpoints.id }).from(checkpoints).where(mine).orderBy(desc(checkpoints.seq)).limit(1);
-        if (m) [upTo, upToId] = [m.seq, m.id];
-      }
-      const { rows: page, more, bytes } = entriesCur ? { rows: [], more: false, bytes: 0 } : await rowPage(tx as unknown as PlaneDb, projectId, executionId, after, upTo, o.limit);
-      const [n] = await tx
-        .select({ n: sql<number>`count(*)::int` })
-        .from(checkpoints)
-        .where(and(mine, lte(checkpoints.seq, upTo)));
-      const first = !cur;
-      const pending = first ? await openPause(tx as unknown as PlaneDb, projectId, executionId) : null;
-      let idempotencyEntries: IdempotencyEntry[] = [];
-      let nextCursor: string | null = more ? encodeCursor([page[page.length - 1].seq, upTo, upToId]) : null;
-      if ((o.entries === 'paged' || entriesCur) && !more) {
-        // after the last row: the entries that fit in what the page has left (at least one on a page without rows)
-        const e = await idempotencyPage(tx as unknown as PlaneDb, projectId, executionId, entriesCur?.[3] ?? null, o.limit - page.length, PAGE_BYTES - bytes, page.length === 0);
-        idempotencyEntries = e.entries;
-        if (e.more) nextCursor = encodeCursor(['idempotency', upTo, upToId, e.last]);
-      } else if (first && o.entries !== 'paged') idempotencyEntries = await listIdempotency(tx as unknown as PlaneDb, projectId, executionId);
-      return {
-        executionId,
-        totalRows: n.n,
-        upTo,
-        rows: page.map((r) => r.row as Checkpoint),
-        nextCursor,
-        pending,
-        /** The open pause's decision, when one was recorded: a machine that restores the run can apply it. */
-        decision: pending ? await pauseDecision(tx as unknown as PlaneDb, projectId, executionId, pending.checkpointId) : null,
-        idempotency: idempotencyEntries,
-      };
-    },
-    { isolationLevel: 'repeatable read', accessMode: 'read only' },
-  );
 }
 
 export async function listClaimConflicts(db: PlaneDb, projectId: string, executionId?: string) {

@@ -9,21 +9,8 @@ import { and, asc, eq } from 'drizzle-orm';
 import type { PlaneDb } from '../db/open.js';
 import { claims, decisions } from '../db/schema.js';
 import { decisionFeed, decisionView, feedCursor, listPauses, recordDecision } from '../decisions.js';
-import {
-  forkLinks,
-  getExecution,
-  listClaimConflicts,
-  listExecutions,
-  listHoles,
-  listIdempotency,
-  listQuarantine,
-  listRows,
-  listTakeovers,
-  pauseState,
-  runUsage,
-  stateAt,
-  usageByRun,
-} from '../read.js';
+import { forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listQuarantine, listRows, listTakeovers, pauseState, runUsage, stateAt, usageByRun } from '../read.js';
+import { listIdempotency } from '../restore.js';
 import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';
 import { CONTROL_CHARACTER, ExecutionId, WriterId } from '../../shared/rows.js';

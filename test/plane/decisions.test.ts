@@ -15,7 +15,7 @@ import { decisionFeed, decisionOf, feedCursor, feedWaiters, listPauses, recordDe
 import { FEED_RECHECK_MS, feedSignal } from '../../plane/long-poll.js';
 import { HttpError } from '../../plane/http/errors.js';
 import { ingestBatch, rowsOf } from '../../plane/ingest.js';
-import { restorePage } from '../../plane/read.js';
+import { restorePage } from '../../plane/restore.js';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Decision, OutboxEvent } from '../../shared/rows.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';

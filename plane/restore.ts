@@ -1,0 +1,146 @@
+/**
+ * The restore bundle, page by page: everything a machine needs to resume a
+ * run the plane holds (its rows up to a snapshot's seq, the open pause and its
+ * decision, the idempotency entries), bounded by rows and bytes a page like
+ * every row listing (read.ts rowPage). Project-scoped; nothing here writes.
+ */
+import { and, asc, desc, eq, gt, inArray, lte, sql } from 'drizzle-orm';
+import { LIMITS } from '../shared/limits.js';
+import type { Checkpoint, IdempotencyEntry } from '../shared/rows.js';
+import type { PlaneDb } from './db/open.js';
+import { checkpoints, idempotency } from './db/schema.js';
+import { CursorError, decodeCursor, encodeCursor, fitting, isSeqCursor, openPause, PAGE_BYTES, pauseDecision, rowPage } from './read.js';
+
+/**
+ * One page of an execution's idempotency entries with key after `after` (null:
+ * from the first), in key order, at most `limit` entries and `budget` bytes of
+ * them (sizes first, like rowPage; the first fits anyway when `oneAnyway`).
+ */
+async function idempotencyPage(db: PlaneDb, projectId: string, executionId: string, after: string | null, limit: number, budget: number, oneAnyway: boolean) {
+  const range = (last: string | null) =>
+    and(
+      eq(idempotency.projectId, projectId),
+      eq(idempotency.executionId, executionId),
+      after === null ? undefined : gt(idempotency.key, after),
+      last === null ? undefined : lte(idempotency.key, last),
+    );
+  const sizes = await db
+    .select({ key: idempotency.key, bytes: sql<number>`octet_length(${idempotency.row}::text)` })
+    .from(idempotency)
+    .where(range(null))
+    .orderBy(asc(idempotency.key))
+    .limit(limit + 1);
+  const { take } = fitting(sizes, limit, budget, oneAnyway);
+  if (take === 0) return { entries: [] as IdempotencyEntry[], last: after, more: sizes.length > 0 };
+  const rows = await db
+    .select({ row: idempotency.row })
+    .from(idempotency)
+    .where(range(sizes[take - 1].key))
+    .orderBy(asc(idempotency.key));
+  return { entries: rows.map((r) => r.row as IdempotencyEntry), last: sizes[take - 1].key, more: sizes.length > take };
+}
+
+export async function listIdempotency(db: PlaneDb, projectId: string, executionId: string): Promise<IdempotencyEntry[]> {
+  const rows = await db
+    .select({ row: idempotency.row })
+    .from(idempotency)
+    .where(and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, executionId)))
+    .orderBy(asc(idempotency.key));
+  return rows.map((r) => r.row as IdempotencyEntry);
+}
+
+/** `[after, upTo, upToId]`: the last seq served, the snapshot's seq and its row's id; issued only while a row follows `after`, so `after < upTo`. */
+const isRestoreCursor = (v: unknown): v is [number, number, string] =>
+  Array.isArray(v) && v.length === 3 && isSeqCursor(v[0]) && isSeqCursor(v[1]) && v[0] < v[1] && typeof v[2] === 'string' && v[2].length <= 64;
+
+/** `['idempotency', upTo, upToId, key]`: every row was served; idempotency entries follow, after `key` (null: from the first). */
+const isEntriesCursor = (v: unknown): v is EntriesCursor =>
+  Array.isArray(v) &&
+  v.length === 4 &&
+  v[0] === 'idempotency' &&
+  isSeqCursor(v[1]) &&
+  typeof v[2] === 'string' &&
+  v[2].length <= 64 &&
+  (v[3] === null || (typeof v[3] === 'string' && v[3].length <= LIMITS.idempotencyKeyLength && !v[3].includes('\u0000')));
+type EntriesCursor = ['idempotency', number, string, string | null];
+
+/**
+ * Where the idempotency entries of a restore go: all on the first page (what a
+ * client before 2026-12 reads, so the default), or after the rows, paged by key
+ * and by bytes like them (`paged`: the client gathers them from every page).
+ */
+export type RestoreEntries = 'first' | 'paged';
+
+/**
+ * One page of a restore. A restore is a snapshot at a fixed `seq`: the first
+ * page reads, in one repeatable-read transaction, the newest seq (`upTo`), the
+ * open pause (with its decision) and the idempotency entries, and every later page carries `upTo`
+ * in its cursor and never serves a row beyond it. So the pause is the pause of
+ * row `upTo` (or none), whatever the source writes meanwhile; `totalRows` counts
+ * rows up to `upTo`.
+ *
+ * With `entries: 'paged'` the idempotency entries follow the rows, in key
+ * order, within the same PAGE_BYTES a page: the first page holds those that fit
+ * after its rows, read in its snapshot; later pages read the rest as they are
+ * then. Entries only ever arrive (one per key, never replaced), so a later page
+ * brings every entry of the snapshot once, and also any recorded since with
+ * a key after the cursor (an effect that ran, which a restored run must not
+ * repeat); one recorded since with an earlier key waits for a catch-up restore.
+ */
+export async function restorePage(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number; entries?: RestoreEntries }) {
+  const cur = decodeCursor(o.cursor, (v): v is [number, number, string] | EntriesCursor => isRestoreCursor(v) || isEntriesCursor(v));
+  const entriesCur = cur && isEntriesCursor(cur) ? cur : undefined;
+  const rowsCur = cur && !entriesCur ? (cur as [number, number, string]) : undefined;
+  return db.transaction(
+    async (tx) => {
+      const mine = and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId));
+      let after = -1;
+      let upTo = -1;
+      let upToId = '';
+      if (cur) {
+        [after, upTo, upToId] = rowsCur ?? [-1, entriesCur![1], entriesCur![2]];
+        // rows the plane served (rows leave a run only with the whole run), the snapshot's own row by its id: a run
+        // deleted and started again since, even one grown past upTo, is another copy, whose pages would not add up to it
+        const seqs = rowsCur ? [after, upTo] : [upTo];
+        const held = await tx
+          .select({ seq: checkpoints.seq, id: checkpoints.id })
+          .from(checkpoints)
+          .where(and(mine, inArray(checkpoints.seq, seqs)));
+        if (held.length !== seqs.length || held.find((r) => r.seq === upTo)?.id !== upToId) {
+          const which = rowsCur ? `rows ${after} and ${upTo}` : `row ${upTo}`;
+          throw new CursorError(`cursor names ${which} of a copy of execution '${executionId}' this plane no longer holds (deleted since?): restore again from the first page`);
+        }
+      } else {
+        const [m] = await tx.select({ seq: checkpoints.seq, id: checkpoints.id }).from(checkpoints).where(mine).orderBy(desc(checkpoints.seq)).limit(1);
+        if (m) [upTo, upToId] = [m.seq, m.id];
+      }
+      const { rows: page, more, bytes } = entriesCur ? { rows: [], more: false, bytes: 0 } : await rowPage(tx as unknown as PlaneDb, projectId, executionId, after, upTo, o.limit);
+      const [n] = await tx
+        .select({ n: sql<number>`count(*)::int` })
+        .from(checkpoints)
+        .where(and(mine, lte(checkpoints.seq, upTo)));
+      const first = !cur;
+      const pending = first ? await openPause(tx as unknown as PlaneDb, projectId, executionId) : null;
+      let idempotencyEntries: IdempotencyEntry[] = [];
+      let nextCursor: string | null = more ? encodeCursor([page[page.length - 1].seq, upTo, upToId]) : null;
+      if ((o.entries === 'paged' || entriesCur) && !more) {
+        // after the last row: the entries that fit in what the page has left (at least one on a page without rows)
+        const e = await idempotencyPage(tx as unknown as PlaneDb, projectId, executionId, entriesCur?.[3] ?? null, o.limit - page.length, PAGE_BYTES - bytes, page.length === 0);
+        idempotencyEntries = e.entries;
+        if (e.more) nextCursor = encodeCursor(['idempotency', upTo, upToId, e.last]);
+      } else if (first && o.entries !== 'paged') idempotencyEntries = await listIdempotency(tx as unknown as PlaneDb, projectId, executionId);
+      return {
+        executionId,
+        totalRows: n.n,
+        upTo,
+        rows: page.map((r) => r.row as Checkpoint),
+        nextCursor,
+        pending,
+        /** The open pause's decision, when one was recorded: a machine that restores the run can apply it. */
+        decision: pending ? await pauseDecision(tx as unknown as PlaneDb, projectId, executionId, pending.checkpointId) : null,
+        idempotency: idempotencyEntries,
+      };
+    },
+    { isolationLevel: 'repeatable read', accessMode: 'read only' },
+  );
+}
