@@ -319,6 +319,20 @@ export const MIGRATIONS: readonly Migration[] = [
   -- Nothing to do: decisions.seq is a bigserial, whose sequence never gives a value twice.
   `,
   },
+  /** Listings page by execution id in byte order on any database collation (client/postgres/reads.ts): an index in that order. */
+  {
+    name: '0006_byte_order_listings',
+    sqlite: `
+  -- Nothing to do: SQLite compares text by its bytes (BINARY), which the primary keys are in.
+  `,
+    postgres: `
+  -- The run and pause listings (recoverRuns, waymark runs, the local inspector) and prune's walk compare and sort
+  -- execution ids COLLATE "C": on a database whose text is ordered by a locale (en_US.UTF-8), or even C.UTF-8, the
+  -- primary keys are in another collation and every page was a scan and a sort of the whole table.
+  CREATE INDEX IF NOT EXISTS executions_id_bytes ON :WAYMARK_SCHEMA.executions (execution_id COLLATE "C");
+  CREATE INDEX IF NOT EXISTS pending_interrupts_id_bytes ON :WAYMARK_SCHEMA.pending_interrupts (execution_id COLLATE "C");
+  `,
+  },
 ];
 
 /** The Postgres text of `m` for `schema` (already checked to be a plain lower-case identifier). */

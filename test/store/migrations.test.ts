@@ -42,7 +42,7 @@ const sqliteVersions = (db: Database.Database) =>
 
 describe('the list', () => {
   test('names are numbered in order, unique, and each entry has both dialects', () => {
-    expect(MIGRATIONS.map((m) => m.name)).toEqual(['0001_initial', '0002_cheaper_writes', '0003_leases', '0004_decisions', '0005_decision_seq_never_reused']);
+    expect(MIGRATIONS.map((m) => m.name)).toEqual(['0001_initial', '0002_cheaper_writes', '0003_leases', '0004_decisions', '0005_decision_seq_never_reused', '0006_byte_order_listings']);
     MIGRATIONS.forEach((m, i) => {
       expect(m.name).toMatch(new RegExp(`^${String(i + 1).padStart(4, '0')}_[a-z0-9_]+$`));
       expect(m.sqlite.trim()).not.toBe('');
