@@ -40,6 +40,7 @@ async function idempotencyPage(db: PlaneDb, projectId: string, executionId: stri
   return { entries: rows.map((r) => r.row as IdempotencyEntry), last: sizes[take - 1].key, more: sizes.length > take };
 }
 
+/** Every idempotency entry of a run, by key: a restore's first page for a client that does not page them, and the inspector's run page. */
 export async function listIdempotency(db: PlaneDb, projectId: string, executionId: string): Promise<IdempotencyEntry[]> {
   const rows = await db
     .select({ row: idempotency.row })
