@@ -20,6 +20,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { and, eq, isNull, type SQL } from 'drizzle-orm';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { textProblem } from '../shared/json.js';
+import { printable, TERMINAL_CONTROL } from '../shared/terminal.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
 import { apiKeys, projects } from './db/schema.js';
@@ -50,14 +51,7 @@ export function checkProjectName(name: string): string | null {
 /** The longest key name, in characters. */
 export const KEY_NAME_MAX = 128;
 
-// C0 and C1 controls, DEL, line and paragraph separators, and the bidi embeddings,
-// overrides and isolates: each can rewrite what a terminal shows around it
-const CONTROL = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
-
-/** A string as it may be printed to a terminal: each control character as a JSON-style escape (`\u001b`), the rest as is. */
-export function printable(s: string): string {
-  return s.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
+export { printable } from '../shared/terminal.js';
 
 /** Every problem with a key name (none: an empty list): not blank, at most KEY_NAME_MAX characters, no control characters. */
 export function keyNameProblems(name: string): string[] {
@@ -66,7 +60,7 @@ export function keyNameProblems(name: string): string[] {
   // a decision a key records names it (decidedBy): an empty name would leave it nobody
   if (!name.trim()) problems.push('it is blank');
   if (length > KEY_NAME_MAX) problems.push(`it is ${length} characters long, more than ${KEY_NAME_MAX}`);
-  const controls = [...new Set(name.match(CONTROL) ?? [])];
+  const controls = [...new Set(name.match(TERMINAL_CONTROL) ?? [])];
   if (controls.length) problems.push(`it has control characters (${controls.map(printable).join(', ')}), which a terminal listing the keys would act on`);
   return problems;
 }

@@ -11,6 +11,7 @@
  * WAYMARK_PLANE_URL, and its key from --key or WAYMARK_API_KEY.
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { terminalSafe } from '../../shared/terminal.js';
 import { RunInProgress } from '../errors.js';
 import { openStore } from '../open-store.js';
 import { errorText, packageVersion, parseCommand, suggest, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
@@ -289,7 +290,10 @@ function findCommand(argv: string[]): { command: Command; rest: string[] } | { p
   return { problem: `unknown command '${first}'${near ? ` (did you mean '${near}'?)` : ''}`, unknown: true };
 }
 
-export async function main(argv: string[], out: Out = console.log, err: Out = console.error): Promise<number> {
+export async function main(argv: string[], print: Out = console.log, printErr: Out = console.error): Promise<number> {
+  // ids, names and reasons come from other people: nothing in them may act on the terminal (terminal.ts)
+  const out: Out = (line) => print(terminalSafe(line));
+  const err: Out = (line) => printErr(terminalSafe(line));
   const [first] = argv;
   if (first === undefined) {
     err(errorText(new UsageError(['no command given'], topLevelUsage())));

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { deepFreeze, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { printable, TERMINAL_CONTROL } from '../../shared/terminal.js';
 import type { ToolSpec } from '../models/model.js';
 
 /** A tool the model may call; its arguments are validated with `parameters` before it runs. */
@@ -28,8 +29,8 @@ const SEGMENT_MAX = 256;
 /**
  * What keeps a name from being a segment of the paths rows are filed under
  * (`agent:NAME/tool:NAME`, split on '/'), each problem said (none: it can be
- * one): not text, empty, over SEGMENT_MAX characters, a '/', a control
- * character, half a character. Only what cannot work: an agent or tool
+ * one): not text, empty or blank, over SEGMENT_MAX characters, a '/', a
+ * character a terminal acts on (shared/terminal.ts), half a character. Only what cannot work: an agent or tool
  * named otherwise before this check (`Refund Bot`, `billing.eu`) keeps its
  * runs resumable.
  */
@@ -38,12 +39,13 @@ export function segmentProblems(what: string, name: unknown): string[] {
   const problems: string[] = [];
   if (name.length === 0) problems.push('is empty');
   if (name.length > SEGMENT_MAX) problems.push(`is ${name.length} characters long, more than ${SEGMENT_MAX}`);
+  if (name.length > 0 && !name.trim()) problems.push('is blank');
   if (name.includes('/')) problems.push("holds '/', which splits a path");
-  const controls = [...new Set(name.match(/[\u0000-\u001f\u007f]/g) ?? [])];
-  if (controls.length) problems.push(`holds control characters (${controls.map((c) => JSON.stringify(c)).join(', ')})`);
+  const controls = [...new Set(name.match(TERMINAL_CONTROL) ?? [])];
+  if (controls.length) problems.push(`holds control characters (${controls.map((c) => `"${printable(c)}"`).join(', ')}), which a terminal showing its rows would act on`);
   if (!name.isWellFormed()) problems.push('holds half a character (a lone surrogate)');
   if (!problems.length) return [];
-  const shown = JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name);
+  const shown = printable(JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name));
   return [`${what} ${shown} ${problems.join(' and ')}`];
 }
 

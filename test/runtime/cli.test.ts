@@ -50,6 +50,27 @@ describe('waymark CLI on a SQLite store', () => {
     await expect(cli(['runs', '--db', tmp.file('missing.db')])).rejects.toThrow(/no store/);
   });
 
+  it("nothing a run holds acts on the terminal: ids, agent paths and reasons with ESC, C1 controls or bidi overrides are printed escaped, by runs, inspect and the binary's errors", async () => {
+    const db = tmp.file('terminal.db');
+    const store = new SqliteCheckpointer({ path: db });
+    // stored before names were checked, or by another tool: the store takes any printable id
+    const id = 'evil\u202egnp.exe\u0085\u009b31m';
+    await store.put({ executionId: id, nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:x\u202ey', state: { messages: [] } });
+    await store.close();
+    for (const args of [
+      ['runs', '--db', db],
+      ['inspect', '--db', db, id],
+    ]) {
+      const r = await cli(args);
+      expect(r.text, args[0]).toContain('evil\\u202egnp.exe\\u0085\\u009b31m');
+      expect(r.text, args[0]).not.toMatch(/[\u0080-\u009f\u202a-\u202e]/);
+    }
+    // a thrown error, as the binary prints it
+    const bin = spawnSync(process.execPath, [fileURLToPath(new URL('../../bin/waymark.mjs', import.meta.url)), 'delete', '--db', db, 'x\u202eq', '--yes'], { encoding: 'utf8' });
+    expect(bin.stderr).toContain("waymark: EXECUTION_NOT_FOUND: execution 'x\\u202eq' has no rows in this store");
+    expect(bin.stderr).not.toMatch(/[\u202a-\u202e]/);
+  });
+
   it('runs --state running marks each run without a marker: held by a live runner, STALE once its lease expired, or free', async () => {
     const db = tmp.file('leases.db');
     const store = new SqliteCheckpointer({ path: db });

@@ -681,12 +681,19 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(made({ name: 'billing/refunds' })?.message).toBe('Agent: name "billing/refunds" holds \'/\', which splits a path');
       expect(made({ name: '' })?.details?.problems).toEqual(['name "" is empty']);
       expect(made({ name: `${'b'.repeat(260)}\n/`, leaseMs: 0, maxTurns: Number.NaN })?.details?.problems).toEqual([
-        expect.stringMatching(/^name "b{80}…" is 262 characters long, more than 256 and holds '\/', which splits a path and holds control characters \("\\n"\)$/),
+        expect.stringMatching(
+          /^name "b{80}…" is 262 characters long, more than 256 and holds '\/', which splits a path and holds control characters \("\\u000a"\), which a terminal showing its rows would act on$/,
+        ),
         'leaseMs must be a positive integer (got 0)',
         'maxTurns must be a positive integer (got NaN)',
       ]);
       expect(made({ name: 7 as unknown as string })?.details?.problems).toEqual(['name must be a string (got number)']);
       expect(made({ maxTurns: 0 })?.details?.problems).toEqual(['maxTurns must be a positive integer (got 0)']);
+      // what a terminal acts on (C1 controls, DEL, bidi overrides) is refused as key names are, and shown escaped; a blank name too
+      expect(made({ name: 'evil\u202egnp.exe\u0085\u007f' })?.details?.problems).toEqual([
+        'name "evil\\u202egnp.exe\\u0085\\u007f" holds control characters ("\\u202e", "\\u0085", "\\u007f"), which a terminal showing its rows would act on',
+      ]);
+      expect(made({ name: ' ' })?.details?.problems).toEqual(['name " " is blank']);
       // tools given as plain objects and asTool() names: the same rule; tool() keeps what model APIs take
       const plain = { name: 'a/b', description: '', parameters: z.object({}), execute: () => 1 };
       expect(made({ tools: [plain, { ...plain, name: 'c' }, { ...plain, name: 'c' }] })?.details?.problems).toEqual([
