@@ -122,7 +122,11 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
                 {!d && s.incomplete.length === 0 ? (
                   'nothing sent yet: there is no plane copy'
                 ) : s.incomplete.length === 0 ? (
-                  'complete (no row refused)'
+                  s.quarantinedCount ? (
+                    'complete (no hole: the rows the plane refused are not missing from its copy, see below)'
+                  ) : (
+                    'complete (no row refused)'
+                  )
                 ) : (
                   <span class="error">
                     incomplete for {s.incomplete.length} run{s.incomplete.length === 1 ? '' : 's'}:{' '}

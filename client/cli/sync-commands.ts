@@ -70,7 +70,9 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
       !d && incomplete.size === 0
         ? 'nothing sent yet (no plane connected; the backlog is kept until one is)'
         : incomplete.size === 0
-          ? 'complete (no row refused)'
+          ? s.quarantinedCount
+            ? 'complete (no hole: the rows the plane refused are not missing from its copy, see below)'
+            : 'complete (no row refused)'
           : `INCOMPLETE for ${incomplete.size} run(s): ${runs(incomplete)}; the plane cannot restore them elsewhere; this store keeps them whole (see \`waymark quarantine\`)`
     }`,
   );

@@ -64,8 +64,10 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
         throw new WaymarkError(ErrorCode.RUN_INCOMPLETE, err.message, { details: { executionId, ...err.details } });
       }
       if (res.status !== 200) {
-        const msg = (res.body as { error?: { message?: string } })?.error?.message ?? '';
-        throw new WaymarkError(ErrorCode.PLANE_ERROR, `restore of '${executionId}' failed: HTTP ${res.status} ${msg}`, { details: { status: res.status } });
+        const error = (res.body as { error?: { code?: string; message?: string } })?.error;
+        // a refused key is said as the plane says it (UNAUTHORIZED, FORBIDDEN), as `sync now` does: not a plane fault
+        const code = (res.status === 401 || res.status === 403) && (error?.code === ErrorCode.UNAUTHORIZED || error?.code === ErrorCode.FORBIDDEN) ? error.code : ErrorCode.PLANE_ERROR;
+        throw new WaymarkError(code, `restore of '${executionId}' failed: HTTP ${res.status} ${error?.message ?? ''}`, { details: { status: res.status } });
       }
       const page = RestorePage.safeParse(res.body);
       if (!page.success) {

@@ -24,7 +24,7 @@ const CreateProjectBody = z.object({ name: z.string().max(200) }).strict();
 const CreateKeyFields = ['project', 'name', 'scopes'];
 const CreateKeyBody = z.looseObject({
   project: z.string().max(200).optional(),
-  name: z.string().max(200).optional(),
+  name: z.string().max(200).optional().describe('at most 128 characters, not blank, no control characters (judged with the other fields, so one answer names every problem)'),
   scopes: z
     .array(z.string().max(64))
     .max(SCOPES.length * 2)

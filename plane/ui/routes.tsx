@@ -127,8 +127,9 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
       const form = await c.req.parseBody();
       const next = safeNext(form.next);
       const p = await authenticate(db, typeof form.key === 'string' ? form.key.trim() : undefined);
-      if (!p || !(p.scopes.includes('read') || p.scopes.includes('admin') || p.scopes.includes('approve'))) {
-        return c.html(<LoginPage next={next} csrf={loginToken(c)} error="That key is not valid for the inspector (it needs the read or the approve scope)." />, 401);
+      if (!p) return c.html(<LoginPage next={next} csrf={loginToken(c)} error="That key is unknown or revoked (or mistyped)." />, 401);
+      if (!(p.scopes.includes('read') || p.scopes.includes('admin') || p.scopes.includes('approve'))) {
+        return c.html(<LoginPage next={next} csrf={loginToken(c)} error="That key is valid but cannot open the inspector: it needs the read or the approve scope." />, 401);
       }
       const s = await createSession(db, p);
       setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Strict', path: '/', maxAge: s.maxAgeSec, secure: new URL(c.req.url).protocol === 'https:' });

@@ -173,6 +173,11 @@ describe('waymark sync / restore / quarantine', () => {
     const badKey = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', 'wm_nope_nope']);
     expect(badKey.code).toBe(1);
     expect(badKey.text).toMatch(/refused the key: 401 UNAUTHORIZED/);
+    // restore says a refused key as sync now does (UNAUTHORIZED, not a plane fault), and imports nothing
+    await expect(cli(['restore', 'some-run', '--db', tmp.file('never-2.db'), '--plane', plane.url, '--key', 'wm_nope_nope'])).rejects.toMatchObject({
+      code: 'UNAUTHORIZED',
+      message: expect.stringContaining('HTTP 401'),
+    });
     const readOnly = await plane.key('cli', ['read']);
     const down = `http://127.0.0.1:${await closedPort()}`;
     await expect(cli(['restore', 'some-run', '--db', tmp.file('never.db'), '--plane', down, '--key', key])).rejects.toMatchObject({

@@ -122,7 +122,7 @@ describe('the inspector in headless chromium', () => {
     await shot('01-login');
     await page.fill('input[name=key]', 'wm_wrong');
     await page.click('button[type=submit]');
-    await expect.poll(() => page.textContent('[role=alert]')).toMatch(/not valid/);
+    await expect.poll(() => page.textContent('[role=alert]')).toMatch(/unknown or revoked/);
     await page.fill('input[name=key]', readKey);
     await page.click('button[type=submit]');
     await page.waitForURL(`${plane.url}/`);
