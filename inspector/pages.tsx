@@ -175,6 +175,9 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
       const pageQuery = (cur: string | null) => `/runs/${encodeURIComponent(id)}${cur ? `?cursor=${encodeURIComponent(cur)}` : ''}`;
       const quarantined = (await src.listQuarantine({ executionId: id, limit: 100 })).items;
+      // a run may record many large effect results: a page of them, by key (bytes bound it too on the plane)
+      const idemCursor = c.req.query('idem') || undefined;
+      const idempotency = await src.listIdempotency(id, { cursor: idemCursor, limit: 50 });
       const pause = await src.pauseState(id);
       let approvals = null;
       if (o.approvals && src.runDecisions) {
@@ -195,7 +198,9 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             pageQuery={pageQuery}
             pause={pause}
             approvals={approvals}
-            idempotency={await src.listIdempotency(id)}
+            idempotency={idempotency.items}
+            idempotencyNext={idempotency.nextCursor && `/runs/${encodeURIComponent(id)}?idem=${encodeURIComponent(idempotency.nextCursor)}#idem-h`}
+            idempotencyFirst={idemCursor ? `/runs/${encodeURIComponent(id)}#idem-h` : null}
             usage={await src.runUsage(id)}
             conflicts={await src.listClaimConflicts?.(id)}
             takeovers={await src.listTakeovers?.(id)}

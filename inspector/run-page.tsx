@@ -56,7 +56,10 @@ export interface RunPageProps {
     claimedAt: string | null;
     claim: { state: 'held' | 'applied'; claimedAt: string } | null;
   } | null;
+  /** A page of the run's idempotency entries, and the link to the next (null: none) and back to the first (null: this is it). */
   idempotency: IdempotencyEntry[];
+  idempotencyNext: string | null;
+  idempotencyFirst: string | null;
   /** Pauses two writers claimed (absent where claims are not arbitrated: a local store). */
   conflicts?: { checkpointId: string; winnerWriterId: string; loserWriterId: string; source: string; at: string; sideEffects: string[] }[];
   /** Takeovers of the run by another machine (its writer not heard from for the takeover delay). */
@@ -330,6 +333,10 @@ export const RunPage: FC<RunPageProps> = (p) => {
             ))}
           </Table>
         )}
+        <div class="pager">
+          {p.idempotencyFirst && <a href={p.idempotencyFirst}>First entries</a>}
+          {p.idempotencyNext && <a href={p.idempotencyNext}>More entries →</a>}
+        </div>
       </section>
 
       <section aria-labelledby="q-h">

@@ -67,7 +67,8 @@ export interface InspectorSource {
   stateAt(executionId: string, seq: number): Promise<Record<string, Json> | null>;
   /** The run's pause (open, or claimed where the source keeps claimed ones), or null. */
   pauseState(executionId: string): Promise<PauseView | null>;
-  listIdempotency(executionId: string): Promise<IdempotencyEntry[]>;
+  /** A page of the run's idempotency entries by key (a run may record many large effect results). */
+  listIdempotency(executionId: string, o: { cursor?: string; limit: number }): Promise<Paged<IdempotencyEntry>>;
   /** Model usage summed over all rows of the run. */
   runUsage(executionId: string): Promise<UsageTotal>;
   /** Quarantined entries, oldest first; of one run when `executionId` is given. */

@@ -40,7 +40,17 @@ async function idempotencyPage(db: PlaneDb, projectId: string, executionId: stri
   return { entries: rows.map((r) => r.row as IdempotencyEntry), last: sizes[take - 1].key, more: sizes.length > take };
 }
 
-/** Every idempotency entry of a run, by key: a restore's first page for a client that does not page them, and the inspector's run page. */
+/** A page of a run's idempotency entries by key, for the inspector's run page: at most `limit` and PAGE_BYTES of them. */
+export async function idempotencyListing(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
+  const after = decodeCursor(o.cursor, isKeyCursor) ?? null;
+  const page = await db.transaction((tx) => idempotencyPage(tx as unknown as PlaneDb, projectId, executionId, after, o.limit, PAGE_BYTES, true), {
+    isolationLevel: 'repeatable read',
+    accessMode: 'read only',
+  });
+  return { items: page.entries, nextCursor: page.more && page.last !== null ? encodeCursor(page.last) : null };
+}
+
+/** Every idempotency entry of a run, by key: a restore's first page for a client that does not page them. */
 export async function listIdempotency(db: PlaneDb, projectId: string, executionId: string): Promise<IdempotencyEntry[]> {
   const rows = await db
     .select({ row: idempotency.row })
@@ -54,15 +64,12 @@ export async function listIdempotency(db: PlaneDb, projectId: string, executionI
 const isRestoreCursor = (v: unknown): v is [number, number, string] =>
   Array.isArray(v) && v.length === 3 && isSeqCursor(v[0]) && isSeqCursor(v[1]) && v[0] < v[1] && typeof v[2] === 'string' && v[2].length <= 64;
 
+/** A key the plane could hold: the entries after it follow (text, at most the key limit, no U+0000). */
+const isKeyCursor = (v: unknown): v is string => typeof v === 'string' && v.length <= LIMITS.idempotencyKeyLength && !v.includes('\u0000');
+
 /** `['idempotency', upTo, upToId, key]`: every row was served; idempotency entries follow, after `key` (null: from the first). */
 const isEntriesCursor = (v: unknown): v is EntriesCursor =>
-  Array.isArray(v) &&
-  v.length === 4 &&
-  v[0] === 'idempotency' &&
-  isSeqCursor(v[1]) &&
-  typeof v[2] === 'string' &&
-  v[2].length <= 64 &&
-  (v[3] === null || (typeof v[3] === 'string' && v[3].length <= LIMITS.idempotencyKeyLength && !v[3].includes('\u0000')));
+  Array.isArray(v) && v.length === 4 && v[0] === 'idempotency' && isSeqCursor(v[1]) && typeof v[2] === 'string' && v[2].length <= 64 && (v[3] === null || isKeyCursor(v[3]));
 type EntriesCursor = ['idempotency', number, string, string | null];
 
 /**

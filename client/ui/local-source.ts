@@ -193,8 +193,13 @@ export function localSource(store: Checkpointer): InspectorSource {
       };
     },
 
-    async listIdempotency(executionId) {
-      return (await store.listIdempotent(executionId)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    async listIdempotency(executionId, o) {
+      // the store answers every entry (this process's own file or database); the page is cut here, by key
+      const after = decode<string>(o.cursor, 'string');
+      const all = (await store.listIdempotent(executionId)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      const rest = after === undefined ? all : all.filter((e) => e.key > after);
+      const page = rest.slice(0, o.limit);
+      return { items: page, nextCursor: rest.length > o.limit ? encode(page[page.length - 1].key) : null };
     },
 
     async runUsage(executionId) {

@@ -10,7 +10,7 @@ import type { PlaneDb } from '../db/open.js';
 import { claims, decisions } from '../db/schema.js';
 import { decisionFeed, decisionView, feedCursor, listPauses, recordDecision } from '../decisions.js';
 import { forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listQuarantine, listRows, listTakeovers, pauseState, runUsage, stateAt, usageByRun } from '../read.js';
-import { listIdempotency } from '../restore.js';
+import { idempotencyListing } from '../restore.js';
 import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';
 import { CONTROL_CHARACTER, ExecutionId, WriterId } from '../../shared/rows.js';
@@ -40,7 +40,7 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
     listRows: (id, o) => listRows(db, projectId, id, o),
     stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
     pauseState: (id) => pauseState(db, projectId, id),
-    listIdempotency: (id) => listIdempotency(db, projectId, id),
+    listIdempotency: (id, o) => idempotencyListing(db, projectId, id, o),
     runUsage: (id) => runUsage(db, projectId, id),
     listQuarantine: (o) => listQuarantine(db, projectId, o),
     forkLinks: (id) => forkLinks(db, projectId, id),

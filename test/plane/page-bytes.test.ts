@@ -9,7 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { restoreFromPlane } from '../../client/replica/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { projectId } from '../../plane/auth.js';
 import { PAGE_BYTES } from '../../plane/read.js';
+import { idempotencyListing } from '../../plane/restore.js';
 import { call, startTestPlane } from '../helpers/plane.js';
 import { eventsOf, step } from '../helpers/rows.js';
 import { uuidv7 } from '../../shared/ids.js';
@@ -127,6 +129,19 @@ describe('row pages are bounded by bytes', () => {
       expect(late.keys.filter((k) => all.includes(k)).sort()).toEqual([...all].sort());
       expect(late.keys).toContain('ÿ late, after every key');
       expect(new Set(late.keys).size).toBe(late.keys.length);
+
+      // the inspector's run page lists them the same way: by key, within PAGE_BYTES a page
+      const project = await projectId(plane.database.db, 'p');
+      const listed: string[] = [];
+      for (let cursor: string | undefined, pages = 0; ; pages++) {
+        const page = await idempotencyListing(plane.database.db, project, 'effects', { cursor, limit: 1000 });
+        expect(Buffer.byteLength(JSON.stringify(page.items))).toBeLessThanOrEqual(PAGE_BYTES);
+        listed.push(...page.items.map((e) => e.key));
+        if (!page.nextCursor) break;
+        cursor = page.nextCursor;
+        expect(pages).toBeLessThan(20);
+      }
+      expect([...listed].sort()).toEqual([...all, 'ÿ late, after every key', ' early, before every key'].sort());
 
       const store = new SqliteCheckpointer({ path: tmp.file('effects.db') });
       try {

@@ -24,6 +24,7 @@ beforeAll(async () => {
   for (let i = 0; i < 120; i++) await (i % 10 === 3 ? b : a).put(step(`run-${String(i).padStart(3, '0')}`, 0));
   let prev: string | null = null;
   for (let i = 0; i < 450; i++) prev = (await a.put({ ...step('long-run', i), prevId: prev })).id;
+  for (let i = 0; i < 120; i++) await a.putIdempotent('long-run', `charge:${String(i).padStart(3, '0')}`, { receipt: i });
   for (let i = 0; i < 60; i++) {
     const e = await a.put(step(`refused-${String(i).padStart(2, '0')}`, 0));
     await a.markQuarantined({ [e.id]: `plane: invalid_row: refusal ${i}` });
@@ -68,10 +69,15 @@ describe('local inspector paging', () => {
     expect(none).toContain('No runs match.');
   });
 
-  it("a long run's timeline pages by seq; the quarantine pages by outbox id", async () => {
+  it("a long run's timeline pages by seq, its idempotency entries by key; the quarantine pages by outbox id", async () => {
     const rows = await follow('/runs/long-run', /<a href="([^"]+)">Next rows →<\/a>/, /<li class="[^"]*" id="seq-(\d+)">/g);
     expect(rows.pages).toBe(3);
     expect(rows.items.map(Number)).toEqual(Array.from({ length: 450 }, (_, i) => i));
+    // its idempotency entries page by key (a run may record many large effect results), each once
+    const effects = await follow('/runs/long-run', /<a href="([^"]+)">More entries →<\/a>/, /<td class="mono" data-label="Key">charge:(\d+)<\/td>/g);
+    expect(effects.pages).toBe(3);
+    expect(effects.items.map(Number)).toEqual(Array.from({ length: 120 }, (_, i) => i));
+    expect((await fetch(`${ui.url}/runs/long-run?idem=x`)).status).toBe(400);
     const q = await follow('/quarantine', /<a href="([^"]+)">Next →<\/a>/, /refusal (\d+)/g);
     expect(q.pages).toBe(2);
     expect(q.items.map(Number)).toEqual(Array.from({ length: 60 }, (_, i) => i));
