@@ -54,21 +54,12 @@ export class PauseOutcome extends Error {
 
 /**
  * Errors that mean the run's record could not be kept: a store failure under a
- * tool, a side effect whose result could not be recorded; or that the code
- * itself is wrong (an idempotency key no store can hold: the model cannot fix
- * it, and would only be invited to call the tool again). They are thrown from
+ * tool, a side effect whose result could not be recorded. They are thrown from
  * run/resume with no failed marker (the run stays resumable from its newest
  * row), and never shown to the model as a tool result it could answer by
- * calling the tool again. (A tool may still catch the key's error itself.)
+ * calling the tool again.
  */
-export const ESCAPES: ReadonlySet<string> = new Set([
-  ErrorCode.STORE_FAILED,
-  ErrorCode.EFFECT_NOT_RECORDED,
-  ErrorCode.EXECUTION_GONE,
-  ErrorCode.LEASE_LOST,
-  ErrorCode.RUN_CANCELLED,
-  ErrorCode.INVALID_IDEMPOTENCY_KEY,
-]);
+export const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED, ErrorCode.EXECUTION_GONE, ErrorCode.LEASE_LOST, ErrorCode.RUN_CANCELLED]);
 export const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
 
 /**
