@@ -8,7 +8,11 @@ run.then(
   async (err) => {
     // a WaymarkError's stable code leads, so a script can match it without parsing the sentence; nothing in the
     // message (an id, a name) may act on the terminal
-    const { terminalSafe } = await import('../dist/shared/terminal.js');
+    // (an install without dist/ fails both imports: the original error is still the one printed)
+    const terminalSafe = await import('../dist/shared/terminal.js').then(
+      (m) => m.terminalSafe,
+      () => (s) => s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+    );
     console.error(terminalSafe(`waymark: ${typeof err?.code === 'string' && /^[A-Z][A-Z_]+$/.test(err.code) ? `${err.code}: ` : ''}${err?.message ?? err}`));
     process.exit(1);
   },

@@ -20,7 +20,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { and, eq, isNull, type SQL } from 'drizzle-orm';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { textProblem } from '../shared/json.js';
-import { printable, TERMINAL_CONTROL } from '../shared/terminal.js';
+import { printable, terminalControls } from '../shared/terminal.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
 import { apiKeys, projects } from './db/schema.js';
@@ -60,7 +60,7 @@ export function keyNameProblems(name: string): string[] {
   // a decision a key records names it (decidedBy): an empty name would leave it nobody
   if (!name.trim()) problems.push('it is blank');
   if (length > KEY_NAME_MAX) problems.push(`it is ${length} characters long, more than ${KEY_NAME_MAX}`);
-  const controls = [...new Set(name.match(TERMINAL_CONTROL) ?? [])];
+  const controls = terminalControls(name);
   if (controls.length) problems.push(`it has control characters (${controls.map(printable).join(', ')}), which a terminal listing the keys would act on`);
   return problems;
 }
@@ -77,7 +77,7 @@ export function checkKeyName(name: string): void {
 export class UnknownProject extends WaymarkError {
   constructor(name: string, known: string[]) {
     const hint = checkProjectName(name) ? '' : `; create it with 'waymark plane projects create ${name}'`;
-    super(ErrorCode.UNKNOWN_PROJECT, `no project '${printable(name)}'; known: ${known.length ? known.join(', ') : '(none)'}${hint}`, {
+    super(ErrorCode.UNKNOWN_PROJECT, `no project '${printable(name)}'; known: ${known.length ? known.map(printable).join(', ') : '(none)'}${hint}`, {
       details: { project: name, known },
     });
     this.name = 'UnknownProject';

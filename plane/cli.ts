@@ -8,6 +8,7 @@
  *   waymark plane keys revoke KEY_ID
  *     (projects and keys: [--plane URL] [--key ADMIN_KEY]; see admin-cli.ts for where they go)
  */
+import { terminalSafe } from '../shared/terminal.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isInMemory } from './db/open.js';
@@ -115,7 +116,10 @@ function findPlaneCommand(argv: string[]): { command: CommandSpec; rest: string[
  * otherwise good command line, the plane's answer, a data dir another process holds)
  * is `waymark: CODE: …` and exits 1.
  */
-export async function planeMain(argv: string[], out: (l: string) => void = console.log, err: (l: string) => void = out === console.log ? console.error : out): Promise<number> {
+export async function planeMain(argv: string[], print: (l: string) => void = console.log, printErr: (l: string) => void = print === console.log ? console.error : print): Promise<number> {
+  // ids and names come from other people: nothing in them may act on the terminal (shared/terminal.ts)
+  const out = (line: string) => print(terminalSafe(line));
+  const err = (line: string) => printErr(terminalSafe(line));
   try {
     return await planeCommand(argv, out);
   } catch (e) {

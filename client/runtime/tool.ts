@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { deepFreeze, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { printable, TERMINAL_CONTROL } from '../../shared/terminal.js';
+import { printable, terminalControls } from '../../shared/terminal.js';
 import type { ToolSpec } from '../models/model.js';
 
 /** A tool the model may call; its arguments are validated with `parameters` before it runs. */
@@ -41,7 +41,7 @@ export function segmentProblems(what: string, name: unknown): string[] {
   if (name.length > SEGMENT_MAX) problems.push(`is ${name.length} characters long, more than ${SEGMENT_MAX}`);
   if (name.length > 0 && !name.trim()) problems.push('is blank');
   if (name.includes('/')) problems.push("holds '/', which splits a path");
-  const controls = [...new Set(name.match(TERMINAL_CONTROL) ?? [])];
+  const controls = terminalControls(name);
   if (controls.length) problems.push(`holds control characters (${controls.map((c) => `"${printable(c)}"`).join(', ')}), which a terminal showing its rows would act on`);
   if (!name.isWellFormed()) problems.push('holds half a character (a lone surrogate)');
   if (!problems.length) return [];

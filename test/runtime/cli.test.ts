@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, ScriptedModel, serveDecisions, type CheckpointInput } from '../../client/index.js';
 import { main } from '../../client/cli/main.js';
@@ -56,7 +56,14 @@ describe('waymark CLI on a SQLite store', () => {
     // stored before names were checked, or by another tool: the store takes any printable id
     const id = 'evil\u202egnp.exe\u0085\u009b31m';
     await store.put({ executionId: id, nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:x\u202ey', state: { messages: [] } });
+    // a failed run whose error message holds a line break: in a cell it must not print a line that looks like a run
+    const row = { executionId: 'fails', nodeId: 'turn:0', turn: 0, step: 'llm_call' as const, status: 'completed' as const, agentPath: 'agent:x', state: { messages: [] } };
+    await store.put(row);
+    await store.put({ ...row, nodeId: 'run_end', step: 'run_end', status: 'failed', nodeOutput: { error: { code: 'RUN_FAILED', message: 'boom\nfake-run  completed' } } });
     await store.close();
+    const listed = await cli(['runs', '--db', db]);
+    expect(listed.text).toContain('boom\\u000afake-run');
+    expect(listed.text.split('\n').filter((l) => l.startsWith('fake-run'))).toEqual([]);
     for (const args of [
       ['runs', '--db', db],
       ['inspect', '--db', db, id],
@@ -69,6 +76,16 @@ describe('waymark CLI on a SQLite store', () => {
     const bin = spawnSync(process.execPath, [fileURLToPath(new URL('../../bin/waymark.mjs', import.meta.url)), 'delete', '--db', db, 'x\u202eq', '--yes'], { encoding: 'utf8' });
     expect(bin.stderr).toContain("waymark: EXECUTION_NOT_FOUND: execution 'x\\u202eq' has no rows in this store");
     expect(bin.stderr).not.toMatch(/[\u202a-\u202e]/);
+    // --json stays exact: the id as stored
+    const json = await cli(['runs', '--db', db, '--json']);
+    expect(JSON.parse(json.text)[0].executionId).toBe(id);
+    // the binary alone (no dist/ beside it): the original error is still printed, not one about the escaping
+    const lone = tmp.file('lone/bin');
+    mkdirSync(lone, { recursive: true });
+    writeFileSync(join(lone, 'waymark.mjs'), readFileSync(fileURLToPath(new URL('../../bin/waymark.mjs', import.meta.url))));
+    const alone = spawnSync(process.execPath, [join(lone, 'waymark.mjs'), 'runs'], { encoding: 'utf8' });
+    expect(alone.status).toBe(1);
+    expect(alone.stderr).toMatch(/^waymark: ERR_MODULE_NOT_FOUND: .*main\.js/);
   });
 
   it('runs --state running marks each run without a marker: held by a live runner, STALE once its lease expired, or free', async () => {
