@@ -51,9 +51,10 @@ import { freeze, kept, TOOL_MISSING, type Place, type RunState } from './run-sta
 export interface AgentOptions {
   /**
    * A segment of the path the agent's rows are filed under (`agent:NAME`,
-   * `supervisor:NAME`), which is split on '/': not empty, at most 256
-   * characters, no '/' and no control character. Another name is refused when
-   * the agent is made (INVALID_OPTIONS, each problem named).
+   * `supervisor:NAME`), which is split on '/': not empty or blank, at most 256
+   * UTF-16 units, no '/', nothing a terminal acts on (control characters,
+   * bidi marks). Another name is refused when the agent is made
+   * (INVALID_OPTIONS, each problem named).
    */
   name: string;
   model: Model;
@@ -455,10 +456,9 @@ async function writtenMissing(store: Checkpointer, row: Checkpoint, segment: str
 /**
  * An agent's definition, checked before anything uses it; every problem is
  * named (INVALID_OPTIONS, `details.problems`). Its name and its tools' names
- * are path segments (`agent:NAME/tool:NAME`, split on '/'): refused only where
- * a path could not hold them (segmentProblems), so agents named before this
- * check keep their runs. `maxTurns` bounds every run: a NaN or 0 one never
- * stops or never starts.
+ * are path segments (`agent:NAME/tool:NAME`, split on '/'), held to
+ * segmentProblems (what a path cannot hold, and what a terminal acts on).
+ * `maxTurns` bounds every run: a NaN or 0 one never stops or never starts.
  */
 function checkAgentOptions(options: AgentOptions, leaseMs: number): void {
   const problems = segmentProblems('name', options.name);

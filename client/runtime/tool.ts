@@ -21,7 +21,7 @@ export interface DelegateTarget {
 
 /** A name `tool()` makes: what model APIs take as a function name. */
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const NAME_RULE = 'use 1-64 of A-Za-z0-9_- (names are segments of agent paths)';
+const NAME_RULE = 'use 1-64 of A-Za-z0-9_- (what model APIs take as a function name)';
 
 /** The longest agent or tool name a path holds: `turn:N/tool:NAME` within a node id, three levels within an agent path. */
 const SEGMENT_MAX = 256;
@@ -29,10 +29,12 @@ const SEGMENT_MAX = 256;
 /**
  * What keeps a name from being a segment of the paths rows are filed under
  * (`agent:NAME/tool:NAME`, split on '/'), each problem said (none: it can be
- * one): not text, empty or blank, over SEGMENT_MAX characters, a '/', a
- * character a terminal acts on (shared/terminal.ts), half a character. Only what cannot work: an agent or tool
- * named otherwise before this check (`Refund Bot`, `billing.eu`) keeps its
- * runs resumable.
+ * one): not text, empty, over SEGMENT_MAX UTF-16 units, a '/', half a
+ * character: what a path cannot hold. And, on purpose, a blank name and a
+ * character a terminal acts on (shared/terminal.ts), as for key names: a path
+ * could hold them, but a name nobody can read or type back is refused while
+ * it is new. Anything else goes (`Refund Bot`, `billing.eu`): agents named so
+ * before this check keep their runs resumable.
  */
 export function segmentProblems(what: string, name: unknown): string[] {
   if (typeof name !== 'string') return [`${what} must be a string (got ${name === null ? 'null' : typeof name})`];
@@ -66,7 +68,7 @@ export function nameProblems(what: string, name: unknown): string[] {
   return [`${what} ${shown} ${problems.join(' and ')}; ${NAME_RULE}`];
 }
 
-/** Define a tool. Names are 1–64 of `A-Za-z0-9_-` (they appear in node ids and paths); another is refused with INVALID_OPTIONS. */
+/** Define a tool. Names are 1–64 of `A-Za-z0-9_-`, what model APIs take as a function name; another is refused with INVALID_OPTIONS. */
 export function tool<P extends z.ZodType>(def: { name: string; description: string; parameters: P; execute: (args: z.infer<P>) => unknown }): Tool<P> {
   const problems = nameProblems('name', def.name);
   if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `tool: ${problems.join('; ')}`, { details: { problems } });
