@@ -118,7 +118,7 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
     expect((await call(`${plane.url}/v1/admin/projects`, { key: operator })).body.items).toHaveLength(3);
   });
 
-  it('a project named outside the naming rule (made by createKey({ createProject }), or before the rule) is still found: its admin makes keys, and they record decisions', async () => {
+  it('a project named outside the naming rule (made by createKey({ createProject }), or before the rule) is still found: its admin makes keys', async () => {
     const { key: admin } = await createKey(plane.database.db, { createProject: true, project: 'My Shop', name: 'shop admin', scopes: ['admin'] });
     const made = await call(`${plane.url}/v1/admin/keys`, { key: admin, json: { name: 'approver', scopes: ['approve'] } });
     expect([made.status, made.body.project]).toEqual([201, 'My Shop']);

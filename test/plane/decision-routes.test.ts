@@ -95,6 +95,16 @@ function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       // the wire allows 200 units: the name is cut there, between characters, never inside one
       expect(r.body.decidedBy).toBe(`a${'😀'.repeat(99)}`);
       expect(r.body.decidedBy.isWellFormed()).toBe(true);
+      // a key named before names were checked (a control character, or blank): it decides under its escaped name, or its id
+      const odd = await createKey(plane.database.db, { project: 'shop', name: 'odd', scopes: ['approve'] });
+      await plane.database.db.execute(sql`UPDATE api_keys SET name = ${'ops\u001b[31m'} WHERE id = ${odd.id}`);
+      const cp2 = await paused('r-odd-name');
+      const d2 = await post('/v1/executions/r-odd-name/decision', { checkpointId: cp2, approved: true }, odd.key);
+      expect([d2.status, d2.body.decidedBy]).toEqual([201, 'ops\\u001b[31m']);
+      await plane.database.db.execute(sql`UPDATE api_keys SET name = ${' '} WHERE id = ${odd.id}`);
+      const cp3 = await paused('r-blank-name');
+      const d3 = await post('/v1/executions/r-blank-name/decision', { checkpointId: cp3, approved: true }, odd.key);
+      expect([d3.status, d3.body.decidedBy]).toEqual([201, odd.id]);
     });
 
     it('bad input is refused 400 naming every problem; a second decision 409 ALREADY_DECIDED naming the first; a claimed pause 409 PAUSE_CLOSED; none changes anything', async () => {

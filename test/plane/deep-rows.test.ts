@@ -22,9 +22,9 @@ describe('deeply nested rows', () => {
         expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(200);
         // the reason is the schema's where an engine writes such a value back (V8 in Node 20 cannot): only the code is fixed
         expect(r.body.results).toEqual([
-          { id: null, status: 'rejected', code: 'invalid', reason: expect.any(String) },
+          { id: null, status: 'rejected', code: 'invalid', reason: expect.stringMatching(/nested deeper than 64|Invalid input/) },
           { id: (good as { id: string }).id, status: depth === 10_000 ? 'accepted' : 'duplicate' },
-          { id: (other as { id: string }).id, status: 'rejected', code: 'invalid', reason: expect.any(String) },
+          { id: (other as { id: string }).id, status: 'rejected', code: 'invalid', reason: expect.stringContaining('nested deeper than 64') },
         ]);
       }
       const q = await call(`${plane.url}/v1/quarantine`, { key });

@@ -178,6 +178,8 @@ describe('waymark sync / restore / quarantine', () => {
       code: 'UNAUTHORIZED',
       message: expect.stringContaining('HTTP 401'),
     });
+    const ingestOnly = await plane.key('cli', ['ingest']);
+    await expect(cli(['restore', 'some-run', '--db', tmp.file('never-3.db'), '--plane', plane.url, '--key', ingestOnly])).rejects.toMatchObject({ code: 'FORBIDDEN' });
     const readOnly = await plane.key('cli', ['read']);
     const down = `http://127.0.0.1:${await closedPort()}`;
     await expect(cli(['restore', 'some-run', '--db', tmp.file('never.db'), '--plane', down, '--key', key])).rejects.toMatchObject({

@@ -64,8 +64,8 @@ describe('README quick start works when pasted', () => {
     expect(c.stdout).toMatch(/^already resumed: execution 'refund-1042' already finished/);
     // an id with no run: its stable code and why, exit 1, no stack trace
     const unknown = run('approve', 'refund-9999');
-    expect([unknown.status, unknown.stderr]).toEqual([1, '']);
-    expect(unknown.stdout).toMatch(/^EXECUTION_NOT_FOUND: .*refund-9999/);
+    expect([unknown.status, unknown.stdout]).toEqual([1, '']);
+    expect(unknown.stderr).toMatch(/^EXECUTION_NOT_FOUND: .*refund-9999[^\n]*\n$/);
     const waymark = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), ...args], { cwd: DIR, encoding: 'utf8' });
     const inspect = waymark('inspect', '--db', 'runs.db', 'refund-1042');
     expect(inspect.stdout).toMatch(/run_end\s+run_end\s+completed/);

@@ -74,6 +74,11 @@ describe('inspector form bodies', () => {
       // at the limit: read, and judged as a sign-in (a wrong key), not refused for its size
       const atLimit = await post(login, `key=${'a'.repeat(LIMITS.controlBodyBytes - 4)}`);
       expect(atLimit.status).toBe(401);
+      // an unknown key and a key without the inspector's scopes are told apart
+      expect(await atLimit.text()).toContain('That key is unknown or revoked');
+      const ingestOnly = (await createKey(database.db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
+      const noScope = await post(login, new URLSearchParams({ key: ingestOnly, next: '/' }).toString());
+      expect([noScope.status, await noScope.text()]).toEqual([401, expect.stringContaining('it needs the read or the approve scope')]);
       const { key } = await createKey(database.db, { createProject: true, project: 'p', scopes: ['read'] });
       const ok = await post(login, new URLSearchParams({ key, next: '/' }).toString());
       expect([ok.status, ok.headers.get('location')]).toEqual([303, '/']);

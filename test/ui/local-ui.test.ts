@@ -391,6 +391,12 @@ describe('the sync status page of a store never connected to a plane', () => {
     expect(html).toMatch(/Plane copy<\/th><td>nothing sent yet: there is no plane copy/);
     expect(html).toContain('3 rows, 900 bytes (kept in the outbox until a plane is connected with connectPlane)');
     expect(html).not.toContain('complete (no row refused)');
+    // connected: a copy with no hole, though the plane refused rows by seq (another branch), says both, not "no row refused"
+    const drain = { state: 'idle', at: '2026-12-06T00:00:00.000Z', lastSuccessAt: null, lastAckAt: null, lastError: null, lastErrorAt: null };
+    const refused = String(await (SyncPage({ s: { ...s, drain, quarantinedCount: 1, diverged: [['r-1', 1]] } }) as { toString(): string | Promise<string> }).toString());
+    expect(refused).toContain('complete (no hole: the rows the plane refused are not missing from its copy, see below)');
+    const clean = String(await (SyncPage({ s: { ...s, drain } }) as { toString(): string | Promise<string> }).toString());
+    expect(clean).toContain('complete (no row refused)');
   });
 });
 
