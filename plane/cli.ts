@@ -178,7 +178,14 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
         `or make one there with 'waymark plane keys create --project local --scopes admin,operator' (without a plane on this data dir, or --plane URL --key KEY)`,
     );
   }
-  onStopRequest(() => void plane.close().then(() => process.exit(0)));
+  // said, so an operator's log shows the stop was asked for and finished (the data dir's lock is gone once it says stopped)
+  onStopRequest(() => {
+    out('stopping: finishing the requests in hand, then closing the database');
+    void plane.close().then(() => {
+      out('stopped');
+      process.exit(0);
+    });
+  });
   return new Promise<number>(() => {});
 }
 

@@ -101,6 +101,8 @@ describe('a failed start bootstraps nothing (PGlite)', () => {
     running.push(plane);
     expect(plane.stdout()).toContain(`first start: created project 'local' and an admin key, written to ${join(cwd, '.waymark', 'plane', 'admin-key')} (mode 0600)`);
     await plane.stop();
+    // a SIGTERM is said, and so is the end of the stop (the data dir's lock is gone then)
+    expect(plane.stdout()).toMatch(/stopping: finishing the requests in hand, then closing the database\nstopped\n$/);
   }, 480_000);
 });
 
