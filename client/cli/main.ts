@@ -11,7 +11,8 @@
  * WAYMARK_PLANE_URL, and its key from --key or WAYMARK_API_KEY.
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { terminalSafe } from '../../shared/terminal.js';
+import { LIMITS } from '../../shared/limits.js';
+import { printable, terminalControls, terminalSafe } from '../../shared/terminal.js';
 import { RunInProgress } from '../errors.js';
 import { openStore } from '../open-store.js';
 import { errorText, packageVersion, parseCommand, suggest, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
@@ -151,7 +152,11 @@ const COMMANDS: Command[] = [
       pause: { type: 'string', help: 'the checkpoint id of the pause you decided on; refused if the open pause is another (default: the open pause)' },
       ...json,
     },
-    check: (p) => ((p.values.approve === true) === (p.values.decline === true) ? ['give exactly one of --approve and --decline'] : []),
+    check: (p) => [
+      ...((p.values.approve === true) === (p.values.decline === true) ? ['give exactly one of --approve and --decline'] : []),
+      // the decision's `decidedBy`: checked here, with the other options, before the store is opened
+      ...userProblems(p.values.user),
+    ],
     run: (p, out) =>
       withStore(p, async (store) => {
         const { decide, osUser } = await import('../runtime/decide.js');
@@ -288,6 +293,17 @@ function findCommand(argv: string[]): { command: Command; rest: string[] } | { p
   const names = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0])), 'plane'];
   const near = suggest(first, names);
   return { problem: `unknown command '${first}'${near ? ` (did you mean '${near}'?)` : ''}`, unknown: true };
+}
+
+/** What keeps `--user` from being a decision's `decidedBy` (Decision in shared/rows.ts): blank, too long, a control character. */
+function userProblems(user: unknown): string[] {
+  if (typeof user !== 'string') return [];
+  const problems: string[] = [];
+  if (!user.trim()) problems.push('--user is blank');
+  if (user.length > LIMITS.decidedByLength) problems.push(`--user is ${user.length} characters long, more than ${LIMITS.decidedByLength}`);
+  const controls = terminalControls(user);
+  if (controls.length) problems.push(`--user holds control characters (${controls.map(printable).join(', ')})`);
+  return problems;
 }
 
 export async function main(argv: string[], print: Out = console.log, printErr: Out = console.error): Promise<number> {

@@ -241,6 +241,12 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect([flags.status, flags.stderr]).toEqual([2, expect.stringContaining('give exactly one of --approve and --decline')]);
     const both = waymark('decide', '--db', db, 'd-paused', '--approve', '--decline');
     expect(both.status).toBe(2);
+    // --user is checked with the other options (USAGE, exit 2, every problem named), not refused later as a bad decision
+    const user = waymark('decide', '--db', db, 'd-paused', '--approve', '--decline', '--user', 'a\nb');
+    expect([user.status, user.stderr]).toEqual([2, expect.stringContaining('USAGE')]);
+    expect(user.stderr).toContain('give exactly one of --approve and --decline');
+    expect(user.stderr).toContain('--user holds control characters (\\u000a)');
+    expect(waymark('decide', '--db', db, 'd-paused', '--approve', '--user', ' ').stderr).toContain('--user is blank');
     const wrong = waymark('decide', '--db', db, 'd-paused', '--approve', '--pause', '01900000-0000-7000-8000-000000000000');
     expect([wrong.status, wrong.stderr]).toEqual([1, expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: .*has no pause at checkpoint 01900000-0000-7000-8000-000000000000/)]);
     const none = waymark('decide', '--db', db, 'no-such-run', '--approve');
