@@ -34,6 +34,7 @@ import { z } from 'zod';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
 import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
+import { printable, terminalControls } from '../../shared/terminal.js';
 import { ExecutionId, type Checkpoint, type PendingInterrupt } from '../../shared/rows.js';
 import type { Checkpointer, ClaimGuard } from '../checkpointer.js';
 import { AlreadyResumed, CheckpointError, NotConnected, ResumeRequired } from '../errors.js';
@@ -179,7 +180,7 @@ export class Agent {
   /** Start a run. The returned status is completed, paused (awaiting a Resume) or failed. */
   async run(input: string, options: { executionId?: string } & RunOptions = {}): Promise<RunResult> {
     const executionId = options.executionId ?? uuidv7();
-    checkExecutionId('run', 'options.executionId', executionId);
+    checkExecutionId('run', 'options.executionId', executionId, true);
     const store = this.requireStore();
     await store.setup();
     const exists = () =>
@@ -328,7 +329,7 @@ export class Agent {
    */
   async fork(executionId: string, options: { checkpointId?: string; input?: string; executionId?: string } & RunOptions = {}): Promise<RunResult> {
     checkExecutionId('fork', 'executionId', executionId);
-    if (options.executionId !== undefined) checkExecutionId('fork', 'options.executionId', options.executionId);
+    if (options.executionId !== undefined) checkExecutionId('fork', 'options.executionId', options.executionId, true);
     const store = this.requireStore();
     await store.setup();
     const level: Place = { executionId, store, path: this.path, afterSeq: -1 };
@@ -493,10 +494,20 @@ async function refuseOffPlane(store: Checkpointer, executionId: string, options:
   if (options.withoutPlane !== true && (await store.heldByPlane(executionId))) throw new NotConnected(executionId);
 }
 
-/** An execution id the stores take, checked before anything is read or written (not left to the lease's own check to name). */
-function checkExecutionId(call: string, path: string, executionId: unknown): void {
+/**
+ * An execution id the stores take, checked before anything is read or written
+ * (not left to the lease's own check to name). A `fresh` id (a new run's, a
+ * fork's) must also be one a person can read and type back: not blank, nothing
+ * a terminal acts on. An existing run is found by whatever id it was stored under.
+ */
+function checkExecutionId(call: string, path: string, executionId: unknown, fresh = false): void {
   const r = ExecutionId.safeParse(executionId);
-  if (r.success) return;
-  const problems = issueProblems(r.error, path);
+  const problems = r.success ? [] : issueProblems(r.error, path);
+  if (fresh && r.success && typeof executionId === 'string') {
+    if (!executionId.trim()) problems.push(`${path}: is blank`);
+    const controls = terminalControls(executionId);
+    if (controls.length) problems.push(`${path}: holds characters a terminal acts on (${controls.map(printable).join(', ')})`);
+  }
+  if (!problems.length) return;
   throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; nothing was written`, { details: { problems } });
 }

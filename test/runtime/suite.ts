@@ -445,6 +445,13 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(await refused(agent.run('go', { executionId: 'a\u0000b' }))).toEqual(['INVALID_OPTIONS', 'run: options.executionId: must not contain control characters; nothing was written']);
       expect(await refused(agent.resume('..'))).toMatchObject(['INVALID_OPTIONS', expect.stringContaining("resume: executionId: must not be '.' or '..'")]);
       expect(await refused(agent.fork('x', { executionId: 'y'.repeat(201) }))).toMatchObject(['INVALID_OPTIONS', expect.stringContaining('fork: options.executionId: Too big')]);
+      // a new run's id must be one a person can read and type back: not blank, nothing a terminal acts on
+      expect(await refused(agent.run('go', { executionId: '  ' }))).toEqual(['INVALID_OPTIONS', 'run: options.executionId: is blank; nothing was written']);
+      expect(await refused(agent.run('go', { executionId: 'evil\u202egnp.exe' }))).toEqual([
+        'INVALID_OPTIONS',
+        'run: options.executionId: holds characters a terminal acts on (\\u202e); nothing was written',
+      ]);
+      expect(await refused(agent.fork('x', { executionId: 'c1\u0085' }))).toMatchObject(['INVALID_OPTIONS', expect.stringContaining('holds characters a terminal acts on (\\u0085)')]);
       expect(await store.listExecutions()).toEqual([]);
     });
 
