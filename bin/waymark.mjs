@@ -11,7 +11,8 @@ run.then(
     // (an install without dist/ fails both imports: the original error is still the one printed)
     const terminalSafe = await import('../dist/shared/terminal.js').then(
       (m) => m.terminalSafe,
-      () => (s) => s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+      // the same set as shared/terminal.ts (line breaks and tabs kept, as terminalSafe keeps them)
+      () => (s) => s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
     );
     console.error(terminalSafe(`waymark: ${typeof err?.code === 'string' && /^[A-Z][A-Z_]+$/.test(err.code) ? `${err.code}: ` : ''}${err?.message ?? err}`));
     process.exit(1);

@@ -8,9 +8,9 @@
  *   waymark plane keys revoke KEY_ID
  *     (projects and keys: [--plane URL] [--key ADMIN_KEY]; see admin-cli.ts for where they go)
  */
-import { terminalSafe } from '../shared/terminal.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { printable, terminalSafe } from '../shared/terminal.js';
 import { isInMemory } from './db/open.js';
 import { SCOPES, type Scope } from './auth.js';
 import { keyRequestProblems } from './admin.js';
@@ -237,13 +237,15 @@ async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[
       const dryRun = values['dry-run'] !== undefined;
       const r = await target.prune({ olderThanSeconds: parseAge(values['older-than']!)!, project: values.project, dryRun });
       for (const i of r.items)
-        out(`${dryRun ? 'would prune' : 'pruned'}  ${i.project.padEnd(16)} ${i.executionId}  ${i.status.padEnd(9)} ${String(i.rowCount).padStart(6)} rows  updated ${i.updatedAt}`);
+        out(
+          `${dryRun ? 'would prune' : 'pruned'}  ${printable(i.project).padEnd(16)} ${printable(i.executionId)}  ${i.status.padEnd(9)} ${String(i.rowCount).padStart(6)} rows  updated ${i.updatedAt}`,
+        );
       out(`${dryRun ? 'dry run: would prune' : 'pruned'} ${r.items.length} finished run(s) last updated before ${r.cutoff} (${target.via})`);
     } else if (what === 'projects' && verb === 'create') {
       const pr = await target.createProject(arg);
       out(`project ${pr.name} created (${pr.id})`);
     } else if (what === 'projects') {
-      for (const pr of await target.projects()) out(`${pr.id}  ${pr.name}`);
+      for (const pr of await target.projects()) out(`${pr.id}  ${printable(pr.name)}`);
     } else if (verb === 'create') {
       const k = await target.createKey({ project: values.project!, name: values.name, scopes: scopesOf(p) });
       out(`key ${k.id} for project ${k.project} (${k.scopes.join(',')}); shown once, store it now:`);

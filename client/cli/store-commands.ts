@@ -1,4 +1,5 @@
 /** `waymark runs` and `waymark inspect`: read a local store and print it, as a table or as JSON. */
+import { printable } from '../../shared/terminal.js';
 import type { Checkpoint, Json } from '../../shared/index.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
 import { sumUsage, usageLine } from '../../shared/usage.js';
@@ -130,21 +131,32 @@ export async function inspectRun(store: Checkpointer, executionId: string, out: 
     out(JSON.stringify({ executionId, found: true, end, usage, rows, pauses, pending, idempotency: idem }, null, 2));
     return true;
   }
-  out(`execution ${executionId}`);
+  // each field from a run is escaped whole (a line break in it would fake a line of this output), as table cells are
+  out(`execution ${printable(executionId)}`);
   table([['SEQ', 'NODE', 'STEP', 'STATUS', 'AGENT PATH', 'TIME'], ...rows.map((r) => [String(r.seq), r.nodeId, r.step, r.status, r.agentPath, localTime(r.createdAt)])], out);
   out('');
-  out(end ? `ended: ${end.status}${end.error ? `: ${end.error.code}: ${end.error.message}` : ''}` : pending ? 'ended: no (paused)' : 'ended: no (running, or crashed: no run-end marker)');
+  out(
+    end
+      ? `ended: ${end.status}${end.error ? `: ${printable(end.error.code)}: ${printable(end.error.message)}` : ''}`
+      : pending
+        ? 'ended: no (paused)'
+        : 'ended: no (running, or crashed: no run-end marker)',
+  );
   for (const p of pauses) {
     const decided = p.decision
-      ? `; decided ${p.decision.approved ? 'approve' : 'decline'} by ${p.decision.decidedBy} at ${localTime(p.decision.decidedAt)} via ${p.decision.source}, not applied yet: a decision worker applies it`
+      ? `; decided ${p.decision.approved ? 'approve' : 'decline'} by ${printable(p.decision.decidedBy)} at ${localTime(p.decision.decidedAt)} via ${p.decision.source}, not applied yet: a decision worker applies it`
       : '';
     const said = p.state === 'answered' ? `answered with ${JSON.stringify(p.answer)}` : p.state === 'open' ? `open${decided}` : 'closed without an answer in this store';
-    out(`pause at seq ${p.seq} (${p.nodeId}): ${p.reason ?? ''}: ${said}`);
+    out(`pause at seq ${p.seq} (${printable(p.nodeId)}): ${printable(p.reason ?? '')}: ${said}`);
   }
-  out(pending ? `pending interrupt: ${pending.reason} at ${pending.nodeId} (${pending.agentPath})\n  context: ${JSON.stringify(pending.context)}` : 'pending interrupt: none');
+  out(
+    pending
+      ? `pending interrupt: ${printable(pending.reason)} at ${printable(pending.nodeId)} (${printable(pending.agentPath)})\n  context: ${JSON.stringify(pending.context)}`
+      : 'pending interrupt: none',
+  );
   out(`usage: ${usageLine(usage)}`);
   out(`idempotency entries: ${idem.length}`);
-  for (const e of idem) out(`  ${e.key} → ${JSON.stringify(e.result)}`);
+  for (const e of idem) out(`  ${printable(e.key)} → ${JSON.stringify(e.result)}`);
   return true;
 }
 

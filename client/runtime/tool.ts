@@ -29,12 +29,12 @@ const SEGMENT_MAX = 256;
 /**
  * What keeps a name from being a segment of the paths rows are filed under
  * (`agent:NAME/tool:NAME`, split on '/'), each problem said (none: it can be
- * one): not text, empty, over SEGMENT_MAX UTF-16 units, a '/', half a
- * character: what a path cannot hold. And, on purpose, a blank name and a
- * character a terminal acts on (shared/terminal.ts), as for key names: a path
- * could hold them, but a name nobody can read or type back is refused while
- * it is new. Anything else goes (`Refund Bot`, `billing.eu`): agents named so
- * before this check keep their runs resumable.
+ * one): not text, empty, over SEGMENT_MAX characters (UTF-16 units), a '/',
+ * half a character: what a path cannot hold. And, on purpose, a blank name and
+ * a character a terminal acts on (shared/terminal.ts), as for key names: a path
+ * could hold them, but a name nobody can read or type back is refused whenever
+ * an agent is made. Anything else goes (`Refund Bot`, `billing.eu`): agents
+ * named so before this check keep their runs resumable.
  */
 export function segmentProblems(what: string, name: unknown): string[] {
   if (typeof name !== 'string') return [`${what} must be a string (got ${name === null ? 'null' : typeof name})`];

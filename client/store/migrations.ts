@@ -329,8 +329,8 @@ export const MIGRATIONS: readonly Migration[] = [
   -- The run and pause listings (recoverRuns, waymark runs, the local inspector) and prune's walk compare and sort
   -- execution ids COLLATE "C": on a database whose text is ordered by a locale (en_US.UTF-8), or even C.UTF-8, the
   -- primary keys are in another collation and every page was a scan and a sort of the whole table.
-  CREATE INDEX executions_id_bytes ON :WAYMARK_SCHEMA.executions (execution_id COLLATE "C");
-  CREATE INDEX pending_interrupts_id_bytes ON :WAYMARK_SCHEMA.pending_interrupts (execution_id COLLATE "C");
+  CREATE INDEX IF NOT EXISTS executions_id_bytes ON :WAYMARK_SCHEMA.executions (execution_id COLLATE "C");
+  CREATE INDEX IF NOT EXISTS pending_interrupts_id_bytes ON :WAYMARK_SCHEMA.pending_interrupts (execution_id COLLATE "C");
   `,
   },
 ];

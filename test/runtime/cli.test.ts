@@ -64,6 +64,14 @@ describe('waymark CLI on a SQLite store', () => {
     const listed = await cli(['runs', '--db', db]);
     expect(listed.text).toContain('boom\\u000afake-run');
     expect(listed.text.split('\n').filter((l) => l.startsWith('fake-run'))).toEqual([]);
+    // inspect's lines after its table too: the error message and an idempotency key with line breaks fake no line
+    const again = new SqliteCheckpointer({ path: db });
+    await again.putIdempotent('fails', 'k1\nidempotency entries: 0', 1);
+    await again.close();
+    const shown = await cli(['inspect', '--db', db, 'fails']);
+    expect(shown.text).toContain('ended: failed: RUN_FAILED: boom\\u000afake-run  completed');
+    expect(shown.text).toContain('  k1\\u000aidempotency entries: 0 → 1');
+    expect(shown.text.split('\n').filter((l) => l.startsWith('idempotency entries:'))).toEqual(['idempotency entries: 1']);
     for (const args of [
       ['runs', '--db', db],
       ['inspect', '--db', db, id],

@@ -701,6 +701,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         'name "evil\\u202egnp.exe\\u0085\\u007f" holds control characters ("\\u202e", "\\u0085", "\\u007f"), which a terminal showing its rows would act on',
       ]);
       expect(made({ name: ' ' })?.details?.problems).toEqual(['name " " is blank']);
+      expect(made({ name: 'a\u200eb\u061c' })?.details?.problems).toEqual(['name "a\\u200eb\\u061c" holds control characters ("\\u200e", "\\u061c"), which a terminal showing its rows would act on']);
       // tools given as plain objects and asTool() names: the same rule; tool() keeps what model APIs take
       const plain = { name: 'a/b', description: '', parameters: z.object({}), execute: () => 1 };
       expect(made({ tools: [plain, { ...plain, name: 'c' }, { ...plain, name: 'c' }] })?.details?.problems).toEqual([
@@ -736,6 +737,14 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect((await agent.run('go', { executionId: id })).status).toBe('paused');
       const r = await agent.resume(id, { approved: true });
       expect(r.output).toBe('INVALID_IDEMPOTENCY_KEY');
+      expect(ran).toBe(0);
+      // not caught: a key built from the model's arguments is the model's to fix, so it reads a tool failure (nothing ran,
+      // nothing escapes the run: escaping left a run no resume could finish, and recovery ran the tool's code again each pass)
+      const uncaught = pausingAgent('keys-uncaught', async ({ text }) => long(text));
+      const r2 = await uncaught.agent.run('go', { executionId: `uncaught-key-${n}` });
+      expect(r2.status).toBe('completed');
+      expect(r2.output).toMatch(/^Tool 'act' failed: the `key` function of .* is not a usable idempotency key: 605 characters, outside 1\.\.512/);
+      expect(uncaught.model.calls).toBe(4);
       expect(ran).toBe(0);
     });
 
