@@ -52,9 +52,11 @@ export async function startPlaneProcess(args: string[], o: { cwd?: string; env?:
   });
   const end = async (signal: NodeJS.Signals) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, 'exit');
+    // 'close': ended and its output all read (what it printed just before exiting can arrive after 'exit'); a command's
+    // leftovers may hold its pipes open, so for one, its own exit
+    const ended = once(child, o.command ? 'exit' : 'close');
     child.kill(signal);
-    await exited;
+    await ended;
   };
   return { child, url, stdout: () => out, stop: () => end('SIGTERM'), kill: () => end('SIGKILL') };
 }
