@@ -173,7 +173,18 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       const sb = await decoded(b);
       if (sa && sb) result = diffStates(sa, sb);
       else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
-      const pageQuery = (cur: string | null) => `/runs/${encodeURIComponent(id)}${cur ? `?cursor=${encodeURIComponent(cur)}` : ''}`;
+      // a link to this page with one of its parameters changed, the others kept (the timeline's page, the diff, the
+      // idempotency entries' page, live refresh): paging one part does not reset the others
+      const here = (change: Record<string, string | null>, anchor = '') => {
+        const q = new URLSearchParams();
+        for (const k of ['cursor', 'a', 'b', 'idem', 'live']) {
+          const v = k in change ? change[k] : (c.req.query(k) ?? null);
+          if (v) q.set(k, v);
+        }
+        const text = q.toString();
+        return `/runs/${encodeURIComponent(id)}${text ? `?${text}` : ''}${anchor}`;
+      };
+      const pageQuery = (cur: string | null) => here({ cursor: cur });
       const quarantined = (await src.listQuarantine({ executionId: id, limit: 100 })).items;
       // a run may record many large effect results: a page of them, by key (bytes bound it too on the plane)
       const idemCursor = c.req.query('idem') || undefined;
@@ -199,8 +210,8 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             pause={pause}
             approvals={approvals}
             idempotency={idempotency.items}
-            idempotencyNext={idempotency.nextCursor && `/runs/${encodeURIComponent(id)}?idem=${encodeURIComponent(idempotency.nextCursor)}#idem-h`}
-            idempotencyFirst={idemCursor ? `/runs/${encodeURIComponent(id)}#idem-h` : null}
+            idempotencyNext={idempotency.nextCursor && here({ idem: idempotency.nextCursor }, '#idem-h')}
+            idempotencyFirst={idemCursor ? here({ idem: null }, '#idem-h') : null}
             usage={await src.runUsage(id)}
             conflicts={await src.listClaimConflicts?.(id)}
             takeovers={await src.listTakeovers?.(id)}

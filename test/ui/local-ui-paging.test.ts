@@ -78,6 +78,12 @@ describe('local inspector paging', () => {
     expect(effects.pages).toBe(3);
     expect(effects.items.map(Number)).toEqual(Array.from({ length: 120 }, (_, i) => i));
     expect((await fetch(`${ui.url}/runs/long-run?idem=x`)).status).toBe(400);
+    // paging one part of the page keeps the others: the timeline's page in the entries' links, and the reverse
+    const html = await (await fetch(`${ui.url}/runs/long-run?a=3&b=4`)).text();
+    const nextRows = /<a href="([^"]+)">Next rows →<\/a>/.exec(html)![1].replace(/&amp;/g, '&');
+    const moreEntries = /<a href="([^"]+)">More entries →<\/a>/.exec(await (await fetch(`${ui.url}${nextRows}`)).text())![1].replace(/&amp;/g, '&');
+    const kept = new URL(moreEntries, ui.url).searchParams;
+    expect([kept.get('a'), kept.get('b'), kept.get('cursor') !== null, kept.get('idem') !== null]).toEqual(['3', '4', true, true]);
     const q = await follow('/quarantine', /<a href="([^"]+)">Next →<\/a>/, /refusal (\d+)/g);
     expect(q.pages).toBe(2);
     expect(q.items.map(Number)).toEqual(Array.from({ length: 60 }, (_, i) => i));
