@@ -19,7 +19,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ErrorCode, isErrorCode, WaymarkError } from '../shared/errors.js';
 import { admin } from './admin.js';
-import { printable, type Principal, type Scope } from './auth.js';
+import type { Principal, Scope } from './auth.js';
 import type { PlaneConfig } from './config.js';
 import { DataDirLocked, lockHolder } from './db/lock.js';
 import { isInMemory, openPlaneDatabase } from './db/open.js';
@@ -143,7 +143,8 @@ function http(url: string, key: string): AdminTarget {
  * A name stored before key names were checked (or a plane of another version's answer) is printed with its control characters escaped, never raw.
  */
 export function printKeys(keys: readonly Key[], out: (line: string) => void): void {
-  const rows = keys.map((k) => [k.id, k.project, k.scopes.join(','), k.name, k.revokedAt ? `revoked ${localTime(k.revokedAt)}` : 'active'].map(printable));
+  // table() escapes each cell (a name stored before names were checked prints escaped)
+  const rows = keys.map((k) => [k.id, k.project, k.scopes.join(','), k.name, k.revokedAt ? `revoked ${localTime(k.revokedAt)}` : 'active']);
   if (rows.length === 0) out('no keys');
   else table([['ID', 'PROJECT', 'SCOPES', 'NAME', 'STATE'], ...rows], out);
 }

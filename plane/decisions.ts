@@ -20,6 +20,7 @@
  */
 import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import { ErrorCode, issueProblems } from '../shared/errors.js';
+import { startWithin } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
 import { DecisionRequest, type DecisionView, type PauseView } from '../shared/protocol.js';
 import { Decision, type PendingInterrupt } from '../shared/rows.js';
@@ -93,21 +94,6 @@ export function refuseBadDecision(body: unknown): void {
 }
 
 /**
- * `s` cut to at most `max` UTF-16 units (what the wire schema counts) between
- * characters: a key's name may be 128 characters of 2 units each, and a cut
- * inside one would leave half a character, which the schema refuses.
- */
-function whole(s: string, max: number): string {
-  if (s.length <= max) return s;
-  let out = '';
-  for (const ch of s) {
-    if (out.length + ch.length > max) break;
-    out += ch;
-  }
-  return out;
-}
-
-/**
  * Record a decision for the open pause `req.checkpointId` of an execution, in
  * one transaction. Refused (nothing changed) with:
  * - 400 INVALID_DECISION naming every problem of the body (the code a local store uses);
@@ -125,7 +111,8 @@ export async function recordDecision(db: PlaneDb, projectId: string, executionId
     checkpointId: body.checkpointId,
     approved: body.approved,
     metadata: body.comment === undefined ? body.metadata : { ...body.metadata, comment: body.comment },
-    decidedBy: whole(decidedBy, LIMITS.decidedByLength),
+    // cut where the wire does (200 units) and between characters: a key's name may be 128 characters of 2 units each
+    decidedBy: startWithin(decidedBy, LIMITS.decidedByLength),
     source,
     decidedAt: new Date().toISOString(),
   });

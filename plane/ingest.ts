@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
-import { stableStringify, utf8Bytes } from '../shared/json.js';
+import { stableStringify, startWithin, utf8Bytes } from '../shared/json.js';
 import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
 import type { PlaneDb } from './db/open.js';
@@ -38,20 +38,6 @@ function clean(s: string, max: number): string {
   return s.slice(0, max).replace(/\u0000/g, '\uFFFD');
 }
 
-/** The longest start of `s` of at most `maxBytes` UTF-8 bytes that ends between characters. */
-function utf8Start(s: string, maxBytes: number): string {
-  if (s.length * 3 <= maxBytes) return s;
-  let bytes = 0;
-  let end = 0;
-  for (const ch of s) {
-    const n = utf8Bytes(ch);
-    if (bytes + n > maxBytes) break;
-    bytes += n;
-    end += ch.length;
-  }
-  return s.slice(0, end);
-}
-
 function idOf(raw: unknown): string | null {
   const id = (raw as { id?: unknown } | null)?.id;
   return typeof id === 'string' ? clean(id, 64) : null;
@@ -77,7 +63,8 @@ function prepare(rows: unknown[]): Item[] {
       // its quarantine record says what it can of the row (a record is one per writer and text)
       const id = idOf(raw);
       const kind = (raw as { kind?: unknown } | null)?.kind;
-      const about = [id && `id ${id}`, typeof kind === 'string' && `kind ${clean(kind, 64)}`, executionGuess(raw) && `execution ${executionGuess(raw)}`].filter(Boolean).join(', ');
+      const execution = executionGuess(raw);
+      const about = [id && `id ${id}`, typeof kind === 'string' && `kind ${clean(kind, 64)}`, execution && `execution ${execution}`].filter(Boolean).join(', ');
       const item: Item = { index, id, raw, text: `(a row${about ? ` (${about})` : ''} nested too deep to write back as JSON: ${(e as Error).message})` };
       reject(item, 'invalid', `(row): nested deeper than ${LIMITS.jsonDepth}`);
       return item;
@@ -155,7 +142,7 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
             const r = i.result as Extract<RowResult, { status: 'rejected' }>;
             // a limit in bytes, as its name says: 16 KiB of CJK text is 5,461 characters, not 16,384
             const text = i.text.replace(/\u0000/g, '\uFFFD');
-            const payload = utf8Start(text, LIMITS.quarantinePayloadBytes);
+            const payload = text.length * 3 <= LIMITS.quarantinePayloadBytes ? text : startWithin(text, LIMITS.quarantinePayloadBytes, utf8Bytes);
             return {
               projectId,
               writerId,

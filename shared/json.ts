@@ -153,6 +153,24 @@ export function utf8Bytes(s: string): number {
 }
 
 /**
+ * The longest start of `s` whose size is at most `max`, cut between
+ * characters (never inside a surrogate pair, which no backend stores): the
+ * size is summed per character by `size`, UTF-16 units (what zod's `max`
+ * counts) unless told, or `utf8Bytes` for a limit in bytes.
+ */
+export function startWithin(s: string, max: number, size: (ch: string) => number = (ch) => ch.length): string {
+  let used = 0;
+  let end = 0;
+  for (const ch of s) {
+    const n = size(ch);
+    if (used + n > max) break;
+    used += n;
+    end += ch.length;
+  }
+  return s.slice(0, end);
+}
+
+/**
  * Deep-freeze a JSON value (dense arrays, no properties on arrays beyond
  * their elements) so nobody mutates a checkpointed message. Arrays by
  * index and objects by `for…in` over own keys, recursing only into objects: a
