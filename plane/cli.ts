@@ -158,6 +158,15 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
   if (command !== COMMANDS[0]) return adminCommand(config, command.name.split(' ').slice(1), parsed, out);
   // DATA_DIR_LOCKED, PORT_IN_USE, INVALID_OPTIONS (another database's admin-key file): said by planeMain, not thrown on
   const plane = await startPlane(config);
+  // before the first line: a supervisor may stop the plane as soon as it says where it listens (said, so an operator's
+  // log shows the stop was asked for and finished; the data dir's lock is gone once it says stopped)
+  onStopRequest(() => {
+    out('stopping: finishing the requests in hand, then closing the database');
+    void plane.close().then(() => {
+      out('stopped');
+      process.exit(0);
+    });
+  });
   const where = plane.database.kind === 'pglite' ? ` at ${config.dataDir}` : isInMemory(config.dataDir) ? '' : `, data dir ${resolve(config.dataDir)}`;
   out(`waymark plane listening on ${plane.url} (database: ${plane.database.kind}${where})`);
   out(`inspector: ${plane.url}/   openapi: ${plane.url}/openapi.json`);
@@ -178,14 +187,6 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
         `or make one there with 'waymark plane keys create --project local --scopes admin,operator' (without a plane on this data dir, or --plane URL --key KEY)`,
     );
   }
-  // said, so an operator's log shows the stop was asked for and finished (the data dir's lock is gone once it says stopped)
-  onStopRequest(() => {
-    out('stopping: finishing the requests in hand, then closing the database');
-    void plane.close().then(() => {
-      out('stopped');
-      process.exit(0);
-    });
-  });
   return new Promise<number>(() => {});
 }
 

@@ -59,11 +59,13 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
       }
       throw e;
     }
+    // listened for before the first line: a supervisor may stop it as soon as it says where it listens
+    const stopAsked = new Promise<void>((resolve) => onStopRequest(resolve));
     out(`waymark ui: ${redactUrl(spec)} (writer ${store.writerId})`);
     out(
       `listening on ${ui.url}/ (reads, and records approvals as '${user}'; no login${p.values['allow-remote'] === true ? '; REMOTE ACCESS ALLOWED: anyone who reaches it reads this store and can answer its pauses' : ''}); Ctrl-C stops it`,
     );
-    await new Promise<void>((resolve) => onStopRequest(resolve));
+    await stopAsked;
     await ui.close();
     return 0;
   } finally {
