@@ -8,7 +8,7 @@
  * lease and claims, then hands a level to this.
  */
 import { storableText, type Json } from '../../shared/json.js';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { ErrorCode, hasCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpoint } from '../../shared/rows.js';
 import type { Checkpointer, CheckpointInput } from '../checkpointer.js';
 import { CheckpointError, ResumeRequired } from '../errors.js';
@@ -122,7 +122,10 @@ export class AgentLoop {
           lease.ended = true;
           return { status: 'paused', executionId: level.executionId, pendingInterrupt: e.pending };
         }
-        if (escapes(e)) throw e;
+        // an effect that ran and cannot be recorded escapes too, but after a failed marker: left running, every
+        // recoverRuns pass (a watch: every interval) would resume the run and run the effect again
+        const unrecorded = hasCode(e, ErrorCode.EFFECT_NOT_RECORDED);
+        if (escapes(e) && !unrecorded) throw e;
         const error = { code: (e as { code?: string }).code ?? ErrorCode.RUN_FAILED, message: (e as Error).message ?? String(e) };
         const last = await level.store.latest(level.executionId).catch(() => null);
         const state = last ? await level.store.readState(last).catch(() => ({})) : {};
@@ -150,6 +153,7 @@ export class AgentLoop {
           // the store itself failed (or the execution is gone): no marker, the run stays resumable from its newest row
           throw e;
         }
+        if (unrecorded) throw e;
         return { status: 'failed', executionId: level.executionId, error };
       }
       await level.store.put(

@@ -150,7 +150,7 @@ describe(`fuzzed idempotent results and keys across resumes (seed ${SEED}, ${RUN
           await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'EFFECT_NOT_RECORDED' });
           expect(effects).toBe(1);
           expect(model.calls).toBe(1);
-          expect(await store.latest(id)).toMatchObject({ step: 'tool_call' });
+          expect(await store.latest(id)).toMatchObject({ step: 'run_end', status: 'failed', nodeOutput: { error: { code: 'EFFECT_NOT_RECORDED' } } });
           counts.escaped++;
           return;
         }

@@ -11,6 +11,7 @@ import {
   interrupt,
   InvalidResume,
   Resume,
+  recoverRuns,
   ScriptedModel,
   tool,
   type Checkpointer,
@@ -343,7 +344,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect((await store.listIdempotent(id)).map((e) => e.result)).toEqual([form]);
     });
 
-    it('an idempotent result with no JSON form escapes the run as EFFECT_NOT_RECORDED: no failed marker, the model is not told (issue 12 items 6, 8)', async () => {
+    it('an idempotent result with no JSON form escapes the run as EFFECT_NOT_RECORDED after a failed marker, the model not told; recoverRuns leaves the run, the effect is not run again (issue 12 items 6, 8)', async () => {
       for (const [which, make] of [
         ['bigint', () => ({ amount: 10n })],
         [
@@ -366,8 +367,17 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'EFFECT_NOT_RECORDED' });
         expect(ran).toBe(1);
         expect(model.calls).toBe(1);
-        expect(await store.latest(id)).toMatchObject({ step: 'tool_call', status: 'completed' });
+        // a failed marker: left running, every recoverRuns pass (a watch: every interval) ran the effect again
+        const marker = await store.latest(id);
+        expect(marker).toMatchObject({ step: 'run_end', status: 'failed', nodeOutput: { error: { code: 'EFFECT_NOT_RECORDED' } } });
         expect(await store.listIdempotent(id)).toEqual([]);
+        expect(await store.getLease(id)).toMatchObject({ holder: null, live: false });
+        for (let pass = 0; pass < 2; pass++) {
+          const report = await recoverRuns({ agents: [agent], store });
+          expect(report.runs.map((r) => r.executionId)).not.toContain(id);
+        }
+        expect(ran).toBe(1);
+        expect((await store.listExecutions({ state: 'failed' })).map((e) => e.executionId)).toContain(id);
       }
     });
 
@@ -975,21 +985,23 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
     });
 
     it('a run that stops without a marker (a store failure escapes) gives its lease back: resume need not wait for expiry', async () => {
-      const boom = tool({
-        name: 'boom',
-        description: 'a side effect whose result cannot be recorded',
-        parameters: z.object({}),
-        execute: async () =>
-          idempotent(async function unrecordable() {
-            return { n: BigInt(1) } as unknown as string;
-          })(),
+      let puts = 0;
+      const faulty = await options.make({
+        faults: (point) => {
+          if (point === 'store.put.afterCommit' && ++puts === 2) throw new Error('connection lost after commit');
+        },
       });
-      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'boom', arguments: {} }] } : { content: 'done' }));
-      const agent = new Agent({ name: 'escapes', model, tools: [boom], checkpointer: store });
-      const id = `escape-${n}`;
-      await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'EFFECT_NOT_RECORDED' });
-      expect(await store.getLease(id)).toMatchObject({ holder: null, live: false });
-      expect((await store.listExecutions({ state: 'running' })).map((e) => e.executionId)).toContain(id);
+      try {
+        const act = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => 'done' });
+        const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: 'done' }));
+        const agent = new Agent({ name: 'escapes', model, tools: [act], checkpointer: faulty.store });
+        const id = `escape-${n}`;
+        await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'STORE_FAILED' });
+        expect(await faulty.store.getLease(id)).toMatchObject({ holder: null, live: false });
+        expect((await faulty.store.listExecutions({ state: 'running' })).map((e) => e.executionId)).toContain(id);
+      } finally {
+        await faulty.close();
+      }
     });
     it("a long tool keeps its lease: the unref'd timer renews it while the tool runs, with no write in between", async () => {
       let release!: () => void;
