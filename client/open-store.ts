@@ -6,6 +6,7 @@
 import type { Checkpointer } from './checkpointer.js';
 import type { FaultHook } from './faults.js';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
+import { optionNames, optionsProblems } from '../shared/options.js';
 
 export interface OpenStoreOptions {
   /** Postgres schema; a `#schema` at the end of the spec or a `?schema=` parameter names it too (this option wins). Default `waymark`. */
@@ -37,7 +38,11 @@ const POSTGRES_URL = /^postgres(ql)?:\/\//;
  * The Postgres driver (`postgres`) or the SQLite one (`better-sqlite3`) is an
  * optional peer; opening a store whose driver is missing fails with MISSING_PEER.
  */
+const OPEN_STORE_OPTIONS = optionNames<OpenStoreOptions>({ schema: true, max: true, mustExist: true, writerId: true, faults: true });
+
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<Checkpointer> {
+  const problems = optionsProblems(options, OPEN_STORE_OPTIONS);
+  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: ${problems.join('; ')}; nothing was opened`, { details: { problems } });
   if (spec.trim() === '') throw new WaymarkError(ErrorCode.INVALID_OPTIONS, 'openStore: the store spec is empty (a path, sqlite:<path>, :memory: or postgres://…)');
   // a store is a path, `sqlite:…`, `:memory:` or a Postgres spec; any other `name:` (a typo such as `sqlit:runs.db`, `mysql://…`)
   // would open a new SQLite file of that name. A one-letter prefix is a Windows drive (C:\runs.db)

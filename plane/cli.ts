@@ -19,7 +19,8 @@ import { configProblems, loadConfig, type PlaneConfig } from './config.js';
 import { startPlane, adminKeyPath } from './server.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
 import { onStopRequest } from '../shared/launcher.js';
-import { errorText, parseCommand, suggest, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
+import { errorText, parseCommand, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
+import { suggest } from '../shared/options.js';
 
 const database: Record<string, OptionSpec> = {
   'data-dir': { type: 'string', help: "the plane's PGlite data directory (default: $WAYMARK_PLANE_DIR or .waymark/plane)" },

@@ -10,6 +10,7 @@
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { ErrorCode } from '../../shared/errors.js';
+import { suggest } from '../../shared/options.js';
 
 export type OptionSpec = { type: 'string' | 'boolean'; short?: string; help: string; choices?: readonly string[] };
 
@@ -63,30 +64,6 @@ export function errorText(e: unknown): string {
 }
 
 const HELP: OptionSpec = { type: 'boolean', short: 'h', help: 'show this help' };
-
-/** Edit distance with transpositions, for "did you mean": small inputs only (command and option names). */
-function distance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0][j] = j;
-  for (let i = 1; i <= a.length; i++)
-    for (let j = 1; j <= b.length; j++) {
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      // a swap of two neighbours ("nwo" for "now") is one typo
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.length][b.length];
-}
-
-/** The closest of `known` to `word`, when it is close enough to be a typo. */
-export function suggest(word: string, known: string[]): string | null {
-  let best: string | null = null;
-  let bestD = Infinity;
-  for (const k of known) {
-    const dist = k.startsWith(word) || word.startsWith(k) ? 1 : distance(word, k);
-    if (dist < bestD) [best, bestD] = [k, dist];
-  }
-  return best !== null && bestD <= Math.max(1, Math.floor(best.length / 3)) ? best : null;
-}
 
 export function usageOf(spec: CommandSpec, prefix = 'waymark'): string {
   const args = (spec.args ?? []).map((a) => (a.endsWith('?') ? `[${a.slice(0, -1)}]` : a)).join(' ');

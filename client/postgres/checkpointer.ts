@@ -20,7 +20,8 @@ import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '.
 // the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
-import { rowOf, StoreBase, written, type Outcome, type StoreBaseOptions } from '../store/base.js';
+import { rowOf, STORE_BASE_OPTIONS, StoreBase, writerIdProblems, written, type Outcome, type StoreBaseOptions } from '../store/base.js';
+import { optionNames, shown } from '../../shared/options.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import { fromColumns, toColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
 import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
@@ -62,6 +63,23 @@ const NOT_CLAIMED = new Error('waymark: pause not claimed');
 /** A lease decision refused: held by another, lost, or the run cancelled. */
 const leaseRefused = (e: unknown) => hasCode(e, ErrorCode.RUN_IN_PROGRESS) || hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED);
 
+const POSTGRES_OPTIONS = [...STORE_BASE_OPTIONS, ...optionNames<Omit<PostgresCheckpointerOptions, keyof StoreBaseOptions>>({ url: true, sql: true, schema: true, max: true, writerId: true })];
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** The Postgres store's own options. */
+function postgresProblems(o: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  if (o.sql === undefined && o.url === undefined) problems.push('give url (a postgres:// URL) or sql (a postgres.js client)');
+  if (o.sql !== undefined && o.url !== undefined) problems.push('give url or sql, not both');
+  if (o.url !== undefined && (typeof o.url !== 'string' || o.url === '')) problems.push(`url: must be a postgres:// URL (got ${shown(o.url)})`);
+  if (o.sql !== undefined && typeof o.sql !== 'function') problems.push(`sql: must be a postgres.js client (got ${shown(o.sql)})`);
+  if (o.schema !== undefined && (typeof o.schema !== 'string' || !SCHEMA_NAME.test(o.schema)))
+    problems.push(`schema: must be a lower-case SQL name (a-z, 0-9, _; at most 63, not starting with a digit) (got ${shown(o.schema)})`);
+  if (o.max !== undefined && !(Number.isSafeInteger(o.max) && (o.max as number) >= 1)) problems.push(`max: must be a positive integer (got ${shown(o.max)})`);
+  problems.push(...writerIdProblems(o.writerId));
+  return problems;
+}
+
 export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   private readonly sql: Sql;
   private readonly ownsSql: boolean;
@@ -72,15 +90,13 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   private readonly t: Tables;
 
   constructor(options: PostgresCheckpointerOptions) {
-    super('PostgresCheckpointer', options);
-    if (!options.sql && !options.url) throw new Error('PostgresCheckpointer needs `url` or `sql`');
+    super('PostgresCheckpointer', options, POSTGRES_OPTIONS, postgresProblems);
     this.ownsSql = !options.sql;
     this.sql = (options.sql ??
       // fetch_types off: postgres.js 3.4.9 leaks an unhandled rejection (which exits Node) when a
       // backend dies during its startup type query (porsager/postgres#1192, #1223); we send no array params
       postgres(options.url!, { max: options.max ?? 10, onnotice: () => {}, fetch_types: false })) as unknown as Sql;
     this.schema = options.schema ?? 'waymark';
-    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.schema)) throw new Error(`invalid schema name: ${this.schema}`);
     this.givenWriterId = options.writerId;
     this.t = tablesOf(this.sql, this.schema);
   }

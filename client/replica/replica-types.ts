@@ -6,6 +6,7 @@
 import type { Dispatcher } from 'undici';
 import { ErrorCode, WaymarkError, issueProblems } from '../../shared/errors.js';
 import { WriterId, type Decision } from '../../shared/rows.js';
+import { optionNames, shown, unknownOptions } from '../../shared/options.js';
 import type { FaultHook } from '../faults.js';
 import type { RunUpdate } from './change-feed.js';
 import type { SkippedDecision } from './decision-feed.js';
@@ -54,6 +55,24 @@ export const MAX_TIMER_MS = 2_147_483_647;
 const MAX_WAIT_SECONDS = 25;
 
 /** Integer options: [field, least, most, unit]. */
+export const REPLICA_OPTIONS = optionNames<ReplicaOptions>({
+  url: true,
+  apiKey: true,
+  writerId: true,
+  dispatcher: true,
+  batchRows: true,
+  batchBytes: true,
+  debounceMs: true,
+  pollMs: true,
+  timeoutMs: true,
+  backoffBaseMs: true,
+  backoffCapMs: true,
+  faults: true,
+  followChanges: true,
+  changeWaitSeconds: true,
+  decisionWaitSeconds: true,
+});
+
 const INTEGERS: readonly [keyof ReplicaOptions, number, number, string][] = [
   ['batchRows', 1, Number.MAX_SAFE_INTEGER, 'rows'],
   ['batchBytes', 1, Number.MAX_SAFE_INTEGER, 'bytes'],
@@ -74,9 +93,9 @@ const INTEGERS: readonly [keyof ReplicaOptions, number, number, string][] = [
  * Unknown fields are not problems (callers spread wider objects in);
  * connectPlane adds the problems of its own fields.
  */
-export function replicaOptionProblems(o: ReplicaOptions): string[] {
+export function replicaOptionProblems(o: ReplicaOptions, known: readonly string[] = REPLICA_OPTIONS): string[] {
   if (typeof o !== 'object' || o === null) return [`options: must be an object with url and apiKey (got ${shown(o)})`];
-  const problems: string[] = [];
+  const problems = unknownOptions(o, known);
   const url = urlProblem(o.url);
   if (url) problems.push(url);
   const key = apiKeyProblem(o.apiKey);
@@ -110,7 +129,7 @@ export function apiKeyProblem(apiKey: unknown): string | null {
 }
 
 /** What is wrong with a plane URL, or null (see ReplicaOptions.url). Its text is not quoted: it may hold a password or a token. */
-function urlProblem(url: unknown): string | null {
+export function urlProblem(url: unknown): string | null {
   const want = "must be the plane's http or https URL";
   if (typeof url !== 'string') return `url: ${want} (got ${shown(url)})`;
   let u: URL;
@@ -136,13 +155,6 @@ export function integerProblem(field: string, v: unknown, least: number, most: n
 export function oneOfProblem(field: string, v: unknown, allowed: readonly string[]): string | null {
   if (v === undefined || allowed.includes(v as string)) return null;
   return `${field}: must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got ${shown(v)})`;
-}
-
-/** A value as a problem names it: numbers, booleans and short strings as they are, anything else by its type. */
-function shown(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
-  if (v === null || v === undefined || typeof v === 'number' || typeof v === 'boolean') return String(v);
-  return typeof v;
 }
 
 /**

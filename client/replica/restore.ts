@@ -25,6 +25,8 @@ import { RestorePage } from '../../shared/protocol.js';
 import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { Checkpointer, ImportResult } from '../checkpointer.js';
 import { PlaneHttp } from './http.js';
+import { apiKeyProblem, refuseOptions, urlProblem } from './replica-types.js';
+import { optionNames, optionsProblems } from '../../shared/options.js';
 
 export interface RestoreOptions {
   url: string;
@@ -36,7 +38,12 @@ export interface RestoreOptions {
   onProgress?: (p: { rows: number; totalRows: number }) => unknown;
 }
 
+const RESTORE_OPTIONS = optionNames<RestoreOptions>({ url: true, apiKey: true, dispatcher: true, pageSize: true, timeoutMs: true, onProgress: true });
+
 export async function restoreFromPlane(store: Checkpointer, executionId: string, o: RestoreOptions): Promise<ImportResult & { totalRows: number; decisionImported: boolean }> {
+  const problems = o === undefined ? ['options: required (url and apiKey)'] : optionsProblems(o, RESTORE_OPTIONS);
+  if (typeof o === 'object' && o !== null) for (const p of [urlProblem(o.url), apiKeyProblem(o.apiKey)]) if (p) problems.push(p);
+  refuseOptions('restoreFromPlane', problems, 'nothing was imported');
   const http = new PlaneHttp(o.url, { dispatcher: o.dispatcher, connections: 1 });
   try {
     const rows: Checkpoint[] = [];

@@ -35,6 +35,7 @@ import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
 import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
 import { printable, terminalControls } from '../../shared/terminal.js';
+import { optionNames, optionsProblems, unknownOptions } from '../../shared/options.js';
 import { ExecutionId, type Checkpoint, type PendingInterrupt } from '../../shared/rows.js';
 import type { Checkpointer, ClaimGuard } from '../checkpointer.js';
 import { AlreadyResumed, CheckpointError, NotConnected, ResumeRequired } from '../errors.js';
@@ -100,6 +101,13 @@ export type RunEvent =
   | { type: 'tool-result'; committed: false; executionId: string; agentPath: string; turn: number; toolCallId: string; name: string; content: string }
   | { type: 'pause'; committed: true; executionId: string; pendingInterrupt: PendingInterrupt }
   | { type: 'end'; committed: true; executionId: string; result: RunResult };
+
+const AGENT_OPTIONS = optionNames<AgentOptions>({ name: true, model: true, tools: true, checkpointer: true, system: true, kind: true, maxTurns: true, leaseMs: true, faults: true });
+
+// a misspelled executionId gave a run a fresh id: a retry of the call was not refused as EXECUTION_EXISTS, it ran again
+const RUN_OPTIONS = optionNames<{ executionId?: string } & RunOptions>({ executionId: true, onEvent: true });
+const RESUME_OPTIONS = optionNames<ResumeOptions>({ onEvent: true, checkpointId: true, decisionId: true, withoutPlane: true });
+const FORK_OPTIONS = optionNames<{ checkpointId?: string; input?: string; executionId?: string } & RunOptions>({ checkpointId: true, input: true, executionId: true, onEvent: true });
 
 export interface RunOptions {
   /**
@@ -179,6 +187,7 @@ export class Agent {
 
   /** Start a run. The returned status is completed, paused (awaiting a Resume) or failed. */
   async run(input: string, options: { executionId?: string } & RunOptions = {}): Promise<RunResult> {
+    refuseCallOptions('run', options, RUN_OPTIONS, 'nothing was written');
     const executionId = options.executionId ?? uuidv7();
     checkExecutionId('run', 'options.executionId', executionId, true);
     const store = this.requireStore();
@@ -221,6 +230,8 @@ export class Agent {
    * NotConnected (PLANE_NOT_CONNECTED), unless `options.withoutPlane`.
    */
   async resume(executionId: string, resume?: Resume | { approved: boolean; metadata?: Record<string, Json> }, options: ResumeOptions = {}): Promise<RunResult> {
+    // a misspelled checkpointId would answer whichever pause is open
+    refuseCallOptions('resume', options, RESUME_OPTIONS, 'nothing was claimed');
     checkExecutionId('resume', 'executionId', executionId);
     const decisionId = checkClaimDecisionId(options.decisionId) ?? undefined;
     // a decision answers one pause: applied without naming it, it would answer whatever pause is open
@@ -328,6 +339,7 @@ export class Agent {
    * `executionId` names the fork (default: a new UUIDv7).
    */
   async fork(executionId: string, options: { checkpointId?: string; input?: string; executionId?: string } & RunOptions = {}): Promise<RunResult> {
+    refuseCallOptions('fork', options, FORK_OPTIONS, 'nothing was written');
     checkExecutionId('fork', 'executionId', executionId);
     if (options.executionId !== undefined) checkExecutionId('fork', 'options.executionId', options.executionId, true);
     const store = this.requireStore();
@@ -462,7 +474,7 @@ async function writtenMissing(store: Checkpointer, row: Checkpoint, segment: str
  * `maxTurns` bounds every run: a NaN or 0 one never stops or never starts.
  */
 function checkAgentOptions(options: AgentOptions, leaseMs: number): void {
-  const problems = segmentProblems('name', options.name);
+  const problems = [...unknownOptions(options, AGENT_OPTIONS), ...segmentProblems('name', options.name)];
   const kind: unknown = options.kind ?? 'agent';
   if (kind !== 'agent' && kind !== 'supervisor') problems.push(`kind must be 'agent' or 'supervisor' (got ${JSON.stringify(kind)})`);
   if (!Number.isInteger(leaseMs) || leaseMs < 1) problems.push(`leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
@@ -483,6 +495,12 @@ function checkAgentOptions(options: AgentOptions, leaseMs: number): void {
     else if (!other) workers.set(w.name, { agent: w, at: i });
   }
   if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `Agent: ${problems.join('; ')}`, { details: { problems } });
+}
+
+/** A call's options, checked before anything is read: not an object, or a name the call does not know, is INVALID_OPTIONS. */
+function refuseCallOptions(call: string, options: unknown, known: readonly string[], outcome: string): void {
+  const problems = optionsProblems(options, known);
+  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; ${outcome}`, { details: { problems } });
 }
 
 /**

@@ -43,6 +43,7 @@
  * forgotten (the store's decisionSeq read first).
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { optionNames, unknownOptions } from '../../shared/options.js';
 import { Decision } from '../../shared/rows.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
 import type { Replica } from '../replica/replica.js';
@@ -101,9 +102,26 @@ export interface ServeSummary {
 
 const SUPERSEDED: ReadonlySet<string> = new Set([ErrorCode.ALREADY_RESUMED, ErrorCode.RUN_CANCELLED]);
 
+const SERVE_OPTIONS = optionNames<ServeDecisionsOptions>({
+  agent: true,
+  agentFor: true,
+  store: true,
+  replica: true,
+  signal: true,
+  restore: true,
+  onOutcome: true,
+  pollMs: true,
+  retry: true,
+  pageSize: true,
+  writeDebounceMs: true,
+  logger: true,
+  withoutPlane: true,
+});
+
 function checkOptions(o: ServeDecisionsOptions): void {
   const problems: string[] = [];
   if (!o || typeof o !== 'object') throw new WaymarkError(ErrorCode.INVALID_OPTIONS, 'serveDecisions needs an options object');
+  problems.push(...unknownOptions(o, SERVE_OPTIONS));
   if (!o.agent === !o.agentFor) problems.push('give exactly one of agent and agentFor');
   if (!o.store) problems.push('store is required');
   if (!o.signal) problems.push('signal is required (an AbortSignal that stops the worker)');

@@ -38,6 +38,7 @@
 import { createHash } from 'node:crypto';
 import { stableStringify, jsonProblem, storableJson, textProblem, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
+import { optionsProblems } from '../../shared/options.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { Checkpointer, IdempotentLookup } from '../checkpointer.js';
 import { EffectNotRecorded, IdempotencyError, IdempotencyKeyRequired, InvalidIdempotencyKey } from '../errors.js';
@@ -70,6 +71,8 @@ const DIGEST_LENGTH = 64;
  * run, `fn` is simply called.
  */
 export function idempotent<A extends unknown[], R>(fn: (...args: A) => R | Promise<R>, options: IdempotentOptions<A> = {}): (...args: A) => Promise<R> {
+  const problems = optionsProblems(options, ['key']);
+  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `idempotent: ${problems.join('; ')}`, { details: { problems } });
   const keyOf = keyFunction<A>(fn.name, options.key);
   const what = (key: string) => fn.name || key;
   return async (...args: A): Promise<R> => {

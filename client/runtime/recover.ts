@@ -13,6 +13,7 @@
  * current step boundary-to-marker as usual (a run is never cut mid-step).
  */
 import { ErrorCode, hasCode, WaymarkError } from '../../shared/errors.js';
+import { optionNames, optionsProblems } from '../../shared/options.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import type { Agent, RunResult } from './agent.js';
 
@@ -60,19 +61,24 @@ export interface RecoveryReport {
   passes: number;
 }
 
+const RECOVER_OPTIONS = optionNames<RecoverOptions>({ agents: true, store: true, concurrency: true, signal: true, watch: true, intervalMs: true, onPass: true, withoutPlane: true });
 const DEFAULT_CONCURRENCY = 4;
 const DEFAULT_INTERVAL_MS = 5_000;
 const PAGE = 500;
 
 /** Find the runs of `agents` that a dead process left running, and resume each once. */
 export async function recoverRuns(options: RecoverOptions): Promise<RecoveryReport> {
+  const problems = options === undefined ? ['options: required (agents and store)'] : optionsProblems(options, RECOVER_OPTIONS);
+  if (options && !Array.isArray(options.agents)) problems.push('agents: required, an array of the agents whose runs to recover');
+  if (options && (typeof options.store !== 'object' || options.store === null)) problems.push('store: required, the store to recover from');
   const byPath = new Map<string, Agent>();
-  for (const a of options.agents) {
-    if (byPath.has(a.path)) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `recoverRuns: two agents with the path ${a.path}`);
+  for (const a of Array.isArray(options?.agents) ? options.agents : []) {
+    if (byPath.has(a.path)) problems.push(`two agents with the path ${a.path}`);
     byPath.set(a.path, a);
   }
-  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `recoverRuns: concurrency must be a positive integer (got ${concurrency})`);
+  const concurrency = options?.concurrency ?? DEFAULT_CONCURRENCY;
+  if (!Number.isInteger(concurrency) || concurrency < 1) problems.push(`concurrency must be a positive integer (got ${concurrency})`);
+  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `recoverRuns: ${problems.join('; ')}`, { details: { problems } });
   const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
   await options.store.setup();
   const total: RecoveryReport = { runs: [], recovered: 0, held: 0, failed: 0, passes: 0 };

@@ -28,7 +28,8 @@ import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '.
 // the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
 import { CorruptRowError, DuplicateIdError, PauseExistsError } from '../errors.js';
-import { StoreBase, written, type StoreBaseOptions } from '../store/base.js';
+import { STORE_BASE_OPTIONS, StoreBase, writerIdProblems, written, type StoreBaseOptions } from '../store/base.js';
+import { optionNames, shown } from '../../shared/options.js';
 import { nativeBinding } from './native-binding.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import { checkpointValues, executionValues, fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
@@ -68,6 +69,21 @@ type QueuedWrite = { kind: 'put'; executionId: string; input: C.CheckpointInput;
 /** What a queued write wrote, by its kind: a put's row text, or the lease taken. */
 type Written = RowText | C.Lease;
 
+const SQLITE_OPTIONS = [...STORE_BASE_OPTIONS, ...optionNames<Omit<SqliteCheckpointerOptions, keyof StoreBaseOptions>>({ path: true, synchronous: true, busyTimeoutMs: true, writerId: true })];
+const SYNCHRONOUS: readonly SqliteSynchronous[] = ['FULL', 'NORMAL', 'EXTRA'];
+
+/** The SQLite store's own options: a missing path would open a temporary database, and `synchronous` goes into a pragma. */
+function sqliteProblems(o: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  if (typeof o.path !== 'string' || o.path === '') problems.push(`path: required, the database file (or ':memory:') (got ${shown(o.path)})`);
+  if (o.synchronous !== undefined && !SYNCHRONOUS.includes(o.synchronous as SqliteSynchronous))
+    problems.push(`synchronous: must be ${SYNCHRONOUS.map((v) => `'${v}'`).join(', ')} (got ${shown(o.synchronous)})`);
+  if (o.busyTimeoutMs !== undefined && !(Number.isSafeInteger(o.busyTimeoutMs) && (o.busyTimeoutMs as number) >= 0))
+    problems.push(`busyTimeoutMs: must be a non-negative integer (got ${shown(o.busyTimeoutMs)})`);
+  problems.push(...writerIdProblems(o.writerId));
+  return problems;
+}
+
 export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   readonly writerId: string;
   readonly path: string;
@@ -79,7 +95,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   private readonly variants = new Map<string, Database.Statement>();
 
   constructor(options: SqliteCheckpointerOptions) {
-    super('SqliteCheckpointer', options);
+    super('SqliteCheckpointer', options, SQLITE_OPTIONS, sqliteProblems);
     this.path = options.path;
     const addon = nativeBinding();
     this.db = new Database(options.path, addon ? { nativeBinding: addon } : {});

@@ -12,9 +12,10 @@
  * - outcome: what a write transaction committed: the row this attempt wrote,
  *   or (Postgres, after a lost answer) the row found stored by the lost attempt.
  */
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
+import { optionNames, optionsProblems, shown } from '../../shared/options.js';
 import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
-import type { Checkpoint } from '../../shared/rows.js';
+import { WriterId, type Checkpoint } from '../../shared/rows.js';
 import { PlaneGuardSlot, type CheckpointInput, type Lease, type WriteOptions } from '../checkpointer.js';
 import { noFaults, type FaultHook, type FaultPoint } from '../faults.js';
 import { checkLease } from './lease.js';
@@ -51,6 +52,15 @@ export interface StoreBaseOptions {
   faults?: FaultHook;
 }
 
+/** What is wrong with a store's `writerId` (absent is fine: the store makes one). */
+export function writerIdProblems(writerId: unknown): string[] {
+  if (writerId === undefined) return [];
+  const r = WriterId.safeParse(writerId);
+  return r.success ? [] : issueProblems(r.error, 'writerId');
+}
+
+export const STORE_BASE_OPTIONS = optionNames<StoreBaseOptions>({ outbox: true, faults: true });
+
 export abstract class StoreBase {
   /** The plane guard a connected replica installs (see `PlaneGuardSlot`); empty until then. */
   readonly planeGuard = new PlaneGuardSlot();
@@ -60,10 +70,25 @@ export abstract class StoreBase {
   private readonly signal = new WriteSignal();
   private closed = false;
 
+  /**
+   * `known`: the store's option names; `problems`: what else is wrong with its
+   * own options. Checked before the store opens anything: INVALID_OPTIONS
+   * names every problem (a misspelled `path` opened a temporary database, a
+   * misspelled `outbox: false` kept the outbox).
+   */
   constructor(
     private readonly storeName: string,
     options: StoreBaseOptions,
+    known: readonly string[],
+    problems: (o: Record<string, unknown>) => string[],
   ) {
+    const all = options === undefined ? ['options: required'] : optionsProblems(options, known);
+    if (typeof options === 'object' && options !== null && !Array.isArray(options)) {
+      if (options.outbox !== undefined && typeof options.outbox !== 'boolean') all.push(`outbox: must be true or false (got ${shown(options.outbox)})`);
+      if (options.faults !== undefined && typeof options.faults !== 'function') all.push(`faults: must be a function (got ${shown(options.faults)})`);
+      all.push(...problems(options as unknown as Record<string, unknown>));
+    }
+    if (all.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${storeName}: ${all.join('; ')}; nothing was opened`, { details: { problems: all } });
     this.outbox = options.outbox ?? true;
     this.fault = options.faults ?? noFaults;
   }
