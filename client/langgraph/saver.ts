@@ -51,6 +51,13 @@ import { DEFAULT_LEASE_MS, holderOf, RunLease } from '../runtime/lease.js';
 import { AGENT_PATH, WRITE_KEY_PREFIX, agentPathOf, executionIdOf, invalid, isRowRef, loadValue, plainJson, rowIdOf, storeValue, type RowRef, type StoredValue } from './mapping.js';
 
 /** `exclusive`'s options. */
+/** An `exclusive` call's hold on its thread: the lease, and the root checkpoints this call wrote. */
+interface Held {
+  thread: string;
+  run: RunLease;
+  written: Set<string>;
+}
+
 export interface ExclusiveOptions {
   /** How long the thread stays held after its holder stops renewing it (a crash): another `exclusive` call may take it then. Renewed every third of it. Default 30 s. */
   ttlMs?: number;
@@ -100,7 +107,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
   private readonly pageSize: number;
   private readonly messageCache = new WeakMap<object, { id: unknown; content: unknown; stored: Json }>();
   /** The thread an `exclusive` call holds, seen by the saver calls its graph makes inside it. */
-  private readonly held = new AsyncLocalStorage<{ thread: string; run: RunLease }>();
+  private readonly held = new AsyncLocalStorage<Held>();
 
   constructor(store: Checkpointer, options: WaymarkSaverOptions = {}) {
     super(options.serde);
@@ -129,8 +136,11 @@ export class WaymarkSaver extends BaseCheckpointSaver {
    * The thread's checkpoints and pending writes made inside `fn` are fenced by
    * the lease: once another holder took the thread over (this process stalled
    * past `ttlMs`), they throw `LEASE_LOST` and write nothing (a task's pending
-   * writes, whose effect happened, are kept for the new holder and then
-   * refused). With `durability: 'sync'` LangGraph starts no node before the
+   * writes on a checkpoint this call wrote, whose effect happened, are kept
+   * for the new holder and then refused; on another's, as an answer to a
+   * pause, nothing is kept). Each graph call's first read (`getTuple`)
+   * confirms the lease with the store, so a holder taken over after checking
+   * a pause never reads the new holder's checkpoint and answers its pause. With `durability: 'sync'` LangGraph starts no node before the
    * step's writes are in, so `fn` stops before its next node; under `'async'`
    * or `'exit'` it would not, so another durability is refused. A subgraph
    * namespace (an execution of its own) is checked by a fenced renewal before
@@ -157,7 +167,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const run = new RunLease(this.store, lease);
     run.start();
     try {
-      const result = await this.held.run({ thread, run }, () => fn({ ...config, durability: 'sync' }));
+      const result = await this.held.run({ thread, run, written: new Set() }, () => fn({ ...config, durability: 'sync' }));
       if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result) {
         // the graph would go on running unheld: stop it, and say how to hold it
         await (result as { return?: () => Promise<unknown> }).return?.().catch(() => undefined);
@@ -174,12 +184,12 @@ export class WaymarkSaver extends BaseCheckpointSaver {
    * a renewal found it taken). A subgraph namespace's write, which the store
    * cannot fence by the root's lease, gets a fenced renewal first.
    */
-  private async fence(thread: string, ns: string): Promise<RunLease | null> {
+  private async fence(thread: string, ns: string, confirm = ns !== ''): Promise<Held | null> {
     const held = this.held.getStore();
     if (!held || held.thread !== thread) return null;
-    if (ns === '') held.run.check();
-    else await held.run.confirm();
-    return held.run;
+    if (confirm) await held.run.confirm();
+    else held.run.check();
+    return held;
   }
 
   // ---- reads ---------------------------------------------------------------
@@ -188,6 +198,9 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const threadId = config.configurable?.thread_id as string | undefined;
     if (threadId === undefined || threadId === null) return undefined;
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
+    // a graph call held by `exclusive` starts here: a holder that stalled past its lease (its renewal timer could not
+    // fire) and was taken over must not read the new holder's checkpoint and answer the pause open there
+    await this.fence(String(threadId), ns, true);
     const executionId = executionIdOf(String(threadId), ns);
     const checkpointId = getCheckpointId(config);
     let row: Row | null;
@@ -310,8 +323,9 @@ export class WaymarkSaver extends BaseCheckpointSaver {
           nodeOutput: { metadata: await storeValue(this.serde, metadata ?? {}) } as unknown as Json,
         },
         // the lease is the root execution's: a subgraph namespace (an execution of its own) got a fenced renewal above
-        fence && ns === '' ? { lease: fence.lease } : undefined,
+        fence && ns === '' ? { lease: fence.run.lease } : undefined,
       );
+      if (fence && ns === '') fence.written.add(checkpoint.id);
     } catch (e) {
       if (!(e instanceof DuplicateIdError)) throw e;
       // rows are immutable: putting the same checkpoint again is accepted only when it is the same checkpoint
@@ -352,7 +366,10 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       batch.gen = slot;
       const mine = batch as unknown as Json;
       const fence = await this.fence(String(threadId), ns);
-      const stored = await this.store.putIdempotent(executionId, key, mine, fence && ns === '' ? { lease: fence.lease, anchorId: rowIdOf(executionId, checkpointId!) } : undefined);
+      // a holder taken over keeps a task's result (its effect happened) only on a checkpoint it wrote itself in this
+      // call; on another's (the pause it answered, a step the new holder wrote) its writes are refused, nothing kept
+      const anchor = fence?.written.has(checkpointId!) ? { anchorId: rowIdOf(executionId, checkpointId!) } : {};
+      const stored = await this.store.putIdempotent(executionId, key, mine, fence && ns === '' ? { lease: fence.run.lease, ...anchor } : undefined);
       if (stableStringify(stored.result) === stableStringify(mine)) return;
     }
   }

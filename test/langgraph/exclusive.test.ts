@@ -225,6 +225,100 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
     180_000,
   );
 
+  it.each(['sqlite', 'postgres'] as const)(
+    "%s: a stalled holder's late answer never answers the next pause: taken over after its check, its graph call fails LEASE_LOST at its first read, and an answer it writes after the takeover is refused, nothing kept",
+    async (kind) => {
+      if (kind === 'postgres' && !(await pgReady('LangGraph exclusive on Postgres'))) return;
+      const ledger = tmp.file(`late-${kind}.ledger`);
+      writeFileSync(ledger, '');
+      const State = Annotation.Root({ q1: Annotation<string>(), q2: Annotation<string>() });
+      const build = (saver: WaymarkSaver) =>
+        new StateGraph(State)
+          .addNode('ask1', () => ({ q1: interrupt('refund $50?') as string }))
+          .addNode('ask2', () => ({ q2: interrupt('also refund $5000?') as string }))
+          .addNode('charge', (st) => {
+            if (st.q2 === 'yes') writeFileSync(ledger, `${readFileSync(ledger, 'utf8')}charge ${st.q1} ${st.q2}\n`);
+            return {};
+          })
+          .addEdge(START, 'ask1')
+          .addEdge('ask1', 'ask2')
+          .addEdge('ask2', 'charge')
+          .addEdge('charge', END)
+          .compile({ checkpointer: saver });
+      const { a, b, expire, close } = await twoSavers(kind);
+      const open = async (thread: string) => (await build(b).getState({ configurable: { thread_id: thread } })).tasks.flatMap((t) => t.interrupts.map((i) => i.value));
+      try {
+        // (1) the README's check, then a stall past the lease; another worker takes the thread and answers the first question
+        const one = { configurable: { thread_id: 'late-1' } };
+        await build(a).invoke({}, one);
+        let stalled!: () => void;
+        const resumeNow = new Promise<void>((r) => (stalled = r));
+        let checked!: () => void;
+        const atCheck = new Promise<void>((r) => (checked = r));
+        const late = a
+          .exclusive(
+            one,
+            async (held) => {
+              expect(await open('late-1')).toEqual(['refund $50?']);
+              checked();
+              await resumeNow;
+              return build(a).invoke(new Command({ resume: 'yes' }), held);
+            },
+            { ttlMs: 60_000 },
+          )
+          .then(
+            () => 'done',
+            (e: { code?: string }) => e.code ?? String(e),
+          );
+        await atCheck;
+        await expire('late-1');
+        await b.exclusive(one, (held) => build(b).invoke(new Command({ resume: 'yes' }), held));
+        expect(await open('late-1')).toEqual(['also refund $5000?']);
+        const entries = (await a.store.listIdempotent('late-1')).length;
+        stalled();
+        expect(await late).toBe(ErrorCode.LEASE_LOST);
+        expect((await a.store.listIdempotent('late-1')).length, 'the late holder wrote nothing').toBe(entries);
+        // the second question is still open, and its approver's "no" is the answer: nothing charged
+        expect(await open('late-1')).toEqual(['also refund $5000?']);
+        await b.exclusive(one, (held) => build(b).invoke(new Command({ resume: 'no' }), held));
+        expect(charges(ledger)).toBe(0);
+        expect((await build(b).getState(one)).values).toMatchObject({ q1: 'yes', q2: 'no' });
+
+        // (2) taken over between its first read and its answer's write: the answer is refused, nothing kept
+        const two = { configurable: { thread_id: 'late-2' } };
+        await build(a).invoke({}, two);
+        const real = a.store.getIdempotent.bind(a.store);
+        let takenOver = false;
+        let afterB = -1;
+        a.store.getIdempotent = async (executionId, key) => {
+          if (!takenOver && executionId === 'late-2') {
+            takenOver = true;
+            await expire('late-2');
+            await b.exclusive(two, (held) => build(b).invoke(new Command({ resume: 'yes' }), held));
+            afterB = (await b.store.listIdempotent('late-2')).length;
+          }
+          return real(executionId, key);
+        };
+        const outcome = await a
+          .exclusive(two, (held) => build(a).invoke(new Command({ resume: 'yes' }), held), { ttlMs: 60_000 })
+          .then(
+            () => 'done',
+            (e: { code?: string }) => e.code ?? String(e),
+          );
+        a.store.getIdempotent = real;
+        expect(takenOver).toBe(true);
+        expect(outcome).toBe(ErrorCode.LEASE_LOST);
+        // b's writes and nothing of a's
+        expect((await a.store.listIdempotent('late-2')).length).toBe(afterB);
+        expect(await open('late-2')).toEqual(['also refund $5000?']);
+        expect(charges(ledger)).toBe(0);
+      } finally {
+        await close();
+      }
+    },
+    180_000,
+  );
+
   it('a graph with a subgraph runs whole inside exclusive: the subgraph namespace writes after a fenced renewal each, and a thread taken over refuses them', async () => {
     await withSaver({ path: tmp.file('sub.db'), writerId: 'sub' }, async (saver) => {
       const State = Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
