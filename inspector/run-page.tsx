@@ -152,7 +152,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
       {p.pause && (
         <section aria-labelledby="pause-h" class="card">
           <h2 id="pause-h">
-            Pause: {p.pause.pending.reason} <Badge status={p.pause.state === 'open' ? 'paused' : 'completed'} />
+            Pause: {p.pause.pending.reason} <Badge status={p.pause.state === 'open' ? 'paused' : p.pause.state === 'cancelled' ? 'cancelled' : 'completed'} />
           </h2>
           <p class="muted">
             at{' '}
@@ -160,6 +160,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
               <Id id={p.pause.pending.nodeId} />
             </span>{' '}
             (<Id id={p.pause.pending.agentPath} />)
+            {p.pause.state === 'cancelled' && <> · closed by a cancel of the run, not answered</>}
             {p.pause.claimedBy && (
               <>
                 {' '}

@@ -26,6 +26,7 @@ import type { UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import { lostRuns, refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
+import { isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged, RunSummary } from '../../inspector/source.js';
 import type { RunItem } from '../../inspector/runs-page.js';
@@ -176,6 +177,8 @@ export function localSource(store: Checkpointer): InspectorSource {
       }
       if (!pause) return null;
       const [next = null] = await store.list(executionId, { afterSeq: pause.seq, limit: 1 });
+      // a cancel closed it: nobody claimed it (the marker's writer cancelled the run)
+      const cancelled = isCancelMarker(next);
       return {
         pending: {
           executionId,
@@ -186,9 +189,9 @@ export function localSource(store: Checkpointer): InspectorSource {
           agentPath: pause.agentPath,
           createdAt: pause.createdAt,
         },
-        state: 'answered',
-        claimedBy: next?.writerId ?? null,
-        claimedAt: next?.createdAt ?? null,
+        state: cancelled ? 'cancelled' : 'answered',
+        claimedBy: cancelled ? null : (next?.writerId ?? null),
+        claimedAt: cancelled ? null : (next?.createdAt ?? null),
         claim: null,
       };
     },

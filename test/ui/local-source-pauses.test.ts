@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { localSource } from '../../client/ui/local-source.js';
+import { localUiApp } from '../../client/ui/serve.js';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Decision } from '../../shared/rows.js';
 import { pause, step } from '../helpers/rows.js';
@@ -76,6 +77,20 @@ describe("the local run page's pauses", () => {
     const p = await localSource(store).pauseState('refund-1');
     expect(p).toMatchObject({ state: 'answered', pending: { checkpointId: ids.second }, claimedBy: 'server' });
     expect(p?.claimedAt).toBe((await store.getById(ids.afterSecond))!.createdAt);
+  });
+
+  it('a pause a cancel closed is shown cancelled, claimed by nobody (it was shown claimed by the writer of the cancel marker)', async () => {
+    const start = await store.put(step('cancelled-run', 0));
+    const at = await paused('cancelled-run', 1, start.id);
+    const c = await store.cancel('cancelled-run', { reason: 'customer withdrew' });
+    expect(c.closedPause?.checkpointId).toBe(at);
+    const p = await localSource(store).pauseState('cancelled-run');
+    expect(p).toMatchObject({ state: 'cancelled', pending: { checkpointId: at }, claimedBy: null, claimedAt: null });
+    const html = await (await localUiApp(store).fetch(new Request('http://127.0.0.1/runs/cancelled-run'))).text();
+    const section = /<section aria-labelledby="pause-h"[\s\S]*?<\/section>/.exec(html)![0].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
+    expect(section).toContain("closed by a cancel of the run, not answered");
+    expect(section).toContain('cancelled');
+    expect(section).not.toContain('claimed by');
   });
 
   it('an open pause is open; a run with no pause has none', async () => {
