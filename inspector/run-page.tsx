@@ -159,8 +159,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <span class="mono">
               <Id id={p.pause.pending.nodeId} />
             </span>{' '}
-            (<Id id={p.pause.pending.agentPath} />)
-            {p.pause.state === 'cancelled' && <> · closed by a cancel of the run, not answered</>}
+            (<Id id={p.pause.pending.agentPath} />){p.pause.state === 'cancelled' && <> · closed by a cancel of the run, not answered</>}
             {p.pause.claimedBy && (
               <>
                 {' '}

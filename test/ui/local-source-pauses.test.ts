@@ -87,8 +87,11 @@ describe("the local run page's pauses", () => {
     const p = await localSource(store).pauseState('cancelled-run');
     expect(p).toMatchObject({ state: 'cancelled', pending: { checkpointId: at }, claimedBy: null, claimedAt: null });
     const html = await (await localUiApp(store).fetch(new Request('http://127.0.0.1/runs/cancelled-run'))).text();
-    const section = /<section aria-labelledby="pause-h"[\s\S]*?<\/section>/.exec(html)![0].replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
-    expect(section).toContain("closed by a cancel of the run, not answered");
+    const section = /<section aria-labelledby="pause-h"[\s\S]*?<\/section>/
+      .exec(html)![0]
+      .replace(/<[^>]+>/g, ' ')
+      .replace(/\s+/g, ' ');
+    expect(section).toContain('closed by a cancel of the run, not answered');
     expect(section).toContain('cancelled');
     expect(section).not.toContain('claimed by');
   });
