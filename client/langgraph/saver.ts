@@ -44,6 +44,7 @@ import type { Checkpointer } from '../checkpointer.js';
 import type { Checkpoint as Row } from '../../shared/rows.js';
 import type { State } from '../../shared/codec.js';
 import { DuplicateIdError } from '../errors.js';
+import { isCancelMarker, runCancelled } from '../store/cancel.js';
 import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
@@ -204,11 +205,15 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const executionId = executionIdOf(String(threadId), ns);
     const checkpointId = getCheckpointId(config);
     let row: Row | null;
+    // a cancelled thread does not run again: refused here, where a graph call starts, before LangGraph runs a node
+    // (under its default 'async' durability it ran the graph from the start, and only its first put was refused)
+    const latest = await this.store.latest(executionId);
+    if (isCancelMarker(latest)) throw runCancelled(latest!);
     if (checkpointId) {
       row = await this.store.getById(rowIdOf(executionId, checkpointId));
       if (row && row.executionId !== executionId) row = null;
     } else {
-      row = await this.store.latest(executionId);
+      row = latest;
     }
     if (!row || !isLangGraphRow(row)) return undefined;
     const ref = row.nodeInput as unknown as RowRef;
@@ -279,6 +284,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
 
     // the thread's own rows only: a waymark run (or another thread) under this execution id is not overwritten
     const latest = await this.store.latest(executionId);
+    if (isCancelMarker(latest)) throw runCancelled(latest!);
     if (latest) {
       const ref = isLangGraphRow(latest) ? (latest.nodeInput as unknown as RowRef) : null;
       if (!ref || ref.thread_id !== thread || ref.checkpoint_ns !== ns) {
@@ -392,7 +398,9 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       const page = await this.store.listExecutions({ limit: this.pageSize, ...(after !== undefined ? { afterExecutionId: after } : {}) });
       for (const e of page) {
         if (threadId !== undefined && e.executionId !== threadId && !e.executionId.startsWith(`${threadId}|`)) continue;
-        const latest = await this.store.latest(e.executionId);
+        let latest = await this.store.latest(e.executionId);
+        // a cancelled thread's history is still its own: the row under the cancel marker names it
+        if (isCancelMarker(latest)) latest = (await this.store.list(e.executionId, { order: 'desc', limit: 2 }))[1] ?? null;
         if (!latest || !isLangGraphRow(latest)) continue;
         const ref = latest.nodeInput as unknown as RowRef;
         if (threadId !== undefined && ref.thread_id !== threadId) continue;

@@ -115,6 +115,51 @@ for (const backend of backends) {
   });
 }
 
+for (const backend of backends) {
+  describe.skipIf(backend.skip)(`a cancelled thread, on ${backend.name}`, () => {
+    it('is refused RUN_CANCELLED where a graph call starts, before any node runs, under every durability (under the default one its graph ran from the start); its history is still listed', async () => {
+      const [store, other] = backend.make();
+      await other.close();
+      const saver = new WaymarkSaver(store);
+      await saver.setup();
+      try {
+        const State = Annotation.Root({ log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
+        const ran: string[] = [];
+        const graph = new StateGraph(State)
+          .addNode('draft', () => (ran.push('draft'), { log: ['draft'] }))
+          .addNode('send', () => (ran.push('send'), { log: ['send'] }))
+          .addEdge(START, 'draft')
+          .addEdge('draft', 'send')
+          .addEdge('send', END)
+          .compile({ checkpointer: saver, interruptBefore: ['send'] });
+        const config = { configurable: { thread_id: 'mail-1' } };
+        await graph.invoke({ log: [] }, config);
+        expect(ran).toEqual(['draft']);
+        const rows = (await store.list('mail-1')).length;
+        await store.cancel('mail-1', { reason: 'the customer withdrew' });
+        ran.length = 0;
+        for (const durability of [undefined, 'async', 'exit', 'sync'] as const) {
+          for (const input of [null, { log: ['again'] }]) {
+            const e = await graph.invoke(input, { ...config, ...(durability ? { durability } : {}) }).catch((err: unknown) => err);
+            expect(hasCode(e, ErrorCode.RUN_CANCELLED), `${durability} ${JSON.stringify(input)}: ${String(e)}`).toBe(true);
+          }
+        }
+        const held = await saver.exclusive(config, (h) => graph.invoke(null, h)).catch((err: unknown) => err);
+        expect(hasCode(held, ErrorCode.RUN_CANCELLED), String(held)).toBe(true);
+        expect(ran).toEqual([]);
+        // nothing written after the cancel marker
+        expect((await store.list('mail-1')).length).toBe(rows + 1);
+        // the thread's history is still there to read
+        const history: unknown[] = [];
+        for await (const t of saver.list(config)) history.push(t);
+        expect(history.length).toBeGreaterThan(0);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
+
 describe('an interrupt answered late', () => {
   it('a late answer to the first interrupt (by its id, from a second store on the same file) does not answer the next pause; the right answer does, once', async () => {
     const path = tmp.file('late.db');
