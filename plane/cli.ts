@@ -21,6 +21,7 @@ import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
 import { onStopRequest } from '../shared/launcher.js';
 import { errorText, parseCommand, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
 import { suggest } from '../shared/options.js';
+import { planeOptionProblem } from '../client/replica/replica-types.js';
 
 const database: Record<string, OptionSpec> = {
   'data-dir': { type: 'string', help: "the plane's PGlite data directory (default: $WAYMARK_PLANE_DIR or .waymark/plane)" },
@@ -194,6 +195,10 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
 /** The problems beyond the option table's: values that must parse, options a command requires. */
 function check(command: CommandSpec, p: Parsed): string[] {
   const problems: string[] = [];
+  if (typeof p.values.plane === 'string') {
+    const problem = planeOptionProblem(p.values.plane, "option '--plane'");
+    if (problem) problems.push(problem);
+  }
   for (const flag of ['port', 'metrics-port']) {
     const v = p.values[flag];
     if (typeof v !== 'string') continue;

@@ -14,6 +14,7 @@ import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { printable, terminalControls, terminalSafe } from '../../shared/terminal.js';
 import { RunInProgress } from '../errors.js';
+import { planeOptionProblem } from '../replica/replica-types.js';
 import { openStore } from '../open-store.js';
 import { errorText, packageVersion, parseCommand, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
 import { suggest } from '../../shared/options.js';
@@ -263,6 +264,14 @@ function planeUrl(p: Parsed): string | undefined {
   return (p.values.plane as string | undefined) ?? (process.env.WAYMARK_PLANE_URL || undefined);
 }
 
+/** The plane URL's problem, said for the option (or variable) that gave it, before any store is opened or created. */
+function planeProblems(p: Parsed): string[] {
+  const url = planeUrl(p);
+  if (url === undefined) return [];
+  const problem = planeOptionProblem(url, p.values.plane !== undefined ? "option '--plane'" : 'WAYMARK_PLANE_URL');
+  return problem ? [problem] : [];
+}
+
 async function withStore(p: Parsed, body: (store: Awaited<ReturnType<typeof openStore>>) => Promise<number>): Promise<number> {
   const store = await openStore(String(p.values.db), { schema: p.values.schema as string | undefined, max: 2, mustExist: true });
   try {
@@ -344,6 +353,7 @@ export async function main(argv: string[], print: Out = console.log, printErr: O
     ...parsed.problems,
     ...(!command.ownStore && parsed.values.db === undefined ? ['option --db is required'] : []),
     ...(command.needsPlane && !planeUrl(parsed) ? ['a plane is required: --plane or WAYMARK_PLANE_URL'] : []),
+    ...planeProblems(parsed),
     ...(command.needsPlane && !apiKey(parsed) ? ['a key is required: --key or WAYMARK_API_KEY'] : []),
     ...(command.check?.(parsed) ?? []),
   ];

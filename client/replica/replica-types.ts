@@ -144,6 +144,18 @@ export function urlProblem(url: unknown): string | null {
   return null;
 }
 
+/**
+ * What is wrong with a plane URL given on a command line (`--plane`, or the
+ * variable `from` names), said for that option; null when it is a plane URL.
+ * A host and port without a scheme (`127.0.0.1:4600`) gets the URL it meant.
+ */
+export function planeOptionProblem(url: string, from: string): string | null {
+  const problem = urlProblem(url);
+  if (!problem) return null;
+  const meant = /^[\w.-]+:\d+(\/.*)?$/.test(url) || /^\[[\da-f:]+\]:\d+$/i.test(url) ? ` (did you mean 'http://${url}'?)` : '';
+  return `${from}: ${problem.replace(/^url: /, '')}${meant}`;
+}
+
 /** `field: must be an integer …` when `v` is given and not an integer from `least` to `most`; else null. */
 export function integerProblem(field: string, v: unknown, least: number, most: number, unit: string): string | null {
   if (v === undefined || (Number.isSafeInteger(v) && (v as number) >= least && (v as number) <= most)) return null;

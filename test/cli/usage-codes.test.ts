@@ -54,6 +54,24 @@ describe('usage errors print their stable code, USAGE, and exit 2', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it("a plane URL that is not one (a host and port without http://, another scheme) is the option's USAGE problem, with the URL meant; nothing is created", async () => {
+    const db = tmp.file('restore-here.db');
+    const restore = await waymarkAsync(['restore', 'run-1', '--db', db, '--plane', '127.0.0.1:4600', '--key', 'k'], { env });
+    expect([restore.code, restore.stderr.split('\n')[0]]).toEqual([
+      2,
+      "waymark restore: USAGE: option '--plane': must be the plane's http or https URL (got a string that is not a URL) (did you mean 'http://127.0.0.1:4600'?)",
+    ]);
+    // a restore creates its store: not for a command line it refuses
+    expect(existsSync(db)).toBe(false);
+    const sync = await waymarkAsync(['sync', 'now', '--db', db, '--key', 'k'], { env: { ...env, WAYMARK_PLANE_URL: 'ftp://plane.example' } });
+    expect([sync.code, sync.stderr.split('\n')[0]]).toEqual([2, "waymark sync now: USAGE: WAYMARK_PLANE_URL: must be the plane's http or https URL (got a 'ftp:' URL)"]);
+    const keys = await waymarkAsync(['plane', 'keys', 'list', '--plane', 'localhost:4600', '--key', 'k'], { env });
+    expect([keys.code, keys.stderr.split('\n')[0]]).toEqual([
+      2,
+      "waymark plane keys list: USAGE: option '--plane': must be the plane's http or https URL (got a 'localhost:' URL) (did you mean 'http://localhost:4600'?)",
+    ]);
+  });
+
   it('no command at all is a usage error too: the code, then the command list', async () => {
     const r = await waymarkAsync([], { env });
     expect(r.code).toBe(2);

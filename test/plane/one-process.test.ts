@@ -77,6 +77,12 @@ describe('one process per PGlite data dir', () => {
       expect.stringContaining(`waymark: PORT_IN_USE: port ${port} on 127.0.0.1 is in use (another plane?); choose another with --port or WAYMARK_PORT, or 0 for a free one`),
     ]);
     expect(taken.stderr).not.toMatch(/Unhandled 'error' event/);
+    // started by `npm start`, whose flags npm takes as its own: the hint is the npm line that works
+    const viaNpm = await waymarkAsync(['plane', '--data-dir', other, '--port', port], { env: { npm_lifecycle_event: 'start' } });
+    expect([viaNpm.code, viaNpm.stderr]).toEqual([
+      1,
+      expect.stringContaining(`is in use (another plane?); choose another with 'npm start -- --port N' or 'WAYMARK_PORT=N npm start', or 0 for a free one`),
+    ]);
     const elsewhere = await startPlaneProcess(['--data-dir', other]);
     running.push(elsewhere);
     await elsewhere.stop();
