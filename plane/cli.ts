@@ -250,18 +250,19 @@ async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[
       out(`${dryRun ? 'dry run: would prune' : 'pruned'} ${r.items.length} finished run(s) last updated before ${r.cutoff} (${target.via})`);
     } else if (what === 'projects' && verb === 'create') {
       const pr = await target.createProject(arg);
-      out(`project ${pr.name} created (${pr.id})`);
+      out(`project ${pr.name} created (${pr.id}) through ${target.via}`);
     } else if (what === 'projects') {
       for (const pr of await target.projects()) out(`${pr.id}  ${printable(pr.name)}`);
     } else if (verb === 'create') {
       const k = await target.createKey({ project: values.project!, name: values.name, scopes: scopesOf(p) });
-      out(`key ${k.id} for project ${k.project} (${k.scopes.join(',')}); shown once, store it now:`);
+      // where it was made: a stopped plane's data dir is not the running plane's (its key would be refused there)
+      out(`key ${k.id} for project ${k.project} (${k.scopes.join(',')}), made through ${target.via}; shown once, store it now:`);
       out(k.key);
     } else if (verb === 'list') {
       printKeys(await target.keys(), out);
     } else {
       await target.revoke(arg);
-      out(`revoked ${arg}`);
+      out(`revoked ${arg} through ${target.via}`);
     }
     return 0;
   } finally {
