@@ -83,6 +83,8 @@ export interface ChangeFeedOptions {
   timeoutMs?: number;
   backoffBaseMs?: number;
   backoffCapMs?: number;
+  /** The plane refused the key for a followed round (see FeedSpec.keyRefused). */
+  keyRefused?: (message: string, apiKey: string | null) => void;
 }
 
 /** What one round did. */
@@ -127,6 +129,8 @@ export class ChangeFeedConsumer {
       // rounds never overlap, so a page is never handled twice at once
       serial: true,
       ref: false,
+      keyRefused: o.keyRefused,
+      apiKey: this.apiKey,
       close: async () => {
         await http?.close();
         agent?.destroy();
@@ -223,7 +227,15 @@ export function changeFeedOf(
   writerId: string,
   apiKey: () => string,
   onUpdate: (u: RunUpdate) => void,
-  o: { url: string; dispatcher?: Dispatcher; changeWaitSeconds?: number; timeoutMs: number; backoffBaseMs: number; backoffCapMs?: number },
+  o: {
+    url: string;
+    dispatcher?: Dispatcher;
+    changeWaitSeconds?: number;
+    timeoutMs: number;
+    backoffBaseMs: number;
+    backoffCapMs?: number;
+    keyRefused?: (message: string, apiKey: string | null) => void;
+  },
 ): ChangeFeedConsumer {
   return new ChangeFeedConsumer(store, apiKey, onUpdate, {
     url: o.url,
@@ -233,6 +245,7 @@ export function changeFeedOf(
     timeoutMs: o.timeoutMs,
     backoffBaseMs: Math.max(o.backoffBaseMs, 500),
     backoffCapMs: o.backoffCapMs,
+    keyRefused: o.keyRefused,
   });
 }
 

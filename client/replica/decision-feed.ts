@@ -57,6 +57,8 @@ export interface DecisionFeedOptions {
   pageSize?: number;
   backoffBaseMs?: number;
   backoffCapMs?: number;
+  /** The plane refused the key for a followed round (see FeedSpec.keyRefused). */
+  keyRefused?: (message: string, apiKey: string | null) => void;
 }
 
 /** The page's envelope; its items are checked one by one (a bad one is skipped, not the page). */
@@ -122,6 +124,8 @@ export class DecisionFeedConsumer {
       waitSeconds: o.waitSeconds,
       pageSize: o.pageSize,
       close: () => http.close(),
+      keyRefused: o.keyRefused,
+      apiKey,
     });
   }
 

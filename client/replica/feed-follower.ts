@@ -57,6 +57,10 @@ export interface FeedSpec<T, R> {
   ref?: boolean;
   /** Closes the feed's connections (stop()). */
   close?: () => Promise<void> | void;
+  /** A followed round the plane refused the key for (401: unknown or revoked): said at once, as the drain says it (the rounds go on backing off; a replaced key is used by the next). */
+  keyRefused?: (message: string, apiKey: string | null) => void;
+  /** The key the next round asks with (kept in memory only): a refusal is said with the key it was for, so a round sent before the key was replaced does not fail the new one. */
+  apiKey?: () => string;
 }
 
 /** What one round did. */
@@ -131,6 +135,7 @@ export class FeedFollower<T, R> {
     while (this.following) {
       this.abort = new AbortController();
       const { signal } = this.abort;
+      const key = this.spec.apiKey?.() ?? null;
       try {
         await this.pull(this.spec.waitSeconds ?? 25, signal);
         this.failures = 0;
@@ -141,6 +146,9 @@ export class FeedFollower<T, R> {
         if (signal.aborted) continue;
         this.failures++;
         this.lastError = (e as Error).message;
+        const status = (e as { details?: { status?: unknown } }).details?.status;
+        // 401 only: a key without a feed's scope (403: an ingest-only key and the change feed) may still drain
+        if (status === 401) this.spec.keyRefused?.(this.lastError, key);
         // an abort ends the wait early (the loop condition then decides)
         await backoff(this.failures, this.spec.backoff, 0, signal, this.spec.ref ?? true).catch(() => {});
       }

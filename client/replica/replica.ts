@@ -112,6 +112,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       () => this.apiKey,
       { decision: (d) => this.emit('decision', d), skipped: (x) => this.emit('decision_skipped', x) },
       {
+        keyRefused: (m, key) => this.keyRefused(m, key),
         url: options.url,
         dispatcher: options.dispatcher,
         waitSeconds: options.decisionWaitSeconds,
@@ -143,7 +144,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       this.writerId,
       () => this.apiKey,
       (u) => this.emit('run_updated', u),
-      { ...options, timeoutMs: this.o.timeoutMs, backoffBaseMs: this.o.backoffBaseMs },
+      { ...options, timeoutMs: this.o.timeoutMs, backoffBaseMs: this.o.backoffBaseMs, keyRefused: (m, key) => this.keyRefused(m, key) },
     );
     if (options.followChanges !== false) this.changes.follow();
     this.kick(0);
@@ -205,6 +206,21 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       }
     }
     return listeners.length > 0;
+  }
+
+  /**
+   * A feed's round refused for the key (revoked, or without the scope): the
+   * replica is `auth_failed`, as when the drain is refused, so its state, its
+   * 'state' event and `waymark sync status` say so at once; a worker that only
+   * follows decisions heard nothing before (nothing was left to drain).
+   * `setApiKey` starts it again.
+   */
+  private keyRefused(message: string, apiKey: string | null): void {
+    // a round sent with the key setApiKey replaced since: not this key's refusal
+    if (this.state === 'stopped' || (apiKey !== null && apiKey !== this.apiKey)) return;
+    this.fail(message);
+    if (this.state === 'auth_failed') return;
+    this.setState('auth_failed');
   }
 
   private fail(message: string): void {
