@@ -135,7 +135,10 @@ type StartOptions = { logger?: Logger; database?: PlaneDatabase; faults?: PlaneA
 
 export async function startPlane(config: Readonly<PlaneConfig>, options: StartOptions = {}): Promise<RunningPlane> {
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
-  if (config.dev && !loopback) throw new Error('--dev (no login) is only allowed when the plane binds to 127.0.0.1');
+  if (config.dev && !loopback)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `--dev (no login) is only allowed on a loopback host (127.0.0.1, ::1 or localhost), not '${config.host}'; nothing was started`, {
+      details: { problems: [`dev: needs a loopback host (got '${config.host}')`] },
+    });
   const dir = resolve(config.dataDir);
   const onDisk = !isInMemory(config.dataDir) && !options.database;
   // a folder with an admin key and no PGlite database is a Postgres plane's: PGlite would make a database there

@@ -20,9 +20,9 @@
  */
 import type { Dispatcher } from 'undici';
 import { decodeChain } from '../../shared/codec.js';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
 import { RestorePage } from '../../shared/protocol.js';
-import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
+import { ExecutionId, type Checkpoint, type Decision, type IdempotencyEntry, type PendingInterrupt } from '../../shared/rows.js';
 import type { Checkpointer, ImportResult } from '../checkpointer.js';
 import { PlaneHttp } from './http.js';
 import { apiKeyProblem, refuseOptions, urlProblem } from './replica-types.js';
@@ -41,7 +41,10 @@ export interface RestoreOptions {
 const RESTORE_OPTIONS = optionNames<RestoreOptions>({ url: true, apiKey: true, dispatcher: true, pageSize: true, timeoutMs: true, onProgress: true });
 
 export async function restoreFromPlane(store: Checkpointer, executionId: string, o: RestoreOptions): Promise<ImportResult & { totalRows: number; decisionImported: boolean }> {
-  const problems = o === undefined ? ['options: required (url and apiKey)'] : optionsProblems(o, RESTORE_OPTIONS);
+  // a forgotten id (`process.argv[2]` unset) asked the plane for a run named 'undefined'
+  const id = ExecutionId.safeParse(executionId);
+  const problems = id.success ? [] : issueProblems(id.error, 'executionId');
+  problems.push(...(o === undefined ? ['options: required (url and apiKey)'] : optionsProblems(o, RESTORE_OPTIONS)));
   if (typeof o === 'object' && o !== null) for (const p of [urlProblem(o.url), apiKeyProblem(o.apiKey)]) if (p) problems.push(p);
   refuseOptions('restoreFromPlane', problems, 'nothing was imported');
   const http = new PlaneHttp(o.url, { dispatcher: o.dispatcher, connections: 1 });

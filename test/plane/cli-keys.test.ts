@@ -185,9 +185,11 @@ describe('waymark plane keys and first start', () => {
     expect(again.adminKeyFile).toBeNull();
     expect((await fetch(`${again.url}/`, { redirect: 'manual' })).status).toBe(303);
     await again.close();
-    await expect(startPlane(loadConfig({}, { host: '0.0.0.0', port: 0, dataDir: dir, dev: true }), { logger: pino({ level: 'silent' }) })).rejects.toThrow(
-      /only allowed when the plane binds to 127.0.0.1/,
-    );
+    // a stable code, and the hosts it takes named (::1 and localhost are loopback too)
+    await expect(startPlane(loadConfig({}, { host: '0.0.0.0', port: 0, dataDir: dir, dev: true }), { logger: pino({ level: 'silent' }) })).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      message: expect.stringContaining("only allowed on a loopback host (127.0.0.1, ::1 or localhost), not '0.0.0.0'"),
+    });
   });
 
   it('an in-memory plane returns its admin key and writes no file (it once wrote ./memory:/admin-key)', async () => {

@@ -135,6 +135,9 @@ describe('unknown options are refused, naming each, and the call changes nothing
     const restore = await refusal(() => restoreFromPlane(store, 'order-1', { url: 'http://127.0.0.1:1', apikey: 'k' } as never));
     expect(problems(restore)).toEqual(["unknown option 'apikey' (did you mean 'apiKey'?)", expect.stringMatching(/^apiKey: /)]);
     expect(restore.message).toContain('nothing was imported');
+    // the id a script forgot (process.argv[2] unset): named, not asked of the plane as 'undefined'
+    const noId = await refusal(() => restoreFromPlane(store, undefined as never, { url: 'http://127.0.0.1:1', apiKey: 'k' }));
+    expect(problems(noId)).toEqual([expect.stringMatching(/^executionId: /)]);
     expect(await store.latest('order-1')).toBeNull();
     await store.close();
   });
