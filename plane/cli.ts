@@ -15,7 +15,7 @@ import { isInMemory } from './db/open.js';
 import { SCOPES, type Scope } from './auth.js';
 import { keyRequestProblems } from './admin.js';
 import { adminTarget, printKeys } from './admin-cli.js';
-import { configProblems, loadConfig, type PlaneConfig } from './config.js';
+import { configProblems, databaseUrlProblem, loadConfig, type PlaneConfig } from './config.js';
 import { startPlane, adminKeyPath } from './server.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
 import { onStopRequest } from '../shared/launcher.js';
@@ -195,6 +195,10 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
 /** The problems beyond the option table's: values that must parse, options a command requires. */
 function check(command: CommandSpec, p: Parsed): string[] {
   const problems: string[] = [];
+  if (typeof p.values['database-url'] === 'string') {
+    const problem = databaseUrlProblem(p.values['database-url']);
+    if (problem) problems.push(problem);
+  }
   if (typeof p.values.plane === 'string') {
     const problem = planeOptionProblem(p.values.plane, "option '--plane'");
     if (problem) problems.push(problem);

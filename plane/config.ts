@@ -35,7 +35,9 @@ const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.e
 /** Every setting the plane reads from the environment; a bad one is refused naming what is wanted and what was given. */
 const Env = z.object({
   // never echoed: a database URL may hold a password
-  WAYMARK_DATABASE_URL: z.url({ error: 'must be a URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)' }).optional(),
+  WAYMARK_DATABASE_URL: z
+    .url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)' })
+    .optional(),
   WAYMARK_PLANE_DIR: text().default('.waymark/plane'),
   WAYMARK_HOST: text().default('127.0.0.1'),
   WAYMARK_PORT: port().default(4600),
@@ -118,6 +120,13 @@ function parseEnv(env: NodeJS.ProcessEnv, replaced: Iterable<string>): { data: z
   const r = Env.safeParse(withoutReplaced(env, replaced));
   // each issue is one setting's (its checks share one message), named by its variable
   return r.success ? { data: r.data } : { problems: r.error.issues.map((i) => `${i.path.map(String).join('.')} ${i.message}`) };
+}
+
+/** What is wrong with a database URL given as --database-url (the value not shown: it may hold a password); null when it is a Postgres URL. */
+export function databaseUrlProblem(url: string): string | null {
+  return Env.shape.WAYMARK_DATABASE_URL.safeParse(url).success
+    ? null
+    : "option '--database-url' must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)";
 }
 
 /** Every problem of the environment's settings (empty when it is good); those of the settings in `replaced` are not read. */

@@ -90,7 +90,7 @@ describe('plane configuration from the environment', () => {
     for (const name of ['WAYMARK_PLANE_DIR', 'WAYMARK_HOST', 'WAYMARK_METRICS_HOST']) expect(problemsOf({ [name]: '' })).toEqual([`${name} must not be empty`]);
     // a database URL may hold a password: it is never echoed
     const url = problemsOf({ WAYMARK_DATABASE_URL: 'secret-password@nowhere' });
-    expect(url).toEqual(['WAYMARK_DATABASE_URL must be a URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)']);
+    expect(url).toEqual(['WAYMARK_DATABASE_URL must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)']);
     // a control character in a value is shown escaped, never raw
     expect(problemsOf({ WAYMARK_PORT: '1\x1b[2J' })).toEqual(["WAYMARK_PORT must be a port number 0..65535, got '1\\u001b[2J'"]);
     // all at once

@@ -72,6 +72,17 @@ describe('usage errors print their stable code, USAGE, and exit 2', () => {
     ]);
   });
 
+  it('a database URL that is not a Postgres one (flag or variable) is refused naming it, its value not shown; nothing is started', async () => {
+    const flag = await waymarkAsync(['plane', '--database-url', 'mysql://root:secret@db/x', '--port', '0'], { env });
+    expect([flag.code, flag.stderr.split('\n')[0]]).toEqual([
+      2,
+      "waymark plane: USAGE: option '--database-url' must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)",
+    ]);
+    const variable = await waymarkAsync(['plane', '--port', '0'], { env: { ...env, WAYMARK_DATABASE_URL: 'mysql://root:secret@db/x' } });
+    expect([variable.code, variable.stderr.trim()]).toEqual([1, expect.stringMatching(/^waymark: INVALID_OPTIONS: invalid plane configuration: WAYMARK_DATABASE_URL must be a postgres:\/\/ /)]);
+    for (const r of [flag, variable]) expect(r.stderr).not.toContain('secret');
+  });
+
   it('no command at all is a usage error too: the code, then the command list', async () => {
     const r = await waymarkAsync([], { env });
     expect(r.code).toBe(2);
