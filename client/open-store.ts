@@ -82,6 +82,13 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
   return new SqliteCheckpointer({ path, writerId: options.writerId, faults: options.faults });
 }
 
+/** The SQLite file a store spec names, or null (a Postgres spec, `:memory:`). */
+export function sqliteFileOf(spec: string): string | null {
+  if (postgresSpec(spec)) return null;
+  const path = spec.startsWith('sqlite:') ? spec.slice('sqlite:'.length) : spec;
+  return path === ':memory:' ? null : path;
+}
+
 /**
  * A Postgres spec's URL and the schema its `#…` suffix or its `?schema=`
  * parameter names (the convention of Prisma and others; left in the URL, the

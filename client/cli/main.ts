@@ -10,12 +10,13 @@
  * A command that talks to a plane takes its URL from --plane or
  * WAYMARK_PLANE_URL, and its key from --key or WAYMARK_API_KEY.
  */
+import { existsSync, rmSync } from 'node:fs';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { printable, terminalControls, terminalSafe } from '../../shared/terminal.js';
 import { RunInProgress } from '../errors.js';
 import { planeOptionProblem } from '../replica/replica-types.js';
-import { openStore } from '../open-store.js';
+import { openStore, sqliteFileOf } from '../open-store.js';
 import { errorText, packageVersion, parseCommand, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
 import { suggest } from '../../shared/options.js';
 import { inspectRun, listRuns, parseSince, type RunFilter } from './store-commands.js';
@@ -198,12 +199,19 @@ const COMMANDS: Command[] = [
     needsPlane: true,
     options: { ...db, ...plane },
     run: async (p, out) => {
+      // a SQLite file this restore creates is removed again when it fails (the plane down, the key refused): no
+      // empty store is left where the user will look for the run
+      const file = sqliteFileOf(String(p.values.db));
+      const made = file !== null && !existsSync(file);
       const store = await openOrCreate(String(p.values.db), p.values.schema as string | undefined);
+      let restored = false;
       try {
         await restoreCommand(store, p.positionals[0], { url: planeUrl(p)!, apiKey: apiKey(p)! }, out);
+        restored = true;
         return 0;
       } finally {
         await store.close();
+        if (made && !restored) for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
       }
     },
   },

@@ -4,6 +4,7 @@
  * both without `--plane` and `--key`. Run through the real binary with the
  * variables in its environment, against a real plane.
  */
+import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { waymarkAsync } from '../helpers/plane-process.js';
@@ -45,6 +46,26 @@ describe('the CLI takes the plane from WAYMARK_PLANE_URL, as it takes the key fr
     const flag = await waymarkAsync(['restore', 'env-run', '--db', tmp.file('fourth.db'), '--plane', plane.url], { env: { ...env, WAYMARK_PLANE_URL: 'http://127.0.0.1:9/nowhere' } });
     expect(flag.code, `${flag.stdout}${flag.stderr}`).toBe(0);
     expect(flag.stdout).toMatch(/restored env-run: 4 rows written/);
+  });
+
+  it('a restore the plane refuses (a wrong key) or cannot answer leaves no store file it made; an existing store is kept', async () => {
+    const made = tmp.file('refused-new.db');
+    const refused = await waymarkAsync(['restore', 'env-run', '--db', made], { env: { ...env, WAYMARK_API_KEY: 'wm_not_a_key' } });
+    expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining('UNAUTHORIZED')]);
+    expect(['', '-wal', '-shm'].map((s) => existsSync(`${made}${s}`))).toEqual([false, false, false]);
+    const down = await waymarkAsync(['restore', 'env-run', '--db', made, '--plane', 'http://127.0.0.1:9'], { env });
+    expect(down.code).toBe(1);
+    expect(existsSync(made)).toBe(false);
+    // a store that was there before the failed restore stays, its rows untouched
+    const kept = tmp.file('kept.db');
+    const store = new SqliteCheckpointer({ path: kept });
+    await store.put(step('mine', 0));
+    await store.close();
+    const again = await waymarkAsync(['restore', 'env-run', '--db', kept], { env: { ...env, WAYMARK_API_KEY: 'wm_not_a_key' } });
+    expect(again.code).toBe(1);
+    const reopened = new SqliteCheckpointer({ path: kept });
+    expect((await reopened.list('mine')).length).toBe(1);
+    await reopened.close();
   });
 
   it('with neither --plane nor WAYMARK_PLANE_URL (nor a key), the command names both ways to give each, exit 2; --help says where the defaults come from', async () => {
