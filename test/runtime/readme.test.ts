@@ -267,9 +267,12 @@ describe('README quick start works when pasted', () => {
       const second = await waymarkAsync(['plane', 'keys', 'create', '--project', 'local', '--scopes', 'ingest,read', '--name', 'laptop-2'], { cwd: DIR });
       const revoked = await waymarkAsync(['plane', 'keys', 'revoke', env.WAYMARK_API_KEY.slice(3, 19)], { cwd: DIR });
       expect(revoked.code, revoked.stderr).toBe(0);
-      const refused = await serveUntil(['worker.ts'], env, retry, 'SIGINT');
+      // both lines, in whichever order the claim and the feeds meet the 401
+      const refused = await serveUntil(['worker.ts'], env, /(?=[\s\S]*\(kept pending; retry in \d+ ms\)\n)(?=[\s\S]*the plane refused the key)/, 'SIGINT');
       expect(refused.code, refused.stderr).toBe(0);
-      expect(refused.stderr).toMatch(/^failed refund-2001 CLAIM_REFUSED: .*401.*\(kept pending; retry in \d+ ms\)\n/);
+      expect(refused.stderr).toMatch(/^failed refund-2001 CLAIM_REFUSED: .*401.*\(kept pending; retry in \d+ ms\)$/m);
+      // and the replica's state says the key was refused, whether or not a decision waits
+      expect(refused.stderr).toMatch(/^the plane refused the key \(revoked\?\): its decisions wait for a new one$/m);
       // connected with a live key: the run was finished on the other machine, so the decision is superseded, with the code and why
       const live = { ...env, WAYMARK_API_KEY: second.stdout.trim().split('\n').pop()! };
       const superseded = await serveUntil(['worker.ts'], live, /superseded refund-2001 /, 'SIGTERM');
