@@ -56,7 +56,8 @@ export class IdempotencyKeyRequired extends WaymarkError {
 
 /**
  * A side effect ran but its result could not be recorded (no JSON form: a
- * BigInt, a cycle). Not a tool result: it escapes the run, which stays resumable.
+ * BigInt, a cycle). Not a tool result: it escapes the run after a failed
+ * marker (recoverRuns leaves it; a resume by hand runs the effect again).
  */
 export class EffectNotRecorded extends WaymarkError {
   constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {

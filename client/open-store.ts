@@ -23,6 +23,8 @@ export interface OpenStoreOptions {
 
 const POSTGRES_URL = /^postgres(ql)?:\/\//;
 
+const OPEN_STORE_OPTIONS = optionNames<OpenStoreOptions>({ schema: true, max: true, mustExist: true, writerId: true, faults: true });
+
 /**
  * Open the store `spec` names, set up and ready to use:
  *
@@ -38,8 +40,6 @@ const POSTGRES_URL = /^postgres(ql)?:\/\//;
  * The Postgres driver (`postgres`) or the SQLite one (`better-sqlite3`) is an
  * optional peer; opening a store whose driver is missing fails with MISSING_PEER.
  */
-const OPEN_STORE_OPTIONS = optionNames<OpenStoreOptions>({ schema: true, max: true, mustExist: true, writerId: true, faults: true });
-
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<Checkpointer> {
   const problems = optionsProblems(options, OPEN_STORE_OPTIONS);
   if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: ${problems.join('; ')}; nothing was opened`, { details: { problems } });
@@ -74,7 +74,7 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
     return store;
   }
   const path = spec.startsWith('sqlite:') ? spec.slice('sqlite:'.length) : spec;
-  if (options.mustExist && path !== ':memory:') {
+  if (options.mustExist && sqliteFileOf(spec) !== null) {
     const { existsSync } = await import('node:fs');
     if (!existsSync(path)) throw new WaymarkError(ErrorCode.STORE_NOT_FOUND, `no store at ${path}`);
   }

@@ -16,6 +16,7 @@ import { SCOPES, type Scope } from './auth.js';
 import { keyRequestProblems } from './admin.js';
 import { adminTarget, printKeys } from './admin-cli.js';
 import { configProblems, databaseUrlProblem, loadConfig, type PlaneConfig } from './config.js';
+import { ErrorCode, hasCode, WaymarkError } from '../shared/errors.js';
 import { startPlane, adminKeyPath } from './server.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
 import { onStopRequest } from '../shared/launcher.js';
@@ -159,7 +160,16 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
   const config = loadConfig(process.env, overrides);
   if (command !== COMMANDS[0]) return adminCommand(config, command.name.split(' ').slice(1), parsed, out);
   // DATA_DIR_LOCKED, PORT_IN_USE, INVALID_OPTIONS (another database's admin-key file): said by planeMain, not thrown on
-  const plane = await startPlane(config);
+  const plane = await startPlane(config).catch((e: unknown) => {
+    // npm takes a flag after `npm start` as its own (the plane never sees it): the hint is the npm line that works
+    if (hasCode(e, ErrorCode.PORT_IN_USE) && process.env.npm_lifecycle_event === 'start') {
+      throw new WaymarkError(ErrorCode.PORT_IN_USE, `${(e as Error).message} (under npm start: 'npm start -- --port N' or 'WAYMARK_PORT=N npm start')`, {
+        cause: e,
+        details: (e as WaymarkError).details,
+      });
+    }
+    throw e;
+  });
   // before the first line: a supervisor may stop the plane as soon as it says where it listens (said, so an operator's
   // log shows the stop was asked for and finished; the data dir's lock is gone once it says stopped)
   onStopRequest(() => {

@@ -237,23 +237,14 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
       requestTimeout: requestTimeoutMs(config),
       connectionsCheckingInterval: Math.min(1000, config.bodyIdleMs),
     },
-    // npm takes a flag after `npm start` as its own: the plane never sees it
-    process.env.npm_lifecycle_event === 'start' ? "'npm start -- --port N' or 'WAYMARK_PORT=N npm start'" : '--port or WAYMARK_PORT',
+    '--port or WAYMARK_PORT',
     connectionIdleMs(config),
   );
   let metricsServer: ServerType | null = null;
   let boot: Awaited<ReturnType<typeof bootstrap>>;
   try {
     metricsServer =
-      config.metricsPort === undefined
-        ? null
-        : await listen(
-            metricsApp(database.db, metrics).fetch,
-            config.metricsHost,
-            config.metricsPort,
-            {},
-            process.env.npm_lifecycle_event === 'start' ? "'npm start -- --metrics-port N' or 'WAYMARK_METRICS_PORT=N npm start'" : '--metrics-port or WAYMARK_METRICS_PORT',
-          );
+      config.metricsPort === undefined ? null : await listen(metricsApp(database.db, metrics).fetch, config.metricsHost, config.metricsPort, {}, '--metrics-port or WAYMARK_METRICS_PORT');
     // only once the plane can serve: a start that fails (PORT_IN_USE) bootstraps nothing, so the
     // start that does serve is the first start and says where the key went (until now, no key
     // exists, and a request is simply refused)

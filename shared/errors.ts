@@ -15,7 +15,7 @@ export const ErrorCode = {
   INVALID_IDEMPOTENCY_KEY: 'INVALID_IDEMPOTENCY_KEY',
   /** `idempotent()` of a function whose name cannot tell it apart (anonymous, `bound …`) was given no `key`. */
   IDEMPOTENCY_KEY_REQUIRED: 'IDEMPOTENCY_KEY_REQUIRED',
-  /** An idempotent side effect ran but its result has no JSON form to record: the run is stopped, not failed. */
+  /** An idempotent side effect ran but its result cannot be recorded (no JSON form, over the row limit): thrown from run/resume after a failed marker, so no recovery runs the effect again. */
   EFFECT_NOT_RECORDED: 'EFFECT_NOT_RECORDED',
   INVALID_ROW: 'INVALID_ROW',
   DUPLICATE_ID: 'DUPLICATE_ID',

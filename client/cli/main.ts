@@ -361,7 +361,8 @@ export async function main(argv: string[], print: Out = console.log, printErr: O
     ...parsed.problems,
     ...(!command.ownStore && parsed.values.db === undefined ? ['option --db is required'] : []),
     ...(command.needsPlane && !planeUrl(parsed) ? ['a plane is required: --plane or WAYMARK_PLANE_URL'] : []),
-    ...planeProblems(parsed),
+    // a command that never asks a plane does not read WAYMARK_PLANE_URL: a bad one is not its problem
+    ...(command.needsPlane || command.options?.plane ? planeProblems(parsed) : []),
     ...(command.needsPlane && !apiKey(parsed) ? ['a key is required: --key or WAYMARK_API_KEY'] : []),
     ...(command.check?.(parsed) ?? []),
   ];

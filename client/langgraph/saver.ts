@@ -52,16 +52,15 @@ import { DEFAULT_LEASE_MS, holderOf, RunLease } from '../runtime/lease.js';
 import { AGENT_PATH, WRITE_KEY_PREFIX, agentPathOf, executionIdOf, invalid, isRowRef, loadValue, plainJson, rowIdOf, storeValue, type RowRef, type StoredValue } from './mapping.js';
 
 /** `exclusive`'s options. */
-/** An `exclusive` call's hold on its thread: the lease, and the root checkpoints this call wrote. */
-interface Held {
-  thread: string;
-  run: RunLease;
-  written: Set<string>;
-}
-
 export interface ExclusiveOptions {
   /** How long the thread stays held after its holder stops renewing it (a crash): another `exclusive` call may take it then. Renewed every third of it. Default 30 s. */
   ttlMs?: number;
+}
+
+/** An `exclusive` call's hold on its thread. */
+interface Held {
+  thread: string;
+  run: RunLease;
 }
 
 export interface WaymarkSaverOptions {
@@ -137,9 +136,8 @@ export class WaymarkSaver extends BaseCheckpointSaver {
    * The thread's checkpoints and pending writes made inside `fn` are fenced by
    * the lease: once another holder took the thread over (this process stalled
    * past `ttlMs`), they throw `LEASE_LOST` and write nothing (a task's pending
-   * writes on a checkpoint this call wrote, whose effect happened, are kept
-   * for the new holder and then refused; on another's, as an answer to a
-   * pause, nothing is kept). Each graph call's first read (`getTuple`)
+   * writes, whose effect happened, are kept for the new holder and then
+   * refused; an answer to a pause is refused and nothing kept). Each graph call's first read (`getTuple`)
    * confirms the lease with the store, so a holder taken over after checking
    * a pause never reads the new holder's checkpoint and answers its pause. With `durability: 'sync'` LangGraph starts no node before the
    * step's writes are in, so `fn` stops before its next node; under `'async'`
@@ -168,7 +166,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const run = new RunLease(this.store, lease);
     run.start();
     try {
-      const result = await this.held.run({ thread, run, written: new Set() }, () => fn({ ...config, durability: 'sync' }));
+      const result = await this.held.run({ thread, run }, () => fn({ ...config, durability: 'sync' }));
       if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result) {
         // the graph would go on running unheld: stop it, and say how to hold it
         await (result as { return?: () => Promise<unknown> }).return?.().catch(() => undefined);
@@ -331,7 +329,6 @@ export class WaymarkSaver extends BaseCheckpointSaver {
         // the lease is the root execution's: a subgraph namespace (an execution of its own) got a fenced renewal above
         fence && ns === '' ? { lease: fence.run.lease } : undefined,
       );
-      if (fence && ns === '') fence.written.add(checkpoint.id);
     } catch (e) {
       if (!(e instanceof DuplicateIdError)) throw e;
       // rows are immutable: putting the same checkpoint again is accepted only when it is the same checkpoint
@@ -372,9 +369,9 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       batch.gen = slot;
       const mine = batch as unknown as Json;
       const fence = await this.fence(String(threadId), ns);
-      // a holder taken over keeps a task's result (its effect happened) only on a checkpoint it wrote itself in this
-      // call; on another's (the pause it answered, a step the new holder wrote) its writes are refused, nothing kept
-      const anchor = fence?.written.has(checkpointId!) ? { anchorId: rowIdOf(executionId, checkpointId!) } : {};
+      // a holder taken over keeps a task's result (its effect happened) for the new holder; an answer to a pause (a
+      // special write: __resume__, __interrupt__…) is refused, nothing kept: it decides nothing once the thread is another's
+      const anchor = batch.writes.every((w) => w.idx >= 0) ? { anchorId: rowIdOf(executionId, checkpointId!) } : {};
       const stored = await this.store.putIdempotent(executionId, key, mine, fence && ns === '' ? { lease: fence.run.lease, ...anchor } : undefined);
       if (stableStringify(stored.result) === stableStringify(mine)) return;
     }

@@ -3,8 +3,7 @@ import type { Checkpointer, ClaimGuard, PlaneGuard, TakeoverGuard } from '../che
 import { noFaults } from '../faults.js';
 import { ErrorCode } from '../../shared/errors.js';
 import { Replica, type ReplicaOptions } from './replica.js';
-import { integerProblem, MAX_TIMER_MS, oneOfProblem, REPLICA_OPTIONS, refuseOptions, replicaOptionProblems } from './replica-types.js';
-import { optionNames } from '../../shared/options.js';
+import { integerProblem, MAX_TIMER_MS, oneOfProblem, refuseOptions, replicaOptionProblems } from './replica-types.js';
 
 export interface ConnectOptions extends ReplicaOptions {
   /** How long a resume waits for the pause to reach the plane before claiming there, integer ms (0: no wait). Default 5 s. */
@@ -44,11 +43,9 @@ export function connectPlane(store: Checkpointer, options: ConnectOptions): Repl
   return replica;
 }
 
-const CONNECT_OPTIONS = [...REPLICA_OPTIONS, ...optionNames<Omit<ConnectOptions, keyof ReplicaOptions>>({ claimFlushMs: true, onClaimRefused: true })];
-
 /** What is wrong with connectPlane's options: the replica's, then its own. */
 function connectOptionProblems(o: ConnectOptions): string[] {
-  const problems = replicaOptionProblems(o, CONNECT_OPTIONS);
+  const problems = replicaOptionProblems(o);
   if (typeof o !== 'object' || o === null) return problems;
   const own = [integerProblem('claimFlushMs', o.claimFlushMs, 0, MAX_TIMER_MS, 'ms'), oneOfProblem('onClaimRefused', o.onClaimRefused, ['refuse', 'resume_locally'])];
   return [...problems, ...own.filter((p) => p !== null)];

@@ -6,7 +6,7 @@
 import type { Dispatcher } from 'undici';
 import { ErrorCode, WaymarkError, issueProblems } from '../../shared/errors.js';
 import { WriterId, type Decision } from '../../shared/rows.js';
-import { optionNames, shown, unknownOptions } from '../../shared/options.js';
+import { shown } from '../../shared/options.js';
 import type { FaultHook } from '../faults.js';
 import type { RunUpdate } from './change-feed.js';
 import type { SkippedDecision } from './decision-feed.js';
@@ -55,24 +55,6 @@ export const MAX_TIMER_MS = 2_147_483_647;
 const MAX_WAIT_SECONDS = 25;
 
 /** Integer options: [field, least, most, unit]. */
-export const REPLICA_OPTIONS = optionNames<ReplicaOptions>({
-  url: true,
-  apiKey: true,
-  writerId: true,
-  dispatcher: true,
-  batchRows: true,
-  batchBytes: true,
-  debounceMs: true,
-  pollMs: true,
-  timeoutMs: true,
-  backoffBaseMs: true,
-  backoffCapMs: true,
-  faults: true,
-  followChanges: true,
-  changeWaitSeconds: true,
-  decisionWaitSeconds: true,
-});
-
 const INTEGERS: readonly [keyof ReplicaOptions, number, number, string][] = [
   ['batchRows', 1, Number.MAX_SAFE_INTEGER, 'rows'],
   ['batchBytes', 1, Number.MAX_SAFE_INTEGER, 'bytes'],
@@ -90,12 +72,14 @@ const INTEGERS: readonly [keyof ReplicaOptions, number, number, string][] = [
  * What is wrong with a replica's options, every problem of every field, each
  * `field: what it must be (got …)`; empty when the replica can work with
  * them. Never repeats a secret: a key or a URL is described, not quoted.
- * Unknown fields are not problems (callers spread wider objects in);
+ * Unknown fields are not problems (callers spread wider objects in: one
+ * config object for connectPlane and restoreFromPlane; no misspelled name
+ * there asks for something unsafe);
  * connectPlane adds the problems of its own fields.
  */
-export function replicaOptionProblems(o: ReplicaOptions, known: readonly string[] = REPLICA_OPTIONS): string[] {
+export function replicaOptionProblems(o: ReplicaOptions): string[] {
   if (typeof o !== 'object' || o === null) return [`options: must be an object with url and apiKey (got ${shown(o)})`];
-  const problems = unknownOptions(o, known);
+  const problems: string[] = [];
   const url = urlProblem(o.url);
   if (url) problems.push(url);
   const key = apiKeyProblem(o.apiKey);

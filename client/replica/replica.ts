@@ -209,7 +209,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   }
 
   /**
-   * A feed's round refused for the key (revoked, or without the scope): the
+   * A feed's round refused for the key (401: unknown or revoked; a 403, a key
+   * without the feed's scope, may still drain and is not this): the
    * replica is `auth_failed`, as when the drain is refused, so its state, its
    * 'state' event and `waymark sync status` say so at once; a worker that only
    * follows decisions heard nothing before (nothing was left to drain).

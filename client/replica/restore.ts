@@ -26,7 +26,7 @@ import { ExecutionId, type Checkpoint, type Decision, type IdempotencyEntry, typ
 import type { Checkpointer, ImportResult } from '../checkpointer.js';
 import { PlaneHttp } from './http.js';
 import { apiKeyProblem, refuseOptions, urlProblem } from './replica-types.js';
-import { optionNames, optionsProblems } from '../../shared/options.js';
+import { shown } from '../../shared/options.js';
 
 export interface RestoreOptions {
   url: string;
@@ -38,13 +38,12 @@ export interface RestoreOptions {
   onProgress?: (p: { rows: number; totalRows: number }) => unknown;
 }
 
-const RESTORE_OPTIONS = optionNames<RestoreOptions>({ url: true, apiKey: true, dispatcher: true, pageSize: true, timeoutMs: true, onProgress: true });
-
 export async function restoreFromPlane(store: Checkpointer, executionId: string, o: RestoreOptions): Promise<ImportResult & { totalRows: number; decisionImported: boolean }> {
   // a forgotten id (`process.argv[2]` unset) asked the plane for a run named 'undefined'
   const id = ExecutionId.safeParse(executionId);
   const problems = id.success ? [] : issueProblems(id.error, 'executionId');
-  problems.push(...(o === undefined ? ['options: required (url and apiKey)'] : optionsProblems(o, RESTORE_OPTIONS)));
+  // other names are let through: one config object may serve connectPlane and this (see replicaOptionProblems)
+  if (typeof o !== 'object' || o === null) problems.push(`options: required, an object with url and apiKey (got ${shown(o)})`);
   if (typeof o === 'object' && o !== null) for (const p of [urlProblem(o.url), apiKeyProblem(o.apiKey)]) if (p) problems.push(p);
   refuseOptions('restoreFromPlane', problems, 'nothing was imported');
   const http = new PlaneHttp(o.url, { dispatcher: o.dispatcher, connections: 1 });

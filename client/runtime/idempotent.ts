@@ -38,7 +38,7 @@
 import { createHash } from 'node:crypto';
 import { stableStringify, jsonProblem, storableJson, textProblem, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
-import { optionsProblems } from '../../shared/options.js';
+import { optionNames, optionsProblems } from '../../shared/options.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { Checkpointer, IdempotentLookup } from '../checkpointer.js';
 import { EffectNotRecorded, IdempotencyError, IdempotencyKeyRequired, InvalidIdempotencyKey } from '../errors.js';
@@ -63,6 +63,8 @@ interface CallKey {
 const GENERIC_NAME = /^(?:|anonymous|default|bound .*)$/s;
 const DIGEST_LENGTH = 64;
 
+const IDEMPOTENT_OPTIONS = optionNames<IdempotentOptions<unknown[]>>({ key: true });
+
 /**
  * Wrap a side effect so it runs at most once per run. Inside a run the result
  * is recorded by (executionId, key): a hit (a stored null included) returns it
@@ -71,7 +73,7 @@ const DIGEST_LENGTH = 64;
  * run, `fn` is simply called.
  */
 export function idempotent<A extends unknown[], R>(fn: (...args: A) => R | Promise<R>, options: IdempotentOptions<A> = {}): (...args: A) => Promise<R> {
-  const problems = optionsProblems(options, ['key']);
+  const problems = optionsProblems(options, IDEMPOTENT_OPTIONS);
   if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `idempotent: ${problems.join('; ')}`, { details: { problems } });
   const keyOf = keyFunction<A>(fn.name, options.key);
   const what = (key: string) => fn.name || key;

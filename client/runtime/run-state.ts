@@ -56,8 +56,9 @@ export class PauseOutcome extends Error {
  * Errors that mean the run's record could not be kept: a store failure under a
  * tool, a side effect whose result could not be recorded. They are thrown from
  * run/resume with no failed marker (the run stays resumable from its newest
- * row), and never shown to the model as a tool result it could answer by
- * calling the tool again.
+ * row), but for EFFECT_NOT_RECORDED, which ends the run with one first (left
+ * running, recoverRuns would run the effect again on every pass); never shown
+ * to the model as a tool result it could answer by calling the tool again.
  */
 export const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED, ErrorCode.EXECUTION_GONE, ErrorCode.LEASE_LOST, ErrorCode.RUN_CANCELLED]);
 export const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');

@@ -59,6 +59,7 @@ export function writerIdProblems(writerId: unknown): string[] {
   return r.success ? [] : issueProblems(r.error, 'writerId');
 }
 
+/** The option names every store takes (each store adds its own). */
 export const STORE_BASE_OPTIONS = optionNames<StoreBaseOptions>({ outbox: true, faults: true });
 
 export abstract class StoreBase {

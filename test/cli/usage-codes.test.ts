@@ -65,6 +65,9 @@ describe('usage errors print their stable code, USAGE, and exit 2', () => {
     expect(existsSync(db)).toBe(false);
     const sync = await waymarkAsync(['sync', 'now', '--db', db, '--key', 'k'], { env: { ...env, WAYMARK_PLANE_URL: 'ftp://plane.example' } });
     expect([sync.code, sync.stderr.split('\n')[0]]).toEqual([2, "waymark sync now: USAGE: WAYMARK_PLANE_URL: must be the plane's http or https URL (got a 'ftp:' URL)"]);
+    // a command that never asks a plane is not refused for a bad WAYMARK_PLANE_URL
+    const local = await waymarkAsync(['runs', '--db', db], { env: { ...env, WAYMARK_PLANE_URL: 'localhost:4600' } });
+    expect([local.code, local.stderr]).toEqual([1, expect.stringContaining('STORE_NOT_FOUND')]);
     const keys = await waymarkAsync(['plane', 'keys', 'list', '--plane', 'localhost:4600', '--key', 'k'], { env });
     expect([keys.code, keys.stderr.split('\n')[0]]).toEqual([
       2,

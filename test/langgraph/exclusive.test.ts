@@ -300,7 +300,7 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
           return real(executionId, key);
         };
         const outcome = await a
-          .exclusive(two, (held) => build(a).invoke(new Command({ resume: 'yes' }), held), { ttlMs: 60_000 })
+          .exclusive(two, (held) => build(a).invoke(new Command({ resume: 'late-yes' }), held), { ttlMs: 60_000 })
           .then(
             () => 'done',
             (e: { code?: string }) => e.code ?? String(e),
@@ -308,9 +308,52 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
         a.store.getIdempotent = real;
         expect(takenOver).toBe(true);
         expect(outcome).toBe(ErrorCode.LEASE_LOST);
-        // b's writes and nothing of a's
-        expect((await a.store.listIdempotent('late-2')).length).toBe(afterB);
+        // a's answer is not kept (a task result of its, whose effect happened, may be: on the checkpoint it read)
+        const resumes = (await a.store.listIdempotent('late-2')).flatMap((e) => (e.result as { writes: { channel: string; value: unknown }[] }).writes.filter((w) => w.channel === '__resume__'));
+        expect(JSON.stringify(resumes)).not.toContain('late-yes');
+        expect(resumes.length).toBeGreaterThan(0);
+        expect(afterB).toBeGreaterThan(0);
         expect(await open('late-2')).toEqual(['also refund $5000?']);
+        expect((await build(b).getState(two)).values).toMatchObject({ q1: 'yes' });
+
+        // (3) the new holder moved the thread on without running its next node (a state update): the stalled holder's
+        // call, reading that checkpoint, would run the node (its effect) before its first write was refused
+        const Step = Annotation.Root({ note: Annotation<string>() });
+        const ran: string[] = [];
+        const stepGraph = (saver: WaymarkSaver) =>
+          new StateGraph(Step)
+            .addNode('prepare', () => ({ note: 'prepared' }))
+            .addNode('send', (st) => (ran.push(`send ${st.note}`), {}))
+            .addEdge(START, 'prepare')
+            .addEdge('prepare', 'send')
+            .addEdge('send', END)
+            .compile({ checkpointer: saver, interruptBefore: ['send'] });
+        const three = { configurable: { thread_id: 'late-3' } };
+        await stepGraph(a).invoke({}, three);
+        let go!: () => void;
+        const wake = new Promise<void>((r) => (go = r));
+        let looked!: () => void;
+        const hasLooked = new Promise<void>((r) => (looked = r));
+        const stale = a
+          .exclusive(
+            three,
+            async (held) => {
+              looked();
+              await wake;
+              return stepGraph(a).invoke(null, held);
+            },
+            { ttlMs: 60_000 },
+          )
+          .then(
+            () => 'done',
+            (e: { code?: string }) => e.code ?? String(e),
+          );
+        await hasLooked;
+        await expire('late-3');
+        await b.exclusive(three, (held) => stepGraph(b).updateState(held, { note: 'edited by b' }));
+        go();
+        expect(await stale).toBe(ErrorCode.LEASE_LOST);
+        expect(ran, 'the stalled holder ran no node').toEqual([]);
         expect(charges(ledger)).toBe(0);
       } finally {
         await close();

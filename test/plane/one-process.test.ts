@@ -83,7 +83,7 @@ describe('one process per PGlite data dir', () => {
     const viaNpm = await waymarkAsync(['plane', '--data-dir', other, '--port', port], { env: { npm_lifecycle_event: 'start' } });
     expect([viaNpm.code, viaNpm.stderr]).toEqual([
       1,
-      expect.stringContaining(`is in use (another plane?); choose another with 'npm start -- --port N' or 'WAYMARK_PORT=N npm start', or 0 for a free one`),
+      expect.stringContaining(`is in use (another plane?); choose another with --port or WAYMARK_PORT, or 0 for a free one (under npm start: 'npm start -- --port N' or 'WAYMARK_PORT=N npm start')`),
     ]);
     const elsewhere = await startPlaneProcess(['--data-dir', other]);
     running.push(elsewhere);
