@@ -35,8 +35,10 @@ const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.e
 /** Every setting the plane reads from the environment; a bad one is refused naming what is wanted and what was given. */
 const Env = z.object({
   // never echoed: a database URL may hold a password
+  // by its scheme only: postgres.js also takes URLs a URL parser refuses (several hosts: postgres://h1:5432,h2:5432/db)
   WAYMARK_DATABASE_URL: z
-    .url({ protocol: /^postgres(ql)?$/, error: 'must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)' })
+    .string()
+    .regex(/^postgres(ql)?:\/\/\S+$/i, { error: 'must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)' })
     .optional(),
   WAYMARK_PLANE_DIR: text().default('.waymark/plane'),
   WAYMARK_HOST: text().default('127.0.0.1'),

@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../plane/config.js';
+import { databaseUrlProblem, loadConfig } from '../../plane/config.js';
 import { waymarkAsync } from '../helpers/plane-process.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -91,6 +91,10 @@ describe('plane configuration from the environment', () => {
     // a database URL may hold a password: it is never echoed
     const url = problemsOf({ WAYMARK_DATABASE_URL: 'secret-password@nowhere' });
     expect(url).toEqual(['WAYMARK_DATABASE_URL must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)']);
+    // checked by its scheme: several hosts, which postgres.js takes and a URL parser refuses, pass (flag and variable)
+    expect(loadConfig({ WAYMARK_DATABASE_URL: 'postgres://u@h1:5432,h2:5432/db' }).databaseUrl).toBe('postgres://u@h1:5432,h2:5432/db');
+    expect(databaseUrlProblem('postgres://u@h1:5432,h2:5432/db')).toBeNull();
+    expect(databaseUrlProblem('mysql://x')).toMatch(/^option '--database-url' must be a postgres:\/\//);
     // a control character in a value is shown escaped, never raw
     expect(problemsOf({ WAYMARK_PORT: '1\x1b[2J' })).toEqual(["WAYMARK_PORT must be a port number 0..65535, got '1\\u001b[2J'"]);
     // all at once
