@@ -137,10 +137,12 @@ export class WaymarkSaver extends BaseCheckpointSaver {
    * the lease: once another holder took the thread over (this process stalled
    * past `ttlMs`), they throw `LEASE_LOST` and write nothing (a task's pending
    * writes, whose effect happened, are kept for the new holder and then
-   * refused; an answer to a pause is refused and nothing kept). Each graph call's first read (`getTuple`)
-   * confirms the lease with the store, so a holder taken over after checking
-   * a pause never reads the new holder's checkpoint and answers its pause. With `durability: 'sync'` LangGraph starts no node before the
-   * step's writes are in, so `fn` stops before its next node; under `'async'`
+   * refused; an answer to a pause is refused and nothing kept). Each graph
+   * call's first read (`getTuple`) confirms the lease with the store, so a
+   * holder taken over after checking a pause never reads the new holder's
+   * checkpoint, answers its pause or runs its next node. With
+   * `durability: 'sync'` LangGraph starts no node before the step's writes
+   * are in, so `fn` stops before its next node; under `'async'`
    * or `'exit'` it would not, so another durability is refused. A subgraph
    * namespace (an execution of its own) is checked by a fenced renewal before
    * each of its writes. A node already running when its process stalls past
@@ -180,8 +182,9 @@ export class WaymarkSaver extends BaseCheckpointSaver {
 
   /**
    * The lease an `exclusive` call holds on this thread (throws LEASE_LOST once
-   * a renewal found it taken). A subgraph namespace's write, which the store
-   * cannot fence by the root's lease, gets a fenced renewal first.
+   * a renewal found it taken). `confirm`: a fenced renewal first, the store's
+   * word rather than the local flag: a subgraph namespace's write (the store
+   * cannot fence it by the root's lease), and a graph call's first read.
    */
   private async fence(thread: string, ns: string, confirm = ns !== ''): Promise<Held | null> {
     const held = this.held.getStore();
