@@ -99,8 +99,11 @@ try {
     (e: { code?: string }) => e.code,
   );
   const last = await env.store.latest('bigint');
-  proof.say(`run() threw ${code}; newest row: ${last?.step} (no failed marker); model calls: ${m3.calls}`);
-  proof.check(code === 'EFFECT_NOT_RECORDED' && last?.step === 'tool_call' && m3.calls === 1, 'EFFECT_NOT_RECORDED escapes run(); the run stays resumable and the model is not told');
+  proof.say(`run() threw ${code}; newest row: ${last?.step} ${last?.status}; model calls: ${m3.calls}`);
+  proof.check(
+    code === 'EFFECT_NOT_RECORDED' && last?.step === 'run_end' && last.status === 'failed' && m3.calls === 1,
+    'EFFECT_NOT_RECORDED escapes run() after a failed marker (no recovery runs the effect again) and the model is not told',
+  );
   const entries = await env.store.listIdempotent('side-true');
   proof.check(entries.length === 1, 'the cache entry is a row of the run (and replicates with it)');
 } finally {
