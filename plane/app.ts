@@ -71,7 +71,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   app.route('/', healthRoutes(deps));
   const gate = new AdmissionGate(o.maxInflightIngest ?? 16, o.maxQueuedIngest ?? 64, o.ingestQueueWaitMs ?? 10_000, (n) => deps.metrics.ingestWaiting.set(n));
-  app.route('/', ingestRoutes(deps, { gate }));
+  app.route('/', ingestRoutes(deps, { gate, takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
   app.route('/', executionRoutes(deps));
   app.route('/', claimRoutes(deps, { claimReleaseAfterMs: o.claimReleaseAfterMs ?? 3_600_000, takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
   app.route('/', decisionRoutes(deps));

@@ -25,7 +25,7 @@ import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
 import { apiKeys, projects } from './db/schema.js';
 
-export const SCOPES = ['ingest', 'read', 'approve', 'admin', 'operator'] as const;
+export const SCOPES = ['ingest', 'read', 'approve', 'cancel', 'admin', 'operator'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export interface Principal {

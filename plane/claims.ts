@@ -5,7 +5,8 @@
  */
 import { and, eq, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claims, decisions, executions, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
+import { checkpoints, claims, decisions, executions, idempotency, pendingInterrupts, runTakeovers } from './db/schema.js';
+import { acquireOwner, type Asker, fenceWriter, isCopy, isLive, lockedOwner } from './owners.js';
 import { announceChanges } from './changes.js';
 import { decisionOf, decisionView } from './decisions.js';
 import type { DecisionView } from '../shared/protocol.js';
@@ -25,13 +26,24 @@ import { refreshExecutions } from './ingest.js';
  * locks the pause's row), a claim is ordered wholly before it (the decision is
  * refused PAUSE_CLOSED) or wholly after it: a resume from code still wins (the
  * decision shows superseded), a claim applying another decision is refused.
+ * A won claim makes the claimer the run's owner (owners.ts: the epoch grows);
+ * a claim by another store instance under the claimer's writer id (a copied
+ * store file) is refused (`copy`), whether the claim it repeats is held or applied.
  */
-export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs = 0, decisionId: string | null = null) {
-  const r = await claimInTx(db, projectId, executionId, checkpointId, writerId, releaseAfterMs, decisionId);
+export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, who: string | Asker, releaseAfterMs = 0, decisionId: string | null = null) {
+  // a bare writer id: an older client's claim, its writer standing for its holder
+  const a: Asker = typeof who === 'string' ? { writerId: who, holder: who, instance: null, ttlMs: DEFAULT_CLAIM_TTL_MS } : who;
+  const r = await claimInTx(db, projectId, executionId, checkpointId, a, releaseAfterMs, decisionId);
   // a won claim changed the run's pause: connected stores following the change feed hear of it
   if (r.won) announceChanges(db, projectId);
   return r;
 }
+
+/** Thrown inside a claim's transaction to roll its claim back: another store instance under the claimer's writer id owns the run. */
+class CopyOfWriter extends Error {}
+
+/** How long a claim from a client that names no ttl makes its claimer the owner. */
+const DEFAULT_CLAIM_TTL_MS = 30_000;
 
 /** Thrown inside a claim's transaction to roll its claim back: a decision other than the claim's was recorded first meanwhile. */
 class DecidedMeanwhile extends Error {
@@ -40,16 +52,18 @@ class DecidedMeanwhile extends Error {
   }
 }
 
-async function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs: number, decisionId: string | null) {
+async function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, a: Asker, releaseAfterMs: number, decisionId: string | null) {
   try {
-    return await claimOnce(db, projectId, executionId, checkpointId, writerId, releaseAfterMs, decisionId);
+    return await claimOnce(db, projectId, executionId, checkpointId, a, releaseAfterMs, decisionId);
   } catch (e) {
     if (e instanceof DecidedMeanwhile) return { won: false as const, decided: e.first, writerId: '', claimedAt: '' };
+    if (e instanceof CopyOfWriter) return { won: false as const, copy: true as const, writerId: a.writerId, claimedAt: '' };
     throw e;
   }
 }
 
-function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string, releaseAfterMs: number, decisionId: string | null) {
+function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, a: Asker, releaseAfterMs: number, decisionId: string | null) {
+  const writerId = a.writerId;
   return db.transaction(async (tx) => {
     const [known] = await tx
       .select({ id: checkpoints.id })
@@ -75,7 +89,7 @@ function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpoi
       // pending, or claimed (held, not applied) by a claim naming it: neither a new claim nor a stale claim's takeover may apply another
       if (first && (first.state === 'pending' || first.state === 'claimed') && first.decisionId !== decisionId) return { won: false as const, decided: first, writerId: '', claimedAt: '' };
     }
-    const won = await tx.insert(claims).values({ projectId, checkpointId, executionId, writerId, source: 'api', decisionId }).onConflictDoNothing().returning();
+    const won = await tx.insert(claims).values({ projectId, checkpointId, executionId, writerId, source: 'api', decisionId, instance: a.instance }).onConflictDoNothing().returning();
     const [c] = won.length
       ? won
       : await tx
@@ -85,11 +99,16 @@ function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpoi
     if (c.executionId !== executionId) return { won: false as const, mismatch: true as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
     let takenFrom: string | null = null;
     if (!won.length && c.writerId !== writerId) {
-      const taken = releaseAfterMs > 0 ? await takeOverStale(tx, projectId, checkpointId, writerId, releaseAfterMs, decisionId) : null;
+      const taken = releaseAfterMs > 0 ? await takeOverStale(tx, projectId, checkpointId, a, releaseAfterMs, decisionId) : null;
       // the winner's decision (null: a resume from code): a losing decision worker tells 'applied elsewhere' from 'superseded'
       if (!taken) return { won: false as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString(), decisionId: c.decisionId ?? null, applied: c.appliedAt != null };
       takenFrom = c.writerId;
       won.push(taken);
+    }
+    if (!won.length && c.writerId === writerId && c.source !== 'delete' && c.source !== 'cancel') {
+      // the same writer id from another store (a copied file): never a second win of one pause
+      const owner = await lockedOwner(tx, projectId, executionId);
+      if ((c.instance !== null && a.instance !== null && c.instance !== a.instance) || isCopy(owner, a)) return { won: false as const, copy: true as const, writerId, claimedAt: c.claimedAt.toISOString() };
     }
     if (!won.length) {
       // the holder asking again (it crashed between the two claims): a decision it now applies is recorded once
@@ -99,7 +118,8 @@ function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpoi
           .set({ decisionId })
           .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
       }
-      return { won: true as const, writerId, claimedAt: c.claimedAt.toISOString(), takenFrom };
+      const epoch = await acquireOwner(tx, projectId, executionId, a, await lockedOwner(tx, projectId, executionId));
+      return { won: true as const, writerId, claimedAt: c.claimedAt.toISOString(), takenFrom, epoch };
     }
     // the pause's row, locked by this update (after the claims row, the order every claim and ingest takes them in)
     await tx
@@ -116,18 +136,21 @@ function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpoi
         .where(and(eq(decisions.projectId, projectId), eq(decisions.executionId, executionId), eq(decisions.checkpointId, checkpointId), ne(decisions.decisionId, decisionId)));
       if (other) throw new DecidedMeanwhile(decisionView(other, null));
     }
+    const owner = await lockedOwner(tx, projectId, executionId);
+    if (isCopy(owner, a)) throw new CopyOfWriter();
+    const epoch = await acquireOwner(tx, projectId, executionId, a, owner);
     await refreshExecutions(tx, projectId, [executionId]);
-    return { won: true as const, writerId, claimedAt: won[0].claimedAt.toISOString(), takenFrom };
+    return { won: true as const, writerId, claimedAt: won[0].claimedAt.toISOString(), takenFrom, epoch };
   });
 }
 
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
 /** Move a held (never applied) claim older than `releaseAfterMs` to `writerId`; null when it is not stale. */
-async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, writerId: string, releaseAfterMs: number, decisionId: string | null) {
+async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, a: Asker, releaseAfterMs: number, decisionId: string | null) {
   const [taken] = await tx
     .update(claims)
-    .set({ writerId, source: 'api', claimedAt: sql`now()`, decisionId })
+    .set({ writerId: a.writerId, source: 'api', claimedAt: sql`now()`, decisionId, instance: a.instance })
     .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId), isNull(claims.appliedAt), lt(claims.claimedAt, sql`now() - make_interval(secs => ${releaseAfterMs / 1000})`)))
     .returning();
   return taken ?? null;
@@ -168,71 +191,73 @@ function releaseInTx(db: PlaneDb, projectId: string, executionId: string, checkp
 }
 
 export type TakeoverOutcome =
-  | { outcome: 'won'; fromSeq: number; takenFrom: string | null }
+  | { outcome: 'won'; fromSeq: number; takenFrom: string | null; epoch: number }
   | { outcome: 'not_found' }
-  | { outcome: 'lost'; writerId: string; fromSeq: number; at: string }
-  | { outcome: 'live'; writerId: string; lastContactAt: string; liveUntil: string }
-  | { outcome: 'stale'; planeSeq: number }
-  | { outcome: 'not_running'; status: string };
+  | { outcome: 'live'; writerId: string; liveUntil: string }
+  | { outcome: 'stale'; planeSeq: number; missingKeys: string[]; missingCount: number; diverged: boolean }
+  | { outcome: 'not_running'; status: string }
+  | { outcome: 'copy'; writerId: string };
 
 /**
- * Arbitrate the takeover of a run that is not paused (its writer died mid-run)
- * by `writerId`, whose copy's newest row is `seq`. One winner per (run, seq):
- * the primary key of run_takeovers. In order:
- * - this writer already lost the run to another (a takeover names it the
- *   loser): `lost`, whatever it asks;
- * - the plane holds rows this copy lacks (`seq` below the plane's newest):
- *   `stale` (restore again: the run may have finished or paused meanwhile);
- * - the run is paused or finished on the plane: `not_running` (pauses go
- *   through the claim; the copy here shows the same row);
- * - the newest row is this writer's own: `won`, nothing recorded;
- * - another writer took it over at this seq: `lost`;
- * - the writer of the newest row was heard from (an event of this run) less
- *   than `afterMs` ago by the plane's clock: `live`, with when it may be taken;
- * - else the takeover is recorded: `won`.
+ * Arbitrate the takeover of a run that is not paused (its runner died or
+ * stalled mid-run) by `a`, whose copy's newest row is `seq`, through the run's
+ * one owner record (owners.ts). In order:
+ * - another store instance under the asker's writer id owns it: `copy`;
+ * - the copy lacks what the plane holds: rows (`seq` below the plane's
+ *   newest), or an idempotency entry (`keys` given and one missing), or it
+ *   holds rows of a branch the plane refused (the asker was fenced before
+ *   `seq`): `stale`, with what is missing (an effect the plane recorded is
+ *   never run again by a taker that did not know of it);
+ * - the run is paused or finished on the plane: `not_running`;
+ * - the owner is the asker's own store (a restarted process; the store's own
+ *   lease already arbitrated between its processes), or its hold has expired
+ *   by the plane's clock, or nobody holds it: `won`, the epoch grows, the
+ *   previous owner is fenced from the plane's newest seq;
+ * - else `live`, with when it may be taken.
+ * A winner that dies before writing is taken over in turn once its own hold
+ * expires: no takeover is permanent.
  */
-export async function takeOverRun(db: PlaneDb, projectId: string, executionId: string, writerId: string, seq: number, afterMs: number): Promise<TakeoverOutcome> {
-  return db.transaction(async (tx) => {
+export async function takeOverRun(db: PlaneDb, projectId: string, executionId: string, a: Asker, seq: number, keys: readonly string[] | null): Promise<TakeoverOutcome> {
+  const r = await db.transaction(async (tx): Promise<TakeoverOutcome> => {
+    // the owner's row first, then the run's: the order ingest and claims take them in
+    const owner = await lockedOwner(tx, projectId, executionId);
     const [ex] = await tx
       .select({ status: executions.status, lastSeq: executions.lastSeq, writerId: executions.writerId })
       .from(executions)
       .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)))
       .for('update');
-    if (!ex) return { outcome: 'not_found' as const };
-    const [lostBefore] = await tx
-      .select()
+    if (!ex) return { outcome: 'not_found' };
+    const copy = isCopy(owner, a);
+    // a copy of this writer's store while the other instance holds it live: never two runners under one writer id
+    if (copy && (await isLive(tx, owner!))) return { outcome: 'copy', writerId: a.writerId };
+    const [fence] = await tx
+      .select({ fromSeq: runTakeovers.fromSeq })
       .from(runTakeovers)
-      .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, writerId)))
+      .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, a.writerId)))
       .orderBy(runTakeovers.fromSeq)
       .limit(1);
-    if (lostBefore) return { outcome: 'lost' as const, writerId: lostBefore.winnerWriterId, fromSeq: lostBefore.fromSeq, at: lostBefore.at.toISOString() };
-    // a copy behind the plane's first: it may not know the run finished (or paused) meanwhile
-    if (seq < ex.lastSeq) return { outcome: 'stale' as const, planeSeq: ex.lastSeq };
-    if (ex.status !== 'running') return { outcome: 'not_running' as const, status: ex.status };
-    if (ex.writerId === writerId || seq > ex.lastSeq) {
-      // its own newest row (on the plane, or rows the plane has not seen yet): nothing to take over
-      return { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: null };
-    }
-    const [already] = await tx
-      .select()
-      .from(runTakeovers)
-      .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.fromSeq, ex.lastSeq)));
-    if (already) {
-      return already.winnerWriterId === writerId
-        ? { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: already.loserWriterId }
-        : { outcome: 'lost' as const, writerId: already.winnerWriterId, fromSeq: already.fromSeq, at: already.at.toISOString() };
-    }
-    const prev = ex.writerId ?? '';
-    const [contact] = await tx
-      .select({
-        at: runContacts.lastContactAt,
-        live: sql<boolean>`${runContacts.lastContactAt} > now() - make_interval(secs => ${afterMs / 1000})`,
-        until: sql<string>`to_char((${runContacts.lastContactAt} + make_interval(secs => ${afterMs / 1000})) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
-      })
-      .from(runContacts)
-      .where(and(eq(runContacts.projectId, projectId), eq(runContacts.executionId, executionId), eq(runContacts.writerId, prev)));
-    if (contact?.live) return { outcome: 'live' as const, writerId: prev, lastContactAt: contact.at.toISOString(), liveUntil: contact.until };
-    await tx.insert(runTakeovers).values({ projectId, executionId, fromSeq: ex.lastSeq, winnerWriterId: writerId, loserWriterId: prev, loserLastContactAt: contact?.at ?? null });
-    return { outcome: 'won' as const, fromSeq: ex.lastSeq, takenFrom: prev };
+    const missing = keys ? await missingKeys(tx, projectId, executionId, keys) : { keys: [], count: 0 };
+    const diverged = !!fence && seq > fence.fromSeq && seq > ex.lastSeq;
+    if (seq < ex.lastSeq || missing.count > 0 || diverged) return { outcome: 'stale', planeSeq: ex.lastSeq, missingKeys: missing.keys, missingCount: missing.count, diverged };
+    if (ex.status !== 'running') return { outcome: 'not_running', status: ex.status };
+    const own = !!owner && owner.writerId === a.writerId && !copy;
+    if (owner && !own && (await isLive(tx, owner))) return { outcome: 'live', writerId: owner.writerId, liveUntil: owner.expiresAt!.toISOString() };
+    const from = owner && !own && owner.state === 'held' ? owner.writerId : null;
+    if (from) await fenceWriter(tx, projectId, executionId, from, a.writerId, ex.lastSeq);
+    const epoch = await acquireOwner(tx, projectId, executionId, a, owner);
+    return { outcome: 'won', fromSeq: ex.lastSeq, takenFrom: from, epoch };
   });
+  if (r.outcome === 'won' && r.takenFrom) announceChanges(db, projectId);
+  return r;
+}
+
+/** The run's idempotency keys the plane holds and `keys` does not (the first 50), and how many. */
+async function missingKeys(tx: Tx, projectId: string, executionId: string, keys: readonly string[]): Promise<{ keys: string[]; count: number }> {
+  const held = await tx
+    .select({ key: idempotency.key })
+    .from(idempotency)
+    .where(and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, executionId)));
+  const have = new Set(keys);
+  const lacking = held.map((h) => h.key).filter((k) => !have.has(k));
+  return { keys: lacking.slice(0, 50), count: lacking.length };
 }

@@ -31,7 +31,7 @@ export interface PlaneDb {
 export type PlaneDatabase = PlaneDatabaseOf<PlaneDb>;
 export type { OpenOptions };
 
-export const SCOPES: readonly ['ingest', 'read', 'approve', 'admin', 'operator'] = auth.SCOPES;
+export const SCOPES: readonly ['ingest', 'read', 'approve', 'cancel', 'admin', 'operator'] = auth.SCOPES;
 export type Scope = (typeof SCOPES)[number];
 export interface Principal {
   projectId: string;

@@ -7,7 +7,7 @@
  */
 import { and, eq, sql } from 'drizzle-orm';
 import type { OutboxEvent } from '../shared/rows.js';
-import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
+import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, runContacts, runOwners, runTakeovers } from './db/schema.js';
 import { lockChanges } from './changes.js';
 import { storeIngestedDecision } from './decisions.js';
 import { hashOf, type Item, reject, type Tx } from './ingest.js';
@@ -244,6 +244,7 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     await tx.delete(holes).where(where(holes));
     await tx.delete(runContacts).where(where(runContacts));
     await tx.delete(runTakeovers).where(where(runTakeovers));
+    await tx.delete(runOwners).where(where(runOwners));
     await tx.delete(executions).where(where(executions));
     c.touched.delete(e.executionId);
     c.deleted.set(e.executionId, c.writerId);

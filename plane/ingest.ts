@@ -15,6 +15,7 @@ import { issuesText } from './http/errors.js';
 import { announceChanges, lockChanges, stampChanges } from './changes.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { stampOpenedPauses, storeEvent } from './ingest-events.js';
+import { followAccepted, refuseOffBranch } from './ingest-owners.js';
 
 export type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
@@ -109,7 +110,12 @@ export interface IngestOutcome {
   decisions: { stored: number; dropped: { decision: Decision; first: Decision | null }[] };
 }
 
-export async function ingestBatch(db: PlaneDb, projectId: string, writerId: string, backlog: Backlog | undefined, rows: unknown[]): Promise<IngestOutcome> {
+/**
+ * `ownerHoldMs`: how long a run's owner keeps it on the strength of its rows
+ * alone (the plane's takeover delay): each accepted row of the owner extends
+ * its hold to at least this long from now.
+ */
+export async function ingestBatch(db: PlaneDb, projectId: string, writerId: string, backlog: Backlog | undefined, rows: unknown[], ownerHoldMs = 60_000): Promise<IngestOutcome> {
   const items = prepare(rows);
   const touched = new Set<string>();
   /** Executions deleted by this batch → its writer (the change feed's tombstones). */
@@ -118,6 +124,7 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
     // the feed's order is its commit order: taken before any other lock of this transaction (see decisions.ts)
     if (items.some((i) => !i.result && i.event?.kind === 'decision_recorded')) await lockDecisionFeed(tx, projectId);
     await refuseTakenOver(tx, projectId, writerId, items);
+    await refuseOffBranch(tx, projectId, writerId, items);
     // A batch is applied in its order: a deletion applies after every earlier row of the batch and
     // before every later one (a run deleted and started again under the same id is the new run).
     // Between deletions, checkpoints go in one set-based insert (the hot path), then the other events.
@@ -131,6 +138,7 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
       if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched, deleted);
     }
     await recordContacts(tx, projectId, writerId, items);
+    await followAccepted(tx, projectId, writerId, items, ownerHoldMs);
     const refused = items.filter((i) => i.result?.status === 'rejected');
     // rows refused for the first time: a batch re-sent after its answer was lost refuses them again, but they were counted then
     let quarantined: number[] = [];

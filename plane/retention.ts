@@ -13,7 +13,7 @@ import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { UnknownProject, type Principal } from './auth.js';
 import type { PlaneDb } from './db/open.js';
 import { rowsOf } from './ingest.js';
-import { checkpoints, decisions, executions, holes, idempotency, pendingInterrupts, projects } from './db/schema.js';
+import { checkpoints, decisions, executions, holes, idempotency, pendingInterrupts, projects, runOwners, runTakeovers } from './db/schema.js';
 
 /** The smallest age a prune accepts: a run updated within the last hour may still be receiving rows. */
 export const MIN_RETENTION_SECONDS = 3600;
@@ -77,6 +77,8 @@ export async function pruneRuns(db: PlaneDb, p: Principal, o: { olderThanSeconds
       await tx.delete(idempotency).where(where(idempotency));
       await tx.delete(holes).where(where(holes));
       await tx.delete(decisions).where(where(decisions));
+      await tx.delete(runOwners).where(where(runOwners));
+      await tx.delete(runTakeovers).where(where(runTakeovers));
       items.push({ project: names.get(r.projectId)!, executionId: r.executionId, status: r.status, rowCount: r.rowCount, updatedAt: r.updatedAt.toISOString() });
     }
   });

@@ -153,6 +153,8 @@ export const ErrorCode = {
   STALE_COPY: 'STALE_COPY',
   /** 409 to a takeover: the run is paused or finished on the plane, so there is nothing to take over. */
   NOT_RUNNING: 'NOT_RUNNING',
+  /** 409: another store instance presents this writer id (a copied store file, or one `writerId` given to two stores): only one of them may own runs; give the copy its own writer id. */
+  WRITER_COPY: 'WRITER_COPY',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -52,12 +52,28 @@ export const IngestResponse = z.object({
 });
 export type IngestResponse = z.infer<typeof IngestResponse>;
 
+/**
+ * Who asks to own a run at the plane (a claim, a takeover, a renewal): the
+ * acquisition's lease holder (unique per acquisition), the store instance (a
+ * copy of a store file is another instance under the same writer id), and how
+ * long the ownership lasts without a renewal.
+ */
+const OwnerFields = {
+  /** The lease holder of this acquisition (`<writer>#<process>/<n>`). Absent from older clients: the writer id stands for it. */
+  holder: z.string().min(1).max(512).optional(),
+  /** The store instance (a copied store file gets a new one on open): two instances under one writer id are refused (WRITER_COPY). */
+  instance: z.string().min(1).max(128).optional(),
+  /** How long the plane keeps this writer the owner without a renewal, ms. Default: the plane's takeover delay. */
+  ttlMs: z.number().int().min(1).max(2 ** 31).optional(),
+};
+
 export const ClaimRequest = z
   .object({
     checkpointId: Uuidv7,
     writerId: WriterId,
     /** The decision this claim applies (a decision worker's resume); recorded on the claim, so the decision shows applied. */
     decisionId: Uuidv7.optional(),
+    ...OwnerFields,
   })
   .strict();
 export type ClaimRequest = z.infer<typeof ClaimRequest>;
@@ -66,11 +82,26 @@ export const ClaimResponse = z.object({
   checkpointId: Uuidv7,
   writerId: WriterId,
   claimedAt: IsoTime,
+  /** The run's owner epoch this claim made (the fencing token: it grows at every change of owner). */
+  epoch: z.number().int().optional(),
 });
 export type ClaimResponse = z.infer<typeof ClaimResponse>;
 
 /** POST /v1/executions/:id/takeover: take over a run that is not paused, whose copy here ends at `seq`. */
-export const TakeoverRequest = z.object({ writerId: WriterId, seq: z.number().int().nonnegative() }).strict();
+export const TakeoverRequest = z
+  .object({
+    writerId: WriterId,
+    seq: z.number().int().nonnegative(),
+    ...OwnerFields,
+    /**
+     * The run's idempotency keys this copy holds: a plane holding one more
+     * refuses the takeover (STALE_COPY, details.missingKeys), so an effect it
+     * recorded is never run again. Absent: not checked (an older client, or
+     * more keys than a request carries).
+     */
+    idempotencyKeys: z.array(z.string().min(1).max(LIMITS.idempotencyKeyLength)).max(2000).optional(),
+  })
+  .strict();
 export type TakeoverRequest = z.infer<typeof TakeoverRequest>;
 export const TakeoverResponse = z.object({
   executionId: ExecutionId,
@@ -79,7 +110,53 @@ export const TakeoverResponse = z.object({
   fromSeq: z.number().int(),
   /** The writer it was taken from (null: the run was already this writer's). */
   takenFrom: z.string().nullable(),
+  /** The run's owner epoch this takeover made. */
+  epoch: z.number().int().optional(),
 });
+
+/**
+ * POST /v1/executions/:id/lease: the owner renews its hold on a run while it
+ * works (a heartbeat), or gives it up (`release`). Refused LEASE_LOST once
+ * another holder owns the run, RUN_CANCELLED once it was cancelled.
+ */
+export const LeaseRequest = z
+  .object({
+    writerId: WriterId,
+    holder: z.string().min(1).max(512),
+    instance: OwnerFields.instance,
+    ttlMs: z.number().int().min(1).max(2 ** 31),
+    release: z.boolean().optional(),
+  })
+  .strict();
+export type LeaseRequest = z.infer<typeof LeaseRequest>;
+export const LeaseResponse = z.object({
+  executionId: ExecutionId,
+  /** The owner epoch the holder holds (null: released, or nothing to hold). */
+  epoch: z.number().int().nullable(),
+  expiresAt: IsoTime.nullable(),
+  released: z.boolean(),
+});
+export type LeaseResponse = z.infer<typeof LeaseResponse>;
+
+/** POST /v1/executions/:id/cancel: cancel a run the plane holds (the cancel scope). */
+export const CancelRequest = z
+  .object({
+    reason: z.string().max(LIMITS.reasonLength).optional(),
+  })
+  .strict();
+export type CancelRequest = z.infer<typeof CancelRequest>;
+export const CancelResponse = z.object({
+  executionId: ExecutionId,
+  /** The cancel marker's id and seq on the plane. */
+  checkpointId: Uuidv7,
+  seq: z.number().int(),
+  alreadyCancelled: z.boolean(),
+  /** The pause the cancel closed, if the run was paused. */
+  closedPause: z.string().nullable(),
+  /** The owner the run was taken from (null: nobody held it). */
+  takenFrom: z.string().nullable(),
+});
+export type CancelResponse = z.infer<typeof CancelResponse>;
 export type TakeoverResponse = z.infer<typeof TakeoverResponse>;
 
 /** GET /v1/whoami: what the presented key is (a cheap authenticated call to check a connection). */

@@ -185,6 +185,8 @@ export const claims = pgTable(
     appliedAt: timestamp({ withTimezone: true, mode: 'date' }),
     /** The decision this claim applies (ClaimRequest.decisionId, interrupt_claimed.decisionId); null: a resume from code, a cancel, a deletion. */
     decisionId: text(),
+    /** The store instance that claimed (ClaimRequest.instance); null from an older client or by ingest. */
+    instance: text(),
   },
   // held claims (made at the plane, not yet applied): few at any time, listed by the inbox
   (t) => [primaryKey({ columns: [t.projectId, t.checkpointId] }), index('claims_held').on(t.projectId).where(sql`applied_at IS NULL`)],
@@ -336,9 +338,10 @@ export const runContacts = pgTable(
 );
 
 /**
- * One row per takeover of a run at a seq: the primary key makes one writer
- * win. The loser (the writer of the run's newest row then) has its later rows
- * of the run refused at ingest (`taken_over`).
+ * The fences of a run (owners.ts): one row per writer that lost the run at a
+ * seq (taken over, cancelled, or its branch refused). The loser has its later
+ * rows of the run refused at ingest (`taken_over`) until it acquires the run
+ * again (its fences are then removed).
  */
 export const runTakeovers = pgTable(
   'run_takeovers',
@@ -353,5 +356,33 @@ export const runTakeovers = pgTable(
     loserLastContactAt: timestamp({ withTimezone: true, mode: 'date' }),
     at: now(),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.executionId, t.fromSeq] }), index('run_takeovers_loser').on(t.projectId, t.loserWriterId, t.executionId)],
+  (t) => [primaryKey({ columns: [t.projectId, t.executionId, t.fromSeq, t.loserWriterId] }), index('run_takeovers_loser').on(t.projectId, t.loserWriterId, t.executionId)],
+);
+
+/**
+ * The one owner of each run at the plane (DESIGN §5b): who may write its rows
+ * and effects now. Acquired by the run's first row, a pause's claim or the
+ * takeover of a crashed run; renewed by its holder's heartbeat and rows;
+ * released at a pause; ended by the run-end marker; cancelled by a cancel.
+ * `epoch` is the fencing token: it grows at every change of owner.
+ */
+export const runOwners = pgTable(
+  'run_owners',
+  {
+    projectId: text().notNull(),
+    executionId: text().notNull(),
+    /** The owning writer (for a released, ended or cancelled run: the last one). */
+    writerId: text().notNull(),
+    /** The acquisition holding it (a lease holder); null when acquired by a row (its holder unknown) or not held. */
+    holder: text(),
+    /** The store instance holding it; null when unknown (an older client, a row). */
+    instance: text(),
+    epoch: integer().notNull(),
+    /** held | released (a pause: the next claim acquires it) | ended (a run-end marker) | cancelled */
+    state: text().notNull(),
+    /** Until when the holder keeps it without a renewal (held only). */
+    expiresAt: timestamp({ withTimezone: true, mode: 'date' }),
+    updatedAt: now(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.executionId] })],
 );

@@ -7,9 +7,11 @@ import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
-import { ClaimRequest, ClaimResponse, TakeoverRequest, TakeoverResponse } from '../../shared/protocol.js';
+import { CancelRequest, CancelResponse, ClaimRequest, ClaimResponse, LeaseRequest, LeaseResponse, TakeoverRequest, TakeoverResponse } from '../../shared/protocol.js';
 import { type BodyDeadline, jsonBodyWithin } from '../body.js';
 import { claimPause, releaseClaim, takeOverRun } from '../claims.js';
+import { cancelAtPlane } from '../cancel.js';
+import { type Asker, renewOwner } from '../owners.js';
 import type { PlaneDb } from '../db/open.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
@@ -37,6 +39,21 @@ function writerRoute<P extends string, B extends z.ZodType, A extends z.ZodType>
   });
 }
 
+/** The asker of an ownership request: an older client's holder is its writer id; its ttl the plane's takeover delay at least. */
+function askerOf(body: { writerId: string; holder?: string; instance?: string; ttlMs?: number }, floorMs: number): Asker {
+  return { writerId: body.writerId, holder: body.holder ?? body.writerId, instance: body.instance ?? null, ttlMs: Math.max(body.ttlMs ?? floorMs, floorMs) };
+}
+
+/** 409 WRITER_COPY: another store instance presents this writer id. */
+function writerCopy(writerId: string): HttpError {
+  return new HttpError(
+    409,
+    ErrorCode.WRITER_COPY,
+    `writer id '${writerId}' is in use by another store instance (a copied store file, or one writerId given to two stores); nothing was granted: give this store its own writer id`,
+    { details: { writerId } },
+  );
+}
+
 export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimReleaseAfterMs: number; takeoverAfterMs: number }) {
   const app = routeModule();
 
@@ -52,12 +69,13 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
     async (c) => {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
-      const r = await claimPause(db, c.get('principal').projectId, id, body.checkpointId, body.writerId, o.claimReleaseAfterMs, body.decisionId ?? null);
+      const r = await claimPause(db, c.get('principal').projectId, id, body.checkpointId, askerOf(body, o.takeoverAfterMs), o.claimReleaseAfterMs, body.decisionId ?? null);
       await faults('plane.claim.afterCommit');
       if ('takenFrom' in r && r.takenFrom) {
         c.get('log').warn({ executionId: id, checkpointId: body.checkpointId, from: r.takenFrom, to: body.writerId }, 'a held claim past its release delay was taken over');
       }
       if ('notFound' in r) throw new HttpError(404, ErrorCode.PAUSE_NOT_FOUND, `pause ${body.checkpointId} of execution '${id}' is not on this plane (sync it first)`);
+      if ('copy' in r) throw writerCopy(body.writerId);
       if ('decided' in r && r.decided) {
         const first = r.decided;
         throw new HttpError(
@@ -80,42 +98,47 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
           headers: { 'x-waymark-claimed-by': r.writerId },
         });
       }
-      return c.json({ executionId: id, checkpointId: body.checkpointId, writerId: r.writerId, claimedAt: r.claimedAt }, 200);
+      return c.json({ executionId: id, checkpointId: body.checkpointId, writerId: r.writerId, claimedAt: r.claimedAt, epoch: r.epoch }, 200);
     },
   );
 
   app.openapi(
     writerRoute(db, bodyDeadline, {
       path: '/v1/executions/{id}/takeover',
-      summary: 'Take over a run that is not paused (its writer died mid-run): one writer wins, and only once its writer was not heard from for the takeover delay',
+      summary: 'Take over a run that is not paused (its owner died or stalled mid-run): one writer wins, once the owner\'s hold expired, and becomes the run\'s owner',
       body: TakeoverRequest,
       ok: ['this writer may run it', TakeoverResponse],
       notFound: 'the run is not on the plane',
-      refused: 'refused: LEASE_LIVE (its writer was heard from recently), RUN_TAKEN_OVER (another writer has it), STALE_COPY (the plane has newer rows), NOT_RUNNING (paused or finished)',
+      refused: 'refused: LEASE_LIVE (its owner holds it: details.liveUntil), STALE_COPY (the plane holds rows or idempotency entries this copy lacks: details.missingKeys), NOT_RUNNING (paused or finished), WRITER_COPY (another store instance under this writer id)',
     }),
     async (c) => {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
-      const r = await takeOverRun(db, c.get('principal').projectId, id, body.writerId, body.seq, o.takeoverAfterMs);
+      const r = await takeOverRun(db, c.get('principal').projectId, id, askerOf(body, o.takeoverAfterMs), body.seq, body.idempotencyKeys ?? null);
       const refuse = (code: ErrorCode, message: string, details: Record<string, unknown>) => new HttpError(409, code, message, { details: { executionId: id, ...details } });
       switch (r.outcome) {
         case 'not_found':
           throw executionNotFound(id, ' (sync it first)');
-        case 'lost':
-          throw refuse(ErrorCode.RUN_TAKEN_OVER, `execution '${id}' was taken over by writer '${r.writerId}' at seq ${r.fromSeq} (${r.at})`, { writerId: r.writerId, fromSeq: r.fromSeq, at: r.at });
+        case 'copy':
+          throw writerCopy(body.writerId);
         case 'live':
-          throw refuse(ErrorCode.LEASE_LIVE, `execution '${id}' is still being run by writer '${r.writerId}' (last heard from ${r.lastContactAt}); it may be taken over after ${r.liveUntil}`, {
+          throw refuse(ErrorCode.LEASE_LIVE, `execution '${id}' is still being run by writer '${r.writerId}'; it may be taken over after ${r.liveUntil}`, {
             writerId: r.writerId,
-            lastContactAt: r.lastContactAt,
             liveUntil: r.liveUntil,
           });
-        case 'stale':
-          throw refuse(ErrorCode.STALE_COPY, `execution '${id}' has rows up to seq ${r.planeSeq} on the plane, newer than this copy (seq ${body.seq}): restore it again`, { planeSeq: r.planeSeq });
+        case 'stale': {
+          const what = r.diverged
+            ? `this copy holds rows of a branch the plane refused (after seq ${r.planeSeq}): delete this copy's rows (waymark delete --local-only) and restore it`
+            : r.missingCount
+              ? `the plane holds ${r.missingCount} idempotency entr${r.missingCount === 1 ? 'y' : 'ies'} this copy lacks (${r.missingKeys.slice(0, 3).join(', ')}${r.missingCount > 3 ? ', …' : ''}): restore it again`
+              : `the plane has rows up to seq ${r.planeSeq}, newer than this copy (seq ${body.seq}): restore it again`;
+          throw refuse(ErrorCode.STALE_COPY, `execution '${id}': ${what}`, { planeSeq: r.planeSeq, missingKeys: r.missingKeys, missingCount: r.missingCount, diverged: r.diverged });
+        }
         case 'not_running':
           throw refuse(ErrorCode.NOT_RUNNING, `execution '${id}' is ${r.status} on the plane, not running: nothing to take over`, { status: r.status });
       }
-      if (r.takenFrom) c.get('log').warn({ executionId: id, from: r.takenFrom, to: body.writerId, fromSeq: r.fromSeq }, 'a run was taken over');
-      return c.json({ executionId: id, writerId: body.writerId, fromSeq: r.fromSeq, takenFrom: r.takenFrom }, 200);
+      if (r.takenFrom) c.get('log').warn({ executionId: id, from: r.takenFrom, to: body.writerId, fromSeq: r.fromSeq, epoch: r.epoch }, 'a run was taken over');
+      return c.json({ executionId: id, writerId: body.writerId, fromSeq: r.fromSeq, takenFrom: r.takenFrom, epoch: r.epoch }, 200);
     },
   );
 
@@ -138,5 +161,60 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
       return c.json({ released: r.released }, 200);
     },
   );
+  app.openapi(
+    writerRoute(db, bodyDeadline, {
+      path: '/v1/executions/{id}/lease',
+      summary: "The run's owner renews its hold while it works (a heartbeat), or gives it up (release)",
+      body: LeaseRequest,
+      ok: ['held (epoch, expiresAt) or released', LeaseResponse],
+      notFound: 'never: a run the plane does not hold yet is acquired by its first renewal',
+      refused: "LEASE_LOST (another holder owns the run, or it ended), RUN_CANCELLED (it was cancelled), WRITER_COPY (another store instance under this writer id)",
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const r = await renewOwner(db, c.get('principal').projectId, id, { ...askerOf(body, 0), release: body.release === true }, o.takeoverAfterMs);
+      switch (r.outcome) {
+        case 'copy':
+          throw writerCopy(body.writerId);
+        case 'cancelled':
+          throw new HttpError(409, ErrorCode.RUN_CANCELLED, `execution '${id}' was cancelled: stop at the next step boundary`, { details: { executionId: id, epoch: r.epoch } });
+        case 'lost':
+          throw new HttpError(409, ErrorCode.LEASE_LOST, `execution '${id}' is no longer this holder's: ${r.state === 'held' ? `writer '${r.writerId}' owns it (epoch ${r.epoch})` : `it is ${r.state} on the plane`}`, {
+            details: { executionId: id, writerId: r.writerId, epoch: r.epoch, state: r.state },
+          });
+        case 'released':
+          return c.json({ executionId: id, epoch: null, expiresAt: null, released: r.released }, 200);
+      }
+      return c.json({ executionId: id, epoch: r.epoch, expiresAt: r.expiresAt, released: false }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/executions/{id}/cancel',
+      summary: 'Cancel a run the plane holds: its owner becomes nobody (its runner stops at its next step), its open pause is closed, a cancel marker ends its history',
+      ...scoped(db, 'cancel', jsonBodyWithin(db, LIMITS.controlBodyBytes, bodyDeadline)),
+      request: { params: IdParam, body: jsonBody(CancelRequest) },
+      responses: {
+        200: jsonAnswer('cancelled (or already cancelled)', CancelResponse),
+        404: errorResponse('the run is not on the plane'),
+        409: errorResponse('ALREADY_FINISHED: the run completed; nothing was cancelled'),
+        ...controlBodyErrors,
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const r = await cancelAtPlane(db, c.get('principal').projectId, id, body.reason?.length ? body.reason : null);
+      if (r.outcome === 'not_found') throw executionNotFound(id);
+      if (r.outcome === 'finished') throw new HttpError(409, ErrorCode.ALREADY_FINISHED, `execution '${id}' already completed; nothing was cancelled`, { details: { executionId: id, checkpointId: r.checkpointId } });
+      if (!r.alreadyCancelled) c.get('log').warn({ executionId: id, from: r.takenFrom, seq: r.seq }, 'a run was cancelled at the plane');
+      return c.json({ executionId: id, checkpointId: r.checkpointId, seq: r.seq, alreadyCancelled: r.alreadyCancelled, closedPause: r.closedPause, takenFrom: r.takenFrom }, 200);
+    },
+  );
+
   return app;
 }

@@ -11,7 +11,7 @@ import { HttpError, issuesText } from '../http/errors.js';
 import { errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { requireScope, security } from '../http/scope.js';
 
-export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o: { gate: AdmissionGate }) {
+export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o: { gate: AdmissionGate; takeoverAfterMs: number }) {
   const app = routeModule();
   // not an openapi() route: the body is read by hand (gzip, limits, deadline), so it is documented on its own
   app.openAPIRegistry.registerPath({
@@ -48,7 +48,7 @@ export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o
         throw new HttpError(413, ErrorCode.TOO_MANY_ROWS, `a batch holds at most ${LIMITS.batchRows} rows`);
       }
       const p = c.get('principal');
-      const out = await ingestBatch(db, p.projectId, env.data.writerId, env.data.backlog, env.data.rows);
+      const out = await ingestBatch(db, p.projectId, env.data.writerId, env.data.backlog, env.data.rows, o.takeoverAfterMs);
       metrics.ingestRows.inc({ result: 'accepted' }, out.accepted);
       metrics.ingestRows.inc({ result: 'duplicate' }, out.duplicate);
       metrics.ingestRows.inc({ result: 'rejected' }, out.rejected);

@@ -1,0 +1,105 @@
+/**
+ * Cancel at the plane (POST /v1/executions/:id/cancel): a change of the run's
+ * owner to "nobody, cancelled" (owners.ts), and the cancel marker that ends
+ * its history here.
+ */
+import { and, eq, sql } from 'drizzle-orm';
+import { chainBase, decodeChain, encodeState } from '../shared/codec.js';
+import { uuidv7 } from '../shared/ids.js';
+import type { Checkpoint, EncodedState } from '../shared/rows.js';
+import type { PlaneDb } from './db/open.js';
+import { checkpoints, claims, executions, pendingInterrupts } from './db/schema.js';
+import { announceChanges } from './changes.js';
+import { hashOf, refreshExecutions } from './ingest.js';
+import { fenceWriter, lockedOwner, PLANE_WRITER, setOwner } from './owners.js';
+
+export type CancelOutcome =
+  | { outcome: 'cancelled'; checkpointId: string; seq: number; alreadyCancelled: boolean; closedPause: string | null; takenFrom: string | null }
+  | { outcome: 'not_found' }
+  | { outcome: 'finished'; checkpointId: string };
+
+/**
+ * Cancel a run the plane holds: the owner becomes "nobody, cancelled" (the
+ * epoch grows), the writer that held it is fenced (its later rows refused, its
+ * renewal answered RUN_CANCELLED, so it stops at its next boundary), an open
+ * pause is closed for good, and a cancel marker is written here after the
+ * plane's newest row, carrying that row's state: every copy restored from the
+ * plane ends with it. A completed run is not cancelled (`finished`).
+ */
+export async function cancelAtPlane(db: PlaneDb, projectId: string, executionId: string, reason: string | null): Promise<CancelOutcome> {
+  const r = await db.transaction(async (tx): Promise<CancelOutcome> => {
+    // the owner's row first, then the run's: the order ingest, claims and takeovers take them in
+    const o = await lockedOwner(tx, projectId, executionId);
+    const [ex] = await tx
+      .select({ lastSeq: executions.lastSeq })
+      .from(executions)
+      .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)))
+      .for('update');
+    if (!ex) return { outcome: 'not_found' };
+    const [newest] = await tx
+      .select({ row: checkpoints.row })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId)))
+      .orderBy(sql`${checkpoints.seq} DESC`)
+      .limit(1);
+    const last = newest.row as Checkpoint;
+    if (last.step === 'run_end' && last.status === 'completed') return { outcome: 'finished', checkpointId: last.id };
+    if (last.step === 'run_end' && last.status === 'cancelled') return { outcome: 'cancelled', checkpointId: last.id, seq: last.seq, alreadyCancelled: true, closedPause: null, takenFrom: null };
+    const chain = await tx
+      .select({ id: checkpoints.id, seq: checkpoints.seq, row: checkpoints.row })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), sql`${checkpoints.seq} >= ${chainBase(last)}`))
+      .orderBy(checkpoints.seq);
+    const { state, cursor } = decodeChain(chain.map((c) => ({ id: c.id, seq: c.seq, state: (c.row as Checkpoint).state as EncodedState })));
+    const id = uuidv7();
+    const seq = last.seq + 1;
+    const marker: Checkpoint = {
+      id,
+      executionId,
+      seq,
+      nodeId: 'run_end',
+      turn: last.turn,
+      step: 'run_end',
+      status: 'cancelled',
+      agentPath: last.agentPath.split('/')[0],
+      parentId: last.id,
+      state: encodeState(cursor, state, id, seq).encoded,
+      nodeInput: null,
+      nodeOutput: { reason },
+      interruptReason: null,
+      interruptContext: null,
+      createdAt: new Date().toISOString(),
+      writerId: PLANE_WRITER,
+    };
+    await tx.insert(checkpoints).values({
+      projectId,
+      id,
+      executionId,
+      seq,
+      nodeId: marker.nodeId,
+      step: marker.step,
+      status: marker.status,
+      agentPath: marker.agentPath,
+      writerId: PLANE_WRITER,
+      createdAt: marker.createdAt,
+      row: marker,
+      hash: hashOf({ kind: 'checkpoint', id, row: marker }),
+    } as never);
+    const [open] = await tx
+      .select({ checkpointId: pendingInterrupts.checkpointId })
+      .from(pendingInterrupts)
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
+    if (open) {
+      // closed for good: a claims row in the plane's name refuses any later claim of it (ALREADY_CLAIMED, closed: cancel)
+      await tx.insert(claims).values({ projectId, checkpointId: open.checkpointId, executionId, writerId: PLANE_WRITER, source: 'cancel', appliedAt: new Date() }).onConflictDoNothing();
+      await tx.delete(pendingInterrupts).where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
+    }
+    const takenFrom = o && o.state === 'held' ? o.writerId : null;
+    if (takenFrom) await fenceWriter(tx, projectId, executionId, takenFrom, PLANE_WRITER, last.seq);
+    await setOwner(tx, projectId, executionId, o, { writerId: PLANE_WRITER, state: 'cancelled', bump: true });
+    await refreshExecutions(tx, projectId, [executionId]);
+    return { outcome: 'cancelled', checkpointId: id, seq, alreadyCancelled: false, closedPause: open?.checkpointId ?? null, takenFrom };
+  });
+  if (r.outcome === 'cancelled' && !r.alreadyCancelled) announceChanges(db, projectId);
+  return r;
+}

@@ -1,0 +1,203 @@
+/**
+ * The one owner of each run at the plane (DESIGN §5b): one record per run,
+ * whatever made the change of owner (the run's first row, a pause's claim,
+ * the takeover of a crashed run, a cancel). The epoch is the fencing token: it
+ * grows at every change of owner, and a writer that lost the run is fenced (its
+ * later rows refused) until it acquires the run again with a copy that holds
+ * what the plane holds.
+ *
+ * Glossary
+ *   owner     (writer, holder, instance, epoch, state, expiresAt) per run
+ *   holder    one acquisition of a run by one process (`<writer>#<process>/<n>`)
+ *   instance  one store (a copied store file is another instance under one writer id)
+ *   fence     a `run_takeovers` row: the loser's rows after `fromSeq` are refused
+ *
+ * States
+ *   held       a runner owns it until `expiresAt` (renewed by its heartbeat and rows)
+ *   released   paused (or its runner gave it up): the next claim or takeover acquires it
+ *   ended      a completed or failed run-end marker arrived
+ *   cancelled  cancelled: nobody owns it again
+ */
+import { and, eq, sql } from 'drizzle-orm';
+import type { Checkpoint } from '../shared/rows.js';
+import type { PlaneDb } from './db/open.js';
+import { runOwners, runTakeovers } from './db/schema.js';
+import type { Tx } from './ingest.js';
+
+/** The writer id the plane's own rows carry (a cancel marker written here). */
+export const PLANE_WRITER = 'plane';
+
+/** Who asks to own a run: a writer's acquisition, from one store instance. */
+export interface Asker {
+  writerId: string;
+  /** The acquisition (a lease holder); an older client sends none and its writer id stands for it. */
+  holder: string;
+  /** The store instance; null from an older client (no copy detection). */
+  instance: string | null;
+  /** How long the ownership lasts without a renewal. */
+  ttlMs: number;
+}
+
+export type OwnerRow = typeof runOwners.$inferSelect;
+
+/** The run's owner record, locked to the end of the transaction; null when the run has none yet. */
+export async function lockedOwner(tx: Tx, projectId: string, executionId: string): Promise<OwnerRow | null> {
+  const [o] = await tx
+    .select()
+    .from(runOwners)
+    .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)))
+    .for('update');
+  return o ?? null;
+}
+
+/** Another store instance under the asker's writer id holds the run: a copied store file (or one writer id given to two stores). */
+export function isCopy(owner: { writerId: string; instance: string | null; state: string } | null, a: Pick<Asker, 'writerId' | 'instance'>): boolean {
+  return !!owner && owner.state === 'held' && owner.writerId === a.writerId && owner.instance !== null && a.instance !== null && owner.instance !== a.instance;
+}
+
+/** Whether a held owner's hold still runs by the plane's clock. */
+export async function isLive(tx: Tx, owner: OwnerRow): Promise<boolean> {
+  if (owner.state !== 'held' || !owner.expiresAt) return false;
+  const [r] = await tx
+    .select({ live: sql<boolean>`${runOwners.expiresAt} > now()` })
+    .from(runOwners)
+    .where(and(eq(runOwners.projectId, owner.projectId), eq(runOwners.executionId, owner.executionId)));
+  return r?.live === true;
+}
+
+const expiry = (ttlMs: number) => sql`now() + make_interval(secs => ${ttlMs / 1000})`;
+
+/**
+ * Make `a` the run's owner (a claim or a takeover won): the epoch grows by one,
+ * and the asker's own fences of the run are lifted (its copy was checked to
+ * hold what the plane holds). Returns the new epoch.
+ */
+export async function acquireOwner(tx: Tx, projectId: string, executionId: string, a: Asker, prev: OwnerRow | null): Promise<number> {
+  const epoch = (prev?.epoch ?? 0) + 1;
+  const values = { writerId: a.writerId, holder: a.holder, instance: a.instance, epoch, state: 'held', expiresAt: expiry(a.ttlMs), updatedAt: sql`now()` };
+  await tx
+    .insert(runOwners)
+    .values({ projectId, executionId, ...values } as never)
+    .onConflictDoUpdate({ target: [runOwners.projectId, runOwners.executionId], set: values as never });
+  await tx.delete(runTakeovers).where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, a.writerId)));
+  return epoch;
+}
+
+/** Fence `loser` out of the run: its rows after `fromSeq` are refused (taken_over) until it acquires the run again. */
+export async function fenceWriter(tx: Tx, projectId: string, executionId: string, loser: string, winner: string, fromSeq: number, loserLastContactAt: Date | null = null): Promise<void> {
+  if (loser === winner || loser === PLANE_WRITER) return;
+  await tx.insert(runTakeovers).values({ projectId, executionId, fromSeq, winnerWriterId: winner, loserWriterId: loser, loserLastContactAt }).onConflictDoNothing();
+}
+
+export type RenewOutcome =
+  | { outcome: 'held'; epoch: number; expiresAt: string }
+  | { outcome: 'released'; released: boolean }
+  | { outcome: 'lost'; writerId: string; epoch: number; state: string }
+  | { outcome: 'cancelled'; epoch: number }
+  | { outcome: 'copy'; writerId: string };
+
+/**
+ * The owner's heartbeat (or its release): the hold of `a` is extended by its
+ * ttl (at least `floorMs`), or given up with `release`. A run with no owner
+ * record yet (its rows not arrived) is acquired by the asker. Another holder,
+ * an ended run or a fence of the asker is `lost`; a cancel is `cancelled`.
+ */
+export async function renewOwner(db: PlaneDb, projectId: string, executionId: string, a: Asker & { release: boolean }, floorMs: number): Promise<RenewOutcome> {
+  return db.transaction(async (tx) => {
+    const o = await lockedOwner(tx, projectId, executionId);
+    if (o?.state === 'cancelled') return { outcome: 'cancelled' as const, epoch: o.epoch };
+    if (isCopy(o, a)) return { outcome: 'copy' as const, writerId: a.writerId };
+    const mine = !!o && o.writerId === a.writerId && (o.holder === a.holder || o.holder === null);
+    if (a.release) {
+      if (!o || !mine || o.state !== 'held') return { outcome: 'released' as const, released: false };
+      await tx
+        .update(runOwners)
+        .set({ state: 'released', holder: null, expiresAt: null, updatedAt: sql`now()` as never })
+        .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
+      return { outcome: 'released' as const, released: true };
+    }
+    if (!o) {
+      const epoch = await acquireOwner(tx, projectId, executionId, { ...a, ttlMs: Math.max(a.ttlMs, floorMs) }, null);
+      return { outcome: 'held' as const, epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
+    }
+    if (!mine || o.state !== 'held') return { outcome: 'lost' as const, writerId: o.writerId, epoch: o.epoch, state: o.state };
+    await tx
+      .update(runOwners)
+      .set({ holder: a.holder, instance: a.instance ?? o.instance, expiresAt: expiry(Math.max(a.ttlMs, floorMs)) as never, updatedAt: sql`now()` as never })
+      .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
+    return { outcome: 'held' as const, epoch: o.epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
+  });
+}
+
+async function expiresOf(tx: Tx, projectId: string, executionId: string): Promise<string> {
+  const [o] = await tx
+    .select({ at: runOwners.expiresAt })
+    .from(runOwners)
+    .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
+  return (o?.at ?? new Date()).toISOString();
+}
+
+/**
+ * At ingest, for each run of the batch whose rows were accepted: the owner
+ * record follows what the rows say. A run's first row makes its writer the
+ * owner (epoch 1); a pause releases it; a completed or failed marker ends it
+ * (a failed run may be resumed: its next acquisition takes it); a cancel marker
+ * cancels it and fences the writer that held it; any other row of the owner
+ * extends its hold by `floorMs`.
+ */
+export async function followRows(tx: Tx, projectId: string, writerId: string, runs: Map<string, { last: Checkpoint | null; paused: boolean }>, floorMs: number): Promise<void> {
+  for (const [executionId, r] of [...runs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const o = await lockedOwner(tx, projectId, executionId);
+    const last = r.last;
+    if (last && last.step === 'run_end' && last.status === 'cancelled') {
+      if (o?.state === 'held' && o.writerId !== last.writerId) await fenceWriter(tx, projectId, executionId, o.writerId, last.writerId, last.seq - 1);
+      await setOwner(tx, projectId, executionId, o, { writerId: last.writerId, state: 'cancelled', bump: true });
+      continue;
+    }
+    if (last && last.step === 'run_end') {
+      await setOwner(tx, projectId, executionId, o, { writerId, state: last.status === 'completed' ? 'ended' : 'released', bump: false });
+      continue;
+    }
+    if (r.paused) {
+      await setOwner(tx, projectId, executionId, o, { writerId, state: 'released', bump: false });
+      continue;
+    }
+    if (!last) continue;
+    if (!o) {
+      await tx
+        .insert(runOwners)
+        .values({ projectId, executionId, writerId, holder: null, instance: null, epoch: 1, state: 'held', expiresAt: expiry(floorMs) as never })
+        .onConflictDoNothing();
+    } else if (o.writerId === writerId && o.state === 'held') {
+      await tx
+        .update(runOwners)
+        .set({ expiresAt: sql`greatest(${runOwners.expiresAt}, now() + make_interval(secs => ${floorMs / 1000}))` as never, updatedAt: sql`now()` as never })
+        .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
+    } else if (o.state === 'held' && o.writerId !== writerId) {
+      // accepted only once the owner's hold expired (refuseOffBranch): this writer runs it now, the other is fenced
+      await fenceWriter(tx, projectId, executionId, o.writerId, writerId, last.seq);
+      await setOwner(tx, projectId, executionId, o, { writerId, state: 'held', bump: true, ttlMs: floorMs });
+    } else if (o.state === 'released' || o.state === 'ended') {
+      // rows after a pause claimed offline, or after a failed marker stepped over: their writer runs it now
+      await setOwner(tx, projectId, executionId, o, { writerId, state: 'held', bump: true, ttlMs: floorMs });
+    }
+  }
+}
+
+export async function setOwner(tx: Tx, projectId: string, executionId: string, o: OwnerRow | null, to: { writerId: string; state: string; bump: boolean; ttlMs?: number }): Promise<void> {
+  const epoch = (o?.epoch ?? 0) + (to.bump || !o ? 1 : 0);
+  const values = {
+    writerId: to.writerId,
+    holder: null,
+    instance: to.writerId === o?.writerId ? (o?.instance ?? null) : null,
+    epoch,
+    state: to.state,
+    expiresAt: to.state === 'held' ? expiry(to.ttlMs ?? 0) : null,
+    updatedAt: sql`now()`,
+  };
+  await tx
+    .insert(runOwners)
+    .values({ projectId, executionId, ...values } as never)
+    .onConflictDoUpdate({ target: [runOwners.projectId, runOwners.executionId], set: values as never });
+}
+
