@@ -25,6 +25,8 @@ export const TAKEOVER_AFTER_MS = 2000;
 export const LEASE_MS = 1500;
 /** How long a scenario waits for any one condition before it fails (a loaded 2-core machine is slow, never this slow). */
 export const WAIT_MS = 30_000;
+/** How long a command may take before the harness answers it itself (HARNESS_TIMEOUT): longer than any retry deadline inside one. */
+export const COMMAND_MS = 45_000;
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -32,6 +34,8 @@ export interface Outcome {
   ok: boolean;
   /** The machine died (SIGKILL) before it answered. */
   died?: NodeJS.Signals | number | null;
+  /** The machine did not answer within the command's deadline (the error's code is then HARNESS_TIMEOUT). */
+  timedOut?: boolean;
   result?: any;
   error?: { code: string | null; message: string; details?: any; refusals?: string[] };
 }
@@ -93,12 +97,22 @@ export class Machine {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Send a command; resolves with its outcome (or `died` when the machine is killed first). */
-  command(cmd: string, id?: string, opts: Record<string, unknown> = {}): Promise<Outcome> {
+  /**
+   * Send a command; resolves with its outcome, or `died` when the machine is killed first, or `timedOut`
+   * (HARNESS_TIMEOUT) when it has not answered within `deadlineMs` (a stopped machine's clock runs too).
+   */
+  command(cmd: string, id?: string, opts: Record<string, unknown> = {}, deadlineMs = COMMAND_MS): Promise<Outcome> {
     const req = ++this.req;
     if (!this.alive()) return Promise.resolve({ ok: false, died: this.child.signalCode ?? this.child.exitCode });
     return new Promise((resolve) => {
-      this.pending.set(req, resolve);
+      const timer = setTimeout(() => {
+        this.pending.delete(req);
+        resolve({ ok: false, timedOut: true, error: { code: 'HARNESS_TIMEOUT', message: `machine ${this.name} did not answer '${cmd}' within ${deadlineMs} ms` } });
+      }, deadlineMs);
+      this.pending.set(req, (o) => {
+        clearTimeout(timer);
+        resolve(o);
+      });
       this.child.send({ type: 'cmd', req, cmd, id, opts });
     });
   }
@@ -157,11 +171,13 @@ export class Machine {
     await this.exited;
   }
 
-  /** Exit cleanly (flush, stop the replica, close the store). */
+  /** Exit cleanly (flush for up to 3 s, stop the replica, close the store); SIGKILLed if it has not exited within 15 s. */
   async exit(): Promise<void> {
     if (!this.alive()) return;
-    void this.command('exit');
+    void this.command('exit', undefined, {}, 15_000);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 15_000);
     await this.exited;
+    clearTimeout(timer);
   }
 
   /** What to print when an assertion about this machine fails. */
