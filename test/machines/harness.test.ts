@@ -2,8 +2,9 @@
  * The multi-machine harness itself (test/machines/fleet.ts, machine.ts): a
  * machine runs a run to its end through the plane, each charge once in the
  * ledger; a held machine can be stopped and continued; a machine restores a
- * run another one finished. Holds on today's code: the scenarios beside it
- * rely on it.
+ * run another one finished; a machine killed at its model call is recovered
+ * by a later process on its file. Holds on today's code: the scenarios beside
+ * it rely on it.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openFleet, waitFor, type Fleet } from './fleet.js';
@@ -41,6 +42,22 @@ describe('multi-machine harness', () => {
     const rows = await b.command('rows', id);
     expect(rows.result.filter((x: { step: string }) => x.step === 'run_end')).toHaveLength(1);
     expect(Object.keys((await b.command('entries', id)).result)).toEqual(['0', '1', '2']);
+    expect(fleet.charges(id, 3)).toEqual([1, 1, 1]);
+  });
+
+  it('a machine killed at its model call is recovered on its own store by another process, each order charged once', async () => {
+    const id = 'harness-2';
+    const a = await fleet.machine('k', { kills: [{ model: 2 }], sleeps: [{ order: 1, phase: 'charged', ms: 50 }] });
+    const out = await a.command('start', id, { input: 'steps 3' });
+    expect(out.died).toBe('SIGKILL');
+    expect(fleet.charges(id, 3)).toEqual([1, 1, 0]);
+    // a later process on the same file: one recovery pass once the dead one's lease ran out
+    const again = await fleet.machine('k-again', { db: a.db });
+    const report = await waitFor('a recovery pass that recovers the run', async () => {
+      const r = await again.command('recover');
+      return r.result?.runs.find((x: { executionId: string; outcome: string }) => x.executionId === id && x.outcome === 'recovered');
+    });
+    expect(report.result).toBe('completed');
     expect(fleet.charges(id, 3)).toEqual([1, 1, 1]);
   });
 });
