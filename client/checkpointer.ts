@@ -235,7 +235,7 @@ export interface PauseRef {
 }
 
 /** Called before a local claim of a pause; throws to refuse it (a connected replica's plane claim). `decisionId`: the decision the claim applies. */
-export type ClaimGuard = (pause: { executionId: string; checkpointId: string; decisionId?: string }) => Promise<void>;
+export type ClaimGuard = (pause: { executionId: string; checkpointId: string; decisionId?: string; holder?: string; ttlMs?: number }) => Promise<void>;
 
 /** Options of `claimInterrupt`. */
 export interface ClaimOptions {
@@ -291,7 +291,7 @@ export interface DecisionPage {
  * paused; throws to refuse it (a connected replica: the plane arbitrates
  * takeovers across machines). `seq` is the newest row here.
  */
-export type TakeoverGuard = (run: { executionId: string; seq: number }) => Promise<void>;
+export type TakeoverGuard = (run: { executionId: string; seq: number; holder?: string; ttlMs?: number }) => Promise<void>;
 
 /** The plane's say over a store's local claims and takeovers, while a replica is connected. */
 export interface PlaneGuard {
@@ -299,6 +299,13 @@ export interface PlaneGuard {
   claim: ClaimGuard;
   /** Take a non-paused run over at the plane before it is resumed here. */
   takeover: TakeoverGuard;
+  /**
+   * Renew the run's hold at the plane for the runner holding `lease` (its
+   * heartbeat), or give it up (`release`). Throws LeaseLost or RunCancelled
+   * when the plane says another owns the run or it was cancelled; resolves
+   * when the plane cannot be reached (a runner goes on offline).
+   */
+  renew?: (lease: Lease, options?: { release?: boolean }) => Promise<void>;
 }
 
 /**
@@ -332,6 +339,12 @@ export interface Checkpointer {
   readonly planeGuard: PlaneGuardSlot;
   /** The store's stable writer id (persisted on first setup unless given). */
   readonly writerId: string;
+  /**
+   * This store's instance at the plane: a copy of its file under the same
+   * writer id is another instance, and the plane grants a run to one instance
+   * at a time (WRITER_COPY). Absent: the plane cannot tell copies apart.
+   */
+  readonly instanceId?: string;
   /** Create or migrate the schema. Idempotent; safe when several processes run it at once. */
   setup(): Promise<void>;
   /**

@@ -5,7 +5,7 @@
  */
 import { and, eq, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claims, decisions, executions, idempotency, pendingInterrupts, runTakeovers } from './db/schema.js';
+import { checkpoints, claims, decisions, executions, idempotency, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
 import { acquireOwner, type Asker, fenceWriter, isCopy, isLive, lockedOwner } from './owners.js';
 import { announceChanges } from './changes.js';
 import { decisionOf, decisionView } from './decisions.js';
@@ -108,7 +108,8 @@ function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpoi
     if (!won.length && c.writerId === writerId && c.source !== 'delete' && c.source !== 'cancel') {
       // the same writer id from another store (a copied file): never a second win of one pause
       const owner = await lockedOwner(tx, projectId, executionId);
-      if ((c.instance !== null && a.instance !== null && c.instance !== a.instance) || isCopy(owner, a)) return { won: false as const, copy: true as const, writerId, claimedAt: c.claimedAt.toISOString() };
+      if ((c.instance !== null && a.instance !== null && c.instance !== a.instance) || isCopy(owner, a))
+        return { won: false as const, copy: true as const, writerId, claimedAt: c.claimedAt.toISOString() };
     }
     if (!won.length) {
       // the holder asking again (it crashed between the two claims): a decision it now applies is recorded once
@@ -194,7 +195,8 @@ export type TakeoverOutcome =
   | { outcome: 'won'; fromSeq: number; takenFrom: string | null; epoch: number }
   | { outcome: 'not_found' }
   | { outcome: 'live'; writerId: string; liveUntil: string }
-  | { outcome: 'stale'; planeSeq: number; missingKeys: string[]; missingCount: number; diverged: boolean }
+  | { outcome: 'lost'; writerId: string; fromSeq: number; at: string }
+  | { outcome: 'stale'; planeSeq: number; missingKeys: string[]; missingCount: number }
   | { outcome: 'not_running'; status: string }
   | { outcome: 'copy'; writerId: string };
 
@@ -203,11 +205,12 @@ export type TakeoverOutcome =
  * stalled mid-run) by `a`, whose copy's newest row is `seq`, through the run's
  * one owner record (owners.ts). In order:
  * - another store instance under the asker's writer id owns it: `copy`;
+ * - the asker was fenced out of the run (it lost it) and its copy holds rows
+ *   past its fence, a branch the plane refused: `lost`, naming the winner;
  * - the copy lacks what the plane holds: rows (`seq` below the plane's
- *   newest), or an idempotency entry (`keys` given and one missing), or it
- *   holds rows of a branch the plane refused (the asker was fenced before
- *   `seq`): `stale`, with what is missing (an effect the plane recorded is
- *   never run again by a taker that did not know of it);
+ *   newest) or an idempotency entry (`keys` given and one missing): `stale`,
+ *   with what is missing (an effect the plane recorded is never run again by
+ *   a taker that did not know of it);
  * - the run is paused or finished on the plane: `not_running`;
  * - the owner is the asker's own store (a restarted process; the store's own
  *   lease already arbitrated between its processes), or its hold has expired
@@ -231,19 +234,26 @@ export async function takeOverRun(db: PlaneDb, projectId: string, executionId: s
     // a copy of this writer's store while the other instance holds it live: never two runners under one writer id
     if (copy && (await isLive(tx, owner!))) return { outcome: 'copy', writerId: a.writerId };
     const [fence] = await tx
-      .select({ fromSeq: runTakeovers.fromSeq })
+      .select({ fromSeq: runTakeovers.fromSeq, winner: runTakeovers.winnerWriterId, at: runTakeovers.at })
       .from(runTakeovers)
       .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, a.writerId)))
       .orderBy(runTakeovers.fromSeq)
       .limit(1);
+    // fenced, with rows past its fence: this copy ran on after it lost the run, on a branch the plane refused
+    if (fence && seq > fence.fromSeq) return { outcome: 'lost', writerId: fence.winner, fromSeq: fence.fromSeq, at: fence.at.toISOString() };
     const missing = keys ? await missingKeys(tx, projectId, executionId, keys) : { keys: [], count: 0 };
-    const diverged = !!fence && seq > fence.fromSeq && seq > ex.lastSeq;
-    if (seq < ex.lastSeq || missing.count > 0 || diverged) return { outcome: 'stale', planeSeq: ex.lastSeq, missingKeys: missing.keys, missingCount: missing.count, diverged };
+    if (seq < ex.lastSeq || missing.count > 0) return { outcome: 'stale', planeSeq: ex.lastSeq, missingKeys: missing.keys, missingCount: missing.count };
     if (ex.status !== 'running') return { outcome: 'not_running', status: ex.status };
     const own = !!owner && owner.writerId === a.writerId && !copy;
     if (owner && !own && (await isLive(tx, owner))) return { outcome: 'live', writerId: owner.writerId, liveUntil: owner.expiresAt!.toISOString() };
     const from = owner && !own && owner.state === 'held' ? owner.writerId : null;
-    if (from) await fenceWriter(tx, projectId, executionId, from, a.writerId, ex.lastSeq);
+    if (from) {
+      const [contact] = await tx
+        .select({ at: runContacts.lastContactAt })
+        .from(runContacts)
+        .where(and(eq(runContacts.projectId, projectId), eq(runContacts.executionId, executionId), eq(runContacts.writerId, from)));
+      await fenceWriter(tx, projectId, executionId, from, a.writerId, ex.lastSeq, contact?.at ?? null);
+    }
     const epoch = await acquireOwner(tx, projectId, executionId, a, owner);
     return { outcome: 'won', fromSeq: ex.lastSeq, takenFrom: from, epoch };
   });

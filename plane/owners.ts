@@ -120,6 +120,11 @@ export async function renewOwner(db: PlaneDb, projectId: string, executionId: st
       const epoch = await acquireOwner(tx, projectId, executionId, { ...a, ttlMs: Math.max(a.ttlMs, floorMs) }, null);
       return { outcome: 'held' as const, epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
     }
+    if (o.state === 'released') {
+      // a pause nobody claimed here (this writer's claim was made offline and is on its way) or a failed run resumed
+      const epoch = await acquireOwner(tx, projectId, executionId, { ...a, ttlMs: Math.max(a.ttlMs, floorMs) }, o);
+      return { outcome: 'held' as const, epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
+    }
     if (!mine || o.state !== 'held') return { outcome: 'lost' as const, writerId: o.writerId, epoch: o.epoch, state: o.state };
     await tx
       .update(runOwners)
@@ -145,7 +150,7 @@ async function expiresOf(tx: Tx, projectId: string, executionId: string): Promis
  * cancels it and fences the writer that held it; any other row of the owner
  * extends its hold by `floorMs`.
  */
-export async function followRows(tx: Tx, projectId: string, writerId: string, runs: Map<string, { last: Checkpoint | null; paused: boolean }>, floorMs: number): Promise<void> {
+export async function followRows(tx: Tx, projectId: string, writerId: string, runs: Map<string, { last: Checkpoint | null; paused: boolean; first: boolean }>, floorMs: number): Promise<void> {
   for (const [executionId, r] of [...runs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const o = await lockedOwner(tx, projectId, executionId);
     const last = r.last;
@@ -164,6 +169,8 @@ export async function followRows(tx: Tx, projectId: string, writerId: string, ru
     }
     if (!last) continue;
     if (!o) {
+      // acquired by the run's first row: a row of a run met mid-way (a forger's, a restored copy's) acquires nothing
+      if (!r.first) continue;
       await tx
         .insert(runOwners)
         .values({ projectId, executionId, writerId, holder: null, instance: null, epoch: 1, state: 'held', expiresAt: expiry(floorMs) as never })
@@ -200,4 +207,3 @@ export async function setOwner(tx: Tx, projectId: string, executionId: string, o
     .values({ projectId, executionId, ...values } as never)
     .onConflictDoUpdate({ target: [runOwners.projectId, runOwners.executionId], set: values as never });
 }
-

@@ -64,7 +64,12 @@ const OwnerFields = {
   /** The store instance (a copied store file gets a new one on open): two instances under one writer id are refused (WRITER_COPY). */
   instance: z.string().min(1).max(128).optional(),
   /** How long the plane keeps this writer the owner without a renewal, ms. Default: the plane's takeover delay. */
-  ttlMs: z.number().int().min(1).max(2 ** 31).optional(),
+  ttlMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 31)
+    .optional(),
 };
 
 export const ClaimRequest = z
@@ -124,7 +129,11 @@ export const LeaseRequest = z
     writerId: WriterId,
     holder: z.string().min(1).max(512),
     instance: OwnerFields.instance,
-    ttlMs: z.number().int().min(1).max(2 ** 31),
+    ttlMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(2 ** 31),
     release: z.boolean().optional(),
   })
   .strict();

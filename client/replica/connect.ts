@@ -1,7 +1,8 @@
-import { AlreadyDecided, AlreadyResumed, ClaimRefused, RunInProgress, RunTakenOver } from '../errors.js';
+import { AlreadyDecided, AlreadyResumed, ClaimRefused, LeaseLost, RunCancelled, RunInProgress, RunTakenOver } from '../errors.js';
 import type { Checkpointer, ClaimGuard, PlaneGuard, TakeoverGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
-import { ErrorCode } from '../../shared/errors.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import type { Lease } from '../checkpointer.js';
 import { Replica, type ReplicaOptions } from './replica.js';
 import { integerProblem, MAX_TIMER_MS, oneOfProblem, refuseOptions, replicaOptionProblems } from './replica-types.js';
 
@@ -15,6 +16,19 @@ export interface ConnectOptions extends ReplicaOptions {
    * emits `claim_refused`, giving up the fleet-wide claim for that resume.
    */
   onClaimRefused?: 'refuse' | 'resume_locally';
+  /**
+   * What a runner does when its hold on a run cannot be renewed at the plane
+   * (no answer, 502/503/504): 'continue' (default) runs on offline, and the
+   * plane's verdict stands when it is back (a run taken over meanwhile stops,
+   * its later rows refused); 'stop' stops the run at its next step (LEASE_LOST),
+   * for effects that must never run twice even across a network partition.
+   */
+  onPlaneUnreachable?: 'continue' | 'stop';
+}
+
+/** WRITER_COPY: another store instance under this store's writer id holds the run at the plane. */
+function writerCopy(executionId: string, message: string): WaymarkError {
+  return new WaymarkError(ErrorCode.WRITER_COPY, `execution '${executionId}': ${message}`, { details: { executionId } });
 }
 
 /**
@@ -47,7 +61,11 @@ export function connectPlane(store: Checkpointer, options: ConnectOptions): Repl
 function connectOptionProblems(o: ConnectOptions): string[] {
   const problems = replicaOptionProblems(o);
   if (typeof o !== 'object' || o === null) return problems;
-  const own = [integerProblem('claimFlushMs', o.claimFlushMs, 0, MAX_TIMER_MS, 'ms'), oneOfProblem('onClaimRefused', o.onClaimRefused, ['refuse', 'resume_locally'])];
+  const own = [
+    integerProblem('claimFlushMs', o.claimFlushMs, 0, MAX_TIMER_MS, 'ms'),
+    oneOfProblem('onClaimRefused', o.onClaimRefused, ['refuse', 'resume_locally']),
+    oneOfProblem('onPlaneUnreachable', o.onPlaneUnreachable, ['continue', 'stop']),
+  ];
   return [...problems, ...own.filter((p) => p !== null)];
 }
 
@@ -55,15 +73,16 @@ function connectOptionProblems(o: ConnectOptions): string[] {
 function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
   const claimFlushMs = options.claimFlushMs ?? 5000;
   const fault = options.faults ?? noFaults;
-  const claim: ClaimGuard = async ({ executionId, checkpointId, decisionId }) => {
+  const claim: ClaimGuard = async ({ executionId, checkpointId, decisionId, holder, ttlMs }) => {
     const flushed = await replica.flush({ timeoutMs: claimFlushMs });
-    let r = await replica.claimAtPlane(executionId, checkpointId, decisionId);
+    let r = await replica.claimAtPlane(executionId, checkpointId, decisionId, { holder, ttlMs });
     // The plane came back between a flush that timed out and the claim: the pause is
     // still in this outbox. Send it now that the plane answers, then claim again.
     if (r.outcome === 'refused' && r.code === ErrorCode.PAUSE_NOT_FOUND && flushed.pendingRows > 0) {
       await replica.flush({ timeoutMs: claimFlushMs });
-      r = await replica.claimAtPlane(executionId, checkpointId, decisionId);
+      r = await replica.claimAtPlane(executionId, checkpointId, decisionId, { holder, ttlMs });
     }
+    if (r.outcome === 'copy') throw writerCopy(executionId, r.message);
     if (r.outcome === 'lost') {
       throw new AlreadyResumed(`execution '${executionId}': the pause was already claimed at the plane by writer '${r.writerId}'`, {
         executionId,
@@ -94,10 +113,23 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
     if (r.outcome === 'offline') replica.emit('claim_offline', { executionId, checkpointId, reason: r.reason });
     else fault('claim.afterPlaneClaim');
   };
-  const takeover: TakeoverGuard = async ({ executionId, seq }) => {
+  const takeover: TakeoverGuard = async ({ executionId, seq, holder, ttlMs }) => {
     // this writer's own rows first: a run that is still its own is recognised as such
     await replica.flush({ timeoutMs: claimFlushMs });
-    const r = await replica.takeoverAtPlane(executionId, seq);
+    const keys = async () => {
+      const entries = await replica.store.listIdempotent(executionId);
+      const list = entries.map((e) => e.key);
+      // more than a request carries: the plane does not check them (restore before the takeover brought the plane's)
+      return list.length <= 2000 && list.reduce((n, k) => n + k.length + 3, 0) < 48 * 1024 ? list : undefined;
+    };
+    let r = await replica.takeoverAtPlane(executionId, seq, { holder, ttlMs, idempotencyKeys: await keys() });
+    if (r.outcome === 'refused' && r.code === ErrorCode.STALE_COPY) {
+      // the plane holds rows or recorded effects this copy lacks: take them first, then ask again (once)
+      const restored = await replica.restore(executionId).catch(() => null);
+      const now = await replica.store.latest(executionId);
+      // the resume re-reads the newest row after this guard: what was imported is where it re-enters
+      if (restored && now) r = await replica.takeoverAtPlane(executionId, now.seq, { holder, ttlMs, idempotencyKeys: await keys() });
+    }
     if (r.outcome === 'won') {
       if (r.takenFrom) replica.emit('run_taken_over', { executionId, from: r.takenFrom });
       return;
@@ -107,13 +139,10 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       replica.emit('takeover_offline', { executionId, reason: r.reason });
       return;
     }
-    const d = r.details as { writerId?: string; fromSeq?: number; at?: string; liveUntil?: string; lastContactAt?: string };
-    if (r.code === 'LEASE_LIVE') {
-      throw new RunInProgress(executionId, `writer '${d.writerId}' (last heard from by the plane ${d.lastContactAt})`, d.liveUntil ?? '');
-    }
-    if (r.code === 'RUN_TAKEN_OVER') {
-      throw new RunTakenOver(executionId, { writerId: d.writerId ?? 'another writer', fromSeq: d.fromSeq ?? null, at: d.at ?? null });
-    }
+    const d = r.details as { writerId?: string; liveUntil?: string; fromSeq?: number; at?: string };
+    if (r.code === 'LEASE_LIVE') throw new RunInProgress(executionId, `writer '${d.writerId}' (it holds the run at the plane)`, d.liveUntil ?? '');
+    if (r.code === ErrorCode.RUN_TAKEN_OVER) throw new RunTakenOver(executionId, { writerId: d.writerId ?? 'another writer', fromSeq: d.fromSeq ?? null, at: d.at ?? null });
+    if (r.code === ErrorCode.WRITER_COPY) throw writerCopy(executionId, r.message);
     // paused or finished there, or a run the plane never got: nobody else's to take; the local checks decide
     if (r.code === 'NOT_RUNNING' || r.status === 404) return;
     throw new ClaimRefused(`execution '${executionId}': the plane refused the takeover (${r.status}${r.code ? ` ${r.code}` : ''}: ${r.message}); nothing was resumed`, {
@@ -123,5 +152,15 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       planeCode: r.code,
     });
   };
-  return { claim, takeover };
+  const renew = async (lease: Lease, o: { release?: boolean } = {}) => {
+    const r = await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs, release: o.release });
+    if (o.release) return;
+    if (r.outcome === 'lost') throw new LeaseLost(lease.executionId, { epoch: lease.epoch, holder: lease.holder, current: null });
+    if (r.outcome === 'cancelled') throw new RunCancelled(lease.executionId, { reason: 'cancelled at the plane', checkpointId: null });
+    if (r.outcome === 'copy') throw writerCopy(lease.executionId, r.message);
+    if (r.outcome === 'offline' && options.onPlaneUnreachable === 'stop') {
+      throw new LeaseLost(lease.executionId, { epoch: lease.epoch, holder: lease.holder, current: null });
+    }
+  };
+  return { claim, takeover, renew };
 }

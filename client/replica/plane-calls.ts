@@ -10,12 +10,26 @@ import { DecisionState, DecisionView, ExecutionStatus, WhoAmI } from '../../shar
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { PlaneHttp, PlaneResponse } from './http.js';
 
-/** Who a call is made as: the key (which setApiKey may change between calls), the writer, the request timeout. */
+/** Who a call is made as: the key (which setApiKey may change between calls), the writer, its store instance, the request timeout. */
 export interface PlaneCaller {
   apiKey: string;
   writerId: string;
+  /** The store's instance (a copied store file is another): sent with every ownership request. */
+  instance?: string;
   timeoutMs: number;
 }
+
+/** Who acquires a run at the plane: the local lease holder of this acquisition and its ttl. */
+export interface Acquisition {
+  holder?: string;
+  ttlMs?: number;
+}
+
+const ownerFields = (as: PlaneCaller, a: Acquisition) => ({
+  ...(a.holder ? { holder: a.holder } : {}),
+  ...(as.instance ? { instance: as.instance } : {}),
+  ...(a.ttlMs ? { ttlMs: a.ttlMs } : {}),
+});
 
 /**
  * Claim a pause at the plane (see connectPlane's claim guard). Only a
@@ -23,12 +37,12 @@ export interface PlaneCaller {
  * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
  * up and said no (a revoked key, a missing scope, the pause not there).
  */
-export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, checkpointId: string, decisionId?: string): Promise<PlaneClaim> {
+export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, checkpointId: string, decisionId?: string, a: Acquisition = {}): Promise<PlaneClaim> {
   let res: PlaneResponse;
   try {
     res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
       apiKey: as.apiKey,
-      json: { checkpointId, writerId: as.writerId, ...(decisionId ? { decisionId } : {}) },
+      json: { checkpointId, writerId: as.writerId, ...(decisionId ? { decisionId } : {}), ...ownerFields(as, a) },
       timeoutMs: as.timeoutMs,
     });
   } catch (e) {
@@ -39,6 +53,7 @@ export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId
   if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') {
     return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null, applied: error.details?.applied ?? null };
   }
+  if (res.status === 409 && error?.code === ErrorCode.WRITER_COPY) return { outcome: 'copy', message: error.message ?? 'another store instance uses this writer id' };
   if (res.status === 409 && error?.code === ErrorCode.ALREADY_DECIDED) {
     // never a plain refusal: a caller resuming locally on a refusal would apply the losing decision
     const first = DecisionView.strip().safeParse((error.details as { decision?: unknown } | undefined)?.decision);
@@ -52,12 +67,12 @@ export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId
  * Ask the plane to let this writer take over a run that is not paused
  * (POST /v1/executions/:id/takeover), its copy here ending at `seq`. Never throws.
  */
-export async function takeoverAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, seq: number): Promise<PlaneTakeover> {
+export async function takeoverAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, seq: number, a: Acquisition & { idempotencyKeys?: string[] } = {}): Promise<PlaneTakeover> {
   let res: PlaneResponse;
   try {
     res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/takeover`, {
       apiKey: as.apiKey,
-      json: { writerId: as.writerId, seq },
+      json: { writerId: as.writerId, seq, ...ownerFields(as, a), ...(a.idempotencyKeys ? { idempotencyKeys: a.idempotencyKeys } : {}) },
       timeoutMs: as.timeoutMs,
     });
   } catch (e) {
@@ -67,6 +82,33 @@ export async function takeoverAtPlane(http: PlaneHttp, as: PlaneCaller, executio
   const error = (res.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)?.error;
   if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
   return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}`, details: error?.details ?? {} };
+}
+
+/**
+ * The run's owner renews its hold at the plane (its heartbeat), or gives it
+ * up (`release`): POST /v1/executions/:id/lease. Never throws: `lost` (another
+ * owns it, or it ended there), `cancelled`, `copy` (another store instance
+ * under this writer id), `offline`, or `refused` (any other answer).
+ */
+export async function leaseAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, a: { holder: string; ttlMs: number; release?: boolean }): Promise<PlaneLease> {
+  let res: PlaneResponse;
+  try {
+    res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/lease`, {
+      apiKey: as.apiKey,
+      json: { writerId: as.writerId, ...ownerFields(as, a), holder: a.holder, ttlMs: a.ttlMs, ...(a.release ? { release: true } : {}) },
+      timeoutMs: as.timeoutMs,
+    });
+  } catch (e) {
+    return { outcome: 'offline', reason: (e as Error).message };
+  }
+  if (res.status === 200) return { outcome: 'held', epoch: (res.body as { epoch?: number | null } | null)?.epoch ?? null };
+  const error = (res.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)?.error;
+  if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
+  const message = error?.message ?? `HTTP ${res.status}`;
+  if (res.status === 409 && error?.code === ErrorCode.LEASE_LOST) return { outcome: 'lost', message, details: error.details ?? {} };
+  if (res.status === 409 && error?.code === ErrorCode.RUN_CANCELLED) return { outcome: 'cancelled', message };
+  if (res.status === 409 && error?.code === ErrorCode.WRITER_COPY) return { outcome: 'copy', message };
+  return { outcome: 'refused', status: res.status, code: error?.code ?? null, message };
 }
 
 /**
@@ -165,6 +207,17 @@ export type PlaneClaim =
   | { outcome: 'lost'; writerId: string; decisionId?: string | null; applied?: boolean | null }
   /** The pause was decided first on the plane, with another decision than the claim applied: nothing claimed. */
   | { outcome: 'decided'; decision: DecisionView | null; message: string }
+  | { outcome: 'offline'; reason: string }
+  /** Another store instance under this writer id holds the run (a copied store file): nothing claimed. */
+  | { outcome: 'copy'; message: string }
+  | { outcome: 'refused'; status: number; code: string | null; message: string };
+
+/** What the plane said to a renewal of a run's hold. */
+export type PlaneLease =
+  | { outcome: 'held'; epoch: number | null }
+  | { outcome: 'lost'; message: string; details: Record<string, unknown> }
+  | { outcome: 'cancelled'; message: string }
+  | { outcome: 'copy'; message: string }
   | { outcome: 'offline'; reason: string }
   | { outcome: 'refused'; status: number; code: string | null; message: string };
 

@@ -49,9 +49,26 @@ import {
   type ReplicaStatus,
   type RoundOutcome,
 } from './replica-types.js';
-import { claimAtPlane, foreignBody, ping, releaseClaim, runAtPlane, takeoverAtPlane, type PlaneCaller, type PlaneClaim, type PlanePing, type PlaneRun, type PlaneTakeover } from './plane-calls.js';
+import {
+  claimAtPlane,
+  foreignBody,
+  leaseAtPlane,
+  ping,
+  releaseClaim,
+  runAtPlane,
+  takeoverAtPlane,
+  type Acquisition,
+  type PlaneCaller,
+  type PlaneClaim,
+  type PlaneLease,
+  type PlanePing,
+  type PlaneRun,
+  type PlaneTakeover,
+} from './plane-calls.js';
+import { fenceRunners } from '../runtime/lease.js';
+import { LeaseLost } from '../errors.js';
 
-export type { PlaneClaim, PlanePing, PlaneRun, PlaneTakeover } from './plane-calls.js';
+export type { PlaneClaim, PlaneLease, PlanePing, PlaneRun, PlaneTakeover } from './plane-calls.js';
 export type { ChangePull, RunUpdate } from './change-feed.js';
 export type { DrainState, FlushResult, ReplicaEvents, ReplicaOptions, ReplicaStatus, RoundOutcome } from './replica-types.js';
 
@@ -383,7 +400,11 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     parsed.data.results.forEach((r, i) => {
       if (r.status === 'rejected' && r.code === 'taken_over') lost.set(entries[i].executionId, r.reason);
     });
-    for (const [executionId, reason] of lost) this.emit('run_lost', { executionId, reason });
+    for (const [executionId, reason] of lost) {
+      // a runner of it in this process stops before its next step or effect: the plane holds another branch now
+      fenceRunners(this.store, executionId, new LeaseLost(executionId, { epoch: 0, holder: this.writerId, current: null }));
+      this.emit('run_lost', { executionId, reason });
+    }
   }
 
   /** Replace the key; a drain stopped in auth_failed starts again. A key that cannot be one (empty, whitespace in it) is INVALID_OPTIONS, the old key kept. */
@@ -491,7 +512,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
 
   /** Who this drain's plane calls are made as (the key as it is now). */
   private get caller(): PlaneCaller {
-    return { apiKey: this.apiKey, writerId: this.writerId, timeoutMs: this.o.timeoutMs };
+    return { apiKey: this.apiKey, writerId: this.writerId, instance: this.store.instanceId, timeoutMs: this.o.timeoutMs };
   }
 
   /**
@@ -539,16 +560,24 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
    * up and said no (a revoked key, a missing scope, the pause not there).
    */
-  claimAtPlane(executionId: string, checkpointId: string, decisionId?: string): Promise<PlaneClaim> {
-    return claimAtPlane(this.http, this.caller, executionId, checkpointId, decisionId);
+  claimAtPlane(executionId: string, checkpointId: string, decisionId?: string, acquisition: Acquisition = {}): Promise<PlaneClaim> {
+    return claimAtPlane(this.http, this.caller, executionId, checkpointId, decisionId, acquisition);
   }
 
   /**
    * Ask the plane to let this writer take over a run that is not paused
    * (POST /v1/executions/:id/takeover), its copy here ending at `seq`. Never throws.
    */
-  takeoverAtPlane(executionId: string, seq: number): Promise<PlaneTakeover> {
-    return takeoverAtPlane(this.http, this.caller, executionId, seq);
+  takeoverAtPlane(executionId: string, seq: number, acquisition: Acquisition & { idempotencyKeys?: string[] } = {}): Promise<PlaneTakeover> {
+    return takeoverAtPlane(this.http, this.caller, executionId, seq, acquisition);
+  }
+
+  /**
+   * Renew a run's hold at the plane for the local lease `holder` (the owner's
+   * heartbeat), or give it up (`release`). Never throws.
+   */
+  leaseAtPlane(executionId: string, lease: { holder: string; ttlMs: number; release?: boolean }): Promise<PlaneLease> {
+    return leaseAtPlane(this.http, this.caller, executionId, lease);
   }
 
   /**

@@ -270,13 +270,15 @@ export class Agent {
       if (!guard) await refuseOffPlane(store, executionId, options);
       const paused = (await store.readState(latest)) as RunState;
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
-      if (guard) await guard({ executionId, checkpointId: latest.id, ...(decisionId ? { decisionId } : {}) });
+      // one holder for both claims: the plane's owner record names the acquisition the store's lease is
+      const holder = holderOf(store);
+      if (guard) await guard({ executionId, checkpointId: latest.id, ...(decisionId ? { decisionId } : {}), holder, ttlMs: this.leaseMs });
       // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
       const claimed = await store.claimInterrupt(
         { executionId, checkpointId: latest.id },
         {
           // the claim winner takes the lease in the claim's transaction: a claimed resume is never left unowned
-          lease: { holder: holderOf(store), ttlMs: this.leaseMs },
+          lease: { holder, ttlMs: this.leaseMs },
           decisionId,
           next: {
             executionId,
@@ -303,11 +305,9 @@ export class Agent {
     } else if (answer !== undefined) {
       throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
     } else {
-      // connected to a plane: another machine's run is taken over there first (one winner, only once its lease ran out)
-      const plane = store.planeGuard.current;
-      if (plane) await plane.takeover({ executionId, seq: latest.seq });
-      else await refuseOffPlane(store, executionId, options);
-      // a live runner (or one dead less than a lease ago) refuses this with RunInProgress
+      if (!store.planeGuard.current) await refuseOffPlane(store, executionId, options);
+      // a live runner of this store (or one dead less than a lease ago) refuses this with RunInProgress; the plane is
+      // asked only after this and the local checks, so a resume that cannot run here never takes the run from the fleet
       lease = await this.acquire(store, executionId);
     }
     const { level, own } = await this.holding(lease, async () => {
@@ -322,6 +322,21 @@ export class Agent {
         if (now) newest = now.id;
         // re-entry inside a nested worker: its tool and every delegation to it must still be there
         if (now && now.step !== 'run_end') await this.resolvePath(store, executionId, now);
+        // connected to a plane: another machine's run is taken over there (one owner, once its hold expired); the
+        // guard may first bring what the plane holds and this copy lacks, so the newest row is read again after it
+        const plane = store.planeGuard.current;
+        if (plane && now) {
+          await plane.takeover({ executionId, seq: now.seq, holder: lease.lease.holder, ttlMs: this.leaseMs });
+          const after = await store.latest(executionId);
+          if (after && after.id !== now.id) {
+            if (isCancelMarker(after)) throw runCancelled(after);
+            if (after.step === 'run_end' && after.status === 'completed')
+              throw new AlreadyResumed(`execution '${executionId}' already finished (completed); there is nothing to resume`, { executionId });
+            if (after.status === 'interrupted') throw new ResumeRequired(executionId, after.interruptReason ?? 'paused');
+            if (after.step !== 'run_end') await this.resolvePath(store, executionId, after);
+            newest = after.id;
+          }
+        }
       }
       const level = this.runner.topLevel(executionId, store, newest, lease, options.onEvent);
       const own = await this.runner.latestOwn(level);

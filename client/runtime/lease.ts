@@ -23,8 +23,24 @@ export function holderOf(store: Checkpointer): string {
   return `${store.writerId}#${PROCESS_INSTANCE}/${++acquisitions}`;
 }
 
+/** The runners of each store in this process, by execution: what a connected replica fences when it learns a run was lost. */
+const running = new WeakMap<Checkpointer, Map<string, Set<RunLease>>>();
+
+/**
+ * Fence every runner of `executionId` on `store` in this process: the plane
+ * refused one of its rows as taken over, or another machine's rows of it were
+ * imported. Each stops before its next step, effect or write (`error`).
+ * Returns how many runners were fenced.
+ */
+export function fenceRunners(store: Checkpointer, executionId: string, error: Error): number {
+  const runners = running.get(store)?.get(executionId);
+  if (!runners) return 0;
+  for (const r of runners) r.fence(error);
+  return runners.size;
+}
+
 export class RunLease {
-  /** Set once the store refused a renewal: every later step stops with it. */
+  /** Set once the store or the plane refused a renewal: every later step stops with it. */
   private lost: Error | null = null;
   /** True once a run-end marker or a pause released the lease in its own transaction. */
   ended = false;
@@ -36,26 +52,48 @@ export class RunLease {
     readonly lease: Lease,
   ) {}
 
-  /** Renew every third of the ttl, so one late renewal still leaves the lease live. */
+  /**
+   * Renew every third of the ttl, so one late renewal still leaves the lease
+   * live: in the store, then, while a plane is connected, at the plane (the
+   * run's owner's heartbeat). A refusal by either is a loss.
+   */
   start(): void {
+    let set = running.get(this.store);
+    if (!set) running.set(this.store, (set = new Map()));
+    const mine = set.get(this.lease.executionId) ?? new Set<RunLease>();
+    mine.add(this);
+    set.set(this.lease.executionId, mine);
     const every = Math.max(5, Math.floor(this.lease.ttlMs / 3));
     this.timer = setInterval(() => {
       if (this.renewing || this.lost || this.ended) return;
-      this.renewing = this.store
-        .renewLease(this.lease)
-        .then(
-          () => undefined,
-          (e: unknown) => {
-            // a store hiccup is not a loss: the next fenced write decides
-            // a cancel clears the holder: the renewal is refused with RunCancelled
-            if (isLeaseLoss(e)) this.lost = e as Error;
-          },
-        )
+      this.renewing = this.renewBoth()
+        .catch((e: unknown) => {
+          // a store hiccup is not a loss: the next fenced write decides
+          // a cancel clears the holder: the renewal is refused with RunCancelled
+          if (isLeaseLoss(e)) this.fence(e as Error);
+        })
         .finally(() => {
           this.renewing = null;
         });
     }, every);
     this.timer.unref();
+  }
+
+  /** One renewal: the store's, then the plane's (while a plane is connected; an unreachable plane is not a loss). */
+  private async renewBoth(): Promise<void> {
+    await this.store.renewLease(this.lease);
+    await this.store.planeGuard.current?.renew?.(this.lease);
+  }
+
+  /**
+   * This runner lost the run (to a takeover or a cancel, learnt from the
+   * plane): every later step, effect and write stops with `error`, and the
+   * store's lease is given up so a fenced write of this runner fails too.
+   */
+  fence(error: Error): void {
+    if (this.lost || this.ended) return;
+    this.lost = error;
+    void this.store.releaseLease(this.lease).catch(() => undefined);
   }
 
   /** Throws `LeaseLost` once a renewal found the lease taken by another runner (`RunCancelled` once the run was cancelled). */
@@ -74,9 +112,9 @@ export class RunLease {
   async confirm(): Promise<void> {
     this.check();
     try {
-      await this.store.renewLease(this.lease);
+      await this.renewBoth();
     } catch (e) {
-      if (isLeaseLoss(e)) this.lost = e as Error;
+      if (isLeaseLoss(e)) this.fence(e as Error);
       throw e;
     }
   }
@@ -85,10 +123,13 @@ export class RunLease {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    running.get(this.store)?.get(this.lease.executionId)?.delete(this);
     await this.renewing;
     if (!this.ended && !this.lost) {
       this.ended = true;
       await this.store.releaseLease(this.lease).catch(() => undefined);
+      // the plane's hold too, so another machine need not wait for it to expire
+      await this.store.planeGuard.current?.renew?.(this.lease, { release: true }).catch(() => undefined);
     }
   }
 }

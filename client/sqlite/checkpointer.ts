@@ -20,6 +20,7 @@
  * prepared at open), leases.ts, delete.ts (delete, prune) and import.ts,
  * as functions taking the prepared statements.
  */
+import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
@@ -86,6 +87,7 @@ function sqliteProblems(o: Record<string, unknown>): string[] {
 
 export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   readonly writerId: string;
+  readonly instanceId: string;
   readonly path: string;
   private readonly db: Database.Database;
   private readonly st: Statements;
@@ -107,6 +109,35 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.st = prepareStatements(this.db);
     this.tx = { writeOne: this.db.transaction((job: QueuedWrite) => this.writeOne(job)), commitBatch: this.db.transaction((jobs: QueuedWrite[]) => this.commitBatch(jobs)) };
     this.writerId = this.resolveWriterId(options.writerId);
+    this.instanceId = this.resolveInstance();
+  }
+
+  /**
+   * This file's instance id, kept with the file and bound to where it lies
+   * (device and inode): a copy of the file (cp, a restored backup) gets a new
+   * one the first time it is opened, so the plane tells it from the original
+   * under the same writer id. A `:memory:` store is a new instance each open.
+   */
+  private resolveInstance(): string {
+    const place = this.path === ':memory:' || this.path === '' ? null : statSync(this.path, { throwIfNoEntry: false });
+    const at = place ? `${place.dev}:${place.ino}` : null;
+    if (at === null) return uuidv7();
+    const keptHere = () => {
+      const kept = this.st.getMeta.get('instance') as { value: string } | undefined;
+      const parsed = kept ? (JSON.parse(kept.value) as { id?: unknown; at?: unknown }) : null;
+      return typeof parsed?.id === 'string' && parsed.at === at ? parsed.id : null;
+    };
+    // a plain read settles every open but the first; processes opening a fresh copy at once agree on one id
+    return (
+      keptHere() ??
+      this.db
+        .transaction(() => {
+          const id = keptHere() ?? uuidv7();
+          this.st.setMeta.run('instance', JSON.stringify({ id, at }));
+          return id;
+        })
+        .immediate()
+    );
   }
 
   private resolveWriterId(given?: string): string {

@@ -105,11 +105,12 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
   app.openapi(
     writerRoute(db, bodyDeadline, {
       path: '/v1/executions/{id}/takeover',
-      summary: 'Take over a run that is not paused (its owner died or stalled mid-run): one writer wins, once the owner\'s hold expired, and becomes the run\'s owner',
+      summary: "Take over a run that is not paused (its owner died or stalled mid-run): one writer wins, once the owner's hold expired, and becomes the run's owner",
       body: TakeoverRequest,
       ok: ['this writer may run it', TakeoverResponse],
       notFound: 'the run is not on the plane',
-      refused: 'refused: LEASE_LIVE (its owner holds it: details.liveUntil), STALE_COPY (the plane holds rows or idempotency entries this copy lacks: details.missingKeys), NOT_RUNNING (paused or finished), WRITER_COPY (another store instance under this writer id)',
+      refused:
+        'refused: LEASE_LIVE (its owner holds it: details.liveUntil), STALE_COPY (the plane holds rows or idempotency entries this copy lacks: details.missingKeys), NOT_RUNNING (paused or finished), WRITER_COPY (another store instance under this writer id)',
     }),
     async (c) => {
       const { id } = c.req.valid('param');
@@ -126,13 +127,17 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
             writerId: r.writerId,
             liveUntil: r.liveUntil,
           });
+        case 'lost':
+          throw refuse(
+            ErrorCode.RUN_TAKEN_OVER,
+            `execution '${id}' was taken over by writer '${r.writerId}' at seq ${r.fromSeq} (${r.at}); this copy ran on after it and holds rows the plane refused`,
+            { writerId: r.writerId, fromSeq: r.fromSeq, at: r.at },
+          );
         case 'stale': {
-          const what = r.diverged
-            ? `this copy holds rows of a branch the plane refused (after seq ${r.planeSeq}): delete this copy's rows (waymark delete --local-only) and restore it`
-            : r.missingCount
-              ? `the plane holds ${r.missingCount} idempotency entr${r.missingCount === 1 ? 'y' : 'ies'} this copy lacks (${r.missingKeys.slice(0, 3).join(', ')}${r.missingCount > 3 ? ', …' : ''}): restore it again`
-              : `the plane has rows up to seq ${r.planeSeq}, newer than this copy (seq ${body.seq}): restore it again`;
-          throw refuse(ErrorCode.STALE_COPY, `execution '${id}': ${what}`, { planeSeq: r.planeSeq, missingKeys: r.missingKeys, missingCount: r.missingCount, diverged: r.diverged });
+          const what = r.missingCount
+            ? `the plane holds ${r.missingCount} idempotency entr${r.missingCount === 1 ? 'y' : 'ies'} this copy lacks (${r.missingKeys.slice(0, 3).join(', ')}${r.missingCount > 3 ? ', …' : ''}): restore it again`
+            : `the plane has rows up to seq ${r.planeSeq}, newer than this copy (seq ${body.seq}): restore it again`;
+          throw refuse(ErrorCode.STALE_COPY, `execution '${id}': ${what}`, { planeSeq: r.planeSeq, missingKeys: r.missingKeys, missingCount: r.missingCount });
         }
         case 'not_running':
           throw refuse(ErrorCode.NOT_RUNNING, `execution '${id}' is ${r.status} on the plane, not running: nothing to take over`, { status: r.status });
@@ -168,7 +173,7 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
       body: LeaseRequest,
       ok: ['held (epoch, expiresAt) or released', LeaseResponse],
       notFound: 'never: a run the plane does not hold yet is acquired by its first renewal',
-      refused: "LEASE_LOST (another holder owns the run, or it ended), RUN_CANCELLED (it was cancelled), WRITER_COPY (another store instance under this writer id)",
+      refused: 'LEASE_LOST (another holder owns the run, or it ended), RUN_CANCELLED (it was cancelled), WRITER_COPY (another store instance under this writer id)',
     }),
     async (c) => {
       const { id } = c.req.valid('param');
@@ -180,9 +185,14 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
         case 'cancelled':
           throw new HttpError(409, ErrorCode.RUN_CANCELLED, `execution '${id}' was cancelled: stop at the next step boundary`, { details: { executionId: id, epoch: r.epoch } });
         case 'lost':
-          throw new HttpError(409, ErrorCode.LEASE_LOST, `execution '${id}' is no longer this holder's: ${r.state === 'held' ? `writer '${r.writerId}' owns it (epoch ${r.epoch})` : `it is ${r.state} on the plane`}`, {
-            details: { executionId: id, writerId: r.writerId, epoch: r.epoch, state: r.state },
-          });
+          throw new HttpError(
+            409,
+            ErrorCode.LEASE_LOST,
+            `execution '${id}' is no longer this holder's: ${r.state === 'held' ? `writer '${r.writerId}' owns it (epoch ${r.epoch})` : `it is ${r.state} on the plane`}`,
+            {
+              details: { executionId: id, writerId: r.writerId, epoch: r.epoch, state: r.state },
+            },
+          );
         case 'released':
           return c.json({ executionId: id, epoch: null, expiresAt: null, released: r.released }, 200);
       }
@@ -210,7 +220,8 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
       const body = c.req.valid('json');
       const r = await cancelAtPlane(db, c.get('principal').projectId, id, body.reason?.length ? body.reason : null);
       if (r.outcome === 'not_found') throw executionNotFound(id);
-      if (r.outcome === 'finished') throw new HttpError(409, ErrorCode.ALREADY_FINISHED, `execution '${id}' already completed; nothing was cancelled`, { details: { executionId: id, checkpointId: r.checkpointId } });
+      if (r.outcome === 'finished')
+        throw new HttpError(409, ErrorCode.ALREADY_FINISHED, `execution '${id}' already completed; nothing was cancelled`, { details: { executionId: id, checkpointId: r.checkpointId } });
       if (!r.alreadyCancelled) c.get('log').warn({ executionId: id, from: r.takenFrom, seq: r.seq }, 'a run was cancelled at the plane');
       return c.json({ executionId: id, checkpointId: r.checkpointId, seq: r.seq, alreadyCancelled: r.alreadyCancelled, closedPause: r.closedPause, takenFrom: r.takenFrom }, 200);
     },

@@ -107,12 +107,14 @@ describe('a connected store follows the change feed', () => {
         expect(ledger.charges()).toHaveLength(1);
 
         // nothing is asked of A: its replica follows the feed (a held long poll) and catches up
-        await until(() => a.updates.some((u) => u.executionId === id && u.outcome === 'caught_up'));
-        const u = a.updates.find((x) => x.executionId === id && x.outcome === 'caught_up')!;
-        // B's plane claim may be heard of before its rows: reported as such, naming B
+        await until(() => a.updates.some((u) => u.executionId === id && u.outcome === 'caught_up' && u.status === 'completed'));
+        const caught = a.updates.filter((x) => x.executionId === id && x.outcome === 'caught_up');
+        // B's plane claim may be heard of before its rows (reported as such, naming B), and its rows in more than one step
         for (const early of a.updates.filter((x) => x.executionId === id && x.outcome !== 'caught_up')) expect(early).toMatchObject({ outcome: 'claimed_elsewhere', claimedBy: b.store.writerId });
-        expect(u).toMatchObject({ outcome: 'caught_up', status: 'completed', by: b.store.writerId, stalePendingRemoved: [{ executionId: id }] });
-        expect((u as { inserted: number }).inserted).toBeGreaterThan(0);
+        for (const step of caught) expect(step).toMatchObject({ by: b.store.writerId });
+        expect(caught.at(-1)).toMatchObject({ status: 'completed' });
+        expect(caught[0]).toMatchObject({ stalePendingRemoved: [{ executionId: id }] });
+        expect(caught.reduce((n, x) => n + (x as { inserted: number }).inserted, 0)).toBeGreaterThan(0);
         expect(await stateOf(a.store, id)).toBe('completed');
         expect(await a.store.getPendingInterrupt(id)).toBeNull();
         // A's copy is now the plane's, row for row
@@ -246,6 +248,9 @@ describe('a connected store follows the change feed', () => {
     await a.store.put(step(id, 0));
     await a.store.put(step(id, 1));
     expect((await a.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    // A gives its hold on the run up at the plane, so B's rows are taken (a run another writer holds refuses them)
+    const released = await call(`${plane.url}/v1/executions/${id}/lease`, { key, json: { writerId: a.store.writerId, holder: 'a-diverged#test', ttlMs: 1000, release: true } });
+    expect(released.body).toMatchObject({ released: true });
     const b = await machine('b-diverged');
     await restoreFromPlane(b.store, id, { url: plane.url, apiKey: key });
     await b.store.put(step(id, 2, { nodeInput: { by: 'b' } }));
