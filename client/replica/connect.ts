@@ -155,6 +155,7 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
   const renew = async (lease: Lease, o: { release?: boolean } = {}) => {
     const r = await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs, release: o.release });
     if (o.release) return;
+    if (r.outcome === 'lost' || r.outcome === 'cancelled') replica.emit('run_lost', { executionId: lease.executionId, reason: r.message });
     if (r.outcome === 'lost') throw new LeaseLost(lease.executionId, { epoch: lease.epoch, holder: lease.holder, current: null });
     if (r.outcome === 'cancelled') throw new RunCancelled(lease.executionId, { reason: 'cancelled at the plane', checkpointId: null });
     if (r.outcome === 'copy') throw writerCopy(lease.executionId, r.message);
