@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 /**
- * The inspector, a route module mounted on the plane app at `/`. Login exchanges a read (or approve) key
- * for an HttpOnly SameSite=Strict session cookie; `dev` (loopback only) skips
+ * The inspector, a route module mounted on the plane app at `/`. Login exchanges a read (or approve, or
+ * cancel) key for an HttpOnly SameSite=Strict session cookie; `dev` (loopback only) skips
  * login and shows the first project. The read pages themselves (inspector/pages.tsx) are
  * fed by the plane's `InspectorSource` (plane-source.ts) for the session's
  * project; `waymark ui` mounts the same pages over a local store. One static
@@ -23,6 +23,7 @@ import { planeSource } from './plane-source.js';
 import { WritersPage } from './writers-page.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal, sessionToken } from './session.js';
 import { mountKeysPage } from './keys.js';
+import { mountCancel, withCancel } from './cancel.js';
 import { csrfOf, csrfOk, originOk, siteOk, tokenOk } from '../../inspector/csrf.js';
 import { FRAME, planeFrame } from '../../inspector/frame.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
@@ -128,8 +129,9 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
       const next = safeNext(form.next);
       const p = await authenticate(db, typeof form.key === 'string' ? form.key.trim() : undefined);
       if (!p) return c.html(<LoginPage next={next} csrf={loginToken(c)} error="That key is unknown or revoked (or mistyped)." />, 401);
-      if (!(p.scopes.includes('read') || p.scopes.includes('admin') || p.scopes.includes('approve'))) {
-        return c.html(<LoginPage next={next} csrf={loginToken(c)} error="That key is valid but cannot open the inspector: it needs the read or the approve scope." />, 401);
+      // approve and cancel act on what the pages show: a key with either opens them too
+      if (!(p.scopes.includes('read') || p.scopes.includes('admin') || p.scopes.includes('approve') || p.scopes.includes('cancel'))) {
+        return c.html(<LoginPage next={next} csrf={loginToken(c)} error="That key is valid but cannot open the inspector: it needs the read or the approve scope (or the cancel scope)." />, 401);
       }
       const s = await createSession(db, p);
       setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Strict', path: '/', maxAge: s.maxAgeSec, secure: new URL(c.req.url).protocol === 'https:' });
@@ -146,10 +148,13 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     },
   );
 
+  /** Every page in the session's frame. */
+  const framed = (page: Parameters<typeof withCancel>[1], c: Context<PlaneEnv>) => <FRAME.Provider value={frameOf(c)}>{page}</FRAME.Provider>;
   mountPages(app, {
     viewer,
     source: (c) => planeSource(db, c.get('principal').projectId),
-    wrap: (page, c) => <FRAME.Provider value={frameOf(c)}>{page}</FRAME.Provider>,
+    // a run's page gets the Cancel form (a cancel-scoped session) or, cancelled, why and by whom (cancel.tsx)
+    wrap: (page, c) => framed(withCancel(db, page, c), c),
     missingRun: (id) => `No run '${id}' in this project (it may not have synced yet, or it was deleted).`,
     copyName: "this plane's copy",
     approvals: {
@@ -174,5 +179,6 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     ),
   );
   mountKeysPage(app, db, viewer);
+  mountCancel(app, db, viewer, framed);
   return app;
 }

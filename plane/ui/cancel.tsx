@@ -1,0 +1,309 @@
+/** @jsxImportSource hono/jsx */
+/**
+ * Cancel from the inspector (issue 35): on the page of a run that has not ended
+ * (running, paused, failed), a "Cancel run" form for a session whose key has the
+ * `cancel` (or the `admin`) scope, the permission `POST /v1/executions/:id/cancel`
+ * asks; a key without it sees why there is no form. The form posts to
+ * `POST /runs/:id/cancel`, which cancels through `cancelAtPlane` (plane/cancel.ts),
+ * the API's own code, then answers 303 to the run's page (a reload never posts
+ * twice), which shows the run cancelled, the reason, the pause the cancel
+ * closed and the writer it stopped.
+ *
+ * The form is guarded as the approve/decline form is: the session's CSRF token
+ * and Origin/Sec-Fetch-Site (inspector/csrf.ts), the scope checked again on the
+ * post. One click cannot cancel: the form has a box to tick ("I understand…"),
+ * which the browser requires before it submits (no script) and the plane
+ * requires again (a post without it changes nothing). A refusal (bad token, no
+ * scope, box not ticked, a completed run, a run not here) is a page naming the
+ * stable code and saying nothing was changed.
+ *
+ * The run page itself is the shared one (inspector/run-page.tsx, also `waymark
+ * ui`'s): what is shown here goes into its slot under the pause (`approvals`,
+ * beside the decisions), added when the plane's pages are wrapped (`withCancel`).
+ */
+import type { Context, Hono, MiddlewareHandler } from 'hono';
+import { getCookie } from 'hono/cookie';
+import { cloneElement, isValidElement, type Child, type FC, type JSXNode } from 'hono/jsx';
+import type { HtmlEscapedString } from 'hono/utils/html';
+import { and, desc, eq } from 'drizzle-orm';
+import { keyName } from '../auth.js';
+import { cancelAtPlane } from '../cancel.js';
+import type { PlaneDb } from '../db/open.js';
+import { checkpoints, claims } from '../db/schema.js';
+import type { PlaneEnv } from '../http/env.js';
+import { csrfOf, csrfOk } from '../../inspector/csrf.js';
+import { Badge, Id, json, Layout, Time } from '../../inspector/layout.js';
+import { RunPage, type RunPageProps } from '../../inspector/run-page.js';
+import { ErrorCode } from '../../shared/errors.js';
+import type { Json } from '../../shared/json.js';
+import { LIMITS } from '../../shared/limits.js';
+import { ExecutionId, type Checkpoint } from '../../shared/rows.js';
+import { SESSION_COOKIE } from './session.js';
+
+type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
+type Takeover = NonNullable<RunPageProps['takeovers']>[number];
+
+/** Run statuses a cancel does not apply to: a completed run is ALREADY_FINISHED, a cancelled one is cancelled already. */
+const ENDED = new Set(['completed', 'cancelled']);
+
+/** Whether this request may cancel (a session of a key with the cancel or the admin scope), and its form's token. */
+export function canceller(c: Context<PlaneEnv>): { csrf: string } | { refused: string } {
+  const p = c.get('principal');
+  const session = getCookie(c, SESSION_COOKIE);
+  if (!(p.scopes.includes('cancel') || p.scopes.includes('admin')) || !session) {
+    return { refused: "This session's key has no cancel scope: it sees this run but cannot cancel it (log in with a key that has the cancel or the admin scope)." };
+  }
+  return { csrf: csrfOf(session) };
+}
+
+/** The "Cancel run" form: a reason, and a box to tick before the browser (and the plane) lets it through. */
+export const CancelForm: FC<{ executionId: string; csrf: string; paused: boolean }> = (p) => (
+  <section aria-labelledby="cancel-h" data-testid="cancel-run">
+    <h2 id="cancel-h">Cancel this run</h2>
+    <form method="post" action={`/runs/${encodeURIComponent(p.executionId)}/cancel`} class="decide" data-testid="cancel-form">
+      <input type="hidden" name="csrf" value={p.csrf} />
+      <label for="cancel-reason">
+        Reason (kept with the cancel and shown on this page)
+        <textarea id="cancel-reason" name="reason" rows={2} maxlength={LIMITS.reasonLength}></textarea>
+      </label>
+      <label for="cancel-confirm">
+        {/* one line, the box before its words (a label lays its children out as a column) */}
+        <span>
+          <input type="checkbox" id="cancel-confirm" name="confirm" value="yes" required /> I understand: the runner stops at its next step
+          {p.paused ? ', the open pause is closed unanswered' : ''} and a cancelled run cannot be resumed.
+        </span>
+      </label>
+      <div class="buttons">
+        <button type="submit" class="decline">
+          Cancel run
+        </button>
+      </div>
+      <p class="muted">
+        The plane takes the run from its writer and ends its history here with a cancel marker; the machine running it learns of the cancel at its next contact with the plane and starts no further
+        step.
+      </p>
+    </form>
+  </section>
+);
+
+/** What the plane holds about a run's cancel: its marker and the pause it closed (null: none). */
+interface CancelFacts {
+  marker: Checkpoint;
+  closedPause: { checkpointId: string; reason: string | null; context: Json | null; nodeId: string; closedAt: string } | null;
+}
+
+async function cancelFacts(db: PlaneDb, projectId: string, executionId: string): Promise<CancelFacts | null> {
+  const run = and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId));
+  const [end] = await db
+    .select({ row: checkpoints.row })
+    .from(checkpoints)
+    .where(and(run, eq(checkpoints.step, 'run_end'), eq(checkpoints.status, 'cancelled')))
+    .orderBy(desc(checkpoints.seq))
+    .limit(1);
+  if (!end) return null;
+  const marker = end.row as Checkpoint;
+  // the run's newest pause before the marker; a cancel (of the plane, or a writer's synced) closed it when its claim says so
+  const [pause] = await db
+    .select({ row: checkpoints.row, source: claims.source, claimedAt: claims.claimedAt })
+    .from(checkpoints)
+    .innerJoin(claims, and(eq(claims.projectId, checkpoints.projectId), eq(claims.checkpointId, checkpoints.id)))
+    .where(and(run, eq(checkpoints.step, 'hitl_pause')))
+    .orderBy(desc(checkpoints.seq))
+    .limit(1);
+  const p = pause?.row as Checkpoint | undefined;
+  return {
+    marker,
+    closedPause:
+      p && pause.source === 'cancel' && p.seq < marker.seq
+        ? { checkpointId: p.id, reason: p.interruptReason, context: p.interruptContext ?? null, nodeId: p.nodeId, closedAt: pause.claimedAt.toISOString() }
+        : null,
+  };
+}
+
+/** The reason a cancel marker carries (`nodeOutput.reason`), or null when none was given. */
+export function cancelReason(marker: Pick<Checkpoint, 'nodeOutput'>): string | null {
+  const out = marker.nodeOutput;
+  const reason = out && typeof out === 'object' && !Array.isArray(out) ? (out as Record<string, unknown>).reason : null;
+  return typeof reason === 'string' && reason.trim() ? reason : null;
+}
+
+/** A cancelled run: who cancelled it and why, the pause the cancel closed, the writer it stopped. */
+export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stopped: Takeover[] }> = ({ executionId, facts, stopped }) => {
+  const m = facts.marker;
+  const reason = cancelReason(m);
+  const byPlane = m.writerId === 'plane';
+  return (
+    <section aria-labelledby="cancel-h" class="card" data-testid="cancelled">
+      <h2 id="cancel-h">
+        Cancelled <Badge status="cancelled" />
+      </h2>
+      <p data-testid="cancel-reason-shown">Reason: {reason === null ? <span class="muted">none was given</span> : <q data-testid="cancel-reason">{reason}</q>}</p>
+      <p class="muted">
+        {byPlane ? (
+          'Cancelled at the plane'
+        ) : (
+          <>
+            Cancelled by writer <span class="mono">{m.writerId}</span>
+          </>
+        )}{' '}
+        at <Time iso={m.createdAt} />: its cancel marker, <a href={`/runs/${encodeURIComponent(executionId)}#seq-${m.seq}`}>#{m.seq}</a>, ends the run&rsquo;s history; a copy restored from this plane
+        ends with it.
+      </p>
+      {facts.closedPause && (
+        <div data-testid="cancel-closed-pause">
+          <p>
+            Its pause <strong>{facts.closedPause.reason ?? '(no reason given)'}</strong> at{' '}
+            <span class="mono">
+              <Id id={facts.closedPause.nodeId} />
+            </span>{' '}
+            was closed by the cancel, not answered: no decision applies to it any more, and a machine that tries to resume it is refused.
+          </p>
+          {facts.closedPause.context !== null && (
+            <details>
+              <summary>Context frozen at the pause</summary>
+              <pre>{json(facts.closedPause.context)}</pre>
+            </details>
+          )}
+        </div>
+      )}
+      {stopped.map((t) => (
+        <p data-testid="cancel-stopped">
+          Writer <span class="mono">{t.loserWriterId}</span> was running it: the plane refuses its rows after seq {t.fromSeq}, and the runner starts no further step once it hears of the cancel (at its
+          next contact with the plane).
+        </p>
+      ))}
+    </section>
+  );
+};
+
+/** Automatic refresh would clear a half-filled form: the way to the page without it. */
+const LiveNote: FC<{ executionId: string }> = ({ executionId }) => (
+  <p class="muted" data-testid="cancel-live">
+    To cancel this run, <a href={`/runs/${encodeURIComponent(executionId)}#cancel-h`}>stop the automatic refresh</a> first (a refresh would clear the form).
+  </p>
+);
+
+/** The run page with the cancel part in its slot under the pause; the cancel's own fence moves out of "Taken over" into it. */
+const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; c: Context<PlaneEnv> }) => {
+  const props = page.props as unknown as RunPageProps;
+  const e = props.execution;
+  let part: Child = null;
+  let takeovers = props.takeovers;
+  if (e.status === 'cancelled') {
+    const facts = await cancelFacts(db, c.get('principal').projectId, e.executionId);
+    if (facts) {
+      // the cancel fenced the writer that held the run (cancelAtPlane: after the plane's newest row; ingest: a row
+      // after the marker): that is no takeover by another machine, and it is said in the cancel's card instead
+      const own = (t: Takeover) => t.winnerWriterId === facts.marker.writerId && t.fromSeq >= facts.marker.seq - 1;
+      // one line a writer, at its first fence (a row it sent after the marker fences it again, later)
+      const stopped = (takeovers ?? []).filter(own).filter((t, i, all) => all.findIndex((u) => u.loserWriterId === t.loserWriterId) === i);
+      takeovers = (takeovers ?? []).filter((t) => !own(t));
+      part = <CancelledCard executionId={e.executionId} facts={facts} stopped={stopped} />;
+    }
+  } else if (!ENDED.has(e.status)) {
+    const who = canceller(c);
+    if ('refused' in who)
+      part = (
+        <p class="muted" data-testid="no-cancel">
+          {who.refused}
+        </p>
+      );
+    else if (props.live) part = <LiveNote executionId={e.executionId} />;
+    else part = <CancelForm executionId={e.executionId} csrf={who.csrf} paused={props.pause?.state === 'open'} />;
+  }
+  return cloneElement(page, {
+    approvals: (
+      <>
+        {props.approvals}
+        {part}
+      </>
+    ),
+    takeovers,
+  });
+};
+
+/** A page of the plane's inspector, with the cancel part added when it is a run's page. */
+export function withCancel(db: PlaneDb, page: Page, c: Context<PlaneEnv>): Page {
+  if (!isValidElement(page) || (page as unknown as JSXNode).tag !== RunPage) return page;
+  return (<RunPageWithCancel db={db} page={page as unknown as JSXNode} c={c} />) as unknown as Page;
+}
+
+/** A cancel that was not made: the stable code and why, and that nothing changed. */
+export const CancelRefusedPage: FC<{ code: string; message: string; executionId: string | null }> = (p) => (
+  <Layout title="Run not cancelled">
+    <h1>Run not cancelled</h1>
+    <p class="error" role="alert" data-testid="refusal">
+      <code data-testid="refusal-code">{p.code}</code>: {p.message}
+    </p>
+    <p>Nothing was changed.</p>
+    <p>
+      {p.executionId && (
+        <>
+          <a href={`/runs/${encodeURIComponent(p.executionId)}`}>Back to the run</a> ·{' '}
+        </>
+      )}
+      <a href="/">Runs</a>
+    </p>
+  </Layout>
+);
+
+/** A cancel that found the run cancelled already: the reason posted was not recorded. */
+export const AlreadyCancelledPage: FC<{ executionId: string; seq: number }> = (p) => (
+  <Layout title="Already cancelled">
+    <h1>Already cancelled</h1>
+    <p role="status" data-testid="already-cancelled">
+      This run was already cancelled (its cancel marker is #{p.seq}): the reason you gave was not recorded, and nothing was changed.
+    </p>
+    <p>
+      <a href={`/runs/${encodeURIComponent(p.executionId)}#cancel-h`}>Back to the run</a>
+    </p>
+  </Layout>
+);
+
+const STATUS: Record<string, 400 | 403 | 404 | 409> = {
+  [ErrorCode.INVALID_REQUEST]: 400,
+  [ErrorCode.CSRF_FAILED]: 403,
+  [ErrorCode.FORBIDDEN]: 403,
+  [ErrorCode.EXECUTION_NOT_FOUND]: 404,
+  [ErrorCode.ALREADY_FINISHED]: 409,
+};
+
+/** The reason a form posts (null: none given), or every problem of the form (its own fields only). */
+function cancelForm(form: Record<string, unknown>): { reason: string | null } | { problems: string[] } {
+  const problems: string[] = [];
+  for (const k of Object.keys(form)) if (!['csrf', 'reason', 'confirm'].includes(k)) problems.push(`unknown field '${k.slice(0, 40)}'`);
+  const { reason, confirm } = form;
+  if (confirm !== 'yes') problems.push('confirm: tick “I understand…” to cancel the run (one click on the button alone cancels nothing)');
+  if (reason !== undefined && typeof reason !== 'string') problems.push('reason: must be text');
+  if (typeof reason === 'string' && reason.length > LIMITS.reasonLength) problems.push(`reason: at most ${LIMITS.reasonLength} characters`);
+  if (problems.length) return { problems };
+  const text = typeof reason === 'string' ? reason.trim() : '';
+  return { reason: text || null };
+}
+
+/** Mount `POST /runs/:id/cancel` (after `viewer`); `wrap` frames its pages as every other page of the plane's. */
+export function mountCancel(app: Hono<PlaneEnv>, db: PlaneDb, viewer: MiddlewareHandler<PlaneEnv>, wrap: (page: Page, c: Context<PlaneEnv>) => Page): void {
+  app.post('/runs/:id/cancel', viewer, async (c) => {
+    const id = c.req.param('id');
+    const refuse = (code: string, message: string, run: string | null = id) => c.html(wrap(<CancelRefusedPage code={code} message={message} executionId={run} />, c), STATUS[code] ?? 400);
+    const form = await c.req.parseBody();
+    const secret = getCookie(c, SESSION_COOKIE) ?? '';
+    if (!csrfOk({ site: c.req.header('sec-fetch-site'), origin: c.req.header('origin'), url: c.req.url, token: form.csrf, secret })) {
+      return refuse(ErrorCode.CSRF_FAILED, 'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again');
+    }
+    const who = canceller(c);
+    if ('refused' in who) return refuse(ErrorCode.FORBIDDEN, who.refused);
+    const parsed = cancelForm(form);
+    if ('problems' in parsed) return refuse(ErrorCode.INVALID_REQUEST, `the run was not cancelled: ${parsed.problems.join('; ')}`);
+    const notHere = () => refuse(ErrorCode.EXECUTION_NOT_FOUND, `no run '${id}' in this project (it may not have synced yet, or it was deleted)`, null);
+    // a path no run id can be names no run: not found, never a database error
+    if (!ExecutionId.safeParse(id).success) return notHere();
+    const p = c.get('principal');
+    const r = await cancelAtPlane(db, p.projectId, id, parsed.reason);
+    if (r.outcome === 'not_found') return notHere();
+    if (r.outcome === 'finished') return refuse(ErrorCode.ALREADY_FINISHED, `run '${id}' already completed; a completed run is not cancelled`);
+    if (r.alreadyCancelled) return c.html(wrap(<AlreadyCancelledPage executionId={id} seq={r.seq} />, c), 200);
+    c.get('log').warn({ executionId: id, from: r.takenFrom, seq: r.seq, keyId: p.keyId, by: await keyName(db, p.keyId) }, 'a run was cancelled at the plane (inspector)');
+    return c.redirect(`/runs/${encodeURIComponent(id)}#cancel-h`, 303);
+  });
+}
