@@ -23,10 +23,10 @@ export type CancelOutcome =
  * epoch grows), the writer that held it is fenced (its later rows refused, its
  * renewal answered RUN_CANCELLED, so it stops at its next boundary), an open
  * pause is closed for good, and a cancel marker is written here after the
- * plane's newest row, carrying that row's state: every copy restored from the
- * plane ends with it. A completed run is not cancelled (`finished`).
+ * plane's newest row, carrying that row's state and who asked (`by`, the
+ * key's id): every copy restored from the plane ends with it. A completed run is not cancelled (`finished`).
  */
-export async function cancelAtPlane(db: PlaneDb, projectId: string, executionId: string, reason: string | null): Promise<CancelOutcome> {
+export async function cancelAtPlane(db: PlaneDb, projectId: string, executionId: string, reason: string | null, by: string | null = null): Promise<CancelOutcome> {
   const r = await db.transaction(async (tx): Promise<CancelOutcome> => {
     // the owner's row first, then the run's: the order ingest, claims and takeovers take them in
     const o = await lockedOwner(tx, projectId, executionId);
@@ -65,7 +65,8 @@ export async function cancelAtPlane(db: PlaneDb, projectId: string, executionId:
       parentId: last.id,
       state: encodeState(cursor, state, id, seq).encoded,
       nodeInput: null,
-      nodeOutput: { reason },
+      // who cancelled: the key that asked (its id), kept with the reason
+      nodeOutput: { reason, ...(by ? { by } : {}) },
       interruptReason: null,
       interruptContext: null,
       createdAt: new Date().toISOString(),

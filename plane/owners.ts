@@ -21,7 +21,7 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { Checkpoint } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
-import { runOwners, runTakeovers } from './db/schema.js';
+import { executions, runOwners, runTakeovers } from './db/schema.js';
 import type { Tx } from './ingest.js';
 
 /** The writer id the plane's own rows carry (a cancel marker written here). */
@@ -94,12 +94,14 @@ export type RenewOutcome =
   | { outcome: 'released'; released: boolean }
   | { outcome: 'lost'; writerId: string; epoch: number; state: string }
   | { outcome: 'cancelled'; epoch: number }
-  | { outcome: 'copy'; writerId: string };
+  | { outcome: 'copy'; writerId: string }
+  | { outcome: 'not_found' };
 
 /**
  * The owner's heartbeat (or its release): the hold of `a` is extended by its
- * ttl (at least `floorMs`), or given up with `release`. A run with no owner
- * record yet (its rows not arrived) is acquired by the asker. Another holder,
+ * ttl (at least `floorMs`), or given up with `release`. A run the plane
+ * holds with no owner record (its first row never came here) is acquired by
+ * the asker; a run it does not hold is `not_found` (its first row acquires it). Another holder,
  * an ended run or a fence of the asker is `lost`; a cancel is `cancelled`.
  */
 export async function renewOwner(db: PlaneDb, projectId: string, executionId: string, a: Asker & { release: boolean }, floorMs: number): Promise<RenewOutcome> {
@@ -117,6 +119,12 @@ export async function renewOwner(db: PlaneDb, projectId: string, executionId: st
       return { outcome: 'released' as const, released: true };
     }
     if (!o) {
+      // a run whose first row the plane never saw (an older plane's run) is acquired here; an unknown one is not
+      const [known] = await tx
+        .select({ id: executions.executionId })
+        .from(executions)
+        .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
+      if (!known) return { outcome: 'not_found' as const };
       const epoch = await acquireOwner(tx, projectId, executionId, { ...a, ttlMs: Math.max(a.ttlMs, floorMs) }, null);
       return { outcome: 'held' as const, epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
     }

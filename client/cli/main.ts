@@ -16,6 +16,7 @@ import { LIMITS } from '../../shared/limits.js';
 import { printable, terminalControls, terminalSafe } from '../../shared/terminal.js';
 import { RunInProgress } from '../errors.js';
 import { planeOptionProblem } from '../replica/replica-types.js';
+import { cancelThroughPlane } from '../replica/cancel.js';
 import { openStore, sqliteFileOf } from '../open-store.js';
 import { errorText, packageVersion, parseCommand, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
 import { suggest } from '../../shared/options.js';
@@ -89,14 +90,37 @@ const COMMANDS: Command[] = [
   {
     name: 'cancel',
     args: ['EXECUTION_ID'],
-    summary: 'Cancel a run: a cancelled run-end marker; its runner stops at its next step, its open pause is closed, resume refuses it.',
-    options: { ...db, reason: { type: 'string', help: 'why (kept in the marker, shown by runs and the inspector)' }, ...json },
+    summary:
+      'Cancel a run: a cancelled run-end marker; its runner stops at its next step, its open pause is closed, resume refuses it. A run a plane holds is cancelled at the plane (--plane or WAYMARK_PLANE_URL, with a key of the cancel scope), so the machine running it stops, whichever it is; without a plane, only this store.',
+    options: { ...db, ...plane, reason: { type: 'string', help: 'why (kept in the marker, shown by runs and the inspector)' }, ...json },
     run: (p, out) =>
       withStore(p, async (store) => {
-        const r = await store.cancel(p.positionals[0], { reason: p.values.reason as string | undefined });
+        const id = p.positionals[0];
+        const reason = p.values.reason as string | undefined;
+        const url = planeUrl(p);
+        if (url && (await store.heldByPlane(id))) {
+          const key = apiKey(p);
+          if (!key)
+            throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `'${id}' is held by a plane: cancelling it there needs a key (--key or WAYMARK_API_KEY, with the cancel scope); nothing was cancelled`);
+          const r = await cancelThroughPlane(store, id, { url, apiKey: key, reason });
+          const here = { restored: "this store took the plane's marker", marked: 'this store went further than the plane and got a marker of its own', absent: '' }[r.local];
+          if (p.values.json === true) out(JSON.stringify({ ...r, plane: url }, null, 2));
+          else if (r.alreadyCancelled) out(`${id} was already cancelled at the plane ${url} (marker ${r.checkpointId}); ${here}`);
+          else
+            out(
+              `cancelled ${id} at the plane ${url} (marker seq ${r.seq}${r.closedPause ? ', closed its pause' : ''})` +
+                `${r.takenFrom ? `; writer '${r.takenFrom}' that ran it stops at its next step` : ''}; ${here}`,
+            );
+          return 0;
+        }
+        const r = await store.cancel(id, { reason });
         if (p.values.json === true) out(JSON.stringify(r, null, 2));
-        else if (r.alreadyCancelled) out(`${p.positionals[0]} was already cancelled (marker ${r.checkpoint.id}); nothing written`);
-        else out(`cancelled ${p.positionals[0]} (marker seq ${r.checkpoint.seq}${r.closedPause ? `, closed its pause at ${r.closedPause.nodeId}` : ''})`);
+        else if (r.alreadyCancelled) out(`${id} was already cancelled (marker ${r.checkpoint.id}); nothing written`);
+        else out(`cancelled ${id} (marker seq ${r.checkpoint.seq}${r.closedPause ? `, closed its pause at ${r.closedPause.nodeId}` : ''})`);
+        // a run a plane holds may be running on another machine: this store's marker reaches it only at the next sync
+        if (!url && p.values.json !== true && (await store.heldByPlane(id))) {
+          out(`note: a plane holds ${id}: a machine running it stops when this store syncs; to stop it now, cancel at the plane (--plane, --key)`);
+        }
         return 0;
       }),
   },

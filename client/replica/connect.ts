@@ -83,6 +83,12 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       r = await replica.claimAtPlane(executionId, checkpointId, decisionId, { holder, ttlMs });
     }
     if (r.outcome === 'copy') throw writerCopy(executionId, r.message);
+    if (r.outcome === 'closed' && r.by === 'cancel') {
+      // this store's copy says cancelled too; the resume is refused as a cancelled run's is
+      await replica.adoptCancel(executionId).catch(() => undefined);
+      throw new RunCancelled(executionId, { reason: 'cancelled at the plane', checkpointId: null });
+    }
+    if (r.outcome === 'closed') throw new AlreadyResumed(`execution '${executionId}': ${r.message}`, { executionId, checkpointId });
     if (r.outcome === 'lost') {
       throw new AlreadyResumed(`execution '${executionId}': the pause was already claimed at the plane by writer '${r.writerId}'`, {
         executionId,
@@ -157,7 +163,11 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
     if (o.release) return;
     if (r.outcome === 'lost' || r.outcome === 'cancelled') replica.emit('run_lost', { executionId: lease.executionId, reason: r.message });
     if (r.outcome === 'lost') throw new LeaseLost(lease.executionId, { epoch: lease.epoch, holder: lease.holder, current: null });
-    if (r.outcome === 'cancelled') throw new RunCancelled(lease.executionId, { reason: 'cancelled at the plane', checkpointId: null });
+    if (r.outcome === 'cancelled') {
+      // this store's copy says cancelled too, once the runner has stopped writing (its lease is fenced by this throw)
+      setImmediate(() => void replica.adoptCancel(lease.executionId).catch(() => undefined));
+      throw new RunCancelled(lease.executionId, { reason: 'cancelled at the plane', checkpointId: null });
+    }
     if (r.outcome === 'copy') throw writerCopy(lease.executionId, r.message);
     if (r.outcome === 'offline' && options.onPlaneUnreachable === 'stop') {
       throw new LeaseLost(lease.executionId, { epoch: lease.epoch, holder: lease.holder, current: null });

@@ -12,4 +12,5 @@ export {
   type ChangePull,
 } from './replica.js';
 export { restoreFromPlane, type RestoreOptions } from './restore.js';
+export { cancelThroughPlane, type CancelThroughPlaneOptions, type PlaneCancelResult } from './cancel.js';
 export { DECISIONS_CURSOR_META, decisionsCursorMeta, type PullResult, type SkippedDecision } from './decision-feed.js';

@@ -49,8 +49,10 @@ export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId
     return { outcome: 'offline', reason: (e as Error).message };
   }
   if (res.status === 200) return { outcome: 'won' };
-  const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string; decisionId?: string | null; applied?: boolean } } } | null)?.error;
+  const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string; decisionId?: string | null; applied?: boolean; closed?: string } } } | null)?.error;
   if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') {
+    // closed by a cancel of its run (or its deletion), not answered by another claim
+    if (error.details?.closed === 'cancel' || error.details?.closed === 'delete') return { outcome: 'closed', by: error.details.closed, message: error.message ?? 'closed' };
     return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null, applied: error.details?.applied ?? null };
   }
   if (res.status === 409 && error?.code === ErrorCode.WRITER_COPY) return { outcome: 'copy', message: error.message ?? 'another store instance uses this writer id' };
@@ -205,6 +207,8 @@ export type PlanePing = ({ ok: true; latencyMs: number } & WhoAmI) | { ok: false
 export type PlaneClaim =
   | { outcome: 'won' }
   | { outcome: 'lost'; writerId: string; decisionId?: string | null; applied?: boolean | null }
+  /** The pause was closed without an answer: its run was cancelled or deleted on the plane. */
+  | { outcome: 'closed'; by: 'cancel' | 'delete'; message: string }
   /** The pause was decided first on the plane, with another decision than the claim applied: nothing claimed. */
   | { outcome: 'decided'; decision: DecisionView | null; message: string }
   | { outcome: 'offline'; reason: string }

@@ -36,6 +36,7 @@ import { backoffDelay, retryAfter } from '../retry.js';
 import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change-feed.js';
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
+import { adoptCancel, cancelThroughPlane, type PlaneCancelResult } from './cancel.js';
 import { BacklogCount } from './backlog-count.js';
 import { sendingNote } from '../store/outbox.js';
 import {
@@ -364,7 +365,11 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     const runs = [...new Set(entries.map((e) => e.executionId))];
     // from here the plane may commit the batch though its answer never arrives: its runs count as held by the plane
     await this.noteInFlight(runs);
-    const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs });
+    const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs }).catch(async (e: unknown) => {
+      // no connection was ever made (refused, no such host): no plane committed anything of this batch
+      if (neverConnected(e)) await this.noteInFlight([]);
+      throw e;
+    });
     this.fault('drain.afterResponse');
     if (res.status !== 200) {
       // a refusal of the request (not a timeout): the plane committed none of it, so none of its runs is held there for it
@@ -549,6 +554,21 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     return restoreFromPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs });
   }
 
+  /**
+   * Cancel a run at this replica's plane (DESIGN §5b: a change of its owner),
+   * whichever machine runs it: that machine stops at its next step. Then this
+   * store's copy says cancelled too (the plane's marker restored, or one of its
+   * own where it went further). Needs a key with the `cancel` scope.
+   */
+  cancel(executionId: string, options: { reason?: string } = {}): Promise<PlaneCancelResult> {
+    return cancelThroughPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs, reason: options.reason });
+  }
+
+  /** The plane said a run this store holds was cancelled there: make this copy say so too (see adoptCancel). */
+  adoptCancel(executionId: string): Promise<'restored' | 'marked' | 'absent'> {
+    return adoptCancel(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs, reason: null });
+  }
+
   /** Where a run stands on this replica's plane (its status, its pause, claim and decision there); null when the plane does not hold it. */
   runAtPlane(executionId: string): Promise<PlaneRun | null> {
     return runAtPlane(this.http, this.caller, executionId);
@@ -596,6 +616,16 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   releaseClaim(executionId: string, checkpointId: string): Promise<boolean> {
     return releaseClaim(this.http, this.caller, executionId, checkpointId);
   }
+}
+
+/** Errors that say the request never reached any server: its batch is held by no plane. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+function neverConnected(e: unknown): boolean {
+  for (let c: unknown = e, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
+    if (NOT_CONNECTED.has((c as { code?: string }).code ?? '')) return true;
+  }
+  return false;
 }
 
 /** What a drain noted of its outcomes (`waymark sync status` reads it). */

@@ -35,6 +35,7 @@
  * takeover, or of a run deleted and started again under the id) that ends
  * refused for its lost lease is not shared: this runner then asks the store.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { stableStringify, jsonProblem, storableJson, textProblem, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
@@ -51,6 +52,37 @@ export interface IdempotentOptions<A extends unknown[]> {
    * Default: `name:` + sha256 hex of the stable JSON of the arguments.
    */
   key?: string | ((...args: A) => string);
+}
+
+/**
+ * What a side effect running inside `idempotent` may hand to the service it
+ * calls (`currentEffect()`), so that service can dedupe it too: a process
+ * that stalled after its last lease check and woke after another machine took
+ * the run over would otherwise repeat an effect no store can stop.
+ */
+export interface EffectInfo {
+  /**
+   * The same for this effect on every machine and every retry of the run
+   * (`waymark:<executionId>:<key>`, at most 600 characters): send it as the
+   * service's idempotency key (an `Idempotency-Key` header, Stripe's
+   * `idempotency_key`), and a repeat is answered with the first result.
+   */
+  idempotencyKey: string;
+  executionId: string;
+  /** The call's key within the run (the `key` option, or the default). */
+  key: string;
+  /** The runner's lease epoch in its store (grows at each takeover there); null outside a lease. */
+  epoch: number | null;
+}
+
+const effects = new AsyncLocalStorage<EffectInfo>();
+
+/**
+ * The side effect running now, inside an `idempotent` function's body (null
+ * elsewhere): its stable idempotency key for the service it calls.
+ */
+export function currentEffect(): EffectInfo | null {
+  return effects.getStore() ?? null;
 }
 
 /** The key of one call, and the pre-digest default key an older version may have stored. */
@@ -159,7 +191,8 @@ async function once(run: RunContext, call: CallKey, what: string, fn: () => unkn
   const hit = await lookup(run, call);
   if (hit.hit) return hit.result;
   await leaseConfirmed(run, what);
-  const value = jsonForm(await fn(), what);
+  const info: EffectInfo = { idempotencyKey: `waymark:${run.executionId}:${call.key}`, executionId: run.executionId, key: call.key, epoch: run.lease?.lease.epoch ?? null };
+  const value = jsonForm(await effects.run(info, fn), what);
   try {
     return (await run.store.putIdempotent(run.executionId, call.key, value, run.lease ? { lease: run.lease.lease, anchorId: run.rowId } : {})).result;
   } catch (e) {

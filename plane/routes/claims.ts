@@ -172,7 +172,7 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
       summary: "The run's owner renews its hold while it works (a heartbeat), or gives it up (release)",
       body: LeaseRequest,
       ok: ['held (epoch, expiresAt) or released', LeaseResponse],
-      notFound: 'never: a run the plane does not hold yet is acquired by its first renewal',
+      notFound: 'the run is not on the plane (its first row makes its writer the owner)',
       refused: 'LEASE_LOST (another holder owns the run, or it ended), RUN_CANCELLED (it was cancelled), WRITER_COPY (another store instance under this writer id)',
     }),
     async (c) => {
@@ -180,6 +180,8 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
       const body = c.req.valid('json');
       const r = await renewOwner(db, c.get('principal').projectId, id, { ...askerOf(body, 0), release: body.release === true }, o.takeoverAfterMs);
       switch (r.outcome) {
+        case 'not_found':
+          throw executionNotFound(id, ' (its first row makes its writer the owner)');
         case 'copy':
           throw writerCopy(body.writerId);
         case 'cancelled':
@@ -218,7 +220,7 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
     async (c) => {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
-      const r = await cancelAtPlane(db, c.get('principal').projectId, id, body.reason?.length ? body.reason : null);
+      const r = await cancelAtPlane(db, c.get('principal').projectId, id, body.reason?.length ? body.reason : null, `key:${c.get('principal').keyId}`);
       if (r.outcome === 'not_found') throw executionNotFound(id);
       if (r.outcome === 'finished')
         throw new HttpError(409, ErrorCode.ALREADY_FINISHED, `execution '${id}' already completed; nothing was cancelled`, { details: { executionId: id, checkpointId: r.checkpointId } });

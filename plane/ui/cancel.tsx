@@ -299,7 +299,7 @@ export function mountCancel(app: Hono<PlaneEnv>, db: PlaneDb, viewer: Middleware
     // a path no run id can be names no run: not found, never a database error
     if (!ExecutionId.safeParse(id).success) return notHere();
     const p = c.get('principal');
-    const r = await cancelAtPlane(db, p.projectId, id, parsed.reason);
+    const r = await cancelAtPlane(db, p.projectId, id, parsed.reason, `key:${p.keyId}`);
     if (r.outcome === 'not_found') return notHere();
     if (r.outcome === 'finished') return refuse(ErrorCode.ALREADY_FINISHED, `run '${id}' already completed; a completed run is not cancelled`);
     if (r.alreadyCancelled) return c.html(wrap(<AlreadyCancelledPage executionId={id} seq={r.seq} />, c), 200);

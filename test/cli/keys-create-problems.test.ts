@@ -34,7 +34,7 @@ describe('plane keys create names every problem at once and creates nothing', ()
     const r = await keysCreate('--project', 'nope', '--scopes', 'bogus', '--name', 'a\tb');
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(/^waymark plane keys create: USAGE: 2 problems:\n/);
-    expect(r.stderr).toContain("  - option '--scopes': unknown scope(s): bogus (known: ingest, read, approve, admin, operator)");
+    expect(r.stderr).toContain("  - option '--scopes': unknown scope(s): bogus (known: ingest, read, approve, cancel, admin, operator)");
     expect(r.stderr).toContain("  - option '--name': it has control characters (\\u0009), which a terminal listing the keys would act on");
     expect(r.stderr).not.toContain('\t');
     // over 128 characters and a control character: both named, with the scope

@@ -24,7 +24,9 @@ describe('tenancy and auth across every endpoint and page', () => {
              (SELECT string_agg(state || coalesce(claimed_by, ''), ',') FROM pending_interrupts) AS p,
              (SELECT count(*) FROM decisions) AS d, (SELECT count(*) FROM claims WHERE decision_id IS NOT NULL) AS cd,
              (SELECT count(*) FROM execution_tombstones) AS t, (SELECT string_agg(execution_id || ':' || change_seq, ',') FROM executions) AS ch,
-             (SELECT count(*) FROM projects) AS pr, (SELECT count(*) FROM api_keys) AS k, (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS ka`)) as unknown as { rows?: unknown[] };
+             (SELECT count(*) FROM projects) AS pr, (SELECT string_agg(execution_id || ':' || state || ':' || epoch, ',') FROM run_owners) AS o, (SELECT count(*) FROM api_keys) AS k, (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS ka`)) as unknown as {
+      rows?: unknown[];
+    };
     return JSON.stringify(Array.isArray(r) ? r : r.rows);
   };
 
@@ -36,7 +38,7 @@ describe('tenancy and auth across every endpoint and page', () => {
     keys.revoked = await plane.key('victim', ['ingest', 'read', 'admin']);
     await revokeKey(plane.database.db, keys.revoked.slice(3, 19));
     keys.approveOnly = await plane.key('victim', ['approve']);
-    keys.other = await plane.key('attacker', ['ingest', 'read', 'approve']);
+    keys.other = await plane.key('attacker', ['ingest', 'read', 'approve', 'cancel']);
     keys.otherAdmin = await plane.key('attacker', ['admin']);
     const rows = await eventsOf(async (s) => {
       await s.put(step('victim-run', 0, { nodeInput: { card: '4242-SECRET' } }));
@@ -77,6 +79,12 @@ describe('tenancy and auth across every endpoint and page', () => {
       req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim/release`, { key, json: { checkpointId, writerId: 'intruder' } }),
     },
     { name: 'POST /v1/executions/:id/takeover', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/takeover`, { key, json: { writerId: 'intruder', seq: 0 } }) },
+    {
+      name: 'POST /v1/executions/:id/lease',
+      scope: 'ingest',
+      req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/lease`, { key, json: { writerId: 'intruder', holder: 'intruder#1', ttlMs: 60_000 } }),
+    },
+    { name: 'POST /v1/executions/:id/cancel', scope: 'cancel', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/cancel`, { key, json: { reason: 'intruder' } }) },
     {
       name: 'POST /v1/executions/:id/decision',
       scope: 'approve',

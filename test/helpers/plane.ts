@@ -132,3 +132,13 @@ export async function call(url: string, o: { method?: string; key?: string; json
   }
   return { status: res.status, headers: res.headers, body: parsed };
 }
+
+/**
+ * Give up `writerId`'s hold on a run at the plane (its owner's release), so
+ * another writer's rows of it are taken: while a writer holds a run, the plane
+ * refuses every other writer's rows of it (`taken_over`).
+ */
+export async function releaseHold(planeUrl: string, key: string, executionId: string, writerId: string): Promise<void> {
+  const r = await call(`${planeUrl}/v1/executions/${encodeURIComponent(executionId)}/lease`, { key, json: { writerId, holder: `${writerId}#test`, ttlMs: 1000, release: true } });
+  if (r.status !== 200 || !(r.body as { released?: boolean }).released) throw new Error(`${writerId}'s hold on ${executionId} was not released: ${r.status} ${JSON.stringify(r.body)}`);
+}

@@ -12,7 +12,7 @@ import { createKey } from '../../plane/auth.js';
 import { changeFeed, waitForChanges } from '../../plane/changes.js';
 import { ingestBatch } from '../../plane/ingest.js';
 import { ChangeFeed } from '../../shared/protocol.js';
-import { call, openTestPlaneDatabase, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { call, releaseHold, openTestPlaneDatabase, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';
 import { FEED_RECHECK_MS, waitersOf } from '../../plane/long-poll.js';
@@ -69,7 +69,8 @@ describe('the change feed over HTTP (PGlite)', () => {
     const none = await feed(`?after=${second.nextCursor}`);
     expect(none).toEqual({ items: [], nextCursor: second.nextCursor });
 
-    // another writer extends x: it restored the plane's rows (synced, not queued) and wrote seq 2
+    // another writer extends x (w1 gave its hold up): it restored the plane's rows (synced, not queued) and wrote seq 2
+    await releaseHold(plane.url, key, 'x', 'w1');
     const restored = (await call(`${plane.url}/v1/executions/x/restore`, { key })).body;
     await ingest('w2', async (s) => {
       await s.importRows({ checkpoints: restored.rows, pending: null, idempotency: [] });

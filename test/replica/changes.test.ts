@@ -107,7 +107,7 @@ describe('a connected store follows the change feed', () => {
         expect(ledger.charges()).toHaveLength(1);
 
         // nothing is asked of A: its replica follows the feed (a held long poll) and catches up
-        await until(() => a.updates.some((u) => u.executionId === id && u.outcome === 'caught_up' && u.status === 'completed'));
+        await until(() => a.updates.some((u) => u.executionId === id && u.outcome === 'caught_up' && u.status === 'completed'), 60_000);
         const caught = a.updates.filter((x) => x.executionId === id && x.outcome === 'caught_up');
         // B's plane claim may be heard of before its rows (reported as such, naming B), and its rows in more than one step
         for (const early of a.updates.filter((x) => x.executionId === id && x.outcome !== 'caught_up')) expect(early).toMatchObject({ outcome: 'claimed_elsewhere', claimedBy: b.store.writerId });

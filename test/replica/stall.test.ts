@@ -10,7 +10,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectPlane, type Replica, type RoundOutcome } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { call, releaseHold, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { eventsOf, step } from '../helpers/rows.js';
 import { StallProxy, type StallMode } from '../helpers/stall-proxy.js';
 import { scratchDir } from '../helpers/tmp.js';
@@ -99,6 +99,8 @@ describe('a plane that stalls its answer to the drain', () => {
       // another writer's row holds seq 0 of `clash` on the plane: ours is refused there (seq_conflict), every time it is sent
       const theirs = await eventsOf(async (s) => void (await s.put(step(clash, 0, { nodeOutput: 'theirs' }))), `other-${n}`);
       expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: `other-${n}`, rows: theirs } })).body.accepted).toBe(1);
+      // it no longer holds the run (a writer holding it would have ours refused as taken over, not by seq)
+      await releaseHold(plane.url, key, clash, `other-${n}`);
       const ids: string[] = [];
       for (let i = 0; i < 10; i++) ids.push((await store.put(step(exec, i))).id);
       await store.put(step(clash, 0, { nodeOutput: 'ours' }));

@@ -383,7 +383,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     }
     expect(waymark('plane', 'keys', 'create', '--help').stdout).toContain('--scopes');
     // every scope a key may have (plane/auth.ts SCOPES), in the plane's usage too
-    expect(waymark('plane', '--help').stdout).toMatch(/plane keys create .*--scopes .*ingest, read, approve, admin, operator/);
+    expect(waymark('plane', '--help').stdout).toMatch(/plane keys create .*--scopes .*ingest, read, approve, cancel, admin, operator/);
     for (const [group, subs] of [
       ['keys', ['create', 'list', 'revoke']],
       ['projects', ['create', 'list']],
