@@ -126,6 +126,31 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     expect(ledger.charges()).toHaveLength(1);
   });
 
+  it('a drain that only ever met a refused connection leaves nothing held: the run resumes unconnected', async () => {
+    const name = `r${++n}`;
+    const executionId = `refund-${name}`;
+    const s = store(name);
+    // a port nothing listens on: every round is refused before any byte is sent
+    const { createServer } = await import('node:net');
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const port = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(port));
+      });
+    });
+    const replica = connectPlane(s, { url: `http://127.0.0.1:${closed}`, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, backoffBaseMs: 10, backoffCapMs: 50, followChanges: false });
+    const ledger = new Ledger(tmp.file(`${name}.jsonl`));
+    const { agent } = refundAgent({ store: s, ledger });
+    expect((await agent.run(refundRequest('6', 50_000), { executionId })).status).toBe('paused');
+    const after = await replica.flush({ timeoutMs: 1500 });
+    expect(after.pendingRows).toBeGreaterThan(0);
+    expect(after.lastError).toMatch(/network/);
+    await replica.stop();
+    expect(await s.heldByPlane(executionId)).toBe(false);
+    expect((await agent.resume(executionId, { approved: true })).status).toBe('completed');
+    expect(ledger.charges()).toHaveLength(1);
+  });
+
   it('a run that never reached a plane resumes unconnected as before, though its store was connected once', async () => {
     const name = `c${++n}`;
     const s = store(name);

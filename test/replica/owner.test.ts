@@ -1,0 +1,135 @@
+/**
+ * The run's owner at the plane, seen from one connected store (DESIGN §5b):
+ * the effect key handed to a side effect, the strict mode that stops a runner
+ * whose hold cannot be renewed, the store instance a copied file gets, and
+ * the lease route's answers. The cross-machine scenarios are test/machines/.
+ */
+import { copyFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { Agent, connectPlane, currentEffect, idempotent, ScriptedModel, tool, type EffectInfo } from '../../client/index.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { scratchDir } from '../helpers/tmp.js';
+
+const tmp = scratchDir('waymark-owner-');
+let plane: TestPlane;
+let key = '';
+beforeAll(async () => {
+  plane = await startTestPlane('pglite');
+  key = await plane.key('owner', ['ingest', 'read']);
+});
+afterAll(async () => {
+  await plane?.close();
+  tmp.cleanup();
+});
+const closing: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closing.splice(0).reverse()) await close();
+});
+
+function store(name: string): SqliteCheckpointer {
+  const s = new SqliteCheckpointer({ path: tmp.file(`${name}.db`) });
+  closing.push(() => s.close());
+  return s;
+}
+
+/** An agent whose one tool charges through idempotent, recording what the effect was handed. */
+function charger(s: SqliteCheckpointer, seen: (EffectInfo | null)[], o: { leaseMs?: number; before?: () => Promise<void> } = {}) {
+  const charge = idempotent(async function charge(order: string) {
+    seen.push(currentEffect());
+    return { chargeId: `ch_${order}` };
+  });
+  const pay = tool({
+    name: 'pay',
+    description: 'pay',
+    parameters: z.object({ order: z.string() }),
+    execute: async ({ order }) => {
+      await o.before?.();
+      return charge(order);
+    },
+  });
+  const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { order: '7' } }] } : { content: 'paid' }));
+  return new Agent({ name: 'payer', model, tools: [pay], checkpointer: s, leaseMs: o.leaseMs });
+}
+
+describe('the run owner at the plane, from one store', () => {
+  it("an idempotent body is handed the effect's stable idempotency key (the same string for the run and key anywhere); none outside a body", async () => {
+    const s = store('effect');
+    const seen: (EffectInfo | null)[] = [];
+    expect((await charger(s, seen).run('pay', { executionId: 'fx-1' })).status).toBe('completed');
+    expect(seen).toHaveLength(1);
+    const [e] = seen as EffectInfo[];
+    expect(e.executionId).toBe('fx-1');
+    expect(e.key).toMatch(/^charge:[0-9a-f]{64}$/);
+    expect(e.idempotencyKey).toBe(`waymark:fx-1:${e.key}`);
+    expect(e.epoch).toBeGreaterThanOrEqual(1);
+    expect(currentEffect()).toBeNull();
+  });
+
+  it('strict mode: a runner whose hold cannot be renewed at the plane starts no effect (LEASE_LOST); by default it goes on offline', async () => {
+    const proxy = await new FaultProxy(plane.url).start();
+    closing.push(() => proxy.close());
+    for (const mode of ['stop', 'continue'] as const) {
+      const s = store(`strict-${mode}`);
+      const replica = connectPlane(s, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 2000, followChanges: false, onPlaneUnreachable: mode });
+      closing.push(() => replica.stop());
+      const seen: (EffectInfo | null)[] = [];
+      // the plane answers ingest but not the hold's renewal: no plane behind the address, for that route
+      proxy.rule = ({ path }) => (path.endsWith('/lease') ? { status: 503 } : undefined);
+      const run = charger(s, seen).run('pay', { executionId: `strict-${mode}` });
+      if (mode === 'stop') {
+        await expect(run).rejects.toMatchObject({ code: 'LEASE_LOST' });
+        expect(seen).toEqual([]);
+      } else {
+        expect((await run).status).toBe('completed');
+        expect(seen).toHaveLength(1);
+      }
+      proxy.rule = null;
+    }
+  });
+
+  it('a copy of a store file is another instance under the same writer id; the same file opened again is the same instance', async () => {
+    const a = store('orig');
+    await a.setup();
+    const again = store('orig');
+    expect(again.writerId).toBe(a.writerId);
+    expect(again.instanceId).toBe(a.instanceId);
+    // copied as a user would: the file closed (its log folded in), then cp
+    await again.close();
+    await a.close();
+    copyFileSync(tmp.file('orig.db'), tmp.file('copy.db'));
+    const copy = store('copy');
+    expect(copy.writerId).toBe(a.writerId);
+    expect(copy.instanceId).not.toBe(a.instanceId);
+    // the copy keeps its new instance across opens
+    const copyAgain = store('copy');
+    expect(copyAgain.instanceId).toBe(copy.instanceId);
+  });
+
+  it("the lease route: a run the plane does not hold is 404; its owner renews and releases; another holder is LEASE_LOST; another instance under the owner's writer id is WRITER_COPY", async () => {
+    const lease = (id: string, body: Record<string, unknown>) => call(`${plane.url}/v1/executions/${id}/lease`, { key, json: { ttlMs: 60_000, ...body } });
+    expect((await lease('nowhere', { writerId: 'w', holder: 'w#1' })).body.error).toMatchObject({ code: 'EXECUTION_NOT_FOUND' });
+    const s = store('route');
+    const replica = connectPlane(s, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
+    closing.push(() => replica.stop());
+    let holder = '';
+    const seen: (EffectInfo | null)[] = [];
+    const agent = charger(s, seen, {
+      before: async () => {
+        holder = (await s.getLease('route-1'))!.holder!;
+        await replica.flush({ timeoutMs: 10_000 });
+        // the runner holds the run at the plane (its effect's confirm renewed it): another holder is refused, a copy too
+        const renewed = await lease('route-1', { writerId: s.writerId, holder, instance: s.instanceId });
+        expect(renewed.body).toMatchObject({ epoch: expect.any(Number), released: false });
+        expect((await lease('route-1', { writerId: 'someone-else', holder: 'x#1' })).body.error).toMatchObject({ code: 'LEASE_LOST', details: { writerId: s.writerId } });
+        expect((await lease('route-1', { writerId: s.writerId, holder: 'copy#1', instance: 'another-instance' })).body.error).toMatchObject({ code: 'WRITER_COPY' });
+      },
+    });
+    expect((await agent.run('pay', { executionId: 'route-1' })).status).toBe('completed');
+    await replica.flush({ timeoutMs: 10_000 });
+    // the run ended there: its hold is no one's now
+    expect((await lease('route-1', { writerId: s.writerId, holder, instance: s.instanceId })).body.error).toMatchObject({ code: 'LEASE_LOST', details: { state: 'ended' } });
+  });
+});
