@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startFakeOpenAI } from '../helpers/openai-server.js';
@@ -315,5 +315,51 @@ describe('README quick start works when pasted', () => {
     const late = spawnSync(process.execPath, ['--import', 'tsx', 'lg-late.ts'], { cwd: DIR, encoding: 'utf8' });
     expect([late.status, late.stderr, late.stdout]).toEqual([0, '', 'already answered\n']);
     expect(readFileSync(join(DIR, 'lg-ledger.txt'), 'utf8')).toBe('charged approved\n');
+  });
+
+  it("the LangGraph exclusive example answers by interrupt id: a worker shown the first of two interrupts, late, does not answer the second", () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## LangGraph'), readme.indexOf('## AI SDK'));
+    const [saver, exclusive] = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+    const dir = join(DIR, 'two-asks');
+    mkdirSync(dir, { recursive: true });
+    // two approvals in a row, then a charge of both answers
+    const yours = [
+      "import { appendFileSync } from 'node:fs';",
+      "import { Annotation, END, interrupt, START, StateGraph } from '@langchain/langgraph';",
+      'const State = Annotation.Root({ first: Annotation<string>, second: Annotation<string> });',
+      'const graph = new StateGraph(State)',
+      "  .addNode('ask1', () => ({ first: String(interrupt('refund 1042?')) }))",
+      "  .addNode('ask2', () => ({ second: String(interrupt('refund 1042 over the limit?')) }))",
+      "  .addNode('charge', (s) => (appendFileSync('lg-ledger.txt', 'charged ' + s.first + ' ' + s.second + '\\n'), {}))",
+      "  .addEdge(START, 'ask1').addEdge('ask1', 'ask2').addEdge('ask2', 'charge').addEdge('charge', END);",
+      "const input = { first: '', second: '' };",
+    ].join('\n');
+    const invoke = /^await app\.invoke\(input, .*\n/m;
+    const shownLine = /^const shown = .*\n/m;
+    expect(exclusive).toMatch(shownLine);
+    const openNow = "console.log((await app.getState({ configurable: { thread_id: 'support-42' } })).tasks.flatMap((t) => t.interrupts)[0]?.id ?? 'none');";
+    const node = (file: string) => spawnSync(process.execPath, ['--import', 'tsx', file], { cwd: dir, encoding: 'utf8' });
+    writeFileSync(join(dir, 'start.ts'), `${yours}\n${saver}`);
+    writeFileSync(join(dir, 'open.ts'), `${yours}\n${saver.replace(invoke, '')}\n${openNow}`);
+    writeFileSync(join(dir, 'worker.ts'), `${yours}\n${saver.replace(invoke, '')}\n${exclusive}`);
+    expect(node('start.ts').status).toBe(0);
+    // the late worker was shown the first interrupt before the prompt one answered it
+    const first = node('open.ts').stdout.trim();
+    expect(first).toMatch(/^\S+$/);
+    expect(first).not.toBe('none');
+    const prompt = node('worker.ts');
+    expect([prompt.status, prompt.stderr, prompt.stdout]).toEqual([0, '', '']);
+    const second = node('open.ts').stdout.trim();
+    expect(second).not.toBe(first);
+    expect(second).not.toBe('none');
+    writeFileSync(join(dir, 'late.ts'), `${yours}\n${saver.replace(invoke, '')}\n${exclusive.replace(shownLine, `const shown = ${JSON.stringify(first)};\n`)}`);
+    const late = node('late.ts');
+    expect([late.status, late.stderr, late.stdout]).toEqual([0, '', 'already answered\n']);
+    // the second interrupt is still open, nothing charged; its own worker answers it and the charge runs once
+    expect(node('open.ts').stdout.trim()).toBe(second);
+    expect(existsSync(join(dir, 'lg-ledger.txt'))).toBe(false);
+    expect(node('worker.ts').status).toBe(0);
+    expect(readFileSync(join(dir, 'lg-ledger.txt'), 'utf8')).toBe('charged approved approved\n');
   });
 });
