@@ -1,11 +1,15 @@
 /**
  * Ingest under the run's one owner (owners.ts): before a batch's checkpoints
  * are stored, each is held against the plane's chain and owner; after, the
- * owner record follows the rows that were accepted. The plane never accepts
- * a row after a completed or cancelled marker, nor a row of a run another
- * writer holds live, nor any later row of a writer refused so (it is fenced
- * until it acquires the run again). A row at a seq the plane holds
- * under another id is refused at the insert (seq_conflict), as before.
+ * owner record follows the rows that were accepted. The plane keeps one
+ * branch per run: it never accepts a row after a completed or cancelled
+ * marker, a row of a run another writer holds live, a row that follows
+ * another branch's row (a delta whose `prev` is not the plane's row before
+ * it), nor any later row of a writer refused for one of these or whose row
+ * met another at its seq (seq_conflict): that writer is fenced until it
+ * acquires the run again. A row refused for its payload (too large, invalid)
+ * leaves a hole instead, and the rows after it still land: the run is then
+ * incomplete there, and its restore refused.
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Checkpoint } from '../shared/rows.js';
@@ -21,7 +25,9 @@ const isCancel = (r: Pick<Checkpoint, 'step' | 'status'>) => r.step === 'run_end
  * - comes after the run's completed or cancelled marker on the plane;
  * - belongs to a run another writer owns with a live hold (a cancel marker
  *   excepted: a cancel is a change of owner anyone holding the run may make);
- * - or follows a row of the batch refused here.
+ * - follows another branch's row (a delta whose `prev` is not the row before);
+ * - or follows a row of the batch refused here, or one that met another row
+ *   at its seq (left to the insert: seq_conflict).
  * Each refusal fences the writer from the seq before it, so its later batches
  * are refused too (ingest's refuseTakenOver).
  */
@@ -57,7 +63,8 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
         .where(and(eq(runOwners.projectId, projectId), inArray(runOwners.executionId, ids)))
     ).map((o) => [o.executionId, o]),
   );
-  // each run's newest row on the plane: a run that ended there takes no row after its marker
+  // each run's newest row on the plane (a run that ended there takes no row after its marker), and the plane's rows
+  // at the seqs the batch writes and the one before each (a new row must follow the plane's own row before it)
   const newest = new Map(
     (
       await tx
@@ -67,6 +74,27 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
         .orderBy(checkpoints.executionId, sql`${checkpoints.seq} DESC`)
     ).map((r) => [r.executionId, r]),
   );
+  const wanted = fresh.flatMap((i) => {
+    const row = checkpointOf(i)!;
+    return [
+      { e: row.executionId, s: row.seq },
+      { e: row.executionId, s: row.seq - 1 },
+    ];
+  });
+  const at = new Map(
+    (
+      await tx
+        .select({ executionId: checkpoints.executionId, seq: checkpoints.seq, id: checkpoints.id, writerId: checkpoints.writerId })
+        .from(checkpoints)
+        .where(
+          and(
+            eq(checkpoints.projectId, projectId),
+            sql`(${checkpoints.executionId}, ${checkpoints.seq}) IN (SELECT r.e, r.s FROM jsonb_to_recordset(${JSON.stringify(wanted)}::jsonb) AS r(e text, s int))`,
+          ),
+        )
+    ).map((r) => [`${r.executionId}\u0000${r.seq}`, r]),
+  );
+  const accepted = new Map<string, string>();
   const refusedFrom = new Map<string, number>();
   for (const item of fresh) {
     const row = checkpointOf(item)!;
@@ -77,8 +105,28 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
         await fenceWriter(tx, projectId, row.executionId, writerId, winner, fenceAt);
       }
     };
+    const key = (seq: number) => `${row.executionId}\u0000${seq}`;
+    const there = at.get(key(row.seq));
+    if (there && there.id !== row.id) {
+      // another branch's row holds this seq: refused at the insert (seq_conflict); this writer's branch stops here
+      if (!refusedFrom.has(row.executionId)) {
+        refusedFrom.set(row.executionId, row.seq);
+        await fenceWriter(tx, projectId, row.executionId, writerId, there.writerId, row.seq - 1);
+      }
+      continue;
+    }
     if (refusedFrom.has(row.executionId)) {
       await refuse(`row ${row.id} follows row(s) of this batch the plane refused (from seq ${refusedFrom.get(row.executionId)})`, row.seq - 1, PLANE_WRITER);
+      continue;
+    }
+    // a delta names the row it follows: one that is not the plane's row before it is another branch's
+    const before = accepted.get(key(row.seq - 1)) ?? at.get(key(row.seq - 1))?.id ?? null;
+    if (row.seq > 0 && row.state.kind === 'delta' && before !== null && row.state.prev !== before) {
+      await refuse(
+        `row ${row.id} follows row ${row.state.prev}, not the plane's row at seq ${row.seq - 1} (${before}): it is another branch's`,
+        row.seq - 1,
+        at.get(key(row.seq - 1))?.writerId ?? PLANE_WRITER,
+      );
       continue;
     }
     const end = newest.get(row.executionId);
@@ -89,8 +137,29 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
     const owner = owners.get(row.executionId);
     if (owner?.live && owner.writerId !== writerId && !isCancel(row)) {
       await refuse(`writer '${owner.writerId}' owns the run (epoch ${owner.epoch})`, row.seq - 1, owner.writerId);
+      continue;
     }
+    accepted.set(key(row.seq), row.id);
   }
+}
+
+/**
+ * Say which `taken_over` refusals are of a cancelled run (its owner is
+ * nobody now): the writer's runner then stops as cancelled, not as taken over.
+ */
+export async function markCancelled(tx: Tx, projectId: string, items: Item[]): Promise<void> {
+  const refused = items.filter((i) => i.result?.status === 'rejected' && i.result.code === 'taken_over' && i.executionId);
+  if (!refused.length) return;
+  const ids = [...new Set(refused.map((i) => i.executionId!))];
+  const cancelled = new Set(
+    (
+      await tx
+        .select({ executionId: runOwners.executionId })
+        .from(runOwners)
+        .where(and(eq(runOwners.projectId, projectId), inArray(runOwners.executionId, ids), eq(runOwners.state, 'cancelled')))
+    ).map((o) => o.executionId),
+  );
+  for (const i of refused) if (cancelled.has(i.executionId!) && i.result?.status === 'rejected') i.result.cancelled = true;
 }
 
 /** After the batch's rows are stored: each run's owner follows what was accepted (owners.ts followRows). */

@@ -15,7 +15,7 @@ import { issuesText } from './http/errors.js';
 import { announceChanges, lockChanges, stampChanges } from './changes.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { stampOpenedPauses, storeEvent } from './ingest-events.js';
-import { followAccepted, refuseOffBranch } from './ingest-owners.js';
+import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.js';
 
 export type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
@@ -125,6 +125,7 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
     if (items.some((i) => !i.result && i.event?.kind === 'decision_recorded')) await lockDecisionFeed(tx, projectId);
     await refuseTakenOver(tx, projectId, writerId, items);
     await refuseOffBranch(tx, projectId, writerId, items);
+    await markCancelled(tx, projectId, items);
     // A batch is applied in its order: a deletion applies after every earlier row of the batch and
     // before every later one (a run deleted and started again under the same id is the new run).
     // Between deletions, checkpoints go in one set-based insert (the hot path), then the other events.
@@ -250,12 +251,24 @@ async function refuseTakenOver(tx: Tx, projectId: string, writerId: string, item
     .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.loserWriterId, writerId), inArray(runTakeovers.executionId, ids)))
     .orderBy(runTakeovers.fromSeq);
   if (!lost.length) return;
+  // a row the plane already stores (a batch sent again after its answer was lost) is answered by its id, as ever
+  const candidates = items.filter((i) => !i.result && i.event?.kind === 'checkpoint').map((i) => i.event!.id);
+  const stored = new Set(
+    candidates.length
+      ? (
+          await tx
+            .select({ id: checkpoints.id })
+            .from(checkpoints)
+            .where(and(eq(checkpoints.projectId, projectId), inArray(checkpoints.id, candidates)))
+        ).map((r) => r.id)
+      : [],
+  );
   const first = new Map<string, (typeof lost)[number]>();
   for (const l of lost) if (!first.has(l.executionId)) first.set(l.executionId, l);
   for (const item of items) {
     const t = item.executionId ? first.get(item.executionId) : undefined;
     const e = item.event;
-    if (!t || item.result || !e) continue;
+    if (!t || item.result || !e || (e.kind === 'checkpoint' && stored.has(e.id))) continue;
     const refused = e.kind === 'checkpoint' ? e.row.seq > t.fromSeq : e.kind.startsWith('interrupt_');
     if (refused) {
       reject(

@@ -40,7 +40,14 @@ export type RejectCode = z.infer<typeof RejectCode>;
 export const RowResult = z.discriminatedUnion('status', [
   z.object({ id: z.string().nullable(), status: z.literal('accepted') }),
   z.object({ id: z.string().nullable(), status: z.literal('duplicate') }),
-  z.object({ id: z.string().nullable(), status: z.literal('rejected'), code: RejectCode, reason: z.string() }),
+  z.object({
+    id: z.string().nullable(),
+    status: z.literal('rejected'),
+    code: RejectCode,
+    reason: z.string(),
+    /** With `taken_over`: the run was cancelled (its owner is nobody now), not taken by another writer. */
+    cancelled: z.boolean().optional(),
+  }),
 ]);
 export type RowResult = z.infer<typeof RowResult>;
 

@@ -87,7 +87,8 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
     `lost runs:     ${
       lost.size === 0
         ? 'none'
-        : `${lost.size} run(s) taken over by another machine while this one was away; their rows here after the takeover were refused: ` + [...lost].map(([id, why]) => `${id}: ${why}`).join('; ')
+        : `${lost.size} run(s) taken over by another machine, cancelled at the plane, or run on here on a branch the plane refused; this store's later rows of them were refused: ` +
+          [...lost].map(([id, why]) => `${id}: ${why}`).join('; ')
     }`,
   );
 }
@@ -123,7 +124,7 @@ const isSeqConflict = (reason: string) => reason.startsWith('plane: seq_conflict
 
 const isTakenOver = (reason: string) => reason.startsWith('plane: taken_over:');
 
-/** Runs another machine took over at the plane while this one was away (rows refused as `taken_over`), with the plane's reason. */
+/** Runs this store lost at the plane (rows refused as `taken_over`: taken over, cancelled there, or a branch refused), with the plane's reason. */
 export async function lostRuns(store: Checkpointer): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   let after: string | undefined;

@@ -49,8 +49,6 @@ import type { DivergedExecution } from '../store/import.js';
 import { FeedFollower } from './feed-follower.js';
 import { PlaneHttp } from './http.js';
 import { restoreFromPlane } from './restore.js';
-import { fenceRunners } from '../runtime/lease.js';
-import { LeaseLost } from '../errors.js';
 
 /** The store meta key holding the change feed's cursor (the plane's `nextCursor` of the last page handled). */
 export const CHANGES_CURSOR_META = 'changes.cursor';
@@ -182,8 +180,6 @@ export class ChangeFeedConsumer {
     if (c.lastSeq !== null && c.lastSeq > local.seq && c.lastWriterId !== mine) {
       try {
         const r = await restoreFromPlane(this.store, c.executionId, { url: this.o.url, apiKey: this.apiKey(), dispatcher: this.o.dispatcher, timeoutMs: this.o.timeoutMs });
-        // another machine's rows of a run a runner here holds: that runner lost it, and stops before its next step
-        if (r.inserted > 0 || r.diverged.length) fenceRunners(this.store, c.executionId, new LeaseLost(c.executionId, { epoch: 0, holder: this.o.writerId, current: null }));
         if (r.diverged.length) return { ...base, outcome: 'diverged', diverged: r.diverged };
         return { ...base, outcome: 'caught_up', inserted: r.inserted, stalePendingRemoved: r.stalePendingRemoved };
       } catch (e) {

@@ -33,7 +33,7 @@ import type { Checkpointer, OutboxEntry, PlaneGuard } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import { PlaneHttp } from './http.js';
 import { backoffDelay, retryAfter } from '../retry.js';
-import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change-feed.js';
+import { changeFeedOf, type ChangeFeedConsumer, type ChangePull, type RunUpdate } from './change-feed.js';
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
 import { adoptCancel, cancelThroughPlane, type PlaneCancelResult } from './cancel.js';
@@ -67,7 +67,7 @@ import {
   type PlaneTakeover,
 } from './plane-calls.js';
 import { fenceRunners } from '../runtime/lease.js';
-import { LeaseLost } from '../errors.js';
+import { LeaseLost, RunCancelled } from '../errors.js';
 
 export type { PlaneClaim, PlaneLease, PlanePing, PlaneRun, PlaneTakeover } from './plane-calls.js';
 export type { ChangePull, RunUpdate } from './change-feed.js';
@@ -161,12 +161,35 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       store,
       this.writerId,
       () => this.apiKey,
-      (u) => this.emit('run_updated', u),
+      (u) => this.runUpdated(u),
       { ...options, timeoutMs: this.o.timeoutMs, backoffBaseMs: this.o.backoffBaseMs, keyRefused: (m, key) => this.keyRefused(m, key) },
     );
     if (options.followChanges !== false) this.changes.follow();
     this.kick(0);
   }
+
+  /**
+   * Another machine's rows of a run this store holds were imported (or its
+   * copy went another way): a runner of it in this process lost the run and
+   * stops before its next step or effect, told why (cancelled, or taken).
+   */
+  private runUpdated(u: RunUpdate): void {
+    if ((u.outcome === 'caught_up' && u.inserted > 0) || u.outcome === 'diverged') {
+      this.fenceRun(u.executionId, u.status === 'cancelled', `another machine's rows of the run reached this store (${u.by ?? 'another writer'}, plane seq ${u.planeSeq})`);
+    }
+    this.emit('run_updated', u);
+  }
+
+  /** Fence this process's runners of a run (RunCancelled for a cancelled one, else LeaseLost), and say so once per run. */
+  private fenceRun(executionId: string, cancelled: boolean, reason: string): void {
+    const error = cancelled ? new RunCancelled(executionId, { reason: 'cancelled at the plane', checkpointId: null }) : new LeaseLost(executionId, { epoch: 0, holder: this.writerId, current: null });
+    fenceRunners(this.store, executionId, error);
+    if (this.toldLost.has(executionId)) return;
+    this.toldLost.add(executionId);
+    this.emit('run_lost', { executionId, reason });
+  }
+  /** The runs this replica has said `run_lost` of. */
+  private readonly toldLost = new Set<string>();
 
   private setState(s: DrainState): void {
     if (this.state === s) return;
@@ -401,15 +424,12 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     this.emit('ack', { synced: synced.length, quarantined: Object.keys(quarantined).length });
     if (Object.keys(quarantined).length) this.emit('quarantined', { ids: Object.keys(quarantined), reason: Object.values(quarantined)[0] });
     // another machine took a run of this writer over while it was away: say so once per run
-    const lost = new Map<string, string>();
+    const lost = new Map<string, { reason: string; cancelled: boolean }>();
     parsed.data.results.forEach((r, i) => {
-      if (r.status === 'rejected' && r.code === 'taken_over') lost.set(entries[i].executionId, r.reason);
+      if (r.status === 'rejected' && r.code === 'taken_over') lost.set(entries[i].executionId, { reason: r.reason, cancelled: r.cancelled === true });
     });
-    for (const [executionId, reason] of lost) {
-      // a runner of it in this process stops before its next step or effect: the plane holds another branch now
-      fenceRunners(this.store, executionId, new LeaseLost(executionId, { epoch: 0, holder: this.writerId, current: null }));
-      this.emit('run_lost', { executionId, reason });
-    }
+    // a runner of it in this process stops before its next step or effect: the plane holds another branch now
+    for (const [executionId, l] of lost) this.fenceRun(executionId, l.cancelled, l.reason);
   }
 
   /** Replace the key; a drain stopped in auth_failed starts again. A key that cannot be one (empty, whitespace in it) is INVALID_OPTIONS, the old key kept. */

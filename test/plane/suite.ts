@@ -366,7 +366,8 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         expect(restore.body.error.message).toMatch(/seq 1 \(too_large: row is \d+ bytes/);
       }
       expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes')).toMatchObject({ incompleteRuns: ['hole-1'] });
-      // a seq conflict (another row already at that seq) is a hole too; a re-sent copy of a stored id is not
+      // a seq conflict (another row already at that seq) is a hole too, and the rest of that branch is refused (the
+      // plane keeps one branch); a re-sent copy of a stored id is not a hole
       const other = await eventsOf(async (s) => {
         for (let i = 0; i < 2; i++) await s.put(step('hole-2', i, { nodeOutput: 'theirs' }));
       });
@@ -374,15 +375,13 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         for (let i = 0; i < 3; i++) await s.put(step('hole-2', i));
       });
       await ingest(other);
-      expect((await ingest(mine)).body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual(['seq_conflict', 'seq_conflict', 'accepted']);
-      expect((await get('/v1/executions/hole-2')).body.holes.map((h: { seq: number; code: string }) => [h.seq, h.code])).toEqual([
-        [0, 'seq_conflict'],
-        [1, 'seq_conflict'],
-      ]);
+      expect((await ingest(mine)).body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual(['seq_conflict', 'seq_conflict', 'taken_over']);
+      // (both branches under one writer id: the plane's own row after seq 0 is that writer's, so seq 0 counts as a gap)
+      expect((await get('/v1/executions/hole-2')).body.holes.map((h: { seq: number; code: string }) => [h.seq, h.code])).toEqual([[0, 'seq_conflict']]);
       const forged = structuredClone(other[1]) as Extract<OutboxEvent, { kind: 'checkpoint' }>;
       forged.row.nodeId = 'forged';
       expect((await ingest([forged])).body.results[0]).toMatchObject({ code: 'conflict' });
-      expect((await get('/v1/executions/hole-2')).body.execution.holeCount).toBe(2);
+      expect((await get('/v1/executions/hole-2')).body.execution.holeCount).toBe(1);
       // every row refused: no summary to show, but restore still says why rather than 404
       const [only] = await eventsOf(async (s) => void (await s.put(step('hole-3', 0))));
       (only as Extract<OutboxEvent, { kind: 'checkpoint' }>).row.nodeOutput = 'x'.repeat(LIMITS.rowBytes);
@@ -418,7 +417,7 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes').incompleteRuns).toEqual([]);
     });
 
-    it("an offline double resume left the run incomplete for good defect: another writer's branch is refused while the run's owner holds it, and so is every later row of that branch: the plane's copy stays one branch, complete and restorable", async () => {
+    it("an offline double resume left the run incomplete for good defect: another writer's branch is refused where it meets the plane's rows, and so is every later row of that branch: the plane's copy stays one branch, complete and restorable", async () => {
       // A's branch reaches seq 2; B continued the same run on its own branch to seq 3 (both resumed offline)
       const a = await eventsOf(async (s) => {
         for (let i = 0; i < 3; i++) await s.put(step('branch-1', i, { nodeOutput: 'a' }));
@@ -428,8 +427,8 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       }, 'w-branch-b');
       expect((await ingest(a, { writerId: 'w-branch-a' })).body.accepted).toBe(3);
       const codes = (r: { body: { results: { status: string; code?: string }[] } }) => r.body.results.map((x) => x.code ?? x.status);
-      // A's first row made A the run's owner: B's rows are refused, and B is fenced out of the run
-      expect(codes(await ingest(b.slice(0, 2), { writerId: 'w-branch-b' }))).toEqual(['taken_over', 'taken_over']);
+      // B's rows meet A's at their seqs (seq_conflict), and B is fenced out of the run
+      expect(codes(await ingest(b.slice(0, 2), { writerId: 'w-branch-b' }))).toEqual(['seq_conflict', 'seq_conflict']);
       const whole = async () => {
         // the plane's copy is A's branch, whole: complete, restorable, no writer told its run is incomplete here
         expect((await get('/v1/executions/branch-1')).body).toMatchObject({ execution: { complete: true, holeCount: 0, rowCount: 3 }, holes: [] });
@@ -440,14 +439,14 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-branch-b')?.incompleteRuns ?? []).toEqual([]);
       };
       await whole();
-      // B's next row would land at a free seq, following B's refused row: refused too, the copy never mixes two branches
+      // B's later rows, one at a free seq, follow B's refused rows: refused (taken_over), the copy never mixes two branches
       expect(codes(await ingest(b.slice(2), { writerId: 'w-branch-b' }))).toEqual(['taken_over', 'taken_over']);
       await whole();
       // the refusals are on record (quarantine)
       const q = (await get('/v1/quarantine?executionId=branch-1')).body.items;
       expect(q.map((i: { code: string; writerId: string }) => [i.code, i.writerId])).toEqual([
-        ['taken_over', 'w-branch-b'],
-        ['taken_over', 'w-branch-b'],
+        ['seq_conflict', 'w-branch-b'],
+        ['seq_conflict', 'w-branch-b'],
         ['taken_over', 'w-branch-b'],
         ['taken_over', 'w-branch-b'],
       ]);
