@@ -317,7 +317,7 @@ describe('README quick start works when pasted', () => {
     expect(readFileSync(join(DIR, 'lg-ledger.txt'), 'utf8')).toBe('charged approved\n');
   });
 
-  it("the LangGraph exclusive example answers by interrupt id: a worker shown the first of two interrupts, late, does not answer the second", () => {
+  it('the LangGraph exclusive example answers by interrupt id: a worker shown the first of two interrupts, late, does not answer the second', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('## LangGraph'), readme.indexOf('## AI SDK'));
     const [saver, exclusive] = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
