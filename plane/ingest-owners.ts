@@ -108,10 +108,11 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
     const key = (seq: number) => `${row.executionId}\u0000${seq}`;
     const there = at.get(key(row.seq));
     if (there && there.id !== row.id) {
-      // another branch's row holds this seq: refused at the insert (seq_conflict); this writer's branch stops here
+      // another branch's row holds this seq: refused at the insert (seq_conflict); this writer's branch stops here.
+      // Fenced from this seq, so a batch sent again is refused by seq here again, and only what follows by the fence
       if (!refusedFrom.has(row.executionId)) {
         refusedFrom.set(row.executionId, row.seq);
-        await fenceWriter(tx, projectId, row.executionId, writerId, there.writerId, row.seq - 1);
+        await fenceWriter(tx, projectId, row.executionId, writerId, there.writerId, row.seq);
       }
       continue;
     }

@@ -16,6 +16,7 @@ import { announceChanges, lockChanges, stampChanges } from './changes.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { stampOpenedPauses, storeEvent } from './ingest-events.js';
 import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.js';
+import { PLANE_WRITER } from './owners.js';
 
 export type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
@@ -274,7 +275,9 @@ async function refuseTakenOver(tx: Tx, projectId: string, writerId: string, item
       reject(
         item,
         'taken_over',
-        `execution ${t.executionId} was taken over by writer '${t.winner}' at seq ${t.fromSeq} (${t.at.toISOString()}), after this writer's lease had expired by the plane's clock; this writer lost the run and its later rows are refused`,
+        t.winner === PLANE_WRITER
+          ? `execution ${t.executionId} was cancelled at the plane after seq ${t.fromSeq} (${t.at.toISOString()}); this writer's rows after it are refused`
+          : `execution ${t.executionId} was taken over by writer '${t.winner}' at seq ${t.fromSeq} (${t.at.toISOString()}): this writer lost the run (its hold expired, or its branch met the plane's); its later rows are refused until it takes the run again`,
       );
     }
   }
