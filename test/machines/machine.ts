@@ -23,6 +23,9 @@
  * - `sleeps`: wait there this many ms;
  * - `kills`: SIGKILL this process there (`model` kills it in its model call
  *   of that turn instead);
+ * - `stops`: SIGSTOP this process there (`model`: in its model call of that
+ *   turn), after reporting `{ type: 'stopping' }`; the test continues it
+ *   (SIGCONT) when it chooses, and it goes on from that very point;
  * - `without`: tools this (older) build does not have.
  * Each phase reached is reported (`{ type: 'inside', order, phase }`), with
  * every replica event (`{ type: 'event' }`) and each recovery pass.
@@ -64,6 +67,8 @@ export interface MachineConfig {
   holds?: { order: number; phase: Phase }[];
   sleeps?: { order: number; phase: Phase; ms: number }[];
   kills?: ({ order: number; phase: Phase } | { model: number })[];
+  /** Points at which this process SIGSTOPs itself (the kill campaign's stalls; the test sends SIGCONT). */
+  stops?: ({ order: number; phase: Phase } | { model: number })[];
   /** Tools this build lacks (an older build). */
   without?: string[];
 }
@@ -85,7 +90,9 @@ export type MachineMessage =
   | { type: 'inside'; executionId: string; order: number; phase: Phase | 'held'; at: number }
   | { type: 'model'; executionId: string; turn: number }
   | { type: 'event'; name: string; payload: unknown; at: number }
-  | { type: 'pass'; runs: unknown[] };
+  | { type: 'pass'; runs: unknown[] }
+  /** About to SIGSTOP itself at a `stops` point (`order` and `phase`, or the model call of `turn`). */
+  | { type: 'stopping'; executionId: string; order?: number; phase?: Phase; turn?: number; at: number };
 
 export type MachineCommand =
   | { type: 'cmd'; req: number; cmd: string; id?: string; opts?: Record<string, unknown> }
@@ -121,6 +128,12 @@ for (const name of ['run_lost', 'run_updated', 'run_taken_over', 'takeover_offli
   });
 }
 
+/** Report the stop (once the report is written to the channel), then SIGSTOP this process; it returns once continued. */
+async function stopHere(m: Extract<MachineMessage, { type: 'stopping' }>): Promise<void> {
+  await new Promise<void>((resolve) => (process.send ? process.send(m, undefined, {}, () => resolve()) : resolve()));
+  process.kill(process.pid, 'SIGSTOP');
+}
+
 /** Holds waiting for a release, by `${order}:${phase}`. */
 const waiting = new Map<string, () => void>();
 /** Releases that arrived before their hold was reached: the hold then passes. */
@@ -129,6 +142,7 @@ const released = new Set<string>();
 async function at(executionId: string, order: number, phase: Phase): Promise<void> {
   send({ type: 'inside', executionId, order, phase, at: Date.now() });
   if (config.kills?.some((k) => 'order' in k && k.order === order && k.phase === phase)) process.kill(process.pid, 'SIGKILL');
+  if (config.stops?.some((k) => 'order' in k && k.order === order && k.phase === phase)) await stopHere({ type: 'stopping', executionId, order, phase, at: Date.now() });
   const nap = config.sleeps?.find((s) => s.order === order && s.phase === phase);
   if (nap) await sleep(nap.ms);
   if (config.holds?.some((h) => h.order === order && h.phase === phase)) {
@@ -168,6 +182,11 @@ const model = new ScriptedModel(({ turn, lastUser }) => {
   const executionId = currentRun()?.executionId ?? '?';
   send({ type: 'model', executionId, turn });
   if (config.kills?.some((k) => 'model' in k && k.model === turn)) process.kill(process.pid, 'SIGKILL');
+  // synchronous here (the script's rule is): the report is written to the channel before the stop in practice, and the test also watches the process state
+  if (config.stops?.some((k) => 'model' in k && k.model === turn)) {
+    send({ type: 'stopping', executionId, turn, at: Date.now() });
+    process.kill(process.pid, 'SIGSTOP');
+  }
   const steps = Number(/steps (\d+)/.exec(lastUser)?.[1] ?? 1);
   const approveAt = Number(/approve (\d+)/.exec(lastUser)?.[1] ?? -1);
   return turn < steps ? { toolCalls: [{ name: 'charge', arguments: { order: turn, approval: turn === approveAt } }] } : { content: `charged ${steps} orders` };
