@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- <name> [--before <dir>]`: steps | storage | concurrent | resume | resume-20 | resume-pg | put | ingest | ingest-planes | drain | drain-rss | wal-pages | lease | langgraph | all.
+ * `npm run bench -- <name> [--before <dir>]`: steps | storage | concurrent | resume | resume-20 | resume-pg | put | ingest | ingest-planes | drain | drain-rss | wal-pages | lease | plane-hold | langgraph | all.
  * Runs each benchmark in its own process, prints its table and JSON lines, and
  * with `all` writes bench/RESULTS.md (the targets tables, the runs, the exact
  * commands, the date). Every bench repeats at least 5 times, interleaved;
@@ -44,6 +44,7 @@ const BENCHES: Record<string, string[]> = {
   'drain-rss': ['drain-rss.ts', '1000000', '5'],
   'wal-pages': ['wal-pages.ts', '200', '5'],
   lease: ['lease-cost.ts', 'both', '5'],
+  'plane-hold': ['plane-hold.ts', '5'],
   langgraph: ['langgraph-saver.ts', 'both', '200', '5'],
 };
 const argv = process.argv.slice(2);
@@ -67,8 +68,8 @@ if (usage.length) {
   console.error(`${usage.join('\n')}\nusage: npm run bench -- <${Object.keys(BENCHES).join('|')}|all> [--before <dir>] [--skip <name,...>]`);
   process.exit(2);
 }
-// drain-rss and ingest-planes run the plane as its own process from dist/: build it from this tree first
-if (names.includes('drain-rss') || names.includes('ingest-planes')) {
+// drain-rss, ingest-planes and plane-hold run the plane as its own process from dist/: build it from this tree first
+if (names.includes('drain-rss') || names.includes('ingest-planes') || names.includes('plane-hold')) {
   const b = spawnSync('npm', ['run', 'build'], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (b.status !== 0) throw new Error('npm run build failed');
 }
@@ -290,6 +291,13 @@ function targets(ls: Record<string, any>[]): string {
     rows.push([
       `(leases) durable steps/s with every write fenced vs unfenced, ${lc.backend}, R=${lc.R} T=${lc.T}`,
       `${fs(lc.ratio, 2, '×')} (${fs(lc.leased)} vs ${fs(lc.unfenced)}${fsyncNote(lc)})`,
+      null,
+    ]);
+  }
+  for (const ph of ls.filter((x) => x.bench === 'plane-hold')) {
+    rows.push([
+      `(one owner) agent steps/s connected to a plane vs not, SQLite FULL, ${ph.variant}, R=${ph.R} T=${ph.T}`,
+      `${fs(ph.ratio, 2, '×')} (${fs(ph.connected)} vs ${fs(ph.unconnected)}; per CPU-s ${fs(ph.cpuRatio, 2, '×')}${fsyncNote(ph)})`,
       null,
     ]);
   }

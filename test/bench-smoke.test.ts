@@ -69,6 +69,11 @@ describe('benchmark smoke runs', () => {
     expect(lines[0]).toMatchObject({ bench: 'lease-cost', backend: 'sqlite', R: 2, T: 3 });
     for (const l of lines) expect((l.unfenced as { median: number }).median > 0 && (l.leased as { median: number }).median > 0).toBe(true);
   });
+  it('plane-hold: agent steps/s connected to a plane (its own process) and not, four variants', () => {
+    const lines = bench('plane-hold.ts');
+    expect(lines.map((l) => l.variant)).toEqual(['plain tool, lease 30 s', 'plain tool, lease 300 ms', 'idempotent effect per turn, lease 30 s', 'idempotent effect per turn, lease 300 ms']);
+    for (const l of lines) expect((l.ratio as { median: number }).median).toBeGreaterThan(0);
+  });
   it('storage growth', () => {
     const [ours] = bench('steps.ts', 'storage', 'sqlite');
     expect(ours).toMatchObject({ bench: 'storage', backend: 'sqlite', who: 'waymark' });
