@@ -375,13 +375,15 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
   /** Continue a stopped seat after `ms`; the promise settles once it is continued. */
   const continueAfter = (seat: Seat, ms: number) => {
     seat.cont = sleep(ms).then(() => {
+      // read before the signal: the machine may act on it before this process reads the clock again
+      const at = Date.now();
       seat.m.signal('SIGCONT');
-      seat.continuedAt.push(Date.now());
+      seat.continuedAt.push(at);
       const last = seat.stops.at(-1);
-      if (last) last.cont = Date.now();
+      if (last) last.cont = at;
       seat.stoppedAt = null;
       seat.cont = null;
-      note(seat.name, `SIGCONT (stopped ${ms} ms)`);
+      note(seat.name, `SIGCONT (stopped ${ms} ms)`, at);
     });
     pending.push(seat.cont);
     return seat.cont;
@@ -760,6 +762,10 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
     if (received && received.at <= second.at) {
       if (!windows.length) kind = 'broken';
       text = `${windows.length ? 'in the accepted window' : 'BROKEN PROMISE'}${same}: the plane received the first charge's record at +${received.at - t0} ms (its entry for the key is ${heldBy === writer ? 'that one' : `${writerName(heldBy ?? '?')}'s`}), ${second.at - received.at} ms before the repeat`;
+      // the record came in from a writer the plane had already fenced (its rows refused, its entry kept)
+      const fenced = plane.takeovers.find((t) => t.loser === writer && t.at <= received.at);
+      if (fenced)
+        text += `; it came in after ${writerName(writer ?? '')} had lost the run (taken over at +${fenced.at - t0} ms): the plane kept a fenced writer's entry, and the owner's check before the effect is local`;
     } else if (received) {
       text = `the first charge's record reached the plane only at +${received.at - t0} ms, after the repeat (the plane holds ${writerName(heldBy ?? '?')}'s entry)${same}`;
     } else if (refused.length) {
