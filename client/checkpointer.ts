@@ -301,11 +301,14 @@ export interface PlaneGuard {
   takeover: TakeoverGuard;
   /**
    * Renew the run's hold at the plane for the runner holding `lease` (its
-   * heartbeat), or give it up (`release`). Throws LeaseLost or RunCancelled
-   * when the plane says another owns the run or it was cancelled; resolves
-   * when the plane cannot be reached (a runner goes on offline).
+   * heartbeat), or give it up (`release`: only once this store's rows of the
+   * run reached the plane, so a taker never starts from a copy without them).
+   * Throws LeaseLost, RunCancelled or WRITER_COPY when the plane says another
+   * owns the run, it was cancelled, or another store instance holds it;
+   * resolves when the plane cannot be reached within `timeoutMs` (a runner
+   * goes on offline, unless the replica's strict mode says otherwise).
    */
-  renew?: (lease: Lease, options?: { release?: boolean }) => Promise<void>;
+  renew?: (lease: Lease, options?: { release?: boolean; timeoutMs?: number }) => Promise<void>;
 }
 
 /**

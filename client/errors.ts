@@ -161,10 +161,13 @@ export class InvalidResume extends WaymarkError {
 
 /** This runner's lease was taken by another runner (its own expired meanwhile); the write was refused, nothing written. */
 export class LeaseLost extends WaymarkError {
-  constructor(executionId: string, details: { epoch: number; holder: string; current: { holder: string | null; epoch: number; expiresAt: string | null } | null }) {
+  /** `why`, when given, replaces the generic tail: what the runner learnt and what to do (a takeover at the plane, an unreachable plane in strict mode). */
+  constructor(executionId: string, details: { epoch: number; holder: string; current: { holder: string | null; epoch: number; expiresAt: string | null } | null }, why?: string) {
     super(
       ErrorCode.LEASE_LOST,
-      `execution ${executionId}: this runner's lease (epoch ${details.epoch}) was lost${details.current ? ` to ${details.current.holder ?? 'nobody (released)'} (epoch ${details.current.epoch})` : ''}; nothing was written`,
+      why
+        ? `execution ${executionId}: this runner lost the run: ${why}`
+        : `execution ${executionId}: this runner's lease (epoch ${details.epoch}) was lost${details.current ? ` to ${details.current.holder ?? 'nobody (released)'} (epoch ${details.current.epoch})` : ''}; nothing was written`,
       { details: { executionId, ...details } },
     );
     this.name = 'LeaseLost';

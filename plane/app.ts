@@ -22,6 +22,7 @@ import { planeMetrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
 import { changeRoutes } from './routes/changes.js';
 import { claimRoutes } from './routes/claims.js';
+import { ownerRoutes } from './routes/owners.js';
 import { decisionRoutes } from './routes/decisions.js';
 import { executionRoutes } from './routes/executions.js';
 import { healthRoutes } from './routes/health.js';
@@ -74,6 +75,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   app.route('/', ingestRoutes(deps, { gate, takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
   app.route('/', executionRoutes(deps));
   app.route('/', claimRoutes(deps, { claimReleaseAfterMs: o.claimReleaseAfterMs ?? 3_600_000, takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
+  app.route('/', ownerRoutes(deps, { takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
   app.route('/', decisionRoutes(deps));
   app.route('/', changeRoutes(deps));
   app.route('/', projectRoutes(deps));

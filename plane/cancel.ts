@@ -6,7 +6,7 @@
 import { and, eq, sql } from 'drizzle-orm';
 import { chainBase, decodeChain, encodeState } from '../shared/codec.js';
 import { uuidv7 } from '../shared/ids.js';
-import type { Checkpoint, EncodedState } from '../shared/rows.js';
+import { cancelMarkerFields, type Checkpoint, type EncodedState } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, executions, pendingInterrupts } from './db/schema.js';
 import { announceChanges } from './changes.js';
@@ -42,6 +42,7 @@ export async function cancelAtPlane(db: PlaneDb, projectId: string, executionId:
       .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId)))
       .orderBy(sql`${checkpoints.seq} DESC`)
       .limit(1);
+    if (!newest) return { outcome: 'not_found' };
     const last = newest.row as Checkpoint;
     if (last.step === 'run_end' && last.status === 'completed') return { outcome: 'finished', checkpointId: last.id };
     if (last.step === 'run_end' && last.status === 'cancelled') return { outcome: 'cancelled', checkpointId: last.id, seq: last.seq, alreadyCancelled: true, closedPause: null, takenFrom: null };
@@ -54,19 +55,12 @@ export async function cancelAtPlane(db: PlaneDb, projectId: string, executionId:
     const id = uuidv7();
     const seq = last.seq + 1;
     const marker: Checkpoint = {
+      ...cancelMarkerFields(last, reason, by ?? undefined),
       id,
       executionId,
       seq,
-      nodeId: 'run_end',
-      turn: last.turn,
-      step: 'run_end',
-      status: 'cancelled',
-      agentPath: last.agentPath.split('/')[0],
-      parentId: last.id,
       state: encodeState(cursor, state, id, seq).encoded,
       nodeInput: null,
-      // who cancelled: the key that asked (its id), kept with the reason
-      nodeOutput: { reason, ...(by ? { by } : {}) },
       interruptReason: null,
       interruptContext: null,
       createdAt: new Date().toISOString(),

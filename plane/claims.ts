@@ -6,7 +6,7 @@
 import { and, eq, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, decisions, executions, idempotency, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
-import { acquireOwner, type Asker, fenceWriter, isCopy, isLive, lockedOwner } from './owners.js';
+import { acquireOwner, type Asker, fenceWriter, isCopy, isLive, lockedOwner, setOwner } from './owners.js';
 import { announceChanges } from './changes.js';
 import { decisionOf, decisionView } from './decisions.js';
 import type { DecisionView } from '../shared/protocol.js';
@@ -65,6 +65,8 @@ async function claimInTx(db: PlaneDb, projectId: string, executionId: string, ch
 function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, a: Asker, releaseAfterMs: number, decisionId: string | null) {
   const writerId = a.writerId;
   return db.transaction(async (tx) => {
+    // the run's owner first: the lock every transaction about who owns the run takes before any other of its rows
+    await lockedOwner(tx, projectId, executionId);
     const [known] = await tx
       .select({ id: checkpoints.id })
       .from(checkpoints)
@@ -108,7 +110,8 @@ function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpoi
     if (!won.length && c.writerId === writerId && c.source !== 'delete' && c.source !== 'cancel') {
       // the same writer id from another store (a copied file): never a second win of one pause
       const owner = await lockedOwner(tx, projectId, executionId);
-      if ((c.instance !== null && a.instance !== null && c.instance !== a.instance) || isCopy(owner, a))
+      // the claims row names the claim's store, held or applied: another instance under its writer id is a copy
+      if (isCopy({ writerId: c.writerId, instance: c.instance, state: 'held' }, a) || isCopy(owner, a))
         return { won: false as const, copy: true as const, writerId, claimedAt: c.claimedAt.toISOString() };
     }
     if (!won.length) {
@@ -169,6 +172,7 @@ export async function releaseClaim(db: PlaneDb, projectId: string, executionId: 
 
 function releaseInTx(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
   return db.transaction(async (tx) => {
+    const owner = await lockedOwner(tx, projectId, executionId);
     const [pause] = await tx
       .select({ checkpointId: pendingInterrupts.checkpointId })
       .from(pendingInterrupts)
@@ -182,6 +186,8 @@ function releaseInTx(db: PlaneDb, projectId: string, executionId: string, checkp
     if (c.writerId !== writerId) return { released: false as const, heldBy: c.writerId };
     if (c.appliedAt) return { released: false as const, appliedAt: c.appliedAt.toISOString() };
     await tx.delete(claims).where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
+    // the claim made its writer the owner: the pause is open again, and so is the run to the next claim
+    if (owner?.writerId === writerId && owner.state === 'held') await setOwner(tx, projectId, executionId, owner, { writerId, state: 'released', bump: false });
     await tx
       .update(pendingInterrupts)
       .set({ state: 'open', claimedBy: null, claimedAt: null })

@@ -12,13 +12,12 @@
  * incomplete there, and its restore refused.
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import type { Checkpoint } from '../shared/rows.js';
+import { type Checkpoint, isCancelMarker } from '../shared/rows.js';
 import { checkpoints, runOwners } from './db/schema.js';
 import { type Item, reject, type Tx } from './ingest.js';
 import { fenceWriter, followRows, PLANE_WRITER } from './owners.js';
 
 const checkpointOf = (i: Item): Checkpoint | null => (!i.result && i.event?.kind === 'checkpoint' ? i.event.row : null);
-const isCancel = (r: Pick<Checkpoint, 'step' | 'status'>) => r.step === 'run_end' && r.status === 'cancelled';
 
 /**
  * Refuse (`taken_over`) each new checkpoint of the batch that:
@@ -136,7 +135,7 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
       continue;
     }
     const owner = owners.get(row.executionId);
-    if (owner?.live && owner.writerId !== writerId && !isCancel(row)) {
+    if (owner?.live && owner.writerId !== writerId && !isCancelMarker(row)) {
       await refuse(`writer '${owner.writerId}' owns the run (epoch ${owner.epoch})`, row.seq - 1, owner.writerId);
       continue;
     }

@@ -16,7 +16,7 @@ import { announceChanges, lockChanges, stampChanges } from './changes.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { stampOpenedPauses, storeEvent } from './ingest-events.js';
 import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.js';
-import { PLANE_WRITER } from './owners.js';
+import { lockOwners, PLANE_WRITER } from './owners.js';
 
 export type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
@@ -124,6 +124,12 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
   await db.transaction(async (tx) => {
     // the feed's order is its commit order: taken before any other lock of this transaction (see decisions.ts)
     if (items.some((i) => !i.result && i.event?.kind === 'decision_recorded')) await lockDecisionFeed(tx, projectId);
+    // then the batch's runs' owners: a claim, takeover or cancel of one of them waits for this batch, or it for them
+    await lockOwners(
+      tx,
+      projectId,
+      items.flatMap((i) => (!i.result && i.executionId ? [i.executionId] : [])),
+    );
     await refuseTakenOver(tx, projectId, writerId, items);
     await refuseOffBranch(tx, projectId, writerId, items);
     await markCancelled(tx, projectId, items);

@@ -1,10 +1,11 @@
 /**
  * The one owner of each run at the plane (DESIGN §5b): one record per run,
  * whatever made the change of owner (the run's first row, a pause's claim,
- * the takeover of a crashed run, a cancel). The epoch is the fencing token: it
- * grows at every change of owner, and a writer that lost the run is fenced (its
- * later rows refused) until it acquires the run again with a copy that holds
- * what the plane holds.
+ * the takeover of a crashed run, a cancel). The epoch counts the changes of
+ * owner; the fencing itself is by holder (renewals), by store instance (a
+ * copied store) and by writer and seq (rows): a writer that lost the run is
+ * fenced (its later rows refused) until it acquires the run again with a copy
+ * that holds what the plane holds.
  *
  * Glossary
  *   owner     (writer, holder, instance, epoch, state, expiresAt) per run
@@ -18,8 +19,8 @@
  *   ended      a completed or failed run-end marker arrived
  *   cancelled  cancelled: nobody owns it again
  */
-import { and, eq, sql } from 'drizzle-orm';
-import type { Checkpoint } from '../shared/rows.js';
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import { type Checkpoint, isCancelMarker } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
 import { executions, runOwners, runTakeovers } from './db/schema.js';
 import type { Tx } from './ingest.js';
@@ -39,6 +40,24 @@ export interface Asker {
 }
 
 export type OwnerRow = typeof runOwners.$inferSelect;
+
+/**
+ * Lock the owner records of these runs, in the order of their ids, before any
+ * other row of them: every transaction that reads or changes who owns a run
+ * (ingest, a claim, a takeover, a renewal, a cancel) takes this lock first, so
+ * they serialise per run and never deadlock on each other. A run with no
+ * record yet locks nothing (its first row creates the record).
+ */
+export async function lockOwners(tx: Tx, projectId: string, executionIds: readonly string[]): Promise<void> {
+  const ids = [...new Set(executionIds)].sort();
+  if (!ids.length) return;
+  await tx
+    .select({ id: runOwners.executionId })
+    .from(runOwners)
+    .where(and(eq(runOwners.projectId, projectId), inArray(runOwners.executionId, ids)))
+    .orderBy(runOwners.executionId)
+    .for('update');
+}
 
 /** The run's owner record, locked to the end of the transaction; null when the run has none yet. */
 export async function lockedOwner(tx: Tx, projectId: string, executionId: string): Promise<OwnerRow | null> {
@@ -125,11 +144,13 @@ export async function renewOwner(db: PlaneDb, projectId: string, executionId: st
         .from(executions)
         .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
       if (!known) return { outcome: 'not_found' as const };
+      if (await isFenced(tx, projectId, executionId, a.writerId)) return { outcome: 'lost' as const, writerId: '', epoch: 0, state: 'fenced' };
       const epoch = await acquireOwner(tx, projectId, executionId, { ...a, ttlMs: Math.max(a.ttlMs, floorMs) }, null);
       return { outcome: 'held' as const, epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
     }
-    if (o.state === 'released') {
-      // a pause nobody claimed here (this writer's claim was made offline and is on its way) or a failed run resumed
+    if (o.state === 'released' && o.writerId === a.writerId && !(await isFenced(tx, projectId, executionId, a.writerId))) {
+      // its own pause, claimed offline (the claim's event is on its way), or its own failed run resumed: never a run
+      // another writer released after taking it from this one (that writer is the last owner, or this one is fenced)
       const epoch = await acquireOwner(tx, projectId, executionId, { ...a, ttlMs: Math.max(a.ttlMs, floorMs) }, o);
       return { outcome: 'held' as const, epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
     }
@@ -140,6 +161,16 @@ export async function renewOwner(db: PlaneDb, projectId: string, executionId: st
       .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
     return { outcome: 'held' as const, epoch: o.epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
   });
+}
+
+/** Whether `writerId` lost this run and has not acquired it since (a fence of it stands). */
+async function isFenced(tx: Tx, projectId: string, executionId: string, writerId: string): Promise<boolean> {
+  const [f] = await tx
+    .select({ fromSeq: runTakeovers.fromSeq })
+    .from(runTakeovers)
+    .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, writerId)))
+    .limit(1);
+  return !!f;
 }
 
 async function expiresOf(tx: Tx, projectId: string, executionId: string): Promise<string> {
@@ -162,7 +193,7 @@ export async function followRows(tx: Tx, projectId: string, writerId: string, ru
   for (const [executionId, r] of [...runs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const o = await lockedOwner(tx, projectId, executionId);
     const last = r.last;
-    if (last && last.step === 'run_end' && last.status === 'cancelled') {
+    if (last && isCancelMarker(last)) {
       if (o?.state === 'held' && o.writerId !== last.writerId) await fenceWriter(tx, projectId, executionId, o.writerId, last.writerId, last.seq - 1);
       await setOwner(tx, projectId, executionId, o, { writerId: last.writerId, state: 'cancelled', bump: true });
       continue;
@@ -199,6 +230,7 @@ export async function followRows(tx: Tx, projectId: string, writerId: string, ru
   }
 }
 
+/** Set the run's owner to `to` (its instance kept when the writer stays), the epoch grown when `bump` or new. */
 export async function setOwner(tx: Tx, projectId: string, executionId: string, o: OwnerRow | null, to: { writerId: string; state: string; bump: boolean; ttlMs?: number }): Promise<void> {
   const epoch = (o?.epoch ?? 0) + (to.bump || !o ? 1 : 0);
   const values = {

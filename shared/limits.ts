@@ -34,6 +34,13 @@ export const LIMITS = Object.freeze({
    * request makes the plane hold to almost nothing.
    */
   controlBodyBytes: 64 * 1024,
+  /**
+   * Most idempotency keys a takeover request lists, and the bytes (UTF-8 of
+   * their JSON) they may take of its body: a run with more is brought up to
+   * date from the plane before the takeover instead (see connectPlane).
+   */
+  takeoverKeys: 2000,
+  takeoverKeysBytes: 48 * 1024,
   /** How much of a refused payload the plane keeps in quarantine. */
   quarantinePayloadBytes: 16 * 1024,
 });

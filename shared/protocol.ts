@@ -108,10 +108,11 @@ export const TakeoverRequest = z
     /**
      * The run's idempotency keys this copy holds: a plane holding one more
      * refuses the takeover (STALE_COPY, details.missingKeys), so an effect it
-     * recorded is never run again. Absent: not checked (an older client, or
-     * more keys than a request carries).
+     * recorded is never run again. Absent: not checked (an older client, or a
+     * run with more keys than a request carries, whose taker restored the
+     * plane's copy first).
      */
-    idempotencyKeys: z.array(z.string().min(1).max(LIMITS.idempotencyKeyLength)).max(2000).optional(),
+    idempotencyKeys: z.array(z.string().min(1).max(LIMITS.idempotencyKeyLength)).max(LIMITS.takeoverKeys).optional(),
   })
   .strict();
 export type TakeoverRequest = z.infer<typeof TakeoverRequest>;

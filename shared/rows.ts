@@ -216,3 +216,24 @@ export const OutboxEvent = z.discriminatedUnion('kind', [
 ]);
 export type OutboxEvent = z.infer<typeof OutboxEvent>;
 export type OutboxKind = OutboxEvent['kind'];
+
+/** A cancel marker: the `run_end` row a cancel writes (status `cancelled`), which ends the run for good. */
+export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null | undefined): boolean => !!row && row.step === 'run_end' && row.status === 'cancelled';
+
+/**
+ * What a cancel marker after `last` (the run's newest row) says, wherever it
+ * is written (a store's cancel, the plane's): the fields of the row, but its
+ * id, seq, state and writer. The marker belongs to the outermost runner, as
+ * completed and failed markers do.
+ */
+export function cancelMarkerFields(last: Pick<Checkpoint, 'id' | 'turn' | 'agentPath'>, reason: string | null, by?: string) {
+  return {
+    nodeId: 'run_end',
+    turn: last.turn,
+    step: 'run_end' as const,
+    status: 'cancelled' as const,
+    agentPath: last.agentPath.split('/')[0],
+    parentId: last.id,
+    nodeOutput: { reason, ...(by ? { by } : {}) } as { [key: string]: Json },
+  };
+}

@@ -91,27 +91,40 @@ const COMMANDS: Command[] = [
     name: 'cancel',
     args: ['EXECUTION_ID'],
     summary:
-      'Cancel a run: a cancelled run-end marker; its runner stops at its next step, its open pause is closed, resume refuses it. A run a plane holds is cancelled at the plane (--plane or WAYMARK_PLANE_URL, with a key of the cancel scope), so the machine running it stops, whichever it is; without a plane, only this store.',
+      'Cancel a run: a cancelled run-end marker; its runner stops at its next step, its open pause is closed, resume refuses it. Given a plane (--plane or WAYMARK_PLANE_URL, with a key of the cancel and read scopes), the run is cancelled there, so the machine running it stops, whichever it is, and this store takes the marker; a run the plane does not hold is cancelled here. Without a plane, only this store.',
     options: { ...db, ...plane, reason: { type: 'string', help: 'why (kept in the marker, shown by runs and the inspector)' }, ...json },
     run: (p, out) =>
       withStore(p, async (store) => {
         const id = p.positionals[0];
         const reason = p.values.reason as string | undefined;
         const url = planeUrl(p);
-        if (url && (await store.heldByPlane(id))) {
+        // given a plane, the run is cancelled there, whichever machine runs it (this store may not even hold it)
+        if (url) {
           const key = apiKey(p);
           if (!key)
-            throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `'${id}' is held by a plane: cancelling it there needs a key (--key or WAYMARK_API_KEY, with the cancel scope); nothing was cancelled`);
-          const r = await cancelThroughPlane(store, id, { url, apiKey: key, reason });
-          const here = { restored: "this store took the plane's marker", marked: 'this store went further than the plane and got a marker of its own', absent: '' }[r.local];
-          if (p.values.json === true) out(JSON.stringify({ ...r, plane: url }, null, 2));
-          else if (r.alreadyCancelled) out(`${id} was already cancelled at the plane ${url} (marker ${r.checkpointId}); ${here}`);
-          else
-            out(
-              `cancelled ${id} at the plane ${url} (marker seq ${r.seq}${r.closedPause ? ', closed its pause' : ''})` +
-                `${r.takenFrom ? `; writer '${r.takenFrom}' that ran it stops at its next step` : ''}; ${here}`,
-            );
-          return 0;
+            throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `cancelling '${id}' at the plane ${url} needs a key (--key or WAYMARK_API_KEY, with the cancel and read scopes); nothing was cancelled`);
+          const r = await cancelThroughPlane(store, id, { url, apiKey: key, reason }).catch(async (e: unknown) => {
+            // a run the plane does not hold (never synced) is this store's alone: cancelled here, as without a plane
+            if ((e as { code?: string }).code === ErrorCode.EXECUTION_NOT_FOUND && (await store.latest(id))) return null;
+            throw e;
+          });
+          if (r) {
+            const here = {
+              restored: "this store took the plane's marker",
+              marked: 'this store went further than the plane and got a marker of its own',
+              absent: 'this store holds no rows of it',
+              unknown: `this store could not read the plane's copy (${r.localProblem}): restore it with a key of the read scope`,
+            }[r.local];
+            if (p.values.json === true) out(JSON.stringify({ ...r, plane: url }, null, 2));
+            else if (r.alreadyCancelled) out(`${id} was already cancelled at the plane ${url} (marker ${r.checkpointId}); ${here}`);
+            else
+              out(
+                `cancelled ${id} at the plane ${url} (marker seq ${r.seq}${r.closedPause ? ', closed its pause' : ''})` +
+                  `${r.takenFrom ? `; writer '${r.takenFrom}' that ran it stops at its next step` : ''}; ${here}`,
+              );
+            return 0;
+          }
+          out(`the plane ${url} does not hold ${id}: cancelled in this store only`);
         }
         const r = await store.cancel(id, { reason });
         if (p.values.json === true) out(JSON.stringify(r, null, 2));

@@ -26,8 +26,14 @@ export interface CancelThroughPlaneOptions {
 
 /** What a cancel through the plane did there, and here. */
 export interface PlaneCancelResult extends CancelResponse {
-  /** How this store came to say cancelled: the plane's marker restored here, a marker of its own (its copy went further), or not at all (it holds no rows of the run). */
-  local: 'restored' | 'marked' | 'absent';
+  /**
+   * How this store came to say cancelled: the plane's marker restored here, a
+   * marker of its own (its copy went further than the plane's), not at all (it
+   * holds no rows of the run), or not yet (`unknown`: the plane's copy could
+   * not be read, `localProblem` says why; a key needs the read scope too).
+   */
+  local: 'restored' | 'marked' | 'absent' | 'unknown';
+  localProblem?: string;
 }
 
 /**
@@ -61,22 +67,25 @@ export async function cancelThroughPlane(store: Checkpointer, executionId: strin
   } finally {
     await http.close();
   }
-  return { ...answer, local: await adoptCancel(store, executionId, { ...o, reason: o.reason ?? null }) };
+  return { ...answer, ...(await adoptCancel(store, executionId, { ...o, reason: o.reason ?? null })) };
 }
 
 /**
  * Make this store's copy of a run the plane cancelled say so: restore the
  * plane's marker; where the local copy went further (diverged), cancel it
- * here too. A store with no rows of the run is left alone (nothing to say).
+ * here too. A store with no rows of the run is left alone (nothing to say);
+ * one that cannot read the plane's copy (a key without the read scope, the
+ * plane gone) is left as it is, and says why (`unknown`), never marked on a guess.
  */
 export async function adoptCancel(
   store: Checkpointer,
   executionId: string,
   o: { url: string; apiKey: string; reason: string | null; dispatcher?: Dispatcher; timeoutMs?: number },
-): Promise<'restored' | 'marked' | 'absent'> {
-  if (!(await store.latest(executionId))) return 'absent';
-  await restoreFromPlane(store, executionId, { url: o.url, apiKey: o.apiKey, dispatcher: o.dispatcher, timeoutMs: o.timeoutMs }).catch(() => null);
-  if (isCancelMarker(await store.latest(executionId))) return 'restored';
-  const r = await store.cancel(executionId, { reason: o.reason ?? 'cancelled at the plane' });
-  return r.alreadyCancelled ? 'restored' : 'marked';
+): Promise<{ local: 'restored' | 'marked' | 'absent' | 'unknown'; localProblem?: string }> {
+  if (!(await store.latest(executionId))) return { local: 'absent' };
+  const r = await restoreFromPlane(store, executionId, { url: o.url, apiKey: o.apiKey, dispatcher: o.dispatcher, timeoutMs: o.timeoutMs }).catch((e: Error) => e);
+  if (r instanceof Error) return { local: 'unknown', localProblem: `${(r as { code?: string }).code ?? 'ERROR'}: ${r.message}` };
+  if (isCancelMarker(await store.latest(executionId))) return { local: 'restored' };
+  const c = await store.cancel(executionId, { reason: o.reason ?? 'cancelled at the plane' });
+  return { local: c.alreadyCancelled ? 'restored' : 'marked' };
 }

@@ -2,6 +2,8 @@ import { AlreadyDecided, AlreadyResumed, ClaimRefused, LeaseLost, RunCancelled, 
 import type { Checkpointer, ClaimGuard, PlaneGuard, TakeoverGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { utf8Bytes } from '../../shared/json.js';
+import { LIMITS } from '../../shared/limits.js';
 import type { Lease } from '../checkpointer.js';
 import { Replica, type ReplicaOptions } from './replica.js';
 import { integerProblem, MAX_TIMER_MS, oneOfProblem, refuseOptions, replicaOptionProblems } from './replica-types.js';
@@ -123,18 +125,30 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
     // this writer's own rows first: a run that is still its own is recognised as such
     await replica.flush({ timeoutMs: claimFlushMs });
     const keys = async () => {
-      const entries = await replica.store.listIdempotent(executionId);
-      const list = entries.map((e) => e.key);
-      // more than a request carries: the plane does not check them (restore before the takeover brought the plane's)
-      return list.length <= 2000 && list.reduce((n, k) => n + k.length + 3, 0) < 48 * 1024 ? list : undefined;
+      const list = (await replica.store.listIdempotent(executionId)).map((e) => e.key);
+      return list.length <= LIMITS.takeoverKeys && utf8Bytes(JSON.stringify(list)) <= LIMITS.takeoverKeysBytes ? list : undefined;
     };
-    let r = await replica.takeoverAtPlane(executionId, seq, { holder, ttlMs, idempotencyKeys: await keys() });
+    let listed = await keys();
+    // more keys than a request carries: the plane cannot check them, so this copy takes every entry the plane holds first
+    if (!listed) {
+      await replica.restore(executionId);
+      listed = await keys();
+    }
+    let r = await replica.takeoverAtPlane(executionId, seq, { holder, ttlMs, idempotencyKeys: listed });
     if (r.outcome === 'refused' && r.code === ErrorCode.STALE_COPY) {
       // the plane holds rows or recorded effects this copy lacks: take them first, then ask again (once)
-      const restored = await replica.restore(executionId).catch(() => null);
+      const restored = await replica.restore(executionId).catch((e: Error) => e);
+      if (restored instanceof Error) {
+        throw new ClaimRefused(`execution '${executionId}': the plane holds what this copy lacks (${r.message}), and bringing it here failed: ${restored.message}; nothing was resumed`, {
+          executionId,
+          checkpointId: '',
+          status: r.status,
+          planeCode: (restored as { code?: string }).code ?? r.code,
+        });
+      }
       const now = await replica.store.latest(executionId);
       // the resume re-reads the newest row after this guard: what was imported is where it re-enters
-      if (restored && now) r = await replica.takeoverAtPlane(executionId, now.seq, { holder, ttlMs, idempotencyKeys: await keys() });
+      if (now) r = await replica.takeoverAtPlane(executionId, now.seq, { holder, ttlMs, idempotencyKeys: await keys() });
     }
     if (r.outcome === 'won') {
       if (r.takenFrom) replica.emit('run_taken_over', { executionId, from: r.takenFrom });
@@ -146,11 +160,11 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       return;
     }
     const d = r.details as { writerId?: string; liveUntil?: string; fromSeq?: number; at?: string };
-    if (r.code === 'LEASE_LIVE') throw new RunInProgress(executionId, `writer '${d.writerId}' (it holds the run at the plane)`, d.liveUntil ?? '');
+    if (r.code === ErrorCode.LEASE_LIVE) throw new RunInProgress(executionId, `writer '${d.writerId}' (it holds the run at the plane)`, d.liveUntil ?? '');
     if (r.code === ErrorCode.RUN_TAKEN_OVER) throw new RunTakenOver(executionId, { writerId: d.writerId ?? 'another writer', fromSeq: d.fromSeq ?? null, at: d.at ?? null });
     if (r.code === ErrorCode.WRITER_COPY) throw writerCopy(executionId, r.message);
     // paused or finished there, or a run the plane never got: nobody else's to take; the local checks decide
-    if (r.code === 'NOT_RUNNING' || r.status === 404) return;
+    if (r.code === ErrorCode.NOT_RUNNING || r.status === 404) return;
     throw new ClaimRefused(`execution '${executionId}': the plane refused the takeover (${r.status}${r.code ? ` ${r.code}` : ''}: ${r.message}); nothing was resumed`, {
       executionId,
       checkpointId: '',
@@ -158,11 +172,22 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       planeCode: r.code,
     });
   };
-  const renew = async (lease: Lease, o: { release?: boolean } = {}) => {
-    const r = await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs, release: o.release });
-    if (o.release) return;
+  const renew = async (lease: Lease, o: { release?: boolean; timeoutMs?: number } = {}) => {
+    if (o.release) {
+      // only once this store's rows reached the plane: a taker let in early would start from a copy without them
+      const left = await replica.flush({ timeoutMs: o.timeoutMs ?? claimFlushMs });
+      if (left.pendingRows > 0) return;
+      await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs, release: true }, o.timeoutMs);
+      return;
+    }
+    const r = await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs }, o.timeoutMs);
     if (r.outcome === 'lost' || r.outcome === 'cancelled') replica.emit('run_lost', { executionId: lease.executionId, reason: r.message });
-    if (r.outcome === 'lost') throw new LeaseLost(lease.executionId, { epoch: lease.epoch, holder: lease.holder, current: null });
+    if (r.outcome === 'lost')
+      throw new LeaseLost(
+        lease.executionId,
+        { epoch: lease.epoch, holder: lease.holder, current: null },
+        `the plane says so (${r.message}); it starts nothing more, and its later rows are refused there`,
+      );
     if (r.outcome === 'cancelled') {
       // this store's copy says cancelled too, once the runner has stopped writing (its lease is fenced by this throw)
       setImmediate(() => void replica.adoptCancel(lease.executionId).catch(() => undefined));
@@ -170,7 +195,11 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
     }
     if (r.outcome === 'copy') throw writerCopy(lease.executionId, r.message);
     if (r.outcome === 'offline' && options.onPlaneUnreachable === 'stop') {
-      throw new LeaseLost(lease.executionId, { epoch: lease.epoch, holder: lease.holder, current: null });
+      throw new LeaseLost(
+        lease.executionId,
+        { epoch: lease.epoch, holder: lease.holder, current: null },
+        `its hold could not be renewed at the plane (${r.reason}) and onPlaneUnreachable is 'stop'; resume it once the plane answers`,
+      );
     }
   };
   return { claim, takeover, renew };

@@ -101,6 +101,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private lastSuccessAt: string | null = null;
   private lastAckAt: string | null = null;
   private rowsSynced = 0;
+  /** An ingest was sent and no answer came (a timeout, a reset): a plane may hold what it carried. */
+  private unanswered = false;
   /** The note of the batch in flight as last written to the store (`sendingNote` text); null: not written by this replica yet. */
   private inFlight: string | null = null;
   private maxRows: number;
@@ -176,13 +178,17 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private runUpdated(u: RunUpdate): void {
     if ((u.outcome === 'caught_up' && u.inserted > 0) || u.outcome === 'diverged') {
       this.fenceRun(u.executionId, u.status === 'cancelled', `another machine's rows of the run reached this store (${u.by ?? 'another writer'}, plane seq ${u.planeSeq})`);
+      // cancelled there while this copy went further: this copy says cancelled too, with a marker of its own
+      if (u.outcome === 'diverged' && u.status === 'cancelled') void this.adoptCancel(u.executionId).catch(() => undefined);
     }
     this.emit('run_updated', u);
   }
 
   /** Fence this process's runners of a run (RunCancelled for a cancelled one, else LeaseLost), and say so once per run. */
   private fenceRun(executionId: string, cancelled: boolean, reason: string): void {
-    const error = cancelled ? new RunCancelled(executionId, { reason: 'cancelled at the plane', checkpointId: null }) : new LeaseLost(executionId, { epoch: 0, holder: this.writerId, current: null });
+    const error = cancelled
+      ? new RunCancelled(executionId, { reason: 'cancelled at the plane', checkpointId: null })
+      : new LeaseLost(executionId, { epoch: 0, holder: this.writerId, current: null }, reason);
     fenceRunners(this.store, executionId, error);
     if (this.toldLost.has(executionId)) return;
     this.toldLost.add(executionId);
@@ -389,10 +395,13 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     // from here the plane may commit the batch though its answer never arrives: its runs count as held by the plane
     await this.noteInFlight(runs);
     const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs }).catch(async (e: unknown) => {
-      // no connection was ever made (refused, no such host): no plane committed anything of this batch
-      if (neverConnected(e)) await this.noteInFlight([]);
+      // no connection was ever made (refused, no such host), and no earlier attempt went unanswered (a plane may
+      // have committed that one and died since): no plane holds anything of these runs for this drain
+      if (neverConnected(e) && !this.unanswered) await this.noteInFlight([]);
+      else this.unanswered = true;
       throw e;
     });
+    this.unanswered = false;
     this.fault('drain.afterResponse');
     if (res.status !== 200) {
       // a refusal of the request (not a timeout): the plane committed none of it, so none of its runs is held there for it
@@ -585,7 +594,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   }
 
   /** The plane said a run this store holds was cancelled there: make this copy say so too (see adoptCancel). */
-  adoptCancel(executionId: string): Promise<'restored' | 'marked' | 'absent'> {
+  adoptCancel(executionId: string): ReturnType<typeof adoptCancel> {
     return adoptCancel(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs, reason: null });
   }
 
@@ -616,8 +625,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * Renew a run's hold at the plane for the local lease `holder` (the owner's
    * heartbeat), or give it up (`release`). Never throws.
    */
-  leaseAtPlane(executionId: string, lease: { holder: string; ttlMs: number; release?: boolean }): Promise<PlaneLease> {
-    return leaseAtPlane(this.http, this.caller, executionId, lease);
+  leaseAtPlane(executionId: string, lease: { holder: string; ttlMs: number; release?: boolean }, timeoutMs = this.o.timeoutMs): Promise<PlaneLease> {
+    return leaseAtPlane(this.http, { ...this.caller, timeoutMs: Math.min(timeoutMs, this.o.timeoutMs) }, executionId, lease);
   }
 
   /**

@@ -71,8 +71,6 @@ export interface EffectInfo {
   executionId: string;
   /** The call's key within the run (the `key` option, or the default). */
   key: string;
-  /** The runner's lease epoch in its store (grows at each takeover there); null outside a lease. */
-  epoch: number | null;
 }
 
 const effects = new AsyncLocalStorage<EffectInfo>();
@@ -191,7 +189,7 @@ async function once(run: RunContext, call: CallKey, what: string, fn: () => unkn
   const hit = await lookup(run, call);
   if (hit.hit) return hit.result;
   await leaseConfirmed(run, what);
-  const info: EffectInfo = { idempotencyKey: `waymark:${run.executionId}:${call.key}`, executionId: run.executionId, key: call.key, epoch: run.lease?.lease.epoch ?? null };
+  const info: EffectInfo = { idempotencyKey: `waymark:${run.executionId}:${call.key}`, executionId: run.executionId, key: call.key };
   const value = jsonForm(await effects.run(info, fn), what);
   try {
     return (await run.store.putIdempotent(run.executionId, call.key, value, run.lease ? { lease: run.lease.lease, anchorId: run.rowId } : {})).result;

@@ -13,8 +13,12 @@ export const PROCESS_INSTANCE = uuidv7();
 
 export const DEFAULT_LEASE_MS = 30_000;
 
-/** The store said the runner no longer holds the run: another took it over (LeaseLost), or it was cancelled (RunCancelled). */
-export const isLeaseLoss = (e: unknown): boolean => hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED);
+/**
+ * The store or the plane said the runner no longer holds the run: another took
+ * it over (LeaseLost), it was cancelled (RunCancelled), or another store
+ * instance under this writer id holds it at the plane (WRITER_COPY).
+ */
+export const isLeaseLoss = (e: unknown): boolean => hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED) || hasCode(e, ErrorCode.WRITER_COPY);
 
 let acquisitions = 0;
 
@@ -46,6 +50,8 @@ export class RunLease {
   ended = false;
   private timer: NodeJS.Timeout | null = null;
   private renewing: Promise<void> | null = null;
+  /** The plane's renewal in flight: apart from the store's, so a plane that stalls never holds the store's lease back. */
+  private renewingAtPlane: Promise<void> | null = null;
 
   constructor(
     private readonly store: Checkpointer,
@@ -65,24 +71,34 @@ export class RunLease {
     set.set(this.lease.executionId, mine);
     const every = Math.max(5, Math.floor(this.lease.ttlMs / 3));
     this.timer = setInterval(() => {
-      if (this.renewing || this.lost || this.ended) return;
-      this.renewing = this.renewBoth()
-        .catch((e: unknown) => {
-          // a store hiccup is not a loss: the next fenced write decides
-          // a cancel clears the holder: the renewal is refused with RunCancelled
-          if (isLeaseLoss(e)) this.fence(e as Error);
-        })
+      if (this.lost || this.ended) return;
+      // a store hiccup is not a loss (the next fenced write decides); a cancel clears the holder (RunCancelled)
+      const lost = (e: unknown) => {
+        if (isLeaseLoss(e)) this.fence(e as Error);
+      };
+      this.renewing ??= this.store
+        .renewLease(this.lease)
+        .then(() => undefined, lost)
         .finally(() => {
           this.renewing = null;
+        });
+      this.renewingAtPlane ??= this.renewAtPlane()
+        .catch(lost)
+        .finally(() => {
+          this.renewingAtPlane = null;
         });
     }, every);
     this.timer.unref();
   }
 
-  /** One renewal: the store's, then the plane's (while a plane is connected; an unreachable plane is not a loss). */
+  /** The plane's renewal, while a plane is connected, within a third of the ttl (an unreachable plane is not a loss). */
+  private async renewAtPlane(): Promise<void> {
+    await this.store.planeGuard.current?.renew?.(this.lease, { timeoutMs: Math.max(100, Math.floor(this.lease.ttlMs / 3)) });
+  }
+
+  /** One renewal by the store and one by the plane, at once: both must hold. */
   private async renewBoth(): Promise<void> {
-    await this.store.renewLease(this.lease);
-    await this.store.planeGuard.current?.renew?.(this.lease);
+    await Promise.all([this.store.renewLease(this.lease), this.renewAtPlane()]);
   }
 
   /**
@@ -129,7 +145,8 @@ export class RunLease {
       this.ended = true;
       await this.store.releaseLease(this.lease).catch(() => undefined);
       // the plane's hold too, so another machine need not wait for it to expire
-      await this.store.planeGuard.current?.renew?.(this.lease, { release: true }).catch(() => undefined);
+      await this.renewingAtPlane?.catch(() => undefined);
+      await this.store.planeGuard.current?.renew?.(this.lease, { release: true, timeoutMs: Math.max(100, Math.floor(this.lease.ttlMs / 3)) }).catch(() => undefined);
     }
   }
 }

@@ -3,7 +3,7 @@ import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { textProblem } from '../../shared/json.js';
 import type { State } from '../../shared/codec.js';
-import type { Checkpoint } from '../../shared/rows.js';
+import { cancelMarkerFields, type Checkpoint, isCancelMarker } from '../../shared/rows.js';
 import type { CancelOptions, CheckpointInput } from '../checkpointer.js';
 import { AlreadyFinished, CheckpointError, RunCancelled } from '../errors.js';
 
@@ -29,7 +29,7 @@ export function checkCancel(executionId: unknown, options: CancelOptions | undef
   return typeof reason === 'string' && reason.length ? reason : null;
 }
 
-export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null | undefined): boolean => !!row && row.step === 'run_end' && row.status === 'cancelled';
+export { isCancelMarker };
 
 /**
  * Whether a cancel finds its work done: true when `last` (the execution's
@@ -53,19 +53,7 @@ export function runCancelled(marker: Checkpoint): RunCancelled {
 
 /** The marker a cancel writes after `last` (the execution's newest row), carrying its state. */
 export function cancelMarker(last: Checkpoint, state: State, reason: string | null): CheckpointInput {
-  return {
-    executionId: last.executionId,
-    prevId: last.id,
-    nodeId: 'run_end',
-    turn: last.turn,
-    step: 'run_end',
-    status: 'cancelled',
-    // the run's top-level path: the marker belongs to the outermost runner, as completed/failed markers do
-    agentPath: last.agentPath.split('/')[0],
-    parentId: last.id,
-    state,
-    nodeOutput: { reason },
-  };
+  return { ...cancelMarkerFields(last, reason), executionId: last.executionId, prevId: last.id, state };
 }
 
 export function notFound(executionId: string): CheckpointError {

@@ -364,7 +364,8 @@ export const runTakeovers = pgTable(
  * and effects now. Acquired by the run's first row, a pause's claim or the
  * takeover of a crashed run; renewed by its holder's heartbeat and rows;
  * released at a pause; ended by the run-end marker; cancelled by a cancel.
- * `epoch` is the fencing token: it grows at every change of owner.
+ * `epoch` counts the changes of owner; a writer that lost the run is fenced by
+ * `run_takeovers` (its later rows refused), a holder by its renewals.
  */
 export const runOwners = pgTable(
   'run_owners',

@@ -3,56 +3,14 @@
  * take over a run whose writer died mid-run. The arbitration is claims.ts;
  * this module answers its outcomes.
  */
-import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
-import { LIMITS } from '../../shared/limits.js';
-import { CancelRequest, CancelResponse, ClaimRequest, ClaimResponse, LeaseRequest, LeaseResponse, TakeoverRequest, TakeoverResponse } from '../../shared/protocol.js';
-import { type BodyDeadline, jsonBodyWithin } from '../body.js';
+import { ClaimRequest, ClaimResponse, TakeoverRequest, TakeoverResponse } from '../../shared/protocol.js';
 import { claimPause, releaseClaim, takeOverRun } from '../claims.js';
-import { cancelAtPlane } from '../cancel.js';
-import { type Asker, renewOwner } from '../owners.js';
-import type { PlaneDb } from '../db/open.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
-import { controlBodyErrors, errorResponse, errors, IdParam, jsonAnswer, jsonBody } from '../http/openapi.js';
-import { scoped } from '../http/scope.js';
 import { executionNotFound } from './executions.js';
-
-/**
- * A writer's POST about one execution (the ingest scope): its body (read
- * within LIMITS.controlBodyBytes and the body deadline), its answer, and what
- * its 404 and 409 mean.
- */
-function writerRoute<P extends string, B extends z.ZodType, A extends z.ZodType>(
-  db: PlaneDb,
-  bodyDeadline: BodyDeadline,
-  o: { path: P; summary: string; body: B; ok: [description: string, answer: A]; notFound: string; refused: string },
-) {
-  return createRoute({
-    method: 'post',
-    path: o.path,
-    summary: o.summary,
-    ...scoped(db, 'ingest', jsonBodyWithin(db, LIMITS.controlBodyBytes, bodyDeadline)),
-    request: { params: IdParam, body: jsonBody(o.body) },
-    responses: { 200: jsonAnswer(o.ok[0], o.ok[1]), 404: errorResponse(o.notFound), 409: errorResponse(o.refused), ...controlBodyErrors, ...errors },
-  });
-}
-
-/** The asker of an ownership request: an older client's holder is its writer id; its ttl the plane's takeover delay at least. */
-function askerOf(body: { writerId: string; holder?: string; instance?: string; ttlMs?: number }, floorMs: number): Asker {
-  return { writerId: body.writerId, holder: body.holder ?? body.writerId, instance: body.instance ?? null, ttlMs: Math.max(body.ttlMs ?? floorMs, floorMs) };
-}
-
-/** 409 WRITER_COPY: another store instance presents this writer id. */
-function writerCopy(writerId: string): HttpError {
-  return new HttpError(
-    409,
-    ErrorCode.WRITER_COPY,
-    `writer id '${writerId}' is in use by another store instance (a copied store file, or one writerId given to two stores); nothing was granted: give this store its own writer id`,
-    { details: { writerId } },
-  );
-}
+import { askerOf, writerCopy, writerRoute } from './writer-route.js';
 
 export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimReleaseAfterMs: number; takeoverAfterMs: number }) {
   const app = routeModule();
@@ -166,68 +124,5 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
       return c.json({ released: r.released }, 200);
     },
   );
-  app.openapi(
-    writerRoute(db, bodyDeadline, {
-      path: '/v1/executions/{id}/lease',
-      summary: "The run's owner renews its hold while it works (a heartbeat), or gives it up (release)",
-      body: LeaseRequest,
-      ok: ['held (epoch, expiresAt) or released', LeaseResponse],
-      notFound: 'the run is not on the plane (its first row makes its writer the owner)',
-      refused: 'LEASE_LOST (another holder owns the run, or it ended), RUN_CANCELLED (it was cancelled), WRITER_COPY (another store instance under this writer id)',
-    }),
-    async (c) => {
-      const { id } = c.req.valid('param');
-      const body = c.req.valid('json');
-      const r = await renewOwner(db, c.get('principal').projectId, id, { ...askerOf(body, 0), release: body.release === true }, o.takeoverAfterMs);
-      switch (r.outcome) {
-        case 'not_found':
-          throw executionNotFound(id, ' (its first row makes its writer the owner)');
-        case 'copy':
-          throw writerCopy(body.writerId);
-        case 'cancelled':
-          throw new HttpError(409, ErrorCode.RUN_CANCELLED, `execution '${id}' was cancelled: stop at the next step boundary`, { details: { executionId: id, epoch: r.epoch } });
-        case 'lost':
-          throw new HttpError(
-            409,
-            ErrorCode.LEASE_LOST,
-            `execution '${id}' is no longer this holder's: ${r.state === 'held' ? `writer '${r.writerId}' owns it (epoch ${r.epoch})` : `it is ${r.state} on the plane`}`,
-            {
-              details: { executionId: id, writerId: r.writerId, epoch: r.epoch, state: r.state },
-            },
-          );
-        case 'released':
-          return c.json({ executionId: id, epoch: null, expiresAt: null, released: r.released }, 200);
-      }
-      return c.json({ executionId: id, epoch: r.epoch, expiresAt: r.expiresAt, released: false }, 200);
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: 'post',
-      path: '/v1/executions/{id}/cancel',
-      summary: 'Cancel a run the plane holds: its owner becomes nobody (its runner stops at its next step), its open pause is closed, a cancel marker ends its history',
-      ...scoped(db, 'cancel', jsonBodyWithin(db, LIMITS.controlBodyBytes, bodyDeadline)),
-      request: { params: IdParam, body: jsonBody(CancelRequest) },
-      responses: {
-        200: jsonAnswer('cancelled (or already cancelled)', CancelResponse),
-        404: errorResponse('the run is not on the plane'),
-        409: errorResponse('ALREADY_FINISHED: the run completed; nothing was cancelled'),
-        ...controlBodyErrors,
-        ...errors,
-      },
-    }),
-    async (c) => {
-      const { id } = c.req.valid('param');
-      const body = c.req.valid('json');
-      const r = await cancelAtPlane(db, c.get('principal').projectId, id, body.reason?.length ? body.reason : null, `key:${c.get('principal').keyId}`);
-      if (r.outcome === 'not_found') throw executionNotFound(id);
-      if (r.outcome === 'finished')
-        throw new HttpError(409, ErrorCode.ALREADY_FINISHED, `execution '${id}' already completed; nothing was cancelled`, { details: { executionId: id, checkpointId: r.checkpointId } });
-      if (!r.alreadyCancelled) c.get('log').warn({ executionId: id, from: r.takenFrom, seq: r.seq }, 'a run was cancelled at the plane');
-      return c.json({ executionId: id, checkpointId: r.checkpointId, seq: r.seq, alreadyCancelled: r.alreadyCancelled, closedPause: r.closedPause, takenFrom: r.takenFrom }, 200);
-    },
-  );
-
   return app;
 }

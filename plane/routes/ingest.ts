@@ -10,6 +10,7 @@ import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError, issuesText } from '../http/errors.js';
 import { errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { requireScope, security } from '../http/scope.js';
+import { refusePlaneWriter } from './writer-route.js';
 
 export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o: { gate: AdmissionGate; takeoverAfterMs: number }) {
   const app = routeModule();
@@ -47,6 +48,7 @@ export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o
       if (env.data.rows.length > LIMITS.batchRows) {
         throw new HttpError(413, ErrorCode.TOO_MANY_ROWS, `a batch holds at most ${LIMITS.batchRows} rows`);
       }
+      refusePlaneWriter(env.data.writerId);
       const p = c.get('principal');
       const out = await ingestBatch(db, p.projectId, env.data.writerId, env.data.backlog, env.data.rows, o.takeoverAfterMs);
       metrics.ingestRows.inc({ result: 'accepted' }, out.accepted);
