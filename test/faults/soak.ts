@@ -175,7 +175,7 @@ if (fleet) {
   row('  double effects', fleet.doubles);
   row('    broken: the plane had the first record', fleet.doubleKinds.broken);
   row('    the first record not yet at the plane', fleet.doubleKinds.unsent);
-  row('    a stall after the check (accepted window)', fleet.doubleKinds.window);
+  row('    stall after the check (accepted window)', fleet.doubleKinds.window);
   row('  stranded runs', fleet.stranded);
   row('  runs left unfinished', fleet.unfinished);
   row('  orders of completed runs never charged', fleet.missing);
