@@ -309,6 +309,13 @@ export interface PlaneGuard {
    * goes on offline, unless the replica's strict mode says otherwise).
    */
   renew?: (lease: Lease, options?: { release?: boolean; timeoutMs?: number }) => Promise<void>;
+  /**
+   * Send what this store holds unsent to the plane now, waiting up to
+   * `timeoutMs`: an `idempotent` effect's record reaches the plane before the
+   * effect returns, so a machine that takes the run over after this one died
+   * knows the effect ran. Never throws (an unreachable plane is waited for no longer).
+   */
+  recorded?: (options: { timeoutMs: number }) => Promise<void>;
 }
 
 /**

@@ -226,7 +226,7 @@ export type TakeoverOutcome =
  * A winner that dies before writing is taken over in turn once its own hold
  * expires: no takeover is permanent.
  */
-export async function takeOverRun(db: PlaneDb, projectId: string, executionId: string, a: Asker, seq: number, keys: readonly string[] | null): Promise<TakeoverOutcome> {
+export async function takeOverRun(db: PlaneDb, projectId: string, executionId: string, a: Asker, seq: number, keys: readonly string[] | null, lastId: string | null = null): Promise<TakeoverOutcome> {
   const r = await db.transaction(async (tx): Promise<TakeoverOutcome> => {
     // the owner's row first, then the run's: the order ingest and claims take them in
     const owner = await lockedOwner(tx, projectId, executionId);
@@ -245,8 +245,11 @@ export async function takeOverRun(db: PlaneDb, projectId: string, executionId: s
       .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, a.writerId)))
       .orderBy(runTakeovers.fromSeq)
       .limit(1);
-    // fenced, with rows past its fence: this copy ran on after it lost the run, on a branch the plane refused
-    if (fence && seq > fence.fromSeq) return { outcome: 'lost', writerId: fence.winner, fromSeq: fence.fromSeq, at: fence.at.toISOString() };
+    // fenced, with rows past its fence: this copy ran on after it lost the run, on a branch the plane refused, unless
+    // its newest row is the plane's own (it took the winner's rows since: it is the plane's copy)
+    if (fence && seq > fence.fromSeq && !(await holdsRow(tx, projectId, executionId, seq, lastId))) {
+      return { outcome: 'lost', writerId: fence.winner, fromSeq: fence.fromSeq, at: fence.at.toISOString() };
+    }
     const missing = keys ? await missingKeys(tx, projectId, executionId, keys) : { keys: [], count: 0 };
     if (seq < ex.lastSeq || missing.count > 0) return { outcome: 'stale', planeSeq: ex.lastSeq, missingKeys: missing.keys, missingCount: missing.count };
     if (ex.status !== 'running') return { outcome: 'not_running', status: ex.status };
@@ -265,6 +268,16 @@ export async function takeOverRun(db: PlaneDb, projectId: string, executionId: s
   });
   if (r.outcome === 'won' && r.takenFrom) announceChanges(db, projectId);
   return r;
+}
+
+/** Whether the plane's row of this run at `seq` is the row `id` (null: not asked). */
+async function holdsRow(tx: Tx, projectId: string, executionId: string, seq: number, id: string | null): Promise<boolean> {
+  if (!id) return false;
+  const [r] = await tx
+    .select({ id: checkpoints.id })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, seq), eq(checkpoints.id, id)));
+  return !!r;
 }
 
 /** The run's idempotency keys the plane holds and `keys` does not (the first 50), and how many. */

@@ -104,6 +104,8 @@ export const TakeoverRequest = z
   .object({
     writerId: WriterId,
     seq: z.number().int().nonnegative(),
+    /** The id of this copy's newest row (at `seq`): a copy whose newest row is the plane's is the plane's copy, whoever wrote it. */
+    lastId: Uuidv7.optional(),
     ...OwnerFields,
     /**
      * The run's idempotency keys this copy holds: a plane holding one more

@@ -134,7 +134,8 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       await replica.restore(executionId);
       listed = await keys();
     }
-    let r = await replica.takeoverAtPlane(executionId, seq, { holder, ttlMs, idempotencyKeys: listed });
+    const lastId = async () => (await replica.store.latest(executionId))?.id;
+    let r = await replica.takeoverAtPlane(executionId, seq, { holder, ttlMs, idempotencyKeys: listed, lastId: await lastId() });
     if (r.outcome === 'refused' && r.code === ErrorCode.STALE_COPY) {
       // the plane holds rows or recorded effects this copy lacks: take them first, then ask again (once)
       const restored = await replica.restore(executionId).catch((e: Error) => e);
@@ -148,7 +149,7 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       }
       const now = await replica.store.latest(executionId);
       // the resume re-reads the newest row after this guard: what was imported is where it re-enters
-      if (now) r = await replica.takeoverAtPlane(executionId, now.seq, { holder, ttlMs, idempotencyKeys: await keys() });
+      if (now) r = await replica.takeoverAtPlane(executionId, now.seq, { holder, ttlMs, idempotencyKeys: await keys(), lastId: now.id });
     }
     if (r.outcome === 'won') {
       if (r.takenFrom) replica.emit('run_taken_over', { executionId, from: r.takenFrom });
@@ -202,5 +203,8 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       );
     }
   };
-  return { claim, takeover, renew };
+  const recorded = async (o: { timeoutMs: number }) => {
+    await replica.flush({ timeoutMs: o.timeoutMs }).catch(() => undefined);
+  };
+  return { claim, takeover, renew, recorded };
 }

@@ -69,12 +69,18 @@ export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId
  * Ask the plane to let this writer take over a run that is not paused
  * (POST /v1/executions/:id/takeover), its copy here ending at `seq`. Never throws.
  */
-export async function takeoverAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, seq: number, a: Acquisition & { idempotencyKeys?: string[] } = {}): Promise<PlaneTakeover> {
+export async function takeoverAtPlane(
+  http: PlaneHttp,
+  as: PlaneCaller,
+  executionId: string,
+  seq: number,
+  a: Acquisition & { idempotencyKeys?: string[]; lastId?: string } = {},
+): Promise<PlaneTakeover> {
   let res: PlaneResponse;
   try {
     res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/takeover`, {
       apiKey: as.apiKey,
-      json: { writerId: as.writerId, seq, ...ownerFields(as, a), ...(a.idempotencyKeys ? { idempotencyKeys: a.idempotencyKeys } : {}) },
+      json: { writerId: as.writerId, seq, ...(a.lastId ? { lastId: a.lastId } : {}), ...ownerFields(as, a), ...(a.idempotencyKeys ? { idempotencyKeys: a.idempotencyKeys } : {}) },
       timeoutMs: as.timeoutMs,
     });
   } catch (e) {

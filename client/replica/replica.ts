@@ -617,7 +617,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * Ask the plane to let this writer take over a run that is not paused
    * (POST /v1/executions/:id/takeover), its copy here ending at `seq`. Never throws.
    */
-  takeoverAtPlane(executionId: string, seq: number, acquisition: Acquisition & { idempotencyKeys?: string[] } = {}): Promise<PlaneTakeover> {
+  takeoverAtPlane(executionId: string, seq: number, acquisition: Acquisition & { idempotencyKeys?: string[]; lastId?: string } = {}): Promise<PlaneTakeover> {
     return takeoverAtPlane(this.http, this.caller, executionId, seq, acquisition);
   }
 

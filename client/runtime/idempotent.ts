@@ -192,7 +192,11 @@ async function once(run: RunContext, call: CallKey, what: string, fn: () => unkn
   const info: EffectInfo = { idempotencyKey: `waymark:${run.executionId}:${call.key}`, executionId: run.executionId, key: call.key };
   const value = jsonForm(await effects.run(info, fn), what);
   try {
-    return (await run.store.putIdempotent(run.executionId, call.key, value, run.lease ? { lease: run.lease.lease, anchorId: run.rowId } : {})).result;
+    const recorded = (await run.store.putIdempotent(run.executionId, call.key, value, run.lease ? { lease: run.lease.lease, anchorId: run.rowId } : {})).result;
+    // connected: the record reaches the plane before the effect returns, so a machine that takes the run over after
+    // this one dies knows the effect ran (a third of the lease at most: an unreachable plane is not waited for)
+    await run.store.planeGuard.current?.recorded?.({ timeoutMs: Math.max(100, Math.floor((run.lease?.lease.ttlMs ?? 30_000) / 3)) });
+    return recorded;
   } catch (e) {
     if (hasCode(e, ErrorCode.INVALID_ROW)) {
       throw new EffectNotRecorded(`the side effect '${what}' ran but the store refused its result: ${(e as Error).message}`, { cause: e });

@@ -73,7 +73,7 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
     async (c) => {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
-      const r = await takeOverRun(db, c.get('principal').projectId, id, askerOf(body, o.takeoverAfterMs), body.seq, body.idempotencyKeys ?? null);
+      const r = await takeOverRun(db, c.get('principal').projectId, id, askerOf(body, o.takeoverAfterMs), body.seq, body.idempotencyKeys ?? null, body.lastId ?? null);
       const refuse = (code: ErrorCode, message: string, details: Record<string, unknown>) => new HttpError(409, code, message, { details: { executionId: id, ...details } });
       switch (r.outcome) {
         case 'not_found':
