@@ -23,7 +23,7 @@ const pg = BACKEND === 'postgres' ? await pgReady('the cross-machine kill campai
 
 describe.skipIf(!pg)(`cross-machine kill campaign: ${TRIALS} trials on ${BACKEND}, seed ${SEED} (replay one: WAYMARK_FLEET_SEEDS=<its seed>)`, () => {
   it(
-    'no order charged twice, every run completed on the plane and left whole, every order of it charged',
+    'no order charged twice at a service that dedupes by the effect key, none repeated whose record the plane held, every run completed on the plane and left whole, every order of it charged',
     async () => {
       const summary = await runFleetCampaign({
         trials: TRIALS,

@@ -21,14 +21,16 @@
  * stopped machine continued, every command settled and every machine
  * exited), the invariants:
  *
- * - **double effects**: each order charged at most once in the ledger (a
- *   charge whose record reached the plane must never run again). A double
- *   charge is counted whatever its cause, and its cause is told from the
+ * - **double effects**: the ledger stands for a payment service that dedupes
+ *   by the effect's idempotency key (`currentEffect()`), the way DESIGN.md
+ *   §5b closes what no store can. Each repeated attempt is told from the
  *   trace (DoubleKind): `window`, a machine stalled after its last check and
- *   before the effect (the one window DESIGN.md §5b accepts); `unsent`, the
- *   first charge's record had not reached the plane when the run was charged
- *   again (its machine was killed or stopped after the effect, before its
- *   drain sent the record); `broken`, neither: the plane had the record;
+ *   before the effect; `unsent`, the first charge's record had not reached
+ *   the plane when the run was charged again (its machine died after the
+ *   effect, before the record's send was answered); `broken`, neither: the
+ *   plane had the record. A `broken` repeat is a double effect, and so is an
+ *   order charged under two keys or none (the service could not dedupe it);
+ *   the other repeats are counted and printed, the service answering them;
  * - **missing effects**: a completed run charged every order at least once;
  * - **stranded**: the run completed on the plane within RUN_MS;
  * - **unfinished**: nothing of a completed run is left unfinished: the
@@ -654,12 +656,17 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
   const ledger = fleet.ledger(id);
   const per = new Array<number>(plan.steps).fill(0);
   for (const l of ledger) per[l.order] = (per[l.order] ?? 0) + 1;
-  const doubles = per.reduce((n, c) => n + Math.max(0, c - 1), 0);
+  const attempts = per.reduce((n, c) => n + Math.max(0, c - 1), 0);
+  // what the service sees: the ledger stands for a payment service that dedupes by the effect's key (currentEffect()),
+  // as DESIGN §5b closes the windows no store can; an order charged under two keys, or without one, it cannot dedupe
+  const keyless = per.reduce((n, _c, order) => {
+    const keys = ledger.filter((l) => l.order === order).map((l) => l.key ?? '');
+    return n + (keys.some((k) => !k) || new Set(keys).size > 1 ? 1 : 0);
+  }, 0);
   const missing = completed ? per.filter((c) => c === 0).length : 0;
   const plane = await planeTimeline(fleet, id);
   const doubleKinds: Record<DoubleKind, number> = { broken: 0, unsent: 0, window: 0 };
-  if (doubles) {
-    violations.push(`double effects: charges per order ${JSON.stringify(per)}`);
+  if (attempts) {
     for (const [order, c] of per.entries()) {
       if (c < 2) continue;
       const lines = ledger.filter((l) => l.order === order).sort((x, y) => x.at - y.at);
@@ -670,6 +677,11 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
       }
     }
   }
+  // a repeat whose first record the plane held is the library's own failure, whatever a service would dedupe
+  const doubles = doubleKinds.broken + keyless;
+  if (doubles)
+    violations.push(`double effects: charges per order ${JSON.stringify(per)} (${doubleKinds.broken} repeated though the plane held the record, ${keyless} order(s) a service could not dedupe)`);
+  else if (attempts) notes.push(`repeated attempts deduped by the service (one key each): charges per order ${JSON.stringify(per)}`);
   if (missing) violations.push(`missing effects: the run completed with charges per order ${JSON.stringify(per)}`);
   if (!completed) violations.push(`stranded: the run is ${status} on the plane ${RUN_MS} ms after it started`);
   const planeRows = await fleet.rows(id);
@@ -943,7 +955,7 @@ export function progressLine(r: FleetTrialResult, i: number, n: number, t: Fleet
   const outcome = r.ok ? 'ok' : `FAILED (${r.violations.map((v) => v.split(':')[0]).join(', ')})`;
   return (
     `[fleet] trial ${i + 1}/${n} seed ${r.seed} ${outcome} in ${(r.ms / 1000).toFixed(1)} s (run completed ${r.completedAfter === null ? 'never' : `at +${(r.completedAfter / 1000).toFixed(1)} s`}) — ${r.fired.join(', ') || 'no fault fired'}` +
-    `${r.restarts ? `, ${r.restarts} restart(s)` : ''}, takeovers ${r.takeovers} | totals: ${t.passed}/${t.trials} ok, double effects ${t.doubles} (${t.doubleKinds.broken} broken, ${t.doubleKinds.unsent} record not at the plane, ${t.doubleKinds.window} stalled after the check), stranded ${t.stranded}, unfinished ${t.unfinished}, missing ${t.missing}`
+    `${r.restarts ? `, ${r.restarts} restart(s)` : ''}, takeovers ${r.takeovers} | totals: ${t.passed}/${t.trials} ok, double effects ${t.doubles}; repeated attempts the service deduped or not: ${t.doubleKinds.broken} broken, ${t.doubleKinds.unsent} record not at the plane, ${t.doubleKinds.window} stalled after the check, stranded ${t.stranded}, unfinished ${t.unfinished}, missing ${t.missing}`
   );
 }
 

@@ -48,7 +48,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import { z } from 'zod';
-import { Agent, connectPlane, currentRun, idempotent, interrupt, recoverRuns, restoreFromPlane, ScriptedModel, tool, type Replica, type Tool } from '../../client/index.js';
+import { Agent, connectPlane, currentEffect, currentRun, idempotent, interrupt, recoverRuns, type Replica, restoreFromPlane, ScriptedModel, tool, type Tool } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 
 export type Phase = 'enter' | 'charged';
@@ -80,6 +80,8 @@ export interface LedgerLine {
   pid: number;
   /** Date.now() when the charge ran. */
   at: number;
+  /** The effect's idempotency key (`currentEffect()`), as a deduping service would receive it. */
+  key?: string;
 }
 
 /** What the machine says back. */
@@ -157,7 +159,7 @@ async function at(executionId: string, order: number, phase: Phase): Promise<voi
 
 const charge = idempotent(
   async (executionId: string, order: number) => {
-    const line: LedgerLine = { machine: config.name, executionId, order, pid: process.pid, at: Date.now() };
+    const line: LedgerLine = { machine: config.name, executionId, order, pid: process.pid, at: Date.now(), key: currentEffect()?.idempotencyKey };
     appendFileSync(config.ledger, `${JSON.stringify(line)}\n`);
     return { chargeId: `ch_${executionId}_${order}` };
   },
