@@ -113,16 +113,22 @@ export class Machine {
         clearTimeout(timer);
         resolve(o);
       });
-      this.child.send({ type: 'cmd', req, cmd, id, opts });
+      // a machine exiting has closed its channel before its exit is seen: that is a death, not a harness crash
+      this.child.send({ type: 'cmd', req, cmd, id, opts }, (e) => {
+        if (!e) return;
+        clearTimeout(timer);
+        this.pending.delete(req);
+        resolve({ ok: false, died: this.child.signalCode ?? this.child.exitCode });
+      });
     });
   }
 
   configure(patch: Partial<MachineConfig>): void {
-    this.child.send({ type: 'config', patch });
+    this.child.send({ type: 'config', patch }, () => undefined);
   }
 
   release(order?: number, phase?: Phase): void {
-    this.child.send({ type: 'release', order, phase });
+    this.child.send({ type: 'release', order, phase }, () => undefined);
   }
 
   /** The first message (past or coming) matching `pred`; fails if the machine exits or `deadlineMs` passes first. */
