@@ -164,16 +164,17 @@ export async function markCancelled(tx: Tx, projectId: string, items: Item[]): P
 
 /** After the batch's rows are stored: each run's owner follows what was accepted (owners.ts followRows). */
 export async function followAccepted(tx: Tx, projectId: string, writerId: string, items: Item[], floorMs: number): Promise<void> {
-  const runs = new Map<string, { last: Checkpoint | null; paused: boolean; first: boolean }>();
+  const runs = new Map<string, { last: Checkpoint | null; paused: boolean; first: boolean; graph: boolean }>();
   for (const i of items) {
     // stored by this batch (a redelivered row changed nothing when it came again)
     if (i.result) continue;
     const e = i.event;
     if (!e || (e.kind !== 'checkpoint' && e.kind !== 'interrupt_opened')) continue;
-    const r = runs.get(i.executionId!) ?? { last: null, paused: false, first: false };
+    const r = runs.get(i.executionId!) ?? { last: null, paused: false, first: false, graph: false };
     if (e.kind === 'checkpoint') {
       if (!r.last || e.row.seq > r.last.seq) r.last = e.row;
       if (e.row.seq === 0) r.first = true;
+      if (e.row.step === 'graph_step') r.graph = true;
       r.paused = r.paused && e.row.status === 'interrupted';
     } else r.paused = true;
     runs.set(i.executionId!, r);

@@ -128,7 +128,8 @@ export async function renewOwner(db: PlaneDb, projectId: string, executionId: st
     const o = await lockedOwner(tx, projectId, executionId);
     if (o?.state === 'cancelled') return { outcome: 'cancelled' as const, epoch: o.epoch };
     if (isCopy(o, a)) return { outcome: 'copy' as const, writerId: a.writerId };
-    const mine = !!o && o.writerId === a.writerId && (o.holder === a.holder || o.holder === null);
+    // any holder of the owner's store: its processes take turns by the store's own lease (a restarted one renews)
+    const mine = !!o && o.writerId === a.writerId && !isCopy(o, a);
     if (a.release) {
       if (!o || !mine || o.state !== 'held') return { outcome: 'released' as const, released: false };
       await tx
@@ -189,7 +190,13 @@ async function expiresOf(tx: Tx, projectId: string, executionId: string): Promis
  * cancels it and fences the writer that held it; any other row of the owner
  * extends its hold by `floorMs`.
  */
-export async function followRows(tx: Tx, projectId: string, writerId: string, runs: Map<string, { last: Checkpoint | null; paused: boolean; first: boolean }>, floorMs: number): Promise<void> {
+export async function followRows(
+  tx: Tx,
+  projectId: string,
+  writerId: string,
+  runs: Map<string, { last: Checkpoint | null; paused: boolean; first: boolean; graph: boolean }>,
+  floorMs: number,
+): Promise<void> {
   for (const [executionId, r] of [...runs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     const o = await lockedOwner(tx, projectId, executionId);
     const last = r.last;
@@ -208,8 +215,9 @@ export async function followRows(tx: Tx, projectId: string, writerId: string, ru
     }
     if (!last) continue;
     if (!o) {
-      // acquired by the run's first row: a row of a run met mid-way (a forger's, a restored copy's) acquires nothing
-      if (!r.first) continue;
+      // acquired by the run's first row: a row of a run met mid-way (a forger's, a restored copy's) acquires nothing;
+      // nor does a LangGraph thread's (its interrupts are not pauses the plane releases; `exclusive` arbitrates it)
+      if (!r.first || r.graph) continue;
       await tx
         .insert(runOwners)
         .values({ projectId, executionId, writerId, holder: null, instance: null, epoch: 1, state: 'held', expiresAt: expiry(floorMs) as never })

@@ -181,7 +181,13 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs, release: true }, o.timeoutMs);
       return;
     }
-    const r = await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs }, o.timeoutMs);
+    let r = await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs }, o.timeoutMs);
+    if (r.outcome === 'lost') {
+      // the plane may be behind this store's outbox (a deletion, a run started again under its id, rows not sent
+      // yet): once what this store holds has reached it, its answer is the verdict
+      const left = await replica.flush({ timeoutMs: o.timeoutMs ?? claimFlushMs });
+      if (left.pendingRows === 0) r = await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs }, o.timeoutMs);
+    }
     if (r.outcome === 'lost' || r.outcome === 'cancelled') replica.emit('run_lost', { executionId: lease.executionId, reason: r.message });
     if (r.outcome === 'lost')
       throw new LeaseLost(
