@@ -213,6 +213,7 @@ export type TakeoverOutcome =
  * - another store instance under the asker's writer id owns it: `copy`;
  * - the asker was fenced out of the run (it lost it) and its copy holds rows
  *   past its fence, a branch the plane refused: `lost`, naming the winner;
+ * - another machine's hold is live: `live`, with when it may be taken;
  * - the copy lacks what the plane holds: rows (`seq` below the plane's
  *   newest) or an idempotency entry (`keys` given and one missing): `stale`,
  *   with what is missing (an effect the plane recorded is never run again by
@@ -221,8 +222,7 @@ export type TakeoverOutcome =
  * - the owner is the asker's own store (a restarted process; the store's own
  *   lease already arbitrated between its processes), or its hold has expired
  *   by the plane's clock, or nobody holds it: `won`, the epoch grows, the
- *   previous owner is fenced from the plane's newest seq;
- * - else `live`, with when it may be taken.
+ *   previous owner is fenced from the plane's newest seq.
  * A winner that dies before writing is taken over in turn once its own hold
  * expires: no takeover is permanent.
  */
@@ -250,11 +250,12 @@ export async function takeOverRun(db: PlaneDb, projectId: string, executionId: s
     if (fence && seq > fence.fromSeq && !(await holdsRow(tx, projectId, executionId, seq, lastId))) {
       return { outcome: 'lost', writerId: fence.winner, fromSeq: fence.fromSeq, at: fence.at.toISOString() };
     }
+    // another machine holds it live: nothing to take, whatever this copy lacks
+    const own = !!owner && owner.writerId === a.writerId && !copy;
+    if (owner && !own && (await isLive(tx, owner))) return { outcome: 'live', writerId: owner.writerId, liveUntil: owner.expiresAt!.toISOString() };
     const missing = keys ? await missingKeys(tx, projectId, executionId, keys) : { keys: [], count: 0 };
     if (seq < ex.lastSeq || missing.count > 0) return { outcome: 'stale', planeSeq: ex.lastSeq, missingKeys: missing.keys, missingCount: missing.count };
     if (ex.status !== 'running') return { outcome: 'not_running', status: ex.status };
-    const own = !!owner && owner.writerId === a.writerId && !copy;
-    if (owner && !own && (await isLive(tx, owner))) return { outcome: 'live', writerId: owner.writerId, liveUntil: owner.expiresAt!.toISOString() };
     const from = owner && !own && owner.state === 'held' ? owner.writerId : null;
     if (from) {
       const [contact] = await tx

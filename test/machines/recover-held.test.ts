@@ -42,6 +42,7 @@ for (const backend of ['pglite', 'postgres'] as const) {
       const bPass = (async () => {
         for (;;) {
           const out = await b.command('recover', undefined, {});
+          if (!out.ok) throw new Error(`B's recovery pass failed: ${JSON.stringify(out)}`);
           const runs = (out.result as { runs: Pass[] }).runs;
           if (runs.some((r) => r.executionId === id && r.outcome === 'recovered')) return runs;
           await new Promise((r) => setTimeout(r, 200));
