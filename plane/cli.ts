@@ -14,10 +14,8 @@ import { printable, terminalSafe } from '../shared/terminal.js';
 import { isInMemory } from './db/open.js';
 import { SCOPES, type Scope } from './auth.js';
 import { keyRequestProblems } from './admin.js';
-import { adminTarget, printKeys } from './admin-cli.js';
 import { configProblems, databaseUrlProblem, loadConfig, type PlaneConfig } from './config.js';
 import { ErrorCode, hasCode, WaymarkError } from '../shared/errors.js';
-import { startPlane, adminKeyPath } from './server.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
 import { onStopRequest } from '../shared/launcher.js';
 import { errorText, parseCommand, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
@@ -159,6 +157,8 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
   if (problems.length) throw new UsageError([...problems, ...configProblems(process.env, Object.keys(overrides))], usageOf(command), command.name);
   const config = loadConfig(process.env, overrides);
   if (command !== COMMANDS[0]) return adminCommand(config, command.name.split(' ').slice(1), parsed, out);
+  // loaded only to act: usage and bad arguments answer without hono, drizzle or a database driver
+  const { startPlane, adminKeyPath } = await import('./server.js');
   // DATA_DIR_LOCKED, PORT_IN_USE, INVALID_OPTIONS (another database's admin-key file): said by planeMain, not thrown on
   const plane = await startPlane(config).catch((e: unknown) => {
     // npm takes a flag after `npm start` as its own (the plane never sees it): the hint is the npm line that works
@@ -246,6 +246,7 @@ function scopesOf(p: Parsed): Scope[] {
 async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[], p: Parsed, out: (l: string) => void): Promise<number> {
   const values = p.values as Record<string, string | undefined>;
   const arg = p.positionals[0];
+  const { adminTarget, printKeys } = await import('./admin-cli.js');
   const target = await adminTarget(config, {
     plane: values.plane,
     key: values.key,

@@ -7,11 +7,11 @@
  *   crash points of test/runtime/crash-*.
  * - `npm run test:all` runs both tiers: FAST and SLOW.
  *
- * A file goes to SLOW for what it does, not for one slow run: kill campaigns,
- * crash sweeps and race rounds, fuzzing, bulk data (the 100,000-row backlog,
- * pages of 1 MB rows), the bench smoke, the browsers, packing or installing
- * packages, and scenarios whose tests are mostly several real processes
- * racing, handing off or being killed.
+ * A file goes to SLOW for what it does, not for one slow run: the fault
+ * campaigns (test/faults/), crash sweeps and race rounds, bulk data, the
+ * bench smoke, the browsers, holds, leases and deadlines waited out in real
+ * time, packing or installing packages, and scenarios whose tests are mostly
+ * several real processes racing, handing off or being killed.
  *
  * FAST names files one by one, so it grows only on purpose. A SLOW entry is a
  * file, or a folder ending in `/` whose every test file is slow. The `slow`
@@ -33,10 +33,7 @@ export const FAST: readonly string[] = [
   'test/decisions/feed-items.test.ts',
   'test/decisions/feed.test.ts',
   'test/decisions/plane.test.ts',
-  'test/decisions/stale-claim.test.ts',
   'test/decisions/worker.test.ts',
-  'test/faults/regressions.test.ts',
-  'test/faults/tenancy.test.ts',
   'test/langgraph/edges.test.ts',
   'test/langgraph/restore-thread.test.ts',
   'test/langgraph/saver.test.ts',
@@ -58,10 +55,7 @@ export const FAST: readonly string[] = [
   'test/plane/proto-keys.test.ts',
   'test/plane/retention.test.ts',
   'test/plane/revoked-in-flight.test.ts',
-  'test/plane/slow-body.test.ts',
-  'test/plane/takeover.test.ts',
   'test/replica/changes.test.ts',
-  'test/replica/claim.test.ts',
   'test/replica/cli-sync.test.ts',
   'test/replica/drain.test.ts',
   'test/replica/feed-follower.test.ts',
@@ -72,7 +66,6 @@ export const FAST: readonly string[] = [
   'test/replica/restore-holes.test.ts',
   'test/replica/restore.test.ts',
   'test/replica/stale-keepalive.test.ts',
-  'test/replica/stall.test.ts',
   'test/replica/unconnected-resume.test.ts',
   'test/replica/writers.test.ts',
   'test/runtime/cli.test.ts',
@@ -112,25 +105,20 @@ export const FAST: readonly string[] = [
   'test/ui/local-run-list-cost.test.ts',
   'test/ui/local-source-pauses.test.ts',
   'test/ui/local-ui-paging.test.ts',
-  'test/ui/run-list-scale.test.ts',
 ];
 
 export const SLOW: readonly string[] = [
-  // kill campaigns, crash sweeps, database storms, race rounds, fuzzing
-  'test/faults/campaign.test.ts',
-  'test/faults/db-faults.test.ts',
-  'test/faults/fleet-campaign.test.ts',
-  'test/faults/fuzz-idempotent.test.ts',
-  'test/faults/fuzz.test.ts',
-  'test/faults/group-commit-kill.test.ts',
-  'test/faults/recovery-soak.test.ts',
+  // the fault campaigns (kill trials, fuzzing, database storms, the tenancy
+  // matrix, the bugs they found), crash sweeps, race rounds
+  'test/faults/',
   'test/runtime/edges-nested.test.ts',
   'test/runtime/edges-reentry.test.ts',
   'test/langgraph/crash.test.ts',
   'test/decisions/plane-race.test.ts',
-  // bulk data (the 100,000-row backlog, pages of 1 MB rows), the bench smoke
+  // bulk data (the 100,000-row backlog, pages of 1 MB rows, 10,000 runs), the bench smoke
   'test/replica/backlog.test.ts',
   'test/plane/page-bytes.test.ts',
+  'test/ui/run-list-scale.test.ts',
   'test/bench-smoke.test.ts',
   // headless chromium
   'test/ui/approvals.test.ts',
@@ -139,6 +127,12 @@ export const SLOW: readonly string[] = [
   'test/ui/keys.test.ts',
   'test/ui/local-ui.test.ts',
   'test/ui/security.test.ts',
+  // holds, leases and deadlines waited out in real time
+  'test/plane/takeover.test.ts',
+  'test/plane/slow-body.test.ts',
+  'test/replica/claim.test.ts',
+  'test/replica/stall.test.ts',
+  'test/decisions/stale-claim.test.ts',
   // npm pack, installs from the registry
   'test/package/pack.test.ts',
   'test/types/consumer-node-types.test.ts',
