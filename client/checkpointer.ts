@@ -307,8 +307,11 @@ export interface PlaneGuard {
    * owns the run, it was cancelled, or another store instance holds it;
    * resolves when the plane cannot be reached within `timeoutMs` (a runner
    * goes on offline, unless the replica's strict mode says otherwise).
+   * With `effectKey` (an `idempotent` effect about to start) the plane's
+   * record of that effect, when it holds one, is imported into this store
+   * first, and the answer says so (`recorded: true`).
    */
-  renew?: (lease: Lease, options?: { release?: boolean; timeoutMs?: number }) => Promise<void>;
+  renew?: (lease: Lease, options?: { release?: boolean; timeoutMs?: number; effectKey?: string }) => Promise<{ recorded: boolean } | undefined>;
   /**
    * Send what this store holds unsent to the plane now, waiting up to
    * `timeoutMs`: an `idempotent` effect's record reaches the plane before the

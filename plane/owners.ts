@@ -20,9 +20,9 @@
  *   cancelled  cancelled: nobody owns it again
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { type Checkpoint, isCancelMarker } from '../shared/rows.js';
+import { type Checkpoint, type IdempotencyEntry, isCancelMarker } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
-import { executions, runOwners, runTakeovers } from './db/schema.js';
+import { executions, idempotency, runOwners, runTakeovers } from './db/schema.js';
 import type { Tx } from './ingest.js';
 
 /** The writer id the plane's own rows carry (a cancel marker written here). */
@@ -162,6 +162,19 @@ export async function renewOwner(db: PlaneDb, projectId: string, executionId: st
       .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
     return { outcome: 'held' as const, epoch: o.epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
   });
+}
+
+/**
+ * The plane's record of one effect of the run (null: none). The holder asks
+ * before starting it: a runner that lost the run may have recorded it after
+ * the takeover, and its record, once here, is the effect's result.
+ */
+export async function recordedEffect(db: PlaneDb, projectId: string, executionId: string, key: string): Promise<IdempotencyEntry | null> {
+  const [r] = await db
+    .select({ row: idempotency.row })
+    .from(idempotency)
+    .where(and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, executionId), eq(idempotency.key, key)));
+  return (r?.row as IdempotencyEntry | undefined) ?? null;
 }
 
 /** Whether `writerId` lost this run and has not acquired it since (a fence of it stands). */

@@ -145,6 +145,13 @@ export const LeaseRequest = z
       .min(1)
       .max(2 ** 31),
     release: z.boolean().optional(),
+    /**
+     * The key of the `idempotent` effect the holder is about to start: the
+     * plane answers with its record of that effect when it holds one (a runner
+     * that lost the run recorded it after this holder's takeover), so the
+     * holder returns that result instead of running the effect again.
+     */
+    effectKey: z.string().min(1).max(LIMITS.idempotencyKeyLength).optional(),
   })
   .strict();
 export type LeaseRequest = z.infer<typeof LeaseRequest>;
@@ -154,6 +161,8 @@ export const LeaseResponse = z.object({
   epoch: z.number().int().nullable(),
   expiresAt: IsoTime.nullable(),
   released: z.boolean(),
+  /** The plane's record of the request's `effectKey` (null: none; absent: not asked, or an older plane). */
+  recorded: IdempotencyEntry.nullable().optional(),
 });
 export type LeaseResponse = z.infer<typeof LeaseResponse>;
 

@@ -173,20 +173,21 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       planeCode: r.code,
     });
   };
-  const renew = async (lease: Lease, o: { release?: boolean; timeoutMs?: number } = {}) => {
+  const renew = async (lease: Lease, o: { release?: boolean; timeoutMs?: number; effectKey?: string } = {}) => {
     if (o.release) {
       // only once this store's rows reached the plane: a taker let in early would start from a copy without them
       const left = await replica.flush({ timeoutMs: o.timeoutMs ?? claimFlushMs });
-      if (left.pendingRows > 0) return;
+      if (left.pendingRows > 0) return undefined;
       await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs, release: true }, o.timeoutMs);
-      return;
+      return undefined;
     }
-    let r = await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs }, o.timeoutMs);
+    const ask = { holder: lease.holder, ttlMs: lease.ttlMs, ...(o.effectKey ? { effectKey: o.effectKey } : {}) };
+    let r = await replica.leaseAtPlane(lease.executionId, ask, o.timeoutMs);
     if (r.outcome === 'lost') {
       // the plane may be behind this store's outbox (a deletion, a run started again under its id, rows not sent
       // yet): once what this store holds has reached it, its answer is the verdict
       const left = await replica.flush({ timeoutMs: o.timeoutMs ?? claimFlushMs });
-      if (left.pendingRows === 0) r = await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs }, o.timeoutMs);
+      if (left.pendingRows === 0) r = await replica.leaseAtPlane(lease.executionId, ask, o.timeoutMs);
     }
     if (r.outcome === 'lost' || r.outcome === 'cancelled') replica.emit('run_lost', { executionId: lease.executionId, reason: r.message });
     if (r.outcome === 'lost')
@@ -208,6 +209,11 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
         `its hold could not be renewed at the plane (${r.reason}) and onPlaneUnreachable is 'stop'; resume it once the plane answers`,
       );
     }
+    // the effect about to start was recorded by a runner that lost the run after this one took it: its record is the
+    // result here too (kept as the plane's, never sent back)
+    if (r.outcome !== 'held' || !r.recorded) return { recorded: false };
+    await replica.store.importRows({ checkpoints: [], pending: null, idempotency: [r.recorded] });
+    return { recorded: true };
   };
   const recorded = async (o: { timeoutMs: number }) => {
     await replica.flush({ timeoutMs: o.timeoutMs }).catch(() => undefined);

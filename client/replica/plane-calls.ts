@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { DecisionState, DecisionView, ExecutionStatus, WhoAmI } from '../../shared/protocol.js';
+import { IdempotencyEntry } from '../../shared/rows.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { PlaneHttp, PlaneResponse } from './http.js';
 
@@ -98,18 +99,24 @@ export async function takeoverAtPlane(
  * owns it, or it ended there), `cancelled`, `copy` (another store instance
  * under this writer id), `offline`, or `refused` (any other answer).
  */
-export async function leaseAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, a: { holder: string; ttlMs: number; release?: boolean }): Promise<PlaneLease> {
+export async function leaseAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, a: LeaseAsk): Promise<PlaneLease> {
   let res: PlaneResponse;
   try {
     res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/lease`, {
       apiKey: as.apiKey,
-      json: { writerId: as.writerId, ...ownerFields(as, a), holder: a.holder, ttlMs: a.ttlMs, ...(a.release ? { release: true } : {}) },
+      json: { writerId: as.writerId, ...ownerFields(as, a), holder: a.holder, ttlMs: a.ttlMs, ...(a.release ? { release: true } : {}), ...(a.effectKey ? { effectKey: a.effectKey } : {}) },
       timeoutMs: as.timeoutMs,
     });
   } catch (e) {
     return { outcome: 'offline', reason: (e as Error).message };
   }
-  if (res.status === 200) return { outcome: 'held', epoch: (res.body as { epoch?: number | null } | null)?.epoch ?? null };
+  if (res.status === 200) {
+    const body = res.body as { epoch?: number | null; recorded?: unknown } | null;
+    // the plane's record of the asked effect, if it is one of this run's (anything else is not a record)
+    const recorded = IdempotencyEntry.safeParse(body?.recorded);
+    const entry = recorded.success && recorded.data.executionId === executionId && recorded.data.key === a.effectKey ? recorded.data : null;
+    return { outcome: 'held', epoch: body?.epoch ?? null, recorded: entry };
+  }
   const error = (res.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)?.error;
   if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
   const message = error?.message ?? `HTTP ${res.status}`;
@@ -223,8 +230,16 @@ export type PlaneClaim =
   | { outcome: 'refused'; status: number; code: string | null; message: string };
 
 /** What the plane said to a renewal of a run's hold. */
+/** A renewal or release of a hold at the plane, asking for the record of the effect about to start (`effectKey`). */
+export interface LeaseAsk {
+  holder: string;
+  ttlMs: number;
+  release?: boolean;
+  effectKey?: string;
+}
+
 export type PlaneLease =
-  | { outcome: 'held'; epoch: number | null }
+  | { outcome: 'held'; epoch: number | null; recorded: IdempotencyEntry | null }
   | { outcome: 'lost'; message: string; details: Record<string, unknown> }
   | { outcome: 'cancelled'; message: string }
   | { outcome: 'copy'; message: string }

@@ -59,6 +59,7 @@ import {
   runAtPlane,
   takeoverAtPlane,
   type Acquisition,
+  type LeaseAsk,
   type PlaneCaller,
   type PlaneClaim,
   type PlaneLease,
@@ -625,7 +626,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * Renew a run's hold at the plane for the local lease `holder` (the owner's
    * heartbeat), or give it up (`release`). Never throws.
    */
-  leaseAtPlane(executionId: string, lease: { holder: string; ttlMs: number; release?: boolean }, timeoutMs = this.o.timeoutMs): Promise<PlaneLease> {
+  leaseAtPlane(executionId: string, lease: LeaseAsk, timeoutMs = this.o.timeoutMs): Promise<PlaneLease> {
     return leaseAtPlane(this.http, { ...this.caller, timeoutMs: Math.min(timeoutMs, this.o.timeoutMs) }, executionId, lease);
   }
 

@@ -188,7 +188,11 @@ function shared(run: RunContext, key: string, body: () => Promise<unknown>): Pro
 async function once(run: RunContext, call: CallKey, what: string, fn: () => unknown): Promise<Json | null> {
   const hit = await lookup(run, call);
   if (hit.hit) return hit.result;
-  await leaseConfirmed(run, what);
+  if (await leaseConfirmed(run, what, call.key)) {
+    // the plane held its record (a runner that lost the run made it after this one took it): that is the result
+    const recorded = await lookup(run, call);
+    if (recorded.hit) return recorded.result;
+  }
   const info: EffectInfo = { idempotencyKey: `waymark:${run.executionId}:${call.key}`, executionId: run.executionId, key: call.key };
   const value = jsonForm(await effects.run(info, fn), what);
   try {
@@ -213,10 +217,10 @@ async function once(run: RunContext, call: CallKey, what: string, fn: () => unkn
  * while another took the run over must not start the effect the other one
  * runs; nor may a runner whose run was cancelled or deleted.
  */
-async function leaseConfirmed(run: RunContext, what: string): Promise<void> {
-  if (!run.lease) return;
+async function leaseConfirmed(run: RunContext, what: string, key: string): Promise<boolean> {
+  if (!run.lease) return false;
   try {
-    await run.lease.confirm();
+    return await run.lease.confirm(key);
   } catch (e) {
     if (isLeaseLoss(e)) throw e;
     throw storeFailed(`could not confirm this runner's lease before the side effect '${what}'`, e);

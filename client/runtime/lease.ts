@@ -83,7 +83,7 @@ export class RunLease {
           this.renewing = null;
         });
       this.renewingAtPlane ??= this.renewAtPlane()
-        .catch(lost)
+        .then(() => undefined, lost)
         .finally(() => {
           this.renewingAtPlane = null;
         });
@@ -92,13 +92,14 @@ export class RunLease {
   }
 
   /** The plane's renewal, while a plane is connected, within a third of the ttl (an unreachable plane is not a loss). */
-  private async renewAtPlane(): Promise<void> {
-    await this.store.planeGuard.current?.renew?.(this.lease, { timeoutMs: Math.max(100, Math.floor(this.lease.ttlMs / 3)) });
+  private async renewAtPlane(effectKey?: string): Promise<{ recorded: boolean } | undefined> {
+    return await this.store.planeGuard.current?.renew?.(this.lease, { timeoutMs: Math.max(100, Math.floor(this.lease.ttlMs / 3)), ...(effectKey ? { effectKey } : {}) });
   }
 
-  /** One renewal by the store and one by the plane, at once: both must hold. */
-  private async renewBoth(): Promise<void> {
-    await Promise.all([this.store.renewLease(this.lease), this.renewAtPlane()]);
+  /** One renewal by the store and one by the plane, at once: both must hold. Whether the plane held a record of `effectKey` (now imported here). */
+  private async renewBoth(effectKey?: string): Promise<boolean> {
+    const [, plane] = await Promise.all([this.store.renewLease(this.lease), this.renewAtPlane(effectKey)]);
+    return plane?.recorded === true;
   }
 
   /**
@@ -124,11 +125,13 @@ export class RunLease {
    * blocked event loop, a suspended laptop): an idempotent side effect asks
    * this first. Throws LeaseLost once another runner took the run over
    * (RunCancelled once it was cancelled; a deleted run has no lease left).
+   * Resolves true when the plane held a record of `effectKey` (the effect
+   * about to start), now imported into the store: the effect already ran.
    */
-  async confirm(): Promise<void> {
+  async confirm(effectKey?: string): Promise<boolean> {
     this.check();
     try {
-      await this.renewBoth();
+      return await this.renewBoth(effectKey);
     } catch (e) {
       if (isLeaseLoss(e)) this.fence(e as Error);
       throw e;

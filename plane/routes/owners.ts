@@ -12,7 +12,7 @@ import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
 import { controlBodyErrors, errorResponse, errors, IdParam, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
-import { renewOwner } from '../owners.js';
+import { recordedEffect, renewOwner } from '../owners.js';
 import { executionNotFound } from './executions.js';
 import { askerOf, writerCopy, writerRoute } from './writer-route.js';
 
@@ -51,7 +51,8 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
         case 'released':
           return c.json({ executionId: id, epoch: null, expiresAt: null, released: r.released }, 200);
       }
-      return c.json({ executionId: id, epoch: r.epoch, expiresAt: r.expiresAt, released: false }, 200);
+      const recorded = body.effectKey === undefined ? {} : { recorded: await recordedEffect(db, c.get('principal').projectId, id, body.effectKey) };
+      return c.json({ executionId: id, epoch: r.epoch, expiresAt: r.expiresAt, released: false, ...recorded }, 200);
     },
   );
 

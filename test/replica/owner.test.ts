@@ -131,4 +131,55 @@ describe('the run owner at the plane, from one store', () => {
     // the run ended there: its hold is no one's now
     expect((await lease('route-1', { writerId: s.writerId, holder, instance: s.instanceId })).body.error).toMatchObject({ code: 'LEASE_LOST', details: { state: 'ended' } });
   });
+
+  it("an effect whose record another writer's late entry brought to the plane is not run again: the holder's confirm is answered with it, and it is this run's result", async () => {
+    const b = store('late-b');
+    const a = store('late-a');
+    const replicaB = connectPlane(b, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
+    const replicaA = connectPlane(a, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
+    closing.push(
+      () => replicaB.stop(),
+      () => replicaA.stop(),
+    );
+    const ran: string[] = [];
+    const charge = idempotent(
+      async function charge(order: string) {
+        ran.push(order);
+        return { chargeId: `ch_${order}_b` };
+      },
+      { key: (order) => `charge-${order}` },
+    );
+    const lease = (id: string, body: Record<string, unknown>) => call(`${plane.url}/v1/executions/${id}/lease`, { key, json: { ttlMs: 60_000, ...body } });
+    const pay = tool({
+      name: 'pay',
+      description: 'pay',
+      parameters: z.object({ order: z.string() }),
+      execute: async ({ order }) => {
+        await replicaB.flush({ timeoutMs: 10_000 });
+        // another writer's record of this very effect reaches the plane (a runner that lost the run, recording late)
+        await a.putIdempotent('late-1', `charge-${order}`, { chargeId: `ch_${order}_a` });
+        await replicaA.flush({ timeoutMs: 10_000 });
+        // the route answers a renewal naming the effect with the record, and one naming another effect with none
+        const holder = (await b.getLease('late-1'))!.holder!;
+        expect((await lease('late-1', { writerId: b.writerId, holder, instance: b.instanceId, effectKey: `charge-${order}` })).body.recorded).toMatchObject({
+          key: `charge-${order}`,
+          result: { chargeId: `ch_${order}_a` },
+        });
+        expect((await lease('late-1', { writerId: b.writerId, holder, instance: b.instanceId, effectKey: 'charge-other' })).body.recorded).toBeNull();
+        return charge(order);
+      },
+    });
+    const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { order: '7' } }] } : { content: 'paid' }));
+    const r = await new Agent({ name: 'payer', model, tools: [pay], checkpointer: b }).run('pay', { executionId: 'late-1' });
+    expect(r.status).toBe('completed');
+    expect(ran).toEqual([]);
+    // the tool's result in the run's conversation is the plane's record
+    expect(JSON.stringify(await b.readState((await b.latest('late-1'))!))).toContain('ch_7_a');
+    expect((await b.getIdempotent('late-1', 'charge-7')).result).toEqual({ chargeId: 'ch_7_a' });
+    // the imported record is the plane's: B's outbox does not send it back
+    await replicaB.flush({ timeoutMs: 10_000 });
+    expect((await b.outboxStats()).pendingCount).toBe(0);
+    const restore = await call(`${plane.url}/v1/executions/late-1/restore`, { key });
+    expect(restore.body.idempotency).toEqual([expect.objectContaining({ key: 'charge-7', result: { chargeId: 'ch_7_a' } })]);
+  });
 });
