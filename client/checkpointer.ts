@@ -319,6 +319,13 @@ export interface PlaneGuard {
    * knows the effect ran. Never throws (an unreachable plane is waited for no longer).
    */
   recorded?: (options: { timeoutMs: number }) => Promise<void>;
+  /**
+   * Take the plane's branch of a run in place of this store's own, keeping
+   * its recorded effects (Replica.adoptPlaneBranch): `recoverRuns` calls it
+   * when a takeover is refused RUN_TAKEN_OVER with `free` (this copy ran on
+   * after losing the run, and nobody holds it now). False: nothing changed.
+   */
+  adoptPlaneBranch?: (executionId: string) => Promise<boolean>;
 }
 
 /**

@@ -213,10 +213,17 @@ export class AlreadyFinished extends WaymarkError {
  * here as `taken_over`), and it does not run it again.
  */
 export class RunTakenOver extends WaymarkError {
-  constructor(executionId: string, details: { writerId: string; fromSeq: number | null; at: string | null }) {
+  /**
+   * `free`: nobody holds the run at the plane now (the winner stopped too);
+   * this store's copy holds a branch the plane refused, so it may take the
+   * run only after taking the plane's branch in its place
+   * (`replica.adoptPlaneBranch`, which `recoverRuns` calls itself).
+   */
+  constructor(executionId: string, details: { writerId: string; fromSeq: number | null; at: string | null; free?: boolean }) {
     super(
       ErrorCode.RUN_TAKEN_OVER,
-      `execution ${executionId} was taken over by writer '${details.writerId}'${details.fromSeq !== null ? ` at seq ${details.fromSeq}` : ''} while this machine was away; this machine lost the run and does not run it again`,
+      `execution ${executionId} was taken over by writer '${details.writerId}'${details.fromSeq !== null ? ` at seq ${details.fromSeq}` : ''} while this machine was away; this machine lost the run and does not run it again` +
+        (details.free ? ` on its own branch: nobody holds it now, so replica.adoptPlaneBranch('${executionId}') takes the plane's branch here, after which it may be resumed` : ''),
       { details: { executionId, ...details } },
     );
     this.name = 'RunTakenOver';

@@ -201,7 +201,7 @@ export type TakeoverOutcome =
   | { outcome: 'won'; fromSeq: number; takenFrom: string | null; epoch: number }
   | { outcome: 'not_found' }
   | { outcome: 'live'; writerId: string; liveUntil: string }
-  | { outcome: 'lost'; writerId: string; fromSeq: number; at: string }
+  | { outcome: 'lost'; writerId: string; fromSeq: number; at: string; free: boolean }
   | { outcome: 'stale'; planeSeq: number; missingKeys: string[]; missingCount: number }
   | { outcome: 'not_running'; status: string }
   | { outcome: 'copy'; writerId: string };
@@ -212,7 +212,9 @@ export type TakeoverOutcome =
  * one owner record (owners.ts). In order:
  * - another store instance under the asker's writer id owns it: `copy`;
  * - the asker was fenced out of the run (it lost it) and its copy holds rows
- *   past its fence, a branch the plane refused: `lost`, naming the winner;
+ *   past its fence, a branch the plane refused: `lost`, naming the winner,
+ *   and `free` when nobody holds the run live (the winner died too): a copy
+ *   that takes the plane's branch in place of its own may then take it over;
  * - another machine's hold is live: `live`, with when it may be taken;
  * - the copy lacks what the plane holds: rows (`seq` below the plane's
  *   newest) or an idempotency entry (`keys` given and one missing): `stale`,
@@ -248,7 +250,9 @@ export async function takeOverRun(db: PlaneDb, projectId: string, executionId: s
     // fenced, with rows past its fence: this copy ran on after it lost the run, on a branch the plane refused, unless
     // its newest row is the plane's own (it took the winner's rows since: it is the plane's copy)
     if (fence && seq > fence.fromSeq && !(await holdsRow(tx, projectId, executionId, seq, lastId))) {
-      return { outcome: 'lost', writerId: fence.winner, fromSeq: fence.fromSeq, at: fence.at.toISOString() };
+      // free: nobody holds the run live, so this copy, once it takes the plane's branch in place of its own, may take it
+      const free = !owner || !(await isLive(tx, owner));
+      return { outcome: 'lost', writerId: fence.winner, fromSeq: fence.fromSeq, at: fence.at.toISOString(), free };
     }
     // another machine holds it live: nothing to take, whatever this copy lacks
     const own = !!owner && owner.writerId === a.writerId && !copy;

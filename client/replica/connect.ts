@@ -160,9 +160,9 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       replica.emit('takeover_offline', { executionId, reason: r.reason });
       return;
     }
-    const d = r.details as { writerId?: string; liveUntil?: string; fromSeq?: number; at?: string };
+    const d = r.details as { writerId?: string; liveUntil?: string; fromSeq?: number; at?: string; free?: boolean };
     if (r.code === ErrorCode.LEASE_LIVE) throw new RunInProgress(executionId, `writer '${d.writerId}' (it holds the run at the plane)`, d.liveUntil ?? '');
-    if (r.code === ErrorCode.RUN_TAKEN_OVER) throw new RunTakenOver(executionId, { writerId: d.writerId ?? 'another writer', fromSeq: d.fromSeq ?? null, at: d.at ?? null });
+    if (r.code === ErrorCode.RUN_TAKEN_OVER) throw new RunTakenOver(executionId, { writerId: d.writerId ?? 'another writer', fromSeq: d.fromSeq ?? null, at: d.at ?? null, free: d.free === true });
     if (r.code === ErrorCode.WRITER_COPY) throw writerCopy(executionId, r.message);
     // paused or finished there, or a run the plane never got: nobody else's to take; the local checks decide
     if (r.code === ErrorCode.NOT_RUNNING || r.status === 404) return;
@@ -218,5 +218,5 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
   const recorded = async (o: { timeoutMs: number }) => {
     await replica.flush({ timeoutMs: o.timeoutMs }).catch(() => undefined);
   };
-  return { claim, takeover, renew, recorded };
+  return { claim, takeover, renew, recorded, adoptPlaneBranch: (executionId) => replica.adoptPlaneBranch(executionId) };
 }

@@ -36,6 +36,7 @@ import { backoffDelay, retryAfter } from '../retry.js';
 import { changeFeedOf, type ChangeFeedConsumer, type ChangePull, type RunUpdate } from './change-feed.js';
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
+import { adoptPlaneBranch } from './branch.js';
 import { adoptCancel, cancelThroughPlane, type PlaneCancelResult } from './cancel.js';
 import { BacklogCount } from './backlog-count.js';
 import { sendingNote } from '../store/outbox.js';
@@ -592,6 +593,15 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    */
   cancel(executionId: string, options: { reason?: string } = {}): Promise<PlaneCancelResult> {
     return cancelThroughPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs, reason: options.reason });
+  }
+
+  /**
+   * Take the plane's branch of a run in place of this store's (see
+   * adoptPlaneBranch): for a copy that ran on after losing the run, once
+   * nobody holds it (RunTakenOver's `free`). `recoverRuns` does this itself.
+   */
+  adoptPlaneBranch(executionId: string): Promise<boolean> {
+    return adoptPlaneBranch(this.store, executionId, { flush: (o) => this.flush(o), restore: (id) => this.restore(id) }, { timeoutMs: this.o.timeoutMs });
   }
 
   /** The plane said a run this store holds was cancelled there: make this copy say so too (see adoptCancel). */

@@ -122,7 +122,7 @@ async function pass(store: Checkpointer, agents: Map<string, Agent>, concurrency
   return out.filter((r): r is RecoveryOutcome => r !== null);
 }
 
-async function one(store: Checkpointer, agents: Map<string, Agent>, e: ExecutionSummary, withoutPlane: boolean): Promise<RecoveryOutcome | null> {
+async function one(store: Checkpointer, agents: Map<string, Agent>, e: ExecutionSummary, withoutPlane: boolean, adopted = false): Promise<RecoveryOutcome | null> {
   const id = e.executionId;
   let agentPath = '';
   try {
@@ -156,8 +156,13 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     // EXECUTION_GONE); the same code about another execution (a tool's own error) is a failure
     const about = (details as { executionId?: string }).executionId;
     if ((hasCode(err, ErrorCode.EXECUTION_NOT_FOUND) || hasCode(err, ErrorCode.EXECUTION_GONE)) && about === id) return held('deleted');
-    // another machine took it over at the plane while this one was away
-    if (hasCode(err, ErrorCode.RUN_TAKEN_OVER)) return held('taken over elsewhere');
+    // another machine took it over at the plane while this one was away; if nobody holds it now, this copy takes the
+    // plane's branch in place of the one the plane refused, and recovers it from there
+    if (hasCode(err, ErrorCode.RUN_TAKEN_OVER)) {
+      const adopt = store.planeGuard.current?.adoptPlaneBranch;
+      if (!adopted && (details as { free?: boolean }).free === true && adopt && (await adopt(id).catch(() => false))) return one(store, agents, e, withoutPlane, true);
+      return held('taken over elsewhere');
+    }
     const error = { code: (err as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED, message: (err as Error)?.message ?? String(err) };
     return { executionId: id, agent: agentPath, outcome: 'failed', error };
   }

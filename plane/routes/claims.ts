@@ -88,8 +88,9 @@ export function claimRoutes({ db, faults, bodyDeadline }: RouteDeps, o: { claimR
         case 'lost':
           throw refuse(
             ErrorCode.RUN_TAKEN_OVER,
-            `execution '${id}' was taken over by writer '${r.writerId}' at seq ${r.fromSeq} (${r.at}); this copy ran on after it and holds rows the plane refused`,
-            { writerId: r.writerId, fromSeq: r.fromSeq, at: r.at },
+            `execution '${id}' was taken over by writer '${r.writerId}' at seq ${r.fromSeq} (${r.at}); this copy ran on after it and holds rows the plane refused` +
+              (r.free ? "; nobody holds the run now: a copy that takes the plane's branch in place of its own may take it over" : ''),
+            { writerId: r.writerId, fromSeq: r.fromSeq, at: r.at, free: r.free },
           );
         case 'stale': {
           const what = r.missingCount

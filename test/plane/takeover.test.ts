@@ -102,7 +102,8 @@ for (const backend of ['pglite', 'postgres'] as const) {
       // an effect it recorded is still worth knowing: accepted
       expect(back.body.results[1]).toMatchObject({ status: 'accepted' });
       // its copy holds a branch the plane refused: it lost the run, and may not take it back with that copy
-      expect((await takeover('tk-1', 'machine-a', 2)).body.error).toMatchObject({ code: 'RUN_TAKEN_OVER', details: { writerId: winner } });
+      // (not free: the winner holds it live, so adopting the plane's branch would gain nothing yet)
+      expect((await takeover('tk-1', 'machine-a', 2)).body.error).toMatchObject({ code: 'RUN_TAKEN_OVER', details: { writerId: winner, free: false } });
       // the winner's rows go on; the loser's refused row left no hole
       const mine = await eventsOf(async (s) => {
         await s.put(step('tk-1', 0));
