@@ -175,7 +175,7 @@ describe('the run owner at the plane, from one store', () => {
     expect(ran).toEqual([]);
     // the tool's result in the run's conversation is the plane's record
     expect(JSON.stringify(await b.readState((await b.latest('late-1'))!))).toContain('ch_7_a');
-    expect((await b.getIdempotent('late-1', 'charge-7')).result).toEqual({ chargeId: 'ch_7_a' });
+    expect(await b.getIdempotent('late-1', 'charge-7')).toMatchObject({ hit: true, result: { chargeId: 'ch_7_a' } });
     // the imported record is the plane's: B's outbox does not send it back
     await replicaB.flush({ timeoutMs: 10_000 });
     expect((await b.outboxStats()).pendingCount).toBe(0);
