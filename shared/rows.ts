@@ -226,6 +226,12 @@ export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null |
  * id, seq, state and writer. The marker belongs to the outermost runner, as
  * completed and failed markers do.
  */
+/** The reason a cancel marker gives (null: none given). */
+export function cancelReason(marker: Pick<Checkpoint, 'nodeOutput'>): string | null {
+  const out = marker.nodeOutput as { reason?: unknown } | null;
+  return out && typeof out === 'object' && typeof out.reason === 'string' ? out.reason : null;
+}
+
 export function cancelMarkerFields(last: Pick<Checkpoint, 'id' | 'turn' | 'agentPath'>, reason: string | null, by?: string) {
   return {
     nodeId: 'run_end',

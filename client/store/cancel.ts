@@ -3,7 +3,7 @@ import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { textProblem } from '../../shared/json.js';
 import type { State } from '../../shared/codec.js';
-import { cancelMarkerFields, type Checkpoint, isCancelMarker } from '../../shared/rows.js';
+import { cancelMarkerFields, cancelReason, type Checkpoint, isCancelMarker } from '../../shared/rows.js';
 import type { CancelOptions, CheckpointInput } from '../checkpointer.js';
 import { AlreadyFinished, CheckpointError, RunCancelled } from '../errors.js';
 
@@ -29,7 +29,7 @@ export function checkCancel(executionId: unknown, options: CancelOptions | undef
   return typeof reason === 'string' && reason.length ? reason : null;
 }
 
-export { isCancelMarker };
+export { cancelReason, isCancelMarker };
 
 /**
  * Whether a cancel finds its work done: true when `last` (the execution's
@@ -42,11 +42,6 @@ export function alreadyCancelled(last: Checkpoint): boolean {
 }
 
 /** The reason stored in a cancel marker. */
-export function cancelReason(row: Checkpoint): string | null {
-  const out = row.nodeOutput as { reason?: unknown } | null;
-  return out && typeof out === 'object' && typeof out.reason === 'string' ? out.reason : null;
-}
-
 export function runCancelled(marker: Checkpoint): RunCancelled {
   return new RunCancelled(marker.executionId, { reason: cancelReason(marker), checkpointId: marker.id });
 }

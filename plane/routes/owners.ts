@@ -7,7 +7,7 @@ import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { CancelRequest, CancelResponse, LeaseRequest, LeaseResponse } from '../../shared/protocol.js';
 import { jsonBodyWithin } from '../body.js';
-import { cancelAtPlane } from '../cancel.js';
+import { cancelAtPlane, cancelReasonAt } from '../cancel.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
 import { controlBodyErrors, errorResponse, errors, IdParam, jsonAnswer, jsonBody } from '../http/openapi.js';
@@ -37,8 +37,12 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
           throw executionNotFound(id, ' (its first row makes its writer the owner)');
         case 'copy':
           throw writerCopy(body.writerId);
-        case 'cancelled':
-          throw new HttpError(409, ErrorCode.RUN_CANCELLED, `execution '${id}' was cancelled: stop at the next step boundary`, { details: { executionId: id, epoch: r.epoch } });
+        case 'cancelled': {
+          const reason = await cancelReasonAt(db, c.get('principal').projectId, id);
+          throw new HttpError(409, ErrorCode.RUN_CANCELLED, `execution '${id}' was cancelled${reason ? ` (${reason})` : ''}: stop at the next step boundary`, {
+            details: { executionId: id, epoch: r.epoch, reason },
+          });
+        }
         case 'lost':
           throw new HttpError(
             409,

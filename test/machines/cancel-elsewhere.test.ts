@@ -54,6 +54,8 @@ for (const backend of ['pglite', 'postgres'] as const) {
       expect.soft(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`).toEqual([1, 1, 0, 0, 0, 0]);
       expect.soft(outA.ok, `A's run outcome ${JSON.stringify(outA)}`).toBe(false);
       expect.soft(outA.error?.code, `A's error ${JSON.stringify(outA.error)}`).toBe('RUN_CANCELLED');
+      // the runner that stopped is told why, whichever way it learnt of the cancel
+      expect.soft(outA.error?.message, `A's error ${JSON.stringify(outA.error)}`).toContain('customer withdrew');
       expect.soft(told, `A's events: ${JSON.stringify(a.events().map((e) => e.name))}`).not.toBeNull();
 
       // the plane: cancelled, the cancel marker last, one run-end marker
