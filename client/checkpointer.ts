@@ -323,7 +323,9 @@ export interface PlaneGuard {
    * Take the plane's branch of a run in place of this store's own, keeping
    * its recorded effects (Replica.adoptPlaneBranch): `recoverRuns` calls it
    * when a takeover is refused RUN_TAKEN_OVER with `free` (this copy ran on
-   * after losing the run, and nobody holds it now). False: nothing changed.
+   * after losing the run, and nobody holds it now). False: nothing changed
+   * (a runner here holds the run, or something is unsent); a throw: the
+   * plane's copy could not be had, and nothing changed either.
    */
   adoptPlaneBranch?: (executionId: string) => Promise<boolean>;
 }

@@ -157,7 +157,7 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
   if (problems.length) throw new UsageError([...problems, ...configProblems(process.env, Object.keys(overrides))], usageOf(command), command.name);
   const config = loadConfig(process.env, overrides);
   if (command !== COMMANDS[0]) return adminCommand(config, command.name.split(' ').slice(1), parsed, out);
-  // loaded only to act: usage and bad arguments answer without hono, drizzle or a database driver
+  // loaded only to act: usage and bad arguments answer without the server or PGlite
   const { startPlane, adminKeyPath } = await import('./server.js');
   // DATA_DIR_LOCKED, PORT_IN_USE, INVALID_OPTIONS (another database's admin-key file): said by planeMain, not thrown on
   const plane = await startPlane(config).catch((e: unknown) => {

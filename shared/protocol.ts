@@ -161,7 +161,7 @@ export const LeaseResponse = z.object({
   epoch: z.number().int().nullable(),
   expiresAt: IsoTime.nullable(),
   released: z.boolean(),
-  /** The plane's record of the request's `effectKey` (null: none; absent: not asked, or an older plane). */
+  /** The plane's record of the request's `effectKey` (null: none; absent: not asked). A plane without it refuses `effectKey` (400), and the client asks again without it. */
   recorded: IdempotencyEntry.nullable().optional(),
 });
 export type LeaseResponse = z.infer<typeof LeaseResponse>;

@@ -109,7 +109,7 @@ export const FAST: readonly string[] = [
 
 export const SLOW: readonly string[] = [
   // the fault campaigns (kill trials, fuzzing, database storms, the tenancy
-  // matrix, the bugs they found), crash sweeps, race rounds
+  // matrix, the regression cases), crash sweeps, race rounds
   'test/faults/',
   'test/runtime/edges-nested.test.ts',
   'test/runtime/edges-reentry.test.ts',

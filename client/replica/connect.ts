@@ -6,6 +6,7 @@ import { utf8Bytes } from '../../shared/json.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { Lease } from '../checkpointer.js';
 import { Replica, type ReplicaOptions } from './replica.js';
+import type { LeaseAsk } from './plane-calls.js';
 import { integerProblem, MAX_TIMER_MS, oneOfProblem, refuseOptions, replicaOptionProblems } from './replica-types.js';
 
 export interface ConnectOptions extends ReplicaOptions {
@@ -181,8 +182,13 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs, release: true }, o.timeoutMs);
       return undefined;
     }
-    const ask = { holder: lease.holder, ttlMs: lease.ttlMs, ...(o.effectKey ? { effectKey: o.effectKey } : {}) };
+    let ask: LeaseAsk = { holder: lease.holder, ttlMs: lease.ttlMs, ...(o.effectKey ? { effectKey: o.effectKey } : {}) };
     let r = await replica.leaseAtPlane(lease.executionId, ask, o.timeoutMs);
+    if (r.outcome === 'refused' && r.status === 400 && ask.effectKey) {
+      // a plane that does not know effectKey refuses the whole request: the hold is still confirmed, without it
+      ask = { holder: lease.holder, ttlMs: lease.ttlMs };
+      r = await replica.leaseAtPlane(lease.executionId, ask, o.timeoutMs);
+    }
     if (r.outcome === 'lost') {
       // the plane may be behind this store's outbox (a deletion, a run started again under its id, rows not sent
       // yet): once what this store holds has reached it, its answer is the verdict
@@ -199,7 +205,7 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
     if (r.outcome === 'cancelled') {
       // this store's copy says cancelled too, once the runner has stopped writing (its lease is fenced by this throw)
       setImmediate(() => void replica.adoptCancel(lease.executionId).catch(() => undefined));
-      throw new RunCancelled(lease.executionId, { reason: 'cancelled at the plane', checkpointId: null });
+      throw new RunCancelled(lease.executionId, { reason: r.reason ?? 'cancelled at the plane', checkpointId: null });
     }
     if (r.outcome === 'copy') throw writerCopy(lease.executionId, r.message);
     if (r.outcome === 'offline' && options.onPlaneUnreachable === 'stop') {

@@ -95,7 +95,8 @@ export async function takeoverAtPlane(
 
 /**
  * The run's owner renews its hold at the plane (its heartbeat), or gives it
- * up (`release`): POST /v1/executions/:id/lease. Never throws: `lost` (another
+ * up (`release`): POST /v1/executions/:id/lease, with the plane's record of
+ * `effectKey` when it holds one. Never throws: `lost` (another
  * owns it, or it ended there), `cancelled`, `copy` (another store instance
  * under this writer id), `offline`, or `refused` (any other answer).
  */
@@ -121,7 +122,10 @@ export async function leaseAtPlane(http: PlaneHttp, as: PlaneCaller, executionId
   if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
   const message = error?.message ?? `HTTP ${res.status}`;
   if (res.status === 409 && error?.code === ErrorCode.LEASE_LOST) return { outcome: 'lost', message, details: error.details ?? {} };
-  if (res.status === 409 && error?.code === ErrorCode.RUN_CANCELLED) return { outcome: 'cancelled', message };
+  if (res.status === 409 && error?.code === ErrorCode.RUN_CANCELLED) {
+    const reason = error.details?.reason;
+    return { outcome: 'cancelled', message, reason: typeof reason === 'string' ? reason : null };
+  }
   if (res.status === 409 && error?.code === ErrorCode.WRITER_COPY) return { outcome: 'copy', message };
   return { outcome: 'refused', status: res.status, code: error?.code ?? null, message };
 }
@@ -229,7 +233,6 @@ export type PlaneClaim =
   | { outcome: 'copy'; message: string }
   | { outcome: 'refused'; status: number; code: string | null; message: string };
 
-/** What the plane said to a renewal of a run's hold. */
 /** A renewal or release of a hold at the plane, asking for the record of the effect about to start (`effectKey`). */
 export interface LeaseAsk {
   holder: string;
@@ -238,10 +241,11 @@ export interface LeaseAsk {
   effectKey?: string;
 }
 
+/** What the plane said to a renewal of a run's hold (`recorded`: its record of the asked effect, if any). */
 export type PlaneLease =
   | { outcome: 'held'; epoch: number | null; recorded: IdempotencyEntry | null }
   | { outcome: 'lost'; message: string; details: Record<string, unknown> }
-  | { outcome: 'cancelled'; message: string }
+  | { outcome: 'cancelled'; message: string; reason: string | null }
   | { outcome: 'copy'; message: string }
   | { outcome: 'offline'; reason: string }
   | { outcome: 'refused'; status: number; code: string | null; message: string };

@@ -70,6 +70,7 @@ import {
 } from './plane-calls.js';
 import { fenceRunners } from '../runtime/lease.js';
 import { LeaseLost, RunCancelled } from '../errors.js';
+import { isCancelMarker, runCancelled } from '../store/cancel.js';
 
 export type { PlaneClaim, PlaneLease, PlanePing, PlaneRun, PlaneTakeover } from './plane-calls.js';
 export type { ChangePull, RunUpdate } from './change-feed.js';
@@ -188,10 +189,14 @@ export class Replica extends EventEmitter<ReplicaEvents> {
 
   /** Fence this process's runners of a run (RunCancelled for a cancelled one, else LeaseLost), and say so once per run. */
   private fenceRun(executionId: string, cancelled: boolean, reason: string): void {
-    const error = cancelled
-      ? new RunCancelled(executionId, { reason: 'cancelled at the plane', checkpointId: null })
-      : new LeaseLost(executionId, { epoch: 0, holder: this.writerId, current: null }, reason);
-    fenceRunners(this.store, executionId, error);
+    if (cancelled) {
+      // the plane's marker was imported with the rows: the runner is told its reason
+      const generic = new RunCancelled(executionId, { reason: 'cancelled at the plane', checkpointId: null });
+      void this.store.latest(executionId).then(
+        (last) => fenceRunners(this.store, executionId, last && isCancelMarker(last) ? runCancelled(last) : generic),
+        () => fenceRunners(this.store, executionId, generic),
+      );
+    } else fenceRunners(this.store, executionId, new LeaseLost(executionId, { epoch: 0, holder: this.writerId, current: null }, reason));
     if (this.toldLost.has(executionId)) return;
     this.toldLost.add(executionId);
     this.emit('run_lost', { executionId, reason });
@@ -601,7 +606,9 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * nobody holds it (RunTakenOver's `free`). `recoverRuns` does this itself.
    */
   adoptPlaneBranch(executionId: string): Promise<boolean> {
-    return adoptPlaneBranch(this.store, executionId, { flush: (o) => this.flush(o), restore: (id) => this.restore(id) }, { timeoutMs: this.o.timeoutMs });
+    const restore = (beforeImport: () => Promise<void>) =>
+      restoreFromPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs, beforeImport });
+    return adoptPlaneBranch(this.store, executionId, { flush: (o) => this.flush(o), restore }, { timeoutMs: this.o.timeoutMs });
   }
 
   /** The plane said a run this store holds was cancelled there: make this copy say so too (see adoptCancel). */

@@ -36,6 +36,8 @@ export interface RestoreOptions {
   timeoutMs?: number;
   /** Called after each page; restore waits for a returned promise before it asks for the next page. */
   onProgress?: (p: { rows: number; totalRows: number }) => unknown;
+  /** Called once the whole bundle arrived and was verified, before anything is written (a copy replaced by the plane's drops its own here). */
+  beforeImport?: () => Promise<void>;
 }
 
 export async function restoreFromPlane(store: Checkpointer, executionId: string, o: RestoreOptions): Promise<ImportResult & { totalRows: number; decisionImported: boolean }> {
@@ -95,6 +97,7 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
       await o.onProgress?.({ rows: rows.length, totalRows: Math.max(totalRows, rows.length) });
     } while (cursor);
     verifyBundle(executionId, upTo, rows, pending, idempotency);
+    await o.beforeImport?.();
     const result = await store.importRows({ checkpoints: rows, pending, idempotency });
     // the open pause's decision comes with it, stored as arrived from the plane (never sent back), but only where
     // that pause is now open: a store whose own branch diverged keeps its branch, and a decision for a pause of the

@@ -160,7 +160,13 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     // plane's branch in place of the one the plane refused, and recovers it from there
     if (hasCode(err, ErrorCode.RUN_TAKEN_OVER)) {
       const adopt = store.planeGuard.current?.adoptPlaneBranch;
-      if (!adopted && (details as { free?: boolean }).free === true && adopt && (await adopt(id).catch(() => false))) return one(store, agents, e, withoutPlane, true);
+      if (adopted || (details as { free?: boolean }).free !== true || !adopt) return held('taken over elsewhere');
+      const took = await adopt(id).catch((e: Error) => e);
+      if (took === true) return one(store, agents, e, withoutPlane, true);
+      if (took instanceof Error) {
+        const code = (took as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED;
+        return { executionId: id, agent: agentPath, outcome: 'failed', error: { code, message: `taking the plane's branch of the run in place of this copy's failed: ${took.message}` } };
+      }
       return held('taken over elsewhere');
     }
     const error = { code: (err as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED, message: (err as Error)?.message ?? String(err) };

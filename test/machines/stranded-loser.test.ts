@@ -72,6 +72,11 @@ for (const backend of ['pglite', 'postgres'] as const) {
         .flat()
         .find((r) => r.executionId === id && r.outcome === 'recovered');
       expect(run.result, JSON.stringify(run)).toBe('completed');
+      // it did hold a refused branch: the plane refused its offline rows and it was told it lost the run
+      expect(
+        back.events().map((e) => e.name),
+        'events of A after its restart',
+      ).toContain('run_lost');
 
       expect(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(fleet.ledger(id))}`).toEqual(new Array(STEPS).fill(1));
       await back.exit();

@@ -132,6 +132,30 @@ describe('the run owner at the plane, from one store', () => {
     expect((await lease('route-1', { writerId: s.writerId, holder, instance: s.instanceId })).body.error).toMatchObject({ code: 'LEASE_LOST', details: { state: 'ended' } });
   });
 
+  it("adoptPlaneBranch: refuses while a runner here holds the run, changes nothing when the plane's copy cannot be had, and otherwise replaces the copy keeping every recorded effect", async () => {
+    const proxy = await new FaultProxy(plane.url).start();
+    closing.push(() => proxy.close());
+    const s = store('adopt');
+    const replica = connectPlane(s, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 2000, followChanges: false });
+    closing.push(() => replica.stop());
+    expect((await charger(s, []).run('pay', { executionId: 'adopt-1' })).status).toBe('completed');
+    await s.putIdempotent('adopt-1', 'note-only-here', { n: 1 });
+    await replica.flush({ timeoutMs: 10_000 });
+    const rows = async () => (await s.list('adopt-1')).map((r) => r.id);
+    const before = await rows();
+    const lease = await s.acquireLease('adopt-1', { holder: 'here#1', ttlMs: 60_000 });
+    expect(await replica.adoptPlaneBranch('adopt-1')).toBe(false);
+    await s.releaseLease(lease);
+    proxy.rule = ({ path }) => (path.includes('/restore') ? 'reset' : undefined);
+    await expect(replica.adoptPlaneBranch('adopt-1')).rejects.toMatchObject({ code: 'PLANE_ERROR' });
+    expect(await rows()).toEqual(before);
+    proxy.rule = null;
+    expect(await replica.adoptPlaneBranch('adopt-1')).toBe(true);
+    expect(await rows()).toEqual(before);
+    expect((await s.listIdempotent('adopt-1')).map((e) => e.key)).toContain('note-only-here');
+    expect((await s.outboxStats()).pendingCount).toBe(0);
+  });
+
   it("an effect whose record another writer's late entry brought to the plane is not run again: the holder's confirm is answered with it, and it is this run's result", async () => {
     const b = store('late-b');
     const a = store('late-a');
