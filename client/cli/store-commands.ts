@@ -6,6 +6,7 @@ import { sumUsage, usageLine } from '../../shared/usage.js';
 import { localTime, table } from './format.js';
 import { ErrorCode, runErrorOf, WaymarkError, type RunError } from '../../shared/errors.js';
 import { cancelReason } from '../store/cancel.js';
+import { lostRuns } from './sync-commands.js';
 
 type Out = (line: string) => void;
 
@@ -68,9 +69,11 @@ export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { j
     return 0;
   }
   const rows: string[][] = [['EXECUTION', 'STATE', 'ROWS', 'LAST NODE', 'UPDATED', 'LEASE', 'ERROR']];
+  // runs this store lost at the plane are not this store's to recover as they stand
+  const lost = runs.some((e) => e.state === 'running') ? await lostRuns(store) : new Map<string, string>();
   for (const e of runs) {
     const state = isGraphThread(e) ? 'LangGraph thread (no marker)' : STATE_LABEL[e.state];
-    rows.push([e.executionId, state, String(e.rowCount), e.lastNodeId, localTime(e.updatedAt), leaseLabel(e), e.error ? `${e.error.code}: ${e.error.message}` : '']);
+    rows.push([e.executionId, state, String(e.rowCount), e.lastNodeId, localTime(e.updatedAt), leaseLabel(e, lost.has(e.executionId)), e.error ? `${e.error.code}: ${e.error.message}` : '']);
   }
   table(rows, out);
   return runs.length;
@@ -82,12 +85,14 @@ const isGraphThread = (e: ExecutionSummary): boolean => e.state === 'running' &&
 /**
  * What the lease says about a run without a marker: a live runner holds it,
  * or nobody does (its runner died: STALE once the lease expired, or free) and
- * `recoverRuns` would take it. Finished and paused runs hold no lease.
+ * `recoverRuns` would take it, unless this store lost the run at the plane
+ * (`lostAtPlane`: its rows refused there). Finished and paused runs hold no lease.
  */
-export function leaseLabel(e: ExecutionSummary): string {
+export function leaseLabel(e: ExecutionSummary, lostAtPlane = false): string {
   if (e.state !== 'running') return '';
   const l = e.lease;
   if (l?.live) return `held by ${l.holder} until ${localTime(l.expiresAt!)}`;
+  if (lostAtPlane) return "LOST: another machine took it over at the plane (waymark sync status); recoverRuns takes the plane's copy once nobody holds it";
   // a LangGraph thread never ends with a marker, and recoverRuns does not take it: held only inside saver.exclusive
   if (isGraphThread(e)) return 'free';
   if (l?.holder) return `STALE: ${l.holder} expired ${localTime(l.expiresAt!)} (recoverable)`;

@@ -114,6 +114,9 @@ describe('waymark CLI on a SQLite store', () => {
     await store.put(row('b-dead'), { lease: dead });
     await store.put(row('c-never'));
     await store.put({ ...row('d-done'), nodeId: 'run_end', step: 'run_end' });
+    // a run whose row the plane refused because another machine took it over (as the drain records the refusal)
+    const lostRow = await store.put(row('e-lost'));
+    await store.markQuarantined({ [lostRow.id]: "plane: taken_over: execution e-lost was taken over by writer 'w9' at seq 0" });
     while ((await store.getLease('b-dead'))?.live) await new Promise((r) => setTimeout(r, 20));
     await store.close();
     const runs = await cli(['runs', '--db', db, '--state', 'running']);
@@ -121,12 +124,15 @@ describe('waymark CLI on a SQLite store', () => {
     expect(runs.text).toMatch(/a-live\s.*held by w1#p1 until/);
     expect(runs.text).toMatch(/b-dead\s.*STALE: w2#p2 expired .*\(recoverable\)/);
     expect(runs.text).toMatch(/c-never\s.*free \(recoverable\)/);
+    expect(runs.text).toMatch(/e-lost\s.*LOST: another machine took it over at the plane \(waymark sync status\)/);
+    expect(runs.text).not.toMatch(/e-lost\s.*\(recoverable\)/);
     expect(runs.text).not.toMatch(/d-done/);
     const json = JSON.parse((await cli(['runs', '--db', db, '--state', 'running', '--json'])).text);
     expect(json.map((r: { executionId: string; lease: { live: boolean } | null }) => [r.executionId, r.lease?.live ?? null])).toEqual([
       ['a-live', true],
       ['b-dead', false],
       ['c-never', null],
+      ['e-lost', null],
     ]);
   });
 
