@@ -24,7 +24,14 @@ export default defineConfig({
     // the tiers of test/tiers.ts: `npm test` runs `fast`, `npm run test:all` both
     projects: [
       { test: { ...perProject, name: 'fast', include: tierGlobs(FAST) } },
-      { test: { ...perProject, name: 'slow', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...tierGlobs(FAST)] } },
+      {
+        test: {
+          ...perProject,
+          name: 'slow',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...tierGlobs(FAST)],
+        },
+      },
     ],
   },
 });

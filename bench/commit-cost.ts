@@ -47,7 +47,9 @@ function rawRow(bytes: number): number {
   return time(db, (i) => ins.run(bodies[i % 64]));
 }
 
-const states = Array.from({ length: 64 }, (_, i) => JSON.stringify({ v: 1, kind: 'delta', append: [randomText(450, 6, i)] }));
+const states = Array.from({ length: 64 }, (_, i) =>
+  JSON.stringify({ v: 1, kind: 'delta', append: [randomText(450, 6, i)] }),
+);
 const state = states[0];
 function waymarkStatements(): number {
   const db = open();
@@ -60,7 +62,9 @@ function waymarkStatements(): number {
   const insert = db.prepare(
     `INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, state, created_at, writer_id) VALUES (?, ?, ?, 'turn:1', 1, 'llm_call', 'completed', 'agent:x', ?, ?, 'w')`,
   );
-  const queue = db.prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, 700, ?)`);
+  const queue = db.prepare(
+    `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, 700, ?)`,
+  );
   return time(db, (i) => {
     const e = `run-${Math.floor(i / 400)}`;
     const id = `0190${String(i).padStart(12, '0')}-aaaa-7bbb-8ccc-dddddddddddd`;
@@ -87,9 +91,13 @@ rmSync(dir, { recursive: true, force: true });
 const fsync = summary(fsyncs);
 // µs per commit: the raw rate's share is raw µs over ours, within each repetition
 const share = ratios(raw, ours)!;
-console.log(`SQLite FULL, ${N} commits × ${REPS} reps (median [min–max] µs per commit), raw fsync rate ${fmt(fsync)} /s`);
+console.log(
+  `SQLite FULL, ${N} commits × ${REPS} reps (median [min–max] µs per commit), raw fsync rate ${fmt(fsync)} /s`,
+);
 console.log(`one-row commit by size: ${sizes.map((s) => `${s} B ${fmt(summary(bySize[s]))}`).join(' · ')}`);
-console.log(`waymark checkpoint statements ${fmt(summary(ours))} µs vs raw one-row insert ${fmt(summary(raw))} µs → ${fmt(share, 0, '%')} of the raw rate`);
+console.log(
+  `waymark checkpoint statements ${fmt(summary(ours))} µs vs raw one-row insert ${fmt(summary(raw))} µs → ${fmt(share, 0, '%')} of the raw rate`,
+);
 console.log(
   JSON.stringify({
     bench: 'commit-cost',

@@ -119,10 +119,19 @@ async function once(v: Variant): Promise<Measured> {
       (store as unknown as { db: { exec(sql: string): void } }).db.exec(v.alter);
     }
     const spent = timeCommits(store);
-    const t = await timed(() => Promise.all(Array.from({ length: N }, (_, r) => ourAgent(store, T, P, undefined, r).run('go', { executionId: `run-${r}` }))));
+    const t = await timed(() =>
+      Promise.all(
+        Array.from({ length: N }, (_, r) => ourAgent(store, T, P, undefined, r).run('go', { executionId: `run-${r}` })),
+      ),
+    );
     const bad = t.value.filter((r) => r.status !== 'completed');
     if (bad.length) throw new Error(`${bad.length} of ${N} runs ended ${bad[0].status}`);
-    return { ...rateOf(STEPS, t), commits: store.groupCommitStats.batches, commitWall: spent.wallMs / 1000 / t.secs, commitCpu: spent.cpuMs / 1000 / t.cpuSecs };
+    return {
+      ...rateOf(STEPS, t),
+      commits: store.groupCommitStats.batches,
+      commitWall: spent.wallMs / 1000 / t.secs,
+      commitCpu: spent.cpuMs / 1000 / t.cpuSecs,
+    };
   } finally {
     await store.close();
   }

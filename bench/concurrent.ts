@@ -58,10 +58,17 @@ async function dropSchema(schema: string): Promise<void> {
 /** One store (the pool at its default size on Postgres), N runs started at once. */
 async function ours(backend: string): Promise<Rate> {
   const schema = `bench_cc_o${process.pid}_${++n}`;
-  const store = backend === 'sqlite' ? new SqliteCheckpointer({ path: join(dir, `o${n}.db`), synchronous: 'FULL' }) : new PostgresCheckpointer({ url: PG, schema });
+  const store =
+    backend === 'sqlite'
+      ? new SqliteCheckpointer({ path: join(dir, `o${n}.db`), synchronous: 'FULL' })
+      : new PostgresCheckpointer({ url: PG, schema });
   await store.setup();
   try {
-    const t = await timed(() => Promise.all(Array.from({ length: N }, (_, r) => ourAgent(store, T, P, undefined, r).run('go', { executionId: `run-${r}` }))));
+    const t = await timed(() =>
+      Promise.all(
+        Array.from({ length: N }, (_, r) => ourAgent(store, T, P, undefined, r).run('go', { executionId: `run-${r}` })),
+      ),
+    );
     const bad = t.value.filter((r) => r.status !== 'completed');
     if (bad.length) throw new Error(`${bad.length} of ${N} runs ended ${bad[0].status}`);
     return rateOf(STEPS, t);
@@ -74,9 +81,14 @@ async function ours(backend: string): Promise<Rate> {
 /** One saver (SQLite at FULL; Postgres at its pool's default size), N graphs invoked at once. */
 async function peer(backend: string): Promise<Rate> {
   const schema = `bench_cc_p${process.pid}_${++n}`;
-  const saver = backend === 'sqlite' ? peerSqliteSaver(join(dir, `p${n}.db`), 'FULL') : await peerPostgresSaver(PG, schema);
+  const saver =
+    backend === 'sqlite' ? peerSqliteSaver(join(dir, `p${n}.db`), 'FULL') : await peerPostgresSaver(PG, schema);
   try {
-    const t = await timed(() => Promise.all(Array.from({ length: N }, (_, r) => peerRun(peerGraph(saver, T, P, undefined, false, r), `run-${r}`, T))));
+    const t = await timed(() =>
+      Promise.all(
+        Array.from({ length: N }, (_, r) => peerRun(peerGraph(saver, T, P, undefined, false, r), `run-${r}`, T)),
+      ),
+    );
     return rateOf(STEPS, t);
   } finally {
     if (backend === 'sqlite') saver.db.close();
@@ -132,14 +144,26 @@ try {
     const durable = sqlite ? 'synchronous=FULL' : 'synchronous_commit=on';
     console.log(`${backend} (${durable})${sqlite ? `, raw fsync rate ${fmt(line.fsync)} /s` : ''}`);
     const label = (s: string) => `  ${s.padEnd(44)}`;
-    console.log(`${label(`waymark, one store, ${N} runs at once`)}${fmt(line.ours)} steps/s · ${fmt(line.oursCpu)} /CPU-s`);
+    console.log(
+      `${label(`waymark, one store, ${N} runs at once`)}${fmt(line.ours)} steps/s · ${fmt(line.oursCpu)} /CPU-s`,
+    );
     console.log(
       `${label(`LangGraph JS, one saver, ${N} graphs at once`)}${peerInstalled() ? `${fmt(line.peer)} steps/s · ${fmt(line.peerCpu)} /CPU-s` : 'not measured (bench/peers/langgraph is not installed)'}`,
     );
-    console.log(`${label('raw single-row commits, one at a time')}${fmt(line.raw)} rows/s · ${fmt(line.rawCpu)} /CPU-s`);
-    console.log(`  → ${fmt(line.ofRaw, 2, '×')} the raw single-row commit rate, ${fmt(line.vsPeer, 1, '×')} LangGraph${sqlite ? ` (raw fsync rate ${fmt(line.fsync)} /s)` : ''}`);
     console.log(
-      JSON.stringify({ ...line, cores: cpus().length, node: process.version, peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }),
+      `${label('raw single-row commits, one at a time')}${fmt(line.raw)} rows/s · ${fmt(line.rawCpu)} /CPU-s`,
+    );
+    console.log(
+      `  → ${fmt(line.ofRaw, 2, '×')} the raw single-row commit rate, ${fmt(line.vsPeer, 1, '×')} LangGraph${sqlite ? ` (raw fsync rate ${fmt(line.fsync)} /s)` : ''}`,
+    );
+    console.log(
+      JSON.stringify({
+        ...line,
+        cores: cpus().length,
+        node: process.version,
+        peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null,
+        date: new Date().toISOString(),
+      }),
     );
   }
 } finally {

@@ -25,7 +25,10 @@ const mb = (b: number) => (b / 1024 / 1024).toFixed(0);
 if (process.argv[4] !== '--child') {
   const runs: { rowsPerSec: number; rssStartMb: number; rssPeakMb: number }[] = [];
   for (let rep = 0; rep < REPS; rep++) {
-    const c = spawnSync(process.execPath, [...childCommand(import.meta.url, 'drain-rss'), String(N), '1', '--child'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const c = spawnSync(process.execPath, [...childCommand(import.meta.url, 'drain-rss'), String(N), '1', '--child'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     if (c.status !== 0) throw new Error(`drain-rss repetition ${rep + 1} failed (exit ${c.status})`);
     runs.push(JSON.parse(c.stdout.trim().split('\n').at(-1)!));
   }
@@ -58,8 +61,11 @@ const db = store.connection;
 const insC =
   db.prepare(`INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id, state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id)
   VALUES (?, ?, ?, ?, ?, 'llm_call', 'completed', 'agent:b', NULL, ?, NULL, NULL, NULL, NULL, ?, ?)`);
-const insO = db.prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, ?, ?)`);
-const insE = db.prepare(`INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, ?, ?, ?, 'llm_call', 'completed', ?)
+const insO = db.prepare(
+  `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, ?, ?)`,
+);
+const insE =
+  db.prepare(`INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, ?, ?, ?, 'llm_call', 'completed', ?)
   ON CONFLICT (execution_id) DO UPDATE SET next_seq = excluded.next_seq, last_id = excluded.last_id, last_node_id = excluded.last_node_id`);
 const PER_RUN = 1000;
 const now = new Date().toISOString();
@@ -78,7 +84,9 @@ for (let i = 0; i < N; i += 10_000) {
 }
 
 const planeDir = join(dir, 'plane');
-const plane = spawn(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'plane', '--data-dir', planeDir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const plane = spawn(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'plane', '--data-dir', planeDir, '--port', '0'], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 const url = await new Promise<string>((resolve) => {
   plane.stdout!.on('data', (d: Buffer) => {
     const m = /listening on (http:\/\/\S+)/.exec(d.toString());
@@ -107,5 +115,17 @@ await store.close();
 plane.kill('SIGTERM');
 rmSync(dir, { recursive: true, force: true });
 if (s.pendingRows !== 0) throw new Error(`drain incomplete: ${JSON.stringify(s)}`);
-console.error(`  drain-rss repetition: ${Math.round(N / secs)} rows/s; client RSS at start ${mb(base)} MB, peak ${mb(peak)} MB`);
-console.log(JSON.stringify({ bench: 'drain-rss', rows: N, rowsPerSec: N / secs, rssStartMb: base / 1048576, rssPeakMb: peak / 1048576, cores: cpus().length, date: new Date().toISOString() }));
+console.error(
+  `  drain-rss repetition: ${Math.round(N / secs)} rows/s; client RSS at start ${mb(base)} MB, peak ${mb(peak)} MB`,
+);
+console.log(
+  JSON.stringify({
+    bench: 'drain-rss',
+    rows: N,
+    rowsPerSec: N / secs,
+    rssStartMb: base / 1048576,
+    rssPeakMb: peak / 1048576,
+    cores: cpus().length,
+    date: new Date().toISOString(),
+  }),
+);

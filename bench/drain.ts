@@ -50,9 +50,15 @@ async function events(store: SqliteCheckpointer): Promise<OutboxEvent[]> {
   return (await store.fetchUnsynced({ limit: N, maxBytes: 1e12 })).map((e) => e.event!);
 }
 
-async function drain(store: SqliteCheckpointer, databaseUrl?: string): Promise<{ rowsPerSec: number; rowsPerCpuSec: number; bytesPerSec: number }> {
+async function drain(
+  store: SqliteCheckpointer,
+  databaseUrl?: string,
+): Promise<{ rowsPerSec: number; rowsPerCpuSec: number; bytesPerSec: number }> {
   const database = await openPlaneDatabase(databaseUrl ? { databaseUrl } : { dataDir: 'memory://' });
-  const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), { database, logger: pino({ level: 'silent' }) });
+  const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), {
+    database,
+    logger: pino({ level: 'silent' }),
+  });
   const { key } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
   const { pendingBytes } = await store.outboxStats();
   const replica = connectPlane(store, { url: plane.url, apiKey: key, pollMs: 0 });
@@ -66,7 +72,10 @@ async function drain(store: SqliteCheckpointer, databaseUrl?: string): Promise<{
 }
 
 /** The plane's ingest transaction on its own: validation, hashing, the inserts, in 500-row batches. */
-async function ingestAlone(rows: OutboxEvent[], databaseUrl: string): Promise<{ rowsPerSec: number; rowsPerCpuSec: number }> {
+async function ingestAlone(
+  rows: OutboxEvent[],
+  databaseUrl: string,
+): Promise<{ rowsPerSec: number; rowsPerCpuSec: number }> {
   const database = await openPlaneDatabase({ databaseUrl });
   const { projectId } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
   const wire = rows.map((e) => JSON.parse(JSON.stringify(e)) as unknown);
@@ -136,10 +145,26 @@ const share: Record<string, Summary | null> = {
 console.log(
   `drain of ${N} rows, pseudo-random text, ${REPS} reps interleaved: median [min–max]; "rows/CPU-s" is per CPU-second of this process (client + in-process plane; the plane's code alone for ingestBatch)`,
 );
-for (const [k, v] of Object.entries(med)) console.log(`${k.padEnd(36)} ${fmt(v).padStart(24)}${k.includes('bytes') ? ' B/s' : k.includes('CPU') ? '' : ' rows/s'}`);
+for (const [k, v] of Object.entries(med))
+  console.log(
+    `${k.padEnd(36)} ${fmt(v).padStart(24)}${k.includes('bytes') ? ' B/s' : k.includes('CPU') ? '' : ' rows/s'}`,
+  );
 if (share['drain/raw (postgres)']) {
   console.log(`postgres: drain is ${fmt(share['drain/raw (postgres)'], 2)} of the raw insert rate`);
-  console.log(`postgres: the plane's ingest alone (no HTTP, no client) is ${fmt(share['ingestBatch alone/raw (postgres)'], 2)} of it`);
+  console.log(
+    `postgres: the plane's ingest alone (no HTTP, no client) is ${fmt(share['ingestBatch alone/raw (postgres)'], 2)} of it`,
+  );
 }
-if (share['drain/raw (pglite)']) console.log(`pglite: drain is ${fmt(share['drain/raw (pglite)'], 2)} of the raw insert rate`);
-console.log(JSON.stringify({ bench: 'drain', rows: N, reps: REPS, ...Object.fromEntries(Object.entries(med).map(([k, v]) => [k, v.median])), ranges: med, share, date: new Date().toISOString() }));
+if (share['drain/raw (pglite)'])
+  console.log(`pglite: drain is ${fmt(share['drain/raw (pglite)'], 2)} of the raw insert rate`);
+console.log(
+  JSON.stringify({
+    bench: 'drain',
+    rows: N,
+    reps: REPS,
+    ...Object.fromEntries(Object.entries(med).map(([k, v]) => [k, v.median])),
+    ranges: med,
+    share,
+    date: new Date().toISOString(),
+  }),
+);

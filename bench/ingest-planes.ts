@@ -108,7 +108,8 @@ async function level(events: OutboxEvent[], processes: number): Promise<Level> {
               continue;
             }
             // the status first: an answer that is not JSON (a proxy's 502) is an error, not the end of the bench
-            const body = res.status === 200 ? ((await res.json()) as { accepted?: number }) : (await res.body?.cancel(), null);
+            const body =
+              res.status === 200 ? ((await res.json()) as { accepted?: number }) : (await res.body?.cancel(), null);
             if (body?.accepted !== rows.length) errors++;
             break;
           }
@@ -132,7 +133,9 @@ async function level(events: OutboxEvent[], processes: number): Promise<Level> {
       return { processes, rowsPerSec: events.length / secs, rowsPerPlaneCpuSec: events.length / cpu, errors };
     } finally {
       for (const p of planes) p.child.kill('SIGTERM');
-      await Promise.all(planes.map((p) => (p.child.exitCode === null ? new Promise((r) => p.child.once('exit', r)) : null)));
+      await Promise.all(
+        planes.map((p) => (p.child.exitCode === null ? new Promise((r) => p.child.once('exit', r)) : null)),
+      );
     }
   });
 }
@@ -149,7 +152,9 @@ for (let rep = 0; rep < REPS; rep++) {
   for (const p of rep % 2 === 0 ? [1, 2] : [2, 1]) {
     const l = await level(events, p);
     (p === 1 ? one : two).push(l);
-    console.error(`  rep ${rep + 1}/${REPS}: ${p} process(es) ${l.rowsPerSec.toFixed(0)} rows/s, ${l.rowsPerPlaneCpuSec.toFixed(0)} rows per plane CPU-s, ${l.errors} errors`);
+    console.error(
+      `  rep ${rep + 1}/${REPS}: ${p} process(es) ${l.rowsPerSec.toFixed(0)} rows/s, ${l.rowsPerPlaneCpuSec.toFixed(0)} rows per plane CPU-s, ${l.errors} errors`,
+    );
   }
 }
 const rate1 = summary(one.map((l) => l.rowsPerSec));
@@ -162,7 +167,9 @@ const scale = ratios(
 )!;
 const errors = [...one, ...two].reduce((a, l) => a + l.errors, 0);
 console.log(`1 plane process   ${fmt(rate1)} rows/s · ${fmt(cpu1)} rows per plane CPU-s`);
-console.log(`2 plane processes ${fmt(rate2)} rows/s · ${fmt(cpu2)} rows per plane CPU-s · 2/1 ${fmt(scale, 2)}× · ${errors} errors`);
+console.log(
+  `2 plane processes ${fmt(rate2)} rows/s · ${fmt(cpu2)} rows per plane CPU-s · 2/1 ${fmt(scale, 2)}× · ${errors} errors`,
+);
 console.log(
   JSON.stringify({
     bench: 'ingest-planes',

@@ -44,7 +44,10 @@ interface Level {
  */
 async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: string): Promise<Level> {
   const database = await openPlaneDatabase(databaseUrl ? { databaseUrl } : { dataDir: 'memory://' });
-  const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), { database, logger: pino({ level: 'silent' }) });
+  const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), {
+    database,
+    logger: pino({ level: 'silent' }),
+  });
   const { key } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
   const latencies: number[] = [];
   let errors = 0;
@@ -72,7 +75,10 @@ async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: st
             await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
             continue;
           }
-          if (res.status !== 200 || body.accepted !== rows.length) failed(`${res.status} ${body.error?.code ?? ''} ${body.error?.message ?? JSON.stringify(body).slice(0, 120)}`);
+          if (res.status !== 200 || body.accepted !== rows.length)
+            failed(
+              `${res.status} ${body.error?.code ?? ''} ${body.error?.message ?? JSON.stringify(body).slice(0, 120)}`,
+            );
         } catch (e) {
           failed(`fetch: ${(e as Error).message}`);
         }
@@ -88,7 +94,16 @@ async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: st
   await database.close();
   for (const [what, n] of seen) console.error(`  ${n}× ${what}`);
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { writers, rowsPerSec, rowsPerCpuSec, p50Ms: median(latencies), p99Ms: sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)], requests: latencies.length, shed, errors };
+  return {
+    writers,
+    rowsPerSec,
+    rowsPerCpuSec,
+    p50Ms: median(latencies),
+    p99Ms: sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)],
+    requests: latencies.length,
+    shed,
+    errors,
+  };
 }
 
 const events = await backlogEvents(N);
@@ -103,7 +118,10 @@ for (const target of targets) {
   for (let rep = 0; rep < REPS; rep++) {
     raws.push(target === 'postgres' ? await rawPostgres(PG, events, BATCH) : await rawPglite(events, BATCH));
     for (const writers of WRITERS) {
-      const l = target === 'postgres' ? await withScratchDatabase(PG, 'ingest', (url) => viaPlane(events, writers, url)) : await viaPlane(events, writers);
+      const l =
+        target === 'postgres'
+          ? await withScratchDatabase(PG, 'ingest', (url) => viaPlane(events, writers, url))
+          : await viaPlane(events, writers);
       failed += l.errors;
       (levels[writers] ??= []).push(l);
     }

@@ -44,19 +44,38 @@ const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/pos
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-lg-'));
 let n = 0;
 const emit = (m: Record<string, unknown>) =>
-  console.log(JSON.stringify({ ...m, cores: cpus().length, node: process.version, peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }));
+  console.log(
+    JSON.stringify({
+      ...m,
+      cores: cpus().length,
+      node: process.version,
+      peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null,
+      date: new Date().toISOString(),
+    }),
+  );
 
 function graph(checkpointer: BaseCheckpointSaver, seed: number) {
   return new StateGraph(MessagesAnnotation)
     .addNode('agent', (s) => {
       const turn = s.messages.filter((m) => m.getType() === 'ai').length;
       return {
-        messages: [turn < T ? new AIMessage({ content: randomText(P, seed, turn, 0), tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }] }) : new AIMessage({ content: 'done' })],
+        messages: [
+          turn < T
+            ? new AIMessage({
+                content: randomText(P, seed, turn, 0),
+                tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }],
+              })
+            : new AIMessage({ content: 'done' }),
+        ],
       };
     })
     .addNode('tools', (s) => {
       const call = (s.messages.at(-1) as AIMessage).tool_calls![0];
-      return { messages: [new ToolMessage({ content: randomText(P, seed, (call.args as { t: number }).t, 1), tool_call_id: call.id! })] };
+      return {
+        messages: [
+          new ToolMessage({ content: randomText(P, seed, (call.args as { t: number }).t, 1), tool_call_id: call.id! }),
+        ],
+      };
     })
     .addEdge(START, 'agent')
     .addConditionalEdges('agent', (s) => ((s.messages.at(-1) as AIMessage).tool_calls?.length ? 'tools' : END))
@@ -72,7 +91,12 @@ let seed = 0;
 
 /** Steps/s of one run (its 2T + 1 node steps over the wall time of `invoke`), and steps per CPU-second. */
 async function timedRun(saver: BaseCheckpointSaver, thread: string): Promise<Rate> {
-  const t = await timed(() => graph(saver, seed).invoke({ messages: [new HumanMessage('go')] }, { configurable: { thread_id: thread }, recursionLimit: 2 * T + 10, durability: 'sync' }));
+  const t = await timed(() =>
+    graph(saver, seed).invoke(
+      { messages: [new HumanMessage('go')] },
+      { configurable: { thread_id: thread }, recursionLimit: 2 * T + 10, durability: 'sync' },
+    ),
+  );
   if (t.value.messages.length !== 2 * T + 2) throw new Error(`run ended with ${t.value.messages.length} messages`);
   return { rate: (2 * T + 1) / t.secs, cpu: (2 * T + 1) / t.cpuSecs };
 }
@@ -159,9 +183,16 @@ async function one(who: 'waymark' | 'langgraph' | 'memory', backend: string): Pr
 console.log(
   `LangGraph savers, one graph: T=${T} turns (${2 * T + 1} steps), P=${P} bytes, pseudo-random text, durability "sync", ${REPS} reps interleaved: median [min–max], ratios within a repetition; "/CPU-s" is steps per CPU-second of this process`,
 );
-if (!peerInstalled()) console.log("LangGraph's own SqliteSaver/PostgresSaver: not measured (bench/peers/langgraph is not installed; `npm ci` there)");
+if (!peerInstalled())
+  console.log(
+    "LangGraph's own SqliteSaver/PostgresSaver: not measured (bench/peers/langgraph is not installed; `npm ci` there)",
+  );
 for (const backend of backends) {
-  const whos = ['waymark', ...(peerInstalled() ? ['langgraph'] : []), ...(backend === 'sqlite' ? ['memory'] : [])] as const as readonly ('waymark' | 'langgraph' | 'memory')[];
+  const whos = [
+    'waymark',
+    ...(peerInstalled() ? ['langgraph'] : []),
+    ...(backend === 'sqlite' ? ['memory'] : []),
+  ] as const as readonly ('waymark' | 'langgraph' | 'memory')[];
   const rates: Record<string, Rate[]> = {};
   const bytes: Record<string, number[]> = {};
   const fsyncs: number[] = [];
@@ -175,7 +206,10 @@ for (const backend of backends) {
     }
   }
   const fsync = backend === 'sqlite' ? summary(fsyncs) : undefined;
-  if (fsync) console.log(`sqlite: raw fsync rate ${fmt(fsync)} /s (waymark's SQLite saver commits at FULL, LangGraph's as shipped at NORMAL)`);
+  if (fsync)
+    console.log(
+      `sqlite: raw fsync rate ${fmt(fsync)} /s (waymark's SQLite saver commits at FULL, LangGraph's as shipped at NORMAL)`,
+    );
   for (const who of whos) {
     const stepsPerSec = summary(rates[who].map((x) => x.rate));
     const cpu = summary(rates[who].map((x) => x.cpu));

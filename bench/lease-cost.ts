@@ -56,18 +56,52 @@ async function rate(backend: string, leased: boolean): Promise<{ rate: number; c
   const t = await timed(async () => {
     for (let r = 0; r < R; r++) {
       const executionId = `run-${r}`;
-      const lease: Lease | undefined = leased ? await store.acquireLease(executionId, { holder: 'bench#1', ttlMs: 30_000 }) : undefined;
+      const lease: Lease | undefined = leased
+        ? await store.acquireLease(executionId, { holder: 'bench#1', ttlMs: 30_000 })
+        : undefined;
       const messages: { role: string; content: string }[] = [{ role: 'user', content: 'go' }];
       for (let t = 0; t < T; t++) {
-        await store.put({ executionId, nodeId: `turn:${t}`, turn: t, step: 'llm_call', status: 'completed', agentPath: 'agent:bench', state: { messages, turn: t } }, { lease });
+        await store.put(
+          {
+            executionId,
+            nodeId: `turn:${t}`,
+            turn: t,
+            step: 'llm_call',
+            status: 'completed',
+            agentPath: 'agent:bench',
+            state: { messages, turn: t },
+          },
+          { lease },
+        );
         messages.push({ role: 'assistant', content: randomText(P, r, t, 0) });
         await store.put(
-          { executionId, nodeId: `turn:${t}/tool:work`, turn: t, step: 'tool_call', status: 'completed', agentPath: 'agent:bench/tool:work', state: { messages, turn: t }, nodeInput: { t } },
+          {
+            executionId,
+            nodeId: `turn:${t}/tool:work`,
+            turn: t,
+            step: 'tool_call',
+            status: 'completed',
+            agentPath: 'agent:bench/tool:work',
+            state: { messages, turn: t },
+            nodeInput: { t },
+          },
           { lease },
         );
         messages.push({ role: 'tool', content: randomText(P, r, t, 1) });
       }
-      await store.put({ executionId, nodeId: 'run_end', turn: T, step: 'run_end', status: 'completed', agentPath: 'agent:bench', state: { messages, turn: T }, nodeOutput: 'done' }, { lease });
+      await store.put(
+        {
+          executionId,
+          nodeId: 'run_end',
+          turn: T,
+          step: 'run_end',
+          status: 'completed',
+          agentPath: 'agent:bench',
+          state: { messages, turn: T },
+          nodeOutput: 'done',
+        },
+        { lease },
+      );
     }
   });
   await drop();

@@ -37,7 +37,10 @@ const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-hold-'));
 
 /** `waymark plane` on memory:// in its own process; its admin key makes a project key. */
 async function startPlane(): Promise<{ child: ChildProcess; url: string; key: string }> {
-  const child = spawn(process.execPath, [BIN, 'plane', '--port', '0', '--data-dir', 'memory://'], { env: { ...process.env, WAYMARK_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [BIN, 'plane', '--port', '0', '--data-dir', 'memory://'], {
+    env: { ...process.env, WAYMARK_LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   const { url, admin } = await new Promise<{ url: string; admin: string }>((resolve, reject) => {
     const late = setTimeout(() => child.kill('SIGKILL'), 60_000);
@@ -82,7 +85,11 @@ async function rate(v: Variant, plane: { url: string; key: string }): Promise<{ 
     execute: async ({ run, turn }) => (v.effect ? charge(run, turn) : randomText(P, run, turn, 1)),
   });
   let current = 0;
-  const model = new ScriptedModel(({ turn }) => (turn < T ? { toolCalls: [{ name: 'work', arguments: { run: current, turn } }], content: randomText(P, current, turn, 0) } : { content: 'done' }));
+  const model = new ScriptedModel(({ turn }) =>
+    turn < T
+      ? { toolCalls: [{ name: 'work', arguments: { run: current, turn } }], content: randomText(P, current, turn, 0) }
+      : { content: 'done' },
+  );
   const agent = new Agent({ name: 'bench', model, tools: [work], checkpointer: store, leaseMs: v.leaseMs });
   const t = await timed(async () => {
     for (let r = 0; r < R; r++) {
@@ -111,14 +118,20 @@ const variants: { name: string; effect: boolean; leaseMs: number }[] = [
 
 const plane = await startPlane();
 try {
-  const results = variants.map(() => ({ off: [] as { rate: number; cpu: number }[], on: [] as { rate: number; cpu: number }[] }));
+  const results = variants.map(() => ({
+    off: [] as { rate: number; cpu: number }[],
+    on: [] as { rate: number; cpu: number }[],
+  }));
   const fsyncs: number[] = [];
   for (let i = 0; i < REPS; i++) {
     fsyncs.push(fsyncRate(dir, SMOKE ? 20 : 300));
     for (const [j, v] of variants.entries()) {
       // which side goes first alternates with the repetition
       const order = i % 2 === 0 ? [false, true] : [true, false];
-      for (const connected of order) (connected ? results[j].on : results[j].off).push(await rate({ connected, effect: v.effect, leaseMs: v.leaseMs }, plane));
+      for (const connected of order)
+        (connected ? results[j].on : results[j].off).push(
+          await rate({ connected, effect: v.effect, leaseMs: v.leaseMs }, plane),
+        );
     }
   }
   const fsync = summary(fsyncs);

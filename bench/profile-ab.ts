@@ -18,7 +18,8 @@ import { pathToFileURL } from 'node:url';
 import { fmt, summary } from './lib/stats.js';
 
 const [before, after] = process.argv.slice(2, 4);
-if (!before || !after) throw new Error('usage: profile-ab.ts <before-dir> <after-dir> [R] [T] [rounds] [file|memory|full]');
+if (!before || !after)
+  throw new Error('usage: profile-ab.ts <before-dir> <after-dir> [R] [T] [rounds] [file|memory|full]');
 const R = Number(process.argv[4] ?? 20);
 const T = Number(process.argv[5] ?? 20);
 const ROUNDS = Number(process.argv[6] ?? 10);
@@ -27,7 +28,13 @@ const SYNC = process.argv[7] === 'full' ? 'FULL' : 'NORMAL';
 
 interface Side {
   Store: new (o: { path: string; synchronous: 'NORMAL' | 'FULL' }) => { close(): Promise<void> };
-  agent: (store: unknown, T: number, P: number, onTurn: undefined, seed: number) => { run(input: string, o: { executionId: string }): Promise<{ status: string }> };
+  agent: (
+    store: unknown,
+    T: number,
+    P: number,
+    onTurn: undefined,
+    seed: number,
+  ) => { run(input: string, o: { executionId: string }): Promise<{ status: string }> };
 }
 const load = async (dir: string): Promise<Side> => {
   const url = (p: string) => pathToFileURL(join(resolve(dir), p)).href;
@@ -71,7 +78,8 @@ for (let i = 0; i < ROUNDS; i++) {
   out.after.push(got.after!);
   ratio.push(got.after!.cpu / got.before!.cpu);
 }
-const col = (k: 'before' | 'after') => `${fmt(summary(out[k].map((x) => x.rate)))} steps/s · ${fmt(summary(out[k].map((x) => x.cpu)))} /CPU-s · ${fmt(summary(out[k].map((x) => x.user)))} /user-CPU-s`;
+const col = (k: 'before' | 'after') =>
+  `${fmt(summary(out[k].map((x) => x.rate)))} steps/s · ${fmt(summary(out[k].map((x) => x.cpu)))} /CPU-s · ${fmt(summary(out[k].map((x) => x.user)))} /user-CPU-s`;
 console.log(`${MEMORY ? ':memory:' : `file, ${SYNC}`} R=${R} T=${T}, ${ROUNDS} rounds alternating`);
 console.log(`  before ${col('before')}`);
 console.log(`  after  ${col('after')}`);

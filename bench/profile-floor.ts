@@ -47,7 +47,16 @@ async function raw(): Promise<string> {
 }
 
 const states = Array.from({ length: 64 }, (_, i) =>
-  JSON.stringify({ v: 1, kind: 'delta', base: 0, prev: 'x', keep: 3, append: [{ role: 'assistant', content: randomText(200, 6, i) }], set: { turn: i }, unset: [] }),
+  JSON.stringify({
+    v: 1,
+    kind: 'delta',
+    base: 0,
+    prev: 'x',
+    keep: 3,
+    append: [{ role: 'assistant', content: randomText(200, 6, i) }],
+    set: { turn: i },
+    unset: [],
+  }),
 );
 async function statements(outbox: boolean): Promise<string> {
   const db = open();
@@ -63,7 +72,9 @@ async function statements(outbox: boolean): Promise<string> {
   const insert = db.prepare(
     `INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, state, node_input, created_at, writer_id) VALUES (?, ?, ?, 'turn:1/tool:work', 1, 'tool_call', 'completed', 'agent:bench/tool:work', ?, '{"t":1}', ?, 'sqlite-0190aaaa-aaaa-7bbb-8ccc-dddddddddddd')`,
   );
-  const queue = db.prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, 700, ?)`);
+  const queue = db.prepare(
+    `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, 700, ?)`,
+  );
   for (let r = 0; r < N / 40 + 1; r++) lease.run(`run-${r}`);
   return time(db, (i) => {
     const e = `run-${Math.floor(i / 40)}`;
@@ -78,6 +89,8 @@ async function statements(outbox: boolean): Promise<string> {
 }
 
 for (let r = 0; r < REPS; r++) {
-  console.log(`rep ${r + 1}: raw one-row ${await raw()} · waymark statements ${await statements(true)} · without outbox ${await statements(false)}`);
+  console.log(
+    `rep ${r + 1}: raw one-row ${await raw()} · waymark statements ${await statements(true)} · without outbox ${await statements(false)}`,
+  );
 }
 rmSync(dir, { recursive: true, force: true });

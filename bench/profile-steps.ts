@@ -47,8 +47,14 @@ const o: Rate[] = [];
 const raw: Rate[] = [];
 for (let i = 0; i < REPS; i++) {
   o.push(await ours(R, T));
-  raw.push(MEMORY ? await rawSqliteCommits(null, Math.min(4000, R * T * 2), P + 400) : await rawSqliteCommits(dir, Math.min(4000, R * T * 2), P + 400, 'NORMAL'));
-  console.log(`rep ${i + 1}: waymark NORMAL ${o[i].rate.toFixed(0)} steps/s, ${o[i].cpu.toFixed(0)} /CPU-s · raw NORMAL ${raw[i].rate.toFixed(0)} /s, ${raw[i].cpu.toFixed(0)} /CPU-s`);
+  raw.push(
+    MEMORY
+      ? await rawSqliteCommits(null, Math.min(4000, R * T * 2), P + 400)
+      : await rawSqliteCommits(dir, Math.min(4000, R * T * 2), P + 400, 'NORMAL'),
+  );
+  console.log(
+    `rep ${i + 1}: waymark NORMAL ${o[i].rate.toFixed(0)} steps/s, ${o[i].cpu.toFixed(0)} /CPU-s · raw NORMAL ${raw[i].rate.toFixed(0)} /s, ${raw[i].cpu.toFixed(0)} /CPU-s`,
+  );
 }
 console.log(
   `R=${R} T=${T}, ${REPS} reps: waymark NORMAL ${fmt(summary(o.map((x) => x.rate)))} steps/s · ${fmt(summary(o.map((x) => x.cpu)))} steps/CPU-s · raw NORMAL ${fmt(summary(raw.map((x) => x.rate)))} /s · ${fmt(

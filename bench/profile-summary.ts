@@ -21,7 +21,8 @@ for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id
 const dt = new Map<number, number>();
 prof.samples.forEach((s, i) => dt.set(s, (dt.get(s) ?? 0) + (prof.timeDeltas[i] ?? 0)));
 const total = [...dt.values()].reduce((a, b) => a + b, 0);
-const label = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(node_modules\/|step-cpu\/)?/, '')}:${n.callFrame.lineNumber + 1}`;
+const label = (n: Node) =>
+  `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(node_modules\/|step-cpu\/)?/, '')}:${n.callFrame.lineNumber + 1}`;
 const self = new Map<string, number>();
 const incl = new Map<string, number>();
 for (const [id, t] of dt) {

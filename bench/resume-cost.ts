@@ -35,7 +35,9 @@ const turns = Number(process.argv[2] ?? 200);
 const reps = Number(process.argv[3] ?? 7);
 const backend = process.argv[4] ?? 'sqlite';
 const whoArg = process.argv[5] ?? 'both';
-const who = (whoArg === 'both' ? ['waymark', 'langgraph'] : [whoArg]).filter((w) => w === 'waymark' || peerInstalled()) as ('waymark' | 'langgraph')[];
+const who = (whoArg === 'both' ? ['waymark', 'langgraph'] : [whoArg]).filter(
+  (w) => w === 'waymark' || peerInstalled(),
+) as ('waymark' | 'langgraph')[];
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-resume-'));
 const schema = `bench_resume_${process.pid}`;
 const KEYS = ['loadMs', 'openMs', 'buildMs', 'callMs', 'totalMs', 'processMs'] as const;
@@ -77,7 +79,15 @@ if (backend !== 'sqlite') {
 }
 rmSync(dir, { recursive: true, force: true });
 
-const sides = Object.fromEntries(who.map((w) => [w, Object.fromEntries(KEYS.map((k) => [k, summary(times[w].map((t) => t[k]))])) as Record<(typeof KEYS)[number], Summary>]));
+const sides = Object.fromEntries(
+  who.map((w) => [
+    w,
+    Object.fromEntries(KEYS.map((k) => [k, summary(times[w].map((t) => t[k]))])) as Record<
+      (typeof KEYS)[number],
+      Summary
+    >,
+  ]),
+);
 // the peer's time over waymark's, within each repetition: above 1 means waymark is faster
 const peerOver =
   times.waymark && times.langgraph
@@ -93,7 +103,8 @@ const peerOver =
     : null;
 const fsync = backend === 'sqlite' ? summary(fsyncs) : undefined;
 console.log(
-  `resume of a ${turns}-turn run${rows ? ` (${rows} rows)` : ''} in a fresh process, ${backend}, ${reps} reps interleaved: median [min–max] ms` + (fsync ? ` (raw fsync rate ${fmt(fsync)} /s)` : ''),
+  `resume of a ${turns}-turn run${rows ? ` (${rows} rows)` : ''} in a fresh process, ${backend}, ${reps} reps interleaved: median [min–max] ms` +
+    (fsync ? ` (raw fsync rate ${fmt(fsync)} /s)` : ''),
 );
 for (const w of who) {
   const s = sides[w];

@@ -23,14 +23,27 @@ if (process.argv[2] === '--child') {
   const took: Record<'schema' | 'plain', number[]> = { schema: [], plain: [] };
   for (let i = 0; i < pairs; i++) {
     for (const mode of i % 2 ? (['plain', 'schema'] as const) : (['schema', 'plain'] as const)) {
-      const r = spawnSync(process.execPath, [...childCommand(import.meta.url, 'resume-first-use'), '--child', mode], { encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [...childCommand(import.meta.url, 'resume-first-use'), '--child', mode], {
+        encoding: 'utf8',
+      });
       if (r.status !== 0) throw new Error(r.stderr);
       took[mode].push(JSON.parse(r.stdout.trim()).ms);
     }
     process.stderr.write(`pair ${i + 1}/${pairs}\r`);
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  const fmt = (xs: number[]) => `${med(xs).toFixed(2)} [${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}] ms`;
-  console.log(`first resume answer checked in a fresh process, ${pairs} pairs alternating: ResumeValue.safeParse ${fmt(took.schema)} · plainResume ${fmt(took.plain)}`);
-  console.log(JSON.stringify({ bench: 'resume-first-use', pairs, schemaMs: took.schema, plainMs: took.plain, date: new Date().toISOString() }));
+  const fmt = (xs: number[]) =>
+    `${med(xs).toFixed(2)} [${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}] ms`;
+  console.log(
+    `first resume answer checked in a fresh process, ${pairs} pairs alternating: ResumeValue.safeParse ${fmt(took.schema)} · plainResume ${fmt(took.plain)}`,
+  );
+  console.log(
+    JSON.stringify({
+      bench: 'resume-first-use',
+      pairs,
+      schemaMs: took.schema,
+      plainMs: took.plain,
+      date: new Date().toISOString(),
+    }),
+  );
 }

@@ -62,10 +62,14 @@ if (skipAt >= 0 && skipped.length === 0) usage.push('--skip needs a comma-separa
 else if (names.length === 0) usage.push(`--skip ${skipped.join(',')} leaves nothing to run`);
 for (const s of skipped) if (!BENCHES[s]) usage.push(`--skip ${s}: no such bench`);
 if (at >= 0 && !beforeDir) usage.push('--before needs a directory');
-if (beforeDir && !existsSync(join(beforeDir, 'bench', 'steps.ts'))) usage.push(`--before ${beforeDir}: no bench/steps.ts there (copy this bench/ in)`);
-if (beforeDir && !existsSync(join(beforeDir, 'node_modules'))) usage.push(`--before ${beforeDir}: no node_modules there (link it)`);
+if (beforeDir && !existsSync(join(beforeDir, 'bench', 'steps.ts')))
+  usage.push(`--before ${beforeDir}: no bench/steps.ts there (copy this bench/ in)`);
+if (beforeDir && !existsSync(join(beforeDir, 'node_modules')))
+  usage.push(`--before ${beforeDir}: no node_modules there (link it)`);
 if (usage.length) {
-  console.error(`${usage.join('\n')}\nusage: npm run bench -- <${Object.keys(BENCHES).join('|')}|all> [--before <dir>] [--skip <name,...>]`);
+  console.error(
+    `${usage.join('\n')}\nusage: npm run bench -- <${Object.keys(BENCHES).join('|')}|all> [--before <dir>] [--skip <name,...>]`,
+  );
   process.exit(2);
 }
 // drain-rss, ingest-planes and plane-hold run the plane as its own process from dist/: build it from this tree first
@@ -78,11 +82,17 @@ function compile(tree: string): void {
   const own = tree === ROOT;
   if (!own) copyFileSync(join(ROOT, 'tsconfig.bench.json'), join(tree, 'tsconfig.bench.json'));
   rmSync(join(tree, '.bench-build'), { recursive: true, force: true });
-  const c = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(tree, 'tsconfig.bench.json')], { cwd: tree, encoding: 'utf8' });
+  const c = spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(tree, 'tsconfig.bench.json')],
+    { cwd: tree, encoding: 'utf8' },
+  );
   if (c.status === 0) return;
   // the before tree may not type-check against this bench/ (an API a bench names came later): tsc still emits it
   if (!own && existsSync(join(tree, '.bench-build', 'bench', 'steps.js'))) {
-    console.error(`${tree}: compiled with type errors against this bench/ (${c.stdout.split('\n').filter((l) => l.includes('error TS')).length}); its steps bench runs as emitted`);
+    console.error(
+      `${tree}: compiled with type errors against this bench/ (${c.stdout.split('\n').filter((l) => l.includes('error TS')).length}); its steps bench runs as emitted`,
+    );
     return;
   }
   process.stderr.write(c.stdout);
@@ -94,7 +104,10 @@ const sections: string[] = [];
 const lines: Record<string, any>[] = [];
 /** The JSON lines of the before tree's steps bench (`--before`), kept apart from this tree's. */
 const beforeLines: Record<string, any>[] = [];
-const beforeCommit = beforeDir ? spawnSync('git', ['-C', beforeDir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim() || 'unknown commit' : '';
+const beforeCommit = beforeDir
+  ? spawnSync('git', ['-C', beforeDir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim() ||
+    'unknown commit'
+  : '';
 const started = Date.now();
 /** One bench in its own process from `root` (this tree, or the before tree); its output printed and kept as a RESULTS.md section. */
 function runBench(title: string, root: string, file: string, args: string[], into: Record<string, any>[]) {
@@ -102,7 +115,11 @@ function runBench(title: string, root: string, file: string, args: string[], int
   const cmd = `node .bench-build/bench/${js} ${args.join(' ')}`;
   console.log(`\n== ${title}: ${cmd}`);
   const t0 = Date.now();
-  const r = spawnSync(process.execPath, [join(root, '.bench-build', 'bench', js), ...args], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const r = spawnSync(process.execPath, [join(root, '.bench-build', 'bench', js), ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   process.stdout.write(r.stdout);
   if (r.status !== 0) {
     console.error(`${title} failed (exit ${r.status})`);
@@ -118,7 +135,14 @@ function runBench(title: string, root: string, file: string, args: string[], int
 for (const n of names) {
   const [file, ...args] = BENCHES[n];
   // the before tree's SQLite steps, right before this tree's, for issue 19's CPU target
-  if (n === 'steps' && beforeDir) runBench(`steps, before issue 19 (${beforeCommit} in ${beforeDir}, this bench/ copied in)`, resolve(beforeDir), file, ['steps', 'sqlite', args[2]], beforeLines);
+  if (n === 'steps' && beforeDir)
+    runBench(
+      `steps, before issue 19 (${beforeCommit} in ${beforeDir}, this bench/ copied in)`,
+      resolve(beforeDir),
+      file,
+      ['steps', 'sqlite', args[2]],
+      beforeLines,
+    );
   runBench(n, ROOT, file, args, lines);
 }
 interface Summary {
@@ -127,8 +151,10 @@ interface Summary {
   max: number;
 }
 type Row = [string, string, boolean | null];
-const n0 = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : String(Math.round(x)));
-const n1 = (x: number | null | undefined, d = 1) => (x === null || x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(d));
+const n0 = (x: number | null | undefined) =>
+  x === null || x === undefined || Number.isNaN(x) ? 'n/a' : String(Math.round(x));
+const n1 = (x: number | null | undefined, d = 1) =>
+  x === null || x === undefined || Number.isNaN(x) ? 'n/a' : x.toFixed(d);
 /** "1234 [1100–1300]": a median and its spread; `pct` scales by 100. */
 const fs = (s: Summary | null | undefined, d = 0, suffix = '') => {
   if (!s) return 'n/a';
@@ -137,7 +163,11 @@ const fs = (s: Summary | null | undefined, d = 0, suffix = '') => {
 };
 const fsyncNote = (l: { fsync?: Summary }) => (l.fsync ? `; raw fsync rate ${fs(l.fsync)} /s` : '');
 const table = (rows: Row[]) =>
-  ['| target | measured: median [min–max] | met |', '|---|---|---|', ...rows.map(([t, m, ok]) => `| ${t} | ${m} | ${ok === null ? '' : ok ? 'yes' : '**MISS**'} |`)].join('\n');
+  [
+    '| target | measured: median [min–max] | met |',
+    '|---|---|---|',
+    ...rows.map(([t, m, ok]) => `| ${t} | ${m} | ${ok === null ? '' : ok ? 'yes' : '**MISS**'} |`),
+  ].join('\n');
 
 /** One row per target of issue 19 (items 1–5), each with what this run measured and met / MISS. */
 function issueTargets(ls: Record<string, any>[], before: Record<string, any>[]): string {
@@ -156,7 +186,11 @@ function issueTargets(ls: Record<string, any>[], before: Record<string, any>[]):
         `${fs(c.vsPeer, 1, '×')} (waymark ${fs(c.ours)} vs LangGraph ${fs(c.peer)} steps/s${fsyncNote(c)})`,
         c.vsPeer ? c.vsPeer.median >= 10 : null,
       ]);
-      rows.push([`(1) ${what}, SQLite FULL: steps per CPU-second, waymark / LangGraph`, `${fs(c.oursCpu)} / ${fs(c.peerCpu)}`, null]);
+      rows.push([
+        `(1) ${what}, SQLite FULL: steps per CPU-second, waymark / LangGraph`,
+        `${fs(c.oursCpu)} / ${fs(c.peerCpu)}`,
+        null,
+      ]);
     } else {
       rows.push([
         `(1) ${what}, Postgres (synchronous_commit=on), one store: share of the raw single-row autocommit rate; vs LangGraph JS`,
@@ -165,7 +199,8 @@ function issueTargets(ls: Record<string, any>[], before: Record<string, any>[]):
       ]);
     }
   }
-  if (!ls.some((x) => x.bench === 'concurrent')) rows.push(['1. concurrent runs (bench "concurrent")', 'not run', null]);
+  if (!ls.some((x) => x.bench === 'concurrent'))
+    rows.push(['1. concurrent runs (bench "concurrent")', 'not run', null]);
   // 2. CPU per durable step
   for (const l of ls.filter((x) => x.bench === 'steps' && x.backend === 'sqlite')) {
     rows.push([
@@ -174,7 +209,9 @@ function issueTargets(ls: Record<string, any>[], before: Record<string, any>[]):
       l.ofRawNormal ? l.ofRawNormal.median >= 0.4 : null,
     ]);
     // the baseline is measured in this run (--before), never remembered: without it the target is not judged
-    const b: Summary | undefined = before.find((x) => x.bench === 'steps' && x.backend === 'sqlite' && x.R === l.R && x.T === l.T)?.oursNormalCpu;
+    const b: Summary | undefined = before.find(
+      (x) => x.bench === 'steps' && x.backend === 'sqlite' && x.R === l.R && x.T === l.T,
+    )?.oursNormalCpu;
     rows.push([
       `2. steps per CPU-second SQLite NORMAL, R=${l.R} T=${l.T}: ≥ 3× before issue 19 (${b ? `${beforeCommit}, measured in this run: ${fs(b)}` : 'not measured in this run: pass --before <dir>'})`,
       `${fs(l.oursNormalCpu)}${b && l.oursNormalCpu ? ` = ${n1(l.oursNormalCpu.median / b.median, 2)}× before` : ''} (FULL: ${fs(l.oursCpu)}; raw NORMAL ${fs(l.rawNormalCpu)})`,
@@ -182,7 +219,11 @@ function issueTargets(ls: Record<string, any>[], before: Record<string, any>[]):
     ]);
   }
   for (const l of ls.filter((x) => x.bench === 'steps' && x.backend === 'postgres')) {
-    rows.push([`(2) steps per CPU-second of the client process, Postgres, R=${l.R} T=${l.T}: waymark / LangGraph`, `${fs(l.oursCpu)} / ${fs(l.peerCpu)}`, null]);
+    rows.push([
+      `(2) steps per CPU-second of the client process, Postgres, R=${l.R} T=${l.T}: waymark / LangGraph`,
+      `${fs(l.oursCpu)} / ${fs(l.peerCpu)}`,
+      null,
+    ]);
   }
   // 3. plane ingest
   for (const d of ls.filter((x) => x.bench === 'drain')) {
@@ -198,7 +239,11 @@ function issueTargets(ls: Record<string, any>[], before: Record<string, any>[]):
         `${fs(sh['ingestBatch alone/raw (postgres)'], 0, '%')}; ${fs(d.ranges['ingestBatch rows/CPU-s (postgres)'])} rows/CPU-s`,
         null,
       ]);
-      rows.push(['(3) drain: rows per CPU-second of the process (client + in-process plane)', `${fs(d.ranges['drain rows/CPU-s (postgres)'])}`, null]);
+      rows.push([
+        '(3) drain: rows per CPU-second of the process (client + in-process plane)',
+        `${fs(d.ranges['drain rows/CPU-s (postgres)'])}`,
+        null,
+      ]);
     }
   }
   for (const p of ls.filter((x) => x.bench === 'ingest-planes')) {
@@ -216,8 +261,17 @@ function issueTargets(ls: Record<string, any>[], before: Record<string, any>[]):
     if (!w) continue;
     const at = `${r.turns}-turn run, ${r.backend === 'sqlite' ? 'SQLite' : 'Postgres'}`;
     if (r.backend === 'sqlite' && r.turns === 200)
-      rows.push([`4. resume call alone, ${at}, fresh process: ≤ 15 ms`, `${fs(w.callMs, 1)} ms (LangGraph ${fs(p?.callMs, 1)} ms${fsyncNote(r)})`, w.callMs.median <= 15]);
-    else rows.push([`(4) resume call alone, ${at}, fresh process`, `${fs(w.callMs, 1)} ms (LangGraph ${fs(p?.callMs, 1)} ms)`, null]);
+      rows.push([
+        `4. resume call alone, ${at}, fresh process: ≤ 15 ms`,
+        `${fs(w.callMs, 1)} ms (LangGraph ${fs(p?.callMs, 1)} ms${fsyncNote(r)})`,
+        w.callMs.median <= 15,
+      ]);
+    else
+      rows.push([
+        `(4) resume call alone, ${at}, fresh process`,
+        `${fs(w.callMs, 1)} ms (LangGraph ${fs(p?.callMs, 1)} ms)`,
+        null,
+      ]);
     rows.push([
       `(4) whole resume process (spawn to exit, imports included, compiled JavaScript under node), ${at}: waymark vs LangGraph`,
       `${fs(w.processMs)} ms vs ${fs(p?.processMs)} ms → LangGraph/waymark ${fs(po?.processMs, 2, '×')}`,
@@ -235,8 +289,18 @@ function issueTargets(ls: Record<string, any>[], before: Record<string, any>[]):
           `${fs(w.totalMs, 1)} ms vs LangGraph ${fs(p?.totalMs, 1)} ms → ${fs(po?.totalMs, 1, '×')}${fsyncNote(r)}`,
           po ? po.totalMs.median >= 3 : null,
         ]);
-      else rows.push([`(5) open + build + resume call, ${at}: LangGraph/waymark`, `${fs(w.totalMs, 1)} ms vs LangGraph ${fs(p?.totalMs, 1)} ms → ${fs(po?.totalMs, 1, '×')}`, null]);
-    } else rows.push([`(5) open + build + resume call, ${at}: LangGraph/waymark`, `${fs(w.totalMs, 1)} ms vs LangGraph ${fs(p?.totalMs, 1)} ms → ${fs(po?.totalMs, 1, '×')}`, null]);
+      else
+        rows.push([
+          `(5) open + build + resume call, ${at}: LangGraph/waymark`,
+          `${fs(w.totalMs, 1)} ms vs LangGraph ${fs(p?.totalMs, 1)} ms → ${fs(po?.totalMs, 1, '×')}`,
+          null,
+        ]);
+    } else
+      rows.push([
+        `(5) open + build + resume call, ${at}: LangGraph/waymark`,
+        `${fs(w.totalMs, 1)} ms vs LangGraph ${fs(p?.totalMs, 1)} ms → ${fs(po?.totalMs, 1, '×')}`,
+        null,
+      ]);
   }
   return table(rows);
 }
@@ -258,18 +322,46 @@ function targets(ls: Record<string, any>[]): string {
         `${fs(l.ofRaw, 0, '%')} (${fs(l.ours)} vs ${fs(l.raw)}${fsyncNote(l)})`,
         l.ofRaw ? l.ofRaw.median >= 0.8 : null,
       ]);
-      rows.push([`(same durability) FULL: waymark vs LangGraph JS with synchronous=FULL`, `${fs(l.vsPeerFull, 1, '×')} (${fs(l.ours)} vs ${fs(l.peerFull)}${fsyncNote(l)})`, null]);
-      rows.push([`(same durability) NORMAL: waymark vs LangGraph JS as shipped`, `${fs(l.vsPeerNormal, 1, '×')} (${fs(l.oursNormal)} vs ${fs(l.peer)})`, null]);
-    } else rows.push([`steps/s postgres R=${l.R} T=${l.T}: share of the raw autocommit insert rate`, `${fs(l.ofRaw, 0, '%')} (${fs(l.ours)} vs ${fs(l.raw)})`, null]);
+      rows.push([
+        `(same durability) FULL: waymark vs LangGraph JS with synchronous=FULL`,
+        `${fs(l.vsPeerFull, 1, '×')} (${fs(l.ours)} vs ${fs(l.peerFull)}${fsyncNote(l)})`,
+        null,
+      ]);
+      rows.push([
+        `(same durability) NORMAL: waymark vs LangGraph JS as shipped`,
+        `${fs(l.vsPeerNormal, 1, '×')} (${fs(l.oursNormal)} vs ${fs(l.peer)})`,
+        null,
+      ]);
+    } else
+      rows.push([
+        `steps/s postgres R=${l.R} T=${l.T}: share of the raw autocommit insert rate`,
+        `${fs(l.ofRaw, 0, '%')} (${fs(l.ours)} vs ${fs(l.raw)})`,
+        null,
+      ]);
   }
   for (const backend of ['sqlite', 'postgres']) {
     const st = ls.find((x) => x.bench === 'storage' && x.who === 'waymark' && x.backend === backend);
     if (!st) continue;
-    const kib = (s: Summary | undefined) => (s ? `${n0(s.median / 1024)} KiB [${n0(s.min / 1024)}–${n0(s.max / 1024)}]` : 'n/a');
-    if (backend === 'sqlite') rows.push(['storage of a 200-turn run (P=200), SQLite: ≤ 400 KiB', kib(st.bytesRange?.[200]), st.bytes[200] === undefined ? null : st.bytes[200] <= 400 * 1024]);
-    else rows.push(['storage of a 200-turn run (P=200), Postgres (fixed per-table pages included)', kib(st.bytesRange?.[200]), null]);
+    const kib = (s: Summary | undefined) =>
+      s ? `${n0(s.median / 1024)} KiB [${n0(s.min / 1024)}–${n0(s.max / 1024)}]` : 'n/a';
+    if (backend === 'sqlite')
+      rows.push([
+        'storage of a 200-turn run (P=200), SQLite: ≤ 400 KiB',
+        kib(st.bytesRange?.[200]),
+        st.bytes[200] === undefined ? null : st.bytes[200] <= 400 * 1024,
+      ]);
+    else
+      rows.push([
+        'storage of a 200-turn run (P=200), Postgres (fixed per-table pages included)',
+        kib(st.bytesRange?.[200]),
+        null,
+      ]);
     rows.push([`storage growth exponent T=50→400, ${backend}: ≤ 1.15`, fs(st.exponent, 2), st.exponent.median <= 1.15]);
-    rows.push([`time per turn, last 10% vs first 10% of 400 turns, ${backend}: ≤ 1.3×`, fs(st.turnRatio, 2, '×'), st.turnRatio.median <= 1.3]);
+    rows.push([
+      `time per turn, last 10% vs first 10% of 400 turns, ${backend}: ≤ 1.3×`,
+      fs(st.turnRatio, 2, '×'),
+      st.turnRatio.median <= 1.3,
+    ]);
     const peerSt = ls.find((x) => x.bench === 'storage' && x.who === 'langgraph' && x.backend === backend);
     if (peerSt)
       rows.push([
@@ -302,9 +394,19 @@ function targets(ls: Record<string, any>[]): string {
     ]);
   }
   const wal = ls.find((x) => x.bench === 'wal-pages');
-  if (wal) rows.push([`(SQLite) WAL pages written per checkpoint commit, ${wal.turns}-turn run`, wal.framesPerCommitRange ? fs(wal.framesPerCommitRange, 1) : n1(wal.framesPerCommit), null]);
+  if (wal)
+    rows.push([
+      `(SQLite) WAL pages written per checkpoint commit, ${wal.turns}-turn run`,
+      wal.framesPerCommitRange ? fs(wal.framesPerCommitRange, 1) : n1(wal.framesPerCommit),
+      null,
+    ]);
   const rss = ls.find((x) => x.bench === 'drain-rss');
-  if (rss) rows.push([`client RSS while draining a ${rss.rows}-row backlog: ≤ 250 MB`, `${rss.rssPeakMbRange ? fs(rss.rssPeakMbRange) : n0(rss.rssPeakMb)} MB peak`, rss.rssPeakMb <= 250]);
+  if (rss)
+    rows.push([
+      `client RSS while draining a ${rss.rows}-row backlog: ≤ 250 MB`,
+      `${rss.rssPeakMbRange ? fs(rss.rssPeakMbRange) : n0(rss.rssPeakMb)} MB peak`,
+      rss.rssPeakMb <= 250,
+    ]);
   for (const ig of ls.filter((x) => x.bench === 'ingest')) {
     rows.push([
       `plane ingest, ${ig.target}, ${ig.writers} concurrent writer(s): errors must be 0`,
@@ -322,9 +424,18 @@ if (name === 'all') {
     `# Benchmark results\n\n\`npm run bench -- all${skipped.length ? ` --skip ${skipped.join(',')}` : ''}${beforeDir ? ` --before ${beforeDir}` : ''}\` on ${when} (Node ${process.version}, ${cpus().length} cores; ${Math.round((Date.now() - started) / 1000)} s in all)${skipped.length ? `; not run: ${skipped.join(', ')}` : ''}. Each bench runs as compiled JavaScript (\`tsc -p tsconfig.bench.json\`, then \`node .bench-build/bench/…\`), as the package ships. Message text is pseudo-random (incompressible) in every bench, waymark and peer alike; every bench repeats at least 5 times, interleaved; a ratio is taken within one repetition (both sides measured minutes apart at most) and reported as median [min–max] over the repetitions; beside every SQLite ratio, the disk's raw fsync rate measured in the same repetitions; steps per CPU-second of the bench process beside steps/s, which stays valid on a loaded machine.\n\n## Targets of issue 19\n\n${issueTargets(lines, beforeLines)}\n\n## Earlier targets\n\n${targets(lines)}\n\nWhat the profiles showed, what was fixed, before/after figures, and why the misses remain: [PROFILES.md](PROFILES.md).\n\n## Runs\n\n${sections.join('\n')}`,
   );
   // formatted as the linter wants it, so a bench run never leaves `npm test`'s lint failing
-  const formatted = spawnSync(process.execPath, [join(ROOT, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'), 'format', '--write', join(here, 'RESULTS.md')], { cwd: ROOT, stdio: 'ignore' });
-  if (formatted.status !== 0) console.error('bench/RESULTS.md could not be formatted: run `npx biome format --write bench/RESULTS.md` before committing it');
+  const formatted = spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'), 'format', '--write', join(here, 'RESULTS.md')],
+    { cwd: ROOT, stdio: 'ignore' },
+  );
+  if (formatted.status !== 0)
+    console.error(
+      'bench/RESULTS.md could not be formatted: run `npx biome format --write bench/RESULTS.md` before committing it',
+    );
   console.log(`\nwrote bench/RESULTS.md (${Math.round((Date.now() - started) / 1000)} s)`);
 } else if (lines.length) {
-  console.log(`\n## Targets of issue 19 (from this run's benches only)\n\n${issueTargets(lines, beforeLines)}\n\n## Earlier targets\n\n${targets(lines)}`);
+  console.log(
+    `\n## Targets of issue 19 (from this run's benches only)\n\n${issueTargets(lines, beforeLines)}\n\n## Earlier targets\n\n${targets(lines)}`,
+  );
 }

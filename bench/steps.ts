@@ -35,11 +35,22 @@ const REPS = Number(process.argv[4] ?? (SMOKE ? 1 : 5));
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-steps-'));
 let n = 0;
 const emit = (m: Record<string, unknown>) =>
-  console.log(JSON.stringify({ ...m, cores: cpus().length, node: process.version, peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null, date: new Date().toISOString() }));
+  console.log(
+    JSON.stringify({
+      ...m,
+      cores: cpus().length,
+      node: process.version,
+      peerPackage: peerInstalled() ? `@langchain/langgraph ${peerVersion()}` : null,
+      date: new Date().toISOString(),
+    }),
+  );
 
 type Sync = 'FULL' | 'NORMAL';
 async function ours(backend: string, R: number, T: number, synchronous: Sync = 'FULL'): Promise<Rate> {
-  const store = backend === 'sqlite' ? new SqliteCheckpointer({ path: join(dir, `o${++n}.db`), synchronous }) : new PostgresCheckpointer({ url: PG, schema: `bench_o${process.pid}_${++n}`, max: 2 });
+  const store =
+    backend === 'sqlite'
+      ? new SqliteCheckpointer({ path: join(dir, `o${++n}.db`), synchronous })
+      : new PostgresCheckpointer({ url: PG, schema: `bench_o${process.pid}_${++n}`, max: 2 });
   await store.setup();
   const t = await timed(async () => {
     for (let r = 0; r < R; r++) {
@@ -55,7 +66,8 @@ async function ours(backend: string, R: number, T: number, synchronous: Sync = '
 /** The peer as it ships (`synchronous` unset) or at waymark's FULL. */
 async function peer(backend: string, R: number, T: number, synchronous?: 'FULL'): Promise<Rate> {
   const schema = `bench_p${process.pid}_${++n}`;
-  const saver = backend === 'sqlite' ? peerSqliteSaver(join(dir, `p${n}.db`), synchronous) : await peerPostgresSaver(PG, schema);
+  const saver =
+    backend === 'sqlite' ? peerSqliteSaver(join(dir, `p${n}.db`), synchronous) : await peerPostgresSaver(PG, schema);
   const t = await timed(async () => {
     for (let r = 0; r < R; r++) await peerRun(peerGraph(saver, T, P, undefined, false, r), `run-${r}`, T);
   });
@@ -68,7 +80,9 @@ async function peer(backend: string, R: number, T: number, synchronous?: 'FULL')
 
 /** Single-row insert transactions of a row of the same size, same durability setting (SQLite), or autocommit (Postgres). */
 async function raw(backend: string, rows: number, synchronous: Sync = 'FULL'): Promise<Rate> {
-  return backend === 'sqlite' ? rawSqliteCommits(dir, rows, P + 400, synchronous) : rawPostgresCommits(PG, rows, P + 400);
+  return backend === 'sqlite'
+    ? rawSqliteCommits(dir, rows, P + 400, synchronous)
+    : rawPostgresCommits(PG, rows, P + 400);
 }
 
 async function dropSchema(schema: string): Promise<void> {
@@ -142,7 +156,10 @@ if (what === 'steps') {
             }
           : {}),
       };
-      const col = (label: string, k: string) => (m[k].length ? `  ${label.padEnd(34)} ${fmt(rate(k))} steps/s · ${fmt(cpu(k))} /CPU-s` : `  ${label.padEnd(34)} not measured`);
+      const col = (label: string, k: string) =>
+        m[k].length
+          ? `  ${label.padEnd(34)} ${fmt(rate(k))} steps/s · ${fmt(cpu(k))} /CPU-s`
+          : `  ${label.padEnd(34)} not measured`;
       if (sqlite) {
         console.log(`sqlite    R=${R} T=${T} (raw fsync rate ${fmt(line.fsync)} /s)`);
         console.log(col('waymark FULL (default)', 'ours'));
@@ -178,7 +195,12 @@ async function schemaBytes(schema: string): Promise<number> {
 }
 
 /** One run of T turns in a fresh store; its bytes beyond an empty store of the same kind, and turn times. */
-async function storedRun(who: 'waymark' | 'langgraph', backend: string, T: number, seed: number): Promise<{ bytes: number; times: number[] }> {
+async function storedRun(
+  who: 'waymark' | 'langgraph',
+  backend: string,
+  T: number,
+  seed: number,
+): Promise<{ bytes: number; times: number[] }> {
   const times: number[] = [];
   const tick = () => times.push(performance.now());
   const key = `s-${who}-${T}-${++n}`;
@@ -277,7 +299,18 @@ if (what === 'storage') {
         `${who.padEnd(10)} ${TS.map((T) => `T=${T}: ${kib(bytesRange[T].median)} KiB [${kib(bytesRange[T].min)}–${kib(bytesRange[T].max)}]`).join(' · ')} · exponent(50→400) ${fmt(exponent, 2)} · turn time last/first 10% ${fmt(turnRatio, 2, '×')}` +
           (vsWaymark ? ` · ${fmt(vsWaymark[200], 1, '×')} waymark's bytes at T=200` : ''),
       );
-      emit({ bench: 'storage', backend, who, P, reps: REPS, bytes, bytesRange, exponent, turnRatio, ...(vsWaymark ? { vsWaymark } : {}) });
+      emit({
+        bench: 'storage',
+        backend,
+        who,
+        P,
+        reps: REPS,
+        bytes,
+        bytesRange,
+        exponent,
+        turnRatio,
+        ...(vsWaymark ? { vsWaymark } : {}),
+      });
     }
   }
 }

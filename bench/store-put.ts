@@ -70,7 +70,8 @@ async function rawPg(): Promise<Rate> {
   await sql`CREATE TABLE bench_raw_put (id text PRIMARY KEY, e text, seq int, body text)`;
   const body = bodies();
   const t = await timed(async () => {
-    for (let i = 0; i < N; i++) await sql.begin((tx) => tx`INSERT INTO bench_raw_put VALUES (${`id${i}`}, 'e', ${i}, ${body[i % 64]})`);
+    for (let i = 0; i < N; i++)
+      await sql.begin((tx) => tx`INSERT INTO bench_raw_put VALUES (${`id${i}`}, 'e', ${i}, ${body[i % 64]})`);
   });
   await sql`DROP TABLE bench_raw_put`;
   await sql.end();
@@ -112,8 +113,28 @@ const ofRaw = (ours: string, raw: string) =>
     out[ours].map((x) => x.rate),
     out[raw].map((x) => x.rate),
   );
-const shares = { sqliteFull: ofRaw('waymark sqlite FULL', 'raw sqlite FULL'), sqliteNormal: ofRaw('waymark sqlite NORMAL', 'raw sqlite NORMAL'), postgres: ofRaw('waymark postgres', 'raw postgres') };
-console.log(`put() ${N} rows × ${REPS} reps interleaved, pseudo-random text: median [min–max]; "/CPU-s" is rows per CPU-second of this process`);
-for (const k of Object.keys(out)) console.log(`${k.padEnd(24)} ${fmt(rates[k]).padStart(22)} rows/s · ${fmt(cpu[k])} /CPU-s`);
-console.log(`share of raw: sqlite FULL ${fmt(shares.sqliteFull, 2)}, NORMAL ${fmt(shares.sqliteNormal, 2)} (raw fsync rate ${fmt(fsync)} /s), postgres ${fmt(shares.postgres, 2)}`);
-console.log(JSON.stringify({ bench: 'store-put', rows: N, reps: REPS, rates, cpu, ofRaw: shares, fsync, date: new Date().toISOString() }));
+const shares = {
+  sqliteFull: ofRaw('waymark sqlite FULL', 'raw sqlite FULL'),
+  sqliteNormal: ofRaw('waymark sqlite NORMAL', 'raw sqlite NORMAL'),
+  postgres: ofRaw('waymark postgres', 'raw postgres'),
+};
+console.log(
+  `put() ${N} rows × ${REPS} reps interleaved, pseudo-random text: median [min–max]; "/CPU-s" is rows per CPU-second of this process`,
+);
+for (const k of Object.keys(out))
+  console.log(`${k.padEnd(24)} ${fmt(rates[k]).padStart(22)} rows/s · ${fmt(cpu[k])} /CPU-s`);
+console.log(
+  `share of raw: sqlite FULL ${fmt(shares.sqliteFull, 2)}, NORMAL ${fmt(shares.sqliteNormal, 2)} (raw fsync rate ${fmt(fsync)} /s), postgres ${fmt(shares.postgres, 2)}`,
+);
+console.log(
+  JSON.stringify({
+    bench: 'store-put',
+    rows: N,
+    reps: REPS,
+    rates,
+    cpu,
+    ofRaw: shares,
+    fsync,
+    date: new Date().toISOString(),
+  }),
+);

@@ -33,5 +33,17 @@ for (let rep = 0; rep < REPS; rep++) {
 }
 rmSync(dir, { recursive: true, force: true });
 const s = summary(per);
-console.log(`WAL pages per checkpoint commit, ${T}-turn run, ${REPS} reps: ${fmt(s, 1)} (last rep: ${last.frames} frames of ${last.pageSize} bytes over ${last.commits} commits)`);
-console.log(JSON.stringify({ bench: 'wal-pages', turns: T, reps: REPS, framesPerCommit: s.median, framesPerCommitRange: s, ...last, date: new Date().toISOString() }));
+console.log(
+  `WAL pages per checkpoint commit, ${T}-turn run, ${REPS} reps: ${fmt(s, 1)} (last rep: ${last.frames} frames of ${last.pageSize} bytes over ${last.commits} commits)`,
+);
+console.log(
+  JSON.stringify({
+    bench: 'wal-pages',
+    turns: T,
+    reps: REPS,
+    framesPerCommit: s.median,
+    framesPerCommitRange: s,
+    ...last,
+    date: new Date().toISOString(),
+  }),
+);

@@ -24,7 +24,16 @@ import type { Json } from '../shared/json.js';
 import type { DivergedExecution } from './store/import.js';
 import type { State } from '../shared/codec.js';
 import type { OutboxStats } from '../shared/outbox-stats.js';
-import type { Checkpoint, Decision, IdempotencyEntry, OutboxEvent, OutboxKind, PendingInterrupt, Status, Step } from '../shared/rows.js';
+import type {
+  Checkpoint,
+  Decision,
+  IdempotencyEntry,
+  OutboxEvent,
+  OutboxKind,
+  PendingInterrupt,
+  Status,
+  Step,
+} from '../shared/rows.js';
 import type { DecisionState } from '../shared/protocol.js';
 import type { UsageTotal } from '../shared/usage.js';
 
@@ -235,7 +244,13 @@ export interface PauseRef {
 }
 
 /** Called before a local claim of a pause; throws to refuse it (a connected replica's plane claim). `decisionId`: the decision the claim applies. */
-export type ClaimGuard = (pause: { executionId: string; checkpointId: string; decisionId?: string; holder?: string; ttlMs?: number }) => Promise<void>;
+export type ClaimGuard = (pause: {
+  executionId: string;
+  checkpointId: string;
+  decisionId?: string;
+  holder?: string;
+  ttlMs?: number;
+}) => Promise<void>;
 
 /** Options of `claimInterrupt`. */
 export interface ClaimOptions {
@@ -291,7 +306,12 @@ export interface DecisionPage {
  * paused; throws to refuse it (a connected replica: the plane arbitrates
  * takeovers across machines). `seq` is the newest row here.
  */
-export type TakeoverGuard = (run: { executionId: string; seq: number; holder?: string; ttlMs?: number }) => Promise<void>;
+export type TakeoverGuard = (run: {
+  executionId: string;
+  seq: number;
+  holder?: string;
+  ttlMs?: number;
+}) => Promise<void>;
 
 /** The plane's say over a store's local claims and takeovers, while a replica is connected. */
 export interface PlaneGuard {
@@ -311,7 +331,10 @@ export interface PlaneGuard {
    * record of that effect, when it holds one, is imported into this store
    * first, and the answer says so (`recorded: true`).
    */
-  renew?: (lease: Lease, options?: { release?: boolean; timeoutMs?: number; effectKey?: string }) => Promise<{ recorded: boolean } | undefined>;
+  renew?: (
+    lease: Lease,
+    options?: { release?: boolean; timeoutMs?: number; effectKey?: string },
+  ) => Promise<{ recorded: boolean } | undefined>;
   /**
    * Send what this store holds unsent to the plane now, waiting up to
    * `timeoutMs`: an `idempotent` effect's record reaches the plane before the
@@ -383,7 +406,11 @@ export interface Checkpointer {
    * for the same execution throws `PauseExistsError` on every backend.
    * Fenced by `options.lease` like `put`; a recorded pause releases the lease.
    */
-  recordInterrupt(input: CheckpointInput, pause: { reason: string; context: Json | null }, options?: WriteOptions): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }>;
+  recordInterrupt(
+    input: CheckpointInput,
+    pause: { reason: string; context: Json | null },
+    options?: WriteOptions,
+  ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }>;
   /**
    * Atomically take one named pause: the execution's pending row, only while
    * it is still the pause of checkpoint `pause.checkpointId` (the one the
@@ -483,7 +510,11 @@ export interface Checkpointer {
   /** The full state of a row, decoded from its snapshot chain. */
   readState(row: Checkpoint): Promise<State>;
   /** Executions ordered by id, each with its lease; page with `afterExecutionId`; `state` keeps only runs in that state. */
-  listExecutions(options?: { afterExecutionId?: string; limit?: number; state?: ExecutionState }): Promise<ExecutionSummary[]>;
+  listExecutions(options?: {
+    afterExecutionId?: string;
+    limit?: number;
+    state?: ExecutionState;
+  }): Promise<ExecutionSummary[]>;
   /** A stored `null` is a hit. */
   getIdempotent(executionId: string, key: string): Promise<IdempotentLookup>;
   /**
@@ -499,7 +530,12 @@ export interface Checkpointer {
    * that row: nothing is recorded (LeaseLost), so no entry outlives the run to
    * be found by a new one.
    */
-  putIdempotent(executionId: string, key: string, result: Json | null, options?: IdempotentWriteOptions): Promise<IdempotencyEntry>;
+  putIdempotent(
+    executionId: string,
+    key: string,
+    result: Json | null,
+    options?: IdempotentWriteOptions,
+  ): Promise<IdempotencyEntry>;
   listIdempotent(executionId: string): Promise<IdempotencyEntry[]>;
   /**
    * Delete every row of one execution, and queue the deletion for the plane

@@ -47,9 +47,13 @@ export class InvalidIdempotencyKey extends WaymarkError {
 /** `idempotent()` was given a function with a generic name and no `key`: its default key could collide. */
 export class IdempotencyKeyRequired extends WaymarkError {
   constructor(name: string) {
-    super(ErrorCode.IDEMPOTENCY_KEY_REQUIRED, `idempotent() of a function named '${name}' needs a \`key\`: that name could belong to many functions, whose default keys would collide`, {
-      details: { name },
-    });
+    super(
+      ErrorCode.IDEMPOTENCY_KEY_REQUIRED,
+      `idempotent() of a function named '${name}' needs a \`key\`: that name could belong to many functions, whose default keys would collide`,
+      {
+        details: { name },
+      },
+    );
     this.name = 'IdempotencyKeyRequired';
   }
 }
@@ -77,7 +81,9 @@ export class InvalidRowError extends WaymarkError {
 /** A checkpoint id was reused; the stored row is unchanged. */
 export class DuplicateIdError extends WaymarkError {
   constructor(id: string) {
-    super(ErrorCode.DUPLICATE_ID, `checkpoint id ${id} already exists; rows are never overwritten`, { details: { id } });
+    super(ErrorCode.DUPLICATE_ID, `checkpoint id ${id} already exists; rows are never overwritten`, {
+      details: { id },
+    });
     this.name = 'DuplicateIdError';
   }
 }
@@ -97,9 +103,13 @@ export class PauseExistsError extends WaymarkError {
  */
 export class ExecutionGoneError extends WaymarkError {
   constructor(executionId: string, prevId: string) {
-    super(ErrorCode.EXECUTION_GONE, `execution '${executionId}' no longer holds row ${prevId}, which this write follows: it was deleted or pruned meanwhile; nothing was written`, {
-      details: { executionId, prevId },
-    });
+    super(
+      ErrorCode.EXECUTION_GONE,
+      `execution '${executionId}' no longer holds row ${prevId}, which this write follows: it was deleted or pruned meanwhile; nothing was written`,
+      {
+        details: { executionId, prevId },
+      },
+    );
     this.name = 'ExecutionGoneError';
   }
 }
@@ -115,7 +125,9 @@ export class CorruptRowError extends WaymarkError {
 /** A paused run was resumed without a Resume value. */
 export class ResumeRequired extends WaymarkError {
   constructor(executionId: string, reason: string) {
-    super(ErrorCode.RESUME_REQUIRED, `execution ${executionId} is paused (${reason}); resume it with a Resume value`, { details: { executionId, reason } });
+    super(ErrorCode.RESUME_REQUIRED, `execution ${executionId} is paused (${reason}); resume it with a Resume value`, {
+      details: { executionId, reason },
+    });
     this.name = 'ResumeRequired';
   }
 }
@@ -126,7 +138,10 @@ export class ResumeRequired extends WaymarkError {
  * is refused, since resuming locally would turn off the fleet-wide claim.
  */
 export class ClaimRefused extends WaymarkError {
-  constructor(message: string, details: { executionId: string; checkpointId: string; status: number; planeCode: string | null }) {
+  constructor(
+    message: string,
+    details: { executionId: string; checkpointId: string; status: number; planeCode: string | null },
+  ) {
     super(ErrorCode.CLAIM_REFUSED, message, { details });
     this.name = 'ClaimRefused';
   }
@@ -154,7 +169,11 @@ export class NotConnected extends WaymarkError {
 /** A Resume value of the wrong shape; nothing was claimed. Names every problem. */
 export class InvalidResume extends WaymarkError {
   constructor(readonly problems: string[]) {
-    super(ErrorCode.INVALID_RESUME, `invalid Resume (expected { approved: boolean, metadata?: object }): ${problems.join('; ')}`, { details: { problems } });
+    super(
+      ErrorCode.INVALID_RESUME,
+      `invalid Resume (expected { approved: boolean, metadata?: object }): ${problems.join('; ')}`,
+      { details: { problems } },
+    );
     this.name = 'InvalidResume';
   }
 }
@@ -162,7 +181,15 @@ export class InvalidResume extends WaymarkError {
 /** This runner's lease was taken by another runner (its own expired meanwhile); the write was refused, nothing written. */
 export class LeaseLost extends WaymarkError {
   /** `why`, when given, replaces the generic tail: what the runner learnt and what to do (a takeover at the plane, an unreachable plane in strict mode). */
-  constructor(executionId: string, details: { epoch: number; holder: string; current: { holder: string | null; epoch: number; expiresAt: string | null } | null }, why?: string) {
+  constructor(
+    executionId: string,
+    details: {
+      epoch: number;
+      holder: string;
+      current: { holder: string | null; epoch: number; expiresAt: string | null } | null;
+    },
+    why?: string,
+  ) {
     super(
       ErrorCode.LEASE_LOST,
       why
@@ -177,7 +204,11 @@ export class LeaseLost extends WaymarkError {
 /** Another runner holds the run's lease and it has not expired: the run is not started a second time. */
 export class RunInProgress extends WaymarkError {
   constructor(executionId: string, holder: string, expiresAt: string) {
-    super(ErrorCode.RUN_IN_PROGRESS, `execution ${executionId} is being run by ${holder} (lease until ${expiresAt}); it was not run a second time`, { details: { executionId, holder, expiresAt } });
+    super(
+      ErrorCode.RUN_IN_PROGRESS,
+      `execution ${executionId} is being run by ${holder} (lease until ${expiresAt}); it was not run a second time`,
+      { details: { executionId, holder, expiresAt } },
+    );
     this.name = 'RunInProgress';
   }
 }
@@ -189,9 +220,13 @@ export class RunInProgress extends WaymarkError {
  */
 export class RunCancelled extends WaymarkError {
   constructor(executionId: string, details: { reason: string | null; checkpointId: string | null }) {
-    super(ErrorCode.RUN_CANCELLED, `execution ${executionId} was cancelled${details.reason ? ` (${details.reason})` : ''}; it does not run again and nothing more was written`, {
-      details: { executionId, ...details },
-    });
+    super(
+      ErrorCode.RUN_CANCELLED,
+      `execution ${executionId} was cancelled${details.reason ? ` (${details.reason})` : ''}; it does not run again and nothing more was written`,
+      {
+        details: { executionId, ...details },
+      },
+    );
     this.name = 'RunCancelled';
   }
 }
@@ -219,11 +254,16 @@ export class RunTakenOver extends WaymarkError {
    * run only after taking the plane's branch in its place
    * (`replica.adoptPlaneBranch`, which `recoverRuns` calls itself).
    */
-  constructor(executionId: string, details: { writerId: string; fromSeq: number | null; at: string | null; free?: boolean }) {
+  constructor(
+    executionId: string,
+    details: { writerId: string; fromSeq: number | null; at: string | null; free?: boolean },
+  ) {
     super(
       ErrorCode.RUN_TAKEN_OVER,
       `execution ${executionId} was taken over by writer '${details.writerId}'${details.fromSeq !== null ? ` at seq ${details.fromSeq}` : ''} while this machine was away; this machine lost the run and does not run it again` +
-        (details.free ? ` on its own branch: nobody holds it now, so replica.adoptPlaneBranch('${executionId}') takes the plane's branch here, after which it may be resumed` : ''),
+        (details.free
+          ? ` on its own branch: nobody holds it now, so replica.adoptPlaneBranch('${executionId}') takes the plane's branch here, after which it may be resumed`
+          : ''),
       { details: { executionId, ...details } },
     );
     this.name = 'RunTakenOver';

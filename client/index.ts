@@ -7,10 +7,27 @@ export { ErrorCode, WaymarkError, hasCode } from '../shared/errors.js';
 export { uuidv7 } from '../shared/ids.js';
 export type { Json } from '../shared/json.js';
 export type { State } from '../shared/codec.js';
-export type { Checkpoint, PendingInterrupt, IdempotencyEntry, OutboxEvent, Decision, ResumeValue } from '../shared/rows.js';
+export type {
+  Checkpoint,
+  PendingInterrupt,
+  IdempotencyEntry,
+  OutboxEvent,
+  Decision,
+  ResumeValue,
+} from '../shared/rows.js';
 export type { DecisionRequest, DecisionState, DecisionView, PauseView } from '../shared/protocol.js';
 export * from './runtime/index.js';
-export type { Model, ModelReply, ModelRequest, ModelStreamPart, ModelUsage, FinishReason, Message, ToolCall, ToolSpec } from './models/model.js';
+export type {
+  Model,
+  ModelReply,
+  ModelRequest,
+  ModelStreamPart,
+  ModelUsage,
+  FinishReason,
+  Message,
+  ToolCall,
+  ToolSpec,
+} from './models/model.js';
 export { usageOf, sumUsage, usageLine, type UsageRecord, type UsageTotal } from '../shared/usage.js';
 export { ScriptedModel, type ScriptRule, type ScriptContext, type ScriptReply } from './models/scripted.js';
 export { OpenAIChatModel, ModelError, parseReply, type OpenAIChatOptions } from './models/openai.js';

@@ -23,7 +23,13 @@ export interface OpenStoreOptions {
 
 const POSTGRES_URL = /^postgres(ql)?:\/\//;
 
-const OPEN_STORE_OPTIONS = optionNames<OpenStoreOptions>({ schema: true, max: true, mustExist: true, writerId: true, faults: true });
+const OPEN_STORE_OPTIONS = optionNames<OpenStoreOptions>({
+  schema: true,
+  max: true,
+  mustExist: true,
+  writerId: true,
+  faults: true,
+});
 
 /**
  * Open the store `spec` names, set up and ready to use:
@@ -42,13 +48,23 @@ const OPEN_STORE_OPTIONS = optionNames<OpenStoreOptions>({ schema: true, max: tr
  */
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<Checkpointer> {
   const problems = optionsProblems(options, OPEN_STORE_OPTIONS);
-  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: ${problems.join('; ')}; nothing was opened`, { details: { problems } });
-  if (spec.trim() === '') throw new WaymarkError(ErrorCode.INVALID_OPTIONS, 'openStore: the store spec is empty (a path, sqlite:<path>, :memory: or postgres://…)');
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: ${problems.join('; ')}; nothing was opened`, {
+      details: { problems },
+    });
+  if (spec.trim() === '')
+    throw new WaymarkError(
+      ErrorCode.INVALID_OPTIONS,
+      'openStore: the store spec is empty (a path, sqlite:<path>, :memory: or postgres://…)',
+    );
   // a store is a path, `sqlite:…`, `:memory:` or a Postgres spec; any other `name:` (a typo such as `sqlit:runs.db`, `mysql://…`)
   // would open a new SQLite file of that name. A one-letter prefix is a Windows drive (C:\runs.db)
   const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(spec)?.[1];
   if (scheme && !spec.startsWith('sqlite:') && !postgresSpec(spec)) {
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: '${scheme}:' is not a store scheme (a path, sqlite:<path>, :memory: or postgres://…); a file whose name holds a colon: ./${spec}`);
+    throw new WaymarkError(
+      ErrorCode.INVALID_OPTIONS,
+      `openStore: '${scheme}:' is not a store scheme (a path, sqlite:<path>, :memory: or postgres://…); a file whose name holds a colon: ./${spec}`,
+    );
   }
   const pg = postgresSpec(spec);
   if (pg) {
@@ -63,7 +79,10 @@ export async function openStore(spec: string, options: OpenStoreOptions = {}): P
     try {
       // a reader (the CLI, the local UI) must not create a store in a mistyped database or schema
       if (options.mustExist && !(await store.exists())) {
-        throw new WaymarkError(ErrorCode.STORE_NOT_FOUND, `no store in schema '${store.schema}' of ${redactUrl(pg.url)} (a mistyped URL or --schema?)`);
+        throw new WaymarkError(
+          ErrorCode.STORE_NOT_FOUND,
+          `no store in schema '${store.schema}' of ${redactUrl(pg.url)} (a mistyped URL or --schema?)`,
+        );
       }
       await store.setup();
     } catch (e) {
@@ -110,7 +129,10 @@ function postgresSpec(spec: string): { url: string; schema: string | undefined }
   const param = url.searchParams.get('schema') ?? undefined;
   if (param === undefined) return { url: base, schema: fragment };
   if (fragment !== undefined && fragment !== param) {
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: the spec names two schemas, ?schema=${param} and #${fragment}; give one`);
+    throw new WaymarkError(
+      ErrorCode.INVALID_OPTIONS,
+      `openStore: the spec names two schemas, ?schema=${param} and #${fragment}; give one`,
+    );
   }
   url.searchParams.delete('schema');
   return { url: url.toString(), schema: param };

@@ -72,7 +72,8 @@ export const DecisionCard: FC<{ d: DecisionShown; run?: boolean }> = ({ d, run }
       </div>
       {run && (
         <div class="row-meta">
-          run <a href={`/runs/${encodeURIComponent(d.executionId)}`}>{d.executionId}</a> · pause <ShortId id={d.checkpointId} />
+          run <a href={`/runs/${encodeURIComponent(d.executionId)}`}>{d.executionId}</a> · pause{' '}
+          <ShortId id={d.checkpointId} />
         </div>
       )}
       {comment !== null && <p class="comment">“{comment}”</p>}
@@ -107,7 +108,12 @@ export const DecisionCard: FC<{ d: DecisionShown; run?: boolean }> = ({ d, run }
 
 /** The approve/decline form for one open pause. */
 export const DecisionForm: FC<{ executionId: string; checkpointId: string; csrf: string }> = (p) => (
-  <form method="post" action={`/runs/${encodeURIComponent(p.executionId)}/decision`} class="decide" data-testid="decision-form">
+  <form
+    method="post"
+    action={`/runs/${encodeURIComponent(p.executionId)}/decision`}
+    class="decide"
+    data-testid="decision-form"
+  >
     <input type="hidden" name="csrf" value={p.csrf} />
     <input type="hidden" name="checkpointId" value={p.checkpointId} />
     <label>
@@ -127,7 +133,12 @@ export const DecisionForm: FC<{ executionId: string; checkpointId: string; csrf:
 );
 
 /** The run page's approvals part: the decisions of its pauses, and the form (or why there is none). */
-export const RunApprovals: FC<{ decisions: DecisionShown[]; form: { checkpointId: string; csrf: string } | null; why: string | null; executionId: string }> = (p) => (
+export const RunApprovals: FC<{
+  decisions: DecisionShown[];
+  form: { checkpointId: string; csrf: string } | null;
+  why: string | null;
+  executionId: string;
+}> = (p) => (
   <section aria-labelledby="decisions-h" data-testid="run-approvals">
     <h2 id="decisions-h">Decision</h2>
     {p.decisions.map((d) => (
@@ -181,7 +192,8 @@ export const ApprovalsPage: FC<{
     <h1>Pending approvals</h1>
     <p class="muted">
       {/* a local store keeps no order of when its pauses opened: its inbox pages by run id */}
-      Pauses waiting for an answer, {useContext(FRAME).kind === 'local' ? 'by run id' : 'oldest first'}. Open a run to approve or decline it; the application's worker resumes the run.
+      Pauses waiting for an answer, {useContext(FRAME).kind === 'local' ? 'by run id' : 'oldest first'}. Open a run to
+      approve or decline it; the application's worker resumes the run.
       {p.note && <> {p.note}</>}
     </p>
     {p.pauses.items.length === 0 ? (
@@ -240,10 +252,14 @@ export const ApprovalsPage: FC<{
 const ISO_TIME = /(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z)/;
 
 /** Text whose ISO times are shown as the cards show times (local time, UTC on hover). */
-const WithTimes: FC<{ text: string }> = ({ text }) => <>{text.split(ISO_TIME).map((part, i) => (i % 2 === 1 ? <Time iso={part} /> : part))}</>;
+const WithTimes: FC<{ text: string }> = ({ text }) => (
+  <>{text.split(ISO_TIME).map((part, i) => (i % 2 === 1 ? <Time iso={part} /> : part))}</>
+);
 
 /** A decision that was not recorded: the stable code, why, and (already decided) the first decision. */
-export const RefusalPage: FC<{ code: string; message: string; executionId: string; first: DecisionShown | null }> = (p) => (
+export const RefusalPage: FC<{ code: string; message: string; executionId: string; first: DecisionShown | null }> = (
+  p,
+) => (
   <Layout title="Decision not recorded">
     <h1>Decision not recorded</h1>
     <p class="error" role="alert" data-testid="refusal">
@@ -257,7 +273,8 @@ export const RefusalPage: FC<{ code: string; message: string; executionId: strin
     )}
     <p>Nothing was changed.</p>
     <p>
-      <a href={`/runs/${encodeURIComponent(p.executionId)}`}>Back to the run</a> · <a href="/approvals">Pending approvals</a>
+      <a href={`/runs/${encodeURIComponent(p.executionId)}`}>Back to the run</a> ·{' '}
+      <a href="/approvals">Pending approvals</a>
     </p>
   </Layout>
 );
@@ -273,18 +290,26 @@ const STATUS: Partial<Record<string, number>> = {
 };
 
 /** The decision a form posts, or every problem of it (the form's own fields only). */
-function formRequest(form: Record<string, unknown>): { req: { checkpointId: string; approved: boolean; comment?: string } } | { problems: string[] } {
+function formRequest(
+  form: Record<string, unknown>,
+): { req: { checkpointId: string; approved: boolean; comment?: string } } | { problems: string[] } {
   const problems: string[] = [];
-  for (const k of Object.keys(form)) if (!['csrf', 'checkpointId', 'approved', 'comment'].includes(k)) problems.push(`unknown field '${k}'`);
+  for (const k of Object.keys(form))
+    if (!['csrf', 'checkpointId', 'approved', 'comment'].includes(k)) problems.push(`unknown field '${k}'`);
   const { checkpointId, approved, comment } = form;
   if (typeof checkpointId !== 'string' || !checkpointId) problems.push('checkpointId: the pause is missing');
-  else if (!Uuidv7.safeParse(checkpointId).success) problems.push(`checkpointId: not a pause's id (a UUIDv7), got '${checkpointId.slice(0, 40)}'`);
-  if (approved !== 'true' && approved !== 'false') problems.push("approved: must be 'true' (Approve) or 'false' (Decline)");
+  else if (!Uuidv7.safeParse(checkpointId).success)
+    problems.push(`checkpointId: not a pause's id (a UUIDv7), got '${checkpointId.slice(0, 40)}'`);
+  if (approved !== 'true' && approved !== 'false')
+    problems.push("approved: must be 'true' (Approve) or 'false' (Decline)");
   if (comment !== undefined && typeof comment !== 'string') problems.push('comment: must be text');
-  if (typeof comment === 'string' && comment.length > LIMITS.decisionCommentLength) problems.push(`comment: at most ${LIMITS.decisionCommentLength} characters`);
+  if (typeof comment === 'string' && comment.length > LIMITS.decisionCommentLength)
+    problems.push(`comment: at most ${LIMITS.decisionCommentLength} characters`);
   if (problems.length) return { problems };
   const text = typeof comment === 'string' ? comment.trim() : '';
-  return { req: { checkpointId: checkpointId as string, approved: approved === 'true', ...(text ? { comment: text } : {}) } };
+  return {
+    req: { checkpointId: checkpointId as string, approved: approved === 'true', ...(text ? { comment: text } : {}) },
+  };
 }
 
 type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
@@ -292,7 +317,12 @@ type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
 /** Mount `/approvals` and `POST /runs/:id/decision` (a source without `listPauses`/`recordDecision` gets neither). */
 export function mountApprovals<E extends Env>(
   app: Hono<E>,
-  o: { viewer: MiddlewareHandler<E>; source: (c: Context<E>) => InspectorSource; wrap: (page: Page, c: Context<E>) => Page; approvals: ApprovalOptions<E> },
+  o: {
+    viewer: MiddlewareHandler<E>;
+    source: (c: Context<E>) => InspectorSource;
+    wrap: (page: Page, c: Context<E>) => Page;
+    approvals: ApprovalOptions<E>;
+  },
 ): void {
   const source = (c: unknown) => o.source(c as Context<E>);
   const ctx = (c: unknown) => c as Context<E>;
@@ -313,7 +343,14 @@ export function mountApprovals<E extends Env>(
       c.header('cache-control', 'no-store');
       return c.html(
         o.wrap(
-          <ApprovalsPage pauses={pauses} decisions={decisions} first={!cursor} firstDecisions={!dcursor} query={query} note={'refused' in who ? who.refused : null} />,
+          <ApprovalsPage
+            pauses={pauses}
+            decisions={decisions}
+            first={!cursor}
+            firstDecisions={!dcursor}
+            query={query}
+            note={'refused' in who ? who.refused : null}
+          />,
           c as unknown as Context<E>,
         ),
       );
@@ -329,17 +366,30 @@ export function mountApprovals<E extends Env>(
     if (!src.recordDecision) return c.notFound();
     const refuse = (code: string, message: string, first: DecisionShown | null = null) => {
       c.header('cache-control', 'no-store');
-      return c.html(o.wrap(<RefusalPage code={code} message={message} executionId={id} first={first} />, c as unknown as Context<E>), (STATUS[code] ?? 400) as 400);
+      return c.html(
+        o.wrap(
+          <RefusalPage code={code} message={message} executionId={id} first={first} />,
+          c as unknown as Context<E>,
+        ),
+        (STATUS[code] ?? 400) as 400,
+      );
     };
     const form = await c.req.parseBody();
     if (!o.approvals.csrfOk(ctx(c), form.csrf)) {
-      return refuse(ErrorCode.CSRF_FAILED, 'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again');
+      return refuse(
+        ErrorCode.CSRF_FAILED,
+        'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again',
+      );
     }
     const who = await o.approvals.decider(ctx(c));
     if ('refused' in who) return refuse(ErrorCode.FORBIDDEN, who.refused);
     const parsed = formRequest(form);
     // the code a decision's body gets everywhere (the plane's route, a local store)
-    if ('problems' in parsed) return refuse(ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${parsed.problems.join('; ')}`);
+    if ('problems' in parsed)
+      return refuse(
+        ErrorCode.INVALID_DECISION,
+        `invalid decision, nothing was recorded: ${parsed.problems.join('; ')}`,
+      );
     try {
       await src.recordDecision(id, { ...parsed.req, metadata: {} }, who.by);
     } catch (e) {
@@ -347,7 +397,8 @@ export function mountApprovals<E extends Env>(
       if (typeof code === 'string' && code in STATUS) {
         // shown only when it is this run's decision as listed (with its state)
         const named = (e as { details?: { decision?: Partial<DecisionShown> } }).details?.decision;
-        const first = named && typeof named.state === 'string' && named.executionId === id ? (named as DecisionShown) : null;
+        const first =
+          named && typeof named.state === 'string' && named.executionId === id ? (named as DecisionShown) : null;
         return refuse(code, (e as Error).message, first);
       }
       throw e;

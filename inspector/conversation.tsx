@@ -21,7 +21,13 @@ const prettyText = (text: string) => {
 export const Conversation: FC<{ messages: Json[] }> = ({ messages }) => (
   <ol class="conversation">
     {messages.map((raw, i) => {
-      const m = (raw ?? {}) as { role?: string; content?: unknown; toolCalls?: { id?: string; name?: string; arguments?: Json }[]; name?: string; toolCallId?: string };
+      const m = (raw ?? {}) as {
+        role?: string;
+        content?: unknown;
+        toolCalls?: { id?: string; name?: string; arguments?: Json }[];
+        name?: string;
+        toolCallId?: string;
+      };
       const role = typeof m.role === 'string' ? m.role : 'message';
       return (
         <li class={`msg msg-${role.replace(/[^a-z]/g, '')}`} id={`msg-${i}`}>
@@ -34,8 +40,12 @@ export const Conversation: FC<{ messages: Json[] }> = ({ messages }) => (
               role
             )}
           </div>
-          {typeof m.content === 'string' && m.content !== '' && <pre class="msg-text">{role === 'tool' ? prettyText(m.content) : m.content}</pre>}
-          {m.content !== undefined && m.content !== null && typeof m.content !== 'string' && <pre class="msg-text">{json(m.content)}</pre>}
+          {typeof m.content === 'string' && m.content !== '' && (
+            <pre class="msg-text">{role === 'tool' ? prettyText(m.content) : m.content}</pre>
+          )}
+          {m.content !== undefined && m.content !== null && typeof m.content !== 'string' && (
+            <pre class="msg-text">{json(m.content)}</pre>
+          )}
           {Array.isArray(m.toolCalls) &&
             m.toolCalls.map((c) => (
               <div class="tool-call">

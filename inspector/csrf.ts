@@ -36,5 +36,10 @@ export function tokenOk(given: unknown, secret: string): boolean {
 }
 
 /** Every check, for a form post: the fetch site and the origin first, then the token. */
-export const csrfOk = (o: { site: string | undefined; origin: string | undefined; url: string; token: unknown; secret: string }) =>
-  siteOk(o.site) && originOk(o.origin, o.url) && tokenOk(o.token, o.secret);
+export const csrfOk = (o: {
+  site: string | undefined;
+  origin: string | undefined;
+  url: string;
+  token: unknown;
+  secret: string;
+}) => siteOk(o.site) && originOk(o.origin, o.url) && tokenOk(o.token, o.secret);

@@ -17,11 +17,16 @@ export function diffStates(a: State, b: State): StateDiff {
   const am = Array.isArray(a.messages) ? (a.messages as Json[]) : [];
   const bm = Array.isArray(b.messages) ? (b.messages as Json[]) : [];
   let common = 0;
-  while (common < am.length && common < bm.length && stableStringify(am[common]) === stableStringify(bm[common])) common++;
+  while (common < am.length && common < bm.length && stableStringify(am[common]) === stableStringify(bm[common]))
+    common++;
   const fields = new Set([...Object.keys(a), ...Object.keys(b)].filter((k) => k !== 'messages'));
   const changed = [...fields]
     .sort()
     .filter((k) => stableStringify(a[k]) !== stableStringify(b[k]))
-    .map((field) => ({ field, before: Object.hasOwn(a, field) ? a[field] : undefined, after: Object.hasOwn(b, field) ? b[field] : undefined }));
+    .map((field) => ({
+      field,
+      before: Object.hasOwn(a, field) ? a[field] : undefined,
+      after: Object.hasOwn(b, field) ? b[field] : undefined,
+    }));
   return { common, added: bm.slice(common), removed: am.slice(common), changed };
 }

@@ -19,9 +19,11 @@ export function formBodyWithin(limit: number, deadline: BodyDeadline): Middlewar
     const raw = c.req.raw;
     const type = (raw.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
     const close = { connection: 'close' };
-    if (!FORM_TYPES.includes(type)) return c.text(`UNSUPPORTED_MEDIA_TYPE: send a form (${FORM_TYPES.join(' or ')})`, 415, close);
+    if (!FORM_TYPES.includes(type))
+      return c.text(`UNSUPPORTED_MEDIA_TYPE: send a form (${FORM_TYPES.join(' or ')})`, 415, close);
     const declared = Number(raw.headers.get('content-length') ?? Number.NaN);
-    if (Number.isFinite(declared) && declared > limit) return c.text(`TOO_LARGE: a form is at most ${limit} bytes`, 413, close);
+    if (Number.isFinite(declared) && declared > limit)
+      return c.text(`TOO_LARGE: a form is at most ${limit} bytes`, 413, close);
     let body: Buffer;
     try {
       body = await readBodyCapped(raw.body, limit, deadline);
@@ -29,7 +31,9 @@ export function formBodyWithin(limit: number, deadline: BodyDeadline): Middlewar
       if (!(e instanceof BodyReadError)) throw e;
       // the client is gone: nobody reads an answer
       if (e.reason === 'aborted') return c.body(null, 400, close);
-      return e.reason === 'too_large' ? c.text(`TOO_LARGE: a form is at most ${limit} bytes`, 413, close) : c.text(`BODY_TIMEOUT: ${e.message}`, 408, close);
+      return e.reason === 'too_large'
+        ? c.text(`TOO_LARGE: a form is at most ${limit} bytes`, 413, close)
+        : c.text(`BODY_TIMEOUT: ${e.message}`, 408, close);
     }
     const headers = new Headers(raw.headers);
     headers.delete('content-length');

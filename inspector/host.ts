@@ -39,7 +39,10 @@ export const loopbackHostOnly =
     const { name, port } = splitHost(header);
     const local = arrivedOn(c.env);
     if (!isLoopback(name) || (local !== null && Number(port ?? 80) !== local)) {
-      return c.text(`FORBIDDEN: ${what} answers only to a loopback host name with its own port (127.0.0.1:${local ?? 'PORT'}, localhost), not '${header || '(no Host header)'}'`, 403);
+      return c.text(
+        `FORBIDDEN: ${what} answers only to a loopback host name with its own port (127.0.0.1:${local ?? 'PORT'}, localhost), not '${header || '(no Host header)'}'`,
+        403,
+      );
     }
     await next();
   };

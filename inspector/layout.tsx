@@ -11,7 +11,12 @@ import { FRAME } from './frame.js';
  * `refresh`: reload every so many seconds (a person turns it on with `?live=1`; no script needed).
  * The nav and the Log out button come from the page's frame (plane or local store, see frame.ts).
  */
-export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; children?: Child }> = ({ title, nav = true, refresh, children }) => {
+export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; children?: Child }> = ({
+  title,
+  nav = true,
+  refresh,
+  children,
+}) => {
   const frame = useContext(FRAME);
   return (
     <html lang="en">
@@ -60,14 +65,22 @@ export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; childr
 };
 
 /** A status as a coloured badge. */
-export const Badge: FC<{ status: string }> = ({ status }) => <span class={`badge s-${status.replace(/\s+/g, '-')}`}>{status}</span>;
+export const Badge: FC<{ status: string }> = ({ status }) => (
+  <span class={`badge s-${status.replace(/\s+/g, '-')}`}>{status}</span>
+);
 /** A value as indented JSON text. */
 export const json = (v: Json | unknown) => JSON.stringify(v, null, 2);
 /** How long ago, as a person says it ('never' for none). */
 export const ago = (iso: string | null) => {
   if (!iso) return 'never';
   const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
-  return s < 90 ? `${s}s ago` : s < 5400 ? `${Math.round(s / 60)}m ago` : s < 129600 ? `${Math.round(s / 3600)}h ago` : `${Math.round(s / 86400)}d ago`;
+  return s < 90
+    ? `${s}s ago`
+    : s < 5400
+      ? `${Math.round(s / 60)}m ago`
+      : s < 129600
+        ? `${Math.round(s / 3600)}h ago`
+        : `${Math.round(s / 86400)}d ago`;
 };
 
 /**
@@ -86,7 +99,13 @@ export const Time: FC<{ iso: string | null; relative?: boolean }> = ({ iso, rela
 
 /** Milliseconds as a person reads a duration. */
 export const duration = (ms: number) =>
-  ms < 1000 ? `${Math.max(0, Math.round(ms))} ms` : ms < 90_000 ? `${(ms / 1000).toFixed(1)} s` : ms < 5_400_000 ? `${Math.round(ms / 60_000)} min` : `${(ms / 3_600_000).toFixed(1)} h`;
+  ms < 1000
+    ? `${Math.max(0, Math.round(ms))} ms`
+    : ms < 90_000
+      ? `${(ms / 1000).toFixed(1)} s`
+      : ms < 5_400_000
+        ? `${Math.round(ms / 60_000)} min`
+        : `${(ms / 3_600_000).toFixed(1)} h`;
 
 /** A long id shortened for narrow cells, the full value on hover and for copying. */
 export const ShortId: FC<{ id: string | null; max?: number }> = ({ id, max = 24 }) => {
@@ -160,7 +179,8 @@ function labelCells(rows: Child, labels: string[]): void {
   for (const cell of flatten(rows.children as Child[])) {
     if (!isValidElement(cell) || cell.tag !== 'td') continue;
     const span = Number(cell.props.colspan ?? 1);
-    if (span === 1 && labels[column] && cell.props['data-label'] === undefined) cell.props['data-label'] = labels[column];
+    if (span === 1 && labels[column] && cell.props['data-label'] === undefined)
+      cell.props['data-label'] = labels[column];
     column += span;
   }
 }
@@ -169,7 +189,11 @@ function labelCells(rows: Child, labels: string[]): void {
  * A table in its scrolling wrapper: one heading row of `columns`, then the body rows given as children.
  * On a phone the rows stack, each cell under its column's heading, so nothing is off-screen.
  */
-export const Table: FC<{ columns: Column[]; class?: string; children?: Child }> = ({ columns, class: cls, children }) => {
+export const Table: FC<{ columns: Column[]; class?: string; children?: Child }> = ({
+  columns,
+  class: cls,
+  children,
+}) => {
   const shown = columns.filter((c) => c !== false);
   labelCells(children, shown.map(label) as string[]);
   return (

@@ -106,10 +106,17 @@ export interface PagesOptions<E extends Env> {
 /** The run list's filters from the query; every problem named (a filter the form cannot send is a mistake to say, not to drop). */
 function runsFilters(q: Record<string, string>): RunsFilters | { problems: string[] } {
   const problems: string[] = [];
-  if (q.status && !RUN_STATUSES.includes(q.status)) problems.push(`status: must be one of ${RUN_STATUSES.join(', ')} (got '${q.status}')`);
-  if (q.since && !Object.hasOwn(SINCE_WINDOWS, q.since)) problems.push(`since: must be one of ${Object.keys(SINCE_WINDOWS).join(', ')} (got '${q.since}')`);
+  if (q.status && !RUN_STATUSES.includes(q.status))
+    problems.push(`status: must be one of ${RUN_STATUSES.join(', ')} (got '${q.status}')`);
+  if (q.since && !Object.hasOwn(SINCE_WINDOWS, q.since))
+    problems.push(`since: must be one of ${Object.keys(SINCE_WINDOWS).join(', ')} (got '${q.since}')`);
   if (problems.length) return { problems };
-  return { status: q.status || undefined, writer: q.writer || undefined, q: q.q || undefined, since: q.since || undefined };
+  return {
+    status: q.status || undefined,
+    writer: q.writer || undefined,
+    q: q.q || undefined,
+    since: q.since || undefined,
+  };
 }
 
 /** Mount `/`, `/runs/:id`, `/quarantine` and (with `sync`) `/sync` on `app`. */
@@ -131,15 +138,41 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
     handleCursor(c, async () => {
       const q = c.req.query();
       const filters = runsFilters(q);
-      if ('problems' in filters) return c.html(wrap(<RefusedPage code={ErrorCode.INVALID_REQUEST} problems={filters.problems} />, c), 400);
+      if ('problems' in filters)
+        return c.html(wrap(<RefusedPage code={ErrorCode.INVALID_REQUEST} problems={filters.problems} />, c), 400);
       const live = q.live === '1';
-      const updatedSince = filters.since ? new Date(Date.now() - SINCE_WINDOWS[filters.since]).toISOString() : undefined;
-      const page = await source(c).listRuns({ status: filters.status, writer: filters.writer, q: filters.q, updatedSince, cursor: q.cursor || undefined, limit: 50 });
+      const updatedSince = filters.since
+        ? new Date(Date.now() - SINCE_WINDOWS[filters.since]).toISOString()
+        : undefined;
+      const page = await source(c).listRuns({
+        status: filters.status,
+        writer: filters.writer,
+        q: filters.q,
+        updatedSince,
+        cursor: q.cursor || undefined,
+        limit: 50,
+      });
       const query = (cursor: string | null, on = live) => {
-        const u = new URLSearchParams(Object.entries({ ...filters, ...(cursor ? { cursor } : {}), ...(on ? { live: '1' } : {}) }).filter(([, v]) => v) as [string, string][]);
+        const u = new URLSearchParams(
+          Object.entries({ ...filters, ...(cursor ? { cursor } : {}), ...(on ? { live: '1' } : {}) }).filter(
+            ([, v]) => v,
+          ) as [string, string][],
+        );
         return `/?${u}`;
       };
-      return c.html(wrap(<RunsPage items={page.items} next={page.nextCursor} first={!q.cursor} live={live} filters={filters} query={query} />, c));
+      return c.html(
+        wrap(
+          <RunsPage
+            items={page.items}
+            next={page.nextCursor}
+            first={!q.cursor}
+            live={live}
+            filters={filters}
+            query={query}
+          />,
+          c,
+        ),
+      );
     }),
   );
 
@@ -153,7 +186,8 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       const rows = await src.listRows(id, { cursor, limit: 200 });
       const last = execution.lastSeq;
       // a seq beyond the safe integers is no seq of any run: the default, never a store error
-      const num = (v: string | undefined, d: number) => (v !== undefined && /^\d+$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : d);
+      const num = (v: string | undefined, d: number) =>
+        v !== undefined && /^\d+$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : d;
       const b = num(c.req.query('b'), last);
       const a = num(c.req.query('a'), Math.max(0, b - 1));
       let result = null;
@@ -193,11 +227,25 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       let approvals = null;
       if (o.approvals && src.runDecisions) {
         const decisions = await src.runDecisions(id);
-        const open = pause?.state === 'open' && !decisions.some((d) => d.checkpointId === pause.pending.checkpointId) ? pause.pending.checkpointId : null;
+        const open =
+          pause?.state === 'open' && !decisions.some((d) => d.checkpointId === pause.pending.checkpointId)
+            ? pause.pending.checkpointId
+            : null;
         const who = open && src.recordDecision ? await o.approvals.decider(c as unknown as Context<E>) : null;
-        const form = open && who && 'by' in who ? { checkpointId: open, csrf: o.approvals.csrf(c as unknown as Context<E>) } : null;
+        const form =
+          open && who && 'by' in who
+            ? { checkpointId: open, csrf: o.approvals.csrf(c as unknown as Context<E>) }
+            : null;
         if (form) c.header('cache-control', 'no-store');
-        if (decisions.length || open) approvals = <RunApprovals executionId={id} decisions={decisions} form={form} why={who && 'refused' in who ? who.refused : null} />;
+        if (decisions.length || open)
+          approvals = (
+            <RunApprovals
+              executionId={id}
+              decisions={decisions}
+              form={form}
+              why={who && 'refused' in who ? who.refused : null}
+            />
+          );
       }
       return c.html(
         wrap(
@@ -235,7 +283,8 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
     }),
   );
 
-  if (o.approvals) mountApprovals(app, { viewer: o.viewer, source: o.source, wrap: o.wrap ?? ((p) => p), approvals: o.approvals });
+  if (o.approvals)
+    mountApprovals(app, { viewer: o.viewer, source: o.source, wrap: o.wrap ?? ((p) => p), approvals: o.approvals });
 
   if (o.sync) {
     app.get('/sync', o.viewer, async (c) => {

@@ -22,4 +22,9 @@ export const RefusedPage: FC<{ code: string; problems: string[] }> = ({ code, pr
 );
 
 /** A cursor the page did not issue (BAD_CURSOR): the run list, a run's rows, the quarantine, the approvals. */
-export const BadCursorPage: FC = () => <RefusedPage code={ErrorCode.BAD_CURSOR} problems={['cursor: not one this page issued (follow the page\u2019s own links)']} />;
+export const BadCursorPage: FC = () => (
+  <RefusedPage
+    code={ErrorCode.BAD_CURSOR}
+    problems={['cursor: not one this page issued (follow the page\u2019s own links)']}
+  />
+);

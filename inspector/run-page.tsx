@@ -14,12 +14,23 @@ import { ago, Badge, duration, Id, Incomplete, json, Layout, LiveToggle, ShortId
  * worked: the outcome is what came next (a later row: done; the failed run-end
  * marker right after it: failed; nothing after it: in progress or crashed).
  */
-export function rowOutcome(r: Checkpoint, next: Checkpoint | undefined, execution: { status: string; lastSeq: number }): string {
+export function rowOutcome(
+  r: Checkpoint,
+  next: Checkpoint | undefined,
+  execution: { status: string; lastSeq: number },
+): string {
   if (r.step === 'run_end' || r.step === 'hitl_pause') return r.status;
-  const failedNext = next ? next.step === 'run_end' && next.status === 'failed' : r.seq + 1 === execution.lastSeq && execution.status === 'failed';
+  const failedNext = next
+    ? next.step === 'run_end' && next.status === 'failed'
+    : r.seq + 1 === execution.lastSeq && execution.status === 'failed';
   if (failedNext) return 'failed';
   // a step the run was cancelled after (or during): it did not go on
-  if (next ? next.step === 'run_end' && next.status === 'cancelled' : r.seq + 1 === execution.lastSeq && execution.status === 'cancelled') return 'cancelled';
+  if (
+    next
+      ? next.step === 'run_end' && next.status === 'cancelled'
+      : r.seq + 1 === execution.lastSeq && execution.status === 'cancelled'
+  )
+    return 'cancelled';
   if (r.seq < execution.lastSeq) return 'done';
   return execution.status === 'running' ? 'in progress' : r.status;
 }
@@ -61,9 +72,22 @@ export interface RunPageProps {
   idempotencyNext: string | null;
   idempotencyFirst: string | null;
   /** Pauses two writers claimed (absent where claims are not arbitrated: a local store). */
-  conflicts?: { checkpointId: string; winnerWriterId: string; loserWriterId: string; source: string; at: string; sideEffects: string[] }[];
+  conflicts?: {
+    checkpointId: string;
+    winnerWriterId: string;
+    loserWriterId: string;
+    source: string;
+    at: string;
+    sideEffects: string[];
+  }[];
   /** Takeovers of the run by another machine (its writer not heard from for the takeover delay). */
-  takeovers?: { fromSeq: number; winnerWriterId: string; loserWriterId: string; loserLastContactAt: string | null; at: string }[];
+  takeovers?: {
+    fromSeq: number;
+    winnerWriterId: string;
+    loserWriterId: string;
+    loserLastContactAt: string | null;
+    at: string;
+  }[];
   quarantined: { id: number | string; code: string; reason: string; writerId: string; receivedAt: string }[];
   diff: { a: number; b: number; result: StateDiff | null; error?: string };
   /** The decoded state of row `diff.b`. */
@@ -86,14 +110,17 @@ export const RunPage: FC<RunPageProps> = (p) => {
   return (
     <Layout title={id} refresh={p.live ? 5 : undefined}>
       <h1>
-        Run <span class="mono">{id}</span> <Badge status={p.execution.status} /> {!p.execution.complete && <Incomplete holeCount={p.execution.holeCount} />}
+        Run <span class="mono">{id}</span> <Badge status={p.execution.status} />{' '}
+        {!p.execution.complete && <Incomplete holeCount={p.execution.holeCount} />}
       </h1>
       <p class="muted">
-        {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated <Time iso={p.execution.updatedAt} relative />
+        {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated{' '}
+        <Time iso={p.execution.updatedAt} relative />
       </p>
       {p.usage && p.usage.calls > 0 && (
         <p class="muted" data-testid="usage">
-          Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out · {p.usage.calls} model call{p.usage.calls === 1 ? '' : 's'} (
+          Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out ·{' '}
+          {p.usage.calls} model call{p.usage.calls === 1 ? '' : 's'} (
           {Object.entries(p.usage.models)
             .map(([m, n]) => `${m} ×${n}`)
             .join(', ')}
@@ -103,7 +130,11 @@ export const RunPage: FC<RunPageProps> = (p) => {
       <LiveToggle live={p.live} href={(on) => `/runs/${encodeURIComponent(id)}${on ? '?live=1' : ''}`} />
       {p.forkOf && (
         <p class="fork">
-          Forked from <a href={`/runs/${encodeURIComponent(p.forkOf.executionId)}#row-${p.forkOf.checkpointId}`}>{p.forkOf.executionId}</a> at its {p.forkOf.step} row
+          Forked from{' '}
+          <a href={`/runs/${encodeURIComponent(p.forkOf.executionId)}#row-${p.forkOf.checkpointId}`}>
+            {p.forkOf.executionId}
+          </a>{' '}
+          at its {p.forkOf.step} row
         </p>
       )}
       {p.forks && p.forks.length > 0 && (
@@ -136,13 +167,15 @@ export const RunPage: FC<RunPageProps> = (p) => {
               : `the plane refused ${refusedRows(p.holes)} of this run${p.holes.some((h) => h.code === 'missing') ? ', and rows of it never reached the plane' : ''}`}
           </h2>
           <p>
-            The rows after a refused or missing one are deltas on a row this plane does not hold, so their state cannot be shown from here and the run cannot be restored from this plane. The writer
-            keeps the whole run locally (a row still on its way arrives with its next sync).
+            The rows after a refused or missing one are deltas on a row this plane does not hold, so their state cannot
+            be shown from here and the run cannot be restored from this plane. The writer keeps the whole run locally (a
+            row still on its way arrives with its next sync).
           </p>
           <ul>
             {p.holes.map((h) => (
               <li>
-                seq {h.seq}: <span class="mono">{h.code}</span> — {h.reason} (from <span class="mono">{h.writerId}</span>, {ago(h.at)})
+                seq {h.seq}: <span class="mono">{h.code}</span> — {h.reason} (from{' '}
+                <span class="mono">{h.writerId}</span>, {ago(h.at)})
               </li>
             ))}
           </ul>
@@ -152,19 +185,25 @@ export const RunPage: FC<RunPageProps> = (p) => {
       {p.pause && (
         <section aria-labelledby="pause-h" class="card">
           <h2 id="pause-h">
-            Pause: {p.pause.pending.reason} <Badge status={p.pause.state === 'open' ? 'paused' : p.pause.state === 'cancelled' ? 'cancelled' : 'completed'} />
+            Pause: {p.pause.pending.reason}{' '}
+            <Badge
+              status={p.pause.state === 'open' ? 'paused' : p.pause.state === 'cancelled' ? 'cancelled' : 'completed'}
+            />
           </h2>
           <p class="muted">
             at{' '}
             <span class="mono">
               <Id id={p.pause.pending.nodeId} />
             </span>{' '}
-            (<Id id={p.pause.pending.agentPath} />){p.pause.state === 'cancelled' && <> · closed by a cancel of the run, not answered</>}
+            (<Id id={p.pause.pending.agentPath} />)
+            {p.pause.state === 'cancelled' && <> · closed by a cancel of the run, not answered</>}
             {p.pause.claimedBy && (
               <>
                 {' '}
                 · claimed by <span class="mono">{p.pause.claimedBy}</span>
-                {p.pause.claim?.state === 'held' && <> (held since {ago(p.pause.claim.claimedAt)}: its holder has not reported resuming yet)</>}
+                {p.pause.claim?.state === 'held' && (
+                  <> (held since {ago(p.pause.claim.claimedAt)}: its holder has not reported resuming yet)</>
+                )}
               </>
             )}
           </p>
@@ -181,8 +220,10 @@ export const RunPage: FC<RunPageProps> = (p) => {
           <ul>
             {p.takeovers!.map((t) => (
               <li>
-                after seq {t.fromSeq}, by <span class="mono">{t.winnerWriterId}</span> from <span class="mono">{t.loserWriterId}</span> ({ago(t.at)}; last heard from{' '}
-                {t.loserLastContactAt ? ago(t.loserLastContactAt) : 'never'}): rows of the first writer after that seq are refused
+                after seq {t.fromSeq}, by <span class="mono">{t.winnerWriterId}</span> from{' '}
+                <span class="mono">{t.loserWriterId}</span> ({ago(t.at)}; last heard from{' '}
+                {t.loserLastContactAt ? ago(t.loserLastContactAt) : 'never'}): rows of the first writer after that seq
+                are refused
               </li>
             ))}
           </ul>
@@ -197,11 +238,12 @@ export const RunPage: FC<RunPageProps> = (p) => {
           <ul>
             {p.conflicts.map((c) => (
               <li>
-                pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>, also claimed by <span class="mono">{c.loserWriterId}</span> ({c.source},{' '}
-                {ago(c.at)})
+                pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>,
+                also claimed by <span class="mono">{c.loserWriterId}</span> ({c.source}, {ago(c.at)})
                 {c.sideEffects.length > 0 && (
                   <div class="error" data-testid="double-effects">
-                    Both writers recorded these side effects, so each may have run them (a charge made twice, an e-mail sent twice): check them outside waymark:{' '}
+                    Both writers recorded these side effects, so each may have run them (a charge made twice, an e-mail
+                    sent twice): check them outside waymark:{' '}
                     {c.sideEffects.map((k, i) => (
                       <>
                         {i > 0 && ', '}
@@ -238,13 +280,20 @@ export const RunPage: FC<RunPageProps> = (p) => {
                   </span>
                   <ShortId id={r.writerId} />
                   <Time iso={r.createdAt} />
-                  {i > 0 && <span title="time since the previous row (informational: order is by seq)">+{duration(Date.parse(r.createdAt) - Date.parse(p.rows[i - 1].createdAt))}</span>}
-                  {r.seq > 0 && <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>diff with previous</a>}
+                  {i > 0 && (
+                    <span title="time since the previous row (informational: order is by seq)">
+                      +{duration(Date.parse(r.createdAt) - Date.parse(p.rows[i - 1].createdAt))}
+                    </span>
+                  )}
+                  {r.seq > 0 && (
+                    <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>diff with previous</a>
+                  )}
                 </div>
                 {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
                 {outcome === 'failed' && r.step !== 'run_end' && p.execution.error && (
                   <div class="error">
-                    {r.step === 'llm_call' ? 'the model call' : r.step === 'tool_call' ? 'this step' : 'the next step'} failed: {p.execution.error.code}
+                    {r.step === 'llm_call' ? 'the model call' : r.step === 'tool_call' ? 'this step' : 'the next step'}{' '}
+                    failed: {p.execution.error.code}
                   </div>
                 )}
               </li>
@@ -275,7 +324,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
           <div class="diff" data-testid="diff">
             <p>
               {p.diff.result.common} messages in common; {p.diff.result.added.length} added
-              {p.diff.result.removed.length > 0 && `, ${p.diff.result.removed.length} removed`}; {p.diff.result.changed.length} fields changed.
+              {p.diff.result.removed.length > 0 && `, ${p.diff.result.removed.length} removed`};{' '}
+              {p.diff.result.changed.length} fields changed.
             </p>
             {p.diff.result.added.map((m) => (
               <pre class="added">{json(m)}</pre>
@@ -302,7 +352,9 @@ export const RunPage: FC<RunPageProps> = (p) => {
         <section aria-labelledby="state-h">
           <h2 id="state-h">State at #{p.diff.b}</h2>
           <details open={Array.isArray(p.state.messages) && p.state.messages.length <= 40}>
-            <summary>{Array.isArray(p.state.messages) ? `Conversation: ${p.state.messages.length} messages` : 'no messages'}</summary>
+            <summary>
+              {Array.isArray(p.state.messages) ? `Conversation: ${p.state.messages.length} messages` : 'no messages'}
+            </summary>
             <Conversation messages={Array.isArray(p.state.messages) ? (p.state.messages as Json[]) : []} />
           </details>
           {Object.keys(p.state).some((k) => k !== 'messages') && (

@@ -38,16 +38,21 @@ export interface RunsFilters {
 /** The statuses the run list filters by (the form's choices). */
 export const RUN_STATUSES = ['running', 'paused', 'completed', 'failed', 'cancelled'];
 
-export const SINCE_WINDOWS: Record<string, number> = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 };
+export const SINCE_WINDOWS: Record<string, number> = {
+  '1h': 3_600_000,
+  '24h': 86_400_000,
+  '7d': 7 * 86_400_000,
+  '30d': 30 * 86_400_000,
+};
 
-export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolean; live: boolean; filters: RunsFilters; query: (cursor: string | null, live?: boolean) => string }> = ({
-  items,
-  next,
-  first,
-  live,
-  filters,
-  query,
-}) => (
+export const RunsPage: FC<{
+  items: RunItem[];
+  next: string | null;
+  first: boolean;
+  live: boolean;
+  filters: RunsFilters;
+  query: (cursor: string | null, live?: boolean) => string;
+}> = ({ items, next, first, live, filters, query }) => (
   <Layout title="Runs" refresh={live ? 5 : undefined}>
     <h1>Runs</h1>
     {/* biome-ignore lint/a11y/useSemanticElements: the <search> element is too new for the browsers a phone may run; the role says the same */}
@@ -84,18 +89,40 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
     </form>
     <LiveToggle live={live} href={(on) => query(null, on)} />
     <p class="muted">"running" means no end marker yet: still running, or crashed without a marker.</p>
-    <Table class="runs" columns={['Execution', 'Status', 'Agent', wide('Writer'), wide('Started'), wide('Duration'), 'Last update', wide('Rows'), wide('Last node'), wide('Tokens')]}>
+    <Table
+      class="runs"
+      columns={[
+        'Execution',
+        'Status',
+        'Agent',
+        wide('Writer'),
+        wide('Started'),
+        wide('Duration'),
+        'Last update',
+        wide('Rows'),
+        wide('Last node'),
+        wide('Tokens'),
+      ]}
+    >
       {items.map((r) => (
         <tr>
           <td class="mono">
             <a href={`/runs/${encodeURIComponent(r.executionId)}`} title={r.executionId}>
-              <Id id={r.executionId.length > 40 ? `${r.executionId.slice(0, 31)}…${r.executionId.slice(-8)}` : r.executionId} />
+              <Id
+                id={
+                  r.executionId.length > 40 ? `${r.executionId.slice(0, 31)}…${r.executionId.slice(-8)}` : r.executionId
+                }
+              />
             </a>
           </td>
           <td>
             <Badge status={r.status} /> {!r.complete && <Incomplete holeCount={r.holeCount} />}
             {r.claimConflicts > 0 && (
-              <span class="badge s-failed" data-testid="conflicted" title="two writers answered one pause of this run: see its page">
+              <span
+                class="badge s-failed"
+                data-testid="conflicted"
+                title="two writers answered one pause of this run: see its page"
+              >
                 claim conflict
               </span>
             )}
@@ -114,7 +141,9 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
           <td class="wide-only">
             <Time iso={r.startedAt ?? r.createdAt} />
           </td>
-          <td class="wide-only">{r.startedAt && r.lastWriteAt ? duration(Date.parse(r.lastWriteAt) - Date.parse(r.startedAt)) : '—'}</td>
+          <td class="wide-only">
+            {r.startedAt && r.lastWriteAt ? duration(Date.parse(r.lastWriteAt) - Date.parse(r.startedAt)) : '—'}
+          </td>
           <td>
             <Time iso={r.updatedAt} relative />
           </td>
@@ -123,7 +152,11 @@ export const RunsPage: FC<{ items: RunItem[]; next: string | null; first: boolea
           <td
             class="wide-only"
             data-testid="tokens"
-            title={r.usage ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls` : 'no model usage reported'}
+            title={
+              r.usage
+                ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls`
+                : 'no model usage reported'
+            }
           >
             {r.usage ? `${r.usage.inputTokens} in / ${r.usage.outputTokens} out` : ''}
           </td>

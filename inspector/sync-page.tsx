@@ -37,7 +37,8 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
     <Layout title="Sync status">
       <h1>Sync status</h1>
       <p class="muted">
-        This store's outbox: every change waits here until the plane acknowledges it. The application's replica (<span class="mono">connectPlane</span>) sends it; this page only reads.
+        This store's outbox: every change waits here until the plane acknowledges it. The application's replica (
+        <span class="mono">connectPlane</span>) sends it; this page only reads.
       </p>
       <div class="table-wrap">
         <table class="sync">
@@ -151,7 +152,8 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
                       {runLink(id)} ({n} row{n === 1 ? '' : 's'})
                     </>
                   ))}
-                  : the plane holds other rows at those seqs (another machine's branch after a double claim, or a hole: the plane's run page says which)
+                  : the plane holds other rows at those seqs (another machine's branch after a double claim, or a hole:
+                  the plane's run page says which)
                 </td>
               </tr>
             )}

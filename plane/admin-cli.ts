@@ -48,12 +48,18 @@ interface AdminTarget {
  * then may a command start a database where there is none: the default
  * (./.waymark/plane) run from another directory than the plane's is a mistake.
  */
-export async function adminTarget(config: Readonly<PlaneConfig>, o: { plane?: string; key?: string; command: string; dataDirGiven?: boolean }): Promise<AdminTarget> {
+export async function adminTarget(
+  config: Readonly<PlaneConfig>,
+  o: { plane?: string; key?: string; command: string; dataDirGiven?: boolean },
+): Promise<AdminTarget> {
   const file = adminKeyPath(config.dataDir);
   const keyFor = (url: string) => {
     if (o.key) return o.key;
     if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-    throw new WaymarkError(ErrorCode.ADMIN_KEY_REQUIRED, `the plane at ${url} needs an admin key: pass --key wm_… (no admin-key file at ${file})`);
+    throw new WaymarkError(
+      ErrorCode.ADMIN_KEY_REQUIRED,
+      `the plane at ${url} needs an admin key: pass --key wm_… (no admin-key file at ${file})`,
+    );
   };
   if (o.plane) return http(o.plane.replace(/\/+$/, ''), keyFor(o.plane));
   if (!config.databaseUrl) {
@@ -83,12 +89,16 @@ export async function adminTarget(config: Readonly<PlaneConfig>, o: { plane?: st
       );
     }
   }
-  const database = await openPlaneDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: o.command });
+  const database = await openPlaneDatabase(
+    config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: o.command },
+  );
   const db = database.db;
   // no plane is serving this database for us to ask: act with the bootstrap key's powers, the same operations the endpoints run
   const root: Principal = { projectId: '', keyId: '', scopes: ['admin', 'operator'] };
   return {
-    via: config.databaseUrl ? 'the Postgres database directly' : `the data dir ${database.lock?.dir ?? config.dataDir} directly (no plane holds it)`,
+    via: config.databaseUrl
+      ? 'the Postgres database directly'
+      : `the data dir ${database.lock?.dir ?? config.dataDir} directly (no plane holds it)`,
     projects: () => admin.projects(db, root),
     createProject: (name) => admin.createProject(db, root, name),
     keys: () => admin.keys(db, root),
@@ -105,24 +115,39 @@ function http(url: string, key: string): AdminTarget {
     try {
       res = await fetch(`${url}${path}`, {
         method,
-        headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
         body: body !== undefined ? JSON.stringify(body) : undefined,
       });
     } catch (e) {
-      throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane at ${url}: ${(e as Error).message}`, { cause: e });
+      throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane at ${url}: ${(e as Error).message}`, {
+        cause: e,
+      });
     }
     const text = await res.text();
-    let json: { error?: { code: string; message: string; details?: Record<string, unknown> } } & Record<string, unknown>;
+    let json: { error?: { code: string; message: string; details?: Record<string, unknown> } } & Record<
+      string,
+      unknown
+    >;
     try {
       json = JSON.parse(text);
     } catch {
-      throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane at ${url} answered ${res.status} with no JSON: ${text.slice(0, 200)}`);
+      throw new WaymarkError(
+        ErrorCode.PLANE_ERROR,
+        `the plane at ${url} answered ${res.status} with no JSON: ${text.slice(0, 200)}`,
+      );
     }
     if (!res.ok) {
       const e = json.error ?? { code: ErrorCode.PLANE_ERROR, message: `HTTP ${res.status}` };
       // a plane of another version may answer a code this one does not know: it is kept in the message
       const code = isErrorCode(e.code) ? e.code : ErrorCode.PLANE_ERROR;
-      throw new WaymarkError(code, code === e.code ? e.message : `${e.code}: ${e.message}`, e.details ? { details: e.details } : undefined);
+      throw new WaymarkError(
+        code,
+        code === e.code ? e.message : `${e.code}: ${e.message}`,
+        e.details ? { details: e.details } : undefined,
+      );
     }
     return json as T;
   };
@@ -144,7 +169,13 @@ function http(url: string, key: string): AdminTarget {
  */
 export function printKeys(keys: readonly Key[], out: (line: string) => void): void {
   // table() escapes each cell (a name stored before names were checked prints escaped)
-  const rows = keys.map((k) => [k.id, k.project, k.scopes.join(','), k.name, k.revokedAt ? `revoked ${localTime(k.revokedAt)}` : 'active']);
+  const rows = keys.map((k) => [
+    k.id,
+    k.project,
+    k.scopes.join(','),
+    k.name,
+    k.revokedAt ? `revoked ${localTime(k.revokedAt)}` : 'active',
+  ]);
   if (rows.length === 0) out('no keys');
   else table([['ID', 'PROJECT', 'SCOPES', 'NAME', 'STATE'], ...rows], out);
 }

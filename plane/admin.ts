@@ -11,7 +11,21 @@
  */
 import { z } from 'zod';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
-import { createKey, createProject, keyNameProblems, keyState, listKeys, listProjects, printable, projectId, revokeKey, SCOPES, UnknownProject, type Principal, type Scope } from './auth.js';
+import {
+  createKey,
+  createProject,
+  keyNameProblems,
+  keyState,
+  listKeys,
+  listProjects,
+  printable,
+  projectId,
+  revokeKey,
+  SCOPES,
+  UnknownProject,
+  type Principal,
+  type Scope,
+} from './auth.js';
 import type { PlaneDb } from './db/open.js';
 import { projects } from './db/schema.js';
 import { eq } from 'drizzle-orm';
@@ -35,7 +49,10 @@ const isOperator = (p: Principal) => p.scopes.includes('operator');
  * The CLI names them as its options before it asks a plane; the plane as
  * fields of its answer.
  */
-export function keyRequestProblems(o: { scopes?: readonly string[]; name?: string }): [field: 'scopes' | 'name', problem: string][] {
+export function keyRequestProblems(o: {
+  scopes?: readonly string[];
+  name?: string;
+}): [field: 'scopes' | 'name', problem: string][] {
   const problems: [field: 'scopes' | 'name', problem: string][] = [];
   const bad = o.scopes?.filter((s) => !(SCOPES as readonly string[]).includes(s)) ?? [];
   if (bad.length) problems.push(['scopes', `unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`]);
@@ -45,16 +62,31 @@ export function keyRequestProblems(o: { scopes?: readonly string[]; name?: strin
 }
 
 export function keyView(k: Awaited<ReturnType<typeof listKeys>>[number]): z.infer<typeof KeyView> {
-  return { id: k.id, name: k.name, project: k.project, scopes: k.scopes, createdAt: k.createdAt.toISOString(), revokedAt: k.revokedAt?.toISOString() ?? null };
+  return {
+    id: k.id,
+    name: k.name,
+    project: k.project,
+    scopes: k.scopes,
+    createdAt: k.createdAt.toISOString(),
+    revokedAt: k.revokedAt?.toISOString() ?? null,
+  };
 }
 
 /** The admin operations, shared by the HTTP endpoints and the inspector's keys page. */
 export const admin = {
   async projects(db: PlaneDb, p: Principal) {
-    return (await listProjects(db, isOperator(p) ? undefined : p.projectId)).map((r) => ({ id: r.id, name: r.name, createdAt: r.createdAt.toISOString() }));
+    return (await listProjects(db, isOperator(p) ? undefined : p.projectId)).map((r) => ({
+      id: r.id,
+      name: r.name,
+      createdAt: r.createdAt.toISOString(),
+    }));
   },
   async createProject(db: PlaneDb, p: Principal, name: string) {
-    if (!isOperator(p)) throw new WaymarkError(ErrorCode.FORBIDDEN, "creating a project takes the 'operator' scope (the plane's bootstrap admin key has it)");
+    if (!isOperator(p))
+      throw new WaymarkError(
+        ErrorCode.FORBIDDEN,
+        "creating a project takes the 'operator' scope (the plane's bootstrap admin key has it)",
+      );
     return createProject(db, name);
   },
   async keys(db: PlaneDb, p: Principal) {
@@ -66,9 +98,16 @@ export const admin = {
    * other problem is INVALID_REQUEST naming every problem of the request,
    * the unknown project too (`details.problems`, each `field: problem`).
    */
-  async createKey(db: PlaneDb, p: Principal, o: { project?: string; name?: string; scopes: readonly string[]; unknownFields?: readonly string[] }) {
-    if (o.scopes.includes('operator') && !isOperator(p)) throw new WaymarkError(ErrorCode.FORBIDDEN, "only an operator key may grant the 'operator' scope");
-    const own = o.project ?? (await db.select({ name: projects.name }).from(projects).where(eq(projects.id, p.projectId)))[0]?.name;
+  async createKey(
+    db: PlaneDb,
+    p: Principal,
+    o: { project?: string; name?: string; scopes: readonly string[]; unknownFields?: readonly string[] },
+  ) {
+    if (o.scopes.includes('operator') && !isOperator(p))
+      throw new WaymarkError(ErrorCode.FORBIDDEN, "only an operator key may grant the 'operator' scope");
+    const own =
+      o.project ??
+      (await db.select({ name: projects.name }).from(projects).where(eq(projects.id, p.projectId)))[0]?.name;
     const visibleTo = isOperator(p) ? undefined : p.projectId;
     const unknown = await projectId(db, own ?? '', visibleTo).then(
       () => null,
@@ -78,12 +117,16 @@ export const admin = {
       },
     );
     const problems = [
-      ...(o.unknownFields ?? []).map((f) => `${printable(f)}: not a field of a key request (known: project, name, scopes)`),
+      ...(o.unknownFields ?? []).map(
+        (f) => `${printable(f)}: not a field of a key request (known: project, name, scopes)`,
+      ),
       ...keyRequestProblems(o).map(([field, problem]) => `${field}: ${problem}`),
     ];
     if (problems.length) {
       if (unknown) problems.push(`project: ${unknown.message}`);
-      throw new WaymarkError(ErrorCode.INVALID_REQUEST, `the key was not created: ${problems.join('; ')}`, { details: { problems, ...unknown?.details } });
+      throw new WaymarkError(ErrorCode.INVALID_REQUEST, `the key was not created: ${problems.join('; ')}`, {
+        details: { problems, ...unknown?.details },
+      });
     }
     if (unknown) throw unknown;
     const k = await createKey(db, { project: own ?? '', name: o.name, scopes: o.scopes as Scope[], visibleTo });

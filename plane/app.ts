@@ -40,7 +40,10 @@ export function createPlaneApp(o: PlaneAppOptions) {
     db: o.database.db,
     metrics: planeMetrics(),
     faults: o.faults ?? (() => {}),
-    bodyDeadline: { idleMs: o.bodyIdleMs ?? DEFAULT_BODY_DEADLINE.idleMs, totalMs: o.bodyTotalMs ?? DEFAULT_BODY_DEADLINE.totalMs },
+    bodyDeadline: {
+      idleMs: o.bodyIdleMs ?? DEFAULT_BODY_DEADLINE.idleMs,
+      totalMs: o.bodyTotalMs ?? DEFAULT_BODY_DEADLINE.totalMs,
+    },
   };
 
   const app = new OpenAPIHono<PlaneEnv>({
@@ -59,7 +62,10 @@ export function createPlaneApp(o: PlaneAppOptions) {
     await next();
     const route = c.req.routePath ?? 'unmatched';
     deps.metrics.requests.inc({ method: c.req.method, route, status: String(c.res.status) });
-    c.get('log').debug({ method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
+    c.get('log').debug(
+      { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) },
+      'request',
+    );
   });
 
   app.onError((e, c) => {
@@ -71,10 +77,21 @@ export function createPlaneApp(o: PlaneAppOptions) {
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   app.route('/', healthRoutes(deps));
-  const gate = new AdmissionGate(o.maxInflightIngest ?? 16, o.maxQueuedIngest ?? 64, o.ingestQueueWaitMs ?? 10_000, (n) => deps.metrics.ingestWaiting.set(n));
+  const gate = new AdmissionGate(
+    o.maxInflightIngest ?? 16,
+    o.maxQueuedIngest ?? 64,
+    o.ingestQueueWaitMs ?? 10_000,
+    (n) => deps.metrics.ingestWaiting.set(n),
+  );
   app.route('/', ingestRoutes(deps, { gate, takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
   app.route('/', executionRoutes(deps));
-  app.route('/', claimRoutes(deps, { claimReleaseAfterMs: o.claimReleaseAfterMs ?? 3_600_000, takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
+  app.route(
+    '/',
+    claimRoutes(deps, {
+      claimReleaseAfterMs: o.claimReleaseAfterMs ?? 3_600_000,
+      takeoverAfterMs: o.takeoverAfterMs ?? 60_000,
+    }),
+  );
   app.route('/', ownerRoutes(deps, { takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
   app.route('/', decisionRoutes(deps));
   app.route('/', changeRoutes(deps));

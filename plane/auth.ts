@@ -45,7 +45,9 @@ const PROJECT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 /** Project names: 1-63 of letters, digits, `.`, `_`, `-`, starting with a letter or digit. */
 export function checkProjectName(name: string): string | null {
-  return PROJECT_NAME.test(name) ? null : `project name '${name}' must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`;
+  return PROJECT_NAME.test(name)
+    ? null
+    : `project name '${name}' must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`;
 }
 
 /** The longest key name, in characters. */
@@ -61,7 +63,10 @@ export function keyNameProblems(name: string): string[] {
   if (!name.trim()) problems.push('it is blank');
   if (length > KEY_NAME_MAX) problems.push(`it is ${length} characters long, more than ${KEY_NAME_MAX}`);
   const controls = terminalControls(name);
-  if (controls.length) problems.push(`it has control characters (${controls.map(printable).join(', ')}), which a terminal listing the keys would act on`);
+  if (controls.length)
+    problems.push(
+      `it has control characters (${controls.map(printable).join(', ')}), which a terminal listing the keys would act on`,
+    );
   return problems;
 }
 
@@ -71,20 +76,29 @@ export function checkKeyName(name: string): void {
   if (!problems.length) return;
   const chars = [...name];
   const shown = printable(chars.length > 40 ? `${chars.slice(0, 40).join('')}…` : name);
-  throw new WaymarkError(ErrorCode.INVALID_REQUEST, `key name '${shown}' is refused: ${problems.join('; ')}`, { details: { problems } });
+  throw new WaymarkError(ErrorCode.INVALID_REQUEST, `key name '${shown}' is refused: ${problems.join('; ')}`, {
+    details: { problems },
+  });
 }
 
 export class UnknownProject extends WaymarkError {
   constructor(name: string, known: string[]) {
     const hint = checkProjectName(name) ? '' : `; create it with 'waymark plane projects create ${name}'`;
-    super(ErrorCode.UNKNOWN_PROJECT, `no project '${printable(name)}'; known: ${known.length ? known.map(printable).join(', ') : '(none)'}${hint}`, {
-      details: { project: name, known },
-    });
+    super(
+      ErrorCode.UNKNOWN_PROJECT,
+      `no project '${printable(name)}'; known: ${known.length ? known.map(printable).join(', ') : '(none)'}${hint}`,
+      {
+        details: { project: name, known },
+      },
+    );
     this.name = 'UnknownProject';
   }
 }
 
-export async function listProjects(db: PlaneDb, only?: string): Promise<{ id: string; name: string; createdAt: Date }[]> {
+export async function listProjects(
+  db: PlaneDb,
+  only?: string,
+): Promise<{ id: string; name: string; createdAt: Date }[]> {
   return db
     .select({ id: projects.id, name: projects.name, createdAt: projects.createdAt })
     .from(projects)
@@ -98,7 +112,10 @@ export async function createProject(db: PlaneDb, name: string): Promise<{ id: st
   if (bad) throw new WaymarkError(ErrorCode.INVALID_REQUEST, bad);
   const id = `prj_${randomBytes(8).toString('hex')}`;
   const r = await db.insert(projects).values({ id, name }).onConflictDoNothing().returning({ id: projects.id });
-  if (!r.length) throw new WaymarkError(ErrorCode.PROJECT_EXISTS, `project '${name}' exists already`, { details: { project: name } });
+  if (!r.length)
+    throw new WaymarkError(ErrorCode.PROJECT_EXISTS, `project '${name}' exists already`, {
+      details: { project: name },
+    });
   return { id, name };
 }
 
@@ -110,7 +127,9 @@ export async function createProject(db: PlaneDb, name: string): Promise<{ id: st
 export async function projectId(db: PlaneDb, name: string, visibleTo?: string): Promise<string> {
   // text Postgres cannot hold (U+0000, a lone surrogate) names no project, and is never sent to it; any other name is
   // looked up, even one outside today's naming rule (projects made by createKey({ createProject }) or before the rule)
-  const [found] = textProblem(name) ? [] : await db.select({ id: projects.id }).from(projects).where(eq(projects.name, name));
+  const [found] = textProblem(name)
+    ? []
+    : await db.select({ id: projects.id }).from(projects).where(eq(projects.name, name));
   if (found && (!visibleTo || found.id === visibleTo)) return found.id;
   throw new UnknownProject(
     name,
@@ -128,7 +147,11 @@ export async function createKey(
   o: { project: string; name?: string; scopes: Scope[]; createProject?: boolean; visibleTo?: string },
 ): Promise<{ key: string; id: string; projectId: string; scopes: Scope[] }> {
   const bad = o.scopes.filter((s) => !SCOPES.includes(s));
-  if (bad.length) throw new WaymarkError(ErrorCode.INVALID_REQUEST, `unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`);
+  if (bad.length)
+    throw new WaymarkError(
+      ErrorCode.INVALID_REQUEST,
+      `unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`,
+    );
   if (!o.scopes.length) throw new WaymarkError(ErrorCode.INVALID_REQUEST, 'a key needs at least one scope');
   if (o.name !== undefined) checkKeyName(o.name);
   if (o.createProject) {
@@ -185,7 +208,10 @@ export async function revokeKey(db: PlaneDb, id: string, projectId?: string): Pr
 /** A key's state for one caller: missing (or in another project), revoked, or active. */
 export async function keyState(db: PlaneDb, id: string, projectId?: string): Promise<'missing' | 'revoked' | 'active'> {
   if (!KEY_ID.test(id)) return 'missing';
-  const [row] = await db.select({ projectId: apiKeys.projectId, revokedAt: apiKeys.revokedAt }).from(apiKeys).where(eq(apiKeys.id, id));
+  const [row] = await db
+    .select({ projectId: apiKeys.projectId, revokedAt: apiKeys.revokedAt })
+    .from(apiKeys)
+    .where(eq(apiKeys.id, id));
   if (!row || (projectId && row.projectId !== projectId)) return 'missing';
   return row.revokedAt ? 'revoked' : 'active';
 }

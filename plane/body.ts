@@ -44,13 +44,19 @@ export type { BodyDeadline } from '../shared/body-read.js';
 export { DEFAULT_BODY_DEADLINE } from '../shared/body-read.js';
 
 /** The body's bytes (shared/body-read.ts), its refusal as the answer to send. */
-async function readCapped(stream: ReadableStream<Uint8Array> | null, limit: number, deadline: BodyDeadline): Promise<Buffer> {
+async function readCapped(
+  stream: ReadableStream<Uint8Array> | null,
+  limit: number,
+  deadline: BodyDeadline,
+): Promise<Buffer> {
   try {
     return await readBodyCapped(stream, limit, deadline);
   } catch (e) {
     if (!(e instanceof BodyReadError)) throw e;
     if (e.reason === 'aborted') throw new ClientAborted(e.cause);
-    throw e.reason === 'too_large' ? new BodyError(413, ErrorCode.TOO_LARGE, e.message) : new BodyError(408, ErrorCode.BODY_TIMEOUT, e.message);
+    throw e.reason === 'too_large'
+      ? new BodyError(413, ErrorCode.TOO_LARGE, e.message)
+      : new BodyError(408, ErrorCode.BODY_TIMEOUT, e.message);
   }
 }
 
@@ -86,9 +92,11 @@ async function readJsonText(req: Request, limit: number, deadline: BodyDeadline)
   const type = (req.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
   if (type !== 'application/json') throw new BodyError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'send application/json');
   const encoding = (req.headers.get('content-encoding') ?? 'identity').trim().toLowerCase();
-  if (encoding !== 'identity' && encoding !== 'gzip') throw new BodyError(415, ErrorCode.UNSUPPORTED_ENCODING, 'content-encoding must be gzip or identity');
+  if (encoding !== 'identity' && encoding !== 'gzip')
+    throw new BodyError(415, ErrorCode.UNSUPPORTED_ENCODING, 'content-encoding must be gzip or identity');
   const declared = Number(req.headers.get('content-length') ?? NaN);
-  if (Number.isFinite(declared) && declared > limit) throw new BodyError(413, ErrorCode.TOO_LARGE, `request body is over ${limit} bytes`);
+  if (Number.isFinite(declared) && declared > limit)
+    throw new BodyError(413, ErrorCode.TOO_LARGE, `request body is over ${limit} bytes`);
   let buf = await readCapped(req.body, limit, deadline);
   if (encoding === 'gzip') buf = await gunzipCapped(buf, limit);
   return buf.toString('utf8');

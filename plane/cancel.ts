@@ -6,7 +6,13 @@
 import { and, eq, sql } from 'drizzle-orm';
 import { chainBase, decodeChain, encodeState } from '../shared/codec.js';
 import { uuidv7 } from '../shared/ids.js';
-import { cancelMarkerFields, cancelReason, type Checkpoint, type EncodedState, isCancelMarker } from '../shared/rows.js';
+import {
+  cancelMarkerFields,
+  cancelReason,
+  type Checkpoint,
+  type EncodedState,
+  isCancelMarker,
+} from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, executions, pendingInterrupts } from './db/schema.js';
 import { announceChanges } from './changes.js';
@@ -18,14 +24,28 @@ export async function cancelReasonAt(db: PlaneDb, projectId: string, executionId
   const [r] = await db
     .select({ row: checkpoints.row })
     .from(checkpoints)
-    .innerJoin(executions, and(eq(executions.projectId, checkpoints.projectId), eq(executions.executionId, checkpoints.executionId), eq(executions.lastSeq, checkpoints.seq)))
+    .innerJoin(
+      executions,
+      and(
+        eq(executions.projectId, checkpoints.projectId),
+        eq(executions.executionId, checkpoints.executionId),
+        eq(executions.lastSeq, checkpoints.seq),
+      ),
+    )
     .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId)));
   const last = r?.row as Checkpoint | undefined;
   return last && isCancelMarker(last) ? cancelReason(last) : null;
 }
 
 export type CancelOutcome =
-  | { outcome: 'cancelled'; checkpointId: string; seq: number; alreadyCancelled: boolean; closedPause: string | null; takenFrom: string | null }
+  | {
+      outcome: 'cancelled';
+      checkpointId: string;
+      seq: number;
+      alreadyCancelled: boolean;
+      closedPause: string | null;
+      takenFrom: string | null;
+    }
   | { outcome: 'not_found' }
   | { outcome: 'finished'; checkpointId: string };
 
@@ -37,7 +57,13 @@ export type CancelOutcome =
  * plane's newest row, carrying that row's state and who asked (`by`, the
  * key's id): every copy restored from the plane ends with it. A completed run is not cancelled (`finished`).
  */
-export async function cancelAtPlane(db: PlaneDb, projectId: string, executionId: string, reason: string | null, by: string | null = null): Promise<CancelOutcome> {
+export async function cancelAtPlane(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  reason: string | null,
+  by: string | null = null,
+): Promise<CancelOutcome> {
   const r = await db.transaction(async (tx): Promise<CancelOutcome> => {
     // the owner's row first, then the run's: the order ingest, claims and takeovers take them in
     const o = await lockedOwner(tx, projectId, executionId);
@@ -56,13 +82,29 @@ export async function cancelAtPlane(db: PlaneDb, projectId: string, executionId:
     if (!newest) return { outcome: 'not_found' };
     const last = newest.row as Checkpoint;
     if (last.step === 'run_end' && last.status === 'completed') return { outcome: 'finished', checkpointId: last.id };
-    if (last.step === 'run_end' && last.status === 'cancelled') return { outcome: 'cancelled', checkpointId: last.id, seq: last.seq, alreadyCancelled: true, closedPause: null, takenFrom: null };
+    if (last.step === 'run_end' && last.status === 'cancelled')
+      return {
+        outcome: 'cancelled',
+        checkpointId: last.id,
+        seq: last.seq,
+        alreadyCancelled: true,
+        closedPause: null,
+        takenFrom: null,
+      };
     const chain = await tx
       .select({ id: checkpoints.id, seq: checkpoints.seq, row: checkpoints.row })
       .from(checkpoints)
-      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), sql`${checkpoints.seq} >= ${chainBase(last)}`))
+      .where(
+        and(
+          eq(checkpoints.projectId, projectId),
+          eq(checkpoints.executionId, executionId),
+          sql`${checkpoints.seq} >= ${chainBase(last)}`,
+        ),
+      )
       .orderBy(checkpoints.seq);
-    const { state, cursor } = decodeChain(chain.map((c) => ({ id: c.id, seq: c.seq, state: (c.row as Checkpoint).state as EncodedState })));
+    const { state, cursor } = decodeChain(
+      chain.map((c) => ({ id: c.id, seq: c.seq, state: (c.row as Checkpoint).state as EncodedState })),
+    );
     const id = uuidv7();
     const seq = last.seq + 1;
     const marker: Checkpoint = {
@@ -97,14 +139,33 @@ export async function cancelAtPlane(db: PlaneDb, projectId: string, executionId:
       .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
     if (open) {
       // closed for good: a claims row in the plane's name refuses any later claim of it (ALREADY_CLAIMED, closed: cancel)
-      await tx.insert(claims).values({ projectId, checkpointId: open.checkpointId, executionId, writerId: PLANE_WRITER, source: 'cancel', appliedAt: new Date() }).onConflictDoNothing();
-      await tx.delete(pendingInterrupts).where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
+      await tx
+        .insert(claims)
+        .values({
+          projectId,
+          checkpointId: open.checkpointId,
+          executionId,
+          writerId: PLANE_WRITER,
+          source: 'cancel',
+          appliedAt: new Date(),
+        })
+        .onConflictDoNothing();
+      await tx
+        .delete(pendingInterrupts)
+        .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
     }
     const takenFrom = o && o.state === 'held' ? o.writerId : null;
     if (takenFrom) await fenceWriter(tx, projectId, executionId, takenFrom, PLANE_WRITER, last.seq);
     await setOwner(tx, projectId, executionId, o, { writerId: PLANE_WRITER, state: 'cancelled', bump: true });
     await refreshExecutions(tx, projectId, [executionId]);
-    return { outcome: 'cancelled', checkpointId: id, seq, alreadyCancelled: false, closedPause: open?.checkpointId ?? null, takenFrom };
+    return {
+      outcome: 'cancelled',
+      checkpointId: id,
+      seq,
+      alreadyCancelled: false,
+      closedPause: open?.checkpointId ?? null,
+      takenFrom,
+    };
   });
   if (r.outcome === 'cancelled' && !r.alreadyCancelled) announceChanges(db, projectId);
   return r;

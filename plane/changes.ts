@@ -48,7 +48,12 @@ export async function lockChanges(tx: Tx, projectId: string): Promise<void> {
  * writer), then the summaries that exist (a run deleted and started again in
  * one batch shows its deletion first).
  */
-export async function stampChanges(tx: Tx, projectId: string, executionIds: string[], deleted: ReadonlyMap<string, string>): Promise<void> {
+export async function stampChanges(
+  tx: Tx,
+  projectId: string,
+  executionIds: string[],
+  deleted: ReadonlyMap<string, string>,
+): Promise<void> {
   if (!executionIds.length && !deleted.size) return;
   await lockChanges(tx, projectId);
   if (deleted.size) {
@@ -65,7 +70,9 @@ export async function stampChanges(tx: Tx, projectId: string, executionIds: stri
       executionIds.map((id) => sql`${id}`),
       sql`, `,
     );
-    await tx.execute(sql`UPDATE executions SET change_seq = nextval(${SEQUENCE}) WHERE project_id = ${projectId} AND execution_id IN (${ids})`);
+    await tx.execute(
+      sql`UPDATE executions SET change_seq = nextval(${SEQUENCE}) WHERE project_id = ${projectId} AND execution_id IN (${ids})`,
+    );
   }
 }
 
@@ -90,7 +97,12 @@ interface ChangeRow {
 }
 
 /** Runs changed after change seq `after`, oldest change first, each where it stands now; `nextCursor` is the last one's seq (or `after`). */
-export async function changeFeed(db: PlaneDb, projectId: string, after: number, limit: number): Promise<{ items: ExecutionChange[]; nextCursor: string }> {
+export async function changeFeed(
+  db: PlaneDb,
+  projectId: string,
+  after: number,
+  limit: number,
+): Promise<{ items: ExecutionChange[]; nextCursor: string }> {
   // each side reads by its (project_id, change_seq) index; the merge keeps the first `limit`
   const got = await db.execute(sql`
     SELECT * FROM (
@@ -137,6 +149,13 @@ const CHANGES: Feed<Awaited<ReturnType<typeof changeFeed>>> = {
 };
 
 /** The long poll of the change feed: at once when runs changed after `after`, else up to `waitMs` for one (see long-poll.ts). */
-export function waitForChanges(db: PlaneDb, projectId: string, after: number, limit: number, waitMs: number, signal?: AbortSignal) {
+export function waitForChanges(
+  db: PlaneDb,
+  projectId: string,
+  after: number,
+  limit: number,
+  waitMs: number,
+  signal?: AbortSignal,
+) {
   return waitForFeed(db, CHANGES, projectId, after, limit, waitMs, signal);
 }

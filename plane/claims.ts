@@ -5,7 +5,16 @@
  */
 import { and, eq, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claims, decisions, executions, idempotency, pendingInterrupts, runContacts, runTakeovers } from './db/schema.js';
+import {
+  checkpoints,
+  claims,
+  decisions,
+  executions,
+  idempotency,
+  pendingInterrupts,
+  runContacts,
+  runTakeovers,
+} from './db/schema.js';
 import { acquireOwner, type Asker, fenceWriter, isCopy, isLive, lockedOwner, setOwner } from './owners.js';
 import { announceChanges } from './changes.js';
 import { decisionOf, decisionView } from './decisions.js';
@@ -30,9 +39,18 @@ import { refreshExecutions } from './ingest.js';
  * a claim by another store instance under the claimer's writer id (a copied
  * store file) is refused (`copy`), whether the claim it repeats is held or applied.
  */
-export async function claimPause(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, who: string | Asker, releaseAfterMs = 0, decisionId: string | null = null) {
+export async function claimPause(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  checkpointId: string,
+  who: string | Asker,
+  releaseAfterMs = 0,
+  decisionId: string | null = null,
+) {
   // a bare writer id: an older client's claim, its writer standing for its holder
-  const a: Asker = typeof who === 'string' ? { writerId: who, holder: who, instance: null, ttlMs: DEFAULT_CLAIM_TTL_MS } : who;
+  const a: Asker =
+    typeof who === 'string' ? { writerId: who, holder: who, instance: null, ttlMs: DEFAULT_CLAIM_TTL_MS } : who;
   const r = await claimInTx(db, projectId, executionId, checkpointId, a, releaseAfterMs, decisionId);
   // a won claim changed the run's pause: connected stores following the change feed hear of it
   if (r.won) announceChanges(db, projectId);
@@ -52,17 +70,34 @@ class DecidedMeanwhile extends Error {
   }
 }
 
-async function claimInTx(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, a: Asker, releaseAfterMs: number, decisionId: string | null) {
+async function claimInTx(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  checkpointId: string,
+  a: Asker,
+  releaseAfterMs: number,
+  decisionId: string | null,
+) {
   try {
     return await claimOnce(db, projectId, executionId, checkpointId, a, releaseAfterMs, decisionId);
   } catch (e) {
     if (e instanceof DecidedMeanwhile) return { won: false as const, decided: e.first, writerId: '', claimedAt: '' };
-    if (e instanceof CopyOfWriter) return { won: false as const, copy: true as const, writerId: a.writerId, claimedAt: '' };
+    if (e instanceof CopyOfWriter)
+      return { won: false as const, copy: true as const, writerId: a.writerId, claimedAt: '' };
     throw e;
   }
 }
 
-function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, a: Asker, releaseAfterMs: number, decisionId: string | null) {
+function claimOnce(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  checkpointId: string,
+  a: Asker,
+  releaseAfterMs: number,
+  decisionId: string | null,
+) {
   const writerId = a.writerId;
   return db.transaction(async (tx) => {
     // the run's owner first: the lock every transaction about who owns the run takes before any other of its rows
@@ -71,16 +106,35 @@ function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpoi
       .select({ id: checkpoints.id })
       .from(checkpoints)
       // only a pause's checkpoint (status interrupted) is claimable: a claim of any other row would be a claims row for nothing
-      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, checkpointId), eq(checkpoints.executionId, executionId), eq(checkpoints.status, 'interrupted')));
+      .where(
+        and(
+          eq(checkpoints.projectId, projectId),
+          eq(checkpoints.id, checkpointId),
+          eq(checkpoints.executionId, executionId),
+          eq(checkpoints.status, 'interrupted'),
+        ),
+      );
     if (!known) {
       // a run deleted (or cancelled) on the plane keeps a claim row on its pause though its checkpoints are gone:
       // the asker lost it for good (409, never a 404 a worker retries forever)
       const [closed] = await tx
         .select()
         .from(claims)
-        .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId), eq(claims.executionId, executionId)));
+        .where(
+          and(
+            eq(claims.projectId, projectId),
+            eq(claims.checkpointId, checkpointId),
+            eq(claims.executionId, executionId),
+          ),
+        );
       if (closed && (closed.source === 'delete' || closed.source === 'cancel')) {
-        return { won: false as const, closed: closed.source, writerId: closed.writerId, claimedAt: closed.claimedAt.toISOString(), decisionId: null };
+        return {
+          won: false as const,
+          closed: closed.source,
+          writerId: closed.writerId,
+          claimedAt: closed.claimedAt.toISOString(),
+          decisionId: null,
+        };
       }
       return { won: false as const, notFound: true as const, writerId: '', claimedAt: '' };
     }
@@ -89,21 +143,40 @@ function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpoi
       // store that had not heard of the first yet) is refused, nothing claimed; the asker applies the first.
       const first = await decisionOf(tx, projectId, executionId, checkpointId);
       // pending, or claimed (held, not applied) by a claim naming it: neither a new claim nor a stale claim's takeover may apply another
-      if (first && (first.state === 'pending' || first.state === 'claimed') && first.decisionId !== decisionId) return { won: false as const, decided: first, writerId: '', claimedAt: '' };
+      if (first && (first.state === 'pending' || first.state === 'claimed') && first.decisionId !== decisionId)
+        return { won: false as const, decided: first, writerId: '', claimedAt: '' };
     }
-    const won = await tx.insert(claims).values({ projectId, checkpointId, executionId, writerId, source: 'api', decisionId, instance: a.instance }).onConflictDoNothing().returning();
+    const won = await tx
+      .insert(claims)
+      .values({ projectId, checkpointId, executionId, writerId, source: 'api', decisionId, instance: a.instance })
+      .onConflictDoNothing()
+      .returning();
     const [c] = won.length
       ? won
       : await tx
           .select()
           .from(claims)
           .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
-    if (c.executionId !== executionId) return { won: false as const, mismatch: true as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString() };
+    if (c.executionId !== executionId)
+      return {
+        won: false as const,
+        mismatch: true as const,
+        writerId: c.writerId,
+        claimedAt: c.claimedAt.toISOString(),
+      };
     let takenFrom: string | null = null;
     if (!won.length && c.writerId !== writerId) {
-      const taken = releaseAfterMs > 0 ? await takeOverStale(tx, projectId, checkpointId, a, releaseAfterMs, decisionId) : null;
+      const taken =
+        releaseAfterMs > 0 ? await takeOverStale(tx, projectId, checkpointId, a, releaseAfterMs, decisionId) : null;
       // the winner's decision (null: a resume from code): a losing decision worker tells 'applied elsewhere' from 'superseded'
-      if (!taken) return { won: false as const, writerId: c.writerId, claimedAt: c.claimedAt.toISOString(), decisionId: c.decisionId ?? null, applied: c.appliedAt != null };
+      if (!taken)
+        return {
+          won: false as const,
+          writerId: c.writerId,
+          claimedAt: c.claimedAt.toISOString(),
+          decisionId: c.decisionId ?? null,
+          applied: c.appliedAt != null,
+        };
       takenFrom = c.writerId;
       won.push(taken);
     }
@@ -137,7 +210,14 @@ function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpoi
       const [other] = await tx
         .select()
         .from(decisions)
-        .where(and(eq(decisions.projectId, projectId), eq(decisions.executionId, executionId), eq(decisions.checkpointId, checkpointId), ne(decisions.decisionId, decisionId)));
+        .where(
+          and(
+            eq(decisions.projectId, projectId),
+            eq(decisions.executionId, executionId),
+            eq(decisions.checkpointId, checkpointId),
+            ne(decisions.decisionId, decisionId),
+          ),
+        );
       if (other) throw new DecidedMeanwhile(decisionView(other, null));
     }
     const owner = await lockedOwner(tx, projectId, executionId);
@@ -151,11 +231,25 @@ function claimOnce(db: PlaneDb, projectId: string, executionId: string, checkpoi
 type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
 /** Move a held (never applied) claim older than `releaseAfterMs` to `writerId`; null when it is not stale. */
-async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, a: Asker, releaseAfterMs: number, decisionId: string | null) {
+async function takeOverStale(
+  tx: Tx,
+  projectId: string,
+  checkpointId: string,
+  a: Asker,
+  releaseAfterMs: number,
+  decisionId: string | null,
+) {
   const [taken] = await tx
     .update(claims)
     .set({ writerId: a.writerId, source: 'api', claimedAt: sql`now()`, decisionId, instance: a.instance })
-    .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId), isNull(claims.appliedAt), lt(claims.claimedAt, sql`now() - make_interval(secs => ${releaseAfterMs / 1000})`)))
+    .where(
+      and(
+        eq(claims.projectId, projectId),
+        eq(claims.checkpointId, checkpointId),
+        isNull(claims.appliedAt),
+        lt(claims.claimedAt, sql`now() - make_interval(secs => ${releaseAfterMs / 1000})`),
+      ),
+    )
     .returning();
   return taken ?? null;
 }
@@ -164,7 +258,13 @@ async function takeOverStale(tx: Tx, projectId: string, checkpointId: string, a:
  * Give back a held claim: only its holder may, and only while its local claim
  * was never reported (an applied claim is final). The pause is open again.
  */
-export async function releaseClaim(db: PlaneDb, projectId: string, executionId: string, checkpointId: string, writerId: string) {
+export async function releaseClaim(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  checkpointId: string,
+  writerId: string,
+) {
   const r = await releaseInTx(db, projectId, executionId, checkpointId, writerId);
   if (r.released) announceChanges(db, projectId);
   return r;
@@ -176,18 +276,31 @@ function releaseInTx(db: PlaneDb, projectId: string, executionId: string, checkp
     const [pause] = await tx
       .select({ checkpointId: pendingInterrupts.checkpointId })
       .from(pendingInterrupts)
-      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId), eq(pendingInterrupts.checkpointId, checkpointId)));
+      .where(
+        and(
+          eq(pendingInterrupts.projectId, projectId),
+          eq(pendingInterrupts.executionId, executionId),
+          eq(pendingInterrupts.checkpointId, checkpointId),
+        ),
+      );
     if (!pause) return { released: false as const, notFound: true as const };
     const [c] = await tx
       .select()
       .from(claims)
-      .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId), eq(claims.executionId, executionId)));
+      .where(
+        and(
+          eq(claims.projectId, projectId),
+          eq(claims.checkpointId, checkpointId),
+          eq(claims.executionId, executionId),
+        ),
+      );
     if (!c) return { released: false as const };
     if (c.writerId !== writerId) return { released: false as const, heldBy: c.writerId };
     if (c.appliedAt) return { released: false as const, appliedAt: c.appliedAt.toISOString() };
     await tx.delete(claims).where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, checkpointId)));
     // the claim made its writer the owner: the pause is open again, and so is the run to the next claim
-    if (owner?.writerId === writerId && owner.state === 'held') await setOwner(tx, projectId, executionId, owner, { writerId, state: 'released', bump: false });
+    if (owner?.writerId === writerId && owner.state === 'held')
+      await setOwner(tx, projectId, executionId, owner, { writerId, state: 'released', bump: false });
     await tx
       .update(pendingInterrupts)
       .set({ state: 'open', claimedBy: null, claimedAt: null })
@@ -228,7 +341,15 @@ export type TakeoverOutcome =
  * A winner that dies before writing is taken over in turn once its own hold
  * expires: no takeover is permanent.
  */
-export async function takeOverRun(db: PlaneDb, projectId: string, executionId: string, a: Asker, seq: number, keys: readonly string[] | null, lastId: string | null = null): Promise<TakeoverOutcome> {
+export async function takeOverRun(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  a: Asker,
+  seq: number,
+  keys: readonly string[] | null,
+  lastId: string | null = null,
+): Promise<TakeoverOutcome> {
   const r = await db.transaction(async (tx): Promise<TakeoverOutcome> => {
     // the owner's row first, then the run's: the order ingest and claims take them in
     const owner = await lockedOwner(tx, projectId, executionId);
@@ -244,7 +365,13 @@ export async function takeOverRun(db: PlaneDb, projectId: string, executionId: s
     const [fence] = await tx
       .select({ fromSeq: runTakeovers.fromSeq, winner: runTakeovers.winnerWriterId, at: runTakeovers.at })
       .from(runTakeovers)
-      .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, a.writerId)))
+      .where(
+        and(
+          eq(runTakeovers.projectId, projectId),
+          eq(runTakeovers.executionId, executionId),
+          eq(runTakeovers.loserWriterId, a.writerId),
+        ),
+      )
       .orderBy(runTakeovers.fromSeq)
       .limit(1);
     // fenced, with rows past its fence: this copy ran on after it lost the run, on a branch the plane refused, unless
@@ -256,16 +383,24 @@ export async function takeOverRun(db: PlaneDb, projectId: string, executionId: s
     }
     // another machine holds it live: nothing to take, whatever this copy lacks
     const own = !!owner && owner.writerId === a.writerId && !copy;
-    if (owner && !own && (await isLive(tx, owner))) return { outcome: 'live', writerId: owner.writerId, liveUntil: owner.expiresAt!.toISOString() };
+    if (owner && !own && (await isLive(tx, owner)))
+      return { outcome: 'live', writerId: owner.writerId, liveUntil: owner.expiresAt!.toISOString() };
     const missing = keys ? await missingKeys(tx, projectId, executionId, keys) : { keys: [], count: 0 };
-    if (seq < ex.lastSeq || missing.count > 0) return { outcome: 'stale', planeSeq: ex.lastSeq, missingKeys: missing.keys, missingCount: missing.count };
+    if (seq < ex.lastSeq || missing.count > 0)
+      return { outcome: 'stale', planeSeq: ex.lastSeq, missingKeys: missing.keys, missingCount: missing.count };
     if (ex.status !== 'running') return { outcome: 'not_running', status: ex.status };
     const from = owner && !own && owner.state === 'held' ? owner.writerId : null;
     if (from) {
       const [contact] = await tx
         .select({ at: runContacts.lastContactAt })
         .from(runContacts)
-        .where(and(eq(runContacts.projectId, projectId), eq(runContacts.executionId, executionId), eq(runContacts.writerId, from)));
+        .where(
+          and(
+            eq(runContacts.projectId, projectId),
+            eq(runContacts.executionId, executionId),
+            eq(runContacts.writerId, from),
+          ),
+        );
       await fenceWriter(tx, projectId, executionId, from, a.writerId, ex.lastSeq, contact?.at ?? null);
     }
     const epoch = await acquireOwner(tx, projectId, executionId, a, owner);
@@ -276,17 +411,35 @@ export async function takeOverRun(db: PlaneDb, projectId: string, executionId: s
 }
 
 /** Whether the plane's row of this run at `seq` is the row `id` (null: not asked). */
-async function holdsRow(tx: Tx, projectId: string, executionId: string, seq: number, id: string | null): Promise<boolean> {
+async function holdsRow(
+  tx: Tx,
+  projectId: string,
+  executionId: string,
+  seq: number,
+  id: string | null,
+): Promise<boolean> {
   if (!id) return false;
   const [r] = await tx
     .select({ id: checkpoints.id })
     .from(checkpoints)
-    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, seq), eq(checkpoints.id, id)));
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        eq(checkpoints.executionId, executionId),
+        eq(checkpoints.seq, seq),
+        eq(checkpoints.id, id),
+      ),
+    );
   return !!r;
 }
 
 /** The run's idempotency keys the plane holds and `keys` does not (the first 50), and how many. */
-async function missingKeys(tx: Tx, projectId: string, executionId: string, keys: readonly string[]): Promise<{ keys: string[]; count: number }> {
+async function missingKeys(
+  tx: Tx,
+  projectId: string,
+  executionId: string,
+  keys: readonly string[],
+): Promise<{ keys: string[]; count: number }> {
   const held = await tx
     .select({ key: idempotency.key })
     .from(idempotency)

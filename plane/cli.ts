@@ -18,17 +18,32 @@ import { configProblems, databaseUrlProblem, loadConfig, type PlaneConfig } from
 import { ErrorCode, hasCode, WaymarkError } from '../shared/errors.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
 import { onStopRequest } from '../shared/launcher.js';
-import { errorText, parseCommand, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from '../client/cli/args.js';
+import {
+  errorText,
+  parseCommand,
+  USAGE_EXIT,
+  usageOf,
+  UsageError,
+  type CommandSpec,
+  type OptionSpec,
+  type Parsed,
+} from '../client/cli/args.js';
 import { suggest } from '../shared/options.js';
 import { planeOptionProblem } from '../client/replica/replica-types.js';
 
 const database: Record<string, OptionSpec> = {
-  'data-dir': { type: 'string', help: "the plane's PGlite data directory (default: $WAYMARK_PLANE_DIR or .waymark/plane)" },
+  'data-dir': {
+    type: 'string',
+    help: "the plane's PGlite data directory (default: $WAYMARK_PLANE_DIR or .waymark/plane)",
+  },
   'database-url': { type: 'string', help: 'a Postgres URL instead of PGlite (default: $WAYMARK_DATABASE_URL)' },
 };
 const admin: Record<string, OptionSpec> = {
   ...database,
-  plane: { type: 'string', help: 'the running plane to ask, e.g. http://127.0.0.1:4600 (default: the plane holding --data-dir)' },
+  plane: {
+    type: 'string',
+    help: 'the running plane to ask, e.g. http://127.0.0.1:4600 (default: the plane holding --data-dir)',
+  },
   key: { type: 'string', help: "an admin key of that plane (default: the data dir's admin-key file)" },
 };
 
@@ -36,7 +51,8 @@ const admin: Record<string, OptionSpec> = {
 const COMMANDS: CommandSpec[] = [
   {
     name: 'plane',
-    summary: 'Start the plane (embedded PGlite in --data-dir, or Postgres with --database-url) and serve until SIGINT/SIGTERM.',
+    summary:
+      'Start the plane (embedded PGlite in --data-dir, or Postgres with --database-url) and serve until SIGINT/SIGTERM.',
     options: {
       ...database,
       host: { type: 'string', help: 'the address to listen on (default: 127.0.0.1)' },
@@ -87,7 +103,9 @@ const USAGE = `usage:
 const isHelp = (a: string) => a === '--help' || a === '-h';
 
 /** Which plane command `argv` names (the words after 'plane'), or what is wrong with it. */
-function findPlaneCommand(argv: string[]): { command: CommandSpec; rest: string[] } | { problem: string } | { help: string } {
+function findPlaneCommand(
+  argv: string[],
+): { command: CommandSpec; rest: string[] } | { problem: string } | { help: string } {
   const [first, second] = argv;
   if (first === undefined || first.startsWith('-')) return { command: COMMANDS[0], rest: argv };
   if (first === 'help') return { help: USAGE };
@@ -96,17 +114,26 @@ function findPlaneCommand(argv: string[]): { command: CommandSpec; rest: string[
   const groups = [...new Set(COMMANDS.slice(1).map((c) => c.name.split(' ')[1]))];
   if (!groups.includes(first)) {
     const near = suggest(first, groups);
-    return { problem: `unknown command 'plane ${first}'${near ? ` (did you mean 'plane ${near}'?)` : ''}; known: ${groups.join(', ')}` };
+    return {
+      problem: `unknown command 'plane ${first}'${near ? ` (did you mean 'plane ${near}'?)` : ''}; known: ${groups.join(', ')}`,
+    };
   }
   const subs = COMMANDS.filter((c) => c.name.startsWith(`plane ${first} `)).map((c) => c.name.split(' ')[2]);
   if (second === undefined || second.startsWith('-')) {
-    if (argv.slice(1).some(isHelp)) return { help: subs.map((s) => usageOf(COMMANDS.find((c) => c.name === `plane ${first} ${s}`)!).split('\n')[0]).join('\n') };
+    if (argv.slice(1).some(isHelp))
+      return {
+        help: subs
+          .map((s) => usageOf(COMMANDS.find((c) => c.name === `plane ${first} ${s}`)!).split('\n')[0])
+          .join('\n'),
+      };
     return { problem: `'plane ${first}' needs a subcommand: ${subs.join(' or ')}` };
   }
   const command = COMMANDS.find((c) => c.name === `plane ${first} ${second}`);
   if (command) return { command, rest: argv.slice(2) };
   const near = suggest(second, subs);
-  return { problem: `unknown subcommand 'plane ${first} ${second}'${near ? ` (did you mean 'plane ${first} ${near}'?)` : ''}; known: ${subs.join(', ')}` };
+  return {
+    problem: `unknown subcommand 'plane ${first} ${second}'${near ? ` (did you mean 'plane ${first} ${near}'?)` : ''}; known: ${subs.join(', ')}`,
+  };
 }
 
 /**
@@ -117,7 +144,11 @@ function findPlaneCommand(argv: string[]): { command: CommandSpec; rest: string[
  * otherwise good command line, the plane's answer, a data dir another process holds)
  * is `waymark: CODE: …` and exits 1.
  */
-export async function planeMain(argv: string[], print: (l: string) => void = console.log, printErr: (l: string) => void = print === console.log ? console.error : print): Promise<number> {
+export async function planeMain(
+  argv: string[],
+  print: (l: string) => void = console.log,
+  printErr: (l: string) => void = print === console.log ? console.error : print,
+): Promise<number> {
   // ids and names come from other people: nothing in them may act on the terminal (shared/terminal.ts)
   const out = (line: string) => print(terminalSafe(line));
   const err = (line: string) => printErr(terminalSafe(line));
@@ -154,7 +185,12 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
   };
   const problems = [...parsed.problems, ...check(command, parsed)];
   // with the environment's own problems, so one run names them all
-  if (problems.length) throw new UsageError([...problems, ...configProblems(process.env, Object.keys(overrides))], usageOf(command), command.name);
+  if (problems.length)
+    throw new UsageError(
+      [...problems, ...configProblems(process.env, Object.keys(overrides))],
+      usageOf(command),
+      command.name,
+    );
   const config = loadConfig(process.env, overrides);
   if (command !== COMMANDS[0]) return adminCommand(config, command.name.split(' ').slice(1), parsed, out);
   // loaded only to act: usage and bad arguments answer without the server or PGlite
@@ -163,10 +199,14 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
   const plane = await startPlane(config).catch((e: unknown) => {
     // npm takes a flag after `npm start` as its own (the plane never sees it): the hint is the npm line that works
     if (hasCode(e, ErrorCode.PORT_IN_USE) && process.env.npm_lifecycle_event === 'start') {
-      throw new WaymarkError(ErrorCode.PORT_IN_USE, `${(e as Error).message} (under npm start: 'npm start -- --port N' or 'WAYMARK_PORT=N npm start')`, {
-        cause: e,
-        details: (e as WaymarkError).details,
-      });
+      throw new WaymarkError(
+        ErrorCode.PORT_IN_USE,
+        `${(e as Error).message} (under npm start: 'npm start -- --port N' or 'WAYMARK_PORT=N npm start')`,
+        {
+          cause: e,
+          details: (e as WaymarkError).details,
+        },
+      );
     }
     throw e;
   });
@@ -179,13 +219,25 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
       process.exit(0);
     });
   });
-  const where = plane.database.kind === 'pglite' ? ` at ${config.dataDir}` : isInMemory(config.dataDir) ? '' : `, data dir ${resolve(config.dataDir)}`;
+  const where =
+    plane.database.kind === 'pglite'
+      ? ` at ${config.dataDir}`
+      : isInMemory(config.dataDir)
+        ? ''
+        : `, data dir ${resolve(config.dataDir)}`;
   out(`waymark plane listening on ${plane.url} (database: ${plane.database.kind}${where})`);
   out(`inspector: ${plane.url}/   openapi: ${plane.url}/openapi.json`);
   if (plane.metricsUrl) out(`operator metrics: ${plane.metricsUrl}/metrics (not served on the main listener)`);
-  if (plane.adminKeyFile) out(`first start: created project 'local' and an admin key, written to ${plane.adminKeyFile} (mode 0600)`);
-  else if (plane.adminKey) out(`in-memory database: created project 'local' and an admin key, shown this once and written nowhere: ${plane.adminKey}`);
-  else if (isInMemory(config.dataDir)) out('admin key: this plane has no data dir (memory://): use a key of the plane that set its database up (its data dir has the admin-key file)');
+  if (plane.adminKeyFile)
+    out(`first start: created project 'local' and an admin key, written to ${plane.adminKeyFile} (mode 0600)`);
+  else if (plane.adminKey)
+    out(
+      `in-memory database: created project 'local' and an admin key, shown this once and written nowhere: ${plane.adminKey}`,
+    );
+  else if (isInMemory(config.dataDir))
+    out(
+      'admin key: this plane has no data dir (memory://): use a key of the plane that set its database up (its data dir has the admin-key file)',
+    );
   else if (existsSync(adminKeyPath(config.dataDir))) out(`admin key: ${adminKeyPath(config.dataDir)}`);
   else if (plane.database.kind === 'pglite') {
     // a PGlite database lives in its data dir: no plane with another data dir set it up
@@ -216,20 +268,27 @@ function check(command: CommandSpec, p: Parsed): string[] {
   for (const flag of ['port', 'metrics-port']) {
     const v = p.values[flag];
     if (typeof v !== 'string') continue;
-    if (!/^\d+$/.test(v) || Number(v) > 65535) problems.push(`option '--${flag}' must be a port number 0..65535 (got '${v}')`);
+    if (!/^\d+$/.test(v) || Number(v) > 65535)
+      problems.push(`option '--${flag}' must be a port number 0..65535 (got '${v}')`);
   }
   if (command.name === 'plane prune') {
     const age = p.values['older-than'];
     if (age === undefined) problems.push('option --older-than is required');
-    else if (typeof age === 'string' && parseAge(age) === null) problems.push(`option '--older-than' must be an age like 30d, 12h or 90m (got '${age}')`);
+    else if (typeof age === 'string' && parseAge(age) === null)
+      problems.push(`option '--older-than' must be an age like 30d, 12h or 90m (got '${age}')`);
     else if (typeof age === 'string' && parseAge(age)! < MIN_RETENTION_SECONDS)
-      problems.push(`option '--older-than' must be at least 1h: a run updated more recently may still be receiving rows (got '${age}')`);
+      problems.push(
+        `option '--older-than' must be at least 1h: a run updated more recently may still be receiving rows (got '${age}')`,
+      );
   }
   if (command.name === 'plane keys create') {
     if (p.values.project === undefined) problems.push('option --project is required');
     if (p.values.scopes === undefined) problems.push('option --scopes is required');
     // what only the plane knows (the project) is its answer; the rest is refused here, nothing asked or opened
-    const given = { scopes: typeof p.values.scopes === 'string' ? scopesOf(p) : undefined, name: typeof p.values.name === 'string' ? p.values.name : undefined };
+    const given = {
+      scopes: typeof p.values.scopes === 'string' ? scopesOf(p) : undefined,
+      name: typeof p.values.name === 'string' ? p.values.name : undefined,
+    };
     for (const [field, problem] of keyRequestProblems(given)) problems.push(`option '--${field}': ${problem}`);
   }
   return problems;
@@ -243,7 +302,12 @@ function scopesOf(p: Parsed): Scope[] {
     .filter(Boolean) as Scope[];
 }
 
-async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[], p: Parsed, out: (l: string) => void): Promise<number> {
+async function adminCommand(
+  config: Readonly<PlaneConfig>,
+  [what, verb]: string[],
+  p: Parsed,
+  out: (l: string) => void,
+): Promise<number> {
   const values = p.values as Record<string, string | undefined>;
   const arg = p.positionals[0];
   const { adminTarget, printKeys } = await import('./admin-cli.js');
@@ -257,12 +321,18 @@ async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[
   try {
     if (what === 'prune') {
       const dryRun = values['dry-run'] !== undefined;
-      const r = await target.prune({ olderThanSeconds: parseAge(values['older-than']!)!, project: values.project, dryRun });
+      const r = await target.prune({
+        olderThanSeconds: parseAge(values['older-than']!)!,
+        project: values.project,
+        dryRun,
+      });
       for (const i of r.items)
         out(
           `${dryRun ? 'would prune' : 'pruned'}  ${printable(i.project).padEnd(16)} ${printable(i.executionId)}  ${i.status.padEnd(9)} ${String(i.rowCount).padStart(6)} rows  updated ${i.updatedAt}`,
         );
-      out(`${dryRun ? 'dry run: would prune' : 'pruned'} ${r.items.length} finished run(s) last updated before ${r.cutoff} (${target.via})`);
+      out(
+        `${dryRun ? 'dry run: would prune' : 'pruned'} ${r.items.length} finished run(s) last updated before ${r.cutoff} (${target.via})`,
+      );
     } else if (what === 'projects' && verb === 'create') {
       const pr = await target.createProject(arg);
       out(`project ${pr.name} created (${pr.id}) through ${target.via}`);
@@ -271,7 +341,9 @@ async function adminCommand(config: Readonly<PlaneConfig>, [what, verb]: string[
     } else if (verb === 'create') {
       const k = await target.createKey({ project: values.project!, name: values.name, scopes: scopesOf(p) });
       // where it was made: a stopped plane's data dir is not the running plane's (its key would be refused there)
-      out(`key ${k.id} for project ${k.project} (${k.scopes.join(',')}), made through ${target.via}; shown once, store it now:`);
+      out(
+        `key ${k.id} for project ${k.project} (${k.scopes.join(',')}), made through ${target.via}; shown once, store it now:`,
+      );
       out(k.key);
     } else if (verb === 'list') {
       printKeys(await target.keys(), out);

@@ -30,7 +30,8 @@ const durationMs = () => integer(`a whole number of milliseconds 1..${MAX_TIMER_
 const positive = () => integer('a positive integer', 1);
 const nonNegative = () => integer('an integer 0 or more', 0);
 const text = () => z.string().min(1, { error: 'must not be empty' });
-const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.enum(values, wanted(`one of ${values.join(', ')}`));
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z.enum(values, wanted(`one of ${values.join(', ')}`));
 
 /** Every setting the plane reads from the environment; a bad one is refused naming what is wanted and what was given. */
 const Env = z.object({
@@ -38,7 +39,10 @@ const Env = z.object({
   // by its scheme only: postgres.js also takes URLs a URL parser refuses (several hosts: postgres://h1:5432,h2:5432/db)
   WAYMARK_DATABASE_URL: z
     .string()
-    .regex(/^postgres(ql)?:\/\/\S+$/i, { error: 'must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)' })
+    .regex(/^postgres(ql)?:\/\/\S+$/i, {
+      error:
+        'must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)',
+    })
     .optional(),
   WAYMARK_PLANE_DIR: text().default('.waymark/plane'),
   WAYMARK_HOST: text().default('127.0.0.1'),
@@ -52,7 +56,11 @@ const Env = z.object({
   WAYMARK_HEADERS_TIMEOUT_MS: durationMs().default(10_000),
   WAYMARK_METRICS_HOST: text().default('127.0.0.1'),
   WAYMARK_METRICS_PORT: port().optional(),
-  WAYMARK_CLAIM_RELEASE_AFTER_MS: integer(`a whole number of milliseconds 0..${MAX_TIMER_MS} (0: never)`, 0, MAX_TIMER_MS).default(3_600_000),
+  WAYMARK_CLAIM_RELEASE_AFTER_MS: integer(
+    `a whole number of milliseconds 0..${MAX_TIMER_MS} (0: never)`,
+    0,
+    MAX_TIMER_MS,
+  ).default(3_600_000),
   WAYMARK_RETENTION_DAYS: z
     .string(wanted('a positive number of days'))
     .regex(/^\d+(\.\d+)?$/, wanted('a positive number of days'))
@@ -118,10 +126,15 @@ function withoutReplaced(env: NodeJS.ProcessEnv, replaced: Iterable<string>): No
 }
 
 /** The environment's settings, or every problem of them, each `VARIABLE must be …, got …`; the variables of the settings in `replaced` are not read. */
-function parseEnv(env: NodeJS.ProcessEnv, replaced: Iterable<string>): { data: z.output<typeof Env>; problems?: undefined } | { problems: string[] } {
+function parseEnv(
+  env: NodeJS.ProcessEnv,
+  replaced: Iterable<string>,
+): { data: z.output<typeof Env>; problems?: undefined } | { problems: string[] } {
   const r = Env.safeParse(withoutReplaced(env, replaced));
   // each issue is one setting's (its checks share one message), named by its variable
-  return r.success ? { data: r.data } : { problems: r.error.issues.map((i) => `${i.path.map(String).join('.')} ${i.message}`) };
+  return r.success
+    ? { data: r.data }
+    : { problems: r.error.issues.map((i) => `${i.path.map(String).join('.')} ${i.message}`) };
 }
 
 /** What is wrong with a database URL given as --database-url (the value not shown: it may hold a password); null when it is a Postgres URL. */
@@ -142,9 +155,15 @@ export function configProblems(env: NodeJS.ProcessEnv = process.env, replaced: I
  * (FLAG_VARIABLES) is not read when `overrides` gives that setting; the rest
  * of the environment is checked whole.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<PlaneConfig> = {}): Readonly<PlaneConfig> {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<PlaneConfig> = {},
+): Readonly<PlaneConfig> {
   const r = parseEnv(env, Object.keys(overrides));
-  if (r.problems) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `invalid plane configuration: ${r.problems.join('; ')}`, { details: { problems: r.problems } });
+  if (r.problems)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `invalid plane configuration: ${r.problems.join('; ')}`, {
+      details: { problems: r.problems },
+    });
   const e = r.data;
   return Object.freeze({
     databaseUrl: e.WAYMARK_DATABASE_URL,

@@ -47,7 +47,10 @@ export function announceDecisions(db: PlaneDb, projectId: string): void {
 }
 
 /** A decision and where it stands, from its pause's claim (null: not claimed). */
-export function decisionView(d: DecisionRow, claim: Pick<ClaimRow, 'writerId' | 'decisionId' | 'appliedAt' | 'claimedAt'> | null): DecisionView {
+export function decisionView(
+  d: DecisionRow,
+  claim: Pick<ClaimRow, 'writerId' | 'decisionId' | 'appliedAt' | 'claimedAt'> | null,
+): DecisionView {
   let state: DecisionView['state'] = 'pending';
   if (claim) state = claim.decisionId === d.decisionId ? (claim.appliedAt ? 'applied' : 'claimed') : 'superseded';
   return {
@@ -64,18 +67,38 @@ function withClaims(db: Conn) {
   return db
     .select({ d: decisions, claim: claims })
     .from(decisions)
-    .leftJoin(claims, and(eq(claims.projectId, decisions.projectId), eq(claims.executionId, decisions.executionId), eq(claims.checkpointId, decisions.checkpointId)));
+    .leftJoin(
+      claims,
+      and(
+        eq(claims.projectId, decisions.projectId),
+        eq(claims.executionId, decisions.executionId),
+        eq(claims.checkpointId, decisions.checkpointId),
+      ),
+    );
 }
 
 /** The decision recorded for one pause of an execution, with its state; null when none (a decision of another run is not this pause's). */
-export async function decisionOf(db: Conn, projectId: string, executionId: string, checkpointId: string): Promise<DecisionView | null> {
-  const [r] = await withClaims(db).where(and(eq(decisions.projectId, projectId), eq(decisions.executionId, executionId), eq(decisions.checkpointId, checkpointId)));
+export async function decisionOf(
+  db: Conn,
+  projectId: string,
+  executionId: string,
+  checkpointId: string,
+): Promise<DecisionView | null> {
+  const [r] = await withClaims(db).where(
+    and(
+      eq(decisions.projectId, projectId),
+      eq(decisions.executionId, executionId),
+      eq(decisions.checkpointId, checkpointId),
+    ),
+  );
   return r ? decisionView(r.d, r.claim) : null;
 }
 
 /** The decision that holds the key (project, checkpoint id), whatever its execution; null when none. */
 async function decisionHolding(db: Conn, projectId: string, checkpointId: string): Promise<DecisionView | null> {
-  const [r] = await withClaims(db).where(and(eq(decisions.projectId, projectId), eq(decisions.checkpointId, checkpointId)));
+  const [r] = await withClaims(db).where(
+    and(eq(decisions.projectId, projectId), eq(decisions.checkpointId, checkpointId)),
+  );
   return r ? decisionView(r.d, r.claim) : null;
 }
 
@@ -83,14 +106,21 @@ async function decisionHolding(db: Conn, projectId: string, checkpointId: string
 function problemsOf(body: unknown): string[] {
   const r = DecisionRequest.safeParse(body);
   const out = r.success ? [] : issueProblems(r.error, 'the body');
-  if (r.success && r.data.comment !== undefined && 'comment' in r.data.metadata) out.push("comment: given twice (as 'comment' and as 'metadata.comment')");
+  if (r.success && r.data.comment !== undefined && 'comment' in r.data.metadata)
+    out.push("comment: given twice (as 'comment' and as 'metadata.comment')");
   return out;
 }
 
 /** Throw 400 INVALID_DECISION naming every problem of a decision body (the route's validation answers with it too). */
 export function refuseBadDecision(body: unknown): void {
   const problems = problemsOf(body);
-  if (problems.length) throw new HttpError(400, ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${problems.join('; ')}`, { details: { problems } });
+  if (problems.length)
+    throw new HttpError(
+      400,
+      ErrorCode.INVALID_DECISION,
+      `invalid decision, nothing was recorded: ${problems.join('; ')}`,
+      { details: { problems } },
+    );
 }
 
 /**
@@ -102,7 +132,14 @@ export function refuseBadDecision(body: unknown): void {
  * - 409 PAUSE_CLOSED when it was claimed, or closed by a cancel or a deletion (details say by whom).
  * `decidedBy` is the key's name (or a local user's); `comment` goes into `metadata.comment`.
  */
-export async function recordDecision(db: PlaneDb, projectId: string, executionId: string, req: unknown, decidedBy: string, source: Decision['source'] = 'plane'): Promise<DecisionView> {
+export async function recordDecision(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  req: unknown,
+  decidedBy: string,
+  source: Decision['source'] = 'plane',
+): Promise<DecisionView> {
   refuseBadDecision(req);
   const body = DecisionRequest.parse(req);
   const candidate = Decision.safeParse({
@@ -118,7 +155,9 @@ export async function recordDecision(db: PlaneDb, projectId: string, executionId
   });
   if (!candidate.success) {
     const list = candidate.error.issues.map((i) => `${i.path.join('.') || 'the decision'}: ${i.message}`);
-    throw new HttpError(400, ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${list.join('; ')}`, { details: { problems: list } });
+    throw new HttpError(400, ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${list.join('; ')}`, {
+      details: { problems: list },
+    });
   }
   const d = candidate.data;
   const view = await db.transaction(async (tx) => {
@@ -149,23 +188,50 @@ export async function recordDecision(db: PlaneDb, projectId: string, executionId
     const [claim] = await tx
       .select()
       .from(claims)
-      .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, d.checkpointId), eq(claims.executionId, executionId)));
+      .where(
+        and(
+          eq(claims.projectId, projectId),
+          eq(claims.checkpointId, d.checkpointId),
+          eq(claims.executionId, executionId),
+        ),
+      );
     // a claim without the pause's row (an offline claim reported before the pause) closes nothing this plane shows
     const [held] = await tx
       .select({ id: checkpoints.id })
       .from(checkpoints)
-      .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.id, d.checkpointId), eq(checkpoints.executionId, executionId)));
+      .where(
+        and(
+          eq(checkpoints.projectId, projectId),
+          eq(checkpoints.id, d.checkpointId),
+          eq(checkpoints.executionId, executionId),
+        ),
+      );
     if (claim && (held || claim.source === 'delete')) throw pauseClosed(executionId, d.checkpointId, claim);
     if (!pause || pause.checkpointId !== d.checkpointId) {
       const open = pause && pause.state === 'open' ? ` (its open pause is ${pause.checkpointId})` : '';
-      throw new HttpError(404, ErrorCode.PAUSE_NOT_FOUND, `pause ${d.checkpointId} of execution '${executionId}' is not on this plane${open}`, {
-        details: { executionId, checkpointId: d.checkpointId, openPause: open ? pause!.checkpointId : null },
-      });
+      throw new HttpError(
+        404,
+        ErrorCode.PAUSE_NOT_FOUND,
+        `pause ${d.checkpointId} of execution '${executionId}' is not on this plane${open}`,
+        {
+          details: { executionId, checkpointId: d.checkpointId, openPause: open ? pause!.checkpointId : null },
+        },
+      );
     }
     if (pause.state !== 'open') {
-      throw new HttpError(409, ErrorCode.PAUSE_CLOSED, `pause ${d.checkpointId} of execution '${executionId}' was claimed by writer '${pause.claimedBy}'`, {
-        details: { executionId, checkpointId: d.checkpointId, claimedBy: pause.claimedBy, claimedAt: pause.claimedAt?.toISOString() ?? null },
-      });
+      throw new HttpError(
+        409,
+        ErrorCode.PAUSE_CLOSED,
+        `pause ${d.checkpointId} of execution '${executionId}' was claimed by writer '${pause.claimedBy}'`,
+        {
+          details: {
+            executionId,
+            checkpointId: d.checkpointId,
+            claimedBy: pause.claimedBy,
+            claimedAt: pause.claimedAt?.toISOString() ?? null,
+          },
+        },
+      );
     }
     const [row] = await tx
       .insert(decisions)
@@ -187,7 +253,13 @@ function pauseClosed(executionId: string, checkpointId: string, c: ClaimRow): Ht
         ? `closed: its run was deleted at ${at}`
         : `claimed by writer '${c.writerId}' at ${at}`;
   return new HttpError(409, ErrorCode.PAUSE_CLOSED, `pause ${checkpointId} of execution '${executionId}' was ${how}`, {
-    details: { executionId, checkpointId, claimedBy: c.writerId, claimedAt: c.claimedAt.toISOString(), source: c.source },
+    details: {
+      executionId,
+      checkpointId,
+      claimedBy: c.writerId,
+      claimedAt: c.claimedAt.toISOString(),
+      source: c.source,
+    },
   });
 }
 
@@ -197,7 +269,12 @@ function pauseClosed(executionId: string, checkpointId: string, c: ClaimRow): Ht
  * pause need not be on the plane yet. When the pause already has another
  * decision, the first is kept and returned: the caller logs and counts it.
  */
-export async function storeIngestedDecision(tx: Tx, projectId: string, writerId: string, d: Decision): Promise<{ stored: true } | { stored: false; first: Decision | null }> {
+export async function storeIngestedDecision(
+  tx: Tx,
+  projectId: string,
+  writerId: string,
+  d: Decision,
+): Promise<{ stored: true } | { stored: false; first: Decision | null }> {
   const got = await tx
     .insert(decisions)
     .values({ projectId, ...d, writerId })
@@ -207,7 +284,12 @@ export async function storeIngestedDecision(tx: Tx, projectId: string, writerId:
   const [first] = await tx
     .select()
     .from(decisions)
-    .where(and(eq(decisions.projectId, projectId), or(eq(decisions.checkpointId, d.checkpointId), eq(decisions.decisionId, d.decisionId))))
+    .where(
+      and(
+        eq(decisions.projectId, projectId),
+        or(eq(decisions.checkpointId, d.checkpointId), eq(decisions.decisionId, d.decisionId)),
+      ),
+    )
     .orderBy(asc(decisions.feedSeq))
     .limit(1);
   return { stored: false, first: first ? decisionOfRow(first) : null };
@@ -224,27 +306,55 @@ export async function storeIngestedDecision(tx: Tx, projectId: string, writerId:
  * index, and the held claims (few at any time) by theirs; neither walks the
  * pauses long answered.
  */
-export async function listPauses(db: PlaneDb, projectId: string, o: { cursor?: string; limit: number }): Promise<{ items: PauseView[]; nextCursor: string | null }> {
+export async function listPauses(
+  db: PlaneDb,
+  projectId: string,
+  o: { cursor?: string; limit: number },
+): Promise<{ items: PauseView[]; nextCursor: string | null }> {
   const after = decodeCursor(o.cursor, isIdCursor) ?? 0;
   const read = (tx: Conn, open: boolean) => {
     const q = tx
       .select({ p: pendingInterrupts, claim: claims, d: decisions })
       .from(pendingInterrupts)
       // by (project, execution) too: the primary key of a pause, from a held claim
-      .leftJoin(claims, and(eq(claims.projectId, pendingInterrupts.projectId), eq(claims.executionId, pendingInterrupts.executionId), eq(claims.checkpointId, pendingInterrupts.checkpointId)))
+      .leftJoin(
+        claims,
+        and(
+          eq(claims.projectId, pendingInterrupts.projectId),
+          eq(claims.executionId, pendingInterrupts.executionId),
+          eq(claims.checkpointId, pendingInterrupts.checkpointId),
+        ),
+      )
       .leftJoin(
         decisions,
-        and(eq(decisions.projectId, pendingInterrupts.projectId), eq(decisions.executionId, pendingInterrupts.executionId), eq(decisions.checkpointId, pendingInterrupts.checkpointId)),
+        and(
+          eq(decisions.projectId, pendingInterrupts.projectId),
+          eq(decisions.executionId, pendingInterrupts.executionId),
+          eq(decisions.checkpointId, pendingInterrupts.checkpointId),
+        ),
       );
     const where = open
-      ? and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'open'), gt(pendingInterrupts.openedSeq, after))
-      : and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'claimed'), gt(pendingInterrupts.openedSeq, after), eq(claims.source, 'api'), isNull(claims.appliedAt));
+      ? and(
+          eq(pendingInterrupts.projectId, projectId),
+          eq(pendingInterrupts.state, 'open'),
+          gt(pendingInterrupts.openedSeq, after),
+        )
+      : and(
+          eq(pendingInterrupts.projectId, projectId),
+          eq(pendingInterrupts.state, 'claimed'),
+          gt(pendingInterrupts.openedSeq, after),
+          eq(claims.source, 'api'),
+          isNull(claims.appliedAt),
+        );
     return q
       .where(where)
       .orderBy(asc(pendingInterrupts.openedSeq))
       .limit(o.limit + 1);
   };
-  const both = await db.transaction(async (tx) => [...(await read(tx, true)), ...(await read(tx, false))], { isolationLevel: 'repeatable read', accessMode: 'read only' });
+  const both = await db.transaction(async (tx) => [...(await read(tx, true)), ...(await read(tx, false))], {
+    isolationLevel: 'repeatable read',
+    accessMode: 'read only',
+  });
   const rows = both.sort((a, b) => a.p.openedSeq - b.p.openedSeq).slice(0, o.limit + 1);
   const page = rows.slice(0, o.limit);
   const now = Date.now();
@@ -266,7 +376,12 @@ export async function listPauses(db: PlaneDb, projectId: string, o: { cursor?: s
 export const feedCursor = (after: string | undefined): number => seqCursor(after, '/v1/decisions');
 
 /** Decisions recorded after feed seq `after`, in recording order, with their states; `nextCursor` is the last one's seq (or `after`). */
-export async function decisionFeed(db: PlaneDb, projectId: string, after: number, limit: number): Promise<{ items: DecisionView[]; nextCursor: string }> {
+export async function decisionFeed(
+  db: PlaneDb,
+  projectId: string,
+  after: number,
+  limit: number,
+): Promise<{ items: DecisionView[]; nextCursor: string }> {
   const rows = await withClaims(db)
     .where(and(eq(decisions.projectId, projectId), gt(decisions.feedSeq, after)))
     .orderBy(asc(decisions.feedSeq))
@@ -300,6 +415,13 @@ export function feedWaiters(db: PlaneDb): { polls: number; listeners: number; ti
  * same cursor. Stops waiting when `signal` aborts (the client hung up, the
  * plane closes).
  */
-export function waitForDecisions(db: PlaneDb, projectId: string, after: number, limit: number, waitMs: number, signal?: AbortSignal) {
+export function waitForDecisions(
+  db: PlaneDb,
+  projectId: string,
+  after: number,
+  limit: number,
+  waitMs: number,
+  signal?: AbortSignal,
+) {
   return waitForFeed(db, DECISIONS, projectId, after, limit, waitMs, signal);
 }

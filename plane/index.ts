@@ -50,22 +50,40 @@ export interface IngestOutcome {
 }
 
 /** The plane's HTTP app: serve `app.fetch` with any fetch-style server. */
-export const createPlaneApp: (o: PlaneAppOptions) => { app: { fetch(request: Request): Response | Promise<Response> } } = app.createPlaneApp as never;
-export const startPlane: (config: Readonly<PlaneConfig>, options?: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] }) => Promise<RunningPlane> =
-  server.startPlane as never;
-export const bootstrap: (database: PlaneDatabase, dir: string) => Promise<{ key: string; file: string | null } | null> = server.bootstrap as never;
+export const createPlaneApp: (o: PlaneAppOptions) => {
+  app: { fetch(request: Request): Response | Promise<Response> };
+} = app.createPlaneApp as never;
+export const startPlane: (
+  config: Readonly<PlaneConfig>,
+  options?: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] },
+) => Promise<RunningPlane> = server.startPlane as never;
+export const bootstrap: (database: PlaneDatabase, dir: string) => Promise<{ key: string; file: string | null } | null> =
+  server.bootstrap as never;
 export const adminKeyPath: (dataDir: string) => string = server.adminKeyPath;
 export const openPlaneDatabase: (o: OpenOptions) => Promise<PlaneDatabase> = open.openPlaneDatabase as never;
 export const createKey: (
   db: PlaneDb,
   o: { project: string; name?: string; scopes: Scope[]; createProject?: boolean; visibleTo?: string },
 ) => Promise<{ key: string; id: string; projectId: string; scopes: Scope[] }> = auth.createKey as never;
-export const createProject: (db: PlaneDb, name: string) => Promise<{ id: string; name: string }> = auth.createProject as never;
-export const listProjects: (db: PlaneDb, only?: string) => Promise<{ id: string; name: string; createdAt: Date }[]> = auth.listProjects as never;
-export const listKeys: (db: PlaneDb, projectId?: string) => Promise<{ id: string; name: string; project: string; scopes: string[]; createdAt: Date; revokedAt: Date | null }[]> =
-  auth.listKeys as never;
+export const createProject: (db: PlaneDb, name: string) => Promise<{ id: string; name: string }> =
+  auth.createProject as never;
+export const listProjects: (db: PlaneDb, only?: string) => Promise<{ id: string; name: string; createdAt: Date }[]> =
+  auth.listProjects as never;
+export const listKeys: (
+  db: PlaneDb,
+  projectId?: string,
+) => Promise<
+  { id: string; name: string; project: string; scopes: string[]; createdAt: Date; revokedAt: Date | null }[]
+> = auth.listKeys as never;
 export const revokeKey: (db: PlaneDb, id: string, projectId?: string) => Promise<boolean> = auth.revokeKey as never;
-export const authenticate: (db: PlaneDb, key: string | undefined) => Promise<Principal | null> = auth.authenticate as never;
-export const ingestBatch: (db: PlaneDb, projectId: string, writerId: string, backlog: Backlog | undefined, rows: unknown[]) => Promise<IngestOutcome> = ingest.ingestBatch as never;
+export const authenticate: (db: PlaneDb, key: string | undefined) => Promise<Principal | null> =
+  auth.authenticate as never;
+export const ingestBatch: (
+  db: PlaneDb,
+  projectId: string,
+  writerId: string,
+  backlog: Backlog | undefined,
+  rows: unknown[],
+) => Promise<IngestOutcome> = ingest.ingestBatch as never;
 /** A key for a project that does not exist (UNKNOWN_PROJECT, listing the known ones). */
 export const UnknownProject: new (name: string, known: string[]) => WaymarkError = auth.UnknownProject;

@@ -7,7 +7,19 @@
  */
 import { and, eq, sql } from 'drizzle-orm';
 import type { OutboxEvent } from '../shared/rows.js';
-import { checkpoints, claimConflicts, claims, events, executions, holes, idempotency, pendingInterrupts, runContacts, runOwners, runTakeovers } from './db/schema.js';
+import {
+  checkpoints,
+  claimConflicts,
+  claims,
+  events,
+  executions,
+  holes,
+  idempotency,
+  pendingInterrupts,
+  runContacts,
+  runOwners,
+  runTakeovers,
+} from './db/schema.js';
 import { lockChanges } from './changes.js';
 import { storeIngestedDecision } from './decisions.js';
 import { hashOf, type Item, reject, type Tx } from './ingest.js';
@@ -16,7 +28,15 @@ async function recordEvent(tx: Tx, projectId: string, writerId: string, item: It
   const e = item.event!;
   const got = await tx
     .insert(events)
-    .values({ projectId, id: e.id, kind: e.kind, executionId: item.executionId!, writerId, hash: item.hash!, key: e.kind === 'idempotency' ? e.row.key : null })
+    .values({
+      projectId,
+      id: e.id,
+      kind: e.kind,
+      executionId: item.executionId!,
+      writerId,
+      hash: item.hash!,
+      key: e.kind === 'idempotency' ? e.row.key : null,
+    })
     .onConflictDoNothing()
     .returning({ id: events.id });
   if (got.length) return true;
@@ -64,10 +84,19 @@ async function ownerOf(tx: Tx, projectId: string, checkpointId: string): Promise
  * another execution: it would open, claim or close that run's pause, or take
  * its pause's key. `path` names the field in the refusal. True when refused.
  */
-async function namesOtherRun(c: EventContext, path: string, checkpointId: string, executionId: string): Promise<boolean> {
+async function namesOtherRun(
+  c: EventContext,
+  path: string,
+  checkpointId: string,
+  executionId: string,
+): Promise<boolean> {
   const owner = await ownerOf(c.tx, c.projectId, checkpointId);
   if (owner === null || owner === executionId) return false;
-  reject(c.item, 'invalid', `${path}: checkpoint ${checkpointId} belongs to execution '${owner}', not '${executionId}'`);
+  reject(
+    c.item,
+    'invalid',
+    `${path}: checkpoint ${checkpointId} belongs to execution '${owner}', not '${executionId}'`,
+  );
   return true;
 }
 
@@ -98,7 +127,13 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     const [prev] = await tx
       .select({ hash: idempotency.hash })
       .from(idempotency)
-      .where(and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, e.row.executionId), eq(idempotency.key, e.row.key)));
+      .where(
+        and(
+          eq(idempotency.projectId, projectId),
+          eq(idempotency.executionId, e.row.executionId),
+          eq(idempotency.key, e.row.key),
+        ),
+      );
     const entryHash = hashOf(e.row.result);
     if (prev && prev.hash !== entryHash) {
       reject(item, 'conflict', `idempotency key '${e.row.key}' already holds a different result`);
@@ -106,7 +141,11 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     }
     // an entry does not change its execution's summary: recorded, not touched
     if (!(await recordEvent(tx, projectId, writerId, item))) return;
-    if (!prev) await tx.insert(idempotency).values({ projectId, executionId: e.row.executionId, key: e.row.key, row: e.row, hash: entryHash, writerId }).onConflictDoNothing();
+    if (!prev)
+      await tx
+        .insert(idempotency)
+        .values({ projectId, executionId: e.row.executionId, key: e.row.key, row: e.row, hash: entryHash, writerId })
+        .onConflictDoNothing();
   },
 
   async interrupt_opened(c, e) {
@@ -191,7 +230,15 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     // claim of it at the plane; a writer that already claimed it meanwhile is recorded as a claim conflict
     const won = await tx
       .insert(claims)
-      .values({ projectId, checkpointId: e.checkpointId, executionId: e.executionId, writerId: e.writerId, source: 'cancel', claimedAt: new Date(e.closedAt), appliedAt: new Date(e.closedAt) })
+      .values({
+        projectId,
+        checkpointId: e.checkpointId,
+        executionId: e.executionId,
+        writerId: e.writerId,
+        source: 'cancel',
+        claimedAt: new Date(e.closedAt),
+        appliedAt: new Date(e.closedAt),
+      })
       .onConflictDoNothing()
       .returning({ writerId: claims.writerId });
     if (!won.length) {
@@ -210,12 +257,19 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
         });
       }
     }
-    await tx.delete(pendingInterrupts).where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
+    await tx
+      .delete(pendingInterrupts)
+      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.checkpointId, e.checkpointId)));
   },
 
   async decision_recorded(c, e) {
     // only a local store's decisions travel by the outbox; the plane's own are never sent back
-    if (e.row.source !== 'local') return reject(c.item, 'invalid', "row.source: a decision_recorded event carries a decision recorded in a local store ('local')");
+    if (e.row.source !== 'local')
+      return reject(
+        c.item,
+        'invalid',
+        "row.source: a decision_recorded event carries a decision recorded in a local store ('local')",
+      );
     // a decision naming a pause the plane knows as another run's would take that pause's key from its own decision
     if (await namesOtherRun(c, 'row.checkpointId', e.row.checkpointId, e.row.executionId)) return;
     if (!(await recordEvent(c.tx, c.projectId, c.writerId, c.item))) return;
@@ -229,15 +283,30 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     const [open] = await tx
       .select({ checkpointId: pendingInterrupts.checkpointId })
       .from(pendingInterrupts)
-      .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, e.executionId), eq(pendingInterrupts.state, 'open')));
+      .where(
+        and(
+          eq(pendingInterrupts.projectId, projectId),
+          eq(pendingInterrupts.executionId, e.executionId),
+          eq(pendingInterrupts.state, 'open'),
+        ),
+      );
     if (open) {
       const at = new Date(e.deletedAt);
       await tx
         .insert(claims)
-        .values({ projectId, checkpointId: open.checkpointId, executionId: e.executionId, writerId: c.writerId, source: 'delete', claimedAt: at, appliedAt: at })
+        .values({
+          projectId,
+          checkpointId: open.checkpointId,
+          executionId: e.executionId,
+          writerId: c.writerId,
+          source: 'delete',
+          claimedAt: at,
+          appliedAt: at,
+        })
         .onConflictDoNothing();
     }
-    const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) => and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
+    const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) =>
+      and(eq(t.projectId as never, projectId), eq(t.executionId as never, e.executionId));
     await tx.delete(checkpoints).where(where(checkpoints));
     await tx.delete(pendingInterrupts).where(where(pendingInterrupts));
     await tx.delete(idempotency).where(where(idempotency));
@@ -262,7 +331,9 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
  * opened and then closed or deleted in the batch has no row left to update).
  */
 export async function stampOpenedPauses(tx: Tx, projectId: string, items: Item[]): Promise<void> {
-  const opened = [...new Set(items.filter((i) => !i.result && i.event?.kind === 'interrupt_opened').map((i) => i.executionId!))];
+  const opened = [
+    ...new Set(items.filter((i) => !i.result && i.event?.kind === 'interrupt_opened').map((i) => i.executionId!)),
+  ];
   if (!opened.length) return;
   await lockChanges(tx, projectId);
   // nextval over the ordered subquery: the batch's first opened pause draws the smallest seq
@@ -276,7 +347,17 @@ export async function stampOpenedPauses(tx: Tx, projectId: string, items: Item[]
 }
 
 /** Store one event (not a checkpoint) by its kind's handler. */
-export async function storeEvent(tx: Tx, projectId: string, writerId: string, item: Item, touched: Set<string>, deleted: Map<string, string>) {
+export async function storeEvent(
+  tx: Tx,
+  projectId: string,
+  writerId: string,
+  item: Item,
+  touched: Set<string>,
+  deleted: Map<string, string>,
+) {
   const e = item.event as EventOf<StoredKind>;
-  await (STORE_EVENT[e.kind] as (c: EventContext, e: EventOf<StoredKind>) => Promise<void>)({ tx, projectId, writerId, item, touched, deleted }, e);
+  await (STORE_EVENT[e.kind] as (c: EventContext, e: EventOf<StoredKind>) => Promise<void>)(
+    { tx, projectId, writerId, item, touched, deleted },
+    e,
+  );
 }

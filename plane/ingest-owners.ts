@@ -32,7 +32,9 @@ const checkpointOf = (i: Item): Checkpoint | null => (!i.result && i.event?.kind
  */
 export async function refuseOffBranch(tx: Tx, projectId: string, writerId: string, items: Item[]): Promise<void> {
   // a run the batch deletes starts again under its id after the deletion: its new rows follow nothing the plane holds
-  const deleted = new Set(items.flatMap((i) => (!i.result && i.event?.kind === 'execution_deleted' ? [i.event.executionId] : [])));
+  const deleted = new Set(
+    items.flatMap((i) => (!i.result && i.event?.kind === 'execution_deleted' ? [i.event.executionId] : [])),
+  );
   const rows = items.filter((i) => checkpointOf(i) && !deleted.has(checkpointOf(i)!.executionId));
   if (!rows.length) return;
   const ids = [...new Set(rows.map((i) => checkpointOf(i)!.executionId))];
@@ -57,7 +59,12 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
   const owners = new Map(
     (
       await tx
-        .select({ executionId: runOwners.executionId, writerId: runOwners.writerId, epoch: runOwners.epoch, live: sql<boolean>`${runOwners.state} = 'held' AND ${runOwners.expiresAt} > now()` })
+        .select({
+          executionId: runOwners.executionId,
+          writerId: runOwners.writerId,
+          epoch: runOwners.epoch,
+          live: sql<boolean>`${runOwners.state} = 'held' AND ${runOwners.expiresAt} > now()`,
+        })
         .from(runOwners)
         .where(and(eq(runOwners.projectId, projectId), inArray(runOwners.executionId, ids)))
     ).map((o) => [o.executionId, o]),
@@ -67,7 +74,13 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
   const newest = new Map(
     (
       await tx
-        .selectDistinctOn([checkpoints.executionId], { executionId: checkpoints.executionId, seq: checkpoints.seq, step: checkpoints.step, status: checkpoints.status, writerId: checkpoints.writerId })
+        .selectDistinctOn([checkpoints.executionId], {
+          executionId: checkpoints.executionId,
+          seq: checkpoints.seq,
+          step: checkpoints.step,
+          status: checkpoints.status,
+          writerId: checkpoints.writerId,
+        })
         .from(checkpoints)
         .where(and(eq(checkpoints.projectId, projectId), inArray(checkpoints.executionId, ids)))
         .orderBy(checkpoints.executionId, sql`${checkpoints.seq} DESC`)
@@ -83,7 +96,12 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
   const at = new Map(
     (
       await tx
-        .select({ executionId: checkpoints.executionId, seq: checkpoints.seq, id: checkpoints.id, writerId: checkpoints.writerId })
+        .select({
+          executionId: checkpoints.executionId,
+          seq: checkpoints.seq,
+          id: checkpoints.id,
+          writerId: checkpoints.writerId,
+        })
         .from(checkpoints)
         .where(
           and(
@@ -98,7 +116,11 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
   for (const item of fresh) {
     const row = checkpointOf(item)!;
     const refuse = async (why: string, fenceAt: number, winner: string) => {
-      reject(item, 'taken_over', `execution ${row.executionId}: ${why}; this writer's later rows of the run are refused until it takes the run again`);
+      reject(
+        item,
+        'taken_over',
+        `execution ${row.executionId}: ${why}; this writer's later rows of the run are refused until it takes the run again`,
+      );
       if (!refusedFrom.has(row.executionId)) {
         refusedFrom.set(row.executionId, row.seq);
         await fenceWriter(tx, projectId, row.executionId, writerId, winner, fenceAt);
@@ -116,7 +138,11 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
       continue;
     }
     if (refusedFrom.has(row.executionId)) {
-      await refuse(`row ${row.id} follows row(s) of this batch the plane refused (from seq ${refusedFrom.get(row.executionId)})`, row.seq - 1, PLANE_WRITER);
+      await refuse(
+        `row ${row.id} follows row(s) of this batch the plane refused (from seq ${refusedFrom.get(row.executionId)})`,
+        row.seq - 1,
+        PLANE_WRITER,
+      );
       continue;
     }
     // a delta names the row it follows: one that is not the plane's row before it is another branch's
@@ -130,7 +156,12 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
       continue;
     }
     const end = newest.get(row.executionId);
-    if (end && end.step === 'run_end' && (end.status === 'completed' || end.status === 'cancelled') && row.seq > end.seq) {
+    if (
+      end &&
+      end.step === 'run_end' &&
+      (end.status === 'completed' || end.status === 'cancelled') &&
+      row.seq > end.seq
+    ) {
       await refuse(`the run ended at seq ${end.seq} (${end.status}) on the plane`, end.seq, end.writerId);
       continue;
     }
@@ -148,7 +179,9 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
  * nobody now): the writer's runner then stops as cancelled, not as taken over.
  */
 export async function markCancelled(tx: Tx, projectId: string, items: Item[]): Promise<void> {
-  const refused = items.filter((i) => i.result?.status === 'rejected' && i.result.code === 'taken_over' && i.executionId);
+  const refused = items.filter(
+    (i) => i.result?.status === 'rejected' && i.result.code === 'taken_over' && i.executionId,
+  );
   if (!refused.length) return;
   const ids = [...new Set(refused.map((i) => i.executionId!))];
   const cancelled = new Set(
@@ -156,14 +189,27 @@ export async function markCancelled(tx: Tx, projectId: string, items: Item[]): P
       await tx
         .select({ executionId: runOwners.executionId })
         .from(runOwners)
-        .where(and(eq(runOwners.projectId, projectId), inArray(runOwners.executionId, ids), eq(runOwners.state, 'cancelled')))
+        .where(
+          and(
+            eq(runOwners.projectId, projectId),
+            inArray(runOwners.executionId, ids),
+            eq(runOwners.state, 'cancelled'),
+          ),
+        )
     ).map((o) => o.executionId),
   );
-  for (const i of refused) if (cancelled.has(i.executionId!) && i.result?.status === 'rejected') i.result.cancelled = true;
+  for (const i of refused)
+    if (cancelled.has(i.executionId!) && i.result?.status === 'rejected') i.result.cancelled = true;
 }
 
 /** After the batch's rows are stored: each run's owner follows what was accepted (owners.ts followRows). */
-export async function followAccepted(tx: Tx, projectId: string, writerId: string, items: Item[], floorMs: number): Promise<void> {
+export async function followAccepted(
+  tx: Tx,
+  projectId: string,
+  writerId: string,
+  items: Item[],
+  floorMs: number,
+): Promise<void> {
   const runs = new Map<string, { last: Checkpoint | null; paused: boolean; first: boolean; graph: boolean }>();
   for (const i of items) {
     // stored by this batch (a redelivered row changed nothing when it came again)

@@ -66,8 +66,19 @@ function prepare(rows: unknown[]): Item[] {
       const id = idOf(raw);
       const kind = (raw as { kind?: unknown } | null)?.kind;
       const execution = executionGuess(raw);
-      const about = [id && `id ${id}`, typeof kind === 'string' && `kind ${clean(kind, 64)}`, execution && `execution ${execution}`].filter(Boolean).join(', ');
-      const item: Item = { index, id, raw, text: `(a row${about ? ` (${about})` : ''} nested too deep to write back as JSON: ${(e as Error).message})` };
+      const about = [
+        id && `id ${id}`,
+        typeof kind === 'string' && `kind ${clean(kind, 64)}`,
+        execution && `execution ${execution}`,
+      ]
+        .filter(Boolean)
+        .join(', ');
+      const item: Item = {
+        index,
+        id,
+        raw,
+        text: `(a row${about ? ` (${about})` : ''} nested too deep to write back as JSON: ${(e as Error).message})`,
+      };
       reject(item, 'invalid', `(row): nested deeper than ${LIMITS.jsonDepth}`);
       return item;
     }
@@ -116,7 +127,14 @@ export interface IngestOutcome {
  * alone (the plane's takeover delay): each accepted row of the owner extends
  * its hold to at least this long from now.
  */
-export async function ingestBatch(db: PlaneDb, projectId: string, writerId: string, backlog: Backlog | undefined, rows: unknown[], ownerHoldMs = 60_000): Promise<IngestOutcome> {
+export async function ingestBatch(
+  db: PlaneDb,
+  projectId: string,
+  writerId: string,
+  backlog: Backlog | undefined,
+  rows: unknown[],
+  ownerHoldMs = 60_000,
+): Promise<IngestOutcome> {
   const items = prepare(rows);
   const touched = new Set<string>();
   /** Executions deleted by this batch → its writer (the change feed's tombstones). */
@@ -158,12 +176,18 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
             const r = i.result as Extract<RowResult, { status: 'rejected' }>;
             // a limit in bytes, as its name says: 16 KiB of CJK text is 5,461 characters, not 16,384
             const text = i.text.replace(/\u0000/g, '\uFFFD');
-            const payload = text.length * 3 <= LIMITS.quarantinePayloadBytes ? text : startWithin(text, LIMITS.quarantinePayloadBytes, utf8Bytes);
+            const payload =
+              text.length * 3 <= LIMITS.quarantinePayloadBytes
+                ? text
+                : startWithin(text, LIMITS.quarantinePayloadBytes, utf8Bytes);
             return {
               projectId,
               writerId,
               rowId: i.id,
-              kind: typeof (i.raw as { kind?: unknown })?.kind === 'string' ? clean((i.raw as { kind: string }).kind, 64) : null,
+              kind:
+                typeof (i.raw as { kind?: unknown })?.kind === 'string'
+                  ? clean((i.raw as { kind: string }).kind, 64)
+                  : null,
               executionId: i.executionId ?? executionGuess(i.raw),
               code: r.code,
               reason: r.reason,
@@ -198,7 +222,13 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
           lastSeen: sql`now()`,
           rowsAcked: sql`${writers.rowsAcked} + ${acked}`,
           rowsRejected: sql`${writers.rowsRejected} + ${newlyRefused}`,
-          ...(backlog ? { backlogRows: backlog.rows, backlogBytes: backlog.bytes, oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null } : {}),
+          ...(backlog
+            ? {
+                backlogRows: backlog.rows,
+                backlogBytes: backlog.bytes,
+                oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null,
+              }
+            : {}),
         },
       });
     // last: under the project's commit-order lock held to commit (changes.ts), the change feed's stamps, then the
@@ -211,7 +241,11 @@ export async function ingestBatch(db: PlaneDb, projectId: string, writerId: stri
   const results = items.map((i) => i.result ?? { id: i.id, status: 'accepted' as const });
   const stored = items.filter((i) => i.decision?.stored && !i.result).length;
   if (stored) announceDecisions(db, projectId);
-  const dropped = items.flatMap((i) => (i.decision && !i.decision.stored && i.event?.kind === 'decision_recorded' ? [{ decision: i.event.row, first: i.decision.first }] : []));
+  const dropped = items.flatMap((i) =>
+    i.decision && !i.decision.stored && i.event?.kind === 'decision_recorded'
+      ? [{ decision: i.event.row, first: i.decision.first }]
+      : [],
+  );
   return {
     decisions: { stored, dropped },
     results,
@@ -253,9 +287,20 @@ async function refuseTakenOver(tx: Tx, projectId: string, writerId: string, item
   const ids = [...new Set(items.filter((i) => !i.result && i.executionId).map((i) => i.executionId!))];
   if (!ids.length) return;
   const lost = await tx
-    .select({ executionId: runTakeovers.executionId, fromSeq: runTakeovers.fromSeq, winner: runTakeovers.winnerWriterId, at: runTakeovers.at })
+    .select({
+      executionId: runTakeovers.executionId,
+      fromSeq: runTakeovers.fromSeq,
+      winner: runTakeovers.winnerWriterId,
+      at: runTakeovers.at,
+    })
     .from(runTakeovers)
-    .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.loserWriterId, writerId), inArray(runTakeovers.executionId, ids)))
+    .where(
+      and(
+        eq(runTakeovers.projectId, projectId),
+        eq(runTakeovers.loserWriterId, writerId),
+        inArray(runTakeovers.executionId, ids),
+      ),
+    )
     .orderBy(runTakeovers.fromSeq);
   if (!lost.length) return;
   // a row the plane already stores (a batch sent again after its answer was lost) is answered by its id, as ever
@@ -303,7 +348,10 @@ async function recordContacts(tx: Tx, projectId: string, writerId: string, items
   await tx
     .insert(runContacts)
     .values([...pairs.values()])
-    .onConflictDoUpdate({ target: [runContacts.projectId, runContacts.executionId, runContacts.writerId], set: { lastContactAt: sql`now()` } });
+    .onConflictDoUpdate({
+      target: [runContacts.projectId, runContacts.executionId, runContacts.writerId],
+      set: { lastContactAt: sql`now()` },
+    });
 }
 
 /**
@@ -328,7 +376,13 @@ function holeOf(item: Item): { executionId: string; seq: number } | null {
   const raw = item.raw as { kind?: unknown; row?: { executionId?: unknown; seq?: unknown } } | null;
   if (raw?.kind !== 'checkpoint' || typeof raw.row !== 'object' || raw.row === null) return null;
   const { executionId, seq } = raw.row;
-  if (typeof executionId !== 'string' || !executionId || executionId.length > LIMITS.executionIdLength || executionId.includes('\u0000')) return null;
+  if (
+    typeof executionId !== 'string' ||
+    !executionId ||
+    executionId.length > LIMITS.executionIdLength ||
+    executionId.includes('\u0000')
+  )
+    return null;
   if (!Number.isSafeInteger(seq) || (seq as number) < 0 || (seq as number) > 2 ** 31 - 1) return null;
   return { executionId, seq: seq as number };
 }
@@ -344,12 +398,21 @@ async function recordHoles(tx: Tx, projectId: string, writerId: string, items: I
   for (const item of items) {
     // `conflict`: this id is already stored (the plane's chain holds that very row), so nothing is missing
     // `taken_over`: the loser's branch after a takeover; the winner's rows fill those seqs
-    if (item.result?.status !== 'rejected' || item.result.code === 'conflict' || item.result.code === 'taken_over') continue;
+    if (item.result?.status !== 'rejected' || item.result.code === 'conflict' || item.result.code === 'taken_over')
+      continue;
     const at = holeOf(item);
     if (!at) continue;
     // the refused row's own writer when it names one (the machine whose branch it is), else the batch's
-    const rowWriter = item.event && 'row' in item.event && 'writerId' in item.event.row ? item.event.row.writerId : null;
-    values.push({ projectId, ...at, code: item.result.code, reason: item.result.reason, writerId: rowWriter ?? writerId, rowId: item.id });
+    const rowWriter =
+      item.event && 'row' in item.event && 'writerId' in item.event.row ? item.event.row.writerId : null;
+    values.push({
+      projectId,
+      ...at,
+      code: item.result.code,
+      reason: item.result.reason,
+      writerId: rowWriter ?? writerId,
+      rowId: item.id,
+    });
     touched.add(at.executionId);
   }
   for (let i = 0; i < values.length; i += 500)
@@ -447,7 +510,12 @@ export const holeIsGap = sql.raw(`NOT (holes.code = 'seq_conflict'
  * tombstones) in the change feed. Stamping takes the feed's per-project lock
  * to commit: call this as the transaction's last step (see changes.ts).
  */
-export async function refreshExecutions(tx: Tx, projectId: string, executionIds: string[], deleted: ReadonlyMap<string, string> = new Map()): Promise<void> {
+export async function refreshExecutions(
+  tx: Tx,
+  projectId: string,
+  executionIds: string[],
+  deleted: ReadonlyMap<string, string> = new Map(),
+): Promise<void> {
   if (!executionIds.length) return stampChanges(tx, projectId, [], deleted);
   const ids = sql.join(
     executionIds.map((id) => sql`${id}`),

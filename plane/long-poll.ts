@@ -104,7 +104,15 @@ function watch(db: PlaneDb, feed: Feed<FeedPage>, projectId: string): () => void
  * seeing a newer seq), else an empty page with the same cursor. Stops waiting
  * when `signal` aborts (the client hung up, the plane closes).
  */
-export async function waitForFeed<P extends FeedPage>(db: PlaneDb, feed: Feed<P>, projectId: string, after: number, limit: number, waitMs: number, signal?: AbortSignal): Promise<P> {
+export async function waitForFeed<P extends FeedPage>(
+  db: PlaneDb,
+  feed: Feed<P>,
+  projectId: string,
+  after: number,
+  limit: number,
+  waitMs: number,
+  signal?: AbortSignal,
+): Promise<P> {
   const deadline = performance.now() + waitMs;
   const bus = feedSignal(db);
   let wake: (() => void) | null = null;
@@ -157,8 +165,18 @@ export async function waitForFeed<P extends FeedPage>(db: PlaneDb, feed: Feed<P>
  */
 export function seqCursor(after: string | undefined, path: string): number {
   if (after === undefined || after === '') return 0;
-  if (!/^(0|[1-9][0-9]{0,15})$/.test(after)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after.slice(0, 40)}' is not a cursor this plane issued (a nextCursor of GET ${path})`);
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(after))
+    throw new HttpError(
+      400,
+      ErrorCode.BAD_CURSOR,
+      `after: '${after.slice(0, 40)}' is not a cursor this plane issued (a nextCursor of GET ${path})`,
+    );
   const n = Number(after);
-  if (!Number.isSafeInteger(n)) throw new HttpError(400, ErrorCode.BAD_CURSOR, `after: '${after}' is above the largest feed seq this plane can issue (${Number.MAX_SAFE_INTEGER})`);
+  if (!Number.isSafeInteger(n))
+    throw new HttpError(
+      400,
+      ErrorCode.BAD_CURSOR,
+      `after: '${after}' is above the largest feed seq this plane can issue (${Number.MAX_SAFE_INTEGER})`,
+    );
   return n;
 }

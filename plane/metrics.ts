@@ -16,17 +16,39 @@ export function planeMetrics() {
   const registry = new Registry();
   return {
     registry,
-    requests: new Counter({ name: 'waymark_http_requests_total', help: 'HTTP requests', labelNames: ['method', 'route', 'status'], registers: [registry] }),
-    ingestRows: new Counter({ name: 'waymark_ingest_rows_total', help: 'Ingested rows by result', labelNames: ['result'], registers: [registry] }),
+    requests: new Counter({
+      name: 'waymark_http_requests_total',
+      help: 'HTTP requests',
+      labelNames: ['method', 'route', 'status'],
+      registers: [registry],
+    }),
+    ingestRows: new Counter({
+      name: 'waymark_ingest_rows_total',
+      help: 'Ingested rows by result',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
     ingestSeconds: new Histogram({
       name: 'waymark_ingest_duration_seconds',
       help: 'Ingest request latency',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
-    decisionsDropped: new Counter({ name: 'waymark_decisions_dropped_total', help: 'Ingested decisions dropped because their pause already had one (the first is kept)', registers: [registry] }),
-    ingestWaiting: new Gauge({ name: 'waymark_ingest_waiting', help: 'Ingest batches waiting for an admission slot', registers: [registry] }),
-    quarantineRows: new Gauge({ name: 'waymark_quarantine_rows', help: 'Rows held in quarantine', registers: [registry] }),
+    decisionsDropped: new Counter({
+      name: 'waymark_decisions_dropped_total',
+      help: 'Ingested decisions dropped because their pause already had one (the first is kept)',
+      registers: [registry],
+    }),
+    ingestWaiting: new Gauge({
+      name: 'waymark_ingest_waiting',
+      help: 'Ingest batches waiting for an admission slot',
+      registers: [registry],
+    }),
+    quarantineRows: new Gauge({
+      name: 'waymark_quarantine_rows',
+      help: 'Rows held in quarantine',
+      registers: [registry],
+    }),
   };
 }
 export type PlaneMetrics = ReturnType<typeof planeMetrics>;

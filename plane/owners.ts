@@ -70,8 +70,18 @@ export async function lockedOwner(tx: Tx, projectId: string, executionId: string
 }
 
 /** Another store instance under the asker's writer id holds the run: a copied store file (or one writer id given to two stores). */
-export function isCopy(owner: { writerId: string; instance: string | null; state: string } | null, a: Pick<Asker, 'writerId' | 'instance'>): boolean {
-  return !!owner && owner.state === 'held' && owner.writerId === a.writerId && owner.instance !== null && a.instance !== null && owner.instance !== a.instance;
+export function isCopy(
+  owner: { writerId: string; instance: string | null; state: string } | null,
+  a: Pick<Asker, 'writerId' | 'instance'>,
+): boolean {
+  return (
+    !!owner &&
+    owner.state === 'held' &&
+    owner.writerId === a.writerId &&
+    owner.instance !== null &&
+    a.instance !== null &&
+    owner.instance !== a.instance
+  );
 }
 
 /** Whether a held owner's hold still runs by the plane's clock. */
@@ -91,21 +101,54 @@ const expiry = (ttlMs: number) => sql`now() + make_interval(secs => ${ttlMs / 10
  * and the asker's own fences of the run are lifted (its copy was checked to
  * hold what the plane holds). Returns the new epoch.
  */
-export async function acquireOwner(tx: Tx, projectId: string, executionId: string, a: Asker, prev: OwnerRow | null): Promise<number> {
+export async function acquireOwner(
+  tx: Tx,
+  projectId: string,
+  executionId: string,
+  a: Asker,
+  prev: OwnerRow | null,
+): Promise<number> {
   const epoch = (prev?.epoch ?? 0) + 1;
-  const values = { writerId: a.writerId, holder: a.holder, instance: a.instance, epoch, state: 'held', expiresAt: expiry(a.ttlMs), updatedAt: sql`now()` };
+  const values = {
+    writerId: a.writerId,
+    holder: a.holder,
+    instance: a.instance,
+    epoch,
+    state: 'held',
+    expiresAt: expiry(a.ttlMs),
+    updatedAt: sql`now()`,
+  };
   await tx
     .insert(runOwners)
     .values({ projectId, executionId, ...values } as never)
     .onConflictDoUpdate({ target: [runOwners.projectId, runOwners.executionId], set: values as never });
-  await tx.delete(runTakeovers).where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, a.writerId)));
+  await tx
+    .delete(runTakeovers)
+    .where(
+      and(
+        eq(runTakeovers.projectId, projectId),
+        eq(runTakeovers.executionId, executionId),
+        eq(runTakeovers.loserWriterId, a.writerId),
+      ),
+    );
   return epoch;
 }
 
 /** Fence `loser` out of the run: its rows after `fromSeq` are refused (taken_over) until it acquires the run again. */
-export async function fenceWriter(tx: Tx, projectId: string, executionId: string, loser: string, winner: string, fromSeq: number, loserLastContactAt: Date | null = null): Promise<void> {
+export async function fenceWriter(
+  tx: Tx,
+  projectId: string,
+  executionId: string,
+  loser: string,
+  winner: string,
+  fromSeq: number,
+  loserLastContactAt: Date | null = null,
+): Promise<void> {
   if (loser === winner || loser === PLANE_WRITER) return;
-  await tx.insert(runTakeovers).values({ projectId, executionId, fromSeq, winnerWriterId: winner, loserWriterId: loser, loserLastContactAt }).onConflictDoNothing();
+  await tx
+    .insert(runTakeovers)
+    .values({ projectId, executionId, fromSeq, winnerWriterId: winner, loserWriterId: loser, loserLastContactAt })
+    .onConflictDoNothing();
 }
 
 export type RenewOutcome =
@@ -123,7 +166,13 @@ export type RenewOutcome =
  * the asker; a run it does not hold is `not_found` (its first row acquires it). Another holder,
  * an ended run or a fence of the asker is `lost`; a cancel is `cancelled`.
  */
-export async function renewOwner(db: PlaneDb, projectId: string, executionId: string, a: Asker & { release: boolean }, floorMs: number): Promise<RenewOutcome> {
+export async function renewOwner(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  a: Asker & { release: boolean },
+  floorMs: number,
+): Promise<RenewOutcome> {
   return db.transaction(async (tx) => {
     const o = await lockedOwner(tx, projectId, executionId);
     if (o?.state === 'cancelled') return { outcome: 'cancelled' as const, epoch: o.epoch };
@@ -145,20 +194,31 @@ export async function renewOwner(db: PlaneDb, projectId: string, executionId: st
         .from(executions)
         .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
       if (!known) return { outcome: 'not_found' as const };
-      if (await isFenced(tx, projectId, executionId, a.writerId)) return { outcome: 'lost' as const, writerId: '', epoch: 0, state: 'fenced' };
+      if (await isFenced(tx, projectId, executionId, a.writerId))
+        return { outcome: 'lost' as const, writerId: '', epoch: 0, state: 'fenced' };
       const epoch = await acquireOwner(tx, projectId, executionId, { ...a, ttlMs: Math.max(a.ttlMs, floorMs) }, null);
       return { outcome: 'held' as const, epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
     }
-    if (o.state === 'released' && o.writerId === a.writerId && !(await isFenced(tx, projectId, executionId, a.writerId))) {
+    if (
+      o.state === 'released' &&
+      o.writerId === a.writerId &&
+      !(await isFenced(tx, projectId, executionId, a.writerId))
+    ) {
       // its own pause, claimed offline (the claim's event is on its way), or its own failed run resumed: never a run
       // another writer released after taking it from this one (that writer is the last owner, or this one is fenced)
       const epoch = await acquireOwner(tx, projectId, executionId, { ...a, ttlMs: Math.max(a.ttlMs, floorMs) }, o);
       return { outcome: 'held' as const, epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
     }
-    if (!mine || o.state !== 'held') return { outcome: 'lost' as const, writerId: o.writerId, epoch: o.epoch, state: o.state };
+    if (!mine || o.state !== 'held')
+      return { outcome: 'lost' as const, writerId: o.writerId, epoch: o.epoch, state: o.state };
     await tx
       .update(runOwners)
-      .set({ holder: a.holder, instance: a.instance ?? o.instance, expiresAt: expiry(Math.max(a.ttlMs, floorMs)) as never, updatedAt: sql`now()` as never })
+      .set({
+        holder: a.holder,
+        instance: a.instance ?? o.instance,
+        expiresAt: expiry(Math.max(a.ttlMs, floorMs)) as never,
+        updatedAt: sql`now()` as never,
+      })
       .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
     return { outcome: 'held' as const, epoch: o.epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
   });
@@ -169,11 +229,18 @@ export async function renewOwner(db: PlaneDb, projectId: string, executionId: st
  * before starting it: a runner that lost the run may have recorded it after
  * the takeover, and its record, once here, is the effect's result.
  */
-export async function recordedEffect(db: PlaneDb, projectId: string, executionId: string, key: string): Promise<IdempotencyEntry | null> {
+export async function recordedEffect(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  key: string,
+): Promise<IdempotencyEntry | null> {
   const [r] = await db
     .select({ row: idempotency.row })
     .from(idempotency)
-    .where(and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, executionId), eq(idempotency.key, key)));
+    .where(
+      and(eq(idempotency.projectId, projectId), eq(idempotency.executionId, executionId), eq(idempotency.key, key)),
+    );
   return (r?.row as IdempotencyEntry | undefined) ?? null;
 }
 
@@ -182,7 +249,13 @@ async function isFenced(tx: Tx, projectId: string, executionId: string, writerId
   const [f] = await tx
     .select({ fromSeq: runTakeovers.fromSeq })
     .from(runTakeovers)
-    .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId), eq(runTakeovers.loserWriterId, writerId)))
+    .where(
+      and(
+        eq(runTakeovers.projectId, projectId),
+        eq(runTakeovers.executionId, executionId),
+        eq(runTakeovers.loserWriterId, writerId),
+      ),
+    )
     .limit(1);
   return !!f;
 }
@@ -214,12 +287,17 @@ export async function followRows(
     const o = await lockedOwner(tx, projectId, executionId);
     const last = r.last;
     if (last && isCancelMarker(last)) {
-      if (o?.state === 'held' && o.writerId !== last.writerId) await fenceWriter(tx, projectId, executionId, o.writerId, last.writerId, last.seq - 1);
+      if (o?.state === 'held' && o.writerId !== last.writerId)
+        await fenceWriter(tx, projectId, executionId, o.writerId, last.writerId, last.seq - 1);
       await setOwner(tx, projectId, executionId, o, { writerId: last.writerId, state: 'cancelled', bump: true });
       continue;
     }
     if (last && last.step === 'run_end') {
-      await setOwner(tx, projectId, executionId, o, { writerId, state: last.status === 'completed' ? 'ended' : 'released', bump: false });
+      await setOwner(tx, projectId, executionId, o, {
+        writerId,
+        state: last.status === 'completed' ? 'ended' : 'released',
+        bump: false,
+      });
       continue;
     }
     if (r.paused) {
@@ -233,12 +311,24 @@ export async function followRows(
       if (!r.first || r.graph) continue;
       await tx
         .insert(runOwners)
-        .values({ projectId, executionId, writerId, holder: null, instance: null, epoch: 1, state: 'held', expiresAt: expiry(floorMs) as never })
+        .values({
+          projectId,
+          executionId,
+          writerId,
+          holder: null,
+          instance: null,
+          epoch: 1,
+          state: 'held',
+          expiresAt: expiry(floorMs) as never,
+        })
         .onConflictDoNothing();
     } else if (o.writerId === writerId && o.state === 'held') {
       await tx
         .update(runOwners)
-        .set({ expiresAt: sql`greatest(${runOwners.expiresAt}, now() + make_interval(secs => ${floorMs / 1000}))` as never, updatedAt: sql`now()` as never })
+        .set({
+          expiresAt: sql`greatest(${runOwners.expiresAt}, now() + make_interval(secs => ${floorMs / 1000}))` as never,
+          updatedAt: sql`now()` as never,
+        })
         .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
     } else if (o.state === 'held' && o.writerId !== writerId) {
       // accepted only once the owner's hold expired (refuseOffBranch): this writer runs it now, the other is fenced
@@ -252,7 +342,13 @@ export async function followRows(
 }
 
 /** Set the run's owner to `to` (its instance kept when the writer stays), the epoch grown when `bump` or new. */
-export async function setOwner(tx: Tx, projectId: string, executionId: string, o: OwnerRow | null, to: { writerId: string; state: string; bump: boolean; ttlMs?: number }): Promise<void> {
+export async function setOwner(
+  tx: Tx,
+  projectId: string,
+  executionId: string,
+  o: OwnerRow | null,
+  to: { writerId: string; state: string; bump: boolean; ttlMs?: number },
+): Promise<void> {
   const epoch = (o?.epoch ?? 0) + (to.bump || !o ? 1 : 0);
   const values = {
     writerId: to.writerId,

@@ -14,7 +14,19 @@ import type { HoleView } from '../shared/protocol.js';
 import { sumUsage, type UsageTotal } from '../shared/usage.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
-import { checkpoints, claimConflicts, claims, decisions, events, executions, holes, pendingInterrupts, quarantine, runTakeovers, writers } from './db/schema.js';
+import {
+  checkpoints,
+  claimConflicts,
+  claims,
+  decisions,
+  events,
+  executions,
+  holes,
+  pendingInterrupts,
+  quarantine,
+  runTakeovers,
+  writers,
+} from './db/schema.js';
 import { holeIsGap } from './ingest.js';
 
 export const encodeCursor = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -39,7 +51,8 @@ export class CursorError extends HttpError {
 // (a value it cannot is a database error, a 500): a cursor that passes is one this plane could have issued.
 
 /** A seq: a row's (int4, 0..LIMITS.maxSeq). */
-export const isSeqCursor = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= LIMITS.maxSeq;
+export const isSeqCursor = (v: unknown): v is number =>
+  Number.isInteger(v) && (v as number) >= 0 && (v as number) <= LIMITS.maxSeq;
 /** An id drawn from a bigserial, as the plane reads it (a JS number): a non-negative safe integer. */
 export const isIdCursor = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 /**
@@ -47,8 +60,10 @@ export const isIdCursor = (v: unknown): v is number => Number.isSafeInteger(v) &
  * (the parse gives back the same string) with a four-digit year of 0001–9999,
  * what Postgres reads (`Date.parse` also takes '1', '+275760-…' and year 0000).
  */
-const isPlaneTime = (v: unknown): v is string => typeof v === 'string' && /^(?!0000)\d{4}-/.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString() === v;
-const isExecCursor = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isPlaneTime(v[0]) && ExecutionId.safeParse(v[1]).success;
+const isPlaneTime = (v: unknown): v is string =>
+  typeof v === 'string' && /^(?!0000)\d{4}-/.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString() === v;
+const isExecCursor = (v: unknown): v is [string, string] =>
+  Array.isArray(v) && v.length === 2 && isPlaneTime(v[0]) && ExecutionId.safeParse(v[1]).success;
 
 export interface ExecutionFilter {
   status?: string;
@@ -69,11 +84,17 @@ export function executionsQuery(db: PlaneDb, projectId: string, f: ExecutionFilt
   const conds = [eq(executions.projectId, projectId)];
   if (f.status) conds.push(eq(executions.status, f.status));
   if (f.writer) conds.push(eq(executions.writerId, f.writer));
-  if (f.updatedSince) conds.push(sql`${executions.updatedAt} >= ${new Date(f.updatedSince).toISOString()}::timestamptz`);
+  if (f.updatedSince)
+    conds.push(sql`${executions.updatedAt} >= ${new Date(f.updatedSince).toISOString()}::timestamptz`);
   if (f.q) conds.push(sql`${executions.executionId} LIKE ${`${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`);
   if (cur) {
     const at = sql`${cur[0]}::timestamptz`;
-    conds.push(or(sql`${executions.updatedAt} < ${at}`, and(sql`${executions.updatedAt} = ${at}`, lt(executions.executionId, cur[1])))!);
+    conds.push(
+      or(
+        sql`${executions.updatedAt} < ${at}`,
+        and(sql`${executions.updatedAt} = ${at}`, lt(executions.executionId, cur[1])),
+      )!,
+    );
   }
   return db
     .select()
@@ -95,7 +116,12 @@ export async function listExecutions(db: PlaneDb, projectId: string, f: Executio
   );
   const spans = await writerSpans(db, projectId, page);
   return {
-    items: page.map((e) => ({ ...executionView(e), ...spans.get(e.executionId)!, error: errors.get(e.executionId) ?? null, claimConflicts: conflicted.get(e.executionId) ?? 0 })),
+    items: page.map((e) => ({
+      ...executionView(e),
+      ...spans.get(e.executionId)!,
+      error: errors.get(e.executionId) ?? null,
+      claimConflicts: conflicted.get(e.executionId) ?? 0,
+    })),
     nextCursor: rows.length > f.limit && last ? encodeCursor([last.updatedAt.toISOString(), last.executionId]) : null,
   };
 }
@@ -143,7 +169,14 @@ async function writerSpans(db: PlaneDb, projectId: string, page: (typeof executi
   const rows = await db
     .select({ executionId: checkpoints.executionId, seq: checkpoints.seq, createdAt: checkpoints.createdAt })
     .from(checkpoints)
-    .where(and(eq(checkpoints.projectId, projectId), or(...page.map((e) => and(eq(checkpoints.executionId, e.executionId), inArray(checkpoints.seq, [0, e.lastSeq]))))));
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        or(
+          ...page.map((e) => and(eq(checkpoints.executionId, e.executionId), inArray(checkpoints.seq, [0, e.lastSeq]))),
+        ),
+      ),
+    );
   for (const e of page) out.set(e.executionId, { startedAt: null, lastWriteAt: null });
   for (const r of rows) {
     const span = out.get(r.executionId)!;
@@ -165,13 +198,22 @@ async function conflictCounts(db: PlaneDb, projectId: string, executionIds: stri
 }
 
 /** Why each failed run of `page` failed: the error its run-end marker carries (`nodeOutput.error`). */
-async function endErrors(db: PlaneDb, projectId: string, page: (typeof executions.$inferSelect)[]): Promise<Map<string, RunError>> {
+async function endErrors(
+  db: PlaneDb,
+  projectId: string,
+  page: (typeof executions.$inferSelect)[],
+): Promise<Map<string, RunError>> {
   const failed = page.filter((e) => e.status === 'failed');
   if (!failed.length) return new Map();
   const ends = await db
     .select({ executionId: checkpoints.executionId, row: checkpoints.row })
     .from(checkpoints)
-    .where(and(eq(checkpoints.projectId, projectId), or(...failed.map((e) => and(eq(checkpoints.executionId, e.executionId), eq(checkpoints.seq, e.lastSeq))))));
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        or(...failed.map((e) => and(eq(checkpoints.executionId, e.executionId), eq(checkpoints.seq, e.lastSeq)))),
+      ),
+    );
   return new Map(ends.map((r) => [r.executionId, runErrorOf((r.row as Checkpoint).nodeOutput)]));
 }
 
@@ -188,7 +230,14 @@ export async function listHoles(db: PlaneDb, projectId: string, executionId: str
     .from(holes)
     .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId), holeIsGap))
     .orderBy(asc(holes.seq));
-  const refused: HoleView[] = rows.map((h) => ({ seq: h.seq, code: h.code, reason: h.reason, writerId: h.writerId, rowId: h.rowId, at: h.at.toISOString() }));
+  const refused: HoleView[] = rows.map((h) => ({
+    seq: h.seq,
+    code: h.code,
+    reason: h.reason,
+    writerId: h.writerId,
+    rowId: h.rowId,
+    at: h.at.toISOString(),
+  }));
   // the run's summary says whether a seq is missing at all: only then are its rows walked for where
   const [summary] = await db
     .select({ rowCount: executions.rowCount, lastSeq: executions.lastSeq })
@@ -213,7 +262,14 @@ export async function listHoles(db: PlaneDb, projectId: string, executionId: str
     for (const at of [...refused.map((h) => h.seq).filter((q) => q >= from && q < g.seq), g.seq]) {
       if (from < at) {
         const span = from === at - 1 ? `row ${from}` : `rows ${from}-${at - 1}`;
-        missing.push({ seq: from, code: 'missing', reason: `${span} never reached this plane (row ${g.seq} did)`, writerId: g.writerId, rowId: null, at: g.at.toISOString() });
+        missing.push({
+          seq: from,
+          code: 'missing',
+          reason: `${span} never reached this plane (row ${g.seq} did)`,
+          writerId: g.writerId,
+          rowId: null,
+          at: g.at.toISOString(),
+        });
       }
       from = at + 1;
     }
@@ -243,7 +299,12 @@ export async function rowPage(
   limit: number,
 ): Promise<{ rows: { seq: number; row: unknown }[]; more: boolean; bytes: number }> {
   const range = (last: number | null) =>
-    and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), gt(checkpoints.seq, after), last === null ? undefined : lte(checkpoints.seq, last));
+    and(
+      eq(checkpoints.projectId, projectId),
+      eq(checkpoints.executionId, executionId),
+      gt(checkpoints.seq, after),
+      last === null ? undefined : lte(checkpoints.seq, last),
+    );
   const sizes = await db
     .select({ seq: checkpoints.seq, bytes: sql<number>`octet_length(${checkpoints.row}::text)` })
     .from(checkpoints)
@@ -261,7 +322,12 @@ export async function rowPage(
 }
 
 /** How many of these sizes (in order, at most `limit`) fit in `budget` bytes, and their sum; the first always fits when `oneAnyway`. */
-export function fitting(sizes: { bytes: number }[], limit: number, budget: number, oneAnyway: boolean): { take: number; bytes: number } {
+export function fitting(
+  sizes: { bytes: number }[],
+  limit: number,
+  budget: number,
+  oneAnyway: boolean,
+): { take: number; bytes: number } {
   let bytes = 0;
   let take = 0;
   for (; take < Math.min(limit, sizes.length); take++) {
@@ -272,13 +338,21 @@ export function fitting(sizes: { bytes: number }[], limit: number, budget: numbe
   return { take, bytes };
 }
 
-export async function listRows(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
+export async function listRows(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  o: { cursor?: string; limit: number },
+) {
   const after = decodeCursor(o.cursor, isSeqCursor) ?? -1;
   // one snapshot for the sizes and the rows
-  const { rows, more } = await db.transaction((tx) => rowPage(tx as unknown as PlaneDb, projectId, executionId, after, null, o.limit), {
-    isolationLevel: 'repeatable read',
-    accessMode: 'read only',
-  });
+  const { rows, more } = await db.transaction(
+    (tx) => rowPage(tx as unknown as PlaneDb, projectId, executionId, after, null, o.limit),
+    {
+      isolationLevel: 'repeatable read',
+      accessMode: 'read only',
+    },
+  );
   return {
     items: rows.map((r) => r.row as Checkpoint),
     nextCursor: more ? encodeCursor(rows[rows.length - 1].seq) : null,
@@ -289,7 +363,11 @@ export async function listRows(db: PlaneDb, projectId: string, executionId: stri
  * Model usage of each of these runs (a page of the run list): the rows that
  * carry usage, read in one query and summed here.
  */
-export async function usageByRun(db: PlaneDb, projectId: string, executionIds: string[]): Promise<Map<string, UsageTotal>> {
+export async function usageByRun(
+  db: PlaneDb,
+  projectId: string,
+  executionIds: string[],
+): Promise<Map<string, UsageTotal>> {
   if (!executionIds.length) return new Map();
   const rows = await db
     .select({ executionId: checkpoints.executionId, nodeOutput: sql<Json | null>`${checkpoints.row}->'nodeOutput'` })
@@ -364,7 +442,13 @@ export async function pauseState(db: PlaneDb, projectId: string, executionId: st
     claimedAt: p.claimedAt?.toISOString() ?? null,
     /** held: claimed at the plane, the holder's local claim not yet reported; applied: reported (final). */
     claim: c
-      ? { writerId: c.writerId, source: c.source, claimedAt: c.claimedAt.toISOString(), appliedAt: c.appliedAt?.toISOString() ?? null, state: c.appliedAt ? ('applied' as const) : ('held' as const) }
+      ? {
+          writerId: c.writerId,
+          source: c.source,
+          claimedAt: c.claimedAt.toISOString(),
+          appliedAt: c.appliedAt?.toISOString() ?? null,
+          state: c.appliedAt ? ('applied' as const) : ('held' as const),
+        }
       : null,
   };
 }
@@ -384,11 +468,22 @@ export function decisionOfRow(d: typeof decisions.$inferSelect): Decision {
 }
 
 /** The decision recorded for a pause of this execution (by its checkpoint id), as the wire row; null when none. */
-export async function pauseDecision(db: PlaneDb, projectId: string, executionId: string, checkpointId: string): Promise<Decision | null> {
+export async function pauseDecision(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  checkpointId: string,
+): Promise<Decision | null> {
   const [d] = await db
     .select()
     .from(decisions)
-    .where(and(eq(decisions.projectId, projectId), eq(decisions.checkpointId, checkpointId), eq(decisions.executionId, executionId)));
+    .where(
+      and(
+        eq(decisions.projectId, projectId),
+        eq(decisions.checkpointId, checkpointId),
+        eq(decisions.executionId, executionId),
+      ),
+    );
   return d ? decisionOfRow(d) : null;
 }
 
@@ -396,7 +491,12 @@ export async function listClaimConflicts(db: PlaneDb, projectId: string, executi
   const rows = await db
     .select()
     .from(claimConflicts)
-    .where(and(eq(claimConflicts.projectId, projectId), executionId ? eq(claimConflicts.executionId, executionId) : undefined))
+    .where(
+      and(
+        eq(claimConflicts.projectId, projectId),
+        executionId ? eq(claimConflicts.executionId, executionId) : undefined,
+      ),
+    )
     .orderBy(asc(claimConflicts.id));
   const effects = await doubleEffects(db, projectId, rows);
   return rows.map((c) => ({
@@ -416,7 +516,11 @@ export async function listClaimConflicts(db: PlaneDb, projectId: string, executi
  * twice). A key counts when the winner and the loser both sent an entry for it,
  * accepted (same result) or refused as a conflict (another result).
  */
-async function doubleEffects(db: PlaneDb, projectId: string, conflicts: { executionId: string; winnerWriterId: string; loserWriterId: string }[]) {
+async function doubleEffects(
+  db: PlaneDb,
+  projectId: string,
+  conflicts: { executionId: string; winnerWriterId: string; loserWriterId: string }[],
+) {
   const out = new Map<string, string[]>();
   for (const c of conflicts) {
     const id = `${c.executionId}\u0000${c.loserWriterId}`;
@@ -425,12 +529,24 @@ async function doubleEffects(db: PlaneDb, projectId: string, conflicts: { execut
       .select({ key: events.key, writerId: events.writerId })
       .from(events)
       .where(
-        and(eq(events.projectId, projectId), eq(events.executionId, c.executionId), eq(events.kind, 'idempotency'), or(eq(events.writerId, c.winnerWriterId), eq(events.writerId, c.loserWriterId))),
+        and(
+          eq(events.projectId, projectId),
+          eq(events.executionId, c.executionId),
+          eq(events.kind, 'idempotency'),
+          or(eq(events.writerId, c.winnerWriterId), eq(events.writerId, c.loserWriterId)),
+        ),
       );
     const refused = await db
       .select({ payload: quarantine.payload })
       .from(quarantine)
-      .where(and(eq(quarantine.projectId, projectId), eq(quarantine.executionId, c.executionId), eq(quarantine.kind, 'idempotency'), eq(quarantine.writerId, c.loserWriterId)));
+      .where(
+        and(
+          eq(quarantine.projectId, projectId),
+          eq(quarantine.executionId, c.executionId),
+          eq(quarantine.kind, 'idempotency'),
+          eq(quarantine.writerId, c.loserWriterId),
+        ),
+      );
     const byWinner = new Set(recorded.filter((r) => r.writerId === c.winnerWriterId).map((r) => r.key));
     const byLoser = new Set(recorded.filter((r) => r.writerId === c.loserWriterId).map((r) => r.key));
     for (const q of refused) {
@@ -450,12 +566,22 @@ async function doubleEffects(db: PlaneDb, projectId: string, conflicts: { execut
  * Ids are drawn in commit order per project (ingest.ts stampQuarantine): a
  * reader following the cursor never misses a record committed while it pages.
  */
-export async function listQuarantine(db: PlaneDb, projectId: string, o: { cursor?: string; limit: number; executionId?: string }) {
+export async function listQuarantine(
+  db: PlaneDb,
+  projectId: string,
+  o: { cursor?: string; limit: number; executionId?: string },
+) {
   const after = decodeCursor(o.cursor, isIdCursor) ?? 0;
   const rows = await db
     .select()
     .from(quarantine)
-    .where(and(eq(quarantine.projectId, projectId), gt(quarantine.id, after), o.executionId ? eq(quarantine.executionId, o.executionId) : undefined))
+    .where(
+      and(
+        eq(quarantine.projectId, projectId),
+        gt(quarantine.id, after),
+        o.executionId ? eq(quarantine.executionId, o.executionId) : undefined,
+      ),
+    )
     .orderBy(asc(quarantine.id))
     .limit(o.limit + 1);
   const page = rows.slice(0, o.limit);
@@ -504,13 +630,22 @@ export async function stateAt(db: PlaneDb, projectId: string, executionId: strin
   const [target] = await db
     .select({ row: checkpoints.row })
     .from(checkpoints)
-    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, seq)));
+    .where(
+      and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, seq)),
+    );
   if (!target) return null;
   const row = target.row as Checkpoint;
   const chain = await db
     .select({ row: checkpoints.row })
     .from(checkpoints)
-    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), gte(checkpoints.seq, chainBase(row)), lte(checkpoints.seq, seq)))
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        eq(checkpoints.executionId, executionId),
+        gte(checkpoints.seq, chainBase(row)),
+        lte(checkpoints.seq, seq),
+      ),
+    )
     .orderBy(asc(checkpoints.seq));
   return decodeChain(chain.map((c) => c.row as Checkpoint)).state;
 }
@@ -523,15 +658,37 @@ export async function forkLinks(db: PlaneDb, projectId: string, executionId: str
   const [origin] = await db
     .select({ row: checkpoints.row })
     .from(checkpoints)
-    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, 0), eq(checkpoints.step, 'fork_origin')));
-  const from = origin ? ((origin.row as Checkpoint).nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null) : null;
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        eq(checkpoints.executionId, executionId),
+        eq(checkpoints.seq, 0),
+        eq(checkpoints.step, 'fork_origin'),
+      ),
+    );
+  const from = origin
+    ? ((origin.row as Checkpoint).nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null)
+    : null;
   const forks = await db
-    .select({ executionId: checkpoints.executionId, checkpointId: sql<string>`${checkpoints.row}->'nodeInput'->>'checkpointId'` })
+    .select({
+      executionId: checkpoints.executionId,
+      checkpointId: sql<string>`${checkpoints.row}->'nodeInput'->>'checkpointId'`,
+    })
     .from(checkpoints)
-    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.seq, 0), eq(checkpoints.step, 'fork_origin'), sql`${checkpoints.row}->'nodeInput'->>'executionId' = ${executionId}`))
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        eq(checkpoints.seq, 0),
+        eq(checkpoints.step, 'fork_origin'),
+        sql`${checkpoints.row}->'nodeInput'->>'executionId' = ${executionId}`,
+      ),
+    )
     .orderBy(asc(checkpoints.executionId));
   return {
-    forkOf: from?.executionId && from.checkpointId ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' } : null,
+    forkOf:
+      from?.executionId && from.checkpointId
+        ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' }
+        : null,
     forks,
   };
 }

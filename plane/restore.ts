@@ -9,14 +9,32 @@ import { LIMITS } from '../shared/limits.js';
 import type { Checkpoint, IdempotencyEntry } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, idempotency } from './db/schema.js';
-import { CursorError, decodeCursor, encodeCursor, fitting, isSeqCursor, openPause, PAGE_BYTES, pauseDecision, rowPage } from './read.js';
+import {
+  CursorError,
+  decodeCursor,
+  encodeCursor,
+  fitting,
+  isSeqCursor,
+  openPause,
+  PAGE_BYTES,
+  pauseDecision,
+  rowPage,
+} from './read.js';
 
 /**
  * One page of an execution's idempotency entries with key after `after` (null:
  * from the first), in key order, at most `limit` entries and `budget` bytes of
  * them (sizes first, like rowPage; the first fits anyway when `oneAnyway`).
  */
-async function idempotencyPage(db: PlaneDb, projectId: string, executionId: string, after: string | null, limit: number, budget: number, oneAnyway: boolean) {
+async function idempotencyPage(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  after: string | null,
+  limit: number,
+  budget: number,
+  oneAnyway: boolean,
+) {
   const range = (last: string | null) =>
     and(
       eq(idempotency.projectId, projectId),
@@ -41,17 +59,29 @@ async function idempotencyPage(db: PlaneDb, projectId: string, executionId: stri
 }
 
 /** A page of a run's idempotency entries by key, for the inspector's run page: at most `limit` and PAGE_BYTES of them. */
-export async function idempotencyListing(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number }) {
+export async function idempotencyListing(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  o: { cursor?: string; limit: number },
+) {
   const after = decodeCursor(o.cursor, isKeyCursor) ?? null;
-  const page = await db.transaction((tx) => idempotencyPage(tx as unknown as PlaneDb, projectId, executionId, after, o.limit, PAGE_BYTES, true), {
-    isolationLevel: 'repeatable read',
-    accessMode: 'read only',
-  });
+  const page = await db.transaction(
+    (tx) => idempotencyPage(tx as unknown as PlaneDb, projectId, executionId, after, o.limit, PAGE_BYTES, true),
+    {
+      isolationLevel: 'repeatable read',
+      accessMode: 'read only',
+    },
+  );
   return { items: page.entries, nextCursor: page.more && page.last !== null ? encodeCursor(page.last) : null };
 }
 
 /** Every idempotency entry of a run, by key: a restore's first page for a client that does not page them. */
-export async function listIdempotency(db: PlaneDb, projectId: string, executionId: string): Promise<IdempotencyEntry[]> {
+export async function listIdempotency(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+): Promise<IdempotencyEntry[]> {
   const rows = await db
     .select({ row: idempotency.row })
     .from(idempotency)
@@ -62,14 +92,27 @@ export async function listIdempotency(db: PlaneDb, projectId: string, executionI
 
 /** `[after, upTo, upToId]`: the last seq served, the snapshot's seq and its row's id; issued only while a row follows `after`, so `after < upTo`. */
 const isRestoreCursor = (v: unknown): v is [number, number, string] =>
-  Array.isArray(v) && v.length === 3 && isSeqCursor(v[0]) && isSeqCursor(v[1]) && v[0] < v[1] && typeof v[2] === 'string' && v[2].length <= 64;
+  Array.isArray(v) &&
+  v.length === 3 &&
+  isSeqCursor(v[0]) &&
+  isSeqCursor(v[1]) &&
+  v[0] < v[1] &&
+  typeof v[2] === 'string' &&
+  v[2].length <= 64;
 
 /** A key the plane could hold: the entries after it follow (text, at most the key limit, no U+0000). */
-const isKeyCursor = (v: unknown): v is string => typeof v === 'string' && v.length <= LIMITS.idempotencyKeyLength && !v.includes('\u0000');
+const isKeyCursor = (v: unknown): v is string =>
+  typeof v === 'string' && v.length <= LIMITS.idempotencyKeyLength && !v.includes('\u0000');
 
 /** `['idempotency', upTo, upToId, key]`: every row was served; idempotency entries follow, after `key` (null: from the first). */
 const isEntriesCursor = (v: unknown): v is EntriesCursor =>
-  Array.isArray(v) && v.length === 4 && v[0] === 'idempotency' && isSeqCursor(v[1]) && typeof v[2] === 'string' && v[2].length <= 64 && (v[3] === null || isKeyCursor(v[3]));
+  Array.isArray(v) &&
+  v.length === 4 &&
+  v[0] === 'idempotency' &&
+  isSeqCursor(v[1]) &&
+  typeof v[2] === 'string' &&
+  v[2].length <= 64 &&
+  (v[3] === null || isKeyCursor(v[3]));
 type EntriesCursor = ['idempotency', number, string, string | null];
 
 /**
@@ -95,8 +138,16 @@ export type RestoreEntries = 'first' | 'paged';
  * a key after the cursor (an effect that ran, which a restored run must not
  * repeat); one recorded since with an earlier key waits for a catch-up restore.
  */
-export async function restorePage(db: PlaneDb, projectId: string, executionId: string, o: { cursor?: string; limit: number; entries?: RestoreEntries }) {
-  const cur = decodeCursor(o.cursor, (v): v is [number, number, string] | EntriesCursor => isRestoreCursor(v) || isEntriesCursor(v));
+export async function restorePage(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  o: { cursor?: string; limit: number; entries?: RestoreEntries },
+) {
+  const cur = decodeCursor(
+    o.cursor,
+    (v): v is [number, number, string] | EntriesCursor => isRestoreCursor(v) || isEntriesCursor(v),
+  );
   const entriesCur = cur && isEntriesCursor(cur) ? cur : undefined;
   const rowsCur = cur && !entriesCur ? (cur as [number, number, string]) : undefined;
   return db.transaction(
@@ -116,13 +167,26 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
           .where(and(mine, inArray(checkpoints.seq, seqs)));
         if (held.length !== seqs.length || held.find((r) => r.seq === upTo)?.id !== upToId) {
           const which = rowsCur ? `rows ${after} and ${upTo}` : `row ${upTo}`;
-          throw new CursorError(`cursor names ${which} of a copy of execution '${executionId}' this plane no longer holds (deleted since?): restore again from the first page`);
+          throw new CursorError(
+            `cursor names ${which} of a copy of execution '${executionId}' this plane no longer holds (deleted since?): restore again from the first page`,
+          );
         }
       } else {
-        const [m] = await tx.select({ seq: checkpoints.seq, id: checkpoints.id }).from(checkpoints).where(mine).orderBy(desc(checkpoints.seq)).limit(1);
+        const [m] = await tx
+          .select({ seq: checkpoints.seq, id: checkpoints.id })
+          .from(checkpoints)
+          .where(mine)
+          .orderBy(desc(checkpoints.seq))
+          .limit(1);
         if (m) [upTo, upToId] = [m.seq, m.id];
       }
-      const { rows: page, more, bytes } = entriesCur ? { rows: [], more: false, bytes: 0 } : await rowPage(tx as unknown as PlaneDb, projectId, executionId, after, upTo, o.limit);
+      const {
+        rows: page,
+        more,
+        bytes,
+      } = entriesCur
+        ? { rows: [], more: false, bytes: 0 }
+        : await rowPage(tx as unknown as PlaneDb, projectId, executionId, after, upTo, o.limit);
       const [n] = await tx
         .select({ n: sql<number>`count(*)::int` })
         .from(checkpoints)
@@ -133,10 +197,19 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
       let nextCursor: string | null = more ? encodeCursor([page[page.length - 1].seq, upTo, upToId]) : null;
       if ((o.entries === 'paged' || entriesCur) && !more) {
         // after the last row: the entries that fit in what the page has left (at least one on a page without rows)
-        const e = await idempotencyPage(tx as unknown as PlaneDb, projectId, executionId, entriesCur?.[3] ?? null, o.limit - page.length, PAGE_BYTES - bytes, page.length === 0);
+        const e = await idempotencyPage(
+          tx as unknown as PlaneDb,
+          projectId,
+          executionId,
+          entriesCur?.[3] ?? null,
+          o.limit - page.length,
+          PAGE_BYTES - bytes,
+          page.length === 0,
+        );
         idempotencyEntries = e.entries;
         if (e.more) nextCursor = encodeCursor(['idempotency', upTo, upToId, e.last]);
-      } else if (first && o.entries !== 'paged') idempotencyEntries = await listIdempotency(tx as unknown as PlaneDb, projectId, executionId);
+      } else if (first && o.entries !== 'paged')
+        idempotencyEntries = await listIdempotency(tx as unknown as PlaneDb, projectId, executionId);
       return {
         executionId,
         totalRows: n.n,
@@ -145,7 +218,9 @@ export async function restorePage(db: PlaneDb, projectId: string, executionId: s
         nextCursor,
         pending,
         /** The open pause's decision, when one was recorded: a machine that restores the run can apply it. */
-        decision: pending ? await pauseDecision(tx as unknown as PlaneDb, projectId, executionId, pending.checkpointId) : null,
+        decision: pending
+          ? await pauseDecision(tx as unknown as PlaneDb, projectId, executionId, pending.checkpointId)
+          : null,
         idempotency: idempotencyEntries,
       };
     },

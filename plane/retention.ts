@@ -13,7 +13,17 @@ import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { UnknownProject, type Principal } from './auth.js';
 import type { PlaneDb } from './db/open.js';
 import { rowsOf } from './ingest.js';
-import { checkpoints, decisions, executions, holes, idempotency, pendingInterrupts, projects, runOwners, runTakeovers } from './db/schema.js';
+import {
+  checkpoints,
+  decisions,
+  executions,
+  holes,
+  idempotency,
+  pendingInterrupts,
+  projects,
+  runOwners,
+  runTakeovers,
+} from './db/schema.js';
 
 /** The smallest age a prune accepts: a run updated within the last hour may still be receiving rows. */
 export const MIN_RETENTION_SECONDS = 3600;
@@ -37,9 +47,16 @@ export function parseAge(text: string): number | null {
  * of `project` when named, else of every project an operator manages, else of
  * the admin key's own project.
  */
-export async function pruneRuns(db: PlaneDb, p: Principal, o: { olderThanSeconds: number; project?: string; dryRun?: boolean }): Promise<PruneResult> {
+export async function pruneRuns(
+  db: PlaneDb,
+  p: Principal,
+  o: { olderThanSeconds: number; project?: string; dryRun?: boolean },
+): Promise<PruneResult> {
   if (!Number.isSafeInteger(o.olderThanSeconds) || o.olderThanSeconds < MIN_RETENTION_SECONDS) {
-    throw new WaymarkError(ErrorCode.INVALID_REQUEST, `the age must be at least ${MIN_RETENTION_SECONDS} s (1h): a run updated more recently may still be receiving rows (got ${o.olderThanSeconds})`);
+    throw new WaymarkError(
+      ErrorCode.INVALID_REQUEST,
+      `the age must be at least ${MIN_RETENTION_SECONDS} s (1h): a run updated more recently may still be receiving rows (got ${o.olderThanSeconds})`,
+    );
   }
   const operator = p.scopes.includes('operator');
   const visible = await db
@@ -56,22 +73,40 @@ export async function pruneRuns(db: PlaneDb, p: Principal, o: { olderThanSeconds
       );
   }
   // the database's clock, the one that stamped updated_at
-  const [{ cutoff }] = rowsOf<{ cutoff: Date | string }>(await db.execute(sql`SELECT (now() - ${o.olderThanSeconds} * interval '1 second')::timestamptz AS cutoff`));
+  const [{ cutoff }] = rowsOf<{ cutoff: Date | string }>(
+    await db.execute(sql`SELECT (now() - ${o.olderThanSeconds} * interval '1 second')::timestamptz AS cutoff`),
+  );
   const cutoffAt = new Date(cutoff);
   const names = new Map(scope.map((x) => [x.id, x.name]));
   const items: PruneResult['items'] = [];
   if (!scope.length) return { dryRun: !!o.dryRun, cutoff: cutoffAt.toISOString(), items };
-  const finishedBefore = and(inArray(executions.projectId, [...names.keys()]), inArray(executions.status, ['completed', 'failed']), lt(executions.updatedAt, cutoffAt));
+  const finishedBefore = and(
+    inArray(executions.projectId, [...names.keys()]),
+    inArray(executions.status, ['completed', 'failed']),
+    lt(executions.updatedAt, cutoffAt),
+  );
   if (o.dryRun) {
-    const rows = await db.select().from(executions).where(finishedBefore).orderBy(executions.projectId, executions.updatedAt, executions.executionId);
-    for (const r of rows) items.push({ project: names.get(r.projectId)!, executionId: r.executionId, status: r.status, rowCount: r.rowCount, updatedAt: r.updatedAt.toISOString() });
+    const rows = await db
+      .select()
+      .from(executions)
+      .where(finishedBefore)
+      .orderBy(executions.projectId, executions.updatedAt, executions.executionId);
+    for (const r of rows)
+      items.push({
+        project: names.get(r.projectId)!,
+        executionId: r.executionId,
+        status: r.status,
+        rowCount: r.rowCount,
+        updatedAt: r.updatedAt.toISOString(),
+      });
     return { dryRun: true, cutoff: cutoffAt.toISOString(), items };
   }
   await db.transaction(async (tx) => {
     // the summary row goes first, under the same conditions: an ingest that touched the run since holds or changed it
     const gone = await tx.delete(executions).where(finishedBefore).returning();
     for (const r of gone) {
-      const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) => and(eq(t.projectId as never, r.projectId), eq(t.executionId as never, r.executionId));
+      const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) =>
+        and(eq(t.projectId as never, r.projectId), eq(t.executionId as never, r.executionId));
       await tx.delete(checkpoints).where(where(checkpoints));
       await tx.delete(pendingInterrupts).where(where(pendingInterrupts));
       await tx.delete(idempotency).where(where(idempotency));
@@ -79,15 +114,29 @@ export async function pruneRuns(db: PlaneDb, p: Principal, o: { olderThanSeconds
       await tx.delete(decisions).where(where(decisions));
       await tx.delete(runOwners).where(where(runOwners));
       await tx.delete(runTakeovers).where(where(runTakeovers));
-      items.push({ project: names.get(r.projectId)!, executionId: r.executionId, status: r.status, rowCount: r.rowCount, updatedAt: r.updatedAt.toISOString() });
+      items.push({
+        project: names.get(r.projectId)!,
+        executionId: r.executionId,
+        status: r.status,
+        rowCount: r.rowCount,
+        updatedAt: r.updatedAt.toISOString(),
+      });
     }
   });
-  items.sort((a, b) => a.project.localeCompare(b.project) || a.updatedAt.localeCompare(b.updatedAt) || a.executionId.localeCompare(b.executionId));
+  items.sort(
+    (a, b) =>
+      a.project.localeCompare(b.project) ||
+      a.updatedAt.localeCompare(b.updatedAt) ||
+      a.executionId.localeCompare(b.executionId),
+  );
   return { dryRun: false, cutoff: cutoffAt.toISOString(), items };
 }
 
 /** WAYMARK_RETENTION_DAYS: prune every project now and then every `everyMs`, logging what went. */
-export function scheduleRetention(db: PlaneDb, o: { days: number; everyMs: number; logger: Logger }): { stop(): Promise<void> } {
+export function scheduleRetention(
+  db: PlaneDb,
+  o: { days: number; everyMs: number; logger: Logger },
+): { stop(): Promise<void> } {
   const root: Principal = { projectId: '', keyId: '', scopes: ['admin', 'operator'] };
   let running: Promise<void> = Promise.resolve();
   const tick = () => {
@@ -95,7 +144,12 @@ export function scheduleRetention(db: PlaneDb, o: { days: number; everyMs: numbe
       try {
         const r = await pruneRuns(db, root, { olderThanSeconds: Math.round(o.days * 86_400) });
         o.logger.info(
-          { retentionDays: o.days, cutoff: r.cutoff, pruned: r.items.length, runs: r.items.map((i) => `${i.project}/${i.executionId}`) },
+          {
+            retentionDays: o.days,
+            cutoff: r.cutoff,
+            pruned: r.items.length,
+            runs: r.items.map((i) => `${i.project}/${i.executionId}`),
+          },
           `retention: pruned ${r.items.length} finished run(s) last updated before ${r.cutoff}`,
         );
       } catch (e) {

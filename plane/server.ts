@@ -74,14 +74,20 @@ export class ForeignAdminKey extends WaymarkError {
  * directory: its key is returned only (it dies with the process anyway).
  * An admin-key file already there is never replaced (ForeignAdminKey).
  */
-export async function bootstrap(database: PlaneDatabase, dir: string, databaseUrl?: string): Promise<{ key: string; file: string | null } | null> {
+export async function bootstrap(
+  database: PlaneDatabase,
+  dir: string,
+  databaseUrl?: string,
+): Promise<{ key: string; file: string | null } | null> {
   const config = { dataDir: dir, databaseUrl };
   const file = isInMemory(dir) ? null : adminKeyPath(dir);
   const [{ n }] = await database.db.select({ n: count() }).from(projects);
   if (Number(n) > 0) {
     // a file whose key id this database never had is another database's (a revoked key of this one is still its own)
-    const id = file && existsSync(file) ? /^wm_([0-9a-f]{16})_/.exec(readFileSync(file, 'utf8').trim())?.[1] : undefined;
-    if (id && (await keyState(database.db, id)) === 'missing') throw new ForeignAdminKey(config, `whose key ${databaseLabel(config)} does not have`);
+    const id =
+      file && existsSync(file) ? /^wm_([0-9a-f]{16})_/.exec(readFileSync(file, 'utf8').trim())?.[1] : undefined;
+    if (id && (await keyState(database.db, id)) === 'missing')
+      throw new ForeignAdminKey(config, `whose key ${databaseLabel(config)} does not have`);
     return null;
   }
   if (file && existsSync(file)) throw new ForeignAdminKey(config, `and ${databaseLabel(config)} is empty`);
@@ -96,7 +102,11 @@ export async function bootstrap(database: PlaneDatabase, dir: string, databaseUr
   try {
     const key = await database.db.transaction(async (tx) => {
       await createProject(tx as PlaneDb, 'local');
-      const { key } = await createKey(tx as PlaneDb, { project: 'local', name: 'bootstrap admin', scopes: ['admin', 'operator'] });
+      const { key } = await createKey(tx as PlaneDb, {
+        project: 'local',
+        name: 'bootstrap admin',
+        scopes: ['admin', 'operator'],
+      });
       if (pending) {
         mkdirSync(resolve(dir), { recursive: true, mode: 0o700 });
         writeFileSync(pending, `${key}\n`, { mode: 0o600, flag: 'wx' });
@@ -136,9 +146,13 @@ type StartOptions = { logger?: Logger; database?: PlaneDatabase; faults?: PlaneA
 export async function startPlane(config: Readonly<PlaneConfig>, options: StartOptions = {}): Promise<RunningPlane> {
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
   if (config.dev && !loopback)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `--dev (no login) is only allowed on a loopback host (127.0.0.1, ::1 or localhost), not '${config.host}'; nothing was started`, {
-      details: { problems: [`dev: needs a loopback host (got '${config.host}')`] },
-    });
+    throw new WaymarkError(
+      ErrorCode.INVALID_OPTIONS,
+      `--dev (no login) is only allowed on a loopback host (127.0.0.1, ::1 or localhost), not '${config.host}'; nothing was started`,
+      {
+        details: { problems: [`dev: needs a loopback host (got '${config.host}')`] },
+      },
+    );
   const dir = resolve(config.dataDir);
   const onDisk = !isInMemory(config.dataDir) && !options.database;
   // a folder with an admin key and no PGlite database is a Postgres plane's: PGlite would make a database there
@@ -151,7 +165,8 @@ export async function startPlane(config: Readonly<PlaneConfig>, options: StartOp
   // DATA_DIR_LOCKED: the folder is another process's, which may be making it right now.
   const fresh = onDisk ? freshDataDir(dir) : null;
   const undo = (e: unknown) => {
-    if (fresh && !hasCode(e, ErrorCode.DATA_DIR_LOCKED)) removeMadeDataDir(dir, fresh.made, 'waymark plane (undoing a failed start)');
+    if (fresh && !hasCode(e, ErrorCode.DATA_DIR_LOCKED))
+      removeMadeDataDir(dir, fresh.made, 'waymark plane (undoing a failed start)');
   };
   // A Postgres plane holds its data dir's lock as a PGlite plane does: the dir has its
   // admin-key file, and the lock names the plane's URL, through which the keys commands
@@ -177,7 +192,9 @@ export async function startPlane(config: Readonly<PlaneConfig>, options: StartOp
   }
   let database: PlaneDatabase | undefined = options.database;
   try {
-    database ??= await openPlaneDatabase(config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: 'waymark plane' });
+    database ??= await openPlaneDatabase(
+      config.databaseUrl ? { databaseUrl: config.databaseUrl } : { dataDir: config.dataDir, command: 'waymark plane' },
+    );
     return await serveOn(config, database, dirLock, options);
   } catch (e) {
     if (database && !options.database) await database.close();
@@ -206,7 +223,12 @@ function freshDataDir(dir: string): { made: string | undefined } | null {
   return { made };
 }
 
-async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, dirLock: DataDirLock | null, options: StartOptions): Promise<RunningPlane> {
+async function serveOn(
+  config: Readonly<PlaneConfig>,
+  database: PlaneDatabase,
+  dirLock: DataDirLock | null,
+  options: StartOptions,
+): Promise<RunningPlane> {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
   const { app, metrics } = createPlaneApp({
@@ -244,7 +266,15 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
   let boot: Awaited<ReturnType<typeof bootstrap>>;
   try {
     metricsServer =
-      config.metricsPort === undefined ? null : await listen(metricsApp(database.db, metrics).fetch, config.metricsHost, config.metricsPort, {}, '--metrics-port or WAYMARK_METRICS_PORT');
+      config.metricsPort === undefined
+        ? null
+        : await listen(
+            metricsApp(database.db, metrics).fetch,
+            config.metricsHost,
+            config.metricsPort,
+            {},
+            '--metrics-port or WAYMARK_METRICS_PORT',
+          );
     // only once the plane can serve: a start that fails (PORT_IN_USE) bootstraps nothing, so the
     // start that does serve is the first start and says where the key went (until now, no key
     // exists, and a request is simply refused)
@@ -257,7 +287,10 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
   const url = urlOf(config.host, port);
   // `waymark plane keys …` finds the running plane here and goes through it
   (database.lock ?? dirLock)?.setUrl(url);
-  const retention = config.retentionDays === undefined ? null : scheduleRetention(database.db, { days: config.retentionDays, everyMs: config.retentionIntervalMs, logger });
+  const retention =
+    config.retentionDays === undefined
+      ? null
+      : scheduleRetention(database.db, { days: config.retentionDays, everyMs: config.retentionIntervalMs, logger });
   return {
     url,
     port,
@@ -290,7 +323,9 @@ async function serveOn(config: Readonly<PlaneConfig>, database: PlaneDatabase, d
  * reading is let go within twice this. Between requests Node's keep-alive
  * timeout applies, and the next request on the connection gets this back.
  */
-export function connectionIdleMs(config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTimeoutMs' | 'ingestQueueWaitMs'>): number {
+export function connectionIdleMs(
+  config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTimeoutMs' | 'ingestQueueWaitMs'>,
+): number {
   return Math.max(requestTimeoutMs(config), config.ingestQueueWaitMs + config.headersTimeoutMs) + 5000;
 }
 
@@ -345,7 +380,14 @@ function feedHoldMs(url: string): number {
 const urlOf = (host: string, port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
 /** Listen on hostname:port; a port another process holds is PORT_IN_USE (startPlane then closes the database it opened). */
-function listen(fetch: (req: Request) => Response | Promise<Response>, hostname: string, port: number, serverOptions: ServerOptions, variable: string, idleMs = 0): Promise<ServerType> {
+function listen(
+  fetch: (req: Request) => Response | Promise<Response>,
+  hostname: string,
+  port: number,
+  serverOptions: ServerOptions,
+  variable: string,
+  idleMs = 0,
+): Promise<ServerType> {
   return new Promise((resolve, reject) => {
     const s = serve({ fetch, port, hostname, serverOptions }, () => {
       s.off('error', failed);
@@ -357,10 +399,14 @@ function listen(fetch: (req: Request) => Response | Promise<Response>, hostname:
     function failed(e: NodeJS.ErrnoException) {
       if (e.code !== 'EADDRINUSE') return reject(e);
       reject(
-        new WaymarkError(ErrorCode.PORT_IN_USE, `port ${port} on ${hostname} is in use (another plane?); choose another with ${variable}, or 0 for a free one`, {
-          cause: e,
-          details: { host: hostname, port },
-        }),
+        new WaymarkError(
+          ErrorCode.PORT_IN_USE,
+          `port ${port} on ${hostname} is in use (another plane?); choose another with ${variable}, or 0 for a free one`,
+          {
+            cause: e,
+            details: { host: hostname, port },
+          },
+        ),
       );
     }
     s.once('error', failed);

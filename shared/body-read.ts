@@ -39,7 +39,13 @@ async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>, ms: nu
   });
   try {
     return await Promise.race([
-      reader.read().catch((e: unknown) => Promise.reject(new BodyReadError('aborted', 'the client closed the connection before its request body arrived', { cause: e }))),
+      reader.read().catch((e: unknown) =>
+        Promise.reject(
+          new BodyReadError('aborted', 'the client closed the connection before its request body arrived', {
+            cause: e,
+          }),
+        ),
+      ),
       timeout,
     ]);
   } finally {
@@ -48,7 +54,11 @@ async function nextChunk(reader: ReadableStreamDefaultReader<Uint8Array>, ms: nu
 }
 
 /** The bytes of `stream`, or a BodyReadError: over `limit` (the rest is not read), past the deadline, or the client gone. */
-export async function readBodyCapped(stream: ReadableStream<Uint8Array> | null, limit: number, deadline: BodyDeadline): Promise<Buffer> {
+export async function readBodyCapped(
+  stream: ReadableStream<Uint8Array> | null,
+  limit: number,
+  deadline: BodyDeadline,
+): Promise<Buffer> {
   if (!stream) return Buffer.alloc(0);
   const chunks: Buffer[] = [];
   let n = 0;

@@ -112,7 +112,8 @@ function own(m: Json): Json {
  */
 function grown(prev: CodecCursor, keep: number, append: readonly Json[]): Json[] {
   const shared = prev.messages as Json[];
-  const out = keep === prev.messageCount && shared.length === keep && !Object.isFrozen(shared) ? shared : shared.slice(0, keep);
+  const out =
+    keep === prev.messageCount && shared.length === keep && !Object.isFrozen(shared) ? shared : shared.slice(0, keep);
   for (const m of append) out.push(own(m));
   return out;
 }
@@ -121,7 +122,12 @@ function grown(prev: CodecCursor, keep: number, append: readonly Json[]): Json[]
 function textual(values: readonly Json[]): boolean {
   for (const v of values) {
     const t = typeof v;
-    if (t === 'object' ? v !== null && typeof (v as { toJSON?: unknown }).toJSON === 'function' : t !== 'string' && t !== 'number' && t !== 'boolean') return false;
+    if (
+      t === 'object'
+        ? v !== null && typeof (v as { toJSON?: unknown }).toJSON === 'function'
+        : t !== 'string' && t !== 'number' && t !== 'boolean'
+    )
+      return false;
   }
   return true;
 }

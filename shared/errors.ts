@@ -209,5 +209,9 @@ export function runErrorOf(nodeOutput: unknown): RunError {
  * with String().
  */
 export function issueProblems(error: z.ZodError, whole: string): string[] {
-  return error.issues.flatMap((i) => (i.code === 'unrecognized_keys' ? i.keys.map((k) => `unknown field '${k}'`) : [`${i.path.length ? i.path.map(String).join('.') : whole}: ${i.message}`]));
+  return error.issues.flatMap((i) =>
+    i.code === 'unrecognized_keys'
+      ? i.keys.map((k) => `unknown field '${k}'`)
+      : [`${i.path.length ? i.path.map(String).join('.') : whole}: ${i.message}`],
+  );
 }

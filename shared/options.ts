@@ -41,7 +41,8 @@ export function unknownOptions(value: unknown, known: readonly string[], prefix 
  */
 export function optionsProblems(value: unknown, known: readonly string[]): string[] {
   if (value === undefined) return [];
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return [`options: must be an object (got ${shown(value)})`];
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return [`options: must be an object (got ${shown(value)})`];
   return unknownOptions(value, known);
 }
 
@@ -60,7 +61,8 @@ function distance(a: string, b: string): number {
     for (let j = 1; j <= b.length; j++) {
       d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
       // a swap of two neighbours ("nwo" for "now") is one typo
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[a.length][b.length];
 }

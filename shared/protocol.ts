@@ -4,7 +4,17 @@
  * so the envelope types them as unknown.
  */
 import { z } from 'zod';
-import { Checkpoint, Decision, ExecutionId, IdempotencyEntry, IsoTime, JsonObject, PendingInterrupt, Uuidv7, WriterId } from './rows.js';
+import {
+  Checkpoint,
+  Decision,
+  ExecutionId,
+  IdempotencyEntry,
+  IsoTime,
+  JsonObject,
+  PendingInterrupt,
+  Uuidv7,
+  WriterId,
+} from './rows.js';
 import { LIMITS } from './limits.js';
 
 export const PROTOCOL_VERSION = 1;
@@ -235,7 +245,8 @@ export const HoleView = z.object({
 });
 export type HoleView = z.infer<typeof HoleView>;
 
-export const Page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+export const Page = <T extends z.ZodType>(item: T) =>
+  z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 
 export const ClaimConflictView = z.object({
   executionId: ExecutionId,

@@ -9,7 +9,10 @@ export const JsonValue = z
     error: (issue) => `not plain JSON: ${jsonProblem(issue.input) ?? 'invalid'}`,
   })
   // for OpenAPI documents: any JSON value
-  .meta({ type: ['object', 'array', 'string', 'number', 'boolean', 'null'], description: 'any JSON value' } as Record<string, unknown>);
+  .meta({ type: ['object', 'array', 'string', 'number', 'boolean', 'null'], description: 'any JSON value' } as Record<
+    string,
+    unknown
+  >);
 
 /**
  * A JSON object (not an array, not null), kept exactly as sent: `z.record`
@@ -24,7 +27,8 @@ export const JsonObject = z
   .superRefine((v, ctx) => {
     const r = JsonRecord.safeParse(v);
     if (!r.success) {
-      for (const issue of r.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path as (string | number)[] });
+      for (const issue of r.error.issues)
+        ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path as (string | number)[] });
       return;
     }
     // the record schema never sees an own "__proto__" key (assigning it sets the prototype): its value is judged here, as any other key's
@@ -56,7 +60,10 @@ const storable = (max: number) =>
     .refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000');
 
 /** Not `.` or `..`: a URL names a run by its id in a path segment, and those two are normalised away by every client. */
-export const ExecutionId = printable(LIMITS.executionIdLength).refine((v) => v !== '.' && v !== '..', "must not be '.' or '..' (no URL path can name it)");
+export const ExecutionId = printable(LIMITS.executionIdLength).refine(
+  (v) => v !== '.' && v !== '..',
+  "must not be '.' or '..' (no URL path can name it)",
+);
 export const WriterId = printable(LIMITS.writerIdLength);
 export const NodeId = printable(LIMITS.nodeIdLength);
 export const AgentPath = printable(LIMITS.agentPathLength);
@@ -177,7 +184,9 @@ export type Decision = z.infer<typeof Decision>;
  * `id` is the dedupe key: a checkpoint event's id is the checkpoint's id.
  */
 export const CheckpointEvent = z.object({ kind: z.literal('checkpoint'), id: Uuidv7, row: Checkpoint }).strict();
-export const InterruptOpenedEvent = z.object({ kind: z.literal('interrupt_opened'), id: Uuidv7, row: PendingInterrupt }).strict();
+export const InterruptOpenedEvent = z
+  .object({ kind: z.literal('interrupt_opened'), id: Uuidv7, row: PendingInterrupt })
+  .strict();
 export const InterruptClaimedEvent = z
   .object({
     kind: z.literal('interrupt_claimed'),
@@ -201,10 +210,16 @@ export const InterruptClosedEvent = z
     closedAt: IsoTime,
   })
   .strict();
-export const IdempotencyEvent = z.object({ kind: z.literal('idempotency'), id: Uuidv7, row: IdempotencyEntry }).strict();
+export const IdempotencyEvent = z
+  .object({ kind: z.literal('idempotency'), id: Uuidv7, row: IdempotencyEntry })
+  .strict();
 /** A decision recorded in a local store (one recorded on the plane is not sent back). */
-export const DecisionRecordedEvent = z.object({ kind: z.literal('decision_recorded'), id: Uuidv7, row: Decision }).strict();
-export const ExecutionDeletedEvent = z.object({ kind: z.literal('execution_deleted'), id: Uuidv7, executionId: ExecutionId, deletedAt: IsoTime }).strict();
+export const DecisionRecordedEvent = z
+  .object({ kind: z.literal('decision_recorded'), id: Uuidv7, row: Decision })
+  .strict();
+export const ExecutionDeletedEvent = z
+  .object({ kind: z.literal('execution_deleted'), id: Uuidv7, executionId: ExecutionId, deletedAt: IsoTime })
+  .strict();
 export const OutboxEvent = z.discriminatedUnion('kind', [
   CheckpointEvent,
   InterruptOpenedEvent,
@@ -218,7 +233,8 @@ export type OutboxEvent = z.infer<typeof OutboxEvent>;
 export type OutboxKind = OutboxEvent['kind'];
 
 /** A cancel marker: the `run_end` row a cancel writes (status `cancelled`), which ends the run for good. */
-export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null | undefined): boolean => !!row && row.step === 'run_end' && row.status === 'cancelled';
+export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null | undefined): boolean =>
+  !!row && row.step === 'run_end' && row.status === 'cancelled';
 
 /**
  * What a cancel marker after `last` (the run's newest row) says, wherever it
@@ -232,7 +248,11 @@ export function cancelReason(marker: Pick<Checkpoint, 'nodeOutput'>): string | n
   return out && typeof out === 'object' && typeof out.reason === 'string' ? out.reason : null;
 }
 
-export function cancelMarkerFields(last: Pick<Checkpoint, 'id' | 'turn' | 'agentPath'>, reason: string | null, by?: string) {
+export function cancelMarkerFields(
+  last: Pick<Checkpoint, 'id' | 'turn' | 'agentPath'>,
+  reason: string | null,
+  by?: string,
+) {
   return {
     nodeId: 'run_end',
     turn: last.turn,

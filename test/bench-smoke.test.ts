@@ -38,19 +38,33 @@ describe('benchmark smoke runs', () => {
   it('concurrent: N runs at once on one store (and the peer on one saver when installed) beside the raw commit rate, SQLite', () => {
     const [line] = bench('concurrent.ts', 'sqlite');
     expect(line).toMatchObject({ bench: 'concurrent', backend: 'sqlite', runs: 4, T: 3 });
-    for (const k of ['ours', 'oursCpu', 'raw', 'fsync', 'ofRaw']) expect((line[k] as { median: number }).median).toBeGreaterThan(0);
+    for (const k of ['ours', 'oursCpu', 'raw', 'fsync', 'ofRaw'])
+      expect((line[k] as { median: number }).median).toBeGreaterThan(0);
   });
   it('concurrent-split: the concurrent workload at the default and with fsync and the outbox switched off, each against the default', () => {
     const lines = bench('concurrent-split.ts');
-    expect(lines.map((l) => l.variant)).toEqual(['default (FULL, outbox)', 'NORMAL, outbox', 'FULL, no outbox', 'NORMAL, no outbox']);
-    for (const l of lines) expect((l.steps as { median: number }).median > 0 && (l.commits as { median: number }).median > 0).toBe(true);
+    expect(lines.map((l) => l.variant)).toEqual([
+      'default (FULL, outbox)',
+      'NORMAL, outbox',
+      'FULL, no outbox',
+      'NORMAL, no outbox',
+    ]);
+    for (const l of lines)
+      expect((l.steps as { median: number }).median > 0 && (l.commits as { median: number }).median > 0).toBe(true);
     expect(lines[0].vsDefault).toEqual({ median: 1, min: 1, max: 1 });
     // the share of each repetition spent inside the batches' commits was measured (the wrapper reached the store's commit)
-    for (const l of lines) for (const k of ['commitWallShare', 'commitCpuShare']) expect((l[k] as { median: number }).median, `${l.variant} ${k}`).toSatisfy((x: number) => x > 0 && x <= 1.05);
+    for (const l of lines)
+      for (const k of ['commitWallShare', 'commitCpuShare'])
+        expect((l[k] as { median: number }).median, `${l.variant} ${k}`).toSatisfy((x: number) => x > 0 && x <= 1.05);
   });
   it('concurrent-split indexes: the outbox without its unsent-rows index, without that and its id index, and without an outbox', () => {
     const lines = bench('concurrent-split.ts', '4', '3', '1', 'indexes');
-    expect(lines.map((l) => l.variant)).toEqual(['default (FULL, outbox)', 'no unsynced index', 'no unsynced or id index', 'FULL, no outbox']);
+    expect(lines.map((l) => l.variant)).toEqual([
+      'default (FULL, outbox)',
+      'no unsynced index',
+      'no unsynced or id index',
+      'FULL, no outbox',
+    ]);
     for (const l of lines) expect(l.set).toBe('indexes');
     for (const l of lines) expect((l.steps as { median: number }).median).toBeGreaterThan(0);
   });
@@ -67,11 +81,17 @@ describe('benchmark smoke runs', () => {
   it('lease cost: unfenced vs leased writes on SQLite (and Postgres when up)', () => {
     const lines = bench('lease-cost.ts', pg ? 'both' : 'sqlite');
     expect(lines[0]).toMatchObject({ bench: 'lease-cost', backend: 'sqlite', R: 2, T: 3 });
-    for (const l of lines) expect((l.unfenced as { median: number }).median > 0 && (l.leased as { median: number }).median > 0).toBe(true);
+    for (const l of lines)
+      expect((l.unfenced as { median: number }).median > 0 && (l.leased as { median: number }).median > 0).toBe(true);
   });
   it('plane-hold: agent steps/s connected to a plane (its own process) and not, four variants', () => {
     const lines = bench('plane-hold.ts');
-    expect(lines.map((l) => l.variant)).toEqual(['plain tool, lease 30 s', 'plain tool, lease 300 ms', 'idempotent effect per turn, lease 30 s', 'idempotent effect per turn, lease 300 ms']);
+    expect(lines.map((l) => l.variant)).toEqual([
+      'plain tool, lease 30 s',
+      'plain tool, lease 300 ms',
+      'idempotent effect per turn, lease 30 s',
+      'idempotent effect per turn, lease 300 ms',
+    ]);
     for (const l of lines) expect((l.ratio as { median: number }).median).toBeGreaterThan(0);
   });
   it('storage growth', () => {
@@ -87,7 +107,8 @@ describe('benchmark smoke runs', () => {
   it('resume cost, put, ingest, drain and drain RSS', () => {
     const [resume] = bench('resume-cost.ts', '5', '1', 'sqlite');
     expect(resume).toMatchObject({ bench: 'resume', turns: 5 });
-    for (const k of ['callMs', 'totalMs', 'processMs']) expect((resume.waymark as Record<string, { median: number }>)[k].median).toBeGreaterThan(0);
+    for (const k of ['callMs', 'totalMs', 'processMs'])
+      expect((resume.waymark as Record<string, { median: number }>)[k].median).toBeGreaterThan(0);
     const ingest = bench('ingest.ts', '1000', 'pglite', '2');
     expect(ingest.map((l) => [l.writers, l.errors])).toEqual([[2, 0]]);
     expect(bench('drain.ts', '300', 'pglite')[0]).toMatchObject({ bench: 'drain', rows: 300 });
@@ -100,7 +121,8 @@ describe('benchmark smoke runs', () => {
     () => {
       const [line] = bench('ingest-planes.ts', '2000', '4');
       expect(line).toMatchObject({ bench: 'ingest-planes', rows: 2000, writers: 4, reps: 1, errors: 0 });
-      for (const k of ['one', 'two', 'oneCpu', 'twoCpu', 'scale']) expect((line[k] as { median: number }).median).toBeGreaterThan(0);
+      for (const k of ['one', 'two', 'oneCpu', 'twoCpu', 'scale'])
+        expect((line[k] as { median: number }).median).toBeGreaterThan(0);
     },
     900_000,
   );
@@ -123,7 +145,11 @@ describe('benchmark smoke runs', () => {
     300_000,
   );
   it('run.ts refuses a --before directory that is not a prepared tree, naming each problem, and runs nothing', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', 'steps', '--before', '/nonexistent-before-tree'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'bench/run.ts', 'steps', '--before', '/nonexistent-before-tree'],
+      { cwd: ROOT, encoding: 'utf8', timeout: 60_000 },
+    );
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('no bench/steps.ts there');
     expect(r.stderr).toContain('no node_modules there');
@@ -135,7 +161,11 @@ describe('benchmark smoke runs', () => {
       [['put', '--skip', 'put'], '--skip put leaves nothing to run'],
       [['all', '--skip'], '--skip needs a comma-separated list of bench names'],
     ] as const) {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', ...args], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+      const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/run.ts', ...args], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       expect(r.status, args.join(' ')).toBe(2);
       expect(r.stderr).toContain(problem);
       expect(r.stdout).not.toContain('==');

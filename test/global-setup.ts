@@ -33,7 +33,13 @@ export default async function setup(project: TestProject): Promise<void> {
   const root = fileURLToPath(new URL('..', import.meta.url));
   // beside dist/, at the same depth, so the source maps' relative paths come out the same
   const scratch = join(root, `.dist-build-${process.pid}`);
-  const build = promisify(execFile)(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', scratch])
+  const build = promisify(execFile)(process.execPath, [
+    join(root, 'node_modules/typescript/bin/tsc'),
+    '-p',
+    join(root, 'tsconfig.build.json'),
+    '--outDir',
+    scratch,
+  ])
     .then(() => moveChanged(scratch, join(root, 'dist')))
     .catch((e: { stdout?: string; stderr?: string }) => {
       // tsc's diagnostics, as the inherited output of a synchronous run showed them

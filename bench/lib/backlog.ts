@@ -13,7 +13,10 @@ import { randomText } from './text.js';
 export async function putBacklog(store: Checkpointer, n: number, seed: number, prefix = 'run'): Promise<void> {
   let messages: unknown[] = [];
   for (let i = 0; i < n; i++) {
-    messages = i % 100 === 0 ? [{ role: 'user', content: randomText(200, seed, i) }] : [...messages, { role: 'assistant', content: randomText(200, seed, i) }];
+    messages =
+      i % 100 === 0
+        ? [{ role: 'user', content: randomText(200, seed, i) }]
+        : [...messages, { role: 'assistant', content: randomText(200, seed, i) }];
     await store.put({
       executionId: `${prefix}-${Math.floor(i / 100)}`,
       nodeId: `turn:${i % 100}`,
@@ -42,7 +45,11 @@ export async function backlogEvents(n: number, seed = 4, prefix = 'run'): Promis
 }
 
 /** A fresh database on the Postgres server at `serverUrl` for one measurement (named after `label`); dropped after. */
-export async function withScratchDatabase<T>(serverUrl: string, label: string, fn: (url: string) => Promise<T>): Promise<T> {
+export async function withScratchDatabase<T>(
+  serverUrl: string,
+  label: string,
+  fn: (url: string) => Promise<T>,
+): Promise<T> {
   const sql = postgres(serverUrl, { max: 1, onnotice: () => {} });
   const name = `waymark_bench_${label}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
   await sql.unsafe(`CREATE DATABASE ${name}`);

@@ -32,7 +32,14 @@ export function peerLoad(backend: 'sqlite' | 'postgres'): void {
  * call, then a P-byte tool result; the same pseudo-random text as `ourAgent`
  * for the same seed.
  */
-export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: () => void, pauseAtLastTool = false, seed = 0) {
+export function peerGraph(
+  checkpointer: unknown,
+  T: number,
+  P: number,
+  onTurn?: () => void,
+  pauseAtLastTool = false,
+  seed = 0,
+) {
   const req = createRequire(PEER);
   const { StateGraph, MessagesAnnotation, START, END, interrupt } = req('@langchain/langgraph');
   const { AIMessage, ToolMessage } = req('@langchain/core/messages');
@@ -41,18 +48,30 @@ export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: 
       onTurn?.();
       const turn = state.messages.filter((m) => m._getType() === 'ai').length;
       return {
-        messages: [turn < T ? new AIMessage({ content: randomText(P, seed, turn, 0), tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }] }) : new AIMessage({ content: 'done' })],
+        messages: [
+          turn < T
+            ? new AIMessage({
+                content: randomText(P, seed, turn, 0),
+                tool_calls: [{ id: `call_${turn}`, name: 'work', args: { t: turn } }],
+              })
+            : new AIMessage({ content: 'done' }),
+        ],
       };
     })
     .addNode('tools', (state: { messages: { tool_calls?: { id: string }[] }[] }) => {
       const last = state.messages[state.messages.length - 1];
       const call = last.tool_calls![0] as { id: string; args?: { t: number } };
       // The same pause as waymark's resume benchmark: the last tool asks a human.
-      const content = pauseAtLastTool && call.args?.t === T - 1 ? String(interrupt({ reason: 'last', i: call.args.t }).approved) : randomText(P, seed, call.args!.t, 1);
+      const content =
+        pauseAtLastTool && call.args?.t === T - 1
+          ? String(interrupt({ reason: 'last', i: call.args.t }).approved)
+          : randomText(P, seed, call.args!.t, 1);
       return { messages: [new ToolMessage({ content, tool_call_id: call.id })] };
     })
     .addEdge(START, 'agent')
-    .addConditionalEdges('agent', (s: { messages: { tool_calls?: unknown[] }[] }) => (s.messages[s.messages.length - 1].tool_calls?.length ? 'tools' : END))
+    .addConditionalEdges('agent', (s: { messages: { tool_calls?: unknown[] }[] }) =>
+      s.messages[s.messages.length - 1].tool_calls?.length ? 'tools' : END,
+    )
     .addEdge('tools', 'agent')
     .compile({ checkpointer });
 }
@@ -60,13 +79,20 @@ export function peerGraph(checkpointer: unknown, T: number, P: number, onTurn?: 
 export async function peerRun(graph: any, threadId: string, T: number): Promise<void> {
   const req = createRequire(PEER);
   const { HumanMessage } = req('@langchain/core/messages');
-  await graph.invoke({ messages: [new HumanMessage('go')] }, { configurable: { thread_id: threadId }, recursionLimit: 2 * T + 10, durability: 'sync' });
+  await graph.invoke(
+    { messages: [new HumanMessage('go')] },
+    { configurable: { thread_id: threadId }, recursionLimit: 2 * T + 10, durability: 'sync' },
+  );
 }
 
 /** Answer the pause of a graph built with `pauseAtLastTool`; returns the final message count. */
 export async function peerResume(graph: any, threadId: string, T: number, answer: unknown): Promise<number> {
   const { Command } = createRequire(PEER)('@langchain/langgraph');
-  const out = await graph.invoke(new Command({ resume: answer }), { configurable: { thread_id: threadId }, recursionLimit: 2 * T + 10, durability: 'sync' });
+  const out = await graph.invoke(new Command({ resume: answer }), {
+    configurable: { thread_id: threadId },
+    recursionLimit: 2 * T + 10,
+    durability: 'sync',
+  });
   return out.messages.length;
 }
 

@@ -16,12 +16,20 @@ export interface Rate {
   cpu: number;
 }
 
-export const rateOf = (steps: number, t: { secs: number; cpuSecs: number }): Rate => ({ rate: steps / t.secs, cpu: steps / t.cpuSecs });
+export const rateOf = (steps: number, t: { secs: number; cpuSecs: number }): Rate => ({
+  rate: steps / t.secs,
+  cpu: steps / t.cpuSecs,
+});
 
 let n = 0;
 
 /** SQLite in WAL mode, a fresh file in `dir`; with `dir` null, an in-memory database (no I/O: the CPU floor). */
-export async function rawSqliteCommits(dir: string | null, rows: number, bytes: number, synchronous: 'FULL' | 'NORMAL' = 'FULL'): Promise<Rate> {
+export async function rawSqliteCommits(
+  dir: string | null,
+  rows: number,
+  bytes: number,
+  synchronous: 'FULL' | 'NORMAL' = 'FULL',
+): Promise<Rate> {
   const bodies = Array.from({ length: 64 }, (_, i) => randomText(bytes, 7, i));
   const db = new Database(dir === null ? ':memory:' : join(dir, `raw-${process.pid}-${++n}.db`));
   if (dir !== null) {
@@ -45,7 +53,8 @@ export async function rawPostgresCommits(url: string, rows: number, bytes: numbe
   await sql.unsafe(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, e text, seq int, body text)`);
   try {
     const t = await timed(async () => {
-      for (let i = 0; i < rows; i++) await sql.unsafe(`INSERT INTO ${table} (e, seq, body) VALUES ('e', $1, $2)`, [i, bodies[i % 64]]);
+      for (let i = 0; i < rows; i++)
+        await sql.unsafe(`INSERT INTO ${table} (e, seq, body) VALUES ('e', $1, $2)`, [i, bodies[i % 64]]);
     });
     return rateOf(rows, t);
   } finally {
@@ -59,7 +68,10 @@ export async function rawPostgresCommits(url: string, rows: number, bytes: numbe
  * steps/s summary and `kCpu` the steps per CPU-second summary (null when the
  * side was not measured, e.g. the peer is not installed).
  */
-export function rateColumns<K extends string>(m: Record<K, Rate[]>, keys: readonly K[]): Record<K | `${K}Cpu`, Summary | null> {
+export function rateColumns<K extends string>(
+  m: Record<K, Rate[]>,
+  keys: readonly K[],
+): Record<K | `${K}Cpu`, Summary | null> {
   const out = {} as Record<K | `${K}Cpu`, Summary | null>;
   for (const k of keys) {
     out[k] = m[k].length ? summary(m[k].map((x) => x.rate)) : null;

@@ -13,6 +13,10 @@ export function benchAgent(store: Checkpointer, turns: number, seed = 0): Agent 
     parameters: z.object({ i: z.number() }),
     execute: ({ i }) => (i === turns - 1 ? interrupt('last', { i }).approved : randomText(P, seed, i, 1)),
   });
-  const model = new ScriptedModel(({ turn }) => (turn < turns ? { content: randomText(P, seed, turn, 0), toolCalls: [{ name: 'step', arguments: { i: turn } }] } : { content: 'done' }));
+  const model = new ScriptedModel(({ turn }) =>
+    turn < turns
+      ? { content: randomText(P, seed, turn, 0), toolCalls: [{ name: 'step', arguments: { i: turn } }] }
+      : { content: 'done' },
+  );
   return new Agent({ name: 'bench', model, tools: [step], checkpointer: store, maxTurns: turns + 1 });
 }

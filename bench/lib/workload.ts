@@ -8,10 +8,17 @@ import { randomText } from './text.js';
  * result; the text is pseudo-random, fixed by (seed, turn), as in `peerGraph`.
  */
 export function ourAgent(store: Checkpointer, T: number, P: number, onTurn?: () => void, seed = 0): Agent {
-  const work = tool({ name: 'work', description: 'work', parameters: z.object({ t: z.number() }), execute: ({ t }) => randomText(P, seed, t, 1) });
+  const work = tool({
+    name: 'work',
+    description: 'work',
+    parameters: z.object({ t: z.number() }),
+    execute: ({ t }) => randomText(P, seed, t, 1),
+  });
   const model = new ScriptedModel(({ turn }) => {
     onTurn?.();
-    return turn < T ? { content: randomText(P, seed, turn, 0), toolCalls: [{ name: 'work', arguments: { t: turn } }] } : { content: 'done' };
+    return turn < T
+      ? { content: randomText(P, seed, turn, 0), toolCalls: [{ name: 'work', arguments: { t: turn } }] }
+      : { content: 'done' };
   });
   return new Agent({ name: 'bench', model, tools: [work], checkpointer: store, maxTurns: T + 1 });
 }

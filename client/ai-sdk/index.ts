@@ -40,7 +40,17 @@ import type {
 } from '@ai-sdk/provider';
 import type { Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { distinctCallIds, type FinishReason, type Message, type Model, type ModelReply, type ModelRequest, type ModelStreamPart, type ModelUsage, type ToolCall } from '../models/model.js';
+import {
+  distinctCallIds,
+  type FinishReason,
+  type Message,
+  type Model,
+  type ModelReply,
+  type ModelRequest,
+  type ModelStreamPart,
+  type ModelUsage,
+  type ToolCall,
+} from '../models/model.js';
 import { ModelError } from '../models/openai.js';
 
 export interface AISDKModelOptions {
@@ -66,9 +76,13 @@ export class AISDKModel implements Model {
   ) {
     const version = (model as { specificationVersion?: unknown } | null)?.specificationVersion;
     if (version !== 'v3') {
-      throw new WaymarkError(ErrorCode.UNSUPPORTED_MODEL, `waymark/ai-sdk supports LanguageModelV3 (@ai-sdk/provider 3.x); this model has specificationVersion '${String(version)}'`, {
-        details: { specificationVersion: String(version) },
-      });
+      throw new WaymarkError(
+        ErrorCode.UNSUPPORTED_MODEL,
+        `waymark/ai-sdk supports LanguageModelV3 (@ai-sdk/provider 3.x); this model has specificationVersion '${String(version)}'`,
+        {
+          details: { specificationVersion: String(version) },
+        },
+      );
     }
     this.name = `${model.provider}:${model.modelId}`;
   }
@@ -80,7 +94,12 @@ export class AISDKModel implements Model {
       prompt: toPrompt(req.messages),
       ...(tools.length
         ? {
-            tools: tools.map((t) => ({ type: 'function' as const, name: t.name, description: t.description, inputSchema: t.parameters as object })),
+            tools: tools.map((t) => ({
+              type: 'function' as const,
+              name: t.name,
+              description: t.description,
+              inputSchema: t.parameters as object,
+            })),
             toolChoice: { type: 'auto' as const },
           }
         : {}),
@@ -187,7 +206,11 @@ function toModelError(e: unknown): ModelError {
   const inner = e instanceof NoRetry ? e.inner : e;
   const status = (inner as { statusCode?: unknown })?.statusCode;
   const message = (inner as Error)?.message ?? String(inner);
-  return new ModelError(`model call failed${typeof status === 'number' ? ` (${status})` : ''}: ${message.slice(0, 300)}`, typeof status === 'number' ? status : undefined, inner);
+  return new ModelError(
+    `model call failed${typeof status === 'number' ? ` (${status})` : ''}: ${message.slice(0, 300)}`,
+    typeof status === 'number' ? status : undefined,
+    inner,
+  );
 }
 
 /** waymark messages → an AI SDK prompt. */
@@ -206,12 +229,22 @@ export function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
           role: 'assistant',
           content: [
             ...(m.content ? [{ type: 'text' as const, text: m.content }] : []),
-            ...(m.toolCalls ?? []).map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.name, input: c.arguments })),
+            ...(m.toolCalls ?? []).map((c) => ({
+              type: 'tool-call' as const,
+              toolCallId: c.id,
+              toolName: c.name,
+              input: c.arguments,
+            })),
           ],
         });
         break;
       case 'tool': {
-        const part = { type: 'tool-result' as const, toolCallId: m.toolCallId, toolName: m.name, output: { type: 'text' as const, value: m.content } };
+        const part = {
+          type: 'tool-result' as const,
+          toolCallId: m.toolCallId,
+          toolName: m.name,
+          output: { type: 'text' as const, value: m.content },
+        };
         const last = out[out.length - 1];
         if (last?.role === 'tool') last.content.push(part);
         else out.push({ role: 'tool', content: [part] });
@@ -224,7 +257,12 @@ export function toPrompt(messages: readonly Message[]): LanguageModelV3Prompt {
 
 const FINISH: ReadonlySet<string> = new Set(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other']);
 
-function fromContent(content: readonly LanguageModelV3Content[], finish: LanguageModelV3FinishReason | undefined, usage: LanguageModelV3Usage | undefined, modelId: string): ModelReply {
+function fromContent(
+  content: readonly LanguageModelV3Content[],
+  finish: LanguageModelV3FinishReason | undefined,
+  usage: LanguageModelV3Usage | undefined,
+  modelId: string,
+): ModelReply {
   const unified = finish?.unified;
   if (unified === 'error') {
     throw new ModelError(`the model finished with an error${finish?.raw ? ` (${finish.raw})` : ''}`);
@@ -239,7 +277,11 @@ function fromContent(content: readonly LanguageModelV3Content[], finish: Languag
       try {
         args = part.input.trim() === '' ? {} : (JSON.parse(part.input) as Json);
       } catch (e) {
-        throw new ModelError(`model sent malformed arguments for tool '${part.toolName}': ${part.input.slice(0, 120)}`, undefined, e);
+        throw new ModelError(
+          `model sent malformed arguments for tool '${part.toolName}': ${part.input.slice(0, 120)}`,
+          undefined,
+          e,
+        );
       }
       toolCalls.push({ id: part.toolCallId, name: part.toolName, arguments: args });
     }

@@ -44,7 +44,11 @@ export class UsageError extends Error {
     /** The command it is of ('plane keys create'); none when the command itself is unknown. */
     readonly command?: string,
   ) {
-    super(problems.length === 1 ? problems[0] : `${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(
+      problems.length === 1
+        ? problems[0]
+        : `${problems.length} problems:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
   }
 }
 
@@ -87,7 +91,9 @@ export function parseCommand(spec: CommandSpec, argv: string[]): (Parsed & { pro
   const options: Record<string, OptionSpec> = { ...spec.options, help: HELP };
   const { values, tokens } = parseArgs({
     args: argv,
-    options: Object.fromEntries(Object.entries(options).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}) }])),
+    options: Object.fromEntries(
+      Object.entries(options).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}) }]),
+    ),
     allowPositionals: true,
     strict: false,
     tokens: true,
@@ -113,7 +119,9 @@ export function parseCommand(spec: CommandSpec, argv: string[]): (Parsed & { pro
       problems.push(`option '--${t.name}' must be one of ${option.choices.join(', ')} (got '${t.value}')`);
     }
   }
-  const given = tokens.filter((t) => t.kind === 'positional' && !swallowed.has(t.index)).map((t) => (t as { value: string }).value);
+  const given = tokens
+    .filter((t) => t.kind === 'positional' && !swallowed.has(t.index))
+    .map((t) => (t as { value: string }).value);
   const args = spec.args ?? [];
   const required = args.filter((a) => !a.endsWith('?')).length;
   for (const a of args.slice(given.length, required)) problems.push(`missing argument ${a}`);
@@ -125,7 +133,10 @@ export function parseCommand(spec: CommandSpec, argv: string[]): (Parsed & { pro
 export function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
       if (pkg.name === 'waymark' && pkg.version) return pkg.version;
     } catch {
       // not at this level

@@ -18,7 +18,17 @@ import { RunInProgress } from '../errors.js';
 import { planeOptionProblem } from '../replica/replica-types.js';
 import { cancelThroughPlane } from '../replica/cancel.js';
 import { openStore, sqliteFileOf } from '../open-store.js';
-import { errorText, packageVersion, parseCommand, USAGE_EXIT, usageOf, UsageError, type CommandSpec, type OptionSpec, type Parsed } from './args.js';
+import {
+  errorText,
+  packageVersion,
+  parseCommand,
+  USAGE_EXIT,
+  usageOf,
+  UsageError,
+  type CommandSpec,
+  type OptionSpec,
+  type Parsed,
+} from './args.js';
 import { suggest } from '../../shared/options.js';
 import { inspectRun, listRuns, parseSince, type RunFilter } from './store-commands.js';
 import { quarantineList, restoreCommand, syncNow, syncStatus } from './sync-commands.js';
@@ -30,10 +40,16 @@ type Out = (line: string) => void;
 const STATES: readonly ExecutionState[] = ['running', 'paused', 'completed', 'failed', 'cancelled'];
 const db: Record<string, OptionSpec> = {
   db: { type: 'string', help: 'the store: a SQLite file or a postgres:// URL (required)' },
-  schema: { type: 'string', help: 'Postgres schema of the store (default: waymark; a #schema or ?schema= in the URL names it too)' },
+  schema: {
+    type: 'string',
+    help: 'Postgres schema of the store (default: waymark; a #schema or ?schema= in the URL names it too)',
+  },
 };
 const plane: Record<string, OptionSpec> = {
-  plane: { type: 'string', help: 'the plane URL, e.g. http://127.0.0.1:4600 (default: $WAYMARK_PLANE_URL; one is required)' },
+  plane: {
+    type: 'string',
+    help: 'the plane URL, e.g. http://127.0.0.1:4600 (default: $WAYMARK_PLANE_URL; one is required)',
+  },
   key: { type: 'string', help: 'an API key of the plane (default: $WAYMARK_API_KEY; one is required)' },
 };
 const json: Record<string, OptionSpec> = { json: { type: 'boolean', help: 'print JSON (one document) for scripts' } };
@@ -59,8 +75,12 @@ const COMMANDS: Command[] = [
       ...json,
     },
     check: (p) => [
-      ...(typeof p.values.since === 'string' && parseSince(String(p.values.since)) === null ? [`option '--since' must be an ISO time or an age like 30m, 2h, 7d (got '${p.values.since}')`] : []),
-      ...(typeof p.values.limit === 'string' && !/^[1-9]\d*$/.test(String(p.values.limit)) ? [`option '--limit' must be a positive integer (got '${p.values.limit}')`] : []),
+      ...(typeof p.values.since === 'string' && parseSince(String(p.values.since)) === null
+        ? [`option '--since' must be an ISO time or an age like 30m, 2h, 7d (got '${p.values.since}')`]
+        : []),
+      ...(typeof p.values.limit === 'string' && !/^[1-9]\d*$/.test(String(p.values.limit))
+        ? [`option '--limit' must be a positive integer (got '${p.values.limit}')`]
+        : []),
     ],
     run: (p, out) =>
       withStore(p, async (store) => {
@@ -76,7 +96,8 @@ const COMMANDS: Command[] = [
   {
     name: 'inspect',
     args: ['EXECUTION_ID?'],
-    summary: "A run's rows, how it ended (and why, if it failed), its pauses with the answers given, and its idempotency entries. Without an id: the run list.",
+    summary:
+      "A run's rows, how it ended (and why, if it failed), its pauses with the answers given, and its idempotency entries. Without an id: the run list.",
     options: { ...db, ...json },
     run: (p, out) =>
       withStore(p, async (store) => {
@@ -92,7 +113,12 @@ const COMMANDS: Command[] = [
     args: ['EXECUTION_ID'],
     summary:
       'Cancel a run: a cancelled run-end marker; its runner stops at its next step, its open pause is closed, resume refuses it. Given a plane (--plane or WAYMARK_PLANE_URL, with a key of the cancel and read scopes), the run is cancelled there, so the machine running it stops, whichever it is, and this store takes the marker; a run the plane does not hold is cancelled here. Without a plane, only this store.',
-    options: { ...db, ...plane, reason: { type: 'string', help: 'why (kept in the marker, shown by runs and the inspector)' }, ...json },
+    options: {
+      ...db,
+      ...plane,
+      reason: { type: 'string', help: 'why (kept in the marker, shown by runs and the inspector)' },
+      ...json,
+    },
     run: (p, out) =>
       withStore(p, async (store) => {
         const id = p.positionals[0];
@@ -102,10 +128,14 @@ const COMMANDS: Command[] = [
         if (url) {
           const key = apiKey(p);
           if (!key)
-            throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `cancelling '${id}' at the plane ${url} needs a key (--key or WAYMARK_API_KEY, with the cancel and read scopes); nothing was cancelled`);
+            throw new WaymarkError(
+              ErrorCode.INVALID_OPTIONS,
+              `cancelling '${id}' at the plane ${url} needs a key (--key or WAYMARK_API_KEY, with the cancel and read scopes); nothing was cancelled`,
+            );
           const r = await cancelThroughPlane(store, id, { url, apiKey: key, reason }).catch(async (e: unknown) => {
             // a run the plane does not hold (never synced) is this store's alone: cancelled here, as without a plane
-            if ((e as { code?: string }).code === ErrorCode.EXECUTION_NOT_FOUND && (await store.latest(id))) return null;
+            if ((e as { code?: string }).code === ErrorCode.EXECUTION_NOT_FOUND && (await store.latest(id)))
+              return null;
             throw e;
           });
           if (r) {
@@ -116,7 +146,8 @@ const COMMANDS: Command[] = [
               unknown: `this store could not read the plane's copy (${r.localProblem}): restore it with a key of the read scope`,
             }[r.local];
             if (p.values.json === true) out(JSON.stringify({ ...r, plane: url }, null, 2));
-            else if (r.alreadyCancelled) out(`${id} was already cancelled at the plane ${url} (marker ${r.checkpointId}); ${here}`);
+            else if (r.alreadyCancelled)
+              out(`${id} was already cancelled at the plane ${url} (marker ${r.checkpointId}); ${here}`);
             else
               out(
                 `cancelled ${id} at the plane ${url} (marker seq ${r.seq}${r.closedPause ? ', closed its pause' : ''})` +
@@ -129,10 +160,15 @@ const COMMANDS: Command[] = [
         const r = await store.cancel(id, { reason });
         if (p.values.json === true) out(JSON.stringify(r, null, 2));
         else if (r.alreadyCancelled) out(`${id} was already cancelled (marker ${r.checkpoint.id}); nothing written`);
-        else out(`cancelled ${id} (marker seq ${r.checkpoint.seq}${r.closedPause ? `, closed its pause at ${r.closedPause.nodeId}` : ''})`);
+        else
+          out(
+            `cancelled ${id} (marker seq ${r.checkpoint.seq}${r.closedPause ? `, closed its pause at ${r.closedPause.nodeId}` : ''})`,
+          );
         // a run a plane holds may be running on another machine: this store's marker reaches it only at the next sync
         if (!url && p.values.json !== true && (await store.heldByPlane(id))) {
-          out(`note: a plane holds ${id}: a machine running it stops when this store syncs; to stop it now, cancel at the plane (--plane, --key)`);
+          out(
+            `note: a plane holds ${id}: a machine running it stops when this store syncs; to stop it now, cancel at the plane (--plane, --key)`,
+          );
         }
         return 0;
       }),
@@ -152,16 +188,24 @@ const COMMANDS: Command[] = [
       force: { type: 'boolean', help: 'delete even while another process holds the run' },
       ...json,
     },
-    check: (p) => (p.values.yes === true ? [] : ["give --yes: the run's rows are deleted from this store for good, and from a plane at the next sync"]),
+    check: (p) =>
+      p.values.yes === true
+        ? []
+        : ["give --yes: the run's rows are deleted from this store for good, and from a plane at the next sync"],
     run: (p, out) =>
       withStore(p, async (store) => {
         const id = p.positionals[0];
         if (!(await store.latest(id)) && (await store.listIdempotent(id)).length === 0) {
-          throw new WaymarkError(ErrorCode.EXECUTION_NOT_FOUND, `execution '${id}' has no rows in this store; nothing was deleted`, { details: { executionId: id } });
+          throw new WaymarkError(
+            ErrorCode.EXECUTION_NOT_FOUND,
+            `execution '${id}' has no rows in this store; nothing was deleted`,
+            { details: { executionId: id } },
+          );
         }
         const lease = await store.getLease(id);
         // its runner would be refused at its next write (EXECUTION_GONE), after an effect it may have run
-        if (lease?.live && p.values.force !== true) throw new RunInProgress(id, lease.holder ?? 'another runner', lease.expiresAt ?? '');
+        if (lease?.live && p.values.force !== true)
+          throw new RunInProgress(id, lease.holder ?? 'another runner', lease.expiresAt ?? '');
         const onPlane = await store.heldByPlane(id);
         const localOnly = p.values.local === true;
         const r = await store.deleteExecution(id, { localOnly });
@@ -187,13 +231,21 @@ const COMMANDS: Command[] = [
       ...db,
       approve: { type: 'boolean', help: 'approve the pause' },
       decline: { type: 'boolean', help: 'decline the pause' },
-      comment: { type: 'string', help: 'kept in the decision (metadata.comment, what interrupt() returns to the tool)' },
+      comment: {
+        type: 'string',
+        help: 'kept in the decision (metadata.comment, what interrupt() returns to the tool)',
+      },
       user: { type: 'string', help: 'who decided (default: your OS user name)' },
-      pause: { type: 'string', help: 'the checkpoint id of the pause you decided on; refused if the open pause is another (default: the open pause)' },
+      pause: {
+        type: 'string',
+        help: 'the checkpoint id of the pause you decided on; refused if the open pause is another (default: the open pause)',
+      },
       ...json,
     },
     check: (p) => [
-      ...((p.values.approve === true) === (p.values.decline === true) ? ['give exactly one of --approve and --decline'] : []),
+      ...((p.values.approve === true) === (p.values.decline === true)
+        ? ['give exactly one of --approve and --decline']
+        : []),
       // the decision's `decidedBy`: checked here, with the other options, before the store is opened
       ...userProblems(p.values.user),
     ],
@@ -207,7 +259,10 @@ const COMMANDS: Command[] = [
           ...(p.values.pause === undefined ? {} : { checkpointId: String(p.values.pause) }),
         });
         if (p.values.json === true) out(JSON.stringify(d, null, 2));
-        else out(`${d.approved ? 'approved' : 'declined'} the pause ${d.checkpointId} of ${d.executionId} as '${d.decidedBy}' (decision ${d.decisionId}); a decision worker applies it`);
+        else
+          out(
+            `${d.approved ? 'approved' : 'declined'} the pause ${d.checkpointId} of ${d.executionId} as '${d.decidedBy}' (decision ${d.decisionId}); a decision worker applies it`,
+          );
         return 0;
       }),
   },
@@ -226,8 +281,20 @@ const COMMANDS: Command[] = [
     summary: 'Drain the backlog to the plane now, with progress; exits 1 if rows are left.',
     needsPlane: true,
     options: { ...db, ...plane, timeout: { type: 'string', help: 'give up after this many seconds (default: 60)' } },
-    check: (p) => (typeof p.values.timeout === 'string' && !(Number(p.values.timeout) > 0) ? [`option '--timeout' must be a positive number of seconds (got '${p.values.timeout}')`] : []),
-    run: (p, out) => withStore(p, async (store) => ((await syncNow(store, { url: planeUrl(p)!, apiKey: apiKey(p)!, timeoutMs: Number(p.values.timeout ?? 60) * 1000 }, out)) ? 0 : 1)),
+    check: (p) =>
+      typeof p.values.timeout === 'string' && !(Number(p.values.timeout) > 0)
+        ? [`option '--timeout' must be a positive number of seconds (got '${p.values.timeout}')`]
+        : [],
+    run: (p, out) =>
+      withStore(p, async (store) =>
+        (await syncNow(
+          store,
+          { url: planeUrl(p)!, apiKey: apiKey(p)!, timeoutMs: Number(p.values.timeout ?? 60) * 1000 },
+          out,
+        ))
+          ? 0
+          : 1,
+      ),
   },
   {
     name: 'restore',
@@ -283,7 +350,10 @@ const PLANE_COMMANDS: [string, string][] = [
 
 function topLevelUsage(): string {
   const rows: [string, string][] = [
-    ...COMMANDS.map((c): [string, string] => [`${c.name}${(c.args ?? []).map((a) => (a.endsWith('?') ? ` [${a.slice(0, -1)}]` : ` ${a}`)).join('')}`, c.summary.split('. ')[0].replace(/\.$/, '')]),
+    ...COMMANDS.map((c): [string, string] => [
+      `${c.name}${(c.args ?? []).map((a) => (a.endsWith('?') ? ` [${a.slice(0, -1)}]` : ` ${a}`)).join('')}`,
+      c.summary.split('. ')[0].replace(/\.$/, ''),
+    ]),
     ...PLANE_COMMANDS,
   ];
   const width = Math.max(...rows.map(([n]) => n.length));
@@ -317,8 +387,15 @@ function planeProblems(p: Parsed): string[] {
   return problem ? [problem] : [];
 }
 
-async function withStore(p: Parsed, body: (store: Awaited<ReturnType<typeof openStore>>) => Promise<number>): Promise<number> {
-  const store = await openStore(String(p.values.db), { schema: p.values.schema as string | undefined, max: 2, mustExist: true });
+async function withStore(
+  p: Parsed,
+  body: (store: Awaited<ReturnType<typeof openStore>>) => Promise<number>,
+): Promise<number> {
+  const store = await openStore(String(p.values.db), {
+    schema: p.values.schema as string | undefined,
+    max: 2,
+    mustExist: true,
+  });
   try {
     return await body(store);
   } finally {
@@ -341,9 +418,13 @@ function findCommand(argv: string[]): { command: Command; rest: string[] } | { p
   const groups = COMMANDS.filter((c) => c.name.startsWith(`${first} `));
   if (groups.length) {
     const subs = groups.map((c) => c.name.split(' ')[1]);
-    if (second === undefined || second.startsWith('-')) return { problem: `'${first}' needs a subcommand: ${subs.join(' or ')}`, unknown: false };
+    if (second === undefined || second.startsWith('-'))
+      return { problem: `'${first}' needs a subcommand: ${subs.join(' or ')}`, unknown: false };
     const near = suggest(second, subs);
-    return { problem: `unknown subcommand '${first} ${second}'${near ? ` (did you mean '${first} ${near}'?)` : ''}; known: ${subs.join(', ')}`, unknown: true };
+    return {
+      problem: `unknown subcommand '${first} ${second}'${near ? ` (did you mean '${first} ${near}'?)` : ''}; known: ${subs.join(', ')}`,
+      unknown: true,
+    };
   }
   const names = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0])), 'plane'];
   const near = suggest(first, names);
@@ -355,7 +436,8 @@ function userProblems(user: unknown): string[] {
   if (typeof user !== 'string') return [];
   const problems: string[] = [];
   if (!user.trim()) problems.push('--user is blank');
-  if (user.length > LIMITS.decidedByLength) problems.push(`--user is ${user.length} characters long, more than ${LIMITS.decidedByLength}`);
+  if (user.length > LIMITS.decidedByLength)
+    problems.push(`--user is ${user.length} characters long, more than ${LIMITS.decidedByLength}`);
   const controls = terminalControls(user);
   if (controls.length) problems.push(`--user holds control characters (${controls.map(printable).join(', ')})`);
   return problems;

@@ -43,7 +43,10 @@ function errorOf(end: Checkpoint | null): RunError | null {
 }
 
 /** Every run matching `filter`, paged through the store in execution-id order (no fixed limit). */
-async function matchingRuns(store: Checkpointer, filter: RunFilter): Promise<(ExecutionSummary & { error: RunError | null })[]> {
+async function matchingRuns(
+  store: Checkpointer,
+  filter: RunFilter,
+): Promise<(ExecutionSummary & { error: RunError | null })[]> {
   const found: (ExecutionSummary & { error: RunError | null })[] = [];
   let after: string | undefined;
   for (;;) {
@@ -51,7 +54,10 @@ async function matchingRuns(store: Checkpointer, filter: RunFilter): Promise<(Ex
     if (!page.length) return found;
     for (const e of page) {
       if (filter.since && new Date(e.updatedAt) < filter.since) continue;
-      found.push({ ...e, error: e.state === 'failed' || e.state === 'cancelled' ? errorOf(await store.latest(e.executionId)) : null });
+      found.push({
+        ...e,
+        error: e.state === 'failed' || e.state === 'cancelled' ? errorOf(await store.latest(e.executionId)) : null,
+      });
       if (filter.limit !== undefined && found.length >= filter.limit) return found;
     }
     after = page[page.length - 1].executionId;
@@ -73,7 +79,15 @@ export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { j
   const lost = runs.some((e) => e.state === 'running') ? await lostRuns(store) : new Map<string, string>();
   for (const e of runs) {
     const state = isGraphThread(e) ? 'LangGraph thread (no marker)' : STATE_LABEL[e.state];
-    rows.push([e.executionId, state, String(e.rowCount), e.lastNodeId, localTime(e.updatedAt), leaseLabel(e, lost.has(e.executionId)), e.error ? `${e.error.code}: ${e.error.message}` : '']);
+    rows.push([
+      e.executionId,
+      state,
+      String(e.rowCount),
+      e.lastNodeId,
+      localTime(e.updatedAt),
+      leaseLabel(e, lost.has(e.executionId)),
+      e.error ? `${e.error.code}: ${e.error.message}` : '',
+    ]);
   }
   table(rows, out);
   return runs.length;
@@ -92,7 +106,8 @@ export function leaseLabel(e: ExecutionSummary, lostAtPlane = false): string {
   if (e.state !== 'running') return '';
   const l = e.lease;
   if (l?.live) return `held by ${l.holder} until ${localTime(l.expiresAt!)}`;
-  if (lostAtPlane) return "LOST: another machine took it over at the plane (waymark sync status); recoverRuns takes the plane's copy once nobody holds it";
+  if (lostAtPlane)
+    return "LOST: another machine took it over at the plane (waymark sync status); recoverRuns takes the plane's copy once nobody holds it";
   // a LangGraph thread never ends with a marker, and recoverRuns does not take it: held only inside saver.exclusive
   if (isGraphThread(e)) return 'free';
   if (l?.holder) return `STALE: ${l.holder} expired ${localTime(l.expiresAt!)} (recoverable)`;
@@ -112,7 +127,12 @@ interface PauseView {
   decision: { approved: boolean; metadata: Json; decidedBy: string; decidedAt: string; source: string } | null;
 }
 
-export async function inspectRun(store: Checkpointer, executionId: string, out: Out, o: { json?: boolean } = {}): Promise<boolean> {
+export async function inspectRun(
+  store: Checkpointer,
+  executionId: string,
+  out: Out,
+  o: { json?: boolean } = {},
+): Promise<boolean> {
   const rows: Checkpoint[] = [];
   for (let after = -1; ; ) {
     const page = await store.list(executionId, { afterSeq: after, limit: 500 });
@@ -121,7 +141,10 @@ export async function inspectRun(store: Checkpointer, executionId: string, out: 
     after = page[page.length - 1].seq;
   }
   if (rows.length === 0) {
-    if (!o.json) throw new WaymarkError(ErrorCode.EXECUTION_NOT_FOUND, `execution '${executionId}' has no rows in this store`, { details: { executionId } });
+    if (!o.json)
+      throw new WaymarkError(ErrorCode.EXECUTION_NOT_FOUND, `execution '${executionId}' has no rows in this store`, {
+        details: { executionId },
+      });
     out(JSON.stringify({ executionId, found: false }));
     return false;
   }
@@ -138,7 +161,13 @@ export async function inspectRun(store: Checkpointer, executionId: string, out: 
   }
   // each field from a run is escaped whole (a line break in it would fake a line of this output), as table cells are
   out(`execution ${printable(executionId)}`);
-  table([['SEQ', 'NODE', 'STEP', 'STATUS', 'AGENT PATH', 'TIME'], ...rows.map((r) => [String(r.seq), r.nodeId, r.step, r.status, r.agentPath, localTime(r.createdAt)])], out);
+  table(
+    [
+      ['SEQ', 'NODE', 'STEP', 'STATUS', 'AGENT PATH', 'TIME'],
+      ...rows.map((r) => [String(r.seq), r.nodeId, r.step, r.status, r.agentPath, localTime(r.createdAt)]),
+    ],
+    out,
+  );
   out('');
   out(
     end
@@ -151,7 +180,12 @@ export async function inspectRun(store: Checkpointer, executionId: string, out: 
     const decided = p.decision
       ? `; decided ${p.decision.approved ? 'approve' : 'decline'} by ${printable(p.decision.decidedBy)} at ${localTime(p.decision.decidedAt)} via ${p.decision.source}, not applied yet: a decision worker applies it`
       : '';
-    const said = p.state === 'answered' ? `answered with ${JSON.stringify(p.answer)}` : p.state === 'open' ? `open${decided}` : 'closed without an answer in this store';
+    const said =
+      p.state === 'answered'
+        ? `answered with ${JSON.stringify(p.answer)}`
+        : p.state === 'open'
+          ? `open${decided}`
+          : 'closed without an answer in this store';
     out(`pause at seq ${p.seq} (${printable(p.nodeId)}): ${printable(p.reason ?? '')}: ${said}`);
   }
   out(
@@ -191,7 +225,13 @@ async function pausesOf(store: Checkpointer, rows: Checkpoint[], openId: string 
       answer,
       decision:
         recorded && recorded.state === 'pending'
-          ? { approved: recorded.approved, metadata: recorded.metadata as Json, decidedBy: recorded.decidedBy, decidedAt: recorded.decidedAt, source: recorded.source }
+          ? {
+              approved: recorded.approved,
+              metadata: recorded.metadata as Json,
+              decidedBy: recorded.decidedBy,
+              decidedAt: recorded.decidedAt,
+              source: recorded.source,
+            }
           : null,
     });
   }

@@ -10,7 +10,11 @@ export { localTime };
 type Out = (line: string) => void;
 
 /** A progress bar on a terminal, plain lines elsewhere (logs, CI). */
-export function progress(label: string, write: (s: string) => void = (s) => process.stderr.write(s), tty = Boolean(process.stderr.isTTY)) {
+export function progress(
+  label: string,
+  write: (s: string) => void = (s) => process.stderr.write(s),
+  tty = Boolean(process.stderr.isTTY),
+) {
   let printed = 0;
   return {
     update(done: number, total: number) {
@@ -18,7 +22,9 @@ export function progress(label: string, write: (s: string) => void = (s) => proc
       if (tty) {
         const width = 30;
         const fill = Math.round((pct / 100) * width);
-        write(`\r${label} [${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ${String(pct).padStart(3)}% ${done}/${total}`);
+        write(
+          `\r${label} [${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ${String(pct).padStart(3)}% ${done}/${total}`,
+        );
       } else if (pct >= printed + 10 || (done === total && printed < 100)) {
         write(`${label}: ${done}/${total} (${pct}%)\n`);
         printed = pct;
@@ -57,14 +63,17 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
     return;
   }
   out(`writer:        ${store.writerId}`);
-  out(`backlog:       ${s.pendingCount} rows, ${s.pendingBytes} bytes${s.oldestPendingAgeMs !== null ? `, oldest waiting ${Math.round(s.oldestPendingAgeMs / 1000)} s` : ''}`);
+  out(
+    `backlog:       ${s.pendingCount} rows, ${s.pendingBytes} bytes${s.oldestPendingAgeMs !== null ? `, oldest waiting ${Math.round(s.oldestPendingAgeMs / 1000)} s` : ''}`,
+  );
   out(`quarantined:   ${s.quarantinedCount}${s.lastQuarantineReason ? ` (last: ${s.lastQuarantineReason})` : ''}`);
   out(`last drain:    ${d ? `${d.state} at ${localTime(d.at)}` : 'never connected'}`);
   out(`last success:  ${d?.lastSuccessAt ? `${localTime(d.lastSuccessAt)} (outbox emptied)` : 'none'}`);
   out(`last ack:      ${d?.lastAckAt ? localTime(d.lastAckAt) : 'none'}`);
   out(`last error:    ${describeLastError(d)}`);
   const { incomplete, diverged } = await refusedOnPlane(store);
-  const runs = (m: Map<string, number>) => [...m].map(([id, n]) => `${id} (${n} row${n === 1 ? '' : 's'} refused)`).join(', ');
+  const runs = (m: Map<string, number>) =>
+    [...m].map(([id, n]) => `${id} (${n} row${n === 1 ? '' : 's'} refused)`).join(', ');
   out(
     `plane copy:    ${
       !d && incomplete.size === 0
@@ -99,7 +108,9 @@ export async function syncStatus(store: Checkpointer, out: Out, o: { json?: bool
  * large, invalid), `diverged` when every refusal was by seq (the plane holds
  * other rows there: usually another machine's branch, whole; the plane says).
  */
-export async function refusedOnPlane(store: Checkpointer): Promise<{ incomplete: Map<string, number>; diverged: Map<string, number> }> {
+export async function refusedOnPlane(
+  store: Checkpointer,
+): Promise<{ incomplete: Map<string, number>; diverged: Map<string, number> }> {
   const incomplete = new Map<string, number>();
   const diverged = new Map<string, number>();
   const count = (m: Map<string, number>, id: string) => m.set(id, (m.get(id) ?? 0) + 1);
@@ -131,7 +142,9 @@ export async function lostRuns(store: Checkpointer): Promise<Map<string, string>
   for (;;) {
     const page = await store.listQuarantined({ afterId: after, limit: 500 });
     if (!page.length) return out;
-    for (const q of page) if (isTakenOver(q.reason) && !out.has(q.executionId)) out.set(q.executionId, q.reason.slice('plane: taken_over: '.length));
+    for (const q of page)
+      if (isTakenOver(q.reason) && !out.has(q.executionId))
+        out.set(q.executionId, q.reason.slice('plane: taken_over: '.length));
     after = page[page.length - 1].id;
   }
 }
@@ -141,14 +154,25 @@ export async function lostRuns(store: Checkpointer): Promise<Map<string, string>
  * what it found, then drains with progress, printing each retry with its reason.
  * True when nothing is left to send.
  */
-export async function syncNow(store: Checkpointer, o: { url: string; apiKey: string; timeoutMs: number }, out: Out, bar = progress('sync')): Promise<boolean> {
+export async function syncNow(
+  store: Checkpointer,
+  o: { url: string; apiKey: string; timeoutMs: number },
+  out: Out,
+  bar = progress('sync'),
+): Promise<boolean> {
   const start = (await store.outboxStats()).pendingCount;
   // one drain, not a follower of the change feed: the command ends when the outbox is sent
   const replica = connectPlane(store, { url: o.url, apiKey: o.apiKey, pollMs: 0, followChanges: false });
   try {
     const ping = await replica.ping();
-    if (ping.ok) out(`plane ${o.url}: reachable in ${ping.latencyMs} ms; project ${ping.project}; key ${ping.keyId} (${ping.scopes.join(',')})`);
-    else out(`plane ${o.url}: ${ping.status === 401 || ping.status === 403 ? 'refused the key' : 'not usable'}: ${ping.reason}`);
+    if (ping.ok)
+      out(
+        `plane ${o.url}: reachable in ${ping.latencyMs} ms; project ${ping.project}; key ${ping.keyId} (${ping.scopes.join(',')})`,
+      );
+    else
+      out(
+        `plane ${o.url}: ${ping.status === 401 || ping.status === 403 ? 'refused the key' : 'not usable'}: ${ping.reason}`,
+      );
     if (ping.ok && start > 0 && !ping.scopes.some((sc: string) => sc === 'ingest' || sc === 'admin')) {
       out(`this key lacks the 'ingest' scope: the ${start} waiting rows cannot be sent`);
       return false;
@@ -166,14 +190,18 @@ export async function syncNow(store: Checkpointer, o: { url: string; apiKey: str
       if (state !== 'backoff') return;
       retries++;
       void replica.status().then((s) => {
-        const wait = s.nextAttemptAt ? `in ${Math.max(0, (Date.parse(s.nextAttemptAt) - Date.now()) / 1000).toFixed(1)} s` : 'soon';
+        const wait = s.nextAttemptAt
+          ? `in ${Math.max(0, (Date.parse(s.nextAttemptAt) - Date.now()) / 1000).toFixed(1)} s`
+          : 'soon';
         out(`retry ${retries} ${wait}: ${s.lastError ?? 'unknown error'}`);
       });
     });
     const s = await replica.flush({ timeoutMs: o.timeoutMs });
     bar.update(start - Math.min(start, s.pendingRows), start);
     bar.done();
-    out(`synced ${s.sent} rows; ${s.pendingRows} waiting; ${s.quarantinedCount} quarantined; state ${s.state}${s.lastError ? `; last error: ${describeLastError({ ...s, at: '' })}` : ''}`);
+    out(
+      `synced ${s.sent} rows; ${s.pendingRows} waiting; ${s.quarantinedCount} quarantined; state ${s.state}${s.lastError ? `; last error: ${describeLastError({ ...s, at: '' })}` : ''}`,
+    );
     return s.pendingRows === 0;
   } finally {
     await replica.stop();
@@ -187,10 +215,23 @@ const DIVERGED_WHY: Record<DivergenceReason, string> = {
   id_taken: 'its id is stored here at another place',
 };
 
-export async function restoreCommand(store: Checkpointer, executionId: string, o: { url: string; apiKey: string }, out: Out, bar = progress('restore')): Promise<void> {
-  const r = await restoreFromPlane(store, executionId, { url: o.url, apiKey: o.apiKey, onProgress: (p) => bar.update(p.rows, p.totalRows) });
+export async function restoreCommand(
+  store: Checkpointer,
+  executionId: string,
+  o: { url: string; apiKey: string },
+  out: Out,
+  bar = progress('restore'),
+): Promise<void> {
+  const r = await restoreFromPlane(store, executionId, {
+    url: o.url,
+    apiKey: o.apiKey,
+    onProgress: (p) => bar.update(p.rows, p.totalRows),
+  });
   bar.done();
-  out(`restored ${executionId}: ${r.inserted} rows written, ${r.skipped} already here; ` + `pause ${r.pendingImported ? 'restored' : 'none'}; ${r.idempotencyInserted} idempotency entries`);
+  out(
+    `restored ${executionId}: ${r.inserted} rows written, ${r.skipped} already here; ` +
+      `pause ${r.pendingImported ? 'restored' : 'none'}; ${r.idempotencyInserted} idempotency entries`,
+  );
   for (const d of r.diverged) {
     out(
       `DIVERGED ${d.executionId} at seq ${d.seq} (${DIVERGED_WHY[d.reason]}): this store kept its own rows; ` +
@@ -198,7 +239,9 @@ export async function restoreCommand(store: Checkpointer, executionId: string, o
     );
   }
   for (const p of r.stalePendingRemoved) {
-    out(`STALE PAUSE removed: ${p.executionId} paused at checkpoint ${p.checkpointId}, which is no longer its newest row`);
+    out(
+      `STALE PAUSE removed: ${p.executionId} paused at checkpoint ${p.checkpointId}, which is no longer its newest row`,
+    );
   }
 }
 

@@ -23,19 +23,27 @@ export const UI_OPTIONS: Record<string, OptionSpec> = {
   host: { type: 'string', help: 'the interface to listen on (default: 127.0.0.1; another needs --allow-remote)' },
   port: { type: 'string', help: `the port to listen on (default: ${UI_DEFAULT_PORT}; 0 picks a free one)` },
   user: { type: 'string', help: 'the name approvals made in this UI are recorded under (default: the OS user name)' },
-  'allow-remote': { type: 'boolean', help: 'allow a non-loopback --host: anyone who reaches it reads the store and can answer its pauses, with no login' },
+  'allow-remote': {
+    type: 'boolean',
+    help: 'allow a non-loopback --host: anyone who reaches it reads the store and can answer its pauses, with no login',
+  },
 };
 
 /** Every problem of a `waymark ui` command line (the store options are its own, so main's --db rule does not apply). */
 export function checkUi(p: Parsed): string[] {
   const problems: string[] = [];
   const { db, url, host, port } = p.values;
-  if (db === undefined && url === undefined) problems.push('a store is required: --db FILE (a SQLite file) or --url postgres://…');
+  if (db === undefined && url === undefined)
+    problems.push('a store is required: --db FILE (a SQLite file) or --url postgres://…');
   if (db !== undefined && url !== undefined) problems.push('give --db or --url, not both');
-  if (typeof url === 'string' && url !== '' && !/^postgres(ql)?:\/\//.test(url)) problems.push(`option '--url' must be a postgres:// URL (got '${url}'); a SQLite file is --db`);
-  if (typeof port === 'string' && port !== '' && !(/^\d+$/.test(port) && Number(port) <= 65535)) problems.push(`option '--port' must be a port number 0..65535 (got '${port}')`);
+  if (typeof url === 'string' && url !== '' && !/^postgres(ql)?:\/\//.test(url))
+    problems.push(`option '--url' must be a postgres:// URL (got '${url}'); a SQLite file is --db`);
+  if (typeof port === 'string' && port !== '' && !(/^\d+$/.test(port) && Number(port) <= 65535))
+    problems.push(`option '--port' must be a port number 0..65535 (got '${port}')`);
   if (typeof host === 'string' && host !== '' && !isLoopback(host) && p.values['allow-remote'] !== true) {
-    problems.push(`host '${host}' is not a loopback address: the local inspector has no login, so anyone who reaches it would read the store; pass --allow-remote to bind there anyway`);
+    problems.push(
+      `host '${host}' is not a loopback address: the local inspector has no login, so anyone who reaches it would read the store; pass --allow-remote to bind there anyway`,
+    );
   }
   return problems;
 }
@@ -51,10 +59,18 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
     const port = p.values.port !== undefined ? Number(p.values.port) : UI_DEFAULT_PORT;
     let ui: Awaited<ReturnType<typeof serveLocalUi>>;
     try {
-      ui = await serveLocalUi(store, { host: p.values.host as string | undefined, port, allowRemote: p.values['allow-remote'] === true, label: redactUrl(spec), user });
+      ui = await serveLocalUi(store, {
+        host: p.values.host as string | undefined,
+        port,
+        allowRemote: p.values['allow-remote'] === true,
+        label: redactUrl(spec),
+        user,
+      });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-        err(`waymark ui: PORT_IN_USE: port ${port} is in use (another waymark ui?); pass --port with another port, or --port 0 for a free one`);
+        err(
+          `waymark ui: PORT_IN_USE: port ${port} is in use (another waymark ui?); pass --port with another port, or --port 0 for a free one`,
+        );
         return 1;
       }
       throw e;

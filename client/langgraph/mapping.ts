@@ -44,7 +44,9 @@ export interface RowRef {
 export type StoredValue = { j: Json } | { t: string; b: string };
 
 export function invalid(message: string, problems: string[]): WaymarkError {
-  return new WaymarkError(ErrorCode.INVALID_GRAPH_CONFIG, `${message}: ${problems.join('; ')}`, { details: { problems } });
+  return new WaymarkError(ErrorCode.INVALID_GRAPH_CONFIG, `${message}: ${problems.join('; ')}`, {
+    details: { problems },
+  });
 }
 
 export function executionIdOf(threadId: string, ns: string): string {
@@ -52,12 +54,19 @@ export function executionIdOf(threadId: string, ns: string): string {
   const problems: string[] = [];
   if (threadId.length === 0) problems.push('thread_id is empty');
   // the wire contract refuses these as execution ids (a URL path segment cannot name them): say so here, not as INVALID_ROW
-  if (id === '.' || id === '..') problems.push(`thread_id must not be '.' or '..' (no URL path can name its execution)`);
-  if (id.length > LIMITS.executionIdLength) problems.push(`thread_id plus checkpoint_ns is ${id.length} characters; a waymark execution id holds at most ${LIMITS.executionIdLength}`);
-  if (/[\u0000-\u001f\u007f]/.test(id)) problems.push('thread_id and checkpoint_ns must not contain control characters');
+  if (id === '.' || id === '..')
+    problems.push(`thread_id must not be '.' or '..' (no URL path can name its execution)`);
+  if (id.length > LIMITS.executionIdLength)
+    problems.push(
+      `thread_id plus checkpoint_ns is ${id.length} characters; a waymark execution id holds at most ${LIMITS.executionIdLength}`,
+    );
+  if (/[\u0000-\u001f\u007f]/.test(id))
+    problems.push('thread_id and checkpoint_ns must not contain control characters');
   if (!id.isWellFormed()) problems.push('thread_id and checkpoint_ns must be well-formed Unicode');
-  if (AGENT_PATH.length + 1 + ns.length > LIMITS.agentPathLength) problems.push(`checkpoint_ns is longer than ${LIMITS.agentPathLength - AGENT_PATH.length - 1} characters`);
-  if (problems.length) throw invalid(`cannot store thread ${JSON.stringify(threadId)} namespace ${JSON.stringify(ns)}`, problems);
+  if (AGENT_PATH.length + 1 + ns.length > LIMITS.agentPathLength)
+    problems.push(`checkpoint_ns is longer than ${LIMITS.agentPathLength - AGENT_PATH.length - 1} characters`);
+  if (problems.length)
+    throw invalid(`cannot store thread ${JSON.stringify(threadId)} namespace ${JSON.stringify(ns)}`, problems);
   return id;
 }
 
@@ -78,7 +87,10 @@ export function isRowRef(v: unknown): v is RowRef {
   if (typeof v !== 'object' || v === null) return false;
   const r = v as Record<string, unknown>;
   return (
-    typeof r.thread_id === 'string' && typeof r.checkpoint_ns === 'string' && typeof r.checkpoint_id === 'string' && (r.parent_checkpoint_id === null || typeof r.parent_checkpoint_id === 'string')
+    typeof r.thread_id === 'string' &&
+    typeof r.checkpoint_ns === 'string' &&
+    typeof r.checkpoint_id === 'string' &&
+    (r.parent_checkpoint_id === null || typeof r.parent_checkpoint_id === 'string')
   );
 }
 

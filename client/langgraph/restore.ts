@@ -29,13 +29,22 @@ export async function threadExecutionsOnPlane(threadId: string, o: RestoreOption
     let cursor: string | null = null;
     do {
       const q = new URLSearchParams({ q: threadId, limit: String(o.pageSize ?? 500), ...(cursor ? { cursor } : {}) });
-      const res = await http.request('GET', `/v1/executions?${q}`, { apiKey: o.apiKey, timeoutMs: o.timeoutMs ?? 30_000 });
+      const res = await http.request('GET', `/v1/executions?${q}`, {
+        apiKey: o.apiKey,
+        timeoutMs: o.timeoutMs ?? 30_000,
+      });
       if (res.status !== 200) {
         const msg = (res.body as { error?: { message?: string } })?.error?.message ?? '';
-        throw new WaymarkError(ErrorCode.PLANE_ERROR, `listing thread '${threadId}' failed: HTTP ${res.status} ${msg}`, { details: { status: res.status } });
+        throw new WaymarkError(
+          ErrorCode.PLANE_ERROR,
+          `listing thread '${threadId}' failed: HTTP ${res.status} ${msg}`,
+          { details: { status: res.status } },
+        );
       }
       const page = res.body as { items: { executionId: string }[]; nextCursor: string | null };
-      for (const e of page.items) if (e.executionId === threadId || e.executionId.startsWith(`${threadId}${NS_SEPARATOR}`)) found.push(e.executionId);
+      for (const e of page.items)
+        if (e.executionId === threadId || e.executionId.startsWith(`${threadId}${NS_SEPARATOR}`))
+          found.push(e.executionId);
       cursor = page.nextCursor;
     } while (cursor);
     // `<thread>|x` is a namespace of this thread or another thread whose id holds `|`: its first row names its thread
@@ -55,11 +64,18 @@ export async function threadExecutionsOnPlane(threadId: string, o: RestoreOption
 
 /** The LangGraph thread named by the first row of a plane execution: null for a row of no thread, undefined when there is no row to read. */
 async function threadOf(http: PlaneHttp, executionId: string, o: RestoreOptions): Promise<string | null | undefined> {
-  const res = await http.request('GET', `/v1/executions/${encodeURIComponent(executionId)}/rows?limit=1`, { apiKey: o.apiKey, timeoutMs: o.timeoutMs ?? 30_000 });
+  const res = await http.request('GET', `/v1/executions/${encodeURIComponent(executionId)}/rows?limit=1`, {
+    apiKey: o.apiKey,
+    timeoutMs: o.timeoutMs ?? 30_000,
+  });
   if (res.status === 404) return undefined;
   if (res.status !== 200) {
     const msg = (res.body as { error?: { message?: string } })?.error?.message ?? '';
-    throw new WaymarkError(ErrorCode.PLANE_ERROR, `reading execution '${executionId}' failed: HTTP ${res.status} ${msg}`, { details: { status: res.status, executionId } });
+    throw new WaymarkError(
+      ErrorCode.PLANE_ERROR,
+      `reading execution '${executionId}' failed: HTTP ${res.status} ${msg}`,
+      { details: { status: res.status, executionId } },
+    );
   }
   const first = (res.body as { items: { nodeInput?: unknown }[] }).items[0];
   if (!first) return undefined;
@@ -72,10 +88,16 @@ async function threadOf(http: PlaneHttp, executionId: string, o: RestoreOptions)
  * execution is restored on its own (see `restoreFromPlane`); a failure stops
  * the restore and names the execution, keeping what was already imported.
  */
-export async function restoreThread(store: Checkpointer, threadId: string, o: RestoreOptions): Promise<ThreadRestoreResult> {
+export async function restoreThread(
+  store: Checkpointer,
+  threadId: string,
+  o: RestoreOptions,
+): Promise<ThreadRestoreResult> {
   const ids = await threadExecutionsOnPlane(threadId, o);
   if (ids.length === 0) {
-    throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `thread '${threadId}' is not on the plane at ${o.url}`, { details: { threadId } });
+    throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `thread '${threadId}' is not on the plane at ${o.url}`, {
+      details: { threadId },
+    });
   }
   const executions: ThreadRestoreResult['executions'] = [];
   for (const executionId of ids) executions.push({ executionId, ...(await restoreFromPlane(store, executionId, o)) });

@@ -49,7 +49,20 @@ import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from '../runtime/lease.js';
-import { AGENT_PATH, WRITE_KEY_PREFIX, agentPathOf, executionIdOf, invalid, isRowRef, loadValue, plainJson, rowIdOf, storeValue, type RowRef, type StoredValue } from './mapping.js';
+import {
+  AGENT_PATH,
+  WRITE_KEY_PREFIX,
+  agentPathOf,
+  executionIdOf,
+  invalid,
+  isRowRef,
+  loadValue,
+  plainJson,
+  rowIdOf,
+  storeValue,
+  type RowRef,
+  type StoredValue,
+} from './mapping.js';
 
 /** `exclusive`'s options. */
 export interface ExclusiveOptions {
@@ -149,19 +162,29 @@ export class WaymarkSaver extends BaseCheckpointSaver {
    * `ttlMs` can still finish its effect once more: give the provider an
    * idempotency key for that.
    */
-  async exclusive<C extends RunnableConfig & { durability?: string }, T>(config: C, fn: (config: C & { durability: 'sync' }) => Promise<T> | T, given: ExclusiveOptions = {}): Promise<T> {
+  async exclusive<C extends RunnableConfig & { durability?: string }, T>(
+    config: C,
+    fn: (config: C & { durability: 'sync' }) => Promise<T> | T,
+    given: ExclusiveOptions = {},
+  ): Promise<T> {
     const options: ExclusiveOptions = given ?? {};
     const problems: string[] = [];
     const threadId = config?.configurable?.thread_id;
-    if (threadId === undefined || threadId === null || threadId === '') problems.push('config.configurable.thread_id is missing or empty');
+    if (threadId === undefined || threadId === null || threadId === '')
+      problems.push('config.configurable.thread_id is missing or empty');
     if (config?.durability !== undefined && config.durability !== 'sync') {
-      problems.push(`config.durability must be 'sync' or absent, got ${JSON.stringify(config.durability)} (under 'async' or 'exit' LangGraph starts a node before the fenced writes are in)`);
+      problems.push(
+        `config.durability must be 'sync' or absent, got ${JSON.stringify(config.durability)} (under 'async' or 'exit' LangGraph starts a node before the fenced writes are in)`,
+      );
     }
     if (typeof fn !== 'function') problems.push('fn must be a function (the graph call to run holding the thread)');
-    for (const key of Object.keys(options)) if (key !== 'ttlMs') problems.push(`options.${key} is not an option (the one option is ttlMs)`);
+    for (const key of Object.keys(options))
+      if (key !== 'ttlMs') problems.push(`options.${key} is not an option (the one option is ttlMs)`);
     const ttlMs = options.ttlMs ?? DEFAULT_LEASE_MS;
     if (!Number.isSafeInteger(ttlMs) || ttlMs < 100 || ttlMs > MAX_TTL_MS)
-      problems.push(`options.ttlMs must be a whole number of milliseconds from 100 to ${MAX_TTL_MS}, got ${String(options.ttlMs)}`);
+      problems.push(
+        `options.ttlMs must be a whole number of milliseconds from 100 to ${MAX_TTL_MS}, got ${String(options.ttlMs)}`,
+      );
     if (problems.length) throw invalid('cannot hold a LangGraph thread', problems);
     const thread = String(threadId);
     const lease = await this.store.acquireLease(executionIdOf(thread, ''), { holder: holderOf(this.store), ttlMs });
@@ -172,7 +195,9 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result) {
         // the graph would go on running unheld: stop it, and say how to hold it
         await (result as { return?: () => Promise<unknown> }).return?.().catch(() => undefined);
-        throw invalid('cannot hold a LangGraph thread', ['fn returned a stream: read it to its end inside fn (for await …), so the thread is held while the graph runs']);
+        throw invalid('cannot hold a LangGraph thread', [
+          'fn returned a stream: read it to its end inside fn (for await …), so the thread is held while the graph runs',
+        ]);
       }
       return result;
     } finally {
@@ -233,7 +258,11 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     for await (const executionId of this.executionsOf(threadId === undefined ? undefined : String(threadId), ns)) {
       let beforeSeq: number | undefined;
       for (;;) {
-        const page = await this.store.list(executionId, { order: 'desc', limit: this.pageSize, ...(beforeSeq !== undefined ? { beforeSeq } : {}) });
+        const page = await this.store.list(executionId, {
+          order: 'desc',
+          limit: this.pageSize,
+          ...(beforeSeq !== undefined ? { beforeSeq } : {}),
+        });
         for (const row of page) {
           if (!isLangGraphRow(row)) continue;
           const ref = row.nodeInput as unknown as RowRef;
@@ -259,7 +288,12 @@ export class WaymarkSaver extends BaseCheckpointSaver {
 
   // ---- writes --------------------------------------------------------------
 
-  async put(config: RunnableConfig, checkpoint: GraphCheckpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+  async put(
+    config: RunnableConfig,
+    checkpoint: GraphCheckpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
     // a first row races another writer's first row (EXECUTION_EXISTS): look again, now that the execution has an owner
     for (let attempt = 0; ; attempt++) {
       try {
@@ -270,11 +304,17 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     }
   }
 
-  private async putOnce(config: RunnableConfig, checkpoint: GraphCheckpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+  private async putOnce(
+    config: RunnableConfig,
+    checkpoint: GraphCheckpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
     const problems: string[] = [];
     if (!config.configurable) problems.push('config.configurable is missing');
     const threadId = config.configurable?.thread_id;
-    if (threadId === undefined || threadId === null || threadId === '') problems.push('config.configurable.thread_id is missing');
+    if (threadId === undefined || threadId === null || threadId === '')
+      problems.push('config.configurable.thread_id is missing');
     if (typeof checkpoint?.id !== 'string' || checkpoint.id === '') problems.push('checkpoint.id is missing');
     if (problems.length) throw invalid('cannot put a LangGraph checkpoint', problems);
     const thread = String(threadId);
@@ -310,7 +350,12 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const parentState = parent ? await this.store.readState(parent) : null;
     const state = await this.stateOf(checkpoint, newVersions, parentState);
     const step = typeof metadata?.step === 'number' ? metadata.step : -1;
-    const ref: RowRef = { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id, parent_checkpoint_id: parentCheckpointId };
+    const ref: RowRef = {
+      thread_id: thread,
+      checkpoint_ns: ns,
+      checkpoint_id: checkpoint.id,
+      parent_checkpoint_id: parentCheckpointId,
+    };
     const fence = await this.fence(thread, ns);
     try {
       await this.store.put(
@@ -336,8 +381,14 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       if (!(e instanceof DuplicateIdError)) throw e;
       // rows are immutable: putting the same checkpoint again is accepted only when it is the same checkpoint
       const existing = await this.store.getById(id);
-      const same = existing && existing.executionId === executionId && stableStringify(await this.store.readState(existing)) === stableStringify(state);
-      if (!same) throw invalid('cannot put a LangGraph checkpoint', [`checkpoint ${checkpoint.id} is already stored with other values; waymark rows are never rewritten`]);
+      const same =
+        existing &&
+        existing.executionId === executionId &&
+        stableStringify(await this.store.readState(existing)) === stableStringify(state);
+      if (!same)
+        throw invalid('cannot put a LangGraph checkpoint', [
+          `checkpoint ${checkpoint.id} is already stored with other values; waymark rows are never rewritten`,
+        ]);
     }
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
@@ -346,7 +397,8 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     const problems: string[] = [];
     const threadId = config.configurable?.thread_id;
     const checkpointId = config.configurable?.checkpoint_id as string | undefined;
-    if (threadId === undefined || threadId === null || threadId === '') problems.push('config.configurable.thread_id is missing');
+    if (threadId === undefined || threadId === null || threadId === '')
+      problems.push('config.configurable.thread_id is missing');
     if (!checkpointId) problems.push('config.configurable.checkpoint_id is missing');
     if (typeof taskId !== 'string' || taskId === '') problems.push('taskId is missing');
     if (problems.length) throw invalid('cannot put LangGraph writes', problems);
@@ -367,7 +419,10 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     // one entry (one commit) per call, at the checkpoint's next free slot; a racing call that took it first moves us on
     for (let slot = 0; ; slot++) {
       const key = writeKey(checkpointId!, slot);
-      if (key.length > LIMITS.idempotencyKeyLength) throw invalid('cannot put LangGraph writes', [`checkpoint id ${JSON.stringify(checkpointId)} is too long for a waymark key`]);
+      if (key.length > LIMITS.idempotencyKeyLength)
+        throw invalid('cannot put LangGraph writes', [
+          `checkpoint id ${JSON.stringify(checkpointId)} is too long for a waymark key`,
+        ]);
       if ((await this.store.getIdempotent(executionId, key)).hit) continue;
       batch.gen = slot;
       const mine = batch as unknown as Json;
@@ -375,13 +430,19 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       // a holder taken over keeps a task's result (its effect happened) for the new holder; an answer to a pause (a
       // special write: __resume__, __interrupt__…) is refused, nothing kept: it decides nothing once the thread is another's
       const anchor = batch.writes.every((w) => w.idx >= 0) ? { anchorId: rowIdOf(executionId, checkpointId!) } : {};
-      const stored = await this.store.putIdempotent(executionId, key, mine, fence && ns === '' ? { lease: fence.run.lease, ...anchor } : undefined);
+      const stored = await this.store.putIdempotent(
+        executionId,
+        key,
+        mine,
+        fence && ns === '' ? { lease: fence.run.lease, ...anchor } : undefined,
+      );
       if (stableStringify(stored.result) === stableStringify(mine)) return;
     }
   }
 
   async deleteThread(threadId: string): Promise<void> {
-    for await (const executionId of this.executionsOf(String(threadId), undefined)) await this.store.deleteExecution(executionId);
+    for await (const executionId of this.executionsOf(String(threadId), undefined))
+      await this.store.deleteExecution(executionId);
   }
 
   // ---- mapping -------------------------------------------------------------
@@ -395,12 +456,16 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     // ids are paged in the store's own order; which of them belong to the thread is read from their rows
     let after: string | undefined;
     for (;;) {
-      const page = await this.store.listExecutions({ limit: this.pageSize, ...(after !== undefined ? { afterExecutionId: after } : {}) });
+      const page = await this.store.listExecutions({
+        limit: this.pageSize,
+        ...(after !== undefined ? { afterExecutionId: after } : {}),
+      });
       for (const e of page) {
         if (threadId !== undefined && e.executionId !== threadId && !e.executionId.startsWith(`${threadId}|`)) continue;
         let latest = await this.store.latest(e.executionId);
         // a cancelled thread's history is still its own: the row under the cancel marker names it
-        if (isCancelMarker(latest)) latest = (await this.store.list(e.executionId, { order: 'desc', limit: 2 }))[1] ?? null;
+        if (isCancelMarker(latest))
+          latest = (await this.store.list(e.executionId, { order: 'desc', limit: 2 }))[1] ?? null;
         if (!latest || !isLangGraphRow(latest)) continue;
         const ref = latest.nodeInput as unknown as RowRef;
         if (threadId !== undefined && ref.thread_id !== threadId) continue;
@@ -412,7 +477,11 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     }
   }
 
-  private async stateOf(checkpoint: GraphCheckpoint, newVersions: ChannelVersions, parentState: State | null): Promise<State> {
+  private async stateOf(
+    checkpoint: GraphCheckpoint,
+    newVersions: ChannelVersions,
+    parentState: State | null,
+  ): Promise<State> {
     const state: State = {};
     const stored: Record<string, Json> = {};
     const versions = (checkpoint.channel_versions ?? {}) as Record<string, string | number>;
@@ -433,9 +502,20 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     if (parentState) {
       // carried over: a channel not written since the parent keeps the parent's value at the same version
       for (const channel of Object.keys(versions)) {
-        if (Object.hasOwn(stored, channel) || !Object.hasOwn(parentStored, channel) || parentStored[channel] !== versions[channel]) continue;
-        if (channel === 'messages' && Array.isArray(parentState.messages) && !Object.hasOwn(parentState, channelKey(channel))) state.messages = parentState.messages;
-        else if (Object.hasOwn(parentState, channelKey(channel))) setOwn(state, channelKey(channel), parentState[channelKey(channel)]);
+        if (
+          Object.hasOwn(stored, channel) ||
+          !Object.hasOwn(parentStored, channel) ||
+          parentStored[channel] !== versions[channel]
+        )
+          continue;
+        if (
+          channel === 'messages' &&
+          Array.isArray(parentState.messages) &&
+          !Object.hasOwn(parentState, channelKey(channel))
+        )
+          state.messages = parentState.messages;
+        else if (Object.hasOwn(parentState, channelKey(channel)))
+          setOwn(state, channelKey(channel), parentState[channelKey(channel)]);
         else continue;
         setOwn(stored, channel, parentStored[channel]);
       }
@@ -480,7 +560,13 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       if (!hit.hit) break;
       const b = hit.result as unknown as WriteBatch;
       for (const w of b.writes) {
-        const r: WriteRecord = { checkpoint_id: b.checkpoint_id, task_id: b.task_id, task_path: b.task_path, gen: b.gen, ...w };
+        const r: WriteRecord = {
+          checkpoint_id: b.checkpoint_id,
+          task_id: b.task_id,
+          task_path: b.task_path,
+          gen: b.gen,
+          ...w,
+        };
         const k = JSON.stringify([r.task_id, r.idx]);
         // slots ascend: a regular write keeps the first value stored, a special one the last
         if (!newest.has(k) || r.idx < 0) newest.set(k, r);
@@ -501,7 +587,11 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       if (channel === 'messages' && Array.isArray(state.messages) && !Object.hasOwn(state, channelKey(channel))) {
         channelValues.messages = await Promise.all(state.messages.map((m) => loadValue(this.serde, m)));
       } else if (Object.hasOwn(state, channelKey(channel))) {
-        setOwn(channelValues as Record<string, Json>, channel, (await loadValue(this.serde, state[channelKey(channel)])) as Json);
+        setOwn(
+          channelValues as Record<string, Json>,
+          channel,
+          (await loadValue(this.serde, state[channelKey(channel)])) as Json,
+        );
       }
     }
     const checkpoint = {
@@ -511,24 +601,40 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       versions_seen: JSON.parse(JSON.stringify(state[SEEN] ?? {})),
     } as GraphCheckpoint;
     const pendingWrites: CheckpointPendingWrite[] = await Promise.all(
-      (await this.writesFor(row.executionId, ref.checkpoint_id)).map(async (w) => [w.task_id, w.channel, await loadValue(this.serde, w.value as unknown as Json)] as CheckpointPendingWrite),
+      (await this.writesFor(row.executionId, ref.checkpoint_id)).map(
+        async (w) =>
+          [w.task_id, w.channel, await loadValue(this.serde, w.value as unknown as Json)] as CheckpointPendingWrite,
+      ),
     );
     if (checkpoint.v < 4 && ref.parent_checkpoint_id) {
       // checkpoints before format 4 kept sends as writes of the parent: move them into the TASKS channel
       const sends = await Promise.all(
-        (await this.writesFor(row.executionId, ref.parent_checkpoint_id)).filter((w) => w.channel === TASKS).map((w) => loadValue(this.serde, w.value as unknown as Json)),
+        (await this.writesFor(row.executionId, ref.parent_checkpoint_id))
+          .filter((w) => w.channel === TASKS)
+          .map((w) => loadValue(this.serde, w.value as unknown as Json)),
       );
       checkpoint.channel_values[TASKS] = sends;
-      checkpoint.channel_versions[TASKS] = Object.keys(checkpoint.channel_versions).length > 0 ? maxChannelVersion(...Object.values(checkpoint.channel_versions)) : this.getNextVersion(undefined);
+      checkpoint.channel_versions[TASKS] =
+        Object.keys(checkpoint.channel_versions).length > 0
+          ? maxChannelVersion(...Object.values(checkpoint.channel_versions))
+          : this.getNextVersion(undefined);
     }
     const tuple: CheckpointTuple = {
-      config: { configurable: { thread_id: ref.thread_id, checkpoint_ns: ref.checkpoint_ns, checkpoint_id: ref.checkpoint_id } },
+      config: {
+        configurable: { thread_id: ref.thread_id, checkpoint_ns: ref.checkpoint_ns, checkpoint_id: ref.checkpoint_id },
+      },
       checkpoint,
       metadata: await this.metadataOf(row),
       pendingWrites,
     };
     if (ref.parent_checkpoint_id) {
-      tuple.parentConfig = { configurable: { thread_id: ref.thread_id, checkpoint_ns: ref.checkpoint_ns, checkpoint_id: ref.parent_checkpoint_id } };
+      tuple.parentConfig = {
+        configurable: {
+          thread_id: ref.thread_id,
+          checkpoint_ns: ref.checkpoint_ns,
+          checkpoint_id: ref.parent_checkpoint_id,
+        },
+      };
     }
     return tuple;
   }
@@ -550,5 +656,9 @@ function writeKey(checkpointId: string, slot: number): string {
  * saver runs on every @langchain/langgraph-checkpoint its peer range allows.
  */
 function compareWrites(a: WriteRecord, b: WriteRecord): number {
-  return Buffer.compare(Buffer.from(a.task_path), Buffer.from(b.task_path)) || Buffer.compare(Buffer.from(a.task_id), Buffer.from(b.task_id)) || a.idx - b.idx;
+  return (
+    Buffer.compare(Buffer.from(a.task_path), Buffer.from(b.task_path)) ||
+    Buffer.compare(Buffer.from(a.task_id), Buffer.from(b.task_id)) ||
+    a.idx - b.idx
+  );
 }

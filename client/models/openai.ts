@@ -9,7 +9,16 @@ import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
-import type { FinishReason, Message, Model, ModelReply, ModelRequest, ModelStreamPart, ModelUsage, ToolCall } from './model.js';
+import type {
+  FinishReason,
+  Message,
+  Model,
+  ModelReply,
+  ModelRequest,
+  ModelStreamPart,
+  ModelUsage,
+  ToolCall,
+} from './model.js';
 
 export interface OpenAIChatOptions {
   /** e.g. `https://api.example.com/v1` (the path `/chat/completions` is appended). */
@@ -93,7 +102,8 @@ const FINISH: Record<string, FinishReason> = {
   function_call: 'tool-calls',
   content_filter: 'content-filter',
 };
-const finishOf = (raw: string | null | undefined): FinishReason | undefined => (raw ? (FINISH[raw] ?? 'other') : undefined);
+const finishOf = (raw: string | null | undefined): FinishReason | undefined =>
+  raw ? (FINISH[raw] ?? 'other') : undefined;
 
 function usageOf(u: z.infer<typeof Usage>, model: string): ModelUsage | undefined {
   if (!u) return undefined;
@@ -159,7 +169,14 @@ export class OpenAIChatModel implements Model {
     const body = JSON.stringify({
       model: this.o.model,
       messages: req.messages.map(toWire),
-      ...(req.tools.length ? { tools: req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) } : {}),
+      ...(req.tools.length
+        ? {
+            tools: req.tools.map((t) => ({
+              type: 'function',
+              function: { name: t.name, description: t.description, parameters: t.parameters },
+            })),
+          }
+        : {}),
       ...this.o.extraBody,
       ...(onPart ? { stream: true, stream_options: { include_usage: true } } : {}),
     });
@@ -200,7 +217,9 @@ export class OpenAIChatModel implements Model {
           return await readStream(res.body, this.o.model, onPart, shown);
         } catch (e) {
           if (req.signal?.aborted || e instanceof ModelError || shown.any) {
-            throw e instanceof ModelError ? e : new ModelError(`model stream failed: ${(e as Error).message}`, res.statusCode, e);
+            throw e instanceof ModelError
+              ? e
+              : new ModelError(`model stream failed: ${(e as Error).message}`, res.statusCode, e);
           }
           // nothing was shown yet: a transport failure is retried like any other
           lastError = new ModelError(`model stream failed: ${(e as Error).message}`, res.statusCode, e);
@@ -233,7 +252,12 @@ export class OpenAIChatModel implements Model {
  * Read a chat-completions event stream: content deltas go to `onPart` as they
  * arrive, tool-call pieces are joined by index, the usage chunk is kept.
  */
-async function readStream(body: AsyncIterable<Buffer | string>, configured: string, onPart: (part: ModelStreamPart) => void, shown: { any: boolean }): Promise<ModelReply> {
+async function readStream(
+  body: AsyncIterable<Buffer | string>,
+  configured: string,
+  onPart: (part: ModelStreamPart) => void,
+  shown: { any: boolean },
+): Promise<ModelReply> {
   let content: string | null = null;
   const calls: { id: string; name: string; args: string }[] = [];
   let finish: string | null | undefined;
@@ -257,7 +281,11 @@ async function readStream(body: AsyncIterable<Buffer | string>, configured: stri
       throw new ModelError(`model stream chunk is not JSON: ${data.slice(0, 120)}`, 200, e);
     }
     const c = Chunk.safeParse(json);
-    if (!c.success) throw new ModelError(`model stream chunk is malformed: ${c.error.issues[0].path.join('.')}: ${c.error.issues[0].message}`, 200);
+    if (!c.success)
+      throw new ModelError(
+        `model stream chunk is malformed: ${c.error.issues[0].path.join('.')}: ${c.error.issues[0].message}`,
+        200,
+      );
     if (c.data.model) model = c.data.model;
     if (c.data.usage) usage = c.data.usage;
     const choice = c.data.choices?.[0];
@@ -313,14 +341,22 @@ export function parseReply(text: string, configured = 'unknown'): ModelReply {
     throw new ModelError(`model answer is not JSON: ${text.slice(0, 120)}`, 200, e);
   }
   const r = Reply.safeParse(json);
-  if (!r.success) throw new ModelError(`model answer is malformed: ${r.error.issues[0].path.join('.')}: ${r.error.issues[0].message}`, 200);
+  if (!r.success)
+    throw new ModelError(
+      `model answer is malformed: ${r.error.issues[0].path.join('.')}: ${r.error.issues[0].message}`,
+      200,
+    );
   const msg = r.data.choices[0].message;
   const toolCalls = (msg.tool_calls ?? []).map((c) => {
     let args: Json;
     try {
       args = c.function.arguments.trim() === '' ? {} : (JSON.parse(c.function.arguments) as Json);
     } catch (e) {
-      throw new ModelError(`model sent malformed arguments for tool '${c.function.name}': ${c.function.arguments.slice(0, 120)}`, 200, e);
+      throw new ModelError(
+        `model sent malformed arguments for tool '${c.function.name}': ${c.function.arguments.slice(0, 120)}`,
+        200,
+        e,
+      );
     }
     return { id: c.id, name: c.function.name, arguments: args };
   });

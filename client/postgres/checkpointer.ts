@@ -20,14 +20,47 @@ import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '.
 // the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError, LeaseLost, PauseExistsError, RunInProgress } from '../errors.js';
-import { rowOf, STORE_BASE_OPTIONS, StoreBase, writerIdProblems, written, type Outcome, type StoreBaseOptions } from '../store/base.js';
+import {
+  rowOf,
+  STORE_BASE_OPTIONS,
+  StoreBase,
+  writerIdProblems,
+  written,
+  type Outcome,
+  type StoreBaseOptions,
+} from '../store/base.js';
 import { optionNames, shown } from '../../shared/options.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
-import { fromColumns, toColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
-import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
+import {
+  fromColumns,
+  toColumns,
+  type CheckpointColumns,
+  type IdempotencyColumns,
+  type PendingColumns,
+} from '../store/columns.js';
+import {
+  checkpointWritten,
+  idempotencyRecorded,
+  interruptClaimed,
+  interruptClosed,
+  interruptOpened,
+  type QueuedEvent,
+} from '../store/events.js';
 import { checkBundle } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
-import { buildRow, canonicalTime, checkIdempotencyBytes, checkIdempotencyKey, checkInput, checkJson, checkListOptions, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
+import {
+  buildRow,
+  canonicalTime,
+  checkIdempotencyBytes,
+  checkIdempotencyKey,
+  checkInput,
+  checkJson,
+  checkListOptions,
+  checkPrev,
+  checkPrevOwner,
+  pendingFor,
+  type RowText,
+} from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
 import { migratedWriterId, migratePostgres } from './migrations.js';
 import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
@@ -37,7 +70,19 @@ import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 import { ADVANCE, constraintOf, lockExecution, pgCode } from './executions.js';
 import { putOnCursor } from './put-on-cursor.js';
-import { listExecutionSummaries, listIdempotency, listPending, listRows, listUsageRows, readById, readChain, readIdempotent, readLatest, readNote, readPending } from './reads.js';
+import {
+  listExecutionSummaries,
+  listIdempotency,
+  listPending,
+  listRows,
+  listUsageRows,
+  readById,
+  readChain,
+  readIdempotent,
+  readLatest,
+  readNote,
+  readPending,
+} from './reads.js';
 import { applyResults, fetchUnsynced, heldByPlane, listQuarantined, noteSending, outboxStats } from './outbox.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
@@ -61,21 +106,37 @@ export interface PostgresCheckpointerOptions extends StoreBaseOptions {
 const NOT_CLAIMED = new Error('waymark: pause not claimed');
 
 /** A lease decision refused: held by another, lost, or the run cancelled. */
-const leaseRefused = (e: unknown) => hasCode(e, ErrorCode.RUN_IN_PROGRESS) || hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED);
+const leaseRefused = (e: unknown) =>
+  hasCode(e, ErrorCode.RUN_IN_PROGRESS) || hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED);
 
-const POSTGRES_OPTIONS = [...STORE_BASE_OPTIONS, ...optionNames<Omit<PostgresCheckpointerOptions, keyof StoreBaseOptions>>({ url: true, sql: true, schema: true, max: true, writerId: true })];
+const POSTGRES_OPTIONS = [
+  ...STORE_BASE_OPTIONS,
+  ...optionNames<Omit<PostgresCheckpointerOptions, keyof StoreBaseOptions>>({
+    url: true,
+    sql: true,
+    schema: true,
+    max: true,
+    writerId: true,
+  }),
+];
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** The Postgres store's own options. */
 function postgresProblems(o: Record<string, unknown>): string[] {
   const problems: string[] = [];
-  if (o.sql === undefined && o.url === undefined) problems.push('give url (a postgres:// URL) or sql (a postgres.js client)');
+  if (o.sql === undefined && o.url === undefined)
+    problems.push('give url (a postgres:// URL) or sql (a postgres.js client)');
   if (o.sql !== undefined && o.url !== undefined) problems.push('give url or sql, not both');
-  if (o.url !== undefined && (typeof o.url !== 'string' || o.url === '')) problems.push(`url: must be a postgres:// URL (got ${shown(o.url)})`);
-  if (o.sql !== undefined && typeof o.sql !== 'function') problems.push(`sql: must be a postgres.js client (got ${shown(o.sql)})`);
+  if (o.url !== undefined && (typeof o.url !== 'string' || o.url === ''))
+    problems.push(`url: must be a postgres:// URL (got ${shown(o.url)})`);
+  if (o.sql !== undefined && typeof o.sql !== 'function')
+    problems.push(`sql: must be a postgres.js client (got ${shown(o.sql)})`);
   if (o.schema !== undefined && (typeof o.schema !== 'string' || !SCHEMA_NAME.test(o.schema)))
-    problems.push(`schema: must be a lower-case SQL name (a-z, 0-9, _; at most 63, not starting with a digit) (got ${shown(o.schema)})`);
-  if (o.max !== undefined && !(Number.isSafeInteger(o.max) && (o.max as number) >= 1)) problems.push(`max: must be a positive integer (got ${shown(o.max)})`);
+    problems.push(
+      `schema: must be a lower-case SQL name (a-z, 0-9, _; at most 63, not starting with a digit) (got ${shown(o.schema)})`,
+    );
+  if (o.max !== undefined && !(Number.isSafeInteger(o.max) && (o.max as number) >= 1))
+    problems.push(`max: must be a positive integer (got ${shown(o.max)})`);
   problems.push(...writerIdProblems(o.writerId));
   return problems;
 }
@@ -127,7 +188,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   /** Whether this schema holds a waymark store already (its meta table), without creating or migrating anything. */
   async exists(): Promise<boolean> {
-    const [row] = await this.sql<{ found: string | null }[]>`SELECT to_regclass(${`${this.schema}.waymark_meta`})::text AS found`;
+    const [row] = await this.sql<
+      { found: string | null }[]
+    >`SELECT to_regclass(${`${this.schema}.waymark_meta`})::text AS found`;
     return row.found !== null;
   }
 
@@ -169,7 +232,14 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         const lost = connectionFailed(e);
         // a retried write whose lost attempt committed meets its own row (a duplicate id, rows in a
         // "fresh" run), its own release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress)
-        if (attempt > 1 && landed && (e instanceof DuplicateIdError || hasCode(e, ErrorCode.EXECUTION_EXISTS) || e instanceof LeaseLost || e instanceof RunInProgress)) {
+        if (
+          attempt > 1 &&
+          landed &&
+          (e instanceof DuplicateIdError ||
+            hasCode(e, ErrorCode.EXECUTION_EXISTS) ||
+            e instanceof LeaseLost ||
+            e instanceof RunInProgress)
+        ) {
           const r = await landed();
           if (r) return r;
         }
@@ -185,7 +255,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   /** The stored row with this id if it is the one `input` describes (a lost attempt that committed). */
   private async landedRow(id: string, input: C.CheckpointInput): Promise<{ kind: 'landed'; row: Checkpoint } | null> {
     const row = await this.getById(id);
-    return row && row.executionId === input.executionId && row.nodeId === input.nodeId && row.step === input.step ? { kind: 'landed', row } : null;
+    return row && row.executionId === input.executionId && row.nodeId === input.nodeId && row.step === input.step
+      ? { kind: 'landed', row }
+      : null;
   }
 
   private async q(): Promise<Sql> {
@@ -245,10 +317,16 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
    */
 
   /** Write one checkpoint inside the caller's transaction, under the execution row's lock (`locked`: taken already, its position). */
-  private async writeCheckpoint(tx: Tx, input: C.CheckpointInput, locked?: { next_seq: number; last_id: string }): Promise<RowText> {
+  private async writeCheckpoint(
+    tx: Tx,
+    input: C.CheckpointInput,
+    locked?: { next_seq: number; last_id: string },
+  ): Promise<RowText> {
     const ex = locked ?? (await lockExecution(tx, this.t, input.executionId));
     if (checkPrev(input, ex) === 'lookup') {
-      const [row] = await tx<{ execution_id: string }[]>`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId!}`;
+      const [row] = await tx<
+        { execution_id: string }[]
+      >`SELECT execution_id FROM ${this.t.checkpoints} WHERE id = ${input.prevId!}`;
       checkPrevOwner(input, row?.execution_id);
     }
     const seq = ex.next_seq;
@@ -289,7 +367,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         if (!cols) throw notFound(executionId);
         const last = fromColumns.checkpoint(cols);
         if (alreadyCancelled(last)) return { rt: null, marker: last, closed: null };
-        const [open] = await tx<PendingColumns[]>`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
+        const [open] = await tx<
+          PendingColumns[]
+        >`DELETE FROM ${this.t.pending} WHERE execution_id = ${executionId} RETURNING *`;
         const closed = open ? fromColumns.pending(open) : null;
         if (closed) await this.queueEvent(tx, interruptClosed(closed, this.writerId));
         const state = stateOfCursor(await this.txCursorAt(tx, executionId, last.seq, last.id));
@@ -310,7 +390,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
     const landed = async (): Promise<C.Lease | null> => {
       const l = await leaseInfo(await this.q(), this.t, executionId);
-      return l && l.holder === request.holder && l.expiresAt ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: l.epoch, expiresAt: l.expiresAt } : null;
+      return l && l.holder === request.holder && l.expiresAt
+        ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: l.epoch, expiresAt: l.expiresAt }
+        : null;
     };
     return this.write((tx) => takeLease(tx, this.t, executionId, request), landed);
   }
@@ -367,7 +449,14 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     if (cursor) {
       try {
         const sql = await this.q();
-        const rt = await putOnCursor(sql, this.t, { writerId: this.writerId, outbox: this.outbox }, minted, cursor, lease);
+        const rt = await putOnCursor(
+          sql,
+          this.t,
+          { writerId: this.writerId, outbox: this.outbox },
+          minted,
+          cursor,
+          lease,
+        );
         if (rt) {
           this.afterCommit(input.executionId, written(rt), 'store.put.afterCommit');
           return rt.row;
@@ -400,7 +489,11 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return rowOf(out)!;
   }
 
-  async recordInterrupt(input: C.CheckpointInput, pause: { reason: string; context: Json | null }, options: C.WriteOptions = {}): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
+  async recordInterrupt(
+    input: C.CheckpointInput,
+    pause: { reason: string; context: Json | null },
+    options: C.WriteOptions = {},
+  ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
     const lease = this.checkWrite(input, options);
     input = { ...input, id: input.id ?? uuidv7() };
     type Recorded = Outcome & { pending: PendingInterrupt };
@@ -453,7 +546,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
           // the lost attempt took the lease with the claim: it is ours if its holder is still us
           const held = ask ? await this.getLease(executionId) : null;
           const lease: C.Lease | null =
-            held && ask && held.holder === ask.holder && held.expiresAt ? { executionId, holder: ask.holder, ttlMs: ask.ttlMs, epoch: held.epoch, expiresAt: held.expiresAt } : null;
+            held && ask && held.holder === ask.holder && held.expiresAt
+              ? { executionId, holder: ask.holder, ttlMs: ask.ttlMs, epoch: held.epoch, expiresAt: held.expiresAt }
+              : null;
           if (ask && !lease) return null;
           return { ...found, pending: before, lease };
         }
@@ -469,7 +564,13 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
             lease = isHeld(ask) ? await fence(tx, this.t, ask, false) : await takeLease(tx, this.t, executionId, ask);
           } catch (e) {
             // refused because another claimer (or a cancel) closed the pause first: not claimed, as when it is seen closed
-            if (leaseRefused(e) && !(await tx`SELECT 1 AS one FROM ${this.t.pending} WHERE execution_id = ${executionId} AND checkpoint_id = ${checkpointId}`).length) throw NOT_CLAIMED;
+            if (
+              leaseRefused(e) &&
+              !(
+                await tx`SELECT 1 AS one FROM ${this.t.pending} WHERE execution_id = ${executionId} AND checkpoint_id = ${checkpointId}`
+              ).length
+            )
+              throw NOT_CLAIMED;
             throw e;
           }
         }
@@ -479,7 +580,13 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         if (!row) throw NOT_CLAIMED;
         const pending = fromColumns.pending(row);
         const claimedAt = canonicalTime();
-        await decisions.recordClaim(tx, this.t, { checkpoint_id: checkpointId, execution_id: executionId, writer_id: this.writerId, decision_id: decisionId, claimed_at: claimedAt });
+        await decisions.recordClaim(tx, this.t, {
+          checkpoint_id: checkpointId,
+          execution_id: executionId,
+          writer_id: this.writerId,
+          decision_id: decisionId,
+          claimed_at: claimedAt,
+        });
         await this.queueEvent(tx, interruptClaimed(pending, this.writerId, decisionId, claimedAt));
         const rt = next ? await this.writeCheckpoint(tx, next, ex) : null;
         return { ...written(rt), pending, lease };
@@ -498,8 +605,17 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     this.assertOpen();
     const d = checkDecision(decision);
     // a lost answer whose attempt committed: the decision is found under its id
-    const landed = async (): Promise<C.RecordDecisionResult | null> => ((await decisions.existingDecision(await this.q(), this.t, d))?.decisionId === d.decisionId ? { recorded: true } : null);
-    const out = await this.write((tx) => decisions.insertDecision(tx, this.t, decisions.decisionsLockKey(this.schema), d, (t, e) => this.queueEvent(t, e)), landed);
+    const landed = async (): Promise<C.RecordDecisionResult | null> =>
+      (await decisions.existingDecision(await this.q(), this.t, d))?.decisionId === d.decisionId
+        ? { recorded: true }
+        : null;
+    const out = await this.write(
+      (tx) =>
+        decisions.insertDecision(tx, this.t, decisions.decisionsLockKey(this.schema), d, (t, e) =>
+          this.queueEvent(t, e),
+        ),
+      landed,
+    );
     if (out.recorded) this.committed(null);
     return out;
   }
@@ -530,7 +646,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => readPending(sql, this.t, executionId));
   }
 
-  async listPendingInterrupts(options: { afterExecutionId?: string; limit?: number } = {}): Promise<PendingInterrupt[]> {
+  async listPendingInterrupts(
+    options: { afterExecutionId?: string; limit?: number } = {},
+  ): Promise<PendingInterrupt[]> {
     this.assertOpen();
     return this.read((sql) => listPending(sql, this.t, options));
   }
@@ -557,7 +675,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return usageTotalsOf(executionIds, await this.read((sql) => listUsageRows(sql, this.t, executionIds)));
   }
 
-  async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {}): Promise<C.ExecutionSummary[]> {
+  async listExecutions(
+    options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {},
+  ): Promise<C.ExecutionSummary[]> {
     this.assertOpen();
     return this.read((sql) => listExecutionSummaries(sql, this.t, options));
   }
@@ -567,7 +687,12 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => readIdempotent(sql, this.t, executionId, key));
   }
 
-  async putIdempotent(executionId: string, key: string, result: Json | null, options: C.IdempotentWriteOptions = {}): Promise<IdempotencyEntry> {
+  async putIdempotent(
+    executionId: string,
+    key: string,
+    result: Json | null,
+    options: C.IdempotentWriteOptions = {},
+  ): Promise<IdempotencyEntry> {
     this.assertOpen();
     checkIdempotencyKey(executionId, key);
     checkJson('idempotent result', result);
@@ -586,7 +711,8 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
           // (and perhaps started again under its id) lost that row: nothing may outlive it. The lease row's lock first, as
           // delete takes it ("Lock order"): a delete in flight commits before the row is looked for
           await tx`SELECT 1 AS one FROM ${this.t.leases} WHERE execution_id = ${executionId} FOR UPDATE`;
-          const [anchor] = await tx`SELECT 1 AS one FROM ${this.t.checkpoints} WHERE id = ${options.anchorId ?? ''} AND execution_id = ${executionId}`;
+          const [anchor] =
+            await tx`SELECT 1 AS one FROM ${this.t.checkpoints} WHERE id = ${options.anchorId ?? ''} AND execution_id = ${executionId}`;
           if (!anchor) throw error;
           lost = error;
         }
@@ -614,7 +740,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async deleteExecution(executionId: string, options: C.DeleteOptions = {}): Promise<C.DeleteResult> {
     this.assertOpen();
-    const out = await this.begin((tx) => deleteRows(tx, this.t, executionId, (e) => this.queueEvent(tx, e), options.localOnly));
+    const out = await this.begin((tx) =>
+      deleteRows(tx, this.t, executionId, (e) => this.queueEvent(tx, e), options.localOnly),
+    );
     this.afterDelete(executionId);
     return out;
   }

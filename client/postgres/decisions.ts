@@ -36,15 +36,24 @@ import type { Sql, Tables, Tx } from './tables.js';
 export const decisionsLockKey = (schema: string) => `waymark.decisions:${schema}`;
 
 /** Inside the caller's transaction, first in it: record `d` unless its pause has a decision; a local one needs the pause open and queues its event. */
-export async function insertDecision(tx: Tx, t: Tables, lockKey: string, d: Decision, queue: (tx: Tx, e: QueuedEvent) => unknown): Promise<RecordDecisionResult> {
+export async function insertDecision(
+  tx: Tx,
+  t: Tables,
+  lockKey: string,
+  d: Decision,
+  queue: (tx: Tx, e: QueuedEvent) => unknown,
+): Promise<RecordDecisionResult> {
   await tx`SELECT pg_advisory_xact_lock_shared(hashtext(${lockKey}))`;
   if (d.source === 'local') {
-    const [open] = await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
+    const [open] =
+      await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
     if (!open) {
       const existing = await existingDecision(tx, t, d);
       // another run's decision under this checkpoint (or decision) id: judged by this run's pause, which is not open here (PAUSE_NOT_FOUND)
       if (existing && existing.executionId === d.executionId) return { recorded: false, existing };
-      const [row] = await tx<{ executionId: string; status: string }[]>`SELECT execution_id AS "executionId", status FROM ${t.checkpoints} WHERE id = ${d.checkpointId}`;
+      const [row] = await tx<
+        { executionId: string; status: string }[]
+      >`SELECT execution_id AS "executionId", status FROM ${t.checkpoints} WHERE id = ${d.checkpointId}`;
       const [claim] = await tx<ClaimColumns[]>`SELECT * FROM ${t.claims} WHERE checkpoint_id = ${d.checkpointId}`;
       checkPauseOpen(d, { open: false, row: row ?? null, claim: claim ?? null });
     }
@@ -53,7 +62,8 @@ export async function insertDecision(tx: Tx, t: Tables, lockKey: string, d: Deci
   if (d.source === 'plane') {
     // the pause's row first, as a local decision and a claim take it: the decision read next is the newest one
     // (a local one recorded meanwhile is seen), and a local claim applying it and this replacement never both happen
-    const [open] = await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
+    const [open] =
+      await tx`SELECT 1 AS one FROM ${t.pending} WHERE execution_id = ${d.executionId} AND checkpoint_id = ${d.checkpointId} FOR UPDATE`;
     const prev = await existingDecision(tx, t, d);
     if (prev && planeDecisionReplaces(d, prev, open !== undefined)) {
       await tx`DELETE FROM ${t.decisions} WHERE decision_id = ${prev.decisionId}`;
@@ -72,7 +82,9 @@ export async function insertDecision(tx: Tx, t: Tables, lockKey: string, d: Deci
 
 /** The decision already recorded for `d`'s pause (or under its id). */
 export async function existingDecision(sql: Sql | Tx, t: Tables, d: Decision): Promise<Decision | null> {
-  const [prev] = await sql<DecisionColumns[]>`SELECT * FROM ${t.decisions} WHERE checkpoint_id = ${d.checkpointId} OR decision_id = ${d.decisionId} ORDER BY seq LIMIT 1`;
+  const [prev] = await sql<
+    DecisionColumns[]
+  >`SELECT * FROM ${t.decisions} WHERE checkpoint_id = ${d.checkpointId} OR decision_id = ${d.decisionId} ORDER BY seq LIMIT 1`;
   return prev ? decisionFromColumns(prev) : null;
 }
 
@@ -94,17 +106,35 @@ export async function listDecisions(sql: Sql, t: Tables, options: ListDecisionsO
   return pageOf(rows.map(storedFromColumns), o.limit);
 }
 
-export async function getDecision(sql: Sql, t: Tables, executionId: string, checkpointId: string): Promise<StoredDecision | null> {
-  const [row] = await sql<DecisionJoinColumns[]>`${joined(sql, t)} WHERE d.checkpoint_id = ${checkpointId} AND d.execution_id = ${executionId}`;
+export async function getDecision(
+  sql: Sql,
+  t: Tables,
+  executionId: string,
+  checkpointId: string,
+): Promise<StoredDecision | null> {
+  const [row] = await sql<
+    DecisionJoinColumns[]
+  >`${joined(sql, t)} WHERE d.checkpoint_id = ${checkpointId} AND d.execution_id = ${executionId}`;
   return row ? storedFromColumns(row) : null;
 }
 
 /** Inside the caller's claim transaction: the local claim of a pause (a pause claimed again replaces it). */
 export async function recordClaim(tx: Tx, t: Tables, c: ClaimColumns): Promise<void> {
   if (c.decision_id) {
-    const [held] = await tx<{ execution_id: string; checkpoint_id: string }[]>`SELECT execution_id, checkpoint_id FROM ${t.decisions} WHERE decision_id = ${c.decision_id}`;
-    const [pause] = held ? [] : await tx<DecisionColumns[]>`SELECT * FROM ${t.decisions} WHERE checkpoint_id = ${c.checkpoint_id} AND execution_id = ${c.execution_id}`;
-    checkClaimDecisionPause(c.decision_id, { executionId: c.execution_id, checkpointId: c.checkpoint_id }, held, pause ? decisionFromColumns(pause) : null);
+    const [held] = await tx<
+      { execution_id: string; checkpoint_id: string }[]
+    >`SELECT execution_id, checkpoint_id FROM ${t.decisions} WHERE decision_id = ${c.decision_id}`;
+    const [pause] = held
+      ? []
+      : await tx<
+          DecisionColumns[]
+        >`SELECT * FROM ${t.decisions} WHERE checkpoint_id = ${c.checkpoint_id} AND execution_id = ${c.execution_id}`;
+    checkClaimDecisionPause(
+      c.decision_id,
+      { executionId: c.execution_id, checkpointId: c.checkpoint_id },
+      held,
+      pause ? decisionFromColumns(pause) : null,
+    );
   }
   await tx`
     INSERT INTO ${t.claims} (checkpoint_id, execution_id, writer_id, decision_id, claimed_at)
@@ -123,8 +153,15 @@ export async function dropDecisions(tx: Tx, t: Tables, executionId: string): Pro
  * here, but the kept pause's (see Checkpointer.forgetUnheldDecisions); how
  * many. One statement, autocommitted: a run with none costs one index probe.
  */
-export async function forgetUnheldDecisions(sql: Sql, t: Tables, executionId: string, keepCheckpointId: string | null, upToSeq: number): Promise<number> {
-  const gone = await sql`DELETE FROM ${t.decisions} d WHERE d.execution_id = ${executionId} AND d.checkpoint_id IS DISTINCT FROM ${keepCheckpointId}
+export async function forgetUnheldDecisions(
+  sql: Sql,
+  t: Tables,
+  executionId: string,
+  keepCheckpointId: string | null,
+  upToSeq: number,
+): Promise<number> {
+  const gone =
+    await sql`DELETE FROM ${t.decisions} d WHERE d.execution_id = ${executionId} AND d.checkpoint_id IS DISTINCT FROM ${keepCheckpointId}
     AND d.seq <= ${upToSeq} AND NOT EXISTS (SELECT 1 FROM ${t.checkpoints} k WHERE k.id = d.checkpoint_id AND k.execution_id = d.execution_id)`;
   return gone.count;
 }

@@ -16,7 +16,13 @@ import { dropDecisions } from './decisions.js';
  * keeps a deletion of the run queued earlier (an earlier plain delete the plane
  * has not heard of yet).
  */
-export async function deleteRows(tx: Tx, t: Tables, executionId: string, queue: (e: QueuedEvent) => unknown, localOnly = false): Promise<C.DeleteResult> {
+export async function deleteRows(
+  tx: Tx,
+  t: Tables,
+  executionId: string,
+  queue: (e: QueuedEvent) => unknown,
+  localOnly = false,
+): Promise<C.DeleteResult> {
   // the lease, then the execution row (the store's lock order, lease → execution → pending; see
   // checkpointer.ts): a fenced write holds the lease while it writes, and any writer holds the execution
   // row's lock while it checks `prevId` and inserts, so a write either commits before this deletion (and
@@ -33,8 +39,15 @@ export async function deleteRows(tx: Tx, t: Tables, executionId: string, queue: 
 }
 
 /** One chunk of a prune walk: the next prunable executions, locked, deleted with their events; `dropped` hears each id. */
-export async function pruneChunk(tx: Tx, t: Tables, walk: PruneWalk, dropped: (executionId: string) => void): Promise<void> {
-  const prunable = (e: Tx) => e`e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ${walk.cutoff}
+export async function pruneChunk(
+  tx: Tx,
+  t: Tables,
+  walk: PruneWalk,
+  dropped: (executionId: string) => void,
+): Promise<void> {
+  const prunable = (
+    e: Tx,
+  ) => e`e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ${walk.cutoff}
       AND NOT EXISTS (SELECT 1 FROM ${t.pending} p WHERE p.execution_id = e.execution_id)`;
   // the chunk read without locks; its leases are locked, then its executions, each in id order (the
   // store's lock order, lease → execution; see checkpointer.ts), and each judged again under its lock

@@ -18,7 +18,11 @@ export function constraintOf(e: unknown): string | undefined {
 }
 
 /** Lock an execution's row inside the caller's transaction (a placeholder row when new); its position as stored. */
-export async function lockExecution(tx: Tx, t: Tables, executionId: string): Promise<{ next_seq: number; last_id: string }> {
+export async function lockExecution(
+  tx: Tx,
+  t: Tables,
+  executionId: string,
+): Promise<{ next_seq: number; last_id: string }> {
   const [ex] = await tx<{ next_seq: number; last_id: string }[]>`
     INSERT INTO ${t.executions} (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
     VALUES (${executionId}, 0, '', '', '', '', '')

@@ -69,7 +69,15 @@ export async function importInto(
   // each restored checkpoint's event, already sent: the plane holds the row (heldByPlane reads it), nothing is queued
   if (plan.insert.length) {
     const at = canonicalTime();
-    const sent = plan.insert.map((c) => ({ id: c.id, kind: 'checkpoint', execution_id: c.executionId, payload: null, bytes: 0, created_at: at, synced: true }));
+    const sent = plan.insert.map((c) => ({
+      id: c.id,
+      kind: 'checkpoint',
+      execution_id: c.executionId,
+      payload: null,
+      bytes: 0,
+      created_at: at,
+      synced: true,
+    }));
     await tx`INSERT INTO ${t.outbox} ${tx(sent)} ON CONFLICT (id) DO NOTHING`;
   }
   // an execution row left as a placeholder (nothing written) must not stay empty
@@ -94,12 +102,14 @@ export async function importInto(
     const [latest] = await tx<{ id: string }[]>`
       SELECT id FROM ${t.checkpoints} WHERE execution_id = ${pending.executionId} ORDER BY seq DESC LIMIT 1`;
     if (latest?.id === pending.checkpointId) {
-      const ins = await tx`INSERT INTO ${t.pending} ${tx(toColumns.pending(pending))} ON CONFLICT (execution_id) DO NOTHING`;
+      const ins =
+        await tx`INSERT INTO ${t.pending} ${tx(toColumns.pending(pending))} ON CONFLICT (execution_id) DO NOTHING`;
       res.pendingImported = ins.count === 1;
     }
   }
   for (const e of idem) {
-    const ins = await tx`INSERT INTO ${t.idempotency} ${tx(toColumns.idempotency(e))} ON CONFLICT (execution_id, key) DO NOTHING`;
+    const ins =
+      await tx`INSERT INTO ${t.idempotency} ${tx(toColumns.idempotency(e))} ON CONFLICT (execution_id, key) DO NOTHING`;
     res.idempotencyInserted += ins.count;
   }
   return res;

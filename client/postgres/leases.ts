@@ -37,7 +37,13 @@ export async function takeLease(tx: Tx, t: Tables, executionId: string, request:
       WHERE l.holder IS NULL OR l.expires_at <= (extract(epoch from clock_timestamp()) * 1000)::bigint
       RETURNING epoch, expires_at`;
     if (won) {
-      return { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: Number(won.epoch), expiresAt: isoTime(Number(won.expires_at)) };
+      return {
+        executionId,
+        holder: request.holder,
+        ttlMs: request.ttlMs,
+        epoch: Number(won.epoch),
+        expiresAt: isoTime(Number(won.expires_at)),
+      };
     }
     const current = await leaseInfo(tx, t, executionId);
     if (current?.live) throw new RunInProgress(executionId, current.holder!, current.expiresAt!);

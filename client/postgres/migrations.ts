@@ -23,7 +23,9 @@ export async function migratePostgres(tx: Tx, schema: string, list: readonly Mig
     SELECT EXISTS (SELECT 1 FROM information_schema.columns
       WHERE table_schema = ${schema} AND table_name = 'waymark_migrations' AND column_name = 'name') AS named`;
   if (!named) await tx`ALTER TABLE ${versions} ADD COLUMN name text`;
-  const rows = await tx<{ version: number; name: string | null }[]>`SELECT version, name FROM ${versions} ORDER BY version`;
+  const rows = await tx<
+    { version: number; name: string | null }[]
+  >`SELECT version, name FROM ${versions} ORDER BY version`;
   for (const r of rows) {
     if (r.name === null && r.version <= list.length) {
       await tx`UPDATE ${versions} SET name = ${list[r.version - 1].name} WHERE version = ${r.version}`;
@@ -48,7 +50,11 @@ const UNDEFINED_COLUMN = '42703'; // undefined_column (a version table without n
  * concurrent setup's uncommitted work is not seen, and its caller then waits
  * for the lock and decides again.
  */
-export async function migratedWriterId(sql: postgres.Sql<Record<string, never>>, schema: string, list: readonly Migration[] = MIGRATIONS): Promise<string | null> {
+export async function migratedWriterId(
+  sql: postgres.Sql<Record<string, never>>,
+  schema: string,
+  list: readonly Migration[] = MIGRATIONS,
+): Promise<string | null> {
   const versions = sql(`${schema}.waymark_migrations`);
   const meta = sql(`${schema}.waymark_meta`);
   try {
@@ -56,7 +62,9 @@ export async function migratedWriterId(sql: postgres.Sql<Record<string, never>>,
       SELECT (SELECT max(version) FROM ${versions}) AS version,
              (SELECT count(*)::int FROM ${versions} WHERE name IS NULL) AS unnamed,
              (SELECT value FROM ${meta} WHERE key = 'writer_id') AS writer`;
-    return row.version !== null && row.version >= list.length && row.unnamed === 0 && row.writer !== null ? row.writer : null;
+    return row.version !== null && row.version >= list.length && row.unnamed === 0 && row.writer !== null
+      ? row.writer
+      : null;
   } catch (e) {
     const code = (e as { code?: string }).code;
     if (code === UNDEFINED_TABLE || code === UNDEFINED_COLUMN) return null;

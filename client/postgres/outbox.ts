@@ -6,10 +6,23 @@
  * themselves, in their transactions (see the store's `queueEvent`).
  */
 import type * as C from '../checkpointer.js';
-import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, SENDING_KEY, sendingNote, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
+import {
+  entryFromJoin,
+  outboxStatsOf,
+  quarantinedFromColumns,
+  SENDING_KEY,
+  sendingNote,
+  takeByBytes,
+  type OutboxJoinRow,
+  type QuarantinedColumns,
+} from '../store/outbox.js';
 import { textList, type Sql, type Tables, type Tx } from './tables.js';
 
-export async function fetchUnsynced(sql: Sql, t: Tables, options: { limit: number; maxBytes: number }): Promise<C.OutboxEntry[]> {
+export async function fetchUnsynced(
+  sql: Sql,
+  t: Tables,
+  options: { limit: number; maxBytes: number },
+): Promise<C.OutboxEntry[]> {
   const rows = await sql<OutboxJoinRow[]>`
     SELECT o.seq AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id,
            o.payload AS o_payload, o.bytes AS o_bytes, o.created_at AS o_created_at, c.*
@@ -19,7 +32,12 @@ export async function fetchUnsynced(sql: Sql, t: Tables, options: { limit: numbe
 }
 
 /** Inside the caller's transaction: mark events synced, or synced with the plane's reason for refusing them. */
-export async function applyResults(tx: Tx, t: Tables, synced: string[], quarantined: [string, string][]): Promise<void> {
+export async function applyResults(
+  tx: Tx,
+  t: Tables,
+  synced: string[],
+  quarantined: [string, string][],
+): Promise<void> {
   if (synced.length) {
     await tx`UPDATE ${t.outbox} SET synced = true
       WHERE id IN ${textList(tx, synced)} AND NOT synced`;
@@ -54,7 +72,11 @@ export async function outboxStats(sql: Sql, t: Tables): Promise<C.OutboxStats> {
   return outboxStatsOf(p, q.n, last?.sync_error ?? null);
 }
 
-export async function listQuarantined(sql: Sql, t: Tables, options: { afterId?: string; limit?: number }): Promise<C.QuarantinedEntry[]> {
+export async function listQuarantined(
+  sql: Sql,
+  t: Tables,
+  options: { afterId?: string; limit?: number },
+): Promise<C.QuarantinedEntry[]> {
   let after = '0';
   if (options.afterId) {
     const [r] = await sql<{ seq: string }[]>`SELECT seq FROM ${t.outbox} WHERE id = ${options.afterId}`;

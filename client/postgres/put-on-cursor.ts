@@ -70,7 +70,8 @@ export async function putOnCursor(
       SELECT count(*)::int AS n FROM c`;
     return done[0].n === 1 ? rt : null;
   } catch (e) {
-    if (pgCode(e) === SQLSTATE.uniqueViolation && constraintOf(e) === 'checkpoints_pkey') throw new DuplicateIdError(r.id);
+    if (pgCode(e) === SQLSTATE.uniqueViolation && constraintOf(e) === 'checkpoints_pkey')
+      throw new DuplicateIdError(r.id);
     throw e;
   }
 }

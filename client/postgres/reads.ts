@@ -7,7 +7,13 @@
 import type { ChainRow } from '../../shared/codec.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type * as C from '../checkpointer.js';
-import { fromColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
+import {
+  fromColumns,
+  type ChainColumns,
+  type CheckpointColumns,
+  type IdempotencyColumns,
+  type PendingColumns,
+} from '../store/columns.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { corruptOutputOf, type UsageColumns } from '../store/usage.js';
 import { SQLSTATE } from '../../shared/db-errors.js';
@@ -15,7 +21,13 @@ import { pgCode } from './executions.js';
 import { textList, type Sql, type Tables, type Tx } from './tables.js';
 
 /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
-export async function readChain(sql: Sql | Tx, t: Tables, executionId: string, base: number, seq: number): Promise<ChainRow[]> {
+export async function readChain(
+  sql: Sql | Tx,
+  t: Tables,
+  executionId: string,
+  base: number,
+  seq: number,
+): Promise<ChainRow[]> {
   const rows = await sql<ChainColumns[]>`
     SELECT id, seq, state FROM ${t.checkpoints}
     WHERE execution_id = ${executionId} AND seq >= ${base} AND seq <= ${seq} ORDER BY seq`;
@@ -30,7 +42,11 @@ export async function readPending(sql: Sql, t: Tables, executionId: string): Pro
 // Listings page by execution id in byte order (COLLATE "C", as SQLite orders): the cursor's comparison names the
 // same collation as the ORDER BY, or a database ordering text by a locale (en_US.UTF-8) would continue a page after
 // its cursor in another order than the page was cut in, and skip ids for good (recoverRuns would never see a run).
-export async function listPending(sql: Sql, t: Tables, options: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]> {
+export async function listPending(
+  sql: Sql,
+  t: Tables,
+  options: { afterExecutionId?: string; limit?: number },
+): Promise<PendingInterrupt[]> {
   const rows = await sql<PendingColumns[]>`
     SELECT * FROM ${t.pending} WHERE execution_id COLLATE "C" > ${options.afterExecutionId ?? ''}
     ORDER BY execution_id COLLATE "C" ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
@@ -48,7 +64,12 @@ export async function readById(sql: Sql, t: Tables, id: string): Promise<Checkpo
   return row ? fromColumns.checkpoint(row) : null;
 }
 
-export async function listRows(sql: Sql, t: Tables, executionId: string, options: C.ListOptions): Promise<Checkpoint[]> {
+export async function listRows(
+  sql: Sql,
+  t: Tables,
+  executionId: string,
+  options: C.ListOptions,
+): Promise<Checkpoint[]> {
   const rows = await sql<CheckpointColumns[]>`
     SELECT * FROM ${t.checkpoints} WHERE execution_id = ${executionId}
     ${options.afterSeq !== undefined ? sql`AND seq > ${options.afterSeq}` : sql``}
@@ -60,7 +81,11 @@ export async function listRows(sql: Sql, t: Tables, executionId: string, options
 }
 
 /** Executions in id order with their state, judged (lease liveness included) by the server's clock. */
-export async function listExecutionSummaries(sql: Sql, t: Tables, options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState }): Promise<C.ExecutionSummary[]> {
+export async function listExecutionSummaries(
+  sql: Sql,
+  t: Tables,
+  options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState },
+): Promise<C.ExecutionSummary[]> {
   const rows = await sql<(ExecRow & { now_ms: string })[]>`
     SELECT e.*, p.execution_id IS NOT NULL AS paused,
            l.holder AS lease_holder, l.epoch AS lease_epoch, l.expires_at AS lease_expires_at,
@@ -73,7 +98,12 @@ export async function listExecutionSummaries(sql: Sql, t: Tables, options: { aft
   return rows.map((r) => summaryFromRow(r, Number(r.now_ms)));
 }
 
-export async function readIdempotent(sql: Sql, t: Tables, executionId: string, key: string): Promise<C.IdempotentLookup> {
+export async function readIdempotent(
+  sql: Sql,
+  t: Tables,
+  executionId: string,
+  key: string,
+): Promise<C.IdempotentLookup> {
   const [row] = await sql<IdempotencyColumns[]>`
     SELECT * FROM ${t.idempotency} WHERE execution_id = ${executionId} AND key = ${key}`;
   return row ? { hit: true, result: fromColumns.idempotency(row).result } : { hit: false };

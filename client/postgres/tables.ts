@@ -4,7 +4,10 @@ import type postgres from 'postgres';
 export type Sql = postgres.Sql<Record<string, never>>;
 export type Tx = postgres.TransactionSql<Record<string, never>>;
 
-export type Tables = Record<'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox' | 'leases' | 'decisions' | 'claims', postgres.Helper<string>>;
+export type Tables = Record<
+  'meta' | 'executions' | 'checkpoints' | 'pending' | 'idempotency' | 'outbox' | 'leases' | 'decisions' | 'claims',
+  postgres.Helper<string>
+>;
 
 /** The store's tables in `schema` (a name already checked), as identifiers for postgres.js templates. */
 export function tablesOf(sql: Sql, schema: string): Tables {

@@ -42,7 +42,11 @@ export interface PlaneCancelResult extends CancelResponse {
  * completed), the plane's code for a refused key or scope (UNAUTHORIZED,
  * FORBIDDEN: the key needs the `cancel` scope), or PLANE_ERROR (no answer).
  */
-export async function cancelThroughPlane(store: Checkpointer, executionId: string, o: CancelThroughPlaneOptions): Promise<PlaneCancelResult> {
+export async function cancelThroughPlane(
+  store: Checkpointer,
+  executionId: string,
+  o: CancelThroughPlaneOptions,
+): Promise<PlaneCancelResult> {
   const http = new PlaneHttp(o.url, { dispatcher: o.dispatcher });
   let answer: CancelResponse;
   try {
@@ -53,16 +57,24 @@ export async function cancelThroughPlane(store: Checkpointer, executionId: strin
         timeoutMs: o.timeoutMs ?? 30_000,
       })
       .catch((e: unknown) => {
-        throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane to cancel '${executionId}': ${(e as Error).message}; nothing was cancelled`, { cause: e, details: { executionId } });
+        throw new WaymarkError(
+          ErrorCode.PLANE_ERROR,
+          `cannot reach the plane to cancel '${executionId}': ${(e as Error).message}; nothing was cancelled`,
+          { cause: e, details: { executionId } },
+        );
       });
     const parsed = CancelResponse.safeParse(res.body);
     if (res.status === 200 && parsed.success) answer = parsed.data;
     else {
       const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
       const code = isErrorCode(error?.code) ? error.code : ErrorCode.PLANE_ERROR;
-      throw new WaymarkError(code, `the plane did not cancel '${executionId}': ${res.status} ${error?.message ?? foreignBody(res.status, res.body)}`, {
-        details: { executionId, status: res.status, planeCode: error?.code ?? null },
-      });
+      throw new WaymarkError(
+        code,
+        `the plane did not cancel '${executionId}': ${res.status} ${error?.message ?? foreignBody(res.status, res.body)}`,
+        {
+          details: { executionId, status: res.status, planeCode: error?.code ?? null },
+        },
+      );
     }
   } finally {
     await http.close();
@@ -83,8 +95,14 @@ export async function adoptCancel(
   o: { url: string; apiKey: string; reason: string | null; dispatcher?: Dispatcher; timeoutMs?: number },
 ): Promise<{ local: 'restored' | 'marked' | 'absent' | 'unknown'; localProblem?: string }> {
   if (!(await store.latest(executionId))) return { local: 'absent' };
-  const r = await restoreFromPlane(store, executionId, { url: o.url, apiKey: o.apiKey, dispatcher: o.dispatcher, timeoutMs: o.timeoutMs }).catch((e: Error) => e);
-  if (r instanceof Error) return { local: 'unknown', localProblem: `${(r as { code?: string }).code ?? 'ERROR'}: ${r.message}` };
+  const r = await restoreFromPlane(store, executionId, {
+    url: o.url,
+    apiKey: o.apiKey,
+    dispatcher: o.dispatcher,
+    timeoutMs: o.timeoutMs,
+  }).catch((e: Error) => e);
+  if (r instanceof Error)
+    return { local: 'unknown', localProblem: `${(r as { code?: string }).code ?? 'ERROR'}: ${r.message}` };
   if (isCancelMarker(await store.latest(executionId))) return { local: 'restored' };
   const c = await store.cancel(executionId, { reason: o.reason ?? 'cancelled at the plane' });
   return { local: c.alreadyCancelled ? 'restored' : 'marked' };

@@ -111,14 +111,21 @@ export class ChangeFeedConsumer {
   ) {
     const http = o.dispatcher ? new PlaneHttp(o.url, { dispatcher: o.dispatcher }) : null;
     // its own kept-alive connection, closed by stop(): never the process-wide agent's
-    const agent = o.dispatcher ? null : new URL(o.url).protocol === 'https:' ? new HttpsAgent({ keepAlive: true, maxSockets: 1 }) : new HttpAgent({ keepAlive: true, maxSockets: 1 });
+    const agent = o.dispatcher
+      ? null
+      : new URL(o.url).protocol === 'https:'
+        ? new HttpsAgent({ keepAlive: true, maxSockets: 1 })
+        : new HttpAgent({ keepAlive: true, maxSockets: 1 });
     this.feed = new FeedFollower({
       name: 'change feed',
       path: '/v1/changes',
       page: ChangeFeed,
       store,
       cursorKey: async () => CHANGES_CURSOR_META,
-      get: (path, timeoutMs, signal) => (http ? http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal }) : getUnref(o.url, path, this.apiKey(), timeoutMs, agent!, signal)),
+      get: (path, timeoutMs, signal) =>
+        http
+          ? http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal })
+          : getUnref(o.url, path, this.apiKey(), timeoutMs, agent!, signal),
       // the newest decision here before the GET: forgetting on this page never reaches a decision recorded after it was served
       mark: () => store.decisionSeq(),
       handle: (items, mark) => this.handle(items, mark ?? 0),
@@ -175,11 +182,22 @@ export class ChangeFeedConsumer {
       await this.store.forgetUnheldDecisions(c.executionId, decidablePause(c), decisionsBefore);
       return null;
     }
-    const base = { executionId: c.executionId, status: c.status, planeSeq: c.lastSeq, localSeq: local.seq, by: c.lastWriterId };
+    const base = {
+      executionId: c.executionId,
+      status: c.status,
+      planeSeq: c.lastSeq,
+      localSeq: local.seq,
+      by: c.lastWriterId,
+    };
     if (c.deleted) return { ...base, outcome: 'deleted_on_plane' };
     if (c.lastSeq !== null && c.lastSeq > local.seq && c.lastWriterId !== mine) {
       try {
-        const r = await restoreFromPlane(this.store, c.executionId, { url: this.o.url, apiKey: this.apiKey(), dispatcher: this.o.dispatcher, timeoutMs: this.o.timeoutMs });
+        const r = await restoreFromPlane(this.store, c.executionId, {
+          url: this.o.url,
+          apiKey: this.apiKey(),
+          dispatcher: this.o.dispatcher,
+          timeoutMs: this.o.timeoutMs,
+        });
         if (r.diverged.length) return { ...base, outcome: 'diverged', diverged: r.diverged };
         return { ...base, outcome: 'caught_up', inserted: r.inserted, stalePendingRemoved: r.stalePendingRemoved };
       } catch (e) {
@@ -260,7 +278,14 @@ export function changeFeedOf(
  * second attempt has its own `timeoutMs`: the first failed before any answer,
  * at once, so a round lasts at most about one timeout more than the hold.
  */
-async function getUnref(base: string, path: string, apiKey: string, timeoutMs: number, agent: HttpAgent, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
+async function getUnref(
+  base: string,
+  path: string,
+  apiKey: string,
+  timeoutMs: number,
+  agent: HttpAgent,
+  signal?: AbortSignal,
+): Promise<{ status: number; body: unknown }> {
   try {
     return await getOnce(base, path, apiKey, timeoutMs, agent, signal);
   } catch (e) {
@@ -277,28 +302,45 @@ async function getUnref(base: string, path: string, apiKey: string, timeoutMs: n
 /** The request failed on a reused kept-alive socket before any answer (ECONNRESET/EPIPE): the plane had closed it. */
 class StaleSocketError extends Error {}
 
-function getOnce(base: string, path: string, apiKey: string, timeoutMs: number, agent: HttpAgent, signal?: AbortSignal): Promise<{ status: number; body: unknown }> {
+function getOnce(
+  base: string,
+  path: string,
+  apiKey: string,
+  timeoutMs: number,
+  agent: HttpAgent,
+  signal?: AbortSignal,
+): Promise<{ status: number; body: unknown }> {
   const u = new URL(base);
   const full = new URL(`${u.pathname.replace(/\/$/, '')}${path}`, u.origin);
   const request = full.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     let answered = false;
-    const req = request(full, { method: 'GET', agent, headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json' }, signal, timeout: timeoutMs }, (res: IncomingMessage) => {
-      answered = true;
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown = text;
-        try {
-          body = text ? JSON.parse(text) : null;
-        } catch {
-          /* keep the text */
-        }
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-      res.on('error', reject);
-    });
+    const req = request(
+      full,
+      {
+        method: 'GET',
+        agent,
+        headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json' },
+        signal,
+        timeout: timeoutMs,
+      },
+      (res: IncomingMessage) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          try {
+            body = text ? JSON.parse(text) : null;
+          } catch {
+            /* keep the text */
+          }
+          resolve({ status: res.statusCode ?? 0, body });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('socket', (s) => s.unref());
     req.on('timeout', () => req.destroy(new Error(`no answer from the plane within ${timeoutMs} ms`)));
     req.on('error', (e: NodeJS.ErrnoException) => {

@@ -1,4 +1,12 @@
-import { AlreadyDecided, AlreadyResumed, ClaimRefused, LeaseLost, RunCancelled, RunInProgress, RunTakenOver } from '../errors.js';
+import {
+  AlreadyDecided,
+  AlreadyResumed,
+  ClaimRefused,
+  LeaseLost,
+  RunCancelled,
+  RunInProgress,
+  RunTakenOver,
+} from '../errors.js';
 import type { Checkpointer, ClaimGuard, PlaneGuard, TakeoverGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
@@ -31,7 +39,9 @@ export interface ConnectOptions extends ReplicaOptions {
 
 /** WRITER_COPY: another store instance under this store's writer id holds the run at the plane. */
 function writerCopy(executionId: string, message: string): WaymarkError {
-  return new WaymarkError(ErrorCode.WRITER_COPY, `execution '${executionId}': ${message}`, { details: { executionId } });
+  return new WaymarkError(ErrorCode.WRITER_COPY, `execution '${executionId}': ${message}`, {
+    details: { executionId },
+  });
 }
 
 /**
@@ -91,21 +101,29 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       await replica.adoptCancel(executionId).catch(() => undefined);
       throw new RunCancelled(executionId, { reason: 'cancelled at the plane', checkpointId: null });
     }
-    if (r.outcome === 'closed') throw new AlreadyResumed(`execution '${executionId}': ${r.message}`, { executionId, checkpointId });
+    if (r.outcome === 'closed')
+      throw new AlreadyResumed(`execution '${executionId}': ${r.message}`, { executionId, checkpointId });
     if (r.outcome === 'lost') {
-      throw new AlreadyResumed(`execution '${executionId}': the pause was already claimed at the plane by writer '${r.writerId}'`, {
-        executionId,
-        checkpointId,
-        claimedBy: r.writerId,
-        // the decision the winning claim applied, when the plane says (a decision worker compares it with its own)
-        ...(r.decisionId !== undefined ? { claimDecisionId: r.decisionId } : {}),
-        // whether that claim was applied (resumed locally by its holder) or only held (its holder may have crashed before)
-        ...(r.applied !== undefined && r.applied !== null ? { claimApplied: r.applied } : {}),
-      });
+      throw new AlreadyResumed(
+        `execution '${executionId}': the pause was already claimed at the plane by writer '${r.writerId}'`,
+        {
+          executionId,
+          checkpointId,
+          claimedBy: r.writerId,
+          // the decision the winning claim applied, when the plane says (a decision worker compares it with its own)
+          ...(r.decisionId !== undefined ? { claimDecisionId: r.decisionId } : {}),
+          // whether that claim was applied (resumed locally by its holder) or only held (its holder may have crashed before)
+          ...(r.applied !== undefined && r.applied !== null ? { claimApplied: r.applied } : {}),
+        },
+      );
     }
     if (r.outcome === 'decided') {
       // a decision recorded here while the plane's first one had not arrived: nothing is resumed with it
-      throw new AlreadyDecided(`execution '${executionId}': ${r.message}`, { executionId, checkpointId, decision: r.decision });
+      throw new AlreadyDecided(`execution '${executionId}': ${r.message}`, {
+        executionId,
+        checkpointId,
+        decision: r.decision,
+      });
     }
     if (r.outcome === 'refused') {
       const reason = `${r.status}${r.code ? ` ${r.code}` : ''}: ${r.message}`;
@@ -127,7 +145,9 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
     await replica.flush({ timeoutMs: claimFlushMs });
     const keys = async () => {
       const list = (await replica.store.listIdempotent(executionId)).map((e) => e.key);
-      return list.length <= LIMITS.takeoverKeys && utf8Bytes(JSON.stringify(list)) <= LIMITS.takeoverKeysBytes ? list : undefined;
+      return list.length <= LIMITS.takeoverKeys && utf8Bytes(JSON.stringify(list)) <= LIMITS.takeoverKeysBytes
+        ? list
+        : undefined;
     };
     let listed = await keys();
     // more keys than a request carries: the plane cannot check them, so this copy takes every entry the plane holds first
@@ -136,21 +156,35 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       listed = await keys();
     }
     const lastId = async () => (await replica.store.latest(executionId))?.id;
-    let r = await replica.takeoverAtPlane(executionId, seq, { holder, ttlMs, idempotencyKeys: listed, lastId: await lastId() });
+    let r = await replica.takeoverAtPlane(executionId, seq, {
+      holder,
+      ttlMs,
+      idempotencyKeys: listed,
+      lastId: await lastId(),
+    });
     if (r.outcome === 'refused' && r.code === ErrorCode.STALE_COPY) {
       // the plane holds rows or recorded effects this copy lacks: take them first, then ask again (once)
       const restored = await replica.restore(executionId).catch((e: Error) => e);
       if (restored instanceof Error) {
-        throw new ClaimRefused(`execution '${executionId}': the plane holds what this copy lacks (${r.message}), and bringing it here failed: ${restored.message}; nothing was resumed`, {
-          executionId,
-          checkpointId: '',
-          status: r.status,
-          planeCode: (restored as { code?: string }).code ?? r.code,
-        });
+        throw new ClaimRefused(
+          `execution '${executionId}': the plane holds what this copy lacks (${r.message}), and bringing it here failed: ${restored.message}; nothing was resumed`,
+          {
+            executionId,
+            checkpointId: '',
+            status: r.status,
+            planeCode: (restored as { code?: string }).code ?? r.code,
+          },
+        );
       }
       const now = await replica.store.latest(executionId);
       // the resume re-reads the newest row after this guard: what was imported is where it re-enters
-      if (now) r = await replica.takeoverAtPlane(executionId, now.seq, { holder, ttlMs, idempotencyKeys: await keys(), lastId: now.id });
+      if (now)
+        r = await replica.takeoverAtPlane(executionId, now.seq, {
+          holder,
+          ttlMs,
+          idempotencyKeys: await keys(),
+          lastId: now.id,
+        });
     }
     if (r.outcome === 'won') {
       if (r.takenFrom) replica.emit('run_taken_over', { executionId, from: r.takenFrom });
@@ -162,27 +196,45 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       return;
     }
     const d = r.details as { writerId?: string; liveUntil?: string; fromSeq?: number; at?: string; free?: boolean };
-    if (r.code === ErrorCode.LEASE_LIVE) throw new RunInProgress(executionId, `writer '${d.writerId}' (it holds the run at the plane)`, d.liveUntil ?? '');
-    if (r.code === ErrorCode.RUN_TAKEN_OVER) throw new RunTakenOver(executionId, { writerId: d.writerId ?? 'another writer', fromSeq: d.fromSeq ?? null, at: d.at ?? null, free: d.free === true });
+    if (r.code === ErrorCode.LEASE_LIVE)
+      throw new RunInProgress(executionId, `writer '${d.writerId}' (it holds the run at the plane)`, d.liveUntil ?? '');
+    if (r.code === ErrorCode.RUN_TAKEN_OVER)
+      throw new RunTakenOver(executionId, {
+        writerId: d.writerId ?? 'another writer',
+        fromSeq: d.fromSeq ?? null,
+        at: d.at ?? null,
+        free: d.free === true,
+      });
     if (r.code === ErrorCode.WRITER_COPY) throw writerCopy(executionId, r.message);
     // paused or finished there, or a run the plane never got: nobody else's to take; the local checks decide
     if (r.code === ErrorCode.NOT_RUNNING || r.status === 404) return;
-    throw new ClaimRefused(`execution '${executionId}': the plane refused the takeover (${r.status}${r.code ? ` ${r.code}` : ''}: ${r.message}); nothing was resumed`, {
-      executionId,
-      checkpointId: '',
-      status: r.status,
-      planeCode: r.code,
-    });
+    throw new ClaimRefused(
+      `execution '${executionId}': the plane refused the takeover (${r.status}${r.code ? ` ${r.code}` : ''}: ${r.message}); nothing was resumed`,
+      {
+        executionId,
+        checkpointId: '',
+        status: r.status,
+        planeCode: r.code,
+      },
+    );
   };
   const renew = async (lease: Lease, o: { release?: boolean; timeoutMs?: number; effectKey?: string } = {}) => {
     if (o.release) {
       // only once this store's rows reached the plane: a taker let in early would start from a copy without them
       const left = await replica.flush({ timeoutMs: o.timeoutMs ?? claimFlushMs });
       if (left.pendingRows > 0) return undefined;
-      await replica.leaseAtPlane(lease.executionId, { holder: lease.holder, ttlMs: lease.ttlMs, release: true }, o.timeoutMs);
+      await replica.leaseAtPlane(
+        lease.executionId,
+        { holder: lease.holder, ttlMs: lease.ttlMs, release: true },
+        o.timeoutMs,
+      );
       return undefined;
     }
-    let ask: LeaseAsk = { holder: lease.holder, ttlMs: lease.ttlMs, ...(o.effectKey ? { effectKey: o.effectKey } : {}) };
+    let ask: LeaseAsk = {
+      holder: lease.holder,
+      ttlMs: lease.ttlMs,
+      ...(o.effectKey ? { effectKey: o.effectKey } : {}),
+    };
     let r = await replica.leaseAtPlane(lease.executionId, ask, o.timeoutMs);
     if (r.outcome === 'refused' && r.status === 400 && ask.effectKey) {
       // a plane that does not know effectKey refuses the whole request: the hold is still confirmed, without it
@@ -195,7 +247,8 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       const left = await replica.flush({ timeoutMs: o.timeoutMs ?? claimFlushMs });
       if (left.pendingRows === 0) r = await replica.leaseAtPlane(lease.executionId, ask, o.timeoutMs);
     }
-    if (r.outcome === 'lost' || r.outcome === 'cancelled') replica.emit('run_lost', { executionId: lease.executionId, reason: r.message });
+    if (r.outcome === 'lost' || r.outcome === 'cancelled')
+      replica.emit('run_lost', { executionId: lease.executionId, reason: r.message });
     if (r.outcome === 'lost')
       throw new LeaseLost(
         lease.executionId,

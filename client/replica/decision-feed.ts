@@ -95,7 +95,12 @@ export interface PullResult {
 }
 
 /** Store refusals of one decision (the feed skips it); any other error (a store that is down) fails the round. */
-const SKIPPABLE: ReadonlySet<string> = new Set([ErrorCode.INVALID_DECISION, ErrorCode.PAUSE_NOT_FOUND, ErrorCode.PAUSE_CLOSED, ErrorCode.CORRUPT_ROW]);
+const SKIPPABLE: ReadonlySet<string> = new Set([
+  ErrorCode.INVALID_DECISION,
+  ErrorCode.PAUSE_NOT_FOUND,
+  ErrorCode.PAUSE_CLOSED,
+  ErrorCode.CORRUPT_ROW,
+]);
 
 export class DecisionFeedConsumer {
   private readonly feed: FeedFollower<unknown, { stored: number; skipped: number; ignored: number }>;
@@ -157,9 +162,13 @@ export class DecisionFeedConsumer {
     const who = WhoAmI.safeParse(res.body);
     if (res.status !== 200 || !who.success) {
       const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
-      throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane did not say which project the key is for (GET /v1/whoami): ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(), {
-        details: { status: res.status, planeCode: err?.code ?? null },
-      });
+      throw new WaymarkError(
+        ErrorCode.PLANE_ERROR,
+        `the plane did not say which project the key is for (GET /v1/whoami): ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(),
+        {
+          details: { status: res.status, planeCode: err?.code ?? null },
+        },
+      );
     }
     this.scope = { apiKey, key: decisionsCursorMeta(this.o.url, who.data.project) };
     return this.scope.key;
@@ -168,7 +177,10 @@ export class DecisionFeedConsumer {
   /** One item of a page: checked, stored (source 'plane': never sent back), or skipped with its reason. */
   private async storeOne(item: unknown): Promise<'stored' | 'known' | 'skipped' | 'ignored'> {
     const raw = (item && typeof item === 'object' ? item : {}) as { decisionId?: unknown; executionId?: unknown };
-    const ids = { decisionId: typeof raw.decisionId === 'string' ? raw.decisionId : null, executionId: typeof raw.executionId === 'string' ? raw.executionId : null };
+    const ids = {
+      decisionId: typeof raw.decisionId === 'string' ? raw.decisionId : null,
+      executionId: typeof raw.executionId === 'string' ? raw.executionId : null,
+    };
     const v = DecisionView.safeParse(item);
     if (!v.success) {
       this.skip({ ...ids, reason: `malformed decision: ${issues(v.error)}`, code: ErrorCode.PLANE_ERROR });

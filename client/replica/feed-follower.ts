@@ -102,17 +102,29 @@ export class FeedFollower<T, R> {
     const s = this.spec;
     const cursorKey = await s.cursorKey(signal);
     const after = await s.store.getMeta(cursorKey);
-    const q = new URLSearchParams({ wait: String(waitSeconds), limit: String(s.pageSize ?? 100), ...(after ? { after } : {}) });
+    const q = new URLSearchParams({
+      wait: String(waitSeconds),
+      limit: String(s.pageSize ?? 100),
+      ...(after ? { after } : {}),
+    });
     const mark = s.mark ? await s.mark() : null;
     const res = await s.get(`${s.path}?${q}`, waitSeconds * 1000 + (s.timeoutMs ?? 30_000), signal);
     if (res.status !== 200) {
       const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
-      throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused the ${s.name}: ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(), {
-        details: { status: res.status, planeCode: err?.code ?? null },
-      });
+      throw new WaymarkError(
+        ErrorCode.PLANE_ERROR,
+        `the plane refused the ${s.name}: ${res.status} ${err?.code ?? ''} ${err?.message ?? ''}`.trim(),
+        {
+          details: { status: res.status, planeCode: err?.code ?? null },
+        },
+      );
     }
     const page = s.page.safeParse(res.body);
-    if (!page.success) throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed ${s.name} page: ${zodIssues(page.error)}`);
+    if (!page.success)
+      throw new WaymarkError(
+        ErrorCode.PLANE_ERROR,
+        `the plane sent a malformed ${s.name} page: ${zodIssues(page.error)}`,
+      );
     const result = await s.handle(page.data.items, mark);
     if (page.data.nextCursor !== after) await s.store.setMeta(cursorKey, page.data.nextCursor);
     return { received: page.data.items.length, cursorKey, cursor: page.data.nextCursor, result };

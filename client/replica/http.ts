@@ -43,7 +43,11 @@ export class PlaneHttp {
     }
   }
 
-  async request(method: 'GET' | 'POST', path: string, o: { apiKey: string; json?: unknown; timeoutMs: number; gzipOver?: number; signal?: AbortSignal }): Promise<PlaneResponse> {
+  async request(
+    method: 'GET' | 'POST',
+    path: string,
+    o: { apiKey: string; json?: unknown; timeoutMs: number; gzipOver?: number; signal?: AbortSignal },
+  ): Promise<PlaneResponse> {
     const headers: Record<string, string> = { authorization: `Bearer ${o.apiKey}`, accept: 'application/json' };
     let body: Buffer | undefined;
     if (o.json !== undefined) {
@@ -94,9 +98,13 @@ async function bodyWithin(body: Dispatcher.ResponseData['body'], ms: number, wha
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      const e = new WaymarkError(ErrorCode.PLANE_ERROR, `timeout: the answer to ${what} did not arrive within ${ms} ms of its headers (a stalled or trickling answer)`, {
-        details: { timeoutMs: ms },
-      });
+      const e = new WaymarkError(
+        ErrorCode.PLANE_ERROR,
+        `timeout: the answer to ${what} did not arrive within ${ms} ms of its headers (a stalled or trickling answer)`,
+        {
+          details: { timeoutMs: ms },
+        },
+      );
       body.destroy(e);
       reject(e);
     }, ms);

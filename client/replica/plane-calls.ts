@@ -38,7 +38,14 @@ const ownerFields = (as: PlaneCaller, a: Acquisition) => ({
  * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
  * up and said no (a revoked key, a missing scope, the pause not there).
  */
-export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, checkpointId: string, decisionId?: string, a: Acquisition = {}): Promise<PlaneClaim> {
+export async function claimAtPlane(
+  http: PlaneHttp,
+  as: PlaneCaller,
+  executionId: string,
+  checkpointId: string,
+  decisionId?: string,
+  a: Acquisition = {},
+): Promise<PlaneClaim> {
   let res: PlaneResponse;
   try {
     res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim`, {
@@ -50,20 +57,44 @@ export async function claimAtPlane(http: PlaneHttp, as: PlaneCaller, executionId
     return { outcome: 'offline', reason: (e as Error).message };
   }
   if (res.status === 200) return { outcome: 'won' };
-  const error = (res.body as { error?: { code?: string; message?: string; details?: { writerId?: string; decisionId?: string | null; applied?: boolean; closed?: string } } } | null)?.error;
+  const error = (
+    res.body as {
+      error?: {
+        code?: string;
+        message?: string;
+        details?: { writerId?: string; decisionId?: string | null; applied?: boolean; closed?: string };
+      };
+    } | null
+  )?.error;
   if (res.status === 409 && error?.code === 'ALREADY_CLAIMED') {
     // closed by a cancel of its run (or its deletion), not answered by another claim
-    if (error.details?.closed === 'cancel' || error.details?.closed === 'delete') return { outcome: 'closed', by: error.details.closed, message: error.message ?? 'closed' };
-    return { outcome: 'lost', writerId: error.details?.writerId ?? 'another writer', decisionId: error.details?.decisionId ?? null, applied: error.details?.applied ?? null };
+    if (error.details?.closed === 'cancel' || error.details?.closed === 'delete')
+      return { outcome: 'closed', by: error.details.closed, message: error.message ?? 'closed' };
+    return {
+      outcome: 'lost',
+      writerId: error.details?.writerId ?? 'another writer',
+      decisionId: error.details?.decisionId ?? null,
+      applied: error.details?.applied ?? null,
+    };
   }
-  if (res.status === 409 && error?.code === ErrorCode.WRITER_COPY) return { outcome: 'copy', message: error.message ?? 'another store instance uses this writer id' };
+  if (res.status === 409 && error?.code === ErrorCode.WRITER_COPY)
+    return { outcome: 'copy', message: error.message ?? 'another store instance uses this writer id' };
   if (res.status === 409 && error?.code === ErrorCode.ALREADY_DECIDED) {
     // never a plain refusal: a caller resuming locally on a refusal would apply the losing decision
     const first = DecisionView.strip().safeParse((error.details as { decision?: unknown } | undefined)?.decision);
-    return { outcome: 'decided', decision: first.success ? first.data : null, message: error.message ?? 'decided first on the plane' };
+    return {
+      outcome: 'decided',
+      decision: first.success ? first.data : null,
+      message: error.message ?? 'decided first on the plane',
+    };
   }
   if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
-  return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}` };
+  return {
+    outcome: 'refused',
+    status: res.status,
+    code: error?.code ?? null,
+    message: error?.message ?? `HTTP ${res.status}`,
+  };
 }
 
 /**
@@ -81,16 +112,30 @@ export async function takeoverAtPlane(
   try {
     res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/takeover`, {
       apiKey: as.apiKey,
-      json: { writerId: as.writerId, seq, ...(a.lastId ? { lastId: a.lastId } : {}), ...ownerFields(as, a), ...(a.idempotencyKeys ? { idempotencyKeys: a.idempotencyKeys } : {}) },
+      json: {
+        writerId: as.writerId,
+        seq,
+        ...(a.lastId ? { lastId: a.lastId } : {}),
+        ...ownerFields(as, a),
+        ...(a.idempotencyKeys ? { idempotencyKeys: a.idempotencyKeys } : {}),
+      },
       timeoutMs: as.timeoutMs,
     });
   } catch (e) {
     return { outcome: 'offline', reason: (e as Error).message };
   }
-  if (res.status === 200) return { outcome: 'won', takenFrom: (res.body as { takenFrom?: string | null } | null)?.takenFrom ?? null };
-  const error = (res.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)?.error;
+  if (res.status === 200)
+    return { outcome: 'won', takenFrom: (res.body as { takenFrom?: string | null } | null)?.takenFrom ?? null };
+  const error = (res.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)
+    ?.error;
   if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
-  return { outcome: 'refused', status: res.status, code: error?.code ?? null, message: error?.message ?? `HTTP ${res.status}`, details: error?.details ?? {} };
+  return {
+    outcome: 'refused',
+    status: res.status,
+    code: error?.code ?? null,
+    message: error?.message ?? `HTTP ${res.status}`,
+    details: error?.details ?? {},
+  };
 }
 
 /**
@@ -100,12 +145,24 @@ export async function takeoverAtPlane(
  * owns it, or it ended there), `cancelled`, `copy` (another store instance
  * under this writer id), `offline`, or `refused` (any other answer).
  */
-export async function leaseAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string, a: LeaseAsk): Promise<PlaneLease> {
+export async function leaseAtPlane(
+  http: PlaneHttp,
+  as: PlaneCaller,
+  executionId: string,
+  a: LeaseAsk,
+): Promise<PlaneLease> {
   let res: PlaneResponse;
   try {
     res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/lease`, {
       apiKey: as.apiKey,
-      json: { writerId: as.writerId, ...ownerFields(as, a), holder: a.holder, ttlMs: a.ttlMs, ...(a.release ? { release: true } : {}), ...(a.effectKey ? { effectKey: a.effectKey } : {}) },
+      json: {
+        writerId: as.writerId,
+        ...ownerFields(as, a),
+        holder: a.holder,
+        ttlMs: a.ttlMs,
+        ...(a.release ? { release: true } : {}),
+        ...(a.effectKey ? { effectKey: a.effectKey } : {}),
+      },
       timeoutMs: as.timeoutMs,
     });
   } catch (e) {
@@ -115,13 +172,18 @@ export async function leaseAtPlane(http: PlaneHttp, as: PlaneCaller, executionId
     const body = res.body as { epoch?: number | null; recorded?: unknown } | null;
     // the plane's record of the asked effect, if it is one of this run's (anything else is not a record)
     const recorded = IdempotencyEntry.safeParse(body?.recorded);
-    const entry = recorded.success && recorded.data.executionId === executionId && recorded.data.key === a.effectKey ? recorded.data : null;
+    const entry =
+      recorded.success && recorded.data.executionId === executionId && recorded.data.key === a.effectKey
+        ? recorded.data
+        : null;
     return { outcome: 'held', epoch: body?.epoch ?? null, recorded: entry };
   }
-  const error = (res.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)?.error;
+  const error = (res.body as { error?: { code?: string; message?: string; details?: Record<string, unknown> } } | null)
+    ?.error;
   if (OFFLINE_STATUSES.has(res.status)) return { outcome: 'offline', reason: `plane answered ${res.status}` };
   const message = error?.message ?? `HTTP ${res.status}`;
-  if (res.status === 409 && error?.code === ErrorCode.LEASE_LOST) return { outcome: 'lost', message, details: error.details ?? {} };
+  if (res.status === 409 && error?.code === ErrorCode.LEASE_LOST)
+    return { outcome: 'lost', message, details: error.details ?? {} };
   if (res.status === 409 && error?.code === ErrorCode.RUN_CANCELLED) {
     const reason = error.details?.reason;
     return { outcome: 'cancelled', message, reason: typeof reason === 'string' ? reason : null };
@@ -146,7 +208,9 @@ export async function ping(http: PlaneHttp, as: PlaneCaller): Promise<PlanePing>
   const parsed = WhoAmI.safeParse(res.body);
   if (res.status === 200 && parsed.success) return { ok: true, ...parsed.data, latencyMs: ms };
   const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
-  const reason = error?.message ? `${res.status} ${error.code ?? ''}: ${error.message}` : foreignBody(res.status, res.body);
+  const reason = error?.message
+    ? `${res.status} ${error.code ?? ''}: ${error.message}`
+    : foreignBody(res.status, res.body);
   return { ok: false, status: res.status, reason };
 }
 
@@ -173,17 +237,27 @@ export type PlaneRun = z.infer<typeof PlaneRun>;
  * or something else answers (any other 404: a proxy, a wrong path prefix).
  */
 export async function runAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string): Promise<PlaneRun | null> {
-  const res = await http.request('GET', `/v1/executions/${encodeURIComponent(executionId)}`, { apiKey: as.apiKey, timeoutMs: as.timeoutMs }).catch((e: unknown) => {
-    throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane to read '${executionId}': ${(e as Error).message}`, { cause: e, details: { executionId } });
-  });
+  const res = await http
+    .request('GET', `/v1/executions/${encodeURIComponent(executionId)}`, { apiKey: as.apiKey, timeoutMs: as.timeoutMs })
+    .catch((e: unknown) => {
+      throw new WaymarkError(
+        ErrorCode.PLANE_ERROR,
+        `cannot reach the plane to read '${executionId}': ${(e as Error).message}`,
+        { cause: e, details: { executionId } },
+      );
+    });
   const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
   // only the plane's own word that the run is not there: a 404 from a proxy, a wrong prefix or an older plane is not
   if (res.status === 404 && error?.code === ErrorCode.EXECUTION_NOT_FOUND) return null;
   const run = PlaneRun.safeParse(res.body);
   if (res.status === 200 && run.success) return run.data;
-  throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane did not say where '${executionId}' stands: ${res.status} ${error?.message ?? foreignBody(res.status, res.body)}`, {
-    details: { executionId, status: res.status, planeCode: error?.code ?? null },
-  });
+  throw new WaymarkError(
+    ErrorCode.PLANE_ERROR,
+    `the plane did not say where '${executionId}' stands: ${res.status} ${error?.message ?? foreignBody(res.status, res.body)}`,
+    {
+      details: { executionId, status: res.status, planeCode: error?.code ?? null },
+    },
+  );
 }
 
 /**
@@ -191,7 +265,12 @@ export async function runAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: 
  * crashed or gave up between the plane claim and the local one), so another
  * writer may claim the pause. True when a claim was released.
  */
-export async function releaseClaim(http: PlaneHttp, as: PlaneCaller, executionId: string, checkpointId: string): Promise<boolean> {
+export async function releaseClaim(
+  http: PlaneHttp,
+  as: PlaneCaller,
+  executionId: string,
+  checkpointId: string,
+): Promise<boolean> {
   const res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim/release`, {
     apiKey: as.apiKey,
     json: { checkpointId, writerId: as.writerId },
@@ -199,9 +278,13 @@ export async function releaseClaim(http: PlaneHttp, as: PlaneCaller, executionId
   });
   if (res.status === 200) return (res.body as { released: boolean }).released;
   const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
-  throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane refused to release the claim of pause ${checkpointId}: ${res.status} ${error?.message ?? ''}`.trim(), {
-    details: { executionId, checkpointId, status: res.status, planeCode: error?.code ?? null },
-  });
+  throw new WaymarkError(
+    ErrorCode.PLANE_ERROR,
+    `the plane refused to release the claim of pause ${checkpointId}: ${res.status} ${error?.message ?? ''}`.trim(),
+    {
+      details: { executionId, checkpointId, status: res.status, planeCode: error?.code ?? null },
+    },
+  );
 }
 
 /** An answer that is not the plane's JSON error (a proxy's page): its status and the start of its text, to say who answered. */
@@ -218,7 +301,9 @@ export function foreignBody(status: number, body: unknown): string {
 }
 
 /** What a ping found: the key's project and scopes, or why the plane could not be used. */
-export type PlanePing = ({ ok: true; latencyMs: number } & WhoAmI) | { ok: false; status: number | null; reason: string };
+export type PlanePing =
+  | ({ ok: true; latencyMs: number } & WhoAmI)
+  | { ok: false; status: number | null; reason: string };
 
 /** What the plane said to a claim. */
 export type PlaneClaim =

@@ -99,8 +99,10 @@ export function replicaOptionProblems(o: ReplicaOptions): string[] {
   if (Number.isSafeInteger(base) && Number.isSafeInteger(cap) && (cap as number) < (base as number)) {
     problems.push(`backoffCapMs: must not be under backoffBaseMs (got ${cap} < ${base})`);
   }
-  if (o.faults !== undefined && typeof o.faults !== 'function') problems.push(`faults: must be a function (got ${shown(o.faults)})`);
-  if (o.followChanges !== undefined && typeof o.followChanges !== 'boolean') problems.push(`followChanges: must be true or false (got ${shown(o.followChanges)})`);
+  if (o.faults !== undefined && typeof o.faults !== 'function')
+    problems.push(`faults: must be a function (got ${shown(o.faults)})`);
+  if (o.followChanges !== undefined && typeof o.followChanges !== 'boolean')
+    problems.push(`followChanges: must be true or false (got ${shown(o.followChanges)})`);
   return problems;
 }
 
@@ -136,7 +138,8 @@ export function urlProblem(url: unknown): string | null {
 export function planeOptionProblem(url: string, from: string): string | null {
   const problem = urlProblem(url);
   if (!problem) return null;
-  const meant = /^[\w.-]+:\d+(\/.*)?$/.test(url) || /^\[[\da-f:]+\]:\d+$/i.test(url) ? ` (did you mean 'http://${url}'?)` : '';
+  const meant =
+    /^[\w.-]+:\d+(\/.*)?$/.test(url) || /^\[[\da-f:]+\]:\d+$/i.test(url) ? ` (did you mean 'http://${url}'?)` : '';
   return `${from}: ${problem.replace(/^url: /, '')}${meant}`;
 }
 
@@ -158,7 +161,10 @@ export function oneOfProblem(field: string, v: unknown, allowed: readonly string
  * is any: `call` names the function refused, `outcome` what was left as it was.
  */
 export function refuseOptions(call: string, problems: string[], outcome = 'nothing was started'): void {
-  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; ${outcome}`, { details: { problems } });
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; ${outcome}`, {
+      details: { problems },
+    });
 }
 
 export interface ReplicaStatus {

@@ -74,7 +74,14 @@ import { isCancelMarker, runCancelled } from '../store/cancel.js';
 
 export type { PlaneClaim, PlaneLease, PlanePing, PlaneRun, PlaneTakeover } from './plane-calls.js';
 export type { ChangePull, RunUpdate } from './change-feed.js';
-export type { DrainState, FlushResult, ReplicaEvents, ReplicaOptions, ReplicaStatus, RoundOutcome } from './replica-types.js';
+export type {
+  DrainState,
+  FlushResult,
+  ReplicaEvents,
+  ReplicaOptions,
+  ReplicaStatus,
+  RoundOutcome,
+} from './replica-types.js';
 
 class HttpFailure extends Error {
   constructor(
@@ -90,7 +97,19 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   readonly writerId: string;
   private apiKey: string;
   private readonly http: PlaneHttp;
-  private readonly o: Required<Omit<ReplicaOptions, 'dispatcher' | 'writerId' | 'faults' | 'apiKey' | 'url' | 'decisionWaitSeconds' | 'followChanges' | 'changeWaitSeconds'>>;
+  private readonly o: Required<
+    Omit<
+      ReplicaOptions,
+      | 'dispatcher'
+      | 'writerId'
+      | 'faults'
+      | 'apiKey'
+      | 'url'
+      | 'decisionWaitSeconds'
+      | 'followChanges'
+      | 'changeWaitSeconds'
+    >
+  >;
   private readonly fault: FaultHook;
   private state: DrainState = 'idle';
   private kicked = false;
@@ -167,7 +186,12 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       this.writerId,
       () => this.apiKey,
       (u) => this.runUpdated(u),
-      { ...options, timeoutMs: this.o.timeoutMs, backoffBaseMs: this.o.backoffBaseMs, keyRefused: (m, key) => this.keyRefused(m, key) },
+      {
+        ...options,
+        timeoutMs: this.o.timeoutMs,
+        backoffBaseMs: this.o.backoffBaseMs,
+        keyRefused: (m, key) => this.keyRefused(m, key),
+      },
     );
     if (options.followChanges !== false) this.changes.follow();
     this.kick(0);
@@ -180,9 +204,14 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    */
   private runUpdated(u: RunUpdate): void {
     if ((u.outcome === 'caught_up' && u.inserted > 0) || u.outcome === 'diverged') {
-      this.fenceRun(u.executionId, u.status === 'cancelled', `another machine's rows of the run reached this store (${u.by ?? 'another writer'}, plane seq ${u.planeSeq})`);
+      this.fenceRun(
+        u.executionId,
+        u.status === 'cancelled',
+        `another machine's rows of the run reached this store (${u.by ?? 'another writer'}, plane seq ${u.planeSeq})`,
+      );
       // cancelled there while this copy went further: this copy says cancelled too, with a marker of its own
-      if (u.outcome === 'diverged' && u.status === 'cancelled') void this.adoptCancel(u.executionId).catch(() => undefined);
+      if (u.outcome === 'diverged' && u.status === 'cancelled')
+        void this.adoptCancel(u.executionId).catch(() => undefined);
     }
     this.emit('run_updated', u);
   }
@@ -196,7 +225,12 @@ export class Replica extends EventEmitter<ReplicaEvents> {
         (last) => fenceRunners(this.store, executionId, last && isCancelMarker(last) ? runCancelled(last) : generic),
         () => fenceRunners(this.store, executionId, generic),
       );
-    } else fenceRunners(this.store, executionId, new LeaseLost(executionId, { epoch: 0, holder: this.writerId, current: null }, reason));
+    } else
+      fenceRunners(
+        this.store,
+        executionId,
+        new LeaseLost(executionId, { epoch: 0, holder: this.writerId, current: null }, reason),
+      );
     if (this.toldLost.has(executionId)) return;
     this.toldLost.add(executionId);
     this.emit('run_lost', { executionId, reason });
@@ -249,14 +283,18 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * Both keep a ReplicaEvents name's arguments checked.
    */
   override emit<K extends keyof ReplicaEvents>(event: K, ...args: ReplicaEvents[K]): boolean;
-  override emit<E extends string | symbol>(event: E, ...args: E extends keyof ReplicaEvents ? ReplicaEvents[E] : unknown[]): boolean;
+  override emit<E extends string | symbol>(
+    event: E,
+    ...args: E extends keyof ReplicaEvents ? ReplicaEvents[E] : unknown[]
+  ): boolean;
   override emit(event: string | symbol, ...args: unknown[]): boolean {
     const listeners = this.rawListeners(event) as ((...a: unknown[]) => unknown)[];
     for (const listener of listeners) {
       try {
         listener.apply(this, args);
       } catch (error) {
-        if (event !== 'listener_error') this.emit('listener_error', { event: event as Exclude<keyof ReplicaEvents, 'listener_error'>, error });
+        if (event !== 'listener_error')
+          this.emit('listener_error', { event: event as Exclude<keyof ReplicaEvents, 'listener_error'>, error });
       }
     }
     return listeners.length > 0;
@@ -315,7 +353,13 @@ export class Replica extends EventEmitter<ReplicaEvents> {
           this.setState('auth_failed');
         } else {
           this.failures++;
-          this.scheduleRetry(backoffDelay(this.failures, { baseMs: this.o.backoffBaseMs, capMs: this.o.backoffCapMs }, outcome.retryAfterMs ?? 0));
+          this.scheduleRetry(
+            backoffDelay(
+              this.failures,
+              { baseMs: this.o.backoffBaseMs, capMs: this.o.backoffCapMs },
+              outcome.retryAfterMs ?? 0,
+            ),
+          );
         }
         this.emit('round', outcome);
       })
@@ -355,7 +399,9 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       if (!batch.length) return { kind: 'done' };
       const broken = batch.filter((e) => !e.event);
       if (broken.length) {
-        await this.store.applyResults({ quarantined: Object.fromEntries(broken.map((e) => [e.id, `local: ${e.problem}`])) });
+        await this.store.applyResults({
+          quarantined: Object.fromEntries(broken.map((e) => [e.id, `local: ${e.problem}`])),
+        });
       }
       const sendable = batch.filter((e) => e.event);
       if (!sendable.length) continue;
@@ -401,19 +447,22 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     const runs = [...new Set(entries.map((e) => e.executionId))];
     // from here the plane may commit the batch though its answer never arrives: its runs count as held by the plane
     await this.noteInFlight(runs);
-    const res = await this.http.request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs }).catch(async (e: unknown) => {
-      // no connection was ever made (refused, no such host), and no earlier attempt went unanswered (a plane may
-      // have committed that one and died since): no plane holds anything of these runs for this drain
-      if (neverConnected(e) && !this.unanswered) await this.noteInFlight([]);
-      else this.unanswered = true;
-      throw e;
-    });
+    const res = await this.http
+      .request('POST', '/v1/ingest', { apiKey: this.apiKey, json: body, timeoutMs: this.o.timeoutMs })
+      .catch(async (e: unknown) => {
+        // no connection was ever made (refused, no such host), and no earlier attempt went unanswered (a plane may
+        // have committed that one and died since): no plane holds anything of these runs for this drain
+        if (neverConnected(e) && !this.unanswered) await this.noteInFlight([]);
+        else this.unanswered = true;
+        throw e;
+      });
     this.unanswered = false;
     this.fault('drain.afterResponse');
     if (res.status !== 200) {
       // a refusal of the request (not a timeout): the plane committed none of it, so none of its runs is held there for it
       if (res.status >= 400 && res.status < 500 && res.status !== 408) await this.noteInFlight([]);
-      const msg = (res.body as { error?: { message?: string } } | null)?.error?.message ?? foreignBody(res.status, res.body);
+      const msg =
+        (res.body as { error?: { message?: string } } | null)?.error?.message ?? foreignBody(res.status, res.body);
       throw new HttpFailure(res.status, msg, retryAfter(res.headers['retry-after']));
     }
     const parsed = IngestResponse.safeParse(res.body);
@@ -438,11 +487,13 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     this.rowsSynced += synced.length;
     this.lastAckAt = new Date().toISOString();
     this.emit('ack', { synced: synced.length, quarantined: Object.keys(quarantined).length });
-    if (Object.keys(quarantined).length) this.emit('quarantined', { ids: Object.keys(quarantined), reason: Object.values(quarantined)[0] });
+    if (Object.keys(quarantined).length)
+      this.emit('quarantined', { ids: Object.keys(quarantined), reason: Object.values(quarantined)[0] });
     // another machine took a run of this writer over while it was away: say so once per run
     const lost = new Map<string, { reason: string; cancelled: boolean }>();
     parsed.data.results.forEach((r, i) => {
-      if (r.status === 'rejected' && r.code === 'taken_over') lost.set(entries[i].executionId, { reason: r.reason, cancelled: r.cancelled === true });
+      if (r.status === 'rejected' && r.code === 'taken_over')
+        lost.set(entries[i].executionId, { reason: r.reason, cancelled: r.cancelled === true });
     });
     // a runner of it in this process stops before its next step or effect: the plane holds another branch now
     for (const [executionId, l] of lost) this.fenceRun(executionId, l.cancelled, l.reason);
@@ -547,13 +598,30 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   }
 
   /** What this replica still holds open (all false after stop()). */
-  get handles(): { retryTimer: boolean; pollTimer: boolean; roundInFlight: boolean; socketsOpen: boolean; followingChanges: boolean } {
-    return { retryTimer: this.timer !== null, pollTimer: this.pollTimer !== null, roundInFlight: this.round !== null, socketsOpen: !this.http.closed, followingChanges: this.changes.following };
+  get handles(): {
+    retryTimer: boolean;
+    pollTimer: boolean;
+    roundInFlight: boolean;
+    socketsOpen: boolean;
+    followingChanges: boolean;
+  } {
+    return {
+      retryTimer: this.timer !== null,
+      pollTimer: this.pollTimer !== null,
+      roundInFlight: this.round !== null,
+      socketsOpen: !this.http.closed,
+      followingChanges: this.changes.following,
+    };
   }
 
   /** Who this drain's plane calls are made as (the key as it is now). */
   private get caller(): PlaneCaller {
-    return { apiKey: this.apiKey, writerId: this.writerId, instance: this.store.instanceId, timeoutMs: this.o.timeoutMs };
+    return {
+      apiKey: this.apiKey,
+      writerId: this.writerId,
+      instance: this.store.instanceId,
+      timeoutMs: this.o.timeoutMs,
+    };
   }
 
   /**
@@ -587,7 +655,12 @@ export class Replica extends EventEmitter<ReplicaEvents> {
 
   /** Restore a run from this replica's plane (restoreFromPlane with its url and key): rows, the open pause and its decision. */
   restore(executionId: string): ReturnType<typeof restoreFromPlane> {
-    return restoreFromPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs });
+    return restoreFromPlane(this.store, executionId, {
+      url: this.url,
+      apiKey: this.apiKey,
+      dispatcher: this.dispatcher,
+      timeoutMs: this.o.timeoutMs,
+    });
   }
 
   /**
@@ -597,7 +670,13 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * own where it went further). Needs a key with the `cancel` scope.
    */
   cancel(executionId: string, options: { reason?: string } = {}): Promise<PlaneCancelResult> {
-    return cancelThroughPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs, reason: options.reason });
+    return cancelThroughPlane(this.store, executionId, {
+      url: this.url,
+      apiKey: this.apiKey,
+      dispatcher: this.dispatcher,
+      timeoutMs: this.o.timeoutMs,
+      reason: options.reason,
+    });
   }
 
   /**
@@ -607,13 +686,30 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    */
   adoptPlaneBranch(executionId: string): Promise<boolean> {
     const restore = (beforeImport: () => Promise<void>) =>
-      restoreFromPlane(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs, beforeImport });
-    return adoptPlaneBranch(this.store, executionId, { flush: (o) => this.flush(o), restore }, { timeoutMs: this.o.timeoutMs });
+      restoreFromPlane(this.store, executionId, {
+        url: this.url,
+        apiKey: this.apiKey,
+        dispatcher: this.dispatcher,
+        timeoutMs: this.o.timeoutMs,
+        beforeImport,
+      });
+    return adoptPlaneBranch(
+      this.store,
+      executionId,
+      { flush: (o) => this.flush(o), restore },
+      { timeoutMs: this.o.timeoutMs },
+    );
   }
 
   /** The plane said a run this store holds was cancelled there: make this copy say so too (see adoptCancel). */
   adoptCancel(executionId: string): ReturnType<typeof adoptCancel> {
-    return adoptCancel(this.store, executionId, { url: this.url, apiKey: this.apiKey, dispatcher: this.dispatcher, timeoutMs: this.o.timeoutMs, reason: null });
+    return adoptCancel(this.store, executionId, {
+      url: this.url,
+      apiKey: this.apiKey,
+      dispatcher: this.dispatcher,
+      timeoutMs: this.o.timeoutMs,
+      reason: null,
+    });
   }
 
   /** Where a run stands on this replica's plane (its status, its pause, claim and decision there); null when the plane does not hold it. */
@@ -627,7 +723,12 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * is `offline`; any other answer but 200 and 409 is `refused`: the plane is
    * up and said no (a revoked key, a missing scope, the pause not there).
    */
-  claimAtPlane(executionId: string, checkpointId: string, decisionId?: string, acquisition: Acquisition = {}): Promise<PlaneClaim> {
+  claimAtPlane(
+    executionId: string,
+    checkpointId: string,
+    decisionId?: string,
+    acquisition: Acquisition = {},
+  ): Promise<PlaneClaim> {
     return claimAtPlane(this.http, this.caller, executionId, checkpointId, decisionId, acquisition);
   }
 
@@ -635,7 +736,11 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * Ask the plane to let this writer take over a run that is not paused
    * (POST /v1/executions/:id/takeover), its copy here ending at `seq`. Never throws.
    */
-  takeoverAtPlane(executionId: string, seq: number, acquisition: Acquisition & { idempotencyKeys?: string[]; lastId?: string } = {}): Promise<PlaneTakeover> {
+  takeoverAtPlane(
+    executionId: string,
+    seq: number,
+    acquisition: Acquisition & { idempotencyKeys?: string[]; lastId?: string } = {},
+  ): Promise<PlaneTakeover> {
     return takeoverAtPlane(this.http, this.caller, executionId, seq, acquisition);
   }
 
@@ -644,7 +749,12 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * heartbeat), or give it up (`release`). Never throws.
    */
   leaseAtPlane(executionId: string, lease: LeaseAsk, timeoutMs = this.o.timeoutMs): Promise<PlaneLease> {
-    return leaseAtPlane(this.http, { ...this.caller, timeoutMs: Math.min(timeoutMs, this.o.timeoutMs) }, executionId, lease);
+    return leaseAtPlane(
+      this.http,
+      { ...this.caller, timeoutMs: Math.min(timeoutMs, this.o.timeoutMs) },
+      executionId,
+      lease,
+    );
   }
 
   /**

@@ -22,7 +22,13 @@ import type { Dispatcher } from 'undici';
 import { decodeChain } from '../../shared/codec.js';
 import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
 import { RestorePage } from '../../shared/protocol.js';
-import { ExecutionId, type Checkpoint, type Decision, type IdempotencyEntry, type PendingInterrupt } from '../../shared/rows.js';
+import {
+  ExecutionId,
+  type Checkpoint,
+  type Decision,
+  type IdempotencyEntry,
+  type PendingInterrupt,
+} from '../../shared/rows.js';
 import type { Checkpointer, ImportResult } from '../checkpointer.js';
 import { PlaneHttp } from './http.js';
 import { apiKeyProblem, refuseOptions, urlProblem } from './replica-types.js';
@@ -40,13 +46,19 @@ export interface RestoreOptions {
   beforeImport?: () => Promise<void>;
 }
 
-export async function restoreFromPlane(store: Checkpointer, executionId: string, o: RestoreOptions): Promise<ImportResult & { totalRows: number; decisionImported: boolean }> {
+export async function restoreFromPlane(
+  store: Checkpointer,
+  executionId: string,
+  o: RestoreOptions,
+): Promise<ImportResult & { totalRows: number; decisionImported: boolean }> {
   // a forgotten id (`process.argv[2]` unset) asked the plane for a run named 'undefined'
   const id = ExecutionId.safeParse(executionId);
   const problems = id.success ? [] : issueProblems(id.error, 'executionId');
   // other names are let through: one config object may serve connectPlane and this (see replicaOptionProblems)
-  if (typeof o !== 'object' || o === null) problems.push(`options: required, an object with url and apiKey (got ${shown(o)})`);
-  if (typeof o === 'object' && o !== null) for (const p of [urlProblem(o.url), apiKeyProblem(o.apiKey)]) if (p) problems.push(p);
+  if (typeof o !== 'object' || o === null)
+    problems.push(`options: required, an object with url and apiKey (got ${shown(o)})`);
+  if (typeof o === 'object' && o !== null)
+    for (const p of [urlProblem(o.url), apiKeyProblem(o.apiKey)]) if (p) problems.push(p);
   refuseOptions('restoreFromPlane', problems, 'nothing was imported');
   const http = new PlaneHttp(o.url, { dispatcher: o.dispatcher, connections: 1 });
   try {
@@ -60,15 +72,30 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
     let first = true;
     do {
       // idempotency entries after the rows, paged like them (a plane before 2026-12 ignores it and sends them all first)
-      const q = new URLSearchParams({ limit: String(o.pageSize ?? 500), idempotency: 'paged', ...(cursor ? { cursor } : {}) });
-      const res = await http.request('GET', `/v1/executions/${encodeURIComponent(executionId)}/restore?${q}`, { apiKey: o.apiKey, timeoutMs: o.timeoutMs ?? 30_000 }).catch((e: unknown) => {
-        throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane at ${o.url} to restore '${executionId}': ${(e as Error).message}; nothing was imported`, {
-          cause: e,
+      const q = new URLSearchParams({
+        limit: String(o.pageSize ?? 500),
+        idempotency: 'paged',
+        ...(cursor ? { cursor } : {}),
+      });
+      const res = await http
+        .request('GET', `/v1/executions/${encodeURIComponent(executionId)}/restore?${q}`, {
+          apiKey: o.apiKey,
+          timeoutMs: o.timeoutMs ?? 30_000,
+        })
+        .catch((e: unknown) => {
+          throw new WaymarkError(
+            ErrorCode.PLANE_ERROR,
+            `cannot reach the plane at ${o.url} to restore '${executionId}': ${(e as Error).message}; nothing was imported`,
+            {
+              cause: e,
+              details: { executionId },
+            },
+          );
+        });
+      if (res.status === 404) {
+        throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `execution '${executionId}' is not on the plane at ${o.url}`, {
           details: { executionId },
         });
-      });
-      if (res.status === 404) {
-        throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `execution '${executionId}' is not on the plane at ${o.url}`, { details: { executionId } });
       }
       if (res.status === 409 && (res.body as { error?: { code?: string } })?.error?.code === ErrorCode.RUN_INCOMPLETE) {
         const err = (res.body as { error: { message: string; details?: Record<string, unknown> } }).error;
@@ -77,12 +104,21 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
       if (res.status !== 200) {
         const error = (res.body as { error?: { code?: string; message?: string } })?.error;
         // a refused key is said as the plane says it (UNAUTHORIZED, FORBIDDEN), as `sync now` does: not a plane fault
-        const code = (res.status === 401 || res.status === 403) && (error?.code === ErrorCode.UNAUTHORIZED || error?.code === ErrorCode.FORBIDDEN) ? error.code : ErrorCode.PLANE_ERROR;
-        throw new WaymarkError(code, `restore of '${executionId}' failed: HTTP ${res.status} ${error?.message ?? ''}`, { details: { status: res.status } });
+        const code =
+          (res.status === 401 || res.status === 403) &&
+          (error?.code === ErrorCode.UNAUTHORIZED || error?.code === ErrorCode.FORBIDDEN)
+            ? error.code
+            : ErrorCode.PLANE_ERROR;
+        throw new WaymarkError(code, `restore of '${executionId}' failed: HTTP ${res.status} ${error?.message ?? ''}`, {
+          details: { status: res.status },
+        });
       }
       const page = RestorePage.safeParse(res.body);
       if (!page.success) {
-        throw new WaymarkError(ErrorCode.PLANE_ERROR, `the plane sent a malformed restore page: ${page.error.issues[0].message}`);
+        throw new WaymarkError(
+          ErrorCode.PLANE_ERROR,
+          `the plane sent a malformed restore page: ${page.error.issues[0].message}`,
+        );
       }
       if (first) {
         pending = page.data.pending;
@@ -102,8 +138,14 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
     // the open pause's decision comes with it, stored as arrived from the plane (never sent back), but only where
     // that pause is now open: a store whose own branch diverged keeps its branch, and a decision for a pause of the
     // plane's branch is not one of its (the decision feed, not restore, reports such decisions)
-    const open = pending && decision && decision.checkpointId === pending.checkpointId ? await store.getPendingInterrupt(executionId) : null;
-    const decided = decision && open?.checkpointId === decision.checkpointId ? await store.recordDecision({ ...decision, source: 'plane' }) : null;
+    const open =
+      pending && decision && decision.checkpointId === pending.checkpointId
+        ? await store.getPendingInterrupt(executionId)
+        : null;
+    const decided =
+      decision && open?.checkpointId === decision.checkpointId
+        ? await store.recordDecision({ ...decision, source: 'plane' })
+        : null;
     return { ...result, totalRows: rows.length, decisionImported: decided?.recorded === true };
   } finally {
     await http.close();
@@ -111,7 +153,13 @@ export async function restoreFromPlane(store: Checkpointer, executionId: string,
 }
 
 /** The client's own check of a restore bundle before it writes anything; throws RESTORE_UNVERIFIED naming every problem. */
-function verifyBundle(executionId: string, upTo: number, rows: Checkpoint[], pending: PendingInterrupt | null, idempotency: IdempotencyEntry[]): void {
+function verifyBundle(
+  executionId: string,
+  upTo: number,
+  rows: Checkpoint[],
+  pending: PendingInterrupt | null,
+  idempotency: IdempotencyEntry[],
+): void {
   const problems: string[] = [];
   const missing: number[] = [];
   const bySeq = new Map<number, Checkpoint>();
@@ -135,18 +183,26 @@ function verifyBundle(executionId: string, upTo: number, rows: Checkpoint[], pen
   const newest = bySeq.get(upTo);
   if (pending) {
     if (pending.executionId !== executionId) problems.push(`the pause belongs to execution '${pending.executionId}'`);
-    else if (!newest || pending.checkpointId !== newest.id) problems.push(`the pause is for row ${pending.checkpointId}, not the newest row (seq ${upTo}${newest ? `, ${newest.id}` : ''})`);
+    else if (!newest || pending.checkpointId !== newest.id)
+      problems.push(
+        `the pause is for row ${pending.checkpointId}, not the newest row (seq ${upTo}${newest ? `, ${newest.id}` : ''})`,
+      );
   }
   const keys = new Set<string>();
   for (const e of idempotency) {
-    if (e.executionId !== executionId) problems.push(`idempotency entry '${e.key}' belongs to execution '${e.executionId}'`);
+    if (e.executionId !== executionId)
+      problems.push(`idempotency entry '${e.key}' belongs to execution '${e.executionId}'`);
     else if (keys.has(e.key)) problems.push(`idempotency entry '${e.key}' was sent twice`);
     keys.add(e.key);
   }
   if (problems.length) {
-    throw new WaymarkError(ErrorCode.RESTORE_UNVERIFIED, `restore of '${executionId}' was not verified, nothing was imported: ${problems.join('; ')}`, {
-      details: { executionId, upTo, missingSeqs: missing, problems },
-    });
+    throw new WaymarkError(
+      ErrorCode.RESTORE_UNVERIFIED,
+      `restore of '${executionId}' was not verified, nothing was imported: ${problems.join('; ')}`,
+      {
+        details: { executionId, upTo, missingSeqs: missing, problems },
+      },
+    );
   }
 }
 

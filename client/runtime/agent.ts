@@ -95,19 +95,64 @@ export interface RunResult {
  * checkpoint and shows the new one.
  */
 export type RunEvent =
-  | { type: 'step-start'; committed: true; executionId: string; agentPath: string; turn: number; checkpointId: string; reentered: boolean }
+  | {
+      type: 'step-start';
+      committed: true;
+      executionId: string;
+      agentPath: string;
+      turn: number;
+      checkpointId: string;
+      reentered: boolean;
+    }
   | { type: 'text-delta'; committed: false; executionId: string; agentPath: string; turn: number; delta: string }
-  | { type: 'tool-call'; committed: true; executionId: string; agentPath: string; turn: number; call: ToolCall; checkpointId: string }
-  | { type: 'tool-result'; committed: false; executionId: string; agentPath: string; turn: number; toolCallId: string; name: string; content: string }
+  | {
+      type: 'tool-call';
+      committed: true;
+      executionId: string;
+      agentPath: string;
+      turn: number;
+      call: ToolCall;
+      checkpointId: string;
+    }
+  | {
+      type: 'tool-result';
+      committed: false;
+      executionId: string;
+      agentPath: string;
+      turn: number;
+      toolCallId: string;
+      name: string;
+      content: string;
+    }
   | { type: 'pause'; committed: true; executionId: string; pendingInterrupt: PendingInterrupt }
   | { type: 'end'; committed: true; executionId: string; result: RunResult };
 
-const AGENT_OPTIONS = optionNames<AgentOptions>({ name: true, model: true, tools: true, checkpointer: true, system: true, kind: true, maxTurns: true, leaseMs: true, faults: true });
+const AGENT_OPTIONS = optionNames<AgentOptions>({
+  name: true,
+  model: true,
+  tools: true,
+  checkpointer: true,
+  system: true,
+  kind: true,
+  maxTurns: true,
+  leaseMs: true,
+  faults: true,
+});
 
 // a misspelled executionId gave a run a fresh id: a retry of the call was not refused as EXECUTION_EXISTS, it ran again
 const RUN_OPTIONS = optionNames<{ executionId?: string } & RunOptions>({ executionId: true, onEvent: true });
-const RESUME_OPTIONS = optionNames<ResumeOptions>({ onEvent: true, checkpointId: true, decisionId: true, withoutPlane: true });
-const FORK_OPTIONS = optionNames<{ checkpointId?: string; input?: string; executionId?: string } & RunOptions>({ checkpointId: true, input: true, executionId: true, onEvent: true });
+const RESUME_OPTIONS = optionNames<ResumeOptions>({
+  onEvent: true,
+  checkpointId: true,
+  decisionId: true,
+  withoutPlane: true,
+});
+const FORK_OPTIONS = optionNames<{ checkpointId?: string; input?: string; executionId?: string } & RunOptions>({
+  checkpointId: true,
+  input: true,
+  executionId: true,
+  onEvent: true,
+});
 
 export interface RunOptions {
   /**
@@ -168,7 +213,8 @@ export class Agent {
   asTool(options: { name?: string; description?: string } = {}): Tool {
     const name = options.name ?? this.name;
     const problems = segmentProblems('options.name', name);
-    if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `asTool: ${problems.join('; ')}`, { details: { problems } });
+    if (problems.length)
+      throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `asTool: ${problems.join('; ')}`, { details: { problems } });
     return Object.freeze({
       name,
       description: options.description ?? `Delegate a task to the ${this.name} agent.`,
@@ -204,7 +250,9 @@ export class Agent {
       if (await store.latest(executionId)) throw exists();
       return this.runner.topLevel(executionId, store, null, lease, options.onEvent);
     });
-    return this.runner.outer(level, () => this.runner.loop(level, this.runner.initialState(input), { kind: 'model', write: true }));
+    return this.runner.outer(level, () =>
+      this.runner.loop(level, this.runner.initialState(input), { kind: 'model', write: true }),
+    );
   }
 
   private async acquire(store: Checkpointer, executionId: string): Promise<RunLease> {
@@ -229,21 +277,31 @@ export class Agent {
    * claim: from a store with no plane connected it is refused with
    * NotConnected (PLANE_NOT_CONNECTED), unless `options.withoutPlane`.
    */
-  async resume(executionId: string, resume?: Resume | { approved: boolean; metadata?: Record<string, Json> }, options: ResumeOptions = {}): Promise<RunResult> {
+  async resume(
+    executionId: string,
+    resume?: Resume | { approved: boolean; metadata?: Record<string, Json> },
+    options: ResumeOptions = {},
+  ): Promise<RunResult> {
     // a misspelled checkpointId would answer whichever pause is open
     refuseCallOptions('resume', options, RESUME_OPTIONS, 'nothing was claimed');
     checkExecutionId('resume', 'executionId', executionId);
     const decisionId = checkClaimDecisionId(options.decisionId) ?? undefined;
     // a decision answers one pause: applied without naming it, it would answer whatever pause is open
     if (decisionId && options.checkpointId === undefined)
-      throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `resume: decisionId needs checkpointId (the pause decision ${decisionId} answers); nothing was claimed`, {
-        details: { problems: ['checkpointId: required with decisionId'] },
-      });
+      throw new WaymarkError(
+        ErrorCode.INVALID_OPTIONS,
+        `resume: decisionId needs checkpointId (the pause decision ${decisionId} answers); nothing was claimed`,
+        {
+          details: { problems: ['checkpointId: required with decisionId'] },
+        },
+      );
     const store = this.requireStore();
     await store.setup();
     const latest = await store.latest(executionId);
     if (!latest) {
-      const hint = store.planeGuard.current ? '; restoreFromPlane(store, id, …) brings a run this store has never seen' : '';
+      const hint = store.planeGuard.current
+        ? '; restoreFromPlane(store, id, …) brings a run this store has never seen'
+        : '';
       throw new CheckpointError(`execution '${executionId}' has no rows in this store${hint}`, {
         code: ErrorCode.EXECUTION_NOT_FOUND,
         details: { executionId },
@@ -258,7 +316,11 @@ export class Agent {
     const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
     let newest = latest.id;
     let lease: RunLease;
-    if (options.checkpointId !== undefined && options.checkpointId !== latest.id && (answer !== undefined || latest.status === 'interrupted'))
+    if (
+      options.checkpointId !== undefined &&
+      options.checkpointId !== latest.id &&
+      (answer !== undefined || latest.status === 'interrupted')
+    )
       throw pauseNotOpen(executionId, options.checkpointId, latest);
     if (latest.status === 'interrupted') {
       if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
@@ -272,7 +334,14 @@ export class Agent {
       const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
       // one holder for both claims: the plane's owner record names the acquisition the store's lease is
       const holder = holderOf(store);
-      if (guard) await guard({ executionId, checkpointId: latest.id, ...(decisionId ? { decisionId } : {}), holder, ttlMs: this.leaseMs });
+      if (guard)
+        await guard({
+          executionId,
+          checkpointId: latest.id,
+          ...(decisionId ? { decisionId } : {}),
+          holder,
+          ttlMs: this.leaseMs,
+        });
       // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
       const claimed = await store.claimInterrupt(
         { executionId, checkpointId: latest.id },
@@ -298,7 +367,10 @@ export class Agent {
         // closed by a cancel rather than answered by another resumer
         const now = await store.latest(executionId);
         if (isCancelMarker(now)) throw runCancelled(now!);
-        throw new AlreadyResumed(`execution '${executionId}': the pause at checkpoint ${latest.id} is no longer open: another resumer answered it`, { executionId, checkpointId: latest.id });
+        throw new AlreadyResumed(
+          `execution '${executionId}': the pause at checkpoint ${latest.id} is no longer open: another resumer answered it`,
+          { executionId, checkpointId: latest.id },
+        );
       }
       newest = claimed.checkpoint?.id ?? newest;
       lease = new RunLease(store, claimed.lease!);
@@ -315,7 +387,10 @@ export class Agent {
         // what the run became while the lease was held by another: finished, paused, or further along
         const now = await store.latest(executionId);
         if (now && now.step === 'run_end' && now.status === 'completed') {
-          throw new AlreadyResumed(`execution '${executionId}' already finished (completed); there is nothing to resume`, { executionId });
+          throw new AlreadyResumed(
+            `execution '${executionId}' already finished (completed); there is nothing to resume`,
+            { executionId },
+          );
         }
         if (isCancelMarker(now)) throw runCancelled(now!);
         if (now && now.status === 'interrupted') throw new ResumeRequired(executionId, now.interruptReason ?? 'paused');
@@ -331,8 +406,12 @@ export class Agent {
           if (after && after.id !== now.id) {
             if (isCancelMarker(after)) throw runCancelled(after);
             if (after.step === 'run_end' && after.status === 'completed')
-              throw new AlreadyResumed(`execution '${executionId}' already finished (completed); there is nothing to resume`, { executionId });
-            if (after.status === 'interrupted') throw new ResumeRequired(executionId, after.interruptReason ?? 'paused');
+              throw new AlreadyResumed(
+                `execution '${executionId}' already finished (completed); there is nothing to resume`,
+                { executionId },
+              );
+            if (after.status === 'interrupted')
+              throw new ResumeRequired(executionId, after.interruptReason ?? 'paused');
             if (after.step !== 'run_end') await this.resolvePath(store, executionId, after);
             newest = after.id;
           }
@@ -353,7 +432,10 @@ export class Agent {
    * marker is refused: it is not a step. `input` adds a user message at a turn boundary;
    * `executionId` names the fork (default: a new UUIDv7).
    */
-  async fork(executionId: string, options: { checkpointId?: string; input?: string; executionId?: string } & RunOptions = {}): Promise<RunResult> {
+  async fork(
+    executionId: string,
+    options: { checkpointId?: string; input?: string; executionId?: string } & RunOptions = {},
+  ): Promise<RunResult> {
     refuseCallOptions('fork', options, FORK_OPTIONS, 'nothing was written');
     checkExecutionId('fork', 'executionId', executionId);
     if (options.executionId !== undefined) checkExecutionId('fork', 'options.executionId', options.executionId, true);
@@ -367,19 +449,26 @@ export class Agent {
         throw new CheckpointError(`checkpoint '${options.checkpointId}' is not a row of execution '${executionId}'`);
       }
       if (src.step === 'run_end') {
-        throw new CheckpointError(`checkpoint '${src.id}' of execution '${executionId}' is the run-end marker, not a step; fork from a step`, { details: { checkpointId: src.id } });
+        throw new CheckpointError(
+          `checkpoint '${src.id}' of execution '${executionId}' is the run-end marker, not a step; fork from a step`,
+          { details: { checkpointId: src.id } },
+        );
       }
       if (!this.runner.isOwn(level, src.agentPath)) {
-        throw new CheckpointError(`checkpoint '${src.id}' belongs to ${src.agentPath}; fork from a row of ${this.path}`);
+        throw new CheckpointError(
+          `checkpoint '${src.id}' belongs to ${src.agentPath}; fork from a row of ${this.path}`,
+        );
       }
     } else {
       src = await this.runner.latestOwn(level);
       if (!src) throw new CheckpointError(`execution '${executionId}' has no step to fork from`);
     }
-    const srcStep = src.step === 'fork_origin' ? ((src.nodeInput as { step: string }).step as Checkpoint['step']) : src.step;
+    const srcStep =
+      src.step === 'fork_origin' ? ((src.nodeInput as { step: string }).step as Checkpoint['step']) : src.step;
     let state = (await store.readState(src)) as RunState;
     if (options.input !== undefined) {
-      if (srcStep !== 'llm_call') throw new CheckpointError('fork input can only be added at a turn boundary (an llm_call row)');
+      if (srcStep !== 'llm_call')
+        throw new CheckpointError('fork input can only be added at a turn boundary (an llm_call row)');
       state = { ...state, messages: [...state.messages, freeze({ role: 'user' as const, content: options.input })] };
     }
     if (srcStep === 'hitl_pause') {
@@ -387,7 +476,10 @@ export class Agent {
       state = { ...rest, resumes: Array.isArray(_drop) ? _drop : [] } as RunState;
     }
     const newId = options.executionId ?? uuidv7();
-    const exists = () => new CheckpointError(`execution '${newId}' already has rows; choose another id for the fork`, { code: ErrorCode.EXECUTION_EXISTS });
+    const exists = () =>
+      new CheckpointError(`execution '${newId}' already has rows; choose another id for the fork`, {
+        code: ErrorCode.EXECUTION_EXISTS,
+      });
     if (await store.latest(newId)) throw exists();
     const lease = await this.acquire(store, newId);
     const from = src;
@@ -430,15 +522,21 @@ export class Agent {
       const name = part.slice('agent:'.length);
       const delegation = await kept(this.runner.latestOwn(place));
       // a tool row's node id names its tool (`turn:N/tool:NAME`); a fork's origin carries its source's
-      const nodeId = delegation?.step === 'fork_origin' ? (delegation.nodeInput as { nodeId?: unknown } | null)?.nodeId : delegation?.nodeId;
+      const nodeId =
+        delegation?.step === 'fork_origin'
+          ? (delegation.nodeInput as { nodeId?: unknown } | null)?.nodeId
+          : delegation?.nodeId;
       const at = typeof nodeId === 'string' ? nodeId.lastIndexOf('/tool:') : -1;
       const toolName = at >= 0 ? (nodeId as string).slice(at + '/tool:'.length) : null;
       const worker = agent.workers.get(name);
       if (!delegation || toolName === null || !worker || agent.tools.get(toolName)?.delegate !== worker) {
-        throw new CheckpointError(`the run needs tool '${toolName ?? '?'}' of agent '${agent.name}' delegating to worker agent '${name}', which agent '${agent.name}' does not have`, {
-          details: { tool: toolName ?? name },
-          code: ErrorCode.TOOL_NOT_FOUND,
-        });
+        throw new CheckpointError(
+          `the run needs tool '${toolName ?? '?'}' of agent '${agent.name}' delegating to worker agent '${name}', which agent '${agent.name}' does not have`,
+          {
+            details: { tool: toolName ?? name },
+            code: ErrorCode.TOOL_NOT_FOUND,
+          },
+        );
       }
       agent = worker;
       place = { executionId, store, path: `${place.path}/${part}`, afterSeq: delegation.seq };
@@ -463,11 +561,18 @@ export class Agent {
       const [kind, name] = [part.slice(0, part.indexOf(':')), part.slice(part.indexOf(':') + 1)];
       if (kind === 'agent') {
         const w = agent.workers.get(name);
-        if (!w) throw new CheckpointError(`the paused run needs worker agent '${name}', which agent '${agent.name}' does not have`, { details: { tool: name } });
+        if (!w)
+          throw new CheckpointError(
+            `the paused run needs worker agent '${name}', which agent '${agent.name}' does not have`,
+            { details: { tool: name } },
+          );
         agent = w;
       } else if (kind === 'tool') {
         if (!agent.tools.has(name) && !(i === parts.length - 1 && (await writtenMissing(store, row, name)))) {
-          throw new CheckpointError(`the run needs tool '${name}', which agent '${agent.name}' does not have`, { details: { tool: name }, code: ErrorCode.TOOL_NOT_FOUND });
+          throw new CheckpointError(`the run needs tool '${name}', which agent '${agent.name}' does not have`, {
+            details: { tool: name },
+            code: ErrorCode.TOOL_NOT_FOUND,
+          });
         }
       }
     }
@@ -491,8 +596,10 @@ async function writtenMissing(store: Checkpointer, row: Checkpoint, segment: str
 function checkAgentOptions(options: AgentOptions, leaseMs: number): void {
   const problems = [...unknownOptions(options, AGENT_OPTIONS), ...segmentProblems('name', options.name)];
   const kind: unknown = options.kind ?? 'agent';
-  if (kind !== 'agent' && kind !== 'supervisor') problems.push(`kind must be 'agent' or 'supervisor' (got ${JSON.stringify(kind)})`);
-  if (!Number.isInteger(leaseMs) || leaseMs < 1) problems.push(`leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
+  if (kind !== 'agent' && kind !== 'supervisor')
+    problems.push(`kind must be 'agent' or 'supervisor' (got ${JSON.stringify(kind)})`);
+  if (!Number.isInteger(leaseMs) || leaseMs < 1)
+    problems.push(`leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
   if (options.maxTurns !== undefined && (!Number.isInteger(options.maxTurns) || options.maxTurns < 1)) {
     problems.push(`maxTurns must be a positive integer (got ${String(options.maxTurns)})`);
   }
@@ -506,16 +613,23 @@ function checkAgentOptions(options: AgentOptions, leaseMs: number): void {
     const w = t?.delegate as Agent | undefined;
     if (!w) continue;
     const other = workers.get(w.name);
-    if (other && other.agent !== w) problems.push(`tools[${i}] delegates to another worker agent named '${w.name}' than tools[${other.at}] (a worker's rows are filed under agent:${w.name})`);
+    if (other && other.agent !== w)
+      problems.push(
+        `tools[${i}] delegates to another worker agent named '${w.name}' than tools[${other.at}] (a worker's rows are filed under agent:${w.name})`,
+      );
     else if (!other) workers.set(w.name, { agent: w, at: i });
   }
-  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `Agent: ${problems.join('; ')}`, { details: { problems } });
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `Agent: ${problems.join('; ')}`, { details: { problems } });
 }
 
 /** A call's options, checked before anything is read: not an object, or a name the call does not know, is INVALID_OPTIONS. */
 function refuseCallOptions(call: string, options: unknown, known: readonly string[], outcome: string): void {
   const problems = optionsProblems(options, known);
-  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; ${outcome}`, { details: { problems } });
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; ${outcome}`, {
+      details: { problems },
+    });
 }
 
 /**
@@ -539,8 +653,11 @@ function checkExecutionId(call: string, path: string, executionId: unknown, fres
   if (fresh && r.success && typeof executionId === 'string') {
     if (!executionId.trim()) problems.push(`${path}: is blank`);
     const controls = terminalControls(executionId);
-    if (controls.length) problems.push(`${path}: holds characters a terminal acts on (${controls.map(printable).join(', ')})`);
+    if (controls.length)
+      problems.push(`${path}: holds characters a terminal acts on (${controls.map(printable).join(', ')})`);
   }
   if (!problems.length) return;
-  throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; nothing was written`, { details: { problems } });
+  throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; nothing was written`, {
+    details: { problems },
+  });
 }

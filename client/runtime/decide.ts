@@ -40,8 +40,12 @@ export async function decide(store: Checkpointer, executionId: string, input: De
   if (input.checkpointId === undefined && !open) {
     // say why: a run that finished (or runs on) has no open pause, which reads differently from a run this store never held
     const latest = await store.latest(executionId);
-    const why = latest ? `execution '${executionId}' is ${latest.status}; it has no open pause` : `execution '${executionId}' is not in this store`;
-    throw new WaymarkError(ErrorCode.PAUSE_NOT_FOUND, `${why}; nothing was recorded`, { details: { executionId, checkpointId: null, status: latest?.status ?? null } });
+    const why = latest
+      ? `execution '${executionId}' is ${latest.status}; it has no open pause`
+      : `execution '${executionId}' is not in this store`;
+    throw new WaymarkError(ErrorCode.PAUSE_NOT_FOUND, `${why}; nothing was recorded`, {
+      details: { executionId, checkpointId: null, status: latest?.status ?? null },
+    });
   }
   // the store refuses a named pause that is not open (PAUSE_NOT_FOUND / PAUSE_CLOSED)
   const pause = { checkpointId: input.checkpointId ?? open!.checkpointId };
@@ -57,18 +61,26 @@ export async function decide(store: Checkpointer, executionId: string, input: De
         executionId,
         checkpointId: pause.checkpointId,
         approved: body.data.approved,
-        metadata: body.data.comment === undefined ? body.data.metadata : { ...body.data.metadata, comment: body.data.comment },
+        metadata:
+          body.data.comment === undefined ? body.data.metadata : { ...body.data.metadata, comment: body.data.comment },
         decidedBy: input.decidedBy,
         source: 'local',
         decidedAt: new Date().toISOString(),
       })
     : null;
   if (!body.success || !d?.success) {
-    const problems = (!body.success ? body.error : d!.error!).issues.map((i) => `${i.path.join('.') || 'the decision'}: ${i.message}`);
-    throw new WaymarkError(ErrorCode.INVALID_DECISION, `invalid decision for execution '${executionId}': ${problems.join('; ')}; nothing was recorded`, { details: { problems } });
+    const problems = (!body.success ? body.error : d!.error!).issues.map(
+      (i) => `${i.path.join('.') || 'the decision'}: ${i.message}`,
+    );
+    throw new WaymarkError(
+      ErrorCode.INVALID_DECISION,
+      `invalid decision for execution '${executionId}': ${problems.join('; ')}; nothing was recorded`,
+      { details: { problems } },
+    );
   }
   const r = await store.recordDecision(d.data);
-  if (!r.recorded) throw alreadyDecided(executionId, (await store.getDecision(executionId, pause.checkpointId)) ?? r.existing);
+  if (!r.recorded)
+    throw alreadyDecided(executionId, (await store.getDecision(executionId, pause.checkpointId)) ?? r.existing);
   return d.data;
 }
 

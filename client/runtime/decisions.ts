@@ -54,7 +54,13 @@ export type DecisionOutcome =
   | { outcome: 'applied'; decision: StoredDecision; status: RunResult['status']; result: RunResult }
   | { outcome: 'applied_elsewhere'; decision: StoredDecision; appliedBy: string }
   | { outcome: 'superseded'; decision: StoredDecision; code: string; reason: string; claimedBy: string | null }
-  | { outcome: 'failed'; decision: StoredDecision; error: { code: string | null; message: string }; attempts: number; retryInMs: number };
+  | {
+      outcome: 'failed';
+      decision: StoredDecision;
+      error: { code: string | null; message: string };
+      attempts: number;
+      retryInMs: number;
+    };
 
 export interface ServeDecisionsOptions {
   /** The agent that runs every decided run (or `agentFor`). */
@@ -120,17 +126,23 @@ const SERVE_OPTIONS = optionNames<ServeDecisionsOptions>({
 
 function checkOptions(o: ServeDecisionsOptions): void {
   const problems: string[] = [];
-  if (!o || typeof o !== 'object') throw new WaymarkError(ErrorCode.INVALID_OPTIONS, 'serveDecisions needs an options object');
+  if (!o || typeof o !== 'object')
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, 'serveDecisions needs an options object');
   problems.push(...unknownOptions(o, SERVE_OPTIONS));
   if (!o.agent === !o.agentFor) problems.push('give exactly one of agent and agentFor');
   if (!o.store) problems.push('store is required');
   if (!o.signal) problems.push('signal is required (an AbortSignal that stops the worker)');
   if (o.restore && !o.replica) problems.push('restore needs a replica (the plane to restore from)');
-  if (o.pollMs !== undefined && (!Number.isInteger(o.pollMs) || o.pollMs < 1)) problems.push(`pollMs must be a positive integer (got ${String(o.pollMs)})`);
+  if (o.pollMs !== undefined && (!Number.isInteger(o.pollMs) || o.pollMs < 1))
+    problems.push(`pollMs must be a positive integer (got ${String(o.pollMs)})`);
   if (o.writeDebounceMs !== undefined && (!Number.isInteger(o.writeDebounceMs) || o.writeDebounceMs < 0))
     problems.push(`writeDebounceMs must be a non-negative integer (got ${String(o.writeDebounceMs)})`);
-  if (o.pageSize !== undefined && (!Number.isInteger(o.pageSize) || o.pageSize < 1)) problems.push(`pageSize must be a positive integer (got ${String(o.pageSize)})`);
-  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `serveDecisions: ${problems.join('; ')}`, { details: { problems } });
+  if (o.pageSize !== undefined && (!Number.isInteger(o.pageSize) || o.pageSize < 1))
+    problems.push(`pageSize must be a positive integer (got ${String(o.pageSize)})`);
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `serveDecisions: ${problems.join('; ')}`, {
+      details: { problems },
+    });
 }
 
 /** Serve decisions until `signal` aborts; resolves with what was done. */
@@ -141,13 +153,23 @@ export async function serveDecisions(o: ServeDecisionsOptions): Promise<ServeSum
 }
 
 class DecisionWorker {
-  private readonly summary: ServeSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, failed: 0, scans: 0, remembered: 0 };
+  private readonly summary: ServeSummary = {
+    applied: 0,
+    appliedElsewhere: 0,
+    superseded: 0,
+    failed: 0,
+    scans: 0,
+    remembered: 0,
+  };
   /** When the last scan started, and the timer of a store write's deferred wake-up. */
   private lastScanAt = 0;
   private writeTimer: NodeJS.Timeout | null = null;
   /** Decisions settled by this worker whose store state may still read pending (a claim lost at the plane). */
   private readonly settled = new Set<string>();
-  private readonly retries = new Map<string, { attempts: number; at: number; decision: StoredDecision; details?: Record<string, unknown> }>();
+  private readonly retries = new Map<
+    string,
+    { attempts: number; at: number; decision: StoredDecision; details?: Record<string, unknown> }
+  >();
   private wake: (() => void) | null = null;
   private woken = false;
   private readonly retry: Backoff;
@@ -244,7 +266,11 @@ class DecisionWorker {
       this.retries.delete(id);
       // lost at the plane to a held claim naming this decision, now closed: that claim was applied (details as the plane said them)
       const details = r.details?.claimDecisionId === id ? { ...r.details, claimApplied: true } : {};
-      await this.closed(r.decision, { code: ErrorCode.ALREADY_RESUMED, message: `the pause at checkpoint ${r.decision.checkpointId} is no longer open in this store`, details });
+      await this.closed(r.decision, {
+        code: ErrorCode.ALREADY_RESUMED,
+        message: `the pause at checkpoint ${r.decision.checkpointId} is no longer open in this store`,
+        details,
+      });
     }
   }
 
@@ -266,7 +292,10 @@ class DecisionWorker {
         const now = await store.getDecision(d.executionId, d.checkpointId);
         if (!now) return;
         if (now.state !== 'pending' || !now.held)
-          return this.closed(now, { code: ErrorCode.ALREADY_RESUMED, message: `the plane's copy of '${d.executionId}' is no longer paused at ${d.checkpointId}` });
+          return this.closed(now, {
+            code: ErrorCode.ALREADY_RESUMED,
+            message: `the plane's copy of '${d.executionId}' is no longer paused at ${d.checkpointId}`,
+          });
         d = now;
       }
       const agent = this.o.agent ?? (await this.o.agentFor!(d));
@@ -278,18 +307,35 @@ class DecisionWorker {
       );
       this.retries.delete(d.decisionId);
       this.summary.applied++;
-      this.report({ outcome: 'applied', decision: (await store.getDecision(d.executionId, d.checkpointId)) ?? d, status: result.status, result });
+      this.report({
+        outcome: 'applied',
+        decision: (await store.getDecision(d.executionId, d.checkpointId)) ?? d,
+        status: result.status,
+        result,
+      });
     } catch (e) {
       const code = (e as { code?: string })?.code ?? null;
       if (code === ErrorCode.ALREADY_DECIDED && (await this.yieldToPlane(d, e as WaymarkError))) return;
       // a run gone from the plane before it was restored here: its pause closed for good
       const gone = code === ErrorCode.NOT_ON_PLANE && !d.held;
-      if (code && (SUPERSEDED.has(code) || gone) && !(await this.heldElsewhere(d, e as WaymarkError))) return this.closed(d, e as WaymarkError);
+      if (code && (SUPERSEDED.has(code) || gone) && !(await this.heldElsewhere(d, e as WaymarkError)))
+        return this.closed(d, e as WaymarkError);
       const prev = this.retries.get(d.decisionId)?.attempts ?? 0;
       const retryInMs = Math.round(backoffDelay(prev + 1, this.retry));
-      this.retries.set(d.decisionId, { attempts: prev + 1, at: Date.now() + retryInMs, decision: d, details: (e as WaymarkError)?.details });
+      this.retries.set(d.decisionId, {
+        attempts: prev + 1,
+        at: Date.now() + retryInMs,
+        decision: d,
+        details: (e as WaymarkError)?.details,
+      });
       this.summary.failed++;
-      this.report({ outcome: 'failed', decision: d, error: { code, message: (e as Error)?.message ?? String(e) }, attempts: prev + 1, retryInMs });
+      this.report({
+        outcome: 'failed',
+        decision: d,
+        error: { code, message: (e as Error)?.message ?? String(e) },
+        attempts: prev + 1,
+        retryInMs,
+      });
     }
   }
 
@@ -307,13 +353,21 @@ class DecisionWorker {
     if (!first.success || first.data.decisionId === d.decisionId) return false;
     const r = await this.o.store.recordDecision({ ...first.data, source: 'plane' });
     // taken in this one's place now, or already (the decision feed brought it first)
-    const yielded = r.recorded ? r.replaced?.decisionId === d.decisionId : r.existing.decisionId === first.data.decisionId;
+    const yielded = r.recorded
+      ? r.replaced?.decisionId === d.decisionId
+      : r.existing.decisionId === first.data.decisionId;
     if (!yielded) return false;
     // this decision is gone from the store (a `closed()` would read the plane's in its place)
     this.retries.delete(d.decisionId);
     this.settled.add(d.decisionId);
     this.summary.superseded++;
-    this.report({ outcome: 'superseded', decision: { ...d, state: 'superseded' }, code: ErrorCode.ALREADY_DECIDED, reason: e.message, claimedBy: null });
+    this.report({
+      outcome: 'superseded',
+      decision: { ...d, state: 'superseded' },
+      code: ErrorCode.ALREADY_DECIDED,
+      reason: e.message,
+      claimedBy: null,
+    });
     this.kick();
     return true;
   }
@@ -334,29 +388,44 @@ class DecisionWorker {
     const decisionsBefore = await this.o.store.decisionSeq();
     const run = await this.o.replica!.runAtPlane(d.executionId);
     const where = `the pause at checkpoint ${d.checkpointId} of '${d.executionId}'`;
-    if (!run) throw new WaymarkError(ErrorCode.NOT_ON_PLANE, `${where} is gone: the run is not on the plane; nothing was restored`, { details: { planePauseId: null, decisionsBefore } });
+    if (!run)
+      throw new WaymarkError(
+        ErrorCode.NOT_ON_PLANE,
+        `${where} is gone: the run is not on the plane; nothing was restored`,
+        { details: { planePauseId: null, decisionsBefore } },
+      );
     const pause = run.pause?.pending.checkpointId === d.checkpointId ? run.pause : null;
     if (pause?.state === 'open') return;
     // the plane's pause of the run now, when it is another one: a decision kept here for it is still needed
     const planePauseId = run.pause && !pause ? run.pause.pending.checkpointId : null;
     if (!pause) {
       const cancelled = run.execution.status === 'cancelled';
-      throw new WaymarkError(cancelled ? ErrorCode.RUN_CANCELLED : ErrorCode.ALREADY_RESUMED, `${where} is no longer open on the plane (the run is ${run.execution.status}); nothing was restored`, {
-        details: { planePauseId, decisionsBefore },
-      });
+      throw new WaymarkError(
+        cancelled ? ErrorCode.RUN_CANCELLED : ErrorCode.ALREADY_RESUMED,
+        `${where} is no longer open on the plane (the run is ${run.execution.status}); nothing was restored`,
+        {
+          details: { planePauseId, decisionsBefore },
+        },
+      );
     }
     // the plane's view of this decision: 'claimed' (held) or 'applied' when the pause's claim carries it, else 'superseded'
-    const withMine = pause.decision?.decisionId === d.decisionId && (pause.decision.state === 'claimed' || pause.decision.state === 'applied');
+    const withMine =
+      pause.decision?.decisionId === d.decisionId &&
+      (pause.decision.state === 'claimed' || pause.decision.state === 'applied');
     const claimedBy = pause.claim?.writerId ?? pause.claimedBy ?? 'another writer';
-    throw new WaymarkError(ErrorCode.ALREADY_RESUMED, `${where} was claimed on the plane by writer '${claimedBy}'; nothing was restored`, {
-      details: {
-        claimedBy,
-        claimDecisionId: withMine ? d.decisionId : null,
-        claimApplied: withMine ? pause.decision?.state === 'applied' : pause.claim?.state === 'applied',
-        planePauseId,
-        decisionsBefore,
+    throw new WaymarkError(
+      ErrorCode.ALREADY_RESUMED,
+      `${where} was claimed on the plane by writer '${claimedBy}'; nothing was restored`,
+      {
+        details: {
+          claimedBy,
+          claimDecisionId: withMine ? d.decisionId : null,
+          claimApplied: withMine ? pause.decision?.state === 'applied' : pause.claim?.state === 'applied',
+          planePauseId,
+          decisionsBefore,
+        },
       },
-    });
+    );
   }
 
   /**
@@ -376,7 +445,10 @@ class DecisionWorker {
   }
 
   /** The pause was answered or closed: by this decision elsewhere (applied_elsewhere), or otherwise (superseded). */
-  private async closed(d: StoredDecision, e: { code?: string; message: string; details?: Record<string, unknown> }): Promise<void> {
+  private async closed(
+    d: StoredDecision,
+    e: { code?: string; message: string; details?: Record<string, unknown> },
+  ): Promise<void> {
     this.retries.delete(d.decisionId);
     this.settled.add(d.decisionId);
     const stored = await this.o.store.getDecision(d.executionId, d.checkpointId).catch(() => null);
@@ -392,7 +464,13 @@ class DecisionWorker {
       this.report({ outcome: 'applied_elsewhere', decision: now, appliedBy: planeWinner });
     } else {
       this.summary.superseded++;
-      this.report({ outcome: 'superseded', decision: now, code: e.code ?? ErrorCode.ALREADY_RESUMED, reason: e.message, claimedBy: planeWinner ?? now.appliedBy });
+      this.report({
+        outcome: 'superseded',
+        decision: now,
+        code: e.code ?? ErrorCode.ALREADY_RESUMED,
+        reason: e.message,
+        claimedBy: planeWinner ?? now.appliedBy,
+      });
     }
     await this.forget(now, details);
   }
@@ -406,7 +484,12 @@ class DecisionWorker {
     } catch (e) {
       // the rows stay; the change feed or the next settled decision forgets them
       this.o.logger?.warn(
-        { executionId: now.executionId, decisionId: now.decisionId, err: e, code: (e as { code?: string })?.code ?? null },
+        {
+          executionId: now.executionId,
+          decisionId: now.decisionId,
+          err: e,
+          code: (e as { code?: string })?.code ?? null,
+        },
         `could not forget the settled decisions of '${now.executionId}' kept here: ${(e as Error)?.message ?? String(e)}`,
       );
     }

@@ -102,9 +102,13 @@ const IDEMPOTENT_OPTIONS = optionNames<IdempotentOptions<unknown[]>>({ key: true
  * form (a `Date` field comes back as its string, whatever `R` says). Outside a
  * run, `fn` is simply called.
  */
-export function idempotent<A extends unknown[], R>(fn: (...args: A) => R | Promise<R>, options: IdempotentOptions<A> = {}): (...args: A) => Promise<R> {
+export function idempotent<A extends unknown[], R>(
+  fn: (...args: A) => R | Promise<R>,
+  options: IdempotentOptions<A> = {},
+): (...args: A) => Promise<R> {
   const problems = optionsProblems(options, IDEMPOTENT_OPTIONS);
-  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `idempotent: ${problems.join('; ')}`, { details: { problems } });
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `idempotent: ${problems.join('; ')}`, { details: { problems } });
   const keyOf = keyFunction<A>(fn.name, options.key);
   const what = (key: string) => fn.name || key;
   return async (...args: A): Promise<R> => {
@@ -114,7 +118,10 @@ export function idempotent<A extends unknown[], R>(fn: (...args: A) => R | Promi
     try {
       return (await shared(run, call.key, () => once(run, call, what(call.key), () => fn(...args)))) as R;
     } catch (e) {
-      if (run.tool && (hasCode(e, ErrorCode.STORE_FAILED) || hasCode(e, ErrorCode.EFFECT_NOT_RECORDED) || isLeaseLoss(e))) {
+      if (
+        run.tool &&
+        (hasCode(e, ErrorCode.STORE_FAILED) || hasCode(e, ErrorCode.EFFECT_NOT_RECORDED) || isLeaseLoss(e))
+      ) {
         run.tool.escaped ??= e as Error;
       }
       throw e;
@@ -139,10 +146,14 @@ function keyFunction<A extends unknown[]>(name: string, key: IdempotentOptions<A
   checkKey(`${name}:${'0'.repeat(DIGEST_LENGTH)}`, `the default key of '${name}' (its name)`);
   return (args) => {
     const problem = jsonProblem(args);
-    if (problem) throw new IdempotencyError(`idempotent function '${name}' has arguments with no stable JSON form: ${problem}`);
+    if (problem)
+      throw new IdempotencyError(`idempotent function '${name}' has arguments with no stable JSON form: ${problem}`);
     const text = stableStringify(args);
     const legacy = `${name}:${text}`;
-    return { key: `${name}:${createHash('sha256').update(text).digest('hex')}`, ...(keyProblem(legacy) ? {} : { legacy }) };
+    return {
+      key: `${name}:${createHash('sha256').update(text).digest('hex')}`,
+      ...(keyProblem(legacy) ? {} : { legacy }),
+    };
   };
 }
 
@@ -193,17 +204,33 @@ async function once(run: RunContext, call: CallKey, what: string, fn: () => unkn
     const recorded = await lookup(run, call);
     if (recorded.hit) return recorded.result;
   }
-  const info: EffectInfo = { idempotencyKey: `waymark:${run.executionId}:${call.key}`, executionId: run.executionId, key: call.key };
+  const info: EffectInfo = {
+    idempotencyKey: `waymark:${run.executionId}:${call.key}`,
+    executionId: run.executionId,
+    key: call.key,
+  };
   const value = jsonForm(await effects.run(info, fn), what);
   try {
-    const recorded = (await run.store.putIdempotent(run.executionId, call.key, value, run.lease ? { lease: run.lease.lease, anchorId: run.rowId } : {})).result;
+    const recorded = (
+      await run.store.putIdempotent(
+        run.executionId,
+        call.key,
+        value,
+        run.lease ? { lease: run.lease.lease, anchorId: run.rowId } : {},
+      )
+    ).result;
     // connected: the record reaches the plane before the effect returns, so a machine that takes the run over after
     // this one dies knows the effect ran (a third of the lease at most: an unreachable plane is not waited for)
-    await run.store.planeGuard.current?.recorded?.({ timeoutMs: Math.max(100, Math.floor((run.lease?.lease.ttlMs ?? 30_000) / 3)) });
+    await run.store.planeGuard.current?.recorded?.({
+      timeoutMs: Math.max(100, Math.floor((run.lease?.lease.ttlMs ?? 30_000) / 3)),
+    });
     return recorded;
   } catch (e) {
     if (hasCode(e, ErrorCode.INVALID_ROW)) {
-      throw new EffectNotRecorded(`the side effect '${what}' ran but the store refused its result: ${(e as Error).message}`, { cause: e });
+      throw new EffectNotRecorded(
+        `the side effect '${what}' ran but the store refused its result: ${(e as Error).message}`,
+        { cause: e },
+      );
     }
     // taken over or cancelled while the effect ran (recorded all the same), or the run deleted (not recorded): this runner stops
     if (isLeaseLoss(e)) throw e;
@@ -247,7 +274,10 @@ function jsonForm(result: unknown, what: string): Json | null {
   try {
     text = JSON.stringify(result);
   } catch (e) {
-    throw new EffectNotRecorded(`the side effect '${what}' ran but its result has no JSON form: ${(e as Error)?.message ?? e}`, { cause: e });
+    throw new EffectNotRecorded(
+      `the side effect '${what}' ran but its result has no JSON form: ${(e as Error)?.message ?? e}`,
+      { cause: e },
+    );
   }
   let value: Json | null;
   try {
@@ -255,7 +285,10 @@ function jsonForm(result: unknown, what: string): Json | null {
     value = jsonProblem(parsed) === null ? parsed : storableJson(parsed);
   } catch (e) {
     // nesting too deep to walk (a RangeError): still never a tool failure the model could retry
-    throw new EffectNotRecorded(`the side effect '${what}' ran but its result cannot be stored: ${(e as Error)?.message ?? e}`, { cause: e });
+    throw new EffectNotRecorded(
+      `the side effect '${what}' ran but its result cannot be stored: ${(e as Error)?.message ?? e}`,
+      { cause: e },
+    );
   }
   const problem = jsonProblem(value);
   if (problem) throw new EffectNotRecorded(`the side effect '${what}' ran but its result cannot be stored: ${problem}`);

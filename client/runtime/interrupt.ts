@@ -42,13 +42,25 @@ export class Resume {
  * (test/runtime/resume-value.test.ts holds the two together).
  */
 export function plainResume(v: unknown): ResumeValue | null {
-  if (v === null || typeof v !== 'object' || Object.getPrototypeOf(v) !== Object.prototype || Object.getOwnPropertySymbols(v).length) return null;
+  if (
+    v === null ||
+    typeof v !== 'object' ||
+    Object.getPrototypeOf(v) !== Object.prototype ||
+    Object.getOwnPropertySymbols(v).length
+  )
+    return null;
   for (const k of Object.keys(v)) if (k !== 'approved' && k !== 'metadata') return null;
   const { approved, metadata } = v as { approved?: unknown; metadata?: unknown };
   if (typeof approved !== 'boolean') return null;
   if (metadata === undefined) return { approved, metadata: {} };
   // a symbol key is not a JSON key (the schema refuses it; Object.entries would skip it)
-  if (metadata === null || typeof metadata !== 'object' || Object.getPrototypeOf(metadata) !== Object.prototype || Object.getOwnPropertySymbols(metadata).length) return null;
+  if (
+    metadata === null ||
+    typeof metadata !== 'object' ||
+    Object.getPrototypeOf(metadata) !== Object.prototype ||
+    Object.getOwnPropertySymbols(metadata).length
+  )
+    return null;
   const copy: Record<string, Json> = {};
   for (const [k, m] of Object.entries(metadata)) {
     if (k === '__proto__' || jsonProblem(m) !== null) return null;

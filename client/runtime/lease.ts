@@ -18,7 +18,8 @@ export const DEFAULT_LEASE_MS = 30_000;
  * it over (LeaseLost), it was cancelled (RunCancelled), or another store
  * instance under this writer id holds it at the plane (WRITER_COPY).
  */
-export const isLeaseLoss = (e: unknown): boolean => hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED) || hasCode(e, ErrorCode.WRITER_COPY);
+export const isLeaseLoss = (e: unknown): boolean =>
+  hasCode(e, ErrorCode.LEASE_LOST) || hasCode(e, ErrorCode.RUN_CANCELLED) || hasCode(e, ErrorCode.WRITER_COPY);
 
 let acquisitions = 0;
 
@@ -93,7 +94,10 @@ export class RunLease {
 
   /** The plane's renewal, while a plane is connected, within a third of the ttl (an unreachable plane is not a loss). */
   private async renewAtPlane(effectKey?: string): Promise<{ recorded: boolean } | undefined> {
-    return await this.store.planeGuard.current?.renew?.(this.lease, { timeoutMs: Math.max(100, Math.floor(this.lease.ttlMs / 3)), ...(effectKey ? { effectKey } : {}) });
+    return await this.store.planeGuard.current?.renew?.(this.lease, {
+      timeoutMs: Math.max(100, Math.floor(this.lease.ttlMs / 3)),
+      ...(effectKey ? { effectKey } : {}),
+    });
   }
 
   /** One renewal by the store and one by the plane, at once: both must hold. Whether the plane held a record of `effectKey` (now imported here). */
@@ -149,7 +153,9 @@ export class RunLease {
       await this.store.releaseLease(this.lease).catch(() => undefined);
       // the plane's hold too, so another machine need not wait for it to expire
       await this.renewingAtPlane?.catch(() => undefined);
-      await this.store.planeGuard.current?.renew?.(this.lease, { release: true, timeoutMs: Math.max(100, Math.floor(this.lease.ttlMs / 3)) }).catch(() => undefined);
+      await this.store.planeGuard.current
+        ?.renew?.(this.lease, { release: true, timeoutMs: Math.max(100, Math.floor(this.lease.ttlMs / 3)) })
+        .catch(() => undefined);
     }
   }
 }

@@ -14,7 +14,14 @@ import type { Checkpointer, CheckpointInput } from '../checkpointer.js';
 import { CheckpointError, ResumeRequired } from '../errors.js';
 import { isLeaseLoss, type RunLease } from './lease.js';
 import type { FaultHook } from '../faults.js';
-import { distinctCallIds, type Message, type Model, type ModelReply, type ToolCall, type ToolSpec } from '../models/model.js';
+import {
+  distinctCallIds,
+  type Message,
+  type Model,
+  type ModelReply,
+  type ToolCall,
+  type ToolSpec,
+} from '../models/model.js';
 import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
 import { parseArguments, toolSegment, toolSpec, type Tool } from './tool.js';
 import type { RunEvent, RunResult } from './agent.js';
@@ -83,7 +90,13 @@ export class AgentLoop {
     return (this.specs ??= Object.freeze([...this.tools.values()].map(toolSpec)));
   }
 
-  topLevel(executionId: string, store: Checkpointer, prevId: string | null, lease: RunLease, onEvent?: (e: RunEvent) => void): Level {
+  topLevel(
+    executionId: string,
+    store: Checkpointer,
+    prevId: string | null,
+    lease: RunLease,
+    onEvent?: (e: RunEvent) => void,
+  ): Level {
     return { executionId, store, path: this.path, afterSeq: -1, prevId, lease, usage: [], onEvent };
   }
 
@@ -104,7 +117,12 @@ export class AgentLoop {
       await level.lease.stop();
     }
     if (result.status === 'paused' && result.pendingInterrupt) {
-      emit(level, { type: 'pause', committed: true, executionId: level.executionId, pendingInterrupt: result.pendingInterrupt });
+      emit(level, {
+        type: 'pause',
+        committed: true,
+        executionId: level.executionId,
+        pendingInterrupt: result.pendingInterrupt,
+      });
     }
     emit(level, { type: 'end', committed: true, executionId: level.executionId, result });
     return result;
@@ -112,7 +130,13 @@ export class AgentLoop {
 
   private async outerHeld(level: Level, body: () => Promise<{ output: string; state: RunState }>): Promise<RunResult> {
     const lease = level.lease;
-    const ctx: RunContext = { executionId: level.executionId, store: level.store, agentPath: level.path, tool: null, lease };
+    const ctx: RunContext = {
+      executionId: level.executionId,
+      store: level.store,
+      agentPath: level.path,
+      tool: null,
+      lease,
+    };
     return withRun(ctx, async () => {
       let done: { output: string; state: RunState };
       try {
@@ -126,7 +150,10 @@ export class AgentLoop {
         // recoverRuns pass (a watch: every interval) would resume the run and run the effect again
         const unrecorded = hasCode(e, ErrorCode.EFFECT_NOT_RECORDED);
         if (escapes(e) && !unrecorded) throw e;
-        const error = { code: (e as { code?: string }).code ?? ErrorCode.RUN_FAILED, message: (e as Error).message ?? String(e) };
+        const error = {
+          code: (e as { code?: string }).code ?? ErrorCode.RUN_FAILED,
+          message: (e as Error).message ?? String(e),
+        };
         const last = await level.store.latest(level.executionId).catch(() => null);
         const state = last ? await level.store.readState(last).catch(() => ({})) : {};
         try {
@@ -178,10 +205,22 @@ export class AgentLoop {
     });
   }
 
-  private async checkpoint(level: Level, input: Omit<CheckpointInput, 'executionId' | 'status' | 'prevId'>): Promise<Checkpoint> {
+  private async checkpoint(
+    level: Level,
+    input: Omit<CheckpointInput, 'executionId' | 'status' | 'prevId'>,
+  ): Promise<Checkpoint> {
     const nodeOutput = withUsage(level, null);
     const row = await kept(
-      level.store.put({ ...input, executionId: level.executionId, prevId: level.prevId, status: 'completed', ...(nodeOutput ? { nodeOutput } : {}) }, { lease: level.lease.lease }),
+      level.store.put(
+        {
+          ...input,
+          executionId: level.executionId,
+          prevId: level.prevId,
+          status: 'completed',
+          ...(nodeOutput ? { nodeOutput } : {}),
+        },
+        { lease: level.lease.lease },
+      ),
     );
     level.usage.length = 0;
     level.prevId = row.id;
@@ -205,7 +244,14 @@ export class AgentLoop {
     let parts = 0;
     return this.model.stream(request, (part) => {
       if (part.type !== 'text-delta' || !part.delta) return;
-      emit(level, { type: 'text-delta', committed: false, executionId: level.executionId, agentPath: level.path, turn: state.turn, delta: part.delta });
+      emit(level, {
+        type: 'text-delta',
+        committed: false,
+        executionId: level.executionId,
+        agentPath: level.path,
+        turn: state.turn,
+        delta: part.delta,
+      });
       if (++parts === 1) this.fault('runtime.midStream');
     });
   }
@@ -216,7 +262,13 @@ export class AgentLoop {
     for (;;) {
       if (entry.kind === 'model') {
         if (entry.write) {
-          await this.checkpoint(level, { nodeId: `turn:${state.turn}`, turn: state.turn, step: 'llm_call', agentPath: level.path, state });
+          await this.checkpoint(level, {
+            nodeId: `turn:${state.turn}`,
+            turn: state.turn,
+            step: 'llm_call',
+            agentPath: level.path,
+            state,
+          });
         }
         // after the row: it holds the results of the tools just run, so a resume (with a higher maxTurns) goes on
         // from them instead of running the last tools again
@@ -286,12 +338,25 @@ export class AgentLoop {
                 state: toolState,
                 nodeInput: call.arguments,
               });
-        emit(level, { type: 'tool-call', committed: true, executionId: level.executionId, agentPath, turn: state.turn, call, checkpointId: row.id });
+        emit(level, {
+          type: 'tool-call',
+          committed: true,
+          executionId: level.executionId,
+          agentPath,
+          turn: state.turn,
+          call,
+          checkpointId: row.id,
+        });
         this.fault('runtime.beforeTool');
         level.lease.check();
         const content = await this.invoke(level, call, toolState, row, resumes);
         this.fault('runtime.afterTool');
-        const result = freeze({ role: 'tool' as const, toolCallId: call.id, name: call.name, content: storableText(content) });
+        const result = freeze({
+          role: 'tool' as const,
+          toolCallId: call.id,
+          name: call.name,
+          content: storableText(content),
+        });
         emit(level, {
           type: 'tool-result',
           committed: false,
@@ -304,7 +369,9 @@ export class AgentLoop {
         });
         state = { messages: [...state.messages, result] as RunState['messages'], turn: state.turn };
         if (isEntry && entry.single) {
-          const rest = calls.slice(i + 1).map((c) => freeze({ role: 'tool' as const, toolCallId: c.id, name: c.name, content: NOT_RUN }));
+          const rest = calls
+            .slice(i + 1)
+            .map((c) => freeze({ role: 'tool' as const, toolCallId: c.id, name: c.name, content: NOT_RUN }));
           state = { messages: [...state.messages, ...rest] as RunState['messages'], turn: state.turn };
           break;
         }
@@ -315,7 +382,13 @@ export class AgentLoop {
   }
 
   /** Run one tool call; a thrown error is a tool result, a pause is recorded and propagated. */
-  private async invoke(level: Level, call: ToolCall, toolState: RunState, row: Checkpoint, resumes: Json[]): Promise<string> {
+  private async invoke(
+    level: Level,
+    call: ToolCall,
+    toolState: RunState,
+    row: Checkpoint,
+    resumes: Json[],
+  ): Promise<string> {
     const t = this.tools.get(call.name);
     if (!t) return `Tool '${call.name}' does not exist. Available: ${[...this.tools.keys()].join(', ') || 'none'}.`;
     const parsed = parseArguments(t, call.arguments);
@@ -336,7 +409,9 @@ export class AgentLoop {
     try {
       const worker = this.workersByTool.get(call.name);
       if (worker) {
-        result = await withRun({ ...(parent ?? ctx), tool: null }, () => worker.runNested(level, row, (parsed.data as { task: string }).task));
+        result = await withRun({ ...(parent ?? ctx), tool: null }, () =>
+          worker.runNested(level, row, (parsed.data as { task: string }).task),
+        );
       } else {
         result = await withRun(ctx, async () => t.execute(parsed.data));
       }
@@ -360,7 +435,10 @@ export class AgentLoop {
             status: 'interrupted',
             agentPath: `${level.path}/tool:${call.name}`,
             parentId: row.id,
-            state: scope.pause.index > 0 ? { ...toolState, resumes: resumes.slice(0, scope.pause.index) } : stripResumes(toolState),
+            state:
+              scope.pause.index > 0
+                ? { ...toolState, resumes: resumes.slice(0, scope.pause.index) }
+                : stripResumes(toolState),
             nodeInput: call.arguments,
             interruptReason: scope.pause.reason,
             interruptContext: scope.pause.context,
@@ -391,7 +469,9 @@ export class AgentLoop {
     };
     const own = await this.latestOwn(level);
     if (own) level.prevId = own.id;
-    const done = own ? await this.reenter(level, own) : await this.loop(level, this.initialState(task), { kind: 'model', write: true });
+    const done = own
+      ? await this.reenter(level, own)
+      : await this.loop(level, this.initialState(task), { kind: 'model', write: true });
     return done.output;
   }
 
@@ -401,7 +481,10 @@ export class AgentLoop {
     if (step === 'llm_call') return this.loop(level, stripTool(state), { kind: 'model', write: false });
     if (step === 'tool_call' || (step === 'hitl_pause' && row.step === 'fork_origin')) {
       const index = toolCallIndex(state.messages, state.toolCallId);
-      if (index < 0) throw new CheckpointError(`row ${row.id} names tool call '${String(state.toolCallId)}' that its history does not hold`);
+      if (index < 0)
+        throw new CheckpointError(
+          `row ${row.id} names tool call '${String(state.toolCallId)}' that its history does not hold`,
+        );
       const resumes = Array.isArray(state.resumes) ? (state.resumes as Json[]) : [];
       return this.loop(level, stripTool(state), {
         kind: 'tool',

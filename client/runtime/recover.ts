@@ -36,7 +36,14 @@ export interface RecoverOptions {
 }
 
 /** Why recovery left a run alone. */
-export type HeldReason = 'lease live' | 'lease lost' | 'finished elsewhere' | 'paused elsewhere' | 'cancelled' | 'deleted' | 'taken over elsewhere';
+export type HeldReason =
+  | 'lease live'
+  | 'lease lost'
+  | 'finished elsewhere'
+  | 'paused elsewhere'
+  | 'cancelled'
+  | 'deleted'
+  | 'taken over elsewhere';
 
 export type RecoveryOutcome =
   | { executionId: string; agent: string; outcome: 'recovered'; status: RunResult['status']; result: RunResult }
@@ -61,24 +68,38 @@ export interface RecoveryReport {
   passes: number;
 }
 
-const RECOVER_OPTIONS = optionNames<RecoverOptions>({ agents: true, store: true, concurrency: true, signal: true, watch: true, intervalMs: true, onPass: true, withoutPlane: true });
+const RECOVER_OPTIONS = optionNames<RecoverOptions>({
+  agents: true,
+  store: true,
+  concurrency: true,
+  signal: true,
+  watch: true,
+  intervalMs: true,
+  onPass: true,
+  withoutPlane: true,
+});
 const DEFAULT_CONCURRENCY = 4;
 const DEFAULT_INTERVAL_MS = 5_000;
 const PAGE = 500;
 
 /** Find the runs of `agents` that a dead process left running, and resume each once. */
 export async function recoverRuns(options: RecoverOptions): Promise<RecoveryReport> {
-  const problems = options === undefined ? ['options: required (agents and store)'] : optionsProblems(options, RECOVER_OPTIONS);
-  if (options && !Array.isArray(options.agents)) problems.push('agents: required, an array of the agents whose runs to recover');
-  if (options && (typeof options.store !== 'object' || options.store === null)) problems.push('store: required, the store to recover from');
+  const problems =
+    options === undefined ? ['options: required (agents and store)'] : optionsProblems(options, RECOVER_OPTIONS);
+  if (options && !Array.isArray(options.agents))
+    problems.push('agents: required, an array of the agents whose runs to recover');
+  if (options && (typeof options.store !== 'object' || options.store === null))
+    problems.push('store: required, the store to recover from');
   const byPath = new Map<string, Agent>();
   for (const a of Array.isArray(options?.agents) ? options.agents : []) {
     if (byPath.has(a.path)) problems.push(`two agents with the path ${a.path}`);
     byPath.set(a.path, a);
   }
   const concurrency = options?.concurrency ?? DEFAULT_CONCURRENCY;
-  if (!Number.isInteger(concurrency) || concurrency < 1) problems.push(`concurrency must be a positive integer (got ${concurrency})`);
-  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `recoverRuns: ${problems.join('; ')}`, { details: { problems } });
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    problems.push(`concurrency must be a positive integer (got ${concurrency})`);
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `recoverRuns: ${problems.join('; ')}`, { details: { problems } });
   const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
   await options.store.setup();
   const total: RecoveryReport = { runs: [], recovered: 0, held: 0, failed: 0, passes: 0 };
@@ -102,7 +123,13 @@ function count(runs: RecoveryOutcome[]) {
   };
 }
 
-async function pass(store: Checkpointer, agents: Map<string, Agent>, concurrency: number, signal: AbortSignal | undefined, withoutPlane: boolean): Promise<RecoveryOutcome[]> {
+async function pass(
+  store: Checkpointer,
+  agents: Map<string, Agent>,
+  concurrency: number,
+  signal: AbortSignal | undefined,
+  withoutPlane: boolean,
+): Promise<RecoveryOutcome[]> {
   const found: ExecutionSummary[] = [];
   for (let after: string | undefined; ; ) {
     const page = await store.listExecutions({ state: 'running', afterExecutionId: after, limit: PAGE });
@@ -122,7 +149,13 @@ async function pass(store: Checkpointer, agents: Map<string, Agent>, concurrency
   return out.filter((r): r is RecoveryOutcome => r !== null);
 }
 
-async function one(store: Checkpointer, agents: Map<string, Agent>, e: ExecutionSummary, withoutPlane: boolean, adopted = false): Promise<RecoveryOutcome | null> {
+async function one(
+  store: Checkpointer,
+  agents: Map<string, Agent>,
+  e: ExecutionSummary,
+  withoutPlane: boolean,
+  adopted = false,
+): Promise<RecoveryOutcome | null> {
   const id = e.executionId;
   let agentPath = '';
   try {
@@ -132,12 +165,22 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     const agent = agents.get(agentPath);
     if (!agent) return null;
     if (e.lease?.live) {
-      return { executionId: id, agent: agentPath, outcome: 'held', reason: 'lease live', holder: e.lease.holder, expiresAt: e.lease.expiresAt };
+      return {
+        executionId: id,
+        agent: agentPath,
+        outcome: 'held',
+        reason: 'lease live',
+        holder: e.lease.holder,
+        expiresAt: e.lease.expiresAt,
+      };
     }
     const result = await agent.resume(id, undefined, { withoutPlane });
     return { executionId: id, agent: agentPath, outcome: 'recovered', status: result.status, result };
   } catch (err) {
-    const details = ((err as { details?: Record<string, unknown> }).details ?? {}) as { holder?: string; expiresAt?: string };
+    const details = ((err as { details?: Record<string, unknown> }).details ?? {}) as {
+      holder?: string;
+      expiresAt?: string;
+    };
     const held = (reason: HeldReason): RecoveryOutcome => ({
       executionId: id,
       agent: agentPath,
@@ -155,7 +198,8 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
     // this run deleted between the listing and the resume (EXECUTION_NOT_FOUND), or while it ran (its next write:
     // EXECUTION_GONE); the same code about another execution (a tool's own error) is a failure
     const about = (details as { executionId?: string }).executionId;
-    if ((hasCode(err, ErrorCode.EXECUTION_NOT_FOUND) || hasCode(err, ErrorCode.EXECUTION_GONE)) && about === id) return held('deleted');
+    if ((hasCode(err, ErrorCode.EXECUTION_NOT_FOUND) || hasCode(err, ErrorCode.EXECUTION_GONE)) && about === id)
+      return held('deleted');
     // another machine took it over at the plane while this one was away; if nobody holds it now, this copy takes the
     // plane's branch in place of the one the plane refused, and recovers it from there
     if (hasCode(err, ErrorCode.RUN_TAKEN_OVER)) {
@@ -165,11 +209,22 @@ async function one(store: Checkpointer, agents: Map<string, Agent>, e: Execution
       if (took === true) return one(store, agents, e, withoutPlane, true);
       if (took instanceof Error) {
         const code = (took as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED;
-        return { executionId: id, agent: agentPath, outcome: 'failed', error: { code, message: `taking the plane's branch of the run in place of this copy's failed: ${took.message}` } };
+        return {
+          executionId: id,
+          agent: agentPath,
+          outcome: 'failed',
+          error: {
+            code,
+            message: `taking the plane's branch of the run in place of this copy's failed: ${took.message}`,
+          },
+        };
       }
       return held('taken over elsewhere');
     }
-    const error = { code: (err as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED, message: (err as Error)?.message ?? String(err) };
+    const error = {
+      code: (err as { code?: string }).code ?? ErrorCode.RECOVERY_FAILED,
+      message: (err as Error)?.message ?? String(err),
+    };
     return { executionId: id, agent: agentPath, outcome: 'failed', error };
   }
 }

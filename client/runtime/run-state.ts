@@ -43,7 +43,9 @@ export interface Level {
 /** Where a level's rows are: enough to read them, no lease needed. */
 export type Place = Omit<Level, 'lease' | 'prevId' | 'usage' | 'onEvent'>;
 
-export type Entry = { kind: 'model'; write: boolean } | { kind: 'tool'; index: number; row: Checkpoint | null; resumes: Json[]; single: boolean };
+export type Entry =
+  | { kind: 'model'; write: boolean }
+  | { kind: 'tool'; index: number; row: Checkpoint | null; resumes: Json[]; single: boolean };
 
 /** Propagates a recorded pause to the outermost runner. */
 export class PauseOutcome extends Error {
@@ -60,7 +62,13 @@ export class PauseOutcome extends Error {
  * running, recoverRuns would run the effect again on every pass); never shown
  * to the model as a tool result it could answer by calling the tool again.
  */
-export const ESCAPES: ReadonlySet<string> = new Set([ErrorCode.STORE_FAILED, ErrorCode.EFFECT_NOT_RECORDED, ErrorCode.EXECUTION_GONE, ErrorCode.LEASE_LOST, ErrorCode.RUN_CANCELLED]);
+export const ESCAPES: ReadonlySet<string> = new Set([
+  ErrorCode.STORE_FAILED,
+  ErrorCode.EFFECT_NOT_RECORDED,
+  ErrorCode.EXECUTION_GONE,
+  ErrorCode.LEASE_LOST,
+  ErrorCode.RUN_CANCELLED,
+]);
 export const escapes = (e: unknown) => ESCAPES.has((e as { code?: string })?.code ?? '');
 
 /**

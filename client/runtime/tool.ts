@@ -44,7 +44,10 @@ export function segmentProblems(what: string, name: unknown): string[] {
   if (name.length > 0 && !name.trim()) problems.push('is blank');
   if (name.includes('/')) problems.push("holds '/', which splits a path");
   const controls = terminalControls(name);
-  if (controls.length) problems.push(`holds control characters (${controls.map((c) => `"${printable(c)}"`).join(', ')}), which a terminal showing its rows would act on`);
+  if (controls.length)
+    problems.push(
+      `holds control characters (${controls.map((c) => `"${printable(c)}"`).join(', ')}), which a terminal showing its rows would act on`,
+    );
   if (!name.isWellFormed()) problems.push('holds half a character (a lone surrogate)');
   if (!problems.length) return [];
   const shown = printable(JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name));
@@ -57,7 +60,8 @@ export function segmentProblems(what: string, name: unknown): string[] {
  * than `A-Za-z0-9_-` (each such character named once).
  */
 export function nameProblems(what: string, name: unknown): string[] {
-  if (typeof name !== 'string') return [`${what} must be a string (got ${name === null ? 'null' : typeof name}); ${NAME_RULE}`];
+  if (typeof name !== 'string')
+    return [`${what} must be a string (got ${name === null ? 'null' : typeof name}); ${NAME_RULE}`];
   if (NAME.test(name)) return [];
   const problems: string[] = [];
   const shown = JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name);
@@ -69,9 +73,15 @@ export function nameProblems(what: string, name: unknown): string[] {
 }
 
 /** Define a tool. Names are 1–64 of `A-Za-z0-9_-`, what model APIs take as a function name; another is refused with INVALID_OPTIONS. */
-export function tool<P extends z.ZodType>(def: { name: string; description: string; parameters: P; execute: (args: z.infer<P>) => unknown }): Tool<P> {
+export function tool<P extends z.ZodType>(def: {
+  name: string;
+  description: string;
+  parameters: P;
+  execute: (args: z.infer<P>) => unknown;
+}): Tool<P> {
   const problems = nameProblems('name', def.name);
-  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `tool: ${problems.join('; ')}`, { details: { problems } });
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `tool: ${problems.join('; ')}`, { details: { problems } });
   return Object.freeze({ ...def });
 }
 

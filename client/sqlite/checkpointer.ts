@@ -33,13 +33,50 @@ import { STORE_BASE_OPTIONS, StoreBase, writerIdProblems, written, type StoreBas
 import { optionNames, shown } from '../../shared/options.js';
 import { nativeBinding } from './native-binding.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
-import { checkpointValues, executionValues, fromColumns, toColumns, type ChainColumns, type CheckpointColumns, type IdempotencyColumns, type PendingColumns } from '../store/columns.js';
+import {
+  checkpointValues,
+  executionValues,
+  fromColumns,
+  toColumns,
+  type ChainColumns,
+  type CheckpointColumns,
+  type IdempotencyColumns,
+  type PendingColumns,
+} from '../store/columns.js';
 import { GroupCommit, type BatchOutcome } from '../store/group-commit.js';
-import { checkpointWritten, idempotencyRecorded, interruptClaimed, interruptClosed, interruptOpened, type QueuedEvent } from '../store/events.js';
+import {
+  checkpointWritten,
+  idempotencyRecorded,
+  interruptClaimed,
+  interruptClosed,
+  interruptOpened,
+  type QueuedEvent,
+} from '../store/events.js';
 import { checkBundle } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
-import { entryFromJoin, outboxStatsOf, quarantinedFromColumns, SENDING_KEY, sendingNote, takeByBytes, type OutboxJoinRow, type QuarantinedColumns } from '../store/outbox.js';
-import { buildRow, canonicalTime, checkIdempotencyBytes, checkIdempotencyKey, checkInput, checkJson, checkListOptions, checkPrev, checkPrevOwner, pendingFor, type RowText } from '../store/rows.js';
+import {
+  entryFromJoin,
+  outboxStatsOf,
+  quarantinedFromColumns,
+  SENDING_KEY,
+  sendingNote,
+  takeByBytes,
+  type OutboxJoinRow,
+  type QuarantinedColumns,
+} from '../store/outbox.js';
+import {
+  buildRow,
+  canonicalTime,
+  checkIdempotencyBytes,
+  checkIdempotencyKey,
+  checkInput,
+  checkJson,
+  checkListOptions,
+  checkPrev,
+  checkPrevOwner,
+  pendingFor,
+  type RowText,
+} from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { usageTotalsOf, type UsageColumns } from '../store/usage.js';
@@ -66,19 +103,31 @@ export interface SqliteCheckpointerOptions extends StoreBaseOptions {
 }
 
 /** A write waiting for its group commit: a put, or a lease acquisition. */
-type QueuedWrite = { kind: 'put'; executionId: string; input: C.CheckpointInput; lease: C.Lease | undefined } | { kind: 'lease'; executionId: string; request: C.LeaseRequest };
+type QueuedWrite =
+  | { kind: 'put'; executionId: string; input: C.CheckpointInput; lease: C.Lease | undefined }
+  | { kind: 'lease'; executionId: string; request: C.LeaseRequest };
 /** What a queued write wrote, by its kind: a put's row text, or the lease taken. */
 type Written = RowText | C.Lease;
 
-const SQLITE_OPTIONS = [...STORE_BASE_OPTIONS, ...optionNames<Omit<SqliteCheckpointerOptions, keyof StoreBaseOptions>>({ path: true, synchronous: true, busyTimeoutMs: true, writerId: true })];
+const SQLITE_OPTIONS = [
+  ...STORE_BASE_OPTIONS,
+  ...optionNames<Omit<SqliteCheckpointerOptions, keyof StoreBaseOptions>>({
+    path: true,
+    synchronous: true,
+    busyTimeoutMs: true,
+    writerId: true,
+  }),
+];
 // OFF is not in the type (it gives up durability); a benchmark's baseline casts to it
 const SYNCHRONOUS: readonly string[] = ['FULL', 'NORMAL', 'EXTRA', 'OFF'];
 
 /** The SQLite store's own options: a missing path would open a temporary database, and `synchronous` goes into a pragma. */
 function sqliteProblems(o: Record<string, unknown>): string[] {
   const problems: string[] = [];
-  if (typeof o.path !== 'string' || o.path === '') problems.push(`path: required, the database file (or ':memory:') (got ${shown(o.path)})`);
-  if (o.synchronous !== undefined && !SYNCHRONOUS.includes(o.synchronous as string)) problems.push(`synchronous: must be 'FULL', 'NORMAL' or 'EXTRA' (got ${shown(o.synchronous)})`);
+  if (typeof o.path !== 'string' || o.path === '')
+    problems.push(`path: required, the database file (or ':memory:') (got ${shown(o.path)})`);
+  if (o.synchronous !== undefined && !SYNCHRONOUS.includes(o.synchronous as string))
+    problems.push(`synchronous: must be 'FULL', 'NORMAL' or 'EXTRA' (got ${shown(o.synchronous)})`);
   if (o.busyTimeoutMs !== undefined && !(Number.isSafeInteger(o.busyTimeoutMs) && (o.busyTimeoutMs as number) >= 0))
     problems.push(`busyTimeoutMs: must be a non-negative integer (got ${shown(o.busyTimeoutMs)})`);
   problems.push(...writerIdProblems(o.writerId));
@@ -92,7 +141,10 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   private readonly db: Database.Database;
   private readonly st: Statements;
   /** Transaction functions made once (better-sqlite3 runs one called inside a transaction as a savepoint). */
-  private readonly tx: { writeOne: Database.Transaction<(job: QueuedWrite) => Written>; commitBatch: Database.Transaction<(jobs: QueuedWrite[]) => BatchOutcome<Written>[]> };
+  private readonly tx: {
+    writeOne: Database.Transaction<(job: QueuedWrite) => Written>;
+    commitBatch: Database.Transaction<(jobs: QueuedWrite[]) => BatchOutcome<Written>[]>;
+  };
   /** Statements whose text depends on the call's options, each prepared the first time its text is needed. */
   private readonly variants = new Map<string, Database.Statement>();
 
@@ -107,7 +159,10 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.db.pragma('foreign_keys = ON');
     migrateSqlite(this.db);
     this.st = prepareStatements(this.db);
-    this.tx = { writeOne: this.db.transaction((job: QueuedWrite) => this.writeOne(job)), commitBatch: this.db.transaction((jobs: QueuedWrite[]) => this.commitBatch(jobs)) };
+    this.tx = {
+      writeOne: this.db.transaction((job: QueuedWrite) => this.writeOne(job)),
+      commitBatch: this.db.transaction((jobs: QueuedWrite[]) => this.commitBatch(jobs)),
+    };
     this.writerId = this.resolveWriterId(options.writerId);
     this.instanceId = this.resolveInstance();
   }
@@ -191,7 +246,10 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       checkPrevOwner(input, (this.st.getById.get(input.prevId!) as { execution_id: string } | undefined)?.execution_id);
     }
     const seq = ex ? ex.next_seq : 0;
-    const prev = ex && seq > 0 ? this.cursorAt(input.executionId, seq - 1, ex.last_id, (b, s) => this.chain(input.executionId, b, s)) : null;
+    const prev =
+      ex && seq > 0
+        ? this.cursorAt(input.executionId, seq - 1, ex.last_id, (b, s) => this.chain(input.executionId, b, s))
+        : null;
     const rt = buildRow(input, seq, prev, this.writerId);
     try {
       this.st.insertCheckpoint.run(checkpointValues(rt.row, rt));
@@ -252,7 +310,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
           }
           // every runner is fenced out: its next write or renewal finds the holder cleared and the marker
           this.st.clearLease.run(executionId);
-          const state = stateOfCursor(this.cursorAt(executionId, last.seq, last.id, (b, s) => this.chain(executionId, b, s)));
+          const state = stateOfCursor(
+            this.cursorAt(executionId, last.seq, last.id, (b, s) => this.chain(executionId, b, s)),
+          );
           const rt = this.writeCheckpoint(cancelMarker(last, state, reason));
           return { rt, marker: rt.row, closed };
         })
@@ -338,7 +398,11 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     },
   });
 
-  async recordInterrupt(input: C.CheckpointInput, pause: { reason: string; context: Json | null }, options: C.WriteOptions = {}): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
+  async recordInterrupt(
+    input: C.CheckpointInput,
+    pause: { reason: string; context: Json | null },
+    options: C.WriteOptions = {},
+  ): Promise<{ checkpoint: Checkpoint; pending: PendingInterrupt }> {
     const lease = this.checkWrite(input, options);
     let out: { rt: RowText; pending: PendingInterrupt };
     try {
@@ -386,7 +450,13 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
           const lease = ask ? (isHeld(ask) ? fence(this.st, ask, false) : takeLease(this.st, executionId, ask)) : null;
           const pending = fromColumns.pending(row);
           const claimedAt = canonicalTime();
-          decisions.recordClaim(this.db, { checkpoint_id: checkpointId, execution_id: executionId, writer_id: this.writerId, decision_id: decisionId, claimed_at: claimedAt });
+          decisions.recordClaim(this.db, {
+            checkpoint_id: checkpointId,
+            execution_id: executionId,
+            writer_id: this.writerId,
+            decision_id: decisionId,
+            claimed_at: claimedAt,
+          });
           this.queue(interruptClaimed(pending, this.writerId, decisionId, claimedAt));
           const rt = options?.next ? this.writeCheckpoint(options.next) : null;
           return { pending, rt, lease };
@@ -422,7 +492,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   async forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null, upToSeq: number): Promise<number> {
     this.assertOpen();
     if (!decisions.hasUnheldDecisions(this.db, executionId, keepCheckpointId, upToSeq)) return 0;
-    return this.db.transaction(() => decisions.forgetUnheldDecisions(this.db, executionId, keepCheckpointId, upToSeq)).immediate();
+    return this.db
+      .transaction(() => decisions.forgetUnheldDecisions(this.db, executionId, keepCheckpointId, upToSeq))
+      .immediate();
   }
 
   async decisionSeq(): Promise<number> {
@@ -436,11 +508,13 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return row ? fromColumns.pending(row) : null;
   }
 
-  async listPendingInterrupts(options: { afterExecutionId?: string; limit?: number } = {}): Promise<PendingInterrupt[]> {
+  async listPendingInterrupts(
+    options: { afterExecutionId?: string; limit?: number } = {},
+  ): Promise<PendingInterrupt[]> {
     this.assertOpen();
-    const rows = this.variant(`SELECT * FROM pending_interrupts WHERE execution_id > ? ORDER BY execution_id ${options.limit ? 'LIMIT ?' : ''}`).all(
-      ...[options.afterExecutionId ?? '', ...(options.limit ? [options.limit] : [])],
-    ) as PendingColumns[];
+    const rows = this.variant(
+      `SELECT * FROM pending_interrupts WHERE execution_id > ? ORDER BY execution_id ${options.limit ? 'LIMIT ?' : ''}`,
+    ).all(...[options.afterExecutionId ?? '', ...(options.limit ? [options.limit] : [])]) as PendingColumns[];
     return rows.map(fromColumns.pending);
   }
 
@@ -497,7 +571,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return usageTotalsOf(executionIds, rows);
   }
 
-  async listExecutions(options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {}): Promise<C.ExecutionSummary[]> {
+  async listExecutions(
+    options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {},
+  ): Promise<C.ExecutionSummary[]> {
     this.assertOpen();
     const rows = this.variant(
       `SELECT e.*, p.execution_id IS NOT NULL AS paused,
@@ -518,7 +594,12 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return row ? { hit: true, result: fromColumns.idempotency(row).result } : { hit: false };
   }
 
-  async putIdempotent(executionId: string, key: string, result: Json | null, options: C.IdempotentWriteOptions = {}): Promise<IdempotencyEntry> {
+  async putIdempotent(
+    executionId: string,
+    key: string,
+    result: Json | null,
+    options: C.IdempotentWriteOptions = {},
+  ): Promise<IdempotencyEntry> {
     this.assertOpen();
     checkIdempotencyKey(executionId, key);
     checkJson('idempotent result', result);
@@ -535,7 +616,11 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
           } catch (error) {
             // the same run, taken over or cancelled (its holder's row is still there): the effect is recorded; a run
             // deleted (and perhaps started again under its id) lost that row: nothing may outlive it
-            if ((this.st.getById.get(options.anchorId ?? '') as { execution_id: string } | undefined)?.execution_id !== executionId) throw error;
+            if (
+              (this.st.getById.get(options.anchorId ?? '') as { execution_id: string } | undefined)?.execution_id !==
+              executionId
+            )
+              throw error;
             lost = error;
           }
         }
@@ -611,7 +696,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<C.QuarantinedEntry[]> {
     this.assertOpen();
-    const after = options.afterId ? ((this.st.outboxSeq.get(options.afterId) as { seq: number } | undefined)?.seq ?? 0) : 0;
+    const after = options.afterId
+      ? ((this.st.outboxSeq.get(options.afterId) as { seq: number } | undefined)?.seq ?? 0)
+      : 0;
     const rows = this.variant(
       `SELECT id, kind, execution_id, sync_error, created_at FROM outbox
        WHERE sync_error IS NOT NULL AND seq > ? ORDER BY seq ${options.limit ? 'LIMIT ?' : ''}`,

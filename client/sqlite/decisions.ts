@@ -44,8 +44,15 @@ function st(db: Database.Database, sql: string): Database.Statement {
  * Inside the caller's IMMEDIATE transaction: record `d` unless its pause has
  * a decision; a local one needs the pause open and queues its event.
  */
-export function insertDecision(db: Database.Database, d: Decision, queue: (e: QueuedEvent) => void): RecordDecisionResult {
-  const prev = st(db, `SELECT * FROM decisions WHERE checkpoint_id = ? OR decision_id = ?`).get(d.checkpointId, d.decisionId) as DecisionColumns | undefined;
+export function insertDecision(
+  db: Database.Database,
+  d: Decision,
+  queue: (e: QueuedEvent) => void,
+): RecordDecisionResult {
+  const prev = st(db, `SELECT * FROM decisions WHERE checkpoint_id = ? OR decision_id = ?`).get(
+    d.checkpointId,
+    d.decisionId,
+  ) as DecisionColumns | undefined;
   let replaced: Decision | undefined;
   if (prev && d.source === 'plane') {
     const first = decisionFromColumns(prev);
@@ -54,11 +61,16 @@ export function insertDecision(db: Database.Database, d: Decision, queue: (e: Qu
     replaced = first;
   }
   // a local decision naming another run's checkpoint (or decision id) is judged by its own run's pause first: PAUSE_NOT_FOUND when that pause is not open here
-  if (prev && d.source === 'local' && prev.execution_id === d.executionId) return { recorded: false, existing: decisionFromColumns(prev) };
+  if (prev && d.source === 'local' && prev.execution_id === d.executionId)
+    return { recorded: false, existing: decisionFromColumns(prev) };
   if (d.source === 'local') {
     const open = pauseIsOpen(db, d);
-    const row = st(db, `SELECT execution_id AS executionId, status FROM checkpoints WHERE id = ?`).get(d.checkpointId) as { executionId: string; status: string } | undefined;
-    const claim = st(db, `SELECT * FROM claims WHERE checkpoint_id = ?`).get(d.checkpointId) as ClaimColumns | undefined;
+    const row = st(db, `SELECT execution_id AS executionId, status FROM checkpoints WHERE id = ?`).get(
+      d.checkpointId,
+    ) as { executionId: string; status: string } | undefined;
+    const claim = st(db, `SELECT * FROM claims WHERE checkpoint_id = ?`).get(d.checkpointId) as
+      | ClaimColumns
+      | undefined;
     checkPauseOpen(d, { open, row: row ?? null, claim: claim ?? null });
     if (prev) return { recorded: false, existing: decisionFromColumns(prev) };
   }
@@ -73,29 +85,53 @@ export function insertDecision(db: Database.Database, d: Decision, queue: (e: Qu
 }
 
 function pauseIsOpen(db: Database.Database, d: Decision): boolean {
-  return st(db, `SELECT 1 FROM pending_interrupts WHERE execution_id = ? AND checkpoint_id = ?`).get(d.executionId, d.checkpointId) !== undefined;
+  return (
+    st(db, `SELECT 1 FROM pending_interrupts WHERE execution_id = ? AND checkpoint_id = ?`).get(
+      d.executionId,
+      d.checkpointId,
+    ) !== undefined
+  );
 }
 
 /** Decisions in recording order with their derived state (see client/store/decisions.ts). */
 export function listDecisions(db: Database.Database, options: Parameters<typeof checkListDecisions>[0]): DecisionPage {
   const o = checkListDecisions(options);
   const sql = `SELECT * FROM (${JOINED}) WHERE seq > ? ${o.state ? 'AND state = ?' : ''} ${o.executionId ? 'AND execution_id = ?' : ''} ORDER BY seq ${o.limit ? 'LIMIT ?' : ''}`;
-  const args: unknown[] = [o.after, ...(o.state ? [o.state] : []), ...(o.executionId ? [o.executionId] : []), ...(o.limit ? [o.limit] : [])];
+  const args: unknown[] = [
+    o.after,
+    ...(o.state ? [o.state] : []),
+    ...(o.executionId ? [o.executionId] : []),
+    ...(o.limit ? [o.limit] : []),
+  ];
   const rows = st(db, sql).all(...args) as DecisionJoinColumns[];
   return pageOf(rows.map(storedFromColumns), o.limit);
 }
 
 export function getDecision(db: Database.Database, executionId: string, checkpointId: string): StoredDecision | null {
-  const row = st(db, `${JOINED} WHERE d.checkpoint_id = ? AND d.execution_id = ?`).get(checkpointId, executionId) as DecisionJoinColumns | undefined;
+  const row = st(db, `${JOINED} WHERE d.checkpoint_id = ? AND d.execution_id = ?`).get(checkpointId, executionId) as
+    | DecisionJoinColumns
+    | undefined;
   return row ? storedFromColumns(row) : null;
 }
 
 /** Inside the caller's claim transaction: the local claim of a pause (a pause claimed again replaces it). */
 export function recordClaim(db: Database.Database, c: ClaimColumns): void {
   if (c.decision_id) {
-    const held = st(db, `SELECT execution_id, checkpoint_id FROM decisions WHERE decision_id = ?`).get(c.decision_id) as { execution_id: string; checkpoint_id: string } | undefined;
-    const pause = held ? undefined : (st(db, `SELECT * FROM decisions WHERE checkpoint_id = ? AND execution_id = ?`).get(c.checkpoint_id, c.execution_id) as DecisionColumns | undefined);
-    checkClaimDecisionPause(c.decision_id, { executionId: c.execution_id, checkpointId: c.checkpoint_id }, held, pause ? decisionFromColumns(pause) : null);
+    const held = st(db, `SELECT execution_id, checkpoint_id FROM decisions WHERE decision_id = ?`).get(c.decision_id) as
+      | { execution_id: string; checkpoint_id: string }
+      | undefined;
+    const pause = held
+      ? undefined
+      : (st(db, `SELECT * FROM decisions WHERE checkpoint_id = ? AND execution_id = ?`).get(
+          c.checkpoint_id,
+          c.execution_id,
+        ) as DecisionColumns | undefined);
+    checkClaimDecisionPause(
+      c.decision_id,
+      { executionId: c.execution_id, checkpointId: c.checkpoint_id },
+      held,
+      pause ? decisionFromColumns(pause) : null,
+    );
   }
   st(
     db,
@@ -114,12 +150,22 @@ export function dropDecisions(db: Database.Database, executionId: string): void 
 const UNHELD = `FROM decisions WHERE execution_id = ? AND checkpoint_id IS NOT ? AND seq <= ? AND NOT EXISTS (SELECT 1 FROM checkpoints k WHERE k.id = decisions.checkpoint_id AND k.execution_id = decisions.execution_id)`;
 
 /** Whether an execution has decisions to forget: read first, so a run with none costs no write lock. */
-export function hasUnheldDecisions(db: Database.Database, executionId: string, keepCheckpointId: string | null, upToSeq: number): boolean {
+export function hasUnheldDecisions(
+  db: Database.Database,
+  executionId: string,
+  keepCheckpointId: string | null,
+  upToSeq: number,
+): boolean {
   return st(db, `SELECT 1 ${UNHELD} LIMIT 1`).get(executionId, keepCheckpointId, upToSeq) !== undefined;
 }
 
 /** Inside the caller's IMMEDIATE transaction: forget them; how many. */
-export function forgetUnheldDecisions(db: Database.Database, executionId: string, keepCheckpointId: string | null, upToSeq: number): number {
+export function forgetUnheldDecisions(
+  db: Database.Database,
+  executionId: string,
+  keepCheckpointId: string | null,
+  upToSeq: number,
+): number {
   return st(db, `DELETE ${UNHELD}`).run(executionId, keepCheckpointId, upToSeq).changes;
 }
 

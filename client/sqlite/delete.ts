@@ -22,7 +22,12 @@ export function dropOutbox(st: Statements, executionId: string, pendingOnly: boo
  * keeps a deletion of the run queued earlier (an earlier plain delete the plane
  * has not heard of yet).
  */
-export function deleteRows(st: Statements, executionId: string, queue: (e: QueuedEvent) => void, localOnly = false): C.DeleteResult {
+export function deleteRows(
+  st: Statements,
+  executionId: string,
+  queue: (e: QueuedEvent) => void,
+  localOnly = false,
+): C.DeleteResult {
   // events never sent are moot once the execution is gone; the deletion itself is sent
   st.dropUnsentCheckpointEvents.run(executionId);
   (localOnly ? st.dropUnsentOtherEventsButDeletions : st.dropUnsentOtherEvents).run(executionId);

@@ -9,7 +9,13 @@
  */
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type * as C from '../checkpointer.js';
-import { checkpointValues, executionValues, toColumns, type CheckpointColumns, type PendingColumns } from '../store/columns.js';
+import {
+  checkpointValues,
+  executionValues,
+  toColumns,
+  type CheckpointColumns,
+  type PendingColumns,
+} from '../store/columns.js';
 import { importResultOf, planImport } from '../store/import.js';
 import { canonicalTime } from '../store/rows.js';
 import type { Statements } from './statements.js';

@@ -47,7 +47,9 @@ export function fence(st: Statements, lease: Lease, release: boolean): Lease {
 /** `fence` for a write that needs no renewed lease back (a put or a pause): the same check and renewal; answers the new expiry (ms). */
 export function fenceWrite(st: Statements, lease: Lease, release: boolean): number {
   const now = Date.now();
-  const info = release ? st.releaseLease.run(lease.executionId, lease.holder, lease.epoch) : st.renewLease.run(now + lease.ttlMs, lease.executionId, lease.holder, lease.epoch);
+  const info = release
+    ? st.releaseLease.run(lease.executionId, lease.holder, lease.epoch)
+    : st.renewLease.run(now + lease.ttlMs, lease.executionId, lease.holder, lease.epoch);
   if (info.changes !== 1) {
     // a cancel clears the holder: the runner is told why it must stop
     const marker = cancelledMarker(st, lease.executionId);

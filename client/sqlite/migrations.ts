@@ -16,7 +16,9 @@ import { MIGRATIONS, type Migration } from '../store/migrations.js';
 export function migrateSqlite(db: Database.Database, list: readonly Migration[] = MIGRATIONS): void {
   if (upToDate(db, list)) return;
   const run = db.transaction(() => {
-    db.exec(`CREATE TABLE IF NOT EXISTS waymark_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT)`);
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS waymark_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT)`,
+    );
     const version = db.pragma('user_version', { simple: true }) as number;
     // applied_at NULL: applied by a waymark that did not record names, when is not known
     const record = db.prepare(`INSERT OR IGNORE INTO waymark_migrations (version, name, applied_at) VALUES (?, ?, ?)`);

@@ -22,7 +22,9 @@ export function prepareStatements(db: Database.Database) {
   return {
     getMeta: prepare(`SELECT value FROM waymark_meta WHERE key = ?`),
     insertMeta: prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?)`),
-    setMeta: prepare(`INSERT INTO waymark_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`),
+    setMeta: prepare(
+      `INSERT INTO waymark_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+    ),
     getExec: prepare(`SELECT next_seq, last_id FROM executions WHERE execution_id = ?`),
     // bound positionally with executionValues / checkpointValues (store/columns.ts), in their columns' order
     upsertExec: prepare(
@@ -32,12 +34,18 @@ export function prepareStatements(db: Database.Database) {
          last_step = excluded.last_step, last_status = excluded.last_status, updated_at = excluded.updated_at
        WHERE excluded.next_seq > executions.next_seq`,
     ),
-    insertCheckpoint: prepare(`INSERT INTO checkpoints (${CHECKPOINT_COLUMNS.join(', ')}) VALUES (${placeholders(CHECKPOINT_COLUMNS)})`),
-    insertOutbox: prepare(`INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
+    insertCheckpoint: prepare(
+      `INSERT INTO checkpoints (${CHECKPOINT_COLUMNS.join(', ')}) VALUES (${placeholders(CHECKPOINT_COLUMNS)})`,
+    ),
+    insertOutbox: prepare(
+      `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
     getById: prepare(`SELECT * FROM checkpoints WHERE id = ?`),
     getBySeq: prepare(`SELECT * FROM checkpoints WHERE execution_id = ? AND seq = ?`),
     latest: prepare(`SELECT * FROM checkpoints WHERE execution_id = ? ORDER BY seq DESC LIMIT 1`),
-    chain: prepare(`SELECT id, seq, state FROM checkpoints WHERE execution_id = ? AND seq >= ? AND seq <= ? ORDER BY seq`),
+    chain: prepare(
+      `SELECT id, seq, state FROM checkpoints WHERE execution_id = ? AND seq >= ? AND seq <= ? ORDER BY seq`,
+    ),
     // the usage arrays of the rows that carry one, of the runs a JSON array of ids names (see store/usage.ts)
     usageRows: prepare(
       `SELECT id, execution_id, json_extract(node_output, '$.usage') AS usage FROM checkpoints
@@ -79,7 +87,9 @@ export function prepareStatements(db: Database.Database) {
        ON CONFLICT (execution_id) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch, expires_at = excluded.expires_at`,
     ),
     renewLease: prepare(`UPDATE leases SET expires_at = ? WHERE execution_id = ? AND holder = ? AND epoch = ?`),
-    releaseLease: prepare(`UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ? AND holder = ? AND epoch = ?`),
+    releaseLease: prepare(
+      `UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ? AND holder = ? AND epoch = ?`,
+    ),
     clearLease: prepare(`UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ?`),
     cancelledMarker: prepare(
       `SELECT c.* FROM executions e JOIN checkpoints c ON c.id = e.last_id
@@ -88,10 +98,14 @@ export function prepareStatements(db: Database.Database) {
     // an execution's outbox events: checkpoint events through the checkpoints' index, the other kinds through their own
     dropCheckpointEvents: prepare(`DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?)`),
     dropOtherEvents: prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint'`),
-    dropUnsentCheckpointEvents: prepare(`DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) AND synced = 0`),
+    dropUnsentCheckpointEvents: prepare(
+      `DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) AND synced = 0`,
+    ),
     dropUnsentOtherEvents: prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint' AND synced = 0`),
     // a local-only delete keeps a deletion of the run queued earlier: the plane must still hear of it
-    dropUnsentOtherEventsButDeletions: prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind NOT IN ('checkpoint', 'execution_deleted') AND synced = 0`),
+    dropUnsentOtherEventsButDeletions: prepare(
+      `DELETE FROM outbox WHERE execution_id = ? AND kind NOT IN ('checkpoint', 'execution_deleted') AND synced = 0`,
+    ),
     deleteCheckpoints: prepare(`DELETE FROM checkpoints WHERE execution_id = ?`),
     deletePending: prepare(`DELETE FROM pending_interrupts WHERE execution_id = ?`),
     deleteIdem: prepare(`DELETE FROM idempotency WHERE execution_id = ?`),
@@ -113,7 +127,9 @@ export function prepareStatements(db: Database.Database) {
        FROM outbox o LEFT JOIN checkpoints c ON o.kind = 'checkpoint' AND c.id = o.id
        WHERE o.synced = 0 ORDER BY o.seq LIMIT ?`,
     ),
-    pendingStats: prepare(`SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest FROM outbox WHERE synced = 0`),
+    pendingStats: prepare(
+      `SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest FROM outbox WHERE synced = 0`,
+    ),
     quarantinedCount: prepare(`SELECT count(*) AS n FROM outbox WHERE sync_error IS NOT NULL`),
     lastQuarantined: prepare(`SELECT sync_error FROM outbox WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`),
     outboxSeq: prepare(`SELECT seq FROM outbox WHERE id = ?`),

@@ -14,7 +14,14 @@
  */
 import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
 import { optionNames, optionsProblems, shown } from '../../shared/options.js';
-import { chainBase, decodeChain, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
+import {
+  chainBase,
+  decodeChain,
+  stateOfCursor,
+  type ChainRow,
+  type CodecCursor,
+  type State,
+} from '../../shared/codec.js';
 import { WriterId, type Checkpoint } from '../../shared/rows.js';
 import { PlaneGuardSlot, type CheckpointInput, type Lease, type WriteOptions } from '../checkpointer.js';
 import { noFaults, type FaultHook, type FaultPoint } from '../faults.js';
@@ -27,12 +34,15 @@ import { checkInput, type RowText } from './rows.js';
  * whose answer was lost had committed, and its row was found stored; which
  * cursor the cache should hold is not known here.
  */
-export type Outcome<R extends RowText | null = RowText> = { kind: 'written'; rt: R } | { kind: 'landed'; row: Checkpoint };
+export type Outcome<R extends RowText | null = RowText> =
+  | { kind: 'written'; rt: R }
+  | { kind: 'landed'; row: Checkpoint };
 
 export const written = <R extends RowText | null>(rt: R): { kind: 'written'; rt: R } => ({ kind: 'written', rt });
 
 /** The checkpoint an outcome committed, if any. */
-export const rowOf = (o: Outcome<RowText | null>): Checkpoint | null => (o.kind === 'written' ? (o.rt?.row ?? null) : o.row);
+export const rowOf = (o: Outcome<RowText | null>): Checkpoint | null =>
+  o.kind === 'written' ? (o.rt?.row ?? null) : o.row;
 
 /** Every method of a closed store refuses with this (code STORE_CLOSED); `close()` itself may be called again. */
 export function storeClosed(store: string): WaymarkError {
@@ -40,7 +50,8 @@ export function storeClosed(store: string): WaymarkError {
 }
 
 type MaybePromise<T> = T | Promise<T>;
-const then = <A, B>(v: MaybePromise<A>, f: (a: A) => MaybePromise<B>): MaybePromise<B> => (v instanceof Promise ? v.then(f) : f(v));
+const then = <A, B>(v: MaybePromise<A>, f: (a: A) => MaybePromise<B>): MaybePromise<B> =>
+  v instanceof Promise ? v.then(f) : f(v);
 
 /** Reads rows base..seq of one execution (id, seq, state only), as the codec needs them. */
 export type ChainReader<R extends MaybePromise<ChainRow[]>> = (base: number, seq: number) => R;
@@ -85,11 +96,16 @@ export abstract class StoreBase {
   ) {
     const all = options === undefined ? ['options: required'] : optionsProblems(options, known);
     if (typeof options === 'object' && options !== null && !Array.isArray(options)) {
-      if (options.outbox !== undefined && typeof options.outbox !== 'boolean') all.push(`outbox: must be true or false (got ${shown(options.outbox)})`);
-      if (options.faults !== undefined && typeof options.faults !== 'function') all.push(`faults: must be a function (got ${shown(options.faults)})`);
+      if (options.outbox !== undefined && typeof options.outbox !== 'boolean')
+        all.push(`outbox: must be true or false (got ${shown(options.outbox)})`);
+      if (options.faults !== undefined && typeof options.faults !== 'function')
+        all.push(`faults: must be a function (got ${shown(options.faults)})`);
       all.push(...problems(options as unknown as Record<string, unknown>));
     }
-    if (all.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${storeName}: ${all.join('; ')}; nothing was opened`, { details: { problems: all } });
+    if (all.length)
+      throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${storeName}: ${all.join('; ')}; nothing was opened`, {
+        details: { problems: all },
+      });
     this.outbox = options.outbox ?? true;
     this.fault = options.faults ?? noFaults;
   }
@@ -167,8 +183,18 @@ export abstract class StoreBase {
    * transaction, synchronously (SQLite) or not (Postgres).
    */
   protected cursorAt(executionId: string, seq: number, id: string, chain: ChainReader<ChainRow[]>): CodecCursor;
-  protected cursorAt(executionId: string, seq: number, id: string, chain: ChainReader<Promise<ChainRow[]>>): MaybePromise<CodecCursor>;
-  protected cursorAt(executionId: string, seq: number, id: string, chain: ChainReader<MaybePromise<ChainRow[]>>): MaybePromise<CodecCursor> {
+  protected cursorAt(
+    executionId: string,
+    seq: number,
+    id: string,
+    chain: ChainReader<Promise<ChainRow[]>>,
+  ): MaybePromise<CodecCursor>;
+  protected cursorAt(
+    executionId: string,
+    seq: number,
+    id: string,
+    chain: ChainReader<MaybePromise<ChainRow[]>>,
+  ): MaybePromise<CodecCursor> {
     const cached = this.cursors.get(executionId, seq, id);
     if (cached) return cached;
     return then(chain(seq, seq), ([last]) => then(chain(chainBase(last), seq), (rows) => decodeChain(rows).cursor));

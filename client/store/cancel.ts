@@ -10,7 +10,8 @@ import { AlreadyFinished, CheckpointError, RunCancelled } from '../errors.js';
 /** The reason to store (null when none), or INVALID_CANCEL naming every problem; nothing is written either way. */
 export function checkCancel(executionId: unknown, options: CancelOptions | undefined): string | null {
   const problems: string[] = [];
-  if (typeof executionId !== 'string' || executionId.length === 0) problems.push('executionId must be a non-empty string');
+  if (typeof executionId !== 'string' || executionId.length === 0)
+    problems.push('executionId must be a non-empty string');
   if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
     problems.push('options must be an object ({ reason?: string })');
   }
@@ -18,13 +19,16 @@ export function checkCancel(executionId: unknown, options: CancelOptions | undef
   if (reason !== undefined && reason !== null) {
     if (typeof reason !== 'string') problems.push(`reason must be a string (got ${typeof reason})`);
     else {
-      if (reason.length > LIMITS.reasonLength) problems.push(`reason must be at most ${LIMITS.reasonLength} characters (got ${reason.length})`);
+      if (reason.length > LIMITS.reasonLength)
+        problems.push(`reason must be at most ${LIMITS.reasonLength} characters (got ${reason.length})`);
       const p = textProblem(reason);
       if (p) problems.push(`reason ${p}`);
     }
   }
   if (problems.length) {
-    throw new WaymarkError(ErrorCode.INVALID_CANCEL, `invalid cancel: ${problems.join('; ')}`, { details: { problems } });
+    throw new WaymarkError(ErrorCode.INVALID_CANCEL, `invalid cancel: ${problems.join('; ')}`, {
+      details: { problems },
+    });
   }
   return typeof reason === 'string' && reason.length ? reason : null;
 }

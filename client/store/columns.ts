@@ -10,7 +10,8 @@ import type { Checkpoint, EncodedState, IdempotencyEntry, PendingInterrupt } fro
 import { CorruptRowError } from '../errors.js';
 
 /** The one way a nullable JSON value becomes column text. */
-export const jsonOrNull = (v: Json | null | undefined): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
+export const jsonOrNull = (v: Json | null | undefined): string | null =>
+  v === undefined || v === null ? null : JSON.stringify(v);
 
 /** Columns of `checkpoints` as both backends store them. */
 export interface CheckpointColumns {
@@ -97,7 +98,10 @@ export function checkpointValues(row: Checkpoint, texts: ColumnTexts = textsOf(r
 }
 
 /** The columns a checkpoint is inserted with. */
-export function checkpointColumns(row: Checkpoint, texts: ColumnTexts = textsOf(row)): CheckpointColumns & { seq: number } {
+export function checkpointColumns(
+  row: Checkpoint,
+  texts: ColumnTexts = textsOf(row),
+): CheckpointColumns & { seq: number } {
   return {
     id: row.id,
     execution_id: row.executionId,
@@ -130,7 +134,15 @@ export interface ExecutionColumns {
 }
 
 /** An execution row's columns in the order `executionValues` gives them. */
-export const EXECUTION_COLUMNS = ['execution_id', 'next_seq', 'last_id', 'last_node_id', 'last_step', 'last_status', 'updated_at'] as const;
+export const EXECUTION_COLUMNS = [
+  'execution_id',
+  'next_seq',
+  'last_id',
+  'last_node_id',
+  'last_step',
+  'last_status',
+  'updated_at',
+] as const;
 
 /** `executionColumns` as values in `EXECUTION_COLUMNS` order, for a positional upsert. */
 export function executionValues(row: Checkpoint): unknown[] {

@@ -73,7 +73,9 @@ export function checkDecision(value: unknown): Decision {
   const r = Decision.safeParse(value);
   if (r.success) return r.data;
   const problems = issueProblems(r.error, 'the decision');
-  throw new WaymarkError(ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${problems.join('; ')}`, { details: { problems } });
+  throw new WaymarkError(ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${problems.join('; ')}`, {
+    details: { problems },
+  });
 }
 
 /**
@@ -107,7 +109,15 @@ export function checkClaimDecisionPause(
   throw new WaymarkError(
     ErrorCode.INVALID_DECISION,
     `decision ${decisionId} answers the pause at checkpoint ${held.checkpoint_id} of execution '${held.execution_id}', not the claimed pause at ${claimed.checkpointId} of '${claimed.executionId}'; nothing was claimed`,
-    { details: { decisionId, decisionCheckpointId: held.checkpoint_id, decisionExecutionId: held.execution_id, checkpointId: claimed.checkpointId, executionId: claimed.executionId } },
+    {
+      details: {
+        decisionId,
+        decisionCheckpointId: held.checkpoint_id,
+        decisionExecutionId: held.execution_id,
+        checkpointId: claimed.checkpointId,
+        executionId: claimed.executionId,
+      },
+    },
   );
 }
 
@@ -115,9 +125,13 @@ export function checkClaimDecisionPause(
 export function checkClaimDecisionId(decisionId: unknown): string | null {
   if (decisionId === undefined || decisionId === null) return null;
   if (!Uuidv7.safeParse(decisionId).success) {
-    throw new WaymarkError(ErrorCode.INVALID_DECISION, `a claim's decisionId must be a UUIDv7 (got ${JSON.stringify(decisionId)}); nothing was claimed`, {
-      details: { problems: ['decisionId: not a UUIDv7'] },
-    });
+    throw new WaymarkError(
+      ErrorCode.INVALID_DECISION,
+      `a claim's decisionId must be a UUIDv7 (got ${JSON.stringify(decisionId)}); nothing was claimed`,
+      {
+        details: { problems: ['decisionId: not a UUIDv7'] },
+      },
+    );
   }
   return decisionId as string;
 }
@@ -154,7 +168,11 @@ export function decisionFromColumns(r: DecisionColumns): Decision {
     source: r.source,
     decidedAt: r.decided_at,
   });
-  if (!parsed.success) throw new CorruptRowError(`decision ${r.decision_id}`, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  if (!parsed.success)
+    throw new CorruptRowError(
+      `decision ${r.decision_id}`,
+      parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
+    );
   return parsed.data;
 }
 
@@ -175,23 +193,38 @@ export function storedFromColumns(r: DecisionJoinColumns): StoredDecision {
 const LOCAL_STATES: readonly DecisionState[] = ['pending', 'applied', 'superseded'];
 
 /** The listing's options checked: the cursor is the seq of the last decision seen; INVALID_OPTIONS names every problem. */
-export function checkListDecisions(o: ListDecisionsOptions): { after: number; state: DecisionState | null; executionId: string | null; limit: number | null } {
+export function checkListDecisions(o: ListDecisionsOptions): {
+  after: number;
+  state: DecisionState | null;
+  executionId: string | null;
+  limit: number | null;
+} {
   const problems: string[] = [];
   let after = 0;
   if (o.cursor !== undefined && o.cursor !== null) {
     if (!/^\d{1,15}$/.test(o.cursor)) problems.push(`cursor: '${String(o.cursor)}' is not a cursor this store issued`);
     else after = Number(o.cursor);
   }
-  if (o.state !== undefined && !LOCAL_STATES.includes(o.state)) problems.push(`state: must be one of ${LOCAL_STATES.join(', ')} (got ${JSON.stringify(o.state)})`);
+  if (o.state !== undefined && !LOCAL_STATES.includes(o.state))
+    problems.push(`state: must be one of ${LOCAL_STATES.join(', ')} (got ${JSON.stringify(o.state)})`);
   if (o.executionId !== undefined && (typeof o.executionId !== 'string' || o.executionId === ''))
-    problems.push(`executionId: must be a non-empty string (got ${typeof o.executionId === 'string' ? "''" : String(o.executionId)})`);
-  if (o.limit !== undefined && (!Number.isInteger(o.limit) || o.limit < 1)) problems.push(`limit: must be a positive integer (got ${String(o.limit)})`);
-  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `listDecisions: ${problems.join('; ')}`, { details: { problems } });
+    problems.push(
+      `executionId: must be a non-empty string (got ${typeof o.executionId === 'string' ? "''" : String(o.executionId)})`,
+    );
+  if (o.limit !== undefined && (!Number.isInteger(o.limit) || o.limit < 1))
+    problems.push(`limit: must be a positive integer (got ${String(o.limit)})`);
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `listDecisions: ${problems.join('; ')}`, {
+      details: { problems },
+    });
   return { after, state: o.state ?? null, executionId: o.executionId ?? null, limit: o.limit ?? null };
 }
 
 /** The page of a listing: its next cursor is the last item's seq when the page is full. */
-export function pageOf(items: StoredDecision[], limit: number | null): { items: StoredDecision[]; nextCursor: string | null } {
+export function pageOf(
+  items: StoredDecision[],
+  limit: number | null,
+): { items: StoredDecision[]; nextCursor: string | null } {
   return { items, nextCursor: limit !== null && items.length === limit ? String(items[items.length - 1].seq) : null };
 }
 
@@ -213,7 +246,14 @@ export interface PauseFacts {
  * event arrives after the plane's).
  */
 export function planeDecisionReplaces(d: Decision, prev: Decision, pauseOpen: boolean): boolean {
-  return d.source === 'plane' && prev.source === 'local' && pauseOpen && prev.executionId === d.executionId && prev.checkpointId === d.checkpointId && prev.decisionId !== d.decisionId;
+  return (
+    d.source === 'plane' &&
+    prev.source === 'local' &&
+    pauseOpen &&
+    prev.executionId === d.executionId &&
+    prev.checkpointId === d.checkpointId &&
+    prev.decisionId !== d.decisionId
+  );
 }
 
 /**
@@ -225,12 +265,25 @@ export function checkPauseOpen(d: Decision, f: PauseFacts): void {
   if (f.open) return;
   const where = { executionId: d.executionId, checkpointId: d.checkpointId };
   if (!f.row || f.row.executionId !== d.executionId || f.row.status !== 'interrupted') {
-    throw new WaymarkError(ErrorCode.PAUSE_NOT_FOUND, `execution '${d.executionId}' has no pause at checkpoint ${d.checkpointId} in this store; nothing was recorded`, { details: where });
+    throw new WaymarkError(
+      ErrorCode.PAUSE_NOT_FOUND,
+      `execution '${d.executionId}' has no pause at checkpoint ${d.checkpointId} in this store; nothing was recorded`,
+      { details: where },
+    );
   }
   const why = f.claim
     ? `it was claimed by writer '${f.claim.writer_id}' at ${f.claim.claimed_at}${f.claim.decision_id ? ` applying decision ${f.claim.decision_id}` : ' (a resume from code)'}`
     : 'it was closed (its run was cancelled or has moved on)';
-  throw new WaymarkError(ErrorCode.PAUSE_CLOSED, `the pause at checkpoint ${d.checkpointId} of execution '${d.executionId}' is no longer open: ${why}; nothing was recorded`, {
-    details: { ...where, claimedBy: f.claim?.writer_id ?? null, claimedAt: f.claim?.claimed_at ?? null, decisionId: f.claim?.decision_id ?? null },
-  });
+  throw new WaymarkError(
+    ErrorCode.PAUSE_CLOSED,
+    `the pause at checkpoint ${d.checkpointId} of execution '${d.executionId}' is no longer open: ${why}; nothing was recorded`,
+    {
+      details: {
+        ...where,
+        claimedBy: f.claim?.writer_id ?? null,
+        claimedAt: f.claim?.claimed_at ?? null,
+        decisionId: f.claim?.decision_id ?? null,
+      },
+    },
+  );
 }

@@ -34,9 +34,25 @@ export function interruptOpened(row: PendingInterrupt): QueuedEvent {
 }
 
 /** A pause claimed by a resumer of this store (applying `decisionId`, when a decision worker claimed it). */
-export function interruptClaimed(pending: PendingInterrupt, writerId: string, decisionId: string | null = null, claimedAt = canonicalTime()): QueuedEvent {
+export function interruptClaimed(
+  pending: PendingInterrupt,
+  writerId: string,
+  decisionId: string | null = null,
+  claimedAt = canonicalTime(),
+): QueuedEvent {
   const { executionId, checkpointId } = pending;
-  return queued({ kind: 'interrupt_claimed', id: uuidv7(), executionId, checkpointId, writerId, claimedAt, ...(decisionId ? { decisionId } : {}) }, executionId);
+  return queued(
+    {
+      kind: 'interrupt_claimed',
+      id: uuidv7(),
+      executionId,
+      checkpointId,
+      writerId,
+      claimedAt,
+      ...(decisionId ? { decisionId } : {}),
+    },
+    executionId,
+  );
 }
 
 /** A decision recorded in this store (a decision from the plane is never sent back). */
@@ -47,7 +63,10 @@ export function decisionRecorded(row: Decision): QueuedEvent {
 /** A pause closed without an answer (its run was cancelled). */
 export function interruptClosed(pending: PendingInterrupt, writerId: string): QueuedEvent {
   const { executionId, checkpointId } = pending;
-  return queued({ kind: 'interrupt_closed', id: uuidv7(), executionId, checkpointId, writerId, closedAt: canonicalTime() }, executionId);
+  return queued(
+    { kind: 'interrupt_closed', id: uuidv7(), executionId, checkpointId, writerId, closedAt: canonicalTime() },
+    executionId,
+  );
 }
 
 /** A side effect's result recorded for the first time. */

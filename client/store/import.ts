@@ -33,7 +33,11 @@ export type DivergenceReason =
   | 'id_taken';
 
 /** A restore bundle checked with the wire schemas before anything is written (InvalidRowError naming the first bad row). */
-export function checkBundle(bundle: RestoreBundle): { checkpoints: Checkpoint[]; pending: PendingInterrupt | null; idempotency: IdempotencyEntry[] } {
+export function checkBundle(bundle: RestoreBundle): {
+  checkpoints: Checkpoint[];
+  pending: PendingInterrupt | null;
+  idempotency: IdempotencyEntry[];
+} {
   return {
     checkpoints: checkBundleRows(CheckpointSchema, bundle.checkpoints, 'checkpoint'),
     pending: bundle.pending ? checkBundleRows(PendingSchema, [bundle.pending], 'pending interrupt')[0] : null,
@@ -124,5 +128,13 @@ export function planImport(rows: readonly Checkpoint[], local: LocalRows): Impor
 
 /** The result of an import before its writes: what the plan decided, nothing written yet. */
 export function importResultOf(plan: ImportPlan): ImportResult {
-  return { inserted: 0, skipped: plan.skipped, diverged: plan.diverged, withheld: plan.withheld, pendingImported: false, stalePendingRemoved: [], idempotencyInserted: 0 };
+  return {
+    inserted: 0,
+    skipped: plan.skipped,
+    diverged: plan.diverged,
+    withheld: plan.withheld,
+    pendingImported: false,
+    stalePendingRemoved: [],
+    idempotencyInserted: 0,
+  };
 }

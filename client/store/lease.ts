@@ -14,10 +14,13 @@ export function checkLease(executionId: string, lease: LeaseRequest | Lease): vo
     problems.push(`ttlMs must be an integer from 1 to 2^31 (got ${String(lease?.ttlMs)})`);
   }
   if (lease && 'epoch' in lease) {
-    if (!Number.isInteger(lease.epoch) || lease.epoch < 1) problems.push(`epoch must be a positive integer (got ${String(lease.epoch)})`);
-    if (lease.executionId !== executionId) problems.push(`the lease is for execution '${lease.executionId}', not '${executionId}'`);
+    if (!Number.isInteger(lease.epoch) || lease.epoch < 1)
+      problems.push(`epoch must be a positive integer (got ${String(lease.epoch)})`);
+    if (lease.executionId !== executionId)
+      problems.push(`the lease is for execution '${lease.executionId}', not '${executionId}'`);
   }
-  if (typeof executionId !== 'string' || executionId.length === 0) problems.push('executionId must be a non-empty string');
+  if (typeof executionId !== 'string' || executionId.length === 0)
+    problems.push('executionId must be a non-empty string');
   if (problems.length) {
     throw new WaymarkError(ErrorCode.INVALID_LEASE, `invalid lease: ${problems.join('; ')}`, { details: { problems } });
   }
@@ -57,6 +60,7 @@ export function leaseLost(lease: Lease, current: LeaseInfo | null): LeaseLost {
  * for a write that names the row it follows; anything else stands.
  */
 export function fencedWriteError(e: unknown, input: { executionId: string; prevId?: string | null }): unknown {
-  if (e instanceof LeaseLost && (e.details as { current?: unknown }).current === null && input.prevId) return new ExecutionGoneError(input.executionId, input.prevId);
+  if (e instanceof LeaseLost && (e.details as { current?: unknown }).current === null && input.prevId)
+    return new ExecutionGoneError(input.executionId, input.prevId);
   return e;
 }

@@ -59,7 +59,11 @@ export function quarantinedFromColumns(r: QuarantinedColumns): QuarantinedEntry 
 }
 
 /** What `outboxStats` reports from the three counts both backends select. */
-export function outboxStatsOf(pending: { n: number | string; bytes: number | string; oldest: string | null }, quarantined: number | string, lastReason: string | null): OutboxStats {
+export function outboxStatsOf(
+  pending: { n: number | string; bytes: number | string; oldest: string | null },
+  quarantined: number | string,
+  lastReason: string | null,
+): OutboxStats {
   return {
     pendingCount: Number(pending.n),
     pendingBytes: Number(pending.bytes),

@@ -9,7 +9,17 @@ import { UUIDV7_RE, uuidv7 } from '../../shared/ids.js';
 import { isoTime } from '../../shared/time.js';
 import { jsonProblem, textProblem, utf8Bytes, type Json } from '../../shared/json.js';
 import { encodeState, type CodecCursor, type Encoded } from '../../shared/codec.js';
-import { AgentPath, type Checkpoint, ExecutionId, IsoTime, NodeId, Status, Step, Uuidv7, type PendingInterrupt } from '../../shared/rows.js';
+import {
+  AgentPath,
+  type Checkpoint,
+  ExecutionId,
+  IsoTime,
+  NodeId,
+  Status,
+  Step,
+  Uuidv7,
+  type PendingInterrupt,
+} from '../../shared/rows.js';
 import type { CheckpointInput, ListOptions } from '../checkpointer.js';
 import { CheckpointError, ExecutionGoneError, InvalidRowError } from '../errors.js';
 import { jsonOrNull, type ColumnTexts } from './columns.js';
@@ -48,8 +58,10 @@ const STEPS: ReadonlySet<unknown> = new Set(Step.options);
 const STATUSES: ReadonlySet<unknown> = new Set(Status.options);
 
 /** What `printable(max)` of shared/rows.ts accepts (zod counts code points, never more than `length`). */
-const isPrintable = (v: unknown, max: number) => typeof v === 'string' && v.length >= 1 && v.length <= max && PRINTABLE.test(v) && v.isWellFormed();
-const isIdOrAbsent = (v: unknown, nullable: boolean) => v === undefined || (nullable && v === null) || (typeof v === 'string' && UUIDV7_RE.test(v));
+const isPrintable = (v: unknown, max: number) =>
+  typeof v === 'string' && v.length >= 1 && v.length <= max && PRINTABLE.test(v) && v.isWellFormed();
+const isIdOrAbsent = (v: unknown, nullable: boolean) =>
+  v === undefined || (nullable && v === null) || (typeof v === 'string' && UUIDV7_RE.test(v));
 
 /**
  * True only when `InputShape` certainly accepts `input`: its rules written out
@@ -63,7 +75,12 @@ export function surelyValidInput(input: CheckpointInput): boolean {
   if (typeof state !== 'object' || state === null || Array.isArray(state)) return false;
   const proto = Object.getPrototypeOf(state);
   // what zod's isPlainObject accepts for sure: no own `constructor` to second-guess, no symbol keys to refuse
-  if ((proto !== Object.prototype && proto !== null) || Object.hasOwn(state, 'constructor') || Object.getOwnPropertySymbols(state).length) return false;
+  if (
+    (proto !== Object.prototype && proto !== null) ||
+    Object.hasOwn(state, 'constructor') ||
+    Object.getOwnPropertySymbols(state).length
+  )
+    return false;
   return (
     input.createdAt === undefined &&
     isIdOrAbsent(input.id, false) &&
@@ -80,7 +97,9 @@ export function surelyValidInput(input: CheckpointInput): boolean {
     turn <= LIMITS.maxSeq &&
     STEPS.has(input.step) &&
     STATUSES.has(input.status) &&
-    (reason === undefined || reason === null || (typeof reason === 'string' && reason.length <= LIMITS.reasonLength && textProblem(reason) === null))
+    (reason === undefined ||
+      reason === null ||
+      (typeof reason === 'string' && reason.length <= LIMITS.reasonLength && textProblem(reason) === null))
   );
 }
 
@@ -106,12 +125,17 @@ export function checkInput(input: CheckpointInput): void {
 export function checkListOptions(o: ListOptions): void {
   const problems: string[] = [];
   for (const k of ['afterSeq', 'beforeSeq'] as const) {
-    if (o[k] !== undefined && !Number.isSafeInteger(o[k])) problems.push(`${k}: must be an integer (got ${String(o[k])})`);
+    if (o[k] !== undefined && !Number.isSafeInteger(o[k]))
+      problems.push(`${k}: must be an integer (got ${String(o[k])})`);
   }
-  if (o.limit !== undefined && (!Number.isInteger(o.limit) || o.limit < 1)) problems.push(`limit: must be a positive integer (got ${String(o.limit)})`);
-  if (o.order !== undefined && o.order !== 'asc' && o.order !== 'desc') problems.push(`order: must be 'asc' or 'desc' (got ${String(o.order)})`);
-  if (o.step !== undefined && !STEPS.has(o.step)) problems.push(`step: must be one of ${Step.options.join(', ')} (got ${String(o.step)})`);
-  if (problems.length) throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `list: ${problems.join('; ')}`, { details: { problems } });
+  if (o.limit !== undefined && (!Number.isInteger(o.limit) || o.limit < 1))
+    problems.push(`limit: must be a positive integer (got ${String(o.limit)})`);
+  if (o.order !== undefined && o.order !== 'asc' && o.order !== 'desc')
+    problems.push(`order: must be 'asc' or 'desc' (got ${String(o.order)})`);
+  if (o.step !== undefined && !STEPS.has(o.step))
+    problems.push(`step: must be one of ${Step.options.join(', ')} (got ${String(o.step)})`);
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `list: ${problems.join('; ')}`, { details: { problems } });
 }
 
 /** A fresh run's first write (`prevId: null`) found the execution already has rows. Nothing was written. */
@@ -128,7 +152,10 @@ export function executionExists(executionId: string): CheckpointError {
  * (`prevId: null`) into an execution with rows, or 'lookup' when only the
  * named row can tell (see `checkPrevOwner`).
  */
-export function checkPrev(input: CheckpointInput, ex: { next_seq: number | string; last_id: string } | null): 'ok' | 'lookup' {
+export function checkPrev(
+  input: CheckpointInput,
+  ex: { next_seq: number | string; last_id: string } | null,
+): 'ok' | 'lookup' {
   if (input.prevId === undefined) return 'ok';
   const has = ex !== null && Number(ex.next_seq) > 0;
   if (input.prevId === null) {
@@ -219,7 +246,11 @@ function freshProblem(where: string, problem: string): never {
  * large one's text takes its place. Exact, without a second pass over the state.
  */
 function checkpointEventBytes(row: Checkpoint, texts: (string | null)[]): number {
-  const skeleton = { kind: 'checkpoint', id: row.id, row: { ...row, state: null, nodeInput: null, nodeOutput: null, interruptContext: null } };
+  const skeleton = {
+    kind: 'checkpoint',
+    id: row.id,
+    row: { ...row, state: null, nodeInput: null, nodeOutput: null, interruptContext: null },
+  };
   return texts.reduce((n, t) => n + (t === null ? 0 : utf8Bytes(t) - 4), eventBytes(skeleton));
 }
 
@@ -266,7 +297,9 @@ export function checkIdempotencyKey(executionId: string, key: string): void {
 /** An idempotency entry's event (`bytes`: its size as sent) must fit the row limit, as a checkpoint's does. */
 export function checkIdempotencyBytes(key: string, bytes: number): void {
   if (bytes > LIMITS.rowBytes) {
-    fail(`idempotency entry '${key}' is ${bytes} bytes (UTF-8, as sent), over the ${LIMITS.rowBytes}-byte row limit`, { bytes });
+    fail(`idempotency entry '${key}' is ${bytes} bytes (UTF-8, as sent), over the ${LIMITS.rowBytes}-byte row limit`, {
+      bytes,
+    });
   }
 }
 

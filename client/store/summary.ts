@@ -5,7 +5,8 @@ import { leaseInfoOf } from './lease.js';
 /** How a run's last row and pause translate into its state. */
 export function summaryState(lastStep: string, lastStatus: string, paused: boolean): ExecutionState {
   if (paused) return 'paused';
-  if (lastStep === 'run_end') return lastStatus === 'failed' ? 'failed' : lastStatus === 'cancelled' ? 'cancelled' : 'completed';
+  if (lastStep === 'run_end')
+    return lastStatus === 'failed' ? 'failed' : lastStatus === 'cancelled' ? 'cancelled' : 'completed';
   return 'running';
 }
 
@@ -43,6 +44,17 @@ export function summaryFromRow(r: ExecRow, nowMs: number): ExecutionSummary {
     lastStep: r.last_step as ExecutionSummary['lastStep'],
     lastStatus: r.last_status as ExecutionSummary['lastStatus'],
     updatedAt: r.updated_at,
-    lease: r.lease_epoch === null ? null : leaseInfoOf({ execution_id: r.execution_id, holder: r.lease_holder, epoch: r.lease_epoch, expires_at: r.lease_expires_at ?? 0 }, nowMs),
+    lease:
+      r.lease_epoch === null
+        ? null
+        : leaseInfoOf(
+            {
+              execution_id: r.execution_id,
+              holder: r.lease_holder,
+              epoch: r.lease_epoch,
+              expires_at: r.lease_expires_at ?? 0,
+            },
+            nowMs,
+          ),
   };
 }

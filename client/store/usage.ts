@@ -36,7 +36,10 @@ export function usageTotalsOf(executionIds: readonly string[], rows: readonly Us
  * list() would throw for it); null when every one parses (the failure was
  * something else, rethrown by the caller).
  */
-export function corruptOutputOf(rows: readonly ({ id: string; node_output: string | null } | null)[], cause: unknown): CorruptRowError | null {
+export function corruptOutputOf(
+  rows: readonly ({ id: string; node_output: string | null } | null)[],
+  cause: unknown,
+): CorruptRowError | null {
   for (const r of rows) {
     // postgres.js 3.4 was seen to return a null entry in the result read right after the failed statement: skip it
     if (!r || r.node_output === null) continue;

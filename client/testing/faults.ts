@@ -7,7 +7,10 @@ import { FAULT_POINTS, isFaultPoint, type FaultHook, type FaultPoint } from '../
  * A hook that ends the process at `point` (the `hits`-th time it is reached):
  * with SIGKILL, or `process.exit(code)`. For child processes in crash tests.
  */
-export function killAt(point: FaultPoint, options: { hits?: number; exitCode?: number; signal?: boolean } = {}): FaultHook {
+export function killAt(
+  point: FaultPoint,
+  options: { hits?: number; exitCode?: number; signal?: boolean } = {},
+): FaultHook {
   let seen = 0;
   const hits = options.hits ?? 1;
   return (p) => {

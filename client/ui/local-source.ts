@@ -65,7 +65,8 @@ interface DrainNote {
 
 export function localSource(store: Checkpointer): InspectorSource {
   const first = async (executionId: string) => (await store.list(executionId, { limit: 1 }))[0] ?? null;
-  const errorOf = (state: string, last: Checkpoint | null) => (state === 'failed' && last ? runErrorOf(last.nodeOutput) : null);
+  const errorOf = (state: string, last: Checkpoint | null) =>
+    state === 'failed' && last ? runErrorOf(last.nodeOutput) : null;
 
   async function runItem(e: ExecutionSummary, last: Checkpoint | null, usage: UsageTotal): Promise<RunItem> {
     const start = await first(e.executionId);
@@ -96,7 +97,15 @@ export function localSource(store: Checkpointer): InspectorSource {
       for (const q of page) {
         if (!keep(q.executionId)) continue;
         const r = refusal(q.reason);
-        found.push({ id: q.id, writerId: store.writerId, kind: q.kind, executionId: q.executionId, code: r.code, reason: r.reason, receivedAt: q.createdAt });
+        found.push({
+          id: q.id,
+          writerId: store.writerId,
+          kind: q.kind,
+          executionId: q.executionId,
+          code: r.code,
+          reason: r.reason,
+          receivedAt: q.createdAt,
+        });
         if (found.length > limit) return found;
       }
       if (page.length < CHUNK) return found;
@@ -112,7 +121,11 @@ export function localSource(store: Checkpointer): InspectorSource {
       let more = false;
       // filters the store cannot apply are applied here, reading on until a page is full or the store ends
       scan: for (;;) {
-        const page = await store.listExecutions({ afterExecutionId: after, limit: CHUNK, state: q.status as ExecutionSummary['state'] | undefined });
+        const page = await store.listExecutions({
+          afterExecutionId: after,
+          limit: CHUNK,
+          state: q.status as ExecutionSummary['state'] | undefined,
+        });
         for (const e of page) {
           if (q.q && !e.executionId.startsWith(q.q)) continue;
           if (since !== null && Date.parse(e.updatedAt) < since) continue;
@@ -170,7 +183,12 @@ export function localSource(store: Checkpointer): InspectorSource {
       // none open: the run's last pause, answered (its pause rows only, newest first), and the writer whose row followed it (who claimed it)
       let pause: Checkpoint | undefined;
       for (let before: number | undefined; !pause; ) {
-        const rows = await store.list(executionId, { step: 'hitl_pause', order: 'desc', beforeSeq: before, limit: CHUNK });
+        const rows = await store.list(executionId, {
+          step: 'hitl_pause',
+          order: 'desc',
+          beforeSeq: before,
+          limit: CHUNK,
+        });
         pause = rows.find((r) => r.status === 'interrupted');
         if (rows.length < CHUNK) break;
         before = rows[rows.length - 1].seq;
@@ -199,7 +217,9 @@ export function localSource(store: Checkpointer): InspectorSource {
     async listIdempotency(executionId, o) {
       // the store answers every entry (this process's own file or database); the page is cut here, by key
       const after = decode<string>(o.cursor, 'string');
-      const all = (await store.listIdempotent(executionId)).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      const all = (await store.listIdempotent(executionId)).sort((a, b) =>
+        a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
+      );
       const rest = after === undefined ? all : all.filter((e) => e.key > after);
       const page = rest.slice(0, o.limit);
       return { items: page, nextCursor: rest.length > o.limit ? encode(page[page.length - 1].key) : null };
@@ -210,15 +230,27 @@ export function localSource(store: Checkpointer): InspectorSource {
     },
 
     async listQuarantine(o) {
-      const items = await quarantined(decode<string>(o.cursor, 'string'), o.limit, (id) => o.executionId === undefined || id === o.executionId);
+      const items = await quarantined(
+        decode<string>(o.cursor, 'string'),
+        o.limit,
+        (id) => o.executionId === undefined || id === o.executionId,
+      );
       const page = items.slice(0, o.limit);
       return { items: page, nextCursor: items.length > o.limit ? encode(String(page[page.length - 1].id)) : null };
     },
 
     async forkLinks(executionId) {
       const origin = await first(executionId);
-      const from = origin?.step === 'fork_origin' ? (origin.nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null) : null;
-      return { forkOf: from?.executionId && from.checkpointId ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' } : null };
+      const from =
+        origin?.step === 'fork_origin'
+          ? (origin.nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null)
+          : null;
+      return {
+        forkOf:
+          from?.executionId && from.checkpointId
+            ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' }
+            : null,
+      };
     },
 
     async listPauses(o): Promise<Paged<InboxItem>> {
@@ -228,7 +260,12 @@ export function localSource(store: Checkpointer): InspectorSource {
       const now = Date.now();
       const items: InboxItem[] = [];
       for (const p of page) {
-        items.push({ ...p, ageMs: Math.max(0, now - Date.parse(p.createdAt)), state: 'open', decision: await store.getDecision(p.executionId, p.checkpointId) });
+        items.push({
+          ...p,
+          ageMs: Math.max(0, now - Date.parse(p.createdAt)),
+          state: 'open',
+          decision: await store.getDecision(p.executionId, p.checkpointId),
+        });
       }
       return { items, nextCursor: open.length > o.limit ? encode(page[page.length - 1].executionId) : null };
     },
@@ -237,7 +274,8 @@ export function localSource(store: Checkpointer): InspectorSource {
       try {
         return await store.listDecisions({ cursor: o.cursor, limit: o.limit });
       } catch (e) {
-        if (hasCode(e, ErrorCode.INVALID_OPTIONS)) throw new WaymarkError(ErrorCode.BAD_CURSOR, 'cursor is not one this store issued');
+        if (hasCode(e, ErrorCode.INVALID_OPTIONS))
+          throw new WaymarkError(ErrorCode.BAD_CURSOR, 'cursor is not one this store issued');
         throw e;
       }
     },
@@ -266,7 +304,16 @@ export function localSource(store: Checkpointer): InspectorSource {
       return {
         writerId: store.writerId,
         ...s,
-        drain: d ? { state: d.state, at: d.at, lastSuccessAt: d.lastSuccessAt ?? null, lastAckAt: d.lastAckAt, lastError: d.lastError, lastErrorAt: d.lastErrorAt ?? null } : null,
+        drain: d
+          ? {
+              state: d.state,
+              at: d.at,
+              lastSuccessAt: d.lastSuccessAt ?? null,
+              lastAckAt: d.lastAckAt,
+              lastError: d.lastError,
+              lastErrorAt: d.lastErrorAt ?? null,
+            }
+          : null,
         incomplete: [...incomplete],
         diverged: [...diverged],
         lost: [...(await lostRuns(store))],

@@ -67,7 +67,11 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
   app.use('*', async (c, next) => {
     const decide = c.req.method === 'POST' && /^\/runs\/[^/]+\/decision$/.test(c.req.path);
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && !decide) {
-      return c.text('this inspector only reads (and takes the approve/decline form of a paused run): GET only here', 405, { allow: 'GET, HEAD' });
+      return c.text(
+        'this inspector only reads (and takes the approve/decline form of a paused run): GET only here',
+        405,
+        { allow: 'GET, HEAD' },
+      );
     }
     await next();
   });
@@ -85,7 +89,8 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
     approvals: {
       decider: async () => ({ by: user }),
       csrf: () => csrfOf(secret),
-      csrfOk: (c, token) => csrfOk({ site: c.req.header('sec-fetch-site'), origin: c.req.header('origin'), url: c.req.url, token, secret }),
+      csrfOk: (c, token) =>
+        csrfOk({ site: c.req.header('sec-fetch-site'), origin: c.req.header('origin'), url: c.req.url, token, secret }),
     },
   });
   app.notFound((c) =>
@@ -104,7 +109,10 @@ export async function serveLocalUi(store: Checkpointer, o: LocalUiOptions = {}):
   const host = o.host ?? '127.0.0.1';
   const loopback = isLoopback(host);
   if (!loopback && !o.allowRemote) {
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `serveLocalUi: host '${host}' is not a loopback address; the local inspector has no login, so it binds elsewhere only with allowRemote`);
+    throw new WaymarkError(
+      ErrorCode.INVALID_OPTIONS,
+      `serveLocalUi: host '${host}' is not a loopback address; the local inspector has no login, so it binds elsewhere only with allowRemote`,
+    );
   }
   const app = localUiApp(store, { label: o.label, checkHost: loopback, user: o.user });
   const server = await new Promise<ServerType>((resolve, reject) => {

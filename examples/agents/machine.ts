@@ -10,7 +10,13 @@ import { Ledger, refundAgent, refundRequest } from './refund.js';
 
 const [action, db, url, apiKey, executionId, ledgerPath, claimFlushMs] = process.argv.slice(2);
 const store = new SqliteCheckpointer({ path: db });
-const replica = connectPlane(store, { url, apiKey, pollMs: 0, timeoutMs: 5000, claimFlushMs: Number(claimFlushMs ?? 5000) });
+const replica = connectPlane(store, {
+  url,
+  apiKey,
+  pollMs: 0,
+  timeoutMs: 5000,
+  claimFlushMs: Number(claimFlushMs ?? 5000),
+});
 const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), chargeBeforeApproval: true });
 const out: Record<string, unknown> = { pid: process.pid, writerId: store.writerId };
 try {
@@ -18,7 +24,12 @@ try {
     out.result = await agent.run(refundRequest('1042', 50000), { executionId });
   } else if (action === 'restore-resume') {
     const progress: string[] = [];
-    out.restore = await restoreFromPlane(store, executionId, { url, apiKey, pageSize: 2, onProgress: (p) => progress.push(`${p.rows}/${p.totalRows}`) });
+    out.restore = await restoreFromPlane(store, executionId, {
+      url,
+      apiKey,
+      pageSize: 2,
+      onProgress: (p) => progress.push(`${p.rows}/${p.totalRows}`),
+    });
     out.progress = progress;
     out.result = await agent.resume(executionId, { approved: true, metadata: { approver: 'bob' } });
   } else if (action === 'resume') {

@@ -10,12 +10,20 @@ import { CHILD_LEASE_MS, Ledger, refundAgent, refundRequest } from './refund.js'
 const [spec, ledgerPath, executionId, action, amount, point, hits] = process.argv.slice(2);
 const faults = point ? killAt(faultPoint(point), { hits: Number(hits ?? 1) }) : undefined;
 const store = await openStore(spec, { faults, max: 4 });
-const { agent, model } = refundAgent({ store, ledger: new Ledger(ledgerPath), withNotify: action === 'run-notify', faults, leaseMs: CHILD_LEASE_MS });
+const { agent, model } = refundAgent({
+  store,
+  ledger: new Ledger(ledgerPath),
+  withNotify: action === 'run-notify',
+  faults,
+  leaseMs: CHILD_LEASE_MS,
+});
 let result;
 let error: { code?: string; message: string } | undefined;
 try {
-  if (action === 'run' || action === 'run-notify') result = await agent.run(refundRequest('1042', Number(amount)), { executionId });
-  else if (action === 'resume-approve') result = await agent.resume(executionId, { approved: true, metadata: { approver: 'child' } });
+  if (action === 'run' || action === 'run-notify')
+    result = await agent.run(refundRequest('1042', Number(amount)), { executionId });
+  else if (action === 'resume-approve')
+    result = await agent.resume(executionId, { approved: true, metadata: { approver: 'child' } });
   else result = await agent.resume(executionId);
 } catch (e) {
   error = { code: (e as { code?: string }).code, message: (e as Error).message };

@@ -6,7 +6,16 @@
  */
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { Agent, idempotent, interrupt, ScriptedModel, tool, type Checkpointer, type FaultHook, type ScriptReply } from '../../client/index.js';
+import {
+  Agent,
+  idempotent,
+  interrupt,
+  ScriptedModel,
+  tool,
+  type Checkpointer,
+  type FaultHook,
+  type ScriptReply,
+} from '../../client/index.js';
 
 export interface LedgerEntry {
   kind: 'charge' | 'notify';
@@ -113,7 +122,11 @@ export function refundAgent(o: RefundAgentOptions): { agent: Agent; model: Scrip
         const decision = interrupt('manager_approval', { order, amount, balance: 100 });
         if (!decision.approved) return { approved: false };
         if (o.twoApprovals) {
-          const second = interrupt('finance_approval', { order, amount, firstApprover: decision.metadata.approver ?? null });
+          const second = interrupt('finance_approval', {
+            order,
+            amount,
+            firstApprover: decision.metadata.approver ?? null,
+          });
           if (!second.approved) return { approved: false, stage: 'finance' };
         }
       }

@@ -13,7 +13,8 @@ import { openStore, type Checkpointer } from '../../client/index.js';
 import { Ledger, untilLeaseFree } from '../agents/refund.js';
 
 export const backend = process.env.WAYMARK_PROOF_BACKEND === 'postgres' ? 'postgres' : 'sqlite';
-const pgUrl = process.env.WAYMARK_PROOF_PG_URL ?? process.env.WAYMARK_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const pgUrl =
+  process.env.WAYMARK_PROOF_PG_URL ?? process.env.WAYMARK_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const CHILD = fileURLToPath(new URL('../agents/refund-child.ts', import.meta.url));
 
 export interface ProofEnv {
@@ -21,7 +22,14 @@ export interface ProofEnv {
   store: Checkpointer;
   ledger(name: string): Ledger;
   /** Run the refund agent in a child process; a killed child's lease (1 s) is waited out before this returns. */
-  child(args: { executionId: string; action: string; amount?: number; ledger: Ledger; kill?: string; hits?: number }): Promise<ChildOutcome>;
+  child(args: {
+    executionId: string;
+    action: string;
+    amount?: number;
+    ledger: Ledger;
+    kill?: string;
+    hits?: number;
+  }): Promise<ChildOutcome>;
   close(): Promise<void>;
 }
 
@@ -29,7 +37,11 @@ export interface ChildOutcome {
   code: number | null;
   signal: string | null;
   pid: number;
-  out: { result?: { status: string; output?: string; pendingInterrupt?: { context: unknown } }; error?: { code?: string; message: string }; modelCalls?: number } | null;
+  out: {
+    result?: { status: string; output?: string; pendingInterrupt?: { context: unknown } };
+    error?: { code?: string; message: string };
+    modelCalls?: number;
+  } | null;
   stderr: string;
 }
 
@@ -56,7 +68,17 @@ export async function proofEnv(name: string): Promise<ProofEnv> {
     ledger: (n) => new Ledger(join(dir, `${n}.jsonl`)),
     child: ({ executionId, action, amount = 0, ledger, kill, hits }) =>
       new Promise((resolve) => {
-        const args = ['--import', 'tsx', CHILD, spec, ledger.path, executionId, action, String(amount), ...(kill ? [kill, String(hits ?? 1)] : [])];
+        const args = [
+          '--import',
+          'tsx',
+          CHILD,
+          spec,
+          ledger.path,
+          executionId,
+          action,
+          String(amount),
+          ...(kill ? [kill, String(hits ?? 1)] : []),
+        ];
         const p = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
         let stdout = '';
         let stderr = '';

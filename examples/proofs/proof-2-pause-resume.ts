@@ -8,7 +8,9 @@ try {
   const ledger = env.ledger('charges');
   proof.section('process A pauses and exits; process B (this one) resumes');
   const a = await env.child({ executionId: 'refund-1', action: 'run', amount: 50000, ledger });
-  proof.say(`child pid=${a.pid} status=${a.out?.result?.status} context=${JSON.stringify(a.out?.result?.pendingInterrupt?.context)}`);
+  proof.say(
+    `child pid=${a.pid} status=${a.out?.result?.status} context=${JSON.stringify(a.out?.result?.pendingInterrupt?.context)}`,
+  );
   proof.check(a.code === 0 && a.out?.result?.status === 'paused', 'the child paused and exited cleanly');
   const { agent } = refundAgent({ store: env.store, ledger });
   const r = await agent.resume('refund-1', { approved: true, metadata: { approver: 'alice' } });
@@ -17,7 +19,10 @@ try {
   );
   proof.check(r.status === 'completed' && ledger.charges().length === 1, 'the resume finished the run with one charge');
   const paused = (await env.store.list('refund-1')).find((x) => x.step === 'hitl_pause');
-  proof.check(same(paused?.interruptContext, { order: '1042', amount: 50000, balance: 100 }), 'the approver context is JSON frozen at the pause');
+  proof.check(
+    same(paused?.interruptContext, { order: '1042', amount: 50000, balance: 100 }),
+    'the approver context is JSON frozen at the pause',
+  );
 
   proof.section('a second resume is refused');
   try {
@@ -32,7 +37,9 @@ try {
   const race = env.ledger('race');
   const p = await env.child({ executionId: 'refund-race', action: 'run', amount: 50000, ledger: race });
   proof.check(p.out?.result?.status === 'paused', 'the run paused');
-  const outcomes = await Promise.all(Array.from({ length: 5 }, () => env.child({ executionId: 'refund-race', action: 'resume-approve', ledger: race })));
+  const outcomes = await Promise.all(
+    Array.from({ length: 5 }, () => env.child({ executionId: 'refund-race', action: 'resume-approve', ledger: race })),
+  );
   const labels = outcomes.map((o) => o.out?.result?.status ?? o.out?.error?.code ?? `exit ${o.code}`);
   proof.say(`outcomes: ${JSON.stringify(labels.sort())}`);
   proof.check(labels.filter((l) => l === 'completed').length === 1, 'exactly one resumer completed');

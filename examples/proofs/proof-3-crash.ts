@@ -12,18 +12,32 @@ try {
   await proof.rows(env.store, 'crash-tool');
   let fresh = refundAgent({ store: env.store, ledger });
   let r = await fresh.agent.resume('crash-tool');
-  proof.say(`resume → status=${r.status} model calls=${fresh.model.calls} charges=${JSON.stringify(ledger.charges().map((x) => x.amount))}`);
+  proof.say(
+    `resume → status=${r.status} model calls=${fresh.model.calls} charges=${JSON.stringify(ledger.charges().map((x) => x.amount))}`,
+  );
   proof.check(c.signal === 'SIGKILL', 'the child was killed');
-  proof.check(r.status === 'completed' && fresh.model.calls === 1, 'the tool ran again from its saved arguments; the model was called only for the next turn');
+  proof.check(
+    r.status === 'completed' && fresh.model.calls === 1,
+    'the tool ran again from its saved arguments; the model was called only for the next turn',
+  );
   proof.check(ledger.charges().length === 1, 'one charge');
 
   proof.section('killed waiting on the model');
   ledger = env.ledger('model');
-  c = await env.child({ executionId: 'crash-model', action: 'run', amount: 20, ledger, kill: 'runtime.beforeModel', hits: 2 });
+  c = await env.child({
+    executionId: 'crash-model',
+    action: 'run',
+    amount: 20,
+    ledger,
+    kill: 'runtime.beforeModel',
+    hits: 2,
+  });
   await proof.rows(env.store, 'crash-model');
   fresh = refundAgent({ store: env.store, ledger });
   r = await fresh.agent.resume('crash-model');
-  proof.say(`resume → status=${r.status} model calls=${fresh.model.calls} charges after resume=${ledger.charges().length}`);
+  proof.say(
+    `resume → status=${r.status} model calls=${fresh.model.calls} charges after resume=${ledger.charges().length}`,
+  );
   proof.check(r.status === 'completed' && fresh.model.calls === 1, 'the model was re-issued once');
   proof.check(ledger.charges().length === 1, 'the tool that ran before the crash did not run again');
 
@@ -31,7 +45,9 @@ try {
   ledger = env.ledger('siblings');
   const sib = refundAgent({ store: env.store, ledger, withNotify: true });
   const p = await sib.agent.run('Refund order 1042 amount 50000', { executionId: 'siblings' });
-  proof.say(`status: ${p.status} · notify ran during the first pass: ${ledger.entries().filter((e) => e.kind === 'notify').length}`);
+  proof.say(
+    `status: ${p.status} · notify ran during the first pass: ${ledger.entries().filter((e) => e.kind === 'notify').length}`,
+  );
   let shown: string[] = [];
   const gen = sib.model.generate.bind(sib.model);
   sib.model.generate = async (req) => {
@@ -45,11 +61,20 @@ try {
 
   proof.section('a tool re-invoked after a crash can pause');
   ledger = env.ledger('ctp');
-  c = await env.child({ executionId: 'crash-then-pause', action: 'run', amount: 50000, ledger, kill: 'runtime.beforeTool' });
+  c = await env.child({
+    executionId: 'crash-then-pause',
+    action: 'run',
+    amount: 50000,
+    ledger,
+    kill: 'runtime.beforeTool',
+  });
   fresh = refundAgent({ store: env.store, ledger });
   const cp = await fresh.agent.resume('crash-then-pause');
   proof.say(`crash resume → status: ${cp.status} · node: ${cp.pendingInterrupt?.nodeId}`);
-  proof.check(cp.status === 'paused' && (await env.store.getPendingInterrupt('crash-then-pause')) !== null, 'the pause was recorded with its pending row');
+  proof.check(
+    cp.status === 'paused' && (await env.store.getPendingInterrupt('crash-then-pause')) !== null,
+    'the pause was recorded with its pending row',
+  );
   r = await fresh.agent.resume('crash-then-pause', { approved: true });
   proof.say(`approve → status: ${r.status} · charges: ${JSON.stringify(ledger.charges().map((x) => x.amount))}`);
   proof.check(
@@ -64,11 +89,21 @@ try {
   proof.section('killed right after claiming the pause');
   ledger = env.ledger('claim');
   await env.child({ executionId: 'crash-claim', action: 'run', amount: 50000, ledger });
-  c = await env.child({ executionId: 'crash-claim', action: 'resume-approve', ledger, kill: 'store.claim.afterCommit' });
+  c = await env.child({
+    executionId: 'crash-claim',
+    action: 'resume-approve',
+    ledger,
+    kill: 'store.claim.afterCommit',
+  });
   fresh = refundAgent({ store: env.store, ledger });
   r = await fresh.agent.resume('crash-claim');
-  proof.say(`claimer signal: ${c.signal} · recovery resume (no value needed) → ${r.status} · charges: ${ledger.charges().length}`);
-  proof.check(r.status === 'completed' && ledger.charges().length === 1, 'the answer was committed with the claim; the run finished once');
+  proof.say(
+    `claimer signal: ${c.signal} · recovery resume (no value needed) → ${r.status} · charges: ${ledger.charges().length}`,
+  );
+  proof.check(
+    r.status === 'completed' && ledger.charges().length === 1,
+    'the answer was committed with the claim; the run finished once',
+  );
 } finally {
   await env.close();
 }

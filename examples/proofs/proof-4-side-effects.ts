@@ -26,14 +26,19 @@ try {
         return interrupt('confirm', { order }).approved;
       },
     });
-    const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'refund', arguments: { order: '1042' } }] } : { content: 'done' }));
+    const model = new ScriptedModel(({ turn }) =>
+      turn === 0 ? { toolCalls: [{ name: 'refund', arguments: { order: '1042' } }] } : { content: 'done' },
+    );
     const agent = new Agent({ name: 'refund-bot', model, tools: [refund], checkpointer: env.store });
     const id = `side-${wrapped}`;
     await agent.run('go', { executionId: id });
     const r = await agent.resume(id, { approved: true });
     const n = ledger.charges().length;
     proof.say(`${wrapped ? 'idempotent' : 'plain function'}`.padEnd(16) + ` status=${r.status} charge fired ${n}×`);
-    proof.check(n === (wrapped ? 1 : 2), wrapped ? 'wrapped: the second pass returned the cached result' : 'plain: the side effect fired again on resume');
+    proof.check(
+      n === (wrapped ? 1 : 2),
+      wrapped ? 'wrapped: the second pass returned the cached result' : 'plain: the side effect fired again on resume',
+    );
   }
 
   proof.section('the cache is per run');
@@ -70,7 +75,9 @@ try {
       return interrupt('confirm', null).approved;
     },
   });
-  const m = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'look', arguments: {} }] } : { content: 'ok' }));
+  const m = new ScriptedModel(({ turn }) =>
+    turn === 0 ? { toolCalls: [{ name: 'look', arguments: {} }] } : { content: 'ok' },
+  );
   const a2 = new Agent({ name: 'n', model: m, tools: [t], checkpointer: env.store });
   await a2.run('go', { executionId: 'null-hit' });
   await a2.resume('null-hit', { approved: true });
@@ -83,21 +90,30 @@ try {
     return { receiptUrl: undefined, at: new Date(0), ids: new Set([1]) };
   });
   const t2 = tool({ name: 'opaque', description: '', parameters: z.object({}), execute: () => opaque() });
-  const m2 = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'opaque', arguments: {} }] } : { content: toolResults[0].content }));
+  const m2 = new ScriptedModel(({ turn, toolResults }) =>
+    turn === 0 ? { toolCalls: [{ name: 'opaque', arguments: {} }] } : { content: toolResults[0].content },
+  );
   const r2 = await new Agent({ name: 'o', model: m2, tools: [t2], checkpointer: env.store }).run('go');
   proof.say(`the model was told: ${JSON.stringify(r2.output)}`);
-  proof.check(r2.output === '{"at":"1970-01-01T00:00:00.000Z","ids":{}}' && opaqueRuns === 1, 'undefined dropped, Date as text, Set as {}: recorded, never a failure the model could retry');
+  proof.check(
+    r2.output === '{"at":"1970-01-01T00:00:00.000Z","ids":{}}' && opaqueRuns === 1,
+    'undefined dropped, Date as text, Set as {}: recorded, never a failure the model could retry',
+  );
 
   proof.section('a result with no JSON form stops the run instead');
   const bigint = idempotent(async function bigint() {
     return 10n;
   });
   const t3 = tool({ name: 'bigint', description: '', parameters: z.object({}), execute: () => bigint() });
-  const m3 = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'bigint', arguments: {} }] } : { content: 'never' }));
-  const code = await new Agent({ name: 'b', model: m3, tools: [t3], checkpointer: env.store }).run('go', { executionId: 'bigint' }).then(
-    () => 'no error',
-    (e: { code?: string }) => e.code,
+  const m3 = new ScriptedModel(({ turn }) =>
+    turn === 0 ? { toolCalls: [{ name: 'bigint', arguments: {} }] } : { content: 'never' },
   );
+  const code = await new Agent({ name: 'b', model: m3, tools: [t3], checkpointer: env.store })
+    .run('go', { executionId: 'bigint' })
+    .then(
+      () => 'no error',
+      (e: { code?: string }) => e.code,
+    );
   const last = await env.store.latest('bigint');
   proof.say(`run() threw ${code}; newest row: ${last?.step} ${last?.status}; model calls: ${m3.calls}`);
   proof.check(

@@ -15,7 +15,12 @@ const proofs = readdirSync(dir)
   .sort();
 
 async function pgReachable(): Promise<boolean> {
-  const sql = postgres(process.env.WAYMARK_PROOF_PG_URL ?? process.env.WAYMARK_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', { max: 1, connect_timeout: 3, onnotice: () => {} });
+  const sql = postgres(
+    process.env.WAYMARK_PROOF_PG_URL ??
+      process.env.WAYMARK_TEST_PG_URL ??
+      'postgres://postgres@127.0.0.1:5432/postgres',
+    { max: 1, connect_timeout: 3, onnotice: () => {} },
+  );
   try {
     await sql`SELECT 1`;
     return true;

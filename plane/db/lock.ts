@@ -116,9 +116,13 @@ export class DataDirLocked extends WaymarkError {
     const todo = holder.url
       ? `manage keys and projects through it ('waymark plane keys …' finds it by itself, or pass --plane ${holder.url}), or stop it first; a second plane needs a data dir of its own (--data-dir DIR or WAYMARK_PLANE_DIR)`
       : 'wait for it to finish, or stop it';
-    super(ErrorCode.DATA_DIR_LOCKED, `the plane data dir ${dir} is in use by process ${holder.pid} (${who}, since ${holder.since}); one process per data dir: ${todo}`, {
-      details: { dir, pid: holder.pid, url: holder.url, command: holder.command },
-    });
+    super(
+      ErrorCode.DATA_DIR_LOCKED,
+      `the plane data dir ${dir} is in use by process ${holder.pid} (${who}, since ${holder.since}); one process per data dir: ${todo}`,
+      {
+        details: { dir, pid: holder.pid, url: holder.url, command: holder.command },
+      },
+    );
     this.name = 'DataDirLocked';
     this.holder = holder;
   }
@@ -132,7 +136,13 @@ export class DataDirLocked extends WaymarkError {
 export function lockDataDir(dirIn: string, command: string, faults: { beforeBreak?: () => void } = {}): DataDirLock {
   const dir = resolve(dirIn);
   const file = join(dir, LOCK_FILE);
-  const info: LockInfo = { pid: process.pid, proc: procIdentity(process.pid), url: null, command, since: new Date().toISOString() };
+  const info: LockInfo = {
+    pid: process.pid,
+    proc: procIdentity(process.pid),
+    url: null,
+    command,
+    since: new Date().toISOString(),
+  };
   const write = (i: LockInfo) => {
     const tmp = join(dir, `${LOCK_FILE}.${process.pid}.${randomBytes(4).toString('hex')}`);
     writeFileSync(tmp, `${JSON.stringify(i)}\n`, { mode: 0o600 });
@@ -227,7 +237,8 @@ export function removeMadeDataDir(dirIn: string, made: string | undefined, comma
   }
   try {
     // a lock file of a process starting there right now is left (the folder then stays)
-    for (const name of readdirSync(dir)) if (!name.startsWith(LOCK_FILE)) rmSync(join(dir, name), { recursive: true, force: true });
+    for (const name of readdirSync(dir))
+      if (!name.startsWith(LOCK_FILE)) rmSync(join(dir, name), { recursive: true, force: true });
   } catch {
     return; // what could not be removed stays; the start's own error is the one to report
   } finally {

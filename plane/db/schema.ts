@@ -3,7 +3,19 @@
  * table is keyed by project: no query reads across projects.
  */
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 
 const now = () => timestamp({ withTimezone: true, mode: 'date' }).notNull().defaultNow();
 
@@ -97,7 +109,10 @@ export const executionTombstones = pgTable(
     writerId: text().notNull(),
     deletedAt: now(),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.executionId] }), uniqueIndex('execution_tombstones_changes').on(t.projectId, t.changeSeq)],
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.executionId] }),
+    uniqueIndex('execution_tombstones_changes').on(t.projectId, t.changeSeq),
+  ],
 );
 
 export const checkpoints = pgTable(
@@ -119,7 +134,10 @@ export const checkpoints = pgTable(
     hash: text().notNull(),
     receivedAt: now(),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.id] }), uniqueIndex('checkpoints_execution_seq').on(t.projectId, t.executionId, t.seq)],
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.id] }),
+    uniqueIndex('checkpoints_execution_seq').on(t.projectId, t.executionId, t.seq),
+  ],
 );
 
 /** Non-checkpoint events (pause opened/claimed, idempotency, deletion), for dedupe by id. */
@@ -189,7 +207,10 @@ export const claims = pgTable(
     instance: text(),
   },
   // held claims (made at the plane, not yet applied): few at any time, listed by the inbox
-  (t) => [primaryKey({ columns: [t.projectId, t.checkpointId] }), index('claims_held').on(t.projectId).where(sql`applied_at IS NULL`)],
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.checkpointId] }),
+    index('claims_held').on(t.projectId).where(sql`applied_at IS NULL`),
+  ],
 );
 
 /**
@@ -356,7 +377,10 @@ export const runTakeovers = pgTable(
     loserLastContactAt: timestamp({ withTimezone: true, mode: 'date' }),
     at: now(),
   },
-  (t) => [primaryKey({ columns: [t.projectId, t.executionId, t.fromSeq, t.loserWriterId] }), index('run_takeovers_loser').on(t.projectId, t.loserWriterId, t.executionId)],
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.executionId, t.fromSeq, t.loserWriterId] }),
+    index('run_takeovers_loser').on(t.projectId, t.loserWriterId, t.executionId),
+  ],
 );
 
 /**

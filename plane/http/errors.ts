@@ -53,7 +53,10 @@ export class HttpError extends Error {
 /** A database that does not answer: "retry later", never a 500. */
 class Unavailable extends HttpError {
   constructor(cause: unknown) {
-    super(503, ErrorCode.UNAVAILABLE, 'the plane cannot reach its database; retry later', { headers: { 'Retry-After': '2' }, cause });
+    super(503, ErrorCode.UNAVAILABLE, 'the plane cannot reach its database; retry later', {
+      headers: { 'Retry-After': '2' },
+      cause,
+    });
   }
   override report(log: Logger | undefined): void {
     log?.warn({ err: this.cause }, 'database unavailable');
@@ -71,7 +74,10 @@ class Internal extends HttpError {
 }
 
 /** Every problem zod found, each as `path: message` (`root` names the whole value), in one line. */
-export function issuesText(issues: readonly { path: readonly PropertyKey[]; message: string }[], root = '(request)'): string {
+export function issuesText(
+  issues: readonly { path: readonly PropertyKey[]; message: string }[],
+  root = '(request)',
+): string {
   return issues.map((i) => `${i.path.map(String).join('.') || root}: ${i.message}`).join('; ');
 }
 
@@ -81,7 +87,8 @@ export function httpErrorOf(e: unknown): HttpError {
   // what Hono's request validation refuses is the client's error, not the plane's: a body it could not read
   // (malformed JSON, a broken form), a Content-Type the route does not take, a body over a limit
   if (e instanceof HTTPException) {
-    if (e.status === 400) return new HttpError(400, /JSON/.test(e.message) ? ErrorCode.BAD_JSON : ErrorCode.INVALID_REQUEST, e.message);
+    if (e.status === 400)
+      return new HttpError(400, /JSON/.test(e.message) ? ErrorCode.BAD_JSON : ErrorCode.INVALID_REQUEST, e.message);
     if (e.status === 415) return new HttpError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'send application/json');
     if (e.status === 413) return new HttpError(413, ErrorCode.TOO_LARGE, e.message || 'request body is too large');
   }

@@ -9,10 +9,16 @@ import { ExecutionId } from '../../shared/rows.js';
  * missing field). An openapi route with a JSON body also reads it through
  * `jsonBodyWithin` (plane/body.ts), spread in with its scope (`scoped`).
  */
-export const jsonBody = <S extends z.ZodType>(schema: S) => ({ content: { 'application/json': { schema } }, required: true as const });
+export const jsonBody = <S extends z.ZodType>(schema: S) => ({
+  content: { 'application/json': { schema } },
+  required: true as const,
+});
 
 /** A JSON answer of `schema`, as the OpenAPI document describes it. */
-export const jsonAnswer = <S extends z.ZodType>(description: string, schema: S) => ({ description, content: { 'application/json': { schema } } });
+export const jsonAnswer = <S extends z.ZodType>(description: string, schema: S) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
 
 /** An error answer (`ErrorBody`). */
 export const errorResponse = (description: string) => jsonAnswer(description, ErrorBody);

@@ -18,9 +18,14 @@ export function requireScope(db: PlaneDb, scope: Scope | readonly Scope[] | null
   const any: readonly Scope[] = scope === null ? [] : typeof scope === 'string' ? [scope] : scope;
   return async (c, next) => {
     const p = await authenticate(db, bearer(c.req.header('authorization')));
-    if (!p) throw new HttpError(401, ErrorCode.UNAUTHORIZED, 'a valid API key is required (Authorization: Bearer wm_…)');
+    if (!p)
+      throw new HttpError(401, ErrorCode.UNAUTHORIZED, 'a valid API key is required (Authorization: Bearer wm_…)');
     if (any.length && !any.some((s) => p.scopes.includes(s)) && !p.scopes.includes('admin')) {
-      throw new HttpError(403, ErrorCode.FORBIDDEN, `this key lacks the ${any.map((s) => `'${s}'`).join(' or the ')} scope`);
+      throw new HttpError(
+        403,
+        ErrorCode.FORBIDDEN,
+        `this key lacks the ${any.map((s) => `'${s}'`).join(' or the ')} scope`,
+      );
     }
     c.set('principal', p);
     await next();

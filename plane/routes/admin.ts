@@ -24,7 +24,13 @@ const CreateProjectBody = z.object({ name: z.string().max(200) }).strict();
 const CreateKeyFields = ['project', 'name', 'scopes'];
 const CreateKeyBody = z.looseObject({
   project: z.string().max(200).optional(),
-  name: z.string().max(200).optional().describe('at most 128 characters, not blank, no control characters (judged with the other fields, so one answer names every problem)'),
+  name: z
+    .string()
+    .max(200)
+    .optional()
+    .describe(
+      'at most 128 characters, not blank, no control characters (judged with the other fields, so one answer names every problem)',
+    ),
   scopes: z
     .array(z.string().max(64))
     .max(SCOPES.length * 2)
@@ -42,7 +48,15 @@ const PruneBody = z
 const PruneAnswer = z.object({
   dryRun: z.boolean(),
   cutoff: z.string(),
-  items: z.array(z.object({ project: z.string(), executionId: z.string(), status: z.string(), rowCount: z.number().int(), updatedAt: z.string() })),
+  items: z.array(
+    z.object({
+      project: z.string(),
+      executionId: z.string(),
+      status: z.string(),
+      rowCount: z.number().int(),
+      updatedAt: z.string(),
+    }),
+  ),
 });
 
 /** HTTP status of an admin operation's refusal, by its code. */
@@ -61,7 +75,11 @@ async function answered<T>(op: Promise<T>): Promise<T> {
     return await op;
   } catch (e) {
     const status = e instanceof WaymarkError ? STATUS[e.code as ErrorCode] : undefined;
-    if (status) throw new HttpError(status, (e as WaymarkError).code as ErrorCode, (e as Error).message, { details: (e as WaymarkError).details, cause: e });
+    if (status)
+      throw new HttpError(status, (e as WaymarkError).code as ErrorCode, (e as Error).message, {
+        details: (e as WaymarkError).details,
+        cause: e,
+      });
     throw e;
   }
 }
@@ -128,7 +146,17 @@ export function adminRoutes({ db, bodyDeadline }: RouteDeps) {
     async (c) => {
       const b = c.req.valid('json');
       const unknownFields = Object.keys(b).filter((k) => !CreateKeyFields.includes(k));
-      return c.json(await answered(admin.createKey(db, c.get('principal'), { project: b.project, name: b.name, scopes: b.scopes, unknownFields })), 201);
+      return c.json(
+        await answered(
+          admin.createKey(db, c.get('principal'), {
+            project: b.project,
+            name: b.name,
+            scopes: b.scopes,
+            unknownFields,
+          }),
+        ),
+        201,
+      );
     },
   );
 

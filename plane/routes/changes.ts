@@ -24,7 +24,13 @@ export function changeRoutes({ db }: RouteDeps) {
       request: {
         query: FeedQuery,
       },
-      responses: { 200: jsonAnswer('runs changed after the cursor (possibly none); pass nextCursor as `after` next time', ChangeFeed), ...errors },
+      responses: {
+        200: jsonAnswer(
+          'runs changed after the cursor (possibly none); pass nextCursor as `after` next time',
+          ChangeFeed,
+        ),
+        ...errors,
+      },
     }),
     async (c) => {
       const q = c.req.valid('query');

@@ -11,11 +11,28 @@ import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { DecisionFeed, DecisionRequest, DecisionView, Page, PauseView } from '../../shared/protocol.js';
 import { keyName, recheckKey } from '../auth.js';
-import { decisionFeed, feedCursor, listPauses, recordDecision, refuseBadDecision, waitForDecisions } from '../decisions.js';
+import {
+  decisionFeed,
+  feedCursor,
+  listPauses,
+  recordDecision,
+  refuseBadDecision,
+  waitForDecisions,
+} from '../decisions.js';
 import { jsonBodyWithin } from '../body.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError, issuesText } from '../http/errors.js';
-import { controlBodyErrors, errorResponse, errors, FeedQuery, IdParam, jsonAnswer, jsonBody, limitQ, MAX_FEED_WAIT_S } from '../http/openapi.js';
+import {
+  controlBodyErrors,
+  errorResponse,
+  errors,
+  FeedQuery,
+  IdParam,
+  jsonAnswer,
+  jsonBody,
+  limitQ,
+  MAX_FEED_WAIT_S,
+} from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 
 export function decisionRoutes({ db, bodyDeadline }: RouteDeps) {
@@ -35,7 +52,9 @@ export function decisionRoutes({ db, bodyDeadline }: RouteDeps) {
         404: errorResponse('PAUSE_NOT_FOUND: the pause is not on the plane, or not the open pause of this run'),
         ...controlBodyErrors,
         413: errorResponse('TOO_LARGE: a body over LIMITS.rowBytes'),
-        409: errorResponse('ALREADY_DECIDED (details.decision: the first decision) or PAUSE_CLOSED (claimed, cancelled or deleted; details say by whom)'),
+        409: errorResponse(
+          'ALREADY_DECIDED (details.decision: the first decision) or PAUSE_CLOSED (claimed, cancelled or deleted; details say by whom)',
+        ),
         ...errors,
       },
     }),
@@ -43,7 +62,16 @@ export function decisionRoutes({ db, bodyDeadline }: RouteDeps) {
       const { id } = c.req.valid('param');
       const p = c.get('principal');
       const view = await recordDecision(db, p.projectId, id, c.req.valid('json'), await keyName(db, p.keyId), 'plane');
-      c.get('log').info({ executionId: id, checkpointId: view.checkpointId, decisionId: view.decisionId, approved: view.approved, decidedBy: view.decidedBy }, 'decision recorded');
+      c.get('log').info(
+        {
+          executionId: id,
+          checkpointId: view.checkpointId,
+          decisionId: view.decisionId,
+          approved: view.approved,
+          decidedBy: view.decidedBy,
+        },
+        'decision recorded',
+      );
       return c.json(view, 201);
     },
     // a bad body is INVALID_DECISION naming every problem, as a local store refuses it (not the plane-wide INVALID_REQUEST)
@@ -59,7 +87,8 @@ export function decisionRoutes({ db, bodyDeadline }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/pauses',
-      summary: "The approvals inbox: the project's unanswered pauses (open, or claimed and not yet applied), oldest opened first, with context, age and decision; cursor paged",
+      summary:
+        "The approvals inbox: the project's unanswered pauses (open, or claimed and not yet applied), oldest opened first, with context, age and decision; cursor paged",
       ...scoped(db, ['read', 'approve']),
       request: { query: z.object({ cursor: z.string().max(200).optional(), limit: limitQ }) },
       responses: { 200: jsonAnswer('a page', Page(PauseView)), ...errors },
@@ -76,7 +105,13 @@ export function decisionRoutes({ db, bodyDeadline }: RouteDeps) {
       request: {
         query: FeedQuery,
       },
-      responses: { 200: jsonAnswer('decisions after the cursor (possibly none); pass nextCursor as `after` next time', DecisionFeed), ...errors },
+      responses: {
+        200: jsonAnswer(
+          'decisions after the cursor (possibly none); pass nextCursor as `after` next time',
+          DecisionFeed,
+        ),
+        ...errors,
+      },
     }),
     async (c) => {
       const q = c.req.valid('query');

@@ -6,7 +6,15 @@ import { LIMITS } from '../../shared/limits.js';
 import { ClaimConflictView, DecisionView, ExecutionView, HoleView, Page, RestorePage } from '../../shared/protocol.js';
 import { Checkpoint, CONTROL_CHARACTER, PendingInterrupt } from '../../shared/rows.js';
 import { decisionOf } from '../decisions.js';
-import { getExecution, listClaimConflicts, listExecutions, listHoles, listRows, listTakeovers, pauseState } from '../read.js';
+import {
+  getExecution,
+  listClaimConflicts,
+  listExecutions,
+  listHoles,
+  listRows,
+  listTakeovers,
+  pauseState,
+} from '../read.js';
 import { restorePage } from '../restore.js';
 import { describeHoles } from '../../shared/holes.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
@@ -23,7 +31,15 @@ const ExecutionDetail = z.object({
       state: z.string(),
       claimedBy: z.string().nullable(),
       claimedAt: z.string().nullable(),
-      claim: z.object({ writerId: z.string(), source: z.string(), claimedAt: z.string(), appliedAt: z.string().nullable(), state: z.enum(['held', 'applied']) }).nullable(),
+      claim: z
+        .object({
+          writerId: z.string(),
+          source: z.string(),
+          claimedAt: z.string(),
+          appliedAt: z.string().nullable(),
+          state: z.enum(['held', 'applied']),
+        })
+        .nullable(),
       /** The decision recorded for this pause (POST …/decision, the inspector, a local store), with where it stands. */
       decision: DecisionView.nullable(),
     })
@@ -32,7 +48,15 @@ const ExecutionDetail = z.object({
   /** Seqs whose rows the plane refused, and why (empty when `execution.complete`). */
   holes: z.array(HoleView),
   /** Takeovers of the run by another writer (POST …/takeover), oldest first. */
-  takeovers: z.array(z.object({ fromSeq: z.number().int(), winnerWriterId: z.string(), loserWriterId: z.string(), loserLastContactAt: z.string().nullable(), at: z.string() })),
+  takeovers: z.array(
+    z.object({
+      fromSeq: z.number().int(),
+      winnerWriterId: z.string(),
+      loserWriterId: z.string(),
+      loserLastContactAt: z.string().nullable(),
+      at: z.string(),
+    }),
+  ),
 });
 
 /** A filter compared with an id column: no control characters (ids have none, and Postgres text cannot hold U+0000). */
@@ -46,7 +70,8 @@ const idFilter = (max: number) =>
 const Since = z.iso.datetime().refine((v) => !v.startsWith('0000'), 'must be in the years 0001-9999');
 
 /** 404 of an execution this plane does not hold (in the key's project). */
-export const executionNotFound = (id: string, hint = '') => new HttpError(404, ErrorCode.EXECUTION_NOT_FOUND, `execution '${id}' is not on this plane${hint}`);
+export const executionNotFound = (id: string, hint = '') =>
+  new HttpError(404, ErrorCode.EXECUTION_NOT_FOUND, `execution '${id}' is not on this plane${hint}`);
 
 export function executionRoutes({ db }: RouteDeps) {
   const app = routeModule();
@@ -109,7 +134,8 @@ export function executionRoutes({ db }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/executions/{id}/rows',
-      summary: "An execution's rows by seq, cursor paged: at most `limit` rows and 8 MiB of them a page (never fewer than one row)",
+      summary:
+        "An execution's rows by seq, cursor paged: at most `limit` rows and 8 MiB of them a page (never fewer than one row)",
       ...scoped(db, 'read'),
       request: { params: IdParam, query: z.object({ cursor: z.string().max(200).optional(), limit: limitQ }) },
       responses: {
@@ -160,10 +186,15 @@ export function executionRoutes({ db }: RouteDeps) {
       if (!execution && !list.length) throw executionNotFound(id);
       if (list.length) {
         const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;
-        throw new HttpError(409, ErrorCode.RUN_INCOMPLETE, message, { details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list } });
+        throw new HttpError(409, ErrorCode.RUN_INCOMPLETE, message, {
+          details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list },
+        });
       }
       const q = c.req.valid('query');
-      return c.json(await restorePage(db, projectId, id, { cursor: q.cursor, limit: q.limit, entries: q.idempotency }), 200);
+      return c.json(
+        await restorePage(db, projectId, id, { cursor: q.cursor, limit: q.limit, entries: q.idempotency }),
+        200,
+      );
     },
   );
   return app;

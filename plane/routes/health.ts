@@ -18,7 +18,10 @@ export function healthRoutes({ database, db }: RouteDeps) {
     try {
       await database.ping();
     } catch (e) {
-      throw new HttpError(503, ErrorCode.NOT_READY, `database not reachable: ${(e as Error).message}`, { headers: { 'Retry-After': '2' }, cause: e });
+      throw new HttpError(503, ErrorCode.NOT_READY, `database not reachable: ${(e as Error).message}`, {
+        headers: { 'Retry-After': '2' },
+        cause: e,
+      });
     }
     return c.json({ ok: true, database: database.kind, migrations: 'applied' });
   });
@@ -29,13 +32,22 @@ export function healthRoutes({ database, db }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/whoami',
-      summary: "The presented key's project and scopes: a cheap authenticated call that checks a connection (any scope)",
+      summary:
+        "The presented key's project and scopes: a cheap authenticated call that checks a connection (any scope)",
       ...scoped(db, null),
       responses: { 200: jsonAnswer('the key', WhoAmI), ...errors },
     }),
     async (c) => {
       const p = c.get('principal');
-      return c.json({ project: (await projectName(db, p.projectId)) ?? p.projectId, keyId: p.keyId, scopes: p.scopes, serverTime: new Date().toISOString() }, 200);
+      return c.json(
+        {
+          project: (await projectName(db, p.projectId)) ?? p.projectId,
+          keyId: p.keyId,
+          scopes: p.scopes,
+          serverTime: new Date().toISOString(),
+        },
+        200,
+      );
     },
   );
   return app;

@@ -12,7 +12,10 @@ import { errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js'
 import { requireScope, security } from '../http/scope.js';
 import { refusePlaneWriter } from './writer-route.js';
 
-export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o: { gate: AdmissionGate; takeoverAfterMs: number }) {
+export function ingestRoutes(
+  { db, metrics, faults, bodyDeadline }: RouteDeps,
+  o: { gate: AdmissionGate; takeoverAfterMs: number },
+) {
   const app = routeModule();
   // not an openapi() route: the body is read by hand (gzip, limits, deadline), so it is documented on its own
   app.openAPIRegistry.registerPath({
@@ -34,7 +37,8 @@ export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o
     // has fully arrived, so uploads that stall or trickle cannot take the slots from everyone else
     const body = await readJsonBody(c.req.raw, LIMITS.batchBytes, bodyDeadline);
     const release = await o.gate.enter();
-    if (!release) throw new HttpError(429, ErrorCode.BUSY, 'too many concurrent batches', { headers: { 'Retry-After': '1' } });
+    if (!release)
+      throw new HttpError(429, ErrorCode.BUSY, 'too many concurrent batches', { headers: { 'Retry-After': '1' } });
     const t0 = performance.now();
     try {
       // the body, then a turn at the gate, may have taken seconds: a key revoked meanwhile writes nothing
@@ -42,7 +46,9 @@ export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o
       const env = IngestRequest.safeParse(body);
       if (!env.success) {
         // every problem named; PROTOCOL when the protocol is one of them (a client of another version says so first)
-        const code = env.error.issues.some((i) => i.path[0] === 'protocol') ? ErrorCode.PROTOCOL : ErrorCode.INVALID_ENVELOPE;
+        const code = env.error.issues.some((i) => i.path[0] === 'protocol')
+          ? ErrorCode.PROTOCOL
+          : ErrorCode.INVALID_ENVELOPE;
         throw new HttpError(400, code, issuesText(env.error.issues, '(body)'));
       }
       if (env.data.rows.length > LIMITS.batchRows) {
@@ -50,14 +56,27 @@ export function ingestRoutes({ db, metrics, faults, bodyDeadline }: RouteDeps, o
       }
       refusePlaneWriter(env.data.writerId);
       const p = c.get('principal');
-      const out = await ingestBatch(db, p.projectId, env.data.writerId, env.data.backlog, env.data.rows, o.takeoverAfterMs);
+      const out = await ingestBatch(
+        db,
+        p.projectId,
+        env.data.writerId,
+        env.data.backlog,
+        env.data.rows,
+        o.takeoverAfterMs,
+      );
       metrics.ingestRows.inc({ result: 'accepted' }, out.accepted);
       metrics.ingestRows.inc({ result: 'duplicate' }, out.duplicate);
       metrics.ingestRows.inc({ result: 'rejected' }, out.rejected);
       for (const d of out.decisions.dropped) {
         metrics.decisionsDropped.inc();
         c.get('log').warn(
-          { executionId: d.decision.executionId, checkpointId: d.decision.checkpointId, decisionId: d.decision.decisionId, kept: d.first?.decisionId ?? null, writerId: env.data.writerId },
+          {
+            executionId: d.decision.executionId,
+            checkpointId: d.decision.checkpointId,
+            decisionId: d.decision.decisionId,
+            kept: d.first?.decisionId ?? null,
+            writerId: env.data.writerId,
+          },
           'a second decision for a pause was dropped; the first is kept',
         );
       }

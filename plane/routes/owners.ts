@@ -26,12 +26,19 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
       body: LeaseRequest,
       ok: ['held (epoch, expiresAt) or released', LeaseResponse],
       notFound: 'the run is not on the plane (its first row makes its writer the owner)',
-      refused: 'LEASE_LOST (another holder owns the run, or it ended), RUN_CANCELLED (it was cancelled), WRITER_COPY (another store instance under this writer id)',
+      refused:
+        'LEASE_LOST (another holder owns the run, or it ended), RUN_CANCELLED (it was cancelled), WRITER_COPY (another store instance under this writer id)',
     }),
     async (c) => {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
-      const r = await renewOwner(db, c.get('principal').projectId, id, { ...askerOf(body, 0), release: body.release === true }, o.takeoverAfterMs);
+      const r = await renewOwner(
+        db,
+        c.get('principal').projectId,
+        id,
+        { ...askerOf(body, 0), release: body.release === true },
+        o.takeoverAfterMs,
+      );
       switch (r.outcome) {
         case 'not_found':
           throw executionNotFound(id, ' (its first row makes its writer the owner)');
@@ -39,9 +46,14 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
           throw writerCopy(body.writerId);
         case 'cancelled': {
           const reason = await cancelReasonAt(db, c.get('principal').projectId, id);
-          throw new HttpError(409, ErrorCode.RUN_CANCELLED, `execution '${id}' was cancelled${reason ? ` (${reason})` : ''}: stop at the next step boundary`, {
-            details: { executionId: id, epoch: r.epoch, reason },
-          });
+          throw new HttpError(
+            409,
+            ErrorCode.RUN_CANCELLED,
+            `execution '${id}' was cancelled${reason ? ` (${reason})` : ''}: stop at the next step boundary`,
+            {
+              details: { executionId: id, epoch: r.epoch, reason },
+            },
+          );
         }
         case 'lost':
           throw new HttpError(
@@ -55,7 +67,10 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
         case 'released':
           return c.json({ executionId: id, epoch: null, expiresAt: null, released: r.released }, 200);
       }
-      const recorded = body.effectKey === undefined ? {} : { recorded: await recordedEffect(db, c.get('principal').projectId, id, body.effectKey) };
+      const recorded =
+        body.effectKey === undefined
+          ? {}
+          : { recorded: await recordedEffect(db, c.get('principal').projectId, id, body.effectKey) };
       return c.json({ executionId: id, epoch: r.epoch, expiresAt: r.expiresAt, released: false, ...recorded }, 200);
     },
   );
@@ -64,7 +79,8 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
     createRoute({
       method: 'post',
       path: '/v1/executions/{id}/cancel',
-      summary: 'Cancel a run the plane holds: its owner becomes nobody (its runner stops at its next step), its open pause is closed, a cancel marker ends its history',
+      summary:
+        'Cancel a run the plane holds: its owner becomes nobody (its runner stops at its next step), its open pause is closed, a cancel marker ends its history',
       ...scoped(db, 'cancel', jsonBodyWithin(db, LIMITS.controlBodyBytes, bodyDeadline)),
       request: { params: IdParam, body: jsonBody(CancelRequest) },
       responses: {
@@ -78,12 +94,34 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
     async (c) => {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
-      const r = await cancelAtPlane(db, c.get('principal').projectId, id, body.reason?.length ? body.reason : null, `key:${c.get('principal').keyId}`);
+      const r = await cancelAtPlane(
+        db,
+        c.get('principal').projectId,
+        id,
+        body.reason?.length ? body.reason : null,
+        `key:${c.get('principal').keyId}`,
+      );
       if (r.outcome === 'not_found') throw executionNotFound(id);
       if (r.outcome === 'finished')
-        throw new HttpError(409, ErrorCode.ALREADY_FINISHED, `execution '${id}' already completed; nothing was cancelled`, { details: { executionId: id, checkpointId: r.checkpointId } });
-      if (!r.alreadyCancelled) c.get('log').warn({ executionId: id, from: r.takenFrom, seq: r.seq }, 'a run was cancelled at the plane');
-      return c.json({ executionId: id, checkpointId: r.checkpointId, seq: r.seq, alreadyCancelled: r.alreadyCancelled, closedPause: r.closedPause, takenFrom: r.takenFrom }, 200);
+        throw new HttpError(
+          409,
+          ErrorCode.ALREADY_FINISHED,
+          `execution '${id}' already completed; nothing was cancelled`,
+          { details: { executionId: id, checkpointId: r.checkpointId } },
+        );
+      if (!r.alreadyCancelled)
+        c.get('log').warn({ executionId: id, from: r.takenFrom, seq: r.seq }, 'a run was cancelled at the plane');
+      return c.json(
+        {
+          executionId: id,
+          checkpointId: r.checkpointId,
+          seq: r.seq,
+          alreadyCancelled: r.alreadyCancelled,
+          closedPause: r.closedPause,
+          takenFrom: r.takenFrom,
+        },
+        200,
+      );
     },
   );
 

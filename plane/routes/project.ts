@@ -17,7 +17,9 @@ export function projectRoutes({ db }: RouteDeps) {
       path: '/v1/quarantine',
       summary: 'Rows the plane refused, oldest first',
       ...scoped(db, 'read'),
-      request: { query: z.object({ executionId: ExecutionId.optional(), cursor: z.string().max(200).optional(), limit: limitQ }) },
+      request: {
+        query: z.object({ executionId: ExecutionId.optional(), cursor: z.string().max(200).optional(), limit: limitQ }),
+      },
       responses: { 200: jsonAnswer('a page', Page(QuarantineView)), ...errors },
     }),
     async (c) => c.json(await listQuarantine(db, c.get('principal').projectId, c.req.valid('query')), 200),

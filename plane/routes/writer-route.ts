@@ -29,19 +29,38 @@ export function writerRoute<P extends string, B extends z.ZodType, A extends z.Z
     summary: o.summary,
     ...scoped(db, 'ingest', jsonBodyWithin(db, LIMITS.controlBodyBytes, bodyDeadline)),
     request: { params: IdParam, body: jsonBody(o.body) },
-    responses: { 200: jsonAnswer(o.ok[0], o.ok[1]), 404: errorResponse(o.notFound), 409: errorResponse(o.refused), ...controlBodyErrors, ...errors },
+    responses: {
+      200: jsonAnswer(o.ok[0], o.ok[1]),
+      404: errorResponse(o.notFound),
+      409: errorResponse(o.refused),
+      ...controlBodyErrors,
+      ...errors,
+    },
   });
 }
 
 /** The asker of an ownership request: an older client's holder is its writer id; its ttl the plane's takeover delay at least. */
-export function askerOf(body: { writerId: string; holder?: string; instance?: string; ttlMs?: number }, floorMs: number): Asker {
+export function askerOf(
+  body: { writerId: string; holder?: string; instance?: string; ttlMs?: number },
+  floorMs: number,
+): Asker {
   refusePlaneWriter(body.writerId);
-  return { writerId: body.writerId, holder: body.holder ?? body.writerId, instance: body.instance ?? null, ttlMs: Math.max(body.ttlMs ?? floorMs, floorMs) };
+  return {
+    writerId: body.writerId,
+    holder: body.holder ?? body.writerId,
+    instance: body.instance ?? null,
+    ttlMs: Math.max(body.ttlMs ?? floorMs, floorMs),
+  };
 }
 
 /** 400: the writer id the plane's own rows carry (its cancel markers) is no store's. */
 export function refusePlaneWriter(writerId: string): void {
-  if (writerId === PLANE_WRITER) throw new HttpError(400, ErrorCode.INVALID_REQUEST, `writerId: '${PLANE_WRITER}' is the plane's own (its cancel markers carry it); give this store another writer id`);
+  if (writerId === PLANE_WRITER)
+    throw new HttpError(
+      400,
+      ErrorCode.INVALID_REQUEST,
+      `writerId: '${PLANE_WRITER}' is the plane's own (its cancel markers carry it); give this store another writer id`,
+    );
 }
 
 /** 409 WRITER_COPY: another store instance presents this writer id. */

@@ -51,7 +51,10 @@ export function canceller(c: Context<PlaneEnv>): { csrf: string } | { refused: s
   const p = c.get('principal');
   const session = getCookie(c, SESSION_COOKIE);
   if (!(p.scopes.includes('cancel') || p.scopes.includes('admin')) || !session) {
-    return { refused: "This session's key has no cancel scope: it sees this run but cannot cancel it (log in with a key that has the cancel or the admin scope)." };
+    return {
+      refused:
+        "This session's key has no cancel scope: it sees this run but cannot cancel it (log in with a key that has the cancel or the admin scope).",
+    };
   }
   return { csrf: csrfOf(session) };
 }
@@ -60,7 +63,12 @@ export function canceller(c: Context<PlaneEnv>): { csrf: string } | { refused: s
 export const CancelForm: FC<{ executionId: string; csrf: string; paused: boolean }> = (p) => (
   <section aria-labelledby="cancel-h" data-testid="cancel-run">
     <h2 id="cancel-h">Cancel this run</h2>
-    <form method="post" action={`/runs/${encodeURIComponent(p.executionId)}/cancel`} class="decide" data-testid="cancel-form">
+    <form
+      method="post"
+      action={`/runs/${encodeURIComponent(p.executionId)}/cancel`}
+      class="decide"
+      data-testid="cancel-form"
+    >
       <input type="hidden" name="csrf" value={p.csrf} />
       <label for="cancel-reason">
         Reason (kept with the cancel and shown on this page)
@@ -69,7 +77,8 @@ export const CancelForm: FC<{ executionId: string; csrf: string; paused: boolean
       <label for="cancel-confirm">
         {/* one line, the box before its words (a label lays its children out as a column) */}
         <span>
-          <input type="checkbox" id="cancel-confirm" name="confirm" value="yes" required /> I understand: the runner stops at its next step
+          <input type="checkbox" id="cancel-confirm" name="confirm" value="yes" required /> I understand: the runner
+          stops at its next step
           {p.paused ? ', the open pause is closed unanswered' : ''} and a cancelled run cannot be resumed.
         </span>
       </label>
@@ -79,8 +88,8 @@ export const CancelForm: FC<{ executionId: string; csrf: string; paused: boolean
         </button>
       </div>
       <p class="muted">
-        The plane takes the run from its writer and ends its history here with a cancel marker; the machine running it learns of the cancel at its next contact with the plane and starts no further
-        step.
+        The plane takes the run from its writer and ends its history here with a cancel marker; the machine running it
+        learns of the cancel at its next contact with the plane and starts no further step.
       </p>
     </form>
   </section>
@@ -89,7 +98,13 @@ export const CancelForm: FC<{ executionId: string; csrf: string; paused: boolean
 /** What the plane holds about a run's cancel: its marker and the pause it closed (null: none). */
 interface CancelFacts {
   marker: Checkpoint;
-  closedPause: { checkpointId: string; reason: string | null; context: Json | null; nodeId: string; closedAt: string } | null;
+  closedPause: {
+    checkpointId: string;
+    reason: string | null;
+    context: Json | null;
+    nodeId: string;
+    closedAt: string;
+  } | null;
 }
 
 async function cancelFacts(db: PlaneDb, projectId: string, executionId: string): Promise<CancelFacts | null> {
@@ -115,7 +130,13 @@ async function cancelFacts(db: PlaneDb, projectId: string, executionId: string):
     marker,
     closedPause:
       p && pause.source === 'cancel' && p.seq < marker.seq
-        ? { checkpointId: p.id, reason: p.interruptReason, context: p.interruptContext ?? null, nodeId: p.nodeId, closedAt: pause.claimedAt.toISOString() }
+        ? {
+            checkpointId: p.id,
+            reason: p.interruptReason,
+            context: p.interruptContext ?? null,
+            nodeId: p.nodeId,
+            closedAt: pause.claimedAt.toISOString(),
+          }
         : null,
   };
 }
@@ -128,7 +149,11 @@ export function cancelReason(marker: Pick<Checkpoint, 'nodeOutput'>): string | n
 }
 
 /** A cancelled run: who cancelled it and why, the pause the cancel closed, the writer it stopped. */
-export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stopped: Takeover[] }> = ({ executionId, facts, stopped }) => {
+export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stopped: Takeover[] }> = ({
+  executionId,
+  facts,
+  stopped,
+}) => {
   const m = facts.marker;
   const reason = cancelReason(m);
   const byPlane = m.writerId === 'plane';
@@ -137,7 +162,10 @@ export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stoppe
       <h2 id="cancel-h">
         Cancelled <Badge status="cancelled" />
       </h2>
-      <p data-testid="cancel-reason-shown">Reason: {reason === null ? <span class="muted">none was given</span> : <q data-testid="cancel-reason">{reason}</q>}</p>
+      <p data-testid="cancel-reason-shown">
+        Reason:{' '}
+        {reason === null ? <span class="muted">none was given</span> : <q data-testid="cancel-reason">{reason}</q>}
+      </p>
       <p class="muted">
         {byPlane ? (
           'Cancelled at the plane'
@@ -146,8 +174,9 @@ export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stoppe
             Cancelled by writer <span class="mono">{m.writerId}</span>
           </>
         )}{' '}
-        at <Time iso={m.createdAt} />: its cancel marker, <a href={`/runs/${encodeURIComponent(executionId)}#seq-${m.seq}`}>#{m.seq}</a>, ends the run&rsquo;s history; a copy restored from this plane
-        ends with it.
+        at <Time iso={m.createdAt} />: its cancel marker,{' '}
+        <a href={`/runs/${encodeURIComponent(executionId)}#seq-${m.seq}`}>#{m.seq}</a>, ends the run&rsquo;s history; a
+        copy restored from this plane ends with it.
       </p>
       {facts.closedPause && (
         <div data-testid="cancel-closed-pause">
@@ -156,7 +185,8 @@ export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stoppe
             <span class="mono">
               <Id id={facts.closedPause.nodeId} />
             </span>{' '}
-            was closed by the cancel, not answered: no decision applies to it any more, and a machine that tries to resume it is refused.
+            was closed by the cancel, not answered: no decision applies to it any more, and a machine that tries to
+            resume it is refused.
           </p>
           {facts.closedPause.context !== null && (
             <details>
@@ -168,8 +198,9 @@ export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stoppe
       )}
       {stopped.map((t) => (
         <p data-testid="cancel-stopped">
-          Writer <span class="mono">{t.loserWriterId}</span> was running it: the plane refuses its rows after seq {t.fromSeq}, and the runner starts no further step once it hears of the cancel (at its
-          next contact with the plane).
+          Writer <span class="mono">{t.loserWriterId}</span> was running it: the plane refuses its rows after seq{' '}
+          {t.fromSeq}, and the runner starts no further step once it hears of the cancel (at its next contact with the
+          plane).
         </p>
       ))}
     </section>
@@ -179,7 +210,8 @@ export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stoppe
 /** Automatic refresh would clear a half-filled form: the way to the page without it. */
 const LiveNote: FC<{ executionId: string }> = ({ executionId }) => (
   <p class="muted" data-testid="cancel-live">
-    To cancel this run, <a href={`/runs/${encodeURIComponent(executionId)}#cancel-h`}>stop the automatic refresh</a> first (a refresh would clear the form).
+    To cancel this run, <a href={`/runs/${encodeURIComponent(executionId)}#cancel-h`}>stop the automatic refresh</a>{' '}
+    first (a refresh would clear the form).
   </p>
 );
 
@@ -196,7 +228,9 @@ const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; 
       // after the marker): that is no takeover by another machine, and it is said in the cancel's card instead
       const own = (t: Takeover) => t.winnerWriterId === facts.marker.writerId && t.fromSeq >= facts.marker.seq - 1;
       // one line a writer, at its first fence (a row it sent after the marker fences it again, later)
-      const stopped = (takeovers ?? []).filter(own).filter((t, i, all) => all.findIndex((u) => u.loserWriterId === t.loserWriterId) === i);
+      const stopped = (takeovers ?? [])
+        .filter(own)
+        .filter((t, i, all) => all.findIndex((u) => u.loserWriterId === t.loserWriterId) === i);
       takeovers = (takeovers ?? []).filter((t) => !own(t));
       part = <CancelledCard executionId={e.executionId} facts={facts} stopped={stopped} />;
     }
@@ -252,7 +286,8 @@ export const AlreadyCancelledPage: FC<{ executionId: string; seq: number }> = (p
   <Layout title="Already cancelled">
     <h1>Already cancelled</h1>
     <p role="status" data-testid="already-cancelled">
-      This run was already cancelled (its cancel marker is #{p.seq}): the reason you gave was not recorded, and nothing was changed.
+      This run was already cancelled (its cancel marker is #{p.seq}): the reason you gave was not recorded, and nothing
+      was changed.
     </p>
     <p>
       <a href={`/runs/${encodeURIComponent(p.executionId)}#cancel-h`}>Back to the run</a>
@@ -271,39 +306,69 @@ const STATUS: Record<string, 400 | 403 | 404 | 409> = {
 /** The reason a form posts (null: none given), or every problem of the form (its own fields only). */
 function cancelForm(form: Record<string, unknown>): { reason: string | null } | { problems: string[] } {
   const problems: string[] = [];
-  for (const k of Object.keys(form)) if (!['csrf', 'reason', 'confirm'].includes(k)) problems.push(`unknown field '${k.slice(0, 40)}'`);
+  for (const k of Object.keys(form))
+    if (!['csrf', 'reason', 'confirm'].includes(k)) problems.push(`unknown field '${k.slice(0, 40)}'`);
   const { reason, confirm } = form;
-  if (confirm !== 'yes') problems.push('confirm: tick “I understand…” to cancel the run (one click on the button alone cancels nothing)');
+  if (confirm !== 'yes')
+    problems.push('confirm: tick “I understand…” to cancel the run (one click on the button alone cancels nothing)');
   if (reason !== undefined && typeof reason !== 'string') problems.push('reason: must be text');
-  if (typeof reason === 'string' && reason.length > LIMITS.reasonLength) problems.push(`reason: at most ${LIMITS.reasonLength} characters`);
+  if (typeof reason === 'string' && reason.length > LIMITS.reasonLength)
+    problems.push(`reason: at most ${LIMITS.reasonLength} characters`);
   if (problems.length) return { problems };
   const text = typeof reason === 'string' ? reason.trim() : '';
   return { reason: text || null };
 }
 
 /** Mount `POST /runs/:id/cancel` (after `viewer`); `wrap` frames its pages as every other page of the plane's. */
-export function mountCancel(app: Hono<PlaneEnv>, db: PlaneDb, viewer: MiddlewareHandler<PlaneEnv>, wrap: (page: Page, c: Context<PlaneEnv>) => Page): void {
+export function mountCancel(
+  app: Hono<PlaneEnv>,
+  db: PlaneDb,
+  viewer: MiddlewareHandler<PlaneEnv>,
+  wrap: (page: Page, c: Context<PlaneEnv>) => Page,
+): void {
   app.post('/runs/:id/cancel', viewer, async (c) => {
     const id = c.req.param('id');
-    const refuse = (code: string, message: string, run: string | null = id) => c.html(wrap(<CancelRefusedPage code={code} message={message} executionId={run} />, c), STATUS[code] ?? 400);
+    const refuse = (code: string, message: string, run: string | null = id) =>
+      c.html(wrap(<CancelRefusedPage code={code} message={message} executionId={run} />, c), STATUS[code] ?? 400);
     const form = await c.req.parseBody();
     const secret = getCookie(c, SESSION_COOKIE) ?? '';
-    if (!csrfOk({ site: c.req.header('sec-fetch-site'), origin: c.req.header('origin'), url: c.req.url, token: form.csrf, secret })) {
-      return refuse(ErrorCode.CSRF_FAILED, 'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again');
+    if (
+      !csrfOk({
+        site: c.req.header('sec-fetch-site'),
+        origin: c.req.header('origin'),
+        url: c.req.url,
+        token: form.csrf,
+        secret,
+      })
+    ) {
+      return refuse(
+        ErrorCode.CSRF_FAILED,
+        'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again',
+      );
     }
     const who = canceller(c);
     if ('refused' in who) return refuse(ErrorCode.FORBIDDEN, who.refused);
     const parsed = cancelForm(form);
-    if ('problems' in parsed) return refuse(ErrorCode.INVALID_REQUEST, `the run was not cancelled: ${parsed.problems.join('; ')}`);
-    const notHere = () => refuse(ErrorCode.EXECUTION_NOT_FOUND, `no run '${id}' in this project (it may not have synced yet, or it was deleted)`, null);
+    if ('problems' in parsed)
+      return refuse(ErrorCode.INVALID_REQUEST, `the run was not cancelled: ${parsed.problems.join('; ')}`);
+    const notHere = () =>
+      refuse(
+        ErrorCode.EXECUTION_NOT_FOUND,
+        `no run '${id}' in this project (it may not have synced yet, or it was deleted)`,
+        null,
+      );
     // a path no run id can be names no run: not found, never a database error
     if (!ExecutionId.safeParse(id).success) return notHere();
     const p = c.get('principal');
     const r = await cancelAtPlane(db, p.projectId, id, parsed.reason, `key:${p.keyId}`);
     if (r.outcome === 'not_found') return notHere();
-    if (r.outcome === 'finished') return refuse(ErrorCode.ALREADY_FINISHED, `run '${id}' already completed; a completed run is not cancelled`);
+    if (r.outcome === 'finished')
+      return refuse(ErrorCode.ALREADY_FINISHED, `run '${id}' already completed; a completed run is not cancelled`);
     if (r.alreadyCancelled) return c.html(wrap(<AlreadyCancelledPage executionId={id} seq={r.seq} />, c), 200);
-    c.get('log').warn({ executionId: id, from: r.takenFrom, seq: r.seq, keyId: p.keyId, by: await keyName(db, p.keyId) }, 'a run was cancelled at the plane (inspector)');
+    c.get('log').warn(
+      { executionId: id, from: r.takenFrom, seq: r.seq, keyId: p.keyId, by: await keyName(db, p.keyId) },
+      'a run was cancelled at the plane (inspector)',
+    );
     return c.redirect(`/runs/${encodeURIComponent(id)}#cancel-h`, 303);
   });
 }

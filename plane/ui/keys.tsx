@@ -22,10 +22,20 @@ import { SESSION_COOKIE, sessionToken } from './session.js';
 
 type KeyRow = Awaited<ReturnType<typeof admin.keys>>[number];
 
-export const KeysPage: FC<{ keys: KeyRow[]; csrf: string; operator: boolean; projects: string[]; created?: { id: string; key: string; project: string }; error?: string }> = (p) => (
+export const KeysPage: FC<{
+  keys: KeyRow[];
+  csrf: string;
+  operator: boolean;
+  projects: string[];
+  created?: { id: string; key: string; project: string };
+  error?: string;
+}> = (p) => (
   <Layout title="Keys">
     <h1>Keys</h1>
-    <p class="muted">API keys of {p.operator ? 'every project (this session has the operator scope)' : 'this project'}. A revoked key is refused by every plane process from its next request on.</p>
+    <p class="muted">
+      API keys of {p.operator ? 'every project (this session has the operator scope)' : 'this project'}. A revoked key
+      is refused by every plane process from its next request on.
+    </p>
     {p.error && (
       <p class="error" role="alert">
         {p.error}
@@ -110,8 +120,18 @@ export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: Middlewa
   };
   // the token and the Origin check of inspector/csrf.ts, keyed by the session cookie
   const csrfOk = async (c: Context<PlaneEnv>, form: Record<string, unknown>) =>
-    formCsrfOk({ site: c.req.header('sec-fetch-site'), origin: c.req.header('origin'), url: c.req.url, token: form.csrf, secret: getCookie(c, SESSION_COOKIE) ?? '' });
-  const render = async (c: Context<PlaneEnv>, extra: { created?: { id: string; key: string; project: string }; error?: string } = {}, status = 200) => {
+    formCsrfOk({
+      site: c.req.header('sec-fetch-site'),
+      origin: c.req.header('origin'),
+      url: c.req.url,
+      token: form.csrf,
+      secret: getCookie(c, SESSION_COOKIE) ?? '',
+    });
+  const render = async (
+    c: Context<PlaneEnv>,
+    extra: { created?: { id: string; key: string; project: string }; error?: string } = {},
+    status = 200,
+  ) => {
     const p: Principal = c.get('principal');
     c.header('cache-control', 'no-store');
     return c.html(
@@ -131,11 +151,20 @@ export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: Middlewa
   app.post('/keys', viewer, adminOnly, async (c) => {
     const form = await c.req.parseBody({ all: true });
     if (!(await csrfOk(c, form))) return refuseCsrf(c);
-    const scopes = ([] as unknown[]).concat(form.scopes ?? []).filter((s): s is Scope => typeof s === 'string' && (SCOPES as readonly string[]).includes(s));
-    const problems = [...(scopes.length ? [] : ['choose at least one scope']), ...(typeof form.name === 'string' && form.name.trim() ? [] : ['give the key a name'])];
+    const scopes = ([] as unknown[])
+      .concat(form.scopes ?? [])
+      .filter((s): s is Scope => typeof s === 'string' && (SCOPES as readonly string[]).includes(s));
+    const problems = [
+      ...(scopes.length ? [] : ['choose at least one scope']),
+      ...(typeof form.name === 'string' && form.name.trim() ? [] : ['give the key a name']),
+    ];
     if (problems.length) return render(c, { error: problems.join('; ') }, 400);
     try {
-      const k = await admin.createKey(db, c.get('principal'), { project: typeof form.project === 'string' && form.project ? form.project : undefined, name: String(form.name).trim(), scopes });
+      const k = await admin.createKey(db, c.get('principal'), {
+        project: typeof form.project === 'string' && form.project ? form.project : undefined,
+        name: String(form.name).trim(),
+        scopes,
+      });
       return render(c, { created: { id: k.id, key: k.key, project: k.project } }, 201);
     } catch (e) {
       if (e instanceof WaymarkError) return render(c, { error: `${e.code}: ${e.message}` }, 400);

@@ -8,10 +8,12 @@ export const LoginPage: FC<{ error?: string; next: string; csrf: string }> = ({ 
     <div class="login">
       <h1>Log in to the inspector</h1>
       <p class="muted">
-        Paste an API key with the <code>read</code> scope. It is exchanged for a session cookie and not kept in the page.
+        Paste an API key with the <code>read</code> scope. It is exchanged for a session cookie and not kept in the
+        page.
       </p>
       <p class="muted">
-        A key with the <code>approve</code> scope logs in too: it sees the same pages (runs, their rows and state, the pauses and their context) and can approve or decline a paused run.
+        A key with the <code>approve</code> scope logs in too: it sees the same pages (runs, their rows and state, the
+        pauses and their context) and can approve or decline a paused run.
       </p>
       {error && (
         <p class="error" role="alert">

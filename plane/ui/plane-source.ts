@@ -9,7 +9,20 @@ import { and, asc, eq } from 'drizzle-orm';
 import type { PlaneDb } from '../db/open.js';
 import { claims, decisions } from '../db/schema.js';
 import { decisionFeed, decisionView, feedCursor, listPauses, recordDecision } from '../decisions.js';
-import { forkLinks, getExecution, listClaimConflicts, listExecutions, listHoles, listQuarantine, listRows, listTakeovers, pauseState, runUsage, stateAt, usageByRun } from '../read.js';
+import {
+  forkLinks,
+  getExecution,
+  listClaimConflicts,
+  listExecutions,
+  listHoles,
+  listQuarantine,
+  listRows,
+  listTakeovers,
+  pauseState,
+  runUsage,
+  stateAt,
+  usageByRun,
+} from '../read.js';
 import { idempotencyListing } from '../restore.js';
 import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';
@@ -34,7 +47,10 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
         projectId,
         page.items.map((i) => i.executionId),
       );
-      return { items: page.items.map((i) => ({ ...i, usage: usage.get(i.executionId) ?? null })), nextCursor: page.nextCursor };
+      return {
+        items: page.items.map((i) => ({ ...i, usage: usage.get(i.executionId) ?? null })),
+        nextCursor: page.nextCursor,
+      };
     },
     getRun: async (id) => (mayBeRun(id) ? getExecution(db, projectId, id) : null),
     listRows: (id, o) => listRows(db, projectId, id, o),
@@ -58,11 +74,15 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       const rows = await db
         .select({ d: decisions, claim: claims })
         .from(decisions)
-        .leftJoin(claims, and(eq(claims.projectId, decisions.projectId), eq(claims.checkpointId, decisions.checkpointId)))
+        .leftJoin(
+          claims,
+          and(eq(claims.projectId, decisions.projectId), eq(claims.checkpointId, decisions.checkpointId)),
+        )
         .where(and(eq(decisions.projectId, projectId), eq(decisions.executionId, executionId)))
         .orderBy(asc(decisions.feedSeq));
       return rows.map((r) => decisionView(r.d, r.claim));
     },
-    recordDecision: (executionId, req, decidedBy) => recordDecision(db, projectId, executionId, req, decidedBy, 'plane'),
+    recordDecision: (executionId, req, decidedBy) =>
+      recordDecision(db, projectId, executionId, req, decidedBy, 'plane'),
   };
 }

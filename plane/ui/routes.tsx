@@ -71,7 +71,19 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   const hostOnly = loopbackHostOnly('this plane in --dev (no login)');
   // --dev has no login: every path is answered only to a loopback Host on this port (DNS rebinding), a page added later too
   if (o.dev) app.use('*', hostOnly);
-  for (const path of ['/', '/login', '/logout', '/runs/*', '/approvals', '/quarantine', '/writers', '/keys', '/keys/*', '/ui/*']) app.use(path, headers);
+  for (const path of [
+    '/',
+    '/login',
+    '/logout',
+    '/runs/*',
+    '/approvals',
+    '/quarantine',
+    '/writers',
+    '/keys',
+    '/keys/*',
+    '/ui/*',
+  ])
+    app.use(path, headers);
   // every form's body (sign-in needs no key) within a control body's size and the body deadline
   const forms = formBodyWithin(LIMITS.controlBodyBytes, o.bodyDeadline ?? DEFAULT_BODY_DEADLINE);
   for (const path of ['/login', '/logout', '/runs/*', '/keys', '/keys/*']) app.use(path, forms);
@@ -106,7 +118,10 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
       // Origin null is the one a page of another site can also send; this plane's own origin no other page can
       const form = origin === 'null' ? await c.req.parseBody() : null;
       if (!siteOk(site) || !originOk(origin, c.req.url) || (form && !tokenOk(form.csrf, secret(c) ?? ''))) {
-        return c.text('refused: this form was posted from a page of another site (or the page was too old: load it again)', 403);
+        return c.text(
+          'refused: this form was posted from a page of another site (or the page was too old: load it again)',
+          403,
+        );
       }
       await next();
     };
@@ -116,7 +131,13 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     let secret = getCookie(c, LOGIN_COOKIE);
     if (!secret) {
       secret = randomBytes(32).toString('base64url');
-      setCookie(c, LOGIN_COOKIE, secret, { httpOnly: true, sameSite: 'Strict', path: '/login', maxAge: 3600, secure: new URL(c.req.url).protocol === 'https:' });
+      setCookie(c, LOGIN_COOKIE, secret, {
+        httpOnly: true,
+        sameSite: 'Strict',
+        path: '/login',
+        maxAge: 3600,
+        secure: new URL(c.req.url).protocol === 'https:',
+      });
     }
     return csrfOf(secret);
   };
@@ -128,13 +149,37 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
       const form = await c.req.parseBody();
       const next = safeNext(form.next);
       const p = await authenticate(db, typeof form.key === 'string' ? form.key.trim() : undefined);
-      if (!p) return c.html(<LoginPage next={next} csrf={loginToken(c)} error="That key is unknown or revoked (or mistyped)." />, 401);
+      if (!p)
+        return c.html(
+          <LoginPage next={next} csrf={loginToken(c)} error="That key is unknown or revoked (or mistyped)." />,
+          401,
+        );
       // approve and cancel act on what the pages show: a key with either opens them too
-      if (!(p.scopes.includes('read') || p.scopes.includes('admin') || p.scopes.includes('approve') || p.scopes.includes('cancel'))) {
-        return c.html(<LoginPage next={next} csrf={loginToken(c)} error="That key is valid but cannot open the inspector: it needs the read or the approve scope (or the cancel scope)." />, 401);
+      if (
+        !(
+          p.scopes.includes('read') ||
+          p.scopes.includes('admin') ||
+          p.scopes.includes('approve') ||
+          p.scopes.includes('cancel')
+        )
+      ) {
+        return c.html(
+          <LoginPage
+            next={next}
+            csrf={loginToken(c)}
+            error="That key is valid but cannot open the inspector: it needs the read or the approve scope (or the cancel scope)."
+          />,
+          401,
+        );
       }
       const s = await createSession(db, p);
-      setCookie(c, SESSION_COOKIE, s.token, { httpOnly: true, sameSite: 'Strict', path: '/', maxAge: s.maxAgeSec, secure: new URL(c.req.url).protocol === 'https:' });
+      setCookie(c, SESSION_COOKIE, s.token, {
+        httpOnly: true,
+        sameSite: 'Strict',
+        path: '/',
+        maxAge: s.maxAgeSec,
+        secure: new URL(c.req.url).protocol === 'https:',
+      });
       return c.redirect(next, 303);
     },
   );
@@ -149,7 +194,9 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   );
 
   /** Every page in the session's frame. */
-  const framed = (page: Parameters<typeof withCancel>[1], c: Context<PlaneEnv>) => <FRAME.Provider value={frameOf(c)}>{page}</FRAME.Provider>;
+  const framed = (page: Parameters<typeof withCancel>[1], c: Context<PlaneEnv>) => (
+    <FRAME.Provider value={frameOf(c)}>{page}</FRAME.Provider>
+  );
   mountPages(app, {
     viewer,
     source: (c) => planeSource(db, c.get('principal').projectId),
@@ -162,12 +209,22 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
       async decider(c) {
         const p = c.get('principal');
         if (!(p.scopes.includes('approve') || p.scopes.includes('admin')) || !getCookie(c, SESSION_COOKIE)) {
-          return { refused: "This session's key has no approve scope: it sees pauses and decisions but cannot approve or decline (log in with a key that has the approve or the admin scope)." };
+          return {
+            refused:
+              "This session's key has no approve scope: it sees pauses and decisions but cannot approve or decline (log in with a key that has the approve or the admin scope).",
+          };
         }
         return { by: await keyName(db, p.keyId) };
       },
       csrf: (c) => csrfOf(getCookie(c, SESSION_COOKIE) ?? ''),
-      csrfOk: (c, token) => csrfOk({ site: c.req.header('sec-fetch-site'), origin: c.req.header('origin'), url: c.req.url, token, secret: getCookie(c, SESSION_COOKIE) ?? '' }),
+      csrfOk: (c, token) =>
+        csrfOk({
+          site: c.req.header('sec-fetch-site'),
+          origin: c.req.header('origin'),
+          url: c.req.url,
+          token,
+          secret: getCookie(c, SESSION_COOKIE) ?? '',
+        }),
     },
   });
 

@@ -25,7 +25,9 @@ const hash = (t: string) => createHash('sha256').update(t).digest('hex');
 export async function createSession(db: PlaneDb, p: Principal): Promise<{ token: string; maxAgeSec: number }> {
   const token = randomBytes(32).toString('base64url');
   await db.delete(sessions).where(lt(sessions.expiresAt, new Date()));
-  await db.insert(sessions).values({ hash: hash(token), keyId: p.keyId, projectId: p.projectId, expiresAt: new Date(Date.now() + TTL_MS) });
+  await db
+    .insert(sessions)
+    .values({ hash: hash(token), keyId: p.keyId, projectId: p.projectId, expiresAt: new Date(Date.now() + TTL_MS) });
   return { token, maxAgeSec: TTL_MS / 1000 };
 }
 

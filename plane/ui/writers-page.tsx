@@ -18,8 +18,12 @@ export const WritersPage: FC<{
 }> = ({ items }) => (
   <Layout title="Writers">
     <h1>Writers</h1>
-    <p class="muted">Each machine or worker that replicates to this project, with the backlog it reported in its last batch.</p>
-    <Table columns={['Writer', 'Last contact', 'Rows stored', 'Refused', 'Backlog', 'Behind by', 'Runs incomplete here']}>
+    <p class="muted">
+      Each machine or worker that replicates to this project, with the backlog it reported in its last batch.
+    </p>
+    <Table
+      columns={['Writer', 'Last contact', 'Rows stored', 'Refused', 'Backlog', 'Behind by', 'Runs incomplete here']}
+    >
       {items.map((w) => (
         <tr>
           <td>
@@ -30,8 +34,16 @@ export const WritersPage: FC<{
           </td>
           <td>{w.rowsAcked}</td>
           <td>{w.rowsRejected}</td>
-          <td data-testid="backlog">{w.backlogRows === null ? 'not reported' : `${w.backlogRows} rows (${w.backlogBytes ?? 0} bytes)`}</td>
-          <td>{w.oldestPendingAt ? `oldest row waiting since ${ago(w.oldestPendingAt)}` : w.backlogRows ? '—' : 'up to date'}</td>
+          <td data-testid="backlog">
+            {w.backlogRows === null ? 'not reported' : `${w.backlogRows} rows (${w.backlogBytes ?? 0} bytes)`}
+          </td>
+          <td>
+            {w.oldestPendingAt
+              ? `oldest row waiting since ${ago(w.oldestPendingAt)}`
+              : w.backlogRows
+                ? '—'
+                : 'up to date'}
+          </td>
           <td data-testid="incomplete-runs">
             {w.incompleteRuns.length === 0
               ? 'none'

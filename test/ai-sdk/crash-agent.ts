@@ -18,7 +18,13 @@ export const charges = (ledger: string): { order: string; pid: number }[] =>
         .map((l) => JSON.parse(l))
     : [];
 
-export function crashAgent(o: { url: string; store: Checkpointer; ledger: string; faults?: FaultHook; leaseMs?: number }): Agent {
+export function crashAgent(o: {
+  url: string;
+  store: Checkpointer;
+  ledger: string;
+  faults?: FaultHook;
+  leaseMs?: number;
+}): Agent {
   const provider = createOpenAICompatible({ name: 'loop', baseURL: o.url, apiKey: 'sk-test', includeUsage: true });
   const charge = idempotent(async function charge(order: string) {
     appendFileSync(o.ledger, JSON.stringify({ order, pid: process.pid }) + '\n');
@@ -27,7 +33,14 @@ export function crashAgent(o: { url: string; store: Checkpointer; ledger: string
   return new Agent({
     name: 'shop',
     model: fromAISDK(provider.chatModel('loop-model'), { backoffMs: 5, maxBackoffMs: 20 }),
-    tools: [tool({ name: 'charge', description: 'charge an order', parameters: z.object({ order: z.string() }), execute: ({ order }) => charge(order) })],
+    tools: [
+      tool({
+        name: 'charge',
+        description: 'charge an order',
+        parameters: z.object({ order: z.string() }),
+        execute: ({ order }) => charge(order),
+      }),
+    ],
     checkpointer: o.store,
     faults: o.faults,
     leaseMs: o.leaseMs,
@@ -42,7 +55,15 @@ export const shopHandler: FakeHandler = (body, index) => {
   const messages = body.messages as { role: string }[];
   const turn = messages.filter((m) => m.role === 'assistant').length;
   if (turn === 0) {
-    return { content: 'Charging now. ', toolCalls: [{ id: 'call_1', name: 'charge', arguments: '{"order":"A-7"}' }], usage: { prompt: 100 + index, completion: 10, cached: 40 } };
+    return {
+      content: 'Charging now. ',
+      toolCalls: [{ id: 'call_1', name: 'charge', arguments: '{"order":"A-7"}' }],
+      usage: { prompt: 100 + index, completion: 10, cached: 40 },
+    };
   }
-  return { content: 'Order A-7 is charged and on its way.', usage: { prompt: 200 + index, completion: 20 }, model: 'loop-model-2026' };
+  return {
+    content: 'Order A-7 is charged and on its way.',
+    usage: { prompt: 200 + index, completion: 20 },
+    model: 'loop-model-2026',
+  };
 };

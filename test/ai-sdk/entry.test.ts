@@ -47,6 +47,8 @@ describe('the AI SDK is an optional peer', () => {
   it('waymark/ai-sdk imports only types from @ai-sdk/provider', () => {
     const g = runtimeGraph('client/ai-sdk/index.ts');
     expect([...g.packages].filter((p) => p === 'ai' || p.startsWith('@ai-sdk'))).toEqual([]);
-    expect(readFileSync(join(ROOT, 'client/ai-sdk/index.ts'), 'utf8')).toMatch(/import type \{[^}]*LanguageModelV3[^}]*\} from '@ai-sdk\/provider'/);
+    expect(readFileSync(join(ROOT, 'client/ai-sdk/index.ts'), 'utf8')).toMatch(
+      /import type \{[^}]*LanguageModelV3[^}]*\} from '@ai-sdk\/provider'/,
+    );
   });
 });

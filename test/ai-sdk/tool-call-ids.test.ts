@@ -42,8 +42,12 @@ describe('AI SDK tool calls that share an id', () => {
         expect(ledgerOf(ledger)).toEqual(['A', 'B']);
         // the model is told one result per call, in order, and every call id it is shown is distinct
         const prompt = model.doGenerateCalls.at(-1)!.prompt;
-        const calls = prompt.flatMap((m) => (m.role === 'assistant' ? m.content.filter((p) => p.type === 'tool-call') : []));
-        const results = prompt.flatMap((m) => (m.role === 'tool' ? m.content.filter((p) => p.type === 'tool-result') : []));
+        const calls = prompt.flatMap((m) =>
+          m.role === 'assistant' ? m.content.filter((p) => p.type === 'tool-call') : [],
+        );
+        const results = prompt.flatMap((m) =>
+          m.role === 'tool' ? m.content.filter((p) => p.type === 'tool-result') : [],
+        );
         expect(calls.map((c) => c.input)).toEqual([{ order: 'A' }, { order: 'B' }]);
         expect(new Set(calls.map((c) => c.toolCallId)).size).toBe(2);
         expect(results.map((x) => [x.toolCallId, x.output])).toEqual([
@@ -66,10 +70,15 @@ describe('AI SDK tool calls that share an id', () => {
       {
         type: 'finish',
         finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
-        usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } },
+        usage: {
+          inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: undefined },
+          outputTokens: { total: 1, text: 1, reasoning: undefined },
+        },
       },
     ];
-    const model = fromAISDK(new MockLanguageModelV3({ doStream: async () => ({ stream: simulateReadableStream({ chunks: parts }) }) }));
+    const model = fromAISDK(
+      new MockLanguageModelV3({ doStream: async () => ({ stream: simulateReadableStream({ chunks: parts }) }) }),
+    );
     const reply = await model.stream({ messages: [{ role: 'user', content: 'go' }], tools: [] }, () => {});
     const ids = reply.toolCalls.map((c) => c.id);
     expect(reply.toolCalls.map((c) => (c.arguments as { order: string }).order)).toEqual(['A', 'B', 'C', 'D', 'E']);

@@ -9,7 +9,15 @@ import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { LanguageModelV3Usage } from '@ai-sdk/provider';
 import { MockLanguageModelV3 } from 'ai/test';
-import { Agent, idempotent, tool, type Checkpointer, type FaultHook, type Model, type ModelRequest } from '../../client/index.js';
+import {
+  Agent,
+  idempotent,
+  tool,
+  type Checkpointer,
+  type FaultHook,
+  type Model,
+  type ModelRequest,
+} from '../../client/index.js';
 import { fromAISDK } from '../../client/ai-sdk/index.js';
 
 const usage: LanguageModelV3Usage = {
@@ -17,7 +25,8 @@ const usage: LanguageModelV3Usage = {
   outputTokens: { total: 1, text: 1, reasoning: undefined },
 };
 
-export const ledgerOf = (ledger: string): string[] => (existsSync(ledger) ? readFileSync(ledger, 'utf8').split('\n').filter(Boolean) : []);
+export const ledgerOf = (ledger: string): string[] =>
+  existsSync(ledger) ? readFileSync(ledger, 'utf8').split('\n').filter(Boolean) : [];
 
 /** Turn 0: two charge calls, both under `callId`; turn 1: a text answer. */
 export function twoCallsModel(callId: string): MockLanguageModelV3 {
@@ -36,7 +45,12 @@ export function twoCallsModel(callId: string): MockLanguageModelV3 {
           warnings: [],
         };
       }
-      return { content: [{ type: 'text', text: 'both charged' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
+      return {
+        content: [{ type: 'text', text: 'both charged' }],
+        finishReason: { unified: 'stop', raw: 'stop' },
+        usage,
+        warnings: [],
+      };
     },
   });
 }
@@ -63,7 +77,12 @@ export function plainTwoCallsModel(callId: string): Model & { requests: ModelReq
   };
 }
 
-export function twoCallsAgent(o: { model: MockLanguageModelV3 | Model; store: Checkpointer; ledger: string; faults?: FaultHook }): Agent {
+export function twoCallsAgent(o: {
+  model: MockLanguageModelV3 | Model;
+  store: Checkpointer;
+  ledger: string;
+  faults?: FaultHook;
+}): Agent {
   const charge = idempotent(async function charge(order: string) {
     appendFileSync(o.ledger, `${order}\n`);
     return { charged: order };
@@ -71,7 +90,14 @@ export function twoCallsAgent(o: { model: MockLanguageModelV3 | Model; store: Ch
   return new Agent({
     name: 'shop',
     model: o.model instanceof MockLanguageModelV3 ? fromAISDK(o.model) : o.model,
-    tools: [tool({ name: 'charge', description: 'charge an order', parameters: z.object({ order: z.string() }), execute: ({ order }) => charge(order) })],
+    tools: [
+      tool({
+        name: 'charge',
+        description: 'charge an order',
+        parameters: z.object({ order: z.string() }),
+        execute: ({ order }) => charge(order),
+      }),
+    ],
     checkpointer: o.store,
     faults: o.faults,
     leaseMs: 1_000,

@@ -5,7 +5,12 @@ import { plainTwoCallsModel, twoCallsAgent, twoCallsModel } from './tool-ids-age
 
 const [path, ledger, executionId, callId, kind] = process.argv.slice(2);
 const store = new SqliteCheckpointer({ path });
-const agent = twoCallsAgent({ model: kind === 'plain' ? plainTwoCallsModel(callId) : twoCallsModel(callId), store, ledger, faults: killAt('runtime.beforeTool', { hits: 2 }) });
+const agent = twoCallsAgent({
+  model: kind === 'plain' ? plainTwoCallsModel(callId) : twoCallsModel(callId),
+  store,
+  ledger,
+  faults: killAt('runtime.beforeTool', { hits: 2 }),
+});
 const result = await agent.run('charge A and B', { executionId });
 process.stdout.write(`${JSON.stringify({ result })}\n`);
 await store.close();

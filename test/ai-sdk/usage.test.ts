@@ -5,7 +5,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Agent, ScriptedModel, connectPlane, interrupt, sumUsage, tool, usageOf, type Model, type ModelReply, type ModelRequest, type RunEvent, type ScriptRule } from '../../client/index.js';
+import {
+  Agent,
+  ScriptedModel,
+  connectPlane,
+  interrupt,
+  sumUsage,
+  tool,
+  usageOf,
+  type Model,
+  type ModelReply,
+  type ModelRequest,
+  type RunEvent,
+  type ScriptRule,
+} from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { inspectRun } from '../../client/cli/store-commands.js';
 import { startTestPlane, type TestPlane } from '../helpers/plane.js';
@@ -21,7 +34,11 @@ class Metered implements Model {
   }
   async generate(req: ModelRequest): Promise<ModelReply> {
     const r = await this.inner.generate(req);
-    return { ...r, finishReason: r.toolCalls.length ? 'tool-calls' : 'stop', usage: { model: this.name, inputTokens: 10 * req.messages.length, outputTokens: 3, cachedInputTokens: 2 } };
+    return {
+      ...r,
+      finishReason: r.toolCalls.length ? 'tool-calls' : 'stop',
+      usage: { model: this.name, inputTokens: 10 * req.messages.length, outputTokens: 3, cachedInputTokens: 2 },
+    };
   }
 }
 
@@ -40,20 +57,33 @@ describe('token usage per model call, per run, in inspect and on the plane', () 
     const store = new SqliteCheckpointer({ path: ':memory:' });
     const worker = new Agent({
       name: 'researcher',
-      model: new Metered('worker-m', (c) => (c.turn === 0 ? { toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] } : { content: 'found it' })),
-      tools: [tool({ name: 'lookup', description: 'look up', parameters: z.object({ q: z.string() }), execute: () => 'data' })],
+      model: new Metered('worker-m', (c) =>
+        c.turn === 0 ? { toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] } : { content: 'found it' },
+      ),
+      tools: [
+        tool({
+          name: 'lookup',
+          description: 'look up',
+          parameters: z.object({ q: z.string() }),
+          execute: () => 'data',
+        }),
+      ],
     });
     const sup = new Agent({
       name: 'boss',
       kind: 'supervisor',
-      model: new Metered('boss-m', (c) => (c.turn === 0 ? { toolCalls: [{ name: 'researcher', arguments: { task: 't' } }] } : { content: 'done' })),
+      model: new Metered('boss-m', (c) =>
+        c.turn === 0 ? { toolCalls: [{ name: 'researcher', arguments: { task: 't' } }] } : { content: 'done' },
+      ),
       tools: [worker.asTool()],
       checkpointer: store,
     });
     const r = await sup.run('go');
     expect(r).toMatchObject({ status: 'completed', output: 'done' });
     const rows = await store.list(r.executionId);
-    const recorded = rows.flatMap((row) => usageOf(row.nodeOutput).map((u) => `${row.seq}:${row.step}:${u.agentPath}:t${u.turn}:${u.model}`));
+    const recorded = rows.flatMap((row) =>
+      usageOf(row.nodeOutput).map((u) => `${row.seq}:${row.step}:${u.agentPath}:t${u.turn}:${u.model}`),
+    );
     expect(recorded).toEqual([
       '1:tool_call:supervisor:boss:t0:boss-m',
       '3:tool_call:supervisor:boss/agent:researcher:t0:worker-m',
@@ -61,9 +91,22 @@ describe('token usage per model call, per run, in inspect and on the plane', () 
       '5:llm_call:supervisor:boss/agent:researcher:t1:worker-m',
       '6:run_end:supervisor:boss:t1:boss-m',
     ]);
-    expect(rows.map((x) => x.step)).toEqual(['llm_call', 'tool_call', 'llm_call', 'tool_call', 'llm_call', 'llm_call', 'run_end']);
+    expect(rows.map((x) => x.step)).toEqual([
+      'llm_call',
+      'tool_call',
+      'llm_call',
+      'tool_call',
+      'llm_call',
+      'llm_call',
+      'run_end',
+    ]);
     expect(rows[6].nodeOutput).toMatchObject({ output: 'done' });
-    expect(sumUsage(rows)).toMatchObject({ calls: 4, outputTokens: 12, cachedInputTokens: 8, models: { 'boss-m': 2, 'worker-m': 2 } });
+    expect(sumUsage(rows)).toMatchObject({
+      calls: 4,
+      outputTokens: 12,
+      cachedInputTokens: 8,
+      models: { 'boss-m': 2, 'worker-m': 2 },
+    });
     await store.close();
   });
 
@@ -77,7 +120,11 @@ describe('token usage per model call, per run, in inspect and on the plane', () 
     });
     const agent = new Agent({
       name: 'p',
-      model: new Metered('m', (c) => (c.turn === 0 ? { toolCalls: [{ name: 'approve', arguments: {} }] } : { content: `answer ${c.toolResults[0]?.content}` })),
+      model: new Metered('m', (c) =>
+        c.turn === 0
+          ? { toolCalls: [{ name: 'approve', arguments: {} }] }
+          : { content: `answer ${c.toolResults[0]?.content}` },
+      ),
       tools: [approve],
       checkpointer: store,
     });
@@ -92,7 +139,14 @@ describe('token usage per model call, per run, in inspect and on the plane', () 
     expect(events.slice(4).map((e) => e.type)).toEqual(['tool-call', 'tool-result', 'step-start', 'end']);
     const rows = await store.list(paused.executionId);
     expect(events[4]).toMatchObject({ checkpointId: rows[3].id });
-    expect(rows.map((x) => `${x.step}:${usageOf(x.nodeOutput).length}`)).toEqual(['llm_call:0', 'tool_call:1', 'hitl_pause:0', 'tool_call:0', 'llm_call:0', 'run_end:1']);
+    expect(rows.map((x) => `${x.step}:${usageOf(x.nodeOutput).length}`)).toEqual([
+      'llm_call:0',
+      'tool_call:1',
+      'hitl_pause:0',
+      'tool_call:0',
+      'llm_call:0',
+      'run_end:1',
+    ]);
     await store.close();
   });
 
@@ -103,7 +157,9 @@ describe('token usage per model call, per run, in inspect and on the plane', () 
     const replica = connectPlane(store, { url: plane.url, apiKey: ingest, pollMs: 0 });
     const agent = new Agent({
       name: 'u',
-      model: new Metered('meter-1', (c) => (c.turn < 2 ? { toolCalls: [{ name: 'noop', arguments: {} }] } : { content: 'fin' })),
+      model: new Metered('meter-1', (c) =>
+        c.turn < 2 ? { toolCalls: [{ name: 'noop', arguments: {} }] } : { content: 'fin' },
+      ),
       tools: [tool({ name: 'noop', description: 'nothing', parameters: z.object({}), execute: () => 'ok' })],
       checkpointer: store,
     });
@@ -115,18 +171,30 @@ describe('token usage per model call, per run, in inspect and on the plane', () 
     expect(lines).toContain('usage: 3 model calls, 90 input tokens (6 cached), 9 output tokens (meter-1 ×3)');
     const json: string[] = [];
     await inspectRun(store, 'usage-run', (l) => json.push(l), { json: true });
-    expect(JSON.parse(json.join('\n')).usage).toEqual({ calls: 3, inputTokens: 90, outputTokens: 9, cachedInputTokens: 6, models: { 'meter-1': 3 } });
+    expect(JSON.parse(json.join('\n')).usage).toEqual({
+      calls: 3,
+      inputTokens: 90,
+      outputTokens: 9,
+      cachedInputTokens: 6,
+      models: { 'meter-1': 3 },
+    });
 
     await replica.flush({ timeoutMs: 30_000 });
     await replica.stop();
-    const login = await fetch(`${plane.url}/login`, { method: 'POST', body: new URLSearchParams({ key: read }), redirect: 'manual' });
+    const login = await fetch(`${plane.url}/login`, {
+      method: 'POST',
+      body: new URLSearchParams({ key: read }),
+      redirect: 'manual',
+    });
     expect(login.status).toBe(303);
     const cookie = login.headers.get('set-cookie')!.split(';')[0];
     const page = await fetch(`${plane.url}/runs/usage-run`, { headers: { cookie } });
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain('data-testid="usage"');
-    expect(html.replace(/<!--.*?-->/g, '').replace(/\s+/g, ' ')).toMatch(/Tokens: 90 in \(6 cached\) · 9 out · 3 model calls \( ?meter-1 ×3\)/);
+    expect(html.replace(/<!--.*?-->/g, '').replace(/\s+/g, ' ')).toMatch(
+      /Tokens: 90 in \(6 cached\) · 9 out · 3 model calls \( ?meter-1 ×3\)/,
+    );
     const list = await fetch(`${plane.url}/?q=usage-run`, { headers: { cookie } });
     const listHtml = (await list.text()).replace(/<!--.*?-->/g, '');
     expect(listHtml).toMatch(/data-testid="tokens"[^>]*>\s*90 in \/ 9 out\s*</);

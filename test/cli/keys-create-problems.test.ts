@@ -25,8 +25,12 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-const keysCreate = (...args: string[]) => waymarkAsync(['plane', 'keys', 'create', ...args, '--data-dir', dir], { env: { WAYMARK_PLANE_URL: '', WAYMARK_API_KEY: '' } });
-const keyList = async () => (await call(`${plane.url}/v1/admin/keys`, { key: admin })).body.items as { id: string; name: string }[];
+const keysCreate = (...args: string[]) =>
+  waymarkAsync(['plane', 'keys', 'create', ...args, '--data-dir', dir], {
+    env: { WAYMARK_PLANE_URL: '', WAYMARK_API_KEY: '' },
+  });
+const keyList = async () =>
+  (await call(`${plane.url}/v1/admin/keys`, { key: admin })).body.items as { id: string; name: string }[];
 
 describe('plane keys create names every problem at once and creates nothing', () => {
   it('an unknown scope and a name with a control character are both named (USAGE, exit 2), before the plane is asked', async () => {
@@ -34,14 +38,22 @@ describe('plane keys create names every problem at once and creates nothing', ()
     const r = await keysCreate('--project', 'nope', '--scopes', 'bogus', '--name', 'a\tb');
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(/^waymark plane keys create: USAGE: 2 problems:\n/);
-    expect(r.stderr).toContain("  - option '--scopes': unknown scope(s): bogus (known: ingest, read, approve, cancel, admin, operator)");
-    expect(r.stderr).toContain("  - option '--name': it has control characters (\\u0009), which a terminal listing the keys would act on");
+    expect(r.stderr).toContain(
+      "  - option '--scopes': unknown scope(s): bogus (known: ingest, read, approve, cancel, admin, operator)",
+    );
+    expect(r.stderr).toContain(
+      "  - option '--name': it has control characters (\\u0009), which a terminal listing the keys would act on",
+    );
     expect(r.stderr).not.toContain('\t');
     // over 128 characters and a control character: both named, with the scope
     const long = await keysCreate('--project', 'nope', '--scopes', 'read,root', '--name', `\x1b${'x'.repeat(130)}`);
     expect(long.code, long.stderr).toBe(2);
     expect(long.stderr).toMatch(/^waymark plane keys create: USAGE: 3 problems:\n/);
-    for (const p of ["option '--scopes': unknown scope(s): root", "option '--name': it is 131 characters long, more than 128", "option '--name': it has control characters (\\u001b)"])
+    for (const p of [
+      "option '--scopes': unknown scope(s): root",
+      "option '--name': it is 131 characters long, more than 128",
+      "option '--name': it has control characters (\\u001b)",
+    ])
       expect(long.stderr).toContain(p);
     expect(await keyList()).toEqual(before);
   });
@@ -49,13 +61,19 @@ describe('plane keys create names every problem at once and creates nothing', ()
   it('an unknown project, which only the plane knows, is its answer: UNKNOWN_PROJECT listing the known ones; nothing created', async () => {
     const before = await keyList();
     const r = await keysCreate('--project', 'nope', '--scopes', 'read', '--name', 'laptop');
-    expect([r.code, r.stderr.trim()]).toEqual([1, "waymark: UNKNOWN_PROJECT: no project 'nope'; known: local; create it with 'waymark plane projects create nope'"]);
+    expect([r.code, r.stderr.trim()]).toEqual([
+      1,
+      "waymark: UNKNOWN_PROJECT: no project 'nope'; known: local; create it with 'waymark plane projects create nope'",
+    ]);
     expect(await keyList()).toEqual(before);
   });
 
   it("the plane's answer to a request with several problems is INVALID_REQUEST naming each (the unknown project too); nothing created", async () => {
     const before = await keyList();
-    const r = await call(`${plane.url}/v1/admin/keys`, { key: admin, json: { project: 'nope', name: `a\tb${'x'.repeat(130)}`, scopes: ['read'] } });
+    const r = await call(`${plane.url}/v1/admin/keys`, {
+      key: admin,
+      json: { project: 'nope', name: `a\tb${'x'.repeat(130)}`, scopes: ['read'] },
+    });
     expect(r.status).toBe(400);
     expect(r.body.error).toMatchObject({
       code: 'INVALID_REQUEST',

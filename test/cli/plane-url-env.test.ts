@@ -43,14 +43,18 @@ describe('the CLI takes the plane from WAYMARK_PLANE_URL, as it takes the key fr
     expect(restore.stdout).toMatch(/restored env-run: 4 rows written, 0 already here; pause restored/);
 
     // --plane still wins over the variable
-    const flag = await waymarkAsync(['restore', 'env-run', '--db', tmp.file('fourth.db'), '--plane', plane.url], { env: { ...env, WAYMARK_PLANE_URL: 'http://127.0.0.1:9/nowhere' } });
+    const flag = await waymarkAsync(['restore', 'env-run', '--db', tmp.file('fourth.db'), '--plane', plane.url], {
+      env: { ...env, WAYMARK_PLANE_URL: 'http://127.0.0.1:9/nowhere' },
+    });
     expect(flag.code, `${flag.stdout}${flag.stderr}`).toBe(0);
     expect(flag.stdout).toMatch(/restored env-run: 4 rows written/);
   });
 
   it('a restore the plane refuses (a wrong key) or cannot answer leaves no store file it made; an existing store is kept', async () => {
     const made = tmp.file('refused-new.db');
-    const refused = await waymarkAsync(['restore', 'env-run', '--db', made], { env: { ...env, WAYMARK_API_KEY: 'wm_not_a_key' } });
+    const refused = await waymarkAsync(['restore', 'env-run', '--db', made], {
+      env: { ...env, WAYMARK_API_KEY: 'wm_not_a_key' },
+    });
     expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining('UNAUTHORIZED')]);
     expect(['', '-wal', '-shm'].map((s) => existsSync(`${made}${s}`))).toEqual([false, false, false]);
     const down = await waymarkAsync(['restore', 'env-run', '--db', made, '--plane', 'http://127.0.0.1:9'], { env });
@@ -61,7 +65,9 @@ describe('the CLI takes the plane from WAYMARK_PLANE_URL, as it takes the key fr
     const store = new SqliteCheckpointer({ path: kept });
     await store.put(step('mine', 0));
     await store.close();
-    const again = await waymarkAsync(['restore', 'env-run', '--db', kept], { env: { ...env, WAYMARK_API_KEY: 'wm_not_a_key' } });
+    const again = await waymarkAsync(['restore', 'env-run', '--db', kept], {
+      env: { ...env, WAYMARK_API_KEY: 'wm_not_a_key' },
+    });
     expect(again.code).toBe(1);
     const reopened = new SqliteCheckpointer({ path: kept });
     expect((await reopened.list('mine')).length).toBe(1);
@@ -69,7 +75,9 @@ describe('the CLI takes the plane from WAYMARK_PLANE_URL, as it takes the key fr
   });
 
   it('with neither --plane nor WAYMARK_PLANE_URL (nor a key), the command names both ways to give each, exit 2; --help says where the defaults come from', async () => {
-    const r = await waymarkAsync(['restore', 'env-run', '--db', tmp.file('never.db')], { env: { WAYMARK_PLANE_URL: '', WAYMARK_API_KEY: '' } });
+    const r = await waymarkAsync(['restore', 'env-run', '--db', tmp.file('never.db')], {
+      env: { WAYMARK_PLANE_URL: '', WAYMARK_API_KEY: '' },
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('a plane is required: --plane or WAYMARK_PLANE_URL');
     expect(r.stderr).toContain('a key is required: --key or WAYMARK_API_KEY');

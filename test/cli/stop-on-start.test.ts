@@ -26,8 +26,15 @@ const tmp = scratchDir('waymark-stop-on-start-');
 afterAll(() => tmp.cleanup());
 
 /** Start `waymark ARGS`, SIGTERM it in the same tick its output first says `listening on`, and wait for its end. */
-async function stopAtFirstLine(args: string[], cwd: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, WAYMARK_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'] });
+async function stopAtFirstLine(
+  args: string[],
+  cwd: string,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd,
+    env: { ...process.env, WAYMARK_LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   let sent = false;
@@ -46,9 +53,15 @@ async function stopAtFirstLine(args: string[], cwd: string): Promise<{ code: num
 describe('a server stopped as soon as it says where it listens stops gracefully', () => {
   it('waymark plane (PGlite in a data dir): exit 0, the stop said and finished, the data dir lock gone', async () => {
     const dirs = [1, 2, 3].map((i) => tmp.file(`plane-${i}`));
-    const ends = await Promise.all(dirs.map((dir) => stopAtFirstLine(['plane', '--port', '0', '--data-dir', dir], tmp.dir)));
+    const ends = await Promise.all(
+      dirs.map((dir) => stopAtFirstLine(['plane', '--port', '0', '--data-dir', dir], tmp.dir)),
+    );
     for (const [i, r] of ends.entries()) {
-      expect({ code: r.code, signal: r.signal, stderr: r.stderr }, `start ${i + 1}: ${r.stdout}`).toEqual({ code: 0, signal: null, stderr: '' });
+      expect({ code: r.code, signal: r.signal, stderr: r.stderr }, `start ${i + 1}: ${r.stdout}`).toEqual({
+        code: 0,
+        signal: null,
+        stderr: '',
+      });
       expect(r.stdout).toMatch(/stopping: finishing the requests in hand, then closing the database\nstopped\n$/);
     }
     // closed, not killed: no lock left for the next start to find stale
@@ -61,6 +74,11 @@ describe('a server stopped as soon as it says where it listens stops gracefully'
     await store.put(step('stop-run', 0));
     await store.close();
     const ends = await Promise.all([1, 2, 3].map(() => stopAtFirstLine(['ui', '--db', db, '--port', '0'], tmp.dir)));
-    for (const [i, r] of ends.entries()) expect({ code: r.code, signal: r.signal, stderr: r.stderr }, `start ${i + 1}: ${r.stdout}`).toEqual({ code: 0, signal: null, stderr: '' });
+    for (const [i, r] of ends.entries())
+      expect({ code: r.code, signal: r.signal, stderr: r.stderr }, `start ${i + 1}: ${r.stdout}`).toEqual({
+        code: 0,
+        signal: null,
+        stderr: '',
+      });
   }, 120_000);
 });

@@ -22,8 +22,14 @@ describe('usage errors print their stable code, USAGE, and exit 2', () => {
       [['runz'], "waymark: USAGE: unknown command 'runz' (did you mean 'runs'?)"],
       [['sync', 'nwo'], "waymark: USAGE: unknown subcommand 'sync nwo' (did you mean 'sync now'?); known: status, now"],
       [['sync'], "waymark: USAGE: 'sync' needs a subcommand: status or now"],
-      [['plane', 'key', 'list'], "waymark: USAGE: unknown command 'plane key' (did you mean 'plane keys'?); known: projects, keys, prune"],
-      [['plane', 'keys', 'lsit'], "waymark: USAGE: unknown subcommand 'plane keys lsit' (did you mean 'plane keys list'?); known: create, list, revoke"],
+      [
+        ['plane', 'key', 'list'],
+        "waymark: USAGE: unknown command 'plane key' (did you mean 'plane keys'?); known: projects, keys, prune",
+      ],
+      [
+        ['plane', 'keys', 'lsit'],
+        "waymark: USAGE: unknown subcommand 'plane keys lsit' (did you mean 'plane keys list'?); known: create, list, revoke",
+      ],
       [['plane', 'keys'], "waymark: USAGE: 'plane keys' needs a subcommand: create or list or revoke"],
     ];
     for (const [args, first] of cases) {
@@ -44,27 +50,39 @@ describe('usage errors print their stable code, USAGE, and exit 2', () => {
 
     const db = tmp.file('never-made.db');
     const runs = await waymarkAsync(['runs', '--db', db, '--limit', '0'], { env });
-    expect([runs.code, runs.stderr.split('\n')[0]]).toEqual([2, "waymark runs: USAGE: option '--limit' must be a positive integer (got '0')"]);
+    expect([runs.code, runs.stderr.split('\n')[0]]).toEqual([
+      2,
+      "waymark runs: USAGE: option '--limit' must be a positive integer (got '0')",
+    ]);
     expect(runs.stderr).toContain('\n\nusage: waymark runs [options]\n');
     expect(existsSync(db)).toBe(false);
 
     const port = await waymarkAsync(['plane', '--data-dir', dir, '--port', 'x', 'stray'], { env });
     expect(port.code).toBe(2);
-    expect(port.stderr).toMatch(/^waymark plane: USAGE: 2 problems:\n {2}- unexpected argument 'stray'\n {2}- option '--port' must be a port number 0\.\.65535 \(got 'x'\)\n/);
+    expect(port.stderr).toMatch(
+      /^waymark plane: USAGE: 2 problems:\n {2}- unexpected argument 'stray'\n {2}- option '--port' must be a port number 0\.\.65535 \(got 'x'\)\n/,
+    );
     expect(existsSync(dir)).toBe(false);
   });
 
   it("a plane URL that is not one (a host and port without http://, another scheme) is the option's USAGE problem, with the URL meant; nothing is created", async () => {
     const db = tmp.file('restore-here.db');
-    const restore = await waymarkAsync(['restore', 'run-1', '--db', db, '--plane', '127.0.0.1:4600', '--key', 'k'], { env });
+    const restore = await waymarkAsync(['restore', 'run-1', '--db', db, '--plane', '127.0.0.1:4600', '--key', 'k'], {
+      env,
+    });
     expect([restore.code, restore.stderr.split('\n')[0]]).toEqual([
       2,
       "waymark restore: USAGE: option '--plane': must be the plane's http or https URL (got a string that is not a URL) (did you mean 'http://127.0.0.1:4600'?)",
     ]);
     // a restore creates its store: not for a command line it refuses
     expect(existsSync(db)).toBe(false);
-    const sync = await waymarkAsync(['sync', 'now', '--db', db, '--key', 'k'], { env: { ...env, WAYMARK_PLANE_URL: 'ftp://plane.example' } });
-    expect([sync.code, sync.stderr.split('\n')[0]]).toEqual([2, "waymark sync now: USAGE: WAYMARK_PLANE_URL: must be the plane's http or https URL (got a 'ftp:' URL)"]);
+    const sync = await waymarkAsync(['sync', 'now', '--db', db, '--key', 'k'], {
+      env: { ...env, WAYMARK_PLANE_URL: 'ftp://plane.example' },
+    });
+    expect([sync.code, sync.stderr.split('\n')[0]]).toEqual([
+      2,
+      "waymark sync now: USAGE: WAYMARK_PLANE_URL: must be the plane's http or https URL (got a 'ftp:' URL)",
+    ]);
     // a command that never asks a plane is not refused for a bad WAYMARK_PLANE_URL
     const local = await waymarkAsync(['runs', '--db', db], { env: { ...env, WAYMARK_PLANE_URL: 'localhost:4600' } });
     expect([local.code, local.stderr]).toEqual([1, expect.stringContaining('STORE_NOT_FOUND')]);
@@ -81,8 +99,15 @@ describe('usage errors print their stable code, USAGE, and exit 2', () => {
       2,
       "waymark plane: USAGE: option '--database-url' must be a postgres:// or postgresql:// URL such as postgres://user:password@host:5432/db (the value is not shown: it may hold a password)",
     ]);
-    const variable = await waymarkAsync(['plane', '--port', '0'], { env: { ...env, WAYMARK_DATABASE_URL: 'mysql://root:secret@db/x' } });
-    expect([variable.code, variable.stderr.trim()]).toEqual([1, expect.stringMatching(/^waymark: INVALID_OPTIONS: invalid plane configuration: WAYMARK_DATABASE_URL must be a postgres:\/\/ /)]);
+    const variable = await waymarkAsync(['plane', '--port', '0'], {
+      env: { ...env, WAYMARK_DATABASE_URL: 'mysql://root:secret@db/x' },
+    });
+    expect([variable.code, variable.stderr.trim()]).toEqual([
+      1,
+      expect.stringMatching(
+        /^waymark: INVALID_OPTIONS: invalid plane configuration: WAYMARK_DATABASE_URL must be a postgres:\/\/ /,
+      ),
+    ]);
     for (const r of [flag, variable]) expect(r.stderr).not.toContain('secret');
   });
 

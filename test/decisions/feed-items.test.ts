@@ -36,7 +36,9 @@ async function fakePlane(project = 'proj-a'): Promise<FakePlane> {
     const u = new URL(req.url ?? '/', 'http://x');
     res.setHeader('content-type', 'application/json');
     if (u.pathname === '/v1/whoami') {
-      res.end(JSON.stringify({ project: f.project, keyId: 'k1', scopes: ['ingest'], serverTime: new Date().toISOString() }));
+      res.end(
+        JSON.stringify({ project: f.project, keyId: 'k1', scopes: ['ingest'], serverTime: new Date().toISOString() }),
+      );
       return;
     }
     if (u.pathname === '/v1/decisions') {
@@ -74,7 +76,14 @@ function view(over: Record<string, unknown> = {}): Record<string, unknown> {
 
 function laptop(url: string, name: string): { store: SqliteCheckpointer; replica: Replica } {
   const store = new SqliteCheckpointer({ path: tmp.file(`${name}.db`) });
-  const replica = connectPlane(store, { url, apiKey: 'wm_test', pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 1 });
+  const replica = connectPlane(store, {
+    url,
+    apiKey: 'wm_test',
+    pollMs: 0,
+    debounceMs: 5,
+    timeoutMs: 5000,
+    decisionWaitSeconds: 1,
+  });
   cleanup.push(async () => {
     await replica.stop();
     await store.close();
@@ -96,7 +105,9 @@ describe('decision feed items', () => {
     expect(skipped).toHaveLength(1);
     expect(skipped[0]).toMatchObject({ decisionId: bad.decisionId, executionId: bad.executionId });
     expect(skipped[0]!.reason).toContain('approved');
-    expect(await store.getDecision(good.executionId as string, good.checkpointId as string)).toMatchObject({ decisionId: good.decisionId });
+    expect(await store.getDecision(good.executionId as string, good.checkpointId as string)).toMatchObject({
+      decisionId: good.decisionId,
+    });
     expect(await store.getDecision(bad.executionId as string, bad.checkpointId as string)).toBeNull();
     // the next round asks after the page: the bad item is not read again
     await replica.pullDecisions();
@@ -121,7 +132,9 @@ describe('decision feed items', () => {
     expect(r2).toMatchObject({ received: 1, stored: 1, cursor: '3' });
     expect(r2.cursorKey).not.toBe(r1.cursorKey);
     expect(plane.asked).toEqual([null, null]);
-    expect(await b.store.getDecision(other.executionId as string, other.checkpointId as string)).toMatchObject({ decisionId: other.decisionId });
+    expect(await b.store.getDecision(other.executionId as string, other.checkpointId as string)).toMatchObject({
+      decisionId: other.decisionId,
+    });
     // another plane URL for the first project: its own cursor too
     const second = await fakePlane('proj-a');
     const c = laptop(second.url, path);
@@ -141,12 +154,29 @@ describe('decision feed items', () => {
     const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file('states.jsonl')) });
     const mine = `states-${uuidv7()}`;
     const pause = (await agent.run(refundRequest(mine, 5000), { executionId: mine })).pendingInterrupt!;
-    const appliedElsewhere = view({ state: 'applied', appliedBy: 'other-machine', appliedAt: new Date().toISOString(), feedSeq: 1 });
+    const appliedElsewhere = view({
+      state: 'applied',
+      appliedBy: 'other-machine',
+      appliedAt: new Date().toISOString(),
+      feedSeq: 1,
+    });
     const supersededElsewhere = view({ state: 'superseded', feedSeq: 2 });
     const pendingElsewhere = view({ state: 'pending', feedSeq: 3 });
-    const appliedMine = view({ executionId: mine, checkpointId: pause.checkpointId, state: 'applied', appliedBy: 'other-machine', appliedAt: new Date().toISOString(), feedSeq: 4 });
-    plane.pages.set('', { items: [appliedElsewhere, supersededElsewhere, pendingElsewhere, appliedMine], nextCursor: '4' });
+    const appliedMine = view({
+      executionId: mine,
+      checkpointId: pause.checkpointId,
+      state: 'applied',
+      appliedBy: 'other-machine',
+      appliedAt: new Date().toISOString(),
+      feedSeq: 4,
+    });
+    plane.pages.set('', {
+      items: [appliedElsewhere, supersededElsewhere, pendingElsewhere, appliedMine],
+      nextCursor: '4',
+    });
     expect(await replica.pullDecisions()).toMatchObject({ received: 4, stored: 2, ignored: 2, cursor: '4' });
-    expect((await store.listDecisions({})).items.map((d) => d.decisionId).sort()).toEqual([pendingElsewhere.decisionId, appliedMine.decisionId].sort());
+    expect((await store.listDecisions({})).items.map((d) => d.decisionId).sort()).toEqual(
+      [pendingElsewhere.decisionId, appliedMine.decisionId].sort(),
+    );
   });
 });

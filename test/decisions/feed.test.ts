@@ -7,7 +7,16 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
-import { connectPlane, restoreFromPlane, serveDecisions, type Agent, type Checkpointer, type DecisionLogger, type DecisionOutcome, type Replica } from '../../client/index.js';
+import {
+  connectPlane,
+  restoreFromPlane,
+  serveDecisions,
+  type Agent,
+  type Checkpointer,
+  type DecisionLogger,
+  type DecisionOutcome,
+  type Replica,
+} from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { DECISIONS_CURSOR_META } from '../../client/replica/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
@@ -44,9 +53,21 @@ interface Machine {
 }
 
 /** A machine: its own store file and ledger, connected to the plane (long poll held 2 s); `followChanges: false`: only pullChanges() reads the change feed; `url`: a proxy in front of the plane. */
-function machine(name: string, ledger = new Ledger(tmp.file(`${name}-${++n}.jsonl`)), o: { followChanges?: boolean; url?: string; busyTimeoutMs?: number } = {}): Machine {
+function machine(
+  name: string,
+  ledger = new Ledger(tmp.file(`${name}-${++n}.jsonl`)),
+  o: { followChanges?: boolean; url?: string; busyTimeoutMs?: number } = {},
+): Machine {
   const store = new SqliteCheckpointer({ path: tmp.file(`${name}-${++n}.db`), busyTimeoutMs: o.busyTimeoutMs });
-  const replica = connectPlane(store, { url: o.url ?? plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 2, followChanges: o.followChanges });
+  const replica = connectPlane(store, {
+    url: o.url ?? plane.url,
+    apiKey: key,
+    pollMs: 0,
+    debounceMs: 5,
+    timeoutMs: 5000,
+    decisionWaitSeconds: 2,
+    followChanges: o.followChanges,
+  });
   cleanup.push(async () => {
     await replica.stop();
     await store.close();
@@ -63,13 +84,22 @@ async function pausedOn(m: Machine, id = `feed-${Date.now().toString(36)}-${++n}
 
 /** Record a decision on the plane (what the inspector's form does). */
 async function decideOnPlane(id: string, checkpointId: string, approved = true) {
-  const r = await call(`${plane.url}/v1/executions/${encodeURIComponent(id)}/decision`, { key: approver, json: { checkpointId, approved, comment: 'approved by the manager' } });
+  const r = await call(`${plane.url}/v1/executions/${encodeURIComponent(id)}/decision`, {
+    key: approver,
+    json: { checkpointId, approved, comment: 'approved by the manager' },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body as { decisionId: string };
 }
 
 /** Run a worker until `until` holds for its outcomes (or 20 s); its outcomes. */
-function worker(o: { m: Machine; restore?: boolean; hold?: Promise<void>; onHeld?: () => void; logger?: DecisionLogger }) {
+function worker(o: {
+  m: Machine;
+  restore?: boolean;
+  hold?: Promise<void>;
+  onHeld?: () => void;
+  logger?: DecisionLogger;
+}) {
   const seen: DecisionOutcome[] = [];
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), 20_000);
@@ -112,7 +142,9 @@ async function until(pred: () => boolean | Promise<boolean>) {
 async function planeDecision(decisionId: string) {
   const r = await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key });
   expect(r.status).toBe(200);
-  return (r.body as { items: { decisionId: string; state: string; appliedBy: string | null }[] }).items.find((d) => d.decisionId === decisionId);
+  return (r.body as { items: { decisionId: string; state: string; appliedBy: string | null }[] }).items.find(
+    (d) => d.decisionId === decisionId,
+  );
 }
 
 describe('decisions made on the plane', () => {
@@ -125,7 +157,10 @@ describe('decisions made on the plane', () => {
     // else could have woken it (no bound on how fast: a loaded machine takes longer, the feed still brings it)
     await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
     expect(w.seen.map((x) => x.outcome)).toEqual(['applied']);
-    expect(w.seen[0]).toMatchObject({ status: 'completed', decision: { source: 'plane', decidedBy: expect.any(String), state: 'applied' } });
+    expect(w.seen[0]).toMatchObject({
+      status: 'completed',
+      decision: { source: 'plane', decidedBy: expect.any(String), state: 'applied' },
+    });
     expect(laptop.ledger.charges()).toHaveLength(1);
     await laptop.replica.flush({ timeoutMs: 10_000 });
     expect(await planeDecision(d.decisionId)).toMatchObject({ state: 'applied', appliedBy: laptop.store.writerId });
@@ -138,12 +173,24 @@ describe('decisions made on the plane', () => {
     const d = await decideOnPlane(id, pause.checkpointId);
     expect(await laptop.store.getDecision(id, pause.checkpointId)).toBeNull();
     // reconnects: a new replica on the same store
-    const again = connectPlane(laptop.store, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 2 });
+    const again = connectPlane(laptop.store, {
+      url: plane.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      timeoutMs: 5000,
+      decisionWaitSeconds: 2,
+    });
     cleanup.push(() => again.stop());
     // the feed is the project's: this store gets every decision recorded since it last asked (here: ever)
     const pulled = await again.pullDecisions();
     expect(pulled.stored).toBeGreaterThanOrEqual(1);
-    expect(await laptop.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, source: 'plane', state: 'pending', held: true });
+    expect(await laptop.store.getDecision(id, pause.checkpointId)).toMatchObject({
+      decisionId: d.decisionId,
+      source: 'plane',
+      state: 'pending',
+      held: true,
+    });
     expect(pulled.cursorKey.startsWith(`${DECISIONS_CURSOR_META} ${plane.url}`)).toBe(true);
     expect(await laptop.store.getMeta(pulled.cursorKey)).toBe(pulled.cursor);
     expect((await again.pullDecisions()).stored).toBe(0);
@@ -175,7 +222,13 @@ describe('decisions made on the plane', () => {
     cleanup.push(() => other.close());
     const r = await restoreFromPlane(other, id, { url: plane.url, apiKey: key });
     expect(r).toMatchObject({ pendingImported: true, decisionImported: true });
-    expect(await other.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, approved: false, source: 'plane', state: 'pending', held: true });
+    expect(await other.getDecision(id, pause.checkpointId)).toMatchObject({
+      decisionId: d.decisionId,
+      approved: false,
+      source: 'plane',
+      state: 'pending',
+      held: true,
+    });
   });
 
   it('two machines race one decision: one applies it, the other sees it applied; one charge in all', async () => {
@@ -211,7 +264,10 @@ describe('decisions made on the plane', () => {
     const { id, pause } = await pausedOn(laptop);
     const d = await decideOnPlane(id, pause.checkpointId);
     // another writer claimed the pause at the plane with this decision, then crashed before its local claim
-    const held = await call(`${plane.url}/v1/executions/${encodeURIComponent(id)}/claim`, { key, json: { checkpointId: pause.checkpointId, writerId: 'crashed-writer', decisionId: d.decisionId } });
+    const held = await call(`${plane.url}/v1/executions/${encodeURIComponent(id)}/claim`, {
+      key,
+      json: { checkpointId: pause.checkpointId, writerId: 'crashed-writer', decisionId: d.decisionId },
+    });
     expect(held.status, JSON.stringify(held.body)).toBe(200);
     const w = worker({ m: laptop });
     await w.until((s) => s.filter((x) => x.decision.decisionId === d.decisionId).length >= 2);
@@ -221,7 +277,10 @@ describe('decisions made on the plane', () => {
     expect(await laptop.store.getDecision(id, pause.checkpointId)).toMatchObject({ state: 'pending' });
     expect(laptop.ledger.charges()).toHaveLength(0);
     // the holder gives the claim back: the retry applies the decision
-    const released = await call(`${plane.url}/v1/executions/${encodeURIComponent(id)}/claim/release`, { key, json: { checkpointId: pause.checkpointId, writerId: 'crashed-writer' } });
+    const released = await call(`${plane.url}/v1/executions/${encodeURIComponent(id)}/claim/release`, {
+      key,
+      json: { checkpointId: pause.checkpointId, writerId: 'crashed-writer' },
+    });
     expect(released.status, JSON.stringify(released.body)).toBe(200);
     await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId && x.outcome === 'applied'));
     expect(laptop.ledger.charges()).toHaveLength(1);
@@ -233,14 +292,20 @@ describe('decisions made on the plane', () => {
     const server = machine('late-server', undefined, { followChanges: false });
     const d = await decideOnPlane(id, pause.checkpointId);
     await server.replica.pullDecisions();
-    expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, state: 'pending', held: false });
+    expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({
+      decisionId: d.decisionId,
+      state: 'pending',
+      held: false,
+    });
     // the laptop applies it (plane claim first), and syncs
     const wl = worker({ m: laptop });
     await wl.until((s) => s.some((x) => x.decision.decisionId === d.decisionId && x.outcome === 'applied'));
     await laptop.replica.flush({ timeoutMs: 10_000 });
     const ws = worker({ m: server, restore: true });
     await ws.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
-    expect(ws.seen.filter((x) => x.decision.decisionId === d.decisionId)).toEqual([expect.objectContaining({ outcome: 'applied_elsewhere', appliedBy: laptop.store.writerId })]);
+    expect(ws.seen.filter((x) => x.decision.decisionId === d.decisionId)).toEqual([
+      expect.objectContaining({ outcome: 'applied_elsewhere', appliedBy: laptop.store.writerId }),
+    ]);
     expect(await server.store.latest(id)).toBeNull();
     expect(await server.store.getDecision(id, pause.checkpointId)).toBeNull();
     expect(server.ledger.charges()).toHaveLength(0);
@@ -258,10 +323,15 @@ describe('decisions made on the plane', () => {
     const dHeld = await decideOnPlane(held.id, held.pause.checkpointId);
     await server.replica.pullDecisions();
     // the laptop resumes the first pause from code (plane claim, local claim, synced: applied there)
-    expect((await laptop.agent.resume(applied.id, { approved: false }, { checkpointId: applied.pause.checkpointId })).status).toBe('completed');
+    expect(
+      (await laptop.agent.resume(applied.id, { approved: false }, { checkpointId: applied.pause.checkpointId })).status,
+    ).toBe('completed');
     expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     // a resume from code that crashed holds the second pause at the plane (no decision); a crashed worker holds the third with its decision
-    const code = await call(`${plane.url}/v1/executions/${encodeURIComponent(taken.id)}/claim`, { key, json: { checkpointId: taken.pause.checkpointId, writerId: 'code-writer' } });
+    const code = await call(`${plane.url}/v1/executions/${encodeURIComponent(taken.id)}/claim`, {
+      key,
+      json: { checkpointId: taken.pause.checkpointId, writerId: 'code-writer' },
+    });
     expect(code.status, JSON.stringify(code.body)).toBe(200);
     const crashed = await call(`${plane.url}/v1/executions/${encodeURIComponent(held.id)}/claim`, {
       key,
@@ -270,20 +340,36 @@ describe('decisions made on the plane', () => {
     expect(crashed.status, JSON.stringify(crashed.body)).toBe(200);
     const w = worker({ m: server, restore: true });
     const about = (id: string) => w.seen.filter((x) => x.decision.decisionId === id);
-    await w.until(() => about(dApplied.decisionId).length > 0 && about(dTaken.decisionId).length > 0 && about(dHeld.decisionId).length > 0);
-    expect(about(dApplied.decisionId)).toEqual([expect.objectContaining({ outcome: 'superseded', code: 'ALREADY_RESUMED', claimedBy: laptop.store.writerId })]);
+    await w.until(
+      () =>
+        about(dApplied.decisionId).length > 0 &&
+        about(dTaken.decisionId).length > 0 &&
+        about(dHeld.decisionId).length > 0,
+    );
+    expect(about(dApplied.decisionId)).toEqual([
+      expect.objectContaining({ outcome: 'superseded', code: 'ALREADY_RESUMED', claimedBy: laptop.store.writerId }),
+    ]);
     expect(about(dTaken.decisionId)[0]).toMatchObject({ outcome: 'failed', error: { code: 'ALREADY_RESUMED' } });
     expect(about(dHeld.decisionId)[0]).toMatchObject({ outcome: 'failed', error: { code: 'ALREADY_RESUMED' } });
     expect(await server.store.getDecision(applied.id, applied.pause.checkpointId)).toBeNull();
     for (const r of [applied, taken, held]) expect(await server.store.latest(r.id)).toBeNull();
-    expect(await server.store.getDecision(taken.id, taken.pause.checkpointId)).toMatchObject({ state: 'pending', held: false });
-    expect(await server.store.getDecision(held.id, held.pause.checkpointId)).toMatchObject({ state: 'pending', held: false });
+    expect(await server.store.getDecision(taken.id, taken.pause.checkpointId)).toMatchObject({
+      state: 'pending',
+      held: false,
+    });
+    expect(await server.store.getDecision(held.id, held.pause.checkpointId)).toMatchObject({
+      state: 'pending',
+      held: false,
+    });
     // the holders give their claims back: the retries restore the runs and apply the decisions
     for (const [r, writerId] of [
       [taken, 'code-writer'],
       [held, 'crashed-writer'],
     ] as const) {
-      const released = await call(`${plane.url}/v1/executions/${encodeURIComponent(r.id)}/claim/release`, { key, json: { checkpointId: r.pause.checkpointId, writerId } });
+      const released = await call(`${plane.url}/v1/executions/${encodeURIComponent(r.id)}/claim/release`, {
+        key,
+        json: { checkpointId: r.pause.checkpointId, writerId },
+      });
       expect(released.status, JSON.stringify(released.body)).toBe(200);
     }
     await w.until(() => [dTaken, dHeld].every((d) => about(d.decisionId).some((x) => x.outcome === 'applied')));
@@ -300,7 +386,9 @@ describe('decisions made on the plane', () => {
     cleanup.push(() => proxy.close());
     const server = machine('b1-server', undefined, { followChanges: false, url: proxy.url });
     await server.replica.pullDecisions();
-    expect((await laptop.agent.resume(id, { approved: false }, { checkpointId: pause.checkpointId })).status).toBe('completed');
+    expect((await laptop.agent.resume(id, { approved: false }, { checkpointId: pause.checkpointId })).status).toBe(
+      'completed',
+    );
     expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     // the worker's first read of the run is answered late; the next one only when the test ends
     let answer!: () => void;
@@ -327,10 +415,17 @@ describe('decisions made on the plane', () => {
     expect(await server.store.recordDecision(fresh)).toEqual({ recorded: true });
     answer();
     await w.until((s) => s.some((x) => x.decision.decisionId === d.decisionId));
-    expect(w.seen.find((x) => x.decision.decisionId === d.decisionId)).toMatchObject({ outcome: 'superseded', claimedBy: laptop.store.writerId });
+    expect(w.seen.find((x) => x.decision.decisionId === d.decisionId)).toMatchObject({
+      outcome: 'superseded',
+      claimedBy: laptop.store.writerId,
+    });
     // once the worker forgot d (one DELETE), the fresh decision is still here
     await until(async () => (await server.store.getDecision(id, pause.checkpointId)) === null);
-    expect(await server.store.getDecision(id, fresh.checkpointId)).toMatchObject({ decisionId: fresh.decisionId, state: 'pending', held: false });
+    expect(await server.store.getDecision(id, fresh.checkpointId)).toMatchObject({
+      decisionId: fresh.decisionId,
+      state: 'pending',
+      held: false,
+    });
   });
 
   it('restore: true: a settled decision that cannot be forgotten here (the store locked by another process) is logged through the injected logger, and kept', async () => {
@@ -339,7 +434,9 @@ describe('decisions made on the plane', () => {
     const d = await decideOnPlane(id, pause.checkpointId);
     const server = machine('n1-server', undefined, { followChanges: false, busyTimeoutMs: 0 });
     await server.replica.pullDecisions();
-    expect((await laptop.agent.resume(id, { approved: false }, { checkpointId: pause.checkpointId })).status).toBe('completed');
+    expect((await laptop.agent.resume(id, { approved: false }, { checkpointId: pause.checkpointId })).status).toBe(
+      'completed',
+    );
     expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     // another process holds the write lock of the server's store file
     const other = new Database((server.store as SqliteCheckpointer).connection.name);
@@ -349,10 +446,17 @@ describe('decisions made on the plane', () => {
       other.close();
     });
     const warned: { fields: Record<string, unknown>; message: string }[] = [];
-    const w = worker({ m: server, restore: true, logger: { warn: (fields, message) => warned.push({ fields, message }) } });
+    const w = worker({
+      m: server,
+      restore: true,
+      logger: { warn: (fields, message) => warned.push({ fields, message }) },
+    });
     await until(() => warned.length > 0);
     expect(w.seen.find((x) => x.decision.decisionId === d.decisionId)).toMatchObject({ outcome: 'superseded' });
-    expect(warned[0]).toMatchObject({ fields: { executionId: id, decisionId: d.decisionId }, message: expect.stringContaining(`could not forget the settled decisions of '${id}'`) });
+    expect(warned[0]).toMatchObject({
+      fields: { executionId: id, decisionId: d.decisionId },
+      message: expect.stringContaining(`could not forget the settled decisions of '${id}'`),
+    });
     expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId });
   });
 
@@ -365,8 +469,12 @@ describe('decisions made on the plane', () => {
     const server = machine('b3-server', undefined, { followChanges: false, url: proxy.url });
     await server.replica.pullDecisions();
     const runPath = `/v1/executions/${encodeURIComponent(id)}`;
-    proxy.rule = ({ path }) => (path === runPath ? { status: 404, html: '<html><body><h1>404 Not Found</h1>nginx</body></html>' } : undefined);
-    await expect(server.replica.runAtPlane(id)).rejects.toMatchObject({ code: 'PLANE_ERROR', details: { status: 404 } });
+    proxy.rule = ({ path }) =>
+      path === runPath ? { status: 404, html: '<html><body><h1>404 Not Found</h1>nginx</body></html>' } : undefined;
+    await expect(server.replica.runAtPlane(id)).rejects.toMatchObject({
+      code: 'PLANE_ERROR',
+      details: { status: 404 },
+    });
     // the plane's own word still means gone
     expect(await server.replica.runAtPlane(`never-${id}`)).toBeNull();
     const w = worker({ m: server, restore: true });
@@ -376,7 +484,11 @@ describe('decisions made on the plane', () => {
     expect(outcomes.length).toBeGreaterThanOrEqual(2);
     expect(new Set(outcomes)).toEqual(new Set(['failed']));
     expect(w.seen[0]).toMatchObject({ error: { code: 'PLANE_ERROR' } });
-    expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, state: 'pending', held: false });
+    expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({
+      decisionId: d.decisionId,
+      state: 'pending',
+      held: false,
+    });
   });
 
   it('the change feed does not forget a decision recorded here after the page it acts on was served', async () => {
@@ -387,8 +499,13 @@ describe('decisions made on the plane', () => {
     cleanup.push(() => proxy.close());
     const server = machine('b1-keeper', undefined, { followChanges: false, url: proxy.url });
     await server.replica.pullDecisions();
-    expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({ decisionId: d.decisionId, held: false });
-    expect((await laptop.agent.resume(id, { approved: false }, { checkpointId: pause.checkpointId })).status).toBe('completed');
+    expect(await server.store.getDecision(id, pause.checkpointId)).toMatchObject({
+      decisionId: d.decisionId,
+      held: false,
+    });
+    expect((await laptop.agent.resume(id, { approved: false }, { checkpointId: pause.checkpointId })).status).toBe(
+      'completed',
+    );
     expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     let answer!: () => void;
     const late = new Promise<void>((r) => (answer = r));
@@ -409,7 +526,10 @@ describe('decisions made on the plane', () => {
     answer();
     await pulled;
     expect(await server.store.getDecision(id, pause.checkpointId)).toBeNull();
-    expect(await server.store.getDecision(id, fresh.checkpointId)).toMatchObject({ decisionId: fresh.decisionId, held: false });
+    expect(await server.store.getDecision(id, fresh.checkpointId)).toMatchObject({
+      decisionId: fresh.decisionId,
+      held: false,
+    });
   });
 
   it('the change feed forgets decisions kept for a run this store does not hold once the plane moved past their pause; a decision whose pause is still open stays', async () => {
@@ -420,23 +540,37 @@ describe('decisions made on the plane', () => {
     const dDone = await decideOnPlane(done.id, done.pause.checkpointId);
     const dOpen = await decideOnPlane(open.id, open.pause.checkpointId);
     await server.replica.pullDecisions();
-    expect(await server.store.getDecision(done.id, done.pause.checkpointId)).toMatchObject({ state: 'pending', held: false });
+    expect(await server.store.getDecision(done.id, done.pause.checkpointId)).toMatchObject({
+      state: 'pending',
+      held: false,
+    });
     // the laptop applies the first decision only (its worker picks runs by id), and syncs
     await laptop.replica.pullDecisions();
     const stop = new AbortController();
     const applied: DecisionOutcome[] = [];
-    const serving = serveDecisions({ store: laptop.store, signal: stop.signal, pollMs: 60_000, agentFor: (x) => (x.executionId === done.id ? laptop.agent : null), onOutcome: (x) => applied.push(x) });
+    const serving = serveDecisions({
+      store: laptop.store,
+      signal: stop.signal,
+      pollMs: 60_000,
+      agentFor: (x) => (x.executionId === done.id ? laptop.agent : null),
+      onOutcome: (x) => applied.push(x),
+    });
     cleanup.push(async () => {
       stop.abort();
       await serving;
     });
     const deadline = Date.now() + 20_000;
-    while (!applied.some((x) => x.decision.decisionId === dDone.decisionId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (!applied.some((x) => x.decision.decisionId === dDone.decisionId) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     expect(applied.map((x) => x.outcome)).toEqual(['applied']);
     expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     await server.replica.pullChanges();
     expect(await server.store.getDecision(done.id, done.pause.checkpointId)).toBeNull();
-    expect(await server.store.getDecision(open.id, open.pause.checkpointId)).toMatchObject({ decisionId: dOpen.decisionId, state: 'pending', held: false });
+    expect(await server.store.getDecision(open.id, open.pause.checkpointId)).toMatchObject({
+      decisionId: dOpen.decisionId,
+      state: 'pending',
+      held: false,
+    });
     expect(await server.store.latest(done.id)).toBeNull();
   });
 });

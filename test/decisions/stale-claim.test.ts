@@ -37,11 +37,17 @@ describe('stale held claim of the plane decision vs a claim applying a later loc
       const id = `stale-${Date.now().toString(36)}`;
       const pause = (await agent.run(refundRequest('S-1', 50_000), { executionId: id })).pendingInterrupt!;
       expect((await replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
-      const declined = await call(`${plane.url}/v1/executions/${id}/decision`, { key: approver, json: { checkpointId: pause.checkpointId, approved: false, comment: 'fraud' } });
+      const declined = await call(`${plane.url}/v1/executions/${id}/decision`, {
+        key: approver,
+        json: { checkpointId: pause.checkpointId, approved: false, comment: 'fraud' },
+      });
       expect(declined.status).toBe(201);
       const P = (declined.body as { decisionId: string }).decisionId;
       // a worker on another machine wins the plane claim applying P, then crashes before its local claim
-      const held = await call(`${plane.url}/v1/executions/${id}/claim`, { key, json: { checkpointId: pause.checkpointId, writerId: 'crashed-worker', decisionId: P } });
+      const held = await call(`${plane.url}/v1/executions/${id}/claim`, {
+        key,
+        json: { checkpointId: pause.checkpointId, writerId: 'crashed-worker', decisionId: P },
+      });
       expect(held.status, JSON.stringify(held.body)).toBe(200);
       // this store had not heard of P: it records its own approve
       const L = decisionFor(id, pause.checkpointId, { metadata: {}, decidedBy: 'erin' });
@@ -49,13 +55,23 @@ describe('stale held claim of the plane decision vs a claim applying a later loc
       // past the release delay (300 ms): the held claim may be taken over, by a claim naming P or a resume from code, not by one naming L
       // (the claim only ages: a longer wait on a slow machine tests the same thing)
       await new Promise((r) => setTimeout(r, 600));
-      const refused = await agent.resume(id, { approved: true }, { checkpointId: pause.checkpointId, decisionId: L.decisionId }).catch((e: { code?: string; details?: unknown }) => e);
-      expect(refused).toMatchObject({ code: 'ALREADY_DECIDED', details: { decision: { decisionId: P, state: 'claimed' } } });
+      const refused = await agent
+        .resume(id, { approved: true }, { checkpointId: pause.checkpointId, decisionId: L.decisionId })
+        .catch((e: { code?: string; details?: unknown }) => e);
+      expect(refused).toMatchObject({
+        code: 'ALREADY_DECIDED',
+        details: { decision: { decisionId: P, state: 'claimed' } },
+      });
       expect(ledger.charges()).toEqual([]);
       const run = await call(`${plane.url}/v1/executions/${id}`, { key });
-      expect(run.body).toMatchObject({ pause: { claimedBy: 'crashed-worker', decision: { decisionId: P, state: 'claimed' } } });
+      expect(run.body).toMatchObject({
+        pause: { claimedBy: 'crashed-worker', decision: { decisionId: P, state: 'claimed' } },
+      });
       // the decision P itself may take the stale claim over: the pause is then applied with it
-      const taken = await call(`${plane.url}/v1/executions/${id}/claim`, { key, json: { checkpointId: pause.checkpointId, writerId: store.writerId, decisionId: P } });
+      const taken = await call(`${plane.url}/v1/executions/${id}/claim`, {
+        key,
+        json: { checkpointId: pause.checkpointId, writerId: store.writerId, decisionId: P },
+      });
       expect(taken.status, JSON.stringify(taken.body)).toBe(200);
     } finally {
       await replica.stop();

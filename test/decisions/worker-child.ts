@@ -36,7 +36,13 @@ const summary = await serveDecisions({
   },
   onOutcome: (o) => {
     const { decision, ...rest } = o;
-    process.send?.({ type: 'outcome', decisionId: decision.decisionId, state: decision.state, ...rest, ...('result' in rest ? { result: undefined } : {}) });
+    process.send?.({
+      type: 'outcome',
+      decisionId: decision.decisionId,
+      state: decision.state,
+      ...rest,
+      ...('result' in rest ? { result: undefined } : {}),
+    });
   },
 });
 await store.close();

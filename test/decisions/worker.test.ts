@@ -7,7 +7,14 @@
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uuidv7, serveDecisions, type Checkpointer, type Decision, type DecisionOutcome, type OutboxEvent } from '../../client/index.js';
+import {
+  uuidv7,
+  serveDecisions,
+  type Checkpointer,
+  type Decision,
+  type DecisionOutcome,
+  type OutboxEvent,
+} from '../../client/index.js';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
@@ -24,15 +31,30 @@ let n = 0;
 const exec = () => `decide-${Date.now().toString(36)}-${++n}`;
 
 function decision(executionId: string, checkpointId: string, over: Partial<Decision> = {}): Decision {
-  return { decisionId: uuidv7(), executionId, checkpointId, approved: true, metadata: { comment: 'fine' }, decidedBy: 'manager', source: 'local', decidedAt: new Date().toISOString(), ...over };
+  return {
+    decisionId: uuidv7(),
+    executionId,
+    checkpointId,
+    approved: true,
+    metadata: { comment: 'fine' },
+    decidedBy: 'manager',
+    source: 'local',
+    decidedAt: new Date().toISOString(),
+    ...over,
+  };
 }
 
 async function events(store: Checkpointer, kind: OutboxEvent['kind']): Promise<OutboxEvent[]> {
-  return (await store.fetchUnsynced({ limit: 10_000, maxBytes: Number.MAX_SAFE_INTEGER })).filter((e) => e.kind === kind).map((e) => e.event!);
+  return (await store.fetchUnsynced({ limit: 10_000, maxBytes: Number.MAX_SAFE_INTEGER }))
+    .filter((e) => e.kind === kind)
+    .map((e) => e.event!);
 }
 
 /** Serve until `until` says enough outcomes came (or 20 s passed), then stop; the outcomes in order. */
-async function serveUntil(o: Omit<Parameters<typeof serveDecisions>[0], 'signal' | 'onOutcome'>, until: (seen: DecisionOutcome[]) => boolean): Promise<DecisionOutcome[]> {
+async function serveUntil(
+  o: Omit<Parameters<typeof serveDecisions>[0], 'signal' | 'onOutcome'>,
+  until: (seen: DecisionOutcome[]) => boolean,
+): Promise<DecisionOutcome[]> {
   const seen: DecisionOutcome[] = [];
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), 20_000);
@@ -105,15 +127,28 @@ function workerSuite(b: Backend): void {
       expect(err?.code).toBe('ALREADY_RESUMED');
       expect(err?.message).toContain(p1.checkpointId);
       expect(err?.message).toContain(p2.checkpointId);
-      expect(err?.details).toMatchObject({ executionId: id, checkpointId: p1.checkpointId, openCheckpointId: p2.checkpointId });
+      expect(err?.details).toMatchObject({
+        executionId: id,
+        checkpointId: p1.checkpointId,
+        openCheckpointId: p2.checkpointId,
+      });
       expect(await store.list(id)).toEqual(rows);
       expect(await store.getPendingInterrupt(id)).toEqual(p2);
       // the open pause, with a decision: applied, and recorded on the claim
       const d = decision(id, p2.checkpointId, { approved: false });
       await store.recordDecision(d);
-      expect((await agent.resume(id, { approved: false }, { checkpointId: p2.checkpointId, decisionId: d.decisionId })).status).toBe('completed');
-      expect(await store.getDecision(id, p2.checkpointId)).toMatchObject({ state: 'applied', appliedBy: store.writerId });
-      expect(ledger.entries().map((e) => e.order)).toEqual(['deploy:prod:approved=true', 'drop:production:approved=false']);
+      expect(
+        (await agent.resume(id, { approved: false }, { checkpointId: p2.checkpointId, decisionId: d.decisionId }))
+          .status,
+      ).toBe('completed');
+      expect(await store.getDecision(id, p2.checkpointId)).toMatchObject({
+        state: 'applied',
+        appliedBy: store.writerId,
+      });
+      expect(ledger.entries().map((e) => e.order)).toEqual([
+        'deploy:prod:approved=true',
+        'drop:production:approved=false',
+      ]);
       let bad: { code?: string } | undefined;
       await agent.resume(id, { approved: true }, { decisionId: 'not-a-uuid' }).catch((e) => (bad = e));
       expect(bad?.code).toBe('INVALID_DECISION');
@@ -134,9 +169,15 @@ function workerSuite(b: Backend): void {
       expect(err?.code).toBe('INVALID_OPTIONS');
       expect(err?.message).toContain('checkpointId');
       let other: { code?: string; details?: Record<string, unknown> } | undefined;
-      await agent.resume(id, { approved: d1.approved }, { checkpointId: p2.checkpointId, decisionId: d1.decisionId }).catch((e) => (other = e));
+      await agent
+        .resume(id, { approved: d1.approved }, { checkpointId: p2.checkpointId, decisionId: d1.decisionId })
+        .catch((e) => (other = e));
       expect(other?.code).toBe('INVALID_DECISION');
-      expect(other?.details).toMatchObject({ decisionId: d1.decisionId, decisionCheckpointId: p1.checkpointId, checkpointId: p2.checkpointId });
+      expect(other?.details).toMatchObject({
+        decisionId: d1.decisionId,
+        decisionCheckpointId: p1.checkpointId,
+        checkpointId: p2.checkpointId,
+      });
       expect(await store.list(id)).toEqual(rows);
       expect(await store.getPendingInterrupt(id)).toEqual(p2);
       expect(await store.getDecision(id, p1.checkpointId)).toMatchObject({ state: 'superseded' });
@@ -153,10 +194,17 @@ function workerSuite(b: Backend): void {
       const seen = await serveUntil({ agent, store }, (s) => s.some((x) => x.decision.decisionId === d.decisionId));
       const mine = seen.filter((x) => x.decision.decisionId === d.decisionId);
       expect(mine).toHaveLength(1);
-      expect(mine[0]).toMatchObject({ outcome: 'applied', status: 'completed', decision: { state: 'applied', appliedBy: store.writerId } });
+      expect(mine[0]).toMatchObject({
+        outcome: 'applied',
+        status: 'completed',
+        decision: { state: 'applied', appliedBy: store.writerId },
+      });
       expect(ledger.charges()).toHaveLength(1);
       expect(await store.latest(id)).toMatchObject({ step: 'run_end', status: 'completed' });
-      const claimed = (await events(store, 'interrupt_claimed')) as Extract<OutboxEvent, { kind: 'interrupt_claimed' }>[];
+      const claimed = (await events(store, 'interrupt_claimed')) as Extract<
+        OutboxEvent,
+        { kind: 'interrupt_claimed' }
+      >[];
       expect(claimed.find((e) => e.executionId === id)?.decisionId).toBe(d.decisionId);
       expect((await events(store, 'decision_recorded')).map((e) => e.id)).toContain(d.decisionId);
     });
@@ -185,10 +233,21 @@ function workerSuite(b: Backend): void {
         (s) => s.filter((x) => [d1.decisionId, d2.decisionId].includes(x.decision.decisionId)).length === 2,
       );
       const byId = new Map(seen.map((x) => [x.decision.decisionId, x]));
-      expect(byId.get(d1.decisionId)).toMatchObject({ outcome: 'superseded', code: 'ALREADY_RESUMED', claimedBy: store.writerId, decision: { state: 'superseded' } });
-      expect(byId.get(d2.decisionId)).toMatchObject({ outcome: 'superseded', code: 'RUN_CANCELLED', decision: { state: 'superseded' } });
+      expect(byId.get(d1.decisionId)).toMatchObject({
+        outcome: 'superseded',
+        code: 'ALREADY_RESUMED',
+        claimedBy: store.writerId,
+        decision: { state: 'superseded' },
+      });
+      expect(byId.get(d2.decisionId)).toMatchObject({
+        outcome: 'superseded',
+        code: 'RUN_CANCELLED',
+        decision: { state: 'superseded' },
+      });
       expect(ledger.charges()).toHaveLength(0);
-      expect((await store.listDecisions({ state: 'superseded' })).items.map((x) => x.decisionId)).toEqual(expect.arrayContaining([d1.decisionId, d2.decisionId]));
+      expect((await store.listDecisions({ state: 'superseded' })).items.map((x) => x.decisionId)).toEqual(
+        expect.arrayContaining([d1.decisionId, d2.decisionId]),
+      );
     });
 
     it('a decision that cannot be applied fails, stays pending and is tried again after a backoff', async () => {
@@ -228,7 +287,12 @@ function workerSuite(b: Backend): void {
         await store.recordDecision(d);
         // both read the decision as pending before either claims
         expect((await Promise.all(held)).map((h) => h.decisionId)).toEqual([d.decisionId, d.decisionId]);
-        const outcomes = workers.map((w) => nextMessage<{ type: string; outcome: string; appliedBy?: string; status?: string }>(w, (m) => m.type === 'outcome'));
+        const outcomes = workers.map((w) =>
+          nextMessage<{ type: string; outcome: string; appliedBy?: string; status?: string }>(
+            w,
+            (m) => m.type === 'outcome',
+          ),
+        );
         for (const w of workers) w.send({ type: 'go' });
         const got = await Promise.all(outcomes);
         expect(got.map((o) => o.outcome).sort(), errs.join('\n')).toEqual(['applied', 'applied_elsewhere']);
@@ -255,7 +319,13 @@ function workerSuite(b: Backend): void {
       // writes on a loaded machine too: with 500 ms the writes had to come at 12 a second; with 2 s, the 60 writes
       // may take up to half a minute
       const debounceMs = 2000;
-      const serving = serveDecisions({ agent, store, signal: stop.signal, pollMs: 60_000, writeDebounceMs: debounceMs });
+      const serving = serveDecisions({
+        agent,
+        store,
+        signal: stop.signal,
+        pollMs: 60_000,
+        writeDebounceMs: debounceMs,
+      });
       const started = Date.now();
       const ids: string[] = [];
       // agent traffic: runs that pause, none decided
@@ -344,9 +414,13 @@ function workerSuite(b: Backend): void {
 
     it('serveDecisions refuses options it cannot work with, naming every problem', async () => {
       let err: { code?: string; details?: { problems: string[] } } | undefined;
-      await serveDecisions({ store, signal: new AbortController().signal, restore: true, pollMs: 0 }).catch((e) => (err = e));
+      await serveDecisions({ store, signal: new AbortController().signal, restore: true, pollMs: 0 }).catch(
+        (e) => (err = e),
+      );
       expect(err?.code).toBe('INVALID_OPTIONS');
-      expect(err?.details?.problems.join(' | ')).toMatch(/exactly one of agent and agentFor.*restore needs a replica.*pollMs/);
+      expect(err?.details?.problems.join(' | ')).toMatch(
+        /exactly one of agent and agentFor.*restore needs a replica.*pollMs/,
+      );
     });
   });
 }

@@ -1,5 +1,14 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { CAMPAIGN_POINTS, CLIENT_POINTS, PLANE_POINTS, PROXY_POINTS, RESUMER_POINTS, PlaneProcess, runCampaign, runTrial } from './campaign.js';
+import {
+  CAMPAIGN_POINTS,
+  CLIENT_POINTS,
+  PLANE_POINTS,
+  PROXY_POINTS,
+  RESUMER_POINTS,
+  PlaneProcess,
+  runCampaign,
+  runTrial,
+} from './campaign.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const SEED = Number(process.env.WAYMARK_CAMPAIGN_SEED ?? Date.now() % 100_000);
@@ -16,12 +25,16 @@ describe(`kill campaign: ${TRIALS} trials, seed ${SEED} (replay: WAYMARK_CAMPAIG
       seed: SEED,
       dir: tmp.dir,
       onTrial: (r) =>
-        console.log(`[campaign] ${r.trial} ${r.target} ${r.point}:${r.hits} ${r.killed ? 'killed' : 'not reached'}${r.violations.length ? ` VIOLATIONS: ${r.violations.join('; ')}` : ''}`),
+        console.log(
+          `[campaign] ${r.trial} ${r.target} ${r.point}:${r.hits} ${r.killed ? 'killed' : 'not reached'}${r.violations.length ? ` VIOLATIONS: ${r.violations.join('; ')}` : ''}`,
+        ),
     });
     console.log(`[campaign] seed ${SEED}: ${summary.trials} trials, kills ${JSON.stringify(summary.kills)}`);
     expect(summary.violations).toEqual([]);
     // every fault point was exercised and most trials really killed something
-    expect(Object.keys(summary.kills).length).toBeGreaterThanOrEqual(Math.min(TRIALS, CLIENT_POINTS.length + PLANE_POINTS.length + PROXY_POINTS.length + RESUMER_POINTS.length) - 3);
+    expect(Object.keys(summary.kills).length).toBeGreaterThanOrEqual(
+      Math.min(TRIALS, CLIENT_POINTS.length + PLANE_POINTS.length + PROXY_POINTS.length + RESUMER_POINTS.length) - 3,
+    );
   }, 1_200_000);
 });
 
@@ -44,7 +57,9 @@ describe('campaign shapes from issue 12, one trial each', () => {
       for (const [i, s] of shapes.entries()) {
         const r = await runTrial({ plane, key, dir: tmp.dir, trial: `shape-${i}`, ...s });
         // the resumer carrying the kill may lose every claim to the others: the race is the shape, the kill a bonus
-        expect(r, JSON.stringify(r)).toMatchObject(s.target === 'resumers' ? { violations: [] } : { killed: true, violations: [] });
+        expect(r, JSON.stringify(r)).toMatchObject(
+          s.target === 'resumers' ? { violations: [] } : { killed: true, violations: [] },
+        );
       }
     } finally {
       await plane.stop();

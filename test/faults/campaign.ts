@@ -45,7 +45,8 @@ export const CLIENT_POINTS: [string, number][] = [
  * nothing is quarantined, recovery through the healed path finishes every run.
  */
 export const PROXY_POINTS: [string, number][] = [['proxy.requestLevel400', 1]];
-const NGINX_400 = '<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body><center>nginx</center></body></html>';
+const NGINX_400 =
+  '<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body><center>nginx</center></body></html>';
 /**
  * Concurrent resumers of successive pauses (issue 12 item 1): three processes
  * on one store (one writer id) and one plane answer a run's two pauses in
@@ -144,7 +145,10 @@ async function planeRows(url: string, key: string, executionId: string): Promise
   const ids: string[] = [];
   let cursor: string | null = null;
   do {
-    const res = await fetch(`${url}/v1/executions/${encodeURIComponent(executionId)}/rows?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { headers: { authorization: `Bearer ${key}` } });
+    const res = await fetch(
+      `${url}/v1/executions/${encodeURIComponent(executionId)}/rows?limit=1000${cursor ? `&cursor=${cursor}` : ''}`,
+      { headers: { authorization: `Bearer ${key}` } },
+    );
     if (res.status === 404) return null;
     const body = (await res.json()) as { items: { id: string }[]; nextCursor: string | null };
     ids.push(...body.items.map((r) => r.id));
@@ -153,7 +157,16 @@ async function planeRows(url: string, key: string, executionId: string): Promise
   return ids;
 }
 
-export async function runTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; target: Target; point: string; hits: number; faultFrom?: 'again' }): Promise<TrialResult> {
+export async function runTrial(o: {
+  plane: PlaneProcess;
+  key: string;
+  dir: string;
+  trial: string;
+  target: Target;
+  point: string;
+  hits: number;
+  faultFrom?: 'again';
+}): Promise<TrialResult> {
   if (o.target === 'resumers') return runResumersTrial(o);
   if (o.target === 'double') return runDoubleClaimTrial(o);
   const db = `${o.dir}/${o.trial}.db`;
@@ -178,12 +191,21 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
-  const work = await runTs(WORKER, args('work'), o.target === 'client' ? { WAYMARK_FAULT: `${o.point}:${o.hits}`, ...(o.faultFrom ? { WAYMARK_FAULT_FROM: o.faultFrom } : {}) } : {});
+  const work = await runTs(
+    WORKER,
+    args('work'),
+    o.target === 'client'
+      ? { WAYMARK_FAULT: `${o.point}:${o.hits}`, ...(o.faultFrom ? { WAYMARK_FAULT_FROM: o.faultFrom } : {}) }
+      : {},
+  );
   if (work.signal === 'SIGKILL') killed = true;
   else if (proxy) {
     // the first resume asks the plane for the claim and is refused: nothing may run without it
     killed = proxy.seen.length > 0;
-    if (work.code === 0 || !work.stderr.includes('CLAIM_REFUSED')) violations.push(`worker behind a 400 proxy was not refused its claim (code ${work.code}): ${work.stderr.slice(-400)}`);
+    if (work.code === 0 || !work.stderr.includes('CLAIM_REFUSED'))
+      violations.push(
+        `worker behind a 400 proxy was not refused its claim (code ${work.code}): ${work.stderr.slice(-400)}`,
+      );
   } else if (work.code !== 0) violations.push(`worker failed: ${work.stderr.slice(-400)}`);
   watching = false;
   await watcher;
@@ -198,7 +220,8 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
     const runs = ['small', 'before', 'after', 'fork', 'again'].map((s) => `${o.trial}-${s}`);
     for (const id of runs) {
       const latest = await store.latest(id);
-      if (!(latest?.step === 'run_end' && latest.status === 'completed')) violations.push(`${id} did not complete (latest: ${latest?.nodeId} ${latest?.status})`);
+      if (!(latest?.step === 'run_end' && latest.status === 'completed'))
+        violations.push(`${id} did not complete (latest: ${latest?.nodeId} ${latest?.status})`);
       if (await store.getPendingInterrupt(id)) violations.push(`${id} still has a pending pause`);
       const local = (await store.list(id)).map((r) => r.id);
       const remote = await planeRows(o.plane.url, o.key, id);
@@ -208,11 +231,16 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
         const a = [...local].sort().join();
         const b = [...remote].sort().join();
         if (a !== b) violations.push(`${id}: plane rows (${remote.length}) != store rows (${local.length})`);
-        const summary = (await (await fetch(`${o.plane.url}/v1/executions/${encodeURIComponent(id)}`, { headers: { authorization: `Bearer ${o.key}` } })).json()) as {
+        const summary = (await (
+          await fetch(`${o.plane.url}/v1/executions/${encodeURIComponent(id)}`, {
+            headers: { authorization: `Bearer ${o.key}` },
+          })
+        ).json()) as {
           execution: { complete: boolean };
           holes: unknown[];
         };
-        if (!summary.execution.complete) violations.push(`${id} is incomplete on the plane: ${JSON.stringify(summary.holes)}`);
+        if (!summary.execution.complete)
+          violations.push(`${id} is incomplete on the plane: ${JSON.stringify(summary.holes)}`);
       }
     }
     const charges = ledger.charges();
@@ -222,12 +250,15 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
       const n = charges.filter((c) => c.order === `${o.trial}-${s}`).length;
       if (n !== 1) violations.push(`${o.trial}-${s} charged ${n} times`);
     }
-    if (charges.length !== orders.length) violations.push(`${charges.length} charges in total, expected ${orders.length}`);
+    if (charges.length !== orders.length)
+      violations.push(`${charges.length} charges in total, expected ${orders.length}`);
     const again = await store.list(`${o.trial}-again`, { limit: 1 });
-    if (!again[0] || !JSON.stringify(await store.readState(again[0])).includes(`${o.trial}-again2`)) violations.push(`${o.trial}-again is not the run started again`);
+    if (!again[0] || !JSON.stringify(await store.readState(again[0])).includes(`${o.trial}-again2`))
+      violations.push(`${o.trial}-again is not the run started again`);
     const stats = await store.outboxStats();
     if (stats.pendingCount !== 0) violations.push(`${stats.pendingCount} outbox rows never drained`);
-    if (stats.quarantinedCount !== 0) violations.push(`${stats.quarantinedCount} rows quarantined: ${stats.lastQuarantineReason}`);
+    if (stats.quarantinedCount !== 0)
+      violations.push(`${stats.quarantinedCount} rows quarantined: ${stats.lastQuarantineReason}`);
     const integrity = store.integrityCheck();
     if (integrity !== 'ok') violations.push(`integrity_check: ${integrity}`);
   } finally {
@@ -237,18 +268,31 @@ export async function runTrial(o: { plane: PlaneProcess; key: string; dir: strin
 }
 
 /** Where the plane and the store disagree about an execution's rows, as violations. */
-async function compareWithPlane(store: SqliteCheckpointer, o: { plane: PlaneProcess; key: string }, id: string, violations: string[]): Promise<void> {
+async function compareWithPlane(
+  store: SqliteCheckpointer,
+  o: { plane: PlaneProcess; key: string },
+  id: string,
+  violations: string[],
+): Promise<void> {
   const local = (await store.list(id)).map((r) => r.id);
   const remote = await planeRows(o.plane.url, o.key, id);
   if (!remote) violations.push(`${id} is not on the plane`);
   else {
     if (remote.length !== new Set(remote).size) violations.push(`${id}: duplicate rows on the plane`);
-    if ([...local].sort().join() !== [...remote].sort().join()) violations.push(`${id}: plane rows (${remote.length}) != store rows (${local.length})`);
+    if ([...local].sort().join() !== [...remote].sort().join())
+      violations.push(`${id}: plane rows (${remote.length}) != store rows (${local.length})`);
   }
 }
 
 /** The "concurrent resumers of successive pauses" shape (see RESUMER_POINTS). */
-export async function runResumersTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; point: string; hits: number }): Promise<TrialResult> {
+export async function runResumersTrial(o: {
+  plane: PlaneProcess;
+  key: string;
+  dir: string;
+  trial: string;
+  point: string;
+  hits: number;
+}): Promise<TrialResult> {
   const db = `${o.dir}/${o.trial}.db`;
   const ledger = new Ledger(`${o.dir}/${o.trial}.ledger`);
   const id = `${o.trial}-resumers`;
@@ -258,10 +302,13 @@ export async function runResumersTrial(o: { plane: PlaneProcess; key: string; di
   if (start.code !== 0) violations.push(`start failed: ${start.stderr.slice(-400)}`);
   const fault = { WAYMARK_FAULT: `${o.point}:${o.hits}` };
   // r1 and r2 carry the fault, r3 does not: whoever dies, someone is left to race for the next pause
-  const resumers = await Promise.all(['r1', 'r2', 'r3'].map((tag) => runTs(RESUMERS, args('resume', tag), tag === 'r3' ? {} : fault)));
+  const resumers = await Promise.all(
+    ['r1', 'r2', 'r3'].map((tag) => runTs(RESUMERS, args('resume', tag), tag === 'r3' ? {} : fault)),
+  );
   const killed = resumers.some((r) => r.signal === 'SIGKILL');
   for (const [i, r] of resumers.entries()) {
-    if (r.signal !== 'SIGKILL' && r.code !== 0) violations.push(`resumer r${i + 1} failed (code ${r.code}): ${r.stderr.slice(-400)}`);
+    if (r.signal !== 'SIGKILL' && r.code !== 0)
+      violations.push(`resumer r${i + 1} failed (code ${r.code}): ${r.stderr.slice(-400)}`);
   }
   const rec = await runTs(RESUMERS, args('recover'));
   if (rec.code !== 0) violations.push(`recovery failed: ${rec.stderr.slice(-400)}`);
@@ -269,11 +316,13 @@ export async function runResumersTrial(o: { plane: PlaneProcess; key: string; di
   try {
     const rows = await store.list(id);
     const latest = rows[rows.length - 1];
-    if (!(latest?.step === 'run_end' && latest.status === 'completed')) violations.push(`${id} did not complete (latest: ${latest?.nodeId} ${latest?.status})`);
+    if (!(latest?.step === 'run_end' && latest.status === 'completed'))
+      violations.push(`${id} did not complete (latest: ${latest?.nodeId} ${latest?.status})`);
     if (await store.getPendingInterrupt(id)) violations.push(`${id} still has a pending pause`);
     const pauses = rows.filter((r) => r.step === 'hitl_pause');
     const reasons = pauses.map((p) => p.interruptReason).join(',');
-    if (reasons !== 'manager_approval,finance_approval') violations.push(`${id}: pauses ${reasons}, expected manager_approval then finance_approval`);
+    if (reasons !== 'manager_approval,finance_approval')
+      violations.push(`${id}: pauses ${reasons}, expected manager_approval then finance_approval`);
     for (const p of pauses) {
       // a claim writes the answered row with the pause as parent: two children means the pause was answered twice
       const answers = rows.filter((r) => r.parentId === p.id);
@@ -286,7 +335,8 @@ export async function runResumersTrial(o: { plane: PlaneProcess; key: string; di
     await compareWithPlane(store, o, id, violations);
     const stats = await store.outboxStats();
     if (stats.pendingCount !== 0) violations.push(`${stats.pendingCount} outbox rows never drained`);
-    if (stats.quarantinedCount !== 0) violations.push(`${stats.quarantinedCount} rows quarantined: ${stats.lastQuarantineReason}`);
+    if (stats.quarantinedCount !== 0)
+      violations.push(`${stats.quarantinedCount} rows quarantined: ${stats.lastQuarantineReason}`);
     const integrity = store.integrityCheck();
     if (integrity !== 'ok') violations.push(`integrity_check: ${integrity}`);
   } finally {
@@ -314,7 +364,12 @@ export const CAMPAIGN_POINTS: readonly (readonly [Target, string, number])[] = [
   ...DOUBLE_CLAIM_POINTS.map((p) => ['double', ...p] as const),
 ];
 
-export async function runCampaign(o: { trials: number; seed: number; dir: string; onTrial?: (r: TrialResult) => void }): Promise<CampaignSummary> {
+export async function runCampaign(o: {
+  trials: number;
+  seed: number;
+  dir: string;
+  onTrial?: (r: TrialResult) => void;
+}): Promise<CampaignSummary> {
   const random = rng(o.seed);
   const plane = new PlaneProcess(`${o.dir}/plane`);
   await plane.start();
@@ -357,7 +412,14 @@ export async function runCampaign(o: { trials: number; seed: number; dir: string
  * incomplete; a restore onto a third, fresh store that fails, does not verify,
  * or does not read A's answer.
  */
-export async function runDoubleClaimTrial(o: { plane: PlaneProcess; key: string; dir: string; trial: string; point?: string; hits?: number }): Promise<TrialResult> {
+export async function runDoubleClaimTrial(o: {
+  plane: PlaneProcess;
+  key: string;
+  dir: string;
+  trial: string;
+  point?: string;
+  hits?: number;
+}): Promise<TrialResult> {
   const point = o.point ?? 'store.claim.afterCommit';
   const hits = o.hits ?? 1;
   const id = `${o.trial}-double`;
@@ -366,7 +428,11 @@ export async function runDoubleClaimTrial(o: { plane: PlaneProcess; key: string;
   const violations: string[] = [];
   let killed = false;
   const run = async (mode: string, db: string, url: string, o2: { approver?: string; fault?: string } = {}) => {
-    const r = await runTs(DOUBLE_CLAIM, [mode, db, url, o.key, id, ledger.path, ...(o2.approver ? [o2.approver] : [])], o2.fault ? { WAYMARK_FAULT: o2.fault } : {});
+    const r = await runTs(
+      DOUBLE_CLAIM,
+      [mode, db, url, o.key, id, ledger.path, ...(o2.approver ? [o2.approver] : [])],
+      o2.fault ? { WAYMARK_FAULT: o2.fault } : {},
+    );
     if (o2.fault && r.signal === 'SIGKILL') {
       killed = true;
       return {};
@@ -382,14 +448,19 @@ export async function runDoubleClaimTrial(o: { plane: PlaneProcess; key: string;
   if (!(await run('start', dbs.a, o.plane.url))) return result();
   const restored = await run('restore', dbs.b, o.plane.url);
   if (!restored) return result();
-  if (!restored.pendingImported) violations.push(`machine b restored the run without its pause: ${JSON.stringify(restored)}`);
+  if (!restored.pendingImported)
+    violations.push(`machine b restored the run without its pause: ${JSON.stringify(restored)}`);
 
   // both offline: every connection to the plane is reset
   const proxies = await Promise.all([new FaultProxy(o.plane.url).start(), new FaultProxy(o.plane.url).start()]);
   for (const p of proxies) p.rule = () => 'reset';
-  const [ra] = await Promise.all([run('resume', dbs.a, proxies[0].url, { approver: 'machine-a' }), run('resume', dbs.b, proxies[1].url, { approver: 'machine-b', fault: `${point}:${hits}` })]);
+  const [ra] = await Promise.all([
+    run('resume', dbs.a, proxies[0].url, { approver: 'machine-a' }),
+    run('resume', dbs.b, proxies[1].url, { approver: 'machine-b', fault: `${point}:${hits}` }),
+  ]);
   await Promise.all(proxies.map((p) => p.close()));
-  if (ra && !(ra.claimOffline === 1 && (ra.pendingRows as number) > 0)) violations.push(`machine a did not resume offline: ${JSON.stringify(ra)}`);
+  if (ra && !(ra.claimOffline === 1 && (ra.pendingRows as number) > 0))
+    violations.push(`machine a did not resume offline: ${JSON.stringify(ra)}`);
   if (!killed) violations.push(`machine b was not killed at ${point}:${hits}`);
   if (violations.length) return result();
 
@@ -414,7 +485,9 @@ export async function runDoubleClaimTrial(o: { plane: PlaneProcess; key: string;
       local.b.length !== branch + 1 ||
       local.a.length <= branch + 1
     ) {
-      violations.push(`the machines do not hold two branches from one pause, B's shorter (or one grafted the other's rows): a ${ids(local.a)} / b ${ids(local.b)}`);
+      violations.push(
+        `the machines do not hold two branches from one pause, B's shorter (or one grafted the other's rows): a ${ids(local.a)} / b ${ids(local.b)}`,
+      );
     }
     if (pauseSeq < 0 || !local.a[branch] || !local.b[branch]) return result();
     const writerA = local.a[branch].writerId;
@@ -422,48 +495,80 @@ export async function runDoubleClaimTrial(o: { plane: PlaneProcess; key: string;
     const remote = await planeRowsFull(o.plane.url, o.key, id);
     if (!remote) violations.push(`${id} is not on the plane`);
     else {
-      if (ids(remote) !== ids(local.a)) violations.push(`the plane does not hold A's branch: plane ${remote.map((r) => `${r.seq}:${r.writerId}`).join()}`);
+      if (ids(remote) !== ids(local.a))
+        violations.push(
+          `the plane does not hold A's branch: plane ${remote.map((r) => `${r.seq}:${r.writerId}`).join()}`,
+        );
       try {
         decodeChain(remote);
       } catch (e) {
         violations.push(`a plane row of ${id} does not decode: ${(e as Error).message}`);
       }
     }
-    const get = async (path: string) => (await fetch(`${o.plane.url}${path}`, { headers: { authorization: `Bearer ${o.key}` } })).json();
-    const conflicts = ((await get('/v1/conflicts')) as { items: { executionId: string; winnerWriterId: string; loserWriterId: string }[] }).items.filter((c) => c.executionId === id);
+    const get = async (path: string) =>
+      (await fetch(`${o.plane.url}${path}`, { headers: { authorization: `Bearer ${o.key}` } })).json();
+    const conflicts = (
+      (await get('/v1/conflicts')) as {
+        items: { executionId: string; winnerWriterId: string; loserWriterId: string }[];
+      }
+    ).items.filter((c) => c.executionId === id);
     if (!(conflicts.length === 1 && conflicts[0].winnerWriterId === writerA && conflicts[0].loserWriterId === writerB))
       violations.push(`the plane does not show B's claim as the conflict: ${JSON.stringify(conflicts)}`);
     // B's refused row is another branch, not a gap in the plane's copy
-    const summary = (await get(`/v1/executions/${encodeURIComponent(id)}`)) as { execution: { complete: boolean; status: string }; holes: unknown[] };
-    if (!(summary.execution.complete && summary.execution.status === 'completed' && summary.holes.length === 0)) violations.push(`the plane's summary of ${id}: ${JSON.stringify(summary)}`);
+    const summary = (await get(`/v1/executions/${encodeURIComponent(id)}`)) as {
+      execution: { complete: boolean; status: string };
+      holes: unknown[];
+    };
+    if (!(summary.execution.complete && summary.execution.status === 'completed' && summary.holes.length === 0))
+      violations.push(`the plane's summary of ${id}: ${JSON.stringify(summary)}`);
     // each store keeps its own branch whole and readable; B's catch-up says diverged at its answered row, A's says nothing
     for (const [m, c] of [
       ['a', ca],
       ['b', cb],
     ] as const) {
-      if ((c.unreadable as string[]).length) violations.push(`machine ${m}: rows do not read: ${(c.unreadable as string[]).join('; ')}`);
-      const restore = c.restore as { error?: { code: string; message: string }; diverged?: { executionId: string; seq: number; localId: string | null }[]; inserted?: number };
+      if ((c.unreadable as string[]).length)
+        violations.push(`machine ${m}: rows do not read: ${(c.unreadable as string[]).join('; ')}`);
+      const restore = c.restore as {
+        error?: { code: string; message: string };
+        diverged?: { executionId: string; seq: number; localId: string | null }[];
+        inserted?: number;
+      };
       if (restore.error) {
         violations.push(`machine ${m}: catch-up restore failed: ${restore.error.code} ${restore.error.message}`);
         continue;
       }
       if (restore.inserted !== 0) violations.push(`machine ${m}: catch-up restore wrote ${restore.inserted} rows`);
       const diverged = JSON.stringify(restore.diverged);
-      if (m === 'b' && diverged !== JSON.stringify([{ executionId: id, seq: branch, reason: 'seq_taken', localId: local.b[branch].id, incomingId: local.a[branch].id }])) {
+      if (
+        m === 'b' &&
+        diverged !==
+          JSON.stringify([
+            {
+              executionId: id,
+              seq: branch,
+              reason: 'seq_taken',
+              localId: local.b[branch].id,
+              incomingId: local.a[branch].id,
+            },
+          ])
+      ) {
         violations.push(`machine b did not report ${id} diverged at seq ${branch}: ${JSON.stringify(restore)}`);
       }
       if (m === 'a' && diverged !== '[]') violations.push(`machine a reported divergence: ${JSON.stringify(restore)}`);
-      if (local[m].some((r) => r.seq >= branch && r.writerId !== (m === 'a' ? writerA : writerB))) violations.push(`machine ${m} grafted the other machine's rows`);
+      if (local[m].some((r) => r.seq >= branch && r.writerId !== (m === 'a' ? writerA : writerB)))
+        violations.push(`machine ${m} grafted the other machine's rows`);
     }
     // a third, fresh machine restores A's branch, verified, and reads A's answer
     try {
       const r = await restoreFromPlane(third, id, { url: o.plane.url, apiKey: o.key });
-      if (r.inserted !== local.a.length || r.diverged.length) violations.push(`restore onto a fresh store: ${JSON.stringify(r)}`);
+      if (r.inserted !== local.a.length || r.diverged.length)
+        violations.push(`restore onto a fresh store: ${JSON.stringify(r)}`);
       const rows = await third.list(id);
       if (ids(rows) !== ids(local.a)) violations.push(`the fresh store does not hold A's branch`);
       let state = '';
       for (const row of rows) state += JSON.stringify(await third.readState(row));
-      if (!state.includes('machine-a') || state.includes('machine-b')) violations.push(`the fresh store does not read A's answer alone`);
+      if (!state.includes('machine-a') || state.includes('machine-b'))
+        violations.push(`the fresh store does not read A's answer alone`);
     } catch (e) {
       violations.push(`restore onto a fresh store failed: ${(e as { code?: string }).code} ${(e as Error).message}`);
     }
@@ -484,7 +589,10 @@ async function planeRowsFull(url: string, key: string, executionId: string): Pro
   const rows: Checkpoint[] = [];
   let cursor: string | null = null;
   do {
-    const res = await fetch(`${url}/v1/executions/${encodeURIComponent(executionId)}/rows?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { headers: { authorization: `Bearer ${key}` } });
+    const res = await fetch(
+      `${url}/v1/executions/${encodeURIComponent(executionId)}/rows?limit=1000${cursor ? `&cursor=${cursor}` : ''}`,
+      { headers: { authorization: `Bearer ${key}` } },
+    );
     if (res.status === 404) return null;
     const body = (await res.json()) as { items: Checkpoint[]; nextCursor: string | null };
     rows.push(...body.items);

@@ -22,7 +22,8 @@ async function storm(db: string, times: number, everyMs: number): Promise<number
   let killed = 0;
   try {
     for (let i = 0; i < times; i++) {
-      const r = await admin`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = ${db} AND pid <> pg_backend_pid()`;
+      const r =
+        await admin`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = ${db} AND pid <> pg_backend_pid()`;
       killed += r.filter((x) => x.ok).length;
       await new Promise((res) => setTimeout(res, everyMs));
     }
@@ -62,11 +63,18 @@ describe.skipIf(!pg)('the plane while Postgres connections are terminated', () =
 
   it('answers 503 (never 500) while it cannot commit, recovers by itself, and loses nothing it acknowledged', async () => {
     const batches: unknown[][] = [];
-    for (let b = 0; b < 40; b++) batches.push(await eventsOf(async (s) => void (await Promise.all([0, 1, 2, 3, 4].map(async (i) => s.put(step(`storm-${b}-${i}`, 0)))))));
+    for (let b = 0; b < 40; b++)
+      batches.push(
+        await eventsOf(
+          async (s) => void (await Promise.all([0, 1, 2, 3, 4].map(async (i) => s.put(step(`storm-${b}-${i}`, 0))))),
+        ),
+      );
     const pauses = await eventsOf(async (s) => {
       for (let i = 0; i < 10; i++) await s.recordInterrupt(pause(`storm-pause-${i}`), { reason: 'r', context: null });
     });
-    expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows: pauses } })).status).toBe(200);
+    expect(
+      (await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows: pauses } })).status,
+    ).toBe(200);
     const statuses = new Map<number, number>();
     const acked = new Set<string>();
     const note = (s: number) => statuses.set(s, (statuses.get(s) ?? 0) + 1);
@@ -99,19 +107,25 @@ describe.skipIf(!pg)('the plane while Postgres connections are terminated', () =
     })();
     const claiming = (async () => {
       for (const e of pauses.filter((x) => x.kind === 'checkpoint')) {
-        const r = await post(`/v1/executions/${(e as { row: { executionId: string } }).row.executionId}/claim`, { checkpointId: e.id, writerId: 'claimer' });
+        const r = await post(`/v1/executions/${(e as { row: { executionId: string } }).row.executionId}/claim`, {
+          checkpointId: e.id,
+          writerId: 'claimer',
+        });
         note(r.status);
         expect([200, 503]).toContain(r.status);
       }
     })();
     const [killed] = await Promise.all([killing, ingesting, claiming]);
-    console.log(`[db-faults] terminated ${killed} backends; statuses ${JSON.stringify(Object.fromEntries(statuses))} (0 = plane process restarting); plane restarts: ${restarts}`);
+    console.log(
+      `[db-faults] terminated ${killed} backends; statuses ${JSON.stringify(Object.fromEntries(statuses))} (0 = plane process restarting); plane restarts: ${restarts}`,
+    );
     expect(killed).toBeGreaterThan(0);
     expect(statuses.get(500) ?? 0).toBe(0);
     expect(acked.size).toBe(200);
     // every acknowledged row is there
     for (let b = 0; b < 40; b++) {
-      for (let i = 0; i < 5; i++) expect((await call(`${plane.url}/v1/executions/storm-${b}-${i}/rows`, { key })).body.items.length).toBe(1);
+      for (let i = 0; i < 5; i++)
+        expect((await call(`${plane.url}/v1/executions/storm-${b}-${i}/rows`, { key })).body.items.length).toBe(1);
     }
     expect((await call(`${plane.url}/readyz`)).status).toBe(200);
   }, 120_000);
@@ -165,8 +179,13 @@ describe.skipIf(!pg)('a PostgresCheckpointer while its connections are terminate
     expect([...new Set(charges)].sort((a, b) => a - b)).toEqual([...Array(TURNS).keys()]);
     const repeats = charges.length - TURNS;
     const unfinished = outcomes.filter((o) => !o.includes('"completed"')).length;
-    expect(repeats, `charges repeated: ${charges.length - TURNS}; outcomes: ${outcomes.join(' | ')}`).toBeLessThanOrEqual(unfinished);
-    expect(charges.filter((c, i) => charges.indexOf(c) !== i).every((c) => charges.filter((x) => x === c).length === 2)).toBe(true);
+    expect(
+      repeats,
+      `charges repeated: ${charges.length - TURNS}; outcomes: ${outcomes.join(' | ')}`,
+    ).toBeLessThanOrEqual(unfinished);
+    expect(
+      charges.filter((c, i) => charges.indexOf(c) !== i).every((c) => charges.filter((x) => x === c).length === 2),
+    ).toBe(true);
     expect((await store.listIdempotent('under-fire')).length).toBe(TURNS);
     const state = await store.readState(rows[rows.length - 1]);
     expect((state.messages as { role: string }[]).filter((m) => m.role === 'tool').length).toBe(TURNS);

@@ -25,7 +25,9 @@ import { CHILD_LEASE_MS, Ledger, refundAgent, refundRequest, untilLeaseFree } fr
 
 const [mode, db, url, apiKey, executionId, ledgerPath, approver] = process.argv.slice(2);
 const fault = process.env.WAYMARK_FAULT;
-const faults: FaultHook | undefined = fault ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
+const faults: FaultHook | undefined = fault
+  ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(fault.split(':')[1] ?? 1) })
+  : undefined;
 const store = new SqliteCheckpointer({ path: db, faults });
 const out = (v: unknown) => process.stdout.write(JSON.stringify(v) + '\n');
 
@@ -42,7 +44,17 @@ if (mode === 'start') {
   const r = await restoreFromPlane(store, executionId, { url, apiKey });
   out(r);
 } else if (mode === 'resume') {
-  const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, backoffBaseMs: 50, backoffCapMs: 500, timeoutMs: 1000, claimFlushMs: 500, faults });
+  const replica = connectPlane(store, {
+    url,
+    apiKey,
+    pollMs: 200,
+    debounceMs: 5,
+    backoffBaseMs: 50,
+    backoffCapMs: 500,
+    timeoutMs: 1000,
+    claimFlushMs: 500,
+    faults,
+  });
   const offline: unknown[] = [];
   replica.on('claim_offline', (e) => offline.push(e));
   const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), faults, leaseMs: CHILD_LEASE_MS });
@@ -53,7 +65,15 @@ if (mode === 'start') {
   const stats = await store.outboxStats();
   out({ status: r.status, claimOffline: offline.length, pendingRows: stats.pendingCount });
 } else if (mode === 'catchup') {
-  const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, backoffBaseMs: 50, backoffCapMs: 500, timeoutMs: 3000 });
+  const replica = connectPlane(store, {
+    url,
+    apiKey,
+    pollMs: 200,
+    debounceMs: 5,
+    backoffBaseMs: 50,
+    backoffCapMs: 500,
+    timeoutMs: 3000,
+  });
   const s = await replica.flush({ timeoutMs: 30_000 });
   await replica.stop();
   let restore: unknown;

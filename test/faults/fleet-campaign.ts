@@ -109,7 +109,10 @@ export function planTrial(seed: number): TrialPlan {
   const r = rng(seed);
   const machines = ['a', 'b', 'c'].slice(0, r() < 0.5 ? 2 : 3);
   const steps = 3 + Math.floor(r() * 4);
-  const point = (): Trigger => (r() < 0.7 ? { at: 'tool', order: Math.floor(r() * steps), phase: r() < 0.5 ? 'enter' : 'charged' } : { at: 'model', turn: Math.floor(r() * (steps + 1)) });
+  const point = (): Trigger =>
+    r() < 0.7
+      ? { at: 'tool', order: Math.floor(r() * steps), phase: r() < 0.5 ? 'enter' : 'charged' }
+      : { at: 'model', turn: Math.floor(r() * (steps + 1)) };
   const fault = (target: string, trigger: Trigger): PlannedFault => ({
     target,
     kind: r() < 0.5 ? 'kill' : 'stop',
@@ -117,7 +120,10 @@ export function planTrial(seed: number): TrialPlan {
     stopMs: LEASE_MS + 300 + Math.floor(r() * 4200),
     restartAfterMs: r() < 0.35 ? Math.floor(r() * 3000) : null,
   });
-  const first = fault('a', r() < 0.6 ? point() : { at: 'timed', turn: Math.floor(r() * steps), afterMs: Math.floor(r() * 400) });
+  const first = fault(
+    'a',
+    r() < 0.6 ? point() : { at: 'timed', turn: Math.floor(r() * steps), afterMs: Math.floor(r() * 400) },
+  );
   const faults = [first];
   if (r() < 0.4) {
     // a point on one other machine (it fires if that machine runs the run there), or whoever runs it at a random time
@@ -137,12 +143,19 @@ export function planTrial(seed: number): TrialPlan {
 }
 
 export const describeTrigger = (t: Trigger) =>
-  t.at === 'tool' ? `tool ${t.order} ${t.phase}` : t.at === 'model' ? `model turn ${t.turn}` : t.turn !== undefined ? `+${t.afterMs} ms after model turn ${t.turn}` : `+${t.afterMs} ms`;
+  t.at === 'tool'
+    ? `tool ${t.order} ${t.phase}`
+    : t.at === 'model'
+      ? `model turn ${t.turn}`
+      : t.turn !== undefined
+        ? `+${t.afterMs} ms after model turn ${t.turn}`
+        : `+${t.afterMs} ms`;
 export const describePlan = (p: TrialPlan) =>
   [
     `${p.machines.length} machines, ${p.steps} steps`,
     ...p.faults.map(
-      (f) => `${f.kind} ${f.target} at ${describeTrigger(f.trigger)}${f.kind === 'stop' ? ` for ${f.stopMs} ms` : f.restartAfterMs !== null ? `, restarted after ${f.restartAfterMs} ms` : ''}`,
+      (f) =>
+        `${f.kind} ${f.target} at ${describeTrigger(f.trigger)}${f.kind === 'stop' ? ` for ${f.stopMs} ms` : f.restartAfterMs !== null ? `, restarted after ${f.restartAfterMs} ms` : ''}`,
     ),
     ...Object.entries(p.ahead).map(([m, o]) => `${m} restores ahead (order ${o})`),
     ...Object.entries(p.late).map(([m, ms]) => `${m} restores ${ms} ms after the fault`),
@@ -226,28 +239,39 @@ export class TraceProxy {
     this.server = createServer((req, res) => {
       const path = req.url ?? '';
       const traced = /\/(lease|takeover|claim|cancel|ingest)(\/|\?|$)/.test(path);
-      const call: TracedCall = { method: req.method ?? '', path, sentAt: Date.now(), answeredAt: null, status: null, code: null };
-      const up = httpRequest({ host: target.hostname, port: target.port, method: req.method, path, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        const chunks: Buffer[] = [];
-        answer.on('data', (c: Buffer) => {
-          if (traced && chunks.length < 8) chunks.push(c);
-          res.write(c);
-        });
-        answer.on('end', () => {
-          res.end();
-          if (!traced) return;
-          call.answeredAt = Date.now();
-          call.status = answer.statusCode ?? null;
-          try {
-            call.code = (JSON.parse(Buffer.concat(chunks).toString()) as { error?: { code?: string } }).error?.code ?? null;
-          } catch {
-            /* a compressed or empty answer */
-          }
-          this.onCall(call);
-        });
-        answer.on('error', () => res.destroy());
-      });
+      const call: TracedCall = {
+        method: req.method ?? '',
+        path,
+        sentAt: Date.now(),
+        answeredAt: null,
+        status: null,
+        code: null,
+      };
+      const up = httpRequest(
+        { host: target.hostname, port: target.port, method: req.method, path, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          const chunks: Buffer[] = [];
+          answer.on('data', (c: Buffer) => {
+            if (traced && chunks.length < 8) chunks.push(c);
+            res.write(c);
+          });
+          answer.on('end', () => {
+            res.end();
+            if (!traced) return;
+            call.answeredAt = Date.now();
+            call.status = answer.statusCode ?? null;
+            try {
+              call.code =
+                (JSON.parse(Buffer.concat(chunks).toString()) as { error?: { code?: string } }).error?.code ?? null;
+            } catch {
+              /* a compressed or empty answer */
+            }
+            this.onCall(call);
+          });
+          answer.on('error', () => res.destroy());
+        },
+      );
       up.on('error', () => {
         res.destroy();
         if (traced) this.onCall(call);
@@ -272,7 +296,11 @@ export class TraceProxy {
 }
 
 /** The machine's change feed reported its copy of a run diverged from the plane's (a loser's own rows past the fence). */
-const divergedCopy = (s: { m: Machine }) => s.m.messages.some((x) => x.type === 'event' && x.name === 'run_updated' && (x.payload as { outcome?: string })?.outcome === 'diverged');
+const divergedCopy = (s: { m: Machine }) =>
+  s.m.messages.some(
+    (x) =>
+      x.type === 'event' && x.name === 'run_updated' && (x.payload as { outcome?: string })?.outcome === 'diverged',
+  );
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Poll `check` every 10 ms until it holds. */
@@ -345,7 +373,10 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
       n,
       await new TraceProxy(fleet.url, (c) => {
         calls.get(n)!.push(c);
-        const answer = c.answeredAt === null ? 'no answer' : `${c.status}${c.code ? ` ${c.code}` : ''}, answered +${c.answeredAt - t0} ms`;
+        const answer =
+          c.answeredAt === null
+            ? 'no answer'
+            : `${c.status}${c.code ? ` ${c.code}` : ''}, answered +${c.answeredAt - t0} ms`;
         note(n, `→ plane ${c.method} ${short(c.path)} (forwarded +${c.sentAt - t0} ms): ${answer}`, c.sentAt);
       }).start(),
     );
@@ -356,7 +387,8 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
     const stops: MachineConfig['stops'] = [];
     for (const f of plan.faults) {
       if (f.target !== name || f.trigger.at === 'timed') continue;
-      const p = f.trigger.at === 'tool' ? { order: f.trigger.order, phase: f.trigger.phase } : { model: f.trigger.turn };
+      const p =
+        f.trigger.at === 'tool' ? { order: f.trigger.order, phase: f.trigger.phase } : { model: f.trigger.turn };
       (f.kind === 'kill' ? kills : stops).push(p);
     }
     return { url: proxies.get(name)!.url, kills, stops };
@@ -365,12 +397,18 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
   const firedFaults = new Set<PlannedFault>();
   /** Machines being started again (never two processes on one store file). */
   const restarting = new Set<string>();
-  const faultOf = (name: string, point: string) => plan.faults.find((f) => f.target === name && f.trigger.at !== 'timed' && describeTrigger(f.trigger) === point);
+  const faultOf = (name: string, point: string) =>
+    plan.faults.find((f) => f.target === name && f.trigger.at !== 'timed' && describeTrigger(f.trigger) === point);
 
   const watchOn = (seat: Seat) => {
     if (seat.watch || done || !seat.m.alive()) return;
     note(seat.name, `recoverRuns watch (every ${plan.intervalMs[seat.name]} ms)`);
-    seat.watch = seat.m.command('recover', undefined, { watch: true, intervalMs: plan.intervalMs[seat.name] }, 10 * 60_000);
+    seat.watch = seat.m.command(
+      'recover',
+      undefined,
+      { watch: true, intervalMs: plan.intervalMs[seat.name] },
+      10 * 60_000,
+    );
     pending.push(seat.watch.then((out) => note(seat.name, `watch ended: ${brief(out)}`)));
   };
 
@@ -426,8 +464,21 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
       if (done || seats.get(seat.name) !== seat) return;
       restarts++;
       note(seat.name, `restarting on its store file (${afterMs} ms after the kill)`);
-      const m = await fleet.machine(`${id}-${seat.name}`, { db: seat.m.db, ...configFor(seat.name, seat.generation + 1) });
-      const fresh: Seat = { name: seat.name, m, generation: seat.generation + 1, watch: null, stoppedAt: null, continuedAt: [], stops: [], cont: null, lastPass: '' };
+      const m = await fleet.machine(`${id}-${seat.name}`, {
+        db: seat.m.db,
+        ...configFor(seat.name, seat.generation + 1),
+      });
+      const fresh: Seat = {
+        name: seat.name,
+        m,
+        generation: seat.generation + 1,
+        watch: null,
+        stoppedAt: null,
+        continuedAt: [],
+        stops: [],
+        cont: null,
+        lastPass: '',
+      };
       seats.set(seat.name, fresh);
       allSeats.push(fresh);
       attach(fresh);
@@ -457,17 +508,34 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
           break;
         case 'pass': {
           const mine = (msg.runs as Record<string, unknown>[]).filter((r) => r.executionId === id);
-          const s = mine.map((r) => [r.outcome, r.reason, r.result ?? r.status, (r.error as { code?: string } | undefined)?.code].filter(Boolean).join(' ')).join(', ') || 'nothing to recover';
-          for (const r of mine) if (r.outcome === 'failed') notes.push(`${seat.name}: recovery pass failed: ${JSON.stringify(r.error).slice(0, 300)}`);
+          const s =
+            mine
+              .map((r) =>
+                [r.outcome, r.reason, r.result ?? r.status, (r.error as { code?: string } | undefined)?.code]
+                  .filter(Boolean)
+                  .join(' '),
+              )
+              .join(', ') || 'nothing to recover';
+          for (const r of mine)
+            if (r.outcome === 'failed')
+              notes.push(`${seat.name}: recovery pass failed: ${JSON.stringify(r.error).slice(0, 300)}`);
           if (s !== seat.lastPass) note(seat.name, `pass: ${s}`);
           seat.lastPass = s;
           break;
         }
         case 'outcome':
-          if (msg.cmd !== 'rows') note(seat.name, `${msg.cmd} → ${msg.ok ? `ok ${JSON.stringify(msg.result).slice(0, 160)}` : `error ${msg.error.code}: ${msg.error.message.slice(0, 200)}`}`);
+          if (msg.cmd !== 'rows')
+            note(
+              seat.name,
+              `${msg.cmd} → ${msg.ok ? `ok ${JSON.stringify(msg.result).slice(0, 160)}` : `error ${msg.error.code}: ${msg.error.message.slice(0, 200)}`}`,
+            );
           break;
         case 'stopping': {
-          note(seat.name, `stopping itself at ${msg.turn !== undefined ? `model turn ${msg.turn}` : `tool ${msg.order} ${msg.phase}`}`, msg.at);
+          note(
+            seat.name,
+            `stopping itself at ${msg.turn !== undefined ? `model turn ${msg.turn}` : `tool ${msg.order} ${msg.phase}`}`,
+            msg.at,
+          );
           const how = msg.turn !== undefined ? `model turn ${msg.turn}` : `tool ${msg.order} ${msg.phase}`;
           const f = faultOf(seat.name, how);
           if (f && seat.stoppedAt === null) onFault(seat, f, how, msg.at);
@@ -479,8 +547,16 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
       note(seat.name, `exited (${signal ?? code})`);
       // killed at one of its own points: the fault that fired
       if (!done && signal === 'SIGKILL' && !seat.m.messages.some((x) => x.type === 'outcome' && x.cmd === 'exit')) {
-        const last = [...seat.m.messages].reverse().find((x) => (x.type === 'inside' && x.phase !== 'held') || x.type === 'model');
-        const how = !last ? '' : last.type === 'model' ? `model turn ${last.turn}` : last.type === 'inside' ? `tool ${last.order} ${last.phase}` : '';
+        const last = [...seat.m.messages]
+          .reverse()
+          .find((x) => (x.type === 'inside' && x.phase !== 'held') || x.type === 'model');
+        const how = !last
+          ? ''
+          : last.type === 'model'
+            ? `model turn ${last.turn}`
+            : last.type === 'inside'
+              ? `tool ${last.order} ${last.phase}`
+              : '';
         const f = faultOf(seat.name, how);
         if (f && f.kind === 'kill' && !killedByTest.has(seat.m)) onFault(seat, f, how);
       }
@@ -492,13 +568,26 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
   const started = Date.now();
   const ms = await Promise.all(plan.machines.map((n) => fleet.machine(`${id}-${n}`, configFor(n, 0))));
   plan.machines.forEach((n, i) => {
-    const seat: Seat = { name: n, m: ms[i], generation: 0, watch: null, stoppedAt: null, continuedAt: [], stops: [], cont: null, lastPass: '' };
+    const seat: Seat = {
+      name: n,
+      m: ms[i],
+      generation: 0,
+      watch: null,
+      stoppedAt: null,
+      continuedAt: [],
+      stops: [],
+      cont: null,
+      lastPass: '',
+    };
     seats.set(n, seat);
     allSeats.push(seat);
     attach(seat);
   });
   t0 = Date.now();
-  note('test', `seed ${seed}: ${describePlan(plan)}; machines up in ${t0 - started} ms (${plan.machines.map((n) => `${n} pid ${seats.get(n)!.m.pid} writer ${seats.get(n)!.m.writerId}`).join(', ')})`);
+  note(
+    'test',
+    `seed ${seed}: ${describePlan(plan)}; machines up in ${t0 - started} ms (${plan.machines.map((n) => `${n} pid ${seats.get(n)!.m.pid} writer ${seats.get(n)!.m.writerId}`).join(', ')})`,
+  );
 
   // a stop the seat made itself whose report was lost: seen in /proc (state T) instead
   const stopWatcher = (async () => {
@@ -506,7 +595,9 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
       for (const seat of seats.values()) {
         const justContinued = (seat.continuedAt.at(-1) ?? 0) > Date.now() - 500;
         if (seat.stoppedAt === null && !justContinued && seat.m.alive() && procState(seat.m.pid) === 'T') {
-          const own = plan.faults.find((f) => f.target === seat.name && f.kind === 'stop' && f.trigger.at !== 'timed' && !firedFaults.has(f));
+          const own = plan.faults.find(
+            (f) => f.target === seat.name && f.kind === 'stop' && f.trigger.at !== 'timed' && !firedFaults.has(f),
+          );
           if (own && seat.generation === 0) onFault(seat, own, `${describeTrigger(own.trigger)} (seen stopped)`);
         }
       }
@@ -531,7 +622,13 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
   const timed = async (f: PlannedFault, isFirst: boolean) => {
     if (f.trigger.at !== 'timed') return;
     const turn = f.trigger.turn;
-    if (turn !== undefined) await until(() => done || a.m.messages.some((x) => x.type === 'model' && x.executionId === id && x.turn >= turn) || !a.m.alive());
+    if (turn !== undefined)
+      await until(
+        () =>
+          done ||
+          a.m.messages.some((x) => x.type === 'model' && x.executionId === id && x.turn >= turn) ||
+          !a.m.alive(),
+      );
     await sleep(f.trigger.afterMs);
     if (done) return;
     const name = f.target === 'runner' ? runner : f.target;
@@ -551,7 +648,8 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
     onFault(seat, f, isFirst ? describeTrigger(f.trigger) : `+${f.trigger.afterMs} ms after the first fault`);
   };
   if (firstFault.trigger.at === 'timed') pending.push(timed(firstFault, true));
-  for (const f of plan.faults.slice(1)) if (f.trigger.at === 'timed') pending.push(firstFaultEnd.then(() => timed(f, false)));
+  for (const f of plan.faults.slice(1))
+    if (f.trigger.at === 'timed') pending.push(firstFaultEnd.then(() => timed(f, false)));
 
   // restores ahead of the fault, and after it
   const restore = async (name: string, why: string) => {
@@ -577,7 +675,8 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
     });
     pending.push(Promise.race([entered, firstFaultFire]).then(() => restore(name, `ahead, order ${order}`)));
   }
-  for (const [name, afterMs] of Object.entries(plan.late)) pending.push(firstFaultFire.then(() => sleep(afterMs)).then(() => restore(name, `${afterMs} ms after the fault`)));
+  for (const [name, afterMs] of Object.entries(plan.late))
+    pending.push(firstFaultFire.then(() => sleep(afterMs)).then(() => restore(name, `${afterMs} ms after the fault`)));
 
   // nobody left, or the runner died before any row of the run reached the plane (no other machine can have it):
   // the first dead machine, or the runner, is started again
@@ -588,7 +687,13 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
       if (all.every((s) => !s.m.alive()) && restarting.size === 0) {
         note('test', `no machine left: restarting ${all[0].name}`);
         await restart(all[0], 0);
-      } else if (!runnerSeat.m.alive() && !restarting.has('a') && (await fleet.execution(id).catch(() => ({}))) === null && !runnerSeat.m.alive() && !done) {
+      } else if (
+        !runnerSeat.m.alive() &&
+        !restarting.has('a') &&
+        (await fleet.execution(id).catch(() => ({}))) === null &&
+        !runnerSeat.m.alive() &&
+        !done
+      ) {
         note('test', 'a died before any row of the run reached the plane: restarting a');
         await restart(runnerSeat, 0);
       }
@@ -609,7 +714,12 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
     }
     await sleep(200);
   }
-  note('test', completed ? 'the run is completed on the plane' : `the run is not completed on the plane after ${RUN_MS} ms (${status})`);
+  note(
+    'test',
+    completed
+      ? 'the run is completed on the plane'
+      : `the run is not completed on the plane after ${RUN_MS} ms (${status})`,
+  );
 
   // settle: every stopped machine continued (and given its run's end), the copies caught up, the watches stopped, every machine exited
   /** A settling step that did not end in time: said in the notes (a machine that hangs is worth a look). */
@@ -638,8 +748,12 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
         }
         if (!s.m.alive() || last === 'no copy' || last === `seq ${planeLast} run_end completed`) return;
         // a loser's copy that ran on past the plane's fence keeps its own rows: the plane's verdict stands (§5b), and its feed says so
-        if (divergedCopy(s)) notes.push(`machine ${s.name}'s copy stays at ${last}: diverged from the plane's (seq ${planeLast})`);
-        else violations.push(`unfinished: machine ${s.name}'s copy is at ${last} ${CATCH_UP_MS} ms after the run completed on the plane (at seq ${planeLast})`);
+        if (divergedCopy(s))
+          notes.push(`machine ${s.name}'s copy stays at ${last}: diverged from the plane's (seq ${planeLast})`);
+        else
+          violations.push(
+            `unfinished: machine ${s.name}'s copy is at ${last} ${CATCH_UP_MS} ms after the run completed on the plane (at seq ${planeLast})`,
+          );
       }),
     );
   }
@@ -673,15 +787,20 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
       for (const l of lines.slice(1)) {
         const why = repeated(lines[0], l);
         doubleKinds[why.kind]++;
-        notes.push(`order ${order} charged by ${machineOf(lines[0])} at +${lines[0].at - t0} ms and again by ${machineOf(l)} at +${l.at - t0} ms: ${why.text}`);
+        notes.push(
+          `order ${order} charged by ${machineOf(lines[0])} at +${lines[0].at - t0} ms and again by ${machineOf(l)} at +${l.at - t0} ms: ${why.text}`,
+        );
       }
     }
   }
   // a repeat whose first record the plane held is the library's own failure, whatever a service would dedupe
   const doubles = doubleKinds.broken + keyless;
   if (doubles)
-    violations.push(`double effects: charges per order ${JSON.stringify(per)} (${doubleKinds.broken} repeated though the plane held the record, ${keyless} order(s) a service could not dedupe)`);
-  else if (attempts) notes.push(`repeated attempts deduped by the service (one key each): charges per order ${JSON.stringify(per)}`);
+    violations.push(
+      `double effects: charges per order ${JSON.stringify(per)} (${doubleKinds.broken} repeated though the plane held the record, ${keyless} order(s) a service could not dedupe)`,
+    );
+  else if (attempts)
+    notes.push(`repeated attempts deduped by the service (one key each): charges per order ${JSON.stringify(per)}`);
   if (missing) violations.push(`missing effects: the run completed with charges per order ${JSON.stringify(per)}`);
   if (!completed) violations.push(`stranded: the run is ${status} on the plane ${RUN_MS} ms after it started`);
   const planeRows = await fleet.rows(id);
@@ -691,27 +810,51 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
   if (completed) {
     const ends = planeRows.filter((r) => r.step === 'run_end');
     const seqs = planeRows.map((r) => r.seq);
-    if (ex.holeCount !== 0 || !ex.complete) violations.push(`unfinished: the plane's copy is incomplete (${ex.holeCount} holes): ${JSON.stringify(summary.holes).slice(0, 400)}`);
-    if (ends.length !== 1 || planeRows.at(-1)?.step !== 'run_end') violations.push(`unfinished: the plane holds ${ends.length} run-end markers, the last row is ${planeRows.at(-1)?.nodeId}`);
+    if (ex.holeCount !== 0 || !ex.complete)
+      violations.push(
+        `unfinished: the plane's copy is incomplete (${ex.holeCount} holes): ${JSON.stringify(summary.holes).slice(0, 400)}`,
+      );
+    if (ends.length !== 1 || planeRows.at(-1)?.step !== 'run_end')
+      violations.push(
+        `unfinished: the plane holds ${ends.length} run-end markers, the last row is ${planeRows.at(-1)?.nodeId}`,
+      );
     if (seqs.some((s, i) => s !== i)) violations.push(`unfinished: the plane's seqs are not 0..${seqs.length - 1}`);
   }
   // the event log: the test's, the machines' (their own clocks), the charges and what the plane received, in time order
   for (const l of ledger) note(machineOf(l), `CHARGED order ${l.order} (pid ${l.pid})`, l.at);
-  for (const r of plane.rows) note('plane', `row ${r.seq} ${r.nodeId} ${r.status} from ${writerName(r.writerId)}`, r.at);
+  for (const r of plane.rows)
+    note('plane', `row ${r.seq} ${r.nodeId} ${r.status} from ${writerName(r.writerId)}`, r.at);
   for (const e of plane.events) {
     const other = e.kind === 'idempotency' && plane.entries.find((x) => x.key === e.key)?.writerId !== e.writerId;
-    note('plane', `${e.kind} ${e.key ?? ''} from ${writerName(e.writerId)} received${other ? " (the plane holds another writer's entry for it)" : ''}`, e.at);
+    note(
+      'plane',
+      `${e.kind} ${e.key ?? ''} from ${writerName(e.writerId)} received${other ? " (the plane holds another writer's entry for it)" : ''}`,
+      e.at,
+    );
   }
-  for (const q of plane.refused) note('plane', `refused ${q.kind ?? ''} from ${writerName(q.writerId)}: ${q.code}: ${q.reason.slice(0, 160)}`, q.at);
+  for (const q of plane.refused)
+    note('plane', `refused ${q.kind ?? ''} from ${writerName(q.writerId)}: ${q.code}: ${q.reason.slice(0, 160)}`, q.at);
   for (const t of plane.takeovers)
-    note('plane', `takeover from seq ${t.fromSeq}: ${writerName(t.loser)} → ${writerName(t.winner)} (the loser's last contact ${t.lastContact ? `+${t.lastContact - t0} ms` : 'unknown'})`, t.at);
-  note('test', `plane: ${ex?.status ?? 'absent'}, ${planeRows.length} rows: ${planeRows.map((r) => `${r.seq}:${r.nodeId}@${writerName(r.writerId)}`).join(' ')}`);
-  note('test', `plane idempotency entries: ${plane.entries.map((e) => `${e.key}@${writerName(e.writerId)}`).join(' ')}`);
+    note(
+      'plane',
+      `takeover from seq ${t.fromSeq}: ${writerName(t.loser)} → ${writerName(t.winner)} (the loser's last contact ${t.lastContact ? `+${t.lastContact - t0} ms` : 'unknown'})`,
+      t.at,
+    );
+  note(
+    'test',
+    `plane: ${ex?.status ?? 'absent'}, ${planeRows.length} rows: ${planeRows.map((r) => `${r.seq}:${r.nodeId}@${writerName(r.writerId)}`).join(' ')}`,
+  );
+  note(
+    'test',
+    `plane idempotency entries: ${plane.entries.map((e) => `${e.key}@${writerName(e.writerId)}`).join(' ')}`,
+  );
   const log = entries
     .map((e, i) => [e, i] as const)
     .sort((x, y) => x[0][0] - y[0][0] || x[1] - y[1])
     .map(([[at, who, what]]) => `${String(at - t0).padStart(7)} ms ${who.padEnd(5)} ${what}`);
-  log.unshift(`t0 = ${new Date(t0).toISOString()}; machines: ${allSeats.map((s) => `${s.name}${s.generation ? `(restart ${s.generation})` : ''} pid ${s.m.pid} writer ${s.m.writerId}`).join(', ')}`);
+  log.unshift(
+    `t0 = ${new Date(t0).toISOString()}; machines: ${allSeats.map((s) => `${s.name}${s.generation ? `(restart ${s.generation})` : ''} pid ${s.m.pid} writer ${s.m.writerId}`).join(', ')}`,
+  );
 
   const unfinished = violations.filter((v) => v.startsWith('unfinished'));
   const result: FleetTrialResult = {
@@ -735,7 +878,8 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
     ledger,
   };
   // the store files of this trial (a soak runs hundreds)
-  for (const f of readdirSync(fleet.tmp.dir)) if (f.startsWith(`${id}-`)) rmSync(join(fleet.tmp.dir, f), { force: true });
+  for (const f of readdirSync(fleet.tmp.dir))
+    if (f.startsWith(`${id}-`)) rmSync(join(fleet.tmp.dir, f), { force: true });
   return result;
 
   function writerName(w: string): string {
@@ -808,8 +952,14 @@ export async function runFleetTrial(fleet: Fleet, seed: number): Promise<FleetTr
     if (!check || check.sentAt > stop.cont!) return null;
     const lost = check.status === 409 && ['LEASE_LOST', 'RUN_CANCELLED', 'WRITER_COPY'].includes(check.code ?? '');
     if (lost) return null;
-    const answer = check.answeredAt === null ? 'never answered' : `answered ${check.status}${check.code ? ` ${check.code}` : ''} at +${check.answeredAt - t0} ms`;
-    const how = check.status === 200 ? '' : ` (a check that passed without the plane holding the run for it: client/replica/connect.ts planeGuard's renew takes that answer for no loss)`;
+    const answer =
+      check.answeredAt === null
+        ? 'never answered'
+        : `answered ${check.status}${check.code ? ` ${check.code}` : ''} at +${check.answeredAt - t0} ms`;
+    const how =
+      check.status === 200
+        ? ''
+        : ` (a check that passed without the plane holding the run for it: client/replica/connect.ts planeGuard's renew takes that answer for no loss)`;
     return `its lease check reached the proxy at +${check.sentAt - t0} ms and was ${answer}${how}; the machine was stopped at +${stop.at - t0} ms, continued at +${stop.cont! - t0} ms and charged ${charge.at - stop.cont!} ms later with no check since`;
   }
 }
@@ -819,16 +969,38 @@ async function planeTimeline(fleet: Fleet, id: string) {
   const db = fleet.plane.database.db as unknown as import('drizzle-orm/pglite').PgliteDatabase;
   const time = (d: Date | string | null) => (d ? new Date(d).getTime() : 0);
   const rows = await db
-    .select({ seq: checkpoints.seq, nodeId: checkpoints.nodeId, status: checkpoints.status, writerId: checkpoints.writerId, at: checkpoints.receivedAt })
+    .select({
+      seq: checkpoints.seq,
+      nodeId: checkpoints.nodeId,
+      status: checkpoints.status,
+      writerId: checkpoints.writerId,
+      at: checkpoints.receivedAt,
+    })
     .from(checkpoints)
     .where(eq(checkpoints.executionId, id));
-  const evs = await db.select({ kind: events.kind, key: events.key, writerId: events.writerId, at: events.receivedAt }).from(events).where(eq(events.executionId, id));
+  const evs = await db
+    .select({ kind: events.kind, key: events.key, writerId: events.writerId, at: events.receivedAt })
+    .from(events)
+    .where(eq(events.executionId, id));
   const refused = await db
-    .select({ kind: quarantine.kind, writerId: quarantine.writerId, code: quarantine.code, reason: quarantine.reason, payload: quarantine.payload, at: quarantine.receivedAt })
+    .select({
+      kind: quarantine.kind,
+      writerId: quarantine.writerId,
+      code: quarantine.code,
+      reason: quarantine.reason,
+      payload: quarantine.payload,
+      at: quarantine.receivedAt,
+    })
     .from(quarantine)
     .where(eq(quarantine.executionId, id));
   const takeovers = await db
-    .select({ fromSeq: runTakeovers.fromSeq, winner: runTakeovers.winnerWriterId, loser: runTakeovers.loserWriterId, lastContact: runTakeovers.loserLastContactAt, at: runTakeovers.at })
+    .select({
+      fromSeq: runTakeovers.fromSeq,
+      winner: runTakeovers.winnerWriterId,
+      loser: runTakeovers.loserWriterId,
+      lastContact: runTakeovers.loserLastContactAt,
+      at: runTakeovers.at,
+    })
     .from(runTakeovers)
     .where(eq(runTakeovers.executionId, id));
   const held = await db
@@ -839,7 +1011,11 @@ async function planeTimeline(fleet: Fleet, id: string) {
     rows: rows.map((r) => ({ ...r, at: time(r.at) })).sort((x, y) => x.seq - y.seq),
     events: evs.map((e) => ({ ...e, at: time(e.at) })),
     refused: refused.map((q) => ({ ...q, at: time(q.at) })),
-    takeovers: takeovers.map((t) => ({ ...t, at: time(t.at), lastContact: t.lastContact ? time(t.lastContact) : null })),
+    takeovers: takeovers.map((t) => ({
+      ...t,
+      at: time(t.at),
+      lastContact: t.lastContact ? time(t.lastContact) : null,
+    })),
     entries: held.sort((x, y) => x.key.localeCompare(y.key)),
   };
 }

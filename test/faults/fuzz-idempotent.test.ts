@@ -56,7 +56,11 @@ const oddities: fc.Arbitrary<() => unknown> = fc.constantFrom(
 
 /** A result: JSON with odd values planted at a few places. */
 const results: fc.Arbitrary<() => unknown> = fc
-  .tuple(fc.jsonValue({ maxDepth: 3 }), fc.array(fc.tuple(fc.string({ maxLength: 6 }), oddities), { maxLength: 3 }), fc.boolean())
+  .tuple(
+    fc.jsonValue({ maxDepth: 3 }),
+    fc.array(fc.tuple(fc.string({ maxLength: 6 }), oddities), { maxLength: 3 }),
+    fc.boolean(),
+  )
   .map(([base, planted, bare]) => () => {
     if (bare && planted.length) return planted[0][1]();
     const o: Record<string, unknown> = { base };
@@ -110,62 +114,74 @@ describe(`fuzzed idempotent results and keys across resumes (seed ${SEED}, ${RUN
   it('each effect with a JSON form runs once across resumes and returns that form; others escape; bad keys refuse before the effect', async () => {
     let case_ = 0;
     await fc.assert(
-      fc.asyncProperty(results, args, fc.option(fc.nat(700), { nil: undefined }), fc.integer({ min: 1, max: 3 }), async (makeResult, callArgs, keyLength, pauses) => {
-        const id = `fuzz-idem-${++case_}`;
-        let effects = 0;
-        const returned: unknown[] = [];
-        const effect = idempotent<unknown[], unknown>(
-          async function effect(..._a: unknown[]) {
-            effects++;
-            await new Promise((r) => setImmediate(r));
-            return makeResult();
-          },
-          keyLength === undefined ? {} : { key: () => 'k'.repeat(keyLength) },
-        );
-        const t = tool({
-          name: 'act',
-          description: '',
-          parameters: z.object({}),
-          execute: async () => {
-            returned.push(...(await Promise.all([effect(...callArgs), effect(...callArgs)])));
-            for (let i = 0; i < pauses; i++) interrupt(`confirm-${i}`, null);
-            return returned.at(-1);
-          },
-        });
-        const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content }));
-        const agent = new Agent({ name: 'fuzz', model, tools: [t], checkpointer: store });
+      fc.asyncProperty(
+        results,
+        args,
+        fc.option(fc.nat(700), { nil: undefined }),
+        fc.integer({ min: 1, max: 3 }),
+        async (makeResult, callArgs, keyLength, pauses) => {
+          const id = `fuzz-idem-${++case_}`;
+          let effects = 0;
+          const returned: unknown[] = [];
+          const effect = idempotent<unknown[], unknown>(
+            async function effect(..._a: unknown[]) {
+              effects++;
+              await new Promise((r) => setImmediate(r));
+              return makeResult();
+            },
+            keyLength === undefined ? {} : { key: () => 'k'.repeat(keyLength) },
+          );
+          const t = tool({
+            name: 'act',
+            description: '',
+            parameters: z.object({}),
+            execute: async () => {
+              returned.push(...(await Promise.all([effect(...callArgs), effect(...callArgs)])));
+              for (let i = 0; i < pauses; i++) interrupt(`confirm-${i}`, null);
+              return returned.at(-1);
+            },
+          });
+          const model = new ScriptedModel(({ turn, toolResults }) =>
+            turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content },
+          );
+          const agent = new Agent({ name: 'fuzz', model, tools: [t], checkpointer: store });
 
-        const badKey = keyLength !== undefined && (keyLength === 0 || keyLength > LIMITS.idempotencyKeyLength);
-        const badArgs = keyLength === undefined && jsonProblem(callArgs) !== null;
-        if (badKey || badArgs) {
-          const r = await agent.run('go', { executionId: id });
+          const badKey = keyLength !== undefined && (keyLength === 0 || keyLength > LIMITS.idempotencyKeyLength);
+          const badArgs = keyLength === undefined && jsonProblem(callArgs) !== null;
+          if (badKey || badArgs) {
+            const r = await agent.run('go', { executionId: id });
+            expect(r.status).toBe('completed');
+            expect(r.output).toMatch(badKey ? /not a usable idempotency key/ : /no stable JSON form/);
+            expect(effects).toBe(0);
+            counts[badKey ? 'refusedKeys' : 'refusedArgs']++;
+            return;
+          }
+          const expected = expectedForm(makeResult());
+          if (!expected.recordable) {
+            await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'EFFECT_NOT_RECORDED' });
+            expect(effects).toBe(1);
+            expect(model.calls).toBe(1);
+            expect(await store.latest(id)).toMatchObject({
+              step: 'run_end',
+              status: 'failed',
+              nodeOutput: { error: { code: 'EFFECT_NOT_RECORDED' } },
+            });
+            counts.escaped++;
+            return;
+          }
+          expect((await agent.run('go', { executionId: id })).status).toBe('paused');
+          for (let i = 1; i < pauses; i++) expect((await agent.resume(id, { approved: true })).status).toBe('paused');
+          const r = await agent.resume(id, { approved: true });
           expect(r.status).toBe('completed');
-          expect(r.output).toMatch(badKey ? /not a usable idempotency key/ : /no stable JSON form/);
-          expect(effects).toBe(0);
-          counts[badKey ? 'refusedKeys' : 'refusedArgs']++;
-          return;
-        }
-        const expected = expectedForm(makeResult());
-        if (!expected.recordable) {
-          await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'EFFECT_NOT_RECORDED' });
           expect(effects).toBe(1);
-          expect(model.calls).toBe(1);
-          expect(await store.latest(id)).toMatchObject({ step: 'run_end', status: 'failed', nodeOutput: { error: { code: 'EFFECT_NOT_RECORDED' } } });
-          counts.escaped++;
-          return;
-        }
-        expect((await agent.run('go', { executionId: id })).status).toBe('paused');
-        for (let i = 1; i < pauses; i++) expect((await agent.resume(id, { approved: true })).status).toBe('paused');
-        const r = await agent.resume(id, { approved: true });
-        expect(r.status).toBe('completed');
-        expect(effects).toBe(1);
-        expect(returned.length).toBe(2 * (pauses + 1));
-        for (const v of returned) expect(v).toEqual(expected.form);
-        const entries = await store.listIdempotent(id);
-        expect(entries.length).toBe(1);
-        expect(entries[0].key.length).toBeLessThanOrEqual(LIMITS.idempotencyKeyLength);
-        counts.recorded++;
-      }),
+          expect(returned.length).toBe(2 * (pauses + 1));
+          for (const v of returned) expect(v).toEqual(expected.form);
+          const entries = await store.listIdempotent(id);
+          expect(entries.length).toBe(1);
+          expect(entries[0].key.length).toBeLessThanOrEqual(LIMITS.idempotencyKeyLength);
+          counts.recorded++;
+        },
+      ),
       { numRuns: RUNS, seed: SEED },
     );
     expect(counts.recorded).toBeGreaterThan(0);

@@ -26,9 +26,22 @@ const nasty: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     { depthSize: 'small' },
     fc.jsonValue(),
     fc.string({ unit: 'binary', maxLength: 64 }),
-    fc.constantFrom('__proto__', 'constructor', '\u0000', '\uD800', '', ' ', '"><img src=x onerror=alert(1)>', 'x'.repeat(5000)),
+    fc.constantFrom(
+      '__proto__',
+      'constructor',
+      '\u0000',
+      '\uD800',
+      '',
+      ' ',
+      '"><img src=x onerror=alert(1)>',
+      'x'.repeat(5000),
+    ),
     fc.constantFrom(Number.MAX_SAFE_INTEGER, -0, 1e308, -1, 2 ** 31, 0.5),
-    fc.dictionary(fc.constantFrom('__proto__', 'constructor', 'prototype', 'id', 'kind', 'row', 'seq', 'a'), tie('value'), { maxKeys: 4 }),
+    fc.dictionary(
+      fc.constantFrom('__proto__', 'constructor', 'prototype', 'id', 'kind', 'row', 'seq', 'a'),
+      tie('value'),
+      { maxKeys: 4 },
+    ),
     fc.array(tie('value'), { maxLength: 4 }),
     fc.nat(300).map((d) => {
       let v: unknown = 'deep';
@@ -95,12 +108,18 @@ describe(`fuzzed ingest bodies (seed ${SEED}, ${RUNS} × 4 generators)`, () => {
     });
   });
   afterAll(async () => {
-    console.log(`[fuzz] seed ${SEED}: ${counts.bodies} bodies, ${counts.rowsRefused} rows refused; statuses ${JSON.stringify(Object.fromEntries(counts.statuses))}`);
+    console.log(
+      `[fuzz] seed ${SEED}: ${counts.bodies} bodies, ${counts.rowsRefused} rows refused; statuses ${JSON.stringify(Object.fromEntries(counts.statuses))}`,
+    );
     await database?.close();
   });
 
   const post = async (body: BodyInit, headers: Record<string, string> = {}) => {
-    const res = await app.request('/v1/ingest', { method: 'POST', body, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers } });
+    const res = await app.request('/v1/ingest', {
+      method: 'POST',
+      body,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+    });
     counts.bodies++;
     counts.statuses.set(res.status, (counts.statuses.get(res.status) ?? 0) + 1);
     expect(res.status, await res.clone().text()).toBeLessThan(500);
@@ -109,26 +128,36 @@ describe(`fuzzed ingest bodies (seed ${SEED}, ${RUNS} × 4 generators)`, () => {
       counts.rowsRefused += answer.results.filter((r) => r.status === 'rejected').length;
       // the quarantine keeps one record per writer, reason code and refused text (a batch sent again adds none)
       const bytes = typeof body === 'string' ? Buffer.from(body) : Buffer.from(body as Uint8Array);
-      const sent = JSON.parse((headers['content-encoding'] === 'gzip' ? gunzipSync(bytes) : bytes).toString('utf8')) as { writerId: string; rows: unknown[] };
-      for (const [i, r] of answer.results.entries()) if (r.status === 'rejected') counts.records.add(`${sent.writerId}\u0000${r.code}\u0000${JSON.stringify(sent.rows[i])}`);
+      const sent = JSON.parse(
+        (headers['content-encoding'] === 'gzip' ? gunzipSync(bytes) : bytes).toString('utf8'),
+      ) as { writerId: string; rows: unknown[] };
+      for (const [i, r] of answer.results.entries())
+        if (r.status === 'rejected')
+          counts.records.add(`${sent.writerId}\u0000${r.code}\u0000${JSON.stringify(sent.rows[i])}`);
     }
     return res;
   };
 
   it('mutated rows: refused one by one with a reason, never a 5xx', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(fc.nat(100), fc.constantFrom(...PATHS), nasty, fc.boolean()), { minLength: 1, maxLength: 6 }), fc.boolean(), async (muts, dup) => {
-        const rows: unknown[] = muts.map(([i, path, value, remove]) => mutate(valid[i % valid.length], path, value, remove));
-        if (dup) rows.push(rows[0]);
-        const res = await post(JSON.stringify({ protocol: 1, writerId: 'fuzzer', rows }));
-        if (res.status === 200) {
-          const body = (await res.json()) as { results: { status: string; reason?: string }[] };
-          expect(body.results.length).toBe(rows.length);
-          for (const r of body.results) if (r.status === 'rejected') expect(r.reason?.length ?? 0).toBeGreaterThan(3);
-        } else {
-          expect([400, 413]).toContain(res.status);
-        }
-      }),
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.nat(100), fc.constantFrom(...PATHS), nasty, fc.boolean()), { minLength: 1, maxLength: 6 }),
+        fc.boolean(),
+        async (muts, dup) => {
+          const rows: unknown[] = muts.map(([i, path, value, remove]) =>
+            mutate(valid[i % valid.length], path, value, remove),
+          );
+          if (dup) rows.push(rows[0]);
+          const res = await post(JSON.stringify({ protocol: 1, writerId: 'fuzzer', rows }));
+          if (res.status === 200) {
+            const body = (await res.json()) as { results: { status: string; reason?: string }[] };
+            expect(body.results.length).toBe(rows.length);
+            for (const r of body.results) if (r.status === 'rejected') expect(r.reason?.length ?? 0).toBeGreaterThan(3);
+          } else {
+            expect([400, 413]).toContain(res.status);
+          }
+        },
+      ),
       { numRuns: RUNS, seed: SEED },
     );
   }, 600_000);
@@ -144,14 +173,25 @@ describe(`fuzzed ingest bodies (seed ${SEED}, ${RUNS} × 4 generators)`, () => {
             const gz = gzipSync(JSON.stringify({ protocol: 1, writerId: 'w', rows: [v] }));
             return { body: gz.subarray(0, Math.max(0, gz.length - cut)), headers: { 'content-encoding': 'gzip' } };
           }),
-          fc.constantFrom('text/plain', 'application/xml', 'multipart/form-data', '', 'application/json; charset=latin1').map((t) => ({
+          fc
+            .constantFrom(
+              'text/plain',
+              'application/xml',
+              'multipart/form-data',
+              '',
+              'application/json; charset=latin1',
+            )
+            .map((t) => ({
+              body: JSON.stringify({ protocol: 1, writerId: 'w', rows: valid.slice(0, 1) }),
+              headers: { 'content-type': t },
+            })),
+          fc.constantFrom('br', 'deflate', 'gzip, gzip', 'identity').map((e) => ({
             body: JSON.stringify({ protocol: 1, writerId: 'w', rows: valid.slice(0, 1) }),
-            headers: { 'content-type': t },
+            headers: { 'content-encoding': e },
           })),
           fc
-            .constantFrom('br', 'deflate', 'gzip, gzip', 'identity')
-            .map((e) => ({ body: JSON.stringify({ protocol: 1, writerId: 'w', rows: valid.slice(0, 1) }), headers: { 'content-encoding': e } })),
-          fc.record({ protocol: nasty, writerId: nasty, backlog: nasty, rows: nasty }).map((v) => ({ body: JSON.stringify(v), headers: {} })),
+            .record({ protocol: nasty, writerId: nasty, backlog: nasty, rows: nasty })
+            .map((v) => ({ body: JSON.stringify(v), headers: {} })),
         ),
         async ({ body, headers }) => {
           await post(body as BodyInit, headers);
@@ -170,11 +210,15 @@ describe(`fuzzed ingest bodies (seed ${SEED}, ${RUNS} × 4 generators)`, () => {
   });
 
   it('nothing invalid was stored, and every refusal is in quarantine with a reason', async () => {
-    const rows = (await database.db.execute(sql`SELECT row FROM checkpoints`)) as unknown as { rows?: { row: unknown }[] };
+    const rows = (await database.db.execute(sql`SELECT row FROM checkpoints`)) as unknown as {
+      rows?: { row: unknown }[];
+    };
     const list = (Array.isArray(rows) ? rows : rows.rows!) as { row: unknown }[];
     expect(list.length).toBeGreaterThan(0);
     for (const r of list) expect(Checkpoint.safeParse(r.row).success).toBe(true);
-    const q = (await database.db.execute(sql`SELECT count(*)::int AS n, min(length(reason))::int AS shortest FROM quarantine`)) as unknown as { rows?: { n: number; shortest: number }[] };
+    const q = (await database.db.execute(
+      sql`SELECT count(*)::int AS n, min(length(reason))::int AS shortest FROM quarantine`,
+    )) as unknown as { rows?: { n: number; shortest: number }[] };
     const [{ n, shortest }] = (Array.isArray(q) ? q : q.rows!) as { n: number; shortest: number }[];
     expect(n).toBe(counts.records.size);
     expect(shortest).toBeGreaterThan(3);
@@ -188,23 +232,32 @@ describe(`fuzzed checkpoint inputs against the local store (seed ${SEED})`, () =
     const base = step('local-fuzz', 0);
     let refused = 0;
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...(Object.keys(base) as (keyof typeof base)[]), 'id', 'parentId', 'interruptReason'), nasty, async (field, value) => {
-        const input = { ...base, [field]: value } as never;
-        const before = (await store.outboxStats()).pendingCount;
-        try {
-          await store.put(input);
-        } catch (e) {
-          expect((e as { code?: string }).code, (e as Error).message).toBe('INVALID_ROW');
-          expect((await store.outboxStats()).pendingCount).toBe(before);
-          refused++;
-        }
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...(Object.keys(base) as (keyof typeof base)[]), 'id', 'parentId', 'interruptReason'),
+        nasty,
+        async (field, value) => {
+          const input = { ...base, [field]: value } as never;
+          const before = (await store.outboxStats()).pendingCount;
+          try {
+            await store.put(input);
+          } catch (e) {
+            expect((e as { code?: string }).code, (e as Error).message).toBe('INVALID_ROW');
+            expect((await store.outboxStats()).pendingCount).toBe(before);
+            refused++;
+          }
+        },
+      ),
       { numRuns: RUNS, seed: SEED + 2 },
     );
     for (const id of (await store.listExecutions()).map((e) => e.executionId)) {
       for (const r of await store.list(id)) {
         const parsed = Checkpoint.safeParse(r);
-        expect(parsed.success, parsed.success ? '' : `${JSON.stringify(parsed.error.issues[0]).slice(0, 300)} in ${JSON.stringify(r).slice(0, 300)}`).toBe(true);
+        expect(
+          parsed.success,
+          parsed.success
+            ? ''
+            : `${JSON.stringify(parsed.error.issues[0]).slice(0, 300)} in ${JSON.stringify(r).slice(0, 300)}`,
+        ).toBe(true);
         expect(Buffer.byteLength(JSON.stringify(r))).toBeLessThanOrEqual(LIMITS.rowBytes + 1024);
       }
     }

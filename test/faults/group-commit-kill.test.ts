@@ -32,7 +32,11 @@ async function killedAt(point: string, hits: number, db: string) {
 }
 
 /** Every acknowledged put is stored at its seq; each run's rows are gap-free; at most `unacked` rows per run beyond the acknowledged ones. */
-async function check(db: string, acked: { executionId: string; seq: number; id: string }[], unacked: 'none' | 'at most one') {
+async function check(
+  db: string,
+  acked: { executionId: string; seq: number; id: string }[],
+  unacked: 'none' | 'at most one',
+) {
   const store = new SqliteCheckpointer({ path: db });
   try {
     expect(store.integrityCheck()).toBe('ok');
@@ -49,7 +53,16 @@ async function check(db: string, acked: { executionId: string; seq: number; id: 
       if (rows.length) {
         const last = rows[rows.length - 1];
         expect((await store.readState(last)).turn).toBe(last.turn);
-        const next = await store.put({ executionId, prevId: last.id, nodeId: 'after', turn: rows.length, step: 'llm_call', status: 'completed', agentPath: 'agent:gc', state: { turn: rows.length } });
+        const next = await store.put({
+          executionId,
+          prevId: last.id,
+          nodeId: 'after',
+          turn: rows.length,
+          step: 'llm_call',
+          status: 'completed',
+          agentPath: 'agent:gc',
+          state: { turn: rows.length },
+        });
         expect(next.seq).toBe(rows.length);
       }
     }

@@ -19,7 +19,14 @@ import { forkTs, nextMessage, runTs } from '../helpers/child.js';
 import { rng } from './campaign.js';
 
 const CHILD = fileURLToPath(new URL('../runtime/lease-child.ts', import.meta.url));
-const POINTS = ['runtime.beforeTool', 'runtime.beforeModel', 'runtime.afterTool', 'store.put.afterCommit', 'store.idempotency.afterCommit', 'runtime.afterRunEnd'];
+const POINTS = [
+  'runtime.beforeTool',
+  'runtime.beforeModel',
+  'runtime.afterTool',
+  'store.put.afterCommit',
+  'store.idempotency.afterCommit',
+  'runtime.afterRunEnd',
+];
 const STEPS = 3;
 
 export interface RecoverySoakOptions {
@@ -73,7 +80,19 @@ export async function runRecoverySoak(o: RecoverySoakOptions): Promise<RecoveryS
   const result: RecoverySoakResult = { runs: 0, rounds: 0, kills: 0, recovered: 0, heldElsewhere: 0, violations: [] };
   const per = Math.max(1, Math.ceil(o.runs / o.starters));
   const starters = await Promise.all(
-    Array.from({ length: o.starters }, (_, i) => runTs(CHILD, args('run-many', `s${o.seed}w${i}`, String(per), String(STEPS), pick(POINTS), String(1 + Math.floor(random() * per * 2))))),
+    Array.from({ length: o.starters }, (_, i) =>
+      runTs(
+        CHILD,
+        args(
+          'run-many',
+          `s${o.seed}w${i}`,
+          String(per),
+          String(STEPS),
+          pick(POINTS),
+          String(1 + Math.floor(random() * per * 2)),
+        ),
+      ),
+    ),
   );
   result.kills += starters.filter((s) => s.signal === 'SIGKILL').length;
   try {
@@ -81,7 +100,9 @@ export async function runRecoverySoak(o: RecoverySoakOptions): Promise<RecoveryS
       const running = (await store.listExecutions({ state: 'running' })).map((e) => e.executionId);
       if (!running.length) break;
       if (result.rounds >= o.maxRounds) {
-        result.violations.push(`${running.length} runs still running after ${o.maxRounds} rounds: ${running.slice(0, 5).join(', ')}`);
+        result.violations.push(
+          `${running.length} runs still running after ${o.maxRounds} rounds: ${running.slice(0, 5).join(', ')}`,
+        );
         break;
       }
       result.rounds++;
@@ -92,7 +113,13 @@ export async function runRecoverySoak(o: RecoverySoakOptions): Promise<RecoveryS
       for (const id of running) for (const e of await store.listIdempotent(id)) recorded.add(e.key);
       // the last round's workers are not killed, so the soak ends
       const killOne = result.rounds < o.maxRounds - 1 && random() < 0.7;
-      const workers = [0, 1].map((i) => forkTs(CHILD, args('recover', ...(killOne && i === 0 ? [pick(POINTS), String(1 + Math.floor(random() * 6))] : [])), { WAIT_GO: '1', MODEL_DELAY_MS: '20' }));
+      const workers = [0, 1].map((i) =>
+        forkTs(
+          CHILD,
+          args('recover', ...(killOne && i === 0 ? [pick(POINTS), String(1 + Math.floor(random() * 6))] : [])),
+          { WAIT_GO: '1', MODEL_DELAY_MS: '20' },
+        ),
+      );
       const outs = workers.map(finish);
       await Promise.all(workers.map((w) => nextMessage(w)));
       for (const w of workers) w.send({ go: true });
@@ -101,7 +128,8 @@ export async function runRecoverySoak(o: RecoverySoakOptions): Promise<RecoveryS
         const runs = (out.json?.report?.runs ?? []) as { outcome: string; executionId: string; error?: unknown }[];
         result.recovered += runs.filter((r) => r.outcome === 'recovered').length;
         result.heldElsewhere += runs.filter((r) => r.outcome === 'held').length;
-        for (const r of runs.filter((x) => x.outcome === 'failed')) result.violations.push(`round ${result.rounds}: ${r.executionId} failed: ${JSON.stringify(r.error)}`);
+        for (const r of runs.filter((x) => x.outcome === 'failed'))
+          result.violations.push(`round ${result.rounds}: ${r.executionId} failed: ${JSON.stringify(r.error)}`);
       }
       const callsAfter = tally(calls);
       const effectsAfter = tally(effects);
@@ -115,7 +143,9 @@ export async function runRecoverySoak(o: RecoverySoakOptions): Promise<RecoveryS
           const k = `${id} ${s}`;
           const more = (effectsAfter.get(k) ?? 0) - (effectsBefore.get(k) ?? 0);
           if (more > 1 || (more > 0 && recorded.has(`effect:${id}:${s}`))) {
-            result.violations.push(`round ${result.rounds}: effect ${k} done ${more} more times (recorded before: ${recorded.has(`effect:${id}:${s}`)})`);
+            result.violations.push(
+              `round ${result.rounds}: effect ${k} done ${more} more times (recorded before: ${recorded.has(`effect:${id}:${s}`)})`,
+            );
           }
         }
       }
@@ -126,9 +156,11 @@ export async function runRecoverySoak(o: RecoverySoakOptions): Promise<RecoveryS
       const rows = await store.list(id);
       if (rows.some((r, i) => r.seq !== i)) result.violations.push(`${id}: seq has gaps`);
       const ends = rows.filter((r) => r.step === 'run_end');
-      if (ends.length !== 1 || ends[0].status !== 'completed') result.violations.push(`${id}: ${ends.length} run_end rows (${ends.map((e) => e.status).join(', ')})`);
+      if (ends.length !== 1 || ends[0].status !== 'completed')
+        result.violations.push(`${id}: ${ends.length} run_end rows (${ends.map((e) => e.status).join(', ')})`);
       const nodes = rows.map((r) => r.nodeId);
-      if (new Set(nodes).size !== nodes.length) result.violations.push(`${id}: a node written twice: ${nodes.join(', ')}`);
+      if (new Set(nodes).size !== nodes.length)
+        result.violations.push(`${id}: a node written twice: ${nodes.join(', ')}`);
       const keys = (await store.listIdempotent(id)).map((e) => e.key).sort();
       const want = Array.from({ length: STEPS }, (_, s) => `effect:${id}:${s}`).sort();
       if (keys.join() !== want.join()) result.violations.push(`${id}: effects recorded ${keys.join(', ')}`);

@@ -30,8 +30,12 @@ describe('regressions found by the fuzz campaign', () => {
   it('a lone surrogate or U+0000 in a row was stored locally, then answered 500 by the plane forever (a drain that never drains)', async () => {
     const store = new SqliteCheckpointer({ path: ':memory:' });
     for (const bad of ['\ud800', 'a\u0000b']) {
-      await expect(store.put(step('s', 0, { nodeInput: { text: bad } }))).rejects.toMatchObject({ code: 'INVALID_ROW' });
-      await expect(store.put(step('s', 0, { state: { messages: [{ content: bad }] } }))).rejects.toMatchObject({ code: 'INVALID_ROW' });
+      await expect(store.put(step('s', 0, { nodeInput: { text: bad } }))).rejects.toMatchObject({
+        code: 'INVALID_ROW',
+      });
+      await expect(store.put(step('s', 0, { state: { messages: [{ content: bad }] } }))).rejects.toMatchObject({
+        code: 'INVALID_ROW',
+      });
       await expect(store.put(step('s', 0, { state: { [bad]: 1 } }))).rejects.toMatchObject({ code: 'INVALID_ROW' });
       await expect(store.putIdempotent('s', `k${bad}`, 1)).rejects.toMatchObject({ code: 'INVALID_ROW' });
     }
@@ -42,13 +46,21 @@ describe('regressions found by the fuzz campaign', () => {
     const withNul = { ...(good as object), row: { ...(good as { row: object }).row, nodeInput: { t: 'a\u0000b' } } };
     const r = await ingest([forged, withNul, good]);
     expect(r.status).toBe(200);
-    expect(r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual(['invalid', 'invalid', 'accepted']);
+    expect(r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual([
+      'invalid',
+      'invalid',
+      'accepted',
+    ]);
   });
 
   it('text a model or tool returns with a lone surrogate or U+0000 is stored as U+FFFD instead of failing the run', async () => {
     const store = new SqliteCheckpointer({ path: ':memory:' });
     const t = tool({ name: 'bin', description: '', parameters: z.object({}), execute: () => 'raw\u0000bytes\ud800' });
-    const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { content: 'x\ud800', toolCalls: [{ name: 'bin', arguments: {} }] } : { content: toolResults[0].content }));
+    const model = new ScriptedModel(({ turn, toolResults }) =>
+      turn === 0
+        ? { content: 'x\ud800', toolCalls: [{ name: 'bin', arguments: {} }] }
+        : { content: toolResults[0].content },
+    );
     const r = await new Agent({ name: 'a', model, tools: [t], checkpointer: store }).run('go');
     expect(r).toMatchObject({ status: 'completed', output: 'raw\uFFFDbytes\uFFFD' });
     await store.close();
@@ -66,8 +78,12 @@ describe('regressions found by the fuzz campaign', () => {
     const store = new SqliteCheckpointer({ path: ':memory:' });
     let deep: unknown = 1;
     for (let i = 0; i < 65; i++) deep = { d: deep };
-    await expect(store.put(step('deep', 0, { state: { a: deep as never } }))).rejects.toMatchObject({ code: 'INVALID_ROW' });
-    await expect(store.put(step('deep', 0, { state: { messages: [deep as never] } }))).rejects.toMatchObject({ code: 'INVALID_ROW' });
+    await expect(store.put(step('deep', 0, { state: { a: deep as never } }))).rejects.toMatchObject({
+      code: 'INVALID_ROW',
+    });
+    await expect(store.put(step('deep', 0, { state: { messages: [deep as never] } }))).rejects.toMatchObject({
+      code: 'INVALID_ROW',
+    });
     let ok: unknown = 1;
     for (let i = 0; i < 64; i++) ok = { d: ok };
     const row = await store.put(step('deep', 0, { state: { a: ok as never } }));

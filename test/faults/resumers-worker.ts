@@ -24,10 +24,28 @@ import { CHILD_LEASE_MS, Ledger, refundAgent, untilLeaseFree } from '../../examp
 
 const [mode, db, url, apiKey, executionId, ledgerPath, tag] = process.argv.slice(2);
 const fault = process.env.WAYMARK_FAULT;
-const faults: FaultHook | undefined = fault ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
+const faults: FaultHook | undefined = fault
+  ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(fault.split(':')[1] ?? 1) })
+  : undefined;
 const store = new SqliteCheckpointer({ path: db, faults });
-const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, backoffBaseMs: 50, backoffCapMs: 500, timeoutMs: 3000, claimFlushMs: 2000, faults });
-const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath), twoApprovals: true, faults, leaseMs: CHILD_LEASE_MS });
+const replica = connectPlane(store, {
+  url,
+  apiKey,
+  pollMs: 200,
+  debounceMs: 5,
+  backoffBaseMs: 50,
+  backoffCapMs: 500,
+  timeoutMs: 3000,
+  claimFlushMs: 2000,
+  faults,
+});
+const { agent } = refundAgent({
+  store,
+  ledger: new Ledger(ledgerPath),
+  twoApprovals: true,
+  faults,
+  leaseMs: CHILD_LEASE_MS,
+});
 // a slow claim guard (a flush and a plane round trip on a bad network: up to seconds in the field):
 // the window in which another resumer answers the pause this one read and the run reaches the next
 const planeGuard = store.planeGuard.current;
@@ -80,4 +98,6 @@ if (mode === 'start') {
 const s = await replica.flush({ timeoutMs: mode === 'recover' ? 60_000 : 20_000 });
 await replica.stop();
 await store.close();
-process.stdout.write(JSON.stringify({ pendingRows: s.pendingRows, quarantined: s.quarantinedCount, lastError: s.lastError }) + '\n');
+process.stdout.write(
+  JSON.stringify({ pendingRows: s.pendingRows, quarantined: s.quarantinedCount, lastError: s.lastError }) + '\n',
+);

@@ -52,7 +52,9 @@ const fleetTrials = fleetSeeds.length || Number(fleetArg ?? process.env.WAYMARK_
 const started = Date.now();
 const dir = mkdtempSync(join(tmpdir(), 'waymark-soak-'));
 const violations: string[] = [];
-console.log(`soak: seed ${seed} (replay with WAYMARK_SOAK_SEED=${seed}); campaigns: ${SECTIONS.filter(want).join(', ')}`);
+console.log(
+  `soak: seed ${seed} (replay with WAYMARK_SOAK_SEED=${seed}); campaigns: ${SECTIONS.filter(want).join(', ')}`,
+);
 
 // 1 · kill campaign
 let campaign: CampaignSummary | null = null;
@@ -75,24 +77,49 @@ if (want('net')) {
   const plane = await startTestPlane('pglite');
   const key = await plane.key('soak', ['ingest', 'read']);
   const random = rng(seed + 7);
-  const kinds: Fault[] = ['reset', 'hang', 'drop-after-commit', 'truncate', 'trickle', { status: 500 }, { status: 502 }, { status: 503, retryAfter: '0' }, { status: 429, retryAfter: '0' }];
+  const kinds: Fault[] = [
+    'reset',
+    'hang',
+    'drop-after-commit',
+    'truncate',
+    'trickle',
+    { status: 500 },
+    { status: 502 },
+    { status: 503, retryAfter: '0' },
+    { status: 429, retryAfter: '0' },
+  ];
   for (let t = 0; t < netTrials; t++) {
     const proxy = await new FaultProxy(plane.url).start();
     const store = new SqliteCheckpointer({ path: join(dir, `net-${t}.db`), synchronous: 'NORMAL' });
     const exec = `net-${seed}-${t}`;
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) ids.push((await store.put(step(exec, i))).id);
-    proxy.queue = Array.from({ length: 1 + Math.floor(random() * 4) }, () => kinds[Math.floor(random() * kinds.length)]);
+    proxy.queue = Array.from(
+      { length: 1 + Math.floor(random() * 4) },
+      () => kinds[Math.floor(random() * kinds.length)],
+    );
     for (const f of proxy.queue) {
       const k = typeof f === 'string' ? f : `http ${f.status}`;
       faultsByKind[k] = (faultsByKind[k] ?? 0) + 1;
     }
-    const replica = connectPlane(store, { url: proxy.url, apiKey: key, pollMs: 0, batchRows: 1 + Math.floor(random() * 40), timeoutMs: 400, backoffBaseMs: 10, backoffCapMs: 100 });
+    const replica = connectPlane(store, {
+      url: proxy.url,
+      apiKey: key,
+      pollMs: 0,
+      batchRows: 1 + Math.floor(random() * 40),
+      timeoutMs: 400,
+      backoffBaseMs: 10,
+      backoffCapMs: 100,
+    });
     const s = await replica.flush({ timeoutMs: 30_000 });
     await replica.stop();
-    const onPlane = (await call(`${plane.url}/v1/executions/${exec}/rows?limit=1000`, { key })).body.items?.map((r: { id: string }) => r.id) ?? [];
+    const onPlane =
+      (await call(`${plane.url}/v1/executions/${exec}/rows?limit=1000`, { key })).body.items?.map(
+        (r: { id: string }) => r.id,
+      ) ?? [];
     if (s.pendingRows !== 0) violations.push(`network ${exec}: ${s.pendingRows} rows never drained (${s.lastError})`);
-    if (onPlane.join() !== ids.join()) violations.push(`network ${exec}: plane holds ${onPlane.length} rows, store ${ids.length}`);
+    if (onPlane.join() !== ids.join())
+      violations.push(`network ${exec}: plane holds ${onPlane.length} rows, store ${ids.length}`);
     if (s.quarantinedCount) violations.push(`network ${exec}: ${s.quarantinedCount} quarantined`);
     await store.close();
     await proxy.close();
@@ -104,11 +131,20 @@ if (want('net')) {
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const fuzz = !want('fuzz')
   ? null
-  : spawnSync(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', 'test/faults/fuzz.test.ts', 'test/faults/fuzz-idempotent.test.ts'], {
-      cwd: root,
-      env: { ...process.env, WAYMARK_FUZZ_RUNS: String(fuzzRuns), WAYMARK_FUZZ_SEED: String(seed) },
-      encoding: 'utf8',
-    });
+  : spawnSync(
+      process.execPath,
+      [
+        join(root, 'node_modules/vitest/vitest.mjs'),
+        'run',
+        'test/faults/fuzz.test.ts',
+        'test/faults/fuzz-idempotent.test.ts',
+      ],
+      {
+        cwd: root,
+        env: { ...process.env, WAYMARK_FUZZ_RUNS: String(fuzzRuns), WAYMARK_FUZZ_SEED: String(seed) },
+        encoding: 'utf8',
+      },
+    );
 const fuzzLine = fuzz && /\[fuzz\] seed \d+: (\d+) bodies, (\d+) rows refused/.exec(fuzz.stdout);
 const idemLine = fuzz && /\[fuzz-idempotent\] seed \d+: (\{.*\})/.exec(fuzz.stdout);
 if (fuzz && fuzz.status !== 0)
@@ -121,7 +157,9 @@ if (fuzz && fuzz.status !== 0)
   );
 
 // 4 · recovery: runs killed mid-flight, two recovery workers at once per round (one often killed too)
-const recovery = want('recovery') ? await runRecoverySoak({ runs: recoveryRuns, starters: 4, maxRounds: 12, seed, dir }) : null;
+const recovery = want('recovery')
+  ? await runRecoverySoak({ runs: recoveryRuns, starters: 4, maxRounds: 12, seed, dir })
+  : null;
 for (const v of recovery?.violations ?? []) violations.push(`recovery: ${v}`);
 rmSync(dir, { recursive: true, force: true });
 
@@ -140,8 +178,11 @@ if (want('fleet')) {
       if (!r.ok || process.env.WAYMARK_FLEET_VERBOSE) console.log(failureReport(r));
     },
   });
-  for (const f of fleet.failures) violations.push(`cross-machine trial ${f.seed} (WAYMARK_FLEET_SEEDS=${f.seed}): ${f.violations.join('; ')}`);
-  console.log(`cross-machine campaign done: ${fleet.trials} trials in ${Math.round((Date.now() - fleetStarted) / 1000)} s`);
+  for (const f of fleet.failures)
+    violations.push(`cross-machine trial ${f.seed} (WAYMARK_FLEET_SEEDS=${f.seed}): ${f.violations.join('; ')}`);
+  console.log(
+    `cross-machine campaign done: ${fleet.trials} trials in ${Math.round((Date.now() - fleetStarted) / 1000)} s`,
+  );
 }
 
 const row = (a: string, b: string | number) => console.log(`| ${a.padEnd(44)} | ${String(b).padStart(10)} |`);
@@ -159,7 +200,8 @@ if (fuzz) {
   row('  rows refused (quarantined with a reason)', fuzzLine?.[2] ?? 'failed');
   row('store inputs fuzzed', fuzzRuns);
   if (!idemLine) row('idempotent calls fuzzed', 'failed');
-  for (const [k, n] of Object.entries(idemLine ? (JSON.parse(idemLine[1]) as Record<string, number>) : {})) row(`idempotent calls fuzzed: ${k}`, n);
+  for (const [k, n] of Object.entries(idemLine ? (JSON.parse(idemLine[1]) as Record<string, number>) : {}))
+    row(`idempotent calls fuzzed: ${k}`, n);
 }
 if (recovery) {
   row('recovery: runs', recovery.runs);

@@ -17,9 +17,23 @@ const charge = idempotent(async function charge(i: number) {
   appendFileSync(ledger, `${i}\n`);
   return { i };
 });
-const t = tool({ name: 'step', description: '', parameters: z.object({ i: z.number() }), execute: async ({ i }) => charge(i) });
-const model = new ScriptedModel(({ turn }) => (turn < TURNS ? { toolCalls: [{ name: 'step', arguments: { i: turn } }] } : { content: 'done' }));
-const agent = new Agent({ name: 'long', model, tools: [t], checkpointer: store, maxTurns: TURNS + 5, leaseMs: CHILD_LEASE_MS });
+const t = tool({
+  name: 'step',
+  description: '',
+  parameters: z.object({ i: z.number() }),
+  execute: async ({ i }) => charge(i),
+});
+const model = new ScriptedModel(({ turn }) =>
+  turn < TURNS ? { toolCalls: [{ name: 'step', arguments: { i: turn } }] } : { content: 'done' },
+);
+const agent = new Agent({
+  name: 'long',
+  model,
+  tools: [t],
+  checkpointer: store,
+  maxTurns: TURNS + 5,
+  leaseMs: CHILD_LEASE_MS,
+});
 let outcome: string;
 try {
   // a process that died under the storm holds the run until its lease (1 s) expires

@@ -43,18 +43,41 @@ describe('tenancy and auth across every endpoint and page', () => {
     const rows = await eventsOf(async (s) => {
       await s.put(step('victim-run', 0, { nodeInput: { card: '4242-SECRET' } }));
       await s.putIdempotent('victim-run', 'charge', { chargeId: 'ch_SECRET' });
-      checkpointId = (await s.recordInterrupt(pause('victim-run', 1), { reason: 'approve', context: { ssn: 'SECRET-SSN' } })).checkpoint.id;
+      checkpointId = (
+        await s.recordInterrupt(pause('victim-run', 1), { reason: 'approve', context: { ssn: 'SECRET-SSN' } })
+      ).checkpoint.id;
     }, 'victim-laptop');
-    const r = await call(`${plane.url}/v1/ingest`, { key: keys.owner, json: { protocol: 1, writerId: 'victim-laptop', rows: [...rows, { kind: 'bogus', id: 'x', secret: 'SECRET-Q' }] } });
+    const r = await call(`${plane.url}/v1/ingest`, {
+      key: keys.owner,
+      json: { protocol: 1, writerId: 'victim-laptop', rows: [...rows, { kind: 'bogus', id: 'x', secret: 'SECRET-Q' }] },
+    });
     expect(r.body.accepted).toBe(rows.length);
-    const decided = await call(`${plane.url}/v1/executions/victim-run/decision`, { key: keys.approveOnly, json: { checkpointId, approved: true, comment: 'SECRET-DECISION' } });
+    const decided = await call(`${plane.url}/v1/executions/victim-run/decision`, {
+      key: keys.approveOnly,
+      json: { checkpointId, approved: true, comment: 'SECRET-DECISION' },
+    });
     expect(decided.status).toBe(201);
-    secrets = ['victim-run', '4242-SECRET', 'ch_SECRET', 'SECRET-SSN', 'SECRET-Q', 'victim-laptop', checkpointId, 'SECRET-DECISION', decided.body.decisionId];
+    secrets = [
+      'victim-run',
+      '4242-SECRET',
+      'ch_SECRET',
+      'SECRET-SSN',
+      'SECRET-Q',
+      'victim-laptop',
+      checkpointId,
+      'SECRET-DECISION',
+      decided.body.decisionId,
+    ];
     snapshot = await counts();
   });
   afterAll(async () => plane?.close());
 
-  const endpoints = (): { name: string; scope: string | null; wrong?: () => string; req: (key?: string) => Promise<Awaited<ReturnType<typeof call>>> }[] => [
+  const endpoints = (): {
+    name: string;
+    scope: string | null;
+    wrong?: () => string;
+    req: (key?: string) => Promise<Awaited<ReturnType<typeof call>>>;
+  }[] => [
     {
       name: 'POST /v1/ingest',
       scope: 'ingest',
@@ -64,50 +87,137 @@ describe('tenancy and auth across every endpoint and page', () => {
           json: {
             protocol: 1,
             writerId: 'intruder',
-            rows: [{ kind: 'interrupt_claimed', id: '01a2368f-0000-7000-8000-000000000000', executionId: 'victim-run', checkpointId, writerId: 'intruder', claimedAt: new Date().toISOString() }],
+            rows: [
+              {
+                kind: 'interrupt_claimed',
+                id: '01a2368f-0000-7000-8000-000000000000',
+                executionId: 'victim-run',
+                checkpointId,
+                writerId: 'intruder',
+                claimedAt: new Date().toISOString(),
+              },
+            ],
           },
         }),
     },
     { name: 'GET /v1/executions', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions`, { key }) },
-    { name: 'GET /v1/executions/:id', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run`, { key }) },
-    { name: 'GET /v1/executions/:id/rows', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/rows`, { key }) },
-    { name: 'GET /v1/executions/:id/restore', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/restore`, { key }) },
-    { name: 'POST /v1/executions/:id/claim', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim`, { key, json: { checkpointId, writerId: 'intruder' } }) },
+    {
+      name: 'GET /v1/executions/:id',
+      scope: 'read',
+      req: (key?: string) => call(`${plane.url}/v1/executions/victim-run`, { key }),
+    },
+    {
+      name: 'GET /v1/executions/:id/rows',
+      scope: 'read',
+      req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/rows`, { key }),
+    },
+    {
+      name: 'GET /v1/executions/:id/restore',
+      scope: 'read',
+      req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/restore`, { key }),
+    },
+    {
+      name: 'POST /v1/executions/:id/claim',
+      scope: 'ingest',
+      req: (key?: string) =>
+        call(`${plane.url}/v1/executions/victim-run/claim`, { key, json: { checkpointId, writerId: 'intruder' } }),
+    },
     {
       name: 'POST /v1/executions/:id/claim/release',
       scope: 'ingest',
-      req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/claim/release`, { key, json: { checkpointId, writerId: 'intruder' } }),
+      req: (key?: string) =>
+        call(`${plane.url}/v1/executions/victim-run/claim/release`, {
+          key,
+          json: { checkpointId, writerId: 'intruder' },
+        }),
     },
-    { name: 'POST /v1/executions/:id/takeover', scope: 'ingest', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/takeover`, { key, json: { writerId: 'intruder', seq: 0 } }) },
+    {
+      name: 'POST /v1/executions/:id/takeover',
+      scope: 'ingest',
+      req: (key?: string) =>
+        call(`${plane.url}/v1/executions/victim-run/takeover`, { key, json: { writerId: 'intruder', seq: 0 } }),
+    },
     {
       name: 'POST /v1/executions/:id/lease',
       scope: 'ingest',
-      req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/lease`, { key, json: { writerId: 'intruder', holder: 'intruder#1', ttlMs: 60_000 } }),
+      req: (key?: string) =>
+        call(`${plane.url}/v1/executions/victim-run/lease`, {
+          key,
+          json: { writerId: 'intruder', holder: 'intruder#1', ttlMs: 60_000 },
+        }),
     },
-    { name: 'POST /v1/executions/:id/cancel', scope: 'cancel', req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/cancel`, { key, json: { reason: 'intruder' } }) },
+    {
+      name: 'POST /v1/executions/:id/cancel',
+      scope: 'cancel',
+      req: (key?: string) =>
+        call(`${plane.url}/v1/executions/victim-run/cancel`, { key, json: { reason: 'intruder' } }),
+    },
     {
       name: 'POST /v1/executions/:id/decision',
       scope: 'approve',
-      req: (key?: string) => call(`${plane.url}/v1/executions/victim-run/decision`, { key, json: { checkpointId, approved: false, comment: 'intruder' } }),
+      req: (key?: string) =>
+        call(`${plane.url}/v1/executions/victim-run/decision`, {
+          key,
+          json: { checkpointId, approved: false, comment: 'intruder' },
+        }),
     },
-    { name: 'GET /v1/pauses', scope: 'read', wrong: () => keys.ingestOnly, req: (key?: string) => call(`${plane.url}/v1/pauses`, { key }) },
-    { name: 'GET /v1/decisions', scope: 'read', wrong: () => keys.approveOnly, req: (key?: string) => call(`${plane.url}/v1/decisions`, { key }) },
-    { name: 'GET /v1/changes', scope: 'read', wrong: () => keys.approveOnly, req: (key?: string) => call(`${plane.url}/v1/changes`, { key }) },
+    {
+      name: 'GET /v1/pauses',
+      scope: 'read',
+      wrong: () => keys.ingestOnly,
+      req: (key?: string) => call(`${plane.url}/v1/pauses`, { key }),
+    },
+    {
+      name: 'GET /v1/decisions',
+      scope: 'read',
+      wrong: () => keys.approveOnly,
+      req: (key?: string) => call(`${plane.url}/v1/decisions`, { key }),
+    },
+    {
+      name: 'GET /v1/changes',
+      scope: 'read',
+      wrong: () => keys.approveOnly,
+      req: (key?: string) => call(`${plane.url}/v1/changes`, { key }),
+    },
     { name: 'GET /v1/whoami', scope: null, req: (key?: string) => call(`${plane.url}/v1/whoami`, { key }) },
     { name: 'GET /v1/quarantine', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/quarantine`, { key }) },
     { name: 'GET /v1/writers', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/writers`, { key }) },
     { name: 'GET /v1/conflicts', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/conflicts`, { key }) },
-    { name: 'GET /v1/admin/projects', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/projects`, { key }) },
-    { name: 'POST /v1/admin/projects', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/projects`, { key, json: { name: 'intruder-project' } }) },
+    {
+      name: 'GET /v1/admin/projects',
+      scope: 'admin',
+      req: (key?: string) => call(`${plane.url}/v1/admin/projects`, { key }),
+    },
+    {
+      name: 'POST /v1/admin/projects',
+      scope: 'admin',
+      req: (key?: string) => call(`${plane.url}/v1/admin/projects`, { key, json: { name: 'intruder-project' } }),
+    },
     { name: 'GET /v1/admin/keys', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/keys`, { key }) },
-    { name: 'POST /v1/admin/keys', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/keys`, { key, json: { project: 'victim', scopes: ['read'] } }) },
-    { name: 'POST /v1/admin/prune', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/prune`, { key, json: { olderThanSeconds: 3600, project: 'victim' } }) },
-    { name: 'POST /v1/admin/keys/:id/revoke', scope: 'admin', req: (key?: string) => call(`${plane.url}/v1/admin/keys/${keys.owner.slice(3, 19)}/revoke`, { key, method: 'POST' }) },
+    {
+      name: 'POST /v1/admin/keys',
+      scope: 'admin',
+      req: (key?: string) => call(`${plane.url}/v1/admin/keys`, { key, json: { project: 'victim', scopes: ['read'] } }),
+    },
+    {
+      name: 'POST /v1/admin/prune',
+      scope: 'admin',
+      req: (key?: string) =>
+        call(`${plane.url}/v1/admin/prune`, { key, json: { olderThanSeconds: 3600, project: 'victim' } }),
+    },
+    {
+      name: 'POST /v1/admin/keys/:id/revoke',
+      scope: 'admin',
+      req: (key?: string) =>
+        call(`${plane.url}/v1/admin/keys/${keys.owner.slice(3, 19)}/revoke`, { key, method: 'POST' }),
+    },
   ];
 
   it('lists every documented endpoint in this matrix', async () => {
     const doc = (await call(`${plane.url}/openapi.json`)).body as { paths: Record<string, Record<string, unknown>> };
-    const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p.replace(/\{(\w+)\}/g, ':$1')}`));
+    const documented = Object.entries(doc.paths).flatMap(([p, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${p.replace(/\{(\w+)\}/g, ':$1')}`),
+    );
     const covered = endpoints().map((e) => e.name);
     for (const d of documented) expect(covered).toContain(d);
   });
@@ -130,7 +240,8 @@ describe('tenancy and auth across every endpoint and page', () => {
   });
 
   it("operator metrics (every project's counters) are not on this listener for any key, admin included", async () => {
-    for (const key of [undefined, keys.owner, keys.otherAdmin, keys.other]) expect((await call(`${plane.url}/metrics`, { key })).status).toBe(404);
+    for (const key of [undefined, keys.owner, keys.otherAdmin, keys.other])
+      expect((await call(`${plane.url}/metrics`, { key })).status).toBe(404);
   });
 
   it("another project's valid key reads nothing of this project and changes nothing", async () => {
@@ -142,16 +253,30 @@ describe('tenancy and auth across every endpoint and page', () => {
       for (const s of secrets.filter((x) => !asked.includes(x))) expect(text, `${e.name} leaked ${s}`).not.toContain(s);
       if (e.name.includes(':id')) expect(r.status, e.name).toBe(e.scope === 'admin' ? 403 : 404);
       // the project-wide listings answer the attacker's own (empty) project
-      if (e.name === 'GET /v1/pauses' || e.name === 'GET /v1/decisions' || e.name === 'GET /v1/changes') expect(r.body.items, e.name).toEqual([]);
+      if (e.name === 'GET /v1/pauses' || e.name === 'GET /v1/decisions' || e.name === 'GET /v1/changes')
+        expect(r.body.items, e.name).toEqual([]);
     }
     // the claim the intruder's ingest carried landed (if at all) in the attacker's project, not the victim's
     expect(await counts()).not.toBe('');
     const mine = await call(`${plane.url}/v1/executions/victim-run`, { key: keys.owner });
-    expect(mine.body.pause).toMatchObject({ state: 'open', claimedBy: null, decision: { approved: true, metadata: { comment: 'SECRET-DECISION' }, state: 'pending' } });
+    expect(mine.body.pause).toMatchObject({
+      state: 'open',
+      claimedBy: null,
+      decision: { approved: true, metadata: { comment: 'SECRET-DECISION' }, state: 'pending' },
+    });
     expect(mine.body.conflicts).toEqual([]);
     // the owner's change feed shows its run where it stands: paused, its pause open, nobody's claim
     const changes = await call(`${plane.url}/v1/changes`, { key: keys.ingestOnly });
-    expect(changes.body.items).toEqual([expect.objectContaining({ executionId: 'victim-run', deleted: false, status: 'paused', pauseState: 'open', claimedBy: null, lastWriterId: 'victim-laptop' })]);
+    expect(changes.body.items).toEqual([
+      expect.objectContaining({
+        executionId: 'victim-run',
+        deleted: false,
+        status: 'paused',
+        pauseState: 'open',
+        claimedBy: null,
+        lastWriterId: 'victim-laptop',
+      }),
+    ]);
     const w = await call(`${plane.url}/v1/writers`, { key: keys.owner });
     expect(w.body.items.map((x: { writerId: string }) => x.writerId)).toEqual(['victim-laptop']);
   });
@@ -163,18 +288,31 @@ describe('tenancy and auth across every endpoint and page', () => {
     const list = await call(`${plane.url}/v1/admin/keys`, { key: keys.otherAdmin });
     expect(list.status).toBe(200);
     expect(new Set(list.body.items.map((k: { project: string }) => k.project))).toEqual(new Set(['attacker']));
-    for (const k of [keys.owner, keys.ingestOnly, keys.readOnly, keys.revoked]) expect(JSON.stringify(list.body)).not.toContain(k.slice(3, 19));
-    const create = await call(`${plane.url}/v1/admin/keys`, { key: keys.otherAdmin, json: { project: 'victim', scopes: ['read'] } });
+    for (const k of [keys.owner, keys.ingestOnly, keys.readOnly, keys.revoked])
+      expect(JSON.stringify(list.body)).not.toContain(k.slice(3, 19));
+    const create = await call(`${plane.url}/v1/admin/keys`, {
+      key: keys.otherAdmin,
+      json: { project: 'victim', scopes: ['read'] },
+    });
     expect(create.status).toBe(404);
     expect(create.body.error).toMatchObject({ code: 'UNKNOWN_PROJECT', details: { known: ['attacker'] } });
-    const revoke = await call(`${plane.url}/v1/admin/keys/${keys.owner.slice(3, 19)}/revoke`, { key: keys.otherAdmin, method: 'POST' });
+    const revoke = await call(`${plane.url}/v1/admin/keys/${keys.owner.slice(3, 19)}/revoke`, {
+      key: keys.otherAdmin,
+      method: 'POST',
+    });
     expect(revoke.status).toBe(404);
     expect(revoke.body.error.code).toBe('KEY_NOT_FOUND');
     const project = await call(`${plane.url}/v1/admin/projects`, { key: keys.otherAdmin, json: { name: 'victim2' } });
     expect(project.status).toBe(403);
-    const operatorGrant = await call(`${plane.url}/v1/admin/keys`, { key: keys.otherAdmin, json: { scopes: ['operator'] } });
+    const operatorGrant = await call(`${plane.url}/v1/admin/keys`, {
+      key: keys.otherAdmin,
+      json: { scopes: ['operator'] },
+    });
     expect(operatorGrant.status).toBe(403);
-    const prune = await call(`${plane.url}/v1/admin/prune`, { key: keys.otherAdmin, json: { olderThanSeconds: 3600, project: 'victim' } });
+    const prune = await call(`${plane.url}/v1/admin/prune`, {
+      key: keys.otherAdmin,
+      json: { olderThanSeconds: 3600, project: 'victim' },
+    });
     expect(prune.status).toBe(404);
     expect(prune.body.error).toMatchObject({ code: 'UNKNOWN_PROJECT', details: { known: ['attacker'] } });
     expect(await counts()).toBe(before);
@@ -187,16 +325,27 @@ describe('tenancy and auth across every endpoint and page', () => {
       const res = await fetch(`${plane.url}${p}`, { redirect: 'manual' });
       expect(res.status, p).toBe(303);
       expect(res.headers.get('location')).toMatch(/^\/login/);
-      const forged = await fetch(`${plane.url}${p}`, { redirect: 'manual', headers: { cookie: 'wm_session=forged-token' } });
+      const forged = await fetch(`${plane.url}${p}`, {
+        redirect: 'manual',
+        headers: { cookie: 'wm_session=forged-token' },
+      });
       expect(forged.status, p).toBe(303);
     }
     for (const bad of [keys.revoked, keys.ingestOnly]) {
-      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: bad, next: '/' }) });
+      const login = await fetch(`${plane.url}/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        body: new URLSearchParams({ key: bad, next: '/' }),
+      });
       expect(login.status).toBe(401);
       // no session (the page shown again may set its login form's cookie)
       expect(login.headers.get('set-cookie') ?? '').not.toContain('wm_session');
     }
-    const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: keys.other, next: '//evil.example/' }) });
+    const login = await fetch(`${plane.url}/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      body: new URLSearchParams({ key: keys.other, next: '//evil.example/' }),
+    });
     expect(login.status).toBe(303);
     expect(login.headers.get('location')).toBe('/');
     const cookie = login.headers.get('set-cookie')!;
@@ -215,7 +364,12 @@ describe('tenancy and auth across every endpoint and page', () => {
       method: 'POST',
       redirect: 'manual',
       headers: { cookie: session },
-      body: new URLSearchParams({ csrf: csrfOf(session.split('=')[1]), checkpointId, approved: 'false', comment: 'attacker' }),
+      body: new URLSearchParams({
+        csrf: csrfOf(session.split('=')[1]),
+        checkpointId,
+        approved: 'false',
+        comment: 'attacker',
+      }),
     });
     expect(forged.status).toBe(404);
     expect(await forged.text()).toContain('PAUSE_NOT_FOUND');
@@ -240,7 +394,12 @@ describe('tenancy and auth across every endpoint and page', () => {
     const own = await loginPage();
     // what a browser sends from a page of another site: Sec-Fetch-Site (no page can set it), a foreign Origin, or
     // Origin null (any page can send it, with its own no-referrer policy or from a sandboxed frame) without the form's token
-    const foreign: Record<string, string>[] = [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }, { origin: 'null' }];
+    const foreign: Record<string, string>[] = [
+      { 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'same-site' },
+      { origin: 'https://evil.example' },
+      { origin: 'null' },
+    ];
     for (const headers of foreign) {
       const r = await post('/login', headers);
       expect(r.status, JSON.stringify(headers)).toBe(403);
@@ -272,7 +431,15 @@ describe('tenancy and auth across every endpoint and page', () => {
     const page = await (await fetch(`${plane.url}/`, { headers: { cookie: session } })).text();
     const logoutToken = /action="\/logout"><input type="hidden" name="csrf" value="([^"]+)"/.exec(page)?.[1];
     expect(logoutToken).toBeDefined();
-    expect((await post('/logout', { 'sec-fetch-site': 'same-origin', origin: 'null' }, { cookie: session, csrf: logoutToken })).status).toBe(303);
+    expect(
+      (
+        await post(
+          '/logout',
+          { 'sec-fetch-site': 'same-origin', origin: 'null' },
+          { cookie: session, csrf: logoutToken },
+        )
+      ).status,
+    ).toBe(303);
     expect((await fetch(`${plane.url}/`, { redirect: 'manual', headers: { cookie: session } })).status).toBe(303);
   });
 

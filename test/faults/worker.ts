@@ -20,7 +20,17 @@ const kill = fault ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(faul
 let armed = process.env.WAYMARK_FAULT_FROM !== 'again';
 const faults: FaultHook | undefined = kill ? (point) => void (armed && kill(point)) : undefined;
 const store = new SqliteCheckpointer({ path: db, faults });
-const replica = connectPlane(store, { url, apiKey, pollMs: 200, debounceMs: 5, backoffBaseMs: 50, backoffCapMs: 500, timeoutMs: 3000, claimFlushMs: 2000, faults });
+const replica = connectPlane(store, {
+  url,
+  apiKey,
+  pollMs: 200,
+  debounceMs: 5,
+  backoffBaseMs: 50,
+  backoffCapMs: 500,
+  timeoutMs: 3000,
+  claimFlushMs: 2000,
+  faults,
+});
 const ledger = new Ledger(ledgerPath);
 
 /** The workload: a small refund, two that pause (charge before / after approval), and a fork. */
@@ -30,7 +40,8 @@ export const RUNS = [
   { id: `${trial}-after`, order: `${trial}-after`, amount: 5000, before: false },
 ];
 const FORK = `${trial}-fork`;
-const agentFor = (before: boolean) => refundAgent({ store, ledger, chargeBeforeApproval: before, faults, leaseMs: CHILD_LEASE_MS }).agent;
+const agentFor = (before: boolean) =>
+  refundAgent({ store, ledger, chargeBeforeApproval: before, faults, leaseMs: CHILD_LEASE_MS }).agent;
 const approve = { approved: true, metadata: { approver: 'campaign' } };
 
 async function drive(run: (typeof RUNS)[number]): Promise<void> {
@@ -85,4 +96,6 @@ await driveAgain();
 const s = await replica.flush({ timeoutMs: mode === 'recover' ? 60_000 : 20_000 });
 await replica.stop();
 await store.close();
-process.stdout.write(JSON.stringify({ pendingRows: s.pendingRows, quarantined: s.quarantinedCount, lastError: s.lastError }) + '\n');
+process.stdout.write(
+  JSON.stringify({ pendingRows: s.pendingRows, quarantined: s.quarantinedCount, lastError: s.lastError }) + '\n',
+);

@@ -32,7 +32,11 @@ export function nextMessage<T>(child: ChildProcess, pred: (m: T) => boolean = ()
 }
 
 /** Run a script to its end; resolves with its exit code, signal and output. */
-export async function runTs(script: string, args: string[] = [], env: Record<string, string> = {}): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+export async function runTs(
+  script: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   const child = forkTs(script, args, env);
   let stdout = '';
   let stderr = '';

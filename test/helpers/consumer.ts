@@ -15,10 +15,18 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { ex
 export const SUBPATHS = Object.keys(pkg.exports).map((k) => (k === '.' ? 'waymark' : `waymark/${k.slice(2)}`));
 
 /** `name@version` of a package at the version this repository is tested with. */
-export const devSpec = (name: string) => `${name}@${JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version}`;
+export const devSpec = (name: string) =>
+  `${name}@${JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version}`;
 
 /** The peers (or their types) that the subpaths' declarations name, besides @types/node. */
-export const TYPE_PEERS = ['@types/better-sqlite3', 'postgres', '@ai-sdk/provider', '@types/json-schema', '@langchain/core', '@langchain/langgraph-checkpoint'];
+export const TYPE_PEERS = [
+  '@types/better-sqlite3',
+  'postgres',
+  '@ai-sdk/provider',
+  '@types/json-schema',
+  '@langchain/core',
+  '@langchain/langgraph-checkpoint',
+];
 
 /** The module resolutions the README promises, each with its `module`. */
 export const RESOLUTIONS = [
@@ -27,8 +35,27 @@ export const RESOLUTIONS = [
 ] as const;
 
 /** Write `tsconfig.<resolution>.json` in `app`: strict, skipLibCheck false, no emit, node's types, checking `files`. */
-export function writeStrictTsconfig(app: string, moduleResolution: string, module: string, files: string[] = ['index.ts']): string {
+export function writeStrictTsconfig(
+  app: string,
+  moduleResolution: string,
+  module: string,
+  files: string[] = ['index.ts'],
+): string {
   const name = `tsconfig.${moduleResolution}.json`;
-  writeFileSync(join(app, name), JSON.stringify({ compilerOptions: { strict: true, skipLibCheck: false, noEmit: true, module, moduleResolution, target: 'es2022', types: ['node'] }, files }));
+  writeFileSync(
+    join(app, name),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        skipLibCheck: false,
+        noEmit: true,
+        module,
+        moduleResolution,
+        target: 'es2022',
+        types: ['node'],
+      },
+      files,
+    }),
+  );
   return name;
 }

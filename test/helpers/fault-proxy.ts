@@ -6,7 +6,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 
-export type Fault = 'pass' | 'reset' | 'hang' | 'drop-after-commit' | 'truncate' | 'trickle' | { status: number; retryAfter?: string; message?: string; html?: string };
+export type Fault =
+  | 'pass'
+  | 'reset'
+  | 'hang'
+  | 'drop-after-commit'
+  | 'truncate'
+  | 'trickle'
+  | { status: number; retryAfter?: string; message?: string; html?: string };
 
 /** What `rule` may also answer: forward the request, but hold the plane's answer until `holdAnswer` settles (an answer served a while before it arrives). */
 export interface HeldAnswer {
@@ -74,11 +81,16 @@ export class FaultProxy {
       return;
     }
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'host' && k !== 'connection' && k !== 'content-length') headers[k] = v;
+    for (const [k, v] of Object.entries(req.headers))
+      if (typeof v === 'string' && k !== 'host' && k !== 'connection' && k !== 'content-length') headers[k] = v;
     let upstream: Response;
     let payload: Buffer;
     try {
-      upstream = await fetch(`${this.target}${req.url}`, { method: req.method, headers, body: body.length ? body : undefined });
+      upstream = await fetch(`${this.target}${req.url}`, {
+        method: req.method,
+        headers,
+        body: body.length ? body : undefined,
+      });
       payload = Buffer.from(await upstream.arrayBuffer());
     } catch {
       // the plane went away under a forwarded request (a held long poll when a test closes its plane): as a proxy does, drop the client's connection
@@ -90,7 +102,10 @@ export class FaultProxy {
       return;
     }
     if (typeof fault === 'object') await fault.holdAnswer;
-    res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json', 'content-length': String(payload.length) });
+    res.writeHead(upstream.status, {
+      'content-type': upstream.headers.get('content-type') ?? 'application/json',
+      'content-length': String(payload.length),
+    });
     if (fault === 'truncate') {
       res.write(payload.subarray(0, Math.floor(payload.length / 2)));
       setTimeout(() => req.socket.destroy(), 10);

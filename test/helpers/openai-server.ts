@@ -49,19 +49,32 @@ export async function startFakeOpenAI(handler: FakeHandler): Promise<FakeOpenAI>
       try {
         r = handler(body, index);
       } catch (e) {
-        res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: (e as Error).message } }));
+        res
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: (e as Error).message } }));
         return;
       }
       if (r.status && r.status !== 200) {
-        res.writeHead(r.status, { 'content-type': 'application/json', ...r.headers }).end(r.body ?? JSON.stringify({ error: { message: `status ${r.status}` } }));
+        res
+          .writeHead(r.status, { 'content-type': 'application/json', ...r.headers })
+          .end(r.body ?? JSON.stringify({ error: { message: `status ${r.status}` } }));
         return;
       }
       const model = r.model ?? String(body.model);
       const finish = r.finishReason ?? (r.toolCalls?.length ? 'tool_calls' : 'stop');
       const usage = r.usage
-        ? { prompt_tokens: r.usage.prompt, completion_tokens: r.usage.completion, total_tokens: r.usage.prompt + r.usage.completion, prompt_tokens_details: { cached_tokens: r.usage.cached ?? 0 } }
+        ? {
+            prompt_tokens: r.usage.prompt,
+            completion_tokens: r.usage.completion,
+            total_tokens: r.usage.prompt + r.usage.completion,
+            prompt_tokens_details: { cached_tokens: r.usage.cached ?? 0 },
+          }
         : undefined;
-      const toolCalls = r.toolCalls?.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+      const toolCalls = r.toolCalls?.map((c) => ({
+        id: c.id,
+        type: 'function',
+        function: { name: c.name, arguments: c.arguments },
+      }));
       const created = Math.floor(Date.now() / 1000);
       if (!body.stream) {
         res.writeHead(200, { 'content-type': 'application/json' }).end(
@@ -70,15 +83,31 @@ export async function startFakeOpenAI(handler: FakeHandler): Promise<FakeOpenAI>
             object: 'chat.completion',
             created,
             model,
-            choices: [{ index: 0, message: { role: 'assistant', content: r.content ?? null, ...(toolCalls ? { tool_calls: toolCalls } : {}) }, finish_reason: finish }],
+            choices: [
+              {
+                index: 0,
+                message: {
+                  role: 'assistant',
+                  content: r.content ?? null,
+                  ...(toolCalls ? { tool_calls: toolCalls } : {}),
+                },
+                finish_reason: finish,
+              },
+            ],
             ...(usage ? { usage } : {}),
           }),
         );
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      const chunk = (delta: Record<string, unknown>, finishReason: string | null = null, extra: Record<string, unknown> = {}) =>
-        res.write(`data: ${JSON.stringify({ id: `chatcmpl-${index}`, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`);
+      const chunk = (
+        delta: Record<string, unknown>,
+        finishReason: string | null = null,
+        extra: Record<string, unknown> = {},
+      ) =>
+        res.write(
+          `data: ${JSON.stringify({ id: `chatcmpl-${index}`, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`,
+        );
       chunk({ role: 'assistant', content: '' });
       const pieces = r.pieces ?? (r.content ? r.content.split(/(?<= )/) : []);
       for (const [i, p] of pieces.entries()) {
@@ -90,15 +119,20 @@ export async function startFakeOpenAI(handler: FakeHandler): Promise<FakeOpenAI>
         chunk({ content: p });
       }
       (toolCalls ?? []).forEach((c, i) => {
-        chunk({ tool_calls: [{ index: i, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }] });
+        chunk({
+          tool_calls: [{ index: i, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }],
+        });
         const a = c.function.arguments;
         const half = Math.floor(a.length / 2);
-        for (const part of [a.slice(0, half), a.slice(half)]) if (part) chunk({ tool_calls: [{ index: i, function: { arguments: part } }] });
+        for (const part of [a.slice(0, half), a.slice(half)])
+          if (part) chunk({ tool_calls: [{ index: i, function: { arguments: part } }] });
       });
       chunk({}, finish);
       const so = body.stream_options as { include_usage?: boolean } | undefined;
       if (usage && so?.include_usage) {
-        res.write(`data: ${JSON.stringify({ id: `chatcmpl-${index}`, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`);
+        res.write(
+          `data: ${JSON.stringify({ id: `chatcmpl-${index}`, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`,
+        );
       }
       res.end('data: [DONE]\n\n');
     });

@@ -51,7 +51,9 @@ export async function createTestDatabase(prefix = 'waymark_test', o: { locale?: 
   const name = `${prefix}_${process.pid}_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6)}`;
   const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} });
   try {
-    await admin.unsafe(`CREATE DATABASE "${name}"${o.locale ? ` LOCALE_PROVIDER icu ICU_LOCALE '${o.locale}' LOCALE 'C.UTF-8' TEMPLATE template0` : ''}`);
+    await admin.unsafe(
+      `CREATE DATABASE "${name}"${o.locale ? ` LOCALE_PROVIDER icu ICU_LOCALE '${o.locale}' LOCALE 'C.UTF-8' TEMPLATE template0` : ''}`,
+    );
   } finally {
     await admin.end({ timeout: 2 });
   }

@@ -33,8 +33,10 @@ function templateKey(): string {
     readdirSync(dir, { withFileTypes: true })
       .sort((a, b) => a.name.localeCompare(b.name))
       .flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)]));
-  for (const f of [...files(join(ROOT, 'drizzle')), join(ROOT, 'plane/db/open.ts')]) h.update(f.slice(ROOT.length)).update(readFileSync(f));
-  for (const pkg of ['@electric-sql/pglite', 'drizzle-orm']) h.update(JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')).version);
+  for (const f of [...files(join(ROOT, 'drizzle')), join(ROOT, 'plane/db/open.ts')])
+    h.update(f.slice(ROOT.length)).update(readFileSync(f));
+  for (const pkg of ['@electric-sql/pglite', 'drizzle-orm'])
+    h.update(JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')).version);
   return h.digest('hex').slice(0, 16);
 }
 

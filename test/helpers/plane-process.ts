@@ -22,7 +22,10 @@ export interface PlaneProcess {
 }
 
 /** Start `waymark plane ARGS` and wait for it to say where it listens. */
-export async function startPlaneProcess(args: string[], o: { cwd?: string; env?: Record<string, string>; command?: [string, string[]] } = {}): Promise<PlaneProcess> {
+export async function startPlaneProcess(
+  args: string[],
+  o: { cwd?: string; env?: Record<string, string>; command?: [string, string[]] } = {},
+): Promise<PlaneProcess> {
   // `command`: start it some other way (a shell running package.json's start script), the arguments then its own,
   // in a process group of its own so that a test can end whatever the command left behind
   const [file, argv] = o.command ?? [process.execPath, [BIN, 'plane', '--port', '0', ...args]];
@@ -63,13 +66,21 @@ export async function startPlaneProcess(args: string[], o: { cwd?: string; env?:
 
 /** Run `waymark ARGS` to its end. */
 export function waymark(args: string[], o: { cwd?: string; env?: Record<string, string> } = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, env: { ...process.env, ...o.env }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: o.cwd ?? ROOT,
+    env: { ...process.env, ...o.env },
+    encoding: 'utf8',
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** Async variant (the test process keeps serving its own timers while the command runs). */
 export async function waymarkAsync(args: string[], o: { cwd?: string; env?: Record<string, string> } = {}) {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: o.cwd ?? ROOT, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: o.cwd ?? ROOT,
+    env: { ...process.env, ...o.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -133,7 +144,11 @@ export function endGroup(pgid: number): void {
  * because one request was slow (the loop ends by the first request sent past `withinMs`; a request that
  * hangs is the test timeout's). Resolves with the answers in order.
  */
-export async function refusedWithin(status: () => Promise<number>, since: number, withinMs: number): Promise<{ sentAfterMs: number; status: number }[]> {
+export async function refusedWithin(
+  status: () => Promise<number>,
+  since: number,
+  withinMs: number,
+): Promise<{ sentAfterMs: number; status: number }[]> {
   const answers: { sentAfterMs: number; status: number }[] = [];
   for (;;) {
     const sentAfterMs = performance.now() - since;
@@ -144,7 +159,8 @@ export async function refusedWithin(status: () => Promise<number>, since: number
       for (let i = 0; i < 3; i++) {
         const again = await status();
         answers.push({ sentAfterMs: Math.round(performance.now() - since), status: again });
-        if (again !== 401) throw new Error(`the revoked key was refused, then answered ${again} (${JSON.stringify(answers.slice(-4))})`);
+        if (again !== 401)
+          throw new Error(`the revoked key was refused, then answered ${again} (${JSON.stringify(answers.slice(-4))})`);
       }
       return answers;
     }

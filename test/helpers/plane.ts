@@ -102,7 +102,17 @@ export interface Call {
 }
 
 /** One HTTP call with a JSON (optionally gzip) body. */
-export async function call(url: string, o: { method?: string; key?: string; json?: unknown; raw?: string | Buffer; gzip?: boolean; headers?: Record<string, string> } = {}): Promise<Call> {
+export async function call(
+  url: string,
+  o: {
+    method?: string;
+    key?: string;
+    json?: unknown;
+    raw?: string | Buffer;
+    gzip?: boolean;
+    headers?: Record<string, string>;
+  } = {},
+): Promise<Call> {
   const headers: Record<string, string> = { ...(o.key ? { authorization: `Bearer ${o.key}` } : {}), ...o.headers };
   let body: Buffer | string | undefined;
   if (o.json !== undefined || o.raw !== undefined) {
@@ -113,7 +123,11 @@ export async function call(url: string, o: { method?: string; key?: string; json
       headers['content-encoding'] = 'gzip';
     }
   }
-  const init = { method: o.method ?? (body !== undefined ? 'POST' : 'GET'), headers, body: body as BodyInit | undefined };
+  const init = {
+    method: o.method ?? (body !== undefined ? 'POST' : 'GET'),
+    headers,
+    body: body as BodyInit | undefined,
+  };
   let res: Response;
   try {
     res = await fetch(url, init);
@@ -139,6 +153,10 @@ export async function call(url: string, o: { method?: string; key?: string; json
  * refuses every other writer's rows of it (`taken_over`).
  */
 export async function releaseHold(planeUrl: string, key: string, executionId: string, writerId: string): Promise<void> {
-  const r = await call(`${planeUrl}/v1/executions/${encodeURIComponent(executionId)}/lease`, { key, json: { writerId, holder: `${writerId}#test`, ttlMs: 1000, release: true } });
-  if (r.status !== 200 || !(r.body as { released?: boolean }).released) throw new Error(`${writerId}'s hold on ${executionId} was not released: ${r.status} ${JSON.stringify(r.body)}`);
+  const r = await call(`${planeUrl}/v1/executions/${encodeURIComponent(executionId)}/lease`, {
+    key,
+    json: { writerId, holder: `${writerId}#test`, ttlMs: 1000, release: true },
+  });
+  if (r.status !== 200 || !(r.body as { released?: boolean }).released)
+    throw new Error(`${writerId}'s hold on ${executionId} was not released: ${r.status} ${JSON.stringify(r.body)}`);
 }

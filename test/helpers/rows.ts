@@ -2,7 +2,10 @@
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import type { OutboxEvent } from '../../shared/rows.js';
 
-export async function eventsOf(build: (store: SqliteCheckpointer) => Promise<void>, writerId = 'test-writer'): Promise<OutboxEvent[]> {
+export async function eventsOf(
+  build: (store: SqliteCheckpointer) => Promise<void>,
+  writerId = 'test-writer',
+): Promise<OutboxEvent[]> {
   const store = new SqliteCheckpointer({ path: ':memory:', writerId });
   try {
     await build(store);

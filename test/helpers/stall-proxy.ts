@@ -64,12 +64,16 @@ export class StallProxy {
     const path = req.url ?? '/';
     const mode = this.rule?.({ method, path }) ?? 'pass';
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && !['host', 'connection', 'content-length'].includes(k)) headers[k] = v;
+    for (const [k, v] of Object.entries(req.headers))
+      if (typeof v === 'string' && !['host', 'connection', 'content-length'].includes(k)) headers[k] = v;
     const upstream = await fetch(`${this.target}${path}`, { method, headers, body: body.length ? body : undefined });
     const payload = Buffer.from(await upstream.arrayBuffer());
     this.seen.push({ method, path, mode, planeStatus: upstream.status });
     if (mode === 'hold') return; // the client's socket stays open, unanswered, until it gives up
-    res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json', 'content-length': String(payload.length) });
+    res.writeHead(upstream.status, {
+      'content-type': upstream.headers.get('content-type') ?? 'application/json',
+      'content-length': String(payload.length),
+    });
     const half = payload.subarray(0, Math.floor(payload.length / 2));
     if (mode === 'pass') res.end(payload);
     else if (mode === 'stall-mid-body') res.write(half);

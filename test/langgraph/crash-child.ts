@@ -28,7 +28,11 @@ async function main(): Promise<void> {
       const done = s.messages.filter((m) => m.getType() === 'tool').length;
       effect(`model ${done}`);
       return {
-        messages: [done < T ? new AIMessage({ content: '', tool_calls: [{ id: `call_${done}`, name: 'work', args: { n: done } }] }) : new AIMessage('finished')],
+        messages: [
+          done < T
+            ? new AIMessage({ content: '', tool_calls: [{ id: `call_${done}`, name: 'work', args: { n: done } }] })
+            : new AIMessage('finished'),
+        ],
       };
     })
     .addNode('tools', (s) => {
@@ -43,7 +47,9 @@ async function main(): Promise<void> {
   const config = { configurable: { thread_id: 'crashy' }, recursionLimit: 100, durability: 'sync' as const };
   const out = await app.invoke(mode === 'run' ? { messages: [new HumanMessage('go')] } : null, config);
   await saver.store.close();
-  process.stdout.write(`${JSON.stringify({ pid: process.pid, messages: out.messages.map((m: { getType(): string; content: unknown }) => `${m.getType()}: ${String(m.content)}`) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ pid: process.pid, messages: out.messages.map((m: { getType(): string; content: unknown }) => `${m.getType()}: ${String(m.content)}`) })}\n`,
+  );
 }
 
 main().catch((e) => {

@@ -29,7 +29,11 @@ describe('a LangGraph run on WaymarkSaver killed after a commit', () => {
       const b = await runTs(CHILD, ['resume', db, effects, String(T)]);
       expect(b.code, b.stderr).toBe(0);
       const report = JSON.parse(b.stdout.trim().split('\n').at(-1)!);
-      expect(report.messages).toEqual(['human: go', ...Array.from({ length: T }, (_, i) => ['ai: ', `tool: did ${i}`]).flat(), 'ai: finished']);
+      expect(report.messages).toEqual([
+        'human: go',
+        ...Array.from({ length: T }, (_, i) => ['ai: ', `tool: did ${i}`]).flat(),
+        'ai: finished',
+      ]);
       const lines = readFileSync(effects, 'utf8')
         .trim()
         .split('\n')

@@ -47,7 +47,10 @@ describe('a thread deleted while its graph runs in another process', () => {
       expect((await saver.store.list('doomed')).length).toBeGreaterThan(0);
       await saver.deleteThread('doomed');
       expect(await saver.store.list('doomed')).toEqual([]);
-      const done = nextMessage<{ done?: { ok?: boolean; code?: string; message?: string } }>(child, (m) => m.done !== undefined);
+      const done = nextMessage<{ done?: { ok?: boolean; code?: string; message?: string } }>(
+        child,
+        (m) => m.done !== undefined,
+      );
       child.send({ go: true });
       const { done: outcome } = await done;
       expect(outcome, stderr).toMatchObject({ code: ErrorCode.EXECUTION_GONE });
@@ -75,7 +78,10 @@ const backends: { name: string; make(): Checkpointer[]; skip?: boolean }[] = [
     name: 'postgres',
     make: () => {
       const schema = `lge${++n}`;
-      return [new PostgresCheckpointer({ url: db!.url, schema, max: 2 }), new PostgresCheckpointer({ url: db!.url, schema, max: 2 })];
+      return [
+        new PostgresCheckpointer({ url: db!.url, schema, max: 2 }),
+        new PostgresCheckpointer({ url: db!.url, schema, max: 2 }),
+      ];
     },
     skip: !pgOk,
   },
@@ -93,7 +99,9 @@ for (const backend of backends) {
           const root = `x${round}|y`;
           const outcomes = await Promise.allSettled([
             a.put({ configurable: { thread_id: root } }, checkpoint({ who: 'root' }), meta, { who: 1 }),
-            b.put({ configurable: { thread_id: `x${round}`, checkpoint_ns: 'y' } }, checkpoint({ who: 'sub' }), meta, { who: 1 }),
+            b.put({ configurable: { thread_id: `x${round}`, checkpoint_ns: 'y' } }, checkpoint({ who: 'sub' }), meta, {
+              who: 1,
+            }),
           ]);
           const ok = outcomes.filter((o) => o.status === 'fulfilled');
           const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
@@ -123,7 +131,9 @@ for (const backend of backends) {
       const saver = new WaymarkSaver(store);
       await saver.setup();
       try {
-        const State = Annotation.Root({ log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
+        const State = Annotation.Root({
+          log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+        });
         const ran: string[] = [];
         const graph = new StateGraph(State)
           .addNode('draft', () => (ran.push('draft'), { log: ['draft'] }))
@@ -140,8 +150,12 @@ for (const backend of backends) {
         ran.length = 0;
         for (const durability of [undefined, 'async', 'exit', 'sync'] as const) {
           for (const input of [null, { log: ['again'] }]) {
-            const e = await graph.invoke(input, { ...config, ...(durability ? { durability } : {}) }).catch((err: unknown) => err);
-            expect(hasCode(e, ErrorCode.RUN_CANCELLED), `${durability} ${JSON.stringify(input)}: ${String(e)}`).toBe(true);
+            const e = await graph
+              .invoke(input, { ...config, ...(durability ? { durability } : {}) })
+              .catch((err: unknown) => err);
+            expect(hasCode(e, ErrorCode.RUN_CANCELLED), `${durability} ${JSON.stringify(input)}: ${String(e)}`).toBe(
+              true,
+            );
           }
         }
         const held = await saver.exclusive(config, (h) => graph.invoke(null, h)).catch((err: unknown) => err);
@@ -188,10 +202,14 @@ describe('an interrupt answered late', () => {
     try {
       const first = (await graph(one).invoke({ log: [] }, cfg)) as unknown as { __interrupt__: { id: string }[] };
       const shipId = first.__interrupt__[0].id;
-      const second = (await graph(one).invoke(new Command({ resume: { [shipId]: 'yes' } }), cfg)) as unknown as { __interrupt__: { id: string; value: string }[] };
+      const second = (await graph(one).invoke(new Command({ resume: { [shipId]: 'yes' } }), cfg)) as unknown as {
+        __interrupt__: { id: string; value: string }[];
+      };
       expect(second.__interrupt__.map((i) => i.value)).toEqual(['refund?']);
       // the other process answers the first pause again, late
-      const late = (await graph(two).invoke(new Command({ resume: { [shipId]: 'LATE' } }), cfg)) as unknown as { __interrupt__?: { value: string }[] };
+      const late = (await graph(two).invoke(new Command({ resume: { [shipId]: 'LATE' } }), cfg)) as unknown as {
+        __interrupt__?: { value: string }[];
+      };
       expect(late.__interrupt__?.map((i) => i.value)).toEqual(['refund?']);
       expect(effects).toEqual(['ship yes']);
       const done = await graph(two).invoke(new Command({ resume: { [second.__interrupt__[0].id]: 'no' } }), cfg);
@@ -210,7 +228,9 @@ describe('thread ids no execution can be named by', () => {
     await saver.setup();
     try {
       for (const thread_id of ['.', '..']) {
-        const e = await saver.put({ configurable: { thread_id } }, checkpoint({ a: 1 }), meta, { a: 1 }).catch((x) => x);
+        const e = await saver
+          .put({ configurable: { thread_id } }, checkpoint({ a: 1 }), meta, { a: 1 })
+          .catch((x) => x);
         expect(hasCode(e, ErrorCode.INVALID_GRAPH_CONFIG), String(e)).toBe(true);
         expect(e.details.problems.join(' ')).toContain("'.' or '..'");
       }

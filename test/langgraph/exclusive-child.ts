@@ -42,7 +42,9 @@ async function main(): Promise<void> {
     await new Promise<void>((r) => process.once('message', (m) => m === 'go' && r()));
     const resume = (held: typeof config) => graph.invoke(new Command({ resume: 'yes' }), held);
     try {
-      await (how === 'exclusive' ? saver.exclusive({ configurable: { thread_id: thread } }, resume, { ttlMs: Number(ttlArg) }) : resume(config));
+      await (how === 'exclusive'
+        ? saver.exclusive({ configurable: { thread_id: thread } }, resume, { ttlMs: Number(ttlArg) })
+        : resume(config));
       process.send!({ outcome: 'done' });
     } catch (e) {
       process.send!({ outcome: (e as { code?: string }).code ?? String(e) });

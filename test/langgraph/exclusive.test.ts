@@ -25,15 +25,25 @@ const CHILD = new URL('./exclusive-child.ts', import.meta.url).pathname;
 const tmp = scratchDir('waymark-lg-exclusive-');
 afterAll(() => tmp.cleanup());
 
-const charges = (ledger: string) => (existsSync(ledger) ? readFileSync(ledger, 'utf8').split('\n').filter(Boolean).length : 0);
+const charges = (ledger: string) =>
+  existsSync(ledger) ? readFileSync(ledger, 'utf8').split('\n').filter(Boolean).length : 0;
 
 /**
  * Resumers of one thread, started together once each is ready. A resumer that reaches the charge waits there
  * until every other one has reached it too or ended (refused): so the exclusive case is a real overlap, not two
  * calls one after the other. Resolves with each one's outcome (`killed` for a SIGKILL).
  */
-async function resumeTogether(db: string, thread: string, ledger: string, how: 'exclusive' | 'plain', count: number, o: { ttlMs?: number; kill?: boolean } = {}): Promise<string[]> {
-  const children = Array.from({ length: count }, () => forkTs(CHILD, ['resume', db, thread, ledger, how, String(o.ttlMs ?? 30_000), ...(o.kill ? ['kill'] : [])]));
+async function resumeTogether(
+  db: string,
+  thread: string,
+  ledger: string,
+  how: 'exclusive' | 'plain',
+  count: number,
+  o: { ttlMs?: number; kill?: boolean } = {},
+): Promise<string[]> {
+  const children = Array.from({ length: count }, () =>
+    forkTs(CHILD, ['resume', db, thread, ledger, how, String(o.ttlMs ?? 30_000), ...(o.kill ? ['kill'] : [])]),
+  );
   await Promise.all(children.map((c) => nextMessage(c, (m) => m === 'ready')));
   const settled = new Set<number>();
   const entered = new Set<number>();
@@ -73,7 +83,12 @@ let pgDb: TestDatabase | null = null;
 afterAll(() => pgDb?.drop());
 
 /** Two savers on one store (one SQLite file, or one Postgres schema), and a way to let a lease run out as a stalled holder's would. */
-async function twoSavers(kind: 'sqlite' | 'postgres'): Promise<{ a: WaymarkSaver; b: WaymarkSaver; expire: (executionId: string) => Promise<void>; close: () => Promise<void> }> {
+async function twoSavers(kind: 'sqlite' | 'postgres'): Promise<{
+  a: WaymarkSaver;
+  b: WaymarkSaver;
+  expire: (executionId: string) => Promise<void>;
+  close: () => Promise<void>;
+}> {
   if (kind === 'sqlite') {
     const file = tmp.file('fence.db');
     const a = new WaymarkSaver(new SqliteCheckpointer({ path: file, writerId: 'a' }));
@@ -104,7 +119,10 @@ async function twoSavers(kind: 'sqlite' | 'postgres'): Promise<{ a: WaymarkSaver
 }
 
 /** A saver on a SQLite store of its own, set up, for `fn`; the store is closed after it. */
-async function withSaver(options: ConstructorParameters<typeof SqliteCheckpointer>[0], fn: (saver: WaymarkSaver) => Promise<void>): Promise<void> {
+async function withSaver(
+  options: ConstructorParameters<typeof SqliteCheckpointer>[0],
+  fn: (saver: WaymarkSaver) => Promise<void>,
+): Promise<void> {
   const saver = new WaymarkSaver(new SqliteCheckpointer(options));
   await saver.setup();
   try {
@@ -143,7 +161,9 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
     const saver = new WaymarkSaver(new SqliteCheckpointer({ path: db }));
     let ran = false;
     try {
-      const early = await saver.exclusive({ configurable: { thread_id: 'acct-8' } }, () => (ran = true)).catch((e: { code?: string; details?: { holder?: string } }) => e);
+      const early = await saver
+        .exclusive({ configurable: { thread_id: 'acct-8' } }, () => (ran = true))
+        .catch((e: { code?: string; details?: { holder?: string } }) => e);
       expect(Date.now() - killedAt, 'refused well within the ttl').toBeLessThan(ttlMs);
       expect(early).toMatchObject({ code: ErrorCode.RUN_IN_PROGRESS });
       expect(ran).toBe(false);
@@ -162,7 +182,9 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
       if (kind === 'postgres' && !(await pgReady('LangGraph exclusive on Postgres'))) return;
       const ledger = tmp.file(`fence-${kind}.ledger`);
       writeFileSync(ledger, '');
-      const State = Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
+      const State = Annotation.Root({
+        steps: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+      });
       let entered!: () => void;
       const atGate = new Promise<void>((r) => (entered = r));
       const build = (saver: WaymarkSaver, gate: Promise<void>) =>
@@ -202,7 +224,9 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
         expect((await a.store.getLease('acct-9'))?.holder).toMatch(/^a#/);
         // a stall past the ttl, as another process sees it: the lease ran out without a renewal
         await expire('acct-9');
-        expect(await b.exclusive(config, (held) => build(b, Promise.resolve()).invoke(null, held))).toMatchObject({ steps: ['slow', 'charge'] });
+        expect(await b.exclusive(config, (held) => build(b, Promise.resolve()).invoke(null, held))).toMatchObject({
+          steps: ['slow', 'charge'],
+        });
         expect(charges(ledger)).toBe(1);
         const entries = (await a.store.listIdempotent('acct-9')).length;
         open();
@@ -210,8 +234,12 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
         // LangGraph writes the task's result and the step's checkpoint side by side and answers with the first
         // refusal (often the checkpoint's): the result's write may still be finishing
         const deadline = Date.now() + 30_000;
-        while ((await a.store.listIdempotent('acct-9')).length === entries && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-        expect((await a.store.listIdempotent('acct-9')).length, "the stalled holder's task result is kept (its effect happened)").toBe(entries + 1);
+        while ((await a.store.listIdempotent('acct-9')).length === entries && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 20));
+        expect(
+          (await a.store.listIdempotent('acct-9')).length,
+          "the stalled holder's task result is kept (its effect happened)",
+        ).toBe(entries + 1);
         expect(charges(ledger), 'the stalled holder never reached its next node').toBe(1);
         const state = await build(b, Promise.resolve()).getState(config);
         expect(state.values).toMatchObject({ steps: ['slow', 'charge'] });
@@ -246,7 +274,10 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
           .addEdge('charge', END)
           .compile({ checkpointer: saver });
       const { a, b, expire, close } = await twoSavers(kind);
-      const open = async (thread: string) => (await build(b).getState({ configurable: { thread_id: thread } })).tasks.flatMap((t) => t.interrupts.map((i) => i.value));
+      const open = async (thread: string) =>
+        (await build(b).getState({ configurable: { thread_id: thread } })).tasks.flatMap((t) =>
+          t.interrupts.map((i) => i.value),
+        );
       try {
         // (1) the README's check, then a stall past the lease; another worker takes the thread and answers the first question
         const one = { configurable: { thread_id: 'late-1' } };
@@ -309,7 +340,11 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
         expect(takenOver).toBe(true);
         expect(outcome).toBe(ErrorCode.LEASE_LOST);
         // a's answer is not kept (a task result of its, whose effect happened, may be: on the checkpoint it read)
-        const resumes = (await a.store.listIdempotent('late-2')).flatMap((e) => (e.result as { writes: { channel: string; value: unknown }[] }).writes.filter((w) => w.channel === '__resume__'));
+        const resumes = (await a.store.listIdempotent('late-2')).flatMap((e) =>
+          (e.result as { writes: { channel: string; value: unknown }[] }).writes.filter(
+            (w) => w.channel === '__resume__',
+          ),
+        );
         expect(JSON.stringify(resumes)).not.toContain('late-yes');
         expect(resumes.length).toBeGreaterThan(0);
         expect(afterB).toBeGreaterThan(0);
@@ -364,7 +399,9 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
 
   it('a graph with a subgraph runs whole inside exclusive: the subgraph namespace writes after a fenced renewal each, and a thread taken over refuses them', async () => {
     await withSaver({ path: tmp.file('sub.db'), writerId: 'sub' }, async (saver) => {
-      const State = Annotation.Root({ steps: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
+      const State = Annotation.Root({
+        steps: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+      });
       let taken = false;
       let seconds = 0;
       const inner = new StateGraph(State)
@@ -386,9 +423,15 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
         .addEdge('first', 'second')
         .addEdge('second', END)
         .compile();
-      const outer = new StateGraph(State).addNode('inner', inner).addEdge(START, 'inner').addEdge('inner', END).compile({ checkpointer: saver });
+      const outer = new StateGraph(State)
+        .addNode('inner', inner)
+        .addEdge(START, 'inner')
+        .addEdge('inner', END)
+        .compile({ checkpointer: saver });
       const config = { configurable: { thread_id: 'sub-1' } };
-      expect(await saver.exclusive(config, (held) => outer.invoke({ steps: [] }, held))).toMatchObject({ steps: ['inner-1', 'inner-2'] });
+      expect(await saver.exclusive(config, (held) => outer.invoke({ steps: [] }, held))).toMatchObject({
+        steps: ['inner-1', 'inner-2'],
+      });
       const namespaces = (await saver.store.listExecutions({ limit: 10 })).map((e) => e.executionId);
       expect(
         namespaces.some((id) => id.startsWith('sub-1|inner')),
@@ -397,7 +440,9 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
 
       taken = true;
       const again = { configurable: { thread_id: 'sub-1' } };
-      const e = await saver.exclusive(again, (held) => outer.invoke({ steps: [] }, held)).catch((x: { code?: string }) => x.code);
+      const e = await saver
+        .exclusive(again, (held) => outer.invoke({ steps: [] }, held))
+        .catch((x: { code?: string }) => x.code);
       expect(e).toBe(ErrorCode.LEASE_LOST);
       expect(seconds, "the subgraph's next node never ran: its namespace's write was refused first").toBe(1);
       expect((await saver.store.getLease('sub-1'))?.holder).toBe('other#1');
@@ -406,7 +451,9 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
 
   it('a graph with two interrupts: an answer by id applies to that interrupt only; the same answer again, late, leaves the next one open and runs nothing', async () => {
     await withSaver({ path: tmp.file('two.db') }, async (saver) => {
-      const State = Annotation.Root({ log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
+      const State = Annotation.Root({
+        log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+      });
       const graph = new StateGraph(State)
         .addNode('refund', () => ({ log: [`refund ${interrupt('refund?')}`] }))
         .addNode('close', () => ({ log: [`close ${interrupt('close the account?')}`] }))
@@ -417,7 +464,8 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
       const config = { configurable: { thread_id: 'two' } };
       const paused = await graph.invoke({ log: [] }, config);
       const first = (paused as unknown as { __interrupt__: { id: string }[] }).__interrupt__[0].id;
-      const answer = () => saver.exclusive(config, (held) => graph.invoke(new Command({ resume: { [first]: 'approved' } }), held));
+      const answer = () =>
+        saver.exclusive(config, (held) => graph.invoke(new Command({ resume: { [first]: 'approved' } }), held));
       expect(await answer()).toMatchObject({ log: ['refund approved'] });
       const open = async () => (await graph.getState(config)).tasks.flatMap((t) => t.interrupts.map((i) => i.value));
       expect(await open()).toEqual(['close the account?']);
@@ -430,7 +478,10 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
   it('bad arguments are named together, with a stable code, and nothing is held; a returned stream is cancelled and refused', async () => {
     await withSaver({ path: tmp.file('bad.db') }, async (saver) => {
       const problems = async (config: RunnableConfig & { durability?: string }, fn: unknown, options: unknown) => {
-        const e = (await saver.exclusive(config, fn as never, options as never).catch((x: unknown) => x)) as { code: string; details: { problems: string[] } };
+        const e = (await saver.exclusive(config, fn as never, options as never).catch((x: unknown) => x)) as {
+          code: string;
+          details: { problems: string[] };
+        };
         expect(e).toMatchObject({ code: ErrorCode.INVALID_GRAPH_CONFIG });
         return e.details.problems;
       };
@@ -439,10 +490,12 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
         'fn must be a function (the graph call to run holding the thread)',
         'options.ttlMs must be a whole number of milliseconds from 100 to 2147483647, got 5',
       ]);
-      expect(await problems({ configurable: { thread_id: 't' }, durability: 'async' }, () => 1, { ttl: 1000 })).toEqual([
-        `config.durability must be 'sync' or absent, got "async" (under 'async' or 'exit' LangGraph starts a node before the fenced writes are in)`,
-        'options.ttl is not an option (the one option is ttlMs)',
-      ]);
+      expect(await problems({ configurable: { thread_id: 't' }, durability: 'async' }, () => 1, { ttl: 1000 })).toEqual(
+        [
+          `config.durability must be 'sync' or absent, got "async" (under 'async' or 'exit' LangGraph starts a node before the fenced writes are in)`,
+          'options.ttl is not an option (the one option is ttlMs)',
+        ],
+      );
       expect(await saver.store.getLease('t')).toBeNull();
 
       const State = Annotation.Root({ n: Annotation<number> });

@@ -30,9 +30,17 @@ class ScriptedChatModel extends BaseChatModel {
     const toolResults = messages.filter((m) => m.getType() === 'tool').length;
     const message =
       toolResults === 0
-        ? new AIMessage({ content: '', tool_calls: [{ id: 'call_weather', name: 'lookup_weather', args: { city: 'Paris' } }] })
+        ? new AIMessage({
+            content: '',
+            tool_calls: [{ id: 'call_weather', name: 'lookup_weather', args: { city: 'Paris' } }],
+          })
         : toolResults === 1
-          ? new AIMessage({ content: '', tool_calls: [{ id: 'call_email', name: 'send_email', args: { to: 'bob', body: String(messages.at(-1)!.content) } }] })
+          ? new AIMessage({
+              content: '',
+              tool_calls: [
+                { id: 'call_email', name: 'send_email', args: { to: 'bob', body: String(messages.at(-1)!.content) } },
+              ],
+            })
           : new AIMessage({ content: `Done: ${String(messages.at(-1)!.content)}` });
     return { generations: [{ text: typeof message.content === 'string' ? message.content : '', message }] };
   }
@@ -53,7 +61,11 @@ const sendEmail = tool(
     appendFileSync(effects, `send_email ${to} ${process.pid}\n`);
     return `sent to ${to}`;
   },
-  { name: 'send_email', description: 'Send an email after a human approves', schema: z.object({ to: z.string(), body: z.string() }) },
+  {
+    name: 'send_email',
+    description: 'Send an email after a human approves',
+    schema: z.object({ to: z.string(), body: z.string() }),
+  },
 );
 
 const model = new ScriptedChatModel({});

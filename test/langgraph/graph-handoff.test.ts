@@ -56,7 +56,14 @@ describe('a LangGraph graph on WaymarkSaver, handed from machine A to machine B 
     // B saw the pause it restored before answering it
     expect(b.interruptsBeforeResume).toEqual([{ question: 'send "sunny in Paris" to bob?' }]);
     expect(b.next).toEqual([]);
-    expect(b.messages).toEqual(['human: Email the Paris weather to bob', 'ai: ', 'tool: sunny in Paris', 'ai: ', 'tool: sent to bob', 'ai: Done: sent to bob']);
+    expect(b.messages).toEqual([
+      'human: Email the Paris weather to bob',
+      'ai: ',
+      'tool: sunny in Paris',
+      'ai: ',
+      'tool: sent to bob',
+      'ai: Done: sent to bob',
+    ]);
     expect(b.flush).toMatchObject({ pendingRows: 0, quarantinedCount: 0 });
 
     const lines = readFileSync(effects, 'utf8').trim().split('\n');
@@ -104,6 +111,10 @@ describe('a LangGraph graph on WaymarkSaver, handed from machine A to machine B 
     expect(b.restored.every((r: { inserted: number }) => r.inserted > 0)).toBe(true);
     expect(b.next).toEqual([]);
     expect(b.log).toEqual(['prepared', 'drafted', 'sent']);
-    expect(readFileSync(effects, 'utf8').trim().split('\n')).toEqual([`prepare ${a.pid}`, `draft ${a.pid}`, `send ${b.pid}`]);
+    expect(readFileSync(effects, 'utf8').trim().split('\n')).toEqual([
+      `prepare ${a.pid}`,
+      `draft ${a.pid}`,
+      `send ${b.pid}`,
+    ]);
   });
 });

@@ -28,9 +28,20 @@ describe('restoreThread and thread ids containing "|"', () => {
     const a = new WaymarkSaver(new SqliteCheckpointer({ path: tmp.file('a.db') }));
     await a.setup();
     await a.put({ configurable: { thread_id: 'acct' } }, checkpoint({ who: 'acct root' }), meta, { who: 1 });
-    await a.put({ configurable: { thread_id: 'acct', checkpoint_ns: 'süb 1/%?' } }, checkpoint({ who: 'acct sub' }), meta, { who: 1 });
+    await a.put(
+      { configurable: { thread_id: 'acct', checkpoint_ns: 'süb 1/%?' } },
+      checkpoint({ who: 'acct sub' }),
+      meta,
+      { who: 1 },
+    );
     await a.put({ configurable: { thread_id: 'acct|b' } }, checkpoint({ who: 'other thread on A' }), meta, { who: 1 });
-    const replica = connectPlane(a.store, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 20, timeoutMs: 20_000 });
+    const replica = connectPlane(a.store, {
+      url: plane.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 20,
+      timeoutMs: 20_000,
+    });
     try {
       await replica.flush({ timeoutMs: 60_000 });
     } finally {
@@ -45,9 +56,16 @@ describe('restoreThread and thread ids containing "|"', () => {
       await b.put({ configurable: { thread_id: 'acct|b' } }, checkpoint({ who: 'B own thread' }), meta, { who: 1 });
       const r = await restoreThread(b.store, 'acct', { url: plane.url, apiKey: key });
       expect(r.executions.map((e) => e.executionId)).toEqual(['acct', 'acct|süb 1/%?']);
-      expect((await b.getTuple({ configurable: { thread_id: 'acct' } }))?.checkpoint.channel_values).toEqual({ who: 'acct root' });
-      expect((await b.getTuple({ configurable: { thread_id: 'acct', checkpoint_ns: 'süb 1/%?' } }))?.checkpoint.channel_values).toEqual({ who: 'acct sub' });
-      expect((await b.getTuple({ configurable: { thread_id: 'acct|b' } }))?.checkpoint.channel_values).toEqual({ who: 'B own thread' });
+      expect((await b.getTuple({ configurable: { thread_id: 'acct' } }))?.checkpoint.channel_values).toEqual({
+        who: 'acct root',
+      });
+      expect(
+        (await b.getTuple({ configurable: { thread_id: 'acct', checkpoint_ns: 'süb 1/%?' } }))?.checkpoint
+          .channel_values,
+      ).toEqual({ who: 'acct sub' });
+      expect((await b.getTuple({ configurable: { thread_id: 'acct|b' } }))?.checkpoint.channel_values).toEqual({
+        who: 'B own thread',
+      });
       expect(await b.store.list('acct|b')).toHaveLength(1);
     } finally {
       await b.store.close();

@@ -4,7 +4,12 @@
  * linearly. Each case runs on a real SQLite file and on real Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compareWritesSortKeys, writesSortKey, RESUME, type Checkpoint as GraphCheckpoint } from '@langchain/langgraph-checkpoint';
+import {
+  compareWritesSortKeys,
+  writesSortKey,
+  RESUME,
+  type Checkpoint as GraphCheckpoint,
+} from '@langchain/langgraph-checkpoint';
 import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
@@ -31,7 +36,11 @@ afterAll(async () => {
 
 const backends: { name: string; make(): Checkpointer; skip?: boolean }[] = [
   { name: 'sqlite', make: () => new SqliteCheckpointer({ path: tmp.file(`s${++n}.db`), synchronous: 'NORMAL' }) },
-  { name: 'postgres', make: () => new PostgresCheckpointer({ url: db!.url, schema: `lgs${++n}`, max: 2 }), skip: !pgOk },
+  {
+    name: 'postgres',
+    make: () => new PostgresCheckpointer({ url: db!.url, schema: `lgs${++n}`, max: 2 }),
+    skip: !pgOk,
+  },
 ];
 
 const versionsOf = (c: GraphCheckpoint) => ({ ...c.channel_versions });
@@ -45,7 +54,10 @@ function loopGraph(saver: WaymarkSaver, turns: number) {
       return {
         messages: [
           done < turns
-            ? new AIMessage({ content: `turn ${done} ${pad}`, tool_calls: [{ id: `call_${done}`, name: 'count', args: { n: done } }] })
+            ? new AIMessage({
+                content: `turn ${done} ${pad}`,
+                tool_calls: [{ id: `call_${done}`, name: 'count', args: { n: done } }],
+              })
             : new AIMessage({ content: `finished after ${done} tools` }),
         ],
       };
@@ -96,7 +108,9 @@ for (const backend of backends) {
       const saver = await open();
       try {
         await saver.put({ configurable: { thread_id: 't1' } }, checkpoint({ a: 1 }), meta, { a: 1 });
-        await saver.put({ configurable: { thread_id: 't1', checkpoint_ns: 'sub:1' } }, checkpoint({ b: 2 }), meta, { b: 1 });
+        await saver.put({ configurable: { thread_id: 't1', checkpoint_ns: 'sub:1' } }, checkpoint({ b: 2 }), meta, {
+          b: 1,
+        });
         await saver.put({ configurable: { thread_id: 't10' } }, checkpoint({ c: 3 }), meta, { c: 1 });
         const ids = (await saver.store.listExecutions()).map((e) => e.executionId);
         expect(ids.sort()).toEqual(['t1', 't10', 't1|sub:1']);
@@ -152,7 +166,8 @@ for (const backend of backends) {
         m.content = 'edited';
         const c2 = { ...checkpoint({ messages: [m] }, 2) };
         const cfg2 = await saver.put(cfg1, c2, meta, { messages: 2 });
-        const read = async (cfg: typeof cfg1) => ((await saver.getTuple(cfg))?.checkpoint.channel_values.messages as BaseMessage[]).map((x) => x.content);
+        const read = async (cfg: typeof cfg1) =>
+          ((await saver.getTuple(cfg))?.checkpoint.channel_values.messages as BaseMessage[]).map((x) => x.content);
         expect(await read(cfg1)).toEqual(['first']);
         expect(await read(cfg2)).toEqual(['edited']);
       } finally {
@@ -180,7 +195,12 @@ for (const backend of backends) {
         expect(entries).toHaveLength(6);
         const gens = entries.map((e) => (e.result as { gen: number }).gen).sort();
         expect(gens).toEqual([0, 1, 2, 3, 4, 5]);
-        const byGen = (g: number) => (entries.find((e) => (e.result as { gen: number }).gen === g)!.result as { writes: { value: { j: string } }[] }).writes;
+        const byGen = (g: number) =>
+          (
+            entries.find((e) => (e.result as { gen: number }).gen === g)!.result as {
+              writes: { value: { j: string } }[];
+            }
+          ).writes;
         const t = await saver.getTuple(cfg);
         expect(t?.pendingWrites).toEqual([
           ['task-1', RESUME, byGen(5)[0].value.j],
@@ -215,7 +235,9 @@ for (const backend of backends) {
           );
         const expected = calls
           .flatMap(([task, path]) => [0, 1].map((idx) => ({ task, path: path ?? '', idx })))
-          .sort((x, y) => compareWritesSortKeys(writesSortKey(x.path, x.task, x.idx), writesSortKey(y.path, y.task, y.idx)))
+          .sort((x, y) =>
+            compareWritesSortKeys(writesSortKey(x.path, x.task, x.idx), writesSortKey(y.path, y.task, y.idx)),
+          )
           .map((w) => `${w.task} ${w.idx}`);
         const t = await saver.getTuple(cfg);
         expect(t?.pendingWrites?.map((w) => w[2])).toEqual(expected);
@@ -261,7 +283,11 @@ for (const backend of backends) {
         let deep: unknown = 'bottom';
         for (let i = 0; i < 80; i++) deep = { d: deep };
         const values = { bytes: new Uint8Array([0, 1, 2, 255]), nul: 'a\u0000b', deep };
-        const cfg = await saver.put({ configurable: { thread_id: 'odd' } }, checkpoint(values), meta, { bytes: 1, nul: 1, deep: 1 });
+        const cfg = await saver.put({ configurable: { thread_id: 'odd' } }, checkpoint(values), meta, {
+          bytes: 1,
+          nul: 1,
+          deep: 1,
+        });
         const t = await saver.getTuple(cfg);
         expect(t?.checkpoint.channel_values).toEqual(values);
       } finally {
@@ -275,10 +301,20 @@ for (const backend of backends) {
         const noId = { ...checkpoint({ a: 1 }), id: '' };
         const e1 = await saver.put({}, noId, meta, {}).catch((e) => e);
         expect(hasCode(e1, ErrorCode.INVALID_GRAPH_CONFIG)).toBe(true);
-        expect(e1.details.problems).toEqual(['config.configurable is missing', 'config.configurable.thread_id is missing', 'checkpoint.id is missing']);
+        expect(e1.details.problems).toEqual([
+          'config.configurable is missing',
+          'config.configurable.thread_id is missing',
+          'checkpoint.id is missing',
+        ]);
         const e2 = await saver.putWrites({ configurable: {} }, [['a', 1]], '').catch((e) => e);
-        expect(e2.details.problems).toEqual(['config.configurable.thread_id is missing', 'config.configurable.checkpoint_id is missing', 'taskId is missing']);
-        const e3 = await saver.put({ configurable: { thread_id: 'x'.repeat(300) } }, checkpoint({}), meta, {}).catch((e) => e);
+        expect(e2.details.problems).toEqual([
+          'config.configurable.thread_id is missing',
+          'config.configurable.checkpoint_id is missing',
+          'taskId is missing',
+        ]);
+        const e3 = await saver
+          .put({ configurable: { thread_id: 'x'.repeat(300) } }, checkpoint({}), meta, {})
+          .catch((e) => e);
         expect(hasCode(e3, ErrorCode.INVALID_GRAPH_CONFIG)).toBe(true);
         expect(await saver.store.listExecutions()).toEqual([]);
       } finally {
@@ -290,16 +326,22 @@ for (const backend of backends) {
       const saver = await open();
       try {
         await saver.store.put(step('agent-run', 0));
-        const e1 = await saver.put({ configurable: { thread_id: 'agent-run' } }, checkpoint({ a: 1 }), meta, { a: 1 }).catch((e) => e);
+        const e1 = await saver
+          .put({ configurable: { thread_id: 'agent-run' } }, checkpoint({ a: 1 }), meta, { a: 1 })
+          .catch((e) => e);
         expect(hasCode(e1, ErrorCode.INVALID_GRAPH_CONFIG)).toBe(true);
         expect(await saver.store.list('agent-run')).toHaveLength(1);
         expect(await saver.getTuple({ configurable: { thread_id: 'agent-run' } })).toBeUndefined();
 
         await saver.put({ configurable: { thread_id: 'a|b' } }, checkpoint({ a: 1 }), meta, { a: 1 });
-        const e2 = await saver.put({ configurable: { thread_id: 'a', checkpoint_ns: 'b' } }, checkpoint({ a: 2 }), meta, { a: 1 }).catch((e) => e);
+        const e2 = await saver
+          .put({ configurable: { thread_id: 'a', checkpoint_ns: 'b' } }, checkpoint({ a: 2 }), meta, { a: 1 })
+          .catch((e) => e);
         expect(hasCode(e2, ErrorCode.INVALID_GRAPH_CONFIG)).toBe(true);
         expect(await saver.getTuple({ configurable: { thread_id: 'a', checkpoint_ns: 'b' } })).toBeUndefined();
-        expect((await saver.getTuple({ configurable: { thread_id: 'a|b' } }))?.checkpoint.channel_values).toEqual({ a: 1 });
+        expect((await saver.getTuple({ configurable: { thread_id: 'a|b' } }))?.checkpoint.channel_values).toEqual({
+          a: 1,
+        });
       } finally {
         await saver.store.close();
       }
@@ -312,7 +354,9 @@ for (const backend of backends) {
         const cfg = await saver.put({ configurable: { thread_id: 'again' } }, c, meta, versionsOf(c));
         await expect(saver.put({ configurable: { thread_id: 'again' } }, c, meta, versionsOf(c))).resolves.toEqual(cfg);
         const changed = { ...c, channel_values: { a: 2 } };
-        const e = await saver.put({ configurable: { thread_id: 'again' } }, changed, meta, versionsOf(c)).catch((x) => x);
+        const e = await saver
+          .put({ configurable: { thread_id: 'again' } }, changed, meta, versionsOf(c))
+          .catch((x) => x);
         expect(hasCode(e, ErrorCode.INVALID_GRAPH_CONFIG)).toBe(true);
         expect((await saver.getTuple(cfg))?.checkpoint.channel_values).toEqual({ a: 1 });
         expect(await saver.store.list('again')).toHaveLength(1);

@@ -17,7 +17,9 @@ const [mode, dbPath, threadId, effects, planeUrl, apiKey] = process.argv.slice(2
 const effect = (what: string) => appendFileSync(effects, `${what} ${process.pid}\n`);
 
 // a set of steps: the subgraph hands back its whole state, which includes the parent's entries
-const State = Annotation.Root({ log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b.filter((x) => !a.includes(x))], default: () => [] }) });
+const State = Annotation.Root({
+  log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b.filter((x) => !a.includes(x))], default: () => [] }),
+});
 
 const approval = new StateGraph(State)
   .addNode('draft', () => {
@@ -56,7 +58,10 @@ async function main(): Promise<void> {
   if (mode === 'start') {
     await graph.invoke({ log: [] }, config);
   } else {
-    report.restored = (await restoreThread(store, threadId, { url: planeUrl, apiKey })).executions.map((e) => ({ executionId: e.executionId, inserted: e.inserted }));
+    report.restored = (await restoreThread(store, threadId, { url: planeUrl, apiKey })).executions.map((e) => ({
+      executionId: e.executionId,
+      inserted: e.inserted,
+    }));
     await graph.invoke(new Command({ resume: { approved: true } }), config);
   }
   const state = await graph.getState(config, { subgraphs: true });

@@ -23,8 +23,11 @@ const STEPS = 6;
 /** The real binary, as a user types it (not spawnSync: the plane answers from this process). */
 function waymark(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, WAYMARK_PLANE_URL: '', WAYMARK_API_KEY: '' } }, (e, stdout, stderr) =>
-      resolve({ status: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { encoding: 'utf8', env: { ...process.env, WAYMARK_PLANE_URL: '', WAYMARK_API_KEY: '' } },
+      (e, stdout, stderr) => resolve({ status: e ? Number((e as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -65,7 +68,9 @@ for (const backend of ['pglite', 'postgres'] as const) {
       });
       const runA = a.command('start', id, { input: `steps ${STEPS}` });
       await a.inside(2, 'held', id);
-      await waitFor("A's tool row of order 2 on the plane", async () => (await fleet.rows(id)).some((r) => r.nodeId === 'turn:2/tool:charge'));
+      await waitFor("A's tool row of order 2 on the plane", async () =>
+        (await fleet.rows(id)).some((r) => r.nodeId === 'turn:2/tool:charge'),
+      );
 
       // the laptop goes offline
       proxy.rule = () => 'reset';
@@ -75,7 +80,18 @@ for (const backend of ['pglite', 'postgres'] as const) {
       const op = fleet.tmp.file('operator.db');
       const restored = await waymark('restore', id, '--db', op, '--plane', fleet.url, '--key', fleet.key);
       expect(restored.status, restored.stderr).toBe(0);
-      const cancelled = await waymark('cancel', id, '--db', op, '--plane', fleet.url, '--key', cancelKey, '--reason', 'customer withdrew');
+      const cancelled = await waymark(
+        'cancel',
+        id,
+        '--db',
+        op,
+        '--plane',
+        fleet.url,
+        '--key',
+        cancelKey,
+        '--reason',
+        'customer withdrew',
+      );
       expect(cancelled.status, cancelled.stderr).toBe(0);
       expect(cancelled.stdout).toContain(`cancelled ${id} at the plane ${fleet.url}`);
       expect(cancelled.stdout).toContain("this store took the plane's marker");
@@ -114,8 +130,16 @@ for (const backend of ['pglite', 'postgres'] as const) {
         planeRows.filter((r) => r.step === 'run_end'),
         shown(planeRows),
       ).toHaveLength(1);
-      expect(planeRows.at(-1), shown(planeRows)).toMatchObject({ step: 'run_end', status: 'cancelled', writerId: 'plane' });
-      expect((await fleet.execution(id)).execution).toMatchObject({ status: 'cancelled', holeCount: 0, complete: true });
+      expect(planeRows.at(-1), shown(planeRows)).toMatchObject({
+        step: 'run_end',
+        status: 'cancelled',
+        writerId: 'plane',
+      });
+      expect((await fleet.execution(id)).execution).toMatchObject({
+        status: 'cancelled',
+        holeCount: 0,
+        complete: true,
+      });
       const fresh = fleet.tmp.file('fresh.db');
       const again = await waymark('restore', id, '--db', fresh, '--plane', fleet.url, '--key', fleet.key);
       expect(again.status, again.stderr).toBe(0);

@@ -48,12 +48,16 @@ for (const backend of ['pglite', 'postgres'] as const) {
         .toEqual(['completed']);
       expect.soft(lost.length, `the loser: ${JSON.stringify(outs)}`).toBe(1);
       // refused with a WaymarkError code saying why
-      expect.soft(['WRITER_COPY', 'ALREADY_RESUMED'], `the loser's error: ${JSON.stringify(lost[0]?.error)}`).toContain(lost[0]?.error?.code);
+      expect
+        .soft(['WRITER_COPY', 'ALREADY_RESUMED'], `the loser's error: ${JSON.stringify(lost[0]?.error)}`)
+        .toContain(lost[0]?.error?.code);
 
       await a.exit();
       await a2.exit();
       const planeRows = await fleet.rows(id);
-      expect.soft((await fleet.execution(id)).execution, shown(planeRows)).toMatchObject({ status: 'completed', holeCount: 0 });
+      expect
+        .soft((await fleet.execution(id)).execution, shown(planeRows))
+        .toMatchObject({ status: 'completed', holeCount: 0 });
       expect.soft(planeRows.filter((r) => r.step === 'run_end').length, shown(planeRows)).toBe(1);
     });
   });

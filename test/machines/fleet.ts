@@ -41,7 +41,12 @@ export interface Outcome {
 }
 
 /** Poll `check` until it returns something truthy; throws naming `what` after `deadlineMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T | false | null | undefined> | T | false | null | undefined, deadlineMs = WAIT_MS, everyMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | false | null | undefined> | T | false | null | undefined,
+  deadlineMs = WAIT_MS,
+  everyMs = 50,
+): Promise<T> {
   const t0 = Date.now();
   let last: unknown = null;
   for (;;) {
@@ -51,7 +56,8 @@ export async function waitFor<T>(what: string, check: () => Promise<T | false | 
     } catch (e) {
       last = e;
     }
-    if (Date.now() - t0 > deadlineMs) throw new Error(`waited ${deadlineMs} ms for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    if (Date.now() - t0 > deadlineMs)
+      throw new Error(`waited ${deadlineMs} ms for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -107,7 +113,14 @@ export class Machine {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(req);
-        resolve({ ok: false, timedOut: true, error: { code: 'HARNESS_TIMEOUT', message: `machine ${this.name} did not answer '${cmd}' within ${deadlineMs} ms` } });
+        resolve({
+          ok: false,
+          timedOut: true,
+          error: {
+            code: 'HARNESS_TIMEOUT',
+            message: `machine ${this.name} did not answer '${cmd}' within ${deadlineMs} ms`,
+          },
+        });
       }, deadlineMs);
       this.pending.set(req, (o) => {
         clearTimeout(timer);
@@ -139,9 +152,24 @@ export class Machine {
       const check = () => {
         const hit = this.messages.find(pred);
         if (hit) return done(() => resolve(hit));
-        if (!this.alive()) done(() => reject(new Error(`machine ${this.name} exited (${this.child.signalCode ?? this.child.exitCode}) before ${what}; stderr: ${this.err.slice(-2000)}`)));
+        if (!this.alive())
+          done(() =>
+            reject(
+              new Error(
+                `machine ${this.name} exited (${this.child.signalCode ?? this.child.exitCode}) before ${what}; stderr: ${this.err.slice(-2000)}`,
+              ),
+            ),
+          );
       };
-      const timer = setTimeout(() => done(() => reject(new Error(`machine ${this.name}: waited ${deadlineMs} ms for ${what}; stderr: ${this.err.slice(-2000)}`))), deadlineMs);
+      const timer = setTimeout(
+        () =>
+          done(() =>
+            reject(
+              new Error(`machine ${this.name}: waited ${deadlineMs} ms for ${what}; stderr: ${this.err.slice(-2000)}`),
+            ),
+          ),
+        deadlineMs,
+      );
       const done = (f: () => void) => {
         clearTimeout(timer);
         this.listeners.delete(check);
@@ -154,17 +182,29 @@ export class Machine {
 
   /** The charge tool of `order` reached `phase` (`held`: it waits there for `release`). */
   inside(order: number, phase: Phase | 'held', executionId?: string, deadlineMs?: number): Promise<MachineMessage> {
-    return this.until(`charge ${order} to reach '${phase}'`, (m) => m.type === 'inside' && m.order === order && m.phase === phase && (!executionId || m.executionId === executionId), deadlineMs);
+    return this.until(
+      `charge ${order} to reach '${phase}'`,
+      (m) =>
+        m.type === 'inside' &&
+        m.order === order &&
+        m.phase === phase &&
+        (!executionId || m.executionId === executionId),
+      deadlineMs,
+    );
   }
 
   /** Replica events this machine emitted (all, or of one name), in order. */
   events(name?: string): { name: string; payload: any; at: number }[] {
-    return this.messages.filter((m): m is Extract<MachineMessage, { type: 'event' }> => m.type === 'event' && (!name || m.name === name));
+    return this.messages.filter(
+      (m): m is Extract<MachineMessage, { type: 'event' }> => m.type === 'event' && (!name || m.name === name),
+    );
   }
 
   /** Its recovery passes so far (watch mode). */
   passes(): any[][] {
-    return this.messages.filter((m): m is Extract<MachineMessage, { type: 'pass' }> => m.type === 'pass').map((m) => m.runs);
+    return this.messages
+      .filter((m): m is Extract<MachineMessage, { type: 'pass' }> => m.type === 'pass')
+      .map((m) => m.runs);
   }
 
   signal(sig: NodeJS.Signals): void {
@@ -223,7 +263,9 @@ export async function openFleet(backend: Backend, o: { takeoverAfterMs?: number 
   const tmp = scratchDir(`waymark-machines-${backend}-`);
   let database: TestDatabase | null = null;
   if (backend === 'postgres') database = await createTestDatabase('waymark_machines');
-  const plane = await startTestPlane(database ? { url: database.url } : 'pglite', { takeoverAfterMs: o.takeoverAfterMs ?? TAKEOVER_AFTER_MS });
+  const plane = await startTestPlane(database ? { url: database.url } : 'pglite', {
+    takeoverAfterMs: o.takeoverAfterMs ?? TAKEOVER_AFTER_MS,
+  });
   const key = await plane.key('fleet', ['ingest', 'read']);
   const ledgerPath = tmp.file('ledger.jsonl');
   const machines: Machine[] = [];
@@ -241,10 +283,22 @@ export async function openFleet(backend: Backend, o: { takeoverAfterMs?: number 
     tmp,
     plane,
     async machine(name, c = {}) {
-      const config: MachineConfig = { name, db: tmp.file(`${name}.db`), url: plane.url, apiKey: key, ledger: ledgerPath, leaseMs: LEASE_MS, ...c };
+      const config: MachineConfig = {
+        name,
+        db: tmp.file(`${name}.db`),
+        url: plane.url,
+        apiKey: key,
+        ledger: ledgerPath,
+        leaseMs: LEASE_MS,
+        ...c,
+      };
       const m = new Machine(name, config.db, forkTs(MACHINE, [JSON.stringify(config)]));
       machines.push(m);
-      const ready = await m.until('ready', (x): x is Extract<MachineMessage, { type: 'ready' }> => x.type === 'ready', 120_000);
+      const ready = await m.until(
+        'ready',
+        (x): x is Extract<MachineMessage, { type: 'ready' }> => x.type === 'ready',
+        120_000,
+      );
       m.writerId = ready.writerId;
       return m;
     },
@@ -266,9 +320,19 @@ export async function openFleet(backend: Backend, o: { takeoverAfterMs?: number 
       const out = [];
       let cursor: string | null = null;
       do {
-        const page: any = await get(`/v1/executions/${encodeURIComponent(id)}/rows?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const page: any = await get(
+          `/v1/executions/${encodeURIComponent(id)}/rows?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
         if (!page) return [];
-        out.push(...page.items.map((r: any) => ({ seq: r.seq, nodeId: r.nodeId, step: r.step, status: r.status, writerId: r.writerId })));
+        out.push(
+          ...page.items.map((r: any) => ({
+            seq: r.seq,
+            nodeId: r.nodeId,
+            step: r.step,
+            status: r.status,
+            writerId: r.writerId,
+          })),
+        );
         cursor = page.nextCursor;
       } while (cursor);
       return out;
@@ -278,7 +342,8 @@ export async function openFleet(backend: Backend, o: { takeoverAfterMs?: number 
       return page ? (page.idempotency as { key: string }[]).map((e) => e.key) : [];
     },
     copyStore(from, to) {
-      for (const suffix of ['', '-wal', '-shm']) if (existsSync(from + suffix)) copyFileSync(from + suffix, to + suffix);
+      for (const suffix of ['', '-wal', '-shm'])
+        if (existsSync(from + suffix)) copyFileSync(from + suffix, to + suffix);
     },
     async killAll() {
       const all = machines.splice(0);
@@ -301,4 +366,5 @@ export async function openFleet(backend: Backend, o: { takeoverAfterMs?: number 
 }
 
 /** Summaries `seq:nodeId:status` of rows, for messages. */
-export const shown = (rows: { seq: number; nodeId: string; status: string; writerId?: string }[]) => rows.map((r) => `${r.seq}:${r.nodeId}:${r.status}`).join(' ');
+export const shown = (rows: { seq: number; nodeId: string; status: string; writerId?: string }[]) =>
+  rows.map((r) => `${r.seq}:${r.nodeId}:${r.status}`).join(' ');

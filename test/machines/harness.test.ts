@@ -19,7 +19,10 @@ describe('multi-machine harness', () => {
 
   it('a machine runs a run through the plane, charging once per order; another restores it finished', async () => {
     const id = 'harness-1';
-    const [a, b] = await Promise.all([fleet.machine('a', { holds: [{ order: 1, phase: 'enter' }] }), fleet.machine('b')]);
+    const [a, b] = await Promise.all([
+      fleet.machine('a', { holds: [{ order: 1, phase: 'enter' }] }),
+      fleet.machine('b'),
+    ]);
     const run = a.command('start', id, { input: 'steps 3' });
     await a.inside(1, 'held', id);
     // a stopped machine answers nothing until continued; a release sent meanwhile waits for it
@@ -32,7 +35,9 @@ describe('multi-machine harness', () => {
     expect(fleet.charges(id, 3)).toEqual([1, 1, 1]);
     expect(fleet.ledger(id).every((l) => l.machine === 'a' && l.pid === a.pid)).toBe(true);
     await a.command('flush');
-    const ex = await waitFor('the run completed on the plane', async () => ((await fleet.execution(id))?.execution.status === 'completed' ? true : null));
+    const ex = await waitFor('the run completed on the plane', async () =>
+      (await fleet.execution(id))?.execution.status === 'completed' ? true : null,
+    );
     expect(ex).toBe(true);
     expect(await fleet.entries(id)).toEqual(expect.arrayContaining([0, 1, 2].map((o) => `charge:${id}:${o}`)));
     const restored = await b.command('restore', id);
@@ -55,7 +60,9 @@ describe('multi-machine harness', () => {
     const again = await fleet.machine('k-again', { db: a.db });
     const report = await waitFor('a recovery pass that recovers the run', async () => {
       const r = await again.command('recover');
-      return r.result?.runs.find((x: { executionId: string; outcome: string }) => x.executionId === id && x.outcome === 'recovered');
+      return r.result?.runs.find(
+        (x: { executionId: string; outcome: string }) => x.executionId === id && x.outcome === 'recovered',
+      );
     });
     expect(report.result).toBe('completed');
     expect(fleet.charges(id, 3)).toEqual([1, 1, 1]);

@@ -40,10 +40,15 @@ for (const backend of ['pglite', 'postgres'] as const) {
     it('a machine taken over inside a long tool is told, runs no effect after the takeover and keeps no second branch', async () => {
       const id = `loser-${backend}`;
       // A reaches the plane through the proxy; its charge tool of order AT waits (a long tool) until released
-      const [a, b] = await Promise.all([fleet.machine('a', { url: proxy.url, holds: [{ order: AT, phase: 'enter' }] }), fleet.machine('b', { holds: [{ order: B_AT, phase: 'enter' }] })]);
+      const [a, b] = await Promise.all([
+        fleet.machine('a', { url: proxy.url, holds: [{ order: AT, phase: 'enter' }] }),
+        fleet.machine('b', { holds: [{ order: B_AT, phase: 'enter' }] }),
+      ]);
       const runA = a.command('start', id, { input: `steps ${STEPS}` });
       await a.inside(AT, 'held', id);
-      await waitFor(`A's tool row of order ${AT} on the plane`, async () => (await fleet.rows(id)).some((r) => r.nodeId === `turn:${AT}/tool:charge`));
+      await waitFor(`A's tool row of order ${AT} on the plane`, async () =>
+        (await fleet.rows(id)).some((r) => r.nodeId === `turn:${AT}/tool:charge`),
+      );
 
       // the plane stops hearing A while its tool runs on
       proxy.rule = () => 'reset';
@@ -52,14 +57,23 @@ for (const backend of ['pglite', 'postgres'] as const) {
       const takenAt = Date.now();
       const runB = b.command('resume', id, { retryWhile: ['RUN_IN_PROGRESS'], deadlineMs: WAIT_MS });
       // B took the run over and charged up to B_AT (exclusive); its rows reached the plane
-      await Promise.race([b.inside(B_AT, 'held', id), runB.then((o) => Promise.reject(new Error(`B's takeover ended: ${JSON.stringify(o)} ${b.describe()}`)))]);
-      await waitFor(`B's tool row of order ${B_AT} on the plane`, async () => (await fleet.rows(id)).some((r) => r.nodeId === `turn:${B_AT}/tool:charge` && r.writerId === b.writerId));
+      await Promise.race([
+        b.inside(B_AT, 'held', id),
+        runB.then((o) => Promise.reject(new Error(`B's takeover ended: ${JSON.stringify(o)} ${b.describe()}`))),
+      ]);
+      await waitFor(`B's tool row of order ${B_AT} on the plane`, async () =>
+        (await fleet.rows(id)).some((r) => r.nodeId === `turn:${B_AT}/tool:charge` && r.writerId === b.writerId),
+      );
 
       // A's path heals; A is told (an event of its replica naming the run) before its tool goes on. If it is
       // never told, it is released all the same after the wait, and what it then does is judged below.
       proxy.rule = null;
       const healedAt = Date.now();
-      const told = await waitFor('A to be told about the run', () => a.events().find((e) => e.at >= healedAt && JSON.stringify(e.payload).includes(id)), 15_000).catch(() => null);
+      const told = await waitFor(
+        'A to be told about the run',
+        () => a.events().find((e) => e.at >= healedAt && JSON.stringify(e.payload).includes(id)),
+        15_000,
+      ).catch(() => null);
       a.release(AT, 'enter');
       const outA = await runA;
       b.release(B_AT, 'enter');
@@ -68,7 +82,9 @@ for (const backend of ['pglite', 'postgres'] as const) {
 
       // the ledger: every order charged once; A charged only before the takeover
       const ledger = fleet.ledger(id);
-      expect.soft(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`).toEqual(new Array(STEPS).fill(1));
+      expect
+        .soft(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`)
+        .toEqual(new Array(STEPS).fill(1));
       expect
         .soft(
           ledger.filter((l) => l.machine === 'a').map((l) => l.order),
@@ -83,7 +99,9 @@ for (const backend of ['pglite', 'postgres'] as const) {
         .toEqual([]);
       // A stopped: its run did not go on to complete, it failed saying it lost the lease (or the run)
       expect.soft(outA.ok, `A's run outcome ${JSON.stringify(outA)}`).toBe(false);
-      expect.soft(['LEASE_LOST', 'RUN_TAKEN_OVER'], `A's error ${JSON.stringify(outA.error)}`).toContain(outA.error?.code);
+      expect
+        .soft(['LEASE_LOST', 'RUN_TAKEN_OVER'], `A's error ${JSON.stringify(outA.error)}`)
+        .toContain(outA.error?.code);
       // A was told
       expect.soft(told, `A's events: ${JSON.stringify(a.events().map((e) => e.name))}`).not.toBeNull();
       expect
@@ -115,7 +133,9 @@ for (const backend of ['pglite', 'postgres'] as const) {
         const rows = await store.list(id, { limit: 10_000 });
         const seqs = rows.map((r) => r.seq);
         expect.soft(seqs, 'A store seqs').toEqual(seqs.map((_, i) => i));
-        expect.soft(rows.filter((r) => r.step === 'run_end').length, `run-end markers in A's store: ${shown(rows)}`).toBeLessThanOrEqual(1);
+        expect
+          .soft(rows.filter((r) => r.step === 'run_end').length, `run-end markers in A's store: ${shown(rows)}`)
+          .toBeLessThanOrEqual(1);
         const firstForeign = rows.findIndex((r) => r.writerId !== a.writerId);
         const ownAfter = firstForeign < 0 ? [] : rows.slice(firstForeign).filter((r) => r.writerId === a.writerId);
         expect.soft(shown(ownAfter), `A's rows after B's in A's store: ${shown(rows)}`).toBe('');

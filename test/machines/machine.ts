@@ -48,7 +48,20 @@
  */
 import { appendFileSync } from 'node:fs';
 import { z } from 'zod';
-import { Agent, connectPlane, currentEffect, currentRun, idempotent, interrupt, recoverRuns, type Replica, restoreFromPlane, ScriptedModel, tool, type Tool } from '../../client/index.js';
+import {
+  Agent,
+  connectPlane,
+  currentEffect,
+  currentRun,
+  idempotent,
+  interrupt,
+  recoverRuns,
+  type Replica,
+  restoreFromPlane,
+  ScriptedModel,
+  tool,
+  type Tool,
+} from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 
 export type Phase = 'enter' | 'charged';
@@ -88,7 +101,13 @@ export interface LedgerLine {
 export type MachineMessage =
   | { type: 'ready'; name: string; pid: number; writerId: string }
   | { type: 'outcome'; req: number; cmd: string; ok: true; result: unknown }
-  | { type: 'outcome'; req: number; cmd: string; ok: false; error: { code: string | null; message: string; details?: unknown } }
+  | {
+      type: 'outcome';
+      req: number;
+      cmd: string;
+      ok: false;
+      error: { code: string | null; message: string; details?: unknown };
+    }
   | { type: 'inside'; executionId: string; order: number; phase: Phase | 'held'; at: number }
   | { type: 'model'; executionId: string; turn: number }
   | { type: 'event'; name: string; payload: unknown; at: number }
@@ -120,7 +139,19 @@ const replica: Replica = connectPlane(store, {
   decisionWaitSeconds: 2,
 });
 // every event a replica emits, forwarded (the test asks whether a machine was told)
-for (const name of ['run_lost', 'run_updated', 'run_taken_over', 'takeover_offline', 'claim_offline', 'claim_refused', 'state', 'quarantined', 'lease_lost', 'run_cancelled', 'fenced'] as const) {
+for (const name of [
+  'run_lost',
+  'run_updated',
+  'run_taken_over',
+  'takeover_offline',
+  'claim_offline',
+  'claim_refused',
+  'state',
+  'quarantined',
+  'lease_lost',
+  'run_cancelled',
+  'fenced',
+] as const) {
   (replica as unknown as { on(n: string, f: (p: unknown) => void): void }).on(name, (payload: unknown) => {
     try {
       send({ type: 'event', name, payload: JSON.parse(JSON.stringify(payload ?? null)), at: Date.now() });
@@ -143,8 +174,10 @@ const released = new Set<string>();
 
 async function at(executionId: string, order: number, phase: Phase): Promise<void> {
   send({ type: 'inside', executionId, order, phase, at: Date.now() });
-  if (config.kills?.some((k) => 'order' in k && k.order === order && k.phase === phase)) process.kill(process.pid, 'SIGKILL');
-  if (config.stops?.some((k) => 'order' in k && k.order === order && k.phase === phase)) await stopHere({ type: 'stopping', executionId, order, phase, at: Date.now() });
+  if (config.kills?.some((k) => 'order' in k && k.order === order && k.phase === phase))
+    process.kill(process.pid, 'SIGKILL');
+  if (config.stops?.some((k) => 'order' in k && k.order === order && k.phase === phase))
+    await stopHere({ type: 'stopping', executionId, order, phase, at: Date.now() });
   const nap = config.sleeps?.find((s) => s.order === order && s.phase === phase);
   if (nap) await sleep(nap.ms);
   if (config.holds?.some((h) => h.order === order && h.phase === phase)) {
@@ -159,7 +192,14 @@ async function at(executionId: string, order: number, phase: Phase): Promise<voi
 
 const charge = idempotent(
   async (executionId: string, order: number) => {
-    const line: LedgerLine = { machine: config.name, executionId, order, pid: process.pid, at: Date.now(), key: currentEffect()?.idempotencyKey };
+    const line: LedgerLine = {
+      machine: config.name,
+      executionId,
+      order,
+      pid: process.pid,
+      at: Date.now(),
+      key: currentEffect()?.idempotencyKey,
+    };
     appendFileSync(config.ledger, `${JSON.stringify(line)}\n`);
     return { chargeId: `ch_${executionId}_${order}` };
   },
@@ -191,7 +231,9 @@ const model = new ScriptedModel(({ turn, lastUser }) => {
   }
   const steps = Number(/steps (\d+)/.exec(lastUser)?.[1] ?? 1);
   const approveAt = Number(/approve (\d+)/.exec(lastUser)?.[1] ?? -1);
-  return turn < steps ? { toolCalls: [{ name: 'charge', arguments: { order: turn, approval: turn === approveAt } }] } : { content: `charged ${steps} orders` };
+  return turn < steps
+    ? { toolCalls: [{ name: 'charge', arguments: { order: turn, approval: turn === approveAt } }] }
+    : { content: `charged ${steps} orders` };
 });
 
 const tools: Tool[] = [chargeTool as Tool].filter((t) => !config.without?.includes(t.name));
@@ -202,7 +244,10 @@ const errorOf = (e: unknown) => ({
   message: (e as Error)?.message ?? String(e),
   details: JSON.parse(JSON.stringify((e as { details?: unknown }).details ?? null)),
 });
-const codesOf = (e: unknown) => [(e as { code?: string }).code, (e as { details?: { planeCode?: string } }).details?.planeCode].filter(Boolean) as string[];
+const codesOf = (e: unknown) =>
+  [(e as { code?: string }).code, (e as { details?: { planeCode?: string } }).details?.planeCode].filter(
+    Boolean,
+  ) as string[];
 
 let recovery: AbortController | null = null;
 
@@ -228,13 +273,15 @@ async function run(cmd: string, id: string | undefined, opts: Record<string, unk
             throw e;
           }
           if (refusals.at(-1) !== codes[0]) refusals.push(codes[0]);
-          if (codes.some((c) => restoreOn.includes(c))) await restoreFromPlane(store, id!, { url: config.url, apiKey: config.apiKey });
+          if (codes.some((c) => restoreOn.includes(c)))
+            await restoreFromPlane(store, id!, { url: config.url, apiKey: config.apiKey });
           await sleep(100);
         }
       }
     }
     case 'recover': {
-      const strip = (runs: unknown[]) => runs.map((r) => ({ ...(r as object), result: (r as { result?: { status?: string } }).result?.status }));
+      const strip = (runs: unknown[]) =>
+        runs.map((r) => ({ ...(r as object), result: (r as { result?: { status?: string } }).result?.status }));
       if (!opts.watch) return { runs: strip((await recoverRuns({ agents: [agent], store, concurrency: 1 })).runs) };
       recovery = new AbortController();
       const report = await recoverRuns({
@@ -260,7 +307,13 @@ async function run(cmd: string, id: string | undefined, opts: Record<string, unk
       return { seq: r.checkpoint.seq, alreadyCancelled: r.alreadyCancelled, closedPause: r.closedPause !== null };
     }
     case 'rows':
-      return (await store.list(id!, { limit: 10_000 })).map((r) => ({ seq: r.seq, nodeId: r.nodeId, step: r.step, status: r.status, writerId: r.writerId }));
+      return (await store.list(id!, { limit: 10_000 })).map((r) => ({
+        seq: r.seq,
+        nodeId: r.nodeId,
+        step: r.step,
+        status: r.status,
+        writerId: r.writerId,
+      }));
     case 'entries': {
       const out: Record<number, unknown> = {};
       for (let order = 0; order < Number(opts.orders ?? 16); order++) {
@@ -297,14 +350,18 @@ process.on('message', (m: MachineCommand) => {
     if (!matched && m.order !== undefined && m.phase !== undefined) released.add(`${m.order}:${m.phase}`);
   } else if (m.type === 'cmd') {
     run(m.cmd, m.id, { ...m.opts, req: m.req }).then(
-      (result) => send({ type: 'outcome', req: m.req, cmd: m.cmd, ok: true, result: JSON.parse(JSON.stringify(result ?? null)) }),
+      (result) =>
+        send({ type: 'outcome', req: m.req, cmd: m.cmd, ok: true, result: JSON.parse(JSON.stringify(result ?? null)) }),
       (e) =>
         send({
           type: 'outcome',
           req: m.req,
           cmd: m.cmd,
           ok: false,
-          error: { ...errorOf(e), ...((e as { refusals?: string[] }).refusals ? { refusals: (e as { refusals: string[] }).refusals } : {}) },
+          error: {
+            ...errorOf(e),
+            ...((e as { refusals?: string[] }).refusals ? { refusals: (e as { refusals: string[] }).refusals } : {}),
+          },
         }),
     );
   }

@@ -28,7 +28,11 @@ for (const backend of ['pglite', 'postgres'] as const) {
 
     it('a run another machine is recovering, then has recovered, is reported held there (lease live, then finished elsewhere), never failed', async () => {
       const id = `recover-held-${backend}`;
-      const [a, b, c] = await Promise.all([fleet.machine('a', { holds: [{ order: AT, phase: 'enter' }] }), fleet.machine('b', { holds: [{ order: AT + 1, phase: 'enter' }] }), fleet.machine('c')]);
+      const [a, b, c] = await Promise.all([
+        fleet.machine('a', { holds: [{ order: AT, phase: 'enter' }] }),
+        fleet.machine('b', { holds: [{ order: AT + 1, phase: 'enter' }] }),
+        fleet.machine('c'),
+      ]);
       void a.command('start', id, { input: `steps ${STEPS}` });
       await a.inside(AT, 'held', id);
       // A's charges before AT reached the plane (its drain sent them), then A dies inside its tool of order AT
@@ -51,7 +55,9 @@ for (const backend of ['pglite', 'postgres'] as const) {
       await b.inside(AT + 1, 'held', id);
 
       // C's pass meets B's live hold at the plane: held, not failed
-      const during = ((await c.command('recover', undefined, {})).result as { runs: Pass[] }).runs.find((r) => r.executionId === id);
+      const during = ((await c.command('recover', undefined, {})).result as { runs: Pass[] }).runs.find(
+        (r) => r.executionId === id,
+      );
       expect(during, JSON.stringify(during)).toMatchObject({ outcome: 'held', reason: 'lease live' });
 
       b.release(AT + 1, 'enter');
@@ -64,7 +70,9 @@ for (const backend of ['pglite', 'postgres'] as const) {
         const runs = ((await c.command('recover', undefined, {})).result as { runs: Pass[] }).runs;
         const mine = runs.find((r) => r.executionId === id);
         if (mine && mine.outcome === 'failed') throw new Error(`reported failed: ${JSON.stringify(mine)}`);
-        return mine === undefined || (mine.outcome === 'held' && mine.reason === 'finished elsewhere') ? (mine ?? { outcome: 'not listed' }) : null;
+        return mine === undefined || (mine.outcome === 'held' && mine.reason === 'finished elsewhere')
+          ? (mine ?? { outcome: 'not listed' })
+          : null;
       });
       expect(['held', 'not listed']).toContain(after.outcome);
       expect(fleet.charges(id, STEPS), JSON.stringify(fleet.ledger(id))).toEqual(new Array(STEPS).fill(1));

@@ -39,7 +39,9 @@ for (const backend of ['pglite', 'postgres'] as const) {
       ]);
       void a.command('start', id, { input: `steps ${STEPS}` });
       await a.inside(AT, 'held', id);
-      await waitFor(`A's tool row of order ${AT} on the plane`, async () => (await fleet.rows(id)).some((r) => r.nodeId === `turn:${AT}/tool:charge`));
+      await waitFor(`A's tool row of order ${AT} on the plane`, async () =>
+        (await fleet.rows(id)).some((r) => r.nodeId === `turn:${AT}/tool:charge`),
+      );
 
       // B restores now: every row the plane has, no record of charge AT (not made yet)
       const restored = await b.command('restore', id);
@@ -48,25 +50,37 @@ for (const backend of ['pglite', 'postgres'] as const) {
 
       // A charges, its record reaches the plane, A dies inside the tool
       a.release(AT, 'enter');
-      await waitFor(`A's charge ${AT} recorded on the plane`, async () => (await fleet.entries(id)).includes(`charge:${id}:${AT}`));
+      await waitFor(`A's charge ${AT} recorded on the plane`, async () =>
+        (await fleet.entries(id)).includes(`charge:${id}:${AT}`),
+      );
       await a.kill();
       expect(fleet.charges(id, STEPS)).toEqual([1, 1, 1, 0]);
 
       // B takes over (retrying while A's lease at the plane is live; restoring again if its copy is refused as stale)
-      const outB = await b.command('resume', id, { retryWhile: ['RUN_IN_PROGRESS'], restoreOn: ['STALE_COPY'], deadlineMs: WAIT_MS });
+      const outB = await b.command('resume', id, {
+        retryWhile: ['RUN_IN_PROGRESS'],
+        restoreOn: ['STALE_COPY'],
+        deadlineMs: WAIT_MS,
+      });
       const ledger = fleet.ledger(id);
-      expect.soft(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`).toEqual(new Array(STEPS).fill(1));
+      expect
+        .soft(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`)
+        .toEqual(new Array(STEPS).fill(1));
       expect
         .soft(
           ledger.filter((l) => l.machine === 'b').map((l) => l.order),
           'orders B charged',
         )
         .toEqual([3]);
-      expect.soft(outB.ok && outB.result.status, `B's resume: ${JSON.stringify(outB)} ${b.describe()}`).toBe('completed');
+      expect
+        .soft(outB.ok && outB.result.status, `B's resume: ${JSON.stringify(outB)} ${b.describe()}`)
+        .toBe('completed');
 
       await b.exit();
       const planeRows = await fleet.rows(id);
-      expect.soft((await fleet.execution(id)).execution, shown(planeRows)).toMatchObject({ status: 'completed', holeCount: 0 });
+      expect
+        .soft((await fleet.execution(id)).execution, shown(planeRows))
+        .toMatchObject({ status: 'completed', holeCount: 0 });
       expect.soft(planeRows.filter((r) => r.step === 'run_end').length, shown(planeRows)).toBe(1);
     });
   });

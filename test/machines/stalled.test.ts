@@ -31,10 +31,15 @@ for (const backend of ['pglite', 'postgres'] as const) {
 
     it('a machine frozen past its lease and taken over charges nothing more when continued', async () => {
       const id = `stalled-${backend}`;
-      const [a, b] = await Promise.all([fleet.machine('a', { holds: [{ order: AT, phase: 'charged' }] }), fleet.machine('b', { holds: [{ order: B_AT, phase: 'enter' }] })]);
+      const [a, b] = await Promise.all([
+        fleet.machine('a', { holds: [{ order: AT, phase: 'charged' }] }),
+        fleet.machine('b', { holds: [{ order: B_AT, phase: 'enter' }] }),
+      ]);
       const runA = a.command('start', id, { input: `steps ${STEPS}` });
       await a.inside(AT, 'held', id);
-      await waitFor(`A's charge ${AT} recorded on the plane`, async () => (await fleet.entries(id)).includes(`charge:${id}:${AT}`));
+      await waitFor(`A's charge ${AT} recorded on the plane`, async () =>
+        (await fleet.entries(id)).includes(`charge:${id}:${AT}`),
+      );
 
       // A freezes inside its tool; the release is queued for when it is continued
       a.signal('SIGSTOP');
@@ -43,8 +48,13 @@ for (const backend of ['pglite', 'postgres'] as const) {
 
       expect((await b.command('restore', id)).ok).toBe(true);
       const runB = b.command('resume', id, { retryWhile: ['RUN_IN_PROGRESS'], deadlineMs: WAIT_MS });
-      await Promise.race([b.inside(B_AT, 'held', id), runB.then((o) => Promise.reject(new Error(`B's takeover ended: ${JSON.stringify(o)} ${b.describe()}`)))]);
-      await waitFor(`B's charge ${B_AT - 1} recorded on the plane`, async () => (await fleet.entries(id)).includes(`charge:${id}:${B_AT - 1}`));
+      await Promise.race([
+        b.inside(B_AT, 'held', id),
+        runB.then((o) => Promise.reject(new Error(`B's takeover ended: ${JSON.stringify(o)} ${b.describe()}`))),
+      ]);
+      await waitFor(`B's charge ${B_AT - 1} recorded on the plane`, async () =>
+        (await fleet.entries(id)).includes(`charge:${id}:${B_AT - 1}`),
+      );
 
       // frozen well past its lease (the plane's takeover delay ran from A's last contact, which may be before the freeze)
       await waitFor('A frozen for twice its lease', () => Date.now() - frozenAt > 2 * LEASE_MS);
@@ -55,7 +65,9 @@ for (const backend of ['pglite', 'postgres'] as const) {
       const outB = await runB;
 
       const ledger = fleet.ledger(id);
-      expect.soft(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`).toEqual(new Array(STEPS).fill(1));
+      expect
+        .soft(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`)
+        .toEqual(new Array(STEPS).fill(1));
       expect
         .soft(
           ledger.filter((l) => l.machine === 'a').map((l) => l.order),
@@ -63,13 +75,17 @@ for (const backend of ['pglite', 'postgres'] as const) {
         )
         .toEqual([0, 1, 2]);
       expect.soft(outA.ok, `A's run outcome ${JSON.stringify(outA)}`).toBe(false);
-      expect.soft(['LEASE_LOST', 'RUN_TAKEN_OVER'], `A's error ${JSON.stringify(outA.error)}`).toContain(outA.error?.code);
+      expect
+        .soft(['LEASE_LOST', 'RUN_TAKEN_OVER'], `A's error ${JSON.stringify(outA.error)}`)
+        .toContain(outA.error?.code);
       expect.soft(outB.ok && outB.result.status, `B's run: ${JSON.stringify(outB)} ${b.describe()}`).toBe('completed');
 
       await a.exit();
       await b.exit();
       const planeRows = await fleet.rows(id);
-      expect.soft((await fleet.execution(id)).execution, shown(planeRows)).toMatchObject({ status: 'completed', holeCount: 0 });
+      expect
+        .soft((await fleet.execution(id)).execution, shown(planeRows))
+        .toMatchObject({ status: 'completed', holeCount: 0 });
       expect.soft(planeRows.filter((r) => r.step === 'run_end').length, shown(planeRows)).toBe(1);
     });
   });

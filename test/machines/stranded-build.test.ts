@@ -28,10 +28,16 @@ for (const backend of ['pglite', 'postgres'] as const) {
 
     it('a run an older build failed to resume (TOOL_NOT_FOUND) is taken over by a full build and completed, each order charged once', async () => {
       const id = `stranded-build-${backend}`;
-      const [a, b, c] = await Promise.all([fleet.machine('a', { holds: [{ order: AT, phase: 'enter' }] }), fleet.machine('b', { without: ['charge'] }), fleet.machine('c')]);
+      const [a, b, c] = await Promise.all([
+        fleet.machine('a', { holds: [{ order: AT, phase: 'enter' }] }),
+        fleet.machine('b', { without: ['charge'] }),
+        fleet.machine('c'),
+      ]);
       void a.command('start', id, { input: `steps ${STEPS}` });
       await a.inside(AT, 'held', id);
-      await waitFor(`A's tool row of order ${AT} on the plane`, async () => (await fleet.rows(id)).some((r) => r.nodeId === `turn:${AT}/tool:charge`));
+      await waitFor(`A's tool row of order ${AT} on the plane`, async () =>
+        (await fleet.rows(id)).some((r) => r.nodeId === `turn:${AT}/tool:charge`),
+      );
       await a.kill();
 
       // B, the older build: refused by its own checks, having run nothing
@@ -42,11 +48,18 @@ for (const backend of ['pglite', 'postgres'] as const) {
 
       // C, a full build: takes the run over (retrying while a lease at the plane is live) and completes it
       expect((await c.command('restore', id)).ok).toBe(true);
-      const outC = await c.command('resume', id, { retryWhile: ['RUN_IN_PROGRESS'], deadlineMs: 10 * TAKEOVER_AFTER_MS });
-      expect.soft(outC.ok && outC.result.status, `C's resume: ${JSON.stringify(outC)} ${c.describe()}`).toBe('completed');
+      const outC = await c.command('resume', id, {
+        retryWhile: ['RUN_IN_PROGRESS'],
+        deadlineMs: 10 * TAKEOVER_AFTER_MS,
+      });
+      expect
+        .soft(outC.ok && outC.result.status, `C's resume: ${JSON.stringify(outC)} ${c.describe()}`)
+        .toBe('completed');
 
       const ledger = fleet.ledger(id);
-      expect.soft(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`).toEqual(new Array(STEPS).fill(1));
+      expect
+        .soft(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`)
+        .toEqual(new Array(STEPS).fill(1));
       expect
         .soft(
           ledger.filter((l) => l.machine === 'c').map((l) => l.order),
@@ -55,7 +68,9 @@ for (const backend of ['pglite', 'postgres'] as const) {
         .toEqual([2, 3]);
       await c.exit();
       const planeRows = await fleet.rows(id);
-      expect.soft((await fleet.execution(id)).execution, shown(planeRows)).toMatchObject({ status: 'completed', holeCount: 0 });
+      expect
+        .soft((await fleet.execution(id)).execution, shown(planeRows))
+        .toMatchObject({ status: 'completed', holeCount: 0 });
       expect.soft(planeRows.filter((r) => r.step === 'run_end').length, shown(planeRows)).toBe(1);
     });
   });

@@ -31,10 +31,16 @@ for (const backend of ['pglite', 'postgres'] as const) {
 
     it('a run whose taker died before writing is taken over by a third machine and completed, each order charged once', async () => {
       const id = `stranded-crash-${backend}`;
-      const [a, b, c] = await Promise.all([fleet.machine('a', { holds: [{ order: AT, phase: 'charged' }] }), fleet.machine('b', { kills: [{ order: AT, phase: 'enter' }] }), fleet.machine('c')]);
+      const [a, b, c] = await Promise.all([
+        fleet.machine('a', { holds: [{ order: AT, phase: 'charged' }] }),
+        fleet.machine('b', { kills: [{ order: AT, phase: 'enter' }] }),
+        fleet.machine('c'),
+      ]);
       void a.command('start', id, { input: `steps ${STEPS}` });
       await a.inside(AT, 'held', id);
-      await waitFor(`A's charge ${AT} recorded on the plane`, async () => (await fleet.entries(id)).includes(`charge:${id}:${AT}`));
+      await waitFor(`A's charge ${AT} recorded on the plane`, async () =>
+        (await fleet.entries(id)).includes(`charge:${id}:${AT}`),
+      );
       await a.kill();
       const planeBefore = await fleet.rows(id);
 
@@ -49,9 +55,11 @@ for (const backend of ['pglite', 'postgres'] as const) {
       expect((await c.command('restore', id)).ok).toBe(true);
       const watch = c.command('recover', undefined, { watch: true, intervalMs: 300 });
       const lastPass = () => JSON.stringify(c.passes().at(-1) ?? null);
-      const recovered = await waitFor('C to recover the run', () => c.passes().some((p) => p.some((r) => r.executionId === id && r.outcome === 'recovered')), RECOVER_WITHIN_MS).catch(
-        (e: Error) => new Error(`${e.message}; C's last pass: ${lastPass()}; ${c.passes().length} passes`),
-      );
+      const recovered = await waitFor(
+        'C to recover the run',
+        () => c.passes().some((p) => p.some((r) => r.executionId === id && r.outcome === 'recovered')),
+        RECOVER_WITHIN_MS,
+      ).catch((e: Error) => new Error(`${e.message}; C's last pass: ${lastPass()}; ${c.passes().length} passes`));
       c.command('recover-stop');
       await watch;
       expect(recovered, recovered instanceof Error ? recovered.message : '').toBe(true);
@@ -62,10 +70,15 @@ for (const backend of ['pglite', 'postgres'] as const) {
       expect(run.result, JSON.stringify(run)).toBe('completed');
 
       const ledger = fleet.ledger(id);
-      expect(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`).toEqual(new Array(STEPS).fill(1));
+      expect(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(ledger)}`).toEqual(
+        new Array(STEPS).fill(1),
+      );
       await c.exit();
       const planeRows = await fleet.rows(id);
-      expect((await fleet.execution(id)).execution, shown(planeRows)).toMatchObject({ status: 'completed', holeCount: 0 });
+      expect((await fleet.execution(id)).execution, shown(planeRows)).toMatchObject({
+        status: 'completed',
+        holeCount: 0,
+      });
       expect(planeRows.filter((r) => r.step === 'run_end').length, shown(planeRows)).toBe(1);
       expect(planeRows.at(-1)?.writerId).toBe(c.writerId);
     });

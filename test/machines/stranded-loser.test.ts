@@ -21,69 +21,83 @@ const AT = 1;
 const B_DIES = AT + 3;
 
 for (const backend of ['pglite', 'postgres'] as const) {
-  describe.skipIf(backend === 'postgres' && !pg)(`a lone machine whose branch the plane refused (plane on ${backend})`, () => {
-    let fleet: Fleet;
-    let proxy: FaultProxy;
-    beforeAll(async () => {
-      fleet = await openFleet(backend);
-      proxy = await new FaultProxy(fleet.url).start();
-    });
-    afterEach(() => fleet.killAll());
-    afterAll(async () => {
-      await proxy.close();
-      await fleet.close();
-    });
+  describe.skipIf(backend === 'postgres' && !pg)(
+    `a lone machine whose branch the plane refused (plane on ${backend})`,
+    () => {
+      let fleet: Fleet;
+      let proxy: FaultProxy;
+      beforeAll(async () => {
+        fleet = await openFleet(backend);
+        proxy = await new FaultProxy(fleet.url).start();
+      });
+      afterEach(() => fleet.killAll());
+      afterAll(async () => {
+        await proxy.close();
+        await fleet.close();
+      });
 
-    it("takes the plane's branch in place of its own once nobody holds the run, and completes it; each order charged once", async () => {
-      const id = `stranded-loser-${backend}`;
-      const config = { url: proxy.url, holds: [{ order: AT, phase: 'charged' as const }] };
-      const a = await fleet.machine('a', { ...config, kills: [{ order: AT + 1, phase: 'enter' }] });
-      void a.command('start', id, { input: `steps ${STEPS}` });
-      await a.inside(AT, 'held', id);
-      await waitFor(`A's charge ${AT} recorded on the plane`, async () => (await fleet.entries(id)).includes(`charge:${id}:${AT}`));
-      // A goes offline and runs on alone into the next step (its rows stay in its outbox), where it dies
-      proxy.rule = () => 'reset';
-      for (const s of proxy.sockets) s.destroy();
-      a.release(AT, 'charged');
-      await a.exited;
-      const planeBefore = await fleet.rows(id);
+      it("takes the plane's branch in place of its own once nobody holds the run, and completes it; each order charged once", async () => {
+        const id = `stranded-loser-${backend}`;
+        const config = { url: proxy.url, holds: [{ order: AT, phase: 'charged' as const }] };
+        const a = await fleet.machine('a', { ...config, kills: [{ order: AT + 1, phase: 'enter' }] });
+        void a.command('start', id, { input: `steps ${STEPS}` });
+        await a.inside(AT, 'held', id);
+        await waitFor(`A's charge ${AT} recorded on the plane`, async () =>
+          (await fleet.entries(id)).includes(`charge:${id}:${AT}`),
+        );
+        // A goes offline and runs on alone into the next step (its rows stay in its outbox), where it dies
+        proxy.rule = () => 'reset';
+        for (const s of proxy.sockets) s.destroy();
+        a.release(AT, 'charged');
+        await a.exited;
+        const planeBefore = await fleet.rows(id);
 
-      // B takes the run over from the plane's copy (once A's hold expired) and dies in a later tool
-      const b = await fleet.machine('b', { kills: [{ order: B_DIES, phase: 'enter' }] });
-      expect((await b.command('restore', id)).ok).toBe(true);
-      const outB = await b.command('resume', id, { retryWhile: ['RUN_IN_PROGRESS'], deadlineMs: WAIT_MS });
-      expect(outB.died, `B's resume: ${JSON.stringify(outB)} ${b.describe()}`).toBe('SIGKILL');
-      await waitFor(`B's charge ${B_DIES - 1} recorded on the plane`, async () => (await fleet.entries(id)).includes(`charge:${id}:${B_DIES - 1}`));
-      expect((await fleet.rows(id)).length, shown(planeBefore)).toBeGreaterThan(planeBefore.length);
+        // B takes the run over from the plane's copy (once A's hold expired) and dies in a later tool
+        const b = await fleet.machine('b', { kills: [{ order: B_DIES, phase: 'enter' }] });
+        expect((await b.command('restore', id)).ok).toBe(true);
+        const outB = await b.command('resume', id, { retryWhile: ['RUN_IN_PROGRESS'], deadlineMs: WAIT_MS });
+        expect(outB.died, `B's resume: ${JSON.stringify(outB)} ${b.describe()}`).toBe('SIGKILL');
+        await waitFor(`B's charge ${B_DIES - 1} recorded on the plane`, async () =>
+          (await fleet.entries(id)).includes(`charge:${id}:${B_DIES - 1}`),
+        );
+        expect((await fleet.rows(id)).length, shown(planeBefore)).toBeGreaterThan(planeBefore.length);
 
-      // A comes back on its file, online, recovering in watch mode: its offline rows are refused, and it takes over
-      proxy.rule = null;
-      const back = await fleet.machine('a', config);
-      const watch = back.command('recover', undefined, { watch: true, intervalMs: 300 });
-      const lastPass = () => JSON.stringify(back.passes().at(-1) ?? null);
-      const recovered = await waitFor('A to recover the run', () => back.passes().some((p) => p.some((r) => r.executionId === id && r.outcome === 'recovered')), 10 * TAKEOVER_AFTER_MS).catch(
-        (e: Error) => new Error(`${e.message}; A's last pass: ${lastPass()}; ${back.passes().length} passes`),
-      );
-      back.command('recover-stop');
-      await watch;
-      expect(recovered, recovered instanceof Error ? recovered.message : '').toBe(true);
-      const run = back
-        .passes()
-        .flat()
-        .find((r) => r.executionId === id && r.outcome === 'recovered');
-      expect(run.result, JSON.stringify(run)).toBe('completed');
-      // it did hold a refused branch: the plane refused its offline rows and it was told it lost the run
-      expect(
-        back.events().map((e) => e.name),
-        'events of A after its restart',
-      ).toContain('run_lost');
+        // A comes back on its file, online, recovering in watch mode: its offline rows are refused, and it takes over
+        proxy.rule = null;
+        const back = await fleet.machine('a', config);
+        const watch = back.command('recover', undefined, { watch: true, intervalMs: 300 });
+        const lastPass = () => JSON.stringify(back.passes().at(-1) ?? null);
+        const recovered = await waitFor(
+          'A to recover the run',
+          () => back.passes().some((p) => p.some((r) => r.executionId === id && r.outcome === 'recovered')),
+          10 * TAKEOVER_AFTER_MS,
+        ).catch((e: Error) => new Error(`${e.message}; A's last pass: ${lastPass()}; ${back.passes().length} passes`));
+        back.command('recover-stop');
+        await watch;
+        expect(recovered, recovered instanceof Error ? recovered.message : '').toBe(true);
+        const run = back
+          .passes()
+          .flat()
+          .find((r) => r.executionId === id && r.outcome === 'recovered');
+        expect(run.result, JSON.stringify(run)).toBe('completed');
+        // it did hold a refused branch: the plane refused its offline rows and it was told it lost the run
+        expect(
+          back.events().map((e) => e.name),
+          'events of A after its restart',
+        ).toContain('run_lost');
 
-      expect(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(fleet.ledger(id))}`).toEqual(new Array(STEPS).fill(1));
-      await back.exit();
-      const planeRows = await fleet.rows(id);
-      expect((await fleet.execution(id)).execution, shown(planeRows)).toMatchObject({ status: 'completed', holeCount: 0 });
-      expect(planeRows.filter((r) => r.step === 'run_end').length, shown(planeRows)).toBe(1);
-      expect(planeRows.at(-1)?.writerId).toBe(back.writerId);
-    });
-  });
+        expect(fleet.charges(id, STEPS), `charges per order; ledger ${JSON.stringify(fleet.ledger(id))}`).toEqual(
+          new Array(STEPS).fill(1),
+        );
+        await back.exit();
+        const planeRows = await fleet.rows(id);
+        expect((await fleet.execution(id)).execution, shown(planeRows)).toMatchObject({
+          status: 'completed',
+          holeCount: 0,
+        });
+        expect(planeRows.filter((r) => r.step === 'run_end').length, shown(planeRows)).toBe(1);
+        expect(planeRows.at(-1)?.writerId).toBe(back.writerId);
+      });
+    },
+  );
 }

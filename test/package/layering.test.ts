@@ -61,7 +61,8 @@ function sourcesUnder(dir: string): string[] {
 /** The source file a relative specifier names (`./x.js` is `./x.ts` or `./x.tsx`). */
 function resolveRelative(from: string, spec: string): string {
   const base = resolve(dirname(from), spec.replace(/\.js$/, ''));
-  for (const candidate of [`${base}.ts`, `${base}.tsx`, join(base, 'index.ts')]) if (existsSync(candidate)) return candidate;
+  for (const candidate of [`${base}.ts`, `${base}.tsx`, join(base, 'index.ts')])
+    if (existsSync(candidate)) return candidate;
   throw new Error(`${relative(ROOT, from)}: cannot resolve '${spec}'`);
 }
 
@@ -116,7 +117,8 @@ describe('layering', () => {
         scanned++;
         for (const spec of specifiersOf(file)) {
           const target = targetLayer(file, spec);
-          if (target && (FORBIDDEN[layer] as string[]).includes(target)) crossings.push(`${relative(ROOT, file)} imports '${spec}' (${target}/)`);
+          if (target && (FORBIDDEN[layer] as string[]).includes(target))
+            crossings.push(`${relative(ROOT, file)} imports '${spec}' (${target}/)`);
         }
       }
     }
@@ -130,7 +132,9 @@ describe('layering', () => {
     const outside: string[] = [];
     for (const file of files) {
       for (const spec of specifiersOf(file)) {
-        const ok = spec.startsWith('.') ? ['inspector', 'shared'].includes(layerOf(resolveRelative(file, spec))) : spec.startsWith('node:') || packageOf(spec) === 'hono';
+        const ok = spec.startsWith('.')
+          ? ['inspector', 'shared'].includes(layerOf(resolveRelative(file, spec)))
+          : spec.startsWith('node:') || packageOf(spec) === 'hono';
         if (!ok) outside.push(`${relative(ROOT, file)} imports '${spec}'`);
       }
     }
@@ -141,17 +145,34 @@ describe('layering', () => {
     const { files, packages } = await runtimeGraph('client/index.ts');
     expect(files.size).toBeGreaterThan(10);
     expect([...packages].filter((p) => p.includes('hono'))).toEqual([]);
-    expect([...files].filter((f) => f.startsWith('inspector/') || f.startsWith('plane/') || f.startsWith('client/ui/'))).toEqual([]);
+    expect(
+      [...files].filter((f) => f.startsWith('inspector/') || f.startsWith('plane/') || f.startsWith('client/ui/')),
+    ).toEqual([]);
     // the same walk sees hono where it is loaded: the local UI, through its pages
     const ui = await runtimeGraph('client/ui/serve.tsx');
     expect(ui.packages).toContain('hono');
   });
 
   it('a SQLite-only user loads no postgres, drizzle or hono: neither the root entry nor waymark/sqlite does, and waymark/postgres loads no drizzle or hono', async () => {
-    const heavy = (entry: string, names: string[]) => runtimeGraph(entry).then(({ packages }) => [...packages].filter((p) => names.some((n) => p === n || p.startsWith(`${n}/`))));
-    expect(await heavy('client/index.ts', ['postgres', 'drizzle-orm', 'hono', '@hono/node-server', '@electric-sql/pglite'])).toEqual([]);
-    expect(await heavy('client/sqlite/index.ts', ['postgres', 'drizzle-orm', 'hono', '@hono/node-server', '@electric-sql/pglite'])).toEqual([]);
-    expect(await heavy('client/postgres/index.ts', ['drizzle-orm', 'hono', '@hono/node-server', '@electric-sql/pglite'])).toEqual([]);
+    const heavy = (entry: string, names: string[]) =>
+      runtimeGraph(entry).then(({ packages }) =>
+        [...packages].filter((p) => names.some((n) => p === n || p.startsWith(`${n}/`))),
+      );
+    expect(
+      await heavy('client/index.ts', ['postgres', 'drizzle-orm', 'hono', '@hono/node-server', '@electric-sql/pglite']),
+    ).toEqual([]);
+    expect(
+      await heavy('client/sqlite/index.ts', [
+        'postgres',
+        'drizzle-orm',
+        'hono',
+        '@hono/node-server',
+        '@electric-sql/pglite',
+      ]),
+    ).toEqual([]);
+    expect(
+      await heavy('client/postgres/index.ts', ['drizzle-orm', 'hono', '@hono/node-server', '@electric-sql/pglite']),
+    ).toEqual([]);
     // the same walk sees a driver where one is loaded statically: the plane's database layer
     expect((await runtimeGraph('plane/db/open.ts')).packages).toContain('drizzle-orm');
   });

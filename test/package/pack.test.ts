@@ -27,7 +27,20 @@ const tmp = scratchDir('waymark-pack-');
 afterAll(() => tmp.cleanup());
 
 /** What `npm pack` reads and `prepack` compiles, copied to a fresh tree; no dist/. */
-const SOURCES = ['package.json', 'package-lock.json', 'README.md', 'LICENSE', 'tsconfig.json', 'tsconfig.build.json', 'bin', 'drizzle', 'client', 'shared', 'inspector', 'plane'];
+const SOURCES = [
+  'package.json',
+  'package-lock.json',
+  'README.md',
+  'LICENSE',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'bin',
+  'drizzle',
+  'client',
+  'shared',
+  'inspector',
+  'plane',
+];
 
 function sourceTree(): string {
   const dir = tmp.file('source');
@@ -37,7 +50,11 @@ function sourceTree(): string {
 }
 
 function npm(args: string[], cwd: string): { stdout: string; stderr: string } {
-  const r = spawnSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts'], { cwd, encoding: 'utf8', timeout: 300_000 });
+  const r = spawnSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts'], {
+    cwd,
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
   expect(r.status, `npm ${args.join(' ')}: ${r.stderr}`).toBe(0);
   return { stdout: r.stdout, stderr: r.stderr };
 }
@@ -48,72 +65,141 @@ describe('the npm package (needs the npm cache or the registry)', () => {
     execFileSync('mkdir', ['-p', out]);
     const source = sourceTree();
     expect(existsSync(join(source, 'dist'))).toBe(false);
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: source, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as {
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', '--json', '--pack-destination', out], {
+        cwd: source,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }),
+    ) as {
       filename: string;
       files: { path: string }[];
     }[];
     const tarball = join(out, packed[0].filename);
     const files = packed[0].files.map((f) => f.path);
-    for (const f of ['bin/waymark.mjs', 'dist/client/index.d.ts', 'dist/client/testing/index.d.ts', 'dist/plane/index.d.ts', 'drizzle/0000_init.sql']) expect(files).toContain(f);
+    for (const f of [
+      'bin/waymark.mjs',
+      'dist/client/index.d.ts',
+      'dist/client/testing/index.d.ts',
+      'dist/plane/index.d.ts',
+      'drizzle/0000_init.sql',
+    ])
+      expect(files).toContain(f);
     expect(files.some((f) => f.startsWith('test/') || f.startsWith('dist/test/'))).toBe(false);
 
     const app = tmp.file('consumer');
     execFileSync('mkdir', ['-p', app]);
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }));
+    writeFileSync(
+      join(app, 'package.json'),
+      JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }),
+    );
     const install = npm(['install', tarball], app);
-    expect(`${install.stdout}${install.stderr}`.split('\n').filter((l) => /warn/i.test(l) && /waymark/i.test(l))).toEqual([]);
+    expect(
+      `${install.stdout}${install.stderr}`.split('\n').filter((l) => /warn/i.test(l) && /waymark/i.test(l)),
+    ).toEqual([]);
 
     // an optional peer left out: the subpath says what to install
-    const missing = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark/postgres')"], { cwd: app, encoding: 'utf8' });
+    const missing = spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark/postgres')"], {
+      cwd: app,
+      encoding: 'utf8',
+    });
     expect(missing.status).not.toBe(0);
     expect(missing.stderr).toContain("waymark/postgres needs the 'postgres' package");
     expect(missing.stderr).toContain('npm install postgres@3.4.9');
     // and a plane on Postgres from the installed bin (it printed Node's ERR_MODULE_NOT_FOUND)
     const planeDir = tmp.file('pg-plane-dir');
-    const pgPlane = spawnSync(process.execPath, ['node_modules/.bin/waymark', 'plane', '--database-url', 'postgres://127.0.0.1:1/none', '--data-dir', planeDir, '--port', '0'], {
-      cwd: app,
-      encoding: 'utf8',
-      timeout: 120_000,
-    });
+    const pgPlane = spawnSync(
+      process.execPath,
+      [
+        'node_modules/.bin/waymark',
+        'plane',
+        '--database-url',
+        'postgres://127.0.0.1:1/none',
+        '--data-dir',
+        planeDir,
+        '--port',
+        '0',
+      ],
+      {
+        cwd: app,
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
     expect(pgPlane.status, pgPlane.stderr).toBe(1);
     expect(pgPlane.stderr).toContain("MISSING_PEER: a plane on Postgres (--database-url) needs the 'postgres' package");
     expect(pgPlane.stderr).toContain('npm install postgres@3.4.9');
     // waymark/testing's suite declares vitest tests: without vitest the fault hooks load, and the suite says what to install
     const noVitest = spawnSync(
       process.execPath,
-      ['--input-type=module', '-e', "const t = await import('waymark/testing'); console.log(typeof t.killAt, typeof t.faultPoint); t.runStoreSuite({ name: 'x', make: () => null })"],
+      [
+        '--input-type=module',
+        '-e',
+        "const t = await import('waymark/testing'); console.log(typeof t.killAt, typeof t.faultPoint); t.runStoreSuite({ name: 'x', make: () => null })",
+      ],
       { cwd: app, encoding: 'utf8' },
     );
     expect(noVitest.stdout.trim()).toBe('function function');
     expect(noVitest.status).not.toBe(0);
     expect(noVitest.stderr).toContain("runStoreSuite (waymark/testing) needs the 'vitest' package");
     // test helpers live in waymark/testing, not in the root entry
-    const root = spawnSync(process.execPath, ['--input-type=module', '-e', "console.log(Object.keys(await import('waymark')).join(' '))"], { cwd: app, encoding: 'utf8' });
+    const root = spawnSync(
+      process.execPath,
+      ['--input-type=module', '-e', "console.log(Object.keys(await import('waymark')).join(' '))"],
+      { cwd: app, encoding: 'utf8' },
+    );
     expect(root.stdout.split(/\s+/)).toContain('openStore');
     expect(root.stdout.split(/\s+/)).not.toContain('killAt');
     expect(
-      spawnSync(process.execPath, ['--input-type=module', '-e', "await import('waymark'); await import('waymark/wire'); await import('waymark/plane')"], { cwd: app, encoding: 'utf8' }).status,
+      spawnSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          "await import('waymark'); await import('waymark/wire'); await import('waymark/plane')",
+        ],
+        { cwd: app, encoding: 'utf8' },
+      ).status,
     ).toBe(0);
 
     // what a user of every subpath has: the peers (their types) and @types/node
     npm(['install', devSpec('@types/node'), ...TYPE_PEERS.map(devSpec)], app);
-    writeFileSync(join(app, 'index.ts'), `${SUBPATHS.map((s, i) => `import * as m${i} from '${s}';`).join('\n')}\nexport const all = [${SUBPATHS.map((_, i) => `m${i}`).join(', ')}];\n`);
+    writeFileSync(
+      join(app, 'index.ts'),
+      `${SUBPATHS.map((s, i) => `import * as m${i} from '${s}';`).join('\n')}\nexport const all = [${SUBPATHS.map((_, i) => `m${i}`).join(', ')}];\n`,
+    );
     for (const [moduleResolution, module] of RESOLUTIONS) {
-      const tsc = spawnSync(process.execPath, [TSC, '-p', writeStrictTsconfig(app, moduleResolution, module)], { cwd: app, encoding: 'utf8', timeout: 300_000 });
+      const tsc = spawnSync(process.execPath, [TSC, '-p', writeStrictTsconfig(app, moduleResolution, module)], {
+        cwd: app,
+        encoding: 'utf8',
+        timeout: 300_000,
+      });
       expect(`${tsc.stdout}${tsc.stderr}`, `moduleResolution ${moduleResolution}`).toBe('');
       expect(tsc.status).toBe(0);
     }
 
     // a third-party store runs the conformance suite from waymark/testing under its own vitest
     // (here the SQLite adapter stands in for that store; a few of the tests, one skipped with its reason)
-    for (const peer of ['vitest', 'better-sqlite3']) symlinkSync(join(ROOT, 'node_modules', peer), join(app, 'node_modules', peer), 'dir');
+    for (const peer of ['vitest', 'better-sqlite3'])
+      symlinkSync(join(ROOT, 'node_modules', peer), join(app, 'node_modules', peer), 'dir');
     writeFileSync(join(app, 'store.test.ts'), THIRD_PARTY_SUITE);
-    const run = spawnSync(process.execPath, [join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', 'store.test.ts', '--reporter=verbose', '-t', 'setup is idempotent|outbox'], {
-      cwd: app,
-      encoding: 'utf8',
-      timeout: 300_000,
-      env: { ...process.env, NO_COLOR: '1' },
-    });
+    const run = spawnSync(
+      process.execPath,
+      [
+        join(ROOT, 'node_modules/vitest/vitest.mjs'),
+        'run',
+        'store.test.ts',
+        '--reporter=verbose',
+        '-t',
+        'setup is idempotent|outbox',
+      ],
+      {
+        cwd: app,
+        encoding: 'utf8',
+        timeout: 300_000,
+        env: { ...process.env, NO_COLOR: '1' },
+      },
+    );
     expect(run.status, `${run.stdout}${run.stderr}`).toBe(0);
     expect(run.stdout).toMatch(/store contract: a third-party store > every change queues one outbox event/);
     expect(run.stdout).toContain('setup is idempotent — skipped: shows how a store skips a test, with its reason');

@@ -41,7 +41,10 @@ describe('test tiers', () => {
       const slow = SLOW.filter((entry) => covers(entry, file));
       const count = fast.length + slow.length;
       if (count === 0) problems.push(`${file} is in no tier: add it to FAST or SLOW in test/tiers.ts`);
-      if (count > 1) problems.push(`${file} is placed ${count} times: ${[...fast.map((e) => `FAST ${e}`), ...slow.map((e) => `SLOW ${e}`)].join(', ')}`);
+      if (count > 1)
+        problems.push(
+          `${file} is placed ${count} times: ${[...fast.map((e) => `FAST ${e}`), ...slow.map((e) => `SLOW ${e}`)].join(', ')}`,
+        );
     }
     expect(problems).toEqual([]);
   });
@@ -49,11 +52,13 @@ describe('test tiers', () => {
   it('FAST names test files that exist, one by one; SLOW names test files or folders that exist', () => {
     const problems: string[] = [];
     for (const entry of FAST) {
-      if (!entry.startsWith('test/') || !entry.endsWith('.test.ts') || kind(entry) !== 'file') problems.push(`FAST: ${entry} is not a test file under test/`);
+      if (!entry.startsWith('test/') || !entry.endsWith('.test.ts') || kind(entry) !== 'file')
+        problems.push(`FAST: ${entry} is not a test file under test/`);
     }
     for (const entry of SLOW) {
       const want = entry.endsWith('/') ? 'folder' : 'file';
-      if (!entry.startsWith('test/') || kind(entry) !== want || (want === 'file' && !entry.endsWith('.test.ts'))) problems.push(`SLOW: ${entry} is not a test ${want} under test/`);
+      if (!entry.startsWith('test/') || kind(entry) !== want || (want === 'file' && !entry.endsWith('.test.ts')))
+        problems.push(`SLOW: ${entry} is not a test ${want} under test/`);
     }
     for (const entry of new Set([...FAST, ...SLOW])) {
       if ([...FAST, ...SLOW].filter((e) => e === entry).length > 1) problems.push(`${entry} is listed more than once`);
@@ -62,7 +67,9 @@ describe('test tiers', () => {
   });
 
   it('the vitest projects are the tiers: fast runs FAST, slow every other test file', () => {
-    const projects = (config.test?.projects ?? []) as { test: { name: string; include: string[]; exclude?: string[] } }[];
+    const projects = (config.test?.projects ?? []) as {
+      test: { name: string; include: string[]; exclude?: string[] };
+    }[];
     expect(projects.map((p) => p.test.name)).toEqual(['fast', 'slow']);
     const [fast, slow] = projects.map((p) => p.test);
     expect(fast.include).toEqual(tierGlobs(FAST));

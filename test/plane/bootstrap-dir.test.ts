@@ -60,7 +60,9 @@ describe('a failed start bootstraps nothing (PGlite)', () => {
     const { port, server } = await takenPort();
     const dir = tmp.file('pd2');
     try {
-      const r = await waymarkAsync(['plane', '--port', String(port)], { env: { WAYMARK_PLANE_DIR: dir, WAYMARK_LOG_LEVEL: 'silent' } });
+      const r = await waymarkAsync(['plane', '--port', String(port)], {
+        env: { WAYMARK_PLANE_DIR: dir, WAYMARK_LOG_LEVEL: 'silent' },
+      });
       expect([r.code, r.stderr]).toEqual([1, expect.stringContaining('waymark: PORT_IN_USE: ')]);
       expect(existsSync(join(dir, 'admin-key'))).toBe(false);
     } finally {
@@ -68,7 +70,9 @@ describe('a failed start bootstraps nothing (PGlite)', () => {
     }
     const plane = await startPlaneProcess([], { env: { WAYMARK_PLANE_DIR: dir } });
     running.push(plane);
-    expect(plane.stdout()).toContain(`first start: created project 'local' and an admin key, written to ${join(dir, 'admin-key')} (mode 0600)`);
+    expect(plane.stdout()).toContain(
+      `first start: created project 'local' and an admin key, written to ${join(dir, 'admin-key')} (mode 0600)`,
+    );
     const key = readFileSync(join(dir, 'admin-key'), 'utf8').trim();
     expect((await call(`${plane.url}/v1/admin/projects`, { key })).status).toBe(200);
     await plane.stop();
@@ -84,22 +88,39 @@ describe('a failed start bootstraps nothing (PGlite)', () => {
     const { port, server } = await takenPort();
     try {
       // the README's `npx waymark plane` in another directory while `npm start` serves the port; then named data dirs
-      const starts = [[], ['--data-dir', join(cwd, 'made', 'for', 'plane')], ['--data-dir', empty], ['--data-dir', kept]];
-      const refused = await Promise.all(starts.map((args) => waymarkAsync(['plane', '--port', String(port), ...args], { cwd, env: { WAYMARK_LOG_LEVEL: 'silent' } })));
-      for (const [i, r] of refused.entries()) expect([r.code, r.stderr], starts[i].join(' ')).toEqual([1, expect.stringContaining('waymark: PORT_IN_USE: ')]);
+      const starts = [
+        [],
+        ['--data-dir', join(cwd, 'made', 'for', 'plane')],
+        ['--data-dir', empty],
+        ['--data-dir', kept],
+      ];
+      const refused = await Promise.all(
+        starts.map((args) =>
+          waymarkAsync(['plane', '--port', String(port), ...args], { cwd, env: { WAYMARK_LOG_LEVEL: 'silent' } }),
+        ),
+      );
+      for (const [i, r] of refused.entries())
+        expect([r.code, r.stderr], starts[i].join(' ')).toEqual([1, expect.stringContaining('waymark: PORT_IN_USE: ')]);
     } finally {
       server.close();
     }
     expect(readdirSync(cwd).sort()).toEqual(['empty', 'kept']);
     expect(readdirSync(empty)).toEqual([]);
     expect(readFileSync(join(kept, 'notes.txt'), 'utf8')).toBe('mine');
-    const keys = await waymarkAsync(['plane', 'keys', 'create', '--project', 'local', '--scopes', 'ingest,read'], { cwd });
-    expect([keys.code, keys.stderr]).toEqual([1, expect.stringContaining(`waymark: NO_PLANE_DATA: no plane data dir at ${join(cwd, '.waymark', 'plane')}`)]);
+    const keys = await waymarkAsync(['plane', 'keys', 'create', '--project', 'local', '--scopes', 'ingest,read'], {
+      cwd,
+    });
+    expect([keys.code, keys.stderr]).toEqual([
+      1,
+      expect.stringContaining(`waymark: NO_PLANE_DATA: no plane data dir at ${join(cwd, '.waymark', 'plane')}`),
+    ]);
     expect(existsSync(join(cwd, '.waymark'))).toBe(false);
     // and the next start there is the first start, not 'admin key: none … set up by a plane with another data dir'
     const plane = await startPlaneProcess([], { cwd });
     running.push(plane);
-    expect(plane.stdout()).toContain(`first start: created project 'local' and an admin key, written to ${join(cwd, '.waymark', 'plane', 'admin-key')} (mode 0600)`);
+    expect(plane.stdout()).toContain(
+      `first start: created project 'local' and an admin key, written to ${join(cwd, '.waymark', 'plane', 'admin-key')} (mode 0600)`,
+    );
     await plane.stop();
     // a SIGTERM is said, and so is the end of the stop (the data dir's lock is gone then)
     expect(plane.stdout()).toMatch(/stopping: finishing the requests in hand, then closing the database\nstopped\n$/);
@@ -113,11 +134,23 @@ describe('a PGlite database set up before its first start', () => {
     expect(project.code, project.stderr).toBe(0);
     const plane = await startPlaneProcess(['--data-dir', dir]);
     running.push(plane);
-    expect(plane.stdout()).toContain(`admin key: none at ${join(dir, 'admin-key')}: this database was set up without one`);
+    expect(plane.stdout()).toContain(
+      `admin key: none at ${join(dir, 'admin-key')}: this database was set up without one`,
+    );
     expect(plane.stdout()).not.toContain('another data dir');
     await plane.stop();
     // the way out it names
-    const made = await waymarkAsync(['plane', 'keys', 'create', '--project', 'acme', '--scopes', 'admin,operator', '--data-dir', dir]);
+    const made = await waymarkAsync([
+      'plane',
+      'keys',
+      'create',
+      '--project',
+      'acme',
+      '--scopes',
+      'admin,operator',
+      '--data-dir',
+      dir,
+    ]);
     expect(made.code, made.stderr).toBe(0);
   });
 });
@@ -176,7 +209,9 @@ describe.skipIf(!pg)('a data dir belongs to one database (PGlite and Postgres)',
     // the finding: `WAYMARK_DATABASE_URL=… npx waymark plane --port 0` in the same directory
     const pgEnv = { WAYMARK_DATABASE_URL: db.url };
     const locked = await refusedStart([], { cwd, env: pgEnv });
-    expect(locked).toContain(`DATA_DIR_LOCKED: the plane data dir ${dir} is in use by process ${lite.child.pid} (a plane serving ${lite.url}`);
+    expect(locked).toContain(
+      `DATA_DIR_LOCKED: the plane data dir ${dir} is in use by process ${lite.child.pid} (a plane serving ${lite.url}`,
+    );
     expect(locked).toContain('a second plane needs a data dir of its own (--data-dir DIR or WAYMARK_PLANE_DIR)');
     expect(readFileSync(file, 'utf8').trim()).toBe(liteKey);
     expect(await projectsIn(db.url)).toEqual([]);
@@ -187,7 +222,9 @@ describe.skipIf(!pg)('a data dir belongs to one database (PGlite and Postgres)',
 
     // the PGlite plane stopped: its key file is still not this empty database's to replace
     const foreign = await refusedStart([], { cwd, env: pgEnv });
-    expect(foreign).toContain(`INVALID_OPTIONS: the data dir ${dir} has an admin key of another plane database (${file})`);
+    expect(foreign).toContain(
+      `INVALID_OPTIONS: the data dir ${dir} has an admin key of another plane database (${file})`,
+    );
     expect(foreign).toContain('Give this plane a data dir of its own (--data-dir DIR or WAYMARK_PLANE_DIR)');
     expect(readFileSync(file, 'utf8').trim()).toBe(liteKey);
     expect(await projectsIn(db.url)).toEqual([]);
@@ -196,9 +233,13 @@ describe.skipIf(!pg)('a data dir belongs to one database (PGlite and Postgres)',
     // with a data dir of its own it starts (first start); in the PGlite dir it is refused still: that key is not its database's
     const own = await startPlaneProcess(['--data-dir', 'pg-dir'], { cwd, env: pgEnv });
     running.push(own);
-    expect(own.stdout()).toContain(`first start: created project 'local' and an admin key, written to ${join(cwd, 'pg-dir', 'admin-key')}`);
+    expect(own.stdout()).toContain(
+      `first start: created project 'local' and an admin key, written to ${join(cwd, 'pg-dir', 'admin-key')}`,
+    );
     const second = await refusedStart([], { cwd, env: pgEnv });
-    expect(second).toContain(`INVALID_OPTIONS: the data dir ${dir} has an admin key of another plane database (${file}), whose key the Postgres database '${db.name}'`);
+    expect(second).toContain(
+      `INVALID_OPTIONS: the data dir ${dir} has an admin key of another plane database (${file}), whose key the Postgres database '${db.name}'`,
+    );
     // a second Postgres plane on that database with a data dir of its own (or none) serves
     const none = await startPlaneProcess(['--data-dir', 'memory://'], { cwd, env: pgEnv });
     running.push(none);
@@ -215,9 +256,13 @@ describe.skipIf(!pg)('a data dir belongs to one database (PGlite and Postgres)',
   it('a Postgres plane whose data dir cannot be written (a read-only filesystem, here a path under a file) says so and names memory://; it starts with memory://', async () => {
     const file = tmp.file('not-a-dir');
     writeFileSync(file, 'x');
-    const r = await waymarkAsync(['plane', '--port', '0', '--data-dir', join(file, 'plane')], { env: { WAYMARK_DATABASE_URL: db.url, WAYMARK_LOG_LEVEL: 'silent' } });
+    const r = await waymarkAsync(['plane', '--port', '0', '--data-dir', join(file, 'plane')], {
+      env: { WAYMARK_DATABASE_URL: db.url, WAYMARK_LOG_LEVEL: 'silent' },
+    });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`waymark: INVALID_OPTIONS: the plane data dir ${join(file, 'plane')} cannot be written (ENOTDIR)`);
+    expect(r.stderr).toContain(
+      `waymark: INVALID_OPTIONS: the plane data dir ${join(file, 'plane')} cannot be written (ENOTDIR)`,
+    );
     expect(r.stderr).toContain('or memory:// for none');
     const none = await startPlaneProcess(['--data-dir', 'memory://'], { env: { WAYMARK_DATABASE_URL: db.url } });
     running.push(none);
@@ -230,7 +275,9 @@ describe.skipIf(!pg)('a data dir belongs to one database (PGlite and Postgres)',
       const { port, server } = await takenPort();
       const dir = tmp.file('pd3');
       try {
-        const r = await waymarkAsync(['plane', '--port', String(port), '--data-dir', dir], { env: { WAYMARK_DATABASE_URL: fresh.url, WAYMARK_LOG_LEVEL: 'silent' } });
+        const r = await waymarkAsync(['plane', '--port', String(port), '--data-dir', dir], {
+          env: { WAYMARK_DATABASE_URL: fresh.url, WAYMARK_LOG_LEVEL: 'silent' },
+        });
         expect([r.code, r.stderr]).toEqual([1, expect.stringContaining('waymark: PORT_IN_USE: ')]);
       } finally {
         server.close();
@@ -239,7 +286,9 @@ describe.skipIf(!pg)('a data dir belongs to one database (PGlite and Postgres)',
       expect(await projectsIn(fresh.url)).toEqual([]);
       const plane = await startPlaneProcess(['--data-dir', dir], { env: { WAYMARK_DATABASE_URL: fresh.url } });
       running.push(plane);
-      expect(plane.stdout()).toContain(`first start: created project 'local' and an admin key, written to ${join(dir, 'admin-key')} (mode 0600)`);
+      expect(plane.stdout()).toContain(
+        `first start: created project 'local' and an admin key, written to ${join(dir, 'admin-key')} (mode 0600)`,
+      );
       await plane.stop();
     } finally {
       await fresh.drop();
@@ -255,7 +304,9 @@ describe.skipIf(!pg)('a data dir belongs to one database (PGlite and Postgres)',
       // the Postgres URL is the plane's environment only: the key commands are typed in another terminal
       const plane = await startPlaneProcess([], { cwd, env: { WAYMARK_DATABASE_URL: fresh.url, WAYMARK_PORT: '0' } });
       running.push(plane);
-      const created = await waymarkAsync(['plane', 'keys', 'create', '--project', 'local', '--scopes', 'ingest,read'], { cwd });
+      const created = await waymarkAsync(['plane', 'keys', 'create', '--project', 'local', '--scopes', 'ingest,read'], {
+        cwd,
+      });
       expect(created.code, created.stderr).toBe(0);
       const key = created.stdout.trim().split('\n').pop()!;
       expect((await call(`${plane.url}/v1/executions`, { key })).status).toBe(200);
@@ -267,7 +318,9 @@ describe.skipIf(!pg)('a data dir belongs to one database (PGlite and Postgres)',
       for (const env of [{}, { WAYMARK_PLANE_DIR: dir }] as Record<string, string>[]) {
         const r = await waymarkAsync(['plane', 'keys', 'list'], { cwd, env });
         expect(r.code).toBe(1);
-        expect(r.stderr).toContain(`NO_PLANE_DATA: no plane is running on the data dir ${dir}, and it holds no PGlite database`);
+        expect(r.stderr).toContain(
+          `NO_PLANE_DATA: no plane is running on the data dir ${dir}, and it holds no PGlite database`,
+        );
         expect(r.stderr).toContain('--database-url URL (or WAYMARK_DATABASE_URL)');
         expect(r.stderr).not.toContain('no plane data dir at');
         expect(existsSync(join(dir, 'PG_VERSION'))).toBe(false);

@@ -89,15 +89,35 @@ describe('the change feed over HTTP (PGlite)', () => {
     });
     const cursor = (await feed()).nextCursor;
     const before = (await feed()).items.find((i) => i.executionId === 'z')!;
-    expect(before).toMatchObject({ status: 'paused', pauseState: 'open', pauseCheckpointId: checkpointId, claimedBy: null });
+    expect(before).toMatchObject({
+      status: 'paused',
+      pauseState: 'open',
+      pauseCheckpointId: checkpointId,
+      claimedBy: null,
+    });
 
-    expect((await call(`${plane.url}/v1/executions/z/claim`, { key, json: { checkpointId, writerId: 'w9' } })).status).toBe(200);
+    expect(
+      (await call(`${plane.url}/v1/executions/z/claim`, { key, json: { checkpointId, writerId: 'w9' } })).status,
+    ).toBe(200);
     const claimed = await feed(`?after=${cursor}`);
-    expect(claimed.items).toEqual([expect.objectContaining({ executionId: 'z', status: 'running', pauseState: 'claimed', claimedBy: 'w9', lastWriterId: 'w1' })]);
+    expect(claimed.items).toEqual([
+      expect.objectContaining({
+        executionId: 'z',
+        status: 'running',
+        pauseState: 'claimed',
+        claimedBy: 'w9',
+        lastWriterId: 'w1',
+      }),
+    ]);
 
-    expect((await call(`${plane.url}/v1/executions/z/claim/release`, { key, json: { checkpointId, writerId: 'w9' } })).status).toBe(200);
+    expect(
+      (await call(`${plane.url}/v1/executions/z/claim/release`, { key, json: { checkpointId, writerId: 'w9' } }))
+        .status,
+    ).toBe(200);
     const released = await feed(`?after=${claimed.nextCursor}`);
-    expect(released.items).toEqual([expect.objectContaining({ executionId: 'z', status: 'paused', pauseState: 'open', claimedBy: null })]);
+    expect(released.items).toEqual([
+      expect.objectContaining({ executionId: 'z', status: 'paused', pauseState: 'open', claimedBy: null }),
+    ]);
   });
 
   it('a deletion is a tombstone; the run started again under the same id follows it', async () => {
@@ -111,7 +131,17 @@ describe('the change feed over HTTP (PGlite)', () => {
     });
     const deleted = await feed(`?after=${cursor}`);
     expect(deleted.items).toEqual([
-      { executionId: 'gone', changeSeq: expect.any(Number), deleted: true, status: null, lastSeq: null, lastWriterId: 'w1', pauseState: null, pauseCheckpointId: null, claimedBy: null },
+      {
+        executionId: 'gone',
+        changeSeq: expect.any(Number),
+        deleted: true,
+        status: null,
+        lastSeq: null,
+        lastWriterId: 'w1',
+        pauseState: null,
+        pauseCheckpointId: null,
+        claimedBy: null,
+      },
     ]);
     await ingest('w3', async (s) => {
       await s.put(step('gone', 0, { nodeInput: { again: true } }));
@@ -150,7 +180,11 @@ describe('the change feed over HTTP (PGlite)', () => {
     expect((await call(`${plane.url}/v1/changes?after=abc`, { key })).body.error.code).toBe('BAD_CURSOR');
     // above 2^53 the seq would be rounded (and the feed skip or repeat): refused, naming the largest
     const huge = await call(`${plane.url}/v1/changes?after=9007199254740993`, { key });
-    expect([huge.status, huge.body.error.code, huge.body.error.message]).toEqual([400, 'BAD_CURSOR', expect.stringContaining(String(Number.MAX_SAFE_INTEGER))]);
+    expect([huge.status, huge.body.error.code, huge.body.error.message]).toEqual([
+      400,
+      'BAD_CURSOR',
+      expect.stringContaining(String(Number.MAX_SAFE_INTEGER)),
+    ]);
   });
 });
 
@@ -191,7 +225,9 @@ describe.skipIf(!pg)('the change feed on postgres', () => {
       const follower = (async () => {
         while (writing) await read();
       })();
-      await Promise.all(batches.map((rows, i) => ingestBatch(i % 2 ? a.db : b.db, p.projectId, `w${i}`, undefined, rows)));
+      await Promise.all(
+        batches.map((rows, i) => ingestBatch(i % 2 ? a.db : b.db, p.projectId, `w${i}`, undefined, rows)),
+      );
       writing = false;
       await follower;
       // every batch has committed: the rest of the feed, from where the follower stopped
@@ -205,7 +241,11 @@ describe.skipIf(!pg)('the change feed on postgres', () => {
 
       // six polls in process A wait; process B's write reaches them only through A's database recheck
       const answeredAt: number[] = [];
-      const waiting = Array.from({ length: 6 }, () => waitForChanges(a.db, p.projectId, cursor, 10, 20_000).then((page) => (answeredAt.push(performance.now()), page)));
+      const waiting = Array.from({ length: 6 }, () =>
+        waitForChanges(a.db, p.projectId, cursor, 10, 20_000).then(
+          (page) => (answeredAt.push(performance.now()), page),
+        ),
+      );
       await until('the 6 polls wait', () => waitersOf(a.db, 'changes').polls === 6);
       await ingestBatch(
         b.db,
@@ -221,7 +261,9 @@ describe.skipIf(!pg)('the change feed on postgres', () => {
       // "within about a second" (one recheck, FEED_RECHECK_MS), not left to the polls' 20 s wait: bounded by the plane's
       // own intervals with a wide margin, from the ingest's commit: 10 rechecks, half the wait. A loaded machine delays
       // a recheck by a second or two, not by ten; a recheck that never wakes the polls leaves them to their wait
-      expect(Math.max(...answeredAt) - changedAt, 'ms from the commit to the last poll answering').toBeLessThan(10 * FEED_RECHECK_MS);
+      expect(Math.max(...answeredAt) - changedAt, 'ms from the commit to the last poll answering').toBeLessThan(
+        10 * FEED_RECHECK_MS,
+      );
     } finally {
       await a.close();
       await b.close();

@@ -54,15 +54,39 @@ describe('waymark plane keys and first start', () => {
 
   it('creates (shown once), lists and revokes keys; stores only a hash', async () => {
     const dir = tmp.file('plane-a');
-    expect((await run(['projects', 'create', 'acme', '--data-dir', dir])).text).toMatch(/^project acme created \(prj_[0-9a-f]{16}\) through the data dir .* directly \(no plane holds it\)$/);
-    const created = await run(['keys', 'create', '--project', 'acme', '--scopes', 'ingest,read', '--name', 'laptop', '--data-dir', dir]);
+    expect((await run(['projects', 'create', 'acme', '--data-dir', dir])).text).toMatch(
+      /^project acme created \(prj_[0-9a-f]{16}\) through the data dir .* directly \(no plane holds it\)$/,
+    );
+    const created = await run([
+      'keys',
+      'create',
+      '--project',
+      'acme',
+      '--scopes',
+      'ingest,read',
+      '--name',
+      'laptop',
+      '--data-dir',
+      dir,
+    ]);
     expect(created.code).toBe(0);
     const key = created.text.split('\n').pop()!;
     expect(key).toMatch(/^wm_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
     const id = key.slice(3, 19);
     expect((await run(['keys', 'create', '--project', 'acme', '--scopes', 'root', '--data-dir', dir])).code).toBe(2);
     // a manager's key that may answer pauses (issue 16) and nothing else
-    const approver = await run(['keys', 'create', '--project', 'acme', '--scopes', 'approve', '--name', 'refund-manager', '--data-dir', dir]);
+    const approver = await run([
+      'keys',
+      'create',
+      '--project',
+      'acme',
+      '--scopes',
+      'approve',
+      '--name',
+      'refund-manager',
+      '--data-dir',
+      dir,
+    ]);
     expect(approver.code).toBe(0);
     const list = await run(['keys', 'list', '--data-dir', dir]);
     expect(list.text.split('\n')[0]).toMatch(/^ID\s+PROJECT\s+SCOPES\s+NAME\s+STATE$/);
@@ -80,7 +104,10 @@ describe('waymark plane keys and first start', () => {
     expect(again.text).toMatch(/KEY_REVOKED/);
     // the revocation time as the rest of the CLI prints times: local wall-clock time with its offset
     expect((await run(['keys', 'list', '--data-dir', dir])).text).toMatch(
-      new RegExp(`${id}\\s+acme\\s+ingest,read\\s+laptop\\s+revoked \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d\\d:\\d\\d$`, 'm'),
+      new RegExp(
+        `${id}\\s+acme\\s+ingest,read\\s+laptop\\s+revoked \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d\\d:\\d\\d$`,
+        'm',
+      ),
     );
     const db2 = await openPlaneDatabase({ dataDir: dir });
     expect(await authenticate(db2.db, key)).toBeNull();
@@ -92,7 +119,18 @@ describe('waymark plane keys and first start', () => {
     expect((await run(['projects', 'create', 'acme', '--data-dir', dir])).code).toBe(0);
     const fresh = tmp.file('plane-names-never-made');
     for (const d of [dir, fresh]) {
-      const bad = await lines(['keys', 'create', '--project', 'acme', '--scopes', 'read', '--name', `${evil}${'x'.repeat(130)}`, '--data-dir', d]);
+      const bad = await lines([
+        'keys',
+        'create',
+        '--project',
+        'acme',
+        '--scopes',
+        'read',
+        '--name',
+        `${evil}${'x'.repeat(130)}`,
+        '--data-dir',
+        d,
+      ]);
       expect(bad.code).toBe(2);
       expect(bad.out).toHaveLength(1);
       // one refusal of several lines (the problems, then the usage), none with a character a terminal acts on
@@ -106,7 +144,11 @@ describe('waymark plane keys and first start', () => {
     expect(existsSync(fresh)).toBe(false);
     // names that are not refused: 128 characters, another script, emoji
     for (const name of ['x'.repeat(128), 'ノートパソコン', 'deploy 🚀 bot']) {
-      expect((await run(['keys', 'create', '--project', 'acme', '--scopes', 'read', '--name', name, '--data-dir', dir])).code, name).toBe(0);
+      expect(
+        (await run(['keys', 'create', '--project', 'acme', '--scopes', 'read', '--name', name, '--data-dir', dir]))
+          .code,
+        name,
+      ).toBe(0);
     }
     expect((await lines(['keys', 'list', '--data-dir', dir])).out).toHaveLength(4);
   });
@@ -114,7 +156,11 @@ describe('waymark plane keys and first start', () => {
   it('terminal injection defect: keys list prints a name stored before names were checked with its control characters escaped, never raw', async () => {
     const dir = tmp.file('plane-stored-names');
     expect((await run(['projects', 'create', 'acme', '--data-dir', dir])).code).toBe(0);
-    for (const name of ['laptop', 'ci']) expect((await run(['keys', 'create', '--project', 'acme', '--scopes', 'read', '--name', name, '--data-dir', dir])).code).toBe(0);
+    for (const name of ['laptop', 'ci'])
+      expect(
+        (await run(['keys', 'create', '--project', 'acme', '--scopes', 'read', '--name', name, '--data-dir', dir]))
+          .code,
+      ).toBe(0);
     const db = await openPlaneDatabase({ dataDir: dir });
     await db.db.update(apiKeys).set({ name: evil }).where(eq(apiKeys.name, 'laptop'));
     await db.close();
@@ -141,7 +187,9 @@ describe('waymark plane keys and first start', () => {
         const lines: string[] = [];
         const code = await planeMain(args, (l) => lines.push(l));
         expect(code, args.join(' ')).toBe(1);
-        expect(lines.join('\n')).toContain(`NO_PLANE_DATA: no plane data dir at ${join(elsewhere, '.waymark', 'plane')}`);
+        expect(lines.join('\n')).toContain(
+          `NO_PLANE_DATA: no plane data dir at ${join(elsewhere, '.waymark', 'plane')}`,
+        );
       }
       expect(existsSync(join(elsewhere, '.waymark'))).toBe(false);
     } finally {
@@ -156,8 +204,12 @@ describe('waymark plane keys and first start', () => {
     expect((await run(['projects', 'create', 'zeta', '--data-dir', dir])).code).toBe(0);
     const typo = await run(['keys', 'create', '--project', 'acmee', '--scopes', 'ingest', '--data-dir', dir]);
     expect(typo.code).toBe(1);
-    expect(typo.text).toMatch(/UNKNOWN_PROJECT: no project 'acmee'; known: acme, zeta; create it with 'waymark plane projects create acmee'/);
-    expect((await run(['projects', 'list', '--data-dir', dir])).text.split('\n').map((l) => l.split(/\s+/)[1])).toEqual(['acme', 'zeta']);
+    expect(typo.text).toMatch(
+      /UNKNOWN_PROJECT: no project 'acmee'; known: acme, zeta; create it with 'waymark plane projects create acmee'/,
+    );
+    expect((await run(['projects', 'list', '--data-dir', dir])).text.split('\n').map((l) => l.split(/\s+/)[1])).toEqual(
+      ['acme', 'zeta'],
+    );
     expect((await run(['keys', 'list', '--data-dir', dir])).text).toBe('no keys');
     const dup = await run(['projects', 'create', 'acme', '--data-dir', dir]);
     expect(dup.code).toBe(1);
@@ -169,7 +221,9 @@ describe('waymark plane keys and first start', () => {
 
   it('on first start writes one admin key to a 0600 file; dev mode skips login only on loopback', async () => {
     const dir = tmp.file('plane-b');
-    const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir, dev: true }), { logger: pino({ level: 'silent' }) });
+    const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir, dev: true }), {
+      logger: pino({ level: 'silent' }),
+    });
     try {
       expect(plane.adminKeyFile).toBe(join(dir, 'admin-key'));
       expect(statSync(plane.adminKeyFile!).mode & 0o777).toBe(0o600);
@@ -181,12 +235,18 @@ describe('waymark plane keys and first start', () => {
     } finally {
       await plane.close();
     }
-    const again = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir }), { logger: pino({ level: 'silent' }) });
+    const again = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir }), {
+      logger: pino({ level: 'silent' }),
+    });
     expect(again.adminKeyFile).toBeNull();
     expect((await fetch(`${again.url}/`, { redirect: 'manual' })).status).toBe(303);
     await again.close();
     // a stable code, and the hosts it takes named (::1 and localhost are loopback too)
-    await expect(startPlane(loadConfig({}, { host: '0.0.0.0', port: 0, dataDir: dir, dev: true }), { logger: pino({ level: 'silent' }) })).rejects.toMatchObject({
+    await expect(
+      startPlane(loadConfig({}, { host: '0.0.0.0', port: 0, dataDir: dir, dev: true }), {
+        logger: pino({ level: 'silent' }),
+      }),
+    ).rejects.toMatchObject({
       code: 'INVALID_OPTIONS',
       message: expect.stringContaining("only allowed on a loopback host (127.0.0.1, ::1 or localhost), not '0.0.0.0'"),
     });
@@ -195,7 +255,9 @@ describe('waymark plane keys and first start', () => {
   it('an in-memory plane returns its admin key and writes no file (it once wrote ./memory:/admin-key)', async () => {
     const stray = join(process.cwd(), 'memory:');
     rmSync(stray, { recursive: true, force: true });
-    const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), { logger: pino({ level: 'silent' }) });
+    const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), {
+      logger: pino({ level: 'silent' }),
+    });
     try {
       expect(plane.adminKeyFile).toBeNull();
       expect(plane.adminKey).toMatch(/^wm_/);

@@ -29,7 +29,8 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
     let writer = '';
     let cookie = '';
     const get = (path: string) => call(`${plane.url}${path}`, { key: reader });
-    const ingest = async (rows: unknown[], writerId = 'w-edges') => (await call(`${plane.url}/v1/ingest`, { key: writer, json: { protocol: 1, writerId, rows } })).body;
+    const ingest = async (rows: unknown[], writerId = 'w-edges') =>
+      (await call(`${plane.url}/v1/ingest`, { key: writer, json: { protocol: 1, writerId, rows } })).body;
     const page = async (path: string) => {
       const res = await fetch(`${plane.url}${path}`, { redirect: 'manual', headers: { cookie } });
       return { status: res.status, type: res.headers.get('content-type') ?? '', text: await res.text() };
@@ -67,7 +68,11 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const [good] = await eventsOf(async (s) => void (await s.put(step('refused', 0))));
       const bad = { ...(good as object), row: { ...(good as { row: object }).row, seq: -1 } };
       expect(await ingest([bad, { kind: 'nope', id: uuidv7() }])).toMatchObject({ rejected: 2 });
-      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: reader, next: '/' }) });
+      const login = await fetch(`${plane.url}/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        body: new URLSearchParams({ key: reader, next: '/' }),
+      });
       cookie = login.headers.get('set-cookie')!.split(';')[0];
     });
     afterAll(async () => plane?.close());
@@ -84,14 +89,22 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       ]) {
         await badCursor(`/v1/executions?cursor=${cursor([time, 'z'])}`);
       }
-      for (const id of ['a\u0000b', '', 'x'.repeat(201), 7]) await badCursor(`/v1/executions?cursor=${cursor(['2024-01-01T00:00:00.000Z', id])}`);
+      for (const id of ['a\u0000b', '', 'x'.repeat(201), 7])
+        await badCursor(`/v1/executions?cursor=${cursor(['2024-01-01T00:00:00.000Z', id])}`);
       await badCursor(`/v1/executions?cursor=${cursor(['2024-01-01T00:00:00.000Z'])}`);
       const all = await get('/v1/executions?limit=1000');
       const ids = all.body.items.map((e: { executionId: string }) => e.executionId);
       expect(ids).toEqual(expect.arrayContaining(['two-rows', 'three-rows', 'paused-a', 'paused-b']));
       // the limits of the years a cursor may name: everything is before the last instant of 9999, nothing before 0001
-      expect((await get(`/v1/executions?limit=1000&cursor=${cursor(['9999-12-31T23:59:59.999Z', 'z'])}`)).body.items.map((e: { executionId: string }) => e.executionId)).toEqual(ids);
-      expect((await get(`/v1/executions?cursor=${cursor(['0001-01-01T00:00:00.000Z', 'z'])}`)).body).toEqual({ items: [], nextCursor: null });
+      expect(
+        (await get(`/v1/executions?limit=1000&cursor=${cursor(['9999-12-31T23:59:59.999Z', 'z'])}`)).body.items.map(
+          (e: { executionId: string }) => e.executionId,
+        ),
+      ).toEqual(ids);
+      expect((await get(`/v1/executions?cursor=${cursor(['0001-01-01T00:00:00.000Z', 'z'])}`)).body).toEqual({
+        items: [],
+        nextCursor: null,
+      });
       expect(await walk('/v1/executions', (e: { executionId: string }) => e.executionId)).toEqual(ids);
     });
 
@@ -106,22 +119,37 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
         expect(r.body.error.message).toContain(named);
       }
       expect((await get('/v1/executions?updatedSince=0001-01-01T00:00:00Z')).body.items.length).toBeGreaterThan(0);
-      expect((await get('/v1/executions?q=two&writer=test-writer')).body.items.map((e: { executionId: string }) => e.executionId)).toEqual(['two-rows']);
+      expect(
+        (await get('/v1/executions?q=two&writer=test-writer')).body.items.map(
+          (e: { executionId: string }) => e.executionId,
+        ),
+      ).toEqual(['two-rows']);
     });
 
     it('rows: a seq cursor past int4 (2^31, 1e20) or below 0 is 400 BAD_CURSOR; 2^31-1 is read (an empty page); an issued cursor pages every row', async () => {
-      for (const v of [INT4_MAX + 1, 1e20, -1, 0.5, '1']) await badCursor(`/v1/executions/two-rows/rows?cursor=${cursor(v)}`);
-      expect((await get(`/v1/executions/two-rows/rows?cursor=${cursor(INT4_MAX)}`)).body).toEqual({ items: [], nextCursor: null });
-      expect((await get(`/v1/executions/two-rows/rows?cursor=${cursor(0)}`)).body.items.map((r: { seq: number }) => r.seq)).toEqual([1]);
+      for (const v of [INT4_MAX + 1, 1e20, -1, 0.5, '1'])
+        await badCursor(`/v1/executions/two-rows/rows?cursor=${cursor(v)}`);
+      expect((await get(`/v1/executions/two-rows/rows?cursor=${cursor(INT4_MAX)}`)).body).toEqual({
+        items: [],
+        nextCursor: null,
+      });
+      expect(
+        (await get(`/v1/executions/two-rows/rows?cursor=${cursor(0)}`)).body.items.map((r: { seq: number }) => r.seq),
+      ).toEqual([1]);
       expect(await walk('/v1/executions/three-rows/rows', (r: { seq: number }) => r.seq)).toEqual([0, 1, 2]);
     });
 
     it('quarantine and pauses: an id cursor past the safe integers (1e20, 2^53) or below 0 is 400 BAD_CURSOR; the largest safe integer is read (an empty page); an issued cursor pages every item', async () => {
       for (const path of ['/v1/quarantine', '/v1/pauses']) {
         for (const v of [1e20, 2 ** 53, -1, 1.5]) await badCursor(`${path}?cursor=${cursor(v)}`);
-        expect((await get(`${path}?cursor=${cursor(Number.MAX_SAFE_INTEGER)}`)).body).toEqual({ items: [], nextCursor: null });
+        expect((await get(`${path}?cursor=${cursor(Number.MAX_SAFE_INTEGER)}`)).body).toEqual({
+          items: [],
+          nextCursor: null,
+        });
       }
-      expect(await walk('/v1/quarantine', (q: { id: number }) => q.id)).toEqual((await get('/v1/quarantine')).body.items.map((q: { id: number }) => q.id));
+      expect(await walk('/v1/quarantine', (q: { id: number }) => q.id)).toEqual(
+        (await get('/v1/quarantine')).body.items.map((q: { id: number }) => q.id),
+      );
       expect((await walk('/v1/quarantine', (q: { id: number }) => q.id)).length).toBe(2);
       expect(await walk('/v1/pauses', (p: { executionId: string }) => p.executionId)).toEqual(['paused-a', 'paused-b']);
     });
@@ -167,7 +195,9 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(seqs).toEqual([0, 1, 2]);
       const store = new SqliteCheckpointer({ path: ':memory:', writerId: 'restorer' });
       try {
-        expect(await restoreFromPlane(store, 'three-rows', { url: plane.url, apiKey: reader, pageSize: 1 })).toMatchObject({ totalRows: 3 });
+        expect(
+          await restoreFromPlane(store, 'three-rows', { url: plane.url, apiKey: reader, pageSize: 1 }),
+        ).toMatchObject({ totalRows: 3 });
         expect((await store.list('three-rows')).map((r) => r.seq)).toEqual([0, 1, 2]);
       } finally {
         await store.close();
@@ -197,10 +227,18 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
         ['idempotency', 5, upToId, 'a'],
         ['idempotency', 1, uuidv7(), null],
       ]) {
-        expect((await badCursor(`/v1/executions/effects/restore?idempotency=paged&cursor=${cursor(v)}`)).body.error.message).toContain('restore again from the first page');
+        expect(
+          (await badCursor(`/v1/executions/effects/restore?idempotency=paged&cursor=${cursor(v)}`)).body.error.message,
+        ).toContain('restore again from the first page');
       }
       // the key limit itself is read
-      expect((await get(`/v1/executions/effects/restore?idempotency=paged&cursor=${cursor(['idempotency', 1, upToId, '€'.repeat(512)])}`)).status).toBe(200);
+      expect(
+        (
+          await get(
+            `/v1/executions/effects/restore?idempotency=paged&cursor=${cursor(['idempotency', 1, upToId, '€'.repeat(512)])}`,
+          )
+        ).status,
+      ).toBe(200);
       const seqs: number[] = [];
       const keys: string[] = [];
       let next: string | null = null;
@@ -217,7 +255,9 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect([...keys].sort()).toEqual(['B', 'Z z', 'a', 'é', '€']);
       const store = new SqliteCheckpointer({ path: ':memory:', writerId: 'restorer' });
       try {
-        expect(await restoreFromPlane(store, 'effects', { url: plane.url, apiKey: reader, pageSize: 1 })).toMatchObject({ totalRows: 2, idempotencyInserted: 5 });
+        expect(await restoreFromPlane(store, 'effects', { url: plane.url, apiKey: reader, pageSize: 1 })).toMatchObject(
+          { totalRows: 2, idempotencyInserted: 5 },
+        );
         expect(await store.getIdempotent('effects', 'é')).toEqual({ hit: true, result: { k: 'é' } });
       } finally {
         await store.close();
@@ -231,7 +271,12 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(await ingest(old)).toMatchObject({ rejected: 0 });
       const p1 = await get('/v1/executions/redone/restore?limit=1');
       expect(p1.body).toMatchObject({ upTo: 2, totalRows: 3, nextCursor: expect.any(String) });
-      const del: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId: 'redone', deletedAt: new Date().toISOString() };
+      const del: OutboxEvent = {
+        kind: 'execution_deleted',
+        id: uuidv7(),
+        executionId: 'redone',
+        deletedAt: new Date().toISOString(),
+      };
       const again = await eventsOf(async (s) => void (await s.put(step('redone', 0, { nodeOutput: 'new run' }))));
       expect(await ingest([del, ...again])).toMatchObject({ rejected: 0 });
       await badCursor(`/v1/executions/redone/restore?limit=1&cursor=${p1.body.nextCursor}`);
@@ -264,7 +309,11 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
         expect([p.status, p.type], path).toEqual([400, expect.stringContaining('text/html')]);
         expect(p.text, path).toContain('BAD_CURSOR');
       }
-      for (const path of [`/runs/two-rows?cursor=${cursor(INT4_MAX)}`, `/quarantine?cursor=${cursor(Number.MAX_SAFE_INTEGER)}`, `/approvals?cursor=${cursor(Number.MAX_SAFE_INTEGER)}`]) {
+      for (const path of [
+        `/runs/two-rows?cursor=${cursor(INT4_MAX)}`,
+        `/quarantine?cursor=${cursor(Number.MAX_SAFE_INTEGER)}`,
+        `/approvals?cursor=${cursor(Number.MAX_SAFE_INTEGER)}`,
+      ]) {
         expect((await page(path)).status, path).toBe(200);
       }
     });
@@ -290,7 +339,9 @@ function edgeSuite(name: string, kind: () => 'pglite' | { url: string }) {
       }
       expect((await page('/?q=two')).text).toContain('href="/runs/two-rows"');
       // a search is a prefix, not an id: '.' (no run's id) still finds the runs starting with it
-      expect(await ingest(await eventsOf(async (s) => void (await s.put(step('.dotted', 0)))))).toMatchObject({ rejected: 0 });
+      expect(await ingest(await eventsOf(async (s) => void (await s.put(step('.dotted', 0)))))).toMatchObject({
+        rejected: 0,
+      });
       expect((await page('/?q=.')).text).toContain('href="/runs/.dotted"');
     });
   });

@@ -11,7 +11,15 @@ import { createKey } from '../../plane/auth.js';
 import { claimPause } from '../../plane/claims.js';
 import type { PlaneDatabase } from '../../plane/db/open.js';
 import { claims, pendingInterrupts } from '../../plane/db/schema.js';
-import { decisionFeed, decisionOf, feedCursor, feedWaiters, listPauses, recordDecision, waitForDecisions } from '../../plane/decisions.js';
+import {
+  decisionFeed,
+  decisionOf,
+  feedCursor,
+  feedWaiters,
+  listPauses,
+  recordDecision,
+  waitForDecisions,
+} from '../../plane/decisions.js';
 import { FEED_RECHECK_MS, feedSignal } from '../../plane/long-poll.js';
 import { HttpError } from '../../plane/http/errors.js';
 import { ingestBatch, rowsOf } from '../../plane/ingest.js';
@@ -50,19 +58,28 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
     let project = '';
     let other = '';
     const db = () => database.db;
-    const ingest = async (rows: unknown[], writerId = 'laptop-a', projectId = project) => ingestBatch(db(), projectId, writerId, undefined, rows);
+    const ingest = async (rows: unknown[], writerId = 'laptop-a', projectId = project) =>
+      ingestBatch(db(), projectId, writerId, undefined, rows);
     /** A run paused on a laptop and synced: its pause's checkpoint id. */
     const paused = async (executionId: string, writerId = 'laptop-a', context: unknown = { amount: 120 }) => {
       let checkpointId = '';
       const rows = await eventsOf(async (s) => {
         await s.put(step(executionId, 0));
-        checkpointId = (await s.recordInterrupt(pause(executionId, 1), { reason: 'approve refund', context: context as never })).checkpoint.id;
+        checkpointId = (
+          await s.recordInterrupt(pause(executionId, 1), { reason: 'approve refund', context: context as never })
+        ).checkpoint.id;
       }, writerId);
       expect((await ingest(rows, writerId)).rejected).toBe(0);
       return checkpointId;
     };
-    const count = async () => rowsOf<{ n: number }>(await db().execute(sql`SELECT count(*)::int AS n FROM decisions`))[0].n;
-    const claimed = (executionId: string, checkpointId: string, writerId: string, decisionId?: string): OutboxEvent => ({
+    const count = async () =>
+      rowsOf<{ n: number }>(await db().execute(sql`SELECT count(*)::int AS n FROM decisions`))[0].n;
+    const claimed = (
+      executionId: string,
+      checkpointId: string,
+      writerId: string,
+      decisionId?: string,
+    ): OutboxEvent => ({
       kind: 'interrupt_claimed',
       id: uuidv7(),
       executionId,
@@ -86,14 +103,21 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
 
     beforeAll(async () => {
       database = await openTestPlaneDatabase(kind());
-      project = (await createKey(database.db, { project: 'alpha', scopes: ['approve'], createProject: true })).projectId;
+      project = (await createKey(database.db, { project: 'alpha', scopes: ['approve'], createProject: true }))
+        .projectId;
       other = (await createKey(database.db, { project: 'beta', scopes: ['approve'], createProject: true })).projectId;
     });
     afterAll(async () => database?.close());
 
     it('records one decision per open pause (comment into metadata); a second is refused naming the first, and nothing changes', async () => {
       const cp = await paused('rec-1');
-      const d = await recordDecision(db(), project, 'rec-1', { checkpointId: cp, approved: true, metadata: { ticket: 7 }, comment: 'refund is fine' }, 'manager-key');
+      const d = await recordDecision(
+        db(),
+        project,
+        'rec-1',
+        { checkpointId: cp, approved: true, metadata: { ticket: 7 }, comment: 'refund is fine' },
+        'manager-key',
+      );
       expect(d).toMatchObject({
         executionId: 'rec-1',
         checkpointId: cp,
@@ -106,8 +130,14 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
         appliedAt: null,
       });
       const before = await count();
-      const second = await refusal(recordDecision(db(), project, 'rec-1', { checkpointId: cp, approved: false }, 'someone-else'));
-      expect(second).toMatchObject({ status: 409, code: 'ALREADY_DECIDED', details: { decision: { decisionId: d.decisionId, decidedBy: 'manager-key', approved: true } } });
+      const second = await refusal(
+        recordDecision(db(), project, 'rec-1', { checkpointId: cp, approved: false }, 'someone-else'),
+      );
+      expect(second).toMatchObject({
+        status: 409,
+        code: 'ALREADY_DECIDED',
+        details: { decision: { decisionId: d.decisionId, decidedBy: 'manager-key', approved: true } },
+      });
       expect(second.message).toContain("'manager-key'");
       expect(await count()).toBe(before);
       expect(await decisionOf(db(), project, 'rec-1', cp)).toEqual(d);
@@ -116,14 +146,33 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
     it('bad input names every problem (unknown fields, wrong types, comment given twice) and stores nothing', async () => {
       const cp = await paused('bad-1');
       const before = await count();
-      const a = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: cp, approved: 'yes', metadata: [], amount: 5, extra: true }, 'k'));
+      const a = await refusal(
+        recordDecision(
+          db(),
+          project,
+          'bad-1',
+          { checkpointId: cp, approved: 'yes', metadata: [], amount: 5, extra: true },
+          'k',
+        ),
+      );
       expect(a).toMatchObject({ status: 400, code: 'INVALID_DECISION' });
-      for (const bit of ["unknown field 'amount'", "unknown field 'extra'", 'approved:', 'metadata:']) expect(a.message).toContain(bit);
+      for (const bit of ["unknown field 'amount'", "unknown field 'extra'", 'approved:', 'metadata:'])
+        expect(a.message).toContain(bit);
       expect((a.details as { problems: string[] }).problems.length).toBe(4);
-      const b = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: 'not-a-uuid', approved: true, comment: 5 }, 'k'));
+      const b = await refusal(
+        recordDecision(db(), project, 'bad-1', { checkpointId: 'not-a-uuid', approved: true, comment: 5 }, 'k'),
+      );
       expect(b.message).toContain('checkpointId:');
       expect(b.message).toContain('comment:');
-      const c = await refusal(recordDecision(db(), project, 'bad-1', { checkpointId: cp, approved: true, metadata: { comment: 'a' }, comment: 'b' }, 'k'));
+      const c = await refusal(
+        recordDecision(
+          db(),
+          project,
+          'bad-1',
+          { checkpointId: cp, approved: true, metadata: { comment: 'a' }, comment: 'b' },
+          'k',
+        ),
+      );
       expect(c.message).toContain('given twice');
       expect(await count()).toBe(before);
       expect(await decisionOf(db(), project, 'bad-1', cp)).toBeNull();
@@ -131,9 +180,15 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
 
     it("a pause that is not on the plane, not this run's open pause, or of another project is PAUSE_NOT_FOUND", async () => {
       const cp = await paused('nf-1');
-      expect(await refusal(recordDecision(db(), project, 'nf-1', { checkpointId: uuidv7(), approved: true }, 'k'))).toMatchObject({ status: 404, code: 'PAUSE_NOT_FOUND', details: { openPause: cp } });
-      expect((await refusal(recordDecision(db(), project, 'nobody', { checkpointId: cp, approved: true }, 'k'))).code).toBe('PAUSE_NOT_FOUND');
-      expect((await refusal(recordDecision(db(), other, 'nf-1', { checkpointId: cp, approved: true }, 'k'))).status).toBe(404);
+      expect(
+        await refusal(recordDecision(db(), project, 'nf-1', { checkpointId: uuidv7(), approved: true }, 'k')),
+      ).toMatchObject({ status: 404, code: 'PAUSE_NOT_FOUND', details: { openPause: cp } });
+      expect(
+        (await refusal(recordDecision(db(), project, 'nobody', { checkpointId: cp, approved: true }, 'k'))).code,
+      ).toBe('PAUSE_NOT_FOUND');
+      expect(
+        (await refusal(recordDecision(db(), other, 'nf-1', { checkpointId: cp, approved: true }, 'k'))).status,
+      ).toBe(404);
       expect(await decisionOf(db(), project, 'nf-1', cp)).toBeNull();
       expect(await decisionOf(db(), other, 'nf-1', cp)).toBeNull();
     });
@@ -142,7 +197,11 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const c1 = await paused('closed-1');
       expect((await claimPause(db(), project, 'closed-1', c1, 'laptop-b')).won).toBe(true);
       const r1 = await refusal(recordDecision(db(), project, 'closed-1', { checkpointId: c1, approved: true }, 'k'));
-      expect(r1).toMatchObject({ status: 409, code: 'PAUSE_CLOSED', details: { claimedBy: 'laptop-b', source: 'api' } });
+      expect(r1).toMatchObject({
+        status: 409,
+        code: 'PAUSE_CLOSED',
+        details: { claimedBy: 'laptop-b', source: 'api' },
+      });
       expect(r1.message).toContain("claimed by writer 'laptop-b'");
 
       let c2 = '';
@@ -156,7 +215,9 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(r2.message).toContain('cancelled');
 
       const c3 = await paused('closed-3');
-      await ingest([{ kind: 'execution_deleted', id: uuidv7(), executionId: 'closed-3', deletedAt: new Date().toISOString() }]);
+      await ingest([
+        { kind: 'execution_deleted', id: uuidv7(), executionId: 'closed-3', deletedAt: new Date().toISOString() },
+      ]);
       const r3 = await refusal(recordDecision(db(), project, 'closed-3', { checkpointId: c3, approved: true }, 'k'));
       expect(r3).toMatchObject({ code: 'PAUSE_CLOSED', details: { source: 'delete' } });
       expect(r3.message).toContain('deleted');
@@ -175,7 +236,10 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const cp2 = await paused('st-2');
       await recordDecision(db(), project, 'st-2', { checkpointId: cp2, approved: false }, 'k');
       await ingest([claimed('st-2', cp2, 'laptop-b')], 'laptop-b');
-      expect(await decisionOf(db(), project, 'st-2', cp2)).toMatchObject({ state: 'superseded', appliedBy: 'laptop-b' });
+      expect(await decisionOf(db(), project, 'st-2', cp2)).toMatchObject({
+        state: 'superseded',
+        appliedBy: 'laptop-b',
+      });
 
       // the holder's retry of a claim made before it knew the decision records it once
       const cp3 = await paused('st-3');
@@ -191,12 +255,26 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       }, 'laptop-d');
       await ingest(cancelRows, 'laptop-d');
       await recordDecision(db(), project, 'st-4', { checkpointId: cp4, approved: true }, 'k');
-      await ingest([{ kind: 'interrupt_closed', id: uuidv7(), executionId: 'st-4', checkpointId: cp4, writerId: 'laptop-d', closedAt: new Date().toISOString() } as OutboxEvent], 'laptop-d');
+      await ingest(
+        [
+          {
+            kind: 'interrupt_closed',
+            id: uuidv7(),
+            executionId: 'st-4',
+            checkpointId: cp4,
+            writerId: 'laptop-d',
+            closedAt: new Date().toISOString(),
+          } as OutboxEvent,
+        ],
+        'laptop-d',
+      );
       expect((await decisionOf(db(), project, 'st-4', cp4))!.state).toBe('superseded');
 
       const cp5 = await paused('st-5');
       await recordDecision(db(), project, 'st-5', { checkpointId: cp5, approved: true }, 'k');
-      await ingest([{ kind: 'execution_deleted', id: uuidv7(), executionId: 'st-5', deletedAt: new Date().toISOString() }]);
+      await ingest([
+        { kind: 'execution_deleted', id: uuidv7(), executionId: 'st-5', deletedAt: new Date().toISOString() },
+      ]);
       expect((await decisionOf(db(), project, 'st-5', cp5))!.state).toBe('superseded');
     });
 
@@ -205,12 +283,24 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const first = local('in-1', cp);
       const a = await ingest([{ kind: 'decision_recorded', id: first.decisionId, row: first }]);
       expect(a).toMatchObject({ accepted: 1, rejected: 0, decisions: { stored: 1, dropped: [] } });
-      expect(await decisionOf(db(), project, 'in-1', cp)).toMatchObject({ decisionId: first.decisionId, source: 'local', decidedBy: 'ana@laptop', state: 'pending' });
+      expect(await decisionOf(db(), project, 'in-1', cp)).toMatchObject({
+        decisionId: first.decisionId,
+        source: 'local',
+        decidedBy: 'ana@laptop',
+        state: 'pending',
+      });
       const again = await ingest([{ kind: 'decision_recorded', id: first.decisionId, row: first }]);
       expect(again).toMatchObject({ duplicate: 1, decisions: { stored: 0 } });
       const second = local('in-1', cp, { approved: false, decidedBy: 'bo@desktop' });
       const b = await ingest([{ kind: 'decision_recorded', id: second.decisionId, row: second }], 'laptop-b');
-      expect(b).toMatchObject({ accepted: 1, rejected: 0, decisions: { stored: 0, dropped: [{ decision: { decisionId: second.decisionId }, first: { decisionId: first.decisionId } }] } });
+      expect(b).toMatchObject({
+        accepted: 1,
+        rejected: 0,
+        decisions: {
+          stored: 0,
+          dropped: [{ decision: { decisionId: second.decisionId }, first: { decisionId: first.decisionId } }],
+        },
+      });
       expect((await decisionOf(db(), project, 'in-1', cp))!.decisionId).toBe(first.decisionId);
 
       // the decision in an earlier batch than its pause (the pause was refused once and resent, say)
@@ -219,9 +309,14 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
         cp2 = (await s.recordInterrupt(pause('in-2'), { reason: 'r', context: null })).checkpoint.id;
       });
       const early = local('in-2', cp2);
-      expect((await ingest([{ kind: 'decision_recorded', id: early.decisionId, row: early }])).decisions.stored).toBe(1);
+      expect((await ingest([{ kind: 'decision_recorded', id: early.decisionId, row: early }])).decisions.stored).toBe(
+        1,
+      );
       await ingest(rows);
-      expect(await decisionOf(db(), project, 'in-2', cp2)).toMatchObject({ decisionId: early.decisionId, state: 'pending' });
+      expect(await decisionOf(db(), project, 'in-2', cp2)).toMatchObject({
+        decisionId: early.decisionId,
+        state: 'pending',
+      });
       expect((await restorePage(db(), project, 'in-2', { limit: 10 })).decision).toEqual(early);
 
       const forged = local('in-1', cp, { source: 'plane' });
@@ -255,7 +350,13 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
         ['inbox-early-clock', 'open'],
         ['inbox-third', 'claimed'],
       ]);
-      expect(all.items[0]).toMatchObject({ checkpointId: late, reason: 'approve inbox-late-clock', context: { id: 'inbox-late-clock' }, decision: null, ageMs: 0 });
+      expect(all.items[0]).toMatchObject({
+        checkpointId: late,
+        reason: 'approve inbox-late-clock',
+        context: { id: 'inbox-late-clock' },
+        decision: null,
+        ageMs: 0,
+      });
       expect(all.items[1].ageMs).toBeGreaterThan(5 * 365 * 86_400_000);
       expect(all.items[1].decision).toMatchObject({ state: 'pending', decidedBy: 'k' });
       const seen: string[] = [];
@@ -266,7 +367,9 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
         cursor = page.nextCursor;
       }
       expect(seen).toEqual(all.items.map((i) => i.executionId));
-      expect((await listPauses(db(), project, { limit: 1000 })).items.map((i) => i.executionId)).not.toContain('inbox-late-clock');
+      expect((await listPauses(db(), project, { limit: 1000 })).items.map((i) => i.executionId)).not.toContain(
+        'inbox-late-clock',
+      );
     });
 
     it('the feed pages decisions in recording order by cursor; the long poll answers at once, wakes on a recording, or answers empty with the same cursor', async () => {
@@ -354,11 +457,17 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const r = await ingest([decisionEvent(wrong)]);
       expect(r.results[0]).toMatchObject({ status: 'rejected', code: 'invalid' });
       expect(r.results[0].status === 'rejected' && r.results[0].reason).toContain("belongs to execution 'mm-1'");
-      const q = rowsOf<{ n: number }>(await db().execute(sql`SELECT count(*)::int AS n FROM quarantine WHERE project_id = ${project} AND row_id = ${wrong.decisionId} AND code = 'invalid'`));
+      const q = rowsOf<{ n: number }>(
+        await db().execute(
+          sql`SELECT count(*)::int AS n FROM quarantine WHERE project_id = ${project} AND row_id = ${wrong.decisionId} AND code = 'invalid'`,
+        ),
+      );
       expect(q[0].n).toBe(1);
       expect(await decisionOf(db(), project, 'mm-1', cp)).toBeNull();
       expect(await decisionOf(db(), project, 'mm-2', cp)).toBeNull();
-      expect((await recordDecision(db(), project, 'mm-1', { checkpointId: cp, approved: true }, 'k')).state).toBe('pending');
+      expect((await recordDecision(db(), project, 'mm-1', { checkpointId: cp, approved: true }, 'k')).state).toBe(
+        'pending',
+      );
 
       // the pause not on the plane when the mismatched decision came: it takes the key; the run's own pause then arrives
       let cp3 = '';
@@ -374,10 +483,16 @@ function decisionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(pauses.items.find((p) => p.checkpointId === cp3)).toMatchObject({ decision: null });
       // and a decision for it is refused 409 naming the holder (not a 404 forever)
       const refused = await refusal(recordDecision(db(), project, 'mm-3', { checkpointId: cp3, approved: true }, 'k'));
-      expect(refused).toMatchObject({ status: 409, code: 'ALREADY_DECIDED', details: { decision: { decisionId: early.decisionId, executionId: 'mm-4' } } });
+      expect(refused).toMatchObject({
+        status: 409,
+        code: 'ALREADY_DECIDED',
+        details: { decision: { decisionId: early.decisionId, executionId: 'mm-4' } },
+      });
       expect(refused.message).toContain("recorded for execution 'mm-4'");
       // a run with no such pause (a checkpoint id of another run, decided there) is told its pause is not there, not that run's decision
-      const elsewhere = await refusal(recordDecision(db(), project, 'mm-9', { checkpointId: cp3, approved: true }, 'k'));
+      const elsewhere = await refusal(
+        recordDecision(db(), project, 'mm-9', { checkpointId: cp3, approved: true }, 'k'),
+      );
       expect(elsewhere).toMatchObject({ status: 404, code: 'PAUSE_NOT_FOUND' });
       expect(JSON.stringify(elsewhere)).not.toContain(early.decisionId);
     });
@@ -407,16 +522,23 @@ describe.skipIf(!pg)('decisions on postgres', () => {
       const after = Number((await decisionFeed(a.db, p.projectId, 0, 1000)).nextCursor);
       // many polls waiting at once share one recheck of the database; each is woken
       const answeredAt: number[] = [];
-      const waiting = Array.from({ length: 12 }, () => waitForDecisions(a.db, p.projectId, after, 10, 20_000).then((page) => (answeredAt.push(performance.now()), page)));
+      const waiting = Array.from({ length: 12 }, () =>
+        waitForDecisions(a.db, p.projectId, after, 10, 20_000).then(
+          (page) => (answeredAt.push(performance.now()), page),
+        ),
+      );
       await until('the 12 polls wait', () => feedWaiters(a.db).polls === 12);
       expect(feedWaiters(a.db).timers).toBe(1);
       await recordDecision(b.db, p.projectId, 'two-1', { checkpointId: cp, approved: true }, 'other-process');
       const recordedAt = performance.now();
-      for (const page of await Promise.all(waiting)) expect(page.items.map((i) => i.decidedBy)).toEqual(['other-process']);
+      for (const page of await Promise.all(waiting))
+        expect(page.items.map((i) => i.decidedBy)).toEqual(['other-process']);
       // "within about a second" (one shared recheck, FEED_RECHECK_MS), not left to the polls' 20 s wait: bounded by the
       // plane's own intervals with a wide margin, from the recording's commit: 10 rechecks, half the wait. A loaded
       // machine delays a recheck by a second or two, not by ten; a recheck that never wakes the polls leaves them to their wait
-      expect(Math.max(...answeredAt) - recordedAt, 'ms from the commit to the last poll answering').toBeLessThan(10 * FEED_RECHECK_MS);
+      expect(Math.max(...answeredAt) - recordedAt, 'ms from the commit to the last poll answering').toBeLessThan(
+        10 * FEED_RECHECK_MS,
+      );
       expect(feedWaiters(a.db)).toEqual({ polls: 0, listeners: 0, timers: 0 });
     } finally {
       await a.close();
@@ -439,7 +561,16 @@ describe.skipIf(!pg)('decisions on postgres', () => {
     return pauses;
   }
   const localDecision = (executionId: string, checkpointId: string): OutboxEvent => {
-    const d: Decision = { decisionId: uuidv7(), executionId, checkpointId, approved: true, metadata: {}, decidedBy: 'ana@laptop', source: 'local', decidedAt: new Date().toISOString() };
+    const d: Decision = {
+      decisionId: uuidv7(),
+      executionId,
+      checkpointId,
+      approved: true,
+      metadata: {},
+      decidedBy: 'ana@laptop',
+      source: 'local',
+      decidedAt: new Date().toISOString(),
+    };
     return { kind: 'decision_recorded', id: d.decisionId, row: d };
   };
 
@@ -498,7 +629,14 @@ describe.skipIf(!pg)('decisions on postgres', () => {
       });
       // claimPause's writes (the claim row, then the pause row it updates), held open in another process
       const claiming = b.db.transaction(async (tx) => {
-        await tx.insert(claims).values({ projectId: p.projectId, checkpointId: cp, executionId: id, writerId: 'laptop-z', source: 'api', decisionId: null });
+        await tx.insert(claims).values({
+          projectId: p.projectId,
+          checkpointId: cp,
+          executionId: id,
+          writerId: 'laptop-z',
+          source: 'api',
+          decisionId: null,
+        });
         await tx
           .update(pendingInterrupts)
           .set({ state: 'claimed', claimedBy: 'laptop-z', claimedAt: new Date() })
@@ -516,7 +654,11 @@ describe.skipIf(!pg)('decisions on postgres', () => {
         settled = true;
       });
       const lockWaits = async () =>
-        rowsOf<{ n: number }>(await a.db.execute(sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n;
+        rowsOf<{ n: number }>(
+          await a.db.execute(
+            sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          ),
+        )[0].n;
       await until('the recording answers or waits on a row lock', async () => settled || (await lockWaits()) > 0);
       release();
       await claiming;

@@ -17,14 +17,30 @@ describe('deeply nested rows', () => {
       const [other] = await eventsOf(async (s) => void (await s.put(step('deep', 0))), 'w1');
       for (const depth of [10_000, 100_000]) {
         const deepArray = `${'['.repeat(depth)}${']'.repeat(depth)}`;
-        const deepState = JSON.stringify(other).replace('"state":{"messages"', `"state":{"x":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)},"messages"`);
-        const r = await call(`${plane.url}/v1/ingest`, { key, raw: `{"protocol":1,"writerId":"w1","rows":[${deepArray},${JSON.stringify(good)},${deepState}]}` });
+        const deepState = JSON.stringify(other).replace(
+          '"state":{"messages"',
+          `"state":{"x":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)},"messages"`,
+        );
+        const r = await call(`${plane.url}/v1/ingest`, {
+          key,
+          raw: `{"protocol":1,"writerId":"w1","rows":[${deepArray},${JSON.stringify(good)},${deepState}]}`,
+        });
         expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(200);
         // the reason is the schema's where an engine writes such a value back (V8 in Node 20 cannot): only the code is fixed
         expect(r.body.results).toEqual([
-          { id: null, status: 'rejected', code: 'invalid', reason: expect.stringMatching(/nested deeper than 64|Invalid input/) },
+          {
+            id: null,
+            status: 'rejected',
+            code: 'invalid',
+            reason: expect.stringMatching(/nested deeper than 64|Invalid input/),
+          },
           { id: (good as { id: string }).id, status: depth === 10_000 ? 'accepted' : 'duplicate' },
-          { id: (other as { id: string }).id, status: 'rejected', code: 'invalid', reason: expect.stringContaining('nested deeper than 64') },
+          {
+            id: (other as { id: string }).id,
+            status: 'rejected',
+            code: 'invalid',
+            reason: expect.stringContaining('nested deeper than 64'),
+          },
         ]);
       }
       const q = await call(`${plane.url}/v1/quarantine`, { key });

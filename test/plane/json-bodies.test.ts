@@ -41,7 +41,13 @@ interface Raw {
 }
 
 /** A POST over a raw socket: `head` headers (Host and the key added), then `first` of the body, and nothing more until told. */
-function rawPost(port: number, path: string, key: string, head: Record<string, string>, first: string | Buffer): Promise<Raw> {
+function rawPost(
+  port: number,
+  path: string,
+  key: string,
+  head: Record<string, string>,
+  first: string | Buffer,
+): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     let answer = '';
@@ -59,7 +65,12 @@ function rawPost(port: number, path: string, key: string, head: Record<string, s
     });
     socket.once('error', reject);
     socket.once('connect', () => {
-      const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', `Authorization: Bearer ${key}`, ...Object.entries(head).map(([k, v]) => `${k}: ${v}`)];
+      const lines = [
+        `POST ${path} HTTP/1.1`,
+        'Host: 127.0.0.1',
+        `Authorization: Bearer ${key}`,
+        ...Object.entries(head).map(([k, v]) => `${k}: ${v}`),
+      ];
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);
       socket.write(first, () => {
         r.opened = performance.now();
@@ -75,7 +86,9 @@ const IDLE_MS = 2_000;
 
 const within = <T>(p: Promise<T>, ms: number): Promise<T | 'no answer'> => {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<'no answer'>((r) => (timer = setTimeout(() => r('no answer'), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([p, new Promise<'no answer'>((r) => (timer = setTimeout(() => r('no answer'), ms)))]).finally(
+    () => clearTimeout(timer),
+  );
 };
 
 describe('JSON bodies of the control routes (plane on PGlite, real sockets)', () => {
@@ -102,16 +115,41 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       valid: () => ({ checkpointId, writerId: 'w-b' }),
       required: ['checkpointId', 'writerId'],
     },
-    { name: 'takeover', path: '/v1/executions/jb-run/takeover', key: () => writer, valid: () => ({ writerId: 'w-b', seq: 0 }), required: ['writerId', 'seq'] },
-    { name: 'admin projects', path: '/v1/admin/projects', key: () => operator, valid: () => ({ name: 'jb-new' }), required: ['name'] },
-    { name: 'admin keys', path: '/v1/admin/keys', key: () => operator, valid: () => ({ project: 'jb', name: 'jb-key', scopes: ['read'] }), required: ['scopes'] },
-    { name: 'admin prune', path: '/v1/admin/prune', key: () => operator, valid: () => ({ olderThanSeconds: MIN_RETENTION_SECONDS }), required: ['olderThanSeconds'] },
+    {
+      name: 'takeover',
+      path: '/v1/executions/jb-run/takeover',
+      key: () => writer,
+      valid: () => ({ writerId: 'w-b', seq: 0 }),
+      required: ['writerId', 'seq'],
+    },
+    {
+      name: 'admin projects',
+      path: '/v1/admin/projects',
+      key: () => operator,
+      valid: () => ({ name: 'jb-new' }),
+      required: ['name'],
+    },
+    {
+      name: 'admin keys',
+      path: '/v1/admin/keys',
+      key: () => operator,
+      valid: () => ({ project: 'jb', name: 'jb-key', scopes: ['read'] }),
+      required: ['scopes'],
+    },
+    {
+      name: 'admin prune',
+      path: '/v1/admin/prune',
+      key: () => operator,
+      valid: () => ({ olderThanSeconds: MIN_RETENTION_SECONDS }),
+      required: ['olderThanSeconds'],
+    },
   ];
 
   /** What a refused request must leave as it was: row counts, the pause still open, the run still its writer's. */
   const state = async () => {
     const db = database.db;
-    const n = async (t: typeof projects | typeof apiKeys | typeof claims | typeof runTakeovers | typeof executions) => (await db.select({ n: count() }).from(t))[0].n;
+    const n = async (t: typeof projects | typeof apiKeys | typeof claims | typeof runTakeovers | typeof executions) =>
+      (await db.select({ n: count() }).from(t))[0].n;
     const run = await call(`${plane.url}/v1/executions/jb-pause`, { key: writer });
     return {
       projects: await n(projects),
@@ -124,7 +162,11 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
   };
 
   const post = (r: BodyRoute, init: { headers?: Record<string, string>; body?: string | Uint8Array<ArrayBuffer> }) =>
-    fetch(`${plane.url}${r.path}`, { method: 'POST', headers: { authorization: `Bearer ${r.key()}`, ...init.headers }, body: init.body }).then(async (res) => ({
+    fetch(`${plane.url}${r.path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${r.key()}`, ...init.headers },
+      body: init.body,
+    }).then(async (res) => ({
       status: res.status,
       headers: res.headers,
       body: (await res.json()) as { error: { code: string; message: string } },
@@ -134,8 +176,12 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
     database = await openTestPlaneDatabase('pglite');
     // a body deadline of its own (the plane's configured one reaches every route that reads a body); a takeover
     // delay of 1 ms, so a takeover that got through would win, and a refused one is seen to change nothing
-    plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', takeoverAfterMs: 1, bodyIdleMs: IDLE_MS }), { database, logger: pino({ level: 'silent' }) });
-    operator = (await createKey(database.db, { createProject: true, project: 'ops', scopes: ['admin', 'operator'] })).key;
+    plane = await startPlane(
+      loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', takeoverAfterMs: 1, bodyIdleMs: IDLE_MS }),
+      { database, logger: pino({ level: 'silent' }) },
+    );
+    operator = (await createKey(database.db, { createProject: true, project: 'ops', scopes: ['admin', 'operator'] }))
+      .key;
     writer = (await createKey(database.db, { createProject: true, project: 'jb', scopes: ['ingest', 'read'] })).key;
     approver = (await createKey(database.db, { project: 'jb', scopes: ['approve'] })).key;
     const rows = await eventsOf(async (s) => {
@@ -143,7 +189,9 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       checkpointId = (await s.recordInterrupt(pause('jb-pause', 1), { reason: 'r', context: null })).checkpoint.id;
       await s.put(step('jb-run', 0));
     }, 'w-a');
-    expect((await call(`${plane.url}/v1/ingest`, { key: writer, json: { protocol: 1, writerId: 'w-a', rows } })).body).toMatchObject({ accepted: rows.length });
+    expect(
+      (await call(`${plane.url}/v1/ingest`, { key: writer, json: { protocol: 1, writerId: 'w-a', rows } })).body,
+    ).toMatchObject({ accepted: rows.length });
   });
   afterEach(() => {
     for (const s of sockets.splice(0)) s.destroy();
@@ -185,7 +233,11 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
     const idleMs = IDLE_MS;
     // Content-Length 100, five bytes sent, then nothing: all the routes at once, and the decision route (its body read the same way)
     const stalling = [...routes, { name: 'decision', path: '/v1/executions/jb-pause/decision', key: () => approver }];
-    const stalled = await Promise.all(stalling.map((r) => rawPost(plane.port, r.path, r.key(), { 'Content-Type': 'application/json', 'Content-Length': '100' }, '{"wri')));
+    const stalled = await Promise.all(
+      stalling.map((r) =>
+        rawPost(plane.port, r.path, r.key(), { 'Content-Type': 'application/json', 'Content-Length': '100' }, '{"wri'),
+      ),
+    );
     sockets.push(...stalled.map((s) => s.socket));
     const closedAt = await Promise.all(stalled.map((s) => within(s.closed, idleMs + 30_000)));
     stalled.forEach((s, i) => {
@@ -207,7 +259,13 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       // 50 MB declared, 1 KiB sent: answered at once, the rest never asked for. "At once" is in the answer, not in
       // ms: a plane that waited for the rest would answer 408 BODY_TIMEOUT at its 2 s body deadline, not 413; the
       // 30 s only bounds a hang
-      const big = await rawPost(plane.port, r.path, r.key(), { 'Content-Type': 'application/json', 'Content-Length': String(50_000_000) }, `{"pad":"${'a'.repeat(1024)}`);
+      const big = await rawPost(
+        plane.port,
+        r.path,
+        r.key(),
+        { 'Content-Type': 'application/json', 'Content-Length': String(50_000_000) },
+        `{"pad":"${'a'.repeat(1024)}`,
+      );
       sockets.push(big.socket);
       expect(await within(big.answered, 30_000), `${r.name}: declared`).not.toBe('no answer');
       expect(big.answer(), r.name).toMatch(/^HTTP\/1\.1 413 /);
@@ -216,7 +274,13 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       // chunked: a little past the limit sent, and never finished
       const pad = 'a'.repeat(LIMITS.controlBodyBytes + 16 * 1024);
       const chunk = (s: string) => `${Buffer.byteLength(s).toString(16)}\r\n${s}\r\n`;
-      const chunked = await rawPost(plane.port, r.path, r.key(), { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }, chunk('{"pad":"') + chunk(pad));
+      const chunked = await rawPost(
+        plane.port,
+        r.path,
+        r.key(),
+        { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
+        chunk('{"pad":"') + chunk(pad),
+      );
       sockets.push(chunked.socket);
       expect(await within(chunked.answered, 30_000), `${r.name}: chunked`).not.toBe('no answer');
       expect(chunked.answer(), r.name).toMatch(/^HTTP\/1\.1 413 /);
@@ -224,7 +288,10 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
 
       // 1 KiB of gzip inflating to 1 MiB
       const bomb = gzipSync(JSON.stringify({ ...r.valid(), pad: 'a'.repeat(1024 * 1024) }));
-      const inflated = await post(r, { headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: new Uint8Array(bomb) });
+      const inflated = await post(r, {
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        body: new Uint8Array(bomb),
+      });
       expect([r.name, inflated.status, inflated.body.error.code]).toEqual([r.name, 413, 'TOO_LARGE']);
     }
     expect(await state()).toEqual(before);
@@ -236,7 +303,10 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
     expect(projects.status).toBe(400);
     expect(projects.body.error).toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringContaining('"extra"') });
 
-    const keys = await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'nope', scopes: ['read', 'bogus'], extra: 1 } });
+    const keys = await call(`${plane.url}/v1/admin/keys`, {
+      key: operator,
+      json: { project: 'nope', scopes: ['read', 'bogus'], extra: 1 },
+    });
     expect(keys.status).toBe(400);
     expect(keys.body.error.code).toBe('INVALID_REQUEST');
     // every problem at once: the unknown field, the unknown scope, the unknown project
@@ -246,30 +316,50 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       expect.stringMatching(/^project: no project 'nope'/),
     ]);
 
-    const prune = await call(`${plane.url}/v1/admin/prune`, { key: operator, json: { olderThanSeconds: 1, dryrun: true } });
+    const prune = await call(`${plane.url}/v1/admin/prune`, {
+      key: operator,
+      json: { olderThanSeconds: 1, dryrun: true },
+    });
     expect(prune.status).toBe(400);
     expect(prune.body.error.message).toContain('olderThanSeconds: ');
     expect(prune.body.error.message).toContain('"dryrun"');
 
-    const claim = await call(`${plane.url}/v1/executions/jb-pause/claim`, { key: writer, json: { checkpointId: 'nope', writerId: 'w-b', extra: 1 } });
+    const claim = await call(`${plane.url}/v1/executions/jb-pause/claim`, {
+      key: writer,
+      json: { checkpointId: 'nope', writerId: 'w-b', extra: 1 },
+    });
     expect(claim.status).toBe(400);
     expect(claim.body.error.message).toContain('checkpointId: ');
     expect(claim.body.error.message).toContain('"extra"');
 
-    const takeover = await call(`${plane.url}/v1/executions/jb-run/takeover`, { key: writer, json: { writerId: 'w-b', seq: -1, extra: 1 } });
+    const takeover = await call(`${plane.url}/v1/executions/jb-run/takeover`, {
+      key: writer,
+      json: { writerId: 'w-b', seq: -1, extra: 1 },
+    });
     expect(takeover.status).toBe(400);
     expect(takeover.body.error.message).toContain('seq: ');
     expect(takeover.body.error.message).toContain('"extra"');
 
     expect(await state()).toEqual(before);
-    expect((await call(`${plane.url}/v1/admin/projects`, { key: operator })).body.items.map((p: { name: string }) => p.name)).not.toContain('jb-x');
+    expect(
+      (await call(`${plane.url}/v1/admin/projects`, { key: operator })).body.items.map((p: { name: string }) => p.name),
+    ).not.toContain('jb-x');
   });
 
   it('the decision route (its body validated by @hono/zod-openapi): a body not sent as JSON is 415, not a 500, and no body is 400 naming every missing field', async () => {
     const approver = await createKey(database.db, { project: 'jb', scopes: ['approve'] });
-    const decision: BodyRoute = { name: 'decision', path: '/v1/executions/jb-pause/decision', key: () => approver.key, valid: () => ({ checkpointId, approved: true }), required: [] };
+    const decision: BodyRoute = {
+      name: 'decision',
+      path: '/v1/executions/jb-pause/decision',
+      key: () => approver.key,
+      valid: () => ({ checkpointId, approved: true }),
+      required: [],
+    };
     const before = await state();
-    const typed = await post(decision, { headers: { 'content-type': 'text/plain' }, body: JSON.stringify(decision.valid()) });
+    const typed = await post(decision, {
+      headers: { 'content-type': 'text/plain' },
+      body: JSON.stringify(decision.valid()),
+    });
     expect([typed.status, typed.body.error.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
     const untyped = await post(decision, { body: new TextEncoder().encode(JSON.stringify(decision.valid())) });
     expect([untyped.status, untyped.body.error.code]).toEqual([415, 'UNSUPPORTED_MEDIA_TYPE']);
@@ -281,7 +371,12 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
   });
 
   it('a query parameter given more than once is 400 INVALID_REQUEST saying so, not a coerced NaN', async () => {
-    for (const path of ['/v1/quarantine?limit=1&limit=2', '/v1/executions?limit=1&limit=2', '/v1/decisions?wait=0&wait=1', '/v1/changes?limit=5&limit=5']) {
+    for (const path of [
+      '/v1/quarantine?limit=1&limit=2',
+      '/v1/executions?limit=1&limit=2',
+      '/v1/decisions?wait=0&wait=1',
+      '/v1/changes?limit=5&limit=5',
+    ]) {
       const r = await call(`${plane.url}${path}`, { key: writer });
       expect([path, r.status, r.body.error?.code]).toEqual([path, 400, 'INVALID_REQUEST']);
       expect(r.body.error.message, path).toMatch(/^(limit|wait): given more than once$/);

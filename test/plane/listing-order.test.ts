@@ -48,7 +48,9 @@ function walker(plane: TestPlane, key: string, listing: Listing) {
     seen,
     /** Read the next page; the new cursor (null: the walk reached the end). */
     async next(): Promise<string | null> {
-      const r = await call(`${plane.url}${path}?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key });
+      const r = await call(`${plane.url}${path}?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, {
+        key,
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       seen.push(...r.body.items.map(name));
       if (r.body.nextCursor) cursor = r.body.nextCursor;
@@ -77,7 +79,11 @@ describe('one batch lists in its own order (PGlite)', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     };
     await ingest('w1', await pausedAndRefused('r0', 'bad-0', 'w1'));
-    const batch = [...(await pausedAndRefused('r1', 'bad-1', 'w2')), ...(await pausedAndRefused('r2', 'bad-2', 'w2')), ...(await pausedAndRefused('r3', 'bad-3', 'w2'))];
+    const batch = [
+      ...(await pausedAndRefused('r1', 'bad-1', 'w2')),
+      ...(await pausedAndRefused('r2', 'bad-2', 'w2')),
+      ...(await pausedAndRefused('r3', 'bad-3', 'w2')),
+    ];
     await ingest('w2', batch);
     for (const [listing, want] of [
       ['quarantine', ['bad-0', 'bad-1', 'bad-2', 'bad-3']],
@@ -108,7 +114,8 @@ describe.skipIf(!pg)('listings on postgres: batches committing out of order', ()
 
   it('a batch held before its commit while two later batches commit is still seen by a reader that paged past them: its refused row and its pause', async () => {
     const key = await plane.key('p', ['ingest', 'read']);
-    const ingest = (writerId: string, rows: unknown[]) => call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId, rows } });
+    const ingest = (writerId: string, rows: unknown[]) =>
+      call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId, rows } });
     expect((await ingest('wA', await pausedAndRefused('r0', 'bad-0', 'wA'))).status).toBe(200);
     expect((await ingest('w1', await pausedAndRefused('r1', 'bad-1', 'w1'))).status).toBe(200);
     const readers = { quarantine: walker(plane, key, 'quarantine'), pauses: walker(plane, key, 'pauses') };
@@ -123,7 +130,8 @@ describe.skipIf(!pg)('listings on postgres: batches committing out of order', ()
       await blocker`SELECT 1 FROM writers WHERE writer_id = 'wA' FOR UPDATE`;
       const slow = ingest('wA', await pausedAndRefused('rA', 'bad-A', 'wA'));
       await until('the held batch waits on the barrier', async () => {
-        const [w] = await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND ${pid}::int = ANY(pg_blocking_pids(pid))`;
+        const [w] =
+          await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND ${pid}::int = ANY(pg_blocking_pids(pid))`;
         return w.n > 0;
       });
       expect((await ingest('wB', await pausedAndRefused('rB', 'bad-B', 'wB'))).status).toBe(200);
@@ -144,9 +152,13 @@ describe.skipIf(!pg)('listings on postgres: batches committing out of order', ()
     }
     for (const r of Object.values(readers)) while ((await r.next()) !== null);
     // every entry once, wA's held batch included; the reader's walk is the listing read whole
-    expect.soft(readers.quarantine.seen.toSorted(), 'the quarantine, paged').toEqual(['bad-0', 'bad-1', 'bad-A', 'bad-B', 'bad-C']);
+    expect
+      .soft(readers.quarantine.seen.toSorted(), 'the quarantine, paged')
+      .toEqual(['bad-0', 'bad-1', 'bad-A', 'bad-B', 'bad-C']);
     expect.soft(readers.pauses.seen.toSorted(), 'the inbox, paged').toEqual(['r0', 'r1', 'rA', 'rB', 'rC']);
-    expect.soft(readers.quarantine.seen, 'the quarantine, paged and whole').toEqual(await whole(plane, key, 'quarantine'));
+    expect
+      .soft(readers.quarantine.seen, 'the quarantine, paged and whole')
+      .toEqual(await whole(plane, key, 'quarantine'));
     expect.soft(readers.pauses.seen, 'the inbox, paged and whole').toEqual(await whole(plane, key, 'pauses'));
   }, 60_000);
 });

@@ -18,7 +18,11 @@ process.once('message', () => {
       process.exit(0);
     });
   } catch (e) {
-    process.send?.({ type: 'refused', code: (e as { code?: string }).code, pid: (e as { details?: { pid?: number } }).details?.pid });
+    process.send?.({
+      type: 'refused',
+      code: (e as { code?: string }).code,
+      pid: (e as { details?: { pid?: number } }).details?.pid,
+    });
     process.once('message', () => process.exit(0));
   }
 });

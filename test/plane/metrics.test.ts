@@ -24,7 +24,10 @@ describe('operator metrics listener', () => {
 
   const start = async (env: NodeJS.ProcessEnv) => {
     database = await openTestPlaneDatabase('pglite');
-    plane = await startPlane(loadConfig(env, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), { database, logger: pino({ level: 'silent' }) });
+    plane = await startPlane(loadConfig(env, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), {
+      database,
+      logger: pino({ level: 'silent' }),
+    });
     return { plane, db: database.db };
   };
 
@@ -33,7 +36,9 @@ describe('operator metrics listener', () => {
     const alphaAdmin = (await createKey(db, { createProject: true, project: 'alpha', scopes: ['admin'] })).key;
     const betaIngest = (await createKey(db, { createProject: true, project: 'beta', scopes: ['ingest'] })).key;
     const rows = await eventsOf(async (s) => void (await s.put(step('beta-run', 0))));
-    expect((await call(`${plane.url}/v1/ingest`, { key: betaIngest, json: { protocol: 1, writerId: 'w', rows } })).status).toBe(200);
+    expect(
+      (await call(`${plane.url}/v1/ingest`, { key: betaIngest, json: { protocol: 1, writerId: 'w', rows } })).status,
+    ).toBe(200);
 
     const onMain = await call(`${plane.url}/metrics`, { key: alphaAdmin });
     expect(onMain.status).toBe(404);
@@ -58,12 +63,17 @@ describe('operator metrics listener', () => {
 
   it('`waymark plane --metrics-port` serves metrics on that listener and prints where; the bootstrap admin key gets 404 on the main one', async () => {
     const bin = fileURLToPath(new URL('../../bin/waymark.mjs', import.meta.url));
-    const child = spawn(process.execPath, [bin, 'plane', '--data-dir', 'memory://', '--port', '0', '--metrics-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [bin, 'plane', '--data-dir', 'memory://', '--port', '0', '--metrics-port', '0'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     try {
       let out = '';
       child.stdout.on('data', (d) => (out += d.toString()));
       const deadline = Date.now() + 170_000;
-      while (!/operator metrics: \S+/.test(out) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      while (!/operator metrics: \S+/.test(out) && child.exitCode === null && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
       const main = /listening on (\S+)/.exec(out)![1];
       const metrics = /operator metrics: (\S+)\/metrics/.exec(out)![1];
       const admin = /written nowhere: (\S+)/.exec(out)![1];
@@ -77,7 +87,10 @@ describe('operator metrics listener', () => {
         String(m.body)
           .split('\n')
           .filter((l: string) => l.includes('waymark_ingest_rows_total')),
-      ).toEqual([expect.stringMatching(/^# HELP waymark_ingest_rows_total /), expect.stringMatching(/^# TYPE waymark_ingest_rows_total counter$/)]);
+      ).toEqual([
+        expect.stringMatching(/^# HELP waymark_ingest_rows_total /),
+        expect.stringMatching(/^# TYPE waymark_ingest_rows_total counter$/),
+      ]);
     } finally {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once('exit', r));

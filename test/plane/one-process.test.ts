@@ -31,7 +31,17 @@ describe('one process per PGlite data dir', () => {
     expect(plane.stdout()).toContain(`written to ${join(dir, 'admin-key')}`);
 
     // the README line, with the plane running: before the fix this opened the live folder a second time
-    const created = await waymarkAsync(['plane', 'keys', 'create', '--project', 'local', '--scopes', 'ingest,read', '--data-dir', dir]);
+    const created = await waymarkAsync([
+      'plane',
+      'keys',
+      'create',
+      '--project',
+      'local',
+      '--scopes',
+      'ingest,read',
+      '--data-dir',
+      dir,
+    ]);
     expect(created.code, created.stderr).toBe(0);
     // it says where the key was made: a stopped plane's data dir is not the running plane's
     expect(created.stdout).toContain(`, made through the plane at ${plane.url}; shown once`);
@@ -45,7 +55,11 @@ describe('one process per PGlite data dir', () => {
     expect(revoked.stdout.trim()).toMatch(new RegExp(`^revoked ${idOf(key)} through `));
     // "revoked within 1 s": every request sent 1 s or more after the revoke command returned is refused
     // (judged by when it was sent, not by how fast a loaded machine answered it)
-    await refusedWithin(async () => (await call(`${plane.url}/v1/executions`, { key })).status, performance.now(), 1000);
+    await refusedWithin(
+      async () => (await call(`${plane.url}/v1/executions`, { key })).status,
+      performance.now(),
+      1000,
+    );
 
     await plane.stop();
     // no plane now: the command opens the folder itself, and the revocation is still there
@@ -67,7 +81,9 @@ describe('one process per PGlite data dir', () => {
 
     const second = await waymarkAsync(['plane', '--data-dir', dir, '--port', '0']);
     expect(second.code).toBe(1);
-    expect(second.stderr).toContain(`waymark: DATA_DIR_LOCKED: the plane data dir ${dir} is in use by process ${first.child.pid} (a plane serving ${first.url}`);
+    expect(second.stderr).toContain(
+      `waymark: DATA_DIR_LOCKED: the plane data dir ${dir} is in use by process ${first.child.pid} (a plane serving ${first.url}`,
+    );
     expect(second.stderr).toMatch(/one process per data dir: manage keys and projects through it/);
 
     // another data dir on the first plane's port: PORT_IN_USE naming the variable, and its own data dir is given back
@@ -76,14 +92,20 @@ describe('one process per PGlite data dir', () => {
     const taken = await waymarkAsync(['plane', '--data-dir', other, '--port', port]);
     expect([taken.code, taken.stderr]).toEqual([
       1,
-      expect.stringContaining(`waymark: PORT_IN_USE: port ${port} on 127.0.0.1 is in use (another plane?); choose another with --port or WAYMARK_PORT, or 0 for a free one`),
+      expect.stringContaining(
+        `waymark: PORT_IN_USE: port ${port} on 127.0.0.1 is in use (another plane?); choose another with --port or WAYMARK_PORT, or 0 for a free one`,
+      ),
     ]);
     expect(taken.stderr).not.toMatch(/Unhandled 'error' event/);
     // started by `npm start`, whose flags npm takes as its own: the hint is the npm line that works
-    const viaNpm = await waymarkAsync(['plane', '--data-dir', other, '--port', port], { env: { npm_lifecycle_event: 'start' } });
+    const viaNpm = await waymarkAsync(['plane', '--data-dir', other, '--port', port], {
+      env: { npm_lifecycle_event: 'start' },
+    });
     expect([viaNpm.code, viaNpm.stderr]).toEqual([
       1,
-      expect.stringContaining(`is in use (another plane?); choose another with --port or WAYMARK_PORT, or 0 for a free one (under npm start: 'npm start -- --port N' or 'WAYMARK_PORT=N npm start')`),
+      expect.stringContaining(
+        `is in use (another plane?); choose another with --port or WAYMARK_PORT, or 0 for a free one (under npm start: 'npm start -- --port N' or 'WAYMARK_PORT=N npm start')`,
+      ),
     ]);
     const elsewhere = await startPlaneProcess(['--data-dir', other]);
     running.push(elsewhere);
@@ -101,7 +123,10 @@ describe('one process per PGlite data dir', () => {
     expect(existsSync(join(dir, 'plane.lock'))).toBe(true);
     const next = await startPlaneProcess(['--data-dir', dir]);
     running.push(next);
-    expect(JSON.parse(readFileSync(join(dir, 'plane.lock'), 'utf8'))).toMatchObject({ pid: next.child.pid, url: next.url });
+    expect(JSON.parse(readFileSync(join(dir, 'plane.lock'), 'utf8'))).toMatchObject({
+      pid: next.child.pid,
+      url: next.url,
+    });
     const adminKey = readFileSync(join(dir, 'admin-key'), 'utf8').trim();
     expect((await call(`${next.url}/v1/admin/keys`, { key: adminKey })).status).toBe(200);
     await next.stop();
@@ -128,7 +153,11 @@ describe.skipIf(!pg)('keys and revocation on postgres', () => {
       const file = join(cwd, 'pdata', 'admin-key');
       expect(plane.stdout()).toContain(`written to ${file} (mode 0600)`);
       expect(existsSync(join(cwd, '.waymark'))).toBe(false);
-      expect((await call(`${plane.url}/v1/admin/projects`, { key: readFileSync(file, 'utf8').trim() })).body.items.map((p: { name: string }) => p.name)).toEqual(['local']);
+      expect(
+        (await call(`${plane.url}/v1/admin/projects`, { key: readFileSync(file, 'utf8').trim() })).body.items.map(
+          (p: { name: string }) => p.name,
+        ),
+      ).toEqual(['local']);
     } finally {
       await plane.stop();
     }
@@ -142,7 +171,9 @@ describe.skipIf(!pg)('keys and revocation on postgres', () => {
     const fresh = await createTestDatabase('waymark_keys_twin');
     try {
       const dirs = [tmp.file('twin-a'), tmp.file('twin-b')];
-      const planes = await Promise.all(dirs.map((d) => startPlaneProcess(['--database-url', fresh.url, '--data-dir', d])));
+      const planes = await Promise.all(
+        dirs.map((d) => startPlaneProcess(['--database-url', fresh.url, '--data-dir', d])),
+      );
       running.push(...planes);
       expect(dirs.filter((d) => existsSync(join(d, 'admin-key')))).toHaveLength(1);
       const key = readFileSync(join(dirs.find((d) => existsSync(join(d, 'admin-key')))!, 'admin-key'), 'utf8').trim();
@@ -161,7 +192,19 @@ describe.skipIf(!pg)('keys and revocation on postgres', () => {
     running.push(b);
     const adminFile = join(tmp.dir, 'pg-cwd', 'pdata', 'admin-key');
     const adminKey = readFileSync(existsSync(adminFile) ? adminFile : join(dirA, 'admin-key'), 'utf8').trim();
-    const created = await waymarkAsync(['plane', 'keys', 'create', '--project', 'local', '--scopes', 'read', '--plane', a.url, '--key', adminKey]);
+    const created = await waymarkAsync([
+      'plane',
+      'keys',
+      'create',
+      '--project',
+      'local',
+      '--scopes',
+      'read',
+      '--plane',
+      a.url,
+      '--key',
+      adminKey,
+    ]);
     expect(created.code, created.stderr).toBe(0);
     const key = keyOf(created.stdout);
     for (const p of [a, b]) expect((await call(`${p.url}/v1/executions`, { key })).status).toBe(200);
@@ -169,7 +212,9 @@ describe.skipIf(!pg)('keys and revocation on postgres', () => {
     expect(revoked.stdout.trim(), revoked.stderr).toMatch(new RegExp(`^revoked ${idOf(key)} through `));
     // by both processes: every request sent to either 1 s or more after the revoke command returned is refused
     const since = performance.now();
-    await Promise.all([a, b].map((p) => refusedWithin(async () => (await call(`${p.url}/v1/executions`, { key })).status, since, 1000)));
+    await Promise.all(
+      [a, b].map((p) => refusedWithin(async () => (await call(`${p.url}/v1/executions`, { key })).status, since, 1000)),
+    );
     await Promise.all([a.stop(), b.stop()]);
   });
 });

@@ -36,10 +36,17 @@ describe('plane back-pressure and outages', () => {
       metricsPort: 0,
     });
     // the operator's gauge of batches waiting for a slot: when a batch waits, seen rather than slept on
-    const waiting = async () => Number(/^waymark_ingest_waiting (\S+)$/m.exec(await (await fetch(`${plane.metricsUrl}/metrics`)).text())?.[1] ?? NaN);
+    const waiting = async () =>
+      Number(
+        /^waymark_ingest_waiting (\S+)$/m.exec(await (await fetch(`${plane.metricsUrl}/metrics`)).text())?.[1] ?? NaN,
+      );
     try {
       const key = await plane.key('p', ['ingest']);
-      const batch = async (id: string) => ({ protocol: 1, writerId: 'w', rows: await eventsOf(async (s) => void (await s.put(step(id, 0)))) });
+      const batch = async (id: string) => ({
+        protocol: 1,
+        writerId: 'w',
+        rows: await eventsOf(async (s) => void (await s.put(step(id, 0)))),
+      });
       const [a, b, c, d] = await Promise.all(['a', 'b', 'c', 'd'].map(batch));
       const first = call(`${plane.url}/v1/ingest`, { key, json: a });
       await until('the first batch holds the slot', () => held);
@@ -96,13 +103,20 @@ describe.skipIf(!pg)('two plane processes on one Postgres', () => {
   beforeAll(async () => {
     db = await createTestDatabase('waymark_two_planes');
     kids = [forkTs(CHILD, [db.url]), forkTs(CHILD, [db.url])];
-    urls = (await Promise.all(kids.map((k) => nextMessage<{ type: string; url: string }>(k, (m) => m.type === 'ready')))).map((m) => m.url);
+    urls = (
+      await Promise.all(kids.map((k) => nextMessage<{ type: string; url: string }>(k, (m) => m.type === 'ready')))
+    ).map((m) => m.url);
     const d = await openPlaneDatabase({ databaseUrl: db.url, max: 1 });
     key = (await createKey(d.db, { createProject: true, project: 'fleet', scopes: ['ingest', 'read'] })).key;
     await d.close();
   });
   afterAll(async () => {
-    await Promise.all(kids.map((k) => new Promise<void>((r) => (k.exitCode !== null ? r() : (k.once('exit', () => r()), k.send({ type: 'exit' }))))));
+    await Promise.all(
+      kids.map(
+        (k) =>
+          new Promise<void>((r) => (k.exitCode !== null ? r() : (k.once('exit', () => r()), k.send({ type: 'exit' })))),
+      ),
+    );
     await db?.drop();
   });
 
@@ -125,7 +139,11 @@ describe.skipIf(!pg)('two plane processes on one Postgres', () => {
       checkpointId = (await s.recordInterrupt(pause('contested'), { reason: 'r', context: null })).checkpoint.id;
     });
     await call(`${urls[0]}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } });
-    const results = await Promise.all(Array.from({ length: 16 }, (_, i) => call(`${urls[i % 2]}/v1/executions/contested/claim`, { key, json: { checkpointId, writerId: `writer-${i}` } })));
+    const results = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        call(`${urls[i % 2]}/v1/executions/contested/claim`, { key, json: { checkpointId, writerId: `writer-${i}` } }),
+      ),
+    );
     const winners = results.filter((r) => r.status === 200);
     expect(winners.length).toBe(1);
     const losers = results.filter((r) => r.status === 409);

@@ -28,10 +28,18 @@ describe('row pages are bounded by bytes', () => {
       const key = await plane.key('p', ['ingest', 'read']);
       // 40 rows of ~694 KB (incompressible): 28 MB in all, 12 to a page
       const rows = await eventsOf(async (s) => {
-        for (let i = 0; i < 40; i++) await s.put(step('large', i, { nodeOutput: randomBytes(520_000).toString('base64') }));
+        for (let i = 0; i < 40; i++)
+          await s.put(step('large', i, { nodeOutput: randomBytes(520_000).toString('base64') }));
       });
       for (let i = 0; i < rows.length; i += 4) {
-        expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows: rows.slice(i, i + 4) } })).status).toBe(200);
+        expect(
+          (
+            await call(`${plane.url}/v1/ingest`, {
+              key,
+              json: { protocol: 1, writerId: 'w', rows: rows.slice(i, i + 4) },
+            })
+          ).status,
+        ).toBe(200);
       }
 
       for (const route of ['restore', 'rows'] as const) {
@@ -39,7 +47,10 @@ describe('row pages are bounded by bytes', () => {
         const pages: number[][] = [];
         let cursor: string | null = null;
         do {
-          const r = await call(`${plane.url}/v1/executions/large/${route}?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key });
+          const r = await call(
+            `${plane.url}/v1/executions/large/${route}?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            { key },
+          );
           expect(r.status).toBe(200);
           const page = (route === 'restore' ? r.body.rows : r.body.items) as { seq: number }[];
           expect(page.length, route).toBeGreaterThan(0);
@@ -60,8 +71,13 @@ describe('row pages are bounded by bytes', () => {
       // the client's restore pages through the same way
       const store = new SqliteCheckpointer({ path: tmp.file('restored.db') });
       try {
-        expect(await restoreFromPlane(store, 'large', { url: plane.url, apiKey: key })).toMatchObject({ inserted: 40, totalRows: 40 });
-        expect((await store.list('large', { limit: 100 })).map((r) => r.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+        expect(await restoreFromPlane(store, 'large', { url: plane.url, apiKey: key })).toMatchObject({
+          inserted: 40,
+          totalRows: 40,
+        });
+        expect((await store.list('large', { limit: 100 })).map((r) => r.seq)).toEqual(
+          Array.from({ length: 40 }, (_, i) => i),
+        );
       } finally {
         await store.close();
       }
@@ -74,17 +90,27 @@ describe('row pages are bounded by bytes', () => {
     const plane = await startTestPlane('pglite');
     try {
       const key = await plane.key('p', ['ingest', 'read']);
-      const ingest = async (rows: unknown[]) => expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } })).body).toMatchObject({ rejected: 0 });
+      const ingest = async (rows: unknown[]) =>
+        expect(
+          (await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } })).body,
+        ).toMatchObject({ rejected: 0 });
       // two large rows, then 30 effects of ~694 KB (incompressible) under multibyte keys, some at the 512-character limit
-      const keyOf = (i: number) => (i % 3 === 0 ? `€${String(i).padStart(2, '0')}`.padEnd(512, 'ü') : `charge:€${String(i).padStart(2, '0')}`);
+      const keyOf = (i: number) =>
+        i % 3 === 0 ? `€${String(i).padStart(2, '0')}`.padEnd(512, 'ü') : `charge:€${String(i).padStart(2, '0')}`;
       const entry = (i: number, k = keyOf(i)): OutboxEvent => ({
         kind: 'idempotency',
         id: uuidv7(),
-        row: { executionId: 'effects', key: k, result: { receipt: randomBytes(520_000).toString('base64') }, createdAt: new Date().toISOString() },
+        row: {
+          executionId: 'effects',
+          key: k,
+          result: { receipt: randomBytes(520_000).toString('base64') },
+          createdAt: new Date().toISOString(),
+        },
       });
       await ingest(
         await eventsOf(async (s) => {
-          for (let i = 0; i < 2; i++) await s.put(step('effects', i, { nodeOutput: randomBytes(520_000).toString('base64') }));
+          for (let i = 0; i < 2; i++)
+            await s.put(step('effects', i, { nodeOutput: randomBytes(520_000).toString('base64') }));
         }),
       );
       for (let i = 0; i < 30; i += 3) await ingest([entry(i), entry(i + 1), entry(i + 2)]);
@@ -96,7 +122,10 @@ describe('row pages are bounded by bytes', () => {
         const sizes: number[] = [];
         let cursor: string | null = null;
         do {
-          const r = await call(`${plane.url}/v1/executions/effects/restore?limit=1000&idempotency=paged${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key });
+          const r = await call(
+            `${plane.url}/v1/executions/effects/restore?limit=1000&idempotency=paged${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            { key },
+          );
           expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(200);
           const { rows, idempotency } = r.body as { rows: { seq: number }[]; idempotency: { key: string }[] };
           expect(rows.length + idempotency.length).toBeGreaterThan(0);
@@ -119,7 +148,14 @@ describe('row pages are bounded by bytes', () => {
       // a client that does not ask (before 2026-12): every entry on the first page, none later
       const old = await call(`${plane.url}/v1/executions/effects/restore?limit=1`, { key });
       expect(old.body.idempotency).toHaveLength(30);
-      expect((await call(`${plane.url}/v1/executions/effects/restore?limit=1&cursor=${encodeURIComponent(old.body.nextCursor)}`, { key })).body.idempotency).toEqual([]);
+      expect(
+        (
+          await call(
+            `${plane.url}/v1/executions/effects/restore?limit=1&cursor=${encodeURIComponent(old.body.nextCursor)}`,
+            { key },
+          )
+        ).body.idempotency,
+      ).toEqual([]);
 
       // entries recorded while a restore pages through them are never lost from it: every entry of the first page's
       // time arrives once; one recorded since after the cursor comes too (an effect that ran)
@@ -145,8 +181,13 @@ describe('row pages are bounded by bytes', () => {
 
       const store = new SqliteCheckpointer({ path: tmp.file('effects.db') });
       try {
-        expect(await restoreFromPlane(store, 'effects', { url: plane.url, apiKey: key })).toMatchObject({ inserted: 2, idempotencyInserted: 32 });
-        expect((await store.listIdempotent('effects')).map((e) => e.key).sort()).toEqual([...all, 'ÿ late, after every key', ' early, before every key'].sort());
+        expect(await restoreFromPlane(store, 'effects', { url: plane.url, apiKey: key })).toMatchObject({
+          inserted: 2,
+          idempotencyInserted: 32,
+        });
+        expect((await store.listIdempotent('effects')).map((e) => e.key).sort()).toEqual(
+          [...all, 'ÿ late, after every key', ' early, before every key'].sort(),
+        );
       } finally {
         await store.close();
       }
@@ -159,7 +200,10 @@ describe('row pages are bounded by bytes', () => {
           for (let i = 0; i < 2; i++) await s.put(step('effects', i));
         })),
       ]);
-      const next = await call(`${plane.url}/v1/executions/effects/restore?limit=1000&idempotency=paged&cursor=${encodeURIComponent(first.body.nextCursor)}`, { key });
+      const next = await call(
+        `${plane.url}/v1/executions/effects/restore?limit=1000&idempotency=paged&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+        { key },
+      );
       expect([next.status, next.body.error?.code]).toEqual([400, 'BAD_CURSOR']);
     } finally {
       await plane.close();

@@ -15,7 +15,9 @@ import { startPlane } from '../../plane/server.js';
 const target = process.argv[2];
 // on Postgres the data dir holds only the admin-key file: keep it out of the working tree
 const scratch = join(tmpdir(), `waymark-plane-child-${process.pid}`);
-const where = target.startsWith('pglite:') ? { dataDir: target.slice('pglite:'.length) } : { databaseUrl: target, dataDir: scratch };
+const where = target.startsWith('pglite:')
+  ? { dataDir: target.slice('pglite:'.length) }
+  : { databaseUrl: target, dataDir: scratch };
 // WAYMARK_PLANE_FAULT=point:hits SIGKILLs this plane at a named fault point; WAYMARK_PLANE_PORT keeps its port across restarts
 const fault = process.env.WAYMARK_PLANE_FAULT;
 const hook = fault ? killAt(faultPoint(fault.split(':')[0]), { hits: Number(fault.split(':')[1] ?? 1) }) : undefined;
@@ -26,7 +28,9 @@ const plane = await startPlane(
       host: '127.0.0.1',
       port: Number(process.env.WAYMARK_PLANE_PORT ?? 0),
       ...where,
-      ...(process.env.WAYMARK_TAKEOVER_AFTER_MS ? { takeoverAfterMs: Number(process.env.WAYMARK_TAKEOVER_AFTER_MS) } : {}),
+      ...(process.env.WAYMARK_TAKEOVER_AFTER_MS
+        ? { takeoverAfterMs: Number(process.env.WAYMARK_TAKEOVER_AFTER_MS) }
+        : {}),
     },
   ),
   {

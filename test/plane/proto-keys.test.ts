@@ -15,7 +15,8 @@ describe('"__proto__" keys reach the plane as sent', () => {
     const plane = await startTestPlane('pglite');
     try {
       const key = await plane.key('p', ['ingest', 'read', 'approve']);
-      const ingest = async (text: string) => (await call(`${plane.url}/v1/ingest`, { key, raw: `{"protocol":1,"writerId":"w1","rows":[${text}]}` })).body;
+      const ingest = async (text: string) =>
+        (await call(`${plane.url}/v1/ingest`, { key, raw: `{"protocol":1,"writerId":"w1","rows":[${text}]}` })).body;
       const rows = await eventsOf(async (s) => {
         await s.put(step('paused', 0));
         await s.recordInterrupt(pause('paused', 1), { reason: 'approve', context: null });
@@ -47,7 +48,14 @@ describe('"__proto__" keys reach the plane as sent', () => {
       expect(Object.getOwnPropertyDescriptor(back, '__proto__')?.value).toEqual({ channel: 1 });
       // the same id with another value under __proto__: another payload
       const other = text.replace('{"channel":1}', '{"channel":2}');
-      expect((await ingest(other)).results).toEqual([{ id: (one as { id: string }).id, status: 'rejected', code: 'conflict', reason: expect.stringContaining('different payload') }]);
+      expect((await ingest(other)).results).toEqual([
+        {
+          id: (one as { id: string }).id,
+          status: 'rejected',
+          code: 'conflict',
+          reason: expect.stringContaining('different payload'),
+        },
+      ]);
       expect((await ingest(text)).results).toEqual([{ id: (one as { id: string }).id, status: 'duplicate' }]);
 
       // its value is judged as any other key's: U+0000 (which jsonb cannot hold) or nesting past 64 is one refused row, not a 500
@@ -59,11 +67,18 @@ describe('"__proto__" keys reach the plane as sent', () => {
         const [row] = await eventsOf(async (s) => void (await s.put(step(exec, 0))), 'w1');
         const bad = JSON.stringify(row).replace('"state":{"messages"', `"state":{"__proto__":${value},"messages"`);
         const r = await ingest(`${bad},${JSON.stringify(good)}`);
-        expect(r.results[0], exec).toMatchObject({ status: 'rejected', code: 'invalid', reason: expect.stringContaining(why) });
+        expect(r.results[0], exec).toMatchObject({
+          status: 'rejected',
+          code: 'invalid',
+          reason: expect.stringContaining(why),
+        });
         expect(r.results[0].reason, exec).toContain('__proto__');
         expect(r.results[1].status, exec).toMatch(/^(accepted|duplicate)$/);
       }
-      const nul = await call(`${plane.url}/v1/executions/paused/decision`, { key, raw: `{"checkpointId":"${checkpointId}","approved":false,"metadata":{"__proto__":"a\\u0000b"}}` });
+      const nul = await call(`${plane.url}/v1/executions/paused/decision`, {
+        key,
+        raw: `{"checkpointId":"${checkpointId}","approved":false,"metadata":{"__proto__":"a\\u0000b"}}`,
+      });
       expect([nul.status, nul.body.error?.code]).toEqual([400, 'INVALID_DECISION']);
       expect(nul.body.error.message).toContain('metadata.__proto__');
     } finally {

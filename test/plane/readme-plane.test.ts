@@ -11,7 +11,17 @@ import { connectPlane } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { call } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
-import { endGroup, hasExited, pollUntil, refusedWithin, ROOT, serverPid, startPlaneProcess, waymarkAsync, type PlaneProcess } from '../helpers/plane-process.js';
+import {
+  endGroup,
+  hasExited,
+  pollUntil,
+  refusedWithin,
+  ROOT,
+  serverPid,
+  startPlaneProcess,
+  waymarkAsync,
+  type PlaneProcess,
+} from '../helpers/plane-process.js';
 import { step } from '../helpers/rows.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -44,7 +54,9 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
     expect(prose).toContain('a revoked key is refused by every plane process within 1 s');
     expect(prose).toContain('# refused by every plane process within 1 s');
     expect(prose).not.toMatch(/revo\w+ holds everywhere at once/);
-    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start).toBe('npm run build && node bin/waymark.mjs plane');
+    expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start).toBe(
+      'npm run build && node bin/waymark.mjs plane',
+    );
     const cwd = tmp.file(name);
     mkdirSync(cwd, { recursive: true });
     // as `npm start` runs it, from the user's project directory; port 0 instead of 4600 so test files may run side by side
@@ -72,18 +84,25 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
           await store.put(step('readme-run', 0));
           const s = await replica.flush({ timeoutMs: 30_000 });
           expect(s).toMatchObject({ pendingRows: 0, rowsSynced: 1, lastError: null });
-          expect((await call(`${plane.url}/v1/executions/readme-run`, { key })).body.execution).toMatchObject({ executionId: 'readme-run' });
+          expect((await call(`${plane.url}/v1/executions/readme-run`, { key })).body.execution).toMatchObject({
+            executionId: 'readme-run',
+          });
         } finally {
           await replica.stop();
           await store.close();
         }
       }
-      if (args[1] === 'keys' && args[2] === 'list') expect(r.stdout).toMatch(new RegExp(`${key.slice(3, 19)}\\s+local\\s+ingest,read\\s+key\\s+active`));
+      if (args[1] === 'keys' && args[2] === 'list')
+        expect(r.stdout).toMatch(new RegExp(`${key.slice(3, 19)}\\s+local\\s+ingest,read\\s+key\\s+active`));
       if (args[1] === 'keys' && args[2] === 'revoke') {
         expect(r.stdout.trim()).toMatch(new RegExp(`^revoked ${key.slice(3, 19)} through `));
         // the README's "refused within 1 s": counted from the revoke command's return, by when each request was sent
         // (not by how long this machine took to answer it)
-        await refusedWithin(async () => (await call(`${plane!.url}/v1/executions`, { key })).status, performance.now(), 1000);
+        await refusedWithin(
+          async () => (await call(`${plane!.url}/v1/executions`, { key })).status,
+          performance.now(),
+          1000,
+        );
         // the client's next batch is refused too: its drain parks in auth_failed
         const store = new SqliteCheckpointer({ path: join(cwd, 'runs.db') });
         const replica = connectPlane(store, { url: plane.url, apiKey: key });
@@ -101,7 +120,9 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
     // the Approvals section's keys, as written there: the worker's ingest,read key (its last line exported) and alice's approve key
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const approvals = readme.slice(readme.indexOf('## Approvals'));
-    const exported = /^export WAYMARK_API_KEY=\$\((npx waymark plane keys create [^|]+)\| tail -n 1\)$/m.exec(approvals)?.[1]?.trim();
+    const exported = /^export WAYMARK_API_KEY=\$\((npx waymark plane keys create [^|]+)\| tail -n 1\)$/m
+      .exec(approvals)?.[1]
+      ?.trim();
     const approveKey = /`(npx waymark plane keys create [^`]*--scopes approve[^`]*)`/.exec(approvals)?.[1];
     expect([exported, approveKey]).toEqual([
       'npx waymark plane keys create --project local --scopes ingest,read --name decision-worker',
@@ -146,14 +167,21 @@ describe('npm start', () => {
   it('stops the plane when npm goes: SIGTERM to the script’s shell (which dash does not pass on) ends the plane it left', async () => {
     const dataDir = tmp.file('npm-start');
     // npm forwards SIGTERM to the shell it ran the script in, and sets npm_lifecycle_event in its environment
-    const plane = await startPlaneProcess([], { command: ['sh', ['-c', startShell(dataDir)]], env: { npm_lifecycle_event: 'start' } });
+    const plane = await startPlaneProcess([], {
+      command: ['sh', ['-c', startShell(dataDir)]],
+      env: { npm_lifecycle_event: 'start' },
+    });
     const shell = plane.child.pid!;
     try {
       expect(await serving(plane.url)).toBe(true);
       const server = serverPid(shell);
       plane.child.kill('SIGTERM');
       // reparented, the plane closes as on SIGTERM: the port, then the database, whose data-dir lock goes last before exit 0
-      await pollUntil(async () => hasExited(server) && !existsSync(join(dataDir, 'plane.lock')) && !(await serving(plane.url)), 60_000, 100);
+      await pollUntil(
+        async () => hasExited(server) && !existsSync(join(dataDir, 'plane.lock')) && !(await serving(plane.url)),
+        60_000,
+        100,
+      );
     } finally {
       endGroup(shell);
     }
@@ -161,7 +189,10 @@ describe('npm start', () => {
 
   it('leaves a plane that npm did not start serving when the shell that started it exits', async () => {
     // the suite itself runs under `npm test`, whose npm_lifecycle_event children inherit: this plane is started as from a terminal
-    const plane = await startPlaneProcess([], { command: ['sh', ['-c', startShell(tmp.file('shell-start'))]], env: { npm_lifecycle_event: '' } });
+    const plane = await startPlaneProcess([], {
+      command: ['sh', ['-c', startShell(tmp.file('shell-start'))]],
+      env: { npm_lifecycle_event: '' },
+    });
     const shell = plane.child.pid!;
     try {
       const server = serverPid(shell);

@@ -40,7 +40,10 @@ function retentionSuite(name: string, kind: () => 'pglite' | { url: string }) {
     let ingestKey: string;
     let otherIngest: string;
     let arriving: unknown[] = [];
-    const ingest = async (key: string, rows: unknown[]) => expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } })).body.rejected).toBe(0);
+    const ingest = async (key: string, rows: unknown[]) =>
+      expect(
+        (await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } })).body.rejected,
+      ).toBe(0);
     const age = (ids: string[], days: number) =>
       plane.database.db.execute(
         sql`UPDATE executions SET updated_at = now() - ${days} * interval '1 day' WHERE execution_id IN (${sql.join(
@@ -48,7 +51,8 @@ function retentionSuite(name: string, kind: () => 'pglite' | { url: string }) {
           sql`, `,
         )})`,
       );
-    const exists = async (id: string, key = read) => (await call(`${plane.url}/v1/executions/${id}`, { key })).status === 200;
+    const exists = async (id: string, key = read) =>
+      (await call(`${plane.url}/v1/executions/${id}`, { key })).status === 200;
 
     beforeAll(async () => {
       plane = await startTestPlane(kind());
@@ -80,17 +84,27 @@ function retentionSuite(name: string, kind: () => 'pglite' | { url: string }) {
     afterAll(async () => plane?.close());
 
     it("dry run lists only the finished runs older than the age, of the admin key's project, and deletes nothing", async () => {
-      const r = await call(`${plane.url}/v1/admin/prune`, { key: admin, json: { olderThanSeconds: 30 * DAY, dryRun: true } });
+      const r = await call(`${plane.url}/v1/admin/prune`, {
+        key: admin,
+        json: { olderThanSeconds: 30 * DAY, dryRun: true },
+      });
       expect(r.status).toBe(200);
       expect(r.body.dryRun).toBe(true);
-      expect(r.body.items.map((i: { executionId: string }) => i.executionId).sort()).toEqual(['arriving-old', 'done-old', 'failed-old']);
+      expect(r.body.items.map((i: { executionId: string }) => i.executionId).sort()).toEqual([
+        'arriving-old',
+        'done-old',
+        'failed-old',
+      ]);
       for (const id of ['done-old', 'failed-old', 'arriving-old']) expect(await exists(id)).toBe(true);
     });
 
     it('bad input: an age under 1h, an unknown project: a clear error, nothing deleted', async () => {
       const short = await call(`${plane.url}/v1/admin/prune`, { key: admin, json: { olderThanSeconds: 60 } });
       expect(short.status).toBe(400);
-      const other = await call(`${plane.url}/v1/admin/prune`, { key: admin, json: { olderThanSeconds: 30 * DAY, project: 'beta' } });
+      const other = await call(`${plane.url}/v1/admin/prune`, {
+        key: admin,
+        json: { olderThanSeconds: 30 * DAY, project: 'beta' },
+      });
       expect(other.status).toBe(404);
       expect(other.body.error).toMatchObject({ code: 'UNKNOWN_PROJECT', details: { known: ['alpha'] } });
       expect(await exists('done-old')).toBe(true);
@@ -102,44 +116,71 @@ function retentionSuite(name: string, kind: () => 'pglite' | { url: string }) {
       const late = arriving.filter((e) => (e as { row?: { seq: number } }).row?.seq === 1);
       expect(late).toHaveLength(1);
       await ingest(ingestKey, late);
-      expect((await call(`${plane.url}/v1/executions/arriving-old`, { key: read })).body.execution).toMatchObject({ status: 'completed', rowCount: 3 });
+      expect((await call(`${plane.url}/v1/executions/arriving-old`, { key: read })).body.execution).toMatchObject({
+        status: 'completed',
+        rowCount: 3,
+      });
       const r = await call(`${plane.url}/v1/admin/prune`, { key: admin, json: { olderThanSeconds: 30 * DAY } });
       expect(r.status).toBe(200);
-      expect(r.body.items.map((i: { executionId: string }) => i.executionId).sort()).toEqual(['done-old', 'failed-old']);
+      expect(r.body.items.map((i: { executionId: string }) => i.executionId).sort()).toEqual([
+        'done-old',
+        'failed-old',
+      ]);
       expect(r.body.items[0]).toMatchObject({ project: 'alpha', rowCount: 2 });
       for (const id of ['done-old', 'failed-old']) {
         expect(await exists(id)).toBe(false);
         expect((await call(`${plane.url}/v1/executions/${id}/rows`, { key: read })).status).toBe(404);
       }
-      const left = await plane.database.db.execute(sql`SELECT count(*)::int AS n FROM checkpoints WHERE execution_id IN ('done-old', 'failed-old')`);
+      const left = await plane.database.db.execute(
+        sql`SELECT count(*)::int AS n FROM checkpoints WHERE execution_id IN ('done-old', 'failed-old')`,
+      );
       expect(((Array.isArray(left) ? left : (left as { rows: unknown[] }).rows)[0] as { n: number }).n).toBe(0);
-      for (const id of ['paused-old', 'running-old', 'done-new', 'arriving-old']) expect(await exists(id), id).toBe(true);
+      for (const id of ['paused-old', 'running-old', 'done-new', 'arriving-old'])
+        expect(await exists(id), id).toBe(true);
       expect(await exists('beta-done-old', otherIngest)).toBe(true);
     });
 
     it('waymark plane prune --older-than through the running plane: dry run, then prune, reporting what went', async () => {
       const operator = await plane.key('ops', ['admin', 'operator']);
       const lines: string[] = [];
-      const dry = await planeMain(['prune', '--older-than', '30d', '--project', 'beta', '--dry-run', '--plane', plane.url, '--key', operator], (l) => lines.push(l));
+      const dry = await planeMain(
+        ['prune', '--older-than', '30d', '--project', 'beta', '--dry-run', '--plane', plane.url, '--key', operator],
+        (l) => lines.push(l),
+      );
       expect(dry).toBe(0);
       expect(lines.join('\n')).toMatch(/would prune\s+beta\s+beta-done-old\s+completed/);
       expect(await exists('beta-done-old', otherIngest)).toBe(true);
       lines.length = 0;
-      expect(await planeMain(['prune', '--older-than', '30d', '--plane', plane.url, '--key', operator], (l) => lines.push(l))).toBe(0);
+      expect(
+        await planeMain(['prune', '--older-than', '30d', '--plane', plane.url, '--key', operator], (l) =>
+          lines.push(l),
+        ),
+      ).toBe(0);
       expect(lines.join('\n')).toMatch(/pruned\s+beta\s+beta-done-old/);
       expect(lines.at(-1)).toMatch(/^pruned 1 finished run\(s\) last updated before /);
       expect(await exists('beta-done-old', otherIngest)).toBe(false);
       lines.length = 0;
-      expect(await planeMain(['prune', '--older-than', '10m', '--plane', plane.url, '--key', operator], (l) => lines.push(l))).toBe(2);
+      expect(
+        await planeMain(['prune', '--older-than', '10m', '--plane', plane.url, '--key', operator], (l) =>
+          lines.push(l),
+        ),
+      ).toBe(2);
       expect(lines.join('\n')).toContain("option '--older-than' must be at least 1h");
     });
 
     it('WAYMARK_RETENTION_DAYS prunes on a schedule and logs what it deleted', async () => {
       const database = await openTestPlaneDatabase(kind());
-      const { key } = await createKey(database.db, { createProject: true, project: 'sched', scopes: ['ingest', 'read'] });
+      const { key } = await createKey(database.db, {
+        createProject: true,
+        project: 'sched',
+        scopes: ['ingest', 'read'],
+      });
       const logs: string[] = [];
       const logger = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (logs.push(String(c)), cb()) }));
-      const config = loadConfig({ WAYMARK_RETENTION_DAYS: '7', WAYMARK_RETENTION_INTERVAL_MS: '200' }, { host: '127.0.0.1', port: 0, dataDir: 'memory://' });
+      const config = loadConfig(
+        { WAYMARK_RETENTION_DAYS: '7', WAYMARK_RETENTION_INTERVAL_MS: '200' },
+        { host: '127.0.0.1', port: 0, dataDir: 'memory://' },
+      );
       expect(config.retentionDays).toBe(7);
       const p = await startPlane(config, { database, logger });
       try {
@@ -148,14 +189,34 @@ function retentionSuite(name: string, kind: () => 'pglite' | { url: string }) {
           ['sched-paused', 'paused'],
           ['sched-recent', 'failed'],
         ] as const) {
-          expect((await call(`${p.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows: await runRows(id, end) } })).body.rejected).toBe(0);
+          expect(
+            (
+              await call(`${p.url}/v1/ingest`, {
+                key,
+                json: { protocol: 1, writerId: 'w', rows: await runRows(id, end) },
+              })
+            ).body.rejected,
+          ).toBe(0);
         }
-        await database.db.execute(sql`UPDATE executions SET updated_at = now() - interval '8 days' WHERE execution_id IN ('sched-old', 'sched-paused')`);
-        await database.db.execute(sql`UPDATE executions SET updated_at = now() - interval '6 days' WHERE execution_id = 'sched-recent'`);
-        await expect.poll(async () => (await call(`${p.url}/v1/executions/sched-old`, { key })).status, { timeout: 60_000, interval: 100 }).toBe(404);
+        await database.db.execute(
+          sql`UPDATE executions SET updated_at = now() - interval '8 days' WHERE execution_id IN ('sched-old', 'sched-paused')`,
+        );
+        await database.db.execute(
+          sql`UPDATE executions SET updated_at = now() - interval '6 days' WHERE execution_id = 'sched-recent'`,
+        );
+        await expect
+          .poll(async () => (await call(`${p.url}/v1/executions/sched-old`, { key })).status, {
+            timeout: 60_000,
+            interval: 100,
+          })
+          .toBe(404);
         expect((await call(`${p.url}/v1/executions/sched-paused`, { key })).status).toBe(200);
         expect((await call(`${p.url}/v1/executions/sched-recent`, { key })).status).toBe(200);
-        await expect.poll(() => logs.some((l) => l.includes('sched/sched-old') && l.includes('retention: pruned 1')), { timeout: 60_000 }).toBe(true);
+        await expect
+          .poll(() => logs.some((l) => l.includes('sched/sched-old') && l.includes('retention: pruned 1')), {
+            timeout: 60_000,
+          })
+          .toBe(true);
       } finally {
         await p.close();
         await database.close();
@@ -180,7 +241,14 @@ describe('backup and restore of a PGlite plane', () => {
     const config = loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: dir, logLevel: 'silent' });
     const a = await startPlane(config, { logger: pino({ level: 'silent' }) });
     const { key } = await createKey(a.database.db, { project: 'local', scopes: ['ingest', 'read'] });
-    expect((await call(`${a.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows: await runRows('backed-up', 'completed') } })).body.rejected).toBe(0);
+    expect(
+      (
+        await call(`${a.url}/v1/ingest`, {
+          key,
+          json: { protocol: 1, writerId: 'w', rows: await runRows('backed-up', 'completed') },
+        })
+      ).body.rejected,
+    ).toBe(0);
     await a.close();
     const copy = tmp.file('plane-data-restored');
     cpSync(dir, copy, { recursive: true });

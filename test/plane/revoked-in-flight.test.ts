@@ -34,8 +34,21 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
   beforeAll(async () => {
     database = await openTestPlaneDatabase('pglite');
     app = createPlaneApp({ database }).app;
-    for (const name of ['writer', 'late', 'queued', 'approver', 'lateApprover', 'lateClaimer', 'poller', 'changePoller']) {
-      const k = await createKey(database.db, { createProject: true, project: 'p', scopes: ['ingest', 'read', 'approve'] });
+    for (const name of [
+      'writer',
+      'late',
+      'queued',
+      'approver',
+      'lateApprover',
+      'lateClaimer',
+      'poller',
+      'changePoller',
+    ]) {
+      const k = await createKey(database.db, {
+        createProject: true,
+        project: 'p',
+        scopes: ['ingest', 'read', 'approve'],
+      });
       keys[name] = { id: k.id, key: k.key };
       projectId = k.projectId;
     }
@@ -61,7 +74,12 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
       },
       { highWaterMark: 0 },
     );
-    return app.request(path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body, duplex: 'half' } as RequestInit);
+    return app.request(path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
   };
   const get = (path: string, key: string) => app.request(path, { headers: { authorization: `Bearer ${key}` } });
 
@@ -74,7 +92,12 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED');
     expect((await get('/v1/executions/late-upload', keys.writer.key)).status).toBe(404);
 
-    const stored = await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-late', rows }, async () => {});
+    const stored = await streamed(
+      '/v1/ingest',
+      keys.writer.key,
+      { protocol: 1, writerId: 'w-late', rows },
+      async () => {},
+    );
     expect(stored.status).toBe(200);
     expect(await stored.json()).toMatchObject({ accepted: 1 });
   });
@@ -95,12 +118,27 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
           : undefined,
     });
     const post = (key: string, rows: unknown[], writerId: string) =>
-      one.app.request('/v1/ingest', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ protocol: 1, writerId, rows }) });
-    const first = post(keys.writer.key, await eventsOf(async (s) => void (await s.put(step('holds-the-slot', 0))), 'w-1'), 'w-1');
+      one.app.request('/v1/ingest', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ protocol: 1, writerId, rows }),
+      });
+    const first = post(
+      keys.writer.key,
+      await eventsOf(async (s) => void (await s.put(step('holds-the-slot', 0))), 'w-1'),
+      'w-1',
+    );
     await until('the first batch holds the slot', () => held);
-    const queued = post(keys.queued.key, await eventsOf(async (s) => void (await s.put(step('queued-batch', 0))), 'w-2'), 'w-2');
+    const queued = post(
+      keys.queued.key,
+      await eventsOf(async (s) => void (await s.put(step('queued-batch', 0))), 'w-2'),
+      'w-2',
+    );
     // the operator's gauge of batches waiting for a slot
-    await until('the second batch waits for the slot', async () => ((await one.metrics.ingestWaiting.get()).values[0]?.value ?? 0) === 1);
+    await until(
+      'the second batch waits for the slot',
+      async () => ((await one.metrics.ingestWaiting.get()).values[0]?.value ?? 0) === 1,
+    );
     expect(await revokeKey(database.db, keys.queued.id)).toBe(true);
     hold();
     expect((await first).status).toBe(200);
@@ -113,16 +151,21 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
     let checkpointId = '';
     const rows = await eventsOf(async (s) => {
       await s.put(step('late-decision', 0));
-      checkpointId = (await s.recordInterrupt(pause('late-decision', 1), { reason: 'approve', context: null })).checkpoint.id;
+      checkpointId = (await s.recordInterrupt(pause('late-decision', 1), { reason: 'approve', context: null }))
+        .checkpoint.id;
     }, 'w-dec');
-    expect((await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-dec', rows }, async () => {})).status).toBe(200);
+    expect(
+      (await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-dec', rows }, async () => {})).status,
+    ).toBe(200);
     const decide = { checkpointId, approved: true, comment: 'fine by me' };
     const refused = await streamed('/v1/executions/late-decision/decision', keys.lateApprover.key, decide, async () => {
       expect(await revokeKey(database.db, keys.lateApprover.id)).toBe(true);
     });
     expect(refused.status).toBe(401);
     expect(await decisionOf(database.db, projectId, 'late-decision', checkpointId)).toBeNull();
-    expect((await streamed('/v1/executions/late-decision/decision', keys.approver.key, decide, async () => {})).status).toBe(201);
+    expect(
+      (await streamed('/v1/executions/late-decision/decision', keys.approver.key, decide, async () => {})).status,
+    ).toBe(201);
   });
 
   it('a claim whose body was still arriving when its key was revoked is refused (401) and claims nothing; the pause is claimed by a live key', async () => {
@@ -130,28 +173,52 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
     const rows = await eventsOf(async (s) => {
       checkpointId = (await s.recordInterrupt(pause('late-claim'), { reason: 'approve', context: null })).checkpoint.id;
     }, 'w-claim');
-    expect((await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-claim', rows }, async () => {})).status).toBe(200);
-    const refused = await streamed('/v1/executions/late-claim/claim', keys.lateClaimer.key, { checkpointId, writerId: 'w-late' }, async () => {
-      expect(await revokeKey(database.db, keys.lateClaimer.id)).toBe(true);
-    });
+    expect(
+      (await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-claim', rows }, async () => {}))
+        .status,
+    ).toBe(200);
+    const refused = await streamed(
+      '/v1/executions/late-claim/claim',
+      keys.lateClaimer.key,
+      { checkpointId, writerId: 'w-late' },
+      async () => {
+        expect(await revokeKey(database.db, keys.lateClaimer.id)).toBe(true);
+      },
+    );
     expect(refused.status).toBe(401);
-    const run = (await (await get('/v1/executions/late-claim', keys.writer.key)).json()) as { pause: { state: string; claimedBy: string | null } };
+    const run = (await (await get('/v1/executions/late-claim', keys.writer.key)).json()) as {
+      pause: { state: string; claimedBy: string | null };
+    };
     expect(run.pause).toMatchObject({ state: 'open', claimedBy: null });
-    expect((await streamed('/v1/executions/late-claim/claim', keys.writer.key, { checkpointId, writerId: 'w-live' }, async () => {})).status).toBe(200);
+    expect(
+      (
+        await streamed(
+          '/v1/executions/late-claim/claim',
+          keys.writer.key,
+          { checkpointId, writerId: 'w-live' },
+          async () => {},
+        )
+      ).status,
+    ).toBe(200);
   });
 
   it('a long poll of the decision feed whose key is revoked while it waits answers 401, not the decision recorded meanwhile', async () => {
     let checkpointId = '';
     const rows = await eventsOf(async (s) => {
-      checkpointId = (await s.recordInterrupt(pause('poll-decision'), { reason: 'approve', context: { card: '4242' } })).checkpoint.id;
+      checkpointId = (await s.recordInterrupt(pause('poll-decision'), { reason: 'approve', context: { card: '4242' } }))
+        .checkpoint.id;
     }, 'w-poll');
-    expect((await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-poll', rows }, async () => {})).status).toBe(200);
+    expect(
+      (await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-poll', rows }, async () => {})).status,
+    ).toBe(200);
     const head = (await (await get('/v1/decisions', keys.writer.key)).json()) as { nextCursor: string };
     const poll = get(`/v1/decisions?after=${head.nextCursor}&wait=20`, keys.poller.key);
     await until('the poll waits', () => feedWaiters(database.db).polls === 1);
     expect(await revokeKey(database.db, keys.poller.id)).toBe(true);
     const decide = { checkpointId, approved: false, comment: 'confidential' };
-    expect((await streamed('/v1/executions/poll-decision/decision', keys.approver.key, decide, async () => {})).status).toBe(201);
+    expect(
+      (await streamed('/v1/executions/poll-decision/decision', keys.approver.key, decide, async () => {})).status,
+    ).toBe(201);
     const answer = await poll;
     expect(answer.status).toBe(401);
     expect(await answer.text()).not.toContain('confidential');
@@ -163,7 +230,10 @@ describe('a key revoked while its request is in flight (PGlite)', () => {
     await until('the poll waits', () => waitersOf(database.db, 'changes').polls === 1);
     expect(await revokeKey(database.db, keys.changePoller.id)).toBe(true);
     const rows = await eventsOf(async (s) => void (await s.put(step('changed-meanwhile', 0))), 'w-change');
-    expect((await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-change', rows }, async () => {})).status).toBe(200);
+    expect(
+      (await streamed('/v1/ingest', keys.writer.key, { protocol: 1, writerId: 'w-change', rows }, async () => {}))
+        .status,
+    ).toBe(200);
     const answer = await poll;
     expect(answer.status).toBe(401);
     expect(await answer.text()).not.toContain('changed-meanwhile');

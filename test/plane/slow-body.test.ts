@@ -26,14 +26,22 @@ interface Stalled {
 function stall(port: number, key: string): Promise<Stalled> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
-    const s: Stalled = { socket, answer: '', opened: 0, closed: new Promise((r) => socket.once('close', () => r(performance.now()))) };
+    const s: Stalled = {
+      socket,
+      answer: '',
+      opened: 0,
+      closed: new Promise((r) => socket.once('close', () => r(performance.now()))),
+    };
     socket.on('data', (d) => (s.answer += d.toString()));
     socket.once('error', reject);
     socket.once('connect', () => {
-      socket.write(`POST /v1/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"protocol":1,`, () => {
-        s.opened = performance.now();
-        resolve(s);
-      });
+      socket.write(
+        `POST /v1/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{"protocol":1,`,
+        () => {
+          s.opened = performance.now();
+          resolve(s);
+        },
+      );
     });
   });
 }
@@ -51,7 +59,10 @@ describe('slow and vanishing request bodies', () => {
 
   const start = async (over: Partial<PlaneConfig>, logger = pino({ level: 'silent' })) => {
     database = await openTestPlaneDatabase('pglite');
-    plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', ...over }), { database, logger });
+    plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', ...over }), {
+      database,
+      logger,
+    });
     return { plane, db: database.db };
   };
 
@@ -59,7 +70,12 @@ describe('slow and vanishing request bodies', () => {
     // long next to one batch on a loaded machine (one took 5.8 s against a 3 s deadline): the proof below is that
     // the batch was answered while the stalled uploads were still open, i.e. before their deadline
     const idleMs = 15_000;
-    const { plane, db } = await start({ maxInflightIngest: 16, maxQueuedIngest: 64, ingestQueueWaitMs: 30_000, bodyIdleMs: idleMs });
+    const { plane, db } = await start({
+      maxInflightIngest: 16,
+      maxQueuedIngest: 64,
+      ingestQueueWaitMs: 30_000,
+      bodyIdleMs: idleMs,
+    });
     const hostile = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
     const key = (await createKey(db, { createProject: true, project: 'p', scopes: ['ingest', 'read'] })).key;
     const rows = await eventsOf(async (s) => void (await s.put(step('after-stall', 0))), 'w-good');
@@ -114,7 +130,8 @@ describe('slow and vanishing request bodies', () => {
     await new Promise((r) => setTimeout(r, 300));
     s.socket.destroy();
     const deadline = Date.now() + 20_000;
-    while (!lines.some((l) => l.msg === 'client aborted') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!lines.some((l) => l.msg === 'client aborted') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     expect(lines.filter((l) => l.msg === 'client aborted').map((l) => l.level)).toEqual([30]);
     expect(lines.filter((l) => l.level >= 40)).toEqual([]);
   }, 60_000);

@@ -62,7 +62,8 @@ function stall(port: number, kind: string, text: string): Promise<Stalled> {
   });
 }
 
-const head = (line: string, headers: string[]) => `${line}\r\nHost: 127.0.0.1\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`;
+const head = (line: string, headers: string[]) =>
+  `${line}\r\nHost: 127.0.0.1\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`;
 
 describe('stalled uploads against the real plane binary', () => {
   let plane: PlaneProcess | null = null;
@@ -84,7 +85,11 @@ describe('stalled uploads against the real plane binary', () => {
     const headersMs = 10_000;
     const totalMs = 20_000;
     plane = await startPlaneProcess(['--data-dir', 'memory://'], {
-      env: { WAYMARK_BODY_IDLE_MS: String(idleMs), WAYMARK_BODY_TOTAL_MS: String(totalMs), WAYMARK_HEADERS_TIMEOUT_MS: String(headersMs) },
+      env: {
+        WAYMARK_BODY_IDLE_MS: String(idleMs),
+        WAYMARK_BODY_TOTAL_MS: String(totalMs),
+        WAYMARK_HEADERS_TIMEOUT_MS: String(headersMs),
+      },
     });
     const key = /shown this once and written nowhere: (wm_\S+)/.exec(plane.stdout())?.[1];
     expect(key, plane.stdout()).toBeDefined();
@@ -92,13 +97,41 @@ describe('stalled uploads against the real plane binary', () => {
     const auth = `Authorization: Bearer ${key}`;
 
     const kinds: [string, number, string][] = [
-      ['ingest', 20, head('POST /v1/ingest HTTP/1.1', [auth, 'Content-Type: application/json', 'Content-Length: 1000000']) + '{"protocol":1,'],
-      ['ingest-chunked', 10, head('POST /v1/ingest HTTP/1.1', [auth, 'Content-Type: application/json', 'Transfer-Encoding: chunked']) + 'e\r\n{"protocol":1,\r\n'],
-      ['claim', 10, head('POST /v1/executions/nowhere/claim HTTP/1.1', [auth, 'Content-Type: application/json', 'Content-Length: 400']) + '{"checkpointId":'],
+      [
+        'ingest',
+        20,
+        head('POST /v1/ingest HTTP/1.1', [auth, 'Content-Type: application/json', 'Content-Length: 1000000']) +
+          '{"protocol":1,',
+      ],
+      [
+        'ingest-chunked',
+        10,
+        head('POST /v1/ingest HTTP/1.1', [auth, 'Content-Type: application/json', 'Transfer-Encoding: chunked']) +
+          'e\r\n{"protocol":1,\r\n',
+      ],
+      [
+        'claim',
+        10,
+        head('POST /v1/executions/nowhere/claim HTTP/1.1', [
+          auth,
+          'Content-Type: application/json',
+          'Content-Length: 400',
+        ]) + '{"checkpointId":',
+      ],
       ['headers', 5, `POST /v1/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}\r\nContent-Ty`],
-      ['login-form', 5, head('POST /login HTTP/1.1', ['Content-Type: application/x-www-form-urlencoded', 'Origin: null', 'Content-Length: 400']) + 'key=wm_'],
+      [
+        'login-form',
+        5,
+        head('POST /login HTTP/1.1', [
+          'Content-Type: application/x-www-form-urlencoded',
+          'Origin: null',
+          'Content-Length: 400',
+        ]) + 'key=wm_',
+      ],
     ];
-    const stalled = await Promise.all(kinds.flatMap(([kind, count, text]) => Array.from({ length: count }, () => stall(port, kind, text))));
+    const stalled = await Promise.all(
+      kinds.flatMap(([kind, count, text]) => Array.from({ length: count }, () => stall(port, kind, text))),
+    );
     sockets.push(...stalled.map((s) => s.socket));
     expect(stalled.length).toBe(50);
     await new Promise((r) => setTimeout(r, 300)); // past auth, waiting on their bodies
@@ -110,10 +143,15 @@ describe('stalled uploads against the real plane binary', () => {
     for (let i = 0; i < 20; i++) await a.put(step('served', i));
     replica = connectPlane(a, { url: plane.url, apiKey: key!, pollMs: 0, followChanges: false });
     expect(await replica.flush({ timeoutMs: 60_000 })).toMatchObject({ pendingRows: 0, quarantinedCount: 0 });
-    expect(await restoreFromPlane(b, 'served', { url: plane.url, apiKey: key! })).toMatchObject({ inserted: 20, totalRows: 20 });
+    expect(await restoreFromPlane(b, 'served', { url: plane.url, apiKey: key! })).toMatchObject({
+      inserted: 20,
+      totalRows: 20,
+    });
     expect((await call(`${plane.url}/healthz`)).status).toBe(200);
     const stillOpen = stalled.filter((s) => !s.closed && s.answer === '').length;
-    expect(stillOpen, 'every stalled connection was still open and unanswered when the normal client was done').toBe(50);
+    expect(stillOpen, 'every stalled connection was still open and unanswered when the normal client was done').toBe(
+      50,
+    );
 
     await Promise.all(stalled.map((s) => s.closedAt));
     for (const s of stalled) {
@@ -143,17 +181,36 @@ describe('a client that never reads its answer', () => {
   });
 
   it('a large restore page asked for and never read is dropped once its connection makes no progress, and the plane serves others meanwhile; long polls that hold longer than that deadline are answered', async () => {
-    const config = loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', bodyIdleMs: 1000, bodyTotalMs: 2000, headersTimeoutMs: 1000, ingestQueueWaitMs: 1000 });
+    const config = loadConfig(
+      {},
+      {
+        host: '127.0.0.1',
+        port: 0,
+        dataDir: 'memory://',
+        bodyIdleMs: 1000,
+        bodyTotalMs: 2000,
+        headersTimeoutMs: 1000,
+        ingestQueueWaitMs: 1000,
+      },
+    );
     database = await openTestPlaneDatabase('pglite');
     plane = await startPlane(config, { database, logger: pino({ level: 'silent' }) });
     const key = (await createKey(database.db, { createProject: true, project: 'p', scopes: ['ingest', 'read'] })).key;
     // 24 rows of ~500 KB: an answer far larger than the socket buffers between the two ends
     const rows = await eventsOf(async (s) => {
-      for (let i = 0; i < 24; i++) await s.put(step('large', i, { nodeOutput: randomBytes(360_000).toString('base64') }));
+      for (let i = 0; i < 24; i++)
+        await s.put(step('large', i, { nodeOutput: randomBytes(360_000).toString('base64') }));
       await s.put(step('small', 0));
     });
     for (let i = 0; i < rows.length; i += 4) {
-      expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows: rows.slice(i, i + 4) } })).status).toBe(200);
+      expect(
+        (
+          await call(`${plane.url}/v1/ingest`, {
+            key,
+            json: { protocol: 1, writerId: 'w', rows: rows.slice(i, i + 4) },
+          })
+        ).status,
+      ).toBe(200);
     }
 
     // a first, small request on the connection (a kept-alive connection gets its idle deadline back for the next one)
@@ -162,7 +219,8 @@ describe('a client that never reads its answer', () => {
     while (!s.answer.endsWith('{"ok":true}')) await new Promise((r) => setTimeout(r, 10));
     // then the large answer: it takes the first bytes, then reads no more
     s.socket.write(head('GET /v1/executions/large/restore?limit=24 HTTP/1.1', [`Authorization: Bearer ${key}`]));
-    while (!/\r\n\r\n\{"ok":true\}HTTP\/1\.1 200 /.test(s.answer)) await new Promise<void>((r) => s.socket.once('data', () => r()));
+    while (!/\r\n\r\n\{"ok":true\}HTTP\/1\.1 200 /.test(s.answer))
+      await new Promise<void>((r) => s.socket.once('data', () => r()));
     s.socket.pause();
 
     // meanwhile others are served
@@ -195,15 +253,23 @@ describe('a client that never reads its answer', () => {
       expect(poll.heldMs, poll.path).toBeGreaterThanOrEqual(holdS * 1000 - 50);
     }
     const answered = s.answer.indexOf('\r\n\r\n', s.answer.indexOf('{"ok":true}')) + 4;
-    const declared = Number(/content-length: (\d+)/i.exec(s.answer.slice(s.answer.indexOf('{"ok":true}'), answered))?.[1]);
+    const declared = Number(
+      /content-length: (\d+)/i.exec(s.answer.slice(s.answer.indexOf('{"ok":true}'), answered))?.[1],
+    );
     // a page is cut at PAGE_BYTES (8 MiB): as large as a page gets, more than the two ends' socket buffers
     // hold here (their largest, tcp_wmem and tcp_rmem, are 4 and 6 MiB on this machine, and a stalled reader's
     // window does not grow to that)
     expect(declared).toBeGreaterThan(PAGE_BYTES - LIMITS.rowBytes);
     s.socket.resume();
-    const outcome = await Promise.race([s.closedAt.then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 60_000))]);
+    const outcome = await Promise.race([
+      s.closedAt.then(() => 'closed'),
+      new Promise((r) => setTimeout(() => r('still open'), 60_000)),
+    ]);
     expect(outcome).toBe('closed');
-    expect(Buffer.byteLength(s.answer, 'latin1') - answered, 'bytes of the answer the client got before the end').toBeLessThan(declared);
+    expect(
+      Buffer.byteLength(s.answer, 'latin1') - answered,
+      'bytes of the answer the client got before the end',
+    ).toBeLessThan(declared);
     expect((await call(`${plane.url}/healthz`)).status).toBe(200);
   }, 300_000);
 });

@@ -16,7 +16,11 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
     let readKey: string;
     let otherProject: string;
     const ingest = (rows: unknown[], o: { key?: string; writerId?: string; gzip?: boolean; backlog?: unknown } = {}) =>
-      call(`${plane.url}/v1/ingest`, { key: o.key ?? ingestKey, gzip: o.gzip, json: { protocol: 1, writerId: o.writerId ?? 'w1', rows, ...(o.backlog ? { backlog: o.backlog } : {}) } });
+      call(`${plane.url}/v1/ingest`, {
+        key: o.key ?? ingestKey,
+        gzip: o.gzip,
+        json: { protocol: 1, writerId: o.writerId ?? 'w1', rows, ...(o.backlog ? { backlog: o.backlog } : {}) },
+      });
     const get = (path: string, key = readKey) => call(`${plane.url}${path}`, { key });
 
     beforeAll(async () => {
@@ -32,8 +36,11 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await call(`${plane.url}/healthz`)).body).toEqual({ ok: true });
       expect((await call(`${plane.url}/readyz`)).body).toMatchObject({ ok: true, migrations: 'applied' });
       const doc = await call(`${plane.url}/openapi.json`);
-      expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/v1/ingest', '/v1/executions/{id}/restore', '/v1/executions/{id}/claim']));
-      for (const key of [undefined, readKey, admin]) expect((await call(`${plane.url}/metrics`, { key })).status).toBe(404);
+      expect(Object.keys(doc.body.paths)).toEqual(
+        expect.arrayContaining(['/v1/ingest', '/v1/executions/{id}/restore', '/v1/executions/{id}/claim']),
+      );
+      for (const key of [undefined, readKey, admin])
+        expect((await call(`${plane.url}/metrics`, { key })).status).toBe(404);
     });
 
     it('refuses no key, a malformed or unknown key, a revoked key (401) and a wrong scope (403)', async () => {
@@ -77,7 +84,10 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect(q.body.items[0]).toMatchObject({ writerId: 'w1', rowId: rows[1].id, executionId: 'ing-1' });
       expect(JSON.parse(q.body.items[0].payload).row.nodeId).toBe('turn:99');
       const w = await get('/v1/writers');
-      expect(w.body.items.find((x: { writerId: string }) => x.writerId === 'w1')).toMatchObject({ backlogRows: 5, backlogBytes: 1234 });
+      expect(w.body.items.find((x: { writerId: string }) => x.writerId === 'w1')).toMatchObject({
+        backlogRows: 5,
+        backlogBytes: 1234,
+      });
     });
 
     it('refuses bad rows one by one, quarantines them with a reason, stores none of them, never answers 5xx', async () => {
@@ -102,7 +112,20 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const r = await ingest([...bad, good, good]);
       expect(r.status).toBe(200);
       const codes = r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status);
-      expect(codes).toEqual(['invalid', 'invalid', 'invalid', 'invalid', 'too_large', 'invalid', 'invalid', 'invalid', 'invalid', 'invalid', 'accepted', 'duplicate']);
+      expect(codes).toEqual([
+        'invalid',
+        'invalid',
+        'invalid',
+        'invalid',
+        'too_large',
+        'invalid',
+        'invalid',
+        'invalid',
+        'invalid',
+        'invalid',
+        'accepted',
+        'duplicate',
+      ]);
       expect(r.body.results[7].reason).toContain("must not be '.' or '..'");
       // a row's reason names each of its problems, not the first only
       expect(r.body.results[0].reason).toMatch(/^id: .*; row: /);
@@ -115,9 +138,14 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect(big.payload.length).toBe(LIMITS.quarantinePayloadBytes);
       // the limit is in bytes: a refused row of CJK text (3 bytes a character) keeps 16 KiB of it, cut between characters
       const [small] = await eventsOf(async (s) => void (await s.put(step('cjk-1', 0))));
-      const cjk = { ...(small as object), row: { ...(small as { row: object }).row, nodeInput: '漢字'.repeat(200_000) } };
+      const cjk = {
+        ...(small as object),
+        row: { ...(small as { row: object }).row, nodeInput: '漢字'.repeat(200_000) },
+      };
       expect((await ingest([cjk])).body.results[0].code).toBe('too_large');
-      const kept = (await get('/v1/quarantine?limit=1000')).body.items.find((i: { executionId: string }) => i.executionId === 'cjk-1');
+      const kept = (await get('/v1/quarantine?limit=1000')).body.items.find(
+        (i: { executionId: string }) => i.executionId === 'cjk-1',
+      );
       expect(kept.truncated).toBe(true);
       expect(Buffer.byteLength(kept.payload)).toBeLessThanOrEqual(LIMITS.quarantinePayloadBytes);
       expect(Buffer.byteLength(kept.payload)).toBeGreaterThan(LIMITS.quarantinePayloadBytes - 3);
@@ -136,9 +164,15 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         [bad, bad, good],
       ]) {
         const again = await ingest(rows, { writerId: 'wq' });
-        expect(again.body.results.filter((x: { status: string }) => x.status === 'rejected')).toHaveLength(rows.length - 1);
+        expect(again.body.results.filter((x: { status: string }) => x.status === 'rejected')).toHaveLength(
+          rows.length - 1,
+        );
       }
-      const records = async () => (await get('/v1/quarantine?executionId=requar-1&limit=1000')).body.items as { writerId: string; code: string }[];
+      const records = async () =>
+        (await get('/v1/quarantine?executionId=requar-1&limit=1000')).body.items as {
+          writerId: string;
+          code: string;
+        }[];
       expect((await records()).map((i) => [i.writerId, i.code])).toEqual([['wq', 'invalid']]);
       // the same text from another writer is that writer's record; the same id with other text is another refusal
       await ingest([bad], { writerId: 'wq2' });
@@ -175,7 +209,11 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect(rows.map(eventBytes)).toEqual([LIMITS.rowBytes - 1, LIMITS.rowBytes, LIMITS.rowBytes + 1]);
       const r = await ingest(rows);
       expect(r.status).toBe(200);
-      expect(r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual(['accepted', 'accepted', 'too_large']);
+      expect(r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual([
+        'accepted',
+        'accepted',
+        'too_large',
+      ]);
       expect(r.body.results[2].reason).toContain(`${LIMITS.rowBytes + 1} bytes`);
     });
 
@@ -183,23 +221,54 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const [good] = await eventsOf(async (s) => void (await s.put(step('env-1', 0))));
       const u = `${plane.url}/v1/ingest`;
       expect((await call(u, { key: ingestKey, raw: '{"protocol":1,' })).status).toBe(400);
-      expect((await call(u, { key: ingestKey, json: { writerId: 'w', rows: [good] } })).body.error.code).toBe('PROTOCOL');
+      expect((await call(u, { key: ingestKey, json: { writerId: 'w', rows: [good] } })).body.error.code).toBe(
+        'PROTOCOL',
+      );
       expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: [] } })).status).toBe(400);
-      expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: [good], extra: 1 } })).status).toBe(400);
+      expect(
+        (await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: [good], extra: 1 } })).status,
+      ).toBe(400);
       // every problem of the envelope is named, the protocol's first in the code
       const many = await call(u, { key: ingestKey, json: { protocol: 2, writerId: '', rows: [], extra: 1 } });
       expect([many.status, many.body.error.code]).toEqual([400, 'PROTOCOL']);
-      for (const named of ['protocol:', 'writerId:', 'rows:', 'extra']) expect(many.body.error.message, named).toContain(named);
-      expect((await call(u, { key: ingestKey, raw: JSON.stringify({ protocol: 1, writerId: 'w', rows: [good] }), headers: { 'content-type': 'text/plain' } })).status).toBe(415);
-      expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: [good] }, headers: { 'content-encoding': 'br' } })).status).toBe(415);
+      for (const named of ['protocol:', 'writerId:', 'rows:', 'extra'])
+        expect(many.body.error.message, named).toContain(named);
+      expect(
+        (
+          await call(u, {
+            key: ingestKey,
+            raw: JSON.stringify({ protocol: 1, writerId: 'w', rows: [good] }),
+            headers: { 'content-type': 'text/plain' },
+          })
+        ).status,
+      ).toBe(415);
+      expect(
+        (
+          await call(u, {
+            key: ingestKey,
+            json: { protocol: 1, writerId: 'w', rows: [good] },
+            headers: { 'content-encoding': 'br' },
+          })
+        ).status,
+      ).toBe(415);
       expect((await call(u, { key: ingestKey, raw: 'x'.repeat(LIMITS.batchBytes + 10) })).status).toBe(413);
-      expect((await call(u, { key: ingestKey, json: { protocol: 1, writerId: 'w', rows: Array(LIMITS.batchRows + 1).fill(good) } })).status).toBe(413);
+      expect(
+        (
+          await call(u, {
+            key: ingestKey,
+            json: { protocol: 1, writerId: 'w', rows: Array(LIMITS.batchRows + 1).fill(good) },
+          })
+        ).status,
+      ).toBe(413);
       const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
       expect(bomb.length).toBeLessThan(LIMITS.batchBytes);
       const b = await call(u, { key: ingestKey, raw: bomb, headers: { 'content-encoding': 'gzip' } });
       expect(b.status).toBe(413);
       const gz = gzipSync(JSON.stringify({ protocol: 1, writerId: 'w', rows: [good] }));
-      expect((await call(u, { key: ingestKey, raw: gz.subarray(0, gz.length - 8), headers: { 'content-encoding': 'gzip' } })).status).toBe(400);
+      expect(
+        (await call(u, { key: ingestKey, raw: gz.subarray(0, gz.length - 8), headers: { 'content-encoding': 'gzip' } }))
+          .status,
+      ).toBe(400);
       expect((await call(u, { key: ingestKey, raw: gz, headers: { 'content-encoding': 'gzip' } })).status).toBe(200);
     });
 
@@ -214,7 +283,9 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const seen: number[] = [];
       let cursor: string | null = null;
       do {
-        const page: { body: { items: { seq: number }[]; nextCursor: string | null } } = await get(`/v1/executions/big-1/rows?limit=250${cursor ? `&cursor=${cursor}` : ''}`);
+        const page: { body: { items: { seq: number }[]; nextCursor: string | null } } = await get(
+          `/v1/executions/big-1/rows?limit=250${cursor ? `&cursor=${cursor}` : ''}`,
+        );
         seen.push(...page.body.items.map((r) => r.seq));
         cursor = page.body.nextCursor;
       } while (cursor);
@@ -227,19 +298,27 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/executions/done-1/rows?cursor=garbage')).status).toBe(400);
       const paused = await get('/v1/executions?status=paused');
       expect(paused.body.items.map((e: { executionId: string }) => e.executionId)).toEqual(['paused-1']);
-      expect((await get('/v1/executions?status=completed')).body.items.map((e: { executionId: string }) => e.executionId)).toContain('done-1');
+      expect(
+        (await get('/v1/executions?status=completed')).body.items.map((e: { executionId: string }) => e.executionId),
+      ).toContain('done-1');
       const all: string[] = [];
       cursor = null;
       do {
-        const page: { body: { items: { executionId: string }[]; nextCursor: string | null } } = await get(`/v1/executions?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        const page: { body: { items: { executionId: string }[]; nextCursor: string | null } } = await get(
+          `/v1/executions?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+        );
         all.push(...page.body.items.map((e) => e.executionId));
         cursor = page.body.nextCursor;
       } while (cursor);
       expect(new Set(all).size).toBe(all.length);
       expect(all).toEqual(expect.arrayContaining(['big-1', 'paused-1', 'done-1']));
       expect((await get('/v1/executions?writer=nobody')).body.items).toEqual([]);
-      expect((await get(`/v1/executions?updatedSince=${new Date(Date.now() + 3600_000).toISOString()}`)).body.items).toEqual([]);
-      expect((await get('/v1/executions?q=big')).body.items.map((e: { executionId: string }) => e.executionId)).toEqual(['big-1']);
+      expect(
+        (await get(`/v1/executions?updatedSince=${new Date(Date.now() + 3600_000).toISOString()}`)).body.items,
+      ).toEqual([]);
+      expect((await get('/v1/executions?q=big')).body.items.map((e: { executionId: string }) => e.executionId)).toEqual(
+        ['big-1'],
+      );
       expect((await get('/v1/executions?status=bogus')).status).toBe(400);
     });
 
@@ -252,7 +331,9 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/executions/agent-1')).body.execution.agent).toBe('agent:boss/agent:worker');
       expect((await ingest([rows[0]])).body.accepted).toBe(1);
       expect((await get('/v1/executions/agent-1')).body.execution.agent).toBe('agent:boss');
-      expect((await get('/v1/executions?q=agent-1')).body.items).toEqual([expect.objectContaining({ executionId: 'agent-1', agent: 'agent:boss' })]);
+      expect((await get('/v1/executions?q=agent-1')).body.items).toEqual([
+        expect.objectContaining({ executionId: 'agent-1', agent: 'agent:boss' }),
+      ]);
     });
 
     it('restore serves every row, the open pause and the idempotency entries', async () => {
@@ -299,7 +380,11 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         expect(r.body, JSON.stringify(r.body.results)).toMatchObject({ accepted: batch.length, rejected: 0 });
         const newRows = later.filter((e) => e.kind === 'checkpoint').map((e) => (e as { row: unknown }).row);
         expect((await get(`/v1/executions/${id}/rows`)).body.items).toEqual(newRows);
-        expect((await get(`/v1/executions/${id}`)).body.execution).toMatchObject({ status: 'paused', rowCount: 3, lastSeq: 2 });
+        expect((await get(`/v1/executions/${id}`)).body.execution).toMatchObject({
+          status: 'paused',
+          rowCount: 3,
+          lastSeq: 2,
+        });
         const restore = await get(`/v1/executions/${id}/restore`);
         expect(restore.body).toMatchObject({ totalRows: 3, pending: { context: { run: 'new' } } });
         expect(restore.body.rows).toEqual(newRows);
@@ -320,10 +405,18 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       const e = await get('/v1/executions/gap-1');
       expect(e.body.execution).toMatchObject({ complete: false, holeCount: 0, rowCount: 3, lastSeq: 4 });
       expect(e.body.holes).toEqual([
-        expect.objectContaining({ seq: 1, code: 'missing', reason: 'row 1 never reached this plane (row 2 did)', writerId: 'w-gap', rowId: null }),
+        expect.objectContaining({
+          seq: 1,
+          code: 'missing',
+          reason: 'row 1 never reached this plane (row 2 did)',
+          writerId: 'w-gap',
+          rowId: null,
+        }),
         expect.objectContaining({ seq: 3, code: 'missing', reason: 'row 3 never reached this plane (row 4 did)' }),
       ]);
-      expect((await get('/v1/executions?q=gap-')).body.items).toEqual([expect.objectContaining({ executionId: 'gap-1', complete: false })]);
+      expect((await get('/v1/executions?q=gap-')).body.items).toEqual([
+        expect.objectContaining({ executionId: 'gap-1', complete: false }),
+      ]);
       const restore = await get('/v1/executions/gap-1/restore');
       expect(restore.status).toBe(409);
       expect(restore.body.error).toMatchObject({ code: 'RUN_INCOMPLETE', details: { missingSeqs: [1, 3] } });
@@ -333,7 +426,9 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         for (let i = 0; i < 4; i++) await s.put(step('gap-2', i));
       });
       await ingest([late[3]], { writerId: 'w-gap' });
-      expect((await get('/v1/executions/gap-2')).body.holes).toEqual([expect.objectContaining({ seq: 0, code: 'missing', reason: 'rows 0-2 never reached this plane (row 3 did)' })]);
+      expect((await get('/v1/executions/gap-2')).body.holes).toEqual([
+        expect.objectContaining({ seq: 0, code: 'missing', reason: 'rows 0-2 never reached this plane (row 3 did)' }),
+      ]);
       // the missing rows arrive (a resend, a slow outbox): whole again, and it restores
       await ingest([rows[1], rows[3]], { writerId: 'w-gap' });
       const whole = await get('/v1/executions/gap-1');
@@ -344,28 +439,49 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
 
     it('broken chain defect: a refused row leaves a hole; the plane says the run is incomplete everywhere, refuses its restore with 409 naming the seq, and its pages never answer 500', async () => {
       // growing messages: rows 1.. are deltas on the row before, so a missing row breaks the chain after it
-      const grown = (id: string, i: number) => step(id, i, { state: { messages: Array.from({ length: i + 1 }, (_, k) => ({ role: 'user', content: `m${k}` })) } });
+      const grown = (id: string, i: number) =>
+        step(id, i, {
+          state: { messages: Array.from({ length: i + 1 }, (_, k) => ({ role: 'user', content: `m${k}` })) },
+        });
       const rows = await eventsOf(async (s) => {
         for (let i = 0; i < 4; i++) await s.put(grown('hole-1', i));
       });
-      expect((rows[2] as Extract<OutboxEvent, { kind: 'checkpoint' }>).row.state).toMatchObject({ kind: 'delta', prev: rows[1].id });
+      expect((rows[2] as Extract<OutboxEvent, { kind: 'checkpoint' }>).row.state).toMatchObject({
+        kind: 'delta',
+        prev: rows[1].id,
+      });
       const big = structuredClone(rows[1]) as Extract<OutboxEvent, { kind: 'checkpoint' }>;
       big.row.nodeOutput = 'x'.repeat(LIMITS.rowBytes);
       const r = await ingest([rows[0], big, rows[2], rows[3]], { writerId: 'w-holes' });
-      expect(r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual(['accepted', 'too_large', 'accepted', 'accepted']);
+      expect(r.body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual([
+        'accepted',
+        'too_large',
+        'accepted',
+        'accepted',
+      ]);
       const e = await get('/v1/executions/hole-1');
       expect(e.body.execution).toMatchObject({ complete: false, holeCount: 1, rowCount: 3 });
-      expect(e.body.holes).toEqual([expect.objectContaining({ seq: 1, code: 'too_large', writerId: 'w-holes', rowId: big.id })]);
+      expect(e.body.holes).toEqual([
+        expect.objectContaining({ seq: 1, code: 'too_large', writerId: 'w-holes', rowId: big.id }),
+      ]);
       expect(e.body.holes[0].reason).toContain('bytes');
       const listed = (await get('/v1/executions?q=hole-')).body.items;
       expect(listed).toEqual([expect.objectContaining({ executionId: 'hole-1', complete: false, holeCount: 1 })]);
-      for (const path of ['/v1/executions/hole-1/restore', `/v1/executions/hole-1/restore?cursor=${Buffer.from('[0,3]').toString('base64url')}`]) {
+      for (const path of [
+        '/v1/executions/hole-1/restore',
+        `/v1/executions/hole-1/restore?cursor=${Buffer.from('[0,3]').toString('base64url')}`,
+      ]) {
         const restore = await get(path);
         expect(restore.status).toBe(409);
-        expect(restore.body.error).toMatchObject({ code: 'RUN_INCOMPLETE', details: { executionId: 'hole-1', missingSeqs: [1] } });
+        expect(restore.body.error).toMatchObject({
+          code: 'RUN_INCOMPLETE',
+          details: { executionId: 'hole-1', missingSeqs: [1] },
+        });
         expect(restore.body.error.message).toMatch(/seq 1 \(too_large: row is \d+ bytes/);
       }
-      expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes')).toMatchObject({ incompleteRuns: ['hole-1'] });
+      expect(
+        (await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes'),
+      ).toMatchObject({ incompleteRuns: ['hole-1'] });
       // a seq conflict (another row already at that seq) is a hole too, and the rest of that branch is refused (the
       // plane keeps one branch); a re-sent copy of a stored id is not a hole
       const other = await eventsOf(async (s) => {
@@ -375,9 +491,13 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         for (let i = 0; i < 3; i++) await s.put(step('hole-2', i));
       });
       await ingest(other);
-      expect((await ingest(mine)).body.results.map((x: { status: string; code?: string }) => x.code ?? x.status)).toEqual(['seq_conflict', 'seq_conflict', 'taken_over']);
+      expect(
+        (await ingest(mine)).body.results.map((x: { status: string; code?: string }) => x.code ?? x.status),
+      ).toEqual(['seq_conflict', 'seq_conflict', 'taken_over']);
       // (both branches under one writer id: the plane's own row after seq 0 is that writer's, so seq 0 counts as a gap)
-      expect((await get('/v1/executions/hole-2')).body.holes.map((h: { seq: number; code: string }) => [h.seq, h.code])).toEqual([[0, 'seq_conflict']]);
+      expect(
+        (await get('/v1/executions/hole-2')).body.holes.map((h: { seq: number; code: string }) => [h.seq, h.code]),
+      ).toEqual([[0, 'seq_conflict']]);
       const forged = structuredClone(other[1]) as Extract<OutboxEvent, { kind: 'checkpoint' }>;
       forged.row.nodeId = 'forged';
       expect((await ingest([forged])).body.results[0]).toMatchObject({ code: 'conflict' });
@@ -387,10 +507,17 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       (only as Extract<OutboxEvent, { kind: 'checkpoint' }>).row.nodeOutput = 'x'.repeat(LIMITS.rowBytes);
       expect((await ingest([only])).body.results[0]).toMatchObject({ code: 'too_large' });
       expect((await get('/v1/executions/hole-3')).status).toBe(404);
-      expect((await get('/v1/executions/hole-3/restore')).body.error).toMatchObject({ code: 'RUN_INCOMPLETE', details: { missingSeqs: [0] } });
+      expect((await get('/v1/executions/hole-3/restore')).body.error).toMatchObject({
+        code: 'RUN_INCOMPLETE',
+        details: { missingSeqs: [0] },
+      });
 
       // the inspector shows it, plain HTTP with a real session: never a 500
-      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: readKey, next: '/' }) });
+      const login = await fetch(`${plane.url}/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        body: new URLSearchParams({ key: readKey, next: '/' }),
+      });
       const cookie = login.headers.get('set-cookie')!.split(';')[0];
       const page = async (path: string) => {
         const res = await fetch(`${plane.url}${path}`, { headers: { cookie } });
@@ -406,15 +533,28 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect(runPage).toContain('seq 1: <span class="mono">too_large</span>');
       expect(runPage).toContain('seq 2 cannot be decoded from this plane&#39;s copy (incomplete: seq 1 (too_large');
       expect((await page('/?q=hole-1')).text).toContain('data-testid="incomplete"');
-      expect((await page('/writers')).text).toMatch(/data-testid="incomplete-runs"[^>]*><a class="mono" href="\/runs\/hole-1">hole-1<\/a>/);
+      expect((await page('/writers')).text).toMatch(
+        /data-testid="incomplete-runs"[^>]*><a class="mono" href="\/runs\/hole-1">hole-1<\/a>/,
+      );
 
       // a deletion takes the holes with it: the run started again is whole
-      const del: OutboxEvent = { kind: 'execution_deleted', id: uuidv7(), executionId: 'hole-1', deletedAt: new Date().toISOString() };
+      const del: OutboxEvent = {
+        kind: 'execution_deleted',
+        id: uuidv7(),
+        executionId: 'hole-1',
+        deletedAt: new Date().toISOString(),
+      };
       const again = await eventsOf(async (s) => void (await s.put(step('hole-1', 0))));
       expect((await ingest([del, ...again], { writerId: 'w-holes' })).body.rejected).toBe(0);
-      expect((await get('/v1/executions/hole-1')).body).toMatchObject({ execution: { complete: true, holeCount: 0 }, holes: [] });
+      expect((await get('/v1/executions/hole-1')).body).toMatchObject({
+        execution: { complete: true, holeCount: 0 },
+        holes: [],
+      });
       expect((await get('/v1/executions/hole-1/restore')).status).toBe(200);
-      expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes').incompleteRuns).toEqual([]);
+      expect(
+        (await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-holes')
+          .incompleteRuns,
+      ).toEqual([]);
     });
 
     it("an offline double resume left the run incomplete for good defect: another writer's branch is refused where it meets the plane's rows, and so is every later row of that branch: the plane's copy stays one branch, complete and restorable", async () => {
@@ -426,17 +566,26 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         for (let i = 0; i < 4; i++) await s.put(step('branch-1', i, { nodeOutput: 'b' }));
       }, 'w-branch-b');
       expect((await ingest(a, { writerId: 'w-branch-a' })).body.accepted).toBe(3);
-      const codes = (r: { body: { results: { status: string; code?: string }[] } }) => r.body.results.map((x) => x.code ?? x.status);
+      const codes = (r: { body: { results: { status: string; code?: string }[] } }) =>
+        r.body.results.map((x) => x.code ?? x.status);
       // B's rows meet A's at their seqs (seq_conflict), and B is fenced out of the run
       expect(codes(await ingest(b.slice(0, 2), { writerId: 'w-branch-b' }))).toEqual(['seq_conflict', 'seq_conflict']);
       const whole = async () => {
         // the plane's copy is A's branch, whole: complete, restorable, no writer told its run is incomplete here
-        expect((await get('/v1/executions/branch-1')).body).toMatchObject({ execution: { complete: true, holeCount: 0, rowCount: 3 }, holes: [] });
-        expect((await get('/v1/executions?q=branch-1')).body.items).toEqual([expect.objectContaining({ executionId: 'branch-1', complete: true })]);
+        expect((await get('/v1/executions/branch-1')).body).toMatchObject({
+          execution: { complete: true, holeCount: 0, rowCount: 3 },
+          holes: [],
+        });
+        expect((await get('/v1/executions?q=branch-1')).body.items).toEqual([
+          expect.objectContaining({ executionId: 'branch-1', complete: true }),
+        ]);
         const restore = await get('/v1/executions/branch-1/restore');
         expect(restore.status).toBe(200);
         expect(restore.body.rows.map((r: { id: string }) => r.id)).toEqual(a.map((e) => e.id));
-        expect((await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-branch-b')?.incompleteRuns ?? []).toEqual([]);
+        expect(
+          (await get('/v1/writers')).body.items.find((w: { writerId: string }) => w.writerId === 'w-branch-b')
+            ?.incompleteRuns ?? [],
+        ).toEqual([]);
       };
       await whole();
       // B's later rows, one at a free seq, follow B's refused rows: refused (taken_over), the copy never mixes two branches
@@ -491,13 +640,32 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect(b.status).toBe(409);
       expect(b.body.error).toMatchObject({ code: 'ALREADY_CLAIMED', details: { writerId: 'laptop-a' } });
       expect((await call(claimUrl, { key: ingestKey, json: { checkpointId, writerId: 'laptop-a' } })).status).toBe(200);
-      expect((await call(claimUrl, { key: ingestKey, json: { checkpointId: uuidv7(), writerId: 'laptop-a' } })).status).toBe(404);
+      expect(
+        (await call(claimUrl, { key: ingestKey, json: { checkpointId: uuidv7(), writerId: 'laptop-a' } })).status,
+      ).toBe(404);
       expect((await get('/v1/executions/claim-1/restore')).body.pending).toBeNull();
-      const offline: OutboxEvent = { kind: 'interrupt_claimed', id: uuidv7(), executionId: 'claim-1', checkpointId, writerId: 'laptop-b', claimedAt: new Date().toISOString() };
+      const offline: OutboxEvent = {
+        kind: 'interrupt_claimed',
+        id: uuidv7(),
+        executionId: 'claim-1',
+        checkpointId,
+        writerId: 'laptop-b',
+        claimedAt: new Date().toISOString(),
+      };
       expect((await ingest([offline], { writerId: 'laptop-b' })).body.accepted).toBe(1);
       const conflicts = await get('/v1/conflicts');
-      expect(conflicts.body.items).toEqual([expect.objectContaining({ executionId: 'claim-1', winnerWriterId: 'laptop-a', loserWriterId: 'laptop-b', source: 'ingest' })]);
-      expect((await get('/v1/executions/claim-1')).body).toMatchObject({ pause: { state: 'claimed', claimedBy: 'laptop-a' }, conflicts: [expect.objectContaining({ loserWriterId: 'laptop-b' })] });
+      expect(conflicts.body.items).toEqual([
+        expect.objectContaining({
+          executionId: 'claim-1',
+          winnerWriterId: 'laptop-a',
+          loserWriterId: 'laptop-b',
+          source: 'ingest',
+        }),
+      ]);
+      expect((await get('/v1/executions/claim-1')).body).toMatchObject({
+        pause: { state: 'claimed', claimedBy: 'laptop-a' },
+        conflicts: [expect.objectContaining({ loserWriterId: 'laptop-b' })],
+      });
     });
 
     it("a pause event naming another run's checkpoint is refused (invalid, quarantined) and changes nothing of that run: its pause stays open and claimable", async () => {
@@ -513,51 +681,137 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         await s.recordInterrupt(pause('other-1'), { reason: 'r', context: null });
       });
       await ingest(own);
-      const opened = own.find((e) => e.kind === 'interrupt_opened') as Extract<OutboxEvent, { kind: 'interrupt_opened' }>;
+      const opened = own.find((e) => e.kind === 'interrupt_opened') as Extract<
+        OutboxEvent,
+        { kind: 'interrupt_opened' }
+      >;
       const at = new Date().toISOString();
       const wrong: OutboxEvent[] = [
-        { kind: 'interrupt_claimed', id: uuidv7(), executionId: 'other-1', checkpointId: victim, writerId: 'wz', claimedAt: at },
-        { kind: 'interrupt_closed', id: uuidv7(), executionId: 'other-1', checkpointId: victim, writerId: 'wz', closedAt: at },
+        {
+          kind: 'interrupt_claimed',
+          id: uuidv7(),
+          executionId: 'other-1',
+          checkpointId: victim,
+          writerId: 'wz',
+          claimedAt: at,
+        },
+        {
+          kind: 'interrupt_closed',
+          id: uuidv7(),
+          executionId: 'other-1',
+          checkpointId: victim,
+          writerId: 'wz',
+          closedAt: at,
+        },
         { kind: 'interrupt_opened', id: uuidv7(), row: { ...opened.row, checkpointId: victim } },
         // a pause the plane knows only by its claim (its rows not synced yet) is guarded too
-        { kind: 'interrupt_claimed', id: uuidv7(), executionId: 'other-1', checkpointId: victim, writerId: 'wz', claimedAt: at },
+        {
+          kind: 'interrupt_claimed',
+          id: uuidv7(),
+          executionId: 'other-1',
+          checkpointId: victim,
+          writerId: 'wz',
+          claimedAt: at,
+        },
       ];
       const r = await ingest(wrong, { writerId: 'wz' });
       expect(r.body.accepted).toBe(0);
-      expect(r.body.results.map((x: { status: string; code?: string }) => `${x.status}:${x.code}`)).toEqual(wrong.map(() => 'rejected:invalid'));
-      for (const x of r.body.results) expect(x.reason).toContain(`checkpoint ${victim} belongs to execution 'victim-1', not 'other-1'`);
+      expect(r.body.results.map((x: { status: string; code?: string }) => `${x.status}:${x.code}`)).toEqual(
+        wrong.map(() => 'rejected:invalid'),
+      );
+      for (const x of r.body.results)
+        expect(x.reason).toContain(`checkpoint ${victim} belongs to execution 'victim-1', not 'other-1'`);
       const q = await get('/v1/quarantine');
-      expect(q.body.items.filter((i: { rowId: string }) => wrong.some((w) => w.id === i.rowId))).toHaveLength(wrong.length);
+      expect(q.body.items.filter((i: { rowId: string }) => wrong.some((w) => w.id === i.rowId))).toHaveLength(
+        wrong.length,
+      );
       // the victim's pause: still open, unclaimed, no conflict; its own writer claims it
-      expect((await get('/v1/executions/victim-1')).body).toMatchObject({ execution: { status: 'paused' }, pause: { state: 'open', claimedBy: null }, conflicts: [] });
+      expect((await get('/v1/executions/victim-1')).body).toMatchObject({
+        execution: { status: 'paused' },
+        pause: { state: 'open', claimedBy: null },
+        conflicts: [],
+      });
       expect((await get('/v1/executions/other-1')).body.pause).toMatchObject({ state: 'open', claimedBy: null });
-      const claim = await call(`${plane.url}/v1/executions/victim-1/claim`, { key: ingestKey, json: { checkpointId: victim, writerId: 'laptop-a' } });
+      const claim = await call(`${plane.url}/v1/executions/victim-1/claim`, {
+        key: ingestKey,
+        json: { checkpointId: victim, writerId: 'laptop-a' },
+      });
       expect(claim.status).toBe(200);
       // once claimed through the API (a claims row), a claimed event naming it under another run is refused the same way
-      const late = await ingest([{ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'other-1', checkpointId: victim, writerId: 'wz', claimedAt: at }], { writerId: 'wz' });
+      const late = await ingest(
+        [
+          {
+            kind: 'interrupt_claimed',
+            id: uuidv7(),
+            executionId: 'other-1',
+            checkpointId: victim,
+            writerId: 'wz',
+            claimedAt: at,
+          },
+        ],
+        { writerId: 'wz' },
+      );
       expect(late.body.results[0]).toMatchObject({ status: 'rejected', code: 'invalid' });
 
       // a pause the plane knows only by its pause row (its checkpoint not synced, or refused), and one known only by a claim
-      const byPause = await eventsOf(async (s) => void (await s.recordInterrupt(pause('victim-2'), { reason: 'approve', context: null })));
-      const pauseOnly = byPause.find((e) => e.kind === 'interrupt_opened') as Extract<OutboxEvent, { kind: 'interrupt_opened' }>;
+      const byPause = await eventsOf(
+        async (s) => void (await s.recordInterrupt(pause('victim-2'), { reason: 'approve', context: null })),
+      );
+      const pauseOnly = byPause.find((e) => e.kind === 'interrupt_opened') as Extract<
+        OutboxEvent,
+        { kind: 'interrupt_opened' }
+      >;
       expect((await ingest([pauseOnly])).body.accepted).toBe(1);
       const claimOnly = uuidv7();
-      expect((await ingest([{ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'victim-3', checkpointId: claimOnly, writerId: 'w3', claimedAt: at }], { writerId: 'w3' })).body.accepted).toBe(1);
+      expect(
+        (
+          await ingest(
+            [
+              {
+                kind: 'interrupt_claimed',
+                id: uuidv7(),
+                executionId: 'victim-3',
+                checkpointId: claimOnly,
+                writerId: 'w3',
+                claimedAt: at,
+              },
+            ],
+            { writerId: 'w3' },
+          )
+        ).body.accepted,
+      ).toBe(1);
       for (const [checkpointId, owner] of [
         [pauseOnly.row.checkpointId, 'victim-2'],
         [claimOnly, 'victim-3'],
       ]) {
-        const r = await ingest([{ kind: 'interrupt_closed', id: uuidv7(), executionId: 'other-1', checkpointId, writerId: 'wz', closedAt: at }], { writerId: 'wz' });
+        const r = await ingest(
+          [
+            {
+              kind: 'interrupt_closed',
+              id: uuidv7(),
+              executionId: 'other-1',
+              checkpointId,
+              writerId: 'wz',
+              closedAt: at,
+            },
+          ],
+          { writerId: 'wz' },
+        );
         expect(r.body.results[0]).toMatchObject({ status: 'rejected', code: 'invalid' });
         expect(r.body.results[0].reason).toContain(`belongs to execution '${owner}', not 'other-1'`);
       }
-      expect((await get('/v1/pauses?limit=1000')).body.items.map((i: { executionId: string }) => i.executionId)).toContain('victim-2');
+      expect(
+        (await get('/v1/pauses?limit=1000')).body.items.map((i: { executionId: string }) => i.executionId),
+      ).toContain('victim-2');
     });
 
     it('a claim applying a decision is refused (409 ALREADY_DECIDED naming the first) while the pause holds another, earlier decision here; nothing claimed; the first applies, and a claim naming no decision (a resume from code) still may', async () => {
       const approver = await plane.key('alpha', ['approve']);
       const claimWith = (id: string, checkpointId: string, decisionId?: string) =>
-        call(`${plane.url}/v1/executions/${id}/claim`, { key: ingestKey, json: { checkpointId, writerId: 'laptop-x', ...(decisionId ? { decisionId } : {}) } });
+        call(`${plane.url}/v1/executions/${id}/claim`, {
+          key: ingestKey,
+          json: { checkpointId, writerId: 'laptop-x', ...(decisionId ? { decisionId } : {}) },
+        });
       const paused: Record<string, string> = {};
       const rows = await eventsOf(async (s) => {
         for (const id of ['first-1', 'first-2']) {
@@ -568,28 +822,47 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await ingest(rows, { writerId: 'laptop-x' })).body.rejected).toBe(0);
       const decided: Record<string, string> = {};
       for (const id of ['first-1', 'first-2']) {
-        const r = await call(`${plane.url}/v1/executions/${id}/decision`, { key: approver, json: { checkpointId: paused[id], approved: false, comment: 'no' } });
+        const r = await call(`${plane.url}/v1/executions/${id}/decision`, {
+          key: approver,
+          json: { checkpointId: paused[id], approved: false, comment: 'no' },
+        });
         expect(r.status).toBe(201);
         decided[id] = r.body.decisionId;
       }
       const refused = await claimWith('first-1', paused['first-1'], uuidv7());
       expect(refused.status).toBe(409);
-      expect(refused.body.error).toMatchObject({ code: 'ALREADY_DECIDED', details: { decision: { decisionId: decided['first-1'], approved: false, state: 'pending' } } });
+      expect(refused.body.error).toMatchObject({
+        code: 'ALREADY_DECIDED',
+        details: { decision: { decisionId: decided['first-1'], approved: false, state: 'pending' } },
+      });
       expect((await get('/v1/executions/first-1')).body.pause).toMatchObject({ state: 'open', claimedBy: null });
       expect((await claimWith('first-1', paused['first-1'], decided['first-1'])).status).toBe(200);
-      expect((await get('/v1/executions/first-1')).body.pause.decision).toMatchObject({ decisionId: decided['first-1'], state: 'claimed' });
+      expect((await get('/v1/executions/first-1')).body.pause.decision).toMatchObject({
+        decisionId: decided['first-1'],
+        state: 'claimed',
+      });
       expect((await claimWith('first-2', paused['first-2'])).status).toBe(200);
-      expect((await get('/v1/executions/first-2')).body.pause.decision).toMatchObject({ decisionId: decided['first-2'], state: 'superseded' });
+      expect((await get('/v1/executions/first-2')).body.pause.decision).toMatchObject({
+        decisionId: decided['first-2'],
+        state: 'superseded',
+      });
     });
 
     it('cancel: a cancelled paused run is cancelled on the plane (status, list filter, badge), its pause closed (restore has none) and never claimable again', async () => {
       let checkpointId = '';
       const rows = await eventsOf(async (s) => {
         await s.put(step('cancel-1', 0));
-        checkpointId = (await s.recordInterrupt(pause('cancel-1'), { reason: 'approval', context: null })).checkpoint.id;
+        checkpointId = (await s.recordInterrupt(pause('cancel-1'), { reason: 'approval', context: null })).checkpoint
+          .id;
         await s.cancel('cancel-1', { reason: 'customer withdrew' });
       }, 'laptop-c');
-      expect(rows.map((e) => e.kind)).toEqual(['checkpoint', 'checkpoint', 'interrupt_opened', 'interrupt_closed', 'checkpoint']);
+      expect(rows.map((e) => e.kind)).toEqual([
+        'checkpoint',
+        'checkpoint',
+        'interrupt_opened',
+        'interrupt_closed',
+        'checkpoint',
+      ]);
       const r = await ingest(rows, { writerId: 'laptop-c' });
       expect(r.body.accepted, JSON.stringify(r.body)).toBe(5);
       const ex = await get('/v1/executions/cancel-1');
@@ -598,12 +871,21 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/executions/cancel-1/restore')).body.pending).toBeNull();
       const listed = await get('/v1/executions?status=cancelled');
       expect(listed.body.items.map((e: { executionId: string }) => e.executionId)).toContain('cancel-1');
-      expect((await get('/v1/executions?status=paused')).body.items.map((e: { executionId: string }) => e.executionId)).not.toContain('cancel-1');
+      expect(
+        (await get('/v1/executions?status=paused')).body.items.map((e: { executionId: string }) => e.executionId),
+      ).not.toContain('cancel-1');
       // another machine that restored the run before the cancel cannot claim its pause at the plane
-      const claim = await call(`${plane.url}/v1/executions/cancel-1/claim`, { key: ingestKey, json: { checkpointId, writerId: 'laptop-d' } });
+      const claim = await call(`${plane.url}/v1/executions/cancel-1/claim`, {
+        key: ingestKey,
+        json: { checkpointId, writerId: 'laptop-d' },
+      });
       expect(claim.status).toBe(409);
       expect(claim.body.error).toMatchObject({ code: 'ALREADY_CLAIMED', details: { writerId: 'laptop-c' } });
-      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: readKey, next: '/' }) });
+      const login = await fetch(`${plane.url}/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        body: new URLSearchParams({ key: readKey, next: '/' }),
+      });
       const cookie = login.headers.get('set-cookie')!.split(';')[0];
       const html = async (path: string) => (await fetch(`${plane.url}${path}`, { headers: { cookie } })).text();
       expect(await html('/runs/cancel-1')).toContain('class="badge s-cancelled"');
@@ -618,20 +900,34 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       await ingest(rows);
       const cp = (rows.find((r) => r.kind === 'checkpoint' && r.row.step === 'hitl_pause') as { id: string }).id;
       const b = (path: string) => call(`${plane.url}${path}`, { key: otherProject });
-      expect((await b('/v1/executions')).body.items.map((e: { executionId: string }) => e.executionId)).not.toContain('secret-1');
+      expect((await b('/v1/executions')).body.items.map((e: { executionId: string }) => e.executionId)).not.toContain(
+        'secret-1',
+      );
       for (const p of ['/v1/executions/secret-1', '/v1/executions/secret-1/rows', '/v1/executions/secret-1/restore']) {
         expect((await b(p)).status).toBe(404);
       }
       expect((await b('/v1/quarantine')).body.items).toEqual([]);
       expect((await b('/v1/writers')).body.items).toEqual([]);
       expect((await b('/v1/conflicts')).body.items).toEqual([]);
-      expect((await call(`${plane.url}/v1/executions/secret-1/claim`, { key: otherProject, json: { checkpointId: cp, writerId: 'intruder' } })).status).toBe(404);
+      expect(
+        (
+          await call(`${plane.url}/v1/executions/secret-1/claim`, {
+            key: otherProject,
+            json: { checkpointId: cp, writerId: 'intruder' },
+          })
+        ).status,
+      ).toBe(404);
       // the same ids ingested under project beta land in beta only
-      const r = await call(`${plane.url}/v1/ingest`, { key: otherProject, json: { protocol: 1, writerId: 'intruder', rows } });
+      const r = await call(`${plane.url}/v1/ingest`, {
+        key: otherProject,
+        json: { protocol: 1, writerId: 'intruder', rows },
+      });
       expect(r.body.accepted).toBe(rows.length);
       const mine = await get('/v1/executions/secret-1');
       expect(mine.body.pause).toMatchObject({ state: 'open', claimedBy: null });
-      expect((await get('/v1/writers')).body.items.map((w: { writerId: string }) => w.writerId)).not.toContain('intruder');
+      expect((await get('/v1/writers')).body.items.map((w: { writerId: string }) => w.writerId)).not.toContain(
+        'intruder',
+      );
     });
   });
 }

@@ -29,8 +29,10 @@ for (const backend of ['pglite', 'postgres'] as const) {
       await db?.drop();
     });
 
-    const ingest = (rows: unknown[], writerId: string) => call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId, rows } });
-    const takeover = (id: string, writerId: string, seq: number) => call(`${plane.url}/v1/executions/${id}/takeover`, { key, json: { writerId, seq } });
+    const ingest = (rows: unknown[], writerId: string) =>
+      call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId, rows } });
+    const takeover = (id: string, writerId: string, seq: number) =>
+      call(`${plane.url}/v1/executions/${id}/takeover`, { key, json: { writerId, seq } });
 
     it('refused while its writer was heard from within the delay (LEASE_LIVE), for a stale copy (STALE_COPY) and for a paused run; then exactly one of two writers wins; the loser of the run has its later rows refused as taken_over and is told so', async () => {
       // machine A wrote two rows of the run and was last heard from now
@@ -41,24 +43,47 @@ for (const backend of ['pglite', 'postgres'] as const) {
       expect((await ingest(a, 'machine-a')).body.accepted).toBe(2);
       const live = await takeover('tk-1', 'machine-b', 1);
       expect(live.status).toBe(409);
-      expect(live.body.error).toMatchObject({ code: 'LEASE_LIVE', details: { executionId: 'tk-1', writerId: 'machine-a', liveUntil: expect.any(String) } });
+      expect(live.body.error).toMatchObject({
+        code: 'LEASE_LIVE',
+        details: { executionId: 'tk-1', writerId: 'machine-a', liveUntil: expect.any(String) },
+      });
       expect(Date.parse(live.body.error.details.liveUntil) - Date.now()).toBeLessThanOrEqual(DELAY_MS + 1000);
       // a stale copy asking while the hold runs is told of the hold first: there is nothing to catch up for yet
-      expect((await takeover('tk-1', 'machine-b', 0)).body.error).toMatchObject({ code: 'LEASE_LIVE', details: { writerId: 'machine-a' } });
+      expect((await takeover('tk-1', 'machine-b', 0)).body.error).toMatchObject({
+        code: 'LEASE_LIVE',
+        details: { writerId: 'machine-a' },
+      });
       // the run's own writer (its store, restarted) is never refused
-      expect((await takeover('tk-1', 'machine-a', 1)).body).toMatchObject({ writerId: 'machine-a', fromSeq: 1, takenFrom: null, epoch: 2 });
+      expect((await takeover('tk-1', 'machine-a', 1)).body).toMatchObject({
+        writerId: 'machine-a',
+        fromSeq: 1,
+        takenFrom: null,
+        epoch: 2,
+      });
       expect((await takeover('tk-none', 'machine-b', 0)).status).toBe(404);
-      const paused = await eventsOf(async (s) => void (await s.recordInterrupt(pause('tk-paused'), { reason: 'r', context: null })), 'machine-a');
+      const paused = await eventsOf(
+        async (s) => void (await s.recordInterrupt(pause('tk-paused'), { reason: 'r', context: null })),
+        'machine-a',
+      );
       await ingest(paused, 'machine-a');
-      expect((await takeover('tk-paused', 'machine-b', 0)).body.error).toMatchObject({ code: 'NOT_RUNNING', details: { status: 'paused' } });
+      expect((await takeover('tk-paused', 'machine-b', 0)).body.error).toMatchObject({
+        code: 'NOT_RUNNING',
+        details: { status: 'paused' },
+      });
       // a copy that missed the run's end is stale, not free to run it again
       const done = await eventsOf(async (s) => {
         await s.put(step('tk-done', 0));
         await s.put({ ...step('tk-done', 1), nodeId: 'run_end', step: 'run_end' as const });
       }, 'machine-a');
       await ingest(done, 'machine-a');
-      expect((await takeover('tk-done', 'machine-b', 0)).body.error).toMatchObject({ code: 'STALE_COPY', details: { planeSeq: 1 } });
-      expect((await takeover('tk-done', 'machine-b', 1)).body.error).toMatchObject({ code: 'NOT_RUNNING', details: { status: 'completed' } });
+      expect((await takeover('tk-done', 'machine-b', 0)).body.error).toMatchObject({
+        code: 'STALE_COPY',
+        details: { planeSeq: 1 },
+      });
+      expect((await takeover('tk-done', 'machine-b', 1)).body.error).toMatchObject({
+        code: 'NOT_RUNNING',
+        details: { status: 'completed' },
+      });
 
       // once A's contact is older than the delay, B and C ask at once: one wins
       const deadline = Date.now() + 120_000;
@@ -103,7 +128,10 @@ for (const backend of ['pglite', 'postgres'] as const) {
       expect(back.body.results[1]).toMatchObject({ status: 'accepted' });
       // its copy holds a branch the plane refused: it lost the run, and may not take it back with that copy
       // (not free: the winner holds it live, so adopting the plane's branch would gain nothing yet)
-      expect((await takeover('tk-1', 'machine-a', 2)).body.error).toMatchObject({ code: 'RUN_TAKEN_OVER', details: { writerId: winner, free: false } });
+      expect((await takeover('tk-1', 'machine-a', 2)).body.error).toMatchObject({
+        code: 'RUN_TAKEN_OVER',
+        details: { writerId: winner, free: false },
+      });
       // the winner's rows go on; the loser's refused row left no hole
       const mine = await eventsOf(async (s) => {
         await s.put(step('tk-1', 0));
@@ -111,13 +139,23 @@ for (const backend of ['pglite', 'postgres'] as const) {
         await s.put(step('tk-1', 5));
       }, winner);
       expect((await ingest(mine.slice(2), winner)).body.results[0]).toMatchObject({ status: 'accepted' });
-      expect((await call(`${plane.url}/v1/executions/tk-1`, { key })).body.execution).toMatchObject({ rowCount: 3, holeCount: 0, writerId: winner });
+      expect((await call(`${plane.url}/v1/executions/tk-1`, { key })).body.execution).toMatchObject({
+        rowCount: 3,
+        holeCount: 0,
+        writerId: winner,
+      });
       // the run page says who took it from whom
-      const login = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key, next: '/' }) });
+      const login = await fetch(`${plane.url}/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        body: new URLSearchParams({ key, next: '/' }),
+      });
       const cookie = login.headers.get('set-cookie')!.split(';')[0];
       const page = await (await fetch(`${plane.url}/runs/tk-1`, { headers: { cookie } })).text();
       expect(page).toContain('data-testid="takeovers"');
-      expect(page).toMatch(new RegExp(`after seq 1, by <span class="mono">${winner}</span> from <span class="mono">machine-a</span>`));
+      expect(page).toMatch(
+        new RegExp(`after seq 1, by <span class="mono">${winner}</span> from <span class="mono">machine-a</span>`),
+      );
     });
 
     it('a winner that dies before writing strands nothing: once its own hold expires, another writer takes the run over; a copy missing an effect the plane recorded is refused naming it', async () => {
@@ -128,7 +166,10 @@ for (const backend of ['pglite', 'postgres'] as const) {
       }, 'machine-a');
       expect((await ingest(a, 'machine-a')).body.accepted).toBe(3);
       const ask = (writerId: string, keys?: string[]) =>
-        call(`${plane.url}/v1/executions/tk-2/takeover`, { key, json: { writerId, seq: 1, holder: `${writerId}#1`, ttlMs: 1000, ...(keys ? { idempotencyKeys: keys } : {}) } });
+        call(`${plane.url}/v1/executions/tk-2/takeover`, {
+          key,
+          json: { writerId, seq: 1, holder: `${writerId}#1`, ttlMs: 1000, ...(keys ? { idempotencyKeys: keys } : {}) },
+        });
       // ask until the answer is no longer LEASE_LIVE (every answer before it is)
       const eventually = async (writerId: string, keys: string[], status = 200) => {
         const deadline = Date.now() + 120_000;
@@ -144,10 +185,16 @@ for (const backend of ['pglite', 'postgres'] as const) {
       };
       // B's copy lacks the recorded charge: told of A's hold while it runs, then refused, the key named
       const stale = await eventually('machine-b', [], 409);
-      expect(stale.body.error).toMatchObject({ code: 'STALE_COPY', details: { missingKeys: ['charge:1'], missingCount: 1 } });
+      expect(stale.body.error).toMatchObject({
+        code: 'STALE_COPY',
+        details: { missingKeys: ['charge:1'], missingCount: 1 },
+      });
       expect((await eventually('machine-b', ['charge:1'])).body).toMatchObject({ takenFrom: 'machine-a' });
       // B dies without a row: C is refused while B's hold runs, then takes it (no takeover is permanent)
-      expect((await ask('machine-c', ['charge:1'])).body.error).toMatchObject({ code: 'LEASE_LIVE', details: { writerId: 'machine-b' } });
+      expect((await ask('machine-c', ['charge:1'])).body.error).toMatchObject({
+        code: 'LEASE_LIVE',
+        details: { writerId: 'machine-b' },
+      });
       const c = await eventually('machine-c', ['charge:1']);
       expect(c.body).toMatchObject({ takenFrom: 'machine-b' });
       expect(c.body.epoch).toBeGreaterThan(2);

@@ -17,7 +17,15 @@ describe('offline for a while, then back', () => {
     for (let t = 0; t < N / RUNS; t++) {
       await Promise.all(
         Array.from({ length: RUNS }, (_, run) =>
-          store.put({ executionId: `run-${run}`, nodeId: `turn:${t}`, turn: t, step: 'llm_call', status: 'completed', agentPath: 'agent:b', state: { turn: t } }),
+          store.put({
+            executionId: `run-${run}`,
+            nodeId: `turn:${t}`,
+            turn: t,
+            step: 'llm_call',
+            status: 'completed',
+            agentPath: 'agent:b',
+            state: { turn: t },
+          }),
         ),
       );
     }

@@ -11,7 +11,15 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectPlane, restoreFromPlane, serveDecisions, type Checkpointer, type DecisionOutcome, type Replica, type RunUpdate } from '../../client/index.js';
+import {
+  connectPlane,
+  restoreFromPlane,
+  serveDecisions,
+  type Checkpointer,
+  type DecisionOutcome,
+  type Replica,
+  type RunUpdate,
+} from '../../client/index.js';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
@@ -54,10 +62,22 @@ describe('a connected store follows the change feed', () => {
   async function machine(name: string, o: { kind?: 'sqlite' | 'postgres'; follow?: boolean; url?: string } = {}) {
     let store: Checkpointer;
     if (o.kind === 'postgres') {
-      store = new PostgresCheckpointer({ url: db!.url, schema: `${name.replace(/-/g, '_')}_${++schemas}`, max: 2, writerId: name });
+      store = new PostgresCheckpointer({
+        url: db!.url,
+        schema: `${name.replace(/-/g, '_')}_${++schemas}`,
+        max: 2,
+        writerId: name,
+      });
       await store.setup();
     } else store = new SqliteCheckpointer({ path: tmp.file(`${name}.db`), writerId: name });
-    const replica = connectPlane(store, { url: o.url ?? plane.url, apiKey: key, pollMs: 0, timeoutMs: 5000, followChanges: o.follow ?? false, changeWaitSeconds: 2 });
+    const replica = connectPlane(store, {
+      url: o.url ?? plane.url,
+      apiKey: key,
+      pollMs: 0,
+      timeoutMs: 5000,
+      followChanges: o.follow ?? false,
+      changeWaitSeconds: 2,
+    });
     const updates: RunUpdate[] = [];
     replica.on('run_updated', (u) => updates.push(u));
     const m = { store, replica, updates };
@@ -73,7 +93,8 @@ describe('a connected store follows the change feed', () => {
     }
   };
 
-  const stateOf = async (store: Checkpointer, id: string) => (await store.listExecutions()).find((e) => e.executionId === id)?.state;
+  const stateOf = async (store: Checkpointer, id: string) =>
+    (await store.listExecutions()).find((e) => e.executionId === id)?.state;
 
   /** `waymark runs --db <file> --json`, the real binary. */
   const runsCli = (file: string) => {
@@ -102,18 +123,23 @@ describe('a connected store follows the change feed', () => {
         const { agentA, b, agentB } = await pausedOnAThenRestoredOnB(id, a, ledger);
         expect(await stateOf(a.store, id)).toBe('paused');
 
-        expect(await agentB.resume(id, { approved: true, metadata: { approver: 'bob' } })).toMatchObject({ status: 'completed' });
+        expect(await agentB.resume(id, { approved: true, metadata: { approver: 'bob' } })).toMatchObject({
+          status: 'completed',
+        });
         expect((await b.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
         expect(ledger.charges()).toHaveLength(1);
 
         // nothing is asked of A: its replica follows the feed (a held long poll) and catches up
         // a catch-up takes what the plane holds when it reads, which may be more than the change that woke it said
         await until(async () => (await stateOf(a.store, id)) === 'completed', 60_000).catch((e: Error) => {
-          throw new Error(`${e.message}: A's updates ${JSON.stringify(a.updates)}; A's feed error ${a.replica.changeFeedError}`);
+          throw new Error(
+            `${e.message}: A's updates ${JSON.stringify(a.updates)}; A's feed error ${a.replica.changeFeedError}`,
+          );
         });
         const caught = a.updates.filter((x) => x.executionId === id && x.outcome === 'caught_up');
         // B's plane claim may be heard of before its rows (reported as such, naming B), and its rows in more than one step
-        for (const early of a.updates.filter((x) => x.executionId === id && x.outcome !== 'caught_up')) expect(early).toMatchObject({ outcome: 'claimed_elsewhere', claimedBy: b.store.writerId });
+        for (const early of a.updates.filter((x) => x.executionId === id && x.outcome !== 'caught_up'))
+          expect(early).toMatchObject({ outcome: 'claimed_elsewhere', claimedBy: b.store.writerId });
         expect(caught.length).toBeGreaterThan(0);
         for (const step of caught) expect(step).toMatchObject({ by: b.store.writerId });
         expect(caught[0]).toMatchObject({ stalePendingRemoved: [{ executionId: id }] });
@@ -121,12 +147,17 @@ describe('a connected store follows the change feed', () => {
         expect(await stateOf(a.store, id)).toBe('completed');
         expect(await a.store.getPendingInterrupt(id)).toBeNull();
         // A's copy is now the plane's, row for row
-        const planeRows = (await call(`${plane.url}/v1/executions/${id}/rows?limit=1000`, { key })).body.items.map((r: { id: string }) => r.id);
+        const planeRows = (await call(`${plane.url}/v1/executions/${id}/rows?limit=1000`, { key })).body.items.map(
+          (r: { id: string }) => r.id,
+        );
         expect((await a.store.list(id)).map((r) => r.id)).toEqual(planeRows);
-        if (kind === 'sqlite') expect(runsCli(tmp.file(`a-${kind}-done.db`)).find((r) => r.executionId === id)?.state).toBe('completed');
+        if (kind === 'sqlite')
+          expect(runsCli(tmp.file(`a-${kind}-done.db`)).find((r) => r.executionId === id)?.state).toBe('completed');
 
         // a resume on A does not try it again: refused, nothing charged twice, nothing new queued
-        await expect(agentA.resume(id, { approved: true, metadata: { approver: 'late' } })).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+        await expect(agentA.resume(id, { approved: true, metadata: { approver: 'late' } })).rejects.toMatchObject({
+          code: 'ALREADY_RESUMED',
+        });
         expect(ledger.charges()).toHaveLength(1);
         expect((await a.replica.flush({ timeoutMs: 10_000 })).quarantinedCount).toBe(0);
       },
@@ -142,7 +173,10 @@ describe('a connected store follows the change feed', () => {
     expect(await agentA.run(refundRequest(id, 50_000), { executionId: id })).toMatchObject({ status: 'paused' });
     expect((await a.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     const { checkpointId } = (await a.store.getPendingInterrupt(id))!;
-    const decided = await call(`${plane.url}/v1/executions/${id}/decision`, { key: approver, json: { checkpointId, approved: true, comment: 'ok' } });
+    const decided = await call(`${plane.url}/v1/executions/${id}/decision`, {
+      key: approver,
+      json: { checkpointId, approved: true, comment: 'ok' },
+    });
     expect(decided.status, JSON.stringify(decided.body)).toBe(201);
     // A hears of the decision, but B's worker applies it first
     await a.replica.pullDecisions();
@@ -150,10 +184,23 @@ describe('a connected store follows the change feed', () => {
     const agentB = refundAgent({ store: b.store, ledger }).agent;
     // `expectOne`: wait (up to a deadline that only bounds a hang) for the outcome that must come; else give the
     // worker 5 s to do what it must not
-    const serve = async (m: { store: Checkpointer; replica: Replica }, agent: typeof agentA, restore: boolean, expectOne = false) => {
+    const serve = async (
+      m: { store: Checkpointer; replica: Replica },
+      agent: typeof agentA,
+      restore: boolean,
+      expectOne = false,
+    ) => {
       const seen: DecisionOutcome[] = [];
       const stop = new AbortController();
-      const done = serveDecisions({ store: m.store, replica: m.replica, restore, agent, signal: stop.signal, pollMs: 100, onOutcome: (o) => seen.push(o) });
+      const done = serveDecisions({
+        store: m.store,
+        replica: m.replica,
+        restore,
+        agent,
+        signal: stop.signal,
+        pollMs: 100,
+        onOutcome: (o) => seen.push(o),
+      });
       if (expectOne) await until(() => seen.length > 0, 30_000);
       else await until(() => seen.length > 0, 5000).catch(() => {});
       stop.abort();
@@ -165,7 +212,9 @@ describe('a connected store follows the change feed', () => {
     expect((await b.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     expect(ledger.charges()).toHaveLength(1);
 
-    expect((await a.replica.pullChanges()).updates).toEqual([expect.objectContaining({ executionId: id, outcome: 'caught_up', status: 'completed' })]);
+    expect((await a.replica.pullChanges()).updates).toEqual([
+      expect.objectContaining({ executionId: id, outcome: 'caught_up', status: 'completed' }),
+    ]);
     expect(await stateOf(a.store, id)).toBe('completed');
     // the local copy no longer has the pause open: the decision is not pending here
     const local = await a.store.getDecision(id, checkpointId);
@@ -175,7 +224,9 @@ describe('a connected store follows the change feed', () => {
     const outcomes = await serve(a, agentA, false);
     expect(outcomes.map((o) => o.outcome).filter((o) => o === 'applied' || o === 'failed')).toEqual([]);
     expect(ledger.charges()).toHaveLength(1);
-    await expect(agentA.resume(id, { approved: true, metadata: {} })).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+    await expect(agentA.resume(id, { approved: true, metadata: {} })).rejects.toMatchObject({
+      code: 'ALREADY_RESUMED',
+    });
     expect(ledger.charges()).toHaveLength(1);
   }, 60_000);
 
@@ -188,11 +239,15 @@ describe('a connected store follows the change feed', () => {
     expect((await b.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
 
     const pulled = await a.replica.pullChanges();
-    expect(pulled.updates).toEqual([expect.objectContaining({ executionId: id, outcome: 'caught_up', status: 'cancelled', by: b.store.writerId })]);
+    expect(pulled.updates).toEqual([
+      expect.objectContaining({ executionId: id, outcome: 'caught_up', status: 'cancelled', by: b.store.writerId }),
+    ]);
     expect(a.updates).toEqual(pulled.updates);
     expect(await stateOf(a.store, id)).toBe('cancelled');
     expect(runsCli(tmp.file('a-cancel.db')).find((r) => r.executionId === id)?.state).toBe('cancelled');
-    await expect(agentA.resume(id, { approved: true, metadata: {} })).rejects.toMatchObject({ code: expect.stringMatching(/ALREADY_RESUMED|RUN_CANCELLED/) });
+    await expect(agentA.resume(id, { approved: true, metadata: {} })).rejects.toMatchObject({
+      code: expect.stringMatching(/ALREADY_RESUMED|RUN_CANCELLED/),
+    });
     expect(ledger.charges()).toHaveLength(0);
     // handled once: the cursor moved on, a second round brings nothing for this run
     expect((await a.replica.pullChanges()).updates).toEqual([]);
@@ -207,15 +262,30 @@ describe('a connected store follows the change feed', () => {
     expect(await b.replica.claimAtPlane(id, paused.checkpointId)).toMatchObject({ outcome: 'won' });
 
     const pulled = await a.replica.pullChanges();
-    expect(pulled.updates).toEqual([expect.objectContaining({ executionId: id, outcome: 'claimed_elsewhere', claimedBy: b.store.writerId, checkpointId: paused.checkpointId, status: 'running' })]);
+    expect(pulled.updates).toEqual([
+      expect.objectContaining({
+        executionId: id,
+        outcome: 'claimed_elsewhere',
+        claimedBy: b.store.writerId,
+        checkpointId: paused.checkpointId,
+        status: 'running',
+      }),
+    ]);
     // reported, not written: A's rows and pause stay as they were until B's rows arrive
     expect(await a.store.getPendingInterrupt(id)).toMatchObject({ checkpointId: paused.checkpointId });
-    await expect(agentA.resume(id, { approved: true, metadata: {} })).rejects.toMatchObject({ code: 'ALREADY_RESUMED', message: expect.stringContaining(b.store.writerId) });
+    await expect(agentA.resume(id, { approved: true, metadata: {} })).rejects.toMatchObject({
+      code: 'ALREADY_RESUMED',
+      message: expect.stringContaining(b.store.writerId),
+    });
     expect(ledger.charges()).toHaveLength(0);
 
-    expect(await agentB.resume(id, { approved: true, metadata: { approver: 'bob' } })).toMatchObject({ status: 'completed' });
+    expect(await agentB.resume(id, { approved: true, metadata: { approver: 'bob' } })).toMatchObject({
+      status: 'completed',
+    });
     expect((await b.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
-    expect((await a.replica.pullChanges()).updates).toEqual([expect.objectContaining({ executionId: id, outcome: 'caught_up', status: 'completed' })]);
+    expect((await a.replica.pullChanges()).updates).toEqual([
+      expect.objectContaining({ executionId: id, outcome: 'caught_up', status: 'completed' }),
+    ]);
     expect(await stateOf(a.store, id)).toBe('completed');
     expect(ledger.charges()).toHaveLength(1);
   }, 60_000);
@@ -239,7 +309,10 @@ describe('a connected store follows the change feed', () => {
     // A comes back (the same file), following: it asks from where it stopped
     const back = await machine('a-offline', { follow: true });
     await until(() => back.updates.some((u) => u.executionId === id && u.outcome === 'caught_up'));
-    expect(back.updates.find((u) => u.executionId === id && u.outcome === 'caught_up')).toMatchObject({ outcome: 'caught_up', status: 'completed' });
+    expect(back.updates.find((u) => u.executionId === id && u.outcome === 'caught_up')).toMatchObject({
+      outcome: 'caught_up',
+      status: 'completed',
+    });
     expect(await stateOf(back.store, id)).toBe('completed');
     expect(Number(await back.store.getMeta('changes.cursor'))).toBeGreaterThan(Number(cursor));
     expect(ledger.charges()).toHaveLength(1);
@@ -252,7 +325,10 @@ describe('a connected store follows the change feed', () => {
     await a.store.put(step(id, 1));
     expect((await a.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     // A gives its hold on the run up at the plane, so B's rows are taken (a run another writer holds refuses them)
-    const released = await call(`${plane.url}/v1/executions/${id}/lease`, { key, json: { writerId: a.store.writerId, holder: 'a-diverged#test', ttlMs: 1000, release: true } });
+    const released = await call(`${plane.url}/v1/executions/${id}/lease`, {
+      key,
+      json: { writerId: a.store.writerId, holder: 'a-diverged#test', ttlMs: 1000, release: true },
+    });
     expect(released.body).toMatchObject({ released: true });
     const b = await machine('b-diverged');
     await restoreFromPlane(b.store, id, { url: plane.url, apiKey: key });
@@ -289,7 +365,9 @@ describe('a connected store follows the change feed', () => {
     expect((await call(`${plane.url}/v1/executions/${id}`, { key })).status).toBe(404);
 
     const pulled = await a.replica.pullChanges();
-    expect(pulled.updates).toEqual([expect.objectContaining({ executionId: id, outcome: 'deleted_on_plane', by: b.store.writerId, status: null })]);
+    expect(pulled.updates).toEqual([
+      expect.objectContaining({ executionId: id, outcome: 'deleted_on_plane', by: b.store.writerId, status: null }),
+    ]);
     expect(await a.store.list(id)).toHaveLength(2);
     expect(await stateOf(a.store, id)).toBe('paused');
   }, 60_000);

@@ -37,15 +37,32 @@ async function pausedMachine(o: Partial<ConnectOptions> & { proxy?: FaultProxy; 
   const name = `m${++n}`;
   const executionId = `claim-${name}`;
   const store = new SqliteCheckpointer({ path: tmp.file(`${name}.db`) });
-  const replica = connectPlane(store, { url: o.proxy?.url ?? plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 2000, claimFlushMs: 1000, ...o });
+  const replica = connectPlane(store, {
+    url: o.proxy?.url ?? plane.url,
+    apiKey: key,
+    pollMs: 0,
+    debounceMs: 5,
+    timeoutMs: 2000,
+    claimFlushMs: 1000,
+    ...o,
+  });
   open.push({ replica, store, proxy: o.proxy });
   const ledger = new Ledger(tmp.file(`${name}.jsonl`));
   const { agent } = refundAgent({ store, ledger });
   expect((await agent.run(refundRequest('7', 50_000), { executionId })).status).toBe('paused');
   await replica.flush({ timeoutMs: o.settleMs ?? 10_000 });
   const events: { event: string; reason: string }[] = [];
-  for (const event of ['claim_refused', 'claim_offline'] as const) replica.on(event, (e: { reason: string }) => events.push({ event, reason: e.reason }));
-  return { store, replica, agent, ledger, executionId, events, resume: () => agent.resume(executionId, { approved: true }) };
+  for (const event of ['claim_refused', 'claim_offline'] as const)
+    replica.on(event, (e: { reason: string }) => events.push({ event, reason: e.reason }));
+  return {
+    store,
+    replica,
+    agent,
+    ledger,
+    executionId,
+    events,
+    resume: () => agent.resume(executionId, { approved: true }),
+  };
 }
 
 describe('regression: the claim guard treated a refusal by the plane as a win', () => {
@@ -55,7 +72,10 @@ describe('regression: the claim guard treated a refusal by the plane as a win', 
     expect((await m.replica.status()).pendingRows).toBe(0);
     await revokeKey(plane.database.db, k.id);
     const e = await m.resume().catch((x: unknown) => x);
-    expect(e).toMatchObject({ code: 'CLAIM_REFUSED', details: { status: 401, planeCode: 'UNAUTHORIZED', executionId: m.executionId } });
+    expect(e).toMatchObject({
+      code: 'CLAIM_REFUSED',
+      details: { status: 401, planeCode: 'UNAUTHORIZED', executionId: m.executionId },
+    });
     expect((e as Error).message).toMatch(/refused the claim .*401/);
     expect(await m.store.getPendingInterrupt(m.executionId)).not.toBeNull();
     expect(m.ledger.charges()).toEqual([]);
@@ -71,7 +91,10 @@ describe('regression: the claim guard treated a refusal by the plane as a win', 
     const proxy = await new FaultProxy(plane.url).start();
     proxy.rule = ({ path }) => (path === '/v1/ingest' ? { status: 500 } : undefined);
     const m404 = await pausedMachine({ proxy, settleMs: 200, claimFlushMs: 200 });
-    await expect(m404.resume()).rejects.toMatchObject({ code: 'CLAIM_REFUSED', details: { status: 404, planeCode: 'PAUSE_NOT_FOUND' } });
+    await expect(m404.resume()).rejects.toMatchObject({
+      code: 'CLAIM_REFUSED',
+      details: { status: 404, planeCode: 'PAUSE_NOT_FOUND' },
+    });
     expect(m404.ledger.charges()).toEqual([]);
   });
 
@@ -125,10 +148,18 @@ describe('regression: a plane claim was permanent (a crash between the plane cla
     const ledger = new Ledger(tmp.file(`${name}.jsonl`));
     const store = new SqliteCheckpointer({ path: db });
     const replica = connectPlane(store, { url: p.url, apiKey, pollMs: 0, debounceMs: 5, timeoutMs: 2000 });
-    expect((await refundAgent({ store, ledger }).agent.run(refundRequest('9', 50_000), { executionId })).status).toBe('paused');
+    expect((await refundAgent({ store, ledger }).agent.run(refundRequest('9', 50_000), { executionId })).status).toBe(
+      'paused',
+    );
     expect((await replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     await replica.stop();
-    const holder = { db, ledger, executionId, writerId: store.writerId, checkpointId: (await store.getPendingInterrupt(executionId))!.checkpointId };
+    const holder = {
+      db,
+      ledger,
+      executionId,
+      writerId: store.writerId,
+      checkpointId: (await store.getPendingInterrupt(executionId))!.checkpointId,
+    };
     await store.close();
     const r = await runTs(CHILD, [db, p.url, apiKey, executionId, ledger.path]);
     expect(r.signal, r.stdout + r.stderr).toBe('SIGKILL');
@@ -136,27 +167,45 @@ describe('regression: a plane claim was permanent (a crash between the plane cla
   }
   type Holder = Awaited<ReturnType<typeof crashedHolder>>;
   const claimAs = (p: TestPlane, apiKey: string, h: Holder, writerId: string) =>
-    call(`${p.url}/v1/executions/${h.executionId}/claim`, { key: apiKey, json: { checkpointId: h.checkpointId, writerId } });
-  const pauseOf = async (p: TestPlane, apiKey: string, h: Holder) => (await call(`${p.url}/v1/executions/${h.executionId}`, { key: apiKey })).body.pause;
+    call(`${p.url}/v1/executions/${h.executionId}/claim`, {
+      key: apiKey,
+      json: { checkpointId: h.checkpointId, writerId },
+    });
+  const pauseOf = async (p: TestPlane, apiKey: string, h: Holder) =>
+    (await call(`${p.url}/v1/executions/${h.executionId}`, { key: apiKey })).body.pause;
   /** The crashed machine starts again on its own store file. */
   function restart(p: TestPlane, apiKey: string, h: Holder) {
     const store = new SqliteCheckpointer({ path: h.db });
     const replica = connectPlane(store, { url: p.url, apiKey, pollMs: 0, debounceMs: 5, timeoutMs: 2000 });
     open.push({ replica, store });
     expect(store.writerId).toBe(h.writerId);
-    return { store, replica, resume: () => refundAgent({ store, ledger: h.ledger }).agent.resume(h.executionId, { approved: true }) };
+    return {
+      store,
+      replica,
+      resume: () => refundAgent({ store, ledger: h.ledger }).agent.resume(h.executionId, { approved: true }),
+    };
   }
 
   it('the claim shows as held (not applied); the holder completes it by resuming again, and then it is applied and final', async () => {
     const h = await crashedHolder(plane, key);
-    expect(await pauseOf(plane, key, h)).toMatchObject({ state: 'claimed', claim: { writerId: h.writerId, state: 'held', appliedAt: null } });
+    expect(await pauseOf(plane, key, h)).toMatchObject({
+      state: 'claimed',
+      claim: { writerId: h.writerId, state: 'held', appliedAt: null },
+    });
     expect((await claimAs(plane, key, h, other)).status).toBe(409);
     const a = restart(plane, key, h);
     expect((await a.resume()).status).toBe('completed');
     expect(h.ledger.charges().length).toBe(1);
     expect((await a.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
-    expect((await pauseOf(plane, key, h)).claim).toMatchObject({ writerId: h.writerId, state: 'applied', appliedAt: expect.any(String) });
-    await expect(a.replica.releaseClaim(h.executionId, h.checkpointId)).rejects.toMatchObject({ code: 'PLANE_ERROR', details: { status: 409, planeCode: 'CLAIM_APPLIED' } });
+    expect((await pauseOf(plane, key, h)).claim).toMatchObject({
+      writerId: h.writerId,
+      state: 'applied',
+      appliedAt: expect.any(String),
+    });
+    await expect(a.replica.releaseClaim(h.executionId, h.checkpointId)).rejects.toMatchObject({
+      code: 'PLANE_ERROR',
+      details: { status: 409, planeCode: 'CLAIM_APPLIED' },
+    });
   }, 120_000);
 
   it('the holder gives the held claim back: the pause is open (and in restore bundles) again, and another writer wins it', async () => {
@@ -164,7 +213,14 @@ describe('regression: a plane claim was permanent (a crash between the plane cla
     const bundle = () => call(`${plane.url}/v1/executions/${h.executionId}/restore`, { key });
     expect((await bundle()).body.pending).toBeNull();
     const a = restart(plane, key, h);
-    expect((await call(`${plane.url}/v1/executions/${h.executionId}/claim/release`, { key, json: { checkpointId: h.checkpointId, writerId: other } })).status).toBe(409);
+    expect(
+      (
+        await call(`${plane.url}/v1/executions/${h.executionId}/claim/release`, {
+          key,
+          json: { checkpointId: h.checkpointId, writerId: other },
+        })
+      ).status,
+    ).toBe(409);
     expect(await a.replica.releaseClaim(h.executionId, h.checkpointId)).toBe(true);
     expect(await pauseOf(plane, key, h)).toMatchObject({ state: 'open', claimedBy: null, claim: null });
     expect((await bundle()).body.pending).toMatchObject({ checkpointId: h.checkpointId });
@@ -180,7 +236,9 @@ describe('regression: a plane claim was permanent (a crash between the plane cla
       const k = await quick.key('claims', ['ingest', 'read']);
       const h = await crashedHolder(quick, k);
       expect((await claimAs(quick, k, h, other)).status).toBe(409);
-      await quick.database.db.execute(sql`UPDATE claims SET claimed_at = claimed_at - interval '2 hours' WHERE checkpoint_id = ${h.checkpointId}`);
+      await quick.database.db.execute(
+        sql`UPDATE claims SET claimed_at = claimed_at - interval '2 hours' WHERE checkpoint_id = ${h.checkpointId}`,
+      );
       expect((await claimAs(quick, k, h, other)).status).toBe(200);
       expect((await pauseOf(quick, k, h)).claim).toMatchObject({ writerId: other, state: 'held' });
       const a = restart(quick, k, h);

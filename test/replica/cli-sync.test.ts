@@ -51,7 +51,9 @@ describe('waymark sync / restore / quarantine', () => {
     const before = await cli(['sync', 'status', '--db', db]);
     expect(before.text).toMatch(/backlog:\s+33 rows/);
     expect(before.text).toMatch(/last drain:\s+never connected/);
-    expect(before.text).toMatch(/plane copy:\s+nothing sent yet \(no plane connected; the backlog is kept until one is\)/);
+    expect(before.text).toMatch(
+      /plane copy:\s+nothing sent yet \(no plane connected; the backlog is kept until one is\)/,
+    );
 
     expect((await cli(['sync', 'now', '--db', db])).code).toBe(2);
     const now = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key]);
@@ -70,7 +72,9 @@ describe('waymark sync / restore / quarantine', () => {
     expect(r.text).toMatch(/restored cli-run: 31 rows written, 0 already here; pause restored; 1 idempotency entries/);
     const ins = await cli(['inspect', '--db', other, 'cli-run']);
     expect(ins.text).toMatch(/pending interrupt: approval/);
-    await expect(cli(['restore', 'nope', '--db', other, '--plane', plane.url, '--key', key])).rejects.toMatchObject({ code: 'NOT_ON_PLANE' });
+    await expect(cli(['restore', 'nope', '--db', other, '--plane', plane.url, '--key', key])).rejects.toMatchObject({
+      code: 'NOT_ON_PLANE',
+    });
 
     expect((await cli(['quarantine', '--db', db])).text).toBe('nothing quarantined');
     const s2 = new SqliteCheckpointer({ path: db });
@@ -78,20 +82,34 @@ describe('waymark sync / restore / quarantine', () => {
     await s2.markQuarantined({ [e.id]: 'plane: conflict: test' });
     await s2.close();
     // the time is local wall-clock time with its offset
-    expect((await cli(['quarantine', '--db', db])).text).toMatch(new RegExp(`${e.id}\\s+checkpoint\\s+cli-q\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d\\d:\\d\\d\\s+plane: conflict: test`));
+    expect((await cli(['quarantine', '--db', db])).text).toMatch(
+      new RegExp(
+        `${e.id}\\s+checkpoint\\s+cli-q\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d [+-]\\d\\d:\\d\\d\\s+plane: conflict: test`,
+      ),
+    );
     const q = JSON.parse((await cli(['quarantine', '--db', db, '--json'])).text) as { id: string; reason: string }[];
     expect(q.map((x) => [x.id, x.reason])).toEqual([[e.id, 'plane: conflict: test']]);
     // the loser of an offline double claim is told its rows were refused by seq, not that the plane has a hole
     const s3 = new SqliteCheckpointer({ path: db });
     const big = await s3.put(step('big-run', 0));
     const branch = await s3.put(step('branch-run', 0));
-    await s3.markQuarantined({ [big.id]: 'plane: too_large: row is 1100000 bytes', [branch.id]: 'plane: seq_conflict: execution branch-run already holds seq 0' });
+    await s3.markQuarantined({
+      [big.id]: 'plane: too_large: row is 1100000 bytes',
+      [branch.id]: 'plane: seq_conflict: execution branch-run already holds seq 0',
+    });
     await s3.close();
     const status = (await cli(['sync', 'status', '--db', db])).text;
-    expect(status).toMatch(/plane copy:\s+INCOMPLETE for 2 run\(s\): cli-q \(1 row refused\), big-run \(1 row refused\)/);
-    expect(status).toMatch(/refused by seq: 1 run\(s\): branch-run \(1 row refused\); the plane holds other rows at those seqs: another machine's branch/);
+    expect(status).toMatch(
+      /plane copy:\s+INCOMPLETE for 2 run\(s\): cli-q \(1 row refused\), big-run \(1 row refused\)/,
+    );
+    expect(status).toMatch(
+      /refused by seq: 1 run\(s\): branch-run \(1 row refused\); the plane holds other rows at those seqs: another machine's branch/,
+    );
     expect(status).not.toMatch(/quarantine list/);
-    const st = JSON.parse((await cli(['sync', 'status', '--db', db, '--json'])).text) as { writerId: string; outbox: { quarantinedCount: number } };
+    const st = JSON.parse((await cli(['sync', 'status', '--db', db, '--json'])).text) as {
+      writerId: string;
+      outbox: { quarantinedCount: number };
+    };
     expect(st.outbox.quarantinedCount).toBe(3);
     expect(typeof st.writerId).toBe('string');
   });
@@ -104,7 +122,9 @@ describe('waymark sync / restore / quarantine', () => {
     expect((await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key])).code).toBe(0);
 
     const d = await cli(['delete', 'del-run', '--db', db, '--local', '--yes']);
-    expect(d.text).toBe("deleted del-run: 3 row(s), 0 open pause(s), 0 idempotency entries; from this store only: a plane's copy stays (waymark restore takes it back)");
+    expect(d.text).toBe(
+      "deleted del-run: 3 row(s), 0 open pause(s), 0 idempotency entries; from this store only: a plane's copy stays (waymark restore takes it back)",
+    );
     expect((await cli(['sync', 'status', '--db', db])).text).toMatch(/backlog:\s+0 rows/);
     const now = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key]);
     expect(now.code, now.text).toBe(0);
@@ -116,10 +136,14 @@ describe('waymark sync / restore / quarantine', () => {
     expect(plain.text).toContain('a plane holds the run: its copy there is deleted at the next sync of this store');
     // the README says so of a store that is not connected but synced the run (as this one, by `sync now`), quoting this line
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
-    expect(readme).toContain("A plain delete (`waymark delete <id> --db runs.db --yes`, `deleteExecution(id)`) queues the deletion in the store's outbox, connected or not");
+    expect(readme).toContain(
+      "A plain delete (`waymark delete <id> --db runs.db --yes`, `deleteExecution(id)`) queues the deletion in the store's outbox, connected or not",
+    );
     expect(plain.text).toContain(/the command says so \(`([^`]+)`\)/.exec(readme)?.[1] ?? 'the README quotes the line');
     expect((await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key])).code).toBe(0);
-    await expect(cli(['restore', 'del-run', '--db', db, '--plane', plane.url, '--key', key])).rejects.toMatchObject({ code: 'NOT_ON_PLANE' });
+    await expect(cli(['restore', 'del-run', '--db', db, '--plane', plane.url, '--key', key])).rejects.toMatchObject({
+      code: 'NOT_ON_PLANE',
+    });
   });
 
   it('regression: sync status showed a cleared error as current, with no time', async () => {
@@ -129,7 +153,16 @@ describe('waymark sync / restore / quarantine', () => {
     const proxy = await new FaultProxy(plane.url).start();
     proxy.queue = ['reset'];
     // the drain alone: the proxy's queued fault is for the first request, which the change feed's poll could be
-    const r = connectPlane(store, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 5, backoffBaseMs: 20, backoffCapMs: 200, timeoutMs: 2000, followChanges: false });
+    const r = connectPlane(store, {
+      url: proxy.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      backoffBaseMs: 20,
+      backoffCapMs: 200,
+      timeoutMs: 2000,
+      followChanges: false,
+    });
     await new Promise<void>((res) => r.once('round', () => res()));
     // the drain's note is written as its state changes, without blocking the drain: wait for it to land
     let during = await cli(['sync', 'status', '--db', db]);
@@ -153,7 +186,14 @@ describe('waymark sync / restore / quarantine', () => {
     expect(ack).not.toBe('none');
     // a later drain on the store (another process) with nothing to send keeps what the earlier one noted: it erased the ack and the error
     const later = new SqliteCheckpointer({ path: db });
-    const r2 = connectPlane(later, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
+    const r2 = connectPlane(later, {
+      url: plane.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      timeoutMs: 5000,
+      followChanges: false,
+    });
     await r2.flush({ timeoutMs: 10_000 });
     await r2.stop();
     await later.close();
@@ -169,22 +209,32 @@ describe('waymark sync / restore / quarantine', () => {
     await store.close();
     const ok = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key]);
     expect(ok.code, ok.text).toBe(0);
-    expect(ok.text).toMatch(/plane http:\/\/127\.0\.0\.1:\d+: reachable in \d+ ms; project cli; key \S+ \(ingest,read\)\nsynced 0 rows: the outbox is empty/);
+    expect(ok.text).toMatch(
+      /plane http:\/\/127\.0\.0\.1:\d+: reachable in \d+ ms; project cli; key \S+ \(ingest,read\)\nsynced 0 rows: the outbox is empty/,
+    );
     const badKey = await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', 'wm_nope_nope']);
     expect(badKey.code).toBe(1);
     expect(badKey.text).toMatch(/refused the key: 401 UNAUTHORIZED/);
     // restore says a refused key as sync now does (UNAUTHORIZED, not a plane fault), and imports nothing
-    await expect(cli(['restore', 'some-run', '--db', tmp.file('never-2.db'), '--plane', plane.url, '--key', 'wm_nope_nope'])).rejects.toMatchObject({
+    await expect(
+      cli(['restore', 'some-run', '--db', tmp.file('never-2.db'), '--plane', plane.url, '--key', 'wm_nope_nope']),
+    ).rejects.toMatchObject({
       code: 'UNAUTHORIZED',
       message: expect.stringContaining('HTTP 401'),
     });
     const ingestOnly = await plane.key('cli', ['ingest']);
-    await expect(cli(['restore', 'some-run', '--db', tmp.file('never-3.db'), '--plane', plane.url, '--key', ingestOnly])).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await expect(
+      cli(['restore', 'some-run', '--db', tmp.file('never-3.db'), '--plane', plane.url, '--key', ingestOnly]),
+    ).rejects.toMatchObject({ code: 'FORBIDDEN' });
     const readOnly = await plane.key('cli', ['read']);
     const down = `http://127.0.0.1:${await closedPort()}`;
-    await expect(cli(['restore', 'some-run', '--db', tmp.file('never.db'), '--plane', down, '--key', key])).rejects.toMatchObject({
+    await expect(
+      cli(['restore', 'some-run', '--db', tmp.file('never.db'), '--plane', down, '--key', key]),
+    ).rejects.toMatchObject({
       code: 'PLANE_ERROR',
-      message: expect.stringMatching(/^cannot reach the plane at http:\/\/127\.0\.0\.1:\d+ to restore 'some-run': .*ECONNREFUSED.*; nothing was imported$/),
+      message: expect.stringMatching(
+        /^cannot reach the plane at http:\/\/127\.0\.0\.1:\d+ to restore 'some-run': .*ECONNREFUSED.*; nothing was imported$/,
+      ),
     });
     const off = await cli(['sync', 'now', '--db', db, '--plane', down, '--key', key]);
     expect(off.code).toBe(1);

@@ -13,6 +13,13 @@ const [db, url, apiKey, executionId, ledgerPath] = process.argv.slice(2);
 const store = new SqliteCheckpointer({ path: db });
 const { agent } = refundAgent({ store, ledger: new Ledger(ledgerPath) });
 await agent.run(refundRequest('9', 50_000), { executionId });
-const replica = connectPlane(store, { url, apiKey, pollMs: 0, timeoutMs: 5000, followChanges: false, faults: killAt('drain.afterResponse') });
+const replica = connectPlane(store, {
+  url,
+  apiKey,
+  pollMs: 0,
+  timeoutMs: 5000,
+  followChanges: false,
+  faults: killAt('drain.afterResponse'),
+});
 await replica.flush({ timeoutMs: 10_000 });
 process.exit(3);

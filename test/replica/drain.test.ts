@@ -29,7 +29,10 @@ async function planeRowIds(executionId: string): Promise<string[]> {
   const ids: string[] = [];
   let cursor: string | null = null;
   do {
-    const r = await call(`${plane.url}/v1/executions/${executionId}/rows?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { key: readKey });
+    const r = await call(
+      `${plane.url}/v1/executions/${executionId}/rows?limit=1000${cursor ? `&cursor=${cursor}` : ''}`,
+      { key: readKey },
+    );
     if (r.status === 404) return ids;
     ids.push(...r.body.items.map((x: { id: string }) => x.id));
     cursor = r.body.nextCursor;
@@ -63,7 +66,17 @@ describe('the outbox drain against a real plane', () => {
   });
   const connect = (o: Partial<Parameters<typeof connectPlane>[1]> = {}) =>
     // the drain alone: the proxy's rules pick requests by order, and the change feed's long poll would be one of them
-    (replica = connectPlane(store, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 5, backoffBaseMs: 20, backoffCapMs: 200, timeoutMs: 2000, followChanges: false, ...o }));
+    (replica = connectPlane(store, {
+      url: proxy.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      backoffBaseMs: 20,
+      backoffCapMs: 200,
+      timeoutMs: 2000,
+      followChanges: false,
+      ...o,
+    }));
   const write = async (count: number, from = 0) => {
     const ids: string[] = [];
     for (let i = from; i < from + count; i++) ids.push((await store.put(step(exec, i))).id);
@@ -158,7 +171,8 @@ describe('the outbox drain against a real plane', () => {
   it('413 halves the batch; a single row still too large is quarantined', async () => {
     const ids = await write(16);
     const big = ids[5];
-    proxy.rule = ({ path, ids: sent }) => (path === '/v1/ingest' && (sent.length > 4 || sent.includes(big)) ? { status: 413 } : undefined);
+    proxy.rule = ({ path, ids: sent }) =>
+      path === '/v1/ingest' && (sent.length > 4 || sent.includes(big)) ? { status: 413 } : undefined;
     const r = connect();
     const s = await r.flush({ timeoutMs: 10_000 });
     expect(s).toMatchObject({ pendingRows: 0, quarantinedCount: 1 });
@@ -169,13 +183,16 @@ describe('the outbox drain against a real plane', () => {
 
   it('regression: a request-level 400 (a proxy speaking another protocol) quarantined the whole outbox', async () => {
     const ids = await write(20);
-    const nginx = '<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body>nginx</body></html>';
+    const nginx =
+      '<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body>nginx</body></html>';
     proxy.rule = ({ path }) => (path === '/v1/ingest' ? { status: 400, html: nginx } : undefined);
     const r = connect();
     await until(async () => proxy.seen.length >= 3 && (await r.status()).state === 'backoff');
     const s = await r.status();
     expect(s).toMatchObject({ pendingRows: 20, quarantinedCount: 0 });
-    expect(s.lastError).toMatch(/^400: HTTP 400 \(not from the plane: "400 The plain HTTP request was sent to HTTPS port nginx"\)/);
+    expect(s.lastError).toMatch(
+      /^400: HTTP 400 \(not from the plane: "400 The plain HTTP request was sent to HTTPS port nginx"\)/,
+    );
     expect(s.lastErrorAt).not.toBeNull();
     expect(await store.listQuarantined()).toEqual([]);
     proxy.rule = null;
@@ -190,7 +207,10 @@ describe('the outbox drain against a real plane', () => {
     const victim = (await store.fetchUnsynced({ limit: 10, maxBytes: 1e12 })).find((e) => e.id === ids[2])!;
     const forged = structuredClone(victim.event!) as { row: { nodeId: string } };
     forged.row.nodeId = 'forged';
-    expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'forger', rows: [forged] } })).body.accepted).toBe(1);
+    expect(
+      (await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'forger', rows: [forged] } })).body
+        .accepted,
+    ).toBe(1);
     const s = await connect().flush({ timeoutMs: 10_000 });
     expect(s).toMatchObject({ pendingRows: 0, quarantinedCount: 1 });
     expect((await store.listQuarantined()).map((q) => q.id)).toEqual([ids[2]]);
@@ -230,7 +250,10 @@ describe('the outbox drain against a real plane', () => {
     const victim = (await store.fetchUnsynced({ limit: 10_000, maxBytes: 1e12 })).find((e) => e.id === ids[4321])!;
     const forged = structuredClone(victim.event!) as { row: { nodeId: string } };
     forged.row.nodeId = 'forged';
-    expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'forger', rows: [forged] } })).body.accepted).toBe(1);
+    expect(
+      (await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'forger', rows: [forged] } })).body
+        .accepted,
+    ).toBe(1);
     const r = connect();
     const s = await r.flush({ timeoutMs: 60_000 });
     expect(s).toMatchObject({ pendingRows: 0, quarantinedCount: 1 });
@@ -246,11 +269,23 @@ describe('the outbox drain against a real plane', () => {
     proxy.rule = () => ({ status: 500 });
     const r = connect({ pollMs: 1000, backoffBaseMs: 5000, backoffCapMs: 5000, followChanges: true });
     await until(async () => (await r.status()).state === 'backoff');
-    expect(r.handles).toEqual({ retryTimer: true, pollTimer: true, roundInFlight: false, socketsOpen: true, followingChanges: true });
+    expect(r.handles).toEqual({
+      retryTimer: true,
+      pollTimer: true,
+      roundInFlight: false,
+      socketsOpen: true,
+      followingChanges: true,
+    });
     expect(proxy.sockets.size).toBeGreaterThan(0);
     await r.stop();
     replica = null;
-    expect(r.handles).toEqual({ retryTimer: false, pollTimer: false, roundInFlight: false, socketsOpen: false, followingChanges: false });
+    expect(r.handles).toEqual({
+      retryTimer: false,
+      pollTimer: false,
+      roundInFlight: false,
+      socketsOpen: false,
+      followingChanges: false,
+    });
     // the plane side sees every connection from this replica closed
     await until(() => proxy.sockets.size === 0, 5000);
     expect((await r.status()).state).toBe('stopped');
@@ -266,7 +301,15 @@ describe('regression: flush() during a backoff did not send though the plane was
     const apiKey = (await createKey(database.db, { createProject: true, project: 'flush', scopes: ['ingest'] })).key;
     const store = new SqliteCheckpointer({ path: tmp.file('flush-backoff.db') });
     // a backoff of up to 5 minutes (full jitter): the one the test catches has more than half a minute left
-    const r = connectPlane(store, { url: running.url, apiKey, pollMs: 0, debounceMs: 5, backoffBaseMs: 300_000, backoffCapMs: 300_000, timeoutMs: 2000 });
+    const r = connectPlane(store, {
+      url: running.url,
+      apiKey,
+      pollMs: 0,
+      debounceMs: 5,
+      backoffBaseMs: 300_000,
+      backoffCapMs: 300_000,
+      timeoutMs: 2000,
+    });
     try {
       await running.close();
       for (let i = 0; i < 40; i++) await store.put(step('flush-backoff', i));
@@ -284,7 +327,10 @@ describe('regression: flush() during a backoff did not send though the plane was
       const f = await r.flush({ timeoutMs: 20_000 });
       expect(f).toMatchObject({ state: 'idle', pendingRows: 0, sent: 50 });
       expect(f.rounds).toBeGreaterThanOrEqual(1);
-      expect(Date.parse(f.lastSuccessAt!), `drained at ${f.lastSuccessAt}, the backoff ran to ${waiting.nextAttemptAt}`).toBeLessThan(Date.parse(waiting.nextAttemptAt!));
+      expect(
+        Date.parse(f.lastSuccessAt!),
+        `drained at ${f.lastSuccessAt}, the backoff ran to ${waiting.nextAttemptAt}`,
+      ).toBeLessThan(Date.parse(waiting.nextAttemptAt!));
       expect(Date.parse(f.lastSuccessAt!)).toBeGreaterThan(Date.parse(f.lastErrorAt!));
     } finally {
       await r.stop();

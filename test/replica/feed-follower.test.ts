@@ -106,7 +106,10 @@ describe('FeedFollower', () => {
     const srv = await feedServer(() => ({ status: 200, body: { items: [1], nextCursor: '9' } }));
     const handled: string[] = [];
     const { store, feed } = follower(srv.url, handled);
-    await expect(feed.pull()).rejects.toMatchObject({ code: 'PLANE_ERROR', message: expect.stringMatching(/malformed test feed page: items\.0/) });
+    await expect(feed.pull()).rejects.toMatchObject({
+      code: 'PLANE_ERROR',
+      message: expect.stringMatching(/malformed test feed page: items\.0/),
+    });
     expect(handled).toEqual([]);
     expect(await store.getMeta('test.cursor')).toBeNull();
     expect(srv.asked[0].searchParams.get('wait')).toBe('0');

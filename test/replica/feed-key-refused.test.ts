@@ -26,7 +26,15 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-const fast = { pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 1, changeWaitSeconds: 1, backoffBaseMs: 50, backoffCapMs: 200 };
+const fast = {
+  pollMs: 0,
+  debounceMs: 5,
+  timeoutMs: 5000,
+  decisionWaitSeconds: 1,
+  changeWaitSeconds: 1,
+  backoffBaseMs: 50,
+  backoffCapMs: 200,
+};
 
 describe('a key refused to a replica that only follows the feeds', () => {
   it('revoked: auth_failed at once, with the 401, noted for sync status; a new key starts it again', async () => {

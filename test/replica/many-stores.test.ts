@@ -16,7 +16,11 @@ describe('several stores in one process, each connected to its own plane or proj
     const a = new SqliteCheckpointer({ path: ':memory:' });
     const b = new SqliteCheckpointer({ path: ':memory:' });
     const c = new SqliteCheckpointer({ path: ':memory:' });
-    const keys = { a: await p1.key('alpha', ['ingest', 'read']), b: await p1.key('beta', ['ingest', 'read']), c: await p2.key('gamma', ['ingest', 'read']) };
+    const keys = {
+      a: await p1.key('alpha', ['ingest', 'read']),
+      b: await p1.key('beta', ['ingest', 'read']),
+      c: await p2.key('gamma', ['ingest', 'read']),
+    };
     const ra = connectPlane(a, { url: p1.url, apiKey: keys.a, pollMs: 0 });
     const rb = connectPlane(b, { url: p1.url, apiKey: keys.b, pollMs: 0 });
     const rc = connectPlane(c, { url: p2.url, apiKey: keys.c, pollMs: 0 });
@@ -24,7 +28,8 @@ describe('several stores in one process, each connected to its own plane or proj
     await b.put(step('only-b', 0));
     await c.put(step('only-c', 0));
     await Promise.all([ra.flush(), rb.flush(), rc.flush()]);
-    const list = async (url: string, key: string) => (await call(`${url}/v1/executions`, { key })).body.items.map((e: { executionId: string }) => e.executionId);
+    const list = async (url: string, key: string) =>
+      (await call(`${url}/v1/executions`, { key })).body.items.map((e: { executionId: string }) => e.executionId);
     expect(await list(p1.url, keys.a)).toEqual(['only-a']);
     expect(await list(p1.url, keys.b)).toEqual(['only-b']);
     expect(await list(p2.url, keys.c)).toEqual(['only-c']);

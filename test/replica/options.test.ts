@@ -85,7 +85,11 @@ describe('connectPlane refuses options it cannot work with (INVALID_OPTIONS)', (
     ['an unknown onClaimRefused', { onClaimRefused: 'maybe' }, 'onClaimRefused'],
     ['followChanges that is not a boolean', { followChanges: 'yes' }, 'followChanges'],
     ['a change-feed hold past the plane’s 25 s (it answers 400)', { changeWaitSeconds: 26 }, 'changeWaitSeconds'],
-    ['a decision-feed hold of 0 (a followed feed would poll back to back)', { decisionWaitSeconds: 0 }, 'decisionWaitSeconds'],
+    [
+      'a decision-feed hold of 0 (a followed feed would poll back to back)',
+      { decisionWaitSeconds: 0 },
+      'decisionWaitSeconds',
+    ],
     ['an empty writer id', { writerId: '' }, 'writerId'],
     ['a writer id with a control character', { writerId: 'a\u0001b' }, 'writerId'],
     ['faults that is not a function', { faults: 'drain.afterFetch' }, 'faults'],
@@ -107,7 +111,17 @@ describe('connectPlane refuses options it cannot work with (INVALID_OPTIONS)', (
   });
 
   it('several problems at once: one error names every one of them', () => {
-    const e = thrown(() => connect(store(), { url: 'ftp://x', apiKey: '', timeoutMs: -1, batchRows: 0, claimFlushMs: Number.NaN, onClaimRefused: 'maybe', pollMs: 1.5 }));
+    const e = thrown(() =>
+      connect(store(), {
+        url: 'ftp://x',
+        apiKey: '',
+        timeoutMs: -1,
+        batchRows: 0,
+        claimFlushMs: Number.NaN,
+        onClaimRefused: 'maybe',
+        pollMs: 1.5,
+      }),
+    );
     expect(e?.code).toBe('INVALID_OPTIONS');
     const fields = ['url', 'apiKey', 'timeoutMs', 'batchRows', 'pollMs', 'claimFlushMs', 'onClaimRefused'];
     expect(e?.details?.problems?.map((p) => p.slice(0, p.indexOf(':'))).sort()).toEqual([...fields].sort());
@@ -133,7 +147,11 @@ describe('connectPlane refuses options it cannot work with (INVALID_OPTIONS)', (
       closing.push(() => replica.stop());
     });
     expect(e?.code).toBe('INVALID_OPTIONS');
-    expect(e?.details?.problems?.map((p) => p.slice(0, p.indexOf(':'))).sort()).toEqual(['apiKey', 'batchBytes', 'url']);
+    expect(e?.details?.problems?.map((p) => p.slice(0, p.indexOf(':'))).sort()).toEqual([
+      'apiKey',
+      'batchBytes',
+      'url',
+    ]);
   });
 });
 
@@ -180,9 +198,35 @@ describe('valid options work as before', () => {
     for (const options of [
       { url: plane.url, apiKey: key },
       { url: `${plane.url}/`, apiKey: key, pollMs: 0, timeoutMs: 5000, claimFlushMs: 5000 },
-      { url: plane.url, apiKey: key, pollMs: 200, debounceMs: 5, backoffBaseMs: 50, backoffCapMs: 500, timeoutMs: 3000, claimFlushMs: 2000, faults: () => {} },
-      { url: plane.url, apiKey: key, pollMs: 0, backoffCapMs: 100, decisionWaitSeconds: 1, changeWaitSeconds: 25, onClaimRefused: 'resume_locally' as const },
-      { url: plane.url, apiKey: key, pollMs: 0, batchRows: LIMITS.batchRows * 10, batchBytes: LIMITS.batchBytes * 10, debounceMs: 0, claimFlushMs: 0 },
+      {
+        url: plane.url,
+        apiKey: key,
+        pollMs: 200,
+        debounceMs: 5,
+        backoffBaseMs: 50,
+        backoffCapMs: 500,
+        timeoutMs: 3000,
+        claimFlushMs: 2000,
+        faults: () => {},
+      },
+      {
+        url: plane.url,
+        apiKey: key,
+        pollMs: 0,
+        backoffCapMs: 100,
+        decisionWaitSeconds: 1,
+        changeWaitSeconds: 25,
+        onClaimRefused: 'resume_locally' as const,
+      },
+      {
+        url: plane.url,
+        apiKey: key,
+        pollMs: 0,
+        batchRows: LIMITS.batchRows * 10,
+        batchBytes: LIMITS.batchBytes * 10,
+        debounceMs: 0,
+        claimFlushMs: 0,
+      },
     ]) {
       const s = store();
       const ledger = new Ledger(tmp.file(`l${n}.jsonl`));
@@ -200,11 +244,17 @@ describe('setApiKey refuses a key the same way', () => {
     const s = store();
     const replica = connect(s, { ...good(), apiKey: 'wm_not_a_key' });
     const ledger = new Ledger(tmp.file(`l${n}.jsonl`));
-    expect((await refundAgent({ store: s, ledger }).agent.run(refundRequest('9', 50_000), { executionId: `key-${n}` })).status).toBe('paused');
+    expect(
+      (await refundAgent({ store: s, ledger }).agent.run(refundRequest('9', 50_000), { executionId: `key-${n}` }))
+        .status,
+    ).toBe('paused');
     expect((await replica.flush({ timeoutMs: 10_000 })).state).toBe('auth_failed');
 
     for (const bad of ['', '  ', 'wm_a b']) {
-      expect(thrown(() => replica.setApiKey(bad))).toMatchObject({ code: 'INVALID_OPTIONS', details: { problems: [expect.stringMatching(/^apiKey: /)] } });
+      expect(thrown(() => replica.setApiKey(bad))).toMatchObject({
+        code: 'INVALID_OPTIONS',
+        details: { problems: [expect.stringMatching(/^apiKey: /)] },
+      });
       expect((await replica.status()).state).toBe('auth_failed');
     }
 

@@ -7,7 +7,15 @@
 import { copyFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Agent, connectPlane, currentEffect, idempotent, ScriptedModel, tool, type EffectInfo } from '../../client/index.js';
+import {
+  Agent,
+  connectPlane,
+  currentEffect,
+  idempotent,
+  ScriptedModel,
+  tool,
+  type EffectInfo,
+} from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
@@ -36,7 +44,11 @@ function store(name: string): SqliteCheckpointer {
 }
 
 /** An agent whose one tool charges through idempotent, recording what the effect was handed. */
-function charger(s: SqliteCheckpointer, seen: (EffectInfo | null)[], o: { leaseMs?: number; before?: () => Promise<void> } = {}) {
+function charger(
+  s: SqliteCheckpointer,
+  seen: (EffectInfo | null)[],
+  o: { leaseMs?: number; before?: () => Promise<void> } = {},
+) {
   const charge = idempotent(async function charge(order: string) {
     seen.push(currentEffect());
     return { chargeId: `ch_${order}` };
@@ -50,7 +62,9 @@ function charger(s: SqliteCheckpointer, seen: (EffectInfo | null)[], o: { leaseM
       return charge(order);
     },
   });
-  const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { order: '7' } }] } : { content: 'paid' }));
+  const model = new ScriptedModel(({ turn }) =>
+    turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { order: '7' } }] } : { content: 'paid' },
+  );
   return new Agent({ name: 'payer', model, tools: [pay], checkpointer: s, leaseMs: o.leaseMs });
 }
 
@@ -72,7 +86,15 @@ describe('the run owner at the plane, from one store', () => {
     closing.push(() => proxy.close());
     for (const mode of ['stop', 'continue'] as const) {
       const s = store(`strict-${mode}`);
-      const replica = connectPlane(s, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 2000, followChanges: false, onPlaneUnreachable: mode });
+      const replica = connectPlane(s, {
+        url: proxy.url,
+        apiKey: key,
+        pollMs: 0,
+        debounceMs: 5,
+        timeoutMs: 2000,
+        followChanges: false,
+        onPlaneUnreachable: mode,
+      });
       closing.push(() => replica.stop());
       const seen: (EffectInfo | null)[] = [];
       // the plane answers ingest but not the hold's renewal: no plane behind the address, for that route
@@ -108,10 +130,20 @@ describe('the run owner at the plane, from one store', () => {
   });
 
   it("the lease route: a run the plane does not hold is 404; its owner renews and releases; another holder is LEASE_LOST; another instance under the owner's writer id is WRITER_COPY", async () => {
-    const lease = (id: string, body: Record<string, unknown>) => call(`${plane.url}/v1/executions/${id}/lease`, { key, json: { ttlMs: 60_000, ...body } });
-    expect((await lease('nowhere', { writerId: 'w', holder: 'w#1' })).body.error).toMatchObject({ code: 'EXECUTION_NOT_FOUND' });
+    const lease = (id: string, body: Record<string, unknown>) =>
+      call(`${plane.url}/v1/executions/${id}/lease`, { key, json: { ttlMs: 60_000, ...body } });
+    expect((await lease('nowhere', { writerId: 'w', holder: 'w#1' })).body.error).toMatchObject({
+      code: 'EXECUTION_NOT_FOUND',
+    });
     const s = store('route');
-    const replica = connectPlane(s, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
+    const replica = connectPlane(s, {
+      url: plane.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      timeoutMs: 5000,
+      followChanges: false,
+    });
     closing.push(() => replica.stop());
     let holder = '';
     const seen: (EffectInfo | null)[] = [];
@@ -122,21 +154,35 @@ describe('the run owner at the plane, from one store', () => {
         // the runner holds the run at the plane (its effect's confirm renewed it): another holder is refused, a copy too
         const renewed = await lease('route-1', { writerId: s.writerId, holder, instance: s.instanceId });
         expect(renewed.body).toMatchObject({ epoch: expect.any(Number), released: false });
-        expect((await lease('route-1', { writerId: 'someone-else', holder: 'x#1' })).body.error).toMatchObject({ code: 'LEASE_LOST', details: { writerId: s.writerId } });
-        expect((await lease('route-1', { writerId: s.writerId, holder: 'copy#1', instance: 'another-instance' })).body.error).toMatchObject({ code: 'WRITER_COPY' });
+        expect((await lease('route-1', { writerId: 'someone-else', holder: 'x#1' })).body.error).toMatchObject({
+          code: 'LEASE_LOST',
+          details: { writerId: s.writerId },
+        });
+        expect(
+          (await lease('route-1', { writerId: s.writerId, holder: 'copy#1', instance: 'another-instance' })).body.error,
+        ).toMatchObject({ code: 'WRITER_COPY' });
       },
     });
     expect((await agent.run('pay', { executionId: 'route-1' })).status).toBe('completed');
     await replica.flush({ timeoutMs: 10_000 });
     // the run ended there: its hold is no one's now
-    expect((await lease('route-1', { writerId: s.writerId, holder, instance: s.instanceId })).body.error).toMatchObject({ code: 'LEASE_LOST', details: { state: 'ended' } });
+    expect((await lease('route-1', { writerId: s.writerId, holder, instance: s.instanceId })).body.error).toMatchObject(
+      { code: 'LEASE_LOST', details: { state: 'ended' } },
+    );
   });
 
   it("adoptPlaneBranch: refuses while a runner here holds the run, changes nothing when the plane's copy cannot be had, and otherwise replaces the copy keeping every recorded effect", async () => {
     const proxy = await new FaultProxy(plane.url).start();
     closing.push(() => proxy.close());
     const s = store('adopt');
-    const replica = connectPlane(s, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 2000, followChanges: false });
+    const replica = connectPlane(s, {
+      url: proxy.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      timeoutMs: 2000,
+      followChanges: false,
+    });
     closing.push(() => replica.stop());
     expect((await charger(s, []).run('pay', { executionId: 'adopt-1' })).status).toBe('completed');
     await s.putIdempotent('adopt-1', 'note-only-here', { n: 1 });
@@ -159,8 +205,22 @@ describe('the run owner at the plane, from one store', () => {
   it("an effect whose record another writer's late entry brought to the plane is not run again: the holder's confirm is answered with it, and it is this run's result", async () => {
     const b = store('late-b');
     const a = store('late-a');
-    const replicaB = connectPlane(b, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
-    const replicaA = connectPlane(a, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
+    const replicaB = connectPlane(b, {
+      url: plane.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      timeoutMs: 5000,
+      followChanges: false,
+    });
+    const replicaA = connectPlane(a, {
+      url: plane.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      timeoutMs: 5000,
+      followChanges: false,
+    });
     closing.push(
       () => replicaB.stop(),
       () => replicaA.stop(),
@@ -173,7 +233,8 @@ describe('the run owner at the plane, from one store', () => {
       },
       { key: (order) => `charge-${order}` },
     );
-    const lease = (id: string, body: Record<string, unknown>) => call(`${plane.url}/v1/executions/${id}/lease`, { key, json: { ttlMs: 60_000, ...body } });
+    const lease = (id: string, body: Record<string, unknown>) =>
+      call(`${plane.url}/v1/executions/${id}/lease`, { key, json: { ttlMs: 60_000, ...body } });
     const pay = tool({
       name: 'pay',
       description: 'pay',
@@ -185,16 +246,32 @@ describe('the run owner at the plane, from one store', () => {
         await replicaA.flush({ timeoutMs: 10_000 });
         // the route answers a renewal naming the effect with the record, and one naming another effect with none
         const holder = (await b.getLease('late-1'))!.holder!;
-        expect((await lease('late-1', { writerId: b.writerId, holder, instance: b.instanceId, effectKey: `charge-${order}` })).body.recorded).toMatchObject({
+        expect(
+          (
+            await lease('late-1', {
+              writerId: b.writerId,
+              holder,
+              instance: b.instanceId,
+              effectKey: `charge-${order}`,
+            })
+          ).body.recorded,
+        ).toMatchObject({
           key: `charge-${order}`,
           result: { chargeId: `ch_${order}_a` },
         });
-        expect((await lease('late-1', { writerId: b.writerId, holder, instance: b.instanceId, effectKey: 'charge-other' })).body.recorded).toBeNull();
+        expect(
+          (await lease('late-1', { writerId: b.writerId, holder, instance: b.instanceId, effectKey: 'charge-other' }))
+            .body.recorded,
+        ).toBeNull();
         return charge(order);
       },
     });
-    const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { order: '7' } }] } : { content: 'paid' }));
-    const r = await new Agent({ name: 'payer', model, tools: [pay], checkpointer: b }).run('pay', { executionId: 'late-1' });
+    const model = new ScriptedModel(({ turn }) =>
+      turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { order: '7' } }] } : { content: 'paid' },
+    );
+    const r = await new Agent({ name: 'payer', model, tools: [pay], checkpointer: b }).run('pay', {
+      executionId: 'late-1',
+    });
     expect(r.status).toBe('completed');
     expect(ran).toEqual([]);
     // the tool's result in the run's conversation is the plane's record
@@ -204,6 +281,8 @@ describe('the run owner at the plane, from one store', () => {
     await replicaB.flush({ timeoutMs: 10_000 });
     expect((await b.outboxStats()).pendingCount).toBe(0);
     const restore = await call(`${plane.url}/v1/executions/late-1/restore`, { key });
-    expect(restore.body.idempotency).toEqual([expect.objectContaining({ key: 'charge-7', result: { chargeId: 'ch_7_a' } })]);
+    expect(restore.body.idempotency).toEqual([
+      expect.objectContaining({ key: 'charge-7', result: { chargeId: 'ch_7_a' } }),
+    ]);
   });
 });

@@ -38,7 +38,8 @@ const errorOf = async (p: Promise<unknown>) =>
     (e: unknown) => e as { code: string; message: string; details: Record<string, unknown> },
   );
 // growing messages: each row is a snapshot delta on the row before it
-const grown = (id: string, i: number) => step(id, i, { state: { messages: Array.from({ length: i + 1 }, (_, k) => ({ role: 'user', content: `m${k}` })) } });
+const grown = (id: string, i: number) =>
+  step(id, i, { state: { messages: Array.from({ length: i + 1 }, (_, k) => ({ role: 'user', content: `m${k}` })) } });
 
 /** Everything a store holds of one run, to compare before and after. */
 async function copyOf(s: SqliteCheckpointer, exec: string) {
@@ -72,7 +73,8 @@ describe('restore from the plane at its edges', () => {
     await a.close();
     await b.close();
   });
-  const ingest = async (rows: OutboxEvent[]) => (await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: a.writerId, rows } })).body;
+  const ingest = async (rows: OutboxEvent[]) =>
+    (await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: a.writerId, rows } })).body;
   const drainA = async () => {
     replica ??= connectPlane(a, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, followChanges: false });
     expect(await replica.flush({ timeoutMs: 60_000 })).toMatchObject({ pendingRows: 0, quarantinedCount: 0 });
@@ -87,13 +89,29 @@ describe('restore from the plane at its edges', () => {
     const first = events.filter((e) => e.kind === 'checkpoint' && e.row.seq < 2);
     // B restores while the plane holds seqs 0 and 1 only: a whole copy, to this point
     expect(await ingest(first)).toMatchObject({ accepted: 2 });
-    expect(await restoreFromPlane(b, exec, { url: plane.url, apiKey: key })).toMatchObject({ inserted: 2, diverged: [], totalRows: 2 });
+    expect(await restoreFromPlane(b, exec, { url: plane.url, apiKey: key })).toMatchObject({
+      inserted: 2,
+      diverged: [],
+      totalRows: 2,
+    });
     const before = await copyOf(b, exec);
     // then the rest arrives with seq 2 damaged on the way: the plane refuses it and takes the rows after it
-    const rest = events.filter((e) => !first.includes(e)).map((e) => (e.kind === 'checkpoint' && e.row.seq === 2 ? ({ ...e, row: { ...e.row, status: 'bogus' } } as unknown as OutboxEvent) : e));
+    const rest = events
+      .filter((e) => !first.includes(e))
+      .map((e) =>
+        e.kind === 'checkpoint' && e.row.seq === 2
+          ? ({ ...e, row: { ...e.row, status: 'bogus' } } as unknown as OutboxEvent)
+          : e,
+      );
     const res = await ingest(rest);
-    expect(res.results.filter((r: { status: string }) => r.status === 'rejected')).toEqual([expect.objectContaining({ code: 'invalid' })]);
-    expect((await get(`/v1/executions/${exec}`)).body.execution).toMatchObject({ complete: false, holeCount: 1, lastSeq: 5 });
+    expect(res.results.filter((r: { status: string }) => r.status === 'rejected')).toEqual([
+      expect.objectContaining({ code: 'invalid' }),
+    ]);
+    expect((await get(`/v1/executions/${exec}`)).body.execution).toMatchObject({
+      complete: false,
+      holeCount: 1,
+      lastSeq: 5,
+    });
 
     const raw = await get(`/v1/executions/${exec}/restore`);
     expect(raw.status).toBe(409);
@@ -146,10 +164,19 @@ describe('restore from the plane at its edges', () => {
 
       proxy = await new StallProxy(plane.url, TIMEOUT_MS / 4).start();
       let restores = 0;
-      proxy.rule = ({ path }) => (path.startsWith(`/v1/executions/${exec}/restore`) && ++restores === 2 ? mode : undefined);
+      proxy.rule = ({ path }) =>
+        path.startsWith(`/v1/executions/${exec}/restore`) && ++restores === 2 ? mode : undefined;
       const pages: number[] = [];
       const started = Date.now();
-      const e = await errorOf(restoreFromPlane(b, exec, { url: proxy.url, apiKey: key, pageSize: 2, timeoutMs: TIMEOUT_MS, onProgress: (p) => void pages.push(p.rows) }));
+      const e = await errorOf(
+        restoreFromPlane(b, exec, {
+          url: proxy.url,
+          apiKey: key,
+          pageSize: 2,
+          timeoutMs: TIMEOUT_MS,
+          onProgress: (p) => void pages.push(p.rows),
+        }),
+      );
       expect(e).toMatchObject({ code: 'PLANE_ERROR' });
       expect(e!.message).toContain('nothing was imported');
       // gave up on its own, at its deadline (about twice the timeout at most), not when the proxy let go
@@ -158,8 +185,20 @@ describe('restore from the plane at its edges', () => {
       expect(proxy.to(`/v1/executions/${exec}/restore`).map((s) => s.mode)).toEqual(['pass', mode]);
       expect(await copyOf(b, exec)).toEqual(before);
 
-      const again = await restoreFromPlane(b, exec, { url: proxy.url, apiKey: key, pageSize: 2, timeoutMs: 10 * TIMEOUT_MS });
-      expect(again).toMatchObject({ inserted: 7, skipped: 0, diverged: [], pendingImported: true, idempotencyInserted: 1, totalRows: 7 });
+      const again = await restoreFromPlane(b, exec, {
+        url: proxy.url,
+        apiKey: key,
+        pageSize: 2,
+        timeoutMs: 10 * TIMEOUT_MS,
+      });
+      expect(again).toMatchObject({
+        inserted: 7,
+        skipped: 0,
+        diverged: [],
+        pendingImported: true,
+        idempotencyInserted: 1,
+        totalRows: 7,
+      });
       expect(await b.list(exec)).toEqual(await a.list(exec));
       expect(await b.readState((await b.latest(exec))!)).toEqual(await a.readState((await a.latest(exec))!));
       expect(await b.getPendingInterrupt(exec)).toEqual(await a.getPendingInterrupt(exec));
@@ -176,7 +215,14 @@ describe('restore from the plane at its edges', () => {
     await a.recordInterrupt(pause(exec, 6), { reason: 'approval', context: null });
     await drainA();
     const r = await restoreFromPlane(b, exec, { url: plane.url, apiKey: key, pageSize: 2 });
-    expect(r).toMatchObject({ inserted: 4, skipped: 3, diverged: [], withheld: 0, pendingImported: true, totalRows: 7 });
+    expect(r).toMatchObject({
+      inserted: 4,
+      skipped: 3,
+      diverged: [],
+      withheld: 0,
+      pendingImported: true,
+      totalRows: 7,
+    });
     expect(await b.list(exec)).toEqual(await a.list(exec));
     expect((await b.outboxStats()).pendingCount).toBe(0);
   });
@@ -191,7 +237,10 @@ describe('restore from the plane at its edges', () => {
     await a.putIdempotent(exec, 'charge', { id: 'ch_a' });
     const { checkpoint: paused } = await a.recordInterrupt(pause(exec, 5), { reason: 'approval', context: null });
     await drainA();
-    const decided = await call(`${plane.url}/v1/executions/${exec}/decision`, { key: approveKey, json: { checkpointId: paused.id, approved: true } });
+    const decided = await call(`${plane.url}/v1/executions/${exec}/decision`, {
+      key: approveKey,
+      json: { checkpointId: paused.id, approved: true },
+    });
     expect(decided.status).toBe(201);
     const mine = await b.put(grown(exec, 3));
     const before = await copyOf(b, exec);

@@ -42,7 +42,16 @@ describe('restore from the plane', () => {
     await store.close();
     await other.close();
   });
-  const connect = () => (replica = connectPlane(store, { url: proxy.url, apiKey: key, pollMs: 0, debounceMs: 50, backoffBaseMs: 20, backoffCapMs: 200, timeoutMs: 5000 }));
+  const connect = () =>
+    (replica = connectPlane(store, {
+      url: proxy.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 50,
+      backoffBaseMs: 20,
+      backoffCapMs: 200,
+      timeoutMs: 5000,
+    }));
 
   it('ingest order defect: a run deleted and started again under the same id while connected (one batch) is the new run on the plane, and restores elsewhere', async () => {
     const exec = `again-${n}`;
@@ -67,11 +76,14 @@ describe('restore from the plane', () => {
     const restored = await restoreFromPlane(other, exec, { url: plane.url, apiKey: key });
     expect(restored).toMatchObject({ inserted: 3, diverged: [], withheld: 0, pendingImported: true, totalRows: 3 });
     expect((await other.getPendingInterrupt(exec))?.context).toEqual({ run: 'new' });
-    expect(await other.readState((await other.latest(exec))!)).toEqual(await store.readState((await store.latest(exec))!));
+    expect(await other.readState((await other.latest(exec))!)).toEqual(
+      await store.readState((await store.latest(exec))!),
+    );
   });
 
   // growing messages: each row is a snapshot delta on the row before it
-  const grown = (id: string, i: number) => step(id, i, { state: { messages: Array.from({ length: i + 1 }, (_, k) => ({ role: 'user', content: `m${k}` })) } });
+  const grown = (id: string, i: number) =>
+    step(id, i, { state: { messages: Array.from({ length: i + 1 }, (_, k) => ({ role: 'user', content: `m${k}` })) } });
   const errorOf = async (p: Promise<unknown>) =>
     p.then(
       () => null,
@@ -102,7 +114,9 @@ describe('restore from the plane', () => {
     expect(restored).toMatchObject({ inserted: 6, diverged: [], withheld: 0, pendingImported: false, totalRows: 6 });
     expect((await other.list(exec)).map((x) => x.seq)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(await other.getPendingInterrupt(exec)).toBeNull();
-    expect(await other.readState((await other.latest(exec))!)).toEqual(await store.readState((await store.list(exec))[5]));
+    expect(await other.readState((await other.latest(exec))!)).toEqual(
+      await store.readState((await store.list(exec))[5]),
+    );
     // a catch-up restore brings the rest, the pause with its row
     const again = await restoreFromPlane(other, exec, { url: plane.url, apiKey: key, pageSize: 2 });
     expect(again).toMatchObject({ inserted: 3, skipped: 6, pendingImported: true, totalRows: 9 });
@@ -115,7 +129,10 @@ describe('restore from the plane', () => {
     const theirs = await eventsOf(async (s) => {
       for (let i = 0; i < 3; i++) await s.put(step(exec, i, { nodeOutput: 'theirs' }));
     }, 'laptop-z');
-    const seeded = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'laptop-z', rows: theirs } });
+    const seeded = await call(`${plane.url}/v1/ingest`, {
+      key,
+      json: { protocol: 1, writerId: 'laptop-z', rows: theirs },
+    });
     expect(seeded.body.accepted).toBe(3);
     // its writer no longer holds the run (its hold given up): our rows are judged by the chain, not refused as taken over
     await releaseHold(plane.url, key, exec, 'laptop-z');
@@ -123,7 +140,12 @@ describe('restore from the plane', () => {
     const r = connect();
     // seqs 0-2 meet laptop-z's rows (seq_conflict); 3 and 4 follow them and are refused too (taken_over): no mixed copy
     expect(await r.flush({ timeoutMs: 20_000 })).toMatchObject({ pendingRows: 0, quarantinedCount: 5 });
-    expect((await get(`/v1/executions/${exec}`)).body.execution).toMatchObject({ complete: true, holeCount: 0, rowCount: 3, writerId: 'laptop-z' });
+    expect((await get(`/v1/executions/${exec}`)).body.execution).toMatchObject({
+      complete: true,
+      holeCount: 0,
+      rowCount: 3,
+      writerId: 'laptop-z',
+    });
 
     const restored = await restoreFromPlane(other, exec, { url: plane.url, apiKey: key, pageSize: 2 });
     expect(restored).toMatchObject({ inserted: 3, diverged: [] });
@@ -136,7 +158,11 @@ describe('restore from the plane', () => {
     expect(await main(['sync', 'status', '--db', tmp.file(`a${n}.db`)], (l) => lines.push(l))).toBe(0);
     const text = lines.join('\n');
     expect(text).toMatch(new RegExp(`refused by seq: 1 run\\(s\\): ${exec} \\(3 rows refused\\)`));
-    expect(text).toMatch(new RegExp(`lost runs: +1 run\\(s\\) .*${exec}: execution ${exec}: row \\S+ follows row\\(s\\) of this batch the plane refused`));
+    expect(text).toMatch(
+      new RegExp(
+        `lost runs: +1 run\\(s\\) .*${exec}: execution ${exec}: row \\S+ follows row\\(s\\) of this batch the plane refused`,
+      ),
+    );
     const w = (await get('/v1/writers')).body.items.find((x: { writerId: string }) => x.writerId === store.writerId);
     expect(w.incompleteRuns).toEqual([]);
   });
@@ -154,9 +180,13 @@ describe('restore from the plane', () => {
     const rows = await store.list(bent);
     const delta = rows.find((x) => x.seq >= 2 && x.state.kind === 'delta')!;
     expect(delta).toBeDefined();
-    await db.execute(sql`UPDATE checkpoints SET row = jsonb_set(row, '{state,prev}', to_jsonb(${rows[0].id}::text)) WHERE execution_id = ${bent} AND seq = ${delta.seq}`);
+    await db.execute(
+      sql`UPDATE checkpoints SET row = jsonb_set(row, '{state,prev}', to_jsonb(${rows[0].id}::text)) WHERE execution_id = ${bent} AND seq = ${delta.seq}`,
+    );
     const stray = (await store.latest(paused + '-x'))!.id;
-    await db.execute(sql`UPDATE pending_interrupts SET row = jsonb_set(row, '{checkpointId}', to_jsonb(${stray}::text)) WHERE execution_id = ${paused}`);
+    await db.execute(
+      sql`UPDATE pending_interrupts SET row = jsonb_set(row, '{checkpointId}', to_jsonb(${stray}::text)) WHERE execution_id = ${paused}`,
+    );
 
     const g = await errorOf(restoreFromPlane(other, gap, { url: plane.url, apiKey: key, pageSize: 2 }));
     expect(g).toMatchObject({ code: 'RESTORE_UNVERIFIED', details: { missingSeqs: [3], upTo: 4 } });

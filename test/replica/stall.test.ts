@@ -97,8 +97,14 @@ describe('a plane that stalls its answer to the drain', () => {
       const exec = `stall-${mode}-${n}`;
       const clash = `clash-${mode}-${n}`;
       // another writer's row holds seq 0 of `clash` on the plane: ours is refused there (seq_conflict), every time it is sent
-      const theirs = await eventsOf(async (s) => void (await s.put(step(clash, 0, { nodeOutput: 'theirs' }))), `other-${n}`);
-      expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: `other-${n}`, rows: theirs } })).body.accepted).toBe(1);
+      const theirs = await eventsOf(
+        async (s) => void (await s.put(step(clash, 0, { nodeOutput: 'theirs' }))),
+        `other-${n}`,
+      );
+      expect(
+        (await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: `other-${n}`, rows: theirs } }))
+          .body.accepted,
+      ).toBe(1);
       // it no longer holds the run (a writer holding it would have ours refused as taken over, not by seq)
       await releaseHold(plane.url, key, clash, `other-${n}`);
       const ids: string[] = [];
@@ -126,7 +132,9 @@ describe('a plane that stalls its answer to the drain', () => {
       // the refused row was sent at least twice; the plane keeps one record of it and counts it once
       expect(proxy.to('/v1/ingest').length).toBeGreaterThanOrEqual(2);
       const q = (await get(`/v1/quarantine?executionId=${clash}`)).body.items;
-      expect(q.map((x: { writerId: string; code: string }) => [x.writerId, x.code])).toEqual([[store.writerId, 'seq_conflict']]);
+      expect(q.map((x: { writerId: string; code: string }) => [x.writerId, x.code])).toEqual([
+        [store.writerId, 'seq_conflict'],
+      ]);
       const w = (await get('/v1/writers')).body.items.find((x: { writerId: string }) => x.writerId === store.writerId);
       expect(w).toMatchObject({ rowsAcked: 10, rowsRejected: 1 });
     });
@@ -140,9 +148,18 @@ describe('a plane that stalls its answer to the drain', () => {
     const deadline = Date.now() + 30 * TIMEOUT_MS;
     while (!proxy.to('/v1/ingest').length && Date.now() < deadline) await new Promise((x) => setTimeout(x, 20));
     expect(proxy.to('/v1/ingest').length).toBe(1);
-    const stopped = await Promise.race([r.stop().then(() => 'stopped'), new Promise((x) => setTimeout(() => x('still waiting on the trickle'), 30 * TIMEOUT_MS))]);
+    const stopped = await Promise.race([
+      r.stop().then(() => 'stopped'),
+      new Promise((x) => setTimeout(() => x('still waiting on the trickle'), 30 * TIMEOUT_MS)),
+    ]);
     expect(stopped).toBe('stopped');
-    expect(r.handles).toEqual({ retryTimer: false, pollTimer: false, roundInFlight: false, socketsOpen: false, followingChanges: false });
+    expect(r.handles).toEqual({
+      retryTimer: false,
+      pollTimer: false,
+      roundInFlight: false,
+      socketsOpen: false,
+      followingChanges: false,
+    });
     // stopped on its own deadline, not because the answer had arrived in the end
     expect((await store.outboxStats()).pendingCount).toBe(10);
     replica = null;

@@ -69,7 +69,11 @@ try {
     out.recovered = runs.map(({ result: _r, ...o }: { result?: unknown } & Record<string, unknown>) => o);
   }
 } catch (e) {
-  out.error = { code: (e as { code?: string }).code, message: (e as Error).message, details: (e as { details?: unknown }).details };
+  out.error = {
+    code: (e as { code?: string }).code,
+    message: (e as Error).message,
+    details: (e as { details?: unknown }).details,
+  };
 }
 if (online) out.flush = await replica.flush({ timeoutMs: 15_000 });
 await replica.stop();

@@ -41,7 +41,9 @@ describe('takeover across machines through a plane process', () => {
     key = (await answer).key;
   });
   afterAll(async () => {
-    await new Promise<void>((r) => (plane.exitCode !== null ? r() : (plane.once('exit', () => r()), plane.send({ type: 'exit' }))));
+    await new Promise<void>((r) =>
+      plane.exitCode !== null ? r() : (plane.once('exit', () => r()), plane.send({ type: 'exit' })),
+    );
     tmp.cleanup();
   });
 
@@ -59,7 +61,8 @@ describe('takeover across machines through a plane process', () => {
     a.stderr?.on('data', (d) => (aErr += d));
     const deadline = Date.now() + 120_000;
     while (!existsSync(`${dbA}.holding`)) {
-      if (a.exitCode !== null || Date.now() > deadline) throw new Error(`machine A never reached its second tool: ${aErr}`);
+      if (a.exitCode !== null || Date.now() > deadline)
+        throw new Error(`machine A never reached its second tool: ${aErr}`);
       await new Promise((r) => setTimeout(r, 25));
     }
     a.kill('SIGKILL');
@@ -75,11 +78,30 @@ describe('takeover across machines through a plane process', () => {
     expect(bOut.result?.status, b.stderr + JSON.stringify(bOut.error)).toBe('completed');
     expect(new Set(bOut.refusals)).toEqual(new Set(bOut.refusals.length ? ['RUN_IN_PROGRESS'] : []));
     const after = (await call(`${url}/v1/executions/${id}`, { key })).body;
-    expect(after.takeovers).toEqual([expect.objectContaining({ fromSeq: 1, winnerWriterId: bOut.writerId, loserWriterId: writerA })]);
-    expect(Date.parse(after.takeovers[0].at) - Date.parse(after.takeovers[0].loserLastContactAt)).toBeGreaterThanOrEqual(DELAY_MS);
+    expect(after.takeovers).toEqual([
+      expect.objectContaining({ fromSeq: 1, winnerWriterId: bOut.writerId, loserWriterId: writerA }),
+    ]);
+    expect(
+      Date.parse(after.takeovers[0].at) - Date.parse(after.takeovers[0].loserLastContactAt),
+    ).toBeGreaterThanOrEqual(DELAY_MS);
     expect(after.execution).toMatchObject({ status: 'completed', holeCount: 0, writerId: bOut.writerId });
-    const rows = (await call(`${url}/v1/executions/${id}/rows?limit=100`, { key })).body.items as { seq: number; nodeId: string; step: string; status: string; writerId: string }[];
-    expect(rows.map((r) => r.nodeId)).toEqual(['turn:0', 'turn:0/tool:work', 'turn:1', 'turn:1/tool:work', 'turn:2', 'turn:2/tool:work', 'turn:3', 'run_end']);
+    const rows = (await call(`${url}/v1/executions/${id}/rows?limit=100`, { key })).body.items as {
+      seq: number;
+      nodeId: string;
+      step: string;
+      status: string;
+      writerId: string;
+    }[];
+    expect(rows.map((r) => r.nodeId)).toEqual([
+      'turn:0',
+      'turn:0/tool:work',
+      'turn:1',
+      'turn:1/tool:work',
+      'turn:2',
+      'turn:2/tool:work',
+      'turn:3',
+      'run_end',
+    ]);
     expect(rows.map((r) => r.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(rows.filter((r) => r.step === 'run_end').map((r) => r.status)).toEqual(['completed']);
     expect(rows.slice(2).every((r) => r.writerId === bOut.writerId)).toBe(true);
@@ -108,17 +130,26 @@ describe('takeover across machines through a plane process', () => {
     expect(a2Out.error?.code, a2.stderr + JSON.stringify(a2Out)).toBe('RUN_TAKEN_OVER');
     expect(a2Out.error.message).toContain(`taken over by writer '${bOut.writerId}' at seq 1`);
     expect(a2Out.lost).toEqual([id]);
-    expect(a2Out.rows).toEqual(['0:turn:0:completed', '1:turn:0/tool:work:completed', '2:turn:1:completed', '3:turn:1/tool:work:completed']);
+    expect(a2Out.rows).toEqual([
+      '0:turn:0:completed',
+      '1:turn:0/tool:work:completed',
+      '2:turn:1:completed',
+      '3:turn:1/tool:work:completed',
+    ]);
     const lostLine = (a2Out.status as string[]).find((l) => l.startsWith('lost runs:'));
     expect(lostLine).toContain(`1 run(s) taken over by another machine`);
     expect(lostLine).toContain(`${id}: execution ${id} was taken over by writer '${bOut.writerId}' at seq 1`);
     // the plane's copy has no hole, though it refused A's rows (they are the lost run below, not missing rows)
-    expect((a2Out.status as string[]).find((l) => l.startsWith('plane copy:'))).toContain('complete (no hole: the rows the plane refused are not missing from its copy');
+    expect((a2Out.status as string[]).find((l) => l.startsWith('plane copy:'))).toContain(
+      'complete (no hole: the rows the plane refused are not missing from its copy',
+    );
     expect(lines(calls).filter(([, pid]) => pid === a2Out.pid)).toEqual([]);
     expect(lines(effects).filter(([, pid]) => pid === a2Out.pid)).toEqual([]);
     // its recovery loop leaves the run alone, saying why
     const rec = JSON.parse((await runTs(CHILD, args('recover', dbA))).stdout.trim().split('\n').pop()!);
-    expect(rec.recovered).toEqual([expect.objectContaining({ executionId: id, outcome: 'held', reason: 'taken over elsewhere' })]);
+    expect(rec.recovered).toEqual([
+      expect.objectContaining({ executionId: id, outcome: 'held', reason: 'taken over elsewhere' }),
+    ]);
     expect(rec.rows).toEqual(a2Out.rows);
     const final = (await call(`${url}/v1/executions/${id}`, { key })).body.execution;
     expect(final).toMatchObject({ status: 'completed', rowCount: 8, holeCount: 0 });

@@ -7,7 +7,15 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
-import { connectPlane, decide, recoverRuns, restoreFromPlane, serveDecisions, type DecisionOutcome, type Replica } from '../../client/index.js';
+import {
+  connectPlane,
+  decide,
+  recoverRuns,
+  restoreFromPlane,
+  serveDecisions,
+  type DecisionOutcome,
+  type Replica,
+} from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { main } from '../../client/cli/main.js';
 import { fileURLToPath } from 'node:url';
@@ -39,7 +47,14 @@ function store(name: string): SqliteCheckpointer {
   return s;
 }
 function connect(s: SqliteCheckpointer): Replica {
-  const replica = connectPlane(s, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
+  const replica = connectPlane(s, {
+    url: plane.url,
+    apiKey: key,
+    pollMs: 0,
+    debounceMs: 5,
+    timeoutMs: 5000,
+    followChanges: false,
+  });
   closing.push(() => replica.stop());
   return replica;
 }
@@ -51,7 +66,9 @@ async function pausedOnPlane() {
   const a = store(name);
   const replica = connect(a);
   const ledger = new Ledger(tmp.file(`${name}.jsonl`));
-  expect((await refundAgent({ store: a, ledger }).agent.run(refundRequest('7', 50_000), { executionId })).status).toBe('paused');
+  expect((await refundAgent({ store: a, ledger }).agent.run(refundRequest('7', 50_000), { executionId })).status).toBe(
+    'paused',
+  );
   expect((await replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
   await replica.stop();
   return { name, executionId, ledger };
@@ -65,7 +82,9 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     const bReplica = connect(b);
     await restoreFromPlane(b, executionId, { url: plane.url, apiKey: key });
     const bLedger = new Ledger(tmp.file(`${name}-b.jsonl`));
-    expect((await refundAgent({ store: b, ledger: bLedger }).agent.resume(executionId, { approved: true })).status).toBe('completed');
+    expect(
+      (await refundAgent({ store: b, ledger: bLedger }).agent.resume(executionId, { approved: true })).status,
+    ).toBe('completed');
     expect(bLedger.charges()).toHaveLength(1);
     await bReplica.flush({ timeoutMs: 10_000 });
 
@@ -82,7 +101,9 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
 
     // connected, the same resume reaches the plane's claim, which names the winner: still no charge
     const aReplica = connect(again);
-    await expect(refundAgent({ store: again, ledger }).agent.resume(executionId, { approved: true })).rejects.toMatchObject({
+    await expect(
+      refundAgent({ store: again, ledger }).agent.resume(executionId, { approved: true }),
+    ).rejects.toMatchObject({
       code: 'ALREADY_RESUMED',
       details: { claimedBy: b.writerId },
     });
@@ -105,15 +126,26 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     expect(ledger.charges()).toHaveLength(1);
     // deleting it here says what the next sync does to the plane's copy
     const lines: string[] = [];
-    expect(await main(['delete', '--db', tmp.file(`${name}-b.db`), executionId, '--yes'], (l) => lines.push(l))).toBe(0);
-    expect(lines.join('\n')).toMatch(/^deleted refund-a\d+: \d+ row\(s\).*; a plane holds the run: its copy there is deleted at the next sync of this store$/);
+    expect(await main(['delete', '--db', tmp.file(`${name}-b.db`), executionId, '--yes'], (l) => lines.push(l))).toBe(
+      0,
+    );
+    expect(lines.join('\n')).toMatch(
+      /^deleted refund-a\d+: \d+ row\(s\).*; a plane holds the run: its copy there is deleted at the next sync of this store$/,
+    );
   });
 
   it('a batch the plane refused as a whole (a revoked key: 401) leaves nothing held: the run resumes unconnected', async () => {
     const name = `f${++n}`;
     const executionId = `refund-${name}`;
     const s = store(name);
-    const replica = connectPlane(s, { url: plane.url, apiKey: 'wm_not_a_key', pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
+    const replica = connectPlane(s, {
+      url: plane.url,
+      apiKey: 'wm_not_a_key',
+      pollMs: 0,
+      debounceMs: 5,
+      timeoutMs: 5000,
+      followChanges: false,
+    });
     const ledger = new Ledger(tmp.file(`${name}.jsonl`));
     const { agent } = refundAgent({ store: s, ledger });
     expect((await agent.run(refundRequest('5', 50_000), { executionId })).status).toBe('paused');
@@ -138,7 +170,16 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
         probe.close(() => resolve(port));
       });
     });
-    const replica = connectPlane(s, { url: `http://127.0.0.1:${closed}`, apiKey: key, pollMs: 0, debounceMs: 5, timeoutMs: 5000, backoffBaseMs: 10, backoffCapMs: 50, followChanges: false });
+    const replica = connectPlane(s, {
+      url: `http://127.0.0.1:${closed}`,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      timeoutMs: 5000,
+      backoffBaseMs: 10,
+      backoffCapMs: 50,
+      followChanges: false,
+    });
     const ledger = new Ledger(tmp.file(`${name}.jsonl`));
     const { agent } = refundAgent({ store: s, ledger });
     expect((await agent.run(refundRequest('6', 50_000), { executionId })).status).toBe('paused');
@@ -172,7 +213,10 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     const { agent } = refundAgent({ store: s, ledger: new Ledger(tmp.file(`${name}.jsonl`)) });
     // a run that stopped mid-way (its writer died before the model answered): its first row, as a real run writes it, reached the plane
     const scratch = store(`${name}-scratch`);
-    await refundAgent({ store: scratch, ledger: new Ledger(tmp.file(`${name}-scratch.jsonl`)) }).agent.run(refundRequest('9', 50_000), { executionId });
+    await refundAgent({ store: scratch, ledger: new Ledger(tmp.file(`${name}-scratch.jsonl`)) }).agent.run(
+      refundRequest('9', 50_000),
+      { executionId },
+    );
     const [first] = await scratch.list(executionId);
     await s.put({ ...first, parentId: null, state: await scratch.readState(first) });
     expect((await replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
@@ -183,7 +227,13 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     agent.claimGuard = async () => {};
     await expect(agent.resume(executionId)).rejects.toMatchObject({ code: 'PLANE_NOT_CONNECTED' });
     const report = await recoverRuns({ store: s, agents: [agent] });
-    expect(report.runs).toEqual([expect.objectContaining({ executionId, outcome: 'failed', error: expect.objectContaining({ code: 'PLANE_NOT_CONNECTED' }) })]);
+    expect(report.runs).toEqual([
+      expect.objectContaining({
+        executionId,
+        outcome: 'failed',
+        error: expect.objectContaining({ code: 'PLANE_NOT_CONNECTED' }),
+      }),
+    ]);
     expect(await s.list(executionId)).toEqual(before);
     // given up on purpose: recovered here (the refund pauses again for its approval)
     const again = await recoverRuns({ store: s, agents: [agent], withoutPlane: true });
@@ -199,7 +249,15 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     const serve = async (withoutPlane: boolean) => {
       const stop = new AbortController();
       const outcomes: DecisionOutcome[] = [];
-      const served = serveDecisions({ agent, store: s, signal: stop.signal, pollMs: 20, retry: { baseMs: 10, capMs: 20 }, withoutPlane, onOutcome: (o) => outcomes.push(o) });
+      const served = serveDecisions({
+        agent,
+        store: s,
+        signal: stop.signal,
+        pollMs: 20,
+        retry: { baseMs: 10, capMs: 20 },
+        withoutPlane,
+        onOutcome: (o) => outcomes.push(o),
+      });
       await expect.poll(() => outcomes.length, { timeout: 20_000 }).toBeGreaterThan(withoutPlane ? 0 : 1);
       stop.abort();
       await served;
@@ -218,7 +276,13 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     const executionId = `refund-${name}`;
     const db = tmp.file(`${name}.db`);
     const ledger = new Ledger(tmp.file(`${name}.jsonl`));
-    const child = await runTs(fileURLToPath(new URL('./drain-crash-child.ts', import.meta.url)), [db, plane.url, key, executionId, ledger.path]);
+    const child = await runTs(fileURLToPath(new URL('./drain-crash-child.ts', import.meta.url)), [
+      db,
+      plane.url,
+      key,
+      executionId,
+      ledger.path,
+    ]);
     expect(child.signal, child.stderr).toBe('SIGKILL');
     // the plane holds the pause (another machine could restore and resume it there) ...
     expect((await call(`${plane.url}/v1/executions/${executionId}`, { key })).status).toBe(200);
@@ -226,7 +290,9 @@ describe('a run a plane holds is not resumed from an unconnected store', () => {
     // ... while this store never heard back: nothing of the run is marked synced
     expect((await s.outboxStats()).pendingCount).toBeGreaterThan(0);
     expect(await s.heldByPlane(executionId)).toBe(true);
-    await expect(refundAgent({ store: s, ledger }).agent.resume(executionId, { approved: true })).rejects.toMatchObject({ code: 'PLANE_NOT_CONNECTED' });
+    await expect(refundAgent({ store: s, ledger }).agent.resume(executionId, { approved: true })).rejects.toMatchObject(
+      { code: 'PLANE_NOT_CONNECTED' },
+    );
     expect(ledger.charges()).toEqual([]);
     expect(await s.getPendingInterrupt(executionId)).not.toBeNull();
   });

@@ -24,9 +24,14 @@ afterAll(async () => {
 });
 
 const writer = async (id: string) =>
-  ((await call(`${plane.url}/v1/writers`, { key })).body.items as { writerId: string; rowsAcked: number; backlogRows: number | null; oldestPendingAt: string | null }[]).find(
-    (w) => w.writerId === id,
-  )!;
+  (
+    (await call(`${plane.url}/v1/writers`, { key })).body.items as {
+      writerId: string;
+      rowsAcked: number;
+      backlogRows: number | null;
+      oldestPendingAt: string | null;
+    }[]
+  ).find((w) => w.writerId === id)!;
 
 describe('after an offline double claim', () => {
   it('regression: the conflict was shown, but not that a card was charged twice: it names the side effects both writers recorded', async () => {
@@ -35,27 +40,64 @@ describe('after an offline double claim', () => {
       await s.put(step('dbl', 0));
       checkpointId = (await s.recordInterrupt(pause('dbl', 1), { reason: 'approve', context: null })).checkpoint.id;
     }, 'machine-a');
-    expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'machine-a', rows: a } })).body.rejected).toBe(0);
+    expect(
+      (await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'machine-a', rows: a } })).body
+        .rejected,
+    ).toBe(0);
     // both machines, offline, claimed the pause and ran the tool, each with its own idempotency cache
-    const claimed = (writerId: string) => ({ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'dbl', checkpointId, writerId, claimedAt: new Date().toISOString() });
+    const claimed = (writerId: string) => ({
+      kind: 'interrupt_claimed',
+      id: uuidv7(),
+      executionId: 'dbl',
+      checkpointId,
+      writerId,
+      claimedAt: new Date().toISOString(),
+    });
     const effects = async (writerId: string, chargeId: string) =>
       eventsOf(async (s) => {
         await s.putIdempotent('dbl', 'charge:42', { chargeId });
         await s.putIdempotent('dbl', 'email:receipt', { sent: true });
         await s.putIdempotent('dbl', `audit:${writerId}`, null);
       }, writerId);
-    const first = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'machine-a', rows: [claimed('machine-a'), ...(await effects('machine-a', 'ch_A'))] } });
+    const first = await call(`${plane.url}/v1/ingest`, {
+      key,
+      json: {
+        protocol: 1,
+        writerId: 'machine-a',
+        rows: [claimed('machine-a'), ...(await effects('machine-a', 'ch_A'))],
+      },
+    });
     expect(first.body.rejected).toBe(0);
-    const second = await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'machine-b', rows: [claimed('machine-b'), ...(await effects('machine-b', 'ch_B'))] } });
+    const second = await call(`${plane.url}/v1/ingest`, {
+      key,
+      json: {
+        protocol: 1,
+        writerId: 'machine-b',
+        rows: [claimed('machine-b'), ...(await effects('machine-b', 'ch_B'))],
+      },
+    });
     // the other charge id is refused as a conflict; the same receipt e-mail result is accepted; both count
     expect(second.body.rejected).toBe(1);
-    const conflicts = (await call(`${plane.url}/v1/conflicts`, { key })).body.items as { executionId: string; sideEffects: string[] }[];
+    const conflicts = (await call(`${plane.url}/v1/conflicts`, { key })).body.items as {
+      executionId: string;
+      sideEffects: string[];
+    }[];
     expect(conflicts.filter((c) => c.executionId === 'dbl')).toEqual([
-      expect.objectContaining({ winnerWriterId: 'machine-a', loserWriterId: 'machine-b', sideEffects: ['charge:42', 'email:receipt'] }),
+      expect.objectContaining({
+        winnerWriterId: 'machine-a',
+        loserWriterId: 'machine-b',
+        sideEffects: ['charge:42', 'email:receipt'],
+      }),
     ]);
-    expect((await call(`${plane.url}/v1/executions/dbl`, { key })).body.conflicts[0].sideEffects).toEqual(['charge:42', 'email:receipt']);
+    expect((await call(`${plane.url}/v1/executions/dbl`, { key })).body.conflicts[0].sideEffects).toEqual([
+      'charge:42',
+      'email:receipt',
+    ]);
     // the run list marks the run
-    const listed = (await call(`${plane.url}/v1/executions`, { key })).body.items as { executionId: string; claimConflicts: number }[];
+    const listed = (await call(`${plane.url}/v1/executions`, { key })).body.items as {
+      executionId: string;
+      claimConflicts: number;
+    }[];
     expect(listed.find((r) => r.executionId === 'dbl')?.claimConflicts).toBe(1);
     expect(listed.filter((r) => r.executionId !== 'dbl').every((r) => r.claimConflicts === 0)).toBe(true);
   });
@@ -86,7 +128,9 @@ describe('a writer on the plane', () => {
       const [newest] = await store.list('drained-run', { order: 'desc', limit: 1 });
       const seen = (await call(`${plane.url}/v1/executions/drained-run`, { key })).body.execution;
       expect(seen).toMatchObject({ startedAt: first.createdAt, lastWriteAt: newest.createdAt });
-      const listed = (await call(`${plane.url}/v1/executions`, { key })).body.items.find((r: { executionId: string }) => r.executionId === 'drained-run');
+      const listed = (await call(`${plane.url}/v1/executions`, { key })).body.items.find(
+        (r: { executionId: string }) => r.executionId === 'drained-run',
+      );
       expect(listed).toMatchObject({ startedAt: first.createdAt, lastWriteAt: newest.createdAt });
       // and a plane that is told a zero backlog with a time (an older client) does not store the time
       const more = await eventsOf(async (x) => {
@@ -94,7 +138,12 @@ describe('a writer on the plane', () => {
       }, 'old-client');
       await call(`${plane.url}/v1/ingest`, {
         key,
-        json: { protocol: 1, writerId: 'old-client', backlog: { rows: 0, bytes: 0, oldestPendingAt: new Date(Date.now() - 51_000).toISOString() }, rows: more },
+        json: {
+          protocol: 1,
+          writerId: 'old-client',
+          backlog: { rows: 0, bytes: 0, oldestPendingAt: new Date(Date.now() - 51_000).toISOString() },
+          rows: more,
+        },
       });
       expect(await writer('old-client')).toMatchObject({ backlogRows: 0, oldestPendingAt: null });
     } finally {

@@ -40,7 +40,10 @@ export function runCrashSuite(options: CrashSuiteOptions): void {
       const id = `pause-${n}`;
       const a = await child(id, 'run', 50000);
       expect(a.code, a.stderr).toBe(0);
-      expect(JSON.parse(a.stdout).result).toMatchObject({ status: 'paused', pendingInterrupt: { context: { order: '1042', amount: 50000, balance: 100 } } });
+      expect(JSON.parse(a.stdout).result).toMatchObject({
+        status: 'paused',
+        pendingInterrupt: { context: { order: '1042', amount: 50000, balance: 100 } },
+      });
       const { agent } = refundAgent({ store, ledger });
       const r = await agent.resume(id, { approved: true, metadata: { approver: 'alice' } });
       expect(r.status).toBe('completed');
@@ -66,7 +69,11 @@ export function runCrashSuite(options: CrashSuiteOptions): void {
       const id = `model-${n}`;
       const a = await child(id, 'run', 20, 'runtime.beforeModel', 2);
       expect(a.signal).toBe('SIGKILL');
-      expect(await rows(id)).toEqual(['turn:0 llm_call completed', 'turn:0/tool:refund tool_call completed', 'turn:1 llm_call completed']);
+      expect(await rows(id)).toEqual([
+        'turn:0 llm_call completed',
+        'turn:0/tool:refund tool_call completed',
+        'turn:1 llm_call completed',
+      ]);
       expect(ledger.charges().length).toBe(1);
       await untilLeaseFree(store, id);
       const { agent, model } = refundAgent({ store, ledger });
@@ -83,7 +90,10 @@ export function runCrashSuite(options: CrashSuiteOptions): void {
       await untilLeaseFree(store, id);
       const { agent } = refundAgent({ store, ledger });
       const p = await agent.resume(id);
-      expect(p).toMatchObject({ status: 'paused', pendingInterrupt: { nodeId: 'turn:0/tool:refund', reason: 'manager_approval' } });
+      expect(p).toMatchObject({
+        status: 'paused',
+        pendingInterrupt: { nodeId: 'turn:0/tool:refund', reason: 'manager_approval' },
+      });
       expect(await store.getPendingInterrupt(id)).not.toBeNull();
       const r = await agent.resume(id, { approved: true });
       expect(r.status).toBe('completed');

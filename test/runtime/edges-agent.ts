@@ -9,7 +9,16 @@
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { Agent, currentRun, idempotent, interrupt, ScriptedModel, tool, type Checkpointer, type FaultHook } from '../../client/index.js';
+import {
+  Agent,
+  currentRun,
+  idempotent,
+  interrupt,
+  ScriptedModel,
+  tool,
+  type Checkpointer,
+  type FaultHook,
+} from '../../client/index.js';
 
 export interface EdgesAgentOptions {
   store: Checkpointer;
@@ -56,9 +65,11 @@ function lines(dir: string, file: string): EdgeLine[] {
 }
 
 /** The effects (`charge`, `ship`) of every process, in order. */
-export const effectsOf = (dir: string, executionId?: string) => lines(dir, 'effects.log').filter((l) => executionId === undefined || l.executionId === executionId);
+export const effectsOf = (dir: string, executionId?: string) =>
+  lines(dir, 'effects.log').filter((l) => executionId === undefined || l.executionId === executionId);
 /** The model calls (`desk`/`payer`, turn) of every process, in order. */
-export const modelCallsOf = (dir: string, executionId?: string) => lines(dir, 'model.log').filter((l) => executionId === undefined || l.executionId === executionId);
+export const modelCallsOf = (dir: string, executionId?: string) =>
+  lines(dir, 'model.log').filter((l) => executionId === undefined || l.executionId === executionId);
 
 export function edgesAgent(o: EdgesAgentOptions): { desk: Agent; payer: Agent } {
   const charge = idempotent(
@@ -96,11 +107,26 @@ export function edgesAgent(o: EdgesAgentOptions): { desk: Agent; payer: Agent } 
     });
   const stray = (by: 'desk' | 'payer') => (o.strayCall?.by === by ? [{ name: o.strayCall.name, arguments: {} }] : []);
   const payerModel = logged('payer', ({ turn, lastUser, toolResults }) =>
-    turn === 0 ? { toolCalls: [...stray('payer'), { name: 'pay', arguments: { order: /order (\S+)/.exec(lastUser)?.[1] ?? '0' } }] } : { content: `payer: ${toolResults[0]?.content}` },
+    turn === 0
+      ? {
+          toolCalls: [
+            ...stray('payer'),
+            { name: 'pay', arguments: { order: /order (\S+)/.exec(lastUser)?.[1] ?? '0' } },
+          ],
+        }
+      : { content: `payer: ${toolResults[0]?.content}` },
   );
-  const payer = new Agent({ name: 'payer', model: payerModel, tools: o.payerWithoutPay ? [] : [pay], leaseMs: o.leaseMs, faults: o.faults });
+  const payer = new Agent({
+    name: 'payer',
+    model: payerModel,
+    tools: o.payerWithoutPay ? [] : [pay],
+    leaseMs: o.leaseMs,
+    faults: o.faults,
+  });
   const deskModel = logged('desk', ({ turn, toolResults }) =>
-    turn === 0 ? { toolCalls: [...stray('desk'), { name: o.delegateAs ?? 'payments', arguments: { task: 'pay order 1042' } }] } : { content: `desk: ${toolResults[0]?.content}` },
+    turn === 0
+      ? { toolCalls: [...stray('desk'), { name: o.delegateAs ?? 'payments', arguments: { task: 'pay order 1042' } }] }
+      : { content: `desk: ${toolResults[0]?.content}` },
   );
   const desk = new Agent({
     name: 'desk',

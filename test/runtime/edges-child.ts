@@ -16,7 +16,13 @@ const [mode, spec, dir, leaseMs, executionId, point, hits] = process.argv.slice(
 const faults = point ? killAt(faultPoint(point), { hits: Number(hits ?? 1) }) : undefined;
 const store = await openStore(spec, { faults, max: 4 });
 await store.setup();
-const { desk } = edgesAgent({ store, dir, leaseMs: Number(leaseMs), faults, strayCall: strayCallOf(process.env.STRAY_CALL) });
+const { desk } = edgesAgent({
+  store,
+  dir,
+  leaseMs: Number(leaseMs),
+  faults,
+  strayCall: strayCallOf(process.env.STRAY_CALL),
+});
 if (process.env.WAIT_GO === '1') {
   const go = new Promise<void>((resolve) => process.once('message', () => resolve()));
   process.send!({ ready: true });
@@ -27,11 +33,22 @@ try {
   if (mode === 'run') out = { result: await desk.run('handle the payments', { executionId }) };
   else if (mode === 'answer') {
     const answer = JSON.parse(process.env.ANSWER ?? '{"approved":true}');
-    out = { result: await desk.resume(executionId, answer, process.env.CHECKPOINT_ID ? { checkpointId: process.env.CHECKPOINT_ID } : {}) };
+    out = {
+      result: await desk.resume(
+        executionId,
+        answer,
+        process.env.CHECKPOINT_ID ? { checkpointId: process.env.CHECKPOINT_ID } : {},
+      ),
+    };
   } else if (mode === 'resume') out = { result: await desk.resume(executionId) };
   else if (mode === 'recover') {
     const { runs, ...totals } = await recoverRuns({ agents: [desk], store, concurrency: 2 });
-    out = { report: { ...totals, runs: runs.map(({ result: _r, ...r }: { result?: unknown } & Record<string, unknown>) => r) } };
+    out = {
+      report: {
+        ...totals,
+        runs: runs.map(({ result: _r, ...r }: { result?: unknown } & Record<string, unknown>) => r),
+      },
+    };
   } else if (mode === 'serve') {
     const stop = new AbortController();
     const outcomes: Record<string, unknown>[] = [];

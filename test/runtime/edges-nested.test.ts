@@ -50,7 +50,10 @@ describe('edges: a pause inside a nested worker (sqlite, real processes)', () =>
   const agentHere = () => edgesAgent({ store, dir, leaseMs: LEASE_MS }).desk;
   const child = (mode: string, id: string, point?: FaultPoint, hits = 1, env: Record<string, string> = {}) =>
     runTs(CHILD, [mode, spec, dir, String(LEASE_MS), id, ...(point ? [point, String(hits)] : [])], env);
-  const answerEnv = (who: string, checkpointId?: string) => ({ ANSWER: JSON.stringify({ approved: true, metadata: { who } }), ...(checkpointId ? { CHECKPOINT_ID: checkpointId } : {}) });
+  const answerEnv = (who: string, checkpointId?: string) => ({
+    ANSWER: JSON.stringify({ approved: true, metadata: { who } }),
+    ...(checkpointId ? { CHECKPOINT_ID: checkpointId } : {}),
+  });
 
   /** Every run's invariants: one completed marker at the end, seq without gaps, each effect once, each model turn once. */
   async function expectFinishedOnce(id: string, reissued: string[] = []) {
@@ -70,7 +73,13 @@ describe('edges: a pause inside a nested worker (sqlite, real processes)', () =>
     const stop = new AbortController();
     const outcomes: string[] = [];
     const t = setTimeout(() => stop.abort(), 500);
-    await serveDecisions({ agent: agentHere(), store, signal: stop.signal, pollMs: 20, onOutcome: (o) => outcomes.push(o.outcome) });
+    await serveDecisions({
+      agent: agentHere(),
+      store,
+      signal: stop.signal,
+      pollMs: 20,
+      onOutcome: (o) => outcomes.push(o.outcome),
+    });
     clearTimeout(t);
     return outcomes;
   }
@@ -78,7 +87,10 @@ describe('edges: a pause inside a nested worker (sqlite, real processes)', () =>
   /** Start the run in a child: it pauses at the worker's first approval. */
   async function startPaused(id: string) {
     const a = outOf(await child('run', id));
-    expect(a.result, JSON.stringify(a)).toMatchObject({ status: 'paused', pendingInterrupt: { agentPath: PAUSED_PATH, reason: 'manager' } });
+    expect(a.result, JSON.stringify(a)).toMatchObject({
+      status: 'paused',
+      pendingInterrupt: { agentPath: PAUSED_PATH, reason: 'manager' },
+    });
     return a.result.pendingInterrupt.checkpointId as string;
   }
 
@@ -91,7 +103,9 @@ describe('edges: a pause inside a nested worker (sqlite, real processes)', () =>
       expect(report.runs.map((r) => [r.executionId, r.outcome])).toEqual([[id, 'recovered']]);
     }
     // a stale answer to the first pause never answers a later one
-    await expect(agentHere().resume(id, { approved: true, metadata: { who: 'stale' } }, { checkpointId: answered.p1 })).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+    await expect(
+      agentHere().resume(id, { approved: true, metadata: { who: 'stale' } }, { checkpointId: answered.p1 }),
+    ).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
     let now = await store.latest(id);
     if (now?.status === 'interrupted') {
       expect(now).toMatchObject({ agentPath: PAUSED_PATH, interruptReason: 'shipping' });
@@ -144,7 +158,10 @@ describe('edges: a pause inside a nested worker (sqlite, real processes)', () =>
       const id = `second-${n}`;
       const p1 = await startPaused(id);
       const b = outOf(await child('answer', id, undefined, 1, answerEnv('alice', p1)));
-      expect(b.result).toMatchObject({ status: 'paused', pendingInterrupt: { reason: 'shipping', context: { approver: 'alice' } } });
+      expect(b.result).toMatchObject({
+        status: 'paused',
+        pendingInterrupt: { reason: 'shipping', context: { approver: 'alice' } },
+      });
       const p2 = b.result.pendingInterrupt.checkpointId as string;
       const c = await child('answer', id, point, hits, answerEnv('bob', p2));
       expect(c.signal, c.stderr).toBe('SIGKILL');
@@ -160,12 +177,18 @@ describe('edges: a pause inside a nested worker (sqlite, real processes)', () =>
       // each names the pause it answers, as an application must: a loser that starts late never answers the next one
       const pending = await store.getPendingInterrupt(id);
       expect(pending?.reason).toBe(reason);
-      const env = (i: number) => ({ WAIT_GO: '1', CHECKPOINT_ID: pending!.checkpointId, ANSWER: JSON.stringify({ approved: true, metadata: { who: `p${i}` } }) });
+      const env = (i: number) => ({
+        WAIT_GO: '1',
+        CHECKPOINT_ID: pending!.checkpointId,
+        ANSWER: JSON.stringify({ approved: true, metadata: { who: `p${i}` } }),
+      });
       const kids = [0, 1].map((i) => forkTs(CHILD, ['answer', spec, dir, String(LEASE_MS), id], env(i)));
       const outs = kids.map((k) => {
         let s = '';
         k.stdout?.on('data', (d) => (s += d));
-        return new Promise<Record<string, any>>((resolve) => k.on('exit', () => resolve(outOf({ stdout: s, stderr: '' }))));
+        return new Promise<Record<string, any>>((resolve) =>
+          k.on('exit', () => resolve(outOf({ stdout: s, stderr: '' }))),
+        );
       });
       await Promise.all(kids.map((k) => nextMessage(k)));
       for (const k of kids) k.send('go');
@@ -190,8 +213,11 @@ describe('edges: a pause inside a nested worker (sqlite, real processes)', () =>
     expect(await store.latest(torn)).toMatchObject({ step: 'tool_call', agentPath: PAUSED_PATH });
     await untilLeaseFree(store, torn);
     const report = await recoverRuns({ agents: [agentHere()], store });
-    expect(report.runs.map((r) => [r.executionId, r.outcome, r.outcome === 'recovered' ? r.status : null])).toEqual([[torn, 'recovered', 'paused']]);
-    for (const id of [paused, torn]) expect(await store.getPendingInterrupt(id)).toMatchObject({ agentPath: PAUSED_PATH, reason: 'manager' });
+    expect(report.runs.map((r) => [r.executionId, r.outcome, r.outcome === 'recovered' ? r.status : null])).toEqual([
+      [torn, 'recovered', 'paused'],
+    ]);
+    for (const id of [paused, torn])
+      expect(await store.getPendingInterrupt(id)).toMatchObject({ agentPath: PAUSED_PATH, reason: 'manager' });
     expect([...effectsOf(dir, paused), ...effectsOf(dir, torn)]).toEqual([]);
     // a second pass finds nothing to do
     expect((await recoverRuns({ agents: [agentHere()], store })).runs).toEqual([]);
@@ -202,7 +228,10 @@ describe('edges: a pause inside a nested worker (sqlite, real processes)', () =>
     const p1 = await startPaused(id);
     await decide(store, id, { approved: true, decidedBy: 'carol', metadata: { who: 'carol' } });
     const r = await agentHere().resume(id, { approved: true, metadata: { who: 'alice' } }, { checkpointId: p1 });
-    expect(r).toMatchObject({ status: 'paused', pendingInterrupt: { reason: 'shipping', context: { approver: 'alice' } } });
+    expect(r).toMatchObject({
+      status: 'paused',
+      pendingInterrupt: { reason: 'shipping', context: { approver: 'alice' } },
+    });
     expect(await store.getDecision(id, p1)).toMatchObject({ state: 'superseded' });
     expect(await serveBriefly()).toEqual([]);
     expect(await store.getPendingInterrupt(id)).toMatchObject({ reason: 'shipping' });
@@ -220,7 +249,9 @@ describe('edges: a pause inside a nested worker (sqlite, real processes)', () =>
     expect((await store.listDecisions({ state: 'pending' })).items).toEqual([]);
     await untilLeaseFree(store, id);
     const report = await recoverRuns({ agents: [agentHere()], store });
-    expect(report.runs.map((r) => [r.outcome, r.outcome === 'recovered' ? r.status : null])).toEqual([['recovered', 'paused']]);
+    expect(report.runs.map((r) => [r.outcome, r.outcome === 'recovered' ? r.status : null])).toEqual([
+      ['recovered', 'paused'],
+    ]);
     expect(await store.getPendingInterrupt(id)).toMatchObject({ reason: 'shipping', context: { approver: 'carol' } });
     expect(effectsOf(dir, id).map((e) => e.kind)).toEqual(['charge']);
     const p2 = (await store.getPendingInterrupt(id))!.checkpointId;

@@ -41,7 +41,9 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
   const answersTo = async (id: string, name: string) => {
     const seen = new Set<string>();
     for (const row of await store.list(id)) {
-      const { messages } = (await store.readState(row)) as { messages?: { role: string; name?: string; content: string }[] };
+      const { messages } = (await store.readState(row)) as {
+        messages?: { role: string; name?: string; content: string }[];
+      };
       for (const m of messages ?? []) if (m.role === 'tool' && m.name === name) seen.add(m.content);
     }
     return [...seen];
@@ -53,7 +55,10 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
     expect(p).toMatchObject({ status: 'paused', pendingInterrupt: { agentPath: PAUSED_PATH } });
     const before = await rowsOf(id);
     const renamed = desk({ delegateAs: 'billing' });
-    await expect(renamed.resume(id, { approved: true })).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', details: { tool: 'payments' } });
+    await expect(renamed.resume(id, { approved: true })).rejects.toMatchObject({
+      code: 'TOOL_NOT_FOUND',
+      details: { tool: 'payments' },
+    });
     // nothing claimed, nothing written
     expect(await store.getPendingInterrupt(id)).toMatchObject({ checkpointId: p.pendingInterrupt!.checkpointId });
     expect(await rowsOf(id)).toEqual(before);
@@ -73,7 +78,10 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
     expect(await store.latest(id)).toMatchObject({ step: 'tool_call', agentPath: PAUSED_PATH });
     await untilLeaseFree(store, id);
     const before = await rowsOf(id);
-    await expect(desk({ payerWithoutPay: true }).resume(id)).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', details: { tool: 'pay' } });
+    await expect(desk({ payerWithoutPay: true }).resume(id)).rejects.toMatchObject({
+      code: 'TOOL_NOT_FOUND',
+      details: { tool: 'pay' },
+    });
     expect(await rowsOf(id)).toEqual(before);
     // the agent that has the tool carries on: the answer was kept, the run pauses at the second approval, one charge
     const r = await desk().resume(id);
@@ -87,7 +95,11 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
     const env = { STRAY_CALL: 'desk:lookup' };
     const a = await runTs(CHILD, ['run', spec, dir, String(LEASE_MS), id, 'runtime.afterTool', '1'], env);
     expect(a.signal, a.stderr).toBe('SIGKILL');
-    expect(await store.latest(id)).toMatchObject({ step: 'tool_call', nodeId: 'turn:0/tool:lookup', agentPath: 'supervisor:desk/tool:lookup' });
+    expect(await store.latest(id)).toMatchObject({
+      step: 'tool_call',
+      nodeId: 'turn:0/tool:lookup',
+      agentPath: 'supervisor:desk/tool:lookup',
+    });
     await untilLeaseFree(store, id);
     const b = await runTs(CHILD, ['resume', spec, dir, String(LEASE_MS), id], env);
     expect(b.code, b.stderr).toBe(0);
@@ -95,7 +107,9 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
     expect(JSON.parse(b.stdout)).toMatchObject({ result: { status: 'completed', output: `desk: ${answer}` } });
     // the answer a pass that was not cut off gives (that run goes on to delegate, and pauses in the worker)
     const control = `stray-control-${n}`;
-    expect(await desk({ strayCall: { by: 'desk', name: 'lookup' } }).run('go', { executionId: control })).toMatchObject({ status: 'paused' });
+    expect(await desk({ strayCall: { by: 'desk', name: 'lookup' } }).run('go', { executionId: control })).toMatchObject(
+      { status: 'paused' },
+    );
     expect(await answersTo(control, 'lookup')).toEqual([answer]);
     expect(await answersTo(id, 'lookup')).toEqual([answer]);
     // the delegation after it was cut off: answered "not run" on re-entry, never started; one model call per turn
@@ -113,11 +127,22 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
     await untilLeaseFree(store, id);
     const b = await runTs(CHILD, ['recover', spec, dir, String(LEASE_MS), id], env);
     expect(b.code, b.stderr).toBe(0);
-    expect(JSON.parse(b.stdout).report).toMatchObject({ recovered: 1, failed: 0, runs: [{ executionId: id, outcome: 'recovered', status: 'completed' }] });
+    expect(JSON.parse(b.stdout).report).toMatchObject({
+      recovered: 1,
+      failed: 0,
+      runs: [{ executionId: id, outcome: 'recovered', status: 'completed' }],
+    });
     // the name is encoded in the path: a '/' would split it (and make the row another level's)
-    expect(cutOff).toMatchObject({ step: 'tool_call', agentPath: 'supervisor:desk/agent:payer/tool:functions%2Flookup' });
+    expect(cutOff).toMatchObject({
+      step: 'tool_call',
+      agentPath: 'supervisor:desk/agent:payer/tool:functions%2Flookup',
+    });
     const answer = "Tool 'functions/lookup' does not exist. Available: pay.";
-    expect(await store.latest(id)).toMatchObject({ step: 'run_end', status: 'completed', nodeOutput: `desk: payer: ${answer}` });
+    expect(await store.latest(id)).toMatchObject({
+      step: 'run_end',
+      status: 'completed',
+      nodeOutput: `desk: payer: ${answer}`,
+    });
     const control = `stray-nested-control-${n}`;
     await desk({ strayCall: { by: 'payer', name: 'functions/lookup' } }).run('go', { executionId: control });
     expect(await answersTo(control, 'functions/lookup')).toEqual([answer]);
@@ -137,7 +162,10 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
     expect(effectsOf(dir, id).map((e) => e.kind)).toEqual(['charge', 'ship']);
     await untilLeaseFree(store, id);
     const before = await rowsOf(id);
-    await expect(desk({ payerWithoutPay: true }).resume(id)).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', details: { tool: 'pay' } });
+    await expect(desk({ payerWithoutPay: true }).resume(id)).rejects.toMatchObject({
+      code: 'TOOL_NOT_FOUND',
+      details: { tool: 'pay' },
+    });
     expect(await rowsOf(id)).toEqual(before);
     const r = await desk().resume(id);
     expect(r.status).toBe('completed');
@@ -149,7 +177,9 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
     const inModel = new Promise<void>((r) => (called = r));
     let fail!: () => void;
     const failing = new Promise<void>((r) => (fail = r));
-    const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'noop', arguments: {} }] } : { content: 'never' }));
+    const model = new ScriptedModel(({ turn }) =>
+      turn === 0 ? { toolCalls: [{ name: 'noop', arguments: {} }] } : { content: 'never' },
+    );
     const generate = model.generate.bind(model);
     model.generate = async (request) => {
       if (request.messages.some((m) => m.role === 'tool')) {
@@ -173,16 +203,29 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
   it('a fork from the supervisor while its worker is paused at the second approval re-runs the worker from its start: its pause is its own, its charge its own; the source keeps its one charge', async () => {
     const id = `src-${n}`;
     const p1 = await desk().run('go', { executionId: id });
-    const p2 = await desk().resume(id, { approved: true, metadata: { who: 'alice' } }, { checkpointId: p1.pendingInterrupt!.checkpointId });
+    const p2 = await desk().resume(
+      id,
+      { approved: true, metadata: { who: 'alice' } },
+      { checkpointId: p1.pendingInterrupt!.checkpointId },
+    );
     expect(p2).toMatchObject({ status: 'paused', pendingInterrupt: { reason: 'shipping' } });
     const before = await store.list(id);
     // the newest row of the supervisor's own: its delegation (the worker's rows are not a supervisor's step)
-    await expect(desk().fork(id, { checkpointId: p2.pendingInterrupt!.checkpointId })).rejects.toMatchObject({ code: 'CHECKPOINT_ERROR' });
+    await expect(desk().fork(id, { checkpointId: p2.pendingInterrupt!.checkpointId })).rejects.toMatchObject({
+      code: 'CHECKPOINT_ERROR',
+    });
     const f = await desk().fork(id, { executionId: `fork-${n}` });
-    expect(f).toMatchObject({ status: 'paused', executionId: `fork-${n}`, pendingInterrupt: { reason: 'manager', agentPath: PAUSED_PATH } });
+    expect(f).toMatchObject({
+      status: 'paused',
+      executionId: `fork-${n}`,
+      pendingInterrupt: { reason: 'manager', agentPath: PAUSED_PATH },
+    });
     expect(effectsOf(dir, f.executionId)).toEqual([]);
     const fd = await desk().resume(f.executionId, { approved: true, metadata: { who: 'bob' } });
-    expect(fd).toMatchObject({ status: 'paused', pendingInterrupt: { reason: 'shipping', context: { approver: 'bob' } } });
+    expect(fd).toMatchObject({
+      status: 'paused',
+      pendingInterrupt: { reason: 'shipping', context: { approver: 'bob' } },
+    });
     expect(await store.list(id)).toEqual(before);
     expect(await store.getPendingInterrupt(id)).toMatchObject({ checkpointId: p2.pendingInterrupt!.checkpointId });
     const done = await desk().resume(id, { approved: true, metadata: { who: 'carol' } });
@@ -195,7 +238,10 @@ describe('edges: re-entry checks, cancel under a failing step, fork (sqlite)', (
     const id = `src2-${n}`;
     await desk().run('go', { executionId: id });
     const target = `same-${n}`;
-    const results = await Promise.allSettled([desk().fork(id, { executionId: target }), desk().fork(id, { executionId: target })]);
+    const results = await Promise.allSettled([
+      desk().fork(id, { executionId: target }),
+      desk().fork(id, { executionId: target }),
+    ]);
     const ok = results.filter((r) => r.status === 'fulfilled');
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(ok).toHaveLength(1);

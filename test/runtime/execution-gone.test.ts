@@ -33,8 +33,19 @@ function agentDeletingItself(store: Checkpointer, other: Checkpointer, how: 'del
       if (how === 'delete') await other.deleteExecution(id);
       else {
         // a prune that finds the run finished: an earlier failed marker makes it look so
-        await other.put({ executionId: id, nodeId: 'run_end', turn: 0, step: 'run_end', status: 'failed', agentPath: 'agent:gone', state: {}, createdAt: '2020-01-01T00:00:00.000Z' });
-        expect((await other.prune({ olderThan: new Date('2021-01-01T00:00:00.000Z'), includeUnsynced: true })).executions).toBe(1);
+        await other.put({
+          executionId: id,
+          nodeId: 'run_end',
+          turn: 0,
+          step: 'run_end',
+          status: 'failed',
+          agentPath: 'agent:gone',
+          state: {},
+          createdAt: '2020-01-01T00:00:00.000Z',
+        });
+        expect(
+          (await other.prune({ olderThan: new Date('2021-01-01T00:00:00.000Z'), includeUnsynced: true })).executions,
+        ).toBe(1);
       }
       return 'cleaned';
     },

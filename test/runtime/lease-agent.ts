@@ -6,7 +6,15 @@
  */
 import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
 import { z } from 'zod';
-import { Agent, currentRun, idempotent, ScriptedModel, tool, type Checkpointer, type FaultHook } from '../../client/index.js';
+import {
+  Agent,
+  currentRun,
+  idempotent,
+  ScriptedModel,
+  tool,
+  type Checkpointer,
+  type FaultHook,
+} from '../../client/index.js';
 
 export interface LeaseAgentOptions {
   store: Checkpointer;
@@ -34,7 +42,9 @@ export function leaseAgent(o: LeaseAgentOptions): Agent {
   const model = new ScriptedModel(({ turn, lastUser }) => {
     const steps = Number(/steps (\d+)/.exec(lastUser)?.[1] ?? 1);
     appendFileSync(o.callsFile, `${currentRun()?.executionId} ${turn} ${process.pid}\n`);
-    return turn < steps ? { toolCalls: [{ name: 'work', arguments: { step: turn } }] } : { content: `did ${steps} steps` };
+    return turn < steps
+      ? { toolCalls: [{ name: 'work', arguments: { step: turn } }] }
+      : { content: `did ${steps} steps` };
   });
   let stalled = false;
   let held = false;
@@ -72,5 +82,12 @@ export function leaseAgent(o: LeaseAgentOptions): Agent {
       return generate(request);
     };
   }
-  return new Agent({ name: 'lease-bot', model, tools: [work], checkpointer: o.store, faults: o.faults, leaseMs: o.leaseMs });
+  return new Agent({
+    name: 'lease-bot',
+    model,
+    tools: [work],
+    checkpointer: o.store,
+    faults: o.faults,
+    leaseMs: o.leaseMs,
+  });
 }

@@ -15,7 +15,8 @@ import { faultPoint, killAt } from '../../client/testing/faults.js';
 import { leaseAgent, leaseInput } from './lease-agent.js';
 
 const [mode, spec, calls, effects, leaseMs, ...rest] = process.argv.slice(2);
-const [point, hits] = mode === 'run' ? rest.slice(2) : mode === 'run-many' ? rest.slice(3) : mode === 'recover' ? rest : [];
+const [point, hits] =
+  mode === 'run' ? rest.slice(2) : mode === 'run-many' ? rest.slice(3) : mode === 'recover' ? rest : [];
 const faults = point ? killAt(faultPoint(point), { hits: Number(hits ?? 1) }) : undefined;
 const store = await openStore(spec, { faults, max: 4 });
 await store.setup();
@@ -43,10 +44,21 @@ try {
   } else if (mode === 'resume') out = { result: await agent.resume(rest[0]) };
   else {
     const { runs, ...totals } = await recoverRuns({ agents: [agent], store, concurrency: 3 });
-    out = { report: { ...totals, runs: runs.map(({ result: _r, ...o }: { result?: unknown } & Record<string, unknown>) => o) } };
+    out = {
+      report: {
+        ...totals,
+        runs: runs.map(({ result: _r, ...o }: { result?: unknown } & Record<string, unknown>) => o),
+      },
+    };
   }
 } catch (e) {
-  out = { error: { code: (e as { code?: string }).code, message: (e as Error).message, details: (e as { details?: unknown }).details } };
+  out = {
+    error: {
+      code: (e as { code?: string }).code,
+      message: (e as Error).message,
+      details: (e as { details?: unknown }).details,
+    },
+  };
 }
 process.stdout.write(JSON.stringify({ ...(out as object), pid: process.pid }) + '\n');
 await store.close();

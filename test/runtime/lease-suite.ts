@@ -88,17 +88,33 @@ export function runLeaseProcessSuite(options: LeaseProcessSuiteOptions): void {
       expect(a.signal, a.stderr).toBe('SIGKILL');
       await untilLeaseFree(store, id);
       const before = (await store.list(id)).length;
-      const [b, c] = await atOnce([0, 1].map(() => forkTs(CHILD, args('resume', id), { WAIT_GO: '1', MODEL_DELAY_MS: '300' })));
+      const [b, c] = await atOnce(
+        [0, 1].map(() => forkTs(CHILD, args('resume', id), { WAIT_GO: '1', MODEL_DELAY_MS: '300' })),
+      );
       const outs = [b, c].map((o) => o.json);
       const won = outs.filter((o) => o.result?.status === 'completed');
       const lost = outs.filter((o) => !o.result);
       expect(won, JSON.stringify(outs)).toHaveLength(1);
       expect(lost).toHaveLength(1);
       expect(['RUN_IN_PROGRESS', 'LEASE_LOST']).toContain(lost[0].error.code);
-      if (lost[0].error.code === 'RUN_IN_PROGRESS') expect(lost[0].error.details).toMatchObject({ executionId: id, holder: expect.any(String), expiresAt: expect.any(String) });
+      if (lost[0].error.code === 'RUN_IN_PROGRESS')
+        expect(lost[0].error.details).toMatchObject({
+          executionId: id,
+          holder: expect.any(String),
+          expiresAt: expect.any(String),
+        });
       const rows = await expectOneRun(id);
       expect(rows.length).toBeGreaterThan(before);
-      expect(rows.map((r) => r.nodeId)).toEqual(['turn:0', 'turn:0/tool:work', 'turn:1', 'turn:1/tool:work', 'turn:2', 'turn:2/tool:work', 'turn:3', 'run_end']);
+      expect(rows.map((r) => r.nodeId)).toEqual([
+        'turn:0',
+        'turn:0/tool:work',
+        'turn:1',
+        'turn:1/tool:work',
+        'turn:2',
+        'turn:2/tool:work',
+        'turn:3',
+        'run_end',
+      ]);
       const perTurn = tally(calls);
       expect([...perTurn.entries()].sort()).toEqual([0, 1, 2, 3].map((t) => [`${id} ${t}`, 1]));
       expect([...tally(effects).entries()].sort()).toEqual([0, 1, 2].map((s) => [`${id} ${s}`, 1]));
@@ -112,7 +128,9 @@ export function runLeaseProcessSuite(options: LeaseProcessSuiteOptions): void {
       const out = outputOf(stalled);
       // stalled inside its first tool call, timer and all: the lease runs out by the store's clock
       const deadline = Date.now() + 120_000;
-      while (!((await store.list(id)).some((r) => r.step === 'tool_call') && (await store.getLease(id))?.live === false)) {
+      while (
+        !((await store.list(id)).some((r) => r.step === 'tool_call') && (await store.getLease(id))?.live === false)
+      ) {
         if (Date.now() > deadline) throw new Error('the runner never stalled');
         await new Promise((r) => setTimeout(r, 25));
       }
@@ -134,7 +152,9 @@ export function runLeaseProcessSuite(options: LeaseProcessSuiteOptions): void {
       const stalled = forkTs(CHILD, args('run', id, '1'), { STALL_UNTIL: wake });
       const out = outputOf(stalled);
       const deadline = Date.now() + 120_000;
-      while (!((await store.list(id)).some((r) => r.step === 'tool_call') && (await store.getLease(id))?.live === false)) {
+      while (
+        !((await store.list(id)).some((r) => r.step === 'tool_call') && (await store.getLease(id))?.live === false)
+      ) {
         if (Date.now() > deadline) throw new Error('the runner never stalled');
         await new Promise((r) => setTimeout(r, 25));
       }
@@ -173,9 +193,17 @@ export function runLeaseProcessSuite(options: LeaseProcessSuiteOptions): void {
       writeFileSync(release, '');
       const o = await out;
       expect(o.json?.error?.code, o.stderr + JSON.stringify(o.json)).toBe('RUN_CANCELLED');
-      expect(o.json.error.details).toMatchObject({ executionId: id, reason: 'customer withdrew', checkpointId: cancelled.checkpoint.id });
+      expect(o.json.error.details).toMatchObject({
+        executionId: id,
+        reason: 'customer withdrew',
+        checkpointId: cancelled.checkpoint.id,
+      });
       const rows = await store.list(id);
-      expect(rows.map((r) => `${r.nodeId}:${r.status}`)).toEqual(['turn:0:completed', 'turn:0/tool:work:completed', 'run_end:cancelled']);
+      expect(rows.map((r) => `${r.nodeId}:${r.status}`)).toEqual([
+        'turn:0:completed',
+        'turn:0/tool:work:completed',
+        'run_end:cancelled',
+      ]);
       // the model was not called again; the tool in flight ran its effect at most once, no later step's ran
       expect([...tally(calls).entries()]).toEqual([[`${id} 0`, 1]]);
       expect([...tally(effects).keys()].filter((k) => k !== `${id} 0`)).toEqual([]);
@@ -222,10 +250,16 @@ export function runLeaseProcessSuite(options: LeaseProcessSuiteOptions): void {
       const effectsBefore = tally(effects);
       const recorded = new Set<string>();
       for (const id of crashed) for (const e of await store.listIdempotent(id)) recorded.add(e.key);
-      const outs = await atOnce([0, 1].map(() => forkTs(CHILD, args('recover'), { WAIT_GO: '1', MODEL_DELAY_MS: '100' })));
+      const outs = await atOnce(
+        [0, 1].map(() => forkTs(CHILD, args('recover'), { WAIT_GO: '1', MODEL_DELAY_MS: '100' })),
+      );
       const reports = outs.map((o) => o.json?.report);
       expect(reports.every(Boolean), JSON.stringify(outs.map((o) => o.json ?? o.stderr))).toBe(true);
-      const recovered = reports.flatMap((r) => r.runs.filter((x: { outcome: string }) => x.outcome === 'recovered').map((x: { executionId: string }) => x.executionId));
+      const recovered = reports.flatMap((r) =>
+        r.runs
+          .filter((x: { outcome: string }) => x.outcome === 'recovered')
+          .map((x: { executionId: string }) => x.executionId),
+      );
       expect(recovered.sort()).toEqual([...crashed].sort());
       expect(reports.flatMap((r) => r.runs.filter((x: { outcome: string }) => x.outcome === 'failed'))).toEqual([]);
       expect(await store.listExecutions({ state: 'running' })).toEqual([]);
@@ -236,7 +270,10 @@ export function runLeaseProcessSuite(options: LeaseProcessSuiteOptions): void {
         for (const t of [0, 1, 2, 3]) {
           const k = `${id} ${t}`;
           expect(callsAfter.get(k), `${k}: model called`).toBeGreaterThanOrEqual(1);
-          expect((callsAfter.get(k) ?? 0) - (callsBefore.get(k) ?? 0), `${k}: model calls by the recovery workers`).toBeLessThanOrEqual(1);
+          expect(
+            (callsAfter.get(k) ?? 0) - (callsBefore.get(k) ?? 0),
+            `${k}: model calls by the recovery workers`,
+          ).toBeLessThanOrEqual(1);
         }
         for (const s of [0, 1, 2]) {
           const k = `${id} ${s}`;

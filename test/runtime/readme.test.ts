@@ -28,18 +28,27 @@ describe('README quick start works when pasted', () => {
     expect(block, `README's ${where} ${file} block`).not.toBeNull();
     writeFileSync(join(DIR, file), block![1]);
   };
-  const run = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'refund.ts', ...args], { cwd: DIR, encoding: 'utf8' });
+  const run = (...args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'refund.ts', ...args], { cwd: DIR, encoding: 'utf8' });
   /** A long-lived `npx tsx <file>` of the README: waits until its output matches `until`, then stops it with `signal`; resolves with its exit and output. */
   const serveUntil = async (args: string[], env: NodeJS.ProcessEnv, until: RegExp, signal: NodeJS.Signals) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+      cwd: DIR,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, sig) => resolve({ code, signal: sig })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, sig) => resolve({ code, signal: sig })),
+    );
     await new Promise<void>((resolve, reject) => {
       const check = () => until.test(stdout + stderr) && resolve();
       child.stdout.on('data', (c) => ((stdout += c), check()));
       child.stderr.on('data', (c) => ((stderr += c), check()));
-      child.once('exit', () => reject(new Error(`${args.join(' ')} exited before printing ${until}: ${stdout}${stderr}`)));
+      child.once('exit', () =>
+        reject(new Error(`${args.join(' ')} exited before printing ${until}: ${stdout}${stderr}`)),
+      );
     });
     child.kill(signal);
     return { ...(await exited), stdout, stderr };
@@ -66,10 +75,13 @@ describe('README quick start works when pasted', () => {
     const unknown = run('approve', 'refund-9999');
     expect([unknown.status, unknown.stdout]).toEqual([1, '']);
     expect(unknown.stderr).toMatch(/^EXECUTION_NOT_FOUND: .*refund-9999[^\n]*\n$/);
-    const waymark = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), ...args], { cwd: DIR, encoding: 'utf8' });
+    const waymark = (...args: string[]) =>
+      spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), ...args], { cwd: DIR, encoding: 'utf8' });
     const inspect = waymark('inspect', '--db', 'runs.db', 'refund-1042');
     expect(inspect.stdout).toMatch(/run_end\s+run_end\s+completed/);
-    expect(inspect.stdout).toMatch(/manager_approval: answered with \{"approved":true,"metadata":\{"approver":"alice"\}\}/);
+    expect(inspect.stdout).toMatch(
+      /manager_approval: answered with \{"approved":true,"metadata":\{"approver":"alice"\}\}/,
+    );
     const paused = waymark('runs', '--db', 'runs.db', '--state', 'paused');
     expect(paused.status).toBe(0);
     expect(paused.stdout).toBe('no runs match\n');
@@ -84,7 +96,11 @@ describe('README quick start works when pasted', () => {
       .split('\n')
       .map((l) => l.replace(/\s+#.*$/, '').trim())
       .filter(Boolean);
-    expect(lines.map((l) => l.split(' ').slice(0, 3).join(' '))).toEqual(['npx tsx refund.ts', 'npx waymark decide', 'npx tsx worker.ts']);
+    expect(lines.map((l) => l.split(' ').slice(0, 3).join(' '))).toEqual([
+      'npx tsx refund.ts',
+      'npx waymark decide',
+      'npx tsx worker.ts',
+    ]);
     const argv = (l: string) =>
       l
         .match(/'[^']*'|\S+/g)!
@@ -93,21 +109,31 @@ describe('README quick start works when pasted', () => {
     const start = run(...argv(lines[0]!).slice(1));
     expect(start.status, start.stderr).toBe(0);
     expect(start.stdout).toMatch(/^paused /);
-    const waymark = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), ...args], { cwd: DIR, encoding: 'utf8' });
+    const waymark = (...args: string[]) =>
+      spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), ...args], { cwd: DIR, encoding: 'utf8' });
     const decided = waymark(...argv(lines[1]!));
     expect([decided.status, decided.stderr]).toEqual([0, '']);
     // recorded, not applied yet: inspect says so beside the open pause
     const waiting = waymark('inspect', '--db', 'runs.db', 'refund-1043');
     expect([waiting.status, waiting.stderr]).toEqual([0, '']);
-    expect(waiting.stdout).toMatch(/manager_approval: open; decided approve by alice at .+ via local, not applied yet: a decision worker applies it/);
+    expect(waiting.stdout).toMatch(
+      /manager_approval: open; decided approve by alice at .+ via local, not applied yet: a decision worker applies it/,
+    );
     // the finished quick-start run is refused, saying it is completed (not that the store lacks it)
     const finished = waymark('decide', 'refund-1042', '--db', 'runs.db', '--approve');
-    expect([finished.status, finished.stderr]).toEqual([1, expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: execution 'refund-1042' is completed; it has no open pause/)]);
+    expect([finished.status, finished.stderr]).toEqual([
+      1,
+      expect.stringMatching(/^waymark: PAUSE_NOT_FOUND: execution 'refund-1042' is completed; it has no open pause/),
+    ]);
 
     // the worker, with no plane in its environment, applies the decision; SIGTERM stops it cleanly
     const env = { ...process.env };
     delete env.WAYMARK_PLANE_URL;
-    const worker = spawn(process.execPath, ['--import', 'tsx', ...argv(lines[2]!)], { cwd: DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const worker = spawn(process.execPath, ['--import', 'tsx', ...argv(lines[2]!)], {
+      cwd: DIR,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     worker.stderr.on('data', (c) => (err += c));
@@ -154,7 +180,11 @@ describe('README quick start works when pasted', () => {
       expect([r.code, r.signal, r.stderr]).toEqual([0, null, '']);
       expect(r.stdout).toBe(`${id}: paused\n`);
     }
-    const paused = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'runs', '--db', 'runs.db', '--state', 'paused'], { cwd: DIR, encoding: 'utf8' });
+    const paused = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin/waymark.mjs'), 'runs', '--db', 'runs.db', '--state', 'paused'],
+      { cwd: DIR, encoding: 'utf8' },
+    );
     expect(paused.stdout).toMatch(/refund-crash-1[\s\S]*refund-crash-2/);
   });
 
@@ -162,7 +192,9 @@ describe('README quick start works when pasted', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     const row = readme.split('\n').find((l) => l.startsWith('| CLI '));
     expect(row).toBeDefined();
-    const documented = [...row!.split('|')[3]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replaceAll('/', '|')).filter((c) => c !== 'waymark --help');
+    const documented = [...row!.split('|')[3]!.matchAll(/`([^`]+)`/g)]
+      .map((m) => m[1]!.replaceAll('/', '|'))
+      .filter((c) => c !== 'waymark --help');
     const help = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), '--help'], { encoding: 'utf8' }).stdout;
     const listed = help
       .slice(help.indexOf('commands:\n'))
@@ -183,7 +215,11 @@ describe('README quick start works when pasted', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     writeBlock(readme, 'ai-sdk', 'support.ts');
     // the first request answered, the second refused as a model server refuses a bad request (not retried)
-    const server = await startFakeOpenAI((_body, i) => (i === 0 ? { content: 'Refund for order 1042 is on its way.', usage: { prompt: 10, completion: 8 } } : { status: 400 }));
+    const server = await startFakeOpenAI((_body, i) =>
+      i === 0
+        ? { content: 'Refund for order 1042 is on its way.', usage: { prompt: 10, completion: 8 } }
+        : { status: 400 },
+    );
     try {
       const file = join(DIR, 'support.ts');
       const text = readFileSync(file, 'utf8');
@@ -191,7 +227,10 @@ describe('README quick start works when pasted', () => {
       // the server of this test instead of the README's port 8000
       writeFileSync(file, text.replace('http://127.0.0.1:8000/v1', server.url));
       const run = async () => {
-        const child = spawn(process.execPath, ['--import', 'tsx', 'support.ts'], { cwd: DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, ['--import', 'tsx', 'support.ts'], {
+          cwd: DIR,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (c) => (stdout += c));
@@ -215,23 +254,40 @@ describe('README quick start works when pasted', () => {
     writeBlock(readme, 'quickstart', 'agent.ts');
     writeBlock(readme, 'plane', 'sync.ts');
     writeBlock(readme, 'plane', 'other-machine.ts');
-    const [exportKey, ...lines] = (/```sh\n(export WAYMARK_API_KEY=[^\n]*\nnpx tsx refund\.ts start refund-2001[\s\S]*?)```/.exec(readme)?.[1] ?? '')
+    const [exportKey, ...lines] = (
+      /```sh\n(export WAYMARK_API_KEY=[^\n]*\nnpx tsx refund\.ts start refund-2001[\s\S]*?)```/.exec(readme)?.[1] ?? ''
+    )
       .split('\n')
       .map((l) => l.replace(/\s+#.*$/, '').trim())
       .filter(Boolean);
-    const keyCommand = /^export WAYMARK_API_KEY=\$\(npx waymark (plane keys create [^|]+)\| tail -n 1\)$/.exec(exportKey)?.[1]?.trim();
+    const keyCommand = /^export WAYMARK_API_KEY=\$\(npx waymark (plane keys create [^|]+)\| tail -n 1\)$/
+      .exec(exportKey)?.[1]
+      ?.trim();
     expect(keyCommand).toBe('plane keys create --project local --scopes ingest,read --name laptop');
-    expect(lines).toEqual(['npx tsx refund.ts start refund-2001', 'npx tsx sync.ts', 'npx tsx other-machine.ts refund-2001', 'npx tsx refund.ts approve refund-2001']);
+    expect(lines).toEqual([
+      'npx tsx refund.ts start refund-2001',
+      'npx tsx sync.ts',
+      'npx tsx other-machine.ts refund-2001',
+      'npx tsx refund.ts approve refund-2001',
+    ]);
     // the plane as the README starts it for this flow: `npx waymark plane` in the quick start's directory (port 0, not 4600)
     const plane = await startPlaneProcess([], { cwd: DIR });
     try {
       // the key command as pasted, in the quick start's directory: the last line it prints is the key
       const created = await waymarkAsync(keyCommand!.split(/\s+/), { cwd: DIR });
       expect(created.code, created.stderr).toBe(0);
-      const env = { ...process.env, WAYMARK_PLANE_URL: plane.url, WAYMARK_API_KEY: created.stdout.trim().split('\n').pop()! };
+      const env = {
+        ...process.env,
+        WAYMARK_PLANE_URL: plane.url,
+        WAYMARK_API_KEY: created.stdout.trim().split('\n').pop()!,
+      };
       // not spawnSync: the plane answers from this process's event loop
       const tsx = async (line: string) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', ...line.split(' ').slice(2)], { cwd: DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, ['--import', 'tsx', ...line.split(' ').slice(2)], {
+          cwd: DIR,
+          env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (c) => (stdout += c));
@@ -245,11 +301,20 @@ describe('README quick start works when pasted', () => {
       const approve = await tsx(lines[3]);
       expect(start.stdout, start.stderr).toMatch(/^paused \{ order: '1042', amount: 5000 \}/);
       expect(sync.stdout, sync.stderr).toMatch(/pendingRows: 0/);
-      expect([other.status, other.stdout], other.stderr).toEqual([0, 'charging 5000 for order 1042\ncompleted Refund for order 1042 is on its way.\n']);
+      expect([other.status, other.stdout], other.stderr).toEqual([
+        0,
+        'charging 5000 for order 1042\ncompleted Refund for order 1042 is on its way.\n',
+      ]);
       // handled as the README shows: exit 0, no stack, and no second charge
       expect([approve.status, approve.stderr]).toEqual([0, '']);
-      expect(approve.stdout).toMatch(/^not connected: execution 'refund-2001' is held by a plane .*nothing was claimed\n$/);
-      const inspect = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'inspect', '--db', 'runs.db', 'refund-2001'], { cwd: DIR, encoding: 'utf8' });
+      expect(approve.stdout).toMatch(
+        /^not connected: execution 'refund-2001' is held by a plane .*nothing was claimed\n$/,
+      );
+      const inspect = spawnSync(
+        process.execPath,
+        [join(ROOT, 'bin/waymark.mjs'), 'inspect', '--db', 'runs.db', 'refund-2001'],
+        { cwd: DIR, encoding: 'utf8' },
+      );
       expect(inspect.stdout).toContain('ended: no (paused)');
 
       // the Approvals section's worker.ts over this store prints why a decision was not applied: a decision for the run still paused here
@@ -262,13 +327,23 @@ describe('README quick start works when pasted', () => {
       delete noPlane.WAYMARK_PLANE_URL;
       const unconnected = await serveUntil(['worker.ts'], noPlane, retry, 'SIGTERM');
       expect(unconnected.code, unconnected.stderr).toBe(0);
-      expect(unconnected.stderr).toMatch(/^failed refund-2001 PLANE_NOT_CONNECTED: execution 'refund-2001' is held by a plane .*\(kept pending; retry in \d+ ms\)\n/);
+      expect(unconnected.stderr).toMatch(
+        /^failed refund-2001 PLANE_NOT_CONNECTED: execution 'refund-2001' is held by a plane .*\(kept pending; retry in \d+ ms\)\n/,
+      );
       // connected with a revoked key: the plane refuses the claim (401), and the line says so
-      const second = await waymarkAsync(['plane', 'keys', 'create', '--project', 'local', '--scopes', 'ingest,read', '--name', 'laptop-2'], { cwd: DIR });
+      const second = await waymarkAsync(
+        ['plane', 'keys', 'create', '--project', 'local', '--scopes', 'ingest,read', '--name', 'laptop-2'],
+        { cwd: DIR },
+      );
       const revoked = await waymarkAsync(['plane', 'keys', 'revoke', env.WAYMARK_API_KEY.slice(3, 19)], { cwd: DIR });
       expect(revoked.code, revoked.stderr).toBe(0);
       // both lines, in whichever order the claim and the feeds meet the 401
-      const refused = await serveUntil(['worker.ts'], env, /(?=[\s\S]*\(kept pending; retry in \d+ ms\)\n)(?=[\s\S]*the plane refused the key)/, 'SIGINT');
+      const refused = await serveUntil(
+        ['worker.ts'],
+        env,
+        /(?=[\s\S]*\(kept pending; retry in \d+ ms\)\n)(?=[\s\S]*the plane refused the key)/,
+        'SIGINT',
+      );
       expect(refused.code, refused.stderr).toBe(0);
       expect(refused.stderr).toMatch(/^failed refund-2001 CLAIM_REFUSED: .*401.*\(kept pending; retry in \d+ ms\)$/m);
       // and the replica's state says the key was refused, whether or not a decision waits
@@ -305,7 +380,10 @@ describe('README quick start works when pasted', () => {
     expect([first.status, first.stderr, first.stdout]).toEqual([0, '', '']);
     expect(readFileSync(join(DIR, 'lg-ledger.txt'), 'utf8')).toBe('charged approved\n');
     // the run list names the thread as one, not as a crashed run for recoverRuns
-    const runs = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'runs', '--db', 'runs.db'], { cwd: DIR, encoding: 'utf8' });
+    const runs = spawnSync(process.execPath, [join(ROOT, 'bin/waymark.mjs'), 'runs', '--db', 'runs.db'], {
+      cwd: DIR,
+      encoding: 'utf8',
+    });
     const thread = runs.stdout.split('\n').find((l) => l.startsWith('support-42 '));
     expect(thread, runs.stdout).toMatch(/^support-42 +LangGraph thread \(no marker\) .* free\s*$/);
     // another worker with the same program, minus the fragment's own first invoke: the interrupt is answered
@@ -338,8 +416,10 @@ describe('README quick start works when pasted', () => {
     const invoke = /^await app\.invoke\(input, .*\n/m;
     const shownLine = /^const shown = .*\n/m;
     expect(exclusive).toMatch(shownLine);
-    const openNow = "console.log((await app.getState({ configurable: { thread_id: 'support-42' } })).tasks.flatMap((t) => t.interrupts)[0]?.id ?? 'none');";
-    const node = (file: string) => spawnSync(process.execPath, ['--import', 'tsx', file], { cwd: dir, encoding: 'utf8' });
+    const openNow =
+      "console.log((await app.getState({ configurable: { thread_id: 'support-42' } })).tasks.flatMap((t) => t.interrupts)[0]?.id ?? 'none');";
+    const node = (file: string) =>
+      spawnSync(process.execPath, ['--import', 'tsx', file], { cwd: dir, encoding: 'utf8' });
     writeFileSync(join(dir, 'start.ts'), `${yours}\n${saver}`);
     writeFileSync(join(dir, 'open.ts'), `${yours}\n${saver.replace(invoke, '')}\n${openNow}`);
     writeFileSync(join(dir, 'worker.ts'), `${yours}\n${saver.replace(invoke, '')}\n${exclusive}`);
@@ -353,7 +433,10 @@ describe('README quick start works when pasted', () => {
     const second = node('open.ts').stdout.trim();
     expect(second).not.toBe(first);
     expect(second).not.toBe('none');
-    writeFileSync(join(dir, 'late.ts'), `${yours}\n${saver.replace(invoke, '')}\n${exclusive.replace(shownLine, `const shown = ${JSON.stringify(first)};\n`)}`);
+    writeFileSync(
+      join(dir, 'late.ts'),
+      `${yours}\n${saver.replace(invoke, '')}\n${exclusive.replace(shownLine, `const shown = ${JSON.stringify(first)};\n`)}`,
+    );
     const late = node('late.ts');
     expect([late.status, late.stderr, late.stdout]).toEqual([0, '', 'already answered\n']);
     // the second interrupt is still open, nothing charged; its own worker answers it and the charge runs once

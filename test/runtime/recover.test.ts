@@ -19,10 +19,24 @@ describe('recoverRuns', () => {
   });
   afterEach(() => store.close());
 
-  const agent = (name: string) => new Agent({ name, model: new ScriptedModel(() => ({ content: `${name} done` })), checkpointer: store, leaseMs: 60_000 });
+  const agent = (name: string) =>
+    new Agent({
+      name,
+      model: new ScriptedModel(() => ({ content: `${name} done` })),
+      checkpointer: store,
+      leaseMs: 60_000,
+    });
   /** A run of `name` whose process died before its model answered (its newest row: the turn's llm_call). */
   const crashed = (name: string, executionId: string) =>
-    store.put({ executionId, nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: `agent:${name}`, state: { messages: [{ role: 'user', content: 'go' }], turn: 0 } });
+    store.put({
+      executionId,
+      nodeId: 'turn:0',
+      turn: 0,
+      step: 'llm_call',
+      status: 'completed',
+      agentPath: `agent:${name}`,
+      state: { messages: [{ role: 'user', content: 'go' }], turn: 0 },
+    });
   const until = async (cond: () => boolean | Promise<boolean>) => {
     const deadline = Date.now() + 60_000;
     while (!(await cond())) {
@@ -40,7 +54,15 @@ describe('recoverRuns', () => {
     await store.acquireLease('c-live', { holder: 'alive#1', ttlMs: 600_000 });
     await crashed('other', 'd-other');
     await store.recordInterrupt(
-      { executionId: 'e-paused', nodeId: 'turn:0/tool:x', turn: 0, step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:bot/tool:x', state: {} },
+      {
+        executionId: 'e-paused',
+        nodeId: 'turn:0/tool:x',
+        turn: 0,
+        step: 'hitl_pause',
+        status: 'interrupted',
+        agentPath: 'agent:bot/tool:x',
+        state: {},
+      },
       { reason: 'ask', context: null },
     );
     expect((await bot.run('go', { executionId: 'f-done' })).status).toBe('completed');
@@ -51,7 +73,12 @@ describe('recoverRuns', () => {
     expect(Object.keys(by).sort()).toEqual(['a-free', 'b-expired', 'c-live']);
     expect(by['a-free']).toMatchObject({ outcome: 'recovered', status: 'completed', agent: 'agent:bot' });
     expect(by['b-expired']).toMatchObject({ outcome: 'recovered', status: 'completed' });
-    expect(by['c-live']).toMatchObject({ outcome: 'held', reason: 'lease live', holder: 'alive#1', expiresAt: expect.any(String) });
+    expect(by['c-live']).toMatchObject({
+      outcome: 'held',
+      reason: 'lease live',
+      holder: 'alive#1',
+      expiresAt: expect.any(String),
+    });
     expect(report).toMatchObject({ recovered: 2, held: 1, failed: 0, passes: 1 });
     expect((await store.getLease('b-expired'))?.epoch).toBe(gone.epoch + 1);
     expect((await store.latest('d-other'))?.step).toBe('llm_call');
@@ -61,14 +88,24 @@ describe('recoverRuns', () => {
 
   it('a run that cannot be resumed (its tool is gone) is reported failed with the code, and the pass goes on', async () => {
     const bot = agent('bot');
-    await store.put({ executionId: 'a-bad', nodeId: 'turn:0/tool:gone', turn: 0, step: 'tool_call', status: 'completed', agentPath: 'agent:bot/tool:gone', state: { messages: [] } });
+    await store.put({
+      executionId: 'a-bad',
+      nodeId: 'turn:0/tool:gone',
+      turn: 0,
+      step: 'tool_call',
+      status: 'completed',
+      agentPath: 'agent:bot/tool:gone',
+      state: { messages: [] },
+    });
     await crashed('bot', 'b-good');
     const report = await recoverRuns({ agents: [bot], store, concurrency: 1 });
     expect(report.runs.map((r) => [r.executionId, r.outcome])).toEqual([
       ['a-bad', 'failed'],
       ['b-good', 'recovered'],
     ]);
-    expect(report.runs[0]).toMatchObject({ error: { code: 'TOOL_NOT_FOUND', message: expect.stringContaining("tool 'gone'") } });
+    expect(report.runs[0]).toMatchObject({
+      error: { code: 'TOOL_NOT_FOUND', message: expect.stringContaining("tool 'gone'") },
+    });
     expect((await store.getLease('a-bad'))?.live).toBe(false);
   });
 
@@ -96,7 +133,9 @@ describe('recoverRuns', () => {
     await store.deleteExecution('a-deleted-midway');
     answer();
     const report = await recovering;
-    expect(report.runs).toEqual([expect.objectContaining({ executionId: 'a-deleted-midway', outcome: 'held', reason: 'deleted' })]);
+    expect(report.runs).toEqual([
+      expect.objectContaining({ executionId: 'a-deleted-midway', outcome: 'held', reason: 'deleted' }),
+    ]);
     expect(report).toMatchObject({ recovered: 0, held: 1, failed: 0 });
     expect(await store.latest('a-deleted-midway')).toBeNull();
 
@@ -109,7 +148,9 @@ describe('recoverRuns', () => {
       return resume(...args);
     };
     const early = await recoverRuns({ agents: [bot], store });
-    expect(early.runs).toEqual([expect.objectContaining({ executionId: 'b-deleted-early', outcome: 'held', reason: 'deleted' })]);
+    expect(early.runs).toEqual([
+      expect.objectContaining({ executionId: 'b-deleted-early', outcome: 'held', reason: 'deleted' }),
+    ]);
   });
 
   it('watch: passes repeat until the signal aborts, picking up runs that crash meanwhile', async () => {
@@ -117,7 +158,14 @@ describe('recoverRuns', () => {
     await crashed('bot', 'first');
     const stop = new AbortController();
     const passes: RecoveryReport[] = [];
-    const watching = recoverRuns({ agents: [bot], store, watch: true, intervalMs: 20, signal: stop.signal, onPass: (r) => passes.push(r) });
+    const watching = recoverRuns({
+      agents: [bot],
+      store,
+      watch: true,
+      intervalMs: 20,
+      signal: stop.signal,
+      onPass: (r) => passes.push(r),
+    });
     await until(() => passes.some((p) => p.runs.some((r) => r.executionId === 'first')));
     await crashed('bot', 'second');
     await until(() => passes.some((p) => p.runs.some((r) => r.executionId === 'second')));
@@ -126,13 +174,18 @@ describe('recoverRuns', () => {
     expect(total.recovered).toBe(2);
     expect(total.passes).toBe(passes.length);
     expect(total.passes).toBeGreaterThanOrEqual(2);
-    for (const id of ['first', 'second']) expect(await store.latest(id)).toMatchObject({ step: 'run_end', status: 'completed' });
+    for (const id of ['first', 'second'])
+      expect(await store.latest(id)).toMatchObject({ step: 'run_end', status: 'completed' });
   });
 
   it('bad options are refused before anything runs', async () => {
     await crashed('bot', 'x');
-    await expect(recoverRuns({ agents: [agent('bot')], store, concurrency: 0 })).rejects.toThrow(/concurrency must be a positive integer/);
-    await expect(recoverRuns({ agents: [agent('bot'), agent('bot')], store })).rejects.toThrow(/two agents with the path agent:bot/);
+    await expect(recoverRuns({ agents: [agent('bot')], store, concurrency: 0 })).rejects.toThrow(
+      /concurrency must be a positive integer/,
+    );
+    await expect(recoverRuns({ agents: [agent('bot'), agent('bot')], store })).rejects.toThrow(
+      /two agents with the path agent:bot/,
+    );
     expect((await store.latest('x'))?.step).toBe('llm_call');
   });
 });

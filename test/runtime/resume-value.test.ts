@@ -24,8 +24,16 @@ const anything = fc.anything({
   stringUnit: 'binary',
   maxDepth: 4,
 });
-const value = fc.oneof(fc.jsonValue({ maxDepth: 3 }), anything, fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, undefined, '\u0000', '\ud800', 'a\udc00b'));
-const metadata = fc.oneof(fc.dictionary(fc.oneof(fc.string(), fc.constantFrom('__proto__', 'constructor', 'toString')), value, { maxKeys: 5 }), anything, fc.constant(undefined));
+const value = fc.oneof(
+  fc.jsonValue({ maxDepth: 3 }),
+  anything,
+  fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, undefined, '\u0000', '\ud800', 'a\udc00b'),
+);
+const metadata = fc.oneof(
+  fc.dictionary(fc.oneof(fc.string(), fc.constantFrom('__proto__', 'constructor', 'toString')), value, { maxKeys: 5 }),
+  anything,
+  fc.constant(undefined),
+);
 const answer = fc.oneof(
   fc.record({ approved: fc.oneof(fc.boolean(), anything), metadata }, { requiredKeys: ['approved'] }),
   fc.record({ approved: fc.boolean(), metadata, extra: anything }, { requiredKeys: ['approved'] }),
@@ -52,7 +60,10 @@ describe('a resume answer without the schema', () => {
 
   it('is taken for the answers a person or a screen gives', () => {
     expect(plainResume({ approved: true })).toStrictEqual({ approved: true, metadata: {} });
-    expect(plainResume({ approved: false, metadata: { note: 'too large', by: ['ana'], n: 2 } })).toStrictEqual({ approved: false, metadata: { note: 'too large', by: ['ana'], n: 2 } });
+    expect(plainResume({ approved: false, metadata: { note: 'too large', by: ['ana'], n: 2 } })).toStrictEqual({
+      approved: false,
+      metadata: { note: 'too large', by: ['ana'], n: 2 },
+    });
     expect(plainResume(JSON.parse('{"approved":true,"metadata":{"x":{"y":[1,null]}}}'))).not.toBeNull();
   });
 

@@ -19,7 +19,9 @@ function countingRequest(signal?: AbortSignal): { request: ModelRequest; reads: 
 describe('ScriptedModel', () => {
   it('does not read the tool list unless its rule does (the agent builds the JSON schemas on first read)', async () => {
     const { request, reads } = countingRequest();
-    const reply = await new ScriptedModel(({ turn, lastUser }) => ({ content: `${turn}:${lastUser}` })).generate(request);
+    const reply = await new ScriptedModel(({ turn, lastUser }) => ({ content: `${turn}:${lastUser}` })).generate(
+      request,
+    );
     expect(reply.content).toBe('0:hi');
     expect(reads()).toBe(0);
   });

@@ -20,7 +20,11 @@ const CHILD = fileURLToPath(new URL('./stale-resumer-child.ts', import.meta.url)
 const tmp = scratchDir('waymark-stale-resumer-');
 afterAll(() => tmp.cleanup());
 
-type Done = { type: 'done'; result?: { status: string; pendingInterrupt: { reason: string } | null }; error?: { code: string | null; message: string } };
+type Done = {
+  type: 'done';
+  result?: { status: string; pendingInterrupt: { reason: string } | null };
+  error?: { code: string | null; message: string };
+};
 
 async function staleResumer(spec: string, store: Checkpointer, ledger: Ledger): Promise<void> {
   const id = `stale-${Date.now().toString(36)}`;
@@ -41,7 +45,10 @@ async function staleResumer(spec: string, store: Checkpointer, ledger: Ledger): 
     const b = forkTs(CHILD, [spec, ledger.path, id, 'true']);
     const bOut = await nextMessage<Done>(b, (m) => m.type === 'done');
     await once(b, 'exit');
-    expect(bOut.result).toMatchObject({ status: 'paused', pendingInterrupt: { reason: 'drop the production database?' } });
+    expect(bOut.result).toMatchObject({
+      status: 'paused',
+      pendingInterrupt: { reason: 'drop the production database?' },
+    });
     const p2 = await store.getPendingInterrupt(id);
     expect(p2?.reason).toBe('drop the production database?');
     const rowsBefore = await store.list(id);

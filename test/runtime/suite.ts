@@ -34,7 +34,8 @@ export interface RuntimeSuiteOptions {
   make(options?: { faults?: FaultHook }): Promise<{ store: Checkpointer; close(): Promise<void> }>;
 }
 
-const rowsOf = async (store: Checkpointer, id: string) => (await store.list(id)).map((r) => `${r.nodeId} ${r.step} ${r.status}`);
+const rowsOf = async (store: Checkpointer, id: string) =>
+  (await store.list(id)).map((r) => `${r.nodeId} ${r.step} ${r.status}`);
 
 export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
   describe(`runtime: ${options.name}`, () => {
@@ -61,7 +62,12 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           this.calls++;
           const usage = { model: 'streamer-v1', inputTokens: 100 + turn, outputTokens: 7, cachedInputTokens: 5 };
           return turn === 0
-            ? { content: null, toolCalls: [{ id: 'c0', name: 'refund', arguments: { order: '1042', amount: 20 } }], usage, finishReason: 'tool-calls' }
+            ? {
+                content: null,
+                toolCalls: [{ id: 'c0', name: 'refund', arguments: { order: '1042', amount: 20 } }],
+                usage,
+                finishReason: 'tool-calls',
+              }
             : { content: 'Refunded.', toolCalls: [], usage, finishReason: 'stop' };
         }
         async generate(req: ModelRequest): Promise<ModelReply> {
@@ -77,7 +83,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       for (const streamed of [false, true]) {
         const events: RunEvent[] = [];
         const { agent } = refundAgent({ store, ledger, model: new Streaming() as unknown as ScriptedModel });
-        const r = await agent.run('refund', { executionId: `usage-${n}-${streamed}`, ...(streamed ? { onEvent: (e: RunEvent) => events.push(e) } : {}) });
+        const r = await agent.run('refund', {
+          executionId: `usage-${n}-${streamed}`,
+          ...(streamed ? { onEvent: (e: RunEvent) => events.push(e) } : {}),
+        });
         expect(r).toMatchObject({ status: 'completed', output: 'Refunded.' });
         const rows = await store.list(r.executionId);
         shapes.push(
@@ -88,11 +97,26 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
                 .join(',')}`,
           ),
         );
-        expect(sumUsage(rows)).toEqual({ calls: 2, inputTokens: 201, outputTokens: 14, cachedInputTokens: 10, models: { 'streamer-v1': 2 } });
+        expect(sumUsage(rows)).toEqual({
+          calls: 2,
+          inputTokens: 201,
+          outputTokens: 14,
+          cachedInputTokens: 10,
+          models: { 'streamer-v1': 2 },
+        });
         expect(rows.at(-1)!.nodeOutput).toMatchObject({ output: 'Refunded.' });
-        if (streamed) expect(events.filter((e) => e.type === 'text-delta').map((e) => (e as { delta: string }).delta)).toEqual(['Refun', 'ded.']);
+        if (streamed)
+          expect(events.filter((e) => e.type === 'text-delta').map((e) => (e as { delta: string }).delta)).toEqual([
+            'Refun',
+            'ded.',
+          ]);
       }
-      expect(shapes[0]).toEqual(['turn:0 llm_call ', 'turn:0/tool:refund tool_call 100', 'turn:1 llm_call ', 'run_end run_end 101']);
+      expect(shapes[0]).toEqual([
+        'turn:0 llm_call ',
+        'turn:0/tool:refund tool_call 100',
+        'turn:1 llm_call ',
+        'run_end run_end 101',
+      ]);
       expect(shapes[1]).toEqual(shapes[0]);
     });
 
@@ -100,7 +124,12 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const { agent } = refundAgent({ store, ledger });
       const r = await agent.run(refundRequest('1042', 20), { executionId: `small-${n}` });
       expect(r).toMatchObject({ status: 'completed', output: 'Refund for order 1042 is on its way.' });
-      expect(await rowsOf(store, r.executionId)).toEqual(['turn:0 llm_call completed', 'turn:0/tool:refund tool_call completed', 'turn:1 llm_call completed', 'run_end run_end completed']);
+      expect(await rowsOf(store, r.executionId)).toEqual([
+        'turn:0 llm_call completed',
+        'turn:0/tool:refund tool_call completed',
+        'turn:1 llm_call completed',
+        'run_end run_end completed',
+      ]);
       const tr = (await store.list(r.executionId))[1];
       expect(tr.agentPath).toBe('agent:refund-bot/tool:refund');
       expect(tr.nodeInput).toEqual({ order: '1042', amount: 20 });
@@ -117,7 +146,11 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         agentPath: 'agent:refund-bot/tool:refund',
         context: { order: '1042', amount: 50000, balance: 100 },
       });
-      expect(await rowsOf(store, r.executionId)).toEqual(['turn:0 llm_call completed', 'turn:0/tool:refund tool_call completed', 'turn:0/tool:refund hitl_pause interrupted']);
+      expect(await rowsOf(store, r.executionId)).toEqual([
+        'turn:0 llm_call completed',
+        'turn:0/tool:refund tool_call completed',
+        'turn:0/tool:refund hitl_pause interrupted',
+      ]);
       expect(await store.getPendingInterrupt(r.executionId)).toEqual(r.pendingInterrupt);
       expect(ledger.charges()).toEqual([]);
     });
@@ -143,15 +176,29 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(await store.getPendingInterrupt(id)).not.toBeNull();
       expect(() => new Resume({ approved: true, data: 1 } as never)).toThrow(/invalid Resume/);
       // a bad answer names every problem (and their paths), with a stable code; the pause stays open
-      const bad = (await agent.resume(id, { approved: 'yes', metadata: { a: 1n }, data: 1, extra: 2 } as never).catch((e) => e)) as InvalidResume;
+      const bad = (await agent
+        .resume(id, { approved: 'yes', metadata: { a: 1n }, data: 1, extra: 2 } as never)
+        .catch((e) => e)) as InvalidResume;
       expect(bad).toBeInstanceOf(InvalidResume);
       expect(bad.code).toBe('INVALID_RESUME');
-      expect(bad.problems).toEqual(expect.arrayContaining(["unknown field 'data'", "unknown field 'extra'", expect.stringMatching(/^approved: /), expect.stringMatching(/^metadata\.a: /)]));
+      expect(bad.problems).toEqual(
+        expect.arrayContaining([
+          "unknown field 'data'",
+          "unknown field 'extra'",
+          expect.stringMatching(/^approved: /),
+          expect.stringMatching(/^metadata\.a: /),
+        ]),
+      );
       expect(bad.message).not.toMatch(/: : /);
       expect(await store.getPendingInterrupt(id)).not.toBeNull();
-      await expect(agent.resume(`${id}-never-ran`)).rejects.toMatchObject({ code: 'EXECUTION_NOT_FOUND', message: expect.stringContaining('no rows in this store') });
+      await expect(agent.resume(`${id}-never-ran`)).rejects.toMatchObject({
+        code: 'EXECUTION_NOT_FOUND',
+        message: expect.stringContaining('no rows in this store'),
+      });
       // on a store connected to a plane the error says how to bring a run this store never saw
-      expect((await agent.resume(`${id}-never-ran`).catch((e: Error) => e.message)) as string).not.toContain('restoreFromPlane');
+      expect((await agent.resume(`${id}-never-ran`).catch((e: Error) => e.message)) as string).not.toContain(
+        'restoreFromPlane',
+      );
       const unguard = store.planeGuard.install({ claim: async () => {}, takeover: async () => {} });
       try {
         await expect(agent.resume(`${id}-never-ran`)).rejects.toThrow(/restoreFromPlane/);
@@ -159,15 +206,21 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         unguard();
       }
       const done = await agent.run(refundRequest('2', 5), { executionId: `${id}-b` });
-      await expect(agent.resume(done.executionId, { approved: true })).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+      await expect(agent.resume(done.executionId, { approved: true })).rejects.toMatchObject({
+        code: 'ALREADY_RESUMED',
+      });
     });
 
     it('five concurrent resumers: exactly one runs the tool, four get AlreadyResumed', async () => {
       const id = `five-${n}`;
       await refundAgent({ store, ledger }).agent.run(refundRequest('1042', 50000), { executionId: id });
-      const outcomes = await Promise.allSettled(Array.from({ length: 5 }, () => refundAgent({ store, ledger }).agent.resume(id, { approved: true })));
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 5 }, () => refundAgent({ store, ledger }).agent.resume(id, { approved: true })),
+      );
       const ok = outcomes.filter((o) => o.status === 'fulfilled');
-      const refused = outcomes.filter((o) => o.status === 'rejected' && (o.reason as { code?: string }).code === 'ALREADY_RESUMED');
+      const refused = outcomes.filter(
+        (o) => o.status === 'rejected' && (o.reason as { code?: string }).code === 'ALREADY_RESUMED',
+      );
       expect(ok.length).toBe(1);
       expect(refused.length).toBe(4);
       expect(ledger.charges().length).toBe(1);
@@ -185,7 +238,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           return d.approved;
         },
       });
-      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'refund', arguments: {} }] } : { content: 'ok' }));
+      const model = new ScriptedModel(({ turn }) =>
+        turn === 0 ? { toolCalls: [{ name: 'refund', arguments: {} }] } : { content: 'ok' },
+      );
       const agent = new Agent({ name: 'a', model, tools: [t], checkpointer: store });
       const id = `frozen-${n}`;
       await agent.run('go', { executionId: id });
@@ -203,7 +258,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(first.pendingInterrupt?.reason).toBe('manager_approval');
       const second = await agent.resume(id, { approved: true, metadata: { approver: 'alice' } });
       expect(second.status).toBe('paused');
-      expect(second.pendingInterrupt).toMatchObject({ reason: 'finance_approval', context: { firstApprover: 'alice' } });
+      expect(second.pendingInterrupt).toMatchObject({
+        reason: 'finance_approval',
+        context: { firstApprover: 'alice' },
+      });
       expect(ledger.charges()).toEqual([]);
       const done = await agent.resume(id, { approved: true, metadata: { approver: 'bob' } });
       expect(done.status).toBe('completed');
@@ -251,7 +309,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const agent = new Agent({ name: 'a', model, tools: [boom], checkpointer: store });
       const r = await agent.run('go');
       expect(r.status).toBe('completed');
-      expect(r.output).toMatch(/Tool 'boom' failed: kaput \| Tool 'boom' got invalid arguments: n: .* \| Tool 'ghost' does not exist/);
+      expect(r.output).toMatch(
+        /Tool 'boom' failed: kaput \| Tool 'boom' got invalid arguments: n: .* \| Tool 'ghost' does not exist/,
+      );
     });
 
     it('plain side effects fire again on resume; idempotent ones once, per run, and null is a hit', async () => {
@@ -279,7 +339,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           return d.approved;
         },
       });
-      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'refund', arguments: { order: '1042' } }] } : { content: 'done' }));
+      const model = new ScriptedModel(({ turn }) =>
+        turn === 0 ? { toolCalls: [{ name: 'refund', arguments: { order: '1042' } }] } : { content: 'done' },
+      );
       const agent = new Agent({ name: 'a', model, tools: [t], checkpointer: store });
       const id = `idem-${n}`;
       await agent.run('go', { executionId: id });
@@ -325,7 +387,14 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const seen: unknown[] = [];
       const charge = idempotent(async function charge(_text: string) {
         charged++;
-        return { chargeId: 'ch_1', receiptUrl: undefined, at: new Date(0), sdk: new Receipt('r/1'), tags: new Map([[1, 2]]), n: NaN };
+        return {
+          chargeId: 'ch_1',
+          receiptUrl: undefined,
+          at: new Date(0),
+          sdk: new Receipt('r/1'),
+          tags: new Map([[1, 2]]),
+          n: NaN,
+        };
       });
       const { agent, model } = pausingAgent('rec', async ({ text }) => {
         const r = await charge(text);
@@ -362,14 +431,20 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           return make();
         });
         // a tool that catches the error cannot turn it into a result either
-        const { agent, model } = pausingAgent(`nr-${which}`, async ({ text }) => effect(text).catch((e: Error) => `failed: ${e.message}`));
+        const { agent, model } = pausingAgent(`nr-${which}`, async ({ text }) =>
+          effect(text).catch((e: Error) => `failed: ${e.message}`),
+        );
         const id = `not-recorded-${which}-${n}`;
         await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'EFFECT_NOT_RECORDED' });
         expect(ran).toBe(1);
         expect(model.calls).toBe(1);
         // a failed marker: left running, every recoverRuns pass (a watch: every interval) ran the effect again
         const marker = await store.latest(id);
-        expect(marker).toMatchObject({ step: 'run_end', status: 'failed', nodeOutput: { error: { code: 'EFFECT_NOT_RECORDED' } } });
+        expect(marker).toMatchObject({
+          step: 'run_end',
+          status: 'failed',
+          nodeOutput: { error: { code: 'EFFECT_NOT_RECORDED' } },
+        });
         expect(await store.listIdempotent(id)).toEqual([]);
         expect(await store.getLease(id)).toMatchObject({ holder: null, live: false });
         for (let pass = 0; pass < 2; pass++) {
@@ -410,7 +485,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const { agent } = pausingAgent('big', async ({ text }) => report(text));
       const id = `too-big-${n}`;
       const err = await agent.run('go', { executionId: id }).catch((e: Error) => e);
-      expect(err).toMatchObject({ code: 'EFFECT_NOT_RECORDED', message: expect.stringMatching(/report.* 1200\d+ bytes .*over the 1048576-byte row limit/) });
+      expect(err).toMatchObject({
+        code: 'EFFECT_NOT_RECORDED',
+        message: expect.stringMatching(/report.* 1200\d+ bytes .*over the 1048576-byte row limit/),
+      });
       expect(ran).toBe(1);
       expect(await store.listIdempotent(id)).toEqual([]);
     });
@@ -445,23 +523,46 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
     });
 
     it('run, resume and fork refuse an execution id no store takes (INVALID_OPTIONS naming the id, not a lease), writing nothing', async () => {
-      const agent = new Agent({ name: 'ids', model: new ScriptedModel(() => ({ content: 'hi' })), tools: [], checkpointer: store });
+      const agent = new Agent({
+        name: 'ids',
+        model: new ScriptedModel(() => ({ content: 'hi' })),
+        tools: [],
+        checkpointer: store,
+      });
       const refused = async (p: Promise<unknown>) =>
         p.then(
           () => null,
           (e: { code?: string; message: string }) => [e.code, e.message],
         );
-      expect(await refused(agent.run('go', { executionId: '' }))).toEqual(['INVALID_OPTIONS', 'run: options.executionId: Too small: expected string to have >=1 characters; nothing was written']);
-      expect(await refused(agent.run('go', { executionId: 'a\u0000b' }))).toEqual(['INVALID_OPTIONS', 'run: options.executionId: must not contain control characters; nothing was written']);
-      expect(await refused(agent.resume('..'))).toMatchObject(['INVALID_OPTIONS', expect.stringContaining("resume: executionId: must not be '.' or '..'")]);
-      expect(await refused(agent.fork('x', { executionId: 'y'.repeat(201) }))).toMatchObject(['INVALID_OPTIONS', expect.stringContaining('fork: options.executionId: Too big')]);
+      expect(await refused(agent.run('go', { executionId: '' }))).toEqual([
+        'INVALID_OPTIONS',
+        'run: options.executionId: Too small: expected string to have >=1 characters; nothing was written',
+      ]);
+      expect(await refused(agent.run('go', { executionId: 'a\u0000b' }))).toEqual([
+        'INVALID_OPTIONS',
+        'run: options.executionId: must not contain control characters; nothing was written',
+      ]);
+      expect(await refused(agent.resume('..'))).toMatchObject([
+        'INVALID_OPTIONS',
+        expect.stringContaining("resume: executionId: must not be '.' or '..'"),
+      ]);
+      expect(await refused(agent.fork('x', { executionId: 'y'.repeat(201) }))).toMatchObject([
+        'INVALID_OPTIONS',
+        expect.stringContaining('fork: options.executionId: Too big'),
+      ]);
       // a new run's id must be one a person can read and type back: not blank, nothing a terminal acts on
-      expect(await refused(agent.run('go', { executionId: '  ' }))).toEqual(['INVALID_OPTIONS', 'run: options.executionId: is blank; nothing was written']);
+      expect(await refused(agent.run('go', { executionId: '  ' }))).toEqual([
+        'INVALID_OPTIONS',
+        'run: options.executionId: is blank; nothing was written',
+      ]);
       expect(await refused(agent.run('go', { executionId: 'evil\u202egnp.exe' }))).toEqual([
         'INVALID_OPTIONS',
         'run: options.executionId: holds characters a terminal acts on (\\u202e); nothing was written',
       ]);
-      expect(await refused(agent.fork('x', { executionId: 'c1\u0085' }))).toMatchObject(['INVALID_OPTIONS', expect.stringContaining('holds characters a terminal acts on (\\u0085)')]);
+      expect(await refused(agent.fork('x', { executionId: 'c1\u0085' }))).toMatchObject([
+        'INVALID_OPTIONS',
+        expect.stringContaining('holds characters a terminal acts on (\\u0085)'),
+      ]);
       expect(await store.listExecutions()).toEqual([]);
     });
 
@@ -478,8 +579,15 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           },
           { key: 'charge' },
         );
-        const pay = tool({ name: 'pay', description: 'pay', parameters: z.object({ order: z.string() }), execute: async ({ order }) => (beforeCall(), charge(order)) });
-        const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { order: 'o-1' } }] } : { content: 'done' }));
+        const pay = tool({
+          name: 'pay',
+          description: 'pay',
+          parameters: z.object({ order: z.string() }),
+          execute: async ({ order }) => (beforeCall(), charge(order)),
+        });
+        const model = new ScriptedModel(({ turn }) =>
+          turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { order: 'o-1' } }] } : { content: 'done' },
+        );
         return new Agent({ name: 'reuse', model, tools: [pay], checkpointer: store });
       };
       let openA!: () => void;
@@ -510,7 +618,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       openA();
       expect(await runA).toBe('LEASE_LOST');
       expect((await runC).status).toBe('completed');
-      expect({ effects, entries: (await store.listIdempotent(id)).map((e) => e.result) }).toEqual({ effects: ['A:o-1', 'C:o-1'], entries: [{ by: 'C' }] });
+      expect({ effects, entries: (await store.listIdempotent(id)).map((e) => e.result) }).toEqual({
+        effects: ['A:o-1', 'C:o-1'],
+        entries: [{ by: 'C' }],
+      });
     });
 
     it('idempotent arguments with no stable JSON form are refused before fn runs, as a tool result', async () => {
@@ -520,7 +631,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         return 1;
       });
       const t = tool({ name: 't', description: '', parameters: z.object({}), execute: async () => badArgs(() => 1) });
-      const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 't', arguments: {} }] } : { content: toolResults[0].content }));
+      const model = new ScriptedModel(({ turn, toolResults }) =>
+        turn === 0 ? { toolCalls: [{ name: 't', arguments: {} }] } : { content: toolResults[0].content },
+      );
       const r = await new Agent({ name: 'a', model, tools: [t], checkpointer: store }).run('go');
       expect(r.output).toMatch(/no stable JSON form/);
       expect(ran).toBe(0);
@@ -542,9 +655,16 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           sent++;
           return { sent };
         });
-        const t = tool({ name: 'act', description: '', parameters: z.object({ text: z.string() }), execute: async ({ text }) => send(text) });
+        const t = tool({
+          name: 'act',
+          description: '',
+          parameters: z.object({ text: z.string() }),
+          execute: async ({ text }) => send(text),
+        });
         const model = new ScriptedModel(({ turn, toolResults }) =>
-          turn === 0 || /failed/.test(toolResults[0]?.content ?? '') ? { toolCalls: [{ name: 'act', arguments: { text: 'hi' } }] } : { content: toolResults[0].content },
+          turn === 0 || /failed/.test(toolResults[0]?.content ?? '')
+            ? { toolCalls: [{ name: 'act', arguments: { text: 'hi' } }] }
+            : { content: toolResults[0].content },
         );
         const agent = new Agent({ name: 'sf', model, tools: [t], checkpointer: faulty.store });
         const id = `store-failed-${n}`;
@@ -554,7 +674,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         const r = await agent.resume(id);
         expect(r).toMatchObject({ status: 'completed', output: '{"sent":1}' });
         expect(sent).toBe(1);
-        expect((await faulty.store.list(id)).filter((row) => row.step === 'run_end').map((row) => row.status)).toEqual(['completed']);
+        expect((await faulty.store.list(id)).filter((row) => row.step === 'run_end').map((row) => row.status)).toEqual([
+          'completed',
+        ]);
       } finally {
         await faulty.close();
       }
@@ -570,11 +692,16 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       try {
         let ran = 0;
         const t = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => `ran ${++ran}` });
-        const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content }));
+        const model = new ScriptedModel(({ turn, toolResults }) =>
+          turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content },
+        );
         const agent = new Agent({ name: 'own', model, tools: [t], checkpointer: faulty.store });
         const id = `own-write-${n}`;
         await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'STORE_FAILED' });
-        expect(await rowsOf(faulty.store, id)).toEqual(['turn:0 llm_call completed', 'turn:0/tool:act tool_call completed']);
+        expect(await rowsOf(faulty.store, id)).toEqual([
+          'turn:0 llm_call completed',
+          'turn:0/tool:act tool_call completed',
+        ]);
         expect(ran).toBe(0);
         expect(await agent.resume(id)).toMatchObject({ status: 'completed', output: 'ran 1' });
       } finally {
@@ -605,11 +732,21 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const faulty = await cutOffAfterPut(2);
       try {
         const act = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => 'acted' });
-        for (const [i, name] of ['lookup', 'functions/lookup', 'agent:x/tool:y', `\u0007${'n'.repeat(600)}`].entries()) {
-          const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name, arguments: {} }] } : { content: toolResults[0].content }));
+        for (const [i, name] of [
+          'lookup',
+          'functions/lookup',
+          'agent:x/tool:y',
+          `\u0007${'n'.repeat(600)}`,
+        ].entries()) {
+          const model = new ScriptedModel(({ turn, toolResults }) =>
+            turn === 0 ? { toolCalls: [{ name, arguments: {} }] } : { content: toolResults[0].content },
+          );
           const agent = new Agent({ name: 'stray', model, tools: [act], checkpointer: faulty.store });
           const first = await agent.run('go', { executionId: `stray-first-${n}-${i}` });
-          expect(first).toMatchObject({ status: 'completed', output: `Tool '${name}' does not exist. Available: act.` });
+          expect(first).toMatchObject({
+            status: 'completed',
+            output: `Tool '${name}' does not exist. Available: act.`,
+          });
           const id = `stray-${n}-${i}`;
           faulty.arm();
           await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'STORE_FAILED' });
@@ -617,7 +754,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           expect(r).toMatchObject({ status: 'completed', output: first.output });
           expect(model.calls).toBe(4);
           const row = (await faulty.store.list(id))[1];
-          expect(row).toMatchObject({ step: 'tool_call', agentPath: expect.stringMatching(/^agent:stray\/tool:[^/]*$/) });
+          expect(row).toMatchObject({
+            step: 'tool_call',
+            agentPath: expect.stringMatching(/^agent:stray\/tool:[^/]*$/),
+          });
           expect(row.nodeId).toBe(`turn:0/${row.agentPath.slice('agent:stray/'.length)}`);
           if (name === 'functions/lookup') expect(row.agentPath).toBe('agent:stray/tool:functions%2Flookup');
           if (name === 'lookup') expect(row.agentPath).toBe('agent:stray/tool:lookup');
@@ -626,9 +766,13 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           expect(await faulty.store.readState(row)).toMatchObject({ toolName: name, toolMissing: true });
         }
         // a known tool's row carries no mark
-        const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: 'done' }));
+        const model = new ScriptedModel(({ turn }) =>
+          turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: 'done' },
+        );
         const id = `known-${n}`;
-        await new Agent({ name: 'stray', model, tools: [act], checkpointer: faulty.store }).run('go', { executionId: id });
+        await new Agent({ name: 'stray', model, tools: [act], checkpointer: faulty.store }).run('go', {
+          executionId: id,
+        });
         const rows = await faulty.store.list(id);
         expect(await faulty.store.readState(rows[1])).not.toHaveProperty('toolMissing');
       } finally {
@@ -641,10 +785,16 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       try {
         let ran = 0;
         const act = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => `ran ${++ran}` });
-        const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content }));
+        const model = new ScriptedModel(({ turn, toolResults }) =>
+          turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content },
+        );
         const id = `dropped-${n}`;
         faulty.arm();
-        await expect(new Agent({ name: 'deployer', model, tools: [act], checkpointer: faulty.store }).run('go', { executionId: id })).rejects.toMatchObject({ code: 'STORE_FAILED' });
+        await expect(
+          new Agent({ name: 'deployer', model, tools: [act], checkpointer: faulty.store }).run('go', {
+            executionId: id,
+          }),
+        ).rejects.toMatchObject({ code: 'STORE_FAILED' });
         const before = await faulty.store.list(id);
         const redeployed = new Agent({ name: 'deployer', model, tools: [], checkpointer: faulty.store });
         await expect(redeployed.resume(id)).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', details: { tool: 'act' } });
@@ -670,11 +820,16 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
             agentPath: 'agent:deployer/tool:lookup',
             state: { messages, turn: 0, toolName: 'lookup', toolCallId: 'c0', ...extra },
           });
-          await expect(redeployed.resume(oldId)).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', details: { tool: 'lookup' } });
+          await expect(redeployed.resume(oldId)).rejects.toMatchObject({
+            code: 'TOOL_NOT_FOUND',
+            details: { tool: 'lookup' },
+          });
           expect(await faulty.store.list(oldId)).toHaveLength(1);
         }
         // the agent that has the tool carries on
-        expect(await new Agent({ name: 'deployer', model, tools: [act], checkpointer: faulty.store }).resume(id)).toMatchObject({ status: 'completed', output: 'ran 1' });
+        expect(
+          await new Agent({ name: 'deployer', model, tools: [act], checkpointer: faulty.store }).resume(id),
+        ).toMatchObject({ status: 'completed', output: 'ran 1' });
       } finally {
         await faulty.close();
       }
@@ -695,7 +850,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         code: 'INVALID_OPTIONS',
         details: { problems: ['name "billing/refunds" holds \'/\', which splits a path'] },
       });
-      expect(made({ name: 'billing/refunds' })?.message).toBe('Agent: name "billing/refunds" holds \'/\', which splits a path');
+      expect(made({ name: 'billing/refunds' })?.message).toBe(
+        'Agent: name "billing/refunds" holds \'/\', which splits a path',
+      );
       expect(made({ name: '' })?.details?.problems).toEqual(['name "" is empty']);
       expect(made({ name: `${'b'.repeat(260)}\n/`, leaseMs: 0, maxTurns: Number.NaN })?.details?.problems).toEqual([
         expect.stringMatching(
@@ -711,22 +868,35 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         'name "evil\\u202egnp.exe\\u0085\\u007f" holds control characters ("\\u202e", "\\u0085", "\\u007f"), which a terminal showing its rows would act on',
       ]);
       expect(made({ name: ' ' })?.details?.problems).toEqual(['name " " is blank']);
-      expect(made({ name: 'a\u200eb\u061c' })?.details?.problems).toEqual(['name "a\\u200eb\\u061c" holds control characters ("\\u200e", "\\u061c"), which a terminal showing its rows would act on']);
+      expect(made({ name: 'a\u200eb\u061c' })?.details?.problems).toEqual([
+        'name "a\\u200eb\\u061c" holds control characters ("\\u200e", "\\u061c"), which a terminal showing its rows would act on',
+      ]);
       // tools given as plain objects and asTool() names: the same rule; tool() keeps what model APIs take
       const plain = { name: 'a/b', description: '', parameters: z.object({}), execute: () => 1 };
       expect(made({ tools: [plain, { ...plain, name: 'c' }, { ...plain, name: 'c' }] })?.details?.problems).toEqual([
         'tools[0].name "a/b" holds \'/\', which splits a path',
         "tools[2]: duplicate tool name 'c'",
       ]);
-      expect(() => tool({ ...plain, name: 'a b' })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringMatching(/^tool: name "a b" holds " "/) }));
-      expect(() => new Agent({ name: 'w', model }).asTool({ name: 'to/w' })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS' }));
+      expect(() => tool({ ...plain, name: 'a b' })).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_OPTIONS',
+          message: expect.stringMatching(/^tool: name "a b" holds " "/),
+        }),
+      );
+      expect(() => new Agent({ name: 'w', model }).asTool({ name: 'to/w' })).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTIONS' }),
+      );
       // names an agent could have before the check keep working (their runs stay resumable)
-      for (const name of ['refund-bot', 'A_1', 'x'.repeat(256), 'Refund Bot', 'billing.eu', 'billing:eu', 'reçu']) expect(made({ name }), name).toBeNull();
+      for (const name of ['refund-bot', 'A_1', 'x'.repeat(256), 'Refund Bot', 'billing.eu', 'billing:eu', 'reçu'])
+        expect(made({ name }), name).toBeNull();
       expect(made({ tools: [{ ...plain, name: 'Look Up' }] })).toBeNull();
       // two workers of one name would share the rows filed under agent:NAME; one worker under two tools is fine
       const worker = (name: string) => new Agent({ name, model, checkpointer: store });
       const w = worker('w');
-      expect(made({ kind: 'supervisor', tools: [w.asTool({ name: 'one' }), worker('w').asTool({ name: 'two' })] })?.details?.problems).toEqual([
+      expect(
+        made({ kind: 'supervisor', tools: [w.asTool({ name: 'one' }), worker('w').asTool({ name: 'two' })] })?.details
+          ?.problems,
+      ).toEqual([
         "tools[1] delegates to another worker agent named 'w' than tools[0] (a worker's rows are filed under agent:w)",
       ]);
       expect(made({ kind: 'supervisor', tools: [w.asTool({ name: 'one' }), w.asTool({ name: 'two' })] })).toBeNull();
@@ -738,9 +908,15 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         ran++;
         return 1;
       };
-      expect(() => idempotent(effect, { key: 'k'.repeat(513) })).toThrow(expect.objectContaining({ code: 'INVALID_IDEMPOTENCY_KEY' }));
-      expect(() => idempotent(effect, { key: '' })).toThrow(expect.objectContaining({ code: 'INVALID_IDEMPOTENCY_KEY' }));
-      expect(() => idempotent(effect, { key: 'a\u0000b' })).toThrow(expect.objectContaining({ code: 'INVALID_IDEMPOTENCY_KEY' }));
+      expect(() => idempotent(effect, { key: 'k'.repeat(513) })).toThrow(
+        expect.objectContaining({ code: 'INVALID_IDEMPOTENCY_KEY' }),
+      );
+      expect(() => idempotent(effect, { key: '' })).toThrow(
+        expect.objectContaining({ code: 'INVALID_IDEMPOTENCY_KEY' }),
+      );
+      expect(() => idempotent(effect, { key: 'a\u0000b' })).toThrow(
+        expect.objectContaining({ code: 'INVALID_IDEMPOTENCY_KEY' }),
+      );
       const long = idempotent(async (text: string) => effect(), { key: (text) => `mail:${text}` });
       const { agent } = pausingAgent('keys', async ({ text }) => long(text).catch((e: { code: string }) => e.code));
       const id = `explicit-key-${n}`;
@@ -753,7 +929,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const uncaught = pausingAgent('keys-uncaught', async ({ text }) => long(text));
       const r2 = await uncaught.agent.run('go', { executionId: `uncaught-key-${n}` });
       expect(r2.status).toBe('completed');
-      expect(r2.output).toMatch(/^Tool 'act' failed: the `key` function of .* is not a usable idempotency key: 605 characters, outside 1\.\.512/);
+      expect(r2.output).toMatch(
+        /^Tool 'act' failed: the `key` function of .* is not a usable idempotency key: 605 characters, outside 1\.\.512/,
+      );
       expect(uncaught.model.calls).toBe(4);
       expect(ran).toBe(0);
     });
@@ -783,7 +961,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const id = `legacy-key-${n}`;
       await store.putIdempotent(id, `notify:${stableStringify(['oncall', 2])}`, 'sent before the upgrade');
       const t = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => notify('oncall', 2) });
-      const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content }));
+      const model = new ScriptedModel(({ turn, toolResults }) =>
+        turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content },
+      );
       const r = await new Agent({ name: 'up', model, tools: [t], checkpointer: store }).run('go', { executionId: id });
       expect(r.output).toBe('sent before the upgrade');
       expect(ran).toBe(0);
@@ -806,7 +986,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           return 'ok';
         },
       });
-      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: 'done' }));
+      const model = new ScriptedModel(({ turn }) =>
+        turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: 'done' },
+      );
       const id = `inflight-${n}`;
       await new Agent({ name: 'in', model, tools: [t], checkpointer: store }).run('go', { executionId: id });
       expect(fired.sort()).toEqual(['backup', 'oncall']);
@@ -834,8 +1016,15 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(() => idempotent(Object.defineProperty(async () => 1, 'name', { value: 'default' }))).toThrow(required);
       const sendEmail = idempotent(email.send.bind(email), { key: (to) => `email:${to}` });
       const sendSms = idempotent(sms.send.bind(sms), { key: (to) => `sms:${to}` });
-      const t = tool({ name: 'act', description: '', parameters: z.object({}), execute: async () => [await sendEmail('ann'), await sendSms('ann')].join(' ') });
-      const model = new ScriptedModel(({ turn, toolResults }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content }));
+      const t = tool({
+        name: 'act',
+        description: '',
+        parameters: z.object({}),
+        execute: async () => [await sendEmail('ann'), await sendSms('ann')].join(' '),
+      });
+      const model = new ScriptedModel(({ turn, toolResults }) =>
+        turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: toolResults[0].content },
+      );
       const r = await new Agent({ name: 'gen', model, tools: [t], checkpointer: store }).run('go');
       expect(r.output).toBe('email-1 sms-1');
     });
@@ -848,7 +1037,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           fail = false;
           throw new Error('provider returned 503');
         }
-        return (base as unknown as { rule: (c: typeof ctx) => ReturnType<ConstructorParameters<typeof ScriptedModel>[0]> }).rule(ctx);
+        return (
+          base as unknown as { rule: (c: typeof ctx) => ReturnType<ConstructorParameters<typeof ScriptedModel>[0]> }
+        ).rule(ctx);
       });
       const { agent } = refundAgent({ store, ledger, model: flaky });
       const id = `fail-${n}`;
@@ -858,7 +1049,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const again = await agent.resume(id);
       expect(again).toMatchObject({ status: 'completed', output: 'Refund for order 1042 is on its way.' });
       expect(ledger.charges().length).toBe(1);
-      await expect(agent.resume(id)).rejects.toMatchObject({ code: 'ALREADY_RESUMED', message: expect.stringMatching(/already finished/) });
+      await expect(agent.resume(id)).rejects.toMatchObject({
+        code: 'ALREADY_RESUMED',
+        message: expect.stringMatching(/already finished/),
+      });
     });
 
     it('fork branches a run under a new id, leaves the original untouched, refuses the marker', async () => {
@@ -872,7 +1066,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(await store.list(id)).toEqual(before);
       const forkRows = await store.list(f.executionId);
       expect(forkRows[0]).toMatchObject({ step: 'fork_origin', parentId: before[2].id });
-      await expect(agent.fork(id, { checkpointId: before[3].id })).rejects.toMatchObject({ code: 'CHECKPOINT_ERROR', message: expect.stringMatching(/run-end marker/) });
+      await expect(agent.fork(id, { checkpointId: before[3].id })).rejects.toMatchObject({
+        code: 'CHECKPOINT_ERROR',
+        message: expect.stringMatching(/run-end marker/),
+      });
       const withInput = await agent.fork(id, { checkpointId: before[0].id, input: 'also refund order 7 amount 5' });
       expect(withInput.status).toBe('completed');
       expect(ledger.charges().length).toBe(2);
@@ -882,20 +1079,35 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const id = `missing-${n}`;
       await refundAgent({ store, ledger }).agent.run(refundRequest('1', 5000), { executionId: id });
       const { agent: lacking } = refundAgent({ store, ledger, withoutRefundTool: true });
-      await expect(lacking.resume(id, { approved: true })).rejects.toMatchObject({ code: 'TOOL_NOT_FOUND', details: { tool: 'refund' }, message: expect.stringMatching(/tool 'refund'/) });
+      await expect(lacking.resume(id, { approved: true })).rejects.toMatchObject({
+        code: 'TOOL_NOT_FOUND',
+        details: { tool: 'refund' },
+        message: expect.stringMatching(/tool 'refund'/),
+      });
       expect(await store.getPendingInterrupt(id)).not.toBeNull();
       expect((await refundAgent({ store, ledger }).agent.resume(id, { approved: true })).status).toBe('completed');
     });
 
     it('a run failed with MAX_TURNS right after its tools ran keeps their results: a resume never runs them again, and one with a higher maxTurns goes on from them to the model', async () => {
       let emails = 0;
-      const send = tool({ name: 'send_email', description: '', parameters: z.object({ to: z.string() }), execute: ({ to }) => `sent ${++emails} to ${to}` });
+      const send = tool({
+        name: 'send_email',
+        description: '',
+        parameters: z.object({ to: z.string() }),
+        execute: ({ to }) => `sent ${++emails} to ${to}`,
+      });
       const model = new ScriptedModel(({ turn, toolResults }) =>
-        turn < 2 ? { toolCalls: [{ name: 'send_email', arguments: { to: `t${turn}` } }] } : { content: `last result: ${toolResults[0]?.content}` },
+        turn < 2
+          ? { toolCalls: [{ name: 'send_email', arguments: { to: `t${turn}` } }] }
+          : { content: `last result: ${toolResults[0]?.content}` },
       );
-      const agent = (maxTurns: number) => new Agent({ name: 'mailer', model, tools: [send], checkpointer: store, maxTurns });
+      const agent = (maxTurns: number) =>
+        new Agent({ name: 'mailer', model, tools: [send], checkpointer: store, maxTurns });
       const id = `max-turns-${n}`;
-      expect(await agent(2).run('go', { executionId: id })).toMatchObject({ status: 'failed', error: { code: 'MAX_TURNS' } });
+      expect(await agent(2).run('go', { executionId: id })).toMatchObject({
+        status: 'failed',
+        error: { code: 'MAX_TURNS' },
+      });
       expect([emails, model.calls]).toEqual([2, 2]);
       // the same limit: failed again at once, no tool run, no model call
       expect(await agent(2).resume(id)).toMatchObject({ status: 'failed', error: { code: 'MAX_TURNS' } });
@@ -912,7 +1124,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         parameters: z.object({ i: z.number() }),
         execute: ({ i }) => (i === 999 ? interrupt('last', { i }).approved : i),
       });
-      const model = new ScriptedModel(({ turn }) => (turn < 1000 ? { toolCalls: [{ name: 'step', arguments: { i: turn } }] } : { content: `done after ${turn}` }));
+      const model = new ScriptedModel(({ turn }) =>
+        turn < 1000 ? { toolCalls: [{ name: 'step', arguments: { i: turn } }] } : { content: `done after ${turn}` },
+      );
       const agent = new Agent({ name: 'long', model, tools: [step], checkpointer: store, maxTurns: 2000 });
       const id = `long-${n}`;
       const p = await agent.run('go', { executionId: id });
@@ -926,9 +1140,17 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
     it('a supervisor delegates to a worker: paths nest, one execution holds it all, resume goes through it', async () => {
       const { agent: worker, model: workerModel } = refundAgent({ store, ledger });
       const supervisorModel = new ScriptedModel(({ turn, toolResults }) =>
-        turn === 0 ? { toolCalls: [{ name: 'refunds', arguments: { task: refundRequest('77', 9000) } }] } : { content: `supervisor: ${toolResults[0].content}` },
+        turn === 0
+          ? { toolCalls: [{ name: 'refunds', arguments: { task: refundRequest('77', 9000) } }] }
+          : { content: `supervisor: ${toolResults[0].content}` },
       );
-      const sup = new Agent({ name: 'desk', kind: 'supervisor', model: supervisorModel, tools: [worker.asTool({ name: 'refunds' })], checkpointer: store });
+      const sup = new Agent({
+        name: 'desk',
+        kind: 'supervisor',
+        model: supervisorModel,
+        tools: [worker.asTool({ name: 'refunds' })],
+        checkpointer: store,
+      });
       const id = `nested-${n}`;
       const p = await sup.run('handle refunds', { executionId: id });
       expect(p.status).toBe('paused');
@@ -964,7 +1186,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           return 'ok';
         },
       });
-      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'slow', arguments: {} }] } : { content: 'done' }));
+      const model = new ScriptedModel(({ turn }) =>
+        turn === 0 ? { toolCalls: [{ name: 'slow', arguments: {} }] } : { content: 'done' },
+      );
       const make = () => new Agent({ name: 'held', model, tools: [slow], checkpointer: store });
       const id = `held-${n}`;
       const running = make().run('go', { executionId: id });
@@ -973,7 +1197,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       const err = await make()
         .resume(id)
         .catch((e: unknown) => e);
-      expect(err).toMatchObject({ code: 'RUN_IN_PROGRESS', details: { executionId: id, holder: expect.stringContaining(store.writerId) } });
+      expect(err).toMatchObject({
+        code: 'RUN_IN_PROGRESS',
+        details: { executionId: id, holder: expect.stringContaining(store.writerId) },
+      });
       expect(Date.parse((err as { details: { expiresAt: string } }).details.expiresAt)).toBeGreaterThan(Date.now());
       expect((await store.list(id)).length).toBe(rows);
       await expect(make().run('go', { executionId: id })).rejects.toMatchObject({ code: 'EXECUTION_EXISTS' });
@@ -993,7 +1220,9 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       });
       try {
         const act = tool({ name: 'act', description: '', parameters: z.object({}), execute: () => 'done' });
-        const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: 'done' }));
+        const model = new ScriptedModel(({ turn }) =>
+          turn === 0 ? { toolCalls: [{ name: 'act', arguments: {} }] } : { content: 'done' },
+        );
         const agent = new Agent({ name: 'escapes', model, tools: [act], checkpointer: faulty.store });
         const id = `escape-${n}`;
         await expect(agent.run('go', { executionId: id })).rejects.toMatchObject({ code: 'STORE_FAILED' });
@@ -1006,8 +1235,15 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
     it("a long tool keeps its lease: the unref'd timer renews it while the tool runs, with no write in between", async () => {
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
-      const long = tool({ name: 'long', description: 'waits', parameters: z.object({}), execute: async () => (await gate, 'ok') });
-      const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'long', arguments: {} }] } : { content: 'done' }));
+      const long = tool({
+        name: 'long',
+        description: 'waits',
+        parameters: z.object({}),
+        execute: async () => (await gate, 'ok'),
+      });
+      const model = new ScriptedModel(({ turn }) =>
+        turn === 0 ? { toolCalls: [{ name: 'long', arguments: {} }] } : { content: 'done' },
+      );
       const agent = new Agent({ name: 'long', model, tools: [long], checkpointer: store, leaseMs: 300 });
       const id = `renew-${n}`;
       const running = agent.run('go', { executionId: id });
@@ -1017,7 +1253,8 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       while (seen.size < 4) {
         if (Date.now() > deadline) throw new Error(`the lease was renewed ${seen.size - 1} times in 60 s`);
         const l = await store.getLease(id);
-        if (l?.holder && l.expiresAt && (await store.list(id)).some((r) => r.step === 'tool_call')) seen.add(l.expiresAt);
+        if (l?.holder && l.expiresAt && (await store.list(id)).some((r) => r.step === 'tool_call'))
+          seen.add(l.expiresAt);
         await new Promise((r) => setTimeout(r, 30));
       }
       const info = await store.getLease(id);

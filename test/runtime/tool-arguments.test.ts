@@ -19,7 +19,8 @@ const makeSchema = () =>
     opts: z.object({ deep: z.boolean(), n: z.coerce.number() }).strict().optional(),
   });
 const toolOf = (parameters: z.ZodType) => tool({ name: 'work', description: 'work', parameters, execute: () => 'ok' });
-const plain = (r: z.ZodSafeParseResult<unknown>) => (r.success ? { ok: true, data: r.data } : { ok: false, issues: r.error.issues });
+const plain = (r: z.ZodSafeParseResult<unknown>) =>
+  r.success ? { ok: true, data: r.data } : { ok: false, issues: r.error.issues };
 
 describe('parseArguments', () => {
   it('answers as the schema does on every call, before and after the switch to the compiled parser', () => {
@@ -32,7 +33,10 @@ describe('parseArguments', () => {
               name: fc.string(),
               tags: fc.option(fc.array(fc.string()), { nil: undefined }),
               mode: fc.constantFrom('a', 'b', 'c'),
-              opts: fc.record({ deep: fc.boolean(), n: fc.oneof(fc.integer(), fc.string()), extra: fc.string() }, { requiredKeys: ['deep', 'n'] }),
+              opts: fc.record(
+                { deep: fc.boolean(), n: fc.oneof(fc.integer(), fc.string()), extra: fc.string() },
+                { requiredKeys: ['deep', 'n'] },
+              ),
             },
             { requiredKeys: ['t', 'name'] },
           ),

@@ -13,7 +13,20 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Agent, connectPlane, ErrorCode, idempotent, interrupt, openStore, recoverRuns, restoreFromPlane, ScriptedModel, serveDecisions, tool, WaymarkError } from '../../client/index.js';
+import {
+  Agent,
+  connectPlane,
+  ErrorCode,
+  idempotent,
+  interrupt,
+  openStore,
+  recoverRuns,
+  restoreFromPlane,
+  ScriptedModel,
+  serveDecisions,
+  tool,
+  WaymarkError,
+} from '../../client/index.js';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { suggest } from '../../shared/options.js';
@@ -47,7 +60,9 @@ function approvalBot(store: SqliteCheckpointer, charges: string[]): Agent {
       return answer.approved ? 'refunded' : 'declined';
     },
   });
-  const model = new ScriptedModel(({ turn }) => (turn === 0 ? { toolCalls: [{ name: 'refund', arguments: {} }] } : { content: 'done' }));
+  const model = new ScriptedModel(({ turn }) =>
+    turn === 0 ? { toolCalls: [{ name: 'refund', arguments: {} }] } : { content: 'done' },
+  );
   return new Agent({ name: 'bot', model, tools: [refund], checkpointer: store });
 }
 
@@ -73,12 +88,19 @@ describe('unknown options are refused, naming each, and the call changes nothing
     const paused = await bot.run('refund order 7', { executionId: 'order-7' });
     expect(paused.status).toBe('paused');
     const at = paused.pendingInterrupt!.checkpointId;
-    const e = await refusal(() => bot.resume('order-7', { approved: true }, { checkpointid: at, withoutPlan: true } as never));
-    expect(problems(e)).toEqual(["unknown option 'checkpointid' (did you mean 'checkpointId'?)", "unknown option 'withoutPlan' (did you mean 'withoutPlane'?)"]);
+    const e = await refusal(() =>
+      bot.resume('order-7', { approved: true }, { checkpointid: at, withoutPlan: true } as never),
+    );
+    expect(problems(e)).toEqual([
+      "unknown option 'checkpointid' (did you mean 'checkpointId'?)",
+      "unknown option 'withoutPlan' (did you mean 'withoutPlane'?)",
+    ]);
     expect(e.message).toContain('nothing was claimed');
     expect(charges).toEqual([]);
     expect((await store.latest('order-7'))?.status).toBe('interrupted');
-    expect(await bot.resume('order-7', { approved: true }, { checkpointId: at })).toMatchObject({ status: 'completed' });
+    expect(await bot.resume('order-7', { approved: true }, { checkpointId: at })).toMatchObject({
+      status: 'completed',
+    });
     expect(charges).toEqual(['refunded']);
     // fork names its own
     const fork = await refusal(() => bot.fork('order-7', { executionid: 'order-7b' } as never));
@@ -90,16 +112,26 @@ describe('unknown options are refused, naming each, and the call changes nothing
   it('Agent, idempotent, recoverRuns, serveDecisions: each names the unknown name with its other problems', async () => {
     const store = new SqliteCheckpointer({ path: tmp.file('agent.db') });
     const model = new ScriptedModel(() => ({ content: 'hi' }));
-    const agent = await refusal(() => new Agent({ name: 'bot', model, checkpointer: store, maxTurn: 3, leaseMs: 0 } as never));
-    expect(problems(agent)).toEqual(["unknown option 'maxTurn' (did you mean 'maxTurns'?)", 'leaseMs must be a positive integer (got 0)']);
+    const agent = await refusal(
+      () => new Agent({ name: 'bot', model, checkpointer: store, maxTurn: 3, leaseMs: 0 } as never),
+    );
+    expect(problems(agent)).toEqual([
+      "unknown option 'maxTurn' (did you mean 'maxTurns'?)",
+      'leaseMs must be a positive integer (got 0)',
+    ]);
     const once = await refusal(() => idempotent(async function charge(_order: string) {}, { Key: 'x' } as never));
     expect(problems(once)).toEqual(["unknown option 'Key' (did you mean 'key'?)"]);
     const bot = new Agent({ name: 'bot', model, checkpointer: store });
     const recover = await refusal(() => recoverRuns({ agents: [bot], store, concurency: 0 } as never));
     expect(problems(recover)).toEqual(["unknown option 'concurency' (did you mean 'concurrency'?)"]);
     const missing = await refusal(() => recoverRuns({ store, concurrency: 0 } as never));
-    expect(problems(missing)).toEqual(['agents: required, an array of the agents whose runs to recover', 'concurrency must be a positive integer (got 0)']);
-    const serve = await refusal(() => serveDecisions({ agent: bot, store, signal: new AbortController().signal, pollMS: 5 } as never));
+    expect(problems(missing)).toEqual([
+      'agents: required, an array of the agents whose runs to recover',
+      'concurrency must be a positive integer (got 0)',
+    ]);
+    const serve = await refusal(() =>
+      serveDecisions({ agent: bot, store, signal: new AbortController().signal, pollMS: 5 } as never),
+    );
     expect(problems(serve)).toEqual(["unknown option 'pollMS' (did you mean 'pollMs'?)"]);
     await store.close();
   });
@@ -108,7 +140,10 @@ describe('unknown options are refused, naming each, and the call changes nothing
     const dir = tmp.file('stores');
     const { mkdirSync } = await import('node:fs');
     mkdirSync(dir);
-    const sqlite = await refusal(() => new SqliteCheckpointer({ file: `${dir}/runs.db`, synchronous: 'off; drop table x', outBox: false } as never));
+    const sqlite = await refusal(
+      () =>
+        new SqliteCheckpointer({ file: `${dir}/runs.db`, synchronous: 'off; drop table x', outBox: false } as never),
+    );
     expect(problems(sqlite)).toEqual([
       "unknown option 'file'",
       "unknown option 'outBox' (did you mean 'outbox'?)",
@@ -117,7 +152,9 @@ describe('unknown options are refused, naming each, and the call changes nothing
     ]);
     expect(sqlite.message).toContain('nothing was opened');
     expect(readdirSync(dir)).toEqual([]);
-    const pg = await refusal(() => new PostgresCheckpointer({ URL: 'postgres://127.0.0.1/x', schema: 'Bad-Name', max: 0 } as never));
+    const pg = await refusal(
+      () => new PostgresCheckpointer({ URL: 'postgres://127.0.0.1/x', schema: 'Bad-Name', max: 0 } as never),
+    );
     expect(problems(pg)).toEqual([
       "unknown option 'URL' (did you mean 'url'?)",
       'give url (a postgres:// URL) or sql (a postgres.js client)',
@@ -131,7 +168,13 @@ describe('unknown options are refused, naming each, and the call changes nothing
 
   it('connectPlane and restoreFromPlane let other names through (one config object serves both), their own names checked; restore names a missing id', async () => {
     const store = new SqliteCheckpointer({ path: tmp.file('plane.db') });
-    const shared = { url: 'http://127.0.0.1:1', apiKey: 'k', claimFlushMs: 100, onClaimRefused: 'refuse' as const, pageSize: 10 };
+    const shared = {
+      url: 'http://127.0.0.1:1',
+      apiKey: 'k',
+      claimFlushMs: 100,
+      onClaimRefused: 'refuse' as const,
+      pageSize: 10,
+    };
     const replica = connectPlane(store, shared);
     await replica.stop();
     const restore = await refusal(() => restoreFromPlane(store, 'order-1', { ...shared, apiKey: ' ' }));
@@ -139,7 +182,9 @@ describe('unknown options are refused, naming each, and the call changes nothing
     expect(restore.message).toContain('nothing was imported');
     expect(await store.latest('order-1')).toBeNull();
     // the id a script forgot (process.argv[2] unset): named, not asked of the plane as 'undefined'
-    const noId = await refusal(() => restoreFromPlane(store, undefined as never, { url: 'http://127.0.0.1:1', apiKey: 'k' }));
+    const noId = await refusal(() =>
+      restoreFromPlane(store, undefined as never, { url: 'http://127.0.0.1:1', apiKey: 'k' }),
+    );
     expect(problems(noId)).toEqual([expect.stringMatching(/^executionId: /)]);
     await store.close();
   });
@@ -147,7 +192,10 @@ describe('unknown options are refused, naming each, and the call changes nothing
   it('an option given as undefined asks for nothing and is let through', async () => {
     const store = new SqliteCheckpointer({ path: tmp.file('undefined.db'), extra: undefined } as never);
     const bot = new Agent({ name: 'bot', model: new ScriptedModel(() => ({ content: 'hi' })), checkpointer: store });
-    expect(await bot.run('hello', { executionId: 'u-1', spare: undefined } as never)).toMatchObject({ status: 'completed', executionId: 'u-1' });
+    expect(await bot.run('hello', { executionId: 'u-1', spare: undefined } as never)).toMatchObject({
+      status: 'completed',
+      executionId: 'u-1',
+    });
     await store.close();
   });
 

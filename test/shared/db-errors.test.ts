@@ -6,18 +6,33 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
-import { codesOf, connectionFailed, connectionLost, databaseRefused, databaseUnavailable, DB_FAILURES, dbFailureOf, retryLater, SQLSTATE, transactionConflict } from '../../shared/db-errors.js';
+import {
+  codesOf,
+  connectionFailed,
+  connectionLost,
+  databaseRefused,
+  databaseUnavailable,
+  DB_FAILURES,
+  dbFailureOf,
+  retryLater,
+  SQLSTATE,
+  transactionConflict,
+} from '../../shared/db-errors.js';
 import { WaymarkError } from '../../shared/errors.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 
 /** The shape postgres.js gives a server error (PostgresError). */
-const pgjs = (code: string) => Object.assign(new Error('server said no'), { name: 'PostgresError', code, severity: 'FATAL', routine: 'x' });
+const pgjs = (code: string) =>
+  Object.assign(new Error('server said no'), { name: 'PostgresError', code, severity: 'FATAL', routine: 'x' });
 /** The shape node-postgres gives a server error (DatabaseError). */
-const nodePg = (code: string) => Object.assign(new Error('server said no'), { name: 'error', code, severity: 'ERROR', length: 100 });
+const nodePg = (code: string) =>
+  Object.assign(new Error('server said no'), { name: 'error', code, severity: 'ERROR', length: 100 });
 /** A Node socket error. */
-const errno = (code: string, n: number) => Object.assign(new Error(`connect ${code} 127.0.0.1:5432`), { code, errno: n, syscall: 'connect' });
+const errno = (code: string, n: number) =>
+  Object.assign(new Error(`connect ${code} 127.0.0.1:5432`), { code, errno: n, syscall: 'connect' });
 /** drizzle's wrapper: no code of its own, the driver's error as its cause. */
-const drizzle = (cause: unknown) => Object.assign(new Error('Failed query: select 1'), { name: 'DrizzleQueryError', cause });
+const drizzle = (cause: unknown) =>
+  Object.assign(new Error('Failed query: select 1'), { name: 'DrizzleQueryError', cause });
 
 describe('the code table', () => {
   it('names what each code means', () => {
@@ -30,7 +45,12 @@ describe('the code table', () => {
     expect(DB_FAILURES.ECONNRESET).toBe('connection_lost');
     expect(DB_FAILURES.ECONNREFUSED).toBe('unavailable');
     expect(DB_FAILURES.ETIMEDOUT).toBe('unavailable');
-    expect(SQLSTATE).toEqual({ uniqueViolation: '23505', serializationFailure: '40001', deadlockDetected: '40P01', invalidTextRepresentation: '22P02' });
+    expect(SQLSTATE).toEqual({
+      uniqueViolation: '23505',
+      serializationFailure: '40001',
+      deadlockDetected: '40P01',
+      invalidTextRepresentation: '22P02',
+    });
   });
 
   it('postgres.js and node-postgres server errors classify alike', () => {
@@ -53,7 +73,9 @@ describe('the code table', () => {
     expect(connectionLost(errno('EPIPE', -32))).toBe(true);
     expect(databaseUnavailable(errno('ECONNREFUSED', -111))).toBe(true);
     expect(databaseUnavailable(errno('ETIMEDOUT', -110))).toBe(true);
-    expect(connectionLost(Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' }))).toBe(true);
+    expect(connectionLost(Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' }))).toBe(
+      true,
+    );
     expect(databaseUnavailable(Object.assign(new Error('connect timeout'), { code: 'CONNECT_TIMEOUT' }))).toBe(true);
     // a file-system errno is no database failure
     expect(dbFailureOf(errno('ENOENT', -2))).toBeNull();
@@ -109,7 +131,9 @@ describe('the client and the plane agree', () => {
   it('the client store retries a lost or unavailable connection, not a conflict or a refusal', () => {
     const retried = Object.keys(DB_FAILURES).filter((code) => connectionFailed(pgjs(code)));
     // the four the issue found missing on the client side are among them
-    expect(retried).toEqual(expect.arrayContaining(['53300', '08001', 'ECONNREFUSED', 'ETIMEDOUT', '57P01', 'ECONNRESET']));
+    expect(retried).toEqual(
+      expect.arrayContaining(['53300', '08001', 'ECONNREFUSED', 'ETIMEDOUT', '57P01', 'ECONNRESET']),
+    );
     expect(retried).not.toContain('40001');
     expect(retried).not.toContain('3D000');
   });
@@ -141,7 +165,11 @@ describe.skipIf(!ready)('errors of a real server and a real driver', () => {
       );
       // terminated while the sleep runs (seen in pg_stat_activity, not assumed after a pause a loaded machine may outlast)
       const deadline = Date.now() + 30_000;
-      while (!(await admin`SELECT 1 FROM pg_stat_activity WHERE pid = ${pid} AND state = 'active' AND query LIKE '%pg_sleep%'`).length) {
+      while (
+        !(
+          await admin`SELECT 1 FROM pg_stat_activity WHERE pid = ${pid} AND state = 'active' AND query LIKE '%pg_sleep%'`
+        ).length
+      ) {
         if (Date.now() > deadline) throw new Error('the sleep never ran');
         await new Promise((r) => setTimeout(r, 10));
       }
@@ -156,7 +184,12 @@ describe.skipIf(!ready)('errors of a real server and a real driver', () => {
   });
 
   it('nothing listening is an unavailable database', async () => {
-    const nobody = postgres('postgres://postgres@127.0.0.1:9/none', { max: 1, connect_timeout: 2, onnotice: () => {}, fetch_types: false });
+    const nobody = postgres('postgres://postgres@127.0.0.1:9/none', {
+      max: 1,
+      connect_timeout: 2,
+      onnotice: () => {},
+      fetch_types: false,
+    });
     try {
       const e = await nobody`SELECT 1`.then(
         () => null,

@@ -21,12 +21,16 @@ const FOREIGN: Record<string, string> = {
   ENOENT: 'Node errno: no such file',
   EEXIST: 'Node errno: the file exists (an exclusive create lost a race)',
   EADDRINUSE: 'Node errno: the port is taken (`waymark ui --port` says so)',
-  ECONNRESET: 'Node errno: the peer reset the connection (a kept-alive socket the plane closed: the change feed sends its GET again)',
+  ECONNRESET:
+    'Node errno: the peer reset the connection (a kept-alive socket the plane closed: the change feed sends its GET again)',
   EPIPE: 'Node errno: a write on a socket the peer closed (as ECONNRESET)',
 };
 
 /** Where a string is an error code: after `code`, or as an argument of an error constructor or an error answer. */
-const PATTERNS = [/\bcode\s*(?:[:=]|===|!==)\s*'([A-Z][A-Z0-9_]*)'/g, /\b(?:\w*Error|\w*Exception|super|errorJson|refuse|hasCode|expectCode)\s*\([^'()]*?'([A-Z][A-Z0-9_]*)'/g];
+const PATTERNS = [
+  /\bcode\s*(?:[:=]|===|!==)\s*'([A-Z][A-Z0-9_]*)'/g,
+  /\b(?:\w*Error|\w*Exception|super|errorJson|refuse|hasCode|expectCode)\s*\([^'()]*?'([A-Z][A-Z0-9_]*)'/g,
+];
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
@@ -56,7 +60,9 @@ describe('the error registry', () => {
     const found = codesInSource();
     // the scan sees the codes it is meant to see (an HTTP answer, an error class, a wire comparison)
     expect([...found.keys()]).toEqual(expect.arrayContaining(['ALREADY_CLAIMED', 'STORE_CLOSED', 'RUN_IN_PROGRESS']));
-    const unregistered = [...found].filter(([code]) => !isErrorCode(code) && !(code in FOREIGN)).map(([code, at]) => `${code} (${at.join(', ')})`);
+    const unregistered = [...found]
+      .filter(([code]) => !isErrorCode(code) && !(code in FOREIGN))
+      .map(([code, at]) => `${code} (${at.join(', ')})`);
     expect(unregistered, 'register each in shared/errors.ts with what it means').toEqual([]);
   });
 

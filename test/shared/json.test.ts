@@ -23,7 +23,25 @@ function reference(value: unknown): string {
 }
 
 // keys JavaScript enumerates specially (array indices, near the 2^32 boundary) or that are prototype-ish
-const awkwardKey = fc.oneof(fc.string(), fc.constantFrom('0', '1', '9', '10', '01', '-1', '1.5', '4294967294', '4294967295', '4294967296', '__proto__', 'constructor', ''), fc.nat().map(String));
+const awkwardKey = fc.oneof(
+  fc.string(),
+  fc.constantFrom(
+    '0',
+    '1',
+    '9',
+    '10',
+    '01',
+    '-1',
+    '1.5',
+    '4294967294',
+    '4294967295',
+    '4294967296',
+    '__proto__',
+    'constructor',
+    '',
+  ),
+  fc.nat().map(String),
+);
 const value = fc.letrec((tie) => ({
   v: fc.oneof(
     { depthSize: 'small' },
@@ -48,8 +66,12 @@ describe('stableStringify', () => {
   });
 
   it('is the same text whatever the key order, and array-index keys come first, numerically', () => {
-    expect(stableStringify({ b: 1, a: [{ z: 1, y: 2 }], 10: 'x', 9: 'y' })).toBe('{"9":"y","10":"x","a":[{"y":2,"z":1}],"b":1}');
-    expect(stableStringify(JSON.parse('{"__proto__":{"b":1,"a":2},"x":null}'))).toBe('{"__proto__":{"a":2,"b":1},"x":null}');
+    expect(stableStringify({ b: 1, a: [{ z: 1, y: 2 }], 10: 'x', 9: 'y' })).toBe(
+      '{"9":"y","10":"x","a":[{"y":2,"z":1}],"b":1}',
+    );
+    expect(stableStringify(JSON.parse('{"__proto__":{"b":1,"a":2},"x":null}'))).toBe(
+      '{"__proto__":{"a":2,"b":1},"x":null}',
+    );
     expect(stableStringify({ a: undefined, b: [undefined] })).toBe('{"b":[null]}');
   });
 });
@@ -80,7 +102,8 @@ describe('deepFreeze', () => {
     const child = Object.assign(Object.create(proto) as Record<string, unknown>, { own: { a: 1 } });
     const bare = Object.assign(Object.create(null) as Record<string, unknown>, { k: [{ z: 1 }] });
     deepFreeze({ a: shared, b: shared, child, bare });
-    for (const o of [...reachable(shared), ...reachable(child), ...reachable(bare)]) expect(Object.isFrozen(o)).toBe(true);
+    for (const o of [...reachable(shared), ...reachable(child), ...reachable(bare)])
+      expect(Object.isFrozen(o)).toBe(true);
     expect(Object.isFrozen(proto.inherited)).toBe(false);
     expect(deepFreeze('text')).toBe('text');
     expect(deepFreeze(null)).toBe(null);

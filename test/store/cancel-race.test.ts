@@ -80,14 +80,23 @@ function pauseAgent(store: Checkpointer, effects: string[]) {
       return charge(id);
     },
   });
-  const model = new ScriptedModel(({ turn, lastUser }) => (turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { id: lastUser } }] } : { content: 'done' }));
+  const model = new ScriptedModel(({ turn, lastUser }) =>
+    turn === 0 ? { toolCalls: [{ name: 'pay', arguments: { id: lastUser } }] } : { content: 'done' },
+  );
   return new Agent({ name: 'cancelrace', model, tools: [pay], checkpointer: store });
 }
 
 function busyAgent(store: Checkpointer) {
   // a tool that yields to the event loop, so the cancel (another handle) interleaves with the run's writes
-  const step = tool({ name: 'step', description: 'step', parameters: z.object({ n: z.number() }), execute: async ({ n }) => (await new Promise((r) => setImmediate(r)), `ok ${n}`) });
-  const model = new ScriptedModel(({ turn }) => (turn < 200 ? { toolCalls: [{ name: 'step', arguments: { n: turn } }] } : { content: 'done' }));
+  const step = tool({
+    name: 'step',
+    description: 'step',
+    parameters: z.object({ n: z.number() }),
+    execute: async ({ n }) => (await new Promise((r) => setImmediate(r)), `ok ${n}`),
+  });
+  const model = new ScriptedModel(({ turn }) =>
+    turn < 200 ? { toolCalls: [{ name: 'step', arguments: { n: turn } }] } : { content: 'done' },
+  );
   return new Agent({ name: 'busy', model, tools: [step], checkpointer: store, maxTurns: 500 });
 }
 
@@ -105,11 +114,16 @@ for (const b of list) {
         const id = `cr-${b.name}-${i}`;
         const p = await pauseAgent(store, effects).run(id, { executionId: id });
         expect(p.status).toBe('paused');
-        const [r, c] = await Promise.allSettled([pauseAgent(store, effects).resume(id, { approved: true }), other.cancel(id, { reason: 'race' })]);
-        if (r.status === 'rejected' && !['RUN_CANCELLED', 'ALREADY_RESUMED'].includes(codeOf(r.reason))) bad.push(`resume ${id}: ${describeErr(r.reason)}`);
+        const [r, c] = await Promise.allSettled([
+          pauseAgent(store, effects).resume(id, { approved: true }),
+          other.cancel(id, { reason: 'race' }),
+        ]);
+        if (r.status === 'rejected' && !['RUN_CANCELLED', 'ALREADY_RESUMED'].includes(codeOf(r.reason)))
+          bad.push(`resume ${id}: ${describeErr(r.reason)}`);
         // a resume that finished the run before the cancel came: ALREADY_FINISHED is the honest answer
         const finished = r.status === 'fulfilled' && r.value.status === 'completed';
-        if (c.status === 'rejected' && !(finished && codeOf(c.reason) === 'ALREADY_FINISHED')) bad.push(`cancel ${id}: ${describeErr(c.reason)}`);
+        if (c.status === 'rejected' && !(finished && codeOf(c.reason) === 'ALREADY_FINISHED'))
+          bad.push(`cancel ${id}: ${describeErr(c.reason)}`);
       }
       expect(bad, bad.join('\n')).toEqual([]);
       expect(new Set(effects).size).toBe(effects.length);
@@ -129,10 +143,13 @@ for (const b of list) {
           await new Promise((r) => setTimeout(r, 1));
         }
         const [r, c] = await Promise.allSettled([running, other.cancel(id, { reason: 'race' })]);
-        if (r.status === 'rejected' && codeOf(r.reason) !== 'RUN_CANCELLED') bad.push(`runner ${id}: ${describeErr(r.reason)}`);
-        if (r.status === 'fulfilled' && r.value.status !== 'completed') bad.push(`runner ${id}: ${r.value.status} ${JSON.stringify(r.value.error)}`);
+        if (r.status === 'rejected' && codeOf(r.reason) !== 'RUN_CANCELLED')
+          bad.push(`runner ${id}: ${describeErr(r.reason)}`);
+        if (r.status === 'fulfilled' && r.value.status !== 'completed')
+          bad.push(`runner ${id}: ${r.value.status} ${JSON.stringify(r.value.error)}`);
         const finished = r.status === 'fulfilled' && r.value.status === 'completed';
-        if (c.status === 'rejected' && !(finished && codeOf(c.reason) === 'ALREADY_FINISHED')) bad.push(`cancel ${id}: ${describeErr(c.reason)}`);
+        if (c.status === 'rejected' && !(finished && codeOf(c.reason) === 'ALREADY_FINISHED'))
+          bad.push(`cancel ${id}: ${describeErr(c.reason)}`);
       }
       expect(bad, bad.join('\n')).toEqual([]);
     });
@@ -147,9 +164,31 @@ for (const b of list) {
         for (const id of ids) {
           // a lease row (released by the run-end marker) and a failed run: both a cancel and a prune take it
           const lease = await store.acquireLease(id, { holder: `h-${id}`, ttlMs: 60_000 });
-          const first = await store.put({ executionId: id, prevId: null, nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:t', state: { messages: [] } }, { lease });
+          const first = await store.put(
+            {
+              executionId: id,
+              prevId: null,
+              nodeId: 'turn:0',
+              turn: 0,
+              step: 'llm_call',
+              status: 'completed',
+              agentPath: 'agent:t',
+              state: { messages: [] },
+            },
+            { lease },
+          );
           await store.put(
-            { executionId: id, prevId: first.id, nodeId: 'run_end', turn: 0, step: 'run_end', status: 'failed', agentPath: 'agent:t', parentId: first.id, state: { messages: [] } },
+            {
+              executionId: id,
+              prevId: first.id,
+              nodeId: 'run_end',
+              turn: 0,
+              step: 'run_end',
+              status: 'failed',
+              agentPath: 'agent:t',
+              parentId: first.id,
+              state: { messages: [] },
+            },
             { lease },
           );
         }
@@ -163,7 +202,8 @@ for (const b of list) {
         if (p.status === 'rejected') bad.push(`prune round ${round}: ${describeErr(p.reason)}`);
         if (ds.status === 'rejected') bad.push(`delete round ${round}: ${describeErr(ds.reason)}`);
         cs.forEach((c, i) => {
-          if (c.status === 'rejected' && codeOf(c.reason) !== 'EXECUTION_NOT_FOUND') bad.push(`cancel ${ids[i]}: ${describeErr(c.reason)}`);
+          if (c.status === 'rejected' && codeOf(c.reason) !== 'EXECUTION_NOT_FOUND')
+            bad.push(`cancel ${ids[i]}: ${describeErr(c.reason)}`);
         });
       }
       expect(bad, bad.join('\n')).toEqual([]);

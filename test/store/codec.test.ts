@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { decodeChain, encodeState, stateOfCursor, type ChainRow, type CodecCursor, type State } from '../../shared/codec.js';
+import {
+  decodeChain,
+  encodeState,
+  stateOfCursor,
+  type ChainRow,
+  type CodecCursor,
+  type State,
+} from '../../shared/codec.js';
 import { CODEC } from '../../shared/limits.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { EncodedState } from '../../shared/rows.js';
@@ -30,14 +37,20 @@ const message: fc.Arbitrary<Json> = fc
   .record({
     role: fc.constantFrom('user', 'assistant', 'tool'),
     content: fc.oneof(fc.string(), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constant(null)),
-    toolCalls: fc.option(fc.array(fc.record({ id: fc.uuid(), name: fc.string(), arguments: fc.jsonValue() }), { maxLength: 2 }), {
-      nil: undefined,
-    }),
+    toolCalls: fc.option(
+      fc.array(fc.record({ id: fc.uuid(), name: fc.string(), arguments: fc.jsonValue() }), { maxLength: 2 }),
+      {
+        nil: undefined,
+      },
+    ),
   })
   .map((m) => JSON.parse(JSON.stringify(m)) as Json);
 
 const op = fc.oneof(
-  { weight: 6, arbitrary: fc.array(message, { minLength: 1, maxLength: 3 }).map((ms) => ({ kind: 'append' as const, ms })) },
+  {
+    weight: 6,
+    arbitrary: fc.array(message, { minLength: 1, maxLength: 3 }).map((ms) => ({ kind: 'append' as const, ms })),
+  },
   { weight: 1, arbitrary: fc.nat(10).map((n) => ({ kind: 'truncate' as const, n })) },
   {
     weight: 2,
@@ -52,7 +65,12 @@ function play(ops: fc.Arbitrary<typeof op extends fc.Arbitrary<infer T> ? T : ne
   const states: State[] = [];
   let messages: Json[] = [];
   let fields: Record<string, Json> = {};
-  for (const o of ops as ({ kind: 'append'; ms: Json[] } | { kind: 'truncate'; n: number } | { kind: 'set'; k: string; v: Json } | { kind: 'unset'; k: string })[]) {
+  for (const o of ops as (
+    | { kind: 'append'; ms: Json[] }
+    | { kind: 'truncate'; n: number }
+    | { kind: 'set'; k: string; v: Json }
+    | { kind: 'unset'; k: string }
+  )[]) {
     if (o.kind === 'append') messages = [...messages, ...o.ms];
     else if (o.kind === 'truncate') messages = messages.slice(0, Math.min(o.n, messages.length));
     else if (o.kind === 'set') fields = { ...fields, [o.k]: o.v };
@@ -61,7 +79,8 @@ function play(ops: fc.Arbitrary<typeof op extends fc.Arbitrary<infer T> ? T : ne
       delete fields[o.k];
     }
     const s: State = {};
-    for (const [k, v] of Object.entries(fields)) Object.defineProperty(s, k, { value: v, enumerable: true, writable: true, configurable: true });
+    for (const [k, v] of Object.entries(fields))
+      Object.defineProperty(s, k, { value: v, enumerable: true, writable: true, configurable: true });
     s.messages = messages;
     states.push(s);
   }
@@ -89,7 +108,10 @@ describe('snapshot codec', () => {
     let messages: Json[] = [{ role: 'user', content: 'x'.repeat(p) }];
     for (let t = 0; t < turns; t++) {
       states.push({ messages, turn: t });
-      messages = [...messages, { role: 'assistant', content: 'a'.repeat(p), toolCalls: [{ id: `c${t}`, name: 'refund', arguments: { t } }] }];
+      messages = [
+        ...messages,
+        { role: 'assistant', content: 'a'.repeat(p), toolCalls: [{ id: `c${t}`, name: 'refund', arguments: { t } }] },
+      ];
       states.push({ messages, turn: t, toolName: 'refund', toolCallId: `c${t}` });
       messages = [...messages, { role: 'tool', toolCallId: `c${t}`, content: 'r'.repeat(p) }];
     }
@@ -127,7 +149,8 @@ describe('snapshot codec', () => {
 
   it('rewrites (a summarised history) trigger a full snapshot instead of a long replay', () => {
     const states: State[] = [];
-    for (let i = 0; i < 40; i++) states.push({ messages: [{ role: 'system', content: `summary ${i} ${'s'.repeat(500)}` }] });
+    for (let i = 0; i < 40; i++)
+      states.push({ messages: [{ role: 'system', content: `summary ${i} ${'s'.repeat(500)}` }] });
     const rows = encodeAll(states);
     const chainBytes = rows.slice(1).reduce((n, r) => n + JSON.stringify(r.state).length, 0);
     expect(rows.filter((r) => r.state.kind === 'full').length).toBeGreaterThan(5);
@@ -158,12 +181,23 @@ describe('snapshot codec', () => {
           const id = uuidv7();
           const e = encodeState(cursor, JSON.parse(JSON.stringify(s)) as State, id, seq);
           cursor = e.cursor;
-          written.push({ row: { id, seq, state: JSON.parse(e.text), ...(withBytes ? { bytes: e.text.length } : {}) }, cursor: e.cursor });
+          written.push({
+            row: { id, seq, state: JSON.parse(e.text), ...(withBytes ? { bytes: e.text.length } : {}) },
+            cursor: e.cursor,
+          });
         });
         for (const [seq, w] of written.entries()) {
           const base = w.row.state.kind === 'full' ? seq : w.row.state.base;
           const decoded = decodeChain(written.slice(base, seq + 1).map((x) => x.row)).cursor;
-          const sizes = (c: CodecCursor) => [c.id, c.base, c.chainRows, c.chainBytes, c.messagesBytes, c.messageCount, c.hasMessages];
+          const sizes = (c: CodecCursor) => [
+            c.id,
+            c.base,
+            c.chainRows,
+            c.chainBytes,
+            c.messagesBytes,
+            c.messageCount,
+            c.hasMessages,
+          ];
           expect(sizes(decoded)).toEqual(sizes(w.cursor));
         }
       }),
@@ -184,7 +218,8 @@ describe('snapshot codec', () => {
     expect(stateOfCursor(e1.cursor)).toEqual(s1);
     expect(stateOfCursor(e1b.cursor)).toEqual(s1b);
     expect(stateOfCursor(e2.cursor).messages).toEqual([m('a'), m('b'), m('c'), m('f')]);
-    const rows = (es: (typeof e0)[], ids = es.map((e) => e.cursor.id)) => es.map((e, seq) => ({ id: ids[seq], seq, state: JSON.parse(e.text) }));
+    const rows = (es: (typeof e0)[], ids = es.map((e) => e.cursor.id)) =>
+      es.map((e, seq) => ({ id: ids[seq], seq, state: JSON.parse(e.text) }));
     expect(decodeChain(rows([e0, e1b])).state).toEqual(s1b);
     expect(decodeChain(rows([e0, e1, e2])).state.messages).toEqual([m('a'), m('b'), m('c'), m('f')]);
     expect(Object.isFrozen(stateOfCursor(e1.cursor).messages)).toBe(true);

@@ -1,6 +1,13 @@
 /** The positional column values the SQLite store binds say the same as the named columns (the Postgres store's), in the order of their lists. */
 import { describe, expect, it } from 'vitest';
-import { CHECKPOINT_COLUMNS, EXECUTION_COLUMNS, checkpointColumns, checkpointValues, executionColumns, executionValues } from '../../client/store/columns.js';
+import {
+  CHECKPOINT_COLUMNS,
+  EXECUTION_COLUMNS,
+  checkpointColumns,
+  checkpointValues,
+  executionColumns,
+  executionValues,
+} from '../../client/store/columns.js';
 import type { Checkpoint } from '../../shared/rows.js';
 import { uuidv7 } from '../../shared/ids.js';
 

@@ -60,7 +60,17 @@ const edges: Record<string, unknown[]> = {
     JSON.parse('{"__proto__": {"a": 1}}'),
     Object.create({ inherited: 1 }),
   ],
-  interruptReason: [undefined, null, '', 'why', 'x'.repeat(LIMITS.reasonLength), 'x'.repeat(LIMITS.reasonLength + 1), 'a\u0000', '\uD800', 3],
+  interruptReason: [
+    undefined,
+    null,
+    '',
+    'why',
+    'x'.repeat(LIMITS.reasonLength),
+    'x'.repeat(LIMITS.reasonLength + 1),
+    'a\u0000',
+    '\uD800',
+    3,
+  ],
   createdAt: [undefined, new Date(0).toISOString(), 'yesterday'],
 };
 
@@ -77,14 +87,18 @@ describe('the fast check of a checkpoint input', () => {
         if (surelyValidInput(input)) expect(InputShape.safeParse(input).success, `${field}, edge #${i}`).toBe(true);
       });
     }
-    for (const input of [null, undefined, [], 'input', 3]) expect(surelyValidInput(input as unknown as CheckpointInput)).toBe(false);
+    for (const input of [null, undefined, [], 'input', 3])
+      expect(surelyValidInput(input as unknown as CheckpointInput)).toBe(false);
   });
 
   it('never accepts an input the schema refuses: fields combined at random', () => {
     const pick = Object.fromEntries(Object.entries(edges).map(([k, vs]) => [k, fc.constantFrom(...vs)]));
     fc.assert(
       fc.property(fc.record(pick), fc.boolean(), (fields, withExtra) => {
-        const input = { ...fields, ...(withExtra ? { extra: 1, nodeOutput: { x: 1 } } : {}) } as unknown as CheckpointInput;
+        const input = {
+          ...fields,
+          ...(withExtra ? { extra: 1, nodeOutput: { x: 1 } } : {}),
+        } as unknown as CheckpointInput;
         return !surelyValidInput(input) || InputShape.safeParse(input).success;
       }),
       { numRuns: 2000 },
@@ -97,9 +111,12 @@ describe('execution ids a URL path cannot name', () => {
     for (const id of ['.', '..']) {
       const r = InputShape.safeParse({ ...typical(), executionId: id });
       expect(r.success, id).toBe(false);
-      expect(r.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual(["executionId: must not be '.' or '..' (no URL path can name it)"]);
+      expect(r.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([
+        "executionId: must not be '.' or '..' (no URL path can name it)",
+      ]);
       expect(surelyValidInput({ ...typical(), executionId: id })).toBe(false);
     }
-    for (const id of ['...', 'a.b', './x', '.hidden']) expect(InputShape.safeParse({ ...typical(), executionId: id }).success, id).toBe(true);
+    for (const id of ['...', 'a.b', './x', '.hidden'])
+      expect(InputShape.safeParse({ ...typical(), executionId: id }).success, id).toBe(true);
   });
 });

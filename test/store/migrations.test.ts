@@ -38,11 +38,22 @@ const NEXT: Migration = {
 };
 
 const sqliteVersions = (db: Database.Database) =>
-  db.prepare(`SELECT version, name, applied_at FROM waymark_migrations ORDER BY version`).all() as { version: number; name: string; applied_at: string | null }[];
+  db.prepare(`SELECT version, name, applied_at FROM waymark_migrations ORDER BY version`).all() as {
+    version: number;
+    name: string;
+    applied_at: string | null;
+  }[];
 
 describe('the list', () => {
   test('names are numbered in order, unique, and each entry has both dialects', () => {
-    expect(MIGRATIONS.map((m) => m.name)).toEqual(['0001_initial', '0002_cheaper_writes', '0003_leases', '0004_decisions', '0005_decision_seq_never_reused', '0006_byte_order_listings']);
+    expect(MIGRATIONS.map((m) => m.name)).toEqual([
+      '0001_initial',
+      '0002_cheaper_writes',
+      '0003_leases',
+      '0004_decisions',
+      '0005_decision_seq_never_reused',
+      '0006_byte_order_listings',
+    ]);
     MIGRATIONS.forEach((m, i) => {
       expect(m.name).toMatch(new RegExp(`^${String(i + 1).padStart(4, '0')}_[a-z0-9_]+$`));
       expect(m.sqlite.trim()).not.toBe('');
@@ -56,7 +67,8 @@ describe('the list', () => {
       const sql = postgresText(m, 'acme');
       expect(sql).not.toContain(SCHEMA_TOKEN);
       // every CREATE TABLE, index target and DROP INDEX is schema-qualified
-      for (const [, target] of sql.matchAll(/\b(?:CREATE TABLE|ON|DROP INDEX)\s+(\S+)/g)) expect(target).toMatch(/^"acme"\./);
+      for (const [, target] of sql.matchAll(/\b(?:CREATE TABLE|ON|DROP INDEX)\s+(\S+)/g))
+        expect(target).toMatch(/^"acme"\./);
     }
     // a future `S.` in a statement or a comment is kept as written (the old placeholder rewrote it)
     expect(postgresText(NEXT, 'acme')).toBe(`-- S.O.S.: a comment that the old placeholder would have rewritten
@@ -92,7 +104,9 @@ describe('sqlite runner', () => {
     await store.close();
     // opening again changes nothing
     const again = new SqliteCheckpointer({ path });
-    expect(sqliteVersions(again.connection)).toEqual(MIGRATIONS.map((m, i) => ({ version: i + 1, name: m.name, applied_at: null })));
+    expect(sqliteVersions(again.connection)).toEqual(
+      MIGRATIONS.map((m, i) => ({ version: i + 1, name: m.name, applied_at: null })),
+    );
     await again.close();
   });
 
@@ -129,7 +143,10 @@ describe.skipIf(!ready)('postgres runner', () => {
     await db?.drop();
   });
   const pgVersions = async (schema: string) =>
-    (await raw.unsafe(`SELECT version, name FROM "${schema}".waymark_migrations ORDER BY version`)).map((r) => [r.version as number, r.name as string | null]);
+    (await raw.unsafe(`SELECT version, name FROM "${schema}".waymark_migrations ORDER BY version`)).map((r) => [
+      r.version as number,
+      r.name as string | null,
+    ]);
 
   test('both runners end at the same version, with the same names', async () => {
     const pg = new PostgresCheckpointer({ url: db.url, schema: 'fresh', max: 2 });
@@ -146,7 +163,9 @@ describe.skipIf(!ready)('postgres runner', () => {
   test('a schema of the current version written before names were recorded opens, gets the column and its names, and works on', async () => {
     // exactly what the previous runner left: a version table without names, every migration applied
     await raw.unsafe(`CREATE SCHEMA unnamed`);
-    await raw.unsafe(`CREATE TABLE unnamed.waymark_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    await raw.unsafe(
+      `CREATE TABLE unnamed.waymark_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
     for (const [i, m] of MIGRATIONS.entries()) {
       await raw.unsafe(postgresText(m, 'unnamed'));
       await raw.unsafe(`INSERT INTO unnamed.waymark_migrations (version) VALUES (${i + 1})`);
@@ -166,7 +185,9 @@ describe.skipIf(!ready)('postgres runner', () => {
     const store = new PostgresCheckpointer({ url: db.url, schema: 'today', max: 2 });
     await store.put(step('a', 0));
     await store.close();
-    await raw.begin((tx) => migratePostgres(tx as unknown as Parameters<typeof migratePostgres>[0], 'today', [...MIGRATIONS, NEXT]));
+    await raw.begin((tx) =>
+      migratePostgres(tx as unknown as Parameters<typeof migratePostgres>[0], 'today', [...MIGRATIONS, NEXT]),
+    );
     expect((await pgVersions('today')).map(([, name]) => name)).toEqual([...MIGRATIONS, NEXT].map((m) => m.name));
     expect(await raw`SELECT execution_id, note FROM today.executions`).toEqual([{ execution_id: 'a', note: null }]);
     const newer = new PostgresCheckpointer({ url: db.url, schema: 'today', max: 2 });

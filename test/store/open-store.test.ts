@@ -14,7 +14,15 @@ afterAll(() => tmp.cleanup());
 
 describe('openStore(spec)', () => {
   it('refuses an empty spec and an unknown scheme with INVALID_OPTIONS instead of opening a throwaway database (a mistyped sqlite: included: no file is made)', async () => {
-    for (const spec of ['', '   ', 'mysql://127.0.0.1/db', 'nonsense://x', `sqlit:${tmp.file('typo.db')}`, 'file:runs.db', 'SQLITE:runs.db']) {
+    for (const spec of [
+      '',
+      '   ',
+      'mysql://127.0.0.1/db',
+      'nonsense://x',
+      `sqlit:${tmp.file('typo.db')}`,
+      'file:runs.db',
+      'SQLITE:runs.db',
+    ]) {
       const e = await openStore(spec).catch((x) => x);
       expect(hasCode(e, 'INVALID_OPTIONS'), `${JSON.stringify(spec)}: ${e}`).toBe(true);
       expect(existsSync(spec)).toBe(false);
@@ -82,7 +90,19 @@ describe("better-sqlite3's addon", () => {
     expect(existsSync(path!)).toBe(true);
     expect(nativeBinding()).toBe(path);
     const store = new SqliteCheckpointer({ path: ':memory:' });
-    expect((await store.put({ executionId: 'nb', nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:x', state: {} })).seq).toBe(0);
+    expect(
+      (
+        await store.put({
+          executionId: 'nb',
+          nodeId: 'turn:0',
+          turn: 0,
+          step: 'llm_call',
+          status: 'completed',
+          agentPath: 'agent:x',
+          state: {},
+        })
+      ).seq,
+    ).toBe(0);
     await store.close();
   });
 });

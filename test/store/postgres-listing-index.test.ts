@@ -23,7 +23,11 @@ describe.skipIf(!ready)('postgres byte-order listings use their index', () => {
   const sent: { query: string; params: unknown[] }[] = [];
   beforeAll(async () => {
     db = await createTestDatabase('waymark_listing_index', { locale: 'en-US' });
-    sql = postgres(db.url, { max: 1, onnotice: () => {}, debug: (_c, query, params) => void sent.push({ query, params: params as unknown[] }) });
+    sql = postgres(db.url, {
+      max: 1,
+      onnotice: () => {},
+      debug: (_c, query, params) => void sent.push({ query, params: params as unknown[] }),
+    });
     store = new PostgresCheckpointer({ sql, schema: 'w' });
     await store.setup();
     await sql.unsafe(`INSERT INTO w.executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at)
@@ -50,6 +54,8 @@ describe.skipIf(!ready)('postgres byte-order listings use their index', () => {
     expect(await store.listExecutions({ afterExecutionId: 'Run-2', limit: 500 })).toHaveLength(500);
     expect(await planOf(/FROM "w"\."executions" e/)).toContain('"Index Name":"executions_id_bytes"');
     expect(await store.listPendingInterrupts({ afterExecutionId: 'Run-2', limit: 50 })).toHaveLength(50);
-    expect(await planOf(/FROM "w"\."pending_interrupts" WHERE execution_id COLLATE "C" >/)).toContain('"Index Name":"pending_interrupts_id_bytes"');
+    expect(await planOf(/FROM "w"\."pending_interrupts" WHERE execution_id COLLATE "C" >/)).toContain(
+      '"Index Name":"pending_interrupts_id_bytes"',
+    );
   });
 });

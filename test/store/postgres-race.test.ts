@@ -27,7 +27,15 @@ describe.skipIf(!ready)('postgres across real connections', () => {
       for (let round = 0; round < 200; round++) {
         const executionId = `race-${round}`;
         const { pending } = await writer.recordInterrupt(
-          { executionId, nodeId: 'turn:0/tool:refund', turn: 0, step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:race/tool:refund', state: { messages: [] } },
+          {
+            executionId,
+            nodeId: 'turn:0/tool:refund',
+            turn: 0,
+            step: 'hitl_pause',
+            status: 'interrupted',
+            agentPath: 'agent:race/tool:refund',
+            state: { messages: [] },
+          },
           { reason: 'approval', context: null },
         );
         const results = await Promise.all(racers.map((r) => r.claimInterrupt(pending)));
@@ -40,19 +48,31 @@ describe.skipIf(!ready)('postgres across real connections', () => {
   });
 
   it('concurrent writers on one execution get a gap-free seq; setup races are safe', async () => {
-    const stores = Array.from({ length: 6 }, () => new PostgresCheckpointer({ url: db.url, schema: 'concurrent', max: 2 }));
+    const stores = Array.from(
+      { length: 6 },
+      () => new PostgresCheckpointer({ url: db.url, schema: 'concurrent', max: 2 }),
+    );
     await Promise.all(stores.map((s) => s.setup()));
     try {
       await Promise.all(
         stores.map(async (s, w) => {
           for (let i = 0; i < 50; i++) {
-            await s.put({ executionId: 'shared', nodeId: `turn:${i}`, turn: i, step: 'llm_call', status: 'completed', agentPath: `agent:w${w}`, state: { messages: [{ w, i }] } });
+            await s.put({
+              executionId: 'shared',
+              nodeId: `turn:${i}`,
+              turn: i,
+              step: 'llm_call',
+              status: 'completed',
+              agentPath: `agent:w${w}`,
+              state: { messages: [{ w, i }] },
+            });
           }
         }),
       );
       const rows = await stores[0].list('shared');
       expect(rows.map((r) => r.seq)).toEqual([...Array(300).keys()]);
-      for (const r of rows.filter((_, i) => i % 37 === 0)) expect(await stores[0].readState(r)).toHaveProperty('messages');
+      for (const r of rows.filter((_, i) => i % 37 === 0))
+        expect(await stores[0].readState(r)).toHaveProperty('messages');
     } finally {
       await Promise.all(stores.map((s) => s.close()));
     }
@@ -72,7 +92,9 @@ describe.skipIf(!ready)('postgres across real connections', () => {
       const inFlight = raw.begin(async (tx) => {
         // as insertDecision does: the decisions lock, shared, first
         await tx`SELECT pg_advisory_xact_lock_shared(hashtext(${decisionsLockKey('decide')}))`;
-        const [row] = await tx<{ seq: string }[]>`INSERT INTO "decide".decisions (checkpoint_id, execution_id, decision_id, approved, metadata, decided_by, source, decided_at)
+        const [row] = await tx<
+          { seq: string }[]
+        >`INSERT INTO "decide".decisions (checkpoint_id, execution_id, decision_id, approved, metadata, decided_by, source, decided_at)
           VALUES (${slow.checkpointId}, ${slow.executionId}, ${slow.decisionId}, true, '{}', 'key:approver', 'plane', ${slow.decidedAt}) RETURNING seq::text`;
         inserted(Number(row.seq));
         await committed;
@@ -115,7 +137,9 @@ describe.skipIf(!ready)('postgres across real connections', () => {
       });
       await isLocked;
       let recorded = false;
-      const recording = store.recordDecision(decisionFor('new-run', uuidv7(), { source: 'plane' })).then(() => (recorded = true));
+      const recording = store
+        .recordDecision(decisionFor('new-run', uuidv7(), { source: 'plane' }))
+        .then(() => (recorded = true));
       await new Promise((r) => setTimeout(r, 500));
       expect(recorded).toBe(false);
       release();
@@ -132,7 +156,10 @@ describe.skipIf(!ready)('postgres across real connections', () => {
         await finish;
       });
       await hasDeleted;
-      const bound = await Promise.race([store.decisionSeq(), new Promise<'stalled'>((r) => setTimeout(() => r('stalled'), 10_000))]);
+      const bound = await Promise.race([
+        store.decisionSeq(),
+        new Promise<'stalled'>((r) => setTimeout(() => r('stalled'), 10_000)),
+      ]);
       expect(bound).toBeGreaterThan(0);
       const third = await Promise.race([
         store.recordDecision(decisionFor('third-run', uuidv7(), { source: 'plane' })).then(() => 'recorded'),

@@ -32,12 +32,32 @@ const user = { role: 'user', content: `deploy, then clean up. ${'context '.repea
 const a1 = { role: 'assistant', content: null, toolCalls: [{ id: 'c0', name: 'deploy', arguments: {} }] };
 
 function row(executionId: string, over: Partial<CheckpointInput> & { state: Record<string, Json> }): CheckpointInput {
-  return { executionId, nodeId: 'turn:0', turn: 0, step: 'llm_call', status: 'completed', agentPath: 'agent:t', ...over };
+  return {
+    executionId,
+    nodeId: 'turn:0',
+    turn: 0,
+    step: 'llm_call',
+    status: 'completed',
+    agentPath: 'agent:t',
+    ...over,
+  };
 }
 const pauseAt = (executionId: string, turn: number, messages: Json[]) =>
-  row(executionId, { nodeId: `turn:${turn}/tool:deploy`, turn, step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:t/tool:deploy', state: { messages, turn } });
+  row(executionId, {
+    nodeId: `turn:${turn}/tool:deploy`,
+    turn,
+    step: 'hitl_pause',
+    status: 'interrupted',
+    agentPath: 'agent:t/tool:deploy',
+    state: { messages, turn },
+  });
 const answer = (executionId: string, approved: boolean, messages: Json[]) =>
-  row(executionId, { nodeId: 'turn:0/tool:deploy', step: 'tool_call', agentPath: 'agent:t/tool:deploy', state: { messages, turn: 0, resumes: [{ approved }] } });
+  row(executionId, {
+    nodeId: 'turn:0/tool:deploy',
+    step: 'tool_call',
+    agentPath: 'agent:t/tool:deploy',
+    state: { messages, turn: 0, resumes: [{ approved }] },
+  });
 
 async function bundleOf(store: Checkpointer, executionId: string): Promise<RestoreBundle> {
   return {
@@ -83,10 +103,22 @@ function runDivergenceSuite(b: Backend): void {
     const B = Bh.store;
     await A.put(row(id, { state: { messages: [user], turn: 0 } }));
     await A.put(row(id, { nodeId: 'turn:0', state: { messages: [user, a1], turn: 0 } }));
-    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), { reason: 'deploy to prod?', context: null });
+    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), {
+      reason: 'deploy to prod?',
+      context: null,
+    });
     expect(await B.importRows(await bundleOf(A, id))).toMatchObject({ inserted: 3, pendingImported: true });
     const r3a = (await A.claimInterrupt(p1, { next: answer(id, true, [user, a1]) }))!.checkpoint!;
-    const r4a = await A.put(row(id, { nodeId: 'turn:1', turn: 1, state: { messages: [user, a1, { role: 'tool', toolCallId: 'c0', name: 'deploy', content: 'deployed' }], turn: 1 } }));
+    const r4a = await A.put(
+      row(id, {
+        nodeId: 'turn:1',
+        turn: 1,
+        state: {
+          messages: [user, a1, { role: 'tool', toolCallId: 'c0', name: 'deploy', content: 'deployed' }],
+          turn: 1,
+        },
+      }),
+    );
     const r3b = (await B.claimInterrupt(p1, { next: answer(id, false, [user, a1]) }))!.checkpoint!;
     return { id, A, B, reopenB: Bh.reopen, p1, r3a, r4a, r3b };
   }
@@ -108,7 +140,16 @@ function runDivergenceSuite(b: Backend): void {
     expect((await B.outboxStats()).pendingCount).toBe(outbox);
     await decodesAll(reopenB, id);
     // B's own branch goes on, gap-free, after its own row
-    const next = await B.put(row(id, { nodeId: 'turn:1', turn: 1, state: { messages: [user, a1, { role: 'tool', toolCallId: 'c0', name: 'deploy', content: 'not deployed' }], turn: 1 } }));
+    const next = await B.put(
+      row(id, {
+        nodeId: 'turn:1',
+        turn: 1,
+        state: {
+          messages: [user, a1, { role: 'tool', toolCallId: 'c0', name: 'deploy', content: 'not deployed' }],
+          turn: 1,
+        },
+      }),
+    );
     expect(next.seq).toBe(4);
     if (next.state.kind === 'delta') expect(next.state.prev).toBe(r3b.id);
     await decodesAll(reopenB, id);
@@ -120,13 +161,24 @@ function runDivergenceSuite(b: Backend): void {
     if (r4a.state.kind === 'delta') expect(r4a.state.prev).toBe(r3a.id);
     // a bundle that starts after the branch point (seq 4 is free on B)
     const res = await B.importRows({ checkpoints: [r4a], pending: null, idempotency: [] });
-    expect(res).toMatchObject({ inserted: 0, diverged: [{ executionId: id, seq: 4, reason: 'predecessor_differs', localId: null, incomingId: r4a.id }], withheld: 1 });
+    expect(res).toMatchObject({
+      inserted: 0,
+      diverged: [{ executionId: id, seq: 4, reason: 'predecessor_differs', localId: null, incomingId: r4a.id }],
+      withheld: 1,
+    });
     expect((await B.latest(id))?.id).toBe(r3b.id);
     await decodesAll(reopenB, id);
     // a full row with nothing to say what it follows is not grafted either
-    const lone = { ...r4a, id: r4a.id.replace(/.$/, (c) => (c === '0' ? '1' : '0')), seq: 5, state: { v: 1 as const, kind: 'full' as const, state: { messages: [], turn: 9 } } };
+    const lone = {
+      ...r4a,
+      id: r4a.id.replace(/.$/, (c) => (c === '0' ? '1' : '0')),
+      seq: 5,
+      state: { v: 1 as const, kind: 'full' as const, state: { messages: [], turn: 9 } },
+    };
     const res2 = await B.importRows({ checkpoints: [lone], pending: null, idempotency: [] });
-    expect(res2.diverged).toEqual([{ executionId: id, seq: 5, reason: 'no_predecessor', localId: null, incomingId: lone.id }]);
+    expect(res2.diverged).toEqual([
+      { executionId: id, seq: 5, reason: 'no_predecessor', localId: null, incomingId: lone.id },
+    ]);
     expect(await B.getById(lone.id)).toBeNull();
   });
 
@@ -135,7 +187,10 @@ function runDivergenceSuite(b: Backend): void {
     const A = (await make()).store;
     const B = (await make()).store;
     await A.put(row(id, { state: { messages: [user], turn: 0 } }));
-    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), { reason: 'deploy to prod?', context: null });
+    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), {
+      reason: 'deploy to prod?',
+      context: null,
+    });
     const first = await bundleOf(A, id);
     expect(await B.importRows(first)).toMatchObject({ inserted: 2, pendingImported: true, stalePendingRemoved: [] });
     // re-importing the same bundle keeps the open pause: it is still the newest row's
@@ -145,7 +200,10 @@ function runDivergenceSuite(b: Backend): void {
     await A.claimInterrupt(p1, { next: answer(id, true, [user, a1]) });
     const tool = { role: 'tool', toolCallId: 'c0', name: 'deploy', content: 'deployed' };
     await A.put(row(id, { nodeId: 'turn:1', turn: 1, state: { messages: [user, a1, tool], turn: 1 } }));
-    const { pending: p2 } = await A.recordInterrupt(pauseAt(id, 1, [user, a1, tool]), { reason: 'drop the production database?', context: null });
+    const { pending: p2 } = await A.recordInterrupt(pauseAt(id, 1, [user, a1, tool]), {
+      reason: 'drop the production database?',
+      context: null,
+    });
     const outbox = (await B.outboxStats()).pendingCount;
     const res = await B.importRows(await bundleOf(A, id));
     expect(res).toMatchObject({
@@ -167,12 +225,19 @@ function runDivergenceSuite(b: Backend): void {
     const id = `stale-done-${++n}`;
     const A = (await make()).store;
     const B = (await make()).store;
-    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), { reason: 'deploy to prod?', context: null });
+    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), {
+      reason: 'deploy to prod?',
+      context: null,
+    });
     await B.importRows(await bundleOf(A, id));
     await A.claimInterrupt(p1, { next: answer(id, true, [user, a1]) });
     await A.put(row(id, { nodeId: 'run_end', step: 'run_end', state: { messages: [user, a1], turn: 1 } }));
     const res = await B.importRows(await bundleOf(A, id));
-    expect(res).toMatchObject({ inserted: 2, pendingImported: false, stalePendingRemoved: [{ executionId: id, checkpointId: p1.checkpointId }] });
+    expect(res).toMatchObject({
+      inserted: 2,
+      pendingImported: false,
+      stalePendingRemoved: [{ executionId: id, checkpointId: p1.checkpointId }],
+    });
     expect(await B.getPendingInterrupt(id)).toBeNull();
     expect((await B.listExecutions()).find((e) => e.executionId === id)?.state).toBe('completed');
   });
@@ -229,7 +294,10 @@ describe('waymark restore on a diverged store', () => {
     const dbB = tmp.file('cli-b.db');
     const A = new SqliteCheckpointer({ path: dbA });
     await A.put(row(id, { state: { messages: [user], turn: 0 } }));
-    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), { reason: 'deploy to prod?', context: null });
+    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), {
+      reason: 'deploy to prod?',
+      context: null,
+    });
     await A.close();
     expect((await cli(['sync', 'now', '--db', dbA, '--plane', plane.url, '--key', key])).code).toBe(0);
     const r1 = await cli(['restore', id, '--db', dbB, '--plane', plane.url, '--key', key]);
@@ -238,7 +306,16 @@ describe('waymark restore on a diverged store', () => {
     // both claim P1 while offline
     const A2 = new SqliteCheckpointer({ path: dbA });
     await A2.claimInterrupt(p1, { next: answer(id, true, [user, a1]) });
-    await A2.put(row(id, { nodeId: 'turn:1', turn: 1, state: { messages: [user, a1, { role: 'tool', toolCallId: 'c0', name: 'deploy', content: 'deployed' }], turn: 1 } }));
+    await A2.put(
+      row(id, {
+        nodeId: 'turn:1',
+        turn: 1,
+        state: {
+          messages: [user, a1, { role: 'tool', toolCallId: 'c0', name: 'deploy', content: 'deployed' }],
+          turn: 1,
+        },
+      }),
+    );
     await A2.close();
     const B = new SqliteCheckpointer({ path: dbB });
     const r3b = (await B.claimInterrupt(p1, { next: answer(id, false, [user, a1]) }))!.checkpoint!;
@@ -246,7 +323,12 @@ describe('waymark restore on a diverged store', () => {
     expect((await cli(['sync', 'now', '--db', dbA, '--plane', plane.url, '--key', key])).code).toBe(0);
     const r2 = await cli(['restore', id, '--db', dbB, '--plane', plane.url, '--key', key]);
     expect(r2.code, r2.text).toBe(0);
-    expect(r2.text).toMatch(new RegExp(`^DIVERGED ${id} at seq 2 \\(a different row is stored here at that seq\\): this store kept its own rows; 2 rows from the plane were not written`, 'm'));
+    expect(r2.text).toMatch(
+      new RegExp(
+        `^DIVERGED ${id} at seq 2 \\(a different row is stored here at that seq\\): this store kept its own rows; 2 rows from the plane were not written`,
+        'm',
+      ),
+    );
     const B2 = new SqliteCheckpointer({ path: dbB });
     try {
       expect((await B2.latest(id))?.id).toBe(r3b.id);
@@ -260,19 +342,32 @@ describe('waymark restore on a diverged store', () => {
     const dbA = tmp.file('cli-stale-a.db');
     const dbB = tmp.file('cli-stale-b.db');
     const A = new SqliteCheckpointer({ path: dbA });
-    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), { reason: 'deploy to prod?', context: null });
+    const { pending: p1 } = await A.recordInterrupt(pauseAt(id, 0, [user, a1]), {
+      reason: 'deploy to prod?',
+      context: null,
+    });
     await A.close();
     expect((await cli(['sync', 'now', '--db', dbA, '--plane', plane.url, '--key', key])).code).toBe(0);
-    expect((await cli(['restore', id, '--db', dbB, '--plane', plane.url, '--key', key])).text).toMatch(/pause restored/);
+    expect((await cli(['restore', id, '--db', dbB, '--plane', plane.url, '--key', key])).text).toMatch(
+      /pause restored/,
+    );
     const A2 = new SqliteCheckpointer({ path: dbA });
     await A2.claimInterrupt(p1, { next: answer(id, true, [user, a1]) });
-    const { pending: p2 } = await A2.recordInterrupt(pauseAt(id, 1, [user, a1]), { reason: 'drop the production database?', context: null });
+    const { pending: p2 } = await A2.recordInterrupt(pauseAt(id, 1, [user, a1]), {
+      reason: 'drop the production database?',
+      context: null,
+    });
     await A2.close();
     expect((await cli(['sync', 'now', '--db', dbA, '--plane', plane.url, '--key', key])).code).toBe(0);
     const r = await cli(['restore', id, '--db', dbB, '--plane', plane.url, '--key', key]);
     expect(r.code, r.text).toBe(0);
     expect(r.text).toMatch(/restored cli-stale-pause: 2 rows written, 1 already here; pause restored/);
-    expect(r.text).toMatch(new RegExp(`^STALE PAUSE removed: ${id} paused at checkpoint ${p1.checkpointId}, which is no longer its newest row$`, 'm'));
+    expect(r.text).toMatch(
+      new RegExp(
+        `^STALE PAUSE removed: ${id} paused at checkpoint ${p1.checkpointId}, which is no longer its newest row$`,
+        'm',
+      ),
+    );
     expect(r.text).not.toMatch(/DIVERGED/);
     const B = new SqliteCheckpointer({ path: dbB });
     try {

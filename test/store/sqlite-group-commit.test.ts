@@ -110,7 +110,10 @@ describe('SQLite group commit', () => {
 
   it('a failure of the shared transaction fails the lease acquisitions queued in it too, and takes none', async () => {
     failAt = 'store.groupCommit.beforeCommit';
-    const settled = await Promise.allSettled([store.acquireLease('f1', { holder: 'h', ttlMs: 30_000 }), store.put(input('f2'))]);
+    const settled = await Promise.allSettled([
+      store.acquireLease('f1', { holder: 'h', ttlMs: 30_000 }),
+      store.put(input('f2')),
+    ]);
     expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected']);
     expect(await store.getLease('f1')).toBeNull();
     expect((await store.acquireLease('f1', { holder: 'h', ttlMs: 30_000 })).epoch).toBe(1);

@@ -14,7 +14,15 @@ const tmp = scratchDir('waymark-sqlite-migrate-');
 afterAll(() => tmp.cleanup());
 
 const put = (store: SqliteCheckpointer, executionId: string, turn: number) =>
-  store.put({ executionId, nodeId: `turn:${turn}`, turn, step: 'llm_call', status: 'completed', agentPath: 'agent:m', state: { messages: [{ role: 'user', content: `m${turn}` }] } });
+  store.put({
+    executionId,
+    nodeId: `turn:${turn}`,
+    turn,
+    step: 'llm_call',
+    status: 'completed',
+    agentPath: 'agent:m',
+    state: { messages: [{ role: 'user', content: `m${turn}` }] },
+  });
 
 describe('sqlite schema migration 1 → 2', () => {
   test('a version-1 file keeps every outbox event, its order and its state', async () => {
@@ -37,7 +45,8 @@ describe('sqlite schema migration 1 → 2', () => {
     v1.exec(MIGRATIONS[0].sqlite);
     v1.pragma('user_version = 1');
     v1.exec(`ATTACH '${tmp.file('source.db')}' AS src`);
-    for (const t of ['waymark_meta', 'executions', 'checkpoints', 'pending_interrupts', 'idempotency']) v1.exec(`INSERT INTO main.${t} SELECT * FROM src.${t}`);
+    for (const t of ['waymark_meta', 'executions', 'checkpoints', 'pending_interrupts', 'idempotency'])
+      v1.exec(`INSERT INTO main.${t} SELECT * FROM src.${t}`);
     v1.exec(`INSERT INTO main.outbox (seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error)
              SELECT seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error FROM src.outbox`);
     v1.exec('DETACH src');
@@ -48,7 +57,11 @@ describe('sqlite schema migration 1 → 2', () => {
     const db = store.connection;
     expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     // names recorded: the version the old file had (when it was applied is not known), and the ones applied now
-    const versions = db.prepare(`SELECT version, name, applied_at FROM waymark_migrations ORDER BY version`).all() as { version: number; name: string; applied_at: string | null }[];
+    const versions = db.prepare(`SELECT version, name, applied_at FROM waymark_migrations ORDER BY version`).all() as {
+      version: number;
+      name: string;
+      applied_at: string | null;
+    }[];
     expect(versions.map((v) => [v.version, v.name])).toEqual(MIGRATIONS.map((m, i) => [i + 1, m.name]));
     expect(versions.map((v) => v.applied_at === null)).toEqual(MIGRATIONS.map((_, i) => i === 0));
     expect((await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => e.id)).toEqual(before.pending);
@@ -68,11 +81,24 @@ describe('sqlite schema migration 1 → 2', () => {
     expect((await store.listExecutions({ state: 'running' })).find((e) => e.executionId === 'a')?.lease).toBeNull();
     const lease = await store.acquireLease('a', { holder: 'upgraded', ttlMs: 60_000 });
     expect(lease.epoch).toBe(1);
-    const leased = await store.put({ executionId: 'a', nodeId: 'turn:5', turn: 5, step: 'llm_call', status: 'completed', agentPath: 'agent:m', state: { messages: [] } }, { lease });
+    const leased = await store.put(
+      {
+        executionId: 'a',
+        nodeId: 'turn:5',
+        turn: 5,
+        step: 'llm_call',
+        status: 'completed',
+        agentPath: 'agent:m',
+        state: { messages: [] },
+      },
+      { lease },
+    );
     expect(leased.seq).toBe(5);
     // deleting an execution drops its unsent events of every kind, through the new indexes
     await store.deleteExecution('a');
-    expect((await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => `${e.kind}:${e.executionId}`)).toEqual(['checkpoint:b', 'execution_deleted:a']);
+    expect((await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => `${e.kind}:${e.executionId}`)).toEqual(
+      ['checkpoint:b', 'execution_deleted:a'],
+    );
     await store.close();
   });
 });

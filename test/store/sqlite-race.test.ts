@@ -49,7 +49,12 @@ describe('sqlite across real processes', () => {
           },
           { reason: 'approval', context: { round } },
         );
-        const answers = kids.map((k) => nextMessage<{ type: string; round: number; won: boolean }>(k, (m) => m.type === 'claimed' && m.round === round));
+        const answers = kids.map((k) =>
+          nextMessage<{ type: string; round: number; won: boolean }>(
+            k,
+            (m) => m.type === 'claimed' && m.round === round,
+          ),
+        );
         for (const k of kids) k.send({ type: 'claim', executionId, checkpointId: pending.checkpointId, round });
         const results = await Promise.all(answers);
         winnersPerRound.push(results.filter((r) => r.won).length);
@@ -71,7 +76,9 @@ describe('sqlite across real processes', () => {
     const kids = await startChildren(path, 2);
     const executions = ['w-0', 'w-1', 'w-2', 'w-3', 'w-4'];
     try {
-      const done = kids.map((k) => nextMessage<{ type: string; ids: string[]; message?: string }>(k, (m) => m.type !== 'ready'));
+      const done = kids.map((k) =>
+        nextMessage<{ type: string; ids: string[]; message?: string }>(k, (m) => m.type !== 'ready'),
+      );
       for (const k of kids) k.send({ type: 'write', count: 400, executions });
       const results = await Promise.all(done);
       for (const r of results) expect(r.type, r.message).toBe('written');

@@ -32,7 +32,11 @@ const tmp = scratchDir('waymark-node-types-');
 const app = tmp.file('consumer');
 
 function npm(args: string[], cwd: string, cache: '--prefer-offline' | '--prefer-online' = '--prefer-offline'): void {
-  const r = spawnSync('npm', [...args, '--no-audit', '--no-fund', cache, '--ignore-scripts'], { cwd, encoding: 'utf8', timeout: NPM_TIMEOUT_MS });
+  const r = spawnSync('npm', [...args, '--no-audit', '--no-fund', cache, '--ignore-scripts'], {
+    cwd,
+    encoding: 'utf8',
+    timeout: NPM_TIMEOUT_MS,
+  });
   expect(r.status, `npm ${args.join(' ')}: ${r.error ?? ''}${r.stderr}`).toBe(0);
 }
 
@@ -56,10 +60,18 @@ beforeAll(() => {
   const out = tmp.file('pack');
   mkdirSync(out, { recursive: true });
   const packed = JSON.parse(
-    execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', out], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: NPM_TIMEOUT_MS }),
+    execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', out], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: NPM_TIMEOUT_MS,
+    }),
   ) as { filename: string }[];
   mkdirSync(app, { recursive: true });
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }));
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'consumer', version: '1.0.0', type: 'module', private: true }),
+  );
   // the peers every subpath's types name, at the versions the repo is tested with
   npm(['install', join(out, packed[0].filename), ...TYPE_PEERS.map(devSpec)], app);
   writeFileSync(join(app, 'index.ts'), CONSUMER);
@@ -77,9 +89,14 @@ describe('a strict consumer type-checks every subpath across @types/node majors 
       `@types/node@${range}: no errors with skipLibCheck false, moduleResolution node16 and bundler`,
       () => {
         npm(['install', `@types/node@${range}`], app, cache);
-        const version = JSON.parse(readFileSync(join(app, 'node_modules/@types/node/package.json'), 'utf8')).version as string;
+        const version = JSON.parse(readFileSync(join(app, 'node_modules/@types/node/package.json'), 'utf8'))
+          .version as string;
         for (const [moduleResolution] of RESOLUTIONS) {
-          const tsc = spawnSync(process.execPath, [TSC, '-p', `tsconfig.${moduleResolution}.json`], { cwd: app, encoding: 'utf8', timeout: TSC_TIMEOUT_MS });
+          const tsc = spawnSync(process.execPath, [TSC, '-p', `tsconfig.${moduleResolution}.json`], {
+            cwd: app,
+            encoding: 'utf8',
+            timeout: TSC_TIMEOUT_MS,
+          });
           expect(`${tsc.stdout}${tsc.stderr}`, `@types/node ${version}, moduleResolution ${moduleResolution}`).toBe('');
           expect(tsc.status).toBe(0);
         }

@@ -25,7 +25,15 @@ type Msg = { type: string; executionId?: string; decisionId?: string };
 
 const [dbFile, ledgerFile, url, apiKey] = process.argv.slice(2);
 const store = new SqliteCheckpointer({ path: dbFile });
-const replica = connectPlane(store, { url, apiKey, pollMs: 0, debounceMs: 5, timeoutMs: 5000, decisionWaitSeconds: 1, backoffCapMs: 1000 });
+const replica = connectPlane(store, {
+  url,
+  apiKey,
+  pollMs: 0,
+  debounceMs: 5,
+  timeoutMs: 5000,
+  decisionWaitSeconds: 1,
+  backoffCapMs: 1000,
+});
 const { agent } = refundAgent({ store, ledger: new Ledger(ledgerFile) });
 const stop = new AbortController();
 const holding = new Set<string>();
@@ -36,7 +44,12 @@ process.on('message', async (m: Msg) => {
   if (m.type === 'run') {
     const r = await agent.run(refundRequest(m.executionId!, 9000), { executionId: m.executionId });
     await replica.flush({ timeoutMs: 10_000 });
-    process.send?.({ type: 'paused', status: r.status, checkpointId: r.pendingInterrupt?.checkpointId ?? null, writerId: store.writerId });
+    process.send?.({
+      type: 'paused',
+      status: r.status,
+      checkpointId: r.pendingInterrupt?.checkpointId ?? null,
+      writerId: store.writerId,
+    });
   }
   if (m.type === 'hold') {
     holding.add(m.executionId!);
@@ -44,7 +57,12 @@ process.on('message', async (m: Msg) => {
   }
   if (m.type === 'restore') {
     const r = await restoreFromPlane(store, m.executionId!, { url, apiKey });
-    process.send?.({ type: 'restored', inserted: r.inserted, pendingImported: r.pendingImported, writerId: store.writerId });
+    process.send?.({
+      type: 'restored',
+      inserted: r.inserted,
+      pendingImported: r.pendingImported,
+      writerId: store.writerId,
+    });
   }
 });
 

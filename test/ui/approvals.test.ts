@@ -49,12 +49,17 @@ const publish = (name: string) => {
 };
 
 async function session(url: string, key: string): Promise<string> {
-  const r = await fetch(`${url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key, next: '/' }) });
+  const r = await fetch(`${url}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    body: new URLSearchParams({ key, next: '/' }),
+  });
   expect(r.status).toBe(303);
   return r.headers.get('set-cookie')!.split(';')[0];
 }
 const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
-const post = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) => fetch(url, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(body) });
+const post = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
+  fetch(url, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(body) });
 
 async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -113,15 +118,23 @@ describe('approvals on the plane inspector', () => {
     plane = await startTestPlane('pglite');
     proxy = await new FaultProxy(plane.url).start();
     const db = plane.database.db;
-    keys.approver = (await createKey(db, { project: 'acme', name: 'manager', scopes: ['approve'], createProject: true })).key;
+    keys.approver = (
+      await createKey(db, { project: 'acme', name: 'manager', scopes: ['approve'], createProject: true })
+    ).key;
     keys.reader = (await createKey(db, { project: 'acme', name: 'auditor', scopes: ['read'] })).key;
     keys.admin = (await createKey(db, { project: 'acme', name: 'owner', scopes: ['admin'] })).key;
-    keys.rival = (await createKey(db, { project: 'rival', name: 'rival manager', scopes: ['approve', 'read'], createProject: true })).key;
+    keys.rival = (
+      await createKey(db, { project: 'rival', name: 'rival manager', scopes: ['approve', 'read'], createProject: true })
+    ).key;
     feedKey = keys.laptop = await plane.key('acme', ['ingest', 'read']);
     // both machines charge into one ledger (each charge names its order, the run's id, and its process)
     ledger = new Ledger(tmp.file('laptop.jsonl'));
     // the machines and the browser start at once: their start-ups overlap
-    [laptop, other, browser] = await Promise.all([startLaptop(tmp.file('laptop.db'), proxy.url), startLaptop(tmp.file('other.db'), plane.url), browserLaunch]);
+    [laptop, other, browser] = await Promise.all([
+      startLaptop(tmp.file('laptop.db'), proxy.url),
+      startLaptop(tmp.file('other.db'), plane.url),
+      browserLaunch,
+    ]);
   });
   afterAll(async () => {
     await Promise.all([laptop, other].filter(Boolean).map(stopChild));
@@ -138,7 +151,12 @@ describe('approvals on the plane inspector', () => {
   };
   const pauseOnLaptop = (executionId: string) => pauseOn(laptop, executionId);
   const decisions = async () =>
-    (await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key: feedKey })).body.items as { decisionId: string; executionId: string; approved: boolean; decidedBy: string }[];
+    (await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key: feedKey })).body.items as {
+      decisionId: string;
+      executionId: string;
+      approved: boolean;
+      decidedBy: string;
+    }[];
 
   /** A manager logs in with `key`, opens the pause from Pending approvals and approves it with `comment`; the run page after the post. */
   const approveInBrowser = async (key: string, manager: string, id: string, comment: string): Promise<Page> => {
@@ -198,7 +216,11 @@ describe('approvals on the plane inspector', () => {
     await page.evaluate(() => window.scrollTo(0, 0)); // bounding boxes are of the viewport; the clip of a full page is of the page
     const top = (await page.locator('section[aria-labelledby=pause-h]').boundingBox())!;
     const bottom = (await page.locator('[data-testid=decision-form]').boundingBox())!;
-    await page.screenshot({ path: shotPath('approve-form'), fullPage: true, clip: { x: 0, y: top.y - 8, width: 1100, height: bottom.y + bottom.height - top.y + 16 } });
+    await page.screenshot({
+      path: shotPath('approve-form'),
+      fullPage: true,
+      clip: { x: 0, y: top.y - 8, width: 1100, height: bottom.y + bottom.height - top.y + 16 },
+    });
     publish('approve-form');
     const outcome = nextMessage<Msg>(laptop, (m) => m.type === 'outcome');
     await page.click('button[name=approved][value=true]');
@@ -236,7 +258,12 @@ describe('approvals on the plane inspector', () => {
     expect(await phone.$$eval('.table-wrap', (ws) => ws.map((w) => w.scrollWidth - w.clientWidth))).toEqual([0]);
     expect(await phone.locator('td[data-label="Applied by"]').first().isVisible()).toBe(true);
     // an approve session's nav offers only what it may open: no Keys (its page is admin-only)
-    expect(await phone.locator('nav a').allTextContents()).toEqual(['Runs', 'Pending approvals', 'Quarantine', 'Writers']);
+    expect(await phone.locator('nav a').allTextContents()).toEqual([
+      'Runs',
+      'Pending approvals',
+      'Quarantine',
+      'Writers',
+    ]);
     const next = `phone-${Date.now().toString(36)}`;
     await pauseOnLaptop(next);
     await phone.goto(`${plane.url}/runs/${next}`);
@@ -271,16 +298,25 @@ describe('approvals on the plane inspector', () => {
       expect(await r.text()).toContain('CSRF_FAILED');
     }
     // a GET changes nothing (there is no GET of the form's target)
-    expect((await fetch(`${target}?approved=true&checkpointId=${pause.checkpointId}`, { headers: { cookie: approver } })).status).toBe(404);
+    expect(
+      (await fetch(`${target}?approved=true&checkpointId=${pause.checkpointId}`, { headers: { cookie: approver } }))
+        .status,
+    ).toBe(404);
     // bad fields: 400 naming each, with the code a decision's body gets everywhere
-    const bad = await post(target, { csrf, checkpointId: pause.checkpointId, approved: 'maybe', extra: '1' }, { cookie: approver });
+    const bad = await post(
+      target,
+      { csrf, checkpointId: pause.checkpointId, approved: 'maybe', extra: '1' },
+      { cookie: approver },
+    );
     expect(bad.status).toBe(400);
     const badText = await bad.text();
     expect(badText).toContain('INVALID_DECISION');
     expect(badText).toContain('unknown field');
     expect(badText).toContain('approved:');
     // a pause id that cannot be one is named beside the other problems, not found out after them (newcomer run)
-    const both = await (await post(target, { csrf, checkpointId: 'zzz', approved: 'maybe' }, { cookie: approver })).text();
+    const both = await (
+      await post(target, { csrf, checkpointId: 'zzz', approved: 'maybe' }, { cookie: approver })
+    ).text();
     expect(both).toContain('INVALID_DECISION');
     expect(both).toContain('checkpointId: not a pause&#39;s id');
     expect(both).toContain('approved:');
@@ -303,9 +339,16 @@ describe('approvals on the plane inspector', () => {
     const adminHtml = await (await fetch(`${plane.url}/runs/${adminId}`, { headers: { cookie: admin } })).text();
     expect(adminHtml).toContain('data-testid="decision-form"');
     expect(adminHtml).not.toContain('no approve scope');
-    const byAdmin = await post(`${plane.url}/runs/${adminId}/decision`, { csrf: csrfIn(adminHtml), checkpointId: adminPause.checkpointId, approved: 'true', comment: 'as owner' }, { cookie: admin });
+    const byAdmin = await post(
+      `${plane.url}/runs/${adminId}/decision`,
+      { csrf: csrfIn(adminHtml), checkpointId: adminPause.checkpointId, approved: 'true', comment: 'as owner' },
+      { cookie: admin },
+    );
     expect(byAdmin.status).toBe(303);
-    expect((await decisions()).find((d) => d.executionId === adminId)).toMatchObject({ approved: true, decidedBy: 'owner' });
+    expect((await decisions()).find((d) => d.executionId === adminId)).toMatchObject({
+      approved: true,
+      decidedBy: 'owner',
+    });
 
     // another project's session: the run is not there, and its pause is 404
     const rival = await session(plane.url, keys.rival);
@@ -327,12 +370,17 @@ describe('approvals on the plane inspector', () => {
     expect(secondText).toContain('ALREADY_DECIDED');
     expect(secondText).toContain('already decided by &#39;manager&#39;');
     // the first decision's time in the message is shown as the cards show times (local time, UTC on hover), not raw ISO
-    expect(secondText).toMatch(/already decided by &#39;manager&#39; at <time datetime="[^"]+Z" title="[^"]+ UTC" data-local="absolute">/);
+    expect(secondText).toMatch(
+      /already decided by &#39;manager&#39; at <time datetime="[^"]+Z" title="[^"]+ UTC" data-local="absolute">/,
+    );
     expect(secondText).toContain('data-testid="decision"');
     const mine = (await decisions()).filter((d) => d.executionId === id);
     expect(mine).toHaveLength(1);
     // the laptop applies it (and the pause is then closed: a late decision is PAUSE_CLOSED or ALREADY_DECIDED, never recorded)
-    await nextMessage<Msg>(laptop, (m) => m.type === 'outcome' && m.decisionId === (mine[0] as { decisionId: string }).decisionId);
+    await nextMessage<Msg>(
+      laptop,
+      (m) => m.type === 'outcome' && m.decisionId === (mine[0] as { decisionId: string }).decisionId,
+    );
   });
 
   it('a laptop offline when the manager approves applies the decision once it is back online: one charge; the pages show it applied by the laptop writer', async () => {
@@ -345,8 +393,12 @@ describe('approvals on the plane inspector', () => {
       const page = await approveInBrowser(keys.approver, 'manager', id, 'Approved while the laptop was offline.');
       const decidedAt = Date.now();
       // the laptop asked for decisions after this one was recorded, and did not get through
-      await until(() => proxy.seen.some((r) => r.path.startsWith('/v1/decisions') && r.fault === 'reset' && r.at > decidedAt));
-      expect(await page.locator('[data-testid=run-approvals] [data-testid=decision]').getAttribute('data-state')).toBe('pending');
+      await until(() =>
+        proxy.seen.some((r) => r.path.startsWith('/v1/decisions') && r.fault === 'reset' && r.at > decidedAt),
+      );
+      expect(await page.locator('[data-testid=run-approvals] [data-testid=decision]').getAttribute('data-state')).toBe(
+        'pending',
+      );
       expect(ledger.charges().filter((c) => c.order === id)).toHaveLength(0);
 
       // back online: the laptop's worker gets the decision on its next ask and applies it
@@ -381,7 +433,9 @@ describe('approvals on the plane inspector', () => {
     );
     const held = both.map((c) => nextMessage<Msg>(c, (m) => m.type === 'held'));
     // the loser may first meet the winner's claim before it is applied: 'failed', tried again, then applied_elsewhere
-    const settled = both.map((c) => nextMessage<Msg>(c, (m) => m.type === 'outcome' && m.executionId === id && m.outcome !== 'failed'));
+    const settled = both.map((c) =>
+      nextMessage<Msg>(c, (m) => m.type === 'outcome' && m.executionId === id && m.outcome !== 'failed'),
+    );
     const page = await approveInBrowser(keys.approver, 'manager', id, 'Approved; whichever machine gets there.');
     const [ha, hb] = await Promise.all(held);
     expect(hb.decisionId).toBe(ha.decisionId);
@@ -439,7 +493,8 @@ describe('approvals in the local UI (waymark ui --db), no plane', () => {
     const ledger = new Ledger(tmp.file('local.jsonl'));
     const store = new SqliteCheckpointer({ path: file });
     const id = `local-${Date.now().toString(36)}`;
-    const pause = (await refundAgent({ store, ledger }).agent.run(refundRequest('L-1', 4200), { executionId: id })).pendingInterrupt!;
+    const pause = (await refundAgent({ store, ledger }).agent.run(refundRequest('L-1', 4200), { executionId: id }))
+      .pendingInterrupt!;
     await store.close();
 
     const ui = await startUi(['--db', file, '--port', '0', '--user', 'alice']);
@@ -451,7 +506,15 @@ describe('approvals in the local UI (waymark ui --db), no plane', () => {
       expect(csrf).not.toBe('');
       const target = `${ui.url}/runs/${id}/decision`;
       expect((await post(target, { checkpointId: pause.checkpointId, approved: 'true' })).status).toBe(403);
-      expect((await post(target, { checkpointId: pause.checkpointId, approved: 'true', csrf }, { origin: 'http://evil.example' })).status).toBe(403);
+      expect(
+        (
+          await post(
+            target,
+            { checkpointId: pause.checkpointId, approved: 'true', csrf },
+            { origin: 'http://evil.example' },
+          )
+        ).status,
+      ).toBe(403);
       expect((await fetch(`${ui.url}/runs/${id}`, { method: 'POST' })).status).toBe(405);
 
       const page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
@@ -475,7 +538,12 @@ describe('approvals in the local UI (waymark ui --db), no plane', () => {
       const check = new SqliteCheckpointer({ path: file });
       const stored = await check.getDecision(id, pause.checkpointId);
       await check.close();
-      expect(stored).toMatchObject({ state: 'applied', decidedBy: 'alice', source: 'local', metadata: { comment: 'ok from my laptop' } });
+      expect(stored).toMatchObject({
+        state: 'applied',
+        decidedBy: 'alice',
+        source: 'local',
+        metadata: { comment: 'ok from my laptop' },
+      });
       expect(await shown.locator('[data-testid=applied-by]').textContent()).toBe(stored!.appliedBy);
       expect(await page.textContent('h1')).toContain('completed');
       // a second decision for the answered pause: refused, nothing recorded
@@ -492,7 +560,11 @@ describe('approvals in the local UI (waymark ui --db), no plane', () => {
       const formHtml = await (await fetch(`${ui.url}/runs/${other}`)).text();
       expect(formHtml).toContain('data-testid="decision-form"');
       expect((await agent.resume(other, { approved: true })).status).toBe('completed');
-      const late = await post(`${ui.url}/runs/${other}/decision`, { checkpointId: open.checkpointId, approved: 'false', csrf: csrfIn(formHtml) });
+      const late = await post(`${ui.url}/runs/${other}/decision`, {
+        checkpointId: open.checkpointId,
+        approved: 'false',
+        csrf: csrfIn(formHtml),
+      });
       expect(late.status).toBe(409);
       const lateText = await late.text();
       expect(lateText).toContain('PAUSE_CLOSED');
@@ -500,7 +572,11 @@ describe('approvals in the local UI (waymark ui --db), no plane', () => {
       expect(await code.getDecision(other, open.checkpointId)).toBeNull();
       // another run's decided pause named on this run's form, or on a run not in the store: 404 PAUSE_NOT_FOUND, never a 500, never the other run's decision
       for (const run of [other, 'no-such-run']) {
-        const foreign = await post(`${ui.url}/runs/${run}/decision`, { checkpointId: pause.checkpointId, approved: 'false', csrf: csrfIn(formHtml) });
+        const foreign = await post(`${ui.url}/runs/${run}/decision`, {
+          checkpointId: pause.checkpointId,
+          approved: 'false',
+          csrf: csrfIn(formHtml),
+        });
         expect(foreign.status, run).toBe(404);
         const text = await foreign.text();
         expect(text).toContain('PAUSE_NOT_FOUND');

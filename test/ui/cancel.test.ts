@@ -31,7 +31,8 @@ import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { pause, step, takeEvents } from '../helpers/rows.js';
 
 const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
-const post = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) => fetch(url, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(body) });
+const post = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
+  fetch(url, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(body) });
 
 /** The page has no horizontal overflow at its current width. */
 const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
@@ -48,18 +49,32 @@ const accessibilityProblems = (page: Page) =>
     const h1 = document.querySelectorAll('h1');
     if (h1.length !== 1) problems.push(`${h1.length} h1`);
     const headings = [...document.querySelectorAll('h1, h2, h3')].map((h) => Number(h.tagName[1]));
-    headings.forEach((level, i) => i > 0 && level > headings[i - 1] + 1 && problems.push(`heading level skips to h${level}`));
+    headings.forEach(
+      (level, i) => i > 0 && level > headings[i - 1] + 1 && problems.push(`heading level skips to h${level}`),
+    );
     const ids = [...document.querySelectorAll('[id]')].map((e) => e.id);
     for (const id of new Set(ids)) if (ids.filter((x) => x === id).length > 1) problems.push(`id '${id}' used twice`);
-    for (const el of document.querySelectorAll<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>('input:not([type=hidden]), textarea, select')) {
-      const named = (el.labels && [...el.labels].some((l) => l.textContent!.trim())) || el.getAttribute('aria-label') || el.getAttribute('aria-labelledby');
+    for (const el of document.querySelectorAll<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>(
+      'input:not([type=hidden]), textarea, select',
+    )) {
+      const named =
+        (el.labels && [...el.labels].some((l) => l.textContent!.trim())) ||
+        el.getAttribute('aria-label') ||
+        el.getAttribute('aria-labelledby');
       if (!named) problems.push(`${el.tagName.toLowerCase()}[name=${el.name}] has no label`);
     }
-    for (const b of document.querySelectorAll('button')) if (!(b.textContent!.trim() || b.getAttribute('aria-label'))) problems.push('a button has no name');
-    for (const l of document.querySelectorAll('label[for]')) if (!document.getElementById(l.getAttribute('for')!)) problems.push(`label for '${l.getAttribute('for')}' names nothing`);
+    for (const b of document.querySelectorAll('button'))
+      if (!(b.textContent!.trim() || b.getAttribute('aria-label'))) problems.push('a button has no name');
+    for (const l of document.querySelectorAll('label[for]'))
+      if (!document.getElementById(l.getAttribute('for')!))
+        problems.push(`label for '${l.getAttribute('for')}' names nothing`);
     for (const s of document.querySelectorAll('section[aria-labelledby]'))
-      if (!document.getElementById(s.getAttribute('aria-labelledby')!)) problems.push(`section labelled by a missing '${s.getAttribute('aria-labelledby')}'`);
-    for (const el of document.querySelectorAll('[aria-hidden=true] a, [aria-hidden=true] button, [aria-hidden=true] input')) problems.push(`focusable ${el.tagName} inside aria-hidden`);
+      if (!document.getElementById(s.getAttribute('aria-labelledby')!))
+        problems.push(`section labelled by a missing '${s.getAttribute('aria-labelledby')}'`);
+    for (const el of document.querySelectorAll(
+      '[aria-hidden=true] a, [aria-hidden=true] button, [aria-hidden=true] input',
+    ))
+      problems.push(`focusable ${el.tagName} inside aria-hidden`);
     return problems;
   });
 
@@ -74,18 +89,35 @@ describe('cancel from the plane inspector', () => {
 
   /** Everything the laptop's store has not sent, to the plane; the plane's answer. */
   const sync = async () => {
-    const r = await call(`${plane.url}/v1/ingest`, { key: keys.ingest, json: { protocol: 1, writerId: laptop.writerId, rows: await takeEvents(laptop) } });
+    const r = await call(`${plane.url}/v1/ingest`, {
+      key: keys.ingest,
+      json: { protocol: 1, writerId: laptop.writerId, rows: await takeEvents(laptop) },
+    });
     expect(r.status).toBe(200);
-    return r.body as { accepted: number; rejected: number; results: { status: string; code?: string; reason?: string }[] };
+    return r.body as {
+      accepted: number;
+      rejected: number;
+      results: { status: string; code?: string; reason?: string }[];
+    };
   };
   /** A run on the laptop, synced: `steps` model calls, then paused, completed or failed as asked (else running). */
   const run = async (id: string, end: 'running' | 'paused' | 'completed' | 'failed' = 'running', steps = 3) => {
     for (let i = 0; i < steps; i++) await laptop.put(step(id, i));
     // the pause row carries its reason and context, as the runtime writes it (client/runtime/loop.ts)
     const context = { amount: 9000 };
-    if (end === 'paused') await laptop.recordInterrupt({ ...pause(id, steps), interruptReason: 'manager_approval', interruptContext: context }, { reason: 'manager_approval', context });
+    if (end === 'paused')
+      await laptop.recordInterrupt(
+        { ...pause(id, steps), interruptReason: 'manager_approval', interruptContext: context },
+        { reason: 'manager_approval', context },
+      );
     if (end === 'completed' || end === 'failed')
-      await laptop.put({ ...step(id, steps), nodeId: 'run_end', step: 'run_end', status: end, ...(end === 'failed' ? { nodeOutput: { code: 'MODEL_ERROR', message: 'upstream 500' } } : {}) });
+      await laptop.put({
+        ...step(id, steps),
+        nodeId: 'run_end',
+        step: 'run_end',
+        status: end,
+        ...(end === 'failed' ? { nodeOutput: { code: 'MODEL_ERROR', message: 'upstream 500' } } : {}),
+      });
     expect((await sync()).rejected).toBe(0);
     return id;
   };
@@ -96,7 +128,10 @@ describe('cancel from the plane inspector', () => {
     let cursor: string | null = null;
     let first: { pending: unknown } | null = null;
     do {
-      const r = await call(`${plane.url}/v1/executions/${id}/restore${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`, { key: keys.reader });
+      const r = await call(
+        `${plane.url}/v1/executions/${id}/restore${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ''}`,
+        { key: keys.reader },
+      );
       expect(r.status).toBe(200);
       first ??= r.body;
       rows.push(...r.body.rows);
@@ -115,11 +150,16 @@ describe('cancel from the plane inspector', () => {
   };
   /** A session cookie of `key` (no browser). */
   const session = async (key: string) => {
-    const r = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key, next: '/' }) });
+    const r = await fetch(`${plane.url}/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      body: new URLSearchParams({ key, next: '/' }),
+    });
     expect(r.status).toBe(303);
     return r.headers.get('set-cookie')!.split(';')[0];
   };
-  const html = async (path: string, cookie: string) => (await fetch(`${plane.url}${path}`, { headers: { cookie } })).text();
+  const html = async (path: string, cookie: string) =>
+    (await fetch(`${plane.url}${path}`, { headers: { cookie } })).text();
 
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
@@ -185,7 +225,13 @@ describe('cancel from the plane inspector', () => {
     // the restore bundle ends with the cancel marker, carrying the reason
     const bundle = await restored(id);
     expect(bundle.rows.map((r) => r.seq)).toEqual([0, 1, 2, 3]);
-    expect(bundle.rows.at(-1)).toMatchObject({ seq: 3, step: 'run_end', status: 'cancelled', writerId: 'plane', nodeOutput: { reason } });
+    expect(bundle.rows.at(-1)).toMatchObject({
+      seq: 3,
+      step: 'run_end',
+      status: 'cancelled',
+      writerId: 'plane',
+      nodeOutput: { reason },
+    });
     expect(bundle.pending).toBeNull();
 
     // the runner's next step reaches the plane refused: it lost the run
@@ -203,7 +249,11 @@ describe('cancel from the plane inspector', () => {
     expect(await page.locator('[data-testid=takeovers]').count()).toBe(0);
     const cookie = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
     const token = csrfOf(/wm_session=([^;]+)/.exec(cookie)![1]);
-    const again = await post(`${plane.url}/runs/${id}/cancel`, { csrf: token, reason: 'second thoughts', confirm: 'yes' }, { cookie });
+    const again = await post(
+      `${plane.url}/runs/${id}/cancel`,
+      { csrf: token, reason: 'second thoughts', confirm: 'yes' },
+      { cookie },
+    );
     expect(again.status).toBe(200);
     const againText = await again.text();
     expect(againText).toContain('already cancelled');
@@ -243,13 +293,18 @@ describe('cancel from the plane inspector', () => {
     // a decision recorded before the cancel, not yet applied by a worker: the cancel supersedes it
     const decided = await run('decided-run', 'paused', 1);
     const checkpointId = (await detail(decided)).pause.pending.checkpointId;
-    const recorded = await call(`${plane.url}/v1/executions/${decided}/decision`, { key: keys.approver, json: { checkpointId, approved: true, comment: 'fine by me' } });
+    const recorded = await call(`${plane.url}/v1/executions/${decided}/decision`, {
+      key: keys.approver,
+      json: { checkpointId, approved: true, comment: 'fine by me' },
+    });
     expect(recorded.status).toBe(201);
     await page.goto(`${plane.url}/runs/${decided}`);
     await page.getByRole('checkbox', { name: /I understand/ }).check();
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await page.waitForURL(`${plane.url}/runs/${decided}#cancel-h`);
-    expect(await page.locator('[data-testid=run-approvals] [data-testid=decision]').getAttribute('data-state')).toBe('superseded');
+    expect(await page.locator('[data-testid=run-approvals] [data-testid=decision]').getAttribute('data-state')).toBe(
+      'superseded',
+    );
     expect(await page.textContent('[data-testid=cancel-closed-pause]')).toContain('no decision applies to it any more');
     await page.goto(`${plane.url}/approvals`);
     expect(await page.locator(`[data-testid=pause][data-execution="${decided}"]`).count()).toBe(0);
@@ -350,10 +405,20 @@ describe('cancel from the plane inspector', () => {
     const csrf = csrfIn(await html(`/runs/${target}`, canceller));
     expect(csrf).not.toBe('');
     const ok = { reason: 'r', confirm: 'yes' };
-    const refused = async (body: Record<string, string>, headers: Record<string, string>, status: number, code: string, path = url) => {
+    const refused = async (
+      body: Record<string, string>,
+      headers: Record<string, string>,
+      status: number,
+      code: string,
+      path = url,
+    ) => {
       const r = await post(path, body, headers);
       const text = await r.text();
-      expect([r.status, text.includes(code), text.includes('Nothing was changed.')], code).toEqual([status, true, true]);
+      expect([r.status, text.includes(code), text.includes('Nothing was changed.')], code).toEqual([
+        status,
+        true,
+        true,
+      ]);
       return text;
     };
     // no token, a forged one, another origin, another site: 403 CSRF_FAILED
@@ -363,18 +428,31 @@ describe('cancel from the plane inspector', () => {
     await refused({ ...ok, csrf }, { cookie: canceller, 'sec-fetch-site': 'cross-site' }, 403, 'CSRF_FAILED');
     // a read session's own token: 403 FORBIDDEN naming the scope
     const reader = await session(keys.reader);
-    expect(await refused({ ...ok, csrf: csrfOf(reader.split('=')[1]) }, { cookie: reader }, 403, 'FORBIDDEN')).toContain('cancel scope');
+    expect(
+      await refused({ ...ok, csrf: csrfOf(reader.split('=')[1]) }, { cookie: reader }, 403, 'FORBIDDEN'),
+    ).toContain('cancel scope');
     // the box not ticked (a client that skips the browser's check), a stray field, a reason too long: 400 naming each
     const noConfirm = await refused({ csrf, reason: 'r' }, { cookie: canceller }, 400, 'INVALID_REQUEST');
     expect(noConfirm).toContain('confirm: tick');
-    const bad = await refused({ csrf, confirm: 'yes', reason: 'x'.repeat(2049), extra: '1' }, { cookie: canceller }, 400, 'INVALID_REQUEST');
+    const bad = await refused(
+      { csrf, confirm: 'yes', reason: 'x'.repeat(2049), extra: '1' },
+      { cookie: canceller },
+      400,
+      'INVALID_REQUEST',
+    );
     expect(bad).toContain('unknown field');
     expect(bad).toContain('reason: at most 2048 characters');
     // a GET of the target changes nothing
     expect((await fetch(`${url}?confirm=yes&csrf=${csrf}`, { headers: { cookie: canceller } })).status).toBe(404);
     // a run not here (and a path no run id can be): 404, no link back to a run that is not there
     for (const missing of ['no-such-run', 'bad\u0001id']) {
-      const text = await refused({ ...ok, csrf }, { cookie: canceller }, 404, 'EXECUTION_NOT_FOUND', `${plane.url}/runs/${encodeURIComponent(missing)}/cancel`);
+      const text = await refused(
+        { ...ok, csrf },
+        { cookie: canceller },
+        404,
+        'EXECUTION_NOT_FOUND',
+        `${plane.url}/runs/${encodeURIComponent(missing)}/cancel`,
+      );
       expect(text).not.toContain('Back to the run');
     }
     // another project's session with the cancel scope: the run is not there for it

@@ -36,7 +36,13 @@ function chunkedForm(bytes: number): ReadableStream<Uint8Array> {
 }
 
 const post = (url: string, body: BodyInit, type = 'application/x-www-form-urlencoded') =>
-  fetch(url, { method: 'POST', headers: { 'content-type': type, origin: new URL(url).origin }, body, redirect: 'manual', duplex: 'half' } as RequestInit);
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': type, origin: new URL(url).origin },
+    body,
+    redirect: 'manual',
+    duplex: 'half',
+  } as RequestInit);
 
 /** Headers and 10 bytes of a 1,000-byte form body that never comes; the answer's status line and when the socket closed. */
 function stalled(url: string): Promise<{ answer: string; ms: number }> {
@@ -44,7 +50,9 @@ function stalled(url: string): Promise<{ answer: string; ms: number }> {
   return new Promise((resolve, reject) => {
     const t = performance.now();
     const s = connect(Number(u.port), u.hostname, () => {
-      s.write(`POST ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nkey=aaaaaa`);
+      s.write(
+        `POST ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nkey=aaaaaa`,
+      );
     });
     let answer = '';
     s.on('data', (d) => (answer += d));
@@ -56,12 +64,18 @@ function stalled(url: string): Promise<{ answer: string; ms: number }> {
 describe('inspector form bodies', () => {
   it("the plane's sign-in form (no key needed): a body over the control limit is 413 once it passes it, a declared one at once, another type 415, a stalled one 408 at the body deadline; a real sign-in still works", async () => {
     const database = await openTestPlaneDatabase('pglite');
-    const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', bodyIdleMs: 1000, bodyTotalMs: 3000 }), { database, logger: pino({ level: 'silent' }) });
+    const plane = await startPlane(
+      loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://', bodyIdleMs: 1000, bodyTotalMs: 3000 }),
+      { database, logger: pino({ level: 'silent' }) },
+    );
     try {
       const login = `${plane.url}/login`;
       // 64 MiB offered, chunked: refused at the limit, the rest never read
       const big = await post(login, chunkedForm(64 * 1024 * 1024));
-      expect([big.status, await big.text()]).toEqual([413, `TOO_LARGE: a form is at most ${LIMITS.controlBodyBytes} bytes`]);
+      expect([big.status, await big.text()]).toEqual([
+        413,
+        `TOO_LARGE: a form is at most ${LIMITS.controlBodyBytes} bytes`,
+      ]);
       const declared = await post(login, 'a'.repeat(LIMITS.controlBodyBytes + 1));
       expect(declared.status).toBe(413);
       const json = await post(login, '{"key":"x"}', 'application/json');
@@ -78,7 +92,10 @@ describe('inspector form bodies', () => {
       expect(await atLimit.text()).toContain('That key is unknown or revoked');
       const ingestOnly = (await createKey(database.db, { createProject: true, project: 'p', scopes: ['ingest'] })).key;
       const noScope = await post(login, new URLSearchParams({ key: ingestOnly, next: '/' }).toString());
-      expect([noScope.status, await noScope.text()]).toEqual([401, expect.stringContaining('it needs the read or the approve scope')]);
+      expect([noScope.status, await noScope.text()]).toEqual([
+        401,
+        expect.stringContaining('it needs the read or the approve scope'),
+      ]);
       const { key } = await createKey(database.db, { createProject: true, project: 'p', scopes: ['read'] });
       const ok = await post(login, new URLSearchParams({ key, next: '/' }).toString());
       expect([ok.status, ok.headers.get('location')]).toEqual([303, '/']);

@@ -24,7 +24,15 @@ export async function launch(): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env.WAYMARK_CHROMIUM ?? '/usr/bin/chromium',
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }
 
@@ -39,7 +47,8 @@ describe('the inspector in headless chromium', () => {
   const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
   /** With WAYMARK_UPDATE_SCREENSHOTS=1, a screenshot also becomes README's picture docs/img/<as>.png. */
   const publish = (name: string, as: string) => {
-    if (process.env.WAYMARK_UPDATE_SCREENSHOTS === '1') copyFileSync(join(SHOTS, `${name}.png`), join(DOCS_IMG, `${as}.png`));
+    if (process.env.WAYMARK_UPDATE_SCREENSHOTS === '1')
+      copyFileSync(join(SHOTS, `${name}.png`), join(DOCS_IMG, `${as}.png`));
   };
 
   beforeAll(async () => {
@@ -74,7 +83,9 @@ describe('the inspector in headless chromium', () => {
       name: 'desk',
       kind: 'supervisor',
       model: new ScriptedModel(({ turn, toolResults }) =>
-        turn === 0 ? { toolCalls: [{ name: 'refunds', arguments: { task: refundRequest('77', 9000) } }] } : { content: `supervisor: ${toolResults[0].content}` },
+        turn === 0
+          ? { toolCalls: [{ name: 'refunds', arguments: { task: refundRequest('77', 9000) } }] }
+          : { content: `supervisor: ${toolResults[0].content}` },
       ),
       tools: [agent.asTool({ name: 'refunds' })],
       checkpointer: store,
@@ -89,7 +100,16 @@ describe('the inspector in headless chromium', () => {
         json: {
           protocol: 1,
           writerId,
-          rows: [{ kind: 'interrupt_claimed', id: uuidv7(), executionId: 'desk-run', checkpointId: deskPause.checkpointId, writerId, claimedAt: new Date().toISOString() }],
+          rows: [
+            {
+              kind: 'interrupt_claimed',
+              id: uuidv7(),
+              executionId: 'desk-run',
+              checkpointId: deskPause.checkpointId,
+              writerId,
+              claimedAt: new Date().toISOString(),
+            },
+          ],
         },
       });
       expect(r.body.accepted).toBe(1);
@@ -129,7 +149,11 @@ describe('the inspector in headless chromium', () => {
     const cookies = await page.context().cookies();
     expect(cookies.find((c) => c.name === 'wm_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
     // the login form's own cookie (its CSRF secret) is as closed
-    expect(cookies.find((c) => c.name === 'wm_login')).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/login' });
+    expect(cookies.find((c) => c.name === 'wm_login')).toMatchObject({
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/login',
+    });
     expect(await page.content()).not.toContain(readKey);
   });
 
@@ -170,7 +194,9 @@ describe('the inspector in headless chromium', () => {
     const modelRow = page.locator('ol.timeline li', { hasText: 'llm_call' }).first();
     expect(await modelRow.locator('.badge').textContent()).toBe('failed');
     expect(await modelRow.textContent()).toMatch(/the model call failed/);
-    expect(await page.locator('ol.timeline li', { hasText: 'llm_call' }).locator('.badge', { hasText: 'completed' }).count()).toBe(0);
+    expect(
+      await page.locator('ol.timeline li', { hasText: 'llm_call' }).locator('.badge', { hasText: 'completed' }).count(),
+    ).toBe(0);
     await shot('02b-run-failed');
     await page.goto(`${plane.url}/`);
   });
@@ -281,12 +307,15 @@ describe('the inspector in headless chromium', () => {
     await page.click('a[href="/runs/desk-run"]');
     await page.waitForURL(`${plane.url}/runs/desk-run`);
     // the worker's rows sit one level in, its tool's a level further: the nesting of the agent paths
-    const depthOf = async (path: string) => (await page.locator('ol.timeline li', { hasText: path }).first().getAttribute('class'))!.match(/depth-(\d)/)![1];
+    const depthOf = async (path: string) =>
+      (await page.locator('ol.timeline li', { hasText: path }).first().getAttribute('class'))!.match(/depth-(\d)/)![1];
     expect(await depthOf('#0turn:0llm_call')).toBe('0');
     expect(await depthOf('supervisor:desk/agent:refund-bot')).toBe('1');
     expect(await depthOf('supervisor:desk/agent:refund-bot/tool:refund')).toBe('2');
     expect(await page.textContent('#conflicts-h')).toMatch(/Claim conflicts/);
-    expect(await page.textContent('section[aria-labelledby=conflicts-h]')).toMatch(/won by laptop-c, also claimed by\s*laptop-d/);
+    expect(await page.textContent('section[aria-labelledby=conflicts-h]')).toMatch(
+      /won by laptop-c, also claimed by\s*laptop-d/,
+    );
     await shot('10-run-supervised-conflicted');
     await page.setViewportSize({ width: 390, height: 800 });
     await page.reload();
@@ -299,7 +328,10 @@ describe('the inspector in headless chromium', () => {
     const [cookie] = await page.context().cookies();
     await page.click('text=Log out');
     await page.waitForURL(/\/login/);
-    const again = await fetch(`${plane.url}/`, { headers: { cookie: `wm_session=${cookie.value}` }, redirect: 'manual' });
+    const again = await fetch(`${plane.url}/`, {
+      headers: { cookie: `wm_session=${cookie.value}` },
+      redirect: 'manual',
+    });
     expect(again.status).toBe(303);
     expect(again.headers.get('location')).toMatch(/^\/login/);
   });

@@ -13,7 +13,11 @@ import { refusedWithin } from '../helpers/plane-process.js';
 import { launchChromium as launch, SHOTS } from '../helpers/browser.js';
 
 async function session(url: string, key: string): Promise<string> {
-  const r = await fetch(`${url}/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key, next: '/' }) });
+  const r = await fetch(`${url}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    body: new URLSearchParams({ key, next: '/' }),
+  });
   expect(r.status).toBe(303);
   return r.headers.get('set-cookie')!.split(';')[0];
 }
@@ -69,7 +73,11 @@ describe('the Keys page', () => {
     await page.waitForURL(`${plane.url}/keys`);
     expect(await page.textContent(`tr[data-key="${id}"]`)).toMatch(/revoked/);
     // refused within 1 s of the page saying so, judged by when each request was sent (not by how fast it was answered)
-    await refusedWithin(async () => (await call(`${plane.url}/v1/executions`, { key: secret })).status, performance.now(), 1000);
+    await refusedWithin(
+      async () => (await call(`${plane.url}/v1/executions`, { key: secret })).status,
+      performance.now(),
+      1000,
+    );
   });
 
   it('a form post without the CSRF token, or from another origin, is refused and changes nothing', async () => {
@@ -86,12 +94,22 @@ describe('the Keys page', () => {
       const r = await fetch(target, { method: 'POST', redirect: 'manual', headers: { cookie, ...headers }, body });
       expect(r.status).toBe(403);
     }
-    const create = await fetch(`${plane.url}/keys`, { method: 'POST', redirect: 'manual', headers: { cookie }, body: new URLSearchParams({ name: 'x', scopes: 'read' }) });
+    const create = await fetch(`${plane.url}/keys`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie },
+      body: new URLSearchParams({ name: 'x', scopes: 'read' }),
+    });
     expect(create.status).toBe(403);
     expect((await call(`${plane.url}/v1/executions`, { key: keys.read })).status).toBe(200);
     // another session's token is not this session's
     const other = await session(plane.url, keys.admin);
-    const r = await fetch(target, { method: 'POST', redirect: 'manual', headers: { cookie: other }, body: new URLSearchParams({ csrf }) });
+    const r = await fetch(target, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: other },
+      body: new URLSearchParams({ csrf }),
+    });
     expect(r.status).toBe(403);
     expect((await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body.items).toHaveLength(3);
   });
@@ -103,13 +121,20 @@ describe('the Keys page', () => {
     // a read session's nav does not offer the page it cannot open; an admin session's does
     expect(await refused.text()).not.toContain('href="/keys"');
     expect(await (await fetch(`${plane.url}/`, { headers: { cookie: reader } })).text()).not.toContain('href="/keys"');
-    expect(await (await fetch(`${plane.url}/writers`, { headers: { cookie: await session(plane.url, keys.admin) } })).text()).toContain('href="/keys"');
+    expect(
+      await (await fetch(`${plane.url}/writers`, { headers: { cookie: await session(plane.url, keys.admin) } })).text(),
+    ).toContain('href="/keys"');
     const rival = await session(plane.url, keys.rivalAdmin);
     const html = await (await fetch(`${plane.url}/keys`, { headers: { cookie: rival } })).text();
     for (const k of [keys.admin, keys.read]) expect(html).not.toContain(k.slice(3, 19));
     expect(html).toContain(keys.rival.slice(3, 19));
     expect(html).not.toContain('acme');
-    const r = await fetch(`${plane.url}/keys/${keys.read.slice(3, 19)}/revoke`, { method: 'POST', redirect: 'manual', headers: { cookie: rival }, body: new URLSearchParams({ csrf: csrfIn(html) }) });
+    const r = await fetch(`${plane.url}/keys/${keys.read.slice(3, 19)}/revoke`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: rival },
+      body: new URLSearchParams({ csrf: csrfIn(html) }),
+    });
     expect(r.status).toBe(404);
     const made = await fetch(`${plane.url}/keys`, {
       method: 'POST',
@@ -120,7 +145,11 @@ describe('the Keys page', () => {
     expect(made.status).toBe(400);
     expect(await made.text()).toMatch(/UNKNOWN_PROJECT/);
     expect((await call(`${plane.url}/v1/executions`, { key: keys.read })).status).toBe(200);
-    expect((await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body.items.filter((k: { revokedAt: string | null }) => !k.revokedAt)).toHaveLength(2);
+    expect(
+      (await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body.items.filter(
+        (k: { revokedAt: string | null }) => !k.revokedAt,
+      ),
+    ).toHaveLength(2);
   });
 
   it('an operator session (the bootstrap key) sees every project and makes a key in another project from the page', async () => {
@@ -134,6 +163,10 @@ describe('the Keys page', () => {
     expect(made.status).toBe(201);
     const secret = /data-testid="secret">([^<]+)</.exec(await made.text())![1].trim();
     const mine = await call(`${plane.url}/v1/admin/keys`, { key: keys.rivalAdmin });
-    expect(mine.body.items.find((k: { id: string }) => k.id === secret.slice(3, 19))).toMatchObject({ project: 'rival', name: 'from operator', scopes: ['read'] });
+    expect(mine.body.items.find((k: { id: string }) => k.id === secret.slice(3, 19))).toMatchObject({
+      project: 'rival',
+      name: 'from operator',
+      scopes: ['read'],
+    });
   });
 });

@@ -35,19 +35,37 @@ function counting(s: Checkpointer): Checkpointer {
       const value = Reflect.get(target, prop, receiver);
       if (typeof value !== 'function') return value;
       if (prop === 'usageTotals') return (ids: string[]) => (read.usageCalls++, target.usageTotals(ids));
-      if (prop === 'list' || prop === 'latest' || prop === 'getById') return async (...args: unknown[]) => count(await value.apply(target, args));
+      if (prop === 'list' || prop === 'latest' || prop === 'getById')
+        return async (...args: unknown[]) => count(await value.apply(target, args));
       return value.bind(target);
     },
   });
 }
 
-const usage = (i: number): Json => [{ model: 'm', agentPath: 'agent:t', turn: i, inputTokens: 100, outputTokens: 7, cachedInputTokens: 0, finishReason: 'stop' }];
+const usage = (i: number): Json => [
+  {
+    model: 'm',
+    agentPath: 'agent:t',
+    turn: i,
+    inputTokens: 100,
+    outputTokens: 7,
+    cachedInputTokens: 0,
+    finishReason: 'stop',
+  },
+];
 
 beforeAll(async () => {
   store = new SqliteCheckpointer({ path: tmp.file('long.db'), writerId: 'laptop' });
   let prev: string | null = null;
   // a long run: a model call every tenth row
-  for (let i = 0; i < LONG_ROWS; i++) prev = (await store.put({ ...step('run-long', i), prevId: prev, nodeOutput: i % 10 === 0 ? { usage: usage(i) } : { text: `t${i}` } })).id;
+  for (let i = 0; i < LONG_ROWS; i++)
+    prev = (
+      await store.put({
+        ...step('run-long', i),
+        prevId: prev,
+        nodeOutput: i % 10 === 0 ? { usage: usage(i) } : { text: `t${i}` },
+      })
+    ).id;
   for (let i = 0; i < 5; i++) await store.put({ ...step(`run-short-${i}`, 0), nodeOutput: { usage: usage(0) } });
   ui = await serveLocalUi(counting(store), { port: 0 });
 });

@@ -33,7 +33,10 @@ const decision = (executionId: string, checkpointId: string, source: 'local' | '
 
 /** Open a pause on `id` after its newest row; resolves with the pause row's id. */
 async function paused(id: string, turn: number, prevId: string): Promise<string> {
-  const { pending } = await store.recordInterrupt({ ...pause(id, turn), prevId }, { reason: 'approval', context: null });
+  const { pending } = await store.recordInterrupt(
+    { ...pause(id, turn), prevId },
+    { reason: 'approval', context: null },
+  );
   return pending.checkpointId;
 }
 
@@ -45,11 +48,17 @@ beforeAll(async () => {
   ids.first = await paused(run, 1, start.id);
   applied = decision(run, ids.first, 'local');
   await store.recordDecision(applied);
-  const resumed = await store.claimInterrupt({ executionId: run, checkpointId: ids.first }, { next: { ...step(run, 2), prevId: ids.first }, decisionId: applied.decisionId });
+  const resumed = await store.claimInterrupt(
+    { executionId: run, checkpointId: ids.first },
+    { next: { ...step(run, 2), prevId: ids.first }, decisionId: applied.decisionId },
+  );
   // the second pause, answered from code; the row after it is another writer's
   ids.second = await paused(run, 3, resumed!.checkpoint!.id);
   const other = new SqliteCheckpointer({ path: tmp.file('pauses.db'), writerId: 'server' });
-  const next = await other.claimInterrupt({ executionId: run, checkpointId: ids.second }, { next: { ...step(run, 4), prevId: ids.second } });
+  const next = await other.claimInterrupt(
+    { executionId: run, checkpointId: ids.second },
+    { next: { ...step(run, 4), prevId: ids.second } },
+  );
   ids.afterSecond = next!.checkpoint!.id;
   await other.close();
   // a pause-step row that is not a pause (completed), after the last answered pause
@@ -70,7 +79,11 @@ describe("the local run page's pauses", () => {
     const shown = await localSource(store).runDecisions!('refund-1');
     expect(shown.map((d) => [d.decisionId, d.state, d.appliedBy])).toEqual([[applied.decisionId, 'applied', 'laptop']]);
     // the store itself lists all three for the run, two of them not held
-    expect((await store.listDecisions({ executionId: 'refund-1' })).items.map((d) => d.held)).toEqual([true, false, false]);
+    expect((await store.listDecisions({ executionId: 'refund-1' })).items.map((d) => d.held)).toEqual([
+      true,
+      false,
+      false,
+    ]);
   });
 
   it('names the newest interrupted pause as answered, and the writer of the row after it as its claimer', async () => {
@@ -97,7 +110,10 @@ describe("the local run page's pauses", () => {
   });
 
   it('an open pause is open; a run with no pause has none', async () => {
-    expect(await localSource(store).pauseState('another-run')).toMatchObject({ state: 'open', pending: { checkpointId: ids.other } });
+    expect(await localSource(store).pauseState('another-run')).toMatchObject({
+      state: 'open',
+      pending: { checkpointId: ids.other },
+    });
     await store.put(step('no-pause', 0));
     expect(await localSource(store).pauseState('no-pause')).toBeNull();
   });

@@ -24,7 +24,8 @@ beforeAll(async () => {
   for (let i = 0; i < 120; i++) await (i % 10 === 3 ? b : a).put(step(`run-${String(i).padStart(3, '0')}`, 0));
   let prev: string | null = null;
   for (let i = 0; i < 450; i++) prev = (await a.put({ ...step('long-run', i), prevId: prev })).id;
-  for (let i = 0; i < 120; i++) await a.putIdempotent('long-run', `charge:${String(i).padStart(3, '0')}`, { receipt: i });
+  for (let i = 0; i < 120; i++)
+    await a.putIdempotent('long-run', `charge:${String(i).padStart(3, '0')}`, { receipt: i });
   for (let i = 0; i < 60; i++) {
     const e = await a.put(step(`refused-${String(i).padStart(2, '0')}`, 0));
     await a.markQuarantined({ [e.id]: `plane: invalid_row: refusal ${i}` });
@@ -70,28 +71,46 @@ describe('local inspector paging', () => {
   });
 
   it("a long run's timeline pages by seq, its idempotency entries by key; the quarantine pages by outbox id", async () => {
-    const rows = await follow('/runs/long-run', /<a href="([^"]+)">Next rows →<\/a>/, /<li class="[^"]*" id="seq-(\d+)">/g);
+    const rows = await follow(
+      '/runs/long-run',
+      /<a href="([^"]+)">Next rows →<\/a>/,
+      /<li class="[^"]*" id="seq-(\d+)">/g,
+    );
     expect(rows.pages).toBe(3);
     expect(rows.items.map(Number)).toEqual(Array.from({ length: 450 }, (_, i) => i));
     // its idempotency entries page by key (a run may record many large effect results), each once
-    const effects = await follow('/runs/long-run', /<a href="([^"]+)">More entries →<\/a>/, /<td class="mono" data-label="Key">charge:(\d+)<\/td>/g);
+    const effects = await follow(
+      '/runs/long-run',
+      /<a href="([^"]+)">More entries →<\/a>/,
+      /<td class="mono" data-label="Key">charge:(\d+)<\/td>/g,
+    );
     expect(effects.pages).toBe(3);
     expect(effects.items.map(Number)).toEqual(Array.from({ length: 120 }, (_, i) => i));
     expect((await fetch(`${ui.url}/runs/long-run?idem=x`)).status).toBe(400);
     // paging one part of the page keeps the others: the timeline's page in the entries' links, and the reverse
     const html = await (await fetch(`${ui.url}/runs/long-run?a=3&b=4`)).text();
     const nextRows = /<a href="([^"]+)">Next rows →<\/a>/.exec(html)![1].replace(/&amp;/g, '&');
-    const moreEntries = /<a href="([^"]+)">More entries →<\/a>/.exec(await (await fetch(`${ui.url}${nextRows}`)).text())![1].replace(/&amp;/g, '&');
+    const moreEntries = /<a href="([^"]+)">More entries →<\/a>/
+      .exec(await (await fetch(`${ui.url}${nextRows}`)).text())![1]
+      .replace(/&amp;/g, '&');
     const kept = new URL(moreEntries, ui.url).searchParams;
-    expect([kept.get('a'), kept.get('b'), kept.get('cursor') !== null, kept.get('idem') !== null]).toEqual(['3', '4', true, true]);
+    expect([kept.get('a'), kept.get('b'), kept.get('cursor') !== null, kept.get('idem') !== null]).toEqual([
+      '3',
+      '4',
+      true,
+      true,
+    ]);
     const q = await follow('/quarantine', /<a href="([^"]+)">Next →<\/a>/, /refusal (\d+)/g);
     expect(q.pages).toBe(2);
     expect(q.items.map(Number)).toEqual(Array.from({ length: 60 }, (_, i) => i));
   });
 
   it('a cursor it did not issue is a 400, not a 500; a row that is not there is said', async () => {
-    for (const path of ['/?cursor=x', '/runs/long-run?cursor=eyJhIjoxfQ', '/quarantine?cursor=%5B%5D']) expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
-    expect(await (await fetch(`${ui.url}/runs/long-run?a=0&b=900`)).text()).toContain('seq 900 is not a row of this run');
+    for (const path of ['/?cursor=x', '/runs/long-run?cursor=eyJhIjoxfQ', '/quarantine?cursor=%5B%5D'])
+      expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
+    expect(await (await fetch(`${ui.url}/runs/long-run?a=0&b=900`)).text()).toContain(
+      'seq 900 is not a row of this run',
+    );
     const badCursor = await fetch(`${ui.url}/?cursor=x`);
     expect(badCursor.headers.get('content-type')).toContain('text/html');
     const badCursorText = await badCursor.text();
@@ -104,17 +123,22 @@ describe('local inspector paging', () => {
     expect(badFilters.status).toBe(400);
     const named = await badFilters.text();
     expect(named).toContain('INVALID_REQUEST');
-    expect(named).toContain('status: must be one of running, paused, completed, failed, cancelled (got &#39;bogus&#39;)');
+    expect(named).toContain(
+      'status: must be one of running, paused, completed, failed, cancelled (got &#39;bogus&#39;)',
+    );
     expect(named).toContain('since: must be one of 1h, 24h, 7d, 30d');
     expect((await fetch(`${ui.url}/?status=paused&since=24h`)).status).toBe(200);
     // a name every object inherits is no window
-    for (const since of ['toString', 'constructor', '__proto__']) expect((await fetch(`${ui.url}/?since=${since}`)).status, since).toBe(400);
+    for (const since of ['toString', 'constructor', '__proto__'])
+      expect((await fetch(`${ui.url}/?since=${since}`)).status, since).toBe(400);
     expect(named).not.toContain('href="/keys"');
     expect(await (await fetch(`${ui.url}/approvals?cursor=x`)).text()).toContain('BAD_CURSOR');
     // numbers past the safe integers: a cursor is not one it issued (400), a seq in the query is no seq (the page, as without it)
     const huge = Buffer.from('1e20').toString('base64url');
-    for (const path of [`/runs/long-run?cursor=${huge}`, `/quarantine?cursor=${huge}`]) expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
-    for (const path of ['/runs/long-run?b=99999999999999999999', '/runs/long-run?a=99999999999999999999&b=3']) expect((await fetch(`${ui.url}${path}`)).status, path).toBe(200);
+    for (const path of [`/runs/long-run?cursor=${huge}`, `/quarantine?cursor=${huge}`])
+      expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
+    for (const path of ['/runs/long-run?b=99999999999999999999', '/runs/long-run?a=99999999999999999999&b=3'])
+      expect((await fetch(`${ui.url}${path}`)).status, path).toBe(200);
   });
 
   it('refuses a non-loopback host without allowRemote (INVALID_OPTIONS), and serves nothing', async () => {

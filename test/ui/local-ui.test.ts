@@ -81,11 +81,15 @@ async function startUi(args: string[], cwd = ROOT, o: { viaNpmShell?: boolean } 
 /** A GET with a Host header of our choosing (fetch does not let a page set it), or none; `path` may be an absolute-form target. */
 function getWithHost(url: string, host: string | null, path?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { ...(path ? { path } : {}), ...(host === null ? { setHost: false } : { headers: { host } }) }, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
+    const req = request(
+      url,
+      { ...(path ? { path } : {}), ...(host === null ? { setHost: false } : { headers: { host } }) },
+      (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -95,7 +99,9 @@ function getWithHost(url: string, host: string | null, path?: string): Promise<{
 async function seed(store: Checkpointer): Promise<void> {
   const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file(`ledger-${Math.random()}.jsonl`)) });
   expect((await agent.run(refundRequest('7', 20), { executionId: 'refund-small' })).status).toBe('completed');
-  expect((await agent.run(`${refundRequest('1042', 50000)} ${XSS}`, { executionId: 'refund-large' })).status).toBe('paused');
+  expect((await agent.run(`${refundRequest('1042', 50000)} ${XSS}`, { executionId: 'refund-large' })).status).toBe(
+    'paused',
+  );
   const broken = new Agent({
     name: 'broken-bot',
     model: new ScriptedModel(() => {
@@ -137,7 +143,11 @@ async function checkPages(ui: Ui, store: Checkpointer, label: string): Promise<v
   expect(list.body).toContain('<link rel="icon" href="/ui/icon.svg"');
   for (const icon of ['/favicon.ico', '/ui/icon.svg']) {
     const r = await fetch(`${ui.url}${icon}`);
-    expect([r.status, r.headers.get('content-type'), (await r.text()).startsWith('<svg')]).toEqual([200, 'image/svg+xml', true]);
+    expect([r.status, r.headers.get('content-type'), (await r.text()).startsWith('<svg')]).toEqual([
+      200,
+      'image/svg+xml',
+      true,
+    ]);
   }
 
   const paused = await text(`${ui.url}/runs/refund-large`);
@@ -227,7 +237,9 @@ describe('waymark ui over a SQLite store', () => {
   it('a port in use is said as such, exit 1', async () => {
     const taken = await waymarkAsync(['ui', '--db', db, '--port', new URL(ui.url).port]);
     expect(taken.code).toBe(1);
-    expect(taken.stderr).toContain(`waymark ui: PORT_IN_USE: port ${new URL(ui.url).port} is in use (another waymark ui?); pass --port with another port, or --port 0 for a free one`);
+    expect(taken.stderr).toContain(
+      `waymark ui: PORT_IN_USE: port ${new URL(ui.url).port} is in use (another waymark ui?); pass --port with another port, or --port 0 for a free one`,
+    );
   });
 
   it('in headless Chromium: the list, a paused run with its context and a diff, quarantine, sync status; local times; 390 px wide', async () => {
@@ -268,7 +280,9 @@ describe('waymark ui over a SQLite store', () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(1);
     // the run list stacks at phone width: nothing scrolls inside its box, each cell says its column, ids wrap only at ':' or '/'
     expect(await page.$$eval('.table-wrap', (ws) => ws.map((w) => w.scrollWidth - w.clientWidth))).toEqual([0]);
-    expect(await page.locator('tbody tr:has-text("refund-small") td[data-testid=agent]').getAttribute('data-label')).toBe('Agent');
+    expect(
+      await page.locator('tbody tr:has-text("refund-small") td[data-testid=agent]').getAttribute('data-label'),
+    ).toBe('Agent');
     const agentLines = await page.$eval('tbody tr td[data-testid=agent]', (td) => {
       const r = document.createRange();
       r.selectNodeContents(td);
@@ -317,7 +331,17 @@ describe('waymark ui command line', () => {
     const none = await waymarkAsync(['ui']);
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('a store is required: --db FILE (a SQLite file) or --url postgres://…');
-    const bad = await waymarkAsync(['ui', '--db', tmp.file('never.db'), '--url', 'mysql://x', '--host', '0.0.0.0', '--port', 'eighty']);
+    const bad = await waymarkAsync([
+      'ui',
+      '--db',
+      tmp.file('never.db'),
+      '--url',
+      'mysql://x',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      'eighty',
+    ]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('4 problems');
     expect(bad.stderr).toContain('give --db or --url, not both');
@@ -392,10 +416,27 @@ describe('the sync status page of a store never connected to a plane', () => {
     expect(html).toContain('3 rows, 900 bytes (kept in the outbox until a plane is connected with connectPlane)');
     expect(html).not.toContain('complete (no row refused)');
     // connected: a copy with no hole, though the plane refused rows by seq (another branch), says both, not "no row refused"
-    const drain = { state: 'idle', at: '2026-12-06T00:00:00.000Z', lastSuccessAt: null, lastAckAt: null, lastError: null, lastErrorAt: null };
-    const refused = String(await (SyncPage({ s: { ...s, drain, quarantinedCount: 1, diverged: [['r-1', 1]] } }) as { toString(): string | Promise<string> }).toString());
-    expect(refused).toContain('complete (no hole: the rows the plane refused are not missing from its copy, see below)');
-    const clean = String(await (SyncPage({ s: { ...s, drain } }) as { toString(): string | Promise<string> }).toString());
+    const drain = {
+      state: 'idle',
+      at: '2026-12-06T00:00:00.000Z',
+      lastSuccessAt: null,
+      lastAckAt: null,
+      lastError: null,
+      lastErrorAt: null,
+    };
+    const refused = String(
+      await (
+        SyncPage({ s: { ...s, drain, quarantinedCount: 1, diverged: [['r-1', 1]] } }) as {
+          toString(): string | Promise<string>;
+        }
+      ).toString(),
+    );
+    expect(refused).toContain(
+      'complete (no hole: the rows the plane refused are not missing from its copy, see below)',
+    );
+    const clean = String(
+      await (SyncPage({ s: { ...s, drain } }) as { toString(): string | Promise<string> }).toString(),
+    );
     expect(clean).toContain('complete (no row refused)');
   });
 });

@@ -46,7 +46,9 @@ for (const kind of ['pglite', 'postgres'] as const) {
       const seen: string[] = [];
       let pages = 0;
       do {
-        const res: Response = await app.request(`/v1/executions?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { headers: { authorization: `Bearer ${key}` } });
+        const res: Response = await app.request(`/v1/executions?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, {
+          headers: { authorization: `Bearer ${key}` },
+        });
         const body = (await res.json()) as { items: { executionId: string }[]; nextCursor: string | null };
         seen.push(...body.items.map((e) => e.executionId));
         cursor = body.nextCursor;
@@ -56,7 +58,9 @@ for (const kind of ['pglite', 'postgres'] as const) {
       expect(seen.length).toBe(10_000);
       expect(seen[0]).toBe('run-00001');
       expect(seen[9999]).toBe('run-10000');
-      const page = await app.request('/v1/executions?status=paused&limit=50', { headers: { authorization: `Bearer ${key}` } });
+      const page = await app.request('/v1/executions?status=paused&limit=50', {
+        headers: { authorization: `Bearer ${key}` },
+      });
       expect(((await page.json()) as { items: unknown[] }).items.length).toBe(50);
     });
 
@@ -65,7 +69,10 @@ for (const kind of ['pglite', 'postgres'] as const) {
       const explain = async (f: { status?: string }) => {
         const q = executionsQuery(database.db, projectId, { ...f, limit: 50 }).toSQL();
         const client = (database.db as unknown as { $client: { query?: Function; unsafe?: Function } }).$client;
-        const r = kind === 'pglite' ? await client.query!(`EXPLAIN ${q.sql}`, q.params) : await client.unsafe!(`EXPLAIN ${q.sql}`, q.params);
+        const r =
+          kind === 'pglite'
+            ? await client.query!(`EXPLAIN ${q.sql}`, q.params)
+            : await client.unsafe!(`EXPLAIN ${q.sql}`, q.params);
         const rows = (Array.isArray(r) ? r : r.rows) as Record<string, string>[];
         return rows.map((x) => Object.values(x)[0]).join('\n');
       };

@@ -61,7 +61,11 @@ function raw(
   });
 }
 const formPost = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
-  raw(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: form(body).toString() });
+  raw(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: form(body).toString(),
+  });
 
 /** An agent whose every part a person reads carries markup: messages, tool arguments, the pause reason and context, the answer. */
 function hostileAgent(store: Checkpointer): Agent {
@@ -76,7 +80,11 @@ function hostileAgent(store: Checkpointer): Agent {
   });
   return new Agent({
     name: 'hostile-bot',
-    model: new ScriptedModel(({ turn }) => (turn === 0 ? { content: `thinking ${X}`, toolCalls: [{ name: 'lookup', arguments: { q: X } }] } : { content: `done ${X}` })),
+    model: new ScriptedModel(({ turn }) =>
+      turn === 0
+        ? { content: `thinking ${X}`, toolCalls: [{ name: 'lookup', arguments: { q: X } }] }
+        : { content: `done ${X}` },
+    ),
     tools: [lookup],
     checkpointer: store,
   });
@@ -102,7 +110,9 @@ async function expectInert(page: Page, where: string): Promise<void> {
     xss: (window as unknown as { __xss?: number }).__xss ?? null,
     imgs: document.querySelectorAll('img, svg[onload], iframe, object, embed').length,
     scripts: [...document.querySelectorAll('script')].map((s) => s.getAttribute('src')),
-    handlers: [...document.querySelectorAll('*')].flatMap((e) => [...e.attributes].filter((a) => a.name.startsWith('on')).map((a) => `${e.tagName}@${a.name}`)),
+    handlers: [...document.querySelectorAll('*')].flatMap((e) =>
+      [...e.attributes].filter((a) => a.name.startsWith('on')).map((a) => `${e.tagName}@${a.name}`),
+    ),
     base: document.querySelectorAll('base, meta[http-equiv]:not([http-equiv="refresh"])').length,
   }));
   expect(found, where).toEqual({ xss: null, imgs: 0, scripts: ['/ui/local-time.js'], handlers: [], base: 0 });
@@ -144,7 +154,8 @@ const attackPage = (target: string, fields: Record<string, string>, o: { sandbox
     .join('');
   const formHtml = `<form id="f" method="post" action="${target}">${inputs}</form><script>document.getElementById('f').submit()</script>`;
   const body = form(fields).toString();
-  if (o.sandboxed) return `<!doctype html><iframe sandbox="allow-scripts allow-forms" srcdoc="${formHtml.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"></iframe>`;
+  if (o.sandboxed)
+    return `<!doctype html><iframe sandbox="allow-scripts allow-forms" srcdoc="${formHtml.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"></iframe>`;
   return `<!doctype html><script>fetch(${JSON.stringify(target)}, { method: 'POST', mode: 'no-cors', headers: { 'content-type': 'text/plain' }, body: ${JSON.stringify(body)} }).catch(() => {});</script>${formHtml}`;
 };
 
@@ -188,7 +199,10 @@ async function visitAttack(context: BrowserContext, html: string, target: string
   const path = `/attack-${Math.random().toString(36).slice(2)}`;
   evil.pages.set(path, html);
   const page = await context.newPage();
-  const answered = page.waitForResponse((r) => r.url() === target && r.request().method() === 'POST' && r.request().resourceType() === 'document', { timeout: 60_000 });
+  const answered = page.waitForResponse(
+    (r) => r.url() === target && r.request().method() === 'POST' && r.request().resourceType() === 'document',
+    { timeout: 60_000 },
+  );
   await page.goto(`${evil.url}${path}`);
   const status = (await answered).status();
   await page.close();
@@ -222,8 +236,17 @@ describe('the local UI (waymark ui) under attack', () => {
 
   it('DNS rebinding: answers only a loopback Host naming its own port', async () => {
     const port = Number(new URL(ui.url).port);
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) expect((await raw(`${ui.url}/`, { headers: { host } })).status, host).toBe(200);
-    for (const host of [`evil.example:${port}`, 'evil.example', `127.0.0.1.evil.example:${port}`, `localhost:${port + 1}`, `127.0.0.1:${port + 1}`, '127.0.0.1', `127.0.0.1:`]) {
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`])
+      expect((await raw(`${ui.url}/`, { headers: { host } })).status, host).toBe(200);
+    for (const host of [
+      `evil.example:${port}`,
+      'evil.example',
+      `127.0.0.1.evil.example:${port}`,
+      `localhost:${port + 1}`,
+      `127.0.0.1:${port + 1}`,
+      '127.0.0.1',
+      `127.0.0.1:`,
+    ]) {
       const r = await raw(run(paused), { headers: { host } });
       // (Node's server itself answers 400 to a Host it cannot parse)
       expect([host, r.status >= 400 && r.status !== 404, r.body.includes('hostile-bot')]).toEqual([host, true, false]);
@@ -231,7 +254,11 @@ describe('the local UI (waymark ui) under attack', () => {
     // a rebound name cannot post a decision either
     const before = (await recorded(paused)).length;
     const html = await (await fetch(run(paused))).text();
-    const r = await formPost(`${run(paused)}/decision`, { csrf: csrfIn(html), checkpointId: checkpointIn(html), approved: 'true' }, { host: `evil.example:${port}` });
+    const r = await formPost(
+      `${run(paused)}/decision`,
+      { csrf: csrfIn(html), checkpointId: checkpointIn(html), approved: 'true' },
+      { host: `evil.example:${port}` },
+    );
     expect(r.status).toBe(403);
     expect(await recorded(paused)).toHaveLength(before);
   });
@@ -245,16 +272,29 @@ describe('the local UI (waymark ui) under attack', () => {
     const ok = { csrf, checkpointId, approved: 'true' };
     const attempts: [string, Promise<{ status: number }>][] = [
       ['foreign origin', formPost(target, ok, { origin: 'http://evil.example' })],
-      ['another port of loopback', formPost(target, ok, { origin: `http://127.0.0.1:${Number(new URL(ui.url).port) + 1}` })],
+      [
+        'another port of loopback',
+        formPost(target, ok, { origin: `http://127.0.0.1:${Number(new URL(ui.url).port) + 1}` }),
+      ],
       ['no token', formPost(target, { checkpointId, approved: 'true' })],
       ['no token, Origin null', formPost(target, { checkpointId, approved: 'true' }, { origin: 'null' })],
       ['a wrong token', formPost(target, { ...ok, csrf: csrf.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')) })],
-      ['text/plain', raw(target, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: form(ok).toString() })],
+      [
+        'text/plain',
+        raw(target, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: form(ok).toString() }),
+      ],
       // the token alone is not enough: a browser says when a page of another site sent the request
       ['cross-site with the token', formPost(target, ok, { 'sec-fetch-site': 'cross-site', origin: 'null' })],
       ['same-site with the token', formPost(target, ok, { 'sec-fetch-site': 'same-site', origin: 'null' })],
       ['GET', raw(`${target}?${form(ok)}`)],
-      ['PUT', raw(target, { method: 'PUT', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form(ok).toString() })],
+      [
+        'PUT',
+        raw(target, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: form(ok).toString(),
+        }),
+      ],
       ['DELETE', raw(run(paused), { method: 'DELETE' })],
     ];
     for (const [what, p] of attempts) expect([what, (await p).status >= 400]).toEqual([what, true]);
@@ -270,7 +310,9 @@ describe('the local UI (waymark ui) under attack', () => {
       expect(await visitAttack(context, attackPage(target, fields), target)).toBe(403);
       expect(await visitAttack(context, attackPage(target, fields, { sandboxed: true }), target)).toBe(403);
       // a page that somehow learnt the token (Origin null from a sandboxed frame, which no-referrer pages send too)
-      expect(await visitAttack(context, attackPage(target, { ...fields, csrf: csrfIn(html) }, { sandboxed: true }), target)).toBe(403);
+      expect(
+        await visitAttack(context, attackPage(target, { ...fields, csrf: csrfIn(html) }, { sandboxed: true }), target),
+      ).toBe(403);
       expect(await visitAttack(context, attackPage(target, { ...fields, csrf: csrfIn(html) }), target)).toBe(403);
       expect(await recorded(paused)).toEqual([]);
     } finally {
@@ -331,10 +373,22 @@ describe('the local UI (waymark ui) under attack', () => {
 
   it('headers: every page refuses framing and sniffing and sends no referrer; a frame of another origin shows nothing', async () => {
     const html = await (await fetch(run(paused))).text();
-    const refused = await formPost(`${run(paused)}/decision`, { csrf: csrfIn(html), checkpointId: 'nope', approved: 'true' });
+    const refused = await formPost(`${run(paused)}/decision`, {
+      csrf: csrfIn(html),
+      checkpointId: 'nope',
+      approved: 'true',
+    });
     expect(refused.status).toBeGreaterThanOrEqual(400);
     expectSecureHeaders(refused.headers, 'refusal');
-    for (const path of ['/', `/runs/${encodeURIComponent(paused)}`, '/runs/none', '/approvals', '/quarantine', '/sync', '/nowhere']) {
+    for (const path of [
+      '/',
+      `/runs/${encodeURIComponent(paused)}`,
+      '/runs/none',
+      '/approvals',
+      '/quarantine',
+      '/sync',
+      '/nowhere',
+    ]) {
       expectSecureHeaders((await raw(`${ui.url}${path}`)).headers, path);
     }
     const context = await browser.newContext();
@@ -362,7 +416,9 @@ describe('the local UI (waymark ui) under attack', () => {
       await page.click('button[name=approved][value=true]');
       await page.waitForURL(/#decisions-h$/);
       expect(await page.textContent('[data-testid=decided-by]')).toBe(`alice ${X}`);
-      expect(await recorded(paused)).toMatchObject([{ approved: true, decidedBy: `alice ${X}`, metadata: { comment: 'fine by me' } }]);
+      expect(await recorded(paused)).toMatchObject([
+        { approved: true, decidedBy: `alice ${X}`, metadata: { comment: 'fine by me' } },
+      ]);
     } finally {
       await context.close();
     }
@@ -384,7 +440,12 @@ describe('the plane inspector under attack', () => {
     return r.headers.get('set-cookie')!.split(';')[0];
   }
   const page = async (cookie: string, path: string) => raw(`${plane.url}${path}`, { headers: { cookie } });
-  const decisions = async (key: string) => (await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key })).body.items as { executionId: string; approved: boolean; decidedBy: string }[];
+  const decisions = async (key: string) =>
+    (await call(`${plane.url}/v1/decisions?after=0&limit=1000`, { key })).body.items as {
+      executionId: string;
+      approved: boolean;
+      decidedBy: string;
+    }[];
 
   beforeAll(async () => {
     plane = await startTestPlane('pglite');
@@ -397,7 +458,12 @@ describe('the plane inspector under attack', () => {
       ['rival', 'rival', ['approve', 'read', 'admin']],
       ['rivalIngest', 'rival', ['ingest']],
     ] as const) {
-      const k = await createKey(db, { project, name: `${name} ${X}`.slice(0, 128), scopes: [...scopes], createProject: true });
+      const k = await createKey(db, {
+        project,
+        name: `${name} ${X}`.slice(0, 128),
+        scopes: [...scopes],
+        createProject: true,
+      });
       keys[name] = k.key;
       keyIds[name] = k.id;
     }
@@ -416,7 +482,11 @@ describe('the plane inspector under attack', () => {
     const [latest] = await store.list(failed, { order: 'desc', limit: 1 });
     await call(`${plane.url}/v1/ingest`, {
       key: keys.ingest,
-      json: { protocol: 1, writerId: hostileWriter, rows: [{ kind: 'checkpoint', id: latest.id, row: { ...latest, nodeId: `forged ${X}`.slice(0, 200) } }] },
+      json: {
+        protocol: 1,
+        writerId: hostileWriter,
+        rows: [{ kind: 'checkpoint', id: latest.id, row: { ...latest, nodeId: `forged ${X}`.slice(0, 200) } }],
+      },
     });
     await replica.stop();
     await store.close();
@@ -430,7 +500,16 @@ describe('the plane inspector under attack', () => {
       json: {
         protocol: 1,
         writerId: 'rival-writer',
-        rows: [{ kind: 'interrupt_claimed', id: uuidv7(), executionId: rivalRun, checkpointId: uuidv7(), writerId: 'rival-writer', claimedAt: new Date().toISOString() }],
+        rows: [
+          {
+            kind: 'interrupt_claimed',
+            id: uuidv7(),
+            executionId: rivalRun,
+            checkpointId: uuidv7(),
+            writerId: 'rival-writer',
+            claimedAt: new Date().toISOString(),
+          },
+        ],
       },
     });
     await rivalReplica.stop();
@@ -457,9 +536,17 @@ describe('the plane inspector under attack', () => {
     ]) {
       const login = await raw(`${plane.url}/login?next=${encodeURIComponent(next)}`);
       const shown = /name="next" value="([^"]*)"/.exec(login.body)?.[1] ?? '';
-      const r = await fetch(`${plane.url}/login`, { method: 'POST', redirect: 'manual', body: form({ key: keys.reader, next }) });
+      const r = await fetch(`${plane.url}/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        body: form({ key: keys.reader, next }),
+      });
       const location = r.headers.get('location') ?? '';
-      expect([JSON.stringify(next), r.status, new URL(location, plane.url).origin]).toEqual([JSON.stringify(next), 303, origin]);
+      expect([JSON.stringify(next), r.status, new URL(location, plane.url).origin]).toEqual([
+        JSON.stringify(next),
+        303,
+        origin,
+      ]);
       // what the page carries on is as safe (the browser posts the hidden field as the page has it)
       expect([
         JSON.stringify(next),
@@ -472,7 +559,9 @@ describe('the plane inspector under attack', () => {
     // in Chromium, a link to the login with a next of another site lands on the plane
     const context = await browser.newContext();
     try {
-      await context.route('http://evil.example/**', (r) => r.fulfill({ contentType: 'text/html', body: '<h1>phished</h1>' }));
+      await context.route('http://evil.example/**', (r) =>
+        r.fulfill({ contentType: 'text/html', body: '<h1>phished</h1>' }),
+      );
       const p = await context.newPage();
       await p.goto(`${plane.url}/login?next=${encodeURIComponent('/\t/evil.example/')}`);
       await p.fill('input[name=key]', keys.reader);
@@ -503,7 +592,16 @@ describe('the plane inspector under attack', () => {
       expect((await raw(`${url}/`, { headers: { host: `localhost:${port}` } })).status).toBe(200);
       for (const host of [`evil.example:${port}`, 'evil.example', `localhost:${port + 1}`]) {
         // every page, and a path no page has yet (one added later is covered without a list to update)
-        for (const path of ['/', '/approvals', '/quarantine', '/writers', '/runs/any-run', '/keys', '/login', '/not-a-page-yet']) {
+        for (const path of [
+          '/',
+          '/approvals',
+          '/quarantine',
+          '/writers',
+          '/runs/any-run',
+          '/keys',
+          '/login',
+          '/not-a-page-yet',
+        ]) {
           const r = await raw(`${url}${path}`, { headers: { host } });
           expect([host, path, r.status]).toEqual([host, path, 403]);
         }
@@ -544,17 +642,35 @@ describe('the plane inspector under attack', () => {
     const admin = await session(keys.admin);
     const adminCsrf = csrfIn((await page(admin, '/keys')).body);
     expect(adminCsrf).not.toBe('');
-    for (const headers of [{ 'sec-fetch-site': 'cross-site', origin: 'null' }, { 'sec-fetch-site': 'same-site' }, { origin: 'http://evil.example' }] as Record<string, string>[]) {
-      const made = await formPost(`${plane.url}/keys`, { csrf: adminCsrf, name: 'forged', scopes: 'admin' }, { cookie: admin, ...headers });
+    for (const headers of [
+      { 'sec-fetch-site': 'cross-site', origin: 'null' },
+      { 'sec-fetch-site': 'same-site' },
+      { origin: 'http://evil.example' },
+    ] as Record<string, string>[]) {
+      const made = await formPost(
+        `${plane.url}/keys`,
+        { csrf: adminCsrf, name: 'forged', scopes: 'admin' },
+        { cookie: admin, ...headers },
+      );
       expect([headers, made.status]).toEqual([headers, 403]);
-      const revoked = await formPost(`${plane.url}/keys/${keyIds.reader}/revoke`, { csrf: adminCsrf }, { cookie: admin, ...headers });
+      const revoked = await formPost(
+        `${plane.url}/keys/${keyIds.reader}/revoke`,
+        { csrf: adminCsrf },
+        { cookie: admin, ...headers },
+      );
       expect([headers, revoked.status]).toEqual([headers, 403]);
     }
-    const listed = (await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body as { items?: { name: string; revokedAt: string | null }[] } | { name: string }[];
+    const listed = (await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body as
+      | { items?: { name: string; revokedAt: string | null }[] }
+      | { name: string }[];
     const all = Array.isArray(listed) ? listed : (listed.items ?? []);
     expect(all.map((k) => k.name)).not.toContain('forged');
     // logout from another site: the session lives on
-    const out = await formPost(`${plane.url}/logout`, { csrf: csrfIn((await page(approver, '/')).body) }, { cookie: approver, 'sec-fetch-site': 'cross-site', origin: 'null' });
+    const out = await formPost(
+      `${plane.url}/logout`,
+      { csrf: csrfIn((await page(approver, '/')).body) },
+      { cookie: approver, 'sec-fetch-site': 'cross-site', origin: 'null' },
+    );
     expect(out.status).toBe(403);
     expect((await page(approver, '/')).status).toBe(200);
   });
@@ -576,13 +692,17 @@ describe('the plane inspector under attack', () => {
       // a sandboxed frame (Origin null, as the inspector's own no-referrer pages send) holding the token: where the
       // cookie goes along (the frame's page is of this site; Chromium with site isolation sends it), only Sec-Fetch-Site
       // tells it from the manager's own form (403); where it does not, the post is sent to log in (303): nothing either way
-      expect([403, 303]).toContain(await visitAttack(context, attackPage(target, { ...fields, csrf: csrfIn(html) }, { sandboxed: true }), target));
+      expect([403, 303]).toContain(
+        await visitAttack(context, attackPage(target, { ...fields, csrf: csrfIn(html) }, { sandboxed: true }), target),
+      );
       expect((await decisions(keys.ingest)).filter((d) => d.executionId === paused)).toEqual([]);
       // the manager's own form still records
       await p.fill('textarea[name=comment]', 'real');
       await p.click('button[name=approved][value=true]');
       await p.waitForURL(/#decisions-h$/);
-      expect((await decisions(keys.ingest)).filter((d) => d.executionId === paused)).toMatchObject([{ approved: true }]);
+      expect((await decisions(keys.ingest)).filter((d) => d.executionId === paused)).toMatchObject([
+        { approved: true },
+      ]);
     } finally {
       await context.close();
     }
@@ -595,24 +715,44 @@ describe('the plane inspector under attack', () => {
     expect((await page(approver, `/runs/${rivalRun}`)).status).toBe(404);
     for (const path of ['/', `/?q=${rivalRun}`, '/approvals', '/quarantine', '/writers']) {
       const r = await page(approver, path);
-      expect([path, r.status, r.body.includes(`href="/runs/${rivalRun}`) || r.body.includes('rival-writer')]).toEqual([path, 200, false]);
+      expect([path, r.status, r.body.includes(`href="/runs/${rivalRun}`) || r.body.includes('rival-writer')]).toEqual([
+        path,
+        200,
+        false,
+      ]);
     }
     // rival's session: acme's runs are not there, and it cannot decide acme's pause with its own token
     const acmeHtml = (await page(approver, `/runs/${encodeURIComponent(`decided ${XID}`)}`)).body;
     expect((await page(rival, `/runs/${encodeURIComponent(paused)}`)).status).toBe(404);
     for (const path of ['/', '/approvals', '/quarantine', '/writers']) {
       const body = (await page(rival, path)).body;
-      expect([path, body.includes('paused &lt;img'), body.includes('failed &lt;img'), body.includes('writer &lt;img')]).toEqual([path, false, false, false]);
+      expect([
+        path,
+        body.includes('paused &lt;img'),
+        body.includes('failed &lt;img'),
+        body.includes('writer &lt;img'),
+      ]).toEqual([path, false, false, false]);
     }
     const rivalCsrf = csrfIn((await page(rival, '/')).body);
-    const acmePauses = (await call(`${plane.url}/v1/pauses?limit=10`, { key: keys.ingest })).body.items as { executionId: string; checkpointId: string }[];
+    const acmePauses = (await call(`${plane.url}/v1/pauses?limit=10`, { key: keys.ingest })).body.items as {
+      executionId: string;
+      checkpointId: string;
+    }[];
     for (const p of acmePauses) {
-      const r = await formPost(`${plane.url}/runs/${encodeURIComponent(p.executionId)}/decision`, { csrf: rivalCsrf, checkpointId: p.checkpointId, approved: 'true' }, { cookie: rival });
+      const r = await formPost(
+        `${plane.url}/runs/${encodeURIComponent(p.executionId)}/decision`,
+        { csrf: rivalCsrf, checkpointId: p.checkpointId, approved: 'true' },
+        { cookie: rival },
+      );
       expect(r.status).toBe(404);
     }
     // rival's admin cannot revoke acme's key from its Keys page
     const rivalKeysCsrf = csrfIn((await page(rival, '/keys')).body);
-    const revoke = await formPost(`${plane.url}/keys/${keyIds.reader}/revoke`, { csrf: rivalKeysCsrf }, { cookie: rival });
+    const revoke = await formPost(
+      `${plane.url}/keys/${keyIds.reader}/revoke`,
+      { csrf: rivalKeysCsrf },
+      { cookie: rival },
+    );
     expect(revoke.status).toBe(404);
     expect(acmeHtml).not.toBe('');
 
@@ -620,8 +760,14 @@ describe('the plane inspector under attack', () => {
     const reader = await session(keys.reader);
     const readerHtml = (await page(reader, `/runs/${encodeURIComponent(paused)}`)).body;
     expect(readerHtml).not.toContain('data-testid="decision-form"');
-    const pauseId = acmePauses.find((p) => p.executionId === paused)?.checkpointId ?? checkpointIn((await page(approver, `/runs/${encodeURIComponent(paused)}`)).body);
-    const forbidden = await formPost(`${plane.url}/runs/${encodeURIComponent(paused)}/decision`, { csrf: csrfIn(readerHtml), checkpointId: pauseId, approved: 'true' }, { cookie: reader });
+    const pauseId =
+      acmePauses.find((p) => p.executionId === paused)?.checkpointId ??
+      checkpointIn((await page(approver, `/runs/${encodeURIComponent(paused)}`)).body);
+    const forbidden = await formPost(
+      `${plane.url}/runs/${encodeURIComponent(paused)}/decision`,
+      { csrf: csrfIn(readerHtml), checkpointId: pauseId, approved: 'true' },
+      { cookie: reader },
+    );
     expect(forbidden.status).toBe(403);
     expect(forbidden.body).toContain('FORBIDDEN');
     expect((await page(reader, '/keys')).status).toBe(403);
@@ -635,7 +781,11 @@ describe('the plane inspector under attack', () => {
       const r = await page(doomedSession, path);
       expect([path, r.status, String(r.headers.location)]).toEqual([path, 303, expect.stringMatching(/^\/login/)]);
     }
-    const late = await formPost(`${plane.url}/runs/${encodeURIComponent(paused)}/decision`, { csrf: doomedCsrf, checkpointId: pauseId, approved: 'false' }, { cookie: doomedSession });
+    const late = await formPost(
+      `${plane.url}/runs/${encodeURIComponent(paused)}/decision`,
+      { csrf: doomedCsrf, checkpointId: pauseId, approved: 'false' },
+      { cookie: doomedSession },
+    );
     expect(late.status).toBe(303);
     expect((await decisions(keys.ingest)).filter((d) => d.decidedBy === 'doomed')).toEqual([]);
 
@@ -682,9 +832,18 @@ describe('the plane inspector under attack', () => {
       await p.goto(`${plane.url}/keys`);
       expect(await p.textContent('body')).toContain(`approver ${X}`);
       await p.goto(`${plane.url}/writers`);
-      expect(await p.evaluate((w) => [...document.querySelectorAll('[title]')].some((e) => e.getAttribute('title') === w) || document.body.textContent!.includes(w), hostileWriter)).toBe(true);
+      expect(
+        await p.evaluate(
+          (w) =>
+            [...document.querySelectorAll('[title]')].some((e) => e.getAttribute('title') === w) ||
+            document.body.textContent!.includes(w),
+          hostileWriter,
+        ),
+      ).toBe(true);
       // a refused decision names what it got, as text, with the same headers
-      const r = await p.request.post(`${plane.url}/runs/${encodeURIComponent(paused)}/decision`, { form: { csrf: 'x', checkpointId: X, approved: 'true' } });
+      const r = await p.request.post(`${plane.url}/runs/${encodeURIComponent(paused)}/decision`, {
+        form: { csrf: 'x', checkpointId: X, approved: 'true' },
+      });
       expect(r.status()).toBe(403);
       expectSecureHeaders(r.headers(), 'refusal');
     } finally {

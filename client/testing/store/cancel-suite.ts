@@ -27,7 +27,15 @@ export function runCancelSuite(options: StoreSuiteOptions): void {
       const id = exec();
       const la = await a.acquireLease(id, { holder: 'A', ttlMs: 60_000 });
       await a.put(input(id), { lease: la });
-      const tool = await a.put(input(id, { nodeId: 'turn:0/tool:x', step: 'tool_call', agentPath: 'agent:test/tool:x', state: { messages: [], turn: 0, toolName: 'x' } }), { lease: la });
+      const tool = await a.put(
+        input(id, {
+          nodeId: 'turn:0/tool:x',
+          step: 'tool_call',
+          agentPath: 'agent:test/tool:x',
+          state: { messages: [], turn: 0, toolName: 'x' },
+        }),
+        { lease: la },
+      );
       const r = await b.cancel(id, { reason: 'operator said stop' });
       expect(r.alreadyCancelled).toBe(false);
       expect(r.closedPause).toBeNull();
@@ -46,7 +54,11 @@ export function runCancelSuite(options: StoreSuiteOptions): void {
       let err: unknown;
       await a.put(input(id, { nodeId: 'turn:1', turn: 1 }), { lease: la }).catch((e) => (err = e));
       expect(hasCode(err, 'RUN_CANCELLED')).toBe(true);
-      expect((err as { details: unknown }).details).toMatchObject({ executionId: id, reason: 'operator said stop', checkpointId: r.checkpoint.id });
+      expect((err as { details: unknown }).details).toMatchObject({
+        executionId: id,
+        reason: 'operator said stop',
+        checkpointId: r.checkpoint.id,
+      });
       await expectCode(a.renewLease(la), 'RUN_CANCELLED');
       await expectCode(a.recordInterrupt(pauseRow(id), { reason: 'r', context: null }, { lease: la }), 'RUN_CANCELLED');
       await expectCode(a.put(marker(id, 'completed'), { lease: la }), 'RUN_CANCELLED');
@@ -69,11 +81,24 @@ export function runCancelSuite(options: StoreSuiteOptions): void {
       expect(await a.getPendingInterrupt(id)).toBeNull();
       expect(await a.listPendingInterrupts()).toEqual([]);
       const events = (await a.fetchUnsynced({ limit: 10_000, maxBytes: 1e9 })).filter((e) => e.executionId === id);
-      expect(events.map((e) => e.kind).sort()).toEqual(['checkpoint', 'checkpoint', 'checkpoint', 'interrupt_closed', 'interrupt_opened']);
+      expect(events.map((e) => e.kind).sort()).toEqual([
+        'checkpoint',
+        'checkpoint',
+        'checkpoint',
+        'interrupt_closed',
+        'interrupt_opened',
+      ]);
       const closed = events.find((e) => e.kind === 'interrupt_closed');
-      expect(closed?.event).toMatchObject({ kind: 'interrupt_closed', executionId: id, checkpointId: paused.id, writerId: b.writerId });
+      expect(closed?.event).toMatchObject({
+        kind: 'interrupt_closed',
+        executionId: id,
+        checkpointId: paused.id,
+        writerId: b.writerId,
+      });
       expect(events.filter((e) => e.kind === 'checkpoint').map((e) => e.id)).toContain(r.checkpoint.id);
-      expect(await a.claimInterrupt({ executionId: id, checkpointId: paused.id }, { lease: { holder: 'A', ttlMs: 60_000 } })).toBeNull();
+      expect(
+        await a.claimInterrupt({ executionId: id, checkpointId: paused.id }, { lease: { holder: 'A', ttlMs: 60_000 } }),
+      ).toBeNull();
       expect((await a.listExecutions({ state: 'cancelled' })).map((e) => e.executionId)).toEqual([id]);
     });
 

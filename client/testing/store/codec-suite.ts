@@ -32,7 +32,9 @@ export function runCodecSuite(options: StoreSuiteOptions): void {
         }
         // an edit after the last put changes nothing either, for the writer's next row
         msg.content = 'edited again, never put';
-        const r2 = await store.put(input(a, { turn: 2, state: { messages: [big, { role: 'user', content: 'deploy to prod' }], turn: 2 } }));
+        const r2 = await store.put(
+          input(a, { turn: 2, state: { messages: [big, { role: 'user', content: 'deploy to prod' }], turn: 2 } }),
+        );
         for (const reader of [store, other]) {
           expect(((await reader.readState(r2)).messages as { content: string }[])[1].content).toBe('deploy to prod');
         }
@@ -43,7 +45,9 @@ export function runCodecSuite(options: StoreSuiteOptions): void {
 
     test('codec defect: readState returns frozen state that no reader can change for another', async () => {
       const a = exec();
-      const r0 = await store.put(input(a, { state: { messages: [{ role: 'user', content: 'hi' }], turn: 0, note: { k: 1 } } }));
+      const r0 = await store.put(
+        input(a, { state: { messages: [{ role: 'user', content: 'hi' }], turn: 0, note: { k: 1 } } }),
+      );
       const other = await h.reopen();
       try {
         for (const reader of [store, other]) {
@@ -56,7 +60,11 @@ export function runCodecSuite(options: StoreSuiteOptions): void {
           expect(() => {
             (s.messages as { content: string }[])[0].content = 'changed';
           }).toThrow(TypeError);
-          expect(await reader.readState(r0)).toEqual({ messages: [{ role: 'user', content: 'hi' }], turn: 0, note: { k: 1 } });
+          expect(await reader.readState(r0)).toEqual({
+            messages: [{ role: 'user', content: 'hi' }],
+            turn: 0,
+            note: { k: 1 },
+          });
         }
         // the next put (on the cached cursor) still encodes against what was stored
         const r1 = await store.put(
@@ -103,7 +111,8 @@ export function runCodecSuite(options: StoreSuiteOptions): void {
         // a delta chain where `messages` stays a field
         const b = exec();
         const chain: State[] = [];
-        for (let i = 0; i < 6; i++) chain.push({ messages: { summary: `part ${i}`, long: 'x'.repeat(400) }, turn: i, big: 'y'.repeat(2000) });
+        for (let i = 0; i < 6; i++)
+          chain.push({ messages: { summary: `part ${i}`, long: 'x'.repeat(400) }, turn: i, big: 'y'.repeat(2000) });
         const brows = [];
         for (const [i, s] of chain.entries()) brows.push(await store.put(input(b, { turn: i, state: s })));
         expect(brows.some((r) => r.state.kind === 'delta')).toBe(true);

@@ -32,7 +32,10 @@ export function decisionFor(executionId: string, checkpointId: string, over: Par
 /** A run paused at a fresh pause; its `interrupted` checkpoint id. */
 async function paused(store: Checkpointer, id = exec()): Promise<{ id: string; pause: string }> {
   await store.put(input(id));
-  const { checkpoint } = await store.recordInterrupt(pauseRow(id), { reason: 'approve the refund', context: { amount: 40 } });
+  const { checkpoint } = await store.recordInterrupt(pauseRow(id), {
+    reason: 'approve the refund',
+    context: { amount: 40 },
+  });
   return { id, pause: checkpoint.id };
 }
 
@@ -42,7 +45,14 @@ async function events(store: Checkpointer, kind: OutboxEvent['kind']): Promise<O
   return all.filter((e) => e.kind === kind).map((e) => e.event!);
 }
 
-const resumedRow = (id: string, prevId: string) => input(id, { prevId, nodeId: 'turn:0/tool:refund', step: 'tool_call', status: 'completed', agentPath: 'agent:test/tool:refund' });
+const resumedRow = (id: string, prevId: string) =>
+  input(id, {
+    prevId,
+    nodeId: 'turn:0/tool:refund',
+    step: 'tool_call',
+    status: 'completed',
+    agentPath: 'agent:test/tool:refund',
+  });
 
 export function runDecisionSuite(options: StoreSuiteOptions): void {
   const test = contractTest(options);
@@ -58,23 +68,40 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       await a.recordDecision(mine);
       const first = decisionFor(id, pause, { source: 'plane', approved: false, decidedBy: 'alice' });
       expect(await b.recordDecision(first)).toEqual({ recorded: true, replaced: mine });
-      expect(await a.getDecision(id, pause)).toMatchObject({ decisionId: first.decisionId, source: 'plane', approved: false, state: 'pending' });
+      expect(await a.getDecision(id, pause)).toMatchObject({
+        decisionId: first.decisionId,
+        source: 'plane',
+        approved: false,
+        state: 'pending',
+      });
       expect((await a.listDecisions({ executionId: id })).items.map((d) => d.decisionId)).toEqual([first.decisionId]);
       // a claim applying the replaced one (read before it was replaced) is refused naming the first; nothing claimed
       const open = (await a.getPendingInterrupt(id))!;
       const refused = await a.claimInterrupt(open, { decisionId: mine.decisionId }).catch((e: WaymarkError) => e);
-      expect(refused).toMatchObject({ code: 'ALREADY_DECIDED', details: { decision: { decisionId: first.decisionId } } });
+      expect(refused).toMatchObject({
+        code: 'ALREADY_DECIDED',
+        details: { decision: { decisionId: first.decisionId } },
+      });
       expect(await b.getPendingInterrupt(id)).toEqual(open);
       // another plane decision for the pause keeps the first
-      expect(await a.recordDecision(decisionFor(id, pause, { source: 'plane' }))).toEqual({ recorded: false, existing: first });
+      expect(await a.recordDecision(decisionFor(id, pause, { source: 'plane' }))).toEqual({
+        recorded: false,
+        existing: first,
+      });
       // a local decision applied here (its claim took the pause) stays, whatever the plane says later
       const other = await paused(a);
       const applied = decisionFor(other.id, other.pause);
       await a.recordDecision(applied);
       const pending = (await a.getPendingInterrupt(other.id))!;
       await a.claimInterrupt(pending, { decisionId: applied.decisionId });
-      expect(await b.recordDecision(decisionFor(other.id, other.pause, { source: 'plane', approved: false }))).toEqual({ recorded: false, existing: applied });
-      expect(await a.getDecision(other.id, other.pause)).toMatchObject({ decisionId: applied.decisionId, state: 'applied' });
+      expect(await b.recordDecision(decisionFor(other.id, other.pause, { source: 'plane', approved: false }))).toEqual({
+        recorded: false,
+        existing: applied,
+      });
+      expect(await a.getDecision(other.id, other.pause)).toMatchObject({
+        decisionId: applied.decisionId,
+        state: 'applied',
+      });
     });
 
     test("a local decision and the plane's recorded at once from two handles: the pause ends with the plane's, every time", async () => {
@@ -82,7 +109,11 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
         const { id, pause } = await paused(a);
         const local = decisionFor(id, pause, { decidedBy: 'local' });
         const plane = decisionFor(id, pause, { source: 'plane', approved: false, decidedBy: 'plane' });
-        const [rl, rp] = await Promise.all(i % 2 ? [a.recordDecision(local), b.recordDecision(plane)] : [b.recordDecision(local), a.recordDecision(plane)]);
+        const [rl, rp] = await Promise.all(
+          i % 2
+            ? [a.recordDecision(local), b.recordDecision(plane)]
+            : [b.recordDecision(local), a.recordDecision(plane)],
+        );
         expect(rp.recorded, JSON.stringify([rl, rp])).toBe(true);
         expect(await a.getDecision(id, pause)).toMatchObject({ decisionId: plane.decisionId, source: 'plane' });
       }
@@ -94,7 +125,14 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect(await a.recordDecision(d)).toEqual({ recorded: true });
       const [ev] = await events(b, 'decision_recorded');
       expect(ev).toEqual({ kind: 'decision_recorded', id: d.decisionId, row: d });
-      expect(await b.getDecision(id, pause)).toEqual({ ...d, state: 'pending', appliedBy: null, appliedAt: null, held: true, seq: expect.any(Number) });
+      expect(await b.getDecision(id, pause)).toEqual({
+        ...d,
+        state: 'pending',
+        appliedBy: null,
+        appliedAt: null,
+        held: true,
+        seq: expect.any(Number),
+      });
       const page = await b.listDecisions();
       expect(page.items.map((x) => x.decisionId)).toEqual([d.decisionId]);
       expect(page.nextCursor).toBeNull();
@@ -130,7 +168,10 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       for (let i = 0; i < 5; i++) {
         const { id, pause } = await paused(a);
         const d = decisionFor(id, pause);
-        const [recorded, claimed] = await Promise.allSettled([b.recordDecision(d), a.claimInterrupt({ executionId: id, checkpointId: pause }, { next: resumedRow(id, pause) })]);
+        const [recorded, claimed] = await Promise.allSettled([
+          b.recordDecision(d),
+          a.claimInterrupt({ executionId: id, checkpointId: pause }, { next: resumedRow(id, pause) }),
+        ]);
         expect(claimed.status === 'fulfilled' && claimed.value !== null).toBe(true);
         if (recorded.status === 'fulfilled') {
           expect(recorded.value).toEqual({ recorded: true });
@@ -145,11 +186,18 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
     test('a bad decision is refused with INVALID_DECISION naming every problem; nothing is recorded', async () => {
       const { id, pause } = await paused(a);
       let err: { code?: string; details?: { problems: string[] } } | undefined;
-      const bad = { ...decisionFor(id, pause), approved: 'yes', metadata: 'none', extra: 1, checkpointId: 'not-a-uuid' } as unknown as Decision;
+      const bad = {
+        ...decisionFor(id, pause),
+        approved: 'yes',
+        metadata: 'none',
+        extra: 1,
+        checkpointId: 'not-a-uuid',
+      } as unknown as Decision;
       await a.recordDecision(bad).catch((e) => (err = e));
       expect(err?.code).toBe('INVALID_DECISION');
       const problems = err!.details!.problems.join(' | ');
-      for (const what of ["unknown field 'extra'", 'approved', 'metadata', 'checkpointId']) expect(problems).toContain(what);
+      for (const what of ["unknown field 'extra'", 'approved', 'metadata', 'checkpointId'])
+        expect(problems).toContain(what);
       await expectCode(a.recordDecision({ ...decisionFor(id, pause), decidedBy: '' }), 'INVALID_DECISION');
       expect((await a.listDecisions()).items).toEqual([]);
       expect(await events(a, 'decision_recorded')).toEqual([]);
@@ -166,7 +214,12 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       await a.recordDecision(decisionFor(id, pause)).catch((e) => (err = e));
       expect(err?.code).toBe('PAUSE_CLOSED');
       expect(err?.message).toContain(`claimed by writer '${b.writerId}'`);
-      expect(err?.details).toMatchObject({ executionId: id, checkpointId: pause, claimedBy: b.writerId, decisionId: null });
+      expect(err?.details).toMatchObject({
+        executionId: id,
+        checkpointId: pause,
+        claimedBy: b.writerId,
+        decisionId: null,
+      });
       const other = await paused(a);
       await b.cancel(other.id, { reason: 'no longer needed' });
       await expectCode(a.recordDecision(decisionFor(other.id, other.pause)), 'PAUSE_CLOSED');
@@ -177,7 +230,11 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
     test('a decision from the plane is stored even for a run this store does not hold, and queues nothing', async () => {
       const d = decisionFor('held-elsewhere', uuidv7(), { source: 'plane', decidedBy: 'key:approver' });
       expect(await a.recordDecision(d)).toEqual({ recorded: true });
-      expect(await b.getDecision('held-elsewhere', d.checkpointId)).toMatchObject({ ...d, state: 'pending', held: false });
+      expect(await b.getDecision('held-elsewhere', d.checkpointId)).toMatchObject({
+        ...d,
+        state: 'pending',
+        held: false,
+      });
       expect(await events(a, 'decision_recorded')).toEqual([]);
     });
 
@@ -192,12 +249,20 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       const upTo = await b.decisionSeq();
       expect(await b.forgetUnheldDecisions('moved-on', kept.checkpointId, upTo)).toBe(1);
       expect(await a.getDecision('moved-on', gone.checkpointId)).toBeNull();
-      expect(await a.getDecision('moved-on', kept.checkpointId)).toMatchObject({ decisionId: kept.decisionId, state: 'pending', held: false });
+      expect(await a.getDecision('moved-on', kept.checkpointId)).toMatchObject({
+        decisionId: kept.decisionId,
+        state: 'pending',
+        held: false,
+      });
       expect(await a.getDecision('another-run', other.checkpointId)).toMatchObject({ decisionId: other.decisionId });
       expect(await b.forgetUnheldDecisions('moved-on', null, upTo)).toBe(1);
       expect(await b.forgetUnheldDecisions('moved-on', null, upTo)).toBe(0);
       expect(await b.forgetUnheldDecisions(held.id, null, upTo)).toBe(0);
-      expect(await a.getDecision(held.id, held.pause)).toMatchObject({ decisionId: mine.decisionId, state: 'pending', held: true });
+      expect(await a.getDecision(held.id, held.pause)).toMatchObject({
+        decisionId: mine.decisionId,
+        state: 'pending',
+        held: true,
+      });
       expect(await events(a, 'decision_recorded')).toHaveLength(1);
     });
 
@@ -213,7 +278,11 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect(await b.decisionSeq()).toBeGreaterThan(before);
       expect(await b.forgetUnheldDecisions(id, null, before)).toBe(1);
       expect(await a.getDecision(id, old.checkpointId)).toBeNull();
-      expect(await a.getDecision(id, fresh.checkpointId)).toMatchObject({ decisionId: fresh.decisionId, state: 'pending', held: false });
+      expect(await a.getDecision(id, fresh.checkpointId)).toMatchObject({
+        decisionId: fresh.decisionId,
+        state: 'pending',
+        held: false,
+      });
     });
 
     test('a decision recorded after the bound is never forgotten, even when the newest decision was deleted in between (a seq is never given twice)', async () => {
@@ -228,28 +297,47 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect((await a.getDecision(id, fresh.checkpointId))!.seq).toBeGreaterThan(bound);
       expect(await b.decisionSeq()).toBeGreaterThan(bound);
       expect(await b.forgetUnheldDecisions(id, null, bound)).toBe(0);
-      expect(await a.getDecision(id, fresh.checkpointId)).toMatchObject({ decisionId: fresh.decisionId, state: 'pending', held: false });
+      expect(await a.getDecision(id, fresh.checkpointId)).toMatchObject({
+        decisionId: fresh.decisionId,
+        state: 'pending',
+        held: false,
+      });
     });
 
     test('a claim carrying the decision applies it (appliedBy, interrupt_claimed.decisionId); a claim without it supersedes it', async () => {
       const one = await paused(a);
       const d1 = decisionFor(one.id, one.pause);
       await a.recordDecision(d1);
-      const claimed = await b.claimInterrupt({ executionId: one.id, checkpointId: one.pause }, { next: resumedRow(one.id, one.pause), decisionId: d1.decisionId });
+      const claimed = await b.claimInterrupt(
+        { executionId: one.id, checkpointId: one.pause },
+        { next: resumedRow(one.id, one.pause), decisionId: d1.decisionId },
+      );
       expect(claimed).not.toBeNull();
       const applied = await a.getDecision(one.id, one.pause);
       expect(applied).toMatchObject({ state: 'applied', appliedBy: b.writerId, appliedAt: expect.any(String) });
-      const claimEvents = (await events(a, 'interrupt_claimed')) as Extract<OutboxEvent, { kind: 'interrupt_claimed' }>[];
-      expect(claimEvents.find((e) => e.checkpointId === one.pause)).toMatchObject({ decisionId: d1.decisionId, writerId: b.writerId, claimedAt: applied!.appliedAt });
+      const claimEvents = (await events(a, 'interrupt_claimed')) as Extract<
+        OutboxEvent,
+        { kind: 'interrupt_claimed' }
+      >[];
+      expect(claimEvents.find((e) => e.checkpointId === one.pause)).toMatchObject({
+        decisionId: d1.decisionId,
+        writerId: b.writerId,
+        claimedAt: applied!.appliedAt,
+      });
 
       const two = await paused(a);
       const d2 = decisionFor(two.id, two.pause);
       await a.recordDecision(d2);
       await a.claimInterrupt({ executionId: two.id, checkpointId: two.pause }, { next: resumedRow(two.id, two.pause) });
       expect(await b.getDecision(two.id, two.pause)).toMatchObject({ state: 'superseded', appliedBy: a.writerId });
-      const plain = ((await events(a, 'interrupt_claimed')) as Extract<OutboxEvent, { kind: 'interrupt_claimed' }>[]).find((e) => e.checkpointId === two.pause);
+      const plain = (
+        (await events(a, 'interrupt_claimed')) as Extract<OutboxEvent, { kind: 'interrupt_claimed' }>[]
+      ).find((e) => e.checkpointId === two.pause);
       expect(plain && 'decisionId' in plain).toBe(false);
-      await expectCode(a.claimInterrupt({ executionId: two.id, checkpointId: two.pause }, { decisionId: 'nope' }), 'INVALID_DECISION');
+      await expectCode(
+        a.claimInterrupt({ executionId: two.id, checkpointId: two.pause }, { decisionId: 'nope' }),
+        'INVALID_DECISION',
+      );
     });
 
     test('a local decision naming another run’s decided pause is PAUSE_NOT_FOUND, never answered with that run’s decision', async () => {
@@ -262,17 +350,31 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect(JSON.stringify(err.details ?? {})).not.toContain(theirs.id);
       expect((await a.listDecisions({ executionId: mine.id })).items).toEqual([]);
       // a decision of that run's own pause is still ALREADY_DECIDED's existing one
-      expect(await b.recordDecision(decisionFor(theirs.id, theirs.pause))).toMatchObject({ recorded: false, existing: { executionId: theirs.id } });
+      expect(await b.recordDecision(decisionFor(theirs.id, theirs.pause))).toMatchObject({
+        recorded: false,
+        existing: { executionId: theirs.id },
+      });
     });
 
     test('another run’s claim of a pause never settles a decision naming that pause under a different run', async () => {
       const theirs = await paused(a);
-      await a.claimInterrupt({ executionId: theirs.id, checkpointId: theirs.pause }, { next: resumedRow(theirs.id, theirs.pause) });
+      await a.claimInterrupt(
+        { executionId: theirs.id, checkpointId: theirs.pause },
+        { next: resumedRow(theirs.id, theirs.pause) },
+      );
       // a plane decision naming their pause's checkpoint id under another run
       const stray = decisionFor(exec(), theirs.pause, { source: 'plane' });
       expect(await b.recordDecision(stray)).toEqual({ recorded: true });
-      expect(await a.getDecision(stray.executionId, theirs.pause)).toMatchObject({ decisionId: stray.decisionId, state: 'pending', appliedBy: null, appliedAt: null, held: false });
-      expect((await b.listDecisions({ executionId: stray.executionId })).items).toEqual([expect.objectContaining({ state: 'pending', appliedBy: null })]);
+      expect(await a.getDecision(stray.executionId, theirs.pause)).toMatchObject({
+        decisionId: stray.decisionId,
+        state: 'pending',
+        appliedBy: null,
+        appliedAt: null,
+        held: false,
+      });
+      expect((await b.listDecisions({ executionId: stray.executionId })).items).toEqual([
+        expect.objectContaining({ state: 'pending', appliedBy: null }),
+      ]);
     });
 
     test('a cancelled run supersedes its pause’s decision; deleting the run removes it', async () => {
@@ -289,7 +391,10 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       const runs = [await paused(a), await paused(a), await paused(a)];
       const ds = runs.map((r) => decisionFor(r.id, r.pause));
       for (const d of ds) await (d === ds[1] ? b : a).recordDecision(d);
-      await a.claimInterrupt({ executionId: runs[1].id, checkpointId: runs[1].pause }, { next: resumedRow(runs[1].id, runs[1].pause), decisionId: ds[1].decisionId });
+      await a.claimInterrupt(
+        { executionId: runs[1].id, checkpointId: runs[1].pause },
+        { next: resumedRow(runs[1].id, runs[1].pause), decisionId: ds[1].decisionId },
+      );
       const seen: string[] = [];
       let cursor: string | undefined;
       for (;;) {
@@ -299,10 +404,15 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
         cursor = page.nextCursor;
       }
       expect(seen).toEqual(ds.map((d) => d.decisionId));
-      expect((await b.listDecisions({ state: 'pending' })).items.map((x) => x.decisionId)).toEqual([ds[0].decisionId, ds[2].decisionId]);
+      expect((await b.listDecisions({ state: 'pending' })).items.map((x) => x.decisionId)).toEqual([
+        ds[0].decisionId,
+        ds[2].decisionId,
+      ]);
       expect((await b.listDecisions({ state: 'applied' })).items.map((x) => x.decisionId)).toEqual([ds[1].decisionId]);
       const firstPending = await b.listDecisions({ state: 'pending', limit: 1 });
-      expect((await b.listDecisions({ state: 'pending', cursor: firstPending.nextCursor! })).items.map((x) => x.decisionId)).toEqual([ds[2].decisionId]);
+      expect(
+        (await b.listDecisions({ state: 'pending', cursor: firstPending.nextCursor! })).items.map((x) => x.decisionId),
+      ).toEqual([ds[2].decisionId]);
       await expectCode(b.listDecisions({ cursor: 'bogus' }), 'INVALID_OPTIONS');
       await expectCode(b.listDecisions({ state: 'bogus' as never, limit: 0 }), 'INVALID_OPTIONS');
     });
@@ -310,12 +420,19 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
     test('listDecisions of one execution: only its decisions, in recording order, paged, with the other filters; a bad executionId is INVALID_OPTIONS naming every problem', async () => {
       const one = await paused(a);
       const other = await paused(a);
-      const mine = [decisionFor(one.id, one.pause), decisionFor(one.id, uuidv7(), { source: 'plane' }), decisionFor(one.id, uuidv7(), { source: 'plane' })];
+      const mine = [
+        decisionFor(one.id, one.pause),
+        decisionFor(one.id, uuidv7(), { source: 'plane' }),
+        decisionFor(one.id, uuidv7(), { source: 'plane' }),
+      ];
       const theirs = decisionFor(other.id, other.pause);
       await a.recordDecision(mine[0]);
       await a.recordDecision(theirs);
       for (const d of mine.slice(1)) await a.recordDecision(d);
-      await a.claimInterrupt({ executionId: other.id, checkpointId: other.pause }, { next: resumedRow(other.id, other.pause), decisionId: theirs.decisionId });
+      await a.claimInterrupt(
+        { executionId: other.id, checkpointId: other.pause },
+        { next: resumedRow(other.id, other.pause), decisionId: theirs.decisionId },
+      );
       const seen: string[] = [];
       let cursor: string | undefined;
       for (;;) {
@@ -327,13 +444,20 @@ export function runDecisionSuite(options: StoreSuiteOptions): void {
       expect(seen).toEqual(mine.map((d) => d.decisionId));
       // only the first answers a pause held here
       expect((await b.listDecisions({ executionId: one.id })).items.map((x) => x.held)).toEqual([true, false, false]);
-      expect((await b.listDecisions({ executionId: one.id, state: 'pending', limit: 1 })).items.map((x) => x.decisionId)).toEqual([mine[0].decisionId]);
+      expect(
+        (await b.listDecisions({ executionId: one.id, state: 'pending', limit: 1 })).items.map((x) => x.decisionId),
+      ).toEqual([mine[0].decisionId]);
       // both filters at once: the other run's applied decision is not this run's
       expect((await b.listDecisions({ executionId: one.id, state: 'applied' })).items).toEqual([]);
-      expect((await b.listDecisions({ executionId: other.id, state: 'applied' })).items.map((x) => x.decisionId)).toEqual([theirs.decisionId]);
+      expect(
+        (await b.listDecisions({ executionId: other.id, state: 'applied' })).items.map((x) => x.decisionId),
+      ).toEqual([theirs.decisionId]);
       expect((await b.listDecisions({ executionId: 'no-such-run' })).items).toEqual([]);
       const err = await b.listDecisions({ executionId: '', limit: -1 }).catch((e: WaymarkError) => e);
-      expect(err).toMatchObject({ code: 'INVALID_OPTIONS', details: { problems: [expect.stringContaining('executionId'), expect.stringContaining('limit')] } });
+      expect(err).toMatchObject({
+        code: 'INVALID_OPTIONS',
+        details: { problems: [expect.stringContaining('executionId'), expect.stringContaining('limit')] },
+      });
     });
   });
 }

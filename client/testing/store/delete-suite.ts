@@ -4,7 +4,17 @@
  */
 import { describe, expect } from 'vitest';
 import type { Checkpointer } from '../../checkpointer.js';
-import { contractTest, exec, expectCode, input, marker, pauseRow, withStore, type StoreHarness, type StoreSuiteOptions } from './harness.js';
+import {
+  contractTest,
+  exec,
+  expectCode,
+  input,
+  marker,
+  pauseRow,
+  withStore,
+  type StoreHarness,
+  type StoreSuiteOptions,
+} from './harness.js';
 
 export function runDeleteSuite(options: StoreSuiteOptions): void {
   const test = contractTest(options);
@@ -68,7 +78,10 @@ export function runDeleteSuite(options: StoreSuiteOptions): void {
       await store.putIdempotent(b, 'k', 2);
       return { a, b };
     };
-    const unsentOf = async (a: string) => (await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => `${e.kind}:${e.executionId === a ? 'a' : 'b'}`);
+    const unsentOf = async (a: string) =>
+      (await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map(
+        (e) => `${e.kind}:${e.executionId === a ? 'a' : 'b'}`,
+      );
 
     test('deleteExecution touches only its execution and queues the deletion', async () => {
       const { a, b } = await twoRuns();
@@ -113,7 +126,10 @@ export function runDeleteSuite(options: StoreSuiteOptions): void {
       const outbox = (await store.outboxStats()).pendingCount;
       // the writer's cached cursor still names r1: the write must not follow it into an empty execution
       await expectCode(store.put(input(a, { prevId: r1.id, turn: 2 })), 'EXECUTION_GONE');
-      await expectCode(store.recordInterrupt({ ...pauseRow(a), prevId: r1.id }, { reason: 'r', context: null }), 'EXECUTION_GONE');
+      await expectCode(
+        store.recordInterrupt({ ...pauseRow(a), prevId: r1.id }, { reason: 'r', context: null }),
+        'EXECUTION_GONE',
+      );
       expect(await store.list(a)).toEqual([]);
       expect(await store.getPendingInterrupt(a)).toBeNull();
       expect((await store.listExecutions()).map((e) => e.executionId)).not.toContain(a);
@@ -126,7 +142,9 @@ export function runDeleteSuite(options: StoreSuiteOptions): void {
       const a = exec();
       const r0 = await store.put(input(a));
       const end = await store.put({ ...marker(a, 'failed', '2020-01-01T00:00:00.000Z'), prevId: r0.id });
-      expect((await store.prune({ olderThan: new Date('2021-01-01T00:00:00.000Z'), includeUnsynced: true })).executions).toBe(1);
+      expect(
+        (await store.prune({ olderThan: new Date('2021-01-01T00:00:00.000Z'), includeUnsynced: true })).executions,
+      ).toBe(1);
       await expectCode(store.put(input(a, { prevId: end.id, turn: 1 })), 'EXECUTION_GONE');
       expect(await store.list(a)).toEqual([]);
     });

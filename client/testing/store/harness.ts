@@ -41,9 +41,16 @@ export function input(executionId: string, over: Partial<CheckpointInput> = {}):
   };
 }
 
-export const marker = (executionId: string, status: 'completed' | 'failed', createdAt?: string) => input(executionId, { nodeId: 'run_end', step: 'run_end', status, createdAt });
+export const marker = (executionId: string, status: 'completed' | 'failed', createdAt?: string) =>
+  input(executionId, { nodeId: 'run_end', step: 'run_end', status, createdAt });
 
-export const pauseRow = (executionId: string) => input(executionId, { nodeId: 'turn:0/tool:refund', step: 'hitl_pause', status: 'interrupted', agentPath: 'agent:test/tool:refund' });
+export const pauseRow = (executionId: string) =>
+  input(executionId, {
+    nodeId: 'turn:0/tool:refund',
+    step: 'hitl_pause',
+    status: 'interrupted',
+    agentPath: 'agent:test/tool:refund',
+  });
 
 export async function expectCode(p: Promise<unknown>, code: ErrorCode): Promise<void> {
   let err: unknown;
@@ -53,7 +60,10 @@ export async function expectCode(p: Promise<unknown>, code: ErrorCode): Promise<
     err = e;
   }
   expect(err, `expected an error with code ${code}`).toBeDefined();
-  expect(hasCode(err, code), `expected code ${code}, got ${(err as { code?: string }).code}: ${(err as Error).message}`).toBe(true);
+  expect(
+    hasCode(err, code),
+    `expected code ${code}, got ${(err as { code?: string }).code}: ${(err as Error).message}`,
+  ).toBe(true);
 }
 
 /** `it`, except for the tests `options.skip` names: those are skipped, each showing its reason. */
@@ -71,7 +81,10 @@ export function contractTest(options: StoreSuiteOptions): (name: string, fn: () 
  * for two processes: `a` from the harness, set up; `b` reopened on its data.
  * `use` receives them before each test; both are closed after it.
  */
-export function withTwoHandles(options: StoreSuiteOptions, use: (handles: { a: Checkpointer; b: Checkpointer }) => void): void {
+export function withTwoHandles(
+  options: StoreSuiteOptions,
+  use: (handles: { a: Checkpointer; b: Checkpointer }) => void,
+): void {
   let h: StoreHarness;
   let b: Checkpointer;
   beforeEach(async () => {
@@ -91,7 +104,11 @@ export function withTwoHandles(options: StoreSuiteOptions, use: (handles: { a: C
  * hook that never fires by default), set up, handed to `use` before each
  * test, closed after it.
  */
-export function withStore(options: StoreSuiteOptions, use: (s: { h: StoreHarness; store: Checkpointer }) => void, faults: FaultHook = () => {}): void {
+export function withStore(
+  options: StoreSuiteOptions,
+  use: (s: { h: StoreHarness; store: Checkpointer }) => void,
+  faults: FaultHook = () => {},
+): void {
   let h: StoreHarness;
   beforeEach(async () => {
     h = await options.make({ faults });

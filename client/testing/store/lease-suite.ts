@@ -36,7 +36,11 @@ export function runLeaseSuite(options: StoreSuiteOptions): void {
       let err: unknown;
       await b.acquireLease(id, { holder: 'B', ttlMs: 60_000 }).catch((e) => (err = e));
       expect(hasCode(err, 'RUN_IN_PROGRESS')).toBe(true);
-      expect((err as { details: unknown }).details).toMatchObject({ executionId: id, holder: 'A', expiresAt: la.expiresAt });
+      expect((err as { details: unknown }).details).toMatchObject({
+        executionId: id,
+        holder: 'A',
+        expiresAt: la.expiresAt,
+      });
       // the same holder name is refused too: one acquisition runs an execution at a time
       await expectCode(a.acquireLease(id, { holder: 'A', ttlMs: 60_000 }), 'RUN_IN_PROGRESS');
       expect(await b.getLease(id)).toMatchObject({ holder: 'A', epoch: 1, live: true });
@@ -64,7 +68,11 @@ export function runLeaseSuite(options: StoreSuiteOptions): void {
       let err: unknown;
       await a.put(input(id, { nodeId: 'turn:1', turn: 1 }), { lease: la }).catch((e) => (err = e));
       expect(hasCode(err, 'LEASE_LOST')).toBe(true);
-      expect((err as { details: unknown }).details).toMatchObject({ executionId: id, epoch: 1, current: { holder: 'B', epoch: 2 } });
+      expect((err as { details: unknown }).details).toMatchObject({
+        executionId: id,
+        epoch: 1,
+        current: { holder: 'B', epoch: 2 },
+      });
       await expectCode(a.recordInterrupt(pauseRow(id), { reason: 'r', context: null }, { lease: la }), 'LEASE_LOST');
       await expectCode(a.put(marker(id, 'completed'), { lease: la }), 'LEASE_LOST');
       await expectCode(a.renewLease(la), 'LEASE_LOST');
@@ -107,7 +115,10 @@ export function runLeaseSuite(options: StoreSuiteOptions): void {
       await a.releaseLease(la);
       const lb = await b.acquireLease(id, { holder: 'B', ttlMs: 60_000 });
       const { pending } = await b.recordInterrupt(pauseRow(id), { reason: 'r', context: null }, { lease: lb });
-      await expectCode(a.claimInterrupt(pending, { next: input(id, { nodeId: 'x', step: 'tool_call' }), lease: la }), 'LEASE_LOST');
+      await expectCode(
+        a.claimInterrupt(pending, { next: input(id, { nodeId: 'x', step: 'tool_call' }), lease: la }),
+        'LEASE_LOST',
+      );
       expect(await b.getPendingInterrupt(id)).toEqual(pending);
       expect((await b.list(id)).length).toBe(1);
     });
@@ -167,7 +178,9 @@ export function runLeaseSuite(options: StoreSuiteOptions): void {
       );
       const out = await Promise.all(tries);
       expect(out.filter((o) => o.ok)).toHaveLength(1);
-      expect(out.filter((o) => !o.ok).map((o) => (o as { code?: string }).code)).toEqual(Array(11).fill('RUN_IN_PROGRESS'));
+      expect(out.filter((o) => !o.ok).map((o) => (o as { code?: string }).code)).toEqual(
+        Array(11).fill('RUN_IN_PROGRESS'),
+      );
       expect((out.find((o) => o.ok) as { l: Lease }).l.epoch).toBe(1);
     });
 
@@ -177,7 +190,13 @@ export function runLeaseSuite(options: StoreSuiteOptions): void {
       await a.acquireLease(id, { holder: '', ttlMs: -1 }).catch((e) => (err = e));
       expect(hasCode(err, 'INVALID_LEASE')).toBe(true);
       expect((err as { details: { problems: string[] } }).details.problems).toHaveLength(2);
-      const wrong: Lease = { executionId: 'other', holder: 'A', ttlMs: 1000, epoch: 0, expiresAt: new Date().toISOString() };
+      const wrong: Lease = {
+        executionId: 'other',
+        holder: 'A',
+        ttlMs: 1000,
+        epoch: 0,
+        expiresAt: new Date().toISOString(),
+      };
       err = undefined;
       await a.put(input(id), { lease: wrong }).catch((e) => (err = e));
       expect(hasCode(err, 'INVALID_LEASE')).toBe(true);
@@ -206,7 +225,9 @@ export function runLeaseSuite(options: StoreSuiteOptions): void {
       expect((await b.listExecutions({ state: 'completed' })).map((e) => e.executionId)).toEqual([done]);
       expect((await b.listExecutions({ state: 'completed' }))[0].lease).toBeNull();
       expect(await b.listExecutions({ state: 'failed' })).toEqual([]);
-      expect((await b.listExecutions({ state: 'running', afterExecutionId: run, limit: 1 })).map((e) => e.executionId)).toEqual([stale]);
+      expect(
+        (await b.listExecutions({ state: 'running', afterExecutionId: run, limit: 1 })).map((e) => e.executionId),
+      ).toEqual([stale]);
     });
   });
 }

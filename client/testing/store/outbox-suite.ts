@@ -7,7 +7,17 @@ import type { Checkpointer } from '../../checkpointer.js';
 import { uuidv7 } from '../../../shared/ids.js';
 import { hasCode } from '../../../shared/errors.js';
 import { eventBytes, LIMITS } from '../../../shared/limits.js';
-import { contractTest, exec, expectCode, input, marker, pauseRow, withStore, type StoreHarness, type StoreSuiteOptions } from './harness.js';
+import {
+  contractTest,
+  exec,
+  expectCode,
+  input,
+  marker,
+  pauseRow,
+  withStore,
+  type StoreHarness,
+  type StoreSuiteOptions,
+} from './harness.js';
 
 export function runOutboxSuite(options: StoreSuiteOptions): void {
   const test = contractTest(options);
@@ -25,11 +35,21 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       await store.putIdempotent(a, 'k', 'v');
       await store.putIdempotent(a, 'k', 'ignored');
       const entries = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
-      expect(entries.map((e) => e.kind)).toEqual(['checkpoint', 'checkpoint', 'interrupt_opened', 'interrupt_claimed', 'idempotency']);
+      expect(entries.map((e) => e.kind)).toEqual([
+        'checkpoint',
+        'checkpoint',
+        'interrupt_opened',
+        'interrupt_claimed',
+        'idempotency',
+      ]);
       expect(entries[0].id).toBe(c0.id);
       expect(entries[0].event).toMatchObject({ kind: 'checkpoint', row: c0 });
       expect(entries[1].event).toMatchObject({ kind: 'checkpoint', row: p });
-      expect(entries[3].event).toMatchObject({ kind: 'interrupt_claimed', checkpointId: p.id, writerId: store.writerId });
+      expect(entries[3].event).toMatchObject({
+        kind: 'interrupt_claimed',
+        checkpointId: p.id,
+        writerId: store.writerId,
+      });
       const stats = await store.outboxStats();
       expect(stats.pendingCount).toBe(5);
       expect(stats.pendingBytes).toBeGreaterThan(0);
@@ -51,8 +71,14 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
 
     test('importRows inserts missing rows as synced, never overwrites, and skips a stale pause', async () => {
       const src = exec();
-      const rows = [await store.put(input(src)), await store.put(input(src, { nodeId: 'turn:0/tool:x', step: 'tool_call', state: { messages: [], t: 1 } }))];
-      const { checkpoint: paused, pending } = await store.recordInterrupt(pauseRow(src), { reason: 'r', context: { a: 1 } });
+      const rows = [
+        await store.put(input(src)),
+        await store.put(input(src, { nodeId: 'turn:0/tool:x', step: 'tool_call', state: { messages: [], t: 1 } })),
+      ];
+      const { checkpoint: paused, pending } = await store.recordInterrupt(pauseRow(src), {
+        reason: 'r',
+        context: { a: 1 },
+      });
       await store.putIdempotent(src, 'charge', { id: 'ch_1' });
       const bundle = {
         checkpoints: [...rows, paused],
@@ -64,7 +90,15 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       try {
         await other.store.setup();
         const res = await other.store.importRows(bundle);
-        expect(res).toMatchObject({ inserted: 3, skipped: 0, diverged: [], withheld: 0, pendingImported: true, stalePendingRemoved: [], idempotencyInserted: 1 });
+        expect(res).toMatchObject({
+          inserted: 3,
+          skipped: 0,
+          diverged: [],
+          withheld: 0,
+          pendingImported: true,
+          stalePendingRemoved: [],
+          idempotencyInserted: 1,
+        });
         expect(await other.store.list(src)).toEqual(bundle.checkpoints);
         expect(await other.store.getPendingInterrupt(src)).toEqual(pending);
         expect(await other.store.getIdempotent(src, 'charge')).toEqual({ hit: true, result: { id: 'ch_1' } });
@@ -82,7 +116,9 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
         // a different row at a taken seq diverges, and the local row stays
         const clash = { ...rows[0], id: uuidv7(), seq: 3 };
         const res3 = await other.store.importRows({ checkpoints: [clash], pending: null, idempotency: [] });
-        expect(res3.diverged).toEqual([{ executionId: src, seq: 3, reason: 'seq_taken', localId: cont.id, incomingId: clash.id }]);
+        expect(res3.diverged).toEqual([
+          { executionId: src, seq: 3, reason: 'seq_taken', localId: cont.id, incomingId: clash.id },
+        ]);
         expect((await other.store.latest(src))?.id).toBe(cont.id);
       } finally {
         await other.close();
@@ -116,7 +152,11 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       await store.put(input(c));
       await store.put(input(d));
       await store.noteSending([c, c, d]);
-      expect([await store.heldByPlane(c), await store.heldByPlane(d), await store.heldByPlane(`${c}x`)]).toEqual([true, true, false]);
+      expect([await store.heldByPlane(c), await store.heldByPlane(d), await store.heldByPlane(`${c}x`)]).toEqual([
+        true,
+        true,
+        false,
+      ]);
       // the next batch replaces the note: what was only in flight before is not held any more
       await store.noteSending([d]);
       expect([await store.heldByPlane(c), await store.heldByPlane(d)]).toEqual([false, true]);
@@ -124,7 +164,11 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       const other = await options.make({});
       try {
         await other.store.setup();
-        const bundle = { checkpoints: await store.list(a), pending: await store.getPendingInterrupt(a), idempotency: [] };
+        const bundle = {
+          checkpoints: await store.list(a),
+          pending: await store.getPendingInterrupt(a),
+          idempotency: [],
+        };
         await other.store.importRows(bundle);
         expect(await other.store.heldByPlane(a)).toBe(true);
         expect(await other.store.outboxStats()).toMatchObject({ pendingCount: 0, quarantinedCount: 0 });
@@ -135,7 +179,9 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
         // restored again over the sent marks the deletion left behind: held again, nothing queued
         expect((await other.store.importRows(bundle)).inserted).toBe(bundle.checkpoints.length);
         expect(await other.store.heldByPlane(a)).toBe(true);
-        expect((await other.store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => e.kind)).toEqual(['execution_deleted']);
+        expect((await other.store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) => e.kind)).toEqual([
+          'execution_deleted',
+        ]);
       } finally {
         await other.close();
       }
@@ -154,7 +200,10 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       for (let i = 0; i < 100; i++) deep = [deep];
       await expectCode(store.put(input(a, { nodeInput: deep as never })), 'INVALID_ROW');
       await expectCode(store.putIdempotent(a, 'k', (() => 1) as never), 'INVALID_ROW');
-      await expectCode(store.importRows({ checkpoints: [{ id: 'x' } as never], pending: null, idempotency: [] }), 'INVALID_ROW');
+      await expectCode(
+        store.importRows({ checkpoints: [{ id: 'x' } as never], pending: null, idempotency: [] }),
+        'INVALID_ROW',
+      );
       expect(await store.list(a)).toEqual([]);
       expect((await store.outboxStats()).pendingCount).toBe(0);
       expect((await store.put(input(a))).seq).toBe(0);
@@ -190,7 +239,10 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
         const cjk = '\u6F22'.repeat(Math.floor((n - 4000) / 3));
         return '\u{1F600}'.repeat(1000) + cjk + 'x'.repeat(n - 4000 - 3 * cjk.length);
       };
-      const sent = async (key: string) => (await store.fetchUnsynced({ limit: 1000, maxBytes: 1e9 })).find((e) => e.kind === 'idempotency' && (e.event as { row: { key: string } }).row.key === key)!;
+      const sent = async (key: string) =>
+        (await store.fetchUnsynced({ limit: 1000, maxBytes: 1e9 })).find(
+          (e) => e.kind === 'idempotency' && (e.event as { row: { key: string } }).row.key === key,
+        )!;
       // keys of one length: the entries differ by their result only
       await store.putIdempotent(a, 'p', { body: '' });
       const room = LIMITS.rowBytes - (await sent('p')).bytes;
@@ -207,14 +259,24 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
     test('outbox byte counts are UTF-8 bytes of each event as sent, for every kind', async () => {
       const a = exec();
       await store.put(input(a, { nodeInput: '\u6F22\u5B57 \u{1F600}' }));
-      const { pending } = await store.recordInterrupt(pauseRow(a), { reason: '\u627F\u8A8D\u{1F64F}', context: { note: '\u{1F4B8}' } });
+      const { pending } = await store.recordInterrupt(pauseRow(a), {
+        reason: '\u627F\u8A8D\u{1F64F}',
+        context: { note: '\u{1F4B8}' },
+      });
       await store.claimInterrupt(pending);
       await store.putIdempotent(a, '\u9375', '\u7D50\u679C\u{1F389}');
       const gone = `${a}-\u6D88`;
       await store.put(input(gone));
       await store.deleteExecution(gone);
       const entries = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
-      expect(entries.map((e) => e.kind)).toEqual(['checkpoint', 'checkpoint', 'interrupt_opened', 'interrupt_claimed', 'idempotency', 'execution_deleted']);
+      expect(entries.map((e) => e.kind)).toEqual([
+        'checkpoint',
+        'checkpoint',
+        'interrupt_opened',
+        'interrupt_claimed',
+        'idempotency',
+        'execution_deleted',
+      ]);
       for (const e of entries) expect(e.bytes, e.kind).toBe(eventBytes(e.event));
       expect((await store.outboxStats()).pendingBytes).toBe(entries.reduce((n, e) => n + eventBytes(e.event), 0));
     });
@@ -244,7 +306,11 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       await store.put(input(a, { nodeOutput: { usage: [] } }));
       const r1 = await store.put(input(a, { nodeId: 'turn:1', turn: 1, nodeOutput: { text: 'reply' } }));
       await h.corrupt(r1.id, 'node_output', '{not json');
-      await expect(store.usageTotals([a])).rejects.toMatchObject({ name: 'CorruptRowError', code: 'CORRUPT_ROW', details: { rowId: r1.id } });
+      await expect(store.usageTotals([a])).rejects.toMatchObject({
+        name: 'CorruptRowError',
+        code: 'CORRUPT_ROW',
+        details: { rowId: r1.id },
+      });
       await expect(store.list(a)).rejects.toMatchObject({ code: 'CORRUPT_ROW', details: { rowId: r1.id } });
     });
 
@@ -257,7 +323,12 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       await store.put(marker(ids.failed, 'failed'));
       const all = await store.listExecutions();
       const byId = Object.fromEntries(all.map((e) => [e.executionId, e.state]));
-      expect(byId).toEqual({ [ids.running]: 'running', [ids.paused]: 'paused', [ids.completed]: 'completed', [ids.failed]: 'failed' });
+      expect(byId).toEqual({
+        [ids.running]: 'running',
+        [ids.paused]: 'paused',
+        [ids.completed]: 'completed',
+        [ids.failed]: 'failed',
+      });
       const page = await store.listExecutions({ afterExecutionId: ids.paused, limit: 1 });
       expect(page.map((e) => e.executionId)).toEqual([ids.completed]);
     });

@@ -5,7 +5,16 @@
 import { beforeEach, describe, expect } from 'vitest';
 import type { Checkpointer } from '../../checkpointer.js';
 import type { FaultHook } from '../../faults.js';
-import { contractTest, exec, expectCode, input, pauseRow, withStore, type StoreHarness, type StoreSuiteOptions } from './harness.js';
+import {
+  contractTest,
+  exec,
+  expectCode,
+  input,
+  pauseRow,
+  withStore,
+  type StoreHarness,
+  type StoreSuiteOptions,
+} from './harness.js';
 
 export function runPauseSuite(options: StoreSuiteOptions): void {
   const test = contractTest(options);
@@ -39,7 +48,9 @@ export function runPauseSuite(options: StoreSuiteOptions): void {
       const a = exec();
       const first = await store.put(input(a));
       faultPoint = 'store.recordInterrupt.betweenRows';
-      await expect(store.recordInterrupt(pauseRow(a), { reason: 'r', context: null })).rejects.toThrow(/injected fault/);
+      await expect(store.recordInterrupt(pauseRow(a), { reason: 'r', context: null })).rejects.toThrow(
+        /injected fault/,
+      );
       faultPoint = null;
       expect(await store.getPendingInterrupt(a)).toBeNull();
       expect((await store.latest(a))?.id).toBe(first.id);
@@ -62,7 +73,11 @@ export function runPauseSuite(options: StoreSuiteOptions): void {
     test('claimInterrupt returns the pending row once, then null; `next` commits with the claim', async () => {
       const a = exec();
       const { pending } = await store.recordInterrupt(pauseRow(a), { reason: 'r', context: { k: 1 } });
-      const next = input(a, { nodeId: 'turn:0/tool:refund', step: 'tool_call', state: { messages: [], resumes: [true] } });
+      const next = input(a, {
+        nodeId: 'turn:0/tool:refund',
+        step: 'tool_call',
+        state: { messages: [], resumes: [true] },
+      });
       const claim = await store.claimInterrupt(pending, { next });
       expect(claim?.pending).toEqual(pending);
       expect(claim?.checkpoint?.seq).toBe(1);
@@ -81,12 +96,19 @@ export function runPauseSuite(options: StoreSuiteOptions): void {
           next: input(a, { nodeId: 'turn:0/tool:refund', step: 'tool_call', state: { messages: [], resumes: [true] } }),
         });
         expect(b?.pending.checkpointId).toBe(p1.checkpointId);
-        const { pending: p2 } = await other.recordInterrupt(pauseRow(a), { reason: 'drop the database?', context: null });
+        const { pending: p2 } = await other.recordInterrupt(pauseRow(a), {
+          reason: 'drop the database?',
+          context: null,
+        });
         const before = await store.list(a);
         const outbox = (await store.outboxStats()).pendingCount;
         // resumer A read P1 before all that; its claim names P1 and must not take P2
         const stale = await store.claimInterrupt(p1, {
-          next: input(a, { nodeId: 'turn:0/tool:refund', step: 'tool_call', state: { messages: [], resumes: [false] } }),
+          next: input(a, {
+            nodeId: 'turn:0/tool:refund',
+            step: 'tool_call',
+            state: { messages: [], resumes: [false] },
+          }),
         });
         expect(stale).toBeNull();
         expect(await store.getPendingInterrupt(a)).toEqual(p2);
@@ -126,7 +148,9 @@ export function runPauseSuite(options: StoreSuiteOptions): void {
       };
       const bytes = [...ids].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
       expect(await walk((after) => store.listExecutions({ afterExecutionId: after, limit: 2 }))).toEqual(bytes);
-      expect(await walk((after) => store.listExecutions({ afterExecutionId: after, limit: 2, state: 'paused' }))).toEqual(bytes);
+      expect(
+        await walk((after) => store.listExecutions({ afterExecutionId: after, limit: 2, state: 'paused' })),
+      ).toEqual(bytes);
       expect(await walk((after) => store.listPendingInterrupts({ afterExecutionId: after, limit: 2 }))).toEqual(bytes);
     });
 

@@ -9,7 +9,16 @@
  */
 import { describe, expect } from 'vitest';
 import type { Checkpointer, Lease } from '../../checkpointer.js';
-import { contractTest, exec, expectCode, input, pauseRow, withStore, type StoreHarness, type StoreSuiteOptions } from './harness.js';
+import {
+  contractTest,
+  exec,
+  expectCode,
+  input,
+  pauseRow,
+  withStore,
+  type StoreHarness,
+  type StoreSuiteOptions,
+} from './harness.js';
 import { runWriteSuite } from './write-suite.js';
 import { runCodecSuite } from './codec-suite.js';
 import { runPauseSuite } from './pause-suite.js';
@@ -19,11 +28,26 @@ import { runLeaseSuite } from './lease-suite.js';
 import { runCancelSuite } from './cancel-suite.js';
 import { decisionFor, runDecisionSuite } from './decisions.js';
 
-export { contractTest, expectCode, input, marker, pauseRow, withTwoHandles, type StoreHarness, type StoreSuiteOptions } from './harness.js';
+export {
+  contractTest,
+  expectCode,
+  input,
+  marker,
+  pauseRow,
+  withTwoHandles,
+  type StoreHarness,
+  type StoreSuiteOptions,
+} from './harness.js';
 
 /** The contract's methods that answer with a promise, but `close` (which a closed store may be asked again). */
 type RefusedWhenClosed = Exclude<
-  { [K in keyof Checkpointer]-?: Checkpointer[K] extends ((...args: never[]) => Promise<unknown>) | undefined ? (undefined extends Checkpointer[K] ? never : K) : never }[keyof Checkpointer],
+  {
+    [K in keyof Checkpointer]-?: Checkpointer[K] extends ((...args: never[]) => Promise<unknown>) | undefined
+      ? undefined extends Checkpointer[K]
+        ? never
+        : K
+      : never;
+  }[keyof Checkpointer],
   'close'
 >;
 
@@ -39,7 +63,13 @@ export function runStoreSuite(options: StoreSuiteOptions): void {
       const id = exec();
       const row = await store.put(input(id));
       const other = await h.reopen();
-      const lease: Lease = { executionId: id, holder: 'A', ttlMs: 60_000, epoch: 1, expiresAt: new Date().toISOString() };
+      const lease: Lease = {
+        executionId: id,
+        holder: 'A',
+        ttlMs: 60_000,
+        epoch: 1,
+        expiresAt: new Date().toISOString(),
+      };
       await store.close();
       // a Record over the contract's method names: a method added to the contract must be added here
       const calls: Record<RefusedWhenClosed, (s: Checkpointer) => Promise<unknown>> = {

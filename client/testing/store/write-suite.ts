@@ -8,7 +8,15 @@ import { uuidv7 } from '../../../shared/ids.js';
 import type { State } from '../../../shared/codec.js';
 import type { Json } from '../../../shared/json.js';
 import { sumUsage } from '../../../shared/usage.js';
-import { contractTest, exec, expectCode, input, withStore, type StoreHarness, type StoreSuiteOptions } from './harness.js';
+import {
+  contractTest,
+  exec,
+  expectCode,
+  input,
+  withStore,
+  type StoreHarness,
+  type StoreSuiteOptions,
+} from './harness.js';
 
 export function runWriteSuite(options: StoreSuiteOptions): void {
   const test = contractTest(options);
@@ -48,7 +56,8 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
         ...over,
       });
       const outputs: Json[] = [];
-      for (let i = 0; i < 120; i++) outputs.push(i % 3 === 0 ? { text: `reply ${i}`, usage: [call(i)] } : { text: `tool ${i}` });
+      for (let i = 0; i < 120; i++)
+        outputs.push(i % 3 === 0 ? { text: `reply ${i}`, usage: [call(i)] } : { text: `tool ${i}` });
       outputs.push(
         // shapes that carry no usage, or usage entries that count as zero or unknown
         'a string',
@@ -60,7 +69,8 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
         { output: { done: true }, usage: [call(203), call(204)] },
       );
       let prev: string | null = null;
-      for (const [i, nodeOutput] of outputs.entries()) prev = (await store.put(input(a, { prevId: prev, turn: i, nodeId: `turn:${i}`, nodeOutput }))).id;
+      for (const [i, nodeOutput] of outputs.entries())
+        prev = (await store.put(input(a, { prevId: prev, turn: i, nodeId: `turn:${i}`, nodeOutput }))).id;
       await store.put(input(b, { nodeOutput: { usage: [call(1), call(2)] } }));
       await store.put(input(quiet, { nodeOutput: { text: 'no model' } }));
 
@@ -117,10 +127,12 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
     });
 
     test('list refuses bad options before reading, naming every problem (INVALID_OPTIONS)', async () => {
-      const err = await store.list(exec(), { step: 'bogus' as never, limit: 0, afterSeq: 1.5, order: 'up' as never }).then(
-        () => null,
-        (e: { code: string; details: { problems: string[] } }) => e,
-      );
+      const err = await store
+        .list(exec(), { step: 'bogus' as never, limit: 0, afterSeq: 1.5, order: 'up' as never })
+        .then(
+          () => null,
+          (e: { code: string; details: { problems: string[] } }) => e,
+        );
       expect(err?.code).toBe('INVALID_OPTIONS');
       const problems = err?.details.problems ?? [];
       expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['afterSeq', 'limit', 'order', 'step']);
@@ -144,7 +156,14 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
           const rows = [];
           let prevId: string | null = null;
           for (let i = 0; i < 5; i++) {
-            const row = await store.put(input(id, { prevId, turn: i, nodeId: `turn:${i}`, state: { messages: [{ role: 'user', content: `run ${r} turn ${i}` }], turn: i } }));
+            const row = await store.put(
+              input(id, {
+                prevId,
+                turn: i,
+                nodeId: `turn:${i}`,
+                state: { messages: [{ role: 'user', content: `run ${r} turn ${i}` }], turn: i },
+              }),
+            );
             rows.push(row);
             prevId = row.id;
           }
@@ -154,7 +173,10 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
       for (const [r, id] of runs.entries()) {
         expect(answers[r].map((row) => [row.seq, row.nodeId])).toEqual([0, 1, 2, 3, 4].map((i) => [i, `turn:${i}`]));
         expect(await store.list(id)).toEqual(answers[r]);
-        expect(await store.readState(answers[r][4])).toEqual({ messages: [{ role: 'user', content: `run ${r} turn 4` }], turn: 4 });
+        expect(await store.readState(answers[r][4])).toEqual({
+          messages: [{ role: 'user', content: `run ${r} turn 4` }],
+          turn: 4,
+        });
       }
       expect((await store.outboxStats()).pendingCount).toBe(32 * 5);
     });
@@ -178,7 +200,20 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
       ];
       const settled = await Promise.allSettled(calls);
       const codes = settled.map((s) => (s.status === 'fulfilled' ? 'ok' : (s.reason as { code?: string }).code));
-      expect(codes).toEqual(['ok', 'ok', 'INVALID_ROW', 'ok', 'ok', 'DUPLICATE_ID', 'ok', 'ok', 'EXECUTION_GONE', 'LEASE_LOST', 'ok', 'ok']);
+      expect(codes).toEqual([
+        'ok',
+        'ok',
+        'INVALID_ROW',
+        'ok',
+        'ok',
+        'DUPLICATE_ID',
+        'ok',
+        'ok',
+        'EXECUTION_GONE',
+        'LEASE_LOST',
+        'ok',
+        'ok',
+      ]);
       for (const id of valid) expect((await store.list(id)).map((r) => r.seq)).toEqual([0]);
       expect(await store.list(fenced)).toEqual([]);
       expect(await store.getById(taken.id)).toEqual(taken);
@@ -187,7 +222,9 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
 
     test('puts to one execution issued at once land in the order they were issued, seq 0,1,2…', async () => {
       const a = exec();
-      const rows = await Promise.all(Array.from({ length: 12 }, (_, i) => store.put(input(a, { turn: i, nodeId: `turn:${i}`, state: { turn: i } }))));
+      const rows = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => store.put(input(a, { turn: i, nodeId: `turn:${i}`, state: { turn: i } }))),
+      );
       expect(rows.map((r) => r.seq)).toEqual([...Array(12).keys()]);
       expect((await store.list(a)).map((r) => r.nodeId)).toEqual(rows.map((r) => r.nodeId));
       expect(await store.readState(rows[11])).toEqual({ turn: 11 });
