@@ -351,6 +351,12 @@ export interface PlaneGuard {
    * plane's copy could not be had, and nothing changed either.
    */
   adoptPlaneBranch?: (executionId: string) => Promise<boolean>;
+  /**
+   * Take the plane's branch of every run this store lost at the plane that
+   * nobody holds now, finished here or not (Replica.adoptLostRuns): called by
+   * `recoverRuns` before each pass. Returns the ids adopted.
+   */
+  adoptLostRuns?: () => Promise<string[]>;
 }
 
 /**

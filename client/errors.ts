@@ -179,6 +179,13 @@ export class InvalidResume extends WaymarkError {
 }
 
 /** This runner's lease was taken by another runner (its own expired meanwhile); the write was refused, nothing written. */
+/** What became of a lost lease: taken by another holder, or given up (released: the run's lease is nobody's now). */
+function leaseLossCause(current: { holder: string | null; epoch: number } | null): string {
+  if (!current) return 'lost';
+  if (current.holder === null) return `given up (the run's lease is nobody's now, epoch ${current.epoch})`;
+  return `taken by ${current.holder} (epoch ${current.epoch})`;
+}
+
 export class LeaseLost extends WaymarkError {
   /** `why`, when given, replaces the generic tail: what the runner learnt and what to do (a takeover at the plane, an unreachable plane in strict mode). */
   constructor(
@@ -194,7 +201,7 @@ export class LeaseLost extends WaymarkError {
       ErrorCode.LEASE_LOST,
       why
         ? `execution ${executionId}: this runner lost the run: ${why}`
-        : `execution ${executionId}: this runner's lease (epoch ${details.epoch}) was lost${details.current ? ` to ${details.current.holder ?? 'nobody (released)'} (epoch ${details.current.epoch})` : ''}; nothing was written`,
+        : `execution ${executionId}: this runner's lease (epoch ${details.epoch}) was ${leaseLossCause(details.current)}; nothing was written`,
       { details: { executionId, ...details } },
     );
     this.name = 'LeaseLost';

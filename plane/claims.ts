@@ -164,6 +164,15 @@ function claimOnce(
         writerId: c.writerId,
         claimedAt: c.claimedAt.toISOString(),
       };
+    // closed by a cancel or a deletion while its checkpoint stayed: closed for good, never a claim to take over
+    if (!won.length && (c.source === 'cancel' || c.source === 'delete'))
+      return {
+        won: false as const,
+        closed: c.source,
+        writerId: c.writerId,
+        claimedAt: c.claimedAt.toISOString(),
+        decisionId: null,
+      };
     let takenFrom: string | null = null;
     if (!won.length && c.writerId !== writerId) {
       const taken =

@@ -6,7 +6,7 @@ import { sumUsage, usageLine } from '../../shared/usage.js';
 import { localTime, table } from './format.js';
 import { ErrorCode, runErrorOf, WaymarkError, type RunError } from '../../shared/errors.js';
 import { cancelReason } from '../store/cancel.js';
-import { lostRuns } from './sync-commands.js';
+import { lostRuns } from '../replica/branch.js';
 
 type Out = (line: string) => void;
 

@@ -1,5 +1,6 @@
 /** `waymark sync status|now`, `waymark restore`, `waymark quarantine`: the replication side of the CLI. */
 import type { Checkpointer, QuarantinedEntry } from '../checkpointer.js';
+import { isTakenOver, lostRuns } from '../replica/branch.js';
 import { connectPlane } from '../replica/connect.js';
 import { restoreFromPlane } from '../replica/restore.js';
 import type { DivergenceReason } from '../store/import.js';
@@ -132,22 +133,6 @@ export async function refusedOnPlane(
 }
 
 const isSeqConflict = (reason: string) => reason.startsWith('plane: seq_conflict:');
-
-const isTakenOver = (reason: string) => reason.startsWith('plane: taken_over:');
-
-/** Runs this store lost at the plane (rows refused as `taken_over`: taken over, cancelled there, or a branch refused), with the plane's reason. */
-export async function lostRuns(store: Checkpointer): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  let after: string | undefined;
-  for (;;) {
-    const page = await store.listQuarantined({ afterId: after, limit: 500 });
-    if (!page.length) return out;
-    for (const q of page)
-      if (isTakenOver(q.reason) && !out.has(q.executionId))
-        out.set(q.executionId, q.reason.slice('plane: taken_over: '.length));
-    after = page[page.length - 1].id;
-  }
-}
 
 /**
  * `waymark sync now`: always contacts the plane first (GET /v1/whoami) and says

@@ -1,9 +1,38 @@
 /**
  * A copy that lost a run takes the plane's branch in place of its own.
  */
+import { ErrorCode } from '../../shared/errors.js';
+import { utf8Bytes } from '../../shared/json.js';
+import { LIMITS } from '../../shared/limits.js';
 import type { IdempotencyEntry } from '../../shared/rows.js';
 import type { Checkpointer } from '../checkpointer.js';
+import type { LeaseAsk, PlaneLease, PlaneTakeover } from './plane-calls.js';
 import type { FlushResult } from './replica-types.js';
+
+/** A quarantine reason the plane gave for a row of a run this store lost there. */
+export const isTakenOver = (reason: string) => reason.startsWith('plane: taken_over:');
+
+/** Runs this store lost at the plane (rows refused as `taken_over`: taken over, cancelled there, or a branch refused), with the plane's reason. */
+export async function lostRuns(store: Checkpointer): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  let after: string | undefined;
+  for (;;) {
+    const page = await store.listQuarantined({ afterId: after, limit: 500 });
+    if (!page.length) return out;
+    for (const q of page)
+      if (isTakenOver(q.reason) && !out.has(q.executionId))
+        out.set(q.executionId, q.reason.slice('plane: taken_over: '.length));
+    after = page[page.length - 1].id;
+  }
+}
+
+/** The run's idempotency keys this store holds, when a takeover request can carry them all (else undefined: not checked). */
+export async function takeoverKeys(store: Checkpointer, executionId: string): Promise<string[] | undefined> {
+  const list = (await store.listIdempotent(executionId)).map((e) => e.key);
+  return list.length <= LIMITS.takeoverKeys && utf8Bytes(JSON.stringify(list)) <= LIMITS.takeoverKeysBytes
+    ? list
+    : undefined;
+}
 
 /**
  * Replace this store's copy of a run with the plane's, keeping every effect
@@ -45,4 +74,45 @@ export async function adoptPlaneBranch(
     if (effects) await store.importRows({ checkpoints: [], pending: null, idempotency: effects });
   }
   return true;
+}
+
+/**
+ * For each run this store lost at the plane (`lostRuns`) that nobody holds
+ * now, take the plane's branch in place of this store's (adoptPlaneBranch):
+ * a copy that ran on, even to its end, after losing the run would otherwise
+ * never see the run again, and a run whose winner stopped too would stay
+ * unfinished. The plane decides: it is asked to let this copy take the run
+ * over, and only a refusal that says the run is free (`RUN_TAKEN_OVER` with
+ * `free`) leads to an adoption (a takeover won instead, which a copy past its
+ * fence is never granted, is given back at once). Returns the ids adopted.
+ */
+export async function adoptLostRuns(
+  store: Checkpointer,
+  plane: {
+    takeoverAtPlane: (
+      executionId: string,
+      seq: number,
+      a: { holder: string; ttlMs: number; idempotencyKeys?: string[]; lastId?: string },
+    ) => Promise<PlaneTakeover>;
+    leaseAtPlane: (executionId: string, a: LeaseAsk) => Promise<PlaneLease>;
+    adoptPlaneBranch: (executionId: string) => Promise<boolean>;
+  },
+): Promise<string[]> {
+  const adopted: string[] = [];
+  for (const executionId of (await lostRuns(store)).keys()) {
+    if ((await store.getLease(executionId))?.live) continue;
+    const latest = await store.latest(executionId);
+    if (!latest) continue;
+    const holder = `${store.writerId}#adopt`;
+    const ask = { holder, ttlMs: 1, idempotencyKeys: await takeoverKeys(store, executionId), lastId: latest.id };
+    const r = await plane.takeoverAtPlane(executionId, latest.seq, ask);
+    if (r.outcome === 'won') {
+      await plane.leaseAtPlane(executionId, { holder, ttlMs: 1, release: true });
+      continue;
+    }
+    const free =
+      r.outcome === 'refused' && r.code === ErrorCode.RUN_TAKEN_OVER && (r.details as { free?: unknown }).free === true;
+    if (free && (await plane.adoptPlaneBranch(executionId))) adopted.push(executionId);
+  }
+  return adopted;
 }

@@ -10,9 +10,8 @@ import {
 import type { Checkpointer, ClaimGuard, PlaneGuard, TakeoverGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { utf8Bytes } from '../../shared/json.js';
-import { LIMITS } from '../../shared/limits.js';
 import type { Lease } from '../checkpointer.js';
+import { takeoverKeys } from './branch.js';
 import { Replica, type ReplicaOptions } from './replica.js';
 import type { LeaseAsk } from './plane-calls.js';
 import { integerProblem, MAX_TIMER_MS, oneOfProblem, refuseOptions, replicaOptionProblems } from './replica-types.js';
@@ -143,12 +142,7 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
   const takeover: TakeoverGuard = async ({ executionId, seq, holder, ttlMs }) => {
     // this writer's own rows first: a run that is still its own is recognised as such
     await replica.flush({ timeoutMs: claimFlushMs });
-    const keys = async () => {
-      const list = (await replica.store.listIdempotent(executionId)).map((e) => e.key);
-      return list.length <= LIMITS.takeoverKeys && utf8Bytes(JSON.stringify(list)) <= LIMITS.takeoverKeysBytes
-        ? list
-        : undefined;
-    };
+    const keys = () => takeoverKeys(replica.store, executionId);
     let listed = await keys();
     // more keys than a request carries: the plane cannot check them, so this copy takes every entry the plane holds first
     if (!listed) {
@@ -277,5 +271,12 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
   const recorded = async (o: { timeoutMs: number }) => {
     await replica.flush({ timeoutMs: o.timeoutMs }).catch(() => undefined);
   };
-  return { claim, takeover, renew, recorded, adoptPlaneBranch: (executionId) => replica.adoptPlaneBranch(executionId) };
+  return {
+    claim,
+    takeover,
+    renew,
+    recorded,
+    adoptPlaneBranch: (executionId) => replica.adoptPlaneBranch(executionId),
+    adoptLostRuns: () => replica.adoptLostRuns(),
+  };
 }

@@ -36,7 +36,7 @@ import { backoffDelay, retryAfter } from '../retry.js';
 import { changeFeedOf, type ChangeFeedConsumer, type ChangePull, type RunUpdate } from './change-feed.js';
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
-import { adoptPlaneBranch } from './branch.js';
+import { adoptLostRuns, adoptPlaneBranch } from './branch.js';
 import { adoptCancel, cancelThroughPlane, type PlaneCancelResult } from './cancel.js';
 import { BacklogCount } from './backlog-count.js';
 import { sendingNote } from '../store/outbox.js';
@@ -699,6 +699,15 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       { flush: (o) => this.flush(o), restore },
       { timeoutMs: this.o.timeoutMs },
     );
+  }
+
+  /** Take the plane's branch of every run this store lost there that nobody holds now (see adoptLostRuns); `recoverRuns` does this each pass. */
+  adoptLostRuns(): Promise<string[]> {
+    return adoptLostRuns(this.store, {
+      takeoverAtPlane: (id, seq, a) => this.takeoverAtPlane(id, seq, a),
+      leaseAtPlane: (id, a) => this.leaseAtPlane(id, a),
+      adoptPlaneBranch: (id) => this.adoptPlaneBranch(id),
+    });
   }
 
   /** The plane said a run this store holds was cancelled there: make this copy say so too (see adoptCancel). */

@@ -130,6 +130,8 @@ async function pass(
   signal: AbortSignal | undefined,
   withoutPlane: boolean,
 ): Promise<RecoveryOutcome[]> {
+  // runs this store lost at the plane that nobody holds now come back here as the plane's copy, to be listed below
+  if (!withoutPlane) await store.planeGuard.current?.adoptLostRuns?.().catch(() => []);
   const found: ExecutionSummary[] = [];
   for (let after: string | undefined; ; ) {
     const page = await store.listExecutions({ state: 'running', afterExecutionId: after, limit: PAGE });

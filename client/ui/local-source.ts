@@ -24,7 +24,8 @@ import { ErrorCode, hasCode, runErrorOf, WaymarkError } from '../../shared/error
 import type { Checkpoint } from '../../shared/rows.js';
 import type { UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
-import { lostRuns, refusedOnPlane } from '../cli/sync-commands.js';
+import { lostRuns } from '../replica/branch.js';
+import { refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
 import { isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';

@@ -12,7 +12,6 @@
 import { execFile } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { FaultProxy } from '../helpers/fault-proxy.js';
 import { pgReady } from '../helpers/pg.js';
 import { BIN } from '../helpers/plane-process.js';
 import { openFleet, shown, waitFor, type Fleet } from './fleet.js';
@@ -44,23 +43,18 @@ async function stateIn(path: string, id: string) {
 for (const backend of ['pglite', 'postgres'] as const) {
   describe.skipIf(backend === 'postgres' && !pg)(`cancel while the laptop is offline (plane on ${backend})`, () => {
     let fleet: Fleet;
-    let proxy: FaultProxy;
     let cancelKey: string;
     beforeAll(async () => {
       fleet = await openFleet(backend);
-      proxy = await new FaultProxy(fleet.url).start();
       cancelKey = await fleet.plane.key('fleet', ['ingest', 'read', 'cancel']);
     });
     afterEach(() => fleet.killAll());
-    afterAll(async () => {
-      await proxy.close();
-      await fleet.close();
-    });
+    afterAll(() => fleet.close());
 
     it('an operator cancels through the plane while the laptop is offline: back online, the laptop runs nothing more, every copy says cancelled, the plane copy restores whole', async () => {
       const id = `cancel-offline-${backend}`;
       const a = await fleet.machine('a', {
-        url: proxy.url,
+        url: fleet.proxy.url,
         holds: [
           { order: 2, phase: 'enter' },
           { order: 3, phase: 'enter' },
@@ -73,8 +67,8 @@ for (const backend of ['pglite', 'postgres'] as const) {
       );
 
       // the laptop goes offline
-      proxy.rule = () => 'reset';
-      for (const s of proxy.sockets) s.destroy();
+      fleet.proxy.rule = () => 'reset';
+      for (const s of fleet.proxy.sockets) s.destroy();
 
       // an operator restores the run and cancels it with the CLI, through the plane
       const op = fleet.tmp.file('operator.db');
@@ -102,7 +96,7 @@ for (const backend of ['pglite', 'postgres'] as const) {
       a.release(2, 'enter');
       await a.inside(3, 'held', id);
       const backOnline = Date.now();
-      proxy.rule = null;
+      fleet.proxy.rule = null;
       a.release(3, 'enter');
       const outA = await runA;
       expect(outA.ok, JSON.stringify(outA)).toBe(false);

@@ -12,6 +12,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
 import { forkTs } from '../helpers/child.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/pg.js';
 import { scratchDir } from '../helpers/tmp.js';
@@ -200,6 +201,28 @@ export class Machine {
     );
   }
 
+  /**
+   * Recover in watch mode until a pass recovered `executionId`, within
+   * `withinMs`: that pass's entry for the run. Throws naming its last pass.
+   */
+  async recoverInWatch(executionId: string, withinMs: number): Promise<any> {
+    const watch = this.command('recover', undefined, { watch: true, intervalMs: 300 });
+    const found = () =>
+      this.passes()
+        .flat()
+        .find((r) => r.executionId === executionId && r.outcome === 'recovered');
+    const ok = await waitFor(`${this.name} to recover the run`, () => !!found(), withinMs).catch(
+      (e: Error) =>
+        new Error(
+          `${e.message}; its last pass: ${JSON.stringify(this.passes().at(-1) ?? null)}; ${this.passes().length} passes; ${this.describe()}`,
+        ),
+    );
+    this.command('recover-stop');
+    await watch;
+    if (ok instanceof Error) throw ok;
+    return found();
+  }
+
   /** Its recovery passes so far (watch mode). */
   passes(): any[][] {
     return this.messages
@@ -239,6 +262,8 @@ export interface Fleet {
   ledgerPath: string;
   tmp: ReturnType<typeof scratchDir>;
   plane: TestPlane;
+  /** A fault proxy in front of the plane: a machine given its url (not the plane's) can be cut off. */
+  proxy: FaultProxy;
   /** Start a machine (its own store file `<name>.db` unless `db` is given) and wait until it is connected and ready. */
   machine(name: string, o?: Partial<MachineConfig>): Promise<Machine>;
   /** Every charge in the ledger (of one run). */
@@ -267,6 +292,7 @@ export async function openFleet(backend: Backend, o: { takeoverAfterMs?: number 
     takeoverAfterMs: o.takeoverAfterMs ?? TAKEOVER_AFTER_MS,
   });
   const key = await plane.key('fleet', ['ingest', 'read']);
+  const proxy = await new FaultProxy(plane.url).start();
   const ledgerPath = tmp.file('ledger.jsonl');
   const machines: Machine[] = [];
   const get = async (path: string) => {
@@ -282,6 +308,7 @@ export async function openFleet(backend: Backend, o: { takeoverAfterMs?: number 
     ledgerPath,
     tmp,
     plane,
+    proxy,
     async machine(name, c = {}) {
       const config: MachineConfig = {
         name,
@@ -357,6 +384,7 @@ export async function openFleet(backend: Backend, o: { takeoverAfterMs?: number 
     },
     async close() {
       await fleet.killAll();
+      await proxy.close();
       await plane.close();
       await database?.drop();
       tmp.cleanup();

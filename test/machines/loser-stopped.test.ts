@@ -12,7 +12,6 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { FaultProxy } from '../helpers/fault-proxy.js';
 import { pgReady } from '../helpers/pg.js';
 import { openFleet, shown, WAIT_MS, waitFor, type Fleet } from './fleet.js';
 
@@ -26,22 +25,17 @@ const B_AT = 4;
 for (const backend of ['pglite', 'postgres'] as const) {
   describe.skipIf(backend === 'postgres' && !pg)(`loser told and stopped (plane on ${backend})`, () => {
     let fleet: Fleet;
-    let proxy: FaultProxy;
     beforeAll(async () => {
       fleet = await openFleet(backend);
-      proxy = await new FaultProxy(fleet.url).start();
     });
     afterEach(() => fleet.killAll());
-    afterAll(async () => {
-      await proxy.close();
-      await fleet.close();
-    });
+    afterAll(() => fleet.close());
 
     it('a machine taken over inside a long tool is told, runs no effect after the takeover and keeps no second branch', async () => {
       const id = `loser-${backend}`;
       // A reaches the plane through the proxy; its charge tool of order AT waits (a long tool) until released
       const [a, b] = await Promise.all([
-        fleet.machine('a', { url: proxy.url, holds: [{ order: AT, phase: 'enter' }] }),
+        fleet.machine('a', { url: fleet.proxy.url, holds: [{ order: AT, phase: 'enter' }] }),
         fleet.machine('b', { holds: [{ order: B_AT, phase: 'enter' }] }),
       ]);
       const runA = a.command('start', id, { input: `steps ${STEPS}` });
@@ -51,8 +45,8 @@ for (const backend of ['pglite', 'postgres'] as const) {
       );
 
       // the plane stops hearing A while its tool runs on
-      proxy.rule = () => 'reset';
-      for (const s of proxy.sockets) s.destroy();
+      fleet.proxy.rule = () => 'reset';
+      for (const s of fleet.proxy.sockets) s.destroy();
       expect((await b.command('restore', id)).ok).toBe(true);
       const takenAt = Date.now();
       const runB = b.command('resume', id, { retryWhile: ['RUN_IN_PROGRESS'], deadlineMs: WAIT_MS });
@@ -67,7 +61,7 @@ for (const backend of ['pglite', 'postgres'] as const) {
 
       // A's path heals; A is told (an event of its replica naming the run) before its tool goes on. If it is
       // never told, it is released all the same after the wait, and what it then does is judged below.
-      proxy.rule = null;
+      fleet.proxy.rule = null;
       const healedAt = Date.now();
       const told = await waitFor(
         'A to be told about the run',

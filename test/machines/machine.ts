@@ -25,7 +25,9 @@
  *   of that turn instead);
  * - `stops`: SIGSTOP this process there (`model`: in its model call of that
  *   turn), after reporting `{ type: 'stopping' }`; the test continues it
- *   (SIGCONT) when it chooses, and it goes on from that very point;
+ *   (SIGCONT) when it chooses, and it goes on from that very point; each
+ *   stop fires once per process (a run re-entering that point later, after a
+ *   takeover back, is not stopped again: the test continues a process once);
  * - `without`: tools this (older) build does not have.
  * Each phase reached is reported (`{ type: 'inside', order, phase }`), with
  * every replica event (`{ type: 'event' }`) and each recovery pass.
@@ -167,6 +169,16 @@ async function stopHere(m: Extract<MachineMessage, { type: 'stopping' }>): Promi
   process.kill(process.pid, 'SIGSTOP');
 }
 
+/** The stops that fired in this process. */
+const stopped = new Set<string>();
+
+/** Whether this process stops at `point` (one of `config.stops`), the first time only. */
+function stopsAt(point: string, listed: boolean): boolean {
+  if (!listed || stopped.has(point)) return false;
+  stopped.add(point);
+  return true;
+}
+
 /** Holds waiting for a release, by `${order}:${phase}`. */
 const waiting = new Map<string, () => void>();
 /** Releases that arrived before their hold was reached: the hold then passes. */
@@ -176,7 +188,7 @@ async function at(executionId: string, order: number, phase: Phase): Promise<voi
   send({ type: 'inside', executionId, order, phase, at: Date.now() });
   if (config.kills?.some((k) => 'order' in k && k.order === order && k.phase === phase))
     process.kill(process.pid, 'SIGKILL');
-  if (config.stops?.some((k) => 'order' in k && k.order === order && k.phase === phase))
+  if (stopsAt(`${order}:${phase}`, !!config.stops?.some((k) => 'order' in k && k.order === order && k.phase === phase)))
     await stopHere({ type: 'stopping', executionId, order, phase, at: Date.now() });
   const nap = config.sleeps?.find((s) => s.order === order && s.phase === phase);
   if (nap) await sleep(nap.ms);
@@ -225,7 +237,7 @@ const model = new ScriptedModel(({ turn, lastUser }) => {
   send({ type: 'model', executionId, turn });
   if (config.kills?.some((k) => 'model' in k && k.model === turn)) process.kill(process.pid, 'SIGKILL');
   // synchronous here (the script's rule is): the report is written to the channel before the stop in practice, and the test also watches the process state
-  if (config.stops?.some((k) => 'model' in k && k.model === turn)) {
+  if (stopsAt(`model:${turn}`, !!config.stops?.some((k) => 'model' in k && k.model === turn))) {
     send({ type: 'stopping', executionId, turn, at: Date.now() });
     process.kill(process.pid, 'SIGSTOP');
   }

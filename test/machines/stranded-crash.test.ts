@@ -53,20 +53,7 @@ for (const backend of ['pglite', 'postgres'] as const) {
 
       // C: restores and recovers in watch mode until the run is recovered
       expect((await c.command('restore', id)).ok).toBe(true);
-      const watch = c.command('recover', undefined, { watch: true, intervalMs: 300 });
-      const lastPass = () => JSON.stringify(c.passes().at(-1) ?? null);
-      const recovered = await waitFor(
-        'C to recover the run',
-        () => c.passes().some((p) => p.some((r) => r.executionId === id && r.outcome === 'recovered')),
-        RECOVER_WITHIN_MS,
-      ).catch((e: Error) => new Error(`${e.message}; C's last pass: ${lastPass()}; ${c.passes().length} passes`));
-      c.command('recover-stop');
-      await watch;
-      expect(recovered, recovered instanceof Error ? recovered.message : '').toBe(true);
-      const run = c
-        .passes()
-        .flat()
-        .find((r) => r.executionId === id && r.outcome === 'recovered');
+      const run = await c.recoverInWatch(id, RECOVER_WITHIN_MS);
       expect(run.result, JSON.stringify(run)).toBe('completed');
 
       const ledger = fleet.ledger(id);

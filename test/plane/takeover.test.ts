@@ -158,6 +158,29 @@ for (const backend of ['pglite', 'postgres'] as const) {
       );
     });
 
+    it('a pause closed by a cancel at the plane is refused to every claimer as closed by the cancel (never as claimed, never taken over)', async () => {
+      const paused = await eventsOf(
+        async (s) => void (await s.recordInterrupt(pause('tk-cancelled'), { reason: 'r', context: null })),
+        'machine-a',
+      );
+      await ingest(paused, 'machine-a');
+      const canceller = await plane.key('fleet', ['cancel']);
+      const cancel = await call(`${plane.url}/v1/executions/tk-cancelled/cancel`, {
+        key: canceller,
+        json: { reason: 'customer withdrew' },
+      });
+      expect(cancel.status).toBe(200);
+      const checkpointId = (paused[0] as { row: { id: string } }).row.id;
+      for (const writerId of ['machine-a', 'machine-b']) {
+        const claim = await call(`${plane.url}/v1/executions/tk-cancelled/claim`, {
+          key,
+          json: { writerId, checkpointId },
+        });
+        expect(claim.status).toBe(409);
+        expect(claim.body.error).toMatchObject({ code: 'ALREADY_CLAIMED', details: { closed: 'cancel' } });
+      }
+    });
+
     it('a winner that dies before writing strands nothing: once its own hold expires, another writer takes the run over; a copy missing an effect the plane recorded is refused naming it', async () => {
       const a = await eventsOf(async (s) => {
         await s.put(step('tk-2', 0));
