@@ -354,9 +354,10 @@ export interface PlaneGuard {
   /**
    * Take the plane's branch of every run this store lost at the plane that
    * nobody holds now, finished here or not (Replica.adoptLostRuns): called by
-   * `recoverRuns` before each pass. Returns the ids adopted.
+   * `recoverRuns` before each pass, for runs of the agents it was given
+   * (`serves`). Returns the ids adopted.
    */
-  adoptLostRuns?: () => Promise<string[]>;
+  adoptLostRuns?: (serves?: (agentPath: string) => boolean) => Promise<string[]>;
 }
 
 /**

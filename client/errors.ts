@@ -178,14 +178,20 @@ export class InvalidResume extends WaymarkError {
   }
 }
 
-/** This runner's lease was taken by another runner (its own expired meanwhile); the write was refused, nothing written. */
-/** What became of a lost lease: taken by another holder, or given up (released: the run's lease is nobody's now). */
-function leaseLossCause(current: { holder: string | null; epoch: number } | null): string {
+/**
+ * What became of a lost lease of `epoch`: released with nobody holding it
+ * (fenced, or the run cancelled), taken by another runner that since released
+ * it, or held by another runner now.
+ */
+function leaseLossCause(epoch: number, current: { holder: string | null; epoch: number } | null): string {
   if (!current) return 'lost';
-  if (current.holder === null) return `given up (the run's lease is nobody's now, epoch ${current.epoch})`;
-  return `taken by ${current.holder} (epoch ${current.epoch})`;
+  if (current.holder !== null) return `taken by ${current.holder} (epoch ${current.epoch})`;
+  return current.epoch === epoch
+    ? 'released (nobody holds it now)'
+    : `taken by another runner and since released (epoch ${current.epoch})`;
 }
 
+/** This runner's lease was taken by another runner (its own expired meanwhile); the write was refused, nothing written. */
 export class LeaseLost extends WaymarkError {
   /** `why`, when given, replaces the generic tail: what the runner learnt and what to do (a takeover at the plane, an unreachable plane in strict mode). */
   constructor(
@@ -201,7 +207,7 @@ export class LeaseLost extends WaymarkError {
       ErrorCode.LEASE_LOST,
       why
         ? `execution ${executionId}: this runner lost the run: ${why}`
-        : `execution ${executionId}: this runner's lease (epoch ${details.epoch}) was ${leaseLossCause(details.current)}; nothing was written`,
+        : `execution ${executionId}: this runner's lease (epoch ${details.epoch}) was ${leaseLossCause(details.epoch, details.current)}; nothing was written`,
       { details: { executionId, ...details } },
     );
     this.name = 'LeaseLost';

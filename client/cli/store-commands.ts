@@ -107,7 +107,7 @@ export function leaseLabel(e: ExecutionSummary, lostAtPlane = false): string {
   const l = e.lease;
   if (l?.live) return `held by ${l.holder} until ${localTime(l.expiresAt!)}`;
   if (lostAtPlane)
-    return "LOST: another machine took it over at the plane (waymark sync status); recoverRuns takes the plane's copy once nobody holds it";
+    return "LOST: the plane refused its rows (taken over or cancelled there: waymark sync status); recoverRuns takes the plane's copy once nobody holds it";
   // a LangGraph thread never ends with a marker, and recoverRuns does not take it: held only inside saver.exclusive
   if (isGraphThread(e)) return 'free';
   if (l?.holder) return `STALE: ${l.holder} expired ${localTime(l.expiresAt!)} (recoverable)`;

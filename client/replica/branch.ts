@@ -12,18 +12,34 @@ import type { FlushResult } from './replica-types.js';
 /** A quarantine reason the plane gave for a row of a run this store lost there. */
 export const isTakenOver = (reason: string) => reason.startsWith('plane: taken_over:');
 
-/** Runs this store lost at the plane (rows refused as `taken_over`: taken over, cancelled there, or a branch refused), with the plane's reason. */
+/**
+ * Runs this store lost at the plane, with the plane's reason: runs whose
+ * newest row here is one the plane refused as `taken_over` (taken over,
+ * cancelled there, or a branch refused). A run whose copy since became the
+ * plane's again (adopted, or caught up) is not listed, whatever refusals its
+ * outbox still remembers.
+ */
 export async function lostRuns(store: Checkpointer): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
+  const refused = new Map<string, Map<string, string>>();
   let after: string | undefined;
   for (;;) {
     const page = await store.listQuarantined({ afterId: after, limit: 500 });
-    if (!page.length) return out;
-    for (const q of page)
-      if (isTakenOver(q.reason) && !out.has(q.executionId))
-        out.set(q.executionId, q.reason.slice('plane: taken_over: '.length));
+    if (!page.length) break;
+    for (const q of page) {
+      if (q.kind !== 'checkpoint' || !isTakenOver(q.reason)) continue;
+      const rows = refused.get(q.executionId) ?? new Map<string, string>();
+      rows.set(q.id, q.reason.slice('plane: taken_over: '.length));
+      refused.set(q.executionId, rows);
+    }
     after = page[page.length - 1].id;
   }
+  const out = new Map<string, string>();
+  for (const [executionId, rows] of refused) {
+    const newest = await store.latest(executionId);
+    const reason = newest && rows.get(newest.id);
+    if (reason) out.set(executionId, reason);
+  }
+  return out;
 }
 
 /** The run's idempotency keys this store holds, when a takeover request can carry them all (else undefined: not checked). */
@@ -84,10 +100,14 @@ export async function adoptPlaneBranch(
  * unfinished. The plane decides: it is asked to let this copy take the run
  * over, and only a refusal that says the run is free (`RUN_TAKEN_OVER` with
  * `free`) leads to an adoption (a takeover won instead, which a copy past its
- * fence is never granted, is given back at once). Returns the ids adopted.
+ * fence is never granted, is given back at once). Only runs whose agent
+ * `serves` (its root agent path; all when absent) are asked about. A run
+ * whose question or adoption fails is left for the next call. Returns the ids
+ * adopted.
  */
 export async function adoptLostRuns(
   store: Checkpointer,
+  serves: ((agentPath: string) => boolean) | undefined,
   plane: {
     takeoverAtPlane: (
       executionId: string,
@@ -100,19 +120,26 @@ export async function adoptLostRuns(
 ): Promise<string[]> {
   const adopted: string[] = [];
   for (const executionId of (await lostRuns(store)).keys()) {
-    if ((await store.getLease(executionId))?.live) continue;
-    const latest = await store.latest(executionId);
-    if (!latest) continue;
-    const holder = `${store.writerId}#adopt`;
-    const ask = { holder, ttlMs: 1, idempotencyKeys: await takeoverKeys(store, executionId), lastId: latest.id };
-    const r = await plane.takeoverAtPlane(executionId, latest.seq, ask);
-    if (r.outcome === 'won') {
-      await plane.leaseAtPlane(executionId, { holder, ttlMs: 1, release: true });
-      continue;
+    try {
+      if ((await store.getLease(executionId))?.live) continue;
+      const latest = await store.latest(executionId);
+      if (!latest || (serves && !serves(latest.agentPath.split('/')[0]))) continue;
+      const holder = `${store.writerId}#adopt`;
+      const ask = { holder, ttlMs: 1, idempotencyKeys: await takeoverKeys(store, executionId), lastId: latest.id };
+      const r = await plane.takeoverAtPlane(executionId, latest.seq, ask);
+      if (r.outcome === 'won') {
+        // given back at once (held, it would last at least the plane's takeover delay, keeping every machine out)
+        await plane.leaseAtPlane(executionId, { holder, ttlMs: 1, release: true });
+        continue;
+      }
+      const free =
+        r.outcome === 'refused' &&
+        r.code === ErrorCode.RUN_TAKEN_OVER &&
+        (r.details as { free?: unknown }).free === true;
+      if (free && (await plane.adoptPlaneBranch(executionId))) adopted.push(executionId);
+    } catch {
+      // unreachable plane, a copy that failed verification: this run waits for the next call
     }
-    const free =
-      r.outcome === 'refused' && r.code === ErrorCode.RUN_TAKEN_OVER && (r.details as { free?: unknown }).free === true;
-    if (free && (await plane.adoptPlaneBranch(executionId))) adopted.push(executionId);
   }
   return adopted;
 }

@@ -277,6 +277,6 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
     renew,
     recorded,
     adoptPlaneBranch: (executionId) => replica.adoptPlaneBranch(executionId),
-    adoptLostRuns: () => replica.adoptLostRuns(),
+    adoptLostRuns: (serves) => replica.adoptLostRuns(serves),
   };
 }

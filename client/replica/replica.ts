@@ -702,8 +702,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   }
 
   /** Take the plane's branch of every run this store lost there that nobody holds now (see adoptLostRuns); `recoverRuns` does this each pass. */
-  adoptLostRuns(): Promise<string[]> {
-    return adoptLostRuns(this.store, {
+  adoptLostRuns(serves?: (agentPath: string) => boolean): Promise<string[]> {
+    return adoptLostRuns(this.store, serves, {
       takeoverAtPlane: (id, seq, a) => this.takeoverAtPlane(id, seq, a),
       leaseAtPlane: (id, a) => this.leaseAtPlane(id, a),
       adoptPlaneBranch: (id) => this.adoptPlaneBranch(id),

@@ -131,7 +131,7 @@ async function pass(
   withoutPlane: boolean,
 ): Promise<RecoveryOutcome[]> {
   // runs this store lost at the plane that nobody holds now come back here as the plane's copy, to be listed below
-  if (!withoutPlane) await store.planeGuard.current?.adoptLostRuns?.().catch(() => []);
+  if (!withoutPlane) await store.planeGuard.current?.adoptLostRuns?.((path) => agents.has(path)).catch(() => []);
   const found: ExecutionSummary[] = [];
   for (let after: string | undefined; ; ) {
     const page = await store.listExecutions({ state: 'running', afterExecutionId: after, limit: PAGE });

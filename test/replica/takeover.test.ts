@@ -4,7 +4,8 @@
  * plane and takes it over once A's lease ran out by the plane's clock (A's
  * last contact + the takeover delay), and completes it once; A, restarted
  * later, is refused (RUN_TAKEN_OVER), its offline rows are refused by the
- * plane as taken_over, and `sync status` says it lost the run.
+ * plane as taken_over, and `sync status` says it lost the run; its recovery
+ * then takes the plane's finished copy in place of its own.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
@@ -145,12 +146,15 @@ describe('takeover across machines through a plane process', () => {
     );
     expect(lines(calls).filter(([, pid]) => pid === a2Out.pid)).toEqual([]);
     expect(lines(effects).filter(([, pid]) => pid === a2Out.pid)).toEqual([]);
-    // its recovery loop leaves the run alone, saying why
+    // its recovery takes the plane's branch in place of its own (nobody holds the run: B finished it), so its copy
+    // is the finished run, nothing is left to recover, nothing runs again, and it no longer lists the run as lost
     const rec = JSON.parse((await runTs(CHILD, args('recover', dbA))).stdout.trim().split('\n').pop()!);
-    expect(rec.recovered).toEqual([
-      expect.objectContaining({ executionId: id, outcome: 'held', reason: 'taken over elsewhere' }),
-    ]);
-    expect(rec.rows).toEqual(a2Out.rows);
+    expect(rec.recovered).toEqual([]);
+    expect(rec.rows).toHaveLength(8);
+    expect(rec.rows.at(-1)).toMatch(/^7:run_end:completed$/);
+    expect(lines(calls).filter(([, pid]) => pid === rec.pid)).toEqual([]);
+    expect(lines(effects).filter(([, pid]) => pid === rec.pid)).toEqual([]);
+    expect((rec.status as string[]).find((l) => l.startsWith('lost runs:'))).toMatch(/lost runs:\s+none/);
     const final = (await call(`${url}/v1/executions/${id}`, { key })).body.execution;
     expect(final).toMatchObject({ status: 'completed', rowCount: 8, holeCount: 0 });
   });

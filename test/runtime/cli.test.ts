@@ -171,7 +171,9 @@ describe('waymark CLI on a SQLite store', () => {
     expect(runs.text).toMatch(/a-live\s.*held by w1#p1 until/);
     expect(runs.text).toMatch(/b-dead\s.*STALE: w2#p2 expired .*\(recoverable\)/);
     expect(runs.text).toMatch(/c-never\s.*free \(recoverable\)/);
-    expect(runs.text).toMatch(/e-lost\s.*LOST: another machine took it over at the plane \(waymark sync status\)/);
+    expect(runs.text).toMatch(
+      /e-lost\s.*LOST: the plane refused its rows \(taken over or cancelled there: waymark sync status\)/,
+    );
     expect(runs.text).not.toMatch(/e-lost\s.*\(recoverable\)/);
     expect(runs.text).not.toMatch(/d-done/);
     const json = JSON.parse((await cli(['runs', '--db', db, '--state', 'running', '--json'])).text);
