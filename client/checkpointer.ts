@@ -329,12 +329,13 @@ export interface PlaneGuard {
    * goes on offline, unless the replica's strict mode says otherwise).
    * With `effectKey` (an `idempotent` effect about to start) the plane's
    * record of that effect, when it holds one, is imported into this store
-   * first, and the answer says so (`recorded: true`).
+   * first, and the answer says so (`recorded: true`). A renewal the plane
+   * answered gives the run's owner epoch there (`epoch`; null otherwise).
    */
   renew?: (
     lease: Lease,
     options?: { release?: boolean; timeoutMs?: number; effectKey?: string },
-  ) => Promise<{ recorded: boolean } | undefined>;
+  ) => Promise<PlaneRenewal | undefined>;
   /**
    * Send what this store holds unsent to the plane now, waiting up to
    * `timeoutMs`: an `idempotent` effect's record reaches the plane before the
@@ -358,6 +359,12 @@ export interface PlaneGuard {
    * (`serves`). Returns the ids adopted.
    */
   adoptLostRuns?: (serves?: (agentPath: string) => boolean) => Promise<string[]>;
+}
+
+/** What a renewal at the plane said: whether it held the asked effect's record, and the owner epoch it answered with. */
+export interface PlaneRenewal {
+  recorded: boolean;
+  epoch: number | null;
 }
 
 /**

@@ -264,9 +264,10 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
     }
     // the effect about to start was recorded by a runner that lost the run after this one took it: its record is the
     // result here too (kept as the plane's, never sent back)
-    if (r.outcome !== 'held' || !r.recorded) return { recorded: false };
+    if (r.outcome !== 'held') return { recorded: false, epoch: null };
+    if (!r.recorded) return { recorded: false, epoch: r.epoch };
     await replica.store.importRows({ checkpoints: [], pending: null, idempotency: [r.recorded] });
-    return { recorded: true };
+    return { recorded: true, epoch: r.epoch };
   };
   const recorded = async (o: { timeoutMs: number }) => {
     await replica.flush({ timeoutMs: o.timeoutMs }).catch(() => undefined);

@@ -41,7 +41,7 @@ import { stableStringify, jsonProblem, storableJson, textProblem, type Json } fr
 import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
 import { optionNames, optionsProblems } from '../../shared/options.js';
 import { LIMITS } from '../../shared/limits.js';
-import type { Checkpointer, IdempotentLookup } from '../checkpointer.js';
+import type { Checkpointer, IdempotentLookup, PlaneRenewal } from '../checkpointer.js';
 import { EffectNotRecorded, IdempotencyError, IdempotencyKeyRequired, InvalidIdempotencyKey } from '../errors.js';
 import { currentRun, type RunContext } from './context.js';
 import { isLeaseLoss } from './lease.js';
@@ -71,6 +71,15 @@ export interface EffectInfo {
   executionId: string;
   /** The call's key within the run (the `key` option, or the default). */
   key: string;
+  /**
+   * The run's owner epoch at the plane when this runner's hold was confirmed
+   * there just before the effect (it grows with each change of owner: a
+   * takeover, a claim, a cancel); null when no plane answered (unconnected,
+   * or unreachable). A fencing token: a service that remembers the highest
+   * epoch it saw for a run can refuse a call carrying a lower one, which is
+   * a runner that lost the run and has not learnt it yet.
+   */
+  epoch: number | null;
 }
 
 const effects = new AsyncLocalStorage<EffectInfo>();
@@ -199,7 +208,8 @@ function shared(run: RunContext, key: string, body: () => Promise<unknown>): Pro
 async function once(run: RunContext, call: CallKey, what: string, fn: () => unknown): Promise<Json | null> {
   const hit = await lookup(run, call);
   if (hit.hit) return hit.result;
-  if (await leaseConfirmed(run, what, call.key)) {
+  const confirmed = await leaseConfirmed(run, what, call.key);
+  if (confirmed.recorded) {
     // the plane held its record (a runner that lost the run made it after this one took it): that is the result
     const recorded = await lookup(run, call);
     if (recorded.hit) return recorded.result;
@@ -208,6 +218,7 @@ async function once(run: RunContext, call: CallKey, what: string, fn: () => unkn
     idempotencyKey: `waymark:${run.executionId}:${call.key}`,
     executionId: run.executionId,
     key: call.key,
+    epoch: confirmed.epoch,
   };
   const value = jsonForm(await effects.run(info, fn), what);
   try {
@@ -244,8 +255,8 @@ async function once(run: RunContext, call: CallKey, what: string, fn: () => unkn
  * while another took the run over must not start the effect the other one
  * runs; nor may a runner whose run was cancelled or deleted.
  */
-async function leaseConfirmed(run: RunContext, what: string, key: string): Promise<boolean> {
-  if (!run.lease) return false;
+async function leaseConfirmed(run: RunContext, what: string, key: string): Promise<PlaneRenewal> {
+  if (!run.lease) return { recorded: false, epoch: null };
   try {
     return await run.lease.confirm(key);
   } catch (e) {

@@ -6,7 +6,7 @@
  */
 import { uuidv7 } from '../../shared/ids.js';
 import { hasCode, ErrorCode } from '../../shared/errors.js';
-import type { Checkpointer, Lease } from '../checkpointer.js';
+import type { Checkpointer, Lease, PlaneRenewal } from '../checkpointer.js';
 
 /** This process's instance id: a lease holder is `<store writer id>#<instance>/<n>`. */
 export const PROCESS_INSTANCE = uuidv7();
@@ -93,17 +93,17 @@ export class RunLease {
   }
 
   /** The plane's renewal, while a plane is connected, within a third of the ttl (an unreachable plane is not a loss). */
-  private async renewAtPlane(effectKey?: string): Promise<{ recorded: boolean } | undefined> {
+  private async renewAtPlane(effectKey?: string): Promise<PlaneRenewal | undefined> {
     return await this.store.planeGuard.current?.renew?.(this.lease, {
       timeoutMs: Math.max(100, Math.floor(this.lease.ttlMs / 3)),
       ...(effectKey ? { effectKey } : {}),
     });
   }
 
-  /** One renewal by the store and one by the plane, at once: both must hold. Whether the plane held a record of `effectKey` (now imported here). */
-  private async renewBoth(effectKey?: string): Promise<boolean> {
+  /** One renewal by the store and one by the plane, at once: both must hold. What the plane said (see confirm). */
+  private async renewBoth(effectKey?: string): Promise<PlaneRenewal> {
     const [, plane] = await Promise.all([this.store.renewLease(this.lease), this.renewAtPlane(effectKey)]);
-    return plane?.recorded === true;
+    return { recorded: plane?.recorded === true, epoch: plane?.epoch ?? null };
   }
 
   /**
@@ -129,10 +129,12 @@ export class RunLease {
    * blocked event loop, a suspended laptop): an idempotent side effect asks
    * this first. Throws LeaseLost once another runner took the run over
    * (RunCancelled once it was cancelled; a deleted run has no lease left).
-   * Resolves true when the plane held a record of `effectKey` (the effect
-   * about to start), now imported into the store: the effect already ran.
+   * Resolves with `recorded` true when the plane held a record of
+   * `effectKey` (the effect about to start), now imported into the store:
+   * the effect already ran; and the run's owner epoch at the plane (null
+   * when no plane answered).
    */
-  async confirm(effectKey?: string): Promise<boolean> {
+  async confirm(effectKey?: string): Promise<PlaneRenewal> {
     this.check();
     try {
       return await this.renewBoth(effectKey);

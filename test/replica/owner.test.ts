@@ -78,6 +78,8 @@ describe('the run owner at the plane, from one store', () => {
     expect(e.executionId).toBe('fx-1');
     expect(e.key).toMatch(/^charge:[0-9a-f]{64}$/);
     expect(e.idempotencyKey).toBe(`waymark:fx-1:${e.key}`);
+    // no plane: no owner epoch to hand on
+    expect(e.epoch).toBeNull();
     expect(currentEffect()).toBeNull();
   });
 
@@ -146,6 +148,7 @@ describe('the run owner at the plane, from one store', () => {
     });
     closing.push(() => replica.stop());
     let holder = '';
+    let epoch = 0;
     const seen: (EffectInfo | null)[] = [];
     const agent = charger(s, seen, {
       before: async () => {
@@ -154,6 +157,7 @@ describe('the run owner at the plane, from one store', () => {
         // the runner holds the run at the plane (its effect's confirm renewed it): another holder is refused, a copy too
         const renewed = await lease('route-1', { writerId: s.writerId, holder, instance: s.instanceId });
         expect(renewed.body).toMatchObject({ epoch: expect.any(Number), released: false });
+        epoch = renewed.body.epoch;
         expect((await lease('route-1', { writerId: 'someone-else', holder: 'x#1' })).body.error).toMatchObject({
           code: 'LEASE_LOST',
           details: { writerId: s.writerId },
@@ -164,6 +168,8 @@ describe('the run owner at the plane, from one store', () => {
       },
     });
     expect((await agent.run('pay', { executionId: 'route-1' })).status).toBe('completed');
+    // the effect was handed the owner epoch its confirm at the plane answered with
+    expect(seen.map((e) => e?.epoch)).toEqual([epoch]);
     await replica.flush({ timeoutMs: 10_000 });
     // the run ended there: its hold is no one's now
     expect((await lease('route-1', { writerId: s.writerId, holder, instance: s.instanceId })).body.error).toMatchObject(
