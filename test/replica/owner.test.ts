@@ -177,6 +177,38 @@ describe('the run owner at the plane, from one store', () => {
     );
   });
 
+  it("a confirm the plane answers 'lost' while this store's rows cannot reach it is no verdict: a run deleted and started again under its id goes on, as offline", async () => {
+    const proxy = await new FaultProxy(plane.url).start();
+    closing.push(() => proxy.close());
+    const s = store('again');
+    const replica = connectPlane(s, {
+      url: proxy.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      timeoutMs: 2000,
+      followChanges: false,
+    });
+    closing.push(() => replica.stop());
+    const seen: (EffectInfo | null)[] = [];
+    expect((await charger(s, seen).run('pay', { executionId: 'again-1' })).status).toBe('completed');
+    await replica.flush({ timeoutMs: 10_000 });
+    await s.deleteExecution('again-1');
+    // the run again under its id; the plane still holds the first one, ended, and the new rows cannot reach it
+    const again = charger(s, seen, {
+      leaseMs: 3000,
+      before: async () => {
+        proxy.rule = ({ path }) => (path.startsWith('/v1/ingest') ? { status: 503 } : undefined);
+      },
+    });
+    const r = await again.run('pay', { executionId: 'again-1' });
+    expect(r.status, JSON.stringify(r)).toBe('completed');
+    expect(seen).toHaveLength(2);
+    proxy.rule = null;
+    await replica.flush({ timeoutMs: 10_000 });
+    expect((await call(`${plane.url}/v1/executions/again-1`, { key })).body.execution.status).toBe('completed');
+  });
+
   it("adoptPlaneBranch: refuses while a runner here holds the run, changes nothing when the plane's copy cannot be had, and otherwise replaces the copy keeping every recorded effect", async () => {
     const proxy = await new FaultProxy(plane.url).start();
     closing.push(() => proxy.close());
