@@ -154,7 +154,8 @@ export async function fenceWriter(
 export type RenewOutcome =
   | { outcome: 'held'; epoch: number; expiresAt: string }
   | { outcome: 'released'; released: boolean }
-  | { outcome: 'lost'; writerId: string; epoch: number; state: string }
+  /** `ownEnd`: the run ended under the asker's own store (its instance, or none recorded) and the asker is not fenced (its outbox may be ahead: a run deleted there and started again under the id). */
+  | { outcome: 'lost'; writerId: string; epoch: number; state: string; ownEnd: boolean }
   | { outcome: 'cancelled'; epoch: number }
   | { outcome: 'copy'; writerId: string }
   | { outcome: 'not_found' };
@@ -195,7 +196,7 @@ export async function renewOwner(
         .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
       if (!known) return { outcome: 'not_found' as const };
       if (await isFenced(tx, projectId, executionId, a.writerId))
-        return { outcome: 'lost' as const, writerId: '', epoch: 0, state: 'fenced' };
+        return { outcome: 'lost' as const, writerId: '', epoch: 0, state: 'fenced', ownEnd: false };
       const epoch = await acquireOwner(tx, projectId, executionId, { ...a, ttlMs: Math.max(a.ttlMs, floorMs) }, null);
       return { outcome: 'held' as const, epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
     }
@@ -209,8 +210,15 @@ export async function renewOwner(
       const epoch = await acquireOwner(tx, projectId, executionId, { ...a, ttlMs: Math.max(a.ttlMs, floorMs) }, o);
       return { outcome: 'held' as const, epoch, expiresAt: await expiresOf(tx, projectId, executionId) };
     }
-    if (!mine || o.state !== 'held')
-      return { outcome: 'lost' as const, writerId: o.writerId, epoch: o.epoch, state: o.state };
+    if (!mine || o.state !== 'held') {
+      // (an owner record without an instance, acquired by ingest and never renewed, cannot tell a copy from this store)
+      const ownEnd =
+        mine &&
+        o.state === 'ended' &&
+        (o.instance === null || o.instance === (a.instance ?? null)) &&
+        !(await isFenced(tx, projectId, executionId, a.writerId));
+      return { outcome: 'lost' as const, writerId: o.writerId, epoch: o.epoch, state: o.state, ownEnd };
+    }
     await tx
       .update(runOwners)
       .set({

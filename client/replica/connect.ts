@@ -240,10 +240,11 @@ function planeGuard(replica: Replica, options: ConnectOptions): PlaneGuard {
       // yet): once what this store holds has reached it, its answer is the verdict
       const left = await replica.flush({ timeoutMs: o.timeoutMs ?? claimFlushMs });
       if (left.pendingRows === 0) r = await replica.leaseAtPlane(lease.executionId, ask, o.timeoutMs);
-      // not there yet (the plane went down meanwhile), and the plane's answer is about this writer's own earlier run
-      // under the id (ended or released by this writer): no verdict, the runner goes on as offline. Another writer's
-      // hold, a fence or a cancel is a verdict whatever this outbox holds.
-      else if ((r.details as { writerId?: unknown }).writerId === replica.writerId)
+      // not there yet (the plane went down meanwhile), and the plane's answer is that this very store ended the run
+      // under the id, unfenced (`ownEnd`: a run deleted here and started again): no verdict, the runner goes on as
+      // offline (its store's own lease was renewed beside this). Anything else (another writer's hold, a fence, a
+      // copy of this store, a cancel) is a verdict whatever this outbox holds.
+      else if ((r.details as { ownEnd?: unknown }).ownEnd === true)
         r = { outcome: 'offline', reason: `this store's rows have not reached the plane yet (${r.message})` };
     }
     if (r.outcome === 'lost' || r.outcome === 'cancelled')

@@ -75,9 +75,9 @@ export interface EffectInfo {
    * The run's owner epoch at the plane when this runner's hold was confirmed
    * there just before the effect (it grows with each change of owner: a
    * takeover, a claim, a cancel); null when no plane answered (unconnected,
-   * or unreachable). A fencing token: a service that remembers the highest
-   * epoch it saw for a run can refuse a call carrying a lower one, which is
-   * a runner that lost the run and has not learnt it yet.
+   * or unreachable): unknown, not lowest. A fencing token: a service that
+   * remembers the highest epoch it saw for a run can refuse a call carrying a
+   * lower one, from a runner whose run changed owner since its confirm.
    */
   epoch: number | null;
 }

@@ -61,7 +61,7 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
             ErrorCode.LEASE_LOST,
             `execution '${id}' is no longer this holder's: ${r.state === 'held' ? `writer '${r.writerId}' owns it (epoch ${r.epoch})` : `it is ${r.state} on the plane`}`,
             {
-              details: { executionId: id, writerId: r.writerId, epoch: r.epoch, state: r.state },
+              details: { executionId: id, writerId: r.writerId, epoch: r.epoch, state: r.state, ownEnd: r.ownEnd },
             },
           );
         case 'released':

@@ -173,8 +173,12 @@ describe('the run owner at the plane, from one store', () => {
     await replica.flush({ timeoutMs: 10_000 });
     // the run ended there: its hold is no one's now
     expect((await lease('route-1', { writerId: s.writerId, holder, instance: s.instanceId })).body.error).toMatchObject(
-      { code: 'LEASE_LOST', details: { state: 'ended' } },
+      { code: 'LEASE_LOST', details: { state: 'ended', ownEnd: true } },
     );
+    // ended by this store (its outbox may be ahead of the plane) only for this store: a copy of it is told no such thing
+    expect(
+      (await lease('route-1', { writerId: s.writerId, holder: 'copy#1', instance: 'another-instance' })).body.error,
+    ).toMatchObject({ code: 'LEASE_LOST', details: { state: 'ended', ownEnd: false } });
   });
 
   it("a confirm the plane answers 'lost' while this store's rows cannot reach it is no verdict: a run deleted and started again under its id goes on, as offline", async () => {
