@@ -43,6 +43,32 @@ function store(name: string): SqliteCheckpointer {
   return s;
 }
 
+/** `s` connected to the plane at `url` (default: the plane itself): no poll, a 5 ms debounce, no feed; stopped after the test. */
+function connected(
+  s: SqliteCheckpointer,
+  url = plane.url,
+  o: { timeoutMs?: number; onPlaneUnreachable?: 'stop' | 'continue' } = {},
+) {
+  const replica = connectPlane(s, {
+    url,
+    apiKey: key,
+    pollMs: 0,
+    debounceMs: 5,
+    timeoutMs: o.timeoutMs ?? 5000,
+    followChanges: false,
+    ...(o.onPlaneUnreachable ? { onPlaneUnreachable: o.onPlaneUnreachable } : {}),
+  });
+  closing.push(() => replica.stop());
+  return replica;
+}
+
+/** A fault proxy in front of the plane, closed after the test. */
+async function faultProxy(): Promise<FaultProxy> {
+  const proxy = await new FaultProxy(plane.url).start();
+  closing.push(() => proxy.close());
+  return proxy;
+}
+
 /** An agent whose one tool charges through idempotent, recording what the effect was handed. */
 function charger(
   s: SqliteCheckpointer,
@@ -84,20 +110,10 @@ describe('the run owner at the plane, from one store', () => {
   });
 
   it('strict mode: a runner whose hold cannot be renewed at the plane starts no effect (LEASE_LOST); by default it goes on offline', async () => {
-    const proxy = await new FaultProxy(plane.url).start();
-    closing.push(() => proxy.close());
+    const proxy = await faultProxy();
     for (const mode of ['stop', 'continue'] as const) {
       const s = store(`strict-${mode}`);
-      const replica = connectPlane(s, {
-        url: proxy.url,
-        apiKey: key,
-        pollMs: 0,
-        debounceMs: 5,
-        timeoutMs: 2000,
-        followChanges: false,
-        onPlaneUnreachable: mode,
-      });
-      closing.push(() => replica.stop());
+      connected(s, proxy.url, { timeoutMs: 2000, onPlaneUnreachable: mode });
       const seen: (EffectInfo | null)[] = [];
       // the plane answers ingest but not the hold's renewal: no plane behind the address, for that route
       proxy.rule = ({ path }) => (path.endsWith('/lease') ? { status: 503 } : undefined);
@@ -138,15 +154,7 @@ describe('the run owner at the plane, from one store', () => {
       code: 'EXECUTION_NOT_FOUND',
     });
     const s = store('route');
-    const replica = connectPlane(s, {
-      url: plane.url,
-      apiKey: key,
-      pollMs: 0,
-      debounceMs: 5,
-      timeoutMs: 5000,
-      followChanges: false,
-    });
-    closing.push(() => replica.stop());
+    const replica = connected(s);
     let holder = '';
     let epoch = 0;
     const seen: (EffectInfo | null)[] = [];
@@ -182,18 +190,9 @@ describe('the run owner at the plane, from one store', () => {
   });
 
   it("a confirm the plane answers 'lost' while this store's rows cannot reach it is no verdict: a run deleted and started again under its id goes on, as offline", async () => {
-    const proxy = await new FaultProxy(plane.url).start();
-    closing.push(() => proxy.close());
+    const proxy = await faultProxy();
     const s = store('again');
-    const replica = connectPlane(s, {
-      url: proxy.url,
-      apiKey: key,
-      pollMs: 0,
-      debounceMs: 5,
-      timeoutMs: 2000,
-      followChanges: false,
-    });
-    closing.push(() => replica.stop());
+    const replica = connected(s, proxy.url, { timeoutMs: 2000 });
     const seen: (EffectInfo | null)[] = [];
     expect((await charger(s, seen).run('pay', { executionId: 'again-1' })).status).toBe('completed');
     await replica.flush({ timeoutMs: 10_000 });
@@ -214,18 +213,9 @@ describe('the run owner at the plane, from one store', () => {
   });
 
   it("adoptPlaneBranch: refuses while a runner here holds the run, changes nothing when the plane's copy cannot be had, and otherwise replaces the copy keeping every recorded effect", async () => {
-    const proxy = await new FaultProxy(plane.url).start();
-    closing.push(() => proxy.close());
+    const proxy = await faultProxy();
     const s = store('adopt');
-    const replica = connectPlane(s, {
-      url: proxy.url,
-      apiKey: key,
-      pollMs: 0,
-      debounceMs: 5,
-      timeoutMs: 2000,
-      followChanges: false,
-    });
-    closing.push(() => replica.stop());
+    const replica = connected(s, proxy.url, { timeoutMs: 2000 });
     expect((await charger(s, []).run('pay', { executionId: 'adopt-1' })).status).toBe('completed');
     await s.putIdempotent('adopt-1', 'note-only-here', { n: 1 });
     await replica.flush({ timeoutMs: 10_000 });
@@ -247,26 +237,8 @@ describe('the run owner at the plane, from one store', () => {
   it("an effect whose record another writer's late entry brought to the plane is not run again: the holder's confirm is answered with it, and it is this run's result", async () => {
     const b = store('late-b');
     const a = store('late-a');
-    const replicaB = connectPlane(b, {
-      url: plane.url,
-      apiKey: key,
-      pollMs: 0,
-      debounceMs: 5,
-      timeoutMs: 5000,
-      followChanges: false,
-    });
-    const replicaA = connectPlane(a, {
-      url: plane.url,
-      apiKey: key,
-      pollMs: 0,
-      debounceMs: 5,
-      timeoutMs: 5000,
-      followChanges: false,
-    });
-    closing.push(
-      () => replicaB.stop(),
-      () => replicaA.stop(),
-    );
+    const replicaB = connected(b);
+    const replicaA = connected(a);
     const ran: string[] = [];
     const charge = idempotent(
       async function charge(order: string) {
