@@ -12,9 +12,9 @@ run.then(
     // a WaymarkError's stable code leads, so a script can match it without parsing the sentence; nothing in the
     // message (an id, a name) may act on the terminal
     // (an install without dist/ fails both imports: the original error is still the one printed)
-    const terminalSafe = await import('../dist/shared/terminal.js').then(
+    const terminalSafe = await import('../dist/support/terminal.js').then(
       (m) => m.terminalSafe,
-      // the same set as shared/terminal.ts (line breaks and tabs kept, as terminalSafe keeps them)
+      // the same set as support/terminal.ts (line breaks and tabs kept, as terminalSafe keeps them)
       () => (s) =>
         s.replace(
           /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,

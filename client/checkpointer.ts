@@ -23,7 +23,7 @@
 import type { Json } from '../shared/json.js';
 import type { DivergedExecution } from './store/import.js';
 import type { State } from '../shared/codec.js';
-import type { OutboxStats } from '../shared/outbox-stats.js';
+import type { OutboxStats } from '../support/outbox-stats.js';
 import type {
   Checkpoint,
   Decision,

@@ -6,7 +6,7 @@
 import type { Checkpointer } from './checkpointer.js';
 import type { FaultHook } from './faults.js';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
-import { optionNames, optionsProblems } from '../shared/options.js';
+import { optionNames, optionsProblems } from '../support/options.js';
 
 export interface OpenStoreOptions {
   /** Postgres schema; a `#schema` at the end of the spec or a `?schema=` parameter names it too (this option wins). Default `waymark`. */

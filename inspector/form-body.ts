@@ -1,14 +1,14 @@
 /**
  * The inspector's forms (sign in, sign out, keys, a pause's decision) read
  * their body as the plane's JSON routes do: a form type only, at most
- * `limit` bytes, within the body deadline (shared/body-read.ts). Hono's
+ * `limit` bytes, within the body deadline (support/body-read.ts). Hono's
  * `parseBody` reads whatever arrives, for as long as it takes: a request to
  * the sign-in page, which needs no key, could make the server hold gigabytes.
  * Refusals are short text for the person at the browser; a timed-out or
  * too-large body is still in the socket, so the connection is closed.
  */
 import type { MiddlewareHandler } from 'hono';
-import { BodyReadError, type BodyDeadline, readBodyCapped } from '../shared/body-read.js';
+import { BodyReadError, type BodyDeadline, readBodyCapped } from '../support/body-read.js';
 
 const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data'];
 

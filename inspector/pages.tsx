@@ -15,7 +15,7 @@ import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import { secureHeaders } from 'hono/secure-headers';
 import { ErrorCode, hasCode } from '../shared/errors.js';
-import { describeHoles } from '../shared/holes.js';
+import { describeHoles } from '../support/holes.js';
 import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.js';
 import { diffStates } from './diff.js';
 import { LOCAL_TIME_JS } from './local-time.js';

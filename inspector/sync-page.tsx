@@ -5,7 +5,7 @@
  * plane's copy lacks rows of. The page form of `waymark sync status`.
  */
 import type { FC } from 'hono/jsx';
-import type { OutboxStats } from '../shared/outbox-stats.js';
+import type { OutboxStats } from '../support/outbox-stats.js';
 import { duration, Layout, Time } from './layout.js';
 
 export interface SyncStatus extends OutboxStats {

@@ -25,7 +25,7 @@ import { DataDirLocked, lockHolder } from './db/lock.js';
 import { isInMemory, openPlaneDatabase } from './db/open.js';
 import { adminKeyPath } from './server.js';
 import { pruneRuns, type PruneResult } from './retention.js';
-import { localTime, table } from '../client/cli/format.js';
+import { localTime, table } from '../support/format.js';
 
 type Project = { id: string; name: string; createdAt?: string };
 type Key = { id: string; name: string; project: string; scopes: string[]; createdAt: string; revokedAt: string | null };

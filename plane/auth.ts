@@ -20,7 +20,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { and, eq, isNull, type SQL } from 'drizzle-orm';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { textProblem } from '../shared/json.js';
-import { printable, terminalControls } from '../shared/terminal.js';
+import { printable, terminalControls } from '../support/terminal.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
 import { apiKeys, projects } from './db/schema.js';
@@ -53,7 +53,7 @@ export function checkProjectName(name: string): string | null {
 /** The longest key name, in characters. */
 export const KEY_NAME_MAX = 128;
 
-export { printable } from '../shared/terminal.js';
+export { printable } from '../support/terminal.js';
 
 /** Every problem with a key name (none: an empty list): not blank, at most KEY_NAME_MAX characters, no control characters. */
 export function keyNameProblems(name: string): string[] {

@@ -21,7 +21,7 @@ import type { PlaneEnv } from './http/env.js';
 import type { Logger } from 'pino';
 import { ErrorCode } from '../shared/errors.js';
 import { HttpError } from './http/errors.js';
-import { type BodyDeadline, BodyReadError, readBodyCapped } from '../shared/body-read.js';
+import { type BodyDeadline, BodyReadError, readBodyCapped } from '../support/body-read.js';
 
 /** A body refused; a timed-out body is still in the socket: answer, then close the connection rather than drain it. */
 export class BodyError extends HttpError {
@@ -40,10 +40,10 @@ export class ClientAborted extends HttpError {
   }
 }
 
-export type { BodyDeadline } from '../shared/body-read.js';
-export { DEFAULT_BODY_DEADLINE } from '../shared/body-read.js';
+export type { BodyDeadline } from '../support/body-read.js';
+export { DEFAULT_BODY_DEADLINE } from '../support/body-read.js';
 
-/** The body's bytes (shared/body-read.ts), its refusal as the answer to send. */
+/** The body's bytes (support/body-read.ts), its refusal as the answer to send. */
 async function readCapped(
   stream: ReadableStream<Uint8Array> | null,
   limit: number,

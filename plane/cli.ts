@@ -10,14 +10,14 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { printable, terminalSafe } from '../shared/terminal.js';
+import { printable, terminalSafe } from '../support/terminal.js';
 import { isInMemory } from './db/open.js';
 import { SCOPES, type Scope } from './auth.js';
 import { keyRequestProblems } from './admin.js';
 import { configProblems, databaseUrlProblem, loadConfig, type PlaneConfig } from './config.js';
 import { ErrorCode, hasCode, WaymarkError } from '../shared/errors.js';
 import { MIN_RETENTION_SECONDS, parseAge } from './retention.js';
-import { onStopRequest } from '../shared/launcher.js';
+import { onStopRequest } from '../support/launcher.js';
 import {
   errorText,
   parseCommand,
@@ -27,9 +27,9 @@ import {
   type CommandSpec,
   type OptionSpec,
   type Parsed,
-} from '../client/cli/args.js';
-import { suggest } from '../shared/options.js';
-import { planeOptionProblem } from '../client/replica/replica-types.js';
+} from '../support/cli-args.js';
+import { suggest } from '../support/options.js';
+import { planeOptionProblem } from '../support/options.js';
 
 const database: Record<string, OptionSpec> = {
   'data-dir': {
@@ -137,7 +137,7 @@ function findPlaneCommand(
 }
 
 /**
- * `waymark plane …`. Every refusal is printed by errorText (client/cli/args.ts),
+ * `waymark plane …`. Every refusal is printed by errorText (support/cli-args.ts),
  * as the client commands print theirs: a command line it cannot parse is
  * `waymark[ plane …]: USAGE: …` and exits 2, naming the environment's bad
  * settings with it; any other error (a bad setting in the environment on an
@@ -149,7 +149,7 @@ export async function planeMain(
   print: (l: string) => void = console.log,
   printErr: (l: string) => void = print === console.log ? console.error : print,
 ): Promise<number> {
-  // ids and names come from other people: nothing in them may act on the terminal (shared/terminal.ts)
+  // ids and names come from other people: nothing in them may act on the terminal (support/terminal.ts)
   const out = (line: string) => print(terminalSafe(line));
   const err = (line: string) => printErr(terminalSafe(line));
   try {

@@ -5,7 +5,7 @@
  * and an opaque one in `waymark/plane`, so a consumer type-checking with
  * `skipLibCheck: false` never loads drizzle-orm's declarations.
  */
-import type { FaultHook } from '../shared/faults.js';
+import type { FaultHook } from '../support/faults.js';
 import type { Logger } from 'pino';
 import type { DataDirLock } from './db/lock.js';
 
@@ -34,7 +34,7 @@ export interface OpenOptions {
 }
 
 /** Named fault points (tests): 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. */
-/** The one fault-hook type of client and plane (shared/faults.ts); the plane awaits what it returns. */
+/** The one fault-hook type of client and plane (support/faults.ts); the plane awaits what it returns. */
 export type PlaneFaults = FaultHook;
 
 export interface PlaneAppOptionsOf<Db> {

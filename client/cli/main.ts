@@ -13,9 +13,9 @@
 import { existsSync, rmSync } from 'node:fs';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
-import { printable, terminalControls, terminalSafe } from '../../shared/terminal.js';
+import { printable, terminalControls, terminalSafe } from '../../support/terminal.js';
 import { RunInProgress } from '../errors.js';
-import { planeOptionProblem } from '../replica/replica-types.js';
+import { planeOptionProblem } from '../../support/options.js';
 import { cancelThroughPlane } from '../replica/cancel.js';
 import { openStore, sqliteFileOf } from '../open-store.js';
 import {
@@ -28,8 +28,8 @@ import {
   type CommandSpec,
   type OptionSpec,
   type Parsed,
-} from './args.js';
-import { suggest } from '../../shared/options.js';
+} from '../../support/cli-args.js';
+import { suggest } from '../../support/options.js';
 import { inspectRun, listRuns, parseSince, type RunFilter } from './store-commands.js';
 import { quarantineList, restoreCommand, syncNow, syncStatus } from './sync-commands.js';
 import type { ExecutionState } from '../checkpointer.js';

@@ -1,9 +1,9 @@
 /** `waymark runs` and `waymark inspect`: read a local store and print it, as a table or as JSON. */
-import { printable } from '../../shared/terminal.js';
+import { printable } from '../../support/terminal.js';
 import type { Checkpoint, Json } from '../../shared/index.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
 import { sumUsage, usageLine } from '../../shared/usage.js';
-import { localTime, table } from './format.js';
+import { localTime, table } from '../../support/format.js';
 import { ErrorCode, runErrorOf, WaymarkError, type RunError } from '../../shared/errors.js';
 import { cancelReason } from '../store/cancel.js';
 import { lostRuns } from '../replica/branch.js';

@@ -4,7 +4,7 @@ import { isTakenOver, lostRuns } from '../replica/branch.js';
 import { connectPlane } from '../replica/connect.js';
 import { restoreFromPlane } from '../replica/restore.js';
 import type { DivergenceReason } from '../store/import.js';
-import { localTime, table } from './format.js';
+import { localTime, table } from '../../support/format.js';
 
 export { localTime };
 

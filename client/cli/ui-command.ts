@@ -7,10 +7,10 @@
  * `--allow-remote` is given: the local inspector has no login. Approvals made
  * in it are recorded under `--user` (default: the OS user name).
  */
-import type { Parsed, OptionSpec } from './args.js';
+import type { Parsed, OptionSpec } from '../../support/cli-args.js';
 import { openStore, redactUrl } from '../open-store.js';
 import { isLoopback } from '../ui/loopback.js';
-import { onStopRequest } from '../../shared/launcher.js';
+import { onStopRequest } from '../../support/launcher.js';
 
 type Out = (line: string) => void;
 

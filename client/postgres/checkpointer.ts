@@ -29,7 +29,7 @@ import {
   type Outcome,
   type StoreBaseOptions,
 } from '../store/base.js';
-import { optionNames, shown } from '../../shared/options.js';
+import { optionNames, shown } from '../../support/options.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import {
   fromColumns,
@@ -63,7 +63,7 @@ import {
 } from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
 import { migratedWriterId, migratePostgres } from './migrations.js';
-import { connectionFailed, SQLSTATE } from '../../shared/db-errors.js';
+import { connectionFailed, SQLSTATE } from '../../support/db-errors.js';
 import { fence, leaseInfo, takeLease } from './leases.js';
 import { tablesOf, type Sql, type Tables, type Tx } from './tables.js';
 import * as decisions from './decisions.js';

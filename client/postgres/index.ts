@@ -1,4 +1,4 @@
-import { requirePeer } from '../peer.js';
+import { requirePeer } from '../../support/peer.js';
 
 // `postgres` is an optional peer: without it, this import says to install it (checkpointer.js imports it statically)
 await requirePeer('postgres', 'waymark/postgres', '3.4.9');

@@ -10,7 +10,7 @@ import { RunInProgress } from '../errors.js';
 import { runCancelled } from '../store/cancel.js';
 import { fromColumns, type CheckpointColumns } from '../store/columns.js';
 import { leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
-import { isoTime } from '../../shared/time.js';
+import { isoTime } from '../../support/time.js';
 import type { Sql, Tables, Tx } from './tables.js';
 
 /** An execution's lease as stored, `live` judged by the server's clock. */

@@ -8,7 +8,7 @@ import type { CodecCursor } from '../../shared/codec.js';
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError } from '../errors.js';
 import { buildRow, canonicalTime, type RowText } from '../store/rows.js';
-import { SQLSTATE } from '../../shared/db-errors.js';
+import { SQLSTATE } from '../../support/db-errors.js';
 import { constraintOf, pgCode } from './executions.js';
 import type { Sql, Tables } from './tables.js';
 

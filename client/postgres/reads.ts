@@ -16,7 +16,7 @@ import {
 } from '../store/columns.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import { corruptOutputOf, type UsageColumns } from '../store/usage.js';
-import { SQLSTATE } from '../../shared/db-errors.js';
+import { SQLSTATE } from '../../support/db-errors.js';
 import { pgCode } from './executions.js';
 import { textList, type Sql, type Tables, type Tx } from './tables.js';
 

@@ -14,7 +14,8 @@ import type { Lease } from '../checkpointer.js';
 import { takeoverKeys } from './branch.js';
 import { Replica, type ReplicaOptions } from './replica.js';
 import type { LeaseAsk } from './plane-calls.js';
-import { integerProblem, MAX_TIMER_MS, oneOfProblem, refuseOptions, replicaOptionProblems } from './replica-types.js';
+import { MAX_TIMER_MS, replicaOptionProblems } from './replica-types.js';
+import { integerProblem, oneOfProblem, refuseOptions } from '../../support/options.js';
 
 export interface ConnectOptions extends ReplicaOptions {
   /** How long a resume waits for the pause to reach the plane before claiming there, integer ms (0: no wait). Default 5 s. */

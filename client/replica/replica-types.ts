@@ -4,9 +4,9 @@
  * drain itself).
  */
 import type { Dispatcher } from 'undici';
-import { ErrorCode, WaymarkError, issueProblems } from '../../shared/errors.js';
+import { issueProblems } from '../../shared/errors.js';
 import { WriterId, type Decision } from '../../shared/rows.js';
-import { shown } from '../../shared/options.js';
+import { apiKeyProblem, integerProblem, shown, urlProblem } from '../../support/options.js';
 import type { FaultHook } from '../faults.js';
 import type { RunUpdate } from './change-feed.js';
 import type { SkippedDecision } from './decision-feed.js';
@@ -104,67 +104,6 @@ export function replicaOptionProblems(o: ReplicaOptions): string[] {
   if (o.followChanges !== undefined && typeof o.followChanges !== 'boolean')
     problems.push(`followChanges: must be true or false (got ${shown(o.followChanges)})`);
   return problems;
-}
-
-/** What is wrong with an API key, or null. The plane reads one token after `Bearer`: a key with whitespace in it is never one it issued. */
-export function apiKeyProblem(apiKey: unknown): string | null {
-  if (typeof apiKey !== 'string') return `apiKey: must be the plane's API key, a string (got ${shown(apiKey)})`;
-  if (apiKey.trim() === '') return `apiKey: must not be empty or only whitespace`;
-  if (/[\s\u0000-\u001f\u007f]/.test(apiKey)) return 'apiKey: must not contain whitespace or control characters';
-  return null;
-}
-
-/** What is wrong with a plane URL, or null (see ReplicaOptions.url). Its text is not quoted: it may hold a password or a token. */
-export function urlProblem(url: unknown): string | null {
-  const want = "must be the plane's http or https URL";
-  if (typeof url !== 'string') return `url: ${want} (got ${shown(url)})`;
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return `url: ${want} (got a string that is not a URL)`;
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `url: ${want} (got a '${u.protocol}' URL)`;
-  if (u.username || u.password) return 'url: must not carry credentials (user:password@), the key goes in apiKey';
-  if (u.search || u.hash) return 'url: must not carry a query or a fragment (no request would send it)';
-  return null;
-}
-
-/**
- * What is wrong with a plane URL given on a command line (`--plane`, or the
- * variable `from` names), said for that option; null when it is a plane URL.
- * A host and port without a scheme (`127.0.0.1:4600`) gets the URL it meant.
- */
-export function planeOptionProblem(url: string, from: string): string | null {
-  const problem = urlProblem(url);
-  if (!problem) return null;
-  const meant =
-    /^[\w.-]+:\d+(\/.*)?$/.test(url) || /^\[[\da-f:]+\]:\d+$/i.test(url) ? ` (did you mean 'http://${url}'?)` : '';
-  return `${from}: ${problem.replace(/^url: /, '')}${meant}`;
-}
-
-/** `field: must be an integer …` when `v` is given and not an integer from `least` to `most`; else null. */
-export function integerProblem(field: string, v: unknown, least: number, most: number, unit: string): string | null {
-  if (v === undefined || (Number.isSafeInteger(v) && (v as number) >= least && (v as number) <= most)) return null;
-  const range = most === Number.MAX_SAFE_INTEGER ? `at least ${least}` : `from ${least} to ${most}`;
-  return `${field}: must be an integer number of ${unit}, ${range} (got ${shown(v)})`;
-}
-
-/** `field: must be one of …` when `v` is given and not one of `allowed`; else null. */
-export function oneOfProblem(field: string, v: unknown, allowed: readonly string[]): string | null {
-  if (v === undefined || allowed.includes(v as string)) return null;
-  return `${field}: must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got ${shown(v)})`;
-}
-
-/**
- * Throw INVALID_OPTIONS naming every problem (`details.problems`) when there
- * is any: `call` names the function refused, `outcome` what was left as it was.
- */
-export function refuseOptions(call: string, problems: string[], outcome = 'nothing was started'): void {
-  if (problems.length)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; ${outcome}`, {
-      details: { problems },
-    });
 }
 
 export interface ReplicaStatus {

@@ -40,9 +40,8 @@ import { adoptLostRuns, adoptPlaneBranch } from './branch.js';
 import { adoptCancel, cancelThroughPlane, type PlaneCancelResult } from './cancel.js';
 import { BacklogCount } from './backlog-count.js';
 import { sendingNote } from '../store/outbox.js';
+import { apiKeyProblem, refuseOptions } from '../../support/options.js';
 import {
-  apiKeyProblem,
-  refuseOptions,
   replicaOptionProblems,
   type DrainState,
   type FlushResult,

@@ -31,8 +31,8 @@ import {
 } from '../../shared/rows.js';
 import type { Checkpointer, ImportResult } from '../checkpointer.js';
 import { PlaneHttp } from './http.js';
-import { apiKeyProblem, refuseOptions, urlProblem } from './replica-types.js';
-import { shown } from '../../shared/options.js';
+import { apiKeyProblem, refuseOptions, urlProblem } from '../../support/options.js';
+import { shown } from '../../support/options.js';
 
 export interface RestoreOptions {
   url: string;

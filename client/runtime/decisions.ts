@@ -43,7 +43,7 @@
  * forgotten (the store's decisionSeq read first).
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { optionNames, unknownOptions } from '../../shared/options.js';
+import { optionNames, unknownOptions } from '../../support/options.js';
 import { Decision } from '../../shared/rows.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
 import type { Replica } from '../replica/replica.js';

@@ -39,7 +39,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { stableStringify, jsonProblem, storableJson, textProblem, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
-import { optionNames, optionsProblems } from '../../shared/options.js';
+import { optionNames, optionsProblems } from '../../support/options.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { Checkpointer, IdempotentLookup, PlaneRenewal } from '../checkpointer.js';
 import { EffectNotRecorded, IdempotencyError, IdempotencyKeyRequired, InvalidIdempotencyKey } from '../errors.js';

@@ -13,7 +13,7 @@
  * current step boundary-to-marker as usual (a run is never cut mid-step).
  */
 import { ErrorCode, hasCode, WaymarkError } from '../../shared/errors.js';
-import { optionNames, optionsProblems } from '../../shared/options.js';
+import { optionNames, optionsProblems } from '../../support/options.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import type { Agent, RunResult } from './agent.js';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { deepFreeze, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { printable, terminalControls } from '../../shared/terminal.js';
+import { printable, terminalControls } from '../../support/terminal.js';
 import type { ToolSpec } from '../models/model.js';
 
 /** A tool the model may call; its arguments are validated with `parameters` before it runs. */
@@ -31,7 +31,7 @@ const SEGMENT_MAX = 256;
  * (`agent:NAME/tool:NAME`, split on '/'), each problem said (none: it can be
  * one): not text, empty, over SEGMENT_MAX characters (UTF-16 units), a '/',
  * half a character: what a path cannot hold. And, on purpose, a blank name and
- * a character a terminal acts on (shared/terminal.ts), as for key names: a path
+ * a character a terminal acts on (support/terminal.ts), as for key names: a path
  * could hold them, but a name nobody can read or type back is refused whenever
  * an agent is made. Anything else goes (`Refund Bot`, `billing.eu`): agents
  * named so before this check keep their runs resumable.

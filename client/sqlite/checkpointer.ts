@@ -30,7 +30,7 @@ import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '.
 import type * as C from '../checkpointer.js';
 import { CorruptRowError, DuplicateIdError, PauseExistsError } from '../errors.js';
 import { STORE_BASE_OPTIONS, StoreBase, writerIdProblems, written, type StoreBaseOptions } from '../store/base.js';
-import { optionNames, shown } from '../../shared/options.js';
+import { optionNames, shown } from '../../support/options.js';
 import { nativeBinding } from './native-binding.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import {

@@ -1,4 +1,4 @@
-import { requirePeer } from '../peer.js';
+import { requirePeer } from '../../support/peer.js';
 
 // `better-sqlite3` is an optional peer: without it, this import says to install it (checkpointer.js imports it statically)
 await requirePeer('better-sqlite3', 'waymark/sqlite', '12.11.1');

@@ -10,7 +10,7 @@ import { RunInProgress } from '../errors.js';
 import { runCancelled } from '../store/cancel.js';
 import { fromColumns, type CheckpointColumns } from '../store/columns.js';
 import { leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
-import { isoTime } from '../../shared/time.js';
+import { isoTime } from '../../support/time.js';
 import type { Statements } from './statements.js';
 
 /** An execution's lease as stored, `live` judged by this process's clock. */

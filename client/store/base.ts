@@ -13,7 +13,7 @@
  *   or (Postgres, after a lost answer) the row found stored by the lost attempt.
  */
 import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
-import { optionNames, optionsProblems, shown } from '../../shared/options.js';
+import { optionNames, optionsProblems, shown } from '../../support/options.js';
 import {
   chainBase,
   decodeChain,

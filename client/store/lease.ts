@@ -2,7 +2,7 @@
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Lease, LeaseInfo, LeaseRequest } from '../checkpointer.js';
 import { ExecutionGoneError, LeaseLost } from '../errors.js';
-import { isoTime } from '../../shared/time.js';
+import { isoTime } from '../../support/time.js';
 
 /** A lease request or held lease that cannot be stored; nothing was written. Names every problem. */
 export function checkLease(executionId: string, lease: LeaseRequest | Lease): void {

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { LIMITS, eventBytes } from '../../shared/limits.js';
 import { UUIDV7_RE, uuidv7 } from '../../shared/ids.js';
-import { isoTime } from '../../shared/time.js';
+import { isoTime } from '../../support/time.js';
 import { jsonProblem, textProblem, utf8Bytes, type Json } from '../../shared/json.js';
 import { encodeState, type CodecCursor, type Encoded } from '../../shared/codec.js';
 import {

@@ -1,7 +1,7 @@
 /**
  * Fault hooks for crash tests: end the process, or refuse, at a named point.
  */
-import { FAULT_POINTS, isFaultPoint, type FaultHook, type FaultPoint } from '../../shared/faults.js';
+import { FAULT_POINTS, isFaultPoint, type FaultHook, type FaultPoint } from '../../support/faults.js';
 
 /**
  * A hook that ends the process at `point` (the `hits`-th time it is reached):

@@ -10,10 +10,10 @@
  *   fault point; `faultPoint(name)` checks a point named on a command line.
  */
 import { ErrorCode, hasCode } from '../../shared/errors.js';
-import { requirePeer } from '../peer.js';
+import { requirePeer } from '../../support/peer.js';
 
 export { faultPoint, killAt } from './faults.js';
-export { FAULT_POINTS, isFaultPoint } from '../../shared/faults.js';
+export { FAULT_POINTS, isFaultPoint } from '../../support/faults.js';
 export type { StoreHarness, StoreSuiteOptions } from './store/suite.js';
 
 // `vitest` is an optional peer, needed only by the suite (it imports vitest statically): without it the fault hooks

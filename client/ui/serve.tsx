@@ -30,7 +30,7 @@ import { localSource } from './local-source.js';
 import { isLoopback } from './loopback.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
 import { formBodyWithin } from '../../inspector/form-body.js';
-import { DEFAULT_BODY_DEADLINE } from '../../shared/body-read.js';
+import { DEFAULT_BODY_DEADLINE } from '../../support/body-read.js';
 import { LIMITS } from '../../shared/limits.js';
 
 export { isLoopback };

@@ -12,7 +12,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from 'node:f
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { requirePeer } from '../../client/peer.js';
+import { requirePeer } from '../../support/peer.js';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import * as schema from './schema.js';

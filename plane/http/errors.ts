@@ -11,7 +11,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import { ErrorCode, type ErrorBody } from '../../shared/errors.js';
-import { retryLater } from '../../shared/db-errors.js';
+import { retryLater } from '../../support/db-errors.js';
 
 export interface HttpErrorOptions {
   details?: Record<string, unknown>;
@@ -92,7 +92,7 @@ export function httpErrorOf(e: unknown): HttpError {
     if (e.status === 415) return new HttpError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'send application/json');
     if (e.status === 413) return new HttpError(413, ErrorCode.TOO_LARGE, e.message || 'request body is too large');
   }
-  // a database that is gone or refuses us (any failure of shared/db-errors.ts's table, anywhere on the cause
+  // a database that is gone or refuses us (any failure of support/db-errors.ts's table, anywhere on the cause
   // chain) is an operator problem: "retry later" (503), never a 500
   if (retryLater(e)) return new Unavailable(e);
   return new Internal(e);

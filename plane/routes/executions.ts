@@ -16,7 +16,7 @@ import {
   pauseState,
 } from '../read.js';
 import { restorePage } from '../restore.js';
-import { describeHoles } from '../../shared/holes.js';
+import { describeHoles } from '../../support/holes.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
 import { errorResponse, errors, IdParam, jsonAnswer, limitQ } from '../http/openapi.js';

@@ -28,7 +28,7 @@ import { csrfOf, csrfOk, originOk, siteOk, tokenOk } from '../../inspector/csrf.
 import { FRAME, planeFrame } from '../../inspector/frame.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
 import { formBodyWithin } from '../../inspector/form-body.js';
-import { type BodyDeadline, DEFAULT_BODY_DEADLINE } from '../../shared/body-read.js';
+import { type BodyDeadline, DEFAULT_BODY_DEADLINE } from '../../support/body-read.js';
 import { LIMITS } from '../../shared/limits.js';
 
 export interface InspectorOptions {

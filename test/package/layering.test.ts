@@ -1,7 +1,10 @@
 /**
- * The layering of DESIGN.md, read from the source: `client/` never imports
- * `plane/`; the inspector's shared pages (`inspector/`) import neither;
- * `shared/` imports none of the three; and the root entry loads no hono.
+ * The layering of DESIGN.md, read from the source: `shared/` is the wire
+ * contract and imports no other room; `support/` (what client and plane both
+ * run: CLI parsing, terminal text, body reading, database errors, fault
+ * points) imports only `shared/`; `client/` never imports `plane/` and the
+ * plane never imports `client/`; the inspector's shared pages (`inspector/`)
+ * import neither; and the root entry loads no hono.
  *
  * The layer rules count every import a file names (static, type-only, and
  * `import('…')` whether a call or a type), read from the text. What the root
@@ -15,15 +18,16 @@ import { fileURLToPath } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const LAYERS = ['client', 'shared', 'inspector', 'plane'] as const;
+const LAYERS = ['client', 'shared', 'support', 'inspector', 'plane'] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** What each layer may not import. */
 const FORBIDDEN: Record<Layer, Layer[]> = {
   client: ['plane'],
   inspector: ['client', 'plane'],
-  shared: ['client', 'inspector', 'plane'],
-  plane: [],
+  shared: ['client', 'support', 'inspector', 'plane'],
+  support: ['client', 'inspector', 'plane'],
+  plane: ['client'],
 };
 
 /** The package's own subpaths (package.json `exports`), by the layer they load. */
@@ -109,7 +113,7 @@ async function runtimeGraph(entry: string): Promise<{ files: Set<string>; packag
 }
 
 describe('layering', () => {
-  it('client/ never imports plane/; inspector/ imports neither client/ nor plane/; shared/ imports none of the three', () => {
+  it('client/ and plane/ never import each other; inspector/ imports neither; support/ imports only shared/; shared/ imports no other room', () => {
     const crossings: string[] = [];
     let scanned = 0;
     for (const layer of LAYERS) {
@@ -126,14 +130,14 @@ describe('layering', () => {
     expect(crossings).toEqual([]);
   });
 
-  it('inspector/ imports only shared/, hono and node builtins', () => {
+  it('inspector/ imports only shared/, support/, hono and node builtins', () => {
     const files = sourcesUnder(join(ROOT, 'inspector'));
     expect(files.length).toBeGreaterThan(0);
     const outside: string[] = [];
     for (const file of files) {
       for (const spec of specifiersOf(file)) {
         const ok = spec.startsWith('.')
-          ? ['inspector', 'shared'].includes(layerOf(resolveRelative(file, spec)))
+          ? ['inspector', 'shared', 'support'].includes(layerOf(resolveRelative(file, spec)))
           : spec.startsWith('node:') || packageOf(spec) === 'hono';
         if (!ok) outside.push(`${relative(ROOT, file)} imports '${spec}'`);
       }

@@ -29,7 +29,7 @@ import {
 } from '../../client/index.js';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { suggest } from '../../shared/options.js';
+import { suggest } from '../../support/options.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-unknown-options-');

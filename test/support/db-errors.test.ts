@@ -17,7 +17,7 @@ import {
   retryLater,
   SQLSTATE,
   transactionConflict,
-} from '../../shared/db-errors.js';
+} from '../../support/db-errors.js';
 import { WaymarkError } from '../../shared/errors.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 

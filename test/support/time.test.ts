@@ -1,7 +1,7 @@
 /** `isoTime` against `Date#toISOString`: the same text for every millisecond it formats, the Date's own answer outside. */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { isoTime } from '../../shared/time.js';
+import { isoTime } from '../../support/time.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

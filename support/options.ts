@@ -11,6 +11,7 @@
  * Hand-written: the names are few and short; a fuzzy-match package would be a
  * dependency for ten lines.
  */
+import { ErrorCode, WaymarkError } from '../shared/errors.js';
 
 /** The names of an options type, checked by the compiler: a name missing from `names`, or one the type lacks, does not build. */
 export function optionNames<T>(names: Record<keyof T, true>): readonly string[] {
@@ -78,4 +79,65 @@ export function suggest(word: string, known: readonly string[]): string | null {
     if (dist < bestD) [best, bestD] = [k, dist];
   }
   return best !== null && bestD <= Math.max(1, Math.floor(best.length / 3)) ? best : null;
+}
+
+/** What is wrong with an API key, or null. The plane reads one token after `Bearer`: a key with whitespace in it is never one it issued. */
+export function apiKeyProblem(apiKey: unknown): string | null {
+  if (typeof apiKey !== 'string') return `apiKey: must be the plane's API key, a string (got ${shown(apiKey)})`;
+  if (apiKey.trim() === '') return `apiKey: must not be empty or only whitespace`;
+  if (/[\s\u0000-\u001f\u007f]/.test(apiKey)) return 'apiKey: must not contain whitespace or control characters';
+  return null;
+}
+
+/** What is wrong with a plane URL, or null (see ReplicaOptions.url). Its text is not quoted: it may hold a password or a token. */
+export function urlProblem(url: unknown): string | null {
+  const want = "must be the plane's http or https URL";
+  if (typeof url !== 'string') return `url: ${want} (got ${shown(url)})`;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return `url: ${want} (got a string that is not a URL)`;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `url: ${want} (got a '${u.protocol}' URL)`;
+  if (u.username || u.password) return 'url: must not carry credentials (user:password@), the key goes in apiKey';
+  if (u.search || u.hash) return 'url: must not carry a query or a fragment (no request would send it)';
+  return null;
+}
+
+/**
+ * What is wrong with a plane URL given on a command line (`--plane`, or the
+ * variable `from` names), said for that option; null when it is a plane URL.
+ * A host and port without a scheme (`127.0.0.1:4600`) gets the URL it meant.
+ */
+export function planeOptionProblem(url: string, from: string): string | null {
+  const problem = urlProblem(url);
+  if (!problem) return null;
+  const meant =
+    /^[\w.-]+:\d+(\/.*)?$/.test(url) || /^\[[\da-f:]+\]:\d+$/i.test(url) ? ` (did you mean 'http://${url}'?)` : '';
+  return `${from}: ${problem.replace(/^url: /, '')}${meant}`;
+}
+
+/** `field: must be an integer …` when `v` is given and not an integer from `least` to `most`; else null. */
+export function integerProblem(field: string, v: unknown, least: number, most: number, unit: string): string | null {
+  if (v === undefined || (Number.isSafeInteger(v) && (v as number) >= least && (v as number) <= most)) return null;
+  const range = most === Number.MAX_SAFE_INTEGER ? `at least ${least}` : `from ${least} to ${most}`;
+  return `${field}: must be an integer number of ${unit}, ${range} (got ${shown(v)})`;
+}
+
+/** `field: must be one of …` when `v` is given and not one of `allowed`; else null. */
+export function oneOfProblem(field: string, v: unknown, allowed: readonly string[]): string | null {
+  if (v === undefined || allowed.includes(v as string)) return null;
+  return `${field}: must be ${allowed.map((a) => `'${a}'`).join(' or ')} (got ${shown(v)})`;
+}
+
+/**
+ * Throw INVALID_OPTIONS naming every problem (`details.problems`) when there
+ * is any: `call` names the function refused, `outcome` what was left as it was.
+ */
+export function refuseOptions(call: string, problems: string[], outcome = 'nothing was started'): void {
+  if (problems.length)
+    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; ${outcome}`, {
+      details: { problems },
+    });
 }

@@ -9,8 +9,8 @@
  */
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
-import { ErrorCode } from '../../shared/errors.js';
-import { suggest } from '../../shared/options.js';
+import { ErrorCode } from '../shared/errors.js';
+import { suggest } from './options.js';
 
 export type OptionSpec = { type: 'string' | 'boolean'; short?: string; help: string; choices?: readonly string[] };
 

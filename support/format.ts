@@ -1,7 +1,7 @@
 /** How the CLI prints: aligned tables and local times. */
-import { printable } from '../../shared/terminal.js';
+import { printable } from './terminal.js';
 
-/** Aligned columns; each cell escaped first (shared/terminal.ts), so a line break or control character in an id or a message neither acts on the terminal nor fakes a row, and the columns stay aligned. */
+/** Aligned columns; each cell escaped first (support/terminal.ts), so a line break or control character in an id or a message neither acts on the terminal nor fakes a row, and the columns stay aligned. */
 export function table(cells: string[][], out: (line: string) => void): void {
   const rows = cells.map((r) => r.map(printable));
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
