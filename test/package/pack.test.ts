@@ -38,6 +38,7 @@ const SOURCES = [
   'drizzle',
   'client',
   'shared',
+  'support',
   'inspector',
   'plane',
 ];

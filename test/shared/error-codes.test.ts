@@ -43,7 +43,7 @@ function sources(dir: string): string[] {
 /** Every code-position string of the library's source, with where it is. */
 function codesInSource(): Map<string, string[]> {
   const found = new Map<string, string[]>();
-  for (const file of ['client', 'plane', 'shared'].flatMap((d) => sources(join(root, d)))) {
+  for (const file of ['client', 'plane', 'shared', 'support', 'inspector'].flatMap((d) => sources(join(root, d)))) {
     const text = readFileSync(file, 'utf8');
     for (const re of PATTERNS) {
       for (const m of text.matchAll(re)) {
