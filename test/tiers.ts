@@ -39,6 +39,7 @@ export const FAST: readonly string[] = [
   'test/langgraph/saver.test.ts',
   'test/langgraph/validation-postgres.test.ts',
   'test/langgraph/validation-sqlite.test.ts',
+  'test/package/decisions-reliability.test.ts',
   'test/package/layering.test.ts',
   'test/package/tiers.test.ts',
   'test/plane/admin.test.ts',

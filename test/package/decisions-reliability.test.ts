@@ -1,0 +1,88 @@
+/**
+ * docs/RELIABILITY.md and docs/DECISIONS.md point at the code: every file or
+ * folder of the repository they name exists, every promise in RELIABILITY.md
+ * names a test file that shows it, and DECISIONS.md states decisions rather
+ * than their history (no issue or session numbers, no reviewers' finds).
+ */
+import { describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const read = (doc: string) => readFileSync(join(ROOT, doc), 'utf8');
+
+/** A repository path in backticks: a file under one of the rooms, or a room's folder (ending in `/`). */
+const REPO_PATH =
+  /`((?:bench|bin|client|docs|drizzle|examples|inspector|plane|shared|support|test)\/(?:[\w.-]+\/)*(?:[\w.-]+\.(?:ts|tsx|mjs|md|sql))?)`/g;
+
+/** Every repository path the document names in backticks, each once. */
+function pathsIn(text: string): string[] {
+  return [...new Set([...text.matchAll(REPO_PATH)].map((m) => m[1]))];
+}
+
+/** Where a test is: a test file, a suite a test file runs, or a proof the proofs test runs. */
+const TEST_PATH = /`(?:test|client\/testing|examples)\/[^`]+\.ts`/;
+
+/** The rows of the promise tables: every table row between `## Promises` and the next `## ` heading, but headers and rules. */
+function promiseRows(text: string): string[] {
+  const start = text.indexOf('\n## Promises\n');
+  const end = text.indexOf('\n## ', start + 1);
+  return text
+    .slice(start, end)
+    .split('\n')
+    .filter((line) => line.startsWith('|') && !/^\|\s*-/.test(line) && !/^\|\s*(#|promise|Promise)\s*\|/.test(line));
+}
+
+describe('docs/RELIABILITY.md', () => {
+  const text = read('docs/RELIABILITY.md');
+
+  it('names only files and folders that exist', () => {
+    const missing = pathsIn(text).filter((path) => !existsSync(join(ROOT, path)));
+    expect(missing).toEqual([]);
+  });
+
+  it('has promises, and every promise names a test file in its last column', () => {
+    const rows = promiseRows(text);
+    expect(rows.length).toBeGreaterThan(50);
+    const untested = rows.filter((row) => {
+      const cells = row.split(' | ');
+      return !TEST_PATH.test(cells[cells.length - 1]);
+    });
+    expect(untested.map((row) => row.slice(0, 120))).toEqual([]);
+  });
+
+  it('keeps a section for what is not yet tested and one for what is not promised', () => {
+    expect(text).toContain('\n## Not yet tested\n');
+    expect(text).toContain('\n## What waymark does not promise\n');
+  });
+
+  it('heads its sections by subject, not by issue', () => {
+    const headings = text.split('\n').filter((line) => line.startsWith('#'));
+    expect(headings.filter((h) => /\bissue\b/i.test(h))).toEqual([]);
+  });
+});
+
+describe('docs/DECISIONS.md', () => {
+  const text = read('docs/DECISIONS.md');
+
+  it('names only files and folders that exist', () => {
+    const missing = pathsIn(text).filter((path) => !existsSync(join(ROOT, path)));
+    expect(missing).toEqual([]);
+  });
+
+  it('states decisions, not their history', () => {
+    const history = /\b(?:issue \d+|issues? #?\d+|session \d+|reviewer|found by|a reviewer's)/gi;
+    expect([...text.matchAll(history)].map((m) => m[0])).toEqual([]);
+  });
+
+  it('gives every decision its why on the next line', () => {
+    const lines = text.split('\n');
+    const without = lines
+      .map((line, i) => ({ line, next: lines[i + 1] ?? '' }))
+      .filter(({ line }) => line.startsWith('- **'))
+      .filter(({ next }) => !next.trimStart().startsWith('Why:'))
+      .map(({ line }) => line.slice(0, 100));
+    expect(without).toEqual([]);
+  });
+});
