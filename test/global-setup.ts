@@ -1,6 +1,6 @@
 /**
  * Once per test run, side by side:
- * - builds dist/: the README flows and CLI tests run the real
+ * - builds dist/: the docs' flows and CLI tests run the real
  *   `bin/waymark.mjs`, which loads dist/, and `npm ci` no longer builds it
  *   (the package builds on `prepack`, so a tarball install runs no script of
  *   ours). tsc writes into a scratch dir beside dist/, and only the files

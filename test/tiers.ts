@@ -40,6 +40,7 @@ export const FAST: readonly string[] = [
   'test/langgraph/validation-postgres.test.ts',
   'test/langgraph/validation-sqlite.test.ts',
   'test/package/decisions-reliability.test.ts',
+  'test/package/docs.test.ts',
   'test/package/layering.test.ts',
   'test/package/tiers.test.ts',
   'test/plane/admin.test.ts',
@@ -138,7 +139,7 @@ export const SLOW: readonly string[] = [
   'test/package/pack.test.ts',
   'test/types/consumer-node-types.test.ts',
   // several real processes racing, handing off or killed: the proofs, the
-  // README flows as pasted, leases, claims, CLIs and planes as processes
+  // the docs' flows as pasted, leases, claims, CLIs and planes as processes
   'test/machines/',
   'test/runtime/proofs.test.ts',
   'test/runtime/readme.test.ts',

@@ -1,5 +1,5 @@
 /**
- * The README exports WAYMARK_PLANE_URL and WAYMARK_API_KEY once; every
+ * docs/GUIDE.md exports WAYMARK_PLANE_URL and WAYMARK_API_KEY once; every
  * `waymark` command that talks to a plane (`sync now`, `restore`) then finds
  * both without `--plane` and `--key`. Run through the real binary with the
  * variables in its environment, against a real plane.
@@ -37,7 +37,7 @@ describe('the CLI takes the plane from WAYMARK_PLANE_URL, as it takes the key fr
     expect(sync.stdout).toContain(`plane ${plane.url}: reachable`);
     expect(sync.stdout).toMatch(/synced 5 rows; 0 waiting; 0 quarantined/);
 
-    // the README's line: a machine that never ran the run
+    // the GUIDE's line: a machine that never ran the run
     const restore = await waymarkAsync(['restore', 'env-run', '--db', tmp.file('third.db')], { env });
     expect(restore.code, `${restore.stdout}${restore.stderr}`).toBe(0);
     expect(restore.stdout).toMatch(/restored env-run: 4 rows written, 0 already here; pause restored/);

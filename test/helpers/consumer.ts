@@ -2,7 +2,7 @@
  * A strict TypeScript consumer of the packed package, as test/package/pack.test.ts
  * and test/types/consumer-node-types.test.ts build it: every subpath imported,
  * the peers whose types the subpaths name, and a `strict`, `skipLibCheck: false`
- * tsconfig per module resolution the README promises.
+ * tsconfig per module resolution docs/GUIDE.md promises.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,7 +28,7 @@ export const TYPE_PEERS = [
   '@langchain/langgraph-checkpoint',
 ];
 
-/** The module resolutions the README promises, each with its `module`. */
+/** The module resolutions docs/GUIDE.md promises, each with its `module`. */
 export const RESOLUTIONS = [
   ['node16', 'node16'],
   ['bundler', 'esnext'],

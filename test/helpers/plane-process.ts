@@ -134,7 +134,7 @@ export function endGroup(pgid: number): void {
 }
 
 /**
- * The plane's promise "a revoked key is refused within `withinMs`" (README: within 1 s), proven without
+ * The plane's promise "a revoked key is refused within `withinMs`" (docs/OPERATIONS.md: within 1 s), proven without
  * asking how fast this machine is. `since`: a moment (performance.now()) after the revocation committed,
  * e.g. when the revoke command or page returned. `status()` asks the plane once with the revoked key.
  * Polls until a request is refused (401); every request *sent* `withinMs` or more after `since` must be

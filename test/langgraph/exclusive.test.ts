@@ -279,7 +279,7 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
           t.interrupts.map((i) => i.value),
         );
       try {
-        // (1) the README's check, then a stall past the lease; another worker takes the thread and answers the first question
+        // (1) the GUIDE's check, then a stall past the lease; another worker takes the thread and answers the first question
         const one = { configurable: { thread_id: 'late-1' } };
         await build(a).invoke({}, one);
         let stalled!: () => void;

@@ -1,6 +1,6 @@
 /**
  * A plane's data dir and its first-start admin key, followed as a newcomer
- * does from the README: a data dir belongs to one database (its admin-key
+ * does from docs/OPERATIONS.md: a data dir belongs to one database (its admin-key
  * file is never overwritten), a start that fails bootstraps nothing, and the
  * keys commands reach a running Postgres plane through its data dir as they
  * do a PGlite one. Real `bin/waymark.mjs` processes on 127.0.0.1, port 0.
@@ -87,7 +87,7 @@ describe('a failed start bootstraps nothing (PGlite)', () => {
     writeFileSync(join(kept, 'notes.txt'), 'mine');
     const { port, server } = await takenPort();
     try {
-      // the README's `npx waymark plane` in another directory while `npm start` serves the port; then named data dirs
+      // the GUIDE's `npx waymark plane` in another directory while `npm start` serves the port; then named data dirs
       const starts = [
         [],
         ['--data-dir', join(cwd, 'made', 'for', 'plane')],

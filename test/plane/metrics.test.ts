@@ -82,7 +82,7 @@ describe('operator metrics listener', () => {
       const m = await call(`${metrics}/metrics`);
       expect(m.status).toBe(200);
       expect(m.body).toMatch(/waymark_quarantine_rows 0/);
-      // the README's `grep waymark_ingest_rows_total` on a plane that has ingested nothing since it started: HELP and TYPE only
+      // OPERATIONS.md's `grep waymark_ingest_rows_total` on a plane that has ingested nothing since it started: HELP and TYPE only
       expect(
         String(m.body)
           .split('\n')

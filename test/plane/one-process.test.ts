@@ -30,7 +30,7 @@ describe('one process per PGlite data dir', () => {
     running.push(plane);
     expect(plane.stdout()).toContain(`written to ${join(dir, 'admin-key')}`);
 
-    // the README line, with the plane running: before the fix this opened the live folder a second time
+    // the OPERATIONS line, with the plane running: before the fix this opened the live folder a second time
     const created = await waymarkAsync([
       'plane',
       'keys',

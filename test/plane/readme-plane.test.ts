@@ -1,8 +1,9 @@
 /**
- * The README's plane section, pasted as a new user would: start the plane
- * (`npm start` is `node bin/waymark.mjs plane` once built), run the README's
+ * docs/OPERATIONS.md's first flow, pasted as a new user would: start the
+ * plane (`npm start` is `node bin/waymark.mjs plane` once built), run its
  * `npx waymark plane …` lines in another process while it runs, connect a
- * client with the new key, revoke it. On PGlite (the default) and Postgres.
+ * client with the new key, revoke it; then the keys docs/GUIDE.md's Approvals
+ * section makes. On PGlite (the default) and Postgres.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import { connectPlane } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { call } from '../helpers/plane.js';
+import { docSection, readDoc } from '../helpers/docs.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import {
   endGroup,
@@ -28,12 +30,11 @@ import { scratchDir } from '../helpers/tmp.js';
 const tmp = scratchDir('waymark-readme-plane-');
 afterAll(() => tmp.cleanup());
 
-/** The shell block of README's "Connecting to a plane" section. */
+/** The shell block of OPERATIONS' "Starting the plane and managing keys" section. */
 function readmeShell(): { start: string; commands: string[] } {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Connecting to a plane'));
+  const section = docSection(readDoc('docs/OPERATIONS.md'), '## Starting the plane and managing keys');
   const block = /```sh\n([\s\S]*?)```/.exec(section);
-  if (!block) throw new Error("no sh block in README's plane section");
+  if (!block) throw new Error("no sh block in OPERATIONS' plane section");
   const lines = block[1]
     .split('\n')
     .map((l) => l.replace(/\s+#.*$/, '').trim())
@@ -45,11 +46,11 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
   let plane: PlaneProcess | null = null;
   afterAll(async () => plane?.kill());
 
-  it(`README plane section on ${name}: start, create a key while the plane runs, connect a client, revoke the key`, async () => {
+  it(`OPERATIONS plane section on ${name}: start, create a key while the plane runs, connect a client, revoke the key`, async () => {
     const { start, commands } = readmeShell();
     expect(start).toBe('npm start');
-    // one bound for a revocation wherever the README states it, docs/RELIABILITY.md's (measured below)
-    const prose = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    // one bound for a revocation wherever the docs state it, docs/RELIABILITY.md's (measured below)
+    const prose = readDoc('docs/OPERATIONS.md').replace(/\s+/g, ' ');
     expect(commands.find((l) => l.includes('keys revoke'))).toBeDefined();
     expect(prose).toContain('a revoked key is refused by every plane process within 1 s');
     expect(prose).toContain('# refused by every plane process within 1 s');
@@ -66,7 +67,7 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
     let key = '';
     const outputs: string[] = [];
     for (const line of commands) {
-      expect(line, 'README commands are `npx waymark …`').toMatch(/^npx waymark /);
+      expect(line, 'the commands are `npx waymark …`').toMatch(/^npx waymark /);
       const args = line
         .replace(/^npx waymark /, '')
         .replace('KEY_ID', key.slice(3, 19))
@@ -96,7 +97,7 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
         expect(r.stdout).toMatch(new RegExp(`${key.slice(3, 19)}\\s+local\\s+ingest,read\\s+key\\s+active`));
       if (args[1] === 'keys' && args[2] === 'revoke') {
         expect(r.stdout.trim()).toMatch(new RegExp(`^revoked ${key.slice(3, 19)} through `));
-        // the README's "refused within 1 s": counted from the revoke command's return, by when each request was sent
+        // OPERATIONS' "refused within 1 s": counted from the revoke command's return, by when each request was sent
         // (not by how long this machine took to answer it)
         await refusedWithin(
           async () => (await call(`${plane!.url}/v1/executions`, { key })).status,
@@ -117,9 +118,8 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
     }
     expect(outputs.join('')).toMatch(/project acme created/);
 
-    // the Approvals section's keys, as written there: the worker's ingest,read key (its last line exported) and alice's approve key
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const approvals = readme.slice(readme.indexOf('## Approvals'));
+    // the GUIDE's Approvals section's keys, as written there: the worker's ingest,read key (its last line exported) and alice's approve key
+    const approvals = docSection(readDoc('docs/GUIDE.md'), '## Approvals');
     const exported = /^export WAYMARK_API_KEY=\$\((npx waymark plane keys create [^|]+)\| tail -n 1\)$/m
       .exec(approvals)?.[1]
       ?.trim();
@@ -140,12 +140,12 @@ function readmeFlow(name: string, env: () => Record<string, string>) {
   });
 }
 
-describe('README plane section on PGlite (the default)', () => {
+describe('OPERATIONS plane section on PGlite (the default)', () => {
   readmeFlow('pglite', () => ({}));
 });
 
-const pg = await pgReady('README plane section on postgres');
-describe.skipIf(!pg)('README plane section on Postgres', () => {
+const pg = await pgReady('OPERATIONS plane section on postgres');
+describe.skipIf(!pg)('OPERATIONS plane section on Postgres', () => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await createTestDatabase('waymark_readme_plane');

@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { main } from '../../client/cli/main.js';
 import { localTime, progress } from '../../client/cli/sync-commands.js';
 import { connectPlane } from '../../client/replica/connect.js';
@@ -8,8 +6,9 @@ import { FaultProxy } from '../helpers/fault-proxy.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { pause, step } from '../helpers/rows.js';
+import { readDoc } from '../helpers/docs.js';
 import { scratchDir } from '../helpers/tmp.js';
-import { ROOT, waymarkAsync } from '../helpers/plane-process.js';
+import { waymarkAsync } from '../helpers/plane-process.js';
 
 const tmp = scratchDir('waymark-cli-sync-');
 let plane: TestPlane;
@@ -114,7 +113,7 @@ describe('waymark sync / restore / quarantine', () => {
     expect(typeof st.writerId).toBe('string');
   });
 
-  it("delete --local then restore takes the plane's copy back (the README's way out of a diverged run); a plain delete would have deleted the plane's copy at the next sync", async () => {
+  it("delete --local then restore takes the plane's copy back (the GUIDE's way out of a diverged run); a plain delete would have deleted the plane's copy at the next sync", async () => {
     const db = tmp.file('local-del.db');
     const store = new SqliteCheckpointer({ path: db });
     for (let i = 0; i < 3; i++) await store.put(step('del-run', i));
@@ -134,12 +133,12 @@ describe('waymark sync / restore / quarantine', () => {
     // without --local the deletion is queued, and the next sync deletes the plane's copy for everyone
     const plain = await cli(['delete', 'del-run', '--db', db, '--yes']);
     expect(plain.text).toContain('a plane holds the run: its copy there is deleted at the next sync of this store');
-    // the README says so of a store that is not connected but synced the run (as this one, by `sync now`), quoting this line
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    // the GUIDE says so of a store that is not connected but synced the run (as this one, by `sync now`), quoting this line
+    const readme = readDoc('docs/GUIDE.md').replace(/\s+/g, ' ');
     expect(readme).toContain(
       "A plain delete (`waymark delete <id> --db runs.db --yes`, `deleteExecution(id)`) queues the deletion in the store's outbox, connected or not",
     );
-    expect(plain.text).toContain(/the command says so \(`([^`]+)`\)/.exec(readme)?.[1] ?? 'the README quotes the line');
+    expect(plain.text).toContain(/the command says so \(`([^`]+)`\)/.exec(readme)?.[1] ?? 'the GUIDE quotes the line');
     expect((await cli(['sync', 'now', '--db', db, '--plane', plane.url, '--key', key])).code).toBe(0);
     await expect(cli(['restore', 'del-run', '--db', db, '--plane', plane.url, '--key', key])).rejects.toMatchObject({
       code: 'NOT_ON_PLANE',

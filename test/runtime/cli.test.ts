@@ -7,6 +7,7 @@ import { Agent, ScriptedModel, serveDecisions, type CheckpointInput } from '../.
 import { main } from '../../client/cli/main.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
+import { readDoc } from '../helpers/docs.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-cli-');
@@ -425,8 +426,8 @@ describe('waymark CLI arguments, through the real binary', () => {
     ]);
     expect(ledger.charges()).toEqual([]);
 
-    // the README's line, as pasted, in a folder whose runs.db holds a paused refund-1043
-    const line = readFileSync(join(fileURLToPath(new URL('../..', import.meta.url)), 'README.md'), 'utf8')
+    // the GUIDE's line, as pasted, in a folder whose runs.db holds a paused refund-1043
+    const line = readDoc('docs/GUIDE.md')
       .split('\n')
       .find((l) => l.startsWith('npx waymark decide '))!;
     expect(line).toContain('--approve');

@@ -5,32 +5,36 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startFakeOpenAI } from '../helpers/openai-server.js';
+import { docSection, readDoc } from '../helpers/docs.js';
 import { startPlaneProcess, waymarkAsync } from '../helpers/plane-process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DIR = join(ROOT, 'test-output', `readme-${process.pid}`);
 
-/** The README's quick start, run exactly as written, in three separate processes. */
-describe('README quick start works when pasted', () => {
+/**
+ * The README's quick start, run exactly as written, in three separate
+ * processes; then docs/GUIDE.md's walkthroughs, which build on it, pasted in
+ * the same directory.
+ */
+describe('README quick start and GUIDE walkthroughs work when pasted', () => {
   beforeAll(() => {
     // the package imports itself by name ('waymark'), which resolves to dist/ (built by test/global-setup.ts)
     mkdirSync(DIR, { recursive: true });
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const block = /```ts\n\/\/ quickstart: refund\.ts\n([\s\S]*?)```/.exec(readme);
+    const block = /```ts\n\/\/ quickstart: refund\.ts\n([\s\S]*?)```/.exec(readDoc('README.md'));
     if (!block) throw new Error('quick start block not found in README.md');
     writeFileSync(join(DIR, 'refund.ts'), block[1]);
   });
   afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
-  /** Write the README's `// <where>: <file>` block into the test directory. */
+  /** Write a doc's `// <where>: <file>` block into the test directory. */
   const writeBlock = (text: string, where: string, file: string) => {
     const block = new RegExp(`\`\`\`ts\n// ${where}: ${file.replace('.', '\\.')}[^\n]*\n([\\s\\S]*?)\`\`\``).exec(text);
-    expect(block, `README's ${where} ${file} block`).not.toBeNull();
+    expect(block, `the ${where} ${file} block`).not.toBeNull();
     writeFileSync(join(DIR, file), block![1]);
   };
   const run = (...args: string[]) =>
     spawnSync(process.execPath, ['--import', 'tsx', 'refund.ts', ...args], { cwd: DIR, encoding: 'utf8' });
-  /** A long-lived `npx tsx <file>` of the README: waits until its output matches `until`, then stops it with `signal`; resolves with its exit and output. */
+  /** A long-lived `npx tsx <file>` of the docs: waits until its output matches `until`, then stops it with `signal`; resolves with its exit and output. */
   const serveUntil = async (args: string[], env: NodeJS.ProcessEnv, until: RegExp, signal: NodeJS.Signals) => {
     const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
       cwd: DIR,
@@ -87,10 +91,9 @@ describe('README quick start works when pasted', () => {
     expect(paused.stdout).toBe('no runs match\n');
   });
 
-  it('the Approvals section, pasted after the quick start: agent.ts and worker.ts as shown, a second refund paused, decided from the shell, applied once by the worker', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Approvals'), readme.indexOf('### Approving from a screen'));
-    writeBlock(readme, 'quickstart', 'agent.ts');
+  it("the GUIDE's Approvals section, pasted after the quick start: agent.ts and worker.ts as shown, a second refund paused, decided from the shell, applied once by the worker", async () => {
+    const section = docSection(readDoc('docs/GUIDE.md'), '## Approvals');
+    writeBlock(readDoc('README.md'), 'quickstart', 'agent.ts');
     writeBlock(section, 'approvals', 'worker.ts');
     const lines = (/```sh\n(npx tsx refund\.ts start [\s\S]*?)```/.exec(section)?.[1] ?? '')
       .split('\n')
@@ -150,10 +153,9 @@ describe('README quick start works when pasted', () => {
     expect(out).toBe('charging 5000 for order 1042\napplied refund-1043 completed\n');
   });
 
-  it('recover.ts as shown, beside agent.ts: brings back a run whose process died mid-step, and stops cleanly on Ctrl-C (SIGINT) and on SIGTERM', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    writeBlock(readme, 'quickstart', 'agent.ts');
-    writeBlock(readme, 'recovery', 'recover.ts');
+  it("the GUIDE's recover.ts as shown, beside agent.ts: brings back a run whose process died mid-step, and stops cleanly on Ctrl-C (SIGINT) and on SIGTERM", async () => {
+    writeBlock(readDoc('README.md'), 'quickstart', 'agent.ts');
+    writeBlock(docSection(readDoc('docs/GUIDE.md'), '## When a process dies'), 'recovery', 'recover.ts');
     // a run of the README's agent killed right after its first row, holding a short lease (the default 30 s would only slow the test)
     writeFileSync(
       join(DIR, 'crash.ts'),
@@ -175,7 +177,7 @@ describe('README quick start works when pasted', () => {
       const crash = spawnSync(process.execPath, ['--import', 'tsx', 'crash.ts', id], { cwd: DIR, encoding: 'utf8' });
       expect(crash.signal, crash.stderr).toBe('SIGKILL');
       await new Promise((r) => setTimeout(r, 400));
-      // `npx tsx recover.ts`, as the README runs it; its first pass resumes the run to the manager's pause
+      // `npx tsx recover.ts`, as the GUIDE runs it; its first pass resumes the run to the manager's pause
       const r = await serveUntil(['recover.ts'], env, new RegExp(`${id}: paused`), signal);
       expect([r.code, r.signal, r.stderr]).toEqual([0, null, '']);
       expect(r.stdout).toBe(`${id}: paused\n`);
@@ -189,8 +191,9 @@ describe('README quick start works when pasted', () => {
   });
 
   it("the CLI row of the README's table names every command `waymark --help` lists, in its order", () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const row = readme.split('\n').find((l) => l.startsWith('| CLI '));
+    const row = readDoc('README.md')
+      .split('\n')
+      .find((l) => l.startsWith('| CLI '));
     expect(row).toBeDefined();
     const documented = [...row!.split('|')[3]!.matchAll(/`([^`]+)`/g)]
       .map((m) => m[1]!.replaceAll('/', '|'))
@@ -211,9 +214,8 @@ describe('README quick start works when pasted', () => {
     expect(documented).toEqual(listed);
   });
 
-  it('the AI SDK section: support.ts as shown runs against an OpenAI-compatible server at its baseURL, streaming the answer', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    writeBlock(readme, 'ai-sdk', 'support.ts');
+  it("the GUIDE's AI SDK section: support.ts as shown runs against an OpenAI-compatible server at its baseURL, streaming the answer", async () => {
+    writeBlock(docSection(readDoc('docs/GUIDE.md'), '## AI SDK'), 'ai-sdk', 'support.ts');
     // the first request answered, the second refused as a model server refuses a bad request (not retried)
     const server = await startFakeOpenAI((_body, i) =>
       i === 0
@@ -224,7 +226,7 @@ describe('README quick start works when pasted', () => {
       const file = join(DIR, 'support.ts');
       const text = readFileSync(file, 'utf8');
       expect(text).toContain("baseURL: 'http://127.0.0.1:8000/v1'");
-      // the server of this test instead of the README's port 8000
+      // the server of this test instead of the GUIDE's port 8000
       writeFileSync(file, text.replace('http://127.0.0.1:8000/v1', server.url));
       const run = async () => {
         const child = spawn(process.execPath, ['--import', 'tsx', 'support.ts'], {
@@ -249,13 +251,14 @@ describe('README quick start works when pasted', () => {
     }
   });
 
-  it("the plane handoff, pasted after the quick start: sync.ts and other-machine.ts as shown; the quick start's unconnected approve is then refused and charges nothing", async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    writeBlock(readme, 'quickstart', 'agent.ts');
-    writeBlock(readme, 'plane', 'sync.ts');
-    writeBlock(readme, 'plane', 'other-machine.ts');
+  it("the GUIDE's plane handoff, pasted after the quick start: sync.ts and other-machine.ts as shown; the quick start's unconnected approve is then refused and charges nothing", async () => {
+    const guide = readDoc('docs/GUIDE.md');
+    const across = docSection(guide, '## Across machines');
+    writeBlock(readDoc('README.md'), 'quickstart', 'agent.ts');
+    writeBlock(across, 'plane', 'sync.ts');
+    writeBlock(across, 'plane', 'other-machine.ts');
     const [exportKey, ...lines] = (
-      /```sh\n(export WAYMARK_API_KEY=[^\n]*\nnpx tsx refund\.ts start refund-2001[\s\S]*?)```/.exec(readme)?.[1] ?? ''
+      /```sh\n(export WAYMARK_API_KEY=[^\n]*\nnpx tsx refund\.ts start refund-2001[\s\S]*?)```/.exec(across)?.[1] ?? ''
     )
       .split('\n')
       .map((l) => l.replace(/\s+#.*$/, '').trim())
@@ -270,7 +273,7 @@ describe('README quick start works when pasted', () => {
       'npx tsx other-machine.ts refund-2001',
       'npx tsx refund.ts approve refund-2001',
     ]);
-    // the plane as the README starts it for this flow: `npx waymark plane` in the quick start's directory (port 0, not 4600)
+    // the plane as the GUIDE starts it for this flow: `npx waymark plane` in the quick start's directory (port 0, not 4600)
     const plane = await startPlaneProcess([], { cwd: DIR });
     try {
       // the key command as pasted, in the quick start's directory: the last line it prints is the key
@@ -305,7 +308,7 @@ describe('README quick start works when pasted', () => {
         0,
         'charging 5000 for order 1042\ncompleted Refund for order 1042 is on its way.\n',
       ]);
-      // handled as the README shows: exit 0, no stack, and no second charge
+      // handled as the GUIDE shows: exit 0, no stack, and no second charge
       expect([approve.status, approve.stderr]).toEqual([0, '']);
       expect(approve.stdout).toMatch(
         /^not connected: execution 'refund-2001' is held by a plane .*nothing was claimed\n$/,
@@ -318,7 +321,7 @@ describe('README quick start works when pasted', () => {
       expect(inspect.stdout).toContain('ended: no (paused)');
 
       // the Approvals section's worker.ts over this store prints why a decision was not applied: a decision for the run still paused here
-      writeBlock(readme, 'approvals', 'worker.ts');
+      writeBlock(docSection(guide, '## Approvals'), 'approvals', 'worker.ts');
       const decided = await waymarkAsync(['decide', 'refund-2001', '--db', 'runs.db', '--approve'], { cwd: DIR });
       expect(decided.code, decided.stderr).toBe(0);
       const retry = /\(kept pending; retry in \d+ ms\)\n/;
@@ -358,9 +361,8 @@ describe('README quick start works when pasted', () => {
     }
   });
 
-  it('the LangGraph section as pasted: the saver fragment, then exclusive answering the interrupt once; a worker that comes later finds nothing open and runs nothing', () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## LangGraph'), readme.indexOf('## AI SDK'));
+  it("the GUIDE's LangGraph section as pasted: the saver fragment, then exclusive answering the interrupt once; a worker that comes later finds nothing open and runs nothing", () => {
+    const section = docSection(readDoc('docs/GUIDE.md'), '## LangGraph');
     const [saver, exclusive] = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
     expect(saver).toMatch(/^\/\/ a fragment of your LangGraph program/);
     expect(exclusive).toMatch(/^\/\/ continuing the fragment above/);
@@ -396,8 +398,7 @@ describe('README quick start works when pasted', () => {
   });
 
   it('the LangGraph exclusive example answers by interrupt id: a worker shown the first of two interrupts, late, does not answer the second', () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## LangGraph'), readme.indexOf('## AI SDK'));
+    const section = docSection(readDoc('docs/GUIDE.md'), '## LangGraph');
     const [saver, exclusive] = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
     const dir = join(DIR, 'two-asks');
     mkdirSync(dir, { recursive: true });

@@ -1,5 +1,5 @@
 /**
- * The README's claim that every subpath type-checks in a strict consumer
+ * docs/GUIDE.md's claim that every subpath type-checks in a strict consumer
  * (`skipLibCheck: false`) holds for @types/node from the oldest major waymark
  * supports (20, `engines`) to the newest on the registry, not only for the
  * version pinned in devDependencies (test/package/pack.test.ts checks that

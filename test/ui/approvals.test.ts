@@ -14,7 +14,7 @@
  *   post refused), another project's pause (404), a bad field (400): each
  *   records nothing.
  * Screenshots go to test-output/ui-screenshots/; with
- * WAYMARK_UPDATE_SCREENSHOTS=1 the inbox and the form also become README's
+ * WAYMARK_UPDATE_SCREENSHOTS=1 the inbox and the form also become docs/GUIDE.md's
  * pictures in docs/img/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -42,7 +42,7 @@ const tmp = scratchDir('waymark-approvals-ui-');
 
 type Msg = { type: string; [k: string]: unknown };
 
-/** A screenshot's path in test-output/; with WAYMARK_UPDATE_SCREENSHOTS=1 it also becomes README's docs/img/<name>.png (`publish`). */
+/** A screenshot's path in test-output/; with WAYMARK_UPDATE_SCREENSHOTS=1 it also becomes docs/GUIDE.md's docs/img/<name>.png (`publish`). */
 const shotPath = (name: string) => join(SHOTS, `${name}.png`);
 const publish = (name: string) => {
   if (process.env.WAYMARK_UPDATE_SCREENSHOTS === '1') copyFileSync(shotPath(name), join(IMG, `${name}.png`));

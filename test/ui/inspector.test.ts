@@ -45,7 +45,7 @@ describe('the inspector in headless chromium', () => {
   let readKey = '';
   let pausedId = '';
   const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-  /** With WAYMARK_UPDATE_SCREENSHOTS=1, a screenshot also becomes README's picture docs/img/<as>.png. */
+  /** With WAYMARK_UPDATE_SCREENSHOTS=1, a screenshot also becomes docs/GUIDE.md's picture docs/img/<as>.png. */
   const publish = (name: string, as: string) => {
     if (process.env.WAYMARK_UPDATE_SCREENSHOTS === '1')
       copyFileSync(join(SHOTS, `${name}.png`), join(DOCS_IMG, `${as}.png`));

@@ -22,6 +22,7 @@ import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { SyncPage, type SyncStatus } from '../../inspector/sync-page.js';
 import { launchChromium, SHOTS } from '../helpers/browser.js';
+import { docSection, readDoc } from '../helpers/docs.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { BIN, endGroup, hasExited, pollUntil, ROOT, serverPid, waymarkAsync } from '../helpers/plane-process.js';
 import { step } from '../helpers/rows.js';
@@ -441,10 +442,10 @@ describe('the sync status page of a store never connected to a plane', () => {
   });
 });
 
-describe("README's Local UI section", () => {
+describe("the GUIDE's Local UI section", () => {
   it('runs as pasted, from the directory of the store', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Local UI'));
+    const guide = readDoc('docs/GUIDE.md');
+    const section = docSection(guide, '## Local UI');
     const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
     const line = block
       .split('\n')
@@ -459,8 +460,8 @@ describe("README's Local UI section", () => {
     const ui = await startUi([...line!.replace(/^npx waymark /, '').split(/\s+/), '--port', '0'], cwd);
     try {
       expect((await text(`${ui.url}/runs/refund-large`)).body).toMatch(/Pause: manager_approval/);
-      // Pending approvals lists the open pauses by run id, as the README says, not by when they paused: a run paused later with a smaller id comes first
-      const prose = readme.replace(/\s+/g, ' ');
+      // Pending approvals lists the open pauses by run id, as the GUIDE says, not by when they paused: a run paused later with a smaller id comes first
+      const prose = guide.replace(/\s+/g, ' ');
       expect(prose).toContain("its Pending approvals lists the store's open pauses by run id");
       expect(prose).toContain('Pending approvals (the open pauses by run id');
       const { agent } = refundAgent({ store, ledger: new Ledger(tmp.file('ledger-readme.jsonl')) });
