@@ -66,6 +66,7 @@ export interface CheckpointInput {
   createdAt?: string;
 }
 
+/** Options of `list`: a cursor, a step filter, a page size and an order. */
 export interface ListOptions {
   /** Only rows with seq > afterSeq (ascending cursor). */
   afterSeq?: number;
@@ -75,6 +76,7 @@ export interface ListOptions {
   step?: Step;
   /** Page size; absent means every matching row. */
   limit?: number;
+  /** Row order by seq (default `'asc'`). */
   order?: 'asc' | 'desc';
 }
 
@@ -113,6 +115,7 @@ export interface IdempotentWriteOptions extends WriteOptions {
   anchorId?: string;
 }
 
+/** Options of a write (`put`, `recordInterrupt`). */
 export interface WriteOptions {
   /**
    * The writer's lease. The write commits only while the lease is still this
@@ -139,6 +142,7 @@ export interface ExecutionSummary {
 
 export type IdempotentLookup = { hit: true; result: Json | null } | { hit: false };
 
+/** Options of `prune`. */
 export interface PruneOptions {
   /** Finished runs whose end marker is older than this are deleted. */
   olderThan: Date;
@@ -254,7 +258,9 @@ export type ClaimGuard = (pause: {
 
 /** Options of `claimInterrupt`. */
 export interface ClaimOptions {
+  /** A checkpoint to write in the claim's transaction (the resumed run's first row). */
   next?: CheckpointInput;
+  /** A lease to acquire in the claim's transaction (a `LeaseRequest`), or a held one to fence it with (a `Lease`). */
   lease?: LeaseRequest | Lease;
   /** The decision this claim applies (a decision worker's resume): recorded on the local claim and in its `interrupt_claimed` event. */
   decisionId?: string;
@@ -283,6 +289,7 @@ export interface StoredDecision extends Decision {
  */
 export type RecordDecisionResult = { recorded: true; replaced?: Decision } | { recorded: false; existing: Decision };
 
+/** Options of `listDecisions`: a state or execution filter, a cursor and a page size. */
 export interface ListDecisionsOptions {
   /** Only decisions in this derived state. */
   state?: DecisionState;
@@ -490,6 +497,7 @@ export interface Checkpointer {
   renewLease(lease: Lease): Promise<Lease>;
   /** Give a held lease up (holder cleared, epoch kept); a no-op when it was already lost. */
   releaseLease(lease: Lease): Promise<void>;
+  /** The execution's lease as stored (holder, epoch, expiry), or null when it was never taken. */
   getLease(executionId: string): Promise<LeaseInfo | null>;
   /**
    * Cancel a run, in one transaction: write a `run_end` marker with status
@@ -504,11 +512,13 @@ export interface Checkpointer {
    * failed run may be cancelled (it becomes final).
    */
   cancel(executionId: string, options?: CancelOptions): Promise<CancelResult>;
+  /** The execution's open pause, or null. */
   getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null>;
   /** Open pauses ordered by executionId; page with `afterExecutionId`. */
   listPendingInterrupts(options?: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]>;
   /** The row with the highest seq, or null. */
   latest(executionId: string): Promise<Checkpoint | null>;
+  /** One row by its checkpoint id, or null. */
   getById(id: string): Promise<Checkpoint | null>;
   /** Rows of one execution ordered by seq, with cursors; no fixed limit. */
   list(executionId: string, options?: ListOptions): Promise<Checkpoint[]>;
@@ -550,6 +560,7 @@ export interface Checkpointer {
     result: Json | null,
     options?: IdempotentWriteOptions,
   ): Promise<IdempotencyEntry>;
+  /** Every recorded idempotent effect of one execution. */
   listIdempotent(executionId: string): Promise<IdempotencyEntry[]>;
   /**
    * Delete every row of one execution, and queue the deletion for the plane
@@ -571,9 +582,13 @@ export interface Checkpointer {
   fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<OutboxEntry[]>;
   /** Apply the plane's answers in one transaction: acked ids synced, refused ids quarantined. */
   applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void>;
+  /** Mark these outbox events acknowledged by the plane (`applyResults` with `synced` only). */
   markSynced(ids: string[]): Promise<void>;
+  /** Set these outbox events aside, each with the plane's reason (`applyResults` with `quarantined` only). */
   markQuarantined(reasons: Record<string, string>): Promise<void>;
+  /** Counts and sizes of the outbox: events waiting, quarantined and the oldest waiting. */
   outboxStats(): Promise<OutboxStats>;
+  /** Quarantined outbox events ordered by id; page with `afterId`. */
   listQuarantined(options?: { afterId?: string; limit?: number }): Promise<QuarantinedEntry[]>;
   /**
    * Write a restore bundle in one transaction, marked synced (never
@@ -598,8 +613,10 @@ export interface Checkpointer {
   noteSending(executionIds: readonly string[]): Promise<void>;
   /** Small persistent notes kept with the store (the drain records its last error and ack here). */
   getMeta(key: string): Promise<string | null>;
+  /** Set one persistent note (see `getMeta`), replacing its value. */
   setMeta(key: string, value: string): Promise<void>;
   /** Called after every committed write that queued an outbox event. */
   onWrite(listener: () => void): () => void;
+  /** Close the store: queued writes commit first; a client the caller passed in (Postgres `sql`) stays open. */
   close(): Promise<void>;
 }

@@ -81,6 +81,7 @@ export type ModelStreamPart = { type: 'text-delta'; delta: string };
 
 export interface Model {
   readonly name: string;
+  /** Answer one request: the reply's text, tool calls, usage and finish reason. */
   generate(request: ModelRequest): Promise<ModelReply>;
   /**
    * Optional: the same call, streamed. `onPart` sees text as it arrives; the

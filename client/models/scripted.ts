@@ -15,6 +15,7 @@ export interface ScriptReply {
   toolCalls?: (Omit<ToolCall, 'id'> & { id?: string })[];
 }
 
+/** Decides each reply of a `ScriptedModel` from the conversation so far. */
 export type ScriptRule = (ctx: ScriptContext) => ScriptReply;
 
 /**
@@ -26,6 +27,7 @@ export class ScriptedModel implements Model {
   calls = 0;
   constructor(private readonly rule: ScriptRule) {}
 
+  /** The rule's reply to this conversation (no usage); counts the call. */
   async generate(request: ModelRequest): Promise<ModelReply> {
     this.calls++;
     const msgs = request.messages;

@@ -89,6 +89,7 @@ import { importInto } from './import.js';
 import { usageTotalsOf } from '../store/usage.js';
 import type { UsageTotal } from '../../shared/usage.js';
 
+/** Options of `new PostgresCheckpointer(...)`: the connection, the schema, and the store options every backend takes. */
 export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   /** Connection string; or pass `sql`. */
   url?: string;
@@ -99,6 +100,7 @@ export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   schema?: string;
   /** Pool size when the adapter makes its own client. Default 10. */
   max?: number;
+  /** This store's writer id; persisted on first setup when absent. */
   writerId?: string;
 }
 

@@ -25,6 +25,7 @@ export interface ReplicaOptions {
   apiKey: string;
   /** Reported to the plane; defaults to the store's writer id. */
   writerId?: string;
+  /** The undici dispatcher for every request to the plane (a proxy, TLS settings, a pool); default undici's global one. */
   dispatcher?: Dispatcher;
   /** Rows per batch, at least 1. Default 500; capped at LIMITS.batchRows. */
   batchRows?: number;
@@ -40,6 +41,7 @@ export interface ReplicaOptions {
   backoffBaseMs?: number;
   /** The largest ceiling, at least 1 ms and not under `backoffBaseMs`. Default 30 s. */
   backoffCapMs?: number;
+  /** Named fault points for crash tests (see `waymark/testing`). Default none. */
   faults?: FaultHook;
   /** Follow the plane's change feed while running (default true; change-feed.ts). false: only `pullChanges()` does it. */
   followChanges?: boolean;

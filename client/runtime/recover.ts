@@ -17,9 +17,11 @@ import { optionNames, optionsProblems } from '../../support/options.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import type { Agent, RunResult } from './agent.js';
 
+/** Options of `recoverRuns`: which agents' runs to recover, from which store, and how often. */
 export interface RecoverOptions {
   /** The agents whose runs to recover; a run is matched by the agent path of its newest row. */
   agents: Agent[];
+  /** The store holding the runs to recover. */
   store: Checkpointer;
   /** Runs resumed at once. Default 4. */
   concurrency?: number;

@@ -89,8 +89,10 @@ import { fence, fenceWrite, leaseInfo, takeLease } from './leases.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
 
+/** SQLite's `synchronous` pragma: how much a commit waits for the disk (FULL: every commit survives a power loss). */
 export type SqliteSynchronous = 'FULL' | 'NORMAL' | 'EXTRA';
 
+/** Options of `new SqliteCheckpointer(...)`: the file, its durability, and the store options every backend takes. */
 export interface SqliteCheckpointerOptions extends StoreBaseOptions {
   /** File path, or ':memory:' (one process only). */
   path: string;
