@@ -37,7 +37,11 @@ export interface RecoverOptions {
   withoutPlane?: boolean;
 }
 
-/** Why recovery left a run alone. */
+/**
+ * Why recovery left a run alone.
+ *
+ * @inline
+ */
 export type HeldReason =
   | 'lease live'
   | 'lease lost'

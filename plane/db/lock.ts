@@ -51,6 +51,7 @@ export interface DataDirLock {
   readonly file: string;
   /** Record the URL the plane serves on (read by `waymark plane keys …` to go through it). */
   setUrl(url: string): void;
+  /** Give the data dir up: remove the lock file (only while it is still this lock's). */
   release(): void;
 }
 
