@@ -7,6 +7,8 @@
  * loads drizzle-orm's declarations (which do not check without mysql2, gel, …
  * installed): the database handle is opaque outside the plane. The
  * implementations are the plane's own modules, cast to these types.
+ *
+ * @module waymark/plane
  */
 import type { Logger } from 'pino';
 import type { Backlog, RowResult } from '../shared/protocol.js';

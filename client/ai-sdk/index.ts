@@ -26,6 +26,8 @@
  *    its Retry-After; any other error, or the last retry's, is a MODEL_ERROR
  *    carrying the status. A stream that failed after it had shown text is not
  *    retried here (the agent's re-issue on resume is the retry).
+ *
+ * @module waymark/ai-sdk
  */
 import { backoff, retryAfter } from '../retry.js';
 import type {

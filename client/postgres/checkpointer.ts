@@ -10,6 +10,11 @@
  * functions taking the sql handle: reads.ts, outbox.ts, delete.ts (delete,
  * prune), import.ts, put-on-cursor.ts (the one-statement put), leases.ts,
  * executions.ts (the row lock, error fields).
+ *
+ * What the `waymark/postgres` entry exports (its index.ts loads this file once the
+ * optional peer `postgres` is found): the API reference documents the entry from here.
+ *
+ * @module waymark/postgres
  */
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';

@@ -19,6 +19,11 @@
  * reads of the contract. Beside it: statements.ts (every fixed statement,
  * prepared at open), leases.ts, delete.ts (delete, prune) and import.ts,
  * as functions taking the prepared statements.
+ *
+ * What the `waymark/sqlite` entry exports (its index.ts loads this file once the
+ * optional peer `better-sqlite3` is found): the API reference documents the entry from here.
+ *
+ * @module waymark/sqlite
  */
 import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';

@@ -48,7 +48,10 @@ export default {
     'ToolScope',
   ],
   // members of a type written inline in plane/index.ts's facade, which has no place for a comment
-  intentionallyNotDocumented: ['plane.UnknownProject.__type', 'plane.createPlaneApp.__type.__type.app.__type.fetch'],
+  intentionallyNotDocumented: [
+    'waymark/plane.UnknownProject.__type',
+    'waymark/plane.createPlaneApp.__type.__type.app.__type.fetch',
+  ],
   // a comment WaymarkSaver inherits from LangGraph's BaseCheckpointSaver links to a type of that package
   externalSymbolLinkMappings: {
     '@langchain/langgraph-checkpoint': {
