@@ -1,6 +1,6 @@
 // TypeDoc's configuration for `npm run docs`: the API reference of the
 // package's entry points (package.json `exports`), written to docs/api/.
-// Paths are relative to this folder. Any warning fails the build.
+// Paths are relative to this folder (build.sh runs TypeDoc here). Any warning fails the build.
 
 /** @type {Partial<import('typedoc').TypeDocOptions>} */
 export default {
