@@ -80,6 +80,7 @@ export interface ListOptions {
   order?: 'asc' | 'desc';
 }
 
+/** A run's state in a store, derived from its newest row and its open pause. */
 export type ExecutionState = 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
 
 /** Asks for an execution's lease: who, and for how long. */
@@ -126,6 +127,7 @@ export interface WriteOptions {
   lease?: Lease;
 }
 
+/** One execution as `listExecutions` lists it: its state and its newest row. */
 export interface ExecutionSummary {
   executionId: string;
   /** `running` means no marker and no pause: still running, or crashed. */
@@ -140,6 +142,7 @@ export interface ExecutionSummary {
   lease: LeaseInfo | null;
 }
 
+/** What `getIdempotent` found: the recorded result (`hit`), or nothing. */
 export type IdempotentLookup = { hit: true; result: Json | null } | { hit: false };
 
 /** Options of `prune`. */
@@ -150,6 +153,7 @@ export interface PruneOptions {
   includeUnsynced?: boolean;
 }
 
+/** How many runs and rows `prune` deleted, and the finished runs it kept unsynced. */
 export interface PruneResult {
   executions: number;
   checkpoints: number;
@@ -164,6 +168,7 @@ export interface DeleteOptions {
   localOnly?: boolean;
 }
 
+/** How many rows `deleteExecution` deleted, by table. */
 export interface DeleteResult {
   checkpoints: number;
   pending: number;
@@ -185,6 +190,7 @@ export interface OutboxEntry {
 
 export type { OutboxStats };
 
+/** An outbox event set aside because the plane refused it, with the plane's reason. */
 export interface QuarantinedEntry {
   id: string;
   kind: OutboxKind;
@@ -200,6 +206,7 @@ export interface RestoreBundle {
   idempotency: IdempotencyEntry[];
 }
 
+/** What `importRows` (a restore) wrote, skipped and withheld. */
 export interface ImportResult {
   inserted: number;
   /** Rows already here (same id at the same execution and seq). */
@@ -218,6 +225,7 @@ export interface ImportResult {
   idempotencyInserted: number;
 }
 
+/** What a won `claimInterrupt` took and wrote: the pause, and the checkpoint and lease of the same transaction. */
 export interface ClaimResult {
   pending: PendingInterrupt;
   /** The checkpoint written in the same transaction as the claim, if one was given. */
@@ -232,6 +240,7 @@ export interface CancelOptions {
   reason?: string | null;
 }
 
+/** What `cancel` did: the marker, the pause it closed, and whether the run was cancelled before. */
 export interface CancelResult {
   /** The `run_end` marker with status `cancelled`: written now, or the earlier one when `alreadyCancelled`. */
   checkpoint: Checkpoint;

@@ -243,6 +243,7 @@ export const OutboxEvent = z.discriminatedUnion('kind', [
   ExecutionDeletedEvent,
 ]);
 export type OutboxEvent = z.infer<typeof OutboxEvent>;
+/** The `kind` of an outbox event. */
 export type OutboxKind = OutboxEvent['kind'];
 
 /** A cancel marker: the `run_end` row a cancel writes (status `cancelled`), which ends the run for good. */

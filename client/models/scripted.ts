@@ -1,5 +1,6 @@
 import type { Model, ModelReply, ModelRequest, ToolCall } from './model.js';
 
+/** What a `ScriptRule` sees: the request, and the turn, last user message and tool results read from it. */
 export interface ScriptContext extends ModelRequest {
   /** Number of assistant messages so far: the turn being answered. */
   turn: number;
@@ -9,6 +10,7 @@ export interface ScriptContext extends ModelRequest {
   toolResults: { name: string; content: string }[];
 }
 
+/** What a `ScriptRule` answers: text and/or tool calls. */
 export interface ScriptReply {
   content?: string | null;
   /** Tool calls; ids default to `call_<turn>_<i>`. */

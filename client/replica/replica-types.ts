@@ -11,6 +11,7 @@ import type { FaultHook } from '../faults.js';
 import type { RunUpdate } from './change-feed.js';
 import type { SkippedDecision } from './decision-feed.js';
 
+/** What a replica's drain is doing: idle, sending, waiting to retry, refused by the plane's key check, or stopped. */
 export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
 
 /**
@@ -108,6 +109,7 @@ export function replicaOptionProblems(o: ReplicaOptions): string[] {
   return problems;
 }
 
+/** A replica's drain as `status()` reports it: its state, the outbox's backlog and quarantine, the last ack and error. */
 export interface ReplicaStatus {
   state: DrainState;
   pendingRows: number;

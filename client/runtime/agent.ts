@@ -82,6 +82,7 @@ export interface AgentOptions {
   faults?: FaultHook;
 }
 
+/** How a run (or resume) ended: completed with its output, paused with its open pause, or failed with an error. */
 export interface RunResult {
   status: 'completed' | 'paused' | 'failed';
   executionId: string;

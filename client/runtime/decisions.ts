@@ -50,6 +50,7 @@ import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
 import type { Agent, RunResult } from './agent.js';
 
+/** What the decision worker did with one decision (`onOutcome`). */
 export type DecisionOutcome =
   | { outcome: 'applied'; decision: StoredDecision; status: RunResult['status']; result: RunResult }
   | { outcome: 'applied_elsewhere'; decision: StoredDecision; appliedBy: string }

@@ -51,6 +51,7 @@ export type HeldReason =
   | 'deleted'
   | 'taken over elsewhere';
 
+/** What `recoverRuns` did with one run: resumed it, left it alone (and why), or failed to. */
 export type RecoveryOutcome =
   | { executionId: string; agent: string; outcome: 'recovered'; status: RunResult['status']; result: RunResult }
   | {
@@ -64,6 +65,7 @@ export type RecoveryOutcome =
     }
   | { executionId: string; agent: string; outcome: 'failed'; error: { code: string; message: string } };
 
+/** What `recoverRuns` did: each run's outcome and the totals. */
 export interface RecoveryReport {
   /** Per run, in the order they were considered (the last pass only, in watch mode). */
   runs: RecoveryOutcome[];

@@ -46,6 +46,7 @@ export interface LockInfo {
   since: string;
 }
 
+/** This process's hold on a plane's data dir (`lockDataDir`): one plane per data dir. */
 export interface DataDirLock {
   readonly dir: string;
   readonly file: string;

@@ -32,10 +32,10 @@ export default {
 
   treatWarningsAsErrors: true,
   validation: { notExported: true, invalidLink: true, notDocumented: true },
-  // every function, class, method and exported constant; options types and each
+  // every exported function, class, method, constant, interface and type; options types and each
   // of their options come from the plugin (requiredToBeDocumented goes by kind,
   // and all properties of all types is more than this reference asks)
-  requiredToBeDocumented: ['Function', 'Class', 'Method', 'Variable'],
+  requiredToBeDocumented: ['Function', 'Class', 'Method', 'Variable', 'Interface', 'TypeAlias', 'Enum'],
   plugin: ['./require-option-docs.mjs'],
   // types named in the source, not exported: the replica's low-level plane calls, and a run's internal handles
   intentionallyNotExported: [
