@@ -66,6 +66,7 @@ export interface CheckpointInput {
   createdAt?: string;
 }
 
+/** Options of `list`: a cursor, a step filter, a page size and an order. */
 export interface ListOptions {
   /** Only rows with seq > afterSeq (ascending cursor). */
   afterSeq?: number;
@@ -75,9 +76,11 @@ export interface ListOptions {
   step?: Step;
   /** Page size; absent means every matching row. */
   limit?: number;
+  /** Row order by seq (default `'asc'`). */
   order?: 'asc' | 'desc';
 }
 
+/** A run's state in a store, derived from its newest row and its open pause. */
 export type ExecutionState = 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
 
 /** Asks for an execution's lease: who, and for how long. */
@@ -113,6 +116,7 @@ export interface IdempotentWriteOptions extends WriteOptions {
   anchorId?: string;
 }
 
+/** Options of a write (`put`, `recordInterrupt`). */
 export interface WriteOptions {
   /**
    * The writer's lease. The write commits only while the lease is still this
@@ -123,6 +127,7 @@ export interface WriteOptions {
   lease?: Lease;
 }
 
+/** One execution as `listExecutions` lists it: its state and its newest row. */
 export interface ExecutionSummary {
   executionId: string;
   /** `running` means no marker and no pause: still running, or crashed. */
@@ -137,8 +142,10 @@ export interface ExecutionSummary {
   lease: LeaseInfo | null;
 }
 
+/** What `getIdempotent` found: the recorded result (`hit`), or nothing. */
 export type IdempotentLookup = { hit: true; result: Json | null } | { hit: false };
 
+/** Options of `prune`. */
 export interface PruneOptions {
   /** Finished runs whose end marker is older than this are deleted. */
   olderThan: Date;
@@ -146,6 +153,7 @@ export interface PruneOptions {
   includeUnsynced?: boolean;
 }
 
+/** How many runs and rows `prune` deleted, and the finished runs it kept unsynced. */
 export interface PruneResult {
   executions: number;
   checkpoints: number;
@@ -160,6 +168,7 @@ export interface DeleteOptions {
   localOnly?: boolean;
 }
 
+/** How many rows `deleteExecution` deleted, by table. */
 export interface DeleteResult {
   checkpoints: number;
   pending: number;
@@ -181,6 +190,7 @@ export interface OutboxEntry {
 
 export type { OutboxStats };
 
+/** An outbox event set aside because the plane refused it, with the plane's reason. */
 export interface QuarantinedEntry {
   id: string;
   kind: OutboxKind;
@@ -196,6 +206,7 @@ export interface RestoreBundle {
   idempotency: IdempotencyEntry[];
 }
 
+/** What `importRows` (a restore) wrote, skipped and withheld. */
 export interface ImportResult {
   inserted: number;
   /** Rows already here (same id at the same execution and seq). */
@@ -214,6 +225,7 @@ export interface ImportResult {
   idempotencyInserted: number;
 }
 
+/** What a won `claimInterrupt` took and wrote: the pause, and the checkpoint and lease of the same transaction. */
 export interface ClaimResult {
   pending: PendingInterrupt;
   /** The checkpoint written in the same transaction as the claim, if one was given. */
@@ -228,6 +240,7 @@ export interface CancelOptions {
   reason?: string | null;
 }
 
+/** What `cancel` did: the marker, the pause it closed, and whether the run was cancelled before. */
 export interface CancelResult {
   /** The `run_end` marker with status `cancelled`: written now, or the earlier one when `alreadyCancelled`. */
   checkpoint: Checkpoint;
@@ -254,7 +267,9 @@ export type ClaimGuard = (pause: {
 
 /** Options of `claimInterrupt`. */
 export interface ClaimOptions {
+  /** A checkpoint to write in the claim's transaction (the resumed run's first row). */
   next?: CheckpointInput;
+  /** A lease to acquire in the claim's transaction (a `LeaseRequest`), or a held one to fence it with (a `Lease`). */
   lease?: LeaseRequest | Lease;
   /** The decision this claim applies (a decision worker's resume): recorded on the local claim and in its `interrupt_claimed` event. */
   decisionId?: string;
@@ -283,6 +298,7 @@ export interface StoredDecision extends Decision {
  */
 export type RecordDecisionResult = { recorded: true; replaced?: Decision } | { recorded: false; existing: Decision };
 
+/** Options of `listDecisions`: a state or execution filter, a cursor and a page size. */
 export interface ListDecisionsOptions {
   /** Only decisions in this derived state. */
   state?: DecisionState;
@@ -490,6 +506,7 @@ export interface Checkpointer {
   renewLease(lease: Lease): Promise<Lease>;
   /** Give a held lease up (holder cleared, epoch kept); a no-op when it was already lost. */
   releaseLease(lease: Lease): Promise<void>;
+  /** The execution's lease as stored (holder, epoch, expiry), or null when it was never taken. */
   getLease(executionId: string): Promise<LeaseInfo | null>;
   /**
    * Cancel a run, in one transaction: write a `run_end` marker with status
@@ -504,11 +521,13 @@ export interface Checkpointer {
    * failed run may be cancelled (it becomes final).
    */
   cancel(executionId: string, options?: CancelOptions): Promise<CancelResult>;
+  /** The execution's open pause, or null. */
   getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null>;
   /** Open pauses ordered by executionId; page with `afterExecutionId`. */
   listPendingInterrupts(options?: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]>;
   /** The row with the highest seq, or null. */
   latest(executionId: string): Promise<Checkpoint | null>;
+  /** One row by its checkpoint id, or null. */
   getById(id: string): Promise<Checkpoint | null>;
   /** Rows of one execution ordered by seq, with cursors; no fixed limit. */
   list(executionId: string, options?: ListOptions): Promise<Checkpoint[]>;
@@ -550,6 +569,7 @@ export interface Checkpointer {
     result: Json | null,
     options?: IdempotentWriteOptions,
   ): Promise<IdempotencyEntry>;
+  /** Every recorded idempotent effect of one execution. */
   listIdempotent(executionId: string): Promise<IdempotencyEntry[]>;
   /**
    * Delete every row of one execution, and queue the deletion for the plane
@@ -571,9 +591,13 @@ export interface Checkpointer {
   fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<OutboxEntry[]>;
   /** Apply the plane's answers in one transaction: acked ids synced, refused ids quarantined. */
   applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void>;
+  /** Mark these outbox events acknowledged by the plane (`applyResults` with `synced` only). */
   markSynced(ids: string[]): Promise<void>;
+  /** Set these outbox events aside, each with the plane's reason (`applyResults` with `quarantined` only). */
   markQuarantined(reasons: Record<string, string>): Promise<void>;
+  /** Counts and sizes of the outbox: events waiting, quarantined and the oldest waiting. */
   outboxStats(): Promise<OutboxStats>;
+  /** Quarantined outbox events ordered by id; page with `afterId`. */
   listQuarantined(options?: { afterId?: string; limit?: number }): Promise<QuarantinedEntry[]>;
   /**
    * Write a restore bundle in one transaction, marked synced (never
@@ -598,8 +622,10 @@ export interface Checkpointer {
   noteSending(executionIds: readonly string[]): Promise<void>;
   /** Small persistent notes kept with the store (the drain records its last error and ack here). */
   getMeta(key: string): Promise<string | null>;
+  /** Set one persistent note (see `getMeta`), replacing its value. */
   setMeta(key: string, value: string): Promise<void>;
   /** Called after every committed write that queued an outbox event. */
   onWrite(listener: () => void): () => void;
+  /** Close the store: queued writes commit first; a client the caller passed in (Postgres `sql`) stays open. */
   close(): Promise<void>;
 }

@@ -1,3 +1,9 @@
+/**
+ * `waymark`: agents and their durable runs, the store contract, the models, and the link to a plane.
+ * The stores themselves are `waymark/sqlite` and `waymark/postgres` (`openStore` opens either by its spec).
+ *
+ * @module waymark
+ */
 export type * from './checkpointer.js';
 export { PlaneGuardSlot } from './checkpointer.js';
 export type { DivergedExecution, DivergenceReason } from './store/import.js';

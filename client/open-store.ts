@@ -8,6 +8,7 @@ import type { FaultHook } from './faults.js';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { optionNames, optionsProblems } from '../support/options.js';
 
+/** Options of `openStore`: the Postgres schema and pool, and the options every store takes. */
 export interface OpenStoreOptions {
   /** Postgres schema; a `#schema` at the end of the spec or a `?schema=` parameter names it too (this option wins). Default `waymark`. */
   schema?: string;

@@ -5,6 +5,11 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/**
+ * A full-jitter exponential backoff: each wait is random below a ceiling that starts at `baseMs` and doubles per retry up to `capMs`.
+ *
+ * @inline
+ */
 export interface Backoff {
   /** The first retry's ceiling, ms (doubled per retry). */
   baseMs: number;

@@ -72,16 +72,26 @@ const Env = z.object({
   WAYMARK_DEV: oneOf(['0', '1', 'true', 'false']).optional(),
 });
 
+/**
+ * The plane's settings, as `loadConfig` resolves them from the environment (each from a `WAYMARK_*` variable, with
+ * its default) and from overrides such as command-line flags; what `startPlane` takes.
+ */
 export interface PlaneConfig {
   /** Postgres URL; absent means embedded PGlite in `dataDir`. */
   databaseUrl?: string;
+  /** The PGlite data folder when no `databaseUrl` is given (`WAYMARK_PLANE_DIR`). Default `.waymark/plane`. */
   dataDir: string;
+  /** The address the HTTP server binds to (`WAYMARK_HOST`). Default `127.0.0.1`. */
   host: string;
+  /** The HTTP server's port (`WAYMARK_PORT`); 0 picks a free one. Default 4600. */
   port: number;
+  /** The pino log level (`WAYMARK_LOG_LEVEL`): fatal, error, warn, info, debug, trace or silent. Default `info`. */
   logLevel: z.infer<typeof Env>['WAYMARK_LOG_LEVEL'];
   /** Concurrent ingest requests before the plane answers 429. */
   maxInflightIngest: number;
+  /** Ingest requests that may wait for a slot before the plane answers 429 (`WAYMARK_MAX_QUEUED_INGEST`). Default 64. */
   maxQueuedIngest: number;
+  /** How long an ingest request may wait for a slot before it is answered 429, in ms (`WAYMARK_INGEST_QUEUE_WAIT_MS`). Default 10 000. */
   ingestQueueWaitMs: number;
   /** A request body without a byte for this long is answered 408 and its connection closed. */
   bodyIdleMs: number;
@@ -91,6 +101,7 @@ export interface PlaneConfig {
   headersTimeoutMs: number;
   /** Operator metrics listener (Prometheus `/metrics`); absent means not served. Never on the main listener. */
   metricsHost: string;
+  /** The port of the operator metrics listener (`WAYMARK_METRICS_PORT`); absent: metrics are not served. */
   metricsPort?: number;
   /** A claim held but never applied by its holder may be taken over after this long; 0: never. */
   claimReleaseAfterMs: number;

@@ -7,6 +7,8 @@
  * loads drizzle-orm's declarations (which do not check without mysql2, gel, …
  * installed): the database handle is opaque outside the plane. The
  * implementations are the plane's own modules, cast to these types.
+ *
+ * @module waymark/plane
  */
 import type { Logger } from 'pino';
 import type { Backlog, RowResult } from '../shared/protocol.js';
@@ -28,20 +30,42 @@ export interface PlaneDb {
   readonly [planeDb]: true;
 }
 
+/**
+ * An open plane database: `openPlaneDatabase` opens one, `startPlane` and `createPlaneApp` serve it.
+ *
+ * @interface
+ */
 export type PlaneDatabase = PlaneDatabaseOf<PlaneDb>;
 export type { OpenOptions };
 
+/**
+ * The scopes a key may hold: `ingest`, `read`, `approve` (decide open pauses), `cancel`, `admin` (everything in the key's
+ * own project, its keys included) and `operator` (projects and keys of every project).
+ */
 export const SCOPES: readonly ['ingest', 'read', 'approve', 'cancel', 'admin', 'operator'] = auth.SCOPES;
+/** One scope of `SCOPES`. */
 export type Scope = (typeof SCOPES)[number];
+/** Who a request's key stands for: its project, its id and its scopes. */
 export interface Principal {
   projectId: string;
   keyId: string;
   scopes: Scope[];
 }
 
+/**
+ * A plane started by `startPlane`: where it listens, its database, the admin key of a first start, and `close`.
+ *
+ * @interface
+ */
 export type RunningPlane = RunningPlaneOf<PlaneDb>;
+/**
+ * Options of `createPlaneApp`: the database, and the limits and timeouts of the HTTP app.
+ *
+ * @interface
+ */
 export type PlaneAppOptions = PlaneAppOptionsOf<PlaneDb>;
 
+/** What `ingestBatch` did with each row of a batch, and the counts. */
 export interface IngestOutcome {
   results: RowResult[];
   accepted: number;
@@ -53,31 +77,58 @@ export interface IngestOutcome {
 export const createPlaneApp: (o: PlaneAppOptions) => {
   app: { fetch(request: Request): Response | Promise<Response> };
 } = app.createPlaneApp as never;
+/**
+ * Start a plane with `config`: open (and migrate) its database, or serve `options.database`; on an empty database make
+ * a `local` project and an admin key (`adminKeyFile`); then serve HTTP on `config.host:config.port` (and metrics on
+ * `config.metricsPort`, when set). Throws PORT_IN_USE, DATA_DIR_LOCKED or INVALID_OPTIONS, leaving no data dir it made.
+ */
 export const startPlane: (
   config: Readonly<PlaneConfig>,
   options?: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] },
 ) => Promise<RunningPlane> = server.startPlane as never;
+/**
+ * On an empty database: make a `local` project and an admin key (scopes admin and operator), written to a 0600 file
+ * `admin-key` in the data dir `dir` (the key only, for `memory://`). Resolves null when the database has projects.
+ */
 export const bootstrap: (database: PlaneDatabase, dir: string) => Promise<{ key: string; file: string | null } | null> =
   server.bootstrap as never;
+/** Where a plane keeps its admin key: `<dataDir>/admin-key`, as an absolute path. */
 export const adminKeyPath: (dataDir: string) => string = server.adminKeyPath;
+/**
+ * Open a plane database and bring its schema up to date: Postgres at `databaseUrl`, else PGlite in `dataDir`
+ * (locked to this process).
+ */
 export const openPlaneDatabase: (o: OpenOptions) => Promise<PlaneDatabase> = open.openPlaneDatabase as never;
+/**
+ * Create an API key for `o.project` with `o.scopes`; the returned `key` is the only time its secret exists in the
+ * clear. The project must exist (UNKNOWN_PROJECT otherwise) unless `o.createProject`.
+ */
 export const createKey: (
   db: PlaneDb,
   o: { project: string; name?: string; scopes: Scope[]; createProject?: boolean; visibleTo?: string },
 ) => Promise<{ key: string; id: string; projectId: string; scopes: Scope[] }> = auth.createKey as never;
+/** Create a project by name; PROJECT_EXISTS when it is there already. */
 export const createProject: (db: PlaneDb, name: string) => Promise<{ id: string; name: string }> =
   auth.createProject as never;
+/** The projects by name, or only the one with id `only`. */
 export const listProjects: (db: PlaneDb, only?: string) => Promise<{ id: string; name: string; createdAt: Date }[]> =
   auth.listProjects as never;
+/** Keys (never their secrets), oldest first; of one project when `projectId` is given. */
 export const listKeys: (
   db: PlaneDb,
   projectId?: string,
 ) => Promise<
   { id: string; name: string; project: string; scopes: string[]; createdAt: Date; revokedAt: Date | null }[]
 > = auth.listKeys as never;
+/** Revoke an active key (of one project when `projectId` is given); false when there is no such active key. */
 export const revokeKey: (db: PlaneDb, id: string, projectId?: string) => Promise<boolean> = auth.revokeKey as never;
+/** The principal a bearer key stands for, or null (unknown, malformed, revoked or wrong secret). */
 export const authenticate: (db: PlaneDb, key: string | undefined) => Promise<Principal | null> =
   auth.authenticate as never;
+/**
+ * Ingest one batch of a writer's outbox events into a project, each row accepted, a duplicate, or rejected with its
+ * reason: what `POST /v1/ingest` does.
+ */
 export const ingestBatch: (
   db: PlaneDb,
   projectId: string,

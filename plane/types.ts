@@ -9,7 +9,11 @@ import type { FaultHook } from '../support/faults.js';
 import type { Logger } from 'pino';
 import type { DataDirLock } from './db/lock.js';
 
-/** An open plane database. */
+/**
+ * An open plane database.
+ *
+ * @inline
+ */
 export interface PlaneDatabaseOf<Db> {
   db: Db;
   kind: 'postgres' | 'pglite';
@@ -17,9 +21,11 @@ export interface PlaneDatabaseOf<Db> {
   lock: DataDirLock | null;
   /** Throws when the database cannot answer. */
   ping(): Promise<void>;
+  /** Close the connections (and release the data dir lock). */
   close(): Promise<void>;
 }
 
+/** Options of `openPlaneDatabase`: Postgres by URL, or PGlite in a folder or in memory. */
 export interface OpenOptions {
   /** Postgres URL; absent: PGlite in `dataDir`. */
   databaseUrl?: string;
@@ -38,8 +44,11 @@ export interface OpenOptions {
 export type PlaneFaults = FaultHook;
 
 export interface PlaneAppOptionsOf<Db> {
+  /** The plane database the app serves (`openPlaneDatabase`). */
   database: PlaneDatabaseOf<Db>;
+  /** The pino logger for requests and the plane's work. Default: a silent one. */
   logger?: Logger;
+  /** Ingest batches handled at once (default 16); more wait for a slot (`maxQueuedIngest`). */
   maxInflightIngest?: number;
   /** Batches that may wait for a slot (default 64); more are refused with 429. */
   maxQueuedIngest?: number;
@@ -59,6 +68,7 @@ export interface PlaneAppOptionsOf<Db> {
   claimReleaseAfterMs?: number;
   /** A run not paused may be taken over once its writer was not heard from for this long (default 60 s; see PlaneConfig). */
   takeoverAfterMs?: number;
+  /** Named fault points for crash tests: 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. Default none. */
   faults?: PlaneFaults;
 }
 
@@ -71,5 +81,6 @@ export interface RunningPlaneOf<Db> {
   /** Set on the first start of an empty database: where the admin key was written. */
   adminKeyFile: string | null;
   adminKey: string | null;
+  /** Stop serving: the listeners, the retention schedule, and the database unless it was passed in (`options.database`). */
   close(): Promise<void>;
 }

@@ -23,6 +23,7 @@ import { deepFreeze, setOwn, stableStringify, type Json } from './json.js';
 import type { EncodedState } from './rows.js';
 import { WaymarkError, ErrorCode } from './errors.js';
 
+/** A run's state at one row: a JSON object (the agent's messages and turn, a graph's channels). */
 export type State = { [key: string]: Json };
 
 /** What a writer remembers about the newest row of an execution to encode the next one. */
@@ -47,6 +48,7 @@ export interface CodecCursor {
   readonly fieldMap: Readonly<Record<string, string>>;
 }
 
+/** A state encoded for a row by `encodeState`: the encoding, its JSON text, and the cursor for the next row. */
 export interface Encoded {
   encoded: EncodedState;
   /** JSON text of `encoded`, to store as is. */
@@ -212,6 +214,7 @@ export function encodeState(prev: CodecCursor | null, next: State, id: string, s
   };
 }
 
+/** A stored row as `decodeChain` reads it: id, seq and encoded state. */
 export interface ChainRow {
   id: string;
   seq: number;

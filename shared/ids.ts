@@ -57,4 +57,5 @@ export function uuidv7(now: number = Date.now()): string {
   );
 }
 
+/** A lowercase UUIDv7: version nibble 7, variant 10. */
 export const UUIDV7_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

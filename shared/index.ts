@@ -1,3 +1,9 @@
+/**
+ * `waymark/wire`: the wire contract between a store and the plane: the rows, the outbox events, the HTTP
+ * protocol's schemas (zod), the size limits and the error codes.
+ *
+ * @module waymark/wire
+ */
 export * from './limits.js';
 export * from './ids.js';
 export * from './json.js';

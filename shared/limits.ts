@@ -4,6 +4,7 @@
  */
 import { utf8Bytes } from './json.js';
 
+/** The size limits of rows, ids and batches, the same on the client and the plane. */
 export const LIMITS = Object.freeze({
   /** Longest `executionId`, in characters. */
   executionIdLength: 200,

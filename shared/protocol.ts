@@ -17,8 +17,10 @@ import {
 } from './rows.js';
 import { LIMITS } from './limits.js';
 
+/** The protocol version an ingest request carries (`protocol`); the plane refuses another. */
 export const PROTOCOL_VERSION = 1;
 
+/** What a writer still holds unsent: rows, bytes and the oldest waiting event's time. */
 export const Backlog = z
   .object({
     rows: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
@@ -28,6 +30,7 @@ export const Backlog = z
   .strict();
 export type Backlog = z.infer<typeof Backlog>;
 
+/** POST /v1/ingest: one batch of a writer's outbox events (validated row by row by the plane). */
 export const IngestRequest = z
   .object({
     protocol: z.literal(PROTOCOL_VERSION),
@@ -47,6 +50,7 @@ export type IngestRequest = z.infer<typeof IngestRequest>;
 export const RejectCode = z.enum(['invalid', 'too_large', 'conflict', 'seq_conflict', 'taken_over']);
 export type RejectCode = z.infer<typeof RejectCode>;
 
+/** What the plane did with one ingested row: accepted, a duplicate of one it holds, or rejected with a code and reason. */
 export const RowResult = z.discriminatedUnion('status', [
   z.object({ id: z.string().nullable(), status: z.literal('accepted') }),
   z.object({ id: z.string().nullable(), status: z.literal('duplicate') }),
@@ -61,6 +65,7 @@ export const RowResult = z.discriminatedUnion('status', [
 ]);
 export type RowResult = z.infer<typeof RowResult>;
 
+/** The answer to an ingest: each row's result, in the batch's order, and the counts. */
 export const IngestResponse = z.object({
   results: z.array(RowResult),
   accepted: z.number().int(),
@@ -89,6 +94,7 @@ const OwnerFields = {
     .optional(),
 };
 
+/** POST /v1/executions/:id/claim: claim a run's open pause at the plane (one claimant wins). */
 export const ClaimRequest = z
   .object({
     checkpointId: Uuidv7,
@@ -99,6 +105,7 @@ export const ClaimRequest = z
   })
   .strict();
 export type ClaimRequest = z.infer<typeof ClaimRequest>;
+/** The answer to a claim the writer won. */
 export const ClaimResponse = z.object({
   executionId: ExecutionId,
   checkpointId: Uuidv7,
@@ -128,6 +135,7 @@ export const TakeoverRequest = z
   })
   .strict();
 export type TakeoverRequest = z.infer<typeof TakeoverRequest>;
+/** The answer to a takeover the writer won. */
 export const TakeoverResponse = z.object({
   executionId: ExecutionId,
   writerId: WriterId,
@@ -165,6 +173,7 @@ export const LeaseRequest = z
   })
   .strict();
 export type LeaseRequest = z.infer<typeof LeaseRequest>;
+/** The answer to a lease renewal or release. */
 export const LeaseResponse = z.object({
   executionId: ExecutionId,
   /** The owner epoch the holder holds (null: released, or nothing to hold). */
@@ -183,6 +192,7 @@ export const CancelRequest = z
   })
   .strict();
 export type CancelRequest = z.infer<typeof CancelRequest>;
+/** The answer to a cancel: the plane's cancel marker, and what it closed and took. */
 export const CancelResponse = z.object({
   executionId: ExecutionId,
   /** The cancel marker's id and seq on the plane. */
@@ -206,7 +216,9 @@ export const WhoAmI = z.object({
 });
 export type WhoAmI = z.infer<typeof WhoAmI>;
 
+/** A run's status: running, paused, or ended (completed, failed, cancelled). */
 export const ExecutionStatus = z.enum(['running', 'paused', 'completed', 'failed', 'cancelled']);
+/** One run as the plane's read API lists it (GET /v1/executions). */
 export const ExecutionView = z.object({
   executionId: ExecutionId,
   status: ExecutionStatus,
@@ -245,9 +257,11 @@ export const HoleView = z.object({
 });
 export type HoleView = z.infer<typeof HoleView>;
 
+/** A page of a listing: its items, and the cursor of the next page (null: the last). */
 export const Page = <T extends z.ZodType>(item: T) =>
   z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 
+/** Two writers that both claimed one pause, as the plane recorded it (the operator's view of a split). */
 export const ClaimConflictView = z.object({
   executionId: ExecutionId,
   checkpointId: z.string(),
@@ -275,6 +289,7 @@ export const RestorePage = z.object({
 });
 export type RestorePage = z.infer<typeof RestorePage>;
 
+/** One row the plane refused, kept for the operator with its code, reason and payload. */
 export const QuarantineView = z.object({
   id: z.number().int(),
   writerId: z.string(),
@@ -288,6 +303,7 @@ export const QuarantineView = z.object({
   receivedAt: IsoTime,
 });
 
+/** One writer as the plane knows it: when it was seen, what it sent and what it still holds. */
 export const WriterView = z.object({
   writerId: z.string(),
   firstSeen: IsoTime,
@@ -326,6 +342,7 @@ export type DecisionRequest = z.infer<typeof DecisionRequest>;
 export const DecisionState = z.enum(['pending', 'claimed', 'applied', 'superseded']);
 export type DecisionState = z.infer<typeof DecisionState>;
 
+/** A decision as the plane's read API and decision feed show it, with its state. */
 export const DecisionView = Decision.extend({
   state: DecisionState,
   /** The writer that claimed the pause (with this decision or not), when claimed. */

@@ -22,6 +22,7 @@ export const JsonValue = z
  * record schema still judges it, so each problem is named at its own path.
  */
 const JsonRecord = z.record(z.string(), JsonValue);
+/** A JSON object (not an array, not null), checked as plain JSON and kept exactly as sent (a `"__proto__"` key included). */
 export const JsonObject = z
   .custom<{ [key: string]: Json }>(() => true)
   .superRefine((v, ctx) => {
@@ -38,6 +39,7 @@ export const JsonObject = z
   })
   .meta({ type: 'object', description: 'a JSON object' } as Record<string, unknown>);
 
+/** A lowercase UUIDv7 (`UUIDV7_RE`): the ids of rows and events. */
 export const Uuidv7 = z.string().regex(UUIDV7_RE, 'must be a lowercase UUIDv7');
 
 /** A control character (C0 or DEL): no id holds one, and Postgres text cannot hold U+0000. */
@@ -64,9 +66,13 @@ export const ExecutionId = printable(LIMITS.executionIdLength).refine(
   (v) => v !== '.' && v !== '..',
   "must not be '.' or '..' (no URL path can name it)",
 );
+/** A writer's id: printable text of 1 to `LIMITS.writerIdLength` characters. */
 export const WriterId = printable(LIMITS.writerIdLength);
+/** A node id (`turn:3`, `turn:3/tool:search`…): printable text of 1 to `LIMITS.nodeIdLength` characters. */
 export const NodeId = printable(LIMITS.nodeIdLength);
+/** An agent path (`agent:NAME/…`): printable text of 1 to `LIMITS.agentPathLength` characters. */
 export const AgentPath = printable(LIMITS.agentPathLength);
+/** An ISO 8601 UTC timestamp (`2026-12-06T18:00:00.000Z`). */
 export const IsoTime = z.iso.datetime();
 
 /** `graph_step`: one checkpoint written by a LangGraph graph through `waymark/langgraph` (see client/langgraph/). */
@@ -82,6 +88,7 @@ export const EncodedFull = z.object({
   kind: z.literal('full'),
   state: JsonObject,
 });
+/** A snapshot as the change from the previous row's: messages kept and appended, keys set and unset. */
 export const EncodedDelta = z.object({
   v: z.literal(1),
   kind: z.literal('delta'),
@@ -95,6 +102,7 @@ export const EncodedDelta = z.object({
   set: JsonObject,
   unset: z.array(z.string()),
 });
+/** A row's encoded snapshot: a full state, or a delta from the previous row's. */
 export const EncodedState = z.discriminatedUnion('kind', [EncodedFull, EncodedDelta]);
 export type EncodedState = z.infer<typeof EncodedState>;
 
@@ -184,9 +192,11 @@ export type Decision = z.infer<typeof Decision>;
  * `id` is the dedupe key: a checkpoint event's id is the checkpoint's id.
  */
 export const CheckpointEvent = z.object({ kind: z.literal('checkpoint'), id: Uuidv7, row: Checkpoint }).strict();
+/** A pause opened: the run's pending row. */
 export const InterruptOpenedEvent = z
   .object({ kind: z.literal('interrupt_opened'), id: Uuidv7, row: PendingInterrupt })
   .strict();
+/** A pause claimed by a writer (a resume, or a decision worker applying a decision). */
 export const InterruptClaimedEvent = z
   .object({
     kind: z.literal('interrupt_claimed'),
@@ -210,6 +220,7 @@ export const InterruptClosedEvent = z
     closedAt: IsoTime,
   })
   .strict();
+/** An idempotent side effect's recorded result. */
 export const IdempotencyEvent = z
   .object({ kind: z.literal('idempotency'), id: Uuidv7, row: IdempotencyEntry })
   .strict();
@@ -217,9 +228,11 @@ export const IdempotencyEvent = z
 export const DecisionRecordedEvent = z
   .object({ kind: z.literal('decision_recorded'), id: Uuidv7, row: Decision })
   .strict();
+/** A run deleted from a store: the plane deletes its copy too. */
 export const ExecutionDeletedEvent = z
   .object({ kind: z.literal('execution_deleted'), id: Uuidv7, executionId: ExecutionId, deletedAt: IsoTime })
   .strict();
+/** Any event of the outbox, by its `kind`. */
 export const OutboxEvent = z.discriminatedUnion('kind', [
   CheckpointEvent,
   InterruptOpenedEvent,
@@ -230,11 +243,18 @@ export const OutboxEvent = z.discriminatedUnion('kind', [
   ExecutionDeletedEvent,
 ]);
 export type OutboxEvent = z.infer<typeof OutboxEvent>;
+/** The `kind` of an outbox event. */
 export type OutboxKind = OutboxEvent['kind'];
 
 /** A cancel marker: the `run_end` row a cancel writes (status `cancelled`), which ends the run for good. */
 export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null | undefined): boolean =>
   !!row && row.step === 'run_end' && row.status === 'cancelled';
+
+/** The reason a cancel marker gives (null: none given). */
+export function cancelReason(marker: Pick<Checkpoint, 'nodeOutput'>): string | null {
+  const out = marker.nodeOutput as { reason?: unknown } | null;
+  return out && typeof out === 'object' && typeof out.reason === 'string' ? out.reason : null;
+}
 
 /**
  * What a cancel marker after `last` (the run's newest row) says, wherever it
@@ -242,12 +262,6 @@ export const isCancelMarker = (row: Pick<Checkpoint, 'step' | 'status'> | null |
  * id, seq, state and writer. The marker belongs to the outermost runner, as
  * completed and failed markers do.
  */
-/** The reason a cancel marker gives (null: none given). */
-export function cancelReason(marker: Pick<Checkpoint, 'nodeOutput'>): string | null {
-  const out = marker.nodeOutput as { reason?: unknown } | null;
-  return out && typeof out === 'object' && typeof out.reason === 'string' ? out.reason : null;
-}
-
 export function cancelMarkerFields(
   last: Pick<Checkpoint, 'id' | 'turn' | 'agentPath'>,
   reason: string | null,

@@ -8,6 +8,7 @@
  */
 import type { Json } from './json.js';
 
+/** One model call's usage, as a row records it: the model, where in the run, the token counts and the finish reason. */
 export interface UsageRecord {
   model: string;
   agentPath: string;
@@ -18,6 +19,7 @@ export interface UsageRecord {
   finishReason: string | null;
 }
 
+/** Usage summed over rows (`sumUsage`): calls and token counts. */
 export interface UsageTotal {
   /** Model calls that reported usage. */
   calls: number;

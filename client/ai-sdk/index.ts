@@ -26,6 +26,8 @@
  *    its Retry-After; any other error, or the last retry's, is a MODEL_ERROR
  *    carrying the status. A stream that failed after it had shown text is not
  *    retried here (the agent's re-issue on resume is the retry).
+ *
+ * @module waymark/ai-sdk
  */
 import { backoff, retryAfter } from '../retry.js';
 import type {
@@ -53,11 +55,13 @@ import {
 } from '../models/model.js';
 import { ModelError } from '../models/openai.js';
 
+/** Options of `fromAISDK`: retries of retryable provider errors, and call options passed through. */
 export interface AISDKModelOptions {
   /** Retries after the first attempt, for retryable errors. Default 4. */
   maxRetries?: number;
-  /** Backoff base and cap. Default 500 ms, 20 s. */
+  /** The longest wait before the first retry; the bound doubles each retry (full jitter, at least a Retry-After). Default 500 ms. */
   backoffMs?: number;
+  /** The cap of that bound: no wait is longer, except to honour a Retry-After. Default 20 s. */
   maxBackoffMs?: number;
   /** Passed to every call as they are (temperature, maxOutputTokens, providerOptions…). */
   callOptions?: Omit<LanguageModelV3CallOptions, 'prompt' | 'tools' | 'toolChoice' | 'abortSignal'>;
@@ -68,6 +72,7 @@ export function fromAISDK(model: LanguageModelV3, options: AISDKModelOptions = {
   return new AISDKModel(model, options);
 }
 
+/** An AI SDK LanguageModelV3 as a waymark `Model` (see the module's mapping above); `fromAISDK` makes one. */
 export class AISDKModel implements Model {
   readonly name: string;
   constructor(
@@ -107,6 +112,7 @@ export class AISDKModel implements Model {
     };
   }
 
+  /** One `doGenerate` call, retried on retryable errors, mapped to a waymark reply. */
   async generate(req: ModelRequest): Promise<ModelReply> {
     const opts = this.callOptions(req);
     return this.retrying(req.signal, async () => {

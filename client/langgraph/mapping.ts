@@ -49,6 +49,10 @@ export function invalid(message: string, problems: string[]): WaymarkError {
   });
 }
 
+/**
+ * The waymark execution id of a LangGraph thread and checkpoint namespace: the thread id, then `|` and the namespace
+ * when there is one. INVALID_GRAPH_CONFIG when the pair cannot name an execution.
+ */
 export function executionIdOf(threadId: string, ns: string): string {
   const id = ns === '' ? threadId : `${threadId}${NS_SEPARATOR}${ns}`;
   const problems: string[] = [];

@@ -11,6 +11,7 @@ import { PlaneHttp } from '../replica/http.js';
 import { restoreFromPlane, type RestoreOptions } from '../replica/restore.js';
 import { NS_SEPARATOR, isRowRef } from './mapping.js';
 
+/** What `restoreThread` imported, per execution of the thread. */
 export interface ThreadRestoreResult {
   /** Per execution restored: the root first, then each namespace. */
   executions: (ImportResult & { executionId: string; totalRows: number })[];

@@ -76,6 +76,7 @@ interface Held {
   run: RunLease;
 }
 
+/** Options of `new WaymarkSaver(store, ...)`: the serializer and the listing's page size. */
 export interface WaymarkSaverOptions {
   /** LangGraph's serializer; default its JsonPlusSerializer. */
   serde?: SerializerProtocol;
@@ -115,6 +116,10 @@ function isLangGraphRow(row: Row): boolean {
   return (row.agentPath === AGENT_PATH || row.agentPath.startsWith(`${AGENT_PATH}/`)) && isRowRef(row.nodeInput);
 }
 
+/**
+ * A LangGraph checkpoint saver over a waymark store: each checkpoint is one row of the thread's execution (and its
+ * outbox event), each pending write one idempotency entry, so a thread reaches the plane and restores elsewhere.
+ */
 export class WaymarkSaver extends BaseCheckpointSaver {
   readonly store: Checkpointer;
   private readonly pageSize: number;
@@ -221,6 +226,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
 
   // ---- reads ---------------------------------------------------------------
 
+  /** The checkpoint `config` names (`checkpoint_id`), or the thread's newest, with its pending writes; undefined when none. */
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const threadId = config.configurable?.thread_id as string | undefined;
     if (threadId === undefined || threadId === null) return undefined;
@@ -248,6 +254,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     return this.tupleOf(row);
   }
 
+  /** The thread's checkpoints, newest first, with their pending writes; `before`, `limit` and a metadata `filter` narrow them. */
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
     const { before, filter } = options;
     let limit = options.limit;
@@ -288,6 +295,10 @@ export class WaymarkSaver extends BaseCheckpointSaver {
 
   // ---- writes --------------------------------------------------------------
 
+  /**
+   * Write one checkpoint after its parent, in one store transaction (the row and its outbox event); resolves with the
+   * config that names it.
+   */
   async put(
     config: RunnableConfig,
     checkpoint: GraphCheckpoint,

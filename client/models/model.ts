@@ -4,18 +4,21 @@
  */
 import type { Json } from '../../shared/json.js';
 
+/** One tool call of a model's reply: its id, the tool's name and the arguments (JSON). */
 export interface ToolCall {
   id: string;
   name: string;
   arguments: Json;
 }
 
+/** One message of a conversation, as plain JSON (checkpointed as it is). */
 export type Message =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string }
   | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[] }
   | { role: 'tool'; toolCallId: string; name: string; content: string };
 
+/** A tool as a model request describes it: name, description and the JSON Schema of its arguments. */
 export interface ToolSpec {
   name: string;
   description: string;
@@ -23,6 +26,7 @@ export interface ToolSpec {
   parameters: Json;
 }
 
+/** What a model is asked: the conversation, the tools it may call, and an abort signal. */
 export interface ModelRequest {
   messages: readonly Message[];
   tools: readonly ToolSpec[];
@@ -68,6 +72,7 @@ export function distinctCallIds(calls: readonly ToolCall[]): readonly ToolCall[]
   });
 }
 
+/** A model's answer: text and/or tool calls, with usage and the finish reason when the provider reports them. */
 export interface ModelReply {
   content: string | null;
   toolCalls: ToolCall[];
@@ -79,8 +84,10 @@ export interface ModelReply {
 /** What a streaming model reports while its answer comes in. Provisional until the run's next row. */
 export type ModelStreamPart = { type: 'text-delta'; delta: string };
 
+/** A chat model with tool calls: `OpenAIChatModel`, `fromAISDK(...)`, `ScriptedModel`, or any implementation. */
 export interface Model {
   readonly name: string;
+  /** Answer one request: the reply's text, tool calls, usage and finish reason. */
   generate(request: ModelRequest): Promise<ModelReply>;
   /**
    * Optional: the same call, streamed. `onPart` sees text as it arrives; the

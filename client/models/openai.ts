@@ -20,19 +20,25 @@ import type {
   ToolCall,
 } from './model.js';
 
+/** Options of `new OpenAIChatModel(...)`: an OpenAI-compatible chat completions endpoint. */
 export interface OpenAIChatOptions {
   /** e.g. `https://api.example.com/v1` (the path `/chat/completions` is appended). */
   baseUrl: string;
+  /** The model name sent as the request's `model` (and part of the model's `name`, `openai:<model>`). */
   model: string;
+  /** Sent as `Authorization: Bearer <apiKey>`; absent: no authorization header. */
   apiKey?: string;
   /** Per attempt, for headers and body. Default 60 s. */
   timeoutMs?: number;
   /** Retries after the first attempt. Default 4. */
   maxRetries?: number;
-  /** Backoff base and cap. Default 500 ms, 20 s. */
+  /** The longest wait before the first retry; the bound doubles each retry (full jitter, at least a Retry-After). Default 500 ms. */
   backoffMs?: number;
+  /** The cap of that bound: no wait is longer, except to honour a Retry-After. Default 20 s. */
   maxBackoffMs?: number;
+  /** The undici dispatcher for the requests (a proxy, a pool, a mock agent in tests); default undici's global one. */
   dispatcher?: Dispatcher;
+  /** Extra fields of every request body (temperature, max_tokens…), merged over the ones the model sets. */
   extraBody?: Record<string, Json>;
 }
 
@@ -149,12 +155,14 @@ function toWire(m: Message): Record<string, unknown> {
   }
 }
 
+/** A `Model` over an OpenAI-compatible `/chat/completions` endpoint, with timeouts and retries of 429, 5xx and connection failures. */
 export class OpenAIChatModel implements Model {
   readonly name: string;
   constructor(private readonly o: OpenAIChatOptions) {
     this.name = `openai:${o.model}`;
   }
 
+  /** One chat completion: the reply's text, tool calls, usage and finish reason. */
   generate(req: ModelRequest): Promise<ModelReply> {
     return this.call(req, null);
   }

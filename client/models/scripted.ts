@@ -1,5 +1,6 @@
 import type { Model, ModelReply, ModelRequest, ToolCall } from './model.js';
 
+/** What a `ScriptRule` sees: the request, and the turn, last user message and tool results read from it. */
 export interface ScriptContext extends ModelRequest {
   /** Number of assistant messages so far: the turn being answered. */
   turn: number;
@@ -9,12 +10,14 @@ export interface ScriptContext extends ModelRequest {
   toolResults: { name: string; content: string }[];
 }
 
+/** What a `ScriptRule` answers: text and/or tool calls. */
 export interface ScriptReply {
   content?: string | null;
   /** Tool calls; ids default to `call_<turn>_<i>`. */
   toolCalls?: (Omit<ToolCall, 'id'> & { id?: string })[];
 }
 
+/** Decides each reply of a `ScriptedModel` from the conversation so far. */
 export type ScriptRule = (ctx: ScriptContext) => ScriptReply;
 
 /**
@@ -26,6 +29,7 @@ export class ScriptedModel implements Model {
   calls = 0;
   constructor(private readonly rule: ScriptRule) {}
 
+  /** The rule's reply to this conversation (no usage); counts the call. */
   async generate(request: ModelRequest): Promise<ModelReply> {
     this.calls++;
     const msgs = request.messages;

@@ -10,6 +10,11 @@
  * functions taking the sql handle: reads.ts, outbox.ts, delete.ts (delete,
  * prune), import.ts, put-on-cursor.ts (the one-statement put), leases.ts,
  * executions.ts (the row lock, error fields).
+ *
+ * What the `waymark/postgres` entry exports (its index.ts loads this file once the
+ * optional peer `postgres` is found): the API reference documents the entry from here.
+ *
+ * @module waymark/postgres
  */
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
@@ -89,6 +94,7 @@ import { importInto } from './import.js';
 import { usageTotalsOf } from '../store/usage.js';
 import type { UsageTotal } from '../../shared/usage.js';
 
+/** Options of `new PostgresCheckpointer(...)`: the connection, the schema, and the store options every backend takes. */
 export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   /** Connection string; or pass `sql`. */
   url?: string;
@@ -99,6 +105,7 @@ export interface PostgresCheckpointerOptions extends StoreBaseOptions {
   schema?: string;
   /** Pool size when the adapter makes its own client. Default 10. */
   max?: number;
+  /** This store's writer id; persisted on first setup when absent. */
   writerId?: string;
 }
 

@@ -11,6 +11,7 @@ import type { FaultHook } from '../faults.js';
 import type { RunUpdate } from './change-feed.js';
 import type { SkippedDecision } from './decision-feed.js';
 
+/** What a replica's drain is doing: idle, sending, waiting to retry, refused by the plane's key check, or stopped. */
 export type DrainState = 'idle' | 'draining' | 'backoff' | 'auth_failed' | 'stopped';
 
 /**
@@ -25,6 +26,7 @@ export interface ReplicaOptions {
   apiKey: string;
   /** Reported to the plane; defaults to the store's writer id. */
   writerId?: string;
+  /** The undici dispatcher for every request to the plane (a proxy, TLS settings, a pool); default undici's global one. */
   dispatcher?: Dispatcher;
   /** Rows per batch, at least 1. Default 500; capped at LIMITS.batchRows. */
   batchRows?: number;
@@ -40,6 +42,7 @@ export interface ReplicaOptions {
   backoffBaseMs?: number;
   /** The largest ceiling, at least 1 ms and not under `backoffBaseMs`. Default 30 s. */
   backoffCapMs?: number;
+  /** Named fault points for crash tests (see `waymark/testing`). Default none. */
   faults?: FaultHook;
   /** Follow the plane's change feed while running (default true; change-feed.ts). false: only `pullChanges()` does it. */
   followChanges?: boolean;
@@ -106,6 +109,7 @@ export function replicaOptionProblems(o: ReplicaOptions): string[] {
   return problems;
 }
 
+/** A replica's drain as `status()` reports it: its state, the outbox's backlog and quarantine, the last ack and error. */
 export interface ReplicaStatus {
   state: DrainState;
   pendingRows: number;

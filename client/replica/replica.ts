@@ -92,6 +92,10 @@ class HttpFailure extends Error {
   }
 }
 
+/**
+ * A store's link to a plane (`connectPlane` makes one): it drains the store's outbox to the plane, follows the plane's
+ * change and decision feeds, and arbitrates claims and takeovers there. Emits `ReplicaEvents`; `stop()` ends it.
+ */
 export class Replica extends EventEmitter<ReplicaEvents> {
   readonly writerId: string;
   private apiKey: string;
@@ -509,6 +513,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     }
   }
 
+  /** The drain's state now: what waits in the outbox, what was quarantined, the last ack and error, the next attempt. */
   async status(): Promise<ReplicaStatus> {
     const s = await this.store.outboxStats();
     return {

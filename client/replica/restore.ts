@@ -34,11 +34,17 @@ import { PlaneHttp } from './http.js';
 import { apiKeyProblem, refuseOptions, urlProblem } from '../../support/options.js';
 import { shown } from '../../support/options.js';
 
+/** Options of `restoreFromPlane`: the plane, and how the bundle is fetched. */
 export interface RestoreOptions {
+  /** The plane's http(s) URL, a path prefix allowed. */
   url: string;
+  /** The plane's API key; it needs the `read` scope. */
   apiKey: string;
+  /** The undici dispatcher for the requests to the plane; default undici's global one. */
   dispatcher?: Dispatcher;
+  /** Rows per page of the restore. Default 500. */
   pageSize?: number;
+  /** Deadline of each page's request, in ms. Default 30 000. */
   timeoutMs?: number;
   /** Called after each page; restore waits for a returned promise before it asks for the next page. */
   onProgress?: (p: { rows: number; totalRows: number }) => unknown;
@@ -46,6 +52,14 @@ export interface RestoreOptions {
   beforeImport?: () => Promise<void>;
 }
 
+/**
+ * Restore one run from the plane into `store`: the whole bundle, verified (seq continuous from 0, every row of this
+ * run, the snapshot chain decodes, the pause is the newest row's), then written in one transaction and marked synced.
+ * A local row is never overwritten: where the local history differs, the run is reported in `diverged` and nothing
+ * of the plane's branch after that point is written. Resolves with what was imported, the run's row count at the
+ * plane (`totalRows`), and whether the pause's decision was imported.
+ * Throws NOT_ON_PLANE, RUN_INCOMPLETE, RESTORE_UNVERIFIED, UNAUTHORIZED/FORBIDDEN or PLANE_ERROR, importing nothing.
+ */
 export async function restoreFromPlane(
   store: Checkpointer,
   executionId: string,

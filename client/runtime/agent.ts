@@ -50,6 +50,7 @@ import { segmentProblems, toolSegment, type Tool } from './tool.js';
 import { AgentLoop } from './loop.js';
 import { freeze, kept, TOOL_MISSING, type Place, type RunState } from './run-state.js';
 
+/** Options of `new Agent(...)`: its name, model, tools, store and limits. */
 export interface AgentOptions {
   /**
    * A segment of the path the agent's rows are filed under (`agent:NAME`,
@@ -59,10 +60,13 @@ export interface AgentOptions {
    * (INVALID_OPTIONS, each problem named).
    */
   name: string;
+  /** The model that answers each turn (`OpenAIChatModel`, `fromAISDK(...)`, `ScriptedModel`, or any `Model`). */
   model: Model;
+  /** The tools the model may call, by their names (worker agents join as `agent.asTool()`). Default none. */
   tools?: Tool[];
   /** Required for a top-level agent; a worker used through `asTool` uses its supervisor's store. */
   checkpointer?: Checkpointer;
+  /** The system prompt, the first message of every model request. Default none. */
   system?: string;
   /** Node kind in agent paths: `agent` (default) or `supervisor`. */
   kind?: 'agent' | 'supervisor';
@@ -74,9 +78,11 @@ export interface AgentOptions {
    * whose process died can be taken over once it expires.
    */
   leaseMs?: number;
+  /** Named fault points for crash tests. Default none. */
   faults?: FaultHook;
 }
 
+/** How a run (or resume) ended: completed with its output, paused with its open pause, or failed with an error. */
 export interface RunResult {
   status: 'completed' | 'paused' | 'failed';
   executionId: string;
@@ -154,6 +160,7 @@ const FORK_OPTIONS = optionNames<{ checkpointId?: string; input?: string; execut
   onEvent: true,
 });
 
+/** Options of `run`, `resume` and `fork`. */
 export interface RunOptions {
   /**
    * Called synchronously with each event, in order. Its errors are caught and
@@ -163,6 +170,10 @@ export interface RunOptions {
   onEvent?: (event: RunEvent) => void;
 }
 
+/**
+ * An agent: a model with tools, whose runs are durable. Each step is a checkpoint in the store; a run that paused
+ * or crashed goes on with `resume`, and a tool's side effect inside `idempotent` is not done twice.
+ */
 export class Agent {
   readonly name: string;
   readonly kind: 'agent' | 'supervisor';

@@ -21,6 +21,11 @@ export interface ToolScope {
   escaped: Error | null;
 }
 
+/**
+ * The run a tool is called in: its execution, store, agent path and lease.
+ *
+ * @inline
+ */
 export interface RunContext {
   executionId: string;
   store: Checkpointer;
@@ -34,6 +39,7 @@ export interface RunContext {
 
 const storage = new AsyncLocalStorage<RunContext>();
 
+/** The run the calling code runs in (inside a tool's `execute`), or undefined outside any run. */
 export function currentRun(): RunContext | undefined {
   return storage.getStore();
 }

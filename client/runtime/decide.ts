@@ -13,6 +13,7 @@ import { Decision } from '../../shared/rows.js';
 import { userInfo } from 'node:os';
 import type { Checkpointer } from '../checkpointer.js';
 
+/** A decision for `decide`: approved or not, its metadata and comment, who decided, and the pause it answers. */
 export interface DecideInput {
   approved: boolean;
   /** Kept in the decision's metadata, which is what `interrupt()` returns to the tool (with `comment`). */

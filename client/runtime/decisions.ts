@@ -50,6 +50,7 @@ import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
 import type { Agent, RunResult } from './agent.js';
 
+/** What the decision worker did with one decision (`onOutcome`). */
 export type DecisionOutcome =
   | { outcome: 'applied'; decision: StoredDecision; status: RunResult['status']; result: RunResult }
   | { outcome: 'applied_elsewhere'; decision: StoredDecision; appliedBy: string }
@@ -62,11 +63,13 @@ export type DecisionOutcome =
       retryInMs: number;
     };
 
+/** Options of `serveDecisions`: which agents apply decisions, from which store, and how it waits and retries. */
 export interface ServeDecisionsOptions {
   /** The agent that runs every decided run (or `agentFor`). */
   agent?: Agent;
   /** The agent for one decision's run; null/undefined: not this worker's (skipped). */
   agentFor?: (decision: StoredDecision) => Agent | null | undefined | Promise<Agent | null | undefined>;
+  /** The store whose recorded decisions the worker applies. */
   store: Checkpointer;
   /** A connected replica: its plane's decisions wake the worker (it follows the decision feed while serving). */
   replica?: Replica;
@@ -74,6 +77,7 @@ export interface ServeDecisionsOptions {
   signal: AbortSignal;
   /** Restore from the plane (through `replica`) a decided run this store does not hold, then apply it. */
   restore?: boolean;
+  /** Called with the outcome of each decision the worker handled (applied, applied elsewhere, superseded, failed). Default none. */
   onOutcome?: (outcome: DecisionOutcome) => void;
   /** The fallback wake-up, for decisions another process recorded in a shared store. Default 2000 ms. */
   pollMs?: number;
@@ -91,6 +95,7 @@ export interface ServeDecisionsOptions {
 
 /** The one call the worker logs through (pino's signature). */
 export interface DecisionLogger {
+  /** Log one warning: structured fields, then the message. */
   warn(fields: Record<string, unknown>, message: string): void;
 }
 

@@ -46,6 +46,7 @@ import { EffectNotRecorded, IdempotencyError, IdempotencyKeyRequired, InvalidIde
 import { currentRun, type RunContext } from './context.js';
 import { isLeaseLoss } from './lease.js';
 
+/** Options of `idempotent`: the key its recorded result is stored under. */
 export interface IdempotentOptions<A extends unknown[]> {
   /**
    * A fixed key, or one computed from the arguments (1..512 characters).

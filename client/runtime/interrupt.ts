@@ -25,9 +25,11 @@ export class Resume {
     this.approved = r.data.approved;
     this.metadata = r.data.metadata;
   }
+  /** The plain value a checkpoint stores: `{ approved, metadata }`. */
   toJSON(): Json {
     return { approved: this.approved, metadata: this.metadata };
   }
+  /** A Resume from its stored value (`toJSON`'s), checked like the constructor's. */
   static from(v: Json): Resume {
     return new Resume(v as { approved: boolean; metadata?: Record<string, Json> });
   }

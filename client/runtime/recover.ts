@@ -17,9 +17,11 @@ import { optionNames, optionsProblems } from '../../support/options.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import type { Agent, RunResult } from './agent.js';
 
+/** Options of `recoverRuns`: which agents' runs to recover, from which store, and how often. */
 export interface RecoverOptions {
   /** The agents whose runs to recover; a run is matched by the agent path of its newest row. */
   agents: Agent[];
+  /** The store holding the runs to recover. */
   store: Checkpointer;
   /** Runs resumed at once. Default 4. */
   concurrency?: number;
@@ -35,7 +37,11 @@ export interface RecoverOptions {
   withoutPlane?: boolean;
 }
 
-/** Why recovery left a run alone. */
+/**
+ * Why recovery left a run alone.
+ *
+ * @inline
+ */
 export type HeldReason =
   | 'lease live'
   | 'lease lost'
@@ -45,6 +51,7 @@ export type HeldReason =
   | 'deleted'
   | 'taken over elsewhere';
 
+/** What `recoverRuns` did with one run: resumed it, left it alone (and why), or failed to. */
 export type RecoveryOutcome =
   | { executionId: string; agent: string; outcome: 'recovered'; status: RunResult['status']; result: RunResult }
   | {
@@ -58,6 +65,7 @@ export type RecoveryOutcome =
     }
   | { executionId: string; agent: string; outcome: 'failed'; error: { code: string; message: string } };
 
+/** What `recoverRuns` did: each run's outcome and the totals. */
 export interface RecoveryReport {
   /** Per run, in the order they were considered (the last pass only, in watch mode). */
   runs: RecoveryOutcome[];

@@ -9,12 +9,17 @@ export interface Tool<P extends z.ZodType = z.ZodType> {
   readonly name: string;
   readonly description: string;
   readonly parameters: P;
+  /** Runs the call with its validated arguments; what it returns (or resolves) is the result the model sees. */
   readonly execute: (args: z.infer<P>) => unknown;
   /** Set for a tool that delegates to a worker agent (see Agent.asTool). */
   readonly delegate?: DelegateTarget;
 }
 
-/** What a delegating tool needs from the worker agent (kept abstract to avoid an import cycle). */
+/**
+ * What a delegating tool needs from the worker agent (kept abstract to avoid an import cycle).
+ *
+ * @inline
+ */
 export interface DelegateTarget {
   readonly name: string;
 }

@@ -19,6 +19,11 @@
  * reads of the contract. Beside it: statements.ts (every fixed statement,
  * prepared at open), leases.ts, delete.ts (delete, prune) and import.ts,
  * as functions taking the prepared statements.
+ *
+ * What the `waymark/sqlite` entry exports (its index.ts loads this file once the
+ * optional peer `better-sqlite3` is found): the API reference documents the entry from here.
+ *
+ * @module waymark/sqlite
  */
 import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';
@@ -89,8 +94,10 @@ import { fence, fenceWrite, leaseInfo, takeLease } from './leases.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
 
+/** SQLite's `synchronous` pragma: how much a commit waits for the disk (FULL: every commit survives a power loss). */
 export type SqliteSynchronous = 'FULL' | 'NORMAL' | 'EXTRA';
 
+/** Options of `new SqliteCheckpointer(...)`: the file, its durability, and the store options every backend takes. */
 export interface SqliteCheckpointerOptions extends StoreBaseOptions {
   /** File path, or ':memory:' (one process only). */
   path: string;

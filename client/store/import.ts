@@ -45,6 +45,7 @@ export function checkBundle(bundle: RestoreBundle): {
   };
 }
 
+/** An execution whose local history differs from a restored bundle's: where, why, and the local row there. */
 export interface DivergedExecution {
   executionId: string;
   /** The first bundle seq that was not written. */

@@ -8,6 +8,8 @@
  *   declares vitest tests; the rest of this entry loads without it.
  * - Fault hooks for crash tests: `killAt(point)` ends the process at a named
  *   fault point; `faultPoint(name)` checks a point named on a command line.
+ *
+ * @module waymark/testing
  */
 import { ErrorCode, hasCode } from '../../shared/errors.js';
 import { requirePeer } from '../../support/peer.js';

@@ -46,11 +46,13 @@ export interface LockInfo {
   since: string;
 }
 
+/** This process's hold on a plane's data dir (`lockDataDir`): one plane per data dir. */
 export interface DataDirLock {
   readonly dir: string;
   readonly file: string;
   /** Record the URL the plane serves on (read by `waymark plane keys …` to go through it). */
   setUrl(url: string): void;
+  /** Give the data dir up: remove the lock file (only while it is still this lock's). */
   release(): void;
 }
 

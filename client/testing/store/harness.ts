@@ -9,18 +9,25 @@ import type { Checkpointer, CheckpointInput } from '../../checkpointer.js';
 import type { FaultHook } from '../../faults.js';
 import { hasCode, type ErrorCode } from '../../../shared/errors.js';
 
+/** One store under test, as a backend's `make` hands it to the conformance suite. */
 export interface StoreHarness {
+  /** The store, set up and ready. */
   store: Checkpointer;
   /** Overwrite one column of a stored checkpoint with raw text (simulated corruption). */
   corrupt(rowId: string, column: 'state' | 'node_input' | 'node_output', text: string): Promise<void>;
   /** A second, independent handle on the same stored data (another process would open the same). */
   reopen(): Promise<Checkpointer>;
+  /** Close the store and any handle `reopen` made; the suite calls it after each test. */
   close(): Promise<void>;
 }
 
+/** Options of `runStoreSuite`: the backend's name, how to make a store, and the tests it skips. */
 export interface StoreSuiteOptions {
+  /** The backend's name, in the suite's title. */
   name: string;
+  /** Make a fresh, empty store for one test (with `faults` as its fault hook, when the test gives one). */
   make(options: { faults?: FaultHook }): Promise<StoreHarness>;
+  /** Tests of the suite this backend skips, each by its name and with the reason shown; default none. */
   skip?: { test: string; reason: string }[];
 }
 
