@@ -4,7 +4,7 @@
  * transaction; the read side (read.ts) only lists what they recorded.
  */
 import { and, eq, isNull, lt, ne, sql } from 'drizzle-orm';
-import type { PlaneDb } from './db/open.js';
+import type { PlaneDb, Tx } from './db/open.js';
 import {
   checkpoints,
   claims,
@@ -236,8 +236,6 @@ function claimOnce(
     return { won: true as const, writerId, claimedAt: won[0].claimedAt.toISOString(), takenFrom, epoch };
   });
 }
-
-type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
 /** Move a held (never applied) claim older than `releaseAfterMs` to `writerId`; null when it is not stale. */
 async function takeOverStale(

@@ -9,7 +9,7 @@ import { LIMITS } from '../shared/limits.js';
 import { stableStringify, startWithin, utf8Bytes } from '../shared/json.js';
 import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
-import type { PlaneDb } from './db/open.js';
+import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
 import { issuesText } from './http/errors.js';
 import { announceChanges, lockChanges, stampChanges } from './changes.js';
@@ -17,8 +17,6 @@ import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { stampOpenedPauses, storeEvent } from './ingest-events.js';
 import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.js';
 import { lockOwners, PLANE_WRITER } from './owners.js';
-
-export type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
 export interface Item {
   index: number;
@@ -420,11 +418,6 @@ async function recordHoles(tx: Tx, projectId: string, writerId: string, items: I
       .insert(holes)
       .values(values.slice(i, i + 500))
       .onConflictDoNothing();
-}
-
-/** Result rows of `execute()`: postgres.js returns an array, PGlite an object with `rows`. */
-export function rowsOf<T>(r: unknown): T[] {
-  return (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
 }
 
 function executionGuess(raw: unknown): string | null {
