@@ -23,7 +23,7 @@ import {
 import { lockChanges } from './changes.js';
 import { storeIngestedDecision } from './decisions.js';
 import type { Tx } from './db/open.js';
-import { hashOf, type Item, reject } from './ingest.js';
+import { hashOf, type Item, reject } from './ingest-item.js';
 
 async function recordEvent(tx: Tx, projectId: string, writerId: string, item: Item): Promise<boolean> {
   const e = item.event!;

@@ -6,9 +6,9 @@
 import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
-import { stableStringify, startWithin, utf8Bytes } from '../shared/json.js';
+import { startWithin, utf8Bytes } from '../shared/json.js';
 import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
-import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
+import type { Backlog, RowResult } from '../shared/protocol.js';
 import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
 import { issuesText } from './http/errors.js';
@@ -17,26 +17,7 @@ import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { stampOpenedPauses, storeEvent } from './ingest-events.js';
 import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.js';
 import { lockOwners, PLANE_WRITER } from './owners.js';
-
-export interface Item {
-  index: number;
-  id: string | null;
-  raw: unknown;
-  text: string;
-  event?: OutboxEvent;
-  hash?: string;
-  executionId?: string | null;
-  result?: RowResult;
-  /** A decision_recorded event: stored, or the pause's first decision kept (this one dropped). */
-  decision?: { stored: true } | { stored: false; first: Decision | null };
-}
-
-export const hashOf = (v: unknown) => createHash('sha256').update(stableStringify(v)).digest('hex');
-
-/** Text taken from a refused payload for the quarantine record: Postgres text cannot hold NUL. */
-function clean(s: string, max: number): string {
-  return s.slice(0, max).replace(/\u0000/g, '\uFFFD');
-}
+import { clean, hashOf, type Item, reject } from './ingest-item.js';
 
 function idOf(raw: unknown): string | null {
   const id = (raw as { id?: unknown } | null)?.id;
@@ -45,10 +26,6 @@ function idOf(raw: unknown): string | null {
 
 function executionOf(e: OutboxEvent): string {
   return 'row' in e ? e.row.executionId : e.executionId;
-}
-
-export function reject(item: Item, code: RejectCode, reason: string): void {
-  item.result = { id: item.id, status: 'rejected', code, reason: clean(reason, LIMITS.reasonLength) };
 }
 
 /** Parse and pre-check every row outside the transaction. */
