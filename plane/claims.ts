@@ -1,7 +1,7 @@
 /**
  * The plane's arbitration writes: a pause's claim (exactly one writer wins),
  * its release, and the takeover of a run whose writer died mid-run. Each is one
- * transaction; the read side (read.ts) only lists what they recorded.
+ * transaction; the read side (reads/) only lists what they recorded.
  */
 import { and, eq, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { PlaneDb, Tx } from './db/open.js';

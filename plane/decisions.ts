@@ -29,7 +29,8 @@ import type { PlaneDb, Tx } from './db/open.js';
 import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
 import { HttpError } from './http/errors.js';
 import { announce, seqCursor, waitForFeed, waitersOf, type Feed } from './long-poll.js';
-import { decisionOfRow, decodeCursor, encodeCursor, isIdCursor } from './read.js';
+import { decodeCursor, encodeCursor, isIdCursor } from './reads/cursor.js';
+import { decisionOfRow } from './reads/pauses.js';
 
 type Conn = PlaneDb | Tx;
 type DecisionRow = typeof decisions.$inferSelect;

@@ -18,6 +18,7 @@ import { stampOpenedPauses, storeEvent } from './ingest-events.js';
 import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.js';
 import { lockOwners, PLANE_WRITER } from './owners.js';
 import { clean, hashOf, type Item, reject } from './ingest-item.js';
+import { holeIsGap } from './reads/holes.js';
 
 function idOf(raw: unknown): string | null {
   const id = (raw as { id?: unknown } | null)?.id;
@@ -460,19 +461,6 @@ async function storeCheckpoints(tx: Tx, projectId: string, items: Item[], touche
     }
   }
 }
-
-/**
- * Which holes are gaps in the plane's copy of a run (a SQL condition on a
- * `holes` row). A `seq_conflict` is not a gap when the plane holds a row at
- * that seq and no later row of the refused writer: that writer continued the
- * run on another branch (an offline double resume), every row of its branch
- * was refused, and the plane's own chain is whole. It stays in `holes` (and the
- * quarantine): a later row of that writer accepted at a free seq would follow
- * a row the plane refused, and makes every hole of its branch a gap again.
- */
-export const holeIsGap = sql.raw(`NOT (holes.code = 'seq_conflict'
-  AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.project_id = holes.project_id AND c.execution_id = holes.execution_id AND c.seq = holes.seq)
-  AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.project_id = holes.project_id AND c.execution_id = holes.execution_id AND c.seq > holes.seq AND c.writer_id = holes.writer_id))`);
 
 /**
  * Recompute the summaries of the given executions from their newest row and
