@@ -17,7 +17,7 @@ import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, executions, pendingInterrupts } from './db/schema.js';
 import { announceChanges } from './changes.js';
 import { hashOf } from './ingest-item.js';
-import { refreshExecutions } from './ingest.js';
+import { refreshExecutions } from './run-summary.js';
 import { fenceWriter, lockedOwner, PLANE_WRITER, setOwner } from './owners.js';
 
 /** The reason a cancelled run's marker gives (null: none given, or the run's newest row is not a cancel marker). */

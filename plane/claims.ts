@@ -19,7 +19,7 @@ import { acquireOwner, type Asker, fenceWriter, isCopy, isLive, lockedOwner, set
 import { announceChanges } from './changes.js';
 import { decisionOf, decisionView } from './decisions.js';
 import type { DecisionView } from '../shared/protocol.js';
-import { refreshExecutions } from './ingest.js';
+import { refreshExecutions } from './run-summary.js';
 
 /**
  * Claim a pause for one writer. The claims table's primary key makes exactly
