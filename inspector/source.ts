@@ -2,7 +2,7 @@
  * What the inspector's pages read, as one interface: `InspectorSource`. The
  * pages (pages.tsx) render whatever source they are given; two implement it:
  *
- * - the plane's (plane/ui/plane-source.ts), a thin layer over plane/read.ts for one
+ * - the plane's (plane/ui/plane-source.ts), a thin layer over plane/reads/ for one
  *   project, with every plane-only part (holes, claim conflicts, takeovers);
  * - a local store's (client/ui/local-source.ts, `waymark ui`), over the
  *   Checkpointer contract, with the outbox's sync status.

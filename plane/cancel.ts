@@ -16,7 +16,8 @@ import {
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, executions, pendingInterrupts } from './db/schema.js';
 import { announceChanges } from './changes.js';
-import { hashOf, refreshExecutions } from './ingest.js';
+import { hashOf } from './ingest-item.js';
+import { refreshExecutions } from './run-summary.js';
 import { fenceWriter, lockedOwner, PLANE_WRITER, setOwner } from './owners.js';
 
 /** The reason a cancelled run's marker gives (null: none given, or the run's newest row is not a cancel marker). */

@@ -29,11 +29,8 @@
  */
 import { sql } from 'drizzle-orm';
 import type { ExecutionChange } from '../shared/protocol.js';
-import type { PlaneDb } from './db/open.js';
-import { rowsOf } from './ingest.js';
+import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { announce, seqCursor, waitForFeed, type Feed } from './long-poll.js';
-
-type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
 const SEQUENCE = sql.raw(`pg_get_serial_sequence('executions', 'change_seq')`);
 

@@ -1,10 +1,10 @@
 /**
  * The plane's arbitration writes: a pause's claim (exactly one writer wins),
  * its release, and the takeover of a run whose writer died mid-run. Each is one
- * transaction; the read side (read.ts) only lists what they recorded.
+ * transaction; the read side (reads/) only lists what they recorded.
  */
 import { and, eq, isNull, lt, ne, sql } from 'drizzle-orm';
-import type { PlaneDb } from './db/open.js';
+import type { PlaneDb, Tx } from './db/open.js';
 import {
   checkpoints,
   claims,
@@ -19,7 +19,7 @@ import { acquireOwner, type Asker, fenceWriter, isCopy, isLive, lockedOwner, set
 import { announceChanges } from './changes.js';
 import { decisionOf, decisionView } from './decisions.js';
 import type { DecisionView } from '../shared/protocol.js';
-import { refreshExecutions } from './ingest.js';
+import { refreshExecutions } from './run-summary.js';
 
 /**
  * Claim a pause for one writer. The claims table's primary key makes exactly
@@ -236,8 +236,6 @@ function claimOnce(
     return { won: true as const, writerId, claimedAt: won[0].claimedAt.toISOString(), takenFrom, epoch };
   });
 }
-
-type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 
 /** Move a held (never applied) claim older than `releaseAfterMs` to `writerId`; null when it is not stale. */
 async function takeOverStale(

@@ -25,13 +25,13 @@ import { LIMITS } from '../shared/limits.js';
 import { DecisionRequest, type DecisionView, type PauseView } from '../shared/protocol.js';
 import { Decision, type PendingInterrupt } from '../shared/rows.js';
 import { uuidv7 } from '../shared/ids.js';
-import type { PlaneDb } from './db/open.js';
+import type { PlaneDb, Tx } from './db/open.js';
 import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
 import { HttpError } from './http/errors.js';
 import { announce, seqCursor, waitForFeed, waitersOf, type Feed } from './long-poll.js';
-import { decisionOfRow, decodeCursor, encodeCursor, isIdCursor } from './read.js';
+import { decodeCursor, encodeCursor, isIdCursor } from './reads/cursor.js';
+import { decisionOfRow } from './reads/pauses.js';
 
-type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
 type Conn = PlaneDb | Tx;
 type DecisionRow = typeof decisions.$inferSelect;
 type ClaimRow = typeof claims.$inferSelect;

@@ -22,7 +22,8 @@ import {
 } from './db/schema.js';
 import { lockChanges } from './changes.js';
 import { storeIngestedDecision } from './decisions.js';
-import { hashOf, type Item, reject, type Tx } from './ingest.js';
+import type { Tx } from './db/open.js';
+import { hashOf, type Item, reject } from './ingest-item.js';
 
 async function recordEvent(tx: Tx, projectId: string, writerId: string, item: Item): Promise<boolean> {
   const e = item.event!;

@@ -14,7 +14,8 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { type Checkpoint, isCancelMarker } from '../shared/rows.js';
 import { checkpoints, runOwners } from './db/schema.js';
-import { type Item, reject, type Tx } from './ingest.js';
+import type { Tx } from './db/open.js';
+import { type Item, reject } from './ingest-item.js';
 import { fenceWriter, followRows, PLANE_WRITER } from './owners.js';
 
 const checkpointOf = (i: Item): Checkpoint | null => (!i.result && i.event?.kind === 'checkpoint' ? i.event.row : null);

@@ -6,39 +6,19 @@
 import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
-import { stableStringify, startWithin, utf8Bytes } from '../shared/json.js';
+import { startWithin, utf8Bytes } from '../shared/json.js';
 import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
-import type { Backlog, RejectCode, RowResult } from '../shared/protocol.js';
-import type { PlaneDb } from './db/open.js';
+import type { Backlog, RowResult } from '../shared/protocol.js';
+import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
 import { issuesText } from './http/errors.js';
-import { announceChanges, lockChanges, stampChanges } from './changes.js';
+import { announceChanges, lockChanges } from './changes.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { stampOpenedPauses, storeEvent } from './ingest-events.js';
 import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.js';
 import { lockOwners, PLANE_WRITER } from './owners.js';
-
-export type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
-
-export interface Item {
-  index: number;
-  id: string | null;
-  raw: unknown;
-  text: string;
-  event?: OutboxEvent;
-  hash?: string;
-  executionId?: string | null;
-  result?: RowResult;
-  /** A decision_recorded event: stored, or the pause's first decision kept (this one dropped). */
-  decision?: { stored: true } | { stored: false; first: Decision | null };
-}
-
-export const hashOf = (v: unknown) => createHash('sha256').update(stableStringify(v)).digest('hex');
-
-/** Text taken from a refused payload for the quarantine record: Postgres text cannot hold NUL. */
-function clean(s: string, max: number): string {
-  return s.slice(0, max).replace(/\u0000/g, '\uFFFD');
-}
+import { clean, hashOf, type Item, reject } from './ingest-item.js';
+import { refreshExecutions } from './run-summary.js';
 
 function idOf(raw: unknown): string | null {
   const id = (raw as { id?: unknown } | null)?.id;
@@ -47,10 +27,6 @@ function idOf(raw: unknown): string | null {
 
 function executionOf(e: OutboxEvent): string {
   return 'row' in e ? e.row.executionId : e.executionId;
-}
-
-export function reject(item: Item, code: RejectCode, reason: string): void {
-  item.result = { id: item.id, status: 'rejected', code, reason: clean(reason, LIMITS.reasonLength) };
 }
 
 /** Parse and pre-check every row outside the transaction. */
@@ -422,11 +398,6 @@ async function recordHoles(tx: Tx, projectId: string, writerId: string, items: I
       .onConflictDoNothing();
 }
 
-/** Result rows of `execute()`: postgres.js returns an array, PGlite an object with `rows`. */
-export function rowsOf<T>(r: unknown): T[] {
-  return (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
-}
-
 function executionGuess(raw: unknown): string | null {
   const r = raw as { executionId?: unknown; row?: { executionId?: unknown } } | null;
   const v = r?.row?.executionId ?? r?.executionId;
@@ -489,61 +460,4 @@ async function storeCheckpoints(tx: Tx, projectId: string, items: Item[], touche
       reject(it, 'seq_conflict', `execution ${row.executionId} already has a different row at seq ${row.seq}`);
     }
   }
-}
-
-/**
- * Which holes are gaps in the plane's copy of a run (a SQL condition on a
- * `holes` row). A `seq_conflict` is not a gap when the plane holds a row at
- * that seq and no later row of the refused writer: that writer continued the
- * run on another branch (an offline double resume), every row of its branch
- * was refused, and the plane's own chain is whole. It stays in `holes` (and the
- * quarantine): a later row of that writer accepted at a free seq would follow
- * a row the plane refused, and makes every hole of its branch a gap again.
- */
-export const holeIsGap = sql.raw(`NOT (holes.code = 'seq_conflict'
-  AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.project_id = holes.project_id AND c.execution_id = holes.execution_id AND c.seq = holes.seq)
-  AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.project_id = holes.project_id AND c.execution_id = holes.execution_id AND c.seq > holes.seq AND c.writer_id = holes.writer_id))`);
-
-/**
- * Recompute the summaries of the given executions from their newest row and
- * their pause, in one statement, and stamp them (and the runs `deleted`, by
- * tombstones) in the change feed. Stamping takes the feed's per-project lock
- * to commit: call this as the transaction's last step (see changes.ts).
- */
-export async function refreshExecutions(
-  tx: Tx,
-  projectId: string,
-  executionIds: string[],
-  deleted: ReadonlyMap<string, string> = new Map(),
-): Promise<void> {
-  if (!executionIds.length) return stampChanges(tx, projectId, [], deleted);
-  const ids = sql.join(
-    executionIds.map((id) => sql`${id}`),
-    sql`, `,
-  );
-  await tx.execute(sql`
-    INSERT INTO executions (project_id, execution_id, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, agent, hole_count, created_at, updated_at)
-    SELECT l.project_id, l.execution_id,
-      CASE WHEN p.state = 'open' AND l.status = 'interrupted' THEN 'paused'
-           WHEN l.step = 'run_end' THEN CASE WHEN l.status IN ('failed', 'cancelled') THEN l.status ELSE 'completed' END
-           ELSE 'running' END,
-      n.cnt, l.seq, l.node_id, l.step, l.status, l.writer_id,
-      (SELECT f.agent_path FROM checkpoints f WHERE f.project_id = l.project_id AND f.execution_id = l.execution_id ORDER BY f.seq LIMIT 1),
-      (SELECT count(*)::int FROM holes WHERE holes.project_id = l.project_id AND holes.execution_id = l.execution_id AND ${holeIsGap}),
-      now(), date_trunc('milliseconds', now())
-    FROM (
-      SELECT DISTINCT ON (execution_id) project_id, execution_id, seq, node_id, step, status, writer_id
-      FROM checkpoints WHERE project_id = ${projectId} AND execution_id IN (${ids})
-      ORDER BY execution_id, seq DESC
-    ) l
-    JOIN (
-      SELECT execution_id, count(*)::int AS cnt FROM checkpoints
-      WHERE project_id = ${projectId} AND execution_id IN (${ids}) GROUP BY execution_id
-    ) n ON n.execution_id = l.execution_id
-    LEFT JOIN pending_interrupts p ON p.project_id = l.project_id AND p.execution_id = l.execution_id
-    ON CONFLICT (project_id, execution_id) DO UPDATE SET
-      status = excluded.status, row_count = excluded.row_count, last_seq = excluded.last_seq,
-      last_node_id = excluded.last_node_id, last_step = excluded.last_step, last_status = excluded.last_status,
-      writer_id = excluded.writer_id, agent = excluded.agent, hole_count = excluded.hole_count, updated_at = excluded.updated_at`);
-  await stampChanges(tx, projectId, executionIds, deleted);
 }

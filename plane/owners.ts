@@ -21,9 +21,8 @@
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { type Checkpoint, type IdempotencyEntry, isCancelMarker } from '../shared/rows.js';
-import type { PlaneDb } from './db/open.js';
+import type { PlaneDb, Tx } from './db/open.js';
 import { executions, idempotency, runOwners, runTakeovers } from './db/schema.js';
-import type { Tx } from './ingest.js';
 
 /** The writer id the plane's own rows carry (a cancel marker written here). */
 export const PLANE_WRITER = 'plane';

@@ -2,24 +2,16 @@
  * The restore bundle, page by page: everything a machine needs to resume a
  * run the plane holds (its rows up to a snapshot's seq, the open pause and its
  * decision, the idempotency entries), bounded by rows and bytes a page like
- * every row listing (read.ts rowPage). Project-scoped; nothing here writes.
+ * every row listing (reads/rows.ts rowPage). Project-scoped; nothing here writes.
  */
 import { and, asc, desc, eq, gt, inArray, lte, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
 import type { Checkpoint, IdempotencyEntry } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, idempotency } from './db/schema.js';
-import {
-  CursorError,
-  decodeCursor,
-  encodeCursor,
-  fitting,
-  isSeqCursor,
-  openPause,
-  PAGE_BYTES,
-  pauseDecision,
-  rowPage,
-} from './read.js';
+import { CursorError, decodeCursor, encodeCursor, isSeqCursor } from './reads/cursor.js';
+import { openPause, pauseDecision } from './reads/pauses.js';
+import { fitting, PAGE_BYTES, rowPage } from './reads/rows.js';
 
 /**
  * One page of an execution's idempotency entries with key after `after` (null:

@@ -11,8 +11,7 @@ import { and, eq, inArray, lt, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { UnknownProject, type Principal } from './auth.js';
-import type { PlaneDb } from './db/open.js';
-import { rowsOf } from './ingest.js';
+import { type PlaneDb, rowsOf } from './db/open.js';
 import {
   checkpoints,
   decisions,

@@ -20,6 +20,13 @@ import { lockDataDir, type DataDirLock } from './lock.js';
 import type { OpenOptions, PlaneDatabaseOf } from '../types.js';
 
 export type PlaneDb = PgDatabase<PgQueryResultHKT, typeof schema>;
+/** The handle of one transaction of a PlaneDb. */
+export type Tx = Parameters<Parameters<PlaneDb['transaction']>[0]>[0];
+
+/** Result rows of `execute()`: postgres.js returns an array, PGlite an object with `rows`. */
+export function rowsOf<T>(r: unknown): T[] {
+  return (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
+}
 
 export type PlaneDatabase = PlaneDatabaseOf<PlaneDb>;
 export type { OpenOptions };

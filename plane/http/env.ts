@@ -7,7 +7,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Logger } from 'pino';
 import type { Principal } from '../auth.js';
-import type { BodyDeadline } from '../body.js';
+import type { BodyDeadline } from '../../support/body-read.js';
 import type { PlaneDatabase, PlaneDb } from '../db/open.js';
 import type { PlaneMetrics } from '../metrics.js';
 import type { PlaneFaults } from '../types.js';

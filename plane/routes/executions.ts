@@ -6,15 +6,11 @@ import { LIMITS } from '../../shared/limits.js';
 import { ClaimConflictView, DecisionView, ExecutionView, HoleView, Page, RestorePage } from '../../shared/protocol.js';
 import { Checkpoint, CONTROL_CHARACTER, PendingInterrupt } from '../../shared/rows.js';
 import { decisionOf } from '../decisions.js';
-import {
-  getExecution,
-  listClaimConflicts,
-  listExecutions,
-  listHoles,
-  listRows,
-  listTakeovers,
-  pauseState,
-} from '../read.js';
+import { listClaimConflicts } from '../reads/claim-conflicts.js';
+import { getExecution, listExecutions, listTakeovers } from '../reads/executions.js';
+import { listHoles } from '../reads/holes.js';
+import { pauseState } from '../reads/pauses.js';
+import { listRows } from '../reads/rows.js';
 import { restorePage } from '../restore.js';
 import { describeHoles } from '../../support/holes.js';
 import { routeModule, type RouteDeps } from '../http/env.js';

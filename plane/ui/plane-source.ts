@@ -1,6 +1,6 @@
 /**
  * The plane's `InspectorSource`: one project's reads, each a call of
- * plane/read.ts (the same queries the plane's HTTP API answers from). Run list
+ * plane/reads/ (the same queries the plane's HTTP API answers from). Run list
  * items carry their usage, summed for the page in one query. Approvals are
  * plane/decisions.ts's: the inbox (`listPauses`), the feed as the list of
  * decisions, and `recordDecision` (the same rules as the HTTP endpoint).
@@ -9,20 +9,12 @@ import { and, asc, eq } from 'drizzle-orm';
 import type { PlaneDb } from '../db/open.js';
 import { claims, decisions } from '../db/schema.js';
 import { decisionFeed, decisionView, feedCursor, listPauses, recordDecision } from '../decisions.js';
-import {
-  forkLinks,
-  getExecution,
-  listClaimConflicts,
-  listExecutions,
-  listHoles,
-  listQuarantine,
-  listRows,
-  listTakeovers,
-  pauseState,
-  runUsage,
-  stateAt,
-  usageByRun,
-} from '../read.js';
+import { listClaimConflicts } from '../reads/claim-conflicts.js';
+import { forkLinks, getExecution, listExecutions, listTakeovers, runUsage, usageByRun } from '../reads/executions.js';
+import { listHoles } from '../reads/holes.js';
+import { pauseState } from '../reads/pauses.js';
+import { listQuarantine } from '../reads/quarantine.js';
+import { listRows, stateAt } from '../reads/rows.js';
 import { idempotencyListing } from '../restore.js';
 import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';

@@ -16,7 +16,7 @@ import { authenticate, keyName, type Principal } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { projects } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
-import { listWriters } from '../read.js';
+import { listWriters } from '../reads/writers.js';
 import { LoginPage } from './login-page.js';
 import { inspectorHeaders, mountAssets, mountPages } from '../../inspector/pages.js';
 import { planeSource } from './plane-source.js';

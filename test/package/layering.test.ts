@@ -4,9 +4,10 @@
  * run: CLI parsing, terminal text, body reading, database errors, fault
  * points) imports only `shared/`; `client/` never imports `plane/` and the
  * plane never imports `client/`; the inspector's shared pages (`inspector/`)
- * import neither; and the root entry loads no hono.
+ * import neither; no plane/ module imports another in a circle; and the root
+ * entry loads no hono.
  *
- * The layer rules count every import a file names (static, type-only, and
+ * The layer rules and the circle check count every import a file names (static, type-only, and
  * `import('…')` whether a call or a type), read from the text. What the root
  * entry loads is asked of esbuild instead, which resolves each import, drops
  * the ones TypeScript erases and adds the JSX runtime a .tsx file pulls in.
@@ -143,6 +144,37 @@ describe('layering', () => {
       }
     }
     expect(outside).toEqual([]);
+  });
+
+  it('no plane/ module imports another in a circle (type-only imports counted)', () => {
+    const files = sourcesUnder(join(ROOT, 'plane'));
+    expect(files.length).toBeGreaterThan(20);
+    const imports = new Map<string, string[]>();
+    for (const file of files) {
+      const within = specifiersOf(file)
+        .filter((spec) => spec.startsWith('.'))
+        .map((spec) => resolveRelative(file, spec))
+        .filter((target) => layerOf(target) === 'plane');
+      imports.set(file, within);
+    }
+    // depth-first: a file reached again while still on the path closes a circle
+    const circles: string[] = [];
+    const done = new Set<string>();
+    const path: string[] = [];
+    const visit = (file: string) => {
+      if (done.has(file)) return;
+      const at = path.indexOf(file);
+      if (at >= 0) {
+        circles.push([...path.slice(at), file].map((f) => relative(ROOT, f)).join(' -> '));
+        return;
+      }
+      path.push(file);
+      for (const target of imports.get(file) ?? []) visit(target);
+      path.pop();
+      done.add(file);
+    };
+    for (const file of files) visit(file);
+    expect(circles).toEqual([]);
   });
 
   it('the root entry (client/index.ts) loads no hono, no inspector/ and no plane/ through its static imports', async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { createKey } from '../../plane/auth.js';
 import { feedWaiters } from '../../plane/decisions.js';
-import { rowsOf } from '../../plane/ingest.js';
+import { rowsOf } from '../../plane/db/open.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { DecisionFeed, DecisionView, Page, PauseView, RestorePage } from '../../shared/protocol.js';
 import type { OutboxEvent } from '../../shared/rows.js';

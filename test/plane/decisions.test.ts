@@ -22,7 +22,8 @@ import {
 } from '../../plane/decisions.js';
 import { FEED_RECHECK_MS, feedSignal } from '../../plane/long-poll.js';
 import { HttpError } from '../../plane/http/errors.js';
-import { ingestBatch, rowsOf } from '../../plane/ingest.js';
+import { rowsOf } from '../../plane/db/open.js';
+import { ingestBatch } from '../../plane/ingest.js';
 import { restorePage } from '../../plane/restore.js';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Decision, OutboxEvent } from '../../shared/rows.js';

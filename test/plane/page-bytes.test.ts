@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { restoreFromPlane } from '../../client/replica/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { projectId } from '../../plane/auth.js';
-import { PAGE_BYTES } from '../../plane/read.js';
+import { PAGE_BYTES } from '../../plane/reads/rows.js';
 import { idempotencyListing } from '../../plane/restore.js';
 import { call, startTestPlane } from '../helpers/plane.js';
 import { eventsOf, step } from '../helpers/rows.js';

@@ -15,7 +15,7 @@ import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { createKey } from '../../plane/auth.js';
 import { loadConfig } from '../../plane/config.js';
 import type { PlaneDatabase } from '../../plane/db/open.js';
-import { PAGE_BYTES } from '../../plane/read.js';
+import { PAGE_BYTES } from '../../plane/reads/rows.js';
 import { connectionIdleMs, startPlane, type RunningPlane } from '../../plane/server.js';
 import { LIMITS } from '../../shared/limits.js';
 import { call, openTestPlaneDatabase } from '../helpers/plane.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { createPlaneApp } from '../../plane/app.js';
 import { createKey } from '../../plane/auth.js';
-import { executionsQuery } from '../../plane/read.js';
+import { executionsQuery } from '../../plane/reads/executions.js';
 import type { PlaneDatabase } from '../../plane/db/open.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';

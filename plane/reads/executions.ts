@@ -1,0 +1,282 @@
+/**
+ * The run list and one run: its summary, when its writers started and last
+ * wrote it, why it failed, its claim conflicts, its model usage, its fork
+ * links and its takeovers. Project-scoped; nothing here writes.
+ */
+import { and, asc, eq, gt, inArray, lt, or, sql } from 'drizzle-orm';
+import { runErrorOf, type RunError } from '../../shared/errors.js';
+import type { Checkpoint } from '../../shared/rows.js';
+import type { Json } from '../../shared/json.js';
+import { sumUsage, type UsageTotal } from '../../shared/usage.js';
+import type { PlaneDb } from '../db/open.js';
+import { checkpoints, claimConflicts, executions, runTakeovers } from '../db/schema.js';
+import { decodeCursor, encodeCursor, isExecCursor } from './cursor.js';
+
+export interface ExecutionFilter {
+  status?: string;
+  writer?: string;
+  updatedSince?: string;
+  q?: string;
+  cursor?: string;
+  limit: number;
+}
+
+/**
+ * The run list query. Its ORDER BY matches the `executions_recent` and
+ * `executions_status_recent` indexes exactly (DESC NULLS LAST), so a page is
+ * an index range scan, never a sort of the project's runs.
+ */
+export function executionsQuery(db: PlaneDb, projectId: string, f: ExecutionFilter) {
+  const cur = decodeCursor(f.cursor, isExecCursor);
+  const conds = [eq(executions.projectId, projectId)];
+  if (f.status) conds.push(eq(executions.status, f.status));
+  if (f.writer) conds.push(eq(executions.writerId, f.writer));
+  if (f.updatedSince)
+    conds.push(sql`${executions.updatedAt} >= ${new Date(f.updatedSince).toISOString()}::timestamptz`);
+  if (f.q) conds.push(sql`${executions.executionId} LIKE ${`${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`);
+  if (cur) {
+    const at = sql`${cur[0]}::timestamptz`;
+    conds.push(
+      or(
+        sql`${executions.updatedAt} < ${at}`,
+        and(sql`${executions.updatedAt} = ${at}`, lt(executions.executionId, cur[1])),
+      )!,
+    );
+  }
+  return db
+    .select()
+    .from(executions)
+    .where(and(...conds))
+    .orderBy(sql`${executions.updatedAt} DESC NULLS LAST`, sql`${executions.executionId} DESC NULLS LAST`)
+    .limit(f.limit + 1);
+}
+
+export async function listExecutions(db: PlaneDb, projectId: string, f: ExecutionFilter) {
+  const rows = await executionsQuery(db, projectId, f);
+  const page = rows.slice(0, f.limit);
+  const last = page[page.length - 1];
+  const errors = await endErrors(db, projectId, page);
+  const conflicted = await conflictCounts(
+    db,
+    projectId,
+    page.map((e) => e.executionId),
+  );
+  const spans = await writerSpans(db, projectId, page);
+  return {
+    items: page.map((e) => ({
+      ...executionView(e),
+      ...spans.get(e.executionId)!,
+      error: errors.get(e.executionId) ?? null,
+      claimConflicts: conflicted.get(e.executionId) ?? 0,
+    })),
+    nextCursor: rows.length > f.limit && last ? encodeCursor([last.updatedAt.toISOString(), last.executionId]) : null,
+  };
+}
+
+export function executionView(e: typeof executions.$inferSelect) {
+  return {
+    executionId: e.executionId,
+    status: e.status as 'running' | 'paused' | 'completed' | 'failed' | 'cancelled',
+    rowCount: e.rowCount,
+    lastSeq: e.lastSeq,
+    lastNodeId: e.lastNodeId,
+    lastStep: e.lastStep,
+    agent: e.agent,
+    writerId: e.writerId,
+    // a refused row, or a seq below the newest that never arrived (its writer's outbox lost it, or it is still on its way)
+    complete: e.holeCount === 0 && e.rowCount === e.lastSeq + 1,
+    holeCount: e.holeCount,
+    createdAt: e.createdAt.toISOString(),
+    updatedAt: e.updatedAt.toISOString(),
+  };
+}
+
+export async function getExecution(db: PlaneDb, projectId: string, executionId: string) {
+  const [e] = await db
+    .select()
+    .from(executions)
+    .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
+  if (!e) return null;
+  return {
+    ...executionView(e),
+    ...(await writerSpans(db, projectId, [e])).get(executionId)!,
+    error: (await endErrors(db, projectId, [e])).get(executionId) ?? null,
+    claimConflicts: (await conflictCounts(db, projectId, [executionId])).get(executionId) ?? 0,
+  };
+}
+
+/**
+ * When each run started and last wrote by its writers' clocks (the createdAt of
+ * its first and newest rows): informational, as row times are, but the run's
+ * own times, not when the plane happened to receive it. Two point lookups a run.
+ */
+async function writerSpans(db: PlaneDb, projectId: string, page: (typeof executions.$inferSelect)[]) {
+  const out = new Map<string, { startedAt: string | null; lastWriteAt: string | null }>();
+  if (!page.length) return out;
+  const rows = await db
+    .select({ executionId: checkpoints.executionId, seq: checkpoints.seq, createdAt: checkpoints.createdAt })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        or(
+          ...page.map((e) => and(eq(checkpoints.executionId, e.executionId), inArray(checkpoints.seq, [0, e.lastSeq]))),
+        ),
+      ),
+    );
+  for (const e of page) out.set(e.executionId, { startedAt: null, lastWriteAt: null });
+  for (const r of rows) {
+    const span = out.get(r.executionId)!;
+    if (r.seq === 0) span.startedAt = r.createdAt;
+    if (r.seq === page.find((e) => e.executionId === r.executionId)!.lastSeq) span.lastWriteAt = r.createdAt;
+  }
+  return out;
+}
+
+/** How many claim conflicts each of these runs has (a marker in the run list). */
+async function conflictCounts(db: PlaneDb, projectId: string, executionIds: string[]): Promise<Map<string, number>> {
+  if (!executionIds.length) return new Map();
+  const rows = await db
+    .select({ executionId: claimConflicts.executionId, n: sql<number>`count(*)::int` })
+    .from(claimConflicts)
+    .where(and(eq(claimConflicts.projectId, projectId), inArray(claimConflicts.executionId, executionIds)))
+    .groupBy(claimConflicts.executionId);
+  return new Map(rows.map((r) => [r.executionId, Number(r.n)]));
+}
+
+/** Why each failed run of `page` failed: the error its run-end marker carries (`nodeOutput.error`). */
+async function endErrors(
+  db: PlaneDb,
+  projectId: string,
+  page: (typeof executions.$inferSelect)[],
+): Promise<Map<string, RunError>> {
+  const failed = page.filter((e) => e.status === 'failed');
+  if (!failed.length) return new Map();
+  const ends = await db
+    .select({ executionId: checkpoints.executionId, row: checkpoints.row })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        or(...failed.map((e) => and(eq(checkpoints.executionId, e.executionId), eq(checkpoints.seq, e.lastSeq)))),
+      ),
+    );
+  return new Map(ends.map((r) => [r.executionId, runErrorOf((r.row as Checkpoint).nodeOutput)]));
+}
+
+/**
+ * Model usage of each of these runs (a page of the run list): the rows that
+ * carry usage, read in one query and summed here.
+ */
+export async function usageByRun(
+  db: PlaneDb,
+  projectId: string,
+  executionIds: string[],
+): Promise<Map<string, UsageTotal>> {
+  if (!executionIds.length) return new Map();
+  const rows = await db
+    .select({ executionId: checkpoints.executionId, nodeOutput: sql<Json | null>`${checkpoints.row}->'nodeOutput'` })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        inArray(checkpoints.executionId, executionIds),
+        sql`jsonb_typeof(${checkpoints.row}->'nodeOutput') = 'object'`,
+        sql`jsonb_typeof(${checkpoints.row}->'nodeOutput'->'usage') = 'array'`,
+      ),
+    );
+  const by = new Map<string, { nodeOutput: Json | null }[]>();
+  for (const r of rows) {
+    const list = by.get(r.executionId) ?? [];
+    list.push({ nodeOutput: r.nodeOutput });
+    by.set(r.executionId, list);
+  }
+  return new Map([...by].map(([id, list]) => [id, sumUsage(list)]));
+}
+
+/**
+ * The run's model usage: the sum of `nodeOutput.usage` over all its rows (see
+ * shared/usage.ts), read page by page so no run is too long to count.
+ */
+export async function runUsage(db: PlaneDb, projectId: string, executionId: string): Promise<UsageTotal> {
+  const outputs: { nodeOutput: Json | null }[] = [];
+  for (let after = -1; ; ) {
+    const page = await db
+      .select({ seq: checkpoints.seq, nodeOutput: sql<Json | null>`${checkpoints.row}->'nodeOutput'` })
+      .from(checkpoints)
+      .where(
+        and(
+          eq(checkpoints.projectId, projectId),
+          eq(checkpoints.executionId, executionId),
+          gt(checkpoints.seq, after),
+          sql`jsonb_typeof(${checkpoints.row}->'nodeOutput') = 'object'`,
+          sql`jsonb_typeof(${checkpoints.row}->'nodeOutput'->'usage') = 'array'`,
+        ),
+      )
+      .orderBy(asc(checkpoints.seq))
+      .limit(1000);
+    for (const r of page) outputs.push({ nodeOutput: r.nodeOutput });
+    if (page.length < 1000) break;
+    after = page[page.length - 1].seq;
+  }
+  return sumUsage(outputs);
+}
+
+/**
+ * Fork links of a run: the run it was forked from (its seq-0 fork_origin row
+ * names it) and the runs forked from it (their fork_origin rows name this one).
+ */
+export async function forkLinks(db: PlaneDb, projectId: string, executionId: string) {
+  const [origin] = await db
+    .select({ row: checkpoints.row })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        eq(checkpoints.executionId, executionId),
+        eq(checkpoints.seq, 0),
+        eq(checkpoints.step, 'fork_origin'),
+      ),
+    );
+  const from = origin
+    ? ((origin.row as Checkpoint).nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null)
+    : null;
+  const forks = await db
+    .select({
+      executionId: checkpoints.executionId,
+      checkpointId: sql<string>`${checkpoints.row}->'nodeInput'->>'checkpointId'`,
+    })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        eq(checkpoints.seq, 0),
+        eq(checkpoints.step, 'fork_origin'),
+        sql`${checkpoints.row}->'nodeInput'->>'executionId' = ${executionId}`,
+      ),
+    )
+    .orderBy(asc(checkpoints.executionId));
+  return {
+    forkOf:
+      from?.executionId && from.checkpointId
+        ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' }
+        : null,
+    forks,
+  };
+}
+
+/** Takeovers of a run, oldest first: who took it from whom, at which seq, and the loser's last contact then (plane clock). */
+export async function listTakeovers(db: PlaneDb, projectId: string, executionId: string) {
+  const rows = await db
+    .select()
+    .from(runTakeovers)
+    .where(and(eq(runTakeovers.projectId, projectId), eq(runTakeovers.executionId, executionId)))
+    .orderBy(runTakeovers.fromSeq);
+  return rows.map((r) => ({
+    fromSeq: r.fromSeq,
+    winnerWriterId: r.winnerWriterId,
+    loserWriterId: r.loserWriterId,
+    loserLastContactAt: r.loserLastContactAt?.toISOString() ?? null,
+    at: r.at.toISOString(),
+  }));
+}

@@ -1,0 +1,79 @@
+/**
+ * A run's pause: whether it is open, its claim, and the decision recorded for
+ * it. Project-scoped; nothing here writes (claims are arbitrated in
+ * claims.ts, decisions recorded in decisions.ts).
+ */
+import { and, eq } from 'drizzle-orm';
+import type { Decision, PendingInterrupt } from '../../shared/rows.js';
+import type { PlaneDb } from '../db/open.js';
+import { claims, decisions, pendingInterrupts } from '../db/schema.js';
+
+export async function openPause(db: PlaneDb, projectId: string, executionId: string): Promise<PendingInterrupt | null> {
+  const [p] = await db
+    .select()
+    .from(pendingInterrupts)
+    .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
+  return p && p.state === 'open' ? (p.row as PendingInterrupt) : null;
+}
+
+export async function pauseState(db: PlaneDb, projectId: string, executionId: string) {
+  const [p] = await db
+    .select()
+    .from(pendingInterrupts)
+    .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
+  if (!p) return null;
+  const [c] = await db
+    .select()
+    .from(claims)
+    .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, p.checkpointId)));
+  return {
+    pending: p.row as PendingInterrupt,
+    state: p.state,
+    claimedBy: p.claimedBy,
+    claimedAt: p.claimedAt?.toISOString() ?? null,
+    /** held: claimed at the plane, the holder's local claim not yet reported; applied: reported (final). */
+    claim: c
+      ? {
+          writerId: c.writerId,
+          source: c.source,
+          claimedAt: c.claimedAt.toISOString(),
+          appliedAt: c.appliedAt?.toISOString() ?? null,
+          state: c.appliedAt ? ('applied' as const) : ('held' as const),
+        }
+      : null,
+  };
+}
+
+/** A stored decision as the wire row. */
+export function decisionOfRow(d: typeof decisions.$inferSelect): Decision {
+  return {
+    decisionId: d.decisionId,
+    executionId: d.executionId,
+    checkpointId: d.checkpointId,
+    approved: d.approved,
+    metadata: d.metadata as Decision['metadata'],
+    decidedBy: d.decidedBy,
+    source: d.source as Decision['source'],
+    decidedAt: d.decidedAt,
+  };
+}
+
+/** The decision recorded for a pause of this execution (by its checkpoint id), as the wire row; null when none. */
+export async function pauseDecision(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  checkpointId: string,
+): Promise<Decision | null> {
+  const [d] = await db
+    .select()
+    .from(decisions)
+    .where(
+      and(
+        eq(decisions.projectId, projectId),
+        eq(decisions.checkpointId, checkpointId),
+        eq(decisions.executionId, executionId),
+      ),
+    );
+  return d ? decisionOfRow(d) : null;
+}

@@ -1,0 +1,118 @@
+/**
+ * A run's rows: pages bounded by rows and bytes (the row listing, and the
+ * restore bundle in restore.ts), and the decoded state at one row.
+ * Project-scoped; nothing here writes.
+ */
+import { and, asc, eq, gt, gte, lte, sql } from 'drizzle-orm';
+import { chainBase, decodeChain } from '../../shared/codec.js';
+import type { Checkpoint } from '../../shared/rows.js';
+import type { PlaneDb } from '../db/open.js';
+import { checkpoints } from '../db/schema.js';
+import { decodeCursor, encodeCursor, isSeqCursor } from './cursor.js';
+
+/**
+ * The most row bytes (as JSON text) one page of rows carries, whatever its
+ * `limit`: 1000 rows of up to `LIMITS.rowBytes` each would be a gigabyte in
+ * the plane's memory for one request. A page always carries at least one row
+ * (a row is at most `LIMITS.rowBytes`), so paging always moves on.
+ */
+export const PAGE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * One page of an execution's rows with seq in (after, upTo], in seq order: at
+ * most `limit` rows and PAGE_BYTES of them (sizes read first, then only the
+ * rows that fit), and whether rows are left after it.
+ */
+export async function rowPage(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  after: number,
+  upTo: number | null,
+  limit: number,
+): Promise<{ rows: { seq: number; row: unknown }[]; more: boolean; bytes: number }> {
+  const range = (last: number | null) =>
+    and(
+      eq(checkpoints.projectId, projectId),
+      eq(checkpoints.executionId, executionId),
+      gt(checkpoints.seq, after),
+      last === null ? undefined : lte(checkpoints.seq, last),
+    );
+  const sizes = await db
+    .select({ seq: checkpoints.seq, bytes: sql<number>`octet_length(${checkpoints.row}::text)` })
+    .from(checkpoints)
+    .where(range(upTo))
+    .orderBy(asc(checkpoints.seq))
+    .limit(limit + 1);
+  const { take, bytes } = fitting(sizes, limit, PAGE_BYTES, true);
+  if (take === 0) return { rows: [], more: false, bytes };
+  const rows = await db
+    .select({ seq: checkpoints.seq, row: checkpoints.row })
+    .from(checkpoints)
+    .where(range(sizes[take - 1].seq))
+    .orderBy(asc(checkpoints.seq));
+  return { rows, more: sizes.length > take, bytes };
+}
+
+/** How many of these sizes (in order, at most `limit`) fit in `budget` bytes, and their sum; the first always fits when `oneAnyway`. */
+export function fitting(
+  sizes: { bytes: number }[],
+  limit: number,
+  budget: number,
+  oneAnyway: boolean,
+): { take: number; bytes: number } {
+  let bytes = 0;
+  let take = 0;
+  for (; take < Math.min(limit, sizes.length); take++) {
+    const next = bytes + Number(sizes[take].bytes);
+    if (next > budget && (take > 0 || !oneAnyway)) break;
+    bytes = next;
+  }
+  return { take, bytes };
+}
+
+export async function listRows(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  o: { cursor?: string; limit: number },
+) {
+  const after = decodeCursor(o.cursor, isSeqCursor) ?? -1;
+  // one snapshot for the sizes and the rows
+  const { rows, more } = await db.transaction(
+    (tx) => rowPage(tx as unknown as PlaneDb, projectId, executionId, after, null, o.limit),
+    {
+      isolationLevel: 'repeatable read',
+      accessMode: 'read only',
+    },
+  );
+  return {
+    items: rows.map((r) => r.row as Checkpoint),
+    nextCursor: more ? encodeCursor(rows[rows.length - 1].seq) : null,
+  };
+}
+
+/** The decoded state of one row: its snapshot chain, base to row, through the shared codec. */
+export async function stateAt(db: PlaneDb, projectId: string, executionId: string, seq: number) {
+  const [target] = await db
+    .select({ row: checkpoints.row })
+    .from(checkpoints)
+    .where(
+      and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, seq)),
+    );
+  if (!target) return null;
+  const row = target.row as Checkpoint;
+  const chain = await db
+    .select({ row: checkpoints.row })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        eq(checkpoints.executionId, executionId),
+        gte(checkpoints.seq, chainBase(row)),
+        lte(checkpoints.seq, seq),
+      ),
+    )
+    .orderBy(asc(checkpoints.seq));
+  return decodeChain(chain.map((c) => c.row as Checkpoint)).state;
+}
