@@ -33,7 +33,7 @@ import type { Checkpointer, OutboxEntry, PlaneGuard } from '../checkpointer.js';
 import { noFaults, type FaultHook } from '../faults.js';
 import { PlaneHttp } from './http.js';
 import { backoffDelay, retryAfter } from '../retry.js';
-import { changeFeedOf, type ChangeFeedConsumer, type ChangePull, type RunUpdate } from './change-feed.js';
+import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change-feed.js';
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { restoreFromPlane } from './restore.js';
 import { adoptLostRuns, adoptPlaneBranch } from './branch.js';
@@ -67,9 +67,7 @@ import {
   type PlaneRun,
   type PlaneTakeover,
 } from './plane-calls.js';
-import { fenceRunners } from '../runtime/lease.js';
-import { LeaseLost, RunCancelled } from '../errors.js';
-import { isCancelMarker, runCancelled } from '../store/cancel.js';
+import { RunFence } from './run-fence.js';
 
 export type { PlaneClaim, PlaneLease, PlanePing, PlaneRun, PlaneTakeover } from './plane-calls.js';
 export type { ChangePull, RunUpdate } from './change-feed.js';
@@ -135,6 +133,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private readonly dispatcher: Dispatcher | undefined;
   private readonly decisions: DecisionFeedConsumer;
   private readonly backlogCount: BacklogCount;
+  private readonly fence: RunFence;
 
   constructor(
     readonly store: Checkpointer,
@@ -171,6 +170,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       backoffCapMs: options.backoffCapMs ?? 30_000,
     };
     this.maxRows = this.o.batchRows;
+    this.fence = new RunFence(store, this.writerId, this, (id) => this.adoptCancel(id));
     this.backlogCount = new BacklogCount(store);
     this.fault = options.faults ?? noFaults;
     this.unsubscribe = store.onWrite(() => this.kick());
@@ -184,7 +184,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       store,
       this.writerId,
       () => this.apiKey,
-      (u) => this.runUpdated(u),
+      (u) => this.fence.updated(u),
       {
         ...options,
         timeoutMs: this.o.timeoutMs,
@@ -195,47 +195,6 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     if (options.followChanges !== false) this.changes.follow();
     this.kick(0);
   }
-
-  /**
-   * Another machine's rows of a run this store holds were imported (or its
-   * copy went another way): a runner of it in this process lost the run and
-   * stops before its next step or effect, told why (cancelled, or taken).
-   */
-  private runUpdated(u: RunUpdate): void {
-    if ((u.outcome === 'caught_up' && u.inserted > 0) || u.outcome === 'diverged') {
-      this.fenceRun(
-        u.executionId,
-        u.status === 'cancelled',
-        `another machine's rows of the run reached this store (${u.by ?? 'another writer'}, plane seq ${u.planeSeq})`,
-      );
-      // cancelled there while this copy went further: this copy says cancelled too, with a marker of its own
-      if (u.outcome === 'diverged' && u.status === 'cancelled')
-        void this.adoptCancel(u.executionId).catch(() => undefined);
-    }
-    this.emit('run_updated', u);
-  }
-
-  /** Fence this process's runners of a run (RunCancelled for a cancelled one, else LeaseLost), and say so once per run. */
-  private fenceRun(executionId: string, cancelled: boolean, reason: string): void {
-    if (cancelled) {
-      // the plane's marker was imported with the rows: the runner is told its reason
-      const generic = new RunCancelled(executionId, { reason: 'cancelled at the plane', checkpointId: null });
-      void this.store.latest(executionId).then(
-        (last) => fenceRunners(this.store, executionId, last && isCancelMarker(last) ? runCancelled(last) : generic),
-        () => fenceRunners(this.store, executionId, generic),
-      );
-    } else
-      fenceRunners(
-        this.store,
-        executionId,
-        new LeaseLost(executionId, { epoch: 0, holder: this.writerId, current: null }, reason),
-      );
-    if (this.toldLost.has(executionId)) return;
-    this.toldLost.add(executionId);
-    this.emit('run_lost', { executionId, reason });
-  }
-  /** The runs this replica has said `run_lost` of. */
-  private readonly toldLost = new Set<string>();
 
   private setState(s: DrainState): void {
     if (this.state === s) return;
@@ -495,7 +454,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
         lost.set(entries[i].executionId, { reason: r.reason, cancelled: r.cancelled === true });
     });
     // a runner of it in this process stops before its next step or effect: the plane holds another branch now
-    for (const [executionId, l] of lost) this.fenceRun(executionId, l.cancelled, l.reason);
+    for (const [executionId, l] of lost) this.fence.lost(executionId, l.cancelled, l.reason);
   }
 
   /** Replace the key; a drain stopped in auth_failed starts again. A key that cannot be one (empty, whitespace in it) is INVALID_OPTIONS, the old key kept. */
