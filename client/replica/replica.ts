@@ -26,7 +26,6 @@
  * armed before `state` is emitted).
  */
 import { EventEmitter } from 'node:events';
-import type { Dispatcher } from 'undici';
 import { LIMITS } from '../../shared/limits.js';
 import { IngestResponse, PROTOCOL_VERSION } from '../../shared/protocol.js';
 import type { Checkpointer, OutboxEntry, PlaneGuard } from '../checkpointer.js';
@@ -35,9 +34,9 @@ import { PlaneHttp } from './http.js';
 import { backoffDelay, retryAfter } from '../retry.js';
 import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change-feed.js';
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
-import { restoreFromPlane } from './restore.js';
-import { adoptLostRuns, adoptPlaneBranch } from './branch.js';
-import { adoptCancel, cancelThroughPlane, type PlaneCancelResult } from './cancel.js';
+import type { restoreFromPlane } from './restore.js';
+import type { adoptCancel, PlaneCancelResult } from './cancel.js';
+import { PlaneClient } from './plane-client.js';
 import { BacklogCount } from './backlog-count.js';
 import { sendingNote } from '../store/outbox.js';
 import { apiKeyProblem, refuseOptions } from '../../support/options.js';
@@ -51,16 +50,9 @@ import {
   type RoundOutcome,
 } from './replica-types.js';
 import {
-  claimAtPlane,
   foreignBody,
-  leaseAtPlane,
-  ping,
-  releaseClaim,
-  runAtPlane,
-  takeoverAtPlane,
   type Acquisition,
   type LeaseAsk,
-  type PlaneCaller,
   type PlaneClaim,
   type PlaneLease,
   type PlanePing,
@@ -129,8 +121,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /** Removes the plane guard this replica installed on its store (connectPlane), if any. */
   private unguard: (() => void) | null = null;
   private readonly changes: ChangeFeedConsumer;
-  private readonly url: string;
-  private readonly dispatcher: Dispatcher | undefined;
+  private readonly plane: PlaneClient;
   private readonly decisions: DecisionFeedConsumer;
   private readonly backlogCount: BacklogCount;
   private readonly fence: RunFence;
@@ -145,8 +136,6 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     this.apiKey = options.apiKey;
     this.writerId = options.writerId ?? store.writerId;
     this.http = new PlaneHttp(options.url, { dispatcher: options.dispatcher });
-    this.url = options.url;
-    this.dispatcher = options.dispatcher;
     this.decisions = new DecisionFeedConsumer(
       store,
       () => this.apiKey,
@@ -170,6 +159,15 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       backoffCapMs: options.backoffCapMs ?? 30_000,
     };
     this.maxRows = this.o.batchRows;
+    this.plane = new PlaneClient(store, {
+      url: options.url,
+      dispatcher: options.dispatcher,
+      http: this.http,
+      apiKey: () => this.apiKey,
+      writerId: this.writerId,
+      timeoutMs: this.o.timeoutMs,
+      flush: (o) => this.flush(o),
+    });
     this.fence = new RunFence(store, this.writerId, this, (id) => this.adoptCancel(id));
     this.backlogCount = new BacklogCount(store);
     this.fault = options.faults ?? noFaults;
@@ -572,16 +570,6 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     };
   }
 
-  /** Who this drain's plane calls are made as (the key as it is now). */
-  private get caller(): PlaneCaller {
-    return {
-      apiKey: this.apiKey,
-      writerId: this.writerId,
-      instance: this.store.instanceId,
-      timeoutMs: this.o.timeoutMs,
-    };
-  }
-
   /**
    * One round of the change feed, without holding: catches up (or reports)
    * the runs this store holds that changed on the plane after the saved
@@ -613,12 +601,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
 
   /** Restore a run from this replica's plane (restoreFromPlane with its url and key): rows, the open pause and its decision. */
   restore(executionId: string): ReturnType<typeof restoreFromPlane> {
-    return restoreFromPlane(this.store, executionId, {
-      url: this.url,
-      apiKey: this.apiKey,
-      dispatcher: this.dispatcher,
-      timeoutMs: this.o.timeoutMs,
-    });
+    return this.plane.restore(executionId);
   }
 
   /**
@@ -628,13 +611,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * own where it went further). Needs a key with the `cancel` scope.
    */
   cancel(executionId: string, options: { reason?: string } = {}): Promise<PlaneCancelResult> {
-    return cancelThroughPlane(this.store, executionId, {
-      url: this.url,
-      apiKey: this.apiKey,
-      dispatcher: this.dispatcher,
-      timeoutMs: this.o.timeoutMs,
-      reason: options.reason,
-    });
+    return this.plane.cancel(executionId, options);
   }
 
   /**
@@ -643,45 +620,22 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * nobody holds it (RunTakenOver's `free`). `recoverRuns` does this itself.
    */
   adoptPlaneBranch(executionId: string): Promise<boolean> {
-    const restore = (beforeImport: () => Promise<void>) =>
-      restoreFromPlane(this.store, executionId, {
-        url: this.url,
-        apiKey: this.apiKey,
-        dispatcher: this.dispatcher,
-        timeoutMs: this.o.timeoutMs,
-        beforeImport,
-      });
-    return adoptPlaneBranch(
-      this.store,
-      executionId,
-      { flush: (o) => this.flush(o), restore },
-      { timeoutMs: this.o.timeoutMs },
-    );
+    return this.plane.adoptPlaneBranch(executionId);
   }
 
   /** Take the plane's branch of every run this store lost there that nobody holds now (see adoptLostRuns); `recoverRuns` does this each pass. */
   adoptLostRuns(serves?: (agentPath: string) => boolean): Promise<string[]> {
-    return adoptLostRuns(this.store, serves, {
-      takeoverAtPlane: (id, seq, a) => this.takeoverAtPlane(id, seq, a),
-      leaseAtPlane: (id, a) => this.leaseAtPlane(id, a),
-      adoptPlaneBranch: (id) => this.adoptPlaneBranch(id),
-    });
+    return this.plane.adoptLostRuns(serves);
   }
 
   /** The plane said a run this store holds was cancelled there: make this copy say so too (see adoptCancel). */
   adoptCancel(executionId: string): ReturnType<typeof adoptCancel> {
-    return adoptCancel(this.store, executionId, {
-      url: this.url,
-      apiKey: this.apiKey,
-      dispatcher: this.dispatcher,
-      timeoutMs: this.o.timeoutMs,
-      reason: null,
-    });
+    return this.plane.adoptCancel(executionId);
   }
 
   /** Where a run stands on this replica's plane (its status, its pause, claim and decision there); null when the plane does not hold it. */
   runAtPlane(executionId: string): Promise<PlaneRun | null> {
-    return runAtPlane(this.http, this.caller, executionId);
+    return this.plane.runAtPlane(executionId);
   }
 
   /**
@@ -696,7 +650,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     decisionId?: string,
     acquisition: Acquisition = {},
   ): Promise<PlaneClaim> {
-    return claimAtPlane(this.http, this.caller, executionId, checkpointId, decisionId, acquisition);
+    return this.plane.claimAtPlane(executionId, checkpointId, decisionId, acquisition);
   }
 
   /**
@@ -708,20 +662,15 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     seq: number,
     acquisition: Acquisition & { idempotencyKeys?: string[]; lastId?: string } = {},
   ): Promise<PlaneTakeover> {
-    return takeoverAtPlane(this.http, this.caller, executionId, seq, acquisition);
+    return this.plane.takeoverAtPlane(executionId, seq, acquisition);
   }
 
   /**
    * Renew a run's hold at the plane for the local lease `holder` (the owner's
    * heartbeat), or give it up (`release`). Never throws.
    */
-  leaseAtPlane(executionId: string, lease: LeaseAsk, timeoutMs = this.o.timeoutMs): Promise<PlaneLease> {
-    return leaseAtPlane(
-      this.http,
-      { ...this.caller, timeoutMs: Math.min(timeoutMs, this.o.timeoutMs) },
-      executionId,
-      lease,
-    );
+  leaseAtPlane(executionId: string, lease: LeaseAsk, timeoutMs?: number): Promise<PlaneLease> {
+    return this.plane.leaseAtPlane(executionId, lease, timeoutMs);
   }
 
   /**
@@ -729,7 +678,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * whether the plane answers, and what the key is there. Never throws.
    */
   ping(): Promise<PlanePing> {
-    return ping(this.http, this.caller);
+    return this.plane.ping();
   }
 
   /**
@@ -738,7 +687,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * writer may claim the pause. True when a claim was released.
    */
   releaseClaim(executionId: string, checkpointId: string): Promise<boolean> {
-    return releaseClaim(this.http, this.caller, executionId, checkpointId);
+    return this.plane.releaseClaim(executionId, checkpointId);
   }
 }
 
