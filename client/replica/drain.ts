@@ -31,14 +31,11 @@
  */
 import type { EventEmitter } from 'node:events';
 import { LIMITS } from '../../shared/limits.js';
-import { IngestResponse, PROTOCOL_VERSION } from '../../shared/protocol.js';
-import type { Checkpointer, OutboxEntry } from '../checkpointer.js';
+import type { Checkpointer } from '../checkpointer.js';
 import type { FaultHook } from '../faults.js';
-import { backoffDelay, retryAfter } from '../retry.js';
-import { sendingNote } from '../store/outbox.js';
-import { BacklogCount } from './backlog-count.js';
+import { backoffDelay } from '../retry.js';
 import type { PlaneHttp } from './http.js';
-import { foreignBody } from './plane-calls.js';
+import { HttpFailure, Ingest, type IngestAnswer } from './ingest.js';
 import type {
   DrainState,
   FlushResult,
@@ -85,17 +82,6 @@ export interface DrainLink {
   lost: (executionId: string, cancelled: boolean, reason: string) => void;
 }
 
-/** The plane answered a batch with anything but a well-formed 200. */
-class HttpFailure extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly retryAfterMs: number | null = null,
-  ) {
-    super(message);
-  }
-}
-
 export class OutboxDrain {
   private current: DrainState = 'idle';
   private kicked = false;
@@ -109,15 +95,9 @@ export class OutboxDrain {
   private lastSuccessAt: string | null = null;
   private lastAckAt: string | null = null;
   private rowsSynced = 0;
-  /** An ingest was sent and no answer came (a timeout, a reset): a plane may hold what it carried. */
-  private unanswered = false;
-  /** The note of the batch in flight as last written to the store (`sendingNote` text); null: not written by this replica yet. */
-  private inFlight: string | null = null;
   private maxRows: number;
   private readonly unsubscribe: () => void;
-  private readonly backlogCount: BacklogCount;
-  private readonly writerId: string;
-  private readonly http: PlaneHttp;
+  private readonly ingest: Ingest;
   private readonly apiKey: () => string;
   private readonly fault: FaultHook;
   private readonly events: DrainLink['events'];
@@ -129,14 +109,18 @@ export class OutboxDrain {
     private readonly o: DrainSettings,
     link: DrainLink,
   ) {
-    this.writerId = link.writerId;
-    this.http = link.http;
     this.apiKey = link.apiKey;
     this.fault = link.faults;
     this.events = link.events;
     this.lost = link.lost;
     this.maxRows = this.o.batchRows;
-    this.backlogCount = new BacklogCount(store);
+    this.ingest = new Ingest(store, {
+      writerId: link.writerId,
+      http: link.http,
+      apiKey: link.apiKey,
+      timeoutMs: this.o.timeoutMs,
+      faults: link.faults,
+    });
     this.unsubscribe = store.onWrite(() => this.kick());
     if (this.o.pollMs > 0) {
       this.pollTimer = setInterval(() => {
@@ -296,7 +280,7 @@ export class OutboxDrain {
       const sendable = batch.filter((e) => e.event);
       if (!sendable.length) continue;
       try {
-        await this.send(sendable);
+        this.answered(await this.ingest.send(sendable));
         this.maxRows = Math.min(this.o.batchRows, this.maxRows * 2);
       } catch (e) {
         if (!(e instanceof HttpFailure)) {
@@ -318,73 +302,13 @@ export class OutboxDrain {
     }
   }
 
-  /** The store's note of the runs in flight (`noteSending`), written only when it changes. */
-  private async noteInFlight(runs: string[]): Promise<void> {
-    const text = sendingNote(runs);
-    if (text === this.inFlight) return;
-    await this.store.noteSending(runs);
-    this.inFlight = text;
-  }
-
-  private async send(entries: OutboxEntry[]): Promise<void> {
-    const bytes = entries.reduce((n, e) => n + e.bytes, 0);
-    const body = {
-      protocol: PROTOCOL_VERSION,
-      writerId: this.writerId,
-      backlog: await this.backlogCount.take(entries.length, bytes),
-      rows: entries.map((e) => e.event),
-    };
-    const runs = [...new Set(entries.map((e) => e.executionId))];
-    // from here the plane may commit the batch though its answer never arrives: its runs count as held by the plane
-    await this.noteInFlight(runs);
-    const res = await this.http
-      .request('POST', '/v1/ingest', { apiKey: this.apiKey(), json: body, timeoutMs: this.o.timeoutMs })
-      .catch(async (e: unknown) => {
-        // no connection was ever made (refused, no such host), and no earlier attempt went unanswered (a plane may
-        // have committed that one and died since): no plane holds anything of these runs for this drain
-        if (neverConnected(e) && !this.unanswered) await this.noteInFlight([]);
-        else this.unanswered = true;
-        throw e;
-      });
-    this.unanswered = false;
-    this.fault('drain.afterResponse');
-    if (res.status !== 200) {
-      // a refusal of the request (not a timeout): the plane committed none of it, so none of its runs is held there for it
-      if (res.status >= 400 && res.status < 500 && res.status !== 408) await this.noteInFlight([]);
-      const msg =
-        (res.body as { error?: { message?: string } } | null)?.error?.message ?? foreignBody(res.status, res.body);
-      throw new HttpFailure(res.status, msg, retryAfter(res.headers['retry-after']));
-    }
-    const parsed = IngestResponse.safeParse(res.body);
-    if (!parsed.success || parsed.data.results.length !== entries.length) {
-      throw new HttpFailure(502, 'the plane answered 200 with a malformed body');
-    }
-    const synced: string[] = [];
-    const quarantined: Record<string, string> = {};
-    const acked = new Set<string>();
-    parsed.data.results.forEach((r, i) => {
-      if (r.status === 'rejected') quarantined[entries[i].id] = `plane: ${r.code}: ${r.reason}`;
-      else {
-        synced.push(entries[i].id);
-        acked.add(entries[i].executionId);
-      }
-    });
-    await this.store.applyResults({ synced, quarantined });
-    // a run whose every row of the batch the plane refused is not held there for this batch
-    if (acked.size < runs.length) await this.noteInFlight(runs.filter((r) => acked.has(r)));
-    this.backlogCount.answered(entries.length, bytes);
-    this.fault('drain.afterApply');
-    this.rowsSynced += synced.length;
+  /** The plane answered a batch: count it, say so, and fence the runs it said another machine took over. */
+  private answered({ synced, quarantined, lost }: IngestAnswer): void {
+    this.rowsSynced += synced;
     this.lastAckAt = new Date().toISOString();
-    this.events.emit('ack', { synced: synced.length, quarantined: Object.keys(quarantined).length });
-    if (Object.keys(quarantined).length)
-      this.events.emit('quarantined', { ids: Object.keys(quarantined), reason: Object.values(quarantined)[0] });
-    // another machine took a run of this writer over while it was away: say so once per run
-    const lost = new Map<string, { reason: string; cancelled: boolean }>();
-    parsed.data.results.forEach((r, i) => {
-      if (r.status === 'rejected' && r.code === 'taken_over')
-        lost.set(entries[i].executionId, { reason: r.reason, cancelled: r.cancelled === true });
-    });
+    const ids = Object.keys(quarantined);
+    this.events.emit('ack', { synced, quarantined: ids.length });
+    if (ids.length) this.events.emit('quarantined', { ids, reason: Object.values(quarantined)[0] });
     // a runner of it in this process stops before its next step or effect: the plane holds another branch now
     for (const [executionId, l] of lost) this.lost(executionId, l.cancelled, l.reason);
   }
@@ -471,16 +395,6 @@ export class OutboxDrain {
   get handles(): { retryTimer: boolean; pollTimer: boolean; roundInFlight: boolean } {
     return { retryTimer: this.timer !== null, pollTimer: this.pollTimer !== null, roundInFlight: this.round !== null };
   }
-}
-
-/** Errors that say the request never reached any server: its batch is held by no plane. */
-const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-
-function neverConnected(e: unknown): boolean {
-  for (let c: unknown = e, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
-    if (NOT_CONNECTED.has((c as { code?: string }).code ?? '')) return true;
-  }
-  return false;
 }
 
 /** What a drain noted of its outcomes (`waymark sync status` reads it). */
