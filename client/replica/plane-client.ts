@@ -104,10 +104,12 @@ export class PlaneClient {
     return adoptCancel(this.store, executionId, { ...this.reach, reason: null });
   }
 
+  /** runAtPlane (plane-calls.ts): where a run stands there; null when the plane does not hold it. */
   runAtPlane(executionId: string): Promise<PlaneRun | null> {
     return runAtPlane(this.o.http, this.caller, executionId);
   }
 
+  /** claimAtPlane (plane-calls.ts): claim a pause there first. Never throws. */
   claimAtPlane(
     executionId: string,
     checkpointId: string,
@@ -117,6 +119,7 @@ export class PlaneClient {
     return claimAtPlane(this.o.http, this.caller, executionId, checkpointId, decisionId, acquisition);
   }
 
+  /** takeoverAtPlane (plane-calls.ts): take over a run that is not paused. Never throws. */
   takeoverAtPlane(
     executionId: string,
     seq: number,
@@ -125,7 +128,7 @@ export class PlaneClient {
     return takeoverAtPlane(this.o.http, this.caller, executionId, seq, acquisition);
   }
 
-  /** A lease call never waits longer than the connection's request timeout. */
+  /** leaseAtPlane (plane-calls.ts): renew or give up a hold; never waits longer than the request timeout. Never throws. */
   leaseAtPlane(executionId: string, lease: LeaseAsk, timeoutMs = this.o.timeoutMs): Promise<PlaneLease> {
     return leaseAtPlane(
       this.o.http,
@@ -135,10 +138,12 @@ export class PlaneClient {
     );
   }
 
+  /** ping (plane-calls.ts): whether the plane answers, and what the key is there. Never throws. */
   ping(): Promise<PlanePing> {
     return ping(this.o.http, this.caller);
   }
 
+  /** releaseClaim (plane-calls.ts): give back a claim never applied here. */
   releaseClaim(executionId: string, checkpointId: string): Promise<boolean> {
     return releaseClaim(this.o.http, this.caller, executionId, checkpointId);
   }
