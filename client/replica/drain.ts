@@ -265,6 +265,7 @@ export class OutboxDrain {
     this.startRound();
   }
 
+  /** One round: batches, oldest first, until the outbox is empty or a failure ends the round. */
   private async drainAll(): Promise<RoundOutcome> {
     for (;;) {
       if (this.current === 'stopped') return { kind: 'done' };
