@@ -1,9 +1,10 @@
 /**
- * The drain's calls to the plane that are not replication: claim a pause
- * (connectPlane's claim guard), take over a run, give back a claim never
- * applied locally, and ping. Each is one request as the given writer with its
- * key; all but releaseClaim answer with an outcome and never throw, telling
- * an offline plane (no answer, 502/503/504) from one that refused.
+ * A replica's ownership calls to the plane (PlaneClient, plane-client.ts,
+ * binds them to its connection): claim a pause (connectPlane's claim guard),
+ * take over a run, renew or give up a hold, give back a claim never applied
+ * locally, ask where a run stands, and ping. Each is one request as the given
+ * writer with its key; all but releaseClaim answer with an outcome and never
+ * throw, telling an offline plane (no answer, 502/503/504) from one that refused.
  */
 import { z } from 'zod';
 import { DecisionState, DecisionView, ExecutionStatus, WhoAmI } from '../../shared/protocol.js';

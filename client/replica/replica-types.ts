@@ -1,7 +1,7 @@
 /**
  * What a replica takes, reports and emits: its options and their check, its
- * status, the outcome of a drain round and its events (replica.ts holds the
- * drain itself).
+ * status, the outcome of a drain round and its events (drain.ts holds the
+ * drain itself, replica.ts the replica that composes it).
  */
 import type { Dispatcher } from 'undici';
 import { issueProblems } from '../../shared/errors.js';
@@ -145,7 +145,7 @@ export type RoundOutcome = { kind: 'done' } | { kind: 'auth' } | { kind: 'retry'
  * `listener_error` and never stops the drain.
  */
 export interface ReplicaEvents {
-  /** The drain moved to another state (see the state table in replica.ts). */
+  /** The drain moved to another state (see the state table in drain.ts). */
   state: [state: DrainState];
   /** A round ended with the outbox empty. */
   drained: [];
