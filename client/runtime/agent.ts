@@ -36,19 +36,20 @@ import type { Json } from '../../shared/json.js';
 import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
 import { printable, terminalControls } from '../../support/terminal.js';
 import { optionNames, optionsProblems, unknownOptions } from '../../support/options.js';
-import { ExecutionId, type Checkpoint, type PendingInterrupt } from '../../shared/rows.js';
+import { ExecutionId, type Checkpoint } from '../../shared/rows.js';
 import type { Checkpointer, ClaimGuard } from '../checkpointer.js';
 import { AlreadyResumed, CheckpointError, NotConnected, ResumeRequired } from '../errors.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from './lease.js';
 import { isCancelMarker, runCancelled } from '../store/cancel.js';
 import { noFaults, type FaultHook } from '../faults.js';
-import type { Model, ToolCall } from '../models/model.js';
+import type { Model } from '../models/model.js';
 import { Resume } from './interrupt.js';
-import { pauseNotOpen, type ResumeOptions } from './pause.js';
+import { pauseNotOpen } from './pause.js';
 import { checkClaimDecisionId } from '../store/decisions.js';
 import { segmentProblems, toolSegment, type Tool } from './tool.js';
 import { AgentLoop } from './loop.js';
-import { freeze, kept, TOOL_MISSING, type Place, type RunState } from './run-state.js';
+import { freeze, kept, TOOL_MISSING } from './run-state.js';
+import type { Place, ResumeOptions, RunOptions, RunResult, RunState } from './types.js';
 
 export interface AgentOptions {
   /**
@@ -77,56 +78,6 @@ export interface AgentOptions {
   faults?: FaultHook;
 }
 
-export interface RunResult {
-  status: 'completed' | 'paused' | 'failed';
-  executionId: string;
-  output?: string;
-  pendingInterrupt?: PendingInterrupt;
-  error?: { code: string; message: string };
-}
-
-/**
- * What `onEvent` sees while a run goes. `committed` says whether the event's
- * content is already in a row: a `text-delta` never is (the reply is written
- * with the step's next row), a `tool-result` is written with the next row the
- * run writes. A crash loses what was not committed; on resume the model call is
- * re-issued and a `step-start` with the same `checkpointId` (and
- * `reentered: true`) comes again: an app drops the text it showed for that
- * checkpoint and shows the new one.
- */
-export type RunEvent =
-  | {
-      type: 'step-start';
-      committed: true;
-      executionId: string;
-      agentPath: string;
-      turn: number;
-      checkpointId: string;
-      reentered: boolean;
-    }
-  | { type: 'text-delta'; committed: false; executionId: string; agentPath: string; turn: number; delta: string }
-  | {
-      type: 'tool-call';
-      committed: true;
-      executionId: string;
-      agentPath: string;
-      turn: number;
-      call: ToolCall;
-      checkpointId: string;
-    }
-  | {
-      type: 'tool-result';
-      committed: false;
-      executionId: string;
-      agentPath: string;
-      turn: number;
-      toolCallId: string;
-      name: string;
-      content: string;
-    }
-  | { type: 'pause'; committed: true; executionId: string; pendingInterrupt: PendingInterrupt }
-  | { type: 'end'; committed: true; executionId: string; result: RunResult };
-
 const AGENT_OPTIONS = optionNames<AgentOptions>({
   name: true,
   model: true,
@@ -153,15 +104,6 @@ const FORK_OPTIONS = optionNames<{ checkpointId?: string; input?: string; execut
   executionId: true,
   onEvent: true,
 });
-
-export interface RunOptions {
-  /**
-   * Called synchronously with each event, in order. Its errors are caught and
-   * dropped: a listener cannot change what the run writes. With a listener
-   * the agent uses the model's `stream` method when it has one.
-   */
-  onEvent?: (event: RunEvent) => void;
-}
 
 export class Agent {
   readonly name: string;

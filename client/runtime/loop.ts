@@ -24,7 +24,6 @@ import {
 } from '../models/model.js';
 import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
 import { parseArguments, toolSegment, toolSpec, type Tool } from './tool.js';
-import type { RunEvent, RunResult } from './agent.js';
 import {
   emit,
   escapes,
@@ -38,11 +37,8 @@ import {
   TOOL_MISSING,
   toolCallIndex,
   withUsage,
-  type Entry,
-  type Level,
-  type Place,
-  type RunState,
 } from './run-state.js';
+import type { Entry, Level, Place, RunEvent, RunResult, RunState } from './types.js';
 
 /** What the loop of one agent needs: its model, tools and workers, as the Agent was made with them. */
 export interface AgentLoopOptions {

@@ -15,7 +15,8 @@
 import { ErrorCode, hasCode, WaymarkError } from '../../shared/errors.js';
 import { optionNames, optionsProblems } from '../../support/options.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
-import type { Agent, RunResult } from './agent.js';
+import type { Agent } from './agent.js';
+import type { RunResult } from './types.js';
 
 export interface RecoverOptions {
   /** The agents whose runs to recover; a run is matched by the agent path of its newest row. */

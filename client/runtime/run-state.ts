@@ -1,51 +1,14 @@
 /**
- * What the agent loop passes around, and its small helpers: a run's state
- * (messages and turn), a level (one agent's place in an execution: where its
- * rows go, its lease, its pending usage), the entry the loop starts at, the
- * pause that propagates to the outermost runner, which errors escape a run,
- * store calls wrapped as STORE_FAILED, event emission and usage attachment.
+ * The agent loop's small helpers, over the types of types.ts: the pause that
+ * propagates to the outermost runner, which errors escape a run, store calls
+ * wrapped as STORE_FAILED, a run's messages (frozen, their tool calls, the
+ * state a tool row carries), event emission and usage attachment.
  */
 import { deepFreeze, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import type { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
-import type { State } from '../../shared/codec.js';
-import type { Checkpointer } from '../checkpointer.js';
-import type { RunLease } from './lease.js';
+import type { PendingInterrupt } from '../../shared/rows.js';
 import type { Message, ToolCall } from '../models/model.js';
-import type { UsageRecord } from '../../shared/usage.js';
-import type { RunEvent } from './agent.js';
-
-export interface RunState extends State {
-  messages: Message[] & Json[];
-  turn: number;
-}
-
-export interface Level {
-  executionId: string;
-  store: Checkpointer;
-  path: string;
-  /** Rows of this level come after this seq (its parent's tool row), -1 at the top. */
-  afterSeq: number;
-  /**
-   * The newest row of the execution this level knows of (null before a fresh
-   * run's first row): each write names it, so a write into an execution
-   * deleted or pruned meanwhile is refused (EXECUTION_GONE) instead of
-   * starting it again at seq 0.
-   */
-  prevId: string | null;
-  /** The runner's lease on the execution (shared by nested workers). */
-  lease: RunLease;
-  /** Usage of model calls not yet written: the next row written takes it (shared by nested workers). */
-  usage: UsageRecord[];
-  onEvent?: (event: RunEvent) => void;
-}
-
-/** Where a level's rows are: enough to read them, no lease needed. */
-export type Place = Omit<Level, 'lease' | 'prevId' | 'usage' | 'onEvent'>;
-
-export type Entry =
-  | { kind: 'model'; write: boolean }
-  | { kind: 'tool'; index: number; row: Checkpoint | null; resumes: Json[]; single: boolean };
+import type { Level, RunEvent, RunState } from './types.js';
 
 /** Propagates a recorded pause to the outermost runner. */
 export class PauseOutcome extends Error {
