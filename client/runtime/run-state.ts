@@ -1,12 +1,15 @@
 /**
- * The agent loop's small helpers, over the types of types.ts: the pause that
+ * The runtime's small helpers, over the types of types.ts: the pause that
  * propagates to the outermost runner, which errors escape a run, store calls
- * wrapped as STORE_FAILED, a run's messages (frozen, their tool calls, the
+ * wrapped as STORE_FAILED, a run's lease taken and held through the checks
+ * before its loop starts, a run's messages (frozen, their tool calls, the
  * state a tool row carries), event emission and usage attachment.
  */
 import { deepFreeze, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { PendingInterrupt } from '../../shared/rows.js';
+import type { Checkpointer } from '../checkpointer.js';
+import { holderOf, RunLease } from './lease.js';
 import type { Message, ToolCall } from '../models/model.js';
 import type { Level, RunEvent, RunState } from './types.js';
 
@@ -44,6 +47,22 @@ export function kept<T>(op: Promise<T>): Promise<T> {
     if (e instanceof WaymarkError) throw e;
     throw new WaymarkError(ErrorCode.STORE_FAILED, `the store failed: ${(e as Error)?.message ?? e}`, { cause: e });
   });
+}
+
+/** Acquire the lease of `executionId` for a new runner of `store`. */
+export async function acquireRun(store: Checkpointer, executionId: string, ttlMs: number): Promise<RunLease> {
+  const lease = await kept(store.acquireLease(executionId, { holder: holderOf(store), ttlMs }));
+  return new RunLease(store, lease);
+}
+
+/** Run the checks between taking a lease and the run's loop; a refusal gives the lease back. */
+export async function holding<T>(lease: RunLease, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    await lease.stop();
+    throw e;
+  }
 }
 
 /**
