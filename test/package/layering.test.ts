@@ -4,7 +4,8 @@
  * run: CLI parsing, terminal text, body reading, database errors, fault
  * points) imports only `shared/`; `client/` never imports `plane/` and the
  * plane never imports `client/`; the inspector's shared pages (`inspector/`)
- * import neither; and the root entry loads no hono.
+ * import neither; the files of `client/runtime/` import each other in no
+ * circle; and the root entry loads no hono.
  *
  * The layer rules count every import a file names (static, type-only, and
  * `import('…')` whether a call or a type), read from the text. What the root
@@ -143,6 +144,35 @@ describe('layering', () => {
       }
     }
     expect(outside).toEqual([]);
+  });
+
+  // a circle of type-only imports counts too: a reader follows it as any other, and a value import joins it easily
+  it('the files of client/runtime/ import each other in no circle, type-only imports included', () => {
+    const dir = join(ROOT, 'client', 'runtime');
+    const files = sourcesUnder(dir);
+    expect(files.length).toBeGreaterThan(5);
+    const inside = (file: string) => file.startsWith(`${dir}/`);
+    const importsOf = (file: string) =>
+      specifiersOf(file)
+        .filter((spec) => spec.startsWith('.'))
+        .map((spec) => resolveRelative(file, spec))
+        .filter(inside);
+    // depth first: an import of a file still open on the path closes a circle
+    const circles: string[] = [];
+    const done = new Set<string>();
+    const path: string[] = [];
+    const visit = (file: string) => {
+      path.push(file);
+      for (const next of importsOf(file)) {
+        const at = path.indexOf(next);
+        if (at >= 0) circles.push([...path.slice(at), next].map((f) => relative(dir, f)).join(' -> '));
+        else if (!done.has(next)) visit(next);
+      }
+      path.pop();
+      done.add(file);
+    };
+    for (const file of files) if (!done.has(file)) visit(file);
+    expect(circles).toEqual([]);
   });
 
   it('the root entry (client/index.ts) loads no hono, no inspector/ and no plane/ through its static imports', async () => {
