@@ -36,19 +36,19 @@ import type { Json } from '../../shared/json.js';
 import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
 import { printable, terminalControls } from '../../support/terminal.js';
 import { optionNames, optionsProblems, unknownOptions } from '../../support/options.js';
-import { ExecutionId, type Checkpoint, type PendingInterrupt } from '../../shared/rows.js';
+import { ExecutionId, type Checkpoint } from '../../shared/rows.js';
 import type { Checkpointer, ClaimGuard } from '../checkpointer.js';
-import { AlreadyResumed, CheckpointError, NotConnected, ResumeRequired } from '../errors.js';
-import { DEFAULT_LEASE_MS, holderOf, RunLease } from './lease.js';
-import { isCancelMarker, runCancelled } from '../store/cancel.js';
+import { CheckpointError } from '../errors.js';
+import { DEFAULT_LEASE_MS } from './lease.js';
 import { noFaults, type FaultHook } from '../faults.js';
-import type { Model, ToolCall } from '../models/model.js';
-import { Resume } from './interrupt.js';
-import { pauseNotOpen, type ResumeOptions } from './pause.js';
+import type { Model } from '../models/model.js';
+import type { Resume } from './interrupt.js';
+import { claimOrTake } from './resume.js';
 import { checkClaimDecisionId } from '../store/decisions.js';
-import { segmentProblems, toolSegment, type Tool } from './tool.js';
+import { segmentProblems, type Tool } from './tool.js';
 import { AgentLoop } from './loop.js';
-import { freeze, kept, TOOL_MISSING, type Place, type RunState } from './run-state.js';
+import { acquireRun, freeze, holding } from './run-state.js';
+import type { Place, ResumeOptions, RunOptions, RunResult, RunState } from './types.js';
 
 /** Options of `new Agent(...)`: its name, model, tools, store and limits. */
 export interface AgentOptions {
@@ -82,57 +82,6 @@ export interface AgentOptions {
   faults?: FaultHook;
 }
 
-/** How a run (or resume) ended: completed with its output, paused with its open pause, or failed with an error. */
-export interface RunResult {
-  status: 'completed' | 'paused' | 'failed';
-  executionId: string;
-  output?: string;
-  pendingInterrupt?: PendingInterrupt;
-  error?: { code: string; message: string };
-}
-
-/**
- * What `onEvent` sees while a run goes. `committed` says whether the event's
- * content is already in a row: a `text-delta` never is (the reply is written
- * with the step's next row), a `tool-result` is written with the next row the
- * run writes. A crash loses what was not committed; on resume the model call is
- * re-issued and a `step-start` with the same `checkpointId` (and
- * `reentered: true`) comes again: an app drops the text it showed for that
- * checkpoint and shows the new one.
- */
-export type RunEvent =
-  | {
-      type: 'step-start';
-      committed: true;
-      executionId: string;
-      agentPath: string;
-      turn: number;
-      checkpointId: string;
-      reentered: boolean;
-    }
-  | { type: 'text-delta'; committed: false; executionId: string; agentPath: string; turn: number; delta: string }
-  | {
-      type: 'tool-call';
-      committed: true;
-      executionId: string;
-      agentPath: string;
-      turn: number;
-      call: ToolCall;
-      checkpointId: string;
-    }
-  | {
-      type: 'tool-result';
-      committed: false;
-      executionId: string;
-      agentPath: string;
-      turn: number;
-      toolCallId: string;
-      name: string;
-      content: string;
-    }
-  | { type: 'pause'; committed: true; executionId: string; pendingInterrupt: PendingInterrupt }
-  | { type: 'end'; committed: true; executionId: string; result: RunResult };
-
 const AGENT_OPTIONS = optionNames<AgentOptions>({
   name: true,
   model: true,
@@ -160,16 +109,6 @@ const FORK_OPTIONS = optionNames<{ checkpointId?: string; input?: string; execut
   onEvent: true,
 });
 
-/** Options of `run`, `resume` and `fork`. */
-export interface RunOptions {
-  /**
-   * Called synchronously with each event, in order. Its errors are caught and
-   * dropped: a listener cannot change what the run writes. With a listener
-   * the agent uses the model's `stream` method when it has one.
-   */
-  onEvent?: (event: RunEvent) => void;
-}
-
 /**
  * An agent: a model with tools, whose runs are durable. Each step is a checkpoint in the store; a run that paused
  * or crashed goes on with `resume`, and a tool's side effect inside `idempotent` is not done twice.
@@ -177,9 +116,6 @@ export interface RunOptions {
 export class Agent {
   readonly name: string;
   readonly kind: 'agent' | 'supervisor';
-  private readonly tools = new Map<string, Tool>();
-  /** Worker agents by agent name (paths use it). */
-  private readonly workers = new Map<string, Agent>();
   private readonly store?: Checkpointer;
   readonly leaseMs: number;
   /** The loop that runs this agent's steps (loop.ts). */
@@ -194,20 +130,18 @@ export class Agent {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     checkAgentOptions(options, this.leaseMs);
     // worker agents' loops by the tool name that delegates to them (the loop invokes them)
+    const tools = new Map<string, Tool>();
     const workersByTool = new Map<string, AgentLoop>();
     for (const t of options.tools ?? []) {
-      this.tools.set(t.name, t);
+      tools.set(t.name, t);
       const w = (t.delegate as Agent | undefined) ?? undefined;
-      if (w) {
-        workersByTool.set(t.name, w.runner);
-        this.workers.set(w.name, w);
-      }
+      if (w) workersByTool.set(t.name, w.runner);
     }
     this.runner = new AgentLoop({
       name: this.name,
       kind: this.kind,
       model: options.model,
-      tools: this.tools,
+      tools,
       workersByTool,
       system: options.system,
       maxTurns: options.maxTurns ?? 32,
@@ -255,8 +189,8 @@ export class Agent {
         details: { executionId },
       });
     if (await store.latest(executionId)) throw exists();
-    const lease = await this.acquire(store, executionId);
-    const level = await this.holding(lease, async () => {
+    const lease = await acquireRun(store, executionId, this.leaseMs);
+    const level = await holding(lease, async () => {
       // another runner may have started and finished it between the read above and the lease
       if (await store.latest(executionId)) throw exists();
       return this.runner.topLevel(executionId, store, null, lease, options.onEvent);
@@ -264,21 +198,6 @@ export class Agent {
     return this.runner.outer(level, () =>
       this.runner.loop(level, this.runner.initialState(input), { kind: 'model', write: true }),
     );
-  }
-
-  private async acquire(store: Checkpointer, executionId: string): Promise<RunLease> {
-    const lease = await kept(store.acquireLease(executionId, { holder: holderOf(store), ttlMs: this.leaseMs }));
-    return new RunLease(store, lease);
-  }
-
-  /** Run the checks between taking a lease and the run's loop; a refusal gives the lease back. */
-  private async holding<T>(lease: RunLease, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      await lease.stop();
-      throw e;
-    }
   }
 
   /**
@@ -308,132 +227,18 @@ export class Agent {
       );
     const store = this.requireStore();
     await store.setup();
-    const latest = await store.latest(executionId);
-    if (!latest) {
-      const hint = store.planeGuard.current
-        ? '; restoreFromPlane(store, id, …) brings a run this store has never seen'
-        : '';
-      throw new CheckpointError(`execution '${executionId}' has no rows in this store${hint}`, {
-        code: ErrorCode.EXECUTION_NOT_FOUND,
-        details: { executionId },
-      });
-    }
-    if (latest.step === 'run_end' && latest.status === 'completed') {
-      throw new AlreadyResumed(`execution '${executionId}' already finished (completed); there is nothing to resume`, {
+    const { level, own } = await claimOrTake(
+      {
         executionId,
-      });
-    }
-    if (isCancelMarker(latest)) throw runCancelled(latest);
-    const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
-    let newest = latest.id;
-    let lease: RunLease;
-    if (
-      options.checkpointId !== undefined &&
-      options.checkpointId !== latest.id &&
-      (answer !== undefined || latest.status === 'interrupted')
-    )
-      throw pauseNotOpen(executionId, options.checkpointId, latest);
-    if (latest.status === 'interrupted') {
-      if (answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
-      // before the claim: a pause this agent cannot carry on (a tool or a delegation gone) is left open
-      await this.resolvePath(store, executionId, latest);
-      // read once: a replica stopped meanwhile must not leave a claim that was checked by nothing
-      const plane = store.planeGuard.current;
-      const guard = this.claimGuard ?? (plane ? (c: Parameters<ClaimGuard>[0]) => plane.claim(c) : undefined);
-      if (!guard) await refuseOffPlane(store, executionId, options);
-      const paused = (await store.readState(latest)) as RunState;
-      const prior = Array.isArray(paused.resumes) ? (paused.resumes as Json[]) : [];
-      // one holder for both claims: the plane's owner record names the acquisition the store's lease is
-      const holder = holderOf(store);
-      if (guard)
-        await guard({
-          executionId,
-          checkpointId: latest.id,
-          ...(decisionId ? { decisionId } : {}),
-          holder,
-          ttlMs: this.leaseMs,
-        });
-      // the claim names the pause read above: if another resumer answered it meanwhile, a later pause is not taken
-      const claimed = await store.claimInterrupt(
-        { executionId, checkpointId: latest.id },
-        {
-          // the claim winner takes the lease in the claim's transaction: a claimed resume is never left unowned
-          lease: { holder, ttlMs: this.leaseMs },
-          decisionId,
-          next: {
-            executionId,
-            prevId: latest.id,
-            nodeId: latest.nodeId,
-            turn: latest.turn,
-            step: 'tool_call',
-            status: 'completed',
-            agentPath: latest.agentPath,
-            parentId: latest.id,
-            state: { ...paused, resumes: [...prior, answer] },
-            nodeInput: latest.nodeInput,
-          },
-        },
-      );
-      if (!claimed) {
-        // closed by a cancel rather than answered by another resumer
-        const now = await store.latest(executionId);
-        if (isCancelMarker(now)) throw runCancelled(now!);
-        throw new AlreadyResumed(
-          `execution '${executionId}': the pause at checkpoint ${latest.id} is no longer open: another resumer answered it`,
-          { executionId, checkpointId: latest.id },
-        );
-      }
-      newest = claimed.checkpoint?.id ?? newest;
-      lease = new RunLease(store, claimed.lease!);
-    } else if (answer !== undefined) {
-      throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
-    } else {
-      if (!store.planeGuard.current) await refuseOffPlane(store, executionId, options);
-      // a live runner of this store (or one dead less than a lease ago) refuses this with RunInProgress; the plane is
-      // asked only after this and the local checks, so a resume that cannot run here never takes the run from the fleet
-      lease = await this.acquire(store, executionId);
-    }
-    const { level, own } = await this.holding(lease, async () => {
-      if (answer === undefined) {
-        // what the run became while the lease was held by another: finished, paused, or further along
-        const now = await store.latest(executionId);
-        if (now && now.step === 'run_end' && now.status === 'completed') {
-          throw new AlreadyResumed(
-            `execution '${executionId}' already finished (completed); there is nothing to resume`,
-            { executionId },
-          );
-        }
-        if (isCancelMarker(now)) throw runCancelled(now!);
-        if (now && now.status === 'interrupted') throw new ResumeRequired(executionId, now.interruptReason ?? 'paused');
-        if (now) newest = now.id;
-        // re-entry inside a nested worker: its tool and every delegation to it must still be there
-        if (now && now.step !== 'run_end') await this.resolvePath(store, executionId, now);
-        // connected to a plane: another machine's run is taken over there (one owner, once its hold expired); the
-        // guard may first bring what the plane holds and this copy lacks, so the newest row is read again after it
-        const plane = store.planeGuard.current;
-        if (plane && now) {
-          await plane.takeover({ executionId, seq: now.seq, holder: lease.lease.holder, ttlMs: this.leaseMs });
-          const after = await store.latest(executionId);
-          if (after && after.id !== now.id) {
-            if (isCancelMarker(after)) throw runCancelled(after);
-            if (after.step === 'run_end' && after.status === 'completed')
-              throw new AlreadyResumed(
-                `execution '${executionId}' already finished (completed); there is nothing to resume`,
-                { executionId },
-              );
-            if (after.status === 'interrupted')
-              throw new ResumeRequired(executionId, after.interruptReason ?? 'paused');
-            if (after.step !== 'run_end') await this.resolvePath(store, executionId, after);
-            newest = after.id;
-          }
-        }
-      }
-      const level = this.runner.topLevel(executionId, store, newest, lease, options.onEvent);
-      const own = await this.runner.latestOwn(level);
-      if (!own) throw new CheckpointError(`execution '${executionId}' has no row of ${this.path} to resume from`);
-      if (own.step === 'tool_call') await this.resolveTool(store, own);
-      return { level, own };
-    });
+        store,
+        runner: this.runner,
+        leaseMs: this.leaseMs,
+        claimGuard: this.claimGuard,
+        options,
+        decisionId,
+      },
+      resume,
+    );
     return this.runner.outer(level, () => this.runner.reenter(level, own));
   }
 
@@ -492,9 +297,9 @@ export class Agent {
         code: ErrorCode.EXECUTION_EXISTS,
       });
     if (await store.latest(newId)) throw exists();
-    const lease = await this.acquire(store, newId);
+    const lease = await acquireRun(store, newId, this.leaseMs);
     const from = src;
-    const origin = await this.holding(lease, async () => {
+    const origin = await holding(lease, async () => {
       if (await store.latest(newId)) throw exists();
       return store.put(
         {
@@ -515,86 +320,6 @@ export class Agent {
     const forked = this.runner.topLevel(newId, store, origin.id, lease, options.onEvent);
     return this.runner.outer(forked, () => this.runner.reenter(forked, origin));
   }
-
-  /**
-   * What re-entering at `row` needs, checked before anything is claimed or
-   * written: its path's workers and tool (resolveTool), and for a row inside
-   * a nested worker, each level's delegation (that level's newest own row, a
-   * tool row) still a tool delegating to that worker. A supervisor redeployed
-   * with the delegation renamed or dropped would otherwise claim the pause
-   * and then fail, or tell its model the tool does not exist.
-   */
-  private async resolvePath(store: Checkpointer, executionId: string, row: Checkpoint): Promise<void> {
-    await this.resolveTool(store, row);
-    let agent: Agent = this;
-    let place: Place = { executionId, store, path: this.path, afterSeq: -1 };
-    for (const part of row.agentPath.split('/').slice(1)) {
-      if (!part.startsWith('agent:')) break;
-      const name = part.slice('agent:'.length);
-      const delegation = await kept(this.runner.latestOwn(place));
-      // a tool row's node id names its tool (`turn:N/tool:NAME`); a fork's origin carries its source's
-      const nodeId =
-        delegation?.step === 'fork_origin'
-          ? (delegation.nodeInput as { nodeId?: unknown } | null)?.nodeId
-          : delegation?.nodeId;
-      const at = typeof nodeId === 'string' ? nodeId.lastIndexOf('/tool:') : -1;
-      const toolName = at >= 0 ? (nodeId as string).slice(at + '/tool:'.length) : null;
-      const worker = agent.workers.get(name);
-      if (!delegation || toolName === null || !worker || agent.tools.get(toolName)?.delegate !== worker) {
-        throw new CheckpointError(
-          `the run needs tool '${toolName ?? '?'}' of agent '${agent.name}' delegating to worker agent '${name}', which agent '${agent.name}' does not have`,
-          {
-            details: { tool: toolName ?? name },
-            code: ErrorCode.TOOL_NOT_FOUND,
-          },
-        );
-      }
-      agent = worker;
-      place = { executionId, store, path: `${place.path}/${part}`, afterSeq: delegation.seq };
-    }
-  }
-
-  /**
-   * Walk a row's agent path (`agent:A/agent:W/tool:T`) through this agent's
-   * workers; throws TOOL_NOT_FOUND naming a missing tool. The tool a row is
-   * at may be missing only when the row is marked as written for a tool its
-   * agent did not have then (TOOL_MISSING): re-entered, the model is answered
-   * again that it does not exist. Its state is read only then.
-   */
-  private async resolveTool(store: Checkpointer, row: Checkpoint): Promise<void> {
-    const parts = row.agentPath.split('/');
-    if (parts[0] !== this.path) {
-      throw new CheckpointError(`row belongs to '${parts[0]}', not to ${this.path}`);
-    }
-    let agent: Agent = this;
-    for (const [i, part] of parts.entries()) {
-      if (i === 0) continue;
-      const [kind, name] = [part.slice(0, part.indexOf(':')), part.slice(part.indexOf(':') + 1)];
-      if (kind === 'agent') {
-        const w = agent.workers.get(name);
-        if (!w)
-          throw new CheckpointError(
-            `the paused run needs worker agent '${name}', which agent '${agent.name}' does not have`,
-            { details: { tool: name } },
-          );
-        agent = w;
-      } else if (kind === 'tool') {
-        if (!agent.tools.has(name) && !(i === parts.length - 1 && (await writtenMissing(store, row, name)))) {
-          throw new CheckpointError(`the run needs tool '${name}', which agent '${agent.name}' does not have`, {
-            details: { tool: name },
-            code: ErrorCode.TOOL_NOT_FOUND,
-          });
-        }
-      }
-    }
-  }
-}
-
-/** Whether `row` is a tool row written for a tool (named `segment` in its path) that its agent did not have then. */
-async function writtenMissing(store: Checkpointer, row: Checkpoint, segment: string): Promise<boolean> {
-  if (row.step !== 'tool_call') return false;
-  const state = (await kept(store.readState(row))) as RunState;
-  return state[TOOL_MISSING] === true && typeof state.toolName === 'string' && toolSegment(state.toolName) === segment;
 }
 
 /**
@@ -641,15 +366,6 @@ function refuseCallOptions(call: string, options: unknown, known: readonly strin
     throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; ${outcome}`, {
       details: { problems },
     });
-}
-
-/**
- * A run a plane holds is resumed through that plane's claim: with no guard
- * installed (no `connectPlane`, no claim guard of the agent's own) it is
- * refused, unless the caller gives the fleet-wide claim up with `withoutPlane`.
- */
-async function refuseOffPlane(store: Checkpointer, executionId: string, options: ResumeOptions): Promise<void> {
-  if (options.withoutPlane !== true && (await store.heldByPlane(executionId))) throw new NotConnected(executionId);
 }
 
 /**

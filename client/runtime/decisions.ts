@@ -48,7 +48,8 @@ import { Decision } from '../../shared/rows.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
 import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
-import type { Agent, RunResult } from './agent.js';
+import type { Agent } from './agent.js';
+import type { RunResult } from './types.js';
 
 /** What the decision worker did with one decision (`onOutcome`). */
 export type DecisionOutcome =

@@ -1,4 +1,5 @@
-export { Agent, type AgentOptions, type RunResult, type RunEvent, type RunOptions } from './agent.js';
+export { Agent, type AgentOptions } from './agent.js';
+export type { ResumeOptions, RunEvent, RunOptions, RunResult } from './types.js';
 export { interrupt, Resume } from './interrupt.js';
 export { currentEffect, idempotent, type EffectInfo, type IdempotentOptions } from './idempotent.js';
 export { tool, type Tool } from './tool.js';
@@ -11,5 +12,4 @@ export {
   type ServeDecisionsOptions,
   type ServeSummary,
 } from './decisions.js';
-export type { ResumeOptions } from './pause.js';
 export { decide, type DecideInput } from './decide.js';

@@ -4,8 +4,9 @@
  * header); tool invocation (a thrown error is a result the model sees, a
  * pause is recorded and propagated, a worker agent runs nested under the
  * tool's row); and the outermost runner, which holds the lease and writes
- * the run-end marker. `Agent` (agent.ts) is the facade: it checks, takes the
- * lease and claims, then hands a level to this.
+ * the run-end marker. `Agent` (agent.ts) is the facade: it checks the call,
+ * takes the lease (resume.ts claims or takes a resumed run), then hands a
+ * level to this.
  */
 import { storableText, type Json } from '../../shared/json.js';
 import { ErrorCode, hasCode, WaymarkError } from '../../shared/errors.js';
@@ -24,7 +25,6 @@ import {
 } from '../models/model.js';
 import { currentRun, withRun, type RunContext, type ToolScope } from './context.js';
 import { parseArguments, toolSegment, toolSpec, type Tool } from './tool.js';
-import type { RunEvent, RunResult } from './agent.js';
 import {
   emit,
   escapes,
@@ -38,11 +38,8 @@ import {
   TOOL_MISSING,
   toolCallIndex,
   withUsage,
-  type Entry,
-  type Level,
-  type Place,
-  type RunState,
 } from './run-state.js';
+import type { Entry, Level, Place, RunEvent, RunResult, RunState } from './types.js';
 
 /** What the loop of one agent needs: its model, tools and workers, as the Agent was made with them. */
 export interface AgentLoopOptions {
@@ -62,8 +59,12 @@ export class AgentLoop {
   readonly name: string;
   readonly kind: 'agent' | 'supervisor';
   private readonly model: Model;
-  private readonly tools: Map<string, Tool>;
-  private readonly workersByTool: Map<string, AgentLoop>;
+  /** The tools the model may call, by name. */
+  readonly tools: ReadonlyMap<string, Tool>;
+  /** The loops of worker agents, by the tool name that delegates to them. */
+  readonly workersByTool: ReadonlyMap<string, AgentLoop>;
+  /** The same loops by agent name, as a row's path names them (`agent:NAME`). */
+  readonly workers = new Map<string, AgentLoop>();
   private readonly system?: string;
   private readonly maxTurns: number;
   private readonly fault: FaultHook;
@@ -74,6 +75,7 @@ export class AgentLoop {
     this.model = options.model;
     this.tools = options.tools;
     this.workersByTool = options.workersByTool;
+    for (const w of options.workersByTool.values()) this.workers.set(w.name, w);
     this.system = options.system;
     this.maxTurns = options.maxTurns;
     this.fault = options.fault;

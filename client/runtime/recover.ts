@@ -15,7 +15,8 @@
 import { ErrorCode, hasCode, WaymarkError } from '../../shared/errors.js';
 import { optionNames, optionsProblems } from '../../support/options.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
-import type { Agent, RunResult } from './agent.js';
+import type { Agent } from './agent.js';
+import type { RunResult } from './types.js';
 
 /** Options of `recoverRuns`: which agents' runs to recover, from which store, and how often. */
 export interface RecoverOptions {

@@ -1,51 +1,17 @@
 /**
- * What the agent loop passes around, and its small helpers: a run's state
- * (messages and turn), a level (one agent's place in an execution: where its
- * rows go, its lease, its pending usage), the entry the loop starts at, the
- * pause that propagates to the outermost runner, which errors escape a run,
- * store calls wrapped as STORE_FAILED, event emission and usage attachment.
+ * The runtime's small helpers, over the types of types.ts: the pause that
+ * propagates to the outermost runner, which errors escape a run, store calls
+ * wrapped as STORE_FAILED, a run's lease taken and held through the checks
+ * before its loop starts, a run's messages (frozen, their tool calls, the
+ * state a tool row carries), event emission and usage attachment.
  */
 import { deepFreeze, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import type { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
-import type { State } from '../../shared/codec.js';
+import type { PendingInterrupt } from '../../shared/rows.js';
 import type { Checkpointer } from '../checkpointer.js';
-import type { RunLease } from './lease.js';
+import { holderOf, RunLease } from './lease.js';
 import type { Message, ToolCall } from '../models/model.js';
-import type { UsageRecord } from '../../shared/usage.js';
-import type { RunEvent } from './agent.js';
-
-export interface RunState extends State {
-  messages: Message[] & Json[];
-  turn: number;
-}
-
-export interface Level {
-  executionId: string;
-  store: Checkpointer;
-  path: string;
-  /** Rows of this level come after this seq (its parent's tool row), -1 at the top. */
-  afterSeq: number;
-  /**
-   * The newest row of the execution this level knows of (null before a fresh
-   * run's first row): each write names it, so a write into an execution
-   * deleted or pruned meanwhile is refused (EXECUTION_GONE) instead of
-   * starting it again at seq 0.
-   */
-  prevId: string | null;
-  /** The runner's lease on the execution (shared by nested workers). */
-  lease: RunLease;
-  /** Usage of model calls not yet written: the next row written takes it (shared by nested workers). */
-  usage: UsageRecord[];
-  onEvent?: (event: RunEvent) => void;
-}
-
-/** Where a level's rows are: enough to read them, no lease needed. */
-export type Place = Omit<Level, 'lease' | 'prevId' | 'usage' | 'onEvent'>;
-
-export type Entry =
-  | { kind: 'model'; write: boolean }
-  | { kind: 'tool'; index: number; row: Checkpoint | null; resumes: Json[]; single: boolean };
+import type { Level, RunEvent, RunState } from './types.js';
 
 /** Propagates a recorded pause to the outermost runner. */
 export class PauseOutcome extends Error {
@@ -81,6 +47,22 @@ export function kept<T>(op: Promise<T>): Promise<T> {
     if (e instanceof WaymarkError) throw e;
     throw new WaymarkError(ErrorCode.STORE_FAILED, `the store failed: ${(e as Error)?.message ?? e}`, { cause: e });
   });
+}
+
+/** Acquire the lease of `executionId` for a new runner of `store`. */
+export async function acquireRun(store: Checkpointer, executionId: string, ttlMs: number): Promise<RunLease> {
+  const lease = await kept(store.acquireLease(executionId, { holder: holderOf(store), ttlMs }));
+  return new RunLease(store, lease);
+}
+
+/** Run the checks between taking a lease and the run's loop; a refusal gives the lease back. */
+export async function holding<T>(lease: RunLease, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    await lease.stop();
+    throw e;
+  }
 }
 
 /**
