@@ -7,9 +7,8 @@
  * This file holds the class: connection, setup, the write and read retries,
  * and the writes that decide under the execution row's lock (put, pause,
  * claim, cancel, idempotency). Statements it runs live beside it, as
- * functions taking the sql handle: reads.ts, outbox.ts, delete.ts (delete,
- * prune), import.ts, put-on-cursor.ts (the one-statement put), leases.ts,
- * executions.ts (the row lock, error fields).
+ * functions taking the sql handle, file for file as the SQLite store's (the
+ * pairing is in index.ts).
  */
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
