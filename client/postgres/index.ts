@@ -17,6 +17,7 @@
  *                                         and their cache / the client types, table names
  *   native-binding.ts  —                  where better-sqlite3's addon is (open)
  *   —                  put-on-cursor.ts   the one-statement put
+ *   —                  commit-once.ts     a write whose answer was lost: did it commit?
  */
 import { requirePeer } from '../../support/peer.js';
 
