@@ -442,8 +442,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         // the statement may have committed before the connection was lost: its row is found by its id
         const out = await commitOnce<Outcome | null>(
           async () => {
+            const sql = await this.q();
             const store = { writerId: this.writerId, outbox: this.outbox };
-            const rt = await putOnCursor(await this.q(), this.t, store, minted, cursor, lease);
+            const rt = await putOnCursor(sql, this.t, store, minted, cursor, lease);
             return rt ? written(rt) : null;
           },
           () => this.landedRow(minted.id, minted),
