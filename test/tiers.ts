@@ -96,6 +96,7 @@ export const FAST: readonly string[] = [
   'test/store/migrations.test.ts',
   'test/store/open-store.test.ts',
   'test/store/postgres-listing-index.test.ts',
+  'test/store/postgres-lost-commit.test.ts',
   'test/store/postgres-migrate.test.ts',
   'test/store/postgres-race.test.ts',
   'test/store/postgres.test.ts',

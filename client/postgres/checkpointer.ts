@@ -7,9 +7,8 @@
  * This file holds the class: connection, setup, the write and read retries,
  * and the writes that decide under the execution row's lock (put, pause,
  * claim, cancel, idempotency). Statements it runs live beside it, as
- * functions taking the sql handle: reads.ts, outbox.ts, delete.ts (delete,
- * prune), import.ts, put-on-cursor.ts (the one-statement put), leases.ts,
- * executions.ts (the row lock, error fields).
+ * functions taking the sql handle, file for file as the SQLite store's (the
+ * pairing is in index.ts).
  *
  * What the `waymark/postgres` entry exports (its index.ts loads this file once the
  * optional peer `postgres` is found): the API reference documents the entry from here.
@@ -69,7 +68,8 @@ import {
 import { PruneWalk } from '../store/prune.js';
 import { migratedWriterId, migratePostgres } from './migrations.js';
 import { connectionFailed, SQLSTATE } from '../../support/db-errors.js';
-import { fence, leaseInfo, takeLease } from './leases.js';
+import { fence, heldLease, leaseInfo, takeLease } from './leases.js';
+import { commitOnce } from './commit-once.js';
 import { tablesOf, type Sql, type Tables, type Tx } from './tables.js';
 import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
@@ -228,15 +228,15 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
    * Run a write transaction, trying again (up to 3 times) when the connection
    * was lost under it. Every write is identifiable, so before trying again
    * `landed` asks whether the lost attempt committed after all (a checkpoint
-   * with our pre-minted id exists, …) and returns its result if so. Without
+   * with our pre-minted id exists, …) and returns its result if so
+   * (`commitOnce`; the last attempt's loss is the caller's error). Without
    * `landed`, only writes that are idempotent by construction are retried.
    */
   private async write<T>(fn: (tx: Tx) => Promise<T>, landed?: () => Promise<T | null>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.begin(fn);
+        return await commitOnce(() => this.begin(fn), attempt < 3 ? landed : undefined);
       } catch (e) {
-        const lost = connectionFailed(e);
         // a retried write whose lost attempt committed meets its own row (a duplicate id, rows in a
         // "fresh" run), its own release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress)
         if (
@@ -250,11 +250,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
           const r = await landed();
           if (r) return r;
         }
-        if (!lost || attempt >= 3) throw e;
-        if (landed) {
-          const r = await landed().catch(() => null);
-          if (r) return r;
-        }
+        if (!connectionFailed(e) || attempt >= 3) throw e;
       }
     }
   }
@@ -395,12 +391,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     this.assertOpen();
     checkLease(executionId, request);
     // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
-    const landed = async (): Promise<C.Lease | null> => {
-      const l = await leaseInfo(await this.q(), this.t, executionId);
-      return l && l.holder === request.holder && l.expiresAt
-        ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: l.epoch, expiresAt: l.expiresAt }
-        : null;
-    };
+    const landed = async () => heldLease(executionId, await leaseInfo(await this.q(), this.t, executionId), request);
     return this.write((tx) => takeLease(tx, this.t, executionId, request), landed);
   }
 
@@ -455,28 +446,24 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     const cursor = input.prevId === null || (lease && release) ? null : this.cursors.newest(input.executionId);
     if (cursor) {
       try {
-        const sql = await this.q();
-        const rt = await putOnCursor(
-          sql,
-          this.t,
-          { writerId: this.writerId, outbox: this.outbox },
-          minted,
-          cursor,
-          lease,
+        // the statement may have committed before the connection was lost: its row is found by its id
+        const out = await commitOnce<Outcome | null>(
+          async () => {
+            const sql = await this.q();
+            const store = { writerId: this.writerId, outbox: this.outbox };
+            const rt = await putOnCursor(sql, this.t, store, minted, cursor, lease);
+            return rt ? written(rt) : null;
+          },
+          () => this.landedRow(minted.id, minted),
         );
-        if (rt) {
-          this.afterCommit(input.executionId, written(rt), 'store.put.afterCommit');
-          return rt.row;
+        if (out) {
+          this.afterCommit(input.executionId, out, 'store.put.afterCommit');
+          return rowOf(out)!;
         }
       } catch (e) {
         this.cursors.drop(input.executionId);
+        // lost and not landed: the locked path writes it
         if (!connectionFailed(e)) throw e;
-        // the statement may have committed before the connection was lost
-        const landed = await this.landedRow(minted.id, minted).catch(() => null);
-        if (landed) {
-          this.afterCommit(input.executionId, landed, 'store.put.afterCommit');
-          return landed.row;
-        }
       }
     }
     let out: Outcome;
@@ -551,11 +538,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
           const found = await this.landedRow(next.id, next);
           if (!found || !before) return null;
           // the lost attempt took the lease with the claim: it is ours if its holder is still us
-          const held = ask ? await this.getLease(executionId) : null;
-          const lease: C.Lease | null =
-            held && ask && held.holder === ask.holder && held.expiresAt
-              ? { executionId, holder: ask.holder, ttlMs: ask.ttlMs, epoch: held.epoch, expiresAt: held.expiresAt }
-              : null;
+          const lease = ask ? heldLease(executionId, await this.getLease(executionId), ask) : null;
           if (ask && !lease) return null;
           return { ...found, pending: before, lease };
         }

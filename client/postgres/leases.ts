@@ -22,6 +22,17 @@ export async function leaseInfo(sql: Sql | Tx, t: Tables, executionId: string): 
 }
 
 /**
+ * The lease an acquisition whose answer was lost had taken, rebuilt from the
+ * lease as stored: it is that acquisition's while its holder is the one asked
+ * for (a holder is unique per acquisition); null otherwise.
+ */
+export function heldLease(executionId: string, stored: LeaseInfo | null, request: LeaseRequest): Lease | null {
+  return stored && stored.holder === request.holder && stored.expiresAt
+    ? { executionId, holder: request.holder, ttlMs: request.ttlMs, epoch: stored.epoch, expiresAt: stored.expiresAt }
+    : null;
+}
+
+/**
  * Inside the caller's transaction: take the lease if free or expired (by the
  * server's clock), else RunInProgress. The upsert locks the lease row and
  * judges the newest version of it, so of concurrent takers one wins.

@@ -15,10 +15,11 @@
  * and any other call first commits the queued writes, so calls apply in the
  * order they were made (client/store/group-commit.ts).
  *
- * This file holds the class: open, the group commit, and the writes and
- * reads of the contract. Beside it: statements.ts (every fixed statement,
- * prepared at open), leases.ts, delete.ts (delete, prune) and import.ts,
- * as functions taking the prepared statements.
+ * This file holds the class: open, the group commit, and the writes that
+ * decide inside one IMMEDIATE transaction (put, pause, claim, cancel,
+ * idempotency). Statements it runs live beside it, as functions taking the
+ * prepared statements, file for file as the Postgres store's (the pairing is
+ * in index.ts).
  *
  * What the `waymark/sqlite` entry exports (its index.ts loads this file once the
  * optional peer `better-sqlite3` is found): the API reference documents the entry from here.
@@ -33,7 +34,7 @@ import { stateOfCursor, type ChainRow } from '../../shared/codec.js';
 import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 // the store contract's types, named `C.Lease`, `C.CancelResult`, …
 import type * as C from '../checkpointer.js';
-import { CorruptRowError, DuplicateIdError, PauseExistsError } from '../errors.js';
+import { DuplicateIdError, PauseExistsError } from '../errors.js';
 import { STORE_BASE_OPTIONS, StoreBase, writerIdProblems, written, type StoreBaseOptions } from '../store/base.js';
 import { optionNames, shown } from '../../support/options.js';
 import { nativeBinding } from './native-binding.js';
@@ -43,8 +44,6 @@ import {
   executionValues,
   fromColumns,
   toColumns,
-  type ChainColumns,
-  type CheckpointColumns,
   type IdempotencyColumns,
   type PendingColumns,
 } from '../store/columns.js';
@@ -60,16 +59,6 @@ import {
 import { checkBundle } from '../store/import.js';
 import { checkLease, fencedWriteError, isHeld } from '../store/lease.js';
 import {
-  entryFromJoin,
-  outboxStatsOf,
-  quarantinedFromColumns,
-  SENDING_KEY,
-  sendingNote,
-  takeByBytes,
-  type OutboxJoinRow,
-  type QuarantinedColumns,
-} from '../store/outbox.js';
-import {
   buildRow,
   canonicalTime,
   checkIdempotencyBytes,
@@ -83,8 +72,7 @@ import {
   type RowText,
 } from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
-import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
-import { usageTotalsOf, type UsageColumns } from '../store/usage.js';
+import { usageTotalsOf } from '../store/usage.js';
 import type { UsageTotal } from '../../shared/usage.js';
 import { migrateSqlite } from './migrations.js';
 import * as decisions from './decisions.js';
@@ -93,6 +81,21 @@ import { prepareStatements, type Statements } from './statements.js';
 import { fence, fenceWrite, leaseInfo, takeLease } from './leases.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
+import { executionAt, sqliteCode } from './executions.js';
+import {
+  listExecutionSummaries,
+  listIdempotency,
+  listPending,
+  listRows,
+  listUsageRows,
+  readById,
+  readChain,
+  readIdempotent,
+  readLatest,
+  readNote,
+  readPending,
+} from './reads.js';
+import { applyResults, fetchUnsynced, heldByPlane, listQuarantined, noteSending, outboxStats } from './outbox.js';
 
 /** SQLite's `synchronous` pragma: how much a commit waits for the disk (FULL: every commit survives a power loss). */
 export type SqliteSynchronous = 'FULL' | 'NORMAL' | 'EXTRA';
@@ -152,8 +155,6 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     writeOne: Database.Transaction<(job: QueuedWrite) => Written>;
     commitBatch: Database.Transaction<(jobs: QueuedWrite[]) => BatchOutcome<Written>[]>;
   };
-  /** Statements whose text depends on the call's options, each prepared the first time its text is needed. */
-  private readonly variants = new Map<string, Database.Statement>();
 
   constructor(options: SqliteCheckpointerOptions) {
     super('SqliteCheckpointer', options, SQLITE_OPTIONS, sqliteProblems);
@@ -217,16 +218,6 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return given ?? stored;
   }
 
-  /** The statement for a text built from a call's options (a handful of variants each), prepared once. */
-  private variant(sql: string): Database.Statement {
-    let st = this.variants.get(sql);
-    if (!st) {
-      st = this.db.prepare(sql);
-      this.variants.set(sql, st);
-    }
-    return st;
-  }
-
   async setup(): Promise<void> {
     this.assertOpen();
     migrateSqlite(this.db);
@@ -237,31 +228,26 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.st.insertOutbox.run(e.id, e.kind, e.executionId, e.payload, e.bytes, canonicalTime());
   }
 
-  /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
-  private chain(executionId: string, base: number, seq: number): ChainRow[] {
-    return (this.st.chain.all(executionId, base, seq) as ChainColumns[]).map(fromColumns.chain);
-  }
-
   protected async readChain(executionId: string, base: number, seq: number): Promise<ChainRow[]> {
-    return this.chain(executionId, base, seq);
+    return readChain(this.st, executionId, base, seq);
   }
 
   /** Write one checkpoint inside the caller's IMMEDIATE transaction. */
   private writeCheckpoint(input: C.CheckpointInput): RowText {
-    const ex = this.st.getExec.get(input.executionId) as { next_seq: number; last_id: string } | undefined;
+    const ex = executionAt(this.st, input.executionId);
     if (checkPrev(input, ex ?? null) === 'lookup') {
       checkPrevOwner(input, (this.st.getById.get(input.prevId!) as { execution_id: string } | undefined)?.execution_id);
     }
     const seq = ex ? ex.next_seq : 0;
     const prev =
       ex && seq > 0
-        ? this.cursorAt(input.executionId, seq - 1, ex.last_id, (b, s) => this.chain(input.executionId, b, s))
+        ? this.cursorAt(input.executionId, seq - 1, ex.last_id, (b, s) => readChain(this.st, input.executionId, b, s))
         : null;
     const rt = buildRow(input, seq, prev, this.writerId);
     try {
       this.st.insertCheckpoint.run(checkpointValues(rt.row, rt));
     } catch (e) {
-      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new DuplicateIdError(rt.row.id);
+      if (sqliteCode(e) === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new DuplicateIdError(rt.row.id);
       throw e;
     }
     this.st.upsertExec.run(executionValues(rt.row));
@@ -305,12 +291,10 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     try {
       out = this.db
         .transaction(() => {
-          const cols = this.st.latest.get(executionId) as CheckpointColumns | undefined;
-          if (!cols) throw notFound(executionId);
-          const last = fromColumns.checkpoint(cols);
+          const last = readLatest(this.st, executionId);
+          if (!last) throw notFound(executionId);
           if (alreadyCancelled(last)) return { rt: null, marker: last, closed: null };
-          const open = this.st.getPending.get(executionId) as PendingColumns | undefined;
-          const closed = open ? fromColumns.pending(open) : null;
+          const closed = readPending(this.st, executionId);
           if (closed) {
             this.st.deletePending.run(executionId);
             this.queue(interruptClosed(closed, this.writerId));
@@ -318,7 +302,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
           // every runner is fenced out: its next write or renewal finds the holder cleared and the marker
           this.st.clearLease.run(executionId);
           const state = stateOfCursor(
-            this.cursorAt(executionId, last.seq, last.id, (b, s) => this.chain(executionId, b, s)),
+            this.cursorAt(executionId, last.seq, last.id, (b, s) => readChain(this.st, executionId, b, s)),
           );
           const rt = this.writeCheckpoint(cancelMarker(last, state, reason));
           return { rt, marker: rt.row, closed };
@@ -423,7 +407,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
           try {
             this.st.insertPending.run(toColumns.pending(pending));
           } catch (e) {
-            if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+            if (sqliteCode(e) === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
               throw new PauseExistsError(pending.executionId);
             }
             throw e;
@@ -457,7 +441,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
           const lease = ask ? (isHeld(ask) ? fence(this.st, ask, false) : takeLease(this.st, executionId, ask)) : null;
           const pending = fromColumns.pending(row);
           const claimedAt = canonicalTime();
-          decisions.recordClaim(this.db, {
+          decisions.recordClaim(this.st, {
             checkpoint_id: checkpointId,
             execution_id: executionId,
             writer_id: this.writerId,
@@ -481,124 +465,78 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   async recordDecision(decision: Decision): Promise<C.RecordDecisionResult> {
     this.assertOpen();
     const d = checkDecision(decision);
-    const out = this.db.transaction(() => decisions.insertDecision(this.db, d, (e) => this.queue(e))).immediate();
+    const out = this.db.transaction(() => decisions.insertDecision(this.st, d, (e) => this.queue(e))).immediate();
     if (out.recorded) this.committed(null);
     return out;
   }
 
   async listDecisions(options: C.ListDecisionsOptions = {}): Promise<C.DecisionPage> {
     this.assertOpen();
-    return decisions.listDecisions(this.db, options);
+    return decisions.listDecisions(this.st, options);
   }
 
   async getDecision(executionId: string, checkpointId: string): Promise<C.StoredDecision | null> {
     this.assertOpen();
-    return decisions.getDecision(this.db, executionId, checkpointId);
+    return decisions.getDecision(this.st, executionId, checkpointId);
   }
 
   async forgetUnheldDecisions(executionId: string, keepCheckpointId: string | null, upToSeq: number): Promise<number> {
     this.assertOpen();
-    if (!decisions.hasUnheldDecisions(this.db, executionId, keepCheckpointId, upToSeq)) return 0;
+    if (!decisions.hasUnheldDecisions(this.st, executionId, keepCheckpointId, upToSeq)) return 0;
     return this.db
-      .transaction(() => decisions.forgetUnheldDecisions(this.db, executionId, keepCheckpointId, upToSeq))
+      .transaction(() => decisions.forgetUnheldDecisions(this.st, executionId, keepCheckpointId, upToSeq))
       .immediate();
   }
 
   async decisionSeq(): Promise<number> {
     this.assertOpen();
-    return decisions.decisionSeq(this.db);
+    return decisions.decisionSeq(this.st);
   }
 
   async getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null> {
     this.assertOpen();
-    const row = this.st.getPending.get(executionId) as PendingColumns | undefined;
-    return row ? fromColumns.pending(row) : null;
+    return readPending(this.st, executionId);
   }
 
   async listPendingInterrupts(
     options: { afterExecutionId?: string; limit?: number } = {},
   ): Promise<PendingInterrupt[]> {
     this.assertOpen();
-    const rows = this.variant(
-      `SELECT * FROM pending_interrupts WHERE execution_id > ? ORDER BY execution_id ${options.limit ? 'LIMIT ?' : ''}`,
-    ).all(...[options.afterExecutionId ?? '', ...(options.limit ? [options.limit] : [])]) as PendingColumns[];
-    return rows.map(fromColumns.pending);
+    return listPending(this.st, options);
   }
 
   async latest(executionId: string): Promise<Checkpoint | null> {
     this.assertOpen();
-    const row = this.st.latest.get(executionId) as CheckpointColumns | undefined;
-    return row ? fromColumns.checkpoint(row) : null;
+    return readLatest(this.st, executionId);
   }
 
   async getById(id: string): Promise<Checkpoint | null> {
     this.assertOpen();
-    const row = this.st.getById.get(id) as CheckpointColumns | undefined;
-    return row ? fromColumns.checkpoint(row) : null;
+    return readById(this.st, id);
   }
 
   async list(executionId: string, options: C.ListOptions = {}): Promise<Checkpoint[]> {
     this.assertOpen();
     checkListOptions(options);
-    const where = ['execution_id = ?'];
-    const args: unknown[] = [executionId];
-    if (options.afterSeq !== undefined) {
-      where.push('seq > ?');
-      args.push(options.afterSeq);
-    }
-    if (options.beforeSeq !== undefined) {
-      where.push('seq < ?');
-      args.push(options.beforeSeq);
-    }
-    if (options.step !== undefined) {
-      where.push('step = ?');
-      args.push(options.step);
-    }
-    let sql = `SELECT * FROM checkpoints WHERE ${where.join(' AND ')} ORDER BY seq ${options.order === 'desc' ? 'DESC' : 'ASC'}`;
-    if (options.limit !== undefined) {
-      sql += ' LIMIT ?';
-      args.push(options.limit);
-    }
-    return (this.variant(sql).all(...args) as CheckpointColumns[]).map(fromColumns.checkpoint);
+    return listRows(this.st, executionId, options);
   }
 
   async usageTotals(executionIds: readonly string[]): Promise<Map<string, UsageTotal>> {
     this.assertOpen();
     if (!executionIds.length) return new Map();
-    const ids = JSON.stringify(executionIds);
-    let rows: UsageColumns[];
-    try {
-      rows = this.st.usageRows.all(ids) as UsageColumns[];
-    } catch (e) {
-      // json_extract on a row whose text is not JSON fails the statement: name that row, as list() does
-      const bad = this.st.corruptOutput.get(ids) as { id: string } | undefined;
-      if (bad) throw new CorruptRowError(bad.id, 'column node_output is not JSON', e);
-      throw e;
-    }
-    return usageTotalsOf(executionIds, rows);
+    return usageTotalsOf(executionIds, listUsageRows(this.st, executionIds));
   }
 
   async listExecutions(
     options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {},
   ): Promise<C.ExecutionSummary[]> {
     this.assertOpen();
-    const rows = this.variant(
-      `SELECT e.*, p.execution_id IS NOT NULL AS paused,
-              l.holder AS lease_holder, l.epoch AS lease_epoch, l.expires_at AS lease_expires_at
-       FROM executions e
-       LEFT JOIN pending_interrupts p ON p.execution_id = e.execution_id
-       LEFT JOIN leases l ON l.execution_id = e.execution_id
-       WHERE e.execution_id > ? ${options.state ? `AND ${stateCondition(options.state)}` : ''}
-       ORDER BY e.execution_id ${options.limit ? 'LIMIT ?' : ''}`,
-    ).all(...[options.afterExecutionId ?? '', ...(options.limit ? [options.limit] : [])]) as ExecRow[];
-    const now = Date.now();
-    return rows.map((r) => summaryFromRow(r, now));
+    return listExecutionSummaries(this.st, options);
   }
 
   async getIdempotent(executionId: string, key: string): Promise<C.IdempotentLookup> {
     this.assertOpen();
-    const row = this.st.getIdem.get(executionId, key) as IdempotencyColumns | undefined;
-    return row ? { hit: true, result: fromColumns.idempotency(row).result } : { hit: false };
+    return readIdempotent(this.st, executionId, key);
   }
 
   async putIdempotent(
@@ -645,7 +583,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   async listIdempotent(executionId: string): Promise<IdempotencyEntry[]> {
     this.assertOpen();
-    return (this.st.listIdem.all(executionId) as IdempotencyColumns[]).map(fromColumns.idempotency);
+    return listIdempotency(this.st, executionId);
   }
 
   async deleteExecution(executionId: string, options: C.DeleteOptions = {}): Promise<C.DeleteResult> {
@@ -653,7 +591,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     const out = this.db
       .transaction(() => {
         const result = deleteRows(this.st, executionId, (e) => this.queue(e), options.localOnly);
-        decisions.dropDecisions(this.db, executionId);
+        decisions.dropDecisions(this.st, executionId);
         return result;
       })
       .immediate();
@@ -668,7 +606,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       this.db
         .transaction(() =>
           pruneChunk(this.st, walk, (id) => {
-            decisions.dropDecisions(this.db, id);
+            decisions.dropDecisions(this.st, id);
             this.cursors.drop(id);
           }),
         )
@@ -679,38 +617,24 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<C.OutboxEntry[]> {
     this.assertOpen();
-    const rows = this.st.unsynced.all(Math.max(1, options.limit)) as OutboxJoinRow[];
-    return takeByBytes(rows.map(entryFromJoin), options.maxBytes);
+    return fetchUnsynced(this.st, options);
   }
 
   async applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void> {
     this.assertOpen();
-    this.db
-      .transaction(() => {
-        for (const id of results.synced ?? []) this.st.markSynced.run(id);
-        for (const [id, reason] of Object.entries(results.quarantined ?? {})) this.st.markQuarantined.run(reason, id);
-      })
-      .immediate();
+    const synced = results.synced ?? [];
+    const q = Object.entries(results.quarantined ?? {});
+    this.db.transaction(() => applyResults(this.st, synced, q)).immediate();
   }
 
   async outboxStats(): Promise<C.OutboxStats> {
     this.assertOpen();
-    const p = this.st.pendingStats.get() as { n: number; bytes: number; oldest: string | null };
-    const q = this.st.quarantinedCount.get() as { n: number };
-    const last = this.st.lastQuarantined.get() as { sync_error: string } | undefined;
-    return outboxStatsOf(p, q.n, last?.sync_error ?? null);
+    return outboxStats(this.st);
   }
 
   async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<C.QuarantinedEntry[]> {
     this.assertOpen();
-    const after = options.afterId
-      ? ((this.st.outboxSeq.get(options.afterId) as { seq: number } | undefined)?.seq ?? 0)
-      : 0;
-    const rows = this.variant(
-      `SELECT id, kind, execution_id, sync_error, created_at FROM outbox
-       WHERE sync_error IS NOT NULL AND seq > ? ORDER BY seq ${options.limit ? 'LIMIT ?' : ''}`,
-    ).all(...[after, ...(options.limit ? [options.limit] : [])]) as QuarantinedColumns[];
-    return rows.map(quarantinedFromColumns);
+    return listQuarantined(this.st, options);
   }
 
   async importRows(bundle: C.RestoreBundle): Promise<C.ImportResult> {
@@ -721,18 +645,17 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   async heldByPlane(executionId: string): Promise<boolean> {
     this.assertOpen();
-    return (this.st.heldByPlane.get(executionId, SENDING_KEY, executionId) as { held: number }).held === 1;
+    return heldByPlane(this.st, executionId);
   }
 
   async noteSending(executionIds: readonly string[]): Promise<void> {
     this.assertOpen();
-    this.st.setMeta.run(SENDING_KEY, sendingNote(executionIds));
+    noteSending(this.st, executionIds);
   }
 
   async getMeta(key: string): Promise<string | null> {
     this.assertOpen();
-    const row = this.st.getMeta.get(`note:${key}`) as { value: string } | undefined;
-    return row?.value ?? null;
+    return readNote(this.st, key);
   }
 
   async setMeta(key: string, value: string): Promise<void> {

@@ -1,0 +1,39 @@
+/**
+ * The SQLite store's execution row, which orders every write of a run, and
+ * the new row a write adds beside it: its position as stored, the upsert
+ * that moves it (only forward), and the checkpoint insert. Also how a driver
+ * error names its code, for the writes that turn a primary-key violation
+ * into a typed error. (SQLite has no row lock: the caller's IMMEDIATE
+ * transaction holds the whole file.)
+ */
+import { CHECKPOINT_COLUMNS, EXECUTION_COLUMNS } from '../store/columns.js';
+import type { Prepare, Statements } from './statements.js';
+
+const placeholders = (columns: readonly string[]) => columns.map(() => '?').join(', ');
+
+/** The execution row's statements (see statements.ts). */
+export function executionStatements(prepare: Prepare) {
+  return {
+    getExec: prepare(`SELECT next_seq, last_id FROM executions WHERE execution_id = ?`),
+    // bound positionally with executionValues / checkpointValues (store/columns.ts), in their columns' order
+    upsertExec: prepare(
+      `INSERT INTO executions (${EXECUTION_COLUMNS.join(', ')}) VALUES (${placeholders(EXECUTION_COLUMNS)})
+       ON CONFLICT (execution_id) DO UPDATE SET
+         next_seq = excluded.next_seq, last_id = excluded.last_id, last_node_id = excluded.last_node_id,
+         last_step = excluded.last_step, last_status = excluded.last_status, updated_at = excluded.updated_at
+       WHERE excluded.next_seq > executions.next_seq`,
+    ),
+    insertCheckpoint: prepare(
+      `INSERT INTO checkpoints (${CHECKPOINT_COLUMNS.join(', ')}) VALUES (${placeholders(CHECKPOINT_COLUMNS)})`,
+    ),
+  };
+}
+
+export function sqliteCode(e: unknown): string | undefined {
+  return (e as { code?: string })?.code;
+}
+
+/** Inside the caller's IMMEDIATE transaction: an execution's position as stored (undefined when it has no row). */
+export function executionAt(st: Statements, executionId: string): { next_seq: number; last_id: string } | undefined {
+  return st.getExec.get(executionId) as { next_seq: number; last_id: string } | undefined;
+}
