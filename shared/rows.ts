@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { LIMITS } from './limits.js';
 import { UUIDV7_RE } from './ids.js';
 import { jsonProblem, textProblem, type Json } from './json.js';
+import { CONTROL_CHARACTER, withinLength } from './text.js';
 
 /** Any JSON value, depth-limited, plain objects only. */
 export const JsonValue = z
@@ -40,16 +41,16 @@ export const JsonObject = z
 
 export const Uuidv7 = z.string().regex(UUIDV7_RE, 'must be a lowercase UUIDv7');
 
-/** A control character (C0 or DEL): no id holds one, and Postgres text cannot hold U+0000. */
-export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
-
-/** Printable, no control characters: ids end up in URLs, logs and the UI. */
-const printable = (max: number) =>
+/**
+ * An id's text: 1 to `max` code points, no control character (shared/text.ts),
+ * well-formed Unicode: ids end up in URLs, logs and the UI.
+ */
+const idText = (max: number) =>
   z
     .string()
     .min(1)
-    .max(max)
-    .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters')
+    .refine((v) => withinLength(v, max), `Too big: expected string to have <=${max} characters`)
+    .refine((v) => !CONTROL_CHARACTER.test(v), 'must not contain control characters')
     .refine((v) => v.isWellFormed(), 'must be well-formed Unicode');
 
 /** Free text (reasons): any characters a database can store. */
@@ -60,13 +61,13 @@ const storable = (max: number) =>
     .refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000');
 
 /** Not `.` or `..`: a URL names a run by its id in a path segment, and those two are normalised away by every client. */
-export const ExecutionId = printable(LIMITS.executionIdLength).refine(
+export const ExecutionId = idText(LIMITS.executionIdLength).refine(
   (v) => v !== '.' && v !== '..',
   "must not be '.' or '..' (no URL path can name it)",
 );
-export const WriterId = printable(LIMITS.writerIdLength);
-export const NodeId = printable(LIMITS.nodeIdLength);
-export const AgentPath = printable(LIMITS.agentPathLength);
+export const WriterId = idText(LIMITS.writerIdLength);
+export const NodeId = idText(LIMITS.nodeIdLength);
+export const AgentPath = idText(LIMITS.agentPathLength);
 export const IsoTime = z.iso.datetime();
 
 /** `graph_step`: one checkpoint written by a LangGraph graph through `waymark/langgraph` (see client/langgraph/). */
@@ -171,7 +172,7 @@ export const Decision = z
     checkpointId: Uuidv7,
     approved: z.boolean(),
     metadata: JsonObject,
-    decidedBy: printable(LIMITS.decidedByLength),
+    decidedBy: idText(LIMITS.decidedByLength),
     source: z.enum(['plane', 'local']),
     decidedAt: IsoTime,
   })

@@ -40,7 +40,7 @@ import { adoptLostRuns, adoptPlaneBranch } from './branch.js';
 import { adoptCancel, cancelThroughPlane, type PlaneCancelResult } from './cancel.js';
 import { BacklogCount } from './backlog-count.js';
 import { sendingNote } from '../store/outbox.js';
-import { apiKeyProblem, refuseOptions } from '../../support/options.js';
+import { apiKeyProblem, refuse } from '../../support/validate.js';
 import {
   replicaOptionProblems,
   type DrainState,
@@ -142,7 +142,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   ) {
     super();
     // before anything starts: a refused replica holds no timer, no socket, no subscription to the store
-    refuseOptions('Replica', replicaOptionProblems(options));
+    refuse('Replica', replicaOptionProblems(options), 'nothing was started');
     this.apiKey = options.apiKey;
     this.writerId = options.writerId ?? store.writerId;
     this.http = new PlaneHttp(options.url, { dispatcher: options.dispatcher });
@@ -501,7 +501,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /** Replace the key; a drain stopped in auth_failed starts again. A key that cannot be one (empty, whitespace in it) is INVALID_OPTIONS, the old key kept. */
   setApiKey(apiKey: string): void {
     const problem = apiKeyProblem(apiKey);
-    refuseOptions('setApiKey', problem ? [problem] : [], 'the key was not changed');
+    refuse('setApiKey', problem ? [problem] : [], 'the key was not changed');
     this.apiKey = apiKey;
     if (this.state === 'auth_failed') {
       this.setState('idle');

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { ClaimConflictView, DecisionView, ExecutionView, HoleView, Page, RestorePage } from '../../shared/protocol.js';
-import { Checkpoint, CONTROL_CHARACTER, PendingInterrupt } from '../../shared/rows.js';
+import { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
+import { CONTROL_CHARACTER } from '../../shared/text.js';
 import { decisionOf } from '../decisions.js';
 import {
   getExecution,
