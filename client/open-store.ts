@@ -6,7 +6,15 @@
 import type { Checkpointer } from './checkpointer.js';
 import type { FaultHook } from './faults.js';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
-import { optionNames, optionsProblems } from '../support/options.js';
+import {
+  booleanProblem,
+  functionProblem,
+  integerProblem,
+  optionNames,
+  optionsProblems,
+  refuse,
+  stringProblem,
+} from '../support/validate.js';
 
 /** Options of `openStore`: the Postgres schema and pool, and the options every store takes. */
 export interface OpenStoreOptions {
@@ -25,11 +33,11 @@ export interface OpenStoreOptions {
 const POSTGRES_URL = /^postgres(ql)?:\/\//;
 
 const OPEN_STORE_OPTIONS = optionNames<OpenStoreOptions>({
-  schema: true,
-  max: true,
-  mustExist: true,
+  schema: stringProblem,
+  max: (field, v) => integerProblem(field, v, 1),
+  mustExist: booleanProblem,
   writerId: true,
-  faults: true,
+  faults: functionProblem,
 });
 
 /**
@@ -48,25 +56,17 @@ const OPEN_STORE_OPTIONS = optionNames<OpenStoreOptions>({
  * optional peer; opening a store whose driver is missing fails with MISSING_PEER.
  */
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<Checkpointer> {
-  const problems = optionsProblems(options, OPEN_STORE_OPTIONS);
-  if (problems.length)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `openStore: ${problems.join('; ')}; nothing was opened`, {
-      details: { problems },
-    });
+  refuse('openStore', optionsProblems(options, OPEN_STORE_OPTIONS), 'nothing was opened');
   if (spec.trim() === '')
-    throw new WaymarkError(
-      ErrorCode.INVALID_OPTIONS,
-      'openStore: the store spec is empty (a path, sqlite:<path>, :memory: or postgres://…)',
-    );
+    refuse('openStore', ['the store spec is empty (a path, sqlite:<path>, :memory: or postgres://…)']);
   // a store is a path, `sqlite:…`, `:memory:` or a Postgres spec; any other `name:` (a typo such as `sqlit:runs.db`, `mysql://…`)
   // would open a new SQLite file of that name. A one-letter prefix is a Windows drive (C:\runs.db)
   const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(spec)?.[1];
-  if (scheme && !spec.startsWith('sqlite:') && !postgresSpec(spec)) {
-    throw new WaymarkError(
-      ErrorCode.INVALID_OPTIONS,
-      `openStore: '${scheme}:' is not a store scheme (a path, sqlite:<path>, :memory: or postgres://…); a file whose name holds a colon: ./${spec}`,
-    );
-  }
+  if (scheme && !spec.startsWith('sqlite:') && !postgresSpec(spec))
+    refuse('openStore', [
+      `'${scheme}:' is not a store scheme (a path, sqlite:<path>, :memory: or postgres://…)`,
+      `a file whose name holds a colon: ./${spec}`,
+    ]);
   const pg = postgresSpec(spec);
   if (pg) {
     const { PostgresCheckpointer } = await import('./postgres/index.js');
@@ -129,12 +129,8 @@ function postgresSpec(spec: string): { url: string; schema: string | undefined }
   }
   const param = url.searchParams.get('schema') ?? undefined;
   if (param === undefined) return { url: base, schema: fragment };
-  if (fragment !== undefined && fragment !== param) {
-    throw new WaymarkError(
-      ErrorCode.INVALID_OPTIONS,
-      `openStore: the spec names two schemas, ?schema=${param} and #${fragment}; give one`,
-    );
-  }
+  if (fragment !== undefined && fragment !== param)
+    refuse('openStore', [`the spec names two schemas, ?schema=${param} and #${fragment}`], 'give one');
   url.searchParams.delete('schema');
   return { url: url.toString(), schema: param };
 }

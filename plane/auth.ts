@@ -20,7 +20,8 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { and, eq, isNull, type SQL } from 'drizzle-orm';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { textProblem } from '../shared/json.js';
-import { printable, terminalControls } from '../support/terminal.js';
+import { printable } from '../support/terminal.js';
+import { readableNameProblems } from '../shared/text.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
 import { apiKeys, projects } from './db/schema.js';
@@ -55,19 +56,13 @@ export const KEY_NAME_MAX = 128;
 
 export { printable } from '../support/terminal.js';
 
-/** Every problem with a key name (none: an empty list): not blank, at most KEY_NAME_MAX characters, no control characters. */
+/**
+ * Every problem with a key name (none: an empty list): the readable-name rule
+ * of shared/text.ts with KEY_NAME_MAX. A decision a key records names it
+ * (decidedBy): a blank name would leave it nobody.
+ */
 export function keyNameProblems(name: string): string[] {
-  const problems: string[] = [];
-  const length = [...name].length;
-  // a decision a key records names it (decidedBy): an empty name would leave it nobody
-  if (!name.trim()) problems.push('it is blank');
-  if (length > KEY_NAME_MAX) problems.push(`it is ${length} characters long, more than ${KEY_NAME_MAX}`);
-  const controls = terminalControls(name);
-  if (controls.length)
-    problems.push(
-      `it has control characters (${controls.map(printable).join(', ')}), which a terminal listing the keys would act on`,
-    );
-  return problems;
+  return readableNameProblems(name, KEY_NAME_MAX);
 }
 
 /** Refuse a key name with problems (INVALID_REQUEST naming each, `details.problems`); nothing is written. */

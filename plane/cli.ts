@@ -28,8 +28,8 @@ import {
   type OptionSpec,
   type Parsed,
 } from '../support/cli-args.js';
-import { suggest } from '../support/options.js';
-import { planeOptionProblem } from '../support/options.js';
+import { suggest } from '../support/validate.js';
+import { planeOptionProblem } from '../support/validate.js';
 
 const database: Record<string, OptionSpec> = {
   'data-dir': {

@@ -5,7 +5,7 @@
  * was given; nothing is opened or started.
  */
 import { z } from 'zod';
-import { ErrorCode, WaymarkError } from '../shared/errors.js';
+import { refusal } from '../support/validate.js';
 
 /** A value as a refusal shows it: quoted, control characters escaped (a terminal would act on them), long ones cut. */
 function shown(v: unknown): string {
@@ -171,10 +171,7 @@ export function loadConfig(
   overrides: Partial<PlaneConfig> = {},
 ): Readonly<PlaneConfig> {
   const r = parseEnv(env, Object.keys(overrides));
-  if (r.problems)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `invalid plane configuration: ${r.problems.join('; ')}`, {
-      details: { problems: r.problems },
-    });
+  if (r.problems) throw refusal('invalid plane configuration', r.problems);
   const e = r.data;
   return Object.freeze({
     databaseUrl: e.WAYMARK_DATABASE_URL,

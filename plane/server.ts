@@ -14,6 +14,7 @@ import pino, { type Logger } from 'pino';
 import { count } from 'drizzle-orm';
 import { createKey, createProject, keyState } from './auth.js';
 import { ErrorCode, hasCode, WaymarkError } from '../shared/errors.js';
+import { InvalidOptions } from '../support/validate.js';
 import type { PlaneConfig } from './config.js';
 import { lockDataDir, removeMadeDataDir, type DataDirLock } from './db/lock.js';
 import { isInMemory, makePrivateDir, openPlaneDatabase, type PlaneDatabase, type PlaneDb } from './db/open.js';
@@ -53,11 +54,10 @@ export function databaseLabel(config: Pick<PlaneConfig, 'databaseUrl' | 'dataDir
  * INVALID_OPTIONS (the data dir given is one this plane cannot use): the
  * registry in shared/errors.ts has no narrower one.
  */
-export class ForeignAdminKey extends WaymarkError {
+export class ForeignAdminKey extends InvalidOptions {
   constructor(config: Pick<PlaneConfig, 'databaseUrl' | 'dataDir'>, why: string) {
     const file = adminKeyPath(config.dataDir);
     super(
-      ErrorCode.INVALID_OPTIONS,
       `the data dir ${resolve(config.dataDir)} has an admin key of another plane database (${file}), ${why}: a data dir belongs to one database and its file is never overwritten. ` +
         `Give this plane a data dir of its own (--data-dir DIR or WAYMARK_PLANE_DIR), or, if that key's database is gone for good, remove ${file} first`,
       { details: { dataDir: resolve(config.dataDir), adminKeyFile: file, database: databaseLabel(config) } },
@@ -119,8 +119,7 @@ export async function bootstrap(
       linkSync(pending, file);
     } catch (e) {
       keep = true;
-      throw new WaymarkError(
-        ErrorCode.INVALID_OPTIONS,
+      throw new InvalidOptions(
         `the first start's admin key was made but could not be put at ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): it is in ${pending}; move it there (mode 0600)`,
         { details: { adminKeyFile: file, pendingFile: pending }, cause: e },
       );
@@ -146,12 +145,9 @@ type StartOptions = { logger?: Logger; database?: PlaneDatabase; faults?: PlaneA
 export async function startPlane(config: Readonly<PlaneConfig>, options: StartOptions = {}): Promise<RunningPlane> {
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
   if (config.dev && !loopback)
-    throw new WaymarkError(
-      ErrorCode.INVALID_OPTIONS,
+    throw new InvalidOptions(
       `--dev (no login) is only allowed on a loopback host (127.0.0.1, ::1 or localhost), not '${config.host}'; nothing was started`,
-      {
-        details: { problems: [`dev: needs a loopback host (got '${config.host}')`] },
-      },
+      { details: { problems: [`dev: needs a loopback host (got '${config.host}')`] } },
     );
   const dir = resolve(config.dataDir);
   const onDisk = !isInMemory(config.dataDir) && !options.database;
@@ -182,8 +178,7 @@ export async function startPlane(config: Readonly<PlaneConfig>, options: StartOp
       undo(e);
       if (e instanceof WaymarkError) throw e;
       // a read-only root filesystem (a container), a folder of another user: said as such, with the way out
-      throw new WaymarkError(
-        ErrorCode.INVALID_OPTIONS,
+      throw new InvalidOptions(
         `the plane data dir ${dir} cannot be written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): a Postgres plane keeps its admin-key file and its lock there; ` +
           'give a writable --data-dir DIR (WAYMARK_PLANE_DIR), or memory:// for none (its first start then shows the admin key once)',
         { details: { dataDir: dir }, cause: e },

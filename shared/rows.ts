@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { LIMITS } from './limits.js';
 import { UUIDV7_RE } from './ids.js';
 import { jsonProblem, textProblem, type Json } from './json.js';
+import { CONTROL_CHARACTER, withinLength } from './text.js';
 
 /** Any JSON value, depth-limited, plain objects only. */
 export const JsonValue = z
@@ -42,16 +43,16 @@ export const JsonObject = z
 /** A lowercase UUIDv7 (`UUIDV7_RE`): the ids of rows and events. */
 export const Uuidv7 = z.string().regex(UUIDV7_RE, 'must be a lowercase UUIDv7');
 
-/** A control character (C0 or DEL): no id holds one, and Postgres text cannot hold U+0000. */
-export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
-
-/** Printable, no control characters: ids end up in URLs, logs and the UI. */
-const printable = (max: number) =>
+/**
+ * An id's text: 1 to `max` code points, no control character (shared/text.ts),
+ * well-formed Unicode: ids end up in URLs, logs and the UI.
+ */
+const idText = (max: number) =>
   z
     .string()
     .min(1)
-    .max(max)
-    .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters')
+    .refine((v) => withinLength(v, max), `Too big: expected string to have <=${max} characters`)
+    .refine((v) => !CONTROL_CHARACTER.test(v), 'must not contain control characters')
     .refine((v) => v.isWellFormed(), 'must be well-formed Unicode');
 
 /** Free text (reasons): any characters a database can store. */
@@ -62,16 +63,16 @@ const storable = (max: number) =>
     .refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000');
 
 /** Not `.` or `..`: a URL names a run by its id in a path segment, and those two are normalised away by every client. */
-export const ExecutionId = printable(LIMITS.executionIdLength).refine(
+export const ExecutionId = idText(LIMITS.executionIdLength).refine(
   (v) => v !== '.' && v !== '..',
   "must not be '.' or '..' (no URL path can name it)",
 );
-/** A writer's id: printable text of 1 to `LIMITS.writerIdLength` characters. */
-export const WriterId = printable(LIMITS.writerIdLength);
-/** A node id (`turn:3`, `turn:3/tool:search`…): printable text of 1 to `LIMITS.nodeIdLength` characters. */
-export const NodeId = printable(LIMITS.nodeIdLength);
-/** An agent path (`agent:NAME/…`): printable text of 1 to `LIMITS.agentPathLength` characters. */
-export const AgentPath = printable(LIMITS.agentPathLength);
+/** A writer's id: text of 1 to `LIMITS.writerIdLength` code points, no control character. */
+export const WriterId = idText(LIMITS.writerIdLength);
+/** A node id (`turn:3`, `turn:3/tool:search`…): text of 1 to `LIMITS.nodeIdLength` code points, no control character. */
+export const NodeId = idText(LIMITS.nodeIdLength);
+/** An agent path (`agent:NAME/…`): text of 1 to `LIMITS.agentPathLength` code points, no control character. */
+export const AgentPath = idText(LIMITS.agentPathLength);
 /** An ISO 8601 UTC timestamp (`2026-12-06T18:00:00.000Z`). */
 export const IsoTime = z.iso.datetime();
 
@@ -179,7 +180,7 @@ export const Decision = z
     checkpointId: Uuidv7,
     approved: z.boolean(),
     metadata: JsonObject,
-    decidedBy: printable(LIMITS.decidedByLength),
+    decidedBy: idText(LIMITS.decidedByLength),
     source: z.enum(['plane', 'local']),
     decidedAt: IsoTime,
   })

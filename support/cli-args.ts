@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { ErrorCode } from '../shared/errors.js';
-import { suggest } from './options.js';
+import { suggest } from './validate.js';
 
 export type OptionSpec = { type: 'string' | 'boolean'; short?: string; help: string; choices?: readonly string[] };
 

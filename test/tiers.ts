@@ -89,6 +89,7 @@ export const FAST: readonly string[] = [
   'test/shared/error-codes.test.ts',
   'test/shared/json.test.ts',
   'test/support/time.test.ts',
+  'test/support/validate.test.ts',
   'test/store/cancel-race.test.ts',
   'test/store/codec.test.ts',
   'test/store/columns.test.ts',

@@ -13,9 +13,9 @@
 import { existsSync, rmSync } from 'node:fs';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
-import { printable, terminalControls, terminalSafe } from '../../support/terminal.js';
+import { terminalSafe } from '../../support/terminal.js';
 import { RunInProgress } from '../errors.js';
-import { planeOptionProblem } from '../../support/options.js';
+import { planeOptionProblem, readableNameProblem, refuse } from '../../support/validate.js';
 import { cancelThroughPlane } from '../replica/cancel.js';
 import { openStore, sqliteFileOf } from '../open-store.js';
 import {
@@ -29,7 +29,7 @@ import {
   type OptionSpec,
   type Parsed,
 } from '../../support/cli-args.js';
-import { suggest } from '../../support/options.js';
+import { suggest } from '../../support/validate.js';
 import { inspectRun, listRuns, parseSince, type RunFilter } from './store-commands.js';
 import { quarantineList, restoreCommand, syncNow, syncStatus } from './sync-commands.js';
 import type { ExecutionState } from '../checkpointer.js';
@@ -128,9 +128,10 @@ const COMMANDS: Command[] = [
         if (url) {
           const key = apiKey(p);
           if (!key)
-            throw new WaymarkError(
-              ErrorCode.INVALID_OPTIONS,
-              `cancelling '${id}' at the plane ${url} needs a key (--key or WAYMARK_API_KEY, with the cancel and read scopes); nothing was cancelled`,
+            refuse(
+              `cancelling '${id}' at the plane ${url}`,
+              ['needs a key (--key or WAYMARK_API_KEY, with the cancel and read scopes)'],
+              'nothing was cancelled',
             );
           const r = await cancelThroughPlane(store, id, { url, apiKey: key, reason }).catch(async (e: unknown) => {
             // a run the plane does not hold (never synced) is this store's alone: cancelled here, as without a plane
@@ -433,14 +434,8 @@ function findCommand(argv: string[]): { command: Command; rest: string[] } | { p
 
 /** What keeps `--user` from being a decision's `decidedBy` (Decision in shared/rows.ts): blank, too long, a control character. */
 function userProblems(user: unknown): string[] {
-  if (typeof user !== 'string') return [];
-  const problems: string[] = [];
-  if (!user.trim()) problems.push('--user is blank');
-  if (user.length > LIMITS.decidedByLength)
-    problems.push(`--user is ${user.length} characters long, more than ${LIMITS.decidedByLength}`);
-  const controls = terminalControls(user);
-  if (controls.length) problems.push(`--user holds control characters (${controls.map(printable).join(', ')})`);
-  return problems;
+  const problem = user === undefined ? null : readableNameProblem("option '--user'", user, LIMITS.decidedByLength);
+  return problem ? [problem] : [];
 }
 
 export async function main(argv: string[], print: Out = console.log, printErr: Out = console.error): Promise<number> {

@@ -33,7 +33,7 @@ import {
   type Outcome,
   type StoreBaseOptions,
 } from '../store/base.js';
-import { optionNames, shown } from '../../support/options.js';
+import { integerProblem, optionNames, shown } from '../../support/validate.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import {
   fromColumns,
@@ -142,8 +142,8 @@ function postgresProblems(o: Record<string, unknown>): string[] {
     problems.push(
       `schema: must be a lower-case SQL name (a-z, 0-9, _; at most 63, not starting with a digit) (got ${shown(o.schema)})`,
     );
-  if (o.max !== undefined && !(Number.isSafeInteger(o.max) && (o.max as number) >= 1))
-    problems.push(`max: must be a positive integer (got ${shown(o.max)})`);
+  const max = integerProblem('max', o.max, 1);
+  if (max) problems.push(max);
   problems.push(...writerIdProblems(o.writerId));
   return problems;
 }

@@ -15,7 +15,7 @@ import { takeoverKeys } from './branch.js';
 import { Replica, type ReplicaOptions } from './replica.js';
 import type { LeaseAsk } from './plane-calls.js';
 import { MAX_TIMER_MS, replicaOptionProblems } from './replica-types.js';
-import { integerProblem, oneOfProblem, refuseOptions } from '../../support/options.js';
+import { integerProblem, oneOfProblem, refuse } from '../../support/validate.js';
 
 export interface ConnectOptions extends ReplicaOptions {
   /** How long a resume waits for the pause to reach the plane before claiming there, integer ms (0: no wait). Default 5 s. */
@@ -64,7 +64,7 @@ function writerCopy(executionId: string, message: string): WaymarkError {
  * (`details.problems`), and nothing is started, installed or written.
  */
 export function connectPlane(store: Checkpointer, options: ConnectOptions): Replica {
-  refuseOptions('connectPlane', connectOptionProblems(options));
+  refuse('connectPlane', connectOptionProblems(options), 'nothing was started');
   const replica = new Replica(store, options);
   replica.guardStore(planeGuard(replica, options));
   return replica;

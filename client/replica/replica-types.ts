@@ -6,7 +6,14 @@
 import type { Dispatcher } from 'undici';
 import { issueProblems } from '../../shared/errors.js';
 import { WriterId, type Decision } from '../../shared/rows.js';
-import { apiKeyProblem, integerProblem, shown, urlProblem } from '../../support/options.js';
+import {
+  apiKeyProblem,
+  booleanProblem,
+  functionProblem,
+  integerProblem,
+  shown,
+  urlProblem,
+} from '../../support/validate.js';
 import type { FaultHook } from '../faults.js';
 import type { RunUpdate } from './change-feed.js';
 import type { SkippedDecision } from './decision-feed.js';
@@ -102,10 +109,8 @@ export function replicaOptionProblems(o: ReplicaOptions): string[] {
   if (Number.isSafeInteger(base) && Number.isSafeInteger(cap) && (cap as number) < (base as number)) {
     problems.push(`backoffCapMs: must not be under backoffBaseMs (got ${cap} < ${base})`);
   }
-  if (o.faults !== undefined && typeof o.faults !== 'function')
-    problems.push(`faults: must be a function (got ${shown(o.faults)})`);
-  if (o.followChanges !== undefined && typeof o.followChanges !== 'boolean')
-    problems.push(`followChanges: must be true or false (got ${shown(o.followChanges)})`);
+  for (const p of [functionProblem('faults', o.faults), booleanProblem('followChanges', o.followChanges)])
+    if (p) problems.push(p);
   return problems;
 }
 

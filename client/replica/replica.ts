@@ -17,7 +17,7 @@
 import { EventEmitter } from 'node:events';
 import type { Checkpointer, PlaneGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
-import { apiKeyProblem, refuseOptions } from '../../support/options.js';
+import { apiKeyProblem, refuse } from '../../support/validate.js';
 import type { adoptCancel, PlaneCancelResult } from './cancel.js';
 import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change-feed.js';
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
@@ -77,7 +77,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   ) {
     super();
     // before anything starts: a refused replica holds no timer, no socket, no subscription to the store
-    refuseOptions('Replica', replicaOptionProblems(options));
+    refuse('Replica', replicaOptionProblems(options), 'nothing was started');
     this.apiKey = options.apiKey;
     this.writerId = options.writerId ?? store.writerId;
     const apiKey = () => this.apiKey;
@@ -161,7 +161,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /** Replace the key; a drain stopped in auth_failed starts again. A key that cannot be one (empty, whitespace in it) is INVALID_OPTIONS, the old key kept. */
   setApiKey(apiKey: string): void {
     const problem = apiKeyProblem(apiKey);
-    refuseOptions('setApiKey', problem ? [problem] : [], 'the key was not changed');
+    refuse('setApiKey', problem ? [problem] : [], 'the key was not changed');
     this.apiKey = apiKey;
     this.drain.keyReplaced();
   }

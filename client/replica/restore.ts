@@ -31,8 +31,8 @@ import {
 } from '../../shared/rows.js';
 import type { Checkpointer, ImportResult } from '../checkpointer.js';
 import { PlaneHttp } from './http.js';
-import { apiKeyProblem, refuseOptions, urlProblem } from '../../support/options.js';
-import { shown } from '../../support/options.js';
+import { apiKeyProblem, refuse, urlProblem } from '../../support/validate.js';
+import { shown } from '../../support/validate.js';
 
 /** Options of `restoreFromPlane`: the plane, and how the bundle is fetched. */
 export interface RestoreOptions {
@@ -73,7 +73,7 @@ export async function restoreFromPlane(
     problems.push(`options: required, an object with url and apiKey (got ${shown(o)})`);
   if (typeof o === 'object' && o !== null)
     for (const p of [urlProblem(o.url), apiKeyProblem(o.apiKey)]) if (p) problems.push(p);
-  refuseOptions('restoreFromPlane', problems, 'nothing was imported');
+  refuse('restoreFromPlane', problems, 'nothing was imported');
   const http = new PlaneHttp(o.url, { dispatcher: o.dispatcher, connections: 1 });
   try {
     const rows: Checkpoint[] = [];

@@ -33,9 +33,21 @@
 import { z } from 'zod';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
-import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
-import { printable, terminalControls } from '../../support/terminal.js';
-import { optionNames, optionsProblems, unknownOptions } from '../../support/options.js';
+import { ErrorCode, issueProblems } from '../../shared/errors.js';
+import { LIMITS } from '../../shared/limits.js';
+import {
+  durationProblem,
+  functionProblem,
+  integerProblem,
+  oneOfProblem,
+  optionNames,
+  optionsProblems,
+  readableNameProblem,
+  refuse,
+  stringProblem,
+  unknownOptions,
+  booleanProblem,
+} from '../../support/validate.js';
 import { ExecutionId, type Checkpoint } from '../../shared/rows.js';
 import type { Checkpointer, ClaimGuard } from '../checkpointer.js';
 import { CheckpointError } from '../errors.js';
@@ -55,7 +67,7 @@ export interface AgentOptions {
   /**
    * A segment of the path the agent's rows are filed under (`agent:NAME`,
    * `supervisor:NAME`), which is split on '/': not empty or blank, at most 256
-   * UTF-16 units, no '/', nothing a terminal acts on (control characters,
+   * characters (code points), no '/', nothing a terminal acts on (control characters,
    * bidi marks). Another name is refused when the agent is made
    * (INVALID_OPTIONS, each problem named).
    */
@@ -95,18 +107,19 @@ const AGENT_OPTIONS = optionNames<AgentOptions>({
 });
 
 // a misspelled executionId gave a run a fresh id: a retry of the call was not refused as EXECUTION_EXISTS, it ran again
-const RUN_OPTIONS = optionNames<{ executionId?: string } & RunOptions>({ executionId: true, onEvent: true });
+// executionId and decisionId are checked by the call itself (checkExecutionId, checkClaimDecisionId)
+const RUN_OPTIONS = optionNames<{ executionId?: string } & RunOptions>({ executionId: true, onEvent: functionProblem });
 const RESUME_OPTIONS = optionNames<ResumeOptions>({
-  onEvent: true,
-  checkpointId: true,
+  onEvent: functionProblem,
+  checkpointId: stringProblem,
   decisionId: true,
-  withoutPlane: true,
+  withoutPlane: booleanProblem,
 });
 const FORK_OPTIONS = optionNames<{ checkpointId?: string; input?: string; executionId?: string } & RunOptions>({
-  checkpointId: true,
-  input: true,
+  checkpointId: stringProblem,
+  input: stringProblem,
   executionId: true,
-  onEvent: true,
+  onEvent: functionProblem,
 });
 
 /**
@@ -128,7 +141,7 @@ export class Agent {
     this.kind = options.kind ?? 'agent';
     this.store = options.checkpointer;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-    checkAgentOptions(options, this.leaseMs);
+    checkAgentOptions(options);
     // worker agents' loops by the tool name that delegates to them (the loop invokes them)
     const tools = new Map<string, Tool>();
     const workersByTool = new Map<string, AgentLoop>();
@@ -157,9 +170,7 @@ export class Agent {
   /** Expose this agent as a tool a supervisor can delegate to; its rows nest under the supervisor's path. */
   asTool(options: { name?: string; description?: string } = {}): Tool {
     const name = options.name ?? this.name;
-    const problems = segmentProblems('options.name', name);
-    if (problems.length)
-      throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `asTool: ${problems.join('; ')}`, { details: { problems } });
+    refuse('asTool', segmentProblems('options.name', name));
     return Object.freeze({
       name,
       description: options.description ?? `Delegate a task to the ${this.name} agent.`,
@@ -218,12 +229,10 @@ export class Agent {
     const decisionId = checkClaimDecisionId(options.decisionId) ?? undefined;
     // a decision answers one pause: applied without naming it, it would answer whatever pause is open
     if (decisionId && options.checkpointId === undefined)
-      throw new WaymarkError(
-        ErrorCode.INVALID_OPTIONS,
-        `resume: decisionId needs checkpointId (the pause decision ${decisionId} answers); nothing was claimed`,
-        {
-          details: { problems: ['checkpointId: required with decisionId'] },
-        },
+      refuse(
+        'resume',
+        [`checkpointId: required with decisionId (the pause decision ${decisionId} answers)`],
+        'nothing was claimed',
       );
     const store = this.requireStore();
     await store.setup();
@@ -329,16 +338,14 @@ export class Agent {
  * segmentProblems (what a path cannot hold, and what a terminal acts on).
  * `maxTurns` bounds every run: a NaN or 0 one never stops or never starts.
  */
-function checkAgentOptions(options: AgentOptions, leaseMs: number): void {
+function checkAgentOptions(options: AgentOptions): void {
   const problems = [...unknownOptions(options, AGENT_OPTIONS), ...segmentProblems('name', options.name)];
-  const kind: unknown = options.kind ?? 'agent';
-  if (kind !== 'agent' && kind !== 'supervisor')
-    problems.push(`kind must be 'agent' or 'supervisor' (got ${JSON.stringify(kind)})`);
-  if (!Number.isInteger(leaseMs) || leaseMs < 1)
-    problems.push(`leaseMs must be a positive integer (got ${String(options.leaseMs)})`);
-  if (options.maxTurns !== undefined && (!Number.isInteger(options.maxTurns) || options.maxTurns < 1)) {
-    problems.push(`maxTurns must be a positive integer (got ${String(options.maxTurns)})`);
-  }
+  for (const p of [
+    oneOfProblem('kind', options.kind, ['agent', 'supervisor']),
+    durationProblem('leaseMs', options.leaseMs, 1),
+    integerProblem('maxTurns', options.maxTurns, 1),
+  ])
+    if (p) problems.push(p);
   const seen = new Set<string>();
   // a worker's rows are filed under `agent:NAME`: two workers of one name would share them
   const workers = new Map<string, { agent: unknown; at: number }>();
@@ -355,17 +362,12 @@ function checkAgentOptions(options: AgentOptions, leaseMs: number): void {
       );
     else if (!other) workers.set(w.name, { agent: w, at: i });
   }
-  if (problems.length)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `Agent: ${problems.join('; ')}`, { details: { problems } });
+  refuse('Agent', problems);
 }
 
-/** A call's options, checked before anything is read: not an object, or a name the call does not know, is INVALID_OPTIONS. */
+/** A call's options, checked before anything is read: not an object, a name the call does not know, or a value of the wrong type is INVALID_OPTIONS. */
 function refuseCallOptions(call: string, options: unknown, known: readonly string[], outcome: string): void {
-  const problems = optionsProblems(options, known);
-  if (problems.length)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; ${outcome}`, {
-      details: { problems },
-    });
+  refuse(call, optionsProblems(options, known), outcome);
 }
 
 /**
@@ -377,14 +379,9 @@ function refuseCallOptions(call: string, options: unknown, known: readonly strin
 function checkExecutionId(call: string, path: string, executionId: unknown, fresh = false): void {
   const r = ExecutionId.safeParse(executionId);
   const problems = r.success ? [] : issueProblems(r.error, path);
-  if (fresh && r.success && typeof executionId === 'string') {
-    if (!executionId.trim()) problems.push(`${path}: is blank`);
-    const controls = terminalControls(executionId);
-    if (controls.length)
-      problems.push(`${path}: holds characters a terminal acts on (${controls.map(printable).join(', ')})`);
+  if (fresh && r.success) {
+    const p = readableNameProblem(path, executionId, LIMITS.executionIdLength);
+    if (p) problems.push(p);
   }
-  if (!problems.length) return;
-  throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${call}: ${problems.join('; ')}; nothing was written`, {
-    details: { problems },
-  });
+  refuse(call, problems, 'nothing was written');
 }

@@ -43,7 +43,14 @@
  * forgotten (the store's decisionSeq read first).
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { optionNames, unknownOptions } from '../../support/options.js';
+import {
+  booleanProblem,
+  durationProblem,
+  integerProblem,
+  optionNames,
+  optionsProblems,
+  refuse,
+} from '../../support/validate.js';
 import { Decision } from '../../shared/rows.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
 import type { Replica } from '../replica/replica.js';
@@ -122,33 +129,23 @@ const SERVE_OPTIONS = optionNames<ServeDecisionsOptions>({
   signal: true,
   restore: true,
   onOutcome: true,
-  pollMs: true,
+  pollMs: (field, v) => durationProblem(field, v, 1),
   retry: true,
-  pageSize: true,
-  writeDebounceMs: true,
+  pageSize: (field, v) => integerProblem(field, v, 1),
+  writeDebounceMs: (field, v) => durationProblem(field, v, 0),
   logger: true,
-  withoutPlane: true,
+  withoutPlane: booleanProblem,
 });
 
 function checkOptions(o: ServeDecisionsOptions): void {
-  const problems: string[] = [];
-  if (!o || typeof o !== 'object')
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, 'serveDecisions needs an options object');
-  problems.push(...unknownOptions(o, SERVE_OPTIONS));
-  if (!o.agent === !o.agentFor) problems.push('give exactly one of agent and agentFor');
-  if (!o.store) problems.push('store is required');
-  if (!o.signal) problems.push('signal is required (an AbortSignal that stops the worker)');
-  if (o.restore && !o.replica) problems.push('restore needs a replica (the plane to restore from)');
-  if (o.pollMs !== undefined && (!Number.isInteger(o.pollMs) || o.pollMs < 1))
-    problems.push(`pollMs must be a positive integer (got ${String(o.pollMs)})`);
-  if (o.writeDebounceMs !== undefined && (!Number.isInteger(o.writeDebounceMs) || o.writeDebounceMs < 0))
-    problems.push(`writeDebounceMs must be a non-negative integer (got ${String(o.writeDebounceMs)})`);
-  if (o.pageSize !== undefined && (!Number.isInteger(o.pageSize) || o.pageSize < 1))
-    problems.push(`pageSize must be a positive integer (got ${String(o.pageSize)})`);
-  if (problems.length)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `serveDecisions: ${problems.join('; ')}`, {
-      details: { problems },
-    });
+  const problems = o === undefined ? ['options: required'] : optionsProblems(o, SERVE_OPTIONS);
+  if (typeof o === 'object' && o !== null) {
+    if (!o.agent === !o.agentFor) problems.push('give exactly one of agent and agentFor');
+    if (!o.store) problems.push('store: required');
+    if (!o.signal) problems.push('signal: required, an AbortSignal that stops the worker');
+    if (o.restore && !o.replica) problems.push('restore needs a replica (the plane to restore from)');
+  }
+  refuse('serveDecisions', problems);
 }
 
 /** Serve decisions until `signal` aborts; resolves with what was done. */

@@ -39,7 +39,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { stableStringify, jsonProblem, storableJson, textProblem, type Json } from '../../shared/json.js';
 import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
-import { optionNames, optionsProblems } from '../../support/options.js';
+import { optionNames, optionsProblems, refuse } from '../../support/validate.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { Checkpointer, IdempotentLookup, PlaneRenewal } from '../checkpointer.js';
 import { EffectNotRecorded, IdempotencyError, IdempotencyKeyRequired, InvalidIdempotencyKey } from '../errors.js';
@@ -116,9 +116,7 @@ export function idempotent<A extends unknown[], R>(
   fn: (...args: A) => R | Promise<R>,
   options: IdempotentOptions<A> = {},
 ): (...args: A) => Promise<R> {
-  const problems = optionsProblems(options, IDEMPOTENT_OPTIONS);
-  if (problems.length)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `idempotent: ${problems.join('; ')}`, { details: { problems } });
+  refuse('idempotent', optionsProblems(options, IDEMPOTENT_OPTIONS));
   const keyOf = keyFunction<A>(fn.name, options.key);
   const what = (key: string) => fn.name || key;
   return async (...args: A): Promise<R> => {

@@ -12,8 +12,16 @@
  * an abort starts no new resume, and the runs already resuming finish their
  * current step boundary-to-marker as usual (a run is never cut mid-step).
  */
-import { ErrorCode, hasCode, WaymarkError } from '../../shared/errors.js';
-import { optionNames, optionsProblems } from '../../support/options.js';
+import { ErrorCode, hasCode } from '../../shared/errors.js';
+import {
+  booleanProblem,
+  durationProblem,
+  functionProblem,
+  integerProblem,
+  optionNames,
+  optionsProblems,
+  refuse,
+} from '../../support/validate.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import type { Agent } from './agent.js';
 import type { RunResult } from './types.js';
@@ -82,10 +90,10 @@ const RECOVER_OPTIONS = optionNames<RecoverOptions>({
   store: true,
   concurrency: true,
   signal: true,
-  watch: true,
-  intervalMs: true,
-  onPass: true,
-  withoutPlane: true,
+  watch: booleanProblem,
+  intervalMs: (field, v) => durationProblem(field, v, 1),
+  onPass: functionProblem,
+  withoutPlane: booleanProblem,
 });
 const DEFAULT_CONCURRENCY = 4;
 const DEFAULT_INTERVAL_MS = 5_000;
@@ -105,10 +113,9 @@ export async function recoverRuns(options: RecoverOptions): Promise<RecoveryRepo
     byPath.set(a.path, a);
   }
   const concurrency = options?.concurrency ?? DEFAULT_CONCURRENCY;
-  if (!Number.isInteger(concurrency) || concurrency < 1)
-    problems.push(`concurrency must be a positive integer (got ${concurrency})`);
-  if (problems.length)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `recoverRuns: ${problems.join('; ')}`, { details: { problems } });
+  const p = integerProblem('concurrency', concurrency, 1);
+  if (p) problems.push(p);
+  refuse('recoverRuns', problems);
   const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
   await options.store.setup();
   const total: RecoveryReport = { runs: [], recovered: 0, held: 0, failed: 0, passes: 0 };

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { deepFreeze, type Json } from '../../shared/json.js';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
-import { printable, terminalControls } from '../../support/terminal.js';
+import { printable } from '../../support/terminal.js';
+import { textLength } from '../../shared/text.js';
+import { readableNameProblem, refuse, shownName, stringProblem } from '../../support/validate.js';
 import type { ToolSpec } from '../models/model.js';
 
 /** A tool the model may call; its arguments are validated with `parameters` before it runs. */
@@ -33,30 +34,19 @@ const SEGMENT_MAX = 256;
 
 /**
  * What keeps a name from being a segment of the paths rows are filed under
- * (`agent:NAME/tool:NAME`, split on '/'), each problem said (none: it can be
- * one): not text, empty, over SEGMENT_MAX characters (UTF-16 units), a '/',
- * half a character: what a path cannot hold. And, on purpose, a blank name and
- * a character a terminal acts on (support/terminal.ts), as for key names: a path
- * could hold them, but a name nobody can read or type back is refused whenever
- * an agent is made. Anything else goes (`Refund Bot`, `billing.eu`): agents
- * named so before this check keep their runs resumable.
+ * (`agent:NAME/tool:NAME`, split on '/'), as a problem (none: it can be one):
+ * the readable-name rule (support/validate.ts: not blank, at most SEGMENT_MAX
+ * characters, nothing a terminal acts on, no half a character), and no '/'.
+ * A path could hold a blank name or a control character, but a name nobody
+ * can read or type back is refused whenever an agent is made. Anything else
+ * goes (`Refund Bot`, `billing.eu`): agents named so before this check keep
+ * their runs resumable.
  */
 export function segmentProblems(what: string, name: unknown): string[] {
-  if (typeof name !== 'string') return [`${what} must be a string (got ${name === null ? 'null' : typeof name})`];
-  const problems: string[] = [];
-  if (name.length === 0) problems.push('is empty');
-  if (name.length > SEGMENT_MAX) problems.push(`is ${name.length} characters long, more than ${SEGMENT_MAX}`);
-  if (name.length > 0 && !name.trim()) problems.push('is blank');
-  if (name.includes('/')) problems.push("holds '/', which splits a path");
-  const controls = terminalControls(name);
-  if (controls.length)
-    problems.push(
-      `holds control characters (${controls.map((c) => `"${printable(c)}"`).join(', ')}), which a terminal showing its rows would act on`,
-    );
-  if (!name.isWellFormed()) problems.push('holds half a character (a lone surrogate)');
-  if (!problems.length) return [];
-  const shown = printable(JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name));
-  return [`${what} ${shown} ${problems.join(' and ')}`];
+  const problem = readableNameProblem(what, name, SEGMENT_MAX);
+  if (typeof name !== 'string' || !name.includes('/')) return problem ? [problem] : [];
+  const split = "holds '/', which splits a path";
+  return [problem ? `${problem} and ${split}` : `${what}: ${shownName(name)} ${split}`];
 }
 
 /**
@@ -65,16 +55,15 @@ export function segmentProblems(what: string, name: unknown): string[] {
  * than `A-Za-z0-9_-` (each such character named once).
  */
 export function nameProblems(what: string, name: unknown): string[] {
-  if (typeof name !== 'string')
-    return [`${what} must be a string (got ${name === null ? 'null' : typeof name}); ${NAME_RULE}`];
+  if (typeof name !== 'string') return [`${stringProblem(what, name)}; ${NAME_RULE}`];
   if (NAME.test(name)) return [];
   const problems: string[] = [];
-  const shown = JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name);
-  if (name.length === 0) problems.push('is empty');
-  if (name.length > 64) problems.push(`is ${name.length} characters long`);
+  const length = textLength(name);
+  if (length === 0) problems.push('is empty');
+  if (length > 64) problems.push(`is ${length} characters long`);
   const bad = [...new Set([...name].filter((c) => !/^[A-Za-z0-9_-]$/.test(c)))];
-  if (bad.length) problems.push(`holds ${bad.map((c) => JSON.stringify(c)).join(', ')}`);
-  return [`${what} ${shown} ${problems.join(' and ')}; ${NAME_RULE}`];
+  if (bad.length) problems.push(`holds ${bad.map((c) => printable(JSON.stringify(c))).join(', ')}`);
+  return [`${what}: ${shownName(name)} ${problems.join(' and ')}; ${NAME_RULE}`];
 }
 
 /** Define a tool. Names are 1–64 of `A-Za-z0-9_-`, what model APIs take as a function name; another is refused with INVALID_OPTIONS. */
@@ -84,9 +73,7 @@ export function tool<P extends z.ZodType>(def: {
   parameters: P;
   execute: (args: z.infer<P>) => unknown;
 }): Tool<P> {
-  const problems = nameProblems('name', def.name);
-  if (problems.length)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `tool: ${problems.join('; ')}`, { details: { problems } });
+  refuse('tool', nameProblems('name', def.name));
   return Object.freeze({ ...def });
 }
 

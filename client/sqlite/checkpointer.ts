@@ -36,7 +36,7 @@ import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '.
 import type * as C from '../checkpointer.js';
 import { DuplicateIdError, PauseExistsError } from '../errors.js';
 import { STORE_BASE_OPTIONS, StoreBase, writerIdProblems, written, type StoreBaseOptions } from '../store/base.js';
-import { optionNames, shown } from '../../support/options.js';
+import { durationProblem, oneOfProblem, optionNames, shown } from '../../support/validate.js';
 import { nativeBinding } from './native-binding.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import {
@@ -136,10 +136,10 @@ function sqliteProblems(o: Record<string, unknown>): string[] {
   const problems: string[] = [];
   if (typeof o.path !== 'string' || o.path === '')
     problems.push(`path: required, the database file (or ':memory:') (got ${shown(o.path)})`);
-  if (o.synchronous !== undefined && !SYNCHRONOUS.includes(o.synchronous as string))
-    problems.push(`synchronous: must be 'FULL', 'NORMAL' or 'EXTRA' (got ${shown(o.synchronous)})`);
-  if (o.busyTimeoutMs !== undefined && !(Number.isSafeInteger(o.busyTimeoutMs) && (o.busyTimeoutMs as number) >= 0))
-    problems.push(`busyTimeoutMs: must be a non-negative integer (got ${shown(o.busyTimeoutMs)})`);
+  const synchronous = SYNCHRONOUS.includes(o.synchronous as string)
+    ? null
+    : oneOfProblem('synchronous', o.synchronous, ['FULL', 'NORMAL', 'EXTRA']);
+  for (const p of [synchronous, durationProblem('busyTimeoutMs', o.busyTimeoutMs, 0)]) if (p) problems.push(p);
   problems.push(...writerIdProblems(o.writerId));
   return problems;
 }

@@ -13,7 +13,7 @@
  *   or (Postgres, after a lost answer) the row found stored by the lost attempt.
  */
 import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
-import { optionNames, optionsProblems, shown } from '../../support/options.js';
+import { booleanProblem, functionProblem, optionNames, optionsProblems, refuse } from '../../support/validate.js';
 import {
   chainBase,
   decodeChain,
@@ -96,16 +96,11 @@ export abstract class StoreBase {
   ) {
     const all = options === undefined ? ['options: required'] : optionsProblems(options, known);
     if (typeof options === 'object' && options !== null && !Array.isArray(options)) {
-      if (options.outbox !== undefined && typeof options.outbox !== 'boolean')
-        all.push(`outbox: must be true or false (got ${shown(options.outbox)})`);
-      if (options.faults !== undefined && typeof options.faults !== 'function')
-        all.push(`faults: must be a function (got ${shown(options.faults)})`);
+      for (const p of [booleanProblem('outbox', options.outbox), functionProblem('faults', options.faults)])
+        if (p) all.push(p);
       all.push(...problems(options as unknown as Record<string, unknown>));
     }
-    if (all.length)
-      throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `${storeName}: ${all.join('; ')}; nothing was opened`, {
-        details: { problems: all },
-      });
+    refuse(storeName, all, 'nothing was opened');
     this.outbox = options.outbox ?? true;
     this.fault = options.faults ?? noFaults;
   }

@@ -19,6 +19,7 @@
  *   bring; `held` says which).
  */
 import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
+import { integerProblem, oneOfProblem, refuse, stringProblem } from '../../support/validate.js';
 import type { Json } from '../../shared/json.js';
 import type { DecisionState } from '../../shared/protocol.js';
 import { Decision, Uuidv7 } from '../../shared/rows.js';
@@ -205,18 +206,13 @@ export function checkListDecisions(o: ListDecisionsOptions): {
     if (!/^\d{1,15}$/.test(o.cursor)) problems.push(`cursor: '${String(o.cursor)}' is not a cursor this store issued`);
     else after = Number(o.cursor);
   }
-  if (o.state !== undefined && !LOCAL_STATES.includes(o.state))
-    problems.push(`state: must be one of ${LOCAL_STATES.join(', ')} (got ${JSON.stringify(o.state)})`);
-  if (o.executionId !== undefined && (typeof o.executionId !== 'string' || o.executionId === ''))
-    problems.push(
-      `executionId: must be a non-empty string (got ${typeof o.executionId === 'string' ? "''" : String(o.executionId)})`,
-    );
-  if (o.limit !== undefined && (!Number.isInteger(o.limit) || o.limit < 1))
-    problems.push(`limit: must be a positive integer (got ${String(o.limit)})`);
-  if (problems.length)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `listDecisions: ${problems.join('; ')}`, {
-      details: { problems },
-    });
+  for (const p of [
+    oneOfProblem('state', o.state, LOCAL_STATES),
+    o.executionId === '' ? 'executionId: must not be empty' : stringProblem('executionId', o.executionId),
+    integerProblem('limit', o.limit, 1),
+  ])
+    if (p) problems.push(p);
+  refuse('listDecisions', problems);
   return { after, state: o.state ?? null, executionId: o.executionId ?? null, limit: o.limit ?? null };
 }
 

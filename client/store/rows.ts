@@ -23,7 +23,9 @@ import {
 import type { CheckpointInput, ListOptions } from '../checkpointer.js';
 import { CheckpointError, ExecutionGoneError, InvalidRowError } from '../errors.js';
 import { jsonOrNull, type ColumnTexts } from './columns.js';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { ErrorCode } from '../../shared/errors.js';
+import { CONTROL_CHARACTER, withinLength } from '../../shared/text.js';
+import { integerProblem, oneOfProblem, refuse } from '../../support/validate.js';
 
 /** The schema of a checkpoint input (exported for the test that holds `surelyValidInput` to it). */
 export const InputShape = z.object({
@@ -53,13 +55,12 @@ function fail(message: string, details?: Record<string, unknown>): never {
   throw new InvalidRowError(message, details);
 }
 
-const PRINTABLE = /^[^\u0000-\u001f\u007f]+$/;
 const STEPS: ReadonlySet<unknown> = new Set(Step.options);
 const STATUSES: ReadonlySet<unknown> = new Set(Status.options);
 
-/** What `printable(max)` of shared/rows.ts accepts (zod counts code points, never more than `length`). */
-const isPrintable = (v: unknown, max: number) =>
-  typeof v === 'string' && v.length >= 1 && v.length <= max && PRINTABLE.test(v) && v.isWellFormed();
+/** What `idText(max)` of shared/rows.ts accepts. */
+const isIdText = (v: unknown, max: number) =>
+  typeof v === 'string' && v.length >= 1 && withinLength(v, max) && !CONTROL_CHARACTER.test(v) && v.isWellFormed();
 const isIdOrAbsent = (v: unknown, nullable: boolean) =>
   v === undefined || (nullable && v === null) || (typeof v === 'string' && UUIDV7_RE.test(v));
 
@@ -86,11 +87,11 @@ export function surelyValidInput(input: CheckpointInput): boolean {
     isIdOrAbsent(input.id, false) &&
     isIdOrAbsent(input.prevId, true) &&
     isIdOrAbsent(input.parentId, true) &&
-    isPrintable(input.executionId, LIMITS.executionIdLength) &&
+    isIdText(input.executionId, LIMITS.executionIdLength) &&
     input.executionId !== '.' &&
     input.executionId !== '..' &&
-    isPrintable(input.nodeId, LIMITS.nodeIdLength) &&
-    isPrintable(input.agentPath, LIMITS.agentPathLength) &&
+    isIdText(input.nodeId, LIMITS.nodeIdLength) &&
+    isIdText(input.agentPath, LIMITS.agentPathLength) &&
     typeof turn === 'number' &&
     Number.isInteger(turn) &&
     turn >= 0 &&
@@ -123,19 +124,17 @@ export function checkInput(input: CheckpointInput): void {
 
 /** A `list` call's options checked before any read: INVALID_OPTIONS names every problem. */
 export function checkListOptions(o: ListOptions): void {
-  const problems: string[] = [];
-  for (const k of ['afterSeq', 'beforeSeq'] as const) {
-    if (o[k] !== undefined && !Number.isSafeInteger(o[k]))
-      problems.push(`${k}: must be an integer (got ${String(o[k])})`);
-  }
-  if (o.limit !== undefined && (!Number.isInteger(o.limit) || o.limit < 1))
-    problems.push(`limit: must be a positive integer (got ${String(o.limit)})`);
-  if (o.order !== undefined && o.order !== 'asc' && o.order !== 'desc')
-    problems.push(`order: must be 'asc' or 'desc' (got ${String(o.order)})`);
-  if (o.step !== undefined && !STEPS.has(o.step))
-    problems.push(`step: must be one of ${Step.options.join(', ')} (got ${String(o.step)})`);
-  if (problems.length)
-    throw new WaymarkError(ErrorCode.INVALID_OPTIONS, `list: ${problems.join('; ')}`, { details: { problems } });
+  const problems = [
+    integerProblem('afterSeq', o.afterSeq, Number.MIN_SAFE_INTEGER),
+    integerProblem('beforeSeq', o.beforeSeq, Number.MIN_SAFE_INTEGER),
+    integerProblem('limit', o.limit, 1),
+    oneOfProblem('order', o.order, ['asc', 'desc']),
+    oneOfProblem('step', o.step, Step.options),
+  ];
+  refuse(
+    'list',
+    problems.filter((p) => p !== null),
+  );
 }
 
 /** A fresh run's first write (`prevId: null`) found the execution already has rows. Nothing was written. */

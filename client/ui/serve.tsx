@@ -20,7 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { osUser } from '../runtime/decide.js';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { refuse } from '../../support/validate.js';
 import type { Checkpointer } from '../checkpointer.js';
 import { FRAME, localFrame } from '../../inspector/frame.js';
 import { NotFoundPage } from '../../inspector/not-found-page.js';
@@ -108,12 +108,11 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
 export async function serveLocalUi(store: Checkpointer, o: LocalUiOptions = {}): Promise<LocalUi> {
   const host = o.host ?? '127.0.0.1';
   const loopback = isLoopback(host);
-  if (!loopback && !o.allowRemote) {
-    throw new WaymarkError(
-      ErrorCode.INVALID_OPTIONS,
-      `serveLocalUi: host '${host}' is not a loopback address; the local inspector has no login, so it binds elsewhere only with allowRemote`,
-    );
-  }
+  if (!loopback && !o.allowRemote)
+    refuse('serveLocalUi', [
+      `host '${host}' is not a loopback address`,
+      'the local inspector has no login, so it binds elsewhere only with allowRemote',
+    ]);
   const app = localUiApp(store, { label: o.label, checkHost: loopback, user: o.user });
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: o.port ?? 0, hostname: host }, () => resolve(s));

@@ -11,8 +11,8 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { requirePeer } from '../../support/peer.js';
+import { InvalidOptions } from '../../support/validate.js';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
 import * as schema from './schema.js';
@@ -127,8 +127,7 @@ export function makePrivateDir(dirIn: string): void {
   try {
     chmodSync(dir, 0o700);
   } catch (e) {
-    throw new WaymarkError(
-      ErrorCode.INVALID_OPTIONS,
+    throw new InvalidOptions(
       `the plane data dir ${dir} cannot be made private (chmod 0700: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); it holds every run's data and the admin key: ` +
         'give a data dir of your own (--data-dir DIR or WAYMARK_PLANE_DIR)',
       { details: { dataDir: dir }, cause: e },

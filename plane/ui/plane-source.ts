@@ -18,7 +18,8 @@ import { listRows, stateAt } from '../reads/rows.js';
 import { idempotencyListing } from '../restore.js';
 import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';
-import { CONTROL_CHARACTER, ExecutionId, WriterId } from '../../shared/rows.js';
+import { ExecutionId, WriterId } from '../../shared/rows.js';
+import { CONTROL_CHARACTER } from '../../shared/text.js';
 
 // What a page's query or path names goes into queries as it is. A value no stored id or seq can be (U+0000,
 // which Postgres text cannot hold; a seq past int4) matches nothing here, as it matches nothing in a local

@@ -41,9 +41,7 @@ describe('plane keys create names every problem at once and creates nothing', ()
     expect(r.stderr).toContain(
       "  - option '--scopes': unknown scope(s): bogus (known: ingest, read, approve, cancel, admin, operator)",
     );
-    expect(r.stderr).toContain(
-      "  - option '--name': it has control characters (\\u0009), which a terminal listing the keys would act on",
-    );
+    expect(r.stderr).toContain('  - option \'--name\': holds characters a terminal acts on ("\\u0009")');
     expect(r.stderr).not.toContain('\t');
     // over 128 characters and a control character: both named, with the scope
     const long = await keysCreate('--project', 'nope', '--scopes', 'read,root', '--name', `\x1b${'x'.repeat(130)}`);
@@ -51,8 +49,8 @@ describe('plane keys create names every problem at once and creates nothing', ()
     expect(long.stderr).toMatch(/^waymark plane keys create: USAGE: 3 problems:\n/);
     for (const p of [
       "option '--scopes': unknown scope(s): root",
-      "option '--name': it is 131 characters long, more than 128",
-      "option '--name': it has control characters (\\u001b)",
+      "option '--name': is 131 characters long, more than 128",
+      'option \'--name\': holds characters a terminal acts on ("\\u001b")',
     ])
       expect(long.stderr).toContain(p);
     expect(await keyList()).toEqual(before);
@@ -79,8 +77,8 @@ describe('plane keys create names every problem at once and creates nothing', ()
       code: 'INVALID_REQUEST',
       details: {
         problems: [
-          'name: it is 133 characters long, more than 128',
-          'name: it has control characters (\\u0009), which a terminal listing the keys would act on',
+          'name: is 133 characters long, more than 128',
+          'name: holds characters a terminal acts on ("\\u0009")',
           "project: no project 'nope'; known: local; create it with 'waymark plane projects create nope'",
         ],
         project: 'nope',
@@ -88,7 +86,7 @@ describe('plane keys create names every problem at once and creates nothing', ()
       },
     });
     expect(r.body.error.message).toBe(
-      "the key was not created: name: it is 133 characters long, more than 128; name: it has control characters (\\u0009), which a terminal listing the keys would act on; project: no project 'nope'; known: local; create it with 'waymark plane projects create nope'",
+      "the key was not created: name: is 133 characters long, more than 128; name: holds characters a terminal acts on (\"\\u0009\"); project: no project 'nope'; known: local; create it with 'waymark plane projects create nope'",
     );
     expect(await keyList()).toEqual(before);
   });

@@ -418,9 +418,11 @@ function workerSuite(b: Backend): void {
         (e) => (err = e),
       );
       expect(err?.code).toBe('INVALID_OPTIONS');
-      expect(err?.details?.problems.join(' | ')).toMatch(
-        /exactly one of agent and agentFor.*restore needs a replica.*pollMs/,
-      );
+      expect(err?.details?.problems).toEqual([
+        'pollMs: must be an integer number of ms, at least 1 (got 0)',
+        'give exactly one of agent and agentFor',
+        'restore needs a replica (the plane to restore from)',
+      ]);
     });
   });
 }

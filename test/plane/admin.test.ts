@@ -78,8 +78,8 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
       code: 'INVALID_REQUEST',
       details: {
         problems: [
-          'name: it is 140 characters long, more than 128',
-          expect.stringContaining('name: it has control characters (\\u001b, \\u000a)'),
+          'name: is 140 characters long, more than 128',
+          expect.stringContaining('name: holds characters a terminal acts on ("\\u001b", "\\u000a")'),
         ],
       },
     });
@@ -144,7 +144,7 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
       details: {
         problems: [
           expect.stringMatching(/^scopes: unknown scope\(s\): root \(known: /),
-          expect.stringContaining('name: it has control characters (\\u0001)'),
+          expect.stringContaining('name: holds characters a terminal acts on ("\\u0001")'),
           expect.stringContaining("project: no project 'a\\u0000b'"),
         ],
       },
@@ -155,7 +155,7 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
     });
     expect(empty.body.error).toMatchObject({
       code: 'INVALID_REQUEST',
-      details: { problems: ['scopes: a key needs at least one scope', 'name: it is blank'] },
+      details: { problems: ['scopes: a key needs at least one scope', 'name: is blank'] },
     });
     expect(
       (await call(`${plane.url}/v1/admin/keys`, { key: operator, json: { project: 'a\u0000b', scopes: ['read'] } }))

@@ -136,8 +136,8 @@ describe('waymark plane keys and first start', () => {
       // one refusal of several lines (the problems, then the usage), none with a character a terminal acts on
       for (const l of bad.out[0].split('\n')) expect(l).not.toMatch(raw);
       expect(bad.out[0]).toMatch(/^waymark plane keys create: USAGE: 2 problems:\n/);
-      expect(bad.out[0]).toContain("  - option '--name': it is 147 characters long, more than 128\n");
-      expect(bad.out[0]).toContain("  - option '--name': it has control characters (\\u001b, \\u000a)");
+      expect(bad.out[0]).toContain("  - option '--name': is 147 characters long, more than 128\n");
+      expect(bad.out[0]).toContain('  - option \'--name\': holds characters a terminal acts on ("\\u001b", "\\u000a")');
     }
     // nothing changed: no key, and no database made in a named data dir that was not there
     expect((await run(['keys', 'list', '--data-dir', dir])).text).toBe('no keys');

@@ -375,8 +375,10 @@ describe('waymark CLI arguments, through the real binary', () => {
     const user = waymark('decide', '--db', db, 'd-paused', '--approve', '--decline', '--user', 'a\nb');
     expect([user.status, user.stderr]).toEqual([2, expect.stringContaining('USAGE')]);
     expect(user.stderr).toContain('give exactly one of --approve and --decline');
-    expect(user.stderr).toContain('--user holds control characters (\\u000a)');
-    expect(waymark('decide', '--db', db, 'd-paused', '--approve', '--user', ' ').stderr).toContain('--user is blank');
+    expect(user.stderr).toContain('option \'--user\': "a\\nb" holds characters a terminal acts on ("\\u000a")');
+    expect(waymark('decide', '--db', db, 'd-paused', '--approve', '--user', ' ').stderr).toContain(
+      'option \'--user\': " " is blank',
+    );
     const wrong = waymark(
       'decide',
       '--db',

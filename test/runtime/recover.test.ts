@@ -181,7 +181,7 @@ describe('recoverRuns', () => {
   it('bad options are refused before anything runs', async () => {
     await crashed('bot', 'x');
     await expect(recoverRuns({ agents: [agent('bot')], store, concurrency: 0 })).rejects.toThrow(
-      /concurrency must be a positive integer/,
+      /concurrency: must be an integer, at least 1 \(got 0\)/,
     );
     await expect(recoverRuns({ agents: [agent('bot'), agent('bot')], store })).rejects.toThrow(
       /two agents with the path agent:bot/,

@@ -553,15 +553,15 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       // a new run's id must be one a person can read and type back: not blank, nothing a terminal acts on
       expect(await refused(agent.run('go', { executionId: '  ' }))).toEqual([
         'INVALID_OPTIONS',
-        'run: options.executionId: is blank; nothing was written',
+        'run: options.executionId: "  " is blank; nothing was written',
       ]);
       expect(await refused(agent.run('go', { executionId: 'evil\u202egnp.exe' }))).toEqual([
         'INVALID_OPTIONS',
-        'run: options.executionId: holds characters a terminal acts on (\\u202e); nothing was written',
+        'run: options.executionId: "evil\\u202egnp.exe" holds characters a terminal acts on ("\\u202e"); nothing was written',
       ]);
       expect(await refused(agent.fork('x', { executionId: 'c1\u0085' }))).toMatchObject([
         'INVALID_OPTIONS',
-        expect.stringContaining('holds characters a terminal acts on (\\u0085)'),
+        expect.stringContaining('holds characters a terminal acts on ("\\u0085")'),
       ]);
       expect(await store.listExecutions()).toEqual([]);
     });
@@ -848,39 +848,39 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       // paths are split on '/': its pauses were unresumable (CHECKPOINT_ERROR) and recoverRuns skipped its runs
       expect(made({ name: 'billing/refunds' })).toMatchObject({
         code: 'INVALID_OPTIONS',
-        details: { problems: ['name "billing/refunds" holds \'/\', which splits a path'] },
+        details: { problems: ['name: "billing/refunds" holds \'/\', which splits a path'] },
       });
       expect(made({ name: 'billing/refunds' })?.message).toBe(
-        'Agent: name "billing/refunds" holds \'/\', which splits a path',
+        'Agent: name: "billing/refunds" holds \'/\', which splits a path',
       );
-      expect(made({ name: '' })?.details?.problems).toEqual(['name "" is empty']);
+      expect(made({ name: '' })?.details?.problems).toEqual(['name: "" is empty']);
       expect(made({ name: `${'b'.repeat(260)}\n/`, leaseMs: 0, maxTurns: Number.NaN })?.details?.problems).toEqual([
         expect.stringMatching(
-          /^name "b{80}…" is 262 characters long, more than 256 and holds '\/', which splits a path and holds control characters \("\\u000a"\), which a terminal showing its rows would act on$/,
+          /^name: "b{80}…" is 262 characters long, more than 256 and holds characters a terminal acts on \("\\u000a"\) and holds '\/', which splits a path$/,
         ),
-        'leaseMs must be a positive integer (got 0)',
-        'maxTurns must be a positive integer (got NaN)',
+        'leaseMs: must be an integer number of ms, at least 1 (got 0)',
+        'maxTurns: must be an integer, at least 1 (got NaN)',
       ]);
-      expect(made({ name: 7 as unknown as string })?.details?.problems).toEqual(['name must be a string (got number)']);
-      expect(made({ maxTurns: 0 })?.details?.problems).toEqual(['maxTurns must be a positive integer (got 0)']);
+      expect(made({ name: 7 as unknown as string })?.details?.problems).toEqual(['name: must be a string (got 7)']);
+      expect(made({ maxTurns: 0 })?.details?.problems).toEqual(['maxTurns: must be an integer, at least 1 (got 0)']);
       // what a terminal acts on (C1 controls, DEL, bidi overrides) is refused as key names are, and shown escaped; a blank name too
       expect(made({ name: 'evil\u202egnp.exe\u0085\u007f' })?.details?.problems).toEqual([
-        'name "evil\\u202egnp.exe\\u0085\\u007f" holds control characters ("\\u202e", "\\u0085", "\\u007f"), which a terminal showing its rows would act on',
+        'name: "evil\\u202egnp.exe\\u0085\\u007f" holds characters a terminal acts on ("\\u202e", "\\u0085", "\\u007f")',
       ]);
-      expect(made({ name: ' ' })?.details?.problems).toEqual(['name " " is blank']);
+      expect(made({ name: ' ' })?.details?.problems).toEqual(['name: " " is blank']);
       expect(made({ name: 'a\u200eb\u061c' })?.details?.problems).toEqual([
-        'name "a\\u200eb\\u061c" holds control characters ("\\u200e", "\\u061c"), which a terminal showing its rows would act on',
+        'name: "a\\u200eb\\u061c" holds characters a terminal acts on ("\\u200e", "\\u061c")',
       ]);
       // tools given as plain objects and asTool() names: the same rule; tool() keeps what model APIs take
       const plain = { name: 'a/b', description: '', parameters: z.object({}), execute: () => 1 };
       expect(made({ tools: [plain, { ...plain, name: 'c' }, { ...plain, name: 'c' }] })?.details?.problems).toEqual([
-        'tools[0].name "a/b" holds \'/\', which splits a path',
+        'tools[0].name: "a/b" holds \'/\', which splits a path',
         "tools[2]: duplicate tool name 'c'",
       ]);
       expect(() => tool({ ...plain, name: 'a b' })).toThrow(
         expect.objectContaining({
           code: 'INVALID_OPTIONS',
-          message: expect.stringMatching(/^tool: name "a b" holds " "/),
+          message: expect.stringMatching(/^tool: name: "a b" holds " "/),
         }),
       );
       expect(() => new Agent({ name: 'w', model }).asTool({ name: 'to/w' })).toThrow(

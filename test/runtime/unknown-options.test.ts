@@ -29,7 +29,7 @@ import {
 } from '../../client/index.js';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { suggest } from '../../support/options.js';
+import { suggest } from '../../support/validate.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-unknown-options-');
@@ -109,6 +109,28 @@ describe('unknown options are refused, naming each, and the call changes nothing
     await store.close();
   });
 
+  it('resume: a value of the wrong type is refused as INVALID_OPTIONS naming it, not read as false or as another pause', async () => {
+    const store = new SqliteCheckpointer({ path: tmp.file('resume-types.db') });
+    const charges: string[] = [];
+    const bot = approvalBot(store, charges);
+    const paused = await bot.run('refund order 8', { executionId: 'order-8' });
+    const at = paused.pendingInterrupt!.checkpointId;
+    // 'yes' is not true: read as false, a run the plane holds would have been refused for the wrong reason
+    const yes = await refusal(() => bot.resume('order-8', { approved: true }, { withoutPlane: 'yes' } as never));
+    expect(problems(yes)).toEqual(['withoutPlane: must be true or false (got "yes")']);
+    // a number is no checkpoint id: it was compared with the open pause's and refused as ALREADY_RESUMED
+    const num = await refusal(() => bot.resume('order-8', { approved: true }, { checkpointId: 42 } as never));
+    expect(problems(num)).toEqual(['checkpointId: must be a string (got 42)']);
+    expect(num.message).toBe('resume: checkpointId: must be a string (got 42); nothing was claimed');
+    const listener = await refusal(() => bot.run('x', { onEvent: 'log' } as never));
+    expect(problems(listener)).toEqual(['onEvent: must be a function (got "log")']);
+    expect(charges).toEqual([]);
+    expect(await bot.resume('order-8', { approved: true }, { checkpointId: at })).toMatchObject({
+      status: 'completed',
+    });
+    await store.close();
+  });
+
   it('Agent, idempotent, recoverRuns, serveDecisions: each names the unknown name with its other problems', async () => {
     const store = new SqliteCheckpointer({ path: tmp.file('agent.db') });
     const model = new ScriptedModel(() => ({ content: 'hi' }));
@@ -117,7 +139,7 @@ describe('unknown options are refused, naming each, and the call changes nothing
     );
     expect(problems(agent)).toEqual([
       "unknown option 'maxTurn' (did you mean 'maxTurns'?)",
-      'leaseMs must be a positive integer (got 0)',
+      'leaseMs: must be an integer number of ms, at least 1 (got 0)',
     ]);
     const once = await refusal(() => idempotent(async function charge(_order: string) {}, { Key: 'x' } as never));
     expect(problems(once)).toEqual(["unknown option 'Key' (did you mean 'key'?)"]);
@@ -127,7 +149,7 @@ describe('unknown options are refused, naming each, and the call changes nothing
     const missing = await refusal(() => recoverRuns({ store, concurrency: 0 } as never));
     expect(problems(missing)).toEqual([
       'agents: required, an array of the agents whose runs to recover',
-      'concurrency must be a positive integer (got 0)',
+      'concurrency: must be an integer, at least 1 (got 0)',
     ]);
     const serve = await refusal(() =>
       serveDecisions({ agent: bot, store, signal: new AbortController().signal, pollMS: 5 } as never),
@@ -159,7 +181,7 @@ describe('unknown options are refused, naming each, and the call changes nothing
       "unknown option 'URL' (did you mean 'url'?)",
       'give url (a postgres:// URL) or sql (a postgres.js client)',
       'schema: must be a lower-case SQL name (a-z, 0-9, _; at most 63, not starting with a digit) (got "Bad-Name")',
-      'max: must be a positive integer (got 0)',
+      'max: must be an integer, at least 1 (got 0)',
     ]);
     const opened = await refusal(() => openStore(`${dir}/runs.db`, { mustexist: true } as never));
     expect(problems(opened)).toEqual(["unknown option 'mustexist' (did you mean 'mustExist'?)"]);
