@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 /**
- * Approvals in the inspector (issue 16), over any `InspectorSource` that has
+ * Approvals in the inspector, over any `InspectorSource` that has
  * the approval members (source.ts): the "Pending approvals" page (the inbox:
  * unanswered pauses oldest first, then every decision in recording order),
  * and, on a paused run's page, the approve/decline form and the decisions of

@@ -84,7 +84,7 @@ export interface InspectorSource {
   /** The outbox's sync status (a local store's; the plane is the other end). */
   syncStatus?(): Promise<SyncStatus>;
 
-  // Approvals (issue 16). A source without them has no approvals page and no form.
+  // Approvals. A source without them has no approvals page and no form.
   /** The unanswered pauses, oldest first, paged (the approvals inbox). */
   listPauses?(o: { cursor?: string; limit: number }): Promise<Paged<InboxItem>>;
   /** Every decision, in recording order, paged. */

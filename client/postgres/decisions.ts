@@ -1,5 +1,5 @@
 /**
- * The Postgres store's decision statements (issue 16): recording a decision,
+ * The Postgres store's decision statements: recording a decision,
  * listing decisions with their derived state, and the local claim record.
  * The write ones run inside the caller's transaction. A local decision locks
  * the pause's pending row first, so it is ordered with a concurrent claim: it

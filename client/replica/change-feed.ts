@@ -1,5 +1,5 @@
 /**
- * The replica's change feed (issue 16, item 5): a store connected to a plane
+ * The replica's change feed: a store connected to a plane
  * learns when a run it holds moved on elsewhere — claimed, cancelled,
  * finished or deleted on another machine — and pulls what it needs of that
  * run, so its listings, its Local UI and its decision worker see the truth.

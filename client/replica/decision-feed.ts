@@ -1,5 +1,5 @@
 /**
- * The replica's decision feed (issue 16): brings the decisions recorded on
+ * The replica's decision feed: brings the decisions recorded on
  * the plane (its inspector, its API, other machines' local decisions) into
  * this store, promptly, so the application's decision worker can apply them.
  *

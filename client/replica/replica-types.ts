@@ -172,7 +172,7 @@ export interface ReplicaEvents {
   takeover_offline: [offline: { executionId: string; reason: string }];
   /** A run this store holds moved on elsewhere (claimed, cancelled, finished, deleted) and was caught up or reported (change-feed.ts). */
   run_updated: [update: RunUpdate];
-  /** A decision recorded on the plane arrived through the decision feed and was stored here (issue 16). */
+  /** A decision recorded on the plane arrived through the decision feed and was stored here. */
   decision: [decision: Decision];
   /** The decision feed passed over one decision (malformed, or refused by this store); the feed went on past it. */
   decision_skipped: [skipped: SkippedDecision];

@@ -1,5 +1,5 @@
 /**
- * The decision worker (issue 16): applies the decisions people record (on the
+ * The decision worker: applies the decisions people record (on the
  * plane's inspector, a local UI, an API call) to the runs they answer. A
  * screen only records a decision; this worker, in the application's process
  * (which has the tools), applies it through the ordinary claim:

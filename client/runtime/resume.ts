@@ -16,7 +16,7 @@
  * agent's workers and tools (resolvePath): a pause the agent cannot carry on
  * is left open.
  *
- * Naming the pause a resume answers (issue 16): a decision answers one pause
+ * Naming the pause a resume answers: a decision answers one pause
  * (its `interrupted` checkpoint id); `resume` with `checkpointId` refuses to
  * answer any other, so a decision made for an earlier pause never answers a
  * later one the person was not shown.

@@ -1,5 +1,5 @@
 /**
- * The SQLite store's decision statements (issue 16): recording a decision,
+ * The SQLite store's decision statements: recording a decision,
  * listing decisions with their derived state, and the local claim record.
  * Each function takes the store's statements and prepares its own texts
  * once per connection (`st.variant`); the write ones run inside the caller's

@@ -1,5 +1,5 @@
 /**
- * Decisions in a store, alike on both backends (issue 16): checking a
+ * Decisions in a store, alike on both backends: checking a
  * decision before it is recorded, its columns both ways, its derived state,
  * the listing cursor.
  *

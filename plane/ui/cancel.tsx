@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
 /**
- * Cancel from the inspector (issue 35): on the page of a run that has not ended
+ * Cancel from the inspector: on the page of a run that has not ended
  * (running, paused, failed), a "Cancel run" form for a session whose key has the
  * `cancel` (or the `admin`) scope, the permission `POST /v1/executions/:id/cancel`
  * asks; a key without it sees why there is no form. The form posts to

@@ -1,6 +1,5 @@
 /**
- * The decision feed against a plane that sends what it should not (issue 16,
- * B6 and B5): a real HTTP server on 127.0.0.1 answers the feed's calls with
+ * The decision feed against a plane that sends what it should not: a real HTTP server on 127.0.0.1 answers the feed's calls with
  * pages this test writes, so one malformed decision or one for another
  * project can be put in a page. A bad item is skipped and reported; the
  * cursor moves past it; the good ones are stored. Real SQLite store.

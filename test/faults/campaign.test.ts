@@ -38,7 +38,7 @@ describe(`kill campaign: ${TRIALS} trials, seed ${SEED} (replay: WAYMARK_CAMPAIG
   }, 1_200_000);
 });
 
-describe('campaign shapes from issue 12, one trial each', () => {
+describe('campaign shapes, one trial each', () => {
   it('request-level 400s from a proxy; a kill between the plane claim and the local claim; delete-and-restart under one id while connected, killed after the plane committed its batch and in the new run; concurrent resumers of successive pauses; catch-up restores after an offline double claim', async () => {
     const plane = new PlaneProcess(tmp.file('shapes-plane'));
     await plane.start();

@@ -48,7 +48,7 @@ export const PROXY_POINTS: [string, number][] = [['proxy.requestLevel400', 1]];
 const NGINX_400 =
   '<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body><center>nginx</center></body></html>';
 /**
- * Concurrent resumers of successive pauses (issue 12 item 1): three processes
+ * Concurrent resumers of successive pauses: three processes
  * on one store (one writer id) and one plane answer a run's two pauses in
  * turn; two of them are SIGKILLed at this point if they get there; recovery
  * finishes the run. Each pause must be answered exactly once (a resumer that
@@ -394,7 +394,7 @@ export async function runCampaign(o: {
 }
 
 /**
- * Catch-up restores after an offline double claim (issue 12 item 4): machine A
+ * Catch-up restores after an offline double claim: machine A
  * runs a refund to its approval pause and drains it; machine B restores the
  * paused run from the plane. Both lose the plane (their paths reset every
  * connection) and both answer the pause: the claim guard finds the plane

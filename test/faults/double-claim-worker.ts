@@ -1,6 +1,6 @@
 /**
  * One machine of the kill campaign's "catch-up restores after an offline
- * double claim" shape (issue 12 item 4): its own SQLite store (its own writer
+ * double claim" shape: its own SQLite store (its own writer
  * id), a refund run that pauses for a manager's approval.
  *
  *   tsx double-claim-worker.ts start   <db> <planeUrl> <apiKey> <executionId> <ledger>

@@ -1,6 +1,5 @@
 /**
- * The cross-machine kill campaign (issue 35, "Done when": the kill campaign
- * gains a cross-machine shape). Each trial, on one plane (test/machines/
+ * The cross-machine kill campaign: the kill campaign's cross-machine shape. Each trial, on one plane (test/machines/
  * fleet.ts: a real plane over HTTP, PGlite or Postgres):
  *
  * - two or three machines (test/machines/machine.ts: each a real process with

@@ -1,5 +1,5 @@
 /**
- * The recovery soak (issue 15): N runs started in worker processes that are
+ * The recovery soak: N runs started in worker processes that are
  * SIGKILLed at random fault points, then rounds of two recovery workers
  * started at once, one of them often SIGKILLed too, until no run is left
  * running. Invariants, per round: a recovery worker never calls the model

@@ -67,7 +67,7 @@ async function driveFork(): Promise<void> {
 }
 
 /**
- * Delete and restart under one id while connected (issue 12 item 2): a run
+ * Delete and restart under one id while connected: a run
  * under AGAIN completes and is synced, then is deleted and started again
  * (another order) under the same id; the deletion and the new rows drain
  * together. A meta note set before the deletion makes recovery finish the

@@ -1,5 +1,5 @@
 /**
- * The test's half of the multi-machine harness (issue 35): one real plane
+ * The test's half of the multi-machine harness: one real plane
  * over HTTP on 127.0.0.1 (embedded PGlite, or a Postgres database of its
  * own), an ingest+read key, an effect ledger outside every store, and
  * machines: real processes (test/machines/machine.ts), each with its own

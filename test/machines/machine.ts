@@ -1,5 +1,5 @@
 /**
- * One machine of the multi-machine scenarios (issue 35): a real process with
+ * One machine of the multi-machine scenarios: a real process with
  * its own SQLite store file, connected to one plane over HTTP, running the
  * charge agent. The test drives it over IPC (test/machines/fleet.ts is the
  * other half).

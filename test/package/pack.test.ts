@@ -1,5 +1,5 @@
 /**
- * The published package (issue 17 items 14-15): `npm pack`, install the
+ * The published package: `npm pack`, install the
  * tarball into a fresh project, and type-check every subpath in a strict
  * consumer (`skipLibCheck: false`, moduleResolution node16 and bundler) with
  * the repo's TypeScript.

@@ -74,7 +74,7 @@ describe('waymark plane keys and first start', () => {
     expect(key).toMatch(/^wm_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
     const id = key.slice(3, 19);
     expect((await run(['keys', 'create', '--project', 'acme', '--scopes', 'root', '--data-dir', dir])).code).toBe(2);
-    // a manager's key that may answer pauses (issue 16) and nothing else
+    // a manager's key that may answer pauses and nothing else
     const approver = await run([
       'keys',
       'create',

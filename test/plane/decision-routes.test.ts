@@ -1,5 +1,5 @@
 /**
- * Approvals over real HTTP (issue 16), on PGlite and on Postgres: the
+ * Approvals over real HTTP, on PGlite and on Postgres: the
  * decision endpoint (approve scope, bad input named, refusals changing
  * nothing), the inbox, the decision feed's long poll, the claim that applies
  * a decision, and the execution view and restore that carry it.

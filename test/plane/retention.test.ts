@@ -1,5 +1,5 @@
 /**
- * Retention (issue 17 "Operators"): `POST /v1/admin/prune`, `waymark plane
+ * Retention: `POST /v1/admin/prune`, `waymark plane
  * prune` and the WAYMARK_RETENTION_DAYS schedule, on PGlite and on Postgres;
  * and the PGlite backup: copy a stopped plane's data dir, start a plane on it.
  */

@@ -322,7 +322,7 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
       expect((await get('/v1/executions?status=bogus')).status).toBe(400);
     });
 
-    it("run list agent column: an execution's agent is the agent path of its first row, also when that row arrives after later ones (issue 17 item 13)", async () => {
+    it("run list agent column: an execution's agent is the agent path of its first row, also when that row arrives after later ones", async () => {
       const rows = await eventsOf(async (s) => {
         await s.put(step('agent-1', 0, { agentPath: 'agent:boss' }));
         await s.put(step('agent-1', 1, { agentPath: 'agent:boss/agent:worker' }));

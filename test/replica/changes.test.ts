@@ -1,5 +1,5 @@
 /**
- * A connected store does not go stale (issue 16, item 5): two stores (A and
+ * A connected store does not go stale: two stores (A and
  * B) on one real plane, the refund agent. A run A paused and synced is
  * finished, cancelled or claimed on B; A, connected, learns it through the
  * change feed and catches up without any resume on A, so its listings (the

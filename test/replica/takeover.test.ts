@@ -1,5 +1,5 @@
 /**
- * Takeover across machines with real processes (issue 15 item 4): machine A
+ * Takeover across machines with real processes: machine A
  * goes offline mid-run and is SIGKILLed; machine B restores the run from the
  * plane and takes it over once A's lease ran out by the plane's clock (A's
  * last contact + the takeover delay), and completes it once; A, restarted

@@ -1,8 +1,8 @@
 /**
- * A write into a deleted execution (issue 12, found by reading): a run still
- * going while another handle deletes its execution used to write its next row
- * at seq 0, with a full snapshot and no idempotency entries: the run started
- * again under the deleted id. Each write now names the row it follows; the run
+ * A write into a deleted execution: a run still going while another handle
+ * deletes its execution must not write its next row at seq 0 (a full snapshot,
+ * no idempotency entries: the run started again under the deleted id). Each
+ * write names the row it follows; the run
  * stops with EXECUTION_GONE and writes nothing more (no failed marker either).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Leases with real processes (issue 15 items 2, 3): a crashed run is resumed
+ * Leases with real processes: a crashed run is resumed
  * by exactly one of two processes that try at once, a stalled runner is
  * fenced, and two recovery workers over many crashed runs bring each back
  * once. Model calls and side effects are counted in files all processes share.

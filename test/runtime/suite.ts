@@ -376,7 +376,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       return { agent: new Agent({ name, model, tools: [t], checkpointer: store }), model };
     };
 
-    it('idempotent records a result that is not plain JSON in its JSON form once fn ran, and never invites a repeat (issue 12 item 6)', async () => {
+    it('idempotent records a result that is not plain JSON in its JSON form once fn ran, and never invites a repeat', async () => {
       class Receipt {
         constructor(readonly url: string) {}
         toJSON() {
@@ -413,7 +413,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect((await store.listIdempotent(id)).map((e) => e.result)).toEqual([form]);
     });
 
-    it('an idempotent result with no JSON form escapes the run as EFFECT_NOT_RECORDED after a failed marker, the model not told; recoverRuns leaves the run, the effect is not run again (issue 12 items 6, 8)', async () => {
+    it('an idempotent result with no JSON form escapes the run as EFFECT_NOT_RECORDED after a failed marker, the model not told; recoverRuns leaves the run, the effect is not run again', async () => {
       for (const [which, make] of [
         ['bigint', () => ({ amount: 10n })],
         [
@@ -639,7 +639,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(ran).toBe(0);
     });
 
-    it('a store failure under a tool writes no failed marker: it is thrown from run and the run resumes without repeating the effect (issue 12 item 8)', async () => {
+    it('a store failure under a tool writes no failed marker: it is thrown from run and the run resumes without repeating the effect', async () => {
       let armed = true;
       const faulty = await options.make({
         faults: (point) => {
@@ -682,7 +682,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       }
     });
 
-    it("a store failure in the loop's own write writes no failed marker: it is thrown from run and the run resumes (issue 12 item 8)", async () => {
+    it("a store failure in the loop's own write writes no failed marker: it is thrown from run and the run resumes", async () => {
       let puts = 0;
       const faulty = await options.make({
         faults: (point) => {
@@ -902,7 +902,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(made({ kind: 'supervisor', tools: [w.asTool({ name: 'one' }), w.asTool({ name: 'two' })] })).toBeNull();
     });
 
-    it('explicit idempotency keys are checked before fn runs (issue 12 item 7)', async () => {
+    it('explicit idempotency keys are checked before fn runs', async () => {
       let ran = 0;
       const effect = async function effect() {
         ran++;
@@ -936,7 +936,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(ran).toBe(0);
     });
 
-    it('the default idempotency key is fixed-length: arguments over 512 characters run the effect once across resumes (issue 12 item 7)', async () => {
+    it('the default idempotency key is fixed-length: arguments over 512 characters run the effect once across resumes', async () => {
       let mails = 0;
       const sendEmail = idempotent(async function sendEmail(body: string) {
         mails++;
@@ -952,7 +952,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(entry.key).toMatch(/^sendEmail:[0-9a-f]{64}$/);
     });
 
-    it('an entry under the pre-digest default key (an older version) is a hit: an upgrade does not repeat the effect (issue 12 item 7)', async () => {
+    it('an entry under the pre-digest default key (an older version) is a hit: an upgrade does not repeat the effect', async () => {
       let ran = 0;
       const notify = idempotent(async function notify(who: string, n: number) {
         ran++;
@@ -969,7 +969,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(ran).toBe(0);
     });
 
-    it('two calls with the same idempotency key in flight at once share one effect (issue 12 item 9)', async () => {
+    it('two calls with the same idempotency key in flight at once share one effect', async () => {
       const fired: string[] = [];
       const notify = idempotent(async function notify(who: string) {
         fired.push(who);
@@ -996,7 +996,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect((await store.listIdempotent(id)).length).toBe(2);
     });
 
-    it('a function with a generic name needs an explicit idempotency key, refused at definition (issue 12 item 10)', async () => {
+    it('a function with a generic name needs an explicit idempotency key, refused at definition', async () => {
       const email = {
         sent: 0,
         async send(_to: string) {

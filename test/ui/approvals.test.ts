@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * Approvals in the inspector (issue 16), end to end with real processes and
+ * Approvals in the inspector, end to end with real processes and
  * headless Chromium:
  * - plane: a refund pauses on a "laptop" child process connected to a real
  *   plane and running the decision worker; a manager logs in with an

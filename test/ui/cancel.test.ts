@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * Cancel from the plane's inspector (issue 35), in headless Chromium against a
+ * Cancel from the plane's inspector, in headless Chromium against a
  * real plane whose runs a "laptop" store synced through /v1/ingest:
  * - a session whose key has the cancel scope opens a running run, gives a
  *   reason, ticks the confirmation and cancels: the page shows the run

@@ -168,7 +168,7 @@ describe('the inspector in headless chromium', () => {
     await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
   });
 
-  it('run list agent column: each run shows the agent path of its first row (issue 17 item 13)', async () => {
+  it('run list agent column: each run shows the agent path of its first row', async () => {
     await page.goto(`${plane.url}/`);
     await expect.poll(() => page.locator('tbody tr').count()).toBe(5);
     expect(await page.textContent('thead')).toContain('Agent');

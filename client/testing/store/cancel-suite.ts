@@ -1,5 +1,5 @@
 /**
- * The cancel part of the store contract (issue 15 item 5), run per backend by
+ * The cancel part of the store contract, run per backend by
  * runStoreSuite. Two handles on one store stand for two processes: `a` runs,
  * `b` cancels.
  */

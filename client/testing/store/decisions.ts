@@ -1,5 +1,5 @@
 /**
- * The decisions part of the store contract (issue 16), run per backend by
+ * The decisions part of the store contract, run per backend by
  * runStoreSuite. Two handles on one store stand for two processes. A
  * decision's state is derived (never stored): these tests move the pause
  * (claim, cancel, delete) and read the state back.

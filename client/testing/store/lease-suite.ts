@@ -1,5 +1,5 @@
 /**
- * The lease part of the store contract (issue 15 item 1), run per backend by
+ * The lease part of the store contract, run per backend by
  * runStoreSuite. Two handles on one store stand for two processes.
  */
 import { describe, expect } from 'vitest';
