@@ -204,7 +204,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     name: '0003_leases',
     sqlite: `
-  -- One lease per execution: holder NULL once released; epoch grows
+  -- One lease per execution (issue 15): holder NULL once released; epoch grows
   -- by one at every acquisition and is kept across releases, so a fenced write
   -- of an older acquisition never matches again. expires_at: ms since the epoch.
   CREATE TABLE leases (
@@ -215,7 +215,7 @@ export const MIGRATIONS: readonly Migration[] = [
   );
   `,
     postgres: `
-  -- One lease per execution: holder NULL once released; epoch grows
+  -- One lease per execution (issue 15): holder NULL once released; epoch grows
   -- by one at every acquisition and is kept across releases, so a fenced write
   -- of an older acquisition never matches again. expires_at: ms since the epoch,
   -- by the database server's clock (one clock for every machine sharing it).

@@ -5,7 +5,7 @@
  * than their history (no issue or session numbers, no reviewers' finds).
  */
 import { describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -34,12 +34,25 @@ function promiseRows(text: string): string[] {
     .filter((line) => line.startsWith('|') && !/^\|\s*-/.test(line) && !/^\|\s*(#|promise|Promise)\s*\|/.test(line));
 }
 
+/** The text of every test source: test/ and the conformance suites users run (client/testing/). */
+function testSources(): string {
+  const walk = (dir: string): string[] =>
+    readdirSync(dir).flatMap((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? walk(path) : /\.tsx?$/.test(name) ? [path] : [];
+    });
+  return [...walk(join(ROOT, 'test')), ...walk(join(ROOT, 'client/testing'))]
+    .map((file) => readFileSync(file, 'utf8'))
+    .join('\n');
+}
+
 describe('docs/RELIABILITY.md', () => {
   const text = read('docs/RELIABILITY.md');
 
   it('names only files and folders that exist', () => {
-    const missing = pathsIn(text).filter((path) => !existsSync(join(ROOT, path)));
-    expect(missing).toEqual([]);
+    const paths = pathsIn(text);
+    expect(paths.length).toBeGreaterThan(20);
+    expect(paths.filter((path) => !existsSync(join(ROOT, path)))).toEqual([]);
   });
 
   it('has promises, and every promise names a test file in its last column', () => {
@@ -50,6 +63,22 @@ describe('docs/RELIABILITY.md', () => {
       return !TEST_PATH.test(cells[cells.length - 1]);
     });
     expect(untested.map((row) => row.slice(0, 120))).toEqual([]);
+  });
+
+  it('quotes test titles that exist: every quoted piece of a title (split at …) is in a test source', () => {
+    const sources = testSources();
+    const pieces = promiseRows(text).flatMap((row) => {
+      const cells = row.split(' | ');
+      const tests = cells[cells.length - 1];
+      // a title is quoted after `›` or in a list, in double quotes or backticks, and reads as a sentence
+      return [...tests.matchAll(/(?:›|:|,|;)\s*(?:"([^"]+)"|`([^`]+)`)/g)]
+        .map((m) => m[1] ?? m[2])
+        .filter((title) => title.split(' ').length >= 5)
+        .flatMap((title) => title.split(/…|›/).map((piece) => piece.trim()))
+        .filter((piece) => piece.length >= 15);
+    });
+    expect(pieces.length).toBeGreaterThan(100);
+    expect(pieces.filter((piece) => !sources.includes(piece))).toEqual([]);
   });
 
   it('keeps a section for what is not yet tested and one for what is not promised', () => {
@@ -67,8 +96,9 @@ describe('docs/DECISIONS.md', () => {
   const text = read('docs/DECISIONS.md');
 
   it('names only files and folders that exist', () => {
-    const missing = pathsIn(text).filter((path) => !existsSync(join(ROOT, path)));
-    expect(missing).toEqual([]);
+    const paths = pathsIn(text);
+    expect(paths.length).toBeGreaterThan(20);
+    expect(paths.filter((path) => !existsSync(join(ROOT, path)))).toEqual([]);
   });
 
   it('states decisions, not their history', () => {
@@ -78,11 +108,13 @@ describe('docs/DECISIONS.md', () => {
 
   it('gives every decision its why on the next line', () => {
     const lines = text.split('\n');
-    const without = lines
+    const decisions = lines
       .map((line, i) => ({ line, next: lines[i + 1] ?? '' }))
-      .filter(({ line }) => line.startsWith('- **'))
+      .filter(({ line }) => line.startsWith('- **'));
+    expect(decisions.length).toBeGreaterThan(100);
+    const whyless = decisions
       .filter(({ next }) => !next.trimStart().startsWith('Why:'))
       .map(({ line }) => line.slice(0, 100));
-    expect(without).toEqual([]);
+    expect(whyless).toEqual([]);
   });
 });
