@@ -408,6 +408,32 @@ export class PlaneGuardSlot {
   }
 }
 
+/** A page of open pauses (`listPendingInterrupts`), ordered by execution id. */
+export interface PendingListOptions {
+  /** Start after this execution id: the last one of the previous page (default: from the first). */
+  afterExecutionId?: string;
+  /** At most this many (default: every one). */
+  limit?: number;
+}
+
+/** A page of executions (`listExecutions`), ordered by id. */
+export interface ExecutionListOptions {
+  /** Start after this execution id: the last one of the previous page (default: from the first). */
+  afterExecutionId?: string;
+  /** At most this many (default: every one). */
+  limit?: number;
+  /** Only runs in this state (default: every state). */
+  state?: ExecutionState;
+}
+
+/** A page of quarantined outbox events (`listQuarantined`), ordered by id. */
+export interface QuarantineListOptions {
+  /** Start after this event id: the last one of the previous page (default: from the first). */
+  afterId?: string;
+  /** At most this many (default: every one). */
+  limit?: number;
+}
+
 /** The durable store contract. All methods are async; every write is one transaction. */
 export interface Checkpointer {
   /** The plane guard a connected replica installed (see `PlaneGuardSlot`); a store makes its own empty slot. */
@@ -524,7 +550,7 @@ export interface Checkpointer {
   /** The execution's open pause, or null. */
   getPendingInterrupt(executionId: string): Promise<PendingInterrupt | null>;
   /** Open pauses ordered by executionId; page with `afterExecutionId`. */
-  listPendingInterrupts(options?: { afterExecutionId?: string; limit?: number }): Promise<PendingInterrupt[]>;
+  listPendingInterrupts(options?: PendingListOptions): Promise<PendingInterrupt[]>;
   /** The row with the highest seq, or null. */
   latest(executionId: string): Promise<Checkpoint | null>;
   /** One row by its checkpoint id, or null. */
@@ -543,11 +569,7 @@ export interface Checkpointer {
   /** The full state of a row, decoded from its snapshot chain. */
   readState(row: Checkpoint): Promise<State>;
   /** Executions ordered by id, each with its lease; page with `afterExecutionId`; `state` keeps only runs in that state. */
-  listExecutions(options?: {
-    afterExecutionId?: string;
-    limit?: number;
-    state?: ExecutionState;
-  }): Promise<ExecutionSummary[]>;
+  listExecutions(options?: ExecutionListOptions): Promise<ExecutionSummary[]>;
   /** A stored `null` is a hit. */
   getIdempotent(executionId: string, key: string): Promise<IdempotentLookup>;
   /**
@@ -598,7 +620,7 @@ export interface Checkpointer {
   /** Counts and sizes of the outbox: events waiting, quarantined and the oldest waiting. */
   outboxStats(): Promise<OutboxStats>;
   /** Quarantined outbox events ordered by id; page with `afterId`. */
-  listQuarantined(options?: { afterId?: string; limit?: number }): Promise<QuarantinedEntry[]>;
+  listQuarantined(options?: QuarantineListOptions): Promise<QuarantinedEntry[]>;
   /**
    * Write a restore bundle in one transaction, marked synced (never
    * re-queued). Inserts only rows that extend the local history; an execution

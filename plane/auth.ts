@@ -132,6 +132,20 @@ export async function projectId(db: PlaneDb, name: string, visibleTo?: string): 
   );
 }
 
+/** What `createKey` makes: the key's project, name and scopes. */
+export interface CreateKeyOptions {
+  /** The project's name. */
+  project: string;
+  /** A readable name for the key, shown in key listings (nothing a terminal acts on). */
+  name?: string;
+  /** What the key may do (`SCOPES`); at least one. */
+  scopes: Scope[];
+  /** Make the project when it does not exist (default: false, UNKNOWN_PROJECT). */
+  createProject?: boolean;
+  /** A project id: the key's project must be this one, as for a project admin making keys (another is UNKNOWN_PROJECT). */
+  visibleTo?: string;
+}
+
 /**
  * Create a key; the returned `key` is the only time the secret exists in the
  * clear. The project must exist (UNKNOWN_PROJECT otherwise), unless
@@ -139,7 +153,7 @@ export async function projectId(db: PlaneDb, name: string, visibleTo?: string): 
  */
 export async function createKey(
   db: PlaneDb,
-  o: { project: string; name?: string; scopes: Scope[]; createProject?: boolean; visibleTo?: string },
+  o: CreateKeyOptions,
 ): Promise<{ key: string; id: string; projectId: string; scopes: Scope[] }> {
   const bad = o.scopes.filter((s) => !SCOPES.includes(s));
   if (bad.length)

@@ -37,6 +37,7 @@ export interface PlaneDb {
  */
 export type PlaneDatabase = PlaneDatabaseOf<PlaneDb>;
 export type { OpenOptions };
+export type { CreateKeyOptions } from './auth.js';
 
 /**
  * The scopes a key may hold: `ingest`, `read`, `approve` (decide open pauses), `cancel`, `admin` (everything in the key's
@@ -82,10 +83,18 @@ export const createPlaneApp: (o: PlaneAppOptions) => {
  * a `local` project and an admin key (`adminKeyFile`); then serve HTTP on `config.host:config.port` (and metrics on
  * `config.metricsPort`, when set). Throws PORT_IN_USE, DATA_DIR_LOCKED or INVALID_OPTIONS, leaving no data dir it made.
  */
-export const startPlane: (
-  config: Readonly<PlaneConfig>,
-  options?: { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] },
-) => Promise<RunningPlane> = server.startPlane as never;
+export const startPlane: (config: Readonly<PlaneConfig>, options?: StartPlaneOptions) => Promise<RunningPlane> =
+  server.startPlane as never;
+
+/** Options of `startPlane`: where it logs, a database it serves instead of opening one, and fault hooks for tests. */
+export interface StartPlaneOptions {
+  /** Where the plane logs (default: pino at the config's `logLevel`, JSON lines on stdout). */
+  logger?: Logger;
+  /** A database already open (`openPlaneDatabase`): the plane serves it and leaves it open when it stops. */
+  database?: PlaneDatabase;
+  /** Named fault points, for crash tests (`waymark/testing`); none by default. */
+  faults?: PlaneAppOptions['faults'];
+}
 /**
  * On an empty database: make a `local` project and an admin key (scopes admin and operator), written to a 0600 file
  * `admin-key` in the data dir `dir` (the key only, for `memory://`). Resolves null when the database has projects.
@@ -105,7 +114,7 @@ export const openPlaneDatabase: (o: OpenOptions) => Promise<PlaneDatabase> = ope
  */
 export const createKey: (
   db: PlaneDb,
-  o: { project: string; name?: string; scopes: Scope[]; createProject?: boolean; visibleTo?: string },
+  o: auth.CreateKeyOptions,
 ) => Promise<{ key: string; id: string; projectId: string; scopes: Scope[] }> = auth.createKey as never;
 /** Create a project by name; PROJECT_EXISTS when it is there already. */
 export const createProject: (db: PlaneDb, name: string) => Promise<{ id: string; name: string }> =

@@ -636,9 +636,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => readPending(sql, this.t, executionId));
   }
 
-  async listPendingInterrupts(
-    options: { afterExecutionId?: string; limit?: number } = {},
-  ): Promise<PendingInterrupt[]> {
+  async listPendingInterrupts(options: C.PendingListOptions = {}): Promise<PendingInterrupt[]> {
     this.assertOpen();
     return this.read((sql) => listPending(sql, this.t, options));
   }
@@ -665,9 +663,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return usageTotalsOf(executionIds, await this.read((sql) => listUsageRows(sql, this.t, executionIds)));
   }
 
-  async listExecutions(
-    options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {},
-  ): Promise<C.ExecutionSummary[]> {
+  async listExecutions(options: C.ExecutionListOptions = {}): Promise<C.ExecutionSummary[]> {
     this.assertOpen();
     return this.read((sql) => listExecutionSummaries(sql, this.t, options));
   }
@@ -764,7 +760,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return this.read((sql) => outboxStats(sql, this.t));
   }
 
-  async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<C.QuarantinedEntry[]> {
+  async listQuarantined(options: C.QuarantineListOptions = {}): Promise<C.QuarantinedEntry[]> {
     this.assertOpen();
     return this.read((sql) => listQuarantined(sql, this.t, options));
   }

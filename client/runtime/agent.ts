@@ -60,7 +60,7 @@ import { checkClaimDecisionId } from '../store/decisions.js';
 import { segmentProblems, type Tool } from './tool.js';
 import { AgentLoop } from './loop.js';
 import { acquireRun, freeze, holding } from './run-state.js';
-import type { Place, ResumeOptions, RunOptions, RunResult, RunState } from './types.js';
+import type { AsToolOptions, ForkOptions, Place, ResumeOptions, RunResult, RunState, StartOptions } from './types.js';
 
 /** Options of `new Agent(...)`: its name, model, tools, store and limits. */
 export interface AgentOptions {
@@ -108,14 +108,14 @@ const AGENT_OPTIONS = optionNames<AgentOptions>({
 
 // a misspelled executionId gave a run a fresh id: a retry of the call was not refused as EXECUTION_EXISTS, it ran again
 // executionId and decisionId are checked by the call itself (checkExecutionId, checkClaimDecisionId)
-const RUN_OPTIONS = optionNames<{ executionId?: string } & RunOptions>({ executionId: true, onEvent: functionProblem });
+const RUN_OPTIONS = optionNames<StartOptions>({ executionId: true, onEvent: functionProblem });
 const RESUME_OPTIONS = optionNames<ResumeOptions>({
   onEvent: functionProblem,
   checkpointId: stringProblem,
   decisionId: true,
   withoutPlane: booleanProblem,
 });
-const FORK_OPTIONS = optionNames<{ checkpointId?: string; input?: string; executionId?: string } & RunOptions>({
+const FORK_OPTIONS = optionNames<ForkOptions>({
   checkpointId: stringProblem,
   input: stringProblem,
   executionId: true,
@@ -168,7 +168,7 @@ export class Agent {
   }
 
   /** Expose this agent as a tool a supervisor can delegate to; its rows nest under the supervisor's path. */
-  asTool(options: { name?: string; description?: string } = {}): Tool {
+  asTool(options: AsToolOptions = {}): Tool {
     const name = options.name ?? this.name;
     refuse('asTool', segmentProblems('options.name', name));
     return Object.freeze({
@@ -188,7 +188,7 @@ export class Agent {
   }
 
   /** Start a run. The returned status is completed, paused (awaiting a Resume) or failed. */
-  async run(input: string, options: { executionId?: string } & RunOptions = {}): Promise<RunResult> {
+  async run(input: string, options: StartOptions = {}): Promise<RunResult> {
     refuseCallOptions('run', options, RUN_OPTIONS, 'nothing was written');
     const executionId = options.executionId ?? uuidv7();
     checkExecutionId('run', 'options.executionId', executionId, true);
@@ -257,10 +257,7 @@ export class Agent {
    * marker is refused: it is not a step. `input` adds a user message at a turn boundary;
    * `executionId` names the fork (default: a new UUIDv7).
    */
-  async fork(
-    executionId: string,
-    options: { checkpointId?: string; input?: string; executionId?: string } & RunOptions = {},
-  ): Promise<RunResult> {
+  async fork(executionId: string, options: ForkOptions = {}): Promise<RunResult> {
     refuseCallOptions('fork', options, FORK_OPTIONS, 'nothing was written');
     checkExecutionId('fork', 'executionId', executionId);
     if (options.executionId !== undefined) checkExecutionId('fork', 'options.executionId', options.executionId, true);

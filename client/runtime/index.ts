@@ -1,5 +1,13 @@
 export { Agent, type AgentOptions } from './agent.js';
-export type { ResumeOptions, RunEvent, RunOptions, RunResult } from './types.js';
+export type {
+  AsToolOptions,
+  ForkOptions,
+  ResumeOptions,
+  RunEvent,
+  RunOptions,
+  RunResult,
+  StartOptions,
+} from './types.js';
 export { interrupt, Resume } from './interrupt.js';
 export { currentEffect, idempotent, type EffectInfo, type IdempotentOptions } from './idempotent.js';
 export { tool, type Tool } from './tool.js';

@@ -74,6 +74,33 @@ export interface RunOptions {
   onEvent?: (event: RunEvent) => void;
 }
 
+/** Options of `run`: the run's id, and the event listener. */
+export interface StartOptions extends RunOptions {
+  /**
+   * The run's id (1–200 characters of printable text; default: a new UUIDv7). An id that already has rows is
+   * refused (EXECUTION_EXISTS): a retry of the same call does not run again.
+   */
+  executionId?: string;
+}
+
+/** Options of `fork`: where the branch starts, what it is told, and its id. */
+export interface ForkOptions extends RunOptions {
+  /** The row to branch from (a checkpoint id of the run; default: its newest step). */
+  checkpointId?: string;
+  /** A user message the branch starts with, at a turn boundary. */
+  input?: string;
+  /** The branch's id (default: a new UUIDv7); one that already has rows is refused (EXECUTION_EXISTS). */
+  executionId?: string;
+}
+
+/** Options of `asTool`: how the supervisor's model sees this agent. */
+export interface AsToolOptions {
+  /** The tool's name (default: the agent's name); a path segment, as tool names are. */
+  name?: string;
+  /** What the model is told the tool does (default: "Delegate a task to the NAME agent."). */
+  description?: string;
+}
+
 /** Options of `resume`: which pause the answer is for, and the decision it applies. */
 export interface ResumeOptions extends RunOptions {
   /** Answer only this pause (its `interrupted` checkpoint id): another open pause of the run is AlreadyResumed naming both; nothing is claimed. */

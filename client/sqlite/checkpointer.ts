@@ -498,9 +498,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return readPending(this.st, executionId);
   }
 
-  async listPendingInterrupts(
-    options: { afterExecutionId?: string; limit?: number } = {},
-  ): Promise<PendingInterrupt[]> {
+  async listPendingInterrupts(options: C.PendingListOptions = {}): Promise<PendingInterrupt[]> {
     this.assertOpen();
     return listPending(this.st, options);
   }
@@ -527,9 +525,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return usageTotalsOf(executionIds, listUsageRows(this.st, executionIds));
   }
 
-  async listExecutions(
-    options: { afterExecutionId?: string; limit?: number; state?: C.ExecutionState } = {},
-  ): Promise<C.ExecutionSummary[]> {
+  async listExecutions(options: C.ExecutionListOptions = {}): Promise<C.ExecutionSummary[]> {
     this.assertOpen();
     return listExecutionSummaries(this.st, options);
   }
@@ -632,7 +628,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return outboxStats(this.st);
   }
 
-  async listQuarantined(options: { afterId?: string; limit?: number } = {}): Promise<C.QuarantinedEntry[]> {
+  async listQuarantined(options: C.QuarantineListOptions = {}): Promise<C.QuarantinedEntry[]> {
     this.assertOpen();
     return listQuarantined(this.st, options);
   }
