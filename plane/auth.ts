@@ -54,8 +54,6 @@ export function checkProjectName(name: string): string | null {
 /** The longest key name, in characters. */
 export const KEY_NAME_MAX = 128;
 
-export { printable } from '../support/terminal.js';
-
 /**
  * Every problem with a key name (none: an empty list): the readable-name rule
  * of shared/text.ts with KEY_NAME_MAX. A decision a key records names it
