@@ -58,15 +58,22 @@ const OPEN_STORE_OPTIONS = optionNames<OpenStoreOptions>({
 export async function openStore(spec: string, options: OpenStoreOptions = {}): Promise<Checkpointer> {
   refuse('openStore', optionsProblems(options, OPEN_STORE_OPTIONS), 'nothing was opened');
   if (spec.trim() === '')
-    refuse('openStore', ['the store spec is empty (a path, sqlite:<path>, :memory: or postgres://…)']);
+    refuse(
+      'openStore',
+      ['the store spec is empty (a path, sqlite:<path>, :memory: or postgres://…)'],
+      'nothing was opened',
+    );
   // a store is a path, `sqlite:…`, `:memory:` or a Postgres spec; any other `name:` (a typo such as `sqlit:runs.db`, `mysql://…`)
   // would open a new SQLite file of that name. A one-letter prefix is a Windows drive (C:\runs.db)
   const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(spec)?.[1];
   if (scheme && !spec.startsWith('sqlite:') && !postgresSpec(spec))
-    refuse('openStore', [
-      `'${scheme}:' is not a store scheme (a path, sqlite:<path>, :memory: or postgres://…)`,
-      `a file whose name holds a colon: ./${spec}`,
-    ]);
+    refuse(
+      'openStore',
+      [
+        `'${scheme}:' is not a store scheme (a path, sqlite:<path>, :memory: or postgres://…; a file whose name holds a colon is ./${spec})`,
+      ],
+      'nothing was opened',
+    );
   const pg = postgresSpec(spec);
   if (pg) {
     const { PostgresCheckpointer } = await import('./postgres/index.js');
@@ -130,7 +137,11 @@ function postgresSpec(spec: string): { url: string; schema: string | undefined }
   const param = url.searchParams.get('schema') ?? undefined;
   if (param === undefined) return { url: base, schema: fragment };
   if (fragment !== undefined && fragment !== param)
-    refuse('openStore', [`the spec names two schemas, ?schema=${param} and #${fragment}`], 'give one');
+    refuse(
+      'openStore',
+      [`the spec names two schemas, ?schema=${param} and #${fragment} (give one)`],
+      'nothing was opened',
+    );
   url.searchParams.delete('schema');
   return { url: url.toString(), schema: param };
 }

@@ -18,7 +18,6 @@ import {
   keyState,
   listKeys,
   listProjects,
-  printable,
   projectId,
   revokeKey,
   SCOPES,
@@ -26,6 +25,7 @@ import {
   type Principal,
   type Scope,
 } from './auth.js';
+import { printable } from '../support/terminal.js';
 import type { PlaneDb } from './db/open.js';
 import { projects } from './db/schema.js';
 import { eq } from 'drizzle-orm';

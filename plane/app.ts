@@ -14,7 +14,7 @@ import { ErrorCode } from '../shared/errors.js';
 import type { Scope } from './auth.js';
 import type { PlaneDb } from './db/open.js';
 import { AdmissionGate } from './gate.js';
-import { DEFAULT_BODY_DEADLINE } from './body.js';
+import { DEFAULT_BODY_DEADLINE } from '../support/body-read.js';
 import type { PlaneEnv, RouteDeps } from './http/env.js';
 import { HttpError, httpErrorOf, issuesText } from './http/errors.js';
 import { requireScope } from './http/scope.js';

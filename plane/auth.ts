@@ -21,6 +21,7 @@ import { and, eq, isNull, type SQL } from 'drizzle-orm';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { textProblem } from '../shared/json.js';
 import { printable } from '../support/terminal.js';
+import { shownName } from '../support/validate.js';
 import { readableNameProblems } from '../shared/text.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
@@ -54,8 +55,6 @@ export function checkProjectName(name: string): string | null {
 /** The longest key name, in characters. */
 export const KEY_NAME_MAX = 128;
 
-export { printable } from '../support/terminal.js';
-
 /**
  * Every problem with a key name (none: an empty list): the readable-name rule
  * of shared/text.ts with KEY_NAME_MAX. A decision a key records names it
@@ -69,9 +68,7 @@ export function keyNameProblems(name: string): string[] {
 export function checkKeyName(name: string): void {
   const problems = keyNameProblems(name);
   if (!problems.length) return;
-  const chars = [...name];
-  const shown = printable(chars.length > 40 ? `${chars.slice(0, 40).join('')}…` : name);
-  throw new WaymarkError(ErrorCode.INVALID_REQUEST, `key name '${shown}' is refused: ${problems.join('; ')}`, {
+  throw new WaymarkError(ErrorCode.INVALID_REQUEST, `key name ${shownName(name)} ${problems.join(' and ')}`, {
     details: { problems },
   });
 }

@@ -40,9 +40,6 @@ export class ClientAborted extends HttpError {
   }
 }
 
-export type { BodyDeadline } from '../support/body-read.js';
-export { DEFAULT_BODY_DEADLINE } from '../support/body-read.js';
-
 /** The body's bytes (support/body-read.ts), its refusal as the answer to send. */
 async function readCapped(
   stream: ReadableStream<Uint8Array> | null,

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
+import { withinLength } from '../shared/text.js';
 import { startWithin, utf8Bytes } from '../shared/json.js';
 import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RowResult } from '../shared/protocol.js';
@@ -355,7 +356,7 @@ function holeOf(item: Item): { executionId: string; seq: number } | null {
   if (
     typeof executionId !== 'string' ||
     !executionId ||
-    executionId.length > LIMITS.executionIdLength ||
+    !withinLength(executionId, LIMITS.executionIdLength) ||
     executionId.includes('\u0000')
   )
     return null;

@@ -14,7 +14,7 @@ import pino, { type Logger } from 'pino';
 import { count } from 'drizzle-orm';
 import { createKey, createProject, keyState } from './auth.js';
 import { ErrorCode, hasCode, WaymarkError } from '../shared/errors.js';
-import { InvalidOptions } from '../support/validate.js';
+import { InvalidOptions, refuse } from '../support/validate.js';
 import type { PlaneConfig } from './config.js';
 import { lockDataDir, removeMadeDataDir, type DataDirLock } from './db/lock.js';
 import { isInMemory, makePrivateDir, openPlaneDatabase, type PlaneDatabase, type PlaneDb } from './db/open.js';
@@ -145,9 +145,12 @@ type StartOptions = { logger?: Logger; database?: PlaneDatabase; faults?: PlaneA
 export async function startPlane(config: Readonly<PlaneConfig>, options: StartOptions = {}): Promise<RunningPlane> {
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
   if (config.dev && !loopback)
-    throw new InvalidOptions(
-      `--dev (no login) is only allowed on a loopback host (127.0.0.1, ::1 or localhost), not '${config.host}'; nothing was started`,
-      { details: { problems: [`dev: needs a loopback host (got '${config.host}')`] } },
+    refuse(
+      'startPlane',
+      [
+        `dev: a plane without login is only allowed on a loopback host (127.0.0.1, ::1 or localhost), not '${config.host}'`,
+      ],
+      'nothing was started',
     );
   const dir = resolve(config.dataDir);
   const onDisk = !isInMemory(config.dataDir) && !options.database;

@@ -12,4 +12,4 @@ export * from './rows.js';
 export * from './codec.js';
 export * from './protocol.js';
 export * from './usage.js';
-export * from './text.js';
+export { CONTROL_CHARACTER } from './text.js';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { LIMITS } from './limits.js';
 import { UUIDV7_RE } from './ids.js';
 import { jsonProblem, textProblem, type Json } from './json.js';
-import { CONTROL_CHARACTER, withinLength } from './text.js';
+import { CONTROL_CHARACTER } from './text.js';
 
 /** Any JSON value, depth-limited, plain objects only. */
 export const JsonValue = z
@@ -51,7 +51,7 @@ const idText = (max: number) =>
   z
     .string()
     .min(1)
-    .refine((v) => withinLength(v, max), `Too big: expected string to have <=${max} characters`)
+    .max(max)
     .refine((v) => !CONTROL_CHARACTER.test(v), 'must not contain control characters')
     .refine((v) => v.isWellFormed(), 'must be well-formed Unicode');
 

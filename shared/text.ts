@@ -44,6 +44,12 @@ export function escapeCharacter(c: string): string {
   return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 }
 
+/** What is wrong with a name's length, as a phrase: `is empty`, or `is N characters long, more than max`; else null. */
+export function nameLengthProblem(name: string, max: number): string | null {
+  if (name === '') return 'is empty';
+  return withinLength(name, max) ? null : `is ${textLength(name)} characters long, more than ${max}`;
+}
+
 /**
  * The readable-name rule: what keeps `name` from being one a person can read
  * and type back, each as a phrase (none: it is one). A name is not blank, at
@@ -53,10 +59,9 @@ export function escapeCharacter(c: string): string {
  */
 export function readableNameProblems(name: string, max: number): string[] {
   const problems: string[] = [];
-  const length = textLength(name);
-  if (length === 0) problems.push('is empty');
-  else if (!name.trim()) problems.push('is blank');
-  if (length > max) problems.push(`is ${length} characters long, more than ${max}`);
+  const length = nameLengthProblem(name, max);
+  if (length) problems.push(length);
+  if (name !== '' && !name.trim()) problems.push('is blank');
   const controls = terminalControls(name);
   if (controls.length)
     problems.push(`holds characters a terminal acts on (${controls.map((c) => `"${escapeCharacter(c)}"`).join(', ')})`);

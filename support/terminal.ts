@@ -8,8 +8,6 @@
  */
 import { escapeCharacter, TERMINAL_ACTIVE } from '../shared/text.js';
 
-export { terminalControls } from '../shared/text.js';
-
 /** `s` with each character a terminal acts on as an escape (`\u001b`), line breaks and tabs too: one field of a line. */
 export function printable(s: string): string {
   return s.replace(TERMINAL_ACTIVE, escapeCharacter);

@@ -21,7 +21,7 @@
  * dependency for ten lines.
  */
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
-import { CONTROL_CHARACTER, readableNameProblems } from '../shared/text.js';
+import { CONTROL_CHARACTER, readableNameProblems, textLength, withinLength } from '../shared/text.js';
 import { printable } from './terminal.js';
 
 /** INVALID_OPTIONS: what a caller gave cannot be used; nothing was done. */
@@ -228,6 +228,18 @@ export const objectProblem: Check = (field, v) =>
   v === undefined || (typeof v === 'object' && v !== null && !Array.isArray(v))
     ? null
     : `${field}: must be an object (got ${shown(v)})`;
+
+/**
+ * `field: …` when `v` is not a string of `least` to `most` characters
+ * (code points, shared/text.ts); else null. Undefined is no string: a field
+ * this checks is required.
+ */
+export function lengthProblem(field: string, v: unknown, least: number, most = Infinity): string | null {
+  if (typeof v !== 'string') return `${field}: must be a string (got ${shown(v)})`;
+  if (withinLength(v, least - 1))
+    return least === 1 ? `${field}: must not be empty` : `${field}: must be at least ${least} characters`;
+  return withinLength(v, most) ? null : `${field}: is ${textLength(v)} characters long, more than ${most}`;
+}
 
 /**
  * `field: NAME is …` when `v` is not a readable name of at most `max`

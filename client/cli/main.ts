@@ -129,8 +129,8 @@ const COMMANDS: Command[] = [
           const key = apiKey(p);
           if (!key)
             refuse(
-              `cancelling '${id}' at the plane ${url}`,
-              ['needs a key (--key or WAYMARK_API_KEY, with the cancel and read scopes)'],
+              'cancel',
+              ['--key: required with --plane (or WAYMARK_API_KEY; a key with the cancel and read scopes)'],
               'nothing was cancelled',
             );
           const r = await cancelThroughPlane(store, id, { url, apiKey: key, reason }).catch(async (e: unknown) => {

@@ -23,6 +23,7 @@ import { createHash } from 'node:crypto';
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
 import { WaymarkError, ErrorCode } from '../../shared/errors.js';
 import { jsonProblem, type Json } from '../../shared/json.js';
+import { CONTROL_CHARACTER, textLength, withinLength } from '../../shared/text.js';
 import { LIMITS } from '../../shared/limits.js';
 
 /** agentPath of the rows of a thread's root namespace; a subgraph's is `langgraph/<ns>`. */
@@ -60,12 +61,11 @@ export function executionIdOf(threadId: string, ns: string): string {
   // the wire contract refuses these as execution ids (a URL path segment cannot name them): say so here, not as INVALID_ROW
   if (id === '.' || id === '..')
     problems.push(`thread_id must not be '.' or '..' (no URL path can name its execution)`);
-  if (id.length > LIMITS.executionIdLength)
+  if (!withinLength(id, LIMITS.executionIdLength))
     problems.push(
-      `thread_id plus checkpoint_ns is ${id.length} characters; a waymark execution id holds at most ${LIMITS.executionIdLength}`,
+      `thread_id plus checkpoint_ns is ${textLength(id)} characters; a waymark execution id holds at most ${LIMITS.executionIdLength}`,
     );
-  if (/[\u0000-\u001f\u007f]/.test(id))
-    problems.push('thread_id and checkpoint_ns must not contain control characters');
+  if (CONTROL_CHARACTER.test(id)) problems.push('thread_id and checkpoint_ns must not contain control characters');
   if (!id.isWellFormed()) problems.push('thread_id and checkpoint_ns must be well-formed Unicode');
   if (AGENT_PATH.length + 1 + ns.length > LIMITS.agentPathLength)
     problems.push(`checkpoint_ns is longer than ${LIMITS.agentPathLength - AGENT_PATH.length - 1} characters`);

@@ -49,6 +49,7 @@ import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from '../runtime/lease.js';
+import { durationProblem, unknownOptions } from '../../support/validate.js';
 import {
   AGENT_PATH,
   WRITE_KEY_PREFIX,
@@ -183,13 +184,10 @@ export class WaymarkSaver extends BaseCheckpointSaver {
       );
     }
     if (typeof fn !== 'function') problems.push('fn must be a function (the graph call to run holding the thread)');
-    for (const key of Object.keys(options))
-      if (key !== 'ttlMs') problems.push(`options.${key} is not an option (the one option is ttlMs)`);
+    problems.push(...unknownOptions(options, ['ttlMs'], 'options.'));
+    const ttlProblem = durationProblem('options.ttlMs', options.ttlMs, 100, MAX_TTL_MS);
+    if (ttlProblem) problems.push(ttlProblem);
     const ttlMs = options.ttlMs ?? DEFAULT_LEASE_MS;
-    if (!Number.isSafeInteger(ttlMs) || ttlMs < 100 || ttlMs > MAX_TTL_MS)
-      problems.push(
-        `options.ttlMs must be a whole number of milliseconds from 100 to ${MAX_TTL_MS}, got ${String(options.ttlMs)}`,
-      );
     if (problems.length) throw invalid('cannot hold a LangGraph thread', problems);
     const thread = String(threadId);
     const lease = await this.store.acquireLease(executionIdOf(thread, ''), { holder: holderOf(this.store), ttlMs });

@@ -31,8 +31,7 @@ import {
 } from '../../shared/rows.js';
 import type { Checkpointer, ImportResult } from '../checkpointer.js';
 import { PlaneHttp } from './http.js';
-import { apiKeyProblem, refuse, urlProblem } from '../../support/validate.js';
-import { shown } from '../../support/validate.js';
+import { apiKeyProblem, refuse, shown, urlProblem } from '../../support/validate.js';
 
 /** Options of `restoreFromPlane`: the plane, and how the bundle is fetched. */
 export interface RestoreOptions {

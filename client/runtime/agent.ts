@@ -231,7 +231,7 @@ export class Agent {
     if (decisionId && options.checkpointId === undefined)
       refuse(
         'resume',
-        [`checkpointId: required with decisionId (the pause decision ${decisionId} answers)`],
+        ['checkpointId: required with decisionId (the pause the decision answers)'],
         'nothing was claimed',
       );
     const store = this.requireStore();

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { deepFreeze, type Json } from '../../shared/json.js';
 import { printable } from '../../support/terminal.js';
-import { textLength } from '../../shared/text.js';
+import { nameLengthProblem } from '../../shared/text.js';
 import { readableNameProblem, refuse, shownName, stringProblem } from '../../support/validate.js';
 import type { ToolSpec } from '../models/model.js';
 
@@ -39,8 +39,8 @@ const SEGMENT_MAX = 256;
  * characters, nothing a terminal acts on, no half a character), and no '/'.
  * A path could hold a blank name or a control character, but a name nobody
  * can read or type back is refused whenever an agent is made. Anything else
- * goes (`Refund Bot`, `billing.eu`): agents named so before this check keep
- * their runs resumable.
+ * goes (`Refund Bot`, `billing.eu`): the rule refuses only what nobody can
+ * read, so an agent keeps any other name its stored runs are filed under.
  */
 export function segmentProblems(what: string, name: unknown): string[] {
   const problem = readableNameProblem(what, name, SEGMENT_MAX);
@@ -58,9 +58,8 @@ export function nameProblems(what: string, name: unknown): string[] {
   if (typeof name !== 'string') return [`${stringProblem(what, name)}; ${NAME_RULE}`];
   if (NAME.test(name)) return [];
   const problems: string[] = [];
-  const length = textLength(name);
-  if (length === 0) problems.push('is empty');
-  if (length > 64) problems.push(`is ${length} characters long`);
+  const length = nameLengthProblem(name, 64);
+  if (length) problems.push(length);
   const bad = [...new Set([...name].filter((c) => !/^[A-Za-z0-9_-]$/.test(c)))];
   if (bad.length) problems.push(`holds ${bad.map((c) => printable(JSON.stringify(c))).join(', ')}`);
   return [`${what}: ${shownName(name)} ${problems.join(' and ')}; ${NAME_RULE}`];

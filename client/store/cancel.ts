@@ -6,30 +6,22 @@ import type { State } from '../../shared/codec.js';
 import { cancelMarkerFields, cancelReason, type Checkpoint, isCancelMarker } from '../../shared/rows.js';
 import type { CancelOptions, CheckpointInput } from '../checkpointer.js';
 import { AlreadyFinished, CheckpointError, RunCancelled } from '../errors.js';
+import { lengthProblem, objectProblem } from '../../support/validate.js';
 
 /** The reason to store (null when none), or INVALID_CANCEL naming every problem; nothing is written either way. */
 export function checkCancel(executionId: unknown, options: CancelOptions | undefined): string | null {
-  const problems: string[] = [];
-  if (typeof executionId !== 'string' || executionId.length === 0)
-    problems.push('executionId must be a non-empty string');
-  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
-    problems.push('options must be an object ({ reason?: string })');
-  }
+  const problems = [lengthProblem('executionId', executionId, 1), objectProblem('options', options)];
   const reason = options && typeof options === 'object' ? (options as CancelOptions).reason : undefined;
-  if (reason !== undefined && reason !== null) {
-    if (typeof reason !== 'string') problems.push(`reason must be a string (got ${typeof reason})`);
-    else {
-      if (reason.length > LIMITS.reasonLength)
-        problems.push(`reason must be at most ${LIMITS.reasonLength} characters (got ${reason.length})`);
-      const p = textProblem(reason);
-      if (p) problems.push(`reason ${p}`);
-    }
-  }
-  if (problems.length) {
-    throw new WaymarkError(ErrorCode.INVALID_CANCEL, `invalid cancel: ${problems.join('; ')}`, {
-      details: { problems },
+  if (reason !== undefined && reason !== null)
+    problems.push(
+      lengthProblem('reason', reason, 0, LIMITS.reasonLength),
+      typeof reason === 'string' ? textProblem(reason, 'reason') : null,
+    );
+  const given = problems.filter((p): p is string => p !== null);
+  if (given.length)
+    throw new WaymarkError(ErrorCode.INVALID_CANCEL, `invalid cancel: ${given.join('; ')}`, {
+      details: { problems: given },
     });
-  }
   return typeof reason === 'string' && reason.length ? reason : null;
 }
 

@@ -19,7 +19,7 @@
  *   bring; `held` says which).
  */
 import { ErrorCode, issueProblems, WaymarkError } from '../../shared/errors.js';
-import { integerProblem, oneOfProblem, refuse, stringProblem } from '../../support/validate.js';
+import { integerProblem, lengthProblem, oneOfProblem, refuse } from '../../support/validate.js';
 import type { Json } from '../../shared/json.js';
 import type { DecisionState } from '../../shared/protocol.js';
 import { Decision, Uuidv7 } from '../../shared/rows.js';
@@ -208,7 +208,7 @@ export function checkListDecisions(o: ListDecisionsOptions): {
   }
   for (const p of [
     oneOfProblem('state', o.state, LOCAL_STATES),
-    o.executionId === '' ? 'executionId: must not be empty' : stringProblem('executionId', o.executionId),
+    o.executionId === undefined ? null : lengthProblem('executionId', o.executionId, 1),
     integerProblem('limit', o.limit, 1),
   ])
     if (p) problems.push(p);

@@ -3,24 +3,21 @@ import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Lease, LeaseInfo, LeaseRequest } from '../checkpointer.js';
 import { ExecutionGoneError, LeaseLost } from '../errors.js';
 import { isoTime } from '../../support/time.js';
+import { durationProblem, integerProblem, lengthProblem } from '../../support/validate.js';
 
 /** A lease request or held lease that cannot be stored; nothing was written. Names every problem. */
 export function checkLease(executionId: string, lease: LeaseRequest | Lease): void {
-  const problems: string[] = [];
-  if (typeof lease?.holder !== 'string' || lease.holder.length === 0 || lease.holder.length > 512) {
-    problems.push('holder must be 1..512 characters');
-  }
-  if (typeof lease?.ttlMs !== 'number' || !Number.isInteger(lease.ttlMs) || lease.ttlMs < 1 || lease.ttlMs > 2 ** 31) {
-    problems.push(`ttlMs must be an integer from 1 to 2^31 (got ${String(lease?.ttlMs)})`);
-  }
+  const found = [
+    lengthProblem('holder', lease?.holder, 1, 512),
+    lease?.ttlMs === undefined ? 'ttlMs: required' : durationProblem('ttlMs', lease.ttlMs, 1, 2 ** 31),
+  ];
   if (lease && 'epoch' in lease) {
-    if (!Number.isInteger(lease.epoch) || lease.epoch < 1)
-      problems.push(`epoch must be a positive integer (got ${String(lease.epoch)})`);
+    found.push(lease.epoch === undefined ? 'epoch: required' : integerProblem('epoch', lease.epoch, 1));
     if (lease.executionId !== executionId)
-      problems.push(`the lease is for execution '${lease.executionId}', not '${executionId}'`);
+      found.push(`the lease is for execution '${lease.executionId}', not '${executionId}'`);
   }
-  if (typeof executionId !== 'string' || executionId.length === 0)
-    problems.push('executionId must be a non-empty string');
+  found.push(lengthProblem('executionId', executionId, 1));
+  const problems = found.filter((p): p is string => p !== null);
   if (problems.length) {
     throw new WaymarkError(ErrorCode.INVALID_LEASE, `invalid lease: ${problems.join('; ')}`, { details: { problems } });
   }

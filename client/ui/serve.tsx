@@ -109,10 +109,13 @@ export async function serveLocalUi(store: Checkpointer, o: LocalUiOptions = {}):
   const host = o.host ?? '127.0.0.1';
   const loopback = isLoopback(host);
   if (!loopback && !o.allowRemote)
-    refuse('serveLocalUi', [
-      `host '${host}' is not a loopback address`,
-      'the local inspector has no login, so it binds elsewhere only with allowRemote',
-    ]);
+    refuse(
+      'serveLocalUi',
+      [
+        `host '${host}' is not a loopback address (the local inspector has no login: it binds elsewhere only with allowRemote)`,
+      ],
+      'nothing was served',
+    );
   const app = localUiApp(store, { label: o.label, checkHost: loopback, user: o.user });
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: o.port ?? 0, hostname: host }, () => resolve(s));

@@ -488,12 +488,12 @@ describe('WaymarkSaver.exclusive: one graph call on a thread at a time', () => {
       expect(await problems({ configurable: {} }, 'nope', { ttlMs: 5 })).toEqual([
         'config.configurable.thread_id is missing or empty',
         'fn must be a function (the graph call to run holding the thread)',
-        'options.ttlMs must be a whole number of milliseconds from 100 to 2147483647, got 5',
+        'options.ttlMs: must be an integer number of ms, from 100 to 2147483647 (got 5)',
       ]);
       expect(await problems({ configurable: { thread_id: 't' }, durability: 'async' }, () => 1, { ttl: 1000 })).toEqual(
         [
           `config.durability must be 'sync' or absent, got "async" (under 'async' or 'exit' LangGraph starts a node before the fenced writes are in)`,
-          'options.ttl is not an option (the one option is ttlMs)',
+          "unknown option 'options.ttl' (did you mean 'options.ttlMs'?)",
         ],
       );
       expect(await saver.store.getLease('t')).toBeNull();

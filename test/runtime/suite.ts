@@ -548,7 +548,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       ]);
       expect(await refused(agent.fork('x', { executionId: 'y'.repeat(201) }))).toMatchObject([
         'INVALID_OPTIONS',
-        expect.stringContaining('fork: options.executionId: Too big'),
+        expect.stringContaining('fork: options.executionId: Too big: expected string to have <=200 characters'),
       ]);
       // a new run's id must be one a person can read and type back: not blank, nothing a terminal acts on
       expect(await refused(agent.run('go', { executionId: '  ' }))).toEqual([

@@ -136,8 +136,10 @@ describe('every INVALID_OPTIONS comes from the kit', () => {
   it('no source but support/validate.ts makes an INVALID_OPTIONS error; others only read the code', () => {
     const kit = 'support/validate.ts';
     const offenders: string[] = [];
+    let scanned = 0;
     for (const dir of ['client', 'plane', 'shared', 'support', 'inspector', 'bin']) {
       for (const file of sources(join(ROOT, dir))) {
+        scanned++;
         const rel = relative(ROOT, file);
         if (rel === kit || rel.startsWith('client/testing/')) continue;
         const text = readFileSync(file, 'utf8');
@@ -150,6 +152,25 @@ describe('every INVALID_OPTIONS comes from the kit', () => {
         }
       }
     }
+    expect(scanned).toBeGreaterThan(150);
     expect(offenders).toEqual([]);
+  });
+
+  it('InvalidOptions is made outside the kit only for a data dir or admin-key file the plane cannot use', () => {
+    // Those refusals are about the machine, not a caller's option: one sentence naming the path, the
+    // system's error and the way out, which no problem builder words. Any other refusal goes through refuse().
+    const allowed: Record<string, number> = { 'plane/server.ts': 2, 'plane/db/open.ts': 1 };
+    const made: Record<string, number> = {};
+    let scanned = 0;
+    for (const dir of ['client', 'plane', 'shared', 'support', 'inspector', 'bin'])
+      for (const file of sources(join(ROOT, dir))) {
+        scanned++;
+        const rel = relative(ROOT, file);
+        if (rel === 'support/validate.ts') continue;
+        const n = readFileSync(file, 'utf8').match(/new InvalidOptions\(/g)?.length ?? 0;
+        if (n) made[rel] = n;
+      }
+    expect(scanned).toBeGreaterThan(150);
+    expect(made).toEqual(allowed);
   });
 });

@@ -133,7 +133,7 @@ export function runCancelSuite(options: StoreSuiteOptions): void {
       const problems = (err as { details: { problems: string[] } }).details.problems;
       expect(problems).toHaveLength(2);
       expect(problems.join('; ')).toMatch(/executionId/);
-      expect(problems.join('; ')).toMatch(/reason must be a string/);
+      expect(problems.join('; ')).toMatch(/reason: must be a string/);
       err = undefined;
       await b.cancel(id, { reason: 'x'.repeat(5000) }).catch((e) => (err = e));
       expect(hasCode(err, 'INVALID_CANCEL')).toBe(true);
