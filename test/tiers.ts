@@ -97,7 +97,6 @@ export const FAST: readonly string[] = [
   'test/store/migrations.test.ts',
   'test/store/open-store.test.ts',
   'test/store/postgres-listing-index.test.ts',
-  'test/store/postgres-lost-commit.test.ts',
   'test/store/postgres-migrate.test.ts',
   'test/store/postgres-race.test.ts',
   'test/store/postgres.test.ts',
@@ -119,6 +118,7 @@ export const SLOW: readonly string[] = [
   'test/runtime/edges-reentry.test.ts',
   'test/langgraph/crash.test.ts',
   'test/decisions/plane-race.test.ts',
+  'test/store/postgres-lost-commit.test.ts',
   // bulk data (the 100,000-row backlog, pages of 1 MB rows, 10,000 runs), the bench smoke
   'test/replica/backlog.test.ts',
   'test/plane/page-bytes.test.ts',
