@@ -16,6 +16,7 @@ import type { HtmlEscapedString } from 'hono/utils/html';
 import { secureHeaders } from 'hono/secure-headers';
 import { ErrorCode, hasCode } from '../shared/errors.js';
 import { describeHoles } from '../support/holes.js';
+import { oneOfProblem } from '../support/validate.js';
 import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.js';
 import { diffStates } from './diff.js';
 import { LOCAL_TIME_JS } from './local-time.js';
@@ -106,10 +107,11 @@ export interface PagesOptions<E extends Env> {
 /** The run list's filters from the query; every problem named (a filter the form cannot send is a mistake to say, not to drop). */
 function runsFilters(q: Record<string, string>): RunsFilters | { problems: string[] } {
   const problems: string[] = [];
-  if (q.status && !RUN_STATUSES.includes(q.status))
-    problems.push(`status: must be one of ${RUN_STATUSES.join(', ')} (got '${q.status}')`);
-  if (q.since && !Object.hasOwn(SINCE_WINDOWS, q.since))
-    problems.push(`since: must be one of ${Object.keys(SINCE_WINDOWS).join(', ')} (got '${q.since}')`);
+  for (const problem of [
+    q.status ? oneOfProblem('status', q.status, RUN_STATUSES) : null,
+    q.since ? oneOfProblem('since', q.since, Object.keys(SINCE_WINDOWS)) : null,
+  ])
+    if (problem) problems.push(problem);
   if (problems.length) return { problems };
   return {
     status: q.status || undefined,

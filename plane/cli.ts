@@ -29,7 +29,7 @@ import {
   type Parsed,
 } from '../support/cli-args.js';
 import { suggest } from '../support/validate.js';
-import { planeOptionProblem } from '../support/validate.js';
+import { planeOptionProblem, portTextProblem } from '../support/validate.js';
 
 const database: Record<string, OptionSpec> = {
   'data-dir': {
@@ -267,9 +267,8 @@ function check(command: CommandSpec, p: Parsed): string[] {
   }
   for (const flag of ['port', 'metrics-port']) {
     const v = p.values[flag];
-    if (typeof v !== 'string') continue;
-    if (!/^\d+$/.test(v) || Number(v) > 65535)
-      problems.push(`option '--${flag}' must be a port number 0..65535 (got '${v}')`);
+    const problem = typeof v === 'string' ? portTextProblem(`option '--${flag}'`, v) : null;
+    if (problem) problems.push(problem);
   }
   if (command.name === 'plane prune') {
     const age = p.values['older-than'];

@@ -5,33 +5,35 @@
  * was given; nothing is opened or started.
  */
 import { z } from 'zod';
-import { refusal } from '../support/validate.js';
+import { integerTextWanted, oneOfWanted, refusal, shown } from '../support/validate.js';
 
-/** A value as a refusal shows it: quoted, control characters escaped (a terminal would act on them), long ones cut. */
-function shown(v: unknown): string {
-  const s = String(v);
-  const cut = s.length > 60 ? `${s.slice(0, 60)}…` : s;
-  return `'${cut.replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}'`;
+/** One setting given as text, checked by the kit's `wanted` (its problem without the setting's name, which parseEnv puts first). */
+function setting<T>(wanted: (text: string) => string | null, parse: (text: string) => T) {
+  return z
+    .string()
+    .check((ctx) => {
+      const problem = wanted(ctx.value);
+      if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
+    })
+    .transform(parse);
 }
 
-/** zod's error for every check of one setting: what is wanted and what was given (loadConfig puts the setting's name first). */
-const wanted = (what: string) => ({ error: (iss: { input?: unknown }) => `must be ${what}, got ${shown(iss.input)}` });
-
-/** A whole number from min to max written in decimal digits (no sign, fraction, exponent or spaces: `1e3` or ` 16` is a typo, not a number). */
-function integer(what: string, min: number, max = Number.MAX_SAFE_INTEGER) {
-  const e = wanted(what);
-  return z.string(e).regex(/^\d+$/, e).transform(Number).pipe(z.number().min(min, e).max(max, e));
-}
+/** A whole number from `least` to `most`, in decimal digits (`1e3` or ` 16` is a typo, not a number). */
+const integer = (least: number, most?: number, unit?: string) =>
+  setting((text) => integerTextWanted(text, least, most, unit), Number);
 
 /** The longest duration a setting may give: past it Node's timers fire at once (a retention pass every millisecond). */
 const MAX_TIMER_MS = 2_147_483_647;
-const port = () => integer('a port number 0..65535', 0, 65535);
-const durationMs = () => integer(`a whole number of milliseconds 1..${MAX_TIMER_MS}`, 1, MAX_TIMER_MS);
-const positive = () => integer('a positive integer', 1);
-const nonNegative = () => integer('an integer 0 or more', 0);
+const port = () => integer(0, 65535);
+const durationMs = () => integer(1, MAX_TIMER_MS, 'ms');
+const positive = () => integer(1);
+const nonNegative = () => integer(0);
 const text = () => z.string().min(1, { error: 'must not be empty' });
 const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
-  z.enum(values, wanted(`one of ${values.join(', ')}`));
+  setting(
+    (text) => oneOfWanted(text, values),
+    (text) => text as T[number],
+  );
 
 /** Every setting the plane reads from the environment; a bad one is refused naming what is wanted and what was given. */
 const Env = z.object({
@@ -56,17 +58,13 @@ const Env = z.object({
   WAYMARK_HEADERS_TIMEOUT_MS: durationMs().default(10_000),
   WAYMARK_METRICS_HOST: text().default('127.0.0.1'),
   WAYMARK_METRICS_PORT: port().optional(),
-  WAYMARK_CLAIM_RELEASE_AFTER_MS: integer(
-    `a whole number of milliseconds 0..${MAX_TIMER_MS} (0: never)`,
-    0,
-    MAX_TIMER_MS,
-  ).default(3_600_000),
-  WAYMARK_RETENTION_DAYS: z
-    .string(wanted('a positive number of days'))
-    .regex(/^\d+(\.\d+)?$/, wanted('a positive number of days'))
-    .transform(Number)
-    .pipe(z.number().positive(wanted('a positive number of days')))
-    .optional(),
+  // 0: never
+  WAYMARK_CLAIM_RELEASE_AFTER_MS: integer(0, MAX_TIMER_MS, 'ms').default(3_600_000),
+  WAYMARK_RETENTION_DAYS: setting(
+    (text) =>
+      /^\d+(\.\d+)?$/.test(text) && Number(text) > 0 ? null : `must be a positive number of days (got ${shown(text)})`,
+    Number,
+  ).optional(),
   WAYMARK_RETENTION_INTERVAL_MS: durationMs().default(3_600_000),
   WAYMARK_TAKEOVER_AFTER_MS: durationMs().default(60_000),
   WAYMARK_DEV: oneOf(['0', '1', 'true', 'false']).optional(),
@@ -136,7 +134,7 @@ function withoutReplaced(env: NodeJS.ProcessEnv, replaced: Iterable<string>): No
   return out;
 }
 
-/** The environment's settings, or every problem of them, each `VARIABLE must be …, got …`; the variables of the settings in `replaced` are not read. */
+/** The environment's settings, or every problem of them, each `VARIABLE: must be … (got …)`; the variables of the settings in `replaced` are not read. */
 function parseEnv(
   env: NodeJS.ProcessEnv,
   replaced: Iterable<string>,
@@ -145,7 +143,7 @@ function parseEnv(
   // each issue is one setting's (its checks share one message), named by its variable
   return r.success
     ? { data: r.data }
-    : { problems: r.error.issues.map((i) => `${i.path.map(String).join('.')} ${i.message}`) };
+    : { problems: r.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`) };
 }
 
 /** What is wrong with a database URL given as --database-url (the value not shown: it may hold a password); null when it is a Postgres URL. */

@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { ErrorCode } from '../shared/errors.js';
-import { suggest } from './validate.js';
+import { oneOfProblem, suggest } from './validate.js';
 
 export type OptionSpec = { type: 'string' | 'boolean'; short?: string; help: string; choices?: readonly string[] };
 
@@ -115,8 +115,9 @@ export function parseCommand(spec: CommandSpec, argv: string[]): (Parsed & { pro
       problems.push(`option '--${t.name}' needs a value`);
     } else if (option.type === 'boolean' && t.value !== undefined) {
       problems.push(`option '--${t.name}' takes no value`);
-    } else if (option.choices && typeof t.value === 'string' && !option.choices.includes(t.value)) {
-      problems.push(`option '--${t.name}' must be one of ${option.choices.join(', ')} (got '${t.value}')`);
+    } else if (option.choices && typeof t.value === 'string') {
+      const problem = oneOfProblem(`option '--${t.name}'`, t.value, option.choices);
+      if (problem) problems.push(problem);
     }
   }
   const given = tokens

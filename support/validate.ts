@@ -175,6 +175,18 @@ export function planeOptionProblem(url: string, from: string): string | null {
   return `${from}: ${problem.replace(/^url: /, '')}${meant}`;
 }
 
+/** What an integer from `least` to `most` is called: `must be an integer[ number of unit][, range]`. */
+function integerWanted(least: number, most: number, unit?: string): string {
+  const above = most < Number.MAX_SAFE_INTEGER;
+  const range =
+    least > Number.MIN_SAFE_INTEGER
+      ? `, ${above ? `from ${least} to ${most}` : `at least ${least}`}`
+      : above
+        ? `, at most ${most}`
+        : '';
+  return `must be an integer${unit ? ` number of ${unit}` : ''}${range}`;
+}
+
 /**
  * `field: must be an integer …` when `v` is given and is not an integer from
  * `least` to `most` (Number.MIN_SAFE_INTEGER or no `most`: no bound on that
@@ -188,14 +200,34 @@ export function integerProblem(
   unit?: string,
 ): string | null {
   if (v === undefined || (Number.isSafeInteger(v) && (v as number) >= least && (v as number) <= most)) return null;
-  const above = most < Number.MAX_SAFE_INTEGER;
-  const range =
-    least > Number.MIN_SAFE_INTEGER
-      ? `, ${above ? `from ${least} to ${most}` : `at least ${least}`}`
-      : above
-        ? `, at most ${most}`
-        : '';
-  return `${field}: must be an integer${unit ? ` number of ${unit}` : ''}${range} (got ${shown(v)})`;
+  return `${field}: ${integerWanted(least, most, unit)} (got ${shown(v)})`;
+}
+
+/**
+ * What is wrong with an integer given as text (a command-line flag, an
+ * environment variable), without the field's name, or null: decimal digits
+ * only (`1e3`, ` 16` or `-1` is a typo, not a number), from `least` to `most`.
+ */
+export function integerTextWanted(text: string, least: number, most = Number.MAX_SAFE_INTEGER, unit?: string) {
+  const fits = /^\d+$/.test(text) && Number(text) >= least && Number(text) <= most;
+  return fits ? null : `${integerWanted(least, most, unit)} (got ${shown(text)})`;
+}
+
+/** `field: must be an integer …` when `text` is given and is not the decimal digits of one from `least` to `most`. */
+export function integerTextProblem(
+  field: string,
+  text: string | undefined,
+  least: number,
+  most?: number,
+  unit?: string,
+): string | null {
+  const wanted = text === undefined ? null : integerTextWanted(text, least, most, unit);
+  return wanted && `${field}: ${wanted}`;
+}
+
+/** A port given as text: an integer from 0 to 65535. */
+export function portTextProblem(field: string, text: string | undefined): string | null {
+  return integerTextProblem(field, text, 0, 65535);
 }
 
 /** A duration in milliseconds: an integer number of ms from `least` to `most`. */
@@ -203,12 +235,18 @@ export function durationProblem(field: string, v: unknown, least: number, most?:
   return integerProblem(field, v, least, most, 'ms');
 }
 
-/** `field: must be one of …` when `v` is given and is not one of `allowed`; else null. */
-export function oneOfProblem(field: string, v: unknown, allowed: readonly unknown[]): string | null {
-  if (v === undefined || allowed.includes(v)) return null;
+/** What is wrong with `v` that is not one of `allowed`, without the field's name, or null: `must be 'a', 'b' or 'c' (got …)`. */
+export function oneOfWanted(v: unknown, allowed: readonly unknown[]): string | null {
+  if (allowed.includes(v)) return null;
   const names = allowed.map((a) => (typeof a === 'string' ? `'${a}'` : String(a)));
   const choice = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names.at(-1)}` : names.join('');
-  return `${field}: must be ${choice} (got ${shown(v)})`;
+  return `must be ${choice} (got ${shown(v)})`;
+}
+
+/** `field: must be one of …` when `v` is given and is not one of `allowed`; else null. */
+export function oneOfProblem(field: string, v: unknown, allowed: readonly unknown[]): string | null {
+  const wanted = v === undefined ? null : oneOfWanted(v, allowed);
+  return wanted && `${field}: ${wanted}`;
 }
 
 /** `field: must be true or false` when `v` is given and is not a boolean (`'yes'` is not true). */

@@ -15,7 +15,7 @@ import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { terminalSafe } from '../../support/terminal.js';
 import { RunInProgress } from '../errors.js';
-import { planeOptionProblem, readableNameProblem, refuse } from '../../support/validate.js';
+import { integerTextProblem, planeOptionProblem, readableNameProblem, refuse } from '../../support/validate.js';
 import { cancelThroughPlane } from '../replica/cancel.js';
 import { openStore, sqliteFileOf } from '../open-store.js';
 import {
@@ -78,9 +78,9 @@ const COMMANDS: Command[] = [
       ...(typeof p.values.since === 'string' && parseSince(String(p.values.since)) === null
         ? [`option '--since' must be an ISO time or an age like 30m, 2h, 7d (got '${p.values.since}')`]
         : []),
-      ...(typeof p.values.limit === 'string' && !/^[1-9]\d*$/.test(String(p.values.limit))
-        ? [`option '--limit' must be a positive integer (got '${p.values.limit}')`]
-        : []),
+      ...(typeof p.values.limit === 'string' ? [integerTextProblem("option '--limit'", p.values.limit, 1)] : []).filter(
+        (x) => x !== null,
+      ),
     ],
     run: (p, out) =>
       withStore(p, async (store) => {

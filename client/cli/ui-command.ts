@@ -8,6 +8,7 @@
  * in it are recorded under `--user` (default: the OS user name).
  */
 import type { Parsed, OptionSpec } from '../../support/cli-args.js';
+import { portTextProblem } from '../../support/validate.js';
 import { openStore, redactUrl } from '../open-store.js';
 import { isLoopback } from '../ui/loopback.js';
 import { onStopRequest } from '../../support/launcher.js';
@@ -38,8 +39,8 @@ export function checkUi(p: Parsed): string[] {
   if (db !== undefined && url !== undefined) problems.push('give --db or --url, not both');
   if (typeof url === 'string' && url !== '' && !/^postgres(ql)?:\/\//.test(url))
     problems.push(`option '--url' must be a postgres:// URL (got '${url}'); a SQLite file is --db`);
-  if (typeof port === 'string' && port !== '' && !(/^\d+$/.test(port) && Number(port) <= 65535))
-    problems.push(`option '--port' must be a port number 0..65535 (got '${port}')`);
+  const portProblem = typeof port === 'string' && port !== '' ? portTextProblem("option '--port'", port) : null;
+  if (portProblem) problems.push(portProblem);
   if (typeof host === 'string' && host !== '' && !isLoopback(host) && p.values['allow-remote'] !== true) {
     problems.push(
       `host '${host}' is not a loopback address: the local inspector has no login, so anyone who reaches it would read the store; pass --allow-remote to bind there anyway`,

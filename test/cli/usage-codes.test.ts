@@ -52,7 +52,7 @@ describe('usage errors print their stable code, USAGE, and exit 2', () => {
     const runs = await waymarkAsync(['runs', '--db', db, '--limit', '0'], { env });
     expect([runs.code, runs.stderr.split('\n')[0]]).toEqual([
       2,
-      "waymark runs: USAGE: option '--limit' must be a positive integer (got '0')",
+      `waymark runs: USAGE: option '--limit': must be an integer, at least 1 (got "0")`,
     ]);
     expect(runs.stderr).toContain('\n\nusage: waymark runs [options]\n');
     expect(existsSync(db)).toBe(false);
@@ -60,7 +60,7 @@ describe('usage errors print their stable code, USAGE, and exit 2', () => {
     const port = await waymarkAsync(['plane', '--data-dir', dir, '--port', 'x', 'stray'], { env });
     expect(port.code).toBe(2);
     expect(port.stderr).toMatch(
-      /^waymark plane: USAGE: 2 problems:\n {2}- unexpected argument 'stray'\n {2}- option '--port' must be a port number 0\.\.65535 \(got 'x'\)\n/,
+      /^waymark plane: USAGE: 2 problems:\n {2}- unexpected argument 'stray'\n {2}- option '--port': must be an integer, from 0 to 65535 \(got "x"\)\n/,
     );
     expect(existsSync(dir)).toBe(false);
   });
@@ -105,7 +105,7 @@ describe('usage errors print their stable code, USAGE, and exit 2', () => {
     expect([variable.code, variable.stderr.trim()]).toEqual([
       1,
       expect.stringMatching(
-        /^waymark: INVALID_OPTIONS: invalid plane configuration: WAYMARK_DATABASE_URL must be a postgres:\/\/ /,
+        /^waymark: INVALID_OPTIONS: invalid plane configuration: WAYMARK_DATABASE_URL: must be a postgres:\/\/ /,
       ),
     ]);
     for (const r of [flag, variable]) expect(r.stderr).not.toContain('secret');

@@ -528,9 +528,9 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("unknown option '--dbb' (did you mean '--db'?)");
     expect(r.stderr).toContain(
-      "option '--state' must be one of running, paused, completed, failed, cancelled (got 'wat')",
+      `option '--state': must be 'running', 'paused', 'completed', 'failed' or 'cancelled' (got "wat")`,
     );
-    expect(r.stderr).toContain("option '--limit' must be a positive integer (got '0')");
+    expect(r.stderr).toContain(`option '--limit': must be an integer, at least 1 (got "0")`);
     expect(r.stderr).toContain("unexpected argument 'extra'");
     expect(r.stderr).toContain('option --db is required');
     expect(r.stderr).not.toContain(`unexpected argument '${db}'`);
@@ -610,7 +610,7 @@ describe('waymark CLI arguments, through the real binary', () => {
       [['plane', 'keys', 'list', 'extra', '--data-dir', dir], "unexpected argument 'extra'"],
       [['plane', '--data-dir', dir, 'stray'], "unexpected argument 'stray'"],
       [['plane', '--data-dir', dir, '--prot', '0'], "unknown option '--prot' (did you mean '--port'?)"],
-      [['plane', '--data-dir', dir, '--port', 'x'], "option '--port' must be a port number 0..65535 (got 'x')"],
+      [['plane', '--data-dir', dir, '--port', 'x'], `option '--port': must be an integer, from 0 to 65535 (got "x")`],
       [['plane', 'keys', 'revoke', '--data-dir', dir], 'missing argument KEY_ID'],
       [['plane', 'prune', '--data-dir', dir], 'option --older-than is required'],
       [

@@ -14,10 +14,12 @@ import {
   durationProblem,
   functionProblem,
   integerProblem,
+  integerTextProblem,
   objectProblem,
   oneOfProblem,
   optionNames,
   optionsProblems,
+  portTextProblem,
   readableNameProblem,
   refuse,
   stringProblem,
@@ -28,6 +30,25 @@ import {
 const ROOT = join(import.meta.dirname, '../..');
 
 describe('each kind of problem has one phrasing', () => {
+  it('integers given as text (flags, environment variables): digits only, in the phrasing of integers', () => {
+    expect(integerTextProblem("option '--limit'", '0', 1)).toBe(
+      `option '--limit': must be an integer, at least 1 (got "0")`,
+    );
+    for (const typo of ['1e3', ' 16', '-1', '1.5', ''])
+      expect(integerTextProblem('WAYMARK_X', typo, 0)).toBe(
+        `WAYMARK_X: must be an integer, at least 0 (got ${JSON.stringify(typo)})`,
+      );
+    expect(integerTextProblem('WAYMARK_X_MS', '0', 1, 10, 'ms')).toBe(
+      'WAYMARK_X_MS: must be an integer number of ms, from 1 to 10 (got "0")',
+    );
+    expect(integerTextProblem('x', undefined, 1)).toBeNull();
+    expect(integerTextProblem('x', '16', 1)).toBeNull();
+    expect(portTextProblem("option '--port'", '65536')).toBe(
+      `option '--port': must be an integer, from 0 to 65535 (got "65536")`,
+    );
+    expect(portTextProblem("option '--port'", '0')).toBeNull();
+  });
+
   it('integers: a range, a lower bound, an upper bound, a unit', () => {
     expect(integerProblem('limit', 0, 1)).toBe('limit: must be an integer, at least 1 (got 0)');
     expect(integerProblem('limit', 1.5, 1, 10)).toBe('limit: must be an integer, from 1 to 10 (got 1.5)');

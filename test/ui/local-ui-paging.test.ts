@@ -124,9 +124,9 @@ describe('local inspector paging', () => {
     const named = await badFilters.text();
     expect(named).toContain('INVALID_REQUEST');
     expect(named).toContain(
-      'status: must be one of running, paused, completed, failed, cancelled (got &#39;bogus&#39;)',
+      'status: must be &#39;running&#39;, &#39;paused&#39;, &#39;completed&#39;, &#39;failed&#39; or &#39;cancelled&#39; (got &quot;bogus&quot;)',
     );
-    expect(named).toContain('since: must be one of 1h, 24h, 7d, 30d');
+    expect(named).toContain('since: must be &#39;1h&#39;, &#39;24h&#39;, &#39;7d&#39; or &#39;30d&#39;');
     expect((await fetch(`${ui.url}/?status=paused&since=24h`)).status).toBe(200);
     // a name every object inherits is no window
     for (const since of ['toString', 'constructor', '__proto__'])

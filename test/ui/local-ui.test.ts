@@ -347,7 +347,7 @@ describe('waymark ui command line', () => {
     expect(bad.stderr).toContain('4 problems');
     expect(bad.stderr).toContain('give --db or --url, not both');
     expect(bad.stderr).toContain("option '--url' must be a postgres:// URL (got 'mysql://x')");
-    expect(bad.stderr).toContain("option '--port' must be a port number 0..65535 (got 'eighty')");
+    expect(bad.stderr).toContain(`option '--port': must be an integer, from 0 to 65535 (got "eighty")`);
     expect(bad.stderr).toMatch(/host '0\.0\.0\.0' is not a loopback address.*--allow-remote/);
     expect(() => readFileSync(tmp.file('never.db'))).toThrow();
     // a store that does not exist is not created
