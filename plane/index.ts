@@ -37,7 +37,6 @@ export interface PlaneDb {
  */
 export type PlaneDatabase = PlaneDatabaseOf<PlaneDb>;
 export type { OpenOptions };
-export type { CreateKeyOptions } from './auth.js';
 
 /**
  * The scopes a key may hold: `ingest`, `read`, `approve` (decide open pauses), `cancel`, `admin` (everything in the key's
@@ -114,8 +113,22 @@ export const openPlaneDatabase: (o: OpenOptions) => Promise<PlaneDatabase> = ope
  */
 export const createKey: (
   db: PlaneDb,
-  o: auth.CreateKeyOptions,
+  o: CreateKeyOptions,
 ) => Promise<{ key: string; id: string; projectId: string; scopes: Scope[] }> = auth.createKey as never;
+
+/** What `createKey` makes: the key's project, name and scopes (the plane's own type, declared here without drizzle's). */
+export interface CreateKeyOptions {
+  /** The project's name. */
+  project: string;
+  /** A readable name for the key, shown in key listings (nothing a terminal acts on). */
+  name?: string;
+  /** What the key may do (`SCOPES`); at least one. */
+  scopes: Scope[];
+  /** Make the project when it does not exist (default: false, UNKNOWN_PROJECT). */
+  createProject?: boolean;
+  /** A project id: the key's project must be this one, as for a project admin making keys (another is UNKNOWN_PROJECT). */
+  visibleTo?: string;
+}
 /** Create a project by name; PROJECT_EXISTS when it is there already. */
 export const createProject: (db: PlaneDb, name: string) => Promise<{ id: string; name: string }> =
   auth.createProject as never;
