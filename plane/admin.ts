@@ -20,12 +20,12 @@ import {
   listProjects,
   projectId,
   revokeKey,
-  SCOPES,
   UnknownProject,
   type Principal,
   type Scope,
 } from './auth.js';
 import { printable } from '../support/terminal.js';
+import { scopeProblems } from './scopes.js';
 import type { PlaneDb } from './db/open.js';
 import { projects } from './db/schema.js';
 import { eq } from 'drizzle-orm';
@@ -54,9 +54,7 @@ export function keyRequestProblems(o: {
   name?: string;
 }): [field: 'scopes' | 'name', problem: string][] {
   const problems: [field: 'scopes' | 'name', problem: string][] = [];
-  const bad = o.scopes?.filter((s) => !(SCOPES as readonly string[]).includes(s)) ?? [];
-  if (bad.length) problems.push(['scopes', `unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`]);
-  if (o.scopes?.length === 0) problems.push(['scopes', 'a key needs at least one scope']);
+  for (const p of o.scopes ? scopeProblems(o.scopes) : []) problems.push(['scopes', p]);
   for (const p of o.name === undefined ? [] : keyNameProblems(o.name)) problems.push(['name', p]);
   return problems;
 }

@@ -26,15 +26,9 @@ import { readableNameProblems } from '../shared/text.js';
 import type { PlaneDb } from './db/open.js';
 import { HttpError } from './http/errors.js';
 import { apiKeys, projects } from './db/schema.js';
+import { type CreateKeyOptions, type Principal, type Scope, scopeProblems } from './scopes.js';
 
-export const SCOPES = ['ingest', 'read', 'approve', 'cancel', 'admin', 'operator'] as const;
-export type Scope = (typeof SCOPES)[number];
-
-export interface Principal {
-  projectId: string;
-  keyId: string;
-  scopes: Scope[];
-}
+export { SCOPES, type CreateKeyOptions, type Principal, type Scope } from './scopes.js';
 
 const KEY_RE = /^wm_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
 /** A key's id as the plane makes them: any other text names no key (and is never sent to the database). */
@@ -129,20 +123,6 @@ export async function projectId(db: PlaneDb, name: string, visibleTo?: string): 
   );
 }
 
-/** What `createKey` makes: the key's project, name and scopes. */
-export interface CreateKeyOptions {
-  /** The project's name. */
-  project: string;
-  /** A readable name for the key, shown in key listings (nothing a terminal acts on). */
-  name?: string;
-  /** What the key may do (`SCOPES`); at least one. */
-  scopes: Scope[];
-  /** Make the project when it does not exist (default: false, UNKNOWN_PROJECT). */
-  createProject?: boolean;
-  /** A project id: the key's project must be this one, as for a project admin making keys (another is UNKNOWN_PROJECT). */
-  visibleTo?: string;
-}
-
 /**
  * Create a key; the returned `key` is the only time the secret exists in the
  * clear. The project must exist (UNKNOWN_PROJECT otherwise), unless
@@ -152,13 +132,8 @@ export async function createKey(
   db: PlaneDb,
   o: CreateKeyOptions,
 ): Promise<{ key: string; id: string; projectId: string; scopes: Scope[] }> {
-  const bad = o.scopes.filter((s) => !SCOPES.includes(s));
-  if (bad.length)
-    throw new WaymarkError(
-      ErrorCode.INVALID_REQUEST,
-      `unknown scope(s): ${bad.join(', ')} (known: ${SCOPES.join(', ')})`,
-    );
-  if (!o.scopes.length) throw new WaymarkError(ErrorCode.INVALID_REQUEST, 'a key needs at least one scope');
+  const [problem] = scopeProblems(o.scopes);
+  if (problem) throw new WaymarkError(ErrorCode.INVALID_REQUEST, problem);
   if (o.name !== undefined) checkKeyName(o.name);
   if (o.createProject) {
     const [found] = await db.select({ id: projects.id }).from(projects).where(eq(projects.name, o.project));

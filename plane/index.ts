@@ -19,6 +19,7 @@ import * as open from './db/open.js';
 import * as ingest from './ingest.js';
 import * as server from './server.js';
 import type { PlaneConfig } from './config.js';
+import type { CreateKeyOptions, Principal, Scope } from './scopes.js';
 import type { OpenOptions, PlaneAppOptionsOf, PlaneDatabaseOf, RunningPlaneOf } from './types.js';
 
 export { loadConfig, type PlaneConfig } from './config.js';
@@ -38,19 +39,7 @@ export interface PlaneDb {
 export type PlaneDatabase = PlaneDatabaseOf<PlaneDb>;
 export type { OpenOptions };
 
-/**
- * The scopes a key may hold: `ingest`, `read`, `approve` (decide open pauses), `cancel`, `admin` (everything in the key's
- * own project, its keys included) and `operator` (projects and keys of every project).
- */
-export const SCOPES: readonly ['ingest', 'read', 'approve', 'cancel', 'admin', 'operator'] = auth.SCOPES;
-/** One scope of `SCOPES`. */
-export type Scope = (typeof SCOPES)[number];
-/** Who a request's key stands for: its project, its id and its scopes. */
-export interface Principal {
-  projectId: string;
-  keyId: string;
-  scopes: Scope[];
-}
+export { SCOPES, type CreateKeyOptions, type Principal, type Scope } from './scopes.js';
 
 /**
  * A plane started by `startPlane`: where it listens, its database, the admin key of a first start, and `close`.
@@ -115,20 +104,6 @@ export const createKey: (
   db: PlaneDb,
   o: CreateKeyOptions,
 ) => Promise<{ key: string; id: string; projectId: string; scopes: Scope[] }> = auth.createKey as never;
-
-/** What `createKey` makes: the key's project, name and scopes (the plane's own type, declared here without drizzle's). */
-export interface CreateKeyOptions {
-  /** The project's name. */
-  project: string;
-  /** A readable name for the key, shown in key listings (nothing a terminal acts on). */
-  name?: string;
-  /** What the key may do (`SCOPES`); at least one. */
-  scopes: Scope[];
-  /** Make the project when it does not exist (default: false, UNKNOWN_PROJECT). */
-  createProject?: boolean;
-  /** A project id: the key's project must be this one, as for a project admin making keys (another is UNKNOWN_PROJECT). */
-  visibleTo?: string;
-}
 /** Create a project by name; PROJECT_EXISTS when it is there already. */
 export const createProject: (db: PlaneDb, name: string) => Promise<{ id: string; name: string }> =
   auth.createProject as never;
