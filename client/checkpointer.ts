@@ -175,6 +175,14 @@ export interface DeleteResult {
   idempotency: number;
 }
 
+/** Options of `fetchUnsynced`: how many events, and how many bytes of them, at the most (at least one is returned if any wait). */
+export interface FetchUnsyncedOptions {
+  /** The most events. */
+  limit: number;
+  /** The most bytes of payload. */
+  maxBytes: number;
+}
+
 /** One event waiting in the outbox. */
 export interface OutboxEntry {
   /** The event's dedupe id (a checkpoint event carries the checkpoint id). */
@@ -610,7 +618,7 @@ export interface Checkpointer {
   prune(options: PruneOptions): Promise<PruneResult>;
 
   /** Oldest unsynced outbox events, bounded by count and bytes (at least one if any wait). */
-  fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<OutboxEntry[]>;
+  fetchUnsynced(options: FetchUnsyncedOptions): Promise<OutboxEntry[]>;
   /** Apply the plane's answers in one transaction: acked ids synced, refused ids quarantined. */
   applyResults(results: { synced?: string[]; quarantined?: Record<string, string> }): Promise<void>;
   /** Mark these outbox events acknowledged by the plane (`applyResults` with `synced` only). */

@@ -742,7 +742,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     return walk.result;
   }
 
-  async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<C.OutboxEntry[]> {
+  async fetchUnsynced(options: C.FetchUnsyncedOptions): Promise<C.OutboxEntry[]> {
     this.assertOpen();
     return this.read((sql) => fetchUnsynced(sql, this.t, options));
   }

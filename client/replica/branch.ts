@@ -7,7 +7,7 @@ import { LIMITS } from '../../shared/limits.js';
 import type { IdempotencyEntry } from '../../shared/rows.js';
 import type { Checkpointer } from '../checkpointer.js';
 import type { LeaseAsk, PlaneLease, PlaneTakeover } from './plane-calls.js';
-import type { FlushResult } from './replica-types.js';
+import type { FlushOptions, FlushResult } from './replica-types.js';
 
 /** A quarantine reason the plane gave for a row of a run this store lost there. */
 export const isTakenOver = (reason: string) => reason.startsWith('plane: taken_over:');
@@ -70,7 +70,7 @@ export async function adoptPlaneBranch(
   store: Checkpointer,
   executionId: string,
   plane: {
-    flush: (o: { timeoutMs?: number }) => Promise<FlushResult>;
+    flush: (o: FlushOptions) => Promise<FlushResult>;
     /** Restore the run from the plane, calling `beforeImport` once its copy is verified and before writing it. */
     restore: (beforeImport: () => Promise<void>) => Promise<unknown>;
   },

@@ -15,14 +15,18 @@ import { PlaneHttp } from './http.js';
 import { foreignBody } from './plane-calls.js';
 import { restoreFromPlane } from './restore.js';
 
+/** Options of `Replica.cancel`: the reason. */
+export interface PlaneCancelOptions {
+  /** Why: kept in the plane's cancel marker, shown by runs and the inspector. */
+  reason?: string;
+}
+
 /** Options of `cancelThroughPlane`: the plane, the reason, and the request's deadline. */
-export interface CancelThroughPlaneOptions {
+export interface CancelThroughPlaneOptions extends PlaneCancelOptions {
   /** The plane's http(s) URL, a path prefix allowed. */
   url: string;
   /** The plane's API key; it needs the `cancel` scope (and `read` for this store's copy to follow). */
   apiKey: string;
-  /** Why: kept in the plane's cancel marker, shown by runs and the inspector. */
-  reason?: string;
   /** The undici dispatcher for the requests to the plane; default undici's global one. */
   dispatcher?: Dispatcher;
   /** Deadline of each request to the plane, in ms. Default 30 000. */

@@ -38,6 +38,7 @@ import type { PlaneHttp } from './http.js';
 import { HttpFailure, Ingest, type IngestAnswer } from './ingest.js';
 import type {
   DrainState,
+  FlushOptions,
   FlushResult,
   ReplicaEvents,
   ReplicaOptions,
@@ -340,7 +341,7 @@ export class OutboxDrain {
    * attempt it follows the backoff schedule until the deadline. Resolves with
    * what it did (`sent`, `rounds`) and the status either way (check `pendingRows`).
    */
-  async flush(options: { timeoutMs?: number } = {}): Promise<FlushResult> {
+  async flush(options: FlushOptions = {}): Promise<FlushResult> {
     const deadline = Date.now() + (options.timeoutMs ?? 10_000);
     const syncedBefore = this.rowsSynced;
     let rounds = 0;

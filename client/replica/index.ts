@@ -4,6 +4,7 @@ export {
   type ReplicaOptions,
   type ReplicaStatus,
   type DrainState,
+  type FlushOptions,
   type FlushResult,
   type PlaneClaim,
   type ReplicaEvents,
@@ -12,5 +13,10 @@ export {
   type ChangePull,
 } from './replica.js';
 export { restoreFromPlane, type RestoreOptions } from './restore.js';
-export { cancelThroughPlane, type CancelThroughPlaneOptions, type PlaneCancelResult } from './cancel.js';
+export {
+  cancelThroughPlane,
+  type CancelThroughPlaneOptions,
+  type PlaneCancelOptions,
+  type PlaneCancelResult,
+} from './cancel.js';
 export { DECISIONS_CURSOR_META, decisionsCursorMeta, type PullResult, type SkippedDecision } from './decision-feed.js';

@@ -11,7 +11,7 @@
 import type { Dispatcher } from 'undici';
 import type { Checkpointer } from '../checkpointer.js';
 import { adoptLostRuns, adoptPlaneBranch } from './branch.js';
-import { adoptCancel, cancelThroughPlane, type PlaneCancelResult } from './cancel.js';
+import { adoptCancel, cancelThroughPlane, type PlaneCancelOptions, type PlaneCancelResult } from './cancel.js';
 import type { PlaneHttp } from './http.js';
 import {
   claimAtPlane,
@@ -29,7 +29,7 @@ import {
   type PlaneRun,
   type PlaneTakeover,
 } from './plane-calls.js';
-import type { FlushResult } from './replica-types.js';
+import type { FlushOptions, FlushResult } from './replica-types.js';
 import { restoreFromPlane } from './restore.js';
 
 /** Where and as whom a PlaneClient calls. */
@@ -44,7 +44,7 @@ export interface PlaneClientOptions {
   /** Per request. */
   timeoutMs: number;
   /** The drain's flush: a branch is adopted only once this store's rows reached the plane. */
-  flush: (o: { timeoutMs?: number }) => Promise<FlushResult>;
+  flush: (o: FlushOptions) => Promise<FlushResult>;
 }
 
 export class PlaneClient {
@@ -74,7 +74,7 @@ export class PlaneClient {
   }
 
   /** cancelThroughPlane with this connection's url and key. */
-  cancel(executionId: string, options: { reason?: string } = {}): Promise<PlaneCancelResult> {
+  cancel(executionId: string, options: PlaneCancelOptions = {}): Promise<PlaneCancelResult> {
     return cancelThroughPlane(this.store, executionId, { ...this.reach, reason: options.reason });
   }
 

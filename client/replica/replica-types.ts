@@ -134,6 +134,12 @@ export interface ReplicaStatus {
 }
 
 /** What one flush() did, with the status at its end. */
+/** Options of `Replica.flush`. */
+export interface FlushOptions {
+  /** How long to wait for nothing pending, in ms. Default 10 000. */
+  timeoutMs?: number;
+}
+
 export interface FlushResult extends ReplicaStatus {
   /** Rows the plane accepted during this flush. */
   sent: number;

@@ -18,7 +18,7 @@ import { EventEmitter } from 'node:events';
 import type { Checkpointer, PlaneGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
 import { apiKeyProblem, refuse } from '../../support/validate.js';
-import type { adoptCancel, PlaneCancelResult } from './cancel.js';
+import type { adoptCancel, PlaneCancelOptions, PlaneCancelResult } from './cancel.js';
 import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change-feed.js';
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
 import { drainSettings, OutboxDrain } from './drain.js';
@@ -35,6 +35,7 @@ import type {
 import { PlaneClient } from './plane-client.js';
 import {
   replicaOptionProblems,
+  type FlushOptions,
   type FlushResult,
   type ReplicaEvents,
   type ReplicaOptions,
@@ -47,6 +48,7 @@ export type { PlaneClaim, PlaneLease, PlanePing, PlaneRun, PlaneTakeover } from 
 export type { ChangePull, RunUpdate } from './change-feed.js';
 export type {
   DrainState,
+  FlushOptions,
   FlushResult,
   ReplicaEvents,
   ReplicaOptions,
@@ -178,7 +180,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * attempt it follows the backoff schedule until the deadline. Resolves with
    * what it did (`sent`, `rounds`) and the status either way (check `pendingRows`).
    */
-  flush(options: { timeoutMs?: number } = {}): Promise<FlushResult> {
+  flush(options: FlushOptions = {}): Promise<FlushResult> {
     return this.drain.flush(options);
   }
 
@@ -260,7 +262,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * store's copy says cancelled too (the plane's marker restored, or one of its
    * own where it went further). Needs a key with the `cancel` scope.
    */
-  cancel(executionId: string, options: { reason?: string } = {}): Promise<PlaneCancelResult> {
+  cancel(executionId: string, options: PlaneCancelOptions = {}): Promise<PlaneCancelResult> {
     return this.plane.cancel(executionId, options);
   }
 

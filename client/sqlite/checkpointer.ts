@@ -611,7 +611,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return walk.result;
   }
 
-  async fetchUnsynced(options: { limit: number; maxBytes: number }): Promise<C.OutboxEntry[]> {
+  async fetchUnsynced(options: C.FetchUnsyncedOptions): Promise<C.OutboxEntry[]> {
     this.assertOpen();
     return fetchUnsynced(this.st, options);
   }
