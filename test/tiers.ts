@@ -155,6 +155,7 @@ export const SLOW: readonly string[] = [
   'test/replica/handoff.test.ts',
   'test/replica/takeover.test.ts',
   'test/plane/bootstrap-dir.test.ts',
+  'test/plane/first-start-memory.test.ts',
   'test/plane/cli-keys.test.ts',
   'test/plane/data-dir-lock.test.ts',
   'test/plane/one-process.test.ts',

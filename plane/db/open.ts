@@ -8,8 +8,11 @@
  * writes its files 0666 whatever the umask, and the database holds every
  * run's data and every key's hash.
  */
+import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { requirePeer } from '../../support/peer.js';
 import { InvalidOptions } from '../../support/validate.js';
@@ -82,6 +85,7 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
     lock = lockDataDir(dir, o.command ?? `waymark plane (pid ${process.pid})`);
   }
   try {
+    if (lock && !o.loadDataDir && !existsSync(join(dir, 'PG_VERSION'))) await initDataDirApart(dir, folder);
     const client = new PGlite(dir, o.loadDataDir ? { loadDataDir: o.loadDataDir } : {});
     await client.waitReady;
     const db = drizzle(client, { schema, casing: 'snake_case' });
@@ -107,6 +111,42 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
   } catch (e) {
     lock?.release();
     throw e;
+  }
+}
+
+/**
+ * The shared buffers of a PGlite data dir the plane makes: half Postgres'
+ * default, as PGlite's memory is the plane process's own and a laptop's
+ * embedded plane keeps few runs warm (its files stay in the OS page cache).
+ */
+const PGLITE_SHARED_BUFFERS = '64MB';
+
+/**
+ * Make a new PGlite data dir (initdb, the migrations, its settings) in a
+ * short-lived child process. PGlite's memory only grows: a process that ran
+ * initdb holds about 450 MB more for its whole life than one that opens a
+ * folder made before, so the plane makes its folder apart and opens it as a
+ * restart would (docs/OPERATIONS.md, sizing).
+ */
+async function initDataDirApart(dir: string, migrationsFolder: string): Promise<void> {
+  const from = createRequire(import.meta.url);
+  const [pglite, drizzle, migrator] = ['@electric-sql/pglite', 'drizzle-orm/pglite', 'drizzle-orm/pglite/migrator'].map(
+    (m) => JSON.stringify(from.resolve(m)),
+  );
+  const script = `const { PGlite } = require(${pglite});
+const { drizzle } = require(${drizzle});
+const { migrate } = require(${migrator});
+(async () => {
+  const client = new PGlite(${JSON.stringify(dir)});
+  await migrate(drizzle(client), { migrationsFolder: ${JSON.stringify(migrationsFolder)} });
+  await client.exec("ALTER SYSTEM SET shared_buffers = '${PGLITE_SHARED_BUFFERS}'");
+  await client.close();
+})().catch((e) => { console.error(e); process.exit(1); });`;
+  try {
+    await promisify(execFile)(process.execPath, ['-e', script], { timeout: 10 * 60_000 });
+  } catch (e) {
+    const stderr = String((e as { stderr?: unknown }).stderr ?? '').trim();
+    throw new Error(`could not make the plane's database in ${dir}: ${stderr || (e as Error).message}`, { cause: e });
   }
 }
 
