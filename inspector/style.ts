@@ -58,6 +58,7 @@ form.decide .buttons { display:flex; gap:.5rem; flex-wrap:wrap; }
 textarea { font:inherit; padding:.3rem .5rem; border:1px solid var(--line); border-radius:6px; width:100%; color:var(--fg); }
 textarea:focus { outline:3px solid #0969da66; outline-offset:2px; }
 button.decline { background:#fff; color:var(--bad); border-color:var(--bad); }
+a.button { display:inline-block; padding:.3rem .5rem; border:1px solid var(--accent); border-radius:6px; text-decoration:none; white-space:nowrap; } a.button.decline { color:var(--bad); border-color:var(--bad); }
 @media (max-width: 640px) { main { padding:.6rem; } th, td { padding:.3rem .4rem; } .wide-only { display:none; } ol.timeline li[class*="depth-"] { margin-left:.6rem; } }
 @media (max-width: 640px) {
   .table-wrap table, .table-wrap tbody, .table-wrap tr, .table-wrap td { display:block; }
