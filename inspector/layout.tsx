@@ -5,6 +5,7 @@
  */
 import { isValidElement, useContext, type Child, type FC } from 'hono/jsx';
 import type { Json } from '../shared/json.js';
+import { terminalSafe } from '../support/terminal.js';
 import { FRAME } from './frame.js';
 
 /**
@@ -141,6 +142,14 @@ export const Incomplete: FC<{ holeCount: number }> = ({ holeCount }) => (
     incomplete
   </span>
 );
+
+/**
+ * Text another person wrote (a cancel's reason) as a page shows it, by the rule the CLI prints it with
+ * (support/terminal.ts): every character that can rewrite what is shown around it (a control, a bidi
+ * override that reverses the text after it) as its escape, line breaks and tabs kept; a CR LF pair (what a
+ * browser's text box sends) is one line break. Markup needs nothing here: hono/jsx escapes every value.
+ */
+export const pageText = (text: string) => terminalSafe(text.replace(/\r\n/g, '\n'));
 
 /** Text cut to `max` characters, an ellipsis marking the cut. */
 export const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);

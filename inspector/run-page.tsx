@@ -6,7 +6,20 @@ import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/r
 import type { UsageTotal } from '../shared/usage.js';
 import type { StateDiff } from './diff.js';
 import { Conversation } from './conversation.js';
-import { ago, Badge, duration, Id, Incomplete, json, Layout, LiveToggle, ShortId, Table, Time } from './layout.js';
+import {
+  ago,
+  Badge,
+  duration,
+  Id,
+  Incomplete,
+  json,
+  Layout,
+  LiveToggle,
+  pageText,
+  ShortId,
+  Table,
+  Time,
+} from './layout.js';
 
 /**
  * What a row's badge may claim. A model-call or tool row is written *before* the
@@ -55,6 +68,8 @@ export interface RunPageProps {
     error: { code: string; message: string } | null;
     complete: boolean;
     holeCount: number;
+    /** A cancelled run's reason, from its cancel marker (null: none was given; absent: not cancelled). */
+    cancelReason?: string | null;
   };
   holes: { seq: number; code: string; reason: string; writerId: string; at: string }[];
   rows: Checkpoint[];
@@ -103,7 +118,41 @@ export interface RunPageProps {
   usage?: UsageTotal;
   /** the decisions of the run's pauses and the approve/decline form (approvals.tsx; absent: none to show) */
   approvals?: Child | null;
+  /**
+   * What a source says of a cancelled run's cancel beyond its reason (the plane: who cancelled it, the pause it
+   * closed, the writer it stopped); absent: the marker's writer and time.
+   */
+  cancelDetail?: Child | null;
 }
+
+/** A cancelled run: why (the reason given, as text), and who ended it where (`detail`, else the marker's writer and time). */
+const Cancelled: FC<{ execution: RunPageProps['execution']; detail?: Child | null }> = ({ execution: e, detail }) => {
+  const reason = e.cancelReason?.trim() ? e.cancelReason : null;
+  return (
+    <section aria-labelledby="cancel-h" class="card" data-testid="cancelled">
+      <h2 id="cancel-h">
+        Cancelled <Badge status="cancelled" />
+      </h2>
+      <p data-testid="cancel-reason-shown">
+        Reason:{' '}
+        {reason === null ? (
+          <span class="muted">none was given</span>
+        ) : (
+          <q class="reason" data-testid="cancel-reason">
+            {pageText(reason)}
+          </q>
+        )}
+      </p>
+      {detail ?? (
+        <p class="muted">
+          Cancelled by writer <span class="mono">{e.writerId}</span> at <Time iso={e.updatedAt} />: its cancel marker,{' '}
+          <a href={`/runs/${encodeURIComponent(e.executionId)}#seq-${e.lastSeq}`}>#{e.lastSeq}</a>, ends the run&rsquo;s
+          history; a runner stops at its next step, and resume refuses it.
+        </p>
+      )}
+    </section>
+  );
+};
 
 export const RunPage: FC<RunPageProps> = (p) => {
   const id = p.execution.executionId;
@@ -157,6 +206,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
           <pre>{p.execution.error.message}</pre>
         </section>
       )}
+
+      {p.execution.status === 'cancelled' && <Cancelled execution={p.execution} detail={p.cancelDetail} />}
 
       {p.holes.length > 0 && (
         <section aria-labelledby="holes-h" class="card" data-testid="holes">

@@ -2,7 +2,7 @@
 /** The inspector's run list: filters, one row per run, cursor pages. */
 import type { FC } from 'hono/jsx';
 import type { UsageTotal } from '../shared/usage.js';
-import { Badge, clip, Id, duration, Incomplete, Layout, LiveToggle, ShortId, Table, Time } from './layout.js';
+import { Badge, clip, Id, duration, Incomplete, Layout, LiveToggle, pageText, ShortId, Table, Time } from './layout.js';
 
 /** A column shown on wide screens only. */
 const wide = (label: string) => ({ label, class: 'wide-only' });
@@ -17,6 +17,8 @@ export interface RunItem {
   createdAt: string;
   updatedAt: string;
   error: { code: string; message: string } | null;
+  /** A cancelled run's reason (null: none was given; absent: not cancelled). */
+  cancelReason?: string | null;
   complete: boolean;
   holeCount: number;
   claimConflicts: number;
@@ -129,6 +131,11 @@ export const RunsPage: FC<{
             {r.error && (
               <div class="why error" title={r.error.message}>
                 {r.error.code}: {clip(r.error.message, 80)}
+              </div>
+            )}
+            {r.status === 'cancelled' && r.cancelReason?.trim() && (
+              <div class="why muted" data-testid="cancel-reason" title={pageText(r.cancelReason)}>
+                <q>{clip(pageText(r.cancelReason), 80)}</q>
               </div>
             )}
           </td>

@@ -19,7 +19,7 @@ th { background:var(--soft); font-weight:600; white-space:nowrap; }
 td.mono, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; overflow-wrap:break-word; }
 .badge { display:inline-block; padding:0 .45rem; border-radius:1rem; font-size:12px; font-weight:600; border:1px solid currentColor; white-space:nowrap; }
 .s-completed, .s-done { color:var(--ok); } .s-failed { color:var(--bad); } .s-cancelled { color:var(--muted); } .s-in-progress { color:var(--warn); }
-.why { font-size:12px; margin-top:.2rem; max-width:28rem; } .s-paused, .s-interrupted { color:var(--pause); } .s-running { color:var(--warn); }
+.why { font-size:12px; margin-top:.2rem; max-width:28rem; overflow-wrap:anywhere; } q.reason { white-space:pre-wrap; overflow-wrap:anywhere; } .s-paused, .s-interrupted { color:var(--pause); } .s-running { color:var(--warn); }
 form.filters { display:flex; flex-wrap:wrap; gap:.5rem; align-items:end; margin-bottom:1rem; }
 label { display:flex; flex-direction:column; font-size:12px; color:var(--muted); gap:.15rem; }
 input, select, button { font:inherit; padding:.3rem .5rem; border:1px solid var(--line); border-radius:6px; background:#fff; color:var(--fg); }
@@ -58,6 +58,7 @@ form.decide .buttons { display:flex; gap:.5rem; flex-wrap:wrap; }
 textarea { font:inherit; padding:.3rem .5rem; border:1px solid var(--line); border-radius:6px; width:100%; color:var(--fg); }
 textarea:focus { outline:3px solid #0969da66; outline-offset:2px; }
 button.decline { background:#fff; color:var(--bad); border-color:var(--bad); }
+a.button { display:inline-block; padding:.3rem .5rem; border:1px solid var(--accent); border-radius:6px; text-decoration:none; white-space:nowrap; } a.button.decline { color:var(--bad); border-color:var(--bad); }
 @media (max-width: 640px) { main { padding:.6rem; } th, td { padding:.3rem .4rem; } .wide-only { display:none; } ol.timeline li[class*="depth-"] { margin-left:.6rem; } }
 @media (max-width: 640px) {
   .table-wrap table, .table-wrap tbody, .table-wrap tr, .table-wrap td { display:block; }

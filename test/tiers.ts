@@ -126,6 +126,7 @@ export const SLOW: readonly string[] = [
   'test/bench-smoke.test.ts',
   // headless chromium
   'test/ui/approvals.test.ts',
+  'test/ui/cancel-reason.test.ts',
   'test/ui/cancel.test.ts',
   'test/ui/inspector.test.ts',
   'test/ui/keys.test.ts',

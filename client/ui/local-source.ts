@@ -27,7 +27,7 @@ import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
 import { lostRuns } from '../replica/branch.js';
 import { refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
-import { isCancelMarker } from '../store/cancel.js';
+import { cancelReason, isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged, RunSummary } from '../../inspector/source.js';
 import type { RunItem } from '../../inspector/runs-page.js';
@@ -68,6 +68,8 @@ export function localSource(store: Checkpointer): InspectorSource {
   const first = async (executionId: string) => (await store.list(executionId, { limit: 1 }))[0] ?? null;
   const errorOf = (state: string, last: Checkpoint | null) =>
     state === 'failed' && last ? runErrorOf(last.nodeOutput) : null;
+  /** A cancelled run's reason, from its marker (the run's last row); absent for a run not cancelled. */
+  const reasonOf = (last: Checkpoint | null) => (isCancelMarker(last) ? { cancelReason: cancelReason(last!) } : {});
 
   async function runItem(e: ExecutionSummary, last: Checkpoint | null, usage: UsageTotal): Promise<RunItem> {
     const start = await first(e.executionId);
@@ -81,6 +83,7 @@ export function localSource(store: Checkpointer): InspectorSource {
       createdAt: start?.createdAt ?? e.updatedAt,
       updatedAt: e.updatedAt,
       error: errorOf(e.state, last),
+      ...reasonOf(last),
       complete: true,
       holeCount: 0,
       claimConflicts: 0,
@@ -160,6 +163,7 @@ export function localSource(store: Checkpointer): InspectorSource {
         writerId: last.writerId,
         updatedAt: last.createdAt,
         error: errorOf(state, last),
+        ...reasonOf(last),
         complete: true,
         holeCount: 0,
       };

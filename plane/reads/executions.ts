@@ -5,7 +5,7 @@
  */
 import { and, asc, eq, gt, inArray, lt, or, sql } from 'drizzle-orm';
 import { runErrorOf, type RunError } from '../../shared/errors.js';
-import type { Checkpoint } from '../../shared/rows.js';
+import { cancelReason, type Checkpoint, isCancelMarker } from '../../shared/rows.js';
 import type { Json } from '../../shared/json.js';
 import { sumUsage, type UsageTotal } from '../../shared/usage.js';
 import type { PlaneDb } from '../db/open.js';
@@ -162,6 +162,35 @@ async function endErrors(
       ),
     );
   return new Map(ends.map((r) => [r.executionId, runErrorOf((r.row as Checkpoint).nodeOutput)]));
+}
+
+/**
+ * The reason of each cancelled run of `runs` (null: none was given), from its cancel marker, its newest row (a
+ * row after the marker is refused). A run not cancelled is not in the map.
+ */
+export async function cancelReasons(
+  db: PlaneDb,
+  projectId: string,
+  runs: readonly { executionId: string; status: string; lastSeq: number }[],
+): Promise<Map<string, string | null>> {
+  const cancelled = runs.filter((e) => e.status === 'cancelled');
+  if (!cancelled.length) return new Map();
+  const ends = await db
+    .select({ executionId: checkpoints.executionId, row: checkpoints.row })
+    .from(checkpoints)
+    .where(
+      and(
+        eq(checkpoints.projectId, projectId),
+        or(...cancelled.map((e) => and(eq(checkpoints.executionId, e.executionId), eq(checkpoints.seq, e.lastSeq)))),
+      ),
+    );
+  const markers = new Map(ends.map((r) => [r.executionId, r.row as Checkpoint]));
+  return new Map(
+    cancelled.map((e) => {
+      const m = markers.get(e.executionId);
+      return [e.executionId, m && isCancelMarker(m) ? cancelReason(m) : null];
+    }),
+  );
 }
 
 /**

@@ -6,8 +6,8 @@
  * asks; a key without it sees why there is no form. The form posts to
  * `POST /runs/:id/cancel`, which cancels through `cancelAtPlane` (plane/cancel.ts),
  * the API's own code, then answers 303 to the run's page (a reload never posts
- * twice), which shows the run cancelled, the reason, the pause the cancel
- * closed and the writer it stopped.
+ * twice), which shows the run cancelled, the reason (the shared page's cancel
+ * card), who cancelled it, the pause the cancel closed and the writer it stopped.
  *
  * The form is guarded as the approve/decline form is: the session's CSRF token
  * and Origin/Sec-Fetch-Site (inspector/csrf.ts), the scope checked again on the
@@ -18,8 +18,9 @@
  * stable code and saying nothing was changed.
  *
  * The run page itself is the shared one (inspector/run-page.tsx, also `waymark
- * ui`'s): what is shown here goes into its slot under the pause (`approvals`,
- * beside the decisions), added when the plane's pages are wrapped (`withCancel`).
+ * ui`'s): the form goes into its slot under the pause (`approvals`, beside the
+ * decisions), what the plane knows of a cancel into its cancel card
+ * (`cancelDetail`), added when the plane's pages are wrapped (`withCancel`).
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
@@ -32,7 +33,7 @@ import type { PlaneDb } from '../db/open.js';
 import { checkpoints, claims } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
 import { csrfOf, csrfOk } from '../../inspector/csrf.js';
-import { Badge, Id, json, Layout, Time } from '../../inspector/layout.js';
+import { Id, json, Layout, Time } from '../../inspector/layout.js';
 import { RunPage, type RunPageProps } from '../../inspector/run-page.js';
 import { ErrorCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
@@ -103,7 +104,8 @@ interface CancelFacts {
     reason: string | null;
     context: Json | null;
     nodeId: string;
-    closedAt: string;
+    /** A writer that had claimed the pause (to resume it) when the cancel came, its resume never reaching this plane. */
+    claimedBy: string | null;
   } | null;
 }
 
@@ -117,55 +119,40 @@ async function cancelFacts(db: PlaneDb, projectId: string, executionId: string):
     .limit(1);
   if (!end) return null;
   const marker = end.row as Checkpoint;
-  // the run's newest pause before the marker; a cancel (of the plane, or a writer's synced) closed it when its claim says so
-  const [pause] = await db
-    .select({ row: checkpoints.row, source: claims.source, claimedAt: claims.claimedAt })
+  // the row the marker follows: a pause there was still open in this run's history when the cancel came, and the
+  // cancel closed it (whoever claimed it meanwhile: a claim's resume is a row after the pause, and none came)
+  const [before] = await db
+    .select({ row: checkpoints.row, claimedBy: claims.writerId, source: claims.source })
     .from(checkpoints)
-    .innerJoin(claims, and(eq(claims.projectId, checkpoints.projectId), eq(claims.checkpointId, checkpoints.id)))
-    .where(and(run, eq(checkpoints.step, 'hitl_pause')))
-    .orderBy(desc(checkpoints.seq))
-    .limit(1);
-  const p = pause?.row as Checkpoint | undefined;
+    .leftJoin(claims, and(eq(claims.projectId, checkpoints.projectId), eq(claims.checkpointId, checkpoints.id)))
+    .where(and(run, eq(checkpoints.seq, marker.seq - 1)));
+  const p = before?.row as Checkpoint | undefined;
   return {
     marker,
     closedPause:
-      p && pause.source === 'cancel' && p.seq < marker.seq
+      p && p.step === 'hitl_pause' && p.status === 'interrupted'
         ? {
             checkpointId: p.id,
             reason: p.interruptReason,
             context: p.interruptContext ?? null,
             nodeId: p.nodeId,
-            closedAt: pause.claimedAt.toISOString(),
+            claimedBy: before.claimedBy && before.source !== 'cancel' ? before.claimedBy : null,
           }
         : null,
   };
 }
 
-/** The reason a cancel marker carries (`nodeOutput.reason`), or null when none was given. */
-export function cancelReason(marker: Pick<Checkpoint, 'nodeOutput'>): string | null {
-  const out = marker.nodeOutput;
-  const reason = out && typeof out === 'object' && !Array.isArray(out) ? (out as Record<string, unknown>).reason : null;
-  return typeof reason === 'string' && reason.trim() ? reason : null;
-}
-
-/** A cancelled run: who cancelled it and why, the pause the cancel closed, the writer it stopped. */
-export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stopped: Takeover[] }> = ({
+/** Who cancelled a cancelled run and where, the pause the cancel closed, the writer it stopped (the run page's cancel card adds the reason). */
+export const CancelDetail: FC<{ executionId: string; facts: CancelFacts; stopped: Takeover[] }> = ({
   executionId,
   facts,
   stopped,
 }) => {
   const m = facts.marker;
-  const reason = cancelReason(m);
   const byPlane = m.writerId === 'plane';
+  const closed = facts.closedPause;
   return (
-    <section aria-labelledby="cancel-h" class="card" data-testid="cancelled">
-      <h2 id="cancel-h">
-        Cancelled <Badge status="cancelled" />
-      </h2>
-      <p data-testid="cancel-reason-shown">
-        Reason:{' '}
-        {reason === null ? <span class="muted">none was given</span> : <q data-testid="cancel-reason">{reason}</q>}
-      </p>
+    <>
       <p class="muted">
         {byPlane ? (
           'Cancelled at the plane'
@@ -178,20 +165,27 @@ export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stoppe
         <a href={`/runs/${encodeURIComponent(executionId)}#seq-${m.seq}`}>#{m.seq}</a>, ends the run&rsquo;s history; a
         copy restored from this plane ends with it.
       </p>
-      {facts.closedPause && (
+      {closed && (
         <div data-testid="cancel-closed-pause">
           <p>
-            Its pause <strong>{facts.closedPause.reason ?? '(no reason given)'}</strong> at{' '}
+            Its pause <strong>{closed.reason ?? '(no reason given)'}</strong> at{' '}
             <span class="mono">
-              <Id id={facts.closedPause.nodeId} />
+              <Id id={closed.nodeId} />
             </span>{' '}
             was closed by the cancel, not answered: no decision applies to it any more, and a machine that tries to
             resume it is refused.
+            {closed.claimedBy && (
+              <>
+                {' '}
+                Writer <span class="mono">{closed.claimedBy}</span> had claimed it to resume it, but no row of that
+                resume reached this plane before the cancel.
+              </>
+            )}
           </p>
-          {facts.closedPause.context !== null && (
+          {closed.context !== null && (
             <details>
               <summary>Context frozen at the pause</summary>
-              <pre>{json(facts.closedPause.context)}</pre>
+              <pre>{json(closed.context)}</pre>
             </details>
           )}
         </div>
@@ -203,7 +197,7 @@ export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stoppe
           plane).
         </p>
       ))}
-    </section>
+    </>
   );
 };
 
@@ -215,11 +209,15 @@ const LiveNote: FC<{ executionId: string }> = ({ executionId }) => (
   </p>
 );
 
-/** The run page with the cancel part in its slot under the pause; the cancel's own fence moves out of "Taken over" into it. */
+/**
+ * The run page with the cancel form in its slot under the pause, or a cancelled run's detail in its cancel card;
+ * the cancel's own fence moves out of "Taken over" into that card.
+ */
 const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; c: Context<PlaneEnv> }) => {
   const props = page.props as unknown as RunPageProps;
   const e = props.execution;
   let part: Child = null;
+  let detail: Child = null;
   let takeovers = props.takeovers;
   if (e.status === 'cancelled') {
     const facts = await cancelFacts(db, c.get('principal').projectId, e.executionId);
@@ -232,7 +230,7 @@ const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; 
         .filter(own)
         .filter((t, i, all) => all.findIndex((u) => u.loserWriterId === t.loserWriterId) === i);
       takeovers = (takeovers ?? []).filter((t) => !own(t));
-      part = <CancelledCard executionId={e.executionId} facts={facts} stopped={stopped} />;
+      detail = <CancelDetail executionId={e.executionId} facts={facts} stopped={stopped} />;
     }
   } else if (!ENDED.has(e.status)) {
     const who = canceller(c);
@@ -252,6 +250,7 @@ const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; 
         {part}
       </>
     ),
+    cancelDetail: detail,
     takeovers,
   });
 };

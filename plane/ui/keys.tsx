@@ -3,28 +3,42 @@
  * The inspector's Keys page, for a session made from an admin key: the
  * project's keys (an operator's: every project's), a form to create one (the
  * secret is shown in that answer only, never stored or shown again) and a
- * revoke button per active key. The forms carry a CSRF token derived from the
- * session cookie (which a page of another origin cannot read), and a foreign
- * Origin is refused, on top of the SameSite=Strict cookie.
+ * Revoke link per active key. Revoking takes two steps, with no script: the
+ * link opens a page that names the key (and says so plainly when it is the key
+ * this session is signed in with: revoking it ends the session), whose form
+ * revokes; a post without that page's confirmation revokes nothing. The forms
+ * carry a CSRF token derived from the session cookie (which a page of another
+ * origin cannot read), and a foreign Origin is refused, on top of the
+ * SameSite=Strict cookie.
  */
-import { FRAME, planeFrame } from '../../inspector/frame.js';
 import type { Context, Hono, MiddlewareHandler } from 'hono';
-import { getCookie } from 'hono/cookie';
+import { deleteCookie, getCookie } from 'hono/cookie';
 import type { FC } from 'hono/jsx';
-import { WaymarkError } from '../../shared/errors.js';
+import type { HtmlEscapedString } from 'hono/utils/html';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { admin } from '../admin.js';
 import { SCOPES, type Principal, type Scope } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import type { PlaneEnv } from '../http/env.js';
 import { csrfOf, csrfOk as formCsrfOk } from '../../inspector/csrf.js';
-import { Layout, Table } from '../../inspector/layout.js';
-import { SESSION_COOKIE, sessionToken } from './session.js';
+import { Layout, Table, Time } from '../../inspector/layout.js';
+import { endSession, SESSION_COOKIE } from './session.js';
 
 type KeyRow = Awaited<ReturnType<typeof admin.keys>>[number];
+type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+/** Said wherever the key of the session in use is shown. */
+const OwnKey: FC = () => (
+  <span class="badge s-paused" data-testid="own-key" title="revoking it ends this session">
+    this session&rsquo;s key
+  </span>
+);
 
 export const KeysPage: FC<{
   keys: KeyRow[];
   csrf: string;
+  /** the key this session is signed in with */
+  own: string;
   operator: boolean;
   projects: string[];
   created?: { id: string; key: string; project: string };
@@ -80,20 +94,21 @@ export const KeysPage: FC<{
       {p.keys.map((k) => (
         <tr data-key={k.id}>
           <td class="mono">{k.id}</td>
-          <td>{k.name}</td>
+          <td>
+            {k.name} {k.id === p.own && <OwnKey />}
+          </td>
           {p.operator && <td>{k.project}</td>}
           <td>{k.scopes.join(', ')}</td>
-          <td title={k.createdAt}>{k.createdAt.slice(0, 19).replace('T', ' ')}</td>
+          <td>
+            <Time iso={k.createdAt} />
+          </td>
           <td>
             {k.revokedAt ? (
               <span class="badge s-failed">revoked</span>
             ) : (
-              <form method="post" action={`/keys/${encodeURIComponent(k.id)}/revoke`}>
-                <input type="hidden" name="csrf" value={p.csrf} />
-                <button type="submit" aria-label={`Revoke ${k.id}`}>
-                  Revoke
-                </button>
-              </form>
+              <a class="button decline" href={`/keys/${encodeURIComponent(k.id)}/revoke`} aria-label={`Revoke ${k.id}`}>
+                Revoke…
+              </a>
             )}
           </td>
         </tr>
@@ -102,17 +117,70 @@ export const KeysPage: FC<{
   </Layout>
 );
 
-export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: MiddlewareHandler<PlaneEnv>): void {
+/** The step before a revoke: which key, what revoking does, and (the session's own key) that it ends this session. */
+export const RevokeKeyPage: FC<{ k: KeyRow; own: boolean; csrf: string; operator: boolean; unconfirmed?: boolean }> = (
+  p,
+) => (
+  <Layout title={`Revoke key ${p.k.id}`}>
+    <h1>
+      Revoke key <span class="mono">{p.k.id}</span>?
+    </h1>
+    <Table columns={['Name', p.operator && 'Project', 'Scopes', 'Created']}>
+      <tr>
+        <td>{p.k.name}</td>
+        {p.operator && <td>{p.k.project}</td>}
+        <td>{p.k.scopes.join(', ')}</td>
+        <td>
+          <Time iso={p.k.createdAt} />
+        </td>
+      </tr>
+    </Table>
+    {p.unconfirmed && (
+      <p class="error" role="alert" data-testid="unconfirmed">
+        Nothing was revoked: a revoke is confirmed on this page.
+      </p>
+    )}
+    {p.own && (
+      <p class="error" role="alert" data-testid="own-key-warning">
+        This is the key this session is signed in with: revoking it ends this session, and you sign in again with
+        another key.
+      </p>
+    )}
+    <p>
+      Every plane process refuses the key from its next request on, and every session made from it ends. A revoked key
+      cannot be restored: a machine that used it needs a new key.
+    </p>
+    <form method="post" action={`/keys/${encodeURIComponent(p.k.id)}/revoke`} class="decide" data-testid="revoke-form">
+      <input type="hidden" name="csrf" value={p.csrf} />
+      <input type="hidden" name="confirm" value="yes" />
+      <div class="buttons">
+        <button type="submit" class="decline">
+          {p.own ? 'Revoke it and log out' : `Revoke ${p.k.id}`}
+        </button>
+        <a href="/keys">Keep it</a>
+      </div>
+    </form>
+  </Layout>
+);
+
+/** Mount `/keys` and its forms (after `viewer`); `wrap` frames the pages as every other page of the plane's. */
+export function mountKeysPage(
+  app: Hono<PlaneEnv>,
+  db: PlaneDb,
+  viewer: MiddlewareHandler<PlaneEnv>,
+  wrap: (page: Page, c: Context<PlaneEnv>) => Page,
+): void {
   const adminOnly: MiddlewareHandler<PlaneEnv> = async (c, next) => {
     const p = c.get('principal');
     if (!p.scopes.includes('admin') || !getCookie(c, SESSION_COOKIE)) {
       return c.html(
-        <FRAME.Provider value={planeFrame(p.scopes, sessionToken(c))}>
+        wrap(
           <Layout title="Keys">
             <h1>Keys</h1>
             <p>Managing keys takes a session made from a key with the admin scope.</p>
-          </Layout>
-        </FRAME.Provider>,
+          </Layout>,
+          c,
+        ),
         403,
       );
     }
@@ -135,14 +203,39 @@ export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: Middlewa
     const p: Principal = c.get('principal');
     c.header('cache-control', 'no-store');
     return c.html(
-      <KeysPage
-        keys={await admin.keys(db, p)}
-        csrf={csrfOf(getCookie(c, SESSION_COOKIE) ?? '')}
-        operator={p.scopes.includes('operator')}
-        projects={(await admin.projects(db, p)).map((x) => x.name)}
-        {...extra}
-      />,
+      wrap(
+        <KeysPage
+          keys={await admin.keys(db, p)}
+          csrf={csrfOf(getCookie(c, SESSION_COOKIE) ?? '')}
+          own={p.keyId}
+          operator={p.scopes.includes('operator')}
+          projects={(await admin.projects(db, p)).map((x) => x.name)}
+          {...extra}
+        />,
+        c,
+      ),
       status as 200,
+    );
+  };
+  /** The confirmation page of revoking `id`, or the Keys page naming why there is none (not a key here, revoked already). */
+  const confirmRevoke = async (c: Context<PlaneEnv>, id: string, unconfirmed = false) => {
+    const p: Principal = c.get('principal');
+    const k = (await admin.keys(db, p)).find((x) => x.id === id);
+    if (!k) return render(c, { error: `${ErrorCode.KEY_NOT_FOUND}: no key ${id} in this project` }, 404);
+    if (k.revokedAt) return render(c, { error: `${ErrorCode.KEY_REVOKED}: key ${id} is revoked already` }, 409);
+    c.header('cache-control', 'no-store');
+    return c.html(
+      wrap(
+        <RevokeKeyPage
+          k={k}
+          own={k.id === p.keyId}
+          csrf={csrfOf(getCookie(c, SESSION_COOKIE) ?? '')}
+          operator={p.scopes.includes('operator')}
+          unconfirmed={unconfirmed}
+        />,
+        c,
+      ),
+      unconfirmed ? 400 : 200,
     );
   };
   const refuseCsrf = (c: Context<PlaneEnv>) => c.text('CSRF check failed: reload the Keys page and try again', 403);
@@ -171,14 +264,25 @@ export function mountKeysPage(app: Hono<PlaneEnv>, db: PlaneDb, viewer: Middlewa
       throw e;
     }
   });
+  // a GET changes nothing: it is the confirmation step
+  app.get('/keys/:id/revoke', viewer, adminOnly, (c) => confirmRevoke(c, c.req.param('id')));
   app.post('/keys/:id/revoke', viewer, adminOnly, async (c) => {
     const form = await c.req.parseBody();
     if (!(await csrfOk(c, form))) return refuseCsrf(c);
+    const id = c.req.param('id');
+    // only the confirmation page's form revokes: a post without it (one click elsewhere) is shown that page
+    if (form.confirm !== 'yes') return confirmRevoke(c, id, true);
     try {
-      await admin.revoke(db, c.get('principal'), c.req.param('id'));
+      await admin.revoke(db, c.get('principal'), id);
     } catch (e) {
       if (e instanceof WaymarkError) return render(c, { error: `${e.code}: ${e.message}` }, 404);
       throw e;
+    }
+    if (id === c.get('principal').keyId) {
+      // this session's key: the session dies with it; its cookie goes too, and the next page asks for a key
+      await endSession(db, getCookie(c, SESSION_COOKIE));
+      deleteCookie(c, SESSION_COOKIE, { path: '/' });
+      return c.redirect('/login?next=%2Fkeys', 303);
     }
     return c.redirect('/keys', 303);
   });

@@ -10,7 +10,15 @@ import type { PlaneDb } from '../db/open.js';
 import { claims, decisions } from '../db/schema.js';
 import { decisionFeed, decisionView, feedCursor, listPauses, recordDecision } from '../decisions.js';
 import { listClaimConflicts } from '../reads/claim-conflicts.js';
-import { forkLinks, getExecution, listExecutions, listTakeovers, runUsage, usageByRun } from '../reads/executions.js';
+import {
+  cancelReasons,
+  forkLinks,
+  getExecution,
+  listExecutions,
+  listTakeovers,
+  runUsage,
+  usageByRun,
+} from '../reads/executions.js';
 import { listHoles } from '../reads/holes.js';
 import { pauseState } from '../reads/pauses.js';
 import { listQuarantine } from '../reads/quarantine.js';
@@ -40,12 +48,22 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
         projectId,
         page.items.map((i) => i.executionId),
       );
+      const reasons = await cancelReasons(db, projectId, page.items);
       return {
-        items: page.items.map((i) => ({ ...i, usage: usage.get(i.executionId) ?? null })),
+        items: page.items.map((i) => ({
+          ...i,
+          usage: usage.get(i.executionId) ?? null,
+          ...(reasons.has(i.executionId) ? { cancelReason: reasons.get(i.executionId)! } : {}),
+        })),
         nextCursor: page.nextCursor,
       };
     },
-    getRun: async (id) => (mayBeRun(id) ? getExecution(db, projectId, id) : null),
+    async getRun(id) {
+      const e = mayBeRun(id) ? await getExecution(db, projectId, id) : null;
+      if (!e) return null;
+      const reasons = await cancelReasons(db, projectId, [e]);
+      return reasons.has(id) ? { ...e, cancelReason: reasons.get(id)! } : e;
+    },
     listRows: (id, o) => listRows(db, projectId, id, o),
     stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
     pauseState: (id) => pauseState(db, projectId, id),

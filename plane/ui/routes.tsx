@@ -235,7 +235,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
       </FRAME.Provider>,
     ),
   );
-  mountKeysPage(app, db, viewer);
+  mountKeysPage(app, db, viewer, framed);
   mountCancel(app, db, viewer, framed);
   return app;
 }

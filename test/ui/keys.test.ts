@@ -2,7 +2,10 @@
 /**
  * The inspector's Keys page: in headless chromium for an admin session
  * (list, create with the secret shown once, revoke), and over plain HTTP for
- * CSRF and tenancy (a read session and another project's admin session).
+ * CSRF and tenancy (a read session and another project's admin session); at
+ * 1280 and 390 px, with no script: Log out ends the session (a later page asks
+ * for sign-in), Created is in the reader's local time, and a revoke takes a
+ * confirmation that names the session's own key (revoking it ends the session).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync } from 'node:fs';
@@ -69,7 +72,9 @@ describe('the Keys page', () => {
     await page.goto(`${plane.url}/keys`);
     expect(await page.content()).not.toContain(secret.slice(20));
     const id = secret.slice(3, 19);
-    await page.click(`button[aria-label="Revoke ${id}"]`);
+    await page.getByRole('link', { name: `Revoke ${id}` }).click();
+    await page.waitForURL(`${plane.url}/keys/${id}/revoke`);
+    await page.getByRole('button', { name: `Revoke ${id}` }).click();
     await page.waitForURL(`${plane.url}/keys`);
     expect(await page.textContent(`tr[data-key="${id}"]`)).toMatch(/revoked/);
     // refused within 1 s of the page saying so, judged by when each request was sent (not by how fast it was answered)
@@ -87,9 +92,9 @@ describe('the Keys page', () => {
     expect(csrf).not.toBe('');
     const target = `${plane.url}/keys/${keys.read.slice(3, 19)}/revoke`;
     for (const [body, headers] of [
-      [new URLSearchParams({}), {}],
-      [new URLSearchParams({ csrf: 'forged' }), {}],
-      [new URLSearchParams({ csrf }), { origin: 'http://evil.example' }],
+      [new URLSearchParams({ confirm: 'yes' }), {}],
+      [new URLSearchParams({ csrf: 'forged', confirm: 'yes' }), {}],
+      [new URLSearchParams({ csrf, confirm: 'yes' }), { origin: 'http://evil.example' }],
     ] as const) {
       const r = await fetch(target, { method: 'POST', redirect: 'manual', headers: { cookie, ...headers }, body });
       expect(r.status).toBe(403);
@@ -108,7 +113,7 @@ describe('the Keys page', () => {
       method: 'POST',
       redirect: 'manual',
       headers: { cookie: other },
-      body: new URLSearchParams({ csrf }),
+      body: new URLSearchParams({ csrf, confirm: 'yes' }),
     });
     expect(r.status).toBe(403);
     expect((await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body.items).toHaveLength(3);
@@ -133,7 +138,7 @@ describe('the Keys page', () => {
       method: 'POST',
       redirect: 'manual',
       headers: { cookie: rival },
-      body: new URLSearchParams({ csrf: csrfIn(html) }),
+      body: new URLSearchParams({ csrf: csrfIn(html), confirm: 'yes' }),
     });
     expect(r.status).toBe(404);
     const made = await fetch(`${plane.url}/keys`, {
@@ -169,4 +174,116 @@ describe('the Keys page', () => {
       scopes: ['read'],
     });
   });
+  /** A browser page at `width` (no script when `js` is false), signed in with `key` and on `/keys`. */
+  const keysPage = async (key: string, width: number, o: { js?: boolean; timezoneId?: string } = {}) => {
+    const context = await browser.newContext({
+      viewport: { width, height: 860 },
+      javaScriptEnabled: o.js ?? true,
+      ...(o.timezoneId ? { timezoneId: o.timezoneId } : {}),
+    });
+    const p = await context.newPage();
+    await p.goto(`${plane.url}/login?next=/keys`);
+    await p.fill('input[name=key]', key);
+    await p.click('button[type=submit]');
+    await p.waitForURL(`${plane.url}/keys`);
+    return p;
+  };
+  const fitsWidth = (p: Page) => p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+  const works = async (key: string) => (await call(`${plane.url}/v1/executions`, { key })).status;
+  const sessionCookie = async (p: Page) =>
+    (await p.context().cookies()).filter((c) => c.name === 'wm_session').map((c) => `${c.name}=${c.value}`)[0];
+
+  for (const width of [1280, 390]) {
+    it(`at ${width} px, Log out on the Keys page ends the session: a later page load asks for sign-in`, async () => {
+      const admin = await plane.key('acme', ['admin']);
+      const p = await keysPage(admin, width, { js: false });
+      const cookie = await sessionCookie(p);
+      const logOut = p.getByRole('button', { name: 'Log out' });
+      expect(await logOut.isVisible()).toBe(true);
+      expect(await fitsWidth(p)).toBe(true);
+      await logOut.click();
+      await p.waitForURL(`${plane.url}/login`);
+      // the next page load asks for a key again
+      await p.goto(`${plane.url}/keys`);
+      expect(p.url()).toBe(`${plane.url}/login?next=%2Fkeys`);
+      // ended on the plane, not only forgotten by the browser: the old cookie opens nothing
+      const again = await fetch(`${plane.url}/keys`, { headers: { cookie }, redirect: 'manual' });
+      expect([again.status, again.headers.get('location')]).toEqual([303, '/login?next=%2Fkeys']);
+      expect(await works(admin)).toBe(200);
+      await p.context().close();
+    });
+
+    it(`at ${width} px, Created is in the reader's local time, as on every other page`, async () => {
+      const p = await keysPage(keys.admin, width, { timezoneId: 'Asia/Kolkata' });
+      const listed = (await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body.items as {
+        id: string;
+        createdAt: string;
+      }[];
+      const k = listed.find((x) => x.id === keys.read.slice(3, 19))!;
+      // Kolkata is UTC+05:30 all year
+      const local = new Date(Date.parse(k.createdAt) + 5.5 * 3600_000).toISOString();
+      const cell = p.locator(`tr[data-key="${k.id}"] td[data-label=Created]`);
+      expect(await cell.textContent()).toBe(`${local.slice(0, 10)} ${local.slice(11, 19)} +05:30`);
+      expect(await fitsWidth(p)).toBe(true);
+      await p.screenshot({ path: join(SHOTS, `keys-${width}.png`), fullPage: true });
+      await p.context().close();
+    });
+
+    it(`at ${width} px, a revoke asks first, with no script: one click revokes nothing; the session's own key says that revoking it ends the session`, async () => {
+      const admin = await plane.key('acme', ['admin']);
+      const other = await plane.key('acme', ['read']);
+      const [adminId, otherId] = [admin.slice(3, 19), other.slice(3, 19)];
+      const p = await keysPage(admin, width, { js: false });
+      // the session's own key is marked in the list, another is not
+      expect(await p.locator(`tr[data-key="${adminId}"] [data-testid=own-key]`).count()).toBe(1);
+      expect(await p.locator(`tr[data-key="${otherId}"] [data-testid=own-key]`).count()).toBe(0);
+
+      // one click: a page naming the key, and nothing revoked
+      await p.getByRole('link', { name: `Revoke ${otherId}` }).click();
+      await p.waitForURL(`${plane.url}/keys/${otherId}/revoke`);
+      expect(await p.textContent('h1')).toContain(otherId);
+      expect(await p.locator('[data-testid=own-key-warning]').count()).toBe(0);
+      expect(await fitsWidth(p)).toBe(true);
+      expect(await works(other)).toBe(200);
+      // Keep it: back, still active
+      await p.getByRole('link', { name: 'Keep it' }).click();
+      await p.waitForURL(`${plane.url}/keys`);
+      expect(await p.textContent(`tr[data-key="${otherId}"]`)).not.toMatch(/revoked/);
+      expect(await works(other)).toBe(200);
+      // a post of the old one-click form (the token, no confirmation) revokes nothing either
+      const cookie = await sessionCookie(p);
+      const csrf = csrfIn(await p.content());
+      const oneClick = await fetch(`${plane.url}/keys/${otherId}/revoke`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie },
+        body: new URLSearchParams({ csrf }),
+      });
+      expect(oneClick.status).toBe(400);
+      expect(await oneClick.text()).toContain('Nothing was revoked');
+      expect(await works(other)).toBe(200);
+      // confirmed: revoked
+      await p.getByRole('link', { name: `Revoke ${otherId}` }).click();
+      await p.getByRole('button', { name: `Revoke ${otherId}` }).click();
+      await p.waitForURL(`${plane.url}/keys`);
+      expect(await p.textContent(`tr[data-key="${otherId}"]`)).toMatch(/revoked/);
+      expect(await works(other)).toBe(401);
+
+      // the session's own key: the page says plainly that revoking it ends this session
+      await p.getByRole('link', { name: `Revoke ${adminId}` }).click();
+      await p.waitForURL(`${plane.url}/keys/${adminId}/revoke`);
+      expect(await p.textContent('[data-testid=own-key-warning]')).toContain(
+        'This is the key this session is signed in with: revoking it ends this session',
+      );
+      expect(await works(admin)).toBe(200);
+      expect(await fitsWidth(p)).toBe(true);
+      await p.screenshot({ path: join(SHOTS, `keys-revoke-own-${width}.png`), fullPage: true });
+      await p.getByRole('button', { name: 'Revoke it and log out' }).click();
+      await p.waitForURL(`${plane.url}/login?next=%2Fkeys`);
+      expect(await works(admin)).toBe(401);
+      await p.goto(`${plane.url}/keys`);
+      expect(p.url()).toBe(`${plane.url}/login?next=%2Fkeys`);
+      await p.context().close();
+    });
+  }
 });

@@ -655,7 +655,7 @@ describe('the plane inspector under attack', () => {
       expect([headers, made.status]).toEqual([headers, 403]);
       const revoked = await formPost(
         `${plane.url}/keys/${keyIds.reader}/revoke`,
-        { csrf: adminCsrf },
+        { csrf: adminCsrf, confirm: 'yes' },
         { cookie: admin, ...headers },
       );
       expect([headers, revoked.status]).toEqual([headers, 403]);
@@ -750,7 +750,7 @@ describe('the plane inspector under attack', () => {
     const rivalKeysCsrf = csrfIn((await page(rival, '/keys')).body);
     const revoke = await formPost(
       `${plane.url}/keys/${keyIds.reader}/revoke`,
-      { csrf: rivalKeysCsrf },
+      { csrf: rivalKeysCsrf, confirm: 'yes' },
       { cookie: rival },
     );
     expect(revoke.status).toBe(404);
