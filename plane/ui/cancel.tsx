@@ -207,14 +207,6 @@ export const CancelledCard: FC<{ executionId: string; facts: CancelFacts; stoppe
   );
 };
 
-/** Automatic refresh would clear a half-filled form: the way to the page without it. */
-const LiveNote: FC<{ executionId: string }> = ({ executionId }) => (
-  <p class="muted" data-testid="cancel-live">
-    To cancel this run, <a href={`/runs/${encodeURIComponent(executionId)}#cancel-h`}>stop the automatic refresh</a>{' '}
-    first (a refresh would clear the form).
-  </p>
-);
-
 /** The run page with the cancel part in its slot under the pause; the cancel's own fence moves out of "Taken over" into it. */
 const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; c: Context<PlaneEnv> }) => {
   const props = page.props as unknown as RunPageProps;
@@ -242,7 +234,6 @@ const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; 
           {who.refused}
         </p>
       );
-    else if (props.live) part = <LiveNote executionId={e.executionId} />;
     else part = <CancelForm executionId={e.executionId} csrf={who.csrf} paused={props.pause?.state === 'open'} />;
   }
   return cloneElement(page, {
