@@ -17,7 +17,7 @@
  * hidden tab does not fetch; it catches up when shown. Without JavaScript a
  * live page works as any other and says that it does not update.
  */
-export const LIVE_EVERY_MS = 5000;
+const LIVE_EVERY_MS = 5000;
 
 export const LIVE_JS = `(() => {
   const status = document.querySelector('[data-live-status]');

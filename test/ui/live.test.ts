@@ -7,8 +7,9 @@
  * - On a paused run's page with live on, a manager types half a comment; two
  *   batches of new rows arrive and show in the timeline in place (no reload,
  *   said in the page's polite status); the half comment, the focus and the
- *   caret are intact (on the plane a half-typed cancel reason too); typing on
- *   and approving records the decision with the whole comment.
+ *   caret are intact (on the plane a half-typed cancel reason too); the
+ *   markup a new row carries is inert text; typing on and approving records
+ *   the decision with the whole comment.
  * - A live page has no meta refresh anywhere and passes the accessibility
  *   checks (test/helpers/a11y.ts: axe's meta-refresh rule among them); it fits
  *   a phone (390 px).
@@ -32,6 +33,10 @@ import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-live-ui-');
 const HALF = 'Approved: the customer';
+const XSS = `<script>window.__xss=1</script> "><img src=x onerror="window.__xss=2">`;
+/** A model call after the pause, its message carrying markup (shown in the state, swapped in live: inert text). */
+const later = (id: string, i: number) =>
+  step(id, i, { state: { messages: [{ role: 'user', content: `m${i} ${XSS}` }], turn: i } });
 const REST = ' called back, the refund is fine';
 
 let launching: Promise<Browser>;
@@ -116,6 +121,10 @@ async function approveWhileRowsArrive(
   });
   expect(navigated()).toBe(0);
   expect(await page.textContent('main')).toMatch(/7 rows/);
+  // the markup a new row carries arrived as text
+  expect(await page.textContent('ol.conversation')).toContain(XSS);
+  expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+  expect(await page.locator('img').count()).toBe(0);
   expect(await page.textContent('[data-testid=live-status]')).toMatch(/^Updated .*timeline/);
   // the new rows' times were rewritten into local time like the first rows'
   expect(await page.locator('#seq-6 time').textContent()).not.toMatch(/UTC$/);
@@ -206,7 +215,7 @@ describe('live updates on the plane inspector', () => {
       plane.url,
       id,
       async (n) => {
-        for (let i = 0; i < n; i++) await laptop.put(step(id, next++));
+        for (let i = 0; i < n; i++) await laptop.put(later(id, next++));
         await sync();
       },
       { reason: 'half a reason' },
@@ -250,7 +259,7 @@ describe('live updates in the local UI (waymark ui)', () => {
     const page = await ctx.newPage();
     let next = 4;
     await approveWhileRowsArrive(page, ui.url, id, async (n) => {
-      for (let i = 0; i < n; i++) await store.put(step(id, next++));
+      for (let i = 0; i < n; i++) await store.put(later(id, next++));
     });
     expect(await store.getDecision(id, checkpointId)).toMatchObject({
       approved: true,
