@@ -23,7 +23,7 @@ import { ErrorCode, hasCode } from '../shared/errors.js';
 import type { Json } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
 import { Uuidv7 } from '../shared/rows.js';
-import { Badge, Id, json, Layout, ShortId, Table, Time } from './layout.js';
+import { Badge, Id, json, Layout, LiveRegion, ShortId, Table, Time } from './layout.js';
 import { FRAME } from './frame.js';
 import { BadCursorPage } from './refused-page.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged } from './source.js';
@@ -132,7 +132,7 @@ export const DecisionForm: FC<{ executionId: string; checkpointId: string; csrf:
   </form>
 );
 
-/** The run page's approvals part: the decisions of its pauses, and the form (or why there is none). */
+/** The run page's approvals part: the decisions of its pauses (a live region), and the form outside it (or why there is none). */
 export const RunApprovals: FC<{
   decisions: DecisionShown[];
   form: { checkpointId: string; csrf: string } | null;
@@ -141,9 +141,11 @@ export const RunApprovals: FC<{
 }> = (p) => (
   <section aria-labelledby="decisions-h" data-testid="run-approvals">
     <h2 id="decisions-h">Decision</h2>
-    {p.decisions.map((d) => (
-      <DecisionCard d={d} />
-    ))}
+    <LiveRegion name="decisions">
+      {p.decisions.map((d) => (
+        <DecisionCard d={d} />
+      ))}
+    </LiveRegion>
     {p.form ? (
       <DecisionForm executionId={p.executionId} checkpointId={p.form.checkpointId} csrf={p.form.csrf} />
     ) : (

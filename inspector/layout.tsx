@@ -9,13 +9,14 @@ import { terminalSafe } from '../support/terminal.js';
 import { FRAME } from './frame.js';
 
 /**
- * `refresh`: reload every so many seconds (a person turns it on with `?live=1`; no script needed).
- * The nav and the Log out button come from the page's frame (plane or local store, see frame.ts).
+ * `live`: the page loads /ui/live.js, which updates its `data-live` regions in place (a person turns it on
+ * with `?live=1`, see `LiveToggle`; live.ts). The nav and the Log out button come from the page's frame
+ * (plane or local store, see frame.ts).
  */
-export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; children?: Child }> = ({
+export const Layout: FC<{ title: string; nav?: boolean; live?: boolean; children?: Child }> = ({
   title,
   nav = true,
-  refresh,
+  live,
   children,
 }) => {
   const frame = useContext(FRAME);
@@ -24,11 +25,11 @@ export const Layout: FC<{ title: string; nav?: boolean; refresh?: number; childr
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-        {refresh ? <meta http-equiv="refresh" content={String(refresh)} /> : null}
         <title>{`${title} · waymark`}</title>
         <link rel="stylesheet" href="/ui/style.css" />
         <link rel="icon" href="/ui/icon.svg" type="image/svg+xml" />
         <script src="/ui/local-time.js" defer></script>
+        {live && <script src="/ui/live.js" defer></script>}
       </head>
       <body>
         <header>
@@ -119,17 +120,27 @@ export const ShortId: FC<{ id: string | null; max?: number }> = ({ id, max = 24 
   );
 };
 
-/** A link that turns automatic refresh on or off for the page it is on. */
+/**
+ * The link that turns live updates on or off for the page it is on (a link: it works without JavaScript), and,
+ * when on, the polite status where live.js says what it updated.
+ */
 export const LiveToggle: FC<{ href: (live: boolean) => string; live: boolean }> = ({ href, live }) => (
-  <p class="live muted">
+  <p class="live muted" data-testid="live">
     {live ? (
       <>
-        Refreshing every 5 s · <a href={href(false)}>stop</a>
+        Live: changes show here as they arrive · <a href={href(false)}>stop</a>
+        <noscript> · live updates need JavaScript, which is off: reload the page to see changes</noscript>{' '}
+        <span role="status" aria-live="polite" data-live-status="" data-testid="live-status"></span>
       </>
     ) : (
-      <a href={href(true)}>Refresh every 5 s</a>
+      <a href={href(true)}>Show changes live</a>
     )}
   </p>
+);
+
+/** A part of a live page that live.js replaces in place when it changed (`name` is said in its status); never put a form in one. */
+export const LiveRegion: FC<{ name: string; children?: Child }> = ({ name, children }) => (
+  <div data-live={name}>{children}</div>
 );
 
 /** Said wherever a run is shown whose copy on the plane has holes (a row refused, or a seq below the newest never received). */

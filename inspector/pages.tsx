@@ -8,8 +8,9 @@
  * (client/ui/serve.tsx). Nothing here imports a database: a source does the reads.
  *
  * `inspectorHeaders()` is the one CSP and set of secure headers of both: no
- * inline script, one static script of our own (local times, /ui/local-time.js),
- * and every page works without it.
+ * inline script, static scripts of our own only (local times, /ui/local-time.js;
+ * on a page opened with `?live=1`, live updates in place, /ui/live.js), and
+ * every page works without them.
  */
 import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import type { HtmlEscapedString } from 'hono/utils/html';
@@ -19,6 +20,7 @@ import { describeHoles } from '../support/holes.js';
 import { oneOfProblem } from '../support/validate.js';
 import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.js';
 import { diffStates } from './diff.js';
+import { LIVE_JS } from './live.js';
 import { LOCAL_TIME_JS } from './local-time.js';
 import { NotFoundPage } from './not-found-page.js';
 import { BadCursorPage, RefusedPage } from './refused-page.js';
@@ -49,8 +51,10 @@ const SECURE_HEADERS: Parameters<typeof secureHeaders>[0] = {
   contentSecurityPolicy: {
     defaultSrc: ["'none'"],
     styleSrc: ["'self'"],
-    // one static script of our own (local times); no inline scripts
+    // static scripts of our own (local times, live updates); no inline scripts
     scriptSrc: ["'self'"],
+    // the live pages fetch their own page again (live.js); nothing else is fetched from a script
+    connectSrc: ["'self'"],
     imgSrc: ["'self'"],
     formAction: ["'self'"],
     frameAncestors: ["'none'"],
@@ -63,13 +67,18 @@ const SECURE_HEADERS: Parameters<typeof secureHeaders>[0] = {
 const ICON_SVG =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M8 1a5 5 0 0 0-5 5c0 4 5 9 5 9s5-5 5-9a5 5 0 0 0-5-5z" fill="#0550ae"/><circle cx="8" cy="6" r="2" fill="#fff"/></svg>';
 
-/** The static script, style and icon every page loads (/ui/local-time.js, /ui/style.css, /ui/icon.svg). */
+/** The static scripts, style and icon the pages load (/ui/local-time.js, /ui/live.js, /ui/style.css, /ui/icon.svg). */
 export function mountAssets<E extends Env>(app: Hono<E>): void {
-  app.get('/ui/local-time.js', (c) => {
-    c.header('content-type', 'text/javascript; charset=utf-8');
-    c.header('cache-control', 'public, max-age=300');
-    return c.body(LOCAL_TIME_JS);
-  });
+  for (const [path, script] of [
+    ['/ui/local-time.js', LOCAL_TIME_JS],
+    ['/ui/live.js', LIVE_JS],
+  ]) {
+    app.get(path, (c) => {
+      c.header('content-type', 'text/javascript; charset=utf-8');
+      c.header('cache-control', 'public, max-age=300');
+      return c.body(script);
+    });
+  }
   app.get('/ui/style.css', (c) => {
     c.header('content-type', 'text/css; charset=utf-8');
     c.header('cache-control', 'public, max-age=300');
@@ -210,7 +219,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       if (sa && sb) result = diffStates(sa, sb);
       else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
       // a link to this page with one of its parameters changed, the others kept (the timeline's page, the diff, the
-      // idempotency entries' page, live refresh): paging one part does not reset the others
+      // idempotency entries' page, live updates): paging one part does not reset the others
       const here = (change: Record<string, string | null>, anchor = '') => {
         const q = new URLSearchParams();
         for (const k of ['cursor', 'a', 'b', 'idem', 'live']) {

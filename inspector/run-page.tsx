@@ -7,13 +7,13 @@ import type { UsageTotal } from '../shared/usage.js';
 import type { StateDiff } from './diff.js';
 import { Conversation } from './conversation.js';
 import {
-  ago,
   Badge,
   duration,
   Id,
   Incomplete,
   json,
   Layout,
+  LiveRegion,
   LiveToggle,
   pageText,
   ShortId,
@@ -157,205 +157,223 @@ const Cancelled: FC<{ execution: RunPageProps['execution']; detail?: Child | nul
 export const RunPage: FC<RunPageProps> = (p) => {
   const id = p.execution.executionId;
   return (
-    <Layout title={id} refresh={p.live ? 5 : undefined}>
-      <h1>
-        Run <span class="mono">{id}</span> <Badge status={p.execution.status} />{' '}
-        {!p.execution.complete && <Incomplete holeCount={p.execution.holeCount} />}
-      </h1>
-      <p class="muted">
-        {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated{' '}
-        <Time iso={p.execution.updatedAt} relative />
-      </p>
-      {p.usage && p.usage.calls > 0 && (
-        <p class="muted" data-testid="usage">
-          Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out ·{' '}
-          {p.usage.calls} model call{p.usage.calls === 1 ? '' : 's'} (
-          {Object.entries(p.usage.models)
-            .map(([m, n]) => `${m} ×${n}`)
-            .join(', ')}
-          )
+    <Layout title={id} live={p.live}>
+      <LiveRegion name="summary">
+        <h1>
+          Run <span class="mono">{id}</span> <Badge status={p.execution.status} />{' '}
+          {!p.execution.complete && <Incomplete holeCount={p.execution.holeCount} />}
+        </h1>
+        <p class="muted">
+          {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated{' '}
+          <Time iso={p.execution.updatedAt} relative />
         </p>
-      )}
+        {p.usage && p.usage.calls > 0 && (
+          <p class="muted" data-testid="usage">
+            Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out ·{' '}
+            {p.usage.calls} model call{p.usage.calls === 1 ? '' : 's'} (
+            {Object.entries(p.usage.models)
+              .map(([m, n]) => `${m} ×${n}`)
+              .join(', ')}
+            )
+          </p>
+        )}
+      </LiveRegion>
       <LiveToggle live={p.live} href={(on) => `/runs/${encodeURIComponent(id)}${on ? '?live=1' : ''}`} />
-      {p.forkOf && (
-        <p class="fork">
-          Forked from{' '}
-          <a href={`/runs/${encodeURIComponent(p.forkOf.executionId)}#row-${p.forkOf.checkpointId}`}>
-            {p.forkOf.executionId}
-          </a>{' '}
-          at its {p.forkOf.step} row
-        </p>
-      )}
-      {p.forks && p.forks.length > 0 && (
-        <p class="fork">
-          Forks of this run:{' '}
-          {p.forks.map((f, i) => (
-            <>
-              {i > 0 && ', '}
-              <a href={`/runs/${encodeURIComponent(f.executionId)}`}>{f.executionId}</a>
-            </>
-          ))}
-        </p>
-      )}
-
-      {p.execution.error && (
-        <section aria-labelledby="failed-h" class="card failed">
-          <h2 id="failed-h" class="error">
-            Failed: {p.execution.error.code}
-          </h2>
-          <pre>{p.execution.error.message}</pre>
-        </section>
-      )}
-
-      {p.execution.status === 'cancelled' && <Cancelled execution={p.execution} detail={p.cancelDetail} />}
-
-      {p.holes.length > 0 && (
-        <section aria-labelledby="holes-h" class="card" data-testid="holes">
-          <h2 id="holes-h" class="error">
-            Incomplete:{' '}
-            {p.holes.every((h) => h.code === 'missing')
-              ? 'rows of this run never reached the plane'
-              : `the plane refused ${refusedRows(p.holes)} of this run${p.holes.some((h) => h.code === 'missing') ? ', and rows of it never reached the plane' : ''}`}
-          </h2>
-          <p>
-            The rows after a refused or missing one are deltas on a row this plane does not hold, so their state cannot
-            be shown from here and the run cannot be restored from this plane. The writer keeps the whole run locally (a
-            row still on its way arrives with its next sync).
+      <LiveRegion name="status">
+        {p.forkOf && (
+          <p class="fork">
+            Forked from{' '}
+            <a href={`/runs/${encodeURIComponent(p.forkOf.executionId)}#row-${p.forkOf.checkpointId}`}>
+              {p.forkOf.executionId}
+            </a>{' '}
+            at its {p.forkOf.step} row
           </p>
-          <ul>
-            {p.holes.map((h) => (
-              <li>
-                seq {h.seq}: <span class="mono">{h.code}</span> — {h.reason} (from{' '}
-                <span class="mono">{h.writerId}</span>, {ago(h.at)})
-              </li>
-            ))}
-          </ul>
-        </section>
-      )}
-
-      {p.pause && (
-        <section aria-labelledby="pause-h" class="card">
-          <h2 id="pause-h">
-            Pause: {p.pause.pending.reason}{' '}
-            <Badge
-              status={p.pause.state === 'open' ? 'paused' : p.pause.state === 'cancelled' ? 'cancelled' : 'completed'}
-            />
-          </h2>
-          <p class="muted">
-            at{' '}
-            <span class="mono">
-              <Id id={p.pause.pending.nodeId} />
-            </span>{' '}
-            (<Id id={p.pause.pending.agentPath} />)
-            {p.pause.state === 'cancelled' && <> · closed by a cancel of the run, not answered</>}
-            {p.pause.claimedBy && (
+        )}
+        {p.forks && p.forks.length > 0 && (
+          <p class="fork">
+            Forks of this run:{' '}
+            {p.forks.map((f, i) => (
               <>
-                {' '}
-                · claimed by <span class="mono">{p.pause.claimedBy}</span>
-                {p.pause.claim?.state === 'held' && (
-                  <> (held since {ago(p.pause.claim.claimedAt)}: its holder has not reported resuming yet)</>
-                )}
+                {i > 0 && ', '}
+                <a href={`/runs/${encodeURIComponent(f.executionId)}`}>{f.executionId}</a>
               </>
-            )}
+            ))}
           </p>
-          <p>Context frozen at the pause:</p>
-          <pre>{json(p.pause.pending.context)}</pre>
-        </section>
-      )}
+        )}
+
+        {p.execution.error && (
+          <section aria-labelledby="failed-h" class="card failed">
+            <h2 id="failed-h" class="error">
+              Failed: {p.execution.error.code}
+            </h2>
+            <pre>{p.execution.error.message}</pre>
+          </section>
+        )}
+
+        {p.execution.status === 'cancelled' && <Cancelled execution={p.execution} detail={p.cancelDetail} />}
+
+        {p.holes.length > 0 && (
+          <section aria-labelledby="holes-h" class="card" data-testid="holes">
+            <h2 id="holes-h" class="error">
+              Incomplete:{' '}
+              {p.holes.every((h) => h.code === 'missing')
+                ? 'rows of this run never reached the plane'
+                : `the plane refused ${refusedRows(p.holes)} of this run${p.holes.some((h) => h.code === 'missing') ? ', and rows of it never reached the plane' : ''}`}
+            </h2>
+            <p>
+              The rows after a refused or missing one are deltas on a row this plane does not hold, so their state
+              cannot be shown from here and the run cannot be restored from this plane. The writer keeps the whole run
+              locally (a row still on its way arrives with its next sync).
+            </p>
+            <ul>
+              {p.holes.map((h) => (
+                <li>
+                  seq {h.seq}: <span class="mono">{h.code}</span> — {h.reason} (from{' '}
+                  <span class="mono">{h.writerId}</span>, <Time iso={h.at} relative />)
+                </li>
+              ))}
+            </ul>
+          </section>
+        )}
+
+        {p.pause && (
+          <section aria-labelledby="pause-h" class="card">
+            <h2 id="pause-h">
+              Pause: {p.pause.pending.reason}{' '}
+              <Badge
+                status={p.pause.state === 'open' ? 'paused' : p.pause.state === 'cancelled' ? 'cancelled' : 'completed'}
+              />
+            </h2>
+            <p class="muted">
+              at{' '}
+              <span class="mono">
+                <Id id={p.pause.pending.nodeId} />
+              </span>{' '}
+              (<Id id={p.pause.pending.agentPath} />)
+              {p.pause.state === 'cancelled' && <> · closed by a cancel of the run, not answered</>}
+              {p.pause.claimedBy && (
+                <>
+                  {' '}
+                  · claimed by <span class="mono">{p.pause.claimedBy}</span>
+                  {p.pause.claim?.state === 'held' && (
+                    <>
+                      {' '}
+                      (held since <Time iso={p.pause.claim.claimedAt} relative />: its holder has not reported resuming
+                      yet)
+                    </>
+                  )}
+                </>
+              )}
+            </p>
+            <p>Context frozen at the pause:</p>
+            <pre>{json(p.pause.pending.context)}</pre>
+          </section>
+        )}
+      </LiveRegion>
 
       {p.approvals}
 
-      {(p.takeovers?.length ?? 0) > 0 && (
-        <section aria-labelledby="takeovers-h" data-testid="takeovers">
-          <h2 id="takeovers-h">Taken over</h2>
-          <ul>
-            {p.takeovers!.map((t) => (
-              <li>
-                after seq {t.fromSeq}, by <span class="mono">{t.winnerWriterId}</span> from{' '}
-                <span class="mono">{t.loserWriterId}</span> ({ago(t.at)}; last heard from{' '}
-                {t.loserLastContactAt ? ago(t.loserLastContactAt) : 'never'}): rows of the first writer after that seq
-                are refused
-              </li>
-            ))}
-          </ul>
-        </section>
-      )}
+      <LiveRegion name="takeovers and claim conflicts">
+        {(p.takeovers?.length ?? 0) > 0 && (
+          <section aria-labelledby="takeovers-h" data-testid="takeovers">
+            <h2 id="takeovers-h">Taken over</h2>
+            <ul>
+              {p.takeovers!.map((t) => (
+                <li>
+                  after seq {t.fromSeq}, by <span class="mono">{t.winnerWriterId}</span> from{' '}
+                  <span class="mono">{t.loserWriterId}</span> (<Time iso={t.at} relative />; last heard from{' '}
+                  <Time iso={t.loserLastContactAt} relative />
+                  ): rows of the first writer after that seq are refused
+                </li>
+              ))}
+            </ul>
+          </section>
+        )}
 
-      {p.conflicts && p.conflicts.length > 0 && (
-        <section aria-labelledby="conflicts-h">
-          <h2 id="conflicts-h" class="error">
-            Claim conflicts
-          </h2>
-          <ul>
-            {p.conflicts.map((c) => (
-              <li>
-                pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>,
-                also claimed by <span class="mono">{c.loserWriterId}</span> ({c.source}, {ago(c.at)})
-                {c.sideEffects.length > 0 && (
-                  <div class="error" data-testid="double-effects">
-                    Both writers recorded these side effects, so each may have run them (a charge made twice, an e-mail
-                    sent twice): check them outside waymark:{' '}
-                    {c.sideEffects.map((k, i) => (
-                      <>
-                        {i > 0 && ', '}
-                        <span class="mono">{k}</span>
-                      </>
-                    ))}
-                  </div>
-                )}
-              </li>
-            ))}
-          </ul>
-        </section>
-      )}
+        {p.conflicts && p.conflicts.length > 0 && (
+          <section aria-labelledby="conflicts-h">
+            <h2 id="conflicts-h" class="error">
+              Claim conflicts
+            </h2>
+            <ul>
+              {p.conflicts.map((c) => (
+                <li>
+                  pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>,
+                  also claimed by <span class="mono">{c.loserWriterId}</span> ({c.source}, <Time iso={c.at} relative />)
+                  {c.sideEffects.length > 0 && (
+                    <div class="error" data-testid="double-effects">
+                      Both writers recorded these side effects, so each may have run them (a charge made twice, an
+                      e-mail sent twice): check them outside waymark:{' '}
+                      {c.sideEffects.map((k, i) => (
+                        <>
+                          {i > 0 && ', '}
+                          <span class="mono">{k}</span>
+                        </>
+                      ))}
+                    </div>
+                  )}
+                </li>
+              ))}
+            </ul>
+          </section>
+        )}
+      </LiveRegion>
 
-      <section aria-labelledby="timeline-h">
-        <h2 id="timeline-h">Timeline</h2>
-        <ol class="timeline">
-          {p.rows.map((r, i) => {
-            const outcome = rowOutcome(r, p.rows[i + 1], p.execution);
-            return (
-              <li class={`st-${outcome.replace(/\s+/g, '-')} depth-${depth(r.agentPath)}`} id={`seq-${r.seq}`}>
-                <span id={`row-${r.id}`} />
-                <div class="row-head">
-                  <strong>#{r.seq}</strong>
-                  <span class="mono">
-                    <Id id={r.nodeId} />
-                  </span>
-                  <span>{r.step}</span>
-                  <Badge status={outcome} />
-                </div>
-                <div class="row-meta">
-                  <span class="mono">
-                    <Id id={r.agentPath} />
-                  </span>
-                  <ShortId id={r.writerId} />
-                  <Time iso={r.createdAt} />
-                  {i > 0 && (
-                    <span title="time since the previous row (informational: order is by seq)">
-                      +{duration(Date.parse(r.createdAt) - Date.parse(p.rows[i - 1].createdAt))}
+      <LiveRegion name="timeline">
+        <section aria-labelledby="timeline-h">
+          <h2 id="timeline-h">Timeline</h2>
+          <ol class="timeline">
+            {p.rows.map((r, i) => {
+              const outcome = rowOutcome(r, p.rows[i + 1], p.execution);
+              return (
+                <li class={`st-${outcome.replace(/\s+/g, '-')} depth-${depth(r.agentPath)}`} id={`seq-${r.seq}`}>
+                  <span id={`row-${r.id}`} />
+                  <div class="row-head">
+                    <strong>#{r.seq}</strong>
+                    <span class="mono">
+                      <Id id={r.nodeId} />
                     </span>
-                  )}
-                  {r.seq > 0 && (
-                    <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>diff with previous</a>
-                  )}
-                </div>
-                {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
-                {outcome === 'failed' && r.step !== 'run_end' && p.execution.error && (
-                  <div class="error">
-                    {r.step === 'llm_call' ? 'the model call' : r.step === 'tool_call' ? 'this step' : 'the next step'}{' '}
-                    failed: {p.execution.error.code}
+                    <span>{r.step}</span>
+                    <Badge status={outcome} />
                   </div>
-                )}
-              </li>
-            );
-          })}
-        </ol>
-        <div class="pager">
-          {p.paged && <a href={p.pageQuery(null)}>First rows</a>}
-          {p.next && <a href={p.pageQuery(p.next)}>Next rows →</a>}
-        </div>
-      </section>
+                  <div class="row-meta">
+                    <span class="mono">
+                      <Id id={r.agentPath} />
+                    </span>
+                    <ShortId id={r.writerId} />
+                    <Time iso={r.createdAt} />
+                    {i > 0 && (
+                      <span title="time since the previous row (informational: order is by seq)">
+                        +{duration(Date.parse(r.createdAt) - Date.parse(p.rows[i - 1].createdAt))}
+                      </span>
+                    )}
+                    {r.seq > 0 && (
+                      <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>
+                        diff with previous
+                      </a>
+                    )}
+                  </div>
+                  {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
+                  {outcome === 'failed' && r.step !== 'run_end' && p.execution.error && (
+                    <div class="error">
+                      {r.step === 'llm_call'
+                        ? 'the model call'
+                        : r.step === 'tool_call'
+                          ? 'this step'
+                          : 'the next step'}{' '}
+                      failed: {p.execution.error.code}
+                    </div>
+                  )}
+                </li>
+              );
+            })}
+          </ol>
+          <div class="pager">
+            {p.paged && <a href={p.pageQuery(null)}>First rows</a>}
+            {p.next && <a href={p.pageQuery(p.next)}>Next rows →</a>}
+          </div>
+        </section>
+      </LiveRegion>
 
       <section aria-labelledby="diff-h">
         <h2 id="diff-h">State diff</h2>
@@ -370,95 +388,103 @@ export const RunPage: FC<RunPageProps> = (p) => {
           </label>
           <button type="submit">Show diff</button>
         </form>
-        {p.diff.error && <p class="error">{p.diff.error}</p>}
-        {p.diff.result && (
-          <div class="diff" data-testid="diff">
-            <p>
-              {p.diff.result.common} messages in common; {p.diff.result.added.length} added
-              {p.diff.result.removed.length > 0 && `, ${p.diff.result.removed.length} removed`};{' '}
-              {p.diff.result.changed.length} fields changed.
-            </p>
-            {p.diff.result.added.map((m) => (
-              <pre class="added">{json(m)}</pre>
-            ))}
-            {p.diff.result.removed.map((m) => (
-              <pre class="removed">{json(m)}</pre>
-            ))}
-            {p.diff.result.changed.length > 0 && (
-              <Table columns={['Field', 'Before', 'After']}>
-                {p.diff.result.changed.map((c) => (
-                  <tr>
-                    <td class="mono">{c.field}</td>
-                    <td class="mono">{c.before === undefined ? '(absent)' : JSON.stringify(c.before)}</td>
-                    <td class="mono">{c.after === undefined ? '(absent)' : JSON.stringify(c.after)}</td>
-                  </tr>
-                ))}
-              </Table>
-            )}
-          </div>
-        )}
+        <LiveRegion name="state diff">
+          {p.diff.error && <p class="error">{p.diff.error}</p>}
+          {p.diff.result && (
+            <div class="diff" data-testid="diff">
+              <p>
+                #{p.diff.a} → #{p.diff.b}: {p.diff.result.common} messages in common; {p.diff.result.added.length} added
+                {p.diff.result.removed.length > 0 && `, ${p.diff.result.removed.length} removed`};{' '}
+                {p.diff.result.changed.length} fields changed.
+              </p>
+              {p.diff.result.added.map((m) => (
+                <pre class="added">{json(m)}</pre>
+              ))}
+              {p.diff.result.removed.map((m) => (
+                <pre class="removed">{json(m)}</pre>
+              ))}
+              {p.diff.result.changed.length > 0 && (
+                <Table columns={['Field', 'Before', 'After']}>
+                  {p.diff.result.changed.map((c) => (
+                    <tr>
+                      <td class="mono">{c.field}</td>
+                      <td class="mono">{c.before === undefined ? '(absent)' : JSON.stringify(c.before)}</td>
+                      <td class="mono">{c.after === undefined ? '(absent)' : JSON.stringify(c.after)}</td>
+                    </tr>
+                  ))}
+                </Table>
+              )}
+            </div>
+          )}
+        </LiveRegion>
       </section>
 
-      {p.state && (
-        <section aria-labelledby="state-h">
-          <h2 id="state-h">State at #{p.diff.b}</h2>
-          <details open={Array.isArray(p.state.messages) && p.state.messages.length <= 40}>
-            <summary>
-              {Array.isArray(p.state.messages) ? `Conversation: ${p.state.messages.length} messages` : 'no messages'}
-            </summary>
-            <Conversation messages={Array.isArray(p.state.messages) ? (p.state.messages as Json[]) : []} />
-          </details>
-          {Object.keys(p.state).some((k) => k !== 'messages') && (
-            <>
-              <h3>Other state fields</h3>
-              <pre>{json(Object.fromEntries(Object.entries(p.state).filter(([k]) => k !== 'messages')))}</pre>
-            </>
+      <LiveRegion name="state">
+        {p.state && (
+          <section aria-labelledby="state-h">
+            <h2 id="state-h">State at #{p.diff.b}</h2>
+            <details open={Array.isArray(p.state.messages) && p.state.messages.length <= 40}>
+              <summary>
+                {Array.isArray(p.state.messages) ? `Conversation: ${p.state.messages.length} messages` : 'no messages'}
+              </summary>
+              <Conversation messages={Array.isArray(p.state.messages) ? (p.state.messages as Json[]) : []} />
+            </details>
+            {Object.keys(p.state).some((k) => k !== 'messages') && (
+              <>
+                <h3>Other state fields</h3>
+                <pre>{json(Object.fromEntries(Object.entries(p.state).filter(([k]) => k !== 'messages')))}</pre>
+              </>
+            )}
+          </section>
+        )}
+      </LiveRegion>
+
+      <LiveRegion name="idempotency entries">
+        <section aria-labelledby="idem-h">
+          <h2 id="idem-h">Idempotency entries</h2>
+          {p.idempotency.length === 0 ? (
+            <p class="muted">None.</p>
+          ) : (
+            <Table columns={['Key', 'Result', 'When']}>
+              {p.idempotency.map((e) => (
+                <tr>
+                  <td class="mono">{e.key}</td>
+                  <td>
+                    <pre>{json(e.result)}</pre>
+                  </td>
+                  <td>
+                    <Time iso={e.createdAt} />
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          )}
+          <div class="pager">
+            {p.idempotencyFirst && <a href={p.idempotencyFirst}>First entries</a>}
+            {p.idempotencyNext && <a href={p.idempotencyNext}>More entries →</a>}
+          </div>
+        </section>
+      </LiveRegion>
+
+      <LiveRegion name="quarantine">
+        <section aria-labelledby="q-h">
+          <h2 id="q-h">Quarantined rows of this run</h2>
+          {p.quarantined.length === 0 ? (
+            <p class="muted">None.</p>
+          ) : (
+            <ul>
+              {p.quarantined.map((q) => (
+                <li>
+                  <a href={`/quarantine#q-${q.id}`}>#{q.id}</a> {q.code}: {q.reason}{' '}
+                  <span class="muted">
+                    ({q.writerId}, <Time iso={q.receivedAt} relative />)
+                  </span>
+                </li>
+              ))}
+            </ul>
           )}
         </section>
-      )}
-
-      <section aria-labelledby="idem-h">
-        <h2 id="idem-h">Idempotency entries</h2>
-        {p.idempotency.length === 0 ? (
-          <p class="muted">None.</p>
-        ) : (
-          <Table columns={['Key', 'Result', 'When']}>
-            {p.idempotency.map((e) => (
-              <tr>
-                <td class="mono">{e.key}</td>
-                <td>
-                  <pre>{json(e.result)}</pre>
-                </td>
-                <td>
-                  <Time iso={e.createdAt} />
-                </td>
-              </tr>
-            ))}
-          </Table>
-        )}
-        <div class="pager">
-          {p.idempotencyFirst && <a href={p.idempotencyFirst}>First entries</a>}
-          {p.idempotencyNext && <a href={p.idempotencyNext}>More entries →</a>}
-        </div>
-      </section>
-
-      <section aria-labelledby="q-h">
-        <h2 id="q-h">Quarantined rows of this run</h2>
-        {p.quarantined.length === 0 ? (
-          <p class="muted">None.</p>
-        ) : (
-          <ul>
-            {p.quarantined.map((q) => (
-              <li>
-                <a href={`/quarantine#q-${q.id}`}>#{q.id}</a> {q.code}: {q.reason}{' '}
-                <span class="muted">
-                  ({q.writerId}, {ago(q.receivedAt)})
-                </span>
-              </li>
-            ))}
-          </ul>
-        )}
-      </section>
+      </LiveRegion>
     </Layout>
   );
 };

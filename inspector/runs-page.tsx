@@ -2,7 +2,20 @@
 /** The inspector's run list: filters, one row per run, cursor pages. */
 import type { FC } from 'hono/jsx';
 import type { UsageTotal } from '../shared/usage.js';
-import { Badge, clip, Id, duration, Incomplete, Layout, LiveToggle, pageText, ShortId, Table, Time } from './layout.js';
+import {
+  Badge,
+  clip,
+  Id,
+  duration,
+  Incomplete,
+  Layout,
+  LiveRegion,
+  LiveToggle,
+  pageText,
+  ShortId,
+  Table,
+  Time,
+} from './layout.js';
 
 /** A column shown on wide screens only. */
 const wide = (label: string) => ({ label, class: 'wide-only' });
@@ -55,7 +68,7 @@ export const RunsPage: FC<{
   filters: RunsFilters;
   query: (cursor: string | null, live?: boolean) => string;
 }> = ({ items, next, first, live, filters, query }) => (
-  <Layout title="Runs" refresh={live ? 5 : undefined}>
+  <Layout title="Runs" live={live}>
     <h1>Runs</h1>
     {/* biome-ignore lint/a11y/useSemanticElements: the <search> element is too new for the browsers a phone may run; the role says the same */}
     <form class="filters" method="get" action="/" role="search">
@@ -91,99 +104,103 @@ export const RunsPage: FC<{
     </form>
     <LiveToggle live={live} href={(on) => query(null, on)} />
     <p class="muted">"running" means no end marker yet: still running, or crashed without a marker.</p>
-    <Table
-      class="runs"
-      columns={[
-        'Execution',
-        'Status',
-        'Agent',
-        wide('Writer'),
-        wide('Started'),
-        wide('Duration'),
-        'Last update',
-        wide('Rows'),
-        wide('Last node'),
-        wide('Tokens'),
-      ]}
-    >
-      {items.map((r) => (
-        <tr>
-          <td class="mono">
-            <a href={`/runs/${encodeURIComponent(r.executionId)}`} title={r.executionId}>
-              <Id
-                id={
-                  r.executionId.length > 40 ? `${r.executionId.slice(0, 31)}…${r.executionId.slice(-8)}` : r.executionId
-                }
-              />
-            </a>
-          </td>
-          <td>
-            <Badge status={r.status} /> {!r.complete && <Incomplete holeCount={r.holeCount} />}
-            {r.claimConflicts > 0 && (
-              <span
-                class="badge s-failed"
-                data-testid="conflicted"
-                title="two writers answered one pause of this run: see its page"
-              >
-                claim conflict
-              </span>
-            )}
-            {r.error && (
-              <div class="why error" title={r.error.message}>
-                {r.error.code}: {clip(r.error.message, 80)}
-              </div>
-            )}
-            {r.status === 'cancelled' && r.cancelReason?.trim() && (
-              <div class="why muted" data-testid="cancel-reason" title={pageText(r.cancelReason)}>
-                <q>{clip(pageText(r.cancelReason), 80)}</q>
-              </div>
-            )}
-          </td>
-          <td class="mono" data-testid="agent" title={r.agent ?? "the run's first row has not arrived"}>
-            {r.agent ? <Id id={r.agent} /> : ''}
-          </td>
-          <td class="wide-only">
-            <ShortId id={r.writerId} />
-          </td>
-          <td class="wide-only">
-            <Time iso={r.startedAt ?? r.createdAt} />
-          </td>
-          <td class="wide-only">
-            {r.startedAt && r.lastWriteAt ? duration(Date.parse(r.lastWriteAt) - Date.parse(r.startedAt)) : '—'}
-          </td>
-          <td>
-            <Time iso={r.updatedAt} relative />
-          </td>
-          <td class="wide-only">{r.rowCount}</td>
-          <td class="mono wide-only">{r.lastNodeId ? <Id id={r.lastNodeId} /> : ''}</td>
-          <td
-            class="wide-only"
-            data-testid="tokens"
-            title={
-              r.usage
-                ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls`
-                : 'no model usage reported'
-            }
-          >
-            {r.usage ? `${r.usage.inputTokens} in / ${r.usage.outputTokens} out` : ''}
-          </td>
-        </tr>
-      ))}
-      {items.length === 0 && (
-        <tr>
-          <td colspan={10} class="muted">
-            No runs match.
-          </td>
-        </tr>
-      )}
-    </Table>
-    <div class="pager">
-      {!first && <a href={query(null, live)}>First page</a>}
-      {next && (
-        <a href={query(next, live)} rel="next">
-          Next page →
-        </a>
-      )}
-    </div>
+    <LiveRegion name="runs">
+      <Table
+        class="runs"
+        columns={[
+          'Execution',
+          'Status',
+          'Agent',
+          wide('Writer'),
+          wide('Started'),
+          wide('Duration'),
+          'Last update',
+          wide('Rows'),
+          wide('Last node'),
+          wide('Tokens'),
+        ]}
+      >
+        {items.map((r) => (
+          <tr>
+            <td class="mono">
+              <a href={`/runs/${encodeURIComponent(r.executionId)}`} title={r.executionId}>
+                <Id
+                  id={
+                    r.executionId.length > 40
+                      ? `${r.executionId.slice(0, 31)}…${r.executionId.slice(-8)}`
+                      : r.executionId
+                  }
+                />
+              </a>
+            </td>
+            <td>
+              <Badge status={r.status} /> {!r.complete && <Incomplete holeCount={r.holeCount} />}
+              {r.claimConflicts > 0 && (
+                <span
+                  class="badge s-failed"
+                  data-testid="conflicted"
+                  title="two writers answered one pause of this run: see its page"
+                >
+                  claim conflict
+                </span>
+              )}
+              {r.error && (
+                <div class="why error" title={r.error.message}>
+                  {r.error.code}: {clip(r.error.message, 80)}
+                </div>
+              )}
+              {r.status === 'cancelled' && r.cancelReason?.trim() && (
+                <div class="why muted" data-testid="cancel-reason" title={pageText(r.cancelReason)}>
+                  <q>{clip(pageText(r.cancelReason), 80)}</q>
+                </div>
+              )}
+            </td>
+            <td class="mono" data-testid="agent" title={r.agent ?? "the run's first row has not arrived"}>
+              {r.agent ? <Id id={r.agent} /> : ''}
+            </td>
+            <td class="wide-only">
+              <ShortId id={r.writerId} />
+            </td>
+            <td class="wide-only">
+              <Time iso={r.startedAt ?? r.createdAt} />
+            </td>
+            <td class="wide-only">
+              {r.startedAt && r.lastWriteAt ? duration(Date.parse(r.lastWriteAt) - Date.parse(r.startedAt)) : '—'}
+            </td>
+            <td>
+              <Time iso={r.updatedAt} relative />
+            </td>
+            <td class="wide-only">{r.rowCount}</td>
+            <td class="mono wide-only">{r.lastNodeId ? <Id id={r.lastNodeId} /> : ''}</td>
+            <td
+              class="wide-only"
+              data-testid="tokens"
+              title={
+                r.usage
+                  ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls`
+                  : 'no model usage reported'
+              }
+            >
+              {r.usage ? `${r.usage.inputTokens} in / ${r.usage.outputTokens} out` : ''}
+            </td>
+          </tr>
+        ))}
+        {items.length === 0 && (
+          <tr>
+            <td colspan={10} class="muted">
+              No runs match.
+            </td>
+          </tr>
+        )}
+      </Table>
+      <div class="pager">
+        {!first && <a href={query(null, live)}>First page</a>}
+        {next && (
+          <a href={query(next, live)} rel="next">
+            Next page →
+          </a>
+        )}
+      </div>
+    </LiveRegion>
   </Layout>
 );

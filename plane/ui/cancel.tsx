@@ -201,14 +201,6 @@ export const CancelDetail: FC<{ executionId: string; facts: CancelFacts; stopped
   );
 };
 
-/** Automatic refresh would clear a half-filled form: the way to the page without it. */
-const LiveNote: FC<{ executionId: string }> = ({ executionId }) => (
-  <p class="muted" data-testid="cancel-live">
-    To cancel this run, <a href={`/runs/${encodeURIComponent(executionId)}#cancel-h`}>stop the automatic refresh</a>{' '}
-    first (a refresh would clear the form).
-  </p>
-);
-
 /**
  * The run page with the cancel form in its slot under the pause, or a cancelled run's detail in its cancel card;
  * the cancel's own fence moves out of "Taken over" into that card.
@@ -240,7 +232,6 @@ const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; 
           {who.refused}
         </p>
       );
-    else if (props.live) part = <LiveNote executionId={e.executionId} />;
     else part = <CancelForm executionId={e.executionId} csrf={who.csrf} paused={props.pause?.state === 'open'} />;
   }
   return cloneElement(page, {

@@ -4,9 +4,9 @@
  * cancel) key for an HttpOnly SameSite=Strict session cookie; `dev` (loopback only) skips
  * login and shows the first project. The read pages themselves (inspector/pages.tsx) are
  * fed by the plane's `InspectorSource` (plane-source.ts) for the session's
- * project; `waymark ui` mounts the same pages over a local store. One static
- * script (local times, /ui/local-time.js); the CSP allows no inline script,
- * and every page works without it.
+ * project; `waymark ui` mounts the same pages over a local store. Static
+ * scripts of our own only (local times; live updates on a `?live=1` page); the
+ * CSP allows no inline script, and every page works without them.
  */
 import { randomBytes } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';

@@ -16,8 +16,7 @@
  *   (ALREADY_FINISHED), a run not here, no CSRF token, a foreign origin, a
  *   read session's forged post;
  * - a phone (390 px) shows the form without horizontal scrolling, and the page
- *   passes the accessibility checks below (no axe-core in this project's
- *   dependencies: the checks are written out).
+ *   passes the accessibility checks (test/helpers/a11y.ts).
  * Screenshots go to test-output/ui-screenshots/.
  */
 import { mkdirSync } from 'node:fs';
@@ -26,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { csrfOf } from '../../inspector/csrf.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { accessibilityProblems } from '../helpers/a11y.js';
 import { launchChromium, SHOTS } from '../helpers/browser.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { pause, step, takeEvents } from '../helpers/rows.js';
@@ -36,47 +36,6 @@ const post = (url: string, body: Record<string, string>, headers: Record<string,
 
 /** The page has no horizontal overflow at its current width. */
 const fitsWidth = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
-
-/**
- * Accessibility checks of a page (what axe's rules for these would flag): a language, one h1 before the h2s,
- * unique ids, every form control and button with an accessible name, every label's `for` naming a control,
- * nothing focusable hidden from assistive technology. The problems found, as text (none: []).
- */
-const accessibilityProblems = (page: Page) =>
-  page.evaluate(() => {
-    const problems: string[] = [];
-    if (!document.documentElement.lang) problems.push('html has no lang');
-    const h1 = document.querySelectorAll('h1');
-    if (h1.length !== 1) problems.push(`${h1.length} h1`);
-    const headings = [...document.querySelectorAll('h1, h2, h3')].map((h) => Number(h.tagName[1]));
-    headings.forEach(
-      (level, i) => i > 0 && level > headings[i - 1] + 1 && problems.push(`heading level skips to h${level}`),
-    );
-    const ids = [...document.querySelectorAll('[id]')].map((e) => e.id);
-    for (const id of new Set(ids)) if (ids.filter((x) => x === id).length > 1) problems.push(`id '${id}' used twice`);
-    for (const el of document.querySelectorAll<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>(
-      'input:not([type=hidden]), textarea, select',
-    )) {
-      const named =
-        (el.labels && [...el.labels].some((l) => l.textContent!.trim())) ||
-        el.getAttribute('aria-label') ||
-        el.getAttribute('aria-labelledby');
-      if (!named) problems.push(`${el.tagName.toLowerCase()}[name=${el.name}] has no label`);
-    }
-    for (const b of document.querySelectorAll('button'))
-      if (!(b.textContent!.trim() || b.getAttribute('aria-label'))) problems.push('a button has no name');
-    for (const l of document.querySelectorAll('label[for]'))
-      if (!document.getElementById(l.getAttribute('for')!))
-        problems.push(`label for '${l.getAttribute('for')}' names nothing`);
-    for (const s of document.querySelectorAll('section[aria-labelledby]'))
-      if (!document.getElementById(s.getAttribute('aria-labelledby')!))
-        problems.push(`section labelled by a missing '${s.getAttribute('aria-labelledby')}'`);
-    for (const el of document.querySelectorAll(
-      '[aria-hidden=true] a, [aria-hidden=true] button, [aria-hidden=true] input',
-    ))
-      problems.push(`focusable ${el.tagName} inside aria-hidden`);
-    return problems;
-  });
 
 describe('cancel from the plane inspector', () => {
   let plane: TestPlane;
@@ -332,10 +291,8 @@ describe('cancel from the plane inspector', () => {
     expect(await html(`/runs/${failed}`, canceller)).toContain('data-testid="cancel-form"');
     // a key with only the cancel scope signs in (as an approve-only key does) and has the form
     expect(await html(`/runs/${running}`, await session(keys.cancelOnly))).toContain('data-testid="cancel-form"');
-    // with automatic refresh on, no form (a refresh would clear it): a link to the page without it
-    const live = await html(`/runs/${running}?live=1`, canceller);
-    expect(live).not.toContain('data-testid="cancel-form"');
-    expect(live).toContain('data-testid="cancel-live"');
+    // with live updates on, the form too: they update the page in place and never touch a form (test/ui/live.test.ts)
+    expect(await html(`/runs/${running}?live=1`, canceller)).toContain('data-testid="cancel-form"');
 
     // in the browser: the read session sees the note, not the form
     const page = await signedIn(keys.reader);

@@ -259,7 +259,7 @@ describe('the inspector in headless chromium', () => {
     await page.setViewportSize({ width: 1280, height: 860 });
   });
 
-  it('reads as a person reads: local times (UTC on hover), a conversation, fork links, opt-in refresh, a styled 404, no "First page" on the first page', async () => {
+  it('reads as a person reads: local times (UTC on hover), a conversation, fork links, opt-in live updates, a styled 404, no "First page" on the first page', async () => {
     const tz = await browser.newContext({ viewport: { width: 1280, height: 860 }, timezoneId: 'Asia/Kolkata' });
     await tz.addCookies(await page.context().cookies());
     const p2 = await tz.newPage();
@@ -268,11 +268,12 @@ describe('the inspector in headless chromium', () => {
     const started = p2.locator('tbody tr:has-text("refund-small-fork") time').first();
     expect(await started.textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+05:30$/);
     expect(await started.getAttribute('title')).toMatch(/ UTC$/);
-    // refresh is off by default and a person can turn it on
-    expect(await p2.locator('meta[http-equiv=refresh]').count()).toBe(0);
-    await p2.click('text=Refresh every 5 s');
+    // live updates are off by default and a person can turn them on: in place, never a reload (test/ui/live.test.ts)
+    expect(await p2.locator('script[src="/ui/live.js"]').count()).toBe(0);
+    await p2.click('text=Show changes live');
     await p2.waitForURL(/live=1/);
-    expect(await p2.locator('meta[http-equiv=refresh]').getAttribute('content')).toBe('5');
+    expect(await p2.locator('script[src="/ui/live.js"]').count()).toBe(1);
+    expect(await p2.locator('meta[http-equiv=refresh]').count()).toBe(0);
     // a fork links to its origin, and the origin to its forks
     await p2.goto(`${plane.url}/runs/refund-small-fork`);
     expect(await p2.textContent('p.fork')).toMatch(/Forked from refund-small at its llm_call row/);
