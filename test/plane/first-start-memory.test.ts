@@ -32,7 +32,9 @@ it.runIf(process.platform === 'linux')(
     const dir = tmp.file('plane');
     const first = await rssOfStartedPlane(dir);
     const restart = await rssOfStartedPlane(dir);
-    console.log(`plane RSS on PGlite: first start ${(first / MB).toFixed(0)} MB, restart ${(restart / MB).toFixed(0)} MB`);
+    console.log(
+      `plane RSS on PGlite: first start ${(first / MB).toFixed(0)} MiB, restart ${(restart / MB).toFixed(0)} MiB`,
+    );
     expect(first).toBeLessThanOrEqual(350 * MB);
     expect(first).toBeLessThanOrEqual(restart + 40 * MB);
   },
