@@ -37,6 +37,7 @@ export const FAST: readonly string[] = [
   'test/langgraph/edges.test.ts',
   'test/langgraph/restore-thread.test.ts',
   'test/langgraph/saver.test.ts',
+  'test/langgraph/thread-view.test.ts',
   'test/langgraph/validation-postgres.test.ts',
   'test/langgraph/validation-sqlite.test.ts',
   'test/package/decisions-reliability.test.ts',
@@ -129,6 +130,7 @@ export const SLOW: readonly string[] = [
   'test/ui/cancel.test.ts',
   'test/ui/inspector.test.ts',
   'test/ui/keys.test.ts',
+  'test/ui/langgraph-thread.test.ts',
   'test/ui/local-ui.test.ts',
   'test/ui/security.test.ts',
   // holds, leases and deadlines waited out in real time
