@@ -17,42 +17,114 @@ const prettyText = (text: string) => {
   return text;
 };
 
+type Obj = { [k: string]: Json };
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** One message as the page shows it, whatever shape it was stored in. */
+export interface MessageView {
+  /** user, assistant, tool, system (or the message's own word for one that is none of them); `message` when it names none */
+  role: string;
+  /** its content: text, or a part that is not text (an image, a reasoning block) as JSON */
+  parts: ({ text: string } | { json: Json })[];
+  toolCalls: { name: string; arguments: Json }[];
+  /** a tool result's tool */
+  name: string | null;
+}
+
+/** The roles of the shapes messages come in (waymark's and OpenAI's `role`, LangChain's `type` and class names). */
+const ROLES: Record<string, string> = {
+  user: 'user',
+  human: 'user',
+  assistant: 'assistant',
+  ai: 'assistant',
+  tool: 'tool',
+  system: 'system',
+  developer: 'system',
+};
+
+function partsOf(content: Json | undefined): MessageView['parts'] {
+  if (content === undefined || content === null || content === '') return [];
+  if (typeof content === 'string') return [{ text: content }];
+  if (!Array.isArray(content)) return [{ json: content }];
+  return content.flatMap((p): MessageView['parts'] => {
+    if (typeof p === 'string') return p === '' ? [] : [{ text: p }];
+    if (isObj(p) && p.type === 'text' && typeof p.text === 'string') return p.text === '' ? [] : [{ text: p.text }];
+    return [{ json: p }];
+  });
+}
+
+function toolCallsOf(m: Obj): MessageView['toolCalls'] {
+  const calls = Array.isArray(m.toolCalls) ? m.toolCalls : Array.isArray(m.tool_calls) ? m.tool_calls : [];
+  return calls.filter(isObj).map((c) => {
+    const fn = isObj(c.function) ? c.function : c;
+    return {
+      name: typeof fn.name === 'string' ? fn.name : '?',
+      arguments: fn.arguments ?? fn.args ?? c.args ?? null,
+    };
+  });
+}
+
+/**
+ * A stored message as role, text and tool calls. Shapes read: waymark's own
+ * (`{ role, content, toolCalls }`), OpenAI's (`tool_calls` with `function`),
+ * LangChain's serialized class (`{ lc: 1, type: 'constructor', id: [...,
+ * 'HumanMessage'], kwargs: { content, tool_calls } }`), its stored dict
+ * (`{ type: 'human', data: { content } }`) and a plain `{ type, content }`.
+ * Content is a string or an array of parts (text parts shown as text).
+ */
+export function messageView(raw: Json): MessageView {
+  let m: Obj = isObj(raw) ? raw : {};
+  let kind: string | null = null;
+  if (m.lc === 1 && m.type === 'constructor' && Array.isArray(m.id) && isObj(m.kwargs)) {
+    // HumanMessage, AIMessageChunk, ToolMessage, ChatMessage (its kwargs name the role)…
+    kind = String(m.id.at(-1) ?? '')
+      .replace(/(MessageChunk|Message)$/, '')
+      .toLowerCase();
+    m = m.kwargs;
+  } else if (typeof m.type === 'string' && isObj(m.data) && m.role === undefined) {
+    kind = m.type;
+    m = m.data;
+  }
+  const named = typeof m.role === 'string' ? m.role : typeof m.type === 'string' ? m.type : null;
+  const word = kind === null || kind === 'chat' || kind === 'generic' ? (named ?? kind) : kind;
+  const role = word ? (ROLES[word.toLowerCase()] ?? word) : 'message';
+  return {
+    role,
+    parts: partsOf(m.content),
+    toolCalls: toolCallsOf(m),
+    name: typeof m.name === 'string' ? m.name : null,
+  };
+}
+
 /** A run's messages as a conversation: who said what, tool calls with their arguments, tool results. Raw JSON one click away. */
 export const Conversation: FC<{ messages: Json[] }> = ({ messages }) => (
   <ol class="conversation">
     {messages.map((raw, i) => {
-      const m = (raw ?? {}) as {
-        role?: string;
-        content?: unknown;
-        toolCalls?: { id?: string; name?: string; arguments?: Json }[];
-        name?: string;
-        toolCallId?: string;
-      };
-      const role = typeof m.role === 'string' ? m.role : 'message';
+      const m = messageView(raw);
       return (
-        <li class={`msg msg-${role.replace(/[^a-z]/g, '')}`} id={`msg-${i}`}>
+        <li class={`msg msg-${m.role.replace(/[^a-z]/g, '')}`} id={`msg-${i}`}>
           <div class="msg-role">
-            {role === 'tool' ? (
+            {m.role === 'tool' ? (
               <>
                 tool result <span class="mono">{m.name ?? ''}</span>
               </>
             ) : (
-              role
+              m.role
             )}
           </div>
-          {typeof m.content === 'string' && m.content !== '' && (
-            <pre class="msg-text">{role === 'tool' ? prettyText(m.content) : m.content}</pre>
+          {m.parts.map((p) =>
+            'text' in p ? (
+              <pre class="msg-text">{m.role === 'tool' ? prettyText(p.text) : p.text}</pre>
+            ) : (
+              <pre class="msg-text">{json(p.json)}</pre>
+            ),
           )}
-          {m.content !== undefined && m.content !== null && typeof m.content !== 'string' && (
-            <pre class="msg-text">{json(m.content)}</pre>
-          )}
-          {Array.isArray(m.toolCalls) &&
-            m.toolCalls.map((c) => (
-              <div class="tool-call">
-                calls <strong class="mono">{c.name ?? '?'}</strong>
-                <pre>{typeof c.arguments === 'string' ? prettyText(c.arguments) : json(c.arguments ?? null)}</pre>
-              </div>
-            ))}
+          {m.toolCalls.map((c) => (
+            <div class="tool-call">
+              calls <strong class="mono">{c.name}</strong>
+              <pre>{typeof c.arguments === 'string' ? prettyText(c.arguments) : json(c.arguments)}</pre>
+            </div>
+          ))}
           <details class="raw">
             <summary>raw</summary>
             <pre>{json(raw)}</pre>

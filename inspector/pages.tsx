@@ -17,6 +17,7 @@ import type { HtmlEscapedString } from 'hono/utils/html';
 import { secureHeaders } from 'hono/secure-headers';
 import { ErrorCode, hasCode } from '../shared/errors.js';
 import { describeHoles } from '../support/holes.js';
+import { readableGraphState } from '../support/langgraph.js';
 import { oneOfProblem } from '../support/validate.js';
 import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.js';
 import { diffStates } from './diff.js';
@@ -207,7 +208,8 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       // a stored run is always shown: a row whose chain does not decode here (a hole before it) is named, never a 500
       const decoded = async (seq: number) => {
         try {
-          return await src.stateAt(id, seq);
+          const state = await src.stateAt(id, seq);
+          return state && readableGraphState(state);
         } catch (e) {
           if (!hasCode(e, ErrorCode.CORRUPT_ROW)) throw e;
           error ??= `seq ${seq} cannot be decoded from ${o.copyName}${holes.length ? ` (incomplete: ${describeHoles(holes)})` : ''}: ${(e as Error).message}`;
@@ -238,8 +240,11 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       let approvals = null;
       if (o.approvals && src.runDecisions) {
         const decisions = await src.runDecisions(id);
+        // a LangGraph interrupt is answered by invoking the graph again, not by a decision: no form
         const open =
-          pause?.state === 'open' && !decisions.some((d) => d.checkpointId === pause.pending.checkpointId)
+          pause?.state === 'open' &&
+          !pause.graph &&
+          !decisions.some((d) => d.checkpointId === pause.pending.checkpointId)
             ? pause.pending.checkpointId
             : null;
         const who = open && src.recordDecision ? await o.approvals.decider(c as unknown as Context<E>) : null;

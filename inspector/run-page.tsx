@@ -81,6 +81,8 @@ export interface RunPageProps {
     claimedBy: string | null;
     claimedAt: string | null;
     claim: { state: 'held' | 'applied'; claimedAt: string } | null;
+    /** A LangGraph thread waiting at `interrupt()`: its context is the interrupt's value, and resuming the graph (`Command({ resume })`) answers it, not a decision. */
+    graph?: boolean;
   } | null;
   /** A page of the run's idempotency entries, and the link to the next (null: none) and back to the first (null: this is it). */
   idempotency: IdempotencyEntry[];
@@ -265,8 +267,20 @@ export const RunPage: FC<RunPageProps> = (p) => {
                 </>
               )}
             </p>
-            <p>Context frozen at the pause:</p>
-            <pre>{json(p.pause.pending.context)}</pre>
+            {p.pause.graph ? (
+              <>
+                <p>
+                  Waiting at a LangGraph <span class="mono">interrupt()</span>: the graph answers it when it is invoked
+                  again with <span class="mono">{'new Command({ resume })'}</span>. Its value:
+                </p>
+                <pre data-testid="interrupt-value">{json(p.pause.pending.context)}</pre>
+              </>
+            ) : (
+              <>
+                <p>Context frozen at the pause:</p>
+                <pre>{json(p.pause.pending.context)}</pre>
+              </>
+            )}
           </section>
         )}
       </LiveRegion>

@@ -4,19 +4,21 @@
  * decision, the idempotency entries), bounded by rows and bytes a page like
  * every row listing (reads/rows.ts rowPage). Project-scoped; nothing here writes.
  */
-import { and, asc, desc, eq, gt, inArray, lte, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, inArray, lte, notLike, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
 import type { Checkpoint, IdempotencyEntry } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, idempotency } from './db/schema.js';
 import { CursorError, decodeCursor, encodeCursor, isSeqCursor } from './reads/cursor.js';
+import { likeStart } from './reads/graph-threads.js';
 import { openPause, pauseDecision } from './reads/pauses.js';
 import { fitting, PAGE_BYTES, rowPage } from './reads/rows.js';
 
 /**
  * One page of an execution's idempotency entries with key after `after` (null:
  * from the first), in key order, at most `limit` entries and `budget` bytes of
- * them (sizes first, like rowPage; the first fits anyway when `oneAnyway`).
+ * them (sizes first, like rowPage; the first fits anyway when `oneAnyway`);
+ * keys starting with `hide` are left out.
  */
 async function idempotencyPage(
   db: PlaneDb,
@@ -26,6 +28,7 @@ async function idempotencyPage(
   limit: number,
   budget: number,
   oneAnyway: boolean,
+  hide?: string,
 ) {
   const range = (last: string | null) =>
     and(
@@ -33,6 +36,7 @@ async function idempotencyPage(
       eq(idempotency.executionId, executionId),
       after === null ? undefined : gt(idempotency.key, after),
       last === null ? undefined : lte(idempotency.key, last),
+      hide === undefined ? undefined : notLike(idempotency.key, likeStart(hide)),
     );
   const sizes = await db
     .select({ key: idempotency.key, bytes: sql<number>`octet_length(${idempotency.row}::text)` })
@@ -50,16 +54,19 @@ async function idempotencyPage(
   return { entries: rows.map((r) => r.row as IdempotencyEntry), last: sizes[take - 1].key, more: sizes.length > take };
 }
 
-/** A page of a run's idempotency entries by key, for the inspector's run page: at most `limit` and PAGE_BYTES of them. */
+/**
+ * A page of a run's idempotency entries by key, for the inspector's run page: at most `limit` and PAGE_BYTES of them;
+ * keys starting with `o.hide` left out.
+ */
 export async function idempotencyListing(
   db: PlaneDb,
   projectId: string,
   executionId: string,
-  o: { cursor?: string; limit: number },
+  o: { cursor?: string; limit: number; hide?: string },
 ) {
   const after = decodeCursor(o.cursor, isKeyCursor) ?? null;
   const page = await db.transaction(
-    (tx) => idempotencyPage(tx as unknown as PlaneDb, projectId, executionId, after, o.limit, PAGE_BYTES, true),
+    (tx) => idempotencyPage(tx as unknown as PlaneDb, projectId, executionId, after, o.limit, PAGE_BYTES, true, o.hide),
     {
       isolationLevel: 'repeatable read',
       accessMode: 'read only',

@@ -25,24 +25,16 @@ import { WaymarkError, ErrorCode } from '../../shared/errors.js';
 import { jsonProblem, type Json } from '../../shared/json.js';
 import { CONTROL_CHARACTER, textLength, withinLength } from '../../shared/text.js';
 import { LIMITS } from '../../shared/limits.js';
+import { GRAPH_AGENT_PATH, isGraphRowRef, type GraphRowRef, type StoredValue } from '../../support/langgraph.js';
 
 /** agentPath of the rows of a thread's root namespace; a subgraph's is `langgraph/<ns>`. */
-export const AGENT_PATH = 'langgraph';
+export const AGENT_PATH = GRAPH_AGENT_PATH;
 /** The separator LangGraph itself uses between nested namespaces. */
 export const NS_SEPARATOR = '|';
-/** Prefix of the idempotency keys that hold pending writes. */
-export const WRITE_KEY_PREFIX = 'lgw ';
-
 /** What every LangGraph row carries in `nodeInput`. */
-export interface RowRef {
-  thread_id: string;
-  checkpoint_ns: string;
-  checkpoint_id: string;
-  parent_checkpoint_id: string | null;
-}
+export type RowRef = GraphRowRef;
 
-/** A value as stored: its JSON form when it has one waymark accepts, else the serializer's bytes. */
-export type StoredValue = { j: Json } | { t: string; b: string };
+export { isGraphRowRef as isRowRef, type StoredValue };
 
 export function invalid(message: string, problems: string[]): WaymarkError {
   return new WaymarkError(ErrorCode.INVALID_GRAPH_CONFIG, `${message}: ${problems.join('; ')}`, {
@@ -85,17 +77,6 @@ export function rowIdOf(executionId: string, checkpointId: string): string {
   h[8] = 0x80 | (h[8] & 0x3f);
   const x = h.subarray(0, 16).toString('hex');
   return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20, 32)}`;
-}
-
-export function isRowRef(v: unknown): v is RowRef {
-  if (typeof v !== 'object' || v === null) return false;
-  const r = v as Record<string, unknown>;
-  return (
-    typeof r.thread_id === 'string' &&
-    typeof r.checkpoint_ns === 'string' &&
-    typeof r.checkpoint_id === 'string' &&
-    (r.parent_checkpoint_id === null || typeof r.parent_checkpoint_id === 'string')
-  );
 }
 
 const decoder = new TextDecoder();

@@ -50,13 +50,11 @@ import { LIMITS } from '../../shared/limits.js';
 import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from '../runtime/lease.js';
 import { durationProblem, unknownOptions } from '../../support/validate.js';
+import { graphCheckpointOf, graphWriteKey } from '../../support/langgraph.js';
 import {
-  AGENT_PATH,
-  WRITE_KEY_PREFIX,
   agentPathOf,
   executionIdOf,
   invalid,
-  isRowRef,
   loadValue,
   plainJson,
   rowIdOf,
@@ -114,7 +112,7 @@ interface WriteRecord {
 }
 
 function isLangGraphRow(row: Row): boolean {
-  return (row.agentPath === AGENT_PATH || row.agentPath.startsWith(`${AGENT_PATH}/`)) && isRowRef(row.nodeInput);
+  return graphCheckpointOf(row) !== null;
 }
 
 /**
@@ -427,7 +425,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
     }
     // one entry (one commit) per call, at the checkpoint's next free slot; a racing call that took it first moves us on
     for (let slot = 0; ; slot++) {
-      const key = writeKey(checkpointId!, slot);
+      const key = graphWriteKey(checkpointId!, slot);
       if (key.length > LIMITS.idempotencyKeyLength)
         throw invalid('cannot put LangGraph writes', [
           `checkpoint id ${JSON.stringify(checkpointId)} is too long for a waymark key`,
@@ -565,7 +563,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
   private async writesFor(executionId: string, checkpointId: string): Promise<WriteRecord[]> {
     const newest = new Map<string, WriteRecord>();
     for (let slot = 0; ; slot++) {
-      const hit = await this.store.getIdempotent(executionId, writeKey(checkpointId, slot));
+      const hit = await this.store.getIdempotent(executionId, graphWriteKey(checkpointId, slot));
       if (!hit.hit) break;
       const b = hit.result as unknown as WriteBatch;
       for (const w of b.writes) {
@@ -652,10 +650,6 @@ export class WaymarkSaver extends BaseCheckpointSaver {
 /** True when a channel of `checkpoint` keeps its value from the parent (its version is not among `newVersions`). */
 function carriesFromParent(checkpoint: GraphCheckpoint, newVersions: ChannelVersions): boolean {
   return Object.keys(checkpoint.channel_versions ?? {}).some((c) => !Object.hasOwn(newVersions ?? {}, c));
-}
-
-function writeKey(checkpointId: string, slot: number): string {
-  return `${WRITE_KEY_PREFIX}${JSON.stringify([checkpointId, slot])}`;
 }
 
 /**

@@ -12,7 +12,13 @@ export { interrupt, Resume } from './interrupt.js';
 export { currentEffect, idempotent, type EffectInfo, type IdempotentOptions } from './idempotent.js';
 export { tool, type Tool } from './tool.js';
 export { currentRun } from './context.js';
-export { recoverRuns, type RecoverOptions, type RecoveryOutcome, type RecoveryReport } from './recover.js';
+export {
+  recoverRuns,
+  type RecoverOptions,
+  type RecoveryOutcome,
+  type RecoveryReport,
+  type SkippedRun,
+} from './recover.js';
 export {
   serveDecisions,
   type DecisionLogger,

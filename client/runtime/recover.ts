@@ -4,7 +4,9 @@
  * One pass lists every execution that is neither finished nor paused (state
  * `running`), keeps those whose newest row belongs to one of the given agents
  * and whose lease is free or expired, and resumes each (at most `concurrency`
- * at once). `resume` takes the lease first, so two recovery workers over the
+ * at once). A stale run (lease free or expired) of an agent it was not given
+ * is left as it is and reported as skipped, so a worker deployed without one
+ * of the application's agents says which runs nobody recovers. `resume` takes the lease first, so two recovery workers over the
  * same store never run one execution twice: the loser is told RunInProgress
  * (or LeaseLost) and reports the run as held elsewhere.
  *
@@ -23,6 +25,7 @@ import {
   refuse,
 } from '../../support/validate.js';
 import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
+import { isGraphAgentPath } from '../../support/langgraph.js';
 import type { Agent } from './agent.js';
 import type { RunResult } from './types.js';
 
@@ -74,10 +77,23 @@ export type RecoveryOutcome =
     }
   | { executionId: string; agent: string; outcome: 'failed'; error: { code: string; message: string } };
 
-/** What `recoverRuns` did: each run's outcome and the totals. */
+/** A stale run `recoverRuns` left as it is: none of the agents it was given runs it. */
+export interface SkippedRun {
+  executionId: string;
+  /** The agent path of its newest row's top level (`agent:refund-bot`): the agent to give `recoverRuns` to recover it. */
+  agent: string;
+  /** Why it was left: no agent given has that path. */
+  reason: 'agent not given';
+  /** When its lease expired (null: never taken, or released). */
+  leaseExpiredAt: string | null;
+}
+
+/** What `recoverRuns` did: each run's outcome, the stale runs it skipped, and the totals. */
 export interface RecoveryReport {
   /** Per run, in the order they were considered (the last pass only, in watch mode). */
   runs: RecoveryOutcome[];
+  /** Stale runs of agents it was not given, left as they are, in execution-id order (the last pass only, in watch mode). A LangGraph thread is not one: it is held only inside `saver.exclusive`. */
+  skipped: SkippedRun[];
   /** Totals (over every pass, in watch mode). */
   recovered: number;
   held: number;
@@ -118,13 +134,20 @@ export async function recoverRuns(options: RecoverOptions): Promise<RecoveryRepo
   refuse('recoverRuns', problems);
   const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
   await options.store.setup();
-  const total: RecoveryReport = { runs: [], recovered: 0, held: 0, failed: 0, passes: 0 };
+  const total: RecoveryReport = { runs: [], skipped: [], recovered: 0, held: 0, failed: 0, passes: 0 };
   for (;;) {
-    const runs = await pass(options.store, byPath, concurrency, options.signal, options.withoutPlane === true);
+    const { runs, skipped } = await pass(
+      options.store,
+      byPath,
+      concurrency,
+      options.signal,
+      options.withoutPlane === true,
+    );
     total.runs = runs;
+    total.skipped = skipped;
     total.passes++;
     for (const r of runs) total[r.outcome]++;
-    options.onPass?.({ runs, ...count(runs), passes: 1 });
+    options.onPass?.({ runs, skipped, ...count(runs), passes: 1 });
     if (!options.watch || options.signal?.aborted) return total;
     await sleep(interval, options.signal);
     if (options.signal?.aborted) return total;
@@ -145,7 +168,7 @@ async function pass(
   concurrency: number,
   signal: AbortSignal | undefined,
   withoutPlane: boolean,
-): Promise<RecoveryOutcome[]> {
+): Promise<{ runs: RecoveryOutcome[]; skipped: SkippedRun[] }> {
   // runs this store lost at the plane that nobody holds now come back here as the plane's copy, to be listed below
   if (!withoutPlane) await store.planeGuard.current?.adoptLostRuns?.((path) => agents.has(path)).catch(() => []);
   const found: ExecutionSummary[] = [];
@@ -155,7 +178,7 @@ async function pass(
     if (page.length < PAGE) break;
     after = page[page.length - 1].executionId;
   }
-  const out: (RecoveryOutcome | null)[] = new Array(found.length).fill(null);
+  const out: (RecoveryOutcome | SkippedRun | null)[] = new Array(found.length).fill(null);
   let next = 0;
   const worker = async () => {
     while (next < found.length && !signal?.aborted) {
@@ -164,7 +187,10 @@ async function pass(
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, found.length) }, worker));
-  return out.filter((r): r is RecoveryOutcome => r !== null);
+  return {
+    runs: out.filter((r): r is RecoveryOutcome => r !== null && 'outcome' in r),
+    skipped: out.filter((r): r is SkippedRun => r !== null && !('outcome' in r)),
+  };
 }
 
 async function one(
@@ -173,7 +199,7 @@ async function one(
   e: ExecutionSummary,
   withoutPlane: boolean,
   adopted = false,
-): Promise<RecoveryOutcome | null> {
+): Promise<RecoveryOutcome | SkippedRun | null> {
   const id = e.executionId;
   let agentPath = '';
   try {
@@ -181,7 +207,16 @@ async function one(
     if (!latest) return null;
     agentPath = latest.agentPath.split('/')[0];
     const agent = agents.get(agentPath);
-    if (!agent) return null;
+    if (!agent) {
+      // another runner's live lease: not stale; a LangGraph thread has no end marker and is no agent's to recover
+      if (e.lease?.live || isGraphAgentPath(latest.agentPath)) return null;
+      return {
+        executionId: id,
+        agent: agentPath,
+        reason: 'agent not given',
+        leaseExpiredAt: e.lease?.expiresAt ?? null,
+      };
+    }
     if (e.lease?.live) {
       return {
         executionId: id,

@@ -11,6 +11,9 @@
  *   the pages hide their parts; the runs forked from a run are not listed
  *   (the store has no index of fork origins);
  * - a pause shows while it is open (a claim removes the pending row here);
+ *   a LangGraph thread waiting at an `interrupt()` has no pending row (its
+ *   interrupt is a pending write of its newest checkpoint): it is read from
+ *   there, and the thread is paused, not running;
  *   once answered, the run's last pause shows with the writer of the row after it (who claimed it);
  * - the quarantine is the outbox's entries the plane refused, and the sync
  *   status page is the outbox's (`waymark sync status`);
@@ -21,14 +24,21 @@
  *   (`serveDecisions`), never by the UI.
  */
 import { ErrorCode, hasCode, runErrorOf, WaymarkError } from '../../shared/errors.js';
-import type { Checkpoint } from '../../shared/rows.js';
+import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { UsageTotal } from '../../shared/usage.js';
-import type { Checkpointer, ExecutionSummary } from '../checkpointer.js';
+import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
 import { lostRuns } from '../replica/branch.js';
 import { refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
 import { cancelReason, isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';
+import {
+  graphCheckpointOf,
+  graphPause,
+  graphWriteKey,
+  graphWriteKeyStart,
+  isGraphWriteKey,
+} from '../../support/langgraph.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged, RunSummary } from '../../inspector/source.js';
 import type { RunItem } from '../../inspector/runs-page.js';
 import type { QuarantineItem } from '../../inspector/quarantine-page.js';
@@ -70,6 +80,37 @@ export function localSource(store: Checkpointer): InspectorSource {
     state === 'failed' && last ? runErrorOf(last.nodeOutput) : null;
   /** A cancelled run's reason, from its marker (the run's last row); absent for a run not cancelled. */
   const reasonOf = (last: Checkpoint | null) => (isCancelMarker(last) ? { cancelReason: cancelReason(last!) } : {});
+
+  /**
+   * The interrupt a LangGraph thread waits at, read from its newest checkpoint's write batches; null when `last` is
+   * no graph row or the thread is not waiting. `exact`: every entry of the run is read for the time the interrupt was
+   * stored; otherwise point lookups of the checkpoint's batches (whose lookup carries no time: the row's is given).
+   */
+  async function graphPauseOf(last: Checkpoint | null, exact = false): Promise<PendingInterrupt | null> {
+    const ref = graphCheckpointOf(last);
+    if (!last || !ref) return null;
+    if (exact) {
+      const start = graphWriteKeyStart(ref.checkpoint_id);
+      const entries = await store.listIdempotent(last.executionId);
+      return graphPause(
+        last,
+        entries.filter((e) => e.key.startsWith(start)),
+      );
+    }
+    const entries: IdempotencyEntry[] = [];
+    for (let slot = 0; ; slot++) {
+      const key = graphWriteKey(ref.checkpoint_id, slot);
+      const found = await store.getIdempotent(last.executionId, key);
+      if (!found.hit) break;
+      entries.push({ executionId: last.executionId, key, result: found.result, createdAt: last.createdAt });
+    }
+    return graphPause(last, entries);
+  }
+
+  /** A run's state: the store's, but a LangGraph thread the store calls running may wait at an interrupt. */
+  async function stateOf(state: ExecutionState, last: Checkpoint | null): Promise<ExecutionState> {
+    return state === 'running' && (await graphPauseOf(last)) ? 'paused' : state;
+  }
 
   async function runItem(e: ExecutionSummary, last: Checkpoint | null, usage: UsageTotal): Promise<RunItem> {
     const start = await first(e.executionId);
@@ -121,25 +162,30 @@ export function localSource(store: Checkpointer): InspectorSource {
     async listRuns(q): Promise<Paged<RunItem>> {
       let after = decode<string>(q.cursor, 'string');
       const since = q.updatedSince ? Date.parse(q.updatedSince) : null;
+      const wanted = q.status as ExecutionState | undefined;
       const found: { e: ExecutionSummary; last: Checkpoint | null }[] = [];
       let more = false;
-      // filters the store cannot apply are applied here, reading on until a page is full or the store ends
+      // filters the store cannot apply are applied here, reading on until a page is full or the store ends; a thread
+      // paused at an interrupt is running to the store, so paused runs are read among the running ones too
       scan: for (;;) {
         const page = await store.listExecutions({
           afterExecutionId: after,
           limit: CHUNK,
-          state: q.status as ExecutionSummary['state'] | undefined,
+          state: wanted === 'paused' ? undefined : wanted,
         });
         for (const e of page) {
+          if (wanted === 'paused' && e.state !== 'paused' && e.state !== 'running') continue;
           if (q.q && !e.executionId.startsWith(q.q)) continue;
           if (since !== null && Date.parse(e.updatedAt) < since) continue;
           const last = await store.latest(e.executionId);
           if (q.writer && last?.writerId !== q.writer) continue;
+          const state = await stateOf(e.state, last);
+          if (wanted && state !== wanted) continue;
           if (found.length === q.limit) {
             more = true;
             break scan;
           }
-          found.push({ e, last });
+          found.push({ e: { ...e, state }, last });
         }
         if (page.length < CHUNK) break;
         after = page[page.length - 1].executionId;
@@ -154,7 +200,7 @@ export function localSource(store: Checkpointer): InspectorSource {
       const last = await store.latest(executionId);
       if (!last) return null;
       const paused = (await store.getPendingInterrupt(executionId)) !== null;
-      const state = summaryState(last.step, last.status, paused);
+      const state = await stateOf(summaryState(last.step, last.status, paused), last);
       return {
         executionId,
         status: state,
@@ -185,6 +231,13 @@ export function localSource(store: Checkpointer): InspectorSource {
     async pauseState(executionId) {
       const pending = await store.getPendingInterrupt(executionId);
       if (pending) return { pending, state: 'open', claimedBy: null, claimedAt: null, claim: null };
+      // a LangGraph thread's newest checkpoint, when it is the run's newest row (a cancel marker ends a cancelled
+      // thread): read by its step, so a run of another kind reads no row here
+      const [graphRow] = await store.list(executionId, { step: 'graph_step', order: 'desc', limit: 1 });
+      const newest = graphRow && (await store.list(executionId, { afterSeq: graphRow.seq, limit: 1 })).length === 0;
+      const interrupt = newest ? await graphPauseOf(graphRow, true) : null;
+      if (interrupt)
+        return { pending: interrupt, state: 'open', claimedBy: null, claimedAt: null, claim: null, graph: true };
       // none open: the run's last pause, answered (its pause rows only, newest first), and the writer whose row followed it (who claimed it)
       let pause: Checkpoint | undefined;
       for (let before: number | undefined; !pause; ) {
@@ -222,9 +275,11 @@ export function localSource(store: Checkpointer): InspectorSource {
     async listIdempotency(executionId, o) {
       // the store answers every entry (this process's own file or database); the page is cut here, by key
       const after = decode<string>(o.cursor, 'string');
-      const all = (await store.listIdempotent(executionId)).sort((a, b) =>
-        a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
-      );
+      let all = await store.listIdempotent(executionId);
+      // a LangGraph thread's pending writes are the saver's, not effect results
+      if (all.some((e) => isGraphWriteKey(e.key)) && graphCheckpointOf(await first(executionId)))
+        all = all.filter((e) => !isGraphWriteKey(e.key));
+      all = all.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
       const rest = after === undefined ? all : all.filter((e) => e.key > after);
       const page = rest.slice(0, o.limit);
       return { items: page, nextCursor: rest.length > o.limit ? encode(page[page.length - 1].key) : null };

@@ -83,7 +83,7 @@ export async function untilLeaseFree(store: Checkpointer, executionId: string, t
 export const refundRequest = (order: string, amount: number) => `Refund order ${order} amount ${amount}`;
 
 export function refundModel(options: { withNotify?: boolean } = {}): ScriptedModel {
-  return new ScriptedModel(({ turn, lastUser }) => {
+  return new ScriptedModel(({ turn, lastUser, toolResults }) => {
     const m = /order (\S+) amount (\d+)/.exec(lastUser);
     const order = m?.[1] ?? '0';
     const amount = Number(m?.[2] ?? 0);
@@ -92,7 +92,11 @@ export function refundModel(options: { withNotify?: boolean } = {}): ScriptedMod
       if (options.withNotify) toolCalls.push({ name: 'notify', arguments: { message: `refunding ${order}` } });
       return { toolCalls };
     }
-    return { content: `Refund for order ${order} is on its way.` };
+    // the answer follows the tool's result: a declined refund is not on its way
+    const declined = toolResults.some((r) => r.name === 'refund' && r.content.includes('"approved":false'));
+    return {
+      content: declined ? `Refund for order ${order} was declined.` : `Refund for order ${order} is on its way.`,
+    };
   });
 }
 

@@ -3,17 +3,20 @@
  * wrote it, why it failed, its claim conflicts, its model usage, its fork
  * links and its takeovers. Project-scoped; nothing here writes.
  */
-import { and, asc, eq, gt, inArray, lt, or, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, like, lt, or, sql } from 'drizzle-orm';
 import { runErrorOf, type RunError } from '../../shared/errors.js';
 import { cancelReason, type Checkpoint, isCancelMarker } from '../../shared/rows.js';
 import type { Json } from '../../shared/json.js';
 import { sumUsage, type UsageTotal } from '../../shared/usage.js';
 import type { PlaneDb } from '../db/open.js';
 import { checkpoints, claimConflicts, executions, runTakeovers } from '../db/schema.js';
+import { GRAPH_AGENT_PATH } from '../../support/langgraph.js';
 import { decodeCursor, encodeCursor, isExecCursor } from './cursor.js';
 
 export interface ExecutionFilter {
   status?: string;
+  /** With status `paused`: the running LangGraph threads too (one may wait at an interrupt, which its summary does not know; the caller reads them). */
+  graphThreadsToo?: boolean;
   writer?: string;
   updatedSince?: string;
   q?: string;
@@ -29,7 +32,17 @@ export interface ExecutionFilter {
 export function executionsQuery(db: PlaneDb, projectId: string, f: ExecutionFilter) {
   const cur = decodeCursor(f.cursor, isExecCursor);
   const conds = [eq(executions.projectId, projectId)];
-  if (f.status) conds.push(eq(executions.status, f.status));
+  if (f.status === 'paused' && f.graphThreadsToo) {
+    conds.push(
+      or(
+        eq(executions.status, 'paused'),
+        and(
+          eq(executions.status, 'running'),
+          or(eq(executions.agent, GRAPH_AGENT_PATH), like(executions.agent, `${GRAPH_AGENT_PATH}/%`)),
+        ),
+      )!,
+    );
+  } else if (f.status) conds.push(eq(executions.status, f.status));
   if (f.writer) conds.push(eq(executions.writerId, f.writer));
   if (f.updatedSince)
     conds.push(sql`${executions.updatedAt} >= ${new Date(f.updatedSince).toISOString()}::timestamptz`);

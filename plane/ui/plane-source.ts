@@ -19,6 +19,7 @@ import {
   runUsage,
   usageByRun,
 } from '../reads/executions.js';
+import { graphPauses, runFacts } from '../reads/graph-threads.js';
 import { listHoles } from '../reads/holes.js';
 import { pauseState } from '../reads/pauses.js';
 import { listQuarantine } from '../reads/quarantine.js';
@@ -28,6 +29,7 @@ import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';
 import { ExecutionId, WriterId } from '../../shared/rows.js';
 import { CONTROL_CHARACTER } from '../../shared/text.js';
+import { GRAPH_WRITE_KEY_PREFIX, isGraphAgentPath } from '../../support/langgraph.js';
 
 // What a page's query or path names goes into queries as it is. A value no stored id or seq can be (U+0000,
 // which Postgres text cannot hold; a seq past int4) matches nothing here, as it matches nothing in a local
@@ -42,32 +44,50 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
   return {
     async listRuns(q) {
       if ((q.q && !mayBePrefix(q.q)) || (q.writer && !WriterId.safeParse(q.writer).success)) return NO_RUNS;
-      const page = await listExecutions(db, projectId, q);
+      const page = await listExecutions(db, projectId, { ...q, graphThreadsToo: true });
       const usage = await usageByRun(
         db,
         projectId,
         page.items.map((i) => i.executionId),
       );
       const reasons = await cancelReasons(db, projectId, page.items);
+      // a LangGraph thread waiting at an interrupt is running to the run summary (it has no store pause): paused here
+      const paused = await graphPauses(db, projectId, page.items);
       return {
-        items: page.items.map((i) => ({
-          ...i,
-          usage: usage.get(i.executionId) ?? null,
-          ...(reasons.has(i.executionId) ? { cancelReason: reasons.get(i.executionId)! } : {}),
-        })),
+        items: page.items
+          .map((i) => ({
+            ...i,
+            status: paused.has(i.executionId) ? 'paused' : i.status,
+            usage: usage.get(i.executionId) ?? null,
+            ...(reasons.has(i.executionId) ? { cancelReason: reasons.get(i.executionId)! } : {}),
+          }))
+          .filter((i) => !q.status || i.status === q.status),
         nextCursor: page.nextCursor,
       };
     },
     async getRun(id) {
-      const e = mayBeRun(id) ? await getExecution(db, projectId, id) : null;
-      if (!e) return null;
-      const reasons = await cancelReasons(db, projectId, [e]);
-      return reasons.has(id) ? { ...e, cancelReason: reasons.get(id)! } : e;
+      const run = mayBeRun(id) ? await getExecution(db, projectId, id) : null;
+      if (!run) return null;
+      const reasons = await cancelReasons(db, projectId, [run]);
+      if (reasons.has(id)) return { ...run, cancelReason: reasons.get(id)! };
+      return (await graphPauses(db, projectId, [run])).has(id) ? { ...run, status: 'paused' } : run;
     },
     listRows: (id, o) => listRows(db, projectId, id, o),
     stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
-    pauseState: (id) => pauseState(db, projectId, id),
-    listIdempotency: (id, o) => idempotencyListing(db, projectId, id, o),
+    async pauseState(id) {
+      const pause = await pauseState(db, projectId, id);
+      if (pause) return pause;
+      const facts = await runFacts(db, projectId, id);
+      const interrupt = facts && (await graphPauses(db, projectId, [facts])).get(id);
+      return interrupt
+        ? { pending: interrupt, state: 'open', claimedBy: null, claimedAt: null, claim: null, graph: true }
+        : null;
+    },
+    async listIdempotency(id, o) {
+      // a LangGraph thread's pending writes are the saver's, not effect results
+      const thread = isGraphAgentPath((await runFacts(db, projectId, id))?.agent);
+      return idempotencyListing(db, projectId, id, { ...o, ...(thread ? { hide: GRAPH_WRITE_KEY_PREFIX } : {}) });
+    },
     runUsage: (id) => runUsage(db, projectId, id),
     listQuarantine: (o) => listQuarantine(db, projectId, o),
     forkLinks: (id) => forkLinks(db, projectId, id),

@@ -58,7 +58,7 @@ describe('README quick start and GUIDE walkthroughs work when pasted', () => {
     return { ...(await exited), stdout, stderr };
   };
 
-  it('pauses, resumes in another process with one charge, then refuses a second resume', () => {
+  it('pauses, resumes in another process with one charge, then refuses a second resume; a declined refund is said to be declined', () => {
     const a = run('start');
     expect(a.status, a.stderr).toBe(0);
     expect(a.stdout).toMatch(/^paused \{ order: '1042', amount: 5000 \}/);
@@ -75,6 +75,27 @@ describe('README quick start and GUIDE walkthroughs work when pasted', () => {
     expect(c.status, c.stderr).toBe(0);
     expect(c.stderr).toBe('');
     expect(c.stdout).toMatch(/^already resumed: execution 'refund-1042' already finished/);
+    // a decline: nothing charged, and the model's reply follows the decision (it said the refund was on its way)
+    expect(run('start', 'refund-1044').stdout).toMatch(/^paused /);
+    const declined = run('decline', 'refund-1044');
+    expect([declined.status, declined.stderr]).toEqual([0, '']);
+    expect(declined.stdout).toBe('completed Refund for order 1042 was declined.\n');
+    // the same agent as the module the GUIDE's walkthroughs import (agent.ts), declined there too
+    writeBlock(readDoc('README.md'), 'quickstart', 'agent.ts');
+    writeFileSync(
+      join(DIR, 'decline.ts'),
+      [
+        "import { SqliteCheckpointer } from 'waymark/sqlite';",
+        "import { buildRefundAgent } from './agent.js';",
+        "const store = new SqliteCheckpointer({ path: 'decline.db' });",
+        'const agent = buildRefundAgent(store);',
+        "await agent.run('Refund order 1042', { executionId: 'refund-1042' });",
+        "console.log((await agent.resume('refund-1042', { approved: false })).output);",
+        'await store.close();',
+      ].join('\n'),
+    );
+    const module = spawnSync(process.execPath, ['--import', 'tsx', 'decline.ts'], { cwd: DIR, encoding: 'utf8' });
+    expect([module.status, module.stderr, module.stdout]).toEqual([0, '', 'Refund for order 1042 was declined.\n']);
     // an id with no run: its stable code and why, exit 1, no stack trace
     const unknown = run('approve', 'refund-9999');
     expect([unknown.status, unknown.stdout]).toEqual([1, '']);

@@ -86,6 +86,44 @@ describe('recoverRuns', () => {
     expect((await store.list('f-done')).filter((r) => r.step === 'run_end')).toHaveLength(1);
   });
 
+  it('says which stale runs it skipped: a free or expired run of an agent it was not given, named with that agent (not a live one, nor a LangGraph thread)', async () => {
+    const bot = agent('bot');
+    await crashed('bot', 'a-mine');
+    await crashed('billing', 'b-free');
+    const gone = await store.acquireLease('c-expired', { holder: 'dead#1', ttlMs: 1 });
+    await crashed('billing', 'c-expired');
+    await crashed('billing', 'd-live');
+    await store.acquireLease('d-live', { holder: 'alive#1', ttlMs: 600_000 });
+    // a LangGraph thread: no end marker by design, held only inside saver.exclusive
+    await store.put({
+      executionId: 'e-thread',
+      nodeId: 'langgraph:loop',
+      turn: 1,
+      step: 'graph_step',
+      status: 'completed',
+      agentPath: 'langgraph',
+      nodeInput: { thread_id: 'e-thread', checkpoint_ns: '', checkpoint_id: 'c1', parent_checkpoint_id: null },
+      state: {},
+    });
+    await until(async () => !(await store.getLease('c-expired'))?.live);
+
+    const passes: RecoveryReport[] = [];
+    const report = await recoverRuns({ agents: [bot], store, onPass: (r) => passes.push(r) });
+    expect(report.runs.map((r) => [r.executionId, r.outcome])).toEqual([['a-mine', 'recovered']]);
+    expect(report.skipped).toEqual([
+      { executionId: 'b-free', agent: 'agent:billing', reason: 'agent not given', leaseExpiredAt: null },
+      {
+        executionId: 'c-expired',
+        agent: 'agent:billing',
+        reason: 'agent not given',
+        leaseExpiredAt: gone.expiresAt,
+      },
+    ]);
+    expect(passes[0].skipped).toEqual(report.skipped);
+    // left as they were
+    for (const id of ['b-free', 'c-expired']) expect((await store.latest(id))?.step).toBe('llm_call');
+  });
+
   it('a run that cannot be resumed (its tool is gone) is reported failed with the code, and the pass goes on', async () => {
     const bot = agent('bot');
     await store.put({

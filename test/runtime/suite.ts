@@ -136,6 +136,15 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(ledger.charges().length).toBe(1);
     });
 
+    it("a declined refund charges nothing and the example model's reply says it was declined, not that it is on its way", async () => {
+      const { agent } = refundAgent({ store, ledger });
+      const id = `declined-${n}`;
+      await agent.run(refundRequest('1042', 50000), { executionId: id });
+      const r = await agent.resume(id, { approved: false });
+      expect(r).toMatchObject({ status: 'completed', output: 'Refund for order 1042 was declined.' });
+      expect(ledger.charges()).toEqual([]);
+    });
+
     it('a paused run writes the interrupted row and the pending row, and no marker', async () => {
       const { agent } = refundAgent({ store, ledger });
       const r = await agent.run(refundRequest('1042', 50000), { executionId: `large-${n}` });
