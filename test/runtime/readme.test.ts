@@ -74,7 +74,9 @@ describe('README quick start and GUIDE walkthroughs work when pasted', () => {
     // the third approve is handled as the README shows: no uncaught exception, no stack trace
     expect(c.status, c.stderr).toBe(0);
     expect(c.stderr).toBe('');
-    expect(c.stdout).toMatch(/^already resumed: execution 'refund-1042' already finished/);
+    expect(c.stdout).toMatch(
+      /^already resumed: execution 'refund-1042': the pause at checkpoint \S+ was answered already; the run completed/,
+    );
     // an id with no run: its stable code and why, exit 1, no stack trace
     const unknown = run('approve', 'refund-9999');
     expect([unknown.status, unknown.stdout]).toEqual([1, '']);
