@@ -130,6 +130,7 @@ export const SLOW: readonly string[] = [
   'test/ui/inspector.test.ts',
   'test/ui/keys.test.ts',
   'test/ui/local-ui.test.ts',
+  'test/ui/run-truth.test.ts',
   'test/ui/security.test.ts',
   // holds, leases and deadlines waited out in real time
   'test/plane/takeover.test.ts',

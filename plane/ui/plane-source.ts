@@ -10,7 +10,15 @@ import type { PlaneDb } from '../db/open.js';
 import { claims, decisions } from '../db/schema.js';
 import { decisionFeed, decisionView, feedCursor, listPauses, recordDecision } from '../decisions.js';
 import { listClaimConflicts } from '../reads/claim-conflicts.js';
-import { forkLinks, getExecution, listExecutions, listTakeovers, runUsage, usageByRun } from '../reads/executions.js';
+import {
+  forkLinks,
+  getExecution,
+  listExecutions,
+  listTakeovers,
+  runHolds,
+  runUsage,
+  usageByRun,
+} from '../reads/executions.js';
 import { listHoles } from '../reads/holes.js';
 import { pauseState } from '../reads/pauses.js';
 import { listQuarantine } from '../reads/quarantine.js';
@@ -40,12 +48,26 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
         projectId,
         page.items.map((i) => i.executionId),
       );
+      // the hold of each running run: a running run whose hold expired is stale (inspector/runs-page.tsx)
+      const holds = await runHolds(
+        db,
+        projectId,
+        page.items.filter((i) => i.status === 'running').map((i) => i.executionId),
+      );
       return {
-        items: page.items.map((i) => ({ ...i, usage: usage.get(i.executionId) ?? null })),
+        items: page.items.map((i) => ({
+          ...i,
+          usage: usage.get(i.executionId) ?? null,
+          lease: holds.get(i.executionId) ?? null,
+        })),
         nextCursor: page.nextCursor,
       };
     },
-    getRun: async (id) => (mayBeRun(id) ? getExecution(db, projectId, id) : null),
+    async getRun(id) {
+      const run = mayBeRun(id) ? await getExecution(db, projectId, id) : null;
+      if (run?.status !== 'running') return run;
+      return { ...run, lease: (await runHolds(db, projectId, [id])).get(id) ?? null };
+    },
     listRows: (id, o) => listRows(db, projectId, id, o),
     stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
     pauseState: (id) => pauseState(db, projectId, id),
