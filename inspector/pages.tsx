@@ -237,9 +237,13 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       const idemCursor = c.req.query('idem') || undefined;
       const idempotency = await src.listIdempotency(id, { cursor: idemCursor, limit: 50 });
       const pause = await src.pauseState(id);
+      const decisions = src.runDecisions ? await src.runDecisions(id) : [];
+      // an open pause with a decision waiting for a worker: decided, not yet applied
+      const pauseDecided =
+        pause?.state === 'open' &&
+        decisions.some((d) => d.checkpointId === pause.pending.checkpointId && d.state === 'pending');
       let approvals = null;
       if (o.approvals && src.runDecisions) {
-        const decisions = await src.runDecisions(id);
         // a LangGraph interrupt is answered by invoking the graph again, not by a decision: no form
         const open =
           pause?.state === 'open' &&
@@ -272,6 +276,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             next={rows.nextCursor}
             pageQuery={pageQuery}
             pause={pause}
+            pauseDecided={pauseDecided}
             approvals={approvals}
             idempotency={idempotency.items}
             idempotencyNext={idempotency.nextCursor && here({ idem: idempotency.nextCursor }, '#idem-h')}

@@ -5,6 +5,17 @@ import type { Json } from '../shared/json.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { UsageTotal } from '../shared/usage.js';
 import type { StateDiff } from './diff.js';
+import { runErrorOf } from '../shared/errors.js';
+import {
+  failureOutcome,
+  failureWords,
+  holdOf,
+  holdWords,
+  type LeaseView,
+  PAUSE_WORDS,
+  pauseStand,
+  statusWord,
+} from '../support/run-words.js';
 import { Conversation } from './conversation.js';
 import {
   Badge,
@@ -25,18 +36,20 @@ import {
  * What a row's badge may claim. A model-call or tool row is written *before* the
  * call, so its stored status says the boundary was recorded, not that the call
  * worked: the outcome is what came next (a later row: done; the failed run-end
- * marker right after it: failed; nothing after it: in progress or crashed).
+ * marker right after it: failed, or stopped when the turn limit ended the run
+ * before its call; nothing after it: in progress, or stale when the run is:
+ * its runner's lease expired at this row).
  */
 export function rowOutcome(
   r: Checkpoint,
   next: Checkpoint | undefined,
-  execution: { status: string; lastSeq: number },
+  execution: { status: string; lastSeq: number; error?: { code: string } | null },
 ): string {
   if (r.step === 'run_end' || r.step === 'hitl_pause') return r.status;
   const failedNext = next
     ? next.step === 'run_end' && next.status === 'failed'
     : r.seq + 1 === execution.lastSeq && execution.status === 'failed';
-  if (failedNext) return 'failed';
+  if (failedNext) return failureOutcome(next ? runErrorOf(next.nodeOutput).code : execution.error?.code);
   // a step the run was cancelled after (or during): it did not go on
   if (
     next
@@ -45,6 +58,7 @@ export function rowOutcome(
   )
     return 'cancelled';
   if (r.seq < execution.lastSeq) return 'done';
+  if (execution.status === 'stale') return 'stale';
   return execution.status === 'running' ? 'in progress' : r.status;
 }
 
@@ -68,6 +82,12 @@ export interface RunPageProps {
     error: { code: string; message: string } | null;
     complete: boolean;
     holeCount: number;
+    /** the newest row's node (a LangGraph thread's is `langgraph:…`) */
+    lastNodeId?: string | null;
+    /** the run's lease (the plane: its owner's hold) by the source's clock; absent or null: none known */
+    lease?: LeaseView | null;
+    /** this store's rows of the run were refused at the plane (a local store's) */
+    lostAtPlane?: boolean;
     /** A cancelled run's reason, from its cancel marker (null: none was given; absent: not cancelled). */
     cancelReason?: string | null;
   };
@@ -84,6 +104,8 @@ export interface RunPageProps {
     /** A LangGraph thread waiting at `interrupt()`: its context is the interrupt's value, and resuming the graph (`Command({ resume })`) answers it, not a decision. */
     graph?: boolean;
   } | null;
+  /** a decision is recorded for the open pause and waits for a worker to apply it */
+  pauseDecided?: boolean;
   /** A page of the run's idempotency entries, and the link to the next (null: none) and back to the first (null: this is it). */
   idempotency: IdempotencyEntry[];
   idempotencyNext: string | null;
@@ -158,17 +180,27 @@ const Cancelled: FC<{ execution: RunPageProps['execution']; detail?: Child | nul
 
 export const RunPage: FC<RunPageProps> = (p) => {
   const id = p.execution.executionId;
+  const hold = holdOf(p.execution, { lostAtPlane: p.execution.lostAtPlane });
+  const status = statusWord(p.execution.status, hold);
+  const stand = p.pause && pauseStand(p.pause, p.pauseDecided === true);
   return (
     <Layout title={id} live={p.live}>
       <LiveRegion name="summary">
         <h1>
-          Run <span class="mono">{id}</span> <Badge status={p.execution.status} />{' '}
+          Run <span class="mono">{id}</span> <Badge status={status} />{' '}
           {!p.execution.complete && <Incomplete holeCount={p.execution.holeCount} />}
         </h1>
         <p class="muted">
           {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated{' '}
           <Time iso={p.execution.updatedAt} relative />
         </p>
+        {hold && (
+          <p class={hold.kind === 'held' ? 'muted' : 'error'} data-testid="hold">
+            {holdWords(hold, (iso) => (
+              <Time iso={iso} />
+            ))}
+          </p>
+        )}
         {p.usage && p.usage.calls > 0 && (
           <p class="muted" data-testid="usage">
             Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out ·{' '}
@@ -241,18 +273,15 @@ export const RunPage: FC<RunPageProps> = (p) => {
         {p.pause && (
           <section aria-labelledby="pause-h" class="card">
             <h2 id="pause-h">
-              Pause: {p.pause.pending.reason}{' '}
-              <Badge
-                status={p.pause.state === 'open' ? 'paused' : p.pause.state === 'cancelled' ? 'cancelled' : 'completed'}
-              />
+              Pause: {p.pause.pending.reason} <Badge status={stand === 'open' ? 'paused' : stand!} />
             </h2>
+            <p data-testid="pause-stand">{PAUSE_WORDS[stand!]}</p>
             <p class="muted">
               at{' '}
               <span class="mono">
                 <Id id={p.pause.pending.nodeId} />
               </span>{' '}
               (<Id id={p.pause.pending.agentPath} />)
-              {p.pause.state === 'cancelled' && <> · closed by a cancel of the run, not answered</>}
               {p.pause.claimedBy && (
                 <>
                   {' '}
@@ -338,7 +367,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
           <h2 id="timeline-h">Timeline</h2>
           <ol class="timeline">
             {p.rows.map((r, i) => {
-              const outcome = rowOutcome(r, p.rows[i + 1], p.execution);
+              const outcome = rowOutcome(r, p.rows[i + 1], { ...p.execution, status });
               return (
                 <li class={`st-${outcome.replace(/\s+/g, '-')} depth-${depth(r.agentPath)}`} id={`seq-${r.seq}`}>
                   <span id={`row-${r.id}`} />
@@ -368,14 +397,9 @@ export const RunPage: FC<RunPageProps> = (p) => {
                     )}
                   </div>
                   {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
-                  {outcome === 'failed' && r.step !== 'run_end' && p.execution.error && (
-                    <div class="error">
-                      {r.step === 'llm_call'
-                        ? 'the model call'
-                        : r.step === 'tool_call'
-                          ? 'this step'
-                          : 'the next step'}{' '}
-                      failed: {p.execution.error.code}
+                  {(outcome === 'failed' || outcome === 'stopped') && r.step !== 'run_end' && p.execution.error && (
+                    <div class="error" data-testid="failure">
+                      {failureWords(p.execution.error.code, r)}
                     </div>
                   )}
                 </li>

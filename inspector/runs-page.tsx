@@ -2,6 +2,7 @@
 /** The inspector's run list: filters, one row per run, cursor pages. */
 import type { FC } from 'hono/jsx';
 import type { UsageTotal } from '../shared/usage.js';
+import { holdOf, holdWords, type LeaseView, statusWord } from '../support/run-words.js';
 import {
   Badge,
   clip,
@@ -40,7 +41,22 @@ export interface RunItem {
   lastWriteAt: string | null;
   /** model usage summed over the run's rows (null: none reported) */
   usage?: UsageTotal | null;
+  /** the run's lease (the plane: its owner's hold) by the source's clock; absent or null: none known */
+  lease?: LeaseView | null;
+  /** this store's rows of the run were refused at the plane: it lost the run there (a local store's) */
+  lostAtPlane?: boolean;
 }
+
+/** Statuses of a run that ended: its first-to-last row time is how long it ran. */
+const ENDED = new Set(['completed', 'failed', 'cancelled']);
+
+/** How long a run ran, for an ended one; for one that has not ended, only the time up to its newest row. */
+const RunDuration: FC<{ r: RunItem }> = ({ r }) => {
+  if (!r.startedAt || !r.lastWriteAt) return <>—</>;
+  const ms = Date.parse(r.lastWriteAt) - Date.parse(r.startedAt);
+  if (ENDED.has(r.status)) return <>{duration(ms)}</>;
+  return <span title="not ended: the time from its first row to its newest">{duration(ms)} to its last row</span>;
+};
 
 export interface RunsFilters {
   status?: string;
@@ -103,7 +119,10 @@ export const RunsPage: FC<{
       <button type="submit">Filter</button>
     </form>
     <LiveToggle live={live} href={(on) => query(null, on)} />
-    <p class="muted">"running" means no end marker yet: still running, or crashed without a marker.</p>
+    <p class="muted">
+      "running" means no end marker yet: still running, or crashed without a marker; "stale", that its runner's lease
+      expired without one (it crashed or stalled): recoverRuns takes it up.
+    </p>
     <LiveRegion name="runs">
       <Table
         class="runs"
@@ -120,71 +139,81 @@ export const RunsPage: FC<{
           wide('Tokens'),
         ]}
       >
-        {items.map((r) => (
-          <tr>
-            <td class="mono">
-              <a href={`/runs/${encodeURIComponent(r.executionId)}`} title={r.executionId}>
-                <Id
-                  id={
-                    r.executionId.length > 40
-                      ? `${r.executionId.slice(0, 31)}…${r.executionId.slice(-8)}`
-                      : r.executionId
-                  }
-                />
-              </a>
-            </td>
-            <td>
-              <Badge status={r.status} /> {!r.complete && <Incomplete holeCount={r.holeCount} />}
-              {r.claimConflicts > 0 && (
-                <span
-                  class="badge s-failed"
-                  data-testid="conflicted"
-                  title="two writers answered one pause of this run: see its page"
-                >
-                  claim conflict
-                </span>
-              )}
-              {r.error && (
-                <div class="why error" title={r.error.message}>
-                  {r.error.code}: {clip(r.error.message, 80)}
-                </div>
-              )}
-              {r.status === 'cancelled' && r.cancelReason?.trim() && (
-                <div class="why muted" data-testid="cancel-reason" title={pageText(r.cancelReason)}>
-                  <q>{clip(pageText(r.cancelReason), 80)}</q>
-                </div>
-              )}
-            </td>
-            <td class="mono" data-testid="agent" title={r.agent ?? "the run's first row has not arrived"}>
-              {r.agent ? <Id id={r.agent} /> : ''}
-            </td>
-            <td class="wide-only">
-              <ShortId id={r.writerId} />
-            </td>
-            <td class="wide-only">
-              <Time iso={r.startedAt ?? r.createdAt} />
-            </td>
-            <td class="wide-only">
-              {r.startedAt && r.lastWriteAt ? duration(Date.parse(r.lastWriteAt) - Date.parse(r.startedAt)) : '—'}
-            </td>
-            <td>
-              <Time iso={r.updatedAt} relative />
-            </td>
-            <td class="wide-only">{r.rowCount}</td>
-            <td class="mono wide-only">{r.lastNodeId ? <Id id={r.lastNodeId} /> : ''}</td>
-            <td
-              class="wide-only"
-              data-testid="tokens"
-              title={
-                r.usage
-                  ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls`
-                  : 'no model usage reported'
-              }
-            >
-              {r.usage ? `${r.usage.inputTokens} in / ${r.usage.outputTokens} out` : ''}
-            </td>
-          </tr>
-        ))}
+        {items.map((r) => {
+          const hold = holdOf(r, { lostAtPlane: r.lostAtPlane });
+          return (
+            <tr>
+              <td class="mono">
+                <a href={`/runs/${encodeURIComponent(r.executionId)}`} title={r.executionId}>
+                  <Id
+                    id={
+                      r.executionId.length > 40
+                        ? `${r.executionId.slice(0, 31)}…${r.executionId.slice(-8)}`
+                        : r.executionId
+                    }
+                  />
+                </a>
+              </td>
+              <td>
+                <Badge status={statusWord(r.status, hold)} /> {!r.complete && <Incomplete holeCount={r.holeCount} />}
+                {r.claimConflicts > 0 && (
+                  <span
+                    class="badge s-failed"
+                    data-testid="conflicted"
+                    title="two writers answered one pause of this run: see its page"
+                  >
+                    claim conflict
+                  </span>
+                )}
+                {hold && hold.kind !== 'held' && (
+                  <div class="why" data-testid="hold">
+                    {holdWords(hold, (iso) => (
+                      <Time iso={iso} />
+                    ))}
+                  </div>
+                )}
+                {r.error && (
+                  <div class="why error" title={r.error.message}>
+                    {r.error.code}: {clip(r.error.message, 80)}
+                  </div>
+                )}
+                {r.status === 'cancelled' && r.cancelReason?.trim() && (
+                  <div class="why muted" data-testid="cancel-reason" title={pageText(r.cancelReason)}>
+                    <q>{clip(pageText(r.cancelReason), 80)}</q>
+                  </div>
+                )}
+              </td>
+              <td class="mono" data-testid="agent" title={r.agent ?? "the run's first row has not arrived"}>
+                {r.agent ? <Id id={r.agent} /> : ''}
+              </td>
+              <td class="wide-only">
+                <ShortId id={r.writerId} />
+              </td>
+              <td class="wide-only">
+                <Time iso={r.startedAt ?? r.createdAt} />
+              </td>
+              <td class="wide-only" data-testid="duration">
+                <RunDuration r={r} />
+              </td>
+              <td>
+                <Time iso={r.updatedAt} relative />
+              </td>
+              <td class="wide-only">{r.rowCount}</td>
+              <td class="mono wide-only">{r.lastNodeId ? <Id id={r.lastNodeId} /> : ''}</td>
+              <td
+                class="wide-only"
+                data-testid="tokens"
+                title={
+                  r.usage
+                    ? `${r.usage.inputTokens} input (${r.usage.cachedInputTokens} cached), ${r.usage.outputTokens} output, ${r.usage.calls} model calls`
+                    : 'no model usage reported'
+                }
+              >
+                {r.usage ? `${r.usage.inputTokens} in / ${r.usage.outputTokens} out` : ''}
+              </td>
+            </tr>
+          );
+        })}
         {items.length === 0 && (
           <tr>
             <td colspan={10} class="muted">

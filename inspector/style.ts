@@ -19,6 +19,7 @@ th { background:var(--soft); font-weight:600; white-space:nowrap; }
 td.mono, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; overflow-wrap:break-word; }
 .badge { display:inline-block; padding:0 .45rem; border-radius:1rem; font-size:12px; font-weight:600; border:1px solid currentColor; white-space:nowrap; }
 .s-completed, .s-done { color:var(--ok); } .s-failed { color:var(--bad); } .s-cancelled { color:var(--muted); } .s-in-progress { color:var(--warn); }
+.s-stale { color:var(--bad); } .s-stopped { color:var(--bad); } .s-resumed { color:var(--ok); } .s-decided { color:var(--pause); }
 .why { font-size:12px; margin-top:.2rem; max-width:28rem; overflow-wrap:anywhere; } q.reason { white-space:pre-wrap; overflow-wrap:anywhere; } .s-paused, .s-interrupted { color:var(--pause); } .s-running { color:var(--warn); }
 form.filters { display:flex; flex-wrap:wrap; gap:.5rem; align-items:end; margin-bottom:1rem; }
 label { display:flex; flex-direction:column; font-size:12px; color:var(--muted); gap:.15rem; }
@@ -29,7 +30,7 @@ button.link { background:none; color:var(--accent); border:none; padding:0; text
 ol.timeline { list-style:none; margin:0; padding:0 0 0 1.1rem; border-left:2px solid var(--line); }
 ol.timeline li { position:relative; padding:.35rem 0 .35rem .6rem; }
 ol.timeline li::before { content:""; position:absolute; left:-1.55rem; top:.75rem; width:.7rem; height:.7rem; border-radius:50%; background:var(--line); border:2px solid var(--bg); }
-ol.timeline li.st-completed::before, ol.timeline li.st-done::before { background:var(--ok); } ol.timeline li.st-in-progress::before { background:var(--warn); } ol.timeline li.st-interrupted::before { background:var(--pause); } ol.timeline li.st-failed::before { background:var(--bad); } ol.timeline li.st-cancelled::before { background:var(--muted); }
+ol.timeline li.st-completed::before, ol.timeline li.st-done::before { background:var(--ok); } ol.timeline li.st-in-progress::before { background:var(--warn); } ol.timeline li.st-interrupted::before { background:var(--pause); } ol.timeline li.st-failed::before, ol.timeline li.st-stopped::before, ol.timeline li.st-stale::before { background:var(--bad); } ol.timeline li.st-cancelled::before { background:var(--muted); }
 .row-head { display:flex; flex-wrap:wrap; gap:.3rem .8rem; align-items:baseline; }
 .row-meta { color:var(--muted); font-size:12px; display:flex; flex-wrap:wrap; gap:.2rem .8rem; }
 pre { background:var(--soft); border:1px solid var(--line); border-radius:6px; padding:.6rem; overflow:auto; max-height:24rem; white-space:pre-wrap; word-break:break-word; font-size:12.5px; }

@@ -7,6 +7,7 @@ import { localTime, table } from '../../support/format.js';
 import { ErrorCode, runErrorOf, WaymarkError, type RunError } from '../../shared/errors.js';
 import { cancelReason } from '../store/cancel.js';
 import { lostRuns } from '../replica/branch.js';
+import { holdOf, holdWords, isGraphThread } from '../../support/run-words.js';
 
 type Out = (line: string) => void;
 
@@ -78,7 +79,9 @@ export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { j
   // runs this store lost at the plane are not this store's to recover as they stand
   const lost = runs.some((e) => e.state === 'running') ? await lostRuns(store) : new Map<string, string>();
   for (const e of runs) {
-    const state = isGraphThread(e) ? 'LangGraph thread (no marker)' : STATE_LABEL[e.state];
+    const state = isGraphThread({ status: e.state, lastNodeId: e.lastNodeId })
+      ? 'LangGraph thread (no marker)'
+      : STATE_LABEL[e.state];
     rows.push([
       e.executionId,
       state,
@@ -93,25 +96,15 @@ export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { j
   return runs.length;
 }
 
-/** A LangGraph thread's execution (client/langgraph): its rows are `langgraph:…` nodes and it has no run-end marker. */
-const isGraphThread = (e: ExecutionSummary): boolean => e.state === 'running' && e.lastNodeId.startsWith('langgraph:');
-
 /**
- * What the lease says about a run without a marker: a live runner holds it,
- * or nobody does (its runner died: STALE once the lease expired, or free) and
- * `recoverRuns` would take it, unless this store lost the run at the plane
- * (`lostAtPlane`: its rows refused there). Finished and paused runs hold no lease.
+ * What the lease says about a run without a marker (support/run-words.ts, as the inspectors say it): a live
+ * runner holds it, or nobody does (its runner died: STALE once the lease expired, or free) and `recoverRuns`
+ * would take it, unless this store lost the run at the plane (`lostAtPlane`: its rows refused there).
+ * Finished and paused runs hold no lease.
  */
 export function leaseLabel(e: ExecutionSummary, lostAtPlane = false): string {
-  if (e.state !== 'running') return '';
-  const l = e.lease;
-  if (l?.live) return `held by ${l.holder} until ${localTime(l.expiresAt!)}`;
-  if (lostAtPlane)
-    return "LOST: the plane refused its rows (taken over or cancelled there: waymark sync status); recoverRuns takes the plane's copy once nobody holds it";
-  // a LangGraph thread never ends with a marker, and recoverRuns does not take it: held only inside saver.exclusive
-  if (isGraphThread(e)) return 'free';
-  if (l?.holder) return `STALE: ${l.holder} expired ${localTime(l.expiresAt!)} (recoverable)`;
-  return 'free (recoverable)';
+  const hold = holdOf({ status: e.state, lastNodeId: e.lastNodeId, lease: e.lease }, { lostAtPlane });
+  return hold ? holdWords(hold, localTime).join('') : '';
 }
 
 /** A pause of the run and, when it was answered, the Resume value it was answered with. */

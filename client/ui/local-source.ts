@@ -112,7 +112,12 @@ export function localSource(store: Checkpointer): InspectorSource {
     return state === 'running' && (await graphPauseOf(last)) ? 'paused' : state;
   }
 
-  async function runItem(e: ExecutionSummary, last: Checkpoint | null, usage: UsageTotal): Promise<RunItem> {
+  async function runItem(
+    e: ExecutionSummary,
+    last: Checkpoint | null,
+    usage: UsageTotal,
+    lost: Map<string, string>,
+  ): Promise<RunItem> {
     const start = await first(e.executionId);
     return {
       executionId: e.executionId,
@@ -131,8 +136,14 @@ export function localSource(store: Checkpointer): InspectorSource {
       startedAt: start?.createdAt ?? null,
       lastWriteAt: last?.createdAt ?? null,
       usage: usage.calls > 0 ? usage : null,
+      lease: e.lease,
+      lostAtPlane: lost.has(e.executionId),
     };
   }
+
+  /** Runs this store lost at the plane, read only when one of `states` is running (only a running run's hold says so). */
+  const lostAmong = async (states: string[]) =>
+    states.includes('running') ? lostRuns(store) : new Map<string, string>();
 
   /** The outbox's quarantined entries, oldest first, from `after` on, kept when `keep` says so, up to `limit` + 1. */
   async function quarantined(after: string | undefined, limit: number, keep: (executionId: string) => boolean) {
@@ -192,7 +203,8 @@ export function localSource(store: Checkpointer): InspectorSource {
       }
       // usage of the whole page in one read of the rows that carry it, not every row of every run
       const usage = await store.usageTotals(found.map((f) => f.e.executionId));
-      const items = await Promise.all(found.map((f) => runItem(f.e, f.last, usage.get(f.e.executionId)!)));
+      const lost = await lostAmong(found.map((f) => f.e.state));
+      const items = await Promise.all(found.map((f) => runItem(f.e, f.last, usage.get(f.e.executionId)!, lost)));
       return { items, nextCursor: more ? encode(items[items.length - 1].executionId) : null };
     },
 
@@ -212,6 +224,9 @@ export function localSource(store: Checkpointer): InspectorSource {
         ...reasonOf(last),
         complete: true,
         holeCount: 0,
+        lastNodeId: last.nodeId,
+        lease: state === 'running' ? await store.getLease(executionId) : null,
+        lostAtPlane: (await lostAmong([state])).has(executionId),
       };
     },
 

@@ -9,8 +9,9 @@ import { cancelReason, type Checkpoint, isCancelMarker } from '../../shared/rows
 import type { Json } from '../../shared/json.js';
 import { sumUsage, type UsageTotal } from '../../shared/usage.js';
 import type { PlaneDb } from '../db/open.js';
-import { checkpoints, claimConflicts, executions, runTakeovers } from '../db/schema.js';
+import { checkpoints, claimConflicts, executions, runOwners, runTakeovers } from '../db/schema.js';
 import { GRAPH_AGENT_PATH } from '../../support/langgraph.js';
+import type { LeaseView } from '../../support/run-words.js';
 import { decodeCursor, encodeCursor, isExecCursor } from './cursor.js';
 
 export interface ExecutionFilter {
@@ -305,6 +306,44 @@ export async function forkLinks(db: PlaneDb, projectId: string, executionId: str
         : null,
     forks,
   };
+}
+
+/**
+ * The plane's hold of each of these runs (its owner record, owners.ts) as a
+ * lease, by the plane's clock: the holder (the acquisition, or its writer for
+ * one a row acquired) while held, and whether the hold still runs. A run with
+ * no owner record is left out.
+ */
+export async function runHolds(
+  db: PlaneDb,
+  projectId: string,
+  executionIds: string[],
+): Promise<Map<string, LeaseView>> {
+  if (!executionIds.length) return new Map();
+  const rows = await db
+    .select({
+      executionId: runOwners.executionId,
+      state: runOwners.state,
+      holder: runOwners.holder,
+      writerId: runOwners.writerId,
+      expiresAt: runOwners.expiresAt,
+      live: sql<boolean>`${runOwners.state} = 'held' AND ${runOwners.expiresAt} > now()`,
+    })
+    .from(runOwners)
+    .where(and(eq(runOwners.projectId, projectId), inArray(runOwners.executionId, executionIds)));
+  return new Map(
+    rows.map((r) => {
+      const held = r.state === 'held' && r.expiresAt !== null;
+      return [
+        r.executionId,
+        {
+          holder: held ? (r.holder ?? r.writerId) : null,
+          expiresAt: held ? r.expiresAt!.toISOString() : null,
+          live: held && r.live === true,
+        },
+      ];
+    }),
+  );
 }
 
 /** Takeovers of a run, oldest first: who took it from whom, at which seq, and the loser's last contact then (plane clock). */

@@ -16,6 +16,7 @@ import {
   getExecution,
   listExecutions,
   listTakeovers,
+  runHolds,
   runUsage,
   usageByRun,
 } from '../reads/executions.js';
@@ -53,12 +54,19 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       const reasons = await cancelReasons(db, projectId, page.items);
       // a LangGraph thread waiting at an interrupt is running to the run summary (it has no store pause): paused here
       const paused = await graphPauses(db, projectId, page.items);
+      // the hold of each running run: a running run whose hold expired is stale (inspector/runs-page.tsx)
+      const holds = await runHolds(
+        db,
+        projectId,
+        page.items.filter((i) => i.status === 'running' && !paused.has(i.executionId)).map((i) => i.executionId),
+      );
       return {
         items: page.items
           .map((i) => ({
             ...i,
             status: paused.has(i.executionId) ? 'paused' : i.status,
             usage: usage.get(i.executionId) ?? null,
+            lease: holds.get(i.executionId) ?? null,
             ...(reasons.has(i.executionId) ? { cancelReason: reasons.get(i.executionId)! } : {}),
           }))
           .filter((i) => !q.status || i.status === q.status),
@@ -70,7 +78,9 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       if (!run) return null;
       const reasons = await cancelReasons(db, projectId, [run]);
       if (reasons.has(id)) return { ...run, cancelReason: reasons.get(id)! };
-      return (await graphPauses(db, projectId, [run])).has(id) ? { ...run, status: 'paused' } : run;
+      if ((await graphPauses(db, projectId, [run])).has(id)) return { ...run, status: 'paused' };
+      if (run.status !== 'running') return run;
+      return { ...run, lease: (await runHolds(db, projectId, [id])).get(id) ?? null };
     },
     listRows: (id, o) => listRows(db, projectId, id, o),
     stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
