@@ -240,7 +240,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <h2 id="failed-h" class="error">
               Failed: {p.execution.error.code}
             </h2>
-            <pre>{p.execution.error.message}</pre>
+            <pre>{pageText(p.execution.error.message)}</pre>
           </section>
         )}
 

@@ -173,8 +173,8 @@ export const RunsPage: FC<{
                   </div>
                 )}
                 {r.error && (
-                  <div class="why error" title={r.error.message}>
-                    {r.error.code}: {clip(r.error.message, 80)}
+                  <div class="why error" title={pageText(r.error.message)}>
+                    {r.error.code}: {clip(pageText(r.error.message), 80)}
                   </div>
                 )}
                 {r.status === 'cancelled' && r.cancelReason?.trim() && (

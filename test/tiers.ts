@@ -108,6 +108,7 @@ export const FAST: readonly string[] = [
   'test/ui/form-bodies.test.ts',
   'test/ui/local-run-list-cost.test.ts',
   'test/ui/local-source-pauses.test.ts',
+  'test/ui/failure-text.test.ts',
   'test/ui/local-ui-paging.test.ts',
 ];
 
