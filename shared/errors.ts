@@ -78,7 +78,7 @@ export const ErrorCode = {
   INVALID_GRAPH_CONFIG: 'INVALID_GRAPH_CONFIG',
   /** `waymark/ai-sdk` was given a model of a spec it does not implement (it supports LanguageModelV3); `details.specificationVersion` names the one given. */
   UNSUPPORTED_MODEL: 'UNSUPPORTED_MODEL',
-  /** A subpath was imported without its optional peer dependency installed (`waymark/postgres` without `postgres`); the message says what to install. */
+  /** A subpath or command was used without its optional peer dependencies installed (`waymark/postgres` without `postgres`, `waymark plane` without its server's packages); the message names every missing one and the one command that installs them (`details.command`). */
   MISSING_PEER: 'MISSING_PEER',
   /** A run that failed with an error that carried no code of its own (the run-end marker's default). */
   RUN_FAILED: 'RUN_FAILED',

@@ -87,6 +87,7 @@ export const FAST: readonly string[] = [
   'test/runtime/tool-results.test.ts',
   'test/runtime/unknown-options.test.ts',
   'test/support/db-errors.test.ts',
+  'test/support/peer.test.ts',
   'test/shared/error-codes.test.ts',
   'test/shared/json.test.ts',
   'test/support/time.test.ts',
