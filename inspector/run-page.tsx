@@ -12,11 +12,13 @@ import {
   holdOf,
   holdWords,
   type LeaseView,
+  type LostAtPlane,
   PAUSE_WORDS,
   pauseStand,
   statusWord,
 } from '../support/run-words.js';
 import { Conversation } from './conversation.js';
+import { LostNotice } from './lost-at-plane.js';
 import {
   Badge,
   duration,
@@ -86,8 +88,8 @@ export interface RunPageProps {
     lastNodeId?: string | null;
     /** the run's lease (the plane: its owner's hold) by the source's clock; absent or null: none known */
     lease?: LeaseView | null;
-    /** this store's rows of the run were refused at the plane (a local store's) */
-    lostAtPlane?: boolean;
+    /** this store's rows of the run were refused at the plane: it lost the run there (a local store's); null: it did not */
+    lostAtPlane?: LostAtPlane | null;
     /** A cancelled run's reason, from its cancel marker (null: none was given; absent: not cancelled). */
     cancelReason?: string | null;
   };
@@ -180,7 +182,7 @@ const Cancelled: FC<{ execution: RunPageProps['execution']; detail?: Child | nul
 
 export const RunPage: FC<RunPageProps> = (p) => {
   const id = p.execution.executionId;
-  const hold = holdOf(p.execution, { lostAtPlane: p.execution.lostAtPlane });
+  const hold = holdOf(p.execution, { lostAtPlane: !!p.execution.lostAtPlane });
   const status = statusWord(p.execution.status, hold);
   const stand = p.pause && pauseStand(p.pause, p.pauseDecided === true);
   return (
@@ -201,6 +203,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
             ))}
           </p>
         )}
+        {p.execution.lostAtPlane && <LostNotice executionId={id} lost={p.execution.lostAtPlane} />}
         {p.usage && p.usage.calls > 0 && (
           <p class="muted" data-testid="usage">
             Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out ·{' '}

@@ -2,7 +2,8 @@
 /** The inspector's run list: filters, one row per run, cursor pages. */
 import type { FC } from 'hono/jsx';
 import type { UsageTotal } from '../shared/usage.js';
-import { holdOf, holdWords, type LeaseView, statusWord } from '../support/run-words.js';
+import { holdOf, holdWords, type LeaseView, type LostAtPlane, statusWord } from '../support/run-words.js';
+import { LostBadge } from './lost-at-plane.js';
 import {
   Badge,
   clip,
@@ -43,8 +44,8 @@ export interface RunItem {
   usage?: UsageTotal | null;
   /** the run's lease (the plane: its owner's hold) by the source's clock; absent or null: none known */
   lease?: LeaseView | null;
-  /** this store's rows of the run were refused at the plane: it lost the run there (a local store's) */
-  lostAtPlane?: boolean;
+  /** this store's rows of the run were refused at the plane: it lost the run there (a local store's); null: it did not */
+  lostAtPlane?: LostAtPlane | null;
 }
 
 /** Statuses of a run that ended: its first-to-last row time is how long it ran. */
@@ -140,7 +141,7 @@ export const RunsPage: FC<{
         ]}
       >
         {items.map((r) => {
-          const hold = holdOf(r, { lostAtPlane: r.lostAtPlane });
+          const hold = holdOf(r, { lostAtPlane: !!r.lostAtPlane });
           return (
             <tr>
               <td class="mono">
@@ -165,6 +166,7 @@ export const RunsPage: FC<{
                     claim conflict
                   </span>
                 )}
+                {r.lostAtPlane && <LostBadge lost={r.lostAtPlane} />}
                 {hold && hold.kind !== 'held' && (
                   <div class="why" data-testid="hold">
                     {holdWords(hold, (iso) => (

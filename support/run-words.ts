@@ -79,6 +79,47 @@ export function holdWords<T>(h: Hold, time: (iso: string) => T): (string | T)[] 
   }
 }
 
+/**
+ * A run this store lost at the plane, whatever its status here (a local
+ * store's, client/replica/branch.ts `lostAtPlane`): the plane refused this
+ * store's rows of it from `fromSeq` on and keeps another branch. `reason`:
+ * the plane's word for the first row it refused (`CODE: why`; it names the
+ * writer whose branch it keeps, when it knows one).
+ */
+export interface LostAtPlane {
+  fromSeq: number;
+  reason: string;
+}
+
+/** The badge of a run this store lost at the plane, beside its status here. */
+export const LOST_BADGE = 'lost at plane';
+
+/**
+ * A lost run in words, for the CLI and the local UI: what the plane refused
+ * and what its record is (`what`, the first refused row as `seq` renders one:
+ * the CLI's `#N`, a page's link), the plane's reason (`said`), and how this
+ * store takes the plane's branch in place of its own (`take`).
+ */
+export function lostWords<T>(
+  executionId: string,
+  l: LostAtPlane,
+  seq: (n: number) => T,
+): { what: (string | T)[]; said: string; take: string } {
+  return {
+    what: [
+      "the plane refused this store's rows of the run from ",
+      seq(l.fromSeq),
+      " on: its record of the run is another branch (another machine's, which took the run over or resumed the same " +
+        'pause; or the run cancelled there), not this copy',
+    ],
+    said: `the plane said: ${l.reason}`,
+    take:
+      `replica.adoptPlaneBranch('${executionId}') replaces this copy with the plane's branch, keeping the effects this ` +
+      'store recorded (recoverRuns does it for a run nobody holds); or ' +
+      `waymark delete ${executionId} --local --yes, then waymark restore ${executionId}`,
+  };
+}
+
 /** The outcome of the row a failed run stopped after: `stopped` by its turn limit (no call failed), else `failed`. */
 export const failureOutcome = (code: string | undefined): 'stopped' | 'failed' =>
   code === ErrorCode.MAX_TURNS ? 'stopped' : 'failed';

@@ -6,8 +6,8 @@ import { sumUsage, usageLine } from '../../shared/usage.js';
 import { localTime, table } from '../../support/format.js';
 import { ErrorCode, runErrorOf, WaymarkError, type RunError } from '../../shared/errors.js';
 import { cancelReason } from '../store/cancel.js';
-import { lostRuns } from '../replica/branch.js';
-import { holdOf, holdWords, isGraphThread } from '../../support/run-words.js';
+import { lostAtPlane } from '../replica/branch.js';
+import { holdOf, holdWords, isGraphThread, LOST_BADGE, type LostAtPlane, lostWords } from '../../support/run-words.js';
 
 type Out = (line: string) => void;
 
@@ -67,8 +67,17 @@ async function matchingRuns(
 
 export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { json?: boolean } = {}): Promise<number> {
   const runs = await matchingRuns(store, o);
+  // runs this store lost at the plane, whatever their state here (read once for the listing): the plane's record of
+  // them is another branch, and they are not this store's to recover as they stand
+  const lost = runs.length ? await lostAtPlane(store) : new Map<string, LostAtPlane>();
   if (o.json) {
-    out(JSON.stringify(runs, null, 2));
+    out(
+      JSON.stringify(
+        runs.map((e) => ({ ...e, lostAtPlane: lost.get(e.executionId) ?? null })),
+        null,
+        2,
+      ),
+    );
     return runs.length;
   }
   if (runs.length === 0) {
@@ -76,15 +85,13 @@ export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { j
     return 0;
   }
   const rows: string[][] = [['EXECUTION', 'STATE', 'ROWS', 'LAST NODE', 'UPDATED', 'LEASE', 'ERROR']];
-  // runs this store lost at the plane are not this store's to recover as they stand
-  const lost = runs.some((e) => e.state === 'running') ? await lostRuns(store) : new Map<string, string>();
   for (const e of runs) {
     const state = isGraphThread({ status: e.state, lastNodeId: e.lastNodeId })
       ? 'LangGraph thread (no marker)'
       : STATE_LABEL[e.state];
     rows.push([
       e.executionId,
-      state,
+      lost.has(e.executionId) ? `${state}, ${LOST_BADGE}` : state,
       String(e.rowCount),
       e.lastNodeId,
       localTime(e.updatedAt),
@@ -147,9 +154,16 @@ export async function inspectRun(
   const last = rows[rows.length - 1];
   const end = last.step === 'run_end' ? { status: last.status, error: errorOf(last) } : null;
   const usage = sumUsage(rows);
+  const lost = (await lostAtPlane(store)).get(executionId) ?? null;
 
   if (o.json) {
-    out(JSON.stringify({ executionId, found: true, end, usage, rows, pauses, pending, idempotency: idem }, null, 2));
+    out(
+      JSON.stringify(
+        { executionId, found: true, end, usage, lostAtPlane: lost, rows, pauses, pending, idempotency: idem },
+        null,
+        2,
+      ),
+    );
     return true;
   }
   // each field from a run is escaped whole (a line break in it would fake a line of this output), as table cells are
@@ -169,6 +183,11 @@ export async function inspectRun(
         ? 'ended: no (paused)'
         : 'ended: no (running, or crashed: no run-end marker)',
   );
+  if (lost) {
+    const w = lostWords(executionId, lost, (n) => `#${n}`);
+    out(`${LOST_BADGE}: ${printable(w.what.join(''))}; ${printable(w.said)}`);
+    out(`  to take the plane's branch: ${printable(w.take)}`);
+  }
   for (const p of pauses) {
     const decided = p.decision
       ? `; decided ${p.decision.approved ? 'approve' : 'decline'} by ${printable(p.decision.decidedBy)} at ${localTime(p.decision.decidedAt)} via ${p.decision.source}, not applied yet: a decision worker applies it`

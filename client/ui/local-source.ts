@@ -10,6 +10,9 @@
  *   takeovers (the plane arbitrates those), so those members are left out and
  *   the pages hide their parts; the runs forked from a run are not listed
  *   (the store has no index of fork origins);
+ * - what this store knows of the plane's verdict instead: a run it lost there
+ *   (its newest rows refused for another branch, `lostAtPlane`), whatever its
+ *   status here, read once per listing or page;
  * - a pause shows while it is open (a claim removes the pending row here);
  *   a LangGraph thread waiting at an `interrupt()` has no pending row (its
  *   interrupt is a pending write of its newest checkpoint): it is read from
@@ -27,9 +30,10 @@ import { ErrorCode, hasCode, runErrorOf, WaymarkError } from '../../shared/error
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
-import { lostRuns } from '../replica/branch.js';
+import { lostAtPlane, lostRuns } from '../replica/branch.js';
 import { refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
+import type { LostAtPlane } from '../../support/run-words.js';
 import { cancelReason, isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';
 import {
@@ -116,7 +120,7 @@ export function localSource(store: Checkpointer): InspectorSource {
     e: ExecutionSummary,
     last: Checkpoint | null,
     usage: UsageTotal,
-    lost: Map<string, string>,
+    lost: Map<string, LostAtPlane>,
   ): Promise<RunItem> {
     const start = await first(e.executionId);
     return {
@@ -137,13 +141,9 @@ export function localSource(store: Checkpointer): InspectorSource {
       lastWriteAt: last?.createdAt ?? null,
       usage: usage.calls > 0 ? usage : null,
       lease: e.lease,
-      lostAtPlane: lost.has(e.executionId),
+      lostAtPlane: lost.get(e.executionId) ?? null,
     };
   }
-
-  /** Runs this store lost at the plane, read only when one of `states` is running (only a running run's hold says so). */
-  const lostAmong = async (states: string[]) =>
-    states.includes('running') ? lostRuns(store) : new Map<string, string>();
 
   /** The outbox's quarantined entries, oldest first, from `after` on, kept when `keep` says so, up to `limit` + 1. */
   async function quarantined(after: string | undefined, limit: number, keep: (executionId: string) => boolean) {
@@ -203,7 +203,8 @@ export function localSource(store: Checkpointer): InspectorSource {
       }
       // usage of the whole page in one read of the rows that carry it, not every row of every run
       const usage = await store.usageTotals(found.map((f) => f.e.executionId));
-      const lost = await lostAmong(found.map((f) => f.e.state));
+      // read once for the page, whatever the runs' statuses: a run that ended here may have ended on a refused branch
+      const lost = await lostAtPlane(store);
       const items = await Promise.all(found.map((f) => runItem(f.e, f.last, usage.get(f.e.executionId)!, lost)));
       return { items, nextCursor: more ? encode(items[items.length - 1].executionId) : null };
     },
@@ -226,7 +227,7 @@ export function localSource(store: Checkpointer): InspectorSource {
         holeCount: 0,
         lastNodeId: last.nodeId,
         lease: state === 'running' ? await store.getLease(executionId) : null,
-        lostAtPlane: (await lostAmong([state])).has(executionId),
+        lostAtPlane: (await lostAtPlane(store)).get(executionId) ?? null,
       };
     },
 
