@@ -134,6 +134,7 @@ export const SLOW: readonly string[] = [
   'test/ui/langgraph-thread.test.ts',
   'test/ui/live.test.ts',
   'test/ui/local-ui.test.ts',
+  'test/ui/reading.test.ts',
   'test/ui/security.test.ts',
   // holds, leases and deadlines waited out in real time
   'test/plane/takeover.test.ts',
