@@ -162,7 +162,9 @@ const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
   <li class="card" data-testid="pause" data-execution={p.executionId}>
     <div class="row-head">
       <strong>{p.reason}</strong>
-      <a href={`/runs/${encodeURIComponent(p.executionId)}#pause-h`}>{p.executionId}</a>
+      <a href={`/runs/${encodeURIComponent(p.executionId)}#pause-h`} data-row-link="">
+        {p.executionId}
+      </a>
       {p.state === 'claimed' && <Badge status="claimed" />}
     </div>
     <div class="row-meta">
