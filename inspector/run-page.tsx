@@ -28,10 +28,12 @@ import {
   Layout,
   LiveRegion,
   LiveToggle,
+  num,
   pageText,
   ShortId,
   Table,
   Time,
+  Writer,
 } from './layout.js';
 
 /**
@@ -70,7 +72,7 @@ const depth = (agentPath: string) => Math.min(6, agentPath.split('/').length - 1
 /** "a row" or "N rows": the refused holes of a run (its missing runs of seqs are listed, not counted here). */
 const refusedRows = (holes: { code: string }[]) => {
   const n = holes.filter((h) => h.code !== 'missing').length;
-  return n === 1 ? 'a row' : `${n} rows`;
+  return n === 1 ? 'a row' : `${num(n)} rows`;
 };
 
 export interface RunPageProps {
@@ -171,7 +173,7 @@ const Cancelled: FC<{ execution: RunPageProps['execution']; detail?: Child | nul
       </p>
       {detail ?? (
         <p class="muted">
-          Cancelled by writer <span class="mono">{e.writerId}</span> at <Time iso={e.updatedAt} />: its cancel marker,{' '}
+          Cancelled by writer <Writer id={e.writerId} /> at <Time iso={e.updatedAt} />: its cancel marker,{' '}
           <a href={`/runs/${encodeURIComponent(e.executionId)}#seq-${e.lastSeq}`}>#{e.lastSeq}</a>, ends the run&rsquo;s
           history; a runner stops at its next step, and resume refuses it.
         </p>
@@ -193,7 +195,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
           {!p.execution.complete && <Incomplete holeCount={p.execution.holeCount} />}
         </h1>
         <p class="muted">
-          {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated{' '}
+          {num(p.execution.rowCount)} rows · last writer <Writer id={p.execution.writerId} /> · updated{' '}
           <Time iso={p.execution.updatedAt} relative />
         </p>
         {hold && (
@@ -206,10 +208,10 @@ export const RunPage: FC<RunPageProps> = (p) => {
         {p.execution.lostAtPlane && <LostNotice executionId={id} lost={p.execution.lostAtPlane} />}
         {p.usage && p.usage.calls > 0 && (
           <p class="muted" data-testid="usage">
-            Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out ·{' '}
-            {p.usage.calls} model call{p.usage.calls === 1 ? '' : 's'} (
+            Tokens: {num(p.usage.inputTokens)} in ({num(p.usage.cachedInputTokens)} cached) ·{' '}
+            {num(p.usage.outputTokens)} out · {num(p.usage.calls)} model call{p.usage.calls === 1 ? '' : 's'} (
             {Object.entries(p.usage.models)
-              .map(([m, n]) => `${m} ×${n}`)
+              .map(([m, n]) => `${m} ×${num(n)}`)
               .join(', ')}
             )
           </p>
@@ -265,8 +267,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <ul>
               {p.holes.map((h) => (
                 <li>
-                  seq {h.seq}: <span class="mono">{h.code}</span> — {h.reason} (from{' '}
-                  <span class="mono">{h.writerId}</span>, <Time iso={h.at} relative />)
+                  seq {h.seq}: <span class="mono">{h.code}</span> — {h.reason} (from <Writer id={h.writerId} />,{' '}
+                  <Time iso={h.at} relative />)
                 </li>
               ))}
             </ul>
@@ -288,7 +290,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
               {p.pause.claimedBy && (
                 <>
                   {' '}
-                  · claimed by <span class="mono">{p.pause.claimedBy}</span>
+                  · claimed by <Writer id={p.pause.claimedBy} />
                   {p.pause.claim?.state === 'held' && (
                     <>
                       {' '}
@@ -326,9 +328,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <ul>
               {p.takeovers!.map((t) => (
                 <li>
-                  after seq {t.fromSeq}, by <span class="mono">{t.winnerWriterId}</span> from{' '}
-                  <span class="mono">{t.loserWriterId}</span> (<Time iso={t.at} relative />; last heard from{' '}
-                  <Time iso={t.loserLastContactAt} relative />
+                  after seq {t.fromSeq}, by <Writer id={t.winnerWriterId} /> from <Writer id={t.loserWriterId} /> (
+                  <Time iso={t.at} relative />; last heard from <Time iso={t.loserLastContactAt} relative />
                   ): rows of the first writer after that seq are refused
                 </li>
               ))}
@@ -344,8 +345,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <ul>
               {p.conflicts.map((c) => (
                 <li>
-                  pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>,
-                  also claimed by <span class="mono">{c.loserWriterId}</span> ({c.source}, <Time iso={c.at} relative />)
+                  pause <span class="mono">{c.checkpointId}</span> won by <Writer id={c.winnerWriterId} />, also claimed
+                  by <Writer id={c.loserWriterId} /> ({c.source}, <Time iso={c.at} relative />)
                   {c.sideEffects.length > 0 && (
                     <div class="error" data-testid="double-effects">
                       Both writers recorded these side effects, so each may have run them (a charge made twice, an
@@ -434,9 +435,10 @@ export const RunPage: FC<RunPageProps> = (p) => {
           {p.diff.result && (
             <div class="diff" data-testid="diff">
               <p>
-                #{p.diff.a} → #{p.diff.b}: {p.diff.result.common} messages in common; {p.diff.result.added.length} added
-                {p.diff.result.removed.length > 0 && `, ${p.diff.result.removed.length} removed`};{' '}
-                {p.diff.result.changed.length} fields changed.
+                #{p.diff.a} → #{p.diff.b}: {num(p.diff.result.common)} messages in common;{' '}
+                {num(p.diff.result.added.length)} added
+                {p.diff.result.removed.length > 0 && `, ${num(p.diff.result.removed.length)} removed`};{' '}
+                {num(p.diff.result.changed.length)} fields changed.
               </p>
               {p.diff.result.added.map((m) => (
                 <pre class="added">{json(m)}</pre>
@@ -466,7 +468,9 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <h2 id="state-h">State at #{p.diff.b}</h2>
             <details open={Array.isArray(p.state.messages) && p.state.messages.length <= 40}>
               <summary>
-                {Array.isArray(p.state.messages) ? `Conversation: ${p.state.messages.length} messages` : 'no messages'}
+                {Array.isArray(p.state.messages)
+                  ? `Conversation: ${num(p.state.messages.length)} messages`
+                  : 'no messages'}
               </summary>
               <Conversation messages={Array.isArray(p.state.messages) ? (p.state.messages as Json[]) : []} />
             </details>
@@ -518,7 +522,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
                 <li>
                   <a href={`/quarantine#q-${q.id}`}>#{q.id}</a> {q.code}: {q.reason}{' '}
                   <span class="muted">
-                    ({q.writerId}, <Time iso={q.receivedAt} relative />)
+                    (<Writer id={q.writerId} />, <Time iso={q.receivedAt} relative />)
                   </span>
                 </li>
               ))}

@@ -31,10 +31,31 @@ export interface RunsQuery {
   writer?: string;
   /** execution ids starting with this */
   q?: string;
+  /** runs whose agent path (the Agent column) contains this, in any case */
+  agent?: string;
+  /** failed runs whose error has this code (the code the Status column shows) */
+  errorCode?: string;
   /** only runs updated at or after this time (ISO 8601) */
   updatedSince?: string;
+  /**
+   * Only the runs that need a person ("Needs attention"): failed; stale (running, but its runner's lease or hold
+   * expired without an end: it crashed or stalled; a LangGraph thread holds none and is never stale); paused
+   * with no row since before `pausedBefore` (an answer is overdue); and, where the source has them, a claim
+   * conflict or a copy with holes (the plane's).
+   */
+  attention?: { pausedBefore: string };
   cursor?: string;
   limit: number;
+}
+
+/**
+ * How many runs a list's filters match over all its pages: `n`; with `more`, more than `n` (the source stops
+ * counting at a cap); with `atMost`, at most `n` (the source counts some runs it may leave off the pages).
+ */
+export interface RunCount {
+  n: number;
+  more: boolean;
+  atMost?: boolean;
 }
 
 export type RunSummary = RunPageProps['execution'];
@@ -54,8 +75,11 @@ export type InboxItem = PendingInterrupt & { ageMs: number; state: 'open' | 'cla
  * issue throws an error with code BAD_CURSOR (the pages answer 400).
  */
 export interface InspectorSource {
-  /** Runs matching the query, one page (usage included). */
-  listRuns(q: RunsQuery): Promise<Paged<RunItem>>;
+  /**
+   * Runs matching the query, one page (usage included), and how many match in all. Every filter is applied as
+   * the source reads (the pages stay full and the cursor exact), never to a page after it was read.
+   */
+  listRuns(q: RunsQuery): Promise<Paged<RunItem> & { count: RunCount }>;
   /** One run, or null when this source has no run by that id. */
   getRun(executionId: string): Promise<RunSummary | null>;
   /** A page of the run's rows, by seq. */
