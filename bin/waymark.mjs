@@ -1,10 +1,15 @@
 #!/usr/bin/env node
 // `waymark plane …` loads the plane; every other command is the client CLI
-// (so a store-only user never loads hono or drizzle).
+// (so a store-only user never loads hono or drizzle). The plane's packages are
+// optional peers: checked first, a missing one is MISSING_PEER with the command
+// that installs them, not Node's ERR_MODULE_NOT_FOUND.
 const argv = process.argv.slice(2);
 const run =
   argv[0] === 'plane'
-    ? import('../dist/plane/cli.js').then((m) => m.planeMain(argv.slice(1)))
+    ? import('../dist/support/peer.js')
+        .then((p) => p.requirePeers('waymark plane', p.PLANE_PEERS))
+        .then(() => import('../dist/plane/cli.js'))
+        .then((m) => m.planeMain(argv.slice(1)))
     : import('../dist/client/cli/main.js').then((m) => m.main(argv));
 run.then(
   (code) => process.exit(code),

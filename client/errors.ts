@@ -244,12 +244,14 @@ export class RunCancelled extends WaymarkError {
   }
 }
 
-/** `cancel` of a run that already completed; nothing was written. */
+/** `cancel` or `resume` of a run that already completed (`checkpointId`: its marker); nothing was written. */
 export class AlreadyFinished extends WaymarkError {
-  constructor(executionId: string, checkpointId: string) {
-    super(ErrorCode.ALREADY_FINISHED, `execution ${executionId} already completed; a finished run is not cancelled`, {
-      details: { executionId, checkpointId },
-    });
+  constructor(
+    executionId: string,
+    checkpointId: string,
+    message = `execution ${executionId} already completed; a finished run is not cancelled`,
+  ) {
+    super(ErrorCode.ALREADY_FINISHED, message, { details: { executionId, checkpointId } });
     this.name = 'AlreadyFinished';
   }
 }

@@ -23,7 +23,7 @@ import { ErrorCode, hasCode } from '../shared/errors.js';
 import type { Json } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
 import { Uuidv7 } from '../shared/rows.js';
-import { Badge, Id, json, Layout, LiveRegion, ShortId, Table, Time } from './layout.js';
+import { Badge, Id, json, Layout, LiveRegion, ShortId, Table, Time, Writer } from './layout.js';
 import { FRAME } from './frame.js';
 import { BadCursorPage } from './refused-page.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged } from './source.js';
@@ -84,8 +84,8 @@ export const DecisionCard: FC<{ d: DecisionShown; run?: boolean }> = ({ d, run }
           <>
             {' '}
             by writer{' '}
-            <span class="mono" data-testid="applied-by">
-              {d.appliedBy}
+            <span data-testid="applied-by">
+              <Writer id={d.appliedBy} />
             </span>
             {d.appliedAt && (
               <>
@@ -98,7 +98,7 @@ export const DecisionCard: FC<{ d: DecisionShown; run?: boolean }> = ({ d, run }
         {d.appliedBy && d.state === 'superseded' && (
           <>
             {' '}
-            (claimed by <span class="mono">{d.appliedBy}</span>)
+            (claimed by <Writer id={d.appliedBy} />)
           </>
         )}
       </p>
@@ -162,7 +162,9 @@ const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
   <li class="card" data-testid="pause" data-execution={p.executionId}>
     <div class="row-head">
       <strong>{p.reason}</strong>
-      <a href={`/runs/${encodeURIComponent(p.executionId)}#pause-h`}>{p.executionId}</a>
+      <a href={`/runs/${encodeURIComponent(p.executionId)}#pause-h`} data-row-link="">
+        {p.executionId}
+      </a>
       {p.state === 'claimed' && <Badge status="claimed" />}
     </div>
     <div class="row-meta">
@@ -237,7 +239,9 @@ export const ApprovalsPage: FC<{
                 <td>
                   <Badge status={d.state} />
                 </td>
-                <td>{d.appliedBy ? <ShortId id={d.appliedBy} /> : <span class="muted">—</span>}</td>
+                <td>
+                  <Writer id={d.appliedBy} />
+                </td>
               </tr>
             ))}
           </Table>

@@ -18,7 +18,22 @@ export interface Frame {
   subtitle: string | null;
   /** who the decisions made here are recorded as, said in the header (null: the plane, where it is the key's name) */
   recordingAs: string | null;
+  /** the request's path: the nav link to it is marked the current page (absent: none is) */
+  path?: string;
+  /** how many pauses the approvals inbox lists, said on its nav link (absent or null: not counted) */
+  pendingApprovals?: Counted | null;
+  /** writers' names by writer id (a plane: its key's name; a local store: "this store"), shown as "name (short id)" */
+  writerNames?: ReadonlyMap<string, string>;
 }
+
+/** A count read up to a cap: `more` when there were more than `n` (the page says "n+"). */
+export interface Counted {
+  n: number;
+  more: boolean;
+}
+
+/** How many the nav's approvals count reads at most: past it the link says "99+". */
+export const PENDING_COUNT_CAP = 99;
 
 export const PLANE_FRAME: Frame = {
   kind: 'plane',

@@ -6,12 +6,13 @@
 import { isValidElement, useContext, type Child, type FC } from 'hono/jsx';
 import type { Json } from '../shared/json.js';
 import { terminalSafe } from '../support/terminal.js';
-import { FRAME } from './frame.js';
+import { type Counted, FRAME } from './frame.js';
 
 /**
  * `live`: the page loads /ui/live.js, which updates its `data-live` regions in place (a person turns it on
  * with `?live=1`, see `LiveToggle`; live.ts). The nav and the Log out button come from the page's frame
- * (plane or local store, see frame.ts).
+ * (plane or local store, see frame.ts): the link to the request's page is marked `aria-current`, and the
+ * approvals link says how many pauses wait. Every page loads /ui/shortcuts.js, whose keys the footer lists.
  */
 export const Layout: FC<{ title: string; nav?: boolean; live?: boolean; children?: Child }> = ({
   title,
@@ -20,15 +21,18 @@ export const Layout: FC<{ title: string; nav?: boolean; live?: boolean; children
   children,
 }) => {
   const frame = useContext(FRAME);
+  const approvals = frame.nav.some((l) => l.href === '/approvals');
   return (
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="color-scheme" content="light dark" />
         <title>{`${title} · waymark`}</title>
         <link rel="stylesheet" href="/ui/style.css" />
         <link rel="icon" href="/ui/icon.svg" type="image/svg+xml" />
         <script src="/ui/local-time.js" defer></script>
+        <script src="/ui/shortcuts.js" defer></script>
         {live && <script src="/ui/live.js" defer></script>}
       </head>
       <body>
@@ -47,7 +51,10 @@ export const Layout: FC<{ title: string; nav?: boolean; live?: boolean; children
           {nav && (
             <nav aria-label="main">
               {frame.nav.map((l) => (
-                <a href={l.href}>{l.label}</a>
+                <a href={l.href} aria-current={frame.path === l.href ? 'page' : undefined}>
+                  {l.label}
+                  {l.href === '/approvals' && <PendingCount c={frame.pendingApprovals} />}
+                </a>
               ))}
             </nav>
           )}
@@ -61,8 +68,93 @@ export const Layout: FC<{ title: string; nav?: boolean; live?: boolean; children
           )}
         </header>
         <main>{children}</main>
+        {nav && <KeyboardHelp approvals={approvals} />}
       </body>
     </html>
+  );
+};
+
+/** The approvals link's count: nothing when none waits (or it was not counted). */
+const PendingCount: FC<{ c: Counted | null | undefined }> = ({ c }) =>
+  c && c.n > 0 ? (
+    <>
+      {' '}
+      <span
+        class="count"
+        data-testid="pending-count"
+        title={`${c.more ? `more than ${num(c.n)}` : num(c.n)} paus${c.n === 1 && !c.more ? 'e' : 'es'} waiting for an answer`}
+      >
+        {c.more ? `${num(c.n)}+` : num(c.n)}
+      </span>
+    </>
+  ) : null;
+
+/**
+ * The keys /ui/shortcuts.js (shortcuts.ts) answers, listed on every page; `?` opens the list. A page works the
+ * same without them (and without JavaScript); the script shows the button that turns them off.
+ */
+const KeyboardHelp: FC<{ approvals: boolean }> = ({ approvals }) => (
+  <footer>
+    <details id="keyboard" data-testid="keyboard">
+      <summary>Keyboard shortcuts</summary>
+      <p>With JavaScript on, and never while typing in a field:</p>
+      <dl class="keys">
+        <dt>
+          <kbd>/</kbd>
+        </dt>
+        <dd>search the run list</dd>
+        <dt>
+          <kbd>j</kbd> / <kbd>k</kbd>
+        </dt>
+        <dd>next / previous run in a list (Enter opens it)</dd>
+        <dt>
+          <kbd>g</kbd> then <kbd>r</kbd>
+        </dt>
+        <dd>go to Runs</dd>
+        {approvals && (
+          <>
+            <dt>
+              <kbd>g</kbd> then <kbd>a</kbd>
+            </dt>
+            <dd>go to Pending approvals</dd>
+          </>
+        )}
+        <dt>
+          <kbd>?</kbd>
+        </dt>
+        <dd>open this list</dd>
+      </dl>
+      <button type="button" class="link" data-shortcuts-toggle="" hidden>
+        Turn keyboard shortcuts off
+      </button>
+    </details>
+  </footer>
+);
+
+/** A count (rows, tokens, bytes, runs) with thousands separators, as a person reads it: 12,345. Every page's numbers go through it. */
+export const num = (n: number) => n.toLocaleString('en-US');
+
+/** A writer id cut to its tail (a long id is a UUID, whose tail is its random part); a short one whole. */
+export const shortWriterId = (id: string) => (id.length <= 12 ? id : `…${id.slice(-8)}`);
+
+/**
+ * A writer as the page's frame knows it: "name (short id)" where it has a name (on a plane, the name of the key
+ * the writer sends with; in `waymark ui`, "this store" for its own), the short id otherwise; the full id on hover.
+ */
+export const Writer: FC<{ id: string | null }> = ({ id }) => {
+  const names = useContext(FRAME).writerNames;
+  if (!id) return <span class="muted">—</span>;
+  const name = names?.get(id);
+  return (
+    <span class="writer" title={id} data-writer={id}>
+      {name ? (
+        <>
+          {name} <span class="mono">({shortWriterId(id)})</span>
+        </>
+      ) : (
+        <span class="mono">{shortWriterId(id)}</span>
+      )}
+    </span>
   );
 };
 

@@ -9,8 +9,8 @@
  *
  * `inspectorHeaders()` is the one CSP and set of secure headers of both: no
  * inline script, static scripts of our own only (local times, /ui/local-time.js;
- * on a page opened with `?live=1`, live updates in place, /ui/live.js), and
- * every page works without them.
+ * keyboard shortcuts, /ui/shortcuts.js; on a page opened with `?live=1`, live
+ * updates in place, /ui/live.js), and every page works without them.
  */
 import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import type { HtmlEscapedString } from 'hono/utils/html';
@@ -23,6 +23,7 @@ import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.
 import { diffStates } from './diff.js';
 import { LIVE_JS } from './live.js';
 import { LOCAL_TIME_JS } from './local-time.js';
+import { SHORTCUTS_JS } from './shortcuts.js';
 import { NotFoundPage } from './not-found-page.js';
 import { BadCursorPage, RefusedPage } from './refused-page.js';
 import { QuarantinePage } from './quarantine-page.js';
@@ -30,7 +31,7 @@ import { RunPage } from './run-page.js';
 import { StatePage } from './state-page.js';
 import { agentPathsOf } from './timeline.js';
 import { readTimeline, TIMELINE_PARAMS, timelineQuery } from './timeline-read.js';
-import { RUN_STATUSES, RunsPage, SINCE_WINDOWS, type RunsFilters } from './runs-page.js';
+import { ATTENTION_PAUSED_MS, RUN_STATUSES, RunsPage, SINCE_WINDOWS, type RunsFilters } from './runs-page.js';
 import type { Hole, InspectorSource } from './source.js';
 import { STYLE } from './style.js';
 import { SyncPage } from './sync-page.js';
@@ -55,7 +56,7 @@ const SECURE_HEADERS: Parameters<typeof secureHeaders>[0] = {
   contentSecurityPolicy: {
     defaultSrc: ["'none'"],
     styleSrc: ["'self'"],
-    // static scripts of our own (local times, live updates); no inline scripts
+    // static scripts of our own (local times, keyboard shortcuts, live updates); no inline scripts
     scriptSrc: ["'self'"],
     // the live pages fetch their own page again (live.js); nothing else is fetched from a script
     connectSrc: ["'self'"],
@@ -71,11 +72,12 @@ const SECURE_HEADERS: Parameters<typeof secureHeaders>[0] = {
 const ICON_SVG =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M8 1a5 5 0 0 0-5 5c0 4 5 9 5 9s5-5 5-9a5 5 0 0 0-5-5z" fill="#0550ae"/><circle cx="8" cy="6" r="2" fill="#fff"/></svg>';
 
-/** The static scripts, style and icon the pages load (/ui/local-time.js, /ui/live.js, /ui/style.css, /ui/icon.svg). */
+/** The static scripts, style and icon the pages load (/ui/local-time.js, /ui/live.js, /ui/shortcuts.js, /ui/style.css, /ui/icon.svg). */
 export function mountAssets<E extends Env>(app: Hono<E>): void {
   for (const [path, script] of [
     ['/ui/local-time.js', LOCAL_TIME_JS],
     ['/ui/live.js', LIVE_JS],
+    ['/ui/shortcuts.js', SHORTCUTS_JS],
   ]) {
     app.get(path, (c) => {
       c.header('content-type', 'text/javascript; charset=utf-8');
@@ -123,6 +125,7 @@ function runsFilters(q: Record<string, string>): RunsFilters | { problems: strin
   for (const problem of [
     q.status ? oneOfProblem('status', q.status, RUN_STATUSES) : null,
     q.since ? oneOfProblem('since', q.since, Object.keys(SINCE_WINDOWS)) : null,
+    q.attention ? oneOfProblem('attention', q.attention, ['1']) : null,
   ])
     if (problem) problems.push(problem);
   if (problems.length) return { problems };
@@ -130,7 +133,10 @@ function runsFilters(q: Record<string, string>): RunsFilters | { problems: strin
     status: q.status || undefined,
     writer: q.writer || undefined,
     q: q.q || undefined,
+    agent: q.agent?.trim() || undefined,
+    error: q.error?.trim() || undefined,
     since: q.since || undefined,
+    attention: q.attention || undefined,
   };
 }
 
@@ -183,7 +189,12 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
         status: filters.status,
         writer: filters.writer,
         q: filters.q,
+        agent: filters.agent,
+        errorCode: filters.error,
         updatedSince,
+        attention: filters.attention
+          ? { pausedBefore: new Date(Date.now() - ATTENTION_PAUSED_MS).toISOString() }
+          : undefined,
         cursor: q.cursor || undefined,
         limit: 50,
       });
@@ -199,6 +210,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
         wrap(
           <RunsPage
             items={page.items}
+            count={page.count}
             next={page.nextCursor}
             first={!q.cursor}
             live={live}
@@ -261,9 +273,13 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       const idemCursor = c.req.query('idem') || undefined;
       const idempotency = await src.listIdempotency(id, { cursor: idemCursor, limit: 50 });
       const pause = await src.pauseState(id);
+      const decisions = src.runDecisions ? await src.runDecisions(id) : [];
+      // an open pause with a decision waiting for a worker: decided, not yet applied
+      const pauseDecided =
+        pause?.state === 'open' &&
+        decisions.some((d) => d.checkpointId === pause.pending.checkpointId && d.state === 'pending');
       let approvals = null;
       if (o.approvals && src.runDecisions) {
-        const decisions = await src.runDecisions(id);
         // a LangGraph interrupt is answered by invoking the graph again, not by a decision: no form
         const open =
           pause?.state === 'open' &&
@@ -297,6 +313,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             agentPaths={agentPathsOf(timeline.rows)}
             here={here}
             pause={pause}
+            pauseDecided={pauseDecided}
             approvals={approvals}
             idempotency={idempotency.items}
             idempotencyNext={idempotency.nextCursor && here({ idem: idempotency.nextCursor }, '#idem-h')}

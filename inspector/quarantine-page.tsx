@@ -6,7 +6,7 @@
  */
 import { useContext, type FC } from 'hono/jsx';
 import { FRAME } from './frame.js';
-import { ago, Layout } from './layout.js';
+import { ago, Layout, Writer } from './layout.js';
 
 export interface QuarantineItem {
   /** the plane's quarantine id, or the outbox event's id in a local store */
@@ -43,7 +43,7 @@ export const QuarantinePage: FC<{ items: QuarantineItem[]; next: string | null }
           </div>
           <div class="row-meta">
             <span>
-              writer <span class="mono">{q.writerId}</span>
+              writer <Writer id={q.writerId} />
             </span>
             {q.executionId && (
               <span>

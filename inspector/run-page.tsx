@@ -9,6 +9,16 @@ import type { IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { UsageTotal } from '../shared/usage.js';
 import type { StateDiff } from './diff.js';
 import {
+  holdOf,
+  holdWords,
+  type LeaseView,
+  type LostAtPlane,
+  PAUSE_WORDS,
+  pauseStand,
+  statusWord,
+} from '../support/run-words.js';
+import { LostNotice } from './lost-at-plane.js';
+import {
   Badge,
   clip,
   Id,
@@ -17,10 +27,11 @@ import {
   Layout,
   LiveRegion,
   LiveToggle,
+  num,
   pageText,
-  ShortId,
   Table,
   Time,
+  Writer,
 } from './layout.js';
 import { StateTail, stateHref } from './state-page.js';
 import { rowHref, Timeline, TimelineForms, type TimelineProps } from './timeline.js';
@@ -28,7 +39,7 @@ import { rowHref, Timeline, TimelineForms, type TimelineProps } from './timeline
 /** "a row" or "N rows": the refused holes of a run (its missing runs of seqs are listed, not counted here). */
 const refusedRows = (holes: { code: string }[]) => {
   const n = holes.filter((h) => h.code !== 'missing').length;
-  return n === 1 ? 'a row' : `${n} rows`;
+  return n === 1 ? 'a row' : `${num(n)} rows`;
 };
 
 /**
@@ -60,6 +71,12 @@ export interface RunPageProps {
     error: { code: string; message: string } | null;
     complete: boolean;
     holeCount: number;
+    /** the newest row's node (a LangGraph thread's is `langgraph:…`) */
+    lastNodeId?: string | null;
+    /** the run's lease (the plane: its owner's hold) by the source's clock; absent or null: none known */
+    lease?: LeaseView | null;
+    /** this store's rows of the run were refused at the plane: it lost the run there (a local store's); null: it did not */
+    lostAtPlane?: LostAtPlane | null;
     /** A cancelled run's reason, from its cancel marker (null: none was given; absent: not cancelled). */
     cancelReason?: string | null;
   };
@@ -80,6 +97,8 @@ export interface RunPageProps {
     /** A LangGraph thread waiting at `interrupt()`: its context is the interrupt's value, and resuming the graph (`Command({ resume })`) answers it, not a decision. */
     graph?: boolean;
   } | null;
+  /** a decision is recorded for the open pause and waits for a worker to apply it */
+  pauseDecided?: boolean;
   /** A page of the run's idempotency entries, and the link to the next (null: none) and back to the first (null: this is it). */
   idempotency: IdempotencyEntry[];
   idempotencyNext: string | null;
@@ -141,7 +160,7 @@ const Cancelled: FC<{ execution: RunPageProps['execution']; detail?: Child | nul
       </p>
       {detail ?? (
         <p class="muted">
-          Cancelled by writer <span class="mono">{e.writerId}</span> at <Time iso={e.updatedAt} />: its cancel marker,{' '}
+          Cancelled by writer <Writer id={e.writerId} /> at <Time iso={e.updatedAt} />: its cancel marker,{' '}
           <a href={`/runs/${encodeURIComponent(e.executionId)}#seq-${e.lastSeq}`}>#{e.lastSeq}</a>, ends the run&rsquo;s
           history; a runner stops at its next step, and resume refuses it.
         </p>
@@ -152,23 +171,34 @@ const Cancelled: FC<{ execution: RunPageProps['execution']; detail?: Child | nul
 
 export const RunPage: FC<RunPageProps> = (p) => {
   const id = p.execution.executionId;
+  const hold = holdOf(p.execution, { lostAtPlane: !!p.execution.lostAtPlane });
+  const status = statusWord(p.execution.status, hold);
+  const stand = p.pause && pauseStand(p.pause, p.pauseDecided === true);
   return (
     <Layout title={id} live={p.live}>
       <LiveRegion name="summary">
         <h1>
-          Run <span class="mono">{id}</span> <Badge status={p.execution.status} />{' '}
+          Run <span class="mono">{id}</span> <Badge status={status} />{' '}
           {!p.execution.complete && <Incomplete holeCount={p.execution.holeCount} />}
         </h1>
         <p class="muted">
-          {p.execution.rowCount} rows · last writer <ShortId id={p.execution.writerId} /> · updated{' '}
+          {num(p.execution.rowCount)} rows · last writer <Writer id={p.execution.writerId} /> · updated{' '}
           <Time iso={p.execution.updatedAt} relative />
         </p>
+        {hold && (
+          <p class={hold.kind === 'held' ? 'muted' : 'error'} data-testid="hold">
+            {holdWords(hold, (iso) => (
+              <Time iso={iso} />
+            ))}
+          </p>
+        )}
+        {p.execution.lostAtPlane && <LostNotice executionId={id} lost={p.execution.lostAtPlane} />}
         {p.usage && p.usage.calls > 0 && (
           <p class="muted" data-testid="usage">
-            Tokens: {p.usage.inputTokens} in ({p.usage.cachedInputTokens} cached) · {p.usage.outputTokens} out ·{' '}
-            {p.usage.calls} model call{p.usage.calls === 1 ? '' : 's'} (
+            Tokens: {num(p.usage.inputTokens)} in ({num(p.usage.cachedInputTokens)} cached) ·{' '}
+            {num(p.usage.outputTokens)} out · {num(p.usage.calls)} model call{p.usage.calls === 1 ? '' : 's'} (
             {Object.entries(p.usage.models)
-              .map(([m, n]) => `${m} ×${n}`)
+              .map(([m, n]) => `${m} ×${num(n)}`)
               .join(', ')}
             )
           </p>
@@ -208,7 +238,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <h2 id="failed-h" class="error">
               Failed: {p.execution.error.code}
             </h2>
-            <pre>{p.execution.error.message}</pre>
+            <pre>{pageText(p.execution.error.message)}</pre>
           </section>
         )}
 
@@ -231,7 +261,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
               {p.holes.map((h) => (
                 <li>
                   <a href={rowHref(id, h.seq)}>seq {h.seq}</a>: <span class="mono">{h.code}</span> — {h.reason} (from{' '}
-                  <span class="mono">{h.writerId}</span>, <Time iso={h.at} relative />)
+                  <Writer id={h.writerId} />, <Time iso={h.at} relative />)
                 </li>
               ))}
             </ul>
@@ -241,22 +271,19 @@ export const RunPage: FC<RunPageProps> = (p) => {
         {p.pause && (
           <section aria-labelledby="pause-h" class="card">
             <h2 id="pause-h">
-              Pause: {p.pause.pending.reason}{' '}
-              <Badge
-                status={p.pause.state === 'open' ? 'paused' : p.pause.state === 'cancelled' ? 'cancelled' : 'completed'}
-              />
+              Pause: {p.pause.pending.reason} <Badge status={stand === 'open' ? 'paused' : stand!} />
             </h2>
+            <p data-testid="pause-stand">{PAUSE_WORDS[stand!]}</p>
             <p class="muted">
               at{' '}
               <span class="mono">
                 <Id id={p.pause.pending.nodeId} />
               </span>{' '}
               (<Id id={p.pause.pending.agentPath} />)
-              {p.pause.state === 'cancelled' && <> · closed by a cancel of the run, not answered</>}
               {p.pause.claimedBy && (
                 <>
                   {' '}
-                  · claimed by <span class="mono">{p.pause.claimedBy}</span>
+                  · claimed by <Writer id={p.pause.claimedBy} />
                   {p.pause.claim?.state === 'held' && (
                     <>
                       {' '}
@@ -294,9 +321,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <ul>
               {p.takeovers!.map((t) => (
                 <li>
-                  after seq {t.fromSeq}, by <span class="mono">{t.winnerWriterId}</span> from{' '}
-                  <span class="mono">{t.loserWriterId}</span> (<Time iso={t.at} relative />; last heard from{' '}
-                  <Time iso={t.loserLastContactAt} relative />
+                  after seq {t.fromSeq}, by <Writer id={t.winnerWriterId} /> from <Writer id={t.loserWriterId} /> (
+                  <Time iso={t.at} relative />; last heard from <Time iso={t.loserLastContactAt} relative />
                   ): rows of the first writer after that seq are refused
                 </li>
               ))}
@@ -312,8 +338,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <ul>
               {p.conflicts.map((c) => (
                 <li>
-                  pause <span class="mono">{c.checkpointId}</span> won by <span class="mono">{c.winnerWriterId}</span>,
-                  also claimed by <span class="mono">{c.loserWriterId}</span> ({c.source}, <Time iso={c.at} relative />)
+                  pause <span class="mono">{c.checkpointId}</span> won by <Writer id={c.winnerWriterId} />, also claimed
+                  by <Writer id={c.loserWriterId} /> ({c.source}, <Time iso={c.at} relative />)
                   {c.sideEffects.length > 0 && (
                     <div class="error" data-testid="double-effects">
                       Both writers recorded these side effects, so each may have run them (a charge made twice, an
@@ -344,7 +370,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
           unfiltered={p.filter.step || p.filter.agent ? p.here({ step: null, agent: null }, '#timeline-h') : null}
         />
         <LiveRegion name="timeline">
-          <Timeline {...p.timeline} executionId={id} execution={p.execution} here={p.here} />
+          <Timeline {...p.timeline} executionId={id} execution={{ ...p.execution, status }} here={p.here} />
         </LiveRegion>
       </section>
 
@@ -367,9 +393,9 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <div class="diff" data-testid="diff">
               <p>
                 <a href={rowHref(id, p.diff.a)}>#{p.diff.a}</a> → <a href={rowHref(id, p.diff.b)}>#{p.diff.b}</a>:{' '}
-                {p.diff.result.common} messages in common; {p.diff.result.added.length} added
-                {p.diff.result.removed.length > 0 && `, ${p.diff.result.removed.length} removed`};{' '}
-                {p.diff.result.changed.length} fields changed.
+                {num(p.diff.result.common)} messages in common; {num(p.diff.result.added.length)} added
+                {p.diff.result.removed.length > 0 && `, ${num(p.diff.result.removed.length)} removed`};{' '}
+                {num(p.diff.result.changed.length)} fields changed.
               </p>
               {p.diff.result.added.slice(0, DIFF_SHOWN).map((m) => (
                 <pre class="added">{json(m)}</pre>
@@ -439,7 +465,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
                 <li>
                   <a href={`/quarantine#q-${q.id}`}>#{q.id}</a> {q.code}: {q.reason}{' '}
                   <span class="muted">
-                    ({q.writerId}, <Time iso={q.receivedAt} relative />)
+                    (<Writer id={q.writerId} />, <Time iso={q.receivedAt} relative />)
                   </span>
                 </li>
               ))}

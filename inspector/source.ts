@@ -31,17 +31,31 @@ export interface RunsQuery {
   writer?: string;
   /** execution ids starting with this */
   q?: string;
+  /** runs whose agent path (the Agent column) contains this, in any case */
+  agent?: string;
+  /** failed runs whose error has this code (the code the Status column shows) */
+  errorCode?: string;
   /** only runs updated at or after this time (ISO 8601) */
   updatedSince?: string;
+  /**
+   * Only the runs that need a person ("Needs attention"): failed; stale (running, but its runner's lease or hold
+   * expired without an end: it crashed or stalled; a LangGraph thread holds none and is never stale); paused
+   * with no row since before `pausedBefore` (an answer is overdue); and, where the source has them, a claim
+   * conflict or a copy with holes (the plane's).
+   */
+  attention?: { pausedBefore: string };
   cursor?: string;
   limit: number;
 }
 
-/** What the timeline shows of a row: everything but its payloads (state, input, output, a pause's context). */
+/**
+ * What the timeline shows of a row: everything but its payloads (state, input, a pause's context), and a run-end
+ * marker's output (its error: what the row before it is said to have ended with); a source may leave out other rows'.
+ */
 export type RowHead = Pick<
   Checkpoint,
   'id' | 'seq' | 'nodeId' | 'turn' | 'step' | 'status' | 'agentPath' | 'interruptReason' | 'createdAt' | 'writerId'
->;
+> & { nodeOutput?: Checkpoint['nodeOutput'] };
 
 /**
  * Which of a run's rows a timeline page shows: the first `limit` matching rows with seq above `after`, or (no
@@ -67,6 +81,16 @@ export interface RowsPage {
 /** Whether `agentPath` is `under` or a path beneath it (the rule of `RowsQuery.agentPath`, for sources that filter here). */
 export const isUnder = (agentPath: string, under: string) => agentPath === under || agentPath.startsWith(`${under}/`);
 
+/**
+ * How many runs a list's filters match over all its pages: `n`; with `more`, more than `n` (the source stops
+ * counting at a cap); with `atMost`, at most `n` (the source counts some runs it may leave off the pages).
+ */
+export interface RunCount {
+  n: number;
+  more: boolean;
+  atMost?: boolean;
+}
+
 export type RunSummary = RunPageProps['execution'];
 export type Hole = RunPageProps['holes'][number];
 export type PauseView = NonNullable<RunPageProps['pause']>;
@@ -84,8 +108,11 @@ export type InboxItem = PendingInterrupt & { ageMs: number; state: 'open' | 'cla
  * issue throws an error with code BAD_CURSOR (the pages answer 400).
  */
 export interface InspectorSource {
-  /** Runs matching the query, one page (usage included). */
-  listRuns(q: RunsQuery): Promise<Paged<RunItem>>;
+  /**
+   * Runs matching the query, one page (usage included), and how many match in all. Every filter is applied as
+   * the source reads (the pages stay full and the cursor exact), never to a page after it was read.
+   */
+  listRuns(q: RunsQuery): Promise<Paged<RunItem> & { count: RunCount }>;
   /** One run, or null when this source has no run by that id. */
   getRun(executionId: string): Promise<RunSummary | null>;
   /** A page of the run's rows matching the query, in seq order (read on until the page is full or the run ends). */

@@ -8,7 +8,7 @@
 import type { FC } from 'hono/jsx';
 import type { Json } from '../shared/json.js';
 import { Conversation } from './conversation.js';
-import { json, Layout } from './layout.js';
+import { json, Layout, num } from './layout.js';
 import { rowHref } from './timeline.js';
 
 /** How many of the newest messages the run page shows. */
@@ -56,12 +56,12 @@ export const StateTail: FC<{ executionId: string; seq: number; state: Record<str
       {messages ? (
         <details open>
           <summary>
-            Conversation: {messages.length} message{messages.length === 1 ? '' : 's'}
+            Conversation: {num(messages.length)} message{messages.length === 1 ? '' : 's'}
             {start > 0 && `, the newest ${messages.length - start} below`}
           </summary>
           {start > 0 && (
             <p class="muted" data-testid="state-earlier">
-              {start} earlier message{start === 1 ? '' : 's'} on <a href={whole}>the state&rsquo;s own page</a>.
+              {num(start)} earlier message{start === 1 ? '' : 's'} on <a href={whole}>the state&rsquo;s own page</a>.
             </p>
           )}
           <Conversation messages={messages.slice(start)} from={start} clip={TAIL_CLIP} />
@@ -116,7 +116,7 @@ export const StatePage: FC<StatePageProps> = (p) => {
       {messages && (
         <section aria-labelledby="messages">
           <h2 id="messages">
-            Conversation: {n} message{n === 1 ? '' : 's'}
+            Conversation: {num(n)} message{n === 1 ? '' : 's'}
             {n > STATE_PAGE && `, #${from}–#${to - 1} below`}
           </h2>
           <Pager n={n} from={from} to={to} link={link} />

@@ -6,7 +6,7 @@
  */
 import type { FC } from 'hono/jsx';
 import type { OutboxStats } from '../support/outbox-stats.js';
-import { duration, Layout, Time } from './layout.js';
+import { duration, Layout, num, Time } from './layout.js';
 
 export interface SyncStatus extends OutboxStats {
   writerId: string;
@@ -50,7 +50,7 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
             <tr data-testid="backlog">
               <th scope="row">Backlog</th>
               <td>
-                {s.pendingCount} row{s.pendingCount === 1 ? '' : 's'}, {s.pendingBytes} bytes
+                {num(s.pendingCount)} row{s.pendingCount === 1 ? '' : 's'}, {num(s.pendingBytes)} bytes
                 {!d && s.pendingCount > 0 && <> (kept in the outbox until a plane is connected with connectPlane)</>}
                 {s.oldestPendingAt && (
                   <>
@@ -63,7 +63,7 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
             <tr data-testid="quarantined">
               <th scope="row">Quarantined</th>
               <td>
-                {s.quarantinedCount > 0 ? <a href="/quarantine">{s.quarantinedCount}</a> : '0'}
+                {s.quarantinedCount > 0 ? <a href="/quarantine">{num(s.quarantinedCount)}</a> : '0'}
                 {s.lastQuarantineReason && <> (last: {s.lastQuarantineReason})</>}
               </td>
             </tr>
@@ -130,11 +130,11 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
                   )
                 ) : (
                   <span class="error">
-                    incomplete for {s.incomplete.length} run{s.incomplete.length === 1 ? '' : 's'}:{' '}
+                    incomplete for {num(s.incomplete.length)} run{s.incomplete.length === 1 ? '' : 's'}:{' '}
                     {s.incomplete.map(([id, n], i) => (
                       <>
                         {i > 0 && ', '}
-                        {runLink(id)} ({n} row{n === 1 ? '' : 's'} refused)
+                        {runLink(id)} ({num(n)} row{n === 1 ? '' : 's'} refused)
                       </>
                     ))}
                     ; the plane cannot restore them elsewhere; this store keeps them whole
@@ -149,7 +149,7 @@ export const SyncPage: FC<{ s: SyncStatus }> = ({ s }) => {
                   {s.diverged.map(([id, n], i) => (
                     <>
                       {i > 0 && ', '}
-                      {runLink(id)} ({n} row{n === 1 ? '' : 's'})
+                      {runLink(id)} ({num(n)} row{n === 1 ? '' : 's'})
                     </>
                   ))}
                   : the plane holds other rows at those seqs (another machine's branch after a double claim, or a hole:

@@ -6,7 +6,9 @@
  * other pages. A row's anchor is `#seq-N` (and `#row-<id>`); `rowHref` is the link that lands on it from anywhere.
  */
 import type { FC } from 'hono/jsx';
+import { runErrorOf } from '../shared/errors.js';
 import { Step } from '../shared/rows.js';
+import { failureOutcome, failureWords } from '../support/run-words.js';
 import { Badge, duration, Id, ShortId, Time } from './layout.js';
 import type { Hole, RowHead } from './source.js';
 
@@ -23,19 +25,21 @@ export const rowHref = (executionId: string, seq: number) =>
  * What a row's badge may claim. A model-call or tool row is written *before* the
  * call, so its stored status says the boundary was recorded, not that the call
  * worked: the outcome is what came next (a later row: done; the failed run-end
- * marker right after it: failed; nothing after it: in progress or crashed).
- * `next`: the row after it, when known (a filtered page may not hold it).
+ * marker right after it: failed, or stopped when the turn limit ended the run
+ * before its call; nothing after it: in progress, or stale when the run is:
+ * its runner's lease expired at this row). `next`: the row after it, when known
+ * (a filtered page may not hold it).
  */
 export function rowOutcome(
   r: RowHead,
   next: RowHead | undefined,
-  execution: { status: string; lastSeq: number },
+  execution: { status: string; lastSeq: number; error?: { code: string } | null },
 ): string {
   if (r.step === 'run_end' || r.step === 'hitl_pause') return r.status;
   const failedNext = next
     ? next.step === 'run_end' && next.status === 'failed'
     : r.seq + 1 === execution.lastSeq && execution.status === 'failed';
-  if (failedNext) return 'failed';
+  if (failedNext) return failureOutcome(next ? runErrorOf(next.nodeOutput ?? null).code : execution.error?.code);
   // a step the run was cancelled after (or during): it did not go on
   if (
     next
@@ -44,6 +48,7 @@ export function rowOutcome(
   )
     return 'cancelled';
   if (r.seq < execution.lastSeq) return 'done';
+  if (execution.status === 'stale') return 'stale';
   return execution.status === 'running' ? 'in progress' : r.status;
 }
 
@@ -79,7 +84,7 @@ function groups(items: Item[]): Group[] {
   return out;
 }
 
-const NOTABLE = new Set(['failed', 'in progress', 'cancelled']);
+const NOTABLE = new Set(['failed', 'stopped', 'stale', 'in progress', 'cancelled']);
 
 export interface TimelineProps {
   executionId: string;
@@ -231,14 +236,9 @@ export const Timeline: FC<TimelineProps> = (p) => {
                         )}
                       </div>
                       {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
-                      {outcome === 'failed' && r.step !== 'run_end' && p.execution.error && (
-                        <div class="error">
-                          {r.step === 'llm_call'
-                            ? 'the model call'
-                            : r.step === 'tool_call'
-                              ? 'this step'
-                              : 'the next step'}{' '}
-                          failed: {p.execution.error.code}
+                      {(outcome === 'failed' || outcome === 'stopped') && r.step !== 'run_end' && p.execution.error && (
+                        <div class="error" data-testid="failure">
+                          {failureWords(p.execution.error.code, r)}
                         </div>
                       )}
                     </li>

@@ -372,6 +372,41 @@ export async function listPauses(
   };
 }
 
+/**
+ * How many pauses the inbox lists (`listPauses`' two sets: open, and claimed at the plane and not yet applied),
+ * counted up to `cap`, `more` past it: the nav's count of Pending approvals. Two index reads of at most
+ * `cap` + 1 tiny rows each.
+ */
+export async function countPauses(db: PlaneDb, projectId: string, cap: number): Promise<{ n: number; more: boolean }> {
+  const open = await db
+    .select({ one: sql<number>`1` })
+    .from(pendingInterrupts)
+    .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'open')))
+    .limit(cap + 1);
+  const held = await db
+    .select({ one: sql<number>`1` })
+    .from(pendingInterrupts)
+    .innerJoin(
+      claims,
+      and(
+        eq(claims.projectId, pendingInterrupts.projectId),
+        eq(claims.executionId, pendingInterrupts.executionId),
+        eq(claims.checkpointId, pendingInterrupts.checkpointId),
+      ),
+    )
+    .where(
+      and(
+        eq(pendingInterrupts.projectId, projectId),
+        eq(pendingInterrupts.state, 'claimed'),
+        eq(claims.source, 'api'),
+        isNull(claims.appliedAt),
+      ),
+    )
+    .limit(cap + 1);
+  const total = open.length + held.length;
+  return { n: Math.min(total, cap), more: total > cap };
+}
+
 /** The feed's cursor: the last feed seq seen, as a decimal string ('' or absent: from the start). */
 export const feedCursor = (after: string | undefined): number => seqCursor(after, '/v1/decisions');
 

@@ -6,24 +6,32 @@
  * names drizzle, so a consumer type-checking with `skipLibCheck: false` never
  * loads drizzle-orm's declarations (which do not check without mysql2, gel, …
  * installed): the database handle is opaque outside the plane. The
- * implementations are the plane's own modules, cast to these types.
+ * implementations are the plane's own modules, loaded once the plane's
+ * optional peers are found, cast to these types.
  *
  * @module waymark/plane
  */
 import type { Logger } from 'pino';
 import type { Backlog, RowResult } from '../shared/protocol.js';
 import type { WaymarkError } from '../shared/errors.js';
-import * as app from './app.js';
-import * as auth from './auth.js';
-import * as open from './db/open.js';
-import * as ingest from './ingest.js';
-import * as server from './server.js';
+import { PLANE_PEERS, requirePeers } from '../support/peer.js';
 import type { PlaneConfig } from './config.js';
 import type { CreateKeyOptions, Principal, Scope } from './scopes.js';
 import type { OpenOptions, PlaneAppOptionsOf, PlaneDatabaseOf, RunningPlaneOf } from './types.js';
 
 export { loadConfig, type PlaneConfig } from './config.js';
 export { lockDataDir, lockHolder, DataDirLocked, type LockInfo, type DataDirLock } from './db/lock.js';
+
+// the plane's packages are optional peers of waymark (a client install leaves them out): without them, this import
+// says what to install (the modules below import them statically)
+await requirePeers('waymark/plane', PLANE_PEERS);
+const [app, auth, open, ingest, server] = await Promise.all([
+  import('./app.js'),
+  import('./auth.js'),
+  import('./db/open.js'),
+  import('./ingest.js'),
+  import('./server.js'),
+]);
 
 declare const planeDb: unique symbol;
 /** A plane database handle (opaque: pass it to the functions of this module). */

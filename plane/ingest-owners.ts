@@ -27,7 +27,7 @@ const checkpointOf = (i: Item): Checkpoint | null => (!i.result && i.event?.kind
  *   excepted: a cancel is a change of owner anyone holding the run may make);
  * - follows another branch's row (a delta whose `prev` is not the row before);
  * - or follows a row of the batch refused here, or one that met another row
- *   at its seq (left to the insert: seq_conflict).
+ *   at its seq (refused `seq_conflict`, naming the writer of the plane's row).
  * Each refusal fences the writer from the seq before it, so its later batches
  * are refused too (ingest's refuseTakenOver).
  */
@@ -130,8 +130,14 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
     const key = (seq: number) => `${row.executionId}\u0000${seq}`;
     const there = at.get(key(row.seq));
     if (there && there.id !== row.id) {
-      // another branch's row holds this seq: refused at the insert (seq_conflict); this writer's branch stops here.
-      // Fenced from this seq, so a batch sent again is refused by seq here again, and only what follows by the fence
+      // another branch's row holds this seq: refused by seq, naming whose branch (the writer told sees which machine
+      // holds the run); this writer's branch stops here. Fenced from this seq, so a batch sent again is refused by seq
+      // here again, and only what follows by the fence
+      reject(
+        item,
+        'seq_conflict',
+        `execution ${row.executionId} already has a different row at seq ${row.seq}, written by '${there.writerId}'`,
+      );
       if (!refusedFrom.has(row.executionId)) {
         refusedFrom.set(row.executionId, row.seq);
         await fenceWriter(tx, projectId, row.executionId, writerId, there.writerId, row.seq);

@@ -102,7 +102,8 @@ export interface IngestOutcome {
 /**
  * `ownerHoldMs`: how long a run's owner keeps it on the strength of its rows
  * alone (the plane's takeover delay): each accepted row of the owner extends
- * its hold to at least this long from now.
+ * its hold to at least this long from now. `keyId`: the API key the batch came
+ * with, kept on the writer's record (the inspector names a writer by its key).
  */
 export async function ingestBatch(
   db: PlaneDb,
@@ -111,6 +112,7 @@ export async function ingestBatch(
   backlog: Backlog | undefined,
   rows: unknown[],
   ownerHoldMs = 60_000,
+  keyId: string | null = null,
 ): Promise<IngestOutcome> {
   const items = prepare(rows);
   const touched = new Set<string>();
@@ -192,11 +194,13 @@ export async function ingestBatch(
         backlogRows: backlog?.rows ?? null,
         backlogBytes: backlog?.bytes ?? null,
         oldestPendingAt: backlog?.rows ? backlog.oldestPendingAt : null,
+        keyId,
       })
       .onConflictDoUpdate({
         target: [writers.projectId, writers.writerId],
         set: {
           lastSeen: sql`now()`,
+          ...(keyId ? { keyId } : {}),
           rowsAcked: sql`${writers.rowsAcked} + ${acked}`,
           rowsRejected: sql`${writers.rowsRejected} + ${newlyRefused}`,
           ...(backlog

@@ -8,6 +8,7 @@ import { z } from 'zod';
  * here, so a new code is added here first, with what it means.
  */
 export const ErrorCode = {
+  /** A resume with an answer whose pause was answered already (by another resumer, or before the run went on); the message says what the run did since (details.status; a failed run's details.error). Nothing was claimed. */
   ALREADY_RESUMED: 'ALREADY_RESUMED',
   CHECKPOINT_ERROR: 'CHECKPOINT_ERROR',
   IDEMPOTENCY_ERROR: 'IDEMPOTENCY_ERROR',
@@ -51,7 +52,7 @@ export const ErrorCode = {
   RUN_TAKEN_OVER: 'RUN_TAKEN_OVER',
   /** The run was cancelled (`cancel`): a runner stops at its next step boundary having written nothing more; a resume is refused. */
   RUN_CANCELLED: 'RUN_CANCELLED',
-  /** `cancel` of a run that already completed: a finished run is not cancelled; nothing was written. */
+  /** `cancel` or `resume` of a run that already completed: a finished run is neither cancelled nor resumed; nothing was written. */
   ALREADY_FINISHED: 'ALREADY_FINISHED',
   /** `cancel` options that cannot be stored (details.problems names each); nothing was written. */
   INVALID_CANCEL: 'INVALID_CANCEL',
@@ -77,7 +78,7 @@ export const ErrorCode = {
   INVALID_GRAPH_CONFIG: 'INVALID_GRAPH_CONFIG',
   /** `waymark/ai-sdk` was given a model of a spec it does not implement (it supports LanguageModelV3); `details.specificationVersion` names the one given. */
   UNSUPPORTED_MODEL: 'UNSUPPORTED_MODEL',
-  /** A subpath was imported without its optional peer dependency installed (`waymark/postgres` without `postgres`); the message says what to install. */
+  /** A subpath or command was used without its optional peer dependencies installed (`waymark/postgres` without `postgres`, `waymark plane` without its server's packages); the message names every missing one and the one command that installs them (`details.command`). */
   MISSING_PEER: 'MISSING_PEER',
   /** A run that failed with an error that carried no code of its own (the run-end marker's default). */
   RUN_FAILED: 'RUN_FAILED',
@@ -91,7 +92,7 @@ export const ErrorCode = {
   CSRF_FAILED: 'CSRF_FAILED',
   /** A `waymark plane` admin command found a running plane but no admin key to use with it. */
   ADMIN_KEY_REQUIRED: 'ADMIN_KEY_REQUIRED',
-  /** The pause named is not on the plane (not synced yet, or of another project). */
+  /** No pause to answer: the pause named is not on the plane (not synced yet, or of another project), or the run has no open pause (`decide`), or a resume with an answer found a run that never paused (details.status; a failed run's details.error: resume it without an answer). Nothing was recorded or claimed. */
   PAUSE_NOT_FOUND: 'PAUSE_NOT_FOUND',
   /** A decision for a pause that is no longer open: claimed (details.claimedBy) or closed by a cancel or a deletion (409 on the plane). */
   PAUSE_CLOSED: 'PAUSE_CLOSED',

@@ -306,6 +306,8 @@ export const QuarantineView = z.object({
 /** One writer as the plane knows it: when it was seen, what it sent and what it still holds. */
 export const WriterView = z.object({
   writerId: z.string(),
+  /** The name of the API key its newest batch came with (null: none recorded, or the key has no name). */
+  keyName: z.string().nullable(),
   firstSeen: IsoTime,
   lastSeen: IsoTime,
   rowsAcked: z.number().int(),

@@ -87,6 +87,7 @@ export const FAST: readonly string[] = [
   'test/runtime/tool-results.test.ts',
   'test/runtime/unknown-options.test.ts',
   'test/support/db-errors.test.ts',
+  'test/support/peer.test.ts',
   'test/shared/error-codes.test.ts',
   'test/shared/json.test.ts',
   'test/support/time.test.ts',
@@ -108,6 +109,7 @@ export const FAST: readonly string[] = [
   'test/ui/form-bodies.test.ts',
   'test/ui/local-run-list-cost.test.ts',
   'test/ui/local-source-pauses.test.ts',
+  'test/ui/failure-text.test.ts',
   'test/ui/local-ui-paging.test.ts',
 ];
 
@@ -135,6 +137,9 @@ export const SLOW: readonly string[] = [
   'test/ui/live.test.ts',
   'test/ui/local-ui.test.ts',
   'test/ui/long-run.test.ts',
+  'test/ui/reading.test.ts',
+  'test/ui/lost-at-plane.test.ts',
+  'test/ui/run-truth.test.ts',
   'test/ui/security.test.ts',
   // holds, leases and deadlines waited out in real time
   'test/plane/takeover.test.ts',

@@ -6,7 +6,8 @@ import { sumUsage, usageLine } from '../../shared/usage.js';
 import { localTime, table } from '../../support/format.js';
 import { ErrorCode, runErrorOf, WaymarkError, type RunError } from '../../shared/errors.js';
 import { cancelReason } from '../store/cancel.js';
-import { lostRuns } from '../replica/branch.js';
+import { lostAtPlane } from '../replica/branch.js';
+import { holdOf, holdWords, isGraphThread, LOST_BADGE, type LostAtPlane, lostWords } from '../../support/run-words.js';
 
 type Out = (line: string) => void;
 
@@ -66,8 +67,17 @@ async function matchingRuns(
 
 export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { json?: boolean } = {}): Promise<number> {
   const runs = await matchingRuns(store, o);
+  // runs this store lost at the plane, whatever their state here (read once for the listing): the plane's record of
+  // them is another branch, and they are not this store's to recover as they stand
+  const lost = runs.length ? await lostAtPlane(store) : new Map<string, LostAtPlane>();
   if (o.json) {
-    out(JSON.stringify(runs, null, 2));
+    out(
+      JSON.stringify(
+        runs.map((e) => ({ ...e, lostAtPlane: lost.get(e.executionId) ?? null })),
+        null,
+        2,
+      ),
+    );
     return runs.length;
   }
   if (runs.length === 0) {
@@ -75,13 +85,13 @@ export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { j
     return 0;
   }
   const rows: string[][] = [['EXECUTION', 'STATE', 'ROWS', 'LAST NODE', 'UPDATED', 'LEASE', 'ERROR']];
-  // runs this store lost at the plane are not this store's to recover as they stand
-  const lost = runs.some((e) => e.state === 'running') ? await lostRuns(store) : new Map<string, string>();
   for (const e of runs) {
-    const state = isGraphThread(e) ? 'LangGraph thread (no marker)' : STATE_LABEL[e.state];
+    const state = isGraphThread({ status: e.state, lastNodeId: e.lastNodeId })
+      ? 'LangGraph thread (no marker)'
+      : STATE_LABEL[e.state];
     rows.push([
       e.executionId,
-      state,
+      lost.has(e.executionId) ? `${state}, ${LOST_BADGE}` : state,
       String(e.rowCount),
       e.lastNodeId,
       localTime(e.updatedAt),
@@ -93,25 +103,15 @@ export async function listRuns(store: Checkpointer, out: Out, o: RunFilter & { j
   return runs.length;
 }
 
-/** A LangGraph thread's execution (client/langgraph): its rows are `langgraph:…` nodes and it has no run-end marker. */
-const isGraphThread = (e: ExecutionSummary): boolean => e.state === 'running' && e.lastNodeId.startsWith('langgraph:');
-
 /**
- * What the lease says about a run without a marker: a live runner holds it,
- * or nobody does (its runner died: STALE once the lease expired, or free) and
- * `recoverRuns` would take it, unless this store lost the run at the plane
- * (`lostAtPlane`: its rows refused there). Finished and paused runs hold no lease.
+ * What the lease says about a run without a marker (support/run-words.ts, as the inspectors say it): a live
+ * runner holds it, or nobody does (its runner died: STALE once the lease expired, or free) and `recoverRuns`
+ * would take it, unless this store lost the run at the plane (`lostAtPlane`: its rows refused there).
+ * Finished and paused runs hold no lease.
  */
 export function leaseLabel(e: ExecutionSummary, lostAtPlane = false): string {
-  if (e.state !== 'running') return '';
-  const l = e.lease;
-  if (l?.live) return `held by ${l.holder} until ${localTime(l.expiresAt!)}`;
-  if (lostAtPlane)
-    return "LOST: the plane refused its rows (taken over or cancelled there: waymark sync status); recoverRuns takes the plane's copy once nobody holds it";
-  // a LangGraph thread never ends with a marker, and recoverRuns does not take it: held only inside saver.exclusive
-  if (isGraphThread(e)) return 'free';
-  if (l?.holder) return `STALE: ${l.holder} expired ${localTime(l.expiresAt!)} (recoverable)`;
-  return 'free (recoverable)';
+  const hold = holdOf({ status: e.state, lastNodeId: e.lastNodeId, lease: e.lease }, { lostAtPlane });
+  return hold ? holdWords(hold, localTime).join('') : '';
 }
 
 /** A pause of the run and, when it was answered, the Resume value it was answered with. */
@@ -154,9 +154,16 @@ export async function inspectRun(
   const last = rows[rows.length - 1];
   const end = last.step === 'run_end' ? { status: last.status, error: errorOf(last) } : null;
   const usage = sumUsage(rows);
+  const lost = (await lostAtPlane(store)).get(executionId) ?? null;
 
   if (o.json) {
-    out(JSON.stringify({ executionId, found: true, end, usage, rows, pauses, pending, idempotency: idem }, null, 2));
+    out(
+      JSON.stringify(
+        { executionId, found: true, end, usage, lostAtPlane: lost, rows, pauses, pending, idempotency: idem },
+        null,
+        2,
+      ),
+    );
     return true;
   }
   // each field from a run is escaped whole (a line break in it would fake a line of this output), as table cells are
@@ -176,6 +183,11 @@ export async function inspectRun(
         ? 'ended: no (paused)'
         : 'ended: no (running, or crashed: no run-end marker)',
   );
+  if (lost) {
+    const w = lostWords(executionId, lost, (n) => `#${n}`);
+    out(`${LOST_BADGE}: ${printable(w.what.join(''))}; ${printable(w.said)}`);
+    out(`  to take the plane's branch: ${printable(w.take)}`);
+  }
   for (const p of pauses) {
     const decided = p.decision
       ? `; decided ${p.decision.approved ? 'approve' : 'decline'} by ${printable(p.decision.decidedBy)} at ${localTime(p.decision.decidedAt)} via ${p.decision.source}, not applied yet: a decision worker applies it`

@@ -12,6 +12,7 @@ import { portTextProblem } from '../../support/validate.js';
 import { openStore, redactUrl } from '../open-store.js';
 import { isLoopback } from '../ui/loopback.js';
 import { onStopRequest } from '../../support/launcher.js';
+import { requirePeers, UI_PEERS } from '../../support/peer.js';
 
 type Out = (line: string) => void;
 
@@ -51,6 +52,9 @@ export function checkUi(p: Parsed): string[] {
 
 /** Open the store, serve, print where; resolves (0) on SIGINT or SIGTERM, once closed. */
 export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
+  // hono and its node server are optional peers of waymark (the plane's, and this page's): checked before the
+  // store opens, a missing one says what to install (ui/serve.js imports them statically)
+  await requirePeers('waymark ui', UI_PEERS);
   const spec = String(p.values.url ?? p.values.db);
   const store = await openStore(spec, { schema: p.values.schema as string | undefined, max: 4, mustExist: true });
   try {

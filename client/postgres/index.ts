@@ -19,10 +19,10 @@
  *   —                  put-on-cursor.ts   the one-statement put
  *   —                  commit-once.ts     a write whose answer was lost: did it commit?
  */
-import { requirePeer } from '../../support/peer.js';
+import { requirePeers } from '../../support/peer.js';
 
 // `postgres` is an optional peer: without it, this import says to install it (checkpointer.js imports it statically)
-await requirePeer('postgres', 'waymark/postgres', '3.4.9');
+await requirePeers('waymark/postgres', ['postgres']);
 const m = await import('./checkpointer.js');
 
 export const PostgresCheckpointer: typeof import('./checkpointer.js').PostgresCheckpointer = m.PostgresCheckpointer;

@@ -5,6 +5,7 @@ import { ErrorCode } from '../../shared/errors.js';
 import { utf8Bytes } from '../../shared/json.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { IdempotencyEntry } from '../../shared/rows.js';
+import type { LostAtPlane } from '../../support/run-words.js';
 import type { Checkpointer } from '../checkpointer.js';
 import type { LeaseAsk, PlaneLease, PlaneTakeover } from './plane-calls.js';
 import type { FlushOptions, FlushResult } from './replica-types.js';
@@ -12,32 +13,65 @@ import type { FlushOptions, FlushResult } from './replica-types.js';
 /** A quarantine reason the plane gave for a row of a run this store lost there. */
 export const isTakenOver = (reason: string) => reason.startsWith('plane: taken_over:');
 
+/** A quarantine reason of a row the plane refused because it holds another row at its seq (another branch's). */
+const isSeqConflict = (reason: string) => reason.startsWith('plane: seq_conflict:');
+
 /**
- * Runs this store lost at the plane, with the plane's reason: runs whose
- * newest row here is one the plane refused as `taken_over` (taken over,
- * cancelled there, or a branch refused). A run whose copy since became the
- * plane's again (adopted, or caught up) is not listed, whatever refusals its
- * outbox still remembers.
+ * Runs this store lost at the plane, each with how (`LostAtPlane`): runs
+ * whose newest row here is one the plane refused for its branch, as
+ * `taken_over` (taken over, cancelled there, or a branch refused) or by its
+ * seq (`seq_conflict`: another machine's branch holds that seq, as after two
+ * machines resumed one pause; the plane fences this writer there too). A run
+ * whose copy since became the plane's again (adopted, or caught up) is not
+ * listed, whatever refusals its outbox still remembers.
+ *
+ * Reads the whole quarantine, then the refused rows of each such run: call
+ * it once per listing or page, not once per run.
  */
+export async function lostAtPlane(store: Checkpointer): Promise<Map<string, LostAtPlane>> {
+  return new Map([...(await lost(store))].map(([id, l]) => [id, { fromSeq: l.fromSeq, reason: l.reason }]));
+}
+
+/** Runs this store lost at the plane (see lostAtPlane), each with the plane's reason for refusing its newest row here. */
 export async function lostRuns(store: Checkpointer): Promise<Map<string, string>> {
+  return new Map([...(await lost(store))].map(([id, l]) => [id, l.newest]));
+}
+
+/** lostAtPlane, with the reason of each run's newest row (`newest`; a `taken_over` one without its code). */
+async function lost(store: Checkpointer): Promise<Map<string, LostAtPlane & { newest: string }>> {
   const refused = new Map<string, Map<string, string>>();
   let after: string | undefined;
   for (;;) {
     const page = await store.listQuarantined({ afterId: after, limit: 500 });
     if (!page.length) break;
     for (const q of page) {
-      if (q.kind !== 'checkpoint' || !isTakenOver(q.reason)) continue;
+      if (q.kind !== 'checkpoint' || !(isTakenOver(q.reason) || isSeqConflict(q.reason))) continue;
       const rows = refused.get(q.executionId) ?? new Map<string, string>();
-      rows.set(q.id, q.reason.slice('plane: taken_over: '.length));
+      rows.set(q.id, q.reason.slice('plane: '.length));
       refused.set(q.executionId, rows);
     }
     after = page[page.length - 1].id;
   }
-  const out = new Map<string, string>();
+  const out = new Map<string, LostAtPlane & { newest: string }>();
   for (const [executionId, rows] of refused) {
     const newest = await store.latest(executionId);
-    const reason = newest && rows.get(newest.id);
-    if (reason) out.set(executionId, reason);
+    if (!newest || !rows.has(newest.id)) continue;
+    // the refused rows that end the run here, newest first: the first of them is where the plane's branch went another way
+    let first = newest;
+    for (let before = newest.seq; before > 0; ) {
+      const page = await store.list(executionId, { order: 'desc', beforeSeq: before, limit: 500 });
+      const kept = page.findIndex((r) => !rows.has(r.id));
+      const tail = kept === -1 ? page : page.slice(0, kept);
+      if (tail.length) first = tail[tail.length - 1];
+      if (kept !== -1 || page.length < 500) break;
+      before = page[page.length - 1].seq;
+    }
+    const reason = rows.get(newest.id)!;
+    out.set(executionId, {
+      fromSeq: first.seq,
+      reason: rows.get(first.id)!,
+      newest: reason.startsWith('taken_over: ') ? reason.slice('taken_over: '.length) : reason,
+    });
   }
   return out;
 }

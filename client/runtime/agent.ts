@@ -16,7 +16,7 @@
  *                 is answered "does not exist" again; an unmarked one whose tool is gone
  *                 is refused (TOOL_NOT_FOUND)
  *   hitl_pause  → claim the pause (writing a tool_call row with the answer, atomically), then as tool_call
- *   run_end     → completed: AlreadyResumed; cancelled: RunCancelled; failed: stepped over
+ *   run_end     → completed: AlreadyFinished; cancelled: RunCancelled; failed: stepped over
  *
  * Leases: run, resume and fork acquire the execution's lease before their
  * first write (a resume with a value acquires it in the claim's transaction);

@@ -244,7 +244,8 @@ async function one(
     });
     if (hasCode(err, ErrorCode.RUN_IN_PROGRESS)) return held('lease live');
     if (hasCode(err, ErrorCode.LEASE_LOST)) return held('lease lost');
-    if (hasCode(err, ErrorCode.ALREADY_RESUMED)) return held('finished elsewhere');
+    if (hasCode(err, ErrorCode.ALREADY_FINISHED) || hasCode(err, ErrorCode.ALREADY_RESUMED))
+      return held('finished elsewhere');
     if (hasCode(err, ErrorCode.RESUME_REQUIRED)) return held('paused elsewhere');
     // cancelled between the listing and the resume (or while it ran): left alone, not a failure
     if (hasCode(err, ErrorCode.RUN_CANCELLED)) return held('cancelled');

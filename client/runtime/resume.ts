@@ -12,6 +12,12 @@
  *   RunInProgress), what it became meanwhile read again, and with a plane
  *   connected, the run taken over there from another machine.
  *
+ * - A refusal says what is true of the run: a completed run is
+ *   ALREADY_FINISHED, a cancelled one RUN_CANCELLED; an answer for a run with
+ *   no open pause is ALREADY_RESUMED when its pause was answered already, and
+ *   otherwise (it never paused) ALREADY_FINISHED or PAUSE_NOT_FOUND, naming a
+ *   failed run's error.
+ *
  * Before a row is claimed or re-entered, its path is walked through the
  * agent's workers and tools (resolvePath): a pause the agent cannot carry on
  * is left open.
@@ -22,10 +28,10 @@
  * later one the person was not shown.
  */
 import type { Json } from '../../shared/json.js';
-import { ErrorCode } from '../../shared/errors.js';
+import { ErrorCode, runErrorOf, WaymarkError } from '../../shared/errors.js';
 import type { Checkpoint } from '../../shared/rows.js';
 import type { Checkpointer, ClaimGuard } from '../checkpointer.js';
-import { AlreadyResumed, CheckpointError, NotConnected, ResumeRequired } from '../errors.js';
+import { AlreadyFinished, AlreadyResumed, CheckpointError, NotConnected, ResumeRequired } from '../errors.js';
 import { isCancelMarker, runCancelled } from '../store/cancel.js';
 import { Resume } from './interrupt.js';
 import { holderOf, RunLease } from './lease.js';
@@ -60,12 +66,12 @@ export interface HeldRun {
 export async function claimOrTake(r: Resumption, resume: Answer | undefined): Promise<HeldRun> {
   const latest = await resumable(r);
   const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
-  checkAnswer(r, latest, answer);
+  await checkAnswer(r, latest, answer);
   const { lease, newest } = answer === undefined ? await take(r, latest) : await claim(r, latest, answer);
   return holding(lease, () => reentryRow(r, lease, newest));
 }
 
-/** The run's newest row, refused when the store has none or the run has ended (completed, cancelled). */
+/** The run's newest row, refused when the store has none or the run was cancelled. */
 async function resumable({ store, executionId }: Resumption): Promise<Checkpoint> {
   const latest = await store.latest(executionId);
   if (!latest) {
@@ -77,31 +83,81 @@ async function resumable({ store, executionId }: Resumption): Promise<Checkpoint
       details: { executionId },
     });
   }
-  refuseEnded(executionId, latest);
+  if (isCancelMarker(latest)) throw runCancelled(latest);
   return latest;
 }
 
-/** An answer goes to the open pause (the one `checkpointId` names, if given), and a paused run needs one. */
-function checkAnswer({ executionId, options }: Resumption, latest: Checkpoint, answer: Json | undefined): void {
-  if (
-    options.checkpointId !== undefined &&
-    options.checkpointId !== latest.id &&
-    (answer !== undefined || latest.status === 'interrupted')
-  )
-    throw pauseNotOpen(executionId, options.checkpointId, latest);
-  if (latest.status === 'interrupted' && answer === undefined)
-    throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
-  if (latest.status !== 'interrupted' && answer !== undefined)
-    throw new AlreadyResumed(`execution '${executionId}' has no pending interrupt to claim`, { executionId });
+/**
+ * An answer goes to the open pause (the one `checkpointId` names, if given), a
+ * paused run needs one, and a completed run is not taken again. An answer for
+ * a run with no open pause is refused as what is true of the run (noOpenPause).
+ */
+async function checkAnswer(r: Resumption, latest: Checkpoint, answer: Json | undefined): Promise<void> {
+  const { executionId, options } = r;
+  const paused = latest.status === 'interrupted';
+  const named = options.checkpointId !== undefined && options.checkpointId !== latest.id;
+  if (paused && named) throw pauseNotOpen(executionId, options.checkpointId!, latest);
+  if (!paused && answer !== undefined) throw await noOpenPause(r, latest);
+  if (paused && answer === undefined) throw new ResumeRequired(executionId, latest.interruptReason ?? 'paused');
+  refuseEnded(executionId, latest);
 }
 
-/** The pause asked for is not the run's newest row: answered already (the run moved on, maybe to another pause). */
+/** The pause asked for is not the run's open pause, which is another one (the run moved on to it): not answered. */
 function pauseNotOpen(executionId: string, checkpointId: string, latest: Checkpoint): AlreadyResumed {
-  const open = latest.status === 'interrupted' ? latest.id : null;
   return new AlreadyResumed(
-    `execution '${executionId}': the pause at checkpoint ${checkpointId} is no longer open${open ? `; the run's open pause is ${open}, not answered` : ''}; nothing was claimed`,
-    { executionId, checkpointId, openCheckpointId: open },
+    `execution '${executionId}': the pause at checkpoint ${checkpointId} is no longer open; the run's open pause is ${latest.id}, not answered; nothing was claimed`,
+    { executionId, checkpointId, openCheckpointId: latest.id },
   );
+}
+
+/**
+ * Why an answer finds no open pause, as what is true of the run: its pause
+ * was answered already (ALREADY_RESUMED: the pause named, or its last one;
+ * the message says what the run did since), or it never paused: it completed
+ * (ALREADY_FINISHED), failed (PAUSE_NOT_FOUND, with its error) or runs on
+ * (PAUSE_NOT_FOUND). `details.status` is the run's status; a failed run's
+ * error is `details.error`, and it is resumed without an answer.
+ */
+async function noOpenPause({ store, executionId, options }: Resumption, latest: Checkpoint): Promise<WaymarkError> {
+  const ended = latest.step === 'run_end';
+  const status = ended ? latest.status : 'running';
+  const error = ended && latest.status === 'failed' ? runErrorOf(latest.nodeOutput) : null;
+  const now = error
+    ? `failed (${error.code}: ${error.message}); resume it without an answer to run it again`
+    : ended
+      ? 'completed'
+      : 'is running, or stopped without an end marker';
+  const details = { executionId, status, ...(error ? { error } : {}) };
+  const last = await lastPause(store, executionId);
+  if (last) {
+    const which = options.checkpointId ?? last.id;
+    return new AlreadyResumed(
+      `execution '${executionId}': the pause at checkpoint ${which} ${options.checkpointId ? 'is no longer open' : 'was answered already'}; the run ${ended ? '' : 'has no open pause and '}${now}; nothing was claimed`,
+      { ...details, checkpointId: which, lastPauseId: last.id, openCheckpointId: null },
+    );
+  }
+  if (ended && !error)
+    return new AlreadyFinished(
+      executionId,
+      latest.id,
+      `execution '${executionId}' completed without pausing: it has no pause to answer; nothing was claimed`,
+    );
+  return new WaymarkError(
+    ErrorCode.PAUSE_NOT_FOUND,
+    `execution '${executionId}' never paused: it has no pause to answer; it ${error ? now : `${now}: resume it without an answer to take it up`}; nothing was claimed`,
+    { details: { ...details, checkpointId: options.checkpointId ?? null } },
+  );
+}
+
+/** The run's newest pause row (a pause opened: status interrupted), answered or not; null when it never paused. */
+async function lastPause(store: Checkpointer, executionId: string): Promise<Checkpoint | null> {
+  for (let before: number | undefined; ; ) {
+    const rows = await store.list(executionId, { step: 'hitl_pause', order: 'desc', beforeSeq: before, limit: 100 });
+    const pause = rows.find((p) => p.status === 'interrupted');
+    if (pause) return pause;
+    if (rows.length < 100) return null;
+    before = rows[rows.length - 1].seq;
+  }
 }
 
 /** Claim the pause `latest` with `answer`: through the claim guard, then the store's claim, which takes the lease. */
@@ -204,12 +260,14 @@ async function reentryRow(r: Resumption, lease: RunLease, newest: string): Promi
   return { level, own };
 }
 
-/** A run that has ended is not resumed: completed is AlreadyResumed, cancelled is RunCancelled. */
+/** A run that has ended is not resumed: completed is AlreadyFinished, cancelled is RunCancelled. */
 function refuseEnded(executionId: string, row: Checkpoint): void {
   if (row.step === 'run_end' && row.status === 'completed')
-    throw new AlreadyResumed(`execution '${executionId}' already finished (completed); there is nothing to resume`, {
+    throw new AlreadyFinished(
       executionId,
-    });
+      row.id,
+      `execution '${executionId}' already finished (completed); there is nothing to resume`,
+    );
   if (isCancelMarker(row)) throw runCancelled(row);
 }
 

@@ -19,10 +19,10 @@
  *   —                  put-on-cursor.ts   the one-statement put
  *   —                  commit-once.ts     a write whose answer was lost: did it commit?
  */
-import { requirePeer } from '../../support/peer.js';
+import { requirePeers } from '../../support/peer.js';
 
 // `better-sqlite3` is an optional peer: without it, this import says to install it (checkpointer.js imports it statically)
-await requirePeer('better-sqlite3', 'waymark/sqlite', '12.11.1');
+await requirePeers('waymark/sqlite', ['better-sqlite3']);
 const m = await import('./checkpointer.js');
 
 export const SqliteCheckpointer: typeof import('./checkpointer.js').SqliteCheckpointer = m.SqliteCheckpointer;

@@ -12,7 +12,7 @@
  * @module waymark/testing
  */
 import { ErrorCode, hasCode } from '../../shared/errors.js';
-import { requirePeer } from '../../support/peer.js';
+import { requirePeers } from '../../support/peer.js';
 
 export { faultPoint, killAt } from './faults.js';
 export { FAULT_POINTS, isFaultPoint } from '../../support/faults.js';
@@ -23,7 +23,7 @@ export type { StoreHarness, StoreSuiteOptions } from './store/suite.js';
 let suite: typeof import('./store/suite.js') | null = null;
 let missingVitest: unknown = null;
 try {
-  await requirePeer('vitest', 'runStoreSuite (waymark/testing)', '4.1.12');
+  await requirePeers('runStoreSuite (waymark/testing)', ['vitest']);
   suite = await import('./store/suite.js');
 } catch (e) {
   if (!hasCode(e, ErrorCode.MISSING_PEER)) throw e;

@@ -5,11 +5,16 @@
  *
  * What differs from the plane's source, and why:
  * - the run list is in execution-id order (the store's order; a default id is
- *   a UUIDv7, so that is creation order), paged by the last id shown;
+ *   a UUIDv7, so that is creation order), paged by the last id shown; its
+ *   filters are applied as the store's runs are read, and its count reads
+ *   them from the first up to 1,000 matches;
  * - a local store holds its runs whole: no holes, and no claim conflicts or
  *   takeovers (the plane arbitrates those), so those members are left out and
  *   the pages hide their parts; the runs forked from a run are not listed
  *   (the store has no index of fork origins);
+ * - what this store knows of the plane's verdict instead: a run it lost there
+ *   (its newest rows refused for another branch, `lostAtPlane`), whatever its
+ *   status here, read once per listing or page;
  * - a pause shows while it is open (a claim removes the pending row here);
  *   a LangGraph thread waiting at an `interrupt()` has no pending row (its
  *   interrupt is a pending write of its newest checkpoint): it is read from
@@ -27,9 +32,10 @@ import { ErrorCode, hasCode, runErrorOf, WaymarkError } from '../../shared/error
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
-import { lostRuns } from '../replica/branch.js';
+import { lostAtPlane, lostRuns } from '../replica/branch.js';
 import { refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
+import type { LostAtPlane } from '../../support/run-words.js';
 import { cancelReason, isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';
 import {
@@ -45,6 +51,7 @@ import {
   type InspectorSource,
   isUnder,
   type Paged,
+  type RunCount,
   type RunSummary,
 } from '../../inspector/source.js';
 import type { RunItem } from '../../inspector/runs-page.js';
@@ -53,6 +60,19 @@ import type { SyncStatus } from '../../inspector/sync-page.js';
 
 /** How many rows or runs one store read takes while a page is assembled. */
 const CHUNK = 500;
+/** How many runs the run list counts at most ("more than 1,000 runs" past it): a scan of the store's runs up to there. */
+const RUN_COUNT_CAP = 1000;
+
+/**
+ * Whether a run (its state as shown) needs a person (`RunsQuery.attention`): failed; stale (running, its lease
+ * expired without a release: the runner crashed or stalled; a LangGraph thread takes none); paused since before
+ * `pausedBefore`. A local store has no claim conflicts and no holes.
+ */
+function needsAttention(e: ExecutionSummary, pausedBefore: number): boolean {
+  if (e.state === 'failed') return true;
+  if (e.state === 'running') return !!e.lease?.holder && !!e.lease.expiresAt && !e.lease.live;
+  return e.state === 'paused' && Date.parse(e.updatedAt) < pausedBefore;
+}
 
 const encode = (v: string | number) => Buffer.from(JSON.stringify(v)).toString('base64url');
 function decode<T extends string | number>(cursor: string | undefined, kind: 'string' | 'number'): T | undefined {
@@ -119,8 +139,14 @@ export function localSource(store: Checkpointer): InspectorSource {
     return state === 'running' && (await graphPauseOf(last)) ? 'paused' : state;
   }
 
-  async function runItem(e: ExecutionSummary, last: Checkpoint | null, usage: UsageTotal): Promise<RunItem> {
-    const start = await first(e.executionId);
+  async function runItem(
+    e: ExecutionSummary,
+    last: Checkpoint | null,
+    usage: UsageTotal,
+    lost: Map<string, LostAtPlane>,
+    read?: Checkpoint | null,
+  ): Promise<RunItem> {
+    const start = read === undefined ? await first(e.executionId) : read;
     return {
       executionId: e.executionId,
       status: e.state,
@@ -138,6 +164,8 @@ export function localSource(store: Checkpointer): InspectorSource {
       startedAt: start?.createdAt ?? null,
       lastWriteAt: last?.createdAt ?? null,
       usage: usage.calls > 0 ? usage : null,
+      lease: e.lease,
+      lostAtPlane: lost.get(e.executionId) ?? null,
     };
   }
 
@@ -166,41 +194,74 @@ export function localSource(store: Checkpointer): InspectorSource {
   }
 
   return {
-    async listRuns(q): Promise<Paged<RunItem>> {
-      let after = decode<string>(q.cursor, 'string');
+    async listRuns(q): Promise<Paged<RunItem> & { count: RunCount }> {
+      const after = decode<string>(q.cursor, 'string');
       const since = q.updatedSince ? Date.parse(q.updatedSince) : null;
+      const pausedBefore = q.attention ? Date.parse(q.attention.pausedBefore) : null;
       const wanted = q.status as ExecutionState | undefined;
-      const found: { e: ExecutionSummary; last: Checkpoint | null }[] = [];
+      const agent = q.agent?.toLowerCase();
+      // an error code is a failed run's: the store lists the failed ones (none, when another status is asked for)
+      if (q.errorCode && wanted && wanted !== 'failed')
+        return { items: [], nextCursor: null, count: { n: 0, more: false } };
+      const storeState = q.errorCode ? 'failed' : wanted === 'paused' ? undefined : wanted;
+      /** A run that matches: its summary with its state as shown, and the rows read to decide (read once, kept for its item). */
+      type Match = { e: ExecutionSummary; last?: Checkpoint | null; start?: Checkpoint | null };
+      const latest = async (m: Match) =>
+        m.last === undefined ? (m.last = await store.latest(m.e.executionId)) : m.last;
+      const matchOf = async (e: ExecutionSummary): Promise<Match | null> => {
+        // the filters a summary answers first; a row is read only for a filter that needs it
+        if (wanted === 'paused' && e.state !== 'paused' && e.state !== 'running') return null;
+        if (q.q && !e.executionId.startsWith(q.q)) return null;
+        if (since !== null && Date.parse(e.updatedAt) < since) return null;
+        const m: Match = { e };
+        // a thread paused at an interrupt is running to the store: paused here
+        const state = e.state === 'running' ? await stateOf(e.state, await latest(m)) : e.state;
+        if (wanted && state !== wanted) return null;
+        m.e = { ...e, state };
+        if (pausedBefore !== null && !needsAttention(m.e, pausedBefore)) return null;
+        if (q.writer && (await latest(m))?.writerId !== q.writer) return null;
+        if (q.errorCode && errorOf(state, await latest(m))?.code !== q.errorCode) return null;
+        if (agent !== undefined) {
+          m.start = await first(e.executionId);
+          if (!m.start?.agentPath.toLowerCase().includes(agent)) return null;
+        }
+        return m;
+      };
+      const found: Match[] = [];
       let more = false;
-      // filters the store cannot apply are applied here, reading on until a page is full or the store ends; a thread
-      // paused at an interrupt is running to the store, so paused runs are read among the running ones too
+      let counted = 0;
+      // one scan from the first run, in the store's order: each run is read once, counted, and listed past the
+      // cursor until the page is full; once the count passes its cap, the scan skips on to the cursor (the runs
+      // before it were only counted) and ends as soon as the page is full
+      let from: string | undefined;
       scan: for (;;) {
-        const page = await store.listExecutions({
-          afterExecutionId: after,
-          limit: CHUNK,
-          state: wanted === 'paused' ? undefined : wanted,
-        });
+        if (counted > RUN_COUNT_CAP && after !== undefined && (from === undefined || from < after)) from = after;
+        const page = await store.listExecutions({ afterExecutionId: from, limit: CHUNK, state: storeState });
         for (const e of page) {
-          if (wanted === 'paused' && e.state !== 'paused' && e.state !== 'running') continue;
-          if (q.q && !e.executionId.startsWith(q.q)) continue;
-          if (since !== null && Date.parse(e.updatedAt) < since) continue;
-          const last = await store.latest(e.executionId);
-          if (q.writer && last?.writerId !== q.writer) continue;
-          const state = await stateOf(e.state, last);
-          if (wanted && state !== wanted) continue;
-          if (found.length === q.limit) {
-            more = true;
-            break scan;
-          }
-          found.push({ e: { ...e, state }, last });
+          const listed = after === undefined || e.executionId > after;
+          if (!listed && counted > RUN_COUNT_CAP) continue;
+          const m = await matchOf(e);
+          if (!m) continue;
+          counted++;
+          if (listed && found.length < q.limit) found.push(m);
+          else if (listed) more = true;
+          if (more && counted > RUN_COUNT_CAP) break scan;
         }
         if (page.length < CHUNK) break;
-        after = page[page.length - 1].executionId;
+        from = page[page.length - 1].executionId;
       }
       // usage of the whole page in one read of the rows that carry it, not every row of every run
       const usage = await store.usageTotals(found.map((f) => f.e.executionId));
-      const items = await Promise.all(found.map((f) => runItem(f.e, f.last, usage.get(f.e.executionId)!)));
-      return { items, nextCursor: more ? encode(items[items.length - 1].executionId) : null };
+      // read once for the page, whatever the runs' statuses: a run that ended here may have ended on a refused branch
+      const lost = await lostAtPlane(store);
+      const items = await Promise.all(
+        found.map(async (f) => runItem(f.e, await latest(f), usage.get(f.e.executionId)!, lost, f.start)),
+      );
+      return {
+        items,
+        nextCursor: more ? encode(items[items.length - 1].executionId) : null,
+        count: { n: Math.min(counted, RUN_COUNT_CAP), more: counted > RUN_COUNT_CAP },
+      };
     },
 
     async getRun(executionId): Promise<RunSummary | null> {
@@ -219,6 +280,9 @@ export function localSource(store: Checkpointer): InspectorSource {
         ...reasonOf(last),
         complete: true,
         holeCount: 0,
+        lastNodeId: last.nodeId,
+        lease: state === 'running' ? await store.getLease(executionId) : null,
+        lostAtPlane: (await lostAtPlane(store)).get(executionId) ?? null,
       };
     },
 

@@ -20,9 +20,10 @@ import type { AddressInfo } from 'node:net';
 import { osUser } from '../runtime/decide.js';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
+import type { Child } from 'hono/jsx';
 import { refuse } from '../../support/validate.js';
 import type { Checkpointer } from '../checkpointer.js';
-import { FRAME, localFrame } from '../../inspector/frame.js';
+import { FRAME, type Frame, localFrame, PENDING_COUNT_CAP } from '../../inspector/frame.js';
 import { NotFoundPage } from '../../inspector/not-found-page.js';
 import { csrfOf, csrfOk } from '../../inspector/csrf.js';
 import { inspectorHeaders, mountAssets, mountPages } from '../../inspector/pages.js';
@@ -79,10 +80,25 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
   app.use('/runs/*', formBodyWithin(LIMITS.controlBodyBytes, DEFAULT_BODY_DEADLINE));
   mountAssets(app);
   const source = localSource(store);
+  // this store's own writer is "this store"; a row another machine wrote (a restored run) shows its short id
+  const writerNames = new Map([[store.writerId, 'this store']]);
+  /** The frame of a page as it loads: its own nav link marked, the inbox's count (the store's open pauses). */
+  const frameOf = async (path: string): Promise<Frame> => {
+    const open = await store.listPendingInterrupts({ limit: PENDING_COUNT_CAP + 1 });
+    return {
+      ...frame,
+      path,
+      pendingApprovals: { n: Math.min(open.length, PENDING_COUNT_CAP), more: open.length > PENDING_COUNT_CAP },
+      writerNames,
+    };
+  };
+  const Framed = async ({ path, children }: { path: string; children?: Child }) => (
+    <FRAME.Provider value={await frameOf(path)}>{children}</FRAME.Provider>
+  );
   mountPages(app, {
     viewer: async (_c, next) => next(),
     source: () => source,
-    wrap: (page) => <FRAME.Provider value={frame}>{page}</FRAME.Provider>,
+    wrap: (page, c) => <Framed path={c.req.path}>{page}</Framed>,
     missingRun: (id) => `No run '${id}' in this store.`,
     copyName: 'this store',
     sync: true,

@@ -15,10 +15,13 @@ try {
   proof.say(`last row: #${last.seq} ${last.nodeId} step=${last.step} status=${last.status}`);
   try {
     await agent.resume('done-1');
-    proof.check(false, 'resume of a completed run raises AlreadyResumed');
+    proof.check(false, 'resume of a completed run raises AlreadyFinished');
   } catch (e) {
     proof.say(`resume → ${(e as Error).name}: ${(e as Error).message}`);
-    proof.check((e as { code?: string }).code === 'ALREADY_RESUMED', 'resume of a completed run raises AlreadyResumed');
+    proof.check(
+      (e as { code?: string }).code === 'ALREADY_FINISHED',
+      'resume of a completed run raises AlreadyFinished',
+    );
   }
 
   proof.section('a run that raised stays resumable');

@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { requirePeer } from '../../support/peer.js';
+import { requirePeers } from '../../support/peer.js';
 import { InvalidOptions } from '../../support/validate.js';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { sql } from 'drizzle-orm';
@@ -48,7 +48,7 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
   const folder = migrationsFolder();
   if (o.databaseUrl) {
     // an optional peer of the package: missing, it is named with the command that installs it (MISSING_PEER)
-    await requirePeer('postgres', 'a plane on Postgres (--database-url)', '3.4.9');
+    await requirePeers('a plane on Postgres (--database-url)', ['postgres']);
     const postgres = (await import('postgres')).default;
     const { drizzle } = await import('drizzle-orm/postgres-js');
     const { migrate } = await import('drizzle-orm/postgres-js/migrator');

@@ -55,6 +55,8 @@ export const writers = pgTable(
     backlogRows: bigint({ mode: 'number' }),
     backlogBytes: bigint({ mode: 'number' }),
     oldestPendingAt: text(),
+    /** The API key the writer's newest batch came with: the inspector names the writer by the key's name. */
+    keyId: text(),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.writerId] })],
 );

@@ -4,13 +4,14 @@
  * links and its takeovers. Project-scoped; nothing here writes.
  */
 import { and, asc, eq, gt, inArray, like, lt, or, sql } from 'drizzle-orm';
-import { runErrorOf, type RunError } from '../../shared/errors.js';
+import { ErrorCode, runErrorOf, type RunError } from '../../shared/errors.js';
 import { cancelReason, type Checkpoint, isCancelMarker } from '../../shared/rows.js';
 import type { Json } from '../../shared/json.js';
 import { sumUsage, type UsageTotal } from '../../shared/usage.js';
 import type { PlaneDb } from '../db/open.js';
-import { checkpoints, claimConflicts, executions, runTakeovers } from '../db/schema.js';
+import { checkpoints, claimConflicts, executions, runOwners, runTakeovers } from '../db/schema.js';
 import { GRAPH_AGENT_PATH } from '../../support/langgraph.js';
+import type { LeaseView } from '../../support/run-words.js';
 import { decodeCursor, encodeCursor, isExecCursor } from './cursor.js';
 
 export interface ExecutionFilter {
@@ -20,33 +21,73 @@ export interface ExecutionFilter {
   writer?: string;
   updatedSince?: string;
   q?: string;
+  /** runs whose agent path contains this (any case) */
+  agent?: string;
+  /** failed runs whose error (their end marker's, as `runErrorOf` reads it) has this code */
+  errorCode?: string;
+  /** only the runs that need attention (inspector/source.ts `RunsQuery.attention` says which) */
+  attention?: { pausedBefore: string };
   cursor?: string;
   limit: number;
 }
 
-/**
- * The run list query. Its ORDER BY matches the `executions_recent` and
- * `executions_status_recent` indexes exactly (DESC NULLS LAST), so a page is
- * an index range scan, never a sort of the project's runs.
- */
-export function executionsQuery(db: PlaneDb, projectId: string, f: ExecutionFilter) {
-  const cur = decodeCursor(f.cursor, isExecCursor);
+/** A LIKE pattern of the strings containing `s` (its wildcards and escape character escaped). */
+const likeContains = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** A LangGraph thread's run, by its agent path (it holds no lease of its own: never stale). */
+const graphThread = or(eq(executions.agent, GRAPH_AGENT_PATH), like(executions.agent, `${GRAPH_AGENT_PATH}/%`))!;
+
+/** The run list's filters as conditions on `executions` (its cursor apart: the count reads without it). */
+function executionConds(projectId: string, f: ExecutionFilter) {
   const conds = [eq(executions.projectId, projectId)];
   if (f.status === 'paused' && f.graphThreadsToo) {
-    conds.push(
-      or(
-        eq(executions.status, 'paused'),
-        and(
-          eq(executions.status, 'running'),
-          or(eq(executions.agent, GRAPH_AGENT_PATH), like(executions.agent, `${GRAPH_AGENT_PATH}/%`)),
-        ),
-      )!,
-    );
+    conds.push(or(eq(executions.status, 'paused'), and(eq(executions.status, 'running'), graphThread))!);
   } else if (f.status) conds.push(eq(executions.status, f.status));
   if (f.writer) conds.push(eq(executions.writerId, f.writer));
   if (f.updatedSince)
     conds.push(sql`${executions.updatedAt} >= ${new Date(f.updatedSince).toISOString()}::timestamptz`);
   if (f.q) conds.push(sql`${executions.executionId} LIKE ${`${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`);
+  if (f.agent) conds.push(sql`${executions.agent} ILIKE ${likeContains(f.agent)}`);
+  if (f.errorCode)
+    conds.push(
+      eq(executions.status, 'failed'),
+      sql`EXISTS (SELECT 1 FROM ${checkpoints} WHERE ${checkpoints.projectId} = ${executions.projectId}
+        AND ${checkpoints.executionId} = ${executions.executionId} AND ${checkpoints.seq} = ${executions.lastSeq}
+        AND coalesce(${checkpoints.row}->'nodeOutput'->'error'->>'code', ${ErrorCode.RUN_FAILED}) = ${f.errorCode})`,
+    );
+  if (f.attention) {
+    const pausedBefore = new Date(f.attention.pausedBefore).toISOString();
+    conds.push(
+      or(
+        eq(executions.status, 'failed'),
+        // stale: its owner's hold expired without a release or an end (the runner crashed or stalled)
+        and(
+          eq(executions.status, 'running'),
+          sql`NOT coalesce(${graphThread}, false)`,
+          sql`EXISTS (SELECT 1 FROM ${runOwners} WHERE ${runOwners.projectId} = ${executions.projectId}
+            AND ${runOwners.executionId} = ${executions.executionId} AND ${runOwners.state} = 'held'
+            AND ${runOwners.expiresAt} <= now())`,
+        ),
+        and(eq(executions.status, 'paused'), sql`${executions.updatedAt} < ${pausedBefore}::timestamptz`),
+        sql`${executions.holeCount} > 0`,
+        sql`${executions.rowCount} <> ${executions.lastSeq} + 1`,
+        sql`EXISTS (SELECT 1 FROM ${claimConflicts} WHERE ${claimConflicts.projectId} = ${executions.projectId}
+          AND ${claimConflicts.executionId} = ${executions.executionId})`,
+      )!,
+    );
+  }
+  return conds;
+}
+
+/**
+ * The run list query. Its ORDER BY matches the `executions_recent` and
+ * `executions_status_recent` indexes exactly (DESC NULLS LAST), so a page is
+ * an index range scan, never a sort of the project's runs; every filter is a
+ * condition of it, read as the scan goes.
+ */
+export function executionsQuery(db: PlaneDb, projectId: string, f: ExecutionFilter) {
+  const cur = decodeCursor(f.cursor, isExecCursor);
+  const conds = executionConds(projectId, f);
   if (cur) {
     const at = sql`${cur[0]}::timestamptz`;
     conds.push(
@@ -62,6 +103,36 @@ export function executionsQuery(db: PlaneDb, projectId: string, f: ExecutionFilt
     .where(and(...conds))
     .orderBy(sql`${executions.updatedAt} DESC NULLS LAST`, sql`${executions.executionId} DESC NULLS LAST`)
     .limit(f.limit + 1);
+}
+
+/**
+ * How many runs the list's filters match (every page, its cursor apart), counted up to `cap`: `more` past it.
+ * `atMost`: with status running or paused, LangGraph threads are among them, which the page reads one by one
+ * (one waiting at an interrupt is paused there, not running), so `n` may count some the pages leave out.
+ */
+export async function countExecutions(
+  db: PlaneDb,
+  projectId: string,
+  f: ExecutionFilter,
+  cap: number,
+): Promise<{ n: number; more: boolean; atMost: boolean }> {
+  const conds = executionConds(projectId, f);
+  const matched = db
+    .select({ one: sql<number>`1`.as('one') })
+    .from(executions)
+    .where(and(...conds))
+    .limit(cap + 1)
+    .as('matched');
+  const [{ n }] = await db.select({ n: sql<number>`count(*)::int` }).from(matched);
+  const threads =
+    f.status === 'running' || f.status === 'paused'
+      ? await db
+          .select({ one: sql<number>`1` })
+          .from(executions)
+          .where(and(...conds, eq(executions.status, 'running'), graphThread))
+          .limit(1)
+      : [];
+  return { n: Math.min(Number(n), cap), more: Number(n) > cap, atMost: threads.length > 0 };
 }
 
 export async function listExecutions(db: PlaneDb, projectId: string, f: ExecutionFilter) {
@@ -324,6 +395,44 @@ export async function forkLinks(db: PlaneDb, projectId: string, executionId: str
         : null,
     forks,
   };
+}
+
+/**
+ * The plane's hold of each of these runs (its owner record, owners.ts) as a
+ * lease, by the plane's clock: the holder (the acquisition, or its writer for
+ * one a row acquired) while held, and whether the hold still runs. A run with
+ * no owner record is left out.
+ */
+export async function runHolds(
+  db: PlaneDb,
+  projectId: string,
+  executionIds: string[],
+): Promise<Map<string, LeaseView>> {
+  if (!executionIds.length) return new Map();
+  const rows = await db
+    .select({
+      executionId: runOwners.executionId,
+      state: runOwners.state,
+      holder: runOwners.holder,
+      writerId: runOwners.writerId,
+      expiresAt: runOwners.expiresAt,
+      live: sql<boolean>`${runOwners.state} = 'held' AND ${runOwners.expiresAt} > now()`,
+    })
+    .from(runOwners)
+    .where(and(eq(runOwners.projectId, projectId), inArray(runOwners.executionId, executionIds)));
+  return new Map(
+    rows.map((r) => {
+      const held = r.state === 'held' && r.expiresAt !== null;
+      return [
+        r.executionId,
+        {
+          holder: held ? (r.holder ?? r.writerId) : null,
+          expiresAt: held ? r.expiresAt!.toISOString() : null,
+          live: held && r.live === true,
+        },
+      ];
+    }),
+  );
 }
 
 /** Takeovers of a run, oldest first: who took it from whom, at which seq, and the loser's last contact then (plane clock). */

@@ -5,6 +5,7 @@
  */
 import { and, asc, desc, eq, gt, gte, lt, lte, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../../shared/codec.js';
+import type { Json } from '../../shared/json.js';
 import type { Checkpoint, Step } from '../../shared/rows.js';
 import type { PlaneDb } from '../db/open.js';
 import { checkpoints } from '../db/schema.js';
@@ -95,7 +96,8 @@ export async function listRows(
 /**
  * A page of a run's rows for the inspector's timeline: the first `limit` rows with seq above `after`, or (no
  * `after`) the last `limit` below `before` (neither: the newest), of one step and under one agent path when
- * given; each row without its payloads (the timeline shows none: a row's state may be a whole snapshot). In seq
+ * given; each row without its payloads (the timeline shows none: a row's state may be a whole snapshot; a run-end
+ * marker keeps its output, its error). In seq
  * order, and whether more lie beyond the page in the direction read. The filters are columns of the run's seq
  * range, so the read walks the run's seq index and stops at the page's end.
  */
@@ -117,6 +119,8 @@ export async function timelineRows(
       status: sql<Checkpoint['status']>`${c.status}`,
       agentPath: c.agentPath,
       interruptReason: sql<string | null>`${c.row}->>'interruptReason'`,
+      // a run-end marker's output is its error, which the row before it is said to have ended with
+      nodeOutput: sql<Json | null>`CASE WHEN ${c.step} = 'run_end' THEN ${c.row}->'nodeOutput' END`,
       createdAt: c.createdAt,
       writerId: c.writerId,
     })

@@ -1,11 +1,23 @@
-/** The writers (GET /v1/writers): each one's last contact, rows and backlog. Project-scoped; nothing here writes. */
-import { and, asc, desc, eq } from 'drizzle-orm';
+/**
+ * The writers (GET /v1/writers): each one's last contact, rows and backlog,
+ * and the name of the API key it sends with. Project-scoped; nothing here writes.
+ */
+import { and, asc, desc, eq, isNotNull } from 'drizzle-orm';
+import { printable } from '../../support/terminal.js';
 import type { PlaneDb } from '../db/open.js';
-import { holes, writers } from '../db/schema.js';
+import { apiKeys, holes, writers } from '../db/schema.js';
 import { holeIsGap } from './holes.js';
 
+/** A key's name as shown for its writers: null when blank (a key made before names were checked may have none). */
+const shownKeyName = (name: string | null) => (name?.trim() ? printable(name) : null);
+
 export async function listWriters(db: PlaneDb, projectId: string) {
-  const rows = await db.select().from(writers).where(eq(writers.projectId, projectId)).orderBy(desc(writers.lastSeen));
+  const rows = await db
+    .select({ w: writers, keyName: apiKeys.name })
+    .from(writers)
+    .leftJoin(apiKeys, eq(apiKeys.id, writers.keyId))
+    .where(eq(writers.projectId, projectId))
+    .orderBy(desc(writers.lastSeen));
   // runs whose copy here is incomplete because this writer's row was refused (what its machine should know)
   const gaps = await db
     .selectDistinct({ writerId: holes.writerId, executionId: holes.executionId })
@@ -14,9 +26,10 @@ export async function listWriters(db: PlaneDb, projectId: string) {
     .orderBy(asc(holes.writerId), asc(holes.executionId));
   const incomplete = new Map<string, string[]>();
   for (const g of gaps) incomplete.set(g.writerId, [...(incomplete.get(g.writerId) ?? []), g.executionId]);
-  return rows.map((w) => ({
+  return rows.map(({ w, keyName }) => ({
     incompleteRuns: incomplete.get(w.writerId) ?? [],
     writerId: w.writerId,
+    keyName: shownKeyName(keyName),
     firstSeen: w.firstSeen.toISOString(),
     lastSeen: w.lastSeen.toISOString(),
     rowsAcked: w.rowsAcked,
@@ -25,4 +38,22 @@ export async function listWriters(db: PlaneDb, projectId: string) {
     backlogBytes: w.backlogBytes,
     oldestPendingAt: w.oldestPendingAt,
   }));
+}
+
+/**
+ * Each writer of the project that sent with a key, by id → that key's name: what the inspector calls the writer
+ * ("name (short id)"). One read of the writers table, which the writers page lists whole too.
+ */
+export async function writerNames(db: PlaneDb, projectId: string): Promise<Map<string, string>> {
+  const rows = await db
+    .select({ writerId: writers.writerId, name: apiKeys.name })
+    .from(writers)
+    .innerJoin(apiKeys, eq(apiKeys.id, writers.keyId))
+    .where(and(eq(writers.projectId, projectId), isNotNull(writers.keyId)));
+  const out = new Map<string, string>();
+  for (const r of rows) {
+    const name = shownKeyName(r.name);
+    if (name) out.set(r.writerId, name);
+  }
+  return out;
 }

@@ -63,6 +63,7 @@ export function ingestRoutes(
         env.data.backlog,
         env.data.rows,
         o.takeoverAfterMs,
+        p.keyId,
       );
       metrics.ingestRows.inc({ result: 'accepted' }, out.accepted);
       metrics.ingestRows.inc({ result: 'duplicate' }, out.duplicate);

@@ -33,7 +33,7 @@ import type { PlaneDb } from '../db/open.js';
 import { checkpoints, claims } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
 import { csrfOf, csrfOk } from '../../inspector/csrf.js';
-import { Id, json, Layout, Time } from '../../inspector/layout.js';
+import { Id, json, Layout, Time, Writer } from '../../inspector/layout.js';
 import { RunPage, type RunPageProps } from '../../inspector/run-page.js';
 import { ErrorCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
@@ -158,7 +158,7 @@ export const CancelDetail: FC<{ executionId: string; facts: CancelFacts; stopped
           'Cancelled at the plane'
         ) : (
           <>
-            Cancelled by writer <span class="mono">{m.writerId}</span>
+            Cancelled by writer <Writer id={m.writerId} />
           </>
         )}{' '}
         at <Time iso={m.createdAt} />: its cancel marker,{' '}
@@ -177,8 +177,8 @@ export const CancelDetail: FC<{ executionId: string; facts: CancelFacts; stopped
             {closed.claimedBy && (
               <>
                 {' '}
-                Writer <span class="mono">{closed.claimedBy}</span> had claimed it to resume it, but no row of that
-                resume reached this plane before the cancel.
+                Writer <Writer id={closed.claimedBy} /> had claimed it to resume it, but no row of that resume reached
+                this plane before the cancel.
               </>
             )}
           </p>
@@ -192,9 +192,8 @@ export const CancelDetail: FC<{ executionId: string; facts: CancelFacts; stopped
       )}
       {stopped.map((t) => (
         <p data-testid="cancel-stopped">
-          Writer <span class="mono">{t.loserWriterId}</span> was running it: the plane refuses its rows after seq{' '}
-          {t.fromSeq}, and the runner starts no further step once it hears of the cancel (at its next contact with the
-          plane).
+          Writer <Writer id={t.loserWriterId} /> was running it: the plane refuses its rows after seq {t.fromSeq}, and
+          the runner starts no further step once it hears of the cancel (at its next contact with the plane).
         </p>
       ))}
     </>

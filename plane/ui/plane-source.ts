@@ -12,10 +12,12 @@ import { decisionFeed, decisionView, feedCursor, listPauses, recordDecision } fr
 import { listClaimConflicts } from '../reads/claim-conflicts.js';
 import {
   cancelReasons,
+  countExecutions,
   forkLinks,
   getExecution,
   listExecutions,
   listTakeovers,
+  runHolds,
   runUsage,
   usageByRun,
 } from '../reads/executions.js';
@@ -35,16 +37,23 @@ import { GRAPH_WRITE_KEY_PREFIX, isGraphAgentPath } from '../../support/langgrap
 // which Postgres text cannot hold; a seq past int4) matches nothing here, as it matches nothing in a local
 // store: the pages answer as for any run or row that is not there, never a database error.
 const mayBeRun = (id: string) => ExecutionId.safeParse(id).success;
-/** A run id's prefix (the list's search): any text without control characters ('.' included: '.hidden' starts with it). */
+/** A search text of the run list (a run id's prefix, an agent, an error code): any text without control characters ('.' included: '.hidden' starts with it). */
 const mayBePrefix = (q: string) => !CONTROL_CHARACTER.test(q);
 const mayBeSeq = (seq: number) => seq >= 0 && seq <= LIMITS.maxSeq;
-const NO_RUNS = { items: [], nextCursor: null };
+const NO_RUNS = { items: [], nextCursor: null, count: { n: 0, more: false } };
+/** How many runs the list counts at most ("more than 1,000 runs" past it): an index range scan of at most this many entries. */
+export const RUN_COUNT_CAP = 1000;
 
 export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
   return {
     async listRuns(q) {
-      if ((q.q && !mayBePrefix(q.q)) || (q.writer && !WriterId.safeParse(q.writer).success)) return NO_RUNS;
+      if (
+        [q.q, q.agent, q.errorCode].some((t) => t && !mayBePrefix(t)) ||
+        (q.writer && !WriterId.safeParse(q.writer).success)
+      )
+        return NO_RUNS;
       const page = await listExecutions(db, projectId, { ...q, graphThreadsToo: true });
+      const count = await countExecutions(db, projectId, { ...q, graphThreadsToo: true }, RUN_COUNT_CAP);
       const usage = await usageByRun(
         db,
         projectId,
@@ -53,16 +62,24 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       const reasons = await cancelReasons(db, projectId, page.items);
       // a LangGraph thread waiting at an interrupt is running to the run summary (it has no store pause): paused here
       const paused = await graphPauses(db, projectId, page.items);
+      // the hold of each running run: a running run whose hold expired is stale (inspector/runs-page.tsx)
+      const holds = await runHolds(
+        db,
+        projectId,
+        page.items.filter((i) => i.status === 'running' && !paused.has(i.executionId)).map((i) => i.executionId),
+      );
       return {
         items: page.items
           .map((i) => ({
             ...i,
             status: paused.has(i.executionId) ? 'paused' : i.status,
             usage: usage.get(i.executionId) ?? null,
+            lease: holds.get(i.executionId) ?? null,
             ...(reasons.has(i.executionId) ? { cancelReason: reasons.get(i.executionId)! } : {}),
           }))
           .filter((i) => !q.status || i.status === q.status),
         nextCursor: page.nextCursor,
+        count,
       };
     },
     async getRun(id) {
@@ -70,7 +87,9 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       if (!run) return null;
       const reasons = await cancelReasons(db, projectId, [run]);
       if (reasons.has(id)) return { ...run, cancelReason: reasons.get(id)! };
-      return (await graphPauses(db, projectId, [run])).has(id) ? { ...run, status: 'paused' } : run;
+      if ((await graphPauses(db, projectId, [run])).has(id)) return { ...run, status: 'paused' };
+      if (run.status !== 'running') return run;
+      return { ...run, lease: (await runHolds(db, projectId, [id])).get(id) ?? null };
     },
     async listRows(id, q) {
       // a bound past any seq (the page asks for the rows before the newest) is no bound; an agent path with U+0000

@@ -10,13 +10,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import type { Child } from 'hono/jsx';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { asc } from 'drizzle-orm';
 import { authenticate, keyName, type Principal } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { projects } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
-import { listWriters } from '../reads/writers.js';
+import { listWriters, writerNames } from '../reads/writers.js';
+import { countPauses } from '../decisions.js';
 import { LoginPage } from './login-page.js';
 import { inspectorHeaders, mountAssets, mountPages } from '../../inspector/pages.js';
 import { planeSource } from './plane-source.js';
@@ -25,7 +27,7 @@ import { createSession, endSession, SESSION_COOKIE, sessionPrincipal, sessionTok
 import { mountKeysPage } from './keys.js';
 import { mountCancel, withCancel } from './cancel.js';
 import { csrfOf, csrfOk, originOk, siteOk, tokenOk } from '../../inspector/csrf.js';
-import { FRAME, planeFrame } from '../../inspector/frame.js';
+import { FRAME, type Frame, PENDING_COUNT_CAP, planeFrame } from '../../inspector/frame.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
 import { formBodyWithin } from '../../inspector/form-body.js';
 import { type BodyDeadline, DEFAULT_BODY_DEADLINE } from '../../support/body-read.js';
@@ -42,8 +44,20 @@ export interface InspectorOptions {
   bodyDeadline?: BodyDeadline;
 }
 
-/** The nav a session may use: its principal's scopes (Keys only for an admin session). */
-const frameOf = (c: Context<PlaneEnv>) => planeFrame(c.get('principal').scopes, sessionToken(c));
+/**
+ * The frame of a page of a session: the nav its principal's scopes may use (Keys only for an admin session), the
+ * page's own link marked, the inbox's count on the approvals link and the writers' names (their keys'), read for
+ * each page as it loads.
+ */
+async function frameOf(db: PlaneDb, c: Context<PlaneEnv>): Promise<Frame> {
+  const projectId = c.get('principal').projectId;
+  return {
+    ...planeFrame(c.get('principal').scopes, sessionToken(c)),
+    path: c.req.path,
+    pendingApprovals: await countPauses(db, projectId, PENDING_COUNT_CAP),
+    writerNames: await writerNames(db, projectId),
+  };
+}
 /** The login form's secret: a cookie the login page sets (SameSite=Strict, so a page of another site never sends it). */
 const LOGIN_COOKIE = 'wm_login';
 
@@ -194,9 +208,10 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   );
 
   /** Every page in the session's frame. */
-  const framed = (page: Parameters<typeof withCancel>[1], c: Context<PlaneEnv>) => (
-    <FRAME.Provider value={frameOf(c)}>{page}</FRAME.Provider>
+  const Framed = async ({ c, children }: { c: Context<PlaneEnv>; children?: Child }) => (
+    <FRAME.Provider value={await frameOf(db, c)}>{children}</FRAME.Provider>
   );
+  const framed = (page: Parameters<typeof withCancel>[1], c: Context<PlaneEnv>) => <Framed c={c}>{page}</Framed>;
   mountPages(app, {
     viewer,
     source: (c) => planeSource(db, c.get('principal').projectId),
@@ -229,11 +244,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   });
 
   app.get('/writers', viewer, async (c) =>
-    c.html(
-      <FRAME.Provider value={frameOf(c)}>
-        <WritersPage items={await listWriters(db, c.get('principal').projectId)} />
-      </FRAME.Provider>,
-    ),
+    c.html(framed(<WritersPage items={await listWriters(db, c.get('principal').projectId)} />, c)),
   );
   mountKeysPage(app, db, viewer, framed);
   mountCancel(app, db, viewer, framed);

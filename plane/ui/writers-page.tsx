@@ -1,11 +1,12 @@
 /** @jsxImportSource hono/jsx */
-/** The inspector's writers: each writer's last contact, rows, backlog and incomplete runs. */
+/** The inspector's writers: each writer's name, last contact, rows, backlog and incomplete runs. */
 import type { FC } from 'hono/jsx';
-import { ago, Layout, ShortId, Table, Time } from '../../inspector/layout.js';
+import { ago, Layout, num, Table, Time, Writer } from '../../inspector/layout.js';
 
 export const WritersPage: FC<{
   items: {
     writerId: string;
+    keyName: string | null;
     firstSeen: string;
     lastSeen: string;
     rowsAcked: number;
@@ -19,7 +20,8 @@ export const WritersPage: FC<{
   <Layout title="Writers">
     <h1>Writers</h1>
     <p class="muted">
-      Each machine or worker that replicates to this project, with the backlog it reported in its last batch.
+      Each machine or worker that replicates to this project, named by the API key it sends with, with the backlog it
+      reported in its last batch.
     </p>
     <Table
       columns={['Writer', 'Last contact', 'Rows stored', 'Refused', 'Backlog', 'Behind by', 'Runs incomplete here']}
@@ -27,15 +29,15 @@ export const WritersPage: FC<{
       {items.map((w) => (
         <tr>
           <td>
-            <ShortId id={w.writerId} />
+            <Writer id={w.writerId} />
           </td>
           <td>
             <Time iso={w.lastSeen} relative />
           </td>
-          <td>{w.rowsAcked}</td>
-          <td>{w.rowsRejected}</td>
+          <td>{num(w.rowsAcked)}</td>
+          <td>{num(w.rowsRejected)}</td>
           <td data-testid="backlog">
-            {w.backlogRows === null ? 'not reported' : `${w.backlogRows} rows (${w.backlogBytes ?? 0} bytes)`}
+            {w.backlogRows === null ? 'not reported' : `${num(w.backlogRows)} rows (${num(w.backlogBytes ?? 0)} bytes)`}
           </td>
           <td>
             {w.oldestPendingAt

@@ -18,7 +18,7 @@ export const SUBPATHS = Object.keys(pkg.exports).map((k) => (k === '.' ? 'waymar
 export const devSpec = (name: string) =>
   `${name}@${JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version}`;
 
-/** The peers (or their types) that the subpaths' declarations name, besides @types/node. */
+/** The peers (or their types) that the subpaths' declarations name, besides @types/node (pino: waymark/plane's logger). */
 export const TYPE_PEERS = [
   '@types/better-sqlite3',
   'postgres',
@@ -26,6 +26,7 @@ export const TYPE_PEERS = [
   '@types/json-schema',
   '@langchain/core',
   '@langchain/langgraph-checkpoint',
+  'pino',
 ];
 
 /** The module resolutions docs/GUIDE.md promises, each with its `module`. */

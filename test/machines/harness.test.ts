@@ -43,7 +43,7 @@ describe('multi-machine harness', () => {
     const restored = await b.command('restore', id);
     expect(restored.ok, JSON.stringify(restored.error)).toBe(true);
     const again = await b.command('resume', id);
-    expect(again.error?.code).toBe('ALREADY_RESUMED');
+    expect(again.error?.code).toBe('ALREADY_FINISHED');
     const rows = await b.command('rows', id);
     expect(rows.result.filter((x: { step: string }) => x.step === 'run_end')).toHaveLength(1);
     expect(Object.keys((await b.command('entries', id)).result)).toEqual(['0', '1', '2']);

@@ -74,7 +74,9 @@ describe('README quick start and GUIDE walkthroughs work when pasted', () => {
     // the third approve is handled as the README shows: no uncaught exception, no stack trace
     expect(c.status, c.stderr).toBe(0);
     expect(c.stderr).toBe('');
-    expect(c.stdout).toMatch(/^already resumed: execution 'refund-1042' already finished/);
+    expect(c.stdout).toMatch(
+      /^already resumed: execution 'refund-1042': the pause at checkpoint \S+ was answered already; the run completed/,
+    );
     // a decline: nothing charged, and the model's reply follows the decision (it said the refund was on its way)
     expect(run('start', 'refund-1044').stdout).toMatch(/^paused /);
     const declined = run('decline', 'refund-1044');

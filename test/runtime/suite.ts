@@ -173,7 +173,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(model.calls).toBe(2);
       expect(ledger.charges()).toEqual([expect.objectContaining({ order: '1042', amount: 50000 })]);
       await expect(agent.resume(id, { approved: true })).rejects.toBeInstanceOf(AlreadyResumed);
-      await expect(agent.resume(id)).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+      await expect(agent.resume(id)).rejects.toMatchObject({ code: 'ALREADY_FINISHED' });
       expect(await store.getPendingInterrupt(id)).toBeNull();
     });
 
@@ -216,8 +216,87 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       }
       const done = await agent.run(refundRequest('2', 5), { executionId: `${id}-b` });
       await expect(agent.resume(done.executionId, { approved: true })).rejects.toMatchObject({
-        code: 'ALREADY_RESUMED',
+        code: 'ALREADY_FINISHED',
       });
+    });
+
+    it('resume refusals defect: an answer to a run with no open pause said "no pending interrupt" (ALREADY_RESUMED) whatever the run was; now it says what is true, with a stable code each', async () => {
+      const refuse = (p: Promise<unknown>) =>
+        p.then(
+          () => null,
+          (e: { code?: string; message: string; details?: unknown }) => e,
+        );
+      // failed, never paused: PAUSE_NOT_FOUND, naming the failure and how to go on (no answer)
+      const looping = new Agent({
+        name: 'looper',
+        model: new ScriptedModel(({ turn }) => ({ toolCalls: [{ name: 'noop', arguments: { turn } }] })),
+        tools: [
+          tool({ name: 'noop', description: '', parameters: z.object({ turn: z.number() }), execute: () => 'ok' }),
+        ],
+        checkpointer: store,
+        maxTurns: 2,
+      });
+      const failed = `refusal-failed-${n}`;
+      expect(await looping.run('go', { executionId: failed })).toMatchObject({
+        status: 'failed',
+        error: { code: 'MAX_TURNS' },
+      });
+      const f = await refuse(looping.resume(failed, { approved: true }));
+      expect(f).toMatchObject({
+        code: 'PAUSE_NOT_FOUND',
+        details: { executionId: failed, status: 'failed', error: { code: 'MAX_TURNS' } },
+      });
+      expect(f!.message).toMatch(
+        /never paused.*failed \(MAX_TURNS: agent 'looper' reached 2 turns\).*without an answer/,
+      );
+      expect(f!.message).not.toMatch(/no pending interrupt/);
+
+      // completed, never paused: ALREADY_FINISHED, with or without an answer
+      const { agent } = refundAgent({ store, ledger });
+      const completed = (await agent.run(refundRequest('3', 5), { executionId: `refusal-done-${n}` })).executionId;
+      const c = await refuse(agent.resume(completed, { approved: true }));
+      expect(c).toMatchObject({ code: 'ALREADY_FINISHED', details: { executionId: completed } });
+      expect(c!.message).toMatch(/completed without pausing/);
+      await expect(agent.resume(completed)).rejects.toMatchObject({
+        code: 'ALREADY_FINISHED',
+        message: expect.stringMatching(/already finished \(completed\)/),
+      });
+
+      // running (no marker), never paused: PAUSE_NOT_FOUND, status running
+      const running = `refusal-running-${n}`;
+      await store.put({
+        executionId: running,
+        nodeId: 'turn:0',
+        turn: 0,
+        step: 'llm_call',
+        status: 'completed',
+        agentPath: 'agent:refund-bot',
+        state: { messages: [{ role: 'user', content: 'hi' }], turn: 0 },
+      });
+      const r = await refuse(agent.resume(running, { approved: true }));
+      expect(r).toMatchObject({ code: 'PAUSE_NOT_FOUND', details: { executionId: running, status: 'running' } });
+      expect(r!.message).toMatch(/never paused.*without an answer to take it up/);
+
+      // paused, answered, completed: its pause was resumed already (ALREADY_RESUMED), and the run completed
+      const answered = (await agent.run(refundRequest('1042', 50000), { executionId: `refusal-answered-${n}` }))
+        .executionId;
+      const pauseId = (await store.getPendingInterrupt(answered))!.checkpointId;
+      expect((await agent.resume(answered, { approved: true })).status).toBe('completed');
+      const a = await refuse(agent.resume(answered, { approved: true }));
+      expect(a).toMatchObject({
+        code: 'ALREADY_RESUMED',
+        details: { executionId: answered, status: 'completed', lastPauseId: pauseId },
+      });
+      expect(a!.message).toMatch(new RegExp(`pause at checkpoint ${pauseId} was answered already; the run completed`));
+
+      // cancelled: RUN_CANCELLED, answer or not
+      const cancelled = (await agent.run(refundRequest('1043', 50000), { executionId: `refusal-cancelled-${n}` }))
+        .executionId;
+      await store.cancel(cancelled, { reason: 'customer withdrew' });
+      await expect(agent.resume(cancelled, { approved: true })).rejects.toMatchObject({ code: 'RUN_CANCELLED' });
+      await expect(agent.resume(cancelled)).rejects.toMatchObject({ code: 'RUN_CANCELLED' });
+      // nothing was claimed or written by a refusal
+      expect(ledger.charges().map((x) => x.order)).toEqual(['3', '1042']);
     });
 
     it('five concurrent resumers: exactly one runs the tool, four get AlreadyResumed', async () => {
@@ -1059,7 +1138,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(again).toMatchObject({ status: 'completed', output: 'Refund for order 1042 is on its way.' });
       expect(ledger.charges().length).toBe(1);
       await expect(agent.resume(id)).rejects.toMatchObject({
-        code: 'ALREADY_RESUMED',
+        code: 'ALREADY_FINISHED',
         message: expect.stringMatching(/already finished/),
       });
     });
@@ -1180,7 +1259,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       expect(ledger.charges().length).toBe(1);
       expect((await store.list(id)).at(-1)).toMatchObject({ step: 'run_end', agentPath: 'supervisor:desk' });
     });
-    it('resume of a run a live runner holds is refused with RunInProgress (holder, expiry) and writes nothing; once it finished, AlreadyResumed', async () => {
+    it('resume of a run a live runner holds is refused with RunInProgress (holder, expiry) and writes nothing; once it finished, AlreadyFinished', async () => {
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
       let entered!: () => void;
@@ -1216,7 +1295,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       release();
       expect((await running).status).toBe('completed');
       expect(await store.getLease(id)).toMatchObject({ holder: null, live: false });
-      await expect(make().resume(id)).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+      await expect(make().resume(id)).rejects.toMatchObject({ code: 'ALREADY_FINISHED' });
       expect((await store.list(id)).filter((r) => r.step === 'run_end')).toHaveLength(1);
     });
 

@@ -57,7 +57,7 @@ describe('a tool result with no JSON form', () => {
         expect(shown[0]).toContain("Tool 'pay' ran, but its result has no JSON form");
         expect(shown[0]).toContain(why);
         // a finished run has nothing to resume: the tool is not run again
-        await expect(agent.resume(`r-${label}`)).rejects.toMatchObject({ code: 'ALREADY_RESUMED' });
+        await expect(agent.resume(`r-${label}`)).rejects.toMatchObject({ code: 'ALREADY_FINISHED' });
         expect(effects).toEqual(['A']);
       } finally {
         await store.close();

@@ -140,7 +140,7 @@ describe("a cancel's reason and the pause it closed, on both UIs", () => {
       await shot(page, `cancel-reason-plane-${width}`);
       await page.goto(`${plane.url}/runs/on-laptop`);
       expect(await reasonOnPage(page)).toBe(LAPTOP_REASON);
-      expect(await page.textContent('[data-testid=cancelled]')).toContain('Cancelled by writer laptop-a');
+      expect(await page.textContent('[data-testid=cancelled]')).toContain('Cancelled by writer key (laptop-a)');
 
       for (const list of ['/', '/?status=cancelled']) {
         await page.goto(`${plane.url}${list}`);

@@ -84,8 +84,10 @@ describe('the local run list reads a page, not every row', () => {
     const html = await res.text();
     const all = sumUsage(await store.list('run-long'));
     expect(all.calls).toBe(LONG_ROWS / 10);
-    // the long run's usage, as summed over all of its rows
-    expect(html).toContain(`${all.inputTokens} in / ${all.outputTokens} out`);
+    // the long run's usage, as summed over all of its rows (with thousands separators)
+    expect(html).toContain(
+      `${all.inputTokens.toLocaleString('en-US')} in / ${all.outputTokens.toLocaleString('en-US')} out`,
+    );
     expect(html).toContain('100 in / 7 out');
     // six runs listed: the first and the newest row of each, not the long run's 1,500
     expect(read.rows).toBeLessThanOrEqual(6 * 2);

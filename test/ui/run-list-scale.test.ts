@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { createPlaneApp } from '../../plane/app.js';
 import { createKey } from '../../plane/auth.js';
-import { executionsQuery } from '../../plane/reads/executions.js';
+import { countExecutions, executionsQuery } from '../../plane/reads/executions.js';
 import type { PlaneDatabase } from '../../plane/db/open.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
@@ -62,6 +62,25 @@ for (const kind of ['pglite', 'postgres'] as const) {
         headers: { authorization: `Bearer ${key}` },
       });
       expect(((await page.json()) as { items: unknown[] }).items.length).toBe(50);
+    });
+
+    it("the inspector's count of the matches stops at its cap: exact below it, 'more' past it", async () => {
+      const db = database.db;
+      expect(await countExecutions(db, projectId, { limit: 50 }, 1000)).toEqual({ n: 1000, more: true, atMost: false });
+      expect(await countExecutions(db, projectId, { status: 'failed', limit: 50 }, 5000)).toEqual({
+        n: 2500,
+        more: false,
+        atMost: false,
+      });
+      // the cursor is no filter: every page counts the same
+      expect(
+        await countExecutions(db, projectId, { status: 'paused', graphThreadsToo: true, limit: 50 }, 2500),
+      ).toEqual({ n: 2500, more: false, atMost: false });
+      expect(await countExecutions(db, projectId, { q: 'run-0001', limit: 50 }, 1000)).toEqual({
+        n: 10,
+        more: false,
+        atMost: false,
+      });
     });
 
     it('the list query and the filtered list query use the executions indexes', async () => {

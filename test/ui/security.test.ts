@@ -115,7 +115,13 @@ async function expectInert(page: Page, where: string): Promise<void> {
     ),
     base: document.querySelectorAll('base, meta[http-equiv]:not([http-equiv="refresh"])').length,
   }));
-  expect(found, where).toEqual({ xss: null, imgs: 0, scripts: ['/ui/local-time.js'], handlers: [], base: 0 });
+  expect(found, where).toEqual({
+    xss: null,
+    imgs: 0,
+    scripts: ['/ui/local-time.js', '/ui/shortcuts.js'],
+    handlers: [],
+    base: 0,
+  });
 }
 
 /** The secure headers every HTML page must carry. */

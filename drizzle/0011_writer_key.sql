@@ -1,0 +1,1 @@
+ALTER TABLE "writers" ADD COLUMN "key_id" text;
