@@ -96,13 +96,25 @@ export function messageView(raw: Json): MessageView {
   };
 }
 
-/** A run's messages as a conversation: who said what, tool calls with their arguments, tool results. Raw JSON one click away. */
-export const Conversation: FC<{ messages: Json[] }> = ({ messages }) => (
+/** `text` cut to `max` characters (null: whole), saying what was cut. */
+const cut = (text: string, max: number | null) =>
+  max === null || text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
+
+/**
+ * A run's messages as a conversation: who said what, tool calls with their arguments, tool results. Raw JSON one
+ * click away. `from`: the index of the first in the whole conversation (its anchor is `#msg-N`); `clip`: texts
+ * longer than this many characters are cut (a tail on the run page stays small whatever a tool returned).
+ */
+export const Conversation: FC<{ messages: Json[]; from?: number; clip?: number }> = ({
+  messages,
+  from = 0,
+  clip = null,
+}) => (
   <ol class="conversation">
     {messages.map((raw, i) => {
       const m = messageView(raw);
       return (
-        <li class={`msg msg-${m.role.replace(/[^a-z]/g, '')}`} id={`msg-${i}`}>
+        <li class={`msg msg-${m.role.replace(/[^a-z]/g, '')}`} id={`msg-${from + i}`}>
           <div class="msg-role">
             {m.role === 'tool' ? (
               <>
@@ -114,20 +126,20 @@ export const Conversation: FC<{ messages: Json[] }> = ({ messages }) => (
           </div>
           {m.parts.map((p) =>
             'text' in p ? (
-              <pre class="msg-text">{m.role === 'tool' ? prettyText(p.text) : p.text}</pre>
+              <pre class="msg-text">{cut(m.role === 'tool' ? prettyText(p.text) : p.text, clip)}</pre>
             ) : (
-              <pre class="msg-text">{json(p.json)}</pre>
+              <pre class="msg-text">{cut(json(p.json), clip)}</pre>
             ),
           )}
           {m.toolCalls.map((c) => (
             <div class="tool-call">
               calls <strong class="mono">{c.name}</strong>
-              <pre>{typeof c.arguments === 'string' ? prettyText(c.arguments) : json(c.arguments)}</pre>
+              <pre>{cut(typeof c.arguments === 'string' ? prettyText(c.arguments) : json(c.arguments), clip)}</pre>
             </div>
           ))}
           <details class="raw">
             <summary>raw</summary>
-            <pre>{json(raw)}</pre>
+            <pre>{cut(json(raw), clip)}</pre>
           </details>
         </li>
       );

@@ -7,6 +7,7 @@
 import type { FC } from 'hono/jsx';
 import { LOST_BADGE, type LostAtPlane, lostWords } from '../support/run-words.js';
 import { pageText } from './layout.js';
+import { rowHref } from './timeline.js';
 
 /** Beside a run's status in the list: its copy here is not the plane's record. */
 export const LostBadge: FC<{ lost: LostAtPlane }> = ({ lost }) => (
@@ -21,7 +22,8 @@ export const LostBadge: FC<{ lost: LostAtPlane }> = ({ lost }) => (
 
 /** On a run's page: what the plane refused, its reason, and how to take the plane's branch here. */
 export const LostNotice: FC<{ executionId: string; lost: LostAtPlane }> = ({ executionId, lost }) => {
-  const w = lostWords(executionId, lost, (n) => <a href={`#seq-${n}`}>#{n}</a>);
+  // a link that lands on the row whatever page of the timeline it is on
+  const w = lostWords(executionId, lost, (n) => <a href={rowHref(executionId, n)}>#{n}</a>);
   return (
     <section aria-labelledby="lost-h" class="card" data-testid="lost-notice">
       <h2 id="lost-h" class="error">

@@ -28,8 +28,11 @@ import { NotFoundPage } from './not-found-page.js';
 import { BadCursorPage, RefusedPage } from './refused-page.js';
 import { QuarantinePage } from './quarantine-page.js';
 import { RunPage } from './run-page.js';
+import { StatePage } from './state-page.js';
+import { agentPathsOf } from './timeline.js';
+import { readTimeline, TIMELINE_PARAMS, timelineQuery } from './timeline-read.js';
 import { ATTENTION_PAUSED_MS, RUN_STATUSES, RunsPage, SINCE_WINDOWS, type RunsFilters } from './runs-page.js';
-import type { InspectorSource } from './source.js';
+import type { Hole, InspectorSource } from './source.js';
 import { STYLE } from './style.js';
 import { SyncPage } from './sync-page.js';
 
@@ -137,8 +140,28 @@ function runsFilters(q: Record<string, string>): RunsFilters | { problems: strin
   };
 }
 
-/** Mount `/`, `/runs/:id`, `/quarantine` and (with `sync`) `/sync` on `app`. */
+/** Mount `/`, `/runs/:id`, `/runs/:id/state`, `/quarantine` and (with `sync`) `/sync` on `app`. */
 export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): void {
+  /**
+   * The readable state of row `seq` (null: no such row). A stored run is always shown: a row whose chain does not
+   * decode here (a hole before it) is named, never a 500.
+   */
+  const decode = async (
+    src: InspectorSource,
+    id: string,
+    seq: number,
+    holes: Hole[],
+  ): Promise<{ state: ReturnType<typeof readableGraphState> | null } | { error: string }> => {
+    try {
+      const state = await src.stateAt(id, seq);
+      return { state: state && readableGraphState(state) };
+    } catch (e) {
+      if (!hasCode(e, ErrorCode.CORRUPT_ROW)) throw e;
+      return {
+        error: `seq ${seq} cannot be decoded from ${o.copyName}${holes.length ? ` (incomplete: ${describeHoles(holes)})` : ''}: ${(e as Error).message}`,
+      };
+    }
+  };
   const wrap = (p: Page, c: unknown) => (o.wrap ? o.wrap(p, c as Context<E>) : p);
   // hono's handler context is its own narrowing of E; it is the same request context
   const source = (c: unknown) => o.source(c as Context<E>);
@@ -206,8 +229,26 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       const id = c.req.param('id');
       const execution = await src.getRun(id);
       if (!execution) return c.html(wrap(<NotFoundPage what={o.missingRun(id)} />, c), 404);
-      const cursor = c.req.query('cursor') || undefined;
-      const rows = await src.listRows(id, { cursor, limit: 200 });
+      const t = timelineQuery(c.req.query());
+      if ('problems' in t)
+        return c.html(wrap(<RefusedPage code={ErrorCode.INVALID_REQUEST} problems={t.problems} />, c), 400);
+      // a link to this page with one of its parameters changed, the others kept (the timeline's page and filter, the
+      // diff, the idempotency entries' page, live updates): paging one part does not reset the others
+      const here = (change: Record<string, string | null>, anchor = '') => {
+        const q = new URLSearchParams();
+        for (const k of [...TIMELINE_PARAMS, 'a', 'b', 'idem', 'live']) {
+          const v = k in change ? change[k] : (c.req.query(k) ?? null);
+          if (v) q.set(k, v);
+        }
+        const text = q.toString();
+        return `/runs/${encodeURIComponent(id)}${text ? `?${text}` : ''}${anchor}`;
+      };
+      // "go to seq": the rows around it, every row (a filter may hide it), scrolled to it
+      if (t.jump !== undefined)
+        return c.redirect(
+          here({ seq: String(t.jump), from: null, before: null, step: null, agent: null }, `#seq-${t.jump}`),
+          303,
+        );
       const last = execution.lastSeq;
       // a seq beyond the safe integers is no seq of any run: the default, never a store error
       const num = (v: string | undefined, d: number) =>
@@ -217,33 +258,16 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       let result = null;
       let error: string | undefined;
       const holes = (await src.listHoles?.(id)) ?? [];
-      // a stored run is always shown: a row whose chain does not decode here (a hole before it) is named, never a 500
       const decoded = async (seq: number) => {
-        try {
-          const state = await src.stateAt(id, seq);
-          return state && readableGraphState(state);
-        } catch (e) {
-          if (!hasCode(e, ErrorCode.CORRUPT_ROW)) throw e;
-          error ??= `seq ${seq} cannot be decoded from ${o.copyName}${holes.length ? ` (incomplete: ${describeHoles(holes)})` : ''}: ${(e as Error).message}`;
-          return undefined;
-        }
+        const d = await decode(src, id, seq, holes);
+        if ('error' in d) error ??= d.error;
+        return 'error' in d ? undefined : d.state;
       };
       const sa = await decoded(a);
       const sb = await decoded(b);
       if (sa && sb) result = diffStates(sa, sb);
       else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
-      // a link to this page with one of its parameters changed, the others kept (the timeline's page, the diff, the
-      // idempotency entries' page, live updates): paging one part does not reset the others
-      const here = (change: Record<string, string | null>, anchor = '') => {
-        const q = new URLSearchParams();
-        for (const k of ['cursor', 'a', 'b', 'idem', 'live']) {
-          const v = k in change ? change[k] : (c.req.query(k) ?? null);
-          if (v) q.set(k, v);
-        }
-        const text = q.toString();
-        return `/runs/${encodeURIComponent(id)}${text ? `?${text}` : ''}${anchor}`;
-      };
-      const pageQuery = (cur: string | null) => here({ cursor: cur });
+      const timeline = await readTimeline(src, id, last, holes, t, (change) => here(change, '#timeline-h'));
       const quarantined = (await src.listQuarantine({ executionId: id, limit: 100 })).items;
       // a run may record many large effect results: a page of them, by key (bytes bound it too on the plane)
       const idemCursor = c.req.query('idem') || undefined;
@@ -284,9 +308,10 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
           <RunPage
             execution={execution}
             holes={holes}
-            rows={rows.items}
-            next={rows.nextCursor}
-            pageQuery={pageQuery}
+            timeline={timeline}
+            filter={{ step: t.step, agent: t.agent }}
+            agentPaths={agentPathsOf(timeline.rows)}
+            here={here}
             pause={pause}
             pauseDecided={pauseDecided}
             approvals={approvals}
@@ -300,7 +325,6 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             diff={{ a, b, result, error }}
             state={sb ?? null}
             live={c.req.query('live') === '1'}
-            paged={cursor !== undefined}
             {...(await src.forkLinks(id))}
           />,
           c,
@@ -308,6 +332,33 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       );
     }),
   );
+
+  // a row's whole state, its conversation paged (the run page shows its newest messages only)
+  app.get('/runs/:id/state', o.viewer, async (c) => {
+    const src = source(c);
+    const id = c.req.param('id');
+    const execution = await src.getRun(id);
+    if (!execution) return c.html(wrap(<NotFoundPage what={o.missingRun(id)} />, c), 404);
+    const q = timelineQuery({ seq: c.req.query('seq') ?? '', from: c.req.query('from') ?? '' });
+    if ('problems' in q)
+      return c.html(wrap(<RefusedPage code={ErrorCode.INVALID_REQUEST} problems={q.problems} />, c), 400);
+    const seq = q.seq ?? execution.lastSeq;
+    const d = await decode(src, id, seq, (await src.listHoles?.(id)) ?? []);
+    if ('state' in d && d.state === null)
+      return c.html(wrap(<NotFoundPage what={`Run ${id} has no row #${seq}.`} />, c), 404);
+    return c.html(
+      wrap(
+        <StatePage
+          executionId={id}
+          seq={seq}
+          state={'state' in d ? d.state : null}
+          error={'error' in d ? d.error : null}
+          from={q.from ?? null}
+        />,
+        c,
+      ),
+    );
+  });
 
   app.get('/quarantine', o.viewer, (c) =>
     handleCursor(c, async () => {

@@ -1,14 +1,14 @@
 /** @jsxImportSource hono/jsx */
-/** The inspector's page of one run: its pause, holes, conflicts, timeline, state diff and idempotency entries. */
+/**
+ * The inspector's page of one run: its pause, holes, conflicts, timeline (a page of it: timeline.tsx), state diff,
+ * the newest part of its state (state-page.tsx) and idempotency entries.
+ */
 import type { Child, FC } from 'hono/jsx';
 import type { Json } from '../shared/json.js';
-import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
+import type { IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
 import type { UsageTotal } from '../shared/usage.js';
 import type { StateDiff } from './diff.js';
-import { runErrorOf } from '../shared/errors.js';
 import {
-  failureOutcome,
-  failureWords,
   holdOf,
   holdWords,
   type LeaseView,
@@ -17,11 +17,10 @@ import {
   pauseStand,
   statusWord,
 } from '../support/run-words.js';
-import { Conversation } from './conversation.js';
 import { LostNotice } from './lost-at-plane.js';
 import {
   Badge,
-  duration,
+  clip,
   Id,
   Incomplete,
   json,
@@ -30,50 +29,36 @@ import {
   LiveToggle,
   num,
   pageText,
-  ShortId,
   Table,
   Time,
   Writer,
 } from './layout.js';
-
-/**
- * What a row's badge may claim. A model-call or tool row is written *before* the
- * call, so its stored status says the boundary was recorded, not that the call
- * worked: the outcome is what came next (a later row: done; the failed run-end
- * marker right after it: failed, or stopped when the turn limit ended the run
- * before its call; nothing after it: in progress, or stale when the run is:
- * its runner's lease expired at this row).
- */
-export function rowOutcome(
-  r: Checkpoint,
-  next: Checkpoint | undefined,
-  execution: { status: string; lastSeq: number; error?: { code: string } | null },
-): string {
-  if (r.step === 'run_end' || r.step === 'hitl_pause') return r.status;
-  const failedNext = next
-    ? next.step === 'run_end' && next.status === 'failed'
-    : r.seq + 1 === execution.lastSeq && execution.status === 'failed';
-  if (failedNext) return failureOutcome(next ? runErrorOf(next.nodeOutput).code : execution.error?.code);
-  // a step the run was cancelled after (or during): it did not go on
-  if (
-    next
-      ? next.step === 'run_end' && next.status === 'cancelled'
-      : r.seq + 1 === execution.lastSeq && execution.status === 'cancelled'
-  )
-    return 'cancelled';
-  if (r.seq < execution.lastSeq) return 'done';
-  if (execution.status === 'stale') return 'stale';
-  return execution.status === 'running' ? 'in progress' : r.status;
-}
-
-/** How deep an agent path is nested (a supervisor's worker is one level in). */
-const depth = (agentPath: string) => Math.min(6, agentPath.split('/').length - 1);
+import { StateTail, stateHref } from './state-page.js';
+import { rowHref, Timeline, TimelineForms, type TimelineProps } from './timeline.js';
 
 /** "a row" or "N rows": the refused holes of a run (its missing runs of seqs are listed, not counted here). */
 const refusedRows = (holes: { code: string }[]) => {
   const n = holes.filter((h) => h.code !== 'missing').length;
   return n === 1 ? 'a row' : `${num(n)} rows`;
 };
+
+/**
+ * An idempotency entry's result: pretty JSON when it is short, else folded to its first characters on one line
+ * (a long run records many effect results; each opens to the whole of it).
+ */
+const EffectResult: FC<{ result: Json }> = ({ result }) => {
+  const line = JSON.stringify(result) ?? 'undefined';
+  if (line.length <= 80) return <pre>{json(result)}</pre>;
+  return (
+    <details class="result">
+      <summary class="mono">{clip(line, 80)}</summary>
+      <pre>{json(result)}</pre>
+    </details>
+  );
+};
+
+/** How many messages a diff shows of those added (and of those removed); the state's own page has every one. */
+const DIFF_SHOWN = 10;
 
 export interface RunPageProps {
   execution: {
@@ -96,9 +81,13 @@ export interface RunPageProps {
     cancelReason?: string | null;
   };
   holes: { seq: number; code: string; reason: string; writerId: string; at: string }[];
-  rows: Checkpoint[];
-  next: string | null;
-  pageQuery: (cursor: string | null) => string;
+  /** the page of the timeline shown (its rows, holes, links to the other pages) */
+  timeline: Omit<TimelineProps, 'executionId' | 'execution' | 'here'>;
+  /** the timeline's filter, and the agent paths it suggests */
+  filter: { step?: string; agent?: string };
+  agentPaths: string[];
+  /** a link to this page with some parameters changed, the others kept (the timeline's page and filter among them) */
+  here: (change: Record<string, string | null>, anchor?: string) => string;
   pause: {
     pending: PendingInterrupt;
     state: string;
@@ -136,10 +125,8 @@ export interface RunPageProps {
   /** The decoded state of row `diff.b`. */
   state: Record<string, Json> | null;
   live: boolean;
-  /** a cursor is in the URL: this is not the first page of rows */
-  paged: boolean;
-  /** the run this one was forked from (its fork_origin row) */
-  forkOf: { executionId: string; checkpointId: string; step: string } | null;
+  /** the run this one was forked from (its fork_origin row; `seq`: of the row it was forked at, null when unknown here) */
+  forkOf: { executionId: string; checkpointId: string; step: string; seq?: number | null } | null;
   /** runs forked from this one (absent: this source does not list them) */
   forks?: { executionId: string; checkpointId: string }[];
   /** model usage summed over all rows of the run */
@@ -217,12 +204,18 @@ export const RunPage: FC<RunPageProps> = (p) => {
           </p>
         )}
       </LiveRegion>
-      <LiveToggle live={p.live} href={(on) => `/runs/${encodeURIComponent(id)}${on ? '?live=1' : ''}`} />
+      <LiveToggle live={p.live} href={(on) => p.here({ live: on ? '1' : null })} />
       <LiveRegion name="status">
         {p.forkOf && (
           <p class="fork">
             Forked from{' '}
-            <a href={`/runs/${encodeURIComponent(p.forkOf.executionId)}#row-${p.forkOf.checkpointId}`}>
+            <a
+              href={
+                typeof p.forkOf.seq === 'number'
+                  ? rowHref(p.forkOf.executionId, p.forkOf.seq)
+                  : `/runs/${encodeURIComponent(p.forkOf.executionId)}#row-${p.forkOf.checkpointId}`
+              }
+            >
               {p.forkOf.executionId}
             </a>{' '}
             at its {p.forkOf.step} row
@@ -267,8 +260,8 @@ export const RunPage: FC<RunPageProps> = (p) => {
             <ul>
               {p.holes.map((h) => (
                 <li>
-                  seq {h.seq}: <span class="mono">{h.code}</span> — {h.reason} (from <Writer id={h.writerId} />,{' '}
-                  <Time iso={h.at} relative />)
+                  <a href={rowHref(id, h.seq)}>seq {h.seq}</a>: <span class="mono">{h.code}</span> — {h.reason} (from{' '}
+                  <Writer id={h.writerId} />, <Time iso={h.at} relative />)
                 </li>
               ))}
             </ul>
@@ -366,56 +359,20 @@ export const RunPage: FC<RunPageProps> = (p) => {
         )}
       </LiveRegion>
 
-      <LiveRegion name="timeline">
-        <section aria-labelledby="timeline-h">
-          <h2 id="timeline-h">Timeline</h2>
-          <ol class="timeline">
-            {p.rows.map((r, i) => {
-              const outcome = rowOutcome(r, p.rows[i + 1], { ...p.execution, status });
-              return (
-                <li class={`st-${outcome.replace(/\s+/g, '-')} depth-${depth(r.agentPath)}`} id={`seq-${r.seq}`}>
-                  <span id={`row-${r.id}`} />
-                  <div class="row-head">
-                    <strong>#{r.seq}</strong>
-                    <span class="mono">
-                      <Id id={r.nodeId} />
-                    </span>
-                    <span>{r.step}</span>
-                    <Badge status={outcome} />
-                  </div>
-                  <div class="row-meta">
-                    <span class="mono">
-                      <Id id={r.agentPath} />
-                    </span>
-                    <ShortId id={r.writerId} />
-                    <Time iso={r.createdAt} />
-                    {i > 0 && (
-                      <span title="time since the previous row (informational: order is by seq)">
-                        +{duration(Date.parse(r.createdAt) - Date.parse(p.rows[i - 1].createdAt))}
-                      </span>
-                    )}
-                    {r.seq > 0 && (
-                      <a href={`/runs/${encodeURIComponent(id)}?a=${r.seq - 1}&b=${r.seq}#diff-h`}>
-                        diff with previous
-                      </a>
-                    )}
-                  </div>
-                  {r.interruptReason && <div class="muted">paused: {r.interruptReason}</div>}
-                  {(outcome === 'failed' || outcome === 'stopped') && r.step !== 'run_end' && p.execution.error && (
-                    <div class="error" data-testid="failure">
-                      {failureWords(p.execution.error.code, r)}
-                    </div>
-                  )}
-                </li>
-              );
-            })}
-          </ol>
-          <div class="pager">
-            {p.paged && <a href={p.pageQuery(null)}>First rows</a>}
-            {p.next && <a href={p.pageQuery(p.next)}>Next rows →</a>}
-          </div>
-        </section>
-      </LiveRegion>
+      <section aria-labelledby="timeline-h">
+        <h2 id="timeline-h">Timeline</h2>
+        <TimelineForms
+          executionId={id}
+          lastSeq={p.execution.lastSeq}
+          filter={p.filter}
+          agentPaths={p.agentPaths}
+          live={p.live}
+          unfiltered={p.filter.step || p.filter.agent ? p.here({ step: null, agent: null }, '#timeline-h') : null}
+        />
+        <LiveRegion name="timeline">
+          <Timeline {...p.timeline} executionId={id} execution={{ ...p.execution, status }} here={p.here} />
+        </LiveRegion>
+      </section>
 
       <section aria-labelledby="diff-h">
         <h2 id="diff-h">State diff</h2>
@@ -435,17 +392,23 @@ export const RunPage: FC<RunPageProps> = (p) => {
           {p.diff.result && (
             <div class="diff" data-testid="diff">
               <p>
-                #{p.diff.a} → #{p.diff.b}: {num(p.diff.result.common)} messages in common;{' '}
-                {num(p.diff.result.added.length)} added
+                <a href={rowHref(id, p.diff.a)}>#{p.diff.a}</a> → <a href={rowHref(id, p.diff.b)}>#{p.diff.b}</a>:{' '}
+                {num(p.diff.result.common)} messages in common; {num(p.diff.result.added.length)} added
                 {p.diff.result.removed.length > 0 && `, ${num(p.diff.result.removed.length)} removed`};{' '}
                 {num(p.diff.result.changed.length)} fields changed.
               </p>
-              {p.diff.result.added.map((m) => (
+              {p.diff.result.added.slice(0, DIFF_SHOWN).map((m) => (
                 <pre class="added">{json(m)}</pre>
               ))}
-              {p.diff.result.removed.map((m) => (
+              {p.diff.result.removed.slice(0, DIFF_SHOWN).map((m) => (
                 <pre class="removed">{json(m)}</pre>
               ))}
+              {Math.max(p.diff.result.added.length, p.diff.result.removed.length) > DIFF_SHOWN && (
+                <p class="muted" data-testid="diff-more">
+                  The first {DIFF_SHOWN} of each are shown; the whole conversation at #{p.diff.b} is on{' '}
+                  <a href={stateHref(id, p.diff.b)}>the state&rsquo;s own page</a>.
+                </p>
+              )}
               {p.diff.result.changed.length > 0 && (
                 <Table columns={['Field', 'Before', 'After']}>
                   {p.diff.result.changed.map((c) => (
@@ -462,27 +425,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
         </LiveRegion>
       </section>
 
-      <LiveRegion name="state">
-        {p.state && (
-          <section aria-labelledby="state-h">
-            <h2 id="state-h">State at #{p.diff.b}</h2>
-            <details open={Array.isArray(p.state.messages) && p.state.messages.length <= 40}>
-              <summary>
-                {Array.isArray(p.state.messages)
-                  ? `Conversation: ${num(p.state.messages.length)} messages`
-                  : 'no messages'}
-              </summary>
-              <Conversation messages={Array.isArray(p.state.messages) ? (p.state.messages as Json[]) : []} />
-            </details>
-            {Object.keys(p.state).some((k) => k !== 'messages') && (
-              <>
-                <h3>Other state fields</h3>
-                <pre>{json(Object.fromEntries(Object.entries(p.state).filter(([k]) => k !== 'messages')))}</pre>
-              </>
-            )}
-          </section>
-        )}
-      </LiveRegion>
+      <LiveRegion name="state">{p.state && <StateTail executionId={id} seq={p.diff.b} state={p.state} />}</LiveRegion>
 
       <LiveRegion name="idempotency entries">
         <section aria-labelledby="idem-h">
@@ -495,7 +438,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
                 <tr>
                   <td class="mono">{e.key}</td>
                   <td>
-                    <pre>{json(e.result)}</pre>
+                    <EffectResult result={e.result} />
                   </td>
                   <td>
                     <Time iso={e.createdAt} />

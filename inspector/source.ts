@@ -13,7 +13,7 @@
  */
 import type { Json } from '../shared/json.js';
 import type { DecisionRequest, DecisionState } from '../shared/protocol.js';
-import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt } from '../shared/rows.js';
+import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt, Step } from '../shared/rows.js';
 import type { UsageTotal } from '../shared/usage.js';
 import type { RunPageProps } from './run-page.js';
 import type { RunItem } from './runs-page.js';
@@ -49,6 +49,39 @@ export interface RunsQuery {
 }
 
 /**
+ * What the timeline shows of a row: everything but its payloads (state, input, a pause's context), and a run-end
+ * marker's output (its error: what the row before it is said to have ended with); a source may leave out other rows'.
+ */
+export type RowHead = Pick<
+  Checkpoint,
+  'id' | 'seq' | 'nodeId' | 'turn' | 'step' | 'status' | 'agentPath' | 'interruptReason' | 'createdAt' | 'writerId'
+> & { nodeOutput?: Checkpoint['nodeOutput'] };
+
+/**
+ * Which of a run's rows a timeline page shows: the first `limit` matching rows with seq above `after`, or (no
+ * `after`) the last `limit` matching rows with seq below `before` (neither: the run's newest rows). A seq is the
+ * rows' cursor in every source, so a page is named by one and a link to a row (`?seq=N#seq-N`) needs no source.
+ */
+export interface RowsQuery {
+  after?: number;
+  before?: number;
+  limit: number;
+  /** only rows of this step */
+  step?: Step;
+  /** only rows of this agent path and the agents and tools under it (`a` matches `a` and `a/…`, not `ab`) */
+  agentPath?: string;
+}
+
+/** A page of rows in seq order, and whether more matching rows lie beyond it in the direction it was read. */
+export interface RowsPage {
+  items: RowHead[];
+  more: boolean;
+}
+
+/** Whether `agentPath` is `under` or a path beneath it (the rule of `RowsQuery.agentPath`, for sources that filter here). */
+export const isUnder = (agentPath: string, under: string) => agentPath === under || agentPath.startsWith(`${under}/`);
+
+/**
  * How many runs a list's filters match over all its pages: `n`; with `more`, more than `n` (the source stops
  * counting at a cap); with `atMost`, at most `n` (the source counts some runs it may leave off the pages).
  */
@@ -82,8 +115,8 @@ export interface InspectorSource {
   listRuns(q: RunsQuery): Promise<Paged<RunItem> & { count: RunCount }>;
   /** One run, or null when this source has no run by that id. */
   getRun(executionId: string): Promise<RunSummary | null>;
-  /** A page of the run's rows, by seq. */
-  listRows(executionId: string, o: { cursor?: string; limit: number }): Promise<Paged<Checkpoint>>;
+  /** A page of the run's rows matching the query, in seq order (read on until the page is full or the run ends). */
+  listRows(executionId: string, q: RowsQuery): Promise<RowsPage>;
   /**
    * The decoded state of row `seq`, or null when the run has no such row; a
    * row whose chain does not decode throws (code CORRUPT_ROW).

@@ -38,7 +38,7 @@ label.check { flex-direction:row; align-items:center; gap:.35rem; align-self:cen
 input, select, button { font:inherit; padding:.3rem .5rem; border:1px solid var(--line); border-radius:6px; background:var(--field); color:var(--fg); }
 button { background:var(--accent); color:var(--on-accent); border-color:var(--accent); cursor:pointer; }
 button.link { background:none; color:var(--accent); border:none; padding:0; text-decoration:underline; }
-.pager { display:flex; gap:1rem; margin-top:.75rem; }
+.pager { display:flex; flex-wrap:wrap; gap:.25rem 1rem; margin-top:.75rem; } .pager a { white-space:nowrap; }
 ol.timeline { list-style:none; margin:0; padding:0 0 0 1.1rem; border-left:2px solid var(--line); }
 ol.timeline li { position:relative; padding:.35rem 0 .35rem .6rem; }
 ol.timeline li::before { content:""; position:absolute; left:-1.55rem; top:.75rem; width:.7rem; height:.7rem; border-radius:50%; background:var(--line); border:2px solid var(--bg); }
@@ -60,6 +60,11 @@ ol.conversation { list-style:none; margin:.5rem 0; padding:0; display:flex; flex
 .msg pre { margin:.25rem 0; } .msg-text { background:none; border:none; padding:0; font:inherit; white-space:pre-wrap; }
 .tool-call { margin-top:.25rem; } details.raw summary { font-size:12px; color:var(--muted); cursor:pointer; }
 .fork { margin:.25rem 0; }
+.timeline-tools { display:flex; flex-wrap:wrap; gap:0 1.5rem; align-items:end; } .timeline-tools form.filters { margin-bottom:.5rem; }
+details.turn > summary { cursor:pointer; padding:.15rem 0; } details.turn > ol.timeline { margin:.2rem 0 .4rem .3rem; }
+ol.timeline li:target { background:#fff8c5; border-radius:6px; } ol.timeline li.gap::before { background:var(--bad); }
+[id^="seq-"] { scroll-margin-top:.5rem; }
+details.result > summary { cursor:pointer; overflow-wrap:anywhere; }
 .live { margin:.25rem 0 .75rem; font-size:12px; }
 ol.timeline li.depth-1 { margin-left:1.2rem; } ol.timeline li.depth-2 { margin-left:2.4rem; } ol.timeline li.depth-3, ol.timeline li.depth-4, ol.timeline li.depth-5, ol.timeline li.depth-6 { margin-left:3.6rem; }
 ol.inbox { list-style:none; margin:0; padding:0; }

@@ -136,6 +136,7 @@ export const SLOW: readonly string[] = [
   'test/ui/langgraph-thread.test.ts',
   'test/ui/live.test.ts',
   'test/ui/local-ui.test.ts',
+  'test/ui/long-run.test.ts',
   'test/ui/reading.test.ts',
   'test/ui/lost-at-plane.test.ts',
   'test/ui/run-truth.test.ts',

@@ -45,7 +45,15 @@ import {
   graphWriteKeyStart,
   isGraphWriteKey,
 } from '../../support/langgraph.js';
-import type { DecisionShown, InboxItem, InspectorSource, Paged, RunCount, RunSummary } from '../../inspector/source.js';
+import {
+  type DecisionShown,
+  type InboxItem,
+  type InspectorSource,
+  isUnder,
+  type Paged,
+  type RunCount,
+  type RunSummary,
+} from '../../inspector/source.js';
 import type { RunItem } from '../../inspector/runs-page.js';
 import type { QuarantineItem } from '../../inspector/quarantine-page.js';
 import type { SyncStatus } from '../../inspector/sync-page.js';
@@ -278,11 +286,24 @@ export function localSource(store: Checkpointer): InspectorSource {
       };
     },
 
-    async listRows(executionId, o) {
-      const after = decode<number>(o.cursor, 'number') ?? -1;
-      const rows = await store.list(executionId, { afterSeq: after, limit: o.limit + 1 });
-      const page = rows.slice(0, o.limit);
-      return { items: page, nextCursor: rows.length > o.limit ? encode(page[page.length - 1].seq) : null };
+    async listRows(executionId, q) {
+      // the store filters by step; an agent path is filtered here, reading on in chunks until the page is full
+      const asc = q.after !== undefined;
+      const want = q.limit + 1;
+      const found: Checkpoint[] = [];
+      let bound = asc ? q.after : q.before;
+      for (;;) {
+        const rows = await store.list(executionId, {
+          ...(asc ? { afterSeq: bound } : { beforeSeq: bound, order: 'desc' as const }),
+          step: q.step,
+          limit: q.agentPath === undefined ? want - found.length : CHUNK,
+        });
+        for (const r of rows) if (q.agentPath === undefined || isUnder(r.agentPath, q.agentPath)) found.push(r);
+        if (found.length >= want || rows.length < (q.agentPath === undefined ? want : CHUNK)) break;
+        bound = rows[rows.length - 1].seq;
+      }
+      const page = found.slice(0, q.limit);
+      return { items: asc ? page : page.reverse(), more: found.length > q.limit };
     },
 
     async stateAt(executionId, seq) {
@@ -368,11 +389,16 @@ export function localSource(store: Checkpointer): InspectorSource {
         origin?.step === 'fork_origin'
           ? (origin.nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null)
           : null;
+      if (!from?.executionId || !from.checkpointId) return { forkOf: null };
+      // the row it was forked at, for a link that lands on its page of the timeline
+      const at = await store.getById(from.checkpointId);
       return {
-        forkOf:
-          from?.executionId && from.checkpointId
-            ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' }
-            : null,
+        forkOf: {
+          executionId: from.executionId,
+          checkpointId: from.checkpointId,
+          step: from.step ?? 'step',
+          seq: at?.executionId === from.executionId ? at.seq : null,
+        },
       };
     },
 

@@ -369,10 +369,29 @@ export async function forkLinks(db: PlaneDb, projectId: string, executionId: str
       ),
     )
     .orderBy(asc(checkpoints.executionId));
+  // the seq of the row it was forked at (null: not on this plane), for a link that lands on its page of the timeline
+  const [at] =
+    from?.executionId && from.checkpointId
+      ? await db
+          .select({ seq: checkpoints.seq })
+          .from(checkpoints)
+          .where(
+            and(
+              eq(checkpoints.projectId, projectId),
+              eq(checkpoints.id, from.checkpointId),
+              eq(checkpoints.executionId, from.executionId),
+            ),
+          )
+      : [];
   return {
     forkOf:
       from?.executionId && from.checkpointId
-        ? { executionId: from.executionId, checkpointId: from.checkpointId, step: from.step ?? 'step' }
+        ? {
+            executionId: from.executionId,
+            checkpointId: from.checkpointId,
+            step: from.step ?? 'step',
+            seq: at?.seq ?? null,
+          }
         : null,
     forks,
   };

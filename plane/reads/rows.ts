@@ -3,9 +3,10 @@
  * restore bundle in restore.ts), and the decoded state at one row.
  * Project-scoped; nothing here writes.
  */
-import { and, asc, eq, gt, gte, lte, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, lt, lte, sql } from 'drizzle-orm';
 import { chainBase, decodeChain } from '../../shared/codec.js';
-import type { Checkpoint } from '../../shared/rows.js';
+import type { Json } from '../../shared/json.js';
+import type { Checkpoint, Step } from '../../shared/rows.js';
 import type { PlaneDb } from '../db/open.js';
 import { checkpoints } from '../db/schema.js';
 import { decodeCursor, encodeCursor, isSeqCursor } from './cursor.js';
@@ -90,6 +91,55 @@ export async function listRows(
     items: rows.map((r) => r.row as Checkpoint),
     nextCursor: more ? encodeCursor(rows[rows.length - 1].seq) : null,
   };
+}
+
+/**
+ * A page of a run's rows for the inspector's timeline: the first `limit` rows with seq above `after`, or (no
+ * `after`) the last `limit` below `before` (neither: the newest), of one step and under one agent path when
+ * given; each row without its payloads (the timeline shows none: a row's state may be a whole snapshot; a run-end
+ * marker keeps its output, its error). In seq
+ * order, and whether more lie beyond the page in the direction read. The filters are columns of the run's seq
+ * range, so the read walks the run's seq index and stops at the page's end.
+ */
+export async function timelineRows(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  q: { after?: number; before?: number; limit: number; step?: Step; agentPath?: string },
+) {
+  const ascending = q.after !== undefined;
+  const c = checkpoints;
+  const found = await db
+    .select({
+      id: c.id,
+      seq: c.seq,
+      nodeId: c.nodeId,
+      turn: sql<number>`(${c.row}->>'turn')::int`,
+      step: sql<Step>`${c.step}`,
+      status: sql<Checkpoint['status']>`${c.status}`,
+      agentPath: c.agentPath,
+      interruptReason: sql<string | null>`${c.row}->>'interruptReason'`,
+      // a run-end marker's output is its error, which the row before it is said to have ended with
+      nodeOutput: sql<Json | null>`CASE WHEN ${c.step} = 'run_end' THEN ${c.row}->'nodeOutput' END`,
+      createdAt: c.createdAt,
+      writerId: c.writerId,
+    })
+    .from(c)
+    .where(
+      and(
+        eq(c.projectId, projectId),
+        eq(c.executionId, executionId),
+        ascending ? gt(c.seq, q.after!) : q.before !== undefined ? lt(c.seq, q.before) : undefined,
+        q.step ? eq(c.step, q.step) : undefined,
+        q.agentPath !== undefined
+          ? sql`(${c.agentPath} = ${q.agentPath} OR starts_with(${c.agentPath}, ${`${q.agentPath}/`}))`
+          : undefined,
+      ),
+    )
+    .orderBy(ascending ? asc(c.seq) : desc(c.seq))
+    .limit(q.limit + 1);
+  const page = found.slice(0, q.limit);
+  return { items: ascending ? page : page.reverse(), more: found.length > q.limit };
 }
 
 /** The decoded state of one row: its snapshot chain, base to row, through the shared codec. */

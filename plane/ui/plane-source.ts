@@ -25,7 +25,7 @@ import { graphPauses, runFacts } from '../reads/graph-threads.js';
 import { listHoles } from '../reads/holes.js';
 import { pauseState } from '../reads/pauses.js';
 import { listQuarantine } from '../reads/quarantine.js';
-import { listRows, stateAt } from '../reads/rows.js';
+import { stateAt, timelineRows } from '../reads/rows.js';
 import { idempotencyListing } from '../restore.js';
 import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';
@@ -91,7 +91,14 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       if (run.status !== 'running') return run;
       return { ...run, lease: (await runHolds(db, projectId, [id])).get(id) ?? null };
     },
-    listRows: (id, o) => listRows(db, projectId, id, o),
+    async listRows(id, q) {
+      // a bound past any seq (the page asks for the rows before the newest) is no bound; an agent path with U+0000
+      // is none a row can have
+      if (q.agentPath !== undefined && !mayBePrefix(q.agentPath)) return { items: [], more: false };
+      const bound = (v: number | undefined) => (v === undefined || v > LIMITS.maxSeq ? undefined : v);
+      if (q.after !== undefined && q.after >= LIMITS.maxSeq) return { items: [], more: false };
+      return timelineRows(db, projectId, id, { ...q, after: q.after, before: bound(q.before) });
+    },
     stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
     async pauseState(id) {
       const pause = await pauseState(db, projectId, id);

@@ -530,7 +530,8 @@ export function runPlaneSuite(name: string, kind: () => 'pglite' | { url: string
         expect(p.text).toContain('data-testid="holes"');
       }
       const runPage = (await page('/runs/hole-1')).text;
-      expect(runPage).toContain('seq 1: <span class="mono">too_large</span>');
+      // the hole links to where it falls in the timeline
+      expect(runPage).toContain('<a href="/runs/hole-1?seq=1#seq-1">seq 1</a>: <span class="mono">too_large</span>');
       expect(runPage).toContain('seq 2 cannot be decoded from this plane&#39;s copy (incomplete: seq 1 (too_large');
       expect((await page('/?q=hole-1')).text).toContain('data-testid="incomplete"');
       expect((await page('/writers')).text).toMatch(

@@ -280,7 +280,9 @@ describe('the inspector in headless chromium', () => {
     await p2.goto(`${plane.url}/runs/refund-small-fork`);
     expect(await p2.textContent('p.fork')).toMatch(/Forked from refund-small at its llm_call row/);
     await p2.click('p.fork a');
-    await p2.waitForURL(/\/runs\/refund-small#row-/);
+    // on the page of the timeline that holds the row it was forked at, scrolled to it
+    await p2.waitForURL(/\/runs\/refund-small\?seq=\d+#seq-\d+$/);
+    expect(await p2.locator(':target').textContent()).toContain('llm_call');
     expect(await p2.textContent('main')).toMatch(/Forks of this run:\s*refund-small-fork/);
     // the state reads as a conversation: roles, the tool call with its arguments, the tool result pretty-printed
     const convo = p2.locator('ol.conversation');

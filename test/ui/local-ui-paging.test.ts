@@ -70,14 +70,21 @@ describe('local inspector paging', () => {
     expect(none).toContain('No runs match.');
   });
 
-  it("a long run's timeline pages by seq, its idempotency entries by key; the quarantine pages by outbox id", async () => {
-    const rows = await follow(
-      '/runs/long-run',
-      /<a href="([^"]+)">Next rows →<\/a>/,
+  it("a long run's timeline pages by seq from its newest rows back and from its first rows on; its idempotency entries by key; the quarantine pages by outbox id", async () => {
+    // from the newest page back: each page in seq order, every row once
+    const back = await follow('/runs/long-run', /<a href="([^"]+)" rel="prev">/, /<li class="[^"]*" id="seq-(\d+)">/g);
+    expect(back.pages).toBe(9);
+    const pages: number[][] = [];
+    for (let i = 0; i < back.items.length; i += 50) pages.push(back.items.slice(i, i + 50).map(Number));
+    expect(pages.reverse().flat()).toEqual(Array.from({ length: 450 }, (_, i) => i));
+    // from the first rows on
+    const on = await follow(
+      '/runs/long-run?from=0',
+      /<a href="([^"]+)" rel="next">/,
       /<li class="[^"]*" id="seq-(\d+)">/g,
     );
-    expect(rows.pages).toBe(3);
-    expect(rows.items.map(Number)).toEqual(Array.from({ length: 450 }, (_, i) => i));
+    expect(on.pages).toBe(9);
+    expect(on.items.map(Number)).toEqual(Array.from({ length: 450 }, (_, i) => i));
     // its idempotency entries page by key (a run may record many large effect results), each once
     const effects = await follow(
       '/runs/long-run',
@@ -88,25 +95,23 @@ describe('local inspector paging', () => {
     expect(effects.items.map(Number)).toEqual(Array.from({ length: 120 }, (_, i) => i));
     expect((await fetch(`${ui.url}/runs/long-run?idem=x`)).status).toBe(400);
     // paging one part of the page keeps the others: the timeline's page in the entries' links, and the reverse
-    const html = await (await fetch(`${ui.url}/runs/long-run?a=3&b=4`)).text();
-    const nextRows = /<a href="([^"]+)">Next rows →<\/a>/.exec(html)![1].replace(/&amp;/g, '&');
+    const html = await (await fetch(`${ui.url}/runs/long-run?a=3&b=4&from=0`)).text();
+    const nextRows = /<a href="([^"]+)" rel="next">/.exec(html)![1].replace(/&amp;/g, '&');
     const moreEntries = /<a href="([^"]+)">More entries →<\/a>/
       .exec(await (await fetch(`${ui.url}${nextRows}`)).text())![1]
       .replace(/&amp;/g, '&');
     const kept = new URL(moreEntries, ui.url).searchParams;
-    expect([kept.get('a'), kept.get('b'), kept.get('cursor') !== null, kept.get('idem') !== null]).toEqual([
-      '3',
-      '4',
-      true,
-      true,
-    ]);
+    expect([kept.get('a'), kept.get('b'), kept.get('from'), kept.get('idem') !== null]).toEqual(['3', '4', '50', true]);
     const q = await follow('/quarantine', /<a href="([^"]+)">Next →<\/a>/, /refusal (\d+)/g);
     expect(q.pages).toBe(2);
     expect(q.items.map(Number)).toEqual(Array.from({ length: 60 }, (_, i) => i));
   });
 
   it('a cursor it did not issue is a 400, not a 500; a row that is not there is said', async () => {
-    for (const path of ['/?cursor=x', '/runs/long-run?cursor=eyJhIjoxfQ', '/quarantine?cursor=%5B%5D'])
+    for (const path of ['/?cursor=x', '/runs/long-run?idem=eyJhIjoxfQ', '/quarantine?cursor=%5B%5D'])
+      expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
+    // a timeline page the page's links never name: 400 naming it
+    for (const path of ['/runs/long-run?from=x', '/runs/long-run?before=-1', '/runs/long-run?step=tool'])
       expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
     expect(await (await fetch(`${ui.url}/runs/long-run?a=0&b=900`)).text()).toContain(
       'seq 900 is not a row of this run',
@@ -135,7 +140,11 @@ describe('local inspector paging', () => {
     expect(await (await fetch(`${ui.url}/approvals?cursor=x`)).text()).toContain('BAD_CURSOR');
     // numbers past the safe integers: a cursor is not one it issued (400), a seq in the query is no seq (the page, as without it)
     const huge = Buffer.from('1e20').toString('base64url');
-    for (const path of [`/runs/long-run?cursor=${huge}`, `/quarantine?cursor=${huge}`])
+    for (const path of [
+      `/runs/long-run?idem=${huge}`,
+      `/quarantine?cursor=${huge}`,
+      '/runs/long-run?seq=99999999999999999999',
+    ])
       expect((await fetch(`${ui.url}${path}`)).status, path).toBe(400);
     for (const path of ['/runs/long-run?b=99999999999999999999', '/runs/long-run?a=99999999999999999999&b=3'])
       expect((await fetch(`${ui.url}${path}`)).status, path).toBe(200);

@@ -143,7 +143,7 @@ describe("the loser of a double claim sees, in its local UI and CLI, that the pl
         `the plane refused this store's rows of the run from #${splitSeq} on: its record of the run is another branch ` +
           "(another machine's, which took the run over or resumed the same pause; or the run cancelled there), not this copy",
       );
-      expect(await notice.locator(`a[href="#seq-${splitSeq}"]`).count()).toBe(1);
+      expect(await notice.locator(`a[href="/runs/${RUN}?seq=${splitSeq}#seq-${splitSeq}"]`).count()).toBe(1);
       // the plane's reason names the writer whose branch it keeps
       expect(await text(page, '[data-testid=lost-said]')).toBe(
         `the plane said: seq_conflict: execution ${RUN} already has a different row at seq ${splitSeq}, written by 'laptop-b'`,

@@ -1,0 +1,167 @@
+/**
+ * What a long run's page costs in a browser, on both UIs that serve it: a run of `rows` rows written through the
+ * real runtime into a SQLite store (bench/lib/long-run.ts: a supervisor, model calls and tool calls of a few hundred
+ * characters, a delegated worker with idempotent charges, a pause), the same rows synced into a plane on PGlite;
+ * `waymark ui` over the store and the plane's inspector (signed in with a read key), both in this process on
+ * 127.0.0.1 port 0. Each repetition loads the run page cold (a new browser context: no cache, no cookies but the
+ * session) in Debian's Chromium at 1280 × 860, the two UIs alternating which goes first, and reads the page's HTML
+ * bytes (the response body), the time to its first byte (the server's part), its first contentful paint (the
+ * browser's own `first-contentful-paint` entry), the time to the load event, the height of its document in px and
+ * its count of elements. Reported as median [min–max] over the repetitions; one load of each first is not counted
+ * (the servers' and the browser's first use).
+ *
+ *   npx tsx bench/run-page.ts [rows=500] [reps=7] [path=/runs/long-run]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { chromium, type Browser } from 'playwright-core';
+import { connectPlane } from '../client/index.js';
+import { SqliteCheckpointer } from '../client/sqlite/index.js';
+import { serveLocalUi } from '../client/ui/serve.js';
+import { createKey, loadConfig, openPlaneDatabase, startPlane } from '../plane/index.js';
+import { writeLongRun } from './lib/long-run.js';
+import { fmt, summary } from './lib/stats.js';
+
+const SMOKE = process.env.WAYMARK_BENCH_SMOKE === '1';
+const ROWS = SMOKE ? 30 : Number(process.argv[2] ?? 500);
+const REPS = SMOKE ? 1 : Number(process.argv[3] ?? 7);
+const PATH = process.argv[4] ?? '/runs/long-run';
+const RUN = 'long-run';
+
+interface Load {
+  bytes: number;
+  /** from the request sent to the first byte of the answer: the server's part */
+  ttfbMs: number;
+  fcpMs: number;
+  loadMs: number;
+  heightPx: number;
+  nodes: number;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-run-page-'));
+const store = new SqliteCheckpointer({ path: join(dir, 'laptop.db'), writerId: 'laptop' });
+const database = await openPlaneDatabase({ dataDir: 'memory://' });
+const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, dataDir: 'memory://' }), {
+  database,
+  logger: pino({ level: 'silent' }),
+});
+const browser: Browser = await chromium.launch({
+  executablePath: process.env.WAYMARK_CHROMIUM ?? '/usr/bin/chromium',
+  headless: true,
+  args: [
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-dev-shm-usage',
+    '--no-first-run',
+    '--disable-background-networking',
+  ],
+});
+const ui = await serveLocalUi(store, { port: 0 });
+try {
+  await writeLongRun(store, RUN, ROWS);
+  const rows = (await store.latest(RUN))!.seq + 1;
+  const db = database.db as Parameters<typeof createKey>[0];
+  const ingest = await createKey(db, { createProject: true, project: 'bench', scopes: ['ingest'] });
+  const read = await createKey(db, { project: 'bench', scopes: ['read'] });
+  const replica = connectPlane(store, { url: plane.url, apiKey: ingest.key, followChanges: false });
+  const left = await replica.flush({ timeoutMs: 120_000 });
+  if (left.pendingRows) throw new Error(`${left.pendingRows} rows never reached the plane`);
+  await replica.stop();
+  // a session as the login form makes one (a script posts the key alone: no browser, no CSRF token to show)
+  const login = await fetch(`${plane.url}/login`, {
+    method: 'POST',
+    body: new URLSearchParams({ key: read.key, next: '/' }),
+    redirect: 'manual',
+  });
+  const session = /wm_session=([^;]+)/.exec(login.headers.get('set-cookie') ?? '')?.[1];
+  if (!session) throw new Error(`no session from the plane's login: ${login.status}`);
+
+  const uis = [
+    { name: 'waymark ui (SQLite)', url: ui.url, cookie: null },
+    { name: 'plane inspector (PGlite)', url: plane.url, cookie: session },
+  ];
+
+  /** One cold load of the run page: a new context, the page fetched, painted and measured. */
+  async function load(target: (typeof uis)[number]): Promise<Load> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    try {
+      if (target.cookie) await context.addCookies([{ name: 'wm_session', value: target.cookie, url: target.url }]);
+      const page = await context.newPage();
+      const res = await page.goto(`${target.url}${PATH}`, { waitUntil: 'load' });
+      if (res === null || res.status() !== 200) throw new Error(`${target.name}: ${res?.status()} for ${PATH}`);
+      const bytes = (await res.body()).length;
+      const m = await page.evaluate(async () => {
+        // the paint entry is queued after the frame that painted: wait for it rather than read too early
+        const fcp = await new Promise<number>((resolve) => {
+          const [e] = performance.getEntriesByName('first-contentful-paint');
+          if (e) return resolve(e.startTime);
+          new PerformanceObserver((l) => resolve(l.getEntries()[0].startTime)).observe({
+            type: 'paint',
+            buffered: true,
+          });
+        });
+        const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
+        return {
+          ttfbMs: nav.responseStart - nav.requestStart,
+          fcpMs: fcp,
+          loadMs: nav.loadEventStart,
+          heightPx: document.documentElement.scrollHeight,
+          nodes: document.getElementsByTagName('*').length,
+        };
+      });
+      return { bytes, ...m };
+    } finally {
+      await context.close();
+    }
+  }
+
+  const loads = uis.map(() => [] as Load[]);
+  // one load each first: the servers' and the browser's own first use are not counted
+  for (const t of uis) await load(t);
+  for (let i = 0; i < REPS; i++) {
+    const order = i % 2 === 0 ? [0, 1] : [1, 0];
+    for (const j of order) loads[j].push(await load(uis[j]));
+  }
+
+  const date = new Date().toISOString();
+  const command = ['npx tsx bench/run-page.ts', ...process.argv.slice(2)].join(' ');
+  console.log(
+    `\`${command}\` on ${date} (Node ${process.version}, ${cpus().length} cores; ${rows}-row run, ${PATH}, cold loads at 1280 × 860, ${REPS} reps interleaved): median [min–max]`,
+  );
+  for (const [j, t] of uis.entries()) {
+    const pick = (k: keyof Load) => summary(loads[j].map((l) => l[k]));
+    console.log(
+      `  ${t.name.padEnd(26)} HTML ${fmt(pick('bytes'))} bytes · first byte ${fmt(pick('ttfbMs'))} ms · first contentful paint ${fmt(pick('fcpMs'))} ms · load ${fmt(pick('loadMs'))} ms · height ${fmt(pick('heightPx'))} px · ${fmt(pick('nodes'))} elements`,
+    );
+  }
+  for (const [j, t] of uis.entries()) {
+    const pick = (k: keyof Load) => summary(loads[j].map((l) => l[k]));
+    console.log(
+      JSON.stringify({
+        bench: 'run-page',
+        ui: t.name,
+        rows,
+        path: PATH,
+        reps: REPS,
+        bytes: pick('bytes'),
+        ttfbMs: pick('ttfbMs'),
+        fcpMs: pick('fcpMs'),
+        loadMs: pick('loadMs'),
+        heightPx: pick('heightPx'),
+        elements: pick('nodes'),
+        cores: cpus().length,
+        node: process.version,
+        date,
+      }),
+    );
+  }
+} finally {
+  await browser.close();
+  await ui.close();
+  await plane.close();
+  await database.close();
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+}
