@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * What a long run's page costs in a browser, on both UIs that serve it: a run of `rows` rows written through the
  * real runtime into a SQLite store (bench/lib/long-run.ts: a supervisor, model calls and tool calls of a few hundred

@@ -154,7 +154,9 @@ for (const backend of ['pglite', 'postgres'] as const) {
       const page = await (await fetch(`${plane.url}/runs/tk-1`, { headers: { cookie } })).text();
       expect(page).toContain('data-testid="takeovers"');
       expect(page).toMatch(
-        new RegExp(`after seq 1, by <span class="mono">${winner}</span> from <span class="mono">machine-a</span>`),
+        new RegExp(
+          `after seq 1, by <span class="writer"[^>]*data-writer="${winner}">[\\s\\S]*? from <span class="writer"[^>]*data-writer="machine-a">`,
+        ),
       );
     });
 
