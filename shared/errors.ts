@@ -72,6 +72,8 @@ export const ErrorCode = {
   KEY_REVOKED: 'KEY_REVOKED',
   /** Another live process (named: pid, url) holds the plane's data dir; PGlite is one process's database. */
   DATA_DIR_LOCKED: 'DATA_DIR_LOCKED',
+  /** A new plane data dir could not be made (PGlite's initdb or the migrations failed; details.dataDir, details.stderr); the folder may hold part of one: remove it or give another. */
+  DATA_DIR_INIT_FAILED: 'DATA_DIR_INIT_FAILED',
   /** The plane's port (or its metrics port) is taken by another process. */
   PORT_IN_USE: 'PORT_IN_USE',
   /** A LangGraph config or checkpoint the waymark saver cannot map onto rows (missing thread_id, an id too long, a thread owned by another run); every problem is named in `details.problems`. */

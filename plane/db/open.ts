@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import { requirePeers } from '../../support/peer.js';
 import { InvalidOptions } from '../../support/validate.js';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -141,12 +142,17 @@ const { migrate } = require(${migrator});
   await migrate(drizzle(client), { migrationsFolder: ${JSON.stringify(migrationsFolder)} });
   await client.exec("ALTER SYSTEM SET shared_buffers = '${PGLITE_SHARED_BUFFERS}'");
   await client.close();
-})().catch((e) => { console.error(e); process.exit(1); });`;
+})().catch((e) => { console.error(e instanceof Error ? e.message : String(e)); process.exit(1); });`;
   try {
     await promisify(execFile)(process.execPath, ['-e', script], { timeout: 10 * 60_000 });
   } catch (e) {
     const stderr = String((e as { stderr?: unknown }).stderr ?? '').trim();
-    throw new Error(`could not make the plane's database in ${dir}: ${stderr || (e as Error).message}`, { cause: e });
+    const why = stderr.split('\n')[0] || (e as Error).message;
+    throw new WaymarkError(
+      ErrorCode.DATA_DIR_INIT_FAILED,
+      `could not make the plane's database in ${dir} (${why}); the folder may hold part of one: remove it, or give an empty or new data dir`,
+      { cause: e, details: { dataDir: dir, stderr } },
+    );
   }
 }
 
