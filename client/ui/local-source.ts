@@ -35,7 +35,7 @@ import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpoi
 import { lostAtPlane, lostRuns } from '../replica/branch.js';
 import { refusedOnPlane } from '../cli/sync-commands.js';
 import { summaryState } from '../store/summary.js';
-import type { LostAtPlane } from '../../support/run-words.js';
+import { holdOf, type LostAtPlane } from '../../support/run-words.js';
 import { cancelReason, isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';
 import {
@@ -65,12 +65,13 @@ const RUN_COUNT_CAP = 1000;
 
 /**
  * Whether a run (its state as shown) needs a person (`RunsQuery.attention`): failed; stale (running, its lease
- * expired without a release: the runner crashed or stalled; a LangGraph thread takes none); paused since before
+ * expired without a release, as `holdOf` says: a LangGraph thread never is); paused since before
  * `pausedBefore`. A local store has no claim conflicts and no holes.
  */
 function needsAttention(e: ExecutionSummary, pausedBefore: number): boolean {
   if (e.state === 'failed') return true;
-  if (e.state === 'running') return !!e.lease?.holder && !!e.lease.expiresAt && !e.lease.live;
+  if (e.state === 'running')
+    return holdOf({ status: e.state, lastNodeId: e.lastNodeId, lease: e.lease })?.kind === 'stale';
   return e.state === 'paused' && Date.parse(e.updatedAt) < pausedBefore;
 }
 
