@@ -34,6 +34,7 @@ import type { UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
 import { lostAtPlane, lostRuns } from '../replica/branch.js';
 import { refusedOnPlane } from '../cli/sync-commands.js';
+import { planeRefusal } from '../replica/refusal.js';
 import { summaryState } from '../store/summary.js';
 import { holdOf, type LostAtPlane } from '../../support/run-words.js';
 import { cancelReason, isCancelMarker } from '../store/cancel.js';
@@ -85,12 +86,6 @@ function decode<T extends string | number>(cursor: string | undefined, kind: 'st
     // not one of ours
   }
   throw new WaymarkError(ErrorCode.BAD_CURSOR, 'cursor is not one this store issued');
-}
-
-/** `plane: CODE: reason` (what the drain records for a refusal) as its code and reason. */
-function refusal(reason: string): { code: string; reason: string } {
-  const m = /^plane: ([A-Za-z0-9_]+):? ([\s\S]*)$/.exec(reason);
-  return m ? { code: m[1], reason: m[2] } : { code: 'refused', reason };
 }
 
 interface DrainNote {
@@ -177,7 +172,7 @@ export function localSource(store: Checkpointer): InspectorSource {
       const page = await store.listQuarantined({ afterId: after, limit: CHUNK });
       for (const q of page) {
         if (!keep(q.executionId)) continue;
-        const r = refusal(q.reason);
+        const r = planeRefusal(q.reason) ?? { code: 'refused', reason: q.reason };
         found.push({
           id: q.id,
           writerId: store.writerId,
