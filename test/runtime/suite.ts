@@ -10,6 +10,7 @@ import {
   idempotent,
   interrupt,
   InvalidResume,
+  PauseNotFound,
   Resume,
   recoverRuns,
   ScriptedModel,
@@ -246,10 +247,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         code: 'PAUSE_NOT_FOUND',
         details: { executionId: failed, status: 'failed', error: { code: 'MAX_TURNS' } },
       });
+      expect(f).toBeInstanceOf(PauseNotFound);
       expect(f!.message).toMatch(
         /never paused.*failed \(MAX_TURNS: agent 'looper' reached 2 turns\).*without an answer/,
       );
-      expect(f!.message).not.toMatch(/no pending interrupt/);
 
       // completed, never paused: ALREADY_FINISHED, with or without an answer
       const { agent } = refundAgent({ store, ledger });
@@ -275,6 +276,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       });
       const r = await refuse(agent.resume(running, { approved: true }));
       expect(r).toMatchObject({ code: 'PAUSE_NOT_FOUND', details: { executionId: running, status: 'running' } });
+      expect(r).toBeInstanceOf(PauseNotFound);
       expect(r!.message).toMatch(/never paused.*without an answer to take it up/);
 
       // paused, answered, completed: its pause was resumed already (ALREADY_RESUMED), and the run completed
