@@ -221,7 +221,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       });
     });
 
-    it('resume refusals defect: an answer to a run with no open pause said "no pending interrupt" (ALREADY_RESUMED) whatever the run was; now it says what is true, with a stable code each', async () => {
+    it('an answer to a run with no open pause is refused with what is true of the run, one code each', async () => {
       const refuse = (p: Promise<unknown>) =>
         p.then(
           () => null,
