@@ -37,6 +37,7 @@ import { refusedOnPlane } from '../cli/sync-commands.js';
 import { planeRefusal } from '../replica/refusal.js';
 import { summaryState } from '../store/summary.js';
 import { holdOf, type LostAtPlane } from '../../support/run-words.js';
+import { capped, type Counted, RUN_COUNT_CAP } from '../../support/count.js';
 import { cancelReason, isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';
 import {
@@ -52,7 +53,6 @@ import {
   type InspectorSource,
   isUnder,
   type Paged,
-  type RunCount,
   type RunSummary,
 } from '../../inspector/source.js';
 import type { RunItem } from '../../inspector/runs-page.js';
@@ -61,8 +61,6 @@ import type { SyncStatus } from '../../inspector/sync-page.js';
 
 /** How many rows or runs one store read takes while a page is assembled. */
 const CHUNK = 500;
-/** How many runs the run list counts at most ("more than 1,000 runs" past it): a scan of the store's runs up to there. */
-const RUN_COUNT_CAP = 1000;
 
 /**
  * Whether a run (its state as shown) needs a person (`RunsQuery.attention`): failed; stale (running, its lease
@@ -190,7 +188,7 @@ export function localSource(store: Checkpointer): InspectorSource {
   }
 
   return {
-    async listRuns(q): Promise<Paged<RunItem> & { count: RunCount }> {
+    async listRuns(q): Promise<Paged<RunItem> & { count: Counted }> {
       const after = decode<string>(q.cursor, 'string');
       const since = q.updatedSince ? Date.parse(q.updatedSince) : null;
       const pausedBefore = q.attention ? Date.parse(q.attention.pausedBefore) : null;
@@ -256,7 +254,7 @@ export function localSource(store: Checkpointer): InspectorSource {
       return {
         items,
         nextCursor: more ? encode(items[items.length - 1].executionId) : null,
-        count: { n: Math.min(counted, RUN_COUNT_CAP), more: counted > RUN_COUNT_CAP },
+        count: capped(counted, RUN_COUNT_CAP),
       };
     },
 
