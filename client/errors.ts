@@ -257,6 +257,17 @@ export class AlreadyFinished extends WaymarkError {
 }
 
 /**
+ * An answer to a run that never paused (it runs on, or failed; `details.status`, and a failed run's
+ * `details.error`): it has no pause to answer; nothing was claimed.
+ */
+export class PauseNotFound extends WaymarkError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(ErrorCode.PAUSE_NOT_FOUND, message, { details });
+    this.name = 'PauseNotFound';
+  }
+}
+
+/**
  * Another machine took this run over at the plane while this one was away
  * (its lease had expired by the plane's clock): this machine lost the run. Its
  * rows of the run after the takeover are refused by the plane (quarantined

@@ -6,6 +6,7 @@
  * page in `<FRAME.Provider value={LOCAL_FRAME}>`, so one component renders both.
  */
 import { createContext } from 'hono/jsx';
+import type { Counted } from '../support/count.js';
 
 export interface Frame {
   /** where the pages read from */
@@ -24,12 +25,6 @@ export interface Frame {
   pendingApprovals?: Counted | null;
   /** writers' names by writer id (a plane: its key's name; a local store: "this store"), shown as "name (short id)" */
   writerNames?: ReadonlyMap<string, string>;
-}
-
-/** A count read up to a cap: `more` when there were more than `n` (the page says "n+"). */
-export interface Counted {
-  n: number;
-  more: boolean;
 }
 
 /** How many the nav's approvals count reads at most: past it the link says "99+". */

@@ -6,7 +6,8 @@
 import { isValidElement, useContext, type Child, type FC } from 'hono/jsx';
 import type { Json } from '../shared/json.js';
 import { terminalSafe } from '../support/terminal.js';
-import { type Counted, FRAME } from './frame.js';
+import type { Counted } from '../support/count.js';
+import { FRAME } from './frame.js';
 
 /**
  * `live`: the page loads /ui/live.js, which updates its `data-live` regions in place (a person turns it on

@@ -20,7 +20,7 @@ import {
   Writer,
 } from './layout.js';
 import { LostBadge } from './lost-at-plane.js';
-import type { RunCount } from './source.js';
+import type { Counted } from '../support/count.js';
 
 /** A column shown on wide screens only. */
 const wide = (label: string) => ({ label, class: 'wide-only' });
@@ -90,7 +90,7 @@ export const SINCE_WINDOWS: Record<string, number> = {
 export const ATTENTION_PAUSED_MS = 86_400_000;
 
 /** How many runs match, as honestly as the source counted them. */
-const countWords = (c: RunCount) =>
+const countWords = (c: Counted) =>
   c.more
     ? `more than ${num(c.n)} runs`
     : `${c.atMost ? 'at most ' : ''}${num(c.n)} run${c.n === 1 && !c.atMost ? '' : 's'}`;
@@ -106,7 +106,7 @@ const AttentionWords: FC = () => (
 
 export const RunsPage: FC<{
   items: RunItem[];
-  count: RunCount;
+  count: Counted;
   next: string | null;
   first: boolean;
   live: boolean;

@@ -15,6 +15,7 @@ import type { Json } from '../shared/json.js';
 import type { DecisionRequest, DecisionState } from '../shared/protocol.js';
 import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt, Step } from '../shared/rows.js';
 import type { UsageTotal } from '../shared/usage.js';
+import type { Counted } from '../support/count.js';
 import type { RunPageProps } from './run-page.js';
 import type { RunItem } from './runs-page.js';
 import type { SyncStatus } from './sync-page.js';
@@ -81,16 +82,6 @@ export interface RowsPage {
 /** Whether `agentPath` is `under` or a path beneath it (the rule of `RowsQuery.agentPath`, for sources that filter here). */
 export const isUnder = (agentPath: string, under: string) => agentPath === under || agentPath.startsWith(`${under}/`);
 
-/**
- * How many runs a list's filters match over all its pages: `n`; with `more`, more than `n` (the source stops
- * counting at a cap); with `atMost`, at most `n` (the source counts some runs it may leave off the pages).
- */
-export interface RunCount {
-  n: number;
-  more: boolean;
-  atMost?: boolean;
-}
-
 export type RunSummary = RunPageProps['execution'];
 export type Hole = RunPageProps['holes'][number];
 export type PauseView = NonNullable<RunPageProps['pause']>;
@@ -112,7 +103,7 @@ export interface InspectorSource {
    * Runs matching the query, one page (usage included), and how many match in all. Every filter is applied as
    * the source reads (the pages stay full and the cursor exact), never to a page after it was read.
    */
-  listRuns(q: RunsQuery): Promise<Paged<RunItem> & { count: RunCount }>;
+  listRuns(q: RunsQuery): Promise<Paged<RunItem> & { count: Counted }>;
   /** One run, or null when this source has no run by that id. */
   getRun(executionId: string): Promise<RunSummary | null>;
   /** A page of the run's rows matching the query, in seq order (read on until the page is full or the run ends). */

@@ -25,6 +25,7 @@ import { LIMITS } from '../shared/limits.js';
 import { DecisionRequest, type DecisionView, type PauseView } from '../shared/protocol.js';
 import { Decision, type PendingInterrupt } from '../shared/rows.js';
 import { uuidv7 } from '../shared/ids.js';
+import { capped } from '../support/count.js';
 import type { PlaneDb, Tx } from './db/open.js';
 import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
 import { HttpError } from './http/errors.js';
@@ -404,7 +405,7 @@ export async function countPauses(db: PlaneDb, projectId: string, cap: number): 
     )
     .limit(cap + 1);
   const total = open.length + held.length;
-  return { n: Math.min(total, cap), more: total > cap };
+  return capped(total, cap);
 }
 
 /** The feed's cursor: the last feed seq seen, as a decimal string ('' or absent: from the start). */

@@ -21,6 +21,8 @@ import { LIMITS } from '../shared/limits.js';
 
 /** agentPath of the rows of a thread's root namespace; a subgraph's is `langgraph/<ns>`. */
 export const GRAPH_AGENT_PATH = 'langgraph';
+/** Prefix of a graph row's node id: `langgraph:<source>`, its checkpoint's source (`input`, `loop`, `update`, …). */
+const GRAPH_NODE_PREFIX = 'langgraph:';
 /** Prefix of the idempotency keys that hold a checkpoint's pending writes. */
 export const GRAPH_WRITE_KEY_PREFIX = 'lgw ';
 /** LangGraph's channels of a pause and of its answer (`INTERRUPT`, `RESUME` of @langchain/langgraph-checkpoint). */
@@ -52,6 +54,16 @@ export function isGraphRowRef(v: unknown): v is GraphRowRef {
 /** True for an agent path of a graph row (a thread's root or a subgraph namespace). */
 export function isGraphAgentPath(agentPath: string | null | undefined): boolean {
   return agentPath === GRAPH_AGENT_PATH || (agentPath?.startsWith(`${GRAPH_AGENT_PATH}/`) ?? false);
+}
+
+/** The node id of a graph row whose checkpoint came from `source` (LangGraph's metadata; `checkpoint` when it gave none). */
+export function graphNodeId(source: unknown): string {
+  return `${GRAPH_NODE_PREFIX}${typeof source === 'string' ? source : 'checkpoint'}`;
+}
+
+/** True for the node id of a graph row: a run whose newest row has one is a LangGraph thread's. */
+export function isGraphNodeId(nodeId: string | null | undefined): boolean {
+  return nodeId?.startsWith(GRAPH_NODE_PREFIX) ?? false;
 }
 
 /** The LangGraph checkpoint a row holds, or null when it is not a graph row. */

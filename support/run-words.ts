@@ -13,6 +13,7 @@
  *          another machine's takeover) takes the run up
  */
 import { ErrorCode } from '../shared/errors.js';
+import { isGraphNodeId } from './langgraph.js';
 
 /** A run's lease as its source reads it (a local store's lease; the plane's owner record), by that source's clock. */
 export interface LeaseView {
@@ -37,9 +38,9 @@ export type Hold =
   | { kind: 'lost' }
   | { kind: 'thread' };
 
-/** A LangGraph thread's run (client/langgraph): its rows are `langgraph:…` nodes and it has no run-end marker. */
+/** A LangGraph thread's run (client/langgraph): its newest row is a graph row, and it has no run-end marker. */
 export const isGraphThread = (run: { status: string; lastNodeId?: string | null }): boolean =>
-  run.status === 'running' && !!run.lastNodeId?.startsWith('langgraph:');
+  run.status === 'running' && isGraphNodeId(run.lastNodeId);
 
 /** A run's hold from its status, newest node and lease; `lostAtPlane`: this store's rows of it were refused at the plane. */
 export function holdOf(

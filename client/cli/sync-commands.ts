@@ -1,6 +1,7 @@
 /** `waymark sync status|now`, `waymark restore`, `waymark quarantine`: the replication side of the CLI. */
 import type { Checkpointer, QuarantinedEntry } from '../checkpointer.js';
-import { isTakenOver, lostRuns } from '../replica/branch.js';
+import { lostRuns } from '../replica/branch.js';
+import { planeRefusal } from '../replica/refusal.js';
 import { connectPlane } from '../replica/connect.js';
 import { restoreFromPlane } from '../replica/restore.js';
 import type { DivergenceReason } from '../store/import.js';
@@ -121,9 +122,10 @@ export async function refusedOnPlane(
     if (!page.length) break;
     for (const q of page) {
       // a row refused because another machine took the run over leaves no hole there (see lostRuns)
-      if (q.kind !== 'checkpoint' || isTakenOver(q.reason)) continue;
+      const code = planeRefusal(q.reason)?.code;
+      if (q.kind !== 'checkpoint' || code === 'taken_over') continue;
       // refused by seq: the plane holds another branch at that seq (an offline double claim), whole
-      count(isSeqConflict(q.reason) ? diverged : incomplete, q.executionId);
+      count(code === 'seq_conflict' ? diverged : incomplete, q.executionId);
     }
     after = page[page.length - 1].id;
   }
@@ -131,8 +133,6 @@ export async function refusedOnPlane(
   for (const id of incomplete.keys()) diverged.delete(id);
   return { incomplete, diverged };
 }
-
-const isSeqConflict = (reason: string) => reason.startsWith('plane: seq_conflict:');
 
 /**
  * `waymark sync now`: always contacts the plane first (GET /v1/whoami) and says

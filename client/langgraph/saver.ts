@@ -50,7 +50,7 @@ import { LIMITS } from '../../shared/limits.js';
 import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from '../runtime/lease.js';
 import { durationProblem, unknownOptions } from '../../support/validate.js';
-import { graphCheckpointOf, graphWriteKey } from '../../support/langgraph.js';
+import { graphCheckpointOf, graphNodeId, graphWriteKey } from '../../support/langgraph.js';
 import {
   agentPathOf,
   executionIdOf,
@@ -371,7 +371,7 @@ export class WaymarkSaver extends BaseCheckpointSaver {
           executionId,
           // atomic with the write: the parent (or the newest row seen) must still be there, and a first row must be the first
           prevId: parent ? parent.id : latest ? latest.id : null,
-          nodeId: `langgraph:${typeof metadata?.source === 'string' ? metadata.source : 'checkpoint'}`,
+          nodeId: graphNodeId(metadata?.source),
           turn: Math.min(Math.max(step + 1, 0), LIMITS.maxSeq),
           step: 'graph_step',
           status: 'completed',

@@ -9,12 +9,7 @@ import type { LostAtPlane } from '../../support/run-words.js';
 import type { Checkpointer } from '../checkpointer.js';
 import type { LeaseAsk, PlaneLease, PlaneTakeover } from './plane-calls.js';
 import type { FlushOptions, FlushResult } from './replica-types.js';
-
-/** A quarantine reason the plane gave for a row of a run this store lost there. */
-export const isTakenOver = (reason: string) => reason.startsWith('plane: taken_over:');
-
-/** A quarantine reason of a row the plane refused because it holds another row at its seq (another branch's). */
-const isSeqConflict = (reason: string) => reason.startsWith('plane: seq_conflict:');
+import { planeRefusal } from './refusal.js';
 
 /**
  * Runs this store lost at the plane, each with how (`LostAtPlane`): runs
@@ -39,15 +34,17 @@ export async function lostRuns(store: Checkpointer): Promise<Map<string, string>
 
 /** lostAtPlane, with the reason of each run's newest row (`newest`; a `taken_over` one without its code). */
 async function lost(store: Checkpointer): Promise<Map<string, LostAtPlane & { newest: string }>> {
-  const refused = new Map<string, Map<string, string>>();
+  const refused = new Map<string, Map<string, { code: string; reason: string }>>();
   let after: string | undefined;
   for (;;) {
     const page = await store.listQuarantined({ afterId: after, limit: 500 });
     if (!page.length) break;
     for (const q of page) {
-      if (q.kind !== 'checkpoint' || !(isTakenOver(q.reason) || isSeqConflict(q.reason))) continue;
-      const rows = refused.get(q.executionId) ?? new Map<string, string>();
-      rows.set(q.id, q.reason.slice('plane: '.length));
+      const r = planeRefusal(q.reason);
+      // refused for the plane's branch of the run: taken over (or cancelled there, or a branch refused), or by seq
+      if (q.kind !== 'checkpoint' || (r?.code !== 'taken_over' && r?.code !== 'seq_conflict')) continue;
+      const rows = refused.get(q.executionId) ?? new Map<string, { code: string; reason: string }>();
+      rows.set(q.id, r);
       refused.set(q.executionId, rows);
     }
     after = page[page.length - 1].id;
@@ -66,11 +63,12 @@ async function lost(store: Checkpointer): Promise<Map<string, LostAtPlane & { ne
       if (kept !== -1 || page.length < 500) break;
       before = page[page.length - 1].seq;
     }
-    const reason = rows.get(newest.id)!;
+    const said = (r: { code: string; reason: string }) => `${r.code}: ${r.reason}`;
+    const newestWhy = rows.get(newest.id)!;
     out.set(executionId, {
       fromSeq: first.seq,
-      reason: rows.get(first.id)!,
-      newest: reason.startsWith('taken_over: ') ? reason.slice('taken_over: '.length) : reason,
+      reason: said(rows.get(first.id)!),
+      newest: newestWhy.code === 'taken_over' ? newestWhy.reason : said(newestWhy),
     });
   }
   return out;

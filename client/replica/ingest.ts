@@ -21,6 +21,7 @@ import { sendingNote } from '../store/outbox.js';
 import { BacklogCount } from './backlog-count.js';
 import type { PlaneHttp } from './http.js';
 import { foreignBody } from './plane-calls.js';
+import { planeReason } from './refusal.js';
 
 /** What the plane said of one batch, applied. */
 export interface IngestAnswer {
@@ -117,7 +118,7 @@ export class Ingest {
     const quarantined: Record<string, string> = {};
     const acked = new Set<string>();
     parsed.data.results.forEach((r, i) => {
-      if (r.status === 'rejected') quarantined[entries[i].id] = `plane: ${r.code}: ${r.reason}`;
+      if (r.status === 'rejected') quarantined[entries[i].id] = planeReason(r.code, r.reason);
       else {
         synced.push(entries[i].id);
         acked.add(entries[i].executionId);

@@ -28,10 +28,17 @@
  * later one the person was not shown.
  */
 import type { Json } from '../../shared/json.js';
-import { ErrorCode, runErrorOf, WaymarkError } from '../../shared/errors.js';
+import { ErrorCode, runErrorOf, type WaymarkError } from '../../shared/errors.js';
 import type { Checkpoint } from '../../shared/rows.js';
 import type { Checkpointer, ClaimGuard } from '../checkpointer.js';
-import { AlreadyFinished, AlreadyResumed, CheckpointError, NotConnected, ResumeRequired } from '../errors.js';
+import {
+  AlreadyFinished,
+  AlreadyResumed,
+  CheckpointError,
+  NotConnected,
+  PauseNotFound,
+  ResumeRequired,
+} from '../errors.js';
 import { isCancelMarker, runCancelled } from '../store/cancel.js';
 import { Resume } from './interrupt.js';
 import { holderOf, RunLease } from './lease.js';
@@ -142,10 +149,9 @@ async function noOpenPause({ store, executionId, options }: Resumption, latest: 
       latest.id,
       `execution '${executionId}' completed without pausing: it has no pause to answer; nothing was claimed`,
     );
-  return new WaymarkError(
-    ErrorCode.PAUSE_NOT_FOUND,
+  return new PauseNotFound(
     `execution '${executionId}' never paused: it has no pause to answer; it ${error ? now : `${now}: resume it without an answer to take it up`}; nothing was claimed`,
-    { details: { ...details, checkpointId: options.checkpointId ?? null } },
+    { ...details, checkpointId: options.checkpointId ?? null },
   );
 }
 

@@ -34,8 +34,10 @@ import type { UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
 import { lostAtPlane, lostRuns } from '../replica/branch.js';
 import { refusedOnPlane } from '../cli/sync-commands.js';
+import { planeRefusal } from '../replica/refusal.js';
 import { summaryState } from '../store/summary.js';
-import type { LostAtPlane } from '../../support/run-words.js';
+import { holdOf, type LostAtPlane } from '../../support/run-words.js';
+import { capped, type Counted, RUN_COUNT_CAP } from '../../support/count.js';
 import { cancelReason, isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';
 import {
@@ -51,7 +53,6 @@ import {
   type InspectorSource,
   isUnder,
   type Paged,
-  type RunCount,
   type RunSummary,
 } from '../../inspector/source.js';
 import type { RunItem } from '../../inspector/runs-page.js';
@@ -60,17 +61,16 @@ import type { SyncStatus } from '../../inspector/sync-page.js';
 
 /** How many rows or runs one store read takes while a page is assembled. */
 const CHUNK = 500;
-/** How many runs the run list counts at most ("more than 1,000 runs" past it): a scan of the store's runs up to there. */
-const RUN_COUNT_CAP = 1000;
 
 /**
  * Whether a run (its state as shown) needs a person (`RunsQuery.attention`): failed; stale (running, its lease
- * expired without a release: the runner crashed or stalled; a LangGraph thread takes none); paused since before
+ * expired without a release, as `holdOf` says: a LangGraph thread never is); paused since before
  * `pausedBefore`. A local store has no claim conflicts and no holes.
  */
 function needsAttention(e: ExecutionSummary, pausedBefore: number): boolean {
   if (e.state === 'failed') return true;
-  if (e.state === 'running') return !!e.lease?.holder && !!e.lease.expiresAt && !e.lease.live;
+  if (e.state === 'running')
+    return holdOf({ status: e.state, lastNodeId: e.lastNodeId, lease: e.lease })?.kind === 'stale';
   return e.state === 'paused' && Date.parse(e.updatedAt) < pausedBefore;
 }
 
@@ -84,12 +84,6 @@ function decode<T extends string | number>(cursor: string | undefined, kind: 'st
     // not one of ours
   }
   throw new WaymarkError(ErrorCode.BAD_CURSOR, 'cursor is not one this store issued');
-}
-
-/** `plane: CODE: reason` (what the drain records for a refusal) as its code and reason. */
-function refusal(reason: string): { code: string; reason: string } {
-  const m = /^plane: ([A-Za-z0-9_]+):? ([\s\S]*)$/.exec(reason);
-  return m ? { code: m[1], reason: m[2] } : { code: 'refused', reason };
 }
 
 interface DrainNote {
@@ -176,7 +170,7 @@ export function localSource(store: Checkpointer): InspectorSource {
       const page = await store.listQuarantined({ afterId: after, limit: CHUNK });
       for (const q of page) {
         if (!keep(q.executionId)) continue;
-        const r = refusal(q.reason);
+        const r = planeRefusal(q.reason) ?? { code: 'refused', reason: q.reason };
         found.push({
           id: q.id,
           writerId: store.writerId,
@@ -194,7 +188,7 @@ export function localSource(store: Checkpointer): InspectorSource {
   }
 
   return {
-    async listRuns(q): Promise<Paged<RunItem> & { count: RunCount }> {
+    async listRuns(q): Promise<Paged<RunItem> & { count: Counted }> {
       const after = decode<string>(q.cursor, 'string');
       const since = q.updatedSince ? Date.parse(q.updatedSince) : null;
       const pausedBefore = q.attention ? Date.parse(q.attention.pausedBefore) : null;
@@ -260,7 +254,7 @@ export function localSource(store: Checkpointer): InspectorSource {
       return {
         items,
         nextCursor: more ? encode(items[items.length - 1].executionId) : null,
-        count: { n: Math.min(counted, RUN_COUNT_CAP), more: counted > RUN_COUNT_CAP },
+        count: capped(counted, RUN_COUNT_CAP),
       };
     },
 

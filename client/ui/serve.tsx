@@ -32,6 +32,7 @@ import { isLoopback } from './loopback.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
 import { formBodyWithin } from '../../inspector/form-body.js';
 import { DEFAULT_BODY_DEADLINE } from '../../support/body-read.js';
+import { capped } from '../../support/count.js';
 import { LIMITS } from '../../shared/limits.js';
 
 export { isLoopback };
@@ -88,7 +89,7 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
     return {
       ...frame,
       path,
-      pendingApprovals: { n: Math.min(open.length, PENDING_COUNT_CAP), more: open.length > PENDING_COUNT_CAP },
+      pendingApprovals: capped(open.length, PENDING_COUNT_CAP),
       writerNames,
     };
   };

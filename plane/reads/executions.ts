@@ -12,6 +12,7 @@ import type { PlaneDb } from '../db/open.js';
 import { checkpoints, claimConflicts, executions, runOwners, runTakeovers } from '../db/schema.js';
 import { GRAPH_AGENT_PATH } from '../../support/langgraph.js';
 import type { LeaseView } from '../../support/run-words.js';
+import { capped, type Counted } from '../../support/count.js';
 import { decodeCursor, encodeCursor, isExecCursor } from './cursor.js';
 
 export interface ExecutionFilter {
@@ -115,7 +116,7 @@ export async function countExecutions(
   projectId: string,
   f: ExecutionFilter,
   cap: number,
-): Promise<{ n: number; more: boolean; atMost: boolean }> {
+): Promise<Counted> {
   const conds = executionConds(projectId, f);
   const matched = db
     .select({ one: sql<number>`1`.as('one') })
@@ -132,7 +133,7 @@ export async function countExecutions(
           .where(and(...conds, eq(executions.status, 'running'), graphThread))
           .limit(1)
       : [];
-  return { n: Math.min(Number(n), cap), more: Number(n) > cap, atMost: threads.length > 0 };
+  return { ...capped(Number(n), cap), atMost: threads.length > 0 };
 }
 
 export async function listExecutions(db: PlaneDb, projectId: string, f: ExecutionFilter) {

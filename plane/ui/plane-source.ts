@@ -32,6 +32,7 @@ import { LIMITS } from '../../shared/limits.js';
 import { ExecutionId, WriterId } from '../../shared/rows.js';
 import { CONTROL_CHARACTER } from '../../shared/text.js';
 import { GRAPH_WRITE_KEY_PREFIX, isGraphAgentPath } from '../../support/langgraph.js';
+import { RUN_COUNT_CAP } from '../../support/count.js';
 
 // What a page's query or path names goes into queries as it is. A value no stored id or seq can be (U+0000,
 // which Postgres text cannot hold; a seq past int4) matches nothing here, as it matches nothing in a local
@@ -41,8 +42,6 @@ const mayBeRun = (id: string) => ExecutionId.safeParse(id).success;
 const mayBePrefix = (q: string) => !CONTROL_CHARACTER.test(q);
 const mayBeSeq = (seq: number) => seq >= 0 && seq <= LIMITS.maxSeq;
 const NO_RUNS = { items: [], nextCursor: null, count: { n: 0, more: false } };
-/** How many runs the list counts at most ("more than 1,000 runs" past it): an index range scan of at most this many entries. */
-export const RUN_COUNT_CAP = 1000;
 
 export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
   return {

@@ -78,6 +78,17 @@ describe('a LangGraph thread in the local source', () => {
     expect((await store.listIdempotent(THREAD)).length).toBeGreaterThan(0);
     expect((await source.listIdempotency(THREAD, { limit: 50 })).items).toEqual([]);
   });
+
+  it('needs no attention for an expired lease: a thread has no end marker, so it is never stale', async () => {
+    const source = localSource(store);
+    await store.acquireLease(THREAD, { holder: 'gone#1', ttlMs: 1 });
+    await new Promise((r) => setTimeout(r, 20));
+    const run = await source.getRun(THREAD);
+    expect(run?.status).toBe('running');
+    expect(run?.lease).toMatchObject({ holder: 'gone#1', live: false });
+    const attention = await source.listRuns({ limit: 10, attention: { pausedBefore: new Date().toISOString() } });
+    expect(attention.items.map((r) => r.executionId)).toEqual([]);
+  });
 });
 
 describe('messages as the conversation reads them', () => {

@@ -10,6 +10,7 @@ import {
   idempotent,
   interrupt,
   InvalidResume,
+  PauseNotFound,
   Resume,
   recoverRuns,
   ScriptedModel,
@@ -220,7 +221,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       });
     });
 
-    it('resume refusals defect: an answer to a run with no open pause said "no pending interrupt" (ALREADY_RESUMED) whatever the run was; now it says what is true, with a stable code each', async () => {
+    it('an answer to a run with no open pause is refused with what is true of the run, one code each', async () => {
       const refuse = (p: Promise<unknown>) =>
         p.then(
           () => null,
@@ -246,10 +247,10 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
         code: 'PAUSE_NOT_FOUND',
         details: { executionId: failed, status: 'failed', error: { code: 'MAX_TURNS' } },
       });
+      expect(f).toBeInstanceOf(PauseNotFound);
       expect(f!.message).toMatch(
         /never paused.*failed \(MAX_TURNS: agent 'looper' reached 2 turns\).*without an answer/,
       );
-      expect(f!.message).not.toMatch(/no pending interrupt/);
 
       // completed, never paused: ALREADY_FINISHED, with or without an answer
       const { agent } = refundAgent({ store, ledger });
@@ -275,6 +276,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       });
       const r = await refuse(agent.resume(running, { approved: true }));
       expect(r).toMatchObject({ code: 'PAUSE_NOT_FOUND', details: { executionId: running, status: 'running' } });
+      expect(r).toBeInstanceOf(PauseNotFound);
       expect(r!.message).toMatch(/never paused.*without an answer to take it up/);
 
       // paused, answered, completed: its pause was resumed already (ALREADY_RESUMED), and the run completed
