@@ -8,6 +8,7 @@ import { ErrorCode, runErrorOf, type RunError } from '../../shared/errors.js';
 import { cancelReason, type Checkpoint, isCancelMarker } from '../../shared/rows.js';
 import type { Json } from '../../shared/json.js';
 import { sumUsage, type UsageTotal } from '../../shared/usage.js';
+import { likeContains, likeStart } from '../db/like.js';
 import type { PlaneDb } from '../db/open.js';
 import { checkpoints, claimConflicts, executions, runOwners, runTakeovers } from '../db/schema.js';
 import { GRAPH_AGENT_PATH } from '../../support/langgraph.js';
@@ -31,9 +32,6 @@ export interface ExecutionFilter {
   limit: number;
 }
 
-/** A LIKE pattern of the strings containing `s` (its wildcards and escape character escaped). */
-const likeContains = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-
 /** A LangGraph thread's run, by its agent path (it holds no lease of its own: never stale). */
 const graphThread = or(eq(executions.agent, GRAPH_AGENT_PATH), like(executions.agent, `${GRAPH_AGENT_PATH}/%`))!;
 
@@ -46,7 +44,7 @@ function executionConds(projectId: string, f: ExecutionFilter) {
   if (f.writer) conds.push(eq(executions.writerId, f.writer));
   if (f.updatedSince)
     conds.push(sql`${executions.updatedAt} >= ${new Date(f.updatedSince).toISOString()}::timestamptz`);
-  if (f.q) conds.push(sql`${executions.executionId} LIKE ${`${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`);
+  if (f.q) conds.push(sql`${executions.executionId} LIKE ${likeStart(f.q)}`);
   if (f.agent) conds.push(sql`${executions.agent} ILIKE ${likeContains(f.agent)}`);
   if (f.errorCode)
     conds.push(

@@ -8,6 +8,7 @@
 import { and, eq, like, or } from 'drizzle-orm';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import { graphCheckpointOf, graphPause, graphWriteKeyStart, isGraphAgentPath } from '../../support/langgraph.js';
+import { likeStart } from '../db/like.js';
 import type { PlaneDb } from '../db/open.js';
 import { checkpoints, executions, idempotency } from '../db/schema.js';
 
@@ -18,9 +19,6 @@ export interface RunFacts {
   lastSeq: number;
   agent?: string | null;
 }
-
-/** A LIKE pattern of the strings starting with `s` (its wildcards and escape character escaped). */
-export const likeStart = (s: string) => `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /** The interrupts these runs wait at, by execution id: only running LangGraph threads are read (two reads each). */
 export async function graphPauses(
