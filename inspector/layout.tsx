@@ -5,7 +5,7 @@
  */
 import { isValidElement, useContext, type Child, type FC } from 'hono/jsx';
 import type { Json } from '../shared/json.js';
-import { terminalSafe } from '../support/terminal.js';
+import { printable, terminalSafe } from '../support/terminal.js';
 import type { Counted } from '../support/count.js';
 import { FRAME } from './frame.js';
 
@@ -141,6 +141,7 @@ export const shortWriterId = (id: string) => (id.length <= 12 ? id : `…${id.sl
 /**
  * A writer as the page's frame knows it: "name (short id)" where it has a name (on a plane, the name of the key
  * the writer sends with; in `waymark ui`, "this store" for its own), the short id otherwise; the full id on hover.
+ * A name is another person's text: its characters a terminal acts on show as escapes (support/terminal.ts).
  */
 export const Writer: FC<{ id: string | null }> = ({ id }) => {
   const names = useContext(FRAME).writerNames;
@@ -150,7 +151,7 @@ export const Writer: FC<{ id: string | null }> = ({ id }) => {
     <span class="writer" title={id} data-writer={id}>
       {name ? (
         <>
-          {name} <span class="mono">({shortWriterId(id)})</span>
+          {printable(name)} <span class="mono">({shortWriterId(id)})</span>
         </>
       ) : (
         <span class="mono">{shortWriterId(id)}</span>

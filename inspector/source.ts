@@ -101,7 +101,9 @@ export type InboxItem = PendingInterrupt & { ageMs: number; state: 'open' | 'cla
 export interface InspectorSource {
   /**
    * Runs matching the query, one page (usage included), and how many match in all. Every filter is applied as
-   * the source reads (the pages stay full and the cursor exact), never to a page after it was read.
+   * the source reads (the pages stay full and the cursor exact), never to a page after it was read. One exception,
+   * the plane's: with status `running` or `paused`, a LangGraph thread waiting at an interrupt (its summary says
+   * running) is sorted into `paused` after the page is read, so such a page may come up short before its Next link.
    */
   listRuns(q: RunsQuery): Promise<Paged<RunItem> & { count: Counted }>;
   /** One run, or null when this source has no run by that id. */

@@ -6,36 +6,19 @@
 import { and, eq, sql } from 'drizzle-orm';
 import { chainBase, decodeChain, encodeState } from '../shared/codec.js';
 import { uuidv7 } from '../shared/ids.js';
-import {
-  cancelMarkerFields,
-  cancelReason,
-  type Checkpoint,
-  type EncodedState,
-  isCancelMarker,
-} from '../shared/rows.js';
+import { cancelMarkerFields, type Checkpoint, type EncodedState } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, executions, pendingInterrupts } from './db/schema.js';
 import { announceChanges } from './changes.js';
 import { hashOf } from './ingest-item.js';
+import { cancelReasonOf, newestRows, runFacts } from './reads/newest-rows.js';
 import { refreshExecutions } from './run-summary.js';
 import { fenceWriter, lockedOwner, PLANE_WRITER, setOwner } from './owners.js';
 
-/** The reason a cancelled run's marker gives (null: none given, or the run's newest row is not a cancel marker). */
+/** The reason a cancelled run's marker gives (null: none given, or the run is not cancelled). */
 export async function cancelReasonAt(db: PlaneDb, projectId: string, executionId: string): Promise<string | null> {
-  const [r] = await db
-    .select({ row: checkpoints.row })
-    .from(checkpoints)
-    .innerJoin(
-      executions,
-      and(
-        eq(executions.projectId, checkpoints.projectId),
-        eq(executions.executionId, checkpoints.executionId),
-        eq(executions.lastSeq, checkpoints.seq),
-      ),
-    )
-    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId)));
-  const last = r?.row as Checkpoint | undefined;
-  return last && isCancelMarker(last) ? cancelReason(last) : null;
+  const run = await runFacts(db, projectId, executionId);
+  return run ? (cancelReasonOf(run, await newestRows(db, projectId, [run])) ?? null) : null;
 }
 
 export type CancelOutcome =

@@ -18,7 +18,7 @@
  *   the database is rechecked about every second, so decisions recorded by
  *   another plane process arrive too (the shared mechanism: long-poll.ts).
  */
-import { and, asc, eq, gt, isNull, or, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, isNull, or, type SQL, sql } from 'drizzle-orm';
 import { ErrorCode, issueProblems } from '../shared/errors.js';
 import { startWithin } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
@@ -296,6 +296,27 @@ export async function storeIngestedDecision(
   return { stored: false, first: first ? decisionOfRow(first) : null };
 }
 
+/** A pause's claim, by (project, execution) too: the primary key of a pause, from a held claim. */
+const claimOfPause = and(
+  eq(claims.projectId, pendingInterrupts.projectId),
+  eq(claims.executionId, pendingInterrupts.executionId),
+  eq(claims.checkpointId, pendingInterrupts.checkpointId),
+);
+
+/**
+ * Which pauses the inbox lists, in its two sets: `open`, and `held` (claimed at the plane and not yet applied; its
+ * query joins the pause's claim by `claimOfPause`). The list and the count both read through this, so they agree.
+ */
+function inboxSet(projectId: string, set: 'open' | 'held'): SQL | undefined {
+  if (set === 'open') return and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'open'));
+  return and(
+    eq(pendingInterrupts.projectId, projectId),
+    eq(pendingInterrupts.state, 'claimed'),
+    eq(claims.source, 'api'),
+    isNull(claims.appliedAt),
+  );
+}
+
 /**
  * The approvals inbox: the project's pauses not yet answered (open, or claimed
  * at the plane and not yet applied), oldest first by the order they were
@@ -317,15 +338,7 @@ export async function listPauses(
     const q = tx
       .select({ p: pendingInterrupts, claim: claims, d: decisions })
       .from(pendingInterrupts)
-      // by (project, execution) too: the primary key of a pause, from a held claim
-      .leftJoin(
-        claims,
-        and(
-          eq(claims.projectId, pendingInterrupts.projectId),
-          eq(claims.executionId, pendingInterrupts.executionId),
-          eq(claims.checkpointId, pendingInterrupts.checkpointId),
-        ),
-      )
+      .leftJoin(claims, claimOfPause)
       .leftJoin(
         decisions,
         and(
@@ -334,19 +347,7 @@ export async function listPauses(
           eq(decisions.checkpointId, pendingInterrupts.checkpointId),
         ),
       );
-    const where = open
-      ? and(
-          eq(pendingInterrupts.projectId, projectId),
-          eq(pendingInterrupts.state, 'open'),
-          gt(pendingInterrupts.openedSeq, after),
-        )
-      : and(
-          eq(pendingInterrupts.projectId, projectId),
-          eq(pendingInterrupts.state, 'claimed'),
-          gt(pendingInterrupts.openedSeq, after),
-          eq(claims.source, 'api'),
-          isNull(claims.appliedAt),
-        );
+    const where = and(inboxSet(projectId, open ? 'open' : 'held'), gt(pendingInterrupts.openedSeq, after));
     return q
       .where(where)
       .orderBy(asc(pendingInterrupts.openedSeq))
@@ -382,27 +383,13 @@ export async function countPauses(db: PlaneDb, projectId: string, cap: number): 
   const open = await db
     .select({ one: sql<number>`1` })
     .from(pendingInterrupts)
-    .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.state, 'open')))
+    .where(inboxSet(projectId, 'open'))
     .limit(cap + 1);
   const held = await db
     .select({ one: sql<number>`1` })
     .from(pendingInterrupts)
-    .innerJoin(
-      claims,
-      and(
-        eq(claims.projectId, pendingInterrupts.projectId),
-        eq(claims.executionId, pendingInterrupts.executionId),
-        eq(claims.checkpointId, pendingInterrupts.checkpointId),
-      ),
-    )
-    .where(
-      and(
-        eq(pendingInterrupts.projectId, projectId),
-        eq(pendingInterrupts.state, 'claimed'),
-        eq(claims.source, 'api'),
-        isNull(claims.appliedAt),
-      ),
-    )
+    .innerJoin(claims, claimOfPause)
+    .where(inboxSet(projectId, 'held'))
     .limit(cap + 1);
   const total = open.length + held.length;
   return capped(total, cap);

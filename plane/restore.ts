@@ -7,10 +7,10 @@
 import { and, asc, desc, eq, gt, inArray, lte, notLike, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
 import type { Checkpoint, IdempotencyEntry } from '../shared/rows.js';
+import { likeStart } from './db/like.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, idempotency } from './db/schema.js';
 import { CursorError, decodeCursor, encodeCursor, isSeqCursor } from './reads/cursor.js';
-import { likeStart } from './reads/graph-threads.js';
 import { openPause, pauseDecision } from './reads/pauses.js';
 import { fitting, PAGE_BYTES, rowPage } from './reads/rows.js';
 

@@ -59,6 +59,7 @@ export const FAST: readonly string[] = [
   'test/plane/proto-keys.test.ts',
   'test/plane/retention.test.ts',
   'test/plane/revoked-in-flight.test.ts',
+  'test/plane/writer-key-name.test.ts',
   'test/replica/changes.test.ts',
   'test/replica/cli-sync.test.ts',
   'test/replica/drain.test.ts',

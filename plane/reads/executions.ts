@@ -4,16 +4,18 @@
  * links and its takeovers. Project-scoped; nothing here writes.
  */
 import { and, asc, eq, gt, inArray, like, lt, or, sql } from 'drizzle-orm';
-import { ErrorCode, runErrorOf, type RunError } from '../../shared/errors.js';
-import { cancelReason, type Checkpoint, isCancelMarker } from '../../shared/rows.js';
+import { ErrorCode } from '../../shared/errors.js';
+import type { Checkpoint } from '../../shared/rows.js';
 import type { Json } from '../../shared/json.js';
 import { sumUsage, type UsageTotal } from '../../shared/usage.js';
+import { likeContains, likeStart } from '../db/like.js';
 import type { PlaneDb } from '../db/open.js';
 import { checkpoints, claimConflicts, executions, runOwners, runTakeovers } from '../db/schema.js';
 import { GRAPH_AGENT_PATH } from '../../support/langgraph.js';
 import type { LeaseView } from '../../support/run-words.js';
 import { capped, type Counted } from '../../support/count.js';
 import { decodeCursor, encodeCursor, isExecCursor } from './cursor.js';
+import { endError, newestRows } from './newest-rows.js';
 
 export interface ExecutionFilter {
   status?: string;
@@ -32,9 +34,6 @@ export interface ExecutionFilter {
   limit: number;
 }
 
-/** A LIKE pattern of the strings containing `s` (its wildcards and escape character escaped). */
-const likeContains = (s: string) => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-
 /** A LangGraph thread's run, by its agent path (it holds no lease of its own: never stale). */
 const graphThread = or(eq(executions.agent, GRAPH_AGENT_PATH), like(executions.agent, `${GRAPH_AGENT_PATH}/%`))!;
 
@@ -47,7 +46,7 @@ function executionConds(projectId: string, f: ExecutionFilter) {
   if (f.writer) conds.push(eq(executions.writerId, f.writer));
   if (f.updatedSince)
     conds.push(sql`${executions.updatedAt} >= ${new Date(f.updatedSince).toISOString()}::timestamptz`);
-  if (f.q) conds.push(sql`${executions.executionId} LIKE ${`${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`);
+  if (f.q) conds.push(sql`${executions.executionId} LIKE ${likeStart(f.q)}`);
   if (f.agent) conds.push(sql`${executions.agent} ILIKE ${likeContains(f.agent)}`);
   if (f.errorCode)
     conds.push(
@@ -136,11 +135,15 @@ export async function countExecutions(
   return { ...capped(Number(n), cap), atMost: threads.length > 0 };
 }
 
-export async function listExecutions(db: PlaneDb, projectId: string, f: ExecutionFilter) {
+/**
+ * One page of the run list, and the newest rows of its runs that say more than their summaries (newest-rows.ts): a
+ * caller deriving more of them (a cancel's reason, a thread's interrupt) reads no row again.
+ */
+export async function executionPage(db: PlaneDb, projectId: string, f: ExecutionFilter) {
   const rows = await executionsQuery(db, projectId, f);
   const page = rows.slice(0, f.limit);
   const last = page[page.length - 1];
-  const errors = await endErrors(db, projectId, page);
+  const newest = await newestRows(db, projectId, page);
   const conflicted = await conflictCounts(
     db,
     projectId,
@@ -151,11 +154,17 @@ export async function listExecutions(db: PlaneDb, projectId: string, f: Executio
     items: page.map((e) => ({
       ...executionView(e),
       ...spans.get(e.executionId)!,
-      error: errors.get(e.executionId) ?? null,
+      error: endError(e, newest),
       claimConflicts: conflicted.get(e.executionId) ?? 0,
     })),
     nextCursor: rows.length > f.limit && last ? encodeCursor([last.updatedAt.toISOString(), last.executionId]) : null,
+    newest,
   };
+}
+
+export async function listExecutions(db: PlaneDb, projectId: string, f: ExecutionFilter) {
+  const { items, nextCursor } = await executionPage(db, projectId, f);
+  return { items, nextCursor };
 }
 
 export function executionView(e: typeof executions.$inferSelect) {
@@ -176,18 +185,25 @@ export function executionView(e: typeof executions.$inferSelect) {
   };
 }
 
-export async function getExecution(db: PlaneDb, projectId: string, executionId: string) {
+/** One run, and its newest row when that says more than its summary (as `executionPage`); null: no such run. */
+export async function executionWithNewest(db: PlaneDb, projectId: string, executionId: string) {
   const [e] = await db
     .select()
     .from(executions)
     .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
   if (!e) return null;
-  return {
+  const newest = await newestRows(db, projectId, [e]);
+  const run = {
     ...executionView(e),
     ...(await writerSpans(db, projectId, [e])).get(executionId)!,
-    error: (await endErrors(db, projectId, [e])).get(executionId) ?? null,
+    error: endError(e, newest),
     claimConflicts: (await conflictCounts(db, projectId, [executionId])).get(executionId) ?? 0,
   };
+  return { run, newest };
+}
+
+export async function getExecution(db: PlaneDb, projectId: string, executionId: string) {
+  return (await executionWithNewest(db, projectId, executionId))?.run ?? null;
 }
 
 /**
@@ -227,55 +243,6 @@ async function conflictCounts(db: PlaneDb, projectId: string, executionIds: stri
     .where(and(eq(claimConflicts.projectId, projectId), inArray(claimConflicts.executionId, executionIds)))
     .groupBy(claimConflicts.executionId);
   return new Map(rows.map((r) => [r.executionId, Number(r.n)]));
-}
-
-/** Why each failed run of `page` failed: the error its run-end marker carries (`nodeOutput.error`). */
-async function endErrors(
-  db: PlaneDb,
-  projectId: string,
-  page: (typeof executions.$inferSelect)[],
-): Promise<Map<string, RunError>> {
-  const failed = page.filter((e) => e.status === 'failed');
-  if (!failed.length) return new Map();
-  const ends = await db
-    .select({ executionId: checkpoints.executionId, row: checkpoints.row })
-    .from(checkpoints)
-    .where(
-      and(
-        eq(checkpoints.projectId, projectId),
-        or(...failed.map((e) => and(eq(checkpoints.executionId, e.executionId), eq(checkpoints.seq, e.lastSeq)))),
-      ),
-    );
-  return new Map(ends.map((r) => [r.executionId, runErrorOf((r.row as Checkpoint).nodeOutput)]));
-}
-
-/**
- * The reason of each cancelled run of `runs` (null: none was given), from its cancel marker, its newest row (a
- * row after the marker is refused). A run not cancelled is not in the map.
- */
-export async function cancelReasons(
-  db: PlaneDb,
-  projectId: string,
-  runs: readonly { executionId: string; status: string; lastSeq: number }[],
-): Promise<Map<string, string | null>> {
-  const cancelled = runs.filter((e) => e.status === 'cancelled');
-  if (!cancelled.length) return new Map();
-  const ends = await db
-    .select({ executionId: checkpoints.executionId, row: checkpoints.row })
-    .from(checkpoints)
-    .where(
-      and(
-        eq(checkpoints.projectId, projectId),
-        or(...cancelled.map((e) => and(eq(checkpoints.executionId, e.executionId), eq(checkpoints.seq, e.lastSeq)))),
-      ),
-    );
-  const markers = new Map(ends.map((r) => [r.executionId, r.row as Checkpoint]));
-  return new Map(
-    cancelled.map((e) => {
-      const m = markers.get(e.executionId);
-      return [e.executionId, m && isCancelMarker(m) ? cancelReason(m) : null];
-    }),
-  );
 }
 
 /**

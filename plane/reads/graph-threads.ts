@@ -5,43 +5,31 @@
  * a thread waiting at `interrupt()` is `running` there: the inspector asks
  * here. Project-scoped; nothing here writes.
  */
-import { and, eq, like, or } from 'drizzle-orm';
+import { and, eq, like } from 'drizzle-orm';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import { graphCheckpointOf, graphPause, graphWriteKeyStart, isGraphAgentPath } from '../../support/langgraph.js';
+import { likeStart } from '../db/like.js';
 import type { PlaneDb } from '../db/open.js';
-import { checkpoints, executions, idempotency } from '../db/schema.js';
+import { idempotency } from '../db/schema.js';
+import { newestRows, type RunFacts } from './newest-rows.js';
 
-/** What a run's summary says of it that decides whether it may wait at an interrupt. */
-export interface RunFacts {
-  executionId: string;
-  status: string;
-  lastSeq: number;
-  agent?: string | null;
-}
-
-/** A LIKE pattern of the strings starting with `s` (its wildcards and escape character escaped). */
-export const likeStart = (s: string) => `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-
-/** The interrupts these runs wait at, by execution id: only running LangGraph threads are read (two reads each). */
+/**
+ * The interrupts these runs wait at, by execution id: only running LangGraph threads are read, from their newest
+ * rows (`newest`, newest-rows.ts, read here when not given) and one read of write batches each.
+ */
 export async function graphPauses(
   db: PlaneDb,
   projectId: string,
-  runs: RunFacts[],
+  runs: readonly RunFacts[],
+  newest?: ReadonlyMap<string, Checkpoint>,
 ): Promise<Map<string, PendingInterrupt>> {
   const out = new Map<string, PendingInterrupt>();
   const threads = runs.filter((r) => r.status === 'running' && isGraphAgentPath(r.agent));
   if (!threads.length) return out;
-  const newest = await db
-    .select({ row: checkpoints.row })
-    .from(checkpoints)
-    .where(
-      and(
-        eq(checkpoints.projectId, projectId),
-        or(...threads.map((t) => and(eq(checkpoints.executionId, t.executionId), eq(checkpoints.seq, t.lastSeq)))),
-      ),
-    );
-  for (const { row } of newest) {
-    const last = row as Checkpoint;
+  const rows = newest ?? (await newestRows(db, projectId, threads));
+  for (const t of threads) {
+    const last = rows.get(t.executionId);
+    if (!last) continue;
     const ref = graphCheckpointOf(last);
     if (!ref) continue;
     const entries = await db
@@ -61,18 +49,4 @@ export async function graphPauses(
     if (pause) out.set(last.executionId, pause);
   }
   return out;
-}
-
-/** The run's summary facts (null: no such run), for a read of one run. */
-export async function runFacts(db: PlaneDb, projectId: string, executionId: string): Promise<RunFacts | null> {
-  const [e] = await db
-    .select({
-      executionId: executions.executionId,
-      status: executions.status,
-      lastSeq: executions.lastSeq,
-      agent: executions.agent,
-    })
-    .from(executions)
-    .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
-  return e ?? null;
 }

@@ -3,13 +3,15 @@
  * and the name of the API key it sends with. Project-scoped; nothing here writes.
  */
 import { and, asc, desc, eq, isNotNull } from 'drizzle-orm';
-import { printable } from '../../support/terminal.js';
 import type { PlaneDb } from '../db/open.js';
 import { apiKeys, holes, writers } from '../db/schema.js';
 import { holeIsGap } from './holes.js';
 
-/** A key's name as shown for its writers: null when blank (a key made before names were checked may have none). */
-const shownKeyName = (name: string | null) => (name?.trim() ? printable(name) : null);
+/**
+ * A key's name for its writers, as stored: null when blank (the admin API checks names, but the keys table holds
+ * any text). Its characters a terminal acts on are escaped where it is shown (inspector/layout.tsx `Writer`), not here.
+ */
+const shownKeyName = (name: string | null) => (name?.trim() ? name : null);
 
 export async function listWriters(db: PlaneDb, projectId: string) {
   const rows = await db

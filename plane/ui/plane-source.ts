@@ -11,18 +11,18 @@ import { claims, decisions } from '../db/schema.js';
 import { decisionFeed, decisionView, feedCursor, listPauses, recordDecision } from '../decisions.js';
 import { listClaimConflicts } from '../reads/claim-conflicts.js';
 import {
-  cancelReasons,
   countExecutions,
+  executionPage,
+  executionWithNewest,
   forkLinks,
-  getExecution,
-  listExecutions,
   listTakeovers,
   runHolds,
   runUsage,
   usageByRun,
 } from '../reads/executions.js';
-import { graphPauses, runFacts } from '../reads/graph-threads.js';
+import { graphPauses } from '../reads/graph-threads.js';
 import { listHoles } from '../reads/holes.js';
+import { cancelReasonOf, runFacts } from '../reads/newest-rows.js';
 import { pauseState } from '../reads/pauses.js';
 import { listQuarantine } from '../reads/quarantine.js';
 import { stateAt, timelineRows } from '../reads/rows.js';
@@ -51,16 +51,15 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
         (q.writer && !WriterId.safeParse(q.writer).success)
       )
         return NO_RUNS;
-      const page = await listExecutions(db, projectId, { ...q, graphThreadsToo: true });
+      const page = await executionPage(db, projectId, { ...q, graphThreadsToo: true });
       const count = await countExecutions(db, projectId, { ...q, graphThreadsToo: true }, RUN_COUNT_CAP);
       const usage = await usageByRun(
         db,
         projectId,
         page.items.map((i) => i.executionId),
       );
-      const reasons = await cancelReasons(db, projectId, page.items);
       // a LangGraph thread waiting at an interrupt is running to the run summary (it has no store pause): paused here
-      const paused = await graphPauses(db, projectId, page.items);
+      const paused = await graphPauses(db, projectId, page.items, page.newest);
       // the hold of each running run: a running run whose hold expired is stale (inspector/runs-page.tsx)
       const holds = await runHolds(
         db,
@@ -69,24 +68,28 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       );
       return {
         items: page.items
-          .map((i) => ({
-            ...i,
-            status: paused.has(i.executionId) ? 'paused' : i.status,
-            usage: usage.get(i.executionId) ?? null,
-            lease: holds.get(i.executionId) ?? null,
-            ...(reasons.has(i.executionId) ? { cancelReason: reasons.get(i.executionId)! } : {}),
-          }))
+          .map((i) => {
+            const reason = cancelReasonOf(i, page.newest);
+            return {
+              ...i,
+              status: paused.has(i.executionId) ? 'paused' : i.status,
+              usage: usage.get(i.executionId) ?? null,
+              lease: holds.get(i.executionId) ?? null,
+              ...(reason !== undefined ? { cancelReason: reason } : {}),
+            };
+          })
           .filter((i) => !q.status || i.status === q.status),
         nextCursor: page.nextCursor,
         count,
       };
     },
     async getRun(id) {
-      const run = mayBeRun(id) ? await getExecution(db, projectId, id) : null;
-      if (!run) return null;
-      const reasons = await cancelReasons(db, projectId, [run]);
-      if (reasons.has(id)) return { ...run, cancelReason: reasons.get(id)! };
-      if ((await graphPauses(db, projectId, [run])).has(id)) return { ...run, status: 'paused' };
+      const found = mayBeRun(id) ? await executionWithNewest(db, projectId, id) : null;
+      if (!found) return null;
+      const { run, newest } = found;
+      const reason = cancelReasonOf(run, newest);
+      if (reason !== undefined) return { ...run, cancelReason: reason };
+      if ((await graphPauses(db, projectId, [run], newest)).has(id)) return { ...run, status: 'paused' };
       if (run.status !== 'running') return run;
       return { ...run, lease: (await runHolds(db, projectId, [id])).get(id) ?? null };
     },

@@ -6,7 +6,6 @@ import { ago, Layout, num, Table, Time, Writer } from '../../inspector/layout.js
 export const WritersPage: FC<{
   items: {
     writerId: string;
-    keyName: string | null;
     firstSeen: string;
     lastSeen: string;
     rowsAcked: number;
