@@ -52,6 +52,14 @@ const plane: Record<string, OptionSpec> = {
   },
   key: { type: 'string', help: 'an API key of the plane (default: $WAYMARK_API_KEY; one is required)' },
 };
+/** The plane options of a command that works without one (cancel: this store only). */
+const planeOptional: Record<string, OptionSpec> = {
+  plane: {
+    type: 'string',
+    help: 'the plane URL, e.g. http://127.0.0.1:4600 (default: $WAYMARK_PLANE_URL; without one, only this store)',
+  },
+  key: { type: 'string', help: 'an API key of the plane, with the cancel and read scopes (default: $WAYMARK_API_KEY)' },
+};
 const json: Record<string, OptionSpec> = { json: { type: 'boolean', help: 'print JSON (one document) for scripts' } };
 
 interface Command extends CommandSpec {
@@ -115,7 +123,7 @@ const COMMANDS: Command[] = [
       'Cancel a run: a cancelled run-end marker; its runner stops at its next step, its open pause is closed, resume refuses it. Given a plane (--plane or WAYMARK_PLANE_URL, with a key of the cancel and read scopes), the run is cancelled there, so the machine running it stops, whichever it is, and this store takes the marker; a run the plane does not hold is cancelled here. Without a plane, only this store.',
     options: {
       ...db,
-      ...plane,
+      ...planeOptional,
       reason: { type: 'string', help: 'why (kept in the marker, shown by runs and the inspector)' },
       ...json,
     },
