@@ -26,6 +26,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { devSpec, RESOLUTIONS, SUBPATHS, TYPE_PEERS, writeStrictTsconfig } from '../helpers/consumer.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { PLANE_PEERS } from '../../support/peer.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
@@ -36,15 +37,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
 };
 
 /** The plane's packages, in the order its MISSING_PEER command names them (each at its devDependencies version): none is in a client install. */
-const PLANE_ONLY = [
-  '@electric-sql/pglite',
-  'drizzle-orm',
-  '@hono/zod-openapi',
-  'pino',
-  'prom-client',
-  'hono',
-  '@hono/node-server',
-];
+const PLANE_ONLY = PLANE_PEERS;
 
 /** What `npm pack` reads and `prepack` compiles, copied to a fresh tree; no dist/. */
 const SOURCES = [
