@@ -213,6 +213,22 @@ export async function authenticate(db: PlaneDb, key: string | undefined): Promis
 }
 
 /**
+ * Why `authenticate` refused `key`, for its 401: a key whose secret matches
+ * a revoked key is told so (only its holder can present that secret), any
+ * other gets the same sentence whether its id exists or not.
+ */
+export async function refusedKeyMessage(db: PlaneDb, key: string | undefined): Promise<string> {
+  const m = key ? KEY_RE.exec(key) : null;
+  const [row] = m ? await db.select().from(apiKeys).where(eq(apiKeys.id, m[1])) : [];
+  const presented = sha256(m?.[2] ?? 'malformed');
+  const stored = row ? Buffer.from(row.hash, 'hex') : DUMMY_HASH;
+  const ok = stored.length === presented.length && timingSafeEqual(stored, presented);
+  if (row?.revokedAt && ok)
+    return `this API key (${row.id}) was revoked at ${row.revokedAt.toISOString()}: use another key of the project (an admin makes one: waymark plane keys create)`;
+  return 'a valid API key is required (Authorization: Bearer wm_…)';
+}
+
+/**
  * Refuse a request whose key was revoked after its scope was checked: an
  * upload still arriving, or a long poll still waiting, when the revocation
  * committed. Called after the body arrived and before the write, and before a

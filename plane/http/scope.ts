@@ -5,7 +5,7 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import { ErrorCode } from '../../shared/errors.js';
-import { authenticate, bearer, type Scope } from '../auth.js';
+import { authenticate, bearer, refusedKeyMessage, type Scope } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import type { PlaneEnv } from './env.js';
 import { HttpError } from './errors.js';
@@ -17,9 +17,9 @@ export const security = [{ bearer: [] as string[] }];
 export function requireScope(db: PlaneDb, scope: Scope | readonly Scope[] | null): MiddlewareHandler<PlaneEnv> {
   const any: readonly Scope[] = scope === null ? [] : typeof scope === 'string' ? [scope] : scope;
   return async (c, next) => {
-    const p = await authenticate(db, bearer(c.req.header('authorization')));
-    if (!p)
-      throw new HttpError(401, ErrorCode.UNAUTHORIZED, 'a valid API key is required (Authorization: Bearer wm_…)');
+    const key = bearer(c.req.header('authorization'));
+    const p = await authenticate(db, key);
+    if (!p) throw new HttpError(401, ErrorCode.UNAUTHORIZED, await refusedKeyMessage(db, key));
     if (any.length && !any.some((s) => p.scopes.includes(s)) && !p.scopes.includes('admin')) {
       throw new HttpError(
         403,

@@ -57,7 +57,17 @@ function adminSuite(kind: () => 'pglite' | { url: string }) {
       method: 'POST',
     });
     expect(revoked).toMatchObject({ status: 200, body: { id: laptop.body.id, revoked: true } });
-    expect((await call(`${plane.url}/v1/executions`, { key: laptop.body.key })).status).toBe(401);
+    // its holder is told the key was revoked, and when; a wrong secret for the same id is not
+    const refused = await call(`${plane.url}/v1/executions`, { key: laptop.body.key });
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.code).toBe('UNAUTHORIZED');
+    expect(refused.body.error.message).toMatch(
+      new RegExp(`^this API key \\(${laptop.body.id}\\) was revoked at \\d{4}-\\d\\d-\\d\\dT.*: use another key`),
+    );
+    const forged = `wm_${laptop.body.id}_${'A'.repeat(43)}`;
+    expect((await call(`${plane.url}/v1/executions`, { key: forged })).body.error.message).toBe(
+      'a valid API key is required (Authorization: Bearer wm_…)',
+    );
     const twice = await call(`${plane.url}/v1/admin/keys/${laptop.body.id}/revoke`, { key: acmeAdmin, method: 'POST' });
     expect(twice).toMatchObject({ status: 409, body: { error: { code: 'KEY_REVOKED' } } });
     expect(
