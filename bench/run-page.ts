@@ -17,7 +17,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from './lib/chromium.js';
 import { connectPlane } from '../client/index.js';
 import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import { serveLocalUi } from '../client/ui/serve.js';
@@ -48,17 +49,7 @@ const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, data
   database,
   logger: pino({ level: 'silent' }),
 });
-const browser: Browser = await chromium.launch({
-  executablePath: process.env.WAYMARK_CHROMIUM ?? '/usr/bin/chromium',
-  headless: true,
-  args: [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-dev-shm-usage',
-    '--no-first-run',
-    '--disable-background-networking',
-  ],
-});
+const browser: Browser = await launchChromium();
 const ui = await serveLocalUi(store, { port: 0 });
 try {
   await writeLongRun(store, RUN, ROWS);

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { Agent, ScriptedModel, connectPlane } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
@@ -20,21 +21,7 @@ export const SHOTS = join(fileURLToPath(new URL('../..', import.meta.url)), 'tes
 const DOCS_IMG = join(fileURLToPath(new URL('../..', import.meta.url)), 'docs', 'img');
 const XSS = `<script>window.__xss=1</script> "><img src=x onerror="window.__xss=2">`;
 
-export async function launch(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: process.env.WAYMARK_CHROMIUM ?? '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-dev-shm-usage',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
-}
+export const launch = (): Promise<Browser> => launchChromium();
 
 describe('the inspector in headless chromium', () => {
   const tmp = scratchDir('waymark-ui-');

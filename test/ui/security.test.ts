@@ -31,7 +31,7 @@ import { serveLocalUi, type LocalUi } from '../../client/ui/serve.js';
 import { createPlaneApp } from '../../plane/app.js';
 import { createKey, revokeKey } from '../../plane/auth.js';
 import { uuidv7 } from '../../shared/ids.js';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { call, openTestPlaneDatabase, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -169,28 +169,14 @@ const attackPage = (target: string, fields: Record<string, string>, o: { sandbox
  * Chromium as test/helpers/browser.ts launches it, with frames kept in their page's process: the attacker's
  * sandboxed frame then is no out-of-process frame, whose first request Playwright can miss on a loaded machine.
  */
-const launchChromium = () =>
-  chromium.launch({
-    executablePath: process.env.WAYMARK_CHROMIUM ?? '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-dev-shm-usage',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-site-isolation-trials',
-      '--disable-features=IsolateOrigins,site-per-process',
-    ],
-  });
+const launchIsolationOff = () =>
+  launchChromium(['--disable-site-isolation-trials', '--disable-features=IsolateOrigins,site-per-process']);
 
 let browserLaunch: Promise<Browser>;
 let browser: Browser;
 let evil: Awaited<ReturnType<typeof attackerSite>>;
 beforeAll(async () => {
-  browserLaunch = launchChromium();
+  browserLaunch = launchIsolationOff();
   browserLaunch.catch(() => {});
   evil = await attackerSite();
 });
