@@ -4,7 +4,11 @@
  * the approval members (source.ts): the "Pending approvals" page (the inbox:
  * unanswered pauses oldest first, then every decision in recording order),
  * and, on a paused run's page, the approve/decline form and the decisions of
- * the run's pauses with where each stands.
+ * the run's pauses with where each stands. The inbox is a form too: tick
+ * pauses and approve or decline them together, or answer one from its row;
+ * each pause's decision is recorded as the run page's form records one
+ * (`recordOne`), and the answer page lists what was recorded and, pause by
+ * pause, what was refused and why (one refusal stops no other).
  *
  * A screen only RECORDS a decision (`source.recordDecision`); it never runs a
  * step or claims the pause: the application's worker (`serveDecisions`)
@@ -158,9 +162,24 @@ export const RunApprovals: FC<{
   </section>
 );
 
-const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
+/** A pause of the inbox a person may answer from the list: open, no decision yet (the bulk form's checkbox and row buttons). */
+export const answerable = (p: InboxItem) => p.state === 'open' && !p.decision;
+
+/** A pause's key in the inbox's form: its checkpoint id (a UUIDv7, no colon), a colon, its run's id. */
+export const pauseKey = (p: { checkpointId: string; executionId: string }) => `${p.checkpointId}:${p.executionId}`;
+
+const InboxCard: FC<{ p: InboxItem; decide: boolean }> = ({ p, decide }) => (
   <li class="card" data-testid="pause" data-execution={p.executionId}>
     <div class="row-head">
+      {decide && answerable(p) && (
+        <input
+          type="checkbox"
+          name="pause"
+          value={pauseKey(p)}
+          aria-label={`select the pause of ${p.executionId}`}
+          data-testid="select-pause"
+        />
+      )}
       <strong>{p.reason}</strong>
       <a href={`/runs/${encodeURIComponent(p.executionId)}#pause-h`} data-row-link="">
         {p.executionId}
@@ -181,8 +200,53 @@ const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
       <pre>{json(p.context)}</pre>
     </details>
     {p.decision ? <DecisionCard d={p.decision} /> : <p class="muted">No decision yet.</p>}
+    {decide && answerable(p) && (
+      <div class="buttons" data-testid="row-buttons">
+        <button type="submit" name="one" value={`true:${pauseKey(p)}`}>
+          Approve
+        </button>
+        <button type="submit" name="one" value={`false:${pauseKey(p)}`} class="decline">
+          Decline
+        </button>
+      </div>
+    )}
   </li>
 );
+
+/** The inbox's list, inside the bulk form when this request may decide (`csrf`), else as it reads. */
+const InboxList: FC<{ items: InboxItem[]; csrf: string | null }> = ({ items, csrf }) => {
+  const list = (
+    <ol class="inbox" data-testid="inbox">
+      {items.map((x) => (
+        <InboxCard p={x} decide={csrf !== null} />
+      ))}
+    </ol>
+  );
+  if (csrf === null || !items.some(answerable)) return list;
+  return (
+    <form method="post" action="/approvals" class="decide bulk" data-testid="bulk-form">
+      <input type="hidden" name="csrf" value={csrf} />
+      {list}
+      <label>
+        Comment (kept with each decision, in metadata.comment)
+        <textarea name="comment" rows={2} maxlength={LIMITS.decisionCommentLength}></textarea>
+      </label>
+      <div class="buttons">
+        <button type="submit" name="approved" value="true">
+          Approve selected
+        </button>
+        <button type="submit" name="approved" value="false" class="decline">
+          Decline selected
+        </button>
+      </div>
+      <p class="muted">
+        Tick pauses and approve or decline them together (at most {LIMITS.bulkDecisions} at once), or use a
+        pause&rsquo;s own buttons for that one alone; the comment goes with either. This records decisions only; the
+        application&rsquo;s worker resumes each run.
+      </p>
+    </form>
+  );
+};
 
 export const ApprovalsPage: FC<{
   pauses: Paged<InboxItem>;
@@ -191,23 +255,25 @@ export const ApprovalsPage: FC<{
   firstDecisions: boolean;
   query: (o: { cursor?: string; dcursor?: string }) => string;
   note: string | null;
+  /** The bulk form's CSRF token when this request may decide; null: the list only. */
+  csrf: string | null;
 }> = (p) => (
   <Layout title="Pending approvals">
     <h1>Pending approvals</h1>
     <p class="muted">
       {/* a local store keeps no order of when its pauses opened: its inbox pages by run id */}
-      Pauses waiting for an answer, {useContext(FRAME).kind === 'local' ? 'by run id' : 'oldest first'}. Open a run to
-      approve or decline it; the application's worker resumes the run.
-      {p.note && <> {p.note}</>}
+      Pauses waiting for an answer, {useContext(FRAME).kind === 'local' ? 'by run id' : 'oldest first'}. Approve or
+      decline them here, or open a run to see it whole; the application's worker resumes the run.
     </p>
+    {p.note && (
+      <p class="muted" data-testid="no-bulk-form">
+        {p.note}
+      </p>
+    )}
     {p.pauses.items.length === 0 ? (
       <p data-testid="inbox-empty">{p.first ? 'Nothing is waiting for a decision.' : 'No more pauses.'}</p>
     ) : (
-      <ol class="inbox" data-testid="inbox">
-        {p.pauses.items.map((x) => (
-          <InboxCard p={x} />
-        ))}
-      </ol>
+      <InboxList items={p.pauses.items} csrf={p.csrf} />
     )}
     <div class="pager">
       {!p.first && <a href={p.query({})}>First pauses</a>}
@@ -263,9 +329,13 @@ const WithTimes: FC<{ text: string }> = ({ text }) => (
 );
 
 /** A decision that was not recorded: the stable code, why, and (already decided) the first decision. */
-export const RefusalPage: FC<{ code: string; message: string; executionId: string; first: DecisionShown | null }> = (
-  p,
-) => (
+export const RefusalPage: FC<{
+  code: string;
+  message: string;
+  /** the run whose form this was; null: the inbox's */
+  executionId: string | null;
+  first: DecisionShown | null;
+}> = (p) => (
   <Layout title="Decision not recorded">
     <h1>Decision not recorded</h1>
     <p class="error" role="alert" data-testid="refusal">
@@ -279,7 +349,11 @@ export const RefusalPage: FC<{ code: string; message: string; executionId: strin
     )}
     <p>Nothing was changed.</p>
     <p>
-      <a href={`/runs/${encodeURIComponent(p.executionId)}`}>Back to the run</a> ·{' '}
+      {p.executionId !== null && (
+        <>
+          <a href={`/runs/${encodeURIComponent(p.executionId)}`}>Back to the run</a> ·{' '}
+        </>
+      )}
       <a href="/approvals">Pending approvals</a>
     </p>
   </Layout>
@@ -288,11 +362,37 @@ export const RefusalPage: FC<{ code: string; message: string; executionId: strin
 const STATUS: Partial<Record<string, number>> = {
   [ErrorCode.INVALID_REQUEST]: 400,
   [ErrorCode.INVALID_DECISION]: 400,
+  [ErrorCode.TOO_MANY_PAUSES]: 400,
   [ErrorCode.CSRF_FAILED]: 403,
   [ErrorCode.FORBIDDEN]: 403,
   [ErrorCode.PAUSE_NOT_FOUND]: 404,
   [ErrorCode.PAUSE_CLOSED]: 409,
   [ErrorCode.ALREADY_DECIDED]: 409,
+};
+
+/** The problems of a form's answer fields (shared by the run page's form and the inbox's). */
+function answerProblems(approved: unknown, comment: unknown): string[] {
+  const problems: string[] = [];
+  if (approved !== 'true' && approved !== 'false')
+    problems.push("approved: must be 'true' (Approve) or 'false' (Decline)");
+  if (comment !== undefined && typeof comment !== 'string') problems.push('comment: must be text');
+  if (typeof comment === 'string' && comment.length > LIMITS.decisionCommentLength)
+    problems.push(`comment: at most ${LIMITS.decisionCommentLength} characters`);
+  return problems;
+}
+
+/** The problem of a posted pause id, or null. */
+function checkpointProblem(checkpointId: unknown): string | null {
+  if (typeof checkpointId !== 'string' || !checkpointId) return 'checkpointId: the pause is missing';
+  if (!Uuidv7.safeParse(checkpointId).success)
+    return `checkpointId: not a pause's id (a UUIDv7), got '${checkpointId.slice(0, 40)}'`;
+  return null;
+}
+
+/** A decision's comment as recorded: trimmed, left out when empty. */
+const commentOf = (comment: unknown) => {
+  const text = typeof comment === 'string' ? comment.trim() : '';
+  return text ? { comment: text } : {};
 };
 
 /** The decision a form posts, or every problem of it (the form's own fields only). */
@@ -303,20 +403,139 @@ function formRequest(
   for (const k of Object.keys(form))
     if (!['csrf', 'checkpointId', 'approved', 'comment'].includes(k)) problems.push(`unknown field '${k}'`);
   const { checkpointId, approved, comment } = form;
-  if (typeof checkpointId !== 'string' || !checkpointId) problems.push('checkpointId: the pause is missing');
-  else if (!Uuidv7.safeParse(checkpointId).success)
-    problems.push(`checkpointId: not a pause's id (a UUIDv7), got '${checkpointId.slice(0, 40)}'`);
-  if (approved !== 'true' && approved !== 'false')
-    problems.push("approved: must be 'true' (Approve) or 'false' (Decline)");
-  if (comment !== undefined && typeof comment !== 'string') problems.push('comment: must be text');
-  if (typeof comment === 'string' && comment.length > LIMITS.decisionCommentLength)
-    problems.push(`comment: at most ${LIMITS.decisionCommentLength} characters`);
+  const bad = checkpointProblem(checkpointId);
+  if (bad) problems.push(bad);
+  problems.push(...answerProblems(approved, comment));
   if (problems.length) return { problems };
-  const text = typeof comment === 'string' ? comment.trim() : '';
-  return {
-    req: { checkpointId: checkpointId as string, approved: approved === 'true', ...(text ? { comment: text } : {}) },
-  };
+  return { req: { checkpointId: checkpointId as string, approved: approved === 'true', ...commentOf(comment) } };
 }
+
+/** One pause an inbox form names: its run and pause id, or why it names none. */
+type NamedPause = { key: string; executionId: string; checkpointId: string } | { key: string; problem: string };
+
+/** The pause a form's key names (`pauseKey`), or its problem. */
+function namedPause(key: string): NamedPause {
+  const at = key.indexOf(':');
+  const checkpointId = at < 0 ? key : key.slice(0, at);
+  const executionId = at < 0 ? '' : key.slice(at + 1);
+  const bad = checkpointProblem(checkpointId);
+  if (bad) return { key, problem: bad };
+  if (!executionId) return { key, problem: 'the run is missing (a pause is named as checkpointId:executionId)' };
+  return { key, executionId, checkpointId };
+}
+
+/**
+ * The decisions the inbox's form posts: the answer (the Approve/Decline selected button, or a row's own button,
+ * which names its one pause) and each pause named. A problem of the form as a whole is `problems` (nothing is
+ * recorded); a pause that is not one is its own refusal, and the others go on.
+ */
+function bulkRequest(
+  form: Record<string, unknown>,
+): { approved: boolean; comment?: string; pauses: NamedPause[] } | { code: string; problems: string[] } {
+  const problems: string[] = [];
+  for (const k of Object.keys(form))
+    if (!['csrf', 'pause', 'one', 'approved', 'comment'].includes(k)) problems.push(`unknown field '${k}'`);
+  const texts = (v: unknown) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+  const one = texts(form.one);
+  const comment = form.comment;
+  let approved: unknown = Array.isArray(form.approved) ? undefined : form.approved;
+  let keys: unknown[];
+  if (one.length > 0) {
+    // a row's own button: its one pause, its answer
+    if (one.length > 1 || typeof one[0] !== 'string') problems.push('one: a single pause');
+    const [answer, ...rest] = typeof one[0] === 'string' ? one[0].split(':') : [];
+    approved = answer;
+    keys = [rest.join(':')];
+  } else {
+    keys = texts(form.pause);
+    if (keys.length === 0) problems.push('pause: select at least one pause');
+  }
+  problems.push(...answerProblems(approved, comment));
+  if (keys.some((k) => typeof k !== 'string')) problems.push('pause: must be text');
+  if (problems.length) return { code: ErrorCode.INVALID_DECISION, problems };
+  const unique = [...new Set(keys as string[])];
+  if (unique.length > LIMITS.bulkDecisions)
+    return {
+      code: ErrorCode.TOO_MANY_PAUSES,
+      problems: [`pause: ${unique.length} pauses selected, at most ${LIMITS.bulkDecisions} at once`],
+    };
+  return { approved: approved === 'true', ...commentOf(comment), pauses: unique.map(namedPause) };
+}
+
+/** What recording one decision came to: the decision, or its refusal (the first decision when it is this run's). */
+type Recorded = { decision: DecisionShown } | { code: string; message: string; first: DecisionShown | null };
+
+/**
+ * Record one decision through the source: the one way a screen records one, for the run page's form and each pause
+ * of the inbox's. A refusal with a code of `STATUS` is returned; anything else is thrown.
+ */
+async function recordOne(
+  src: InspectorSource,
+  executionId: string,
+  req: { checkpointId: string; approved: boolean; comment?: string },
+  by: string,
+): Promise<Recorded> {
+  try {
+    return { decision: await src.recordDecision!(executionId, { ...req, metadata: {} }, by) };
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code !== 'string' || !(code in STATUS)) throw e;
+    // shown only when it is this run's decision as listed (with its state)
+    const named = (e as { details?: { decision?: Partial<DecisionShown> } }).details?.decision;
+    const first =
+      named && typeof named.state === 'string' && named.executionId === executionId ? (named as DecisionShown) : null;
+    return { code, message: (e as Error).message, first };
+  }
+}
+
+/** What an inbox form came to, pause by pause. */
+export interface BulkOutcome {
+  approved: boolean;
+  recorded: DecisionShown[];
+  refused: { executionId: string | null; checkpointId: string | null; key: string; code: string; message: string }[];
+}
+
+/** The inbox form's answer: how many decisions were recorded, and each pause that was not, with why. */
+export const BulkOutcomePage: FC<{ o: BulkOutcome }> = ({ o }) => {
+  const n = o.recorded.length;
+  const verb = o.approved ? 'approved' : 'declined';
+  return (
+    <Layout title="Decisions recorded">
+      <h1>Decisions recorded</h1>
+      <p data-testid="bulk-summary" role="status">
+        {n === 0 ? 'No decision was recorded' : `${n} ${n === 1 ? 'decision' : 'decisions'} recorded (${verb})`}
+        {o.refused.length > 0 && `; ${o.refused.length} not recorded`}.
+      </p>
+      {n > 0 && (
+        <ul data-testid="bulk-recorded">
+          {o.recorded.map((d) => (
+            <li data-decision={d.decisionId}>
+              <a href={`/runs/${encodeURIComponent(d.executionId)}#decisions-h`}>{d.executionId}</a>: {verb}, waiting
+              for the application&rsquo;s worker to apply it
+            </li>
+          ))}
+        </ul>
+      )}
+      {o.refused.length > 0 && (
+        <ul data-testid="bulk-refused">
+          {o.refused.map((r) => (
+            <li class="error" data-code={r.code} data-execution={r.executionId ?? ''}>
+              {r.executionId !== null ? (
+                <a href={`/runs/${encodeURIComponent(r.executionId)}`}>{r.executionId}</a>
+              ) : (
+                <span class="mono">{r.key.slice(0, 80)}</span>
+              )}
+              : <code>{r.code}</code> <WithTimes text={r.message} />
+            </li>
+          ))}
+        </ul>
+      )}
+      <p>
+        <a href="/approvals">Back to Pending approvals</a>
+      </p>
+    </Layout>
+  );
+};
 
 type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
 
@@ -342,6 +561,8 @@ export function mountApprovals<E extends Env>(
       const pauses = await src.listPauses({ cursor, limit: 25 });
       const decisions = src.listDecisions ? await src.listDecisions({ cursor: dcursor, limit: 50 }) : null;
       const who = await o.approvals.decider(ctx(c));
+      const decide = 'by' in who && !!src.recordDecision;
+      if (decide) c.header('cache-control', 'no-store');
       const query = (q: { cursor?: string; dcursor?: string }) => {
         const u = new URLSearchParams(Object.entries(q).filter(([, v]) => v) as [string, string][]);
         return `/approvals${u.size ? `?${u}` : ''}`;
@@ -356,6 +577,7 @@ export function mountApprovals<E extends Env>(
             firstDecisions={!dcursor}
             query={query}
             note={'refused' in who ? who.refused : null}
+            csrf={decide ? o.approvals.csrf(ctx(c)) : null}
           />,
           c as unknown as Context<E>,
         ),
@@ -396,19 +618,61 @@ export function mountApprovals<E extends Env>(
         ErrorCode.INVALID_DECISION,
         `invalid decision, nothing was recorded: ${parsed.problems.join('; ')}`,
       );
-    try {
-      await src.recordDecision(id, { ...parsed.req, metadata: {} }, who.by);
-    } catch (e) {
-      const code = (e as { code?: unknown }).code;
-      if (typeof code === 'string' && code in STATUS) {
-        // shown only when it is this run's decision as listed (with its state)
-        const named = (e as { details?: { decision?: Partial<DecisionShown> } }).details?.decision;
-        const first =
-          named && typeof named.state === 'string' && named.executionId === id ? (named as DecisionShown) : null;
-        return refuse(code, (e as Error).message, first);
-      }
-      throw e;
-    }
+    const r = await recordOne(src, id, parsed.req, who.by);
+    if ('code' in r) return refuse(r.code, r.message, r.first);
     return c.redirect(`/runs/${encodeURIComponent(id)}#decisions-h`, 303);
+  });
+
+  /**
+   * The inbox's form: one decision per pause named, each recorded as the run page's form records one (`recordOne`),
+   * after the same checks (the CSRF token and origin, who may decide); a pause refused (not found, closed, already
+   * decided, not a pause) is listed with why and the others go on. At most `LIMITS.bulkDecisions` pauses a post.
+   */
+  app.post('/approvals', o.viewer, async (c) => {
+    const src = source(c);
+    if (!src.recordDecision) return c.notFound();
+    c.header('cache-control', 'no-store');
+    const refuse = (code: string, message: string) =>
+      c.html(
+        o.wrap(<RefusalPage code={code} message={message} executionId={null} first={null} />, ctx(c)),
+        (STATUS[code] ?? 400) as 400,
+      );
+    const form = await c.req.parseBody({ all: true });
+    if (!o.approvals.csrfOk(ctx(c), form.csrf)) {
+      return refuse(
+        ErrorCode.CSRF_FAILED,
+        'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again',
+      );
+    }
+    const who = await o.approvals.decider(ctx(c));
+    if ('refused' in who) return refuse(ErrorCode.FORBIDDEN, who.refused);
+    const parsed = bulkRequest(form);
+    if ('problems' in parsed)
+      return refuse(parsed.code, `invalid decisions, nothing was recorded: ${parsed.problems.join('; ')}`);
+    const outcome: BulkOutcome = { approved: parsed.approved, recorded: [], refused: [] };
+    for (const p of parsed.pauses) {
+      if ('problem' in p) {
+        outcome.refused.push({
+          key: p.key,
+          executionId: null,
+          checkpointId: null,
+          code: ErrorCode.INVALID_DECISION,
+          message: `invalid decision, nothing was recorded: ${p.problem}`,
+        });
+        continue;
+      }
+      const req = { checkpointId: p.checkpointId, approved: parsed.approved, ...commentOf(parsed.comment) };
+      const r = await recordOne(src, p.executionId, req, who.by);
+      if ('decision' in r) outcome.recorded.push(r.decision);
+      else
+        outcome.refused.push({
+          key: p.key,
+          executionId: p.executionId,
+          checkpointId: p.checkpointId,
+          code: r.code,
+          message: r.message,
+        });
+    }
+    return c.html(o.wrap(<BulkOutcomePage o={outcome} />, ctx(c)));
   });
 }

@@ -131,6 +131,7 @@ export const SLOW: readonly string[] = [
   'test/bench-smoke.test.ts',
   // headless chromium
   'test/ui/approvals.test.ts',
+  'test/ui/bulk-approvals.test.ts',
   'test/ui/cancel-reason.test.ts',
   'test/ui/cancel.test.ts',
   'test/ui/inspector.test.ts',
