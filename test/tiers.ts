@@ -132,6 +132,7 @@ export const SLOW: readonly string[] = [
   // headless chromium
   'test/ui/approvals.test.ts',
   'test/ui/bulk-approvals.test.ts',
+  'test/ui/pause-answer.test.ts',
   'test/ui/cancel-reason.test.ts',
   'test/ui/cancel.test.ts',
   'test/ui/inspector.test.ts',
