@@ -151,6 +151,7 @@ export const SLOW: readonly string[] = [
   'test/replica/claim.test.ts',
   'test/replica/stall.test.ts',
   'test/decisions/stale-claim.test.ts',
+  'test/decisions/pause-not-found.test.ts',
   // npm pack, installs from the registry
   'test/package/pack.test.ts',
   'test/types/consumer-node-types.test.ts',
