@@ -155,6 +155,8 @@ describe('bulk approvals on the plane inspector', () => {
     await page.click('button[type=submit]');
     await page.waitForURL(`${plane.url}/approvals`);
     expect(await page.locator('[data-testid=pause] input[name=pause]').count()).toBe(3);
+    // the form, its checkboxes and each row's buttons fit a phone's width
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
     await approveSelected(page, plane.url, [ids[0], ids[1]], 'both fine');
     expect(await page.textContent('[data-testid=bulk-summary]')).toContain('2 decisions recorded (approved)');
     expect(await page.locator('[data-testid=bulk-refused]').count()).toBe(0);
