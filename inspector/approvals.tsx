@@ -4,7 +4,11 @@
  * the approval members (source.ts): the "Pending approvals" page (the inbox:
  * unanswered pauses oldest first, then every decision in recording order),
  * and, on a paused run's page, the approve/decline form and the decisions of
- * the run's pauses with where each stands.
+ * the run's pauses with where each stands. The inbox is a form too: tick
+ * pauses and approve or decline them together, or answer one from its row;
+ * each pause's decision is recorded as the run page's form records one
+ * (`recordOne`), and the answer page lists what was recorded and, pause by
+ * pause, what was refused and why (one refusal stops no other).
  *
  * A screen only RECORDS a decision (`source.recordDecision`); it never runs a
  * step or claims the pause: the application's worker (`serveDecisions`)
@@ -22,9 +26,9 @@ import type { HtmlEscapedString } from 'hono/utils/html';
 import { ErrorCode, hasCode } from '../shared/errors.js';
 import type { Json } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
-import { Uuidv7 } from '../shared/rows.js';
 import { Badge, Id, json, Layout, LiveRegion, ShortId, Table, Time, Writer } from './layout.js';
 import { FRAME } from './frame.js';
+import { bulkRequest, commentOf, formRequest, pauseKey } from './decision-form.js';
 import { BadCursorPage } from './refused-page.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged } from './source.js';
 
@@ -158,9 +162,21 @@ export const RunApprovals: FC<{
   </section>
 );
 
-const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
+/** A pause of the inbox a person may answer from the list: open, no decision yet (the bulk form's checkbox and row buttons). */
+export const answerable = (p: InboxItem) => p.state === 'open' && !p.decision;
+
+const InboxCard: FC<{ p: InboxItem; decide: boolean }> = ({ p, decide }) => (
   <li class="card" data-testid="pause" data-execution={p.executionId}>
     <div class="row-head">
+      {decide && answerable(p) && (
+        <input
+          type="checkbox"
+          name="pause"
+          value={pauseKey(p)}
+          aria-label={`select the pause of ${p.executionId}`}
+          data-testid="select-pause"
+        />
+      )}
       <strong>{p.reason}</strong>
       <a href={`/runs/${encodeURIComponent(p.executionId)}#pause-h`} data-row-link="">
         {p.executionId}
@@ -181,8 +197,53 @@ const InboxCard: FC<{ p: InboxItem }> = ({ p }) => (
       <pre>{json(p.context)}</pre>
     </details>
     {p.decision ? <DecisionCard d={p.decision} /> : <p class="muted">No decision yet.</p>}
+    {decide && answerable(p) && (
+      <div class="buttons" data-testid="row-buttons">
+        <button type="submit" name="one" value={`true:${pauseKey(p)}`}>
+          Approve
+        </button>
+        <button type="submit" name="one" value={`false:${pauseKey(p)}`} class="decline">
+          Decline
+        </button>
+      </div>
+    )}
   </li>
 );
+
+/** The inbox's list, inside the bulk form when this request may decide (`csrf`), else as it reads. */
+const InboxList: FC<{ items: InboxItem[]; csrf: string | null }> = ({ items, csrf }) => {
+  const list = (
+    <ol class="inbox" data-testid="inbox">
+      {items.map((x) => (
+        <InboxCard p={x} decide={csrf !== null} />
+      ))}
+    </ol>
+  );
+  if (csrf === null || !items.some(answerable)) return list;
+  return (
+    <form method="post" action="/approvals" class="bulk" data-testid="bulk-form">
+      <input type="hidden" name="csrf" value={csrf} />
+      {list}
+      <label>
+        Comment (kept with each decision, in metadata.comment)
+        <textarea name="comment" rows={2} maxlength={LIMITS.decisionCommentLength}></textarea>
+      </label>
+      <div class="buttons">
+        <button type="submit" name="approved" value="true">
+          Approve selected
+        </button>
+        <button type="submit" name="approved" value="false" class="decline">
+          Decline selected
+        </button>
+      </div>
+      <p class="muted">
+        Tick pauses and approve or decline them together (at most {LIMITS.bulkDecisions} at once), or use a
+        pause&rsquo;s own buttons for that one alone; the comment goes with either. This records decisions only; the
+        application&rsquo;s worker resumes each run.
+      </p>
+    </form>
+  );
+};
 
 export const ApprovalsPage: FC<{
   pauses: Paged<InboxItem>;
@@ -191,23 +252,25 @@ export const ApprovalsPage: FC<{
   firstDecisions: boolean;
   query: (o: { cursor?: string; dcursor?: string }) => string;
   note: string | null;
+  /** The bulk form's CSRF token when this request may decide; null: the list only. */
+  csrf: string | null;
 }> = (p) => (
   <Layout title="Pending approvals">
     <h1>Pending approvals</h1>
     <p class="muted">
       {/* a local store keeps no order of when its pauses opened: its inbox pages by run id */}
-      Pauses waiting for an answer, {useContext(FRAME).kind === 'local' ? 'by run id' : 'oldest first'}. Open a run to
-      approve or decline it; the application's worker resumes the run.
-      {p.note && <> {p.note}</>}
+      Pauses waiting for an answer, {useContext(FRAME).kind === 'local' ? 'by run id' : 'oldest first'}. Approve or
+      decline them here, or open a run to see it whole; the application's worker resumes the run.
     </p>
+    {p.note && (
+      <p class="muted" data-testid="no-bulk-form">
+        {p.note}
+      </p>
+    )}
     {p.pauses.items.length === 0 ? (
       <p data-testid="inbox-empty">{p.first ? 'Nothing is waiting for a decision.' : 'No more pauses.'}</p>
     ) : (
-      <ol class="inbox" data-testid="inbox">
-        {p.pauses.items.map((x) => (
-          <InboxCard p={x} />
-        ))}
-      </ol>
+      <InboxList items={p.pauses.items} csrf={p.csrf} />
     )}
     <div class="pager">
       {!p.first && <a href={p.query({})}>First pauses</a>}
@@ -263,9 +326,13 @@ const WithTimes: FC<{ text: string }> = ({ text }) => (
 );
 
 /** A decision that was not recorded: the stable code, why, and (already decided) the first decision. */
-export const RefusalPage: FC<{ code: string; message: string; executionId: string; first: DecisionShown | null }> = (
-  p,
-) => (
+export const RefusalPage: FC<{
+  code: string;
+  message: string;
+  /** the run whose form this was; null: the inbox's */
+  executionId: string | null;
+  first: DecisionShown | null;
+}> = (p) => (
   <Layout title="Decision not recorded">
     <h1>Decision not recorded</h1>
     <p class="error" role="alert" data-testid="refusal">
@@ -279,7 +346,11 @@ export const RefusalPage: FC<{ code: string; message: string; executionId: strin
     )}
     <p>Nothing was changed.</p>
     <p>
-      <a href={`/runs/${encodeURIComponent(p.executionId)}`}>Back to the run</a> ·{' '}
+      {p.executionId !== null && (
+        <>
+          <a href={`/runs/${encodeURIComponent(p.executionId)}`}>Back to the run</a> ·{' '}
+        </>
+      )}
       <a href="/approvals">Pending approvals</a>
     </p>
   </Layout>
@@ -288,6 +359,7 @@ export const RefusalPage: FC<{ code: string; message: string; executionId: strin
 const STATUS: Partial<Record<string, number>> = {
   [ErrorCode.INVALID_REQUEST]: 400,
   [ErrorCode.INVALID_DECISION]: 400,
+  [ErrorCode.TOO_MANY_PAUSES]: 400,
   [ErrorCode.CSRF_FAILED]: 403,
   [ErrorCode.FORBIDDEN]: 403,
   [ErrorCode.PAUSE_NOT_FOUND]: 404,
@@ -295,28 +367,80 @@ const STATUS: Partial<Record<string, number>> = {
   [ErrorCode.ALREADY_DECIDED]: 409,
 };
 
-/** The decision a form posts, or every problem of it (the form's own fields only). */
-function formRequest(
-  form: Record<string, unknown>,
-): { req: { checkpointId: string; approved: boolean; comment?: string } } | { problems: string[] } {
-  const problems: string[] = [];
-  for (const k of Object.keys(form))
-    if (!['csrf', 'checkpointId', 'approved', 'comment'].includes(k)) problems.push(`unknown field '${k}'`);
-  const { checkpointId, approved, comment } = form;
-  if (typeof checkpointId !== 'string' || !checkpointId) problems.push('checkpointId: the pause is missing');
-  else if (!Uuidv7.safeParse(checkpointId).success)
-    problems.push(`checkpointId: not a pause's id (a UUIDv7), got '${checkpointId.slice(0, 40)}'`);
-  if (approved !== 'true' && approved !== 'false')
-    problems.push("approved: must be 'true' (Approve) or 'false' (Decline)");
-  if (comment !== undefined && typeof comment !== 'string') problems.push('comment: must be text');
-  if (typeof comment === 'string' && comment.length > LIMITS.decisionCommentLength)
-    problems.push(`comment: at most ${LIMITS.decisionCommentLength} characters`);
-  if (problems.length) return { problems };
-  const text = typeof comment === 'string' ? comment.trim() : '';
-  return {
-    req: { checkpointId: checkpointId as string, approved: approved === 'true', ...(text ? { comment: text } : {}) },
-  };
+/** What recording one decision came to: the decision, or its refusal (the first decision when it is this run's). */
+type Recorded = { decision: DecisionShown } | { code: string; message: string; first: DecisionShown | null };
+
+/**
+ * Record one decision through the source: the one way a screen records one, for the run page's form and each pause
+ * of the inbox's. A refusal with a code of `STATUS` is returned; anything else is thrown.
+ */
+async function recordOne(
+  src: InspectorSource,
+  executionId: string,
+  req: { checkpointId: string; approved: boolean; comment?: string },
+  by: string,
+): Promise<Recorded> {
+  try {
+    return { decision: await src.recordDecision!(executionId, { ...req, metadata: {} }, by) };
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code !== 'string' || !(code in STATUS)) throw e;
+    // shown only when it is this run's decision as listed (with its state)
+    const named = (e as { details?: { decision?: Partial<DecisionShown> } }).details?.decision;
+    const first =
+      named && typeof named.state === 'string' && named.executionId === executionId ? (named as DecisionShown) : null;
+    return { code, message: (e as Error).message, first };
+  }
 }
+
+/** What an inbox form came to, pause by pause. */
+export interface BulkOutcome {
+  approved: boolean;
+  recorded: DecisionShown[];
+  refused: { executionId: string | null; checkpointId: string | null; key: string; code: string; message: string }[];
+}
+
+/** The inbox form's answer: how many decisions were recorded, and each pause that was not, with why. */
+export const BulkOutcomePage: FC<{ o: BulkOutcome }> = ({ o }) => {
+  const n = o.recorded.length;
+  const verb = o.approved ? 'approved' : 'declined';
+  return (
+    <Layout title="Decisions recorded">
+      <h1>Decisions recorded</h1>
+      <p data-testid="bulk-summary" role="status">
+        {n === 0 ? 'No decision was recorded' : `${n} ${n === 1 ? 'decision' : 'decisions'} recorded (${verb})`}
+        {o.refused.length > 0 && `; ${o.refused.length} not recorded`}.
+      </p>
+      {n > 0 && (
+        <ul data-testid="bulk-recorded">
+          {o.recorded.map((d) => (
+            <li data-decision={d.decisionId}>
+              <a href={`/runs/${encodeURIComponent(d.executionId)}#decisions-h`}>{d.executionId}</a>: {verb}, waiting
+              for the application&rsquo;s worker to apply it
+            </li>
+          ))}
+        </ul>
+      )}
+      {o.refused.length > 0 && (
+        <ul data-testid="bulk-refused">
+          {o.refused.map((r) => (
+            <li class="error" data-code={r.code} data-execution={r.executionId ?? ''}>
+              {r.executionId !== null ? (
+                <a href={`/runs/${encodeURIComponent(r.executionId)}`}>{r.executionId}</a>
+              ) : (
+                <span class="mono">{r.key.slice(0, 80)}</span>
+              )}
+              : <code>{r.code}</code> <WithTimes text={r.message} />
+            </li>
+          ))}
+        </ul>
+      )}
+      <p>
+        <a href="/approvals">Back to Pending approvals</a>
+      </p>
+    </Layout>
+  );
+};
 
 type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
 
@@ -342,6 +466,8 @@ export function mountApprovals<E extends Env>(
       const pauses = await src.listPauses({ cursor, limit: 25 });
       const decisions = src.listDecisions ? await src.listDecisions({ cursor: dcursor, limit: 50 }) : null;
       const who = await o.approvals.decider(ctx(c));
+      const decide = 'by' in who && !!src.recordDecision;
+      if (decide) c.header('cache-control', 'no-store');
       const query = (q: { cursor?: string; dcursor?: string }) => {
         const u = new URLSearchParams(Object.entries(q).filter(([, v]) => v) as [string, string][]);
         return `/approvals${u.size ? `?${u}` : ''}`;
@@ -356,6 +482,7 @@ export function mountApprovals<E extends Env>(
             firstDecisions={!dcursor}
             query={query}
             note={'refused' in who ? who.refused : null}
+            csrf={decide ? o.approvals.csrf(ctx(c)) : null}
           />,
           c as unknown as Context<E>,
         ),
@@ -396,19 +523,61 @@ export function mountApprovals<E extends Env>(
         ErrorCode.INVALID_DECISION,
         `invalid decision, nothing was recorded: ${parsed.problems.join('; ')}`,
       );
-    try {
-      await src.recordDecision(id, { ...parsed.req, metadata: {} }, who.by);
-    } catch (e) {
-      const code = (e as { code?: unknown }).code;
-      if (typeof code === 'string' && code in STATUS) {
-        // shown only when it is this run's decision as listed (with its state)
-        const named = (e as { details?: { decision?: Partial<DecisionShown> } }).details?.decision;
-        const first =
-          named && typeof named.state === 'string' && named.executionId === id ? (named as DecisionShown) : null;
-        return refuse(code, (e as Error).message, first);
-      }
-      throw e;
-    }
+    const r = await recordOne(src, id, parsed.req, who.by);
+    if ('code' in r) return refuse(r.code, r.message, r.first);
     return c.redirect(`/runs/${encodeURIComponent(id)}#decisions-h`, 303);
+  });
+
+  /**
+   * The inbox's form: one decision per pause named, each recorded as the run page's form records one (`recordOne`),
+   * after the same checks (the CSRF token and origin, who may decide); a pause refused (not found, closed, already
+   * decided, not a pause) is listed with why and the others go on. At most `LIMITS.bulkDecisions` pauses a post.
+   */
+  app.post('/approvals', o.viewer, async (c) => {
+    const src = source(c);
+    if (!src.recordDecision) return c.notFound();
+    c.header('cache-control', 'no-store');
+    const refuse = (code: string, message: string) =>
+      c.html(
+        o.wrap(<RefusalPage code={code} message={message} executionId={null} first={null} />, ctx(c)),
+        (STATUS[code] ?? 400) as 400,
+      );
+    const form = await c.req.parseBody({ all: true });
+    if (!o.approvals.csrfOk(ctx(c), form.csrf)) {
+      return refuse(
+        ErrorCode.CSRF_FAILED,
+        'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again',
+      );
+    }
+    const who = await o.approvals.decider(ctx(c));
+    if ('refused' in who) return refuse(ErrorCode.FORBIDDEN, who.refused);
+    const parsed = bulkRequest(form);
+    if ('problems' in parsed)
+      return refuse(parsed.code, `invalid decisions, nothing was recorded: ${parsed.problems.join('; ')}`);
+    const outcome: BulkOutcome = { approved: parsed.approved, recorded: [], refused: [] };
+    for (const p of parsed.pauses) {
+      if ('problem' in p) {
+        outcome.refused.push({
+          key: p.key,
+          executionId: null,
+          checkpointId: null,
+          code: ErrorCode.INVALID_DECISION,
+          message: `invalid decision, nothing was recorded: ${p.problem}`,
+        });
+        continue;
+      }
+      const req = { checkpointId: p.checkpointId, approved: parsed.approved, ...commentOf(parsed.comment) };
+      const r = await recordOne(src, p.executionId, req, who.by);
+      if ('decision' in r) outcome.recorded.push(r.decision);
+      else
+        outcome.refused.push({
+          key: p.key,
+          executionId: p.executionId,
+          checkpointId: p.checkpointId,
+          code: r.code,
+          message: r.message,
+        });
+    }
+    return c.html(o.wrap(<BulkOutcomePage o={outcome} />, ctx(c)));
   });
 }

@@ -20,6 +20,8 @@ import { describeHoles } from '../support/holes.js';
 import { readableGraphState } from '../support/langgraph.js';
 import { oneOfProblem } from '../support/validate.js';
 import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.js';
+import { PauseAnswer } from './pause-answer.js';
+import { pauseStand } from '../support/run-words.js';
 import { diffStates } from './diff.js';
 import { LIVE_JS } from './live.js';
 import { LOCAL_TIME_JS } from './local-time.js';
@@ -278,6 +280,18 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       const pauseDecided =
         pause?.state === 'open' &&
         decisions.some((d) => d.checkpointId === pause.pending.checkpointId && d.state === 'pending');
+      // a resumed pause: what it was answered (the decision applied with it, else its claim row's answer)
+      const pauseAnswer =
+        pause && pauseStand(pause, false) === 'resumed' ? (
+          <PauseAnswer
+            decision={
+              decisions.find((d) => d.checkpointId === pause.pending.checkpointId && d.state === 'applied') ?? null
+            }
+            answer={pause.answer}
+            by={pause.claimedBy}
+            at={pause.claimedAt}
+          />
+        ) : null;
       let approvals = null;
       if (o.approvals && src.runDecisions) {
         // a LangGraph interrupt is answered by invoking the graph again, not by a decision: no form
@@ -314,6 +328,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             here={here}
             pause={pause}
             pauseDecided={pauseDecided}
+            pauseAnswer={pauseAnswer}
             approvals={approvals}
             idempotency={idempotency.items}
             idempotencyNext={idempotency.nextCursor && here({ idem: idempotency.nextCursor }, '#idem-h')}

@@ -96,7 +96,11 @@ export interface RunPageProps {
     claim: { state: 'held' | 'applied'; claimedAt: string } | null;
     /** A LangGraph thread waiting at `interrupt()`: its context is the interrupt's value, and resuming the graph (`Command({ resume })`) answers it, not a decision. */
     graph?: boolean;
+    /** A resumed pause's answer, as its claim row carries it (null or absent: none read). */
+    answer?: Json | null;
   } | null;
+  /** what a resumed pause was answered, by whom and where (approvals.tsx `PauseAnswer`) */
+  pauseAnswer?: Child | null;
   /** a decision is recorded for the open pause and waits for a worker to apply it */
   pauseDecided?: boolean;
   /** A page of the run's idempotency entries, and the link to the next (null: none) and back to the first (null: this is it). */
@@ -308,6 +312,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
                 <pre>{json(p.pause.pending.context)}</pre>
               </>
             )}
+            {p.pauseAnswer}
           </section>
         )}
       </LiveRegion>

@@ -73,6 +73,7 @@ ol.inbox > li { margin:.5rem 0; }
 .s-pending, .s-claimed { color:var(--pause); } .s-applied { color:var(--ok); } .s-superseded { color:var(--muted); }
 form.decide { display:flex; flex-direction:column; gap:.5rem; max-width:40rem; margin:.5rem 0; }
 form.decide .buttons { display:flex; gap:.5rem; flex-wrap:wrap; }
+form.bulk .buttons { display:flex; gap:.5rem; flex-wrap:wrap; margin:.35rem 0; } form.bulk > label { display:block; max-width:40rem; margin:.5rem 0; } ol.inbox input[type=checkbox] { width:1.2rem; height:1.2rem; margin:0; }
 textarea { font:inherit; padding:.3rem .5rem; border:1px solid var(--line); border-radius:6px; width:100%; color:var(--fg); background:var(--field); }
 textarea:focus { outline:3px solid var(--focus); outline-offset:2px; }
 button.decline { background:var(--field); color:var(--bad); border-color:var(--bad); }

@@ -130,6 +130,8 @@ export const ErrorCode = {
   PROTOCOL: 'PROTOCOL',
   /** 400: a batch envelope that does not parse; the message names each problem. */
   INVALID_ENVELOPE: 'INVALID_ENVELOPE',
+  /** 400: a bulk approve/decline form of the inbox naming more pauses than `LIMITS.bulkDecisions`; nothing was recorded. */
+  TOO_MANY_PAUSES: 'TOO_MANY_PAUSES',
   /** 413: a batch of more rows than `LIMITS.batchRows`. */
   TOO_MANY_ROWS: 'TOO_MANY_ROWS',
   /** 413: a request body over the plane's byte limit (sent or inflated). */

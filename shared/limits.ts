@@ -20,6 +20,8 @@ export const LIMITS = Object.freeze({
   /** Who decided a pause (a key's name, a local user) and the comment a screen sends with a decision. */
   decidedByLength: 200,
   decisionCommentLength: 4096,
+  /** Most pauses one bulk approve/decline form of the inbox may name (a page of the inbox is 25). */
+  bulkDecisions: 50,
   /** Deepest nesting accepted in any JSON value (state, context, results). */
   jsonDepth: 64,
   /** Largest single row: `eventBytes` of the outbox event that carries it. */

@@ -161,6 +161,15 @@ export function pauseStand(
   return 'claimed';
 }
 
+/**
+ * The answer a resumed pause was given: a claim writes the pause's tool row again with the answer appended to the
+ * state's `resumes` (client/runtime/resume.ts), so the claim row's last resume is it; null when there is none.
+ */
+export function resumeAnswer(state: Record<string, unknown> | null): unknown {
+  const resumes = state?.resumes;
+  return Array.isArray(resumes) && resumes.length ? resumes[resumes.length - 1] : null;
+}
+
 /** Each pause stand in words. */
 export const PAUSE_WORDS: Record<PauseStand, string> = {
   open: 'open: waiting for an answer',

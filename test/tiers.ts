@@ -131,6 +131,8 @@ export const SLOW: readonly string[] = [
   'test/bench-smoke.test.ts',
   // headless chromium
   'test/ui/approvals.test.ts',
+  'test/ui/bulk-approvals.test.ts',
+  'test/ui/pause-answer.test.ts',
   'test/ui/cancel-reason.test.ts',
   'test/ui/cancel.test.ts',
   'test/ui/inspector.test.ts',
@@ -149,6 +151,7 @@ export const SLOW: readonly string[] = [
   'test/replica/claim.test.ts',
   'test/replica/stall.test.ts',
   'test/decisions/stale-claim.test.ts',
+  'test/decisions/pause-not-found.test.ts',
   // npm pack, installs from the registry
   'test/package/pack.test.ts',
   'test/types/consumer-node-types.test.ts',

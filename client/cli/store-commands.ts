@@ -7,7 +7,15 @@ import { localTime, table } from '../../support/format.js';
 import { ErrorCode, runErrorOf, WaymarkError, type RunError } from '../../shared/errors.js';
 import { cancelReason } from '../store/cancel.js';
 import { lostAtPlane } from '../replica/branch.js';
-import { holdOf, holdWords, isGraphThread, LOST_BADGE, type LostAtPlane, lostWords } from '../../support/run-words.js';
+import {
+  holdOf,
+  holdWords,
+  isGraphThread,
+  LOST_BADGE,
+  type LostAtPlane,
+  lostWords,
+  resumeAnswer,
+} from '../../support/run-words.js';
 
 type Out = (line: string) => void;
 
@@ -221,10 +229,7 @@ async function pausesOf(store: Checkpointer, rows: Checkpoint[], openId: string 
     if (r.step !== 'hitl_pause') continue;
     const claim = rows.find((c) => c.parentId === r.id && c.seq > r.seq && c.step === 'tool_call');
     let answer: Json | null = null;
-    if (claim) {
-      const resumes = (await store.readState(claim)).resumes;
-      answer = Array.isArray(resumes) && resumes.length ? (resumes[resumes.length - 1] as Json) : null;
-    }
+    if (claim) answer = resumeAnswer(await store.readState(claim)) as Json | null;
     const open = r.id === openId;
     const recorded = open ? await store.getDecision(r.executionId, r.id) : null;
     views.push({

@@ -30,10 +30,23 @@
  *   RunCancelled. The store's derived state says the same. Also a decision
  *   the plane refused because it holds the pause's first, another one
  *   (ALREADY_DECIDED): that one takes its place in the store and is applied.
+ *   And a pause the plane can never hold (PAUSE_NOT_FOUND, below).
  * - `failed`: anything else (the plane refused the claim, a tool is missing, a
  *   run in progress, a run a plane holds while no `replica` is connected:
  *   PLANE_NOT_CONNECTED…); the decision stays pending and is tried again after
  *   a backoff (`retryInMs`).
+ * PAUSE_NOT_FOUND: the plane's claim does not find the pause (CLAIM_REFUSED
+ * with `details.planeCode` PAUSE_NOT_FOUND, or that code). Usually its row
+ * is still on its way to the plane (the outbox has not sent it yet), so the
+ * decision is `failed` and tried again. It can never come when the plane
+ * refused it: this store's copy of the run is lost at the plane (the plane
+ * keeps another machine's branch: two resumed one pause, or a takeover) from
+ * a row at or before the pause's own. The plane holds another row at that
+ * seq, a row of another branch is never ingested, and so the pause is never
+ * there to claim: the decision is `superseded` (code PAUSE_NOT_FOUND, the
+ * reason naming the refused seq). Anything else (no refusal, or one after the
+ * pause's row) keeps the decision retried.
+ *
  * A decision for a run this store does not hold is skipped, unless `restore`
  * is set: then the plane is asked where its pause stands, and the run is
  * restored (through the replica) only while that pause is open there; a pause
@@ -53,6 +66,7 @@ import {
 } from '../../support/validate.js';
 import { Decision } from '../../shared/rows.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
+import { lostAtPlane } from '../replica/branch.js';
 import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
 import type { Agent } from './agent.js';
@@ -319,6 +333,15 @@ class DecisionWorker {
     } catch (e) {
       const code = (e as { code?: string })?.code ?? null;
       if (code === ErrorCode.ALREADY_DECIDED && (await this.yieldToPlane(d, e as WaymarkError))) return;
+      // the plane's claim does not find the pause: its refusal (CLAIM_REFUSED) carries the plane's code
+      const planeCode = (e as WaymarkError)?.details?.planeCode;
+      const notAtPlane =
+        code === ErrorCode.PAUSE_NOT_FOUND ||
+        (code === ErrorCode.CLAIM_REFUSED && planeCode === ErrorCode.PAUSE_NOT_FOUND);
+      if (notAtPlane && d.held) {
+        const never = await this.neverAtPlane(d).catch(() => null);
+        if (never) return this.closed(d, { code: ErrorCode.PAUSE_NOT_FOUND, message: never });
+      }
       // a run gone from the plane before it was restored here: its pause closed for good
       const gone = code === ErrorCode.NOT_ON_PLANE && !d.held;
       if (code && (SUPERSEDED.has(code) || gone) && !(await this.heldElsewhere(d, e as WaymarkError)))
@@ -429,6 +452,19 @@ class DecisionWorker {
         },
       },
     );
+  }
+
+  /**
+   * Why the plane will never hold this decision's pause (the PAUSE_NOT_FOUND rule of the header), or null while
+   * its row may still reach the plane: this store's copy of the run is lost at the plane from a row at or before
+   * the pause's.
+   */
+  private async neverAtPlane(d: StoredDecision): Promise<string | null> {
+    const pause = await this.o.store.getById(d.checkpointId);
+    if (!pause || pause.executionId !== d.executionId) return null;
+    const lost = (await lostAtPlane(this.o.store)).get(d.executionId);
+    if (!lost || lost.fromSeq > pause.seq) return null;
+    return `the pause at checkpoint ${d.checkpointId} (seq ${pause.seq}) of '${d.executionId}' can never reach the plane: the plane refused this store's rows of the run from seq ${lost.fromSeq} (${lost.reason}) and keeps another branch, without this pause`;
   }
 
   /**

@@ -29,6 +29,7 @@
  *   (`serveDecisions`), never by the UI.
  */
 import { ErrorCode, hasCode, runErrorOf, WaymarkError } from '../../shared/errors.js';
+import type { Json } from '../../shared/json.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
@@ -36,7 +37,7 @@ import { lostAtPlane, lostRuns } from '../replica/branch.js';
 import { refusedOnPlane } from '../cli/sync-commands.js';
 import { planeRefusal } from '../replica/refusal.js';
 import { summaryState } from '../store/summary.js';
-import { holdOf, type LostAtPlane } from '../../support/run-words.js';
+import { holdOf, type LostAtPlane, resumeAnswer } from '../../support/run-words.js';
 import { capped, type Counted, RUN_COUNT_CAP } from '../../support/count.js';
 import { cancelReason, isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';
@@ -347,6 +348,11 @@ export function localSource(store: Checkpointer): InspectorSource {
         claimedBy: cancelled ? null : (next?.writerId ?? null),
         claimedAt: cancelled ? null : (next?.createdAt ?? null),
         claim: null,
+        // the claim row (the pause's tool row again, its child) carries the answer
+        answer:
+          next && next.parentId === pause.id && next.step === 'tool_call'
+            ? (resumeAnswer(await store.readState(next)) as Json | null)
+            : null,
       };
     },
 

@@ -7,9 +7,9 @@
  * page of another site that rebinds its DNS name to 127.0.0.1 cannot read the
  * store through a visitor's browser (and the port Host names must be the one
  * it listens on: inspector/host.ts). It reads (GET and HEAD), with the
- * plane's CSP and secure headers, and takes one POST: the approve/decline
- * form of a paused run (inspector/approvals.tsx), which records a decision in
- * the store under `user` (source `local`; the application's worker applies
+ * plane's CSP and secure headers, and takes two POSTs: the approve/decline
+ * form of a paused run and the inbox's (one decision per pause ticked;
+ * inspector/approvals.tsx), which record decisions in the store under `user` (source `local`; the application's worker applies
  * it). That form carries a CSRF token made from a secret of this process
  * (random at start, only in the pages it serves), and a post from another
  * Origin, or one a browser says another origin sent (Sec-Fetch-Site), is
@@ -67,18 +67,20 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
   app.use('*', inspectorHeaders());
   if (o.checkHost) app.use('*', loopbackHostOnly('this inspector'));
   app.use('*', async (c, next) => {
-    const decide = c.req.method === 'POST' && /^\/runs\/[^/]+\/decision$/.test(c.req.path);
+    const decide =
+      c.req.method === 'POST' && (/^\/runs\/[^/]+\/decision$/.test(c.req.path) || c.req.path === '/approvals');
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && !decide) {
       return c.text(
-        'this inspector only reads (and takes the approve/decline form of a paused run): GET only here',
+        'this inspector only reads (and takes the approve/decline forms of paused runs): GET only here',
         405,
         { allow: 'GET, HEAD' },
       );
     }
     await next();
   });
-  // the decision form's body within a control body's size and the default body deadline
-  app.use('/runs/*', formBodyWithin(LIMITS.controlBodyBytes, DEFAULT_BODY_DEADLINE));
+  // the decision forms' bodies within a control body's size and the default body deadline
+  for (const path of ['/runs/*', '/approvals'])
+    app.use(path, formBodyWithin(LIMITS.controlBodyBytes, DEFAULT_BODY_DEADLINE));
   mountAssets(app);
   const source = localSource(store);
   // this store's own writer is "this store"; a row another machine wrote (a restored run) shows its short id

@@ -3,10 +3,13 @@
  * it. Project-scoped; nothing here writes (claims are arbitrated in
  * claims.ts, decisions recorded in decisions.ts).
  */
-import { and, eq } from 'drizzle-orm';
-import type { Decision, PendingInterrupt } from '../../shared/rows.js';
+import { and, asc, eq, gt } from 'drizzle-orm';
+import type { Json } from '../../shared/json.js';
+import type { Checkpoint, Decision, PendingInterrupt } from '../../shared/rows.js';
+import { resumeAnswer } from '../../support/run-words.js';
 import type { PlaneDb } from '../db/open.js';
-import { claims, decisions, pendingInterrupts } from '../db/schema.js';
+import { checkpoints, claims, decisions, pendingInterrupts } from '../db/schema.js';
+import { stateAt } from './rows.js';
 
 export async function openPause(db: PlaneDb, projectId: string, executionId: string): Promise<PendingInterrupt | null> {
   const [p] = await db
@@ -76,4 +79,37 @@ export async function pauseDecision(
       ),
     );
   return d ? decisionOfRow(d) : null;
+}
+
+/**
+ * The answer a claimed pause was resumed with: its claim row (the pause's tool row written again, its child, right
+ * after it) carries it in its state's `resumes`. Null when that row is not on the plane (yet), or does not decode
+ * (a hole before it).
+ */
+export async function pauseAnswer(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  checkpointId: string,
+): Promise<Json | null> {
+  const run = and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId));
+  const [pause] = await db
+    .select({ seq: checkpoints.seq })
+    .from(checkpoints)
+    .where(and(run, eq(checkpoints.id, checkpointId)));
+  if (!pause) return null;
+  const [next] = await db
+    .select({ seq: checkpoints.seq, row: checkpoints.row })
+    .from(checkpoints)
+    .where(and(run, gt(checkpoints.seq, pause.seq)))
+    .orderBy(asc(checkpoints.seq))
+    .limit(1);
+  const claim = next?.row as Checkpoint | undefined;
+  if (!next || claim?.parentId !== checkpointId || claim.step !== 'tool_call') return null;
+  try {
+    return resumeAnswer(await stateAt(db, projectId, executionId, next.seq)) as Json | null;
+  } catch {
+    // a chain that does not decode here (the run page says why, from its holes): no answer to show
+    return null;
+  }
 }

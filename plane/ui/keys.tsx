@@ -41,6 +41,8 @@ export const KeysPage: FC<{
   own: string;
   operator: boolean;
   projects: string[];
+  /** the session's own project, which the create form's project list starts at */
+  ownProject?: string;
   created?: { id: string; key: string; project: string };
   error?: string;
 }> = (p) => (
@@ -73,7 +75,9 @@ export const KeysPage: FC<{
             Project
             <select name="project">
               {p.projects.map((n) => (
-                <option value={n}>{n}</option>
+                <option value={n} selected={n === p.ownProject}>
+                  {n}
+                </option>
               ))}
             </select>
           </label>
@@ -202,6 +206,7 @@ export function mountKeysPage(
   ) => {
     const p: Principal = c.get('principal');
     c.header('cache-control', 'no-store');
+    const projects = await admin.projects(db, p);
     return c.html(
       wrap(
         <KeysPage
@@ -209,7 +214,8 @@ export function mountKeysPage(
           csrf={csrfOf(getCookie(c, SESSION_COOKIE) ?? '')}
           own={p.keyId}
           operator={p.scopes.includes('operator')}
-          projects={(await admin.projects(db, p)).map((x) => x.name)}
+          projects={projects.map((x) => x.name)}
+          ownProject={projects.find((x) => x.id === p.projectId)?.name}
           {...extra}
         />,
         c,

@@ -23,7 +23,7 @@ import {
 import { graphPauses } from '../reads/graph-threads.js';
 import { listHoles } from '../reads/holes.js';
 import { cancelReasonOf, runFacts } from '../reads/newest-rows.js';
-import { pauseState } from '../reads/pauses.js';
+import { pauseAnswer, pauseState } from '../reads/pauses.js';
 import { listQuarantine } from '../reads/quarantine.js';
 import { stateAt, timelineRows } from '../reads/rows.js';
 import { idempotencyListing } from '../restore.js';
@@ -104,6 +104,8 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
     stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
     async pauseState(id) {
       const pause = await pauseState(db, projectId, id);
+      if (pause && pause.state !== 'open')
+        return { ...pause, answer: await pauseAnswer(db, projectId, id, pause.pending.checkpointId) };
       if (pause) return pause;
       const facts = await runFacts(db, projectId, id);
       const interrupt = facts && (await graphPauses(db, projectId, [facts])).get(id);

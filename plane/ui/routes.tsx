@@ -100,7 +100,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     app.use(path, headers);
   // every form's body (sign-in needs no key) within a control body's size and the body deadline
   const forms = formBodyWithin(LIMITS.controlBodyBytes, o.bodyDeadline ?? DEFAULT_BODY_DEADLINE);
-  for (const path of ['/login', '/logout', '/runs/*', '/keys', '/keys/*']) app.use(path, forms);
+  for (const path of ['/login', '/logout', '/runs/*', '/approvals', '/keys', '/keys/*']) app.use(path, forms);
   mountAssets(app);
 
   const viewer: MiddlewareHandler<PlaneEnv> = async (c, next) => {

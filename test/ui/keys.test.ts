@@ -188,6 +188,16 @@ describe('the Keys page', () => {
     await p.waitForURL(`${plane.url}/keys`);
     return p;
   };
+  it("an operator session's create form starts at its own project, not the first by name", async () => {
+    const operator = await plane.key('ops', ['admin', 'operator']);
+    const p = await keysPage(operator, 1280);
+    const names = await p.locator('select[name=project] option').allTextContents();
+    // 'acme' comes first by name: the default is still the session's own
+    expect(names[0]).not.toBe('ops');
+    expect(names).toContain('ops');
+    expect(await p.inputValue('select[name=project]')).toBe('ops');
+    await p.context().close();
+  });
   const fitsWidth = (p: Page) => p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
   const works = async (key: string) => (await call(`${plane.url}/v1/executions`, { key })).status;
   const sessionCookie = async (p: Page) =>
