@@ -231,7 +231,7 @@ describe('the inspector in headless chromium', () => {
     await shot('05-quarantine');
     await page.goto(`${plane.url}/writers`);
     expect(await page.textContent('tr:has-text("laptop-b") [data-testid=backlog]')).toBe('42 rows (4,096 bytes)');
-    expect(await page.textContent('tr:has-text("laptop-b")')).toMatch(/oldest row waiting since 10m ago/);
+    expect(await page.textContent('tr:has-text("laptop-b")')).toMatch(/oldest row waiting since 1\dm ago/); // 10 minutes before the seed, read minutes later on a busy machine
     await shot('06-writers');
   });
 
