@@ -137,6 +137,17 @@ describe('benchmark smoke runs', () => {
     900_000,
   );
   it.skipIf(!pg)(
+    "ingest-rss: a plane process's RSS at first start, under ingest and after restart, on PGlite and Postgres (the built binary)",
+    () => {
+      const lines = bench('ingest-rss.ts', '1000', '2');
+      expect(lines.map((l) => l.backend)).toEqual(['pglite', 'postgres']);
+      for (const l of lines)
+        for (const k of ['rowsPerSec', 'firstStartMb', 'peakMb', 'endMb', 'restartMb'])
+          expect((l[k] as { median: number }).median, `${l.backend} ${k}`).toBeGreaterThan(0);
+    },
+    900_000,
+  );
+  it.skipIf(!pg)(
     "run.ts steps --before: issue 19's CPU target judged against the before tree's steps measured in the same run",
     () => {
       // this tree stands in for the before tree: the plumbing is what is checked, not the figure
