@@ -6,9 +6,9 @@
  *   awaiting approval, one decided on the plane and not applied yet, a failed run, a run cancelled with a
  *   reason, a stale run (its lease and its hold at the plane expired mid-run), a LangGraph thread waiting at
  *   `interrupt()`, and a 500-row run (bench/lib/long-run.ts);
- * - starts a real plane on embedded PGlite in a temp dir, syncs the store to it (a forged row too, which the
- *   plane quarantines), makes the keys a team has (named, one revoked) and signs in with the plane's admin
- *   key, so the pages show every form; and serves `waymark ui` over the store;
+ * - starts a real plane on embedded PGlite in a temp dir, syncs the store to it (and another machine sends an
+ *   altered row, which the plane quarantines), makes the keys a team has (named, one revoked) and signs in with
+ *   the plane's admin key, so the pages show every form; and serves `waymark ui` over the store;
  * - reads both UIs' route tables (the plane's inspector routes, `localUiApp`'s) and fails, naming them, when a
  *   page route has no shot here: a page added later must be added here too;
  * - loads each page in one headless Chromium (UTC, en-US), captures it (CDP Page.captureScreenshot as WebP,
@@ -187,6 +187,7 @@ try {
   const key = async (name: string, scopes: string[]) =>
     api<{ key: string; id: string }>(`${plane.url}/v1/admin/keys`, admin, 'POST', { project: 'local', name, scopes });
   const ingest = await key('laptop', ['ingest']);
+  const buildServer = await key('build-server', ['ingest']);
   const alice = await key('alice', ['read', 'approve']);
   const reader = await key('ci-reader', ['read']);
   const old = await key('old-laptop', ['ingest']);
@@ -257,12 +258,14 @@ try {
     approved: true,
     comment: 'within the quarterly budget',
   });
-  // a forged copy of a synced row from another writer: the plane refuses and quarantines it
+  // another machine (its own key) sends an altered copy of a synced row, with a backlog behind it: the plane
+  // refuses and quarantines the row, and the writers page shows that machine behind
   const [latest] = await store.list('refund-1042', { order: 'desc', limit: 1 });
-  await api(`${plane.url}/v1/ingest`, ingest.key, 'POST', {
+  await api(`${plane.url}/v1/ingest`, buildServer.key, 'POST', {
     protocol: 1,
-    writerId: 'laptop-b',
-    rows: [{ kind: 'checkpoint', id: latest.id, row: { ...latest, nodeId: 'forged' } }],
+    writerId: 'build-server',
+    backlog: { rows: 42, bytes: 96_000, oldestPendingAt: new Date(Date.now() - 600_000).toISOString() },
+    rows: [{ kind: 'checkpoint', id: latest.id, row: { ...latest, nodeId: 'turn:1/tool:refund (edited)' } }],
   });
   // the stale run's lease and its hold at the plane run out; the API says so before any picture is taken
   await new Promise((r) => setTimeout(r, HOLD_MS + 500));
