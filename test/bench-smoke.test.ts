@@ -94,14 +94,14 @@ describe('benchmark smoke runs', () => {
     ]);
     for (const l of lines) expect((l.ratio as { median: number }).median).toBeGreaterThan(0);
   });
-  it("run-page: a long run's page loaded cold in Chromium on both UIs (HTML bytes, first contentful paint, height)", () => {
+  it("run-page: a long run's page loaded cold in Chromium on both UIs (HTML bytes, first contentful paint, height, main-thread time)", () => {
     const lines = bench('run-page.ts');
     expect(lines.map((l) => [l.ui, l.rows])).toEqual([
       ['waymark ui (SQLite)', 30],
       ['plane inspector (PGlite)', 30],
     ]);
     for (const l of lines)
-      for (const k of ['bytes', 'fcpMs', 'heightPx'])
+      for (const k of ['bytes', 'fcpMs', 'heightPx', 'taskMs', 'layoutMs'])
         expect((l[k] as { median: number }).median, `${l.ui} ${k}`).toBeGreaterThan(0);
   });
   it('storage growth', () => {
