@@ -8,7 +8,8 @@
  * session) in Debian's Chromium at 1280 × 860, the two UIs alternating which goes first, and reads the page's HTML
  * bytes (the response body), the time to its first byte (the server's part), its first contentful paint (the
  * browser's own `first-contentful-paint` entry), the time to the load event, the height of its document in px and
- * its count of elements. Reported as median [min–max] over the repetitions; one load of each first is not counted
+ * its count of elements, and the renderer's main-thread time up to then by kind (layout, style, script: CDP
+ * Performance.getMetrics). Reported as median [min–max] over the repetitions; one load of each first is not counted
  * (the servers' and the browser's first use).
  *
  *   npx tsx bench/run-page.ts [rows=500] [reps=7] [path=/runs/long-run]
@@ -40,6 +41,11 @@ interface Load {
   loadMs: number;
   heightPx: number;
   nodes: number;
+  /** the renderer's main-thread time by kind up to the load event (CDP Performance.getMetrics): what the browser's part is */
+  taskMs: number;
+  layoutMs: number;
+  styleMs: number;
+  scriptMs: number;
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-run-page-'));
@@ -81,6 +87,8 @@ try {
     try {
       if (target.cookie) await context.addCookies([{ name: 'wm_session', value: target.cookie, url: target.url }]);
       const page = await context.newPage();
+      const cdp = await context.newCDPSession(page);
+      await cdp.send('Performance.enable');
       const res = await page.goto(`${target.url}${PATH}`, { waitUntil: 'load' });
       if (res === null || res.status() !== 200) throw new Error(`${target.name}: ${res?.status()} for ${PATH}`);
       const bytes = (await res.body()).length;
@@ -103,7 +111,16 @@ try {
           nodes: document.getElementsByTagName('*').length,
         };
       });
-      return { bytes, ...m };
+      const { metrics } = await cdp.send('Performance.getMetrics');
+      const ms = (name: string) => 1000 * (metrics.find((x) => x.name === name)?.value ?? 0);
+      return {
+        bytes,
+        ...m,
+        taskMs: ms('TaskDuration'),
+        layoutMs: ms('LayoutDuration'),
+        styleMs: ms('RecalcStyleDuration'),
+        scriptMs: ms('ScriptDuration'),
+      };
     } finally {
       await context.close();
     }
@@ -125,7 +142,7 @@ try {
   for (const [j, t] of uis.entries()) {
     const pick = (k: keyof Load) => summary(loads[j].map((l) => l[k]));
     console.log(
-      `  ${t.name.padEnd(26)} HTML ${fmt(pick('bytes'))} bytes · first byte ${fmt(pick('ttfbMs'))} ms · first contentful paint ${fmt(pick('fcpMs'))} ms · load ${fmt(pick('loadMs'))} ms · height ${fmt(pick('heightPx'))} px · ${fmt(pick('nodes'))} elements`,
+      `  ${t.name.padEnd(26)} HTML ${fmt(pick('bytes'))} bytes · first byte ${fmt(pick('ttfbMs'))} ms · first contentful paint ${fmt(pick('fcpMs'))} ms · load ${fmt(pick('loadMs'))} ms · height ${fmt(pick('heightPx'))} px · ${fmt(pick('nodes'))} elements · main thread ${fmt(pick('taskMs'))} ms (layout ${fmt(pick('layoutMs'))}, style ${fmt(pick('styleMs'))}, script ${fmt(pick('scriptMs'))})`,
     );
   }
   for (const [j, t] of uis.entries()) {
@@ -143,6 +160,10 @@ try {
         loadMs: pick('loadMs'),
         heightPx: pick('heightPx'),
         elements: pick('nodes'),
+        taskMs: pick('taskMs'),
+        layoutMs: pick('layoutMs'),
+        styleMs: pick('styleMs'),
+        scriptMs: pick('scriptMs'),
         cores: cpus().length,
         node: process.version,
         date,

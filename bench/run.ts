@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- <name> [--before <dir>]`: steps | storage | concurrent | resume | resume-20 | resume-pg | put | ingest | ingest-planes | drain | drain-rss | wal-pages | lease | plane-hold | langgraph | all.
+ * `npm run bench -- <name> [--before <dir>]`: steps | storage | concurrent | resume | resume-20 | resume-pg | put | ingest | ingest-planes | ingest-rss | drain | drain-rss | wal-pages | lease | plane-hold | langgraph | all.
  * Runs each benchmark in its own process, prints its table and JSON lines, and
  * with `all` writes bench/RESULTS.md (the targets tables, the runs, the exact
  * commands, the date). Every bench repeats at least 5 times, interleaved;
@@ -40,6 +40,7 @@ const BENCHES: Record<string, string[]> = {
   put: ['store-put.ts', '2000', '5'],
   ingest: ['ingest.ts', '32000', 'both', '1,8,32', '5'],
   'ingest-planes': ['ingest-planes.ts', '20000', '8', '5'],
+  'ingest-rss': ['ingest-rss.ts', '20000', '8', '3'],
   drain: ['drain.ts', '20000', 'both', '5'],
   'drain-rss': ['drain-rss.ts', '1000000', '5'],
   'wal-pages': ['wal-pages.ts', '200', '5'],
@@ -72,8 +73,8 @@ if (usage.length) {
   );
   process.exit(2);
 }
-// drain-rss, ingest-planes and plane-hold run the plane as its own process from dist/: build it from this tree first
-if (names.includes('drain-rss') || names.includes('ingest-planes') || names.includes('plane-hold')) {
+// drain-rss, ingest-planes, ingest-rss and plane-hold run the plane as its own process from dist/: build it from this tree first
+if (['drain-rss', 'ingest-planes', 'ingest-rss', 'plane-hold'].some((n) => names.includes(n))) {
   const b = spawnSync('npm', ['run', 'build'], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (b.status !== 0) throw new Error('npm run build failed');
 }

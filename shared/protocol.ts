@@ -218,10 +218,19 @@ export type WhoAmI = z.infer<typeof WhoAmI>;
 
 /** A run's status: running, paused, or ended (completed, failed, cancelled). */
 export const ExecutionStatus = z.enum(['running', 'paused', 'completed', 'failed', 'cancelled']);
+/** What a run is shown as (support/run-words.ts `runState` says which): its status, or `stale`. */
+export const RunState = z.enum(['running', 'stale', 'paused', 'completed', 'failed', 'cancelled']);
+export type RunState = z.infer<typeof RunState>;
 /** One run as the plane's read API lists it (GET /v1/executions). */
 export const ExecutionView = z.object({
   executionId: ExecutionId,
   status: ExecutionStatus,
+  /**
+   * What the inspector shows the run as: its `status`, but `stale` for a running run whose holder's hold
+   * expired without an end (its runner crashed or stalled; recoverable) and `paused` for a LangGraph thread
+   * waiting at `interrupt()` (its status says running: a thread never ends with a marker).
+   */
+  state: RunState,
   rowCount: z.number().int(),
   lastSeq: z.number().int(),
   lastNodeId: z.string().nullable(),

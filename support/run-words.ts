@@ -13,6 +13,7 @@
  *          another machine's takeover) takes the run up
  */
 import { ErrorCode } from '../shared/errors.js';
+import type { RunState } from '../shared/protocol.js';
 import { isGraphNodeId } from './langgraph.js';
 
 /** A run's lease as its source reads it (a local store's lease; the plane's owner record), by that source's clock. */
@@ -58,6 +59,19 @@ export function holdOf(
 
 /** The word a run's status is shown as: `stale` for a run whose runner's lease expired mid-run, else its status. */
 export const statusWord = (status: string, hold: Hold | null): string => (hold?.kind === 'stale' ? 'stale' : status);
+
+/**
+ * The state a run is shown in (the inspectors' status column, the plane's API listing): its status, but
+ * `paused` for a LangGraph thread waiting at `interrupt()` (`graphPaused`: its summary says running; the
+ * source reads its newest checkpoint's writes) and `stale` for a running run whose holder's lease expired.
+ */
+export function runState(
+  run: { status: Exclude<RunState, 'stale'>; lastNodeId?: string | null; lease?: LeaseView | null },
+  o: { graphPaused?: boolean } = {},
+): RunState {
+  const status = o.graphPaused && run.status === 'running' ? 'paused' : run.status;
+  return statusWord(status, holdOf({ ...run, status })) as RunState;
+}
 
 /**
  * A hold in words: text, and its time as `time` renders one (the CLI: local

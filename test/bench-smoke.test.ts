@@ -94,14 +94,14 @@ describe('benchmark smoke runs', () => {
     ]);
     for (const l of lines) expect((l.ratio as { median: number }).median).toBeGreaterThan(0);
   });
-  it("run-page: a long run's page loaded cold in Chromium on both UIs (HTML bytes, first contentful paint, height)", () => {
+  it("run-page: a long run's page loaded cold in Chromium on both UIs (HTML bytes, first contentful paint, height, main-thread time)", () => {
     const lines = bench('run-page.ts');
     expect(lines.map((l) => [l.ui, l.rows])).toEqual([
       ['waymark ui (SQLite)', 30],
       ['plane inspector (PGlite)', 30],
     ]);
     for (const l of lines)
-      for (const k of ['bytes', 'fcpMs', 'heightPx'])
+      for (const k of ['bytes', 'fcpMs', 'heightPx', 'taskMs', 'layoutMs'])
         expect((l[k] as { median: number }).median, `${l.ui} ${k}`).toBeGreaterThan(0);
   });
   it('storage growth', () => {
@@ -133,6 +133,17 @@ describe('benchmark smoke runs', () => {
       expect(line).toMatchObject({ bench: 'ingest-planes', rows: 2000, writers: 4, reps: 1, errors: 0 });
       for (const k of ['one', 'two', 'oneCpu', 'twoCpu', 'scale'])
         expect((line[k] as { median: number }).median).toBeGreaterThan(0);
+    },
+    900_000,
+  );
+  it.skipIf(!pg)(
+    "ingest-rss: a plane process's RSS at first start, under ingest and after restart, on PGlite and Postgres (the built binary)",
+    () => {
+      const lines = bench('ingest-rss.ts', '1000', '2');
+      expect(lines.map((l) => l.backend)).toEqual(['pglite', 'postgres']);
+      for (const l of lines)
+        for (const k of ['rowsPerSec', 'firstStartMb', 'peakMb', 'endMb', 'restartMb'])
+          expect((l[k] as { median: number }).median, `${l.backend} ${k}`).toBeGreaterThan(0);
     },
     900_000,
   );

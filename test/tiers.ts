@@ -147,6 +147,7 @@ export const SLOW: readonly string[] = [
   'test/ui/security.test.ts',
   // holds, leases and deadlines waited out in real time
   'test/plane/takeover.test.ts',
+  'test/plane/run-state.test.ts',
   'test/plane/slow-body.test.ts',
   'test/replica/claim.test.ts',
   'test/replica/stall.test.ts',

@@ -12,10 +12,12 @@ import { likeContains, likeStart } from '../db/like.js';
 import type { PlaneDb } from '../db/open.js';
 import { checkpoints, claimConflicts, executions, runOwners, runTakeovers } from '../db/schema.js';
 import { GRAPH_AGENT_PATH } from '../../support/langgraph.js';
-import type { LeaseView } from '../../support/run-words.js';
+import type { RunState } from '../../shared/protocol.js';
+import { type LeaseView, runState } from '../../support/run-words.js';
 import { capped, type Counted } from '../../support/count.js';
 import { decodeCursor, encodeCursor, isExecCursor } from './cursor.js';
-import { endError, newestRows } from './newest-rows.js';
+import { graphPauses } from './graph-threads.js';
+import { endError, newestRows, type RunFacts } from './newest-rows.js';
 
 export interface ExecutionFilter {
   status?: string;
@@ -162,9 +164,44 @@ export async function executionPage(db: PlaneDb, projectId: string, f: Execution
   };
 }
 
+/** The API's listing: a page of runs, each with the state the inspector shows it in (`withStates`). */
 export async function listExecutions(db: PlaneDb, projectId: string, f: ExecutionFilter) {
-  const { items, nextCursor } = await executionPage(db, projectId, f);
-  return { items, nextCursor };
+  const { items, nextCursor, newest } = await executionPage(db, projectId, f);
+  return { items: await withStates(db, projectId, items, newest), nextCursor };
+}
+
+/**
+ * What a run's summary does not say of these runs: the interrupt each running LangGraph thread waits at
+ * (graph-threads.ts; its summary says running) and the plane's hold of every other running run (`runHolds`).
+ * `newest`: their newest rows, as `executionPage` read them (read here when not given).
+ */
+export async function runStateFacts(
+  db: PlaneDb,
+  projectId: string,
+  runs: readonly RunFacts[],
+  newest?: ReadonlyMap<string, Checkpoint>,
+) {
+  const paused = await graphPauses(db, projectId, runs, newest);
+  const holds = await runHolds(
+    db,
+    projectId,
+    runs.filter((r) => r.status === 'running' && !paused.has(r.executionId)).map((r) => r.executionId),
+  );
+  return { paused, holds };
+}
+
+/** `runs`, each with `state`: what the inspector shows it as (support/run-words.ts `runState`: stale, a thread paused). */
+export async function withStates<T extends ReturnType<typeof executionView>>(
+  db: PlaneDb,
+  projectId: string,
+  runs: T[],
+  newest?: ReadonlyMap<string, Checkpoint>,
+): Promise<(T & { state: RunState })[]> {
+  const { paused, holds } = await runStateFacts(db, projectId, runs, newest);
+  return runs.map((r) => ({
+    ...r,
+    state: runState({ ...r, lease: holds.get(r.executionId) ?? null }, { graphPaused: paused.has(r.executionId) }),
+  }));
 }
 
 export function executionView(e: typeof executions.$inferSelect) {
@@ -202,8 +239,10 @@ export async function executionWithNewest(db: PlaneDb, projectId: string, execut
   return { run, newest };
 }
 
+/** One run as the API shows it, with its state (`withStates`); null: no such run. */
 export async function getExecution(db: PlaneDb, projectId: string, executionId: string) {
-  return (await executionWithNewest(db, projectId, executionId))?.run ?? null;
+  const found = await executionWithNewest(db, projectId, executionId);
+  return found && (await withStates(db, projectId, [found.run], found.newest))[0];
 }
 
 /**

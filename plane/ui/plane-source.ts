@@ -17,6 +17,7 @@ import {
   forkLinks,
   listTakeovers,
   runHolds,
+  runStateFacts,
   runUsage,
   usageByRun,
 } from '../reads/executions.js';
@@ -58,14 +59,9 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
         projectId,
         page.items.map((i) => i.executionId),
       );
-      // a LangGraph thread waiting at an interrupt is running to the run summary (it has no store pause): paused here
-      const paused = await graphPauses(db, projectId, page.items, page.newest);
-      // the hold of each running run: a running run whose hold expired is stale (inspector/runs-page.tsx)
-      const holds = await runHolds(
-        db,
-        projectId,
-        page.items.filter((i) => i.status === 'running' && !paused.has(i.executionId)).map((i) => i.executionId),
-      );
+      // a LangGraph thread waiting at an interrupt is running to the run summary (it has no store pause): paused here;
+      // the hold of each other running run: a running run whose hold expired is stale (inspector/runs-page.tsx)
+      const { paused, holds } = await runStateFacts(db, projectId, page.items, page.newest);
       return {
         items: page.items
           .map((i) => {

@@ -13,13 +13,12 @@
  *   a second decision (409 naming the first), a read key (no form; a forged
  *   post refused), another project's pause (404), a bad field (400): each
  *   records nothing.
- * Screenshots go to test-output/ui-screenshots/; with
- * WAYMARK_UPDATE_SCREENSHOTS=1 the inbox and the form also become docs/GUIDE.md's
- * pictures in docs/img/.
+ * Screenshots go to test-output/ui-screenshots/ (docs/img's pictures are
+ * `npm run screenshots`').
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,16 +36,12 @@ import { scratchDir } from '../helpers/tmp.js';
 
 const LAPTOP = fileURLToPath(new URL('./approvals-laptop-child.ts', import.meta.url));
 const WORKER = fileURLToPath(new URL('../decisions/worker-child.ts', import.meta.url));
-const IMG = join(ROOT, 'docs', 'img');
 const tmp = scratchDir('waymark-approvals-ui-');
 
 type Msg = { type: string; [k: string]: unknown };
 
-/** A screenshot's path in test-output/; with WAYMARK_UPDATE_SCREENSHOTS=1 it also becomes docs/GUIDE.md's docs/img/<name>.png (`publish`). */
+/** A screenshot's path in test-output/. */
 const shotPath = (name: string) => join(SHOTS, `${name}.png`);
-const publish = (name: string) => {
-  if (process.env.WAYMARK_UPDATE_SCREENSHOTS === '1') copyFileSync(shotPath(name), join(IMG, `${name}.png`));
-};
 
 async function session(url: string, key: string): Promise<string> {
   const r = await fetch(`${url}/login`, {
@@ -206,7 +201,6 @@ describe('approvals on the plane inspector', () => {
     expect(await card.locator('pre').textContent()).toContain('9000');
     expect(await card.textContent()).toContain('No decision yet.');
     await page.screenshot({ path: shotPath('approvals-inbox'), fullPage: true });
-    publish('approvals-inbox');
 
     await card.locator(`a[href^="/runs/"]`).click();
     // the inbox lands on the pause (reason and context), the form below it
@@ -221,7 +215,6 @@ describe('approvals on the plane inspector', () => {
       fullPage: true,
       clip: { x: 0, y: top.y - 8, width: 1100, height: bottom.y + bottom.height - top.y + 16 },
     });
-    publish('approve-form');
     const outcome = nextMessage<Msg>(laptop, (m) => m.type === 'outcome');
     await page.click('button[name=approved][value=true]');
     await page.waitForURL(new RegExp(`/runs/${id}#decisions-h$`));

@@ -5,7 +5,7 @@
  * Screenshots go to test-output/ui-screenshots/.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
@@ -18,7 +18,6 @@ import { scratchDir } from '../helpers/tmp.js';
 import { uuidv7 } from '../../shared/ids.js';
 
 export const SHOTS = join(fileURLToPath(new URL('../..', import.meta.url)), 'test-output', 'ui-screenshots');
-const DOCS_IMG = join(fileURLToPath(new URL('../..', import.meta.url)), 'docs', 'img');
 const XSS = `<script>window.__xss=1</script> "><img src=x onerror="window.__xss=2">`;
 
 export const launch = (): Promise<Browser> => launchChromium();
@@ -32,15 +31,9 @@ describe('the inspector in headless chromium', () => {
   let readKey = '';
   let pausedId = '';
   const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
-  /** With WAYMARK_UPDATE_SCREENSHOTS=1, a screenshot also becomes docs/GUIDE.md's picture docs/img/<as>.png. */
-  const publish = (name: string, as: string) => {
-    if (process.env.WAYMARK_UPDATE_SCREENSHOTS === '1')
-      copyFileSync(join(SHOTS, `${name}.png`), join(DOCS_IMG, `${as}.png`));
-  };
 
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    mkdirSync(DOCS_IMG, { recursive: true });
     console.log(`[ui] screenshots in ${SHOTS}`);
     // Chromium starts while the plane does and is filled
     launching = launch();
@@ -149,7 +142,6 @@ describe('the inspector in headless chromium', () => {
     expect(await page.textContent('body')).toMatch(/refund-large\s*paused/);
     expect(await page.textContent('body')).toMatch(/refund-small\s*completed/);
     await shot('02-runs');
-    publish('02-runs', 'run-list');
     await page.fill('input[name=q]', 'refund-l');
     await page.click('form.filters button');
     await expect.poll(() => page.locator('tbody tr').count()).toBe(1);
@@ -196,7 +188,6 @@ describe('the inspector in headless chromium', () => {
     expect(body).toContain('"amount": 50000');
     expect(await page.locator('ol.timeline li').count()).toBe(3);
     await shot('03-run-paused');
-    publish('03-run-paused', 'run-page');
     await page.fill('input[name=a]', '0');
     await page.fill('input[name=b]', '1');
     await page.click('#diff-h + form button');
