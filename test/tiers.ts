@@ -43,6 +43,7 @@ export const FAST: readonly string[] = [
   'test/package/decisions-reliability.test.ts',
   'test/package/docs.test.ts',
   'test/package/layering.test.ts',
+  'test/package/screenshots.test.ts',
   'test/package/tiers.test.ts',
   'test/plane/admin.test.ts',
   'test/plane/changes.test.ts',

@@ -39,6 +39,7 @@ import { startPlane } from '../plane/server.js';
 import { inspectorRoutes } from '../plane/ui/routes.js';
 import { launchChromium } from '../bench/lib/chromium.js';
 import { writeLongRun } from '../bench/lib/long-run.js';
+import { file, type Shot, SCHEMES, SHOTS, type Ui, UI_NAME, uncoveredRoutes, WIDTHS } from './screenshot-pages.js';
 
 // the server renders times in the process's zone, the pages' script in the browser's: both UTC
 process.env.TZ = 'UTC';
@@ -46,105 +47,11 @@ process.env.TZ = 'UTC';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const IMG = join(ROOT, 'docs', 'img');
 const GUIDE = join(ROOT, 'docs', 'GUIDE.md');
-const WIDTHS = [1280, 390] as const;
-const SCHEMES = ['light', 'dark'] as const;
 const MAX_HEIGHT = 2400;
 /** Where docs/GUIDE.md's table of the pictures goes. */
 const MARKED = /(<!-- screens -->\n)[\s\S]*?(<!-- \/screens -->)/;
 /** The plane's shortest hold: the stale run's writer goes quiet and its hold runs out within seconds. */
 const HOLD_MS = 1000;
-
-type Ui = 'plane' | 'local';
-interface Shot {
-  ui: Ui;
-  /** The route (as the UI's app names it) this shot covers. */
-  route: string;
-  path: string;
-  /** The file's name part and the guide's words. */
-  name: string;
-  title: string;
-  /** Signed in (the plane): false for the login page. */
-  session?: boolean;
-  /** How much of the page to take, in px from the top (or from the path's #anchor); default the whole, up to MAX_HEIGHT. */
-  height?: number;
-}
-
-const UI_NAME: Record<Ui, string> = { plane: "the plane's inspector", local: '`waymark ui`' };
-
-/** Every page this tool captures; each page route of either UI must be among `route`s (checked below). */
-const SHOTS: Shot[] = [
-  { ui: 'plane', route: '/login', path: '/login', name: 'login', title: 'Login', session: false },
-  { ui: 'plane', route: '/', path: '/', name: 'run-list', title: 'Run list' },
-  { ui: 'plane', route: '/', path: '/?attention=1', name: 'run-list-attention', title: 'Run list: needs attention' },
-  { ui: 'plane', route: '/', path: '/?status=bogus', name: 'refused', title: 'A refused filter (400)' },
-  { ui: 'plane', route: '/runs/:id', path: '/runs/refund-7731', name: 'run-paused', title: 'A paused run' },
-  {
-    ui: 'plane',
-    route: '/runs/:id',
-    path: '/runs/refund-7731#pause-h',
-    name: 'approve-form',
-    title: 'A pause and its approve form',
-    height: 760,
-  },
-  { ui: 'plane', route: '/runs/:id', path: '/runs/refund-1042', name: 'run-completed', title: 'A completed run' },
-  { ui: 'plane', route: '/runs/:id', path: '/runs/summarise-88', name: 'run-failed', title: 'A failed run' },
-  { ui: 'plane', route: '/runs/:id', path: '/runs/refund-2210', name: 'run-cancelled', title: 'A cancelled run' },
-  { ui: 'plane', route: '/runs/:id', path: '/runs/nightly-report', name: 'run-stale', title: 'A stale run' },
-  { ui: 'plane', route: '/runs/:id', path: '/runs/refund-thread-42', name: 'run-thread', title: 'A LangGraph thread' },
-  { ui: 'plane', route: '/runs/:id', path: '/runs/long-run', name: 'run-long', title: 'A 500-row run' },
-  {
-    ui: 'plane',
-    route: '/runs/:id',
-    path: '/runs/refund-1042?a=0&b=3#diff-h',
-    name: 'run-diff',
-    title: 'A diff of two rows',
-    height: 900,
-  },
-  { ui: 'plane', route: '/runs/:id', path: '/runs/no-such-run', name: 'not-found', title: 'No such run (404)' },
-  {
-    ui: 'plane',
-    route: '/runs/:id/state',
-    path: '/runs/refund-7731/state',
-    name: 'state',
-    title: "A row's whole state",
-  },
-  { ui: 'plane', route: '/approvals', path: '/approvals', name: 'approvals', title: 'Pending approvals' },
-  { ui: 'plane', route: '/quarantine', path: '/quarantine', name: 'quarantine', title: 'Quarantine' },
-  { ui: 'plane', route: '/writers', path: '/writers', name: 'writers', title: 'Writers' },
-  { ui: 'plane', route: '/keys', path: '/keys', name: 'keys', title: 'Keys' },
-  {
-    ui: 'plane',
-    route: '/keys/:id/revoke',
-    path: '/keys/{reader}/revoke',
-    name: 'key-revoke',
-    title: 'Revoking a key',
-  },
-  { ui: 'local', route: '/', path: '/', name: 'run-list', title: 'Run list' },
-  { ui: 'local', route: '/runs/:id', path: '/runs/refund-7731', name: 'run-paused', title: 'A paused run' },
-  { ui: 'local', route: '/runs/:id', path: '/runs/nightly-report', name: 'run-stale', title: 'A stale run' },
-  { ui: 'local', route: '/runs/:id', path: '/runs/long-run', name: 'run-long', title: 'A 500-row run' },
-  {
-    ui: 'local',
-    route: '/runs/:id/state',
-    path: '/runs/refund-7731/state',
-    name: 'state',
-    title: "A row's whole state",
-  },
-  { ui: 'local', route: '/approvals', path: '/approvals', name: 'approvals', title: 'Pending approvals' },
-  { ui: 'local', route: '/quarantine', path: '/quarantine', name: 'quarantine', title: 'Quarantine' },
-  { ui: 'local', route: '/sync', path: '/sync', name: 'sync', title: 'Sync status' },
-  { ui: 'local', route: '*', path: '/nothing-here', name: 'not-found', title: 'Nothing here (404)' },
-];
-
-/** The GET page routes of a Hono app (its static assets apart). */
-const pageRoutes = (routes: { method: string; path: string }[]) =>
-  new Set(
-    routes
-      .filter((r) => r.method === 'GET' && !r.path.startsWith('/ui/') && r.path !== '/favicon.ico')
-      .map((r) => r.path),
-  );
-
-const file = (s: Shot, width: number, scheme: string) => `${s.ui}-${s.name}-${width}-${scheme}.webp`;
 
 /** The plane's JSON API, with a key. */
 async function api<T = Record<string, unknown>>(url: string, key: string, method = 'GET', json?: unknown): Promise<T> {
@@ -171,13 +78,7 @@ launching.catch(() => {});
 const ui = await serveLocalUi(store, { port: 0, user: 'alice', label: 'laptop' });
 try {
   // the route tables: a page route with no shot fails the run before anything is written
-  const covered = (u: Ui) => new Set(SHOTS.filter((s) => s.ui === u).map((s) => s.route));
-  const missing = [
-    ...[...pageRoutes(inspectorRoutes(database.db).routes)]
-      .filter((r) => !covered('plane').has(r))
-      .map((r) => `plane ${r}`),
-    ...[...pageRoutes(localUiApp(store).routes)].filter((r) => !covered('local').has(r)).map((r) => `local ${r}`),
-  ];
+  const missing = uncoveredRoutes(inspectorRoutes(database.db).routes, localUiApp(store).routes);
   if (missing.length)
     throw new Error(`tools/screenshots.ts has no shot of these page routes (add them to SHOTS): ${missing.join(', ')}`);
   if (!MARKED.test(readFileSync(GUIDE, 'utf8')))
