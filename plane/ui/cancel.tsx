@@ -30,7 +30,7 @@ import { and, desc, eq } from 'drizzle-orm';
 import { keyName } from '../auth.js';
 import { cancelAtPlane } from '../cancel.js';
 import type { PlaneDb } from '../db/open.js';
-import { checkpoints, claims } from '../db/schema.js';
+import { checkpoints, claims, runOwners } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
 import { csrfOf, csrfOk } from '../../inspector/csrf.js';
 import { Id, json, Layout, Time, Writer } from '../../inspector/layout.js';
@@ -99,6 +99,8 @@ export const CancelForm: FC<{ executionId: string; csrf: string; paused: boolean
 /** What the plane holds about a run's cancel: its marker and the pause it closed (null: none). */
 interface CancelFacts {
   marker: Checkpoint;
+  /** The name of the key that cancelled it at the plane (null: not known). */
+  byKey: string | null;
   closedPause: {
     checkpointId: string;
     reason: string | null;
@@ -127,8 +129,13 @@ async function cancelFacts(db: PlaneDb, projectId: string, executionId: string):
     .leftJoin(claims, and(eq(claims.projectId, checkpoints.projectId), eq(claims.checkpointId, checkpoints.id)))
     .where(and(run, eq(checkpoints.seq, marker.seq - 1)));
   const p = before?.row as Checkpoint | undefined;
+  const [owner] = await db
+    .select({ by: runOwners.cancelledBy })
+    .from(runOwners)
+    .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
   return {
     marker,
+    byKey: owner?.by ?? null,
     closedPause:
       p && p.step === 'hitl_pause' && p.status === 'interrupted'
         ? {
@@ -155,7 +162,13 @@ export const CancelDetail: FC<{ executionId: string; facts: CancelFacts; stopped
     <>
       <p class="muted">
         {byPlane ? (
-          'Cancelled at the plane'
+          facts.byKey !== null ? (
+            <span data-testid="cancelled-by-key">
+              Cancelled at the plane by key <strong>{facts.byKey}</strong>
+            </span>
+          ) : (
+            'Cancelled at the plane'
+          )
         ) : (
           <>
             Cancelled by writer <Writer id={m.writerId} />
@@ -349,13 +362,14 @@ export function mountCancel(
     // a path no run id can be names no run: not found, never a database error
     if (!ExecutionId.safeParse(id).success) return notHere();
     const p = c.get('principal');
-    const r = await cancelAtPlane(db, p.projectId, id, parsed.reason, `key:${p.keyId}`);
+    const by = await keyName(db, p.keyId);
+    const r = await cancelAtPlane(db, p.projectId, id, parsed.reason, `key:${p.keyId}`, by);
     if (r.outcome === 'not_found') return notHere();
     if (r.outcome === 'finished')
       return refuse(ErrorCode.ALREADY_FINISHED, `run '${id}' already completed; a completed run is not cancelled`);
     if (r.alreadyCancelled) return c.html(wrap(<AlreadyCancelledPage executionId={id} seq={r.seq} />, c), 200);
     c.get('log').warn(
-      { executionId: id, from: r.takenFrom, seq: r.seq, keyId: p.keyId, by: await keyName(db, p.keyId) },
+      { executionId: id, from: r.takenFrom, seq: r.seq, keyId: p.keyId, by },
       'a run was cancelled at the plane (inspector)',
     );
     return c.redirect(`/runs/${encodeURIComponent(id)}#cancel-h`, 303);
