@@ -49,6 +49,7 @@ export const FAST: readonly string[] = [
   'test/plane/cursor-edges.test.ts',
   'test/plane/decision-routes.test.ts',
   'test/plane/run-requests.test.ts',
+  'test/runtime/expect-newest.test.ts',
   'test/plane/data-dir-init.test.ts',
   'test/plane/decisions.test.ts',
   'test/plane/deep-rows.test.ts',
