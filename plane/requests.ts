@@ -288,6 +288,15 @@ export async function listRequests(
   };
 }
 
+/** One request of the project (null: none). */
+export async function getRequest(db: Conn, projectId: string, requestId: string): Promise<RunRequestView | null> {
+  const [r] = await db
+    .select()
+    .from(runRequests)
+    .where(and(eq(runRequests.projectId, projectId), eq(runRequests.requestId, requestId)));
+  return r ? requestView(r) : null;
+}
+
 async function lockedRequest(tx: Tx, projectId: string, requestId: string): Promise<Row> {
   const [r] = await tx
     .select()

@@ -26,6 +26,7 @@ import { controlBodyErrors, errorResponse, errors, IdParam, jsonAnswer, jsonBody
 import { scoped } from '../http/scope.js';
 import {
   claimRequest,
+  getRequest,
   listRequests,
   outcomeProblems,
   recordRequest,
@@ -89,6 +90,26 @@ export function requestRoutes({ db, bodyDeadline }: RouteDeps) {
       responses: { 200: jsonAnswer('a page; pass nextCursor as `after` for the next', RunRequestPage), ...errors },
     }),
     async (c) => c.json(await listRequests(db, c.get('principal').projectId, c.req.valid('query')), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/requests/{requestId}',
+      summary: 'One run request and where it stands',
+      ...scoped(db, ['read', 'ingest', 'operate']),
+      request: { params: RequestParam },
+      responses: { 200: jsonAnswer('the request', RunRequestView), 404: errorResponse('REQUEST_NOT_FOUND'), ...errors },
+    }),
+    async (c) => {
+      const { requestId } = c.req.valid('param');
+      const r = await getRequest(db, c.get('principal').projectId, requestId);
+      if (!r)
+        throw new HttpError(404, ErrorCode.REQUEST_NOT_FOUND, `request '${requestId}' is not on this plane`, {
+          details: { requestId },
+        });
+      return c.json(r, 200);
+    },
   );
 
   app.openapi(
