@@ -136,6 +136,7 @@ export const SLOW: readonly string[] = [
   'test/ui/approvals.test.ts',
   'test/ui/cancel-reason.test.ts',
   'test/ui/cancel.test.ts',
+  'test/ui/run-requests.test.ts',
   'test/ui/inspector.test.ts',
   'test/ui/keys.test.ts',
   'test/ui/langgraph-thread.test.ts',
