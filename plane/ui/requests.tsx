@@ -36,7 +36,7 @@ import { formRefusal, RunActionRefusedPage, sessionMay } from './run-form.js';
 type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
 
 /** Whether this request may ask for run requests (a session of a key with the operate or the admin scope), and its form's token. */
-export const operator = (c: Context<PlaneEnv>) =>
+export const asker = (c: Context<PlaneEnv>) =>
   sessionMay(
     c,
     'operate',
@@ -200,7 +200,7 @@ export async function requestsPart(db: PlaneDb, c: Context<PlaneEnv>, props: Run
     <RequestsSection
       executionId={e.executionId}
       requests={requests}
-      who={operator(c)}
+      who={asker(c)}
       failed={e.status === 'failed'}
       stale={hold?.kind === 'stale' || hold?.kind === 'free'}
       forkSeq={forkSeq}
@@ -264,7 +264,7 @@ export function mountRequests(
         STATUS[code] ?? 409,
       );
     const form = await c.req.parseBody();
-    const refusal = formRefusal(c, form, operator(c));
+    const refusal = formRefusal(c, form, asker(c));
     if (refusal) return refuse(refusal.code, refusal.message);
     if (!ExecutionId.safeParse(id).success)
       return refuse(ErrorCode.EXECUTION_NOT_FOUND, `no run '${id}' in this project`, null);

@@ -223,6 +223,21 @@ function requestSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(missing.body.error.code).toBe('REQUEST_NOT_FOUND');
     });
 
+    it('a request of a run deleted while it waits is settled superseded (EXECUTION_GONE), never applied', async () => {
+      await run('deleted-1', 'failed');
+      const req = (await post('/v1/executions/deleted-1/requests', { action: 'retry' })).body;
+      await laptop.deleteExecution('deleted-1');
+      const r = await call(`${plane.url}/v1/ingest`, {
+        key: keys.ingest,
+        json: { protocol: 1, writerId: laptop.writerId, rows: await takeEvents(laptop) },
+      });
+      expect(r.body.rejected).toBe(0);
+      expect((await get(`/v1/requests/${req.requestId}`)).body).toMatchObject({
+        state: 'superseded',
+        code: 'EXECUTION_GONE',
+      });
+    });
+
     it('a cancel keeps the name of the key that cancelled the run', async () => {
       await run('cancel-1', 'running');
       await plane.database.db.execute(
