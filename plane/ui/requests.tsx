@@ -24,7 +24,7 @@ import { checkpoints } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
 import { recordRequest, requestsOfRun } from '../requests.js';
-import { Time, Writer } from '../../inspector/layout.js';
+import { LiveRegion, Time, Writer } from '../../inspector/layout.js';
 import type { RunPageProps } from '../../inspector/run-page.js';
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
@@ -141,24 +141,26 @@ const RequestsSection: FC<{
       The plane records the request; the application&rsquo;s worker (serveDecisions, which has the agents and their
       tools) applies it and reports back here. The plane never runs a step.
     </p>
-    {p.requests.length > 0 && (
-      <ul data-testid="request-list">
-        {p.requests.map((r) => (
-          <li data-testid="request" data-action={r.action} data-state={r.state}>
-            <strong>{ACTION_WORDS[r.action]}</strong> from{' '}
-            <a href={`/runs/${encodeURIComponent(r.executionId)}#seq-${r.checkpointSeq}`}>#{r.checkpointSeq}</a>, asked
-            by <strong>{r.requestedBy}</strong> <Time iso={r.requestedAt} relative />
-            {r.reason && (
-              <>
-                {' '}
-                (<q class="reason">{r.reason}</q>)
-              </>
-            )}
-            : <RequestState r={r} lastSeq={p.lastSeq} />
-          </li>
-        ))}
-      </ul>
-    )}
+    <LiveRegion name="run requests">
+      {p.requests.length > 0 && (
+        <ul data-testid="request-list">
+          {p.requests.map((r) => (
+            <li data-testid="request" data-action={r.action} data-state={r.state}>
+              <strong>{ACTION_WORDS[r.action]}</strong> from{' '}
+              <a href={`/runs/${encodeURIComponent(r.executionId)}#seq-${r.checkpointSeq}`}>#{r.checkpointSeq}</a>,
+              asked by <strong>{r.requestedBy}</strong> <Time iso={r.requestedAt} relative />
+              {r.reason && (
+                <>
+                  {' '}
+                  (<q class="reason">{r.reason}</q>)
+                </>
+              )}
+              : <RequestState r={r} lastSeq={p.lastSeq} />
+            </li>
+          ))}
+        </ul>
+      )}
+    </LiveRegion>
     {'refused' in p.who ? (
       <p class="muted" data-testid="no-requests">
         {p.who.refused}
