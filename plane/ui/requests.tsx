@@ -134,61 +134,87 @@ const RequestsSection: FC<{
   stale: boolean;
   forkSeq: number | null;
   lastSeq: number;
-}> = (p) => (
-  <section aria-labelledby="requests-h" data-testid="run-requests">
-    <h2 id="requests-h">Ask the application</h2>
-    <p class="muted">
-      The plane records the request; the application&rsquo;s worker (serveDecisions, which has the agents and their
-      tools) applies it and reports back here. The plane never runs a step.
-    </p>
-    <LiveRegion name="run requests">
-      {p.requests.length > 0 && (
-        <ul data-testid="request-list">
-          {p.requests.map((r) => (
-            <li data-testid="request" data-action={r.action} data-state={r.state}>
-              <strong>{ACTION_WORDS[r.action]}</strong> from{' '}
-              <a href={`/runs/${encodeURIComponent(r.executionId)}#seq-${r.checkpointSeq}`}>#{r.checkpointSeq}</a>,
-              asked by <strong>{r.requestedBy}</strong> <Time iso={r.requestedAt} relative />
-              {r.reason && (
-                <>
-                  {' '}
-                  (<q class="reason">{r.reason}</q>)
-                </>
-              )}
-              : <RequestState r={r} lastSeq={p.lastSeq} />
-            </li>
-          ))}
-        </ul>
-      )}
-    </LiveRegion>
-    {'refused' in p.who ? (
-      <p class="muted" data-testid="no-requests">
-        {p.who.refused}
+}> = (p) => {
+  // a second open request of the run and action is refused: its form waits until the first is settled
+  // (an applied retry or recover whose rows have not reached the plane yet still names the run's newest row)
+  const waiting = (a: RunRequestView['action']) =>
+    p.requests.some(
+      (r) =>
+        r.action === a &&
+        (r.state === 'open' || (r.state === 'applied' && a !== 'fork' && r.checkpointSeq >= p.lastSeq)),
+    );
+  const held = (['retry', 'recover', 'fork'] as const).filter(
+    (a) => waiting(a) && (a === 'fork' ? p.forkSeq !== null : a === 'retry' ? p.failed : p.stale),
+  );
+  return (
+    <section aria-labelledby="requests-h" data-testid="run-requests">
+      <h2 id="requests-h">Ask the application</h2>
+      <p class="muted">
+        The plane records the request; the application&rsquo;s worker (serveDecisions, which has the agents and their
+        tools) applies it and reports back here. The plane never runs a step.
       </p>
-    ) : (
-      <>
-        {p.failed && (
-          <RequestForm executionId={p.executionId} csrf={p.who.csrf} action="retry" label="Retry run">
-            <p>Run it again from its failed step, on a machine of the application.</p>
-          </RequestForm>
+      <LiveRegion name="run requests">
+        {p.requests.length > 0 && (
+          <ul data-testid="request-list">
+            {p.requests.map((r) => (
+              <li data-testid="request" data-action={r.action} data-state={r.state}>
+                <strong>{ACTION_WORDS[r.action]}</strong> from{' '}
+                <a href={`/runs/${encodeURIComponent(r.executionId)}#seq-${r.checkpointSeq}`}>#{r.checkpointSeq}</a>,
+                asked by <strong>{r.requestedBy}</strong> <Time iso={r.requestedAt} relative />
+                {r.reason && (
+                  <>
+                    {' '}
+                    (<q class="reason">{r.reason}</q>)
+                  </>
+                )}
+                : <RequestState r={r} lastSeq={p.lastSeq} />
+              </li>
+            ))}
+          </ul>
         )}
-        {p.stale && (
-          <RequestForm executionId={p.executionId} csrf={p.who.csrf} action="recover" label="Recover run">
-            <p>Its runner stopped renewing its hold: a machine of the application takes it over and goes on.</p>
-          </RequestForm>
-        )}
-        {p.forkSeq !== null && (
-          <RequestForm executionId={p.executionId} csrf={p.who.csrf} action="fork" label="Fork from this row">
-            <label for="fork-seq">
-              Row to branch a new run from (its # in the timeline)
-              <input id="fork-seq" name="seq" type="number" min="0" max={String(p.forkSeq)} value={String(p.forkSeq)} />
-            </label>
-          </RequestForm>
-        )}
-      </>
-    )}
-  </section>
-);
+      </LiveRegion>
+      {'refused' in p.who ? (
+        <p class="muted" data-testid="no-requests">
+          {p.who.refused}
+        </p>
+      ) : (
+        <>
+          {held.length > 0 && (
+            <p class="muted" data-testid="requests-waiting">
+              {held.map((a) => ACTION_WORDS[a]).join(', ')}: a request is waiting for the application; its form comes
+              back once the application has settled it.
+            </p>
+          )}
+          {p.failed && !waiting('retry') && (
+            <RequestForm executionId={p.executionId} csrf={p.who.csrf} action="retry" label="Retry run">
+              <p>Run it again from its failed step, on a machine of the application.</p>
+            </RequestForm>
+          )}
+          {p.stale && !waiting('recover') && (
+            <RequestForm executionId={p.executionId} csrf={p.who.csrf} action="recover" label="Recover run">
+              <p>Its runner stopped renewing its hold: a machine of the application takes it over and goes on.</p>
+            </RequestForm>
+          )}
+          {p.forkSeq !== null && !waiting('fork') && (
+            <RequestForm executionId={p.executionId} csrf={p.who.csrf} action="fork" label="Fork from this row">
+              <label for="fork-seq">
+                Row to branch a new run from (its # in the timeline)
+                <input
+                  id="fork-seq"
+                  name="seq"
+                  type="number"
+                  min="0"
+                  max={String(p.forkSeq)}
+                  value={String(p.forkSeq)}
+                />
+              </label>
+            </RequestForm>
+          )}
+        </>
+      )}
+    </section>
+  );
+};
 
 /** The requests part of a run's page (run page props as the shared page gets them). */
 export async function requestsPart(db: PlaneDb, c: Context<PlaneEnv>, props: RunPageProps) {

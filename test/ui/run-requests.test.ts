@@ -173,6 +173,8 @@ describe('retry, recover and fork from the plane inspector, applied by the appli
     await page.waitForURL(`${plane.url}/runs/failed-run#requests-h`);
     const item = page.locator('[data-testid=request][data-action=retry]');
     expect(await item.count()).toBe(1);
+    // no second Retry form while this one waits (or its rows are on their way)
+    expect(await page.locator('[data-testid=retry-form]').count()).toBe(0);
     expect(await item.textContent()).toContain('the model provider is back');
     await reloadUntil(page, '[data-testid=request][data-action=retry] [data-testid=request-applied]');
     await pollUntil(
