@@ -9,6 +9,20 @@ export class AlreadyResumed extends WaymarkError {
 }
 
 /**
+ * A resume told to act only while the run's newest row is a given one
+ * (`ResumeOptions.expectNewestId`: a run request the worker applies) found
+ * another newest row: the run moved on since the request named it (retried,
+ * recovered, resumed from code, taken up on another machine). Nothing was
+ * written; a lease taken was given back. `details.newestId`, `details.newestSeq`: the row found.
+ */
+export class MovedOn extends WaymarkError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(ErrorCode.MOVED_ON, message, { details });
+    this.name = 'MovedOn';
+  }
+}
+
+/**
  * The pause has another decision, the first (recorded on the plane, or taking
  * the place of this one in the store): nothing was claimed. `details.decision`
  * is that decision, when known; apply it instead.

@@ -24,6 +24,7 @@ import { changeRoutes } from './routes/changes.js';
 import { claimRoutes } from './routes/claims.js';
 import { ownerRoutes } from './routes/owners.js';
 import { decisionRoutes } from './routes/decisions.js';
+import { requestRoutes } from './routes/requests.js';
 import { executionRoutes } from './routes/executions.js';
 import { healthRoutes } from './routes/health.js';
 import { ingestRoutes } from './routes/ingest.js';
@@ -94,6 +95,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   );
   app.route('/', ownerRoutes(deps, { takeoverAfterMs: o.takeoverAfterMs ?? 60_000 }));
   app.route('/', decisionRoutes(deps));
+  app.route('/', requestRoutes(deps));
   app.route('/', changeRoutes(deps));
   app.route('/', projectRoutes(deps));
   app.route('/', adminRoutes(deps));

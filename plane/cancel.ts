@@ -8,7 +8,7 @@ import { chainBase, decodeChain, encodeState } from '../shared/codec.js';
 import { uuidv7 } from '../shared/ids.js';
 import { cancelMarkerFields, type Checkpoint, type EncodedState } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
-import { checkpoints, claims, executions, pendingInterrupts } from './db/schema.js';
+import { checkpoints, claims, executions, pendingInterrupts, runOwners } from './db/schema.js';
 import { announceChanges } from './changes.js';
 import { hashOf } from './ingest-item.js';
 import { cancelReasonOf, newestRows, runFacts } from './reads/newest-rows.js';
@@ -39,7 +39,8 @@ export type CancelOutcome =
  * renewal answered RUN_CANCELLED, so it stops at its next boundary), an open
  * pause is closed for good, and a cancel marker is written here after the
  * plane's newest row, carrying that row's state and who asked (`by`, the
- * key's id): every copy restored from the plane ends with it. A completed run is not cancelled (`finished`).
+ * key's id; `byName`, the key's name, kept with the run's owner for its
+ * cancel card): every copy restored from the plane ends with it. A completed run is not cancelled (`finished`).
  */
 export async function cancelAtPlane(
   db: PlaneDb,
@@ -47,6 +48,7 @@ export async function cancelAtPlane(
   executionId: string,
   reason: string | null,
   by: string | null = null,
+  byName: string | null = null,
 ): Promise<CancelOutcome> {
   const r = await db.transaction(async (tx): Promise<CancelOutcome> => {
     // the owner's row first, then the run's: the order ingest, claims and takeovers take them in
@@ -141,6 +143,11 @@ export async function cancelAtPlane(
     const takenFrom = o && o.state === 'held' ? o.writerId : null;
     if (takenFrom) await fenceWriter(tx, projectId, executionId, takenFrom, PLANE_WRITER, last.seq);
     await setOwner(tx, projectId, executionId, o, { writerId: PLANE_WRITER, state: 'cancelled', bump: true });
+    if (byName !== null)
+      await tx
+        .update(runOwners)
+        .set({ cancelledBy: byName })
+        .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
     await refreshExecutions(tx, projectId, [executionId]);
     return {
       outcome: 'cancelled',

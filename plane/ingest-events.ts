@@ -6,6 +6,7 @@
  * by `reject` (the batch quarantines it); it never throws for bad input.
  */
 import { and, eq, sql } from 'drizzle-orm';
+import { ErrorCode } from '../shared/errors.js';
 import type { OutboxEvent } from '../shared/rows.js';
 import {
   checkpoints,
@@ -18,6 +19,7 @@ import {
   pendingInterrupts,
   runContacts,
   runOwners,
+  runRequests,
   runTakeovers,
 } from './db/schema.js';
 import { lockChanges } from './changes.js';
@@ -316,6 +318,17 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
     await tx.delete(runTakeovers).where(where(runTakeovers));
     await tx.delete(runOwners).where(where(runOwners));
     await tx.delete(executions).where(where(executions));
+    // a request waiting for the application has no run to act on any more: settled, never applied
+    await tx
+      .update(runRequests)
+      .set({
+        state: 'superseded',
+        settledBy: c.writerId,
+        settledAt: new Date(),
+        outcomeCode: ErrorCode.EXECUTION_GONE,
+        outcomeMessage: 'the run was deleted',
+      })
+      .where(and(where(runRequests), eq(runRequests.state, 'open')));
     c.touched.delete(e.executionId);
     c.deleted.set(e.executionId, c.writerId);
   },

@@ -21,6 +21,7 @@ import {
   pendingInterrupts,
   projects,
   runOwners,
+  runRequests,
   runTakeovers,
 } from './db/schema.js';
 
@@ -113,6 +114,7 @@ export async function pruneRuns(
       await tx.delete(decisions).where(where(decisions));
       await tx.delete(runOwners).where(where(runOwners));
       await tx.delete(runTakeovers).where(where(runTakeovers));
+      await tx.delete(runRequests).where(where(runRequests));
       items.push({
         project: names.get(r.projectId)!,
         executionId: r.executionId,

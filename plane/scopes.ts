@@ -4,10 +4,11 @@
  */
 
 /**
- * The scopes a key may hold: `ingest`, `read`, `approve` (decide open pauses), `cancel`, `admin` (everything in the key's
+ * The scopes a key may hold: `ingest`, `read`, `approve` (decide open pauses), `cancel`,
+ * `operate` (ask the application to retry, recover or fork a run: run requests), `admin` (everything in the key's
  * own project, its keys included) and `operator` (projects and keys of every project).
  */
-export const SCOPES = ['ingest', 'read', 'approve', 'cancel', 'admin', 'operator'] as const;
+export const SCOPES = ['ingest', 'read', 'approve', 'cancel', 'operate', 'admin', 'operator'] as const;
 /** One scope of `SCOPES`. */
 export type Scope = (typeof SCOPES)[number];
 

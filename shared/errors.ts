@@ -100,6 +100,20 @@ export const ErrorCode = {
   PAUSE_CLOSED: 'PAUSE_CLOSED',
   /** A second decision for a pause that has one (at most one per pause); details.decision is the first (409 on the plane). */
   ALREADY_DECIDED: 'ALREADY_DECIDED',
+  /** A run request (retry, recover, fork; POST /v1/executions/{id}/requests, the inspector's forms) whose body has problems; every one is named, nothing was recorded (400). */
+  INVALID_RUN_REQUEST: 'INVALID_RUN_REQUEST',
+  /** A retry asked of a run that has not failed (409; details.status); nothing was recorded. */
+  RUN_NOT_FAILED: 'RUN_NOT_FAILED',
+  /** A recover asked of a run that is not stale (its runner's hold live, or the run paused or ended: 409; details.status); nothing was recorded. */
+  RUN_NOT_STALE: 'RUN_NOT_STALE',
+  /** A fork asked from a row that is not a step of the run: not one of its rows, or its run-end marker (409); nothing was recorded. */
+  NOT_FORKABLE: 'NOT_FORKABLE',
+  /** A request like an open one (the same run and action) that the application has not settled yet (409; details.request: the open one); nothing was recorded. */
+  REQUEST_OPEN: 'REQUEST_OPEN',
+  /** A request (its id) this plane does not hold, of this key's project (404). */
+  REQUEST_NOT_FOUND: 'REQUEST_NOT_FOUND',
+  /** A resume with `expectNewestId` (a run request applied by the worker) found the run's newest row another one: the run moved on (retried, recovered, resumed from code, taken up elsewhere) since the request named it. Nothing was written; the lease was given back. */
+  MOVED_ON: 'MOVED_ON',
   /** A `waymark plane` admin command pointed at a data dir that holds no plane database (nothing was created). */
   NO_PLANE_DATA: 'NO_PLANE_DATA',
   /** A constructor or function given options it cannot work with; the message names each. */

@@ -402,3 +402,71 @@ export type ExecutionChange = z.infer<typeof ExecutionChange>;
 /** A page of the change feed; pass `nextCursor` as `after` next time (the same cursor when the page is empty). */
 export const ChangeFeed = z.object({ items: z.array(ExecutionChange), nextCursor: z.string() });
 export type ChangeFeed = z.infer<typeof ChangeFeed>;
+
+/** What a run request asks the application to do: retry a failed run, recover a stale one, fork one from a row. */
+export const RunRequestAction = z.enum(['retry', 'recover', 'fork']);
+export type RunRequestAction = z.infer<typeof RunRequestAction>;
+
+/**
+ * POST /v1/executions/{id}/requests: the action, the row a fork branches from
+ * (`checkpointId`, fork only: retry and recover name the run's newest row
+ * themselves), and why (kept with the request, shown on the run's page).
+ */
+export const RunRequestBody = z
+  .object({
+    action: RunRequestAction,
+    checkpointId: z.string().min(1).max(LIMITS.executionIdLength).optional(),
+    reason: z.string().max(LIMITS.reasonLength).optional(),
+  })
+  .strict();
+export type RunRequestBody = z.infer<typeof RunRequestBody>;
+
+/** Where a run request stands: waiting for the application, applied, superseded (the run moved on otherwise), refused by the application. */
+export const RunRequestState = z.enum(['open', 'applied', 'superseded', 'refused']);
+
+/** A run request as the plane keeps it. */
+export const RunRequestView = z.object({
+  requestId: Uuidv7,
+  executionId: ExecutionId,
+  action: RunRequestAction,
+  /** The row it acts on: the failed run's run-end marker (retry), the stale run's newest row (recover), the row to fork from (fork). */
+  checkpointId: z.string(),
+  checkpointSeq: z.number().int(),
+  /** The fork's execution id, chosen when the request was recorded (fork only). */
+  forkExecutionId: ExecutionId.nullable(),
+  reason: z.string().nullable(),
+  /** The asking key's name. */
+  requestedBy: z.string(),
+  requestedAt: IsoTime,
+  state: RunRequestState,
+  /** The writer that claimed a fork request to apply it (null: none yet, or not a fork). */
+  claimedBy: z.string().nullable(),
+  /** Who settled it (a worker's writer id), when, the refusal's code and message, and the run's status after an applied request. */
+  settledBy: z.string().nullable(),
+  settledAt: IsoTime.nullable(),
+  code: z.string().nullable(),
+  message: z.string().nullable(),
+  runStatus: z.string().nullable(),
+  /** The listing's order: a cursor is the last one seen. */
+  seq: z.number().int(),
+});
+export type RunRequestView = z.infer<typeof RunRequestView>;
+
+/** GET /v1/requests: requests after the cursor, in recording order. */
+export const RunRequestPage = z.object({ items: z.array(RunRequestView), nextCursor: z.string().nullable() });
+export type RunRequestPage = z.infer<typeof RunRequestPage>;
+
+/** POST /v1/requests/{requestId}/outcome: a worker says how applying a request went. */
+export const RunRequestOutcome = z
+  .object({
+    writerId: z.string().min(1).max(LIMITS.writerIdLength),
+    outcome: z.enum(['applied', 'superseded', 'refused']),
+    code: z.string().max(100).optional(),
+    message: z.string().max(LIMITS.reasonLength).optional(),
+    runStatus: z.string().max(40).optional(),
+  })
+  .strict();
+export type RunRequestOutcome = z.infer<typeof RunRequestOutcome>;
+
+/** POST /v1/requests/{requestId}/claim: a worker takes a fork request to apply it (the first writer holds it). */
+export const RunRequestClaim = z.object({ writerId: z.string().min(1).max(LIMITS.writerIdLength) }).strict();

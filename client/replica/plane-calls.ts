@@ -7,7 +7,14 @@
  * throw, telling an offline plane (no answer, 502/503/504) from one that refused.
  */
 import { z } from 'zod';
-import { DecisionState, DecisionView, ExecutionStatus, WhoAmI } from '../../shared/protocol.js';
+import {
+  DecisionState,
+  DecisionView,
+  ExecutionStatus,
+  type RunRequestOutcome,
+  RunRequestView,
+  WhoAmI,
+} from '../../shared/protocol.js';
 import { IdempotencyEntry } from '../../shared/rows.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { PlaneHttp, PlaneResponse } from './http.js';
@@ -344,3 +351,100 @@ export type PlaneTakeover =
 
 /** Answers that mean "no plane behind this address right now", not a refusal by the plane. */
 const OFFLINE_STATUSES = new Set([502, 503, 504]);
+
+/** The plane's answer as a PLANE_ERROR naming the call, its status and the plane's code. */
+function planeRefusal(what: string, res: PlaneResponse, details: Record<string, unknown>): WaymarkError {
+  const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+  return new WaymarkError(
+    ErrorCode.PLANE_ERROR,
+    `${what}: ${res.status} ${error?.code ?? ''} ${error?.message ?? foreignBody(res.status, res.body)}`.trim(),
+    { details: { ...details, status: res.status, planeCode: error?.code ?? null } },
+  );
+}
+
+/** A request to the plane, a network failure as PLANE_ERROR. */
+async function ask(
+  http: PlaneHttp,
+  as: PlaneCaller,
+  method: 'GET' | 'POST',
+  path: string,
+  what: string,
+  json?: unknown,
+): Promise<PlaneResponse> {
+  try {
+    return await http.request(method, path, { apiKey: as.apiKey, timeoutMs: as.timeoutMs, ...(json ? { json } : {}) });
+  } catch (e) {
+    throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane to ${what}: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+}
+
+/**
+ * The run requests waiting for the application (GET /v1/requests?state=open),
+ * every page, oldest first. Throws PLANE_ERROR when the plane cannot be asked
+ * or answers otherwise; an item of another shape is left out.
+ */
+export async function openRequestsAtPlane(http: PlaneHttp, as: PlaneCaller, limit = 100): Promise<RunRequestView[]> {
+  const out: RunRequestView[] = [];
+  let after: string | null = null;
+  do {
+    const q: string = `state=open&limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}`;
+    const res = await ask(http, as, 'GET', `/v1/requests?${q}`, 'list run requests');
+    const page = z.object({ items: z.array(z.unknown()), nextCursor: z.string().nullable() }).safeParse(res.body);
+    if (res.status !== 200 || !page.success) throw planeRefusal('the plane did not list run requests', res, {});
+    for (const item of page.data.items) {
+      const r = RunRequestView.safeParse(item);
+      if (r.success) out.push(r.data);
+    }
+    after = page.data.nextCursor;
+  } while (after);
+  return out;
+}
+
+/** Take a fork request at the plane before forking (POST /v1/requests/:id/claim): won, lost (to `request.claimedBy`) or settled. */
+export async function claimRequestAtPlane(
+  http: PlaneHttp,
+  as: PlaneCaller,
+  requestId: string,
+): Promise<{ outcome: 'won' | 'lost' | 'settled'; request: RunRequestView }> {
+  const res = await ask(http, as, 'POST', `/v1/requests/${encodeURIComponent(requestId)}/claim`, 'claim a request', {
+    writerId: as.writerId,
+  });
+  const r = z.object({ outcome: z.enum(['won', 'lost', 'settled']), request: RunRequestView }).safeParse(res.body);
+  if (res.status !== 200 || !r.success)
+    throw planeRefusal(`the plane did not claim request ${requestId}`, res, { requestId });
+  return r.data;
+}
+
+/** Report how applying a request went (POST /v1/requests/:id/outcome); the answer is the request as it stands there. */
+export async function settleRequestAtPlane(
+  http: PlaneHttp,
+  as: PlaneCaller,
+  requestId: string,
+  outcome: Omit<RunRequestOutcome, 'writerId'>,
+): Promise<RunRequestView> {
+  const res = await ask(http, as, 'POST', `/v1/requests/${encodeURIComponent(requestId)}/outcome`, 'report a request', {
+    ...outcome,
+    writerId: as.writerId,
+  });
+  const r = RunRequestView.safeParse(res.body);
+  if (res.status !== 200 || !r.success)
+    throw planeRefusal(`the plane did not take the outcome of request ${requestId}`, res, { requestId });
+  return r.data;
+}
+
+/** One run request as the plane has it now (GET /v1/requests/:id); null when the plane does not hold it. */
+export async function requestAtPlane(
+  http: PlaneHttp,
+  as: PlaneCaller,
+  requestId: string,
+): Promise<RunRequestView | null> {
+  const res = await ask(http, as, 'GET', `/v1/requests/${encodeURIComponent(requestId)}`, 'read a request');
+  const error = (res.body as { error?: { code?: string } } | null)?.error;
+  if (res.status === 404 && error?.code === ErrorCode.REQUEST_NOT_FOUND) return null;
+  const r = RunRequestView.safeParse(res.body);
+  if (res.status !== 200 || !r.success)
+    throw planeRefusal(`the plane did not read request ${requestId}`, res, { requestId });
+  return r.data;
+}

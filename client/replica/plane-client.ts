@@ -19,6 +19,10 @@ import {
   ping,
   releaseClaim,
   runAtPlane,
+  openRequestsAtPlane,
+  requestAtPlane,
+  claimRequestAtPlane,
+  settleRequestAtPlane,
   takeoverAtPlane,
   type Acquisition,
   type LeaseAsk,
@@ -30,6 +34,7 @@ import {
   type PlaneTakeover,
 } from './plane-calls.js';
 import type { FlushOptions, FlushResult } from './replica-types.js';
+import type { RunRequestOutcome, RunRequestView } from '../../shared/protocol.js';
 import { restoreFromPlane } from './restore.js';
 
 /** Where and as whom a PlaneClient calls. */
@@ -146,5 +151,25 @@ export class PlaneClient {
   /** releaseClaim (plane-calls.ts): give back a claim never applied here. */
   releaseClaim(executionId: string, checkpointId: string): Promise<boolean> {
     return releaseClaim(this.o.http, this.caller, executionId, checkpointId);
+  }
+
+  /** openRequestsAtPlane (plane-calls.ts): the run requests waiting for the application. */
+  openRequests(): Promise<RunRequestView[]> {
+    return openRequestsAtPlane(this.o.http, this.caller);
+  }
+
+  /** requestAtPlane (plane-calls.ts): one run request as the plane has it now. */
+  requestAtPlane(requestId: string): Promise<RunRequestView | null> {
+    return requestAtPlane(this.o.http, this.caller, requestId);
+  }
+
+  /** claimRequestAtPlane (plane-calls.ts): take a fork request before forking. */
+  claimRequest(requestId: string): ReturnType<typeof claimRequestAtPlane> {
+    return claimRequestAtPlane(this.o.http, this.caller, requestId);
+  }
+
+  /** settleRequestAtPlane (plane-calls.ts): report how applying a request went. */
+  settleRequest(requestId: string, outcome: Omit<RunRequestOutcome, 'writerId'>): Promise<RunRequestView> {
+    return settleRequestAtPlane(this.o.http, this.caller, requestId, outcome);
   }
 }

@@ -18,6 +18,7 @@ import { EventEmitter } from 'node:events';
 import type { Checkpointer, PlaneGuard } from '../checkpointer.js';
 import { noFaults } from '../faults.js';
 import { apiKeyProblem, refuse } from '../../support/validate.js';
+import type { RunRequestOutcome, RunRequestView } from '../../shared/protocol.js';
 import type { adoptCancel, PlaneCancelOptions, PlaneCancelResult } from './cancel.js';
 import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change-feed.js';
 import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
@@ -283,6 +284,30 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /** The plane said a run this store holds was cancelled there: make this copy say so too (see adoptCancel). */
   adoptCancel(executionId: string): ReturnType<typeof adoptCancel> {
     return this.plane.adoptCancel(executionId);
+  }
+
+  /**
+   * The run requests (retry, recover, fork) waiting for the application on
+   * this replica's plane, oldest first; the decision worker applies them.
+   * Throws PLANE_ERROR when the plane cannot be asked.
+   */
+  openRequests(): Promise<RunRequestView[]> {
+    return this.plane.openRequests();
+  }
+
+  /** One run request as this replica's plane has it now (null: not there). Throws PLANE_ERROR when the plane cannot be asked. */
+  requestAtPlane(requestId: string): Promise<RunRequestView | null> {
+    return this.plane.requestAtPlane(requestId);
+  }
+
+  /** Take a fork request at the plane before forking: `won` by this writer, `lost` to another, or `settled` already. */
+  claimRequest(requestId: string): Promise<{ outcome: 'won' | 'lost' | 'settled'; request: RunRequestView }> {
+    return this.plane.claimRequest(requestId);
+  }
+
+  /** Report to the plane how applying a run request went; answers the request as it stands there (an earlier applier kept). */
+  settleRequest(requestId: string, outcome: Omit<RunRequestOutcome, 'writerId'>): Promise<RunRequestView> {
+    return this.plane.settleRequest(requestId, outcome);
   }
 
   /** Where a run stands on this replica's plane (its status, its pause, claim and decision there); null when the plane does not hold it. */

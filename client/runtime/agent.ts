@@ -114,6 +114,7 @@ const RESUME_OPTIONS = optionNames<ResumeOptions>({
   checkpointId: stringProblem,
   decisionId: true,
   withoutPlane: booleanProblem,
+  expectNewestId: stringProblem,
 });
 const FORK_OPTIONS = optionNames<ForkOptions>({
   checkpointId: stringProblem,

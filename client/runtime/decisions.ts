@@ -47,6 +47,10 @@
  * reason naming the refused seq). Anything else (no refusal, or one after the
  * pause's row) keeps the decision retried.
  *
+ * Run requests (retry, recover, fork; client/runtime/requests.ts) made on
+ * the plane are applied by the same loop, asked of the replica's plane at
+ * most every `pollMs`; their outcomes go to `onRequestOutcome`.
+ *
  * A decision for a run this store does not hold is skipped, unless `restore`
  * is set: then the plane is asked where its pause stands, and the run is
  * restored (through the replica) only while that pause is open there; a pause
@@ -69,7 +73,9 @@ import type { Checkpointer, StoredDecision } from '../checkpointer.js';
 import { lostAtPlane } from '../replica/branch.js';
 import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
+import type { RunRequestView } from '../../shared/protocol.js';
 import type { Agent } from './agent.js';
+import { RequestApplier, type RequestOutcome, type RequestSummary } from './requests.js';
 import type { RunResult } from './types.js';
 
 /** What the decision worker did with one decision (`onOutcome`). */
@@ -113,6 +119,15 @@ export interface ServeDecisionsOptions {
   logger?: DecisionLogger;
   /** Apply decisions of runs a plane holds with no plane connected, giving up the fleet-wide claim (resume's `withoutPlane`). Default false: such a decision fails with PLANE_NOT_CONNECTED. */
   withoutPlane?: boolean;
+  /**
+   * Apply the run requests people make on the plane (retry a failed run, recover a stale one, fork from a row;
+   * client/runtime/requests.ts), asked of `replica`'s plane every `pollMs`. Default true when a replica is given.
+   */
+  requests?: boolean;
+  /** The agent for one run request's run, when the worker was given `agentFor` (without it such a worker applies no request). */
+  agentForRequest?: (request: RunRequestView) => Agent | null | undefined | Promise<Agent | null | undefined>;
+  /** Called with the outcome of each run request the worker handled (applied, applied elsewhere, superseded, refused, failed). */
+  onRequestOutcome?: (outcome: RequestOutcome) => void;
 }
 
 /** The one call the worker logs through (pino's signature). */
@@ -131,6 +146,8 @@ export interface ServeSummary {
   scans: number;
   /** Decisions the worker still remembered when it stopped (settled, or waiting for a retry): only ones still pending in the store. */
   remembered: number;
+  /** The run requests it settled (zeros when it applies none). */
+  requests: RequestSummary;
 }
 
 const SUPERSEDED: ReadonlySet<string> = new Set([ErrorCode.ALREADY_RESUMED, ErrorCode.RUN_CANCELLED]);
@@ -149,6 +166,9 @@ const SERVE_OPTIONS = optionNames<ServeDecisionsOptions>({
   writeDebounceMs: (field, v) => durationProblem(field, v, 0),
   logger: true,
   withoutPlane: booleanProblem,
+  requests: booleanProblem,
+  agentForRequest: true,
+  onRequestOutcome: true,
 });
 
 function checkOptions(o: ServeDecisionsOptions): void {
@@ -170,7 +190,7 @@ export async function serveDecisions(o: ServeDecisionsOptions): Promise<ServeSum
 }
 
 class DecisionWorker {
-  private readonly summary: ServeSummary = {
+  private readonly summary: Omit<ServeSummary, 'requests'> = {
     applied: 0,
     appliedElsewhere: 0,
     superseded: 0,
@@ -190,9 +210,27 @@ class DecisionWorker {
   private wake: (() => void) | null = null;
   private woken = false;
   private readonly retry: Backoff;
+  /** The run requests' part (null: no replica, or `requests: false`). */
+  private readonly requests: RequestApplier | null;
 
   constructor(private readonly o: ServeDecisionsOptions) {
     this.retry = o.retry ?? { baseMs: 500, capMs: 60_000 };
+    const agentFor = o.agent ? () => o.agent : o.agentForRequest;
+    this.requests =
+      o.replica && o.requests !== false && agentFor
+        ? new RequestApplier({
+            store: o.store,
+            replica: o.replica,
+            agentFor,
+            restore: o.restore === true,
+            withoutPlane: o.withoutPlane === true,
+            retry: this.retry,
+            signal: o.signal,
+            onOutcome: (x) => o.onRequestOutcome?.(x),
+            pollMs: o.pollMs ?? 2000,
+            warn: o.logger ? (f, m) => o.logger!.warn(f, m) : undefined,
+          })
+        : null;
   }
 
   private kick = (): void => {
@@ -227,6 +265,7 @@ class DecisionWorker {
         this.lastScanAt = Date.now();
         this.summary.scans++;
         await this.round();
+        if (!signal.aborted) await this.requests?.round();
         if (signal.aborted) break;
         if (!this.woken) await this.sleep();
       }
@@ -237,7 +276,13 @@ class DecisionWorker {
       unfollow?.();
       signal.removeEventListener('abort', this.kick);
     }
-    return { ...this.summary, remembered: this.settled.size + this.retries.size };
+    return {
+      ...this.summary,
+      remembered: this.settled.size + this.retries.size + (this.requests?.remembered ?? 0),
+      requests: {
+        ...(this.requests?.summary ?? { applied: 0, appliedElsewhere: 0, superseded: 0, refused: 0, failed: 0 }),
+      },
+    };
   }
 
   /** Until kicked, the fallback timer, or the soonest retry. */
@@ -245,6 +290,8 @@ class DecisionWorker {
     const now = Date.now();
     let ms = this.o.pollMs ?? 2000;
     for (const r of this.retries.values()) ms = Math.min(ms, Math.max(0, r.at - now));
+    const due = this.requests?.nextDue();
+    if (due != null) ms = Math.min(ms, Math.max(0, due - now));
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(t);

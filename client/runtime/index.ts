@@ -26,4 +26,6 @@ export {
   type ServeDecisionsOptions,
   type ServeSummary,
 } from './decisions.js';
+export type { RequestOutcome, RequestSummary } from './requests.js';
+export type { RunRequestView } from '../../shared/protocol.js';
 export { decide, type DecideInput } from './decide.js';

@@ -35,6 +35,7 @@ import {
   AlreadyFinished,
   AlreadyResumed,
   CheckpointError,
+  MovedOn,
   NotConnected,
   PauseNotFound,
   ResumeRequired,
@@ -72,6 +73,7 @@ export interface HeldRun {
 /** Claim the run's open pause with `resume`, or, given no answer, take the run. */
 export async function claimOrTake(r: Resumption, resume: Answer | undefined): Promise<HeldRun> {
   const latest = await resumable(r);
+  refuseNotNewest(r, latest);
   const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
   await checkAnswer(r, latest, answer);
   const { lease, newest } = answer === undefined ? await take(r, latest) : await claim(r, latest, answer);
@@ -242,6 +244,7 @@ async function catchUp(r: Resumption, lease: RunLease, newest: string): Promise<
   const { store, executionId } = r;
   const now = await store.latest(executionId);
   if (!now) return newest;
+  refuseNotNewest(r, now);
   refuseMovedOn(executionId, now);
   // re-entry inside a nested worker: its tool and every delegation to it must still be there
   if (now.step !== 'run_end') await resolvePath(r, now);
@@ -252,6 +255,7 @@ async function catchUp(r: Resumption, lease: RunLease, newest: string): Promise<
   await plane.takeover({ executionId, seq: now.seq, holder: lease.lease.holder, ttlMs: r.leaseMs });
   const after = await store.latest(executionId);
   if (!after || after.id === now.id) return now.id;
+  refuseNotNewest(r, after);
   refuseMovedOn(executionId, after);
   if (after.step !== 'run_end') await resolvePath(r, after);
   return after.id;
@@ -264,6 +268,22 @@ async function reentryRow(r: Resumption, lease: RunLease, newest: string): Promi
   if (!own) throw new CheckpointError(`execution '${r.executionId}' has no row of ${r.runner.path} to resume from`);
   if (own.step === 'tool_call') await resolveTool(r, own);
   return { level, own };
+}
+
+/** With `expectNewestId`, a run whose newest row is another one moved on since it was named: MovedOn, nothing written. */
+function refuseNotNewest({ executionId, options }: Resumption, row: Checkpoint): void {
+  const want = options.expectNewestId;
+  if (want === undefined || row.id === want) return;
+  throw new MovedOn(
+    `execution '${executionId}' moved on: its newest row is #${row.seq} (${row.step} ${row.status}, ${row.id}), not ${want}; nothing was done`,
+    {
+      executionId,
+      expectedId: want,
+      newestId: row.id,
+      newestSeq: row.seq,
+      status: row.step === 'run_end' ? row.status : row.status === 'interrupted' ? 'paused' : 'running',
+    },
+  );
 }
 
 /** A run that has ended is not resumed: completed is AlreadyFinished, cancelled is RunCancelled. */

@@ -114,6 +114,16 @@ export interface ResumeOptions extends RunOptions {
    * NotConnected (PLANE_NOT_CONNECTED) and nothing is claimed.
    */
   withoutPlane?: boolean;
+  /**
+   * Take the run up only while its newest row is this one (a checkpoint id):
+   * checked before anything is claimed, again once the lease is taken, and
+   * again after a connected plane's takeover brought what it holds. A run that
+   * moved on since (retried, recovered, resumed from code, taken up by
+   * another machine) is refused with MovedOn (MOVED_ON) and nothing is
+   * written. The run-request worker applies retry and recover with it, so a
+   * request two workers see moves the run once.
+   */
+  expectNewestId?: string;
 }
 
 /** A run's state as its rows hold it: the conversation so far and the turn it is at. */

@@ -410,6 +410,56 @@ export const runOwners = pgTable(
     /** Until when the holder keeps it without a renewal (held only). */
     expiresAt: timestamp({ withTimezone: true, mode: 'date' }),
     updatedAt: now(),
+    /** A cancelled run's canceller: the name of the key that cancelled it at the plane (null: not cancelled there, or before this was kept). */
+    cancelledBy: text(),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.executionId] })],
+);
+
+/**
+ * Run requests: a person's ask, recorded at the plane, that the application
+ * act on a run: `retry` a failed run, `recover` a stale one, `fork` one from a
+ * row. The plane only records them; the application's worker applies each
+ * (serveDecisions) and reports how it went. `checkpoint_id` names the row the
+ * request acts on (the failed marker, the stale run's newest row, the row to
+ * fork from): a run that moved past it meanwhile is not acted on again.
+ * `fork_execution_id` is the fork's id, chosen when recorded, so a request
+ * applied twice cannot make two forks. At most one open request per run and
+ * action (`run_requests_open`). `seq` orders the worker's listing.
+ */
+export const runRequests = pgTable(
+  'run_requests',
+  {
+    projectId: text().notNull(),
+    requestId: text().notNull(),
+    executionId: text().notNull(),
+    /** retry | recover | fork */
+    action: text().notNull(),
+    checkpointId: text().notNull(),
+    checkpointSeq: integer().notNull(),
+    forkExecutionId: text(),
+    reason: text(),
+    /** The asking key's name, and its id. */
+    requestedBy: text().notNull(),
+    keyId: text().notNull(),
+    requestedAt: now(),
+    /** open (waiting for the application) | applied | superseded (the run moved on otherwise) | refused (the application could not apply it) */
+    state: text().notNull(),
+    /** The writer that claimed a fork request (fork only: the claim is what makes it once); null: not claimed. */
+    claimedBy: text(),
+    claimedAt: timestamp({ withTimezone: true, mode: 'date' }),
+    /** The writer that reported the outcome, its code (refused, superseded), message and the run's status after it (applied). */
+    settledBy: text(),
+    settledAt: timestamp({ withTimezone: true, mode: 'date' }),
+    outcomeCode: text(),
+    outcomeMessage: text(),
+    runStatus: text(),
+    seq: bigserial({ mode: 'number' }).notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.requestId] }),
+    uniqueIndex('run_requests_seq').on(t.projectId, t.seq),
+    index('run_requests_execution').on(t.projectId, t.executionId),
+    uniqueIndex('run_requests_open').on(t.projectId, t.executionId, t.action).where(sql`state = 'open'`),
+  ],
 );

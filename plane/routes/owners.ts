@@ -7,6 +7,7 @@ import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { CancelRequest, CancelResponse, LeaseRequest, LeaseResponse } from '../../shared/protocol.js';
 import { jsonBodyWithin } from '../body.js';
+import { keyName } from '../auth.js';
 import { cancelAtPlane, cancelReasonAt } from '../cancel.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { HttpError } from '../http/errors.js';
@@ -100,6 +101,7 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
         id,
         body.reason?.length ? body.reason : null,
         `key:${c.get('principal').keyId}`,
+        await keyName(db, c.get('principal').keyId),
       );
       if (r.outcome === 'not_found') throw executionNotFound(id);
       if (r.outcome === 'finished')

@@ -23,23 +23,22 @@
  * (`cancelDetail`), added when the plane's pages are wrapped (`withCancel`).
  */
 import type { Context, Hono, MiddlewareHandler } from 'hono';
-import { getCookie } from 'hono/cookie';
 import { cloneElement, isValidElement, type Child, type FC, type JSXNode } from 'hono/jsx';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import { and, desc, eq } from 'drizzle-orm';
 import { keyName } from '../auth.js';
 import { cancelAtPlane } from '../cancel.js';
 import type { PlaneDb } from '../db/open.js';
-import { checkpoints, claims } from '../db/schema.js';
+import { checkpoints, claims, runOwners } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
-import { csrfOf, csrfOk } from '../../inspector/csrf.js';
 import { Id, json, Layout, Time, Writer } from '../../inspector/layout.js';
 import { RunPage, type RunPageProps } from '../../inspector/run-page.js';
 import { ErrorCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import { LIMITS } from '../../shared/limits.js';
 import { ExecutionId, type Checkpoint } from '../../shared/rows.js';
-import { SESSION_COOKIE } from './session.js';
+import { requestsPart } from './requests.js';
+import { formRefusal, RunActionRefusedPage, sessionMay } from './run-form.js';
 
 type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
 type Takeover = NonNullable<RunPageProps['takeovers']>[number];
@@ -48,17 +47,12 @@ type Takeover = NonNullable<RunPageProps['takeovers']>[number];
 const ENDED = new Set(['completed', 'cancelled']);
 
 /** Whether this request may cancel (a session of a key with the cancel or the admin scope), and its form's token. */
-export function canceller(c: Context<PlaneEnv>): { csrf: string } | { refused: string } {
-  const p = c.get('principal');
-  const session = getCookie(c, SESSION_COOKIE);
-  if (!(p.scopes.includes('cancel') || p.scopes.includes('admin')) || !session) {
-    return {
-      refused:
-        "This session's key has no cancel scope: it sees this run but cannot cancel it (log in with a key that has the cancel or the admin scope).",
-    };
-  }
-  return { csrf: csrfOf(session) };
-}
+export const canceller = (c: Context<PlaneEnv>) =>
+  sessionMay(
+    c,
+    'cancel',
+    "This session's key has no cancel scope: it sees this run but cannot cancel it (log in with a key that has the cancel or the admin scope).",
+  );
 
 /** The "Cancel run" form: a reason, and a box to tick before the browser (and the plane) lets it through. */
 export const CancelForm: FC<{ executionId: string; csrf: string; paused: boolean }> = (p) => (
@@ -99,6 +93,8 @@ export const CancelForm: FC<{ executionId: string; csrf: string; paused: boolean
 /** What the plane holds about a run's cancel: its marker and the pause it closed (null: none). */
 interface CancelFacts {
   marker: Checkpoint;
+  /** The name of the key that cancelled it at the plane (null: not known). */
+  byKey: string | null;
   closedPause: {
     checkpointId: string;
     reason: string | null;
@@ -127,8 +123,13 @@ async function cancelFacts(db: PlaneDb, projectId: string, executionId: string):
     .leftJoin(claims, and(eq(claims.projectId, checkpoints.projectId), eq(claims.checkpointId, checkpoints.id)))
     .where(and(run, eq(checkpoints.seq, marker.seq - 1)));
   const p = before?.row as Checkpoint | undefined;
+  const [owner] = await db
+    .select({ by: runOwners.cancelledBy })
+    .from(runOwners)
+    .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
   return {
     marker,
+    byKey: owner?.by ?? null,
     closedPause:
       p && p.step === 'hitl_pause' && p.status === 'interrupted'
         ? {
@@ -155,7 +156,13 @@ export const CancelDetail: FC<{ executionId: string; facts: CancelFacts; stopped
     <>
       <p class="muted">
         {byPlane ? (
-          'Cancelled at the plane'
+          facts.byKey !== null ? (
+            <span data-testid="cancelled-by-key">
+              Cancelled at the plane by key <strong>{facts.byKey}</strong>
+            </span>
+          ) : (
+            'Cancelled at the plane'
+          )
         ) : (
           <>
             Cancelled by writer <Writer id={m.writerId} />
@@ -201,7 +208,8 @@ export const CancelDetail: FC<{ executionId: string; facts: CancelFacts; stopped
 };
 
 /**
- * The run page with the cancel form in its slot under the pause, or a cancelled run's detail in its cancel card;
+ * The run page with the cancel form in its slot under the pause, or a cancelled run's detail in its cancel card,
+ * and the run requests' forms and states after it (requests.tsx);
  * the cancel's own fence moves out of "Taken over" into that card.
  */
 const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; c: Context<PlaneEnv> }) => {
@@ -233,11 +241,14 @@ const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; 
       );
     else part = <CancelForm executionId={e.executionId} csrf={who.csrf} paused={props.pause?.state === 'open'} />;
   }
+  // the run requests' part (requests.tsx): its forms and where each request stands
+  const asks = await requestsPart(db, c, props);
   return cloneElement(page, {
     approvals: (
       <>
         {props.approvals}
         {part}
+        {asks}
       </>
     ),
     cancelDetail: detail,
@@ -253,21 +264,7 @@ export function withCancel(db: PlaneDb, page: Page, c: Context<PlaneEnv>): Page 
 
 /** A cancel that was not made: the stable code and why, and that nothing changed. */
 export const CancelRefusedPage: FC<{ code: string; message: string; executionId: string | null }> = (p) => (
-  <Layout title="Run not cancelled">
-    <h1>Run not cancelled</h1>
-    <p class="error" role="alert" data-testid="refusal">
-      <code data-testid="refusal-code">{p.code}</code>: {p.message}
-    </p>
-    <p>Nothing was changed.</p>
-    <p>
-      {p.executionId && (
-        <>
-          <a href={`/runs/${encodeURIComponent(p.executionId)}`}>Back to the run</a> ·{' '}
-        </>
-      )}
-      <a href="/">Runs</a>
-    </p>
-  </Layout>
+  <RunActionRefusedPage title="Run not cancelled" {...p} />
 );
 
 /** A cancel that found the run cancelled already: the reason posted was not recorded. */
@@ -320,23 +317,8 @@ export function mountCancel(
     const refuse = (code: string, message: string, run: string | null = id) =>
       c.html(wrap(<CancelRefusedPage code={code} message={message} executionId={run} />, c), STATUS[code] ?? 400);
     const form = await c.req.parseBody();
-    const secret = getCookie(c, SESSION_COOKIE) ?? '';
-    if (
-      !csrfOk({
-        site: c.req.header('sec-fetch-site'),
-        origin: c.req.header('origin'),
-        url: c.req.url,
-        token: form.csrf,
-        secret,
-      })
-    ) {
-      return refuse(
-        ErrorCode.CSRF_FAILED,
-        'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again',
-      );
-    }
-    const who = canceller(c);
-    if ('refused' in who) return refuse(ErrorCode.FORBIDDEN, who.refused);
+    const refusal = formRefusal(c, form, canceller(c));
+    if (refusal) return refuse(refusal.code, refusal.message);
     const parsed = cancelForm(form);
     if ('problems' in parsed)
       return refuse(ErrorCode.INVALID_REQUEST, `the run was not cancelled: ${parsed.problems.join('; ')}`);
@@ -349,13 +331,14 @@ export function mountCancel(
     // a path no run id can be names no run: not found, never a database error
     if (!ExecutionId.safeParse(id).success) return notHere();
     const p = c.get('principal');
-    const r = await cancelAtPlane(db, p.projectId, id, parsed.reason, `key:${p.keyId}`);
+    const by = await keyName(db, p.keyId);
+    const r = await cancelAtPlane(db, p.projectId, id, parsed.reason, `key:${p.keyId}`, by);
     if (r.outcome === 'not_found') return notHere();
     if (r.outcome === 'finished')
       return refuse(ErrorCode.ALREADY_FINISHED, `run '${id}' already completed; a completed run is not cancelled`);
     if (r.alreadyCancelled) return c.html(wrap(<AlreadyCancelledPage executionId={id} seq={r.seq} />, c), 200);
     c.get('log').warn(
-      { executionId: id, from: r.takenFrom, seq: r.seq, keyId: p.keyId, by: await keyName(db, p.keyId) },
+      { executionId: id, from: r.takenFrom, seq: r.seq, keyId: p.keyId, by },
       'a run was cancelled at the plane (inspector)',
     );
     return c.redirect(`/runs/${encodeURIComponent(id)}#cancel-h`, 303);

@@ -26,6 +26,7 @@ import { WritersPage } from './writers-page.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal, sessionToken } from './session.js';
 import { mountKeysPage } from './keys.js';
 import { mountCancel, withCancel } from './cancel.js';
+import { mountRequests } from './requests.js';
 import { csrfOf, csrfOk, originOk, siteOk, tokenOk } from '../../inspector/csrf.js';
 import { FRAME, type Frame, PENDING_COUNT_CAP, planeFrame } from '../../inspector/frame.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
@@ -168,20 +169,21 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
           <LoginPage next={next} csrf={loginToken(c)} error="That key is unknown or revoked (or mistyped)." />,
           401,
         );
-      // approve and cancel act on what the pages show: a key with either opens them too
+      // approve, cancel and operate act on what the pages show: a key with any of them opens them too
       if (
         !(
           p.scopes.includes('read') ||
           p.scopes.includes('admin') ||
           p.scopes.includes('approve') ||
-          p.scopes.includes('cancel')
+          p.scopes.includes('cancel') ||
+          p.scopes.includes('operate')
         )
       ) {
         return c.html(
           <LoginPage
             next={next}
             csrf={loginToken(c)}
-            error="That key is valid but cannot open the inspector: it needs the read or the approve scope (or the cancel scope)."
+            error="That key is valid but cannot open the inspector: it needs the read or the approve scope (or the cancel or the operate scope)."
           />,
           401,
         );
@@ -248,5 +250,6 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   );
   mountKeysPage(app, db, viewer, framed);
   mountCancel(app, db, viewer, framed);
+  mountRequests(app, db, viewer, framed);
   return app;
 }

@@ -39,7 +39,7 @@ describe('plane keys create names every problem at once and creates nothing', ()
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(/^waymark plane keys create: USAGE: 2 problems:\n/);
     expect(r.stderr).toContain(
-      "  - option '--scopes': unknown scope(s): bogus (known: ingest, read, approve, cancel, admin, operator)",
+      "  - option '--scopes': unknown scope(s): bogus (known: ingest, read, approve, cancel, operate, admin, operator)",
     );
     expect(r.stderr).toContain('  - option \'--name\': holds characters a terminal acts on ("\\u0009")');
     expect(r.stderr).not.toContain('\t');

@@ -14,6 +14,7 @@ describe('tenancy and auth across every endpoint and page', () => {
   let plane: TestPlane;
   const keys: Record<string, string> = {};
   let checkpointId = '';
+  let requestId = '';
   let secrets: string[] = [];
   let snapshot = '';
 
@@ -24,6 +25,7 @@ describe('tenancy and auth across every endpoint and page', () => {
              (SELECT string_agg(state || coalesce(claimed_by, ''), ',') FROM pending_interrupts) AS p,
              (SELECT count(*) FROM decisions) AS d, (SELECT count(*) FROM claims WHERE decision_id IS NOT NULL) AS cd,
              (SELECT count(*) FROM execution_tombstones) AS t, (SELECT string_agg(execution_id || ':' || change_seq, ',') FROM executions) AS ch,
+             (SELECT string_agg(request_id || ':' || state || ':' || coalesce(claimed_by, ''), ',') FROM run_requests) AS rr,
              (SELECT count(*) FROM projects) AS pr, (SELECT string_agg(execution_id || ':' || state || ':' || epoch, ',') FROM run_owners) AS o, (SELECT count(*) FROM api_keys) AS k, (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL) AS ka`)) as unknown as {
       rows?: unknown[];
     };
@@ -38,10 +40,12 @@ describe('tenancy and auth across every endpoint and page', () => {
     keys.revoked = await plane.key('victim', ['ingest', 'read', 'admin']);
     await revokeKey(plane.database.db, keys.revoked.slice(3, 19));
     keys.approveOnly = await plane.key('victim', ['approve']);
-    keys.other = await plane.key('attacker', ['ingest', 'read', 'approve', 'cancel']);
+    keys.operateOnly = await plane.key('victim', ['operate']);
+    keys.other = await plane.key('attacker', ['ingest', 'read', 'approve', 'cancel', 'operate']);
     keys.otherAdmin = await plane.key('attacker', ['admin']);
+    let stepId = '';
     const rows = await eventsOf(async (s) => {
-      await s.put(step('victim-run', 0, { nodeInput: { card: '4242-SECRET' } }));
+      stepId = (await s.put(step('victim-run', 0, { nodeInput: { card: '4242-SECRET' } }))).id;
       await s.putIdempotent('victim-run', 'charge', { chargeId: 'ch_SECRET' });
       checkpointId = (
         await s.recordInterrupt(pause('victim-run', 1), { reason: 'approve', context: { ssn: 'SECRET-SSN' } })
@@ -57,6 +61,12 @@ describe('tenancy and auth across every endpoint and page', () => {
       json: { checkpointId, approved: true, comment: 'SECRET-DECISION' },
     });
     expect(decided.status).toBe(201);
+    const asked = await call(`${plane.url}/v1/executions/victim-run/requests`, {
+      key: keys.operateOnly,
+      json: { action: 'fork', checkpointId: stepId, reason: 'SECRET-REQUEST' },
+    });
+    expect(asked.status).toBe(201);
+    requestId = asked.body.requestId;
     secrets = [
       'victim-run',
       '4242-SECRET',
@@ -67,6 +77,7 @@ describe('tenancy and auth across every endpoint and page', () => {
       checkpointId,
       'SECRET-DECISION',
       decided.body.decisionId,
+      'SECRET-REQUEST',
     ];
     snapshot = await counts();
   });
@@ -179,6 +190,39 @@ describe('tenancy and auth across every endpoint and page', () => {
       wrong: () => keys.approveOnly,
       req: (key?: string) => call(`${plane.url}/v1/changes`, { key }),
     },
+    {
+      name: 'POST /v1/executions/:id/requests',
+      scope: 'operate',
+      req: (key?: string) =>
+        call(`${plane.url}/v1/executions/victim-run/requests`, { key, json: { action: 'retry', reason: 'intruder' } }),
+    },
+    {
+      name: 'GET /v1/requests',
+      scope: 'read',
+      wrong: () => keys.approveOnly,
+      req: (key?: string) => call(`${plane.url}/v1/requests`, { key }),
+    },
+    {
+      name: 'GET /v1/requests/:requestId',
+      scope: 'read',
+      wrong: () => keys.approveOnly,
+      req: (key?: string) => call(`${plane.url}/v1/requests/${requestId}`, { key }),
+    },
+    {
+      name: 'POST /v1/requests/:requestId/claim',
+      scope: 'ingest',
+      req: (key?: string) =>
+        call(`${plane.url}/v1/requests/${requestId}/claim`, { key, json: { writerId: 'intruder' } }),
+    },
+    {
+      name: 'POST /v1/requests/:requestId/outcome',
+      scope: 'ingest',
+      req: (key?: string) =>
+        call(`${plane.url}/v1/requests/${requestId}/outcome`, {
+          key,
+          json: { writerId: 'intruder', outcome: 'refused', code: 'X', message: 'intruder' },
+        }),
+    },
     { name: 'GET /v1/whoami', scope: null, req: (key?: string) => call(`${plane.url}/v1/whoami`, { key }) },
     { name: 'GET /v1/quarantine', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/quarantine`, { key }) },
     { name: 'GET /v1/writers', scope: 'read', req: (key?: string) => call(`${plane.url}/v1/writers`, { key }) },
@@ -253,7 +297,13 @@ describe('tenancy and auth across every endpoint and page', () => {
       for (const s of secrets.filter((x) => !asked.includes(x))) expect(text, `${e.name} leaked ${s}`).not.toContain(s);
       if (e.name.includes(':id')) expect(r.status, e.name).toBe(e.scope === 'admin' ? 403 : 404);
       // the project-wide listings answer the attacker's own (empty) project
-      if (e.name === 'GET /v1/pauses' || e.name === 'GET /v1/decisions' || e.name === 'GET /v1/changes')
+      if (e.name.includes(':requestId')) expect(r.status, e.name).toBe(404);
+      if (
+        e.name === 'GET /v1/pauses' ||
+        e.name === 'GET /v1/decisions' ||
+        e.name === 'GET /v1/changes' ||
+        e.name === 'GET /v1/requests'
+      )
         expect(r.body.items, e.name).toEqual([]);
     }
     // the claim the intruder's ingest carried landed (if at all) in the attacker's project, not the victim's

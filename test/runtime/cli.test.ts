@@ -584,7 +584,7 @@ describe('waymark CLI arguments, through the real binary', () => {
     expect(waymark('plane', 'keys', 'create', '--help').stdout).toContain('--scopes');
     // every scope a key may have (plane/auth.ts SCOPES), in the plane's usage too
     expect(waymark('plane', '--help').stdout).toMatch(
-      /plane keys create .*--scopes .*ingest, read, approve, cancel, admin, operator/,
+      /plane keys create .*--scopes .*ingest, read, approve, cancel, operate, admin, operator/,
     );
     for (const [group, subs] of [
       ['keys', ['create', 'list', 'revoke']],

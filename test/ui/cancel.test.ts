@@ -166,6 +166,8 @@ describe('cancel from the plane inspector', () => {
     expect(await page.textContent('[data-testid=cancel-reason]')).toBe(reason);
     expect(await page.locator('[data-testid=cancelled] b').count()).toBe(0);
     expect(await page.textContent('[data-testid=cancelled]')).toContain('Cancelled at the plane');
+    // who cancelled: the name of the session's key, kept with the run at the plane
+    expect(await page.textContent('[data-testid=cancelled-by-key]')).toBe('Cancelled at the plane by key key');
     expect(await page.textContent('[data-testid=cancel-stopped]')).toContain('Writer key (laptop-a) was running it');
     expect(await page.locator('[data-testid=cancel-form]').count()).toBe(0);
     // the cancel's fence of laptop-a is said in the cancel's card, not as a takeover by another machine

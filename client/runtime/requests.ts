@@ -1,0 +1,266 @@
+/**
+ * Run requests, applied by the application: a person asked on the plane's
+ * inspector (or its API) that a failed run be retried, a stale one recovered,
+ * or a run forked from a row. The plane only records the request; this part
+ * of the decision worker (serveDecisions), in the application's process,
+ * which has the agents and their tools, applies it and reports how it went.
+ *
+ * - retry, recover: `agent.resume(id, undefined, { expectNewestId })`, the
+ *   row the request named. The lease, the plane's takeover fencing and the
+ *   named-row rule make it once: a second worker (another process, another
+ *   machine) finds the run held (RUN_IN_PROGRESS, tried again) or moved on
+ *   (MOVED_ON), and writes nothing.
+ * - fork: the request is claimed at the plane first (one writer holds it),
+ *   then `agent.fork(id, { checkpointId, executionId })` with the fork id the
+ *   plane chose; a fork id that already has rows here was applied already.
+ *
+ * Outcomes (`onRequestOutcome`, and reported to the plane, which shows them on
+ * the run's page):
+ * - `applied`: this worker applied it; `status` is the run's (or the fork's)
+ *   status after it.
+ * - `applied_elsewhere`: another worker applied it (the plane says who).
+ * - `superseded`: the run moved on otherwise before any worker applied it
+ *   (MOVED_ON: resumed from code, recovered by recoverRuns; or it was
+ *   cancelled, finished, paused).
+ * - `refused`: the application cannot apply it (a tool or worker the run
+ *   needs is missing, a row that is not this agent's): reported with its
+ *   code; not tried again.
+ * - `failed`: anything else (the run is held by a live runner, the plane
+ *   cannot be reached…): tried again after a backoff while it stays open.
+ * A request for a run this store does not hold is not this worker's, unless
+ * `restore` is set: then the run is restored from the plane first.
+ */
+import { ErrorCode } from '../../shared/errors.js';
+import type { RunRequestView } from '../../shared/protocol.js';
+import type { Checkpointer } from '../checkpointer.js';
+import type { Replica } from '../replica/replica.js';
+import { backoffDelay, type Backoff } from '../retry.js';
+import type { Agent } from './agent.js';
+import type { RunResult } from './types.js';
+
+/** What the worker did with one run request (`onRequestOutcome`). */
+export type RequestOutcome =
+  | { outcome: 'applied'; request: RunRequestView; status: RunResult['status']; result: RunResult }
+  | { outcome: 'applied_elsewhere'; request: RunRequestView; appliedBy: string }
+  | { outcome: 'superseded'; request: RunRequestView; code: string; reason: string }
+  | { outcome: 'refused'; request: RunRequestView; code: string; reason: string }
+  | {
+      outcome: 'failed';
+      request: RunRequestView;
+      error: { code: string | null; message: string };
+      attempts: number;
+      retryInMs: number;
+    };
+
+/** Counts of the requests a worker settled. */
+export interface RequestSummary {
+  applied: number;
+  appliedElsewhere: number;
+  superseded: number;
+  refused: number;
+  failed: number;
+}
+
+/** What the applier needs of the worker: the store, the replica, how to pick an agent, where outcomes go. */
+export interface RequestApplierOptions {
+  store: Checkpointer;
+  replica: Replica;
+  agentFor: (request: RunRequestView) => Agent | null | undefined | Promise<Agent | null | undefined>;
+  restore: boolean;
+  withoutPlane: boolean;
+  retry: Backoff;
+  signal: AbortSignal;
+  onOutcome: (o: RequestOutcome) => void;
+  /** How often the plane is asked for open requests (ms). */
+  pollMs: number;
+  warn?: (fields: Record<string, unknown>, message: string) => void;
+}
+
+/** The run moved on otherwise: not this request's doing (or another applier's: the plane says). */
+const MOVED: ReadonlySet<string> = new Set([
+  ErrorCode.MOVED_ON,
+  ErrorCode.ALREADY_FINISHED,
+  ErrorCode.RUN_CANCELLED,
+  ErrorCode.RESUME_REQUIRED,
+  ErrorCode.ALREADY_RESUMED,
+]);
+
+/** The application cannot apply it, and trying again will not change that. */
+const REFUSED: ReadonlySet<string> = new Set([
+  ErrorCode.TOOL_NOT_FOUND,
+  ErrorCode.CHECKPOINT_ERROR,
+  ErrorCode.INVALID_OPTIONS,
+  ErrorCode.NOT_ON_PLANE,
+]);
+
+export class RequestApplier {
+  readonly summary: RequestSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, refused: 0, failed: 0 };
+  private lastAsk = 0;
+  /** Requests this worker met and has not settled: their retry time (a failure), or 0 (not this worker's yet). */
+  private readonly retries = new Map<string, { attempts: number; at: number; request: RunRequestView }>();
+
+  constructor(private readonly o: RequestApplierOptions) {}
+
+  /** The soonest retry due, for the worker's sleep (null: none). */
+  nextDue(): number | null {
+    let at: number | null = null;
+    for (const r of this.retries.values()) if (r.attempts > 0) at = at === null ? r.at : Math.min(at, r.at);
+    return at === null ? null : Math.max(at, this.lastAsk + this.o.pollMs);
+  }
+
+  /** Requests remembered (waiting for a retry). */
+  get remembered(): number {
+    return this.retries.size;
+  }
+
+  /** One pass: the plane's open requests, oldest first, each applied (at most once per `pollMs` asked). */
+  async round(): Promise<void> {
+    if (Date.now() - this.lastAsk < this.o.pollMs) return;
+    this.lastAsk = Date.now();
+    let open: RunRequestView[];
+    try {
+      open = await this.o.replica.openRequests();
+    } catch (e) {
+      this.o.warn?.({ err: e, code: (e as { code?: string })?.code ?? null }, 'could not list run requests');
+      return;
+    }
+    const seen = new Set(open.map((r) => r.requestId));
+    for (const r of open) {
+      if (this.o.signal.aborted) return;
+      const due = this.retries.get(r.requestId);
+      if (due && due.at > Date.now()) continue;
+      await this.apply(r, due?.attempts ?? 0);
+    }
+    // a request this worker failed on that is no longer open: settled by another, its final outcome here
+    for (const [id, r] of this.retries) {
+      if (seen.has(id) || this.o.signal.aborted) continue;
+      this.retries.delete(id);
+      if (r.attempts === 0) continue;
+      const now = await this.o.replica.requestAtPlane(id).catch(() => null);
+      if (now) this.settledElsewhere(now);
+    }
+  }
+
+  private report(o: RequestOutcome): void {
+    try {
+      this.o.onOutcome(o);
+    } catch {
+      // a listener cannot stop the worker
+    }
+  }
+
+  /** The run's agent, and the run in this store (restored from the plane when `restore`); null: not this worker's. */
+  private async ready(r: RunRequestView): Promise<Agent | null> {
+    if (!(await this.o.store.latest(r.executionId))) {
+      if (!this.o.restore) return null;
+      await this.o.replica.restore(r.executionId);
+    }
+    return (await this.o.agentFor(r)) ?? null;
+  }
+
+  private async apply(r: RunRequestView, attempts: number): Promise<void> {
+    try {
+      const agent = await this.ready(r);
+      if (!agent) {
+        this.retries.set(r.requestId, { attempts: 0, at: 0, request: r });
+        return;
+      }
+      let result: RunResult;
+      if (r.action === 'fork') {
+        const claim = await this.o.replica.claimRequest(r.requestId);
+        if (claim.outcome === 'settled') return this.settledElsewhere(claim.request);
+        // another writer forks it: settled when it reports (this worker looks again while it stays open)
+        if (claim.outcome === 'lost') {
+          this.retries.set(r.requestId, { attempts: attempts + 1, at: Date.now() + this.o.pollMs, request: r });
+          return;
+        }
+        if (await this.o.store.latest(r.forkExecutionId!)) {
+          // the fork has rows here already: applied before (a report that never reached the plane)
+          return this.settle(r, { outcome: 'applied', runStatus: 'running' }, null);
+        }
+        result = await agent.fork(r.executionId, {
+          checkpointId: r.checkpointId,
+          executionId: r.forkExecutionId!,
+        });
+      } else {
+        result = await agent.resume(r.executionId, undefined, {
+          expectNewestId: r.checkpointId,
+          withoutPlane: this.o.withoutPlane,
+        });
+      }
+      await this.settle(r, { outcome: 'applied', runStatus: result.status }, result);
+    } catch (e) {
+      const code = (e as { code?: string })?.code ?? null;
+      const message = (e as Error)?.message ?? String(e);
+      if (code === ErrorCode.EXECUTION_EXISTS && r.action === 'fork')
+        return this.settle(r, { outcome: 'applied', runStatus: 'running' }, null);
+      if (code && MOVED.has(code)) return this.settle(r, { outcome: 'superseded', code, message }, null);
+      if (code && REFUSED.has(code)) return this.settle(r, { outcome: 'refused', code, message }, null);
+      const retryInMs = Math.round(backoffDelay(attempts + 1, this.o.retry));
+      this.retries.set(r.requestId, { attempts: attempts + 1, at: Date.now() + retryInMs, request: r });
+      this.summary.failed++;
+      this.report({ outcome: 'failed', request: r, error: { code, message }, attempts: attempts + 1, retryInMs });
+    }
+  }
+
+  /**
+   * Report to the plane and settle here: the plane's answer says whether this
+   * worker's report took (applied by it: `applied`) or another applier's
+   * stands (`applied_elsewhere`). A report the plane did not take is tried
+   * again (the request stays open there).
+   */
+  private async settle(
+    r: RunRequestView,
+    o: { outcome: 'applied' | 'superseded' | 'refused'; code?: string; message?: string; runStatus?: string },
+    result: RunResult | null,
+  ): Promise<void> {
+    let now: RunRequestView;
+    try {
+      now = await this.o.replica.settleRequest(r.requestId, o);
+    } catch (e) {
+      const prev = this.retries.get(r.requestId)?.attempts ?? 0;
+      const retryInMs = Math.round(backoffDelay(prev + 1, this.o.retry));
+      this.retries.set(r.requestId, { attempts: prev + 1, at: Date.now() + retryInMs, request: r });
+      this.summary.failed++;
+      this.report({
+        outcome: 'failed',
+        request: r,
+        error: { code: (e as { code?: string })?.code ?? null, message: (e as Error)?.message ?? String(e) },
+        attempts: prev + 1,
+        retryInMs,
+      });
+      return;
+    }
+    this.retries.delete(r.requestId);
+    const mine = now.settledBy === this.o.store.writerId;
+    if (o.outcome === 'applied' && result && mine) {
+      this.summary.applied++;
+      this.report({ outcome: 'applied', request: now, status: result.status, result });
+    } else this.settledElsewhere(now, mine ? o : undefined);
+  }
+
+  /** A request settled at the plane, by another worker or (`own`) by this one's report without a run of its own. */
+  private settledElsewhere(now: RunRequestView, own?: { outcome: string; code?: string; message?: string }): void {
+    this.retries.delete(now.requestId);
+    if (now.state === 'applied') {
+      this.summary.appliedElsewhere++;
+      this.report({ outcome: 'applied_elsewhere', request: now, appliedBy: now.settledBy ?? 'another writer' });
+    } else if (now.state === 'refused') {
+      this.summary.refused++;
+      this.report({
+        outcome: 'refused',
+        request: now,
+        code: now.code ?? own?.code ?? ErrorCode.INVALID_REQUEST,
+        reason: now.message ?? own?.message ?? '',
+      });
+    } else {
+      this.summary.superseded++;
+      this.report({
+        outcome: 'superseded',
+        request: now,
+        code: now.code ?? own?.code ?? ErrorCode.MOVED_ON,
+        reason: now.message ?? own?.message ?? 'the run moved on',
+      });
+    }
+  }
+}

@@ -1,0 +1,376 @@
+/**
+ * Run requests on the plane: a person's ask that the application act on a
+ * run — `retry` a failed run (resume it without an answer, from its failed
+ * step), `recover` a stale one (its runner's hold expired mid-run: take it over
+ * and go on), `fork` a new run from one of its rows. The plane only RECORDS a
+ * request and what the application reports of it: it never runs a step, never
+ * writes a row of the run, never takes the run. The application's worker
+ * (serveDecisions, client/runtime/requests.ts) applies each one.
+ *
+ * - A request names the row it acts on (`checkpointId`): the failed run's
+ *   run-end marker (retry), the stale run's newest row (recover), the chosen
+ *   row (fork). The worker acts only while the run's newest row is still that
+ *   one (retry, recover: ResumeOptions.expectNewestId, MOVED_ON otherwise),
+ *   so a request applied by two workers moves the run once.
+ * - A fork request carries the fork's execution id, chosen here (a UUIDv7):
+ *   applying it twice cannot make two forks. Its worker claims it first
+ *   (`claimRequest`): of two machines one forks.
+ * - At most one open request per run and action (a unique partial index): a
+ *   second is REQUEST_OPEN naming the first.
+ * - States: `open` until a worker reports; then `applied` (a worker applied
+ *   it), `superseded` (the run moved on otherwise before any worker applied
+ *   it) or `refused` (the application could not apply it: its code). An
+ *   applied report wins over a superseded one (the worker that moved the run
+ *   may report after another saw it moved).
+ */
+import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import { ErrorCode, issueProblems } from '../shared/errors.js';
+import { uuidv7 } from '../shared/ids.js';
+import { startWithin } from '../shared/json.js';
+import { LIMITS } from '../shared/limits.js';
+import { RunRequestBody, RunRequestOutcome, type RunRequestAction, type RunRequestView } from '../shared/protocol.js';
+import type { Checkpoint } from '../shared/rows.js';
+import { holdOf } from '../support/run-words.js';
+import type { PlaneDb, Tx } from './db/open.js';
+import { checkpoints, executions, runRequests } from './db/schema.js';
+import { HttpError } from './http/errors.js';
+import { decodeCursor, encodeCursor, isIdCursor } from './reads/cursor.js';
+import { runHolds } from './reads/executions.js';
+
+type Conn = PlaneDb | Tx;
+type Row = typeof runRequests.$inferSelect;
+
+/** How long a fork request's claim holds another worker off (a claimer that died lets another fork after this). */
+export const FORK_CLAIM_MS = 5 * 60_000;
+
+/** A stored request as the wire says it. */
+export function requestView(r: Row): RunRequestView {
+  return {
+    requestId: r.requestId,
+    executionId: r.executionId,
+    action: r.action as RunRequestAction,
+    checkpointId: r.checkpointId,
+    checkpointSeq: r.checkpointSeq,
+    forkExecutionId: r.forkExecutionId,
+    reason: r.reason,
+    requestedBy: r.requestedBy,
+    requestedAt: r.requestedAt.toISOString(),
+    state: r.state as RunRequestView['state'],
+    claimedBy: r.claimedBy,
+    settledBy: r.settledBy,
+    settledAt: r.settledAt?.toISOString() ?? null,
+    code: r.outcomeCode,
+    message: r.outcomeMessage,
+    runStatus: r.runStatus,
+    seq: r.seq,
+  };
+}
+
+/** Every problem of a request body (unknown fields named; a fork needs its row, retry and recover take none). */
+export function requestBodyProblems(body: unknown): string[] {
+  const r = RunRequestBody.safeParse(body);
+  if (!r.success) return issueProblems(r.error, 'the body');
+  const problems: string[] = [];
+  if (r.data.action === 'fork' && r.data.checkpointId === undefined)
+    problems.push('checkpointId: required for a fork (the row the new run branches from)');
+  if (r.data.action !== 'fork' && r.data.checkpointId !== undefined)
+    problems.push(`checkpointId: only a fork names a row (a ${r.data.action} acts on the run's newest row)`);
+  return problems;
+}
+
+/** 400 INVALID_RUN_REQUEST naming every problem of a body. */
+export function refuseBadRequestBody(body: unknown): void {
+  const problems = requestBodyProblems(body);
+  if (problems.length)
+    throw new HttpError(
+      400,
+      ErrorCode.INVALID_RUN_REQUEST,
+      `invalid request, nothing was recorded: ${problems.join('; ')}`,
+      {
+        details: { problems },
+      },
+    );
+}
+
+/** The run's newest row at the plane (null: none). */
+async function newestRow(tx: Conn, projectId: string, executionId: string): Promise<Checkpoint | null> {
+  const [r] = await tx
+    .select({ row: checkpoints.row })
+    .from(checkpoints)
+    .where(and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId)))
+    .orderBy(sql`${checkpoints.seq} DESC`)
+    .limit(1);
+  return (r?.row as Checkpoint | undefined) ?? null;
+}
+
+/** Whether the run is stale at the plane: running, its owner's hold expired (or nobody holds it), not a LangGraph thread. */
+export async function isStaleAtPlane(
+  db: Conn,
+  projectId: string,
+  run: { executionId: string; status: string; lastNodeId?: string | null },
+): Promise<boolean> {
+  if (run.status !== 'running') return false;
+  const lease = (await runHolds(db as PlaneDb, projectId, [run.executionId])).get(run.executionId) ?? null;
+  const hold = holdOf({ ...run, lease });
+  return hold?.kind === 'stale' || hold?.kind === 'free';
+}
+
+/** One refusal of a request's run: its code, its HTTP status, and the problem in words. */
+interface Problem {
+  status: 404 | 409;
+  code: ErrorCode;
+  text: string;
+  details?: Record<string, unknown>;
+}
+
+/**
+ * Record a request for a run, in one transaction (the run's summary row locked,
+ * so two recordings and an ingest are ordered). Refused, nothing changed, with
+ * every problem named and the first one's code:
+ * - 400 INVALID_RUN_REQUEST: the body;
+ * - 404 EXECUTION_NOT_FOUND: no such run here;
+ * - 409 RUN_NOT_FAILED (retry), RUN_NOT_STALE (recover), NOT_FORKABLE (fork: the
+ *   row is not the run's, or its run-end marker);
+ * - 409 REQUEST_OPEN: an open request of this run and action (details.request).
+ */
+export async function recordRequest(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  body: unknown,
+  by: { name: string; keyId: string },
+): Promise<RunRequestView> {
+  refuseBadRequestBody(body);
+  const b = RunRequestBody.parse(body);
+  return db.transaction(async (tx) => {
+    const [run] = await tx
+      .select({ status: executions.status, lastNodeId: executions.lastNodeId })
+      .from(executions)
+      .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)))
+      .for('update');
+    const newest = run ? await newestRow(tx, projectId, executionId) : null;
+    if (!run || !newest)
+      throw new HttpError(404, ErrorCode.EXECUTION_NOT_FOUND, `execution '${executionId}' is not on this plane`, {
+        details: { executionId },
+      });
+    const problems: Problem[] = [];
+    let row: Checkpoint = newest;
+    if (b.action === 'retry' && run.status !== 'failed')
+      problems.push({
+        status: 409,
+        code: ErrorCode.RUN_NOT_FAILED,
+        text: `execution '${executionId}' has not failed (it is ${run.status}): only a failed run is retried`,
+        details: { status: run.status },
+      });
+    if (
+      b.action === 'recover' &&
+      !(await isStaleAtPlane(tx, projectId, { executionId, status: run.status, lastNodeId: run.lastNodeId }))
+    )
+      problems.push({
+        status: 409,
+        code: ErrorCode.RUN_NOT_STALE,
+        text:
+          run.status === 'running'
+            ? `execution '${executionId}' is not stale: its runner still holds it (a live lease), so it is not taken from it`
+            : `execution '${executionId}' is not stale (it is ${run.status}): only a running run whose runner's hold expired is recovered`,
+        details: { status: run.status },
+      });
+    if (b.action === 'fork') {
+      const [at] = await tx
+        .select({ row: checkpoints.row })
+        .from(checkpoints)
+        .where(
+          and(
+            eq(checkpoints.projectId, projectId),
+            eq(checkpoints.id, b.checkpointId!),
+            eq(checkpoints.executionId, executionId),
+          ),
+        );
+      const chosen = (at?.row as Checkpoint | undefined) ?? null;
+      if (!chosen)
+        problems.push({
+          status: 409,
+          code: ErrorCode.NOT_FORKABLE,
+          text: `checkpoint '${b.checkpointId}' is not a row of execution '${executionId}' on this plane`,
+          details: { checkpointId: b.checkpointId },
+        });
+      else if (chosen.step === 'run_end')
+        problems.push({
+          status: 409,
+          code: ErrorCode.NOT_FORKABLE,
+          text: `checkpoint '${chosen.id}' (#${chosen.seq}) is the run-end marker, not a step: fork from a step`,
+          details: { checkpointId: chosen.id },
+        });
+      else row = chosen;
+    }
+    const [open] = await tx
+      .select()
+      .from(runRequests)
+      .where(
+        and(
+          eq(runRequests.projectId, projectId),
+          eq(runRequests.executionId, executionId),
+          eq(runRequests.action, b.action),
+          eq(runRequests.state, 'open'),
+        ),
+      );
+    if (open)
+      problems.push({
+        status: 409,
+        code: ErrorCode.REQUEST_OPEN,
+        text: `a ${b.action} of execution '${executionId}' is already waiting for the application (asked by '${open.requestedBy}' at ${open.requestedAt.toISOString()})`,
+        details: { request: requestView(open) },
+      });
+    if (problems.length) {
+      const [first] = problems;
+      throw new HttpError(first.status, first.code, `${problems.map((p) => p.text).join('; ')}; nothing was recorded`, {
+        details: {
+          executionId,
+          problems: problems.map((p) => ({ code: p.code, message: p.text })),
+          ...Object.assign({}, ...problems.map((p) => p.details ?? {})),
+        },
+      });
+    }
+    const [saved] = await tx
+      .insert(runRequests)
+      .values({
+        projectId,
+        requestId: uuidv7(),
+        executionId,
+        action: b.action,
+        checkpointId: row.id,
+        checkpointSeq: row.seq,
+        forkExecutionId: b.action === 'fork' ? uuidv7() : null,
+        reason: b.reason?.trim() ? b.reason.trim() : null,
+        requestedBy: startWithin(by.name, LIMITS.decidedByLength),
+        keyId: by.keyId,
+        state: 'open',
+      })
+      .returning();
+    return requestView(saved);
+  });
+}
+
+/** A run's requests, newest first (the run page shows them). */
+export async function requestsOfRun(db: Conn, projectId: string, executionId: string): Promise<RunRequestView[]> {
+  const rows = await db
+    .select()
+    .from(runRequests)
+    .where(and(eq(runRequests.projectId, projectId), eq(runRequests.executionId, executionId)))
+    .orderBy(sql`${runRequests.seq} DESC`)
+    .limit(50);
+  return rows.map(requestView);
+}
+
+/** The project's requests recorded after the cursor, in recording order; `state` filters (the worker asks for `open`). */
+export async function listRequests(
+  db: PlaneDb,
+  projectId: string,
+  o: { after?: string; limit: number; state?: RunRequestView['state'] },
+): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
+  const after = decodeCursor(o.after, isIdCursor) ?? 0;
+  const rows = await db
+    .select()
+    .from(runRequests)
+    .where(
+      and(
+        eq(runRequests.projectId, projectId),
+        gt(runRequests.seq, after),
+        o.state ? eq(runRequests.state, o.state) : undefined,
+      ),
+    )
+    .orderBy(asc(runRequests.seq))
+    .limit(o.limit + 1);
+  const page = rows.slice(0, o.limit);
+  return {
+    items: page.map(requestView),
+    nextCursor: rows.length > o.limit ? encodeCursor(page[page.length - 1].seq) : null,
+  };
+}
+
+/** One request of the project (null: none). */
+export async function getRequest(db: Conn, projectId: string, requestId: string): Promise<RunRequestView | null> {
+  const [r] = await db
+    .select()
+    .from(runRequests)
+    .where(and(eq(runRequests.projectId, projectId), eq(runRequests.requestId, requestId)));
+  return r ? requestView(r) : null;
+}
+
+async function lockedRequest(tx: Tx, projectId: string, requestId: string): Promise<Row> {
+  const [r] = await tx
+    .select()
+    .from(runRequests)
+    .where(and(eq(runRequests.projectId, projectId), eq(runRequests.requestId, requestId)))
+    .for('update');
+  if (!r)
+    throw new HttpError(404, ErrorCode.REQUEST_NOT_FOUND, `request '${requestId}' is not on this plane`, {
+      details: { requestId },
+    });
+  return r;
+}
+
+/**
+ * A worker takes a fork request to apply it: the first writer holds it
+ * (answered `won`); another is answered `lost` with the holder, unless the
+ * holder's claim is older than FORK_CLAIM_MS (its worker died: taken over). A
+ * request no longer open is answered with its state.
+ */
+export async function claimRequest(
+  db: PlaneDb,
+  projectId: string,
+  requestId: string,
+  writerId: string,
+): Promise<{ outcome: 'won' | 'lost' | 'settled'; request: RunRequestView }> {
+  return db.transaction(async (tx) => {
+    const r = await lockedRequest(tx, projectId, requestId);
+    if (r.state !== 'open') return { outcome: 'settled' as const, request: requestView(r) };
+    const expired = r.claimedAt !== null && Date.now() - r.claimedAt.getTime() > FORK_CLAIM_MS;
+    if (r.claimedBy && r.claimedBy !== writerId && !expired)
+      return { outcome: 'lost' as const, request: requestView(r) };
+    const [now] = await tx
+      .update(runRequests)
+      .set({ claimedBy: writerId, claimedAt: new Date() })
+      .where(and(eq(runRequests.projectId, projectId), eq(runRequests.requestId, requestId)))
+      .returning();
+    return { outcome: 'won' as const, request: requestView(now) };
+  });
+}
+
+/** 400 INVALID_REQUEST naming every problem of an outcome report. */
+export function outcomeProblems(body: unknown): string[] {
+  const r = RunRequestOutcome.safeParse(body);
+  return r.success ? [] : issueProblems(r.error, 'the body');
+}
+
+/**
+ * A worker reports how applying a request went. An open request takes the
+ * report; an applied one keeps its first applier (a later report changes
+ * nothing); a superseded one becomes applied when its applier reports (it saw
+ * the run moved by that very applier). The answer is the request as it stands.
+ */
+export async function settleRequest(
+  db: PlaneDb,
+  projectId: string,
+  requestId: string,
+  body: RunRequestOutcome,
+): Promise<RunRequestView> {
+  return db.transaction(async (tx) => {
+    const r = await lockedRequest(tx, projectId, requestId);
+    const takes = r.state === 'open' || (r.state === 'superseded' && body.outcome === 'applied');
+    if (!takes) return requestView(r);
+    const [now] = await tx
+      .update(runRequests)
+      .set({
+        state: body.outcome,
+        settledBy: body.writerId,
+        settledAt: new Date(),
+        outcomeCode: body.code ?? null,
+        outcomeMessage: body.message ?? null,
+        runStatus: body.runStatus ?? null,
+      })
+      .where(and(eq(runRequests.projectId, projectId), eq(runRequests.requestId, requestId)))
+      .returning();
+    return requestView(now);
+  });
+}
