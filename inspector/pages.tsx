@@ -27,6 +27,8 @@ import { SHORTCUTS_JS } from './shortcuts.js';
 import { NotFoundPage } from './not-found-page.js';
 import { BadCursorPage, RefusedPage } from './refused-page.js';
 import { QuarantinePage } from './quarantine-page.js';
+import { readRowDetail } from './row-detail.js';
+import { RowPage } from './row-page.js';
 import { RunPage } from './run-page.js';
 import { StatePage } from './state-page.js';
 import { agentPathsOf } from './timeline.js';
@@ -140,7 +142,7 @@ function runsFilters(q: Record<string, string>): RunsFilters | { problems: strin
   };
 }
 
-/** Mount `/`, `/runs/:id`, `/runs/:id/state`, `/quarantine` and (with `sync`) `/sync` on `app`. */
+/** Mount `/`, `/runs/:id`, `/runs/:id/rows/:seq`, `/runs/:id/state`, `/quarantine` and (with `sync`) `/sync` on `app`. */
 export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): void {
   /**
    * The readable state of row `seq` (null: no such row). A stored run is always shown: a row whose chain does not
@@ -332,6 +334,20 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       );
     }),
   );
+
+  // one row of the timeline: what its call did (the reply, the tool's result, tokens, latency), read only here
+  app.get('/runs/:id/rows/:seq', o.viewer, async (c) => {
+    const src = source(c);
+    const id = c.req.param('id');
+    const execution = await src.getRun(id);
+    if (!execution) return c.html(wrap(<NotFoundPage what={o.missingRun(id)} />, c), 404);
+    const q = timelineQuery({ seq: c.req.param('seq') });
+    if ('problems' in q)
+      return c.html(wrap(<RefusedPage code={ErrorCode.INVALID_REQUEST} problems={q.problems} />, c), 400);
+    const detail = await readRowDetail(src, id, q.seq!);
+    if (!detail) return c.html(wrap(<NotFoundPage what={`Run ${id} has no row #${q.seq}.`} />, c), 404);
+    return c.html(wrap(<RowPage executionId={id} detail={detail} lastSeq={execution.lastSeq} />, c));
+  });
 
   // a row's whole state, its conversation paged (the run page shows its newest messages only)
   app.get('/runs/:id/state', o.viewer, async (c) => {

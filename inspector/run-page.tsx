@@ -17,6 +17,7 @@ import {
   pauseStand,
   statusWord,
 } from '../support/run-words.js';
+import { DiffView } from './diff-view.js';
 import { LostNotice } from './lost-at-plane.js';
 import {
   Badge,
@@ -33,7 +34,7 @@ import {
   Time,
   Writer,
 } from './layout.js';
-import { StateTail, stateHref } from './state-page.js';
+import { StateTail } from './state-page.js';
 import { rowHref, Timeline, TimelineForms, type TimelineProps } from './timeline.js';
 
 /** "a row" or "N rows": the refused holes of a run (its missing runs of seqs are listed, not counted here). */
@@ -56,9 +57,6 @@ const EffectResult: FC<{ result: Json }> = ({ result }) => {
     </details>
   );
 };
-
-/** How many messages a diff shows of those added (and of those removed); the state's own page has every one. */
-const DIFF_SHOWN = 10;
 
 export interface RunPageProps {
   execution: {
@@ -389,39 +387,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
         </form>
         <LiveRegion name="state diff">
           {p.diff.error && <p class="error">{p.diff.error}</p>}
-          {p.diff.result && (
-            <div class="diff" data-testid="diff">
-              <p>
-                <a href={rowHref(id, p.diff.a)}>#{p.diff.a}</a> → <a href={rowHref(id, p.diff.b)}>#{p.diff.b}</a>:{' '}
-                {num(p.diff.result.common)} messages in common; {num(p.diff.result.added.length)} added
-                {p.diff.result.removed.length > 0 && `, ${num(p.diff.result.removed.length)} removed`};{' '}
-                {num(p.diff.result.changed.length)} fields changed.
-              </p>
-              {p.diff.result.added.slice(0, DIFF_SHOWN).map((m) => (
-                <pre class="added">{json(m)}</pre>
-              ))}
-              {p.diff.result.removed.slice(0, DIFF_SHOWN).map((m) => (
-                <pre class="removed">{json(m)}</pre>
-              ))}
-              {Math.max(p.diff.result.added.length, p.diff.result.removed.length) > DIFF_SHOWN && (
-                <p class="muted" data-testid="diff-more">
-                  The first {DIFF_SHOWN} of each are shown; the whole conversation at #{p.diff.b} is on{' '}
-                  <a href={stateHref(id, p.diff.b)}>the state&rsquo;s own page</a>.
-                </p>
-              )}
-              {p.diff.result.changed.length > 0 && (
-                <Table columns={['Field', 'Before', 'After']}>
-                  {p.diff.result.changed.map((c) => (
-                    <tr>
-                      <td class="mono">{c.field}</td>
-                      <td class="mono">{c.before === undefined ? '(absent)' : JSON.stringify(c.before)}</td>
-                      <td class="mono">{c.after === undefined ? '(absent)' : JSON.stringify(c.after)}</td>
-                    </tr>
-                  ))}
-                </Table>
-              )}
-            </div>
-          )}
+          {p.diff.result && <DiffView executionId={id} a={p.diff.a} b={p.diff.b} result={p.diff.result} />}
         </LiveRegion>
       </section>
 

@@ -140,6 +140,7 @@ export const SLOW: readonly string[] = [
   'test/ui/local-ui.test.ts',
   'test/ui/long-run.test.ts',
   'test/ui/reading.test.ts',
+  'test/ui/row-detail.test.ts',
   'test/ui/lost-at-plane.test.ts',
   'test/ui/run-truth.test.ts',
   'test/ui/security.test.ts',
