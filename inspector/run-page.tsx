@@ -18,6 +18,7 @@ import {
   statusWord,
 } from '../support/run-words.js';
 import { DiffView } from './diff-view.js';
+import { EFFECT_KEYS_WORDS, EffectKey } from './effect-key.js';
 import { LostNotice } from './lost-at-plane.js';
 import {
   Badge,
@@ -399,19 +400,24 @@ export const RunPage: FC<RunPageProps> = (p) => {
           {p.idempotency.length === 0 ? (
             <p class="muted">None.</p>
           ) : (
-            <Table columns={['Key', 'Result', 'When']}>
-              {p.idempotency.map((e) => (
-                <tr>
-                  <td class="mono">{e.key}</td>
-                  <td>
-                    <EffectResult result={e.result} />
-                  </td>
-                  <td>
-                    <Time iso={e.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </Table>
+            <>
+              <p class="muted">{EFFECT_KEYS_WORDS}</p>
+              <Table columns={['Key', 'Result', 'When']}>
+                {p.idempotency.map((e) => (
+                  <tr>
+                    <td>
+                      <EffectKey k={e.key} />
+                    </td>
+                    <td>
+                      <EffectResult result={e.result} />
+                    </td>
+                    <td>
+                      <Time iso={e.createdAt} />
+                    </td>
+                  </tr>
+                ))}
+              </Table>
+            </>
           )}
           <div class="pager">
             {p.idempotencyFirst && <a href={p.idempotencyFirst}>First entries</a>}

@@ -235,9 +235,7 @@ export const Timeline: FC<TimelineProps> = (p) => {
                         {prevOnPage?.writerId !== r.writerId && <ShortId id={r.writerId} />}
                         <Time iso={r.createdAt} />
                         {prev && <span>+{duration(Date.parse(r.createdAt) - Date.parse(prev.createdAt))}</span>}
-                        <a href={rowDetailHref(p.executionId, r.seq)} data-testid="row-detail">
-                          details
-                        </a>
+                        <a href={rowDetailHref(p.executionId, r.seq)}>details</a>
                         {r.seq > 0 && (
                           <a href={p.here({ a: String(r.seq - 1), b: String(r.seq) }, '#diff-h')}>diff with previous</a>
                         )}

@@ -92,6 +92,7 @@ export const FAST: readonly string[] = [
   'test/support/peer.test.ts',
   'test/shared/error-codes.test.ts',
   'test/shared/json.test.ts',
+  'test/shared/idempotency-key.test.ts',
   'test/support/time.test.ts',
   'test/support/validate.test.ts',
   'test/store/cancel-race.test.ts',

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Agent, connectPlane, ScriptedModel, tool, type Model } from '../../client/index.js';
+import { Agent, connectPlane, idempotent, ScriptedModel, tool, type Model } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { serveLocalUi, type LocalUi } from '../../client/ui/serve.js';
 import { launchChromium, SHOTS } from '../helpers/browser.js';
@@ -77,11 +77,20 @@ describe('a timeline row opens to what its call did, on the plane and in waymark
     launching.catch(() => {});
     plane = await startTestPlane('pglite');
     store = new SqliteCheckpointer({ path: tmp.file('laptop.db'), writerId: 'laptop' });
+    // two effects: one under the default key (its name and a hash of its arguments), one under a key it gives
+    const reserve = idempotent(async function reserve(order: string, units: number) {
+      return { order, units };
+    });
+    const ship = idempotent(async (order: string) => ({ shipped: order }), { key: (order) => `ship-${order}` });
     const lookup = tool({
       name: 'lookup',
       description: 'Look an order up',
       parameters: z.object({ order: z.string(), fields: z.array(z.string()) }),
-      execute: ({ order }) => ({ order, status: 'shipped', eta: { days: 2, carrier: 'post' } }),
+      execute: async ({ order }) => {
+        await reserve(order, 2);
+        await ship(order);
+        return { order, status: 'shipped', eta: { days: 2, carrier: 'post' } };
+      },
     });
     const explode = tool({
       name: 'explode',
@@ -116,7 +125,7 @@ describe('a timeline row opens to what its call did, on the plane and in waymark
   /** Open the run page and click row `seq`'s details link. */
   async function openRow(page: Page, w: Which, seq: number) {
     await page.goto(`${base(w)}/runs/detail-run`);
-    await page.locator(`#seq-${seq} [data-testid=row-detail]`).click();
+    await page.locator(`#seq-${seq} a[href$="/rows/${seq}"]`).click();
     await page.waitForURL(`${base(w)}/runs/detail-run/rows/${seq}`);
   }
 
@@ -161,6 +170,23 @@ describe('a timeline row opens to what its call did, on the plane and in waymark
       expect(await page.textContent('[data-testid=tool-args]')).toBe('{\n  "why": "testing"\n}');
       expect(await page.textContent('[data-testid=tool-error]')).toBe('the warehouse API answered 503');
       expect(await page.locator('[data-testid=tool-result]').count()).toBe(0);
+    });
+
+    it(`${w}: the idempotency entries read as the effect's name, or the key given, the whole key one click away`, async () => {
+      const page = await open(w);
+      await page.goto(`${base(w)}/runs/detail-run#idem-h`);
+      const keys = page.locator('details.effect-key');
+      expect(await keys.count()).toBe(2);
+      const [reserveKey, shipKey] = (await store.listIdempotent('detail-run')).map((e) => e.key).sort();
+      expect(reserveKey).toMatch(/^reserve:[0-9a-f]{64}$/);
+      const summaries = await page.locator('details.effect-key summary').allTextContents();
+      expect(summaries).toEqual([`reserve args #${reserveKey.slice(8, 16)}`, 'ship-A-1 (given)']);
+      // folded: the whole key shows when its summary is clicked
+      expect(await page.locator('details.effect-key code').first().isVisible()).toBe(false);
+      await page.locator('details.effect-key summary').first().click();
+      expect(await page.locator('details.effect-key code').first().textContent()).toBe(reserveKey);
+      expect(await page.locator('details.effect-key code').first().isVisible()).toBe(true);
+      expect(shipKey).toBe('ship-A-1');
     });
 
     it(`${w}: the run page carries no row's reply or result, and its diff pretty-prints them`, async () => {
