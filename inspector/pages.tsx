@@ -18,6 +18,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import { ErrorCode, hasCode } from '../shared/errors.js';
 import { describeHoles } from '../support/holes.js';
 import { readableGraphState } from '../support/langgraph.js';
+import type { Prices } from '../support/prices.js';
 import { oneOfProblem } from '../support/validate.js';
 import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.js';
 import { diffStates } from './diff.js';
@@ -117,6 +118,8 @@ export interface PagesOptions<E extends Env> {
   copyName: string;
   /** Mount `/sync`, the outbox's sync status (a local store's; the source must have `syncStatus`). */
   sync?: boolean;
+  /** Model prices: the run list's Cost column and a run's cost on its page (absent or null: no cost shown). */
+  prices?: Prices | null;
   /** Who may decide and the forms' CSRF token: mounts `/approvals` and the run page's form (approvals.tsx) where the source has them. */
   approvals?: ApprovalOptions<E>;
 }
@@ -218,6 +221,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             live={live}
             filters={filters}
             query={query}
+            prices={o.prices}
           />,
           c,
         ),
@@ -321,6 +325,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             idempotencyNext={idempotency.nextCursor && here({ idem: idempotency.nextCursor }, '#idem-h')}
             idempotencyFirst={idemCursor ? here({ idem: null }, '#idem-h') : null}
             usage={await src.runUsage(id)}
+            prices={o.prices}
             conflicts={await src.listClaimConflicts?.(id)}
             takeovers={await src.listTakeovers?.(id)}
             quarantined={quarantined}

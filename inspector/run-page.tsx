@@ -17,7 +17,9 @@ import {
   pauseStand,
   statusWord,
 } from '../support/run-words.js';
+import { CostText } from './cost.js';
 import { DiffView } from './diff-view.js';
+import type { Prices } from '../support/prices.js';
 import { EFFECT_KEYS_WORDS, EffectKey } from './effect-key.js';
 import { LostNotice } from './lost-at-plane.js';
 import {
@@ -130,6 +132,8 @@ export interface RunPageProps {
   forks?: { executionId: string; checkpointId: string }[];
   /** model usage summed over all rows of the run */
   usage?: UsageTotal;
+  /** the configured model prices: the run's cost beside its usage (absent or null: none configured, no cost) */
+  prices?: Prices | null;
   /** the decisions of the run's pauses and the approve/decline form (approvals.tsx; absent: none to show) */
   approvals?: Child | null;
   /**
@@ -200,6 +204,15 @@ export const RunPage: FC<RunPageProps> = (p) => {
               .map(([m, n]) => `${m} ×${num(n)}`)
               .join(', ')}
             )
+            {p.prices && (
+              <>
+                {' '}
+                · Cost:{' '}
+                <span data-testid="cost">
+                  <CostText usage={p.usage} prices={p.prices} />
+                </span>
+              </>
+            )}
           </p>
         )}
       </LiveRegion>
