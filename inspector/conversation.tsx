@@ -2,20 +2,7 @@
 /** A run's messages shown as a conversation (the run page's state). */
 import type { FC } from 'hono/jsx';
 import type { Json } from '../shared/json.js';
-import { json } from './layout.js';
-
-/** Text that is JSON shown pretty; anything else as it is. */
-const prettyText = (text: string) => {
-  const t = text.trim();
-  if (t.startsWith('{') || t.startsWith('[')) {
-    try {
-      return json(JSON.parse(t));
-    } catch {
-      // not JSON after all
-    }
-  }
-  return text;
-};
+import { json, prettyText } from './layout.js';
 
 type Obj = { [k: string]: Json };
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -103,18 +90,22 @@ const cut = (text: string, max: number | null) =>
 /**
  * A run's messages as a conversation: who said what, tool calls with their arguments, tool results. Raw JSON one
  * click away. `from`: the index of the first in the whole conversation (its anchor is `#msg-N`); `clip`: texts
- * longer than this many characters are cut (a tail on the run page stays small whatever a tool returned).
+ * longer than this many characters are cut (a tail on the run page stays small whatever a tool returned);
+ * `anchors` false: no `#msg-N` ids (a second conversation on a page, the state diff's, would repeat the tail's);
+ * `raw` false: no raw JSON (the diff's: the state's own page has it).
  */
-export const Conversation: FC<{ messages: Json[]; from?: number; clip?: number }> = ({
+export const Conversation: FC<{ messages: Json[]; from?: number; clip?: number; anchors?: boolean; raw?: boolean }> = ({
   messages,
   from = 0,
   clip = null,
+  anchors = true,
+  raw: showRaw = true,
 }) => (
   <ol class="conversation">
     {messages.map((raw, i) => {
       const m = messageView(raw);
       return (
-        <li class={`msg msg-${m.role.replace(/[^a-z]/g, '')}`} id={`msg-${from + i}`}>
+        <li class={`msg msg-${m.role.replace(/[^a-z]/g, '')}`} id={anchors ? `msg-${from + i}` : undefined}>
           <div class="msg-role">
             {m.role === 'tool' ? (
               <>
@@ -137,10 +128,12 @@ export const Conversation: FC<{ messages: Json[]; from?: number; clip?: number }
               <pre>{cut(typeof c.arguments === 'string' ? prettyText(c.arguments) : json(c.arguments), clip)}</pre>
             </div>
           ))}
-          <details class="raw">
-            <summary>raw</summary>
-            <pre>{cut(json(raw), clip)}</pre>
-          </details>
+          {showRaw && (
+            <details class="raw">
+              <summary>raw</summary>
+              <pre>{cut(json(raw), clip)}</pre>
+            </details>
+          )}
         </li>
       );
     })}

@@ -166,6 +166,22 @@ export const Badge: FC<{ status: string }> = ({ status }) => (
 );
 /** A value as indented JSON text. */
 export const json = (v: Json | unknown) => JSON.stringify(v, null, 2);
+
+/** Text that is JSON shown pretty (a tool's arguments or result as the model saw them); anything else as it is. */
+export const prettyText = (text: string) => {
+  const t = text.trim();
+  if (t.startsWith('{') || t.startsWith('[')) {
+    try {
+      return json(JSON.parse(t));
+    } catch {
+      // not JSON after all
+    }
+  }
+  return text;
+};
+
+/** A value shown pretty: JSON indented, and text that holds JSON (arguments a model sent as a string) as that JSON. */
+export const pretty = (v: Json | undefined) => (typeof v === 'string' ? prettyText(v) : v === undefined ? '' : json(v));
 /** How long ago, as a person says it ('never' for none). */
 export const ago = (iso: string | null) => {
   if (!iso) return 'never';

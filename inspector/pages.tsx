@@ -18,6 +18,7 @@ import { secureHeaders } from 'hono/secure-headers';
 import { ErrorCode, hasCode } from '../shared/errors.js';
 import { describeHoles } from '../support/holes.js';
 import { readableGraphState } from '../support/langgraph.js';
+import type { Prices } from '../support/prices.js';
 import { oneOfProblem } from '../support/validate.js';
 import { type ApprovalOptions, mountApprovals, RunApprovals } from './approvals.js';
 import { PauseAnswer } from './pause-answer.js';
@@ -29,6 +30,8 @@ import { SHORTCUTS_JS } from './shortcuts.js';
 import { NotFoundPage } from './not-found-page.js';
 import { BadCursorPage, RefusedPage } from './refused-page.js';
 import { QuarantinePage } from './quarantine-page.js';
+import { readRowDetail } from './row-detail.js';
+import { RowPage } from './row-page.js';
 import { RunPage } from './run-page.js';
 import { StatePage } from './state-page.js';
 import { agentPathsOf } from './timeline.js';
@@ -117,6 +120,8 @@ export interface PagesOptions<E extends Env> {
   copyName: string;
   /** Mount `/sync`, the outbox's sync status (a local store's; the source must have `syncStatus`). */
   sync?: boolean;
+  /** Model prices: the run list's Cost column and a run's cost on its page (absent or null: no cost shown). */
+  prices?: Prices | null;
   /** Who may decide and the forms' CSRF token: mounts `/approvals` and the run page's form (approvals.tsx) where the source has them. */
   approvals?: ApprovalOptions<E>;
 }
@@ -142,7 +147,7 @@ function runsFilters(q: Record<string, string>): RunsFilters | { problems: strin
   };
 }
 
-/** Mount `/`, `/runs/:id`, `/runs/:id/state`, `/quarantine` and (with `sync`) `/sync` on `app`. */
+/** Mount `/`, `/runs/:id`, `/runs/:id/rows/:seq`, `/runs/:id/state`, `/quarantine` and (with `sync`) `/sync` on `app`. */
 export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): void {
   /**
    * The readable state of row `seq` (null: no such row). A stored run is always shown: a row whose chain does not
@@ -218,6 +223,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             live={live}
             filters={filters}
             query={query}
+            prices={o.prices}
           />,
           c,
         ),
@@ -334,6 +340,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
             idempotencyNext={idempotency.nextCursor && here({ idem: idempotency.nextCursor }, '#idem-h')}
             idempotencyFirst={idemCursor ? here({ idem: null }, '#idem-h') : null}
             usage={await src.runUsage(id)}
+            prices={o.prices}
             conflicts={await src.listClaimConflicts?.(id)}
             takeovers={await src.listTakeovers?.(id)}
             quarantined={quarantined}
@@ -347,6 +354,20 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       );
     }),
   );
+
+  // one row of the timeline: what its call did (the reply, the tool's result, tokens, latency), read only here
+  app.get('/runs/:id/rows/:seq', o.viewer, async (c) => {
+    const src = source(c);
+    const id = c.req.param('id');
+    const execution = await src.getRun(id);
+    if (!execution) return c.html(wrap(<NotFoundPage what={o.missingRun(id)} />, c), 404);
+    const q = timelineQuery({ seq: c.req.param('seq') });
+    if ('problems' in q)
+      return c.html(wrap(<RefusedPage code={ErrorCode.INVALID_REQUEST} problems={q.problems} />, c), 400);
+    const detail = await readRowDetail(src, id, q.seq!);
+    if (!detail) return c.html(wrap(<NotFoundPage what={`Run ${id} has no row #${q.seq}.`} />, c), 404);
+    return c.html(wrap(<RowPage executionId={id} detail={detail} lastSeq={execution.lastSeq} />, c));
+  });
 
   // a row's whole state, its conversation paged (the run page shows its newest messages only)
   app.get('/runs/:id/state', o.viewer, async (c) => {

@@ -17,6 +17,10 @@ import {
   pauseStand,
   statusWord,
 } from '../support/run-words.js';
+import { CostText } from './cost.js';
+import { DiffView } from './diff-view.js';
+import type { Prices } from '../support/prices.js';
+import { EFFECT_KEYS_WORDS, EffectKey } from './effect-key.js';
 import { LostNotice } from './lost-at-plane.js';
 import {
   Badge,
@@ -33,7 +37,7 @@ import {
   Time,
   Writer,
 } from './layout.js';
-import { StateTail, stateHref } from './state-page.js';
+import { StateTail } from './state-page.js';
 import { rowHref, Timeline, TimelineForms, type TimelineProps } from './timeline.js';
 
 /** "a row" or "N rows": the refused holes of a run (its missing runs of seqs are listed, not counted here). */
@@ -56,9 +60,6 @@ const EffectResult: FC<{ result: Json }> = ({ result }) => {
     </details>
   );
 };
-
-/** How many messages a diff shows of those added (and of those removed); the state's own page has every one. */
-const DIFF_SHOWN = 10;
 
 export interface RunPageProps {
   execution: {
@@ -135,6 +136,8 @@ export interface RunPageProps {
   forks?: { executionId: string; checkpointId: string }[];
   /** model usage summed over all rows of the run */
   usage?: UsageTotal;
+  /** the configured model prices: the run's cost beside its usage (absent or null: none configured, no cost) */
+  prices?: Prices | null;
   /** the decisions of the run's pauses and the approve/decline form (approvals.tsx; absent: none to show) */
   approvals?: Child | null;
   /**
@@ -205,6 +208,15 @@ export const RunPage: FC<RunPageProps> = (p) => {
               .map(([m, n]) => `${m} ×${num(n)}`)
               .join(', ')}
             )
+            {p.prices && (
+              <>
+                {' '}
+                · Cost:{' '}
+                <span data-testid="cost">
+                  <CostText usage={p.usage} prices={p.prices} />
+                </span>
+              </>
+            )}
           </p>
         )}
       </LiveRegion>
@@ -394,39 +406,7 @@ export const RunPage: FC<RunPageProps> = (p) => {
         </form>
         <LiveRegion name="state diff">
           {p.diff.error && <p class="error">{p.diff.error}</p>}
-          {p.diff.result && (
-            <div class="diff" data-testid="diff">
-              <p>
-                <a href={rowHref(id, p.diff.a)}>#{p.diff.a}</a> → <a href={rowHref(id, p.diff.b)}>#{p.diff.b}</a>:{' '}
-                {num(p.diff.result.common)} messages in common; {num(p.diff.result.added.length)} added
-                {p.diff.result.removed.length > 0 && `, ${num(p.diff.result.removed.length)} removed`};{' '}
-                {num(p.diff.result.changed.length)} fields changed.
-              </p>
-              {p.diff.result.added.slice(0, DIFF_SHOWN).map((m) => (
-                <pre class="added">{json(m)}</pre>
-              ))}
-              {p.diff.result.removed.slice(0, DIFF_SHOWN).map((m) => (
-                <pre class="removed">{json(m)}</pre>
-              ))}
-              {Math.max(p.diff.result.added.length, p.diff.result.removed.length) > DIFF_SHOWN && (
-                <p class="muted" data-testid="diff-more">
-                  The first {DIFF_SHOWN} of each are shown; the whole conversation at #{p.diff.b} is on{' '}
-                  <a href={stateHref(id, p.diff.b)}>the state&rsquo;s own page</a>.
-                </p>
-              )}
-              {p.diff.result.changed.length > 0 && (
-                <Table columns={['Field', 'Before', 'After']}>
-                  {p.diff.result.changed.map((c) => (
-                    <tr>
-                      <td class="mono">{c.field}</td>
-                      <td class="mono">{c.before === undefined ? '(absent)' : JSON.stringify(c.before)}</td>
-                      <td class="mono">{c.after === undefined ? '(absent)' : JSON.stringify(c.after)}</td>
-                    </tr>
-                  ))}
-                </Table>
-              )}
-            </div>
-          )}
+          {p.diff.result && <DiffView executionId={id} a={p.diff.a} b={p.diff.b} result={p.diff.result} />}
         </LiveRegion>
       </section>
 
@@ -438,19 +418,24 @@ export const RunPage: FC<RunPageProps> = (p) => {
           {p.idempotency.length === 0 ? (
             <p class="muted">None.</p>
           ) : (
-            <Table columns={['Key', 'Result', 'When']}>
-              {p.idempotency.map((e) => (
-                <tr>
-                  <td class="mono">{e.key}</td>
-                  <td>
-                    <EffectResult result={e.result} />
-                  </td>
-                  <td>
-                    <Time iso={e.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </Table>
+            <>
+              <p class="muted">{EFFECT_KEYS_WORDS}</p>
+              <Table columns={['Key', 'Result', 'When']}>
+                {p.idempotency.map((e) => (
+                  <tr>
+                    <td>
+                      <EffectKey k={e.key} />
+                    </td>
+                    <td>
+                      <EffectResult result={e.result} />
+                    </td>
+                    <td>
+                      <Time iso={e.createdAt} />
+                    </td>
+                  </tr>
+                ))}
+              </Table>
+            </>
           )}
           <div class="pager">
             {p.idempotencyFirst && <a href={p.idempotencyFirst}>First entries</a>}

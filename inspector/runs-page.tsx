@@ -20,6 +20,8 @@ import {
   Writer,
 } from './layout.js';
 import { LostBadge } from './lost-at-plane.js';
+import { CostText } from './cost.js';
+import type { Prices } from '../support/prices.js';
 import type { Counted } from '../support/count.js';
 
 /** A column shown on wide screens only. */
@@ -112,7 +114,9 @@ export const RunsPage: FC<{
   live: boolean;
   filters: RunsFilters;
   query: (cursor: string | null, live?: boolean) => string;
-}> = ({ items, count, next, first, live, filters, query }) => {
+  /** the configured model prices: a Cost column (absent or null: no prices, no column) */
+  prices?: Prices | null;
+}> = ({ items, count, next, first, live, filters, query, prices }) => {
   const filtered = Object.values(filters).some((v) => v);
   const attentionOnly = filters.attention === '1' && Object.values(filters).filter((v) => v).length === 1;
   return (
@@ -193,6 +197,7 @@ export const RunsPage: FC<{
             wide('Rows'),
             wide('Last node'),
             wide('Tokens'),
+            !!prices && 'Cost',
           ]}
         >
           {items.map((r) => {
@@ -268,12 +273,17 @@ export const RunsPage: FC<{
                 >
                   {r.usage ? `${num(r.usage.inputTokens)} in / ${num(r.usage.outputTokens)} out` : ''}
                 </td>
+                {prices && (
+                  <td data-testid="cost">
+                    <CostText usage={r.usage} prices={prices} />
+                  </td>
+                )}
               </tr>
             );
           })}
           {items.length === 0 && (
             <tr>
-              <td colspan={10} class="muted">
+              <td colspan={prices ? 11 : 10} class="muted">
                 No runs match.
               </td>
             </tr>

@@ -110,6 +110,8 @@ export interface InspectorSource {
   getRun(executionId: string): Promise<RunSummary | null>;
   /** A page of the run's rows matching the query, in seq order (read on until the page is full or the run ends). */
   listRows(executionId: string, q: RowsQuery): Promise<RowsPage>;
+  /** Row `seq` of the run with its payloads (its state as stored, encoded), or null when the run has no such row. */
+  getRow(executionId: string, seq: number): Promise<Checkpoint | null>;
   /**
    * The decoded state of row `seq`, or null when the run has no such row; a
    * row whose chain does not decode throws (code CORRUPT_ROW).

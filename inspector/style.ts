@@ -64,7 +64,7 @@ ol.conversation { list-style:none; margin:.5rem 0; padding:0; display:flex; flex
 details.turn > summary { cursor:pointer; padding:.15rem 0; } details.turn > ol.timeline { margin:.2rem 0 .4rem .3rem; }
 ol.timeline li:target { background:#fff8c5; border-radius:6px; } ol.timeline li.gap::before { background:var(--bad); }
 [id^="seq-"] { scroll-margin-top:.5rem; }
-details.result > summary { cursor:pointer; overflow-wrap:anywhere; }
+details.result > summary, details.effect-key > summary { cursor:pointer; overflow-wrap:anywhere; } details.effect-key code { display:block; margin-top:.25rem; overflow-wrap:anywhere; font-size:12.5px; }
 .live { margin:.25rem 0 .75rem; font-size:12px; }
 ol.timeline li.depth-1 { margin-left:1.2rem; } ol.timeline li.depth-2 { margin-left:2.4rem; } ol.timeline li.depth-3, ol.timeline li.depth-4, ol.timeline li.depth-5, ol.timeline li.depth-6 { margin-left:3.6rem; }
 ol.inbox { list-style:none; margin:0; padding:0; }

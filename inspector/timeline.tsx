@@ -21,6 +21,10 @@ const NEWEST_OPEN = 2;
 export const rowHref = (executionId: string, seq: number) =>
   `/runs/${encodeURIComponent(executionId)}?seq=${seq}#seq-${seq}`;
 
+/** The page of row `seq` of a run: what its call did (inspector/row-page.tsx). */
+export const rowDetailHref = (executionId: string, seq: number) =>
+  `/runs/${encodeURIComponent(executionId)}/rows/${seq}`;
+
 /**
  * What a row's badge may claim. A model-call or tool row is written *before* the
  * call, so its stored status says the boundary was recorded, not that the call
@@ -231,6 +235,7 @@ export const Timeline: FC<TimelineProps> = (p) => {
                         {prevOnPage?.writerId !== r.writerId && <ShortId id={r.writerId} />}
                         <Time iso={r.createdAt} />
                         {prev && <span>+{duration(Date.parse(r.createdAt) - Date.parse(prev.createdAt))}</span>}
+                        <a href={rowDetailHref(p.executionId, r.seq)}>details</a>
                         {r.seq > 0 && (
                           <a href={p.here({ a: String(r.seq - 1), b: String(r.seq) }, '#diff-h')}>diff with previous</a>
                         )}

@@ -101,7 +101,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
   app.route('/', adminRoutes(deps));
 
   app.doc31('/openapi.json', { openapi: '3.1.0', info: { title: 'waymark plane', version: '1' } });
-  app.route('/', inspectorRoutes(o.database.db, { dev: o.dev, bodyDeadline: deps.bodyDeadline }));
+  app.route('/', inspectorRoutes(o.database.db, { dev: o.dev, bodyDeadline: deps.bodyDeadline, prices: o.prices }));
 
   return { app, metrics: deps.metrics, requireScope: (scope: Scope | null) => requireScope(o.database.db, scope) };
 }

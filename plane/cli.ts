@@ -30,6 +30,7 @@ import {
 } from '../support/cli-args.js';
 import { suggest } from '../support/validate.js';
 import { planeOptionProblem, portTextProblem } from '../support/validate.js';
+import { readPricesFile } from '../support/prices.js';
 
 const database: Record<string, OptionSpec> = {
   'data-dir': {
@@ -59,6 +60,10 @@ const COMMANDS: CommandSpec[] = [
       port: { type: 'string', help: 'the port to listen on (default: $WAYMARK_PORT or 4600; 0 picks a free one)' },
       'metrics-port': { type: 'string', help: 'serve operator metrics on this port (not on the main listener)' },
       dev: { type: 'boolean', help: 'development mode' },
+      prices: {
+        type: 'string',
+        help: "a JSON file of model prices per million tokens: the inspector shows each run's cost",
+      },
     },
   },
   { name: 'plane projects create', args: ['NAME'], summary: 'Create a project.', options: admin },
@@ -89,7 +94,7 @@ const COMMANDS: CommandSpec[] = [
 ];
 
 const USAGE = `usage:
-  waymark plane [--data-dir DIR | --database-url URL] [--host H] [--port N] [--metrics-port N]
+  waymark plane [--data-dir DIR | --database-url URL] [--host H] [--port N] [--metrics-port N] [--prices FILE]
   waymark plane projects create NAME
   waymark plane projects list
   waymark plane keys create --project NAME --scopes SCOPE[,SCOPE…] [--name N]   (SCOPE: ${SCOPES.join(', ')})
@@ -183,7 +188,13 @@ async function planeCommand(argv: string[], out: (l: string) => void): Promise<n
     ...(values['metrics-port'] ? { metricsPort: Number(values['metrics-port']) } : {}),
     ...(values.dev ? { dev: true } : {}),
   };
-  const problems = [...parsed.problems, ...check(command, parsed)];
+  const prices = values.prices ? readPricesFile(values.prices) : null;
+  if (prices && 'prices' in prices) overrides.prices = prices.prices;
+  const problems = [
+    ...parsed.problems,
+    ...check(command, parsed),
+    ...(prices && 'problems' in prices ? prices.problems : []),
+  ];
   // with the environment's own problems, so one run names them all
   if (problems.length)
     throw new UsageError(

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { integerTextWanted, oneOfWanted, refusal, shown } from '../support/validate.js';
+import { frozenPrices, type Prices, pricesProblems } from '../support/prices.js';
 
 /** One setting given as text, checked by the kit's `wanted` (its problem without the setting's name, which parseEnv puts first). */
 function setting<T>(wanted: (text: string) => string | null, parse: (text: string) => T) {
@@ -115,6 +116,11 @@ export interface PlaneConfig {
   takeoverAfterMs: number;
   /** Inspector without login (only honoured when bound to loopback). */
   dev: boolean;
+  /**
+   * Model prices per million tokens (`--prices FILE`; support/prices.ts): the inspector shows each run's cost.
+   * Absent: no cost is shown. Checked by `loadConfig`, every problem named.
+   */
+  prices?: Prices;
 }
 
 /** The variable each setting a command-line flag can give is read from: a flag given replaces its variable, which is then not read. */
@@ -169,7 +175,11 @@ export function loadConfig(
   overrides: Partial<PlaneConfig> = {},
 ): Readonly<PlaneConfig> {
   const r = parseEnv(env, Object.keys(overrides));
-  if (r.problems) throw refusal('invalid plane configuration', r.problems);
+  const problems = [
+    ...(r.problems ?? []),
+    ...(overrides.prices !== undefined ? pricesProblems(overrides.prices, 'prices') : []),
+  ];
+  if (r.problems || problems.length) throw refusal('invalid plane configuration', problems);
   const e = r.data;
   return Object.freeze({
     databaseUrl: e.WAYMARK_DATABASE_URL,
@@ -191,5 +201,6 @@ export function loadConfig(
     takeoverAfterMs: e.WAYMARK_TAKEOVER_AFTER_MS,
     dev: e.WAYMARK_DEV === '1' || e.WAYMARK_DEV === 'true',
     ...overrides,
+    ...(overrides.prices ? { prices: frozenPrices(overrides.prices) } : {}),
   });
 }

@@ -241,6 +241,7 @@ async function serveOn(
     takeoverAfterMs: config.takeoverAfterMs,
     faults: options.faults,
     dev: config.dev && loopback,
+    ...(config.prices ? { prices: config.prices } : {}),
   });
   // Node's own limits back the body deadline up for every route (a form post, a claim): headers
   // within headersTimeoutMs, the whole request a little after the body deadline would have fired.

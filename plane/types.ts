@@ -6,6 +6,7 @@
  * `skipLibCheck: false` never loads drizzle-orm's declarations.
  */
 import type { FaultHook } from '../support/faults.js';
+import type { Prices } from '../support/prices.js';
 import type { Logger } from 'pino';
 import type { DataDirLock } from './db/lock.js';
 
@@ -60,6 +61,8 @@ export interface PlaneAppOptionsOf<Db> {
   bodyTotalMs?: number;
   /** Inspector without login (honoured only when the plane binds to loopback). */
   dev?: boolean;
+  /** Model prices (support/prices.ts, checked by loadConfig): the inspector shows each run's cost. Absent: no cost. */
+  prices?: Prices;
   /**
    * A claim held (claimed at the plane, the holder's local claim never
    * reported) for longer than this may be taken over by another writer.

@@ -28,6 +28,16 @@ export interface UsageTotal {
   cachedInputTokens: number;
   /** Calls by model name. */
   models: Record<string, number>;
+  /** Calls and token counts by model name (what a cost is priced from: each model has its own prices). */
+  byModel: Record<string, ModelUsageTotal>;
+}
+
+/** One model's part of a `UsageTotal`. */
+export interface ModelUsageTotal {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens: number;
 }
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : null);
@@ -56,13 +66,24 @@ export function usageOf(nodeOutput: Json | null | undefined): UsageRecord[] {
 
 /** Sum the usage recorded in rows (each row once; pass every row of a run). */
 export function sumUsage(rows: Iterable<{ nodeOutput: Json | null }>): UsageTotal {
-  const t: UsageTotal = { calls: 0, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, models: {} };
+  const t: UsageTotal = { calls: 0, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, models: {}, byModel: {} };
   for (const row of rows) {
     for (const u of usageOf(row.nodeOutput)) {
-      t.calls++;
-      t.inputTokens += u.inputTokens ?? 0;
-      t.outputTokens += u.outputTokens ?? 0;
-      t.cachedInputTokens += u.cachedInputTokens ?? 0;
+      // defined, not assigned: a model named "__proto__" is a key like any other
+      if (!Object.hasOwn(t.byModel, u.model))
+        Object.defineProperty(t.byModel, u.model, {
+          value: { calls: 0, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 },
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      const m = t.byModel[u.model];
+      for (const total of [t, m]) {
+        total.calls++;
+        total.inputTokens += u.inputTokens ?? 0;
+        total.outputTokens += u.outputTokens ?? 0;
+        total.cachedInputTokens += u.cachedInputTokens ?? 0;
+      }
       t.models[u.model] = (t.models[u.model] ?? 0) + 1;
     }
   }

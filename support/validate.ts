@@ -230,6 +230,12 @@ export function portTextProblem(field: string, text: string | undefined): string
   return integerTextProblem(field, text, 0, 65535);
 }
 
+/** `field: must be a number of at least `least`` when `v` is given and is not a finite number that large (a price, a rate). */
+export function numberProblem(field: string, v: unknown, least: number): string | null {
+  if (v === undefined || (typeof v === 'number' && Number.isFinite(v) && v >= least)) return null;
+  return `${field}: must be a number, at least ${least} (got ${shown(v)})`;
+}
+
 /** A duration in milliseconds: an integer number of ms from `least` to `most`. */
 export function durationProblem(field: string, v: unknown, least: number, most?: number): string | null {
   return integerProblem(field, v, least, most, 'ms');

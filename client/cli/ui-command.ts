@@ -5,16 +5,25 @@
  * (4610, next to the plane's 4600, so the address can be bookmarked; `--port 0`
  * picks a free one) and refuses a non-loopback `--host` unless
  * `--allow-remote` is given: the local inspector has no login. Approvals made
- * in it are recorded under `--user` (default: the OS user name).
+ * in it are recorded under `--user` (default: the OS user name). `--prices FILE` (support/prices.ts) adds each
+ * run's cost to the run list and the run pages; a file with problems is refused with them all named.
  */
 import type { Parsed, OptionSpec } from '../../support/cli-args.js';
-import { portTextProblem } from '../../support/validate.js';
+import { readPricesFile, type Prices } from '../../support/prices.js';
+import { portTextProblem, refusal } from '../../support/validate.js';
 import { openStore, redactUrl } from '../open-store.js';
 import { isLoopback } from '../ui/loopback.js';
 import { onStopRequest } from '../../support/launcher.js';
 import { requirePeers, UI_PEERS } from '../../support/peer.js';
 
 type Out = (line: string) => void;
+
+/** The prices file checkUi read and found good. */
+function pricesOf(path: string): Prices {
+  const read = readPricesFile(path);
+  if ('problems' in read) throw refusal('waymark ui', read.problems);
+  return read.prices;
+}
 
 export const UI_DEFAULT_PORT = 4610;
 
@@ -25,6 +34,10 @@ export const UI_OPTIONS: Record<string, OptionSpec> = {
   host: { type: 'string', help: 'the interface to listen on (default: 127.0.0.1; another needs --allow-remote)' },
   port: { type: 'string', help: `the port to listen on (default: ${UI_DEFAULT_PORT}; 0 picks a free one)` },
   user: { type: 'string', help: 'the name approvals made in this UI are recorded under (default: the OS user name)' },
+  prices: {
+    type: 'string',
+    help: "a JSON file of model prices per million tokens: the run list and run pages show each run's cost",
+  },
   'allow-remote': {
     type: 'boolean',
     help: 'allow a non-loopback --host: anyone who reaches it reads the store and can answer its pauses, with no login',
@@ -42,6 +55,10 @@ export function checkUi(p: Parsed): string[] {
     problems.push(`option '--url' must be a postgres:// URL (got '${url}'); a SQLite file is --db`);
   const portProblem = typeof port === 'string' && port !== '' ? portTextProblem("option '--port'", port) : null;
   if (portProblem) problems.push(portProblem);
+  if (typeof p.values.prices === 'string') {
+    const read = readPricesFile(p.values.prices);
+    if ('problems' in read) problems.push(...read.problems);
+  }
   if (typeof host === 'string' && host !== '' && !isLoopback(host) && p.values['allow-remote'] !== true) {
     problems.push(
       `host '${host}' is not a loopback address: the local inspector has no login, so anyone who reaches it would read the store; pass --allow-remote to bind there anyway`,
@@ -70,6 +87,7 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
         allowRemote: p.values['allow-remote'] === true,
         label: redactUrl(spec),
         user,
+        ...(typeof p.values.prices === 'string' ? { prices: pricesOf(p.values.prices) } : {}),
       });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {

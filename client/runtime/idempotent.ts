@@ -41,6 +41,7 @@ import { stableStringify, jsonProblem, storableJson, textProblem, type Json } fr
 import { ErrorCode, WaymarkError, hasCode } from '../../shared/errors.js';
 import { optionNames, optionsProblems, refuse } from '../../support/validate.js';
 import { LIMITS } from '../../shared/limits.js';
+import { DIGEST_LENGTH } from '../../shared/idempotency-key.js';
 import type { Checkpointer, IdempotentLookup, PlaneRenewal } from '../checkpointer.js';
 import { EffectNotRecorded, IdempotencyError, IdempotencyKeyRequired, InvalidIdempotencyKey } from '../errors.js';
 import { currentRun, type RunContext } from './context.js';
@@ -101,7 +102,6 @@ interface CallKey {
 
 /** Names that say nothing about which function they belong to. */
 const GENERIC_NAME = /^(?:|anonymous|default|bound .*)$/s;
-const DIGEST_LENGTH = 64;
 
 const IDEMPOTENT_OPTIONS = optionNames<IdempotentOptions<unknown[]>>({ key: true });
 

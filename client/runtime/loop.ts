@@ -11,6 +11,7 @@
 import { storableText, type Json } from '../../shared/json.js';
 import { ErrorCode, hasCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpoint } from '../../shared/rows.js';
+import { toolFailureText } from '../../shared/tool-result.js';
 import type { Checkpointer, CheckpointInput } from '../checkpointer.js';
 import { CheckpointError, ResumeRequired } from '../errors.js';
 import { isLeaseLoss, type RunLease } from './lease.js';
@@ -421,7 +422,7 @@ export class AgentLoop {
       if (e instanceof PauseOutcome) throw e;
       if (escapes(e)) throw e;
       if (scope.escaped) throw scope.escaped;
-      if (!scope.pause) return `Tool '${call.name}' failed: ${(e as Error)?.message ?? String(e)}`;
+      if (!scope.pause) return toolFailureText(call.name, (e as Error)?.message ?? String(e));
     }
     // a tool that caught the escape cannot turn it into a result the model might retry
     if (scope.escaped) throw scope.escaped;

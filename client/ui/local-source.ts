@@ -301,6 +301,11 @@ export function localSource(store: Checkpointer): InspectorSource {
       return { items: asc ? page : page.reverse(), more: found.length > q.limit };
     },
 
+    async getRow(executionId, seq) {
+      const [row] = await store.list(executionId, { afterSeq: seq - 1, limit: 1 });
+      return row?.seq === seq ? row : null;
+    },
+
     async stateAt(executionId, seq) {
       const [row] = await store.list(executionId, { afterSeq: seq - 1, limit: 1 });
       if (!row || row.seq !== seq) return null;

@@ -21,6 +21,7 @@ import { osUser } from '../runtime/decide.js';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Child } from 'hono/jsx';
+import { frozenPrices, type Prices, pricesProblems } from '../../support/prices.js';
 import { refuse } from '../../support/validate.js';
 import type { Checkpointer } from '../checkpointer.js';
 import { FRAME, type Frame, localFrame, PENDING_COUNT_CAP } from '../../inspector/frame.js';
@@ -48,6 +49,11 @@ export interface LocalUiOptions {
   label?: string;
   /** The name decisions made in this UI are recorded under (default: the OS user's name). */
   user?: string;
+  /**
+   * Model prices per million tokens (support/prices.ts): the run list gets a Cost column and a run's page its cost.
+   * Checked when served: every problem named (INVALID_OPTIONS). Absent: no cost is shown.
+   */
+  prices?: Prices;
 }
 
 export interface LocalUi {
@@ -58,7 +64,10 @@ export interface LocalUi {
 }
 
 /** The inspector app over `store` (what `serveLocalUi` serves; a test may call its `fetch`). */
-export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?: boolean; user?: string } = {}): Hono {
+export function localUiApp(
+  store: Checkpointer,
+  o: { label?: string; checkHost?: boolean; user?: string; prices?: Prices } = {},
+): Hono {
   const app = new Hono();
   const user = o.user ?? osUser();
   const frame = localFrame(o.label ?? store.writerId, user);
@@ -105,6 +114,7 @@ export function localUiApp(store: Checkpointer, o: { label?: string; checkHost?:
     missingRun: (id) => `No run '${id}' in this store.`,
     copyName: 'this store',
     sync: true,
+    prices: o.prices ? frozenPrices(o.prices) : null,
     approvals: {
       decider: async () => ({ by: user }),
       csrf: () => csrfOf(secret),
@@ -135,7 +145,8 @@ export async function serveLocalUi(store: Checkpointer, o: LocalUiOptions = {}):
       ],
       'nothing was served',
     );
-  const app = localUiApp(store, { label: o.label, checkHost: loopback, user: o.user });
+  if (o.prices !== undefined) refuse('serveLocalUi', pricesProblems(o.prices, 'prices'), 'nothing was served');
+  const app = localUiApp(store, { label: o.label, checkHost: loopback, user: o.user, prices: o.prices });
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: o.port ?? 0, hostname: host }, () => resolve(s));
     s.once('error', reject);

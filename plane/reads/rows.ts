@@ -142,6 +142,17 @@ export async function timelineRows(
   return { items: ascending ? page : page.reverse(), more: found.length > q.limit };
 }
 
+/** One row of a run as it was stored (its state still encoded), or null when the run has no row `seq`. */
+export async function rowAt(db: PlaneDb, projectId: string, executionId: string, seq: number) {
+  const [found] = await db
+    .select({ row: checkpoints.row })
+    .from(checkpoints)
+    .where(
+      and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, seq)),
+    );
+  return found ? (found.row as Checkpoint) : null;
+}
+
 /** The decoded state of one row: its snapshot chain, base to row, through the shared codec. */
 export async function stateAt(db: PlaneDb, projectId: string, executionId: string, seq: number) {
   const [target] = await db

@@ -26,7 +26,7 @@ import { listHoles } from '../reads/holes.js';
 import { cancelReasonOf, runFacts } from '../reads/newest-rows.js';
 import { pauseAnswer, pauseState } from '../reads/pauses.js';
 import { listQuarantine } from '../reads/quarantine.js';
-import { stateAt, timelineRows } from '../reads/rows.js';
+import { rowAt, stateAt, timelineRows } from '../reads/rows.js';
 import { idempotencyListing } from '../restore.js';
 import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';
@@ -98,6 +98,7 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       return timelineRows(db, projectId, id, { ...q, after: q.after, before: bound(q.before) });
     },
     stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
+    getRow: async (id, seq) => (mayBeSeq(seq) ? rowAt(db, projectId, id, seq) : null),
     async pauseState(id) {
       const pause = await pauseState(db, projectId, id);
       if (pause && pause.state !== 'open')

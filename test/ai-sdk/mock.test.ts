@@ -116,6 +116,7 @@ describe('waymark/ai-sdk over MockLanguageModelV3', () => {
       outputTokens: 27,
       cachedInputTokens: 60,
       models: { 'm-1': 2 },
+      byModel: { 'm-1': { calls: 2, inputTokens: 230, outputTokens: 27, cachedInputTokens: 60 } },
     });
     await store.close();
   });

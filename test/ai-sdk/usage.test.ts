@@ -177,6 +177,7 @@ describe('token usage per model call, per run, in inspect and on the plane', () 
       outputTokens: 9,
       cachedInputTokens: 6,
       models: { 'meter-1': 3 },
+      byModel: { 'meter-1': { calls: 3, inputTokens: 90, outputTokens: 9, cachedInputTokens: 6 } },
     });
 
     await replica.flush({ timeoutMs: 30_000 });

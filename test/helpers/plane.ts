@@ -11,7 +11,7 @@ import { createKey, type Scope } from '../../plane/auth.js';
 import { openPlaneDatabase, type PlaneDatabase } from '../../plane/db/open.js';
 import { makePgliteTemplate } from './pglite-template.js';
 import { startPlane } from '../../plane/server.js';
-import { loadConfig } from '../../plane/config.js';
+import { loadConfig, type PlaneConfig } from '../../plane/config.js';
 import type { PlaneAppOptions } from '../../plane/app.js';
 
 let template: Promise<Blob> | null = null;
@@ -59,6 +59,7 @@ export async function startTestPlane(
     claimReleaseAfterMs?: number;
     takeoverAfterMs?: number;
     metricsPort?: number;
+    prices?: PlaneConfig['prices'];
   } = {},
 ): Promise<TestPlane> {
   const database = await openTestPlaneDatabase(kind);
@@ -75,6 +76,7 @@ export async function startTestPlane(
         ...(o.claimReleaseAfterMs !== undefined ? { claimReleaseAfterMs: o.claimReleaseAfterMs } : {}),
         ...(o.takeoverAfterMs !== undefined ? { takeoverAfterMs: o.takeoverAfterMs } : {}),
         ...(o.metricsPort !== undefined ? { metricsPort: o.metricsPort } : {}),
+        ...(o.prices !== undefined ? { prices: o.prices } : {}),
       },
     ),
     {

@@ -104,6 +104,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
           outputTokens: 14,
           cachedInputTokens: 10,
           models: { 'streamer-v1': 2 },
+          byModel: { 'streamer-v1': { calls: 2, inputTokens: 201, outputTokens: 14, cachedInputTokens: 10 } },
         });
         expect(rows.at(-1)!.nodeOutput).toMatchObject({ output: 'Refunded.' });
         if (streamed)

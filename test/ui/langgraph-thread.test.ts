@@ -138,7 +138,8 @@ async function checkPaused(page: Page, base: string, name: string) {
   expect(await page.textContent('section[aria-labelledby=idem-h]')).toMatch(/Idempotency entries\s*None\./);
   expect(await page.textContent('section[aria-labelledby=idem-h]')).not.toContain('__interrupt__');
 
-  const messages = page.locator('ol.conversation > li');
+  // the state's conversation (the diff above it shows the messages the last row added, as a conversation too)
+  const messages = page.locator('[data-live=state] ol.conversation > li');
   const said = await messages.evaluateAll((lis) =>
     lis.map((li) => [
       li.querySelector('.msg-role')?.textContent?.trim(),
@@ -151,9 +152,9 @@ async function checkPaused(page: Page, base: string, name: string) {
     ['assistant', 'Let me look up order 42.', 'lookup_order'],
     ['tool result lookup_order', 'order 42: $30, delivered', ''],
   ]);
-  expect(await page.locator('.msg-user').count()).toBe(1);
-  expect(await page.locator('.msg-assistant').count()).toBe(1);
-  expect(await page.locator('.msg-tool').count()).toBe(1);
+  expect(await page.locator('[data-live=state] .msg-user').count()).toBe(1);
+  expect(await page.locator('[data-live=state] .msg-assistant').count()).toBe(1);
+  expect(await page.locator('[data-live=state] .msg-tool').count()).toBe(1);
   // nothing runs off a phone's screen
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   expect(overflow).toBeLessThanOrEqual(0);

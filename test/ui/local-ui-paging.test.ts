@@ -89,7 +89,7 @@ describe('local inspector paging', () => {
     const effects = await follow(
       '/runs/long-run',
       /<a href="([^"]+)">More entries →<\/a>/,
-      /<td class="mono" data-label="Key">charge:(\d+)<\/td>/g,
+      /<code>charge:(\d+)<\/code>/g,
     );
     expect(effects.pages).toBe(3);
     expect(effects.items.map(Number)).toEqual(Array.from({ length: 120 }, (_, i) => i));

@@ -81,7 +81,7 @@ export function runWriteSuite(options: StoreSuiteOptions): void {
       expect(totals.get(a)!.models.unknown).toBe(1);
       expect(totals.get(b)).toEqual(sumUsage(await store.list(b)));
       expect(totals.get(b)!.calls).toBe(2);
-      const zero = { calls: 0, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, models: {} };
+      const zero = { calls: 0, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, models: {}, byModel: {} };
       expect(totals.get(quiet)).toEqual(zero);
       expect(totals.get('not-a-run')).toEqual(zero);
       expect(await store.usageTotals([])).toEqual(new Map());
