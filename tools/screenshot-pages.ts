@@ -47,6 +47,20 @@ export const SHOTS: Shot[] = [
   { ui: 'plane', route: '/runs/:id', path: '/runs/long-run', name: 'run-long', title: 'A 500-row run' },
   {
     ui: 'plane',
+    route: '/runs/:id/rows/:seq',
+    path: '/runs/refund-1042/rows/0',
+    name: 'row-model',
+    title: "A model call's detail",
+  },
+  {
+    ui: 'plane',
+    route: '/runs/:id/rows/:seq',
+    path: '/runs/refund-1042/rows/1',
+    name: 'row-tool',
+    title: "A tool call's detail",
+  },
+  {
+    ui: 'plane',
     route: '/runs/:id',
     path: '/runs/refund-1042?a=0&b=3#diff-h',
     name: 'run-diff',
@@ -76,6 +90,13 @@ export const SHOTS: Shot[] = [
   { ui: 'local', route: '/runs/:id', path: '/runs/refund-7731', name: 'run-paused', title: 'A paused run' },
   { ui: 'local', route: '/runs/:id', path: '/runs/nightly-report', name: 'run-stale', title: 'A stale run' },
   { ui: 'local', route: '/runs/:id', path: '/runs/long-run', name: 'run-long', title: 'A 500-row run' },
+  {
+    ui: 'local',
+    route: '/runs/:id/rows/:seq',
+    path: '/runs/refund-1042/rows/1',
+    name: 'row-tool',
+    title: "A tool call's detail",
+  },
   {
     ui: 'local',
     route: '/runs/:id/state',
