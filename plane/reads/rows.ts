@@ -3,8 +3,9 @@
  * restore bundle in restore.ts), and the decoded state at one row.
  * Project-scoped; nothing here writes.
  */
-import { and, asc, desc, eq, gt, gte, lt, lte, sql } from 'drizzle-orm';
-import { chainBase, decodeChain } from '../../shared/codec.js';
+import { and, asc, desc, eq, gt, lt, lte, sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/pg-core';
+import { decodeState } from '../../shared/codec.js';
 import type { Json } from '../../shared/json.js';
 import type { Checkpoint, Step } from '../../shared/rows.js';
 import type { PlaneDb } from '../db/open.js';
@@ -142,27 +143,27 @@ export async function timelineRows(
   return { items: ascending ? page : page.reverse(), more: found.length > q.limit };
 }
 
-/** The decoded state of one row: its snapshot chain, base to row, through the shared codec. */
+/**
+ * The decoded state of one row (null: the run has no row `seq`): its snapshot chain, base to row, in one read (the
+ * base is the row's own, `chainBase` in SQL: its seq for a full snapshot, else its delta's `base`), through the
+ * shared codec (`decodeState`: nothing is encoded after it).
+ */
 export async function stateAt(db: PlaneDb, projectId: string, executionId: string, seq: number) {
-  const [target] = await db
-    .select({ row: checkpoints.row })
-    .from(checkpoints)
-    .where(
-      and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, seq)),
-    );
-  if (!target) return null;
-  const row = target.row as Checkpoint;
+  const c = checkpoints;
+  const run = and(eq(c.projectId, projectId), eq(c.executionId, executionId));
+  const target = alias(checkpoints, 'target');
+  const base = db
+    .select({
+      base: sql<number>`CASE WHEN ${target.row}->'state'->>'kind' = 'full' THEN ${target.seq} ELSE (${target.row}->'state'->>'base')::int END`,
+    })
+    .from(target)
+    .where(and(eq(target.projectId, projectId), eq(target.executionId, executionId), eq(target.seq, seq)));
   const chain = await db
-    .select({ row: checkpoints.row })
-    .from(checkpoints)
-    .where(
-      and(
-        eq(checkpoints.projectId, projectId),
-        eq(checkpoints.executionId, executionId),
-        gte(checkpoints.seq, chainBase(row)),
-        lte(checkpoints.seq, seq),
-      ),
-    )
-    .orderBy(asc(checkpoints.seq));
-  return decodeChain(chain.map((c) => c.row as Checkpoint)).state;
+    .select({ row: c.row })
+    .from(c)
+    .where(and(run, sql`${c.seq} >= (${base})`, lte(c.seq, seq)))
+    .orderBy(asc(c.seq));
+  const rows = chain.map((r) => r.row as Checkpoint);
+  if (rows[rows.length - 1]?.seq !== seq) return null;
+  return decodeState(rows);
 }
