@@ -5,7 +5,7 @@
  */
 import { and, asc, desc, eq, gt, lt, lte, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
-import { decodeState } from '../../shared/codec.js';
+import { chainBase, decodeState } from '../../shared/codec.js';
 import type { Json } from '../../shared/json.js';
 import type { Checkpoint, Step } from '../../shared/rows.js';
 import type { PlaneDb } from '../db/open.js';
@@ -147,10 +147,19 @@ export async function timelineRows(
  * The decoded state of one row (null: the run has no row `seq`): its snapshot chain, base to row, in one read (the
  * base is the row's own, `chainBase` in SQL: its seq for a full snapshot, else its delta's `base`), through the
  * shared codec (`decodeState`: nothing is encoded after it).
+ *
+ * `known`: rows of the run a reader already read, by seq (a page decoding two rows of one chain, for a diff); the
+ * read leaves out the seqs they span, and the rows it reads are added. Two states decoded over the same rows share
+ * their values' objects.
  */
-export async function stateAt(db: PlaneDb, projectId: string, executionId: string, seq: number) {
+export async function stateAt(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  seq: number,
+  known: Map<number, Checkpoint> = new Map(),
+) {
   const c = checkpoints;
-  const run = and(eq(c.projectId, projectId), eq(c.executionId, executionId));
   const target = alias(checkpoints, 'target');
   const base = db
     .select({
@@ -158,12 +167,32 @@ export async function stateAt(db: PlaneDb, projectId: string, executionId: strin
     })
     .from(target)
     .where(and(eq(target.projectId, projectId), eq(target.executionId, executionId), eq(target.seq, seq)));
-  const chain = await db
+  const seqs = [...known.keys()];
+  const lo = Math.min(...seqs);
+  const hi = Math.max(...seqs);
+  // the known rows, when they are one run of seqs, are not read again
+  const span = seqs.length > 0 && hi - lo + 1 === seqs.length;
+  const read = await db
     .select({ row: c.row })
     .from(c)
-    .where(and(run, sql`${c.seq} >= (${base})`, lte(c.seq, seq)))
+    .where(
+      and(
+        eq(c.projectId, projectId),
+        eq(c.executionId, executionId),
+        sql`${c.seq} >= (${base})`,
+        lte(c.seq, seq),
+        span ? sql`NOT (${c.seq} BETWEEN ${lo} AND ${hi})` : undefined,
+      ),
+    )
     .orderBy(asc(c.seq));
-  const rows = chain.map((r) => r.row as Checkpoint);
-  if (rows[rows.length - 1]?.seq !== seq) return null;
-  return decodeState(rows);
+  for (const r of read) {
+    const row = r.row as Checkpoint;
+    known.set(row.seq, row);
+  }
+  const last = known.get(seq);
+  if (!last) return null;
+  const from = chainBase(last);
+  // a seq the plane does not hold leaves a gap, which the codec refuses as a broken chain
+  const chain = [...known.values()].filter((r) => r.seq >= from && r.seq <= seq).sort((x, y) => x.seq - y.seq);
+  return decodeState(chain);
 }

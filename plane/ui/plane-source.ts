@@ -33,7 +33,7 @@ import { stateAt, timelineRows } from '../reads/rows.js';
 import { idempotencyListing } from '../restore.js';
 import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';
-import { ExecutionId, WriterId } from '../../shared/rows.js';
+import { type Checkpoint, ExecutionId, WriterId } from '../../shared/rows.js';
 import { CONTROL_CHARACTER } from '../../shared/text.js';
 import { GRAPH_WRITE_KEY_PREFIX, isGraphAgentPath } from '../../support/langgraph.js';
 import { pauseStand } from '../../support/run-words.js';
@@ -51,6 +51,8 @@ const NO_RUNS = { items: [], nextCursor: null, count: { n: 0, more: false } };
 export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
   /** The summaries of the runs this request read (`getRun`), by id. */
   const read = new Map<string, RunSummaryRead>();
+  /** The rows of each run this request decoded states from, by seq. */
+  const rows = new Map<string, Map<number, Checkpoint>>();
   /** Whether this request's read of the run says the plane holds none of `part` of it (unknown: false). */
   const noneOf = (id: string, part: RunPart) => read.get(id)?.has[part] === false;
   /** The run's summary facts: as this request read them, else read now. */
@@ -108,7 +110,13 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       if (q.after !== undefined && q.after >= LIMITS.maxSeq) return { items: [], more: false };
       return timelineRows(db, projectId, id, { ...q, after: q.after, before: bound(q.before) });
     },
-    stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
+    async stateAt(id, seq) {
+      if (!mayBeSeq(seq)) return null;
+      // the diff decodes two rows of one chain: the second reads only the rows the first did not
+      let known = rows.get(id);
+      if (!known) rows.set(id, (known = new Map()));
+      return stateAt(db, projectId, id, seq, known);
+    },
     async pauseState(id) {
       const pause = noneOf(id, 'pause') ? null : await pauseState(db, projectId, id);
       // the answer is shown for a resumed pause only
@@ -165,6 +173,7 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
     },
     recordDecision(executionId, req, decidedBy) {
       read.delete(executionId);
+      rows.delete(executionId);
       return recordDecision(db, projectId, executionId, req, decidedBy, 'plane');
     },
   };
