@@ -12,6 +12,11 @@
  * Performance.getMetrics). Reported as median [min–max] over the repetitions; one load of each first is not counted
  * (the servers' and the browser's first use).
  *
+ * Then the servers' part without a browser, which the machine's load disturbs less than wall times: each UI's page
+ * fetched `reps` × 4 times in a row (after 3 unmeasured) with the process's CPU time around each fetch (its server
+ * and this fetch: the CPU ms a page costs), and the SQL statements one GET of the plane's page sends, traced on its
+ * PGlite (bench/lib/sql-trace.ts): their count, their summed time, and each one's with `WAYMARK_BENCH_SQL=1`.
+ *
  *   npx tsx bench/run-page.ts [rows=500] [reps=7] [path=/runs/long-run]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -25,6 +30,7 @@ import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import { serveLocalUi } from '../client/ui/serve.js';
 import { createKey, loadConfig, openPlaneDatabase, startPlane } from '../plane/index.js';
 import { writeLongRun } from './lib/long-run.js';
+import { traceSql } from './lib/sql-trace.js';
 import { fmt, summary } from './lib/stats.js';
 
 const SMOKE = process.env.WAYMARK_BENCH_SMOKE === '1';
@@ -134,6 +140,36 @@ try {
     for (const j of order) loads[j].push(await load(uis[j]));
   }
 
+  /** One fetch of the page from a UI, without a browser (the session's cookie on the plane's). */
+  async function fetchPage(target: (typeof uis)[number]): Promise<void> {
+    const res = await fetch(`${target.url}${PATH}`, {
+      headers: target.cookie ? { cookie: `wm_session=${target.cookie}` } : {},
+    });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`${target.name}: ${res.status} for ${PATH}`);
+  }
+  /** The CPU ms of each of `n` fetches of the page in a row (the process's: its server and the fetch), after 3 unmeasured. */
+  async function serverCpu(target: (typeof uis)[number], n: number): Promise<number[]> {
+    for (let i = 0; i < 3; i++) await fetchPage(target);
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const c0 = process.cpuUsage();
+      await fetchPage(target);
+      const c = process.cpuUsage(c0);
+      out.push((c.user + c.system) / 1000);
+    }
+    return out;
+  }
+  const cpu = uis.map(() => [] as number[]);
+  for (let i = 0; i < 4; i++)
+    for (const j of i % 2 === 0 ? [0, 1] : [1, 0]) cpu[j].push(...(await serverCpu(uis[j], REPS)));
+  // the statements of one GET of the plane's page
+  const trace = traceSql(database.db);
+  await fetchPage(uis[1]);
+  const statements = [...trace.statements];
+  trace.stop();
+  const sqlMs = statements.reduce((n, x) => n + x.ms, 0);
+
   const date = new Date().toISOString();
   const command = ['npx tsx bench/run-page.ts', ...process.argv.slice(2)].join(' ');
   console.log(
@@ -142,9 +178,17 @@ try {
   for (const [j, t] of uis.entries()) {
     const pick = (k: keyof Load) => summary(loads[j].map((l) => l[k]));
     console.log(
-      `  ${t.name.padEnd(26)} HTML ${fmt(pick('bytes'))} bytes · first byte ${fmt(pick('ttfbMs'))} ms · first contentful paint ${fmt(pick('fcpMs'))} ms · load ${fmt(pick('loadMs'))} ms · height ${fmt(pick('heightPx'))} px · ${fmt(pick('nodes'))} elements · main thread ${fmt(pick('taskMs'))} ms (layout ${fmt(pick('layoutMs'))}, style ${fmt(pick('styleMs'))}, script ${fmt(pick('scriptMs'))})`,
+      `  ${t.name.padEnd(26)} HTML ${fmt(pick('bytes'))} bytes · first byte ${fmt(pick('ttfbMs'))} ms · first contentful paint ${fmt(pick('fcpMs'))} ms · load ${fmt(pick('loadMs'))} ms · height ${fmt(pick('heightPx'))} px · ${fmt(pick('nodes'))} elements · main thread ${fmt(pick('taskMs'))} ms (layout ${fmt(pick('layoutMs'))}, style ${fmt(pick('styleMs'))}, script ${fmt(pick('scriptMs'))}) · server CPU ${fmt(summary(cpu[j]), 1)} ms a page (${cpu[j].length} fetches)`,
     );
   }
+  console.log(
+    `  plane: ${statements.length} SQL statements for one GET of ${PATH}, ${sqlMs.toFixed(1)} ms from call to answer in all`,
+  );
+  if (process.env.WAYMARK_BENCH_SQL === '1')
+    for (const x of statements)
+      console.log(
+        `    ${x.ms.toFixed(2).padStart(6)} ms ${String(x.rows).padStart(4)} rows  ${x.sql.replace(/\s+/g, ' ')}`,
+      );
   for (const [j, t] of uis.entries()) {
     const pick = (k: keyof Load) => summary(loads[j].map((l) => l[k]));
     console.log(
@@ -164,6 +208,8 @@ try {
         layoutMs: pick('layoutMs'),
         styleMs: pick('styleMs'),
         scriptMs: pick('scriptMs'),
+        serverCpuMs: summary(cpu[j]),
+        ...(j === 1 ? { statements: statements.length, sqlMs } : {}),
         cores: cpus().length,
         node: process.version,
         date,

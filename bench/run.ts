@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- <name> [--before <dir>]`: steps | storage | concurrent | resume | resume-20 | resume-pg | put | ingest | ingest-planes | ingest-rss | drain | drain-rss | wal-pages | lease | plane-hold | langgraph | all.
+ * `npm run bench -- <name> [--before <dir>]`: steps | storage | concurrent | resume | resume-20 | resume-pg | put | ingest | ingest-planes | ingest-rss | drain | drain-rss | wal-pages | lease | plane-hold | langgraph | run-page | all.
  * Runs each benchmark in its own process, prints its table and JSON lines, and
  * with `all` writes bench/RESULTS.md (the targets tables, the runs, the exact
  * commands, the date). Every bench repeats at least 5 times, interleaved;
@@ -47,6 +47,7 @@ const BENCHES: Record<string, string[]> = {
   lease: ['lease-cost.ts', 'both', '5'],
   'plane-hold': ['plane-hold.ts', '5'],
   langgraph: ['langgraph-saver.ts', 'both', '200', '5'],
+  'run-page': ['run-page.ts', '500', '7'],
 };
 const argv = process.argv.slice(2);
 const at = argv.indexOf('--before');

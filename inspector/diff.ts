@@ -13,16 +13,18 @@ export interface StateDiff {
   changed: { field: string; before: Json | undefined; after: Json | undefined }[];
 }
 
+/** Whether two JSON values are equal: the same object (two states decoded from the same rows share them), or the same text. */
+const same = (x: Json | undefined, y: Json | undefined) => x === y || stableStringify(x) === stableStringify(y);
+
 export function diffStates(a: State, b: State): StateDiff {
   const am = Array.isArray(a.messages) ? (a.messages as Json[]) : [];
   const bm = Array.isArray(b.messages) ? (b.messages as Json[]) : [];
   let common = 0;
-  while (common < am.length && common < bm.length && stableStringify(am[common]) === stableStringify(bm[common]))
-    common++;
+  while (common < am.length && common < bm.length && same(am[common], bm[common])) common++;
   const fields = new Set([...Object.keys(a), ...Object.keys(b)].filter((k) => k !== 'messages'));
   const changed = [...fields]
     .sort()
-    .filter((k) => stableStringify(a[k]) !== stableStringify(b[k]))
+    .filter((k) => !same(a[k], b[k]))
     .map((field) => ({
       field,
       before: Object.hasOwn(a, field) ? a[field] : undefined,

@@ -26,7 +26,7 @@ import { DecisionRequest, type DecisionView, type PauseView } from '../shared/pr
 import { Decision, type PendingInterrupt } from '../shared/rows.js';
 import { uuidv7 } from '../shared/ids.js';
 import { capped } from '../support/count.js';
-import type { PlaneDb, Tx } from './db/open.js';
+import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
 import { HttpError } from './http/errors.js';
 import { announce, seqCursor, waitForFeed, waitersOf, type Feed } from './long-poll.js';
@@ -376,23 +376,27 @@ export async function listPauses(
 
 /**
  * How many pauses the inbox lists (`listPauses`' two sets: open, and claimed at the plane and not yet applied),
- * counted up to `cap`, `more` past it: the nav's count of Pending approvals. Two index reads of at most
- * `cap` + 1 tiny rows each.
+ * counted up to `cap`, `more` past it: the nav's count of Pending approvals. One statement: two index reads of at
+ * most `cap` + 1 tiny rows each.
  */
 export async function countPauses(db: PlaneDb, projectId: string, cap: number): Promise<{ n: number; more: boolean }> {
-  const open = await db
+  const open = db
     .select({ one: sql<number>`1` })
     .from(pendingInterrupts)
     .where(inboxSet(projectId, 'open'))
     .limit(cap + 1);
-  const held = await db
+  const held = db
     .select({ one: sql<number>`1` })
     .from(pendingInterrupts)
     .innerJoin(claims, claimOfPause)
     .where(inboxSet(projectId, 'held'))
     .limit(cap + 1);
-  const total = open.length + held.length;
-  return capped(total, cap);
+  const [{ n }] = rowsOf<{ n: number }>(
+    await db.execute(
+      sql`SELECT (SELECT count(*)::int FROM (${open}) o) + (SELECT count(*)::int FROM (${held}) h) AS n`,
+    ),
+  );
+  return capped(Number(n), cap);
 }
 
 /** The feed's cursor: the last feed seq seen, as a decimal string ('' or absent: from the start). */

@@ -17,8 +17,9 @@ import { fitting, PAGE_BYTES, rowPage } from './reads/rows.js';
 /**
  * One page of an execution's idempotency entries with key after `after` (null:
  * from the first), in key order, at most `limit` entries and `budget` bytes of
- * them (sizes first, like rowPage; the first fits anyway when `oneAnyway`);
- * keys starting with `hide` are left out.
+ * them (the first fits anyway when `oneAnyway`); keys starting with `hide` are
+ * left out. One read: each entry's size, and the entry itself only while the
+ * sizes so far fit in `budget` (`fitting` then says which are taken).
  */
 async function idempotencyPage(
   db: PlaneDb,
@@ -30,28 +31,40 @@ async function idempotencyPage(
   oneAnyway: boolean,
   hide?: string,
 ) {
-  const range = (last: string | null) =>
-    and(
-      eq(idempotency.projectId, projectId),
-      eq(idempotency.executionId, executionId),
-      after === null ? undefined : gt(idempotency.key, after),
-      last === null ? undefined : lte(idempotency.key, last),
-      hide === undefined ? undefined : notLike(idempotency.key, likeStart(hide)),
-    );
-  const sizes = await db
-    .select({ key: idempotency.key, bytes: sql<number>`octet_length(${idempotency.row}::text)` })
-    .from(idempotency)
-    .where(range(null))
-    .orderBy(asc(idempotency.key))
-    .limit(limit + 1);
-  const { take } = fitting(sizes, limit, budget, oneAnyway);
-  if (take === 0) return { entries: [] as IdempotencyEntry[], last: after, more: sizes.length > 0 };
-  const rows = await db
-    .select({ row: idempotency.row })
-    .from(idempotency)
-    .where(range(sizes[take - 1].key))
-    .orderBy(asc(idempotency.key));
-  return { entries: rows.map((r) => r.row as IdempotencyEntry), last: sizes[take - 1].key, more: sizes.length > take };
+  const i = idempotency;
+  const bytes = sql<number>`octet_length(${i.row}::text)`;
+  const sized = db
+    .select({
+      key: i.key,
+      row: i.row,
+      bytes: bytes.as('bytes'),
+      upTo: sql<number>`sum(${bytes}) OVER (ORDER BY ${i.key})`.as('up_to'),
+      n: sql<number>`row_number() OVER (ORDER BY ${i.key})`.as('n'),
+    })
+    .from(i)
+    .where(
+      and(
+        eq(i.projectId, projectId),
+        eq(i.executionId, executionId),
+        after === null ? undefined : gt(i.key, after),
+        hide === undefined ? undefined : notLike(i.key, likeStart(hide)),
+      ),
+    )
+    .orderBy(asc(i.key))
+    .limit(limit + 1)
+    .as('sized');
+  const found = await db
+    .select({
+      key: sized.key,
+      bytes: sized.bytes,
+      row: sql<IdempotencyEntry | null>`CASE WHEN ${sized.upTo} <= ${budget}${oneAnyway ? sql` OR ${sized.n} = 1` : sql``} THEN ${sized.row} END`,
+    })
+    .from(sized)
+    .orderBy(asc(sized.key));
+  const { take } = fitting(found, limit, budget, oneAnyway);
+  if (take === 0) return { entries: [] as IdempotencyEntry[], last: after, more: found.length > 0 };
+  const entries = found.slice(0, take).map((r) => r.row as IdempotencyEntry);
+  return { entries, last: found[take - 1].key, more: found.length > take };
 }
 
 /**
@@ -65,13 +78,8 @@ export async function idempotencyListing(
   o: { cursor?: string; limit: number; hide?: string },
 ) {
   const after = decodeCursor(o.cursor, isKeyCursor) ?? null;
-  const page = await db.transaction(
-    (tx) => idempotencyPage(tx as unknown as PlaneDb, projectId, executionId, after, o.limit, PAGE_BYTES, true, o.hide),
-    {
-      isolationLevel: 'repeatable read',
-      accessMode: 'read only',
-    },
-  );
+  // one statement: one snapshot
+  const page = await idempotencyPage(db, projectId, executionId, after, o.limit, PAGE_BYTES, true, o.hide);
   return { items: page.entries, nextCursor: page.more && page.last !== null ? encodeCursor(page.last) : null };
 }
 

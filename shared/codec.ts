@@ -224,11 +224,11 @@ export interface ChainRow {
 }
 
 /**
- * Rebuild the state of the last row of `rows` (ascending by seq, starting at
- * a full snapshot). Also returns the cursor to encode the row after it.
- * A broken chain (a gap, a wrong `prev`) is reported, never papered over.
+ * Replay a chain (ascending by seq, starting at a full snapshot) to its last row: that row's fields and messages,
+ * and (`countBytes`) the chain's bytes, which only a cursor needs. A broken chain (a gap, a wrong `prev`) is
+ * reported, never papered over.
  */
-export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: CodecCursor } {
+function replayChain(rows: readonly ChainRow[], countBytes: boolean) {
   if (rows.length === 0) throw new WaymarkError(ErrorCode.CORRUPT_ROW, 'empty snapshot chain');
   const first = rows[0];
   if (first.state.kind !== 'full') {
@@ -240,7 +240,7 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
   let hasMessages = Array.isArray(state.messages);
   // one array, appended in place: replaying n rows costs O(n), not O(n²) copies
   let messages: Json[] = hasMessages ? (state.messages as Json[]).slice() : [];
-  let chainBytes = first.bytes ?? JSON.stringify(first.state).length;
+  let chainBytes = !countBytes ? 0 : (first.bytes ?? JSON.stringify(first.state).length);
   let fieldState: Record<string, Json> = {};
   for (const k of Object.keys(state)) if (k !== 'messages' || !hasMessages) setOwn(fieldState, k, state[k]);
   for (let i = 1; i < rows.length; i++) {
@@ -253,7 +253,7 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
       messages = hasMessages ? (state.messages as Json[]).slice() : [];
       fieldState = {};
       for (const k of Object.keys(state)) if (k !== 'messages' || !hasMessages) setOwn(fieldState, k, state[k]);
-      chainBytes = r.bytes ?? JSON.stringify(enc).length;
+      chainBytes = !countBytes ? 0 : (r.bytes ?? JSON.stringify(enc).length);
       continue;
     }
     if (enc.prev !== prevRow.id || r.seq !== prevRow.seq + 1 || enc.keep > messages.length) {
@@ -265,8 +265,18 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
     for (const m of enc.append) messages.push(m);
     for (const k of Object.keys(enc.set)) setOwn(fieldState, k, enc.set[k]);
     for (const k of enc.unset) delete fieldState[k];
-    chainBytes += r.bytes ?? JSON.stringify(enc).length;
+    if (countBytes) chainBytes += r.bytes ?? JSON.stringify(enc).length;
   }
+  return { fieldState, messages, hasMessages, chainBytes };
+}
+
+/**
+ * Rebuild the state of the last row of `rows` (ascending by seq, starting at
+ * a full snapshot). Also returns the cursor to encode the row after it.
+ * A broken chain (a gap, a wrong `prev`) is reported, never papered over.
+ */
+export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: CodecCursor } {
+  const { fieldState, messages, hasMessages, chainBytes } = replayChain(rows, true);
   const last = rows[rows.length - 1];
   // frozen: the cursor (cached by a store) shares these objects with the state handed to readers
   const out: State = deepFreeze(hasMessages ? { ...fieldState, messages } : { ...fieldState });
@@ -287,6 +297,16 @@ export function decodeChain(rows: readonly ChainRow[]): { state: State; cursor: 
       fieldMap,
     },
   };
+}
+
+/**
+ * The state of the last row of `rows`, as `decodeChain` rebuilds it (the same checks), for a reader that encodes
+ * nothing after it: no cursor, so no row is measured or written out again. The state and its values are the
+ * caller's own (not frozen), made of the rows' objects.
+ */
+export function decodeState(rows: readonly ChainRow[]): State {
+  const { fieldState, messages, hasMessages } = replayChain(rows, false);
+  return hasMessages ? { ...fieldState, messages } : fieldState;
 }
 
 /** The seq of the full snapshot a row's chain starts from. */

@@ -94,15 +94,16 @@ describe('benchmark smoke runs', () => {
     ]);
     for (const l of lines) expect((l.ratio as { median: number }).median).toBeGreaterThan(0);
   });
-  it("run-page: a long run's page loaded cold in Chromium on both UIs (HTML bytes, first contentful paint, height, main-thread time)", () => {
+  it("run-page: a long run's page loaded cold in Chromium on both UIs (HTML bytes, first contentful paint, height, main-thread time, server CPU, the plane's SQL statements)", () => {
     const lines = bench('run-page.ts');
     expect(lines.map((l) => [l.ui, l.rows])).toEqual([
       ['waymark ui (SQLite)', 30],
       ['plane inspector (PGlite)', 30],
     ]);
     for (const l of lines)
-      for (const k of ['bytes', 'fcpMs', 'heightPx', 'taskMs', 'layoutMs'])
+      for (const k of ['bytes', 'fcpMs', 'heightPx', 'taskMs', 'layoutMs', 'serverCpuMs'])
         expect((l[k] as { median: number }).median, `${l.ui} ${k}`).toBeGreaterThan(0);
+    expect(lines[1].statements).toBeGreaterThan(0);
   });
   it('storage growth', () => {
     const [ours] = bench('steps.ts', 'storage', 'sqlite');

@@ -61,6 +61,7 @@ export const FAST: readonly string[] = [
   'test/plane/postgres.test.ts',
   'test/plane/proto-keys.test.ts',
   'test/plane/retention.test.ts',
+  'test/plane/run-page-statements.test.ts',
   'test/plane/revoked-in-flight.test.ts',
   'test/plane/writer-key-name.test.ts',
   'test/replica/changes.test.ts',

@@ -222,21 +222,63 @@ export function executionView(e: typeof executions.$inferSelect) {
   };
 }
 
-/** One run, and its newest row when that says more than its summary (as `executionPage`); null: no such run. */
-export async function executionWithNewest(db: PlaneDb, projectId: string, executionId: string) {
-  const [e] = await db
-    .select()
+/** A part of a run the plane may hold beside its rows, as `runSummary` says whether it holds any. */
+export type RunPart = 'holes' | 'takeovers' | 'quarantine' | 'decisions' | 'pause';
+
+/**
+ * One run's summary row and, in the same read, how many claim conflicts it has and whether the plane holds any of
+ * each `RunPart` of it (a refused row, a takeover, a quarantined row, a decision, a pause): a reader of a whole run
+ * (its page) skips the reads of the parts it has none of. Null: no such run.
+ */
+export async function runSummary(db: PlaneDb, projectId: string, executionId: string) {
+  // correlated on the summary row by name: a column of a one-table select is written without its table
+  const of = (table: string) =>
+    `FROM ${table} x WHERE x.project_id = executions.project_id AND x.execution_id = executions.execution_id`;
+  const any = (table: string) => sql.raw(`EXISTS (SELECT 1 ${of(table)})`);
+  const [r] = await db
+    .select({
+      row: executions,
+      claimConflicts: sql.raw(`(SELECT count(*)::int ${of('claim_conflicts')})`),
+      holes: any('holes'),
+      takeovers: any('run_takeovers'),
+      quarantine: any('quarantine'),
+      decisions: any('decisions'),
+      pause: any('pending_interrupts'),
+    })
     .from(executions)
     .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
-  if (!e) return null;
-  const newest = await newestRows(db, projectId, [e]);
-  const run = {
-    ...executionView(e),
-    ...(await writerSpans(db, projectId, [e])).get(executionId)!,
-    error: endError(e, newest),
-    claimConflicts: (await conflictCounts(db, projectId, [executionId])).get(executionId) ?? 0,
+  if (!r) return null;
+  const has: Record<RunPart, boolean> = {
+    holes: r.holes === true,
+    takeovers: r.takeovers === true,
+    quarantine: r.quarantine === true,
+    decisions: r.decisions === true,
+    pause: r.pause === true,
   };
-  return { run, newest };
+  return { row: r.row, claimConflicts: Number(r.claimConflicts), has };
+}
+export type RunSummaryRead = NonNullable<Awaited<ReturnType<typeof runSummary>>>;
+
+/**
+ * A run from its summary read (`runSummary`), and its newest row when that says more than its summary (as
+ * `executionPage`): what the inspector's page shows of it.
+ */
+export async function runWithNewest(db: PlaneDb, projectId: string, s: RunSummaryRead) {
+  const newest = await newestRows(db, projectId, [s.row]);
+  return {
+    run: { ...executionView(s.row), error: endError(s.row, newest), claimConflicts: s.claimConflicts },
+    newest,
+  };
+}
+
+/** One run, when its writers started and last wrote it, and its newest row when that says more than its summary (as `executionPage`); null: no such run. */
+export async function executionWithNewest(db: PlaneDb, projectId: string, executionId: string) {
+  const s = await runSummary(db, projectId, executionId);
+  if (!s) return null;
+  const { run, newest } = await runWithNewest(db, projectId, s);
+  const { error, claimConflicts: conflicts, ...view } = run;
+  const spans = (await writerSpans(db, projectId, [s.row])).get(executionId)!;
+  return { run: { ...view, ...spans, error, claimConflicts: conflicts }, newest };
 }
 
 /** One run as the API shows it, with its state (`withStates`); null: no such run. */
@@ -344,59 +386,49 @@ export async function runUsage(db: PlaneDb, projectId: string, executionId: stri
 
 /**
  * Fork links of a run: the run it was forked from (its seq-0 fork_origin row
- * names it) and the runs forked from it (their fork_origin rows name this one).
+ * names it) and the runs forked from it (their fork_origin rows name this one),
+ * in one read of those rows; the seq of the row it was forked at in a second,
+ * only for a fork.
  */
 export async function forkLinks(db: PlaneDb, projectId: string, executionId: string) {
-  const [origin] = await db
-    .select({ row: checkpoints.row })
-    .from(checkpoints)
-    .where(
-      and(
-        eq(checkpoints.projectId, projectId),
-        eq(checkpoints.executionId, executionId),
-        eq(checkpoints.seq, 0),
-        eq(checkpoints.step, 'fork_origin'),
-      ),
-    );
-  const from = origin
-    ? ((origin.row as Checkpoint).nodeInput as { executionId?: string; checkpointId?: string; step?: string } | null)
-    : null;
-  const forks = await db
+  const c = checkpoints;
+  const from = sql<string | null>`${c.row}->'nodeInput'->>'executionId'`;
+  const links = await db
     .select({
-      executionId: checkpoints.executionId,
-      checkpointId: sql<string>`${checkpoints.row}->'nodeInput'->>'checkpointId'`,
+      executionId: c.executionId,
+      from,
+      checkpointId: sql<string | null>`${c.row}->'nodeInput'->>'checkpointId'`,
+      step: sql<string | null>`${c.row}->'nodeInput'->>'step'`,
     })
-    .from(checkpoints)
+    .from(c)
     .where(
       and(
-        eq(checkpoints.projectId, projectId),
-        eq(checkpoints.seq, 0),
-        eq(checkpoints.step, 'fork_origin'),
-        sql`${checkpoints.row}->'nodeInput'->>'executionId' = ${executionId}`,
+        eq(c.projectId, projectId),
+        eq(c.seq, 0),
+        eq(c.step, 'fork_origin'),
+        or(eq(c.executionId, executionId), sql`${from} = ${executionId}`),
       ),
     )
-    .orderBy(asc(checkpoints.executionId));
+    .orderBy(asc(c.executionId));
+  const origin = links.find((l) => l.executionId === executionId);
+  const forks = links
+    .filter((l) => l.from === executionId)
+    .map((l) => ({ executionId: l.executionId, checkpointId: l.checkpointId as string }));
   // the seq of the row it was forked at (null: not on this plane), for a link that lands on its page of the timeline
   const [at] =
-    from?.executionId && from.checkpointId
+    origin?.from && origin.checkpointId
       ? await db
-          .select({ seq: checkpoints.seq })
-          .from(checkpoints)
-          .where(
-            and(
-              eq(checkpoints.projectId, projectId),
-              eq(checkpoints.id, from.checkpointId),
-              eq(checkpoints.executionId, from.executionId),
-            ),
-          )
+          .select({ seq: c.seq })
+          .from(c)
+          .where(and(eq(c.projectId, projectId), eq(c.id, origin.checkpointId), eq(c.executionId, origin.from)))
       : [];
   return {
     forkOf:
-      from?.executionId && from.checkpointId
+      origin?.from && origin.checkpointId
         ? {
-            executionId: from.executionId,
-            checkpointId: from.checkpointId,
-            step: from.step ?? 'step',
+            executionId: origin.from,
+            checkpointId: origin.checkpointId,
+            step: origin.step ?? 'step',
             seq: at?.seq ?? null,
           }
         : null,

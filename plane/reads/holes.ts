@@ -26,13 +26,24 @@ export const holeIsGap = sql.raw(`NOT (holes.code = 'seq_conflict'
  * then each run of seqs below a held row that never arrived and was not
  * refused either (code `missing`, at its first seq, named by the writer and
  * arrival of the row after it). Both leave the rows after them undecodable here.
+ *
+ * `known`: what a read of the run's summary this request made says (executions.ts `runSummary`): its counts, and
+ * whether the plane holds any refused row of it; neither is read again.
  */
-export async function listHoles(db: PlaneDb, projectId: string, executionId: string): Promise<HoleView[]> {
-  const rows = await db
-    .select()
-    .from(holes)
-    .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId), holeIsGap))
-    .orderBy(asc(holes.seq));
+export async function listHoles(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  known?: { rowCount: number; lastSeq: number; anyRefused: boolean },
+): Promise<HoleView[]> {
+  const rows =
+    known && !known.anyRefused
+      ? []
+      : await db
+          .select()
+          .from(holes)
+          .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId), holeIsGap))
+          .orderBy(asc(holes.seq));
   const refused: HoleView[] = rows.map((h) => ({
     seq: h.seq,
     code: h.code,
@@ -42,10 +53,12 @@ export async function listHoles(db: PlaneDb, projectId: string, executionId: str
     at: h.at.toISOString(),
   }));
   // the run's summary says whether a seq is missing at all: only then are its rows walked for where
-  const [summary] = await db
-    .select({ rowCount: executions.rowCount, lastSeq: executions.lastSeq })
-    .from(executions)
-    .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
+  const [summary] = known
+    ? [known]
+    : await db
+        .select({ rowCount: executions.rowCount, lastSeq: executions.lastSeq })
+        .from(executions)
+        .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)));
   if (!summary || summary.rowCount === summary.lastSeq + 1) return refused;
   const t = db
     .select({

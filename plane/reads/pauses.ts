@@ -3,7 +3,7 @@
  * it. Project-scoped; nothing here writes (claims are arbitrated in
  * claims.ts, decisions recorded in decisions.ts).
  */
-import { and, asc, eq, gt } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Json } from '../../shared/json.js';
 import type { Checkpoint, Decision, PendingInterrupt } from '../../shared/rows.js';
 import { resumeAnswer } from '../../support/run-words.js';
@@ -19,16 +19,18 @@ export async function openPause(db: PlaneDb, projectId: string, executionId: str
   return p && p.state === 'open' ? (p.row as PendingInterrupt) : null;
 }
 
+/** The run's pause (null: none) and its claim, in one read. */
 export async function pauseState(db: PlaneDb, projectId: string, executionId: string) {
-  const [p] = await db
-    .select()
+  const [found] = await db
+    .select({ p: pendingInterrupts, c: claims })
     .from(pendingInterrupts)
+    .leftJoin(
+      claims,
+      and(eq(claims.projectId, pendingInterrupts.projectId), eq(claims.checkpointId, pendingInterrupts.checkpointId)),
+    )
     .where(and(eq(pendingInterrupts.projectId, projectId), eq(pendingInterrupts.executionId, executionId)));
-  if (!p) return null;
-  const [c] = await db
-    .select()
-    .from(claims)
-    .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, p.checkpointId)));
+  if (!found) return null;
+  const { p, c } = found;
   return {
     pending: p.row as PendingInterrupt,
     state: p.state,
@@ -93,15 +95,15 @@ export async function pauseAnswer(
   checkpointId: string,
 ): Promise<Json | null> {
   const run = and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId));
-  const [pause] = await db
+  const pause = db
     .select({ seq: checkpoints.seq })
     .from(checkpoints)
     .where(and(run, eq(checkpoints.id, checkpointId)));
-  if (!pause) return null;
+  // the row right after the pause's (none when the pause's row is not on the plane)
   const [next] = await db
     .select({ seq: checkpoints.seq, row: checkpoints.row })
     .from(checkpoints)
-    .where(and(run, gt(checkpoints.seq, pause.seq)))
+    .where(and(run, sql`${checkpoints.seq} > (${pause})`))
     .orderBy(asc(checkpoints.seq))
     .limit(1);
   const claim = next?.row as Checkpoint | undefined;

@@ -3,8 +3,9 @@
  * restore bundle in restore.ts), and the decoded state at one row.
  * Project-scoped; nothing here writes.
  */
-import { and, asc, desc, eq, gt, gte, lt, lte, sql } from 'drizzle-orm';
-import { chainBase, decodeChain } from '../../shared/codec.js';
+import { and, asc, desc, eq, gt, lt, lte, sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/pg-core';
+import { chainBase, decodeState } from '../../shared/codec.js';
 import type { Json } from '../../shared/json.js';
 import type { Checkpoint, Step } from '../../shared/rows.js';
 import type { PlaneDb } from '../db/open.js';
@@ -153,27 +154,56 @@ export async function rowAt(db: PlaneDb, projectId: string, executionId: string,
   return found ? (found.row as Checkpoint) : null;
 }
 
-/** The decoded state of one row: its snapshot chain, base to row, through the shared codec. */
-export async function stateAt(db: PlaneDb, projectId: string, executionId: string, seq: number) {
-  const [target] = await db
-    .select({ row: checkpoints.row })
-    .from(checkpoints)
-    .where(
-      and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, seq)),
-    );
-  if (!target) return null;
-  const row = target.row as Checkpoint;
-  const chain = await db
-    .select({ row: checkpoints.row })
-    .from(checkpoints)
+/**
+ * The decoded state of one row (null: the run has no row `seq`): its snapshot chain, base to row, in one read (the
+ * base is the row's own, `chainBase` in SQL: its seq for a full snapshot, else its delta's `base`), through the
+ * shared codec (`decodeState`: nothing is encoded after it).
+ *
+ * `known`: rows of the run a reader already read, by seq (a page decoding two rows of one chain, for a diff); the
+ * read leaves out the seqs they span, and the rows it reads are added. Two states decoded over the same rows share
+ * their values' objects.
+ */
+export async function stateAt(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  seq: number,
+  known: Map<number, Checkpoint> = new Map(),
+) {
+  const c = checkpoints;
+  const target = alias(checkpoints, 'target');
+  const base = db
+    .select({
+      base: sql<number>`CASE WHEN ${target.row}->'state'->>'kind' = 'full' THEN ${target.seq} ELSE (${target.row}->'state'->>'base')::int END`,
+    })
+    .from(target)
+    .where(and(eq(target.projectId, projectId), eq(target.executionId, executionId), eq(target.seq, seq)));
+  const seqs = [...known.keys()];
+  const lo = Math.min(...seqs);
+  const hi = Math.max(...seqs);
+  // the known rows, when they are one run of seqs, are not read again
+  const span = seqs.length > 0 && hi - lo + 1 === seqs.length;
+  const read = await db
+    .select({ row: c.row })
+    .from(c)
     .where(
       and(
-        eq(checkpoints.projectId, projectId),
-        eq(checkpoints.executionId, executionId),
-        gte(checkpoints.seq, chainBase(row)),
-        lte(checkpoints.seq, seq),
+        eq(c.projectId, projectId),
+        eq(c.executionId, executionId),
+        sql`${c.seq} >= (${base})`,
+        lte(c.seq, seq),
+        span ? sql`NOT (${c.seq} BETWEEN ${lo} AND ${hi})` : undefined,
       ),
     )
-    .orderBy(asc(checkpoints.seq));
-  return decodeChain(chain.map((c) => c.row as Checkpoint)).state;
+    .orderBy(asc(c.seq));
+  for (const r of read) {
+    const row = r.row as Checkpoint;
+    known.set(row.seq, row);
+  }
+  const last = known.get(seq);
+  if (!last) return null;
+  const from = chainBase(last);
+  // a seq the plane does not hold leaves a gap, which the codec refuses as a broken chain
+  const chain = [...known.values()].filter((r) => r.seq >= from && r.seq <= seq).sort((x, y) => x.seq - y.seq);
+  return decodeState(chain);
 }

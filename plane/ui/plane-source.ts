@@ -13,12 +13,15 @@ import { listClaimConflicts } from '../reads/claim-conflicts.js';
 import {
   countExecutions,
   executionPage,
-  executionWithNewest,
   forkLinks,
   listTakeovers,
+  type RunPart,
+  type RunSummaryRead,
   runHolds,
   runStateFacts,
+  runSummary,
   runUsage,
+  runWithNewest,
   usageByRun,
 } from '../reads/executions.js';
 import { graphPauses } from '../reads/graph-threads.js';
@@ -30,9 +33,10 @@ import { rowAt, stateAt, timelineRows } from '../reads/rows.js';
 import { idempotencyListing } from '../restore.js';
 import type { InspectorSource } from '../../inspector/source.js';
 import { LIMITS } from '../../shared/limits.js';
-import { ExecutionId, WriterId } from '../../shared/rows.js';
+import { type Checkpoint, ExecutionId, WriterId } from '../../shared/rows.js';
 import { CONTROL_CHARACTER } from '../../shared/text.js';
 import { GRAPH_WRITE_KEY_PREFIX, isGraphAgentPath } from '../../support/langgraph.js';
+import { pauseStand } from '../../support/run-words.js';
 import { RUN_COUNT_CAP } from '../../support/count.js';
 
 // What a page's query or path names goes into queries as it is. A value no stored id or seq can be (U+0000,
@@ -45,6 +49,14 @@ const mayBeSeq = (seq: number) => seq >= 0 && seq <= LIMITS.maxSeq;
 const NO_RUNS = { items: [], nextCursor: null, count: { n: 0, more: false } };
 
 export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
+  /** The summaries of the runs this request read (`getRun`), by id. */
+  const read = new Map<string, RunSummaryRead>();
+  /** The rows of each run this request decoded states from, by seq. */
+  const rows = new Map<string, Map<number, Checkpoint>>();
+  /** Whether this request's read of the run says the plane holds none of `part` of it (unknown: false). */
+  const noneOf = (id: string, part: RunPart) => read.get(id)?.has[part] === false;
+  /** The run's summary facts: as this request read them, else read now. */
+  const factsOf = async (id: string) => read.get(id)?.row ?? (await runFacts(db, projectId, id));
   return {
     async listRuns(q) {
       if (
@@ -80,9 +92,10 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       };
     },
     async getRun(id) {
-      const found = mayBeRun(id) ? await executionWithNewest(db, projectId, id) : null;
-      if (!found) return null;
-      const { run, newest } = found;
+      const summary = mayBeRun(id) ? await runSummary(db, projectId, id) : null;
+      if (!summary) return null;
+      read.set(id, summary);
+      const { run, newest } = await runWithNewest(db, projectId, summary);
       const reason = cancelReasonOf(run, newest);
       if (reason !== undefined) return { ...run, cancelReason: reason };
       if ((await graphPauses(db, projectId, [run], newest)).has(id)) return { ...run, status: 'paused' };
@@ -97,14 +110,21 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       if (q.after !== undefined && q.after >= LIMITS.maxSeq) return { items: [], more: false };
       return timelineRows(db, projectId, id, { ...q, after: q.after, before: bound(q.before) });
     },
-    stateAt: async (id, seq) => (mayBeSeq(seq) ? stateAt(db, projectId, id, seq) : null),
+    async stateAt(id, seq) {
+      if (!mayBeSeq(seq)) return null;
+      // the diff decodes two rows of one chain: the second reads only the rows the first did not
+      let known = rows.get(id);
+      if (!known) rows.set(id, (known = new Map()));
+      return stateAt(db, projectId, id, seq, known);
+    },
     getRow: async (id, seq) => (mayBeSeq(seq) ? rowAt(db, projectId, id, seq) : null),
     async pauseState(id) {
-      const pause = await pauseState(db, projectId, id);
-      if (pause && pause.state !== 'open')
+      const pause = noneOf(id, 'pause') ? null : await pauseState(db, projectId, id);
+      // the answer is shown for a resumed pause only
+      if (pause && pauseStand(pause, false) === 'resumed')
         return { ...pause, answer: await pauseAnswer(db, projectId, id, pause.pending.checkpointId) };
       if (pause) return pause;
-      const facts = await runFacts(db, projectId, id);
+      const facts = await factsOf(id);
       const interrupt = facts && (await graphPauses(db, projectId, [facts])).get(id);
       return interrupt
         ? { pending: interrupt, state: 'open', claimedBy: null, claimedAt: null, claim: null, graph: true }
@@ -112,15 +132,26 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
     },
     async listIdempotency(id, o) {
       // a LangGraph thread's pending writes are the saver's, not effect results
-      const thread = isGraphAgentPath((await runFacts(db, projectId, id))?.agent);
+      const thread = isGraphAgentPath((await factsOf(id))?.agent);
       return idempotencyListing(db, projectId, id, { ...o, ...(thread ? { hide: GRAPH_WRITE_KEY_PREFIX } : {}) });
     },
     runUsage: (id) => runUsage(db, projectId, id),
-    listQuarantine: (o) => listQuarantine(db, projectId, o),
+    listQuarantine: async (o) =>
+      o.executionId !== undefined && !o.cursor && noneOf(o.executionId, 'quarantine')
+        ? { items: [], nextCursor: null }
+        : listQuarantine(db, projectId, o),
     forkLinks: (id) => forkLinks(db, projectId, id),
-    listHoles: (id) => listHoles(db, projectId, id),
-    listClaimConflicts: (id) => listClaimConflicts(db, projectId, id),
-    listTakeovers: (id) => listTakeovers(db, projectId, id),
+    async listHoles(id) {
+      const s = read.get(id);
+      return listHoles(
+        db,
+        projectId,
+        id,
+        s && { rowCount: s.row.rowCount, lastSeq: s.row.lastSeq, anyRefused: s.has.holes },
+      );
+    },
+    listClaimConflicts: async (id) => (read.get(id)?.claimConflicts === 0 ? [] : listClaimConflicts(db, projectId, id)),
+    listTakeovers: async (id) => (noneOf(id, 'takeovers') ? [] : listTakeovers(db, projectId, id)),
     listPauses: (o) => listPauses(db, projectId, o),
     async listDecisions(o) {
       // the feed's own order and cursor (a DB sequence); one more than a page says whether another follows
@@ -129,6 +160,7 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
       return { items, nextCursor: page.items.length > o.limit ? String(items[items.length - 1].feedSeq) : null };
     },
     async runDecisions(executionId) {
+      if (noneOf(executionId, 'decisions')) return [];
       const rows = await db
         .select({ d: decisions, claim: claims })
         .from(decisions)
@@ -140,7 +172,10 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
         .orderBy(asc(decisions.feedSeq));
       return rows.map((r) => decisionView(r.d, r.claim));
     },
-    recordDecision: (executionId, req, decidedBy) =>
-      recordDecision(db, projectId, executionId, req, decidedBy, 'plane'),
+    recordDecision(executionId, req, decidedBy) {
+      read.delete(executionId);
+      rows.delete(executionId);
+      return recordDecision(db, projectId, executionId, req, decidedBy, 'plane');
+    },
   };
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   decodeChain,
+  decodeState,
   encodeState,
   stateOfCursor,
   type ChainRow,
@@ -88,14 +89,18 @@ function play(ops: fc.Arbitrary<typeof op extends fc.Arbitrary<infer T> ? T : ne
 }
 
 describe('snapshot codec', () => {
-  it('decode(encode(states)) == states for random histories (property)', () => {
+  it('decode(encode(states)) == states for random histories, by decodeChain and by decodeState (property)', () => {
     fc.assert(
       fc.property(fc.array(op, { minLength: 1, maxLength: 60 }), (ops) => {
         const states = play(ops);
         const rows = encodeAll(states);
         for (const r of rows) expect(EncodedState.safeParse(r.state).success).toBe(true);
         for (let i = 0; i < states.length; i++) {
-          expect(JSON.stringify(decodeAt(rows, i))).toBe(JSON.stringify(JSON.parse(JSON.stringify(states[i]))));
+          const want = JSON.stringify(JSON.parse(JSON.stringify(states[i])));
+          expect(JSON.stringify(decodeAt(rows, i))).toBe(want);
+          // a reader's decode (no cursor) of the same chain: the same state
+          const base = rows[i].state.kind === 'full' ? i : (rows[i].state as { base: number }).base;
+          expect(JSON.stringify(decodeState(rows.slice(base, i + 1)))).toBe(want);
         }
       }),
       { numRuns: 300 },
@@ -230,5 +235,8 @@ describe('snapshot codec', () => {
     const broken = [rows[0], rows[2]];
     expect(() => decodeChain(broken)).toThrow(/does not follow/);
     expect(() => decodeChain(rows.slice(1))).toThrow(/full snapshot/);
+    expect(() => decodeState(broken)).toThrow(/does not follow/);
+    expect(() => decodeState(rows.slice(1))).toThrow(/full snapshot/);
+    expect(() => decodeState([])).toThrow(/empty snapshot chain/);
   });
 });
