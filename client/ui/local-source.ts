@@ -33,7 +33,7 @@ import type { Json } from '../../shared/json.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
-import { lostAtPlane, lostRuns } from '../replica/branch.js';
+import { lostAtPlane, lostRuns, runLostAtPlane } from '../replica/branch.js';
 import { refusedOnPlane } from '../cli/sync-commands.js';
 import { planeRefusal } from '../replica/refusal.js';
 import { summaryState } from '../store/summary.js';
@@ -277,7 +277,7 @@ export function localSource(store: Checkpointer): InspectorSource {
         holeCount: 0,
         lastNodeId: last.nodeId,
         lease: state === 'running' ? await store.getLease(executionId) : null,
-        lostAtPlane: (await lostAtPlane(store)).get(executionId) ?? null,
+        lostAtPlane: await runLostAtPlane(store, executionId),
       };
     },
 
