@@ -27,7 +27,8 @@ import { createSession, endSession, SESSION_COOKIE, sessionPrincipal, sessionTok
 import { mountKeysPage } from './keys.js';
 import { mountCancel, withCancel } from './cancel.js';
 import { mountRequests } from './requests.js';
-import { csrfOf, csrfOk, originOk, siteOk, tokenOk } from '../../inspector/csrf.js';
+import { sessionCsrfOk, sessionMay } from './run-form.js';
+import { csrfOf, originOk, siteOk, tokenOk } from '../../inspector/csrf.js';
 import { FRAME, type Frame, PENDING_COUNT_CAP, planeFrame } from '../../inspector/frame.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
 import { formBodyWithin } from '../../inspector/form-body.js';
@@ -228,24 +229,15 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     approvals: {
       // a session made from a key with the approve scope (or admin, which the API lets decide too) decides, under the key's name
       async decider(c) {
-        const p = c.get('principal');
-        if (!(p.scopes.includes('approve') || p.scopes.includes('admin')) || !getCookie(c, SESSION_COOKIE)) {
-          return {
-            refused:
-              "This session's key has no approve scope: it sees pauses and decisions but cannot approve or decline (log in with a key that has the approve or the admin scope).",
-          };
-        }
-        return { by: await keyName(db, p.keyId) };
+        const may = sessionMay(
+          c,
+          'approve',
+          "This session's key has no approve scope: it sees pauses and decisions but cannot approve or decline (log in with a key that has the approve or the admin scope).",
+        );
+        return 'refused' in may ? may : { by: await keyName(db, c.get('principal').keyId) };
       },
       csrf: (c) => csrfOf(getCookie(c, SESSION_COOKIE) ?? ''),
-      csrfOk: (c, token) =>
-        csrfOk({
-          site: c.req.header('sec-fetch-site'),
-          origin: c.req.header('origin'),
-          url: c.req.url,
-          token,
-          secret: getCookie(c, SESSION_COOKIE) ?? '',
-        }),
+      csrfOk: sessionCsrfOk,
     },
   });
 
