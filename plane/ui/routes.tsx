@@ -34,7 +34,7 @@ import { loopbackHostOnly } from '../../inspector/host.js';
 import { formBodyWithin } from '../../inspector/form-body.js';
 import { type BodyDeadline, DEFAULT_BODY_DEADLINE } from '../../support/body-read.js';
 import { LIMITS } from '../../shared/limits.js';
-import { frozenPrices, type Prices } from '../../support/prices.js';
+import type { Prices } from '../../support/prices.js';
 
 export interface InspectorOptions {
   /**
@@ -45,8 +45,8 @@ export interface InspectorOptions {
   dev?: boolean;
   /** How long a form's body may take (the plane's body deadline; default DEFAULT_BODY_DEADLINE). */
   bodyDeadline?: BodyDeadline;
-  /** Model prices: the run list's Cost column and each run's cost (absent: none shown). */
-  prices?: Prices;
+  /** Model prices, checked and frozen by the plane's config (resolvePrices): the run list's Cost column and each run's cost (absent: none shown). */
+  prices?: Readonly<Prices>;
 }
 
 /**
@@ -225,7 +225,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     wrap: (page, c) => framed(withCancel(db, page, c), c),
     missingRun: (id) => `No run '${id}' in this project (it may not have synced yet, or it was deleted).`,
     copyName: "this plane's copy",
-    prices: o.prices ? frozenPrices(o.prices) : null,
+    prices: o.prices ?? null,
     approvals: {
       // a session made from a key with the approve scope (or admin, which the API lets decide too) decides, under the key's name
       async decider(c) {
