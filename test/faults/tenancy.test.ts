@@ -460,7 +460,10 @@ describe('tenancy and auth across every endpoint and page', () => {
       expect(one.html).toContain('PAUSE_NOT_FOUND');
     }
     // this project's run to the run request form (each action) and the cancel form: as for no such run
-    for (const fields of [{ action: 'retry' }, { action: 'recover' }, { action: 'fork', seq: '0' }]) {
+    for (const fields of [{ action: 'retry' }, { action: 'recover' }, { action: 'fork', seq: '0' }] as Record<
+      string,
+      string
+    >[]) {
       const victim = await post('/runs/victim-run/requests', fields);
       const none = await post('/runs/no-such-run/requests', fields);
       expect(victim.status, fields.action).toBe(404);
