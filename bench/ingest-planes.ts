@@ -19,6 +19,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { createKey, openPlaneDatabase } from '../plane/index.js';
 import type { OutboxEvent } from '../shared/rows.js';
+import { ingestAll } from './lib/ingest.js';
 import { backlogEvents, withScratchDatabase } from './lib/backlog.js';
 import { fmt, ratios, summary } from './lib/stats.js';
 import { ROOT } from './lib/paths.js';
@@ -86,35 +87,6 @@ async function level(events: OutboxEvent[], processes: number): Promise<Level> {
     try {
       // one at a time, inside the try: a plane that fails to start leaves none running
       for (let i = 0; i < processes; i++) planes.push(await startPlane(databaseUrl));
-      let errors = 0;
-      const writer = async (w: number) => {
-        const { url } = planes[w % processes];
-        for (let i = w * BATCH; i < events.length; i += WRITERS * BATCH) {
-          const rows = events.slice(i, i + BATCH);
-          for (let attempt = 1; ; attempt++) {
-            const res = await fetch(`${url}/v1/ingest`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-              body: JSON.stringify({ protocol: 1, writerId: `bench-${w}`, rows }),
-            }).catch((e: Error) => e);
-            if (res instanceof Error) {
-              errors++;
-              break;
-            }
-            // back-pressure is retried after its Retry-After, as the drain does
-            if ((res.status === 429 || res.status === 503) && attempt < 10) {
-              await res.body?.cancel();
-              await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
-              continue;
-            }
-            // the status first: an answer that is not JSON (a proxy's 502) is an error, not the end of the bench
-            const body =
-              res.status === 200 ? ((await res.json()) as { accepted?: number }) : (await res.body?.cancel(), null);
-            if (body?.accepted !== rows.length) errors++;
-            break;
-          }
-        }
-      };
       // one warm-up batch per plane (its first request compiles the ingest path), not counted: the planes start alike
       for (const [i, p] of planes.entries()) {
         const warm = await fetch(`${p.url}/v1/ingest`, {
@@ -127,7 +99,12 @@ async function level(events: OutboxEvent[], processes: number): Promise<Level> {
       }
       const cpu0 = planes.map((p) => cpuSecs(p.child.pid!));
       const t0 = performance.now();
-      await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
+      const errors = await ingestAll(
+        planes.map((p) => p.url),
+        key,
+        events,
+        { writers: WRITERS, batch: BATCH },
+      );
       const secs = (performance.now() - t0) / 1000;
       const cpu = planes.reduce((a, p, i) => a + cpuSecs(p.child.pid!) - cpu0[i], 0);
       return { processes, rowsPerSec: events.length / secs, rowsPerPlaneCpuSec: events.length / cpu, errors };

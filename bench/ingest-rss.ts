@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { OutboxEvent } from '../shared/rows.js';
+import { ingestAll } from './lib/ingest.js';
 import { backlogEvents, withScratchDatabase } from './lib/backlog.js';
 import { fmt, summary } from './lib/stats.js';
 import { ROOT } from './lib/paths.js';
@@ -86,37 +87,8 @@ async function stopPlane(p: Plane): Promise<void> {
 }
 
 /** Every row posted by WRITERS writers, batch by batch; the errors counted (must be 0). */
-async function ingest(url: string, key: string, events: OutboxEvent[]): Promise<number> {
-  let errors = 0;
-  const writer = async (w: number) => {
-    for (let i = w * BATCH; i < events.length; i += WRITERS * BATCH) {
-      const rows = events.slice(i, i + BATCH);
-      for (let attempt = 1; ; attempt++) {
-        const res = await fetch(`${url}/v1/ingest`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-          body: JSON.stringify({ protocol: 1, writerId: `bench-${w}`, rows }),
-        }).catch((e: Error) => e);
-        if (res instanceof Error) {
-          errors++;
-          break;
-        }
-        // back-pressure is retried after its Retry-After, as the drain does
-        if ((res.status === 429 || res.status === 503) && attempt < 10) {
-          await res.body?.cancel();
-          await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 1)));
-          continue;
-        }
-        const body =
-          res.status === 200 ? ((await res.json()) as { accepted?: number }) : (await res.body?.cancel(), null);
-        if (body?.accepted !== rows.length) errors++;
-        break;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
-  return errors;
-}
+const ingest = (url: string, key: string, events: OutboxEvent[]) =>
+  ingestAll([url], key, events, { writers: WRITERS, batch: BATCH });
 
 interface Rep {
   rowsPerSec: number;

@@ -440,6 +440,8 @@ export interface QuarantineListOptions {
   afterId?: string;
   /** At most this many (default: every one). */
   limit?: number;
+  /** Only the events with these ids (a checkpoint's event has the checkpoint's id), read by id, not by scanning the quarantine. */
+  ids?: readonly string[];
 }
 
 /** The durable store contract. All methods are async; every write is one transaction. */

@@ -24,6 +24,7 @@ import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import { useContext, type FC } from 'hono/jsx';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import { ErrorCode, hasCode } from '../shared/errors.js';
+import { CSRF_REFUSAL } from './csrf.js';
 import type { Json } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
 import { Badge, Id, json, Layout, LiveRegion, ShortId, Table, Time, Writer } from './layout.js';
@@ -509,10 +510,7 @@ export function mountApprovals<E extends Env>(
     };
     const form = await c.req.parseBody();
     if (!o.approvals.csrfOk(ctx(c), form.csrf)) {
-      return refuse(
-        ErrorCode.CSRF_FAILED,
-        'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again',
-      );
+      return refuse(CSRF_REFUSAL.code, CSRF_REFUSAL.message);
     }
     const who = await o.approvals.decider(ctx(c));
     if ('refused' in who) return refuse(ErrorCode.FORBIDDEN, who.refused);
@@ -544,10 +542,7 @@ export function mountApprovals<E extends Env>(
       );
     const form = await c.req.parseBody({ all: true });
     if (!o.approvals.csrfOk(ctx(c), form.csrf)) {
-      return refuse(
-        ErrorCode.CSRF_FAILED,
-        'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again',
-      );
+      return refuse(CSRF_REFUSAL.code, CSRF_REFUSAL.message);
     }
     const who = await o.approvals.decider(ctx(c));
     if ('refused' in who) return refuse(ErrorCode.FORBIDDEN, who.refused);

@@ -13,6 +13,7 @@
  * Origin is `null`) posts is refused even if that page learnt the token.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { ErrorCode } from '../shared/errors.js';
 
 /** The form token of a secret (a session token, a process secret). */
 export const csrfOf = (secret: string) => createHash('sha256').update(`waymark-csrf:${secret}`).digest('base64url');
@@ -43,3 +44,10 @@ export const csrfOk = (o: {
   token: unknown;
   secret: string;
 }) => siteOk(o.site) && originOk(o.origin, o.url) && tokenOk(o.token, o.secret);
+
+/** What every form post that fails csrfOk is told: the one refusal, with its stable code; nothing was changed. */
+export const CSRF_REFUSAL = {
+  code: ErrorCode.CSRF_FAILED,
+  message:
+    'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again',
+} as const;

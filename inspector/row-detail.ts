@@ -87,12 +87,11 @@ export async function readRowDetail(src: InspectorSource, executionId: string, s
 
   if (row.step === 'llm_call') {
     const n = messagesOf(own).length;
+    // the reply is the next message of the agent's next row, if that row has one
     let reply: ModelCallDetail['reply'] = null;
-    for (const r of candidates) {
-      const m = messagesOf(await stateOf(r.seq))[n];
-      if (m !== undefined && messageView(m).role === 'assistant') reply = { message: m, seq: r.seq };
-      break;
-    }
+    const [next] = candidates;
+    const m = next && messagesOf(await stateOf(next.seq))[n];
+    if (m !== undefined && messageView(m).role === 'assistant') reply = { message: m, seq: next.seq };
     let usage: ModelCallDetail['usage'] = null;
     for (const r of later.slice(0, USAGE_ROWS)) {
       const full = await src.getRow(executionId, r.seq);

@@ -100,7 +100,7 @@ export interface RunPageProps {
     /** A resumed pause's answer, as its claim row carries it (null or absent: none read). */
     answer?: Json | null;
   } | null;
-  /** what a resumed pause was answered, by whom and where (approvals.tsx `PauseAnswer`) */
+  /** what a resumed pause was answered, by whom and where (pause-answer.tsx `PauseAnswer`) */
   pauseAnswer?: Child | null;
   /** a decision is recorded for the open pause and waits for a worker to apply it */
   pauseDecided?: boolean;

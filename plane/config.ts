@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { integerTextWanted, oneOfWanted, refusal, shown } from '../support/validate.js';
-import { frozenPrices, type Prices, pricesProblems } from '../support/prices.js';
+import { type Prices, resolvePrices } from '../support/prices.js';
 
 /** One setting given as text, checked by the kit's `wanted` (its problem without the setting's name, which parseEnv puts first). */
 function setting<T>(wanted: (text: string) => string | null, parse: (text: string) => T) {
@@ -175,10 +175,8 @@ export function loadConfig(
   overrides: Partial<PlaneConfig> = {},
 ): Readonly<PlaneConfig> {
   const r = parseEnv(env, Object.keys(overrides));
-  const problems = [
-    ...(r.problems ?? []),
-    ...(overrides.prices !== undefined ? pricesProblems(overrides.prices, 'prices') : []),
-  ];
+  const prices = overrides.prices !== undefined ? resolvePrices(overrides.prices) : null;
+  const problems = [...(r.problems ?? []), ...(prices && 'problems' in prices ? prices.problems : [])];
   if (r.problems || problems.length) throw refusal('invalid plane configuration', problems);
   const e = r.data;
   return Object.freeze({
@@ -201,6 +199,6 @@ export function loadConfig(
     takeoverAfterMs: e.WAYMARK_TAKEOVER_AFTER_MS,
     dev: e.WAYMARK_DEV === '1' || e.WAYMARK_DEV === 'true',
     ...overrides,
-    ...(overrides.prices ? { prices: frozenPrices(overrides.prices) } : {}),
+    ...(prices && 'prices' in prices ? { prices: prices.prices } : {}),
   });
 }

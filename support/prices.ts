@@ -71,16 +71,28 @@ export function pricesProblems(v: unknown, field = 'prices'): string[] {
   return problems;
 }
 
-/** A checked prices value, frozen (`pricesProblems` empty), copied so its caller cannot change it later. */
-export function frozenPrices(v: Prices): Readonly<Prices> {
+const resolved = new WeakSet<object>();
+
+/**
+ * A prices value checked and frozen, once: the frozen copy (its caller cannot change it later), or every problem
+ * with it (pricesProblems), named under `field`. A copy this returned is taken as it is, not checked again: a
+ * `--prices` file read by a command and handed to the plane's config or to serveLocalUi is checked once.
+ */
+export function resolvePrices(v: unknown, field = 'prices'): { prices: Readonly<Prices> } | { problems: string[] } {
+  if (typeof v === 'object' && v !== null && resolved.has(v)) return { prices: v as Readonly<Prices> };
+  const problems = pricesProblems(v, field);
+  if (problems.length) return { problems };
+  const given = v as Prices;
   const models: Record<string, Readonly<ModelPrice>> = Object.create(null);
-  for (const [m, p] of Object.entries(v.models))
+  for (const [m, p] of Object.entries(given.models))
     models[m] = Object.freeze({
       input: p.input,
       output: p.output,
       ...(p.cachedInput !== undefined ? { cachedInput: p.cachedInput } : {}),
     });
-  return Object.freeze({ currency: v.currency, models: Object.freeze(models) });
+  const prices = Object.freeze({ currency: given.currency, models: Object.freeze(models) });
+  resolved.add(prices);
+  return { prices };
 }
 
 /** The prices file at `path`, or every problem with it (unreadable, not JSON, or not prices), named with the file. */
@@ -104,8 +116,8 @@ export function readPricesFile(
   } catch (e) {
     return { problems: [`${field}: ${JSON.stringify(path)} is not JSON (${(e as Error).message})`] };
   }
-  const problems = pricesProblems(v, path);
-  return problems.length ? { problems: problems.map((p) => `${field}: ${p}`) } : { prices: frozenPrices(v as Prices) };
+  const r = resolvePrices(v, path);
+  return 'problems' in r ? { problems: r.problems.map((p) => `${field}: ${p}`) } : r;
 }
 
 /** A run's cost from its usage: the amount, or the models with usage that have no price (then the amount is unknown). */

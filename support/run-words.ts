@@ -184,6 +184,18 @@ export function resumeAnswer(state: Record<string, unknown> | null): unknown {
   return Array.isArray(resumes) && resumes.length ? resumes[resumes.length - 1] : null;
 }
 
+/**
+ * Whether `next`, the run's first row after `pause` (by seq), is the pause's claim row: a claim writes the pause's
+ * tool row again, as the pause row's child, in the claim's transaction, so it is the row right after the pause or
+ * none is (a later row of the run that names the pause as parent is not an answer to it).
+ */
+export function isClaimRow(
+  pause: { id: string },
+  next: { parentId?: string | null; step: string } | null | undefined,
+): boolean {
+  return !!next && next.parentId === pause.id && next.step === 'tool_call';
+}
+
 /** Each pause stand in words. */
 export const PAUSE_WORDS: Record<PauseStand, string> = {
   open: 'open: waiting for an answer',

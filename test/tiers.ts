@@ -26,6 +26,7 @@ export const FAST: readonly string[] = [
   'test/ai-sdk/mock.test.ts',
   'test/ai-sdk/tool-call-ids.test.ts',
   'test/ai-sdk/usage.test.ts',
+  'test/cli/inspect-claim-row.test.ts',
   'test/cli/keys-create-problems.test.ts',
   'test/cli/plane-config-env.test.ts',
   'test/cli/plane-url-env.test.ts',

@@ -6,7 +6,7 @@ import { sumUsage, usageLine } from '../../shared/usage.js';
 import { localTime, table } from '../../support/format.js';
 import { ErrorCode, runErrorOf, WaymarkError, type RunError } from '../../shared/errors.js';
 import { cancelReason } from '../store/cancel.js';
-import { lostAtPlane } from '../replica/branch.js';
+import { lostAtPlane, runLostAtPlane } from '../replica/branch.js';
 import {
   holdOf,
   holdWords,
@@ -14,6 +14,7 @@ import {
   LOST_BADGE,
   type LostAtPlane,
   lostWords,
+  isClaimRow,
   resumeAnswer,
 } from '../../support/run-words.js';
 
@@ -162,7 +163,7 @@ export async function inspectRun(
   const last = rows[rows.length - 1];
   const end = last.step === 'run_end' ? { status: last.status, error: errorOf(last) } : null;
   const usage = sumUsage(rows);
-  const lost = (await lostAtPlane(store)).get(executionId) ?? null;
+  const lost = await runLostAtPlane(store, executionId);
 
   if (o.json) {
     out(
@@ -227,7 +228,8 @@ async function pausesOf(store: Checkpointer, rows: Checkpoint[], openId: string 
   const views: PauseView[] = [];
   for (const r of rows) {
     if (r.step !== 'hitl_pause') continue;
-    const claim = rows.find((c) => c.parentId === r.id && c.seq > r.seq && c.step === 'tool_call');
+    const next = rows.find((c) => c.seq > r.seq);
+    const claim = isClaimRow(r, next) ? next : undefined;
     let answer: Json | null = null;
     if (claim) answer = resumeAnswer(await store.readState(claim)) as Json | null;
     const open = r.id === openId;

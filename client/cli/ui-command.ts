@@ -10,7 +10,7 @@
  */
 import type { Parsed, OptionSpec } from '../../support/cli-args.js';
 import { readPricesFile, type Prices } from '../../support/prices.js';
-import { portTextProblem, refusal } from '../../support/validate.js';
+import { portTextProblem } from '../../support/validate.js';
 import { openStore, redactUrl } from '../open-store.js';
 import { isLoopback } from '../ui/loopback.js';
 import { onStopRequest } from '../../support/launcher.js';
@@ -18,12 +18,8 @@ import { requirePeers, UI_PEERS } from '../../support/peer.js';
 
 type Out = (line: string) => void;
 
-/** The prices file checkUi read and found good. */
-function pricesOf(path: string): Prices {
-  const read = readPricesFile(path);
-  if ('problems' in read) throw refusal('waymark ui', read.problems);
-  return read.prices;
-}
+/** The prices file checkUi read and found good, by the parsed command line it read it for: runUi serves these, not a second read. */
+const checkedPrices = new WeakMap<Parsed, Readonly<Prices>>();
 
 export const UI_DEFAULT_PORT = 4610;
 
@@ -58,6 +54,7 @@ export function checkUi(p: Parsed): string[] {
   if (typeof p.values.prices === 'string') {
     const read = readPricesFile(p.values.prices);
     if ('problems' in read) problems.push(...read.problems);
+    else checkedPrices.set(p, read.prices);
   }
   if (typeof host === 'string' && host !== '' && !isLoopback(host) && p.values['allow-remote'] !== true) {
     problems.push(
@@ -87,7 +84,7 @@ export async function runUi(p: Parsed, out: Out, err: Out): Promise<number> {
         allowRemote: p.values['allow-remote'] === true,
         label: redactUrl(spec),
         user,
-        ...(typeof p.values.prices === 'string' ? { prices: pricesOf(p.values.prices) } : {}),
+        ...(checkedPrices.has(p) ? { prices: checkedPrices.get(p) } : {}),
       });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') {

@@ -75,7 +75,7 @@ export async function outboxStats(sql: Sql, t: Tables): Promise<C.OutboxStats> {
 export async function listQuarantined(
   sql: Sql,
   t: Tables,
-  options: { afterId?: string; limit?: number },
+  options: C.QuarantineListOptions,
 ): Promise<C.QuarantinedEntry[]> {
   let after = '0';
   if (options.afterId) {
@@ -84,7 +84,8 @@ export async function listQuarantined(
   }
   const rows = await sql<QuarantinedColumns[]>`
     SELECT id, kind, execution_id, sync_error, created_at FROM ${t.outbox}
-    WHERE sync_error IS NOT NULL AND seq > ${after} ORDER BY seq
+    WHERE sync_error IS NOT NULL AND seq > ${after} ${options.ids ? sql`AND id IN ${textList(sql, [...options.ids])}` : sql``}
+    ORDER BY seq
     ${options.limit ? sql`LIMIT ${options.limit}` : sql``}`;
   return rows.map(quarantinedFromColumns);
 }

@@ -6,7 +6,7 @@ import { utf8Bytes } from '../../shared/json.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { IdempotencyEntry } from '../../shared/rows.js';
 import type { LostAtPlane } from '../../support/run-words.js';
-import type { Checkpointer } from '../checkpointer.js';
+import type { Checkpointer, QuarantinedEntry } from '../checkpointer.js';
 import type { LeaseAsk, PlaneLease, PlaneTakeover } from './plane-calls.js';
 import type { FlushOptions, FlushResult } from './replica-types.js';
 import { planeRefusal } from './refusal.js';
@@ -21,7 +21,7 @@ import { planeRefusal } from './refusal.js';
  * listed, whatever refusals its outbox still remembers.
  *
  * Reads the whole quarantine, then the refused rows of each such run: call
- * it once per listing or page, not once per run.
+ * it once per listing or page; for one run, runLostAtPlane.
  */
 export async function lostAtPlane(store: Checkpointer): Promise<Map<string, LostAtPlane>> {
   return new Map([...(await lost(store))].map(([id, l]) => [id, { fromSeq: l.fromSeq, reason: l.reason }]));
@@ -32,18 +32,29 @@ export async function lostRuns(store: Checkpointer): Promise<Map<string, string>
   return new Map([...(await lost(store))].map(([id, l]) => [id, l.newest]));
 }
 
+/**
+ * lostAtPlane for one run: null while the plane keeps this store's copy of it.
+ * Reads only the run's refusals (by its rows' ids) and, when its newest row
+ * was refused, its refused rows: for a check per run or per decision.
+ */
+export async function runLostAtPlane(store: Checkpointer, executionId: string): Promise<LostAtPlane | null> {
+  const l = await lostRun(store, executionId, async (ids) => branchRefusals(await store.listQuarantined({ ids })));
+  return l && { fromSeq: l.fromSeq, reason: l.reason };
+}
+
+type Refusal = { code: string; reason: string };
+
 /** lostAtPlane, with the reason of each run's newest row (`newest`; a `taken_over` one without its code). */
 async function lost(store: Checkpointer): Promise<Map<string, LostAtPlane & { newest: string }>> {
-  const refused = new Map<string, Map<string, { code: string; reason: string }>>();
+  const refused = new Map<string, Map<string, Refusal>>();
   let after: string | undefined;
   for (;;) {
     const page = await store.listQuarantined({ afterId: after, limit: 500 });
     if (!page.length) break;
     for (const q of page) {
-      const r = planeRefusal(q.reason);
-      // refused for the plane's branch of the run: taken over (or cancelled there, or a branch refused), or by seq
-      if (q.kind !== 'checkpoint' || (r?.code !== 'taken_over' && r?.code !== 'seq_conflict')) continue;
-      const rows = refused.get(q.executionId) ?? new Map<string, { code: string; reason: string }>();
+      const r = branchRefusal(q);
+      if (!r) continue;
+      const rows = refused.get(q.executionId) ?? new Map<string, Refusal>();
       rows.set(q.id, r);
       refused.set(q.executionId, rows);
     }
@@ -51,27 +62,52 @@ async function lost(store: Checkpointer): Promise<Map<string, LostAtPlane & { ne
   }
   const out = new Map<string, LostAtPlane & { newest: string }>();
   for (const [executionId, rows] of refused) {
-    const newest = await store.latest(executionId);
-    if (!newest || !rows.has(newest.id)) continue;
-    // the refused rows that end the run here, newest first: the first of them is where the plane's branch went another way
-    let first = newest;
-    for (let before = newest.seq; before > 0; ) {
-      const page = await store.list(executionId, { order: 'desc', beforeSeq: before, limit: 500 });
-      const kept = page.findIndex((r) => !rows.has(r.id));
-      const tail = kept === -1 ? page : page.slice(0, kept);
-      if (tail.length) first = tail[tail.length - 1];
-      if (kept !== -1 || page.length < 500) break;
-      before = page[page.length - 1].seq;
-    }
-    const said = (r: { code: string; reason: string }) => `${r.code}: ${r.reason}`;
-    const newestWhy = rows.get(newest.id)!;
-    out.set(executionId, {
-      fromSeq: first.seq,
-      reason: said(rows.get(first.id)!),
-      newest: newestWhy.code === 'taken_over' ? newestWhy.reason : said(newestWhy),
-    });
+    const l = await lostRun(
+      store,
+      executionId,
+      async (ids) => new Map(ids.flatMap((id) => (rows.has(id) ? [[id, rows.get(id)!] as const] : []))),
+    );
+    if (l) out.set(executionId, l);
   }
   return out;
+}
+
+/** A quarantined row refused for the plane's branch of its run: taken over (or cancelled there, or a branch refused), or by seq. */
+function branchRefusal(q: QuarantinedEntry): Refusal | null {
+  const r = planeRefusal(q.reason);
+  return q.kind === 'checkpoint' && (r?.code === 'taken_over' || r?.code === 'seq_conflict') ? r : null;
+}
+
+function branchRefusals(page: QuarantinedEntry[]): Map<string, Refusal> {
+  return new Map(page.flatMap((q) => (branchRefusal(q) ? [[q.id, branchRefusal(q)!] as const] : [])));
+}
+
+/** How one run is lost at the plane, or null: its newest row is not refused; `refusedOf` says which of some rows were. */
+async function lostRun(
+  store: Checkpointer,
+  executionId: string,
+  refusedOf: (ids: string[]) => Promise<Map<string, Refusal>>,
+): Promise<(LostAtPlane & { newest: string }) | null> {
+  const newest = await store.latest(executionId);
+  const newestWhy = newest && (await refusedOf([newest.id])).get(newest.id);
+  if (!newest || !newestWhy) return null;
+  // the refused rows that end the run here, newest first: the first of them is where the plane's branch went another way
+  let first = { seq: newest.seq, why: newestWhy };
+  for (let before = newest.seq; before > 0; ) {
+    const page = await store.list(executionId, { order: 'desc', beforeSeq: before, limit: 500 });
+    const why = await refusedOf(page.map((r) => r.id));
+    const kept = page.findIndex((r) => !why.has(r.id));
+    const tail = kept === -1 ? page : page.slice(0, kept);
+    if (tail.length) first = { seq: tail[tail.length - 1].seq, why: why.get(tail[tail.length - 1].id)! };
+    if (kept !== -1 || page.length < 500) break;
+    before = page[page.length - 1].seq;
+  }
+  const said = (r: Refusal) => `${r.code}: ${r.reason}`;
+  return {
+    fromSeq: first.seq,
+    reason: said(first.why),
+    newest: newestWhy.code === 'taken_over' ? newestWhy.reason : said(newestWhy),
+  };
 }
 
 /** The run's idempotency keys this store holds, when a takeover request can carry them all (else undefined: not checked). */

@@ -70,7 +70,7 @@ import {
 } from '../../support/validate.js';
 import { Decision } from '../../shared/rows.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
-import { lostAtPlane } from '../replica/branch.js';
+import { runLostAtPlane } from '../replica/branch.js';
 import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
 import type { RunRequestView } from '../../shared/protocol.js';
@@ -509,7 +509,7 @@ class DecisionWorker {
   private async neverAtPlane(d: StoredDecision): Promise<string | null> {
     const pause = await this.o.store.getById(d.checkpointId);
     if (!pause || pause.executionId !== d.executionId) return null;
-    const lost = (await lostAtPlane(this.o.store)).get(d.executionId);
+    const lost = await runLostAtPlane(this.o.store, d.executionId);
     if (!lost || lost.fromSeq > pause.seq) return null;
     return `the pause at checkpoint ${d.checkpointId} (seq ${pause.seq}) of '${d.executionId}' can never reach the plane: the plane refused this store's rows of the run from seq ${lost.fromSeq} (${lost.reason}) and keeps another branch, without this pause`;
   }

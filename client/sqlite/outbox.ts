@@ -80,13 +80,16 @@ export function outboxStats(st: Statements): C.OutboxStats {
   return outboxStatsOf(p, q.n, last?.sync_error ?? null);
 }
 
-export function listQuarantined(st: Statements, options: { afterId?: string; limit?: number }): C.QuarantinedEntry[] {
+export function listQuarantined(st: Statements, options: C.QuarantineListOptions): C.QuarantinedEntry[] {
   const after = options.afterId ? ((st.outboxSeq.get(options.afterId) as { seq: number } | undefined)?.seq ?? 0) : 0;
   const rows = st
     .variant(
       `SELECT id, kind, execution_id, sync_error, created_at FROM outbox
-       WHERE sync_error IS NOT NULL AND seq > ? ORDER BY seq ${options.limit ? 'LIMIT ?' : ''}`,
+       WHERE sync_error IS NOT NULL AND seq > ? ${options.ids ? 'AND id IN (SELECT value FROM json_each(?))' : ''}
+       ORDER BY seq ${options.limit ? 'LIMIT ?' : ''}`,
     )
-    .all(...[after, ...(options.limit ? [options.limit] : [])]) as QuarantinedColumns[];
+    .all(
+      ...[after, ...(options.ids ? [JSON.stringify(options.ids)] : []), ...(options.limit ? [options.limit] : [])],
+    ) as QuarantinedColumns[];
   return rows.map(quarantinedFromColumns);
 }

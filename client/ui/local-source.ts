@@ -33,11 +33,11 @@ import type { Json } from '../../shared/json.js';
 import type { Checkpoint, IdempotencyEntry, PendingInterrupt } from '../../shared/rows.js';
 import type { UsageTotal } from '../../shared/usage.js';
 import type { Checkpointer, ExecutionState, ExecutionSummary } from '../checkpointer.js';
-import { lostAtPlane, lostRuns } from '../replica/branch.js';
+import { lostAtPlane, lostRuns, runLostAtPlane } from '../replica/branch.js';
 import { refusedOnPlane } from '../cli/sync-commands.js';
 import { planeRefusal } from '../replica/refusal.js';
 import { summaryState } from '../store/summary.js';
-import { holdOf, type LostAtPlane, resumeAnswer } from '../../support/run-words.js';
+import { holdOf, isClaimRow, type LostAtPlane, resumeAnswer } from '../../support/run-words.js';
 import { capped, type Counted, RUN_COUNT_CAP } from '../../support/count.js';
 import { cancelReason, isCancelMarker } from '../store/cancel.js';
 import { decide } from '../runtime/decide.js';
@@ -277,7 +277,7 @@ export function localSource(store: Checkpointer): InspectorSource {
         holeCount: 0,
         lastNodeId: last.nodeId,
         lease: state === 'running' ? await store.getLease(executionId) : null,
-        lostAtPlane: (await lostAtPlane(store)).get(executionId) ?? null,
+        lostAtPlane: await runLostAtPlane(store, executionId),
       };
     },
 
@@ -354,10 +354,7 @@ export function localSource(store: Checkpointer): InspectorSource {
         claimedAt: cancelled ? null : (next?.createdAt ?? null),
         claim: null,
         // the claim row (the pause's tool row again, its child) carries the answer
-        answer:
-          next && next.parentId === pause.id && next.step === 'tool_call'
-            ? (resumeAnswer(await store.readState(next)) as Json | null)
-            : null,
+        answer: isClaimRow(pause, next) ? (resumeAnswer(await store.readState(next!)) as Json | null) : null,
       };
     },
 

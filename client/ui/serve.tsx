@@ -21,7 +21,7 @@ import { osUser } from '../runtime/decide.js';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Child } from 'hono/jsx';
-import { frozenPrices, type Prices, pricesProblems } from '../../support/prices.js';
+import { type Prices, resolvePrices } from '../../support/prices.js';
 import { refuse } from '../../support/validate.js';
 import type { Checkpointer } from '../checkpointer.js';
 import { FRAME, type Frame, localFrame, PENDING_COUNT_CAP } from '../../inspector/frame.js';
@@ -66,7 +66,8 @@ export interface LocalUi {
 /** The inspector app over `store` (what `serveLocalUi` serves; a test may call its `fetch`). */
 export function localUiApp(
   store: Checkpointer,
-  o: { label?: string; checkHost?: boolean; user?: string; prices?: Prices } = {},
+  // prices: resolved (checked and frozen) by serveLocalUi
+  o: { label?: string; checkHost?: boolean; user?: string; prices?: Readonly<Prices> } = {},
 ): Hono {
   const app = new Hono();
   const user = o.user ?? osUser();
@@ -114,7 +115,7 @@ export function localUiApp(
     missingRun: (id) => `No run '${id}' in this store.`,
     copyName: 'this store',
     sync: true,
-    prices: o.prices ? frozenPrices(o.prices) : null,
+    prices: o.prices ?? null,
     approvals: {
       decider: async () => ({ by: user }),
       csrf: () => csrfOf(secret),
@@ -145,8 +146,14 @@ export async function serveLocalUi(store: Checkpointer, o: LocalUiOptions = {}):
       ],
       'nothing was served',
     );
-  if (o.prices !== undefined) refuse('serveLocalUi', pricesProblems(o.prices, 'prices'), 'nothing was served');
-  const app = localUiApp(store, { label: o.label, checkHost: loopback, user: o.user, prices: o.prices });
+  const prices = o.prices !== undefined ? resolvePrices(o.prices) : null;
+  if (prices && 'problems' in prices) refuse('serveLocalUi', prices.problems, 'nothing was served');
+  const app = localUiApp(store, {
+    label: o.label,
+    checkHost: loopback,
+    user: o.user,
+    prices: prices && 'prices' in prices ? prices.prices : undefined,
+  });
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: o.port ?? 0, hostname: host }, () => resolve(s));
     s.once('error', reject);

@@ -6,7 +6,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Json } from '../../shared/json.js';
 import type { Checkpoint, Decision, PendingInterrupt } from '../../shared/rows.js';
-import { resumeAnswer } from '../../support/run-words.js';
+import { isClaimRow, resumeAnswer } from '../../support/run-words.js';
 import type { PlaneDb } from '../db/open.js';
 import { checkpoints, claims, decisions, pendingInterrupts } from '../db/schema.js';
 import { stateAt } from './rows.js';
@@ -107,7 +107,7 @@ export async function pauseAnswer(
     .orderBy(asc(checkpoints.seq))
     .limit(1);
   const claim = next?.row as Checkpoint | undefined;
-  if (!next || claim?.parentId !== checkpointId || claim.step !== 'tool_call') return null;
+  if (!next || !isClaimRow({ id: checkpointId }, claim)) return null;
   try {
     return resumeAnswer(await stateAt(db, projectId, executionId, next.seq)) as Json | null;
   } catch {

@@ -20,7 +20,8 @@ import { admin } from '../admin.js';
 import { SCOPES, type Principal, type Scope } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import type { PlaneEnv } from '../http/env.js';
-import { csrfOf, csrfOk as formCsrfOk } from '../../inspector/csrf.js';
+import { csrfOf } from '../../inspector/csrf.js';
+import { sessionCsrfOk } from './run-form.js';
 import { Layout, Table, Time } from '../../inspector/layout.js';
 import { endSession, SESSION_COOKIE } from './session.js';
 
@@ -190,15 +191,7 @@ export function mountKeysPage(
     }
     await next();
   };
-  // the token and the Origin check of inspector/csrf.ts, keyed by the session cookie
-  const csrfOk = async (c: Context<PlaneEnv>, form: Record<string, unknown>) =>
-    formCsrfOk({
-      site: c.req.header('sec-fetch-site'),
-      origin: c.req.header('origin'),
-      url: c.req.url,
-      token: form.csrf,
-      secret: getCookie(c, SESSION_COOKIE) ?? '',
-    });
+  const csrfOk = async (c: Context<PlaneEnv>, form: Record<string, unknown>) => sessionCsrfOk(c, form.csrf);
   const render = async (
     c: Context<PlaneEnv>,
     extra: { created?: { id: string; key: string; project: string }; error?: string } = {},

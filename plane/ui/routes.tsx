@@ -27,13 +27,14 @@ import { createSession, endSession, SESSION_COOKIE, sessionPrincipal, sessionTok
 import { mountKeysPage } from './keys.js';
 import { mountCancel, withCancel } from './cancel.js';
 import { mountRequests } from './requests.js';
-import { csrfOf, csrfOk, originOk, siteOk, tokenOk } from '../../inspector/csrf.js';
+import { sessionCsrfOk, sessionMay } from './run-form.js';
+import { csrfOf, originOk, siteOk, tokenOk } from '../../inspector/csrf.js';
 import { FRAME, type Frame, PENDING_COUNT_CAP, planeFrame } from '../../inspector/frame.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
 import { formBodyWithin } from '../../inspector/form-body.js';
 import { type BodyDeadline, DEFAULT_BODY_DEADLINE } from '../../support/body-read.js';
 import { LIMITS } from '../../shared/limits.js';
-import { frozenPrices, type Prices } from '../../support/prices.js';
+import type { Prices } from '../../support/prices.js';
 
 export interface InspectorOptions {
   /**
@@ -44,8 +45,8 @@ export interface InspectorOptions {
   dev?: boolean;
   /** How long a form's body may take (the plane's body deadline; default DEFAULT_BODY_DEADLINE). */
   bodyDeadline?: BodyDeadline;
-  /** Model prices: the run list's Cost column and each run's cost (absent: none shown). */
-  prices?: Prices;
+  /** Model prices, checked and frozen by the plane's config (resolvePrices): the run list's Cost column and each run's cost (absent: none shown). */
+  prices?: Readonly<Prices>;
 }
 
 /**
@@ -224,28 +225,19 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     wrap: (page, c) => framed(withCancel(db, page, c), c),
     missingRun: (id) => `No run '${id}' in this project (it may not have synced yet, or it was deleted).`,
     copyName: "this plane's copy",
-    prices: o.prices ? frozenPrices(o.prices) : null,
+    prices: o.prices ?? null,
     approvals: {
       // a session made from a key with the approve scope (or admin, which the API lets decide too) decides, under the key's name
       async decider(c) {
-        const p = c.get('principal');
-        if (!(p.scopes.includes('approve') || p.scopes.includes('admin')) || !getCookie(c, SESSION_COOKIE)) {
-          return {
-            refused:
-              "This session's key has no approve scope: it sees pauses and decisions but cannot approve or decline (log in with a key that has the approve or the admin scope).",
-          };
-        }
-        return { by: await keyName(db, p.keyId) };
+        const may = sessionMay(
+          c,
+          'approve',
+          "This session's key has no approve scope: it sees pauses and decisions but cannot approve or decline (log in with a key that has the approve or the admin scope).",
+        );
+        return 'refused' in may ? may : { by: await keyName(db, c.get('principal').keyId) };
       },
       csrf: (c) => csrfOf(getCookie(c, SESSION_COOKIE) ?? ''),
-      csrfOk: (c, token) =>
-        csrfOk({
-          site: c.req.header('sec-fetch-site'),
-          origin: c.req.header('origin'),
-          url: c.req.url,
-          token,
-          secret: getCookie(c, SESSION_COOKIE) ?? '',
-        }),
+      csrfOk: sessionCsrfOk,
     },
   });
 

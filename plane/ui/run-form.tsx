@@ -12,7 +12,7 @@ import { getCookie } from 'hono/cookie';
 import type { FC } from 'hono/jsx';
 import type { Scope } from '../scopes.js';
 import type { PlaneEnv } from '../http/env.js';
-import { csrfOf, csrfOk } from '../../inspector/csrf.js';
+import { CSRF_REFUSAL, csrfOf, csrfOk } from '../../inspector/csrf.js';
 import { Layout } from '../../inspector/layout.js';
 import { ErrorCode } from '../../shared/errors.js';
 import { SESSION_COOKIE } from './session.js';
@@ -29,6 +29,17 @@ export function sessionMay(
   return { csrf: csrfOf(session) };
 }
 
+/** A form post carries this session's CSRF token, from this origin (inspector/csrf.ts `csrfOk` with the session cookie). */
+export function sessionCsrfOk(c: Context<PlaneEnv>, token: unknown): boolean {
+  return csrfOk({
+    site: c.req.header('sec-fetch-site'),
+    origin: c.req.header('origin'),
+    url: c.req.url,
+    token,
+    secret: getCookie(c, SESSION_COOKIE) ?? '',
+  });
+}
+
 /**
  * A form post's guard: CSRF_FAILED without this session's token or from
  * another origin, FORBIDDEN when `may` refuses the session; null: let through.
@@ -38,19 +49,7 @@ export function formRefusal(
   form: Record<string, unknown>,
   may: { csrf: string } | { refused: string },
 ): { code: string; message: string } | null {
-  const ok = csrfOk({
-    site: c.req.header('sec-fetch-site'),
-    origin: c.req.header('origin'),
-    url: c.req.url,
-    token: form.csrf,
-    secret: getCookie(c, SESSION_COOKIE) ?? '',
-  });
-  if (!ok)
-    return {
-      code: ErrorCode.CSRF_FAILED,
-      message:
-        'the form did not carry this session’s CSRF token (or came from another origin): reload the page and try again',
-    };
+  if (!sessionCsrfOk(c, form.csrf)) return CSRF_REFUSAL;
   if ('refused' in may) return { code: ErrorCode.FORBIDDEN, message: may.refused };
   return null;
 }

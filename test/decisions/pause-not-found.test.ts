@@ -14,7 +14,7 @@ import {
   type Replica,
 } from '../../client/index.js';
 import { decide } from '../../client/runtime/decide.js';
-import { lostAtPlane } from '../../client/replica/branch.js';
+import { lostAtPlane, runLostAtPlane } from '../../client/replica/branch.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
@@ -107,6 +107,9 @@ describe('serveDecisions and PAUSE_NOT_FOUND', () => {
     const lost = (await lostAtPlane(loser)).get(RUN);
     expect(lost).toBeDefined();
     expect(lost!.fromSeq).toBeLessThanOrEqual((await loser.getById(finance.checkpointId))!.seq);
+    // the one-run read (by the run's row ids) says the same as the listing's, and nothing of the winner's copy
+    expect(await runLostAtPlane(loser, RUN)).toEqual(lost);
+    expect(await runLostAtPlane(winner, RUN)).toBeNull();
     // a person answers the finance pause in the loser's own UI
     const d = await decide(loser, RUN, { approved: true, decidedBy: 'alice', checkpointId: finance.checkpointId });
 

@@ -426,6 +426,58 @@ describe('tenancy and auth across every endpoint and page', () => {
     expect((await call(`${plane.url}/v1/decisions`, { key: keys.owner })).body.items).toHaveLength(before);
   });
 
+  it("another project's session posting this project's pause to the inbox form, or this project's run to the request and cancel forms, records nothing and is answered as for one that does not exist", async () => {
+    const login = await fetch(`${plane.url}/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      body: new URLSearchParams({ key: keys.other, next: '/' }),
+    });
+    const session = login.headers.get('set-cookie')!.split(';')[0];
+    const csrf = csrfOf(session.split('=')[1]);
+    const post = async (path: string, fields: Record<string, string>) => {
+      const r = await fetch(`${plane.url}${path}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: session },
+        body: new URLSearchParams({ csrf, ...fields }),
+      });
+      const html = await r.text();
+      // what the post named itself (the run id, the pause id) may be said back; nothing else of the victim's
+      const named = [path, ...Object.values(fields)].join(' ');
+      for (const x of secrets.filter((x) => !named.includes(x))) expect(html, `${path} leaked ${x}`).not.toContain(x);
+      return { status: r.status, code: /[A-Z]+(?:_[A-Z]+)+/.exec(html.replace(/CSRF_FAILED/g, ''))?.[0], html };
+    };
+    const before = await counts();
+    // a pause key of this project, and one that names no pause anywhere: the same refusal, nothing recorded
+    const missingPause = '01900000-0000-7000-8000-000000000000';
+    for (const approved of ['true', 'false']) {
+      const victim = await post('/approvals', { pause: `${checkpointId}:victim-run`, approved, comment: 'attacker' });
+      const none = await post('/approvals', { pause: `${missingPause}:victim-run`, approved });
+      expect(victim.status).toBe(none.status);
+      expect(victim.html).toContain('PAUSE_NOT_FOUND');
+      const one = await post('/approvals', { one: `${approved}:${checkpointId}:victim-run` });
+      expect(one.status).toBe(none.status);
+      expect(one.html).toContain('PAUSE_NOT_FOUND');
+    }
+    // this project's run to the run request form (each action) and the cancel form: as for no such run
+    for (const fields of [{ action: 'retry' }, { action: 'recover' }, { action: 'fork', seq: '0' }] as Record<
+      string,
+      string
+    >[]) {
+      const victim = await post('/runs/victim-run/requests', fields);
+      const none = await post('/runs/no-such-run/requests', fields);
+      expect(victim.status, fields.action).toBe(404);
+      expect([victim.status, victim.code]).toEqual([none.status, none.code]);
+      expect(victim.code).toBe('EXECUTION_NOT_FOUND');
+    }
+    const cancel = await post('/runs/victim-run/cancel', { confirm: 'yes', reason: 'attacker' });
+    const cancelNone = await post('/runs/no-such-run/cancel', { confirm: 'yes', reason: 'attacker' });
+    expect(cancel.status).toBe(404);
+    expect([cancel.status, cancel.code]).toEqual([cancelNone.status, cancelNone.code]);
+    expect(cancel.code).toBe('EXECUTION_NOT_FOUND');
+    expect(await counts()).toBe(before);
+  });
+
   it('login and logout posted from a page of another site are refused (403, no session made or ended): login CSRF', async () => {
     /** The login page's cookie and its form token, as a browser that loaded the page holds them. */
     const loginPage = async () => {

@@ -15,7 +15,7 @@ import { loadConfig } from '../../plane/config.js';
 import { ErrorCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import { sumUsage } from '../../shared/usage.js';
-import { costOf, costText, moneyText, pricesProblems, readPricesFile } from '../../support/prices.js';
+import { costOf, costText, moneyText, pricesProblems, readPricesFile, resolvePrices } from '../../support/prices.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-prices-');
@@ -106,6 +106,28 @@ describe('prices are checked, every problem named', () => {
       expect.objectContaining({ code: ErrorCode.INVALID_OPTIONS, details: { problems: PROBLEMS } }),
     );
     expect(loadConfig({}, { prices: PRICES }).prices).toEqual(PRICES);
+  });
+
+  it('a prices value is checked and frozen once: a resolved copy is taken as it is by the plane config, never copied again', () => {
+    const given = JSON.parse(JSON.stringify(PRICES)) as typeof PRICES;
+    const r = resolvePrices(given);
+    if (!('prices' in r)) throw new Error(r.problems.join('; '));
+    expect(r.prices).toEqual(PRICES);
+    expect(Object.isFrozen(r.prices) && Object.isFrozen(r.prices.models)).toBe(true);
+    // the caller's own object stays its own: changing it later changes nothing served
+    (given.models as Record<string, unknown>).extra = { input: 1, output: 1 };
+    expect(Object.keys(r.prices.models)).toEqual(Object.keys(PRICES.models));
+    expect(resolvePrices(r.prices)).toEqual({ prices: r.prices });
+    expect((resolvePrices(r.prices) as { prices: unknown }).prices).toBe(r.prices);
+    // what a command read from a --prices file reaches the inspector as read
+    const file = tmp.file('once.json');
+    writeFileSync(file, JSON.stringify(PRICES));
+    const read = readPricesFile(file);
+    if (!('prices' in read)) throw new Error(read.problems.join('; '));
+    expect(loadConfig({}, { dataDir: 'memory://', prices: read.prices }).prices).toBe(read.prices);
+    expect(resolvePrices({ currency: 'usd', models: {} })).toEqual({
+      problems: pricesProblems({ currency: 'usd', models: {} }),
+    });
   });
 
   it('a prices file: unreadable, not JSON or not prices, refused by waymark ui and waymark plane with exit 2', async () => {

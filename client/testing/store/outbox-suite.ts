@@ -65,6 +65,9 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
       expect(after).toMatchObject({ pendingCount: 2, quarantinedCount: 1, lastQuarantineReason: 'too odd' });
       const q = await store.listQuarantined();
       expect(q).toEqual([expect.objectContaining({ id: entries[2].id, reason: 'too odd', kind: 'interrupt_opened' })]);
+      expect(await store.listQuarantined({ ids: [entries[2].id, entries[0].id, 'no-such-event'] })).toEqual(q);
+      expect(await store.listQuarantined({ ids: [entries[0].id] })).toEqual([]);
+      expect(await store.listQuarantined({ ids: [] })).toEqual([]);
       await store.markSynced(left.map((e) => e.id));
       expect((await store.outboxStats()).pendingCount).toBe(0);
     });
