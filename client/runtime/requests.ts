@@ -28,9 +28,12 @@
  * - `failed`: anything else (the run is held by a live runner, the plane
  *   cannot be reached…): tried again after a backoff while it stays open.
  * A request for a run this store does not hold is not this worker's, unless
- * `restore` is set: then the run is restored from the plane first.
+ * `restore` is set: then the run is restored from the plane first. A store
+ * that holds an older copy (without the request's row) is caught up from the
+ * plane first; one still behind the row never settles the request (it stays
+ * open, tried again): only a store at or past the row judges it moved on.
  */
-import { ErrorCode } from '../../shared/errors.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { RunRequestView } from '../../shared/protocol.js';
 import type { Checkpointer } from '../checkpointer.js';
 import type { Replica } from '../replica/replica.js';
@@ -149,13 +152,32 @@ export class RequestApplier {
     }
   }
 
-  /** The run's agent, and the run in this store (restored from the plane when `restore`); null: not this worker's. */
+  /**
+   * The run's agent, and the run in this store up to the request's row: restored from the plane when the store
+   * does not hold the run (only when `restore`), caught up from it when it holds an older copy. Null: not this
+   * worker's. A store still without the row after that throws STORE_BEHIND (tried again, never settled).
+   */
   private async ready(r: RunRequestView): Promise<Agent | null> {
     if (!(await this.o.store.latest(r.executionId))) {
       if (!this.o.restore) return null;
       await this.o.replica.restore(r.executionId);
-    }
+    } else if (await this.behind(r)) await this.o.replica.restore(r.executionId);
+    if (await this.behind(r))
+      throw new WaymarkError(
+        ErrorCode.STORE_BEHIND,
+        `this store's copy of '${r.executionId}' lacks row #${r.checkpointSeq} (${r.checkpointId}) the request names, even after catching up with the plane; the request is left open`,
+        { details: { executionId: r.executionId, checkpointId: r.checkpointId, checkpointSeq: r.checkpointSeq } },
+      );
     return (await this.o.agentFor(r)) ?? null;
+  }
+
+  /**
+   * Whether this store is behind the request's row (it does not hold it): only a store at or past the row may
+   * judge that the run moved on or that the row cannot be forked from. A store that cannot be read counts as behind.
+   */
+  private async behind(r: RunRequestView): Promise<boolean> {
+    const row = await this.o.store.getById(r.checkpointId).catch(() => null);
+    return !row || row.executionId !== r.executionId;
   }
 
   private async apply(r: RunRequestView, attempts: number): Promise<void> {
@@ -194,8 +216,10 @@ export class RequestApplier {
       const message = (e as Error)?.message ?? String(e);
       if (code === ErrorCode.EXECUTION_EXISTS && r.action === 'fork')
         return this.settle(r, { outcome: 'applied', runStatus: 'running' }, null);
-      if (code && MOVED.has(code)) return this.settle(r, { outcome: 'superseded', code, message }, null);
-      if (code && REFUSED.has(code)) return this.settle(r, { outcome: 'refused', code, message }, null);
+      // a store behind the request's row judges nothing: the request stays open for a store that is not
+      const settles = code !== null && (MOVED.has(code) || REFUSED.has(code)) && !(await this.behind(r));
+      if (settles && MOVED.has(code)) return this.settle(r, { outcome: 'superseded', code, message }, null);
+      if (settles) return this.settle(r, { outcome: 'refused', code, message }, null);
       const retryInMs = Math.round(backoffDelay(attempts + 1, this.o.retry));
       this.retries.set(r.requestId, { attempts: attempts + 1, at: Date.now() + retryInMs, request: r });
       this.summary.failed++;
