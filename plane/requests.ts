@@ -313,8 +313,10 @@ async function lockedRequest(tx: Tx, projectId: string, requestId: string): Prom
 /**
  * A worker takes a fork request to apply it: the first writer holds it
  * (answered `won`); another is answered `lost` with the holder, unless the
- * holder's claim is older than FORK_CLAIM_MS (its worker died: taken over). A
- * request no longer open is answered with its state.
+ * holder's claim is older than FORK_CLAIM_MS by the database's clock (its
+ * worker died before the fork's first row: taken over). One UPDATE decides, so
+ * of two claimers one wins. A request no longer open (a fork `started` or
+ * settled) is answered `settled` with its state: nobody forks it again.
  */
 export async function claimRequest(
   db: PlaneDb,
@@ -322,19 +324,25 @@ export async function claimRequest(
   requestId: string,
   writerId: string,
 ): Promise<{ outcome: 'won' | 'lost' | 'settled'; request: RunRequestView }> {
-  return db.transaction(async (tx) => {
-    const r = await lockedRequest(tx, projectId, requestId);
-    if (r.state !== 'open') return { outcome: 'settled' as const, request: requestView(r) };
-    const expired = r.claimedAt !== null && Date.now() - r.claimedAt.getTime() > FORK_CLAIM_MS;
-    if (r.claimedBy && r.claimedBy !== writerId && !expired)
-      return { outcome: 'lost' as const, request: requestView(r) };
-    const [now] = await tx
-      .update(runRequests)
-      .set({ claimedBy: writerId, claimedAt: new Date() })
-      .where(and(eq(runRequests.projectId, projectId), eq(runRequests.requestId, requestId)))
-      .returning();
-    return { outcome: 'won' as const, request: requestView(now) };
-  });
+  const [won] = await db
+    .update(runRequests)
+    .set({ claimedBy: writerId, claimedAt: sql`now()` })
+    .where(
+      and(
+        eq(runRequests.projectId, projectId),
+        eq(runRequests.requestId, requestId),
+        eq(runRequests.state, 'open'),
+        sql`(${runRequests.claimedBy} IS NULL OR ${runRequests.claimedBy} = ${writerId} OR ${runRequests.claimedAt} < now() - ${FORK_CLAIM_MS} * interval '1 millisecond')`,
+      ),
+    )
+    .returning();
+  if (won) return { outcome: 'won', request: requestView(won) };
+  const now = await getRequest(db, projectId, requestId);
+  if (!now)
+    throw new HttpError(404, ErrorCode.REQUEST_NOT_FOUND, `request '${requestId}' is not on this plane`, {
+      details: { requestId },
+    });
+  return { outcome: now.state === 'open' ? 'lost' : 'settled', request: now };
 }
 
 /** 400 INVALID_REQUEST naming every problem of an outcome report. */
@@ -345,9 +353,12 @@ export function outcomeProblems(body: unknown): string[] {
 
 /**
  * A worker reports how applying a request went. An open request takes the
- * report; an applied one keeps its first applier (a later report changes
- * nothing); a superseded one becomes applied when its applier reports (it saw
- * the run moved by that very applier). The answer is the request as it stands.
+ * report (`started` only from the fork's claimer: its first row is written,
+ * the request is no longer open, so nobody claims it again); a started one
+ * takes its forker's final report; an applied one keeps its first applier (a
+ * later report changes nothing); a superseded one becomes applied when its
+ * applier reports (it saw the run moved by that very applier). The answer is
+ * the request as it stands.
  */
 export async function settleRequest(
   db: PlaneDb,
@@ -357,7 +368,10 @@ export async function settleRequest(
 ): Promise<RunRequestView> {
   return db.transaction(async (tx) => {
     const r = await lockedRequest(tx, projectId, requestId);
-    const takes = r.state === 'open' || (r.state === 'superseded' && body.outcome === 'applied');
+    const takes =
+      (r.state === 'open' && (body.outcome !== 'started' || r.claimedBy === body.writerId)) ||
+      (r.state === 'superseded' && body.outcome === 'applied') ||
+      (r.state === 'started' && body.outcome !== 'started' && r.settledBy === body.writerId);
     if (!takes) return requestView(r);
     const [now] = await tx
       .update(runRequests)

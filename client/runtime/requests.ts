@@ -12,7 +12,10 @@
  *   (MOVED_ON), and writes nothing.
  * - fork: the request is claimed at the plane first (one writer holds it),
  *   then `agent.fork(id, { checkpointId, executionId })` with the fork id the
- *   plane chose; a fork id that already has rows here was applied already.
+ *   plane chose. Once the fork's first row is written the plane is told it
+ *   `started`: the request is no longer open, so no other worker claims it
+ *   (even after the claim's time ran out) and forks again. A fork id that
+ *   already has rows here was applied already.
  *
  * Outcomes (`onRequestOutcome`, and reported to the plane, which shows them on
  * the run's page):
@@ -196,14 +199,28 @@ export class RequestApplier {
           this.retries.set(r.requestId, { attempts: attempts + 1, at: Date.now() + this.o.pollMs, request: r });
           return;
         }
-        if (await this.o.store.latest(r.forkExecutionId!)) {
-          // the fork has rows here already: applied before (a report that never reached the plane)
-          return this.settle(r, { outcome: 'applied', runStatus: 'running' }, null);
+        const forkId = r.forkExecutionId!;
+        // the fork has rows here already: made before (a report that never reached the plane)
+        if (await this.o.store.latest(forkId)) return this.settle(r, await this.forkMade(forkId), null);
+        // once its first row is written the plane is told it started: the request is no longer open, nobody forks it again
+        let started: Promise<unknown> | null = null;
+        try {
+          result = await agent.fork(r.executionId, {
+            checkpointId: r.checkpointId,
+            executionId: forkId,
+            onEvent: (e) => {
+              if (started || e.executionId !== forkId) return;
+              started = this.o.replica.settleRequest(r.requestId, { outcome: 'started' }).catch((err: unknown) => {
+                this.o.warn?.(
+                  { err, requestId: r.requestId },
+                  'could not tell the plane a fork started (its claim still holds)',
+                );
+              });
+            },
+          });
+        } finally {
+          await started;
         }
-        result = await agent.fork(r.executionId, {
-          checkpointId: r.checkpointId,
-          executionId: r.forkExecutionId!,
-        });
       } else {
         result = await agent.resume(r.executionId, undefined, {
           expectNewestId: r.checkpointId,
@@ -214,8 +231,9 @@ export class RequestApplier {
     } catch (e) {
       const code = (e as { code?: string })?.code ?? null;
       const message = (e as Error)?.message ?? String(e);
-      if (code === ErrorCode.EXECUTION_EXISTS && r.action === 'fork')
-        return this.settle(r, { outcome: 'applied', runStatus: 'running' }, null);
+      // a fork made (its rows here, by this worker now or before): applied, with the fork's status as its rows say it
+      if (r.action === 'fork' && (await this.o.store.latest(r.forkExecutionId!).catch(() => null)))
+        return this.settle(r, await this.forkMade(r.forkExecutionId!), null);
       // a store behind the request's row judges nothing: the request stays open for a store that is not
       const settles = code !== null && (MOVED.has(code) || REFUSED.has(code)) && !(await this.behind(r));
       if (settles && MOVED.has(code)) return this.settle(r, { outcome: 'superseded', code, message }, null);
@@ -225,6 +243,14 @@ export class RequestApplier {
       this.summary.failed++;
       this.report({ outcome: 'failed', request: r, error: { code, message }, attempts: attempts + 1, retryInMs });
     }
+  }
+
+  /** The report of a fork this store holds: applied, with its status from its newest row. */
+  private async forkMade(forkId: string): Promise<{ outcome: 'applied'; runStatus: string }> {
+    const newest = (await this.o.store.latest(forkId))!;
+    const runStatus =
+      newest.step === 'run_end' ? newest.status : newest.status === 'interrupted' ? 'paused' : 'running';
+    return { outcome: 'applied', runStatus };
   }
 
   /**
@@ -266,7 +292,7 @@ export class RequestApplier {
   /** A request settled at the plane, by another worker or (`own`) by this one's report without a run of its own. */
   private settledElsewhere(now: RunRequestView, own?: { outcome: string; code?: string; message?: string }): void {
     this.retries.delete(now.requestId);
-    if (now.state === 'applied') {
+    if (now.state === 'applied' || now.state === 'started') {
       this.summary.appliedElsewhere++;
       this.report({ outcome: 'applied_elsewhere', request: now, appliedBy: now.settledBy ?? 'another writer' });
     } else if (now.state === 'refused') {

@@ -98,6 +98,18 @@ const RequestState: FC<{ r: RunRequestView; lastSeq: number }> = ({ r, lastSeq }
         {r.runStatus && ` (${r.runStatus} when the worker reported)`}
       </span>
     );
+  if (r.state === 'started')
+    return (
+      <span data-testid="request-started">
+        started by <Writer id={r.settledBy} />
+        {r.forkExecutionId && (
+          <>
+            : the fork is <a href={`/runs/${encodeURIComponent(r.forkExecutionId)}`}>{r.forkExecutionId}</a>
+          </>
+        )}{' '}
+        (running; its worker reports when it ends)
+      </span>
+    );
   if (r.state === 'superseded')
     return (
       <span data-testid="request-superseded">
