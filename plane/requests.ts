@@ -30,7 +30,7 @@ import { startWithin } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
 import { RunRequestBody, RunRequestOutcome, type RunRequestAction, type RunRequestView } from '../shared/protocol.js';
 import type { Checkpoint } from '../shared/rows.js';
-import { holdOf } from '../support/run-words.js';
+import { type Hold, holdOf, recoverable } from '../support/run-words.js';
 import type { PlaneDb, Tx } from './db/open.js';
 import { checkpoints, executions, runRequests } from './db/schema.js';
 import { HttpError } from './http/errors.js';
@@ -103,16 +103,32 @@ async function newestRow(tx: Conn, projectId: string, executionId: string): Prom
   return (r?.row as Checkpoint | undefined) ?? null;
 }
 
-/** Whether the run is stale at the plane: running, its owner's hold expired (or nobody holds it), not a LangGraph thread. */
-export async function isStaleAtPlane(
+/** The run's hold at the plane (its owner record, support/run-words.ts `holdOf`); null: it is not running. */
+async function holdAtPlane(
   db: Conn,
   projectId: string,
   run: { executionId: string; status: string; lastNodeId?: string | null },
-): Promise<boolean> {
-  if (run.status !== 'running') return false;
+): Promise<Hold | null> {
+  if (run.status !== 'running') return null;
   const lease = (await runHolds(db as PlaneDb, projectId, [run.executionId])).get(run.executionId) ?? null;
-  const hold = holdOf({ ...run, lease });
-  return hold?.kind === 'stale' || hold?.kind === 'free';
+  return holdOf({ ...run, lease });
+}
+
+/** Why a run is not recovered, by its hold (null: not running): the true reason, in words. */
+function notStaleWords(executionId: string, status: string, hold: Hold | null): string {
+  const is = `execution '${executionId}' is not stale`;
+  switch (hold?.kind) {
+    case 'held':
+      return `${is}: its runner still holds it (a live lease until ${hold.until}), so it is not taken from it`;
+    case 'thread':
+      return `${is}: it is a LangGraph thread, which never ends with a marker; its application takes it up, not Recover`;
+    case 'free':
+      return `${is}: nobody holds it (no runner took it at the plane, or its runner released it), so no runner died mid-run; resume it from the application`;
+    case 'lost':
+      return `${is}: its copy was lost at the plane (its rows refused there)`;
+    default:
+      return `${is} (it is ${status}): only a running run whose runner's hold expired is recovered`;
+  }
 }
 
 /** One refusal of a request's run: its code, its HTTP status, and the problem in words. */
@@ -162,19 +178,16 @@ export async function recordRequest(
         text: `execution '${executionId}' has not failed (it is ${run.status}): only a failed run is retried`,
         details: { status: run.status },
       });
-    if (
-      b.action === 'recover' &&
-      !(await isStaleAtPlane(tx, projectId, { executionId, status: run.status, lastNodeId: run.lastNodeId }))
-    )
-      problems.push({
-        status: 409,
-        code: ErrorCode.RUN_NOT_STALE,
-        text:
-          run.status === 'running'
-            ? `execution '${executionId}' is not stale: its runner still holds it (a live lease), so it is not taken from it`
-            : `execution '${executionId}' is not stale (it is ${run.status}): only a running run whose runner's hold expired is recovered`,
-        details: { status: run.status },
-      });
+    if (b.action === 'recover') {
+      const hold = await holdAtPlane(tx, projectId, { executionId, status: run.status, lastNodeId: run.lastNodeId });
+      if (!recoverable(hold))
+        problems.push({
+          status: 409,
+          code: ErrorCode.RUN_NOT_STALE,
+          text: notStaleWords(executionId, run.status, hold),
+          details: { status: run.status, hold: hold?.kind ?? null },
+        });
+    }
     if (b.action === 'fork') {
       const [at] = await tx
         .select({ row: checkpoints.row })

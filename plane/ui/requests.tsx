@@ -30,7 +30,7 @@ import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { RunRequestView } from '../../shared/protocol.js';
 import { ExecutionId } from '../../shared/rows.js';
-import { holdOf } from '../../support/run-words.js';
+import { holdOf, recoverable } from '../../support/run-words.js';
 import { formRefusal, RunActionRefusedPage, sessionMay } from './run-form.js';
 
 type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
@@ -242,7 +242,7 @@ export async function requestsPart(db: PlaneDb, c: Context<PlaneEnv>, props: Run
       requests={requests}
       who={asker(c)}
       failed={e.status === 'failed'}
-      stale={hold?.kind === 'stale' || hold?.kind === 'free'}
+      stale={recoverable(hold)}
       forkSeq={forkSeq}
       lastSeq={e.lastSeq}
     />

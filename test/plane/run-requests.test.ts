@@ -121,6 +121,14 @@ function requestSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(recover.status).toBe(409);
       expect(recover.body.error.code).toBe('RUN_NOT_STALE');
       expect(recover.body.error.message).toContain('still holds it');
+      // nobody's (no owner record): shown running, not stale, so not recovered either; the message says why
+      await run('free-1', 'running');
+      await plane.database.db.execute(sql`DELETE FROM run_owners WHERE execution_id = 'free-1'`);
+      expect((await get('/v1/executions/free-1')).body.execution.status).toBe('running');
+      const free = await post('/v1/executions/free-1/requests', { action: 'recover' });
+      expect(free.status).toBe(409);
+      expect(free.body.error).toMatchObject({ code: 'RUN_NOT_STALE', details: { status: 'running', hold: 'free' } });
+      expect(free.body.error.message).toContain('nobody holds it');
       const doneIds = await run('done-1', 'completed');
       expect((await post('/v1/executions/done-1/requests', { action: 'recover' })).body.error.code).toBe(
         'RUN_NOT_STALE',
