@@ -43,6 +43,15 @@ type Row = typeof runRequests.$inferSelect;
 /** How long a fork request's claim holds another worker off (a claimer that died lets another fork after this). */
 export const FORK_CLAIM_MS = 5 * 60_000;
 
+/**
+ * Serialize the recording of one project's requests until the transaction ends (taken before any other lock):
+ * `seq` is drawn under it, so a follower of `GET /v1/requests?after=` that has seen seq n never later finds a
+ * smaller seq committed behind it (as the decision feed's `lockDecisionFeed`).
+ */
+async function lockRequestFeed(tx: Tx, projectId: string): Promise<void> {
+  await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`waymark.requests:${projectId}`}))`);
+}
+
 /** A stored request as the wire says it. */
 export function requestView(r: Row): RunRequestView {
   return {
@@ -140,8 +149,9 @@ interface Problem {
 }
 
 /**
- * Record a request for a run, in one transaction (the run's summary row locked,
- * so two recordings and an ingest are ordered). Refused, nothing changed, with
+ * Record a request for a run, in one transaction (the project's request lock
+ * first, so seqs commit in order; then the run's summary row locked, so a
+ * recording and an ingest are ordered). Refused, nothing changed, with
  * every problem named and the first one's code:
  * - 400 INVALID_RUN_REQUEST: the body;
  * - 404 EXECUTION_NOT_FOUND: no such run here;
@@ -159,6 +169,8 @@ export async function recordRequest(
   refuseBadRequestBody(body);
   const b = RunRequestBody.parse(body);
   return db.transaction(async (tx) => {
+    // first: the project's requests are recorded one at a time, so their seqs commit in order (the listing's cursor)
+    await lockRequestFeed(tx, projectId);
     const [run] = await tx
       .select({ status: executions.status, lastNodeId: executions.lastNodeId })
       .from(executions)
