@@ -370,7 +370,7 @@ export async function claimRequest(
   return { outcome: now.state === 'open' ? 'lost' : 'settled', request: now };
 }
 
-/** 400 INVALID_REQUEST naming every problem of an outcome report. */
+/** Every problem of a worker's outcome report (the outcome route answers them: 400 INVALID_REQUEST, details.problems). */
 export function outcomeProblems(body: unknown): string[] {
   const r = RunRequestOutcome.safeParse(body);
   return r.success ? [] : issueProblems(r.error, 'the body');

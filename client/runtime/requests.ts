@@ -300,7 +300,7 @@ export class RequestApplier {
       this.report({
         outcome: 'refused',
         request: now,
-        code: now.code ?? own?.code ?? ErrorCode.INVALID_REQUEST,
+        code: now.code ?? own?.code ?? ErrorCode.REQUEST_REFUSED,
         reason: now.message ?? own?.message ?? '',
       });
     } else {
