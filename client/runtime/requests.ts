@@ -79,6 +79,8 @@ export interface RequestApplierOptions {
   onOutcome: (o: RequestOutcome) => void;
   /** How often the plane is asked for open requests (ms). */
   pollMs: number;
+  /** Open requests read per pass (one page). */
+  pageSize: number;
   warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
@@ -102,6 +104,8 @@ const REFUSED: ReadonlySet<string> = new Set([
 export class RequestApplier {
   readonly summary: RequestSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, refused: 0, failed: 0 };
   private lastAsk = 0;
+  /** Where the next pass reads: after this cursor (null: from the first open request), past requests up to `seq`. */
+  private cursor: { after: string | null; seq: number } = { after: null, seq: 0 };
   /** Requests this worker met and has not settled: their retry time (a failure), or 0 (not this worker's yet). */
   private readonly retries = new Map<string, { attempts: number; at: number; request: RunRequestView }>();
 
@@ -119,13 +123,22 @@ export class RequestApplier {
     return this.retries.size;
   }
 
-  /** One pass: the plane's open requests, oldest first, each applied (at most once per `pollMs` asked). */
+  /**
+   * One pass: one page of the plane's open requests after this worker's cursor, oldest first, each applied (at most
+   * once per `pollMs` asked). The cursor moves on a page per pass and starts again from the first open request after
+   * the last page: a pass reads one page however many requests wait (those no worker holds stay open).
+   */
   async round(): Promise<void> {
     if (Date.now() - this.lastAsk < this.o.pollMs) return;
     this.lastAsk = Date.now();
     let open: RunRequestView[];
+    const fromSeq = this.cursor.seq;
+    let toSeq = Number.POSITIVE_INFINITY;
     try {
-      open = await this.o.replica.openRequests();
+      const page = await this.o.replica.openRequests(this.cursor.after, this.o.pageSize);
+      open = page.items;
+      if (page.nextCursor && open.length) toSeq = open[open.length - 1].seq;
+      this.cursor = page.nextCursor && open.length ? { after: page.nextCursor, seq: toSeq } : { after: null, seq: 0 };
     } catch (e) {
       this.o.warn?.({ err: e, code: (e as { code?: string })?.code ?? null }, 'could not list run requests');
       return;
@@ -139,7 +152,9 @@ export class RequestApplier {
     }
     // a request this worker failed on that is no longer open: settled by another, its final outcome here
     for (const [id, r] of this.retries) {
-      if (seen.has(id) || this.o.signal.aborted) continue;
+      // only this page's range says a request is no longer open
+      const inPage = r.request.seq > fromSeq && r.request.seq <= toSeq;
+      if (!inPage || seen.has(id) || this.o.signal.aborted) continue;
       this.retries.delete(id);
       if (r.attempts === 0) continue;
       const now = await this.o.replica.requestAtPlane(id).catch(() => null);
