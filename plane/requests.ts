@@ -376,6 +376,18 @@ export function outcomeProblems(body: unknown): string[] {
   return r.success ? [] : issueProblems(r.error, 'the body');
 }
 
+/** 400 INVALID_REQUEST naming every problem of an outcome report (details.problems); nothing changed. */
+export function refuseBadOutcome(body: unknown): void {
+  const problems = outcomeProblems(body);
+  if (problems.length)
+    throw new HttpError(
+      400,
+      ErrorCode.INVALID_REQUEST,
+      `invalid outcome report, nothing changed: ${problems.join('; ')}`,
+      { details: { problems } },
+    );
+}
+
 /**
  * A worker reports how applying a request went. An open request takes the
  * report (`started` only from the fork's claimer: its first row is written,

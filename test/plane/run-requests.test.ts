@@ -297,6 +297,21 @@ function requestSuite(name: string, kind: () => 'pglite' | { url: string }) {
         }
       });
 
+    it('a bad outcome report is INVALID_REQUEST naming every problem in details.problems; nothing changes', async () => {
+      await run('bad-outcome', 'failed');
+      const req = await post('/v1/executions/bad-outcome/requests', { action: 'retry' });
+      expect(req.status).toBe(201);
+      const r = await post(
+        `/v1/requests/${req.body.requestId}/outcome`,
+        { writerId: '', outcome: 'done', extra: 1 },
+        keys.ingest,
+      );
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe('INVALID_REQUEST');
+      expect(r.body.error.details.problems.length).toBeGreaterThanOrEqual(3);
+      expect((await get(`/v1/requests/${req.body.requestId}`)).body.state).toBe('open');
+    });
+
     it('a cancel keeps the name of the key that cancelled the run', async () => {
       await run('cancel-1', 'running');
       await plane.database.db.execute(
