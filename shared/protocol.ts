@@ -461,9 +461,9 @@ export const RunRequestOutcome = z
   .object({
     writerId: z.string().min(1).max(LIMITS.writerIdLength),
     outcome: z.enum(['started', 'applied', 'superseded', 'refused']),
-    code: z.string().max(100).optional(),
+    code: z.string().max(LIMITS.errorCodeLength).optional(),
     message: z.string().max(LIMITS.reasonLength).optional(),
-    runStatus: z.string().max(40).optional(),
+    runStatus: z.string().max(LIMITS.runStatusLength).optional(),
   })
   .strict();
 export type RunRequestOutcome = z.infer<typeof RunRequestOutcome>;

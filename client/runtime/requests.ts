@@ -44,7 +44,13 @@ import { backoffDelay, type Backoff } from '../retry.js';
 import type { Agent } from './agent.js';
 import type { RunResult } from './types.js';
 
-/** What the worker did with one run request (`onRequestOutcome`). */
+/**
+ * What the worker did with one run request (`onRequestOutcome`), with the request as the plane has it: `applied`
+ * by this worker (`status`: the run's, or the fork's, after it; `result`: the run's result), `applied_elsewhere`
+ * (`appliedBy`: the writer that did), `superseded` (the run moved on otherwise: `code`, `reason`), `refused` (the
+ * application cannot apply it: `code`, `reason`), or `failed` (`error`; tried again in `retryInMs`, the
+ * `attempts`-th failure).
+ */
 export type RequestOutcome =
   | { outcome: 'applied'; request: RunRequestView; status: RunResult['status']; result: RunResult }
   | { outcome: 'applied_elsewhere'; request: RunRequestView; appliedBy: string }
@@ -69,18 +75,27 @@ export interface RequestSummary {
 
 /** What the applier needs of the worker: the store, the replica, how to pick an agent, where outcomes go. */
 export interface RequestApplierOptions {
+  /** The store the requests' runs are applied in (the worker's). */
   store: Checkpointer;
+  /** The connected replica: its plane is asked for requests, claims and reports; it restores and catches up runs. */
   replica: Replica;
+  /** The agent for one request's run; null/undefined: not this worker's (left for another). */
   agentFor: (request: RunRequestView) => Agent | null | undefined | Promise<Agent | null | undefined>;
+  /** Restore from the plane a run this store does not hold, then apply its request. */
   restore: boolean;
+  /** Resume runs a plane holds with no plane connected (resume's `withoutPlane`). */
   withoutPlane: boolean;
+  /** Backoff of a request that failed (tried again while it stays open). */
   retry: Backoff;
+  /** Stops the applier (after the request in hand). */
   signal: AbortSignal;
+  /** Called with the outcome of each request the applier handled. */
   onOutcome: (o: RequestOutcome) => void;
   /** How often the plane is asked for open requests (ms). */
   pollMs: number;
   /** Open requests read per pass (one page). */
   pageSize: number;
+  /** Where the applier reports what it cannot act on (a listing or a report that failed). Default: nowhere. */
   warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
