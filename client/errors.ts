@@ -23,6 +23,21 @@ export class MovedOn extends WaymarkError {
 }
 
 /**
+ * A resume told to act only while the run's newest row is a given one
+ * (`ResumeOptions.expectNewestId`) found that row missing from this store,
+ * even after the plane's takeover brought what it holds: this copy is behind
+ * the plane's (or the row is not this run's), so whether the run moved on is
+ * not this store's to judge. Nothing was written; a lease taken was given
+ * back. `details.newestId`, `details.newestSeq`: this store's newest row.
+ */
+export class StoreBehind extends WaymarkError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(ErrorCode.STORE_BEHIND, message, { details });
+    this.name = 'StoreBehind';
+  }
+}
+
+/**
  * The pause has another decision, the first (recorded on the plane, or taking
  * the place of this one in the store): nothing was claimed. `details.decision`
  * is that decision, when known; apply it instead.

@@ -30,7 +30,7 @@ import { startWithin } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
 import { RunRequestBody, RunRequestOutcome, type RunRequestAction, type RunRequestView } from '../shared/protocol.js';
 import type { Checkpoint } from '../shared/rows.js';
-import { holdOf } from '../support/run-words.js';
+import { type Hold, holdOf, recoverable } from '../support/run-words.js';
 import type { PlaneDb, Tx } from './db/open.js';
 import { checkpoints, executions, runRequests } from './db/schema.js';
 import { HttpError } from './http/errors.js';
@@ -42,6 +42,15 @@ type Row = typeof runRequests.$inferSelect;
 
 /** How long a fork request's claim holds another worker off (a claimer that died lets another fork after this). */
 export const FORK_CLAIM_MS = 5 * 60_000;
+
+/**
+ * Serialize the recording of one project's requests until the transaction ends (taken before any other lock):
+ * `seq` is drawn under it, so a follower of `GET /v1/requests?after=` that has seen seq n never later finds a
+ * smaller seq committed behind it (as the decision feed's `lockDecisionFeed`).
+ */
+async function lockRequestFeed(tx: Tx, projectId: string): Promise<void> {
+  await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`waymark.requests:${projectId}`}))`);
+}
 
 /** A stored request as the wire says it. */
 export function requestView(r: Row): RunRequestView {
@@ -103,16 +112,32 @@ async function newestRow(tx: Conn, projectId: string, executionId: string): Prom
   return (r?.row as Checkpoint | undefined) ?? null;
 }
 
-/** Whether the run is stale at the plane: running, its owner's hold expired (or nobody holds it), not a LangGraph thread. */
-export async function isStaleAtPlane(
+/** The run's hold at the plane (its owner record, support/run-words.ts `holdOf`); null: it is not running. */
+async function holdAtPlane(
   db: Conn,
   projectId: string,
   run: { executionId: string; status: string; lastNodeId?: string | null },
-): Promise<boolean> {
-  if (run.status !== 'running') return false;
+): Promise<Hold | null> {
+  if (run.status !== 'running') return null;
   const lease = (await runHolds(db as PlaneDb, projectId, [run.executionId])).get(run.executionId) ?? null;
-  const hold = holdOf({ ...run, lease });
-  return hold?.kind === 'stale' || hold?.kind === 'free';
+  return holdOf({ ...run, lease });
+}
+
+/** Why a run is not recovered, by its hold (null: not running): the true reason, in words. */
+function notStaleWords(executionId: string, status: string, hold: Hold | null): string {
+  const is = `execution '${executionId}' is not stale`;
+  switch (hold?.kind) {
+    case 'held':
+      return `${is}: its runner still holds it (a live lease until ${hold.until}), so it is not taken from it`;
+    case 'thread':
+      return `${is}: it is a LangGraph thread, which never ends with a marker; its application takes it up, not Recover`;
+    case 'free':
+      return `${is}: nobody holds it (no runner took it at the plane, or its runner released it), so no runner died mid-run; resume it from the application`;
+    case 'lost':
+      return `${is}: its copy was lost at the plane (its rows refused there)`;
+    default:
+      return `${is} (it is ${status}): only a running run whose runner's hold expired is recovered`;
+  }
 }
 
 /** One refusal of a request's run: its code, its HTTP status, and the problem in words. */
@@ -124,8 +149,9 @@ interface Problem {
 }
 
 /**
- * Record a request for a run, in one transaction (the run's summary row locked,
- * so two recordings and an ingest are ordered). Refused, nothing changed, with
+ * Record a request for a run, in one transaction (the project's request lock
+ * first, so seqs commit in order; then the run's summary row locked, so a
+ * recording and an ingest are ordered). Refused, nothing changed, with
  * every problem named and the first one's code:
  * - 400 INVALID_RUN_REQUEST: the body;
  * - 404 EXECUTION_NOT_FOUND: no such run here;
@@ -143,6 +169,8 @@ export async function recordRequest(
   refuseBadRequestBody(body);
   const b = RunRequestBody.parse(body);
   return db.transaction(async (tx) => {
+    // first: the project's requests are recorded one at a time, so their seqs commit in order (the listing's cursor)
+    await lockRequestFeed(tx, projectId);
     const [run] = await tx
       .select({ status: executions.status, lastNodeId: executions.lastNodeId })
       .from(executions)
@@ -162,19 +190,16 @@ export async function recordRequest(
         text: `execution '${executionId}' has not failed (it is ${run.status}): only a failed run is retried`,
         details: { status: run.status },
       });
-    if (
-      b.action === 'recover' &&
-      !(await isStaleAtPlane(tx, projectId, { executionId, status: run.status, lastNodeId: run.lastNodeId }))
-    )
-      problems.push({
-        status: 409,
-        code: ErrorCode.RUN_NOT_STALE,
-        text:
-          run.status === 'running'
-            ? `execution '${executionId}' is not stale: its runner still holds it (a live lease), so it is not taken from it`
-            : `execution '${executionId}' is not stale (it is ${run.status}): only a running run whose runner's hold expired is recovered`,
-        details: { status: run.status },
-      });
+    if (b.action === 'recover') {
+      const hold = await holdAtPlane(tx, projectId, { executionId, status: run.status, lastNodeId: run.lastNodeId });
+      if (!recoverable(hold))
+        problems.push({
+          status: 409,
+          code: ErrorCode.RUN_NOT_STALE,
+          text: notStaleWords(executionId, run.status, hold),
+          details: { status: run.status, hold: hold?.kind ?? null },
+        });
+    }
     if (b.action === 'fork') {
       const [at] = await tx
         .select({ row: checkpoints.row })
@@ -313,8 +338,10 @@ async function lockedRequest(tx: Tx, projectId: string, requestId: string): Prom
 /**
  * A worker takes a fork request to apply it: the first writer holds it
  * (answered `won`); another is answered `lost` with the holder, unless the
- * holder's claim is older than FORK_CLAIM_MS (its worker died: taken over). A
- * request no longer open is answered with its state.
+ * holder's claim is older than FORK_CLAIM_MS by the database's clock (its
+ * worker died before the fork's first row: taken over). One UPDATE decides, so
+ * of two claimers one wins. A request no longer open (a fork `started` or
+ * settled) is answered `settled` with its state: nobody forks it again.
  */
 export async function claimRequest(
   db: PlaneDb,
@@ -322,32 +349,53 @@ export async function claimRequest(
   requestId: string,
   writerId: string,
 ): Promise<{ outcome: 'won' | 'lost' | 'settled'; request: RunRequestView }> {
-  return db.transaction(async (tx) => {
-    const r = await lockedRequest(tx, projectId, requestId);
-    if (r.state !== 'open') return { outcome: 'settled' as const, request: requestView(r) };
-    const expired = r.claimedAt !== null && Date.now() - r.claimedAt.getTime() > FORK_CLAIM_MS;
-    if (r.claimedBy && r.claimedBy !== writerId && !expired)
-      return { outcome: 'lost' as const, request: requestView(r) };
-    const [now] = await tx
-      .update(runRequests)
-      .set({ claimedBy: writerId, claimedAt: new Date() })
-      .where(and(eq(runRequests.projectId, projectId), eq(runRequests.requestId, requestId)))
-      .returning();
-    return { outcome: 'won' as const, request: requestView(now) };
-  });
+  const [won] = await db
+    .update(runRequests)
+    .set({ claimedBy: writerId, claimedAt: sql`now()` })
+    .where(
+      and(
+        eq(runRequests.projectId, projectId),
+        eq(runRequests.requestId, requestId),
+        eq(runRequests.state, 'open'),
+        sql`(${runRequests.claimedBy} IS NULL OR ${runRequests.claimedBy} = ${writerId} OR ${runRequests.claimedAt} < now() - ${FORK_CLAIM_MS} * interval '1 millisecond')`,
+      ),
+    )
+    .returning();
+  if (won) return { outcome: 'won', request: requestView(won) };
+  const now = await getRequest(db, projectId, requestId);
+  if (!now)
+    throw new HttpError(404, ErrorCode.REQUEST_NOT_FOUND, `request '${requestId}' is not on this plane`, {
+      details: { requestId },
+    });
+  return { outcome: now.state === 'open' ? 'lost' : 'settled', request: now };
 }
 
-/** 400 INVALID_REQUEST naming every problem of an outcome report. */
+/** Every problem of a worker's outcome report (the outcome route answers them: 400 INVALID_REQUEST, details.problems). */
 export function outcomeProblems(body: unknown): string[] {
   const r = RunRequestOutcome.safeParse(body);
   return r.success ? [] : issueProblems(r.error, 'the body');
 }
 
+/** 400 INVALID_REQUEST naming every problem of an outcome report (details.problems); nothing changed. */
+export function refuseBadOutcome(body: unknown): void {
+  const problems = outcomeProblems(body);
+  if (problems.length)
+    throw new HttpError(
+      400,
+      ErrorCode.INVALID_REQUEST,
+      `invalid outcome report, nothing changed: ${problems.join('; ')}`,
+      { details: { problems } },
+    );
+}
+
 /**
  * A worker reports how applying a request went. An open request takes the
- * report; an applied one keeps its first applier (a later report changes
- * nothing); a superseded one becomes applied when its applier reports (it saw
- * the run moved by that very applier). The answer is the request as it stands.
+ * report (`started` only from the fork's claimer: its first row is written,
+ * the request is no longer open, so nobody claims it again); a started one
+ * takes its forker's final report; an applied one keeps its first applier (a
+ * later report changes nothing); a superseded one becomes applied when its
+ * applier reports (it saw the run moved by that very applier). The answer is
+ * the request as it stands.
  */
 export async function settleRequest(
   db: PlaneDb,
@@ -357,7 +405,10 @@ export async function settleRequest(
 ): Promise<RunRequestView> {
   return db.transaction(async (tx) => {
     const r = await lockedRequest(tx, projectId, requestId);
-    const takes = r.state === 'open' || (r.state === 'superseded' && body.outcome === 'applied');
+    const takes =
+      (r.state === 'open' && (body.outcome !== 'started' || r.claimedBy === body.writerId)) ||
+      (r.state === 'superseded' && body.outcome === 'applied') ||
+      (r.state === 'started' && body.outcome !== 'started' && r.settledBy === body.writerId);
     if (!takes) return requestView(r);
     const [now] = await tx
       .update(runRequests)

@@ -112,8 +112,12 @@ export const ErrorCode = {
   REQUEST_OPEN: 'REQUEST_OPEN',
   /** A request (its id) this plane does not hold, of this key's project (404). */
   REQUEST_NOT_FOUND: 'REQUEST_NOT_FOUND',
+  /** A run request the application refused (state `refused` at the plane) whose report named no code of its own. */
+  REQUEST_REFUSED: 'REQUEST_REFUSED',
   /** A resume with `expectNewestId` (a run request applied by the worker) found the run's newest row another one: the run moved on (retried, recovered, resumed from code, taken up elsewhere) since the request named it. Nothing was written; the lease was given back. */
   MOVED_ON: 'MOVED_ON',
+  /** A resume with `expectNewestId` found the named row missing from this store: its copy of the run is behind the plane's (or the row is not this run's), so it cannot tell whether the run moved on. Nothing was written; catch the store up (`restoreFromPlane`) and try again. */
+  STORE_BEHIND: 'STORE_BEHIND',
   /** A `waymark plane` admin command pointed at a data dir that holds no plane database (nothing was created). */
   NO_PLANE_DATA: 'NO_PLANE_DATA',
   /** A constructor or function given options it cannot work with; the message names each. */

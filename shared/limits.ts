@@ -17,6 +17,10 @@ export const LIMITS = Object.freeze({
   maxSeq: 2_147_483_647,
   /** Longest interrupt reason / error reason text. */
   reasonLength: 2048,
+  /** Longest error code a worker reports with a run request's outcome (the registry's are far shorter). */
+  errorCodeLength: 100,
+  /** Longest run status a worker reports with a run request's outcome (`completed`, `paused`, …). */
+  runStatusLength: 40,
   /** Who decided a pause (a key's name, a local user) and the comment a screen sends with a decision. */
   decidedByLength: 200,
   decisionCommentLength: 4096,

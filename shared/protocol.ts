@@ -422,7 +422,7 @@ export const RunRequestBody = z
 export type RunRequestBody = z.infer<typeof RunRequestBody>;
 
 /** Where a run request stands: waiting for the application, applied, superseded (the run moved on otherwise), refused by the application. */
-export const RunRequestState = z.enum(['open', 'applied', 'superseded', 'refused']);
+export const RunRequestState = z.enum(['open', 'started', 'applied', 'superseded', 'refused']);
 
 /** A run request as the plane keeps it. */
 export const RunRequestView = z.object({
@@ -460,10 +460,10 @@ export type RunRequestPage = z.infer<typeof RunRequestPage>;
 export const RunRequestOutcome = z
   .object({
     writerId: z.string().min(1).max(LIMITS.writerIdLength),
-    outcome: z.enum(['applied', 'superseded', 'refused']),
-    code: z.string().max(100).optional(),
+    outcome: z.enum(['started', 'applied', 'superseded', 'refused']),
+    code: z.string().max(LIMITS.errorCodeLength).optional(),
     message: z.string().max(LIMITS.reasonLength).optional(),
-    runStatus: z.string().max(40).optional(),
+    runStatus: z.string().max(LIMITS.runStatusLength).optional(),
   })
   .strict();
 export type RunRequestOutcome = z.infer<typeof RunRequestOutcome>;

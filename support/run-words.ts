@@ -8,9 +8,10 @@
  *   held   a live lease: a runner holds the run now (running)
  *   stale  the holder's lease expired without a release: its runner died or
  *          stalled mid-run; recoverable
- *   free   nobody holds it (released, or never taken); recoverable
- *   recoverable  `recoverRuns` (or a resume without an answer; at the plane,
- *          another machine's takeover) takes the run up
+ *   free   nobody holds it (released, or never taken); `recoverRuns` takes it up
+ *   recoverable  stale (`recoverable`): shown `stale`, and what the plane's
+ *          Recover takes (`recoverRuns`, or a resume without an answer; at the
+ *          plane, another machine's takeover, takes the run up)
  */
 import { ErrorCode } from '../shared/errors.js';
 import type { RunState } from '../shared/protocol.js';
@@ -57,8 +58,15 @@ export function holdOf(
   return { kind: 'free' };
 }
 
+/**
+ * Whether a run is stale: running, its holder's lease expired mid-run (its runner died or stalled). The one rule
+ * for the `stale` word and for what the plane's Recover takes: a run shown running (a live lease, a LangGraph
+ * thread, nobody's, lost) is not recovered from there.
+ */
+export const recoverable = (hold: Hold | null): hold is Extract<Hold, { kind: 'stale' }> => hold?.kind === 'stale';
+
 /** The word a run's status is shown as: `stale` for a run whose runner's lease expired mid-run, else its status. */
-export const statusWord = (status: string, hold: Hold | null): string => (hold?.kind === 'stale' ? 'stale' : status);
+export const statusWord = (status: string, hold: Hold | null): string => (recoverable(hold) ? 'stale' : status);
 
 /**
  * The state a run is shown in (the inspectors' status column, the plane's API listing): its status, but
@@ -84,7 +92,7 @@ export function holdWords<T>(h: Hold, time: (iso: string) => T): (string | T)[] 
     case 'stale':
       return [`STALE: ${h.holder} expired `, time(h.expiredAt), ' (recoverable)'];
     case 'free':
-      return ['free (recoverable)'];
+      return ['free (recoverRuns takes it)'];
     case 'lost':
       return [
         "LOST: the plane refused its rows (taken over or cancelled there: waymark sync status); recoverRuns takes the plane's copy once nobody holds it",

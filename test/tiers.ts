@@ -131,6 +131,9 @@ export const SLOW: readonly string[] = [
   'test/langgraph/crash.test.ts',
   'test/decisions/plane-race.test.ts',
   'test/decisions/requests-two-workers.test.ts',
+  'test/decisions/requests-behind.test.ts',
+  'test/decisions/requests-fork-once.test.ts',
+  'test/decisions/requests-paging.test.ts',
   'test/store/postgres-lost-commit.test.ts',
   // bulk data (the 100,000-row backlog, pages of 1 MB rows, 10,000 runs), the bench smoke
   'test/replica/backlog.test.ts',

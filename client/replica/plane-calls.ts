@@ -381,25 +381,26 @@ async function ask(
 }
 
 /**
- * The run requests waiting for the application (GET /v1/requests?state=open),
- * every page, oldest first. Throws PLANE_ERROR when the plane cannot be asked
- * or answers otherwise; an item of another shape is left out.
+ * One page of the run requests waiting for the application (GET /v1/requests?state=open), oldest first, after the
+ * cursor (null: from the start); `nextCursor` null at the end. Throws PLANE_ERROR when the plane cannot be asked or
+ * answers otherwise; an item of another shape is left out.
  */
-export async function openRequestsAtPlane(http: PlaneHttp, as: PlaneCaller, limit = 100): Promise<RunRequestView[]> {
-  const out: RunRequestView[] = [];
-  let after: string | null = null;
-  do {
-    const q: string = `state=open&limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}`;
-    const res = await ask(http, as, 'GET', `/v1/requests?${q}`, 'list run requests');
-    const page = z.object({ items: z.array(z.unknown()), nextCursor: z.string().nullable() }).safeParse(res.body);
-    if (res.status !== 200 || !page.success) throw planeRefusal('the plane did not list run requests', res, {});
-    for (const item of page.data.items) {
-      const r = RunRequestView.safeParse(item);
-      if (r.success) out.push(r.data);
-    }
-    after = page.data.nextCursor;
-  } while (after);
-  return out;
+export async function openRequestsAtPlane(
+  http: PlaneHttp,
+  as: PlaneCaller,
+  after: string | null,
+  limit = 100,
+): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
+  const q: string = `state=open&limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}`;
+  const res = await ask(http, as, 'GET', `/v1/requests?${q}`, 'list run requests');
+  const page = z.object({ items: z.array(z.unknown()), nextCursor: z.string().nullable() }).safeParse(res.body);
+  if (res.status !== 200 || !page.success) throw planeRefusal('the plane did not list run requests', res, {});
+  const items: RunRequestView[] = [];
+  for (const item of page.data.items) {
+    const r = RunRequestView.safeParse(item);
+    if (r.success) items.push(r.data);
+  }
+  return { items, nextCursor: page.data.nextCursor };
 }
 
 /** Take a fork request at the plane before forking (POST /v1/requests/:id/claim): won, lost (to `request.claimedBy`) or settled. */

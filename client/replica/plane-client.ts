@@ -153,9 +153,9 @@ export class PlaneClient {
     return releaseClaim(this.o.http, this.caller, executionId, checkpointId);
   }
 
-  /** openRequestsAtPlane (plane-calls.ts): the run requests waiting for the application. */
-  openRequests(): Promise<RunRequestView[]> {
-    return openRequestsAtPlane(this.o.http, this.caller);
+  /** openRequestsAtPlane (plane-calls.ts): one page of the run requests waiting for the application. */
+  openRequests(after: string | null, limit?: number): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
+    return openRequestsAtPlane(this.o.http, this.caller, after, limit);
   }
 
   /** requestAtPlane (plane-calls.ts): one run request as the plane has it now. */

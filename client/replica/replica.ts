@@ -287,12 +287,16 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   }
 
   /**
-   * The run requests (retry, recover, fork) waiting for the application on
-   * this replica's plane, oldest first; the decision worker applies them.
-   * Throws PLANE_ERROR when the plane cannot be asked.
+   * One page of the run requests (retry, recover, fork) waiting for the
+   * application on this replica's plane, oldest first, after the cursor
+   * (null: from the start; `nextCursor` null: the end); the decision worker
+   * applies them. Throws PLANE_ERROR when the plane cannot be asked.
    */
-  openRequests(): Promise<RunRequestView[]> {
-    return this.plane.openRequests();
+  openRequests(
+    after: string | null = null,
+    limit?: number,
+  ): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
+    return this.plane.openRequests(after, limit);
   }
 
   /** One run request as this replica's plane has it now (null: not there). Throws PLANE_ERROR when the plane cannot be asked. */

@@ -228,6 +228,7 @@ class DecisionWorker {
             signal: o.signal,
             onOutcome: (x) => o.onRequestOutcome?.(x),
             pollMs: o.pollMs ?? 2000,
+            pageSize: o.pageSize ?? 100,
             warn: o.logger ? (f, m) => o.logger!.warn(f, m) : undefined,
           })
         : null;

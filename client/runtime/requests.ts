@@ -12,7 +12,10 @@
  *   (MOVED_ON), and writes nothing.
  * - fork: the request is claimed at the plane first (one writer holds it),
  *   then `agent.fork(id, { checkpointId, executionId })` with the fork id the
- *   plane chose; a fork id that already has rows here was applied already.
+ *   plane chose. Once the fork's first row is written the plane is told it
+ *   `started`: the request is no longer open, so no other worker claims it
+ *   (even after the claim's time ran out) and forks again. A fork id that
+ *   already has rows here was applied already.
  *
  * Outcomes (`onRequestOutcome`, and reported to the plane, which shows them on
  * the run's page):
@@ -28,9 +31,12 @@
  * - `failed`: anything else (the run is held by a live runner, the plane
  *   cannot be reached…): tried again after a backoff while it stays open.
  * A request for a run this store does not hold is not this worker's, unless
- * `restore` is set: then the run is restored from the plane first.
+ * `restore` is set: then the run is restored from the plane first. A store
+ * that holds an older copy (without the request's row) is caught up from the
+ * plane first; one still behind the row never settles the request (it stays
+ * open, tried again): only a store at or past the row judges it moved on.
  */
-import { ErrorCode } from '../../shared/errors.js';
+import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { RunRequestView } from '../../shared/protocol.js';
 import type { Checkpointer } from '../checkpointer.js';
 import type { Replica } from '../replica/replica.js';
@@ -38,7 +44,13 @@ import { backoffDelay, type Backoff } from '../retry.js';
 import type { Agent } from './agent.js';
 import type { RunResult } from './types.js';
 
-/** What the worker did with one run request (`onRequestOutcome`). */
+/**
+ * What the worker did with one run request (`onRequestOutcome`), with the request as the plane has it: `applied`
+ * by this worker (`status`: the run's, or the fork's, after it; `result`: the run's result), `applied_elsewhere`
+ * (`appliedBy`: the writer that did), `superseded` (the run moved on otherwise: `code`, `reason`), `refused` (the
+ * application cannot apply it: `code`, `reason`), or `failed` (`error`; tried again in `retryInMs`, the
+ * `attempts`-th failure).
+ */
 export type RequestOutcome =
   | { outcome: 'applied'; request: RunRequestView; status: RunResult['status']; result: RunResult }
   | { outcome: 'applied_elsewhere'; request: RunRequestView; appliedBy: string }
@@ -63,16 +75,27 @@ export interface RequestSummary {
 
 /** What the applier needs of the worker: the store, the replica, how to pick an agent, where outcomes go. */
 export interface RequestApplierOptions {
+  /** The store the requests' runs are applied in (the worker's). */
   store: Checkpointer;
+  /** The connected replica: its plane is asked for requests, claims and reports; it restores and catches up runs. */
   replica: Replica;
+  /** The agent for one request's run; null/undefined: not this worker's (left for another). */
   agentFor: (request: RunRequestView) => Agent | null | undefined | Promise<Agent | null | undefined>;
+  /** Restore from the plane a run this store does not hold, then apply its request. */
   restore: boolean;
+  /** Resume runs a plane holds with no plane connected (resume's `withoutPlane`). */
   withoutPlane: boolean;
+  /** Backoff of a request that failed (tried again while it stays open). */
   retry: Backoff;
+  /** Stops the applier (after the request in hand). */
   signal: AbortSignal;
+  /** Called with the outcome of each request the applier handled. */
   onOutcome: (o: RequestOutcome) => void;
   /** How often the plane is asked for open requests (ms). */
   pollMs: number;
+  /** Open requests read per pass (one page). */
+  pageSize: number;
+  /** Where the applier reports what it cannot act on (a listing or a report that failed). Default: nowhere. */
   warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
@@ -96,6 +119,8 @@ const REFUSED: ReadonlySet<string> = new Set([
 export class RequestApplier {
   readonly summary: RequestSummary = { applied: 0, appliedElsewhere: 0, superseded: 0, refused: 0, failed: 0 };
   private lastAsk = 0;
+  /** Where the next pass reads: after this cursor (null: from the first open request), past requests up to `seq`. */
+  private cursor: { after: string | null; seq: number } = { after: null, seq: 0 };
   /** Requests this worker met and has not settled: their retry time (a failure), or 0 (not this worker's yet). */
   private readonly retries = new Map<string, { attempts: number; at: number; request: RunRequestView }>();
 
@@ -113,13 +138,22 @@ export class RequestApplier {
     return this.retries.size;
   }
 
-  /** One pass: the plane's open requests, oldest first, each applied (at most once per `pollMs` asked). */
+  /**
+   * One pass: one page of the plane's open requests after this worker's cursor, oldest first, each applied (at most
+   * once per `pollMs` asked). The cursor moves on a page per pass and starts again from the first open request after
+   * the last page: a pass reads one page however many requests wait (those no worker holds stay open).
+   */
   async round(): Promise<void> {
     if (Date.now() - this.lastAsk < this.o.pollMs) return;
     this.lastAsk = Date.now();
     let open: RunRequestView[];
+    const fromSeq = this.cursor.seq;
+    let toSeq = Number.POSITIVE_INFINITY;
     try {
-      open = await this.o.replica.openRequests();
+      const page = await this.o.replica.openRequests(this.cursor.after, this.o.pageSize);
+      open = page.items;
+      if (page.nextCursor && open.length) toSeq = open[open.length - 1].seq;
+      this.cursor = page.nextCursor && open.length ? { after: page.nextCursor, seq: toSeq } : { after: null, seq: 0 };
     } catch (e) {
       this.o.warn?.({ err: e, code: (e as { code?: string })?.code ?? null }, 'could not list run requests');
       return;
@@ -133,7 +167,9 @@ export class RequestApplier {
     }
     // a request this worker failed on that is no longer open: settled by another, its final outcome here
     for (const [id, r] of this.retries) {
-      if (seen.has(id) || this.o.signal.aborted) continue;
+      // only this page's range says a request is no longer open
+      const inPage = r.request.seq > fromSeq && r.request.seq <= toSeq;
+      if (!inPage || seen.has(id) || this.o.signal.aborted) continue;
       this.retries.delete(id);
       if (r.attempts === 0) continue;
       const now = await this.o.replica.requestAtPlane(id).catch(() => null);
@@ -149,13 +185,32 @@ export class RequestApplier {
     }
   }
 
-  /** The run's agent, and the run in this store (restored from the plane when `restore`); null: not this worker's. */
+  /**
+   * The run's agent, and the run in this store up to the request's row: restored from the plane when the store
+   * does not hold the run (only when `restore`), caught up from it when it holds an older copy. Null: not this
+   * worker's. A store still without the row after that throws STORE_BEHIND (tried again, never settled).
+   */
   private async ready(r: RunRequestView): Promise<Agent | null> {
     if (!(await this.o.store.latest(r.executionId))) {
       if (!this.o.restore) return null;
       await this.o.replica.restore(r.executionId);
-    }
+    } else if (await this.behind(r)) await this.o.replica.restore(r.executionId);
+    if (await this.behind(r))
+      throw new WaymarkError(
+        ErrorCode.STORE_BEHIND,
+        `this store's copy of '${r.executionId}' lacks row #${r.checkpointSeq} (${r.checkpointId}) the request names, even after catching up with the plane; the request is left open`,
+        { details: { executionId: r.executionId, checkpointId: r.checkpointId, checkpointSeq: r.checkpointSeq } },
+      );
     return (await this.o.agentFor(r)) ?? null;
+  }
+
+  /**
+   * Whether this store is behind the request's row (it does not hold it): only a store at or past the row may
+   * judge that the run moved on or that the row cannot be forked from. A store that cannot be read counts as behind.
+   */
+  private async behind(r: RunRequestView): Promise<boolean> {
+    const row = await this.o.store.getById(r.checkpointId).catch(() => null);
+    return !row || row.executionId !== r.executionId;
   }
 
   private async apply(r: RunRequestView, attempts: number): Promise<void> {
@@ -174,14 +229,28 @@ export class RequestApplier {
           this.retries.set(r.requestId, { attempts: attempts + 1, at: Date.now() + this.o.pollMs, request: r });
           return;
         }
-        if (await this.o.store.latest(r.forkExecutionId!)) {
-          // the fork has rows here already: applied before (a report that never reached the plane)
-          return this.settle(r, { outcome: 'applied', runStatus: 'running' }, null);
+        const forkId = r.forkExecutionId!;
+        // the fork has rows here already: made before (a report that never reached the plane)
+        if (await this.o.store.latest(forkId)) return this.settle(r, await this.forkMade(forkId), null);
+        // once its first row is written the plane is told it started: the request is no longer open, nobody forks it again
+        let started: Promise<unknown> | null = null;
+        try {
+          result = await agent.fork(r.executionId, {
+            checkpointId: r.checkpointId,
+            executionId: forkId,
+            onEvent: (e) => {
+              if (started || e.executionId !== forkId) return;
+              started = this.o.replica.settleRequest(r.requestId, { outcome: 'started' }).catch((err: unknown) => {
+                this.o.warn?.(
+                  { err, requestId: r.requestId },
+                  'could not tell the plane a fork started (its claim still holds)',
+                );
+              });
+            },
+          });
+        } finally {
+          await started;
         }
-        result = await agent.fork(r.executionId, {
-          checkpointId: r.checkpointId,
-          executionId: r.forkExecutionId!,
-        });
       } else {
         result = await agent.resume(r.executionId, undefined, {
           expectNewestId: r.checkpointId,
@@ -192,15 +261,26 @@ export class RequestApplier {
     } catch (e) {
       const code = (e as { code?: string })?.code ?? null;
       const message = (e as Error)?.message ?? String(e);
-      if (code === ErrorCode.EXECUTION_EXISTS && r.action === 'fork')
-        return this.settle(r, { outcome: 'applied', runStatus: 'running' }, null);
-      if (code && MOVED.has(code)) return this.settle(r, { outcome: 'superseded', code, message }, null);
-      if (code && REFUSED.has(code)) return this.settle(r, { outcome: 'refused', code, message }, null);
+      // a fork made (its rows here, by this worker now or before): applied, with the fork's status as its rows say it
+      if (r.action === 'fork' && (await this.o.store.latest(r.forkExecutionId!).catch(() => null)))
+        return this.settle(r, await this.forkMade(r.forkExecutionId!), null);
+      // a store behind the request's row judges nothing: the request stays open for a store that is not
+      const settles = code !== null && (MOVED.has(code) || REFUSED.has(code)) && !(await this.behind(r));
+      if (settles && MOVED.has(code)) return this.settle(r, { outcome: 'superseded', code, message }, null);
+      if (settles) return this.settle(r, { outcome: 'refused', code, message }, null);
       const retryInMs = Math.round(backoffDelay(attempts + 1, this.o.retry));
       this.retries.set(r.requestId, { attempts: attempts + 1, at: Date.now() + retryInMs, request: r });
       this.summary.failed++;
       this.report({ outcome: 'failed', request: r, error: { code, message }, attempts: attempts + 1, retryInMs });
     }
+  }
+
+  /** The report of a fork this store holds: applied, with its status from its newest row. */
+  private async forkMade(forkId: string): Promise<{ outcome: 'applied'; runStatus: string }> {
+    const newest = (await this.o.store.latest(forkId))!;
+    const runStatus =
+      newest.step === 'run_end' ? newest.status : newest.status === 'interrupted' ? 'paused' : 'running';
+    return { outcome: 'applied', runStatus };
   }
 
   /**
@@ -242,7 +322,7 @@ export class RequestApplier {
   /** A request settled at the plane, by another worker or (`own`) by this one's report without a run of its own. */
   private settledElsewhere(now: RunRequestView, own?: { outcome: string; code?: string; message?: string }): void {
     this.retries.delete(now.requestId);
-    if (now.state === 'applied') {
+    if (now.state === 'applied' || now.state === 'started') {
       this.summary.appliedElsewhere++;
       this.report({ outcome: 'applied_elsewhere', request: now, appliedBy: now.settledBy ?? 'another writer' });
     } else if (now.state === 'refused') {
@@ -250,7 +330,7 @@ export class RequestApplier {
       this.report({
         outcome: 'refused',
         request: now,
-        code: now.code ?? own?.code ?? ErrorCode.INVALID_REQUEST,
+        code: now.code ?? own?.code ?? ErrorCode.REQUEST_REFUSED,
         reason: now.message ?? own?.message ?? '',
       });
     } else {

@@ -39,6 +39,7 @@ import {
   NotConnected,
   PauseNotFound,
   ResumeRequired,
+  StoreBehind,
 } from '../errors.js';
 import { isCancelMarker, runCancelled } from '../store/cancel.js';
 import { Resume } from './interrupt.js';
@@ -73,8 +74,9 @@ export interface HeldRun {
 /** Claim the run's open pause with `resume`, or, given no answer, take the run. */
 export async function claimOrTake(r: Resumption, resume: Answer | undefined): Promise<HeldRun> {
   const latest = await resumable(r);
-  refuseNotNewest(r, latest);
   const answer = resume === undefined ? undefined : (resume instanceof Resume ? resume : new Resume(resume)).toJSON();
+  // a take catches up with the plane before its last check: a store behind the named row is judged after that
+  await refuseNotNewest(r, latest, answer !== undefined);
   await checkAnswer(r, latest, answer);
   const { lease, newest } = answer === undefined ? await take(r, latest) : await claim(r, latest, answer);
   return holding(lease, () => reentryRow(r, lease, newest));
@@ -244,18 +246,19 @@ async function catchUp(r: Resumption, lease: RunLease, newest: string): Promise<
   const { store, executionId } = r;
   const now = await store.latest(executionId);
   if (!now) return newest;
-  refuseNotNewest(r, now);
+  const plane = store.planeGuard.current;
+  // with no plane to catch up from, this is the last word on the named row
+  await refuseNotNewest(r, now, !plane);
   refuseMovedOn(executionId, now);
   // re-entry inside a nested worker: its tool and every delegation to it must still be there
   if (now.step !== 'run_end') await resolvePath(r, now);
   // connected to a plane: another machine's run is taken over there (one owner, once its hold expired); the
   // guard may first bring what the plane holds and this copy lacks, so the newest row is read again after it
-  const plane = store.planeGuard.current;
   if (!plane) return now.id;
   await plane.takeover({ executionId, seq: now.seq, holder: lease.lease.holder, ttlMs: r.leaseMs });
-  const after = await store.latest(executionId);
-  if (!after || after.id === now.id) return now.id;
-  refuseNotNewest(r, after);
+  const after = (await store.latest(executionId)) ?? now;
+  await refuseNotNewest(r, after, true);
+  if (after.id === now.id) return now.id;
   refuseMovedOn(executionId, after);
   if (after.step !== 'run_end') await resolvePath(r, after);
   return after.id;
@@ -270,10 +273,28 @@ async function reentryRow(r: Resumption, lease: RunLease, newest: string): Promi
   return { level, own };
 }
 
-/** With `expectNewestId`, a run whose newest row is another one moved on since it was named: MovedOn, nothing written. */
-function refuseNotNewest({ executionId, options }: Resumption, row: Checkpoint): void {
+/**
+ * With `expectNewestId`, a run whose newest row is another one: MovedOn when
+ * this store holds the named row (it is at or past it: the run moved on since
+ * it was named). A store without it is behind (or the row is not this run's)
+ * and judges nothing: passed over until the plane's takeover caught it up,
+ * then (`final`) StoreBehind. Nothing written either way.
+ */
+async function refuseNotNewest(
+  { store, executionId, options }: Resumption,
+  row: Checkpoint,
+  final: boolean,
+): Promise<void> {
   const want = options.expectNewestId;
   if (want === undefined || row.id === want) return;
+  const named = await store.getById(want);
+  if (!named || named.executionId !== executionId) {
+    if (!final) return;
+    throw new StoreBehind(
+      `execution '${executionId}': this store does not hold row ${want}, which the resume names as the newest (its newest is #${row.seq}, ${row.id}): its copy is behind the plane's; nothing was done`,
+      { executionId, expectedId: want, newestId: row.id, newestSeq: row.seq },
+    );
+  }
   throw new MovedOn(
     `execution '${executionId}' moved on: its newest row is #${row.seq} (${row.step} ${row.status}, ${row.id}), not ${want}; nothing was done`,
     {

@@ -97,3 +97,20 @@ export function httpErrorOf(e: unknown): HttpError {
   if (retryLater(e)) return new Unavailable(e);
   return new Internal(e);
 }
+
+/**
+ * A route's validation hook: a JSON body that does not parse is refused by `refuseBody` (its own code, every
+ * problem named in `details.problems`); any other target (params, query) as 400 INVALID_REQUEST.
+ */
+export function refuseBodyHook(refuseBody: (body: unknown) => void) {
+  return (result: {
+    success: boolean;
+    target: string;
+    data?: unknown;
+    error?: { issues: readonly { path: readonly PropertyKey[]; message: string }[] };
+  }): undefined => {
+    if (result.success) return undefined;
+    if (result.target === 'json') refuseBody(result.data);
+    throw new HttpError(400, ErrorCode.INVALID_REQUEST, issuesText(result.error?.issues ?? []));
+  };
+}

@@ -7,7 +7,6 @@
  */
 import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
-import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { DecisionFeed, DecisionRequest, DecisionView, Page, PauseView } from '../../shared/protocol.js';
 import { keyName, recheckKey } from '../auth.js';
@@ -21,7 +20,7 @@ import {
 } from '../decisions.js';
 import { jsonBodyWithin } from '../body.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
-import { HttpError, issuesText } from '../http/errors.js';
+import { refuseBodyHook } from '../http/errors.js';
 import {
   controlBodyErrors,
   errorResponse,
@@ -76,11 +75,7 @@ export function decisionRoutes({ db, bodyDeadline }: RouteDeps) {
     },
     // a bad body is INVALID_DECISION naming every problem, as a local store refuses it (not the plane-wide INVALID_REQUEST)
     // (a module's own hook replaces the app's defaultHook: other targets are answered as it answers them)
-    (result) => {
-      if (result.success) return;
-      if (result.target === 'json') refuseBadDecision((result as { data?: unknown }).data);
-      throw new HttpError(400, ErrorCode.INVALID_REQUEST, issuesText(result.error.issues));
-    },
+    refuseBodyHook(refuseBadDecision),
   );
 
   app.openapi(

@@ -21,14 +21,14 @@ import { Uuidv7 } from '../../shared/rows.js';
 import { keyName } from '../auth.js';
 import { jsonBodyWithin } from '../body.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
-import { HttpError, issuesText } from '../http/errors.js';
+import { HttpError, refuseBodyHook } from '../http/errors.js';
 import { controlBodyErrors, errorResponse, errors, IdParam, jsonAnswer, jsonBody, limitQ } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 import {
   claimRequest,
   getRequest,
   listRequests,
-  outcomeProblems,
+  refuseBadOutcome,
   recordRequest,
   refuseBadRequestBody,
   settleRequest,
@@ -70,11 +70,7 @@ export function requestRoutes({ db, bodyDeadline }: RouteDeps) {
       );
       return c.json(view, 201);
     },
-    (result) => {
-      if (result.success) return;
-      if (result.target === 'json') refuseBadRequestBody((result as { data?: unknown }).data);
-      throw new HttpError(400, ErrorCode.INVALID_REQUEST, issuesText(result.error.issues));
-    },
+    refuseBodyHook(refuseBadRequestBody),
   );
 
   app.openapi(
@@ -157,15 +153,7 @@ export function requestRoutes({ db, bodyDeadline }: RouteDeps) {
       const view = await settleRequest(db, c.get('principal').projectId, requestId, c.req.valid('json'));
       return c.json(view, 200);
     },
-    (result) => {
-      if (result.success) return;
-      const problems = result.target === 'json' ? outcomeProblems((result as { data?: unknown }).data) : [];
-      throw new HttpError(
-        400,
-        ErrorCode.INVALID_REQUEST,
-        problems.length ? problems.join('; ') : issuesText(result.error.issues),
-      );
-    },
+    refuseBodyHook(refuseBadOutcome),
   );
   return app;
 }

@@ -30,7 +30,7 @@ import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { RunRequestView } from '../../shared/protocol.js';
 import { ExecutionId } from '../../shared/rows.js';
-import { holdOf } from '../../support/run-words.js';
+import { holdOf, recoverable } from '../../support/run-words.js';
 import { formRefusal, RunActionRefusedPage, sessionMay } from './run-form.js';
 
 type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
@@ -96,6 +96,18 @@ const RequestState: FC<{ r: RunRequestView; lastSeq: number }> = ({ r, lastSeq }
           <>: the run went on from #{r.checkpointSeq}</>
         )}
         {r.runStatus && ` (${r.runStatus} when the worker reported)`}
+      </span>
+    );
+  if (r.state === 'started')
+    return (
+      <span data-testid="request-started">
+        started by <Writer id={r.settledBy} />
+        {r.forkExecutionId && (
+          <>
+            : the fork is <a href={`/runs/${encodeURIComponent(r.forkExecutionId)}`}>{r.forkExecutionId}</a>
+          </>
+        )}{' '}
+        (running; its worker reports when it ends)
       </span>
     );
   if (r.state === 'superseded')
@@ -230,7 +242,7 @@ export async function requestsPart(db: PlaneDb, c: Context<PlaneEnv>, props: Run
       requests={requests}
       who={asker(c)}
       failed={e.status === 'failed'}
-      stale={hold?.kind === 'stale' || hold?.kind === 'free'}
+      stale={recoverable(hold)}
       forkSeq={forkSeq}
       lastSeq={e.lastSeq}
     />

@@ -3,11 +3,12 @@
  * to a plane, the `worker-bot` agent (the one test/ui/stale-run-child.ts
  * runs: a `work` tool, then an answer), and the decision worker, which applies
  * the plane's run requests (restoring a run its store does not hold).
- * argv: <db file> <plane url> <key> <fail file> <ledger file>
+ * argv: <db file> <plane url> <key> <fail file> <ledger file> <hold file>
  * - The model fails (MODEL_ERROR) while the fail file exists: a run started
  *   then fails, and a retry after it is gone completes.
  * - The `work` tool appends `<execution id> <writer id>` to the ledger (a side
- *   effect two machines share) and takes 300 ms, so two workers overlap.
+ *   effect two machines share), then waits while the hold file exists (the
+ *   test holds the applier until the other worker has met the request).
  * IPC: `{type:'run', executionId}` runs it (answered `ran`, after a flush);
  * `{type:'serve'}` starts the worker (answered `serving`); each request
  * outcome is sent as `outcome` after the replica flushed it; `stop` ends the
@@ -21,7 +22,7 @@ import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 
 type Msg = { type: string; executionId?: string };
 
-const [dbFile, url, apiKey, failFile, ledger] = process.argv.slice(2);
+const [dbFile, url, apiKey, failFile, ledger, holdFile] = process.argv.slice(2);
 const store = new SqliteCheckpointer({ path: dbFile });
 const replica = connectPlane(store, { url, apiKey, pollMs: 0, debounceMs: 5, timeoutMs: 5000, followChanges: false });
 const work = tool({
@@ -30,7 +31,7 @@ const work = tool({
   parameters: z.object({}),
   execute: async () => {
     appendFileSync(ledger, `${currentRun()?.executionId} ${store.writerId}\n`);
-    await new Promise((r) => setTimeout(r, 300));
+    while (existsSync(holdFile)) await new Promise((r) => setTimeout(r, 20));
     return 'done';
   },
 });

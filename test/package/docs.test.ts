@@ -76,3 +76,20 @@ describe('docs', () => {
     expect(checked).toBeGreaterThan(10);
   });
 });
+
+describe('error tables', () => {
+  /** The codes the run-request routes answer (plane/requests.ts, plane/routes/requests.ts). */
+  const REQUEST_CODES = [
+    'INVALID_RUN_REQUEST',
+    'RUN_NOT_FAILED',
+    'RUN_NOT_STALE',
+    'NOT_FORKABLE',
+    'REQUEST_OPEN',
+    'REQUEST_NOT_FOUND',
+  ];
+  it.each(['docs/GUIDE.md', 'docs/OPERATIONS.md'])('%s lists every code a run request is answered with', (doc) => {
+    const text = readFileSync(join(ROOT, doc), 'utf8');
+    const errors = text.slice(text.indexOf('\n## Errors'));
+    expect(REQUEST_CODES.filter((c) => !new RegExp(`^\\| \`${c}\` +\\|`, 'm').test(errors))).toEqual([]);
+  });
+});

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../plane/db/open.js';
+import { encodeCursor } from '../../plane/reads/cursor.js';
 import { RunRequestPage, RunRequestView } from '../../shared/protocol.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
@@ -23,6 +24,10 @@ function requestSuite(name: string, kind: () => 'pglite' | { url: string }) {
     let laptop: SqliteCheckpointer;
     const post = (path: string, json: unknown, key = keys.operator) => call(`${plane.url}${path}`, { key, json });
     const get = (path: string, key = keys.reader) => call(`${plane.url}${path}`, { key });
+    const requestSeqs = async () =>
+      rowsOf<{ seq: number }>(await plane.database.db.execute(sql`SELECT seq::int AS seq FROM run_requests`)).map(
+        (r) => r.seq,
+      );
     const count = async () =>
       rowsOf<{ n: number }>(await plane.database.db.execute(sql`SELECT count(*)::int AS n FROM run_requests`))[0].n;
     /** A run on the laptop, synced: `steps` model calls, then failed or left running; its rows' ids. */
@@ -121,6 +126,14 @@ function requestSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(recover.status).toBe(409);
       expect(recover.body.error.code).toBe('RUN_NOT_STALE');
       expect(recover.body.error.message).toContain('still holds it');
+      // nobody's (no owner record): shown running, not stale, so not recovered either; the message says why
+      await run('free-1', 'running');
+      await plane.database.db.execute(sql`DELETE FROM run_owners WHERE execution_id = 'free-1'`);
+      expect((await get('/v1/executions/free-1')).body.execution.status).toBe('running');
+      const free = await post('/v1/executions/free-1/requests', { action: 'recover' });
+      expect(free.status).toBe(409);
+      expect(free.body.error).toMatchObject({ code: 'RUN_NOT_STALE', details: { status: 'running', hold: 'free' } });
+      expect(free.body.error.message).toContain('nobody holds it');
       const doneIds = await run('done-1', 'completed');
       expect((await post('/v1/executions/done-1/requests', { action: 'recover' })).body.error.code).toBe(
         'RUN_NOT_STALE',
@@ -236,6 +249,67 @@ function requestSuite(name: string, kind: () => 'pglite' | { url: string }) {
         state: 'superseded',
         code: 'EXECUTION_GONE',
       });
+    });
+
+    // a serialized database (PGlite: one connection) cannot commit two requests out of order; Postgres can
+    if (name === 'postgres')
+      it('the request cursor is in commit order: a request that drew its seq first but commits last is not skipped by a follower', async () => {
+        await run('order-slow', 'failed');
+        await run('order-fast', 'failed');
+        // the slow run's request stalls after its insert, before its commit (a real trigger, real sleep)
+        await plane.database.db.execute(sql`
+          CREATE OR REPLACE FUNCTION test_slow_request() RETURNS trigger AS $$
+          BEGIN
+            IF NEW.execution_id = 'order-slow' THEN PERFORM pg_sleep(1.5); END IF;
+            RETURN NEW;
+          END $$ LANGUAGE plpgsql`);
+        await plane.database.db.execute(
+          sql`CREATE TRIGGER test_slow_request AFTER INSERT ON run_requests FOR EACH ROW EXECUTE FUNCTION test_slow_request()`,
+        );
+        try {
+          const page = async (after: number) =>
+            (await get(`/v1/requests?limit=100&after=${encodeCursor(after)}`)).body as {
+              items: { requestId: string; seq: number }[];
+            };
+          // a follower of the listing: from the newest request now, its cursor the last seq it saw
+          let cursor = Math.max(0, ...(await requestSeqs()));
+          const seen = new Set<string>();
+          const slow = post('/v1/executions/order-slow/requests', { action: 'retry' });
+          await new Promise((r) => setTimeout(r, 300));
+          const fast = post('/v1/executions/order-fast/requests', { action: 'retry' });
+          // a follower of the listing, paging with its cursor while both commit
+          const follow = async () => {
+            const t = Date.now();
+            while (Date.now() - t < 4000) {
+              const p = await page(cursor);
+              for (const i of p.items) seen.add(i.requestId);
+              if (p.items.length) cursor = p.items[p.items.length - 1].seq;
+              await new Promise((r) => setTimeout(r, 20));
+            }
+          };
+          const [s, f] = await Promise.all([slow, fast, follow()]);
+          expect(s.status).toBe(201);
+          expect(f.status).toBe(201);
+          expect(seen.has(f.body.requestId)).toBe(true);
+          expect(seen.has(s.body.requestId)).toBe(true);
+        } finally {
+          await plane.database.db.execute(sql`DROP TRIGGER IF EXISTS test_slow_request ON run_requests`);
+        }
+      });
+
+    it('a bad outcome report is INVALID_REQUEST naming every problem in details.problems; nothing changes', async () => {
+      await run('bad-outcome', 'failed');
+      const req = await post('/v1/executions/bad-outcome/requests', { action: 'retry' });
+      expect(req.status).toBe(201);
+      const r = await post(
+        `/v1/requests/${req.body.requestId}/outcome`,
+        { writerId: '', outcome: 'done', extra: 1 },
+        keys.ingest,
+      );
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe('INVALID_REQUEST');
+      expect(r.body.error.details.problems.length).toBeGreaterThanOrEqual(3);
+      expect((await get(`/v1/requests/${req.body.requestId}`)).body.state).toBe('open');
     });
 
     it('a cancel keeps the name of the key that cancelled the run', async () => {

@@ -40,9 +40,16 @@ describe('resume with expectNewestId (the named-row rule)', () => {
     const marker = (await store.latest('run-1'))!;
     expect(marker).toMatchObject({ step: 'run_end', status: 'failed' });
 
-    const other = await agent.resume('run-1', undefined, { expectNewestId: 'not-the-newest' }).catch((e) => e);
+    // an older row of the run: this store is past it, the run moved on
+    const first = (await store.list('run-1', { limit: 1 }))[0];
+    const other = await agent.resume('run-1', undefined, { expectNewestId: first.id }).catch((e) => e);
     expect(other.code).toBe('MOVED_ON');
-    expect(other.details).toMatchObject({ expectedId: 'not-the-newest', newestId: marker.id });
+    expect(other.details).toMatchObject({ expectedId: first.id, newestId: marker.id });
+    expect((await store.latest('run-1'))!.id).toBe(marker.id);
+    // a row this store does not hold: its copy may be behind, so it does not judge the run moved on
+    const unknown = await agent.resume('run-1', undefined, { expectNewestId: 'not-in-this-store' }).catch((e) => e);
+    expect(unknown.code).toBe('STORE_BEHIND');
+    expect(unknown.details).toMatchObject({ expectedId: 'not-in-this-store', newestId: marker.id });
     expect((await store.latest('run-1'))!.id).toBe(marker.id);
 
     const r = await agent.resume('run-1', undefined, { expectNewestId: marker.id });
@@ -81,13 +88,20 @@ describe('resume with expectNewestId (the named-row rule)', () => {
       expect((await agent.resume('run-2', undefined, { expectNewestId: marker.id })).status).toBe('completed');
     };
     const rows = async () => (await first.list('run-2', { limit: 100 })).length;
+    // the late resume writes nothing: the rows once the first resumer's retry ended (in beforeLease) stay as they are
+    let afterRetry = -1;
+    const retry = beforeLease;
+    beforeLease = async () => {
+      await retry();
+      afterRetry = await rows();
+    };
     const r = await late.resume('run-2', undefined, { expectNewestId: marker.id }).catch((e) => e);
     expect(r.code).toBe('MOVED_ON');
-    const after = await rows();
+    expect(afterRetry).toBeGreaterThan(0);
     const newest = (await first.latest('run-2'))!;
     expect(newest).toMatchObject({ step: 'run_end', status: 'completed' });
     // the late resumer's model was never asked: nothing of its 'twice' in the run
     expect(JSON.stringify(await first.readState(newest))).not.toContain('twice');
-    expect(await rows()).toBe(after);
+    expect(await rows()).toBe(afterRetry);
   });
 });
