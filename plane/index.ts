@@ -61,6 +61,8 @@ export type RunningPlane = RunningPlaneOf<PlaneDb>;
  * @interface
  */
 export type PlaneAppOptions = PlaneAppOptionsOf<PlaneDb>;
+/** Model prices per million tokens, for the cost the inspector shows (`PlaneAppOptions.prices`, `--prices FILE`). */
+export type { ModelPrice, Prices } from '../support/prices.js';
 
 /** What `ingestBatch` did with each row of a batch, and the counts. */
 export interface IngestOutcome {
