@@ -11,8 +11,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent, request } from 'node:http';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChangeFeedConsumer } from '../../client/replica/change-feed.js';
+import { PlaneHttp } from '../../client/replica/http.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -98,6 +100,47 @@ describe('the change feed after a blocked event loop', () => {
     } finally {
       await feed.stop();
       await store.close();
+    }
+  });
+});
+
+describe('a plane call on a connection the plane closed as the request arrived', () => {
+  it("is sent again on another connection (a lease renewal's POST, before a side effect)", async () => {
+    // the plane's idle close racing the request: the first connection's second request is met by a close, no answer.
+    // Read as "plane unreachable", the renewal that confirms a lease before a side effect let the effect start
+    // offline, though the plane was there to say the run had been taken over.
+    let connections = 0;
+    const server = createNetServer((socket) => {
+      const n = ++connections;
+      let requests = 0;
+      let head = '';
+      socket.on('data', (chunk) => {
+        head += chunk.toString('latin1');
+        while (head.includes('\r\n\r\n')) {
+          head = head.slice(head.indexOf('\r\n\r\n') + 4);
+          if (n === 1 && ++requests === 2) {
+            socket.destroy();
+            return;
+          }
+          const body = JSON.stringify({ epoch: 1 });
+          socket.write(
+            `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+          );
+        }
+      });
+      socket.on('error', () => {});
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const http = new PlaneHttp(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 1 });
+    try {
+      const renew = () => http.request('POST', '/v1/executions/x/lease', { apiKey: 'key', timeoutMs: 5000 });
+      expect((await renew()).status).toBe(200);
+      expect((await renew()).status).toBe(200);
+      expect(connections).toBe(2);
+    } finally {
+      await http.close();
+      server.close();
     }
   });
 });
