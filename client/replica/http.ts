@@ -19,22 +19,6 @@ import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 // loaded when a client is made, not with the root entry: undici's import is ~150 ms of CPU that a process never draining need not pay
 const require = createRequire(import.meta.url);
 
-/**
- * A kept-alive connection the plane closed while idle (its keep-alive timeout, or a process of ours that was
- * stopped past it: a suspended laptop, SIGSTOP) is found dead only when a request is written to it: undici answers
- * "other side closed" before any answer arrived. The request is sent again on another connection, at most this many
- * times (the pool's other idle connection may be as old). Safe because every plane endpoint this client calls is
- * idempotent (rows and events deduped by id, a renewal or claim by its holder). Without it, the renewal that confirms
- * a lease before a side effect read such a close as "plane unreachable" and let the effect start offline, though the
- * plane was there to say the run had been taken over.
- */
-const STALE_SOCKET_RETRIES = 2;
-
-/** Whether a request failed because its connection closed before any of the answer arrived (undici's SocketError). */
-function closedBeforeAnswer(e: unknown): boolean {
-  return (e as { code?: unknown } | null)?.code === 'UND_ERR_SOCKET';
-}
-
 export interface PlaneResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
@@ -75,25 +59,16 @@ export class PlaneHttp {
         headers['content-encoding'] = 'gzip';
       }
     }
-    const send = () =>
-      this.dispatcher.request({
-        origin: this.origin,
-        path: `${this.basePath}${path}`,
-        method,
-        headers,
-        body,
-        headersTimeout: o.timeoutMs,
-        bodyTimeout: o.timeoutMs,
-        ...(o.signal ? { signal: o.signal } : {}),
-      });
-    let res: Dispatcher.ResponseData | undefined;
-    for (let attempt = 0; !res; attempt++) {
-      try {
-        res = await send();
-      } catch (e) {
-        if (attempt >= STALE_SOCKET_RETRIES || !closedBeforeAnswer(e)) throw e;
-      }
-    }
+    const res = await this.dispatcher.request({
+      origin: this.origin,
+      path: `${this.basePath}${path}`,
+      method,
+      headers,
+      body,
+      headersTimeout: o.timeoutMs,
+      bodyTimeout: o.timeoutMs,
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
     const text = await bodyWithin(res.body, o.timeoutMs, `${method} ${path}`);
     let parsed: unknown = text;
     try {

@@ -147,6 +147,21 @@ export async function takeoverAtPlane(
 }
 
 /**
+ * A renewal met by a connection that closed before any answer arrived is sent again on another one, at most this
+ * many times (the pool's other idle connection may be as old). The plane closes a kept-alive connection left idle past
+ * its keep-alive timeout, and a process stopped past it (a suspended laptop, SIGSTOP) writes its next request on the
+ * dead one: undici answers "other side closed". Read as "plane unreachable", the renewal that confirms a lease before
+ * a side effect would let the effect start offline, though the plane was there to say the run had been taken over. A
+ * renewal is idempotent (the same holder asking again).
+ */
+const STALE_SOCKET_RETRIES = 2;
+
+/** Whether a request failed because its connection closed before any of the answer arrived (undici's SocketError). */
+function closedBeforeAnswer(e: unknown): boolean {
+  return (e as { code?: unknown } | null)?.code === 'UND_ERR_SOCKET';
+}
+
+/**
  * The run's owner renews its hold at the plane (its heartbeat), or gives it
  * up (`release`): POST /v1/executions/:id/lease, with the plane's record of
  * `effectKey` when it holds one. Never throws: `lost` (another
@@ -159,22 +174,25 @@ export async function leaseAtPlane(
   executionId: string,
   a: LeaseAsk,
 ): Promise<PlaneLease> {
-  let res: PlaneResponse;
-  try {
-    res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/lease`, {
-      apiKey: as.apiKey,
-      json: {
-        writerId: as.writerId,
-        ...ownerFields(as, a),
-        holder: a.holder,
-        ttlMs: a.ttlMs,
-        ...(a.release ? { release: true } : {}),
-        ...(a.effectKey ? { effectKey: a.effectKey } : {}),
-      },
-      timeoutMs: as.timeoutMs,
-    });
-  } catch (e) {
-    return { outcome: 'offline', reason: (e as Error).message };
+  let res: PlaneResponse | undefined;
+  for (let attempt = 0; !res; attempt++) {
+    try {
+      res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/lease`, {
+        apiKey: as.apiKey,
+        json: {
+          writerId: as.writerId,
+          ...ownerFields(as, a),
+          holder: a.holder,
+          ttlMs: a.ttlMs,
+          ...(a.release ? { release: true } : {}),
+          ...(a.effectKey ? { effectKey: a.effectKey } : {}),
+        },
+        timeoutMs: as.timeoutMs,
+      });
+    } catch (e) {
+      if (attempt >= STALE_SOCKET_RETRIES || !closedBeforeAnswer(e))
+        return { outcome: 'offline', reason: (e as Error).message };
+    }
   }
   if (res.status === 200) {
     const body = res.body as { epoch?: number | null; recorded?: unknown } | null;

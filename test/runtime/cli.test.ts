@@ -171,7 +171,7 @@ describe('waymark CLI on a SQLite store', () => {
     expect(runs.code).toBe(0);
     expect(runs.text).toMatch(/a-live\s.*held by w1#p1 until/);
     expect(runs.text).toMatch(/b-dead\s.*STALE: w2#p2 expired .*\(recoverable\)/);
-    expect(runs.text).toMatch(/c-never\s.*free \(recoverable\)/);
+    expect(runs.text).toMatch(/c-never\s.*free \(recoverRuns takes it\)/);
     expect(runs.text).toMatch(
       /e-lost\s.*LOST: the plane refused its rows \(taken over or cancelled there: waymark sync status\)/,
     );

@@ -24,6 +24,8 @@ const FOREIGN: Record<string, string> = {
   ECONNRESET:
     'Node errno: the peer reset the connection (a kept-alive socket the plane closed: the change feed sends its GET again)',
   EPIPE: 'Node errno: a write on a socket the peer closed (as ECONNRESET)',
+  UND_ERR_SOCKET:
+    'undici: the connection closed before any answer arrived (a kept-alive socket the plane closed: a lease renewal is sent again)',
 };
 
 /** Where a string is an error code: after `code`, or as an argument of an error constructor or an error answer. */
