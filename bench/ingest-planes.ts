@@ -13,62 +13,19 @@
  *   npx tsx bench/ingest-planes.ts [rows=20000] [writers=8] [reps=5]
  *   WAYMARK_BENCH_PLANE_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" …   (a CPU profile of each plane process)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
 import { createKey, openPlaneDatabase } from '../plane/index.js';
 import type { OutboxEvent } from '../shared/rows.js';
 import { ingestAll } from './lib/ingest.js';
 import { backlogEvents, withScratchDatabase } from './lib/backlog.js';
+import { cpuSecs, startPlaneProcess, type PlaneProcess } from './lib/plane-process.js';
 import { fmt, ratios, summary } from './lib/stats.js';
-import { ROOT } from './lib/paths.js';
 
 const N = Number(process.argv[2] ?? 20000);
 const WRITERS = Number(process.argv[3] ?? 8);
 const REPS = Number(process.argv[4] ?? (process.env.WAYMARK_BENCH_SMOKE === '1' ? 1 : 5));
 const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const BATCH = 500;
-const BIN = join(ROOT, 'bin/waymark.mjs');
-/** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ: 100 on Linux). */
-const TICKS = 100;
-
-/** CPU seconds (user + system) a live process has used so far. */
-function cpuSecs(pid: number): number {
-  // fields after the command name, which is in parentheses and may hold spaces
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / TICKS;
-}
-
-async function startPlane(databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
-  // WAYMARK_BENCH_PLANE_NODE_ARGS: node options for the planes only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
-  const nodeArgs = process.env.WAYMARK_BENCH_PLANE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  // no data dir: the planes share one database, and each would hold (and lock) the same default dir
-  const child = spawn(process.execPath, [...nodeArgs, BIN, 'plane', '--port', '0', '--data-dir', 'memory://'], {
-    env: { ...process.env, WAYMARK_DATABASE_URL: databaseUrl, WAYMARK_LOG_LEVEL: 'silent' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    // a plane that neither listens nor exits within a minute is killed, not waited for
-    const late = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(late);
-        resolve(m[1]);
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(late);
-      reject(new Error(`plane exited (${code ?? signal}) before listening: ${out}`));
-    });
-  });
-  return { child, url };
-}
-
 interface Level {
   processes: number;
   rowsPerSec: number;
@@ -83,10 +40,10 @@ async function level(events: OutboxEvent[], processes: number): Promise<Level> {
     const database = await openPlaneDatabase({ databaseUrl });
     const { key } = await createKey(database.db, { createProject: true, project: 'bench', scopes: ['ingest'] });
     await database.close();
-    const planes: { child: ChildProcess; url: string }[] = [];
+    const planes: PlaneProcess[] = [];
     try {
       // one at a time, inside the try: a plane that fails to start leaves none running
-      for (let i = 0; i < processes; i++) planes.push(await startPlane(databaseUrl));
+      for (let i = 0; i < processes; i++) planes.push(await startPlaneProcess(databaseUrl));
       // one warm-up batch per plane (its first request compiles the ingest path), not counted: the planes start alike
       for (const [i, p] of planes.entries()) {
         const warm = await fetch(`${p.url}/v1/ingest`, {
@@ -109,10 +66,7 @@ async function level(events: OutboxEvent[], processes: number): Promise<Level> {
       const cpu = planes.reduce((a, p, i) => a + cpuSecs(p.child.pid!) - cpu0[i], 0);
       return { processes, rowsPerSec: events.length / secs, rowsPerPlaneCpuSec: events.length / cpu, errors };
     } finally {
-      for (const p of planes) p.child.kill('SIGTERM');
-      await Promise.all(
-        planes.map((p) => (p.child.exitCode === null ? new Promise((r) => p.child.once('exit', r)) : null)),
-      );
+      await Promise.all(planes.map((p) => p.stop()));
     }
   });
 }

@@ -9,11 +9,15 @@
  * - open + build + call: opening the store and reading the run's newest row
  *   (after the store module is loaded, for both), building the agent or
  *   compiling the graph, the call;
+ * - import + open + build + call: the same with the store module's import in
+ *   front (`waymark/sqlite` or `waymark/postgres`; the peer's saver package),
+ *   each side's agent library loaded before the clock starts;
  * - the whole process, spawn to exit, imports included (both as plain node
  *   under `npm run bench`, which compiles waymark as it ships; both under
  *   tsx when this file is run with tsx);
  *
- * and the peer's time over waymark's, taken within each repetition. On SQLite
+ * and the peer's time over waymark's, taken within each repetition (for
+ * import + open + build + call also waymark's over the peer's). On SQLite
  * the disk's raw fsync rate of each repetition is printed beside them.
  *
  *   npx tsx bench/resume-cost.ts [turns=200] [reps=7] [sqlite|postgres] [waymark|langgraph|both]
@@ -40,8 +44,8 @@ const who = (whoArg === 'both' ? ['waymark', 'langgraph'] : [whoArg]).filter(
 ) as ('waymark' | 'langgraph')[];
 const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-resume-'));
 const schema = `bench_resume_${process.pid}`;
-const KEYS = ['loadMs', 'openMs', 'buildMs', 'callMs', 'totalMs', 'processMs'] as const;
-type Times = Record<(typeof KEYS)[number], number>;
+const KEYS = ['loadMs', 'importMs', 'openMs', 'buildMs', 'callMs', 'totalMs', 'windowMs', 'processMs'] as const;
+type Times = Record<(typeof KEYS)[number], number> & { windowCpuMs: number };
 
 const spec = (w: string) => (backend === 'sqlite' ? `sqlite:${join(dir, `${w}.db`)}` : `postgres:${PG}#${schema}_${w}`);
 const store = who.includes('waymark') ? await openStore(spec('waymark'), { max: 4 }) : null;
@@ -101,6 +105,15 @@ const peerOver =
         ]),
       )
     : null;
+// waymark's import + open + build + call over the peer's, within each repetition: below 1 means waymark is faster
+const windowOver = ratios(
+  times.waymark?.map((t) => t.windowMs),
+  times.langgraph?.map((t) => t.windowMs),
+);
+// the same window's CPU (the child's, every thread), which the other processes of a shared machine disturb less
+const cpuOf = (w: string) => times[w]?.map((t) => t.windowCpuMs);
+const windowCpu = Object.fromEntries(who.map((w) => [w, summary(cpuOf(w)!)]));
+const windowCpuOver = ratios(cpuOf('waymark'), cpuOf('langgraph'));
 const fsync = backend === 'sqlite' ? summary(fsyncs) : undefined;
 console.log(
   `resume of a ${turns}-turn run${rows ? ` (${rows} rows)` : ''} in a fresh process, ${backend}, ${reps} reps interleaved: median [min–max] ms` +
@@ -109,14 +122,18 @@ console.log(
 for (const w of who) {
   const s = sides[w];
   console.log(
-    `  ${w.padEnd(10)} call ${fmt(s.callMs, 1)} · open ${fmt(s.openMs, 1)} · build ${fmt(s.buildMs, 1)} · open+build+call ${fmt(s.totalMs, 1)} · whole process ${fmt(s.processMs, 0)} (of it before open: ${fmt(s.loadMs, 0)})`,
+    `  ${w.padEnd(10)} call ${fmt(s.callMs, 1)} · open ${fmt(s.openMs, 1)} · build ${fmt(s.buildMs, 1)} · open+build+call ${fmt(s.totalMs, 1)} · import ${fmt(s.importMs, 1)} · import+open+build+call ${fmt(s.windowMs, 1)} · whole process ${fmt(s.processMs, 0)} (of it before the store module: ${fmt(s.loadMs, 0)})`,
   );
 }
 if (peerOver) {
   console.log(
-    `  → LangGraph's time over waymark's: call ${fmt(peerOver.callMs, 1, '×')} · open ${fmt(peerOver.openMs, 1, '×')} · open+build+call ${fmt(peerOver.totalMs, 1, '×')} · whole process ${fmt(peerOver.processMs, 2, '×')}`,
+    `  → LangGraph's time over waymark's: call ${fmt(peerOver.callMs, 1, '×')} · open ${fmt(peerOver.openMs, 1, '×')} · open+build+call ${fmt(peerOver.totalMs, 1, '×')} · import ${fmt(peerOver.importMs, 1, '×')} · import+open+build+call ${fmt(peerOver.windowMs, 1, '×')} · whole process ${fmt(peerOver.processMs, 2, '×')}`,
   );
+  console.log(`  → waymark's import+open+build+call over LangGraph's: ${fmt(windowOver, 2, '×')}`);
 }
+console.log(
+  `  import+open+build+call, CPU ms of the process: ${who.map((w) => `${w} ${fmt(windowCpu[w], 1)}`).join(' · ')}${windowCpuOver ? ` → waymark/LangGraph ${fmt(windowCpuOver, 2, '×')}` : ''}`,
+);
 console.log(
   JSON.stringify({
     bench: 'resume',
@@ -127,6 +144,9 @@ console.log(
     waymark: sides.waymark ?? null,
     langgraph: sides.langgraph ?? null,
     peerOver,
+    windowOver,
+    windowCpu,
+    windowCpuOver,
     ...(fsync ? { fsync } : {}),
     peerPackage: who.includes('langgraph') ? `@langchain/langgraph ${peerVersion()}` : null,
     date: new Date().toISOString(),

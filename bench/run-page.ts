@@ -6,11 +6,14 @@
  * `waymark ui` over the store and the plane's inspector (signed in with a read key), both in this process on
  * 127.0.0.1 port 0. Each repetition loads the run page cold (a new browser context: no cache, no cookies but the
  * session) in Debian's Chromium at 1280 × 860, the two UIs alternating which goes first, and reads the page's HTML
- * bytes (the response body), the time to its first byte (the server's part), its first contentful paint (the
+ * bytes (the response body), the time to its first byte (the server's part) and to its last (a run page sends its
+ * summary before the rest is read: inspector/stream-page.tsx), its first contentful paint (the
  * browser's own `first-contentful-paint` entry), the time to the load event, the height of its document in px and
  * its count of elements, and the renderer's main-thread time up to then by kind (layout, style, script: CDP
  * Performance.getMetrics). Reported as median [min–max] over the repetitions; one load of each first is not counted
- * (the servers' and the browser's first use).
+ * (the servers' and the browser's first use). Beside them, in the same interleaving, the raw limit: a one-line page
+ * served by node:http, whose first paint is what a cold load costs this browser on this machine before any page of
+ * ours is parsed.
  *
  * Then the servers' part without a browser, which the machine's load disturbs less than wall times: each UI's page
  * fetched `reps` × 4 times in a row (after 3 unmeasured) with the process's CPU time around each fetch (its server
@@ -20,6 +23,8 @@
  *   npx tsx bench/run-page.ts [rows=500] [reps=7] [path=/runs/long-run]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -43,7 +48,11 @@ interface Load {
   bytes: number;
   /** from the request sent to the first byte of the answer: the server's part */
   ttfbMs: number;
+  /** from the request sent to the answer's last byte: a page sent in parts (its summary first) ends after its first paint may have happened */
+  lastByteMs: number;
   fcpMs: number;
+  /** 1 when the first paint came before the answer's last byte arrived (both from the navigation's start), else 0 */
+  fcpBeforeEnd: number;
   loadMs: number;
   heightPx: number;
   nodes: number;
@@ -63,6 +72,10 @@ const plane = await startPlane(loadConfig({}, { host: '127.0.0.1', port: 0, data
 });
 const browser: Browser = await launchChromium();
 const ui = await serveLocalUi(store, { port: 0 });
+const FLOOR_PAGE = '<!doctype html><html lang="en"><meta charset="utf-8"><title>floor</title><p>One line.</p></html>';
+const floor = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(FLOOR_PAGE));
+await new Promise<void>((resolve) => floor.listen(0, '127.0.0.1', resolve));
+const floorUrl = `http://127.0.0.1:${(floor.address() as AddressInfo).port}`;
 try {
   await writeLongRun(store, RUN, ROWS);
   const rows = (await store.latest(RUN))!.seq + 1;
@@ -83,9 +96,12 @@ try {
   if (!session) throw new Error(`no session from the plane's login: ${login.status}`);
 
   const uis = [
-    { name: 'waymark ui (SQLite)', url: ui.url, cookie: null },
-    { name: 'plane inspector (PGlite)', url: plane.url, cookie: session },
+    { name: 'waymark ui (SQLite)', url: ui.url, path: PATH, cookie: null },
+    { name: 'plane inspector (PGlite)', url: plane.url, path: PATH, cookie: session },
   ];
+  /** the raw limit: loaded like the pages, measured only in the browser */
+  const raw = { name: 'one-line page (node:http)', url: floorUrl, path: '/', cookie: null };
+  const targets = [...uis, raw];
 
   /** One cold load of the run page: a new context, the page fetched, painted and measured. */
   async function load(target: (typeof uis)[number]): Promise<Load> {
@@ -95,8 +111,8 @@ try {
       const page = await context.newPage();
       const cdp = await context.newCDPSession(page);
       await cdp.send('Performance.enable');
-      const res = await page.goto(`${target.url}${PATH}`, { waitUntil: 'load' });
-      if (res === null || res.status() !== 200) throw new Error(`${target.name}: ${res?.status()} for ${PATH}`);
+      const res = await page.goto(`${target.url}${target.path}`, { waitUntil: 'load' });
+      if (res === null || res.status() !== 200) throw new Error(`${target.name}: ${res?.status()} for ${target.path}`);
       const bytes = (await res.body()).length;
       const m = await page.evaluate(async () => {
         // the paint entry is queued after the frame that painted: wait for it rather than read too early
@@ -111,7 +127,9 @@ try {
         const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
         return {
           ttfbMs: nav.responseStart - nav.requestStart,
+          lastByteMs: nav.responseEnd - nav.requestStart,
           fcpMs: fcp,
+          fcpBeforeEnd: fcp < nav.responseEnd ? 1 : 0,
           loadMs: nav.loadEventStart,
           heightPx: document.documentElement.scrollHeight,
           nodes: document.getElementsByTagName('*').length,
@@ -132,12 +150,12 @@ try {
     }
   }
 
-  const loads = uis.map(() => [] as Load[]);
+  const loads = targets.map(() => [] as Load[]);
   // one load each first: the servers' and the browser's own first use are not counted
-  for (const t of uis) await load(t);
+  for (const t of targets) await load(t);
   for (let i = 0; i < REPS; i++) {
-    const order = i % 2 === 0 ? [0, 1] : [1, 0];
-    for (const j of order) loads[j].push(await load(uis[j]));
+    const order = i % 2 === 0 ? [0, 1, 2] : [2, 1, 0];
+    for (const j of order) loads[j].push(await load(targets[j]));
   }
 
   /** One fetch of the page from a UI, without a browser (the session's cookie on the plane's). */
@@ -175,12 +193,18 @@ try {
   console.log(
     `\`${command}\` on ${date} (Node ${process.version}, ${cpus().length} cores; ${rows}-row run, ${PATH}, cold loads at 1280 × 860, ${REPS} reps interleaved): median [min–max]`,
   );
+  /** the loads of UI `j` whose first paint came before the page's last byte arrived: the summary painted before the rest */
+  const early = (j: number) => loads[j].filter((l) => l.fcpBeforeEnd === 1).length;
   for (const [j, t] of uis.entries()) {
     const pick = (k: keyof Load) => summary(loads[j].map((l) => l[k]));
     console.log(
-      `  ${t.name.padEnd(26)} HTML ${fmt(pick('bytes'))} bytes · first byte ${fmt(pick('ttfbMs'))} ms · first contentful paint ${fmt(pick('fcpMs'))} ms · load ${fmt(pick('loadMs'))} ms · height ${fmt(pick('heightPx'))} px · ${fmt(pick('nodes'))} elements · main thread ${fmt(pick('taskMs'))} ms (layout ${fmt(pick('layoutMs'))}, style ${fmt(pick('styleMs'))}, script ${fmt(pick('scriptMs'))}) · server CPU ${fmt(summary(cpu[j]), 1)} ms a page (${cpu[j].length} fetches)`,
+      `  ${t.name.padEnd(27)} HTML ${fmt(pick('bytes'))} bytes · first byte ${fmt(pick('ttfbMs'))} ms · last byte ${fmt(pick('lastByteMs'))} ms · first contentful paint ${fmt(pick('fcpMs'))} ms (before the last byte in ${early(j)} of ${loads[j].length} loads) · load ${fmt(pick('loadMs'))} ms · height ${fmt(pick('heightPx'))} px · ${fmt(pick('nodes'))} elements · main thread ${fmt(pick('taskMs'))} ms (layout ${fmt(pick('layoutMs'))}, style ${fmt(pick('styleMs'))}, script ${fmt(pick('scriptMs'))}) · server CPU ${fmt(summary(cpu[j]), 1)} ms a page (${cpu[j].length} fetches)`,
     );
   }
+  const rawPick = (k: keyof Load) => summary(loads[2].map((l) => l[k]));
+  console.log(
+    `  ${raw.name.padEnd(27)} HTML ${fmt(rawPick('bytes'))} bytes · first byte ${fmt(rawPick('ttfbMs'))} ms · first contentful paint ${fmt(rawPick('fcpMs'))} ms · load ${fmt(rawPick('loadMs'))} ms · main thread ${fmt(rawPick('taskMs'))} ms: the raw limit of a cold load here`,
+  );
   console.log(
     `  plane: ${statements.length} SQL statements for one GET of ${PATH}, ${sqlMs.toFixed(1)} ms from call to answer in all`,
   );
@@ -200,7 +224,9 @@ try {
         reps: REPS,
         bytes: pick('bytes'),
         ttfbMs: pick('ttfbMs'),
+        lastByteMs: pick('lastByteMs'),
         fcpMs: pick('fcpMs'),
+        fcpBeforeLastByte: early(j),
         loadMs: pick('loadMs'),
         heightPx: pick('heightPx'),
         elements: pick('nodes'),
@@ -216,7 +242,24 @@ try {
       }),
     );
   }
+  console.log(
+    JSON.stringify({
+      bench: 'run-page',
+      ui: raw.name,
+      path: '/',
+      reps: REPS,
+      bytes: rawPick('bytes'),
+      ttfbMs: rawPick('ttfbMs'),
+      fcpMs: rawPick('fcpMs'),
+      loadMs: rawPick('loadMs'),
+      taskMs: rawPick('taskMs'),
+      cores: cpus().length,
+      node: process.version,
+      date,
+    }),
+  );
 } finally {
+  await new Promise((resolve) => floor.close(resolve));
   await browser.close();
   await ui.close();
   await plane.close();

@@ -24,13 +24,14 @@ import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import { useContext, type FC } from 'hono/jsx';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import { ErrorCode, hasCode } from '../shared/errors.js';
+import { REFUSAL_STATUS, type RefusalCode } from '../shared/refusals.js';
 import { CSRF_REFUSAL } from './csrf.js';
 import type { Json } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
 import { Badge, Id, json, Layout, LiveRegion, ShortId, Table, Time, Writer } from './layout.js';
 import { FRAME } from './frame.js';
 import { bulkRequest, commentOf, formRequest, pauseKey } from './decision-form.js';
-import { BadCursorPage } from './refused-page.js';
+import { ActionRefusedPage, BadCursorPage, WithTimes } from './refused-page.js';
 import type { DecisionShown, InboxItem, InspectorSource, Paged } from './source.js';
 
 /** Who may decide in a request, and the CSRF token of its forms. */
@@ -319,13 +320,6 @@ export const ApprovalsPage: FC<{
   </Layout>
 );
 
-const ISO_TIME = /(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z)/;
-
-/** Text whose ISO times are shown as the cards show times (local time, UTC on hover). */
-const WithTimes: FC<{ text: string }> = ({ text }) => (
-  <>{text.split(ISO_TIME).map((part, i) => (i % 2 === 1 ? <Time iso={part} /> : part))}</>
-);
-
 /** A decision that was not recorded: the stable code, why, and (already decided) the first decision. */
 export const RefusalPage: FC<{
   code: string;
@@ -334,46 +328,50 @@ export const RefusalPage: FC<{
   executionId: string | null;
   first: DecisionShown | null;
 }> = (p) => (
-  <Layout title="Decision not recorded">
-    <h1>Decision not recorded</h1>
-    <p class="error" role="alert" data-testid="refusal">
-      <code data-testid="refusal-code">{p.code}</code>: <WithTimes text={p.message} />
-    </p>
+  <ActionRefusedPage
+    title="Decision not recorded"
+    code={p.code}
+    message={p.message}
+    links={[
+      ...(p.executionId !== null
+        ? [{ href: `/runs/${encodeURIComponent(p.executionId)}`, text: 'Back to the run' }]
+        : []),
+      { href: '/approvals', text: 'Pending approvals' },
+    ]}
+  >
     {p.first && (
       <>
         <p>The first decision, which stands:</p>
         <DecisionCard d={p.first} />
       </>
     )}
-    <p>Nothing was changed.</p>
-    <p>
-      {p.executionId !== null && (
-        <>
-          <a href={`/runs/${encodeURIComponent(p.executionId)}`}>Back to the run</a> ·{' '}
-        </>
-      )}
-      <a href="/approvals">Pending approvals</a>
-    </p>
-  </Layout>
+  </ActionRefusedPage>
 );
 
-const STATUS: Partial<Record<string, number>> = {
-  [ErrorCode.INVALID_REQUEST]: 400,
-  [ErrorCode.INVALID_DECISION]: 400,
-  [ErrorCode.TOO_MANY_PAUSES]: 400,
-  [ErrorCode.CSRF_FAILED]: 403,
-  [ErrorCode.FORBIDDEN]: 403,
-  [ErrorCode.PAUSE_NOT_FOUND]: 404,
-  [ErrorCode.PAUSE_CLOSED]: 409,
-  [ErrorCode.ALREADY_DECIDED]: 409,
-};
+/**
+ * The codes a decision from a screen is refused with (its form's guard, its body, the pause), each answered with
+ * its status as the plane's API answers it (shared/refusals.ts, the one table); a failure of another code is thrown.
+ */
+const DECISION_REFUSALS = [
+  ErrorCode.INVALID_REQUEST,
+  ErrorCode.INVALID_DECISION,
+  ErrorCode.TOO_MANY_PAUSES,
+  ErrorCode.CSRF_FAILED,
+  ErrorCode.FORBIDDEN,
+  ErrorCode.PAUSE_NOT_FOUND,
+  ErrorCode.PAUSE_CLOSED,
+  ErrorCode.ALREADY_DECIDED,
+] as const satisfies readonly RefusalCode[];
+type DecisionRefusal = (typeof DECISION_REFUSALS)[number];
+const isDecisionRefusal = (code: unknown): code is DecisionRefusal =>
+  (DECISION_REFUSALS as readonly unknown[]).includes(code);
 
 /** What recording one decision came to: the decision, or its refusal (the first decision when it is this run's). */
-type Recorded = { decision: DecisionShown } | { code: string; message: string; first: DecisionShown | null };
+type Recorded = { decision: DecisionShown } | { code: DecisionRefusal; message: string; first: DecisionShown | null };
 
 /**
  * Record one decision through the source: the one way a screen records one, for the run page's form and each pause
- * of the inbox's. A refusal with a code of `STATUS` is returned; anything else is thrown.
+ * of the inbox's. A refusal (a code of `DECISION_REFUSALS`) is returned; anything else is thrown.
  */
 async function recordOne(
   src: InspectorSource,
@@ -385,7 +383,7 @@ async function recordOne(
     return { decision: await src.recordDecision!(executionId, { ...req, metadata: {} }, by) };
   } catch (e) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code !== 'string' || !(code in STATUS)) throw e;
+    if (!isDecisionRefusal(code)) throw e;
     // shown only when it is this run's decision as listed (with its state)
     const named = (e as { details?: { decision?: Partial<DecisionShown> } }).details?.decision;
     const first =
@@ -498,14 +496,14 @@ export function mountApprovals<E extends Env>(
     const src = source(c);
     const id = c.req.param('id');
     if (!src.recordDecision) return c.notFound();
-    const refuse = (code: string, message: string, first: DecisionShown | null = null) => {
+    const refuse = (code: DecisionRefusal, message: string, first: DecisionShown | null = null) => {
       c.header('cache-control', 'no-store');
       return c.html(
         o.wrap(
           <RefusalPage code={code} message={message} executionId={id} first={first} />,
           c as unknown as Context<E>,
         ),
-        (STATUS[code] ?? 400) as 400,
+        REFUSAL_STATUS[code],
       );
     };
     const form = await c.req.parseBody();
@@ -535,10 +533,10 @@ export function mountApprovals<E extends Env>(
     const src = source(c);
     if (!src.recordDecision) return c.notFound();
     c.header('cache-control', 'no-store');
-    const refuse = (code: string, message: string) =>
+    const refuse = (code: DecisionRefusal, message: string) =>
       c.html(
         o.wrap(<RefusalPage code={code} message={message} executionId={null} first={null} />, ctx(c)),
-        (STATUS[code] ?? 400) as 400,
+        REFUSAL_STATUS[code],
       );
     const form = await c.req.parseBody({ all: true });
     if (!o.approvals.csrfOk(ctx(c), form.csrf)) {

@@ -72,7 +72,9 @@ function namedPause(key: string): NamedPause {
  */
 export function bulkRequest(
   form: Record<string, unknown>,
-): { approved: boolean; comment?: string; pauses: NamedPause[] } | { code: string; problems: string[] } {
+):
+  | { approved: boolean; comment?: string; pauses: NamedPause[] }
+  | { code: typeof ErrorCode.INVALID_DECISION | typeof ErrorCode.TOO_MANY_PAUSES; problems: string[] } {
   const problems: string[] = [];
   for (const k of Object.keys(form))
     if (!['csrf', 'pause', 'one', 'approved', 'comment'].includes(k)) problems.push(`unknown field '${k}'`);

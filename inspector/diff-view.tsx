@@ -26,9 +26,10 @@ export const DiffView: FC<{ executionId: string; a: number; b: number; result: S
 }) => (
   <div class="diff" data-testid="diff">
     <p>
-      <a href={rowHref(id, a)}>#{a}</a> → <a href={rowHref(id, b)}>#{b}</a>: {num(r.common)} messages in common;{' '}
-      {num(r.added.length)} added
-      {r.removed.length > 0 && `, ${num(r.removed.length)} removed`}; {num(r.changed.length)} fields changed.
+      <a href={rowHref(id, a)}>#{a}</a> → <a href={rowHref(id, b)}>#{b}</a>: {num(r.common)} message
+      {r.common === 1 ? '' : 's'} in common; {num(r.added.length)} added
+      {r.removed.length > 0 && `, ${num(r.removed.length)} removed`}; {num(r.changed.length)} field
+      {r.changed.length === 1 ? '' : 's'} changed.
     </p>
     {r.added.length > 0 && (
       <div class="added" data-testid="diff-added">

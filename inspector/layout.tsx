@@ -3,11 +3,13 @@
  * The inspector's page frame and the pieces every page uses (badges, times,
  * ids, the table wrapper). Server-rendered; hono/jsx escapes every interpolated value.
  */
+import { raw } from 'hono/html';
 import { isValidElement, useContext, type Child, type FC } from 'hono/jsx';
 import type { Json } from '../shared/json.js';
 import { printable, terminalSafe } from '../support/terminal.js';
 import type { Counted } from '../support/count.js';
 import { FRAME } from './frame.js';
+import { STYLE } from './style.js';
 
 /**
  * `live`: the page loads /ui/live.js, which updates its `data-live` regions in place (a person turns it on
@@ -23,55 +25,59 @@ export const Layout: FC<{ title: string; nav?: boolean; live?: boolean; children
 }) => {
   const frame = useContext(FRAME);
   const approvals = frame.nav.some((l) => l.href === '/approvals');
+  // the doctype keeps the browser in standards mode (without it, quirks mode lays pages out differently)
   return (
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="color-scheme" content="light dark" />
-        <title>{`${title} · waymark`}</title>
-        <link rel="stylesheet" href="/ui/style.css" />
-        <link rel="icon" href="/ui/icon.svg" type="image/svg+xml" />
-        <script src="/ui/local-time.js" defer></script>
-        <script src="/ui/shortcuts.js" defer></script>
-        {live && <script src="/ui/live.js" defer></script>}
-      </head>
-      <body>
-        <header>
-          <span class="brand">waymark</span>
-          {frame.subtitle && (
-            <span class="muted mono" data-testid="store">
-              {frame.subtitle}
-            </span>
-          )}
-          {frame.recordingAs && (
-            <span class="muted" data-testid="recording-as">
-              recording decisions as <strong>{frame.recordingAs}</strong>
-            </span>
-          )}
-          {nav && (
-            <nav aria-label="main">
-              {frame.nav.map((l) => (
-                <a href={l.href} aria-current={frame.path === l.href ? 'page' : undefined}>
-                  {l.label}
-                  {l.href === '/approvals' && <PendingCount c={frame.pendingApprovals} />}
-                </a>
-              ))}
-            </nav>
-          )}
-          {nav && frame.logout && (
-            <form method="post" action="/logout">
-              <input type="hidden" name="csrf" value={frame.logout} />
-              <button type="submit" class="link">
-                Log out
-              </button>
-            </form>
-          )}
-        </header>
-        <main>{children}</main>
-        {nav && <KeyboardHelp approvals={approvals} />}
-      </body>
-    </html>
+    <>
+      {raw('<!doctype html>')}
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <meta name="color-scheme" content="light dark" />
+          <title>{`${title} · waymark`}</title>
+          <style dangerouslySetInnerHTML={{ __html: STYLE }} />
+          <link rel="icon" href="/ui/icon.svg" type="image/svg+xml" />
+          <script src="/ui/local-time.js" defer></script>
+          <script src="/ui/shortcuts.js" defer></script>
+          {live && <script src="/ui/live.js" defer></script>}
+        </head>
+        <body>
+          <header>
+            <span class="brand">waymark</span>
+            {frame.subtitle && (
+              <span class="muted mono" data-testid="store">
+                {frame.subtitle}
+              </span>
+            )}
+            {frame.recordingAs && (
+              <span class="muted" data-testid="recording-as">
+                recording decisions as <strong>{frame.recordingAs}</strong>
+              </span>
+            )}
+            {nav && (
+              <nav aria-label="main">
+                {frame.nav.map((l) => (
+                  <a href={l.href} aria-current={frame.path === l.href ? 'page' : undefined}>
+                    {l.label}
+                    {l.href === '/approvals' && <PendingCount c={frame.pendingApprovals} />}
+                  </a>
+                ))}
+              </nav>
+            )}
+            {nav && frame.logout && (
+              <form method="post" action="/logout">
+                <input type="hidden" name="csrf" value={frame.logout} />
+                <button type="submit" class="link">
+                  Log out
+                </button>
+              </form>
+            )}
+          </header>
+          <main>{children}</main>
+          {nav && <KeyboardHelp approvals={approvals} />}
+        </body>
+      </html>
+    </>
   );
 };
 
@@ -197,13 +203,14 @@ export const ago = (iso: string | null) => {
 
 /**
  * A time as UTC text (what a page without scripts shows), marked for
- * /ui/local-time.js to rewrite in the reader's zone; UTC stays on hover.
+ * /ui/local-time.js to rewrite in the reader's zone; UTC stays on hover (a
+ * relative time carries it; the script moves an absolute time's text there).
  */
 export const Time: FC<{ iso: string | null; relative?: boolean }> = ({ iso, relative }) => {
   if (!iso) return <span>never</span>;
   const utc = `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
   return (
-    <time datetime={iso} title={utc} data-local={relative ? 'relative' : 'absolute'}>
+    <time datetime={iso} title={relative ? utc : undefined} data-local={relative ? 'relative' : 'absolute'}>
       {relative ? ago(iso) : utc}
     </time>
   );

@@ -16,7 +16,10 @@ export const LOCAL_TIME_JS = `(() => {
     for (const t of root.querySelectorAll('time[data-local]')) {
       const d = new Date(t.getAttribute('datetime'));
       if (Number.isNaN(d.getTime())) continue;
-      if (t.dataset.local === 'absolute') t.textContent = local(d);
+      if (t.dataset.local === 'absolute') {
+        if (!t.title) t.title = t.textContent;
+        t.textContent = local(d);
+      }
       else t.title = local(d) + ' (' + t.title + ')';
     }
   };

@@ -3,14 +3,15 @@
  * The inspector's read pages, over any `InspectorSource` (source.ts): the run
  * list, a run's page (pause, timeline, state diff, idempotency, quarantine),
  * the quarantine and, where the source has one, the outbox's sync status; and
- * the static script and style they load. The plane mounts them behind its
+ * the static scripts and icon they load. The plane mounts them behind its
  * login (plane/ui/routes.tsx); `waymark ui` mounts them over a local store
  * (client/ui/serve.tsx). Nothing here imports a database: a source does the reads.
  *
  * `inspectorHeaders()` is the one CSP and set of secure headers of both: no
  * inline script, static scripts of our own only (local times, /ui/local-time.js;
  * keyboard shortcuts, /ui/shortcuts.js; on a page opened with `?live=1`, live
- * updates in place, /ui/live.js), and every page works without them.
+ * updates in place, /ui/live.js), and every page works without them; one
+ * stylesheet, inline and allowed by its hash.
  */
 import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import type { HtmlEscapedString } from 'hono/utils/html';
@@ -32,14 +33,21 @@ import { BadCursorPage, RefusedPage } from './refused-page.js';
 import { QuarantinePage } from './quarantine-page.js';
 import { readRowDetail } from './row-detail.js';
 import { RowPage } from './row-page.js';
-import { RunPage } from './run-page.js';
+import { RunPage, type RunPageRest } from './run-page.js';
 import { StatePage } from './state-page.js';
+import { deferral, sendInTwo } from './stream-page.js';
 import { agentPathsOf } from './timeline.js';
 import { readTimeline, TIMELINE_PARAMS, timelineQuery } from './timeline-read.js';
 import { ATTENTION_PAUSED_MS, RUN_STATUSES, RunsPage, SINCE_WINDOWS, type RunsFilters } from './runs-page.js';
 import type { Hole, InspectorSource } from './source.js';
-import { STYLE } from './style.js';
+import { STYLE_SOURCE } from './style.js';
 import { SyncPage } from './sync-page.js';
+
+/**
+ * Idempotency entries on one run page: each carries its whole result (folded), the section is
+ * below the timeline, and a run page stays under 100 kB; the rest are a page away, by key.
+ */
+const IDEMPOTENCY_PAGE = 20;
 
 /**
  * The inspector's Content-Security-Policy and secure headers, for every page
@@ -60,7 +68,8 @@ export function inspectorHeaders(): MiddlewareHandler {
 const SECURE_HEADERS: Parameters<typeof secureHeaders>[0] = {
   contentSecurityPolicy: {
     defaultSrc: ["'none'"],
-    styleSrc: ["'self'"],
+    // the one stylesheet, inline in each page's head (style.ts), by its hash
+    styleSrc: [STYLE_SOURCE],
     // static scripts of our own (local times, keyboard shortcuts, live updates); no inline scripts
     scriptSrc: ["'self'"],
     // the live pages fetch their own page again (live.js); nothing else is fetched from a script
@@ -77,7 +86,7 @@ const SECURE_HEADERS: Parameters<typeof secureHeaders>[0] = {
 const ICON_SVG =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M8 1a5 5 0 0 0-5 5c0 4 5 9 5 9s5-5 5-9a5 5 0 0 0-5-5z" fill="#0550ae"/><circle cx="8" cy="6" r="2" fill="#fff"/></svg>';
 
-/** The static scripts, style and icon the pages load (/ui/local-time.js, /ui/live.js, /ui/shortcuts.js, /ui/style.css, /ui/icon.svg). */
+/** The static scripts, style and icon the pages load (/ui/local-time.js, /ui/live.js, /ui/shortcuts.js, /ui/icon.svg). */
 export function mountAssets<E extends Env>(app: Hono<E>): void {
   for (const [path, script] of [
     ['/ui/local-time.js', LOCAL_TIME_JS],
@@ -90,11 +99,6 @@ export function mountAssets<E extends Env>(app: Hono<E>): void {
       return c.body(script);
     });
   }
-  app.get('/ui/style.css', (c) => {
-    c.header('content-type', 'text/css; charset=utf-8');
-    c.header('cache-control', 'public, max-age=300');
-    return c.body(STYLE);
-  });
   for (const path of ['/ui/icon.svg', '/favicon.ico']) {
     app.get(path, (c) => {
       c.header('content-type', 'image/svg+xml');
@@ -124,6 +128,17 @@ export interface PagesOptions<E extends Env> {
   prices?: Prices | null;
   /** Who may decide and the forms' CSRF token: mounts `/approvals` and the run page's form (approvals.tsx) where the source has them. */
   approvals?: ApprovalOptions<E>;
+  /**
+   * Query parameters of the parts `wrap` adds to a run's page (the plane's requests' page): its links keep them too,
+   * and a run's page that names one is read whole before its status is sent (a cursor there that is not one the
+   * source issued is a 400), as one that names its idempotency entries' page.
+   */
+  runPageParams?: readonly string[];
+  /**
+   * Told of an error that happened after a run's page sent its first bytes (its summary goes first, the rest as
+   * read: stream-page.ts): the status is sent already, so the page says where it stopped; absent: not reported.
+   */
+  onStreamError?: (e: unknown, c: Context<E>) => void;
 }
 
 /** The run list's filters from the query; every problem named (a filter the form cannot send is a mistake to say, not to drop). */
@@ -244,7 +259,7 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
       // diff, the idempotency entries' page, live updates): paging one part does not reset the others
       const here = (change: Record<string, string | null>, anchor = '') => {
         const q = new URLSearchParams();
-        for (const k of [...TIMELINE_PARAMS, 'a', 'b', 'idem', 'live']) {
+        for (const k of [...TIMELINE_PARAMS, 'a', 'b', 'idem', 'live', ...(o.runPageParams ?? [])]) {
           const v = k in change ? change[k] : (c.req.query(k) ?? null);
           if (v) q.set(k, v);
         }
@@ -263,94 +278,109 @@ export function mountPages<E extends Env>(app: Hono<E>, o: PagesOptions<E>): voi
         v !== undefined && /^\d+$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : d;
       const b = num(c.req.query('b'), last);
       const a = num(c.req.query('a'), Math.max(0, b - 1));
-      let result = null;
-      let error: string | undefined;
-      const holes = (await src.listHoles?.(id)) ?? [];
-      const decoded = async (seq: number) => {
-        const d = await decode(src, id, seq, holes);
-        if ('error' in d) error ??= d.error;
-        return 'error' in d ? undefined : d.state;
-      };
-      const sa = await decoded(a);
-      const sb = await decoded(b);
-      if (sa && sb) result = diffStates(sa, sb);
-      else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
-      const timeline = await readTimeline(src, id, last, holes, t, (change) => here(change, '#timeline-h'));
-      const quarantined = (await src.listQuarantine({ executionId: id, limit: 100 })).items;
-      // a run may record many large effect results: a page of them, by key (bytes bound it too on the plane)
       const idemCursor = c.req.query('idem') || undefined;
-      const idempotency = await src.listIdempotency(id, { cursor: idemCursor, limit: 50 });
-      const pause = await src.pauseState(id);
-      const decisions = src.runDecisions ? await src.runDecisions(id) : [];
-      // an open pause with a decision waiting for a worker: decided, not yet applied
-      const pauseDecided =
-        pause?.state === 'open' &&
-        decisions.some((d) => d.checkpointId === pause.pending.checkpointId && d.state === 'pending');
-      // a resumed pause: what it was answered (the decision applied with it, else its claim row's answer)
-      const pauseAnswer =
-        pause && pauseStand(pause, false) === 'resumed' ? (
-          <PauseAnswer
-            decision={
-              decisions.find((d) => d.checkpointId === pause.pending.checkpointId && d.state === 'applied') ?? null
-            }
-            answer={pause.answer}
-            by={pause.claimedBy}
-            at={pause.claimedAt}
-          />
-        ) : null;
-      let approvals = null;
-      if (o.approvals && src.runDecisions) {
-        // a LangGraph interrupt is answered by invoking the graph again, not by a decision: no form
-        const open =
+      /** The page after its summary: read once the summary is sent. */
+      const rest = async (): Promise<RunPageRest> => {
+        let result = null;
+        let error: string | undefined;
+        const holes = (await src.listHoles?.(id)) ?? [];
+        const decoded = async (seq: number) => {
+          const d = await decode(src, id, seq, holes);
+          if ('error' in d) error ??= d.error;
+          return 'error' in d ? undefined : d.state;
+        };
+        const sa = await decoded(a);
+        const sb = await decoded(b);
+        if (sa && sb) result = diffStates(sa, sb);
+        else if (sa === null || sb === null) error = `seq ${sa === null ? a : b} is not a row of this run`;
+        const timeline = await readTimeline(src, id, last, holes, t, (change) => here(change, '#timeline-h'));
+        const quarantined = (await src.listQuarantine({ executionId: id, limit: 100 })).items;
+        // a run may record many large effect results: a page of them, by key (bytes bound it too on the plane)
+        const idempotency = await src.listIdempotency(id, { cursor: idemCursor, limit: IDEMPOTENCY_PAGE });
+        const pause = await src.pauseState(id);
+        const decisions = src.runDecisions ? await src.runDecisions(id) : [];
+        // an open pause with a decision waiting for a worker: decided, not yet applied
+        const pauseDecided =
           pause?.state === 'open' &&
-          !pause.graph &&
-          !decisions.some((d) => d.checkpointId === pause.pending.checkpointId)
-            ? pause.pending.checkpointId
-            : null;
-        const who = open && src.recordDecision ? await o.approvals.decider(c as unknown as Context<E>) : null;
-        const form =
-          open && who && 'by' in who
-            ? { checkpointId: open, csrf: o.approvals.csrf(c as unknown as Context<E>) }
-            : null;
-        if (form) c.header('cache-control', 'no-store');
-        if (decisions.length || open)
-          approvals = (
-            <RunApprovals
-              executionId={id}
-              decisions={decisions}
-              form={form}
-              why={who && 'refused' in who ? who.refused : null}
+          decisions.some((d) => d.checkpointId === pause.pending.checkpointId && d.state === 'pending');
+        // a resumed pause: what it was answered (the decision applied with it, else its claim row's answer)
+        const pauseAnswer =
+          pause && pauseStand(pause, false) === 'resumed' ? (
+            <PauseAnswer
+              decision={
+                decisions.find((d) => d.checkpointId === pause.pending.checkpointId && d.state === 'applied') ?? null
+              }
+              answer={pause.answer}
+              by={pause.claimedBy}
+              at={pause.claimedAt}
             />
-          );
-      }
-      return c.html(
+          ) : null;
+        let approvals = null;
+        if (o.approvals && src.runDecisions) {
+          // a LangGraph interrupt is answered by invoking the graph again, not by a decision: no form
+          const open =
+            pause?.state === 'open' &&
+            !pause.graph &&
+            !decisions.some((d) => d.checkpointId === pause.pending.checkpointId)
+              ? pause.pending.checkpointId
+              : null;
+          const who = open && src.recordDecision ? await o.approvals.decider(c as unknown as Context<E>) : null;
+          // the page is no-store as every page is (inspectorHeaders): its form's token is not kept by a cache
+          const form =
+            open && who && 'by' in who
+              ? { checkpointId: open, csrf: o.approvals.csrf(c as unknown as Context<E>) }
+              : null;
+          if (decisions.length || open)
+            approvals = (
+              <RunApprovals
+                executionId={id}
+                decisions={decisions}
+                form={form}
+                why={who && 'refused' in who ? who.refused : null}
+              />
+            );
+        }
+        return {
+          holes,
+          timeline,
+          filter: { step: t.step, agent: t.agent },
+          agentPaths: agentPathsOf(timeline.rows),
+          pause,
+          pauseDecided,
+          pauseAnswer,
+          approvals,
+          idempotency: idempotency.items,
+          idempotencyNext: idempotency.nextCursor && here({ idem: idempotency.nextCursor }, '#idem-h'),
+          idempotencyFirst: idemCursor ? here({ idem: null }, '#idem-h') : null,
+          conflicts: await src.listClaimConflicts?.(id),
+          takeovers: await src.listTakeovers?.(id),
+          quarantined,
+          diff: { a, b, result, error },
+          state: sb ?? null,
+          ...(await src.forkLinks(id)),
+        };
+      };
+      const slot = deferral();
+      return sendInTwo(
+        c,
         wrap(
           <RunPage
             execution={execution}
-            holes={holes}
-            timeline={timeline}
-            filter={{ step: t.step, agent: t.agent }}
-            agentPaths={agentPathsOf(timeline.rows)}
             here={here}
-            pause={pause}
-            pauseDecided={pauseDecided}
-            pauseAnswer={pauseAnswer}
-            approvals={approvals}
-            idempotency={idempotency.items}
-            idempotencyNext={idempotency.nextCursor && here({ idem: idempotency.nextCursor }, '#idem-h')}
-            idempotencyFirst={idemCursor ? here({ idem: null }, '#idem-h') : null}
+            live={c.req.query('live') === '1'}
             usage={await src.runUsage(id)}
             prices={o.prices}
-            conflicts={await src.listClaimConflicts?.(id)}
-            takeovers={await src.listTakeovers?.(id)}
-            quarantined={quarantined}
-            diff={{ a, b, result, error }}
-            state={sb ?? null}
-            live={c.req.query('live') === '1'}
-            {...(await src.forkLinks(id))}
+            rest={rest}
+            slot={slot}
           />,
           c,
         ),
+        slot,
+        {
+          // a page of a part by its cursor is read whole before its status: a cursor the source did not issue is a 400
+          whole: ['idem', ...(o.runPageParams ?? [])].some((k) => c.req.query(k)),
+          onError: o.onStreamError && ((e) => o.onStreamError!(e, c as unknown as Context<E>)),
+        },
       );
     }),
   );

@@ -1,7 +1,8 @@
 /** @jsxImportSource hono/jsx */
 /**
  * The inspector's page of one run: its pause, holes, conflicts, timeline (a page of it: timeline.tsx), state diff,
- * the newest part of its state (state-page.tsx) and idempotency entries.
+ * the newest part of its state (state-page.tsx) and idempotency entries. Its summary is sent first and the rest
+ * when read (`RunPageProps.rest`, stream-page.tsx): the summary's reads are the run and its usage, the rest's all others.
  */
 import type { Child, FC } from 'hono/jsx';
 import type { Json } from '../shared/json.js';
@@ -38,6 +39,7 @@ import {
   Writer,
 } from './layout.js';
 import { StateTail } from './state-page.js';
+import { type Deferral, Later } from './stream-page.js';
 import { rowHref, Timeline, TimelineForms, type TimelineProps } from './timeline.js';
 
 /** "a row" or "N rows": the refused holes of a run (its missing runs of seqs are listed, not counted here). */
@@ -61,6 +63,10 @@ const EffectResult: FC<{ result: Json }> = ({ result }) => {
   );
 };
 
+/**
+ * A run's page: its start (`execution`, `usage`: the summary) sent first, the rest (`rest`: its reads) after it
+ * (stream-page.ts), in `slot`.
+ */
 export interface RunPageProps {
   execution: {
     executionId: string;
@@ -81,14 +87,27 @@ export interface RunPageProps {
     /** A cancelled run's reason, from its cancel marker (null: none was given; absent: not cancelled). */
     cancelReason?: string | null;
   };
+  /** a link to this page with some parameters changed, the others kept (the timeline's page and filter among them) */
+  here: (change: Record<string, string | null>, anchor?: string) => string;
+  live: boolean;
+  /** model usage summed over all rows of the run */
+  usage?: UsageTotal;
+  /** the configured model prices: the run's cost beside its usage (absent or null: none configured, no cost) */
+  prices?: Prices | null;
+  /** The rest of the page: read once its start is sent. */
+  rest: () => Promise<RunPageRest>;
+  /** Where the rest goes (one per response: stream-page.ts). */
+  slot: Deferral;
+}
+
+/** The parts of a run's page after its summary, read after the summary is sent. */
+export interface RunPageRest {
   holes: { seq: number; code: string; reason: string; writerId: string; at: string }[];
   /** the page of the timeline shown (its rows, holes, links to the other pages) */
   timeline: Omit<TimelineProps, 'executionId' | 'execution' | 'here'>;
   /** the timeline's filter, and the agent paths it suggests */
   filter: { step?: string; agent?: string };
   agentPaths: string[];
-  /** a link to this page with some parameters changed, the others kept (the timeline's page and filter among them) */
-  here: (change: Record<string, string | null>, anchor?: string) => string;
   pause: {
     pending: PendingInterrupt;
     state: string;
@@ -129,15 +148,10 @@ export interface RunPageProps {
   diff: { a: number; b: number; result: StateDiff | null; error?: string };
   /** The decoded state of row `diff.b`. */
   state: Record<string, Json> | null;
-  live: boolean;
   /** the run this one was forked from (its fork_origin row; `seq`: of the row it was forked at, null when unknown here) */
   forkOf: { executionId: string; checkpointId: string; step: string; seq?: number | null } | null;
   /** runs forked from this one (absent: this source does not list them) */
   forks?: { executionId: string; checkpointId: string }[];
-  /** model usage summed over all rows of the run */
-  usage?: UsageTotal;
-  /** the configured model prices: the run's cost beside its usage (absent or null: none configured, no cost) */
-  prices?: Prices | null;
   /** the decisions of the run's pauses and the approve/decline form (approvals.tsx; absent: none to show) */
   approvals?: Child | null;
   /**
@@ -180,7 +194,6 @@ export const RunPage: FC<RunPageProps> = (p) => {
   const id = p.execution.executionId;
   const hold = holdOf(p.execution, { lostAtPlane: !!p.execution.lostAtPlane });
   const status = statusWord(p.execution.status, hold);
-  const stand = p.pause && pauseStand(p.pause, p.pauseDecided === true);
   return (
     <Layout title={id} live={p.live}>
       <LiveRegion name="summary">
@@ -221,6 +234,22 @@ export const RunPage: FC<RunPageProps> = (p) => {
         )}
       </LiveRegion>
       <LiveToggle live={p.live} href={(on) => p.here({ live: on ? '1' : null })} />
+      <Later
+        slot={p.slot}
+        rest={async () => <RestOfRunPage {...(await p.rest())} execution={p.execution} here={p.here} live={p.live} />}
+      />
+    </Layout>
+  );
+};
+
+/** A run's page after its summary: what `RunPage` sends once it is read. */
+const RestOfRunPage: FC<RunPageRest & Pick<RunPageProps, 'execution' | 'here' | 'live'>> = (p) => {
+  const id = p.execution.executionId;
+  const hold = holdOf(p.execution, { lostAtPlane: !!p.execution.lostAtPlane });
+  const status = statusWord(p.execution.status, hold);
+  const stand = p.pause && pauseStand(p.pause, p.pauseDecided === true);
+  return (
+    <>
       <LiveRegion name="status">
         {p.forkOf && (
           <p class="fork">
@@ -463,6 +492,6 @@ export const RunPage: FC<RunPageProps> = (p) => {
           )}
         </section>
       </LiveRegion>
-    </Layout>
+    </>
   );
 };

@@ -2,7 +2,7 @@
 /** The inspector's run list: filters, one row per run, cursor pages. */
 import { useContext, type FC } from 'hono/jsx';
 import type { UsageTotal } from '../shared/usage.js';
-import { holdOf, holdWords, type LeaseView, type LostAtPlane, statusWord } from '../support/run-words.js';
+import { hasEnded, holdOf, holdWords, type LeaseView, type LostAtPlane, statusWord } from '../support/run-words.js';
 import { FRAME } from './frame.js';
 import {
   Badge,
@@ -53,14 +53,11 @@ export interface RunItem {
   lostAtPlane?: LostAtPlane | null;
 }
 
-/** Statuses of a run that ended: its first-to-last row time is how long it ran. */
-const ENDED = new Set(['completed', 'failed', 'cancelled']);
-
-/** How long a run ran, for an ended one; for one that has not ended, only the time up to its newest row. */
+/** How long a run ran, for an ended one (its first-to-last row time); for one that has not ended, only the time up to its newest row. */
 const RunDuration: FC<{ r: RunItem }> = ({ r }) => {
   if (!r.startedAt || !r.lastWriteAt) return <>—</>;
   const ms = Date.parse(r.lastWriteAt) - Date.parse(r.startedAt);
-  if (ENDED.has(r.status)) return <>{duration(ms)}</>;
+  if (hasEnded(r.status)) return <>{duration(ms)}</>;
   return <span title="not ended: the time from its first row to its newest">{duration(ms)} to its last row</span>;
 };
 

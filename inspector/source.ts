@@ -16,7 +16,7 @@ import type { DecisionRequest, DecisionState } from '../shared/protocol.js';
 import type { Checkpoint, Decision, IdempotencyEntry, PendingInterrupt, Step } from '../shared/rows.js';
 import type { UsageTotal } from '../shared/usage.js';
 import type { Counted } from '../support/count.js';
-import type { RunPageProps } from './run-page.js';
+import type { RunPageProps, RunPageRest } from './run-page.js';
 import type { RunItem } from './runs-page.js';
 import type { SyncStatus } from './sync-page.js';
 import type { QuarantineItem } from './quarantine-page.js';
@@ -83,10 +83,10 @@ export interface RowsPage {
 export const isUnder = (agentPath: string, under: string) => agentPath === under || agentPath.startsWith(`${under}/`);
 
 export type RunSummary = RunPageProps['execution'];
-export type Hole = RunPageProps['holes'][number];
-export type PauseView = NonNullable<RunPageProps['pause']>;
-export type ClaimConflict = NonNullable<RunPageProps['conflicts']>[number];
-export type Takeover = NonNullable<RunPageProps['takeovers']>[number];
+export type Hole = RunPageRest['holes'][number];
+export type PauseView = NonNullable<RunPageRest['pause']>;
+export type ClaimConflict = NonNullable<RunPageRest['conflicts']>[number];
+export type Takeover = NonNullable<RunPageRest['takeovers']>[number];
 
 /** A decision and where it stands (the plane's DecisionView and a store's StoredDecision both are one). */
 export type DecisionShown = Decision & { state: DecisionState; appliedBy: string | null; appliedAt: string | null };
@@ -126,7 +126,7 @@ export interface InspectorSource {
   /** Quarantined entries, oldest first; of one run when `executionId` is given. */
   listQuarantine(o: { cursor?: string; limit: number; executionId?: string }): Promise<Paged<QuarantineItem>>;
   /** The run it was forked from and, where the source can list them, the runs forked from it. */
-  forkLinks(executionId: string): Promise<Pick<RunPageProps, 'forkOf' | 'forks'>>;
+  forkLinks(executionId: string): Promise<Pick<RunPageRest, 'forkOf' | 'forks'>>;
   /** Rows of the run this source refused (the plane's holes). Absent: this source cannot have holes. */
   listHoles?(executionId: string): Promise<Hole[]>;
   /** Pauses of the run two writers claimed (the plane arbitrates claims). */

@@ -9,7 +9,7 @@ import type { FC } from 'hono/jsx';
 import { runErrorOf } from '../shared/errors.js';
 import { Step } from '../shared/rows.js';
 import { failureOutcome, failureWords } from '../support/run-words.js';
-import { Badge, duration, Id, ShortId, Time } from './layout.js';
+import { Badge, duration, Id, Time, Writer } from './layout.js';
 import type { Hole, RowHead } from './source.js';
 
 /** How many rows a timeline page shows (the page of a long run stays small: its turns fold, but their rows are sent). */
@@ -232,7 +232,7 @@ export const Timeline: FC<TimelineProps> = (p) => {
                           <Id id={r.agentPath} />
                         </span>
                         {/* the writer where it changes: most runs have one */}
-                        {prevOnPage?.writerId !== r.writerId && <ShortId id={r.writerId} />}
+                        {prevOnPage?.writerId !== r.writerId && <Writer id={r.writerId} />}
                         <Time iso={r.createdAt} />
                         {prev && <span>+{duration(Date.parse(r.createdAt) - Date.parse(prev.createdAt))}</span>}
                         <a href={rowDetailHref(p.executionId, r.seq)}>details</a>

@@ -16,7 +16,7 @@ import type { PlaneDb } from './db/open.js';
 import { AdmissionGate } from './gate.js';
 import { DEFAULT_BODY_DEADLINE } from '../support/body-read.js';
 import type { PlaneEnv, RouteDeps } from './http/env.js';
-import { HttpError, httpErrorOf, issuesText } from './http/errors.js';
+import { HttpError, httpErrorOf, issuesText, refusal } from './http/errors.js';
 import { requireScope } from './http/scope.js';
 import { planeMetrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
@@ -51,7 +51,7 @@ export function createPlaneApp(o: PlaneAppOptions) {
     // every route module's request validation answers here (but the decision route's body: INVALID_DECISION, routes/decisions.ts)
     defaultHook: (result) => {
       if (!result.success) {
-        throw new HttpError(400, ErrorCode.INVALID_REQUEST, issuesText(result.error.issues));
+        throw refusal(ErrorCode.INVALID_REQUEST, issuesText(result.error.issues));
       }
     },
   });
@@ -101,7 +101,15 @@ export function createPlaneApp(o: PlaneAppOptions) {
   app.route('/', adminRoutes(deps));
 
   app.doc31('/openapi.json', { openapi: '3.1.0', info: { title: 'waymark plane', version: '1' } });
-  app.route('/', inspectorRoutes(o.database.db, { dev: o.dev, bodyDeadline: deps.bodyDeadline, prices: o.prices }));
+  app.route(
+    '/',
+    inspectorRoutes(o.database.db, {
+      dev: o.dev,
+      bodyDeadline: deps.bodyDeadline,
+      prices: o.prices,
+      newKeyShownForMs: o.newKeyShownForMs,
+    }),
+  );
 
   return { app, metrics: deps.metrics, requireScope: (scope: Scope | null) => requireScope(o.database.db, scope) };
 }

@@ -11,10 +11,13 @@
  * when created explicitly (`createProject`): a key for an unknown name is an
  * UNKNOWN_PROJECT error listing the known ones, so a typo never makes a tenant.
  *
- * No cache: every request reads its key's row, so a revocation is refused by
- * every plane process on the database from its next request on. A request
- * that outlives its check (a body that takes seconds to arrive, a long poll)
- * reads it again before it writes or answers (`recheckKey`).
+ * A plane process reuses a key's row it read for at most `KEY_CACHE_MS`, so
+ * most requests read no key at all; a revocation made through this process is
+ * refused from its next request on, one made through another process within
+ * `KEY_CACHE_MS` (every plane promises 1 s). A request that outlives its check
+ * (a body that takes seconds to arrive, a long poll) reads the row from the
+ * database again before it writes or answers (`recheckKey`), never from the
+ * cache. Inspector sessions are read per request (plane/ui/session.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { and, eq, isNull, type SQL } from 'drizzle-orm';
@@ -36,6 +39,39 @@ const KEY_ID = /^[0-9a-f]{16}$/;
 const DUMMY_HASH = createHash('sha256').update('waymark-dummy').digest();
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
+
+/**
+ * How long (ms) a plane process reuses an active key's row it read: a key revoked through another process is
+ * refused here within this, well inside the 1 s every plane promises (docs/OPERATIONS.md, Keys).
+ */
+export const KEY_CACHE_MS = 500;
+
+type KeyRow = typeof apiKeys.$inferSelect;
+/** The active key rows a database handle read (with when the read began), and when this process revoked each key. */
+interface KeyCache {
+  rows: Map<string, { row: KeyRow; at: number }>;
+  revoked: Map<string, number>;
+}
+const keyCaches = new WeakMap<PlaneDb, KeyCache>();
+
+function keyCache(db: PlaneDb): KeyCache {
+  let c = keyCaches.get(db);
+  if (!c) keyCaches.set(db, (c = { rows: new Map(), revoked: new Map() }));
+  return c;
+}
+
+/** A key's row by id: the one read less than KEY_CACHE_MS ago by this database handle, else read now. */
+async function keyRow(db: PlaneDb, id: string): Promise<KeyRow | undefined> {
+  const c = keyCache(db);
+  const at = performance.now();
+  const hit = c.rows.get(id);
+  if (hit && at - hit.at < KEY_CACHE_MS) return hit.row;
+  c.rows.delete(id);
+  const [row] = await db.select().from(apiKeys).where(eq(apiKeys.id, id));
+  // a read that began before this process revoked the key may have seen it active: not kept
+  if (row && !row.revokedAt && !((c.revoked.get(id) ?? -1) >= at)) c.rows.set(id, { row, at });
+  return row;
+}
 
 const PROJECT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
@@ -183,6 +219,12 @@ export async function revokeKey(db: PlaneDb, id: string, projectId?: string): Pr
     .set({ revokedAt: new Date() })
     .where(and(...where))
     .returning({ id: apiKeys.id });
+  // refused by this process from its next request on; a read still in flight keeps nothing (keyRow)
+  const c = keyCache(db);
+  const now = performance.now();
+  c.rows.delete(id);
+  c.revoked.set(id, now);
+  for (const [k, at] of c.revoked) if (now - at > KEY_CACHE_MS) c.revoked.delete(k);
   return r.length === 1;
 }
 
@@ -197,7 +239,10 @@ export async function keyState(db: PlaneDb, id: string, projectId?: string): Pro
   return row.revokedAt ? 'revoked' : 'active';
 }
 
-/** The principal a bearer key stands for, or null (unknown, malformed, revoked or wrong secret). */
+/**
+ * The principal a bearer key stands for, or null (unknown, malformed, revoked or wrong secret). The key's row may
+ * be one this database handle read less than KEY_CACHE_MS ago; the secret is compared on every call.
+ */
 export async function authenticate(db: PlaneDb, key: string | undefined): Promise<Principal | null> {
   const m = key ? KEY_RE.exec(key) : null;
   const presented = sha256(m?.[2] ?? 'malformed');
@@ -205,7 +250,7 @@ export async function authenticate(db: PlaneDb, key: string | undefined): Promis
     timingSafeEqual(presented, DUMMY_HASH);
     return null;
   }
-  const [row] = await db.select().from(apiKeys).where(eq(apiKeys.id, m[1]));
+  const row = await keyRow(db, m[1]);
   const stored = row ? Buffer.from(row.hash, 'hex') : DUMMY_HASH;
   const ok = stored.length === presented.length && timingSafeEqual(stored, presented);
   if (!row || !ok || row.revokedAt) return null;

@@ -5,15 +5,71 @@
  */
 import { and, eq, sql } from 'drizzle-orm';
 import { chainBase, decodeChain, encodeState } from '../shared/codec.js';
+import { ErrorCode, issueProblems } from '../shared/errors.js';
 import { uuidv7 } from '../shared/ids.js';
-import { cancelMarkerFields, type Checkpoint, type EncodedState } from '../shared/rows.js';
+import { CancelRequest, givenReason } from '../shared/protocol.js';
+import { cancelMarkerFields, type Checkpoint, type EncodedState, ExecutionId } from '../shared/rows.js';
 import type { PlaneDb } from './db/open.js';
 import { checkpoints, claims, executions, pendingInterrupts, runOwners } from './db/schema.js';
 import { announceChanges } from './changes.js';
+import { executionNotFound, refusal } from './http/errors.js';
 import { hashOf } from './ingest-item.js';
 import { cancelReasonOf, newestRows, runFacts } from './reads/newest-rows.js';
 import { refreshExecutions } from './run-summary.js';
 import { fenceWriter, lockedOwner, PLANE_WRITER, setOwner } from './owners.js';
+
+/**
+ * Every problem of a cancel's body (CancelRequest: an optional reason, within LIMITS.reasonLength, that the
+ * database can store: no U+0000, no lone surrogate; an unknown field named), the one rule of the API's body and the
+ * inspector's Cancel form's.
+ */
+export function cancelBodyProblems(body: unknown): string[] {
+  const r = CancelRequest.safeParse(body);
+  return r.success ? [] : issueProblems(r.error, 'the body');
+}
+
+/** 400 INVALID_REQUEST naming every problem of a cancel's body (`details.problems`); nothing was cancelled. */
+export function refuseBadCancelBody(body: unknown): void {
+  const problems = cancelBodyProblems(body);
+  if (problems.length)
+    throw refusal(ErrorCode.INVALID_REQUEST, `the run was not cancelled: ${problems.join('; ')}`, {
+      details: { problems },
+    });
+}
+
+/** Who asks for a cancel: the key's project, its id and its name (null: none kept). */
+export interface Canceller {
+  projectId: string;
+  keyId: string;
+  keyName: string | null;
+}
+
+/**
+ * Cancel run `executionId` as `caller` asks with `body` (a good CancelRequest: its reason trimmed, a blank one no
+ * reason), the one rule of the API's cancel and the inspector's Cancel form. A run not here (or an id no run can
+ * have) is refused EXECUTION_NOT_FOUND, a completed run ALREADY_FINISHED (thrown); else the run is cancelled
+ * (`alreadyCancelled`: it was, and the reason was not recorded).
+ */
+export async function cancelAsked(
+  db: PlaneDb,
+  executionId: string,
+  body: CancelRequest,
+  caller: Canceller,
+): Promise<Extract<CancelOutcome, { outcome: 'cancelled' }>> {
+  // a path no run id can be names no run: not found, never a database error
+  if (!ExecutionId.safeParse(executionId).success) throw executionNotFound(executionId);
+  const r = await cancelAtPlane(db, caller.projectId, executionId, {
+    reason: givenReason(body.reason),
+    by: `key:${caller.keyId}`,
+    byName: caller.keyName,
+  });
+  if (r.outcome === 'not_found') throw executionNotFound(executionId);
+  if (r.outcome === 'finished')
+    throw refusal(ErrorCode.ALREADY_FINISHED, `execution '${executionId}' already completed; nothing was cancelled`, {
+      details: { executionId, checkpointId: r.checkpointId },
+    });
+  return r;
+}
 
 /** The reason a cancelled run's marker gives (null: none given, or the run is not cancelled). */
 export async function cancelReasonAt(db: PlaneDb, projectId: string, executionId: string): Promise<string | null> {
@@ -33,6 +89,15 @@ export type CancelOutcome =
   | { outcome: 'not_found' }
   | { outcome: 'finished'; checkpointId: string };
 
+/** Why and by whom a run is cancelled: the marker's reason (null: none given), the key's id and its name. */
+export interface CancelAsk {
+  reason: string | null;
+  /** Who asked, as the marker says it (`key:<id>`); null: nobody named. */
+  by?: string | null;
+  /** The asking key's name, kept with the run's owner for its cancel card; null: none kept. */
+  byName?: string | null;
+}
+
 /**
  * Cancel a run the plane holds: the owner becomes "nobody, cancelled" (the
  * epoch grows), the writer that held it is fenced (its later rows refused, its
@@ -46,9 +111,7 @@ export async function cancelAtPlane(
   db: PlaneDb,
   projectId: string,
   executionId: string,
-  reason: string | null,
-  by: string | null = null,
-  byName: string | null = null,
+  { reason, by = null, byName = null }: CancelAsk,
 ): Promise<CancelOutcome> {
   const r = await db.transaction(async (tx): Promise<CancelOutcome> => {
     // the owner's row first, then the run's: the order ingest, claims and takeovers take them in

@@ -3,47 +3,42 @@
  * it to learn when a run it holds moved on elsewhere (claimed, decided,
  * cancelled, finished, deleted), and pulls what it needs of that run.
  *
- * Order is a DB sequence, never a clock: every path that changes a run's
- * summary goes through `refreshExecutions` (ingest, claims, releases), which
- * stamps the run with `nextval` of `executions.change_seq`'s sequence; a
- * deletion leaves a tombstone stamped from the same sequence. The stamps are
- * drawn under a per-project transaction lock (`lockChanges`) taken as the
- * transaction's last step and held to commit, so seqs commit in order: a
- * reader that has seen seq n never later finds a smaller seq committed behind
- * it. The lock is taken after the transaction's row locks and touches only
- * rows it already holds, so it cannot deadlock with them. A transaction that
- * takes the decision feed's lock takes it first (decisions.ts), so the two
- * are always taken in one order.
+ * Order is the project's `changes` clock, never a time: every path that
+ * changes a run's summary goes through `refreshExecutions` (ingest, claims,
+ * releases), which stamps the run with a key drawn from the clock; a deletion
+ * leaves a tombstone stamped from the same clock. The keys are drawn as the
+ * transaction's last step, and the clock's row lock is held to commit
+ * (clocks.ts), so seqs commit in order: a reader that has seen seq n never
+ * later finds a smaller seq committed behind it. The draw comes after the
+ * transaction's other row locks and the stamps touch only rows it already
+ * holds, so
+ * it cannot deadlock with them. A transaction that takes the decision feed's
+ * clock takes it first (decisions.ts), so the two are always taken in one
+ * order.
  *
- * The same lock orders the keys two listings page by: a quarantine record's
- * id (GET /v1/quarantine) and a pause's `opened_seq` (GET /v1/pauses). The
- * ingest draws them again under it, after stamping the changes, in place of
- * the placeholders its inserts drew mid-transaction (ingest.ts
- * stampQuarantine, ingest-events.ts stampOpenedPauses): a reader paging a
- * listing never later finds an entry committed behind its cursor. The lock
- * is project-wide, not per feed: it is taken only at a transaction's end,
- * held for a few updates.
+ * The ingest draws the keys two listings page by right after these, from
+ * their own clocks: a quarantine record's id (GET /v1/quarantine) and a
+ * pause's `opened_seq` (GET /v1/pauses), in place of the placeholders its
+ * inserts wrote mid-transaction (ingest.ts stampQuarantine, ingest-events.ts
+ * stampOpenedPauses): a reader paging a listing never later finds an entry
+ * committed behind its cursor.
  *
  * One entry per run: a run changed many times since the cursor appears once,
  * at its newest seq, with where it stands now.
  */
 import { sql } from 'drizzle-orm';
 import type { ExecutionChange } from '../shared/protocol.js';
+import { drawKeys } from './clocks.js';
 import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { announce, seqCursor, waitForFeed, type Feed } from './long-poll.js';
 
-const SEQUENCE = sql.raw(`pg_get_serial_sequence('executions', 'change_seq')`);
-
-/** Serialize the drawing of change seqs, quarantine ids and pause opened seqs of one project until the transaction ends (take it last: see above). */
-export async function lockChanges(tx: Tx, projectId: string): Promise<void> {
-  await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`waymark.changes:${projectId}`}))`);
-}
-
 /**
- * Stamp the changed runs with new change seqs, under the project's lock:
- * first the deletions' tombstones (executionId → the deleting batch's
- * writer), then the summaries that exist (a run deleted and started again in
- * one batch shows its deletion first).
+ * Stamp the changed runs with new change seqs from the project's `changes`
+ * clock, as the transaction's last step (see above): first the deletions'
+ * tombstones (executionId → the deleting batch's writer), then the summaries
+ * that exist (a run deleted and started again in one batch shows its
+ * deletion first). A summary inserted by this transaction has no seq until
+ * this stamps it.
  */
 export async function stampChanges(
   tx: Tx,
@@ -52,23 +47,26 @@ export async function stampChanges(
   deleted: ReadonlyMap<string, string>,
 ): Promise<void> {
   if (!executionIds.length && !deleted.size) return;
-  await lockChanges(tx, projectId);
+  const first = await drawKeys(tx, projectId, 'changes', deleted.size + executionIds.length);
   if (deleted.size) {
-    const rows = JSON.stringify([...deleted].map(([execution_id, writer_id]) => ({ execution_id, writer_id })));
+    const rows = JSON.stringify(
+      [...deleted].map(([execution_id, writer_id], i) => ({ execution_id, writer_id, change_seq: first + i })),
+    );
     await tx.execute(sql`
       INSERT INTO execution_tombstones (project_id, execution_id, writer_id, change_seq)
-      SELECT ${projectId}, r.execution_id, r.writer_id, nextval(${SEQUENCE})
-      FROM jsonb_to_recordset(${rows}::jsonb) AS r(execution_id text, writer_id text)
+      SELECT ${projectId}, r.execution_id, r.writer_id, r.change_seq
+      FROM jsonb_to_recordset(${rows}::jsonb) AS r(execution_id text, writer_id text, change_seq bigint)
       ON CONFLICT (project_id, execution_id) DO UPDATE SET
         writer_id = excluded.writer_id, change_seq = excluded.change_seq, deleted_at = now()`);
   }
   if (executionIds.length) {
+    const keyed = JSON.stringify(Object.fromEntries(executionIds.map((id, i) => [id, first + deleted.size + i])));
     const ids = sql.join(
       executionIds.map((id) => sql`${id}`),
       sql`, `,
     );
     await tx.execute(
-      sql`UPDATE executions SET change_seq = nextval(${SEQUENCE}) WHERE project_id = ${projectId} AND execution_id IN (${ids})`,
+      sql`UPDATE executions SET change_seq = (${keyed}::jsonb ->> execution_id)::bigint WHERE project_id = ${projectId} AND execution_id IN (${ids})`,
     );
   }
 }
@@ -135,15 +133,18 @@ export async function changeFeed(
 const CHANGES: Feed<Awaited<ReturnType<typeof changeFeed>>> = {
   name: 'changes',
   page: changeFeed,
-  async newest(db, projectId) {
-    const got = await db.execute(sql`
-      SELECT greatest(
-        (SELECT max(change_seq) FROM executions WHERE project_id = ${projectId}),
-        (SELECT max(change_seq) FROM execution_tombstones WHERE project_id = ${projectId})) AS max`);
-    const max = rowsOf<{ max: string | number | null }>(got)[0]?.max;
-    return max == null ? null : Number(max);
-  },
+  newest: newestChange,
 };
+
+/** The project's newest change seq, or null when it has none (a writer's feed shares it: writer-changes.ts). */
+export async function newestChange(db: PlaneDb, projectId: string): Promise<number | null> {
+  const got = await db.execute(sql`
+    SELECT greatest(
+      (SELECT max(change_seq) FROM executions WHERE project_id = ${projectId}),
+      (SELECT max(change_seq) FROM execution_tombstones WHERE project_id = ${projectId})) AS max`);
+  const max = rowsOf<{ max: string | number | null }>(got)[0]?.max;
+  return max == null ? null : Number(max);
+}
 
 /** The long poll of the change feed: at once when runs changed after `after`, else up to `waitMs` for one (see long-poll.ts). */
 export function waitForChanges(

@@ -83,7 +83,7 @@ const COMMANDS: CommandSpec[] = [
   {
     name: 'plane prune',
     summary:
-      "Retention: delete the finished runs (completed, failed) not updated for --older-than, with all their rows, and list them. Never a paused or running run. Without --project: the admin key's project (the bootstrap key: every project).",
+      "Retention: delete the finished runs (completed, failed, cancelled) not updated for --older-than, with all their rows, and list them. Never a paused or running run, nor one with an open pause, a held claim or a held owner. Without --project: the admin key's project (the bootstrap key: every project).",
     options: {
       'older-than': { type: 'string', help: 'an age: 30d, 12h, 90m (at least 1h; required)' },
       project: { type: 'string', help: 'only this project' },

@@ -11,9 +11,10 @@
  *   no claim yet → `pending`; claimed with this decision → `claimed` (held) or
  *   `applied` (its holder's local claim reported); claimed otherwise (a resume
  *   from code, a cancel, a deletion) → `superseded`.
- * - `feed_seq` orders the feed (GET /v1/decisions). It is drawn under a
- *   per-project transaction lock (`lockDecisionFeed`), so a reader that has
- *   seen seq n never later finds a smaller seq committed behind it.
+ * - `feed_seq` orders the feed (GET /v1/decisions). It is drawn from the
+ *   project's `decisions` clock, whose row lock the transaction takes first
+ *   (`lockDecisionFeed`) and holds to commit (clocks.ts), so a reader that
+ *   has seen seq n never later finds a smaller seq committed behind it.
  * - A recording wakes this process's long polls at once; while polls wait,
  *   the database is rechecked about every second, so decisions recorded by
  *   another plane process arrive too (the shared mechanism: long-poll.ts).
@@ -26,9 +27,10 @@ import { DecisionRequest, type DecisionView, type PauseView } from '../shared/pr
 import { Decision, type PendingInterrupt } from '../shared/rows.js';
 import { uuidv7 } from '../shared/ids.js';
 import { capped } from '../support/count.js';
+import { drawKeys, lockClock } from './clocks.js';
 import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { checkpoints, claims, decisions, pendingInterrupts } from './db/schema.js';
-import { HttpError } from './http/errors.js';
+import { type HttpError, refusal } from './http/errors.js';
 import { announce, seqCursor, waitForFeed, waitersOf, type Feed } from './long-poll.js';
 import { decodeCursor, encodeCursor, isIdCursor } from './reads/cursor.js';
 import { decisionOfRow } from './reads/pauses.js';
@@ -37,9 +39,9 @@ type Conn = PlaneDb | Tx;
 type DecisionRow = typeof decisions.$inferSelect;
 type ClaimRow = typeof claims.$inferSelect;
 
-/** Serialize the drawing of feed seqs of one project until the transaction ends (take it before any other lock). */
+/** Serialize the drawing of feed seqs of one project until the transaction ends (take it before any other lock): the `decisions` clock's row lock. */
 export async function lockDecisionFeed(tx: Tx, projectId: string): Promise<void> {
-  await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`waymark.decisions:${projectId}`}))`);
+  await lockClock(tx, projectId, 'decisions');
 }
 
 /** Wake this process's long polls of a project (after the transaction that recorded decisions committed). */
@@ -116,12 +118,9 @@ function problemsOf(body: unknown): string[] {
 export function refuseBadDecision(body: unknown): void {
   const problems = problemsOf(body);
   if (problems.length)
-    throw new HttpError(
-      400,
-      ErrorCode.INVALID_DECISION,
-      `invalid decision, nothing was recorded: ${problems.join('; ')}`,
-      { details: { problems } },
-    );
+    throw refusal(ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${problems.join('; ')}`, {
+      details: { problems },
+    });
 }
 
 /**
@@ -156,7 +155,7 @@ export async function recordDecision(
   });
   if (!candidate.success) {
     const list = candidate.error.issues.map((i) => `${i.path.join('.') || 'the decision'}: ${i.message}`);
-    throw new HttpError(400, ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${list.join('; ')}`, {
+    throw refusal(ErrorCode.INVALID_DECISION, `invalid decision, nothing was recorded: ${list.join('; ')}`, {
       details: { problems: list },
     });
   }
@@ -177,8 +176,7 @@ export async function recordDecision(
     // business (PAUSE_NOT_FOUND below); with this run's pause (an ingested decision took its key first) it is named
     if (first && (first.executionId === executionId || pause?.checkpointId === d.checkpointId)) {
       const whose = first.executionId === executionId ? '' : ` (recorded for execution '${first.executionId}')`;
-      throw new HttpError(
-        409,
+      throw refusal(
         ErrorCode.ALREADY_DECIDED,
         `pause ${d.checkpointId} of execution '${executionId}' was already decided by '${first.decidedBy}' at ${first.decidedAt} (${first.approved ? 'approved' : 'declined'}; ${first.state})${whose}`,
         {
@@ -210,8 +208,7 @@ export async function recordDecision(
     if (claim && (held || claim.source === 'delete')) throw pauseClosed(executionId, d.checkpointId, claim);
     if (!pause || pause.checkpointId !== d.checkpointId) {
       const open = pause && pause.state === 'open' ? ` (its open pause is ${pause.checkpointId})` : '';
-      throw new HttpError(
-        404,
+      throw refusal(
         ErrorCode.PAUSE_NOT_FOUND,
         `pause ${d.checkpointId} of execution '${executionId}' is not on this plane${open}`,
         {
@@ -220,8 +217,7 @@ export async function recordDecision(
       );
     }
     if (pause.state !== 'open') {
-      throw new HttpError(
-        409,
+      throw refusal(
         ErrorCode.PAUSE_CLOSED,
         `pause ${d.checkpointId} of execution '${executionId}' was claimed by writer '${pause.claimedBy}'`,
         {
@@ -236,7 +232,7 @@ export async function recordDecision(
     }
     const [row] = await tx
       .insert(decisions)
-      .values({ projectId, ...d, writerId: null })
+      .values({ projectId, ...d, writerId: null, feedSeq: await drawKeys(tx, projectId, 'decisions', 1) })
       .returning();
     return decisionView(row, null);
   });
@@ -253,7 +249,7 @@ function pauseClosed(executionId: string, checkpointId: string, c: ClaimRow): Ht
       : c.source === 'delete'
         ? `closed: its run was deleted at ${at}`
         : `claimed by writer '${c.writerId}' at ${at}`;
-  return new HttpError(409, ErrorCode.PAUSE_CLOSED, `pause ${checkpointId} of execution '${executionId}' was ${how}`, {
+  return refusal(ErrorCode.PAUSE_CLOSED, `pause ${checkpointId} of execution '${executionId}' was ${how}`, {
     details: {
       executionId,
       checkpointId,
@@ -278,7 +274,8 @@ export async function storeIngestedDecision(
 ): Promise<{ stored: true } | { stored: false; first: Decision | null }> {
   const got = await tx
     .insert(decisions)
-    .values({ projectId, ...d, writerId })
+    // a key drawn for a decision the pause already has is left unused: the feed's keys increase, with gaps
+    .values({ projectId, ...d, writerId, feedSeq: await drawKeys(tx, projectId, 'decisions', 1) })
     .onConflictDoNothing()
     .returning({ id: decisions.decisionId });
   if (got.length) return { stored: true };
@@ -320,7 +317,7 @@ function inboxSet(projectId: string, set: 'open' | 'held'): SQL | undefined {
 /**
  * The approvals inbox: the project's pauses not yet answered (open, or claimed
  * at the plane and not yet applied), oldest first by the order they were
- * opened (a DB sequence drawn in commit order: ingest-events.ts
+ * opened (the project's `pauses` clock, drawn in commit order: ingest-events.ts
  * stampOpenedPauses), each with its decision if one was recorded. Paged: a
  * reader following the cursor never misses a pause opened while it pages.
  * Two keyset reads merged, in one snapshot (a pause claimed or released

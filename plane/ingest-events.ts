@@ -22,7 +22,7 @@ import {
   runRequests,
   runTakeovers,
 } from './db/schema.js';
-import { lockChanges } from './changes.js';
+import { drawKeys, keysOf } from './clocks.js';
 import { storeIngestedDecision } from './decisions.js';
 import type { Tx } from './db/open.js';
 import { hashOf, type Item, reject } from './ingest-item.js';
@@ -112,6 +112,21 @@ interface EventContext {
   touched: Set<string>;
   /** Executions this batch deleted → the batch's writer (the change feed's tombstones). */
   deleted: Map<string, string>;
+  /** What the batch stamps or records as its last steps. */
+  last: LastSteps;
+}
+
+/** A claim conflict an event showed: recorded at the batch's end (recordClaimConflicts), with its id. */
+export type ClaimConflict = Omit<typeof claimConflicts.$inferInsert, 'id' | 'projectId' | 'at'>;
+
+/**
+ * What a batch's events leave for its last steps, whose keys are drawn from the project's clocks in commit order
+ * (clocks.ts): the runs whose pause it opened, in the batch's order (stampOpenedPauses), and the claim conflicts it
+ * found (recordClaimConflicts).
+ */
+export interface LastSteps {
+  opened: Set<string>;
+  conflicts: ClaimConflict[];
 }
 
 type StoredKind = Exclude<OutboxEvent['kind'], 'checkpoint'>;
@@ -167,13 +182,15 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
       state: claimed ? 'claimed' : 'open',
       claimedBy: claimed?.writerId ?? null,
       claimedAt: claimed?.at ?? null,
+      openedSeq: 0,
     };
-    // the run's next pause replaces the row: a new entry of the inbox, whose opened_seq (drawn here, a placeholder) is
-    // drawn again in commit order at the end of the transaction (stampOpenedPauses)
+    // the run's next pause replaces the row: a new entry of the inbox, whose opened_seq (0 here, a placeholder) is
+    // drawn in commit order at the end of the transaction (stampOpenedPauses)
     await tx
       .insert(pendingInterrupts)
       .values(values)
       .onConflictDoUpdate({ target: [pendingInterrupts.projectId, pendingInterrupts.executionId], set: values });
+    c.last.opened.add(e.row.executionId);
   },
 
   async interrupt_claimed(c, e) {
@@ -209,8 +226,7 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
           .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
       }
       if (winner !== e.writerId) {
-        await tx.insert(claimConflicts).values({
-          projectId,
+        c.last.conflicts.push({
           executionId: e.executionId,
           checkpointId: e.checkpointId,
           winnerWriterId: winner,
@@ -250,8 +266,7 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
         .from(claims)
         .where(and(eq(claims.projectId, projectId), eq(claims.checkpointId, e.checkpointId)));
       if (held && held.writerId !== e.writerId) {
-        await tx.insert(claimConflicts).values({
-          projectId,
+        c.last.conflicts.push({
           executionId: e.executionId,
           checkpointId: e.checkpointId,
           winnerWriterId: held.writerId,
@@ -336,28 +351,36 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
 
 /**
  * Give the pauses this batch opened their place in the approvals inbox
- * (GET /v1/pauses pages by `opened_seq`), in the batch's order, under the
- * project's commit-order lock held to commit (changes.ts): a reader that has
- * paged past seq n never later finds a pause committed behind it. The seq the
- * insert drew mid-transaction is only a placeholder: two batches commit in any
- * order. Call it last (after refreshExecutions): it takes the lock after every
- * row lock of the transaction and updates only rows the batch wrote (a pause
- * opened and then closed or deleted in the batch has no row left to update).
+ * (GET /v1/pauses pages by `opened_seq`), in the batch's order, from the
+ * project's `pauses` clock (clocks.ts): a reader that has paged past seq n
+ * never later finds a pause committed behind it. The insert wrote 0, a
+ * placeholder: two batches commit in any order. Call it among the last steps
+ * (after refreshExecutions; clocks.ts says the order): it updates only rows
+ * the batch wrote (a pause opened and then closed or deleted in the batch has
+ * no row left to update).
  */
-export async function stampOpenedPauses(tx: Tx, projectId: string, items: Item[]): Promise<void> {
-  const opened = [
-    ...new Set(items.filter((i) => !i.result && i.event?.kind === 'interrupt_opened').map((i) => i.executionId!)),
-  ];
-  if (!opened.length) return;
-  await lockChanges(tx, projectId);
-  // nextval over the ordered subquery: the batch's first opened pause draws the smallest seq
+export async function stampOpenedPauses(tx: Tx, projectId: string, opened: ReadonlySet<string>): Promise<void> {
+  if (!opened.size) return;
+  const keyed = await keysOf(tx, projectId, 'pauses', [...opened]);
+  const ids = sql.join(
+    [...opened].map((id) => sql`${id}`),
+    sql`, `,
+  );
   await tx.execute(sql`
-    UPDATE pending_interrupts p SET opened_seq = n.seq
-    FROM (
-      SELECT o.execution_id, nextval(pg_get_serial_sequence('pending_interrupts', 'opened_seq')) AS seq
-      FROM (SELECT e.value AS execution_id FROM jsonb_array_elements_text(${JSON.stringify(opened)}::jsonb) WITH ORDINALITY AS e(value, n) ORDER BY e.n) o
-    ) n
-    WHERE p.project_id = ${projectId} AND p.execution_id = n.execution_id`);
+    UPDATE pending_interrupts SET opened_seq = (${keyed}::jsonb ->> execution_id)::bigint
+    WHERE project_id = ${projectId} AND execution_id IN (${ids})`);
+}
+
+/**
+ * Record the claim conflicts the batch found, in its order, with ids from the
+ * project's `conflicts` clock (the listing's order), as the batch's last step:
+ * the ids are new to the project, so the insert waits on no other
+ * transaction while it holds the clocks.
+ */
+export async function recordClaimConflicts(tx: Tx, projectId: string, found: ClaimConflict[]): Promise<void> {
+  if (!found.length) return;
+  const first = await drawKeys(tx, projectId, 'conflicts', found.length);
+  await tx.insert(claimConflicts).values(found.map((c, i) => ({ ...c, projectId, id: first + i })));
 }
 
 /** Store one event (not a checkpoint) by its kind's handler. */
@@ -368,10 +391,11 @@ export async function storeEvent(
   item: Item,
   touched: Set<string>,
   deleted: Map<string, string>,
+  last: LastSteps,
 ) {
   const e = item.event as EventOf<StoredKind>;
   await (STORE_EVENT[e.kind] as (c: EventContext, e: EventOf<StoredKind>) => Promise<void>)(
-    { tx, projectId, writerId, item, touched, deleted },
+    { tx, projectId, writerId, item, touched, deleted, last },
     e,
   );
 }

@@ -13,9 +13,10 @@ import type { Backlog, RowResult } from '../shared/protocol.js';
 import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
 import { issuesText } from './http/errors.js';
-import { announceChanges, lockChanges } from './changes.js';
+import { announceChanges } from './changes.js';
+import { keysOf, placeholderFrom } from './clocks.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
-import { stampOpenedPauses, storeEvent } from './ingest-events.js';
+import { type LastSteps, recordClaimConflicts, stampOpenedPauses, storeEvent } from './ingest-events.js';
 import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.js';
 import { lockOwners, PLANE_WRITER } from './owners.js';
 import { clean, hashOf, type Item, reject } from './ingest-item.js';
@@ -119,6 +120,8 @@ export async function ingestBatch(
   /** Executions deleted by this batch → its writer (the change feed's tombstones). */
   const deleted = new Map<string, string>();
   await db.transaction(async (tx) => {
+    /** The pauses the batch opened and the claim conflicts it found: stamped and recorded last (their keys are drawn in commit order). */
+    const last: LastSteps = { opened: new Set(), conflicts: [] };
     // the feed's order is its commit order: taken before any other lock of this transaction (see decisions.ts)
     if (items.some((i) => !i.result && i.event?.kind === 'decision_recorded')) await lockDecisionFeed(tx, projectId);
     // then the batch's runs' owners: a claim, takeover or cancel of one of them waits for this batch, or it for them
@@ -137,10 +140,10 @@ export async function ingestBatch(
       await storeCheckpoints(tx, projectId, segment.rows, touched);
       for (const item of segment.rows) {
         if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
-        await storeEvent(tx, projectId, writerId, item, touched, deleted);
+        await storeEvent(tx, projectId, writerId, item, touched, deleted, last);
       }
       await recordHoles(tx, projectId, writerId, segment.rows, touched);
-      if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched, deleted);
+      if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched, deleted, last);
     }
     await recordContacts(tx, projectId, writerId, items);
     await followAccepted(tx, projectId, writerId, items, ownerHoldMs);
@@ -148,10 +151,12 @@ export async function ingestBatch(
     // rows refused for the first time: a batch re-sent after its answer was lost refuses them again, but they were counted then
     let quarantined: number[] = [];
     if (refused.length) {
+      // placeholder ids, stamped before commit (clocks.ts placeholderFrom)
+      const from = placeholderFrom();
       const recorded = await tx
         .insert(quarantine)
         .values(
-          refused.map((i) => {
+          refused.map((i, n) => {
             const r = i.result as Extract<RowResult, { status: 'rejected' }>;
             // a limit in bytes, as its name says: 16 KiB of CJK text is 5,461 characters, not 16,384
             const text = i.text.replace(/\u0000/g, '\uFFFD');
@@ -160,6 +165,8 @@ export async function ingestBatch(
                 ? text
                 : startWithin(text, LIMITS.quarantinePayloadBytes, utf8Bytes);
             return {
+              // stampQuarantine replaces it with the record's id
+              id: -(from + n),
               projectId,
               writerId,
               rowId: i.id,
@@ -212,11 +219,13 @@ export async function ingestBatch(
             : {}),
         },
       });
-    // last: under the project's commit-order lock held to commit (changes.ts), the change feed's stamps, then the
-    // keys the quarantine and the approvals inbox page by: each listing's keys commit in the order they are drawn
+    // last, each from its clock whose row lock is held to commit (clocks.ts), in the clocks' order: the change feed's
+    // stamps, then the keys the quarantine, the approvals inbox and the claim conflicts list by, so each listing's
+    // keys commit in the order they are drawn
     await refreshExecutions(tx, projectId, [...touched], deleted);
     await stampQuarantine(tx, projectId, quarantined);
-    await stampOpenedPauses(tx, projectId, items);
+    await stampOpenedPauses(tx, projectId, last.opened);
+    await recordClaimConflicts(tx, projectId, last.conflicts);
   });
   if (touched.size || deleted.size) announceChanges(db, projectId);
   const results = items.map((i) => i.result ?? { id: i.id, status: 'accepted' as const });
@@ -238,24 +247,27 @@ export async function ingestBatch(
 
 /**
  * Give this batch's new quarantine records their ids (GET /v1/quarantine
- * pages by id), in the batch's order, under the project's commit-order lock
- * held to commit (changes.ts): a reader that has paged past id n never later
- * finds a record committed behind it. The id the insert drew mid-transaction
- * is only a placeholder (two batches commit in any order). Call it last: it
- * takes the lock after every row lock of the transaction and updates only
- * rows the batch inserted.
+ * pages by id), in the batch's order, from the project's `quarantine` clock
+ * (clocks.ts): a reader that has paged past id n never later finds a record
+ * committed behind it. The insert wrote placeholders (negative, falling in
+ * the batch's order, `placeholders` here): two batches commit in any order.
+ * Call it among the last steps (clocks.ts says the order): it updates only
+ * rows the batch inserted. Placeholders start at a random place, so two
+ * batches at once do not insert the same one (were they to, the second would
+ * wait for the first's commit, whose stamp leaves it free).
  */
-async function stampQuarantine(tx: Tx, projectId: string, ids: number[]): Promise<void> {
-  if (!ids.length) return;
-  await lockChanges(tx, projectId);
-  // nextval over the ordered subquery: the batch's first record (the smallest placeholder) draws the smallest id
+async function stampQuarantine(tx: Tx, projectId: string, placeholders: number[]): Promise<void> {
+  if (!placeholders.length) return;
+  // the largest placeholder first: the batch's first record gets the smallest id
+  const ordered = placeholders.toSorted((a, b) => b - a);
+  const keyed = await keysOf(tx, projectId, 'quarantine', ordered);
+  const ids = sql.join(
+    ordered.map((id) => sql`${id}`),
+    sql`, `,
+  );
   await tx.execute(sql`
-    UPDATE quarantine q SET id = n.id
-    FROM (
-      SELECT o.id AS placeholder, nextval(pg_get_serial_sequence('quarantine', 'id')) AS id
-      FROM (SELECT id FROM quarantine WHERE project_id = ${projectId} AND id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)::bigint) ORDER BY id) o
-    ) n
-    WHERE q.id = n.placeholder`);
+    UPDATE quarantine SET id = (${keyed}::jsonb ->> id::text)::bigint
+    WHERE project_id = ${projectId} AND id IN (${ids})`);
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * The plane's long polls (GET /v1/decisions, GET /v1/changes): one wait/wake
- * mechanism for every feed ordered by a DB sequence within a project.
+ * mechanism for every feed ordered by a project's clock (clocks.ts).
  *
  * - A feed is a name, a page read after a cursor (the last seq seen), and a
  *   read of the project's newest seq.
@@ -19,7 +19,7 @@
 import { EventEmitter } from 'node:events';
 import { ErrorCode } from '../shared/errors.js';
 import type { PlaneDb } from './db/open.js';
-import { HttpError } from './http/errors.js';
+import { refusal } from './http/errors.js';
 
 /** How often the database is rechecked while long polls of a project wait (entries of other plane processes). */
 export const FEED_RECHECK_MS = 1000;
@@ -27,6 +27,8 @@ export const FEED_RECHECK_MS = 1000;
 export interface FeedPage {
   items: unknown[];
   nextCursor: string;
+  /** No items, but the page stopped at a bound before the feed's end (a writer's feed: writer-changes.ts): read on at once. */
+  readOn?: boolean;
 }
 
 /** One feed: its name (the wake-up channel) and its reads. */
@@ -139,7 +141,7 @@ export async function waitForFeed<P extends FeedPage>(
       cursor = Number(page.nextCursor);
       const left = deadline - performance.now();
       if (page.items.length || left <= 0 || signal?.aborted) return page;
-      if (signalled) continue;
+      if (signalled || page.readOn) continue;
       await new Promise<void>((resolve) => {
         const t = setTimeout(done, left);
         function done() {
@@ -166,15 +168,13 @@ export async function waitForFeed<P extends FeedPage>(
 export function seqCursor(after: string | undefined, path: string): number {
   if (after === undefined || after === '') return 0;
   if (!/^(0|[1-9][0-9]{0,15})$/.test(after))
-    throw new HttpError(
-      400,
+    throw refusal(
       ErrorCode.BAD_CURSOR,
       `after: '${after.slice(0, 40)}' is not a cursor this plane issued (a nextCursor of GET ${path})`,
     );
   const n = Number(after);
   if (!Number.isSafeInteger(n))
-    throw new HttpError(
-      400,
+    throw refusal(
       ErrorCode.BAD_CURSOR,
       `after: '${after}' is above the largest feed seq this plane can issue (${Number.MAX_SAFE_INTEGER})`,
     );

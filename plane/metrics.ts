@@ -44,6 +44,12 @@ export function planeMetrics() {
       help: 'Ingest batches waiting for an admission slot',
       registers: [registry],
     }),
+    feedEntries: new Counter({
+      name: 'waymark_feed_entries_total',
+      help: 'Entries served by the change and decision feeds (GET /v1/changes: changes, GET /v1/writer-changes: changes_writer, GET /v1/decisions: decisions)',
+      labelNames: ['feed'],
+      registers: [registry],
+    }),
     quarantineRows: new Gauge({
       name: 'waymark_quarantine_rows',
       help: 'Rows held in quarantine',

@@ -83,11 +83,14 @@ export function isCopy(
   );
 }
 
-/** Whether a held owner's hold still runs by the plane's clock. */
+/** Over run_owners: a held owner whose hold still runs by the plane's clock (none without an expiry). */
+export const ownerIsLive = sql<boolean>`(${runOwners.state} = 'held' AND ${runOwners.expiresAt} > now())`;
+
+/** Whether a held owner's hold still runs by the plane's clock (ownerIsLive). */
 export async function isLive(tx: Tx, owner: OwnerRow): Promise<boolean> {
   if (owner.state !== 'held' || !owner.expiresAt) return false;
   const [r] = await tx
-    .select({ live: sql<boolean>`${runOwners.expiresAt} > now()` })
+    .select({ live: ownerIsLive })
     .from(runOwners)
     .where(and(eq(runOwners.projectId, owner.projectId), eq(runOwners.executionId, owner.executionId)));
   return r?.live === true;

@@ -23,17 +23,26 @@
  *   applied report wins over a superseded one (the worker that moved the run
  *   may report after another saw it moved).
  */
-import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, lt, ne, or, sql } from 'drizzle-orm';
 import { ErrorCode, issueProblems } from '../shared/errors.js';
 import { uuidv7 } from '../shared/ids.js';
 import { startWithin } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
-import { RunRequestBody, RunRequestOutcome, type RunRequestAction, type RunRequestView } from '../shared/protocol.js';
+import {
+  givenReason,
+  RunRequestBody,
+  type RunRequestClaim,
+  RunRequestOutcome,
+  type RunRequestAction,
+  type RunRequestView,
+} from '../shared/protocol.js';
 import type { Checkpoint } from '../shared/rows.js';
 import { type Hold, holdOf, recoverable } from '../support/run-words.js';
+import { drawKeys } from './clocks.js';
 import type { PlaneDb, Tx } from './db/open.js';
 import { checkpoints, executions, runRequests } from './db/schema.js';
-import { HttpError } from './http/errors.js';
+import { executionNotFound, refusal, requestNotFound } from './http/errors.js';
+import type { RefusalCode } from '../shared/refusals.js';
 import { decodeCursor, encodeCursor, isIdCursor } from './reads/cursor.js';
 import { runHolds } from './reads/executions.js';
 
@@ -44,12 +53,13 @@ type Row = typeof runRequests.$inferSelect;
 export const FORK_CLAIM_MS = 5 * 60_000;
 
 /**
- * Serialize the recording of one project's requests until the transaction ends (taken before any other lock):
- * `seq` is drawn under it, so a follower of `GET /v1/requests?after=` that has seen seq n never later finds a
- * smaller seq committed behind it (as the decision feed's `lockDecisionFeed`).
+ * Draw the seq of a request about to be recorded, from the project's `requests` clock, as the transaction's first
+ * step: the clock's row lock is held to commit (clocks.ts), so one project's requests are recorded one at a time and
+ * a follower of `GET /v1/requests?after=` that has seen seq n never later finds a smaller seq committed behind it
+ * (as the decision feed's `lockDecisionFeed`). A refused recording rolls the draw back.
  */
-async function lockRequestFeed(tx: Tx, projectId: string): Promise<void> {
-  await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`waymark.requests:${projectId}`}))`);
+function drawRequestSeq(tx: Tx, projectId: string): Promise<number> {
+  return drawKeys(tx, projectId, 'requests', 1);
 }
 
 /** A stored request as the wire says it. */
@@ -75,15 +85,20 @@ export function requestView(r: Row): RunRequestView {
   };
 }
 
-/** Every problem of a request body (unknown fields named; a fork needs its row, retry and recover take none). */
-export function requestBodyProblems(body: unknown): string[] {
+/**
+ * Every problem of a request body (unknown fields named; a fork needs its row, retry and recover take none; its text
+ * must be what the database can store: no U+0000, no lone surrogate). `names` spells a body's field as the caller
+ * calls it (the inspector's form names the row by `seq`, which stands for `checkpointId`).
+ */
+export function requestBodyProblems(body: unknown, names: { checkpointId?: string } = {}): string[] {
   const r = RunRequestBody.safeParse(body);
-  if (!r.success) return issueProblems(r.error, 'the body');
+  if (!r.success) return issueProblems(r.error, 'the body', names);
+  const row = names.checkpointId ?? 'checkpointId';
   const problems: string[] = [];
   if (r.data.action === 'fork' && r.data.checkpointId === undefined)
-    problems.push('checkpointId: required for a fork (the row the new run branches from)');
+    problems.push(`${row}: required for a fork (the row the new run branches from)`);
   if (r.data.action !== 'fork' && r.data.checkpointId !== undefined)
-    problems.push(`checkpointId: only a fork names a row (a ${r.data.action} acts on the run's newest row)`);
+    problems.push(`${row}: only a fork names a row (a ${r.data.action} acts on the run's newest row)`);
   return problems;
 }
 
@@ -91,14 +106,9 @@ export function requestBodyProblems(body: unknown): string[] {
 export function refuseBadRequestBody(body: unknown): void {
   const problems = requestBodyProblems(body);
   if (problems.length)
-    throw new HttpError(
-      400,
-      ErrorCode.INVALID_RUN_REQUEST,
-      `invalid request, nothing was recorded: ${problems.join('; ')}`,
-      {
-        details: { problems },
-      },
-    );
+    throw refusal(ErrorCode.INVALID_RUN_REQUEST, `invalid request, nothing was recorded: ${problems.join('; ')}`, {
+      details: { problems },
+    });
 }
 
 /** The run's newest row at the plane (null: none). */
@@ -140,18 +150,17 @@ function notStaleWords(executionId: string, status: string, hold: Hold | null): 
   }
 }
 
-/** One refusal of a request's run: its code, its HTTP status, and the problem in words. */
+/** One refusal of a request's run: its code (its HTTP status is the code's, REFUSAL_STATUS), and the problem in words. */
 interface Problem {
-  status: 404 | 409;
-  code: ErrorCode;
+  code: RefusalCode;
   text: string;
   details?: Record<string, unknown>;
 }
 
 /**
- * Record a request for a run, in one transaction (the project's request lock
- * first, so seqs commit in order; then the run's summary row locked, so a
- * recording and an ingest are ordered). Refused, nothing changed, with
+ * Record a request for a run, in one transaction (its seq drawn first from
+ * the project's `requests` clock, whose row lock orders the commits; then the
+ * run's summary row locked, so a recording and an ingest are ordered). Refused, nothing changed, with
  * every problem named and the first one's code:
  * - 400 INVALID_RUN_REQUEST: the body;
  * - 404 EXECUTION_NOT_FOUND: no such run here;
@@ -170,22 +179,18 @@ export async function recordRequest(
   const b = RunRequestBody.parse(body);
   return db.transaction(async (tx) => {
     // first: the project's requests are recorded one at a time, so their seqs commit in order (the listing's cursor)
-    await lockRequestFeed(tx, projectId);
+    const seq = await drawRequestSeq(tx, projectId);
     const [run] = await tx
       .select({ status: executions.status, lastNodeId: executions.lastNodeId })
       .from(executions)
       .where(and(eq(executions.projectId, projectId), eq(executions.executionId, executionId)))
       .for('update');
     const newest = run ? await newestRow(tx, projectId, executionId) : null;
-    if (!run || !newest)
-      throw new HttpError(404, ErrorCode.EXECUTION_NOT_FOUND, `execution '${executionId}' is not on this plane`, {
-        details: { executionId },
-      });
+    if (!run || !newest) throw executionNotFound(executionId);
     const problems: Problem[] = [];
     let row: Checkpoint = newest;
     if (b.action === 'retry' && run.status !== 'failed')
       problems.push({
-        status: 409,
         code: ErrorCode.RUN_NOT_FAILED,
         text: `execution '${executionId}' has not failed (it is ${run.status}): only a failed run is retried`,
         details: { status: run.status },
@@ -194,7 +199,6 @@ export async function recordRequest(
       const hold = await holdAtPlane(tx, projectId, { executionId, status: run.status, lastNodeId: run.lastNodeId });
       if (!recoverable(hold))
         problems.push({
-          status: 409,
           code: ErrorCode.RUN_NOT_STALE,
           text: notStaleWords(executionId, run.status, hold),
           details: { status: run.status, hold: hold?.kind ?? null },
@@ -214,14 +218,12 @@ export async function recordRequest(
       const chosen = (at?.row as Checkpoint | undefined) ?? null;
       if (!chosen)
         problems.push({
-          status: 409,
           code: ErrorCode.NOT_FORKABLE,
           text: `checkpoint '${b.checkpointId}' is not a row of execution '${executionId}' on this plane`,
           details: { checkpointId: b.checkpointId },
         });
       else if (chosen.step === 'run_end')
         problems.push({
-          status: 409,
           code: ErrorCode.NOT_FORKABLE,
           text: `checkpoint '${chosen.id}' (#${chosen.seq}) is the run-end marker, not a step: fork from a step`,
           details: { checkpointId: chosen.id },
@@ -241,14 +243,13 @@ export async function recordRequest(
       );
     if (open)
       problems.push({
-        status: 409,
         code: ErrorCode.REQUEST_OPEN,
         text: `a ${b.action} of execution '${executionId}' is already waiting for the application (asked by '${open.requestedBy}' at ${open.requestedAt.toISOString()})`,
         details: { request: requestView(open) },
       });
     if (problems.length) {
       const [first] = problems;
-      throw new HttpError(first.status, first.code, `${problems.map((p) => p.text).join('; ')}; nothing was recorded`, {
+      throw refusal(first.code, `${problems.map((p) => p.text).join('; ')}; nothing was recorded`, {
         details: {
           executionId,
           problems: problems.map((p) => ({ code: p.code, message: p.text })),
@@ -266,25 +267,90 @@ export async function recordRequest(
         checkpointId: row.id,
         checkpointSeq: row.seq,
         forkExecutionId: b.action === 'fork' ? uuidv7() : null,
-        reason: b.reason?.trim() ? b.reason.trim() : null,
+        reason: givenReason(b.reason),
         requestedBy: startWithin(by.name, LIMITS.decidedByLength),
         keyId: by.keyId,
         state: 'open',
+        seq,
       })
       .returning();
     return requestView(saved);
   });
 }
 
-/** A run's requests, newest first (the run page shows them). */
-export async function requestsOfRun(db: Conn, projectId: string, executionId: string): Promise<RunRequestView[]> {
+/** How many of a run's requests its page shows at a time; older ones are a page further (`requestsOfRun`). */
+export const RUN_REQUESTS_PAGE = 50;
+
+/**
+ * A page of a run's requests, newest first by recording order (`seq`, never a clock): at most `limit` of those
+ * recorded before `before` (a cursor this gave as `olderCursor`; none: from the newest). `olderCursor` pages on to
+ * the older ones (null: there are none). A cursor this plane did not issue is 400 BAD_CURSOR.
+ */
+export async function requestsOfRun(
+  db: Conn,
+  projectId: string,
+  executionId: string,
+  o: { before?: string; limit?: number } = {},
+): Promise<{ items: RunRequestView[]; olderCursor: string | null }> {
+  const before = decodeCursor(o.before, isIdCursor);
+  const limit = o.limit ?? RUN_REQUESTS_PAGE;
   const rows = await db
     .select()
     .from(runRequests)
-    .where(and(eq(runRequests.projectId, projectId), eq(runRequests.executionId, executionId)))
-    .orderBy(sql`${runRequests.seq} DESC`)
-    .limit(50);
-  return rows.map(requestView);
+    .where(
+      and(
+        eq(runRequests.projectId, projectId),
+        eq(runRequests.executionId, executionId),
+        before !== undefined ? lt(runRequests.seq, before) : undefined,
+      ),
+    )
+    .orderBy(desc(runRequests.seq))
+    .limit(limit + 1);
+  const page = rows.slice(0, limit);
+  return {
+    items: page.map(requestView),
+    olderCursor: rows.length > limit ? encodeCursor(page[page.length - 1].seq) : null,
+  };
+}
+
+/**
+ * Whether the run has moved past the row a retry or recover named: its newest row at the plane (`lastSeq`) is a
+ * later one, so the application's worker finds it moved on (MOVED_ON) and does not apply the request. A fork
+ * names the row it branches from, which the run moving on does not change.
+ */
+export const movedPast = (r: Pick<RunRequestView, 'action' | 'checkpointSeq'>, lastSeq: number): boolean =>
+  r.action !== 'fork' && lastSeq > r.checkpointSeq;
+
+/**
+ * The actions of a run that a request waits for, whichever page of the run's requests shows it: an open one (a
+ * second is REQUEST_OPEN), or an applied retry or recover whose rows have not reached the plane yet (the run has
+ * not `movedPast` its row: its newest row there, `lastSeq`, is still the one the request named).
+ */
+export async function waitingActions(
+  db: Conn,
+  projectId: string,
+  executionId: string,
+  lastSeq: number,
+): Promise<Set<RunRequestAction>> {
+  const rows = await db
+    .selectDistinct({ action: runRequests.action })
+    .from(runRequests)
+    .where(
+      and(
+        eq(runRequests.projectId, projectId),
+        eq(runRequests.executionId, executionId),
+        or(
+          eq(runRequests.state, 'open'),
+          // not movedPast: a retry or recover whose row is still the run's newest at the plane
+          and(
+            eq(runRequests.state, 'applied'),
+            ne(runRequests.action, 'fork'),
+            gte(runRequests.checkpointSeq, lastSeq),
+          ),
+        ),
+      ),
+    );
+  return new Set(rows.map((r) => r.action as RunRequestAction));
 }
 
 /** The project's requests recorded after the cursor, in recording order; `state` filters (the worker asks for `open`). */
@@ -328,16 +394,14 @@ async function lockedRequest(tx: Tx, projectId: string, requestId: string): Prom
     .from(runRequests)
     .where(and(eq(runRequests.projectId, projectId), eq(runRequests.requestId, requestId)))
     .for('update');
-  if (!r)
-    throw new HttpError(404, ErrorCode.REQUEST_NOT_FOUND, `request '${requestId}' is not on this plane`, {
-      details: { requestId },
-    });
+  if (!r) throw requestNotFound(requestId);
   return r;
 }
 
 /**
- * A worker takes a fork request to apply it: the first writer holds it
- * (answered `won`); another is answered `lost` with the holder, unless the
+ * A worker takes a fork request to apply it: the first store instance holds it
+ * (answered `won`; a copied store file under the same writer id is another
+ * instance); another is answered `lost` with the holder, unless the
  * holder's claim is older than FORK_CLAIM_MS by the database's clock (its
  * worker died before the fork's first row: taken over). One UPDATE decides, so
  * of two claimers one wins. A request no longer open (a fork `started` or
@@ -347,26 +411,32 @@ export async function claimRequest(
   db: PlaneDb,
   projectId: string,
   requestId: string,
-  writerId: string,
+  claimer: RunRequestClaim,
 ): Promise<{ outcome: 'won' | 'lost' | 'settled'; request: RunRequestView }> {
+  const instance = claimer.instance ?? null;
+  // the claimer's own claim again (a restarted worker of the same store): same writer, and same instance when both are
+  // known; a copied store file is another instance under the writer id, and does not share the claim
+  const own = sql`(${runRequests.claimedBy} = ${claimer.writerId} AND (${runRequests.claimedInstance} IS NULL OR ${instance}::text IS NULL OR ${runRequests.claimedInstance} = ${instance}))`;
   const [won] = await db
     .update(runRequests)
-    .set({ claimedBy: writerId, claimedAt: sql`now()` })
+    // a re-claim from an older client (no instance) keeps the instance the claim was made from
+    .set({
+      claimedBy: claimer.writerId,
+      claimedInstance: sql`CASE WHEN ${runRequests.claimedBy} = ${claimer.writerId} THEN COALESCE(${instance}::text, ${runRequests.claimedInstance}) ELSE ${instance}::text END`,
+      claimedAt: sql`now()`,
+    })
     .where(
       and(
         eq(runRequests.projectId, projectId),
         eq(runRequests.requestId, requestId),
         eq(runRequests.state, 'open'),
-        sql`(${runRequests.claimedBy} IS NULL OR ${runRequests.claimedBy} = ${writerId} OR ${runRequests.claimedAt} < now() - ${FORK_CLAIM_MS} * interval '1 millisecond')`,
+        sql`(${runRequests.claimedBy} IS NULL OR ${own} OR ${runRequests.claimedAt} < now() - ${FORK_CLAIM_MS} * interval '1 millisecond')`,
       ),
     )
     .returning();
   if (won) return { outcome: 'won', request: requestView(won) };
   const now = await getRequest(db, projectId, requestId);
-  if (!now)
-    throw new HttpError(404, ErrorCode.REQUEST_NOT_FOUND, `request '${requestId}' is not on this plane`, {
-      details: { requestId },
-    });
+  if (!now) throw requestNotFound(requestId);
   return { outcome: now.state === 'open' ? 'lost' : 'settled', request: now };
 }
 
@@ -380,12 +450,9 @@ export function outcomeProblems(body: unknown): string[] {
 export function refuseBadOutcome(body: unknown): void {
   const problems = outcomeProblems(body);
   if (problems.length)
-    throw new HttpError(
-      400,
-      ErrorCode.INVALID_REQUEST,
-      `invalid outcome report, nothing changed: ${problems.join('; ')}`,
-      { details: { problems } },
-    );
+    throw refusal(ErrorCode.INVALID_REQUEST, `invalid outcome report, nothing changed: ${problems.join('; ')}`, {
+      details: { problems },
+    });
 }
 
 /**
@@ -405,8 +472,11 @@ export async function settleRequest(
 ): Promise<RunRequestView> {
   return db.transaction(async (tx) => {
     const r = await lockedRequest(tx, projectId, requestId);
+    const claimer =
+      r.claimedBy === body.writerId &&
+      (r.claimedInstance === null || body.instance === undefined || r.claimedInstance === body.instance);
     const takes =
-      (r.state === 'open' && (body.outcome !== 'started' || r.claimedBy === body.writerId)) ||
+      (r.state === 'open' && (body.outcome !== 'started' || claimer)) ||
       (r.state === 'superseded' && body.outcome === 'applied') ||
       (r.state === 'started' && body.outcome !== 'started' && r.settledBy === body.writerId);
     if (!takes) return requestView(r);

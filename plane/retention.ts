@@ -1,25 +1,36 @@
 /**
- * Retention: finished runs (completed or failed) whose summary has not
- * changed for longer than a set age are deleted from the plane, with every
- * row, pause, idempotency entry and hole of theirs. A paused or running run is
- * never pruned, nor one updated within the age (rows still arriving): the
- * age is checked again by the DELETE itself, so a row ingested meanwhile keeps
- * its run. Run as `waymark plane prune` (POST /v1/admin/prune) and, with
+ * Retention: finished runs (completed, failed or cancelled) whose summary has
+ * not changed for longer than a set age are deleted from the plane, with
+ * their rows in every table that holds a run's data (`RUN_TABLES`). A paused
+ * or running run is never pruned, nor one with an open pause, a held claim or
+ * a held owner, nor one updated within the age (rows still arriving): these
+ * are checked again by the DELETE itself, so a row ingested meanwhile keeps
+ * its run. Project by project, in transactions of at most `PRUNE_BATCH` runs.
+ * Run as `waymark plane prune` (POST /v1/admin/prune) and, with
  * WAYMARK_RETENTION_DAYS, on a schedule inside the plane.
  */
-import { and, eq, inArray, lt, sql } from 'drizzle-orm';
+import { and, eq, gt, gte, inArray, isNull, lt, type SQL, sql } from 'drizzle-orm';
+import type { AnyPgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { Logger } from 'pino';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 import { UnknownProject, type Principal } from './auth.js';
 import { type PlaneDb, rowsOf } from './db/open.js';
+import { lockOwners, ownerIsLive } from './owners.js';
+import { ENDED_STATUSES } from '../support/run-words.js';
 import {
   checkpoints,
+  claimConflicts,
+  claims,
   decisions,
+  events,
+  executionTombstones,
   executions,
   holes,
   idempotency,
   pendingInterrupts,
   projects,
+  quarantine,
+  runContacts,
   runOwners,
   runRequests,
   runTakeovers,
@@ -42,15 +53,57 @@ export function parseAge(text: string): number | null {
   return Number(m[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'];
 }
 
+/** The summary states of an ended run (support/run-words.ts): a cancelled run is ended like a completed or failed one. */
+export const FINISHED_STATUSES = ENDED_STATUSES;
+
+/** The most runs one prune transaction deletes: each transaction touches one project and at most this many runs. */
+export const PRUNE_BATCH = 100;
+
 /**
- * Prune (or with `dryRun`, list) the finished runs older than `olderThanSeconds`:
- * of `project` when named, else of every project an operator manages, else of
- * the admin key's own project.
+ * Every table that holds a run's data besides its summary (`executions`), keyed by (`project_id`, `execution_id`):
+ * retention deletes a pruned run's rows from each. The one list: test/plane/retention-tables.test.ts derives every
+ * table with both columns from the schema and fails when one is missing here.
+ */
+export const RUN_TABLES = [
+  checkpoints,
+  events,
+  pendingInterrupts,
+  claims,
+  decisions,
+  claimConflicts,
+  idempotency,
+  quarantine,
+  holes,
+  runContacts,
+  runTakeovers,
+  runOwners,
+  runRequests,
+  executionTombstones,
+] as const;
+
+type Item = PruneResult['items'][number];
+
+/** One prune transaction's runs (or a dry run's page of them), all of one project. */
+export interface PruneBatch {
+  project: string;
+  items: Item[];
+}
+
+/**
+ * Prune (or with `dryRun`, list) the finished runs (completed, failed, cancelled) older than `olderThanSeconds`:
+ * of `project` when named, else of every project an operator manages, else of the admin key's own project.
+ *
+ * Project by project, in transactions of at most {@link PRUNE_BATCH} runs of one project each, until none is left
+ * (paged by execution id, no overall limit). A run is kept, whatever its summary says, while it has an open pause,
+ * a claim not yet applied or an owner holding it (a lease not expired); those conditions and the age are checked
+ * again by the DELETE of its summary, so a row ingested meanwhile keeps its run. A pruned run's rows go from
+ * every table of {@link RUN_TABLES}, in the transaction that deletes its summary. `onBatch` is told each
+ * transaction's runs once it committed (each page, for a dry run).
  */
 export async function pruneRuns(
   db: PlaneDb,
   p: Principal,
-  o: { olderThanSeconds: number; project?: string; dryRun?: boolean },
+  o: { olderThanSeconds: number; project?: string; dryRun?: boolean; onBatch?: (b: PruneBatch) => void },
 ): Promise<PruneResult> {
   if (!Number.isSafeInteger(o.olderThanSeconds) || o.olderThanSeconds < MIN_RETENTION_SECONDS) {
     throw new WaymarkError(
@@ -77,60 +130,91 @@ export async function pruneRuns(
     await db.execute(sql`SELECT (now() - ${o.olderThanSeconds} * interval '1 second')::timestamptz AS cutoff`),
   );
   const cutoffAt = new Date(cutoff);
-  const names = new Map(scope.map((x) => [x.id, x.name]));
-  const items: PruneResult['items'] = [];
-  if (!scope.length) return { dryRun: !!o.dryRun, cutoff: cutoffAt.toISOString(), items };
-  const finishedBefore = and(
-    inArray(executions.projectId, [...names.keys()]),
-    inArray(executions.status, ['completed', 'failed']),
-    lt(executions.updatedAt, cutoffAt),
-  );
-  if (o.dryRun) {
-    const rows = await db
-      .select()
-      .from(executions)
-      .where(finishedBefore)
-      .orderBy(executions.projectId, executions.updatedAt, executions.executionId);
-    for (const r of rows)
-      items.push({
-        project: names.get(r.projectId)!,
-        executionId: r.executionId,
-        status: r.status,
-        rowCount: r.rowCount,
-        updatedAt: r.updatedAt.toISOString(),
-      });
-    return { dryRun: true, cutoff: cutoffAt.toISOString(), items };
-  }
-  await db.transaction(async (tx) => {
-    // the summary row goes first, under the same conditions: an ingest that touched the run since holds or changed it
-    const gone = await tx.delete(executions).where(finishedBefore).returning();
-    for (const r of gone) {
-      const where = <T extends { projectId: unknown; executionId: unknown }>(t: T) =>
-        and(eq(t.projectId as never, r.projectId), eq(t.executionId as never, r.executionId));
-      await tx.delete(checkpoints).where(where(checkpoints));
-      await tx.delete(pendingInterrupts).where(where(pendingInterrupts));
-      await tx.delete(idempotency).where(where(idempotency));
-      await tx.delete(holes).where(where(holes));
-      await tx.delete(decisions).where(where(decisions));
-      await tx.delete(runOwners).where(where(runOwners));
-      await tx.delete(runTakeovers).where(where(runTakeovers));
-      await tx.delete(runRequests).where(where(runRequests));
-      items.push({
-        project: names.get(r.projectId)!,
-        executionId: r.executionId,
-        status: r.status,
-        rowCount: r.rowCount,
-        updatedAt: r.updatedAt.toISOString(),
-      });
+  const items: Item[] = [];
+  for (const project of [...scope].sort((a, b) => a.name.localeCompare(b.name))) {
+    const prunable = prunableOf(project.id, cutoffAt);
+    const item = (r: typeof executions.$inferSelect): Item => ({
+      project: project.name,
+      executionId: r.executionId,
+      status: r.status,
+      rowCount: r.rowCount,
+      updatedAt: r.updatedAt.toISOString(),
+    });
+    let after: string | null = null;
+    for (;;) {
+      // a page of candidates, read apart from the transaction that deletes them
+      const page = await db
+        .select()
+        .from(executions)
+        .where(and(prunable, after === null ? undefined : gt(executions.executionId, after)))
+        .orderBy(executions.executionId)
+        .limit(PRUNE_BATCH);
+      if (!page.length) break;
+      after = page[page.length - 1].executionId;
+      const batch = o.dryRun
+        ? page.map(item)
+        : await db.transaction(async (tx) => {
+            // the owner records first, as ingest, claims and cancels lock them (owners.ts): a claim or a takeover of
+            // one of these runs waits for this transaction, and none deadlocks with it
+            await lockOwners(
+              tx,
+              project.id,
+              page.map((r) => r.executionId),
+            );
+            // then the summary, under the same conditions again: an ingest, a claim or an owner that touched the run
+            // since holds or changed it, and the run stays whole
+            const gone = await tx
+              .delete(executions)
+              .where(
+                and(
+                  prunable,
+                  inArray(
+                    executions.executionId,
+                    page.map((r) => r.executionId),
+                  ),
+                ),
+              )
+              .returning();
+            if (!gone.length) return [];
+            const ids = gone.map((r) => r.executionId);
+            for (const t of RUN_TABLES)
+              await tx.delete(t).where(and(eq(t.projectId, project.id), inArray(t.executionId, ids)));
+            return gone.map(item);
+          });
+      if (batch.length) {
+        items.push(...batch);
+        o.onBatch?.({ project: project.name, items: batch });
+      }
+      if (page.length < PRUNE_BATCH) break;
     }
-  });
+  }
   items.sort(
     (a, b) =>
       a.project.localeCompare(b.project) ||
       a.updatedAt.localeCompare(b.updatedAt) ||
       a.executionId.localeCompare(b.executionId),
   );
-  return { dryRun: false, cutoff: cutoffAt.toISOString(), items };
+  return { dryRun: !!o.dryRun, cutoff: cutoffAt.toISOString(), items };
+}
+
+/**
+ * A project's runs retention may delete: finished, not updated since `cutoff`, and held by nobody: no open pause,
+ * no claim of one not yet applied, no owner whose lease still runs. Every table is named with its project as a
+ * constant, so each statement stays within the project's shard.
+ */
+function prunableOf(projectId: string, cutoff: Date) {
+  const ofRun = <T extends { projectId: AnyPgColumn; executionId: AnyPgColumn }>(t: T) =>
+    and(eq(t.projectId, projectId), eq(t.executionId, executions.executionId));
+  const none = (t: PgTable, where: SQL | undefined) => sql`NOT EXISTS (SELECT 1 FROM ${t} WHERE ${where})`;
+  return and(
+    eq(executions.projectId, projectId),
+    inArray(executions.status, [...FINISHED_STATUSES]),
+    lt(executions.updatedAt, cutoff),
+    none(pendingInterrupts, and(ofRun(pendingInterrupts), eq(pendingInterrupts.state, 'open'))),
+    // a claim not applied within the retention age (a pause a cancel closed under it) no longer holds its run
+    none(claims, and(ofRun(claims), isNull(claims.appliedAt), gte(claims.claimedAt, cutoff))),
+    none(runOwners, and(ofRun(runOwners), ownerIsLive)),
+  );
 }
 
 /** WAYMARK_RETENTION_DAYS: prune every project now and then every `everyMs`, logging what went. */
@@ -143,13 +227,21 @@ export function scheduleRetention(
   const tick = () => {
     running = (async () => {
       try {
-        const r = await pruneRuns(db, root, { olderThanSeconds: Math.round(o.days * 86_400) });
+        const r = await pruneRuns(db, root, {
+          olderThanSeconds: Math.round(o.days * 86_400),
+          // one line per transaction, as it commits: a long prune shows its progress, project by project
+          onBatch: (b) =>
+            o.logger.info(
+              { retentionDays: o.days, project: b.project, runs: b.items.map((i) => `${b.project}/${i.executionId}`) },
+              `retention: pruned ${b.items.length} run(s) of project ${b.project}`,
+            ),
+        });
         o.logger.info(
           {
             retentionDays: o.days,
             cutoff: r.cutoff,
             pruned: r.items.length,
-            runs: r.items.map((i) => `${i.project}/${i.executionId}`),
+            projects: new Set(r.items.map((i) => i.project)).size,
           },
           `retention: pruned ${r.items.length} finished run(s) last updated before ${r.cutoff}`,
         );

@@ -140,7 +140,12 @@ export async function bootstrap(
   }
 }
 
-type StartOptions = { logger?: Logger; database?: PlaneDatabase; faults?: PlaneAppOptions['faults'] };
+type StartOptions = {
+  logger?: Logger;
+  database?: PlaneDatabase;
+  faults?: PlaneAppOptions['faults'];
+  newKeyShownForMs?: PlaneAppOptions['newKeyShownForMs'];
+};
 
 export async function startPlane(config: Readonly<PlaneConfig>, options: StartOptions = {}): Promise<RunningPlane> {
   const loopback = ['127.0.0.1', '::1', 'localhost'].includes(config.host);
@@ -240,6 +245,7 @@ async function serveOn(
     claimReleaseAfterMs: config.claimReleaseAfterMs,
     takeoverAfterMs: config.takeoverAfterMs,
     faults: options.faults,
+    newKeyShownForMs: options.newKeyShownForMs,
     dev: config.dev && loopback,
     ...(config.prices ? { prices: config.prices } : {}),
   });
@@ -336,7 +342,7 @@ function requestTimeoutMs(config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTime
 /** What a handler may spend without a byte either way (a slow query, a restore page built) before its connection is closed. */
 const HANDLER_IDLE_MS = 30_000;
 /** The long polls: a `wait=N` there holds the request for up to N seconds, idle by design. */
-const FEED_PATHS = new Set(['/v1/changes', '/v1/decisions']);
+const FEED_PATHS = new Set(['/v1/changes', '/v1/writer-changes', '/v1/decisions']);
 
 /**
  * The app's fetch, with a connection's idle deadline per phase: while the

@@ -71,6 +71,11 @@ export interface PlaneAppOptionsOf<Db> {
   claimReleaseAfterMs?: number;
   /** A run not paused may be taken over once its writer was not heard from for this long (default 60 s; see PlaneConfig). */
   takeoverAfterMs?: number;
+  /**
+   * How long a key made on the inspector's Keys page keeps its secret, in this process's memory, for the page that
+   * shows it once (default 2 minutes; the browser opens that page at once).
+   */
+  newKeyShownForMs?: number;
   /** Named fault points for crash tests: 'plane.ingest.afterCommit', 'plane.claim.afterCommit'. Default none. */
   faults?: PlaneFaults;
 }

@@ -24,6 +24,7 @@ export const ErrorCode = {
   CORRUPT_ROW: 'CORRUPT_ROW',
   RESUME_REQUIRED: 'RESUME_REQUIRED',
   EXECUTION_EXISTS: 'EXECUTION_EXISTS',
+  /** No run of that id (in this store; on the plane: in the key's project, 404). */
   EXECUTION_NOT_FOUND: 'EXECUTION_NOT_FOUND',
   /** A write named the row it follows (`prevId`) and that row is gone: the execution was deleted or pruned meanwhile. Nothing was written. */
   EXECUTION_GONE: 'EXECUTION_GONE',
@@ -42,33 +43,33 @@ export const ErrorCode = {
   PLANE_NOT_CONNECTED: 'PLANE_NOT_CONNECTED',
   /** A Resume value that is not `{ approved: boolean, metadata?: {…JSON} }`; every problem is named in `details.problems`. */
   INVALID_RESUME: 'INVALID_RESUME',
-  /** A write or renewal by a runner whose lease another runner has taken; nothing was written. */
+  /** A write or renewal by a runner whose lease another runner has taken; nothing was written (409 on the plane). */
   LEASE_LOST: 'LEASE_LOST',
   /** A lease request with an empty holder, a ttl that is not a positive integer, or a lease of another execution. */
   INVALID_LEASE: 'INVALID_LEASE',
   /** The run is held by a live lease of another runner (details: holder, expiresAt). */
   RUN_IN_PROGRESS: 'RUN_IN_PROGRESS',
-  /** Another machine took this run over at the plane while this one was away (its lease expired by the plane's clock): this machine lost the run. */
+  /** Another machine took this run over at the plane while this one was away (its lease expired by the plane's clock): this machine lost the run (409 on the plane). */
   RUN_TAKEN_OVER: 'RUN_TAKEN_OVER',
-  /** The run was cancelled (`cancel`): a runner stops at its next step boundary having written nothing more; a resume is refused. */
+  /** The run was cancelled (`cancel`): a runner stops at its next step boundary having written nothing more; a resume is refused (409 on the plane). */
   RUN_CANCELLED: 'RUN_CANCELLED',
-  /** `cancel` or `resume` of a run that already completed: a finished run is neither cancelled nor resumed; nothing was written. */
+  /** `cancel` or `resume` of a run that already completed: a finished run is neither cancelled nor resumed; nothing was written (409 on the plane). */
   ALREADY_FINISHED: 'ALREADY_FINISHED',
   /** `cancel` options that cannot be stored (details.problems names each); nothing was written. */
   INVALID_CANCEL: 'INVALID_CANCEL',
-  /** A decision that cannot be recorded (a field missing or of the wrong type, an unknown field); `details.problems` names each, nothing was recorded. */
+  /** A decision that cannot be recorded (a field missing or of the wrong type, an unknown field); `details.problems` names each, nothing was recorded (400 on the plane). */
   INVALID_DECISION: 'INVALID_DECISION',
-  /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored. */
+  /** The plane refused a row of this run (a hole at a seq): its copy is incomplete and is not restored (409 on the plane). */
   RUN_INCOMPLETE: 'RUN_INCOMPLETE',
   /** A restore's rows failed the client's check (seq not continuous from 0, a chain that does not decode, a pause that is not the newest row): nothing was imported. */
   RESTORE_UNVERIFIED: 'RESTORE_UNVERIFIED',
-  /** A key asked for a project the plane does not have (or the caller may not see); the known ones are listed. */
+  /** A key asked for a project the plane does not have (or the caller may not see); the known ones are listed (404). */
   UNKNOWN_PROJECT: 'UNKNOWN_PROJECT',
-  /** `waymark plane projects create` of a name that exists. */
+  /** `waymark plane projects create` of a name that exists (409). */
   PROJECT_EXISTS: 'PROJECT_EXISTS',
-  /** No key with that id in the caller's project. */
+  /** No key with that id in the caller's project (404). */
   KEY_NOT_FOUND: 'KEY_NOT_FOUND',
-  /** The key was revoked already. */
+  /** The key was revoked already (409). */
   KEY_REVOKED: 'KEY_REVOKED',
   /** Another live process (named: pid, url) holds the plane's data dir; PGlite is one process's database. */
   DATA_DIR_LOCKED: 'DATA_DIR_LOCKED',
@@ -86,15 +87,15 @@ export const ErrorCode = {
   RUN_FAILED: 'RUN_FAILED',
   /** recoverRuns: a resume that threw without a code. */
   RECOVERY_FAILED: 'RECOVERY_FAILED',
-  /** A request (HTTP body or admin call) that names its problems in the message; nothing changed. */
+  /** A request (HTTP body or admin call) that names its problems in the message; nothing changed (400 on the plane). */
   INVALID_REQUEST: 'INVALID_REQUEST',
-  /** The key is valid but lacks the scope (or the operator role) the action needs. */
+  /** The key is valid but lacks the scope (or the operator role) the action needs (403). */
   FORBIDDEN: 'FORBIDDEN',
   /** An inspector form (approve/decline, Keys) without this session's CSRF token, or from another origin (403); nothing changed. */
   CSRF_FAILED: 'CSRF_FAILED',
   /** A `waymark plane` admin command found a running plane but no admin key to use with it. */
   ADMIN_KEY_REQUIRED: 'ADMIN_KEY_REQUIRED',
-  /** No pause to answer: the pause named is not on the plane (not synced yet, or of another project), or the run has no open pause (`decide`), or a resume with an answer found a run that never paused (details.status; a failed run's details.error: resume it without an answer). Nothing was recorded or claimed. */
+  /** No pause to answer: the pause named is not on the plane (not synced yet, or of another project), or the run has no open pause (`decide`), or a resume with an answer found a run that never paused (details.status; a failed run's details.error: resume it without an answer). Nothing was recorded or claimed (404 on the plane). */
   PAUSE_NOT_FOUND: 'PAUSE_NOT_FOUND',
   /** A decision for a pause that is no longer open: claimed (details.claimedBy) or closed by a cancel or a deletion (409 on the plane). */
   PAUSE_CLOSED: 'PAUSE_CLOSED',
@@ -229,12 +230,14 @@ export function runErrorOf(nodeOutput: unknown): RunError {
  * Every problem of a refused value, one line each: an unknown field by name,
  * anything else as `path: message` (`whole` names the value itself). A path
  * segment may be a symbol (a key of a caller's object), so each is spelled
- * with String().
+ * with String(). `names` spells a field of the value as its caller's (a form's
+ * field standing for it) calls it: a path is named by the caller's words.
  */
-export function issueProblems(error: z.ZodError, whole: string): string[] {
+export function issueProblems(error: z.ZodError, whole: string, names: Record<string, string> = {}): string[] {
+  const named = (path: string) => (Object.hasOwn(names, path) ? names[path] : path);
   return error.issues.flatMap((i) =>
     i.code === 'unrecognized_keys'
-      ? i.keys.map((k) => `unknown field '${k}'`)
-      : [`${i.path.length ? i.path.map(String).join('.') : whole}: ${i.message}`],
+      ? i.keys.map((k) => `unknown field '${named(k)}'`)
+      : [`${i.path.length ? named(i.path.map(String).join('.')) : whole}: ${i.message}`],
   );
 }

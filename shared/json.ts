@@ -66,7 +66,7 @@ export function jsonProblem(value: unknown, maxDepth: number = LIMITS.jsonDepth)
 }
 
 /** What `textProblem` accepts, without building its message. */
-const isStorable = (s: string) => s.isWellFormed() && !s.includes('\u0000');
+const isStorable = (s: string) => textFault(s) === null;
 
 /**
  * Text every backend can store: well-formed Unicode (no lone surrogates) and no
@@ -74,8 +74,14 @@ const isStorable = (s: string) => s.isWellFormed() && !s.includes('\u0000');
  * be stored locally and then refused by the plane forever.
  */
 export function textProblem(s: string, path = '$'): string | null {
-  if (!s.isWellFormed()) return `${path}: a string holds a lone surrogate (not well-formed Unicode)`;
-  if (s.includes('\u0000')) return `${path}: a string holds U+0000`;
+  const fault = textFault(s);
+  return fault && `${path}: ${fault}`;
+}
+
+/** What `textProblem` says of a string, without its path (null: every backend can store it). */
+export function textFault(s: string): string | null {
+  if (!s.isWellFormed()) return 'a string holds a lone surrogate (not well-formed Unicode)';
+  if (s.includes('\u0000')) return 'a string holds U+0000';
   return null;
 }
 

@@ -12,6 +12,7 @@ import {
   IsoTime,
   JsonObject,
   PendingInterrupt,
+  storable,
   Uuidv7,
   WriterId,
 } from './rows.js';
@@ -185,10 +186,16 @@ export const LeaseResponse = z.object({
 });
 export type LeaseResponse = z.infer<typeof LeaseResponse>;
 
+/**
+ * The reason a body gives (a cancel's, a run request's), as the plane records it: trimmed, and a blank one (or
+ * none) is no reason (null).
+ */
+export const givenReason = (reason: string | undefined): string | null => reason?.trim() || null;
+
 /** POST /v1/executions/:id/cancel: cancel a run the plane holds (the cancel scope). */
 export const CancelRequest = z
   .object({
-    reason: z.string().max(LIMITS.reasonLength).optional(),
+    reason: storable(LIMITS.reasonLength).optional(),
   })
   .strict();
 export type CancelRequest = z.infer<typeof CancelRequest>;
@@ -378,7 +385,7 @@ export type DecisionFeed = z.infer<typeof DecisionFeed>;
 
 /**
  * One entry of the change feed (GET /v1/changes): where a run stands on the
- * plane after its latest change, at `changeSeq` (a DB sequence: the feed's
+ * plane after its latest change, at `changeSeq` (the project's change clock: the feed's
  * order). A deleted run has `deleted: true` and null summary fields.
  */
 export const ExecutionChange = z
@@ -415,8 +422,8 @@ export type RunRequestAction = z.infer<typeof RunRequestAction>;
 export const RunRequestBody = z
   .object({
     action: RunRequestAction,
-    checkpointId: z.string().min(1).max(LIMITS.executionIdLength).optional(),
-    reason: z.string().max(LIMITS.reasonLength).optional(),
+    checkpointId: storable(LIMITS.executionIdLength).min(1).optional(),
+    reason: storable(LIMITS.reasonLength).optional(),
   })
   .strict();
 export type RunRequestBody = z.infer<typeof RunRequestBody>;
@@ -459,14 +466,23 @@ export type RunRequestPage = z.infer<typeof RunRequestPage>;
 /** POST /v1/requests/{requestId}/outcome: a worker says how applying a request went. */
 export const RunRequestOutcome = z
   .object({
-    writerId: z.string().min(1).max(LIMITS.writerIdLength),
+    writerId: WriterId,
+    /** The reporter's store instance: a fork's `started` is taken from its claimer's instance only. */
+    instance: OwnerFields.instance,
     outcome: z.enum(['started', 'applied', 'superseded', 'refused']),
-    code: z.string().max(LIMITS.errorCodeLength).optional(),
-    message: z.string().max(LIMITS.reasonLength).optional(),
-    runStatus: z.string().max(LIMITS.runStatusLength).optional(),
+    code: storable(LIMITS.errorCodeLength).optional(),
+    message: storable(LIMITS.reasonLength).optional(),
+    runStatus: storable(LIMITS.runStatusLength).optional(),
   })
   .strict();
 export type RunRequestOutcome = z.infer<typeof RunRequestOutcome>;
 
 /** POST /v1/requests/{requestId}/claim: a worker takes a fork request to apply it (the first writer holds it). */
-export const RunRequestClaim = z.object({ writerId: z.string().min(1).max(LIMITS.writerIdLength) }).strict();
+export const RunRequestClaim = z
+  .object({
+    writerId: z.string().min(1).max(LIMITS.writerIdLength),
+    /** The claimer's store instance: a copied store file under the same writer id does not share the claim. */
+    instance: OwnerFields.instance,
+  })
+  .strict();
+export type RunRequestClaim = z.infer<typeof RunRequestClaim>;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { LIMITS } from './limits.js';
 import { UUIDV7_RE } from './ids.js';
-import { jsonProblem, textProblem, type Json } from './json.js';
+import { jsonProblem, textFault, type Json } from './json.js';
 import { CONTROL_CHARACTER } from './text.js';
 
 /** Any JSON value, depth-limited, plain objects only. */
@@ -55,12 +55,15 @@ const idText = (max: number) =>
     .refine((v) => !CONTROL_CHARACTER.test(v), 'must not contain control characters')
     .refine((v) => v.isWellFormed(), 'must be well-formed Unicode');
 
-/** Free text (reasons): any characters a database can store. */
-const storable = (max: number) =>
+/** Free text (reasons, keys, messages): at most `max` characters, any a database can store (shared/json.ts textFault). */
+export const storable = (max: number) =>
   z
     .string()
-    .max(max)
-    .refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000');
+    .max(max, `at most ${max} characters`)
+    .superRefine((v, ctx) => {
+      const fault = textFault(v);
+      if (fault) ctx.addIssue({ code: 'custom', message: fault });
+    });
 
 /** Not `.` or `..`: a URL names a run by its id in a path segment, and those two are normalised away by every client. */
 export const ExecutionId = idText(LIMITS.executionIdLength).refine(

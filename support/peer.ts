@@ -15,6 +15,7 @@
  * `postgres`, failing every install of waymark with ERESOLVE. Installed beside
  * waymark by the printed command, it resolves.
  */
+import { createRequire } from 'node:module';
 import { ErrorCode, WaymarkError } from '../shared/errors.js';
 
 /** Every optional peer a feature checks for, with the version its install command names. */
@@ -78,12 +79,38 @@ export async function requirePeers(feature: string, peers: readonly Peer[]): Pro
     if (other !== null) throw other;
     return;
   }
+  throw missingPeers(feature, missing, cause);
+}
+
+const nodeRequire = createRequire(import.meta.url);
+
+/**
+ * Loads `name`, a CommonJS peer, with `require` and returns it; throws
+ * MISSING_PEER as `requirePeers` does when it is not installed. For a feature
+ * that needs the package at once (`waymark/sqlite`, better-sqlite3): an
+ * `import` of a CommonJS package has Node read and scan its sources for their
+ * export names before running them, a cost `require` does not pay.
+ */
+export function requirePeer<T>(feature: string, name: Peer): T {
+  try {
+    return nodeRequire(name) as T;
+  } catch (e) {
+    const err = e as { code?: string; message?: string };
+    // the package itself, not a module it requires in turn, is missing
+    if (err.code === 'MODULE_NOT_FOUND' && String(err.message).includes(`'${name}'`))
+      throw missingPeers(feature, [name], e);
+    throw e;
+  }
+}
+
+/** MISSING_PEER for `feature`, naming every package of `missing` and the one command that installs them. */
+function missingPeers(feature: string, missing: Peer[], cause: unknown): WaymarkError {
   const command = installCommand(missing);
   const what =
     missing.length === 1
       ? `the '${missing[0]}' package, an optional peer dependency of waymark that is not installed`
       : `packages that are optional peer dependencies of waymark and are not installed: ${missing.map((p) => `'${p}'`).join(', ')}`;
-  throw new WaymarkError(
+  return new WaymarkError(
     ErrorCode.MISSING_PEER,
     `${feature} needs ${what}: install ${missing.length === 1 ? 'it' : 'them'} with '${command}'`,
     {

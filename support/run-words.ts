@@ -1,8 +1,8 @@
 /**
  * How a run's state is said, once, for the CLI (`waymark runs`) and both
- * inspectors (the plane's and `waymark ui`, which share inspector/): who holds
- * a run that has no end marker (by its lease), what stopped a failed run, and
- * where a pause stands. The sources read the facts; these rules word them.
+ * inspectors (the plane's and `waymark ui`, which share inspector/): whether
+ * it has ended, who holds a run that has no end marker (by its lease), what
+ * stopped a failed run, and where a pause stands. The sources read the facts; these rules word them.
  *
  * Glossary
  *   held   a live lease: a runner holds the run now (running)
@@ -16,6 +16,12 @@
 import { ErrorCode } from '../shared/errors.js';
 import type { RunState } from '../shared/protocol.js';
 import { isGraphNodeId } from './langgraph.js';
+
+/** The statuses of a run that has ended: its newest row is its run-end marker (completed, failed, or a cancel's). */
+export const ENDED_STATUSES: readonly RunState[] = ['completed', 'failed', 'cancelled'];
+
+/** Whether a run has ended (one of ENDED_STATUSES); any other status or state (running, paused, stale) has not. */
+export const hasEnded = (status: string): boolean => (ENDED_STATUSES as readonly string[]).includes(status);
 
 /** A run's lease as its source reads it (a local store's lease; the plane's owner record), by that source's clock. */
 export interface LeaseView {

@@ -99,11 +99,26 @@ describe('benchmark smoke runs', () => {
     expect(lines.map((l) => [l.ui, l.rows])).toEqual([
       ['waymark ui (SQLite)', 30],
       ['plane inspector (PGlite)', 30],
+      // the raw limit: a one-line page loaded the same way
+      ['one-line page (node:http)', undefined],
     ]);
-    for (const l of lines)
+    for (const l of lines.slice(0, 2))
       for (const k of ['bytes', 'fcpMs', 'heightPx', 'taskMs', 'layoutMs', 'serverCpuMs'])
         expect((l[k] as { median: number }).median, `${l.ui} ${k}`).toBeGreaterThan(0);
+    for (const k of ['bytes', 'fcpMs', 'taskMs'])
+      expect((lines[2][k] as { median: number }).median, `${lines[2].ui} ${k}`).toBeGreaterThan(0);
     expect(lines[1].statements).toBeGreaterThan(0);
+  });
+  it('run-list: the run list of many runs, its first page and every page, and the SQL of a page, on PGlite', () => {
+    const [line] = bench('run-list.ts', '300', '1', 'pglite');
+    expect(line).toMatchObject({ bench: 'run-list', target: 'pglite', runs: 300, pages: 1 });
+    expect((line.firstPageMs as { median: number }).median).toBeGreaterThan(0);
+    expect(line.statements).toBeGreaterThan(0);
+  });
+  it.skipIf(!pg)('run-list on Postgres and PGlite', () => {
+    const lines = bench('run-list.ts', '300', '1', 'both');
+    expect(lines.map((l) => l.target)).toEqual(['postgres', 'pglite']);
+    for (const l of lines) expect(l.statements).toBeGreaterThan(0);
   });
   it('storage growth', () => {
     const [ours] = bench('steps.ts', 'storage', 'sqlite');
@@ -134,6 +149,23 @@ describe('benchmark smoke runs', () => {
       expect(line).toMatchObject({ bench: 'ingest-planes', rows: 2000, writers: 4, reps: 1, errors: 0 });
       for (const k of ['one', 'two', 'oneCpu', 'twoCpu', 'scale'])
         expect((line[k] as { median: number }).median).toBeGreaterThan(0);
+    },
+    900_000,
+  );
+  it.skipIf(!pg)(
+    'fleet: laptops (stores, connectPlane, serveDecisions, agents) in worker processes on one plane process (the built binary)',
+    () => {
+      const [line] = bench('fleet.ts');
+      expect(line).toMatchObject({ bench: 'fleet', n: 3, layout: 'one', errors: 0, shed: 0 });
+      for (const k of ['rowsPerSec', 'requestsPerSec', 'planeCpuPerRowMs', 'commitsPerSec'])
+        expect(line[k] as number, k).toBeGreaterThan(0);
+      // every laptop is alone on its runs: none fetches one back, none is served another's changes (the writer feed),
+      // every row reached the plane once, no effect ran twice
+      expect(line).toMatchObject({ restores: 0, clientRestores: 0, changeEntriesPerSec: 0 });
+      const check = line.check as { runs: number; rows: number; mismatched: string[]; effectsTwice: string[] };
+      expect(check.runs).toBeGreaterThan(0);
+      expect(check.rows).toBeGreaterThan(0);
+      expect(check).toMatchObject({ mismatched: [], effectsTwice: [] });
     },
     900_000,
   );

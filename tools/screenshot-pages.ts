@@ -86,6 +86,13 @@ export const SHOTS: Shot[] = [
     name: 'key-revoke',
     title: 'Revoking a key',
   },
+  {
+    ui: 'plane',
+    route: '/keys/:id/new/:token',
+    path: '/keys/{reader}/new/shown-already',
+    name: 'key-new-shown',
+    title: "A new key's page, once its secret was shown",
+  },
   { ui: 'local', route: '/', path: '/', name: 'run-list', title: 'Run list' },
   { ui: 'local', route: '/runs/:id', path: '/runs/refund-7731', name: 'run-paused', title: 'A paused run' },
   { ui: 'local', route: '/runs/:id', path: '/runs/nightly-report', name: 'run-stale', title: 'A stale run' },

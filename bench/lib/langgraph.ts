@@ -19,12 +19,18 @@ export function peerVersion(): string {
   return createRequire(PEER)('@langchain/langgraph/package.json').version;
 }
 
-/** Load the peer's graph library and its saver module for a backend (what a resume process imports before it opens the saver). */
-export function peerLoad(backend: 'sqlite' | 'postgres'): void {
+/** Load the peer's graph library and its messages (what a resume process imports before its saver). */
+export function peerLoad(): void {
   const req = createRequire(PEER);
   req('@langchain/langgraph');
   req('@langchain/core/messages');
-  req(backend === 'sqlite' ? '@langchain/langgraph-checkpoint-sqlite' : '@langchain/langgraph-checkpoint-postgres');
+}
+
+/** Load the peer's saver package for a backend (what a resume process imports before it opens the saver). */
+export function peerLoadSaver(backend: 'sqlite' | 'postgres'): void {
+  createRequire(PEER)(
+    backend === 'sqlite' ? '@langchain/langgraph-checkpoint-sqlite' : '@langchain/langgraph-checkpoint-postgres',
+  );
 }
 
 /**

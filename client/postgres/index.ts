@@ -15,7 +15,7 @@
  *   migrations.ts      migrations.ts      the migration runner
  *   statements.ts      tables.ts          what statements run on: the prepared statements
  *                                         and their cache / the client types, table names
- *   native-binding.ts  —                  where better-sqlite3's addon is (open)
+ *   driver.ts          —                  better-sqlite3, loaded with require; its addon (open)
  *   —                  put-on-cursor.ts   the one-statement put
  *   —                  commit-once.ts     a write whose answer was lost: did it commit?
  */

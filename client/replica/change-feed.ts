@@ -4,7 +4,12 @@
  * finished or deleted on another machine — and pulls what it needs of that
  * run, so its listings, its Local UI and its decision worker see the truth.
  *
- * A long poll: GET /v1/changes?after=<cursor>&wait=<s> (plane/changes.ts).
+ * A long poll: GET /v1/writer-changes?writerId=<this writer>&after=<cursor>&wait=<s>,
+ * the entries of the project's change feed this writer acts on
+ * (plane/writer-changes.ts: runs it delivered rows of, restored or owns, runs
+ * with a decision at the plane, deletions), with the project feed's cursor. A
+ * plane without it (an older one: 404) is asked the whole project's feed,
+ * GET /v1/changes, from then on: said once (`fellBack`), the same cursor.
  * Each entry is one run where it stands on the plane now. For a run THIS
  * store holds (it has rows of it) and that another writer changed:
  *
@@ -41,13 +46,14 @@
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { ErrorCode } from '../../shared/errors.js';
 import { ChangeFeed, type ExecutionChange } from '../../shared/protocol.js';
 import type { Checkpointer } from '../checkpointer.js';
 import type { DivergedExecution } from '../store/import.js';
 import { FeedFollower } from './feed-follower.js';
-import { PlaneHttp } from './http.js';
+import { closedBeforeAnswer, PlaneHttp, sendAgainIfStale, StaleConnection } from './http.js';
 import { restoreFromPlane } from './restore.js';
 
 /** The store meta key holding the change feed's cursor (the plane's `nextCursor` of the last page handled). */
@@ -85,6 +91,8 @@ export interface ChangeFeedOptions {
   backoffCapMs?: number;
   /** The plane refused the key for a followed round (see FeedSpec.keyRefused). */
   keyRefused?: (message: string, apiKey: string | null) => void;
+  /** Said once: the plane has no writer feed, the whole project's is followed instead. */
+  fellBack?: (reason: string) => void;
 }
 
 /** What one round did. */
@@ -99,9 +107,14 @@ export interface ChangePull {
 /** Errors of a catch-up that a retry of the same round would not change: reported, and the cursor moves on. */
 const FINAL = new Set<string>([ErrorCode.RUN_INCOMPLETE, ErrorCode.RESTORE_UNVERIFIED, ErrorCode.NOT_ON_PLANE]);
 
+/** The writer feed's path for a page's query (the whole feed's `/v1/changes?…`). */
+const WRITER_FEED = '/v1/writer-changes';
+
 export class ChangeFeedConsumer {
   private readonly feed: FeedFollower<ExecutionChange, RunUpdate[]>;
   private unfollow: (() => void) | null = null;
+  /** The plane answered the writer feed 404: the whole project's feed is asked from then on. */
+  private wholeFeed = false;
 
   constructor(
     private readonly store: Checkpointer,
@@ -122,10 +135,23 @@ export class ChangeFeedConsumer {
       page: ChangeFeed,
       store,
       cursorKey: async () => CHANGES_CURSOR_META,
-      get: (path, timeoutMs, signal) =>
-        http
-          ? http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal })
-          : getUnref(o.url, path, this.apiKey(), timeoutMs, agent!, signal),
+      // a feed read: sent again on a kept-alive connection the plane had closed (http.ts sendAgainIfStale)
+      get: async (path, timeoutMs, signal) => {
+        const send = (p: string) =>
+          http
+            ? http.request('GET', p, { apiKey: this.apiKey(), timeoutMs, signal, sendAgainIfStale: true })
+            : sendAgainIfStale(() => getUnref(o.url, p, this.apiKey(), timeoutMs, agent!, signal), signal);
+        if (this.wholeFeed) return send(path);
+        const query = `${path.slice(path.indexOf('?'))}&writerId=${encodeURIComponent(o.writerId)}`;
+        const res = await send(`${WRITER_FEED}${query}`);
+        if (res.status !== 404) return res;
+        this.wholeFeed = true;
+        const code = (res.body as { error?: { code?: string } } | null)?.error?.code;
+        o.fellBack?.(
+          `this plane has no writer feed (GET ${WRITER_FEED} answered 404${code ? ` ${code}` : ''}: a plane older than it, or a proxy that does not pass that path); following the whole project's change feed instead, which serves every run's changes to every writer (said once)`,
+        );
+        return send(path);
+      },
       // the newest decision here before the GET: forgetting on this page never reaches a decision recorded after it was served
       mark: () => store.decisionSeq(),
       handle: (items, mark) => this.handle(items, mark ?? 0),
@@ -194,6 +220,7 @@ export class ChangeFeedConsumer {
       try {
         const r = await restoreFromPlane(this.store, c.executionId, {
           url: this.o.url,
+          writerId: this.o.writerId,
           apiKey: this.apiKey(),
           dispatcher: this.o.dispatcher,
           timeoutMs: this.o.timeoutMs,
@@ -253,6 +280,7 @@ export function changeFeedOf(
     backoffBaseMs: number;
     backoffCapMs?: number;
     keyRefused?: (message: string, apiKey: string | null) => void;
+    fellBack?: (reason: string) => void;
   },
 ): ChangeFeedConsumer {
   return new ChangeFeedConsumer(store, apiKey, onUpdate, {
@@ -264,45 +292,19 @@ export function changeFeedOf(
     backoffBaseMs: Math.max(o.backoffBaseMs, 500),
     backoffCapMs: o.backoffCapMs,
     keyRefused: o.keyRefused,
+    fellBack: o.fellBack,
   });
 }
 
 /**
  * A GET whose socket does not keep the process alive (the feed's held poll is
- * background work). A kept-alive socket the plane closed while this process
- * was busy (its Keep-Alive timeout passed while the event loop was blocked,
- * so the agent never saw the close) fails the next request with ECONNRESET or
- * EPIPE before any answer: that one is sent again, once, on a new socket. A
- * GET changes nothing on the plane, so sending it twice is safe; a request
- * aborted by its signal, or failing on a new socket, is not retried. The
- * second attempt has its own `timeoutMs`: the first failed before any answer,
- * at once, so a round lasts at most about one timeout more than the hold.
+ * background work): undici's pool refs its connection while a request waits,
+ * so the feed keeps node:http for it. A failure on a reused kept-alive socket
+ * before any byte of the answer is StaleConnection, sent again by the caller
+ * under the HTTP layer's one rule (http.ts sendAgainIfStale); its second send
+ * has its own `timeoutMs`.
  */
-async function getUnref(
-  base: string,
-  path: string,
-  apiKey: string,
-  timeoutMs: number,
-  agent: HttpAgent,
-  signal?: AbortSignal,
-): Promise<{ status: number; body: unknown }> {
-  try {
-    return await getOnce(base, path, apiKey, timeoutMs, agent, signal);
-  } catch (e) {
-    if (!(e instanceof StaleSocketError)) throw e;
-    if (signal?.aborted) throw e.cause;
-  }
-  try {
-    return await getOnce(base, path, apiKey, timeoutMs, agent, signal);
-  } catch (e) {
-    throw e instanceof StaleSocketError ? e.cause : e;
-  }
-}
-
-/** The request failed on a reused kept-alive socket before any answer (ECONNRESET/EPIPE): the plane had closed it. */
-class StaleSocketError extends Error {}
-
-function getOnce(
+function getUnref(
   base: string,
   path: string,
   apiKey: string,
@@ -314,7 +316,9 @@ function getOnce(
   const full = new URL(`${u.pathname.replace(/\/$/, '')}${path}`, u.origin);
   const request = full.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    let answered = false;
+    // what the socket had read when this request was put on it: more than 0 on a reused one
+    let socket: Socket | null = null;
+    let readBefore: number | undefined;
     const req = request(
       full,
       {
@@ -325,7 +329,6 @@ function getOnce(
         timeout: timeoutMs,
       },
       (res: IncomingMessage) => {
-        answered = true;
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -341,11 +344,15 @@ function getOnce(
         res.on('error', reject);
       },
     );
-    req.on('socket', (s) => s.unref());
+    req.on('socket', (s) => {
+      s.unref();
+      socket = s;
+      readBefore = s.bytesRead;
+    });
     req.on('timeout', () => req.destroy(new Error(`no answer from the plane within ${timeoutMs} ms`)));
     req.on('error', (e: NodeJS.ErrnoException) => {
-      const stale = !answered && req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE');
-      reject(stale ? new StaleSocketError(e.message, { cause: e }) : e);
+      const stale = closedBeforeAnswer({ code: e.code, readBefore, readAtEnd: socket?.bytesRead });
+      reject(stale ? new StaleConnection(e) : e);
     });
     req.end();
   });

@@ -123,7 +123,9 @@ export class DecisionFeedConsumer {
       page: FeedEnvelope,
       store,
       cursorKey: (signal) => this.cursorKey(signal),
-      get: (path, timeoutMs, signal) => http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal }),
+      // a feed read: sent again on a kept-alive connection the plane had closed (http.ts sendAgainIfStale)
+      get: (path, timeoutMs, signal) =>
+        http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal, sendAgainIfStale: true }),
       handle: (items) => this.handle(items),
       backoff: { baseMs: o.backoffBaseMs ?? 500, capMs: o.backoffCapMs ?? 30_000 },
       waitSeconds: o.waitSeconds,
@@ -158,7 +160,12 @@ export class DecisionFeedConsumer {
   private async cursorKey(signal?: AbortSignal): Promise<string> {
     const apiKey = this.apiKey();
     if (this.scope?.apiKey === apiKey) return this.scope.key;
-    const res = await this.http.request('GET', '/v1/whoami', { apiKey, timeoutMs: 30_000, signal });
+    const res = await this.http.request('GET', '/v1/whoami', {
+      apiKey,
+      timeoutMs: 30_000,
+      signal,
+      sendAgainIfStale: true,
+    });
     const who = WhoAmI.safeParse(res.body);
     if (res.status !== 200 || !who.success) {
       const err = (res.body as { error?: { code?: string; message?: string } } | null)?.error;

@@ -176,12 +176,12 @@ export class OutboxDrain {
   private earlierNote: Promise<DrainNote> | null = null;
 
   /**
-   * A feed's round refused for the key (401: unknown or revoked; a 403, a key
-   * without the feed's scope, may still drain and is not this): the
-   * replica is `auth_failed`, as when the drain is refused, so its state, its
-   * 'state' event and `waymark sync status` say so at once; a worker that only
-   * follows decisions heard nothing before (nothing was left to drain).
-   * `setApiKey` starts it again.
+   * A feed's round, or a run-request call, refused for the key (401: unknown
+   * or revoked; a 403, a key without the feed's scope, may still drain and is
+   * not this): the replica is `auth_failed`, as when the drain is refused, so
+   * its state, its 'state' event and `waymark sync status` say so at once; a
+   * worker that only follows decisions heard nothing before (nothing was left
+   * to drain). `setApiKey` starts it again.
    */
   keyRefused(message: string, apiKey: string | null): void {
     // a round sent with the key setApiKey replaced since: not this key's refusal

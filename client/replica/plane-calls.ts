@@ -2,9 +2,11 @@
  * A replica's ownership calls to the plane (PlaneClient, plane-client.ts,
  * binds them to its connection): claim a pause (connectPlane's claim guard),
  * take over a run, renew or give up a hold, give back a claim never applied
- * locally, ask where a run stands, and ping. Each is one request as the given
- * writer with its key; all but releaseClaim answer with an outcome and never
- * throw, telling an offline plane (no answer, 502/503/504) from one that refused.
+ * locally, ask where a run stands, and ping; and the run requests' calls (list,
+ * read, claim, report). Each is one request as the given writer with its key.
+ * Claim, takeover, lease and ping answer with an outcome and never throw,
+ * telling an offline plane (no answer, 502/503/504) from one that refused; the
+ * others throw PLANE_ERROR (reachPlane, unexpectedAnswer).
  */
 import { z } from 'zod';
 import {
@@ -147,21 +149,6 @@ export async function takeoverAtPlane(
 }
 
 /**
- * A renewal met by a connection that closed before any answer arrived is sent again on another one, at most this
- * many times (the pool's other idle connection may be as old). The plane closes a kept-alive connection left idle past
- * its keep-alive timeout, and a process stopped past it (a suspended laptop, SIGSTOP) writes its next request on the
- * dead one: undici answers "other side closed". Read as "plane unreachable", the renewal that confirms a lease before
- * a side effect would let the effect start offline, though the plane was there to say the run had been taken over. A
- * renewal is idempotent (the same holder asking again).
- */
-const STALE_SOCKET_RETRIES = 2;
-
-/** Whether a request failed because its connection closed before any of the answer arrived (undici's SocketError). */
-function closedBeforeAnswer(e: unknown): boolean {
-  return (e as { code?: unknown } | null)?.code === 'UND_ERR_SOCKET';
-}
-
-/**
  * The run's owner renews its hold at the plane (its heartbeat), or gives it
  * up (`release`): POST /v1/executions/:id/lease, with the plane's record of
  * `effectKey` when it holds one. Never throws: `lost` (another
@@ -174,25 +161,24 @@ export async function leaseAtPlane(
   executionId: string,
   a: LeaseAsk,
 ): Promise<PlaneLease> {
-  let res: PlaneResponse | undefined;
-  for (let attempt = 0; !res; attempt++) {
-    try {
-      res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/lease`, {
-        apiKey: as.apiKey,
-        json: {
-          writerId: as.writerId,
-          ...ownerFields(as, a),
-          holder: a.holder,
-          ttlMs: a.ttlMs,
-          ...(a.release ? { release: true } : {}),
-          ...(a.effectKey ? { effectKey: a.effectKey } : {}),
-        },
-        timeoutMs: as.timeoutMs,
-      });
-    } catch (e) {
-      if (attempt >= STALE_SOCKET_RETRIES || !closedBeforeAnswer(e))
-        return { outcome: 'offline', reason: (e as Error).message };
-    }
+  let res: PlaneResponse;
+  try {
+    res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/lease`, {
+      apiKey: as.apiKey,
+      json: {
+        writerId: as.writerId,
+        ...ownerFields(as, a),
+        holder: a.holder,
+        ttlMs: a.ttlMs,
+        ...(a.release ? { release: true } : {}),
+        ...(a.effectKey ? { effectKey: a.effectKey } : {}),
+      },
+      timeoutMs: as.timeoutMs,
+      // a renewal is the same holder asking again: sent again on a kept-alive connection the plane had closed (http.ts)
+      sendAgainIfStale: true,
+    });
+  } catch (e) {
+    return { outcome: 'offline', reason: (e as Error).message };
   }
   if (res.status === 200) {
     const body = res.body as { epoch?: number | null; recorded?: unknown } | null;
@@ -263,33 +249,28 @@ export type PlaneRun = z.infer<typeof PlaneRun>;
  * or something else answers (any other 404: a proxy, a wrong path prefix).
  */
 export async function runAtPlane(http: PlaneHttp, as: PlaneCaller, executionId: string): Promise<PlaneRun | null> {
-  const res = await http
-    .request('GET', `/v1/executions/${encodeURIComponent(executionId)}`, { apiKey: as.apiKey, timeoutMs: as.timeoutMs })
-    .catch((e: unknown) => {
-      throw new WaymarkError(
-        ErrorCode.PLANE_ERROR,
-        `cannot reach the plane to read '${executionId}': ${(e as Error).message}`,
-        { cause: e, details: { executionId } },
-      );
-    });
-  const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
+  const res = await reachPlane(
+    http,
+    as,
+    'GET',
+    `/v1/executions/${encodeURIComponent(executionId)}`,
+    `read '${executionId}'`,
+    { details: { executionId } },
+  );
+  const error = (res.body as { error?: { code?: string } } | null)?.error;
   // only the plane's own word that the run is not there: a 404 from a proxy, a wrong prefix or an older plane is not
   if (res.status === 404 && error?.code === ErrorCode.EXECUTION_NOT_FOUND) return null;
   const run = PlaneRun.safeParse(res.body);
   if (res.status === 200 && run.success) return run.data;
-  throw new WaymarkError(
-    ErrorCode.PLANE_ERROR,
-    `the plane did not say where '${executionId}' stands: ${res.status} ${error?.message ?? foreignBody(res.status, res.body)}`,
-    {
-      details: { executionId, status: res.status, planeCode: error?.code ?? null },
-    },
-  );
+  throw unexpectedAnswer(`the plane did not say where '${executionId}' stands`, res, { executionId });
 }
 
 /**
  * Give back a plane claim this writer holds but never applied locally (it
  * crashed or gave up between the plane claim and the local one), so another
- * writer may claim the pause. True when a claim was released.
+ * writer may claim the pause. True when a claim was released. Throws
+ * PLANE_ERROR when the plane cannot be reached or refuses (CLAIM_APPLIED: the
+ * claim was applied, it is no longer given back).
  */
 export async function releaseClaim(
   http: PlaneHttp,
@@ -297,20 +278,17 @@ export async function releaseClaim(
   executionId: string,
   checkpointId: string,
 ): Promise<boolean> {
-  const res = await http.request('POST', `/v1/executions/${encodeURIComponent(executionId)}/claim/release`, {
-    apiKey: as.apiKey,
-    json: { checkpointId, writerId: as.writerId },
-    timeoutMs: as.timeoutMs,
-  });
-  if (res.status === 200) return (res.body as { released: boolean }).released;
-  const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
-  throw new WaymarkError(
-    ErrorCode.PLANE_ERROR,
-    `the plane refused to release the claim of pause ${checkpointId}: ${res.status} ${error?.message ?? ''}`.trim(),
-    {
-      details: { executionId, checkpointId, status: res.status, planeCode: error?.code ?? null },
-    },
+  const details = { executionId, checkpointId };
+  const res = await reachPlane(
+    http,
+    as,
+    'POST',
+    `/v1/executions/${encodeURIComponent(executionId)}/claim/release`,
+    `release the claim of pause ${checkpointId}`,
+    { json: { checkpointId, writerId: as.writerId }, details },
   );
+  if (res.status === 200) return (res.body as { released: boolean }).released;
+  throw unexpectedAnswer(`the plane refused to release the claim of pause ${checkpointId}`, res, details);
 }
 
 /** An answer that is not the plane's JSON error (a proxy's page): its status and the start of its text, to say who answered. */
@@ -370,32 +348,44 @@ export type PlaneTakeover =
 /** Answers that mean "no plane behind this address right now", not a refusal by the plane. */
 const OFFLINE_STATUSES = new Set([502, 503, 504]);
 
-/** The plane's answer as a PLANE_ERROR naming the call, its status and the plane's code. */
-function planeRefusal(what: string, res: PlaneResponse, details: Record<string, unknown>): WaymarkError {
+/**
+ * A request to the plane that throws PLANE_ERROR when it gets no answer: "cannot reach the plane to `what`" (a
+ * network error, a timeout), with `details`. For the calls whose every failure is an error; the ownership calls that
+ * tell an offline plane from a refusal (claim, takeover, lease, ping) catch the network error themselves.
+ */
+async function reachPlane(
+  http: PlaneHttp,
+  as: PlaneCaller,
+  method: 'GET' | 'POST',
+  path: string,
+  what: string,
+  o: { json?: unknown; details?: Record<string, unknown> } = {},
+): Promise<PlaneResponse> {
+  try {
+    return await http.request(method, path, {
+      apiKey: as.apiKey,
+      timeoutMs: as.timeoutMs,
+      ...(o.json ? { json: o.json } : {}),
+    });
+  } catch (e) {
+    throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane to ${what}: ${(e as Error).message}`, {
+      cause: e,
+      ...(o.details ? { details: o.details } : {}),
+    });
+  }
+}
+
+/**
+ * An answer other than the one a call asked for, as PLANE_ERROR: `what` (the call, in words), then the status, the
+ * plane's code and message (or who else answered: foreignBody); `details` with `status` and `planeCode`.
+ */
+function unexpectedAnswer(what: string, res: PlaneResponse, details: Record<string, unknown>): WaymarkError {
   const error = (res.body as { error?: { code?: string; message?: string } } | null)?.error;
   return new WaymarkError(
     ErrorCode.PLANE_ERROR,
     `${what}: ${res.status} ${error?.code ?? ''} ${error?.message ?? foreignBody(res.status, res.body)}`.trim(),
     { details: { ...details, status: res.status, planeCode: error?.code ?? null } },
   );
-}
-
-/** A request to the plane, a network failure as PLANE_ERROR. */
-async function ask(
-  http: PlaneHttp,
-  as: PlaneCaller,
-  method: 'GET' | 'POST',
-  path: string,
-  what: string,
-  json?: unknown,
-): Promise<PlaneResponse> {
-  try {
-    return await http.request(method, path, { apiKey: as.apiKey, timeoutMs: as.timeoutMs, ...(json ? { json } : {}) });
-  } catch (e) {
-    throw new WaymarkError(ErrorCode.PLANE_ERROR, `cannot reach the plane to ${what}: ${(e as Error).message}`, {
-      cause: e,
-    });
-  }
 }
 
 /**
@@ -410,9 +400,9 @@ export async function openRequestsAtPlane(
   limit = 100,
 ): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
   const q: string = `state=open&limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}`;
-  const res = await ask(http, as, 'GET', `/v1/requests?${q}`, 'list run requests');
+  const res = await reachPlane(http, as, 'GET', `/v1/requests?${q}`, 'list run requests');
   const page = z.object({ items: z.array(z.unknown()), nextCursor: z.string().nullable() }).safeParse(res.body);
-  if (res.status !== 200 || !page.success) throw planeRefusal('the plane did not list run requests', res, {});
+  if (res.status !== 200 || !page.success) throw unexpectedAnswer('the plane did not list run requests', res, {});
   const items: RunRequestView[] = [];
   for (const item of page.data.items) {
     const r = RunRequestView.safeParse(item);
@@ -427,12 +417,20 @@ export async function claimRequestAtPlane(
   as: PlaneCaller,
   requestId: string,
 ): Promise<{ outcome: 'won' | 'lost' | 'settled'; request: RunRequestView }> {
-  const res = await ask(http, as, 'POST', `/v1/requests/${encodeURIComponent(requestId)}/claim`, 'claim a request', {
-    writerId: as.writerId,
-  });
+  const res = await reachPlane(
+    http,
+    as,
+    'POST',
+    `/v1/requests/${encodeURIComponent(requestId)}/claim`,
+    'claim a request',
+    {
+      json: { writerId: as.writerId, ...(as.instance ? { instance: as.instance } : {}) },
+      details: { requestId },
+    },
+  );
   const r = z.object({ outcome: z.enum(['won', 'lost', 'settled']), request: RunRequestView }).safeParse(res.body);
   if (res.status !== 200 || !r.success)
-    throw planeRefusal(`the plane did not claim request ${requestId}`, res, { requestId });
+    throw unexpectedAnswer(`the plane did not claim request ${requestId}`, res, { requestId });
   return r.data;
 }
 
@@ -443,13 +441,20 @@ export async function settleRequestAtPlane(
   requestId: string,
   outcome: Omit<RunRequestOutcome, 'writerId'>,
 ): Promise<RunRequestView> {
-  const res = await ask(http, as, 'POST', `/v1/requests/${encodeURIComponent(requestId)}/outcome`, 'report a request', {
-    ...outcome,
-    writerId: as.writerId,
-  });
+  const res = await reachPlane(
+    http,
+    as,
+    'POST',
+    `/v1/requests/${encodeURIComponent(requestId)}/outcome`,
+    'report a request',
+    {
+      json: { ...outcome, writerId: as.writerId, ...(as.instance ? { instance: as.instance } : {}) },
+      details: { requestId },
+    },
+  );
   const r = RunRequestView.safeParse(res.body);
   if (res.status !== 200 || !r.success)
-    throw planeRefusal(`the plane did not take the outcome of request ${requestId}`, res, { requestId });
+    throw unexpectedAnswer(`the plane did not take the outcome of request ${requestId}`, res, { requestId });
   return r.data;
 }
 
@@ -459,11 +464,13 @@ export async function requestAtPlane(
   as: PlaneCaller,
   requestId: string,
 ): Promise<RunRequestView | null> {
-  const res = await ask(http, as, 'GET', `/v1/requests/${encodeURIComponent(requestId)}`, 'read a request');
+  const res = await reachPlane(http, as, 'GET', `/v1/requests/${encodeURIComponent(requestId)}`, 'read a request', {
+    details: { requestId },
+  });
   const error = (res.body as { error?: { code?: string } } | null)?.error;
   if (res.status === 404 && error?.code === ErrorCode.REQUEST_NOT_FOUND) return null;
   const r = RunRequestView.safeParse(res.body);
   if (res.status !== 200 || !r.success)
-    throw planeRefusal(`the plane did not read request ${requestId}`, res, { requestId });
+    throw unexpectedAnswer(`the plane did not read request ${requestId}`, res, { requestId });
   return r.data;
 }

@@ -50,6 +50,8 @@ export interface PlaneClientOptions {
   timeoutMs: number;
   /** The drain's flush: a branch is adopted only once this store's rows reached the plane. */
   flush: (o: FlushOptions) => Promise<FlushResult>;
+  /** A run-request call the plane refused the key for (401: unknown or revoked), with the key it was for: said as the feeds say it. */
+  keyRefused?: (message: string, apiKey: string | null) => void;
 }
 
 export class PlaneClient {
@@ -73,9 +75,9 @@ export class PlaneClient {
     return { url: this.o.url, apiKey: this.o.apiKey(), dispatcher: this.o.dispatcher, timeoutMs: this.o.timeoutMs };
   }
 
-  /** restoreFromPlane with this connection's url and key. */
+  /** restoreFromPlane with this connection's url, key and writer (the run's changes then reach this writer's feed). */
   restore(executionId: string): ReturnType<typeof restoreFromPlane> {
-    return restoreFromPlane(this.store, executionId, this.reach);
+    return restoreFromPlane(this.store, executionId, { ...this.reach, writerId: this.o.writerId });
   }
 
   /** cancelThroughPlane with this connection's url and key. */
@@ -86,7 +88,7 @@ export class PlaneClient {
   /** adoptPlaneBranch, restoring through this connection after the drain's flush. */
   adoptPlaneBranch(executionId: string): Promise<boolean> {
     const restore = (beforeImport: () => Promise<void>) =>
-      restoreFromPlane(this.store, executionId, { ...this.reach, beforeImport });
+      restoreFromPlane(this.store, executionId, { ...this.reach, writerId: this.o.writerId, beforeImport });
     return adoptPlaneBranch(
       this.store,
       executionId,
@@ -153,23 +155,38 @@ export class PlaneClient {
     return releaseClaim(this.o.http, this.caller, executionId, checkpointId);
   }
 
+  /**
+   * A run-request call as this writer with the key as it is now. A 401 (the key unknown or revoked) is said as a
+   * feed's is (keyRefused: the replica goes auth_failed, with the plane's words naming the key), then thrown.
+   */
+  private async reportingKeyRefusal<T>(call: (as: PlaneCaller) => Promise<T>): Promise<T> {
+    const as = this.caller;
+    try {
+      return await call(as);
+    } catch (e) {
+      if ((e as { details?: { status?: unknown } } | null)?.details?.status === 401)
+        this.o.keyRefused?.((e as Error).message, as.apiKey);
+      throw e;
+    }
+  }
+
   /** openRequestsAtPlane (plane-calls.ts): one page of the run requests waiting for the application. */
   openRequests(after: string | null, limit?: number): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
-    return openRequestsAtPlane(this.o.http, this.caller, after, limit);
+    return this.reportingKeyRefusal((as) => openRequestsAtPlane(this.o.http, as, after, limit));
   }
 
   /** requestAtPlane (plane-calls.ts): one run request as the plane has it now. */
   requestAtPlane(requestId: string): Promise<RunRequestView | null> {
-    return requestAtPlane(this.o.http, this.caller, requestId);
+    return this.reportingKeyRefusal((as) => requestAtPlane(this.o.http, as, requestId));
   }
 
   /** claimRequestAtPlane (plane-calls.ts): take a fork request before forking. */
   claimRequest(requestId: string): ReturnType<typeof claimRequestAtPlane> {
-    return claimRequestAtPlane(this.o.http, this.caller, requestId);
+    return this.reportingKeyRefusal((as) => claimRequestAtPlane(this.o.http, as, requestId));
   }
 
   /** settleRequestAtPlane (plane-calls.ts): report how applying a request went. */
   settleRequest(requestId: string, outcome: Omit<RunRequestOutcome, 'writerId'>): Promise<RunRequestView> {
-    return settleRequestAtPlane(this.o.http, this.caller, requestId, outcome);
+    return this.reportingKeyRefusal((as) => settleRequestAtPlane(this.o.http, as, requestId, outcome));
   }
 }

@@ -108,6 +108,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       writerId: this.writerId,
       timeoutMs: settings.timeoutMs,
       flush: (o) => this.flush(o),
+      keyRefused,
     });
     this.fence = new RunFence(store, this.writerId, this, (id) => this.adoptCancel(id));
     this.drain = new OutboxDrain(store, settings, {
@@ -123,6 +124,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
       timeoutMs: settings.timeoutMs,
       backoffBaseMs: settings.backoffBaseMs,
       keyRefused,
+      fellBack: (reason) => this.emit('feed_fallback', { feed: 'changes', reason }),
     });
     if (options.followChanges !== false) this.changes.follow();
     this.drain.start();
@@ -290,7 +292,9 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * One page of the run requests (retry, recover, fork) waiting for the
    * application on this replica's plane, oldest first, after the cursor
    * (null: from the start; `nextCursor` null: the end); the decision worker
-   * applies them. Throws PLANE_ERROR when the plane cannot be asked.
+   * applies them. Throws PLANE_ERROR when the plane cannot be asked or
+   * refuses; a refused key (401) also makes the replica `auth_failed`, as a
+   * feed's round does (so do the other run-request calls).
    */
   openRequests(
     after: string | null = null,

@@ -47,6 +47,8 @@ export interface RestoreOptions {
   timeoutMs?: number;
   /** Called after each page; restore waits for a returned promise before it asks for the next page. */
   onProgress?: (p: { rows: number; totalRows: number }) => unknown;
+  /** The writer the restore is recorded for at the plane (its change feed then carries this run). Default the store's writer id. */
+  writerId?: string;
   /** Called once the whole bundle arrived and was verified, before anything is written (a copy replaced by the plane's drops its own here). */
   beforeImport?: () => Promise<void>;
 }
@@ -88,7 +90,8 @@ export async function restoreFromPlane(
       const q = new URLSearchParams({
         limit: String(o.pageSize ?? 500),
         idempotency: 'paged',
-        ...(cursor ? { cursor } : {}),
+        // the first page names this store's writer: the plane then sends it the run's changes (its writer feed)
+        ...(cursor ? { cursor } : { writerId: o.writerId ?? store.writerId }),
       });
       const res = await http
         .request('GET', `/v1/executions/${encodeURIComponent(executionId)}/restore?${q}`, {

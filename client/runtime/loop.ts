@@ -276,7 +276,10 @@ export class AgentLoop {
         // after the row: it holds the results of the tools just run, so a resume (with a higher maxTurns) goes on
         // from them instead of running the last tools again
         if (state.turn >= this.maxTurns) {
-          throw new WaymarkError(ErrorCode.MAX_TURNS, `agent '${this.name}' reached ${this.maxTurns} turns`);
+          throw new WaymarkError(
+            ErrorCode.MAX_TURNS,
+            `agent '${this.name}' reached its limit of ${this.maxTurns} turn${this.maxTurns === 1 ? '' : 's'}`,
+          );
         }
         emit(level, {
           type: 'step-start',

@@ -35,6 +35,10 @@
  * that holds an older copy (without the request's row) is caught up from the
  * plane first; one still behind the row never settles the request (it stays
  * open, tried again): only a store at or past the row judges it moved on.
+ *
+ * A plane that refuses the listing (404: older than run requests; 401: the
+ * key revoked, the replica going auth_failed) is said once to `warn`; the
+ * worker goes on serving decisions and asks again every `pollMs`.
  */
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { RunRequestView } from '../../shared/protocol.js';
@@ -121,6 +125,8 @@ export class RequestApplier {
   private lastAsk = 0;
   /** Where the next pass reads: after this cursor (null: from the first open request), past requests up to `seq`. */
   private cursor: { after: string | null; seq: number } = { after: null, seq: 0 };
+  /** The plane's refusal of the listing last said (status and code): said once, until a listing succeeds. */
+  private lastRefusalSaid: string | null = null;
   /** Requests this worker met and has not settled: their retry time (a failure), or 0 (not this worker's yet). */
   private readonly retries = new Map<string, { attempts: number; at: number; request: RunRequestView }>();
 
@@ -155,9 +161,10 @@ export class RequestApplier {
       if (page.nextCursor && open.length) toSeq = open[open.length - 1].seq;
       this.cursor = page.nextCursor && open.length ? { after: page.nextCursor, seq: toSeq } : { after: null, seq: 0 };
     } catch (e) {
-      this.o.warn?.({ err: e, code: (e as { code?: string })?.code ?? null }, 'could not list run requests');
+      this.listingFailed(e);
       return;
     }
+    this.lastRefusalSaid = null;
     const seen = new Set(open.map((r) => r.requestId));
     for (const r of open) {
       if (this.o.signal.aborted) return;
@@ -175,6 +182,37 @@ export class RequestApplier {
       const now = await this.o.replica.requestAtPlane(id).catch(() => null);
       if (now) this.settledElsewhere(now);
     }
+  }
+
+  /**
+   * Say why the plane did not list the open requests. A failure to reach it (a network error, a timeout, a 5xx) is
+   * said each pass, as any failure that may pass. A refusal (a 4xx: the plane answered, and answers the same until
+   * it is upgraded, the key replaced or given the scope) is said once, until a listing succeeds or the plane says
+   * something else: a 404, this plane does not record run requests (one older than them); a 401, the key is refused
+   * (the plane's words name the revoked key; the replica goes auth_failed, as when a feed is refused). The worker
+   * goes on serving decisions, and asks again every `pollMs`.
+   */
+  private listingFailed(e: unknown): void {
+    const code = (e as { code?: string })?.code ?? null;
+    const details = (e as { details?: { status?: unknown; planeCode?: unknown } } | null)?.details;
+    const status = typeof details?.status === 'number' ? details.status : null;
+    if (status === null || status < 400 || status >= 500) {
+      this.o.warn?.({ err: e, code }, 'could not list run requests');
+      return;
+    }
+    const planeCode = typeof details?.planeCode === 'string' ? details.planeCode : null;
+    const refusal = `${status} ${planeCode}`;
+    if (this.lastRefusalSaid === refusal) return;
+    this.lastRefusalSaid = refusal;
+    const said = (e as Error)?.message ?? String(e);
+    this.o.warn?.(
+      { err: e, code, status, planeCode },
+      status === 404
+        ? `this plane does not record run requests (GET /v1/requests answered 404${planeCode ? ` ${planeCode}` : ''}: a plane older than run requests, or a proxy that does not pass that path); decisions are still applied, retry, recover and fork requests are not until the plane is upgraded (said once; asked again every ${this.o.pollMs} ms)`
+        : status === 401
+          ? `the plane refused this worker's key, so no run request is applied until the key is replaced (replica.setApiKey): ${said}`
+          : `the plane refused to list run requests (said once until it lists them): ${said}`,
+    );
   }
 
   private report(o: RequestOutcome): void {

@@ -21,13 +21,13 @@
  * prepared statements, file for file as the Postgres store's (the pairing is
  * in index.ts).
  *
- * What the `waymark/sqlite` entry exports (its index.ts loads this file once the
- * optional peer `better-sqlite3` is found): the API reference documents the entry from here.
+ * What the `waymark/sqlite` entry exports (its index.ts re-exports this file; the
+ * optional peer `better-sqlite3` is loaded by driver.ts): the API reference documents the entry from here.
  *
  * @module waymark/sqlite
  */
 import { statSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { uuidv7 } from '../../shared/ids.js';
 import type { Json } from '../../shared/json.js';
 import { stateOfCursor, type ChainRow } from '../../shared/codec.js';
@@ -37,7 +37,7 @@ import type * as C from '../checkpointer.js';
 import { DuplicateIdError, PauseExistsError } from '../errors.js';
 import { STORE_BASE_OPTIONS, StoreBase, writerIdProblems, written, type StoreBaseOptions } from '../store/base.js';
 import { durationProblem, oneOfProblem, optionNames, shown } from '../../support/validate.js';
-import { nativeBinding } from './native-binding.js';
+import { openDatabase } from './driver.js';
 import { alreadyCancelled, cancelMarker, checkCancel, notFound } from '../store/cancel.js';
 import {
   checkpointValues,
@@ -72,7 +72,6 @@ import {
   type RowText,
 } from '../store/rows.js';
 import { PruneWalk } from '../store/prune.js';
-import { usageTotalsOf } from '../store/usage.js';
 import type { UsageTotal } from '../../shared/usage.js';
 import { migrateSqlite } from './migrations.js';
 import * as decisions from './decisions.js';
@@ -159,8 +158,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   constructor(options: SqliteCheckpointerOptions) {
     super('SqliteCheckpointer', options, SQLITE_OPTIONS, sqliteProblems);
     this.path = options.path;
-    const addon = nativeBinding();
-    this.db = new Database(options.path, addon ? { nativeBinding: addon } : {});
+    this.db = openDatabase(options.path);
     this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
     if (options.path !== ':memory:') this.db.pragma('journal_mode = WAL');
     this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
@@ -522,7 +520,10 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   async usageTotals(executionIds: readonly string[]): Promise<Map<string, UsageTotal>> {
     this.assertOpen();
     if (!executionIds.length) return new Map();
-    return usageTotalsOf(executionIds, listUsageRows(this.st, executionIds));
+    // read at the call, as every read is; the sums' module is loaded on the first listing, not with the store
+    const rows = listUsageRows(this.st, executionIds);
+    const { usageTotalsOf } = await import('../store/usage.js');
+    return usageTotalsOf(executionIds, rows);
   }
 
   async listExecutions(options: C.ExecutionListOptions = {}): Promise<C.ExecutionSummary[]> {

@@ -8,39 +8,31 @@
 import type * as C from '../checkpointer.js';
 import { executionDeleted, type QueuedEvent } from '../store/events.js';
 import { PRUNE_CHUNK, type PruneCandidate, type PruneWalk } from '../store/prune.js';
-import type { Prepare, Statements } from './statements.js';
+import type { Statements } from './statements.js';
 
 /** The deletions' statements (see statements.ts). */
-export function deleteStatements(prepare: Prepare) {
-  return {
-    // an execution's outbox events: checkpoint events through the checkpoints' index, the other kinds through their own
-    dropCheckpointEvents: prepare(`DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?)`),
-    dropOtherEvents: prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint'`),
-    dropUnsentCheckpointEvents: prepare(
-      `DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) AND synced = 0`,
-    ),
-    dropUnsentOtherEvents: prepare(`DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint' AND synced = 0`),
-    // a local-only delete keeps a deletion of the run queued earlier: the plane must still hear of it
-    dropUnsentOtherEventsButDeletions: prepare(
-      `DELETE FROM outbox WHERE execution_id = ? AND kind NOT IN ('checkpoint', 'execution_deleted') AND synced = 0`,
-    ),
-    deleteCheckpoints: prepare(`DELETE FROM checkpoints WHERE execution_id = ?`),
-    deletePending: prepare(`DELETE FROM pending_interrupts WHERE execution_id = ?`),
-    deleteIdem: prepare(`DELETE FROM idempotency WHERE execution_id = ?`),
-    deleteExec: prepare(`DELETE FROM executions WHERE execution_id = ?`),
-    deleteLease: prepare(`DELETE FROM leases WHERE execution_id = ?`),
-    prunable: prepare(
-      `SELECT e.execution_id,
-              (EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 0 WHERE c.execution_id = e.execution_id)
-               OR EXISTS (SELECT 1 FROM outbox o WHERE o.execution_id = e.execution_id AND o.kind <> 'checkpoint' AND o.synced = 0)) AS unsynced
-       FROM executions e
-       WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ?
-         AND NOT EXISTS (SELECT 1 FROM pending_interrupts p WHERE p.execution_id = e.execution_id)
-         AND e.execution_id > ?
-       ORDER BY e.execution_id LIMIT ${PRUNE_CHUNK}`,
-    ),
-  };
-}
+export const deleteStatements = {
+  // an execution's outbox events: checkpoint events through the checkpoints' index, the other kinds through their own
+  dropCheckpointEvents: `DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?)`,
+  dropOtherEvents: `DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint'`,
+  dropUnsentCheckpointEvents: `DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) AND synced = 0`,
+  dropUnsentOtherEvents: `DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint' AND synced = 0`,
+  // a local-only delete keeps a deletion of the run queued earlier: the plane must still hear of it
+  dropUnsentOtherEventsButDeletions: `DELETE FROM outbox WHERE execution_id = ? AND kind NOT IN ('checkpoint', 'execution_deleted') AND synced = 0`,
+  deleteCheckpoints: `DELETE FROM checkpoints WHERE execution_id = ?`,
+  deletePending: `DELETE FROM pending_interrupts WHERE execution_id = ?`,
+  deleteIdem: `DELETE FROM idempotency WHERE execution_id = ?`,
+  deleteExec: `DELETE FROM executions WHERE execution_id = ?`,
+  deleteLease: `DELETE FROM leases WHERE execution_id = ?`,
+  prunable: `SELECT e.execution_id,
+            (EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 0 WHERE c.execution_id = e.execution_id)
+             OR EXISTS (SELECT 1 FROM outbox o WHERE o.execution_id = e.execution_id AND o.kind <> 'checkpoint' AND o.synced = 0)) AS unsynced
+     FROM executions e
+     WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ?
+       AND NOT EXISTS (SELECT 1 FROM pending_interrupts p WHERE p.execution_id = e.execution_id)
+       AND e.execution_id > ?
+     ORDER BY e.execution_id LIMIT ${PRUNE_CHUNK}`,
+};
 
 /** Delete an execution's outbox events (only the unsent ones with `pendingOnly`), before its checkpoints. */
 export function dropOutbox(st: Statements, executionId: string, pendingOnly: boolean): void {

@@ -7,27 +7,21 @@
  * transaction holds the whole file.)
  */
 import { CHECKPOINT_COLUMNS, EXECUTION_COLUMNS } from '../store/columns.js';
-import type { Prepare, Statements } from './statements.js';
+import type { Statements } from './statements.js';
 
 const placeholders = (columns: readonly string[]) => columns.map(() => '?').join(', ');
 
 /** The execution row's statements (see statements.ts). */
-export function executionStatements(prepare: Prepare) {
-  return {
-    getExec: prepare(`SELECT next_seq, last_id FROM executions WHERE execution_id = ?`),
-    // bound positionally with executionValues / checkpointValues (store/columns.ts), in their columns' order
-    upsertExec: prepare(
-      `INSERT INTO executions (${EXECUTION_COLUMNS.join(', ')}) VALUES (${placeholders(EXECUTION_COLUMNS)})
-       ON CONFLICT (execution_id) DO UPDATE SET
-         next_seq = excluded.next_seq, last_id = excluded.last_id, last_node_id = excluded.last_node_id,
-         last_step = excluded.last_step, last_status = excluded.last_status, updated_at = excluded.updated_at
-       WHERE excluded.next_seq > executions.next_seq`,
-    ),
-    insertCheckpoint: prepare(
-      `INSERT INTO checkpoints (${CHECKPOINT_COLUMNS.join(', ')}) VALUES (${placeholders(CHECKPOINT_COLUMNS)})`,
-    ),
-  };
-}
+export const executionStatements = {
+  getExec: `SELECT next_seq, last_id FROM executions WHERE execution_id = ?`,
+  // bound positionally with executionValues / checkpointValues (store/columns.ts), in their columns' order
+  upsertExec: `INSERT INTO executions (${EXECUTION_COLUMNS.join(', ')}) VALUES (${placeholders(EXECUTION_COLUMNS)})
+     ON CONFLICT (execution_id) DO UPDATE SET
+       next_seq = excluded.next_seq, last_id = excluded.last_id, last_node_id = excluded.last_node_id,
+       last_step = excluded.last_step, last_status = excluded.last_status, updated_at = excluded.updated_at
+     WHERE excluded.next_seq > executions.next_seq`,
+  insertCheckpoint: `INSERT INTO checkpoints (${CHECKPOINT_COLUMNS.join(', ')}) VALUES (${placeholders(CHECKPOINT_COLUMNS)})`,
+};
 
 export function sqliteCode(e: unknown): string | undefined {
   return (e as { code?: string })?.code;

@@ -15,16 +15,11 @@
  *   migrations.ts      migrations.ts      the migration runner
  *   statements.ts      tables.ts          what statements run on: the prepared statements
  *                                         and their cache / the client types, table names
- *   native-binding.ts  —                  where better-sqlite3's addon is (open)
+ *   driver.ts          —                  better-sqlite3, loaded with require; its addon (open)
  *   —                  put-on-cursor.ts   the one-statement put
  *   —                  commit-once.ts     a write whose answer was lost: did it commit?
  */
-import { requirePeers } from '../../support/peer.js';
-
-// `better-sqlite3` is an optional peer: without it, this import says to install it (checkpointer.js imports it statically)
-await requirePeers('waymark/sqlite', ['better-sqlite3']);
-const m = await import('./checkpointer.js');
-
-export const SqliteCheckpointer: typeof import('./checkpointer.js').SqliteCheckpointer = m.SqliteCheckpointer;
-export type SqliteCheckpointer = import('./checkpointer.js').SqliteCheckpointer;
+// `better-sqlite3` is an optional peer: driver.ts loads it with `require` and, when it is missing, makes this
+// import fail with MISSING_PEER naming the command that installs it
+export { SqliteCheckpointer } from './checkpointer.js';
 export type { SqliteCheckpointerOptions, SqliteSynchronous } from './checkpointer.js';

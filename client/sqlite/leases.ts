@@ -11,27 +11,19 @@ import { runCancelled } from '../store/cancel.js';
 import { fromColumns, type CheckpointColumns } from '../store/columns.js';
 import { leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { isoTime } from '../../support/time.js';
-import type { Prepare, Statements } from './statements.js';
+import type { Statements } from './statements.js';
 
 /** The lease statements (see statements.ts). */
-export function leaseStatements(prepare: Prepare) {
-  return {
-    getLease: prepare(`SELECT * FROM leases WHERE execution_id = ?`),
-    upsertLease: prepare(
-      `INSERT INTO leases (execution_id, holder, epoch, expires_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (execution_id) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch, expires_at = excluded.expires_at`,
-    ),
-    renewLease: prepare(`UPDATE leases SET expires_at = ? WHERE execution_id = ? AND holder = ? AND epoch = ?`),
-    releaseLease: prepare(
-      `UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ? AND holder = ? AND epoch = ?`,
-    ),
-    clearLease: prepare(`UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ?`),
-    cancelledMarker: prepare(
-      `SELECT c.* FROM executions e JOIN checkpoints c ON c.id = e.last_id
-       WHERE e.execution_id = ? AND e.last_step = 'run_end' AND e.last_status = 'cancelled'`,
-    ),
-  };
-}
+export const leaseStatements = {
+  getLease: `SELECT * FROM leases WHERE execution_id = ?`,
+  upsertLease: `INSERT INTO leases (execution_id, holder, epoch, expires_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (execution_id) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch, expires_at = excluded.expires_at`,
+  renewLease: `UPDATE leases SET expires_at = ? WHERE execution_id = ? AND holder = ? AND epoch = ?`,
+  releaseLease: `UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ? AND holder = ? AND epoch = ?`,
+  clearLease: `UPDATE leases SET holder = NULL, expires_at = 0 WHERE execution_id = ?`,
+  cancelledMarker: `SELECT c.* FROM executions e JOIN checkpoints c ON c.id = e.last_id
+     WHERE e.execution_id = ? AND e.last_step = 'run_end' AND e.last_status = 'cancelled'`,
+};
 
 /** An execution's lease as stored, `live` judged by this process's clock. */
 export function leaseInfo(st: Statements, executionId: string): LeaseInfo | null {

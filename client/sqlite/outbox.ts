@@ -16,41 +16,29 @@ import {
   type OutboxJoinRow,
   type QuarantinedColumns,
 } from '../store/outbox.js';
-import type { Prepare, Statements } from './statements.js';
+import type { Statements } from './statements.js';
 
 /** The outbox's fixed statements (see statements.ts). */
-export function outboxStatements(prepare: Prepare) {
-  return {
-    insertOutbox: prepare(
-      `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-    ),
-    markSynced: prepare(`UPDATE outbox SET synced = 1 WHERE id = ? AND synced = 0`),
-    markQuarantined: prepare(`UPDATE outbox SET synced = 1, sync_error = ? WHERE id = ? AND synced = 0`),
-    // a row restored from a plane: an event the plane already holds (never queued, and it marks the run as held there)
-    markRestored: prepare(
-      `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at, synced) VALUES (?, 'checkpoint', ?, NULL, 0, ?, 1)
-       ON CONFLICT (id) DO NOTHING`,
-    ),
-    // acknowledged or restored checkpoints, or a run named by the batch in flight when the drain last posted (noteSending)
-    heldByPlane: prepare(
-      `SELECT EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 1 AND o.sync_error IS NULL
-                      WHERE c.execution_id = ?)
-           OR EXISTS (SELECT 1 FROM waymark_meta m, json_each(m.value) j WHERE m.key = ? AND j.value = ?) AS held`,
-    ),
-    unsynced: prepare(
-      `SELECT o.seq AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id,
-              o.payload AS o_payload, o.bytes AS o_bytes, o.created_at AS o_created_at, c.*
-       FROM outbox o LEFT JOIN checkpoints c ON o.kind = 'checkpoint' AND c.id = o.id
-       WHERE o.synced = 0 ORDER BY o.seq LIMIT ?`,
-    ),
-    pendingStats: prepare(
-      `SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest FROM outbox WHERE synced = 0`,
-    ),
-    quarantinedCount: prepare(`SELECT count(*) AS n FROM outbox WHERE sync_error IS NOT NULL`),
-    lastQuarantined: prepare(`SELECT sync_error FROM outbox WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`),
-    outboxSeq: prepare(`SELECT seq FROM outbox WHERE id = ?`),
-  };
-}
+export const outboxStatements = {
+  insertOutbox: `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+  markSynced: `UPDATE outbox SET synced = 1 WHERE id = ? AND synced = 0`,
+  markQuarantined: `UPDATE outbox SET synced = 1, sync_error = ? WHERE id = ? AND synced = 0`,
+  // a row restored from a plane: an event the plane already holds (never queued, and it marks the run as held there)
+  markRestored: `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at, synced) VALUES (?, 'checkpoint', ?, NULL, 0, ?, 1)
+     ON CONFLICT (id) DO NOTHING`,
+  // acknowledged or restored checkpoints, or a run named by the batch in flight when the drain last posted (noteSending)
+  heldByPlane: `SELECT EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 1 AND o.sync_error IS NULL
+                    WHERE c.execution_id = ?)
+         OR EXISTS (SELECT 1 FROM waymark_meta m, json_each(m.value) j WHERE m.key = ? AND j.value = ?) AS held`,
+  unsynced: `SELECT o.seq AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id,
+            o.payload AS o_payload, o.bytes AS o_bytes, o.created_at AS o_created_at, c.*
+     FROM outbox o LEFT JOIN checkpoints c ON o.kind = 'checkpoint' AND c.id = o.id
+     WHERE o.synced = 0 ORDER BY o.seq LIMIT ?`,
+  pendingStats: `SELECT count(*) AS n, coalesce(sum(bytes), 0) AS bytes, min(created_at) AS oldest FROM outbox WHERE synced = 0`,
+  quarantinedCount: `SELECT count(*) AS n FROM outbox WHERE sync_error IS NOT NULL`,
+  lastQuarantined: `SELECT sync_error FROM outbox WHERE sync_error IS NOT NULL ORDER BY seq DESC LIMIT 1`,
+  outboxSeq: `SELECT seq FROM outbox WHERE id = ?`,
+};
 
 export function fetchUnsynced(st: Statements, options: { limit: number; maxBytes: number }): C.OutboxEntry[] {
   const rows = st.unsynced.all(Math.max(1, options.limit)) as OutboxJoinRow[];

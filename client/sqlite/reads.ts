@@ -17,32 +17,24 @@ import {
 } from '../store/columns.js';
 import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.js';
 import type { UsageColumns } from '../store/usage.js';
-import type { Prepare, Statements } from './statements.js';
+import type { Statements } from './statements.js';
 
 /** The reads' fixed statements (see statements.ts). */
-export function readStatements(prepare: Prepare) {
-  return {
-    getById: prepare(`SELECT * FROM checkpoints WHERE id = ?`),
-    getBySeq: prepare(`SELECT * FROM checkpoints WHERE execution_id = ? AND seq = ?`),
-    latest: prepare(`SELECT * FROM checkpoints WHERE execution_id = ? ORDER BY seq DESC LIMIT 1`),
-    chain: prepare(
-      `SELECT id, seq, state FROM checkpoints WHERE execution_id = ? AND seq >= ? AND seq <= ? ORDER BY seq`,
-    ),
-    // the usage arrays of the rows that carry one, of the runs a JSON array of ids names (see store/usage.ts)
-    usageRows: prepare(
-      `SELECT id, execution_id, json_extract(node_output, '$.usage') AS usage FROM checkpoints
-       WHERE execution_id IN (SELECT value FROM json_each(?)) AND json_type(node_output, '$.usage') = 'array'`,
-    ),
-    // after usageRows failed on a row's text: the first row of those runs whose node_output is not JSON
-    corruptOutput: prepare(
-      `SELECT id FROM checkpoints
-       WHERE execution_id IN (SELECT value FROM json_each(?)) AND node_output IS NOT NULL AND NOT json_valid(node_output) LIMIT 1`,
-    ),
-    getPending: prepare(`SELECT * FROM pending_interrupts WHERE execution_id = ?`),
-    getIdem: prepare(`SELECT * FROM idempotency WHERE execution_id = ? AND key = ?`),
-    listIdem: prepare(`SELECT * FROM idempotency WHERE execution_id = ? ORDER BY created_at, key`),
-  };
-}
+export const readStatements = {
+  getById: `SELECT * FROM checkpoints WHERE id = ?`,
+  getBySeq: `SELECT * FROM checkpoints WHERE execution_id = ? AND seq = ?`,
+  latest: `SELECT * FROM checkpoints WHERE execution_id = ? ORDER BY seq DESC LIMIT 1`,
+  chain: `SELECT id, seq, state FROM checkpoints WHERE execution_id = ? AND seq >= ? AND seq <= ? ORDER BY seq`,
+  // the usage arrays of the rows that carry one, of the runs a JSON array of ids names (see store/usage.ts)
+  usageRows: `SELECT id, execution_id, json_extract(node_output, '$.usage') AS usage FROM checkpoints
+     WHERE execution_id IN (SELECT value FROM json_each(?)) AND json_type(node_output, '$.usage') = 'array'`,
+  // after usageRows failed on a row's text: the first row of those runs whose node_output is not JSON
+  corruptOutput: `SELECT id FROM checkpoints
+     WHERE execution_id IN (SELECT value FROM json_each(?)) AND node_output IS NOT NULL AND NOT json_valid(node_output) LIMIT 1`,
+  getPending: `SELECT * FROM pending_interrupts WHERE execution_id = ?`,
+  getIdem: `SELECT * FROM idempotency WHERE execution_id = ? AND key = ?`,
+  listIdem: `SELECT * FROM idempotency WHERE execution_id = ? ORDER BY created_at, key`,
+};
 
 /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
 export function readChain(st: Statements, executionId: string, base: number, seq: number): ChainRow[] {

@@ -27,29 +27,42 @@ import { ErrorCode } from '../../shared/errors.js';
 import { CONTROL_CHARACTER, withinLength } from '../../shared/text.js';
 import { integerProblem, oneOfProblem, refuse } from '../../support/validate.js';
 
-/** The schema of a checkpoint input (exported for the test that holds `surelyValidInput` to it). */
-export const InputShape = z.object({
-  id: Uuidv7.optional(),
-  executionId: ExecutionId,
-  prevId: Uuidv7.nullable().optional(),
-  nodeId: NodeId,
-  turn: z.number().int().nonnegative().max(LIMITS.maxSeq),
-  step: Step,
-  status: Status,
-  agentPath: AgentPath,
-  parentId: Uuidv7.nullable().optional(),
-  state: z.record(z.string(), z.unknown()),
-  nodeInput: z.unknown().optional(),
-  nodeOutput: z.unknown().optional(),
-  interruptReason: z
-    .string()
-    .max(LIMITS.reasonLength)
-    .refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000')
-    .nullable()
-    .optional(),
-  interruptContext: z.unknown().optional(),
-  createdAt: IsoTime.optional(),
-});
+/** The schema of a checkpoint input (see `inputShape`). */
+const buildInputShape = () =>
+  z.object({
+    id: Uuidv7.optional(),
+    executionId: ExecutionId,
+    prevId: Uuidv7.nullable().optional(),
+    nodeId: NodeId,
+    turn: z.number().int().nonnegative().max(LIMITS.maxSeq),
+    step: Step,
+    status: Status,
+    agentPath: AgentPath,
+    parentId: Uuidv7.nullable().optional(),
+    state: z.record(z.string(), z.unknown()),
+    nodeInput: z.unknown().optional(),
+    nodeOutput: z.unknown().optional(),
+    interruptReason: z
+      .string()
+      .max(LIMITS.reasonLength)
+      .refine((v) => textProblem(v) === null, 'must be well-formed Unicode without U+0000')
+      .nullable()
+      .optional(),
+    interruptContext: z.unknown().optional(),
+    createdAt: IsoTime.optional(),
+  });
+let inputSchema: ReturnType<typeof buildInputShape> | undefined;
+
+/**
+ * The schema of a checkpoint input (exported for the test that holds
+ * `surelyValidInput` to it), built the first time it is asked for: the writes
+ * of a run pass `surelyValidInput` and never need it, and building it at import
+ * cost a fresh process's first `waymark/sqlite` import about a millisecond.
+ */
+export function inputShape() {
+  inputSchema ??= buildInputShape();
+  return inputSchema;
+}
 
 function fail(message: string, details?: Record<string, unknown>): never {
   throw new InvalidRowError(message, details);
@@ -65,7 +78,7 @@ const isIdOrAbsent = (v: unknown, nullable: boolean) =>
   v === undefined || (nullable && v === null) || (typeof v === 'string' && UUIDV7_RE.test(v));
 
 /**
- * True only when `InputShape` certainly accepts `input`: its rules written out
+ * True only when `inputShape()` certainly accepts `input`: its rules written out
  * for the inputs writers build (no `createdAt`, a plain `state` object with
  * string keys). False means "ask the schema", which then accepts or names the
  * problem exactly as before. It is 5–8× cheaper than the parse.
@@ -106,7 +119,7 @@ export function surelyValidInput(input: CheckpointInput): boolean {
 
 /** Validate a checkpoint input before any transaction starts. Throws `InvalidRowError`. */
 export function checkInput(input: CheckpointInput): void {
-  const r = surelyValidInput(input) ? null : InputShape.safeParse(input);
+  const r = surelyValidInput(input) ? null : inputShape().safeParse(input);
   if (r && !r.success) {
     const issue = r.error.issues[0];
     fail(`invalid checkpoint: ${issue.path.join('.') || '(root)'}: ${issue.message}`, {

@@ -45,7 +45,16 @@ function migrationsFolder(): string {
 
 const LOCK = 'waymark.plane.migrate';
 
-export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> {
+/**
+ * Told every statement the plane's handle sends (drizzle's query logger): its text and its parameters, before it
+ * goes out. For tests that examine the plane's SQL (test/plane/shard-routing.test.ts); not part of `waymark/plane`.
+ */
+export interface StatementTrace {
+  logQuery(query: string, params: unknown[]): void;
+}
+
+export async function openPlaneDatabase(o: OpenOptions, trace?: StatementTrace): Promise<PlaneDatabase> {
+  const logger = trace ? { logger: trace } : {};
   const folder = migrationsFolder();
   if (o.databaseUrl) {
     // an optional peer of the package: missing, it is named with the command that installs it (MISSING_PEER)
@@ -64,7 +73,7 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
       await lockConn.end({ timeout: 2 });
     }
     const client = postgres(o.databaseUrl, { max: o.max ?? 10, onnotice: () => {}, fetch_types: false });
-    const db = drizzle(client, { schema, casing: 'snake_case' }) as unknown as PlaneDb;
+    const db = drizzle(client, { schema, casing: 'snake_case', ...logger }) as unknown as PlaneDb;
     return {
       db,
       kind: 'postgres',
@@ -89,7 +98,7 @@ export async function openPlaneDatabase(o: OpenOptions): Promise<PlaneDatabase> 
     if (lock && !o.loadDataDir && !existsSync(join(dir, 'PG_VERSION'))) await initDataDirApart(dir, folder);
     const client = new PGlite(dir, o.loadDataDir ? { loadDataDir: o.loadDataDir } : {});
     await client.waitReady;
-    const db = drizzle(client, { schema, casing: 'snake_case' });
+    const db = drizzle(client, { schema, casing: 'snake_case', ...logger });
     await migrate(db, { migrationsFolder: folder });
     if (lock) tightenModes(lock.dir);
     return {

@@ -1,11 +1,18 @@
 /**
  * The plane's database (drizzle, Postgres; PGlite in embedded mode). Every
  * table is keyed by project: no query reads across projects.
+ *
+ * Every table but `projects`, `api_keys` and `sessions` holds one project's
+ * data per row and can be distributed (or hash-partitioned) by `project_id`:
+ * each of its primary keys and unique indexes includes `project_id`, and a
+ * statement names its project as a constant for every such table it reads
+ * (`x.project_id = $project`, not only through a correlation or a join), so
+ * it is routed to that project's shard or partition alone
+ * (test/plane/shard-routing.test.ts checks both).
  */
 import { sql } from 'drizzle-orm';
 import {
   bigint,
-  bigserial,
   boolean,
   index,
   integer,
@@ -81,11 +88,14 @@ export const executions = pgTable(
     createdAt: now(),
     updatedAt: now(),
     /**
-     * The change feed's order (GET /v1/changes): drawn from this column's
-     * sequence each time the summary is refreshed, under a per-project lock
-     * held to commit (plane/changes.ts), so seqs commit in order.
+     * The change feed's order (GET /v1/changes): drawn from the project's
+     * `changes` clock each time the summary is refreshed, as the
+     * transaction's last step (plane/changes.ts), so seqs commit in order.
+     * A placeholder (negative: plane/clocks.ts placeholderFrom) only inside
+     * the transaction that inserts the row, until it stamps it. NOT NULL: a
+     * writer that gives none (an older plane, whose sequence is gone) fails.
      */
-    changeSeq: bigserial({ mode: 'number' }).notNull(),
+    changeSeq: bigint({ mode: 'number' }).notNull(),
   },
   (t) => [
     primaryKey({ columns: [t.projectId, t.executionId] }),
@@ -98,7 +108,7 @@ export const executions = pgTable(
 /**
  * A run its owner deleted (an `execution_deleted` event), for the change
  * feed: the summary row is gone, this says so at a change seq drawn from
- * `executions.change_seq`'s sequence. A run started again under the same id
+ * the project's `changes` clock, as `executions.change_seq` is. A run started again under the same id
  * gets a newer seq in `executions`; the feed shows the deletion, then the run.
  */
 export const executionTombstones = pgTable(
@@ -171,8 +181,8 @@ export const pendingInterrupts = pgTable(
     state: text().notNull(),
     claimedBy: text(),
     claimedAt: timestamp({ withTimezone: true, mode: 'date' }),
-    /** Order of opening (a DB sequence, renewed when the run's next pause replaces the row): the approvals inbox is oldest first by it. Drawn in commit order per project (ingest-events.ts stampOpenedPauses): the inbox pages by it. */
-    openedSeq: bigserial({ mode: 'number' }).notNull(),
+    /** Order of opening (the project's `pauses` clock, drawn again when the run's next pause replaces the row): the approvals inbox is oldest first by it. Drawn in commit order per project (ingest-events.ts stampOpenedPauses): the inbox pages by it. 0 only inside the transaction that opens the pause, until it stamps it. */
+    openedSeq: bigint({ mode: 'number' }).notNull(),
   },
   // the inbox's open pauses in order, without walking every pause ever answered;
   // a pause event's owner check finds a pause by its checkpoint (ingest-events.ts) without walking the project's pauses
@@ -212,6 +222,8 @@ export const claims = pgTable(
   (t) => [
     primaryKey({ columns: [t.projectId, t.checkpointId] }),
     index('claims_held').on(t.projectId).where(sql`applied_at IS NULL`),
+    // a run's claims (retention deletes them run by run; a cancel closes them)
+    index('claims_execution').on(t.projectId, t.executionId),
   ],
 );
 
@@ -240,7 +252,8 @@ export const decisions = pgTable(
     decidedAt: text().notNull(),
     /** The writer that sent a local decision; null for one recorded on the plane. */
     writerId: text(),
-    feedSeq: bigserial({ mode: 'number' }).notNull(),
+    /** The project's `decisions` clock, drawn under its row lock taken first in the transaction (plane/clocks.ts). */
+    feedSeq: bigint({ mode: 'number' }).notNull(),
     receivedAt: now(),
   },
   (t) => [
@@ -254,7 +267,8 @@ export const decisions = pgTable(
 export const claimConflicts = pgTable(
   'claim_conflicts',
   {
-    id: bigserial({ mode: 'number' }).primaryKey(),
+    /** The project's `conflicts` clock, drawn as the ingest's last step (the listing's order). Unique within the project (the key includes `project_id`, as every key of a table of a project does). */
+    id: bigint({ mode: 'number' }).notNull(),
     projectId: text().notNull(),
     executionId: text().notNull(),
     checkpointId: text().notNull(),
@@ -263,7 +277,10 @@ export const claimConflicts = pgTable(
     source: text().notNull(),
     at: now(),
   },
-  (t) => [index('claim_conflicts_execution').on(t.projectId, t.executionId)],
+  (t) => [
+    primaryKey({ columns: [t.projectId, t.id] }),
+    index('claim_conflicts_execution').on(t.projectId, t.executionId),
+  ],
 );
 
 export const idempotency = pgTable(
@@ -282,8 +299,8 @@ export const idempotency = pgTable(
 export const quarantine = pgTable(
   'quarantine',
   {
-    /** Drawn in commit order per project (ingest.ts stampQuarantine): the quarantine listing pages by it. */
-    id: bigserial({ mode: 'number' }).primaryKey(),
+    /** The project's `quarantine` clock, drawn in commit order (ingest.ts stampQuarantine): the quarantine listing pages by it. Unique within the project; negative only inside the transaction that inserts the record, until it stamps it. */
+    id: bigint({ mode: 'number' }).notNull(),
     projectId: text().notNull(),
     writerId: text().notNull(),
     rowId: text(),
@@ -299,7 +316,8 @@ export const quarantine = pgTable(
     receivedAt: now(),
   },
   (t) => [
-    index('quarantine_project').on(t.projectId, t.id),
+    // the listing's order too: a page is a range of this key
+    primaryKey({ columns: [t.projectId, t.id] }),
     index('quarantine_execution').on(t.projectId, t.executionId).where(sql`execution_id IS NOT NULL`),
     uniqueIndex('quarantine_once').on(t.projectId, t.writerId, t.payloadHash),
   ],
@@ -447,6 +465,8 @@ export const runRequests = pgTable(
     state: text().notNull(),
     /** The writer that claimed a fork request (fork only: the claim is what makes it once); null: not claimed. */
     claimedBy: text(),
+    /** The claimer's store instance (a copied store file is another under one writer id); null: an older client's claim. */
+    claimedInstance: text(),
     claimedAt: timestamp({ withTimezone: true, mode: 'date' }),
     /** The writer that reported the outcome, its code (refused, superseded), message and the run's status after it (applied). */
     settledBy: text(),
@@ -454,7 +474,8 @@ export const runRequests = pgTable(
     outcomeCode: text(),
     outcomeMessage: text(),
     runStatus: text(),
-    seq: bigserial({ mode: 'number' }).notNull(),
+    /** The project's `requests` clock, drawn under its row lock taken first in the recording's transaction (plane/clocks.ts). */
+    seq: bigint({ mode: 'number' }).notNull(),
   },
   (t) => [
     primaryKey({ columns: [t.projectId, t.requestId] }),
@@ -462,4 +483,20 @@ export const runRequests = pgTable(
     index('run_requests_execution').on(t.projectId, t.executionId),
     uniqueIndex('run_requests_open').on(t.projectId, t.executionId, t.action).where(sql`state = 'open'`),
   ],
+);
+
+/**
+ * The per-project clocks the plane's feeds and listings page by (plane/clocks.ts): one row per project and clock
+ * (`changes`, `decisions`, `pauses`, `quarantine`, `conflicts`, `requests`), `value` the last key drawn. Drawing
+ * keys updates the row, and its row lock, held to commit, is what makes the keys commit in the order they are
+ * drawn. Of one project like every table but the shared ones: distributed by `project_id` with the rest.
+ */
+export const projectClocks = pgTable(
+  'project_clocks',
+  {
+    projectId: text().notNull(),
+    clock: text().notNull(),
+    value: bigint({ mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.clock] })],
 );

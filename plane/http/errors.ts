@@ -11,6 +11,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import { ErrorCode, type ErrorBody } from '../../shared/errors.js';
+import { REFUSAL_STATUS, type RefusalCode } from '../../shared/refusals.js';
 import { retryLater } from '../../support/db-errors.js';
 
 export interface HttpErrorOptions {
@@ -50,6 +51,28 @@ export class HttpError extends Error {
   }
 }
 
+/** A refusal: its code's status (REFUSAL_STATUS), which a page (plane/ui/run-form.tsx `refusalPage`) answers with too. */
+export class Refusal extends HttpError {
+  declare readonly status: (typeof REFUSAL_STATUS)[RefusalCode] & ContentfulStatusCode;
+  constructor(code: RefusalCode, message: string, o: HttpErrorOptions = {}) {
+    super(REFUSAL_STATUS[code], code, message, o);
+  }
+}
+
+/** A refusal with its code's status (REFUSAL_STATUS): nothing was changed, and the message says why. */
+export const refusal = (code: RefusalCode, message: string, o: HttpErrorOptions = {}): Refusal =>
+  new Refusal(code, message, o);
+
+/** 404 of an execution this plane does not hold (in the key's project); `hint` is said after it. */
+export const executionNotFound = (executionId: string, hint = ''): Refusal =>
+  refusal(ErrorCode.EXECUTION_NOT_FOUND, `execution '${executionId}' is not on this plane${hint}`, {
+    details: { executionId },
+  });
+
+/** 404 of a run request this plane does not hold (in the key's project). */
+export const requestNotFound = (requestId: string): Refusal =>
+  refusal(ErrorCode.REQUEST_NOT_FOUND, `request '${requestId}' is not on this plane`, { details: { requestId } });
+
 /** A database that does not answer: "retry later", never a 500. */
 class Unavailable extends HttpError {
   constructor(cause: unknown) {
@@ -88,7 +111,9 @@ export function httpErrorOf(e: unknown): HttpError {
   // (malformed JSON, a broken form), a Content-Type the route does not take, a body over a limit
   if (e instanceof HTTPException) {
     if (e.status === 400)
-      return new HttpError(400, /JSON/.test(e.message) ? ErrorCode.BAD_JSON : ErrorCode.INVALID_REQUEST, e.message);
+      return /JSON/.test(e.message)
+        ? new HttpError(400, ErrorCode.BAD_JSON, e.message)
+        : refusal(ErrorCode.INVALID_REQUEST, e.message);
     if (e.status === 415) return new HttpError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'send application/json');
     if (e.status === 413) return new HttpError(413, ErrorCode.TOO_LARGE, e.message || 'request body is too large');
   }
@@ -111,6 +136,6 @@ export function refuseBodyHook(refuseBody: (body: unknown) => void) {
   }): undefined => {
     if (result.success) return undefined;
     if (result.target === 'json') refuseBody(result.data);
-    throw new HttpError(400, ErrorCode.INVALID_REQUEST, issuesText(result.error?.issues ?? []));
+    throw refusal(ErrorCode.INVALID_REQUEST, issuesText(result.error?.issues ?? []));
   };
 }

@@ -8,7 +8,7 @@ import { ErrorCode } from '../../shared/errors.js';
 import { authenticate, bearer, refusedKeyMessage, type Scope } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import type { PlaneEnv } from './env.js';
-import { HttpError } from './errors.js';
+import { HttpError, refusal } from './errors.js';
 
 /** OpenAPI security of every keyed route: a bearer API key. */
 export const security = [{ bearer: [] as string[] }];
@@ -21,11 +21,7 @@ export function requireScope(db: PlaneDb, scope: Scope | readonly Scope[] | null
     const p = await authenticate(db, key);
     if (!p) throw new HttpError(401, ErrorCode.UNAUTHORIZED, await refusedKeyMessage(db, key));
     if (any.length && !any.some((s) => p.scopes.includes(s)) && !p.scopes.includes('admin')) {
-      throw new HttpError(
-        403,
-        ErrorCode.FORBIDDEN,
-        `this key lacks the ${any.map((s) => `'${s}'`).join(' or the ')} scope`,
-      );
+      throw refusal(ErrorCode.FORBIDDEN, `this key lacks the ${any.map((s) => `'${s}'`).join(' or the ')} scope`);
     }
     c.set('principal', p);
     await next();

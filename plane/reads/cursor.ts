@@ -32,7 +32,7 @@ export class CursorError extends HttpError {
 /** A seq: a row's (int4, 0..LIMITS.maxSeq). */
 export const isSeqCursor = (v: unknown): v is number =>
   Number.isInteger(v) && (v as number) >= 0 && (v as number) <= LIMITS.maxSeq;
-/** An id drawn from a bigserial, as the plane reads it (a JS number): a non-negative safe integer. */
+/** A key drawn from a project's clock (plane/clocks.ts), as the plane reads it (a JS number): a non-negative safe integer. */
 export const isIdCursor = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 /**
  * A time as the plane writes it: `toISOString()` of its own clock, so canonical

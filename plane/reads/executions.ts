@@ -17,6 +17,7 @@ import { type LeaseView, runState } from '../../support/run-words.js';
 import { capped, type Counted } from '../../support/count.js';
 import { decodeCursor, encodeCursor, isExecCursor } from './cursor.js';
 import { graphPauses } from './graph-threads.js';
+import { rowsAt } from './rows-at.js';
 import { endError, newestRows, type RunFacts } from './newest-rows.js';
 
 export interface ExecutionFilter {
@@ -39,7 +40,11 @@ export interface ExecutionFilter {
 /** A LangGraph thread's run, by its agent path (it holds no lease of its own: never stale). */
 const graphThread = or(eq(executions.agent, GRAPH_AGENT_PATH), like(executions.agent, `${GRAPH_AGENT_PATH}/%`))!;
 
-/** The run list's filters as conditions on `executions` (its cursor apart: the count reads without it). */
+/**
+ * The run list's filters as conditions on `executions` (its cursor apart: the count reads without it). A subquery
+ * names the project as a constant, not through its correlation with `executions`: so the statement is routed to
+ * the project's shard alone (schema.ts).
+ */
 function executionConds(projectId: string, f: ExecutionFilter) {
   const conds = [eq(executions.projectId, projectId)];
   if (f.status === 'paused' && f.graphThreadsToo) {
@@ -53,7 +58,7 @@ function executionConds(projectId: string, f: ExecutionFilter) {
   if (f.errorCode)
     conds.push(
       eq(executions.status, 'failed'),
-      sql`EXISTS (SELECT 1 FROM ${checkpoints} WHERE ${checkpoints.projectId} = ${executions.projectId}
+      sql`EXISTS (SELECT 1 FROM ${checkpoints} WHERE ${checkpoints.projectId} = ${projectId}
         AND ${checkpoints.executionId} = ${executions.executionId} AND ${checkpoints.seq} = ${executions.lastSeq}
         AND coalesce(${checkpoints.row}->'nodeOutput'->'error'->>'code', ${ErrorCode.RUN_FAILED}) = ${f.errorCode})`,
     );
@@ -66,14 +71,14 @@ function executionConds(projectId: string, f: ExecutionFilter) {
         and(
           eq(executions.status, 'running'),
           sql`NOT coalesce(${graphThread}, false)`,
-          sql`EXISTS (SELECT 1 FROM ${runOwners} WHERE ${runOwners.projectId} = ${executions.projectId}
+          sql`EXISTS (SELECT 1 FROM ${runOwners} WHERE ${runOwners.projectId} = ${projectId}
             AND ${runOwners.executionId} = ${executions.executionId} AND ${runOwners.state} = 'held'
             AND ${runOwners.expiresAt} <= now())`,
         ),
         and(eq(executions.status, 'paused'), sql`${executions.updatedAt} < ${pausedBefore}::timestamptz`),
         sql`${executions.holeCount} > 0`,
         sql`${executions.rowCount} <> ${executions.lastSeq} + 1`,
-        sql`EXISTS (SELECT 1 FROM ${claimConflicts} WHERE ${claimConflicts.projectId} = ${executions.projectId}
+        sql`EXISTS (SELECT 1 FROM ${claimConflicts} WHERE ${claimConflicts.projectId} = ${projectId}
           AND ${claimConflicts.executionId} = ${executions.executionId})`,
       )!,
     );
@@ -231,14 +236,15 @@ export type RunPart = 'holes' | 'takeovers' | 'quarantine' | 'decisions' | 'paus
  * (its page) skips the reads of the parts it has none of. Null: no such run.
  */
 export async function runSummary(db: PlaneDb, projectId: string, executionId: string) {
-  // correlated on the summary row by name: a column of a one-table select is written without its table
+  // correlated on the summary row by name (a column of a one-table select is written without its table); the
+  // project a constant, so the statement is routed to the project's shard alone (schema.ts)
   const of = (table: string) =>
-    `FROM ${table} x WHERE x.project_id = executions.project_id AND x.execution_id = executions.execution_id`;
-  const any = (table: string) => sql.raw(`EXISTS (SELECT 1 ${of(table)})`);
+    sql`FROM ${sql.raw(table)} x WHERE x.project_id = ${projectId} AND x.execution_id = executions.execution_id`;
+  const any = (table: string) => sql`EXISTS (SELECT 1 ${of(table)})`;
   const [r] = await db
     .select({
       row: executions,
-      claimConflicts: sql.raw(`(SELECT count(*)::int ${of('claim_conflicts')})`),
+      claimConflicts: sql`(SELECT count(*)::int ${of('claim_conflicts')})`,
       holes: any('holes'),
       takeovers: any('run_takeovers'),
       quarantine: any('quarantine'),
@@ -290,27 +296,21 @@ export async function getExecution(db: PlaneDb, projectId: string, executionId: 
 /**
  * When each run started and last wrote by its writers' clocks (the createdAt of
  * its first and newest rows): informational, as row times are, but the run's
- * own times, not when the plane happened to receive it. Two point lookups a run.
+ * own times, not when the plane happened to receive it. One read of two rows a run (rows-at.ts).
  */
 async function writerSpans(db: PlaneDb, projectId: string, page: (typeof executions.$inferSelect)[]) {
   const out = new Map<string, { startedAt: string | null; lastWriteAt: string | null }>();
-  if (!page.length) return out;
-  const rows = await db
-    .select({ executionId: checkpoints.executionId, seq: checkpoints.seq, createdAt: checkpoints.createdAt })
-    .from(checkpoints)
-    .where(
-      and(
-        eq(checkpoints.projectId, projectId),
-        or(
-          ...page.map((e) => and(eq(checkpoints.executionId, e.executionId), inArray(checkpoints.seq, [0, e.lastSeq]))),
-        ),
-      ),
-    );
   for (const e of page) out.set(e.executionId, { startedAt: null, lastWriteAt: null });
-  for (const r of rows) {
+  if (!page.length) return out;
+  const lastSeq = new Map(page.map((e) => [e.executionId, e.lastSeq]));
+  const keys = page.flatMap((e) => [
+    { executionId: e.executionId, seq: 0 },
+    { executionId: e.executionId, seq: e.lastSeq },
+  ]);
+  for (const r of await rowsAt(db, projectId, keys, { row: false })) {
     const span = out.get(r.executionId)!;
     if (r.seq === 0) span.startedAt = r.createdAt;
-    if (r.seq === page.find((e) => e.executionId === r.executionId)!.lastSeq) span.lastWriteAt = r.createdAt;
+    if (r.seq === lastSeq.get(r.executionId)) span.lastWriteAt = r.createdAt;
   }
   return out;
 }

@@ -9,16 +9,21 @@ import { checkpoints, executions, holes } from '../db/schema.js';
 
 /**
  * Which holes are gaps in the plane's copy of a run (a SQL condition on a
- * `holes` row). A `seq_conflict` is not a gap when the plane holds a row at
- * that seq and no later row of the refused writer: that writer continued the
- * run on another branch (an offline double resume), every row of its branch
- * was refused, and the plane's own chain is whole. It stays in `holes` (and the
- * quarantine): a later row of that writer accepted at a free seq would follow
- * a row the plane refused, and makes every hole of its branch a gap again.
+ * `holes` row of project `projectId`). A `seq_conflict` is not a gap when the
+ * plane holds a row at that seq and no later row of the refused writer: that
+ * writer continued the run on another branch (an offline double resume), every
+ * row of its branch was refused, and the plane's own chain is whole. It stays
+ * in `holes` (and the quarantine): a later row of that writer accepted at a
+ * free seq would follow a row the plane refused, and makes every hole of its
+ * branch a gap again.
+ *
+ * The subqueries name the project as a constant, not through the correlation
+ * with `holes`: a statement that says `project_id = constant` for each table
+ * it reads is routed to that project's shard (Citus) or partition alone.
  */
-export const holeIsGap = sql.raw(`NOT (holes.code = 'seq_conflict'
-  AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.project_id = holes.project_id AND c.execution_id = holes.execution_id AND c.seq = holes.seq)
-  AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.project_id = holes.project_id AND c.execution_id = holes.execution_id AND c.seq > holes.seq AND c.writer_id = holes.writer_id))`);
+export const holeIsGap = (projectId: string) => sql`NOT (holes.code = 'seq_conflict'
+  AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.project_id = ${projectId} AND c.execution_id = holes.execution_id AND c.seq = holes.seq)
+  AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.project_id = ${projectId} AND c.execution_id = holes.execution_id AND c.seq > holes.seq AND c.writer_id = holes.writer_id))`;
 
 /**
  * The holes of one execution by seq: each row the plane refused (at most one
@@ -42,7 +47,7 @@ export async function listHoles(
       : await db
           .select()
           .from(holes)
-          .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId), holeIsGap))
+          .where(and(eq(holes.projectId, projectId), eq(holes.executionId, executionId), holeIsGap(projectId)))
           .orderBy(asc(holes.seq));
   const refused: HoleView[] = rows.map((h) => ({
     seq: h.seq,

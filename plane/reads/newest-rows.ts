@@ -3,12 +3,13 @@
  * run's reason (its cancel marker's), and the checkpoint a running LangGraph thread may wait at. One read gives a
  * page of runs their newest rows; each of those is derived from it. Project-scoped; nothing here writes.
  */
-import { and, eq, or } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { runErrorOf, type RunError } from '../../shared/errors.js';
 import { cancelReason, type Checkpoint, isCancelMarker } from '../../shared/rows.js';
 import { isGraphAgentPath } from '../../support/langgraph.js';
 import type { PlaneDb } from '../db/open.js';
-import { checkpoints, executions } from '../db/schema.js';
+import { executions } from '../db/schema.js';
+import { rowsAt } from './rows-at.js';
 
 /** What a run's summary says of it that decides whether its newest row is read. */
 export interface RunFacts {
@@ -29,17 +30,13 @@ export async function newestRows(
   runs: readonly RunFacts[],
 ): Promise<Map<string, Checkpoint>> {
   const wanted = runs.filter(tellsMore);
-  if (!wanted.length) return new Map();
-  const rows = await db
-    .select({ executionId: checkpoints.executionId, row: checkpoints.row })
-    .from(checkpoints)
-    .where(
-      and(
-        eq(checkpoints.projectId, projectId),
-        or(...wanted.map((e) => and(eq(checkpoints.executionId, e.executionId), eq(checkpoints.seq, e.lastSeq)))),
-      ),
-    );
-  return new Map(rows.map((r) => [r.executionId, r.row as Checkpoint]));
+  const rows = await rowsAt(
+    db,
+    projectId,
+    wanted.map((e) => ({ executionId: e.executionId, seq: e.lastSeq })),
+    { row: true },
+  );
+  return new Map(rows.map((r) => [r.executionId, r.row!]));
 }
 
 /** Why a failed run failed: the error its run-end marker carries (`nodeOutput.error`); null for any other run. */

@@ -24,7 +24,7 @@ export async function listWriters(db: PlaneDb, projectId: string) {
   const gaps = await db
     .selectDistinct({ writerId: holes.writerId, executionId: holes.executionId })
     .from(holes)
-    .where(and(eq(holes.projectId, projectId), holeIsGap))
+    .where(and(eq(holes.projectId, projectId), holeIsGap(projectId)))
     .orderBy(asc(holes.writerId), asc(holes.executionId));
   const incomplete = new Map<string, string[]>();
   for (const g of gaps) incomplete.set(g.writerId, [...(incomplete.get(g.writerId) ?? []), g.executionId]);

@@ -5,14 +5,15 @@
  */
 import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
-import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { WaymarkError } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { admin, CreatedKey, KeyView, ProjectView } from '../admin.js';
 import { SCOPES } from '../auth.js';
 import { jsonBodyWithin } from '../body.js';
-import { MIN_RETENTION_SECONDS, pruneRuns } from '../retention.js';
+import { MIN_RETENTION_SECONDS, PRUNE_BATCH, pruneRuns } from '../retention.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
-import { HttpError } from '../http/errors.js';
+import { refusal } from '../http/errors.js';
+import { isRefusalCode } from '../../shared/refusals.js';
 import { controlBodyErrors, errorResponse, errors, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 
@@ -59,27 +60,13 @@ const PruneAnswer = z.object({
   ),
 });
 
-/** HTTP status of an admin operation's refusal, by its code. */
-const STATUS: Partial<Record<ErrorCode, number>> = {
-  [ErrorCode.INVALID_REQUEST]: 400,
-  [ErrorCode.FORBIDDEN]: 403,
-  [ErrorCode.UNKNOWN_PROJECT]: 404,
-  [ErrorCode.KEY_NOT_FOUND]: 404,
-  [ErrorCode.PROJECT_EXISTS]: 409,
-  [ErrorCode.KEY_REVOKED]: 409,
-};
-
-/** The operation's result; its refusal as an HttpError (any other failure is thrown on). */
+/** The operation's result; its refusal (a code of REFUSAL_STATUS) as an HttpError with that status (any other failure is thrown on). */
 async function answered<T>(op: Promise<T>): Promise<T> {
   try {
     return await op;
   } catch (e) {
-    const status = e instanceof WaymarkError ? STATUS[e.code as ErrorCode] : undefined;
-    if (status)
-      throw new HttpError(status, (e as WaymarkError).code as ErrorCode, (e as Error).message, {
-        details: (e as WaymarkError).details,
-        cause: e,
-      });
+    if (e instanceof WaymarkError && isRefusalCode(e.code))
+      throw refusal(e.code, e.message, { details: e.details, cause: e });
     throw e;
   }
 }
@@ -164,8 +151,7 @@ export function adminRoutes({ db, bodyDeadline }: RouteDeps) {
     createRoute({
       method: 'post',
       path: '/v1/admin/prune',
-      summary:
-        "Retention: delete (or with dryRun, list) the finished runs (completed, failed) not updated for olderThanSeconds, with all their rows; never a paused or running run. Of the named project, else the admin key's own (an operator key: every project)",
+      summary: `Retention: delete (or with dryRun, list) the finished runs (completed, failed, cancelled) not updated for olderThanSeconds, with all their rows; never a paused or running run, nor one with an open pause, a held claim or a held owner. One project at a time, in transactions of at most ${PRUNE_BATCH} runs. Of the named project, else the admin key's own (an operator key: every project)`,
       ...adminBody,
       request: { body: jsonBody(PruneBody) },
       responses: {

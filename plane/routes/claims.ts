@@ -8,8 +8,8 @@ import { ErrorCode } from '../../shared/errors.js';
 import { ClaimRequest, ClaimResponse, TakeoverRequest, TakeoverResponse } from '../../shared/protocol.js';
 import { claimPause, releaseClaim, takeOverRun } from '../claims.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
-import { HttpError } from '../http/errors.js';
-import { executionNotFound } from './executions.js';
+import { executionNotFound, refusal } from '../http/errors.js';
+import type { RefusalCode } from '../../shared/refusals.js';
 import { askerOf, writerCopy, writerRoute } from './writer-route.js';
 
 export function claimRoutes(
@@ -48,16 +48,14 @@ export function claimRoutes(
         );
       }
       if ('notFound' in r)
-        throw new HttpError(
-          404,
+        throw refusal(
           ErrorCode.PAUSE_NOT_FOUND,
           `pause ${body.checkpointId} of execution '${id}' is not on this plane (sync it first)`,
         );
       if ('copy' in r) throw writerCopy(body.writerId);
       if ('decided' in r && r.decided) {
         const first = r.decided;
-        throw new HttpError(
-          409,
+        throw refusal(
           ErrorCode.ALREADY_DECIDED,
           `pause ${body.checkpointId} was decided first on the plane (decision ${first.decisionId} by '${first.decidedBy}': ${first.approved ? 'approve' : 'decline'}); nothing was claimed: apply that decision, not ${body.decisionId}`,
           { details: { decision: first } },
@@ -71,7 +69,7 @@ export function claimRoutes(
             : closed === 'cancel'
               ? `closed: its run was cancelled by writer '${r.writerId}'`
               : `claimed by writer '${r.writerId}'`;
-        throw new HttpError(409, ErrorCode.ALREADY_CLAIMED, `pause ${body.checkpointId} was ${how}`, {
+        throw refusal(ErrorCode.ALREADY_CLAIMED, `pause ${body.checkpointId} was ${how}`, {
           details: {
             writerId: r.writerId,
             claimedAt: r.claimedAt,
@@ -118,8 +116,8 @@ export function claimRoutes(
         body.idempotencyKeys ?? null,
         body.lastId ?? null,
       );
-      const refuse = (code: ErrorCode, message: string, details: Record<string, unknown>) =>
-        new HttpError(409, code, message, { details: { executionId: id, ...details } });
+      const refuse = (code: RefusalCode, message: string, details: Record<string, unknown>) =>
+        refusal(code, message, { details: { executionId: id, ...details } });
       switch (r.outcome) {
         case 'not_found':
           throw executionNotFound(id, ' (sync it first)');
@@ -187,20 +185,17 @@ export function claimRoutes(
       const body = c.req.valid('json');
       const r = await releaseClaim(db, c.get('principal').projectId, id, body.checkpointId, body.writerId);
       if ('notFound' in r)
-        throw new HttpError(
-          404,
+        throw refusal(
           ErrorCode.PAUSE_NOT_FOUND,
           `pause ${body.checkpointId} of execution '${id}' is not on this plane`,
         );
       if ('heldBy' in r)
-        throw new HttpError(
-          409,
+        throw refusal(
           ErrorCode.ALREADY_CLAIMED,
           `pause ${body.checkpointId} is held by writer '${r.heldBy}', not '${body.writerId}'`,
         );
       if ('appliedAt' in r)
-        throw new HttpError(
-          409,
+        throw refusal(
           ErrorCode.CLAIM_APPLIED,
           `pause ${body.checkpointId} was claimed and resumed by its holder at ${r.appliedAt}; an applied claim is final`,
         );

@@ -34,7 +34,7 @@ import {
 } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 
-export function decisionRoutes({ db, bodyDeadline }: RouteDeps) {
+export function decisionRoutes({ db, bodyDeadline, metrics }: RouteDeps) {
   const app = routeModule();
 
   app.openapi(
@@ -112,10 +112,13 @@ export function decisionRoutes({ db, bodyDeadline }: RouteDeps) {
       const q = c.req.valid('query');
       const projectId = c.get('principal').projectId;
       const after = feedCursor(q.after);
-      if (q.wait === 0) return c.json(await decisionFeed(db, projectId, after, q.limit), 200);
-      const page = await waitForDecisions(db, projectId, after, q.limit, q.wait * 1000, c.req.raw.signal);
+      const page =
+        q.wait === 0
+          ? await decisionFeed(db, projectId, after, q.limit)
+          : await waitForDecisions(db, projectId, after, q.limit, q.wait * 1000, c.req.raw.signal);
       // a poll may have waited many seconds: a key revoked meanwhile is answered nothing
-      await recheckKey(db, c.get('principal'));
+      if (q.wait > 0) await recheckKey(db, c.get('principal'));
+      metrics.feedEntries.inc({ feed: 'decisions' }, page.items.length);
       return c.json(page, 200);
     },
   );

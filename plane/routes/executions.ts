@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { ClaimConflictView, DecisionView, ExecutionView, HoleView, Page, RestorePage } from '../../shared/protocol.js';
-import { Checkpoint, PendingInterrupt } from '../../shared/rows.js';
+import { Checkpoint, PendingInterrupt, WriterId } from '../../shared/rows.js';
 import { CONTROL_CHARACTER } from '../../shared/text.js';
 import { decisionOf } from '../decisions.js';
 import { listClaimConflicts } from '../reads/claim-conflicts.js';
@@ -15,9 +15,11 @@ import { listRows } from '../reads/rows.js';
 import { restorePage } from '../restore.js';
 import { describeHoles } from '../../support/holes.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
-import { HttpError } from '../http/errors.js';
-import { errorResponse, errors, IdParam, jsonAnswer, limitQ } from '../http/openapi.js';
+import { executionNotFound, refusal } from '../http/errors.js';
+import { errorResponse, errors, givenOnce, IdParam, jsonAnswer, limitQ } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
+import { recordRestorer } from '../writer-changes.js';
+import { refusePlaneWriter } from './writer-route.js';
 
 /** One execution with its pause, claim conflicts, holes and takeovers. */
 const ExecutionDetail = z.object({
@@ -65,10 +67,6 @@ const idFilter = (max: number) =>
 
 /** A time to compare with `updated_at`: Postgres has no year 0 (1 BC), so that one is refused here, not by the database. */
 const Since = z.iso.datetime().refine((v) => !v.startsWith('0000'), 'must be in the years 0001-9999');
-
-/** 404 of an execution this plane does not hold (in the key's project). */
-export const executionNotFound = (id: string, hint = '') =>
-  new HttpError(404, ErrorCode.EXECUTION_NOT_FOUND, `execution '${id}' is not on this plane${hint}`);
 
 export function executionRoutes({ db }: RouteDeps) {
   const app = routeModule();
@@ -163,6 +161,8 @@ export function executionRoutes({ db }: RouteDeps) {
           cursor: z.string().max(8192).optional(),
           limit: z.coerce.number().int().min(1).max(1000).default(500),
           idempotency: z.enum(['first', 'paged']).default('first'),
+          // the restoring store's writer: the run's changes reach its feed from now on (GET /v1/writer-changes)
+          writerId: givenOnce(WriterId).optional(),
         }),
       },
       responses: {
@@ -183,11 +183,15 @@ export function executionRoutes({ db }: RouteDeps) {
       if (!execution && !list.length) throw executionNotFound(id);
       if (list.length) {
         const message = `execution '${id}' is incomplete on this plane and cannot be restored: ${describeHoles(list)}`;
-        throw new HttpError(409, ErrorCode.RUN_INCOMPLETE, message, {
+        throw refusal(ErrorCode.RUN_INCOMPLETE, message, {
           details: { executionId: id, missingSeqs: list.map((h) => h.seq), holes: list },
         });
       }
       const q = c.req.valid('query');
+      if (q.writerId !== undefined && q.cursor === undefined) {
+        refusePlaneWriter(q.writerId);
+        await recordRestorer(db, projectId, id, q.writerId);
+      }
       return c.json(
         await restorePage(db, projectId, id, { cursor: q.cursor, limit: q.limit, entries: q.idempotency }),
         200,

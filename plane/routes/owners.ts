@@ -8,13 +8,12 @@ import { LIMITS } from '../../shared/limits.js';
 import { CancelRequest, CancelResponse, LeaseRequest, LeaseResponse } from '../../shared/protocol.js';
 import { jsonBodyWithin } from '../body.js';
 import { keyName } from '../auth.js';
-import { cancelAtPlane, cancelReasonAt } from '../cancel.js';
+import { cancelAsked, cancelReasonAt, refuseBadCancelBody } from '../cancel.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
-import { HttpError } from '../http/errors.js';
+import { executionNotFound, refusal, refuseBodyHook } from '../http/errors.js';
 import { controlBodyErrors, errorResponse, errors, IdParam, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 import { recordedEffect, renewOwner } from '../owners.js';
-import { executionNotFound } from './executions.js';
 import { askerOf, writerCopy, writerRoute } from './writer-route.js';
 
 export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterMs: number }) {
@@ -47,8 +46,7 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
           throw writerCopy(body.writerId);
         case 'cancelled': {
           const reason = await cancelReasonAt(db, c.get('principal').projectId, id);
-          throw new HttpError(
-            409,
+          throw refusal(
             ErrorCode.RUN_CANCELLED,
             `execution '${id}' was cancelled${reason ? ` (${reason})` : ''}: stop at the next step boundary`,
             {
@@ -57,8 +55,7 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
           );
         }
         case 'lost':
-          throw new HttpError(
-            409,
+          throw refusal(
             ErrorCode.LEASE_LOST,
             `execution '${id}' is no longer this holder's: ${r.state === 'held' ? `writer '${r.writerId}' owns it (epoch ${r.epoch})` : `it is ${r.state} on the plane`}`,
             {
@@ -95,22 +92,12 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
     async (c) => {
       const { id } = c.req.valid('param');
       const body = c.req.valid('json');
-      const r = await cancelAtPlane(
-        db,
-        c.get('principal').projectId,
-        id,
-        body.reason?.length ? body.reason : null,
-        `key:${c.get('principal').keyId}`,
-        await keyName(db, c.get('principal').keyId),
-      );
-      if (r.outcome === 'not_found') throw executionNotFound(id);
-      if (r.outcome === 'finished')
-        throw new HttpError(
-          409,
-          ErrorCode.ALREADY_FINISHED,
-          `execution '${id}' already completed; nothing was cancelled`,
-          { details: { executionId: id, checkpointId: r.checkpointId } },
-        );
+      const p = c.get('principal');
+      const r = await cancelAsked(db, id, body, {
+        projectId: p.projectId,
+        keyId: p.keyId,
+        keyName: await keyName(db, p.keyId),
+      });
       if (!r.alreadyCancelled)
         c.get('log').warn({ executionId: id, from: r.takenFrom, seq: r.seq }, 'a run was cancelled at the plane');
       return c.json(
@@ -125,6 +112,8 @@ export function ownerRoutes({ db, bodyDeadline }: RouteDeps, o: { takeoverAfterM
         200,
       );
     },
+    // a bad body names every problem, by the rule the inspector's Cancel form is checked by too (cancel.ts)
+    refuseBodyHook(refuseBadCancelBody),
   );
 
   return app;

@@ -7,7 +7,6 @@
  */
 import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
-import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import {
   RunRequestBody,
@@ -21,7 +20,7 @@ import { Uuidv7 } from '../../shared/rows.js';
 import { keyName } from '../auth.js';
 import { jsonBodyWithin } from '../body.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
-import { HttpError, refuseBodyHook } from '../http/errors.js';
+import { refuseBodyHook, requestNotFound } from '../http/errors.js';
 import { controlBodyErrors, errorResponse, errors, IdParam, jsonAnswer, jsonBody, limitQ } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 import {
@@ -100,10 +99,7 @@ export function requestRoutes({ db, bodyDeadline }: RouteDeps) {
     async (c) => {
       const { requestId } = c.req.valid('param');
       const r = await getRequest(db, c.get('principal').projectId, requestId);
-      if (!r)
-        throw new HttpError(404, ErrorCode.REQUEST_NOT_FOUND, `request '${requestId}' is not on this plane`, {
-          details: { requestId },
-        });
+      if (!r) throw requestNotFound(requestId);
       return c.json(r, 200);
     },
   );
@@ -128,7 +124,7 @@ export function requestRoutes({ db, bodyDeadline }: RouteDeps) {
     }),
     async (c) => {
       const { requestId } = c.req.valid('param');
-      const r = await claimRequest(db, c.get('principal').projectId, requestId, c.req.valid('json').writerId);
+      const r = await claimRequest(db, c.get('principal').projectId, requestId, c.req.valid('json'));
       return c.json(r, 200);
     },
   );

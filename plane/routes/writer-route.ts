@@ -9,7 +9,7 @@ import { LIMITS } from '../../shared/limits.js';
 import { jsonBodyWithin } from '../body.js';
 import type { BodyDeadline } from '../../support/body-read.js';
 import type { PlaneDb } from '../db/open.js';
-import { HttpError } from '../http/errors.js';
+import { type HttpError, refusal } from '../http/errors.js';
 import { controlBodyErrors, errorResponse, errors, IdParam, jsonAnswer, jsonBody } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
 import { type Asker, PLANE_WRITER } from '../owners.js';
@@ -57,8 +57,7 @@ export function askerOf(
 /** 400: the writer id the plane's own rows carry (its cancel markers) is no store's. */
 export function refusePlaneWriter(writerId: string): void {
   if (writerId === PLANE_WRITER)
-    throw new HttpError(
-      400,
+    throw refusal(
       ErrorCode.INVALID_REQUEST,
       `writerId: '${PLANE_WRITER}' is the plane's own (its cancel markers carry it); give this store another writer id`,
     );
@@ -66,8 +65,7 @@ export function refusePlaneWriter(writerId: string): void {
 
 /** 409 WRITER_COPY: another store instance presents this writer id. */
 export function writerCopy(writerId: string): HttpError {
-  return new HttpError(
-    409,
+  return refusal(
     ErrorCode.WRITER_COPY,
     `writer id '${writerId}' is in use by another store instance (a copied store file, or one writerId given to two stores); nothing was granted: give this store its own writer id`,
     { details: { writerId } },

@@ -1,9 +1,9 @@
 /** @jsxImportSource hono/jsx */
 /**
- * Cancel from the inspector: on the page of a run that has not ended
- * (running, paused, failed), a "Cancel run" form for a session whose key has the
- * `cancel` (or the `admin`) scope, the permission `POST /v1/executions/:id/cancel`
- * asks; a key without it sees why there is no form. The form posts to
+ * Cancel from the inspector: on the page of a run that has not completed and
+ * is not cancelled (running, paused, failed), a "Cancel run" form for a
+ * session whose key has the `cancel` (or the `admin`) scope, the permission
+ * `POST /v1/executions/:id/cancel` asks; a key without it sees why there is no form. The form posts to
  * `POST /runs/:id/cancel`, which cancels through `cancelAtPlane` (plane/cancel.ts),
  * the API's own code, then answers 303 to the run's page (a reload never posts
  * twice), which shows the run cancelled, the reason (the shared page's cancel
@@ -27,24 +27,26 @@ import { cloneElement, isValidElement, type Child, type FC, type JSXNode } from 
 import type { HtmlEscapedString } from 'hono/utils/html';
 import { and, desc, eq } from 'drizzle-orm';
 import { keyName } from '../auth.js';
-import { cancelAtPlane } from '../cancel.js';
+import { cancelAsked, cancelBodyProblems } from '../cancel.js';
+import { CancelRequest } from '../../shared/protocol.js';
 import type { PlaneDb } from '../db/open.js';
 import { checkpoints, claims, runOwners } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
+import { Refusal, refusal } from '../http/errors.js';
 import { Id, json, Layout, Time, Writer } from '../../inspector/layout.js';
-import { RunPage, type RunPageProps } from '../../inspector/run-page.js';
+import { RunPage, type RunPageProps, type RunPageRest } from '../../inspector/run-page.js';
 import { ErrorCode } from '../../shared/errors.js';
 import type { Json } from '../../shared/json.js';
 import { LIMITS } from '../../shared/limits.js';
-import { ExecutionId, type Checkpoint } from '../../shared/rows.js';
+import type { Checkpoint } from '../../shared/rows.js';
 import { requestsPart } from './requests.js';
-import { formRefusal, RunActionRefusedPage, sessionMay } from './run-form.js';
+import { formRefusal, refusalPage, runLinks, sessionMay } from './run-form.js';
 
 type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
-type Takeover = NonNullable<RunPageProps['takeovers']>[number];
+type Takeover = NonNullable<RunPageRest['takeovers']>[number];
 
 /** Run statuses a cancel does not apply to: a completed run is ALREADY_FINISHED, a cancelled one is cancelled already. */
-const ENDED = new Set(['completed', 'cancelled']);
+const UNCANCELLABLE = new Set(['completed', 'cancelled']);
 
 /** Whether this request may cancel (a session of a key with the cancel or the admin scope), and its form's token. */
 export const canceller = (c: Context<PlaneEnv>) =>
@@ -208,16 +210,19 @@ export const CancelDetail: FC<{ executionId: string; facts: CancelFacts; stopped
 };
 
 /**
- * The run page with the cancel form in its slot under the pause, or a cancelled run's detail in its cancel card,
- * and the run requests' forms and states after it (requests.tsx);
+ * The rest of a run's page (read after its summary is sent) with the cancel form in its slot under the pause, or a
+ * cancelled run's detail in its cancel card, and the run requests' forms and states after it (requests.tsx);
  * the cancel's own fence moves out of "Taken over" into that card.
  */
-const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; c: Context<PlaneEnv> }) => {
-  const props = page.props as unknown as RunPageProps;
-  const e = props.execution;
+async function restWithCancel(
+  db: PlaneDb,
+  c: Context<PlaneEnv>,
+  e: RunPageProps['execution'],
+  r: RunPageRest,
+): Promise<RunPageRest> {
   let part: Child = null;
   let detail: Child = null;
-  let takeovers = props.takeovers;
+  let takeovers = r.takeovers;
   if (e.status === 'cancelled') {
     const facts = await cancelFacts(db, c.get('principal').projectId, e.executionId);
     if (facts) {
@@ -231,7 +236,7 @@ const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; 
       takeovers = (takeovers ?? []).filter((t) => !own(t));
       detail = <CancelDetail executionId={e.executionId} facts={facts} stopped={stopped} />;
     }
-  } else if (!ENDED.has(e.status)) {
+  } else if (!UNCANCELLABLE.has(e.status)) {
     const who = canceller(c);
     if ('refused' in who)
       part = (
@@ -239,33 +244,33 @@ const RunPageWithCancel = async ({ db, page, c }: { db: PlaneDb; page: JSXNode; 
           {who.refused}
         </p>
       );
-    else part = <CancelForm executionId={e.executionId} csrf={who.csrf} paused={props.pause?.state === 'open'} />;
+    else part = <CancelForm executionId={e.executionId} csrf={who.csrf} paused={r.pause?.state === 'open'} />;
   }
   // the run requests' part (requests.tsx): its forms and where each request stands
-  const asks = await requestsPart(db, c, props);
-  return cloneElement(page, {
+  const asks = await requestsPart(db, c, e);
+  return {
+    ...r,
     approvals: (
       <>
-        {props.approvals}
+        {r.approvals}
         {part}
         {asks}
       </>
     ),
     cancelDetail: detail,
     takeovers,
-  });
-};
+  };
+}
 
-/** A page of the plane's inspector, with the cancel part added when it is a run's page. */
+/** A page of the plane's inspector, with the cancel part added to the rest of a run's page. */
 export function withCancel(db: PlaneDb, page: Page, c: Context<PlaneEnv>): Page {
   if (!isValidElement(page) || (page as unknown as JSXNode).tag !== RunPage) return page;
-  return (<RunPageWithCancel db={db} page={page as unknown as JSXNode} c={c} />) as unknown as Page;
+  const props = (page as unknown as JSXNode).props as unknown as RunPageProps;
+  const rest = async () => restWithCancel(db, c, props.execution, await props.rest());
+  return cloneElement(page as unknown as JSXNode, { rest }) as unknown as Page;
 }
 
 /** A cancel that was not made: the stable code and why, and that nothing changed. */
-export const CancelRefusedPage: FC<{ code: string; message: string; executionId: string | null }> = (p) => (
-  <RunActionRefusedPage title="Run not cancelled" {...p} />
-);
 
 /** A cancel that found the run cancelled already: the reason posted was not recorded. */
 export const AlreadyCancelledPage: FC<{ executionId: string; seq: number }> = (p) => (
@@ -281,28 +286,21 @@ export const AlreadyCancelledPage: FC<{ executionId: string; seq: number }> = (p
   </Layout>
 );
 
-const STATUS: Record<string, 400 | 403 | 404 | 409> = {
-  [ErrorCode.INVALID_REQUEST]: 400,
-  [ErrorCode.CSRF_FAILED]: 403,
-  [ErrorCode.FORBIDDEN]: 403,
-  [ErrorCode.EXECUTION_NOT_FOUND]: 404,
-  [ErrorCode.ALREADY_FINISHED]: 409,
-};
-
-/** The reason a form posts (null: none given), or every problem of the form (its own fields only). */
-function cancelForm(form: Record<string, unknown>): { reason: string | null } | { problems: string[] } {
-  const problems: string[] = [];
-  for (const k of Object.keys(form))
-    if (!['csrf', 'reason', 'confirm'].includes(k)) problems.push(`unknown field '${k.slice(0, 40)}'`);
-  const { reason, confirm } = form;
-  if (confirm !== 'yes')
-    problems.push('confirm: tick “I understand…” to cancel the run (one click on the button alone cancels nothing)');
-  if (reason !== undefined && typeof reason !== 'string') problems.push('reason: must be text');
-  if (typeof reason === 'string' && reason.length > LIMITS.reasonLength)
-    problems.push(`reason: at most ${LIMITS.reasonLength} characters`);
+/**
+ * The body a form posts, or every problem of the form. The form's fields are the API's body (CancelRequest),
+ * checked by its rule (plane/cancel.ts `cancelBodyProblems`: an unknown field is named there), but for `csrf` (the
+ * guard's) and `confirm`, the box the form asks to be ticked, which the API has no need of.
+ */
+function cancelForm(form: Record<string, unknown>): { body: CancelRequest } | { problems: string[] } {
+  const { csrf: _guard, confirm, ...body } = form;
+  const problems = [
+    ...(confirm === 'yes'
+      ? []
+      : ['confirm: tick “I understand…” to cancel the run (one click on the button alone cancels nothing)']),
+    ...cancelBodyProblems(body),
+  ];
   if (problems.length) return { problems };
-  const text = typeof reason === 'string' ? reason.trim() : '';
-  return { reason: text || null };
+  return { body: CancelRequest.parse(body) };
 }
 
 /** Mount `POST /runs/:id/cancel` (after `viewer`); `wrap` frames its pages as every other page of the plane's. */
@@ -314,31 +312,26 @@ export function mountCancel(
 ): void {
   app.post('/runs/:id/cancel', viewer, async (c) => {
     const id = c.req.param('id');
-    const refuse = (code: string, message: string, run: string | null = id) =>
-      c.html(wrap(<CancelRefusedPage code={code} message={message} executionId={run} />, c), STATUS[code] ?? 400);
+    const refuse = (r: Refusal, run: string | null = id) =>
+      refusalPage(c, r, runLinks(run), { title: 'Run not cancelled', wrap });
     const form = await c.req.parseBody();
-    const refusal = formRefusal(c, form, canceller(c));
-    if (refusal) return refuse(refusal.code, refusal.message);
+    const guarded = formRefusal(c, form, canceller(c));
+    if (guarded) return refuse(guarded);
     const parsed = cancelForm(form);
     if ('problems' in parsed)
-      return refuse(ErrorCode.INVALID_REQUEST, `the run was not cancelled: ${parsed.problems.join('; ')}`);
-    const notHere = () =>
-      refuse(
-        ErrorCode.EXECUTION_NOT_FOUND,
-        `no run '${id}' in this project (it may not have synced yet, or it was deleted)`,
-        null,
-      );
-    // a path no run id can be names no run: not found, never a database error
-    if (!ExecutionId.safeParse(id).success) return notHere();
+      return refuse(refusal(ErrorCode.INVALID_REQUEST, `the run was not cancelled: ${parsed.problems.join('; ')}`));
     const p = c.get('principal');
-    const by = await keyName(db, p.keyId);
-    const r = await cancelAtPlane(db, p.projectId, id, parsed.reason, `key:${p.keyId}`, by);
-    if (r.outcome === 'not_found') return notHere();
-    if (r.outcome === 'finished')
-      return refuse(ErrorCode.ALREADY_FINISHED, `run '${id}' already completed; a completed run is not cancelled`);
+    const byName = await keyName(db, p.keyId);
+    let r: Awaited<ReturnType<typeof cancelAsked>>;
+    try {
+      r = await cancelAsked(db, id, parsed.body, { projectId: p.projectId, keyId: p.keyId, keyName: byName });
+    } catch (e) {
+      if (e instanceof Refusal) return refuse(e, e.code === ErrorCode.EXECUTION_NOT_FOUND ? null : id);
+      throw e;
+    }
     if (r.alreadyCancelled) return c.html(wrap(<AlreadyCancelledPage executionId={id} seq={r.seq} />, c), 200);
     c.get('log').warn(
-      { executionId: id, from: r.takenFrom, seq: r.seq, keyId: p.keyId, by },
+      { executionId: id, from: r.takenFrom, seq: r.seq, keyId: p.keyId, by: byName },
       'a run was cancelled at the plane (inspector)',
     );
     return c.redirect(`/runs/${encodeURIComponent(id)}#cancel-h`, 303);

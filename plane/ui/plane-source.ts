@@ -154,7 +154,7 @@ export function planeSource(db: PlaneDb, projectId: string): InspectorSource {
     listTakeovers: async (id) => (noneOf(id, 'takeovers') ? [] : listTakeovers(db, projectId, id)),
     listPauses: (o) => listPauses(db, projectId, o),
     async listDecisions(o) {
-      // the feed's own order and cursor (a DB sequence); one more than a page says whether another follows
+      // the feed's own order and cursor (its project clock, plane/clocks.ts); one more than a page says whether another follows
       const page = await decisionFeed(db, projectId, feedCursor(o.cursor), o.limit + 1);
       const items = page.items.slice(0, o.limit);
       return { items, nextCursor: page.items.length > o.limit ? String(items[items.length - 1].feedSeq) : null };

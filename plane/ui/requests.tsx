@@ -22,16 +22,16 @@ import { keyName } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { checkpoints } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
-import { HttpError } from '../http/errors.js';
-import { recordRequest, requestsOfRun } from '../requests.js';
+import { executionNotFound, Refusal, refusal } from '../http/errors.js';
+import { movedPast, recordRequest, requestBodyProblems, requestsOfRun, waitingActions } from '../requests.js';
 import { LiveRegion, Time, Writer } from '../../inspector/layout.js';
 import type { RunPageProps } from '../../inspector/run-page.js';
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import type { RunRequestView } from '../../shared/protocol.js';
 import { ExecutionId } from '../../shared/rows.js';
-import { holdOf, recoverable } from '../../support/run-words.js';
-import { formRefusal, RunActionRefusedPage, sessionMay } from './run-form.js';
+import { hasEnded, holdOf, recoverable } from '../../support/run-words.js';
+import { formRefusal, refusalPage, runLinks, sessionMay } from './run-form.js';
 
 type Page = HtmlEscapedString | Promise<HtmlEscapedString>;
 
@@ -132,32 +132,29 @@ const RequestState: FC<{ r: RunRequestView; lastSeq: number }> = ({ r, lastSeq }
           ; claimed by <Writer id={r.claimedBy} />
         </>
       )}
-      {r.action !== 'fork' && lastSeq > r.checkpointSeq && `; the run has moved past #${r.checkpointSeq} meanwhile`}
+      {movedPast(r, lastSeq) && `; the run has moved past #${r.checkpointSeq} meanwhile`}
     </span>
   );
 };
 
-/** The run's requests and, for an operate session, the forms that fit the run's state. */
+/** The run's requests (a page of them) and, for an operate session, the forms that fit the run's state. */
 const RequestsSection: FC<{
   executionId: string;
   requests: RunRequestView[];
+  /** Links to the older requests, and back to the newest (null: none; this is the newest page). */
+  older: string | null;
+  newest: string | null;
   who: { csrf: string } | { refused: string };
-  failed: boolean;
-  stale: boolean;
+  /** Whether each action's form fits the run (a failed run is retried, a stale one recovered, a step forked from). */
+  fits: Record<RunRequestView['action'], boolean>;
+  /** The actions a request waits for (plane/requests.ts `waitingActions`): a second is not offered. */
+  waiting: ReadonlySet<RunRequestView['action']>;
   forkSeq: number | null;
   lastSeq: number;
 }> = (p) => {
   // a second open request of the run and action is refused: its form waits until the first is settled
-  // (an applied retry or recover whose rows have not reached the plane yet still names the run's newest row)
-  const waiting = (a: RunRequestView['action']) =>
-    p.requests.some(
-      (r) =>
-        r.action === a &&
-        (r.state === 'open' || (r.state === 'applied' && a !== 'fork' && r.checkpointSeq >= p.lastSeq)),
-    );
-  const held = (['retry', 'recover', 'fork'] as const).filter(
-    (a) => waiting(a) && (a === 'fork' ? p.forkSeq !== null : a === 'retry' ? p.failed : p.stale),
-  );
+  const offered = (a: RunRequestView['action']) => p.fits[a] && !p.waiting.has(a);
+  const held = (['retry', 'recover', 'fork'] as const).filter((a) => p.fits[a] && p.waiting.has(a));
   return (
     <section aria-labelledby="requests-h" data-testid="run-requests">
       <h2 id="requests-h">Ask the application</h2>
@@ -165,11 +162,16 @@ const RequestsSection: FC<{
         The plane records the request; the application&rsquo;s worker (serveDecisions, which has the agents and their
         tools) applies it and reports back here. The plane never runs a step.
       </p>
+      {p.newest && (
+        <p data-testid="requests-older-page">
+          Older requests of this run. <a href={p.newest}>Newest requests</a>
+        </p>
+      )}
       <LiveRegion name="run requests">
         {p.requests.length > 0 && (
           <ul data-testid="request-list">
             {p.requests.map((r) => (
-              <li data-testid="request" data-action={r.action} data-state={r.state}>
+              <li data-testid="request" data-action={r.action} data-state={r.state} data-seq={String(r.seq)}>
                 <strong>{ACTION_WORDS[r.action]}</strong> from{' '}
                 <a href={`/runs/${encodeURIComponent(r.executionId)}#seq-${r.checkpointSeq}`}>#{r.checkpointSeq}</a>,
                 asked by <strong>{r.requestedBy}</strong> <Time iso={r.requestedAt} relative />
@@ -185,6 +187,13 @@ const RequestsSection: FC<{
           </ul>
         )}
       </LiveRegion>
+      {p.older && (
+        <p>
+          <a href={p.older} data-testid="requests-older">
+            Older requests
+          </a>
+        </p>
+      )}
       {'refused' in p.who ? (
         <p class="muted" data-testid="no-requests">
           {p.who.refused}
@@ -197,17 +206,17 @@ const RequestsSection: FC<{
               back once the application has settled it.
             </p>
           )}
-          {p.failed && !waiting('retry') && (
+          {offered('retry') && (
             <RequestForm executionId={p.executionId} csrf={p.who.csrf} action="retry" label="Retry run">
               <p>Run it again from its failed step, on a machine of the application.</p>
             </RequestForm>
           )}
-          {p.stale && !waiting('recover') && (
+          {offered('recover') && (
             <RequestForm executionId={p.executionId} csrf={p.who.csrf} action="recover" label="Recover run">
               <p>Its runner stopped renewing its hold: a machine of the application takes it over and goes on.</p>
             </RequestForm>
           )}
-          {p.forkSeq !== null && !waiting('fork') && (
+          {p.forkSeq !== null && offered('fork') && (
             <RequestForm executionId={p.executionId} csrf={p.who.csrf} action="fork" label="Fork from this row">
               <label for="fork-seq">
                 Row to branch a new run from (its # in the timeline)
@@ -228,65 +237,79 @@ const RequestsSection: FC<{
   );
 };
 
-/** The requests part of a run's page (run page props as the shared page gets them). */
-export async function requestsPart(db: PlaneDb, c: Context<PlaneEnv>, props: RunPageProps) {
-  const e = props.execution;
-  const requests = await requestsOfRun(db, c.get('principal').projectId, e.executionId);
+/** The run page's query parameter that pages its requests (a cursor `requestsOfRun` gave). */
+export const REQUESTS_BEFORE = 'requests_before';
+
+/**
+ * The requests part of a run's page (the run as the shared page gets it): a page of the run's requests,
+ * newest first (`?requests_before=` pages on to older ones), and the forms. A cursor this plane did not issue is
+ * thrown (BAD_CURSOR): the page answers 400.
+ */
+export async function requestsPart(db: PlaneDb, c: Context<PlaneEnv>, e: RunPageProps['execution']) {
+  const projectId = c.get('principal').projectId;
+  const before = c.req.query(REQUESTS_BEFORE) || undefined;
+  const page = await requestsOfRun(db, projectId, e.executionId, { before });
+  const who = asker(c);
+  // only a session that is offered forms needs to know which wait (the list's page may not show them)
+  const waiting = 'csrf' in who ? await waitingActions(db, projectId, e.executionId, e.lastSeq) : new Set<never>();
   const hold = holdOf(e, { lostAtPlane: !!e.lostAtPlane });
-  const ended = e.status === 'completed' || e.status === 'failed' || e.status === 'cancelled';
   // the newest step (an ended run's last row is its end marker, no step to fork from)
-  const forkSeq = ended ? (e.lastSeq >= 1 ? e.lastSeq - 1 : null) : e.lastSeq >= 0 ? e.lastSeq : null;
+  const forkSeq = hasEnded(e.status) ? (e.lastSeq >= 1 ? e.lastSeq - 1 : null) : e.lastSeq >= 0 ? e.lastSeq : null;
+  // this page's address with the requests' cursor changed, every other parameter kept
+  const here = (cursor: string | null) => {
+    const q = new URLSearchParams(c.req.query());
+    if (cursor) q.set(REQUESTS_BEFORE, cursor);
+    else q.delete(REQUESTS_BEFORE);
+    return `/runs/${encodeURIComponent(e.executionId)}${q.size ? `?${q}` : ''}#requests-h`;
+  };
   return (
     <RequestsSection
       executionId={e.executionId}
-      requests={requests}
-      who={asker(c)}
-      failed={e.status === 'failed'}
-      stale={recoverable(hold)}
+      requests={page.items}
+      older={page.olderCursor && here(page.olderCursor)}
+      newest={before ? here(null) : null}
+      who={who}
+      fits={{ retry: e.status === 'failed', recover: recoverable(hold), fork: forkSeq !== null }}
+      waiting={waiting}
       forkSeq={forkSeq}
       lastSeq={e.lastSeq}
     />
   );
 }
 
-const STATUS: Record<string, 400 | 403 | 404 | 409> = {
-  [ErrorCode.INVALID_RUN_REQUEST]: 400,
-  [ErrorCode.CSRF_FAILED]: 403,
-  [ErrorCode.FORBIDDEN]: 403,
-  [ErrorCode.EXECUTION_NOT_FOUND]: 404,
-};
-
-/** The request body a form posts (`seq` of a fork resolved to its row's id), or every problem of the form. */
+/**
+ * The request body a form posts, or every problem of the form. The body is checked by the API's own rule
+ * (plane/requests.ts `requestBodyProblems`): the form's fields are the body's (an unknown one is named by that
+ * check), but for `csrf` (the guard's) and `seq`, the row a fork branches from by its # in the timeline, which
+ * stands for the body's `checkpointId` (the rule names it `seq` in its problems; resolved to the row's id; a row
+ * not in the run is left for the plane's own check, NOT_FORKABLE).
+ */
 async function requestOfForm(
   db: PlaneDb,
   projectId: string,
   executionId: string,
   form: Record<string, unknown>,
 ): Promise<{ body: Record<string, unknown> } | { problems: string[] }> {
+  const { csrf: _guard, seq, ...fields } = form;
+  const body: Record<string, unknown> = { ...fields };
   const problems: string[] = [];
-  for (const k of Object.keys(form))
-    if (!['csrf', 'action', 'seq', 'reason'].includes(k)) problems.push(`unknown field '${k.slice(0, 40)}'`);
-  const { action, seq, reason } = form;
-  if (typeof action !== 'string' || !['retry', 'recover', 'fork'].includes(action))
-    problems.push('action: must be retry, recover or fork');
-  if (reason !== undefined && typeof reason !== 'string') problems.push('reason: must be text');
-  const body: Record<string, unknown> = { action };
-  if (typeof reason === 'string' && reason.trim()) body.reason = reason;
-  if (action === 'fork') {
-    const n = typeof seq === 'string' && /^\d{1,9}$/.test(seq) ? Number(seq) : null;
-    if (n === null) problems.push('seq: the row to fork from, a whole number');
-    else {
-      const [row] = await db
-        .select({ id: checkpoints.id })
-        .from(checkpoints)
-        .where(
-          and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, n)),
-        );
-      // a row not in the run: the plane's own check names it (NOT_FORKABLE)
-      body.checkpointId = row?.id ?? `#${n}`;
-    }
-  } else if (seq !== undefined && seq !== '') problems.push(`seq: only a fork names a row`);
-  return problems.length ? { problems } : { body };
+  const given = seq !== undefined && seq !== '';
+  const n = typeof seq === 'string' && /^\d{1,9}$/.test(seq) ? Number(seq) : null;
+  if (given && n === null) problems.push("seq: the row's # in the timeline, a whole number");
+  // a row named: the body's checkpointId, its id once the body is known good
+  if (given) body.checkpointId = `#${n ?? ''}`;
+  problems.push(...requestBodyProblems(body, { checkpointId: 'seq' }));
+  if (problems.length) return { problems };
+  if (n !== null) {
+    const [row] = await db
+      .select({ id: checkpoints.id })
+      .from(checkpoints)
+      .where(
+        and(eq(checkpoints.projectId, projectId), eq(checkpoints.executionId, executionId), eq(checkpoints.seq, n)),
+      );
+    body.checkpointId = row?.id ?? `#${n}`;
+  }
+  return { body };
 }
 
 /** Mount `POST /runs/:id/requests` (after `viewer`); `wrap` frames its pages as every other page of the plane's. */
@@ -298,20 +321,16 @@ export function mountRequests(
 ): void {
   app.post('/runs/:id/requests', viewer, async (c) => {
     const id = c.req.param('id');
-    const refuse = (code: string, message: string, run: string | null = id) =>
-      c.html(
-        wrap(<RunActionRefusedPage title="Nothing asked" code={code} message={message} executionId={run} />, c),
-        STATUS[code] ?? 409,
-      );
+    const refuse = (r: Refusal, run: string | null = id) =>
+      refusalPage(c, r, runLinks(run), { title: 'Nothing asked', wrap });
     const form = await c.req.parseBody();
-    const refusal = formRefusal(c, form, asker(c));
-    if (refusal) return refuse(refusal.code, refusal.message);
-    if (!ExecutionId.safeParse(id).success)
-      return refuse(ErrorCode.EXECUTION_NOT_FOUND, `no run '${id}' in this project`, null);
+    const guarded = formRefusal(c, form, asker(c));
+    if (guarded) return refuse(guarded);
+    if (!ExecutionId.safeParse(id).success) return refuse(executionNotFound(id), null);
     const p = c.get('principal');
     const parsed = await requestOfForm(db, p.projectId, id, form);
     if ('problems' in parsed)
-      return refuse(ErrorCode.INVALID_RUN_REQUEST, `nothing was recorded: ${parsed.problems.join('; ')}`);
+      return refuse(refusal(ErrorCode.INVALID_RUN_REQUEST, `nothing was recorded: ${parsed.problems.join('; ')}`));
     try {
       const r = await recordRequest(db, p.projectId, id, parsed.body, {
         name: await keyName(db, p.keyId),
@@ -322,8 +341,7 @@ export function mountRequests(
         'run request recorded (inspector)',
       );
     } catch (e) {
-      if (e instanceof HttpError)
-        return refuse(e.code, e.message, e.code === ErrorCode.EXECUTION_NOT_FOUND ? null : id);
+      if (e instanceof Refusal) return refuse(e, e.code === ErrorCode.EXECUTION_NOT_FOUND ? null : id);
       throw e;
     }
     return c.redirect(`/runs/${encodeURIComponent(id)}#requests-h`, 303);

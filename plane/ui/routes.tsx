@@ -17,6 +17,8 @@ import { authenticate, keyName, type Principal } from '../auth.js';
 import type { PlaneDb } from '../db/open.js';
 import { projects } from '../db/schema.js';
 import type { PlaneEnv } from '../http/env.js';
+import { httpErrorOf, refusal } from '../http/errors.js';
+import { ErrorCode } from '../../shared/errors.js';
 import { listWriters, writerNames } from '../reads/writers.js';
 import { countPauses } from '../decisions.js';
 import { LoginPage } from './login-page.js';
@@ -26,8 +28,8 @@ import { WritersPage } from './writers-page.js';
 import { createSession, endSession, SESSION_COOKIE, sessionPrincipal, sessionToken } from './session.js';
 import { mountKeysPage } from './keys.js';
 import { mountCancel, withCancel } from './cancel.js';
-import { mountRequests } from './requests.js';
-import { sessionCsrfOk, sessionMay } from './run-form.js';
+import { mountRequests, REQUESTS_BEFORE } from './requests.js';
+import { refusalPage, sessionCsrfOk, sessionMay } from './run-form.js';
 import { csrfOf, originOk, siteOk, tokenOk } from '../../inspector/csrf.js';
 import { FRAME, type Frame, PENDING_COUNT_CAP, planeFrame } from '../../inspector/frame.js';
 import { loopbackHostOnly } from '../../inspector/host.js';
@@ -47,6 +49,8 @@ export interface InspectorOptions {
   bodyDeadline?: BodyDeadline;
   /** Model prices, checked and frozen by the plane's config (resolvePrices): the run list's Cost column and each run's cost (absent: none shown). */
   prices?: Readonly<Prices>;
+  /** How long a key made on the Keys page keeps its secret for the page that shows it once (default NEW_KEY_SHOWN_FOR_MS). */
+  newKeyShownForMs?: number;
 }
 
 /**
@@ -127,20 +131,25 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
    * (what the inspector's own pages send under no-referrer, and what any page can send too) must come with
    * the form's token, of the login page's cookie (set on GET /login, SameSite=Strict) or of the session.
    * Sec-Fetch-Site, which no page can set, refuses another site outright. A client that sends neither
-   * header (curl, a script) is not a browser tricked by a page, and signs in with its key alone.
+   * header (curl, a script) is not a browser tricked by a page, and signs in with its key alone. A refusal
+   * is the forms' refusal page (run-form.tsx) naming CSRF_FAILED, with its status (403), and a link `back`.
    */
   const ownForm =
-    (secret: (c: Context<PlaneEnv>) => string | undefined): MiddlewareHandler<PlaneEnv> =>
+    (
+      secret: (c: Context<PlaneEnv>) => string | undefined,
+      back: { href: string; text: string },
+    ): MiddlewareHandler<PlaneEnv> =>
     async (c, next) => {
       const site = c.req.header('sec-fetch-site');
       const origin = c.req.header('origin');
       // Origin null is the one a page of another site can also send; this plane's own origin no other page can
       const form = origin === 'null' ? await c.req.parseBody() : null;
       if (!siteOk(site) || !originOk(origin, c.req.url) || (form && !tokenOk(form.csrf, secret(c) ?? ''))) {
-        return c.text(
-          'refused: this form was posted from a page of another site (or the page was too old: load it again)',
-          403,
+        const r = refusal(
+          ErrorCode.CSRF_FAILED,
+          'this form was posted from a page of another site (or the page was too old: load it again)',
         );
+        return refusalPage(c, r, [back], { nav: false });
       }
       await next();
     };
@@ -163,7 +172,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   app.get('/login', (c) => c.html(<LoginPage next={safeNext(c.req.query('next'))} csrf={loginToken(c)} />));
   app.post(
     '/login',
-    ownForm((c) => getCookie(c, LOGIN_COOKIE)),
+    ownForm((c) => getCookie(c, LOGIN_COOKIE), { href: '/login', text: 'Log in' }),
     async (c) => {
       const form = await c.req.parseBody();
       const next = safeNext(form.next);
@@ -205,7 +214,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   );
   app.post(
     '/logout',
-    ownForm((c) => getCookie(c, SESSION_COOKIE)),
+    ownForm((c) => getCookie(c, SESSION_COOKIE), { href: '/', text: 'Runs' }),
     async (c) => {
       await endSession(db, getCookie(c, SESSION_COOKIE));
       deleteCookie(c, SESSION_COOKIE, { path: '/' });
@@ -225,6 +234,10 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
     wrap: (page, c) => framed(withCancel(db, page, c), c),
     missingRun: (id) => `No run '${id}' in this project (it may not have synced yet, or it was deleted).`,
     copyName: "this plane's copy",
+    // the requests' page (requests.tsx) is kept when another part of the run's page is paged
+    runPageParams: [REQUESTS_BEFORE],
+    // the rest of a run's page failed after its summary was sent: logged as the app's own errors are
+    onStreamError: (e, c) => httpErrorOf(e).report(c.get('log')),
     prices: o.prices ?? null,
     approvals: {
       // a session made from a key with the approve scope (or admin, which the API lets decide too) decides, under the key's name
@@ -244,7 +257,7 @@ export function inspectorRoutes(db: PlaneDb, o: InspectorOptions = {}): Hono<Pla
   app.get('/writers', viewer, async (c) =>
     c.html(framed(<WritersPage items={await listWriters(db, c.get('principal').projectId)} />, c)),
   );
-  mountKeysPage(app, db, viewer, framed);
+  mountKeysPage(app, db, viewer, framed, { newKeyShownForMs: o.newKeyShownForMs });
   mountCancel(app, db, viewer, framed);
   mountRequests(app, db, viewer, framed);
   return app;

@@ -509,9 +509,10 @@ describe('decisions made on the plane', () => {
     expect((await laptop.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
     let answer!: () => void;
     const late = new Promise<void>((r) => (answer = r));
-    proxy.rule = ({ path }) => (path.startsWith('/v1/changes') ? { holdAnswer: late } : undefined);
+    // the feed a connected store asks: its writer's
+    proxy.rule = ({ path }) => (path.startsWith('/v1/writer-changes') ? { holdAnswer: late } : undefined);
     const pulled = server.replica.pullChanges();
-    await until(() => proxy.seen.some((r) => r.path.startsWith('/v1/changes')));
+    await until(() => proxy.seen.some((r) => r.path.startsWith('/v1/writer-changes')));
     const fresh = {
       decisionId: uuidv7(),
       executionId: id,

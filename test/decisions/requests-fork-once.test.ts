@@ -6,20 +6,11 @@
  * run). Real plane (PGlite, HTTP), SQLite files.
  */
 import { sql } from 'drizzle-orm';
-import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  Agent,
-  connectPlane,
-  ScriptedModel,
-  serveDecisions,
-  tool,
-  type Replica,
-  type RequestOutcome,
-} from '../../client/index.js';
-import { currentRun } from '../../client/runtime/context.js';
-import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import type { Replica, RequestOutcome } from '../../client/index.js';
+import type { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { requestWorker, serveRequests as serve, until } from '../helpers/request-worker.js';
 import { scratchDir } from '../helpers/tmp.js';
 
 const tmp = scratchDir('waymark-requests-fork-once-');
@@ -32,55 +23,9 @@ const ledger: string[] = [];
 
 /** A machine whose `work` tool, in a fork, waits for `hold` (when given) before it returns. */
 const machine = (name: string, hold?: Promise<void>) => {
-  const store = new SqliteCheckpointer({ path: tmp.file(`${name}.db`) });
-  const replica = connectPlane(store, {
-    url: plane.url,
-    apiKey: key,
-    pollMs: 0,
-    debounceMs: 5,
-    timeoutMs: 5000,
-    followChanges: false,
-  });
-  opened.push({ store, replica });
-  const work = tool({
-    name: 'work',
-    description: 'A step of work',
-    parameters: z.object({}),
-    execute: async () => {
-      const id = currentRun()?.executionId ?? '?';
-      ledger.push(`${id} ${store.writerId}`);
-      if (hold && id !== 'source') await hold;
-      return 'ok';
-    },
-  });
-  const agent = new Agent({
-    name: 'bot',
-    model: new ScriptedModel(({ turn }) =>
-      turn === 0 ? { toolCalls: [{ name: 'work', arguments: {} }] } : { content: 'done' },
-    ),
-    tools: [work],
-    checkpointer: store,
-  });
-  return { store, replica, agent };
-};
-
-const serve = (m: ReturnType<typeof machine>, seen: RequestOutcome[], stop: AbortController) =>
-  serveDecisions({
-    agent: m.agent,
-    store: m.store,
-    replica: m.replica,
-    signal: stop.signal,
-    pollMs: 50,
-    retry: { baseMs: 50, capMs: 200 },
-    onRequestOutcome: (o) => seen.push(o),
-  });
-
-const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 30_000) => {
-  const t = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - t > ms) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  const m = requestWorker({ planeUrl: plane.url, apiKey: key, path: tmp.file(`${name}.db`), ledger, hold });
+  opened.push(m);
+  return m;
 };
 
 beforeAll(async () => {

@@ -8,6 +8,7 @@ import { sql } from 'drizzle-orm';
 import { csrfOf } from '../../inspector/csrf.js';
 import { revokeKey } from '../../plane/auth.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { refusalOf } from '../helpers/html.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';
 
 describe('tenancy and auth across every endpoint and page', () => {
@@ -191,6 +192,13 @@ describe('tenancy and auth across every endpoint and page', () => {
       req: (key?: string) => call(`${plane.url}/v1/changes`, { key }),
     },
     {
+      // in the victim's project this writer would be sent the victim's run: it has a decision
+      name: 'GET /v1/writer-changes',
+      scope: 'read',
+      wrong: () => keys.approveOnly,
+      req: (key?: string) => call(`${plane.url}/v1/writer-changes?writerId=intruder`, { key }),
+    },
+    {
       name: 'POST /v1/executions/:id/requests',
       scope: 'operate',
       req: (key?: string) =>
@@ -302,6 +310,7 @@ describe('tenancy and auth across every endpoint and page', () => {
         e.name === 'GET /v1/pauses' ||
         e.name === 'GET /v1/decisions' ||
         e.name === 'GET /v1/changes' ||
+        e.name === 'GET /v1/writer-changes' ||
         e.name === 'GET /v1/requests'
       )
         expect(r.body.items, e.name).toEqual([]);
@@ -445,7 +454,7 @@ describe('tenancy and auth across every endpoint and page', () => {
       // what the post named itself (the run id, the pause id) may be said back; nothing else of the victim's
       const named = [path, ...Object.values(fields)].join(' ');
       for (const x of secrets.filter((x) => !named.includes(x))) expect(html, `${path} leaked ${x}`).not.toContain(x);
-      return { status: r.status, code: /[A-Z]+(?:_[A-Z]+)+/.exec(html.replace(/CSRF_FAILED/g, ''))?.[0], html };
+      return { status: r.status, code: refusalOf(html)?.code, html };
     };
     const before = await counts();
     // a pause key of this project, and one that names no pause anywhere: the same refusal, nothing recorded

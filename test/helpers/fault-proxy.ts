@@ -13,16 +13,21 @@ export type Fault =
   | 'drop-after-commit'
   | 'truncate'
   | 'trickle'
-  | { status: number; retryAfter?: string; message?: string; html?: string };
+  | { status: number; retryAfter?: string; code?: string; message?: string; html?: string };
 
 /** What `rule` may also answer: forward the request, but hold the plane's answer until `holdAnswer` settles (an answer served a while before it arrives). */
 export interface HeldAnswer {
   holdAnswer: Promise<unknown>;
 }
 
+/** What `rule` may also answer: forward the request only once `holdRequest` settles (a request sent, not yet arrived). */
+export interface HeldRequest {
+  holdRequest: Promise<unknown>;
+}
+
 export interface SeenRequest {
   path: string;
-  fault: Fault | HeldAnswer;
+  fault: Fault | HeldAnswer | HeldRequest;
   rows: number;
   ids: string[];
   at: number;
@@ -31,7 +36,7 @@ export interface SeenRequest {
 export class FaultProxy {
   url = '';
   queue: Fault[] = [];
-  rule: ((req: { path: string; ids: string[] }) => Fault | HeldAnswer | undefined) | null = null;
+  rule: ((req: { path: string; ids: string[] }) => Fault | HeldAnswer | HeldRequest | undefined) | null = null;
   seen: SeenRequest[] = [];
   private server: Server | null = null;
   readonly sockets = new Set<Socket>();
@@ -66,6 +71,7 @@ export class FaultProxy {
       return;
     }
     if (fault === 'hang') return;
+    if (typeof fault === 'object' && 'holdRequest' in fault) await fault.holdRequest;
     if (typeof fault === 'object' && 'status' in fault && fault.html !== undefined) {
       // what a proxy in front of the plane answers itself (nginx, a load balancer): HTML, not the plane's JSON
       res.writeHead(fault.status, { 'content-type': 'text/html' });
@@ -77,7 +83,11 @@ export class FaultProxy {
         'content-type': 'application/json',
         ...(fault.retryAfter ? { 'retry-after': fault.retryAfter } : {}),
       });
-      res.end(JSON.stringify({ error: { code: 'INJECTED', message: fault.message ?? `injected ${fault.status}` } }));
+      res.end(
+        JSON.stringify({
+          error: { code: fault.code ?? 'INJECTED', message: fault.message ?? `injected ${fault.status}` },
+        }),
+      );
       return;
     }
     const headers: Record<string, string> = {};
@@ -101,7 +111,7 @@ export class FaultProxy {
       req.socket.destroy();
       return;
     }
-    if (typeof fault === 'object') await fault.holdAnswer;
+    if (typeof fault === 'object' && 'holdAnswer' in fault) await fault.holdAnswer;
     res.writeHead(upstream.status, {
       'content-type': upstream.headers.get('content-type') ?? 'application/json',
       'content-length': String(payload.length),

@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 import pino from 'pino';
 // the plane's own modules (their full types), not the public waymark/plane facade whose database handle is opaque
 import { createKey, type Scope } from '../../plane/auth.js';
-import { openPlaneDatabase, type PlaneDatabase } from '../../plane/db/open.js';
+import { openPlaneDatabase, type PlaneDatabase, type StatementTrace } from '../../plane/db/open.js';
 import { makePgliteTemplate } from './pglite-template.js';
 import { startPlane } from '../../plane/server.js';
 import { loadConfig, type PlaneConfig } from '../../plane/config.js';
@@ -35,9 +35,12 @@ function pgliteTemplate(): Promise<Blob> {
   return template;
 }
 
-export async function openTestPlaneDatabase(kind: 'pglite' | { url: string }): Promise<PlaneDatabase> {
-  if (kind === 'pglite') return openPlaneDatabase({ dataDir: 'memory://', loadDataDir: await pgliteTemplate() });
-  return openPlaneDatabase({ databaseUrl: kind.url, max: 8 });
+export async function openTestPlaneDatabase(
+  kind: 'pglite' | { url: string },
+  trace?: StatementTrace,
+): Promise<PlaneDatabase> {
+  if (kind === 'pglite') return openPlaneDatabase({ dataDir: 'memory://', loadDataDir: await pgliteTemplate() }, trace);
+  return openPlaneDatabase({ databaseUrl: kind.url, max: 8 }, trace);
 }
 
 export interface TestPlane {
@@ -60,9 +63,13 @@ export async function startTestPlane(
     takeoverAfterMs?: number;
     metricsPort?: number;
     prices?: PlaneConfig['prices'];
+    /** How long a key made on the Keys page keeps its secret for its page (PlaneAppOptions). */
+    newKeyShownForMs?: number;
+    /** Told every statement the plane's database handle sends (plane/db/open.ts `StatementTrace`). */
+    trace?: StatementTrace;
   } = {},
 ): Promise<TestPlane> {
-  const database = await openTestPlaneDatabase(kind);
+  const database = await openTestPlaneDatabase(kind, o.trace);
   const plane = await startPlane(
     loadConfig(
       {},
@@ -83,6 +90,7 @@ export async function startTestPlane(
       database,
       logger: pino({ level: 'silent' }),
       faults: o.faults,
+      newKeyShownForMs: o.newKeyShownForMs,
     },
   );
   return {

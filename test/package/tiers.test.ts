@@ -9,7 +9,9 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import config from '../../vitest.config.js';
-import { FAST, SLOW, tierGlobs } from '../tiers.js';
+import type { TestSpecification, Vitest } from 'vitest/node';
+import { LongFirstSequencer } from '../sequencer.js';
+import { FAST, SLOW, START_FIRST, tierGlobs } from '../tiers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -75,5 +77,33 @@ describe('test tiers', () => {
     expect(fast.include).toEqual(tierGlobs(FAST));
     expect(slow.include).toEqual(['test/**/*.test.ts']);
     expect(slow.exclude).toEqual(expect.arrayContaining(tierGlobs(FAST)));
+  });
+
+  it('START_FIRST names slow test files that exist, and the sequencer starts them first, in its order', async () => {
+    for (const entry of START_FIRST) {
+      expect(kind(entry), entry).toBe('file');
+      expect(
+        SLOW.some((e) => covers(e, entry)),
+        `${entry} is in SLOW`,
+      ).toBe(true);
+    }
+    // vitest's own order with no timing cache: the largest file first
+    const others = ['test/plane/bootstrap-dir.test.ts', 'test/ui/long-run.test.ts', 'test/machines/restore.test.ts'];
+    const project = { name: 'slow', config: { root: ROOT, isolate: true, sequence: { groupOrder: 0 } } };
+    const specs = [...others, ...[...START_FIRST].reverse()].map(
+      (file, i) => ({ project, moduleId: join(ROOT, file), size: 1000 - i }) as unknown as TestSpecification,
+    );
+    const ctx = {
+      config: { root: ROOT },
+      cache: {
+        getFileTestResults: () => undefined,
+        getFileStats: (key: string) => ({
+          size: (specs.find((s) => key.endsWith(relativeOf(s))) as never as { size: number }).size,
+        }),
+      },
+    } as unknown as Vitest;
+    const relativeOf = (s: TestSpecification) => s.moduleId.slice(ROOT.length);
+    const order = (await new LongFirstSequencer(ctx).sort(specs)).map(relativeOf);
+    expect(order).toEqual([...START_FIRST, ...others]);
   });
 });

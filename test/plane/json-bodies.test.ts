@@ -1,10 +1,13 @@
 /**
- * The JSON bodies of the control routes (claim, takeover, claim release, and
- * the admin routes that take a body), from a hostile client over real sockets
- * to a real plane on PGlite. Every one is read as ingest reads its batch:
+ * The JSON bodies of the control routes (claim, takeover, claim release, the
+ * run requests' routes: ask, a fork's claim, an outcome report; and the admin
+ * routes that take a body), from a hostile client over real sockets to a real
+ * plane on PGlite. Every one is read as ingest reads its batch:
  * application/json only (415), within LIMITS.controlBodyBytes (413), within
  * the body deadline (408, connection closed); then validated strictly, the
- * 400 naming every problem. A refused request changes nothing.
+ * 400 naming every problem. The inspector's forms that act on runs (retry,
+ * recover and fork; cancel; a decision and the inbox's bulk approve) read
+ * theirs within the same limit (413). A refused request changes nothing.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Socket } from 'node:net';
@@ -14,7 +17,8 @@ import pino from 'pino';
 import { createKey } from '../../plane/auth.js';
 import { loadConfig } from '../../plane/config.js';
 import type { PlaneDatabase } from '../../plane/db/open.js';
-import { apiKeys, claims, executions, projects, runTakeovers } from '../../plane/db/schema.js';
+import { apiKeys, claims, decisions, executions, projects, runRequests, runTakeovers } from '../../plane/db/schema.js';
+import { csrfOf } from '../../inspector/csrf.js';
 import { MIN_RETENTION_SECONDS } from '../../plane/retention.js';
 import { startPlane, type RunningPlane } from '../../plane/server.js';
 import { LIMITS } from '../../shared/limits.js';
@@ -25,9 +29,20 @@ import { eventsOf, pause, step } from '../helpers/rows.js';
 interface BodyRoute {
   name: string;
   path: string;
+  /** Its path in the OpenAPI document (default: `path` with the run's id as `{id}`). */
+  doc?: string;
   key: () => string;
   valid: () => Record<string, unknown>;
   required: string[];
+  /** The code of a body with problems (default INVALID_REQUEST). */
+  invalid?: string;
+}
+
+/** One inspector form that acts on a run: the fields of a post it takes (with the session's token). */
+interface FormRoute {
+  name: string;
+  path: string;
+  fields: () => Record<string, string>;
 }
 
 interface Raw {
@@ -40,7 +55,7 @@ interface Raw {
   closed: Promise<number>;
 }
 
-/** A POST over a raw socket: `head` headers (Host and the key added), then `first` of the body, and nothing more until told. */
+/** A POST over a raw socket: `head` headers (Host and the key, if any, added), then `first` of the body, and nothing more until told. */
 function rawPost(
   port: number,
   path: string,
@@ -68,7 +83,7 @@ function rawPost(
       const lines = [
         `POST ${path} HTTP/1.1`,
         'Host: 127.0.0.1',
-        `Authorization: Bearer ${key}`,
+        ...(key ? [`Authorization: Bearer ${key}`] : []),
         ...Object.entries(head).map(([k, v]) => `${k}: ${v}`),
       ];
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);
@@ -98,6 +113,12 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
   let writer = '';
   let approver = '';
   let checkpointId = '';
+  let operate = '';
+  /** A fork request of jb-run, recorded for the claim and outcome routes. */
+  let requestId = '';
+  /** An inspector session (read, operate, cancel, approve) and its forms' token. */
+  let cookie = '';
+  let csrf = '';
   const sockets: Socket[] = [];
 
   const routes: BodyRoute[] = [
@@ -123,6 +144,30 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       required: ['writerId', 'seq'],
     },
     {
+      name: 'run request',
+      path: '/v1/executions/jb-failed/requests',
+      key: () => operate,
+      valid: () => ({ action: 'retry', reason: 'upstream is back' }),
+      required: ['action'],
+      invalid: 'INVALID_RUN_REQUEST',
+    },
+    {
+      name: 'run request claim',
+      path: '/v1/requests/{request}/claim',
+      doc: '/v1/requests/{requestId}/claim',
+      key: () => writer,
+      valid: () => ({ writerId: 'w-b' }),
+      required: ['writerId'],
+    },
+    {
+      name: 'run request outcome',
+      path: '/v1/requests/{request}/outcome',
+      doc: '/v1/requests/{requestId}/outcome',
+      key: () => writer,
+      valid: () => ({ writerId: 'w-b', outcome: 'refused', code: 'TOOL_NOT_FOUND', message: 'no such tool here' }),
+      required: ['writerId', 'outcome'],
+    },
+    {
       name: 'admin projects',
       path: '/v1/admin/projects',
       key: () => operator,
@@ -145,11 +190,34 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
     },
   ];
 
-  /** What a refused request must leave as it was: row counts, the pause still open, the run still its writer's. */
+  /** The inspector's forms that act on a run, each read within LIMITS.controlBodyBytes before the session is looked at. */
+  const forms: FormRoute[] = [
+    { name: 'retry/recover/fork form', path: '/runs/jb-failed/requests', fields: () => ({ csrf, action: 'retry' }) },
+    { name: 'cancel form', path: '/runs/jb-run/cancel', fields: () => ({ csrf, confirm: 'yes' }) },
+    {
+      name: 'decision form',
+      path: '/runs/jb-pause/decision',
+      fields: () => ({ csrf, checkpointId, approved: 'true' }),
+    },
+    {
+      name: 'bulk approve form',
+      path: '/approvals',
+      fields: () => ({ csrf, pause: `${checkpointId}:jb-pause`, approved: 'true' }),
+    },
+  ];
+
+  /** A route's path, with the recorded request's id. */
+  const pathOf = (r: { path: string }) => r.path.replace('{request}', requestId);
+
+  /**
+   * What a refused request must leave as it was: row counts, the pause still open, the runs' statuses (none
+   * cancelled), the run still its writer's, the run requests as they were (none recorded, claimed or settled).
+   */
   const state = async () => {
     const db = database.db;
-    const n = async (t: typeof projects | typeof apiKeys | typeof claims | typeof runTakeovers | typeof executions) =>
-      (await db.select({ n: count() }).from(t))[0].n;
+    const n = async (
+      t: typeof projects | typeof apiKeys | typeof claims | typeof runTakeovers | typeof executions | typeof decisions,
+    ) => (await db.select({ n: count() }).from(t))[0].n;
     const run = await call(`${plane.url}/v1/executions/jb-pause`, { key: writer });
     return {
       projects: await n(projects),
@@ -157,12 +225,21 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       claims: await n(claims),
       runTakeovers: await n(runTakeovers),
       executions: await n(executions),
+      decisions: await n(decisions),
+      statuses: await db
+        .select({ id: executions.executionId, status: executions.status })
+        .from(executions)
+        .orderBy(executions.executionId),
+      requests: await db
+        .select({ state: runRequests.state, claimedBy: runRequests.claimedBy, settledBy: runRequests.settledBy })
+        .from(runRequests)
+        .orderBy(runRequests.seq),
       pause: run.body.pause?.state,
     };
   };
 
   const post = (r: BodyRoute, init: { headers?: Record<string, string>; body?: string | Uint8Array<ArrayBuffer> }) =>
-    fetch(`${plane.url}${r.path}`, {
+    fetch(`${plane.url}${pathOf(r)}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${r.key()}`, ...init.headers },
       body: init.body,
@@ -184,14 +261,42 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       .key;
     writer = (await createKey(database.db, { createProject: true, project: 'jb', scopes: ['ingest', 'read'] })).key;
     approver = (await createKey(database.db, { project: 'jb', scopes: ['approve'] })).key;
+    operate = (await createKey(database.db, { project: 'jb', scopes: ['operate'] })).key;
+    let runRow = '';
     const rows = await eventsOf(async (s) => {
       await s.put(step('jb-pause', 0));
       checkpointId = (await s.recordInterrupt(pause('jb-pause', 1), { reason: 'r', context: null })).checkpoint.id;
-      await s.put(step('jb-run', 0));
+      runRow = (await s.put(step('jb-run', 0))).id;
+      // a failed run, for a retry
+      await s.put(step('jb-failed', 0));
+      await s.put({
+        ...step('jb-failed', 1),
+        nodeId: 'run_end',
+        step: 'run_end',
+        status: 'failed',
+        nodeOutput: { error: { code: 'MODEL_ERROR', message: 'upstream 500' } },
+      });
     }, 'w-a');
     expect(
       (await call(`${plane.url}/v1/ingest`, { key: writer, json: { protocol: 1, writerId: 'w-a', rows } })).body,
     ).toMatchObject({ accepted: rows.length });
+    const fork = await call(`${plane.url}/v1/executions/jb-run/requests`, {
+      key: operate,
+      json: { action: 'fork', checkpointId: runRow },
+    });
+    expect(fork.status).toBe(201);
+    requestId = fork.body.requestId;
+    const login = await fetch(`${plane.url}/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      body: new URLSearchParams({
+        key: (await createKey(database.db, { project: 'jb', scopes: ['read', 'operate', 'cancel', 'approve'] })).key,
+        next: '/',
+      }),
+    });
+    expect(login.status).toBe(303);
+    cookie = login.headers.get('set-cookie')!.split(';')[0];
+    csrf = csrfOf(cookie.split('=')[1]);
   });
   afterEach(() => {
     for (const s of sockets.splice(0)) s.destroy();
@@ -216,12 +321,17 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
     expect(await state()).toEqual(before);
   });
 
-  it('a POST without a body, or with an empty JSON body, is 400 INVALID_REQUEST naming every missing field, and changes nothing', async () => {
+  it("a POST without a body, or with an empty JSON body, is 400 INVALID_REQUEST (a run request's INVALID_RUN_REQUEST) naming every missing field, and changes nothing", async () => {
     const before = await state();
     for (const r of routes) {
       for (const headers of [{}, { 'content-type': 'application/json' }] as Record<string, string>[]) {
         const a = await post(r, { headers });
-        expect([r.name, headers, a.status, a.body.error.code]).toEqual([r.name, headers, 400, 'INVALID_REQUEST']);
+        expect([r.name, headers, a.status, a.body.error.code]).toEqual([
+          r.name,
+          headers,
+          400,
+          r.invalid ?? 'INVALID_REQUEST',
+        ]);
         for (const field of r.required) expect(a.body.error.message, r.name).toContain(`${field}: `);
       }
     }
@@ -235,7 +345,13 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
     const stalling = [...routes, { name: 'decision', path: '/v1/executions/jb-pause/decision', key: () => approver }];
     const stalled = await Promise.all(
       stalling.map((r) =>
-        rawPost(plane.port, r.path, r.key(), { 'Content-Type': 'application/json', 'Content-Length': '100' }, '{"wri'),
+        rawPost(
+          plane.port,
+          pathOf(r),
+          r.key(),
+          { 'Content-Type': 'application/json', 'Content-Length': '100' },
+          '{"wri',
+        ),
       ),
     );
     sockets.push(...stalled.map((s) => s.socket));
@@ -261,7 +377,7 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       // 30 s only bounds a hang
       const big = await rawPost(
         plane.port,
-        r.path,
+        pathOf(r),
         r.key(),
         { 'Content-Type': 'application/json', 'Content-Length': String(50_000_000) },
         `{"pad":"${'a'.repeat(1024)}`,
@@ -276,7 +392,7 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       const chunk = (s: string) => `${Buffer.byteLength(s).toString(16)}\r\n${s}\r\n`;
       const chunked = await rawPost(
         plane.port,
-        r.path,
+        pathOf(r),
         r.key(),
         { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' },
         chunk('{"pad":"') + chunk(pad),
@@ -296,6 +412,44 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
     }
     expect(await state()).toEqual(before);
   }, 180_000);
+
+  it("the inspector's forms that act on a run (retry/recover/fork, cancel, a decision, bulk approve): a body over LIMITS.controlBodyBytes is 413 TOO_LARGE, declared or chunked, its connection closed; nothing changes", async () => {
+    const before = await state();
+    const form = 'application/x-www-form-urlencoded';
+    for (const f of forms) {
+      // a real post of the form (this session's token), its reason padded past the limit
+      const fields = `${new URLSearchParams(f.fields())}&reason=`;
+      // declared: answered at once, the rest never asked for (a plane that waited for it would answer 408 at its
+      // body deadline, not 413; the 30 s only bounds a hang)
+      const declared = await rawPost(
+        plane.port,
+        f.path,
+        '',
+        { Cookie: cookie, 'Content-Type': form, 'Content-Length': String(LIMITS.controlBodyBytes + 1) },
+        fields,
+      );
+      sockets.push(declared.socket);
+      expect(await within(declared.answered, 30_000), `${f.name}: declared`).not.toBe('no answer');
+      expect(declared.answer(), f.name).toMatch(/^HTTP\/1\.1 413 /);
+      expect(declared.answer(), f.name).toContain(`TOO_LARGE: a form is at most ${LIMITS.controlBodyBytes} bytes`);
+      expect(declared.answer(), f.name).toMatch(/\r\nconnection: close\r\n/i);
+
+      // chunked, no length to refuse it by: a little past the limit sent, and never finished
+      const chunk = (s: string) => `${Buffer.byteLength(s).toString(16)}\r\n${s}\r\n`;
+      const chunked = await rawPost(
+        plane.port,
+        f.path,
+        '',
+        { Cookie: cookie, 'Content-Type': form, 'Transfer-Encoding': 'chunked' },
+        chunk(fields) + chunk('a'.repeat(LIMITS.controlBodyBytes + 16 * 1024)),
+      );
+      sockets.push(chunked.socket);
+      expect(await within(chunked.answered, 30_000), `${f.name}: chunked`).not.toBe('no answer');
+      expect(chunked.answer(), f.name).toMatch(/^HTTP\/1\.1 413 /);
+      expect(chunked.answer(), f.name).toContain('TOO_LARGE');
+    }
+    expect(await state()).toEqual(before);
+  }, 120_000);
 
   it('unknown fields are refused and the 400 names every problem, path and message; nothing changes', async () => {
     const before = await state();
@@ -339,6 +493,30 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
     expect(takeover.status).toBe(400);
     expect(takeover.body.error.message).toContain('seq: ');
     expect(takeover.body.error.message).toContain('"extra"');
+
+    const ask = await call(`${plane.url}/v1/executions/jb-failed/requests`, {
+      key: operate,
+      json: { action: 'retry', extra: 1 },
+    });
+    expect(ask.status).toBe(400);
+    expect(ask.body.error.code).toBe('INVALID_RUN_REQUEST');
+    expect(ask.body.error.details.problems).toEqual(["unknown field 'extra'"]);
+
+    const forkClaim = await call(`${plane.url}/v1/requests/${requestId}/claim`, {
+      key: writer,
+      json: { writerId: '', extra: 1 },
+    });
+    expect(forkClaim.status).toBe(400);
+    expect(forkClaim.body.error.message).toContain('writerId: ');
+    expect(forkClaim.body.error.message).toContain('"extra"');
+
+    const outcome = await call(`${plane.url}/v1/requests/${requestId}/outcome`, {
+      key: writer,
+      json: { writerId: 'w-b', outcome: 'done', extra: 1 },
+    });
+    expect(outcome.status).toBe(400);
+    expect(outcome.body.error.code).toBe('INVALID_REQUEST');
+    expect(outcome.body.error.details.problems).toEqual([expect.stringMatching(/^outcome: /), "unknown field 'extra'"]);
 
     expect(await state()).toEqual(before);
     expect(
@@ -389,17 +567,17 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
       paths: Record<string, { post: { requestBody?: { required?: boolean }; responses: Record<string, unknown> } }>;
     };
     for (const r of routes) {
-      const op = doc.paths[r.path.replace(/jb-(pause|run)/, '{id}')].post;
+      const op = doc.paths[r.doc ?? r.path.replace(/jb-(pause|run|failed)/, '{id}')].post;
       expect([r.name, op.requestBody?.required]).toEqual([r.name, true]);
       expect(Object.keys(op.responses), r.name).toEqual(expect.arrayContaining(['408', '413', '415']));
     }
   });
 
-  it('after every refusal, each route still takes a good body (gzip too): the pause is claimed and released, the run taken over, the project made', async () => {
+  it('after every refusal, each route still takes a good body (gzip too): the pause is claimed and released, the run taken over, the project made, a retry asked, the fork claimed and settled; each form acts', async () => {
     const at = (name: string) => routes.find((r) => r.name === name)!;
     const ok = async (name: string, o: { gzip?: boolean } = {}) => {
       const r = at(name);
-      return call(`${plane.url}${r.path}`, { key: r.key(), json: r.valid(), gzip: o.gzip });
+      return call(`${plane.url}${pathOf(r)}`, { key: r.key(), json: r.valid(), gzip: o.gzip });
     };
     expect(await state()).toMatchObject({ pause: 'open', runTakeovers: 0 });
     expect((await ok('claim')).body).toMatchObject({ writerId: 'w-b', checkpointId });
@@ -408,5 +586,24 @@ describe('JSON bodies of the control routes (plane on PGlite, real sockets)', ()
     expect((await ok('admin projects', { gzip: true })).status).toBe(201);
     expect((await ok('admin keys')).body).toMatchObject({ project: 'jb', name: 'jb-key', scopes: ['read'] });
     expect((await ok('admin prune')).body).toMatchObject({ dryRun: false, items: [] });
+    const asked = await ok('run request', { gzip: true });
+    expect([asked.status, asked.body.state, asked.body.action]).toEqual([201, 'open', 'retry']);
+    expect((await ok('run request claim')).body).toMatchObject({ outcome: 'won', request: { claimedBy: 'w-b' } });
+    expect((await ok('run request outcome')).body).toMatchObject({ state: 'refused', code: 'TOOL_NOT_FOUND' });
+
+    // the forms, each within the limit: a fork asked, the pause approved from the inbox, the run cancelled
+    const post = (path: string, fields: Record<string, string>) =>
+      fetch(`${plane.url}${path}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie },
+        body: new URLSearchParams(fields),
+      });
+    expect((await post('/runs/jb-failed/requests', { csrf, action: 'fork', seq: '0' })).status).toBe(303);
+    const bulk = await post('/approvals', { csrf, pause: `${checkpointId}:jb-pause`, approved: 'true' });
+    expect([bulk.status, await bulk.text()]).toEqual([200, expect.stringContaining('1 decision recorded')]);
+    expect((await post('/runs/jb-run/cancel', { csrf, confirm: 'yes' })).status).toBe(303);
+    expect((await state()).statuses).toContainEqual({ id: 'jb-run', status: 'cancelled' });
+    expect((await state()).requests.map((r) => r.state)).toEqual(['refused', 'open', 'open']);
   });
 });

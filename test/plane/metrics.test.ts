@@ -56,6 +56,31 @@ describe('operator metrics listener', () => {
     expect((await call(`${plane.metricsUrl}/v1/executions`, { key: alphaAdmin })).status).toBe(404);
   }, 240_000);
 
+  it('counts the entries each feed serves, at once and after a long poll', async () => {
+    const { plane, db } = await start({ WAYMARK_METRICS_PORT: '0' });
+    const key = (await createKey(db, { createProject: true, project: 'feeds', scopes: ['ingest', 'read'] })).key;
+    const rows = await eventsOf(async (s) => {
+      await s.put(step('feed-a', 0));
+      await s.put(step('feed-b', 0));
+    });
+    expect((await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows } })).status).toBe(
+      200,
+    );
+    const changes = await call(`${plane.url}/v1/changes?wait=0`, { key });
+    expect(changes.body.items).toHaveLength(2);
+    // a long poll answered by a change that commits while it waits
+    const held = call(`${plane.url}/v1/changes?after=${changes.body.nextCursor}&wait=20`, { key });
+    const more = await eventsOf(async (s) => void (await s.put(step('feed-c', 0))));
+    expect(
+      (await call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId: 'w', rows: more } })).status,
+    ).toBe(200);
+    expect((await held).body.items).toHaveLength(1);
+    expect((await call(`${plane.url}/v1/decisions?wait=0`, { key })).body.items).toEqual([]);
+    const m = String((await call(`${plane.metricsUrl}/metrics`)).body);
+    expect(m).toMatch(/^waymark_feed_entries_total\{feed="changes"\} 3$/m);
+    expect(m).toMatch(/^waymark_feed_entries_total\{feed="decisions"\} 0$/m);
+  }, 240_000);
+
   it('no metrics listener unless a metrics port is configured', async () => {
     const { plane } = await start({});
     expect(plane.metricsUrl).toBeNull();

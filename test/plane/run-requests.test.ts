@@ -310,6 +310,23 @@ function requestSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(r.body.error.code).toBe('INVALID_REQUEST');
       expect(r.body.error.details.problems.length).toBeGreaterThanOrEqual(3);
       expect((await get(`/v1/requests/${req.body.requestId}`)).body.state).toBe('open');
+      // text the database cannot store is named, not a 500
+      const text = await post(
+        `/v1/requests/${req.body.requestId}/outcome`,
+        { writerId: 'w\u0000', outcome: 'refused', code: 'X\u0000', message: 'half \ud800', runStatus: 'failed\u0000' },
+        keys.ingest,
+      );
+      expect(text.status).toBe(400);
+      expect(text.body.error.code).toBe('INVALID_REQUEST');
+      expect(text.body.error.details.problems).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^writerId: /),
+          'code: a string holds U+0000',
+          'message: a string holds a lone surrogate (not well-formed Unicode)',
+          'runStatus: a string holds U+0000',
+        ]),
+      );
+      expect((await get(`/v1/requests/${req.body.requestId}`)).body.state).toBe('open');
     });
 
     it('a cancel keeps the name of the key that cancelled the run', async () => {

@@ -239,14 +239,16 @@ describe('a client that never reads its answer', () => {
     // once that has passed: it gets what was already in flight, then the end, never the whole answer
     const idleMs = connectionIdleMs(config);
     expect(idleMs).toBe(9000);
-    // meanwhile two long polls hold for longer than that deadline, idle by design: each is answered after its
+    // meanwhile three long polls hold for longer than that deadline, idle by design: each is answered after its
     // hold with an empty page, its connection never taken for a stalled one
     const holdS = Math.ceil((2 * idleMs) / 1000);
-    const polls = ['/v1/changes?after=999999', '/v1/decisions'].map(async (path) => {
-      const started = performance.now();
-      const r = await call(`${plane!.url}${path}${path.includes('?') ? '&' : '?'}wait=${holdS}`, { key });
-      return { path, status: r.status, items: r.body.items, heldMs: performance.now() - started };
-    });
+    const polls = ['/v1/changes?after=999999', '/v1/writer-changes?writerId=w&after=999999', '/v1/decisions'].map(
+      async (path) => {
+        const started = performance.now();
+        const r = await call(`${plane!.url}${path}${path.includes('?') ? '&' : '?'}wait=${holdS}`, { key });
+        return { path, status: r.status, items: r.body.items, heldMs: performance.now() - started };
+      },
+    );
     await new Promise((r) => setTimeout(r, 2 * idleMs + 10_000));
     for (const poll of await Promise.all(polls)) {
       expect(poll, poll.path).toMatchObject({ status: 200, items: [] });

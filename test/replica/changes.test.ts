@@ -130,12 +130,16 @@ describe('a connected store follows the change feed', () => {
         expect(ledger.charges()).toHaveLength(1);
 
         // nothing is asked of A: its replica follows the feed (a held long poll) and catches up
-        // a catch-up takes what the plane holds when it reads, which may be more than the change that woke it said
-        await until(async () => (await stateOf(a.store, id)) === 'completed', 60_000).catch((e: Error) => {
-          throw new Error(
-            `${e.message}: A's updates ${JSON.stringify(a.updates)}; A's feed error ${a.replica.changeFeedError}`,
-          );
-        });
+        // a catch-up takes what the plane holds when it reads, which may be more than the change that woke it said;
+        // its update is emitted after the rows commit, so wait for both
+        const caughtUp = () => a.updates.some((x) => x.executionId === id && x.outcome === 'caught_up');
+        await until(async () => caughtUp() && (await stateOf(a.store, id)) === 'completed', 60_000).catch(
+          (e: Error) => {
+            throw new Error(
+              `${e.message}: A's updates ${JSON.stringify(a.updates)}; A's feed error ${a.replica.changeFeedError}`,
+            );
+          },
+        );
         const caught = a.updates.filter((x) => x.executionId === id && x.outcome === 'caught_up');
         // B's plane claim may be heard of before its rows (reported as such, naming B), and its rows in more than one step
         for (const early of a.updates.filter((x) => x.executionId === id && x.outcome !== 'caught_up'))
@@ -379,9 +383,17 @@ describe('a connected store follows the change feed', () => {
     const b = await machine('b-alone');
     await b.store.put(step('b-only', 0));
     expect((await b.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
-    // every run of the project passes by (paged), none is touched
+    // the project's feed has both runs; A's writer feed carries neither (its own change, a run it never touched)
+    const project = (await call(`${plane.url}/v1/changes?limit=1000`, { key })).body.items.map(
+      (i: { executionId: string }) => i.executionId,
+    );
+    expect(project).toEqual(expect.arrayContaining(['mine-only', 'b-only']));
+    // what it is sent: neither (only what every writer is sent: others' deletions, runs with a decision at the plane)
+    const sent = (await call(`${plane.url}/v1/writer-changes?writerId=${a.store.writerId}&limit=1000`, { key })).body
+      .items as { executionId: string }[];
+    expect(sent.filter((i) => i.executionId === 'mine-only' || i.executionId === 'b-only')).toEqual([]);
     const seen = await a.replica.pullChanges();
-    expect(seen.received).toBeGreaterThan(0);
+    expect(seen.received).toBe(sent.length);
     expect(seen.updates.filter((u) => u.executionId === 'mine-only' || u.executionId === 'b-only')).toEqual([]);
     expect(await a.store.latest('b-only')).toBeNull();
   }, 60_000);

@@ -382,7 +382,7 @@ describe('README quick start and GUIDE walkthroughs work when pasted', () => {
     } finally {
       await plane.stop();
     }
-  });
+  }, 420_000); // a dozen real processes one after another: a bound on a hang, met on a machine at load 16
 
   it("the GUIDE's LangGraph section as pasted: the saver fragment, then exclusive answering the interrupt once; a worker that comes later finds nothing open and runs nothing", () => {
     const section = docSection(readDoc('docs/GUIDE.md'), '## LangGraph');

@@ -250,7 +250,7 @@ export function runRuntimeSuite(options: RuntimeSuiteOptions): void {
       });
       expect(f).toBeInstanceOf(PauseNotFound);
       expect(f!.message).toMatch(
-        /never paused.*failed \(MAX_TURNS: agent 'looper' reached 2 turns\).*without an answer/,
+        /never paused.*failed \(MAX_TURNS: agent 'looper' reached its limit of 2 turns\).*without an answer/,
       );
 
       // completed, never paused: ALREADY_FINISHED, with or without an answer

@@ -3,19 +3,23 @@
  * error. `WaymarkError.code` is typed by it; this test covers what the type
  * cannot see: a code written as a string in the source (an HTTP answer, a
  * plane error class, a comparison with a code read from the wire). A new free
- * string fails here until it is registered with what it means.
+ * string fails here until it is registered with what it means. A refusal's
+ * HTTP status (shared/refusals.ts, one table for the plane and the
+ * inspector's pages) is the one its registry entry names.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, hasCode, isErrorCode, WaymarkError } from '../../shared/errors.js';
+import { isRefusalCode, REFUSAL_STATUS } from '../../shared/refusals.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Codes of other systems that the source compares against; never waymark's own. */
 const FOREIGN: Record<string, string> = {
   ERR_MODULE_NOT_FOUND: 'Node: an optional peer dependency is not installed',
+  MODULE_NOT_FOUND: 'Node: an optional peer dependency loaded with `require` (better-sqlite3) is not installed',
   SQLITE_CONSTRAINT_PRIMARYKEY: 'better-sqlite3: a duplicate primary key',
   EPERM: 'Node errno: a process we may not signal (alive, another user)',
   ENOENT: 'Node errno: no such file',
@@ -88,5 +92,26 @@ describe('the error registry', () => {
     const e = new WaymarkError(ErrorCode.TOOL_NOT_FOUND, 'no tool', { details: { tool: 'x' } });
     const crossed = JSON.parse(JSON.stringify({ code: e.code, message: e.message }));
     expect(hasCode(crossed, ErrorCode.TOOL_NOT_FOUND)).toBe(true);
+  });
+
+  it("each refusal's HTTP status (shared/refusals.ts) is the one its registry entry names, and no other", () => {
+    const text = readFileSync(join(root, 'shared', 'errors.ts'), 'utf8');
+    // each code's doc comment, as the registry writes it: `/** … */` right before `CODE: 'CODE',`
+    const docs = new Map(
+      [...text.matchAll(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*([A-Z][A-Z0-9_]*): '\2',/g)].map((m) => [m[2], m[1]]),
+    );
+    expect(docs.size).toBeGreaterThan(50);
+    const named = Object.entries(REFUSAL_STATUS).map(([code, status]) => [
+      code,
+      status,
+      [...new Set((docs.get(code) ?? '').match(/\b[1-5]\d\d\b/g))].map(Number),
+    ]);
+    expect(named).toEqual(Object.entries(REFUSAL_STATUS).map(([code, status]) => [code, status, [status]]));
+    expect(Object.keys(REFUSAL_STATUS).filter((c) => !isErrorCode(c))).toEqual([]);
+    expect([isRefusalCode('PAUSE_CLOSED'), isRefusalCode('INTERNAL'), isRefusalCode('toString')]).toEqual([
+      true,
+      false,
+      false,
+    ]);
   });
 });

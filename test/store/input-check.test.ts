@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { InputShape, surelyValidInput } from '../../client/store/rows.js';
+import { inputShape, surelyValidInput } from '../../client/store/rows.js';
 import type { CheckpointInput } from '../../client/checkpointer.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { LIMITS } from '../../shared/limits.js';
@@ -77,14 +77,14 @@ const edges: Record<string, unknown[]> = {
 describe('the fast check of a checkpoint input', () => {
   it('accepts what the runtime writes (so a step skips the schema parse)', () => {
     expect(surelyValidInput(typical())).toBe(true);
-    expect(InputShape.safeParse(typical()).success).toBe(true);
+    expect(inputShape().safeParse(typical()).success).toBe(true);
   });
 
   it('never accepts an input the schema refuses: every edge of every field', () => {
     for (const [field, values] of Object.entries(edges)) {
       values.forEach((v, i) => {
         const input = { ...typical(), [field]: v } as CheckpointInput;
-        if (surelyValidInput(input)) expect(InputShape.safeParse(input).success, `${field}, edge #${i}`).toBe(true);
+        if (surelyValidInput(input)) expect(inputShape().safeParse(input).success, `${field}, edge #${i}`).toBe(true);
       });
     }
     for (const input of [null, undefined, [], 'input', 3])
@@ -99,7 +99,7 @@ describe('the fast check of a checkpoint input', () => {
           ...fields,
           ...(withExtra ? { extra: 1, nodeOutput: { x: 1 } } : {}),
         } as unknown as CheckpointInput;
-        return !surelyValidInput(input) || InputShape.safeParse(input).success;
+        return !surelyValidInput(input) || inputShape().safeParse(input).success;
       }),
       { numRuns: 2000 },
     );
@@ -109,7 +109,7 @@ describe('the fast check of a checkpoint input', () => {
 describe('execution ids a URL path cannot name', () => {
   it("'.' and '..' are refused by the schema, naming the rule ('...' and ids holding dots are ordinary)", () => {
     for (const id of ['.', '..']) {
-      const r = InputShape.safeParse({ ...typical(), executionId: id });
+      const r = inputShape().safeParse({ ...typical(), executionId: id });
       expect(r.success, id).toBe(false);
       expect(r.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([
         "executionId: must not be '.' or '..' (no URL path can name it)",
@@ -117,6 +117,6 @@ describe('execution ids a URL path cannot name', () => {
       expect(surelyValidInput({ ...typical(), executionId: id })).toBe(false);
     }
     for (const id of ['...', 'a.b', './x', '.hidden'])
-      expect(InputShape.safeParse({ ...typical(), executionId: id }).success, id).toBe(true);
+      expect(inputShape().safeParse({ ...typical(), executionId: id }).success, id).toBe(true);
   });
 });

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import postgres from 'postgres';
 import { openStore } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
-import { nativeBinding } from '../../client/sqlite/native-binding.js';
+import { nativeBinding } from '../../client/sqlite/driver.js';
 import { hasCode } from '../../shared/errors.js';
 import type { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { createTestDatabase, pgReady } from '../helpers/pg.js';

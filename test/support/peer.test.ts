@@ -1,19 +1,28 @@
 /**
  * The optional peers' one home (support/peer.ts): its version table agrees
  * with package.json, the plane's and the local UI's peer lists hold every
- * package their code loads, the docs print the same install commands, and a
- * feature missing several peers names every one in one command.
+ * package their code loads, the docs print the same install commands, a
+ * feature missing several peers names every one in one command, and
+ * `waymark/sqlite` (whose driver is loaded with `require`) names its own.
  *
- * The last runs dist/support/peer.js (built by test/global-setup.ts) from a
- * scratch folder whose node_modules holds only zod and hono: every other peer
- * is missing there, as in a client-only install.
+ * The last two run dist/ (built by test/global-setup.ts) from a scratch folder
+ * whose node_modules holds only zod (and hono): every other peer is missing
+ * there, as in an install without them.
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { installCommand, PEER_VERSIONS, type Peer, PLANE_PEERS, requirePeers, UI_PEERS } from '../../support/peer.js';
+import {
+  installCommand,
+  PEER_VERSIONS,
+  type Peer,
+  PLANE_PEERS,
+  requirePeer,
+  requirePeers,
+  UI_PEERS,
+} from '../../support/peer.js';
 import { type Doc, readDoc } from '../helpers/docs.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -134,5 +143,32 @@ catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, detai
       "waymark/postgres needs the 'postgres' package, an optional peer dependency of waymark that is not installed: install it with 'npm install postgres@3.4.9'",
     );
     expect(check('waymark ui', 'hono')).toBe('ok');
+  });
+
+  it('requirePeer returns a CommonJS peer loaded with require; waymark/sqlite without better-sqlite3 fails at import with MISSING_PEER', () => {
+    const Database = requirePeer<new (path: string) => { close(): void }>('waymark/sqlite', 'better-sqlite3');
+    new Database(':memory:').close();
+    // the built package in a folder whose node_modules holds only zod: the entry's import names the command
+    const dir = tmp.file('no-sqlite');
+    cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
+    mkdirSync(join(dir, 'node_modules'));
+    symlinkSync(join(ROOT, 'node_modules', 'zod'), join(dir, 'node_modules', 'zod'));
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+    writeFileSync(
+      join(dir, 'check.mjs'),
+      `try { await import('./dist/client/sqlite/index.js'); console.log('ok'); }
+catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, details: e.details })); }\n`,
+    );
+    const r = spawnSync(process.execPath, ['check.mjs'], { cwd: dir, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({
+      code: 'MISSING_PEER',
+      message:
+        "waymark/sqlite needs the 'better-sqlite3' package, an optional peer dependency of waymark that is not installed: install it with 'npm install better-sqlite3@12.11.1'",
+      details: {
+        peers: [{ peer: 'better-sqlite3', version: '12.11.1' }],
+        command: 'npm install better-sqlite3@12.11.1',
+      },
+    });
   });
 });

@@ -21,9 +21,9 @@ import { LIMITS } from '../../shared/limits.js';
 import { launchChromium } from '../helpers/browser.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { csrfIn } from '../helpers/html.js';
 
 const tmp = scratchDir('waymark-bulk-approvals-');
-const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
 const post = (url: string, body: URLSearchParams, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', redirect: 'manual', headers, body });
 

@@ -29,8 +29,8 @@ import { accessibilityProblems } from '../helpers/a11y.js';
 import { launchChromium, SHOTS } from '../helpers/browser.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { pause, step, takeEvents } from '../helpers/rows.js';
+import { csrfIn } from '../helpers/html.js';
 
-const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
 const post = (url: string, body: Record<string, string>, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', redirect: 'manual', headers, body: new URLSearchParams(body) });
 

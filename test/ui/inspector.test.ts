@@ -193,7 +193,7 @@ describe('the inspector in headless chromium', () => {
     await page.click('#diff-h + form button');
     await page.waitForURL(/a=0&b=1/);
     const diff = (await page.textContent('[data-testid=diff]'))!;
-    expect(diff).toMatch(/1 messages in common; 1 added; 2 fields changed/);
+    expect(diff).toMatch(/1 message in common; 1 added; 2 fields changed/);
     // the added message as a conversation: the tool call by name, its arguments pretty-printed
     expect(diff).toContain('calls refund{\n  "order": "1042",\n  "amount": 50000\n}');
     expect(diff).toMatch(/toolCallId/);

@@ -6,6 +6,10 @@
  * 1280 and 390 px, with no script: Log out ends the session (a later page asks
  * for sign-in), Created is in the reader's local time, and a revoke takes a
  * confirmation that names the session's own key (revoking it ends the session).
+ * Create is Post/Redirect/Get: a reload of the page showing a new key's secret
+ * makes no second key and shows the secret no more; the secret is in no URL or
+ * cookie, its page is its session's only, and it expires (a plane restart, on
+ * Postgres, forgets it too).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync } from 'node:fs';
@@ -14,6 +18,9 @@ import type { Browser, Page } from 'playwright-core';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { refusedWithin } from '../helpers/plane-process.js';
 import { launchChromium as launch, SHOTS } from '../helpers/browser.js';
+import { accessibilityProblems } from '../helpers/a11y.js';
+import { createTestDatabase, pgReady } from '../helpers/pg.js';
+import { csrfIn } from '../helpers/html.js';
 
 async function session(url: string, key: string): Promise<string> {
   const r = await fetch(`${url}/login`, {
@@ -24,7 +31,12 @@ async function session(url: string, key: string): Promise<string> {
   expect(r.status).toBe(303);
   return r.headers.get('set-cookie')!.split(';')[0];
 }
-const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+/** Any key's secret in `text` (a key's id alone is not one). */
+const SECRET = /wm_[0-9a-f]{16}_[A-Za-z0-9_-]{43}/;
+/** A Create post answered with a page to GET: its Location, which names the key and a token, never the secret. */
+const NEW_KEY_PAGE = /^\/keys\/([0-9a-f]{16})\/new\/[A-Za-z0-9_-]{43}$/;
+
+const postgresUp = await pgReady('the Keys page across a plane restart');
 
 describe('the Keys page', () => {
   let plane: TestPlane;
@@ -147,7 +159,8 @@ describe('the Keys page', () => {
       headers: { cookie: rival },
       body: new URLSearchParams({ csrf: csrfIn(html), project: 'acme', name: 'x', scopes: 'read' }),
     });
-    expect(made.status).toBe(400);
+    // as the API answers UNKNOWN_PROJECT: another project's name is not known to this session
+    expect(made.status).toBe(404);
     expect(await made.text()).toMatch(/UNKNOWN_PROJECT/);
     expect((await call(`${plane.url}/v1/executions`, { key: keys.read })).status).toBe(200);
     expect(
@@ -165,8 +178,9 @@ describe('the Keys page', () => {
     expect(html).toMatch(/<option value="rival">rival<\/option>/);
     const body = new URLSearchParams({ csrf: csrfIn(html), project: 'rival', name: 'from operator', scopes: 'read' });
     const made = await fetch(`${plane.url}/keys`, { method: 'POST', redirect: 'manual', headers: { cookie }, body });
-    expect(made.status).toBe(201);
-    const secret = /data-testid="secret">([^<]+)</.exec(await made.text())![1].trim();
+    expect(made.status).toBe(303);
+    const shown = await fetch(`${plane.url}${made.headers.get('location')}`, { headers: { cookie } });
+    const secret = /data-testid="secret">([^<]+)</.exec(await shown.text())![1].trim();
     const mine = await call(`${plane.url}/v1/admin/keys`, { key: keys.rivalAdmin });
     expect(mine.body.items.find((k: { id: string }) => k.id === secret.slice(3, 19))).toMatchObject({
       project: 'rival',
@@ -204,6 +218,60 @@ describe('the Keys page', () => {
     (await p.context().cookies()).filter((c) => c.name === 'wm_session').map((c) => `${c.name}=${c.value}`)[0];
 
   for (const width of [1280, 390]) {
+    it(`at ${width} px, a reload of the page showing a new key's secret makes no second key and shows the secret no more`, async () => {
+      const name = `reloaded at ${width}`;
+      const named = async () =>
+        (await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body.items.filter(
+          (k: { name: string }) => k.name === name,
+        );
+      const p = await keysPage(keys.admin, width, { js: false });
+      const posts: string[] = [];
+      p.on('request', (r) => {
+        if (r.method() !== 'GET') posts.push(`${r.method()} ${r.url()}`);
+      });
+      await p.fill('input[name=name]', name);
+      await p.check('input[name=scopes][value=read]');
+      await p.click('form[action="/keys"] button[type=submit]');
+      const secret = (await p.textContent('[data-testid=secret]'))!.trim();
+      expect(secret).toMatch(SECRET);
+      const id = secret.slice(3, 19);
+      expect(posts).toEqual([`POST ${plane.url}/keys`]);
+      expect(await named()).toHaveLength(1);
+      expect(await accessibilityProblems(p)).toEqual([]);
+      expect(await fitsWidth(p)).toBe(true);
+      await p.screenshot({ path: join(SHOTS, `keys-new-${width}.png`), fullPage: true });
+
+      posts.length = 0;
+      await p.reload();
+      // the reload asked for a page: nothing was posted, no second key, and the secret is not on the page again
+      expect(await named()).toHaveLength(1);
+      expect(posts).toEqual([]);
+      expect(await p.content()).not.toContain(secret.slice(20));
+      expect(await p.textContent('[data-testid=secret-gone]')).toContain(`The secret of key ${id} is not shown again`);
+      expect(await p.getByRole('link', { name: `revoke key ${id}` }).getAttribute('href')).toBe(`/keys/${id}/revoke`);
+      expect(await accessibilityProblems(p)).toEqual([]);
+      expect(await fitsWidth(p)).toBe(true);
+      await p.screenshot({ path: join(SHOTS, `keys-new-reloaded-${width}.png`), fullPage: true });
+
+      // the secret is in no URL this tab went to, and in no cookie
+      expect(new URL(p.url()).pathname).toMatch(NEW_KEY_PAGE);
+      expect(p.url()).not.toContain(secret.slice(20));
+      for (const c of await p.context().cookies()) expect(c.value).not.toContain(secret.slice(20));
+      // a second tab of the same session, on the same page: the secret is not shown there either
+      const tab = await p.context().newPage();
+      await tab.goto(p.url());
+      expect(await tab.content()).not.toMatch(SECRET);
+      expect(await tab.locator('[data-testid=secret-gone]').count()).toBe(1);
+      // Back goes to the form page, re-posting nothing
+      await p.goBack();
+      expect(p.url()).toBe(`${plane.url}/keys`);
+      expect(await p.content()).not.toMatch(SECRET);
+      expect(posts).toEqual([]);
+      expect(await named()).toHaveLength(1);
+      expect((await call(`${plane.url}/v1/executions`, { key: secret })).status).toBe(200);
+      await p.context().close();
+    });
+
     it(`at ${width} px, Log out on the Keys page ends the session: a later page load asks for sign-in`, async () => {
       const admin = await plane.key('acme', ['admin']);
       const p = await keysPage(admin, width, { js: false });
@@ -296,4 +364,113 @@ describe('the Keys page', () => {
       await p.context().close();
     });
   }
+
+  it("a new key's page is its own session's, once: another session sees no secret (and takes nothing), a second look none", async () => {
+    const mine = await session(plane.url, keys.admin);
+    const csrf = csrfIn(await (await fetch(`${plane.url}/keys`, { headers: { cookie: mine } })).text());
+    const made = await fetch(`${plane.url}/keys`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: mine },
+      body: new URLSearchParams({ csrf, name: 'one session', scopes: 'read' }),
+    });
+    expect(made.status).toBe(303);
+    expect(made.headers.get('set-cookie')).toBeNull();
+    const location = made.headers.get('location')!;
+    const id = NEW_KEY_PAGE.exec(location)?.[1];
+    expect(id).toBeDefined();
+    const look = async (cookie: string) => {
+      const r = await fetch(`${plane.url}${location}`, { headers: { cookie } });
+      expect(r.headers.get('set-cookie')).toBeNull();
+      return r.text();
+    };
+    // another session of the same admin key, and another project's admin session: no secret, the page says so
+    const other = await look(await session(plane.url, keys.admin));
+    expect(other).not.toMatch(SECRET);
+    expect(other).toContain(`The secret of key ${id} is not shown again`);
+    const rival = await look(await session(plane.url, keys.rivalAdmin));
+    expect(rival).not.toMatch(SECRET);
+    // not a key of that project's: not named there
+    expect(rival).not.toContain(id);
+    expect(rival).toContain('data-testid="secret-gone"');
+    // the session that made it: the secret, which works, and is not in the URL it was shown at
+    const shown = await look(mine);
+    const secret = SECRET.exec(shown)?.[0] ?? '';
+    expect(secret.slice(3, 19)).toBe(id);
+    expect(location).not.toContain(secret.slice(20));
+    expect((await call(`${plane.url}/v1/executions`, { key: secret })).status).toBe(200);
+    // a second look, by the same session: gone
+    const again = await look(mine);
+    expect(again).not.toMatch(SECRET);
+    expect(again).toContain(`The secret of key ${id} is not shown again`);
+    const named = (await call(`${plane.url}/v1/admin/keys`, { key: keys.admin })).body.items.filter(
+      (k: { name: string }) => k.name === 'one session',
+    );
+    expect(named).toHaveLength(1);
+  });
+
+  it("a new key's secret not looked at in time expires: its page then shows no secret", async () => {
+    const short = await startTestPlane('pglite', { newKeyShownForMs: 200 });
+    try {
+      const admin = await short.key('acme', ['admin']);
+      const cookie = await session(short.url, admin);
+      const csrf = csrfIn(await (await fetch(`${short.url}/keys`, { headers: { cookie } })).text());
+      const made = await fetch(`${short.url}/keys`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie },
+        body: new URLSearchParams({ csrf, name: 'too late', scopes: 'read' }),
+      });
+      expect(made.status).toBe(303);
+      const location = made.headers.get('location')!;
+      const id = NEW_KEY_PAGE.exec(location)?.[1];
+      // well past the 200 ms it waits (longer only makes it later)
+      await new Promise((r) => setTimeout(r, 1000));
+      const late = await (await fetch(`${short.url}${location}`, { headers: { cookie } })).text();
+      expect(late).not.toMatch(SECRET);
+      expect(late).toContain(`The secret of key ${id} is not shown again`);
+      // the key was made all the same: it is listed, to be revoked
+      expect(late).toContain(`href="/keys/${id}/revoke"`);
+    } finally {
+      await short.close();
+    }
+  });
+
+  it.skipIf(!postgresUp)(
+    "after a plane restart, a new key's page shows no secret and says to revoke the key and create another",
+    async () => {
+      const pg = await createTestDatabase('waymark_keys_restart');
+      let first: TestPlane | undefined;
+      let second: TestPlane | undefined;
+      try {
+        first = await startTestPlane({ url: pg.url });
+        const admin = await first.key('acme', ['admin']);
+        const cookie = await session(first.url, admin);
+        const csrf = csrfIn(await (await fetch(`${first.url}/keys`, { headers: { cookie } })).text());
+        const made = await fetch(`${first.url}/keys`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { cookie },
+          body: new URLSearchParams({ csrf, name: 'made before a restart', scopes: 'read' }),
+        });
+        expect(made.status).toBe(303);
+        const location = made.headers.get('location')!;
+        const id = NEW_KEY_PAGE.exec(location)?.[1];
+        await first.close();
+        first = undefined;
+        // the same database, a new plane process: the session lives on (it is stored), the secret did not
+        second = await startTestPlane({ url: pg.url });
+        const after = await fetch(`${second.url}${location}`, { headers: { cookie } });
+        expect(after.status).toBe(200);
+        const html = await after.text();
+        expect(html).not.toMatch(SECRET);
+        expect(html).toContain(`The secret of key ${id} is not shown again`);
+        expect(html).toContain(`href="/keys/${id}/revoke"`);
+      } finally {
+        await first?.close();
+        await second?.close();
+        await pg.drop();
+      }
+    },
+  );
 });

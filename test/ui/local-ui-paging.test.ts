@@ -91,7 +91,7 @@ describe('local inspector paging', () => {
       /<a href="([^"]+)">More entries →<\/a>/,
       /<code>charge:(\d+)<\/code>/g,
     );
-    expect(effects.pages).toBe(3);
+    expect(effects.pages).toBe(6);
     expect(effects.items.map(Number)).toEqual(Array.from({ length: 120 }, (_, i) => i));
     expect((await fetch(`${ui.url}/runs/long-run?idem=x`)).status).toBe(400);
     // paging one part of the page keeps the others: the timeline's page in the entries' links, and the reverse

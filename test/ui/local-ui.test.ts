@@ -276,7 +276,7 @@ describe('waymark ui over a SQLite store', () => {
     await page.fill('input[name=b]', '1');
     await page.click('#diff-h + form button');
     await page.waitForURL(/a=0&b=1/);
-    expect(await page.textContent('[data-testid=diff]')).toMatch(/1 messages in common; 1 added; 2 fields changed/);
+    expect(await page.textContent('[data-testid=diff]')).toMatch(/1 message in common; 1 added; 2 fields changed/);
 
     await page.setViewportSize({ width: 390, height: 800 });
     expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(1);

@@ -179,7 +179,7 @@ describe('a 500-row run', () => {
         await page.fill('input[name=agent]', 'supervisor:desk/agent:refund-bot');
         await page.getByRole('button', { name: 'Filter' }).click();
         await page.waitForURL(/agent=supervisor/);
-        const paths = () => page.locator('ol.timeline li[id^="seq-"] .row-meta .mono:first-child').allTextContents();
+        const paths = () => page.locator('ol.timeline li[id^="seq-"] .row-meta > .mono:first-child').allTextContents();
         const worker = await paths();
         expect(worker.length).toBe(50);
         for (const p of worker) expect(p).toMatch(/^supervisor:desk\/agent:refund-bot(\/tool:refund)?$/);

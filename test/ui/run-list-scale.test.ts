@@ -23,16 +23,17 @@ for (const kind of ['pglite', 'postgres'] as const) {
       key = k.key;
       projectId = k.projectId;
       await database.db.execute(sql`
-        INSERT INTO executions (project_id, execution_id, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, created_at, updated_at)
-        SELECT ${projectId}, 'run-' || lpad(i::text, 5, '0'),
+        INSERT INTO executions (project_id, execution_id, change_seq, status, row_count, last_seq, last_node_id, last_step, last_status, writer_id, created_at, updated_at)
+        SELECT ${projectId}, 'run-' || lpad(i::text, 5, '0'), -i,
                (ARRAY['running','paused','completed','failed'])[1 + i % 4], 4, 3, 'run_end', 'run_end', 'completed', 'w-' || (i % 7),
                now(), date_trunc('milliseconds', now()) - (i || ' seconds')::interval
         FROM generate_series(1, 10000) AS i`);
+      // (change seqs out of the feed's range: these runs are written around the plane, not through it)
       // other projects' runs share the table and must not leak in
       const other = await createKey(database.db, { createProject: true, project: 'other', scopes: ['read'] });
       await database.db.execute(sql`
-        INSERT INTO executions (project_id, execution_id, status, created_at, updated_at)
-        SELECT ${other.projectId}, 'x-' || i, 'running', now(), now() FROM generate_series(1, 2000) AS i`);
+        INSERT INTO executions (project_id, execution_id, change_seq, status, created_at, updated_at)
+        SELECT ${other.projectId}, 'x-' || i, -i, 'running', now(), now() FROM generate_series(1, 2000) AS i`);
       await database.db.execute(sql`ANALYZE executions`);
     });
     afterAll(async () => {

@@ -201,7 +201,7 @@ describe('the inspectors tell the truth about a run', () => {
       // the CLI words it by its code and message: the limit, not a failed call
       const out: string[] = [];
       await inspectRun(store, 'max-turns-run', (l) => out.push(l));
-      expect(out).toContain("ended: failed: MAX_TURNS: agent 'looper' reached 2 turns");
+      expect(out).toContain("ended: failed: MAX_TURNS: agent 'looper' reached its limit of 2 turns");
     });
 
     it(`${where}: a pause shows where it stands: decided or claimed and not applied yet, or resumed; never "completed"`, async () => {

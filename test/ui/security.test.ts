@@ -34,6 +34,7 @@ import { uuidv7 } from '../../shared/ids.js';
 import { launchChromium } from '../helpers/browser.js';
 import { call, openTestPlaneDatabase, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { csrfIn } from '../helpers/html.js';
 
 /** Markup that runs script if any page renders it as HTML (an element, an attribute breakout, a closing script tag). */
 const X = `</script><script>window.__xss=1</script>"'><img src=x onerror="window.__xss=2"><svg onload="window.__xss=3">`;
@@ -41,7 +42,6 @@ const X = `</script><script>window.__xss=1</script>"'><img src=x onerror="window
 const XID = `<img src=x onerror=window.__xss=4>`;
 
 const tmp = scratchDir('waymark-security-');
-const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
 const checkpointIn = (html: string) => /name="checkpointId" value="([^"]+)"/.exec(html)?.[1] ?? '';
 const form = (body: Record<string, string>) => new URLSearchParams(body);
 

@@ -8,10 +8,11 @@ export default {
   tsconfig: './tsconfig.json',
   entryPoints: [
     '../../client/index.ts',
-    // waymark/sqlite and waymark/postgres: their index.ts re-exports the store
-    // as a constant (loaded after the optional peer is checked), which TypeDoc
-    // would show as a bare value; checkpointer.ts exports the same names as
-    // the class itself
+    // waymark/sqlite and waymark/postgres: documented from checkpointer.ts,
+    // which holds the `@module` comment and exports the same names as the
+    // entry (waymark/postgres's index.ts re-exports the store as a constant,
+    // loaded after the optional peer is checked, which TypeDoc would show as a
+    // bare value)
     '../../client/sqlite/checkpointer.ts',
     '../../client/postgres/checkpointer.ts',
     '../../shared/index.ts',

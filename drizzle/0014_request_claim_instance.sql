@@ -1,0 +1,1 @@
+ALTER TABLE "run_requests" ADD COLUMN "claimed_instance" text;

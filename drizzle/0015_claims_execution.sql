@@ -1,0 +1,1 @@
+CREATE INDEX "claims_execution" ON "claims" USING btree ("project_id","execution_id");

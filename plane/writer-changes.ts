@@ -1,0 +1,179 @@
+/**
+ * A writer's change feed (GET /v1/writer-changes?writerId=…): the entries of
+ * the project's change feed (changes.ts) that a connected store of that
+ * writer acts on, in the same order and with the same cursor. A writer
+ * following it is served entries for the runs it holds, not for every run of
+ * its project, so what a fleet is served grows with its writers, not with
+ * their square.
+ *
+ * An entry is the writer's when it is not the writer's own change (its newest
+ * row is the writer's and its pause unclaimed or claimed by the writer: the
+ * store has it already) and one of:
+ * - the writer touched the run: it delivered rows of it, or restored it from
+ *   the plane (`run_contacts`; a restore that names its writer records it
+ *   before the run's rows are read), or it owns the run (`run_owners`);
+ * - the run has a decision recorded at the plane: a store keeps the decisions
+ *   of runs it does not hold (its decision feed) and forgets them when their
+ *   pause closes, which it learns here;
+ * - a deletion (its run's contacts and owner go with the run).
+ *
+ * A page reads the project's feed after the cursor through its
+ * (project_id, change_seq) indexes, at most WRITER_SCAN entries, and keeps the
+ * writer's. The cursor moves past the entries read, the writer's or not: the
+ * feed's seqs commit in order (changes.ts), so every entry at or below the
+ * last seq read was committed and read in the same statement, and none
+ * commits behind it later. A page that read WRITER_SCAN entries without
+ * finding one of the writer's says `readOn`: the next page is asked at once.
+ *
+ * A run counts as touched from the moment its contact or owner row commits:
+ * its later changes carry later seqs. What it held before came with the rows
+ * (a delivery, or a restore that read them after recording the contact).
+ */
+import { sql } from 'drizzle-orm';
+import type { ExecutionChange } from '../shared/protocol.js';
+import { newestChange } from './changes.js';
+import { type PlaneDb, rowsOf } from './db/open.js';
+import { runContacts } from './db/schema.js';
+import { type Feed, waitForFeed } from './long-poll.js';
+
+/**
+ * A restore of `executionId` by `writerId` (its first page): the run counts as
+ * touched by the writer from now on. Committed on its own before the restore
+ * reads the run, so a change the writer's feed passed over before this commit
+ * is in the rows the restore reads. A contact the writer has (it delivered
+ * rows) is kept as it is: takeovers read its time (claims.ts).
+ */
+export async function recordRestorer(
+  db: PlaneDb,
+  projectId: string,
+  executionId: string,
+  writerId: string,
+): Promise<void> {
+  await db.insert(runContacts).values({ projectId, executionId, writerId }).onConflictDoNothing();
+}
+
+/** The project's feed entries one writer's page reads at most (the page then says `readOn`). */
+export const WRITER_SCAN = 1000;
+
+/** A writer's page: the entries it acts on, the cursor past everything read, and whether to ask again at once. */
+export interface WriterChangePage {
+  items: ExecutionChange[];
+  nextCursor: string;
+  /** The scan bound's worth of entries was read and none was the writer's: more may follow, ask again at once. */
+  readOn: boolean;
+}
+
+interface Row {
+  scanned_to: string | number | null;
+  scanned: string | number;
+  execution_id: string | null;
+  change_seq: string | number | null;
+  deleted: boolean | null;
+  status: ExecutionChange['status'];
+  last_seq: number | null;
+  last_writer_id: string | null;
+  pause_state: ExecutionChange['pauseState'];
+  pause_checkpoint_id: string | null;
+  claimed_by: string | null;
+}
+
+/** The entries of `writerId` after change seq `after`, oldest first, reading at most `scan` of the project's (see above); `nextCursor` is past every entry read. */
+export async function writerChangeFeed(
+  db: PlaneDb,
+  projectId: string,
+  writerId: string,
+  after: number,
+  limit: number,
+  scan = WRITER_SCAN,
+): Promise<WriterChangePage> {
+  // every table says project_id = the project: one shard per statement (test/plane/shard-routing.test.ts)
+  const got = await db.execute(sql`
+    WITH win AS MATERIALIZED (
+      SELECT * FROM (
+        (SELECT e.execution_id, e.change_seq, false AS deleted, e.status, e.last_seq, e.writer_id AS last_writer_id
+         FROM executions e
+         WHERE e.project_id = ${projectId} AND e.change_seq > ${after}
+         ORDER BY e.change_seq LIMIT ${scan})
+        UNION ALL
+        (SELECT t.execution_id, t.change_seq, true, NULL, NULL, t.writer_id
+         FROM execution_tombstones t
+         WHERE t.project_id = ${projectId} AND t.change_seq > ${after}
+         ORDER BY t.change_seq LIMIT ${scan})
+      ) u ORDER BY u.change_seq LIMIT ${scan}
+    ),
+    hit AS (
+      SELECT w.*, p.state AS pause_state, p.checkpoint_id AS pause_checkpoint_id, p.claimed_by
+      FROM win w
+      LEFT JOIN pending_interrupts p
+        ON NOT w.deleted AND p.project_id = ${projectId} AND p.execution_id = w.execution_id
+      WHERE NOT (coalesce(w.last_writer_id = ${writerId}, false) AND coalesce(p.claimed_by, ${writerId}) = ${writerId})
+        AND (w.deleted
+          OR EXISTS (SELECT 1 FROM run_contacts c
+                     WHERE c.project_id = ${projectId} AND c.execution_id = w.execution_id AND c.writer_id = ${writerId})
+          OR EXISTS (SELECT 1 FROM run_owners o
+                     WHERE o.project_id = ${projectId} AND o.execution_id = w.execution_id AND o.writer_id = ${writerId})
+          OR EXISTS (SELECT 1 FROM decisions d
+                     WHERE d.project_id = ${projectId} AND d.execution_id = w.execution_id))
+      ORDER BY w.change_seq LIMIT ${limit}
+    )
+    SELECT s.scanned_to, s.scanned, h.*
+    FROM (SELECT max(change_seq) AS scanned_to, count(*) AS scanned FROM win) s
+    LEFT JOIN hit h ON true
+    ORDER BY h.change_seq`);
+  const rows = rowsOf<Row>(got);
+  const items = rows
+    .filter((r) => r.execution_id !== null)
+    .map(
+      (r): ExecutionChange => ({
+        executionId: r.execution_id!,
+        changeSeq: Number(r.change_seq),
+        deleted: !!r.deleted,
+        status: r.status,
+        lastSeq: r.last_seq,
+        lastWriterId: r.last_writer_id,
+        pauseState: r.pause_state,
+        pauseCheckpointId: r.pause_checkpoint_id,
+        claimedBy: r.claimed_by,
+      }),
+    );
+  const scannedTo = rows[0]?.scanned_to == null ? after : Number(rows[0].scanned_to);
+  // a full page may stop before the window's end: the next one starts after its last entry
+  const nextCursor = items.length === limit ? items[items.length - 1].changeSeq : scannedTo;
+  const readOn = !items.length && Number(rows[0]?.scanned ?? 0) >= scan;
+  return { items, nextCursor: String(nextCursor), readOn };
+}
+
+/** One writer's feed, for the shared long poll: woken with the project's change feed, its newest seq the project's. */
+function writerFeed(writerId: string): Feed<WriterChangePage> {
+  return {
+    name: 'changes',
+    page: (db, projectId, after, limit) => writerChangeFeed(db, projectId, writerId, after, limit),
+    newest: newestChange,
+  };
+}
+
+/** The long poll of a writer's feed: at once when it has entries after `after`, else up to `waitMs` for one (long-poll.ts). */
+export function waitForWriterChanges(
+  db: PlaneDb,
+  projectId: string,
+  writerId: string,
+  after: number,
+  limit: number,
+  waitMs: number,
+  signal?: AbortSignal,
+): Promise<WriterChangePage> {
+  return waitForFeed(db, writerFeed(writerId), projectId, after, limit, waitMs, signal);
+}
+
+/** One answer without holding: pages on while a page read WRITER_SCAN entries, none the writer's. */
+export async function writerChangesNow(
+  db: PlaneDb,
+  projectId: string,
+  writerId: string,
+  after: number,
+  limit: number,
+): Promise<WriterChangePage> {
+  let page = await writerChangeFeed(db, projectId, writerId, after, limit);
+  while (page.readOn) page = await writerChangeFeed(db, projectId, writerId, Number(page.nextCursor), limit);
+  return page;
+}
