@@ -6,9 +6,8 @@
 import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
-import { withinLength } from '../shared/text.js';
 import { startWithin, utf8Bytes } from '../shared/json.js';
-import { OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
+import { ExecutionId, OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RowResult } from '../shared/protocol.js';
 import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
@@ -369,15 +368,10 @@ function holeOf(item: Item): { executionId: string; seq: number } | null {
   const raw = item.raw as { kind?: unknown; row?: { executionId?: unknown; seq?: unknown } } | null;
   if (raw?.kind !== 'checkpoint' || typeof raw.row !== 'object' || raw.row === null) return null;
   const { executionId, seq } = raw.row;
-  if (
-    typeof executionId !== 'string' ||
-    !executionId ||
-    !withinLength(executionId, LIMITS.executionIdLength) ||
-    executionId.includes('\u0000')
-  )
-    return null;
-  if (!Number.isSafeInteger(seq) || (seq as number) < 0 || (seq as number) > 2 ** 31 - 1) return null;
-  return { executionId, seq: seq as number };
+  // the id rule of every row (shared/rows.ts): a hole is recorded, and its run's summary stamped, only under an id a row could have
+  if (!ExecutionId.safeParse(executionId).success) return null;
+  if (!Number.isSafeInteger(seq) || (seq as number) < 0 || (seq as number) > LIMITS.maxSeq) return null;
+  return { executionId: executionId as string, seq: seq as number };
 }
 
 /**

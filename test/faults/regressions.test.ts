@@ -1,11 +1,12 @@
 /** Bugs the fault campaigns found, each pinned by a test named after it. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { Agent, ScriptedModel, tool } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import { createPlaneApp } from '../../plane/app.js';
 import { createKey } from '../../plane/auth.js';
-import type { PlaneDatabase } from '../../plane/db/open.js';
+import { type PlaneDatabase, rowsOf } from '../../plane/db/open.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
 import { eventsOf, step } from '../helpers/rows.js';
 
@@ -64,6 +65,19 @@ describe('regressions found by the fuzz campaign', () => {
     const r = await new Agent({ name: 'a', model, tools: [t], checkpointer: store }).run('go');
     expect(r).toMatchObject({ status: 'completed', output: 'raw\uFFFDbytes\uFFFD' });
     await store.close();
+  });
+
+  it('a refused checkpoint whose execution id holds a lone surrogate made the plane answer 500', async () => {
+    const [good] = await eventsOf(async (s) => void (await s.put(step('surrogate-run', 0))));
+    const bad = { ...(good as object), row: { ...(good as { row: object }).row, executionId: 'a\ud800' } };
+    const r = await ingest([bad]);
+    expect(r.status).toBe(200);
+    expect(r.body.results[0]).toMatchObject({ status: 'rejected', code: 'invalid' });
+    // nothing recorded under a mangled id (a hole, a run's summary)
+    const holes = rowsOf<{ n: number }>(
+      await database.db.execute(sql`SELECT count(*)::int AS n FROM holes WHERE execution_id LIKE 'a%'`),
+    );
+    expect(holes[0].n).toBe(0);
   });
 
   it('a seq past int4 passed validation and made the plane answer 500', async () => {
