@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- <name> [--before <dir>]`: steps | storage | concurrent | resume | resume-20 | resume-pg | put | ingest | ingest-planes | ingest-rss | drain | drain-rss | wal-pages | lease | plane-hold | langgraph | run-page | run-list | fleet | all.
+ * `npm run bench -- <name> [--before <dir>]`: steps | storage | concurrent | resume | resume-20 | resume-pg | put | ingest | ingest-planes | ingest-rss | ingest-long-run | drain | drain-rss | wal-pages | lease | plane-hold | langgraph | run-page | run-list | fleet | all.
  * Runs each benchmark in its own process, prints its table and JSON lines, and
  * with `all` writes bench/RESULTS.md (the targets tables, the runs, the exact
  * commands, the date). Every bench repeats at least 5 times, interleaved;
@@ -46,6 +46,7 @@ const BENCHES: Record<string, string[]> = {
   ingest: ['ingest.ts', '32000', 'both', '1,8,32', '5'],
   'ingest-planes': ['ingest-planes.ts', '20000', '8', '5'],
   'ingest-rss': ['ingest-rss.ts', '20000', '8', '3'],
+  'ingest-long-run': ['ingest-long-run.ts', '20000', '5'],
   drain: ['drain.ts', '20000', 'both', '5'],
   'drain-rss': ['drain-rss.ts', '1000000', '5'],
   'wal-pages': ['wal-pages.ts', '200', '5'],

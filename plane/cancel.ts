@@ -211,7 +211,7 @@ export async function cancelAtPlane(
         .update(runOwners)
         .set({ cancelledBy: byName })
         .where(and(eq(runOwners.projectId, projectId), eq(runOwners.executionId, executionId)));
-    await refreshExecutions(tx, projectId, [executionId]);
+    await refreshExecutions(tx, projectId, [executionId], { added: new Map([[executionId, 1]]) });
     return {
       outcome: 'cancelled',
       checkpointId: id,

@@ -14,7 +14,7 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { type Checkpoint, isCancelMarker } from '../shared/rows.js';
 import { checkpoints, runOwners } from './db/schema.js';
-import type { Tx } from './db/open.js';
+import { rowsOf, type Tx } from './db/open.js';
 import { type Item, reject } from './ingest-item.js';
 import { fenceWriter, followRows, PLANE_WRITER } from './owners.js';
 
@@ -71,20 +71,17 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
     ).map((o) => [o.executionId, o]),
   );
   // each run's newest row on the plane (a run that ended there takes no row after its marker), and the plane's rows
-  // at the seqs the batch writes and the one before each (a new row must follow the plane's own row before it)
+  // at the seqs the batch writes and the one before each (a new row must follow the plane's own row before it): one
+  // index probe per run and per seq (a LATERAL with LIMIT is never turned into a scan of the runs' rows)
   const newest = new Map(
-    (
-      await tx
-        .selectDistinctOn([checkpoints.executionId], {
-          executionId: checkpoints.executionId,
-          seq: checkpoints.seq,
-          step: checkpoints.step,
-          status: checkpoints.status,
-          writerId: checkpoints.writerId,
-        })
-        .from(checkpoints)
-        .where(and(eq(checkpoints.projectId, projectId), inArray(checkpoints.executionId, ids)))
-        .orderBy(checkpoints.executionId, sql`${checkpoints.seq} DESC`)
+    rowsOf<{ executionId: string; seq: number; step: string; status: string; writerId: string }>(
+      await tx.execute(sql`
+        SELECT t.e AS "executionId", c.seq, c.step, c.status, c.writer_id AS "writerId"
+        FROM jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) AS t(e)
+        JOIN LATERAL (
+          SELECT seq, step, status, writer_id FROM checkpoints
+          WHERE project_id = ${projectId} AND execution_id = t.e ORDER BY seq DESC LIMIT 1
+        ) c ON true`),
     ).map((r) => [r.executionId, r]),
   );
   const wanted = fresh.flatMap((i) => {
@@ -95,21 +92,14 @@ export async function refuseOffBranch(tx: Tx, projectId: string, writerId: strin
     ];
   });
   const at = new Map(
-    (
-      await tx
-        .select({
-          executionId: checkpoints.executionId,
-          seq: checkpoints.seq,
-          id: checkpoints.id,
-          writerId: checkpoints.writerId,
-        })
-        .from(checkpoints)
-        .where(
-          and(
-            eq(checkpoints.projectId, projectId),
-            sql`(${checkpoints.executionId}, ${checkpoints.seq}) IN (SELECT r.e, r.s FROM jsonb_to_recordset(${JSON.stringify(wanted)}::jsonb) AS r(e text, s int))`,
-          ),
-        )
+    rowsOf<{ executionId: string; seq: number; id: string; writerId: string }>(
+      await tx.execute(sql`
+        SELECT r.e AS "executionId", r.s AS seq, c.id, c.writer_id AS "writerId"
+        FROM jsonb_to_recordset(${JSON.stringify(wanted)}::jsonb) AS r(e text, s int)
+        JOIN LATERAL (
+          SELECT id, writer_id FROM checkpoints
+          WHERE project_id = ${projectId} AND execution_id = r.e AND seq = r.s LIMIT 1
+        ) c ON true`),
     ).map((r) => [`${r.executionId}\u0000${r.seq}`, r]),
   );
   const accepted = new Map<string, string>();

@@ -116,6 +116,8 @@ export async function ingestBatch(
 ): Promise<IngestOutcome> {
   const items = prepare(rows);
   const touched = new Set<string>();
+  /** Rows this batch inserted, per execution: its summary's count grows by them (run-summary.ts). */
+  const added = new Map<string, number>();
   /** Executions deleted by this batch → its writer (the change feed's tombstones). */
   const deleted = new Map<string, string>();
   await db.transaction(async (tx) => {
@@ -136,13 +138,19 @@ export async function ingestBatch(
     // before every later one (a run deleted and started again under the same id is the new run).
     // Between deletions, checkpoints go in one set-based insert (the hot path), then the other events.
     for (const segment of segmentsOf(items)) {
-      await storeCheckpoints(tx, projectId, segment.rows, touched);
+      await storeCheckpoints(tx, projectId, segment.rows, touched, added);
       for (const item of segment.rows) {
         if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
         await storeEvent(tx, projectId, writerId, item, touched, deleted, last);
       }
       await recordHoles(tx, projectId, writerId, segment.rows, touched);
-      if (segment.deletion) await storeEvent(tx, projectId, writerId, segment.deletion, touched, deleted, last);
+      if (segment.deletion) {
+        await storeEvent(tx, projectId, writerId, segment.deletion, touched, deleted, last);
+        // a deletion it applied (the handler drops the run from `touched`) took the rows counted so far: a run
+        // started again under the id counts from the rows after it
+        const id = segment.deletion.executionId!;
+        if (!touched.has(id)) added.delete(id);
+      }
     }
     await recordContacts(tx, projectId, writerId, items);
     await followAccepted(tx, projectId, writerId, items, ownerHoldMs);
@@ -221,7 +229,7 @@ export async function ingestBatch(
     // last, each from its clock whose row lock is held to commit (clocks.ts), in the clocks' order: the change feed's
     // stamps, then the keys the quarantine, the approvals inbox and the claim conflicts list by, so each listing's
     // keys commit in the order they are drawn
-    await refreshExecutions(tx, projectId, [...touched], deleted);
+    await refreshExecutions(tx, projectId, [...touched], { added, deleted });
     await stampQuarantine(tx, projectId, quarantined);
     await stampOpenedPauses(tx, projectId, last.opened);
     await recordClaimConflicts(tx, projectId, last.conflicts);
@@ -415,7 +423,13 @@ function executionGuess(raw: unknown): string | null {
   return typeof v === 'string' ? clean(v, LIMITS.executionIdLength) : null;
 }
 
-async function storeCheckpoints(tx: Tx, projectId: string, items: Item[], touched: Set<string>) {
+async function storeCheckpoints(
+  tx: Tx,
+  projectId: string,
+  items: Item[],
+  touched: Set<string>,
+  added: Map<string, number>,
+) {
   const todo = items.filter((i) => !i.result && i.event?.kind === 'checkpoint');
   if (!todo.length) return;
   const inserted = new Set<string>();
@@ -461,6 +475,7 @@ async function storeCheckpoints(tx: Tx, projectId: string, items: Item[], touche
     const id = it.event!.id;
     if (inserted.has(id)) {
       touched.add(it.executionId!);
+      added.set(it.executionId!, (added.get(it.executionId!) ?? 0) + 1);
       continue;
     }
     const h = existing.get(id);

@@ -180,6 +180,11 @@ describe('benchmark smoke runs', () => {
     },
     900_000,
   );
+  it.skipIf(!pg)('ingest-long-run: one-row batches into a short and a long run, on Postgres', () => {
+    const [line] = bench('ingest-long-run.ts', '600', '1');
+    expect(line).toMatchObject({ bench: 'ingest-long-run', rows: 600, reps: 1 });
+    for (const k of ['shortMs', 'longMs', 'ratio']) expect(line[k] as number, k).toBeGreaterThan(0);
+  });
   it.skipIf(!pg)(
     "run.ts steps --before: issue 19's CPU target judged against the before tree's steps measured in the same run",
     () => {

@@ -63,6 +63,7 @@ export const FAST: readonly string[] = [
   'test/plane/distribute-script.test.ts',
   'test/plane/json-bodies.test.ts',
   'test/plane/key-cache.test.ts',
+  'test/plane/ingest-cost.test.ts',
   'test/plane/inspector-forms.test.ts',
   'test/plane/listing-order.test.ts',
   'test/plane/metrics.test.ts',

@@ -33,6 +33,13 @@ export async function putBacklog(store: Checkpointer, n: number, seed: number, p
 export async function backlogEvents(n: number, seed = 4, prefix = 'run'): Promise<OutboxEvent[]> {
   const store = new SqliteCheckpointer({ path: ':memory:', synchronous: 'NORMAL' });
   await putBacklog(store, n, seed, prefix);
+  const out = await takeEvents(store);
+  await store.close();
+  return out;
+}
+
+/** Every event `store` has not sent yet, in outbox order, marked sent (what a drain would carry). */
+export async function takeEvents(store: SqliteCheckpointer): Promise<OutboxEvent[]> {
   const out: OutboxEvent[] = [];
   for (;;) {
     const page = await store.fetchUnsynced({ limit: 5000, maxBytes: 1e12 });
@@ -40,7 +47,6 @@ export async function backlogEvents(n: number, seed = 4, prefix = 'run'): Promis
     out.push(...page.map((e) => e.event!));
     await store.markSynced(page.map((e) => e.id));
   }
-  await store.close();
   return out;
 }
 
