@@ -28,7 +28,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { ExecutionChange } from '../shared/protocol.js';
-import { drawKeys } from './clocks.js';
+import { drawKeys, writeKeys } from './clocks.js';
 import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { announce, seqCursor, waitForFeed, type Feed } from './long-poll.js';
 
@@ -59,16 +59,13 @@ export async function stampChanges(
       ON CONFLICT (project_id, execution_id) DO UPDATE SET
         writer_id = excluded.writer_id, change_seq = excluded.change_seq, deleted_at = now()`);
   }
-  if (executionIds.length) {
-    const keyed = JSON.stringify(Object.fromEntries(executionIds.map((id, i) => [id, first + deleted.size + i])));
-    const ids = sql.join(
-      executionIds.map((id) => sql`${id}`),
-      sql`, `,
-    );
-    await tx.execute(
-      sql`UPDATE executions SET change_seq = (${keyed}::jsonb ->> execution_id)::bigint WHERE project_id = ${projectId} AND execution_id IN (${ids})`,
-    );
-  }
+  await writeKeys(
+    tx,
+    projectId,
+    { table: 'executions', column: 'change_seq', by: 'execution_id' },
+    executionIds,
+    first + deleted.size,
+  );
 }
 
 /** Wake this process's change-feed polls of a project (after the transaction that stamped changes committed). */

@@ -16,7 +16,7 @@
  * on its shard with the rest of its rows on a distributed Postgres (Citus),
  * and the statement names the project as a constant, so it is routed there and
  * its lock holds where the keys are written; the keys are then written as
- * constants, so no statement calls `nextval` (Citus refuses a volatile function
+ * constants (`writeKeys`), so no statement calls `nextval` (Citus refuses a volatile function
  * in an UPDATE of a distributed table, and its sequences are per node). See
  * docs/DECISIONS.md, "The plane on Citus".
  *
@@ -53,19 +53,48 @@ export async function lockClock(tx: Tx, projectId: string, clock: Clock): Promis
   await drawKeys(tx, projectId, clock, 0);
 }
 
+/** A column that holds a clock's keys, and the column that names each row of the project (`id IN (…)`). */
+export interface KeyColumn {
+  table: 'executions' | 'pending_interrupts' | 'quarantine';
+  column: 'change_seq' | 'opened_seq' | 'id';
+  by: 'execution_id' | 'id';
+}
+
 /**
- * The keys of `ids` drawn from a clock in their order (the first id gets the
- * smallest key), as a JSON object from id to key: a statement writes them as
- * constants (`(${keyed}::jsonb ->> id)::bigint`).
+ * Write keys into rows this transaction wrote: each row of the project whose
+ * `by` column is `ids[i]` gets `first + i` in its key column, in one
+ * statement that names the project as a constant and the keys as constants
+ * (a JSON object from id to key; no `nextval`, see above).
  */
-export async function keysOf(
+export async function writeKeys(
+  tx: Tx,
+  projectId: string,
+  at: KeyColumn,
+  ids: readonly (string | number)[],
+  first: number,
+): Promise<void> {
+  if (!ids.length) return;
+  const keyed = JSON.stringify(Object.fromEntries(ids.map((id, i) => [String(id), first + i])));
+  const list = sql.join(
+    ids.map((id) => sql`${id}`),
+    sql`, `,
+  );
+  const [table, column, by] = [sql.identifier(at.table), sql.identifier(at.column), sql.identifier(at.by)];
+  await tx.execute(sql`
+    UPDATE ${table} SET ${column} = (${keyed}::jsonb ->> ${by}::text)::bigint
+    WHERE project_id = ${projectId} AND ${by} IN (${list})`);
+}
+
+/** Draw keys for `ids` from a clock and write them (`writeKeys`): the first id gets the smallest key. */
+export async function stampKeys(
   tx: Tx,
   projectId: string,
   clock: Clock,
+  at: KeyColumn,
   ids: readonly (string | number)[],
-): Promise<string> {
-  const first = await drawKeys(tx, projectId, clock, ids.length);
-  return JSON.stringify(Object.fromEntries(ids.map((id, i) => [String(id), first + i])));
+): Promise<void> {
+  if (!ids.length) return;
+  await writeKeys(tx, projectId, at, ids, await drawKeys(tx, projectId, clock, ids.length));
 }
 
 /**

@@ -5,7 +5,7 @@
  * payload is a duplicate, with another a conflict). A handler refuses its event
  * by `reject` (the batch quarantines it); it never throws for bad input.
  */
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { ErrorCode } from '../shared/errors.js';
 import type { OutboxEvent } from '../shared/rows.js';
 import {
@@ -22,7 +22,7 @@ import {
   runRequests,
   runTakeovers,
 } from './db/schema.js';
-import { drawKeys, keysOf } from './clocks.js';
+import { drawKeys, stampKeys } from './clocks.js';
 import { storeIngestedDecision } from './decisions.js';
 import type { Tx } from './db/open.js';
 import { hashOf, type Item, reject } from './ingest-item.js';
@@ -360,15 +360,9 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
  * no row left to update).
  */
 export async function stampOpenedPauses(tx: Tx, projectId: string, opened: ReadonlySet<string>): Promise<void> {
-  if (!opened.size) return;
-  const keyed = await keysOf(tx, projectId, 'pauses', [...opened]);
-  const ids = sql.join(
-    [...opened].map((id) => sql`${id}`),
-    sql`, `,
-  );
-  await tx.execute(sql`
-    UPDATE pending_interrupts SET opened_seq = (${keyed}::jsonb ->> execution_id)::bigint
-    WHERE project_id = ${projectId} AND execution_id IN (${ids})`);
+  await stampKeys(tx, projectId, 'pauses', { table: 'pending_interrupts', column: 'opened_seq', by: 'execution_id' }, [
+    ...opened,
+  ]);
 }
 
 /**

@@ -13,7 +13,7 @@ import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
 import { issuesText } from './http/errors.js';
 import { announceChanges } from './changes.js';
-import { keysOf, placeholderFrom } from './clocks.js';
+import { placeholderFrom, stampKeys } from './clocks.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { type LastSteps, recordClaimConflicts, stampOpenedPauses, storeEvent } from './ingest-events.js';
 import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.js';
@@ -267,14 +267,7 @@ async function stampQuarantine(tx: Tx, projectId: string, placeholders: number[]
   if (!placeholders.length) return;
   // the largest placeholder first: the batch's first record gets the smallest id
   const ordered = placeholders.toSorted((a, b) => b - a);
-  const keyed = await keysOf(tx, projectId, 'quarantine', ordered);
-  const ids = sql.join(
-    ordered.map((id) => sql`${id}`),
-    sql`, `,
-  );
-  await tx.execute(sql`
-    UPDATE quarantine SET id = (${keyed}::jsonb ->> id::text)::bigint
-    WHERE project_id = ${projectId} AND id IN (${ids})`);
+  await stampKeys(tx, projectId, 'quarantine', { table: 'quarantine', column: 'id', by: 'id' }, ordered);
 }
 
 /**
