@@ -65,6 +65,7 @@ export const FAST: readonly string[] = [
   'test/plane/key-cache.test.ts',
   'test/plane/ingest-cost.test.ts',
   'test/plane/inspector-forms.test.ts',
+  'test/plane/isolation.test.ts',
   'test/plane/listing-order.test.ts',
   'test/plane/metrics.test.ts',
   'test/plane/pglite.test.ts',

@@ -74,6 +74,7 @@ export async function openPlaneDatabase(o: OpenOptions, trace?: StatementTrace):
     }
     const client = postgres(o.databaseUrl, { max: o.max ?? 10, onnotice: () => {}, fetch_types: false });
     const db = drizzle(client, { schema, casing: 'snake_case', ...logger }) as unknown as PlaneDb;
+    await pinReadCommitted(db);
     return {
       db,
       kind: 'postgres',
@@ -100,6 +101,7 @@ export async function openPlaneDatabase(o: OpenOptions, trace?: StatementTrace):
     await client.waitReady;
     const db = drizzle(client, { schema, casing: 'snake_case', ...logger });
     await migrate(db, { migrationsFolder: folder });
+    await pinReadCommitted(db as unknown as PlaneDb);
     if (lock) tightenModes(lock.dir);
     return {
       db: db as unknown as PlaneDb,
@@ -122,6 +124,25 @@ export async function openPlaneDatabase(o: OpenOptions, trace?: StatementTrace):
     lock?.release();
     throw e;
   }
+}
+
+/**
+ * Every transaction the plane opens without an isolation of its own runs at
+ * read committed, whatever the database's default: the clocks' commit order
+ * (plane/clocks.ts) and the run owners' locks rely on each statement seeing
+ * what committed before it, and on a row lock that waits, then reads the
+ * row's newest version. At serializable, two ingests of one project drawing
+ * from one clock fail each other (40001). Checked once at open: at the
+ * default (read committed) nothing is added; at another default, each such
+ * transaction sets its level (one statement more).
+ */
+async function pinReadCommitted(db: PlaneDb): Promise<void> {
+  const [{ level }] = rowsOf<{ level: string }>(
+    await db.execute(sql`SELECT current_setting('default_transaction_isolation') AS level`),
+  );
+  if (level === 'read committed') return;
+  const own = db.transaction.bind(db);
+  db.transaction = ((fn, config) => own(fn, config ?? { isolationLevel: 'read committed' })) as typeof db.transaction;
 }
 
 /**
