@@ -53,12 +53,11 @@ export async function lockClock(tx: Tx, projectId: string, clock: Clock): Promis
   await drawKeys(tx, projectId, clock, 0);
 }
 
-/** A column that holds a clock's keys, and the column that names each row of the project (`id IN (…)`). */
-export interface KeyColumn {
-  table: 'executions' | 'pending_interrupts' | 'quarantine';
-  column: 'change_seq' | 'opened_seq' | 'id';
-  by: 'execution_id' | 'id';
-}
+/** A column that holds a clock's keys, and the column that names each row of the project (`by IN (…)`). */
+export type KeyColumn =
+  | { table: 'executions'; column: 'change_seq'; by: 'execution_id' }
+  | { table: 'pending_interrupts'; column: 'opened_seq'; by: 'execution_id' }
+  | { table: 'quarantine'; column: 'id'; by: 'id' };
 
 /**
  * Write keys into rows this transaction wrote: each row of the project whose

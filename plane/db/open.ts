@@ -9,7 +9,7 @@
  * run's data and every key's hash.
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -67,14 +67,21 @@ export async function openPlaneDatabase(o: OpenOptions, trace?: StatementTrace):
     const lockConn = postgres(o.databaseUrl, { max: 1, onnotice: () => {}, fetch_types: false });
     try {
       await lockConn`SELECT pg_advisory_lock(hashtext(${LOCK}))`;
-      await migrate(drizzle(lockConn, { casing: 'snake_case' }), { migrationsFolder: folder });
+      const migrator = drizzle(lockConn, { casing: 'snake_case' });
+      await refuseNewerSchema(migrator as unknown as PlaneDb, folder, 'the database at --database-url');
+      await migrate(migrator, { migrationsFolder: folder });
       await lockConn`SELECT pg_advisory_unlock(hashtext(${LOCK}))`;
     } finally {
       await lockConn.end({ timeout: 2 });
     }
     const client = postgres(o.databaseUrl, { max: o.max ?? 10, onnotice: () => {}, fetch_types: false });
     const db = drizzle(client, { schema, casing: 'snake_case', ...logger }) as unknown as PlaneDb;
-    await pinReadCommitted(db);
+    try {
+      await pinReadCommitted(db);
+    } catch (e) {
+      await client.end({ timeout: 2 });
+      throw e;
+    }
     return {
       db,
       kind: 'postgres',
@@ -100,6 +107,12 @@ export async function openPlaneDatabase(o: OpenOptions, trace?: StatementTrace):
     const client = new PGlite(dir, o.loadDataDir ? { loadDataDir: o.loadDataDir } : {});
     await client.waitReady;
     const db = drizzle(client, { schema, casing: 'snake_case', ...logger });
+    try {
+      await refuseNewerSchema(db as unknown as PlaneDb, folder, `the data dir ${dir}`);
+    } catch (e) {
+      await client.close();
+      throw e;
+    }
     await migrate(db, { migrationsFolder: folder });
     await pinReadCommitted(db as unknown as PlaneDb);
     if (lock) tightenModes(lock.dir);
@@ -127,6 +140,37 @@ export async function openPlaneDatabase(o: OpenOptions, trace?: StatementTrace):
 }
 
 /**
+ * Refuse a database that a newer plane migrated (SCHEMA_NEWER, naming both
+ * migrations): migrations go one way, and drizzle applies only those newer
+ * than the newest applied, so a build older than the database would start on
+ * a schema it does not know and fail its writes. Read under the migration
+ * lock, before migrating.
+ */
+async function refuseNewerSchema(db: PlaneDb, folder: string, where: string): Promise<void> {
+  const [table] = rowsOf<{ exists: boolean }>(
+    await db.execute(sql`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS exists`),
+  );
+  if (!table?.exists) return;
+  const [applied] = rowsOf<{ newest: string | null }>(
+    await db.execute(sql`SELECT max(created_at)::text AS newest FROM drizzle.__drizzle_migrations`),
+  );
+  const entries = (JSON.parse(readFileSync(join(folder, 'meta', '_journal.json'), 'utf8')) as Journal).entries;
+  const known = entries[entries.length - 1];
+  if (applied?.newest == null || Number(applied.newest) <= known.when) return;
+  const at = (ms: number) => new Date(ms).toISOString();
+  throw new WaymarkError(
+    ErrorCode.SCHEMA_NEWER,
+    `${where} was migrated by a newer waymark plane (its newest migration is of ${at(Number(applied.newest))}; this build knows migrations up to ${known.tag}, of ${at(known.when)}): start the newer version, or restore a backup made before the upgrade`,
+    { details: { applied: Number(applied.newest), known: known.tag } },
+  );
+}
+
+/** drizzle-kit's list of the migrations in the folder, oldest first. */
+interface Journal {
+  entries: { idx: number; when: number; tag: string }[];
+}
+
+/**
  * Every transaction the plane opens without an isolation of its own runs at
  * read committed, whatever the database's default: the clocks' commit order
  * (plane/clocks.ts) and the run owners' locks rely on each statement seeing
@@ -134,7 +178,9 @@ export async function openPlaneDatabase(o: OpenOptions, trace?: StatementTrace):
  * row's newest version. At serializable, two ingests of one project drawing
  * from one clock fail each other (40001). Checked once at open: at the
  * default (read committed) nothing is added; at another default, each such
- * transaction sets its level (one statement more).
+ * transaction sets its level (one statement more). A single statement sent
+ * outside a transaction (a session's, a restore's contact) runs at the
+ * default: none draws from a clock or takes an owner's lock.
  */
 async function pinReadCommitted(db: PlaneDb): Promise<void> {
   const [{ level }] = rowsOf<{ level: string }>(
@@ -142,7 +188,7 @@ async function pinReadCommitted(db: PlaneDb): Promise<void> {
   );
   if (level === 'read committed') return;
   const own = db.transaction.bind(db);
-  db.transaction = ((fn, config) => own(fn, config ?? { isolationLevel: 'read committed' })) as typeof db.transaction;
+  db.transaction = ((fn, config) => own(fn, { isolationLevel: 'read committed', ...config })) as typeof db.transaction;
 }
 
 /**

@@ -13,10 +13,11 @@ import type { OutboxEvent } from '../../shared/rows.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
 import { eventsOf, step } from '../helpers/rows.js';
 
-type Runner = (sql: string, params?: unknown[], ...rest: unknown[]) => Promise<unknown>;
+/** The part of PGlite this test replays statements on. */
 interface PgliteLike {
-  query: Runner;
-  transaction: (fn: (tx: PgliteLike) => Promise<unknown>) => Promise<unknown>;
+  transaction<T>(
+    fn: (tx: { query<R>(sql: string, params: unknown[]): Promise<{ rows: R[] }> }) => Promise<T>,
+  ): Promise<T>;
 }
 interface PlanNode {
   'Relation Name'?: string;
@@ -26,6 +27,8 @@ interface PlanNode {
 }
 
 let database: PlaneDatabase;
+/** The statements the plane sent while a trace is on (`statementsOf`), else null. */
+let sent: { sql: string; params: unknown[] }[] | null = null;
 let projectId: string;
 
 /** Rows of `checkpoints` a plan's scans returned (each scan node's rows × loops). */
@@ -34,41 +37,32 @@ function checkpointRows(node: PlanNode): number {
   return own + (node.Plans ?? []).reduce((n, p) => n + checkpointRows(p), 0);
 }
 
-/** The statements `work` sends through the plane's PGlite, with their parameters. */
+/** The statements the plane sends while `work` runs, with their parameters (the database's StatementTrace). */
 async function statementsOf(work: () => Promise<unknown>): Promise<{ sql: string; params: unknown[] }[]> {
-  const client = (database.db as unknown as { $client: PgliteLike }).$client;
-  const sent: { sql: string; params: unknown[] }[] = [];
-  const own = { query: client.query, transaction: client.transaction };
-  const capture =
-    (run: Runner): Runner =>
-    (sql, params, ...rest) => {
-      sent.push({ sql, params: params ?? [] });
-      return run(sql, params, ...rest);
-    };
-  client.query = capture(own.query.bind(client));
-  client.transaction = (fn) =>
-    own.transaction.call(client, (tx) => fn({ ...tx, query: capture(tx.query.bind(tx)) } as PgliteLike));
+  sent = [];
   try {
     await work();
+    return sent;
   } finally {
-    Object.assign(client, own);
+    sent = null;
   }
-  return sent;
 }
 
 /** Rows read from `checkpoints` by the statements of one ingest of `rows`, each replayed under EXPLAIN ANALYZE. */
 async function rowsReadToIngest(rows: OutboxEvent[]): Promise<{ total: number; by: string[] }> {
-  const sent = await statementsOf(() => ingestBatch(database.db, projectId, 'writer-a', undefined, rows));
+  const statements = await statementsOf(() => ingestBatch(database.db, projectId, 'writer-a', undefined, rows));
+  // replayed on the plane's PGlite with their parameters, each in a transaction rolled back (EXPLAIN ANALYZE runs it)
   const client = (database.db as unknown as { $client: PgliteLike }).$client;
   let total = 0;
   const by: string[] = [];
-  for (const s of sent) {
+  for (const s of statements) {
     if (!/^\s*(select|insert|update|delete|with)\b/i.test(s.sql)) continue;
     await client
       .transaction(async (tx) => {
-        const r = (await tx.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${s.sql}`, s.params)) as {
-          rows: { 'QUERY PLAN': { Plan: PlanNode }[] }[];
-        };
+        const r = await tx.query<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) ${s.sql}`,
+          s.params,
+        );
         const n = checkpointRows(r.rows[0]['QUERY PLAN'][0].Plan);
         total += n;
         if (n) by.push(`${n} ← ${s.sql.replace(/\s+/g, ' ').slice(0, 140)}`);
@@ -94,7 +88,7 @@ async function runOf(executionId: string, n: number): Promise<OutboxEvent> {
 }
 
 beforeAll(async () => {
-  database = await openTestPlaneDatabase('pglite');
+  database = await openTestPlaneDatabase('pglite', { logQuery: (sql, params) => sent?.push({ sql, params }) });
   projectId = (await createKey(database.db, { createProject: true, project: 'cost', scopes: ['ingest'] })).projectId;
 }, 120_000);
 afterAll(async () => database?.close());
