@@ -75,6 +75,8 @@ export const ErrorCode = {
   DATA_DIR_LOCKED: 'DATA_DIR_LOCKED',
   /** A new plane data dir could not be made (PGlite's initdb or the migrations failed; details.dataDir, details.stderr); the folder may hold part of one: remove it or give another. */
   DATA_DIR_INIT_FAILED: 'DATA_DIR_INIT_FAILED',
+  /** The plane's database was migrated by a newer version of the plane than the one starting (both migrations named in the message); nothing was changed: start the newer version. */
+  SCHEMA_NEWER: 'SCHEMA_NEWER',
   /** The plane's port (or its metrics port) is taken by another process. */
   PORT_IN_USE: 'PORT_IN_USE',
   /** A LangGraph config or checkpoint the waymark saver cannot map onto rows (missing thread_id, an id too long, a thread owned by another run); every problem is named in `details.problems`. */

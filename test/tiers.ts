@@ -75,6 +75,7 @@ export const FAST: readonly string[] = [
   'test/plane/retention-tables.test.ts',
   'test/plane/retention.test.ts',
   'test/plane/run-page-statements.test.ts',
+  'test/plane/schema-newer.test.ts',
   'test/plane/revoked-in-flight.test.ts',
   'test/plane/writer-key-name.test.ts',
   'test/plane/writer-changes.test.ts',
