@@ -38,6 +38,12 @@ export interface Feed<P extends FeedPage> {
   page(db: PlaneDb, projectId: string, after: number, limit: number): Promise<P>;
   /** The project's newest seq in this feed, or null when it has none. */
   newest(db: PlaneDb, projectId: string): Promise<number | null>;
+  /**
+   * How a poll of this feed is woken, when not by every commit of the project's entries (the default: `announce`
+   * and the shared recheck). Resolves once every entry committed after it resolves will wake `wake`; returns the
+   * call that stops it. A poll reads its first page after this resolves, so it misses no entry in between.
+   */
+  wakes?(db: PlaneDb, projectId: string, wake: () => void): Promise<() => void>;
 }
 
 const signals = new WeakMap<object, EventEmitter>();
@@ -64,11 +70,26 @@ interface Watch {
 }
 const watches = new WeakMap<object, Map<string, Watch>>();
 
+/** The long polls in progress in this process, by database and feed name. */
+const polling = new WeakMap<object, Map<string, number>>();
+
 /** The polls of one feed waiting in this process, their listeners and the feed's recheck timers (for tests: all 0 when none waits). */
 export function waitersOf(db: PlaneDb, feed: string): { polls: number; listeners: number; timers: number } {
   const s = feedSignal(db);
   const timers = [...(watches.get(db)?.keys() ?? [])].filter((k) => k.startsWith(`${feed}\u0000`)).length;
-  return { polls: s.listenerCount(feed), listeners: s.listenerCount(feed) + s.listenerCount(`${feed}:max`), timers };
+  return {
+    polls: polling.get(db)?.get(feed) ?? 0,
+    listeners: s.listenerCount(feed) + s.listenerCount(`${feed}:max`),
+    timers,
+  };
+}
+
+function countPoll(db: PlaneDb, feed: string, by: 1 | -1): void {
+  const byFeed = polling.get(db) ?? new Map<string, number>();
+  polling.set(db, byFeed);
+  const n = (byFeed.get(feed) ?? 0) + by;
+  if (n) byFeed.set(feed, n);
+  else byFeed.delete(feed);
 }
 
 function watch(db: PlaneDb, feed: Feed<FeedPage>, projectId: string): () => void {
@@ -130,10 +151,27 @@ export async function waitForFeed<P extends FeedPage>(
     if (p === projectId && max > cursor) onSignal(p);
   };
   const onAbort = () => wake?.();
-  bus.on(feed.name, onSignal);
-  bus.on(`${feed.name}:max`, onMax);
   signal?.addEventListener('abort', onAbort);
-  const unwatch = watch(db, feed, projectId);
+  countPoll(db, feed.name, 1);
+  let unwatch: () => void;
+  if (feed.wakes) {
+    try {
+      unwatch = await feed.wakes(db, projectId, () => onSignal(projectId));
+    } catch (e) {
+      countPoll(db, feed.name, -1);
+      signal?.removeEventListener('abort', onAbort);
+      throw e;
+    }
+  } else {
+    bus.on(feed.name, onSignal);
+    bus.on(`${feed.name}:max`, onMax);
+    const unwatchFeed = watch(db, feed, projectId);
+    unwatch = () => {
+      unwatchFeed();
+      bus.off(feed.name, onSignal);
+      bus.off(`${feed.name}:max`, onMax);
+    };
+  }
   try {
     for (;;) {
       signalled = false;
@@ -154,8 +192,7 @@ export async function waitForFeed<P extends FeedPage>(
     }
   } finally {
     unwatch();
-    bus.off(feed.name, onSignal);
-    bus.off(`${feed.name}:max`, onMax);
+    countPoll(db, feed.name, -1);
     signal?.removeEventListener('abort', onAbort);
   }
 }

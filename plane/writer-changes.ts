@@ -35,6 +35,7 @@ import { newestChange } from './changes.js';
 import { type PlaneDb, rowsOf } from './db/open.js';
 import { runContacts } from './db/schema.js';
 import { type Feed, waitForFeed } from './long-poll.js';
+import { wakeWriter } from './writer-wakes.js';
 
 /**
  * A restore of `executionId` by `writerId` (its first page): the run counts as
@@ -143,12 +144,13 @@ export async function writerChangeFeed(
   return { items, nextCursor: String(nextCursor), readOn };
 }
 
-/** One writer's feed, for the shared long poll: woken with the project's change feed, its newest seq the project's. */
+/** One writer's feed, for the shared long poll: woken by changes that concern the writer (writer-wakes.ts). */
 function writerFeed(writerId: string): Feed<WriterChangePage> {
   return {
     name: 'changes',
     page: (db, projectId, after, limit) => writerChangeFeed(db, projectId, writerId, after, limit),
     newest: newestChange,
+    wakes: (db, projectId, wake) => wakeWriter(db, projectId, writerId, wake),
   };
 }
 

@@ -79,6 +79,7 @@ export const FAST: readonly string[] = [
   'test/plane/revoked-in-flight.test.ts',
   'test/plane/writer-key-name.test.ts',
   'test/plane/writer-changes.test.ts',
+  'test/plane/writer-wakes.test.ts',
   'test/replica/changes.test.ts',
   'test/replica/cli-sync.test.ts',
   'test/replica/drain.test.ts',
