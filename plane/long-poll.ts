@@ -12,6 +12,8 @@
  *   written by another plane process arrive too, and waiting polls cost one
  *   small query a second per project, not one per poll. Ref-counted: the last
  *   waiter to leave stops the timer.
+ * - A feed may be woken its own way instead (`Feed.wakes`): a writer's feed
+ *   is woken by the runs that changed (writer-wakes.ts), not by the project.
  * - A feed's seqs must commit in order (each feed draws them under a
  *   per-project lock held to commit), so a poll that has seen seq n never
  *   later finds a smaller seq committed behind it.

@@ -19,6 +19,14 @@
  * misses one; a writer woken for a change its feed then skips reads one page
  * and waits on.
  *
+ * What changes who a change concerns without stamping a new change (a
+ * decision recorded for a run, a restore's contact, an owner row) does not
+ * wake a poll: its feed serves the entry on its next page (at the latest at
+ * its deadline), as it did before this watcher.
+ *
+ * A read takes at most WATCH_SCAN changes, then reads on. A read that fails
+ * wakes every poll of the project (each then reads its own page).
+ *
  * Never missed: a poll subscribes (and, for a project's first poll, the
  * watcher reads `seen`) before it reads its first page, so a change committed
  * before is in that page and one committed after has a seq above `seen` (a
@@ -29,6 +37,9 @@ import { sql } from 'drizzle-orm';
 import { newestChange } from './changes.js';
 import { type PlaneDb, rowsOf } from './db/open.js';
 import { FEED_RECHECK_MS, feedSignal } from './long-poll.js';
+
+/** The project's changes one read of the watcher takes at most; a full read is followed by another at once. */
+export const WATCH_SCAN = 1000;
 
 interface Watcher {
   /** The newest change seq read. */
@@ -50,18 +61,22 @@ async function concerned(
   db: PlaneDb,
   projectId: string,
   after: number,
-): Promise<{ newest: number | null; everyone: boolean; writers: string[] }> {
+): Promise<{ newest: number | null; full: boolean; everyone: boolean; writers: string[] }> {
   // every table says project_id = the project: one shard per statement (test/plane/shard-routing.test.ts)
   const got = await db.execute(sql`
     WITH ch AS MATERIALIZED (
-      SELECT e.execution_id, e.change_seq, false AS deleted, e.writer_id AS last_writer_id, p.claimed_by
-      FROM executions e
-      LEFT JOIN pending_interrupts p ON p.project_id = ${projectId} AND p.execution_id = e.execution_id
-      WHERE e.project_id = ${projectId} AND e.change_seq > ${after}
-      UNION ALL
-      SELECT t.execution_id, t.change_seq, true, NULL, NULL
-      FROM execution_tombstones t
-      WHERE t.project_id = ${projectId} AND t.change_seq > ${after}
+      SELECT * FROM (
+        (SELECT e.execution_id, e.change_seq, false AS deleted, e.writer_id AS last_writer_id, p.claimed_by
+         FROM executions e
+         LEFT JOIN pending_interrupts p ON p.project_id = ${projectId} AND p.execution_id = e.execution_id
+         WHERE e.project_id = ${projectId} AND e.change_seq > ${after}
+         ORDER BY e.change_seq LIMIT ${WATCH_SCAN})
+        UNION ALL
+        (SELECT t.execution_id, t.change_seq, true, NULL, NULL
+         FROM execution_tombstones t
+         WHERE t.project_id = ${projectId} AND t.change_seq > ${after}
+         ORDER BY t.change_seq LIMIT ${WATCH_SCAN})
+      ) u ORDER BY change_seq LIMIT ${WATCH_SCAN}
     ),
     touched AS (
       SELECT ch.*, c.writer_id FROM ch
@@ -72,14 +87,25 @@ async function concerned(
     )
     SELECT
       (SELECT max(change_seq) FROM ch) AS newest,
+      (SELECT count(*) FROM ch) AS scanned,
       (SELECT coalesce(bool_or(ch.deleted OR EXISTS (
          SELECT 1 FROM decisions d WHERE d.project_id = ${projectId} AND d.execution_id = ch.execution_id)), false)
        FROM ch) AS everyone,
       (SELECT coalesce(json_agg(DISTINCT writer_id), '[]'::json) FROM touched
        WHERE NOT (coalesce(last_writer_id = writer_id, false) AND coalesce(claimed_by, writer_id) = writer_id)) AS writers`);
-  const [row] = rowsOf<{ newest: string | number | null; everyone: boolean; writers: string[] | string }>(got);
+  const [row] = rowsOf<{
+    newest: string | number | null;
+    scanned: string | number;
+    everyone: boolean;
+    writers: string[] | string;
+  }>(got);
   const writers = typeof row.writers === 'string' ? (JSON.parse(row.writers) as string[]) : row.writers;
-  return { newest: row.newest == null ? null : Number(row.newest), everyone: row.everyone, writers };
+  return {
+    newest: row.newest == null ? null : Number(row.newest),
+    full: Number(row.scanned) >= WATCH_SCAN,
+    everyone: row.everyone,
+    writers,
+  };
 }
 
 function read(db: PlaneDb, projectId: string, w: Watcher): void {
@@ -91,15 +117,20 @@ function read(db: PlaneDb, projectId: string, w: Watcher): void {
   void (async () => {
     do {
       w.again = false;
+      let woken: Set<() => void>[];
       try {
         const c = await concerned(db, projectId, w.seen);
         if (c.newest === null || c.newest <= w.seen) continue;
         w.seen = c.newest;
-        const woken = c.everyone ? [...w.polls.values()] : c.writers.flatMap((x) => w.polls.get(x) ?? []);
-        for (const polls of woken) for (const wake of polls) wake();
+        // more than one read's worth committed: read on at once
+        if (c.full) w.again = true;
+        woken = c.everyone ? [...w.polls.values()] : c.writers.flatMap((x) => w.polls.get(x) ?? []);
       } catch {
-        // a database that does not answer: `seen` stays, the next read (announce or recheck) asks again
+        // a read that failed: every poll is woken and reads its own page, as when woken per project; `seen`
+        // stays, and the next read (announce or recheck) asks again
+        woken = [...w.polls.values()];
       }
+      for (const polls of woken) for (const wake of polls) wake();
     } while (w.again && w.polls.size);
     w.reading = false;
   })();

@@ -202,6 +202,10 @@ export async function feedRoutes(d: Driver): Promise<void> {
   await d.get('/v1/changes?after=0', d.keys.ingest);
   await d.get('/v1/writer-changes?writerId=laptop-a&limit=5', d.keys.ingest);
   await d.get('/v1/writer-changes?writerId=laptop-c&after=0');
+  // a writer's long poll past the feed's end: its watcher reads which writers the project's changes concern
+  // (plane/writer-wakes.ts) at its first recheck, a second in
+  const end = await d.get('/v1/writer-changes?writerId=laptop-nobody&after=0');
+  await d.get(`/v1/writer-changes?writerId=laptop-nobody&after=${end.nextCursor}&wait=2`);
   await d.get('/v1/decisions?after=0');
 }
 

@@ -288,9 +288,13 @@ describe.skipIf(!ready)('the plane on tables hash-partitioned by project_id (wha
     expect(checked.filter((c) => c.route === 'inspector').map((c) => c.site)).toContain(
       'plane/requests.ts waitingActions',
     );
-    // a writer's feed page and the restore that records its writer are checked too
+    // a writer's feed page, the restore that records its writer and the watcher of writers' polls are checked too
     expect(checked.map((c) => c.site)).toEqual(
-      expect.arrayContaining(['plane/writer-changes.ts writerChangeFeed', 'plane/writer-changes.ts recordRestorer']),
+      expect.arrayContaining([
+        'plane/writer-changes.ts writerChangeFeed',
+        'plane/writer-changes.ts recordRestorer',
+        'plane/writer-wakes.ts concerned',
+      ]),
     );
     // every route was driven and sent statements the check saw
     for (const r of routes.filter((x) => x !== 'keys'))

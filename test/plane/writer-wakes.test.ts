@@ -1,7 +1,8 @@
 /**
  * Writers' long polls are woken by the runs that changed, not by the project (plane/writer-wakes.ts): a commit of
- * one writer's run makes no other waiting writer read its feed again, unless the run concerns it (it restored the
- * run), and a commit by another plane process on the same database (Postgres) wakes the concerned poll too. Counted
+ * one writer's run makes no other waiting writer, nor itself, read its feed again, unless the run concerns it (it
+ * restored the run); a deletion concerns every writer; a commit by another plane process on the same database
+ * (Postgres) wakes the concerned polls too. Counted
  * by the pages each writer's feed reads (its statements, traced with their parameters), not timed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,11 +48,11 @@ async function rowOf(run: string, seq: number, writerId: string) {
   return events[seq];
 }
 
-/** A poll of `writerId`'s feed from the project's newest change, held up to 60 s; `answer` once it returns. */
+/** A poll of `writerId`'s feed after `after`, held up to 120 s; `answered()` once it returns. */
 function poll(db: PlaneDatabase['db'], projectId: string, writerId: string, after: number) {
   const abort = new AbortController();
   let answer: WriterChangePage | null = null;
-  const done = waitForWriterChanges(db, projectId, writerId, after, 100, 60_000, abort.signal).then((p) => {
+  const done = waitForWriterChanges(db, projectId, writerId, after, 100, 120_000, abort.signal).then((p) => {
     answer = p;
     return p;
   });
@@ -64,29 +65,52 @@ async function writersScenario(a: PlaneDatabase, b: PlaneDatabase, projectId: st
   await recordRestorer(a.db, projectId, 'busy-run', 'w-touched');
   const start = (await newestChange(a.db, projectId)) ?? 0;
   pagesRead.clear();
-  const idle = [poll(a.db, projectId, 'w-idle-1', start), poll(a.db, projectId, 'w-idle-2', start)];
-  await until('both idle polls read their first page', () => pagesRead.size === 2);
-  expect(Object.fromEntries(pagesRead)).toEqual({ 'w-idle-1': 1, 'w-idle-2': 1 });
+  // two writers with nothing of theirs in the project, and the busy writer itself (its own changes are not its feed's)
+  const idle = ['w-idle-1', 'w-idle-2', 'w-busy'].map((w) => poll(a.db, projectId, w, start));
+  await until('the three polls read their first page', () => pagesRead.size === 3);
+  const once = { 'w-idle-1': 1, 'w-idle-2': 1, 'w-busy': 1 };
+  expect(Object.fromEntries(pagesRead)).toEqual(once);
+  const watcherRead = async () => {
+    const newest = (await newestChange(a.db, projectId))!;
+    await until(
+      "a's watcher read every change",
+      async () => ((await writerWakesOf(a.db)).get(projectId) ?? 0) >= newest,
+    );
+    return newest;
+  };
   // w-busy commits its run's rows one batch at a time, through plane process `b`
   for (let seq = 1; seq <= COMMITS; seq++)
     expect(
       (await ingestBatch(b.db, projectId, 'w-busy', undefined, [await rowOf('busy-run', seq, 'w-busy')])).accepted,
     ).toBe(1);
-  const newest = (await newestChange(a.db, projectId))!;
-  await until("a's watcher read every change", async () => ((await writerWakesOf(a.db)).get(projectId) ?? 0) >= newest);
-  // no commit concerned the idle writers: they read no page again and still wait
-  expect(Object.fromEntries(pagesRead)).toEqual({ 'w-idle-1': 1, 'w-idle-2': 1 });
-  expect(idle.map((p) => p.answered())).toEqual([null, null]);
+  const newest = await watcherRead();
+  // no commit concerned the waiting writers: they read no page again and still wait
+  expect(Object.fromEntries(pagesRead)).toEqual(once);
+  expect(idle.map((p) => p.answered())).toEqual([null, null, null]);
   // w-touched's poll, from before the next commit, is answered with it
   const touched = poll(a.db, projectId, 'w-touched', newest);
   await until('the touched poll read its first page', () => pagesRead.has('w-touched'));
   await ingestBatch(b.db, projectId, 'w-busy', undefined, [await rowOf('busy-run', COMMITS + 1, 'w-busy')]);
   const page = await touched.done;
   expect(page.items.map((i) => [i.executionId, i.lastWriterId])).toEqual([['busy-run', 'w-busy']]);
-  expect(idle.map((p) => p.answered())).toEqual([null, null]);
-  expect([pagesRead.get('w-idle-1'), pagesRead.get('w-idle-2')]).toEqual([1, 1]);
-  for (const p of idle) p.abort.abort();
-  await Promise.all(idle.map((p) => p.done));
+  await watcherRead();
+  expect(idle.map((p) => p.answered())).toEqual([null, null, null]);
+  expect([pagesRead.get('w-idle-1'), pagesRead.get('w-idle-2'), pagesRead.get('w-busy')]).toEqual([1, 1, 1]);
+  // a deletion concerns every writer: the idle ones are answered with its tombstone; the deleting writer's own
+  // poll is woken too, finds nothing of its feed's and waits on
+  const deletion = (
+    await eventsOf(async (s) => {
+      await s.put(step('busy-run', 0));
+      await s.deleteExecution('busy-run');
+    }, 'w-busy')
+  ).find((e) => e.kind === 'execution_deleted')!;
+  await ingestBatch(b.db, projectId, 'w-busy', undefined, [deletion]);
+  for (const p of idle.slice(0, 2))
+    expect((await p.done).items.map((i) => [i.executionId, i.deleted])).toEqual([['busy-run', true]]);
+  await until("the deleting writer's poll read its feed again", () => (pagesRead.get('w-busy') ?? 0) >= 2);
+  expect(idle[2].answered()).toBeNull();
+  idle[2].abort.abort();
+  await idle[2].done;
   expect(waitersOf(a.db, 'changes').polls).toBe(0);
   expect((await writerWakesOf(a.db)).size).toBe(0);
 }
@@ -100,7 +124,7 @@ describe('writer feed wakes, one plane process (PGlite)', () => {
   }, 120_000);
   afterAll(async () => database?.close());
 
-  it(`${COMMITS} commits of another writer's run wake no idle writer's poll; a commit of a run a writer restored wakes its`, async () => {
+  it(`${COMMITS} commits of a writer's run wake neither the idle writers' polls nor its own; a run a writer restored wakes its; a deletion wakes all`, async () => {
     await writersScenario(database, database, projectId);
   }, 120_000);
 });
@@ -122,7 +146,7 @@ describe.skipIf(!pg)('writer feed wakes across two plane processes on one databa
     await tdb?.drop();
   });
 
-  it("commits made by the other process: the idle polls read no page again; the restorer's poll is answered", async () => {
+  it("commits made by the other process: the idle polls read no page again; the restorer's and a deletion's are answered", async () => {
     await writersScenario(a, b, projectId);
   }, 120_000);
 });
