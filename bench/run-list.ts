@@ -20,7 +20,7 @@ import { SqliteCheckpointer } from '../client/sqlite/index.js';
 import { openPlaneDatabase } from '../plane/db/open.js';
 import { createKey, loadConfig, startPlane } from '../plane/index.js';
 import type { OutboxEvent } from '../shared/rows.js';
-import { withScratchDatabase } from './lib/backlog.js';
+import { takeEvents, withScratchDatabase } from './lib/backlog.js';
 import { traceSql } from './lib/sql-trace.js';
 import { fmt, summary } from './lib/stats.js';
 import { randomText } from './lib/text.js';
@@ -52,13 +52,7 @@ async function runEvents(runs: number): Promise<OutboxEvent[]> {
       nodeOutput: failed ? { error: { code: 'RUN_FAILED', message: 'the tool gave up' } } : null,
     });
   }
-  const out: OutboxEvent[] = [];
-  for (;;) {
-    const page = await store.fetchUnsynced({ limit: 5000, maxBytes: 1e12 });
-    if (!page.length) break;
-    out.push(...page.map((e) => e.event!));
-    await store.markSynced(page.map((e) => e.id));
-  }
+  const out = await takeEvents(store);
   await store.close();
   return out;
 }

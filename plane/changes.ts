@@ -76,7 +76,8 @@ export function announceChanges(db: PlaneDb, projectId: string): void {
 /** The change feed's cursor: the last change seq seen, as a decimal string ('' or absent: from the start). */
 export const changeCursor = (after: string | undefined): number => seqCursor(after, '/v1/changes');
 
-interface ChangeRow {
+/** A change feed entry as the feeds' statements read it (snake_case columns), both this feed's and a writer's. */
+export interface ChangeRow {
   execution_id: string;
   change_seq: string | number;
   deleted: boolean;
@@ -87,6 +88,19 @@ interface ChangeRow {
   pause_checkpoint_id: string | null;
   claimed_by: string | null;
 }
+
+/** The wire's entry of one change feed row. */
+export const changeOf = (r: ChangeRow): ExecutionChange => ({
+  executionId: r.execution_id,
+  changeSeq: Number(r.change_seq),
+  deleted: !!r.deleted,
+  status: r.status,
+  lastSeq: r.last_seq,
+  lastWriterId: r.last_writer_id,
+  pauseState: r.pause_state,
+  pauseCheckpointId: r.pause_checkpoint_id,
+  claimedBy: r.claimed_by,
+});
 
 /** Runs changed after change seq `after`, oldest change first, each where it stands now; `nextCursor` is the last one's seq (or `after`). */
 export async function changeFeed(
@@ -110,19 +124,7 @@ export async function changeFeed(
        WHERE t.project_id = ${projectId} AND t.change_seq > ${after}
        ORDER BY t.change_seq LIMIT ${limit})
     ) c ORDER BY c.change_seq LIMIT ${limit}`);
-  const items = rowsOf<ChangeRow>(got).map(
-    (r): ExecutionChange => ({
-      executionId: r.execution_id,
-      changeSeq: Number(r.change_seq),
-      deleted: r.deleted,
-      status: r.status,
-      lastSeq: r.last_seq,
-      lastWriterId: r.last_writer_id,
-      pauseState: r.pause_state,
-      pauseCheckpointId: r.pause_checkpoint_id,
-      claimedBy: r.claimed_by,
-    }),
-  );
+  const items = rowsOf<ChangeRow>(got).map(changeOf);
   return { items, nextCursor: String(items.length ? items[items.length - 1].changeSeq : after) };
 }
 

@@ -31,7 +31,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { ExecutionChange } from '../shared/protocol.js';
-import { newestChange } from './changes.js';
+import { type ChangeRow, changeOf, newestChange } from './changes.js';
 import { type PlaneDb, rowsOf } from './db/open.js';
 import { runContacts } from './db/schema.js';
 import { type Feed, waitForFeed } from './long-poll.js';
@@ -64,19 +64,11 @@ export interface WriterChangePage {
   readOn: boolean;
 }
 
-interface Row {
-  scanned_to: string | number | null;
-  scanned: string | number;
-  execution_id: string | null;
-  change_seq: string | number | null;
-  deleted: boolean | null;
-  status: ExecutionChange['status'];
-  last_seq: number | null;
-  last_writer_id: string | null;
-  pause_state: ExecutionChange['pauseState'];
-  pause_checkpoint_id: string | null;
-  claimed_by: string | null;
-}
+/** A row of the page's statement: the window's bounds, and one of the writer's entries (all null when it has none). */
+type Row = { scanned_to: string | number | null; scanned: string | number } & (
+  | ChangeRow
+  | { [K in keyof ChangeRow]: null }
+);
 
 /** The entries of `writerId` after change seq `after`, oldest first, reading at most `scan` of the project's (see above); `nextCursor` is past every entry read. */
 export async function writerChangeFeed(
@@ -122,21 +114,7 @@ export async function writerChangeFeed(
     LEFT JOIN hit h ON true
     ORDER BY h.change_seq`);
   const rows = rowsOf<Row>(got);
-  const items = rows
-    .filter((r) => r.execution_id !== null)
-    .map(
-      (r): ExecutionChange => ({
-        executionId: r.execution_id!,
-        changeSeq: Number(r.change_seq),
-        deleted: !!r.deleted,
-        status: r.status,
-        lastSeq: r.last_seq,
-        lastWriterId: r.last_writer_id,
-        pauseState: r.pause_state,
-        pauseCheckpointId: r.pause_checkpoint_id,
-        claimedBy: r.claimed_by,
-      }),
-    );
+  const items = rows.flatMap((r) => (r.execution_id === null ? [] : [changeOf(r as ChangeRow)]));
   const scannedTo = rows[0]?.scanned_to == null ? after : Number(rows[0].scanned_to);
   // a full page may stop before the window's end: the next one starts after its last entry
   const nextCursor = items.length === limit ? items[items.length - 1].changeSeq : scannedTo;
