@@ -86,7 +86,7 @@ export type ExecutionState = 'running' | 'paused' | 'completed' | 'failed' | 'ca
 /** Asks for an execution's lease: who, and for how long. */
 export interface LeaseRequest {
   holder: string;
-  /** Milliseconds until the lease expires unless renewed (each fenced write renews it). */
+  /** Milliseconds until the lease expires unless renewed (by `renewLease`, and by fenced writes; see `WriteOptions.lease`). */
   ttlMs: number;
 }
 
@@ -120,9 +120,14 @@ export interface IdempotentWriteOptions extends WriteOptions {
 export interface WriteOptions {
   /**
    * The writer's lease. The write commits only while the lease is still this
-   * one (same holder and epoch), renews it to `ttlMs` from now, and throws
-   * `LeaseLost` writing nothing otherwise. A run-end marker releases it in the
-   * same transaction. Absent: the write is not fenced.
+   * one (same holder and epoch), and throws `LeaseLost` writing nothing
+   * otherwise. It also renews the lease to `ttlMs` from now once a third of
+   * `ttlMs` has passed since this store last renewed it (acquired, renewed,
+   * or renewed by a write); before that it only checks it, so a run writing
+   * many steps renews about three times a ttl, not at every step, and its
+   * lease is never less than two thirds of `ttlMs` from expiring when it
+   * writes. A run-end marker releases it in the same transaction. Absent:
+   * the write is not fenced.
    */
   lease?: Lease;
 }

@@ -68,6 +68,14 @@ describe('benchmark smoke runs', () => {
     for (const l of lines) expect(l.set).toBe('indexes');
     for (const l of lines) expect((l.steps as { median: number }).median).toBeGreaterThan(0);
   });
+  it('statements: what a durable step sends to SQLite (and Postgres when up), one run and several at once, traced', () => {
+    const [line] = bench('statements.ts', '3', '4');
+    const perStep = line.perStep as Record<string, { statements: number; commits: number }>;
+    const keys = ['sqlite, one run', 'sqlite, 4 runs at once'];
+    if (pg) keys.push('postgres, one run', 'postgres, 4 runs at once');
+    expect(Object.keys(perStep)).toEqual(keys);
+    for (const k of keys) expect(perStep[k].statements, k).toBeGreaterThan(0);
+  });
   it.skipIf(!pg)('concurrent on Postgres', () => {
     const [line] = bench('concurrent.ts', 'postgres');
     expect(line).toMatchObject({ bench: 'concurrent', backend: 'postgres', runs: 4 });

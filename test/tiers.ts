@@ -126,6 +126,7 @@ export const FAST: readonly string[] = [
   'test/store/open-store.test.ts',
   'test/store/postgres-listing-index.test.ts',
   'test/store/postgres-migrate.test.ts',
+  'test/store/postgres-put-batch.test.ts',
   'test/store/postgres-race.test.ts',
   'test/store/postgres.test.ts',
   'test/store/restore-divergence.test.ts',

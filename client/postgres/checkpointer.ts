@@ -74,7 +74,8 @@ import { tablesOf, type Sql, type Tables, type Tx } from './tables.js';
 import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 import { ADVANCE, constraintOf, lockExecution, pgCode } from './executions.js';
-import { putOnCursor } from './put-on-cursor.js';
+import { CursorPutBatch } from './put-batch.js';
+import { putManyOnCursor, putOnCursor } from './put-on-cursor.js';
 import {
   listExecutionSummaries,
   listIdempotency,
@@ -231,8 +232,10 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
    * with our pre-minted id exists, …) and returns its result if so
    * (`commitOnce`; the last attempt's loss is the caller's error). Without
    * `landed`, only writes that are idempotent by construction are retried.
+   * `lostBefore`: an earlier attempt by another path was lost (its commit may
+   * become visible only now), so even the first attempt may meet its own row.
    */
-  private async write<T>(fn: (tx: Tx) => Promise<T>, landed?: () => Promise<T | null>): Promise<T> {
+  private async write<T>(fn: (tx: Tx) => Promise<T>, landed?: () => Promise<T | null>, lostBefore = false): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await commitOnce(() => this.begin(fn), attempt < 3 ? landed : undefined);
@@ -240,7 +243,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         // a retried write whose lost attempt committed meets its own row (a duplicate id, rows in a
         // "fresh" run), its own release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress)
         if (
-          attempt > 1 &&
+          (attempt > 1 || lostBefore) &&
           landed &&
           (e instanceof DuplicateIdError ||
             hasCode(e, ErrorCode.EXECUTION_EXISTS) ||
@@ -392,13 +395,19 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     checkLease(executionId, request);
     // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
     const landed = async () => heldLease(executionId, await leaseInfo(await this.q(), this.t, executionId), request);
-    return this.write((tx) => takeLease(tx, this.t, executionId, request), landed);
+    const sentAt = performance.now();
+    const lease = await this.write((tx) => takeLease(tx, this.t, executionId, request), landed);
+    this.renewals.noted(lease, sentAt);
+    return lease;
   }
 
   async renewLease(lease: C.Lease): Promise<C.Lease> {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
-    return this.begin((tx) => fence(tx, this.t, lease, false));
+    const sentAt = performance.now();
+    const renewed = await this.begin((tx) => fence(tx, this.t, lease, false));
+    this.renewals.noted(renewed, sentAt);
+    return renewed;
   }
 
   async releaseLease(lease: C.Lease): Promise<void> {
@@ -413,6 +422,26 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   async getLease(executionId: string): Promise<C.LeaseInfo | null> {
     this.assertOpen();
     return this.read((sql) => leaseInfo(sql, this.t, executionId));
+  }
+
+  /**
+   * Puts on a cached cursor of concurrent runs, sent together while one is in
+   * flight. A cached cursor means the schema was set up (a row was written or
+   * read), so a put issued before `close` and sent after it still goes.
+   */
+  private readonly onCursor = new CursorPutBatch({
+    one: (p) => putOnCursor(this.sql, this.t, this.writing, p.input, p.prev, p.lease, p.renew),
+    many: (puts) => putManyOnCursor(this.sql, this.t, this.writing, puts),
+  });
+
+  /** How the puts on a cached cursor were grouped so far: statements sent, puts they held, the largest (for benches and tests). */
+  get groupCommitStats(): { batches: number; writes: number; largest: number } {
+    return { ...this.onCursor.stats };
+  }
+
+  /** What a put on a cached cursor writes besides its row. */
+  private get writing() {
+    return { writerId: this.writerId, outbox: this.outbox };
   }
 
   /** The newest put of each execution still in flight: a put waits for the one issued before it (see `put`). */
@@ -444,19 +473,22 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     const minted = { ...input, id: input.id ?? uuidv7() };
     // a fresh run's first write (prevId null) takes the locked path, which refuses an execution that has rows
     const cursor = input.prevId === null || (lease && release) ? null : this.cursors.newest(input.executionId);
+    let lost = false;
     if (cursor) {
+      // a lease this store renewed less than a third of its ttl ago is only checked
+      const renew = !!lease && !this.renewals.fresh(lease);
+      const sentAt = performance.now();
       try {
         // the statement may have committed before the connection was lost: its row is found by its id
         const out = await commitOnce<Outcome | null>(
           async () => {
-            const sql = await this.q();
-            const store = { writerId: this.writerId, outbox: this.outbox };
-            const rt = await putOnCursor(sql, this.t, store, minted, cursor, lease);
+            const rt = await this.onCursor.submit({ input: minted, prev: cursor, lease, renew });
             return rt ? written(rt) : null;
           },
           () => this.landedRow(minted.id, minted),
         );
         if (out) {
+          if (lease && renew) this.renewals.noted(lease, sentAt);
           this.afterCommit(input.executionId, out, 'store.put.afterCommit');
           return rowOf(out)!;
         }
@@ -464,9 +496,11 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
         this.cursors.drop(input.executionId);
         // lost and not landed: the locked path writes it
         if (!connectionFailed(e)) throw e;
+        lost = true;
       }
     }
     let out: Outcome;
+    const sentAt = performance.now();
     try {
       out = await this.write<Outcome>(
         async (tx) => {
@@ -474,11 +508,13 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
           return written(await this.writeCheckpoint(tx, minted));
         },
         () => this.landedRow(minted.id, minted),
+        lost,
       );
     } catch (e) {
       this.cursors.drop(input.executionId);
       throw fencedWriteError(e, input);
     }
+    if (lease && !release) this.renewals.noted(lease, sentAt);
     this.afterCommit(input.executionId, out, 'store.put.afterCommit');
     return rowOf(out)!;
   }
@@ -794,6 +830,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   async close(): Promise<void> {
-    if (this.markClosed() && this.ownsSql) await this.sql.end({ timeout: 5 });
+    if (!this.markClosed()) return;
+    // puts issued before the close and still waiting to be sent go first
+    await this.onCursor.drained();
+    if (this.ownsSql) await this.sql.end({ timeout: 5 });
   }
 }

@@ -80,7 +80,7 @@ import { prepareStatements, type Statements } from './statements.js';
 import { fence, fenceWrite, leaseInfo, takeLease } from './leases.js';
 import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
-import { executionAt, sqliteCode } from './executions.js';
+import { advanceValues, executionAt, sqliteCode } from './executions.js';
 import {
   listExecutionSummaries,
   listIdempotency,
@@ -242,15 +242,20 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
         ? this.cursorAt(input.executionId, seq - 1, ex.last_id, (b, s) => readChain(this.st, input.executionId, b, s))
         : null;
     const rt = buildRow(input, seq, prev, this.writerId);
+    this.st.upsertExec.run(executionValues(rt.row));
+    this.insertRow(rt);
+    return rt;
+  }
+
+  /** The checkpoint of `rt` and its outbox event, inside the caller's transaction (after the execution moved). */
+  private insertRow(rt: RowText): void {
     try {
       this.st.insertCheckpoint.run(checkpointValues(rt.row, rt));
     } catch (e) {
       if (sqliteCode(e) === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new DuplicateIdError(rt.row.id);
       throw e;
     }
-    this.st.upsertExec.run(executionValues(rt.row));
     this.queue(checkpointWritten(rt));
-    return rt;
   }
 
   /**
@@ -268,7 +273,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   async renewLease(lease: C.Lease): Promise<C.Lease> {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
-    return this.db.transaction(() => fence(this.st, lease, false)).immediate();
+    const renewed = this.db.transaction(() => fence(this.st, lease, false)).immediate();
+    this.renewals.noted(renewed);
+    return renewed;
   }
 
   async releaseLease(lease: C.Lease): Promise<void> {
@@ -333,9 +340,55 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
 
   /** One queued write, in the batch's transaction (as a savepoint when the batch holds more than one). */
   private writeOne(job: QueuedWrite): Written {
-    if (job.kind === 'lease') return takeLease(this.st, job.executionId, job.request);
-    if (job.lease) fenceWrite(this.st, job.lease, job.input.step === 'run_end');
-    return this.writeCheckpoint(job.input);
+    if (job.kind === 'lease') {
+      const lease = takeLease(this.st, job.executionId, job.request);
+      this.renewals.noted(lease);
+      return lease;
+    }
+    return this.writePut(job.input, job.lease);
+  }
+
+  /**
+   * A put inside the batch's transaction. A lease this store renewed less
+   * than a third of its ttl ago is only checked, in the statement that
+   * advances the execution; otherwise (and for the run-end marker, which
+   * releases it) it is renewed first. A write that cannot go on the cached
+   * cursor, or whose fence found the lease gone, takes the full path, which
+   * renews the lease or names why it is lost.
+   */
+  private writePut(input: C.CheckpointInput, lease: C.Lease | undefined): RowText {
+    const release = input.step === 'run_end';
+    const renew = !!lease && (release || !this.renewals.fresh(lease));
+    if (lease && renew) {
+      fenceWrite(this.st, lease, release);
+      if (!release) this.renewals.noted(lease);
+    }
+    const fast = this.writeOnCursor(input, renew ? undefined : lease);
+    if (fast) return fast;
+    if (lease && !renew) {
+      fenceWrite(this.st, lease, false);
+      this.renewals.noted(lease);
+    }
+    return this.writeCheckpoint(input);
+  }
+
+  /**
+   * The next row of an execution this store wrote or read last, built from
+   * the cached cursor without reading the execution back: the head moves
+   * only if it is still at that row (and, with `fence`, only while the lease
+   * is that one), then the row and its event are inserted. Null when the
+   * cursor is missing or stale, or the fence failed; nothing written then.
+   */
+  private writeOnCursor(input: C.CheckpointInput, fence: C.Lease | undefined): RowText | null {
+    // a fresh run's first row, or one naming another row than the cached newest, takes the full path's checks
+    if (input.prevId === null) return null;
+    const prev = this.cursors.newest(input.executionId);
+    if (!prev || (input.prevId !== undefined && input.prevId !== prev.id)) return null;
+    const rt = buildRow(input, prev.seq + 1, prev, this.writerId);
+    const advance = fence ? this.st.advanceExecFenced : this.st.advanceExec;
+    if (advance.run(advanceValues(rt.row, prev, fence)).changes !== 1) return null;
+    this.insertRow(rt);
+    return rt;
   }
 
   /** The writes of one tick, inside one IMMEDIATE transaction, a savepoint each; a failing write rolls back its own savepoint only. */
@@ -355,8 +408,9 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       } catch (error) {
         // an error that ended the whole transaction (I/O, disk full) fails the batch: nothing of it commits
         if (!this.db.inTransaction) throw error;
-        // a refused lease leaves the cursor an earlier put of the run cached in this batch
+        // a refused lease leaves the cursor an earlier put of the run cached in this batch; a renewal rolled back
         if (job.kind === 'put') this.cursors.drop(job.executionId);
+        this.renewals.forget(job.executionId);
         return { ok: false, error };
       }
     });
@@ -369,8 +423,11 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       try {
         return this.tx.commitBatch.immediate(jobs);
       } catch (e) {
-        // rows cached inside the transaction were never committed
-        for (const j of jobs) this.cursors.drop(j.executionId);
+        // rows cached and leases renewed inside the transaction were never committed
+        for (const j of jobs) {
+          this.cursors.drop(j.executionId);
+          this.renewals.forget(j.executionId);
+        }
         throw e;
       }
     },
@@ -456,6 +513,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       throw e;
     }
     if (!out) return null;
+    if (out.lease) this.renewals.noted(out.lease);
     this.afterCommit(executionId, written(out.rt), 'store.claim.afterCommit');
     return { pending: out.pending, checkpoint: out.rt?.row ?? null, lease: out.lease };
   }

@@ -25,7 +25,7 @@ import {
 import { WriterId, type Checkpoint } from '../../shared/rows.js';
 import { PlaneGuardSlot, type CheckpointInput, type Lease, type WriteOptions } from '../checkpointer.js';
 import { noFaults, type FaultHook, type FaultPoint } from '../faults.js';
-import { checkLease } from './lease.js';
+import { checkLease, Renewals } from './lease.js';
 import { checkInput, type RowText } from './rows.js';
 
 /**
@@ -77,6 +77,8 @@ export abstract class StoreBase {
   /** The plane guard a connected replica installs (see `PlaneGuardSlot`); empty until then. */
   readonly planeGuard = new PlaneGuardSlot();
   protected readonly cursors = new CursorCache();
+  /** When this store last extended each lease a write was fenced with (see `Renewals`). */
+  protected readonly renewals = new Renewals();
   protected readonly outbox: boolean;
   protected readonly fault: FaultHook;
   private readonly signal = new WriteSignal();

@@ -61,3 +61,34 @@ export function fencedWriteError(e: unknown, input: { executionId: string; prevI
     return new ExecutionGoneError(input.executionId, input.prevId);
   return e;
 }
+
+/**
+ * When this store last extended each lease it fenced a write with, on the
+ * monotonic clock: a fenced write renews the lease only once a third of its
+ * ttl has passed since (the runner's timer renews on the same beat), and
+ * otherwise only checks holder and epoch in the statement that advances the
+ * execution. The stored expiry is then always at least two thirds of the ttl
+ * ahead of a write that skips the renewal. A record left by a rolled-back
+ * renewal only delays the next one: the check stays in every write.
+ */
+export class Renewals {
+  private readonly at = new Map<string, { holder: string; epoch: number; at: number }>();
+  constructor(private readonly max = 512) {}
+
+  /** The lease was extended to its full ttl (acquired, renewed, or renewed by a write) no earlier than `at` (`performance.now()`). */
+  noted(lease: Pick<Lease, 'executionId' | 'holder' | 'epoch'>, at = performance.now()): void {
+    this.at.delete(lease.executionId);
+    this.at.set(lease.executionId, { holder: lease.holder, epoch: lease.epoch, at });
+    if (this.at.size > this.max) this.at.delete(this.at.keys().next().value as string);
+  }
+
+  /** Extended by this store less than a third of its ttl ago: a write may fence without renewing. */
+  fresh(lease: Lease): boolean {
+    const r = this.at.get(lease.executionId);
+    return !!r && r.holder === lease.holder && r.epoch === lease.epoch && performance.now() - r.at < lease.ttlMs / 3;
+  }
+
+  forget(executionId: string): void {
+    this.at.delete(executionId);
+  }
+}

@@ -19,6 +19,8 @@ const ready = await pgReady('store: lost commits');
 const COMMIT = /^commit$/i;
 // the one-statement put (put-on-cursor.ts): its compare-and-set insert, autocommitted
 const PUT_ON_CURSOR = /SELECT count\(\*\)::int AS n FROM c\s*$/;
+// the puts of several runs in one statement (putManyOnCursor)
+const PUTS_ON_CURSOR = /SELECT id FROM c\s*$/;
 
 describe.skipIf(!ready)('a Postgres write whose connection is lost as it commits', () => {
   let db: TestDatabase;
@@ -64,6 +66,25 @@ describe.skipIf(!ready)('a Postgres write whose connection is lost as it commits
       expect(row.seq).toBe(1);
       const next = await store.put(step(id, 2));
       expect((await store.list(id)).map((r) => r.id)).toEqual([first.id, row.id, next.id]);
+    });
+
+    it(`puts of three runs sent in one statement whose statement ${landed} each return their row, stored once`, async () => {
+      const ids = [exec(), exec(), exec()];
+      await Promise.all(ids.map((id) => store.put({ ...step(id, 0), prevId: null })));
+      const before = store.groupCommitStats;
+      // the first put goes alone; the two issued while it is on its way go together, in the statement cut
+      const rows = await cutting({ match: PUTS_ON_CURSOR, when }, () =>
+        Promise.all(ids.map((id) => store.put(step(id, 1)))),
+      );
+      expect(store.groupCommitStats.largest).toBeGreaterThanOrEqual(2);
+      expect(store.groupCommitStats.writes - before.writes).toBe(3);
+      for (const [k, id] of ids.entries()) {
+        const next = await store.put(step(id, 2));
+        expect((await store.list(id)).map((r) => [r.seq, r.id]).slice(1)).toEqual([
+          [1, rows[k].id],
+          [2, next.id],
+        ]);
+      }
     });
 
     it(`a lease acquisition whose commit ${landed} returns the lease it holds`, async () => {

@@ -123,6 +123,26 @@ export function runLeaseSuite(options: StoreSuiteOptions): void {
       expect((await b.list(id)).length).toBe(1);
     });
 
+    test('a fenced write renews the lease once a third of its ttl has passed since this store last did, and only checks it before', async () => {
+      const id = exec();
+      // the two writes and the read between them fit in a third of it (2 s) on a busy machine
+      const ttlMs = 6_000;
+      const lease = await a.acquireLease(id, { holder: 'A', ttlMs });
+      await a.put(input(id), { lease });
+      const first = Date.parse((await a.getLease(id))!.expiresAt!);
+      await a.put(input(id, { nodeId: 'turn:1', turn: 1 }), { lease });
+      // within a third of the ttl since the last renewal: the expiry stands (the write checked holder and epoch)
+      expect(Date.parse((await a.getLease(id))!.expiresAt!)).toBe(first);
+      await sleep(ttlMs / 3 + 100);
+      await a.put(input(id, { nodeId: 'turn:2', turn: 2 }), { lease });
+      expect(Date.parse((await a.getLease(id))!.expiresAt!)).toBeGreaterThanOrEqual(first + ttlMs / 3 + 100);
+      // a check without renewal still fences: the lease released and taken by another holder, the next write is refused
+      await a.releaseLease(lease);
+      await b.acquireLease(id, { holder: 'B', ttlMs: 60_000 });
+      await expectCode(a.put(input(id, { nodeId: 'turn:3', turn: 3 }), { lease }), 'LEASE_LOST');
+      expect((await a.list(id)).length).toBe(3);
+    });
+
     test('each fenced write renews the lease: a holder that keeps writing is never taken over', async () => {
       const id = exec();
       // runs for 2.5 ttl; each round (a put and a refused acquisition) only needs to finish within one ttl
