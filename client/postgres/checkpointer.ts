@@ -75,7 +75,7 @@ import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 import { ADVANCE, constraintOf, lockExecution, pgCode } from './executions.js';
 import { CursorPutBatch } from './put-batch.js';
-import { putManyOnCursor, putOnCursor } from './put-on-cursor.js';
+import { putManyOnCursor } from './put-on-cursor.js';
 import {
   listExecutionSummaries,
   listIdempotency,
@@ -221,8 +221,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   private async begin<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    await this.setup();
-    return (await this.sql.begin(fn)) as T;
+    return (await (await this.q()).begin(fn)) as T;
   }
 
   /**
@@ -267,7 +266,8 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   private async q(): Promise<Sql> {
-    await this.setup();
+    // once set up, work already under way when the store closes finishes on the pool (close waits for its puts)
+    await (this.ready ?? this.setup());
     return this.sql;
   }
 
@@ -306,9 +306,12 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
    * execution row and its pending row takes them in this one order, skipping
    * those it does not need: lease → execution → pending; after them only rows
    * of its own (a new checkpoint, claim, outbox event), for which no other
-   * writer waits. It is the hot path's order: a fenced put renews the lease
-   * and then advances the execution (putOnCursor's one statement, or `fence`
-   * then `writeCheckpoint`), and a pause inserts its pending row last. So:
+   * writer waits. It is the hot path's order: a fenced put renews (or
+   * row-locks) the lease and then advances the execution (putManyOnCursor's
+   * one statement, or `fence` then `writeCheckpoint`), and a pause inserts its
+   * pending row last. So:
+   * - the puts of several runs in one statement (putManyOnCursor) lock every
+   *   lease row in id order, then every execution row in id order, as prune does;
    * - cancel clears the lease first, then locks the execution, then closes the pause;
    * - a claim takes (or renews) the lease first, then locks the execution when
    *   it writes a row, then deletes the pending row; a claim that finds the
@@ -395,7 +398,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     checkLease(executionId, request);
     // an acquisition whose answer was lost is recognised by its holder, unique per acquisition
     const landed = async () => heldLease(executionId, await leaseInfo(await this.q(), this.t, executionId), request);
-    const sentAt = performance.now();
+    const sentAt = Date.now();
     const lease = await this.write((tx) => takeLease(tx, this.t, executionId, request), landed);
     this.renewals.noted(lease, sentAt);
     return lease;
@@ -404,7 +407,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
   async renewLease(lease: C.Lease): Promise<C.Lease> {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
-    const sentAt = performance.now();
+    const sentAt = Date.now();
     const renewed = await this.begin((tx) => fence(tx, this.t, lease, false));
     this.renewals.noted(renewed, sentAt);
     return renewed;
@@ -429,19 +432,17 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
    * flight. A cached cursor means the schema was set up (a row was written or
    * read), so a put issued before `close` and sent after it still goes.
    */
-  private readonly onCursor = new CursorPutBatch({
-    one: (p) => putOnCursor(this.sql, this.t, this.writing, p.input, p.prev, p.lease, p.renew),
-    many: (puts) => putManyOnCursor(this.sql, this.t, this.writing, puts),
-  });
+  private readonly onCursor = new CursorPutBatch((puts) =>
+    putManyOnCursor(this.sql, this.t, { writerId: this.writerId, outbox: this.outbox }, puts),
+  );
 
-  /** How the puts on a cached cursor were grouped so far: statements sent, puts they held, the largest (for benches and tests). */
-  get groupCommitStats(): { batches: number; writes: number; largest: number } {
+  /**
+   * How the puts on a cached cursor were grouped so far: sends, the puts they
+   * held, the largest, and the puts the fast path wrote (the others took the
+   * locked path or failed) (for benches and tests).
+   */
+  get groupCommitStats(): { batches: number; writes: number; largest: number; written: number } {
     return { ...this.onCursor.stats };
-  }
-
-  /** What a put on a cached cursor writes besides its row. */
-  private get writing() {
-    return { writerId: this.writerId, outbox: this.outbox };
   }
 
   /** The newest put of each execution still in flight: a put waits for the one issued before it (see `put`). */
@@ -477,7 +478,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     if (cursor) {
       // a lease this store renewed less than a third of its ttl ago is only checked
       const renew = !!lease && !this.renewals.fresh(lease);
-      const sentAt = performance.now();
+      const sentAt = Date.now();
       try {
         // the statement may have committed before the connection was lost: its row is found by its id
         const out = await commitOnce<Outcome | null>(
@@ -488,7 +489,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
           () => this.landedRow(minted.id, minted),
         );
         if (out) {
-          if (lease && renew) this.renewals.noted(lease, sentAt);
+          if (lease && renew && out.kind === 'written') this.renewals.noted(lease, sentAt);
           this.afterCommit(input.executionId, out, 'store.put.afterCommit');
           return rowOf(out)!;
         }
@@ -500,7 +501,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
       }
     }
     let out: Outcome;
-    const sentAt = performance.now();
+    const sentAt = Date.now();
     try {
       out = await this.write<Outcome>(
         async (tx) => {
@@ -514,7 +515,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
       this.cursors.drop(input.executionId);
       throw fencedWriteError(e, input);
     }
-    if (lease && !release) this.renewals.noted(lease, sentAt);
+    if (lease && !release && out.kind === 'written') this.renewals.noted(lease, sentAt);
     this.afterCommit(input.executionId, out, 'store.put.afterCommit');
     return rowOf(out)!;
   }
@@ -831,8 +832,8 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async close(): Promise<void> {
     if (!this.markClosed()) return;
-    // puts issued before the close and still waiting to be sent go first
-    await this.onCursor.drained();
+    // puts issued before the close finish first: one waiting to be sent, one behind its run's earlier put, one on the locked path
+    while (this.putTails.size > 0) await Promise.all(this.putTails.values());
     if (this.ownsSql) await this.sql.end({ timeout: 5 });
   }
 }

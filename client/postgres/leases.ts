@@ -13,10 +13,13 @@ import { leaseInfoOf, leaseLost, type LeaseColumns } from '../store/lease.js';
 import { isoTime } from '../../support/time.js';
 import type { Sql, Tables, Tx } from './tables.js';
 
+/** The server's clock in epoch milliseconds, as lease expiries are written and judged. */
+export const serverNowMs = (sql: Sql | Tx) => sql`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+
 /** An execution's lease as stored, `live` judged by the server's clock. */
 export async function leaseInfo(sql: Sql | Tx, t: Tables, executionId: string): Promise<LeaseInfo | null> {
   const [row] = await sql<(LeaseColumns & { now_ms: string })[]>`
-    SELECT *, (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms FROM ${t.leases}
+    SELECT *, ${serverNowMs(sql)} AS now_ms FROM ${t.leases}
     WHERE execution_id = ${executionId}`;
   return row ? leaseInfoOf(row, Number(row.now_ms)) : null;
 }
@@ -43,9 +46,9 @@ export async function takeLease(tx: Tx, t: Tables, executionId: string, request:
   for (;;) {
     const [won] = await tx<{ epoch: string; expires_at: string }[]>`
       INSERT INTO ${t.leases} AS l (execution_id, holder, epoch, expires_at)
-      VALUES (${executionId}, ${request.holder}, 1, (extract(epoch from clock_timestamp()) * 1000)::bigint + ${request.ttlMs})
+      VALUES (${executionId}, ${request.holder}, 1, ${serverNowMs(tx)} + ${request.ttlMs})
       ON CONFLICT (execution_id) DO UPDATE SET holder = excluded.holder, epoch = l.epoch + 1, expires_at = excluded.expires_at
-      WHERE l.holder IS NULL OR l.expires_at <= (extract(epoch from clock_timestamp()) * 1000)::bigint
+      WHERE l.holder IS NULL OR l.expires_at <= ${serverNowMs(tx)}
       RETURNING epoch, expires_at`;
     if (won) {
       return {
@@ -68,9 +71,9 @@ export async function fence(tx: Tx, t: Tables, lease: Lease, release: boolean): 
     ? await tx<{ expires_at: string }[]>`
         UPDATE ${t.leases} SET holder = NULL, expires_at = 0
         WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
-        RETURNING (extract(epoch from clock_timestamp()) * 1000)::bigint AS expires_at`
+        RETURNING ${serverNowMs(tx)} AS expires_at`
     : await tx<{ expires_at: string }[]>`
-        UPDATE ${t.leases} SET expires_at = (extract(epoch from clock_timestamp()) * 1000)::bigint + ${lease.ttlMs}
+        UPDATE ${t.leases} SET expires_at = ${serverNowMs(tx)} + ${lease.ttlMs}
         WHERE execution_id = ${lease.executionId} AND holder = ${lease.holder} AND epoch = ${lease.epoch}
         RETURNING expires_at`;
   if (!row) {

@@ -1,14 +1,13 @@
 /**
- * Group commit for the Postgres store's fast path: puts on a cached cursor
- * that concurrent runs issue while an earlier one is on its way are sent
- * together, one statement and one commit for all of them
- * (`putManyOnCursor`), instead of one each. No timer: a put sent when none is
- * in flight goes at once, alone (the statement a lone run always sent); the
- * puts that arrive meanwhile wait for that answer and then go as one.
+ * Group commit for the Postgres store's fast path: the puts on a cached
+ * cursor that concurrent runs issue while a statement of them is on its way
+ * wait for its answer and then go together, one statement and one commit
+ * (`putManyOnCursor`). No timer: a put issued when none is on its way is sent
+ * at once, alone. One statement at a time, so a put queued behind one that
+ * waits for a row lock waits with it.
  */
+import type { CursorPut, CursorPutResult } from './put-on-cursor.js';
 import type { RowText } from '../store/rows.js';
-import { connectionFailed } from '../../support/db-errors.js';
-import type { CursorPut } from './put-on-cursor.js';
 
 interface Waiting {
   put: CursorPut;
@@ -16,23 +15,17 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
-export interface CursorPutSender {
-  /** One put alone (`putOnCursor`): its row, or null for the locked path. */
-  one(put: CursorPut): Promise<RowText | null>;
-  /** Several puts in one statement (`putManyOnCursor`). */
-  many(puts: CursorPut[]): Promise<(RowText | null | { error: unknown })[]>;
-}
-
 export class CursorPutBatch {
   private queue: Waiting[] = [];
   /** The flush sending now, until the queue is empty (null when idle). */
   private sending: Promise<void> | null = null;
-  /** Statements sent, the puts they held, the largest (for benches and tests). */
-  readonly stats = { batches: 0, writes: 0, largest: 0 };
+  /** Sends taken from the queue, the puts they held, the largest, and the puts written on the fast path (for benches and tests). */
+  readonly stats = { batches: 0, writes: 0, largest: 0, written: 0 };
 
-  constructor(private readonly send: CursorPutSender) {}
+  /** `send` answers each put (`putManyOnCursor`); it never throws for one put's failure. */
+  constructor(private readonly send: (puts: CursorPut[]) => Promise<CursorPutResult[]>) {}
 
-  /** The put's row once committed, null when it must take the locked path; rejects as `putOnCursor` would. */
+  /** The put's row once committed, null when it must take the locked path; rejects with its own error. */
   submit(put: CursorPut): Promise<RowText | null> {
     return new Promise((resolve, reject) => {
       this.queue.push({ put, resolve, reject });
@@ -40,7 +33,7 @@ export class CursorPutBatch {
     });
   }
 
-  /** Every put submitted so far answered (what `close` waits for before ending the pool). */
+  /** Every put submitted so far answered. */
   async drained(): Promise<void> {
     while (this.sending) await this.sending;
   }
@@ -62,33 +55,21 @@ export class CursorPutBatch {
       this.stats.batches++;
       this.stats.writes += batch.length;
       this.stats.largest = Math.max(this.stats.largest, batch.length);
-      await (batch.length === 1 ? this.alone(batch[0]) : this.together(batch));
-    }
-  }
-
-  private async alone(w: Waiting): Promise<void> {
-    try {
-      w.resolve(await this.send.one(w.put));
-    } catch (e) {
-      w.reject(e);
-    }
-  }
-
-  private async together(batch: Waiting[]): Promise<void> {
-    let out: (RowText | null | { error: unknown })[];
-    try {
-      out = await this.send.many(batch.map((w) => w.put));
-    } catch (e) {
-      // a lost connection may have committed them all: each put's caller looks for its row
-      if (connectionFailed(e)) for (const w of batch) w.reject(e);
-      // refused as a whole (one put's duplicate id, a value the server refuses): nothing committed, each alone
-      else await Promise.all(batch.map((w) => this.alone(w)));
-      return;
-    }
-    for (const [k, w] of batch.entries()) {
-      const r = out[k];
-      if (r !== null && 'error' in r) w.reject(r.error);
-      else w.resolve(r);
+      let out: CursorPutResult[];
+      try {
+        out = await this.send(batch.map((w) => w.put));
+      } catch (e) {
+        for (const w of batch) w.reject(e);
+        continue;
+      }
+      for (const [k, w] of batch.entries()) {
+        const r = out[k];
+        if (r !== null && 'error' in r) w.reject(r.error);
+        else {
+          if (r) this.stats.written++;
+          w.resolve(r);
+        }
+      }
     }
   }
 }

@@ -18,6 +18,7 @@ import { stateCondition, summaryFromRow, type ExecRow } from '../store/summary.j
 import { corruptOutputOf, type UsageColumns } from '../store/usage.js';
 import { SQLSTATE } from '../../support/db-errors.js';
 import { pgCode } from './executions.js';
+import { serverNowMs } from './leases.js';
 import { textList, type Sql, type Tables, type Tx } from './tables.js';
 
 /** Rows base..seq of an execution, as the codec needs them (id, seq, state only). */
@@ -89,7 +90,7 @@ export async function listExecutionSummaries(
   const rows = await sql<(ExecRow & { now_ms: string })[]>`
     SELECT e.*, p.execution_id IS NOT NULL AS paused,
            l.holder AS lease_holder, l.epoch AS lease_epoch, l.expires_at AS lease_expires_at,
-           (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms
+           ${serverNowMs(sql)} AS now_ms
     FROM ${t.executions} e
     LEFT JOIN ${t.pending} p ON p.execution_id = e.execution_id
     LEFT JOIN ${t.leases} l ON l.execution_id = e.execution_id

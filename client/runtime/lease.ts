@@ -1,8 +1,8 @@
 /**
  * A runner's hold on one execution: the lease it acquired, renewed on an
- * unref'd timer while a model call or tool runs (each fenced write renews it
- * too), and given up when the run stops without a marker or pause (which
- * release it in their own transaction).
+ * unref'd timer while a model call or tool runs (a fenced write renews it
+ * too, once a third of its ttl has passed), and given up when the run stops
+ * without a marker or pause (which release it in their own transaction).
  */
 import { uuidv7 } from '../../shared/ids.js';
 import { hasCode, ErrorCode } from '../../shared/errors.js';

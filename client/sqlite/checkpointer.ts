@@ -274,7 +274,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
     const renewed = this.db.transaction(() => fence(this.st, lease, false)).immediate();
-    this.renewals.noted(renewed);
+    this.renewals.noted(renewed, Date.parse(renewed.expiresAt) - renewed.ttlMs);
     return renewed;
   }
 
@@ -342,7 +342,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   private writeOne(job: QueuedWrite): Written {
     if (job.kind === 'lease') {
       const lease = takeLease(this.st, job.executionId, job.request);
-      this.renewals.noted(lease);
+      this.renewals.noted(lease, Date.parse(lease.expiresAt) - lease.ttlMs);
       return lease;
     }
     return this.writePut(job.input, job.lease);
@@ -359,17 +359,17 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   private writePut(input: C.CheckpointInput, lease: C.Lease | undefined): RowText {
     const release = input.step === 'run_end';
     const renew = !!lease && (release || !this.renewals.fresh(lease));
-    if (lease && renew) {
-      fenceWrite(this.st, lease, release);
-      if (!release) this.renewals.noted(lease);
-    }
+    if (lease && renew) this.renewWith(lease, release);
     const fast = this.writeOnCursor(input, renew ? undefined : lease);
     if (fast) return fast;
-    if (lease && !renew) {
-      fenceWrite(this.st, lease, false);
-      this.renewals.noted(lease);
-    }
+    if (lease && !renew) this.renewWith(lease, false);
     return this.writeCheckpoint(input);
+  }
+
+  /** Inside the caller's transaction: fence and renew (or release) `lease`, noting the renewal. */
+  private renewWith(lease: C.Lease, release: boolean): void {
+    const expires = fenceWrite(this.st, lease, release);
+    if (!release) this.renewals.noted(lease, expires - lease.ttlMs);
   }
 
   /**
@@ -513,7 +513,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       throw e;
     }
     if (!out) return null;
-    if (out.lease) this.renewals.noted(out.lease);
+    if (out.lease) this.renewals.noted(out.lease, Date.parse(out.lease.expiresAt) - out.lease.ttlMs);
     this.afterCommit(executionId, written(out.rt), 'store.claim.afterCommit');
     return { pending: out.pending, checkpoint: out.rt?.row ?? null, lease: out.lease };
   }

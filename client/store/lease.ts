@@ -63,29 +63,32 @@ export function fencedWriteError(e: unknown, input: { executionId: string; prevI
 }
 
 /**
- * When this store last extended each lease it fenced a write with, on the
- * monotonic clock: a fenced write renews the lease only once a third of its
+ * When this store last extended each lease it fenced a write with, by this
+ * process's clock: a fenced write renews the lease only once a third of its
  * ttl has passed since (the runner's timer renews on the same beat), and
  * otherwise only checks holder and epoch in the statement that advances the
- * execution. The stored expiry is then always at least two thirds of the ttl
- * ahead of a write that skips the renewal. A record left by a rolled-back
+ * execution, so the expiry is at least two thirds of the ttl ahead of every
+ * write. A clock that went back, or a shorter ttl asked than the one renewed,
+ * counts as stale (renewed at the next write); a record left by a rolled-back
  * renewal only delays the next one: the check stays in every write.
  */
 export class Renewals {
-  private readonly at = new Map<string, { holder: string; epoch: number; at: number }>();
+  private readonly at = new Map<string, { holder: string; epoch: number; ttlMs: number; at: number }>();
   constructor(private readonly max = 512) {}
 
-  /** The lease was extended to its full ttl (acquired, renewed, or renewed by a write) no earlier than `at` (`performance.now()`). */
-  noted(lease: Pick<Lease, 'executionId' | 'holder' | 'epoch'>, at = performance.now()): void {
+  /** The lease was extended to `ttlMs` from `at` (epoch ms): acquired, renewed, or renewed by a write. */
+  noted(lease: Pick<Lease, 'executionId' | 'holder' | 'epoch' | 'ttlMs'>, at: number): void {
     this.at.delete(lease.executionId);
-    this.at.set(lease.executionId, { holder: lease.holder, epoch: lease.epoch, at });
+    this.at.set(lease.executionId, { holder: lease.holder, epoch: lease.epoch, ttlMs: lease.ttlMs, at });
     if (this.at.size > this.max) this.at.delete(this.at.keys().next().value as string);
   }
 
   /** Extended by this store less than a third of its ttl ago: a write may fence without renewing. */
-  fresh(lease: Lease): boolean {
+  fresh(lease: Lease, now = Date.now()): boolean {
     const r = this.at.get(lease.executionId);
-    return !!r && r.holder === lease.holder && r.epoch === lease.epoch && performance.now() - r.at < lease.ttlMs / 3;
+    if (!r || r.holder !== lease.holder || r.epoch !== lease.epoch) return false;
+    const since = now - r.at;
+    return since >= 0 && since < Math.min(r.ttlMs, lease.ttlMs) / 3;
   }
 
   forget(executionId: string): void {

@@ -12,6 +12,8 @@ export interface Cut {
   /** The statement text to cut at (a simple query's, or the prepared statement a Bind runs). */
   match: RegExp;
   when: 'before' | 'after';
+  /** Let this many matching statements pass first (default 0). */
+  skip?: number;
 }
 
 const SSL_REQUEST = 80877103;
@@ -90,10 +92,13 @@ export class PgCutProxy {
         fromClient = fromClient.subarray(len);
         const text = statementOf(message, statements);
         if (this.armed && text !== null && this.armed.match.test(text)) {
-          const { when } = this.armed;
-          this.armed = null;
-          if (when === 'before') return cut();
-          watching = true;
+          const { when, skip = 0 } = this.armed;
+          if (skip > 0) this.armed = { ...this.armed, skip: skip - 1 };
+          else {
+            this.armed = null;
+            if (when === 'before') return cut();
+            watching = true;
+          }
         }
         upstream.write(message);
       }
