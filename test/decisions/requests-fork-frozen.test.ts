@@ -19,6 +19,7 @@ import { forkTs, nextMessage } from '../helpers/child.js';
 import { FaultProxy } from '../helpers/fault-proxy.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { until } from '../helpers/until.js';
 
 const CHILD = fileURLToPath(new URL('./request-worker-child.ts', import.meta.url));
 type Msg = { type: string; [k: string]: unknown };
@@ -54,13 +55,6 @@ const stop = async (child: ChildProcess): Promise<Msg> => {
   const stopped = nextMessage<Msg>(child, (m) => m.type === 'stopped');
   child.send({ type: 'stop' });
   return stopped;
-};
-const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 60_000) => {
-  const t = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - t > ms) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 };
 const planeRequest = async (requestId: string) =>
   (await call(`${plane.url}/v1/requests/${requestId}`, { key: keys.reader })).body;

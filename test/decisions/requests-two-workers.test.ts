@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forkTs, nextMessage } from '../helpers/child.js';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { scratchDir } from '../helpers/tmp.js';
+import { until } from '../helpers/until.js';
 
 const CHILD = fileURLToPath(new URL('./request-worker-child.ts', import.meta.url));
 type Msg = { type: string; [k: string]: unknown };
@@ -39,13 +40,6 @@ describe('run requests applied by two application processes on one plane', () =>
     const ready = await nextMessage<Msg>(child, (m) => m.type === 'ready');
     kids.push(child);
     return { child, writerId: ready.writerId as string };
-  };
-  const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 60_000) => {
-    const t = Date.now();
-    while (!(await cond())) {
-      if (Date.now() - t > ms) throw new Error(`timed out waiting until ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
   };
   const rowsAtPlane = async (id: string) => {
     const rows: { seq: number; step: string; status: string; writerId: string; id: string }[] = [];

@@ -22,6 +22,7 @@ import { forkTs, nextMessage } from '../helpers/child.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { scratchDir } from '../helpers/tmp.js';
 import { deployAgent } from '../runtime/stale-resumer-agent.js';
+import { until } from '../helpers/until.js';
 
 const CHILD = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
 const tmp = scratchDir('waymark-decisions-');
@@ -87,15 +88,6 @@ function countingScans(store: Checkpointer): { store: Checkpointer; scans(): num
     },
   });
   return { store: wrapped, scans: () => scans };
-}
-
-/** Until `cond` holds; fails after 20 s (a bound on a hang only). */
-async function until(what: string, cond: () => boolean): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 interface Backend {

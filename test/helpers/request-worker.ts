@@ -70,11 +70,4 @@ export const serveRequests = (
     onRequestOutcome: (o) => seen.push(o),
   });
 
-/** Poll `cond` every 25 ms; fail naming `what` after `ms` (a bound on a hang, not a timing). */
-export async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
-  const t = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - t > ms) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { until } from './until.js';

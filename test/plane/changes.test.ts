@@ -16,17 +16,9 @@ import { call, releaseHold, openTestPlaneDatabase, startTestPlane, type TestPlan
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';
 import { FEED_RECHECK_MS, waitersOf } from '../../plane/long-poll.js';
+import { until } from '../helpers/until.js';
 
 const pg = await pgReady('change feed on postgres');
-
-/** Wait for an observable condition (never a sleep that only an idle machine meets); fails naming it after 15 s. */
-async function until(what: string, cond: () => boolean) {
-  const t = performance.now();
-  while (!cond()) {
-    if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe('the change feed over HTTP (PGlite)', () => {
   let plane: TestPlane;

@@ -16,17 +16,9 @@ import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';
 import { FEED_RECHECK_MS } from '../../plane/long-poll.js';
+import { until } from '../helpers/until.js';
 
 const pg = await pgReady('decision routes on postgres');
-
-/** Wait for an observable condition (never a sleep that only an idle machine meets); fails naming it after 15s. */
-async function until(what: string, cond: () => boolean) {
-  const t = performance.now();
-  while (!cond()) {
-    if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 function routeSuite(name: string, kind: () => 'pglite' | { url: string }) {
   describe(`decision routes on ${name}`, () => {

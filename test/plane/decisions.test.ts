@@ -30,17 +30,9 @@ import type { Decision, OutboxEvent } from '../../shared/rows.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';
+import { until } from '../helpers/until.js';
 
 const pg = await pgReady('decisions on postgres');
-
-/** Wait for an observable condition (never a sleep that only an idle machine meets); fails naming it after 15s. */
-async function until(what: string, cond: () => boolean | Promise<boolean>) {
-  const t = performance.now();
-  while (!(await cond())) {
-    if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /** What a refused call threw: its status, code, message and details. */
 async function refusal(p: Promise<unknown>) {

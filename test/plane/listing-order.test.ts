@@ -12,17 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';
+import { until } from '../helpers/until.js';
 
 const pg = await pgReady('listing order on postgres');
-
-/** Wait for an observable condition (never a sleep that only an idle machine meets); fails naming it after 15 s. */
-async function until(what: string, cond: () => Promise<boolean>) {
-  const t = performance.now();
-  while (!(await cond())) {
-    if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** A run paused (its step, then its pause) and a checkpoint the plane refuses, as one writer's batch. */
 async function pausedAndRefused(executionId: string, bad: string, writerId: string) {

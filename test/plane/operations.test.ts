@@ -7,18 +7,10 @@ import { forkTs, nextMessage } from '../helpers/child.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { call, startTestPlane } from '../helpers/plane.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';
+import { until } from '../helpers/until.js';
 
 const CHILD = fileURLToPath(new URL('./plane-child.ts', import.meta.url));
 const pg = await pgReady('two plane processes on one postgres');
-
-/** Wait for an observable condition (never a sleep that only an idle machine meets); fails naming it after 15 s. */
-async function until(what: string, cond: () => boolean | Promise<boolean>) {
-  const t = performance.now();
-  while (!(await cond())) {
-    if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('plane back-pressure and outages', () => {
   it('queues a burst of batches and refuses (429, Retry-After) only past the queue or its wait', async () => {

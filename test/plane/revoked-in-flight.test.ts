@@ -15,15 +15,7 @@ import type { PlaneDatabase } from '../../plane/db/open.js';
 import { waitersOf } from '../../plane/long-poll.js';
 import { eventsOf, pause, step } from '../helpers/rows.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
-
-/** Wait for an observable condition (never a sleep an idle machine meets); fails naming it after 15 s. */
-async function until(what: string, cond: () => boolean | Promise<boolean>) {
-  const t = performance.now();
-  while (!(await cond())) {
-    if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+import { until } from '../helpers/until.js';
 
 describe('a key revoked while its request is in flight (PGlite)', () => {
   let database: PlaneDatabase;

@@ -20,16 +20,9 @@ import { call, openTestPlaneDatabase, releaseHold, startTestPlane, type TestPlan
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { eventsOf, step, takeEvents } from '../helpers/rows.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { until } from '../helpers/until.js';
 
 const pg = await pgReady("a writer's change feed on postgres");
-
-async function until(what: string, cond: () => boolean) {
-  const t = performance.now();
-  while (!cond()) {
-    if (performance.now() - t > 15_000) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe("a writer's change feed over HTTP (PGlite)", () => {
   let plane: TestPlane;

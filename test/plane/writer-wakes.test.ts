@@ -16,18 +16,10 @@ import { writerWakesOf } from '../../plane/writer-wakes.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
 import { eventsOf, step } from '../helpers/rows.js';
+import { until } from '../helpers/until.js';
 
 const pg = await pgReady('writer wakes across plane processes on postgres');
 const COMMITS = 10;
-
-/** Wait for an observable condition (never a sleep that only an idle machine meets); fails naming it after 30 s. */
-async function until(what: string, cond: () => boolean | Promise<boolean>) {
-  const t = performance.now();
-  while (!(await cond())) {
-    if (performance.now() - t > 30_000) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** Pages of the writer feed read per writer: the feed's statement names its writer among its parameters. */
 const pagesRead = new Map<string, number>();
