@@ -75,7 +75,7 @@ import * as decisions from './decisions.js';
 import { checkClaimDecisionId, checkDecision } from '../store/decisions.js';
 import { ADVANCE, constraintOf, lockExecution, pgCode } from './executions.js';
 import { CursorPutBatch } from './put-batch.js';
-import { putManyOnCursor } from './put-on-cursor.js';
+import { putManyOnCursor, type CursorPutResult } from './put-on-cursor.js';
 import {
   listExecutionSummaries,
   listIdempotency,
@@ -94,6 +94,11 @@ import { deleteRows, pruneChunk } from './delete.js';
 import { importInto } from './import.js';
 import { usageTotalsOf } from '../store/usage.js';
 import type { UsageTotal } from '../../shared/usage.js';
+
+/** How long `close` waits for puts issued before it, and then for the queries in flight as the pool ends. */
+const CLOSE_WAIT_MS = 5_000;
+
+const isRowText = (r: CursorPutResult): r is RowText => r !== null && !('error' in r);
 
 /** Options of `new PostgresCheckpointer(...)`: the connection, the schema, and the store options every backend takes. */
 export interface PostgresCheckpointerOptions extends StoreBaseOptions {
@@ -220,8 +225,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     });
   }
 
-  private async begin<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    return (await (await this.q()).begin(fn)) as T;
+  /** A transaction; `underway`: part of a put issued before `close`, which waits for it (see `close`). */
+  private async begin<T>(fn: (tx: Tx) => Promise<T>, underway = false): Promise<T> {
+    return (await (await this.q(underway)).begin(fn)) as T;
   }
 
   /**
@@ -232,20 +238,28 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
    * (`commitOnce`; the last attempt's loss is the caller's error). Without
    * `landed`, only writes that are idempotent by construction are retried.
    * `lostBefore`: an earlier attempt by another path was lost (its commit may
-   * become visible only now), so even the first attempt may meet its own row.
+   * become visible only now), so even the first attempt may meet its own row;
+   * `underway`: see `begin`.
    */
-  private async write<T>(fn: (tx: Tx) => Promise<T>, landed?: () => Promise<T | null>, lostBefore = false): Promise<T> {
+  private async write<T>(
+    fn: (tx: Tx) => Promise<T>,
+    landed?: () => Promise<T | null>,
+    o: { lostBefore?: boolean; underway?: boolean } = {},
+  ): Promise<T> {
+    const lostBefore = o.lostBefore ?? false;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await commitOnce(() => this.begin(fn), attempt < 3 ? landed : undefined);
+        return await commitOnce(() => this.begin(fn, o.underway), attempt < 3 ? landed : undefined);
       } catch (e) {
         // a retried write whose lost attempt committed meets its own row (a duplicate id, rows in a
-        // "fresh" run), its own release (LeaseLost, after a marker or a pause) or its own lease (RunInProgress)
+        // "fresh" run), its own release (LeaseLost, after a marker or a pause), its own lease (RunInProgress),
+        // or a cancel that came after it (RunCancelled)
         if (
           (attempt > 1 || lostBefore) &&
           landed &&
           (e instanceof DuplicateIdError ||
             hasCode(e, ErrorCode.EXECUTION_EXISTS) ||
+            hasCode(e, ErrorCode.RUN_CANCELLED) ||
             e instanceof LeaseLost ||
             e instanceof RunInProgress)
         ) {
@@ -265,9 +279,9 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
       : null;
   }
 
-  private async q(): Promise<Sql> {
-    // once set up, work already under way when the store closes finishes on the pool (close waits for its puts)
-    await (this.ready ?? this.setup());
+  /** The pool once the schema is set up; `underway`: a put issued before `close` may still use it (close waits for puts). */
+  private async q(underway = false): Promise<Sql> {
+    await (underway && this.ready ? this.ready : this.setup());
     return this.sql;
   }
 
@@ -432,9 +446,16 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
    * flight. A cached cursor means the schema was set up (a row was written or
    * read), so a put issued before `close` and sent after it still goes.
    */
-  private readonly onCursor = new CursorPutBatch((puts) =>
-    putManyOnCursor(this.sql, this.t, { writerId: this.writerId, outbox: this.outbox }, puts),
-  );
+  private readonly onCursor = new CursorPutBatch(async (queued) => {
+    // judged as the statement is sent (a put may have waited for the one before): a lease this store renewed
+    // less than a third of its ttl ago is only checked
+    const sentAt = Date.now();
+    const puts = queued.map((p) => ({ ...p, renew: !!p.lease && !this.renewals.fresh(p.lease, sentAt) }));
+    const out = await putManyOnCursor(this.sql, this.t, { writerId: this.writerId, outbox: this.outbox }, puts);
+    for (const [k, p] of puts.entries())
+      if (p.lease && p.renew && isRowText(out[k])) this.renewals.noted(p.lease, sentAt);
+    return out;
+  });
 
   /**
    * How the puts on a cached cursor were grouped so far: sends, the puts they
@@ -476,20 +497,16 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     const cursor = input.prevId === null || (lease && release) ? null : this.cursors.newest(input.executionId);
     let lost = false;
     if (cursor) {
-      // a lease this store renewed less than a third of its ttl ago is only checked
-      const renew = !!lease && !this.renewals.fresh(lease);
-      const sentAt = Date.now();
       try {
         // the statement may have committed before the connection was lost: its row is found by its id
         const out = await commitOnce<Outcome | null>(
           async () => {
-            const rt = await this.onCursor.submit({ input: minted, prev: cursor, lease, renew });
+            const rt = await this.onCursor.submit({ input: minted, prev: cursor, lease });
             return rt ? written(rt) : null;
           },
           () => this.landedRow(minted.id, minted),
         );
         if (out) {
-          if (lease && renew && out.kind === 'written') this.renewals.noted(lease, sentAt);
           this.afterCommit(input.executionId, out, 'store.put.afterCommit');
           return rowOf(out)!;
         }
@@ -509,7 +526,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
           return written(await this.writeCheckpoint(tx, minted));
         },
         () => this.landedRow(minted.id, minted),
-        lost,
+        { lostBefore: lost, underway: true },
       );
     } catch (e) {
       this.cursors.drop(input.executionId);
@@ -832,8 +849,19 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
 
   async close(): Promise<void> {
     if (!this.markClosed()) return;
-    // puts issued before the close finish first: one waiting to be sent, one behind its run's earlier put, one on the locked path
-    while (this.putTails.size > 0) await Promise.all(this.putTails.values());
-    if (this.ownsSql) await this.sql.end({ timeout: 5 });
+    // puts issued before the close finish first (one waiting to be sent, one behind its run's earlier put, one on
+    // the locked path), for as long as the pool's end would wait for a query in flight
+    const deadline = Date.now() + CLOSE_WAIT_MS;
+    while (this.putTails.size > 0 && Date.now() < deadline) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(this.putTails.values()),
+        new Promise((r) => {
+          timer = setTimeout(r, deadline - Date.now());
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    if (this.ownsSql) await this.sql.end({ timeout: CLOSE_WAIT_MS / 1000 });
   }
 }

@@ -33,11 +33,6 @@ export class CursorPutBatch {
     });
   }
 
-  /** Every put submitted so far answered. */
-  async drained(): Promise<void> {
-    while (this.sending) await this.sending;
-  }
-
   /** Start sending unless a flush is on its way (it takes what is queued when its statement returns). */
   private kick(): void {
     if (this.sending || this.queue.length === 0) return;

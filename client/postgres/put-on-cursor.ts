@@ -19,7 +19,7 @@ export interface CursorPut {
   input: C.CheckpointInput & { id: string };
   prev: CodecCursor;
   lease?: C.Lease;
-  renew: boolean;
+  renew?: boolean;
 }
 
 /** What became of one put: its row, null for the locked path, or why it failed. */
@@ -192,22 +192,22 @@ async function send(
       holder: put.lease?.holder ?? null,
       epoch: put.lease?.epoch ?? null,
       ttl_ms: put.lease?.ttlMs ?? null,
-      renew: put.renew,
+      renew: put.renew ?? false,
     };
   });
   // The store's lock order across the statement: every lease row in execution id order, then every
-  // execution row in id order, as prune takes them. `fenced` is read whole (the count) before `heads`
+  // execution row in id order (byte order, COLLATE "C"), as prune and import take them. `fenced` is read whole (the count) before `heads`
   // reads a row, and `heads` sorts before it locks; `ex` and `renewed` update rows already locked.
   const ids = await sql<{ id: string }[]>`
     WITH i AS (
       SELECT * FROM json_to_recordset((${JSON.stringify(rows)}::text)::json) AS i(id text, execution_id text, seq integer,
         prev_id text, check_prev text, node_id text, turn integer, step text, status text, agent_path text,
         parent_id text, state text, node_input text, node_output text, interrupt_reason text, interrupt_context text,
-        created_at text, writer_id text, bytes integer, holder text, epoch integer, ttl_ms integer, renew boolean)
+        created_at text, writer_id text, bytes integer, holder text, epoch integer, ttl_ms bigint, renew boolean)
     ), fenced AS (
       SELECT l.execution_id FROM ${t.leases} l JOIN i ON l.execution_id = i.execution_id
       WHERE l.holder = i.holder AND l.epoch = i.epoch
-      ORDER BY l.execution_id
+      ORDER BY l.execution_id COLLATE "C"
       FOR NO KEY UPDATE OF l
     ), heads AS (
       SELECT e.execution_id FROM ${t.executions} e JOIN i ON e.execution_id = i.execution_id
@@ -216,7 +216,7 @@ async function send(
         AND (i.holder IS NULL OR i.execution_id IN (SELECT execution_id FROM fenced))
         AND (i.check_prev IS NULL
           OR EXISTS (SELECT 1 FROM ${t.checkpoints} p WHERE p.id = i.check_prev AND p.execution_id = i.execution_id))
-      ORDER BY e.execution_id
+      ORDER BY e.execution_id COLLATE "C"
       FOR NO KEY UPDATE OF e
     ), renewed AS (
       UPDATE ${t.leases} l SET expires_at = ${serverNowMs(sql)} + i.ttl_ms

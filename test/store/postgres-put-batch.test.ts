@@ -6,10 +6,12 @@
  * refused put never fails or loses the others. Each test has a store of its
  * own, so its statistics are its own.
  */
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresCheckpointer } from '../../client/postgres/index.js';
 import { expectCode, input } from '../../client/testing/store/harness.js';
 import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
+import { until } from '../helpers/until.js';
 
 const ready = await pgReady('store: puts of concurrent runs in one statement');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -31,7 +33,8 @@ describe.skipIf(!ready)('Postgres puts of concurrent runs, grouped', () => {
     r.status === 'rejected' ? Promise.reject(r.reason) : Promise.resolve(r.value);
 
   beforeAll(async () => {
-    db = await createTestDatabase('waymark_put_batch');
+    // ordered by ICU en-US, where 'alpha' < 'Beta'; the store locks in byte order, where 'Beta' < 'alpha'
+    db = await createTestDatabase('waymark_put_batch', { locale: 'en-US' });
     other = new PostgresCheckpointer({ url: db.url });
     await other.setup();
   });
@@ -134,6 +137,39 @@ describe.skipIf(!ready)('Postgres puts of concurrent runs, grouped', () => {
       [2, (rStale as PromiseFulfilledResult<{ id: string }>).value.id],
     ]);
     expect(await store.readState(staleRows[2])).toEqual({ messages: [{ role: 'user', content: 'm2' }], turn: 2 });
+  });
+
+  it("a batch locks its runs' executions in byte order, whatever the database's collation (as prune and import do)", async () => {
+    const store = new PostgresCheckpointer({ url: db.url });
+    stores.push(store);
+    const [lead, lower, upper] = [exec(), `alpha-${n}`, `Beta-${n}`];
+    await Promise.all([lead, lower, upper].map((id) => store.put(turn(id, 0, { prevId: null }))));
+    const sql = postgres(db.url, { max: 2, onnotice: () => {}, fetch_types: false });
+    try {
+      let puts: Promise<{ seq: number }[]> = Promise.resolve([]);
+      // another transaction holds 'alpha': a batch in byte order has locked 'Beta' before it waits there
+      const taken = await sql.begin(async (h) => {
+        await h`SELECT 1 FROM waymark.executions WHERE execution_id = ${lower} FOR UPDATE`;
+        puts = Promise.all([store.put(turn(lead, 1)), store.put(turn(lower, 1)), store.put(turn(upper, 1))]);
+        await until('the batch waits for the held row', async () => {
+          const [w] = await sql<{ n: number }[]>`
+            SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%json_to_recordset%'`;
+          return w.n === 1;
+        });
+        return h
+          .savepoint((s) => s`SELECT 1 FROM waymark.executions WHERE execution_id = ${upper} FOR UPDATE NOWAIT`)
+          .then(
+            () => false,
+            (e: { code?: string }) => e.code === '55P03',
+          );
+      });
+      expect(taken, "'Beta' locked by the waiting batch").toBe(true);
+      expect((await puts).map((r) => r.seq)).toEqual([1, 1, 1]);
+      expect(store.groupCommitStats).toMatchObject({ batches: 2, largest: 2, written: 3 });
+    } finally {
+      await sql.end();
+    }
   });
 
   it('a store closed while puts wait answers each of them first: queued, behind its run, on the locked path', async () => {
