@@ -29,6 +29,13 @@ export function textLength(s: string): number {
   return n;
 }
 
+/**
+ * Strings in Unicode code point order, which is UTF-8 byte order and
+ * Postgres's `COLLATE "C"`: the order SQLite compares text in, and the one
+ * every statement that locks several executions takes them in.
+ */
+export const codePointOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
 /** Whether `s` is at most `max` code points long, counted only when its UTF-16 length could be over. */
 export function withinLength(s: string, max: number): boolean {
   return s.length <= max || textLength(s) <= max;

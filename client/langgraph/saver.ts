@@ -50,6 +50,7 @@ import { LIMITS } from '../../shared/limits.js';
 import { deepFreeze, setOwn, stableStringify, type Json } from '../../shared/json.js';
 import { DEFAULT_LEASE_MS, holderOf, RunLease } from '../runtime/lease.js';
 import { durationProblem, unknownOptions } from '../../support/validate.js';
+import { codePointOrder } from '../../shared/text.js';
 import { graphCheckpointOf, graphNodeId, graphWriteKey } from '../../support/langgraph.js';
 import {
   agentPathOf,
@@ -659,9 +660,5 @@ function carriesFromParent(checkpoint: GraphCheckpoint, newVersions: ChannelVers
  * saver runs on every @langchain/langgraph-checkpoint its peer range allows.
  */
 function compareWrites(a: WriteRecord, b: WriteRecord): number {
-  return (
-    Buffer.compare(Buffer.from(a.task_path), Buffer.from(b.task_path)) ||
-    Buffer.compare(Buffer.from(a.task_id), Buffer.from(b.task_id)) ||
-    a.idx - b.idx
-  );
+  return codePointOrder(a.task_path, b.task_path) || codePointOrder(a.task_id, b.task_id) || a.idx - b.idx;
 }

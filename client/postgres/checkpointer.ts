@@ -15,6 +15,7 @@
  *
  * @module waymark/postgres
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
 import { uuidv7 } from '../../shared/ids.js';
 import { ErrorCode, hasCode } from '../../shared/errors.js';
@@ -325,7 +326,7 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
    * one statement, or `fence` then `writeCheckpoint`), and a pause inserts its
    * pending row last. So:
    * - the puts of several runs in one statement (putManyOnCursor) lock every
-   *   lease row in id order, then every execution row in id order, as prune does;
+   *   lease row, then every execution row, in byte order of their ids, as prune and import do;
    * - cancel clears the lease first, then locks the execution, then closes the pause;
    * - a claim takes (or renews) the lease first, then locks the execution when
    *   it writes a row, then deletes the pending row; a claim that finds the
@@ -851,17 +852,8 @@ export class PostgresCheckpointer extends StoreBase implements C.Checkpointer {
     if (!this.markClosed()) return;
     // puts issued before the close finish first (one waiting to be sent, one behind its run's earlier put, one on
     // the locked path), for as long as the pool's end would wait for a query in flight
-    const deadline = Date.now() + CLOSE_WAIT_MS;
-    while (this.putTails.size > 0 && Date.now() < deadline) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.all(this.putTails.values()),
-        new Promise((r) => {
-          timer = setTimeout(r, deadline - Date.now());
-        }),
-      ]);
-      clearTimeout(timer);
-    }
+    // (no put is issued after `markClosed`, so the tails now are all there will be)
+    await Promise.race([Promise.all(this.putTails.values()), sleep(CLOSE_WAIT_MS, undefined, { ref: false })]);
     if (this.ownsSql) await this.sql.end({ timeout: CLOSE_WAIT_MS / 1000 });
   }
 }

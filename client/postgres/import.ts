@@ -13,8 +13,9 @@ import type * as C from '../checkpointer.js';
 import { toColumns } from '../store/columns.js';
 import { importResultOf, planImport } from '../store/import.js';
 import { canonicalTime } from '../store/rows.js';
+import { codePointOrder } from '../../shared/text.js';
 import { ADVANCE, lockExecution } from './executions.js';
-import { byteOrder, textList, type Tables, type Tx } from './tables.js';
+import { textList, type Tables, type Tx } from './tables.js';
 
 /** Write a checked bundle inside the caller's transaction; `dropped` hears each execution whose newest row moved. */
 export async function importInto(
@@ -24,7 +25,7 @@ export async function importInto(
   dropped: (executionId: string) => void,
 ): Promise<C.ImportResult> {
   const { checkpoints, pending, idempotency: idem } = bundle;
-  const executionIds = [...new Set(checkpoints.map((c) => c.executionId))].sort(byteOrder);
+  const executionIds = [...new Set(checkpoints.map((c) => c.executionId))].sort(codePointOrder);
   // lock each execution (a placeholder row when new) so no writer moves it while the plan is made and written
   for (const e of executionIds) await lockExecution(tx, t, e);
   // the local rows the plan can ask about: the bundle's seq range (and the row before it) per execution, and the bundle's ids

@@ -32,10 +32,3 @@ export function tablesOf(sql: Sql, schema: string): Tables {
 export function textList(sql: Sql | Tx, values: string[]) {
   return sql`(SELECT jsonb_array_elements_text((${JSON.stringify(values)}::text)::jsonb))`;
 }
-
-/**
- * Text in the order of `COLLATE "C"` (UTF-8 bytes): the order every
- * statement that locks several executions takes them in, whatever the
- * database's default collation.
- */
-export const byteOrder = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));

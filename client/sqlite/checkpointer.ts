@@ -274,7 +274,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     this.assertOpen();
     checkLease(lease?.executionId, lease);
     const renewed = this.db.transaction(() => fence(this.st, lease, false)).immediate();
-    this.renewals.noted(renewed, Date.parse(renewed.expiresAt) - renewed.ttlMs);
+    this.renewals.notedExpiry(renewed);
     return renewed;
   }
 
@@ -342,7 +342,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   private writeOne(job: QueuedWrite): Written {
     if (job.kind === 'lease') {
       const lease = takeLease(this.st, job.executionId, job.request);
-      this.renewals.noted(lease, Date.parse(lease.expiresAt) - lease.ttlMs);
+      this.renewals.notedExpiry(lease);
       return lease;
     }
     return this.writePut(job.input, job.lease);
@@ -513,7 +513,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
       throw e;
     }
     if (!out) return null;
-    if (out.lease) this.renewals.noted(out.lease, Date.parse(out.lease.expiresAt) - out.lease.ttlMs);
+    if (out.lease) this.renewals.notedExpiry(out.lease);
     this.afterCommit(executionId, written(out.rt), 'store.claim.afterCommit');
     return { pending: out.pending, checkpoint: out.rt?.row ?? null, lease: out.lease };
   }

@@ -83,6 +83,11 @@ export class Renewals {
     if (this.at.size > this.max) this.at.delete(this.at.keys().next().value as string);
   }
 
+  /** `noted` for a lease whose `expiresAt` this process's clock set (a store that judges leases by its own clock). */
+  notedExpiry(lease: Lease): void {
+    this.noted(lease, Date.parse(lease.expiresAt) - lease.ttlMs);
+  }
+
   /** Extended by this store less than a third of its ttl ago: a write may fence without renewing. */
   fresh(lease: Lease, now = Date.now()): boolean {
     const r = this.at.get(lease.executionId);

@@ -5,6 +5,7 @@
 import { beforeEach, describe, expect } from 'vitest';
 import type { Checkpointer } from '../../checkpointer.js';
 import type { FaultHook } from '../../faults.js';
+import { codePointOrder } from '../../../shared/text.js';
 import {
   contractTest,
   exec,
@@ -146,7 +147,7 @@ export function runPauseSuite(options: StoreSuiteOptions): void {
           after = items[items.length - 1].executionId;
         }
       };
-      const bytes = [...ids].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+      const bytes = [...ids].sort(codePointOrder);
       expect(await walk((after) => store.listExecutions({ afterExecutionId: after, limit: 2 }))).toEqual(bytes);
       expect(
         await walk((after) => store.listExecutions({ afterExecutionId: after, limit: 2, state: 'paused' })),
