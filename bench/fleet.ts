@@ -20,8 +20,9 @@
  *   over the rows it accepted (each laptop is alone on its runs: any restore
  *   is a writer fetching its own run back), and as the clients counted them;
  * - plane CPU per request and per row (user + system of the plane process);
- * - Postgres commits/s (pg_stat_database.xact_commit of the level's database)
- *   and WAL bytes per row (pg_stat_wal: the whole server's, so other work on
+ * - Postgres commits/s (pg_stat_database.xact_commit of the level's database),
+ *   ingest batches per ingest transaction (the plane's group commit), and
+ *   WAL bytes per row (pg_stat_wal: the whole server's, so other work on
  *   the server is counted in it);
  * - errors (5xx, network errors, failed runs, rows refused or left unsent)
  *   and sheds (429/503); 4xx answers by route beside.
@@ -200,6 +201,8 @@ interface Level {
   /** Rows/s over what the laptops would write at their pace (N × (2·turns + 2) rows per 2·turns steps of stepMs). */
   paceHeld: number;
   commitsPerSec: number;
+  /** Ingest batches per ingest transaction at the plane (its group commit; null when the plane does not count them). */
+  batchesPerIngestTx: number | null;
   walBytesPerRow: number;
   /** The server's WAL bytes/s over a few seconds before the level started (other databases' work). */
   backgroundWalPerSec: number;
@@ -407,6 +410,9 @@ async function level(n: number, layout: string): Promise<Level> {
         loadAverage: loadavg()[0],
         paceHeld: rows / secs / ((n * (2 * TURNS + 2)) / ((2 * TURNS * STEP_MS) / 1000)),
         commitsPerSec: (b.commits - a.commits) / secs,
+        batchesPerIngestTx: d('waymark_ingest_transactions_total')
+          ? d('waymark_ingest_batches_total') / d('waymark_ingest_transactions_total')
+          : null,
         walBytesPerRow: (b.walBytes - a.walBytes) / rows,
         backgroundWalPerSec,
         errors: fivexx + networkErrors + runsFailed + pending + quarantined + effectsTwice.length + mismatched.length,
@@ -454,7 +460,7 @@ for (const layout of LAYOUTS) {
     const l = await level(n, layout);
     levels.push(l);
     console.log(
-      `N=${n} (${l.projects} project${l.projects > 1 ? 's' : ''}, ${l.workers} workers): ${f(l.rowsPerSec, 1)} rows/s (${f(l.paceHeld * 100)}% of the laptops' pace), ${f(l.requestsPerSec, 1)} req/s (${f(l.requestsPerRow, 2)}/row); ingest p50 ${f(l.ingestP50Ms)} ms p99 ${f(l.ingestP99Ms)} ms (plane mean ${f(l.planeIngestMeanMs)} ms); change-feed entries ${f(l.changeEntriesPerSec, 1)}/s (${f(l.changeEntriesPerRow, 2)}/row), decision-feed ${f(l.decisionEntriesPerSec, 1)}/s; restores ${l.restores} (${f(l.restoresPerStep, 3)}/step; clients counted ${l.clientRestores}); plane CPU ${f(l.planeCpuPerRequestMs, 2)} ms/req, ${f(l.planeCpuPerRowMs, 2)} ms/row (${f(l.planeCpuShare * 100)}% of a core; the laptops ${f(l.laptopsCpuShare * 100)}%, Postgres ${f(l.postgresCpuShare * 100)}%; load average ${f(l.loadAverage, 1)}); Postgres ${f(l.commitsPerSec, 1)} commits/s, ${f(l.walBytesPerRow)} WAL bytes/row (the server's WAL before the level: ${f(l.backgroundWalPerSec / 1024)} KiB/s); ${l.errors} errors, ${l.shed} shed, ${l.replicaEvents} replica events`,
+      `N=${n} (${l.projects} project${l.projects > 1 ? 's' : ''}, ${l.workers} workers): ${f(l.rowsPerSec, 1)} rows/s (${f(l.paceHeld * 100)}% of the laptops' pace), ${f(l.requestsPerSec, 1)} req/s (${f(l.requestsPerRow, 2)}/row); ingest p50 ${f(l.ingestP50Ms)} ms p99 ${f(l.ingestP99Ms)} ms (plane mean ${f(l.planeIngestMeanMs)} ms); change-feed entries ${f(l.changeEntriesPerSec, 1)}/s (${f(l.changeEntriesPerRow, 2)}/row), decision-feed ${f(l.decisionEntriesPerSec, 1)}/s; restores ${l.restores} (${f(l.restoresPerStep, 3)}/step; clients counted ${l.clientRestores}); plane CPU ${f(l.planeCpuPerRequestMs, 2)} ms/req, ${f(l.planeCpuPerRowMs, 2)} ms/row (${f(l.planeCpuShare * 100)}% of a core; the laptops ${f(l.laptopsCpuShare * 100)}%, Postgres ${f(l.postgresCpuShare * 100)}%; load average ${f(l.loadAverage, 1)}); Postgres ${f(l.commitsPerSec, 1)} commits/s (${f(l.batchesPerIngestTx, 2)} ingest batches per ingest transaction), ${f(l.walBytesPerRow)} WAL bytes/row (the server's WAL before the level: ${f(l.backgroundWalPerSec / 1024)} KiB/s); ${l.errors} errors, ${l.shed} shed, ${l.replicaEvents} replica events`,
     );
     console.log(
       `  req/s by route: ${Object.entries(l.routes)

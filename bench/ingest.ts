@@ -2,12 +2,13 @@
  * Plane ingest over loopback HTTP with 500-row batches, next to the raw
  * multi-row insert of the same rows into the same database, in one run; then
  * 1, 8 and 32 concurrent writers (each its own writer id and runs) posting
- * 500-row batches: rows/s, rows per CPU-second of this process (writers and
+ * 500-row batches (`batch` smaller: a laptop's drain sending a row or two at
+ * a time, where one project's commits, not its rows, are the limit): rows/s, rows per CPU-second of this process (writers and
  * in-process plane), p50/p99 request latency, errors (must be 0). Rows carry
  * pseudo-random message text; repetitions interleave the raw insert and every
  * level, and the share of raw is taken within a repetition.
  *
- *   npx tsx bench/ingest.ts [rows=20000] [pglite|postgres|both] [writers=1,8,32] [reps=5]
+ *   npx tsx bench/ingest.ts [rows=20000] [pglite|postgres|both] [writers=1,8,32] [reps=5] [batch=500]
  */
 import pino from 'pino';
 import { createKey, openPlaneDatabase, startPlane } from '../plane/index.js';
@@ -22,7 +23,7 @@ const which = process.argv[3] ?? 'both';
 const WRITERS = (process.argv[4] ?? '1,8,32').split(',').map(Number);
 const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REPS = Number(process.argv[5] ?? (process.env.WAYMARK_BENCH_SMOKE === '1' ? 1 : 5));
-const BATCH = 500;
+const BATCH = Number(process.argv[6] ?? 500);
 
 interface Level {
   writers: number;
@@ -38,9 +39,9 @@ interface Level {
 }
 
 /**
- * Post every batch through a fresh plane with `writers` concurrent writers.
- * Batch i goes to writer i % writers; a run's 100 rows sit inside one batch, so
- * each run has exactly one writer, as on real machines.
+ * Post every row through a fresh plane with `writers` concurrent writers.
+ * Run r goes to writer r % writers, which posts its runs' rows in order in
+ * batches of `BATCH`: each run has exactly one writer, as on real machines.
  */
 async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: string): Promise<Level> {
   const database = await openPlaneDatabase(databaseUrl ? { databaseUrl } : { dataDir: 'memory://' });
@@ -57,9 +58,18 @@ async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: st
     errors++;
     seen.set(what, (seen.get(what) ?? 0) + 1);
   };
+  const runs = new Map<string, OutboxEvent[]>();
+  for (const e of events) {
+    const id = 'row' in e ? e.row.executionId : e.executionId;
+    const rows = runs.get(id) ?? [];
+    if (!rows.length) runs.set(id, rows);
+    rows.push(e);
+  }
+  const mine = Array.from({ length: writers }, () => [] as OutboxEvent[]);
+  [...runs.values()].forEach((rows, r) => mine[r % writers].push(...rows));
   const writer = async (w: number) => {
-    for (let i = w * BATCH; i < events.length; i += writers * BATCH) {
-      const rows = events.slice(i, i + BATCH);
+    for (let i = 0; i < mine[w].length; i += BATCH) {
+      const rows = mine[w].slice(i, i + BATCH);
       const t = performance.now();
       // as the drain does: a 429/503 is back-pressure, retried after its Retry-After (counted as shed)
       for (let attempt = 1; ; attempt++) {

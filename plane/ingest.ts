@@ -1,7 +1,8 @@
 /**
  * Ingest: validate each row with the wire schemas, dedupe by id, store in one
- * transaction, and answer per row. A refused row is quarantined (writer,
- * reason, bounded payload) and never reaches the rows tables.
+ * transaction (shared with the project's other batches that arrive meanwhile),
+ * and answer per row. A refused row is quarantined (writer, reason, bounded
+ * payload) and never reaches the rows tables.
  */
 import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
@@ -20,6 +21,7 @@ import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.
 import { lockOwners, PLANE_WRITER } from './owners.js';
 import { clean, hashOf, type Item, reject } from './ingest-item.js';
 import { refreshExecutions } from './run-summary.js';
+import { GroupCommit, type GroupStats, type Settled } from './group-commit.js';
 
 function idOf(raw: unknown): string | null {
   const id = (raw as { id?: unknown } | null)?.id;
@@ -99,13 +101,56 @@ export interface IngestOutcome {
   decisions: { stored: number; dropped: { decision: Decision; first: Decision | null }[] };
 }
 
+/** One ingest request of a group: a writer's batch as it came, and what was parsed of its rows. */
+interface Batch {
+  writerId: string;
+  backlog: Backlog | undefined;
+  rows: unknown[];
+  ownerHoldMs: number;
+  keyId: string | null;
+}
+
 /**
+ * What the batches of one transaction changed, for its last steps (`finishGroup`): the runs to refresh and stamp,
+ * the rows each run gained, the runs deleted (→ the deleting writer), the pauses opened and claim conflicts found,
+ * the quarantine records inserted (placeholders, in batch order), and the next placeholder to give one.
+ */
+interface GroupState {
+  touched: Set<string>;
+  added: Map<string, number>;
+  deleted: Map<string, string>;
+  last: LastSteps;
+  quarantined: number[];
+  placeholder: number;
+}
+
+const forked = (s: GroupState): GroupState => ({
+  touched: new Set(s.touched),
+  added: new Map(s.added),
+  deleted: new Map(s.deleted),
+  last: { opened: new Set(s.last.opened), conflicts: [...s.last.conflicts] },
+  quarantined: [...s.quarantined],
+  placeholder: s.placeholder,
+});
+
+/** Concurrent batches of one project in this process, committed together (`commitGroup`); one registry per database. */
+const groups = new WeakMap<PlaneDb, GroupCommit<Batch, IngestOutcome>>();
+
+/**
+ * Store a writer's batch: every row answered, in one transaction with the
+ * other batches of its project that arrived while the project's previous
+ * transaction was under way in this process (a group commit: one turn of the
+ * project's clocks and one flush for all of them; docs/DECISIONS.md, "One
+ * project's batches commit together"). Each batch is applied as if alone, in
+ * a savepoint of its own when it has company, so a batch that fails fails
+ * alone; a transaction that fails as a whole is tried again batch by batch.
+ *
  * `ownerHoldMs`: how long a run's owner keeps it on the strength of its rows
  * alone (the plane's takeover delay): each accepted row of the owner extends
  * its hold to at least this long from now. `keyId`: the API key the batch came
  * with, kept on the writer's record (the inspector names a writer by its key).
  */
-export async function ingestBatch(
+export function ingestBatch(
   db: PlaneDb,
   projectId: string,
   writerId: string,
@@ -114,130 +159,102 @@ export async function ingestBatch(
   ownerHoldMs = 60_000,
   keyId: string | null = null,
 ): Promise<IngestOutcome> {
-  const items = prepare(rows);
-  const touched = new Set<string>();
-  /** Rows this batch inserted, per execution: its summary's count grows by them (run-summary.ts). */
-  const added = new Map<string, number>();
-  /** Executions deleted by this batch → its writer (the change feed's tombstones). */
-  const deleted = new Map<string, string>();
+  let group = groups.get(db);
+  if (!group) {
+    group = new GroupCommit((project, batches) => commitGroup(db, project, batches), {
+      items: GROUP_BATCHES,
+      weight: GROUP_ROWS,
+      weightOf: (b) => b.rows.length,
+    });
+    groups.set(db, group);
+  }
+  return group.submit(projectId, { writerId, backlog, rows, ownerHoldMs, keyId });
+}
+
+/** What this database handle's ingest group commits did (`/metrics`, tests), and the batches of a project waiting now. */
+export function ingestGroups(db: PlaneDb): { stats: GroupStats; waiting(projectId: string): number } {
+  const g = groups.get(db);
+  return { stats: { ...(g?.stats ?? { commits: 0, items: 0, largest: 0 }) }, waiting: (p) => g?.waiting(p) ?? 0 };
+}
+
+/** A group's size at most: batches, and their rows (a batch larger than that commits alone). */
+const GROUP_BATCHES = 64;
+const GROUP_ROWS = 2 * LIMITS.batchRows;
+
+/** Commit a group, and should its transaction fail as a whole (a deadlock with another process, a lost connection), each batch alone. */
+async function commitGroup(db: PlaneDb, projectId: string, batches: Batch[]): Promise<Settled<IngestOutcome>[]> {
+  try {
+    return await commitTogether(db, projectId, batches);
+  } catch (error) {
+    if (batches.length === 1) return [{ ok: false, error }];
+    const out: Settled<IngestOutcome>[] = [];
+    for (const b of batches) {
+      out.push(
+        await commitTogether(db, projectId, [b]).then(
+          ([one]) => one,
+          (e: unknown) => ({ ok: false as const, error: e }),
+        ),
+      );
+    }
+    return out;
+  }
+}
+
+async function commitTogether(db: PlaneDb, projectId: string, batches: Batch[]): Promise<Settled<IngestOutcome>[]> {
+  // applied in writer order: the writers' records are locked in one order by every group
+  const order = batches.map((b, i) => ({ b, i, items: prepare(b.rows) }));
+  order.sort((x, y) => (x.b.writerId < y.b.writerId ? -1 : x.b.writerId > y.b.writerId ? 1 : x.i - y.i));
+  const failed = new Map<number, unknown>();
+  let state: GroupState = {
+    touched: new Set(),
+    added: new Map(),
+    deleted: new Map(),
+    last: { opened: new Set(), conflicts: [] },
+    quarantined: [],
+    // placeholder ids for the quarantine records, stamped before commit (clocks.ts placeholderFrom)
+    placeholder: placeholderFrom(),
+  };
   await db.transaction(async (tx) => {
-    /** The pauses the batch opened and the claim conflicts it found: stamped and recorded last (their keys are drawn in commit order). */
-    const last: LastSteps = { opened: new Set(), conflicts: [] };
     // the feed's order is its commit order: taken before any other lock of this transaction (see decisions.ts)
-    if (items.some((i) => !i.result && i.event?.kind === 'decision_recorded')) await lockDecisionFeed(tx, projectId);
-    // then the batch's runs' owners: a claim, takeover or cancel of one of them waits for this batch, or it for them
+    if (order.some(({ items }) => items.some((i) => !i.result && i.event?.kind === 'decision_recorded')))
+      await lockDecisionFeed(tx, projectId);
+    // then every batch's runs' owners, in one statement (one order): a claim, takeover or cancel of one of them
+    // waits for this transaction, or it for them
     await lockOwners(
       tx,
       projectId,
-      items.flatMap((i) => (!i.result && i.executionId ? [i.executionId] : [])),
+      order.flatMap(({ items }) => items.flatMap((i) => (!i.result && i.executionId ? [i.executionId] : []))),
     );
-    await refuseTakenOver(tx, projectId, writerId, items);
-    await refuseOffBranch(tx, projectId, writerId, items);
-    await markCancelled(tx, projectId, items);
-    // A batch is applied in its order: a deletion applies after every earlier row of the batch and
-    // before every later one (a run deleted and started again under the same id is the new run).
-    // Between deletions, checkpoints go in one set-based insert (the hot path), then the other events.
-    for (const segment of segmentsOf(items)) {
-      await storeCheckpoints(tx, projectId, segment.rows, touched, added);
-      for (const item of segment.rows) {
-        if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
-        await storeEvent(tx, projectId, writerId, item, touched, deleted, last);
+    if (order.length === 1) await applyBatch(tx, projectId, order[0].b, order[0].items, state);
+    else
+      for (const { b, i, items } of order) {
+        const own = forked(state);
+        try {
+          await tx.transaction((sp) => applyBatch(sp, projectId, b, items, own));
+          state = own;
+        } catch (error) {
+          failed.set(i, error);
+        }
       }
-      await recordHoles(tx, projectId, writerId, segment.rows, touched);
-      if (segment.deletion) {
-        await storeEvent(tx, projectId, writerId, segment.deletion, touched, deleted, last);
-        // a deletion it applied (the handler drops the run from `touched`) took the rows counted so far: a run
-        // started again under the id counts from the rows after it
-        const id = segment.deletion.executionId!;
-        if (!touched.has(id)) added.delete(id);
-      }
-    }
-    await recordContacts(tx, projectId, writerId, items);
-    await followAccepted(tx, projectId, writerId, items, ownerHoldMs);
-    const refused = items.filter((i) => i.result?.status === 'rejected');
-    // rows refused for the first time: a batch re-sent after its answer was lost refuses them again, but they were counted then
-    let quarantined: number[] = [];
-    if (refused.length) {
-      // placeholder ids, stamped before commit (clocks.ts placeholderFrom)
-      const from = placeholderFrom();
-      const recorded = await tx
-        .insert(quarantine)
-        .values(
-          refused.map((i, n) => {
-            const r = i.result as Extract<RowResult, { status: 'rejected' }>;
-            // a limit in bytes, as its name says: 16 KiB of CJK text is 5,461 characters, not 16,384
-            const text = i.text.replace(/\u0000/g, '\uFFFD');
-            const payload =
-              text.length * 3 <= LIMITS.quarantinePayloadBytes
-                ? text
-                : startWithin(text, LIMITS.quarantinePayloadBytes, utf8Bytes);
-            return {
-              // stampQuarantine replaces it with the record's id
-              id: -(from + n),
-              projectId,
-              writerId,
-              rowId: i.id,
-              kind:
-                typeof (i.raw as { kind?: unknown })?.kind === 'string'
-                  ? clean((i.raw as { kind: string }).kind, 64)
-                  : null,
-              executionId: i.executionId ?? executionGuess(i.raw),
-              code: r.code,
-              reason: r.reason,
-              payload,
-              truncated: payload.length < text.length,
-              // the same text refused for the same reason again (a batch re-sent after its answer was lost) is one record
-              payloadHash: createHash('sha256').update(`${r.code}\n${i.text}`).digest('hex'),
-            };
-          }),
-        )
-        .onConflictDoNothing()
-        .returning({ id: quarantine.id });
-      quarantined = recorded.map((r) => r.id);
-    }
-    const newlyRefused = quarantined.length;
-    // rows stored by this batch: a redelivered row (duplicate) was counted when it was first stored
-    const acked = items.filter((i) => i.result === undefined || i.result.status === 'accepted').length;
-    await tx
-      .insert(writers)
-      .values({
-        projectId,
-        writerId,
-        rowsAcked: acked,
-        rowsRejected: newlyRefused,
-        backlogRows: backlog?.rows ?? null,
-        backlogBytes: backlog?.bytes ?? null,
-        oldestPendingAt: backlog?.rows ? backlog.oldestPendingAt : null,
-        keyId,
-      })
-      .onConflictDoUpdate({
-        target: [writers.projectId, writers.writerId],
-        set: {
-          lastSeen: sql`now()`,
-          ...(keyId ? { keyId } : {}),
-          rowsAcked: sql`${writers.rowsAcked} + ${acked}`,
-          rowsRejected: sql`${writers.rowsRejected} + ${newlyRefused}`,
-          ...(backlog
-            ? {
-                backlogRows: backlog.rows,
-                backlogBytes: backlog.bytes,
-                oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null,
-              }
-            : {}),
-        },
-      });
-    // last, each from its clock whose row lock is held to commit (clocks.ts), in the clocks' order: the change feed's
-    // stamps, then the keys the quarantine, the approvals inbox and the claim conflicts list by, so each listing's
-    // keys commit in the order they are drawn
-    await refreshExecutions(tx, projectId, [...touched], { added, deleted });
-    await stampQuarantine(tx, projectId, quarantined);
-    await stampOpenedPauses(tx, projectId, last.opened);
-    await recordClaimConflicts(tx, projectId, last.conflicts);
+    await finishGroup(tx, projectId, state);
   });
-  if (touched.size || deleted.size) announceChanges(db, projectId);
+  if (state.touched.size || state.deleted.size) announceChanges(db, projectId);
+  const answers: Settled<IngestOutcome>[] = batches.map(() => ({ ok: false, error: null }));
+  let stored = 0;
+  for (const { i, items } of order) {
+    if (failed.has(i)) answers[i] = { ok: false, error: failed.get(i) };
+    else {
+      answers[i] = { ok: true, value: outcomeOf(items) };
+      stored += answers[i].value.decisions.stored;
+    }
+  }
+  if (stored) announceDecisions(db, projectId);
+  return answers;
+}
+
+function outcomeOf(items: Item[]): IngestOutcome {
   const results = items.map((i) => i.result ?? { id: i.id, status: 'accepted' as const });
   const stored = items.filter((i) => i.decision?.stored && !i.result).length;
-  if (stored) announceDecisions(db, projectId);
   const dropped = items.flatMap((i) =>
     i.decision && !i.decision.stored && i.event?.kind === 'decision_recorded'
       ? [{ decision: i.event.row, first: i.decision.first }]
@@ -250,6 +267,120 @@ export async function ingestBatch(
     duplicate: results.filter((r) => r.status === 'duplicate').length,
     rejected: results.filter((r) => r.status === 'rejected').length,
   };
+}
+
+/** Apply one writer's batch inside the group's transaction (its owners already locked), recording what it changed in `state`. */
+async function applyBatch(tx: Tx, projectId: string, b: Batch, items: Item[], state: GroupState): Promise<void> {
+  const { writerId, backlog } = b;
+  const { touched, added, deleted, last } = state;
+  await refuseTakenOver(tx, projectId, writerId, items);
+  await refuseOffBranch(tx, projectId, writerId, items);
+  await markCancelled(tx, projectId, items);
+  // A batch is applied in its order: a deletion applies after every earlier row of the batch and
+  // before every later one (a run deleted and started again under the same id is the new run).
+  // Between deletions, checkpoints go in one set-based insert (the hot path), then the other events.
+  for (const segment of segmentsOf(items)) {
+    await storeCheckpoints(tx, projectId, segment.rows, touched, added);
+    for (const item of segment.rows) {
+      if (item.result || !item.event || item.event.kind === 'checkpoint') continue;
+      await storeEvent(tx, projectId, writerId, item, touched, deleted, last);
+    }
+    await recordHoles(tx, projectId, writerId, segment.rows, touched);
+    if (segment.deletion) {
+      await storeEvent(tx, projectId, writerId, segment.deletion, touched, deleted, last);
+      // a deletion it applied (the handler drops the run from `touched`) took the rows counted so far: a run
+      // started again under the id counts from the rows after it
+      const id = segment.deletion.executionId!;
+      if (!touched.has(id)) added.delete(id);
+    }
+  }
+  await recordContacts(tx, projectId, writerId, items);
+  await followAccepted(tx, projectId, writerId, items, b.ownerHoldMs);
+  const refused = items.filter((i) => i.result?.status === 'rejected');
+  // rows refused for the first time: a batch re-sent after its answer was lost refuses them again, but they were counted then
+  let quarantined: number[] = [];
+  if (refused.length) {
+    const from = state.placeholder;
+    state.placeholder += refused.length;
+    const recorded = await tx
+      .insert(quarantine)
+      .values(
+        refused.map((i, n) => {
+          const r = i.result as Extract<RowResult, { status: 'rejected' }>;
+          // a limit in bytes, as its name says: 16 KiB of CJK text is 5,461 characters, not 16,384
+          const text = i.text.replace(/\u0000/g, '\uFFFD');
+          const payload =
+            text.length * 3 <= LIMITS.quarantinePayloadBytes
+              ? text
+              : startWithin(text, LIMITS.quarantinePayloadBytes, utf8Bytes);
+          return {
+            // stampQuarantine replaces it with the record's id
+            id: -(from + n),
+            projectId,
+            writerId,
+            rowId: i.id,
+            kind:
+              typeof (i.raw as { kind?: unknown })?.kind === 'string'
+                ? clean((i.raw as { kind: string }).kind, 64)
+                : null,
+            executionId: i.executionId ?? executionGuess(i.raw),
+            code: r.code,
+            reason: r.reason,
+            payload,
+            truncated: payload.length < text.length,
+            // the same text refused for the same reason again (a batch re-sent after its answer was lost) is one record
+            payloadHash: createHash('sha256').update(`${r.code}\n${i.text}`).digest('hex'),
+          };
+        }),
+      )
+      .onConflictDoNothing()
+      .returning({ id: quarantine.id });
+    quarantined = recorded.map((r) => r.id);
+    state.quarantined.push(...quarantined);
+  }
+  const newlyRefused = quarantined.length;
+  // rows stored by this batch: a redelivered row (duplicate) was counted when it was first stored
+  const acked = items.filter((i) => i.result === undefined || i.result.status === 'accepted').length;
+  await tx
+    .insert(writers)
+    .values({
+      projectId,
+      writerId,
+      rowsAcked: acked,
+      rowsRejected: newlyRefused,
+      backlogRows: backlog?.rows ?? null,
+      backlogBytes: backlog?.bytes ?? null,
+      oldestPendingAt: backlog?.rows ? backlog.oldestPendingAt : null,
+      keyId: b.keyId,
+    })
+    .onConflictDoUpdate({
+      target: [writers.projectId, writers.writerId],
+      set: {
+        lastSeen: sql`now()`,
+        ...(b.keyId ? { keyId: b.keyId } : {}),
+        rowsAcked: sql`${writers.rowsAcked} + ${acked}`,
+        rowsRejected: sql`${writers.rowsRejected} + ${newlyRefused}`,
+        ...(backlog
+          ? {
+              backlogRows: backlog.rows,
+              backlogBytes: backlog.bytes,
+              oldestPendingAt: backlog.rows ? backlog.oldestPendingAt : null,
+            }
+          : {}),
+      },
+    });
+}
+
+/**
+ * The transaction's last steps, once for all its batches, each from its clock whose row lock is held to commit
+ * (clocks.ts), in the clocks' order: the change feed's stamps, then the keys the quarantine, the approvals inbox and
+ * the claim conflicts list by, so each listing's keys commit in the order they are drawn.
+ */
+async function finishGroup(tx: Tx, projectId: string, s: GroupState): Promise<void> {
+  await refreshExecutions(tx, projectId, [...s.touched], { added: s.added, deleted: s.deleted });
+  await stampQuarantine(tx, projectId, s.quarantined);
+  await stampOpenedPauses(tx, projectId, s.last.opened);
+  await recordClaimConflicts(tx, projectId, s.last.conflicts);
 }
 
 /**

@@ -11,6 +11,7 @@ import { count } from 'drizzle-orm';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PlaneDb } from './db/open.js';
 import { quarantine } from './db/schema.js';
+import { ingestGroups } from './ingest.js';
 
 export function planeMetrics() {
   const registry = new Registry();
@@ -44,6 +45,16 @@ export function planeMetrics() {
       help: 'Ingest batches waiting for an admission slot',
       registers: [registry],
     }),
+    ingestTransactions: new Counter({
+      name: 'waymark_ingest_transactions_total',
+      help: 'Ingest transactions (the batches of a project that arrive while its previous transaction is under way go together in its next one)',
+      registers: [registry],
+    }),
+    ingestBatches: new Counter({
+      name: 'waymark_ingest_batches_total',
+      help: 'Ingest batches that reached a transaction (over waymark_ingest_transactions_total: batches per transaction)',
+      registers: [registry],
+    }),
     feedEntries: new Counter({
       name: 'waymark_feed_entries_total',
       help: 'Entries served by the change and decision feeds (GET /v1/changes: changes, GET /v1/writer-changes: changes_writer, GET /v1/decisions: decisions)',
@@ -62,7 +73,13 @@ export type PlaneMetrics = ReturnType<typeof planeMetrics>;
 /** The operator listener's app: `GET /metrics` and nothing else. Whoever reaches the port is the operator. */
 export function metricsApp(db: PlaneDb, metrics: PlaneMetrics): Hono {
   const app = new Hono();
+  // the ingest group commits' own counts, carried into the counters at each scrape
+  const carried = { commits: 0, items: 0 };
   app.get('/metrics', async (c) => {
+    const { stats } = ingestGroups(db);
+    metrics.ingestTransactions.inc(stats.commits - carried.commits);
+    metrics.ingestBatches.inc(stats.items - carried.items);
+    Object.assign(carried, { commits: stats.commits, items: stats.items });
     const [{ n }] = await db.select({ n: count() }).from(quarantine);
     metrics.quarantineRows.set(Number(n));
     c.header('content-type', metrics.registry.contentType);

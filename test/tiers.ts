@@ -64,6 +64,7 @@ export const FAST: readonly string[] = [
   'test/plane/json-bodies.test.ts',
   'test/plane/key-cache.test.ts',
   'test/plane/ingest-cost.test.ts',
+  'test/plane/ingest-group.test.ts',
   'test/plane/inspector-forms.test.ts',
   'test/plane/isolation.test.ts',
   'test/plane/listing-order.test.ts',

@@ -61,15 +61,19 @@ function reader(db: PlaneDatabase['db'], projectId: string) {
 describe.skipIf(!pg)('the clocks on postgres: a batch that draws its keys first and commits last', () => {
   let tdb: TestDatabase;
   let plane: PlaneDatabase;
+  /** Two more plane processes' handles: batches of one process share a transaction, so each later batch comes from its own. */
+  let others: PlaneDatabase[];
   let sql: postgres.Sql;
   beforeAll(async () => {
     tdb = await createTestDatabase('waymark_clock_order');
     plane = await openTestPlaneDatabase({ url: tdb.url });
+    others = [await openTestPlaneDatabase({ url: tdb.url }), await openTestPlaneDatabase({ url: tdb.url })];
     sql = postgres(tdb.url, { max: 2, onnotice: () => {} });
   });
   afterAll(async () => {
     await sql?.end({ timeout: 2 });
     await plane?.close();
+    for (const o of others ?? []) await o.close();
     await tdb?.drop();
   });
 
@@ -134,9 +138,9 @@ describe.skipIf(!pg)('the clocks on postgres: a batch that draws its keys first 
   it('holds the later batches until it commits: a reader never pages past its keys (change feed, quarantine, inbox)', async () => {
     const { db } = plane;
     const { projectId } = await createKey(db, { project: 'clocks', scopes: ['ingest'], createProject: true });
-    const ingest = async (run: string) => {
+    const ingest = async (run: string, through = db) => {
       const writer = `w-${run}`;
-      const out = await ingestBatch(db, projectId, writer, undefined, await pausedAndRefused(run, writer));
+      const out = await ingestBatch(through, projectId, writer, undefined, await pausedAndRefused(run, writer));
       expect(out.rejected).toBe(1);
     };
     await ingest('r0');
@@ -151,7 +155,7 @@ describe.skipIf(!pg)('the clocks on postgres: a batch that draws its keys first 
       'UPDATE',
       "NEW.execution_id = 'rA' AND NEW.opened_seq > 0",
       () => ingest('rA'),
-      [() => ingest('rB'), () => ingest('rC')],
+      [() => ingest('rB', others[0].db), () => ingest('rC', others[1].db)],
       async () => {
         while (await r.next());
         expect.soft(r.seen.changes, 'the change feed, while a batch is held').toEqual(['r0', 'r1']);

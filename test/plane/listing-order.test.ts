@@ -2,9 +2,10 @@
  * The quarantine (GET /v1/quarantine) and the approvals inbox (GET /v1/pauses)
  * page by keys drawn in commit order per project: a reader following the
  * cursor never misses an entry that committed after it paged past the entry's
- * place. On Postgres a batch held between drawing its keys and its commit (a
- * row lock on its writer's row, what any slow commit does) while two later
- * batches commit is still seen by the reader that paged past those two. On
+ * place. On Postgres a batch held before its commit (a row lock on its
+ * writer's row, what any slow commit does) while two later batches commit
+ * through another plane process is still seen by the reader that paged past
+ * those two. On
  * PGlite (one transaction at a time) one batch lists in its own order.
  */
 import postgres from 'postgres';
@@ -92,22 +93,26 @@ describe('one batch lists in its own order (PGlite)', () => {
 describe.skipIf(!pg)('listings on postgres: batches committing out of order', () => {
   let tdb: TestDatabase;
   let plane: TestPlane;
+  /** A second plane process on the database: one process's batches of a project share a transaction, so the later ones come through it. */
+  let other: TestPlane;
   let sql: postgres.Sql;
   beforeAll(async () => {
     tdb = await createTestDatabase('waymark_listing_order');
     plane = await startTestPlane({ url: tdb.url });
+    other = await startTestPlane({ url: tdb.url });
     sql = postgres(tdb.url, { max: 2, onnotice: () => {} });
   });
   afterAll(async () => {
     await sql?.end({ timeout: 2 });
     await plane?.close();
+    await other?.close();
     await tdb?.drop();
   });
 
   it('a batch held before its commit while two later batches commit is still seen by a reader that paged past them: its refused row and its pause', async () => {
     const key = await plane.key('p', ['ingest', 'read']);
-    const ingest = (writerId: string, rows: unknown[]) =>
-      call(`${plane.url}/v1/ingest`, { key, json: { protocol: 1, writerId, rows } });
+    const ingest = (writerId: string, rows: unknown[], through = plane) =>
+      call(`${through.url}/v1/ingest`, { key, json: { protocol: 1, writerId, rows } });
     expect((await ingest('wA', await pausedAndRefused('r0', 'bad-0', 'wA'))).status).toBe(200);
     expect((await ingest('w1', await pausedAndRefused('r1', 'bad-1', 'w1'))).status).toBe(200);
     const readers = { quarantine: walker(plane, key, 'quarantine'), pauses: walker(plane, key, 'pauses') };
@@ -126,8 +131,8 @@ describe.skipIf(!pg)('listings on postgres: batches committing out of order', ()
           await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND ${pid}::int = ANY(pg_blocking_pids(pid))`;
         return w.n > 0;
       });
-      expect((await ingest('wB', await pausedAndRefused('rB', 'bad-B', 'wB'))).status).toBe(200);
-      expect((await ingest('wC', await pausedAndRefused('rC', 'bad-C', 'wC'))).status).toBe(200);
+      expect((await ingest('wB', await pausedAndRefused('rB', 'bad-B', 'wB'), other)).status).toBe(200);
+      expect((await ingest('wC', await pausedAndRefused('rC', 'bad-C', 'wC'), other)).status).toBe(200);
       // each reader pages past wB's entry (and past where wA's keys would be, were they drawn before their commit)
       for (const r of Object.values(readers)) {
         expect(await r.next()).not.toBeNull();

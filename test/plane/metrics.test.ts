@@ -52,6 +52,10 @@ describe('operator metrics listener', () => {
     expect(m.body).toMatch(/waymark_ingest_rows_total\{result="accepted"\} 1/);
     expect(m.body).toMatch(/waymark_http_requests_total\{method="POST",route="\/v1\/ingest",status="200"\} 1/);
     expect(m.body).toMatch(/waymark_quarantine_rows 0/);
+    // one batch, one transaction (its group of one); a second scrape counts nothing twice
+    expect(m.body).toMatch(/waymark_ingest_transactions_total 1\n/);
+    expect(m.body).toMatch(/waymark_ingest_batches_total 1\n/);
+    expect((await call(`${plane.metricsUrl}/metrics`)).body).toMatch(/waymark_ingest_batches_total 1\n/);
     // the metrics listener serves metrics only: the API is not reachable through it
     expect((await call(`${plane.metricsUrl}/v1/executions`, { key: alphaAdmin })).status).toBe(404);
   }, 240_000);

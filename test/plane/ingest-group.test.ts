@@ -1,0 +1,243 @@
+/**
+ * One project's batches commit together (plane/ingest.ts, plane/group-commit.ts): batches that arrive while the
+ * project's transaction is under way in this plane process go together in its next one, each applied as if alone
+ * (its own answer, its own failure), and a transaction refused as a whole is tried again batch by batch. Counted by
+ * the group commit's own counts and checked against what the plane stores, on PGlite and on Postgres; on Postgres a
+ * reader paging the change feed while the first transaction is held sees none of the batches waiting behind it.
+ */
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey } from '../../plane/auth.js';
+import { changeFeed } from '../../plane/changes.js';
+import type { PlaneDatabase } from '../../plane/db/open.js';
+import { ingestBatch, ingestGroups } from '../../plane/ingest.js';
+import { listQuarantine } from '../../plane/reads/quarantine.js';
+import type { OutboxEvent } from '../../shared/rows.js';
+import { openTestPlaneDatabase } from '../helpers/plane.js';
+import { createTestDatabase, pgReady, type TestDatabase } from '../helpers/pg.js';
+import { eventsOf, step } from '../helpers/rows.js';
+import { until } from '../helpers/until.js';
+
+const pg = await pgReady('ingest group commit on postgres');
+const BATCHES = 24;
+
+/** A run's first `turns` rows, as its writer's drain sends them. */
+function runRows(run: string, writerId: string, turns = 2): Promise<OutboxEvent[]> {
+  return eventsOf(async (s) => {
+    for (let i = 0; i < turns; i++) await s.put(step(run, i));
+  }, writerId);
+}
+
+/** Every change the project's feed lists, in its order. */
+async function feedOf(db: PlaneDatabase['db'], projectId: string): Promise<string[]> {
+  const seen: string[] = [];
+  let after = 0;
+  for (;;) {
+    const page = await changeFeed(db, projectId, after, 1000);
+    if (!page.items.length) return seen;
+    seen.push(...page.items.map((i) => i.executionId));
+    after = Number(page.nextCursor);
+  }
+}
+
+async function rowCounts(db: PlaneDatabase['db'], projectId: string): Promise<Map<string, number>> {
+  const got = await db.execute<{ execution_id: string; n: number; summary: number }>(sql`
+    SELECT c.execution_id, count(*)::int AS n, max(e.row_count)::int AS summary
+    FROM checkpoints c JOIN executions e USING (project_id, execution_id)
+    WHERE c.project_id = ${projectId} GROUP BY c.execution_id`);
+  const rows = (Array.isArray(got) ? got : (got as { rows: unknown[] }).rows) as {
+    execution_id: string;
+    n: number;
+    summary: number;
+  }[];
+  for (const r of rows) expect(r.summary, `the summary of ${r.execution_id} counts its rows`).toBe(r.n);
+  return new Map(rows.map((r) => [r.execution_id, r.n]));
+}
+
+const kinds: ('pglite' | 'postgres')[] = pg ? ['pglite', 'postgres'] : ['pglite'];
+
+describe.each(kinds)('ingest group commit (%s)', (kind) => {
+  let tdb: TestDatabase | null = null;
+  let plane: PlaneDatabase;
+  beforeAll(async () => {
+    if (kind === 'postgres') tdb = await createTestDatabase('waymark_ingest_group');
+    plane = await openTestPlaneDatabase(tdb ? { url: tdb.url } : 'pglite');
+  });
+  afterAll(async () => {
+    await plane?.close();
+    await tdb?.drop();
+  });
+
+  it(`${BATCHES} batches sent at once commit in two transactions, each answered and stored as if alone`, async () => {
+    const { db } = plane;
+    const { projectId } = await createKey(db, { project: 'together', scopes: ['ingest'], createProject: true });
+    const batches = await Promise.all(
+      Array.from({ length: BATCHES }, (_, i) => runRows(`run-${i}`, `w-${String(i).padStart(2, '0')}`)),
+    );
+    // one batch repeats another's row with a different payload, one sends a row the plane refuses, one repeats a row
+    const copied = batches[6][0] as Extract<OutboxEvent, { kind: 'checkpoint' }>;
+    batches[8] = [...batches[8], { ...copied, row: { ...copied.row, nodeId: 'other' } }];
+    batches[7] = [...batches[7], { kind: 'checkpoint', id: 'bad-7' } as unknown as OutboxEvent];
+    batches[9] = [...batches[9], batches[9][0]];
+    const before = ingestGroups(db).stats;
+    // sent in one tick: the first starts its transaction at once, the rest wait for it and go together
+    const answers = await Promise.all(
+      batches.map((rows, i) => ingestBatch(db, projectId, `w-${String(i).padStart(2, '0')}`, undefined, rows)),
+    );
+    const after = ingestGroups(db).stats;
+    expect(after.commits - before.commits, 'transactions').toBe(2);
+    expect(after.items - before.items).toBe(BATCHES);
+    expect(after.largest).toBeGreaterThanOrEqual(BATCHES - 1);
+    answers.forEach((a, i) => {
+      const extra = i === 7 || i === 8 || i === 9 ? 1 : 0;
+      expect(a.results, `batch ${i}`).toHaveLength(2 + extra);
+      expect(a.accepted, `batch ${i}`).toBe(2);
+      expect(a.rejected, `batch ${i}`).toBe(i === 7 || i === 8 ? 1 : 0);
+      expect(a.duplicate, `batch ${i}`).toBe(i === 9 ? 1 : 0);
+    });
+    // batch 6 came before batch 8 in the group (writer order): 8's copy of 6's row lost to 6's own
+    expect(answers[8].results[2]).toMatchObject({ status: 'rejected', code: 'conflict' });
+    expect(answers[7].results[2]).toMatchObject({ status: 'rejected', code: 'invalid' });
+    const counts = await rowCounts(db, projectId);
+    expect(counts.size).toBe(BATCHES);
+    for (const [, n] of counts) expect(n).toBe(2);
+    const feed = await feedOf(db, projectId);
+    expect(feed.toSorted()).toEqual(batches.map((_, i) => `run-${i}`).toSorted());
+    const quarantined = await listQuarantine(db, projectId, { limit: 10 });
+    expect(quarantined.items.map((q) => q.rowId).toSorted()).toEqual([batches[6][0].id, 'bad-7'].toSorted());
+    const acked = await db.execute<{ n: number }>(
+      sql`SELECT sum(rows_acked)::int AS n FROM writers WHERE project_id = ${projectId}`,
+    );
+    const [{ n }] = (Array.isArray(acked) ? acked : (acked as { rows: { n: number }[] }).rows) as { n: number }[];
+    expect(n, 'rows counted on the writers').toBe(2 * BATCHES);
+  }, 60_000);
+
+  it('a batch that fails in its group fails alone; the others commit', async () => {
+    const { db } = plane;
+    const { projectId } = await createKey(db, { project: 'one-fails', scopes: ['ingest'], createProject: true });
+    const batches = await Promise.all(Array.from({ length: 8 }, (_, i) => runRows(`f-${i}`, `w-${i}`)));
+    await db.execute(
+      sql.raw(`
+        CREATE OR REPLACE FUNCTION test_doom() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.execution_id = 'f-3' THEN RAISE EXCEPTION 'doomed run'; END IF;
+          RETURN NEW;
+        END $$`),
+    );
+    await db.execute(
+      sql.raw('CREATE TRIGGER test_doom AFTER INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION test_doom()'),
+    );
+    try {
+      const before = ingestGroups(db).stats;
+      const answers = await Promise.allSettled(
+        batches.map((rows, i) => ingestBatch(db, projectId, `w-${i}`, undefined, rows)),
+      );
+      expect(ingestGroups(db).stats.commits - before.commits).toBe(2);
+      answers.forEach((a, i) => {
+        if (i === 3)
+          expect(
+            a.status === 'rejected' && String((a.reason as { cause?: unknown }).cause ?? a.reason),
+            'the doomed batch',
+          ).toMatch(/doomed run/);
+        else expect(a.status === 'fulfilled' && a.value.accepted, `batch ${i}`).toBe(2);
+      });
+      const counts = await rowCounts(db, projectId);
+      expect([...counts.keys()].toSorted()).toEqual(['f-0', 'f-1', 'f-2', 'f-4', 'f-5', 'f-6', 'f-7']);
+      expect((await feedOf(db, projectId)).toSorted()).toEqual([...counts.keys()].toSorted());
+      const w = await db.execute<{ writer_id: string }>(
+        sql`SELECT writer_id FROM writers WHERE project_id = ${projectId} ORDER BY writer_id`,
+      );
+      const writers = (Array.isArray(w) ? w : (w as { rows: unknown[] }).rows) as { writer_id: string }[];
+      expect(
+        writers.map((r) => r.writer_id),
+        'the failed batch left no trace',
+      ).not.toContain('w-3');
+    } finally {
+      await db.execute(sql.raw('DROP TRIGGER test_doom ON checkpoints'));
+    }
+  }, 60_000);
+
+  it('a group whose transaction fails as a whole is tried again batch by batch', async () => {
+    const { db } = plane;
+    const { projectId } = await createKey(db, { project: 'apart', scopes: ['ingest'], createProject: true });
+    // the project's change clock exists; then any transaction stamping more than one run fails (a group of these
+    // batches does, each alone does not)
+    await ingestBatch(db, projectId, 'w-first', undefined, await runRows('first', 'w-first'));
+    const batches = await Promise.all(Array.from({ length: 6 }, (_, i) => runRows(`a-${i}`, `w-${i}`)));
+    await db.execute(
+      sql.raw(`
+        CREATE OR REPLACE FUNCTION test_one_run() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.clock = 'changes' AND NEW.value - OLD.value > 1 THEN RAISE EXCEPTION 'more than one run'; END IF;
+          RETURN NEW;
+        END $$`),
+    );
+    await db.execute(
+      sql.raw(
+        'CREATE TRIGGER test_one_run BEFORE UPDATE ON project_clocks FOR EACH ROW EXECUTE FUNCTION test_one_run()',
+      ),
+    );
+    try {
+      const answers = await Promise.all(
+        batches.map((rows, i) => ingestBatch(db, projectId, `w-${i}`, undefined, rows)),
+      );
+      for (const a of answers) expect(a.accepted).toBe(2);
+      const counts = await rowCounts(db, projectId);
+      expect(counts.size).toBe(7);
+      for (const [, n] of counts) expect(n).toBe(2);
+      expect((await feedOf(db, projectId)).toSorted()).toEqual([...counts.keys()].toSorted());
+    } finally {
+      await db.execute(sql.raw('DROP TRIGGER test_one_run ON project_clocks'));
+    }
+  }, 60_000);
+
+  it.skipIf(kind !== 'postgres')(
+    'batches waiting behind a held transaction commit after it, and a reader meanwhile sees none of them',
+    async () => {
+      const { db } = plane;
+      const { projectId } = await createKey(db, { project: 'held', scopes: ['ingest'], createProject: true });
+      await ingestBatch(db, projectId, 'w-early', undefined, await runRows('early', 'w-early'));
+      const held = await runRows('held', 'w-held');
+      const waiting = await Promise.all(Array.from({ length: 6 }, (_, i) => runRows(`later-${i}`, `w-l${i}`)));
+      const postgres = (await import('postgres')).default;
+      const sqlc = postgres(tdb!.url, { max: 2, onnotice: () => {} });
+      try {
+        await sqlc`CREATE TABLE test_barrier (n int)`;
+        await sqlc`INSERT INTO test_barrier VALUES (1)`;
+        // the held batch's transaction, after drawing its change keys, waits on the barrier row
+        await sqlc.unsafe(`
+          CREATE FUNCTION test_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            IF NEW.execution_id = 'held' AND NEW.change_seq > 0 THEN PERFORM 1 FROM test_barrier FOR UPDATE; END IF;
+            RETURN NEW;
+          END $$`);
+        await sqlc.unsafe(
+          'CREATE TRIGGER test_hold AFTER UPDATE ON executions FOR EACH ROW EXECUTE FUNCTION test_hold()',
+        );
+        const answers = await sqlc.begin(async (blocker) => {
+          await blocker`SELECT 1 FROM test_barrier FOR UPDATE`;
+          const first = ingestBatch(db, projectId, 'w-held', undefined, held);
+          await until('the held transaction waits on the barrier', async () => {
+            const [w] = await sqlc<{ n: number }[]>`
+              SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+            return w.n > 0;
+          });
+          const rest = waiting.map((rows, i) => ingestBatch(db, projectId, `w-l${i}`, undefined, rows));
+          expect(ingestGroups(db).waiting(projectId), 'batches waiting in this process').toBe(waiting.length);
+          expect(await feedOf(db, projectId), 'the feed while the first transaction is held').toEqual(['early']);
+          return { first, rest };
+        });
+        expect((await answers.first).accepted).toBe(2);
+        for (const a of await Promise.all(answers.rest)) expect(a.accepted).toBe(2);
+        const feed = await feedOf(db, projectId);
+        expect(feed.slice(0, 2)).toEqual(['early', 'held']);
+        expect(feed.slice(2).toSorted()).toEqual(waiting.map((_, i) => `later-${i}`));
+      } finally {
+        await sqlc.unsafe('DROP TRIGGER IF EXISTS test_hold ON executions');
+        await sqlc.end({ timeout: 2 });
+      }
+    },
+    60_000,
+  );
+});
