@@ -1,9 +1,8 @@
 /**
- * Group commit by key: what is submitted under a key while a commit of that
- * key is under way waits, and goes together in the key's next commit; a key
- * with nothing under way commits at once, so a lone submission waits for
- * nothing. One commit of a key is under way at a time in this process. Each
- * submission gets its own answer or its own error.
+ * Group commit by key: what is submitted under a key while `inFlight` commits
+ * of that key are under way waits, and goes together in the key's next commit
+ * to start; a key with fewer under way commits at once, so a lone submission
+ * waits for nothing. Each submission gets its own answer or its own error.
  */
 
 /** One submission's answer: its value, or the error it alone failed with. */
@@ -16,6 +15,8 @@ interface Waiter<T, R> {
 }
 
 export interface GroupLimits<T> {
+  /** Commits of one key under way at once (each takes what waits when it starts). */
+  inFlight: number;
   /** Submissions per commit at most. */
   items: number;
   /** Their summed weight at most (a submission heavier than this alone still commits, alone). */
@@ -32,7 +33,7 @@ export interface GroupStats {
 }
 
 export class GroupCommit<T, R> {
-  private readonly keys = new Map<string, Waiter<T, R>[]>();
+  private readonly keys = new Map<string, { waiting: Waiter<T, R>[]; running: number }>();
   readonly stats: GroupStats = { commits: 0, items: 0, largest: 0 };
 
   constructor(
@@ -43,23 +44,31 @@ export class GroupCommit<T, R> {
 
   submit(key: string, item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      const waiting = this.keys.get(key);
-      if (waiting) {
-        waiting.push({ item, resolve, reject });
+      let k = this.keys.get(key);
+      if (!k) {
+        k = { waiting: [], running: 0 };
+        this.keys.set(key, k);
+      }
+      if (k.running >= this.limits.inFlight) {
+        k.waiting.push({ item, resolve, reject });
         return;
       }
-      this.keys.set(key, []);
-      void this.drain(key, [{ item, resolve, reject }]);
+      k.running++;
+      void this.drain(key, k, [{ item, resolve, reject }]);
     });
   }
 
   /** Submissions of a key waiting for the commit under way to finish. */
   waiting(key: string): number {
-    return this.keys.get(key)?.length ?? 0;
+    return this.keys.get(key)?.waiting.length ?? 0;
   }
 
   /** Commit `group`, then what waited meanwhile, until nothing waits; then the key is idle again. */
-  private async drain(key: string, first: Waiter<T, R>[]): Promise<void> {
+  private async drain(
+    key: string,
+    k: { waiting: Waiter<T, R>[]; running: number },
+    first: Waiter<T, R>[],
+  ): Promise<void> {
     let group = first;
     while (group.length) {
       this.stats.commits++;
@@ -79,14 +88,13 @@ export class GroupCommit<T, R> {
         if (a?.ok) w.resolve(a.value);
         else w.reject(a ? a.error : new Error('group commit: no answer for a submission'));
       });
-      group = this.take(key);
+      group = this.take(k.waiting);
     }
-    this.keys.delete(key);
+    if (--k.running === 0) this.keys.delete(key);
   }
 
   /** The next group: waiting submissions in arrival order, within the limits (always at least one). */
-  private take(key: string): Waiter<T, R>[] {
-    const waiting = this.keys.get(key) ?? [];
+  private take(waiting: Waiter<T, R>[]): Waiter<T, R>[] {
     let n = 0;
     let weight = 0;
     while (n < waiting.length && n < this.limits.items) {

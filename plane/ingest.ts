@@ -138,10 +138,10 @@ const groups = new WeakMap<PlaneDb, GroupCommit<Batch, IngestOutcome>>();
 
 /**
  * Store a writer's batch: every row answered, in one transaction with the
- * other batches of its project that arrived while the project's previous
- * transaction was under way in this process (a group commit: one turn of the
- * project's clocks and one flush for all of them; docs/DECISIONS.md, "One
- * project's batches commit together"). Each batch is applied as if alone, in
+ * other batches of its project that arrived while `INGEST_IN_FLIGHT` of the
+ * project's transactions were under way in this process (a group commit: one
+ * turn of the project's clocks and one flush for all of them;
+ * docs/DECISIONS.md, "One project's ingest batches … commit together"). Each batch is applied as if alone, in
  * a savepoint of its own when it has company, so a batch that fails fails
  * alone; a transaction that fails as a whole is tried again batch by batch.
  *
@@ -162,6 +162,7 @@ export function ingestBatch(
   let group = groups.get(db);
   if (!group) {
     group = new GroupCommit((project, batches) => commitGroup(db, project, batches), {
+      inFlight: INGEST_IN_FLIGHT,
       items: GROUP_BATCHES,
       weight: GROUP_ROWS,
       weightOf: (b) => b.rows.length,
@@ -176,6 +177,14 @@ export function ingestGroups(db: PlaneDb): { stats: GroupStats; waiting(projectI
   const g = groups.get(db);
   return { stats: { ...(g?.stats ?? { commits: 0, items: 0, largest: 0 }) }, waiting: (p) => g?.waiting(p) ?? 0 };
 }
+
+/**
+ * A project's ingest transactions under way at once in one process: the
+ * batches arriving meanwhile wait and go together in the next to start. More
+ * than one, so one transaction's statements run while another waits for its
+ * commit (measured: bench/PROFILES.md, "one project's batches together").
+ */
+export const INGEST_IN_FLIGHT = 4;
 
 /** A group's size at most: batches, and their rows (a batch larger than that commits alone). */
 const GROUP_BATCHES = 64;
