@@ -2,8 +2,8 @@
  * Plane ingest over loopback HTTP with 500-row batches, next to the raw
  * multi-row insert of the same rows into the same database, in one run; then
  * 1, 8 and 32 concurrent writers (each its own writer id and runs) posting
- * 500-row batches (`batch` smaller: a laptop's drain sending a row or two at
- * a time, where one project's commits, not its rows, are the limit): rows/s, rows per CPU-second of this process (writers and
+ * 500-row batches (a smaller `batch`: a laptop's drain sending a row or two
+ * at a time, where one project's commits, not its rows, are the limit): rows/s, rows per CPU-second of this process (writers and
  * in-process plane), p50/p99 request latency, errors (must be 0). Rows carry
  * pseudo-random message text; repetitions interleave the raw insert and every
  * level, and the share of raw is taken within a repetition.
@@ -13,7 +13,7 @@
 import pino from 'pino';
 import { createKey, openPlaneDatabase, startPlane } from '../plane/index.js';
 import { loadConfig } from '../plane/config.js';
-import type { OutboxEvent } from '../shared/rows.js';
+import { executionOfEvent, type OutboxEvent } from '../shared/rows.js';
 import { rawPglite, rawPostgres } from './lib/raw-insert.js';
 import { fmt, median, ratios, summary, timed } from './lib/stats.js';
 import { backlogEvents, withScratchDatabase } from './lib/backlog.js';
@@ -24,6 +24,8 @@ const WRITERS = (process.argv[4] ?? '1,8,32').split(',').map(Number);
 const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REPS = Number(process.argv[5] ?? (process.env.WAYMARK_BENCH_SMOKE === '1' ? 1 : 5));
 const BATCH = Number(process.argv[6] ?? 500);
+if (!Number.isInteger(BATCH) || BATCH < 1)
+  throw new Error(`batch: a whole number of rows, at least 1 (got ${process.argv[6]})`);
 
 interface Level {
   writers: number;
@@ -60,7 +62,7 @@ async function viaPlane(events: OutboxEvent[], writers: number, databaseUrl?: st
   };
   const runs = new Map<string, OutboxEvent[]>();
   for (const e of events) {
-    const id = 'row' in e ? e.row.executionId : e.executionId;
+    const id = executionOfEvent(e);
     const rows = runs.get(id) ?? [];
     if (!rows.length) runs.set(id, rows);
     rows.push(e);

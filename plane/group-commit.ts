@@ -5,8 +5,7 @@
  * waits for nothing. Each submission gets its own answer or its own error.
  */
 
-/** One submission's answer: its value, or the error it alone failed with. */
-export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
+import type { Settled } from '../shared/settled.js';
 
 interface Waiter<T, R> {
   item: T;
@@ -24,17 +23,8 @@ export interface GroupLimits<T> {
   weightOf(item: T): number;
 }
 
-/** What a group commit did since it was made: commits (one per group, whether it succeeded or not) and submissions. */
-export interface GroupStats {
-  commits: number;
-  items: number;
-  /** The most submissions one commit took. */
-  largest: number;
-}
-
-export class GroupCommit<T, R> {
+export class KeyedGroupCommit<T, R> {
   private readonly keys = new Map<string, { waiting: Waiter<T, R>[]; running: number }>();
-  readonly stats: GroupStats = { commits: 0, items: 0, largest: 0 };
 
   constructor(
     /** Commit these submissions of one key together: one answer per submission, in their order. */
@@ -58,7 +48,7 @@ export class GroupCommit<T, R> {
     });
   }
 
-  /** Submissions of a key waiting for the commit under way to finish. */
+  /** Submissions of a key waiting for a commit of it to start. */
   waiting(key: string): number {
     return this.keys.get(key)?.waiting.length ?? 0;
   }
@@ -71,9 +61,6 @@ export class GroupCommit<T, R> {
   ): Promise<void> {
     let group = first;
     while (group.length) {
-      this.stats.commits++;
-      this.stats.items += group.length;
-      this.stats.largest = Math.max(this.stats.largest, group.length);
       let answers: Settled<R>[];
       try {
         answers = await this.commit(

@@ -1,7 +1,7 @@
 /**
  * Ingest's per-kind event handlers: each stores one outbox event (not a
- * checkpoint: those go in sets, ingest.ts storeCheckpoints) inside the batch's
- * transaction, after recording the event's id (deduped: a repeat with the same
+ * checkpoint: those go in sets, ingest.ts storeCheckpoints) inside its batch's
+ * transaction (its savepoint, when the transaction holds other batches), after recording the event's id (deduped: a repeat with the same
  * payload is a duplicate, with another a conflict). A handler refuses its event
  * by `reject` (the batch quarantines it); it never throws for bad input.
  */
@@ -103,26 +103,26 @@ async function namesOtherRun(
   return true;
 }
 
-/** What an event's handler stores it with: the batch's transaction and writer, the item, the executions to refresh. */
+/** What an event's handler stores it with: the transaction and the batch's writer, the item, the executions to refresh. */
 interface EventContext {
   tx: Tx;
   projectId: string;
   writerId: string;
   item: Item;
   touched: Set<string>;
-  /** Executions this batch deleted → the batch's writer (the change feed's tombstones). */
+  /** Executions the transaction's batches deleted → the deleting batch's writer (the change feed's tombstones). */
   deleted: Map<string, string>;
-  /** What the batch stamps or records as its last steps. */
+  /** What the transaction stamps or records as its last steps. */
   last: LastSteps;
 }
 
-/** A claim conflict an event showed: recorded at the batch's end (recordClaimConflicts), with its id. */
+/** A claim conflict an event showed: recorded at the transaction's end (recordClaimConflicts), with its id. */
 export type ClaimConflict = Omit<typeof claimConflicts.$inferInsert, 'id' | 'projectId' | 'at'>;
 
 /**
- * What a batch's events leave for its last steps, whose keys are drawn from the project's clocks in commit order
- * (clocks.ts): the runs whose pause it opened, in the batch's order (stampOpenedPauses), and the claim conflicts it
- * found (recordClaimConflicts).
+ * What the events of a transaction's batches leave for its last steps, whose keys are drawn from the project's clocks
+ * in commit order (clocks.ts): the runs whose pause they opened, in the batches' order (stampOpenedPauses), and the
+ * claim conflicts they found (recordClaimConflicts).
  */
 export interface LastSteps {
   opened: Set<string>;
@@ -350,14 +350,14 @@ const STORE_EVENT: { [K in StoredKind]: (c: EventContext, e: EventOf<K>) => Prom
 };
 
 /**
- * Give the pauses this batch opened their place in the approvals inbox
- * (GET /v1/pauses pages by `opened_seq`), in the batch's order, from the
- * project's `pauses` clock (clocks.ts): a reader that has paged past seq n
- * never later finds a pause committed behind it. The insert wrote 0, a
- * placeholder: two batches commit in any order. Call it among the last steps
- * (after refreshExecutions; clocks.ts says the order): it updates only rows
- * the batch wrote (a pause opened and then closed or deleted in the batch has
- * no row left to update).
+ * Give the pauses this transaction's batches opened their place in the
+ * approvals inbox (GET /v1/pauses pages by `opened_seq`), in the batches'
+ * order, from the project's `pauses` clock (clocks.ts): a reader that has
+ * paged past seq n never later finds a pause committed behind it. The insert
+ * wrote 0, a placeholder: two transactions commit in any order. Call it among
+ * the last steps (after refreshExecutions; clocks.ts says the order): it
+ * updates only rows the transaction wrote (a pause opened and then closed or
+ * deleted in it has no row left to update).
  */
 export async function stampOpenedPauses(tx: Tx, projectId: string, opened: ReadonlySet<string>): Promise<void> {
   await stampKeys(tx, projectId, 'pauses', { table: 'pending_interrupts', column: 'opened_seq', by: 'execution_id' }, [
@@ -366,10 +366,10 @@ export async function stampOpenedPauses(tx: Tx, projectId: string, opened: Reado
 }
 
 /**
- * Record the claim conflicts the batch found, in its order, with ids from the
- * project's `conflicts` clock (the listing's order), as the batch's last step:
- * the ids are new to the project, so the insert waits on no other
- * transaction while it holds the clocks.
+ * Record the claim conflicts the transaction's batches found, in their order,
+ * with ids from the project's `conflicts` clock (the listing's order), as the
+ * transaction's last step: the ids are new to the project, so the insert
+ * waits on no other transaction while it holds the clocks.
  */
 export async function recordClaimConflicts(tx: Tx, projectId: string, found: ClaimConflict[]): Promise<void> {
   if (!found.length) return;

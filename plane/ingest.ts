@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
 import { startWithin, utf8Bytes } from '../shared/json.js';
-import { ExecutionId, OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
+import { ExecutionId, executionOfEvent, OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RowResult } from '../shared/protocol.js';
 import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
@@ -21,15 +21,12 @@ import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.
 import { lockOwners, PLANE_WRITER } from './owners.js';
 import { clean, hashOf, type Item, reject } from './ingest-item.js';
 import { refreshExecutions } from './run-summary.js';
-import { GroupCommit, type GroupStats, type Settled } from './group-commit.js';
+import { KeyedGroupCommit } from './group-commit.js';
+import type { Settled } from '../shared/settled.js';
 
 function idOf(raw: unknown): string | null {
   const id = (raw as { id?: unknown } | null)?.id;
   return typeof id === 'string' ? clean(id, 64) : null;
-}
-
-function executionOf(e: OutboxEvent): string {
-  return 'row' in e ? e.row.executionId : e.executionId;
 }
 
 /** Parse and pre-check every row outside the transaction. */
@@ -80,7 +77,7 @@ function prepare(rows: unknown[]): Item[] {
     }
     item.event = e;
     item.hash = hashOf(e);
-    item.executionId = executionOf(e);
+    item.executionId = executionOfEvent(e);
     const first = firstById.get(e.id);
     if (first) {
       if (first.hash === item.hash) item.result = { id: item.id, status: 'duplicate' };
@@ -133,17 +130,48 @@ const forked = (s: GroupState): GroupState => ({
   placeholder: s.placeholder,
 });
 
-/** Concurrent batches of one project in this process, committed together (`commitGroup`); one registry per database. */
-const groups = new WeakMap<PlaneDb, GroupCommit<Batch, IngestOutcome>>();
+/** What one database handle's ingest transactions did since it was opened (`/metrics`, tests). */
+export interface IngestCounts {
+  /** Ingest transactions committed. */
+  transactions: number;
+  /** Batches committed in them. */
+  batches: number;
+  /** The most batches one transaction committed. */
+  largest: number;
+  /** Batches tried again alone after their group's transaction failed as a whole. */
+  apart: number;
+}
+
+/**
+ * Per database handle, its group commit and its counts: every ingest through one handle (the route, the facade's
+ * `ingestBatch`) shares them, as the handle's pool is shared, and they go with the handle (the long polls' watchers
+ * are kept the same way, writer-wakes.ts).
+ */
+const registry = new WeakMap<PlaneDb, { group: KeyedGroupCommit<Batch, IngestOutcome>; counts: IngestCounts }>();
+
+function registered(db: PlaneDb) {
+  let r = registry.get(db);
+  if (!r) {
+    const counts: IngestCounts = { transactions: 0, batches: 0, largest: 0, apart: 0 };
+    const group = new KeyedGroupCommit<Batch, IngestOutcome>(
+      (project, batches) => commitOrApart(db, project, batches, counts),
+      { inFlight: INGEST_IN_FLIGHT, items: GROUP_BATCHES, weight: GROUP_ROWS, weightOf: (b) => b.rows.length },
+    );
+    r = { group, counts };
+    registry.set(db, r);
+  }
+  return r;
+}
 
 /**
  * Store a writer's batch: every row answered, in one transaction with the
  * other batches of its project that arrived while `INGEST_IN_FLIGHT` of the
  * project's transactions were under way in this process (a group commit: one
  * turn of the project's clocks and one flush for all of them;
- * docs/DECISIONS.md, "One project's ingest batches … commit together"). Each batch is applied as if alone, in
- * a savepoint of its own when it has company, so a batch that fails fails
- * alone; a transaction that fails as a whole is tried again batch by batch.
+ * docs/DECISIONS.md, "One project's ingest batches … commit together"). Each
+ * batch is applied as if alone, in a savepoint of its own when it has
+ * company, so a batch that fails fails alone; a transaction that fails as a
+ * whole is tried again batch by batch.
  *
  * `ownerHoldMs`: how long a run's owner keeps it on the strength of its rows
  * alone (the plane's takeover delay): each accepted row of the owner extends
@@ -159,23 +187,13 @@ export function ingestBatch(
   ownerHoldMs = 60_000,
   keyId: string | null = null,
 ): Promise<IngestOutcome> {
-  let group = groups.get(db);
-  if (!group) {
-    group = new GroupCommit((project, batches) => commitGroup(db, project, batches), {
-      inFlight: INGEST_IN_FLIGHT,
-      items: GROUP_BATCHES,
-      weight: GROUP_ROWS,
-      weightOf: (b) => b.rows.length,
-    });
-    groups.set(db, group);
-  }
-  return group.submit(projectId, { writerId, backlog, rows, ownerHoldMs, keyId });
+  return registered(db).group.submit(projectId, { writerId, backlog, rows, ownerHoldMs, keyId });
 }
 
-/** What this database handle's ingest group commits did (`/metrics`, tests), and the batches of a project waiting now. */
-export function ingestGroups(db: PlaneDb): { stats: GroupStats; waiting(projectId: string): number } {
-  const g = groups.get(db);
-  return { stats: { ...(g?.stats ?? { commits: 0, items: 0, largest: 0 }) }, waiting: (p) => g?.waiting(p) ?? 0 };
+/** This database handle's ingest counts so far, and how many of a project's batches wait for a transaction now. */
+export function ingestStats(db: PlaneDb): IngestCounts & { waiting(projectId: string): number } {
+  const r = registered(db);
+  return { ...r.counts, waiting: (p) => r.group.waiting(p) };
 }
 
 /**
@@ -190,16 +208,25 @@ export const INGEST_IN_FLIGHT = 4;
 const GROUP_BATCHES = 64;
 const GROUP_ROWS = 2 * LIMITS.batchRows;
 
-/** Commit a group, and should its transaction fail as a whole (a deadlock with another process, a lost connection), each batch alone. */
-async function commitGroup(db: PlaneDb, projectId: string, batches: Batch[]): Promise<Settled<IngestOutcome>[]> {
+/**
+ * Commit a group in one transaction, and should that transaction fail as a whole (a deadlock with another process,
+ * a lost connection), each of its batches in a transaction of its own.
+ */
+async function commitOrApart(
+  db: PlaneDb,
+  projectId: string,
+  batches: Batch[],
+  counts: IngestCounts,
+): Promise<Settled<IngestOutcome>[]> {
   try {
-    return await commitTogether(db, projectId, batches);
+    return await commitInOneTransaction(db, projectId, batches, counts);
   } catch (error) {
     if (batches.length === 1) return [{ ok: false, error }];
+    counts.apart += batches.length;
     const out: Settled<IngestOutcome>[] = [];
     for (const b of batches) {
       out.push(
-        await commitTogether(db, projectId, [b]).then(
+        await commitInOneTransaction(db, projectId, [b], counts).then(
           ([one]) => one,
           (e: unknown) => ({ ok: false as const, error: e }),
         ),
@@ -209,10 +236,15 @@ async function commitGroup(db: PlaneDb, projectId: string, batches: Batch[]): Pr
   }
 }
 
-async function commitTogether(db: PlaneDb, projectId: string, batches: Batch[]): Promise<Settled<IngestOutcome>[]> {
-  // applied in writer order: the writers' records are locked in one order by every group
-  const order = batches.map((b, i) => ({ b, i, items: prepare(b.rows) }));
-  order.sort((x, y) => (x.b.writerId < y.b.writerId ? -1 : x.b.writerId > y.b.writerId ? 1 : x.i - y.i));
+async function commitInOneTransaction(
+  db: PlaneDb,
+  projectId: string,
+  batches: Batch[],
+  counts: IngestCounts,
+): Promise<Settled<IngestOutcome>[]> {
+  // parsed afresh for each attempt; applied in writer order, so every group locks the writers' records in one order
+  const entries = batches.map((b, i) => ({ b, i, items: prepare(b.rows) }));
+  entries.sort((x, y) => (x.b.writerId < y.b.writerId ? -1 : x.b.writerId > y.b.writerId ? 1 : x.i - y.i));
   const failed = new Map<number, unknown>();
   let state: GroupState = {
     touched: new Set(),
@@ -225,18 +257,18 @@ async function commitTogether(db: PlaneDb, projectId: string, batches: Batch[]):
   };
   await db.transaction(async (tx) => {
     // the feed's order is its commit order: taken before any other lock of this transaction (see decisions.ts)
-    if (order.some(({ items }) => items.some((i) => !i.result && i.event?.kind === 'decision_recorded')))
+    if (entries.some(({ items }) => items.some((i) => !i.result && i.event?.kind === 'decision_recorded')))
       await lockDecisionFeed(tx, projectId);
     // then every batch's runs' owners, in one statement (one order): a claim, takeover or cancel of one of them
     // waits for this transaction, or it for them
     await lockOwners(
       tx,
       projectId,
-      order.flatMap(({ items }) => items.flatMap((i) => (!i.result && i.executionId ? [i.executionId] : []))),
+      entries.flatMap(({ items }) => items.flatMap((i) => (!i.result && i.executionId ? [i.executionId] : []))),
     );
-    if (order.length === 1) await applyBatch(tx, projectId, order[0].b, order[0].items, state);
+    if (entries.length === 1) await applyBatch(tx, projectId, entries[0].b, entries[0].items, state);
     else
-      for (const { b, i, items } of order) {
+      for (const { b, i, items } of entries) {
         const own = forked(state);
         try {
           await tx.transaction((sp) => applyBatch(sp, projectId, b, items, own));
@@ -247,18 +279,18 @@ async function commitTogether(db: PlaneDb, projectId: string, batches: Batch[]):
       }
     await finishGroup(tx, projectId, state);
   });
+  const committed = batches.length - failed.size;
+  counts.transactions++;
+  counts.batches += committed;
+  counts.largest = Math.max(counts.largest, committed);
   if (state.touched.size || state.deleted.size) announceChanges(db, projectId);
-  const answers: Settled<IngestOutcome>[] = batches.map(() => ({ ok: false, error: null }));
-  let stored = 0;
-  for (const { i, items } of order) {
-    if (failed.has(i)) answers[i] = { ok: false, error: failed.get(i) };
-    else {
-      answers[i] = { ok: true, value: outcomeOf(items) };
-      stored += answers[i].value.decisions.stored;
-    }
-  }
-  if (stored) announceDecisions(db, projectId);
-  return answers;
+  const answers = new Map(
+    entries.map(({ i, items }): [number, Settled<IngestOutcome>] =>
+      failed.has(i) ? [i, { ok: false, error: failed.get(i) }] : [i, { ok: true, value: outcomeOf(items) }],
+    ),
+  );
+  if ([...answers.values()].some((a) => a.ok && a.value.decisions.stored)) announceDecisions(db, projectId);
+  return batches.map((_, i) => answers.get(i)!);
 }
 
 function outcomeOf(items: Item[]): IngestOutcome {
@@ -393,19 +425,20 @@ async function finishGroup(tx: Tx, projectId: string, s: GroupState): Promise<vo
 }
 
 /**
- * Give this batch's new quarantine records their ids (GET /v1/quarantine
- * pages by id), in the batch's order, from the project's `quarantine` clock
+ * Give this transaction's new quarantine records their ids (GET /v1/quarantine
+ * pages by id), in the batches' order, from the project's `quarantine` clock
  * (clocks.ts): a reader that has paged past id n never later finds a record
- * committed behind it. The insert wrote placeholders (negative, falling in
- * the batch's order, `placeholders` here): two batches commit in any order.
- * Call it among the last steps (clocks.ts says the order): it updates only
- * rows the batch inserted. Placeholders start at a random place, so two
- * batches at once do not insert the same one (were they to, the second would
- * wait for the first's commit, whose stamp leaves it free).
+ * committed behind it. The inserts wrote placeholders (negative, falling in
+ * the batches' order, `placeholders` here; one run of them per transaction,
+ * `GroupState.placeholder`): two transactions commit in any order. Call it
+ * among the last steps (clocks.ts says the order): it updates only rows the
+ * transaction inserted. Placeholders start at a random place, so two
+ * transactions at once do not insert the same one (were they to, the second
+ * would wait for the first's commit, whose stamp leaves it free).
  */
 async function stampQuarantine(tx: Tx, projectId: string, placeholders: number[]): Promise<void> {
   if (!placeholders.length) return;
-  // the largest placeholder first: the batch's first record gets the smallest id
+  // the largest placeholder first: the first batch's first record gets the smallest id
   const ordered = placeholders.toSorted((a, b) => b - a);
   await stampKeys(tx, projectId, 'quarantine', { table: 'quarantine', column: 'id', by: 'id' }, ordered);
 }

@@ -11,7 +11,7 @@ import { count } from 'drizzle-orm';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PlaneDb } from './db/open.js';
 import { quarantine } from './db/schema.js';
-import { ingestGroups } from './ingest.js';
+import { ingestStats } from './ingest.js';
 
 export function planeMetrics() {
   const registry = new Registry();
@@ -47,12 +47,12 @@ export function planeMetrics() {
     }),
     ingestTransactions: new Counter({
       name: 'waymark_ingest_transactions_total',
-      help: 'Ingest transactions (the batches of a project that arrive while its previous transaction is under way go together in its next one)',
+      help: "Ingest transactions committed (a project's batches that arrive while its transactions are under way share the next one)",
       registers: [registry],
     }),
     ingestBatches: new Counter({
       name: 'waymark_ingest_batches_total',
-      help: 'Ingest batches that reached a transaction (over waymark_ingest_transactions_total: batches per transaction)',
+      help: 'Ingest batches committed (over waymark_ingest_transactions_total: batches per transaction)',
       registers: [registry],
     }),
     feedEntries: new Counter({
@@ -73,13 +73,13 @@ export type PlaneMetrics = ReturnType<typeof planeMetrics>;
 /** The operator listener's app: `GET /metrics` and nothing else. Whoever reaches the port is the operator. */
 export function metricsApp(db: PlaneDb, metrics: PlaneMetrics): Hono {
   const app = new Hono();
-  // the ingest group commits' own counts, carried into the counters at each scrape
-  const carried = { commits: 0, items: 0 };
+  // ingest's own counts of its transactions (plane/ingest.ts), carried into the counters at each scrape
+  const carried = { transactions: 0, batches: 0 };
   app.get('/metrics', async (c) => {
-    const { stats } = ingestGroups(db);
-    metrics.ingestTransactions.inc(stats.commits - carried.commits);
-    metrics.ingestBatches.inc(stats.items - carried.items);
-    Object.assign(carried, { commits: stats.commits, items: stats.items });
+    const now = ingestStats(db);
+    metrics.ingestTransactions.inc(now.transactions - carried.transactions);
+    metrics.ingestBatches.inc(now.batches - carried.batches);
+    Object.assign(carried, { transactions: now.transactions, batches: now.batches });
     const [{ n }] = await db.select({ n: count() }).from(quarantine);
     metrics.quarantineRows.set(Number(n));
     c.header('content-type', metrics.registry.contentType);

@@ -247,6 +247,9 @@ export const OutboxEvent = z.discriminatedUnion('kind', [
   ExecutionDeletedEvent,
 ]);
 export type OutboxEvent = z.infer<typeof OutboxEvent>;
+
+/** The execution an outbox event is of. */
+export const executionOfEvent = (e: OutboxEvent): string => ('row' in e ? e.row.executionId : e.executionId);
 /** The `kind` of an outbox event. */
 export type OutboxKind = OutboxEvent['kind'];
 

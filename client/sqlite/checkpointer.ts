@@ -47,7 +47,8 @@ import {
   type IdempotencyColumns,
   type PendingColumns,
 } from '../store/columns.js';
-import { GroupCommit, type BatchOutcome } from '../store/group-commit.js';
+import { GroupCommit } from '../store/group-commit.js';
+import type { Settled } from '../../shared/settled.js';
 import {
   checkpointWritten,
   idempotencyRecorded,
@@ -152,7 +153,7 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   /** Transaction functions made once (better-sqlite3 runs one called inside a transaction as a savepoint). */
   private readonly tx: {
     writeOne: Database.Transaction<(job: QueuedWrite) => Written>;
-    commitBatch: Database.Transaction<(jobs: QueuedWrite[]) => BatchOutcome<Written>[]>;
+    commitBatch: Database.Transaction<(jobs: QueuedWrite[]) => Settled<Written>[]>;
   };
 
   constructor(options: SqliteCheckpointerOptions) {
@@ -392,14 +393,14 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
   }
 
   /** The writes of one tick, inside one IMMEDIATE transaction, a savepoint each; a failing write rolls back its own savepoint only. */
-  private commitBatch(jobs: QueuedWrite[]): BatchOutcome<Written>[] {
+  private commitBatch(jobs: QueuedWrite[]): Settled<Written>[] {
     if (jobs.length === 1) {
       // a lone write needs no savepoint: its failure rolls the whole transaction back, as before group commit
       const value = this.writeOne(jobs[0]);
       this.fault('store.groupCommit.beforeCommit');
       return [{ ok: true, value }];
     }
-    const out = jobs.map((job): BatchOutcome<Written> => {
+    const out = jobs.map((job): Settled<Written> => {
       try {
         const value = this.tx.writeOne(job);
         // the next put of this execution in the batch encodes against this row without reading it back

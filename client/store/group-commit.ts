@@ -19,9 +19,7 @@
  *   operation, so the store applies calls in the order they were made (a read
  *   issued after a put sees it; a pause recorded after a put follows it).
  */
-
-/** What the commit answered for one queued write. */
-export type BatchOutcome<R> = { ok: true; value: R } | { ok: false; error: unknown };
+import type { Settled } from '../../shared/settled.js';
 
 interface Queued<J, R> {
   job: J;
@@ -35,7 +33,7 @@ export interface GroupCommitAdapter<J, W, R> {
    * outcome per job, in order. Throws when the transaction itself failed
    * (nothing committed): every job then fails with that error.
    */
-  commit(jobs: J[]): BatchOutcome<W>[];
+  commit(jobs: J[]): Settled<W>[];
   /** After the commit, per job that succeeded (cursor cache, write signal, fault point); may throw to fail that job alone. */
   after(job: J, written: W): R;
   /** After a failed job or a failed transaction (drop what the job may have cached). */
@@ -96,7 +94,7 @@ export class GroupCommit<J, W, R> {
     if (this.running || this.queue.length === 0) return;
     const batch = this.queue;
     this.queue = [];
-    let outcomes: BatchOutcome<W>[];
+    let outcomes: Settled<W>[];
     this.running = true;
     try {
       outcomes = this.adapter.commit(batch.map((q) => q.job));

@@ -1,4 +1,4 @@
-/** POST /v1/ingest: a batch of outbox events, read within its deadline, admitted by the gate, stored in one transaction. */
+/** POST /v1/ingest: a batch of outbox events, read within its deadline, admitted by the gate, stored in one transaction (ingest.ts). */
 import { ErrorCode } from '../../shared/errors.js';
 import { LIMITS } from '../../shared/limits.js';
 import { IngestRequest, IngestResponse } from '../../shared/protocol.js';

@@ -61,7 +61,11 @@ function reader(db: PlaneDatabase['db'], projectId: string) {
 describe.skipIf(!pg)('the clocks on postgres: a batch that draws its keys first and commits last', () => {
   let tdb: TestDatabase;
   let plane: PlaneDatabase;
-  /** Two more plane processes' handles: batches of one process share a transaction, so each later batch comes from its own. */
+  /**
+   * Two more plane processes' handles: a process's later batches of a project may wait in the process for its
+   * transactions under way (ingest.ts INGEST_IN_FLIGHT), so each later batch comes through its own and reaches the
+   * database whatever that number is.
+   */
   let others: PlaneDatabase[];
   let sql: postgres.Sql;
   beforeAll(async () => {

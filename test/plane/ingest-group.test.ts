@@ -10,8 +10,8 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../plane/auth.js';
 import { changeFeed } from '../../plane/changes.js';
-import type { PlaneDatabase } from '../../plane/db/open.js';
-import { INGEST_IN_FLIGHT, ingestBatch, ingestGroups } from '../../plane/ingest.js';
+import { type PlaneDatabase, rowsOf } from '../../plane/db/open.js';
+import { INGEST_IN_FLIGHT, ingestBatch, ingestStats } from '../../plane/ingest.js';
 import { listQuarantine } from '../../plane/reads/quarantine.js';
 import type { OutboxEvent } from '../../shared/rows.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
@@ -46,11 +46,7 @@ async function rowCounts(db: PlaneDatabase['db'], projectId: string): Promise<Ma
     SELECT c.execution_id, count(*)::int AS n, max(e.row_count)::int AS summary
     FROM checkpoints c JOIN executions e USING (project_id, execution_id)
     WHERE c.project_id = ${projectId} GROUP BY c.execution_id`);
-  const rows = (Array.isArray(got) ? got : (got as { rows: unknown[] }).rows) as {
-    execution_id: string;
-    n: number;
-    summary: number;
-  }[];
+  const rows = rowsOf<{ execution_id: string; n: number; summary: number }>(got);
   for (const r of rows) expect(r.summary, `the summary of ${r.execution_id} counts its rows`).toBe(r.n);
   return new Map(rows.map((r) => [r.execution_id, r.n]));
 }
@@ -80,15 +76,16 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
     batches[8] = [...batches[8], { ...copied, row: { ...copied.row, nodeId: 'other' } }];
     batches[7] = [...batches[7], { kind: 'checkpoint', id: 'bad-7' } as unknown as OutboxEvent];
     batches[9] = [...batches[9], batches[9][0]];
-    const before = ingestGroups(db).stats;
+    const before = ingestStats(db);
     // sent in one tick: the first ones start their transactions at once, the rest wait for them and go together
     const answers = await Promise.all(
       batches.map((rows, i) => ingestBatch(db, projectId, `w-${String(i).padStart(2, '0')}`, undefined, rows)),
     );
-    const after = ingestGroups(db).stats;
-    expect(after.commits - before.commits, 'transactions').toBe(INGEST_IN_FLIGHT + 1);
-    expect(after.items - before.items).toBe(BATCHES);
+    const after = ingestStats(db);
+    expect(after.transactions - before.transactions, 'transactions').toBe(INGEST_IN_FLIGHT + 1);
+    expect(after.batches - before.batches).toBe(BATCHES);
     expect(after.largest).toBe(BATCHES - INGEST_IN_FLIGHT);
+    expect(after.apart - before.apart).toBe(0);
     answers.forEach((a, i) => {
       const extra = i === 7 || i === 8 || i === 9 ? 1 : 0;
       expect(a.results, `batch ${i}`).toHaveLength(2 + extra);
@@ -109,7 +106,7 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
     const acked = await db.execute<{ n: number }>(
       sql`SELECT sum(rows_acked)::int AS n FROM writers WHERE project_id = ${projectId}`,
     );
-    const [{ n }] = (Array.isArray(acked) ? acked : (acked as { rows: { n: number }[] }).rows) as { n: number }[];
+    const [{ n }] = rowsOf<{ n: number }>(acked);
     expect(n, 'rows counted on the writers').toBe(2 * BATCHES);
   }, 60_000);
 
@@ -133,11 +130,15 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
       sql.raw('CREATE TRIGGER test_doom AFTER INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION test_doom()'),
     );
     try {
-      const before = ingestGroups(db).stats;
+      const before = ingestStats(db);
       const answers = await Promise.allSettled(
         batches.map((rows, i) => ingestBatch(db, projectId, `w-${i}`, undefined, rows)),
       );
-      expect(ingestGroups(db).stats.commits - before.commits).toBe(INGEST_IN_FLIGHT + 1);
+      // one transaction for the group, its doomed batch rolled back to its savepoint: none tried again alone
+      const after = ingestStats(db);
+      expect(after.transactions - before.transactions).toBe(INGEST_IN_FLIGHT + 1);
+      expect(after.apart - before.apart, 'batches tried again alone').toBe(0);
+      expect(after.batches - before.batches).toBe(batches.length - 1);
       answers.forEach((a, i) => {
         if (i === doomed)
           expect(
@@ -154,7 +155,7 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
       const w = await db.execute<{ writer_id: string }>(
         sql`SELECT writer_id FROM writers WHERE project_id = ${projectId} ORDER BY writer_id`,
       );
-      const writers = (Array.isArray(w) ? w : (w as { rows: unknown[] }).rows) as { writer_id: string }[];
+      const writers = rowsOf<{ writer_id: string }>(w);
       expect(
         writers.map((r) => r.writer_id),
         'the failed batch left no trace',
@@ -187,10 +188,15 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
       ),
     );
     try {
+      const before = ingestStats(db);
       const answers = await Promise.all(
         batches.map((rows, i) => ingestBatch(db, projectId, `w-${i}`, undefined, rows)),
       );
       for (const a of answers) expect(a.accepted).toBe(2);
+      // the first INGEST_IN_FLIGHT alone, then the rest as a group whose transaction failed, each of them alone
+      const after = ingestStats(db);
+      expect(after.apart - before.apart, 'batches tried again alone').toBe(batches.length - INGEST_IN_FLIGHT);
+      expect(after.transactions - before.transactions).toBe(batches.length);
       const counts = await rowCounts(db, projectId);
       expect(counts.size).toBe(batches.length + 1);
       for (const [, n] of counts) expect(n).toBe(2);
@@ -234,7 +240,7 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
           });
           const rest = waiting.map((rows, i) => ingestBatch(db, projectId, `w-l${i}`, undefined, rows));
           // the first INGEST_IN_FLIGHT - 1 of them started transactions of their own, which wait on the held one's clocks
-          expect(ingestGroups(db).waiting(projectId), 'batches waiting in this process').toBe(
+          expect(ingestStats(db).waiting(projectId), 'batches waiting in this process').toBe(
             waiting.length - (INGEST_IN_FLIGHT - 1),
           );
           expect(await feedOf(db, projectId), 'the feed while the first transaction is held').toEqual(['early']);

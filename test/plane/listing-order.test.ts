@@ -93,7 +93,11 @@ describe('one batch lists in its own order (PGlite)', () => {
 describe.skipIf(!pg)('listings on postgres: batches committing out of order', () => {
   let tdb: TestDatabase;
   let plane: TestPlane;
-  /** A second plane process on the database: one process's batches of a project share a transaction, so the later ones come through it. */
+  /**
+   * A second plane process on the database: a process's later batches of a project may wait in the process for its
+   * transactions under way (plane/ingest.ts INGEST_IN_FLIGHT), so the later ones come through this one and reach the
+   * database whatever that number is.
+   */
   let other: TestPlane;
   let sql: postgres.Sql;
   beforeAll(async () => {
