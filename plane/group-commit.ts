@@ -27,8 +27,12 @@ export class KeyedGroupCommit<T, R> {
   private readonly keys = new Map<string, { waiting: Waiter<T, R>[]; running: number }>();
 
   constructor(
-    /** Commit these submissions of one key together: one answer per submission, in their order. */
-    private readonly commit: (key: string, items: T[]) => Promise<Settled<R>[]>,
+    /**
+     * Commit these submissions of one key together: one answer per submission, in their order. An answer may be a
+     * promise: that submission was sent on its own way (it settles when that does; the key's next commit need not
+     * wait for it).
+     */
+    private readonly commit: (key: string, items: T[]) => Promise<(Settled<R> | Promise<Settled<R>>)[]>,
     private readonly limits: GroupLimits<T>,
   ) {}
 
@@ -53,7 +57,7 @@ export class KeyedGroupCommit<T, R> {
     return this.keys.get(key)?.waiting.length ?? 0;
   }
 
-  /** Commit `group`, then what waited meanwhile, until nothing waits; then the key is idle again. */
+  /** Commit `first`, then what waits, a group at a time, until nothing waits; the key is idle once none of its commits runs. */
   private async drain(
     key: string,
     k: { waiting: Waiter<T, R>[]; running: number },
@@ -61,7 +65,7 @@ export class KeyedGroupCommit<T, R> {
   ): Promise<void> {
     let group = first;
     while (group.length) {
-      let answers: Settled<R>[];
+      let answers: (Settled<R> | Promise<Settled<R>>)[];
       try {
         answers = await this.commit(
           key,
@@ -71,9 +75,10 @@ export class KeyedGroupCommit<T, R> {
         answers = group.map(() => ({ ok: false, error }));
       }
       group.forEach((w, i) => {
-        const a = answers[i];
-        if (a?.ok) w.resolve(a.value);
-        else w.reject(a ? a.error : new Error('group commit: no answer for a submission'));
+        void Promise.resolve(answers[i]).then((a) => {
+          if (a?.ok) w.resolve(a.value);
+          else w.reject(a ? a.error : new Error('group commit: no answer for a submission'));
+        });
       });
       group = this.take(k.waiting);
     }

@@ -18,7 +18,7 @@ import { placeholderFrom, stampKeys } from './clocks.js';
 import { announceDecisions, lockDecisionFeed } from './decisions.js';
 import { type LastSteps, recordClaimConflicts, stampOpenedPauses, storeEvent } from './ingest-events.js';
 import { followAccepted, markCancelled, refuseOffBranch } from './ingest-owners.js';
-import { lockOwners, PLANE_WRITER } from './owners.js';
+import { lockFreeOwners, lockOwners, PLANE_WRITER } from './owners.js';
 import { clean, hashOf, type Item, reject } from './ingest-item.js';
 import { refreshExecutions } from './run-summary.js';
 import { KeyedGroupCommit } from './group-commit.js';
@@ -132,7 +132,7 @@ const forked = (s: GroupState): GroupState => ({
 
 /** What one database handle's ingest transactions did since it was opened (`/metrics`, tests). */
 export interface IngestCounts {
-  /** Ingest transactions committed. */
+  /** Ingest transactions that committed batches. */
   transactions: number;
   /** Batches committed in them. */
   batches: number;
@@ -217,23 +217,42 @@ async function commitOrApart(
   projectId: string,
   batches: Batch[],
   counts: IngestCounts,
-): Promise<Settled<IngestOutcome>[]> {
+): Promise<(Settled<IngestOutcome> | Promise<Settled<IngestOutcome>>)[]> {
   try {
     return await commitInOneTransaction(db, projectId, batches, counts);
   } catch (error) {
     if (batches.length === 1) return [{ ok: false, error }];
     counts.apart += batches.length;
-    const out: Settled<IngestOutcome>[] = [];
-    for (const b of batches) {
-      out.push(
-        await commitInOneTransaction(db, projectId, [b], counts).then(
-          ([one]) => one,
-          (e: unknown) => ({ ok: false as const, error: e }),
-        ),
-      );
-    }
-    return out;
+    // one after another, each answered as its own commits
+    let previous: Promise<unknown> = Promise.resolve();
+    return batches.map((b) => {
+      const next = previous.then(() => alone(db, projectId, b, counts, true));
+      previous = next;
+      return next;
+    });
   }
+}
+
+/** One batch in a transaction of its own (`wait`: for its runs' owner records): its answer, never a rejection. */
+function alone(
+  db: PlaneDb,
+  projectId: string,
+  b: Batch,
+  counts: IngestCounts,
+  wait: boolean,
+): Promise<Settled<IngestOutcome>> {
+  return commitInOneTransaction(db, projectId, [b], counts, wait).then(
+    ([one]) => one,
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+}
+
+/** The runs a batch's rows are of, a refused row's too when it names one (its hole is recorded under it). */
+function runsOf(items: Item[]): string[] {
+  return items.flatMap((i) => {
+    const id = i.result ? holeOf(i)?.executionId : i.executionId;
+    return id ? [id] : [];
+  });
 }
 
 async function commitInOneTransaction(
@@ -241,11 +260,14 @@ async function commitInOneTransaction(
   projectId: string,
   batches: Batch[],
   counts: IngestCounts,
-): Promise<Settled<IngestOutcome>[]> {
+  wait = false,
+): Promise<(Settled<IngestOutcome> | Promise<Settled<IngestOutcome>>)[]> {
   // parsed afresh for each attempt; applied in writer order, so every group locks the writers' records in one order
   const entries = batches.map((b, i) => ({ b, i, items: prepare(b.rows) }));
   entries.sort((x, y) => (x.b.writerId < y.b.writerId ? -1 : x.b.writerId > y.b.writerId ? 1 : x.i - y.i));
   const failed = new Map<number, unknown>();
+  /** Batches of runs whose owner records another transaction holds: sent on their own way, so the group need not wait. */
+  const aside = new Set<number>();
   let state: GroupState = {
     touched: new Set(),
     added: new Map(),
@@ -259,16 +281,20 @@ async function commitInOneTransaction(
     // the feed's order is its commit order: taken before any other lock of this transaction (see decisions.ts)
     if (entries.some(({ items }) => items.some((i) => !i.result && i.event?.kind === 'decision_recorded')))
       await lockDecisionFeed(tx, projectId);
-    // then every batch's runs' owners, in one statement (one order): a claim, takeover or cancel of one of them
-    // waits for this transaction, or it for them
-    await lockOwners(
-      tx,
-      projectId,
-      entries.flatMap(({ items }) => items.flatMap((i) => (!i.result && i.executionId ? [i.executionId] : []))),
-    );
-    if (entries.length === 1) await applyBatch(tx, projectId, entries[0].b, entries[0].items, state);
-    else
-      for (const { b, i, items } of entries) {
+    // then every batch's runs' owners, in one statement: a claim, takeover or cancel of one of them waits for this
+    // transaction, or it for them. Unless told to wait, a transaction waits for none: the batches of runs another
+    // transaction holds are sent on their own way (to a transaction that waits, outside the project's
+    // INGEST_IN_FLIGHT), so one held run does not hold up its project's other batches
+    const runs = entries.flatMap(({ items }) => runsOf(items));
+    if (wait) await lockOwners(tx, projectId, runs);
+    else {
+      const held = await lockFreeOwners(tx, projectId, runs);
+      for (const { i, items } of entries) if (runsOf(items).some((id) => held.has(id))) aside.add(i);
+    }
+    const applied = entries.filter(({ i }) => !aside.has(i));
+    if (applied.length === 1) await applyBatch(tx, projectId, applied[0].b, applied[0].items, state);
+    else {
+      for (const { b, i, items } of applied) {
         const own = forked(state);
         try {
           await tx.transaction((sp) => applyBatch(sp, projectId, b, items, own));
@@ -277,20 +303,23 @@ async function commitInOneTransaction(
           failed.set(i, error);
         }
       }
+    }
     await finishGroup(tx, projectId, state);
   });
-  const committed = batches.length - failed.size;
-  counts.transactions++;
-  counts.batches += committed;
-  counts.largest = Math.max(counts.largest, committed);
+  const committed = batches.length - failed.size - aside.size;
+  if (committed) {
+    counts.transactions++;
+    counts.batches += committed;
+    counts.largest = Math.max(counts.largest, committed);
+  }
   if (state.touched.size || state.deleted.size) announceChanges(db, projectId);
-  const answers = new Map(
-    entries.map(({ i, items }): [number, Settled<IngestOutcome>] =>
-      failed.has(i) ? [i, { ok: false, error: failed.get(i) }] : [i, { ok: true, value: outcomeOf(items) }],
-    ),
-  );
+  const answers = new Map<number, Settled<IngestOutcome>>();
+  for (const { i, items } of entries) {
+    if (aside.has(i)) continue;
+    answers.set(i, failed.has(i) ? { ok: false, error: failed.get(i) } : { ok: true, value: outcomeOf(items) });
+  }
   if ([...answers.values()].some((a) => a.ok && a.value.decisions.stored)) announceDecisions(db, projectId);
-  return batches.map((_, i) => answers.get(i)!);
+  return batches.map((b, i) => answers.get(i) ?? alone(db, projectId, b, counts, true));
 }
 
 function outcomeOf(items: Item[]): IngestOutcome {
@@ -418,7 +447,8 @@ async function applyBatch(tx: Tx, projectId: string, b: Batch, items: Item[], st
  * the claim conflicts list by, so each listing's keys commit in the order they are drawn.
  */
 async function finishGroup(tx: Tx, projectId: string, s: GroupState): Promise<void> {
-  await refreshExecutions(tx, projectId, [...s.touched], { added: s.added, deleted: s.deleted });
+  // in id order: two transactions lock the summaries of the runs they share in one order
+  await refreshExecutions(tx, projectId, [...s.touched].sort(), { added: s.added, deleted: s.deleted });
   await stampQuarantine(tx, projectId, s.quarantined);
   await stampOpenedPauses(tx, projectId, s.last.opened);
   await recordClaimConflicts(tx, projectId, s.last.conflicts);

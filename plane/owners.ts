@@ -21,7 +21,7 @@
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { type Checkpoint, type IdempotencyEntry, isCancelMarker } from '../shared/rows.js';
-import type { PlaneDb, Tx } from './db/open.js';
+import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
 import { executions, idempotency, runOwners, runTakeovers } from './db/schema.js';
 
 /** The writer id the plane's own rows carry (a cancel marker written here). */
@@ -56,6 +56,33 @@ export async function lockOwners(tx: Tx, projectId: string, executionIds: readon
     .where(and(eq(runOwners.projectId, projectId), inArray(runOwners.executionId, ids)))
     .orderBy(runOwners.executionId)
     .for('update');
+}
+
+/**
+ * Lock, as `lockOwners` does, the owner records of these runs that no other
+ * transaction holds, without waiting for the others: the runs whose records
+ * another transaction holds are returned (a group of ingest batches sends the
+ * batches of those runs on their own way rather than wait with all the rest).
+ */
+export async function lockFreeOwners(tx: Tx, projectId: string, executionIds: readonly string[]): Promise<Set<string>> {
+  const ids = [...new Set(executionIds)];
+  if (!ids.length) return new Set();
+  const list = sql.join(
+    ids.map((id) => sql`${id}`),
+    sql`, `,
+  );
+  // one statement: each record of these runs, and whether it could be locked here (SKIP LOCKED never waits, so the
+  // order it locks in does not matter)
+  const got = await tx.execute(sql`
+    SELECT o.execution_id AS id, l.execution_id IS NULL AS held
+    FROM run_owners o
+    LEFT JOIN (
+      SELECT execution_id FROM run_owners
+      WHERE project_id = ${projectId} AND execution_id IN (${list})
+      FOR UPDATE SKIP LOCKED
+    ) l ON l.execution_id = o.execution_id
+    WHERE o.project_id = ${projectId} AND o.execution_id IN (${list})`);
+  return new Set(rowsOf<{ id: string; held: boolean }>(got).flatMap((r) => (r.held ? [r.id] : [])));
 }
 
 /** The run's owner record, locked to the end of the transaction; null when the run has none yet. */

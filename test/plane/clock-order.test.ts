@@ -62,9 +62,9 @@ describe.skipIf(!pg)('the clocks on postgres: a batch that draws its keys first 
   let tdb: TestDatabase;
   let plane: PlaneDatabase;
   /**
-   * Two more plane processes' handles: a process's later batches of a project may wait in the process for its
-   * transactions under way (ingest.ts INGEST_IN_FLIGHT), so each later batch comes through its own and reaches the
-   * database whatever that number is.
+   * Two more plane processes' handles. Through this process the later batches start transactions of their own (the
+   * project has fewer than INGEST_IN_FLIGHT under way); through the others they reach the database whatever that
+   * number is.
    */
   let others: PlaneDatabase[];
   let sql: postgres.Sql;
@@ -139,42 +139,49 @@ describe.skipIf(!pg)('the clocks on postgres: a batch that draws its keys first 
     }
   }
 
-  it('holds the later batches until it commits: a reader never pages past its keys (change feed, quarantine, inbox)', async () => {
-    const { db } = plane;
-    const { projectId } = await createKey(db, { project: 'clocks', scopes: ['ingest'], createProject: true });
-    const ingest = async (run: string, through = db) => {
-      const writer = `w-${run}`;
-      const out = await ingestBatch(through, projectId, writer, undefined, await pausedAndRefused(run, writer));
-      expect(out.rejected).toBe(1);
-    };
-    await ingest('r0');
-    await ingest('r1');
-    const r = reader(db, projectId);
-    expect(await r.next()).toBe(true);
-    // the held batch's last stamp (the inbox's, after the change feed's and the quarantine's) waits: it holds every
-    // key it drew; two later batches, each a new run of the project, wait on its clocks, or (were the clocks not held
-    // to commit) commit keys above its keys
-    await holding(
-      'pending_interrupts',
-      'UPDATE',
-      "NEW.execution_id = 'rA' AND NEW.opened_seq > 0",
-      () => ingest('rA'),
-      [() => ingest('rB', others[0].db), () => ingest('rC', others[1].db)],
-      async () => {
-        while (await r.next());
-        expect.soft(r.seen.changes, 'the change feed, while a batch is held').toEqual(['r0', 'r1']);
-      },
-    );
-    while (await r.next());
-    const runs = ['r0', 'r1', 'rA', 'rB', 'rC'];
-    expect.soft(r.seen.changes.toSorted(), 'the change feed, paged').toEqual(runs);
-    expect.soft(r.seen.quarantine.toSorted(), 'the quarantine, paged').toEqual(runs.map((x) => `bad-${x}`));
-    expect.soft(r.seen.pauses.toSorted(), 'the inbox, paged').toEqual(runs);
-    // the held batch drew first: its keys are below the later batches'
-    expect(r.seen.changes.slice(0, 3)).toEqual(['r0', 'r1', 'rA']);
-    const whole = await listQuarantine(db, projectId, { limit: 10 });
-    expect(whole.items.map((i) => i.rowId).slice(0, 3)).toEqual(['bad-r0', 'bad-r1', 'bad-rA']);
-  }, 60_000);
+  it.each(['this', 'other'] as const)(
+    'holds the later batches until it commits: a reader never pages past its keys (change feed, quarantine, inbox); the later batches through %s plane process(es)',
+    async (via) => {
+      const { db } = plane;
+      const { projectId } = await createKey(db, { project: `clocks-${via}`, scopes: ['ingest'], createProject: true });
+      const ingest = async (run: string, through = db) => {
+        const writer = `w-${run}`;
+        const out = await ingestBatch(through, projectId, writer, undefined, await pausedAndRefused(run, writer));
+        expect(out.rejected).toBe(1);
+      };
+      await ingest('r0');
+      await ingest('r1');
+      const r = reader(db, projectId);
+      expect(await r.next()).toBe(true);
+      // the held batch's last stamp (the inbox's, after the change feed's and the quarantine's) waits: it holds every
+      // key it drew; two later batches, each a new run of the project, wait on its clocks, or (were the clocks not held
+      // to commit) commit keys above its keys
+      await holding(
+        'pending_interrupts',
+        'UPDATE',
+        "NEW.execution_id = 'rA' AND NEW.opened_seq > 0",
+        () => ingest('rA'),
+        [
+          () => ingest('rB', via === 'this' ? db : others[0].db),
+          () => ingest('rC', via === 'this' ? db : others[1].db),
+        ],
+        async () => {
+          while (await r.next());
+          expect.soft(r.seen.changes, 'the change feed, while a batch is held').toEqual(['r0', 'r1']);
+        },
+      );
+      while (await r.next());
+      const runs = ['r0', 'r1', 'rA', 'rB', 'rC'];
+      expect.soft(r.seen.changes.toSorted(), 'the change feed, paged').toEqual(runs);
+      expect.soft(r.seen.quarantine.toSorted(), 'the quarantine, paged').toEqual(runs.map((x) => `bad-${x}`));
+      expect.soft(r.seen.pauses.toSorted(), 'the inbox, paged').toEqual(runs);
+      // the held batch drew first: its keys are below the later batches'
+      expect(r.seen.changes.slice(0, 3)).toEqual(['r0', 'r1', 'rA']);
+      const whole = await listQuarantine(db, projectId, { limit: 10 });
+      expect(whole.items.map((i) => i.rowId).slice(0, 3)).toEqual(['bad-r0', 'bad-r1', 'bad-rA']);
+    },
+    60_000,
+  );
 
   it('holds the later recordings until it commits: a follower of the decision feed never pages past its seq', async () => {
     const { db } = plane;

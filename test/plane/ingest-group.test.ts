@@ -110,24 +110,31 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
     expect(n, 'rows counted on the writers').toBe(2 * BATCHES);
   }, 60_000);
 
-  it('a batch that fails in its group fails alone; the others commit', async () => {
+  it('a batch that fails late in its group fails alone, leaving nothing of it; the others commit', async () => {
     const { db } = plane;
     const { projectId } = await createKey(db, { project: 'one-fails', scopes: ['ingest'], createProject: true });
-    const batches = await Promise.all(
-      Array.from({ length: INGEST_IN_FLIGHT + 4 }, (_, i) => runRows(`f-${i}`, `w-${i}`)),
+    const runs = await Promise.all(
+      Array.from({ length: INGEST_IN_FLIGHT + 4 }, (_, i) => runRows(`f-${i}`, `w-${i}`, 3)),
     );
-    // one of the group's batches (those after the first INGEST_IN_FLIGHT) fails
+    // every run's first row is on the plane; the group brings the next two of each
+    for (const [i, rows] of runs.entries()) await ingestBatch(db, projectId, `w-${i}`, undefined, rows.slice(0, 1));
+    // one of the group's batches (those after the first INGEST_IN_FLIGHT) fails at its last statement, after adding
+    // rows to its run and quarantining a refused row; the batch after it refuses a row too
     const doomed = INGEST_IN_FLIGHT + 1;
+    const batches = runs.map((rows, i) => [
+      ...rows.slice(1),
+      ...(i === doomed || i === doomed + 1 ? [{ kind: 'checkpoint', id: `bad-${i}` }] : []),
+    ]);
     await db.execute(
       sql.raw(`
         CREATE OR REPLACE FUNCTION test_doom() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-          IF NEW.execution_id = 'f-${doomed}' THEN RAISE EXCEPTION 'doomed run'; END IF;
+          IF NEW.writer_id = 'w-${doomed}' THEN RAISE EXCEPTION 'doomed batch'; END IF;
           RETURN NEW;
         END $$`),
     );
     await db.execute(
-      sql.raw('CREATE TRIGGER test_doom AFTER INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION test_doom()'),
+      sql.raw('CREATE TRIGGER test_doom BEFORE INSERT OR UPDATE ON writers FOR EACH ROW EXECUTE FUNCTION test_doom()'),
     );
     try {
       const before = ingestStats(db);
@@ -144,26 +151,73 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
           expect(
             a.status === 'rejected' && String((a.reason as { cause?: unknown }).cause ?? a.reason),
             'the doomed batch',
-          ).toMatch(/doomed run/);
-        else expect(a.status === 'fulfilled' && a.value.accepted, `batch ${i}`).toBe(2);
+          ).toMatch(/doomed batch/);
+        else {
+          expect(a.status === 'fulfilled' && a.value.accepted, `batch ${i}`).toBe(2);
+          expect(a.status === 'fulfilled' && a.value.rejected, `batch ${i}`).toBe(i === doomed + 1 ? 1 : 0);
+        }
       });
+      // each summary counts its run's rows (the doomed batch's rows, counted in its savepoint, were not kept)
       const counts = await rowCounts(db, projectId);
-      expect([...counts.keys()].toSorted()).toEqual(
-        batches.flatMap((_, i) => (i === doomed ? [] : [`f-${i}`])).toSorted(),
+      expect(Object.fromEntries(counts)).toEqual(
+        Object.fromEntries(runs.map((_, i) => [`f-${i}`, i === doomed ? 1 : 3])),
       );
-      expect((await feedOf(db, projectId)).toSorted()).toEqual([...counts.keys()].toSorted());
-      const w = await db.execute<{ writer_id: string }>(
-        sql`SELECT writer_id FROM writers WHERE project_id = ${projectId} ORDER BY writer_id`,
+      // one quarantine record, the project's first id: the doomed batch's record left no key drawn behind it
+      const q = rowsOf<{ id: number; row_id: string }>(
+        await db.execute(sql`SELECT id::int AS id, row_id FROM quarantine WHERE project_id = ${projectId}`),
       );
-      const writers = rowsOf<{ writer_id: string }>(w);
-      expect(
-        writers.map((r) => r.writer_id),
-        'the failed batch left no trace',
-      ).not.toContain(`w-${doomed}`);
+      expect(q).toEqual([{ id: 1, row_id: `bad-${doomed + 1}` }]);
+      const acked = rowsOf<{ writer_id: string; rows_acked: number; rows_rejected: number }>(
+        await db.execute(sql`
+          SELECT writer_id, rows_acked::int, rows_rejected::int FROM writers
+          WHERE project_id = ${projectId} AND writer_id IN (${`w-${doomed}`}, ${`w-${doomed + 1}`}) ORDER BY writer_id`),
+      );
+      expect(acked, "the doomed batch's writer keeps what it had").toEqual([
+        { writer_id: `w-${doomed}`, rows_acked: 1, rows_rejected: 0 },
+        { writer_id: `w-${doomed + 1}`, rows_acked: 3, rows_rejected: 1 },
+      ]);
     } finally {
-      await db.execute(sql.raw('DROP TRIGGER test_doom ON checkpoints'));
+      await db.execute(sql.raw('DROP TRIGGER test_doom ON writers'));
     }
   }, 60_000);
+
+  it.skipIf(kind !== 'postgres')(
+    "a run whose owner record another transaction holds holds up its own batches only, not its project's others",
+    async () => {
+      const { db } = plane;
+      const { projectId } = await createKey(db, { project: 'held-owner', scopes: ['ingest'], createProject: true });
+      const held = await runRows('held-run', 'w-held', 3);
+      await ingestBatch(db, projectId, 'w-held', undefined, held.slice(0, 1));
+      const others = await Promise.all(Array.from({ length: 20 }, (_, i) => runRows(`free-${i}`, `w-free-${i}`)));
+      const postgres = (await import('postgres')).default;
+      const sqlc = postgres(tdb!.url, { max: 1, onnotice: () => {} });
+      try {
+        const heldAnswers = await sqlc.begin(async (blocker) => {
+          await blocker`SELECT 1 FROM run_owners WHERE project_id = ${projectId} AND execution_id = 'held-run' FOR UPDATE`;
+          // the held run's batches first, more of them than the project's transactions under way at once
+          const waiting = Array.from({ length: INGEST_IN_FLIGHT + 1 }, () =>
+            ingestBatch(db, projectId, 'w-held', undefined, held.slice(1)),
+          );
+          let settled = 0;
+          for (const w of waiting) void w.finally(() => settled++);
+          const answers = await Promise.all(
+            others.map((rows, i) => ingestBatch(db, projectId, `w-free-${i}`, undefined, rows)),
+          );
+          for (const a of answers) expect(a.accepted).toBe(2);
+          expect(settled, "the held run's batches, while its owner record is held").toBe(0);
+          return waiting;
+        });
+        const answers = await Promise.all(heldAnswers);
+        // one of them stored the two rows; the others found them stored
+        expect(answers.map((a) => a.accepted).toSorted()).toEqual([...Array(INGEST_IN_FLIGHT).fill(0), 2]);
+        for (const a of answers) expect(a.accepted + a.duplicate).toBe(2);
+        expect((await rowCounts(db, projectId)).get('held-run')).toBe(3);
+      } finally {
+        await sqlc.end({ timeout: 2 });
+      }
+    },
+    60_000,
+  );
 
   it('a group whose transaction fails as a whole is tried again batch by batch', async () => {
     const { db } = plane;

@@ -94,9 +94,9 @@ describe.skipIf(!pg)('listings on postgres: batches committing out of order', ()
   let tdb: TestDatabase;
   let plane: TestPlane;
   /**
-   * A second plane process on the database: a process's later batches of a project may wait in the process for its
-   * transactions under way (plane/ingest.ts INGEST_IN_FLIGHT), so the later ones come through this one and reach the
-   * database whatever that number is.
+   * A second plane process on the database. Through the first the later batches start transactions of their own (the
+   * project has fewer than INGEST_IN_FLIGHT under way); through this one they reach the database whatever that
+   * number is.
    */
   let other: TestPlane;
   let sql: postgres.Sql;
@@ -113,53 +113,61 @@ describe.skipIf(!pg)('listings on postgres: batches committing out of order', ()
     await tdb?.drop();
   });
 
-  it('a batch held before its commit while two later batches commit is still seen by a reader that paged past them: its refused row and its pause', async () => {
-    const key = await plane.key('p', ['ingest', 'read']);
-    const ingest = (writerId: string, rows: unknown[], through = plane) =>
-      call(`${through.url}/v1/ingest`, { key, json: { protocol: 1, writerId, rows } });
-    expect((await ingest('wA', await pausedAndRefused('r0', 'bad-0', 'wA'))).status).toBe(200);
-    expect((await ingest('w1', await pausedAndRefused('r1', 'bad-1', 'w1'))).status).toBe(200);
-    const readers = { quarantine: walker(plane, key, 'quarantine'), pauses: walker(plane, key, 'pauses') };
-    for (const r of Object.values(readers)) expect(await r.next()).not.toBeNull();
+  it.each(['this', 'another'] as const)(
+    'a batch held before its commit while two later batches commit is still seen by a reader that paged past them: its refused row and its pause; the later batches through %s plane process',
+    async (via) => {
+      const key = await plane.key(`p-${via}`, ['ingest', 'read']);
+      const ingest = (writerId: string, rows: unknown[], through = plane) =>
+        call(`${through.url}/v1/ingest`, { key, json: { protocol: 1, writerId, rows } });
+      expect((await ingest('wA', await pausedAndRefused('r0', 'bad-0', 'wA'))).status).toBe(200);
+      expect((await ingest('w1', await pausedAndRefused('r1', 'bad-1', 'w1'))).status).toBe(200);
+      const readers = { quarantine: walker(plane, key, 'quarantine'), pauses: walker(plane, key, 'pauses') };
+      for (const r of Object.values(readers)) expect(await r.next()).not.toBeNull();
 
-    // the barrier: wA's writers row, locked here; wA's next batch draws its keys, then waits on it until COMMIT below
-    const blocker = await sql.reserve();
-    let held = true;
-    try {
-      await blocker`BEGIN`;
-      const [{ pid }] = await blocker`SELECT pg_backend_pid() AS pid`;
-      await blocker`SELECT 1 FROM writers WHERE writer_id = 'wA' FOR UPDATE`;
-      const slow = ingest('wA', await pausedAndRefused('rA', 'bad-A', 'wA'));
-      await until('the held batch waits on the barrier', async () => {
-        const [w] =
-          await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND ${pid}::int = ANY(pg_blocking_pids(pid))`;
-        return w.n > 0;
-      });
-      expect((await ingest('wB', await pausedAndRefused('rB', 'bad-B', 'wB'), other)).status).toBe(200);
-      expect((await ingest('wC', await pausedAndRefused('rC', 'bad-C', 'wC'), other)).status).toBe(200);
-      // each reader pages past wB's entry (and past where wA's keys would be, were they drawn before their commit)
-      for (const r of Object.values(readers)) {
-        expect(await r.next()).not.toBeNull();
-        expect(await r.next()).not.toBeNull();
+      // the barrier: wA's writers row, locked here; wA's next batch draws its keys, then waits on it until COMMIT below
+      const blocker = await sql.reserve();
+      let held = true;
+      try {
+        await blocker`BEGIN`;
+        const [{ pid }] = await blocker`SELECT pg_backend_pid() AS pid`;
+        await blocker`SELECT 1 FROM writers WHERE writer_id = 'wA' FOR UPDATE`;
+        const slow = ingest('wA', await pausedAndRefused('rA', 'bad-A', 'wA'));
+        await until('the held batch waits on the barrier', async () => {
+          const [w] =
+            await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND ${pid}::int = ANY(pg_blocking_pids(pid))`;
+          return w.n > 0;
+        });
+        expect(
+          (await ingest('wB', await pausedAndRefused('rB', 'bad-B', 'wB'), via === 'this' ? plane : other)).status,
+        ).toBe(200);
+        expect(
+          (await ingest('wC', await pausedAndRefused('rC', 'bad-C', 'wC'), via === 'this' ? plane : other)).status,
+        ).toBe(200);
+        // each reader pages past wB's entry (and past where wA's keys would be, were they drawn before their commit)
+        for (const r of Object.values(readers)) {
+          expect(await r.next()).not.toBeNull();
+          expect(await r.next()).not.toBeNull();
+        }
+        expect(readers.quarantine.seen).toEqual(['bad-0', 'bad-1', 'bad-B']);
+        expect(readers.pauses.seen).toEqual(['r0', 'r1', 'rB']);
+        await blocker`COMMIT`;
+        held = false;
+        expect((await slow).status).toBe(200);
+      } finally {
+        if (held) await blocker`ROLLBACK`.catch(() => {});
+        blocker.release();
       }
-      expect(readers.quarantine.seen).toEqual(['bad-0', 'bad-1', 'bad-B']);
-      expect(readers.pauses.seen).toEqual(['r0', 'r1', 'rB']);
-      await blocker`COMMIT`;
-      held = false;
-      expect((await slow).status).toBe(200);
-    } finally {
-      if (held) await blocker`ROLLBACK`.catch(() => {});
-      blocker.release();
-    }
-    for (const r of Object.values(readers)) while ((await r.next()) !== null);
-    // every entry once, wA's held batch included; the reader's walk is the listing read whole
-    expect
-      .soft(readers.quarantine.seen.toSorted(), 'the quarantine, paged')
-      .toEqual(['bad-0', 'bad-1', 'bad-A', 'bad-B', 'bad-C']);
-    expect.soft(readers.pauses.seen.toSorted(), 'the inbox, paged').toEqual(['r0', 'r1', 'rA', 'rB', 'rC']);
-    expect
-      .soft(readers.quarantine.seen, 'the quarantine, paged and whole')
-      .toEqual(await whole(plane, key, 'quarantine'));
-    expect.soft(readers.pauses.seen, 'the inbox, paged and whole').toEqual(await whole(plane, key, 'pauses'));
-  }, 60_000);
+      for (const r of Object.values(readers)) while ((await r.next()) !== null);
+      // every entry once, wA's held batch included; the reader's walk is the listing read whole
+      expect
+        .soft(readers.quarantine.seen.toSorted(), 'the quarantine, paged')
+        .toEqual(['bad-0', 'bad-1', 'bad-A', 'bad-B', 'bad-C']);
+      expect.soft(readers.pauses.seen.toSorted(), 'the inbox, paged').toEqual(['r0', 'r1', 'rA', 'rB', 'rC']);
+      expect
+        .soft(readers.quarantine.seen, 'the quarantine, paged and whole')
+        .toEqual(await whole(plane, key, 'quarantine'));
+      expect.soft(readers.pauses.seen, 'the inbox, paged and whole').toEqual(await whole(plane, key, 'pauses'));
+    },
+    60_000,
+  );
 });
