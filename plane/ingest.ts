@@ -11,7 +11,7 @@ import { startWithin, utf8Bytes } from '../shared/json.js';
 import { ExecutionId, executionOfEvent, OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RowResult } from '../shared/protocol.js';
 import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
-import { checkpoints, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
+import { checkpoints, events, holes, quarantine, runContacts, runTakeovers, writers } from './db/schema.js';
 import { issuesText } from './http/errors.js';
 import { announceChanges } from './changes.js';
 import { placeholderFrom, stampKeys } from './clocks.js';
@@ -476,8 +476,9 @@ async function stampQuarantine(tx: Tx, projectId: string, placeholders: number[]
 /**
  * A writer whose run another writer took over at the plane (`run_takeovers`,
  * this writer the loser) has its later rows of that run refused: checkpoints
- * after the takeover's seq and pause events. Idempotency entries still land
- * (an effect that ran is worth knowing about).
+ * after the takeover's seq and pause events, but those the plane already
+ * stores (a batch sent again), which are answered by their id. Idempotency
+ * entries still land (an effect that ran is worth knowing about).
  */
 async function refuseTakenOver(tx: Tx, projectId: string, writerId: string, items: Item[]): Promise<void> {
   const ids = [...new Set(items.filter((i) => !i.result && i.executionId).map((i) => i.executionId!))];
@@ -499,24 +500,29 @@ async function refuseTakenOver(tx: Tx, projectId: string, writerId: string, item
     )
     .orderBy(runTakeovers.fromSeq);
   if (!lost.length) return;
-  // a row the plane already stores (a batch sent again after its answer was lost) is answered by its id, as ever
-  const candidates = items.filter((i) => !i.result && i.event?.kind === 'checkpoint').map((i) => i.event!.id);
-  const stored = new Set(
-    candidates.length
-      ? (
-          await tx
-            .select({ id: checkpoints.id })
-            .from(checkpoints)
-            .where(and(eq(checkpoints.projectId, projectId), inArray(checkpoints.id, candidates)))
-        ).map((r) => r.id)
-      : [],
-  );
+  // a row or pause event the plane already stores (a batch sent again after its answer was lost) is answered by its
+  // id, as ever: duplicate, or conflict for another payload
+  const candidates = items
+    .filter((i) => !i.result && (i.event?.kind === 'checkpoint' || i.event?.kind.startsWith('interrupt_')))
+    .map((i) => i.event!.id);
+  const stored = new Set<string>();
+  if (candidates.length) {
+    const rows = await tx
+      .select({ id: checkpoints.id })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.projectId, projectId), inArray(checkpoints.id, candidates)));
+    const stamped = await tx
+      .select({ id: events.id })
+      .from(events)
+      .where(and(eq(events.projectId, projectId), inArray(events.id, candidates)));
+    for (const r of [...rows, ...stamped]) stored.add(r.id);
+  }
   const first = new Map<string, (typeof lost)[number]>();
   for (const l of lost) if (!first.has(l.executionId)) first.set(l.executionId, l);
   for (const item of items) {
     const t = item.executionId ? first.get(item.executionId) : undefined;
     const e = item.event;
-    if (!t || item.result || !e || (e.kind === 'checkpoint' && stored.has(e.id))) continue;
+    if (!t || item.result || !e || stored.has(e.id)) continue;
     const refused = e.kind === 'checkpoint' ? e.row.seq > t.fromSeq : e.kind.startsWith('interrupt_');
     if (refused) {
       reject(

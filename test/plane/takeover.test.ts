@@ -34,6 +34,35 @@ for (const backend of ['pglite', 'postgres'] as const) {
     const takeover = (id: string, writerId: string, seq: number) =>
       call(`${plane.url}/v1/executions/${id}/takeover`, { key, json: { writerId, seq } });
 
+    it('a batch sent again after the run was taken over is answered as stored where the plane holds its rows and pause events: duplicate, not taken_over', async () => {
+      // machine A paused the run, resumed it and wrote on; the plane stored the batch, its answer was lost
+      const rows = await eventsOf(async (s) => {
+        await s.put(step('tk-resend', 0));
+        const { checkpoint } = await s.recordInterrupt(pause('tk-resend', 1), { reason: 'r', context: null });
+        await s.claimInterrupt(
+          { executionId: 'tk-resend', checkpointId: checkpoint.id },
+          { next: step('tk-resend', 2) },
+        );
+      }, 'machine-a');
+      expect(rows.map((r) => r.kind)).toContain('interrupt_claimed');
+      expect((await ingest(rows, 'machine-a')).body.accepted).toBe(rows.length);
+      // A is heard from no more; once its hold expired, B takes the run over at its newest row
+      await new Promise((r) => setTimeout(r, DELAY_MS + 500));
+      expect((await takeover('tk-resend', 'machine-b', 2)).status).toBe(200);
+      const again = await ingest(rows, 'machine-a');
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({ accepted: 0, duplicate: rows.length, rejected: 0 });
+      // a pause event A never sent before is still refused: A lost the run
+      const late = await eventsOf(async (s) => {
+        await s.recordInterrupt(pause('tk-resend', 3), { reason: 'r', context: null });
+      }, 'machine-a');
+      const refused = await ingest(
+        late.filter((r) => r.kind === 'interrupt_opened'),
+        'machine-a',
+      );
+      expect(refused.body.results).toEqual([expect.objectContaining({ status: 'rejected', code: 'taken_over' })]);
+    }, 30_000);
+
     it('refused while its writer was heard from within the delay (LEASE_LIVE), for a stale copy (STALE_COPY) and for a paused run; then exactly one of two writers wins; the loser of the run has its later rows refused as taken_over and is told so', async () => {
       // machine A wrote two rows of the run and was last heard from now
       const a = await eventsOf(async (s) => {
