@@ -75,10 +75,13 @@ export class KeyedGroupCommit<T, R> {
         answers = group.map(() => ({ ok: false, error }));
       }
       group.forEach((w, i) => {
-        void Promise.resolve(answers[i]).then((a) => {
-          if (a?.ok) w.resolve(a.value);
-          else w.reject(a ? a.error : new Error('group commit: no answer for a submission'));
-        });
+        void Promise.resolve(answers[i]).then(
+          (a) => {
+            if (a?.ok) w.resolve(a.value);
+            else w.reject(a ? a.error : new Error('group commit: no answer for a submission'));
+          },
+          (error: unknown) => w.reject(error),
+        );
       });
       group = this.take(k.waiting);
     }

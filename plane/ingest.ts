@@ -147,17 +147,23 @@ export interface IngestCounts {
  * `ingestBatch`) shares them, as the handle's pool is shared, and they go with the handle (the long polls' watchers
  * are kept the same way, writer-wakes.ts).
  */
-const registry = new WeakMap<PlaneDb, { group: KeyedGroupCommit<Batch, IngestOutcome>; counts: IngestCounts }>();
+const registry = new WeakMap<PlaneDb, Registered>();
 
-function registered(db: PlaneDb) {
+interface Registered {
+  group: KeyedGroupCommit<Batch, IngestOutcome>;
+  counts: IngestCounts;
+  /** Per held run (project and run), the batches waiting for its owner record, one after another (`afterHeld`). */
+  held: Map<string, Promise<unknown>>;
+}
+
+function registered(db: PlaneDb): Registered {
   let r = registry.get(db);
   if (!r) {
-    const counts: IngestCounts = { transactions: 0, batches: 0, largest: 0, apart: 0 };
     const group = new KeyedGroupCommit<Batch, IngestOutcome>(
-      (project, batches) => commitOrApart(db, project, batches, counts),
+      (project, batches) => commitOrApart(db, r!, project, batches),
       { inFlight: INGEST_IN_FLIGHT, items: GROUP_BATCHES, weight: GROUP_ROWS, weightOf: (b) => b.rows.length },
     );
-    r = { group, counts };
+    r = { group, counts: { transactions: 0, batches: 0, largest: 0, apart: 0 }, held: new Map() };
     registry.set(db, r);
   }
   return r;
@@ -208,43 +214,63 @@ export const INGEST_IN_FLIGHT = 4;
 const GROUP_BATCHES = 64;
 const GROUP_ROWS = 2 * LIMITS.batchRows;
 
+/** An answer now, or one to come (a batch sent on its own way). */
+type Answer = Settled<IngestOutcome> | Promise<Settled<IngestOutcome>>;
+
 /**
  * Commit a group in one transaction, and should that transaction fail as a whole (a deadlock with another process,
- * a lost connection), each of its batches in a transaction of its own.
+ * a lost connection), each of its batches in a transaction of its own, one after another, each answered as it ends.
  */
-async function commitOrApart(
-  db: PlaneDb,
-  projectId: string,
-  batches: Batch[],
-  counts: IngestCounts,
-): Promise<(Settled<IngestOutcome> | Promise<Settled<IngestOutcome>>)[]> {
+async function commitOrApart(db: PlaneDb, r: Registered, projectId: string, batches: Batch[]): Promise<Answer[]> {
   try {
-    return await commitInOneTransaction(db, projectId, batches, counts);
+    return await commitInOneTransaction(db, r, projectId, batches);
   } catch (error) {
     if (batches.length === 1) return [{ ok: false, error }];
-    counts.apart += batches.length;
-    // one after another, each answered as its own commits
+    r.counts.apart += batches.length;
     let previous: Promise<unknown> = Promise.resolve();
     return batches.map((b) => {
-      const next = previous.then(() => alone(db, projectId, b, counts, true));
+      const next = previous.then(() => alone(db, r, projectId, b));
       previous = next;
       return next;
     });
   }
 }
 
-/** One batch in a transaction of its own (`wait`: for its runs' owner records): its answer, never a rejection. */
-function alone(
-  db: PlaneDb,
-  projectId: string,
-  b: Batch,
-  counts: IngestCounts,
-  wait: boolean,
-): Promise<Settled<IngestOutcome>> {
-  return commitInOneTransaction(db, projectId, [b], counts, wait).then(
+/** One batch in a transaction of its own: its answer, never a rejection. */
+function alone(db: PlaneDb, r: Registered, projectId: string, b: Batch): Promise<Settled<IngestOutcome>> {
+  return commitInOneTransaction(db, r, projectId, [b]).then(
     ([one]) => one,
     (error: unknown) => ({ ok: false as const, error }),
   );
+}
+
+/**
+ * A batch of runs whose owner records another transaction holds: it waits for them outside any transaction of the
+ * project (a transaction that only locks them and lets go, so no clock is held meanwhile), then commits alone, going
+ * through the same check again. The batches waiting for one run wait one after another, so a run held long ties up
+ * one connection, whatever its writer resends meanwhile.
+ */
+function afterHeld(
+  db: PlaneDb,
+  r: Registered,
+  projectId: string,
+  b: Batch,
+  held: string[],
+): Promise<Settled<IngestOutcome>> {
+  const key = `${projectId}\u0000${held[0]}`;
+  const next = (r.held.get(key) ?? Promise.resolve()).then(async (): Promise<Settled<IngestOutcome>> => {
+    try {
+      await db.transaction((tx) => lockOwners(tx, projectId, held));
+    } catch (error) {
+      return { ok: false, error };
+    }
+    return alone(db, r, projectId, b);
+  });
+  r.held.set(key, next);
+  void next.then(() => {
+    if (r.held.get(key) === next) r.held.delete(key);
+  });
+  return next;
 }
 
 /** The runs a batch's rows are of, a refused row's too when it names one (its hole is recorded under it). */
@@ -257,17 +283,17 @@ function runsOf(items: Item[]): string[] {
 
 async function commitInOneTransaction(
   db: PlaneDb,
+  r: Registered,
   projectId: string,
   batches: Batch[],
-  counts: IngestCounts,
-  wait = false,
-): Promise<(Settled<IngestOutcome> | Promise<Settled<IngestOutcome>>)[]> {
+): Promise<Answer[]> {
+  const { counts } = r;
   // parsed afresh for each attempt; applied in writer order, so every group locks the writers' records in one order
   const entries = batches.map((b, i) => ({ b, i, items: prepare(b.rows) }));
   entries.sort((x, y) => (x.b.writerId < y.b.writerId ? -1 : x.b.writerId > y.b.writerId ? 1 : x.i - y.i));
   const failed = new Map<number, unknown>();
-  /** Batches of runs whose owner records another transaction holds: sent on their own way, so the group need not wait. */
-  const aside = new Set<number>();
+  /** Batches of runs whose owner records another transaction holds → those runs: sent on their own way (`afterHeld`). */
+  const aside = new Map<number, string[]>();
   let state: GroupState = {
     touched: new Set(),
     added: new Map(),
@@ -282,14 +308,16 @@ async function commitInOneTransaction(
     if (entries.some(({ items }) => items.some((i) => !i.result && i.event?.kind === 'decision_recorded')))
       await lockDecisionFeed(tx, projectId);
     // then every batch's runs' owners, in one statement: a claim, takeover or cancel of one of them waits for this
-    // transaction, or it for them. Unless told to wait, a transaction waits for none: the batches of runs another
-    // transaction holds are sent on their own way (to a transaction that waits, outside the project's
-    // INGEST_IN_FLIGHT), so one held run does not hold up its project's other batches
-    const runs = entries.flatMap(({ items }) => runsOf(items));
-    if (wait) await lockOwners(tx, projectId, runs);
-    else {
-      const held = await lockFreeOwners(tx, projectId, runs);
-      for (const { i, items } of entries) if (runsOf(items).some((id) => held.has(id))) aside.add(i);
+    // transaction, or it for them. A transaction waits for none: the batches of runs another transaction holds are
+    // sent on their own way (afterHeld), so one held run does not hold up its project's other batches
+    const held = await lockFreeOwners(
+      tx,
+      projectId,
+      entries.flatMap(({ items }) => runsOf(items)),
+    );
+    for (const { i, items } of entries) {
+      const mine = [...new Set(runsOf(items).filter((id) => held.has(id)))].sort();
+      if (mine.length) aside.set(i, mine);
     }
     const applied = entries.filter(({ i }) => !aside.has(i));
     if (applied.length === 1) await applyBatch(tx, projectId, applied[0].b, applied[0].items, state);
@@ -319,7 +347,7 @@ async function commitInOneTransaction(
     answers.set(i, failed.has(i) ? { ok: false, error: failed.get(i) } : { ok: true, value: outcomeOf(items) });
   }
   if ([...answers.values()].some((a) => a.ok && a.value.decisions.stored)) announceDecisions(db, projectId);
-  return batches.map((b, i) => answers.get(i) ?? alone(db, projectId, b, counts, true));
+  return batches.map((b, i) => answers.get(i) ?? afterHeld(db, r, projectId, b, aside.get(i)!));
 }
 
 function outcomeOf(items: Item[]): IngestOutcome {
@@ -502,27 +530,41 @@ async function refuseTakenOver(tx: Tx, projectId: string, writerId: string, item
   if (!lost.length) return;
   // a row or pause event the plane already stores (a batch sent again after its answer was lost) is answered by its
   // id, as ever: duplicate, or conflict for another payload
-  const candidates = items
-    .filter((i) => !i.result && (i.event?.kind === 'checkpoint' || i.event?.kind.startsWith('interrupt_')))
-    .map((i) => i.event!.id);
-  const stored = new Set<string>();
-  if (candidates.length) {
-    const rows = await tx
-      .select({ id: checkpoints.id })
-      .from(checkpoints)
-      .where(and(eq(checkpoints.projectId, projectId), inArray(checkpoints.id, candidates)));
-    const stamped = await tx
-      .select({ id: events.id })
-      .from(events)
-      .where(and(eq(events.projectId, projectId), inArray(events.id, candidates)));
-    for (const r of [...rows, ...stamped]) stored.add(r.id);
-  }
+  const ofKind = (pause: boolean) =>
+    items
+      .filter(
+        (i) => !i.result && i.event && (pause ? i.event.kind.startsWith('interrupt_') : i.event.kind === 'checkpoint'),
+      )
+      .map((i) => i.event!.id);
+  const rows = ofKind(false);
+  const pauses = ofKind(true);
+  // each looked up where its kind is stored: an id stored as the other kind is not this row
+  const storedRows = new Set(
+    rows.length
+      ? (
+          await tx
+            .select({ id: checkpoints.id })
+            .from(checkpoints)
+            .where(and(eq(checkpoints.projectId, projectId), inArray(checkpoints.id, rows)))
+        ).map((r) => r.id)
+      : [],
+  );
+  const storedPauses = new Set(
+    pauses.length
+      ? (
+          await tx
+            .select({ id: events.id })
+            .from(events)
+            .where(and(eq(events.projectId, projectId), inArray(events.id, pauses)))
+        ).map((r) => r.id)
+      : [],
+  );
   const first = new Map<string, (typeof lost)[number]>();
   for (const l of lost) if (!first.has(l.executionId)) first.set(l.executionId, l);
   for (const item of items) {
     const t = item.executionId ? first.get(item.executionId) : undefined;
     const e = item.event;
-    if (!t || item.result || !e || stored.has(e.id)) continue;
+    if (!t || item.result || !e || (e.kind === 'checkpoint' ? storedRows : storedPauses).has(e.id)) continue;
     const refused = e.kind === 'checkpoint' ? e.row.seq > t.fromSeq : e.kind.startsWith('interrupt_');
     if (refused) {
       reject(

@@ -190,7 +190,7 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
       await ingestBatch(db, projectId, 'w-held', undefined, held.slice(0, 1));
       const others = await Promise.all(Array.from({ length: 20 }, (_, i) => runRows(`free-${i}`, `w-free-${i}`)));
       const postgres = (await import('postgres')).default;
-      const sqlc = postgres(tdb!.url, { max: 1, onnotice: () => {} });
+      const sqlc = postgres(tdb!.url, { max: 2, onnotice: () => {} });
       try {
         const heldAnswers = await sqlc.begin(async (blocker) => {
           await blocker`SELECT 1 FROM run_owners WHERE project_id = ${projectId} AND execution_id = 'held-run' FOR UPDATE`;
@@ -199,12 +199,26 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
             ingestBatch(db, projectId, 'w-held', undefined, held.slice(1)),
           );
           let settled = 0;
-          for (const w of waiting) void w.finally(() => settled++);
+          for (const w of waiting)
+            void w.then(
+              () => settled++,
+              () => settled++,
+            );
           const answers = await Promise.all(
             others.map((rows, i) => ingestBatch(db, projectId, `w-free-${i}`, undefined, rows)),
           );
           for (const a of answers) expect(a.accepted).toBe(2);
           expect(settled, "the held run's batches, while its owner record is held").toBe(0);
+          // they wait one after another: one transaction waits for the record, whatever the number of its batches
+          const waitingOnLocks = async () =>
+            (
+              await sqlc<{ n: number }[]>`
+                SELECT count(*)::int AS n FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock'`
+            )[0].n;
+          await until('a transaction waits for the held record', async () => (await waitingOnLocks()) > 0);
+          await new Promise((r) => setTimeout(r, 200));
+          expect(await waitingOnLocks(), 'transactions waiting for the held record').toBe(1);
           return waiting;
         });
         const answers = await Promise.all(heldAnswers);

@@ -61,6 +61,17 @@ for (const backend of ['pglite', 'postgres'] as const) {
         'machine-a',
       );
       expect(refused.body.results).toEqual([expect.objectContaining({ status: 'rejected', code: 'taken_over' })]);
+      // nor does a later row of A pass under the id of a pause event the plane stores (ids are looked up by kind)
+      const claimed = rows.find((r) => r.kind === 'interrupt_claimed')!;
+      const [next] = (
+        await eventsOf(async (s) => {
+          for (let i = 0; i <= 3; i++) await s.put(step('tk-resend', i));
+        }, 'machine-a')
+      ).slice(3) as Extract<(typeof rows)[number], { kind: 'checkpoint' }>[];
+      const disguised = { ...next, id: claimed.id, row: { ...next.row, id: claimed.id } };
+      expect((await ingest([disguised], 'machine-a')).body.results).toEqual([
+        expect.objectContaining({ status: 'rejected', code: 'taken_over' }),
+      ]);
     }, 30_000);
 
     it('refused while its writer was heard from within the delay (LEASE_LIVE), for a stale copy (STALE_COPY) and for a paused run; then exactly one of two writers wins; the loser of the run has its later rows refused as taken_over and is told so', async () => {
