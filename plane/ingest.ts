@@ -536,29 +536,20 @@ async function refuseTakenOver(tx: Tx, projectId: string, writerId: string, item
         (i) => !i.result && i.event && (pause ? i.event.kind.startsWith('interrupt_') : i.event.kind === 'checkpoint'),
       )
       .map((i) => i.event!.id);
-  const rows = ofKind(false);
-  const pauses = ofKind(true);
   // each looked up where its kind is stored: an id stored as the other kind is not this row
-  const storedRows = new Set(
-    rows.length
-      ? (
-          await tx
-            .select({ id: checkpoints.id })
-            .from(checkpoints)
-            .where(and(eq(checkpoints.projectId, projectId), inArray(checkpoints.id, rows)))
-        ).map((r) => r.id)
-      : [],
-  );
-  const storedPauses = new Set(
-    pauses.length
-      ? (
-          await tx
-            .select({ id: events.id })
-            .from(events)
-            .where(and(eq(events.projectId, projectId), inArray(events.id, pauses)))
-        ).map((r) => r.id)
-      : [],
-  );
+  const storedIn = async (table: typeof checkpoints | typeof events, ids: string[]) =>
+    new Set(
+      ids.length
+        ? (
+            await tx
+              .select({ id: table.id })
+              .from(table)
+              .where(and(eq(table.projectId, projectId), inArray(table.id, ids)))
+          ).map((r) => r.id)
+        : [],
+    );
+  const storedRows = await storedIn(checkpoints, ofKind(false));
+  const storedPauses = await storedIn(events, ofKind(true));
   const first = new Map<string, (typeof lost)[number]>();
   for (const l of lost) if (!first.has(l.executionId)) first.set(l.executionId, l);
   for (const item of items) {
