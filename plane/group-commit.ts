@@ -23,8 +23,14 @@ export interface GroupLimits<T> {
   weightOf(item: T): number;
 }
 
+/** A key's submissions waiting for a commit to start, and its commits under way. */
+interface KeyState<T, R> {
+  waiting: Waiter<T, R>[];
+  running: number;
+}
+
 export class KeyedGroupCommit<T, R> {
-  private readonly keys = new Map<string, { waiting: Waiter<T, R>[]; running: number }>();
+  private readonly keys = new Map<string, KeyState<T, R>>();
 
   constructor(
     /**
@@ -58,11 +64,7 @@ export class KeyedGroupCommit<T, R> {
   }
 
   /** Commit `first`, then what waits, a group at a time, until nothing waits; the key is idle once none of its commits runs. */
-  private async drain(
-    key: string,
-    k: { waiting: Waiter<T, R>[]; running: number },
-    first: Waiter<T, R>[],
-  ): Promise<void> {
+  private async drain(key: string, k: KeyState<T, R>, first: Waiter<T, R>[]): Promise<void> {
     let group = first;
     while (group.length) {
       let answers: (Settled<R> | Promise<Settled<R>>)[];

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { LIMITS } from '../shared/limits.js';
 import { startWithin, utf8Bytes } from '../shared/json.js';
+import { codePointOrder } from '../shared/text.js';
 import { ExecutionId, executionOfEvent, OutboxEvent, type Checkpoint, type Decision } from '../shared/rows.js';
 import type { Backlog, RowResult } from '../shared/protocol.js';
 import { type PlaneDb, rowsOf, type Tx } from './db/open.js';
@@ -289,8 +290,11 @@ async function commitInOneTransaction(
 ): Promise<Answer[]> {
   const { counts } = r;
   // parsed afresh for each attempt; applied in writer order, so every group locks the writers' records in one order
-  const entries = batches.map((b, i) => ({ b, i, items: prepare(b.rows) }));
-  entries.sort((x, y) => (x.b.writerId < y.b.writerId ? -1 : x.b.writerId > y.b.writerId ? 1 : x.i - y.i));
+  const entries = batches.map((b, i) => {
+    const items = prepare(b.rows);
+    return { b, i, items, runs: runsOf(items) };
+  });
+  entries.sort((x, y) => codePointOrder(x.b.writerId, y.b.writerId) || x.i - y.i);
   const failed = new Map<number, unknown>();
   /** Batches of runs whose owner records another transaction holds → those runs: sent on their own way (`afterHeld`). */
   const aside = new Map<number, string[]>();
@@ -313,10 +317,10 @@ async function commitInOneTransaction(
     const held = await lockFreeOwners(
       tx,
       projectId,
-      entries.flatMap(({ items }) => runsOf(items)),
+      entries.flatMap(({ runs }) => runs),
     );
-    for (const { i, items } of entries) {
-      const mine = [...new Set(runsOf(items).filter((id) => held.has(id)))].sort();
+    for (const { i, runs } of entries) {
+      const mine = [...new Set(runs.filter((id) => held.has(id)))].sort();
       if (mine.length) aside.set(i, mine);
     }
     const applied = entries.filter(({ i }) => !aside.has(i));

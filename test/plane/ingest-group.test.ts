@@ -7,6 +7,7 @@
  * of the batches waiting behind it.
  */
 import { sql } from 'drizzle-orm';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../plane/auth.js';
 import { changeFeed } from '../../plane/changes.js';
@@ -49,6 +50,33 @@ async function rowCounts(db: PlaneDatabase['db'], projectId: string): Promise<Ma
   const rows = rowsOf<{ execution_id: string; n: number; summary: number }>(got);
   for (const r of rows) expect(r.summary, `the summary of ${r.execution_id} counts its rows`).toBe(r.n);
   return new Map(rows.map((r) => [r.execution_id, r.n]));
+}
+
+/**
+ * Run `fn` with a row trigger on `table` that raises `message` when `when` holds of NEW (`timing`: BEFORE/AFTER and
+ * the events), dropped after: a failure put exactly where a test needs it, on PGlite and Postgres alike.
+ */
+async function withFailure<T>(
+  db: PlaneDatabase['db'],
+  o: { table: string; timing: string; when: string; message: string },
+  fn: () => Promise<T>,
+): Promise<T> {
+  await db.execute(
+    sql.raw(`
+      CREATE OR REPLACE FUNCTION test_fail() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF ${o.when} THEN RAISE EXCEPTION '${o.message}'; END IF;
+        RETURN NEW;
+      END $$`),
+  );
+  await db.execute(
+    sql.raw(`CREATE TRIGGER test_fail ${o.timing} ON ${o.table} FOR EACH ROW EXECUTE FUNCTION test_fail()`),
+  );
+  try {
+    return await fn();
+  } finally {
+    await db.execute(sql.raw(`DROP TRIGGER test_fail ON ${o.table}`));
+  }
 }
 
 const kinds: ('pglite' | 'postgres')[] = pg ? ['pglite', 'postgres'] : ['pglite'];
@@ -125,60 +153,56 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
       ...rows.slice(1),
       ...(i === doomed || i === doomed + 1 ? [{ kind: 'checkpoint', id: `bad-${i}` }] : []),
     ]);
-    await db.execute(
-      sql.raw(`
-        CREATE OR REPLACE FUNCTION test_doom() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          IF NEW.writer_id = 'w-${doomed}' THEN RAISE EXCEPTION 'doomed batch'; END IF;
-          RETURN NEW;
-        END $$`),
-    );
-    await db.execute(
-      sql.raw('CREATE TRIGGER test_doom BEFORE INSERT OR UPDATE ON writers FOR EACH ROW EXECUTE FUNCTION test_doom()'),
-    );
-    try {
-      const before = ingestStats(db);
-      const answers = await Promise.allSettled(
-        batches.map((rows, i) => ingestBatch(db, projectId, `w-${i}`, undefined, rows)),
-      );
-      // one transaction for the group, its doomed batch rolled back to its savepoint: none tried again alone
-      const after = ingestStats(db);
-      expect(after.transactions - before.transactions).toBe(INGEST_IN_FLIGHT + 1);
-      expect(after.apart - before.apart, 'batches tried again alone').toBe(0);
-      expect(after.batches - before.batches).toBe(batches.length - 1);
-      answers.forEach((a, i) => {
-        if (i === doomed)
-          expect(
-            a.status === 'rejected' && String((a.reason as { cause?: unknown }).cause ?? a.reason),
-            'the doomed batch',
-          ).toMatch(/doomed batch/);
-        else {
-          expect(a.status === 'fulfilled' && a.value.accepted, `batch ${i}`).toBe(2);
-          expect(a.status === 'fulfilled' && a.value.rejected, `batch ${i}`).toBe(i === doomed + 1 ? 1 : 0);
-        }
-      });
-      // each summary counts its run's rows (the doomed batch's rows, counted in its savepoint, were not kept)
-      const counts = await rowCounts(db, projectId);
-      expect(Object.fromEntries(counts)).toEqual(
-        Object.fromEntries(runs.map((_, i) => [`f-${i}`, i === doomed ? 1 : 3])),
-      );
-      // one quarantine record, the project's first id: the doomed batch's record left no key drawn behind it
-      const q = rowsOf<{ id: number; row_id: string }>(
-        await db.execute(sql`SELECT id::int AS id, row_id FROM quarantine WHERE project_id = ${projectId}`),
-      );
-      expect(q).toEqual([{ id: 1, row_id: `bad-${doomed + 1}` }]);
-      const acked = rowsOf<{ writer_id: string; rows_acked: number; rows_rejected: number }>(
-        await db.execute(sql`
+    await withFailure(
+      db,
+      {
+        table: 'writers',
+        timing: 'BEFORE INSERT OR UPDATE',
+        when: `NEW.writer_id = 'w-${doomed}'`,
+        message: 'doomed batch',
+      },
+      async () => {
+        const before = ingestStats(db);
+        const answers = await Promise.allSettled(
+          batches.map((rows, i) => ingestBatch(db, projectId, `w-${i}`, undefined, rows)),
+        );
+        // one transaction for the group, its doomed batch rolled back to its savepoint: none tried again alone
+        const after = ingestStats(db);
+        expect(after.transactions - before.transactions).toBe(INGEST_IN_FLIGHT + 1);
+        expect(after.apart - before.apart, 'batches tried again alone').toBe(0);
+        expect(after.batches - before.batches).toBe(batches.length - 1);
+        answers.forEach((a, i) => {
+          if (i === doomed)
+            expect(
+              a.status === 'rejected' && String((a.reason as { cause?: unknown }).cause ?? a.reason),
+              'the doomed batch',
+            ).toMatch(/doomed batch/);
+          else {
+            expect(a.status === 'fulfilled' && a.value.accepted, `batch ${i}`).toBe(2);
+            expect(a.status === 'fulfilled' && a.value.rejected, `batch ${i}`).toBe(i === doomed + 1 ? 1 : 0);
+          }
+        });
+        // each summary counts its run's rows (the doomed batch's rows, counted in its savepoint, were not kept)
+        const counts = await rowCounts(db, projectId);
+        expect(Object.fromEntries(counts)).toEqual(
+          Object.fromEntries(runs.map((_, i) => [`f-${i}`, i === doomed ? 1 : 3])),
+        );
+        // one quarantine record, the project's first id: the doomed batch's record left no key drawn behind it
+        const q = rowsOf<{ id: number; row_id: string }>(
+          await db.execute(sql`SELECT id::int AS id, row_id FROM quarantine WHERE project_id = ${projectId}`),
+        );
+        expect(q).toEqual([{ id: 1, row_id: `bad-${doomed + 1}` }]);
+        const acked = rowsOf<{ writer_id: string; rows_acked: number; rows_rejected: number }>(
+          await db.execute(sql`
           SELECT writer_id, rows_acked::int, rows_rejected::int FROM writers
           WHERE project_id = ${projectId} AND writer_id IN (${`w-${doomed}`}, ${`w-${doomed + 1}`}) ORDER BY writer_id`),
-      );
-      expect(acked, "the doomed batch's writer keeps what it had").toEqual([
-        { writer_id: `w-${doomed}`, rows_acked: 1, rows_rejected: 0 },
-        { writer_id: `w-${doomed + 1}`, rows_acked: 3, rows_rejected: 1 },
-      ]);
-    } finally {
-      await db.execute(sql.raw('DROP TRIGGER test_doom ON writers'));
-    }
+        );
+        expect(acked, "the doomed batch's writer keeps what it had").toEqual([
+          { writer_id: `w-${doomed}`, rows_acked: 1, rows_rejected: 0 },
+          { writer_id: `w-${doomed + 1}`, rows_acked: 3, rows_rejected: 1 },
+        ]);
+      },
+    );
   }, 60_000);
 
   it.skipIf(kind !== 'postgres')(
@@ -189,7 +213,6 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
       const held = await runRows('held-run', 'w-held', 3);
       await ingestBatch(db, projectId, 'w-held', undefined, held.slice(0, 1));
       const others = await Promise.all(Array.from({ length: 20 }, (_, i) => runRows(`free-${i}`, `w-free-${i}`)));
-      const postgres = (await import('postgres')).default;
       const sqlc = postgres(tdb!.url, { max: 2, onnotice: () => {} });
       try {
         const heldAnswers = await sqlc.begin(async (blocker) => {
@@ -242,36 +265,30 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
     const batches = await Promise.all(
       Array.from({ length: INGEST_IN_FLIGHT + 6 }, (_, i) => runRows(`a-${i}`, `w-${i}`)),
     );
-    await db.execute(
-      sql.raw(`
-        CREATE OR REPLACE FUNCTION test_one_run() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          IF NEW.clock = 'changes' AND NEW.value - OLD.value > 1 THEN RAISE EXCEPTION 'more than one run'; END IF;
-          RETURN NEW;
-        END $$`),
+    await withFailure(
+      db,
+      {
+        table: 'project_clocks',
+        timing: 'BEFORE UPDATE',
+        when: "NEW.clock = 'changes' AND NEW.value - OLD.value > 1",
+        message: 'more than one run',
+      },
+      async () => {
+        const before = ingestStats(db);
+        const answers = await Promise.all(
+          batches.map((rows, i) => ingestBatch(db, projectId, `w-${i}`, undefined, rows)),
+        );
+        for (const a of answers) expect(a.accepted).toBe(2);
+        // the first INGEST_IN_FLIGHT alone, then the rest as a group whose transaction failed, each of them alone
+        const after = ingestStats(db);
+        expect(after.apart - before.apart, 'batches tried again alone').toBe(batches.length - INGEST_IN_FLIGHT);
+        expect(after.transactions - before.transactions).toBe(batches.length);
+        const counts = await rowCounts(db, projectId);
+        expect(counts.size).toBe(batches.length + 1);
+        for (const [, n] of counts) expect(n).toBe(2);
+        expect((await feedOf(db, projectId)).toSorted()).toEqual([...counts.keys()].toSorted());
+      },
     );
-    await db.execute(
-      sql.raw(
-        'CREATE TRIGGER test_one_run BEFORE UPDATE ON project_clocks FOR EACH ROW EXECUTE FUNCTION test_one_run()',
-      ),
-    );
-    try {
-      const before = ingestStats(db);
-      const answers = await Promise.all(
-        batches.map((rows, i) => ingestBatch(db, projectId, `w-${i}`, undefined, rows)),
-      );
-      for (const a of answers) expect(a.accepted).toBe(2);
-      // the first INGEST_IN_FLIGHT alone, then the rest as a group whose transaction failed, each of them alone
-      const after = ingestStats(db);
-      expect(after.apart - before.apart, 'batches tried again alone').toBe(batches.length - INGEST_IN_FLIGHT);
-      expect(after.transactions - before.transactions).toBe(batches.length);
-      const counts = await rowCounts(db, projectId);
-      expect(counts.size).toBe(batches.length + 1);
-      for (const [, n] of counts) expect(n).toBe(2);
-      expect((await feedOf(db, projectId)).toSorted()).toEqual([...counts.keys()].toSorted());
-    } finally {
-      await db.execute(sql.raw('DROP TRIGGER test_one_run ON project_clocks'));
-    }
   }, 60_000);
 
   it.skipIf(kind !== 'postgres')(
@@ -282,7 +299,6 @@ describe.each(kinds)('ingest group commit (%s)', (kind) => {
       await ingestBatch(db, projectId, 'w-early', undefined, await runRows('early', 'w-early'));
       const held = await runRows('held', 'w-held');
       const waiting = await Promise.all(Array.from({ length: 6 }, (_, i) => runRows(`later-${i}`, `w-l${i}`)));
-      const postgres = (await import('postgres')).default;
       const sqlc = postgres(tdb!.url, { max: 2, onnotice: () => {} });
       try {
         await sqlc`CREATE TABLE test_barrier (n int)`;
