@@ -15,7 +15,8 @@
  * - ingest p50/p99 as the clients see it (request to the answer's end);
  * - change- and decision-feed entries the plane served per second
  *   (`waymark_feed_entries_total`, the change feed's `changes` and
- *   `changes_writer` together), and per row;
+ *   `changes_writer` together; the decision feed's `decisions` and
+ *   `decisions_writer` together), and per row;
  * - restores per step: `GET /v1/executions/:id/restore` answered by the plane
  *   over the rows it accepted (each laptop is alone on its runs: any restore
  *   is a writer fetching its own run back), and as the clients counted them;
@@ -56,6 +57,8 @@ import { cpuSecs, startPlaneProcess } from './lib/plane-process.js';
 const SMOKE = process.env.WAYMARK_BENCH_SMOKE === '1';
 /** The change feed's entries: the whole project's (GET /v1/changes) and the writers' own (GET /v1/writer-changes). */
 const changeFeeds = (l: Record<string, string>) => l.feed === 'changes' || l.feed === 'changes_writer';
+/** The decision feed's entries: the whole project's (GET /v1/decisions) and the writers' own (GET /v1/writer-decisions). */
+const decisionFeeds = (l: Record<string, string>) => l.feed === 'decisions' || l.feed === 'decisions_writer';
 const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** `--name value` options; anything else is refused. */
@@ -393,7 +396,7 @@ async function level(n: number, layout: string): Promise<Level> {
           ? (d('waymark_ingest_duration_seconds_sum') * 1000) / d('waymark_ingest_duration_seconds_count')
           : null,
         changeEntriesPerSec: d('waymark_feed_entries_total', changeFeeds) / secs,
-        decisionEntriesPerSec: d('waymark_feed_entries_total', (l) => l.feed === 'decisions') / secs,
+        decisionEntriesPerSec: d('waymark_feed_entries_total', decisionFeeds) / secs,
         changeEntriesPerRow: d('waymark_feed_entries_total', changeFeeds) / rows,
         restores,
         restoresPerStep: restores / rows,

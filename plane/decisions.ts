@@ -19,7 +19,7 @@
  *   the database is rechecked about every second, so decisions recorded by
  *   another plane process arrive too (the shared mechanism: long-poll.ts).
  */
-import { and, asc, eq, gt, isNull, or, type SQL, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, isNull, or, type SQL, sql } from 'drizzle-orm';
 import { ErrorCode, issueProblems } from '../shared/errors.js';
 import { startWithin } from '../shared/json.js';
 import { LIMITS } from '../shared/limits.js';
@@ -414,17 +414,29 @@ export async function decisionFeed(
   return { items, nextCursor: String(items.length ? items[items.length - 1].feedSeq : after) };
 }
 
+/** The decisions of the project at these feed seqs, in feed order, with their states. */
+export async function decisionsAt(db: PlaneDb, projectId: string, feedSeqs: number[]): Promise<DecisionView[]> {
+  if (!feedSeqs.length) return [];
+  const rows = await withClaims(db)
+    .where(and(eq(decisions.projectId, projectId), inArray(decisions.feedSeq, feedSeqs)))
+    .orderBy(asc(decisions.feedSeq));
+  return rows.map((r) => decisionView(r.d, r.claim));
+}
+
+/** The project's newest decision feed seq, or null when it has none. */
+export async function newestDecision(db: PlaneDb, projectId: string): Promise<number | null> {
+  const [r] = await db
+    .select({ max: sql<string | null>`max(${decisions.feedSeq})` })
+    .from(decisions)
+    .where(eq(decisions.projectId, projectId));
+  return r?.max == null ? null : Number(r.max);
+}
+
 /** The decision feed, for the shared long poll (long-poll.ts). */
 const DECISIONS: Feed<Awaited<ReturnType<typeof decisionFeed>>> = {
   name: 'decisions',
   page: decisionFeed,
-  async newest(db, projectId) {
-    const [r] = await db
-      .select({ max: sql<string | null>`max(${decisions.feedSeq})` })
-      .from(decisions)
-      .where(eq(decisions.projectId, projectId));
-    return r?.max == null ? null : Number(r.max);
-  },
+  newest: newestDecision,
 };
 
 /** This process's waiting decision polls, their listeners and recheck timers (all 0 when none waits: a leak shows here). */

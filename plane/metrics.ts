@@ -57,7 +57,7 @@ export function planeMetrics() {
     }),
     feedEntries: new Counter({
       name: 'waymark_feed_entries_total',
-      help: 'Entries served by the change and decision feeds (GET /v1/changes: changes, GET /v1/writer-changes: changes_writer, GET /v1/decisions: decisions)',
+      help: 'Entries served by the change and decision feeds (GET /v1/changes: changes, GET /v1/writer-changes: changes_writer, GET /v1/decisions: decisions, GET /v1/writer-decisions: decisions_writer)',
       labelNames: ['feed'],
       registers: [registry],
     }),

@@ -12,10 +12,13 @@
  * - the writer touched the run: it delivered rows of it, or restored it from
  *   the plane (`run_contacts`; a restore that names its writer records it
  *   before the run's rows are read), or it owns the run (`run_owners`);
- * - the run has a decision recorded at the plane: a store keeps the decisions
- *   of runs it does not hold (its decision feed) and forgets them when their
- *   pause closes, which it learns here;
- * - a deletion (its run's contacts and owner go with the run).
+ * - a deletion (its run's contacts and owner go with the run);
+ * - asked for (`decided`): the run has a decision recorded at the plane. A
+ *   store that follows its project's whole decision feed (a worker that
+ *   restores the runs it decides) keeps decisions of runs it never touched
+ *   and forgets them when their pause closes, which it learns here. A store
+ *   that follows only its own decisions (GET /v1/writer-decisions) does not
+ *   ask: every decision it keeps is of a run it touched.
  *
  * A page reads the project's feed after the cursor through its
  * (project_id, change_seq) indexes, at most WRITER_SCAN entries, and keeps the
@@ -29,13 +32,13 @@
  * its later changes carry later seqs. What it held before came with the rows
  * (a delivery, or a restore that read them after recording the contact).
  */
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { ExecutionChange } from '../shared/protocol.js';
 import { type ChangeRow, changeOf, newestChange } from './changes.js';
 import { type PlaneDb, rowsOf } from './db/open.js';
 import { runContacts } from './db/schema.js';
 import { type Feed, waitForFeed } from './long-poll.js';
-import { wakeWriter } from './writer-wakes.js';
+import { concernedOf, WATCH_SCAN, type WakeSource, wakeWriter } from './writer-wakes.js';
 
 /**
  * A restore of `executionId` by `writerId` (its first page): the run counts as
@@ -70,15 +73,22 @@ type Row = { scanned_to: string | number | null; scanned: string | number } & (
   | { [K in keyof ChangeRow]: null }
 );
 
-/** The entries of `writerId` after change seq `after`, oldest first, reading at most `scan` of the project's (see above); `nextCursor` is past every entry read. */
+/** Which writer's entries a page holds: those of the runs it acts on, and, with `decided`, of runs with a decision (see above). */
+export interface WriterFeedOf {
+  writerId: string;
+  decided: boolean;
+}
+
+/** The entries of `of.writerId` after change seq `after`, oldest first, reading at most `scan` of the project's (see above); `nextCursor` is past every entry read. */
 export async function writerChangeFeed(
   db: PlaneDb,
   projectId: string,
-  writerId: string,
+  of: WriterFeedOf,
   after: number,
   limit: number,
   scan = WRITER_SCAN,
 ): Promise<WriterChangePage> {
+  const { writerId } = of;
   // every table says project_id = the project: one shard per statement (test/plane/shard-routing.test.ts)
   const got = await db.execute(sql`
     WITH win AS MATERIALIZED (
@@ -105,8 +115,7 @@ export async function writerChangeFeed(
                      WHERE c.project_id = ${projectId} AND c.execution_id = w.execution_id AND c.writer_id = ${writerId})
           OR EXISTS (SELECT 1 FROM run_owners o
                      WHERE o.project_id = ${projectId} AND o.execution_id = w.execution_id AND o.writer_id = ${writerId})
-          OR EXISTS (SELECT 1 FROM decisions d
-                     WHERE d.project_id = ${projectId} AND d.execution_id = w.execution_id))
+          ${of.decided ? decidedRun(projectId, sql`w.execution_id`) : sql``})
       ORDER BY w.change_seq LIMIT ${limit}
     )
     SELECT s.scanned_to, s.scanned, h.*
@@ -122,13 +131,58 @@ export async function writerChangeFeed(
   return { items, nextCursor: String(nextCursor), readOn };
 }
 
+/** `OR` the run has a decision recorded at the plane (a page's or a wake's condition). */
+function decidedRun(projectId: string, executionId: SQL): SQL {
+  return sql`OR EXISTS (SELECT 1 FROM decisions d WHERE d.project_id = ${projectId} AND d.execution_id = ${executionId})`;
+}
+
+/** Whom the project's changes after `after` concern (writer-wakes.ts): deletions every writer; otherwise the writers in touch with or owning the run, but its own change's writer; and whether a run has a decision. */
+const CHANGE_WAKES: WakeSource = {
+  feed: 'changes',
+  newest: newestChange,
+  async concerned(db, projectId, after) {
+    // every table says project_id = the project: one shard per statement (test/plane/shard-routing.test.ts)
+    return concernedOf(
+      await db.execute(sql`
+        WITH ch AS MATERIALIZED (
+          SELECT * FROM (
+            (SELECT e.execution_id, e.change_seq, false AS deleted, e.writer_id AS last_writer_id, p.claimed_by
+             FROM executions e
+             LEFT JOIN pending_interrupts p ON p.project_id = ${projectId} AND p.execution_id = e.execution_id
+             WHERE e.project_id = ${projectId} AND e.change_seq > ${after}
+             ORDER BY e.change_seq LIMIT ${WATCH_SCAN})
+            UNION ALL
+            (SELECT t.execution_id, t.change_seq, true, NULL, NULL
+             FROM execution_tombstones t
+             WHERE t.project_id = ${projectId} AND t.change_seq > ${after}
+             ORDER BY t.change_seq LIMIT ${WATCH_SCAN})
+          ) u ORDER BY change_seq LIMIT ${WATCH_SCAN}
+        ),
+        touched AS (
+          SELECT ch.*, c.writer_id FROM ch
+          JOIN run_contacts c ON c.project_id = ${projectId} AND c.execution_id = ch.execution_id
+          UNION
+          SELECT ch.*, o.writer_id FROM ch
+          JOIN run_owners o ON o.project_id = ${projectId} AND o.execution_id = ch.execution_id
+        )
+        SELECT
+          (SELECT max(change_seq) FROM ch) AS newest,
+          (SELECT count(*) FROM ch) AS scanned,
+          (SELECT coalesce(bool_or(ch.deleted), false) FROM ch) AS everyone,
+          (SELECT coalesce(bool_or(false ${decidedRun(projectId, sql`ch.execution_id`)}), false) FROM ch) AS decided,
+          (SELECT coalesce(json_agg(DISTINCT writer_id), '[]'::json) FROM touched
+           WHERE NOT (coalesce(last_writer_id = writer_id, false) AND coalesce(claimed_by, writer_id) = writer_id)) AS writers`),
+    );
+  },
+};
+
 /** One writer's feed, for the shared long poll: woken by changes that concern the writer (writer-wakes.ts). */
-function writerFeed(writerId: string): Feed<WriterChangePage> {
+function writerFeed(of: WriterFeedOf): Feed<WriterChangePage> {
   return {
     name: 'changes',
-    page: (db, projectId, after, limit) => writerChangeFeed(db, projectId, writerId, after, limit),
+    page: (db, projectId, after, limit) => writerChangeFeed(db, projectId, of, after, limit),
     newest: newestChange,
-    wakes: (db, projectId, wake) => wakeWriter(db, projectId, writerId, wake),
+    wakes: (db, projectId, wake) => wakeWriter(db, CHANGE_WAKES, projectId, of.writerId, wake, of.decided),
   };
 }
 
@@ -136,24 +190,24 @@ function writerFeed(writerId: string): Feed<WriterChangePage> {
 export function waitForWriterChanges(
   db: PlaneDb,
   projectId: string,
-  writerId: string,
+  of: WriterFeedOf,
   after: number,
   limit: number,
   waitMs: number,
   signal?: AbortSignal,
 ): Promise<WriterChangePage> {
-  return waitForFeed(db, writerFeed(writerId), projectId, after, limit, waitMs, signal);
+  return waitForFeed(db, writerFeed(of), projectId, after, limit, waitMs, signal);
 }
 
 /** One answer without holding: pages on while a page read WRITER_SCAN entries, none the writer's. */
 export async function writerChangesNow(
   db: PlaneDb,
   projectId: string,
-  writerId: string,
+  of: WriterFeedOf,
   after: number,
   limit: number,
 ): Promise<WriterChangePage> {
-  let page = await writerChangeFeed(db, projectId, writerId, after, limit);
-  while (page.readOn) page = await writerChangeFeed(db, projectId, writerId, Number(page.nextCursor), limit);
+  let page = await writerChangeFeed(db, projectId, of, after, limit);
+  while (page.readOn) page = await writerChangeFeed(db, projectId, of, Number(page.nextCursor), limit);
   return page;
 }

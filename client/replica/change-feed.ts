@@ -6,9 +6,10 @@
  *
  * A long poll: GET /v1/writer-changes?writerId=<this writer>&after=<cursor>&wait=<s>,
  * the entries of the project's change feed this writer acts on
- * (plane/writer-changes.ts: runs it delivered rows of, restored or owns, runs
- * with a decision at the plane, deletions), with the project feed's cursor. A
- * plane without it (an older one: 404) is asked the whole project's feed,
+ * (plane/writer-changes.ts: runs it delivered rows of, restored or owns,
+ * deletions, and, once the store follows its project's whole decision feed
+ * (`askDecided`), runs with a decision at the plane), with the project feed's
+ * cursor. A plane without it (an older one: 404) is asked the whole project's feed,
  * GET /v1/changes, from then on: said once (`fellBack`), the same cursor.
  * Each entry is one run where it stands on the plane now. For a run THIS
  * store holds (it has rows of it) and that another writer changed:
@@ -115,6 +116,8 @@ export class ChangeFeedConsumer {
   private unfollow: (() => void) | null = null;
   /** The plane answered the writer feed 404: the whole project's feed is asked from then on. */
   private wholeFeed = false;
+  /** The store keeps decisions of runs it never touched (the whole decision feed): ask for the runs with one too. */
+  private decided = false;
 
   constructor(
     private readonly store: Checkpointer,
@@ -142,7 +145,7 @@ export class ChangeFeedConsumer {
             ? http.request('GET', p, { apiKey: this.apiKey(), timeoutMs, signal, sendAgainIfStale: true })
             : sendAgainIfStale(() => getUnref(o.url, p, this.apiKey(), timeoutMs, agent!, signal), signal);
         if (this.wholeFeed) return send(path);
-        const query = `${path.slice(path.indexOf('?'))}&writerId=${encodeURIComponent(o.writerId)}`;
+        const query = `${path.slice(path.indexOf('?'))}&writerId=${encodeURIComponent(o.writerId)}${this.decided ? '&decided=true' : ''}`;
         const res = await send(`${WRITER_FEED}${query}`);
         if (res.status !== 404) return res;
         this.wholeFeed = true;
@@ -169,6 +172,15 @@ export class ChangeFeedConsumer {
         agent?.destroy();
       },
     });
+  }
+
+  /**
+   * From the next round on, the feed also carries runs with a decision at the
+   * plane: the store now keeps decisions of runs it may never have touched
+   * (the whole decision feed), and forgets each when its pause closes.
+   */
+  askDecided(): void {
+    this.decided = true;
   }
 
   /** True while the feed is followed (until stop()). */

@@ -17,6 +17,14 @@
  * feed from its beginning instead of from a cursor that means nothing there
  * (a cursor above the new feed would skip its decisions silently).
  *
+ * Given a `writerId`, the feed is that writer's (GET /v1/writer-decisions:
+ * the decisions of runs it delivered rows of, restored or owns, with the
+ * project feed's cursor), kept under a cursor of its own (`decisions.writer
+ * <plane url> <project> <writer>`): a whole-feed consumer never starts from a
+ * cursor that passed over other writers' decisions. A plane without the
+ * writer feed (404) is followed whole from then on, from the same cursor
+ * (said once, `fellBack`).
+ *
  * Only decisions still `pending` on the plane are stored, unless this store
  * holds their run: a decision applied or superseded elsewhere for a run this
  * machine never ran is no work of its own.
@@ -37,20 +45,36 @@ import { DecisionView, WhoAmI } from '../../shared/protocol.js';
 import type { Decision } from '../../shared/rows.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer } from '../checkpointer.js';
-import { FeedFollower, zodIssues as issues } from './feed-follower.js';
+import { FeedFollower, type FeedResponse, zodIssues as issues } from './feed-follower.js';
 import { PlaneHttp } from './http.js';
 import type { Dispatcher } from 'undici';
 
 /** The prefix of the store meta keys holding the feed's cursors (the plane's `nextCursor` of the last page stored). */
 export const DECISIONS_CURSOR_META = 'decisions.cursor';
 
-/** The meta key of the feed cursor for one plane and project: a cursor is meaningful only there. */
-export function decisionsCursorMeta(url: string, project: string): string {
-  return `${DECISIONS_CURSOR_META} ${url.replace(/\/+$/, '')} ${project}`;
+/** Whose decisions a feed serves: the project's every one, or one writer's (its runs). */
+export type DecisionRuns = 'all' | 'mine';
+
+/** The prefix of the store meta keys holding writer decision feeds' cursors. */
+export const WRITER_DECISIONS_CURSOR_META = 'decisions.writer';
+
+/** The meta key of the feed cursor for one plane and project (and writer, for its own feed): a cursor is meaningful only there. */
+export function decisionsCursorMeta(url: string, project: string, writerId?: string): string {
+  const where = `${url.replace(/\/+$/, '')} ${project}`;
+  return writerId === undefined
+    ? `${DECISIONS_CURSOR_META} ${where}`
+    : `${WRITER_DECISIONS_CURSOR_META} ${where} ${writerId}`;
 }
+
+/** The writer decision feed's path (the whole feed's is `/v1/decisions`). */
+const WRITER_FEED = '/v1/writer-decisions';
 
 export interface DecisionFeedOptions {
   url: string;
+  /** Follow this writer's decisions only (GET /v1/writer-decisions); absent: the whole project's. */
+  writerId?: string;
+  /** Said once: the plane has no writer decision feed, the whole project's is followed instead. */
+  fellBack?: (reason: string) => void;
   dispatcher?: Dispatcher;
   /** The long poll's hold, seconds (the plane caps it at 25). Default 25. */
   waitSeconds?: number;
@@ -107,6 +131,8 @@ export class DecisionFeedConsumer {
   private readonly http: PlaneHttp;
   /** The cursor's meta key for the API key it was asked with (whoami names the project). */
   private scope: { apiKey: string; key: string } | null = null;
+  /** The plane answered the writer feed 404: the whole project's feed is asked from then on. */
+  private wholeFeed = false;
 
   constructor(
     private readonly store: Checkpointer,
@@ -123,9 +149,7 @@ export class DecisionFeedConsumer {
       page: FeedEnvelope,
       store,
       cursorKey: (signal) => this.cursorKey(signal),
-      // a feed read: sent again on a kept-alive connection the plane had closed (http.ts sendAgainIfStale)
-      get: (path, timeoutMs, signal) =>
-        http.request('GET', path, { apiKey: this.apiKey(), timeoutMs, signal, sendAgainIfStale: true }),
+      get: (path, timeoutMs, signal) => this.get(path, timeoutMs, signal),
       handle: (items) => this.handle(items),
       backoff: { baseMs: o.backoffBaseMs ?? 500, capMs: o.backoffCapMs ?? 30_000 },
       waitSeconds: o.waitSeconds,
@@ -145,6 +169,23 @@ export class DecisionFeedConsumer {
   async pull(waitSeconds = 0, signal?: AbortSignal): Promise<PullResult> {
     const r = await this.feed.pull(waitSeconds, signal);
     return { received: r.received, ...r.result, cursor: r.cursor, cursorKey: r.cursorKey };
+  }
+
+  /** One GET of the feed: the writer's when it has one and the plane serves it, else the whole project's. */
+  private async get(path: string, timeoutMs: number, signal?: AbortSignal): Promise<FeedResponse> {
+    // a feed read: sent again on a kept-alive connection the plane had closed (http.ts sendAgainIfStale)
+    const send = (p: string) =>
+      this.http.request('GET', p, { apiKey: this.apiKey(), timeoutMs, signal, sendAgainIfStale: true });
+    const writerId = this.o.writerId;
+    if (writerId === undefined || this.wholeFeed) return send(path);
+    const res = await send(`${WRITER_FEED}${path.slice(path.indexOf('?'))}&writerId=${encodeURIComponent(writerId)}`);
+    if (res.status !== 404) return res;
+    this.wholeFeed = true;
+    const code = (res.body as { error?: { code?: string } } | null)?.error?.code;
+    this.o.fellBack?.(
+      `this plane has no writer decision feed (GET ${WRITER_FEED} answered 404${code ? ` ${code}` : ''}: a plane older than it, or a proxy that does not pass that path); following the whole project's decision feed instead (said once)`,
+    );
+    return send(path);
   }
 
   private async handle(items: unknown[]): Promise<{ stored: number; skipped: number; ignored: number }> {
@@ -177,7 +218,7 @@ export class DecisionFeedConsumer {
         },
       );
     }
-    this.scope = { apiKey, key: decisionsCursorMeta(this.o.url, who.data.project) };
+    this.scope = { apiKey, key: decisionsCursorMeta(this.o.url, who.data.project, this.o.writerId) };
     return this.scope.key;
   }
 

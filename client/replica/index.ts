@@ -19,4 +19,11 @@ export {
   type PlaneCancelOptions,
   type PlaneCancelResult,
 } from './cancel.js';
-export { DECISIONS_CURSOR_META, decisionsCursorMeta, type PullResult, type SkippedDecision } from './decision-feed.js';
+export {
+  DECISIONS_CURSOR_META,
+  decisionsCursorMeta,
+  type DecisionRuns,
+  type PullResult,
+  type SkippedDecision,
+  WRITER_DECISIONS_CURSOR_META,
+} from './decision-feed.js';

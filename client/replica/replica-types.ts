@@ -178,8 +178,8 @@ export interface ReplicaEvents {
   takeover_offline: [offline: { executionId: string; reason: string }];
   /** A run this store holds moved on elsewhere (claimed, cancelled, finished, deleted) and was caught up or reported (change-feed.ts). */
   run_updated: [update: RunUpdate];
-  /** The plane has no writer feed (an older plane): the change feed follows the whole project's from now on. Said once. */
-  feed_fallback: [fallback: { feed: 'changes'; reason: string }];
+  /** The plane has no writer feed (an older plane): that feed (changes or decisions) follows the whole project's from now on. Said once per feed. */
+  feed_fallback: [fallback: { feed: 'changes' | 'decisions'; reason: string }];
   /** A decision recorded on the plane arrived through the decision feed and was stored here. */
   decision: [decision: Decision];
   /** The decision feed passed over one decision (malformed, or refused by this store); the feed went on past it. */

@@ -21,7 +21,7 @@ import { apiKeyProblem, refuse } from '../../support/validate.js';
 import type { RunRequestOutcome, RunRequestView } from '../../shared/protocol.js';
 import type { adoptCancel, PlaneCancelOptions, PlaneCancelResult } from './cancel.js';
 import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change-feed.js';
-import { DecisionFeedConsumer, type PullResult } from './decision-feed.js';
+import { DecisionFeedConsumer, type DecisionRuns, type PullResult } from './decision-feed.js';
 import { drainSettings, OutboxDrain } from './drain.js';
 import { PlaneHttp } from './http.js';
 import type {
@@ -68,7 +68,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private readonly http: PlaneHttp;
   private readonly drain: OutboxDrain;
   private readonly changes: ChangeFeedConsumer;
-  private readonly decisions: DecisionFeedConsumer;
+  /** The decision feeds: the project's whole, and this writer's own (decisions of runs it touched). */
+  private readonly decisions: Record<DecisionRuns, DecisionFeedConsumer>;
   private readonly plane: PlaneClient;
   private readonly fence: RunFence;
   /** Removes the plane guard this replica installed on its store (connectPlane), if any. */
@@ -86,19 +87,23 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     const apiKey = () => this.apiKey;
     const keyRefused = (message: string, key: string | null) => this.drain.keyRefused(message, key);
     this.http = new PlaneHttp(options.url, { dispatcher: options.dispatcher });
-    this.decisions = new DecisionFeedConsumer(
-      store,
-      apiKey,
-      { decision: (d) => this.emit('decision', d), skipped: (x) => this.emit('decision_skipped', x) },
-      {
-        keyRefused,
-        url: options.url,
-        dispatcher: options.dispatcher,
-        waitSeconds: options.decisionWaitSeconds,
-        backoffBaseMs: options.backoffBaseMs,
-        backoffCapMs: options.backoffCapMs,
-      },
-    );
+    const decisionFeed = (writerId?: string) =>
+      new DecisionFeedConsumer(
+        store,
+        apiKey,
+        { decision: (d) => this.emit('decision', d), skipped: (x) => this.emit('decision_skipped', x) },
+        {
+          keyRefused,
+          url: options.url,
+          writerId,
+          dispatcher: options.dispatcher,
+          waitSeconds: options.decisionWaitSeconds,
+          backoffBaseMs: options.backoffBaseMs,
+          backoffCapMs: options.backoffCapMs,
+          fellBack: (reason) => this.emit('feed_fallback', { feed: 'decisions', reason }),
+        },
+      );
+    this.decisions = { all: decisionFeed(), mine: decisionFeed(this.writerId) };
     const settings = drainSettings(options);
     this.plane = new PlaneClient(store, {
       url: options.url,
@@ -205,7 +210,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     if (this.drain.state === 'stopped') return;
     await this.drain.stop();
     await this.changes.stop();
-    await this.decisions.stop();
+    await this.decisions.all.stop();
+    await this.decisions.mine.stop();
     await this.http.close();
     this.removeAllListeners();
   }
@@ -242,16 +248,23 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /**
    * Follow the plane's decision feed (a long poll) until the returned function
    * is called: each decision recorded on the plane is stored here and emitted
-   * as `decision`. Several followers share one feed (serveDecisions follows while it serves).
+   * as `decision`. `runs`: `'all'`, the project's every decision (a worker
+   * that restores the runs it decides); `'mine'`, only those of runs this
+   * writer delivered rows of, restored or owns (what a worker applies to its
+   * own store's runs; a fleet's laptops are served their own decisions, not
+   * each other's). Several followers share each feed (serveDecisions follows
+   * while it serves).
    */
-  followDecisions(): () => void {
+  followDecisions(runs: DecisionRuns = 'all'): () => void {
     if (this.drain.state === 'stopped') return () => {};
-    return this.decisions.follow();
+    if (runs === 'all') this.changes.askDecided();
+    return this.decisions[runs].follow();
   }
 
-  /** One round of the decision feed, without holding: stores what the plane has after the saved cursor. */
-  pullDecisions(): Promise<PullResult> {
-    return this.decisions.pull(0);
+  /** One round of a decision feed (`runs` as followDecisions'), without holding: stores what the plane has after the saved cursor. */
+  pullDecisions(runs: DecisionRuns = 'all'): Promise<PullResult> {
+    if (runs === 'all') this.changes.askDecided();
+    return this.decisions[runs].pull(0);
   }
 
   /** Restore a run from this replica's plane (restoreFromPlane with its url and key): rows, the open pause and its decision. */

@@ -258,7 +258,8 @@ class DecisionWorker {
     await store.setup();
     const off = store.onWrite(this.writeKick);
     replica?.on('decision', this.kick);
-    const unfollow = replica?.followDecisions();
+    // a worker that restores runs it never ran needs the project's every decision; one that does not, its own
+    const unfollow = replica?.followDecisions(this.o.restore ? 'all' : 'mine');
     signal.addEventListener('abort', this.kick);
     try {
       while (!signal.aborted) {

@@ -10,6 +10,7 @@
  * follows. The whole feed stays for operators and the inspector.
  */
 import { createRoute } from '@hono/zod-openapi';
+import { z } from 'zod';
 import { ChangeFeed } from '../../shared/protocol.js';
 import { WriterId } from '../../shared/rows.js';
 import { recheckKey } from '../auth.js';
@@ -57,10 +58,13 @@ export function changeRoutes({ db, metrics }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/writer-changes',
-      summary: `The change feed of one writer: the entries of GET /v1/changes its store acts on, with the same cursor — runs it delivered rows of, restored (naming itself) or owns, runs with a decision at the plane, and deletions, less its own changes (its newest row, its pause unclaimed or claimed by it). A long poll like GET /v1/changes (wait at most ${MAX_FEED_WAIT_S}); nextCursor moves past the entries read that are not the writer's`,
+      summary: `The change feed of one writer: the entries of GET /v1/changes its store acts on, with the same cursor — runs it delivered rows of, restored (naming itself) or owns, deletions, and with decided=true runs with a decision at the plane (a store that follows the whole decision feed), less its own changes (its newest row, its pause unclaimed or claimed by it). A long poll like GET /v1/changes (wait at most ${MAX_FEED_WAIT_S}); nextCursor moves past the entries read that are not the writer's`,
       ...scoped(db, ['read', 'ingest']),
       request: {
-        query: FeedQuery.extend({ writerId: givenOnce(WriterId) }),
+        query: FeedQuery.extend({
+          writerId: givenOnce(WriterId),
+          decided: givenOnce(z.enum(['true', 'false']).default('false')),
+        }),
       },
       responses: {
         200: jsonAnswer(
@@ -75,10 +79,11 @@ export function changeRoutes({ db, metrics }: RouteDeps) {
       refusePlaneWriter(q.writerId);
       const projectId = c.get('principal').projectId;
       const after = changeCursor(q.after);
+      const of = { writerId: q.writerId, decided: q.decided === 'true' };
       const page =
         q.wait === 0
-          ? await writerChangesNow(db, projectId, q.writerId, after, q.limit)
-          : await waitForWriterChanges(db, projectId, q.writerId, after, q.limit, q.wait * 1000, c.req.raw.signal);
+          ? await writerChangesNow(db, projectId, of, after, q.limit)
+          : await waitForWriterChanges(db, projectId, of, after, q.limit, q.wait * 1000, c.req.raw.signal);
       if (q.wait > 0) await recheckKey(db, c.get('principal'));
       metrics.feedEntries.inc({ feed: 'changes_writer' }, page.items.length);
       const answer: ChangeFeed = { items: page.items, nextCursor: page.nextCursor };

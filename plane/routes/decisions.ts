@@ -9,6 +9,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { z } from 'zod';
 import { LIMITS } from '../../shared/limits.js';
 import { DecisionFeed, DecisionRequest, DecisionView, Page, PauseView } from '../../shared/protocol.js';
+import { WriterId } from '../../shared/rows.js';
 import { keyName, recheckKey } from '../auth.js';
 import {
   decisionFeed,
@@ -26,6 +27,7 @@ import {
   errorResponse,
   errors,
   FeedQuery,
+  givenOnce,
   IdParam,
   jsonAnswer,
   jsonBody,
@@ -33,6 +35,8 @@ import {
   MAX_FEED_WAIT_S,
 } from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
+import { waitForWriterDecisions, writerDecisionsNow } from '../writer-decisions.js';
+import { refusePlaneWriter } from './writer-route.js';
 
 export function decisionRoutes({ db, bodyDeadline, metrics }: RouteDeps) {
   const app = routeModule();
@@ -120,6 +124,37 @@ export function decisionRoutes({ db, bodyDeadline, metrics }: RouteDeps) {
       if (q.wait > 0) await recheckKey(db, c.get('principal'));
       metrics.feedEntries.inc({ feed: 'decisions' }, page.items.length);
       return c.json(page, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/writer-decisions',
+      summary: `The decision feed of one writer: the decisions of GET /v1/decisions whose run the writer delivered rows of, restored (naming itself) or owns, with the same cursor. A long poll like GET /v1/decisions (wait at most ${MAX_FEED_WAIT_S}); nextCursor moves past the decisions read that are not the writer's`,
+      ...scoped(db, ['read', 'ingest']),
+      request: { query: FeedQuery.extend({ writerId: givenOnce(WriterId) }) },
+      responses: {
+        200: jsonAnswer(
+          "the writer's decisions after the cursor (possibly none); pass nextCursor as `after` next time",
+          DecisionFeed,
+        ),
+        ...errors,
+      },
+    }),
+    async (c) => {
+      const q = c.req.valid('query');
+      refusePlaneWriter(q.writerId);
+      const projectId = c.get('principal').projectId;
+      const after = feedCursor(q.after);
+      const page =
+        q.wait === 0
+          ? await writerDecisionsNow(db, projectId, q.writerId, after, q.limit)
+          : await waitForWriterDecisions(db, projectId, q.writerId, after, q.limit, q.wait * 1000, c.req.raw.signal);
+      if (q.wait > 0) await recheckKey(db, c.get('principal'));
+      metrics.feedEntries.inc({ feed: 'decisions_writer' }, page.items.length);
+      const answer: DecisionFeed = { items: page.items, nextCursor: page.nextCursor };
+      return c.json(answer, 200);
     },
   );
   return app;

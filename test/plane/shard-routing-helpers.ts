@@ -201,12 +201,15 @@ export async function feedRoutes(d: Driver): Promise<void> {
   await d.get(`/v1/changes?after=${changes.nextCursor}`);
   await d.get('/v1/changes?after=0', d.keys.ingest);
   await d.get('/v1/writer-changes?writerId=laptop-a&limit=5', d.keys.ingest);
-  await d.get('/v1/writer-changes?writerId=laptop-c&after=0');
-  // a writer's long poll past the feed's end: its watcher reads which writers the project's changes concern
-  // (plane/writer-wakes.ts) at its first recheck, a second in
+  await d.get('/v1/writer-changes?writerId=laptop-c&after=0&decided=true');
+  // a writer's long polls past the feeds' ends: their watchers read which writers the project's changes and
+  // decisions concern (plane/writer-wakes.ts) at their first recheck, a second in
   const end = await d.get('/v1/writer-changes?writerId=laptop-nobody&after=0');
   await d.get(`/v1/writer-changes?writerId=laptop-nobody&after=${end.nextCursor}&wait=2`);
   await d.get('/v1/decisions?after=0');
+  await d.get('/v1/writer-decisions?writerId=laptop-a&after=0', d.keys.ingest);
+  const decided = await d.get('/v1/writer-decisions?writerId=laptop-nobody&after=0');
+  await d.get(`/v1/writer-decisions?writerId=laptop-nobody&after=${decided.nextCursor}&wait=2`);
 }
 
 export async function quarantineRoutes(d: Driver): Promise<void> {

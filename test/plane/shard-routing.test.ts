@@ -288,12 +288,14 @@ describe.skipIf(!ready)('the plane on tables hash-partitioned by project_id (wha
     expect(checked.filter((c) => c.route === 'inspector').map((c) => c.site)).toContain(
       'plane/requests.ts waitingActions',
     );
-    // a writer's feed page, the restore that records its writer and the watcher of writers' polls are checked too
+    // a writer's feed pages, the restore that records its writer and the watchers of writers' polls are checked too
     expect(checked.map((c) => c.site)).toEqual(
       expect.arrayContaining([
         'plane/writer-changes.ts writerChangeFeed',
         'plane/writer-changes.ts recordRestorer',
-        'plane/writer-wakes.ts concerned',
+        'plane/writer-changes.ts concerned',
+        'plane/writer-decisions.ts writerDecisionFeed',
+        'plane/writer-decisions.ts concerned',
       ]),
     );
     // every route was driven and sent statements the check saw

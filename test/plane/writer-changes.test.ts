@@ -132,7 +132,7 @@ describe("a writer's change feed over HTTP (PGlite)", () => {
     const pages = [];
     let after = start;
     for (let i = 0; i < 3; i++) {
-      const page = await writerChangeFeed(db, projectId, 'p2', after, 1, 2);
+      const page = await writerChangeFeed(db, projectId, { writerId: 'p2', decided: false }, after, 1, 2);
       pages.push([page.items.map((x) => x.executionId), page.readOn]);
       expect(Number(page.nextCursor)).toBeGreaterThan(after);
       after = Number(page.nextCursor);
@@ -142,7 +142,7 @@ describe("a writer's change feed over HTTP (PGlite)", () => {
       [['p1-3'], false],
       [['p1-4'], false],
     ]);
-    expect(await writerChangeFeed(db, projectId, 'p2', after, 1, 2)).toEqual({
+    expect(await writerChangeFeed(db, projectId, { writerId: 'p2', decided: false }, after, 1, 2)).toEqual({
       items: [],
       nextCursor: String(after),
       readOn: false,
@@ -208,11 +208,13 @@ describe.skipIf(!pg)("a writer's change feed on postgres", () => {
       for (let i = 0; i < runs; i++) await ingestBatch(a.db, p.projectId, `w${i}`, undefined, batches[i].slice(0, 1));
       // the watcher restored the even runs
       for (let i = 0; i < runs; i += 2) await recordRestorer(a.db, p.projectId, `run-${i}`, 'watcher');
-      let cursor = Number((await writerChangeFeed(a.db, p.projectId, 'nobody', 0, 1000)).nextCursor);
+      let cursor = Number(
+        (await writerChangeFeed(a.db, p.projectId, { writerId: 'nobody', decided: false }, 0, 1000)).nextCursor,
+      );
       const newest = new Map<string, number>();
       let writing = true;
       const read = async () => {
-        const page = await writerChangeFeed(a.db, p.projectId, 'watcher', cursor, 3, 4);
+        const page = await writerChangeFeed(a.db, p.projectId, { writerId: 'watcher', decided: false }, cursor, 3, 4);
         for (const i of page.items) {
           expect(i.changeSeq).toBeGreaterThan(cursor);
           newest.set(i.executionId, i.lastSeq ?? -1);

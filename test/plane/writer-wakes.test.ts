@@ -44,7 +44,15 @@ async function rowOf(run: string, seq: number, writerId: string) {
 function poll(db: PlaneDatabase['db'], projectId: string, writerId: string, after: number) {
   const abort = new AbortController();
   let answer: WriterChangePage | null = null;
-  const done = waitForWriterChanges(db, projectId, writerId, after, 100, 120_000, abort.signal).then((p) => {
+  const done = waitForWriterChanges(
+    db,
+    projectId,
+    { writerId, decided: false },
+    after,
+    100,
+    120_000,
+    abort.signal,
+  ).then((p) => {
     answer = p;
     return p;
   });

@@ -1,0 +1,164 @@
+/**
+ * A connected store's decision feeds: a decision worker that applies decisions to its own store's runs follows its
+ * writer's feed (GET /v1/writer-decisions) and is served the decisions of the runs its writer touched, never
+ * another machine's; one that restores the runs it decides (`restore: true`) follows the project's whole feed
+ * (GET /v1/decisions), and its change feed then carries the runs with a decision (`decided=true`), so it forgets
+ * a decision once another machine closes its pause. Against a plane without the writer decision feed (404) the
+ * store follows the whole feed instead and says so once. Real plane (PGlite, HTTP), a real proxy per machine
+ * (test/helpers/fault-proxy.ts) that records what each asked, SQLite files, the refund agent.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connectPlane, type DecisionOutcome, type Replica, serveDecisions } from '../../client/index.js';
+import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { Ledger, refundAgent, refundRequest } from '../../examples/agents/refund.js';
+import { FaultProxy } from '../helpers/fault-proxy.js';
+import { call, startTestPlane, type TestPlane } from '../helpers/plane.js';
+import { scratchDir } from '../helpers/tmp.js';
+import { until } from '../helpers/until.js';
+
+describe("a connected store's decision feeds", () => {
+  const tmp = scratchDir('waymark-writer-decisions-');
+  let plane: TestPlane;
+  let key = '';
+  let approver = '';
+  const open: { store: SqliteCheckpointer; replica: Replica }[] = [];
+  const proxies: FaultProxy[] = [];
+
+  beforeAll(async () => {
+    plane = await startTestPlane('pglite');
+    key = await plane.key('writer-decisions', ['ingest', 'read']);
+    approver = await plane.key('writer-decisions', ['read', 'approve']);
+  });
+  afterEach(async () => {
+    for (const m of open.splice(0)) {
+      await m.replica.stop();
+      await m.store.close();
+    }
+    for (const p of proxies.splice(0)) await p.close();
+  });
+  afterAll(async () => {
+    await plane?.close();
+    tmp.cleanup();
+  });
+
+  /** A machine: its own store file and ledger, connected through its own proxy, its feeds read by pulls and workers only. */
+  async function machine(name: string) {
+    const proxy = await new FaultProxy(plane.url).start();
+    proxies.push(proxy);
+    const store = new SqliteCheckpointer({ path: tmp.file(`${name}.db`), writerId: name });
+    const replica = connectPlane(store, {
+      url: proxy.url,
+      apiKey: key,
+      pollMs: 0,
+      timeoutMs: 5000,
+      decisionWaitSeconds: 1,
+      followChanges: false,
+    });
+    const fallbacks: { feed: string; reason: string }[] = [];
+    replica.on('feed_fallback', (f) => fallbacks.push(f));
+    const ledger = new Ledger(tmp.file(`${name}.jsonl`));
+    const m = { store, replica, proxy, fallbacks, ledger, agent: refundAgent({ store, ledger }).agent };
+    open.push(m);
+    return m;
+  }
+  type Machine = Awaited<ReturnType<typeof machine>>;
+
+  /** The feed paths `m` asked (decision feeds, or change feeds), with their queries. */
+  const asked = (m: Machine, feed: RegExp) => m.proxy.seen.map((r) => r.path).filter((p) => feed.test(p.split('?')[0]));
+
+  /** `m` pauses a refund and sends it to the plane; a person approves it there. */
+  async function decidedOn(m: Machine, id: string) {
+    const pause = (await m.agent.run(refundRequest(id, 50_000), { executionId: id })).pendingInterrupt!;
+    expect((await m.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    const r = await call(`${plane.url}/v1/executions/${id}/decision`, {
+      key: approver,
+      json: { checkpointId: pause.checkpointId, approved: true },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+  }
+
+  /** `m`'s worker (restoring or not) until it applied `id`'s decision; its outcomes. */
+  async function applied(m: Machine, id: string, restore = false) {
+    const seen: DecisionOutcome[] = [];
+    const stop = new AbortController();
+    const served = serveDecisions({
+      store: m.store,
+      replica: m.replica,
+      restore,
+      agent: m.agent,
+      signal: stop.signal,
+      pollMs: 60_000,
+      onOutcome: (x) => seen.push(x),
+    });
+    await until(`${id} applied`, () => seen.some((x) => x.outcome === 'applied' && x.decision.executionId === id));
+    stop.abort();
+    await served;
+    expect((await m.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    return seen;
+  }
+
+  it("a worker that does not restore is served its writer's decisions only; one that restores, the project's", async () => {
+    const a = await machine('a-laptop');
+    const b = await machine('b-laptop');
+    const c = await machine('c-restorer');
+    await decidedOn(a, 'run-a');
+    await decidedOn(b, 'run-b');
+
+    // each laptop's feed: its own run's decision, never the other's; a store that touched neither run is served none
+    expect(await c.replica.pullDecisions('mine')).toMatchObject({ received: 0, stored: 0 });
+    const seen = await applied(a, 'run-a');
+    expect(seen.map((x) => [x.outcome, x.decision.executionId])).toEqual([['applied', 'run-a']]);
+    expect(a.ledger.charges()).toHaveLength(1);
+    expect((await a.store.listDecisions()).items.map((d) => d.executionId)).toEqual(['run-a']);
+    expect(
+      asked(a, /decisions$/).every((p) => p.startsWith('/v1/writer-decisions?') && p.includes('writerId=a-laptop')),
+    ).toBe(true);
+    expect(asked(a, /decisions$/).length).toBeGreaterThan(0);
+    expect(await b.replica.pullDecisions('mine')).toMatchObject({ received: 1, stored: 1 });
+
+    // the restoring store follows the whole feed: b's pending decision (a's is applied: not stored, not its run)
+    expect(await c.replica.pullDecisions('all')).toMatchObject({ received: 2, stored: 1, ignored: 1 });
+    expect(asked(c, /decisions$/).at(-1)).toMatch(/^\/v1\/decisions\?/);
+    // and its change feed asks for the runs with a decision: b applies its decision, c forgets it (its pause closed)
+    await applied(b, 'run-b');
+    expect((await c.store.listDecisions()).items.map((d) => d.executionId)).toEqual(['run-b']);
+    await c.replica.pullChanges();
+    expect(asked(c, /changes$/).at(-1)).toMatch(/^\/v1\/writer-changes\?.*&decided=true$/);
+    expect((await c.store.listDecisions()).items).toEqual([]);
+    // the cursors: the writer's feed and the whole feed each keep their own
+    expect((await c.replica.pullDecisions('mine')).cursorKey).toMatch(/^decisions\.writer .* c-restorer$/);
+    expect((await c.replica.pullDecisions('all')).cursorKey).toMatch(/^decisions\.cursor /);
+    for (const m of [a, b, c]) expect(m.fallbacks).toEqual([]);
+  }, 60_000);
+
+  it('a plane without the writer decision feed (404): the whole feed is followed instead, said once', async () => {
+    const a = await machine('a-older');
+    a.proxy.rule = ({ path }) =>
+      path.startsWith('/v1/writer-decisions')
+        ? { status: 404, code: 'NOT_FOUND', message: `no route GET ${path.split('?')[0]}` }
+        : undefined;
+    await decidedOn(a, 'older-run');
+    await applied(a, 'older-run');
+    expect(a.ledger.charges()).toHaveLength(1);
+    const paths = asked(a, /decisions$/).map((p) => p.split('?')[0]);
+    expect(paths.slice(0, 2)).toEqual(['/v1/writer-decisions', '/v1/decisions']);
+    expect(paths.slice(1).every((p) => p === '/v1/decisions')).toBe(true);
+    expect(a.fallbacks).toEqual([
+      {
+        feed: 'decisions',
+        reason: expect.stringMatching(
+          /^this plane has no writer decision feed \(GET \/v1\/writer-decisions answered 404 NOT_FOUND/,
+        ),
+      },
+    ]);
+  }, 60_000);
+
+  it('bad input is refused: no writer, the plane’s own writer id, a writer given twice, a bad cursor', async () => {
+    for (const q of ['', '?writerId=', '?writerId=plane', '?writerId=a&writerId=b', '?writerId=a&after=x']) {
+      const r = await call(`${plane.url}/v1/writer-decisions${q}`, { key });
+      expect([r.status, r.body?.error?.code], q).toEqual([400, expect.any(String)]);
+    }
+    const r = await call(`${plane.url}/v1/writer-changes?writerId=a&decided=yes`, { key });
+    expect(r.status).toBe(400);
+  });
+});
