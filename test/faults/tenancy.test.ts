@@ -196,7 +196,14 @@ describe('tenancy and auth across every endpoint and page', () => {
       name: 'GET /v1/writer-changes',
       scope: 'read',
       wrong: () => keys.approveOnly,
-      req: (key?: string) => call(`${plane.url}/v1/writer-changes?writerId=intruder`, { key }),
+      req: (key?: string) => call(`${plane.url}/v1/writer-changes?writerId=intruder&decided=true`, { key }),
+    },
+    {
+      // named as the victim's writer: in the victim's project it would be sent the victim's decision
+      name: 'GET /v1/writer-decisions',
+      scope: 'read',
+      wrong: () => keys.approveOnly,
+      req: (key?: string) => call(`${plane.url}/v1/writer-decisions?writerId=victim-laptop`, { key }),
     },
     {
       name: 'POST /v1/executions/:id/requests',
@@ -311,6 +318,7 @@ describe('tenancy and auth across every endpoint and page', () => {
         e.name === 'GET /v1/decisions' ||
         e.name === 'GET /v1/changes' ||
         e.name === 'GET /v1/writer-changes' ||
+        e.name === 'GET /v1/writer-decisions' ||
         e.name === 'GET /v1/requests'
       )
         expect(r.body.items, e.name).toEqual([]);
