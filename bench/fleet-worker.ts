@@ -9,7 +9,13 @@
  * `stepMs`) with one tool call, the tool taking about `stepMs` too and then
  * charging through an `idempotent` effect; so each laptop writes about one
  * row a second. Every effect that runs is counted per (run, turn): one run
- * twice is an error the parent reports.
+ * twice is an error the parent reports. One run in `decideEvery` pauses in
+ * its first tool for a person's approval (the parent records it on the
+ * plane); the laptop goes on with its next run, and its decision worker
+ * (`serveDecisions`, without `restore`: its writer's decision feed) applies
+ * the decision. Each decision it applies is reported, with anything else
+ * the worker said (a laptop alone on its runs never sees one applied
+ * elsewhere or superseded).
  *
  * Client-side figures come from undici's diagnostics channels (the drain, the
  * plane calls and restores go through undici; the change feed's long poll
@@ -29,6 +35,7 @@ import {
   connectPlane,
   currentRun,
   idempotent,
+  interrupt,
   type Model,
   type Replica,
   ScriptedModel,
@@ -54,6 +61,8 @@ export interface WorkerStart {
   turns: number;
   /** Row text size (bytes) of a model message and of a tool result. */
   textBytes: number;
+  /** One run in this many pauses for a decision (0: none). */
+  decideEvery: number;
 }
 
 /** What a worker counted since it started (latencies: since the previous mark). */
@@ -66,6 +75,8 @@ export interface WorkerCounters {
   networkErrors: number;
   runsCompleted: number;
   runsFailed: number;
+  /** Runs that paused for a decision. */
+  runsPaused: number;
   /** The first few failures, said. */
   failures: string[];
 }
@@ -89,6 +100,10 @@ export interface WorkerDone {
   quarantined: number;
   /** Replica events that say something went wrong (run_lost, quarantined, listener_error), each said. */
   replicaEvents: string[];
+  /** The decisions the laptops applied, by id (each should be here once, over all workers). */
+  decisionsApplied: string[];
+  /** Decisions a laptop was told were applied elsewhere or superseded, each said. */
+  decisionsWrong: string[];
 }
 
 const counters: WorkerCounters = {
@@ -99,6 +114,7 @@ const counters: WorkerCounters = {
   networkErrors: 0,
   runsCompleted: 0,
   runsFailed: 0,
+  runsPaused: 0,
   failures: [],
 };
 const fail = (what: string) => {
@@ -142,6 +158,13 @@ const about = (ms: number) => ms * (0.8 + 0.4 * Math.random());
 
 /** Effects run, by `<executionId>:<turn>`. */
 const effects = new Map<string, number>();
+/** Decisions applied, by id, in the order applied; and what a laptop alone on its runs should never see of one. */
+const applied: string[] = [];
+const wrongDecisions: string[] = [];
+
+/** Whether a run (`<laptop>-r<k>`) pauses for a decision: one in `every`. */
+const pausesForDecision = (executionId: string | undefined, every: number) =>
+  every > 0 && Number(/-r(\d+)$/.exec(executionId ?? '')?.[1] ?? 1) % every === 0;
 
 class Laptop {
   readonly store: SqliteCheckpointer;
@@ -165,7 +188,7 @@ class Laptop {
     this.replica.on('run_lost', (l) => this.said.push(`${spec.name} run_lost ${l.executionId}: ${l.reason}`));
     this.replica.on('quarantined', (q) => this.said.push(`${spec.name} quarantined ${q.ids.length}: ${q.reason}`));
     this.replica.on('listener_error', (e) => this.said.push(`${spec.name} listener_error ${e.event}`));
-    const { turns, stepMs, textBytes } = o;
+    const { turns, stepMs, textBytes, decideEvery } = o;
     const charge = idempotent(async function charge(turn: number) {
       const at = `${currentRun()?.executionId}:${turn}`;
       effects.set(at, (effects.get(at) ?? 0) + 1);
@@ -176,6 +199,9 @@ class Laptop {
       description: 'Do one piece of work',
       parameters: z.object({ turn: z.number() }),
       execute: async ({ turn }) => {
+        // a person approves the work before its first charge (the run pauses here until the decision is applied)
+        if (turn === 0 && pausesForDecision(currentRun()?.executionId, decideEvery))
+          interrupt('approve the work', { turn });
         await sleep(about(stepMs));
         return { done: turn, charge: await charge(turn), note: randomText(textBytes / 2, turn, 2) };
       },
@@ -197,11 +223,20 @@ class Laptop {
 
   /** Serve decisions (the decision feed and the run requests) and run runs back to back until stop(). */
   start(): void {
+    const name = this.spec.name;
     this.served = serveDecisions({
       agent: this.agent,
       store: this.store,
       replica: this.replica,
       signal: this.serving.signal,
+      onOutcome: (x) => {
+        if (x.outcome === 'applied') {
+          applied.push(x.decision.decisionId);
+          if (x.status !== 'completed') fail(`${x.decision.executionId} ended ${x.status} after its decision`);
+        } else if (x.outcome !== 'failed')
+          // alone on its runs: a decision applied elsewhere or superseded is wrong (a failed one is tried again)
+          wrongDecisions.push(`${name}: decision ${x.decision.decisionId} (${x.decision.executionId}) ${x.outcome}`);
+      },
     });
     this.loop = (async () => {
       // spread the laptops' first steps over a step
@@ -212,6 +247,7 @@ class Laptop {
         try {
           const r = await this.agent.run('work through the list', { executionId });
           if (r.status === 'completed') counters.runsCompleted++;
+          else if (r.status === 'paused' && pausesForDecision(executionId, this.o.decideEvery)) counters.runsPaused++;
           else {
             counters.runsFailed++;
             fail(`${executionId} ended ${r.status}`);
@@ -228,9 +264,10 @@ class Laptop {
   async stop(): Promise<{ runs: RunRows[]; pendingRows: number; quarantined: number }> {
     this.stopping = true;
     await this.loop;
-    const left = await this.replica.flush({ timeoutMs: 120_000 });
+    // the decision in hand is finished before the outbox is flushed: its rows go too
     this.serving.abort();
     await this.served;
+    const left = await this.replica.flush({ timeoutMs: 120_000 });
     await this.replica.stop();
     const runs: RunRows[] = [];
     for (const executionId of this.runs) {
@@ -265,6 +302,8 @@ process.on('message', (m: { type: string } & Partial<WorkerStart>) => {
         pendingRows: ends.reduce((a, e) => a + e.pendingRows, 0),
         quarantined: ends.reduce((a, e) => a + e.quarantined, 0),
         replicaEvents: laptops.flatMap((l) => l.said),
+        decisionsApplied: applied,
+        decisionsWrong: wrongDecisions,
       };
       process.send!(done, () => process.exit(0));
     }

@@ -27,16 +27,24 @@
  *   the server is counted in it);
  * - errors (5xx, network errors, failed runs, rows refused or left unsent)
  *   and sheds (429/503); 4xx answers by route beside.
- * Then the laptops stop (each finishes its run in hand), flush, and the check:
- * every run's rows at the plane are the rows its store holds (count and the
- * md5 of their ids: each row once), and no effect ran twice. A failed check
+ * - decisions: one run in `decide-every` pauses for approval in its first
+ *   tool; a person (this process, through the approvals inbox GET /v1/pauses
+ *   and POST /v1/executions/:id/decision, about once a second) approves each
+ *   open pause, and the laptop's decision worker applies it. Reported: the
+ *   decisions recorded in the window and the decision-feed entries served
+ *   per decision (1 when each decision reaches only its writer).
+ * Then the person stops, every decision it recorded is waited for until the
+ * plane shows it applied, the laptops stop (each finishes its run in hand),
+ * flush, and the check: every run's rows at the plane are the rows its store
+ * holds (count and the md5 of their ids: each row once), no effect ran twice,
+ * and every decision recorded was applied by its laptop exactly once. A failed check
  * fails the bench. The exponent of feed entries/s over N (least squares on
  * log–log) is printed after the levels. Each level is one window, not
  * repeated: on a shared machine, run it again before reading much into a
  * difference of a few percent.
  *
  *   npx tsx bench/fleet.ts [--n 20,50,100] [--window 30] [--warmup 10] [--workers 4]
- *                          [--layout one|tens|both] [--turns 6] [--step-ms 1000]
+ *                          [--layout one|tens|both] [--turns 6] [--step-ms 1000] [--decide-every 5]
  *   npm run bench -- fleet --n 100,300
  *
  * `--layout one`: every laptop in one project (the default); `tens`: N/10
@@ -50,6 +58,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { createKey, openPlaneDatabase } from '../plane/index.js';
 import type { LaptopSpec, WorkerCounters, WorkerDone, WorkerStart } from './fleet-worker.js';
+import { approving } from './lib/approver.js';
 import { withScratchDatabase } from './lib/backlog.js';
 import { childCommand } from './lib/paths.js';
 import { cpuSecs, startPlaneProcess } from './lib/plane-process.js';
@@ -63,7 +72,7 @@ const PG = process.env.WAYMARK_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/pos
 
 /** `--name value` options; anything else is refused. */
 function options(argv: string[]): Record<string, string> {
-  const known = ['n', 'window', 'warmup', 'workers', 'layout', 'turns', 'step-ms'];
+  const known = ['n', 'window', 'warmup', 'workers', 'layout', 'turns', 'step-ms', 'decide-every'];
   const out: Record<string, string> = {};
   for (let i = 0; i < argv.length; i += 2) {
     const name = argv[i]?.replace(/^--/, '');
@@ -85,6 +94,7 @@ const WORKERS = Number(opt.workers ?? 4);
 const LAYOUTS = (opt.layout ?? 'one') === 'both' ? ['one', 'tens'] : [opt.layout ?? 'one'];
 const TURNS = Number(opt.turns ?? (SMOKE ? 2 : 6));
 const STEP_MS = Number(opt['step-ms'] ?? (SMOKE ? 200 : 1000));
+const DECIDE_EVERY = Number(opt['decide-every'] ?? (SMOKE ? 2 : 5));
 const TEXT_BYTES = 200;
 /** Seconds of the server's WAL rate measured before each level. */
 const BACKGROUND_S = SMOKE ? 1 : 5;
@@ -95,9 +105,12 @@ for (const [what, xs] of [
   ['--workers', [WORKERS]],
   ['--turns', [TURNS]],
   ['--step-ms', [STEP_MS]],
+  ['--decide-every', [DECIDE_EVERY]],
 ] as const)
-  if (xs.some((x) => !Number.isInteger(x) || x < (what === '--warmup' ? 0 : 1))) {
-    console.error(`fleet: ${what} takes positive integers (got ${xs.join(',')})`);
+  if (xs.some((x) => !Number.isInteger(x) || x < (what === '--warmup' || what === '--decide-every' ? 0 : 1))) {
+    console.error(
+      `fleet: ${what} takes ${what === '--warmup' || what === '--decide-every' ? 'non-negative' : 'positive'} integers (got ${xs.join(',')})`,
+    );
     process.exit(2);
   }
 if (LAYOUTS.some((l) => l !== 'one' && l !== 'tens')) {
@@ -201,7 +214,11 @@ interface Level {
   postgresCpuShare: number;
   /** The machine's 1-minute load average at the window's end (other work on it included). */
   loadAverage: number;
-  /** Rows/s over what the laptops would write at their pace (N × (2·turns + 2) rows per 2·turns steps of stepMs). */
+  /**
+   * Rows/s over what the laptops would write at their pace (N × (2·turns + 2) rows per 2·turns steps of stepMs),
+   * one run at a time each: a run that pauses for a decision goes on beside the laptop's next once applied, so
+   * with decisions this passes 100%.
+   */
   paceHeld: number;
   commitsPerSec: number;
   /** Ingest batches per ingest transaction at the plane (its group commit; null when the plane does not count them). */
@@ -213,9 +230,22 @@ interface Level {
   shed: number;
   refused4xx: Record<string, number>;
   runsCompleted: number;
+  /** Decisions the person recorded in the window, and the decision-feed entries served per one of them. */
+  decisionsInWindow: number;
+  decisionEntriesPerDecision: number | null;
   /** Replica events a laptop alone on its runs should not see (run_lost, quarantined, listener_error), over the level. */
   replicaEvents: number;
-  check: { runs: number; rows: number; mismatched: string[]; effectsRun: number; effectsTwice: string[] };
+  check: {
+    runs: number;
+    rows: number;
+    mismatched: string[];
+    effectsRun: number;
+    effectsTwice: string[];
+    /** Runs that paused for a decision, decisions recorded over the level, and those not applied exactly once by a laptop (each said). */
+    runsPaused: number;
+    decisions: number;
+    decisionsWrong: string[];
+  };
   failures: string[];
 }
 
@@ -231,10 +261,16 @@ async function level(n: number, layout: string): Promise<Level> {
     // migrate and make the keys here, so the plane starts on a ready database
     const database = await openPlaneDatabase({ databaseUrl });
     const keys: string[] = [];
-    for (let p = 0; p < projects; p++)
-      keys.push(
-        (await createKey(database.db, { createProject: true, project: `fleet-${p}`, scopes: ['ingest', 'read'] })).key,
-      );
+    const approvers: string[] = [];
+    for (let p = 0; p < projects; p++) {
+      const k = await createKey(database.db, {
+        createProject: true,
+        project: `fleet-${p}`,
+        scopes: ['ingest', 'read'],
+      });
+      keys.push(k.key);
+      approvers.push((await createKey(database.db, { project: `fleet-${p}`, scopes: ['read', 'approve'] })).key);
+    }
     await database.close();
     const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
     // the server's WAL is shared with whatever else runs on it: its rate just before the level, said beside
@@ -264,6 +300,7 @@ async function level(n: number, layout: string): Promise<Level> {
             stepMs: STEP_MS,
             turns: TURNS,
             textBytes: TEXT_BYTES,
+            decideEvery: DECIDE_EVERY,
           };
           w.child.send(start);
           return w.next('ready');
@@ -300,10 +337,15 @@ async function level(n: number, layout: string): Promise<Level> {
           workers: (await Promise.all(marks)).map((m) => m.counters),
         };
       };
+      const person = approving(plane.url, approvers);
       await sleep(WARMUP_S * 1000);
       const a = await snapshot();
+      const decidedBefore = person.recorded.size;
       await sleep(WINDOW_S * 1000);
       const b = await snapshot();
+      const decisionsInWindow = person.recorded.size - decidedBefore;
+      // the person stops; what it decided is applied before the laptops stop
+      const unapplied = await person.stop();
       // the laptops stop: runs in hand finish, outboxes flush, each store says what it holds
       const dones = await Promise.all(
         workers.map((w) => {
@@ -365,6 +407,19 @@ async function level(n: number, layout: string): Promise<Level> {
       }
       for (const id of atPlane.keys()) mismatched.push(`${id}: at the plane, in no store`);
       const effectsTwice = dones.flatMap((x) => x.effectsTwice);
+      // each decision recorded applied by a laptop exactly once, and none applied that was not recorded
+      const appliedTimes = new Map<string, number>();
+      for (const id of dones.flatMap((x) => x.decisionsApplied)) appliedTimes.set(id, (appliedTimes.get(id) ?? 0) + 1);
+      const decisionsWrong = [
+        ...unapplied,
+        ...dones.flatMap((x) => x.decisionsWrong),
+        ...[...person.recorded].flatMap(([id, run]) =>
+          appliedTimes.get(id) === 1 ? [] : [`decision ${id} (${run}) applied ${appliedTimes.get(id) ?? 0} times`],
+        ),
+        ...[...appliedTimes.keys()]
+          .filter((id) => !person.recorded.has(id))
+          .map((id) => `decision ${id}: applied, never recorded`),
+      ];
       const pending = dones.reduce((x, y) => x + y.pendingRows, 0);
       const quarantined = dones.reduce((x, y) => x + y.quarantined, 0);
       const runsFailed = dones.reduce((x, y) => x + y.counters.runsFailed, 0);
@@ -418,10 +473,23 @@ async function level(n: number, layout: string): Promise<Level> {
           : null,
         walBytesPerRow: (b.walBytes - a.walBytes) / rows,
         backgroundWalPerSec,
-        errors: fivexx + networkErrors + runsFailed + pending + quarantined + effectsTwice.length + mismatched.length,
+        errors:
+          fivexx +
+          networkErrors +
+          runsFailed +
+          pending +
+          quarantined +
+          effectsTwice.length +
+          mismatched.length +
+          decisionsWrong.length +
+          person.errors.length,
         shed,
         refused4xx,
         runsCompleted: sum(b, (c) => c.runsCompleted) - sum(a, (c) => c.runsCompleted),
+        decisionsInWindow,
+        decisionEntriesPerDecision: decisionsInWindow
+          ? d('waymark_feed_entries_total', decisionFeeds) / decisionsInWindow
+          : null,
         replicaEvents: dones.reduce((x, y) => x + y.replicaEvents.length, 0),
         check: {
           runs: runs.length,
@@ -429,8 +497,11 @@ async function level(n: number, layout: string): Promise<Level> {
           mismatched: mismatched.slice(0, 20),
           effectsRun: dones.reduce((x, y) => x + y.effectsRun, 0),
           effectsTwice: effectsTwice.slice(0, 20),
+          runsPaused: dones.reduce((x, y) => x + y.counters.runsPaused, 0),
+          decisions: person.recorded.size,
+          decisionsWrong: decisionsWrong.slice(0, 20),
         },
-        failures,
+        failures: [...failures, ...person.errors.slice(0, 5)],
       };
     } finally {
       for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
@@ -463,7 +534,7 @@ for (const layout of LAYOUTS) {
     const l = await level(n, layout);
     levels.push(l);
     console.log(
-      `N=${n} (${l.projects} project${l.projects > 1 ? 's' : ''}, ${l.workers} workers): ${f(l.rowsPerSec, 1)} rows/s (${f(l.paceHeld * 100)}% of the laptops' pace), ${f(l.requestsPerSec, 1)} req/s (${f(l.requestsPerRow, 2)}/row); ingest p50 ${f(l.ingestP50Ms)} ms p99 ${f(l.ingestP99Ms)} ms (plane mean ${f(l.planeIngestMeanMs)} ms); change-feed entries ${f(l.changeEntriesPerSec, 1)}/s (${f(l.changeEntriesPerRow, 2)}/row), decision-feed ${f(l.decisionEntriesPerSec, 1)}/s; restores ${l.restores} (${f(l.restoresPerStep, 3)}/step; clients counted ${l.clientRestores}); plane CPU ${f(l.planeCpuPerRequestMs, 2)} ms/req, ${f(l.planeCpuPerRowMs, 2)} ms/row (${f(l.planeCpuShare * 100)}% of a core; the laptops ${f(l.laptopsCpuShare * 100)}%, Postgres ${f(l.postgresCpuShare * 100)}%; load average ${f(l.loadAverage, 1)}); Postgres ${f(l.commitsPerSec, 1)} commits/s (${f(l.batchesPerIngestTx, 2)} ingest batches per ingest transaction), ${f(l.walBytesPerRow)} WAL bytes/row (the server's WAL before the level: ${f(l.backgroundWalPerSec / 1024)} KiB/s); ${l.errors} errors, ${l.shed} shed, ${l.replicaEvents} replica events`,
+      `N=${n} (${l.projects} project${l.projects > 1 ? 's' : ''}, ${l.workers} workers): ${f(l.rowsPerSec, 1)} rows/s (${f(l.paceHeld * 100)}% of the laptops' pace), ${f(l.requestsPerSec, 1)} req/s (${f(l.requestsPerRow, 2)}/row); ingest p50 ${f(l.ingestP50Ms)} ms p99 ${f(l.ingestP99Ms)} ms (plane mean ${f(l.planeIngestMeanMs)} ms); change-feed entries ${f(l.changeEntriesPerSec, 1)}/s (${f(l.changeEntriesPerRow, 2)}/row), decision-feed ${f(l.decisionEntriesPerSec, 1)}/s (${l.decisionsInWindow} decisions in the window, ${f(l.decisionEntriesPerDecision, 2)} entries per decision); restores ${l.restores} (${f(l.restoresPerStep, 3)}/step; clients counted ${l.clientRestores}); plane CPU ${f(l.planeCpuPerRequestMs, 2)} ms/req, ${f(l.planeCpuPerRowMs, 2)} ms/row (${f(l.planeCpuShare * 100)}% of a core; the laptops ${f(l.laptopsCpuShare * 100)}%, Postgres ${f(l.postgresCpuShare * 100)}%; load average ${f(l.loadAverage, 1)}); Postgres ${f(l.commitsPerSec, 1)} commits/s (${f(l.batchesPerIngestTx, 2)} ingest batches per ingest transaction), ${f(l.walBytesPerRow)} WAL bytes/row (the server's WAL before the level: ${f(l.backgroundWalPerSec / 1024)} KiB/s); ${l.errors} errors, ${l.shed} shed, ${l.replicaEvents} replica events`,
     );
     console.log(
       `  req/s by route: ${Object.entries(l.routes)
@@ -477,9 +548,10 @@ for (const layout of LAYOUTS) {
           .join(', ')}`,
       );
     console.log(
-      `  check: ${l.check.runs} runs, ${l.check.rows} rows compared with the plane, ${l.check.mismatched.length} mismatched; ${l.check.effectsRun} effects, ${l.check.effectsTwice.length} ran twice`,
+      `  check: ${l.check.runs} runs, ${l.check.rows} rows compared with the plane, ${l.check.mismatched.length} mismatched; ${l.check.effectsRun} effects, ${l.check.effectsTwice.length} ran twice; ${l.check.runsPaused} runs paused for ${l.check.decisions} decisions recorded, ${l.check.decisionsWrong.length} not applied exactly once by their laptop`,
     );
-    for (const x of [...l.check.mismatched, ...l.check.effectsTwice, ...l.failures]) console.log(`  ! ${x}`);
+    for (const x of [...l.check.mismatched, ...l.check.effectsTwice, ...l.check.decisionsWrong, ...l.failures])
+      console.log(`  ! ${x}`);
     console.log(JSON.stringify({ bench: 'fleet', ...l, date: new Date().toISOString() }));
     if (l.errors) failed = true;
   }
@@ -496,8 +568,12 @@ for (const layout of LAYOUTS) {
       levels.map((l) => l.n),
       levels.map((l) => l.changeEntriesPerRow),
     );
+    const perDecision = exponent(
+      levels.map((l) => l.n),
+      levels.map((l) => l.decisionEntriesPerDecision ?? Number.NaN),
+    );
     console.log(
-      `${layout}: change-feed entries/s grow as N^${f(e, 2)} over N = ${NS.join(', ')}, rows/s as N^${f(r, 2)}, change-feed entries per row as N^${f(perRow, 2)}`,
+      `${layout}: change-feed entries/s grow as N^${f(e, 2)} over N = ${NS.join(', ')}, rows/s as N^${f(r, 2)}, change-feed entries per row as N^${f(perRow, 2)}, decision-feed entries per decision as N^${f(perDecision, 2)}`,
     );
     console.log(
       JSON.stringify({
@@ -507,6 +583,7 @@ for (const layout of LAYOUTS) {
         changeEntriesExponent: e,
         rowsExponent: r,
         changeEntriesPerRowExponent: perRow,
+        decisionEntriesPerDecisionExponent: perDecision,
         date: new Date().toISOString(),
       }),
     );

@@ -123,6 +123,13 @@ function watch(db: PlaneDb, feed: Feed<FeedPage>, projectId: string): () => void
   };
 }
 
+/** One answer without holding: pages on from `after` while a page stopped at its bound with none of its entries (`readOn`). */
+export async function pageOn<P extends FeedPage>(page: (after: number) => Promise<P>, after: number): Promise<P> {
+  let p = await page(after);
+  while (p.readOn) p = await page(Number(p.nextCursor));
+  return p;
+}
+
 /**
  * The long poll: the page after `after` at once when it has entries, else
  * wait up to `waitMs` for one (this process's wake-up, or the shared recheck

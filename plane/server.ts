@@ -342,7 +342,7 @@ function requestTimeoutMs(config: Pick<PlaneConfig, 'bodyTotalMs' | 'headersTime
 /** What a handler may spend without a byte either way (a slow query, a restore page built) before its connection is closed. */
 const HANDLER_IDLE_MS = 30_000;
 /** The long polls: a `wait=N` there holds the request for up to N seconds, idle by design. */
-const FEED_PATHS = new Set(['/v1/changes', '/v1/writer-changes', '/v1/decisions']);
+const FEED_PATHS = new Set(['/v1/changes', '/v1/writer-changes', '/v1/decisions', '/v1/writer-decisions']);
 
 /**
  * The app's fetch, with a connection's idle deadline per phase: while the

@@ -37,7 +37,7 @@ import type { ExecutionChange } from '../shared/protocol.js';
 import { type ChangeRow, changeOf, newestChange } from './changes.js';
 import { type PlaneDb, rowsOf } from './db/open.js';
 import { runContacts } from './db/schema.js';
-import { type Feed, waitForFeed } from './long-poll.js';
+import { type Feed, pageOn, waitForFeed } from './long-poll.js';
 import { concernedOf, WATCH_SCAN, type WakeSource, wakeWriter } from './writer-wakes.js';
 
 /**
@@ -58,6 +58,26 @@ export async function recordRestorer(
 
 /** The project's feed entries one writer's page reads at most (the page then says `readOn`). */
 export const WRITER_SCAN = 1000;
+
+/** The run `run` (an execution id column) is one `writerId` touched (delivered rows of, restored naming itself) or owns. */
+export function touchedBy(projectId: string, writerId: string, run: SQL): SQL {
+  return sql`(EXISTS (SELECT 1 FROM run_contacts c
+                      WHERE c.project_id = ${projectId} AND c.execution_id = ${run} AND c.writer_id = ${writerId})
+              OR EXISTS (SELECT 1 FROM run_owners o
+                         WHERE o.project_id = ${projectId} AND o.execution_id = ${run} AND o.writer_id = ${writerId}))`;
+}
+
+/**
+ * Each row of `rows` (a CTE's name, with an `execution_id` column) once per writer that touched or owns its run,
+ * that writer as `writer_id`: who a feed's entries concern (writer-wakes.ts).
+ */
+export function touchingWriters(projectId: string, rows: SQL): SQL {
+  return sql`SELECT r.*, c.writer_id FROM ${rows} r
+    JOIN run_contacts c ON c.project_id = ${projectId} AND c.execution_id = r.execution_id
+    UNION
+    SELECT r.*, o.writer_id FROM ${rows} r
+    JOIN run_owners o ON o.project_id = ${projectId} AND o.execution_id = r.execution_id`;
+}
 
 /** A writer's page: the entries it acts on, the cursor past everything read, and whether to ask again at once. */
 export interface WriterChangePage {
@@ -111,10 +131,7 @@ export async function writerChangeFeed(
         ON NOT w.deleted AND p.project_id = ${projectId} AND p.execution_id = w.execution_id
       WHERE NOT (coalesce(w.last_writer_id = ${writerId}, false) AND coalesce(p.claimed_by, ${writerId}) = ${writerId})
         AND (w.deleted
-          OR EXISTS (SELECT 1 FROM run_contacts c
-                     WHERE c.project_id = ${projectId} AND c.execution_id = w.execution_id AND c.writer_id = ${writerId})
-          OR EXISTS (SELECT 1 FROM run_owners o
-                     WHERE o.project_id = ${projectId} AND o.execution_id = w.execution_id AND o.writer_id = ${writerId})
+          OR ${touchedBy(projectId, writerId, sql`w.execution_id`)}
           ${of.decided ? decidedRun(projectId, sql`w.execution_id`) : sql``})
       ORDER BY w.change_seq LIMIT ${limit}
     )
@@ -158,13 +175,7 @@ const CHANGE_WAKES: WakeSource = {
              ORDER BY t.change_seq LIMIT ${WATCH_SCAN})
           ) u ORDER BY change_seq LIMIT ${WATCH_SCAN}
         ),
-        touched AS (
-          SELECT ch.*, c.writer_id FROM ch
-          JOIN run_contacts c ON c.project_id = ${projectId} AND c.execution_id = ch.execution_id
-          UNION
-          SELECT ch.*, o.writer_id FROM ch
-          JOIN run_owners o ON o.project_id = ${projectId} AND o.execution_id = ch.execution_id
-        )
+        touched AS (${touchingWriters(projectId, sql`ch`)})
         SELECT
           (SELECT max(change_seq) FROM ch) AS newest,
           (SELECT count(*) FROM ch) AS scanned,
@@ -200,14 +211,12 @@ export function waitForWriterChanges(
 }
 
 /** One answer without holding: pages on while a page read WRITER_SCAN entries, none the writer's. */
-export async function writerChangesNow(
+export function writerChangesNow(
   db: PlaneDb,
   projectId: string,
   of: WriterFeedOf,
   after: number,
   limit: number,
 ): Promise<WriterChangePage> {
-  let page = await writerChangeFeed(db, projectId, of, after, limit);
-  while (page.readOn) page = await writerChangeFeed(db, projectId, of, Number(page.nextCursor), limit);
-  return page;
+  return pageOn((from) => writerChangeFeed(db, projectId, of, from, limit), after);
 }

@@ -20,12 +20,12 @@
  * pause with its decision after its contact committed (writer-changes.ts
  * recordRestorer), so the decision arrives with the run.
  */
-import { type SQL, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { DecisionView } from '../shared/protocol.js';
 import { type PlaneDb, rowsOf } from './db/open.js';
 import { decisionsAt, newestDecision } from './decisions.js';
-import { type Feed, waitForFeed } from './long-poll.js';
-import { WRITER_SCAN } from './writer-changes.js';
+import { type Feed, pageOn, waitForFeed } from './long-poll.js';
+import { touchedBy, touchingWriters, WRITER_SCAN } from './writer-changes.js';
 import { concernedOf, WATCH_SCAN, type WakeSource, wakeWriter } from './writer-wakes.js';
 
 /** A page of a writer's decision feed: its decisions, the cursor past every decision read, and whether to ask again at once. */
@@ -35,13 +35,6 @@ export interface WriterDecisionPage {
   /** The scan bound's worth of decisions was read and none was the writer's: more may follow, ask again at once. */
   readOn: boolean;
 }
-
-/** `run` (an execution id column) is one `writerId` touched or owns. */
-const writersRun = (projectId: string, writerId: string, run: SQL) => sql`(
-  EXISTS (SELECT 1 FROM run_contacts c
-          WHERE c.project_id = ${projectId} AND c.execution_id = ${run} AND c.writer_id = ${writerId})
-  OR EXISTS (SELECT 1 FROM run_owners o
-             WHERE o.project_id = ${projectId} AND o.execution_id = ${run} AND o.writer_id = ${writerId}))`;
 
 /** The decisions of `writerId` after feed seq `after`, oldest first, reading at most `scan` of the project's (see above). */
 export async function writerDecisionFeed(
@@ -61,7 +54,7 @@ export async function writerDecisionFeed(
     ),
     hit AS (
       SELECT w.feed_seq FROM win w
-      WHERE ${writersRun(projectId, writerId, sql`w.execution_id`)}
+      WHERE ${touchedBy(projectId, writerId, sql`w.execution_id`)}
       ORDER BY w.feed_seq LIMIT ${limit}
     )
     SELECT (SELECT max(feed_seq) FROM win) AS scanned_to, (SELECT count(*) FROM win) AS scanned,
@@ -88,15 +81,9 @@ const DECISION_WAKES: WakeSource = {
           WHERE d.project_id = ${projectId} AND d.feed_seq > ${after}
           ORDER BY d.feed_seq LIMIT ${WATCH_SCAN}
         ),
-        touched AS (
-          SELECT c.writer_id FROM ds
-          JOIN run_contacts c ON c.project_id = ${projectId} AND c.execution_id = ds.execution_id
-          UNION
-          SELECT o.writer_id FROM ds
-          JOIN run_owners o ON o.project_id = ${projectId} AND o.execution_id = ds.execution_id
-        )
+        touched AS (${touchingWriters(projectId, sql`ds`)})
         SELECT (SELECT max(feed_seq) FROM ds) AS newest, (SELECT count(*) FROM ds) AS scanned,
-          (SELECT coalesce(json_agg(writer_id), '[]'::json) FROM touched) AS writers`),
+          (SELECT coalesce(json_agg(DISTINCT writer_id), '[]'::json) FROM touched) AS writers`),
     );
   },
 };
@@ -124,14 +111,12 @@ export function waitForWriterDecisions(
 }
 
 /** One answer without holding: pages on while a page read WRITER_SCAN decisions, none the writer's. */
-export async function writerDecisionsNow(
+export function writerDecisionsNow(
   db: PlaneDb,
   projectId: string,
   writerId: string,
   after: number,
   limit: number,
 ): Promise<WriterDecisionPage> {
-  let page = await writerDecisionFeed(db, projectId, writerId, after, limit);
-  while (page.readOn) page = await writerDecisionFeed(db, projectId, writerId, Number(page.nextCursor), limit);
-  return page;
+  return pageOn((from) => writerDecisionFeed(db, projectId, writerId, from, limit), after);
 }

@@ -13,9 +13,9 @@
  * for those of other plane processes. An entry concerns:
  * - every writer, when the source says so (a deletion: a writer's change
  *   feed serves every deletion);
- * - the polls that asked for runs with a decision (`decided`), when its run
- *   has a decision recorded at the plane;
- * - else the writers the source names (in touch with its run, or owning it).
+ * - the writers the source names (in touch with its run, or owning it);
+ * - and the polls that asked for runs with a decision (`decided`), when its
+ *   run has a decision recorded at the plane.
  * That is at least every writer whose feed holds the entry, so no poll
  * misses one; a writer woken for an entry its feed then skips reads one page
  * and waits on.

@@ -53,12 +53,14 @@ import { ErrorCode } from '../../shared/errors.js';
 import { ChangeFeed, type ExecutionChange } from '../../shared/protocol.js';
 import type { Checkpointer } from '../checkpointer.js';
 import type { DivergedExecution } from '../store/import.js';
-import { FeedFollower } from './feed-follower.js';
+import { FeedFollower, writerFeedMissing } from './feed-follower.js';
 import { closedBeforeAnswer, PlaneHttp, sendAgainIfStale, StaleConnection } from './http.js';
 import { restoreFromPlane } from './restore.js';
 
 /** The store meta key holding the change feed's cursor (the plane's `nextCursor` of the last page handled). */
 export const CHANGES_CURSOR_META = 'changes.cursor';
+/** The store meta key saying the store follows (or followed) the whole decision feed: its change feed asks for runs with a decision. */
+export const CHANGES_DECIDED_META = 'changes.decided';
 
 /** What a connected store learnt about a run it holds (`replica.on('run_updated', …)`). */
 export type RunUpdate = {
@@ -116,8 +118,8 @@ export class ChangeFeedConsumer {
   private unfollow: (() => void) | null = null;
   /** The plane answered the writer feed 404: the whole project's feed is asked from then on. */
   private wholeFeed = false;
-  /** The store keeps decisions of runs it never touched (the whole decision feed): ask for the runs with one too. */
-  private decided = false;
+  /** The store keeps decisions of runs it never touched (the whole decision feed): ask for the runs with one too (null: not read from the store's meta yet). */
+  private decided: boolean | null = null;
 
   constructor(
     private readonly store: Checkpointer,
@@ -145,14 +147,12 @@ export class ChangeFeedConsumer {
             ? http.request('GET', p, { apiKey: this.apiKey(), timeoutMs, signal, sendAgainIfStale: true })
             : sendAgainIfStale(() => getUnref(o.url, p, this.apiKey(), timeoutMs, agent!, signal), signal);
         if (this.wholeFeed) return send(path);
-        const query = `${path.slice(path.indexOf('?'))}&writerId=${encodeURIComponent(o.writerId)}${this.decided ? '&decided=true' : ''}`;
+        const decided = await this.askingDecided();
+        const query = `${path.slice(path.indexOf('?'))}&writerId=${encodeURIComponent(o.writerId)}&decided=${decided}`;
         const res = await send(`${WRITER_FEED}${query}`);
         if (res.status !== 404) return res;
         this.wholeFeed = true;
-        const code = (res.body as { error?: { code?: string } } | null)?.error?.code;
-        o.fellBack?.(
-          `this plane has no writer feed (GET ${WRITER_FEED} answered 404${code ? ` ${code}` : ''}: a plane older than it, or a proxy that does not pass that path); following the whole project's change feed instead, which serves every run's changes to every writer (said once)`,
-        );
+        o.fellBack?.(writerFeedMissing(res, WRITER_FEED, 'writer feed', 'change feed'));
         return send(path);
       },
       // the newest decision here before the GET: forgetting on this page never reaches a decision recorded after it was served
@@ -177,10 +177,19 @@ export class ChangeFeedConsumer {
   /**
    * From the next round on, the feed also carries runs with a decision at the
    * plane: the store now keeps decisions of runs it may never have touched
-   * (the whole decision feed), and forgets each when its pause closes.
+   * (the whole decision feed), and forgets each when its pause closes. Kept in
+   * the store's meta (CHANGES_DECIDED_META): a store that ever followed the
+   * whole decision feed asks so from its first round after a restart.
    */
-  askDecided(): void {
+  async askDecided(): Promise<void> {
+    if (this.decided === true) return;
     this.decided = true;
+    await this.store.setMeta(CHANGES_DECIDED_META, 'true');
+  }
+
+  private async askingDecided(): Promise<boolean> {
+    this.decided ??= (await this.store.getMeta(CHANGES_DECIDED_META)) === 'true';
+    return this.decided;
   }
 
   /** True while the feed is followed (until stop()). */

@@ -21,9 +21,10 @@
  * the decisions of runs it delivered rows of, restored or owns, with the
  * project feed's cursor), kept under a cursor of its own (`decisions.writer
  * <plane url> <project> <writer>`): a whole-feed consumer never starts from a
- * cursor that passed over other writers' decisions. A plane without the
- * writer feed (404) is followed whole from then on, from the same cursor
- * (said once, `fellBack`).
+ * cursor that passed over other writers' decisions; a writer's feed with no
+ * cursor yet starts at the whole feed's, when the store has one. A plane
+ * without the writer feed (404) is followed whole from then on, from the same
+ * cursor (said once, `fellBack`).
  *
  * Only decisions still `pending` on the plane are stored, unless this store
  * holds their run: a decision applied or superseded elsewhere for a run this
@@ -45,7 +46,7 @@ import { DecisionView, WhoAmI } from '../../shared/protocol.js';
 import type { Decision } from '../../shared/rows.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { Checkpointer } from '../checkpointer.js';
-import { FeedFollower, type FeedResponse, zodIssues as issues } from './feed-follower.js';
+import { FeedFollower, type FeedResponse, writerFeedMissing, zodIssues as issues } from './feed-follower.js';
 import { PlaneHttp } from './http.js';
 import type { Dispatcher } from 'undici';
 
@@ -181,10 +182,7 @@ export class DecisionFeedConsumer {
     const res = await send(`${WRITER_FEED}${path.slice(path.indexOf('?'))}&writerId=${encodeURIComponent(writerId)}`);
     if (res.status !== 404) return res;
     this.wholeFeed = true;
-    const code = (res.body as { error?: { code?: string } } | null)?.error?.code;
-    this.o.fellBack?.(
-      `this plane has no writer decision feed (GET ${WRITER_FEED} answered 404${code ? ` ${code}` : ''}: a plane older than it, or a proxy that does not pass that path); following the whole project's decision feed instead (said once)`,
-    );
+    this.o.fellBack?.(writerFeedMissing(res, WRITER_FEED, 'writer decision feed', 'decision feed'));
     return send(path);
   }
 
@@ -218,7 +216,14 @@ export class DecisionFeedConsumer {
         },
       );
     }
-    this.scope = { apiKey, key: decisionsCursorMeta(this.o.url, who.data.project, this.o.writerId) };
+    const key = decisionsCursorMeta(this.o.url, who.data.project, this.o.writerId);
+    // a writer's feed first followed where the whole feed was: it starts at the whole feed's cursor, every decision
+    // up to which this store was served
+    if (this.o.writerId !== undefined && (await this.store.getMeta(key)) === null) {
+      const whole = await this.store.getMeta(decisionsCursorMeta(this.o.url, who.data.project));
+      if (whole !== null) await this.store.setMeta(key, whole);
+    }
+    this.scope = { apiKey, key };
     return this.scope.key;
   }
 

@@ -185,6 +185,15 @@ export class FeedFollower<T, R> {
   }
 }
 
+/**
+ * What a writer's feed says once when the plane answered its path 404 (an older plane, or a proxy that does not
+ * pass the path): the whole project's feed (`whole`) is followed instead.
+ */
+export function writerFeedMissing(res: FeedResponse, path: string, what: string, whole: string): string {
+  const code = (res.body as { error?: { code?: string } } | null)?.error?.code;
+  return `this plane has no ${what} (GET ${path} answered 404${code ? ` ${code}` : ''}: a plane older than it, or a proxy that does not pass that path); following the whole project's ${whole} instead, which serves every run's entries to every writer (said once)`;
+}
+
 /** A zod error's issues, each with its path. */
 export function zodIssues(e: z.ZodError): string {
   return e.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');

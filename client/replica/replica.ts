@@ -100,7 +100,11 @@ export class Replica extends EventEmitter<ReplicaEvents> {
           waitSeconds: options.decisionWaitSeconds,
           backoffBaseMs: options.backoffBaseMs,
           backoffCapMs: options.backoffCapMs,
-          fellBack: (reason) => this.emit('feed_fallback', { feed: 'decisions', reason }),
+          fellBack: (reason) => {
+            // the whole feed brings decisions of runs this store never touched: its change feed must say when they close
+            void this.changes.askDecided().catch(() => {});
+            this.emit('feed_fallback', { feed: 'decisions', reason });
+          },
         },
       );
     this.decisions = { all: decisionFeed(), mine: decisionFeed(this.writerId) };
@@ -257,13 +261,14 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    */
   followDecisions(runs: DecisionRuns = 'all'): () => void {
     if (this.drain.state === 'stopped') return () => {};
-    if (runs === 'all') this.changes.askDecided();
+    // said before the feed's first round (kept in the store even if this write fails: the flag is set in memory first)
+    if (runs === 'all') void this.changes.askDecided().catch(() => {});
     return this.decisions[runs].follow();
   }
 
   /** One round of a decision feed (`runs` as followDecisions'), without holding: stores what the plane has after the saved cursor. */
-  pullDecisions(runs: DecisionRuns = 'all'): Promise<PullResult> {
-    if (runs === 'all') this.changes.askDecided();
+  async pullDecisions(runs: DecisionRuns = 'all'): Promise<PullResult> {
+    if (runs === 'all') await this.changes.askDecided();
     return this.decisions[runs].pull(0);
   }
 

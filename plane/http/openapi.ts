@@ -52,7 +52,7 @@ export const givenOnce = <S extends z.ZodType>(schema: S) =>
 /** `limit` of a paged listing. */
 export const limitQ = givenOnce(z.coerce.number().int().min(1).max(1000).default(100));
 
-/** The longest a feed's long poll holds (GET /v1/decisions, GET /v1/changes, GET /v1/writer-changes), in seconds. */
+/** The longest a feed's long poll holds (GET /v1/decisions, GET /v1/changes and the writers' feeds), in seconds. */
 export const MAX_FEED_WAIT_S = 25;
 /** A feed's query: the cursor (the last seq seen), how long to wait for entries, and a page size. */
 export const FeedQuery = z.object({

@@ -58,12 +58,13 @@ export function changeRoutes({ db, metrics }: RouteDeps) {
     createRoute({
       method: 'get',
       path: '/v1/writer-changes',
-      summary: `The change feed of one writer: the entries of GET /v1/changes its store acts on, with the same cursor — runs it delivered rows of, restored (naming itself) or owns, deletions, and with decided=true runs with a decision at the plane (a store that follows the whole decision feed), less its own changes (its newest row, its pause unclaimed or claimed by it). A long poll like GET /v1/changes (wait at most ${MAX_FEED_WAIT_S}); nextCursor moves past the entries read that are not the writer's`,
+      summary: `The change feed of one writer: the entries of GET /v1/changes its store acts on, with the same cursor — runs it delivered rows of, restored (naming itself) or owns, deletions, and unless decided=false runs with a decision at the plane (a store that follows the whole decision feed keeps their decisions), less its own changes (its newest row, its pause unclaimed or claimed by it). A long poll like GET /v1/changes (wait at most ${MAX_FEED_WAIT_S}); nextCursor moves past the entries read that are not the writer's`,
       ...scoped(db, ['read', 'ingest']),
       request: {
         query: FeedQuery.extend({
           writerId: givenOnce(WriterId),
-          decided: givenOnce(z.enum(['true', 'false']).default('false')),
+          // absent: an older client, which follows the whole decision feed and needs those runs' changes
+          decided: givenOnce(z.enum(['true', 'false']).default('true')),
         }),
       },
       responses: {

@@ -323,6 +323,15 @@ describe('tenancy and auth across every endpoint and page', () => {
       )
         expect(r.body.items, e.name).toEqual([]);
     }
+    // the same two writer feeds asked with the victim project's own key do carry its run: the empty answers above
+    // are the project's scoping, not feeds with nothing to serve
+    for (const e of endpoints().filter((x) => x.name.startsWith('GET /v1/writer-'))) {
+      const own = await e.req(keys.owner);
+      expect(
+        own.body.items.map((i: { executionId: string }) => i.executionId),
+        e.name,
+      ).toEqual(['victim-run']);
+    }
     // the claim the intruder's ingest carried landed (if at all) in the attacker's project, not the victim's
     expect(await counts()).not.toBe('');
     const mine = await call(`${plane.url}/v1/executions/victim-run`, { key: keys.owner });

@@ -5,7 +5,7 @@
  * the decisions that are not the writer's, page by page; its long poll is not woken by a decision of another
  * writer's run (counted by the pages its feed reads, traced), and is answered by one of its own. A writer's
  * change feed carries the changes of runs with a decision only when asked (`decided`: a store that follows the
- * whole decision feed). On PGlite in one process, and on Postgres with the decisions recorded by another plane
+ * whole decision feed), and such a change wakes the long polls that asked, not the others. On PGlite in one process, and on Postgres with the decisions recorded by another plane
  * process on the same database.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +15,8 @@ import type { PlaneDatabase } from '../../plane/db/open.js';
 import { decisionFeed, recordDecision } from '../../plane/decisions.js';
 import { ingestBatch } from '../../plane/ingest.js';
 import { waitersOf } from '../../plane/long-poll.js';
-import { recordRestorer, writerChangeFeed } from '../../plane/writer-changes.js';
+import { newestChange } from '../../plane/changes.js';
+import { recordRestorer, waitForWriterChanges, writerChangeFeed } from '../../plane/writer-changes.js';
 import { waitForWriterDecisions, type WriterDecisionPage, writerDecisionFeed } from '../../plane/writer-decisions.js';
 import { writerWakesOf } from '../../plane/writer-wakes.js';
 import { openTestPlaneDatabase } from '../helpers/plane.js';
@@ -29,7 +30,7 @@ const pg = await pgReady("a writer's decision feed across plane processes on pos
 const pagesRead = new Map<string, number>();
 const trace = {
   logQuery(query: string, params: unknown[]) {
-    if (!query.includes('WITH win AS MATERIALIZED') || !query.includes('FROM decisions d')) return;
+    if (!query.includes('SELECT d.execution_id, d.feed_seq FROM decisions d')) return;
     const writer = params.find((p): p is string => typeof p === 'string' && p.startsWith('w-'));
     if (writer) pagesRead.set(writer, (pagesRead.get(writer) ?? 0) + 1);
   },
@@ -114,8 +115,33 @@ async function scenario(a: PlaneDatabase, b: PlaneDatabase, projectId: string) {
     (await writerChangeFeed(a.db, projectId, { writerId: 'w-nobody', decided }, changesFrom, 100)).items.map(
       (c) => c.executionId,
     );
-  // w-a claims a-1's pause with its decision: a change of a-1
-  expect((await claimPause(a.db, projectId, 'a-1', pauses['a-1'], 'w-a', 0, decisionIds['a-1'])).won).toBe(true);
+  // w-nobody's long polls, one asking for decided runs: w-a claims a-1's pause with its decision (a change of a-1)
+  // through the other process; the poll that asked is woken and answered, the other is not woken
+  const plain = new AbortController();
+  let plainAnswer: unknown = null;
+  const polls = [
+    waitForWriterChanges(a.db, projectId, { writerId: 'w-nobody', decided: true }, changesFrom, 100, 120_000),
+    waitForWriterChanges(
+      a.db,
+      projectId,
+      { writerId: 'w-nobody', decided: false },
+      changesFrom,
+      100,
+      120_000,
+      plain.signal,
+    ).then((p) => (plainAnswer = p)),
+  ];
+  await until('both change polls wait', () => waitersOf(a.db, 'changes').polls === 2);
+  expect((await claimPause(b.db, projectId, 'a-1', pauses['a-1'], 'w-a', 0, decisionIds['a-1'])).won).toBe(true);
+  expect((await polls[0]).items.map((c) => c.executionId)).toEqual(['a-1']);
+  const claimedAt = (await newestChange(a.db, projectId))!;
+  await until(
+    "a's change watcher read the claim",
+    async () => ((await writerWakesOf(a.db)).get(projectId) ?? 0) >= claimedAt,
+  );
+  expect(plainAnswer).toBeNull();
+  plain.abort();
+  await polls[1];
   expect(await changed(false)).toEqual([]);
   expect(await changed(true)).toEqual(['a-1']);
 

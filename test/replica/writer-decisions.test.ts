@@ -46,20 +46,28 @@ describe("a connected store's decision feeds", () => {
     const proxy = await new FaultProxy(plane.url).start();
     proxies.push(proxy);
     const store = new SqliteCheckpointer({ path: tmp.file(`${name}.db`), writerId: name });
-    const replica = connectPlane(store, {
-      url: proxy.url,
-      apiKey: key,
-      pollMs: 0,
-      timeoutMs: 5000,
-      decisionWaitSeconds: 1,
-      followChanges: false,
-    });
     const fallbacks: { feed: string; reason: string }[] = [];
-    replica.on('feed_fallback', (f) => fallbacks.push(f));
+    const connect = () => {
+      const replica = connectPlane(store, {
+        url: proxy.url,
+        apiKey: key,
+        pollMs: 0,
+        timeoutMs: 5000,
+        decisionWaitSeconds: 1,
+        followChanges: false,
+      });
+      replica.on('feed_fallback', (f) => fallbacks.push(f));
+      return replica;
+    };
     const ledger = new Ledger(tmp.file(`${name}.jsonl`));
-    const m = { store, replica, proxy, fallbacks, ledger, agent: refundAgent({ store, ledger }).agent };
+    const m = { store, replica: connect(), proxy, fallbacks, ledger, agent: refundAgent({ store, ledger }).agent };
     open.push(m);
-    return m;
+    /** The process restarts: a new replica of the same store. */
+    const reconnect = async () => {
+      await m.replica.stop();
+      m.replica = connect();
+    };
+    return Object.assign(m, { reconnect });
   }
   type Machine = Awaited<ReturnType<typeof machine>>;
 
@@ -129,6 +137,19 @@ describe("a connected store's decision feeds", () => {
     expect((await c.replica.pullDecisions('mine')).cursorKey).toMatch(/^decisions\.writer .* c-restorer$/);
     expect((await c.replica.pullDecisions('all')).cursorKey).toMatch(/^decisions\.cursor /);
     for (const m of [a, b, c]) expect(m.fallbacks).toEqual([]);
+
+    // a store that followed the whole feed, restarted: its change feed asks for decided runs from its first round;
+    // its writer's feed, first asked now, starts at the whole feed's cursor
+    const d = await machine('d-restarted');
+    const whole = await d.replica.pullDecisions('all');
+    await d.reconnect();
+    await d.replica.pullChanges();
+    expect(asked(d, /changes$/).at(-1)).toMatch(/&decided=true$/);
+    await d.replica.pullDecisions('mine');
+    expect(asked(d, /decisions$/).at(-1)).toMatch(new RegExp(`^/v1/writer-decisions\\?.*after=${whole.cursor}`));
+    // a store that never did asks for none
+    await a.replica.pullChanges();
+    expect(asked(a, /changes$/).at(-1)).toMatch(/&decided=false$/);
   }, 60_000);
 
   it('a plane without the writer decision feed (404): the whole feed is followed instead, said once', async () => {
@@ -140,6 +161,9 @@ describe("a connected store's decision feeds", () => {
     await decidedOn(a, 'older-run');
     await applied(a, 'older-run');
     expect(a.ledger.charges()).toHaveLength(1);
+    // the whole feed brings other writers' decisions: the change feed now asks for decided runs, to forget them
+    await a.replica.pullChanges();
+    expect(asked(a, /changes$/).at(-1)).toMatch(/&decided=true$/);
     const paths = asked(a, /decisions$/).map((p) => p.split('?')[0]);
     expect(paths.slice(0, 2)).toEqual(['/v1/writer-decisions', '/v1/decisions']);
     expect(paths.slice(1).every((p) => p === '/v1/decisions')).toBe(true);
