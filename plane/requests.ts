@@ -45,6 +45,7 @@ import { executionNotFound, refusal, requestNotFound } from './http/errors.js';
 import type { RefusalCode } from '../shared/refusals.js';
 import { decodeCursor, encodeCursor, isIdCursor } from './reads/cursor.js';
 import { runHolds } from './reads/executions.js';
+import { touchedBy } from './reads/touched.js';
 
 type Conn = PlaneDb | Tx;
 type Row = typeof runRequests.$inferSelect;
@@ -357,7 +358,7 @@ export async function waitingActions(
 export async function listRequests(
   db: PlaneDb,
   projectId: string,
-  o: { after?: string; limit: number; state?: RunRequestView['state'] },
+  o: { after?: string; limit: number; state?: RunRequestView['state']; writerId?: string },
 ): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
   const after = decodeCursor(o.after, isIdCursor) ?? 0;
   const rows = await db
@@ -368,6 +369,8 @@ export async function listRequests(
         eq(runRequests.projectId, projectId),
         gt(runRequests.seq, after),
         o.state ? eq(runRequests.state, o.state) : undefined,
+        // one writer's: requests of runs it delivered rows of, restored naming itself, or owns
+        o.writerId === undefined ? undefined : touchedBy(projectId, o.writerId, sql`${runRequests.executionId}`),
       ),
     )
     .orderBy(asc(runRequests.seq))

@@ -38,6 +38,7 @@ import { type ChangeRow, changeOf, newestChange } from './changes.js';
 import { type PlaneDb, rowsOf } from './db/open.js';
 import { runContacts } from './db/schema.js';
 import { type Feed, pageOn, waitForFeed } from './long-poll.js';
+import { touchedBy, touchingWriters } from './reads/touched.js';
 import { concernedOf, WATCH_SCAN, type WakeSource, wakeWriter } from './writer-wakes.js';
 
 /**
@@ -58,26 +59,6 @@ export async function recordRestorer(
 
 /** The project's feed entries one writer's page reads at most (the page then says `readOn`). */
 export const WRITER_SCAN = 1000;
-
-/** The run `run` (an execution id column) is one `writerId` touched (delivered rows of, restored naming itself) or owns. */
-export function touchedBy(projectId: string, writerId: string, run: SQL): SQL {
-  return sql`(EXISTS (SELECT 1 FROM run_contacts c
-                      WHERE c.project_id = ${projectId} AND c.execution_id = ${run} AND c.writer_id = ${writerId})
-              OR EXISTS (SELECT 1 FROM run_owners o
-                         WHERE o.project_id = ${projectId} AND o.execution_id = ${run} AND o.writer_id = ${writerId}))`;
-}
-
-/**
- * Each row of `rows` (a CTE's name, with an `execution_id` column) once per writer that touched or owns its run,
- * that writer as `writer_id`: who a feed's entries concern (writer-wakes.ts).
- */
-export function touchingWriters(projectId: string, rows: SQL): SQL {
-  return sql`SELECT r.*, c.writer_id FROM ${rows} r
-    JOIN run_contacts c ON c.project_id = ${projectId} AND c.execution_id = r.execution_id
-    UNION
-    SELECT r.*, o.writer_id FROM ${rows} r
-    JOIN run_owners o ON o.project_id = ${projectId} AND o.execution_id = r.execution_id`;
-}
 
 /** A writer's page: the entries it acts on, the cursor past everything read, and whether to ask again at once. */
 export interface WriterChangePage {

@@ -25,7 +25,8 @@ import type { DecisionView } from '../shared/protocol.js';
 import { type PlaneDb, rowsOf } from './db/open.js';
 import { decisionsAt, newestDecision } from './decisions.js';
 import { type Feed, pageOn, waitForFeed } from './long-poll.js';
-import { touchedBy, touchingWriters, WRITER_SCAN } from './writer-changes.js';
+import { touchedBy, touchingWriters } from './reads/touched.js';
+import { WRITER_SCAN } from './writer-changes.js';
 import { concernedOf, WATCH_SCAN, type WakeSource, wakeWriter } from './writer-wakes.js';
 
 /** A page of a writer's decision feed: its decisions, the cursor past every decision read, and whether to ask again at once. */

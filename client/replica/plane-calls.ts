@@ -390,16 +390,19 @@ function unexpectedAnswer(what: string, res: PlaneResponse, details: Record<stri
 
 /**
  * One page of the run requests waiting for the application (GET /v1/requests?state=open), oldest first, after the
- * cursor (null: from the start); `nextCursor` null at the end. Throws PLANE_ERROR when the plane cannot be asked or
- * answers otherwise; an item of another shape is left out.
+ * cursor (null: from the start); `nextCursor` null at the end. `runs` 'mine': only those of runs this writer
+ * delivered rows of, restored or owns (`writerId`; a plane older than that filter lists them all, which is more,
+ * never less). Throws PLANE_ERROR when the plane cannot be asked or answers otherwise; an item of another shape is
+ * left out.
  */
 export async function openRequestsAtPlane(
   http: PlaneHttp,
   as: PlaneCaller,
   after: string | null,
   limit = 100,
+  runs: 'all' | 'mine' = 'all',
 ): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
-  const q: string = `state=open&limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}`;
+  const q: string = `state=open&limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}${runs === 'mine' ? `&writerId=${encodeURIComponent(as.writerId)}` : ''}`;
   const res = await reachPlane(http, as, 'GET', `/v1/requests?${q}`, 'list run requests');
   const page = z.object({ items: z.array(z.unknown()), nextCursor: z.string().nullable() }).safeParse(res.body);
   if (res.status !== 200 || !page.success) throw unexpectedAnswer('the plane did not list run requests', res, {});

@@ -12,6 +12,7 @@ import type { Dispatcher } from 'undici';
 import type { Checkpointer } from '../checkpointer.js';
 import { adoptLostRuns, adoptPlaneBranch } from './branch.js';
 import { adoptCancel, cancelThroughPlane, type PlaneCancelOptions, type PlaneCancelResult } from './cancel.js';
+import type { DecisionRuns } from './decision-feed.js';
 import type { PlaneHttp } from './http.js';
 import {
   claimAtPlane,
@@ -170,9 +171,13 @@ export class PlaneClient {
     }
   }
 
-  /** openRequestsAtPlane (plane-calls.ts): one page of the run requests waiting for the application. */
-  openRequests(after: string | null, limit?: number): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
-    return this.reportingKeyRefusal((as) => openRequestsAtPlane(this.o.http, as, after, limit));
+  /** openRequestsAtPlane (plane-calls.ts): one page of the run requests waiting for the application (all, or this writer's runs'). */
+  openRequests(
+    after: string | null,
+    limit?: number,
+    runs: DecisionRuns = 'all',
+  ): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
+    return this.reportingKeyRefusal((as) => openRequestsAtPlane(this.o.http, as, after, limit, runs));
   }
 
   /** requestAtPlane (plane-calls.ts): one run request as the plane has it now. */

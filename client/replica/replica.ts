@@ -310,15 +310,18 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * One page of the run requests (retry, recover, fork) waiting for the
    * application on this replica's plane, oldest first, after the cursor
    * (null: from the start; `nextCursor` null: the end); the decision worker
-   * applies them. Throws PLANE_ERROR when the plane cannot be asked or
-   * refuses; a refused key (401) also makes the replica `auth_failed`, as a
-   * feed's round does (so do the other run-request calls).
+   * applies them. `runs` as followDecisions': `'mine'` lists only those of
+   * runs this writer delivered rows of, restored or owns (what a worker that
+   * does not restore runs can apply). Throws PLANE_ERROR when the plane
+   * cannot be asked or refuses; a refused key (401) also makes the replica
+   * `auth_failed`, as a feed's round does (so do the other run-request calls).
    */
   openRequests(
     after: string | null = null,
     limit?: number,
+    runs: DecisionRuns = 'all',
   ): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
-    return this.plane.openRequests(after, limit);
+    return this.plane.openRequests(after, limit, runs);
   }
 
   /** One run request as this replica's plane has it now (null: not there). Throws PLANE_ERROR when the plane cannot be asked. */

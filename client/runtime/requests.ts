@@ -156,7 +156,12 @@ export class RequestApplier {
     const fromSeq = this.cursor.seq;
     let toSeq = Number.POSITIVE_INFINITY;
     try {
-      const page = await this.o.replica.openRequests(this.cursor.after, this.o.pageSize);
+      // a worker that does not restore applies requests of runs its store holds: its writer's runs' only
+      const page = await this.o.replica.openRequests(
+        this.cursor.after,
+        this.o.pageSize,
+        this.o.restore ? 'all' : 'mine',
+      );
       open = page.items;
       if (page.nextCursor && open.length) toSeq = open[open.length - 1].seq;
       this.cursor = page.nextCursor && open.length ? { after: page.nextCursor, seq: toSeq } : { after: null, seq: 0 };

@@ -16,13 +16,23 @@ import {
   RunRequestState,
   RunRequestView,
 } from '../../shared/protocol.js';
-import { Uuidv7 } from '../../shared/rows.js';
+import { Uuidv7, WriterId } from '../../shared/rows.js';
 import { keyName } from '../auth.js';
 import { jsonBodyWithin } from '../body.js';
 import { routeModule, type RouteDeps } from '../http/env.js';
 import { refuseBodyHook, requestNotFound } from '../http/errors.js';
-import { controlBodyErrors, errorResponse, errors, IdParam, jsonAnswer, jsonBody, limitQ } from '../http/openapi.js';
+import {
+  controlBodyErrors,
+  errorResponse,
+  errors,
+  givenOnce,
+  IdParam,
+  jsonAnswer,
+  jsonBody,
+  limitQ,
+} from '../http/openapi.js';
 import { scoped } from '../http/scope.js';
+import { refusePlaneWriter } from './writer-route.js';
 import {
   claimRequest,
   getRequest,
@@ -77,14 +87,23 @@ export function requestRoutes({ db, bodyDeadline }: RouteDeps) {
       method: 'get',
       path: '/v1/requests',
       summary:
-        "The project's run requests recorded after the cursor (`after`), oldest first, with where each stands; `state=open` lists only those waiting for the application (what its worker reads)",
+        "The project's run requests recorded after the cursor (`after`), oldest first, with where each stands; `state=open` lists only those waiting for the application (what its worker reads); `writerId` only those of runs that writer delivered rows of, restored (naming itself) or owns (what a worker that does not restore runs reads)",
       ...scoped(db, ['read', 'ingest', 'operate']),
       request: {
-        query: z.object({ after: z.string().max(200).optional(), state: RunRequestState.optional(), limit: limitQ }),
+        query: z.object({
+          after: z.string().max(200).optional(),
+          state: RunRequestState.optional(),
+          limit: limitQ,
+          writerId: givenOnce(WriterId).optional(),
+        }),
       },
       responses: { 200: jsonAnswer('a page; pass nextCursor as `after` for the next', RunRequestPage), ...errors },
     }),
-    async (c) => c.json(await listRequests(db, c.get('principal').projectId, c.req.valid('query')), 200),
+    async (c) => {
+      const q = c.req.valid('query');
+      if (q.writerId !== undefined) refusePlaneWriter(q.writerId);
+      return c.json(await listRequests(db, c.get('principal').projectId, q), 200);
+    },
   );
 
   app.openapi(

@@ -33,8 +33,22 @@ const failing = () =>
 
 describe('the worker’s listing of open requests', () => {
   it('one page per pass, the cursor moving on and starting again after the last page', async () => {
+    const lists: { at: number; after: string | null; items: number }[] = [];
+    const dispatcher = new HttpAgent().compose((dispatch) => (opts, handler) => {
+      const path = String(opts.path);
+      if (path.startsWith('/v1/requests?'))
+        lists.push({ at: Date.now(), after: new URL(path, 'http://x').searchParams.get('after'), items: 0 });
+      return dispatch(opts, handler);
+    }) as Dispatcher;
     const a = new SqliteCheckpointer({ path: tmp.file('a.db') });
-    const ra = connectPlane(a, { url: plane.url, apiKey: key, pollMs: 0, debounceMs: 5, followChanges: false });
+    const ra = connectPlane(a, {
+      url: plane.url,
+      apiKey: key,
+      pollMs: 0,
+      debounceMs: 5,
+      followChanges: false,
+      dispatcher,
+    });
     const agentA = new Agent({ name: 'bot', model: failing(), checkpointer: a });
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -49,32 +63,22 @@ describe('the worker’s listing of open requests', () => {
       expect(r.status).toBe(201);
       ids.push(r.body.requestId);
     }
-    await ra.stop();
-    await a.close();
 
-    // another machine's worker, which holds none of these runs (no restore): they stay open
-    const lists: { at: number; after: string | null; items: number }[] = [];
-    const dispatcher = new HttpAgent().compose((dispatch) => (opts, handler) => {
-      const path = String(opts.path);
-      if (path.startsWith('/v1/requests?'))
-        lists.push({ at: Date.now(), after: new URL(path, 'http://x').searchParams.get('after'), items: 0 });
-      return dispatch(opts, handler);
-    }) as Dispatcher;
-    const b = new SqliteCheckpointer({ path: tmp.file('b.db') });
-    const rb = connectPlane(b, { url: plane.url, apiKey: key, pollMs: 0, followChanges: false, dispatcher });
+    // the machine's worker, whose application takes none of these runs (no agent for them): they stay open
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), 1500);
     const summary = await serveDecisions({
-      agent: new Agent({ name: 'bot', model: failing(), checkpointer: b }),
-      store: b,
-      replica: rb,
+      agentFor: () => null,
+      agentForRequest: () => null,
+      store: a,
+      replica: ra,
       signal: stop.signal,
       pollMs: 50,
       pageSize: 2,
     });
     clearTimeout(timer);
-    await rb.stop();
-    await b.close();
+    await ra.stop();
+    await a.close();
     expect(summary.requests.applied).toBe(0);
     // a pass asks once: never two listings back to back
     expect(lists.length).toBeGreaterThan(4);

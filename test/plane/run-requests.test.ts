@@ -97,6 +97,42 @@ function requestSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(RunRequestPage.parse(open.body).items.map((i) => i.requestId)).toContain(r.body.requestId);
     });
 
+    it("a worker's listing of its writer's runs: the requests of runs that writer delivered, none of another's; bad writer ids refused", async () => {
+      await run('mine-1', 'failed');
+      const other = new SqliteCheckpointer({ path: ':memory:', writerId: 'laptop-b' });
+      try {
+        await other.put(step('theirs-1', 0));
+        await other.put({ ...step('theirs-1', 1), nodeId: 'run_end', step: 'run_end', status: 'failed' });
+        const sent = await call(`${plane.url}/v1/ingest`, {
+          key: keys.ingest,
+          json: { protocol: 1, writerId: 'laptop-b', rows: await takeEvents(other) },
+        });
+        expect(sent.body.rejected).toBe(0);
+      } finally {
+        await other.close();
+      }
+      const ids: Record<string, string> = {};
+      for (const id of ['mine-1', 'theirs-1']) {
+        const r = await post(`/v1/executions/${id}/requests`, { action: 'retry', reason: 'both' });
+        expect(r.status, JSON.stringify(r.body)).toBe(201);
+        ids[id] = r.body.requestId;
+      }
+      const listed = async (q: string) =>
+        RunRequestPage.parse((await get(`/v1/requests?state=open&limit=1000${q}`, keys.ingest)).body).items.map(
+          (i) => i.requestId,
+        );
+      const mine = await listed('&writerId=laptop-a');
+      expect(mine).toContain(ids['mine-1']);
+      expect(mine).not.toContain(ids['theirs-1']);
+      expect(await listed('&writerId=laptop-b')).toEqual([ids['theirs-1']]);
+      expect(await listed('&writerId=laptop-nobody')).toEqual([]);
+      expect(await listed('')).toEqual(expect.arrayContaining([ids['mine-1'], ids['theirs-1']]));
+      for (const q of ['&writerId=plane', '&writerId=a&writerId=b', '&writerId=']) {
+        const r = await get(`/v1/requests?state=open${q}`, keys.ingest);
+        expect([r.status, r.body.error?.code], q).toEqual([400, expect.any(String)]);
+      }
+    });
+
     it('a body with problems is INVALID_RUN_REQUEST naming every one; nothing is recorded', async () => {
       await run('bad-body', 'failed');
       const before = await count();

@@ -227,6 +227,7 @@ export async function runRequestRoutes(d: Driver, forkFrom: string): Promise<voi
   });
   expect(fork.status, JSON.stringify(fork.body)).toBe(201);
   await d.get('/v1/requests?state=open', d.keys.ingest);
+  await d.get('/v1/requests?state=open&writerId=laptop-a', d.keys.ingest);
   await d.get(`/v1/requests/${fork.body.requestId}`, d.keys.ingest);
   const claim = await d.post(`/v1/requests/${fork.body.requestId}/claim`, d.keys.ingest, { writerId: 'laptop-a' });
   expect(claim.status, JSON.stringify(claim.body)).toBe(200);

@@ -122,6 +122,10 @@ describe("a connected store's decision feeds", () => {
       asked(a, /decisions$/).every((p) => p.startsWith('/v1/writer-decisions?') && p.includes('writerId=a-laptop')),
     ).toBe(true);
     expect(asked(a, /decisions$/).length).toBeGreaterThan(0);
+    // and the run requests it asks for are its writer's runs' too
+    const listings = asked(a, /^\/v1\/requests$/);
+    expect(listings.length).toBeGreaterThan(0);
+    expect(listings.every((p) => p.includes('writerId=a-laptop'))).toBe(true);
     expect(await b.replica.pullDecisions('mine')).toMatchObject({ received: 1, stored: 1 });
 
     // the restoring store follows the whole feed: b's pending decision (a's is applied: not stored, not its run)
