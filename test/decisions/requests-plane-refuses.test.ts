@@ -142,7 +142,7 @@ describe('a plane that does not list run requests', () => {
     // the decision feed's answers are held: only the run requests' listing can hear the refusal
     let release: () => void = () => {};
     const held = new Promise<void>((r) => (release = r));
-    w.proxy.rule = ({ path }) => (path.startsWith('/v1/decisions') ? { holdAnswer: held } : undefined);
+    w.proxy.rule = ({ path }) => (/^\/v1\/(writer-)?decisions\?/.test(path) ? { holdAnswer: held } : undefined);
     const source = (await w.agent.run(refundRequest('R-1', 50), { executionId: 'revoked-source' })).status;
     expect(source).toBe('completed');
     expect((await w.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);

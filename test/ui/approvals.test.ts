@@ -388,7 +388,7 @@ describe('approvals on the plane inspector', () => {
       const decidedAt = Date.now();
       // the laptop asked for decisions after this one was recorded, and did not get through
       await until(() =>
-        proxy.seen.some((r) => r.path.startsWith('/v1/decisions') && r.fault === 'reset' && r.at > decidedAt),
+        proxy.seen.some((r) => /^\/v1\/(writer-)?decisions\?/.test(r.path) && r.fault === 'reset' && r.at > decidedAt),
       );
       expect(await page.locator('[data-testid=run-approvals] [data-testid=decision]').getAttribute('data-state')).toBe(
         'pending',
