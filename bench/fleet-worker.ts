@@ -12,7 +12,7 @@
  * twice is an error the parent reports. One run in `decideEvery` pauses in
  * its first tool for a person's approval (the parent records it on the
  * plane); the laptop goes on with its next run, and its decision worker
- * (`serveDecisions`, without `restore`: its writer's decision feed) applies
+ * (`serveDecisions` with `runs: 'mine'`: its writer's decision feed) applies
  * the decision. Each decision it applies is reported, with anything else
  * the worker said (a laptop alone on its runs never sees one applied
  * elsewhere or superseded).
@@ -228,6 +228,8 @@ class Laptop {
       agent: this.agent,
       store: this.store,
       replica: this.replica,
+      // each laptop alone on its runs: served its own decisions and run requests only
+      runs: 'mine',
       signal: this.serving.signal,
       onOutcome: (x) => {
         if (x.outcome === 'applied') {

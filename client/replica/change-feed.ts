@@ -188,7 +188,11 @@ export class ChangeFeedConsumer {
   }
 
   private async askingDecided(): Promise<boolean> {
-    this.decided ??= (await this.store.getMeta(CHANGES_DECIDED_META)) === 'true';
+    if (this.decided === null) {
+      const kept = (await this.store.getMeta(CHANGES_DECIDED_META)) === 'true';
+      // askDecided() may have said so while the meta was read: that stands
+      if (this.decided === null) this.decided = kept;
+    }
     return this.decided;
   }
 

@@ -76,6 +76,8 @@ export interface DecisionFeedOptions {
   writerId?: string;
   /** Said once: the plane has no writer decision feed, the whole project's is followed instead. */
   fellBack?: (reason: string) => void;
+  /** This store followed the whole decision feed before (a writer's feed found its cursor): it may keep decisions of runs it never touched. */
+  followedWhole?: () => Promise<void>;
   dispatcher?: Dispatcher;
   /** The long poll's hold, seconds (the plane caps it at 25). Default 25. */
   waitSeconds?: number;
@@ -221,7 +223,10 @@ export class DecisionFeedConsumer {
     // up to which this store was served
     if (this.o.writerId !== undefined && (await this.store.getMeta(key)) === null) {
       const whole = await this.store.getMeta(decisionsCursorMeta(this.o.url, who.data.project));
-      if (whole !== null) await this.store.setMeta(key, whole);
+      if (whole !== null) {
+        await this.o.followedWhole?.();
+        await this.store.setMeta(key, whole);
+      }
     }
     this.scope = { apiKey, key };
     return this.scope.key;

@@ -100,6 +100,8 @@ export class Replica extends EventEmitter<ReplicaEvents> {
           waitSeconds: options.decisionWaitSeconds,
           backoffBaseMs: options.backoffBaseMs,
           backoffCapMs: options.backoffCapMs,
+          // decisions the whole feed stored before: the change feed must say when their pauses close
+          followedWhole: () => this.changes.askDecided(),
           fellBack: (reason) => {
             // the whole feed brings decisions of runs this store never touched: its change feed must say when they close
             void this.changes.askDecided().catch(() => {});

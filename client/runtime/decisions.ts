@@ -64,6 +64,7 @@ import {
   booleanProblem,
   durationProblem,
   integerProblem,
+  oneOfProblem,
   optionNames,
   optionsProblems,
   refuse,
@@ -71,6 +72,7 @@ import {
 import { Decision } from '../../shared/rows.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
 import { runLostAtPlane } from '../replica/branch.js';
+import type { DecisionRuns } from '../replica/decision-feed.js';
 import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
 import type { RunRequestView } from '../../shared/protocol.js';
@@ -105,6 +107,15 @@ export interface ServeDecisionsOptions {
   signal: AbortSignal;
   /** Restore from the plane (through `replica`) a decided run this store does not hold, then apply it. */
   restore?: boolean;
+  /**
+   * Whose decisions and run requests the plane serves this worker. `'all'` (the default): the project's every
+   * one. `'mine'`: only those of runs this replica's writer delivered rows of, restored or owns
+   * (GET /v1/writer-decisions, GET /v1/requests?writerId=), so a fleet's laptops are not each served every
+   * laptop's; right when every run this store holds was written or restored under the replica's writer id. A
+   * store copied under a new writer id (or connected under another one) holds runs the plane knows under the old
+   * id: it keeps `'all'`. Not with `restore` (which takes on runs it never touched).
+   */
+  runs?: DecisionRuns;
   /** Called with the outcome of each decision the worker handled (applied, applied elsewhere, superseded, failed). Default none. */
   onOutcome?: (outcome: DecisionOutcome) => void;
   /** The fallback wake-up, for decisions another process recorded in a shared store. Default 2000 ms. */
@@ -159,6 +170,7 @@ const SERVE_OPTIONS = optionNames<ServeDecisionsOptions>({
   replica: true,
   signal: true,
   restore: true,
+  runs: (field, v) => oneOfProblem(field, v, ['all', 'mine']),
   onOutcome: true,
   pollMs: (field, v) => durationProblem(field, v, 1),
   retry: true,
@@ -178,6 +190,8 @@ function checkOptions(o: ServeDecisionsOptions): void {
     if (!o.store) problems.push('store: required');
     if (!o.signal) problems.push('signal: required, an AbortSignal that stops the worker');
     if (o.restore && !o.replica) problems.push('restore needs a replica (the plane to restore from)');
+    if (o.restore && o.runs === 'mine')
+      problems.push("runs: 'mine' cannot serve restore, which takes on runs this writer never touched; use 'all'");
   }
   refuse('serveDecisions', problems);
 }
@@ -223,6 +237,7 @@ class DecisionWorker {
             replica: o.replica,
             agentFor,
             restore: o.restore === true,
+            runs: o.runs ?? 'all',
             withoutPlane: o.withoutPlane === true,
             retry: this.retry,
             signal: o.signal,
@@ -258,8 +273,7 @@ class DecisionWorker {
     await store.setup();
     const off = store.onWrite(this.writeKick);
     replica?.on('decision', this.kick);
-    // a worker that restores runs it never ran needs the project's every decision; one that does not, its own
-    const unfollow = replica?.followDecisions(this.o.restore ? 'all' : 'mine');
+    const unfollow = replica?.followDecisions(this.o.runs ?? 'all');
     signal.addEventListener('abort', this.kick);
     try {
       while (!signal.aborted) {

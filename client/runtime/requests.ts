@@ -43,6 +43,7 @@
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
 import type { RunRequestView } from '../../shared/protocol.js';
 import type { Checkpointer } from '../checkpointer.js';
+import type { DecisionRuns } from '../replica/decision-feed.js';
 import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
 import type { Agent } from './agent.js';
@@ -87,6 +88,8 @@ export interface RequestApplierOptions {
   agentFor: (request: RunRequestView) => Agent | null | undefined | Promise<Agent | null | undefined>;
   /** Restore from the plane a run this store does not hold, then apply its request. */
   restore: boolean;
+  /** Whose open requests the plane lists: the project's, or those of this writer's runs (ServeDecisionsOptions.runs). */
+  runs: DecisionRuns;
   /** Resume runs a plane holds with no plane connected (resume's `withoutPlane`). */
   withoutPlane: boolean;
   /** Backoff of a request that failed (tried again while it stays open). */
@@ -156,12 +159,7 @@ export class RequestApplier {
     const fromSeq = this.cursor.seq;
     let toSeq = Number.POSITIVE_INFINITY;
     try {
-      // a worker that does not restore applies requests of runs its store holds: its writer's runs' only
-      const page = await this.o.replica.openRequests(
-        this.cursor.after,
-        this.o.pageSize,
-        this.o.restore ? 'all' : 'mine',
-      );
+      const page = await this.o.replica.openRequests(this.cursor.after, this.o.pageSize, this.o.runs);
       open = page.items;
       if (page.nextCursor && open.length) toSeq = open[open.length - 1].seq;
       this.cursor = page.nextCursor && open.length ? { after: page.nextCursor, seq: toSeq } : { after: null, seq: 0 };

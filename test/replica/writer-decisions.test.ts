@@ -1,12 +1,14 @@
 /**
- * A connected store's decision feeds: a decision worker that applies decisions to its own store's runs follows its
+ * A connected store's decision feeds: a decision worker served its writer's runs (`runs: 'mine'`) follows its
  * writer's feed (GET /v1/writer-decisions) and is served the decisions of the runs its writer touched, never
- * another machine's; one that restores the runs it decides (`restore: true`) follows the project's whole feed
- * (GET /v1/decisions), and its change feed then carries the runs with a decision (`decided=true`), so it forgets
- * a decision once another machine closes its pause. Against a plane without the writer decision feed (404) the
+ * another machine's; one on the project's whole feed (GET /v1/decisions: the default, and what `restore: true`
+ * needs) stores the others' too, and its change feed then carries the runs with a decision (`decided=true`), so
+ * it forgets a decision once another machine closes its pause. A store copied under a new writer id, on the
+ * default, applies a decision for a run its copy paused. `runs: 'mine'` with `restore` is refused. Against a plane without the writer decision feed (404) the
  * store follows the whole feed instead and says so once. Real plane (PGlite, HTTP), a real proxy per machine
  * (test/helpers/fault-proxy.ts) that records what each asked, SQLite files, the refund agent.
  */
+import { copyFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectPlane, type DecisionOutcome, type Replica, serveDecisions } from '../../client/index.js';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
@@ -85,14 +87,14 @@ describe("a connected store's decision feeds", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(201);
   }
 
-  /** `m`'s worker (restoring or not) until it applied `id`'s decision; its outcomes. */
-  async function applied(m: Machine, id: string, restore = false) {
+  /** `m`'s worker (served its writer's runs' decisions and requests, or the project's) until it applied `id`'s decision; its outcomes. */
+  async function applied(m: Machine, id: string, runs: 'mine' | 'all' = 'mine') {
     const seen: DecisionOutcome[] = [];
     const stop = new AbortController();
     const served = serveDecisions({
       store: m.store,
       replica: m.replica,
-      restore,
+      runs,
       agent: m.agent,
       signal: stop.signal,
       pollMs: 60_000,
@@ -105,7 +107,7 @@ describe("a connected store's decision feeds", () => {
     return seen;
   }
 
-  it("a worker that does not restore is served its writer's decisions only; one that restores, the project's", async () => {
+  it("a worker on its writer's runs is served its own decisions and requests only; one on the whole feed, the project's", async () => {
     const a = await machine('a-laptop');
     const b = await machine('b-laptop');
     const c = await machine('c-restorer');
@@ -149,8 +151,14 @@ describe("a connected store's decision feeds", () => {
     await d.reconnect();
     await d.replica.pullChanges();
     expect(asked(d, /changes$/).at(-1)).toMatch(/&decided=true$/);
+    // a store that followed the whole feed before it kept that note: its writer's feed, first asked, starts at the
+    // whole feed's cursor and turns the change feed's decided runs on
+    await d.store.setMeta('changes.decided', 'false');
+    await d.reconnect();
     await d.replica.pullDecisions('mine');
     expect(asked(d, /decisions$/).at(-1)).toMatch(new RegExp(`^/v1/writer-decisions\\?.*after=${whole.cursor}`));
+    await d.replica.pullChanges();
+    expect(asked(d, /changes$/).at(-1)).toMatch(/&decided=true$/);
     // a store that never did asks for none
     await a.replica.pullChanges();
     expect(asked(a, /changes$/).at(-1)).toMatch(/&decided=false$/);
@@ -180,6 +188,43 @@ describe("a connected store's decision feeds", () => {
       },
     ]);
   }, 60_000);
+
+  it('a store copied under a new writer id, on the default (the whole feed), applies the decision of a run paused before the copy', async () => {
+    const a = await machine('a-original');
+    const pause = (await a.agent.run(refundRequest('copied-run', 50_000), { executionId: 'copied-run' }))
+      .pendingInterrupt!;
+    expect((await a.replica.flush({ timeoutMs: 10_000 })).pendingRows).toBe(0);
+    await a.replica.stop();
+    await a.store.close();
+    open.splice(open.indexOf(a), 1);
+    copyFileSync(tmp.file('a-original.db'), tmp.file('b-copy.db'));
+    const b = await machine('b-copy');
+    expect(b.store.writerId).toBe('b-copy');
+    const r = await call(`${plane.url}/v1/executions/copied-run/decision`, {
+      key: approver,
+      json: { checkpointId: pause.checkpointId, approved: true },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    // its writer's feed has nothing of the run (the plane knows it under the old id): the whole feed does
+    expect(await b.replica.pullDecisions('mine')).toMatchObject({ received: 0 });
+    expect((await applied(b, 'copied-run', 'all')).map((x) => x.outcome)).toEqual(['applied']);
+    expect(b.ledger.charges()).toHaveLength(1);
+  }, 60_000);
+
+  it("options: runs is 'all' or 'mine', and 'mine' cannot serve restore; nothing is started", async () => {
+    const m = await machine('options');
+    const signal = AbortSignal.timeout(1000);
+    const base = { store: m.store, replica: m.replica, agent: m.agent, signal };
+    await expect(serveDecisions({ ...base, runs: 'everyone' as never })).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      message: expect.stringContaining('runs'),
+    });
+    await expect(serveDecisions({ ...base, runs: 'mine', restore: true })).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      message: expect.stringContaining("runs: 'mine' cannot serve restore"),
+    });
+    expect(m.proxy.seen.filter((x) => /decisions|requests/.test(x.path))).toEqual([]);
+  });
 
   it('bad input is refused: no writer, the plane’s own writer id, a writer given twice, a bad cursor', async () => {
     for (const q of ['', '?writerId=', '?writerId=plane', '?writerId=a&writerId=b', '?writerId=a&after=x']) {
