@@ -3,10 +3,11 @@
  * decisions of the project's decision feed (decisions.ts) whose run the
  * writer touched — it delivered rows of it, restored it naming itself
  * (`run_contacts`) — or owns (`run_owners`), in the same order and with the
- * same cursor. A connected store's decision worker applies decisions of the
- * runs its store holds; one that restores runs it never ran follows the
- * whole feed (GET /v1/decisions) instead. So what a fleet is served grows
- * with its decisions, not with its decisions times its writers.
+ * same cursor. A decision worker whose store holds only runs its writer
+ * wrote or restored (`serveDecisions({ runs: 'mine' })`: a fleet's laptops)
+ * follows it, so what a fleet is served grows with its decisions, not with
+ * its decisions times its writers; any other worker, and one that restores
+ * runs it never ran, follows the whole feed (GET /v1/decisions).
  *
  * A page reads the project's feed after the cursor, at most WRITER_SCAN
  * decisions, and keeps the writer's; the cursor moves past every decision

@@ -19,6 +19,7 @@ import {
 } from '../../shared/protocol.js';
 import { IdempotencyEntry } from '../../shared/rows.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import type { DecisionRuns } from './decision-feed.js';
 import type { PlaneHttp, PlaneResponse } from './http.js';
 
 /** Who a call is made as: the key (which setApiKey may change between calls), the writer, its store instance, the request timeout. */
@@ -400,7 +401,7 @@ export async function openRequestsAtPlane(
   as: PlaneCaller,
   after: string | null,
   limit = 100,
-  runs: 'all' | 'mine' = 'all',
+  runs: DecisionRuns = 'all',
 ): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
   const q: string = `state=open&limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}${runs === 'mine' ? `&writerId=${encodeURIComponent(as.writerId)}` : ''}`;
   const res = await reachPlane(http, as, 'GET', `/v1/requests?${q}`, 'list run requests');

@@ -254,12 +254,11 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   /**
    * Follow the plane's decision feed (a long poll) until the returned function
    * is called: each decision recorded on the plane is stored here and emitted
-   * as `decision`. `runs`: `'all'`, the project's every decision (a worker
-   * that restores the runs it decides); `'mine'`, only those of runs this
-   * writer delivered rows of, restored or owns (what a worker applies to its
-   * own store's runs; a fleet's laptops are served their own decisions, not
-   * each other's). Several followers share each feed (serveDecisions follows
-   * while it serves).
+   * as `decision`. `runs` (serveDecisions' option): `'all'`, the project's
+   * every decision; `'mine'`, only those of runs this writer delivered rows
+   * of, restored or owns (a fleet's laptops, each alone on its runs, are
+   * served their own decisions, not each other's). Several followers share
+   * each feed (serveDecisions follows while it serves).
    */
   followDecisions(runs: DecisionRuns = 'all'): () => void {
     if (this.drain.state === 'stopped') return () => {};
@@ -313,8 +312,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * application on this replica's plane, oldest first, after the cursor
    * (null: from the start; `nextCursor` null: the end); the decision worker
    * applies them. `runs` as followDecisions': `'mine'` lists only those of
-   * runs this writer delivered rows of, restored or owns (what a worker that
-   * does not restore runs can apply). Throws PLANE_ERROR when the plane
+   * runs this writer delivered rows of, restored or owns. Throws PLANE_ERROR when the plane
    * cannot be asked or refuses; a refused key (401) also makes the replica
    * `auth_failed`, as a feed's round does (so do the other run-request calls).
    */
