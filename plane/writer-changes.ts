@@ -14,11 +14,11 @@
  *   before the run's rows are read), or it owns the run (`run_owners`);
  * - a deletion (its run's contacts and owner go with the run);
  * - asked for (`decided`): the run has a decision recorded at the plane. A
- *   store that follows its project's whole decision feed (a worker that
- *   restores the runs it decides) keeps decisions of runs it never touched
- *   and forgets them when their pause closes, which it learns here. A store
- *   that follows only its own decisions (GET /v1/writer-decisions) does not
- *   ask: every decision it keeps is of a run it touched.
+ *   store that follows its project's whole decision feed (a decision
+ *   worker's default) keeps decisions of runs it never touched and forgets
+ *   them when their pause closes, which it learns here. A store that follows
+ *   only its own decisions (GET /v1/writer-decisions) does not ask: every
+ *   decision it keeps is of a run it touched.
  *
  * A page reads the project's feed after the cursor through its
  * (project_id, change_seq) indexes, at most WRITER_SCAN entries, and keeps the

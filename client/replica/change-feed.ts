@@ -147,9 +147,13 @@ export class ChangeFeedConsumer {
             ? http.request('GET', p, { apiKey: this.apiKey(), timeoutMs, signal, sendAgainIfStale: true })
             : sendAgainIfStale(() => getUnref(o.url, p, this.apiKey(), timeoutMs, agent!, signal), signal);
         if (this.wholeFeed) return send(path);
+        const asked = (decided: boolean) =>
+          `${WRITER_FEED}${path.slice(path.indexOf('?'))}&writerId=${encodeURIComponent(o.writerId)}&decided=${decided}`;
         const decided = await this.askingDecided();
-        const query = `${path.slice(path.indexOf('?'))}&writerId=${encodeURIComponent(o.writerId)}&decided=${decided}`;
-        const res = await send(`${WRITER_FEED}${query}`);
+        let res = await send(asked(decided));
+        // the store began to keep others' decisions while this page was held: a page without their runs' changes
+        // would move the cursor past them, so the same page is asked again with them
+        if (res.status === 200 && !decided && this.decided) res = await send(asked(true));
         if (res.status !== 404) return res;
         this.wholeFeed = true;
         o.fellBack?.(writerFeedMissing(res, WRITER_FEED, 'writer feed', 'change feed'));

@@ -45,6 +45,7 @@ import { z } from 'zod';
 import { DecisionView, WhoAmI } from '../../shared/protocol.js';
 import type { Decision } from '../../shared/rows.js';
 import { ErrorCode, WaymarkError } from '../../shared/errors.js';
+import { oneOfProblem } from '../../support/validate.js';
 import type { Checkpointer } from '../checkpointer.js';
 import { FeedFollower, type FeedResponse, writerFeedMissing, zodIssues as issues } from './feed-follower.js';
 import { PlaneHttp } from './http.js';
@@ -55,6 +56,10 @@ export const DECISIONS_CURSOR_META = 'decisions.cursor';
 
 /** Whose decisions a feed serves: the project's every one, or one writer's (its runs). */
 export type DecisionRuns = 'all' | 'mine';
+
+/** The problem with a `runs` value (DecisionRuns), or null. */
+export const decisionRunsProblem = (field: string, v: unknown): string | null =>
+  oneOfProblem(field, v, ['all', 'mine']);
 
 /** The prefix of the store meta keys holding writer decision feeds' cursors. */
 export const WRITER_DECISIONS_CURSOR_META = 'decisions.writer';

@@ -21,7 +21,7 @@ import { apiKeyProblem, refuse } from '../../support/validate.js';
 import type { RunRequestOutcome, RunRequestView } from '../../shared/protocol.js';
 import type { adoptCancel, PlaneCancelOptions, PlaneCancelResult } from './cancel.js';
 import { changeFeedOf, type ChangeFeedConsumer, type ChangePull } from './change-feed.js';
-import { DecisionFeedConsumer, type DecisionRuns, type PullResult } from './decision-feed.js';
+import { DecisionFeedConsumer, type DecisionRuns, decisionRunsProblem, type PullResult } from './decision-feed.js';
 import { drainSettings, OutboxDrain } from './drain.js';
 import { PlaneHttp } from './http.js';
 import type {
@@ -56,6 +56,12 @@ export type {
   ReplicaStatus,
   RoundOutcome,
 } from './replica-types.js';
+
+/** A `runs` argument that is not 'all' or 'mine' is refused (INVALID_OPTIONS), before anything is asked. */
+function refuseRuns(call: string, runs: unknown): void {
+  const problem = decisionRunsProblem('runs', runs);
+  if (problem) refuse(call, [problem]);
+}
 
 /**
  * A store's link to a plane (`connectPlane` makes one): it drains the store's outbox to the plane, follows the plane's
@@ -261,6 +267,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
    * each feed (serveDecisions follows while it serves).
    */
   followDecisions(runs: DecisionRuns = 'all'): () => void {
+    refuseRuns('Replica.followDecisions', runs);
     if (this.drain.state === 'stopped') return () => {};
     // said before the feed's first round (kept in the store even if this write fails: the flag is set in memory first)
     if (runs === 'all') void this.changes.askDecided().catch(() => {});
@@ -269,6 +276,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
 
   /** One round of a decision feed (`runs` as followDecisions'), without holding: stores what the plane has after the saved cursor. */
   async pullDecisions(runs: DecisionRuns = 'all'): Promise<PullResult> {
+    refuseRuns('Replica.pullDecisions', runs);
     if (runs === 'all') await this.changes.askDecided();
     return this.decisions[runs].pull(0);
   }
@@ -321,6 +329,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     limit?: number,
     runs: DecisionRuns = 'all',
   ): Promise<{ items: RunRequestView[]; nextCursor: string | null }> {
+    refuseRuns('Replica.openRequests', runs);
     return this.plane.openRequests(after, limit, runs);
   }
 

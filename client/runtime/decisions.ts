@@ -64,7 +64,6 @@ import {
   booleanProblem,
   durationProblem,
   integerProblem,
-  oneOfProblem,
   optionNames,
   optionsProblems,
   refuse,
@@ -72,7 +71,7 @@ import {
 import { Decision } from '../../shared/rows.js';
 import type { Checkpointer, StoredDecision } from '../checkpointer.js';
 import { runLostAtPlane } from '../replica/branch.js';
-import type { DecisionRuns } from '../replica/decision-feed.js';
+import { type DecisionRuns, decisionRunsProblem } from '../replica/decision-feed.js';
 import type { Replica } from '../replica/replica.js';
 import { backoffDelay, type Backoff } from '../retry.js';
 import type { RunRequestView } from '../../shared/protocol.js';
@@ -169,8 +168,8 @@ const SERVE_OPTIONS = optionNames<ServeDecisionsOptions>({
   store: true,
   replica: true,
   signal: true,
-  restore: true,
-  runs: (field, v) => oneOfProblem(field, v, ['all', 'mine']),
+  restore: booleanProblem,
+  runs: decisionRunsProblem,
   onOutcome: true,
   pollMs: (field, v) => durationProblem(field, v, 1),
   retry: true,
@@ -190,8 +189,10 @@ function checkOptions(o: ServeDecisionsOptions): void {
     if (!o.store) problems.push('store: required');
     if (!o.signal) problems.push('signal: required, an AbortSignal that stops the worker');
     if (o.restore && !o.replica) problems.push('restore needs a replica (the plane to restore from)');
-    if (o.restore && o.runs === 'mine')
+    if (o.restore === true && o.runs === 'mine')
       problems.push("runs: 'mine' cannot serve restore, which takes on runs this writer never touched; use 'all'");
+    if (o.runs === 'mine' && !o.replica)
+      problems.push("runs: 'mine' needs a replica (the plane whose feeds it narrows)");
   }
   refuse('serveDecisions', problems);
 }

@@ -87,7 +87,7 @@ export function requestRoutes({ db, bodyDeadline }: RouteDeps) {
       method: 'get',
       path: '/v1/requests',
       summary:
-        "The project's run requests recorded after the cursor (`after`), oldest first, with where each stands; `state=open` lists only those waiting for the application (what its worker reads); `writerId` only those of runs that writer delivered rows of, restored (naming itself) or owns (what a worker that does not restore runs reads)",
+        "The project's run requests recorded after the cursor (`after`), oldest first, with where each stands; `state=open` lists only those waiting for the application (what its worker reads); `writerId` only those of runs that writer delivered rows of, restored (naming itself) or owns (what a decision worker with `runs: 'mine'` reads)",
       ...scoped(db, ['read', 'ingest', 'operate']),
       request: {
         query: z.object({

@@ -126,6 +126,22 @@ function requestSuite(name: string, kind: () => 'pglite' | { url: string }) {
       expect(mine).not.toContain(ids['theirs-1']);
       expect(await listed('&writerId=laptop-b')).toEqual([ids['theirs-1']]);
       expect(await listed('&writerId=laptop-nobody')).toEqual([]);
+      // paged one at a time, the writer's listing carries the same, in order, and ends
+      const paged: string[] = [];
+      let after: string | null = null;
+      do {
+        const page = RunRequestPage.parse(
+          (
+            await get(
+              `/v1/requests?state=open&limit=1&writerId=laptop-a${after ? `&after=${encodeURIComponent(after)}` : ''}`,
+              keys.ingest,
+            )
+          ).body,
+        );
+        paged.push(...page.items.map((i) => i.requestId));
+        after = page.nextCursor;
+      } while (after);
+      expect(paged).toEqual(mine);
       expect(await listed('')).toEqual(expect.arrayContaining([ids['mine-1'], ids['theirs-1']]));
       for (const q of ['&writerId=plane', '&writerId=a&writerId=b', '&writerId=']) {
         const r = await get(`/v1/requests?state=open${q}`, keys.ingest);

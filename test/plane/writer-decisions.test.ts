@@ -28,11 +28,16 @@ const pg = await pgReady("a writer's decision feed across plane processes on pos
 
 /** Pages of a writer decision feed read, by writer: its statement names the writer among its parameters. */
 const pagesRead = new Map<string, number>();
+/** Pages of a writer change feed read without decided runs (its statement has no decisions clause), by writer. */
+const undecidedChangePages = new Map<string, number>();
 const trace = {
   logQuery(query: string, params: unknown[]) {
-    if (!query.includes('SELECT d.execution_id, d.feed_seq FROM decisions d')) return;
     const writer = params.find((p): p is string => typeof p === 'string' && p.startsWith('w-'));
-    if (writer) pagesRead.set(writer, (pagesRead.get(writer) ?? 0) + 1);
+    if (!writer) return;
+    const count = (m: Map<string, number>) => m.set(writer, (m.get(writer) ?? 0) + 1);
+    if (query.includes('SELECT d.execution_id, d.feed_seq FROM decisions d')) count(pagesRead);
+    else if (query.includes('WITH win AS MATERIALIZED') && !query.includes('FROM decisions d'))
+      count(undecidedChangePages);
   },
 };
 
@@ -117,6 +122,7 @@ async function scenario(a: PlaneDatabase, b: PlaneDatabase, projectId: string) {
     );
   // w-nobody's long polls, one asking for decided runs: w-a claims a-1's pause with its decision (a change of a-1)
   // through the other process; the poll that asked is woken and answered, the other is not woken
+  undecidedChangePages.clear();
   const plain = new AbortController();
   let plainAnswer: unknown = null;
   const polls = [
@@ -132,6 +138,7 @@ async function scenario(a: PlaneDatabase, b: PlaneDatabase, projectId: string) {
     ).then((p) => (plainAnswer = p)),
   ];
   await until('both change polls wait', () => waitersOf(a.db, 'changes').polls === 2);
+  await until('the undecided poll read its first page', () => undecidedChangePages.get('w-nobody') === 1);
   expect((await claimPause(b.db, projectId, 'a-1', pauses['a-1'], 'w-a', 0, decisionIds['a-1'])).won).toBe(true);
   expect((await polls[0]).items.map((c) => c.executionId)).toEqual(['a-1']);
   const claimedAt = (await newestChange(a.db, projectId))!;
@@ -139,7 +146,9 @@ async function scenario(a: PlaneDatabase, b: PlaneDatabase, projectId: string) {
     "a's change watcher read the claim",
     async () => ((await writerWakesOf(a.db)).get(projectId) ?? 0) >= claimedAt,
   );
+  // not woken: it read no page again
   expect(plainAnswer).toBeNull();
+  expect(undecidedChangePages.get('w-nobody')).toBe(1);
   plain.abort();
   await polls[1];
   expect(await changed(false)).toEqual([]);

@@ -87,14 +87,14 @@ describe("a connected store's decision feeds", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(201);
   }
 
-  /** `m`'s worker (served its writer's runs' decisions and requests, or the project's) until it applied `id`'s decision; its outcomes. */
-  async function applied(m: Machine, id: string, runs: 'mine' | 'all' = 'mine') {
+  /** `m`'s worker (served its writer's runs' decisions and requests, or, `runs` left out, the default) until it applied `id`'s decision; its outcomes. */
+  async function applied(m: Machine, id: string, runs: 'mine' | 'default' = 'mine') {
     const seen: DecisionOutcome[] = [];
     const stop = new AbortController();
     const served = serveDecisions({
       store: m.store,
       replica: m.replica,
-      runs,
+      ...(runs === 'mine' ? { runs } : {}),
       agent: m.agent,
       signal: stop.signal,
       pollMs: 60_000,
@@ -156,7 +156,7 @@ describe("a connected store's decision feeds", () => {
     await d.store.setMeta('changes.decided', 'false');
     await d.reconnect();
     await d.replica.pullDecisions('mine');
-    expect(asked(d, /decisions$/).at(-1)).toMatch(new RegExp(`^/v1/writer-decisions\\?.*after=${whole.cursor}`));
+    expect(asked(d, /decisions$/).at(-1)).toMatch(new RegExp(`^/v1/writer-decisions\\?.*after=${whole.cursor}(&|$)`));
     await d.replica.pullChanges();
     expect(asked(d, /changes$/).at(-1)).toMatch(/&decided=true$/);
     // a store that never did asks for none
@@ -207,18 +207,55 @@ describe("a connected store's decision feeds", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     // its writer's feed has nothing of the run (the plane knows it under the old id): the whole feed does
     expect(await b.replica.pullDecisions('mine')).toMatchObject({ received: 0 });
-    expect((await applied(b, 'copied-run', 'all')).map((x) => x.outcome)).toEqual(['applied']);
+    expect((await applied(b, 'copied-run', 'default')).map((x) => x.outcome)).toEqual(['applied']);
     expect(b.ledger.charges()).toHaveLength(1);
+    // the default worker asked the whole feed and listed the project's requests
+    expect(asked(b, /decisions$/).at(-1)).toMatch(/^\/v1\/decisions\?/);
+    expect(asked(b, /^\/v1\/requests$/).every((p) => !p.includes('writerId='))).toBe(true);
+  }, 60_000);
+
+  it('a change page asked without decided runs while the store began to keep others’ decisions is asked again with them', async () => {
+    const m = await machine('e-switching');
+    // the plane's answer to the first change page is held (served before the switch, arriving after it)
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    let first = true;
+    m.proxy.rule = ({ path }) => {
+      if (!path.startsWith('/v1/writer-changes') || !first) return undefined;
+      first = false;
+      return { holdAnswer: held };
+    };
+    const pulled = m.replica.pullChanges();
+    await until('the first change page was asked', () => asked(m, /changes$/).length === 1);
+    await m.replica.pullDecisions('all');
+    release();
+    await pulled;
+    const pages = asked(m, /changes$/);
+    expect(pages).toHaveLength(2);
+    expect(pages[0]).toMatch(/&decided=false$/);
+    expect(pages[1]).toBe(pages[0].replace(/decided=false$/, 'decided=true'));
   }, 60_000);
 
   it("options: runs is 'all' or 'mine', and 'mine' cannot serve restore; nothing is started", async () => {
     const m = await machine('options');
     const signal = AbortSignal.timeout(1000);
     const base = { store: m.store, replica: m.replica, agent: m.agent, signal };
-    await expect(serveDecisions({ ...base, runs: 'everyone' as never })).rejects.toMatchObject({
+    // every problem named at once
+    const both = serveDecisions({ ...base, runs: 'everyone' as never, restore: 'yes' as never });
+    await expect(both).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: expect.stringContaining('runs') });
+    await expect(both).rejects.toMatchObject({ message: expect.stringContaining('restore') });
+    await expect(serveDecisions({ ...base, replica: undefined, runs: 'mine' })).rejects.toMatchObject({
       code: 'INVALID_OPTIONS',
-      message: expect.stringContaining('runs'),
+      message: expect.stringContaining("runs: 'mine' needs a replica"),
     });
+    // the replica's own calls check it the same way
+    expect(() => m.replica.followDecisions('Mine' as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS' }),
+    );
+    await expect(m.replica.pullDecisions('Mine' as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+    expect(() => m.replica.openRequests(null, 10, 'x' as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS' }),
+    );
     await expect(serveDecisions({ ...base, runs: 'mine', restore: true })).rejects.toMatchObject({
       code: 'INVALID_OPTIONS',
       message: expect.stringContaining("runs: 'mine' cannot serve restore"),
