@@ -74,8 +74,9 @@ export class Replica extends EventEmitter<ReplicaEvents> {
   private readonly http: PlaneHttp;
   private readonly drain: OutboxDrain;
   private readonly changes: ChangeFeedConsumer;
-  /** The decision feeds: the project's whole, and this writer's own (decisions of runs it touched). */
-  private readonly decisions: Record<DecisionRuns, DecisionFeedConsumer>;
+  /** The decision feeds followed or pulled so far: the project's whole, this writer's own (made on first use: each has its own connection). */
+  private readonly decisionFeeds = new Map<DecisionRuns, DecisionFeedConsumer>();
+  private readonly decisionFeed: (runs: DecisionRuns) => DecisionFeedConsumer;
   private readonly plane: PlaneClient;
   private readonly fence: RunFence;
   /** Removes the plane guard this replica installed on its store (connectPlane), if any. */
@@ -93,7 +94,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     const apiKey = () => this.apiKey;
     const keyRefused = (message: string, key: string | null) => this.drain.keyRefused(message, key);
     this.http = new PlaneHttp(options.url, { dispatcher: options.dispatcher });
-    const decisionFeed = (writerId?: string) =>
+    this.decisionFeed = (runs) =>
       new DecisionFeedConsumer(
         store,
         apiKey,
@@ -101,7 +102,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
         {
           keyRefused,
           url: options.url,
-          writerId,
+          writerId: runs === 'mine' ? this.writerId : undefined,
           dispatcher: options.dispatcher,
           waitSeconds: options.decisionWaitSeconds,
           backoffBaseMs: options.backoffBaseMs,
@@ -115,7 +116,6 @@ export class Replica extends EventEmitter<ReplicaEvents> {
           },
         },
       );
-    this.decisions = { all: decisionFeed(), mine: decisionFeed(this.writerId) };
     const settings = drainSettings(options);
     this.plane = new PlaneClient(store, {
       url: options.url,
@@ -222,8 +222,7 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     if (this.drain.state === 'stopped') return;
     await this.drain.stop();
     await this.changes.stop();
-    await this.decisions.all.stop();
-    await this.decisions.mine.stop();
+    for (const feed of this.decisionFeeds.values()) await feed.stop();
     await this.http.close();
     this.removeAllListeners();
   }
@@ -257,6 +256,18 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     return this.changes.lastError;
   }
 
+  /** The decision feed of `runs`, made on its first use. */
+  private decisions(runs: DecisionRuns): DecisionFeedConsumer {
+    let feed = this.decisionFeeds.get(runs);
+    if (!feed) {
+      feed = this.decisionFeed(runs);
+      this.decisionFeeds.set(runs, feed);
+      // made after stop(): stopped as the others were, its connection closed
+      if (this.drain.state === 'stopped') void feed.stop();
+    }
+    return feed;
+  }
+
   /**
    * Follow the plane's decision feed (a long poll) until the returned function
    * is called: each decision recorded on the plane is stored here and emitted
@@ -271,14 +282,14 @@ export class Replica extends EventEmitter<ReplicaEvents> {
     if (this.drain.state === 'stopped') return () => {};
     // said before the feed's first round (kept in the store even if this write fails: the flag is set in memory first)
     if (runs === 'all') void this.changes.askDecided().catch(() => {});
-    return this.decisions[runs].follow();
+    return this.decisions(runs).follow();
   }
 
   /** One round of a decision feed (`runs` as followDecisions'), without holding: stores what the plane has after the saved cursor. */
   async pullDecisions(runs: DecisionRuns = 'all'): Promise<PullResult> {
     refuseRuns('Replica.pullDecisions', runs);
     if (runs === 'all') await this.changes.askDecided();
-    return this.decisions[runs].pull(0);
+    return this.decisions(runs).pull(0);
   }
 
   /** Restore a run from this replica's plane (restoreFromPlane with its url and key): rows, the open pause and its decision. */
