@@ -135,6 +135,7 @@ export const FAST: readonly string[] = [
   'test/store/restore-divergence.test.ts',
   'test/store/sqlite-group-commit.test.ts',
   'test/store/sqlite-migrate.test.ts',
+  'test/store/sqlite-migrate-v7.test.ts',
   'test/store/sqlite.test.ts',
   'test/ui/form-bodies.test.ts',
   'test/ui/local-run-list-cost.test.ts',

@@ -50,7 +50,6 @@ import {
 import { GroupCommit } from '../store/group-commit.js';
 import type { Settled } from '../../shared/settled.js';
 import {
-  checkpointWritten,
   idempotencyRecorded,
   interruptClaimed,
   interruptClosed,
@@ -248,15 +247,15 @@ export class SqliteCheckpointer extends StoreBase implements C.Checkpointer {
     return rt;
   }
 
-  /** The checkpoint of `rt` and its outbox event, inside the caller's transaction (after the execution moved). */
+  /** The checkpoint of `rt`, its event waiting on the row itself (outbox.ts), inside the caller's transaction (after the execution moved). */
   private insertRow(rt: RowText): void {
     try {
-      this.st.insertCheckpoint.run(checkpointValues(rt.row, rt));
+      if (this.outbox) this.st.insertQueuedCheckpoint.run(checkpointValues(rt.row, rt), rt.bytes);
+      else this.st.insertCheckpoint.run(checkpointValues(rt.row, rt));
     } catch (e) {
       if (sqliteCode(e) === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new DuplicateIdError(rt.row.id);
       throw e;
     }
-    this.queue(checkpointWritten(rt));
   }
 
   /**

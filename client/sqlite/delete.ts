@@ -2,8 +2,10 @@
  * The SQLite store's deletions: one execution (`deleteExecution`, which
  * queues the deletion for the plane) and a chunk of old finished runs
  * (`prune`, a chunk per IMMEDIATE transaction). Each runs inside the
- * caller's transaction; an execution's outbox events go before its
- * checkpoints (checkpoint events are found through the checkpoints' index).
+ * caller's transaction. A checkpoint's waiting event is the row itself
+ * (outbox.ts), gone with it; the outbox rows of an execution go before its
+ * checkpoints: those of checkpoints (a quarantined event's reason, an event
+ * an older waymark queued there) are found through the checkpoints' index.
  */
 import type * as C from '../checkpointer.js';
 import { executionDeleted, type QueuedEvent } from '../store/events.js';
@@ -12,20 +14,23 @@ import type { Statements } from './statements.js';
 
 /** The deletions' statements (see statements.ts). */
 export const deleteStatements = {
-  // an execution's outbox events: checkpoint events through the checkpoints' index, the other kinds through their own
+  // an execution's outbox rows: those of checkpoints through the checkpoints' index, the other kinds through their own
   dropCheckpointEvents: `DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?)`,
   dropOtherEvents: `DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint'`,
   dropUnsentCheckpointEvents: `DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) AND synced = 0`,
   dropUnsentOtherEvents: `DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint' AND synced = 0`,
   // a local-only delete keeps a deletion of the run queued earlier: the plane must still hear of it
   dropUnsentOtherEventsButDeletions: `DELETE FROM outbox WHERE execution_id = ? AND kind NOT IN ('checkpoint', 'execution_deleted') AND synced = 0`,
+  // a run's waiting checkpoint events dropped before its rows go (a row still waiting is never deleted: migration 7)
+  unqueueCheckpoints: `UPDATE checkpoints SET event_seq = NULL WHERE execution_id = ? AND event_seq > 0`,
   deleteCheckpoints: `DELETE FROM checkpoints WHERE execution_id = ?`,
   deletePending: `DELETE FROM pending_interrupts WHERE execution_id = ?`,
   deleteIdem: `DELETE FROM idempotency WHERE execution_id = ?`,
   deleteExec: `DELETE FROM executions WHERE execution_id = ?`,
   deleteLease: `DELETE FROM leases WHERE execution_id = ?`,
   prunable: `SELECT e.execution_id,
-            (EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 0 WHERE c.execution_id = e.execution_id)
+            (EXISTS (SELECT 1 FROM checkpoints c WHERE c.execution_id = e.execution_id AND c.event_seq > 0)
+             OR EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 0 WHERE c.execution_id = e.execution_id)
              OR EXISTS (SELECT 1 FROM outbox o WHERE o.execution_id = e.execution_id AND o.kind <> 'checkpoint' AND o.synced = 0)) AS unsynced
      FROM executions e
      WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ?
@@ -36,6 +41,7 @@ export const deleteStatements = {
 
 /** Delete an execution's outbox events (only the unsent ones with `pendingOnly`), before its checkpoints. */
 export function dropOutbox(st: Statements, executionId: string, pendingOnly: boolean): void {
+  st.unqueueCheckpoints.run(executionId);
   (pendingOnly ? st.dropUnsentCheckpointEvents : st.dropCheckpointEvents).run(executionId);
   (pendingOnly ? st.dropUnsentOtherEvents : st.dropOtherEvents).run(executionId);
 }
@@ -53,6 +59,7 @@ export function deleteRows(
   localOnly = false,
 ): C.DeleteResult {
   // events never sent are moot once the execution is gone; the deletion itself is sent
+  st.unqueueCheckpoints.run(executionId);
   st.dropUnsentCheckpointEvents.run(executionId);
   (localOnly ? st.dropUnsentOtherEventsButDeletions : st.dropUnsentOtherEvents).run(executionId);
   const checkpoints = st.deleteCheckpoints.run(executionId).changes;

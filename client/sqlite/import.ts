@@ -1,6 +1,6 @@
 /**
  * The SQLite store's import (`importRows`): rows from a bundle (a restore
- * from the plane) inserted as synced (an outbox event marked sent, so the
+ * from the plane) inserted as held by the plane (never queued, so the
  * run shows as held by a plane), never overwriting a local row. Inside
  * the caller's IMMEDIATE transaction the plan (client/store/import.ts) is
  * made against the local rows and written, pauses that are no longer the
@@ -17,7 +17,6 @@ import {
   type PendingColumns,
 } from '../store/columns.js';
 import { importResultOf, planImport } from '../store/import.js';
-import { canonicalTime } from '../store/rows.js';
 import type { Statements } from './statements.js';
 
 /** Write a checked bundle inside the caller's transaction; `dropped` hears each execution whose newest row moved. */
@@ -37,7 +36,7 @@ export function importInto(
   const res = importResultOf(plan);
   for (const c of plan.insert) {
     st.insertCheckpoint.run(checkpointValues(c));
-    st.markRestored.run(c.id, c.executionId, canonicalTime());
+    st.markRestored.run(c.id);
     st.upsertExec.run(executionValues(c));
     dropped(c.executionId);
     res.inserted++;

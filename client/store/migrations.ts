@@ -333,6 +333,40 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX IF NOT EXISTS pending_interrupts_id_bytes ON :WAYMARK_SCHEMA.pending_interrupts (execution_id COLLATE "C");
   `,
   },
+  /** SQLite: a checkpoint is its own outbox entry, so a step writes two rows (the execution's head and the checkpoint), not three. */
+  {
+    name: '0007_checkpoint_events',
+    sqlite: `
+  -- A checkpoint carries its own event: event_seq is its place in the drain's order while it waits (drawn from the
+  -- same count as outbox.seq, so the drain reads both tables in one order), negated once the plane holds the row
+  -- (acknowledged, or restored from a plane), NULL when never queued or quarantined (the reason is then an outbox
+  -- row of its id); event_bytes is the event's size. The other events stay in the outbox table. Events already
+  -- queued move onto their rows with their order; a pending event whose row is gone stays where it was.
+  ALTER TABLE checkpoints ADD COLUMN event_seq INTEGER;
+  ALTER TABLE checkpoints ADD COLUMN event_bytes INTEGER;
+  UPDATE checkpoints SET event_seq = o.seq, event_bytes = o.bytes
+    FROM outbox o WHERE o.id = checkpoints.id AND o.kind = 'checkpoint' AND o.synced = 0;
+  UPDATE checkpoints SET event_seq = -o.seq, event_bytes = o.bytes
+    FROM outbox o WHERE o.id = checkpoints.id AND o.kind = 'checkpoint' AND o.synced = 1 AND o.sync_error IS NULL;
+  DELETE FROM outbox WHERE kind = 'checkpoint' AND sync_error IS NULL AND id IN (SELECT id FROM checkpoints);
+  CREATE INDEX checkpoints_unsent ON checkpoints (event_seq) WHERE event_seq > 0;
+  -- A waymark older than this schema that opens the file (it leaves a newer file as it is) would queue checkpoint
+  -- events its own drain sends but never see the ones on rows, and could prune or delete a run whose rows wait:
+  -- its checkpoint writes and such deletions are refused instead, naming why. This version never queues a
+  -- checkpoint in the outbox, and unqueues a run's rows before deleting them.
+  CREATE TRIGGER checkpoint_events_on_rows BEFORE INSERT ON outbox WHEN NEW.kind = 'checkpoint' AND NEW.synced = 0
+  BEGIN
+    SELECT RAISE(ABORT, 'SCHEMA_NEWER: this store file was upgraded by a newer waymark (schema 7: checkpoint events on their rows); upgrade this process to write to it');
+  END;
+  CREATE TRIGGER checkpoint_events_kept BEFORE DELETE ON checkpoints WHEN OLD.event_seq > 0
+  BEGIN
+    SELECT RAISE(ABORT, 'SCHEMA_NEWER: this store file was upgraded by a newer waymark (schema 7: checkpoint events on their rows); upgrade this process to delete its runs');
+  END;
+  `,
+    postgres: `
+  -- Nothing to do: the Postgres store sends a checkpoint, its head update and its outbox event as one statement.
+  `,
+  },
 ];
 
 /** The Postgres text of `m` for `schema` (already checked to be a plain lower-case identifier). */

@@ -53,6 +53,7 @@ describe('the list', () => {
       '0004_decisions',
       '0005_decision_seq_never_reused',
       '0006_byte_order_listings',
+      '0007_checkpoint_events',
     ]);
     MIGRATIONS.forEach((m, i) => {
       expect(m.name).toMatch(new RegExp(`^${String(i + 1).padStart(4, '0')}_[a-z0-9_]+$`));

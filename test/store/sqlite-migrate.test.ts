@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import Database from 'better-sqlite3';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
+import { CHECKPOINT_COLUMNS } from '../../client/store/columns.js';
 import { MIGRATIONS } from '../../client/store/migrations.js';
 import { uuidv7 } from '../../shared/ids.js';
 import { scratchDir } from '../helpers/tmp.js';
@@ -45,10 +46,15 @@ describe('sqlite schema migration 1 → 2', () => {
     v1.exec(MIGRATIONS[0].sqlite);
     v1.pragma('user_version = 1');
     v1.exec(`ATTACH '${tmp.file('source.db')}' AS src`);
-    for (const t of ['waymark_meta', 'executions', 'checkpoints', 'pending_interrupts', 'idempotency'])
+    for (const t of ['waymark_meta', 'executions', 'pending_interrupts', 'idempotency'])
       v1.exec(`INSERT INTO main.${t} SELECT * FROM src.${t}`);
+    v1.exec(`INSERT INTO main.checkpoints SELECT ${CHECKPOINT_COLUMNS.join(', ')} FROM src.checkpoints`);
+    // version 1 kept every event in the outbox: today's checkpoint events (on their rows) go back there
     v1.exec(`INSERT INTO main.outbox (seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error)
-             SELECT seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error FROM src.outbox`);
+             SELECT seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error FROM src.outbox
+             UNION ALL
+             SELECT abs(event_seq), id, 'checkpoint', execution_id, NULL, event_bytes, created_at, event_seq < 0, NULL
+             FROM src.checkpoints WHERE event_seq IS NOT NULL`);
     v1.exec('DETACH src');
     expect(v1.prepare(`SELECT count(*) AS n FROM sqlite_sequence WHERE name = 'outbox'`).get()).toEqual({ n: 1 });
     v1.close();
@@ -68,7 +74,14 @@ describe('sqlite schema migration 1 → 2', () => {
     const stats = await store.outboxStats();
     expect({ ...stats, oldestPendingAgeMs: 0 }).toEqual({ ...before.stats, oldestPendingAgeMs: 0 });
     expect(await store.listQuarantined()).toEqual(before.quarantined);
-    expect(db.prepare(`SELECT count(*) AS n FROM outbox`).get()).toEqual({ n: all.length });
+    // every event kept: the outbox's rows, and the checkpoints carrying their own (migration 7)
+    expect(
+      db
+        .prepare(
+          `SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM checkpoints WHERE event_seq IS NOT NULL) AS n`,
+        )
+        .get(),
+    ).toEqual({ n: all.length });
     expect(db.prepare(`SELECT count(*) AS n FROM sqlite_sequence WHERE name = 'outbox'`).get()).toEqual({ n: 0 });
     expect(store.integrityCheck()).toBe('ok');
     // the run goes on from its stored state, and its new event queues after the old ones
