@@ -1,7 +1,7 @@
 /**
  * What a SQLite FULL commit costs, apart from the agent loop: (1) a one-row
  * commit by its size, (2) the statements of one waymark checkpoint (execution
- * row, checkpoint, outbox entry, on the current schema) beside a raw one-row
+ * head, then the checkpoint carrying its outbox event, on the current schema) beside a raw one-row
  * insert of the same size. Pseudo-random text; repetitions interleaved;
  * medians [min–max], the share of the raw rate taken within a repetition, the
  * disk's raw fsync rate of each repetition beside it.
@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { NEXT_EVENT } from '../client/sqlite/outbox.js';
 import { MIGRATIONS } from '../client/store/migrations.js';
 import { fmt, median, ratios, summary } from './lib/stats.js';
 import { fsyncRate } from './lib/fsync.js';
@@ -54,25 +55,22 @@ const state = states[0];
 function waymarkStatements(): number {
   const db = open();
   for (const m of MIGRATIONS) db.exec(m.sqlite);
-  const getExec = db.prepare('SELECT next_seq, last_id FROM executions WHERE execution_id = ?');
-  const upsert = db.prepare(
-    `INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, ?, ?, 'n', 'llm_call', 'completed', ?)
-     ON CONFLICT (execution_id) DO UPDATE SET next_seq = excluded.next_seq, last_id = excluded.last_id, updated_at = excluded.updated_at WHERE excluded.next_seq > executions.next_seq`,
+  const exec = db.prepare(
+    `INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, 0, 'x', 'n', 'llm_call', 'completed', 'z')`,
+  );
+  const head = db.prepare(
+    `UPDATE executions SET next_seq = ?, last_id = ?, updated_at = ? WHERE execution_id = ? AND next_seq = ? AND last_id = ?`,
   );
   const insert = db.prepare(
-    `INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, state, created_at, writer_id) VALUES (?, ?, ?, 'turn:1', 1, 'llm_call', 'completed', 'agent:x', ?, ?, 'w')`,
+    `INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, state, created_at, writer_id, event_seq, event_bytes) VALUES (?, ?, ?, 'turn:1', 1, 'llm_call', 'completed', 'agent:x', ?, ?, 'w', ${NEXT_EVENT}, 700)`,
   );
-  const queue = db.prepare(
-    `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, 700, ?)`,
-  );
+  for (let r = 0; r <= N / 400; r++) exec.run(`run-${r}`);
+  const id = (i: number) => `0190${String(i).padStart(12, '0')}-aaaa-7bbb-8ccc-dddddddddddd`;
   return time(db, (i) => {
     const e = `run-${Math.floor(i / 400)}`;
-    const id = `0190${String(i).padStart(12, '0')}-aaaa-7bbb-8ccc-dddddddddddd`;
     const at = new Date(1e12 + i).toISOString();
-    getExec.get(e);
-    insert.run(id, e, i % 400, states[i % 64], at);
-    upsert.run(e, (i % 400) + 1, id, at);
-    queue.run(id, e, at);
+    head.run((i % 400) + 1, id(i), at, e, i % 400, i % 400 === 0 ? 'x' : id(i - 1));
+    insert.run(id(i), e, i % 400, states[i % 64], at);
   });
 }
 

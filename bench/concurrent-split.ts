@@ -7,20 +7,13 @@
  *
  * - NORMAL: no fsync at commit (the share of a step spent waiting for the disk);
  * - no outbox: the store's `outbox: false` (what queueing each checkpoint for a
- *   plane costs: the outbox row and its two indexes, in the batch's statements
- *   and its commit's pages);
+ *   plane costs: its place in the drain's order and the unsent-rows index, in
+ *   the batch's statements and its commit's pages);
  * - NORMAL, no outbox: both.
  *
- * With `indexes` as the fifth argument, the variants are instead the outbox
- * with fewer B-trees, at the default synchronous=FULL (the store's file
- * altered after it opened, a measurement only: a store of that shape could
- * not find an event by id or its unsent rows without a scan):
- *
- * - no unsynced index: without `outbox_unsynced` (the drain's index of
- *   unsent rows);
- * - no unsynced or id index: the outbox rebuilt without it and without the
- *   unique index on `id` (a checkpoint event's id is the checkpoint's);
- * - no outbox: `outbox: false`, as above.
+ * (Until schema 7 a fifth argument `indexes` measured the outbox table with
+ * fewer indexes, bench/PROFILES.md 2026-12-05 (night); a checkpoint's event
+ * is now its own row's, client/sqlite/outbox.ts.)
  *
  * Steps/s and steps per CPU-second of this process (each also as a ratio to
  * the default's, within a repetition), commits (group-commit batches) per
@@ -29,7 +22,7 @@
  * what a writer thread could take off the agents' thread), and the disk's raw
  * fsync rate. A profiling aid for issue 19, not one of the targets' benches.
  *
- *   node .bench-build/bench/concurrent-split.js [runs=32] [turns=20] [reps=5] [indexes]
+ *   node .bench-build/bench/concurrent-split.js [runs=32] [turns=20] [reps=5]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,30 +49,13 @@ interface Variant {
   name: string;
   synchronous: SqliteSynchronous;
   outbox: boolean;
-  /** Run on the store's file after it opened (the `indexes` variants). */
-  alter?: string;
 }
-/** The outbox of schema v2 (client/store/migrations.ts, 0002) without its unique index on `id` and without `outbox_unsynced`. */
-const OUTBOX_FEWER_INDEXES = `
-  DROP TABLE outbox;
-  CREATE TABLE outbox (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, kind TEXT NOT NULL, execution_id TEXT NOT NULL, payload TEXT,
-    bytes INTEGER NOT NULL, created_at TEXT NOT NULL, synced INTEGER NOT NULL DEFAULT 0, sync_error TEXT);
-  CREATE INDEX outbox_quarantined ON outbox (seq) WHERE sync_error IS NOT NULL;
-  CREATE INDEX outbox_other_by_execution ON outbox (execution_id, synced) WHERE kind <> 'checkpoint';`;
-const VARIANTS: Variant[] =
-  process.argv[5] === 'indexes'
-    ? [
-        { name: 'default (FULL, outbox)', synchronous: 'FULL', outbox: true },
-        { name: 'no unsynced index', synchronous: 'FULL', outbox: true, alter: 'DROP INDEX outbox_unsynced' },
-        { name: 'no unsynced or id index', synchronous: 'FULL', outbox: true, alter: OUTBOX_FEWER_INDEXES },
-        { name: 'FULL, no outbox', synchronous: 'FULL', outbox: false },
-      ]
-    : [
-        { name: 'default (FULL, outbox)', synchronous: 'FULL', outbox: true },
-        { name: 'NORMAL, outbox', synchronous: 'NORMAL', outbox: true },
-        { name: 'FULL, no outbox', synchronous: 'FULL', outbox: false },
-        { name: 'NORMAL, no outbox', synchronous: 'NORMAL', outbox: false },
-      ];
+const VARIANTS: Variant[] = [
+  { name: 'default (FULL, outbox)', synchronous: 'FULL', outbox: true },
+  { name: 'NORMAL, outbox', synchronous: 'NORMAL', outbox: true },
+  { name: 'FULL, no outbox', synchronous: 'FULL', outbox: false },
+  { name: 'NORMAL, no outbox', synchronous: 'NORMAL', outbox: false },
+];
 
 type Measured = Rate & { commits: number; commitWall: number; commitCpu: number };
 
@@ -114,10 +90,6 @@ function timeCommits(store: SqliteCheckpointer): { wallMs: number; cpuMs: number
 async function once(v: Variant): Promise<Measured> {
   const store = new SqliteCheckpointer({ path: join(dir, `s${++n}.db`), synchronous: v.synchronous, outbox: v.outbox });
   try {
-    if (v.alter) {
-      await store.setup();
-      (store as unknown as { db: { exec(sql: string): void } }).db.exec(v.alter);
-    }
     const spent = timeCommits(store);
     const t = await timed(() =>
       Promise.all(
@@ -160,7 +132,6 @@ try {
     const line = {
       bench: 'concurrent-split',
       variant: v.name,
-      set: process.argv[5] === 'indexes' ? 'indexes' : 'default',
       runs: N,
       T,
       steps: summary(rate),

@@ -1,8 +1,8 @@
 /**
  * The floor under a durable step at `synchronous=NORMAL`: the statements of
- * one waymark checkpoint (lease renewal, execution row, checkpoint, outbox
- * entry) with precomputed texts, no agent loop and no codec, beside the raw
- * one-row commit of the same size. Per commit: wall µs and CPU µs.
+ * one waymark checkpoint in the shapes the store has had (see `statements`)
+ * with precomputed texts, no agent loop and no codec, beside the raw one-row
+ * commit of the same size. Per commit: wall µs and CPU µs.
  *
  *   npx tsx bench/profile-floor.ts [commits=4000] [reps=3]
  */
@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { NEXT_EVENT } from '../client/sqlite/outbox.js';
 import { MIGRATIONS } from '../client/store/migrations.js';
 import { randomText } from './lib/text.js';
 import { timed } from './lib/stats.js';
@@ -58,39 +59,71 @@ const states = Array.from({ length: 64 }, (_, i) =>
     unset: [],
   }),
 );
-async function statements(outbox: boolean): Promise<string> {
+/**
+ * One step's statements in the shape of a schema: `five` (before 2026-12-07: lease renewal, execution read,
+ * checkpoint, execution upsert, outbox row), `three` (schema 6: the head's compare-and-set, the checkpoint, its
+ * outbox row) and `two` (schema 7: the head, then the checkpoint carrying its event's place, client/sqlite/outbox.ts).
+ */
+async function statements(shape: 'five' | 'three' | 'two'): Promise<string> {
   const db = open();
-  for (const m of MIGRATIONS) db.exec(m.sqlite);
+  for (const m of shape === 'two' ? MIGRATIONS : MIGRATIONS.slice(0, 6)) db.exec(m.sqlite);
   const renew = db.prepare(`UPDATE leases SET expires_at = ? WHERE execution_id = ? AND holder = ? AND epoch = ?`);
   const lease = db.prepare(`INSERT INTO leases (execution_id, holder, epoch, expires_at) VALUES (?, 'h', 1, 0)`);
+  const exec = db.prepare(
+    `INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, 0, 'x', 'turn:1', 'llm_call', 'completed', 'z')`,
+  );
   const getExec = db.prepare('SELECT next_seq, last_id FROM executions WHERE execution_id = ?');
   const upsert = db.prepare(
     `INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, ?, ?, 'turn:1', 'llm_call', 'completed', ?)
      ON CONFLICT (execution_id) DO UPDATE SET next_seq = excluded.next_seq, last_id = excluded.last_id, last_node_id = excluded.last_node_id,
        last_step = excluded.last_step, last_status = excluded.last_status, updated_at = excluded.updated_at WHERE excluded.next_seq > executions.next_seq`,
   );
-  const insert = db.prepare(
-    `INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, state, node_input, created_at, writer_id) VALUES (?, ?, ?, 'turn:1/tool:work', 1, 'tool_call', 'completed', 'agent:bench/tool:work', ?, '{"t":1}', ?, 'sqlite-0190aaaa-aaaa-7bbb-8ccc-dddddddddddd')`,
+  const head = db.prepare(
+    `UPDATE executions SET next_seq = ?, last_id = ?, updated_at = ? WHERE execution_id = ? AND next_seq = ? AND last_id = ?`,
   );
-  const queue = db.prepare(
-    `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, 700, ?)`,
-  );
-  for (let r = 0; r < N / 40 + 1; r++) lease.run(`run-${r}`);
+  const COLUMNS = `id, execution_id, seq, node_id, turn, step, status, agent_path, state, node_input, created_at, writer_id`;
+  const VALUES = `?, ?, ?, 'turn:1/tool:work', 1, 'tool_call', 'completed', 'agent:bench/tool:work', ?, '{"t":1}', ?, 'sqlite-0190aaaa-aaaa-7bbb-8ccc-dddddddddddd'`;
+  const insert = db.prepare(`INSERT INTO checkpoints (${COLUMNS}) VALUES (${VALUES})`);
+  const queue =
+    shape === 'two'
+      ? null
+      : db.prepare(
+          `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, 700, ?)`,
+        );
+  const insertQueued =
+    shape === 'two'
+      ? db.prepare(
+          `INSERT INTO checkpoints (${COLUMNS}, event_seq, event_bytes) VALUES (${VALUES}, ${NEXT_EVENT}, 700)`,
+        )
+      : null;
+  for (let r = 0; r < N / 40 + 1; r++) {
+    lease.run(`run-${r}`);
+    if (shape !== 'five') exec.run(`run-${r}`);
+  }
+  const id = (i: number) => `0190${String(i).padStart(6, '0')}aa-aaaa-7bbb-8ccc-dddddddddddd`;
   return time(db, (i) => {
     const e = `run-${Math.floor(i / 40)}`;
-    const id = `0190${String(i).padStart(4, '0')}aa-aaaa-7bbb-8ccc-dddddddddddd`;
     const at = new Date(1e12 + i).toISOString();
-    renew.run(Date.now() + 30000, e, 'h', 1);
-    getExec.get(e);
-    insert.run(id, e, i % 40, states[i % 64], at);
-    upsert.run(e, (i % 40) + 1, id, at);
-    if (outbox) queue.run(id, e, at);
+    if (shape === 'five') {
+      renew.run(Date.now() + 30000, e, 'h', 1);
+      getExec.get(e);
+      insert.run(id(i), e, i % 40, states[i % 64], at);
+      upsert.run(e, (i % 40) + 1, id(i), at);
+      queue?.run(id(i), e, at);
+      return;
+    }
+    head.run((i % 40) + 1, id(i), at, e, i % 40, i % 40 === 0 ? 'x' : id(i - 1));
+    if (insertQueued) insertQueued.run(id(i), e, i % 40, states[i % 64], at);
+    else {
+      insert.run(id(i), e, i % 40, states[i % 64], at);
+      queue?.run(id(i), e, at);
+    }
   });
 }
 
 for (let r = 0; r < REPS; r++) {
   console.log(
-    `rep ${r + 1}: raw one-row ${await raw()} · waymark statements ${await statements(true)} · without outbox ${await statements(false)}`,
+    `rep ${r + 1}: raw one-row ${await raw()} · five statements ${await statements('five')} · three (schema 6) ${await statements('three')} · two (schema 7) ${await statements('two')}`,
   );
 }
 rmSync(dir, { recursive: true, force: true });

@@ -439,7 +439,7 @@ export interface ExecutionListOptions {
   state?: ExecutionState;
 }
 
-/** A page of quarantined outbox events (`listQuarantined`), ordered by id. */
+/** A page of quarantined outbox events (`listQuarantined`), in the order they were queued. */
 export interface QuarantineListOptions {
   /** Start after this event id: the last one of the previous page (default: from the first). */
   afterId?: string;
@@ -634,7 +634,7 @@ export interface Checkpointer {
   markQuarantined(reasons: Record<string, string>): Promise<void>;
   /** Counts and sizes of the outbox: events waiting, quarantined and the oldest waiting. */
   outboxStats(): Promise<OutboxStats>;
-  /** Quarantined outbox events ordered by id; page with `afterId`. */
+  /** Quarantined outbox events in the order they were queued; page with `afterId`. */
   listQuarantined(options?: QuarantineListOptions): Promise<QuarantinedEntry[]>;
   /**
    * Write a restore bundle in one transaction, marked synced (never

@@ -57,17 +57,6 @@ describe('benchmark smoke runs', () => {
       for (const k of ['commitWallShare', 'commitCpuShare'])
         expect((l[k] as { median: number }).median, `${l.variant} ${k}`).toSatisfy((x: number) => x > 0 && x <= 1.05);
   });
-  it('concurrent-split indexes: the outbox without its unsent-rows index, without that and its id index, and without an outbox', () => {
-    const lines = bench('concurrent-split.ts', '4', '3', '1', 'indexes');
-    expect(lines.map((l) => l.variant)).toEqual([
-      'default (FULL, outbox)',
-      'no unsynced index',
-      'no unsynced or id index',
-      'FULL, no outbox',
-    ]);
-    for (const l of lines) expect(l.set).toBe('indexes');
-    for (const l of lines) expect((l.steps as { median: number }).median).toBeGreaterThan(0);
-  });
   it('statements: what a durable step sends to SQLite (and Postgres when up), one run and several at once, traced', () => {
     const [line] = bench('statements.ts', '3', '4');
     const perStep = line.perStep as Record<string, { statements: number; commits: number }>;

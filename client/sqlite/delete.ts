@@ -4,8 +4,8 @@
  * (`prune`, a chunk per IMMEDIATE transaction). Each runs inside the
  * caller's transaction. A checkpoint's waiting event is the row itself
  * (outbox.ts), gone with it; the outbox rows of an execution go before its
- * checkpoints: those of checkpoints (a quarantined event's reason, an event
- * an older waymark queued there) are found through the checkpoints' index.
+ * checkpoints: those of checkpoints (a quarantine's reason, an acknowledgement
+ * recorded before migration 0007) are found through the checkpoints' index.
  */
 import type * as C from '../checkpointer.js';
 import { executionDeleted, type QueuedEvent } from '../store/events.js';
@@ -15,14 +15,11 @@ import type { Statements } from './statements.js';
 /** The deletions' statements (see statements.ts). */
 export const deleteStatements = {
   // an execution's outbox rows: those of checkpoints through the checkpoints' index, the other kinds through their own
-  dropCheckpointEvents: `DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?)`,
-  dropOtherEvents: `DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint'`,
-  dropUnsentCheckpointEvents: `DELETE FROM outbox WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?) AND synced = 0`,
-  dropUnsentOtherEvents: `DELETE FROM outbox WHERE execution_id = ? AND kind <> 'checkpoint' AND synced = 0`,
+  dropCheckpointEvents: `DELETE FROM outbox_entries WHERE id IN (SELECT id FROM checkpoints WHERE execution_id = ?)`,
+  dropOtherEvents: `DELETE FROM outbox_entries WHERE execution_id = ? AND kind <> 'checkpoint'`,
+  dropUnsentOtherEvents: `DELETE FROM outbox_entries WHERE execution_id = ? AND kind <> 'checkpoint' AND synced = 0`,
   // a local-only delete keeps a deletion of the run queued earlier: the plane must still hear of it
-  dropUnsentOtherEventsButDeletions: `DELETE FROM outbox WHERE execution_id = ? AND kind NOT IN ('checkpoint', 'execution_deleted') AND synced = 0`,
-  // a run's waiting checkpoint events dropped before its rows go (a row still waiting is never deleted: migration 7)
-  unqueueCheckpoints: `UPDATE checkpoints SET event_seq = NULL WHERE execution_id = ? AND event_seq > 0`,
+  dropUnsentOtherEventsButDeletions: `DELETE FROM outbox_entries WHERE execution_id = ? AND kind NOT IN ('checkpoint', 'execution_deleted') AND synced = 0`,
   deleteCheckpoints: `DELETE FROM checkpoints WHERE execution_id = ?`,
   deletePending: `DELETE FROM pending_interrupts WHERE execution_id = ?`,
   deleteIdem: `DELETE FROM idempotency WHERE execution_id = ?`,
@@ -30,8 +27,7 @@ export const deleteStatements = {
   deleteLease: `DELETE FROM leases WHERE execution_id = ?`,
   prunable: `SELECT e.execution_id,
             (EXISTS (SELECT 1 FROM checkpoints c WHERE c.execution_id = e.execution_id AND c.event_seq > 0)
-             OR EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 0 WHERE c.execution_id = e.execution_id)
-             OR EXISTS (SELECT 1 FROM outbox o WHERE o.execution_id = e.execution_id AND o.kind <> 'checkpoint' AND o.synced = 0)) AS unsynced
+             OR EXISTS (SELECT 1 FROM outbox_entries o WHERE o.execution_id = e.execution_id AND o.kind <> 'checkpoint' AND o.synced = 0)) AS unsynced
      FROM executions e
      WHERE e.last_step = 'run_end' AND e.last_status IN ('completed', 'failed', 'cancelled') AND e.updated_at < ?
        AND NOT EXISTS (SELECT 1 FROM pending_interrupts p WHERE p.execution_id = e.execution_id)
@@ -39,11 +35,10 @@ export const deleteStatements = {
      ORDER BY e.execution_id LIMIT ${PRUNE_CHUNK}`,
 };
 
-/** Delete an execution's outbox events (only the unsent ones with `pendingOnly`), before its checkpoints. */
-export function dropOutbox(st: Statements, executionId: string, pendingOnly: boolean): void {
-  st.unqueueCheckpoints.run(executionId);
-  (pendingOnly ? st.dropUnsentCheckpointEvents : st.dropCheckpointEvents).run(executionId);
-  (pendingOnly ? st.dropUnsentOtherEvents : st.dropOtherEvents).run(executionId);
+/** Delete an execution's outbox rows, before its checkpoints (which take their waiting events with them). */
+export function dropOutbox(st: Statements, executionId: string): void {
+  st.dropCheckpointEvents.run(executionId);
+  st.dropOtherEvents.run(executionId);
 }
 
 /**
@@ -59,8 +54,6 @@ export function deleteRows(
   localOnly = false,
 ): C.DeleteResult {
   // events never sent are moot once the execution is gone; the deletion itself is sent
-  st.unqueueCheckpoints.run(executionId);
-  st.dropUnsentCheckpointEvents.run(executionId);
   (localOnly ? st.dropUnsentOtherEventsButDeletions : st.dropUnsentOtherEvents).run(executionId);
   const checkpoints = st.deleteCheckpoints.run(executionId).changes;
   const pending = st.deletePending.run(executionId).changes;
@@ -74,7 +67,7 @@ export function deleteRows(
 /** One chunk of a prune walk: the next prunable executions deleted with their events; `dropped` hears each id. */
 export function pruneChunk(st: Statements, walk: PruneWalk, dropped: (executionId: string) => void): void {
   for (const id of walk.take(st.prunable.all(walk.cutoff, walk.after) as PruneCandidate[])) {
-    dropOutbox(st, id, false);
+    dropOutbox(st, id);
     const checkpoints = st.deleteCheckpoints.run(id).changes;
     const idempotency = st.deleteIdem.run(id).changes;
     st.deleteExec.run(id);

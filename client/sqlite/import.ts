@@ -35,8 +35,7 @@ export function importInto(
   });
   const res = importResultOf(plan);
   for (const c of plan.insert) {
-    st.insertCheckpoint.run(checkpointValues(c));
-    st.markRestored.run(c.id);
+    st.insertRestoredCheckpoint.run(checkpointValues(c));
     st.upsertExec.run(executionValues(c));
     dropped(c.executionId);
     res.inserted++;

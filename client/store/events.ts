@@ -1,8 +1,9 @@
 /**
  * The outbox rows both adapters queue, one builder per event kind. A
- * checkpoint event carries no payload (the drain joins the checkpoint row,
- * which the outbox row shares its id with); every other kind stores its event
- * as JSON text, with its UTF-8 size for the drain's byte budget.
+ * checkpoint event carries no payload: the drain joins the checkpoint row,
+ * which the outbox row shares its id with (Postgres; on SQLite the checkpoint
+ * row is its own entry, client/sqlite/outbox.ts). Every other kind stores its
+ * event as JSON text, with its UTF-8 size for the drain's byte budget.
  */
 import { uuidv7 } from '../../shared/ids.js';
 import { utf8Bytes } from '../../shared/json.js';
@@ -23,7 +24,7 @@ function queued(event: Exclude<OutboxEvent, { kind: 'checkpoint' }>, executionId
   return { id: event.id, kind: event.kind, executionId, payload, bytes: utf8Bytes(payload) };
 }
 
-/** The event of a checkpoint just built: its size is the one `buildRow` measured. */
+/** The event of a checkpoint just built, for the Postgres outbox: its size is the one `buildRow` measured. */
 export function checkpointWritten(rt: RowText): QueuedEvent {
   return { id: rt.row.id, kind: 'checkpoint', executionId: rt.row.executionId, payload: null, bytes: rt.bytes };
 }

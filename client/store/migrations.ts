@@ -338,30 +338,22 @@ export const MIGRATIONS: readonly Migration[] = [
     name: '0007_checkpoint_events',
     sqlite: `
   -- A checkpoint carries its own event: event_seq is its place in the drain's order while it waits (drawn from the
-  -- same count as outbox.seq, so the drain reads both tables in one order), negated once the plane holds the row
-  -- (acknowledged, or restored from a plane), NULL when never queued or quarantined (the reason is then an outbox
-  -- row of its id); event_bytes is the event's size. The other events stay in the outbox table. Events already
-  -- queued move onto their rows with their order; a pending event whose row is gone stays where it was.
+  -- same count as the outbox's seq, so the drain reads both tables in one order), negated once the plane holds the
+  -- row (acknowledged, or restored from a plane), NULL when never queued or quarantined (the reason is then an outbox
+  -- row of its id); event_bytes is the event's size. The other events stay in the outbox, renamed outbox_entries: a
+  -- waymark older than this schema opening the file (it leaves a newer file as it is) fails on its first statement
+  -- that queues, drains, prunes or asks whether the plane holds a run, instead of queueing events its drain alone
+  -- sends, reading runs the plane holds as local, or pruning rows the plane never got. Waiting checkpoint events move
+  -- onto their rows with their places (the migration costs what waits, not the file); acknowledged and restored
+  -- ones stay outbox rows, which heldByPlane still reads, as does a waiting event whose row is gone.
+  ALTER TABLE outbox RENAME TO outbox_entries;
   ALTER TABLE checkpoints ADD COLUMN event_seq INTEGER;
   ALTER TABLE checkpoints ADD COLUMN event_bytes INTEGER;
   UPDATE checkpoints SET event_seq = o.seq, event_bytes = o.bytes
-    FROM outbox o WHERE o.id = checkpoints.id AND o.kind = 'checkpoint' AND o.synced = 0;
-  UPDATE checkpoints SET event_seq = -o.seq, event_bytes = o.bytes
-    FROM outbox o WHERE o.id = checkpoints.id AND o.kind = 'checkpoint' AND o.synced = 1 AND o.sync_error IS NULL;
-  DELETE FROM outbox WHERE kind = 'checkpoint' AND sync_error IS NULL AND id IN (SELECT id FROM checkpoints);
-  CREATE INDEX checkpoints_unsent ON checkpoints (event_seq) WHERE event_seq > 0;
-  -- A waymark older than this schema that opens the file (it leaves a newer file as it is) would queue checkpoint
-  -- events its own drain sends but never see the ones on rows, and could prune or delete a run whose rows wait:
-  -- its checkpoint writes and such deletions are refused instead, naming why. This version never queues a
-  -- checkpoint in the outbox, and unqueues a run's rows before deleting them.
-  CREATE TRIGGER checkpoint_events_on_rows BEFORE INSERT ON outbox WHEN NEW.kind = 'checkpoint' AND NEW.synced = 0
-  BEGIN
-    SELECT RAISE(ABORT, 'SCHEMA_NEWER: this store file was upgraded by a newer waymark (schema 7: checkpoint events on their rows); upgrade this process to write to it');
-  END;
-  CREATE TRIGGER checkpoint_events_kept BEFORE DELETE ON checkpoints WHEN OLD.event_seq > 0
-  BEGIN
-    SELECT RAISE(ABORT, 'SCHEMA_NEWER: this store file was upgraded by a newer waymark (schema 7: checkpoint events on their rows); upgrade this process to delete its runs');
-  END;
+    FROM outbox_entries o WHERE o.id = checkpoints.id AND o.kind = 'checkpoint' AND o.synced = 0;
+  DELETE FROM outbox_entries WHERE kind = 'checkpoint' AND synced = 0 AND id IN (SELECT id FROM checkpoints);
+  -- the waiting rows in order, with what the outbox's stats read of them (no full row read for a count)
+  CREATE INDEX checkpoints_unsent ON checkpoints (event_seq, event_bytes, created_at) WHERE event_seq > 0;
   `,
     postgres: `
   -- Nothing to do: the Postgres store sends a checkpoint, its head update and its outbox event as one statement.

@@ -1,9 +1,9 @@
 /**
  * A store file written by waymark at schema version 6 (test/fixtures/store-v6.db,
- * made by test/fixtures/make-store-v6.ts: every event in the outbox table, three
- * acknowledged, one quarantined, five waiting) opens under the current code:
- * migration 7 moves each checkpoint's event onto its row, and nothing changes for
- * the drain, the operator or the runs.
+ * made by test/fixtures/make-store-v6.ts: every event in the outbox table,
+ * acknowledged, quarantined, restored and waiting, one waiting event's row gone)
+ * opens under the current code: migration 7 moves each waiting checkpoint event
+ * onto its row, and nothing changes for the drain, the operator or the runs.
  */
 import { copyFileSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -17,7 +17,8 @@ const tmp = scratchDir('waymark-sqlite-migrate-v7-');
 afterAll(() => tmp.cleanup());
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/store-v6.json', import.meta.url), 'utf8')) as {
-  pending: { id: string; kind: string; executionId: string; bytes: number }[];
+  pending: { id: string; kind: string; executionId: string; bytes: number; problem: string | null }[];
+  held: Record<string, boolean>;
   stats: OutboxStats;
   quarantined: QuarantinedEntry[];
   effects: string[];
@@ -35,6 +36,7 @@ const pendingOf = async (store: SqliteCheckpointer) =>
     kind: e.kind,
     executionId: e.executionId,
     bytes: e.bytes,
+    problem: e.problem ?? null,
   }));
 
 describe('sqlite schema migration 6 → 7: a checkpoint is its own outbox entry', () => {
@@ -44,13 +46,16 @@ describe('sqlite schema migration 6 → 7: a checkpoint is its own outbox entry'
     expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(store.integrityCheck()).toBe('ok');
     expect(await pendingOf(store)).toEqual(fixture.pending);
-    // every waiting checkpoint event is on its row now; the outbox keeps the other kinds and the quarantine's reason
-    const moved = fixture.pending.filter((e) => e.kind === 'checkpoint').map((e) => e.id);
+    // every waiting checkpoint event is on its row now; the outbox keeps the other kinds, the quarantine's reason, the
+    // acknowledgements and restores of version 6, and the waiting event whose row is gone
+    const moved = fixture.pending.filter((e) => e.kind === 'checkpoint' && !e.problem).map((e) => e.id);
     expect(db.prepare(`SELECT id FROM checkpoints WHERE event_seq > 0 ORDER BY event_seq`).pluck().all()).toEqual(
       moved,
     );
-    expect(db.prepare(`SELECT kind FROM outbox WHERE synced = 0 ORDER BY seq`).pluck().all()).toEqual([
+    expect(db.prepare(`SELECT kind FROM outbox_entries WHERE synced = 0 ORDER BY seq`).pluck().all()).toEqual([
       'interrupt_opened',
+      'checkpoint',
+      'idempotency',
     ]);
     const stats = await store.outboxStats();
     const { oldestPendingAt, oldestPendingAgeMs: _, ...rest } = stats;
@@ -60,8 +65,9 @@ describe('sqlite schema migration 6 → 7: a checkpoint is its own outbox entry'
     expect(Math.abs(Date.parse(oldestPendingAt!) - Date.parse(wasAt!))).toBeLessThan(1000);
     expect(await store.listQuarantined()).toEqual(fixture.quarantined);
     // acknowledged rows still say the plane holds the run; a run none of whose rows were sent is still local
-    expect(await store.heldByPlane('refund-done')).toBe(true);
-    expect(await store.heldByPlane('refund-paused')).toBe(false);
+    for (const [run, held] of Object.entries(fixture.held))
+      expect([run, await store.heldByPlane(run)]).toEqual([run, held]);
+    expect(fixture.held).toEqual({ 'refund-done': true, 'refund-paused': false, 'refund-restored': true });
     await store.close();
   });
 
@@ -98,37 +104,59 @@ describe('sqlite schema migration 6 → 7: a checkpoint is its own outbox entry'
     await store.close();
   });
 
-  test('an older waymark writing the upgraded file is refused with SCHEMA_NEWER and changes nothing; this one deletes a waiting run', async () => {
+  test('an older waymark fails on the upgraded file as it queues, drains, prunes or asks what the plane holds, and changes nothing; this one deletes a waiting run', async () => {
     const store = openCopy('older.db');
     const db = store.connection;
     const before = await pendingOf(store);
-    // what version 6 sends for a step's event and for deleting a run, as it sends them
-    const queueAsV6 = () =>
-      db
-        .prepare(
-          `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, 10, ?)`,
-        )
-        .run(fixture.pending[1].id, 'refund-paused', new Date().toISOString());
-    expect(queueAsV6).toThrow(/^SCHEMA_NEWER: this store file was upgraded by a newer waymark/);
-    expect(() => db.prepare(`DELETE FROM checkpoints WHERE execution_id = ?`).run('refund-paused')).toThrow(
-      /^SCHEMA_NEWER: .*upgrade this process to delete its runs/,
-    );
+    // statements of version 6, as it sends them: a step's event, its drain's read, prune's candidates, heldByPlane
+    const v6 = [
+      `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES ('x', 'checkpoint', 'refund-paused', NULL, 10, 'now')`,
+      `SELECT o.seq FROM outbox o LEFT JOIN checkpoints c ON o.kind = 'checkpoint' AND c.id = o.id WHERE o.synced = 0 ORDER BY o.seq LIMIT 10`,
+      `SELECT EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 0 WHERE c.execution_id = 'refund-done')`,
+      `SELECT EXISTS (SELECT 1 FROM checkpoints c JOIN outbox o ON o.id = c.id AND o.synced = 1 AND o.sync_error IS NULL WHERE c.execution_id = 'refund-done')`,
+    ];
+    for (const text of v6) expect(() => db.prepare(text).all()).toThrow(/no such table: outbox/);
     expect(await pendingOf(store)).toEqual(before);
-    // a restored row's mark and a quarantine's reason, which version 6 also writes as synced outbox rows, still go in
-    expect(() =>
-      db
-        .prepare(
-          `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at, synced) VALUES ('r-1', 'checkpoint', 'x', NULL, 0, 'now', 1)`,
-        )
-        .run(),
-    ).not.toThrow();
     // this version deletes the paused run with its waiting rows, and queues the deletion
     await store.deleteExecution('refund-paused');
     expect((await pendingOf(store)).map((e) => `${e.kind}:${e.executionId}`)).toEqual([
       'checkpoint:refund-done',
+      'checkpoint:orphan',
+      'idempotency:refund-done',
       'execution_deleted:refund-paused',
     ]);
     expect(store.integrityCheck()).toBe('ok');
     await store.close();
+  });
+  test('two stores on one file write in turn: either drains their events merged in the order written', async () => {
+    const path = tmp.file('shared.db');
+    const one = new SqliteCheckpointer({ path });
+    const two = new SqliteCheckpointer({ path });
+    const row = (executionId: string, turn: number) => ({
+      executionId,
+      nodeId: `turn:${turn}`,
+      turn,
+      step: 'llm_call' as const,
+      status: 'completed' as const,
+      agentPath: 'agent:m',
+      state: { messages: [] },
+    });
+    const written: string[] = [];
+    for (let t = 0; t < 3; t++) {
+      written.push((await one.put(row('a', t))).id);
+      await two.putIdempotent('b', `k${t}`, t);
+      written.push(`idempotency:b:k${t}`);
+      written.push((await two.put(row('b', t))).id);
+      await one.putIdempotent('a', `k${t}`, t);
+      written.push(`idempotency:a:k${t}`);
+    }
+    const label = (e: { kind: string; id: string; event: unknown }) => {
+      if (e.kind === 'checkpoint') return e.id;
+      const { row } = e.event as { row: { executionId: string; key: string } };
+      return `${e.kind}:${row.executionId}:${row.key}`;
+    };
+    expect((await two.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map(label)).toEqual(written);
+    await one.close();
+    await two.close();
   });
 });

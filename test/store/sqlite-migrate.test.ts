@@ -49,12 +49,16 @@ describe('sqlite schema migration 1 → 2', () => {
     for (const t of ['waymark_meta', 'executions', 'pending_interrupts', 'idempotency'])
       v1.exec(`INSERT INTO main.${t} SELECT * FROM src.${t}`);
     v1.exec(`INSERT INTO main.checkpoints SELECT ${CHECKPOINT_COLUMNS.join(', ')} FROM src.checkpoints`);
-    // version 1 kept every event in the outbox: today's checkpoint events (on their rows) go back there
+    // version 1 kept every event in the outbox: today's checkpoint events (on their rows) go back there, the
+    // waiting ones at their places, then the sent ones after them
     v1.exec(`INSERT INTO main.outbox (seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error)
-             SELECT seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error FROM src.outbox
+             SELECT seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error FROM src.outbox_entries WHERE synced = 0
              UNION ALL
-             SELECT abs(event_seq), id, 'checkpoint', execution_id, NULL, event_bytes, created_at, event_seq < 0, NULL
-             FROM src.checkpoints WHERE event_seq IS NOT NULL`);
+             SELECT event_seq, id, 'checkpoint', execution_id, NULL, event_bytes, created_at, 0, NULL FROM src.checkpoints WHERE event_seq > 0`);
+    v1.exec(`INSERT INTO main.outbox (seq, id, kind, execution_id, payload, bytes, created_at, synced, sync_error)
+             SELECT NULL, id, kind, execution_id, payload, bytes, created_at, synced, sync_error FROM src.outbox_entries WHERE synced = 1
+             UNION ALL
+             SELECT NULL, id, 'checkpoint', execution_id, NULL, event_bytes, created_at, 1, NULL FROM src.checkpoints WHERE event_seq < 0`);
     v1.exec('DETACH src');
     expect(v1.prepare(`SELECT count(*) AS n FROM sqlite_sequence WHERE name = 'outbox'`).get()).toEqual({ n: 1 });
     v1.close();
@@ -74,11 +78,11 @@ describe('sqlite schema migration 1 → 2', () => {
     const stats = await store.outboxStats();
     expect({ ...stats, oldestPendingAgeMs: 0 }).toEqual({ ...before.stats, oldestPendingAgeMs: 0 });
     expect(await store.listQuarantined()).toEqual(before.quarantined);
-    // every event kept: the outbox's rows, and the checkpoints carrying their own (migration 7)
+    // every event kept: the outbox's rows, and the waiting checkpoints carrying their own (migration 7)
     expect(
       db
         .prepare(
-          `SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM checkpoints WHERE event_seq IS NOT NULL) AS n`,
+          `SELECT (SELECT count(*) FROM outbox_entries) + (SELECT count(*) FROM checkpoints WHERE event_seq > 0) AS n`,
         )
         .get(),
     ).toEqual({ n: all.length });

@@ -27,6 +27,55 @@ export function runOutboxSuite(options: StoreSuiteOptions): void {
     let store: Checkpointer;
     withStore(options, (s) => ({ h, store } = s));
 
+    test('checkpoints and events of other kinds written in turn are sent in that order, also after all were acknowledged; a refused checkpoint is listed in it', async () => {
+      const a = exec();
+      const b = exec();
+      const turn = (n: number, executionId = a) => input(executionId, { nodeId: `turn:${n}`, turn: n });
+      const writeRound = async (n: number) => [
+        (await store.put(turn(n))).id,
+        (await store.putIdempotent(a, `k${n}`, n), `idempotency:${a}`),
+        (await store.put(turn(n, b))).id,
+        (await store.deleteExecution(b), `execution_deleted:${b}`),
+        (await store.put(turn(n + 1))).id,
+      ];
+      const kinds = async () =>
+        (await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 })).map((e) =>
+          e.kind === 'checkpoint' ? e.id : `${e.kind}:${e.executionId}`,
+        );
+      // the deleted run's checkpoint went with it (its event was never sent)
+      const first = await writeRound(0);
+      expect(await kinds()).toEqual([first[0], first[1], first[3], first[4]]);
+      // pages of one event, oldest first
+      const paged: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const [e] = await store.fetchUnsynced({ limit: 1, maxBytes: 1e9 });
+        paged.push(e.kind === 'checkpoint' ? e.id : `${e.kind}:${e.executionId}`);
+        await store.applyResults({ synced: [e.id], quarantined: {} });
+      }
+      expect(paged).toEqual([first[0], first[1], first[3], first[4]]);
+      expect((await store.outboxStats()).pendingCount).toBe(0);
+      // nothing waits: the next events are ordered among themselves as written
+      const second = await writeRound(2);
+      const waiting = await store.fetchUnsynced({ limit: 100, maxBytes: 1e9 });
+      expect(await kinds()).toEqual([second[0], second[1], second[3], second[4]]);
+      await store.applyResults({
+        synced: [waiting[1].id],
+        quarantined: { [waiting[0].id]: 'refused: first', [waiting[3].id]: 'refused: last' },
+      });
+      expect(await kinds()).toEqual([second[3]]);
+      const refused = await store.listQuarantined();
+      expect(refused.map((q) => [q.id, q.reason])).toEqual([
+        [second[0], 'refused: first'],
+        [second[4], 'refused: last'],
+      ]);
+      expect((await store.listQuarantined({ afterId: second[0] })).map((q) => q.id)).toEqual([second[4]]);
+      expect(await store.outboxStats()).toMatchObject({
+        pendingCount: 1,
+        quarantinedCount: 2,
+        lastQuarantineReason: 'refused: last',
+      });
+    });
+
     test('every change queues one outbox event, in order, until synced or quarantined', async () => {
       const a = exec();
       const c0 = await store.put(input(a));
