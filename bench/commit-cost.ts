@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NEXT_EVENT } from '../client/sqlite/outbox.js';
+import { outboxStatements } from '../client/sqlite/outbox.js';
 import { MIGRATIONS } from '../client/store/migrations.js';
 import { fmt, median, ratios, summary } from './lib/stats.js';
 import { fsyncRate } from './lib/fsync.js';
@@ -61,16 +61,33 @@ function waymarkStatements(): number {
   const head = db.prepare(
     `UPDATE executions SET next_seq = ?, last_id = ?, updated_at = ? WHERE execution_id = ? AND next_seq = ? AND last_id = ?`,
   );
-  const insert = db.prepare(
-    `INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, state, created_at, writer_id, event_seq, event_bytes) VALUES (?, ?, ?, 'turn:1', 1, 'llm_call', 'completed', 'agent:x', ?, ?, 'w', ${NEXT_EVENT}, 700)`,
-  );
+  // the store's own insert (client/sqlite/outbox.ts): checkpointValues, then the event's size
+  const insert = db.prepare(outboxStatements.insertQueuedCheckpoint);
   for (let r = 0; r <= N / 400; r++) exec.run(`run-${r}`);
   const id = (i: number) => `0190${String(i).padStart(12, '0')}-aaaa-7bbb-8ccc-dddddddddddd`;
   return time(db, (i) => {
     const e = `run-${Math.floor(i / 400)}`;
     const at = new Date(1e12 + i).toISOString();
     head.run((i % 400) + 1, id(i), at, e, i % 400, i % 400 === 0 ? 'x' : id(i - 1));
-    insert.run(id(i), e, i % 400, states[i % 64], at);
+    insert.run(
+      id(i),
+      e,
+      i % 400,
+      'turn:1',
+      1,
+      'llm_call',
+      'completed',
+      'agent:x',
+      null,
+      states[i % 64],
+      null,
+      null,
+      null,
+      null,
+      at,
+      'w',
+      700,
+    );
   });
 }
 

@@ -13,6 +13,7 @@ import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { connectPlane } from '../client/index.js';
 import { SqliteCheckpointer } from '../client/sqlite/index.js';
+import { outboxStatements } from '../client/sqlite/outbox.js';
 import { uuidv7 } from '../shared/ids.js';
 import { fmt, summary } from './lib/stats.js';
 import { randomText } from './lib/text.js';
@@ -58,10 +59,8 @@ const dir = mkdtempSync(join(tmpdir(), 'waymark-bench-rss-'));
 
 const store = new SqliteCheckpointer({ path: join(dir, 'backlog.db'), synchronous: 'OFF' as never });
 const db = store.connection;
-// a backlog as the store writes it (schema 7): each checkpoint waiting on its own row, at its place in the drain's order
-const insC =
-  db.prepare(`INSERT INTO checkpoints (id, execution_id, seq, node_id, turn, step, status, agent_path, parent_id, state, node_input, node_output, interrupt_reason, interrupt_context, created_at, writer_id, event_seq, event_bytes)
-  VALUES (?, ?, ?, ?, ?, 'llm_call', 'completed', 'agent:b', NULL, ?, NULL, NULL, NULL, NULL, ?, ?, ?, ?)`);
+// a backlog as the store writes it: each checkpoint waiting on its own row (client/sqlite/outbox.ts)
+const insC = db.prepare(outboxStatements.insertQueuedCheckpoint);
 const insE =
   db.prepare(`INSERT INTO executions (execution_id, next_seq, last_id, last_node_id, last_step, last_status, updated_at) VALUES (?, ?, ?, ?, 'llm_call', 'completed', ?)
   ON CONFLICT (execution_id) DO UPDATE SET next_seq = excluded.next_seq, last_id = excluded.last_id, last_node_id = excluded.last_node_id`);
@@ -74,7 +73,25 @@ for (let i = 0; i < N; i += 10_000) {
       const e = `run-${Math.floor(j / PER_RUN)}`;
       const seq = j % PER_RUN;
       const state = JSON.stringify({ v: 1, kind: 'full', state: { turn: seq, note: randomText(100, 9, j) } });
-      insC.run(id, e, seq, `turn:${seq}`, seq, state, now, store.writerId, j + 1, state.length + 300);
+      insC.run(
+        id,
+        e,
+        seq,
+        `turn:${seq}`,
+        seq,
+        'llm_call',
+        'completed',
+        'agent:b',
+        null,
+        state,
+        null,
+        null,
+        null,
+        null,
+        now,
+        store.writerId,
+        state.length + 300,
+      );
       insE.run(e, seq + 1, id, `turn:${seq}`, now);
     }
   })();

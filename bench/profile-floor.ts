@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NEXT_EVENT } from '../client/sqlite/outbox.js';
+import { outboxStatements } from '../client/sqlite/outbox.js';
 import { MIGRATIONS } from '../client/store/migrations.js';
 import { randomText } from './lib/text.js';
 import { timed } from './lib/stats.js';
@@ -90,12 +90,8 @@ async function statements(shape: 'five' | 'three' | 'two'): Promise<string> {
       : db.prepare(
           `INSERT INTO outbox (id, kind, execution_id, payload, bytes, created_at) VALUES (?, 'checkpoint', ?, NULL, 700, ?)`,
         );
-  const insertQueued =
-    shape === 'two'
-      ? db.prepare(
-          `INSERT INTO checkpoints (${COLUMNS}, event_seq, event_bytes) VALUES (${VALUES}, ${NEXT_EVENT}, 700)`,
-        )
-      : null;
+  // the store's own insert (client/sqlite/outbox.ts): checkpointValues, then the event's size
+  const insertQueued = shape === 'two' ? db.prepare(outboxStatements.insertQueuedCheckpoint) : null;
   for (let r = 0; r < N / 40 + 1; r++) {
     lease.run(`run-${r}`);
     if (shape !== 'five') exec.run(`run-${r}`);
@@ -113,7 +109,26 @@ async function statements(shape: 'five' | 'three' | 'two'): Promise<string> {
       return;
     }
     head.run((i % 40) + 1, id(i), at, e, i % 40, i % 40 === 0 ? 'x' : id(i - 1));
-    if (insertQueued) insertQueued.run(id(i), e, i % 40, states[i % 64], at);
+    if (insertQueued)
+      insertQueued.run(
+        id(i),
+        e,
+        i % 40,
+        'turn:1/tool:work',
+        1,
+        'tool_call',
+        'completed',
+        'agent:bench/tool:work',
+        null,
+        states[i % 64],
+        '{"t":1}',
+        null,
+        null,
+        null,
+        at,
+        'sqlite-0190aaaa-aaaa-7bbb-8ccc-dddddddddddd',
+        700,
+      );
     else {
       insert.run(id(i), e, i % 40, states[i % 64], at);
       queue?.run(id(i), e, at);

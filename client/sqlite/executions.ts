@@ -30,8 +30,18 @@ export const executionStatements = {
   advanceExec: `UPDATE executions SET ${ADVANCE} WHERE execution_id = ? AND next_seq = ? AND last_id = ?`,
   advanceExecFenced: `UPDATE executions SET ${ADVANCE} WHERE execution_id = ? AND next_seq = ? AND last_id = ?
      AND EXISTS (SELECT 1 FROM leases l WHERE l.execution_id = executions.execution_id AND l.holder = ? AND l.epoch = ?)`,
-  insertCheckpoint: `INSERT INTO checkpoints (${CHECKPOINT_COLUMNS.join(', ')}) VALUES (${placeholders(CHECKPOINT_COLUMNS)})`,
+  insertCheckpoint: checkpointInsert(),
 };
+
+/**
+ * A checkpoint insert bound with `checkpointValues` (store/columns.ts), then a `?` for each of `extra`'s values that
+ * is one: its columns beyond the row's (the outbox's `event_seq` and `event_bytes`, outbox.ts) and their SQL.
+ */
+export function checkpointInsert(extra: Readonly<Record<string, string>> = {}): string {
+  const columns = [...CHECKPOINT_COLUMNS, ...Object.keys(extra)];
+  const values = [placeholders(CHECKPOINT_COLUMNS), ...Object.values(extra)];
+  return `INSERT INTO checkpoints (${columns.join(', ')}) VALUES (${values.join(', ')})`;
+}
 
 /** `advanceExec`'s values: the head after `row`, then the head it must still be at (`prev`), then the lease's holder and epoch when fenced. */
 export function advanceValues(row: Checkpoint, prev: { seq: number; id: string | null }, lease?: Lease): unknown[] {

@@ -14,7 +14,6 @@
  * drain reads the two tables merged in the order the events were written.
  */
 import type * as C from '../checkpointer.js';
-import { CHECKPOINT_COLUMNS } from '../store/columns.js';
 import {
   entryFromJoin,
   outboxStatsOf,
@@ -25,6 +24,7 @@ import {
   type OutboxJoinRow,
   type QuarantinedColumns,
 } from '../store/outbox.js';
+import { checkpointInsert } from './executions.js';
 import type { Statements } from './statements.js';
 
 /**
@@ -36,16 +36,13 @@ export const NEXT_EVENT = `(SELECT max(
     coalesce((SELECT event_seq FROM checkpoints WHERE event_seq > 0 ORDER BY event_seq DESC LIMIT 1), 0),
     coalesce((SELECT seq FROM outbox_entries ORDER BY seq DESC LIMIT 1), 0)) + 1)`;
 
-const VALUES = CHECKPOINT_COLUMNS.map(() => '?').join(', ');
-
 /** The outbox's fixed statements (see statements.ts). */
 export const outboxStatements = {
   insertOutbox: `INSERT INTO outbox_entries (seq, id, kind, execution_id, payload, bytes, created_at) VALUES (${NEXT_EVENT}, ?, ?, ?, ?, ?, ?)`,
   // a checkpoint with its event waiting: checkpointValues, then the event's size
-  insertQueuedCheckpoint: `INSERT INTO checkpoints (${CHECKPOINT_COLUMNS.join(', ')}, event_seq, event_bytes)
-     VALUES (${VALUES}, ${NEXT_EVENT}, ?)`,
+  insertQueuedCheckpoint: checkpointInsert({ event_seq: NEXT_EVENT, event_bytes: '?' }),
   // a row restored from a plane: held there, never queued
-  insertRestoredCheckpoint: `INSERT INTO checkpoints (${CHECKPOINT_COLUMNS.join(', ')}, event_seq) VALUES (${VALUES}, -1)`,
+  insertRestoredCheckpoint: checkpointInsert({ event_seq: '-1' }),
   // a batch's acknowledged ids (a JSON array) in each table; negating a place seldom changes the integer's stored
   // size, so SQLite mostly rewrites the record where it lies
   markSynced: `UPDATE outbox_entries SET synced = 1 WHERE id IN (SELECT value FROM json_each(?)) AND synced = 0`,
@@ -57,23 +54,27 @@ export const outboxStatements = {
   unqueueCheckpoint: `UPDATE checkpoints SET event_seq = NULL WHERE id = ? AND event_seq > 0`,
   // acknowledged or restored checkpoints (before migration 0007 marked as outbox rows), or a run named by the batch in
   // flight when the drain last posted (noteSending)
-  heldByPlane: `SELECT EXISTS (SELECT 1 FROM checkpoints c WHERE c.execution_id = ? AND c.event_seq < 0)
+  heldByPlane: `SELECT EXISTS (SELECT 1 FROM checkpoints c INDEXED BY checkpoints_held WHERE c.execution_id = ? AND c.event_seq < 0)
          OR EXISTS (SELECT 1 FROM checkpoints c JOIN outbox_entries o ON o.id = c.id AND o.synced = 1 AND o.sync_error IS NULL
                     WHERE c.execution_id = ?)
          OR EXISTS (SELECT 1 FROM waymark_meta m, json_each(m.value) j WHERE m.key = ? AND j.value = ?) AS held`,
-  // the first `limit` waiting places of each table (each from its index, no row read), merged and cut to `limit`;
-  // then the chosen events' rows: the outbox row, and the checkpoint of a checkpoint event
+  // the first `limit` waiting places of each table, each from its index (a place and a rowid: no row read), merged
+  // and cut to `limit`; then the chosen events' rows, each found by its rowid, and the checkpoint of an outbox row
+  // that names one (an event queued before migration 0007 whose row is gone: none is found)
   unsynced: `WITH w AS (
-       SELECT * FROM (SELECT seq AS place, id, 0 AS on_row FROM outbox_entries WHERE synced = 0 ORDER BY seq LIMIT ?)
+       SELECT * FROM (SELECT seq AS place, seq AS rid, 0 AS on_row FROM outbox_entries WHERE synced = 0 ORDER BY seq LIMIT ?)
        UNION ALL
-       SELECT * FROM (SELECT event_seq, id, 1 FROM checkpoints WHERE event_seq > 0 ORDER BY event_seq LIMIT ?)
+       SELECT * FROM (SELECT event_seq, rowid, 1 FROM checkpoints WHERE event_seq > 0 ORDER BY event_seq LIMIT ?)
        ORDER BY place LIMIT ?)
-     SELECT w.place AS o_seq, w.id AS o_id, coalesce(o.kind, 'checkpoint') AS o_kind,
-       coalesce(o.execution_id, c.execution_id) AS o_execution_id, o.payload AS o_payload,
-       coalesce(o.bytes, c.event_bytes) AS o_bytes, coalesce(o.created_at, c.created_at) AS o_created_at, c.*
-     FROM w LEFT JOIN outbox_entries o ON w.on_row = 0 AND o.seq = w.place
-       LEFT JOIN checkpoints c ON c.id = w.id AND (w.on_row = 1 OR o.kind = 'checkpoint')
-     ORDER BY w.place`,
+     SELECT w.place AS o_seq, o.id AS o_id, o.kind AS o_kind, o.execution_id AS o_execution_id, o.payload AS o_payload,
+       o.bytes AS o_bytes, o.created_at AS o_created_at, c.*
+     FROM w JOIN outbox_entries o ON o.seq = w.rid LEFT JOIN checkpoints c ON o.kind = 'checkpoint' AND c.id = o.id
+     WHERE w.on_row = 0
+     UNION ALL
+     SELECT w.place, c.id, 'checkpoint', c.execution_id, NULL, c.event_bytes, c.created_at, c.*
+     FROM w JOIN checkpoints c ON c.rowid = w.rid
+     WHERE w.on_row = 1
+     ORDER BY o_seq`,
   // the checkpoints' part from their index alone
   pendingStats: `SELECT sum(n) AS n, coalesce(sum(bytes), 0) AS bytes, min(oldest) AS oldest FROM (
        SELECT count(*) AS n, sum(bytes) AS bytes, min(created_at) AS oldest FROM outbox_entries WHERE synced = 0

@@ -344,16 +344,20 @@ export const MIGRATIONS: readonly Migration[] = [
   -- waymark older than this schema opening the file (it leaves a newer file as it is) fails on its first statement
   -- that queues, drains, prunes or asks whether the plane holds a run, instead of queueing events its drain alone
   -- sends, reading runs the plane holds as local, or pruning rows the plane never got. Waiting checkpoint events move
-  -- onto their rows with their places (the migration costs what waits, not the file); acknowledged and restored
-  -- ones stay outbox rows, which heldByPlane still reads, as does a waiting event whose row is gone.
+  -- onto their rows with their places (only those rows are rewritten; the new indexes read the table once);
+  -- acknowledged and restored ones stay outbox rows, which heldByPlane still reads, as does a waiting event whose
+  -- row is gone.
   ALTER TABLE outbox RENAME TO outbox_entries;
   ALTER TABLE checkpoints ADD COLUMN event_seq INTEGER;
   ALTER TABLE checkpoints ADD COLUMN event_bytes INTEGER;
   UPDATE checkpoints SET event_seq = o.seq, event_bytes = o.bytes
     FROM outbox_entries o WHERE o.id = checkpoints.id AND o.kind = 'checkpoint' AND o.synced = 0;
   DELETE FROM outbox_entries WHERE kind = 'checkpoint' AND synced = 0 AND id IN (SELECT id FROM checkpoints);
-  -- the waiting rows in order, with what the outbox's stats read of them (no full row read for a count)
+  -- the waiting rows in order, with what the outbox's stats read of them (no full row read for a count); the rows the
+  -- plane holds by run, for heldByPlane (written at an acknowledgement or a restore, never by a step). The outbox's
+  -- indexes keep their names on outbox_entries.
   CREATE INDEX checkpoints_unsent ON checkpoints (event_seq, event_bytes, created_at) WHERE event_seq > 0;
+  CREATE INDEX checkpoints_held ON checkpoints (execution_id) WHERE event_seq < 0;
   `,
     postgres: `
   -- Nothing to do: the Postgres store sends a checkpoint, its head update and its outbox event as one statement.

@@ -45,7 +45,7 @@ export function takeByBytes(entries: OutboxEntry[], maxBytes: number): OutboxEnt
   return out;
 }
 
-/** An `outbox` row as listed for an operator. */
+/** An outbox row (`outbox_entries` on SQLite) as listed for an operator. */
 export interface QuarantinedColumns {
   id: string;
   kind: OutboxKind;

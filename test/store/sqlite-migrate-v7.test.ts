@@ -10,6 +10,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { SqliteCheckpointer } from '../../client/sqlite/index.js';
 import type { OutboxStats, QuarantinedEntry } from '../../client/checkpointer.js';
 import { MIGRATIONS } from '../../client/store/migrations.js';
+import { input } from '../../client/testing/store/harness.js';
 import { refundAgent } from '../fixtures/refund-agent.js';
 import { scratchDir } from '../helpers/tmp.js';
 
@@ -104,7 +105,7 @@ describe('sqlite schema migration 6 → 7: a checkpoint is its own outbox entry'
     await store.close();
   });
 
-  test('an older waymark fails on the upgraded file as it queues, drains, prunes or asks what the plane holds, and changes nothing; this one deletes a waiting run', async () => {
+  test('statements of an older waymark that queue, drain, prune or ask what the plane holds fail on the upgraded file; this one deletes a waiting run', async () => {
     const store = openCopy('older.db');
     const db = store.connection;
     const before = await pendingOf(store);
@@ -132,24 +133,26 @@ describe('sqlite schema migration 6 → 7: a checkpoint is its own outbox entry'
     const path = tmp.file('shared.db');
     const one = new SqliteCheckpointer({ path });
     const two = new SqliteCheckpointer({ path });
-    const row = (executionId: string, turn: number) => ({
-      executionId,
-      nodeId: `turn:${turn}`,
-      turn,
-      step: 'llm_call' as const,
-      status: 'completed' as const,
-      agentPath: 'agent:m',
-      state: { messages: [] },
-    });
+    const row = (executionId: string, turn: number) => input(executionId, { nodeId: `turn:${turn}`, turn });
+    // an uneven pattern from both connections, ending with a checkpoint then another kind: a place drawn from one
+    // table's count alone ties or falls behind the other's
     const written: string[] = [];
-    for (let t = 0; t < 3; t++) {
-      written.push((await one.put(row('a', t))).id);
-      await two.putIdempotent('b', `k${t}`, t);
-      written.push(`idempotency:b:k${t}`);
-      written.push((await two.put(row('b', t))).id);
-      await one.putIdempotent('a', `k${t}`, t);
-      written.push(`idempotency:a:k${t}`);
-    }
+    const checkpoint = async (store: SqliteCheckpointer, run: string, turn: number) =>
+      written.push((await store.put(row(run, turn))).id);
+    const entry = async (store: SqliteCheckpointer, run: string, key: string) => {
+      await store.putIdempotent(run, key, key);
+      written.push(`idempotency:${run}:${key}`);
+    };
+    await checkpoint(one, 'a', 0);
+    await checkpoint(one, 'a', 1);
+    await entry(two, 'b', 'k0');
+    await entry(two, 'b', 'k1');
+    await entry(one, 'a', 'k0');
+    await checkpoint(two, 'b', 0);
+    await entry(two, 'b', 'k2');
+    await checkpoint(one, 'a', 2);
+    await checkpoint(two, 'b', 1);
+    await entry(one, 'a', 'k1');
     const label = (e: { kind: string; id: string; event: unknown }) => {
       if (e.kind === 'checkpoint') return e.id;
       const { row } = e.event as { row: { executionId: string; key: string } };
