@@ -32,7 +32,7 @@ import type { Statements } from './statements.js';
  * a write costs the same however many events wait. A place acknowledged may be drawn again: only the waiting ones
  * are ordered by it, and a quarantine's reason takes the place of an event still waiting, which no outbox row has.
  */
-export const NEXT_EVENT = `(SELECT max(
+const NEXT_EVENT = `(SELECT max(
     coalesce((SELECT event_seq FROM checkpoints WHERE event_seq > 0 ORDER BY event_seq DESC LIMIT 1), 0),
     coalesce((SELECT seq FROM outbox_entries ORDER BY seq DESC LIMIT 1), 0)) + 1)`;
 
